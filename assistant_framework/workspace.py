@@ -1,0 +1,286 @@
+"""The Workspace: all persistent state as plain files under one root.
+
+Every whole-file write is atomic (temporary file in the same folder, fsync,
+``os.replace``) so a crash leaves the old or the new content, never a torn
+file. Appends take a file lock so lines from several threads or processes
+never interleave. Every path is resolved inside the root: absolute paths,
+``..`` escapes, symlinks that lead outside and NUL bytes are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Iterable
+
+from filelock import FileLock
+
+#: Folders created on first use; docs/workspace.md describes each one.
+LAYOUT: tuple[str, ...] = (
+    "learnings",
+    "notes",
+    "tasks",
+    "contacts",
+    "birthdays",
+    "routines",
+    "facts",
+    "reminders",
+    "conversations",
+    "collectors",
+    "traces",
+    "inbox",
+    "context",
+    "memory",
+    "state",
+)
+
+_LOCK_SUFFIX = ".lock"
+_LOCK_DIR = "state/locks"
+
+
+class WorkspacePathError(ValueError):
+    """A path that would leave the workspace, or is otherwise unusable."""
+
+
+class Workspace:
+    """File-backed state under one root directory."""
+
+    def __init__(self, root: str | os.PathLike[str], create: bool = True) -> None:
+        self.root = Path(root).expanduser().resolve()
+        self._thread_locks: dict[str, threading.Lock] = {}
+        self._thread_locks_guard = threading.Lock()
+        if create:
+            self.ensure_layout()
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    def ensure_layout(self, folders: Iterable[str] = LAYOUT) -> None:
+        """Create the root and the documented folders when missing."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        for folder in folders:
+            (self.root / folder).mkdir(parents=True, exist_ok=True)
+
+    # -- paths ---------------------------------------------------------------
+
+    def path(self, rel: str | os.PathLike[str]) -> Path:
+        """Resolve a workspace-relative path, refusing anything that escapes the root."""
+        text = os.fspath(rel)
+        if not isinstance(text, str):
+            raise WorkspacePathError(f"workspace path must be text, got {text!r}")
+        if "\x00" in text:
+            raise WorkspacePathError(f"workspace path {text!r} contains a NUL byte")
+        text = text.replace("\\", "/").strip()
+        if not text:
+            raise WorkspacePathError("workspace path is empty")
+        if text.startswith("/") or (len(text) > 1 and text[1] == ":") or text.startswith("~"):
+            raise WorkspacePathError(f"workspace path {text!r} is absolute; use a path relative to the workspace")
+        parts = [p for p in text.split("/") if p not in ("", ".")]
+        if any(p == ".." for p in parts):
+            raise WorkspacePathError(f"workspace path {text!r} uses '..' to leave its folder")
+        candidate = self.root.joinpath(*parts) if parts else self.root
+        # resolve() follows symlinks, so a link pointing outside shows up here.
+        resolved = candidate.resolve()
+        if resolved != self.root and self.root not in resolved.parents:
+            raise WorkspacePathError(f"workspace path {text!r} leads outside the workspace (through a symlink)")
+        return resolved
+
+    def relative(self, path: str | os.PathLike[str]) -> str:
+        """The workspace-relative posix form of an absolute path inside the root."""
+        return Path(path).resolve().relative_to(self.root).as_posix()
+
+    def exists(self, rel: str) -> bool:
+        return self.path(rel).exists()
+
+    def mtime(self, rel: str) -> float | None:
+        try:
+            return self.path(rel).stat().st_mtime
+        except FileNotFoundError:
+            return None
+
+    # -- reading -------------------------------------------------------------
+
+    def read_text(self, rel: str, default: str | None = None) -> str:
+        """The file's text; ``default`` when it is missing (FileNotFoundError if no default)."""
+        target = self.path(rel)
+        try:
+            return target.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            if default is None:
+                raise FileNotFoundError(f"workspace file {rel!r} does not exist") from None
+            return default
+
+    def read_json(self, rel: str, default: Any = None) -> Any:
+        """Parsed JSON; ``default`` when the file is missing."""
+        target = self.path(rel)
+        try:
+            text = target.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return default
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"workspace file {rel!r} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+
+    def read_jsonl(self, rel: str) -> list[dict]:
+        """All JSON objects of a JSONL file, skipping blank or torn lines."""
+        target = self.path(rel)
+        try:
+            text = target.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        rows: list[dict] = []
+        for line in text.splitlines():
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                rows.append(value)
+        return rows
+
+    def list(self, pattern: str = "**/*", files_only: bool = True) -> list[str]:
+        """Relative posix paths matching a glob, sorted; never follows links out of the root."""
+        if "\x00" in pattern or pattern.startswith("/") or ".." in pattern.split("/"):
+            raise WorkspacePathError(f"workspace glob {pattern!r} must stay inside the workspace")
+        found: list[str] = []
+        for item in self.root.glob(pattern):
+            if files_only and not item.is_file():
+                continue
+            if item.name.endswith(_LOCK_SUFFIX) or ".tmp-" in item.name:
+                continue
+            try:
+                resolved = item.resolve()
+            except OSError:
+                continue
+            if resolved != self.root and self.root not in resolved.parents:
+                continue
+            found.append(item.relative_to(self.root).as_posix())
+        return sorted(found)
+
+    # -- writing -------------------------------------------------------------
+
+    def write_text(self, rel: str, text: str) -> Path:
+        """Replace the file's content atomically; parent folders are created."""
+        return self._atomic_write(self.path(rel), text.encode("utf-8"))
+
+    def write_json(self, rel: str, obj: Any) -> Path:
+        """Write JSON atomically (indented, UTF-8 kept readable)."""
+        text = json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+        return self.write_text(rel, text)
+
+    def append_line(self, rel: str, line: str) -> None:
+        """Append one line; a lock keeps concurrent appends from interleaving."""
+        if "\n" in line.rstrip("\n"):
+            raise ValueError(f"append to {rel!r}: a line must not contain a newline")
+        data = (line.rstrip("\n") + "\n").encode("utf-8")
+        target = self.path(rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with self.lock(rel):
+            fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+
+    def append_jsonl(self, rel: str, obj: Any) -> None:
+        """Append one compact JSON object as a line."""
+        self.append_line(rel, json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
+
+    def delete(self, rel: str) -> bool:
+        """Delete a file or an empty folder; True when something was deleted."""
+        target = self.path(rel)
+        if target == self.root:
+            raise WorkspacePathError("refusing to delete the workspace root")
+        try:
+            if target.is_dir():
+                target.rmdir()
+            else:
+                target.unlink()
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise OSError(f"cannot delete workspace path {rel!r}: {exc.strerror}") from None
+        return True
+
+    def lock(self, rel: str, timeout: float = 30.0) -> "_CombinedLock":
+        """A lock for one workspace file, held across threads and processes."""
+        key = self.path(rel).relative_to(self.root).as_posix()
+        with self._thread_locks_guard:
+            thread_lock = self._thread_locks.setdefault(key, threading.Lock())
+        lock_path = self.root / _LOCK_DIR / (key.replace("/", "__") + _LOCK_SUFFIX)
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        return _CombinedLock(thread_lock, FileLock(str(lock_path), timeout=timeout))
+
+    # -- internals -----------------------------------------------------------
+
+    def _atomic_write(self, target: Path, data: bytes) -> Path:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
+        try:
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if target.exists():
+                # Keep the owner's permissions (e.g. a file the user made private).
+                os.chmod(tmp, target.stat().st_mode & 0o777)
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+        _fsync_dir(target.parent)
+        return target
+
+
+class _CombinedLock:
+    """A thread lock plus a file lock, because FileLock alone is re-entrant per object."""
+
+    def __init__(self, thread_lock: threading.Lock, file_lock: FileLock) -> None:
+        self._thread_lock = thread_lock
+        self._file_lock = file_lock
+
+    def __enter__(self) -> "_CombinedLock":
+        self._thread_lock.acquire()
+        try:
+            self._file_lock.acquire()
+        except BaseException:
+            self._thread_lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._file_lock.release()
+        finally:
+            self._thread_lock.release()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
