@@ -168,7 +168,7 @@ class Workspace:
 
     def write_text(self, rel: str, text: str) -> Path:
         """Replace the file's content atomically; parent folders are created."""
-        return self._atomic_write(self.path(rel), text.encode("utf-8"))
+        return atomic_write_bytes(self.path(rel), text.encode("utf-8"))
 
     def write_json(self, rel: str, obj: Any) -> Path:
         """Write JSON atomically (indented, UTF-8 kept readable)."""
@@ -218,29 +218,29 @@ class Workspace:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
         return _CombinedLock(thread_lock, FileLock(str(lock_path), timeout=timeout))
 
-    # -- internals -----------------------------------------------------------
 
-    def _atomic_write(self, target: Path, data: bytes) -> Path:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
+def atomic_write_bytes(target: Path, data: bytes) -> Path:
+    """Replace ``target`` with ``data`` atomically: temp file in the same folder, fsync, rename."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
+    try:
         try:
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if target.exists():
-                # Keep the owner's permissions (e.g. a file the user made private).
-                os.chmod(tmp, target.stat().st_mode & 0o777)
-            os.replace(tmp, target)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
-        _fsync_dir(target.parent)
-        return target
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if target.exists():
+            # Keep the owner's permissions (e.g. a file the user made private).
+            os.chmod(tmp, target.stat().st_mode & 0o777)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(target.parent)
+    return target
 
 
 class _CombinedLock:

@@ -1,0 +1,314 @@
+"""Config loading: one JSON/YAML file or a directory tree, env substitution, schema validation.
+
+In a directory every file maps to a key by its path (``llm.json`` -> ``llm``,
+``collectors/rss.json`` -> ``collectors.rss``); an ``index.json`` supplies its
+folder's own key. Errors name the file and the JSON path inside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from .config_schema import ROOT_SCHEMA
+from .workspace import atomic_write_bytes
+
+CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
+INDEX_STEM = "index"
+TOKEN_ENV = "TELEGRAM_BOT_TOKEN"
+_ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+_SECRET_KEY = re.compile(r"(token|api_key|apikey|password|passwd|secret|credential)", re.IGNORECASE)
+REDACTED = "***"
+
+
+class ConfigError(Exception):
+    """A config problem; the message names the file and the JSON path."""
+
+
+@dataclass
+class LoadedConfig:
+    """A merged config plus where each part came from (for error messages and ``config set``)."""
+
+    data: dict
+    root: Path
+    #: file -> key prefix it supplies, e.g. config/llm.json -> ("llm",)
+    sources: dict[Path, tuple[str, ...]] = field(default_factory=dict)
+
+    def source_of(self, path: tuple) -> tuple[Path, tuple]:
+        """The file that supplied a JSON path, and the path relative to that file."""
+        best: tuple[Path, tuple[str, ...]] | None = None
+        for file, prefix in self.sources.items():
+            if tuple(path[: len(prefix)]) == prefix and (best is None or len(prefix) > len(best[1])):
+                best = (file, prefix)
+        if best is None:
+            return self.root, tuple(path)
+        return best[0], tuple(path[len(best[1]) :])
+
+
+def format_json_path(path: tuple | list) -> str:
+    """``("runners", 0, "base_url")`` -> ``runners[0].base_url``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def _display(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def _parse_file(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{_display(path)}: cannot read: {exc.strerror}") from None
+    if path.suffix == ".json":
+        try:
+            return json.loads(text) if text.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{_display(path)}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
+        raise ConfigError(f"{_display(path)}: {where}invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    return {} if value is None else value
+
+
+def _config_files(root: Path) -> list[tuple[Path, tuple[str, ...]]]:
+    """Every config file below ``root`` with the key prefix it supplies (index files first)."""
+    found: list[tuple[Path, tuple[str, ...]]] = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if not path.is_file() or path.suffix not in CONFIG_SUFFIXES:
+            continue
+        if any(part.startswith((".", "_")) for part in rel.parts):
+            continue
+        keys = tuple(rel.parent.parts)
+        if path.stem != INDEX_STEM:
+            keys += (path.stem,)
+        found.append((path, keys))
+    # Shorter prefixes first so a deeper file wins over its parent's index.
+    found.sort(key=lambda item: (len(item[1]), item[0].stem != INDEX_STEM, str(item[0])))
+    return found
+
+
+def _set_path(target: dict, keys: tuple[str, ...], value: Any, file: Path) -> None:
+    node = target
+    for depth, key in enumerate(keys[:-1]):
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{_display(file)}: key {'.'.join(keys[: depth + 1])} is already a {type(child).__name__} elsewhere")
+        node = child
+    if not keys:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{_display(file)}: (top level): expected an object, got {type(value).__name__}")
+        _deep_merge(target, value)
+        return
+    existing = node.get(keys[-1])
+    if isinstance(existing, dict) and isinstance(value, dict):
+        _deep_merge(existing, value)
+    else:
+        node[keys[-1]] = value
+
+
+def _deep_merge(base: dict, extra: dict) -> None:
+    for key, value in extra.items():
+        if isinstance(base.get(key), dict) and isinstance(value, dict):
+            _deep_merge(base[key], value)
+        else:
+            base[key] = value
+
+
+def _substitute_env(value: Any, path: tuple, loaded: LoadedConfig) -> Any:
+    if isinstance(value, dict):
+        return {k: _substitute_env(v, path + (k,), loaded) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute_env(v, path + (i,), loaded) for i, v in enumerate(value)]
+    if isinstance(value, str):
+        match = _ENV_REF.match(value.strip())
+        if match:
+            name = match.group(1)
+            if name not in os.environ:
+                file, rel = loaded.source_of(path)
+                raise ConfigError(f"{_display(file)}: {format_json_path(rel)}: environment variable {name} is not set")
+            return os.environ[name]
+    return value
+
+
+def load_config(path: str | os.PathLike[str], *, validate: bool = True, env: bool = True) -> dict:
+    """Load, merge, substitute and validate a config; raises ConfigError with file and path."""
+    return load_config_detailed(path, validate=validate, env=env).data
+
+
+def load_config_detailed(path: str | os.PathLike[str], *, validate: bool = True, env: bool = True) -> LoadedConfig:
+    """Like load_config, keeping which file supplied which key."""
+    root = Path(path)
+    if not root.exists():
+        raise ConfigError(f"{_display(root)}: config file or directory does not exist")
+    loaded = LoadedConfig(data={}, root=root)
+    if root.is_file():
+        value = _parse_file(root)
+        if not isinstance(value, dict):
+            raise ConfigError(f"{_display(root)}: (top level): expected an object, got {type(value).__name__}")
+        loaded.data = value
+        loaded.sources[root] = ()
+    else:
+        for file, keys in _config_files(root):
+            value = _parse_file(file)
+            _set_path(loaded.data, keys, value, file)
+            loaded.sources[file] = keys
+    if env:
+        loaded.data = _substitute_env(loaded.data, (), loaded)
+        token = os.environ.get(TOKEN_ENV)
+        if token:
+            loaded.data.setdefault("telegram", {})
+            if isinstance(loaded.data["telegram"], dict):
+                loaded.data["telegram"]["token"] = token
+    if validate:
+        errors = validate_config(loaded)
+        if errors:
+            raise ConfigError("\n".join(errors))
+    return loaded
+
+
+def validate_config(loaded: LoadedConfig, extra_schemas: dict[str, dict] | None = None) -> list[str]:
+    """All schema violations as ``file: json.path: message`` lines (empty when valid).
+
+    ``extra_schemas`` maps a dotted key (``collectors.rss``) to a schema declared by a plugin.
+    """
+    messages: list[str] = []
+    checks: list[tuple[tuple, dict, Any]] = [((), ROOT_SCHEMA, loaded.data)]
+    for dotted, schema in (extra_schemas or {}).items():
+        keys = tuple(dotted.split("."))
+        value = get_key(loaded.data, dotted, default=None)
+        if value is not None:
+            checks.append((keys, schema, value))
+    for prefix, schema, value in checks:
+        validator = jsonschema.Draft202012Validator(schema)
+        for error in sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]):
+            full = prefix + tuple(error.absolute_path)
+            file, rel = loaded.source_of(full)
+            messages.append(f"{_display(file)}: {format_json_path(rel)}: {_describe(error)}")
+    return messages
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    if error.validator == "additionalProperties":
+        return f"{error.message} (check the spelling; see config/README.md for the known keys)"
+    return error.message
+
+
+# -- keys ---------------------------------------------------------------------
+
+
+def get_key(data: dict, dotted: str, default: Any = KeyError) -> Any:
+    """The value at a dotted key such as ``llm.runners``; raises KeyError naming it when missing."""
+    node: Any = data
+    for part in dotted.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            if default is KeyError:
+                raise KeyError(f"config key {dotted!r} is not set")
+            return default
+    return node
+
+
+def parse_cli_value(text: str) -> Any:
+    """A CLI value: JSON when it parses, otherwise the string itself."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def redact(value: Any, key: str = "") -> Any:
+    """A copy with secrets (tokens, keys, passwords) replaced by ``***``."""
+    if isinstance(value, dict):
+        return {k: redact(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v, key) for v in value]
+    if key and _SECRET_KEY.search(key) and isinstance(value, str) and value:
+        return REDACTED
+    return value
+
+
+def owner_file(config_root: Path, dotted: str) -> tuple[Path, tuple[str, ...]]:
+    """The file of a config tree that owns a key, and the key path inside that file."""
+    keys = tuple(dotted.split("."))
+    if config_root.is_file():
+        return config_root, keys
+    # The deepest existing file wins: collectors/rss.json owns collectors.rss.enabled.
+    for depth in range(len(keys), 0, -1):
+        base = config_root.joinpath(*keys[:depth])
+        for suffix in CONFIG_SUFFIXES:
+            if base.with_name(base.name + suffix).is_file():
+                return base.with_name(base.name + suffix), keys[depth:]
+        for suffix in CONFIG_SUFFIXES:
+            index = base / (INDEX_STEM + suffix)
+            if index.is_file():
+                return index, keys[depth:]
+    # No file yet: descend existing folders, then name a new file after the next key.
+    folder = config_root
+    depth = 0
+    while depth < len(keys) - 1 and (folder / keys[depth]).is_dir():
+        folder = folder / keys[depth]
+        depth += 1
+    if depth == len(keys) - 1 and depth == 0:
+        # A top-level scalar lives in the root index file.
+        return config_root / "index.json", keys
+    return folder / f"{keys[depth]}.json", keys[depth + 1 :]
+
+
+def set_key(config_root: str | os.PathLike[str], dotted: str, value: Any) -> Path:
+    """Write one value into the file that owns the key, atomically, keeping the file's style."""
+    root = Path(config_root)
+    file, inner = owner_file(root, dotted)
+    data: Any = _parse_file(file) if file.exists() else {}
+    if not inner:
+        data = value
+    else:
+        if not isinstance(data, dict):
+            raise ConfigError(f"{_display(file)}: (top level): expected an object to set {dotted!r} in")
+        node = data
+        for depth, key in enumerate(inner[:-1]):
+            child = node.get(key)
+            if child is None:
+                child = node[key] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(f"{_display(file)}: {format_json_path(inner[: depth + 1])}: is a {type(child).__name__}, cannot set {dotted!r} inside it")
+            node = child
+        node[inner[-1]] = value
+    original = file.read_text(encoding="utf-8") if file.exists() else ""
+    atomic_write_bytes(file, _dump_like(file, data, original).encode("utf-8"))
+    return file
+
+
+def _dump_like(file: Path, data: Any, original: str) -> str:
+    if file.suffix in (".yaml", ".yml"):
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    indent: int | None = 2
+    match = re.search(r"\n( +)\S", original)
+    if match:
+        indent = len(match.group(1))
+    elif original.strip() and "\n" not in original.strip():
+        indent = None
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    return text + ("\n" if original.endswith("\n") or not original else "")

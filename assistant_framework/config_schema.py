@@ -1,0 +1,162 @@
+"""JSON Schemas of the known config sections; config/README.md documents every key.
+
+Sections the project owns reject unknown keys, so a typo is reported instead
+of silently ignored. Plugins (collectors) validate their own sections.
+"""
+
+from __future__ import annotations
+
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+_DECISION = {"enum": ["allow", "ask", "deny"]}
+_HTTP_URL = {"type": "string", "pattern": "^https?://"}
+
+_ENDPOINT = {
+    "type": "object",
+    "properties": {
+        "enabled": {"type": "boolean"},
+        "base_url": _HTTP_URL,
+        "model": {"type": "string"},
+        "api_key": {"type": "string"},
+        "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+        "language": {"type": ["string", "null"]},
+        "dimensions": {"type": ["integer", "null"], "minimum": 1},
+        "batch_size": {"type": "integer", "minimum": 1},
+    },
+    "additionalProperties": False,
+}
+
+RUNNER_SCHEMA = {
+    "type": "object",
+    "required": ["name", "base_url", "model"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "base_url": _HTTP_URL,
+        "model": {"type": "string", "minLength": 1},
+        "api_key": {"type": "string"},
+        "extra_body": {"type": "object"},
+        "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+        "max_retries": {"type": "integer", "minimum": 0},
+    },
+    "additionalProperties": False,
+}
+
+LLM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "runners": {"type": "array", "items": RUNNER_SCHEMA, "minItems": 1},
+        "temperature": {"type": ["number", "null"], "minimum": 0},
+        "max_tokens": {"type": ["integer", "null"], "minimum": 1},
+        "max_skill_rounds": {"type": "integer", "minimum": 1, "maximum": 50},
+        "max_concurrency": {"type": "integer", "minimum": 1, "maximum": 256},
+        "stream": {"type": "boolean"},
+        "embeddings": _ENDPOINT,
+        "transcription": _ENDPOINT,
+    },
+    "additionalProperties": False,
+}
+
+TELEGRAM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "token": {"type": "string"},
+        "allowed_user_ids": {"type": "array", "items": {"type": "integer"}},
+        "base_url": {"type": ["string", "null"]},
+        "base_file_url": {"type": ["string", "null"]},
+        "mode": {"enum": ["polling", "webhook"]},
+        "group_mode": {"enum": ["mention", "all"]},
+        "stream": {"type": "boolean"},
+        "progress": {"type": "boolean"},
+        "morning_digest": {"type": ["string", "null"], "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"},
+        "webhook": {
+            "type": "object",
+            "properties": {
+                "listen": {"type": "string"},
+                "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+                "url": {"type": "string"},
+                "secret_token": {"type": "string"},
+            },
+            "additionalProperties": False,
+        },
+    },
+    "additionalProperties": False,
+}
+
+RUNTIME_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "timezone": {"type": "string", "minLength": 1},
+        "skills_dirs": _STR_LIST,
+        "collectors_dirs": _STR_LIST,
+        "reply_footer": {"type": "boolean"},
+        "base_prompt": {"type": ["string", "null"]},
+        "history_budget_chars": {"type": "integer", "minimum": 0},
+        "history_budget_tokens": {"type": ["integer", "null"], "minimum": 0},
+        "context_budget_chars": {"type": "integer", "minimum": 0},
+        "learnings_budget_chars": {"type": "integer", "minimum": 0},
+        "profile_budget_chars": {"type": "integer", "minimum": 0},
+        "section_caps": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
+        "skill_timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+        "skill_timeouts": {"type": "object", "additionalProperties": {"type": "number", "exclusiveMinimum": 0}},
+        "skill_result_limit_chars": {"type": "integer", "minimum": 100},
+        "trace_keep": {"type": "integer", "minimum": 0},
+        "shutdown_timeout_seconds": {"type": "number", "minimum": 0},
+        "log_level": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR"]},
+    },
+    "additionalProperties": False,
+}
+
+MEMORY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "enabled": {"type": "boolean"},
+        "recall": {
+            "type": "object",
+            "properties": {
+                "enabled": {"type": "boolean"},
+                "limit": {"type": "integer", "minimum": 0},
+                "budget_chars": {"type": "integer", "minimum": 0},
+            },
+        },
+        "extract_facts": {"type": "boolean"},
+        "episodes": {"type": "boolean"},
+        "profile": {"type": "boolean"},
+        "exclude_chats": {"type": "array", "items": {"type": ["string", "integer"]}},
+        "share_owner_data_with": {"type": "array", "items": {"type": ["string", "integer"]}},
+        "semantic_weight": {"type": "number", "minimum": 0},
+    },
+}
+
+POLICY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "capabilities": {
+            "type": "object",
+            "propertyNames": {"enum": ["read", "write", "delete", "network", "send"]},
+            "additionalProperties": _DECISION,
+        },
+        "skills": {"type": "object", "additionalProperties": _DECISION},
+        "allow_private_network": {"type": "boolean"},
+    },
+    "additionalProperties": False,
+}
+
+COLLECTORS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": {
+        "type": "object",
+        "properties": {"enabled": {"type": "boolean"}},
+    },
+}
+
+ROOT_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "properties": {
+        "llm": LLM_SCHEMA,
+        "telegram": TELEGRAM_SCHEMA,
+        "runtime": RUNTIME_SCHEMA,
+        "memory": MEMORY_SCHEMA,
+        "policy": POLICY_SCHEMA,
+        "collectors": COLLECTORS_SCHEMA,
+    },
+}
