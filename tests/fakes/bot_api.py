@@ -1,0 +1,460 @@
+"""A fake Telegram Bot API server for end-to-end tests of python-telegram-bot code.
+
+A stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) in a daemon thread. Point PTB at it::
+
+    with FakeBotAPI() as fake:
+        app = (ApplicationBuilder().token(fake.token)
+               .base_url(fake.base_url).base_file_url(fake.base_file_url).build())
+        ...  # async with app: await app.start(); await app.updater.start_polling(poll_interval=0, timeout=1)
+        fake.send_message("hello")                 # the user writes to the bot (chat_id == user_id)
+        fake.send_message("/start@testbot")        # bot_command entity added automatically
+        msgs = fake.wait_for_messages(chat_id=1, n=1)
+        assert msgs[0]["text"] == "hello"
+
+Pushing updates (what a user does): ``send_message``, ``edit_message``, ``send_document``,
+``send_photo``, ``send_voice``, ``callback_query``, ``push_update``. Each returns the update dict.
+
+Observing the bot: ``calls(method=None)`` lists ``{"method", "params", "status"}`` in order
+(multipart uploads appear in params as ``{"filename", "content", "size"}``);
+``messages(chat_id)`` gives the bot's messages in a chat with their current text (edits applied,
+deleted ones removed); ``wait_for(predicate)`` and ``wait_for_messages(chat_id, n)`` poll.
+
+Faults: ``fail_next(method, status=429, ...)`` makes the next call(s) of a method fail
+(429 carries ``parameters.retry_after``, PTB raises RetryAfter; 400 BadRequest; 403 Forbidden;
+409 Conflict; 502 NetworkError); ``conflict_on_get_updates(True)`` simulates a second instance.
+
+Validation like the real server: text over 4096 UTF-16 units, empty text, MarkdownV2/HTML that does
+not parse, entities out of range and edits that change nothing all get the real 400 descriptions.
+Calls are POST with form, JSON or multipart bodies, or query strings; values are JSON-decoded the way
+PTB encodes them. A wrong token gets 401 and unknown methods 404 ``{"ok": false}`` (both recorded).
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import itertools
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from tests.fakes.bot_api_markup import MarkupError, utf16_len
+
+MAX_TEXT = 4096
+MAX_CAPTION = 1024
+# Fields PTB sends as raw strings; everything else it json.dumps-encodes.
+_STRING_FIELDS = {
+    "text", "caption", "parse_mode", "action", "url", "secret_token", "callback_query_id", "file_id",
+    "language_code", "description", "short_description", "name", "title", "query", "emoji",
+    "business_connection_id", "message_effect_id", "inline_message_id", "ip_address", "data",
+}
+_DEFAULT_DESCRIPTIONS = {
+    400: "Bad Request: can't parse entities: injected fault",
+    401: "Unauthorized",
+    403: "Forbidden: bot was blocked by the user",
+    404: "Not Found",
+    409: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+    429: "Too Many Requests: retry after 1",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+}
+_COMMAND_RE = re.compile(r"^/[A-Za-z0-9_]{1,32}(?:@\w{1,32})?")
+_LONG_POLL_CAP = 0.5
+
+
+class ApiError(Exception):
+    """A Bot API error reply: HTTP status, description and optional ``parameters``."""
+
+    def __init__(self, status: int, description: str, parameters: dict | None = None) -> None:
+        super().__init__(description)
+        self.status, self.description, self.parameters = status, description, parameters
+
+
+def _bad(description: str) -> ApiError:
+    return ApiError(400, f"Bad Request: {description}")
+
+
+class FakeBotAPI:
+    """In-process fake of api.telegram.org; see the module docstring for usage."""
+
+    def __init__(self, token: str = "123456:TEST-token", bot_username: str = "testbot") -> None:
+        self.token = token
+        self.bot_user = {"id": int(token.split(":")[0]) if token.split(":")[0].isdigit() else 123456,
+                         "is_bot": True, "first_name": "Test Bot", "username": bot_username,
+                         "can_join_groups": True, "can_read_all_group_messages": False,
+                         "supports_inline_queries": False}
+        self._cond = threading.Condition()
+        self._calls: list[dict] = []
+        self._updates: list[dict] = []
+        self._update_ids = itertools.count(1)
+        self._msg_ids: dict[int, itertools.count] = {}
+        self._chats: dict[int, dict] = {}
+        self._history: dict[int, dict[int, dict]] = {}  # chat -> message_id -> message (user and bot)
+        self._bot_msgs: dict[int, list[int]] = {}  # chat -> bot message ids, in send order
+        self._deleted: set[tuple[int, int]] = set()
+        self._files: dict[str, dict] = {}
+        self._file_ids = itertools.count(1)
+        self._faults: dict[str, list[dict]] = {}
+        self._conflict = False
+        self._webhook_url = ""
+        self._commands: list = []
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+
+    # ----- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> "FakeBotAPI":
+        """Start serving on 127.0.0.1 with a free port."""
+        fake = self
+
+        class Handler(_Handler):
+            api = fake
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-bot-api", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; wakes any pending long-poll."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "FakeBotAPI":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "FakeBotAPI is not started"
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/bot"
+
+    @property
+    def base_file_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/file/bot"
+
+    # ----- what the user does ------------------------------------------------------------------
+    def send_message(self, text: str, user_id: int = 1, chat_id: int | None = None, chat_type: str = "private",
+                     username: str = "owner", reply_to: int | None = None, entities: list[dict] | None = None) -> dict:
+        """Push a text message from a user; commands get a ``bot_command`` entity."""
+        msg = self._user_message(user_id, chat_id, chat_type, username, reply_to)
+        msg["text"] = text
+        ents = list(entities or [])
+        m = _COMMAND_RE.match(text)
+        if m and not any(e.get("type") == "bot_command" and e.get("offset") == 0 for e in ents):
+            ents.insert(0, {"type": "bot_command", "offset": 0, "length": utf16_len(m.group(0))})
+        if ents:
+            msg["entities"] = ents
+        return self._push("message", msg)
+
+    def edit_message(self, chat_id: int, message_id: int, new_text: str) -> dict:
+        """Push an ``edited_message`` update for a message the user sent earlier."""
+        with self._cond:
+            old = self._history.get(chat_id, {}).get(message_id)
+            if old is None:
+                raise KeyError(f"FakeBotAPI.edit_message: no message {message_id} in chat {chat_id}")
+            old.update(text=new_text, edit_date=int(time.time()))
+            old.pop("entities", None)
+            msg = json.loads(json.dumps(old))
+        m = _COMMAND_RE.match(new_text)
+        if m:
+            msg["entities"] = [{"type": "bot_command", "offset": 0, "length": utf16_len(m.group(0))}]
+        return self._push("edited_message", msg)
+
+    def send_document(self, user_id: int, file_name: str, content: bytes, caption: str | None = None,
+                      mime_type: str = "application/octet-stream", chat_id: int | None = None,
+                      chat_type: str = "private") -> dict:
+        """Push a document message; the file can be fetched with getFile + download."""
+        msg = self._user_message(user_id, chat_id, chat_type, "owner", None)
+        ref = self.add_file(content, f"documents/{file_name}")
+        msg["document"] = {**ref, "file_name": file_name, "mime_type": mime_type}
+        if caption is not None:
+            msg["caption"] = caption
+        return self._push("message", msg)
+
+    def send_photo(self, user_id: int, content: bytes, caption: str | None = None, width: int = 1280,
+                   height: int = 960, chat_id: int | None = None, chat_type: str = "private") -> dict:
+        """Push a photo message: a thumbnail and the full size (largest last, as Telegram does)."""
+        msg = self._user_message(user_id, chat_id, chat_type, "owner", None)
+        thumb = self.add_file(content[: max(1, len(content) // 4)], "photos/thumb.jpg")
+        full = self.add_file(content, "photos/photo.jpg")
+        msg["photo"] = [{**thumb, "width": max(1, width // 4), "height": max(1, height // 4)},
+                        {**full, "width": width, "height": height}]
+        if caption is not None:
+            msg["caption"] = caption
+        return self._push("message", msg)
+
+    def send_voice(self, user_id: int, content: bytes, duration: int = 2, chat_id: int | None = None,
+                   chat_type: str = "private") -> dict:
+        """Push a voice note (OGG/Opus)."""
+        msg = self._user_message(user_id, chat_id, chat_type, "owner", None)
+        msg["voice"] = {**self.add_file(content, "voice/voice.oga"), "duration": duration, "mime_type": "audio/ogg"}
+        return self._push("message", msg)
+
+    def callback_query(self, user_id: int, data: str, message_id: int, chat_id: int | None = None) -> dict:
+        """Push a ``callback_query`` as if the user pressed an inline button on a bot message."""
+        chat = user_id if chat_id is None else chat_id
+        with self._cond:
+            message = self._history.get(chat, {}).get(message_id) or {
+                "message_id": message_id, "date": int(time.time()), "chat": self._chat(chat, "private", "owner")}
+            query = {"id": str(next(self._file_ids)), "from": self._user(user_id, "owner"),
+                     "chat_instance": str(chat), "data": data, "message": json.loads(json.dumps(message))}
+        return self._push("callback_query", query)
+
+    def push_update(self, update: dict) -> dict:
+        """Queue a raw update; ``update_id`` is assigned when missing."""
+        with self._cond:
+            update = dict(update)
+            update.setdefault("update_id", next(self._update_ids))
+            self._updates.append(update)
+            self._cond.notify_all()
+            return update
+
+    def add_file(self, content: bytes, path: str) -> dict:
+        """Register downloadable bytes; returns ``{file_id, file_unique_id, file_size}``."""
+        with self._cond:
+            n = next(self._file_ids)
+            stem, dot, ext = path.rpartition(".")
+            file_path = f"{stem}_{n}.{ext}" if dot else f"{path}_{n}"
+            ref = {"file_id": f"FILE{n}", "file_unique_id": f"U{n}", "file_size": len(content)}
+            self._files[ref["file_id"]] = {**ref, "file_path": file_path, "content": bytes(content)}
+            return dict(ref)
+
+    # ----- what the bot did --------------------------------------------------------------------
+    def calls(self, method: str | None = None) -> list[dict]:
+        """All API calls in order as ``{"method", "params", "status"}``; optionally one method only."""
+        with self._cond:
+            return [dict(c) for c in self._calls if method is None or c["method"] == method]
+
+    def messages(self, chat_id: int) -> list[dict]:
+        """The bot's live messages in ``chat_id`` (current text after edits, deleted ones left out)."""
+        with self._cond:
+            chat = self._history.get(chat_id, {})
+            return [json.loads(json.dumps(chat[mid])) for mid in self._bot_msgs.get(chat_id, [])
+                    if (chat_id, mid) not in self._deleted]
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float = 10) -> Any:
+        """Poll ``predicate`` until it returns something truthy and return that; TimeoutError otherwise."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                recent = [c["method"] for c in self.calls()][-10:]
+                raise TimeoutError(f"FakeBotAPI.wait_for: condition not met within {timeout}s; last calls {recent}")
+            time.sleep(0.02)
+
+    def wait_for_messages(self, chat_id: int, n: int, timeout: float = 10) -> list[dict]:
+        """Wait until the bot has at least ``n`` live messages in ``chat_id``; returns them all."""
+        return self.wait_for(lambda: (lambda m: m if len(m) >= n else None)(self.messages(chat_id)), timeout)
+
+    def commands(self) -> list:
+        """The command list last set with setMyCommands."""
+        with self._cond:
+            return list(self._commands)
+
+    # ----- fault injection ---------------------------------------------------------------------
+    def fail_next(self, method: str, status: int = 429, description: str | None = None,
+                  retry_after: int | None = 1, times: int = 1) -> None:
+        """Make the next ``times`` calls of ``method`` fail with ``status``.
+
+        ``description`` defaults to the real server's wording for the status; ``retry_after``
+        is only sent with 429 (PTB checks it before the status and would raise RetryAfter).
+        """
+        params = {"retry_after": retry_after} if status == 429 and retry_after is not None else None
+        desc = description or (f"Too Many Requests: retry after {retry_after}" if status == 429
+                               else _DEFAULT_DESCRIPTIONS.get(status, f"Error {status}"))
+        with self._cond:
+            self._faults.setdefault(method.lower(), []).append(
+                {"error": ApiError(status, desc, params), "times": times})
+
+    def conflict_on_get_updates(self, enabled: bool = True) -> None:
+        """While enabled every getUpdates gets 409 Conflict, as with a second polling instance."""
+        with self._cond:
+            self._conflict = enabled
+            self._cond.notify_all()
+
+    # ----- internals ---------------------------------------------------------------------------
+    def _user(self, user_id: int, username: str) -> dict:
+        return {"id": user_id, "is_bot": False, "first_name": username.capitalize(), "username": username,
+                "language_code": "en"}
+
+    def _chat(self, chat_id: int, chat_type: str, username: str) -> dict:
+        chat = self._chats.get(chat_id)
+        if chat is None:
+            chat = {"id": chat_id, "type": chat_type}
+            if chat_type == "private":
+                chat.update(first_name=username.capitalize(), username=username)
+            else:
+                chat["title"] = f"Test {chat_type} {chat_id}"
+            self._chats[chat_id] = chat
+        return dict(chat)
+
+    def _next_message_id(self, chat_id: int) -> int:
+        return next(self._msg_ids.setdefault(chat_id, itertools.count(1)))
+
+    def _user_message(self, user_id: int, chat_id: int | None, chat_type: str, username: str,
+                      reply_to: int | None) -> dict:
+        chat = user_id if chat_id is None else chat_id
+        with self._cond:
+            msg = {"message_id": self._next_message_id(chat), "date": int(time.time()),
+                   "chat": self._chat(chat, chat_type, username), "from": self._user(user_id, username)}
+            if reply_to is not None:
+                original = self._history.get(chat, {}).get(reply_to)
+                msg["reply_to_message"] = json.loads(json.dumps(original)) if original else {
+                    "message_id": reply_to, "date": msg["date"], "chat": msg["chat"]}
+            return msg
+
+    def _push(self, kind: str, msg: dict) -> dict:
+        if "message_id" in msg and kind in ("message", "edited_message"):
+            with self._cond:
+                self._history.setdefault(msg["chat"]["id"], {})[msg["message_id"]] = json.loads(json.dumps(msg))
+        return self.push_update({kind: msg})
+
+    def _record(self, method: str, params: dict, status: int) -> None:
+        with self._cond:
+            self._calls.append({"method": method, "params": params, "status": status})
+
+    def handle(self, method: str, params: dict) -> tuple[int, dict]:
+        """Run one API call and return (HTTP status, JSON reply); also records it."""
+        from tests.fakes.bot_api_methods import METHODS  # the method table lives next door
+
+        name, impl = METHODS.get(method.lower(), (method, None))
+        try:
+            with self._cond:
+                queue = self._faults.get(method.lower())
+                if queue:
+                    fault = queue[0]
+                    fault["times"] -= 1
+                    if fault["times"] <= 0:
+                        queue.pop(0)
+                    raise fault["error"]
+            if impl is None:
+                raise ApiError(404, "Not Found")
+            result = impl(self, params)
+            status, reply = 200, {"ok": True, "result": result}
+        except ApiError as err:
+            status = err.status
+            reply = {"ok": False, "error_code": err.status, "description": err.description}
+            if err.parameters:
+                reply["parameters"] = err.parameters
+        except MarkupError as err:
+            status, reply = 400, {"ok": False, "error_code": 400,
+                                  "description": f"Bad Request: can't parse entities: {err}"}
+        self._record(name, params, status)
+        return status, reply
+
+
+class _Handler(BaseHTTPRequestHandler):
+    api: FakeBotAPI
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass  # keep test output clean
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        self._api_call()
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        path = unquote(urlsplit(self.path).path)
+        file_prefix = f"/file/bot{self.api.token}/"
+        if path.startswith("/file/bot"):
+            if not path.startswith(file_prefix):
+                return self._reply(401, {"ok": False, "error_code": 401, "description": "Unauthorized"})
+            wanted = path[len(file_prefix):]
+            with self.api._cond:
+                found = next((f for f in self.api._files.values() if f["file_path"] == wanted), None)
+            if found is None:
+                return self._reply(404, {"ok": False, "error_code": 404, "description": "Not Found: file"})
+            return self._send(200, found["content"], "application/octet-stream")
+        self._api_call()
+
+    def _api_call(self) -> None:
+        url = urlsplit(self.path)
+        path = unquote(url.path)
+        prefix = f"/bot{self.api.token}/"
+        if not path.startswith(prefix):
+            method = path.rsplit("/", 1)[-1]
+            self.api._record(method, {}, 401)
+            return self._reply(401, {"ok": False, "error_code": 401, "description": "Unauthorized"})
+        try:
+            params = _parse_body(self.headers.get("Content-Type", ""), self._body())
+        except ValueError as err:
+            return self._reply(400, {"ok": False, "error_code": 400, "description": f"Bad Request: {err}"})
+        params.update(_decode_fields(parse_qsl(url.query, keep_blank_values=True)))
+        status, reply = self.api.handle(path[len(prefix):], params)
+        self._reply(status, reply)
+
+    def _body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _reply(self, status: int, obj: dict) -> None:
+        self._send(status, json.dumps(obj).encode(), "application/json")
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client abandoned a long-poll; harmless
+
+
+def _decode_value(key: str, value: str) -> Any:
+    if key in _STRING_FIELDS:
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _decode_fields(pairs: list[tuple[str, str]]) -> dict:
+    return {k: _decode_value(k, v) for k, v in pairs}
+
+
+def _parse_body(content_type: str, body: bytes) -> dict:
+    """Parse a form, JSON or multipart request body into a params dict."""
+    ctype = content_type.split(";")[0].strip().lower()
+    if not body:
+        return {}
+    if ctype == "application/json":
+        obj = json.loads(body)
+        if not isinstance(obj, dict):
+            raise ValueError("JSON body must be an object")
+        return obj
+    if ctype == "multipart/form-data":
+        msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body)
+        params: dict = {}
+        for part in msg.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            payload = part.get_payload(decode=True) or b""
+            if part.get_filename() is not None:
+                params[name] = {"filename": part.get_filename(), "content": payload, "size": len(payload),
+                                "mime_type": part.get_content_type()}
+            else:
+                params[name] = _decode_value(name, payload.decode("utf-8"))
+        return params
+    return _decode_fields(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
