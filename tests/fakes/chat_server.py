@@ -1,0 +1,535 @@
+"""Fake OpenAI-compatible model server for tests: real HTTP on 127.0.0.1, stdlib only.
+
+Shared by every test that needs a model (client, agent loop, Telegram end-to-end, memory,
+eval, benchmarks). Usage::
+
+    with FakeChatServer() as server:                     # or server.start() / server.stop()
+        server.enqueue("Hello!")                         # next chat answer's content
+        server.enqueue({"content": "x", "reasoning": "because", "delay": 0.2})
+        server.enqueue({"status": 429, "headers": {"Retry-After": "0"}})
+        client = LLMClient({"runners": [{"name": "fake", "base_url": server.base_url,
+                                         "model": "fake-model"}]})
+        ...
+        assert server.chat_requests[0]["messages"][-1]["content"] == "hi"
+
+Endpoints (under `base_url` == "http://127.0.0.1:PORT/v1"):
+- `POST /v1/chat/completions`: plain JSON, or server-sent events when the body says
+  `stream: true` (a `:` comment line first, a role chunk, optional reasoning chunk, one
+  chunk per content piece, a finish chunk, a usage chunk with `choices: []` if
+  `stream_options.include_usage`, then `data: [DONE]`; chunked transfer encoding).
+- `POST /v1/embeddings`: deterministic bag-of-words hash vectors (`hash_embedding`), so
+  texts sharing words have a higher cosine similarity; override with
+  `set_embeddings_handler(fn(texts) -> list[vector] | reply-dict)`.
+- `POST /v1/audio/transcriptions` (multipart): `{"text": ...}` from `set_transcription`
+  (plain text when `response_format=text`); the recorded request holds the form fields
+  plus `file_name`, `file_size`, `file_content_type`.
+- `GET /v1/models`: the `models` given to the constructor.
+
+Which chat answer is sent: the FIFO queue of `enqueue(...)` first, then `set_handler(fn)`
+where `fn(request_json) -> reply | None`, then the default `DEFAULT_REPLY` content
+('{"reply": "ok"}', a valid reply of the JSON skill protocol).
+
+A reply is a str (the assistant content) or a dict with optional keys:
+- `content` (str), `reasoning` (str) sent in `reasoning_field` (default
+  "reasoning_content"; use "reasoning" for the Ollama/vLLM shape), `finish_reason`;
+- `usage`: the usage object verbatim (None: no usage at all); default is a basic
+  `prompt_tokens`/`completion_tokens`/`total_tokens` estimate (chars / 4);
+- `timings`: llama.cpp-style timings object added to the body;
+- `delay`: seconds to wait before answering (added to the server `latency`);
+- `stream_chunks`: the content pieces of a streamed answer (default: content split into
+  words); `chunk_delay`: seconds between streamed chunks; `stream_error`: an error object
+  sent as a `data: {"error": ...}` event after the chunks (then the stream just ends);
+- `status` (HTTP status), `body` (dict -> JSON, str/bytes verbatim; default an OpenAI-style
+  error body), `headers` (extra response headers): an error or custom answer;
+- `raw`: the whole response body verbatim (dict/list -> JSON, str/bytes as is, e.g.
+  garbage), with `status` (default 200) and `content_type` (default application/json).
+
+`requests` lists every request received (all endpoints) as `RecordedRequest`: a dict of
+the JSON body (or form fields) with `.method`, `.path`, `.headers` (case-insensitive) and
+`.body` (raw bytes). `chat_requests` filters chat completions. Pass `api_key=` to make
+the server answer 401 unless `Authorization: Bearer <api_key>` is sent.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import hashlib
+import json
+import math
+import re
+import socket
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+DEFAULT_REPLY = '{"reply": "ok"}'
+DEFAULT_MODEL = "fake-model"
+DEFAULT_TRANSCRIPTION = "fake transcription"
+
+Reply = str | dict
+
+
+class RecordedRequest(dict):
+    """One received request: the dict is its JSON body; attributes carry the rest."""
+
+    def __init__(self, method: str, path: str, headers: Any, body: bytes, data: dict) -> None:
+        super().__init__(data)
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+
+
+def hash_embedding(text: str, dim: int = 64) -> list[float]:
+    """Deterministic unit vector: each lower-cased word adds ±1 to a hashed bucket."""
+    vec = [0.0] * dim
+    for word in re.findall(r"\w+", text.lower()):
+        digest = hashlib.sha256(word.encode("utf-8")).digest()
+        bucket = int.from_bytes(digest[:4], "big") % dim
+        vec[bucket] += 1.0 if digest[4] % 2 == 0 else -1.0
+    norm = math.sqrt(sum(v * v for v in vec))
+    if norm == 0:
+        vec[0] = 1.0  # a zero vector would break cosine similarity
+        return vec
+    return [v / norm for v in vec]
+
+
+def _estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def _words(content: str) -> list[str]:
+    return re.findall(r"\S+\s*|\s+", content)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    fake: "FakeChatServer"
+
+    def handle_error(self, request, client_address) -> None:
+        # Clients that give up (timeouts, closed streams) are normal here, not test failures.
+        pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 30  # idle keep-alive connections end instead of living forever
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.fake._track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.fake._track(self.connection, False)
+
+    # ----- plumbing ---------------------------------------------------------------
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _send(self, status: int, body: bytes, content_type: str, headers: dict | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, str(value))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _send_json(self, status: int, obj: Any, headers: dict | None = None) -> None:
+        self._send(status, json.dumps(obj).encode("utf-8"), "application/json", headers)
+
+    def _error(self, status: int, message: str, code: str = "not_found") -> None:
+        self._send_json(status, {"error": {"message": message, "type": "invalid_request_error", "code": code}})
+
+    def _authorized(self) -> bool:
+        key = self.server.fake.api_key
+        if key is None or self.headers.get("Authorization") == f"Bearer {key}":
+            return True
+        self._error(401, "Incorrect API key provided.", "invalid_api_key")
+        return False
+
+    def _guard(self, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+            self.close_connection = True
+
+    # ----- routes -----------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        self._guard(self._get)
+
+    def do_POST(self) -> None:
+        self._guard(self._post)
+
+    def _get(self) -> None:
+        path = urlsplit(self.path).path
+        self.server.fake._record("GET", path, self.headers, b"", {})
+        if not self._authorized():
+            return
+        if path.rstrip("/") == "/v1/models":
+            data = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.server.fake.models]
+            self._send_json(200, {"object": "list", "data": data})
+        else:
+            self._error(404, f"no route GET {path}")
+
+    def _post(self) -> None:
+        path = urlsplit(self.path).path.rstrip("/")
+        body = self._read_body()
+        content_type = self.headers.get("Content-Type", "")
+        if content_type.startswith("multipart/form-data"):
+            data = _parse_multipart(content_type, body)
+        else:
+            try:
+                parsed = json.loads(body) if body else {}
+            except ValueError:
+                parsed = {}
+            data = parsed if isinstance(parsed, dict) else {}
+        fake = self.server.fake
+        fake._record("POST", path, self.headers, body, data)
+        if not self._authorized():
+            return
+        if path == "/v1/chat/completions":
+            self._chat(data)
+        elif path == "/v1/embeddings":
+            self._embeddings(data)
+        elif path == "/v1/audio/transcriptions":
+            self._transcription(data)
+        else:
+            self._error(404, f"no route POST {path}")
+
+    def _custom(self, spec: dict) -> bool:
+        """Send a `raw` or `status` answer if the spec has one; True when sent."""
+        headers = spec.get("headers") or {}
+        if "raw" in spec:
+            raw = spec["raw"]
+            if isinstance(raw, (dict, list)):
+                payload = json.dumps(raw).encode("utf-8")
+            else:
+                payload = raw if isinstance(raw, bytes) else str(raw).encode("utf-8")
+            ctype = spec.get("content_type", "application/json")
+            self._send(int(spec.get("status", 200)), payload, ctype, headers)
+            return True
+        if "status" in spec:
+            status = int(spec["status"])
+            body = spec.get("body")
+            if body is None:
+                body = {"error": {"message": f"fake error {status}", "type": "api_error", "code": status}}
+            if isinstance(body, (dict, list)):
+                self._send_json(status, body, headers)
+            else:
+                payload = body if isinstance(body, bytes) else str(body).encode("utf-8")
+                self._send(status, payload, spec.get("content_type", "text/plain"), headers)
+            return True
+        return False
+
+    def _chat(self, request: dict) -> None:
+        fake = self.server.fake
+        spec = fake._next_chat_reply(request)
+        delay = fake.latency + float(spec.get("delay", 0))
+        if delay > 0:
+            time.sleep(delay)
+        if self._custom(spec):
+            return
+        content = str(spec.get("content", DEFAULT_REPLY))
+        usage = spec["usage"] if "usage" in spec else _basic_usage(request, content)
+        if request.get("stream"):
+            self._stream(request, spec, content, usage)
+            return
+        message: dict = {"role": "assistant", "content": content}
+        if spec.get("reasoning"):
+            message[spec.get("reasoning_field", "reasoning_content")] = spec["reasoning"]
+        answer = {
+            **fake._ids(request),
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": spec.get("finish_reason", "stop")}],
+        }
+        if usage is not None:
+            answer["usage"] = usage
+        if "timings" in spec:
+            answer["timings"] = spec["timings"]
+        self._send_json(200, answer)
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):X}\r\n".encode("ascii") + data + b"\r\n")
+        self.wfile.flush()
+
+    def _event(self, obj: Any) -> None:
+        self._chunk(b"data: " + json.dumps(obj).encode("utf-8") + b"\n\n")
+
+    def _stream(self, request: dict, spec: dict, content: str, usage: dict | None) -> None:
+        fake = self.server.fake
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        base = {**fake._ids(request), "object": "chat.completion.chunk"}
+        include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+        extra = {"usage": None} if include_usage else {}
+
+        def delta(d: dict, finish: str | None = None) -> dict:
+            return {**base, "choices": [{"index": 0, "delta": d, "finish_reason": finish}], **extra}
+
+        self._chunk(b": fake-server processing\n\n")
+        self._event(delta({"role": "assistant", "content": ""}))
+        if spec.get("reasoning"):
+            self._event(delta({spec.get("reasoning_field", "reasoning_content"): spec["reasoning"]}))
+        pieces = spec.get("stream_chunks")
+        for piece in pieces if pieces is not None else _words(content):
+            self._event(delta({"content": piece}))
+            if spec.get("chunk_delay"):
+                time.sleep(float(spec["chunk_delay"]))
+        if spec.get("stream_error") is not None:
+            self._event({"error": spec["stream_error"]})
+            self._chunk(b"")  # zero-length chunk ends the body without [DONE]
+            return
+        self._event(delta({}, spec.get("finish_reason", "stop")))
+        if include_usage and usage is not None:
+            self._event({**base, "choices": [], "usage": usage})
+        self._chunk(b"data: [DONE]\n\n")
+        self._chunk(b"")
+
+    def _embeddings(self, request: dict) -> None:
+        fake = self.server.fake
+        texts = request.get("input", "")
+        texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
+        with fake._lock:
+            handler = fake._embeddings_handler
+        result = handler(texts) if handler else [hash_embedding(t, fake.embedding_dim) for t in texts]
+        if isinstance(result, dict) and self._custom(result):
+            return
+        tokens = sum(_estimate_tokens(t) for t in texts)
+        self._send_json(
+            200,
+            {
+                "object": "list",
+                "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(result)],
+                "model": request.get("model") or DEFAULT_MODEL,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
+
+    def _transcription(self, form: dict) -> None:
+        fake = self.server.fake
+        with fake._lock:
+            reply = fake._transcription
+        if isinstance(reply, dict) and self._custom(reply):
+            return
+        text = reply if isinstance(reply, str) else str(reply.get("text", DEFAULT_TRANSCRIPTION))
+        if form.get("response_format") == "text":
+            self._send(200, text.encode("utf-8"), "text/plain; charset=utf-8")
+        else:
+            self._send_json(200, {"text": text})
+
+
+def _basic_usage(request: dict, content: str) -> dict:
+    prompt_chars = sum(len(str(m.get("content", ""))) for m in request.get("messages") or [] if isinstance(m, dict))
+    prompt = max(1, prompt_chars // 4)
+    completion = _estimate_tokens(content)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _parse_multipart(content_type: str, body: bytes) -> dict:
+    """Form fields as strings, plus file_name/file_size/file_content_type of the upload."""
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode("latin-1") + body
+    )
+    form: dict = {}
+    if not message.is_multipart():
+        return form
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True) or b""
+        filename = part.get_filename()
+        if filename is not None:
+            form["file_name"] = filename
+            form["file_size"] = len(payload)
+            form["file_content_type"] = part.get_content_type()
+        elif name:
+            form[str(name)] = payload.decode("utf-8", errors="replace")
+    return form
+
+
+class FakeChatServer:
+    """Scriptable OpenAI-compatible server in a daemon thread (see the module docstring)."""
+
+    def __init__(
+        self,
+        latency: float = 0.0,
+        *,
+        api_key: str | None = None,
+        models: tuple[str, ...] | list[str] = (DEFAULT_MODEL,),
+        embedding_dim: int = 64,
+    ) -> None:
+        self.latency = latency
+        self.api_key = api_key
+        self.models = list(models)
+        self.embedding_dim = embedding_dim
+        self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+        self._queue: deque[Reply] = deque()
+        self._handler: Callable[[dict], Reply | None] | None = None
+        self._embeddings_handler: Callable[[list[str]], Any] | None = None
+        self._transcription: str | dict = DEFAULT_TRANSCRIPTION
+        self._records: list[RecordedRequest] = []
+        self._connections: set[socket.socket] = set()
+        self._counter = 0
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # ----- lifecycle --------------------------------------------------------------
+
+    def start(self) -> "FakeChatServer":
+        """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
+        if self._server is not None:
+            return self
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.fake = self
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="fake-chat-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and drop open connections (later requests get connection refused)."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "FakeChatServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("FakeChatServer is not started")
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        """'http://127.0.0.1:PORT/v1', the value for a runner's base_url."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # ----- scripting --------------------------------------------------------------
+
+    def enqueue(self, *replies: Reply) -> None:
+        """Queue chat answers, sent in order to the next chat requests."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def set_handler(self, fn: Callable[[dict], Reply | None] | None) -> None:
+        """Decide answers dynamically when the queue is empty; None from fn means default."""
+        with self._lock:
+            self._handler = fn
+
+    def set_embeddings_handler(self, fn: Callable[[list[str]], Any] | None) -> None:
+        """fn(texts) -> list of vectors, or a reply dict with `status`/`raw` for an error."""
+        with self._lock:
+            self._embeddings_handler = fn
+
+    def set_transcription(self, text: str | dict) -> None:
+        """Text returned by /v1/audio/transcriptions (or a reply dict with `status`/`raw`)."""
+        with self._lock:
+            self._transcription = text
+
+    @property
+    def pending(self) -> int:
+        """Queued chat answers not yet sent."""
+        with self._lock:
+            return len(self._queue)
+
+    def reset(self) -> None:
+        """Forget queued answers, handlers and recorded requests."""
+        with self._lock:
+            self._queue.clear()
+            self._handler = None
+            self._embeddings_handler = None
+            self._transcription = DEFAULT_TRANSCRIPTION
+            self._records.clear()
+
+    # ----- inspection -------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of every request received so far (all endpoints)."""
+        with self._lock:
+            return list(self._records)
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        """A snapshot of the chat completion requests received so far."""
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def wait_for_requests(self, count: int, timeout: float = 5.0, path: str | None = None) -> bool:
+        """Block until `count` requests (whose path ends with `path`, if given) have arrived."""
+        deadline = time.monotonic() + timeout
+
+        def enough() -> bool:
+            return sum(1 for r in self._records if path is None or r.path.endswith(path)) >= count
+
+        with self._arrived:
+            while not enough():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._arrived.wait(left)
+            return True
+
+    # ----- internals used by the handler ------------------------------------------
+
+    def _record(self, method: str, path: str, headers: Any, body: bytes, data: dict) -> None:
+        with self._arrived:
+            self._records.append(RecordedRequest(method, path, headers, body, data))
+            self._arrived.notify_all()
+
+    def _track(self, conn: socket.socket, add: bool) -> None:
+        with self._lock:
+            (self._connections.add if add else self._connections.discard)(conn)
+
+    def _next_chat_reply(self, request: dict) -> dict:
+        with self._lock:
+            reply = self._queue.popleft() if self._queue else None
+            handler = self._handler
+        if reply is None and handler is not None:
+            reply = handler(request)
+        if reply is None:
+            reply = DEFAULT_REPLY
+        return {"content": reply} if isinstance(reply, str) else dict(reply)
+
+    def _ids(self, request: dict) -> dict:
+        with self._lock:
+            self._counter += 1
+            n = self._counter
+        return {"id": f"chatcmpl-fake-{n}", "created": int(time.time()), "model": request.get("model") or DEFAULT_MODEL}
+
+
+__all__ = ["FakeChatServer", "RecordedRequest", "hash_embedding", "DEFAULT_REPLY", "DEFAULT_MODEL", "DEFAULT_TRANSCRIPTION"]
