@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import requests
@@ -24,12 +23,13 @@ from requests.adapters import HTTPAdapter
 
 from messaging_llm_bot.llm_errors import (
     LLMError,
+    classify,
     connection_reason,
     http_error,
-    classify,
     parse_error_body,
     redact,
 )
+from messaging_llm_bot.llm_runners import RESERVED_KEYS, RunnerConfig, runners_from_config
 from messaging_llm_bot.llm_stream import StreamAssembler, content_text, iter_sse_data
 from messaging_llm_bot.llm_usage import (
     Usage,
@@ -53,28 +53,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TEMPERATURE = 0.3
 DEFAULT_MAX_TOKENS = 800
-# Keys a runner's extra_body may not override: they define the call itself.
-RESERVED_KEYS = frozenset({"model", "messages", "stream"})
-
-
-@dataclass
-class RunnerConfig:
-    """One OpenAI-compatible endpoint; `extra_body` is merged into every request body."""
-
-    name: str
-    base_url: str
-    model: str
-    api_key: str = ""
-    extra_body: dict = field(default_factory=dict)
-    timeout_seconds: float = 120
-
-    def __repr__(self) -> str:
-        # The default dataclass repr would print the API key into logs and tracebacks.
-        key = "***" if self.api_key else ""
-        return (
-            f"RunnerConfig(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r}, "
-            f"api_key={key!r}, extra_body={self.extra_body!r}, timeout_seconds={self.timeout_seconds!r})"
-        )
 
 
 @dataclass
@@ -88,49 +66,6 @@ class Completion:
     model: str
     elapsed_s: float
     raw: dict
-
-
-def runners_from_config(llm_config: dict) -> list[RunnerConfig]:
-    """Runner records from the `llm` config section; raises ValueError naming a bad entry.
-
-    `api_key_env` may name an environment variable holding the key, so the key need not
-    sit in a config file. A top-level `base_url`/`model` without `runners` is one runner.
-    """
-    entries = llm_config.get("runners")
-    if not entries and llm_config.get("base_url"):
-        entries = [llm_config]
-    if not isinstance(entries, list) or not entries:
-        raise ValueError("llm config: 'runners' must be a non-empty list")
-    runners = []
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            raise ValueError(f"llm config: runners[{i}] must be an object")
-        name = str(entry.get("name") or f"runner{i + 1}")
-        for key in ("base_url", "model"):
-            if not entry.get(key):
-                raise ValueError(f"llm config: runner {name!r} has no {key!r}")
-        api_key = entry.get("api_key") or ""
-        if not api_key and entry.get("api_key_env"):
-            api_key = os.environ.get(str(entry["api_key_env"]), "")
-        extra = entry.get("extra_body") or {}
-        if not isinstance(extra, dict):
-            raise ValueError(f"llm config: runner {name!r} extra_body must be an object")
-        ignored = sorted(RESERVED_KEYS & extra.keys())
-        if ignored:
-            log.warning("llm runner %r: extra_body keys %s are ignored", name, ", ".join(ignored))
-            extra = {k: v for k, v in extra.items() if k not in RESERVED_KEYS}
-        timeout = entry.get("timeout_seconds")
-        runners.append(
-            RunnerConfig(
-                name=name,
-                base_url=str(entry["base_url"]).rstrip("/"),
-                model=str(entry["model"]),
-                api_key=str(api_key),
-                extra_body=dict(extra),
-                timeout_seconds=float(timeout) if timeout is not None else 120.0,
-            )
-        )
-    return runners
 
 
 class LLMClient:
