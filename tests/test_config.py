@@ -1,0 +1,225 @@
+"""Config loading, validation and the config CLI, on real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from assistant_framework.cli import main
+from assistant_framework.config import ConfigError, get_key, load_config, owner_file, redact, set_key
+
+REPO = Path(__file__).resolve().parents[1]
+
+SAMPLE = {
+    "llm": {
+        "runners": [{"name": "local", "base_url": "http://127.0.0.1:1/v1", "model": "m", "api_key": "sk-secret"}],
+        "max_tokens": 100,
+    },
+    "telegram": {"token": "", "allowed_user_ids": [42]},
+    "runtime": {"timezone": "Europe/Berlin"},
+    "collectors": {"rss": {"enabled": True, "feeds": ["http://127.0.0.1:2/feed"]}},
+}
+
+
+def write_tree(root: Path, files: dict[str, object]) -> Path:
+    for rel, value in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(value, str):
+            path.write_text(value)
+        elif rel.endswith((".yaml", ".yml")):
+            path.write_text(yaml.safe_dump(value))
+        else:
+            path.write_text(json.dumps(value, indent=2))
+    return root
+
+
+@pytest.fixture(autouse=True)
+def no_token_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TELEGRAM_BOT_TOKEN", raising=False)
+
+
+def test_file_and_directory_configs_give_the_same_result(tmp_path: Path) -> None:
+    single = tmp_path / "single.json"
+    single.write_text(json.dumps(SAMPLE))
+    tree = write_tree(
+        tmp_path / "tree",
+        {
+            "llm.json": SAMPLE["llm"],
+            "telegram.yaml": SAMPLE["telegram"],
+            "runtime.json": SAMPLE["runtime"],
+            "collectors/rss.json": SAMPLE["collectors"]["rss"],
+            "README.md": "ignored",
+        },
+    )
+    assert load_config(single) == load_config(tree) == SAMPLE
+
+
+def test_index_json_supplies_its_folders_own_keys(tmp_path: Path) -> None:
+    tree = write_tree(
+        tmp_path / "cfg",
+        {
+            "index.json": {"owner": "ann"},
+            "collectors/index.json": {"shared": {"enabled": False}},
+            "collectors/rss.json": {"enabled": True},
+            "llm/index.json": {"max_tokens": 5},
+            "llm/runners.json": [{"name": "a", "base_url": "http://x/v1", "model": "m"}],
+        },
+    )
+    data = load_config(tree)
+    assert data["owner"] == "ann"
+    assert data["collectors"] == {"shared": {"enabled": False}, "rss": {"enabled": True}}
+    assert data["llm"] == {"max_tokens": 5, "runners": [{"name": "a", "base_url": "http://x/v1", "model": "m"}]}
+
+
+def test_json_syntax_error_names_file_line_and_column(tmp_path: Path) -> None:
+    tree = write_tree(tmp_path / "cfg", {"llm.json": '{\n  "max_tokens": 5,\n}\n'})
+    with pytest.raises(ConfigError) as exc:
+        load_config(tree)
+    message = str(exc.value)
+    assert "llm.json" in message and "line 3" in message and "column 1" in message
+
+
+def test_yaml_syntax_error_names_file_and_line(tmp_path: Path) -> None:
+    tree = write_tree(tmp_path / "cfg", {"telegram.yaml": "token: [unclosed\nmode: polling\n"})
+    with pytest.raises(ConfigError, match=r"telegram\.yaml: line \d+"):
+        load_config(tree)
+
+
+def test_schema_error_names_file_and_json_path(tmp_path: Path) -> None:
+    tree = write_tree(
+        tmp_path / "cfg",
+        {"llm.json": {"runners": [{"name": "a", "base_url": 42, "model": "m"}]}},
+    )
+    with pytest.raises(ConfigError) as exc:
+        load_config(tree)
+    assert str(exc.value).endswith("llm.json: runners[0].base_url: 42 is not of type 'string'")
+
+
+def test_schema_error_in_nested_file_is_relative_to_that_file(tmp_path: Path) -> None:
+    tree = write_tree(
+        tmp_path / "cfg",
+        {"llm/index.json": {}, "llm/runners.json": [{"name": "a", "base_url": "http://x/v1"}]},
+    )
+    with pytest.raises(ConfigError) as exc:
+        load_config(tree)
+    assert "runners.json: [0]: 'model' is a required property" in str(exc.value)
+
+
+def test_unknown_key_is_reported_as_a_typo(tmp_path: Path) -> None:
+    tree = write_tree(tmp_path / "cfg", {"llm.json": {"max_concurency": 4}})
+    with pytest.raises(ConfigError, match="max_concurency"):
+        load_config(tree)
+
+
+def test_env_substitution_and_token_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = write_tree(
+        tmp_path / "cfg",
+        {
+            "llm.json": {"runners": [{"name": "a", "base_url": "http://x/v1", "model": "m", "api_key": "${MY_KEY}"}]},
+            "telegram.json": {"token": "from-file"},
+        },
+    )
+    monkeypatch.setenv("MY_KEY", "k-123")
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "from-env")
+    data = load_config(tree)
+    assert data["llm"]["runners"][0]["api_key"] == "k-123"
+    assert data["telegram"]["token"] == "from-env"
+    monkeypatch.delenv("MY_KEY")
+    with pytest.raises(ConfigError, match=r"llm\.json: runners\[0\]\.api_key: environment variable MY_KEY is not set"):
+        load_config(tree)
+
+
+def test_missing_config_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope")
+
+
+def test_redact_hides_secrets_only() -> None:
+    shown = redact(SAMPLE)
+    assert shown["llm"]["runners"][0]["api_key"] == "***"
+    assert shown["llm"]["runners"][0]["base_url"] == "http://127.0.0.1:1/v1"
+    assert shown["telegram"]["token"] == ""  # empty stays visible: the user sees it is unset
+
+
+def test_owner_file_rules(tmp_path: Path) -> None:
+    tree = write_tree(tmp_path / "cfg", {"llm.json": {}, "collectors/rss.json": {}})
+    assert owner_file(tree, "llm.max_tokens") == (tree / "llm.json", ("max_tokens",))
+    assert owner_file(tree, "collectors.rss.enabled") == (tree / "collectors/rss.json", ("enabled",))
+    assert owner_file(tree, "collectors.mail.enabled") == (tree / "collectors/mail.json", ("enabled",))
+    assert owner_file(tree, "telegram.webhook.port") == (tree / "telegram.json", ("webhook", "port"))
+    assert owner_file(tree, "owner") == (tree / "index.json", ("owner",))
+
+
+def test_set_round_trips_and_keeps_other_keys_and_style(tmp_path: Path) -> None:
+    tree = write_tree(tmp_path / "cfg", {"collectors/rss.json": ""})
+    (tree / "llm.json").write_text('{\n    "max_tokens": 5,\n    "temperature": 0.2\n}\n')
+    set_key(tree, "llm.max_tokens", 900)
+    text = (tree / "llm.json").read_text()
+    assert text == '{\n    "max_tokens": 900,\n    "temperature": 0.2\n}\n'
+    set_key(tree, "collectors.mail.enabled", True)
+    assert json.loads((tree / "collectors/mail.json").read_text()) == {"enabled": True}
+    set_key(tree, "telegram.webhook.port", 8444)
+    data = load_config(tree)
+    assert data["llm"] == {"max_tokens": 900, "temperature": 0.2}
+    assert get_key(data, "telegram.webhook.port") == 8444
+
+
+def test_set_in_yaml_file(tmp_path: Path) -> None:
+    tree = write_tree(tmp_path / "cfg", {"runtime.yaml": {"timezone": "UTC", "reply_footer": False}})
+    set_key(tree, "runtime.reply_footer", True)
+    assert yaml.safe_load((tree / "runtime.yaml").read_text()) == {"timezone": "UTC", "reply_footer": True}
+
+
+def test_cli_show_get_set_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree = write_tree(tmp_path / "cfg", {"llm.json": SAMPLE["llm"], "telegram.json": {"token": "123:abc"}})
+    assert main(["config", "show", "--config", str(tree)]) == 0
+    out = capsys.readouterr().out
+    assert "sk-secret" not in out and "123:abc" not in out and "***" in out
+    assert json.loads(out)["llm"]["max_tokens"] == 100
+
+    assert main(["config", "set", "llm.max_tokens", "250", "--config", str(tree)]) == 0
+    assert main(["config", "set", "runtime.timezone", "Europe/Paris", "--config", str(tree)]) == 0
+    capsys.readouterr()
+    assert main(["config", "get", "llm.max_tokens", "--config", str(tree)]) == 0
+    assert capsys.readouterr().out.strip() == "250"
+    assert main(["config", "get", "runtime.timezone", "--config", str(tree)]) == 0
+    assert capsys.readouterr().out.strip() == "Europe/Paris"
+    assert main(["config", "get", "telegram.token", "--config", str(tree)]) == 0
+    assert capsys.readouterr().out.strip() == "***"
+    assert main(["config", "validate", "--config", str(tree)]) == 0
+
+
+def test_cli_set_refuses_an_invalid_value_and_keeps_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree = write_tree(tmp_path / "cfg", {"llm.json": {"max_tokens": 5}})
+    before = (tree / "llm.json").read_text()
+    assert main(["config", "set", "llm.max_tokens", '"lots"', "--config", str(tree)]) == 2
+    assert "llm.json: max_tokens: 'lots' is not of type" in capsys.readouterr().err
+    assert (tree / "llm.json").read_text() == before
+
+
+def test_bad_config_exits_2_without_traceback(tmp_path: Path) -> None:
+    tree = write_tree(tmp_path / "cfg", {"llm.json": "{ not json"})
+    result = subprocess.run(
+        [sys.executable, "-m", "assistant_framework.cli", "config", "validate", "--config", str(tree)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert result.returncode == 2
+    assert "llm.json: line 1 column 3" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_example_config_is_valid() -> None:
+    data = load_config(REPO / "config")
+    assert data["telegram"]["token"] == ""
+    assert data["telegram"]["allowed_user_ids"] == []
+    assert all(r["api_key"] == "" for r in data["llm"]["runners"])

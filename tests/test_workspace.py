@@ -1,0 +1,173 @@
+"""Workspace: path confinement, atomic writes, concurrent appends, on real files."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.workspace import LAYOUT, Workspace, WorkspacePathError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    return Workspace(tmp_path / "ws")
+
+
+def test_layout_created_on_first_use(ws: Workspace) -> None:
+    for folder in LAYOUT:
+        assert (ws.root / folder).is_dir(), folder
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "/etc/passwd",
+        "../outside.txt",
+        "notes/../../outside.txt",
+        "notes/..",
+        "..",
+        "a\x00b",
+        "~/secret",
+        "",
+        "C:/windows",
+        "..\\outside.txt",
+    ],
+)
+def test_traversal_attempts_refused(ws: Workspace, bad: str) -> None:
+    with pytest.raises(WorkspacePathError):
+        ws.path(bad)
+    with pytest.raises(WorkspacePathError):
+        ws.write_text(bad, "x")
+
+
+def test_error_names_the_path(ws: Workspace) -> None:
+    with pytest.raises(WorkspacePathError, match=r"\.\./outside\.txt"):
+        ws.read_text("../outside.txt")
+
+
+def test_symlink_leading_outside_refused(ws: Workspace, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    os.symlink(outside, ws.root / "notes" / "link")
+    with pytest.raises(WorkspacePathError, match="outside"):
+        ws.read_text("notes/link/secret.txt")
+    with pytest.raises(WorkspacePathError):
+        ws.write_text("notes/link/new.txt", "x")
+    assert not (outside / "new.txt").exists()
+    assert "notes/link/secret.txt" not in ws.list("**/*")
+
+
+def test_symlink_inside_is_allowed(ws: Workspace) -> None:
+    ws.write_text("notes/a.md", "hello")
+    os.symlink(ws.root / "notes", ws.root / "alias")
+    assert ws.read_text("alias/a.md") == "hello"
+
+
+def test_read_write_json_and_text(ws: Workspace) -> None:
+    ws.write_json("state/x.json", {"a": [1, 2], "ü": "ß"})
+    assert ws.read_json("state/x.json") == {"a": [1, 2], "ü": "ß"}
+    assert "ß" in (ws.root / "state/x.json").read_text(encoding="utf-8")
+    assert ws.read_json("state/missing.json", default={}) == {}
+    assert ws.read_text("missing.txt", default="") == ""
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        ws.read_text("missing.txt")
+
+
+def test_append_jsonl_and_list_and_delete(ws: Workspace) -> None:
+    ws.append_jsonl("conversations/c1/log.jsonl", {"n": 1})
+    ws.append_jsonl("conversations/c1/log.jsonl", {"n": 2})
+    with open(ws.path("conversations/c1/log.jsonl"), "a") as handle:
+        handle.write('{"torn": ')  # a torn last line is skipped, not fatal
+    assert ws.read_jsonl("conversations/c1/log.jsonl") == [{"n": 1}, {"n": 2}]
+    assert ws.list("conversations/**/*.jsonl") == ["conversations/c1/log.jsonl"]
+    assert ws.delete("conversations/c1/log.jsonl") is True
+    assert ws.delete("conversations/c1/log.jsonl") is False
+    with pytest.raises(WorkspacePathError):
+        ws.delete(".")
+
+
+def test_append_refuses_embedded_newline(ws: Workspace) -> None:
+    with pytest.raises(ValueError, match="log.txt"):
+        ws.append_line("log.txt", "one\ntwo")
+
+
+def _append_worker(root: str, worker: int, count: int) -> None:
+    ws = Workspace(root, create=False)
+    payload = "x" * 300  # long enough that unlocked writes could interleave
+    for i in range(count):
+        ws.append_jsonl("shared.jsonl", {"worker": worker, "i": i, "pad": payload})
+
+
+def test_four_processes_append_without_interleaving(ws: Workspace) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_append_worker, args=(str(ws.root), w, 500)) for w in range(4)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(60)
+        assert proc.exitcode == 0
+    lines = ws.path("shared.jsonl").read_text().splitlines()
+    assert len(lines) == 2000
+    rows = [json.loads(line) for line in lines]  # every line parses: none interleaved
+    for worker in range(4):
+        mine = [r["i"] for r in rows if r["worker"] == worker]
+        assert mine == list(range(500))
+
+
+def test_threads_append_without_interleaving(ws: Workspace) -> None:
+    import threading
+
+    def run(worker: int) -> None:
+        for i in range(200):
+            ws.append_line("t.log", f"{worker}:{i}:" + "y" * 200)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lines = ws.path("t.log").read_text().splitlines()
+    assert len(lines) == 800
+    assert all(line.endswith("y" * 200) and line.count(":") == 2 for line in lines)
+
+
+WRITER = """
+import sys
+from assistant_framework.workspace import Workspace
+ws = Workspace(sys.argv[1], create=False)
+n = 0
+print("ready", flush=True)
+while True:
+    n += 1
+    # Each version is large and self-checking: a torn file would fail to parse or mismatch.
+    ws.write_json("state/big.json", {"n": n, "body": [n] * 20000})
+"""
+
+
+def test_sigkill_during_writes_never_leaves_a_torn_file(ws: Workspace) -> None:
+    ws.write_json("state/big.json", {"n": 0, "body": [0] * 20000})
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    for round_no in range(8):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(ws.root)], stdout=subprocess.PIPE, env=env
+        )
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == b"ready"
+        time.sleep(0.05 + 0.03 * round_no)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        data = ws.read_json("state/big.json")
+        assert data["body"] == [data["n"]] * 20000
+    # Temp files of killed writers are hidden from listings.
+    assert ws.list("state/*") == ["state/big.json"]
