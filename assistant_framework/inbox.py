@@ -1,0 +1,162 @@
+"""Durable inbox and outbound ledger: incoming messages survive a crash until their reply is sent.
+
+Layout under the workspace (documented in docs/telegram.md):
+
+- ``state/inbox/pending/<conversation>/<seq>.json``: one file per accepted, unanswered message,
+  written atomically before the message is processed. It holds the payload and the outbound
+  ledger (``parts``: message ids of the reply parts already delivered, by part index).
+- ``state/inbox/seen.log``: source ids (e.g. Telegram update ids) already accepted, one per line,
+  so a message delivered twice is answered once, also across restarts.
+
+``complete`` deletes the pending file. On start-up ``pending()`` lists what a crash left behind,
+in arrival order per conversation. No Telegram imports: any frontend can use it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from assistant_framework.workspace import Workspace
+
+PENDING_DIR = "state/inbox/pending"
+SEEN_LOG = "state/inbox/seen.log"
+#: seen.log is compacted to this many newest ids at start-up (update ids only grow, old ones never return).
+SEEN_KEEP = 5000
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@dataclass
+class InboxItem:
+    """One accepted message: its ids, payload and the reply parts already sent."""
+
+    item_id: str
+    source_id: str
+    conversation_id: str
+    seq: int
+    payload: dict
+    accepted_at: str
+    parts: dict[int, int] = field(default_factory=dict)  # part index -> delivered message id
+
+    def to_json(self) -> dict:
+        """The on-disk form of the item."""
+        return {"item_id": self.item_id, "source_id": self.source_id, "conversation_id": self.conversation_id,
+                "seq": self.seq, "payload": self.payload, "accepted_at": self.accepted_at,
+                "parts": {str(k): v for k, v in sorted(self.parts.items())}}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "InboxItem":
+        """Rebuild an item from its on-disk form."""
+        return cls(item_id=str(obj["item_id"]), source_id=str(obj["source_id"]),
+                   conversation_id=str(obj["conversation_id"]), seq=int(obj["seq"]), payload=dict(obj["payload"]),
+                   accepted_at=str(obj.get("accepted_at", "")),
+                   parts={int(k): int(v) for k, v in (obj.get("parts") or {}).items()})
+
+
+def conversation_dir(conversation_id: str) -> str:
+    """A file-name-safe folder name for a conversation id (``tg:-100`` -> ``tg_-100``)."""
+    safe = _SAFE.sub("_", conversation_id).strip(".") or "_"
+    return safe[:120]
+
+
+class Inbox:
+    """Durable inbox + outbound ledger in a workspace; thread-safe within one process."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.ws = workspace
+        self._lock = threading.Lock()
+        self._last_seq = 0
+        self._items: dict[str, InboxItem] = {}
+        for item in self._load_pending():
+            self._items[item.item_id] = item
+            self._last_seq = max(self._last_seq, item.seq)
+        self._seen: set[str] = self._load_seen() | {i.source_id for i in self._items.values()}
+
+    # -- incoming -------------------------------------------------------------
+
+    def accept(self, source_id: str, conversation_id: str, payload: dict) -> InboxItem | None:
+        """Persist a new message before it is processed; None when ``source_id`` was already accepted."""
+        source_id = str(source_id)
+        with self._lock:
+            if source_id in self._seen:
+                return None
+            # Nanosecond clock keeps arrival order across restarts; max() keeps it strictly increasing.
+            seq = max(self._last_seq + 1, time.time_ns())
+            self._last_seq = seq
+            item = InboxItem(item_id=f"{conversation_dir(conversation_id)}/{seq:020d}", source_id=source_id,
+                             conversation_id=conversation_id, seq=seq, payload=payload,
+                             accepted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+            self.ws.write_json(self._rel(item.item_id), item.to_json())
+            # Seen is recorded after the item: a crash in between still finds the id in the pending file.
+            self.ws.append_line(SEEN_LOG, source_id)
+            self._seen.add(source_id)
+            self._items[item.item_id] = item
+            return item
+
+    def seen(self, source_id: str) -> bool:
+        """True when a message with this source id was accepted before."""
+        with self._lock:
+            return str(source_id) in self._seen
+
+    def pending(self) -> list[InboxItem]:
+        """Unanswered items, oldest first (so per conversation they are in arrival order)."""
+        with self._lock:
+            return sorted(self._items.values(), key=lambda i: (i.seq, i.item_id))
+
+    def get(self, item_id: str) -> InboxItem | None:
+        """The pending item with this id, or None when unknown or completed."""
+        with self._lock:
+            return self._items.get(item_id)
+
+    # -- outbound ledger ------------------------------------------------------
+
+    def record_part(self, item_id: str, index: int, message_id: int) -> None:
+        """Record that reply part ``index`` of an item was delivered as ``message_id``."""
+        with self._lock:
+            item = self._items.get(item_id)
+            if item is None:
+                raise KeyError(f"inbox: no pending item {item_id!r} to record part {index} for")
+            item.parts[int(index)] = int(message_id)
+            self.ws.write_json(self._rel(item_id), item.to_json())
+
+    def parts_sent(self, item_id: str) -> int:
+        """How many leading reply parts (0, 1, ... without gaps) were already delivered."""
+        with self._lock:
+            item = self._items.get(item_id)
+            if item is None:
+                return 0
+            count = 0
+            while count in item.parts:
+                count += 1
+            return count
+
+    def complete(self, item_id: str) -> None:
+        """Mark an item answered: its pending file is removed; unknown ids are ignored."""
+        with self._lock:
+            self._items.pop(item_id, None)
+            self.ws.delete(self._rel(item_id))
+
+    # -- internals ------------------------------------------------------------
+
+    @staticmethod
+    def _rel(item_id: str) -> str:
+        return f"{PENDING_DIR}/{item_id}.json"
+
+    def _load_pending(self) -> list[InboxItem]:
+        items = []
+        for rel in self.ws.list(f"{PENDING_DIR}/*/*.json"):
+            try:
+                items.append(InboxItem.from_json(self.ws.read_json(rel, default=None)))
+            except (KeyError, TypeError, ValueError, AttributeError):
+                continue  # a foreign or damaged file: leave it for a human, do not crash start-up
+        return items
+
+    def _load_seen(self) -> set[str]:
+        lines = [ln.strip() for ln in self.ws.read_text(SEEN_LOG, default="").splitlines() if ln.strip()]
+        if len(lines) > SEEN_KEEP:
+            lines = lines[-SEEN_KEEP:]
+            self.ws.write_text(SEEN_LOG, "\n".join(lines) + "\n")
+        return set(lines)

@@ -1,0 +1,81 @@
+"""Durable inbox and outbound ledger: survive restarts, answer duplicates once, keep order."""
+
+from __future__ import annotations
+
+import json
+
+from assistant_framework.inbox import Inbox, conversation_dir
+from assistant_framework.workspace import Workspace
+
+
+def test_accept_persists_before_processing_and_complete_removes(tmp_path):
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+    item = inbox.accept("101", "tg:5", {"text": "hello"})
+    assert item is not None
+    files = ws.list("state/inbox/pending/**/*.json")
+    assert len(files) == 1
+    assert json.loads(ws.read_text(files[0]))["payload"] == {"text": "hello"}
+    inbox.complete(item.item_id)
+    assert ws.list("state/inbox/pending/**/*.json") == []
+    assert inbox.pending() == []
+
+
+def test_duplicate_source_id_is_refused_also_after_restart(tmp_path):
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+    first = inbox.accept("7", "tg:1", {"text": "a"})
+    assert inbox.accept("7", "tg:1", {"text": "a"}) is None
+    inbox.complete(first.item_id)
+    again = Inbox(ws)  # a restart: Telegram re-delivers an update that was never confirmed
+    assert again.accept("7", "tg:1", {"text": "a"}) is None
+    assert again.accept("8", "tg:1", {"text": "b"}) is not None
+
+
+def test_pending_items_survive_restart_in_order_with_ledger(tmp_path):
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+    ids = [inbox.accept(str(n), "tg:-100" if n % 2 else "tg:42", {"n": n}).item_id for n in range(6)]
+    inbox.record_part(ids[0], 0, 555)
+    inbox.record_part(ids[0], 1, 556)
+    inbox.complete(ids[1])
+    # simulated kill -9: a fresh object reads only the files
+    restarted = Inbox(ws)
+    pending = restarted.pending()
+    assert [p.payload["n"] for p in pending] == [0, 2, 3, 4, 5]
+    assert [p.payload["n"] for p in pending if p.conversation_id == "tg:42"] == [0, 2, 4]
+    assert restarted.parts_sent(ids[0]) == 2
+    assert restarted.get(ids[0]).parts == {0: 555, 1: 556}
+    assert restarted.parts_sent(ids[2]) == 0
+    # a new message after restart sorts after the old ones
+    late = restarted.accept("99", "tg:42", {"n": 99})
+    assert restarted.pending()[-1].item_id == late.item_id
+
+
+def test_parts_sent_counts_only_leading_parts(tmp_path):
+    inbox = Inbox(Workspace(tmp_path))
+    item = inbox.accept("1", "tg:1", {})
+    inbox.record_part(item.item_id, 0, 10)
+    inbox.record_part(item.item_id, 2, 12)
+    assert inbox.parts_sent(item.item_id) == 1
+
+
+def test_crash_between_item_and_seen_log_still_dedupes(tmp_path):
+    ws = Workspace(tmp_path)
+    Inbox(ws).accept("55", "tg:1", {"text": "x"})
+    ws.delete("state/inbox/seen.log")  # the seen line never made it to disk
+    restarted = Inbox(ws)
+    assert restarted.accept("55", "tg:1", {"text": "x"}) is None
+    assert len(restarted.pending()) == 1
+
+
+def test_damaged_pending_file_is_skipped(tmp_path):
+    ws = Workspace(tmp_path)
+    ws.write_text("state/inbox/pending/tg_1/00000000000000000001.json", "{not json")
+    assert Inbox(ws).pending() == []
+
+
+def test_conversation_dir_is_file_name_safe():
+    assert conversation_dir("tg:-100123") == "tg_-100123"
+    assert "/" not in conversation_dir("../../etc")
+    assert conversation_dir("..") == "_"
