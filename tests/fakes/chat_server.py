@@ -401,7 +401,10 @@ class FakeChatServer:
         server = _Server(("127.0.0.1", 0), _Handler)
         server.fake = self
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="fake-chat-server", daemon=True)
+        # A short poll interval keeps stop() (and so every test teardown) fast.
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-chat-server", daemon=True
+        )
         self._thread.start()
         return self
 
