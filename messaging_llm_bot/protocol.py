@@ -49,7 +49,9 @@ _THINK_RE = re.compile(r"\A\s*<(think|thinking|reasoning)>.*?</\1>", re.S | re.I
 _THINK_OPEN_RE = re.compile(r"\A\s*<(think|thinking|reasoning)>", re.I)
 _TAG_RE = re.compile(r"<(tool_call|function_call)>", re.I)
 _INTERESTING_RE = re.compile(r"[{\[<`]")
-_MAX_BRACKET_ATTEMPTS = 400
+_BRACKET_TOKEN_RE = re.compile(r"[\"'{}\[\]]")
+_DQ_REST_RE = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S)      # unrolled: linear and fast
+_SQ_REST_RE = re.compile(r"[^'\\]*(?:\\.[^'\\]*)*'", re.S)
 
 
 @dataclass
@@ -129,7 +131,7 @@ def loads_lenient(src: str) -> tuple[object, list[str]] | None:
     """Parse strict JSON, else JSON-like Python literals; returns (value, repair labels) or None."""
     try:
         return json.loads(src, strict=False), []
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     try:
         return _literal(ast.parse(src.strip(), mode="eval").body), _repair_labels(src)
@@ -139,32 +141,45 @@ def loads_lenient(src: str) -> tuple[object, list[str]] | None:
 
 # ---------------------------------------------------------------- scanning
 
-def _match_end(text: str, start: int) -> tuple[str, int]:
+@dataclass
+class _Budget:
+    """Bracket-matching steps left for one scan; bounds the cost of pathological texts."""
+    steps: int = 200_000
+
+
+def _prev_nonspace(text: str, j: int, start: int) -> str:
+    k = j - 1
+    while k >= start and text[k].isspace():
+        k -= 1
+    return text[k] if k >= start else ""
+
+
+def _match_end(text: str, start: int, budget: _Budget) -> tuple[str, int]:
     """Find the bracket closing text[start]; ("ok", end) / ("open", -1) / ("broken", -1)."""
-    pairs = {"{": "}", "[": "]"}
     stack: list[str] = []
-    quote = None
-    prev = ""       # last non-space char outside strings
-    i, n = start, len(text)
-    while i < n:
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote, prev = None, ch
-        elif ch == '"' or (ch == "'" and prev in "{[,:"):     # an apostrophe in prose opens nothing
-            quote = ch
-        elif ch in pairs:
-            stack.append(pairs[ch])
-        elif ch in "}]":
-            if not stack or stack.pop() != ch:
-                return "broken", -1
-            if not stack:
-                return "ok", i + 1
-        if not quote and not ch.isspace():
-            prev = ch
-        i += 1
+    i = start
+    while budget.steps > 0:
+        budget.steps -= 1
+        m = _BRACKET_TOKEN_RE.search(text, i)
+        if not m:
+            return "open", -1
+        j, ch = m.start(), m.group()
+        if ch == '"' or (ch == "'" and _prev_nonspace(text, j, start) in "{[,:"):
+            # an apostrophe in prose ("Bob's") opens no string; one after {[,: does
+            end = (_DQ_REST_RE if ch == '"' else _SQ_REST_RE).match(text, j + 1)
+            if end is None:
+                return "open", -1
+            i = end.end()
+            continue
+        i = j + 1
+        if ch == "'":
+            continue
+        if ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif not stack or stack.pop() != ch:
+            return "broken", -1
+        elif not stack:
+            return "ok", j + 1
     return "open", -1
 
 
@@ -187,10 +202,11 @@ def _fence_at(text: str, i: int) -> tuple[str, int, int, int] | None:
     return lang, eol + 1, close, close + 3
 
 
-def _scan(text: str, offset: int = 0, labels: tuple[str, ...] = ()) -> list[_Candidate]:
+def _scan(text: str, offset: int = 0, labels: tuple[str, ...] = (),
+          budget: _Budget | None = None) -> list[_Candidate]:
     """Find every parseable top-level JSON-ish value, looking inside json fences and tags."""
     found: list[_Candidate] = []
-    attempts = 0
+    budget = budget or _Budget()
     i, n = 0, len(text)
     while i < n:
         m = _INTERESTING_RE.search(text, i)
@@ -206,7 +222,7 @@ def _scan(text: str, offset: int = 0, labels: tuple[str, ...] = ()) -> list[_Can
                 continue
             lang, c0, c1, end = fence
             if lang in CODE_FENCE_LANGS:
-                found.extend(_scan(text[c0:c1], offset + c0, labels + ("fenced",)))
+                found.extend(_scan(text[c0:c1], offset + c0, labels + ("fenced",), budget))
                 _widen_single(found, offset + c0, offset + c1, offset + i, offset + end)
             i = end
             continue
@@ -215,14 +231,16 @@ def _scan(text: str, offset: int = 0, labels: tuple[str, ...] = ()) -> list[_Can
             close = text.lower().find(f"</{tag.group(1).lower()}>", tag.end())
             c1 = close if close != -1 else n
             end = close + len(tag.group(1)) + 3 if close != -1 else n
-            inner = _scan(text[tag.end():c1], offset + tag.end(), labels + ("tool_call_tag",))
+            inner = _scan(text[tag.end():c1], offset + tag.end(), labels + ("tool_call_tag",), budget)
             found.extend(inner)
             _widen_single(found, offset + tag.end(), offset + c1, offset + i, offset + end)
             i = end
             continue
-        if text[i] in "{[" and attempts < _MAX_BRACKET_ATTEMPTS:
-            attempts += 1
-            status, end = _match_end(text, i)
+        if text[i] in "{[":
+            status, end = _match_end(text, i, budget)
+            if status == "ok" and ":" not in text[i:end]:
+                i = end         # holds no object, so nothing inside can be a call or reply
+                continue
             if status == "ok":
                 parsed = loads_lenient(text[i:end])
                 if parsed is not None:
@@ -447,17 +465,14 @@ _REPLY_PREFIX_RE = re.compile(
 _PARTIAL_MARKERS = ("```", "<tool_call>", "<function_call>", "<think>", "<thinking>", "<reasoning>")
 
 
+_COMPLETE_STRING_PART_RE = re.compile(r'[^"\\]*(?:(?:\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})[^"\\]*)*')
+
+
 def _decode_partial_string(s: str) -> str:
     """Decode the start of a JSON string body (no opening quote), stopping before any unfinished escape."""
-    end, i, n = 0, 0, len(s)
-    while i < n and s[i] != '"':
-        step = (6 if s[i + 1:i + 2] == "u" else 2) if s[i] == "\\" else 1
-        if i + step > n:
-            break
-        i += step
-        end = i
+    done = _COMPLETE_STRING_PART_RE.match(s).group()
     try:
-        decoded = json.loads('"' + s[:end] + '"', strict=False)
+        decoded = json.loads('"' + done + '"', strict=False)
     except ValueError:
         return ""
     if decoded and 0xD800 <= ord(decoded[-1]) <= 0xDBFF:     # its surrogate pair is still on the way
@@ -465,18 +480,18 @@ def _decode_partial_string(s: str) -> str:
     return decoded
 
 
-def _open_region(text: str) -> int | None:
+def _open_region(text: str, start: int = 0) -> int | None:
     """Index where an unresolved structure (bracket, fence, tag, partial marker) starts, else None."""
-    i, n, attempts = 0, len(text), 0
+    i, n, budget, low = start, len(text), _Budget(), text.lower()
     while i < n:
         m = _INTERESTING_RE.search(text, i)
         if not m:
             return None
         i = m.start()
-        tail = text[i:].lower()
-        if any(mk.startswith(tail) for mk in _PARTIAL_MARKERS):
-            return i
-        if tail.startswith("```"):
+        head = low[i:i + 16]
+        if n - i <= 16 and any(mk.startswith(head) for mk in _PARTIAL_MARKERS):
+            return i        # the text ends in what may become a fence or tag
+        if head.startswith("```"):
             fence = _fence_at(text, i)
             if fence is None:
                 return i
@@ -484,14 +499,13 @@ def _open_region(text: str) -> int | None:
             continue
         tag = _TAG_RE.match(text, i)
         if tag:
-            close = tail.find(f"</{tag.group(1).lower()}>")
+            close = low.find(f"</{tag.group(1).lower()}>", tag.end())
             if close == -1:
                 return i
-            i += close + len(tag.group(1)) + 3
+            i = close + len(tag.group(1)) + 3
             continue
-        if text[i] in "{[" and attempts < _MAX_BRACKET_ATTEMPTS:
-            attempts += 1
-            status, end = _match_end(text, i)
+        if text[i] in "{[":
+            status, end = _match_end(text, i, budget)
             if status == "open":
                 return i
             if status == "ok":
@@ -507,6 +521,9 @@ class StreamGuard:
     def __init__(self, skill_names: Collection[str] = ()):
         self._names = frozenset(skill_names)
         self._is_call = False
+        # body[:_prose_end] is settled plain prose without JSON values: later text cannot change
+        # it, so each feed only scans what came after (feed is called once per streamed delta)
+        self._prose_end = 0
 
     def feed(self, text_so_far: str) -> str | None:
         """User-visible text so far, or None while the output may still be (or is) a call."""
@@ -516,17 +533,25 @@ class StreamGuard:
         head = raw.lstrip().lower()
         if head and any(mk.startswith(head) for mk in ("<think>", "<thinking>", "<reasoning>")):
             return None
-        body, thought = strip_think(raw)
-        if thought and not body.strip():
+        body, _ = strip_think(raw)
+        if not body.strip():
             return None
-        if parse_model_output(body, self._names).calls:
+        if self._prose_end > len(body):     # the caller restarted with a different text
+            self._prose_end = 0
+        open_at = _open_region(body, self._prose_end)
+        settled = body[self._prose_end:open_at]
+        candidates = _scan(settled)
+        if any(_calls_from_value(c.value, self._names, c.raw)[0] for c in candidates):
             self._is_call = True
             return None
-        start = _open_region(body)
-        if start is None:
-            return parse_model_output(body, self._names).reply
-        m = _REPLY_PREFIX_RE.match(body)
-        if m and not body[:start].strip():
-            return _decode_partial_string(body[m.end():])
-        visible = body[:start].strip()
-        return parse_model_output(body[:start], self._names).reply if visible else None
+        settled_end = self._prose_end + len(settled)
+        lead_end = self._prose_end + (candidates[0].outer[0] if candidates else len(settled))
+        if not body[:lead_end].strip():     # nothing but JSON so far: maybe a reply object
+            m = _REPLY_PREFIX_RE.match(body)
+            if open_at is not None and m and not body[:open_at].strip():
+                return _decode_partial_string(body[m.end():])
+            if candidates:
+                return parse_model_output(body[:settled_end], self._names).reply or None
+            return None
+        self._prose_end = settled_end       # prose first, so no reply object to unwrap later
+        return body[:settled_end].strip() or None

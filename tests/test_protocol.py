@@ -1,0 +1,365 @@
+"""Tests for the JSON skill protocol: drift recovery, content precision, feedback texts, StreamGuard."""
+import json
+
+import pytest
+
+from messaging_llm_bot.protocol import (
+    ParsedOutput,
+    SkillCall,
+    StreamGuard,
+    final_answer_request,
+    format_skill_error,
+    format_skill_result,
+    loads_lenient,
+    parse_model_output,
+    protocol_instructions,
+    unknown_skill_hint,
+)
+
+SKILLS = ["weather", "notes", "notes.add", "tasks.list", "web_search", "remember", "file"]
+W = {"city": "Paris"}
+FENCE = "```"
+
+# (id, model output, expected skill, expected args, a label that must be in recovered or None)
+DRIFT = [
+    ("canonical", '{"skill": "weather", "args": {"city": "Paris"}}', "weather", W, None),
+    ("fenced_json", f'{FENCE}json\n{{"skill": "weather", "args": {{"city": "Paris"}}}}\n{FENCE}', "weather", W, "fenced"),
+    ("fenced_plain", f'{FENCE}\n{{"skill": "weather", "args": {{"city": "Paris"}}}}\n{FENCE}', "weather", W, "fenced"),
+    ("prose_before", 'Let me check that for you.\n{"skill": "weather", "args": {"city": "Paris"}}', "weather", W, "prose"),
+    ("prose_after", '{"skill": "weather", "args": {"city": "Paris"}}\nI will tell you once I know.', "weather", W, "prose"),
+    ("prose_both_fenced", f'Sure!\n{FENCE}json\n{{"skill": "weather", "args": {{"city": "Paris"}}}}\n{FENCE}\nOne moment.', "weather", W, "prose"),
+    ("args_string", '{"skill": "weather", "args": "{\\"city\\": \\"Paris\\"}"}', "weather", W, "args_string"),
+    ("tool_synonym", '{"tool": "weather", "args": {"city": "Paris"}}', "weather", W, "synonym:tool"),
+    ("action_synonym", '{"action": "weather", "args": {"city": "Paris"}}', "weather", W, "synonym:action"),
+    ("function_string", '{"function": "weather", "arguments": {"city": "Paris"}}', "weather", W, "synonym:function"),
+    ("tool_name", '{"tool_name": "weather", "parameters": {"city": "Paris"}}', "weather", W, "synonym:tool_name"),
+    ("arguments_synonym", '{"skill": "weather", "arguments": {"city": "Paris"}}', "weather", W, "synonym:arguments"),
+    ("parameters_synonym", '{"skill": "weather", "parameters": {"city": "Paris"}}', "weather", W, "synonym:parameters"),
+    ("params_synonym", '{"skill": "weather", "params": {"city": "Paris"}}', "weather", W, "synonym:params"),
+    ("input_synonym", '{"tool": "weather", "input": {"city": "Paris"}}', "weather", W, "synonym:input"),
+    ("openai_name_arguments", '{"name": "weather", "arguments": "{\\"city\\": \\"Paris\\"}"}', "weather", W, "args_string"),
+    ("openai_function_nested", '{"function": {"name": "weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}', "weather", W, "openai_function"),
+    ("openai_tool_calls_entry", '{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": {"city": "Paris"}}}', "weather", W, "openai_function"),
+    ("tool_calls_list", '{"tool_calls": [{"type": "function", "function": {"name": "weather", "arguments": "{\\"city\\":\\"Paris\\"}"}}]}', "weather", W, "tool_calls_list"),
+    ("single_quotes", "{'skill': 'weather', 'args': {'city': 'Paris'}}", "weather", W, "single_quotes"),
+    ("trailing_comma", '{"skill": "weather", "args": {"city": "Paris",},}', "weather", W, "trailing_comma"),
+    ("python_literals", "{'skill': 'notes.add', 'args': {'text': 'x', 'pinned': True, 'tag': None}}", "notes.add", {"text": "x", "pinned": True, "tag": None}, "python_literals"),
+    ("json_literals_single_quotes", "{'skill': 'notes.add', 'args': {'text': 'x', 'pinned': true}}", "notes.add", {"text": "x", "pinned": True}, "single_quotes"),
+    ("unquoted_keys", '{skill: "weather", args: {city: "Paris"}}', "weather", W, "unquoted_keys"),
+    ("tool_call_tag", '<tool_call>\n{"name": "weather", "arguments": {"city": "Paris"}}\n</tool_call>', "weather", W, "tool_call_tag"),
+    ("tool_call_tag_prose", 'Checking.<tool_call>{"skill": "weather", "args": {"city": "Paris"}}</tool_call>', "weather", W, "prose"),
+    ("think_then_call", '<think>The user wants weather. I should call {"skill": "file"}.</think>\n{"skill": "weather", "args": {"city": "Paris"}}', "weather", W, "think"),
+    ("name_known_no_args", '{"name": "tasks.list"}', "tasks.list", {}, "synonym:name"),
+    ("no_args_key", '{"skill": "tasks.list"}', "tasks.list", {}, None),
+    ("flat_args_known", '{"skill": "weather", "city": "Paris"}', "weather", W, "flat_args"),
+    ("meta_keys_ignored", '{"thought": "need data", "skill": "weather", "args": {"city": "Paris"}}', "weather", W, None),
+    ("unknown_skill_explicit", '{"skill": "wether", "args": {"city": "Paris"}}', "wether", W, None),
+    ("empty_string_args", '{"skill": "tasks.list", "args": ""}', "tasks.list", {}, None),
+    ("nested_json_in_args_text", '{"skill": "notes.add", "args": {"text": "store {\\"a\\": 1} verbatim"}}', "notes.add", {"text": 'store {"a": 1} verbatim'}, None),
+    ("single_quoted_with_apostrophe", "{'skill': 'remember', 'args': {'text': \"Ann's birthday is May 3\"}}", "remember", {"text": "Ann's birthday is May 3"}, "single_quotes"),
+    ("unclosed_fence_truncated", f'{FENCE}json\n{{"skill": "weather", "args": {{"city": "Paris"}}}}', "weather", W, None),
+]
+
+
+@pytest.mark.parametrize("text,skill,args,label", [d[1:] for d in DRIFT], ids=[d[0] for d in DRIFT])
+def test_drift_form_is_recovered_as_exactly_one_call(text, skill, args, label):
+    out = parse_model_output(text, SKILLS)
+    assert out.reply is None
+    assert [(c.skill, c.args, c.args_error) for c in out.calls] == [(skill, args, None)]
+    assert out.calls[0].raw and (out.calls[0].raw in text or out.calls[0].raw.startswith("{"))
+    if label is not None:
+        assert label in out.recovered, out.recovered
+
+
+def test_drift_corpus_is_large_enough():
+    assert len(DRIFT) >= 25
+
+
+# (id, model output) that must never run a skill
+CONTENT = [
+    ("empty", ""),
+    ("whitespace", "  \n "),
+    ("plain_prose", "It is sunny in Paris today."),
+    ("prose_mentions_skill", 'I can use the weather skill if you want; just say "skill weather".'),
+    ("prose_braces", "Sets are written {1, 2, 3} and dicts as {key: value}."),
+    ("prose_unbalanced_brace", "The smiley :-{ means sad. And [sic"),
+    ("contact_card_json", '{"name": "Ann", "phone": "1"}'),
+    ("contact_card_fenced", f'Here is the JSON you asked for:\n{FENCE}json\n{{"name": "Ann", "phone": "1", "email": "ann@example.org"}}\n{FENCE}\nAnything else?'),
+    ("name_equals_skill_with_other_keys", '{"name": "weather", "description": "a skill I have", "enabled": true}'),
+    ("one_key_skill_name", '{"notes": "buy milk, call Bob"}'),
+    ("one_key_file", '{"file": "report.pdf"}'),
+    ("action_with_content_keys", '{"action": "buy", "price": 3, "currency": "EUR"}'),
+    ("skill_list_content", '[{"skill": "Python", "level": "expert"}, {"skill": "Go", "level": "basic"}]'),
+    ("python_code_sample", f'Try this:\n{FENCE}python\ncall({{"skill": "weather", "args": {{"city": "Paris"}}}})\n{FENCE}'),
+    ("js_code_sample", f'{FENCE}js\nconst msg = {{"tool": "weather", "args": {{}}}};\n{FENCE}'),
+    ("markdown_table", "| name | phone |\n|------|-------|\n| Ann  | 1     |\n| Bob  | {2}   |"),
+    ("markdown_link", "See [Bob's page](https://example.org/bob) and [1] for details."),
+    ("json_array_of_numbers", "[1, 2, 3]"),
+    ("function_as_math", '{"function": "f(x) = x^2", "derivative": "2x"}'),
+    ("skill_value_is_prose", '{"skill": "cooking pasta", "level": "good"}'),
+    ("name_with_args_key_prose", '{"name": "Ann", "input": "hello there"}'),
+    ("nested_call_inside_content", '{"example": {"skill": "weather", "args": {}}, "note": "this is how calls look"}'),
+    ("reply_object", '{"reply": "Here is how to call: {\\"skill\\": \\"weather\\"}"}'),
+    ("schedule_json", '{"monday": ["gym", "work"], "tuesday": []}'),
+]
+
+
+@pytest.mark.parametrize("text", [c[1] for c in CONTENT], ids=[c[0] for c in CONTENT])
+def test_content_is_never_a_call(text):
+    out = parse_model_output(text, SKILLS)
+    assert out.calls == []
+    assert isinstance(out.reply, str)
+
+
+def test_content_corpus_is_large_enough():
+    assert len(CONTENT) >= 15
+
+
+@pytest.mark.parametrize("text", [c[1] for c in CONTENT if c[0] != "reply_object"],
+                         ids=[c[0] for c in CONTENT if c[0] != "reply_object"])
+def test_content_reply_is_the_text_as_it_stands(text):
+    assert parse_model_output(text, SKILLS).reply == text.strip()
+
+
+def test_one_key_object_named_like_a_skill_is_content_even_without_known_names():
+    assert parse_model_output('{"weather": "sunny"}').calls == []
+
+
+def test_name_only_object_is_content_when_skill_unknown():
+    assert parse_model_output('{"name": "Bob"}', SKILLS).calls == []
+    assert [c.skill for c in parse_model_output('{"name": "weather"}', SKILLS).calls] == ["weather"]
+
+
+# ---------------------------------------------------------------- lists of calls
+
+def test_json_array_of_calls_runs_in_order():
+    out = parse_model_output(
+        '[{"skill": "notes.add", "args": {"text": "a"}}, {"tool": "weather", "args": {"city": "Oslo"}}, {"skill": "tasks.list"}]',
+        SKILLS)
+    assert [(c.skill, c.args) for c in out.calls] == [
+        ("notes.add", {"text": "a"}), ("weather", {"city": "Oslo"}), ("tasks.list", {})]
+    assert "list" in out.recovered
+
+
+def test_several_call_objects_in_a_row_run_in_order():
+    text = ('First I save it:\n{"skill": "notes.add", "args": {"text": "milk"}}\n'
+            "then:\n```json\n{'skill': 'tasks.list', 'args': {},}\n```")
+    out = parse_model_output(text, SKILLS)
+    assert [(c.skill, c.args) for c in out.calls] == [("notes.add", {"text": "milk"}), ("tasks.list", {})]
+    assert {"multiple_objects", "prose", "fenced", "trailing_comma"} <= set(out.recovered)
+
+
+def test_mixed_array_is_content():
+    text = '[{"skill": "weather", "args": {}}, {"name": "Ann", "phone": "1"}]'
+    assert parse_model_output(text, SKILLS).calls == []
+
+
+def test_content_json_next_to_a_call_is_not_run():
+    text = '{"name": "Ann", "phone": "1"}\n{"skill": "remember", "args": {"text": "Ann: 1"}}'
+    out = parse_model_output(text, SKILLS)
+    assert [(c.skill, c.args) for c in out.calls] == [("remember", {"text": "Ann: 1"})]
+
+
+# ---------------------------------------------------------------- args errors
+
+@pytest.mark.parametrize("args_json,fragment", [
+    ('"{city: Paris"', "not valid JSON"),
+    ('"[1, 2]"', "must be a JSON object"),
+    ('"Paris"', "not valid JSON"),
+    ("[1, 2]", "got list"),
+    ("42", "got int"),
+])
+def test_bad_args_give_args_error_naming_the_skill(args_json, fragment):
+    out = parse_model_output('{"skill": "weather", "args": %s}' % args_json, SKILLS)
+    assert len(out.calls) == 1
+    call = out.calls[0]
+    assert call.skill == "weather" and call.args == {}
+    assert call.args_error and fragment in call.args_error and "'weather'" in call.args_error
+
+
+def test_openai_shape_with_bad_argument_string_for_known_skill_keeps_error():
+    out = parse_model_output('{"name": "weather", "arguments": "{\\"city\\": "}', SKILLS)
+    assert out.calls[0].skill == "weather"
+    assert "not valid JSON" in out.calls[0].args_error
+
+
+# ---------------------------------------------------------------- replies and think blocks
+
+@pytest.mark.parametrize("text,reply,label", [
+    ('{"reply": "Hello!\\nHow are you?"}', "Hello!\nHow are you?", None),
+    ('  {"reply": "Hi"}  \n', "Hi", None),
+    (f'{FENCE}json\n{{"reply": "Hi"}}\n{FENCE}', "Hi", "fenced"),
+    ("{'reply': 'Hi there'}", "Hi there", "single_quotes"),
+    ('{"answer": "42"}', "42", "synonym:answer"),
+    ('{"response": "ok"}', "ok", "synonym:response"),
+    ('{"message": "ok"}', "ok", "synonym:message"),
+    ('{"thought": "easy", "reply": "Paris"}', "Paris", None),
+    ('{"skill": null, "reply": "nothing to do"}', "nothing to do", None),
+])
+def test_reply_object_is_unwrapped(text, reply, label):
+    out = parse_model_output(text, SKILLS)
+    assert out.calls == [] and out.reply == reply
+    if label:
+        assert label in out.recovered
+
+
+def test_reply_synonym_with_other_keys_is_content():
+    text = '{"message": "hi", "from": "Ann"}'
+    assert parse_model_output(text, SKILLS).reply == text
+
+
+def test_reply_object_inside_prose_is_not_unwrapped():
+    text = 'Answer in this form: {"reply": "..."}'
+    assert parse_model_output(text, SKILLS).reply == text
+
+
+def test_think_block_is_stripped_from_reply():
+    out = parse_model_output("<think>\nuser greets; {\"skill\": \"file\"} not needed\n</think>\n\nHello!", SKILLS)
+    assert out == ParsedOutput([], "Hello!", ["think"])
+
+
+def test_think_with_only_closing_tag_is_stripped():
+    out = parse_model_output("reasoning that began in the template</think>Hi", SKILLS)
+    assert out.reply == "Hi" and out.calls == []
+
+
+def test_unclosed_think_is_never_read_as_call():
+    out = parse_model_output('<think>maybe {"skill": "file", "args": {}} ...', SKILLS)
+    assert out.calls == [] and out.reply == ""
+
+
+def test_think_then_reply_object():
+    out = parse_model_output('<think>x</think>{"reply": "done"}', SKILLS)
+    assert out.reply == "done" and "think" in out.recovered
+
+
+# ---------------------------------------------------------------- lenient JSON helper
+
+def test_loads_lenient_rejects_code():
+    assert loads_lenient("__import__('os').system('true')") is None
+    assert loads_lenient("{1, 2}") is None
+    assert loads_lenient('{"a": 1}') == ({"a": 1}, [])
+
+
+# ---------------------------------------------------------------- messages to the model
+
+def test_protocol_instructions_short_and_stable():
+    text = protocol_instructions()
+    assert len(text) < 900
+    assert text == protocol_instructions()
+    assert '{"skill": "<skill name>", "args": {<arguments>}}' in text and '{"reply"' in text
+    example = [line for line in text.splitlines() if line.startswith("You: ")][0][5:]
+    assert [(c.skill, c.args) for c in parse_model_output(example, ["tasks.list"]).calls] == [("tasks.list", {})]
+
+
+def test_format_skill_result_serialises_json():
+    msg = format_skill_result("tasks.list", {"tasks": ["café", 2], "done": False})
+    assert "tasks.list" in msg
+    assert '{"tasks": ["café", 2], "done": false}' in msg
+    assert "truncated" not in msg
+
+
+def test_format_skill_result_passes_strings_verbatim():
+    assert "line1\nline2" in format_skill_result("file", "line1\nline2")
+
+
+def test_format_skill_result_truncates_with_marker():
+    msg = format_skill_result("file", "x" * 5000, budget_chars=1000)
+    assert "x" * 1000 in msg and "x" * 1001 not in msg
+    assert "[... truncated 4000 chars]" in msg
+
+
+def test_format_skill_result_handles_unserialisable_values():
+    class Odd:
+        def __str__(self):
+            return "odd-value"
+    assert "odd-value" in format_skill_result("file", {"v": Odd()})
+
+
+def test_format_skill_error_includes_error_and_hint():
+    msg = format_skill_error("wether", "unknown skill", unknown_skill_hint("wether", SKILLS))
+    assert "wether" in msg and "unknown skill" in msg and "Did you mean: weather" in msg
+    assert '{"skill"' in msg
+
+
+def test_unknown_skill_hint_lists_skills_when_nothing_is_close():
+    assert "weather" in unknown_skill_hint("zzzzzz", SKILLS)
+
+
+def test_final_answer_request_asks_for_reply_without_skills():
+    text = final_answer_request()
+    assert "reply" in text and "not call" in text.lower()
+
+
+# ---------------------------------------------------------------- StreamGuard
+
+def _feed_all(guard: StreamGuard, text: str) -> list:
+    return [guard.feed(text[:i]) for i in range(1, len(text) + 1)]
+
+
+def test_stream_guard_shows_plain_prose_as_is():
+    text = "It's sunny in Paris (about 18°C) today; take [sunglasses](https://x.org)."
+    outs = _feed_all(StreamGuard(SKILLS), text)
+    assert outs[-1] == text
+    assert all(o is None or text.startswith(o) for o in outs)
+
+
+@pytest.mark.parametrize("text,final", [
+    ('{"reply": "Hello \\"Ann\\",\\nyour tasks: milk \\u2014 bread \\ud83d\\ude00 done"}',
+     'Hello "Ann",\nyour tasks: milk \u2014 bread \U0001F600 done'),
+    ('  ```json\n{"reply": "Tab\\there \\\\ ok"}\n```', "Tab\there \\ ok"),
+    ('<think>short</think>{"reply": "Hi there"}', "Hi there"),
+])
+def test_stream_guard_reply_char_by_char(text, final):
+    outs = _feed_all(StreamGuard(SKILLS), text)
+    assert outs[-1] == final
+    shown = [o for o in outs if o]
+    assert shown, "the reply should stream before it is complete"
+    for o in shown:
+        assert '"skill"' not in o and "{" not in o
+        assert final.startswith(o)
+    assert any(o and o != final for o in outs)   # partial text was shown before the end
+
+
+@pytest.mark.parametrize("text", [
+    '{"skill": "weather", "args": {"city": "Paris"}}',
+    '  {"tool": "weather", "arguments": "{\\"city\\": \\"Paris\\"}"}',
+    '```json\n{"skill": "weather", "args": {"city": "Paris"}}\n```',
+    '<tool_call>{"name": "weather", "arguments": {"city": "Paris"}}</tool_call>',
+    '[{"skill": "notes.add", "args": {"text": "a"}}, {"skill": "tasks.list"}]',
+    "<think>let me see</think>\n{'skill': 'weather', 'args': {'city': 'Paris'},}",
+])
+def test_stream_guard_call_char_by_char_is_always_none(text):
+    guard = StreamGuard(SKILLS)
+    assert _feed_all(guard, text) == [None] * len(text)
+    assert guard.feed(text + "\nsome trailing words") is None
+
+
+def test_stream_guard_hides_call_after_prose():
+    text = 'Let me check.\n{"skill": "weather", "args": {"city": "Paris"}}'
+    guard = StreamGuard(SKILLS)
+    outs = _feed_all(guard, text)
+    for o in outs:
+        assert o is None or ("{" not in o and "skill" not in o)
+    assert outs[-1] is None
+    assert "Let me check." in outs
+
+
+def test_stream_guard_releases_content_json_once_closed():
+    text = '{"name": "Ann", "phone": "1"}'
+    outs = _feed_all(StreamGuard(SKILLS), text)
+    assert outs[:-1] == [None] * (len(text) - 1)
+    assert outs[-1] == text
+
+
+def test_stream_guard_releases_code_fence_once_closed():
+    text = 'Example:\n```python\nprint({"skill": 1})\n```\nDone.'
+    outs = _feed_all(StreamGuard(SKILLS), text)
+    assert outs[-1] == text
+    assert all(o is None or o.count("```") in (0, 2) for o in outs)   # never half a fence
+    assert "Example:" in outs
+
+
+def test_stream_guard_holds_while_thinking():
+    text = "<think>the user wants {\"skill\": ..."
+    assert set(_feed_all(StreamGuard(SKILLS), text)) == {None}
