@@ -1,0 +1,113 @@
+"""Capability policy for skill calls, and the audit log of every call.
+
+Each skill declares capabilities (read, write, delete, network, send). The
+``policy`` config maps a capability, or a skill by name, to allow, ask or
+deny. In a turn that involved untrusted content (a mail, a feed item, an
+attachment, a fetched page), every delete, network or send call needs the
+owner's confirmation whatever the policy says, so text the assistant read
+cannot steer it into destroying or sending the owner's data.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+CAPABILITIES = ("read", "write", "delete", "network", "send")
+DEFAULT_DECISIONS = {"read": "allow", "write": "allow", "delete": "ask", "network": "ask", "send": "ask"}
+#: Capabilities that always need confirmation after untrusted content entered the turn.
+GUARDED_WHEN_UNTRUSTED = frozenset({"delete", "network", "send"})
+_ORDER = {"allow": 0, "ask": 1, "deny": 2}
+_SECRET_ARG = re.compile(r"(token|api_key|apikey|password|passwd|secret|credential)", re.IGNORECASE)
+AUDIT_LOG = "state/audit.jsonl"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with one skill call, and why (shown to the owner when asked)."""
+
+    action: str  # "allow" | "ask" | "deny"
+    reason: str
+
+
+def decide(
+    skill: str,
+    capabilities: Iterable[str],
+    policy: dict | None = None,
+    *,
+    untrusted: bool = False,
+    action_capabilities: Iterable[str] | None = None,
+) -> Decision:
+    """The decision for a call: a per-skill rule wins, else the strictest capability rule.
+
+    ``action_capabilities`` narrows the declared capabilities to what this call
+    does (e.g. a ``file`` read needs only ``read`` even though the skill can delete).
+    """
+    policy = policy or {}
+    caps = list(action_capabilities if action_capabilities is not None else capabilities) or ["read"]
+    per_skill = (policy.get("skills") or {}).get(skill)
+    rules = {**DEFAULT_DECISIONS, **(policy.get("capabilities") or {})}
+    if per_skill:
+        decision = Decision(per_skill, f"policy for skill {skill!r} is {per_skill}")
+    else:
+        strictest = max(caps, key=lambda cap: _ORDER.get(rules.get(cap, "ask"), 1))
+        action = rules.get(strictest, "ask")
+        decision = Decision(action, f"capability {strictest!r} is set to {action}")
+    if decision.action == "allow" and untrusted:
+        guarded = sorted(GUARDED_WHEN_UNTRUSTED.intersection(caps))
+        if guarded:
+            return Decision("ask", f"this turn involved untrusted content and the call needs {', '.join(guarded)}")
+    return decision
+
+
+def redact_args(value: Any, key: str = "") -> Any:
+    """A copy of skill args with secret-looking fields replaced, for the audit log."""
+    if isinstance(value, dict):
+        return {k: redact_args(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_args(v, key) for v in value]
+    if key and _SECRET_ARG.search(key) and value not in (None, ""):
+        return "***"
+    if isinstance(value, str) and len(value) > 500:
+        return value[:500] + f"[... {len(value) - 500} more characters]"
+    return value
+
+
+def audit_record(
+    *,
+    chat: Any,
+    skill: str,
+    args: Any,
+    decision: str,
+    outcome: str,
+    error: str | None = None,
+    time: datetime | None = None,
+) -> dict:
+    """One audit line: time, chat, skill, redacted args, decision, outcome."""
+    record = {
+        "time": (time or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
+        "chat": chat,
+        "skill": skill,
+        "args": redact_args(args),
+        "decision": decision,
+        "outcome": outcome,
+    }
+    if error:
+        record["error"] = error[:300]
+    return record
+
+
+def append_audit(workspace: Any, record: dict) -> None:
+    """Append one record to the workspace audit log (JSONL)."""
+    workspace.append_jsonl(AUDIT_LOG, record)
+
+
+def call_capabilities(declared: Iterable[str], per_action: dict[str, list[str]] | None, args: Any) -> list[str]:
+    """The capabilities one call needs: ``per_action[args['action']]`` when the skill maps them."""
+    if per_action and isinstance(args, dict) and isinstance(args.get("action"), str):
+        mapped = per_action.get(args["action"])
+        if mapped is not None:
+            return list(mapped)
+    return list(declared)

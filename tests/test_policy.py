@@ -1,0 +1,79 @@
+"""Capability policy decisions, audit records and the internal-address guard."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant_framework.netguard import BlockedURLError, check_url
+from assistant_framework.policy import append_audit, audit_record, call_capabilities, decide
+from assistant_framework.workspace import Workspace
+
+
+def test_defaults_allow_reads_and_ask_for_destructive_calls() -> None:
+    assert decide("notes", ["read"]).action == "allow"
+    assert decide("notes", ["read", "write"]).action == "allow"
+    assert decide("file", ["read", "write", "delete"]).action == "ask"
+    assert decide("mailer", ["send"]).action == "ask"
+
+
+def test_config_and_per_skill_rules() -> None:
+    policy = {"capabilities": {"delete": "deny", "network": "allow"}, "skills": {"file": "allow"}}
+    assert decide("cleanup", ["delete"], policy).action == "deny"
+    assert decide("web", ["network"], policy).action == "allow"
+    assert decide("file", ["delete"], policy).action == "allow"
+
+
+def test_untrusted_turn_needs_confirmation_whatever_the_policy() -> None:
+    policy = {"capabilities": {"delete": "allow", "network": "allow", "send": "allow"}}
+    for cap in ("delete", "network", "send"):
+        decision = decide("x", [cap], policy, untrusted=True)
+        assert decision.action == "ask" and "untrusted" in decision.reason
+    assert decide("notes", ["read", "write"], policy, untrusted=True).action == "allow"
+    # deny stays deny
+    assert decide("x", ["delete"], {"capabilities": {"delete": "deny"}}, untrusted=True).action == "deny"
+
+
+def test_action_capabilities_narrow_the_call() -> None:
+    per_action = {"read": ["read"], "delete": ["delete"]}
+    caps = call_capabilities(["read", "write", "delete"], per_action, {"action": "read", "path": "a"})
+    assert caps == ["read"]
+    assert decide("file", ["read", "write", "delete"], action_capabilities=caps).action == "allow"
+    caps = call_capabilities(["read", "write", "delete"], per_action, {"action": "delete", "path": "a"})
+    assert decide("file", ["read", "write", "delete"], action_capabilities=caps).action == "ask"
+    assert call_capabilities(["read"], None, {"action": "x"}) == ["read"]
+
+
+def test_audit_log_redacts_secrets(tmp_path) -> None:
+    ws = Workspace(tmp_path)
+    record = audit_record(chat=7, skill="mail", args={"to": "a@b", "password": "hunter2", "body": "x" * 900}, decision="ask", outcome="denied")
+    append_audit(ws, record)
+    rows = ws.read_jsonl("state/audit.jsonl")
+    assert rows[0]["args"]["password"] == "***"
+    assert rows[0]["args"]["to"] == "a@b"
+    assert len(rows[0]["args"]["body"]) < 600
+    assert "hunter2" not in ws.read_text("state/audit.jsonl")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8080/admin",
+        "http://localhost/",
+        "http://10.0.0.1/",
+        "http://192.168.1.1/",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://0.0.0.0/",
+        "file:///etc/passwd",
+        "ftp://example.org/",
+    ],
+)
+def test_internal_and_non_http_urls_blocked(url: str) -> None:
+    with pytest.raises(BlockedURLError):
+        check_url(url)
+
+
+def test_public_addresses_and_configured_private_allowed() -> None:
+    assert check_url("http://93.184.216.34/page", resolve=False)
+    assert check_url("http://127.0.0.1:9/", allow_private=True)
