@@ -242,3 +242,50 @@ def test_json_and_query_string_bodies(fake: FakeBotAPI) -> None:
     # Confirmed updates are dropped for good.
     assert requests.post(f"{url}/getUpdates", data={"offset": "0"}, timeout=5).json()["result"] == []
     assert json.loads(json.dumps(fake.calls()))  # records are plain JSON for text calls
+
+
+def test_markup_parsers_accept_valid_and_reject_broken_markup() -> None:
+    from tests.fakes.bot_api_markup import MarkupError, parse_html, parse_markdown_v2, parse_text
+
+    text, ents = parse_markdown_v2("*bold _both_* `x\\`y` ```py\ncode.here()\n``` [l\\.k](http://a.b/c\\)) 3\\.5")
+    assert text == "bold both x`y code.here()\n l.k 3.5"
+    assert [(e["type"], e["offset"], e["length"]) for e in ents] == [
+        ("bold", 0, 9), ("italic", 5, 4), ("code", 10, 3), ("pre", 14, 12), ("text_link", 27, 3)]
+    assert ents[3]["language"] == "py" and ents[4]["url"] == "http://a.b/c)"
+    text, ents = parse_markdown_v2("😀 *b*")
+    assert ents == [{"type": "bold", "offset": 3, "length": 1}]  # UTF-16 offsets
+    for broken in ["3.50", "(x)", "a-b", "*open", "_open", "[x](y", "`open", "```\nopen", "a!", "x|y"]:
+        with pytest.raises(MarkupError):
+            parse_markdown_v2(broken)
+    text, ents = parse_html('<pre><code class="language-go">a &lt; b</code></pre> <tg-spoiler>s</tg-spoiler>')
+    assert text == "a < b s" and ents[0] == {"type": "pre", "offset": 0, "length": 5, "language": "go"}
+    for broken in ["<b>x", "x</b>", "<b><i>x</b></i>", "<div>x</div>", "a < b", '<a>no href</a>']:
+        with pytest.raises(MarkupError):
+            parse_html(broken)
+    assert parse_text("*legacy* _md_", "Markdown")[0] == "legacy md"
+    with pytest.raises(MarkupError):
+        parse_text("*legacy", "Markdown")
+
+
+def test_long_poll_returns_an_update_pushed_while_waiting(fake: FakeBotAPI) -> None:
+    import threading
+
+    url = f"{fake.base_url}{fake.token}/getUpdates"
+    timer = threading.Timer(0.1, fake.send_message, args=("late",))
+    timer.start()
+    got = requests.post(url, data={"offset": "0", "timeout": "30"}, timeout=10).json()["result"]
+    timer.join()
+    # Either the long poll saw it, or (on a very slow machine) the next poll does.
+    got = got or requests.post(url, data={"offset": "0", "timeout": "1"}, timeout=10).json()["result"]
+    assert [u["message"]["text"] for u in got] == ["late"]
+    assert fake.calls("getUpdates")[0]["params"]["timeout"] == 30
+
+
+def test_wait_for_times_out_with_a_clear_error(fake: FakeBotAPI) -> None:
+    with pytest.raises(TimeoutError, match="FakeBotAPI.wait_for"):
+        fake.wait_for(lambda: fake.messages(1), timeout=0.1)
+    with pytest.raises(KeyError, match="no message 5 in chat 1"):
+        fake.edit_message(1, 5, "x")
+    requests.post(f"{fake.base_url}{fake.token}/setWebhook", data={"url": "https://x.example/hook"}, timeout=5)
+    blocked = requests.post(f"{fake.base_url}{fake.token}/getUpdates", timeout=5)
+    assert blocked.status_code == 409 and "webhook is active" in blocked.json()["description"]

@@ -12,6 +12,9 @@ import html
 import re
 
 MDV2_RESERVED = set("_*[]()~`>#+-=|{}.!")
+# Inside code only '`' and '\\' are escaped, so the end is the first unescaped backtick(s).
+_MDV2_CODE = re.compile(r"((?:\\.|[^`\\])*)`", re.DOTALL)
+_MDV2_PRE = re.compile(r"((?:\\.|(?!```)[^\\])*)```", re.DOTALL)
 ENTITY_TYPES = {
     "mention", "hashtag", "cashtag", "bot_command", "url", "email", "phone_number", "bold",
     "italic", "underline", "strikethrough", "spoiler", "blockquote", "expandable_blockquote",
@@ -82,10 +85,10 @@ def parse_markdown_v2(text: str) -> tuple[str, list[dict]]:
             b.add(text[i + 1])
             i += 2
         elif text.startswith("```", i):
-            end = text.find("```", i + 3)
-            if end < 0:
+            m = _MDV2_PRE.match(text, i + 3)
+            if not m:
                 raise MarkupError(f"Can't find end of Pre entity at byte offset {offset}")
-            body = text[i + 3:end]
+            body, end = m.group(1), m.end() - 3
             language = ""
             if "\n" in body:
                 first, rest = body.split("\n", 1)
@@ -97,11 +100,12 @@ def parse_markdown_v2(text: str) -> tuple[str, list[dict]]:
             b.close("pre", offset)
             i = end + 3
         elif ch == "`":
-            end = text.find("`", i + 1)
-            if end < 0:
+            m = _MDV2_CODE.match(text, i + 1)
+            if not m:
                 raise MarkupError(f"Can't find end of Code entity at byte offset {offset}")
+            end = m.end() - 1
             b.start("code")
-            b.add(re.sub(r"\\([`\\])", r"\1", text[i + 1:end]))
+            b.add(re.sub(r"\\([`\\])", r"\1", m.group(1)))
             b.close("code", offset)
             i = end + 1
         elif text.startswith("||", i):
@@ -153,6 +157,7 @@ def parse_html(text: str) -> tuple[str, list[dict]]:
         _add_html_text(b, text[i:m.start()], len(text[:i].encode("utf-8")))
         closing, tag, attrs = m.group(1), m.group(2).lower(), m.group(3)
         offset = len(text[:m.start()].encode("utf-8"))
+        i = m.end()
         if tag not in _HTML_TAGS:
             raise MarkupError(f'Unsupported start tag "{tag}" at byte offset {offset}')
         kind = _HTML_TAGS[tag]
@@ -176,7 +181,6 @@ def parse_html(text: str) -> tuple[str, list[dict]]:
                 raise MarkupError(f"Can't find URL for text link at byte offset {offset}")
             extra = {"url": fields["href"]} if tag == "a" else {}
             b.start(kind, **extra)
-        i = m.end()
     _add_html_text(b, text[i:], len(text[:i].encode("utf-8")))
     if stack:
         raise MarkupError(f'Can\'t find end tag corresponding to start tag "{stack[-1]}"')
