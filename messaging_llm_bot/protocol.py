@@ -524,6 +524,7 @@ class StreamGuard:
         # body[:_prose_end] is settled plain prose without JSON values: later text cannot change
         # it, so each feed only scans what came after (feed is called once per streamed delta)
         self._prose_end = 0
+        self._body_start = 0
 
     def feed(self, text_so_far: str) -> str | None:
         """User-visible text so far, or None while the output may still be (or is) a call."""
@@ -536,8 +537,9 @@ class StreamGuard:
         body, _ = strip_think(raw)
         if not body.strip():
             return None
-        if self._prose_end > len(body):     # the caller restarted with a different text
-            self._prose_end = 0
+        if self._body_start != len(raw) - len(body) or self._prose_end > len(body):
+            # a late </think> moved the body, or the caller restarted with another text
+            self._body_start, self._prose_end = len(raw) - len(body), 0
         open_at = _open_region(body, self._prose_end)
         settled = body[self._prose_end:open_at]
         candidates = _scan(settled)

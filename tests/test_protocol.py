@@ -363,3 +363,28 @@ def test_stream_guard_releases_code_fence_once_closed():
 def test_stream_guard_holds_while_thinking():
     text = "<think>the user wants {\"skill\": ..."
     assert set(_feed_all(StreamGuard(SKILLS), text)) == {None}
+
+
+def test_stream_guard_follows_a_late_closing_think_tag():
+    text = "the template opened the reasoning; user says hi</think>\n\nHello Ann, nice to see you."
+    outs = _feed_all(StreamGuard(SKILLS), text)
+    assert outs[-1] == "Hello Ann, nice to see you."
+
+
+def test_stream_guard_reply_after_long_prose_prefix_is_not_unwrapped():
+    text = 'Sure. Here is the form: {"reply": "x"} and that is all.'
+    assert _feed_all(StreamGuard(SKILLS), text)[-1] == text
+
+
+def test_stream_guard_final_matches_parser_on_the_content_corpus():
+    for name, text in CONTENT:
+        if name == "prose_unbalanced_brace":
+            continue
+        expected = parse_model_output(text, SKILLS).reply or None
+        assert StreamGuard(SKILLS).feed(text) == expected, text
+
+
+def test_stream_guard_holds_back_after_an_unclosed_brace():
+    # the brace may still open a call, so only the prose before it is shown;
+    # at the end of the stream the caller sends parse_model_output's reply
+    assert StreamGuard(SKILLS).feed("The smiley :-{ means sad.") == "The smiley :-"
