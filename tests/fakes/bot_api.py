@@ -31,28 +31,19 @@ PTB encodes them. A wrong token gets 401 and unknown methods 404 ``{"ok": false}
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
 import itertools
 import json
 import re
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
 
 from tests.fakes.bot_api_markup import MarkupError, utf16_len
 
 MAX_TEXT = 4096
 MAX_CAPTION = 1024
-# Fields PTB sends as raw strings; everything else it json.dumps-encodes.
-_STRING_FIELDS = {
-    "text", "caption", "parse_mode", "action", "url", "secret_token", "callback_query_id", "file_id",
-    "language_code", "description", "short_description", "name", "title", "query", "emoji",
-    "business_connection_id", "message_effect_id", "inline_message_id", "ip_address", "data",
-}
 _DEFAULT_DESCRIPTIONS = {
     400: "Bad Request: can't parse entities: injected fault",
     401: "Unauthorized",
@@ -110,12 +101,9 @@ class FakeBotAPI:
     # ----- lifecycle ---------------------------------------------------------------------------
     def start(self) -> "FakeBotAPI":
         """Start serving on 127.0.0.1 with a free port."""
-        fake = self
+        from tests.fakes.bot_api_http import make_handler
 
-        class Handler(_Handler):
-            api = fake
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="fake-bot-api", daemon=True)
@@ -237,6 +225,12 @@ class FakeBotAPI:
             ref = {"file_id": f"FILE{n}", "file_unique_id": f"U{n}", "file_size": len(content)}
             self._files[ref["file_id"]] = {**ref, "file_path": file_path, "content": bytes(content)}
             return dict(ref)
+
+    def file_content(self, file_path: str) -> bytes | None:
+        """Bytes of a registered file by its ``file_path`` (what a download GET asks for)."""
+        with self._cond:
+            found = next((f for f in self._files.values() if f["file_path"] == file_path), None)
+            return None if found is None else found["content"]
 
     # ----- what the bot did --------------------------------------------------------------------
     def calls(self, method: str | None = None) -> list[dict]:
@@ -362,100 +356,3 @@ class FakeBotAPI:
                                   "description": f"Bad Request: can't parse entities: {err}"}
         self._record(name, params, status)
         return status, reply
-
-
-class _Handler(BaseHTTPRequestHandler):
-    api: FakeBotAPI
-    protocol_version = "HTTP/1.0"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        pass  # keep test output clean
-
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
-        self._api_call()
-
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        path = unquote(urlsplit(self.path).path)
-        file_prefix = f"/file/bot{self.api.token}/"
-        if path.startswith("/file/bot"):
-            if not path.startswith(file_prefix):
-                return self._reply(401, {"ok": False, "error_code": 401, "description": "Unauthorized"})
-            wanted = path[len(file_prefix):]
-            with self.api._cond:
-                found = next((f for f in self.api._files.values() if f["file_path"] == wanted), None)
-            if found is None:
-                return self._reply(404, {"ok": False, "error_code": 404, "description": "Not Found: file"})
-            return self._send(200, found["content"], "application/octet-stream")
-        self._api_call()
-
-    def _api_call(self) -> None:
-        url = urlsplit(self.path)
-        path = unquote(url.path)
-        prefix = f"/bot{self.api.token}/"
-        if not path.startswith(prefix):
-            method = path.rsplit("/", 1)[-1]
-            self.api._record(method, {}, 401)
-            return self._reply(401, {"ok": False, "error_code": 401, "description": "Unauthorized"})
-        try:
-            params = _parse_body(self.headers.get("Content-Type", ""), self._body())
-        except ValueError as err:
-            return self._reply(400, {"ok": False, "error_code": 400, "description": f"Bad Request: {err}"})
-        params.update(_decode_fields(parse_qsl(url.query, keep_blank_values=True)))
-        status, reply = self.api.handle(path[len(prefix):], params)
-        self._reply(status, reply)
-
-    def _body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
-
-    def _reply(self, status: int, obj: dict) -> None:
-        self._send(status, json.dumps(obj).encode(), "application/json")
-
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client abandoned a long-poll; harmless
-
-
-def _decode_value(key: str, value: str) -> Any:
-    if key in _STRING_FIELDS:
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
-
-
-def _decode_fields(pairs: list[tuple[str, str]]) -> dict:
-    return {k: _decode_value(k, v) for k, v in pairs}
-
-
-def _parse_body(content_type: str, body: bytes) -> dict:
-    """Parse a form, JSON or multipart request body into a params dict."""
-    ctype = content_type.split(";")[0].strip().lower()
-    if not body:
-        return {}
-    if ctype == "application/json":
-        obj = json.loads(body)
-        if not isinstance(obj, dict):
-            raise ValueError("JSON body must be an object")
-        return obj
-    if ctype == "multipart/form-data":
-        msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-            b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body)
-        params: dict = {}
-        for part in msg.iter_parts():
-            name = part.get_param("name", header="content-disposition")
-            payload = part.get_payload(decode=True) or b""
-            if part.get_filename() is not None:
-                params[name] = {"filename": part.get_filename(), "content": payload, "size": len(payload),
-                                "mime_type": part.get_content_type()}
-            else:
-                params[name] = _decode_value(name, payload.decode("utf-8"))
-        return params
-    return _decode_fields(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
