@@ -1,0 +1,102 @@
+"""Shared plumbing for the typed stores: a locked JSON list file and small helpers."""
+
+from __future__ import annotations
+
+import json
+import re
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Iterator
+
+from ..workspace import Workspace
+
+
+class NotFoundError(LookupError):
+    """No record matches; the message names the query and what exists."""
+
+
+class AmbiguousError(LookupError):
+    """Several records match; the message lists them so the caller can pick one."""
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(moment: datetime) -> str:
+    """ISO 8601 with seconds and the UTC offset; refuses naive datetimes."""
+    if moment.tzinfo is None or moment.tzinfo.utcoffset(moment) is None:
+        raise ValueError(f"timestamp {moment!r} has no timezone; use an aware datetime")
+    return moment.isoformat(timespec="seconds")
+
+
+def norm(text: object) -> str:
+    """Case- and whitespace-insensitive form used for matching."""
+    return " ".join(str(text or "").split()).casefold()
+
+
+def one_line(text: object) -> str:
+    return " ".join(str(text or "").split())
+
+
+def slugify(text: str, fallback: str = "untitled") -> str:
+    """A file-name-safe slug: lower case letters, digits and dashes."""
+    slug = re.sub(r"[^\w]+", "-", str(text).casefold(), flags=re.UNICODE).strip("-_")
+    return slug[:60].strip("-") or fallback
+
+
+def next_id(rows: list[dict], prefix: str) -> str:
+    """``prefix`` + one more than the largest number used so far (ids are never reused)."""
+    pattern = re.compile(rf"^{re.escape(prefix)}(\d+)$")
+    numbers = [int(m.group(1)) for row in rows if (m := pattern.match(str(row.get("id", ""))))]
+    return f"{prefix}{max(numbers, default=0) + 1}"
+
+
+class JsonListFile:
+    """A JSON file holding a list of objects, edited under the workspace file lock."""
+
+    def __init__(self, workspace: Workspace, rel: str) -> None:
+        self.workspace = workspace
+        self.rel = rel
+
+    def load(self) -> list[dict]:
+        """All records; [] when the file does not exist yet."""
+        data = self.workspace.read_json(self.rel, default=[])
+        if data is None:
+            return []
+        if not isinstance(data, list) or not all(isinstance(row, dict) for row in data):
+            raise ValueError(f"workspace file {self.rel!r} must hold a JSON list of objects")
+        return data
+
+    @contextmanager
+    def edit(self) -> Iterator[list[dict]]:
+        """Load, let the caller change the list in place, then write it atomically if it changed."""
+        with self.workspace.lock(self.rel):
+            rows = self.load()
+            before = json.dumps(rows, sort_keys=True, default=str)
+            yield rows
+            if json.dumps(rows, sort_keys=True, default=str) != before:
+                self.workspace.write_json(self.rel, rows)
+
+
+def pick_one(rows: list[dict], query: str, kind: str, label: str = "title") -> dict:
+    """The one record whose id or ``label`` matches ``query`` (exact first, then substring)."""
+    wanted = norm(query)
+    if not wanted:
+        raise NotFoundError(f"no {kind} given")
+    for row in rows:
+        if norm(row.get("id")) == wanted:
+            return row
+    exact = [row for row in rows if norm(row.get(label)) == wanted]
+    partial = exact or [row for row in rows if wanted in norm(row.get(label))]
+    if len(partial) == 1:
+        return partial[0]
+    if not partial:
+        known = ", ".join(_label(row, label) for row in rows[:10]) or "none"
+        raise NotFoundError(f"no {kind} matches {query!r}; existing: {known}")
+    options = ", ".join(_label(row, label) for row in partial[:10])
+    raise AmbiguousError(f"{len(partial)} {kind}s match {query!r}: {options}; say which one")
+
+
+def _label(row: dict, label: str) -> str:
+    return f"{row['id']} {row.get(label, '')!s}".strip() if row.get("id") else str(row.get(label, ""))

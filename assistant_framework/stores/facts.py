@@ -1,0 +1,90 @@
+"""Facts: ``facts/facts.json``, structured (subject, attribute, value) memory with history."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ..workspace import Workspace
+from ._common import JsonListFile, iso, next_id, norm, now_utc, one_line
+
+FACTS_FILE = "facts/facts.json"
+
+
+class FactStore:
+    """Add facts (superseding older values) and look them up."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.file = JsonListFile(workspace, FACTS_FILE)
+
+    def all(self) -> list[dict]:
+        return self.file.load()
+
+    def add(
+        self,
+        subject: str,
+        attribute: str,
+        value: str,
+        source: str = "skill",
+        source_ref: str | None = None,
+        time: datetime | None = None,
+    ) -> tuple[dict, str]:
+        """Store a fact; returns ``(fact, action)`` with action added|duplicate|superseded|kept_user.
+
+        Same subject+attribute with another value supersedes the current fact, except that
+        an extracted fact never replaces one the user stated (``kept_user``).
+        """
+        subject, attribute, value = one_line(subject), one_line(attribute), one_line(value)
+        if not (subject and attribute and value):
+            raise ValueError(f"fact needs subject, attribute and value, got {subject!r}, {attribute!r}, {value!r}")
+        with self.file.edit() as rows:
+            current = [
+                row
+                for row in rows
+                if row.get("status", "current") == "current"
+                and norm(row.get("subject")) == norm(subject)
+                and norm(row.get("attribute")) == norm(attribute)
+            ]
+            for row in current:
+                if norm(row.get("value")) == norm(value):
+                    return row, "duplicate"
+            if source == "extraction":
+                for row in current:
+                    if row.get("source") == "user":
+                        return row, "kept_user"
+            fact = {
+                "id": next_id(rows, "f"),
+                "subject": subject,
+                "attribute": attribute,
+                "value": value,
+                "source": source,
+                "source_ref": source_ref,
+                "time": iso(time or now_utc()),
+                "status": "current",
+                "superseded_by": None,
+            }
+            for row in current:
+                row["status"] = "superseded"
+                row["superseded_by"] = fact["id"]
+            rows.append(fact)
+        return fact, "superseded" if current else "added"
+
+    def lookup(
+        self,
+        subject: str | None = None,
+        attribute: str | None = None,
+        query: str | None = None,
+        include_superseded: bool = False,
+    ) -> list[dict]:
+        """Facts whose subject/attribute contain the given text and any field contains ``query``."""
+        found = []
+        for row in self.file.load():
+            if not include_superseded and row.get("status", "current") != "current":
+                continue
+            if subject and norm(subject) not in norm(row.get("subject")):
+                continue
+            if attribute and norm(attribute) not in norm(row.get("attribute")):
+                continue
+            if query and not any(norm(query) in norm(row.get(key)) for key in ("subject", "attribute", "value")):
+                continue
+            found.append(row)
+        return found

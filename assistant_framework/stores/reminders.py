@@ -1,0 +1,98 @@
+"""Reminders: ``reminders/reminders.json``, messages the bot sends at a given moment."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from ..workspace import Workspace
+from ._common import JsonListFile, NotFoundError, iso, next_id, now_utc, one_line
+
+REMINDERS_FILE = "reminders/reminders.json"
+
+
+def due_at_of(reminder: dict) -> datetime | None:
+    """The reminder's due moment as an aware datetime, or None if the stored value is unusable."""
+    try:
+        moment = datetime.fromisoformat(str(reminder.get("due_at")))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
+class ReminderStore:
+    """Pending, delivered and cancelled reminders; survives restarts because it is a file."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.file = JsonListFile(workspace, REMINDERS_FILE)
+
+    def add(self, chat_id: int | str, text: str, due_at: datetime, timezone: str) -> dict:
+        """Store a pending reminder; ``due_at`` must be aware, kept with the offset of ``timezone``."""
+        if due_at.tzinfo is None or due_at.utcoffset() is None:
+            raise ValueError(f"reminder due_at {due_at!r} has no timezone")
+        text = one_line(text)
+        if not text:
+            raise ValueError("reminder text is empty")
+        local = due_at.astimezone(ZoneInfo(timezone))
+        reminder = {
+            "id": "",
+            "chat_id": chat_id,
+            "text": text,
+            "due_at": iso(local),
+            "timezone": timezone,
+            "created_at": iso(now_utc()),
+            "status": "pending",
+            "delivered_at": None,
+        }
+        with self.file.edit() as rows:
+            reminder["id"] = next_id(rows, "r")
+            rows.append(reminder)
+        return reminder
+
+    def list(self, chat_id: int | str | None = None, status: str | None = None) -> list[dict]:
+        """Reminders, optionally only one chat's and/or one status, by due time."""
+        rows = [
+            row
+            for row in self.file.load()
+            if (chat_id is None or str(row.get("chat_id")) == str(chat_id)) and (status is None or row.get("status") == status)
+        ]
+        return sorted(rows, key=_sort_key)
+
+    def pending(self) -> list[dict]:
+        """Pending reminders of every chat, earliest first."""
+        return self.list(status="pending")
+
+    def due(self, now: datetime) -> list[dict]:
+        """Pending reminders whose moment is ``now`` or earlier (``now`` must be aware)."""
+        if now.tzinfo is None:
+            raise ValueError(f"reminder check time {now!r} has no timezone")
+        return [row for row in self.pending() if (moment := due_at_of(row)) is not None and moment <= now]
+
+    def mark_delivered(self, reminder_id: str, at: datetime) -> dict:
+        """Record delivery (idempotent: an already delivered reminder keeps its first time)."""
+        with self.file.edit() as rows:
+            reminder = _by_id(rows, reminder_id)
+            if reminder.get("status") != "delivered":
+                reminder["status"] = "delivered"
+                reminder["delivered_at"] = iso(at)
+        return reminder
+
+    def cancel(self, reminder_id: str) -> dict:
+        """Cancel a pending reminder and return it."""
+        with self.file.edit() as rows:
+            reminder = _by_id(rows, reminder_id)
+            if reminder.get("status") == "pending":
+                reminder["status"] = "cancelled"
+        return reminder
+
+
+def _by_id(rows: list[dict], reminder_id: str) -> dict:
+    for row in rows:
+        if str(row.get("id")) == str(reminder_id).strip():
+            return row
+    raise NotFoundError(f"no reminder with id {reminder_id!r}")
+
+
+def _sort_key(row: dict) -> tuple:
+    moment = due_at_of(row)
+    return (moment is None, moment.timestamp() if moment else 0.0, str(row.get("id")))

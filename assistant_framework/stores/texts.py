@@ -1,0 +1,176 @@
+"""Text stores: learnings (``learnings/<topic>.md``), notes (``notes/<slug>.md``) and routines."""
+
+from __future__ import annotations
+
+import re
+
+from ..workspace import Workspace
+from ._common import AmbiguousError, JsonListFile, NotFoundError, norm, one_line, pick_one, slugify
+
+LEARNINGS_DIR = "learnings"
+NOTES_DIR = "notes"
+ROUTINES_FILE = "routines/routines.json"
+DEFAULT_TOPIC = "general"
+_BULLET = re.compile(r"^\s*[-*]\s+(.*\S)\s*$")
+
+
+class LearningStore:
+    """Short learnings, one ``- text`` line each, grouped in Markdown files by topic."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    def _rel(self, topic: str | None) -> str:
+        return f"{LEARNINGS_DIR}/{slugify(topic or DEFAULT_TOPIC, DEFAULT_TOPIC)}.md"
+
+    def add(self, text: str, topic: str | None = None) -> dict:
+        """Append a learning; ``added`` is False when the same line is already there."""
+        line = one_line(text)
+        if not line:
+            raise ValueError("learning text is empty")
+        rel = self._rel(topic)
+        with self.workspace.lock(rel):
+            existing = self.workspace.read_text(rel, default="")
+            if any(norm(m.group(1)) == norm(line) for m in map(_BULLET.match, existing.splitlines()) if m):
+                return {"topic": _topic_of(rel), "text": line, "path": rel, "added": False}
+            prefix = "" if not existing or existing.endswith("\n") else "\n"
+            self.workspace.write_text(rel, f"{existing}{prefix}- {line}\n")
+        return {"topic": _topic_of(rel), "text": line, "path": rel, "added": True}
+
+    def list(self, topic: str | None = None) -> list[dict]:
+        """Every learning as ``{"topic", "text"}``, optionally of one topic."""
+        rels = [self._rel(topic)] if topic else self.workspace.list(f"{LEARNINGS_DIR}/*.md")
+        found = []
+        for rel in rels:
+            for line in self.workspace.read_text(rel, default="").splitlines():
+                match = _BULLET.match(line)
+                if match:
+                    found.append({"topic": _topic_of(rel), "text": match.group(1)})
+        return found
+
+    def forget(self, query: str, topic: str | None = None) -> dict:
+        """Remove the learning matching ``query`` (exact text first, else one substring match)."""
+        candidates = self.list(topic)
+        exact = [item for item in candidates if norm(item["text"]) == norm(query)]
+        matches = exact or [item for item in candidates if norm(query) and norm(query) in norm(item["text"])]
+        if not matches:
+            raise NotFoundError(f"no learning matches {query!r}")
+        if len(matches) > 1:
+            options = "; ".join(item["text"] for item in matches[:5])
+            raise AmbiguousError(f"{len(matches)} learnings match {query!r}: {options}; quote the one to forget")
+        target = matches[0]
+        rel = self._rel(target["topic"])
+        with self.workspace.lock(rel):
+            lines = self.workspace.read_text(rel, default="").splitlines()
+            kept, removed = [], False
+            for line in lines:
+                match = _BULLET.match(line)
+                if not removed and match and norm(match.group(1)) == norm(target["text"]):
+                    removed = True
+                    continue
+                kept.append(line)
+            self.workspace.write_text(rel, "\n".join(kept) + ("\n" if kept else ""))
+        return target
+
+
+def _topic_of(rel: str) -> str:
+    return rel.rsplit("/", 1)[-1].removesuffix(".md")
+
+
+class NoteStore:
+    """Free-form notes, one Markdown file each, starting with ``# Title``."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    def add(self, title: str, body: str = "") -> dict:
+        """Write a new note and return its path; a taken slug gets ``-2``, ``-3``..."""
+        title = one_line(title)
+        if not title:
+            raise ValueError("note title is empty")
+        base = slugify(title, "note")
+        rel, n = f"{NOTES_DIR}/{base}.md", 1
+        while self.workspace.exists(rel):
+            n += 1
+            rel = f"{NOTES_DIR}/{base}-{n}.md"
+        self.workspace.write_text(rel, f"# {title}\n\n{body.strip()}\n" if body.strip() else f"# {title}\n")
+        return {"path": rel, "title": title}
+
+    def list(self) -> list[dict]:
+        """All notes as ``{"path", "title"}``."""
+        return [{"path": rel, "title": self._parse(rel)[0]} for rel in self.workspace.list(f"{NOTES_DIR}/**/*.md")]
+
+    def read(self, name: str) -> dict:
+        """One note by path, slug or title: ``{"path", "title", "body"}``."""
+        rel = self._resolve(name)
+        title, body = self._parse(rel)
+        return {"path": rel, "title": title, "body": body}
+
+    def search(self, query: str, limit: int = 10) -> list[dict]:
+        """Notes containing ``query`` (or all its words), title hits first, with a snippet."""
+        words = norm(query).split()
+        if not words:
+            raise ValueError("note search query is empty")
+        phrase = " ".join(words)
+        hits = []
+        for rel in self.workspace.list(f"{NOTES_DIR}/**/*.md"):
+            title, body = self._parse(rel)
+            haystack = norm(f"{title} {body}")
+            if phrase in haystack or all(word in haystack for word in words):
+                in_title = all(word in norm(title) for word in words)
+                hits.append((not in_title, rel, {"path": rel, "title": title, "snippet": _snippet(body, words)}))
+        return [hit for *_, hit in sorted(hits, key=lambda h: (h[0], h[1]))][:limit]
+
+    def _parse(self, rel: str) -> tuple[str, str]:
+        text = self.workspace.read_text(rel, default="")
+        lines = text.splitlines()
+        if lines and lines[0].startswith("# "):
+            return lines[0][2:].strip(), "\n".join(lines[1:]).strip()
+        return _topic_of(rel), text.strip()
+
+    def _resolve(self, name: str) -> str:
+        wanted = str(name).strip()
+        for rel in (wanted, f"{NOTES_DIR}/{wanted}", f"{NOTES_DIR}/{wanted}.md", f"{NOTES_DIR}/{slugify(wanted)}.md"):
+            if rel.startswith(f"{NOTES_DIR}/") and rel.endswith(".md") and self.workspace.exists(rel):
+                return rel
+        rows = [{"id": "", **item} for item in self.list()]
+        return pick_one(rows, wanted, "note")["path"]
+
+
+def _snippet(body: str, words: list[str], width: int = 160) -> str:
+    flat = one_line(body)
+    at = min((i for w in words if (i := flat.casefold().find(w)) >= 0), default=0)
+    start = max(0, at - width // 4)
+    text = flat[start : start + width]
+    return ("…" if start else "") + text + ("…" if start + width < len(flat) else "")
+
+
+class RoutineStore:
+    """The user's routines in ``routines/routines.json``: name, when, steps."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.file = JsonListFile(workspace, ROUTINES_FILE)
+
+    def set(self, name: str, steps: str, when: str = "") -> tuple[dict, str]:
+        """Add or replace a routine by name; returns ``(routine, "added"|"updated")``."""
+        name = one_line(name)
+        if not name or not str(steps).strip():
+            raise ValueError(f"routine needs a name and steps, got name {name!r}")
+        with self.file.edit() as rows:
+            for row in rows:
+                if norm(row.get("name")) == norm(name):
+                    row.update({"steps": str(steps).strip(), "when": when or row.get("when", "")})
+                    return row, "updated"
+            routine = {"name": name, "when": when or "", "steps": str(steps).strip()}
+            rows.append(routine)
+        return routine, "added"
+
+    def list(self) -> list[dict]:
+        return self.file.load()
+
+    def delete(self, name: str) -> dict:
+        """Remove the routine matching ``name`` and return it."""
+        with self.file.edit() as rows:
+            routine = pick_one(rows, name, "routine", label="name")
+            rows.remove(routine)
+        return routine
