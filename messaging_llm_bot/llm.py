@@ -238,7 +238,10 @@ class LLMClient:
                     raw = self._read_stream(response, runner, on_delta)
                 else:
                     raw = self._read_json(response, runner)
-        return self._to_completion(raw, runner, time.monotonic() - started)
+        completion = self._to_completion(raw, runner, time.monotonic() - started)
+        if stream and not is_sse and on_delta is not None and completion.text:
+            on_delta(completion.text)  # the server ignored `stream`; show the answer once
+        return completion
 
     def _transport_error(self, runner: RunnerConfig, exc: BaseException) -> LLMError:
         text = f"{type(exc).__name__} {exc}".lower()

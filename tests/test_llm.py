@@ -107,6 +107,24 @@ def test_streamed_completion_calls_on_delta_with_accumulated_text(server):
     assert req["stream_options"] == {"include_usage": True}
 
 
+def test_stream_decodes_utf8_without_charset(server):
+    server.enqueue({"stream_chunks": ["Привет", " 👋", " café"]})
+    seen: list[str] = []
+    result = make_client(runner("local", server.base_url)).complete(MESSAGES, stream=True, on_delta=seen.append)
+    assert result.text == "Привет 👋 café"
+    assert seen[-1] == "Привет 👋 café"
+
+
+def test_server_ignoring_stream_flag_still_answers(server):
+    answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "whole answer"}}]}
+    server.enqueue({"raw": answer})
+    seen: list[str] = []
+    result = make_client(runner("local", server.base_url)).complete(MESSAGES, stream=True, on_delta=seen.append)
+    assert result.text == "whole answer"
+    assert seen == ["whole answer"]
+    assert result.usage == Usage()
+
+
 def test_stream_reasoning_is_separate_and_think_block_is_held_back(server):
     server.enqueue({"content": "answer", "reasoning": "step one", "reasoning_field": "reasoning"})
     server.enqueue({"content": "", "stream_chunks": ["<thi", "nk>secret plan", "</think>", "Visible", " text"]})
@@ -528,7 +546,7 @@ def test_ping_reports_reachability_and_never_raises(server):
     assert server.requests[-1].path == "/v1/models"
     ok, message = client.ping("down")
     assert not ok and "not reachable" in message
-    assert client.ping() [0] is True
+    assert client.ping()[0] is True
     assert client.ping("missing")[0] is False
     client.close()
 
