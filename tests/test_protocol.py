@@ -97,6 +97,8 @@ CONTENT = [
     ("json_array_of_numbers", "[1, 2, 3]"),
     ("function_as_math", '{"function": "f(x) = x^2", "derivative": "2x"}'),
     ("skill_value_is_prose", '{"skill": "cooking pasta", "level": "good"}'),
+    ("todo_item_action", '{"action": "Call Bob at 5pm"}'),
+    ("one_key_tool_prose", '{"tool": "a hammer and some nails"}'),
     ("name_with_args_key_prose", '{"name": "Ann", "input": "hello there"}'),
     ("nested_call_inside_content", '{"example": {"skill": "weather", "args": {}}, "note": "this is how calls look"}'),
     ("reply_object", '{"reply": "Here is how to call: {\\"skill\\": \\"weather\\"}"}'),
