@@ -79,7 +79,7 @@ class LLMError(Exception):
         if self.kind == "connection":
             text = f"{server} is not reachable: {detail}"
         elif self.kind == "timeout":
-            text = f"{server} did not answer in time{http}: {detail}"
+            text = f"{server} timed out{http}: {detail}"
         elif self.kind == "rate_limit" and self.quota:
             text = f"{server} refused the request because the account quota is used up{http}: {detail}"
         elif self.kind == "rate_limit":
@@ -149,9 +149,12 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
         try:
             return max(0.0, float(value))
         except ValueError:
-            parsed = email.utils.parsedate_to_datetime(value) if value else None
-            if parsed is not None:
-                return max(0.0, parsed.timestamp() - time.time())
+            pass
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
     ms = headers.get("retry-after-ms")
     if ms:
         try:

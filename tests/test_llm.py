@@ -18,7 +18,7 @@ from messaging_llm_bot.llm import (
     Usage,
     parse_usage,
 )
-from messaging_llm_bot.llm_errors import parse_error_body
+from messaging_llm_bot.llm_errors import parse_error_body, parse_retry_after
 from messaging_llm_bot.llm_stream import iter_sse_data
 from messaging_llm_bot.llm_usage import split_think, visible_stream_text
 from tests.fakes.chat_server import DEFAULT_REPLY, FakeChatServer, hash_embedding
@@ -345,6 +345,14 @@ def test_error_body_shapes_reach_the_user_message(server, body, expected):
     message = info.value.user_message()
     assert expected in message
     assert message.count(".") >= 1 and "\n" not in message
+
+
+def test_parse_retry_after_pure():
+    assert parse_retry_after({"Retry-After": "7"}) == 7.0
+    assert parse_retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
+    assert parse_retry_after({"Retry-After": "soon"}) is None
+    assert parse_retry_after({"retry-after-ms": "1500"}) == 1.5
+    assert parse_retry_after({}) is None
 
 
 def test_parse_error_body_pure():
