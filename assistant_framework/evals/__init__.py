@@ -1,0 +1,1 @@
+"""The skill-calling eval: can a model drive the assistant? See docs/eval.md."""
