@@ -1,0 +1,152 @@
+"""The /now digest: today's tasks, birthdays, reminders, calendar and collector news, from files only.
+
+No model call and no tokens: everything is read from the workspace stores and collector outputs.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from assistant_framework.stores.people import BirthdayStore
+from assistant_framework.stores.reminders import ReminderStore, due_at_of
+from assistant_framework.stores.tasks import TaskStore
+from assistant_framework.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+BIRTHDAY_DAYS = 7
+CALENDAR_EVENTS = "collectors/calendar/events.json"
+NEW_ITEMS_GLOB = "collectors/*/new.json"
+#: How a collector's new items are named in the digest; unknown collectors show "new items".
+_NEWS_NOUNS = {"mail": "new mails", "email": "new mails", "imap": "new mails", "rss": "new feed items",
+               "feeds": "new feed items", "feed": "new feed items"}
+
+
+def build_digest(workspace: Workspace, now: datetime, timezone: str) -> str:
+    """The digest text for ``now`` (aware) in ``timezone``; sections without content are left out."""
+    tz = ZoneInfo(timezone)
+    local_now = now.astimezone(tz)
+    today = local_now.date()
+    sections = [
+        _tasks(workspace, today),
+        _reminders(workspace, local_now),
+        _calendar(workspace, today, tz),
+        _birthdays(workspace, today),
+        _news(workspace),
+    ]
+    body = [s for s in sections if s]
+    head = f"📋 **Now** — {local_now.strftime('%a %d %b %Y, %H:%M')} ({timezone})"
+    if not body:
+        return head + "\n\nNothing due today: no open tasks, reminders, events or birthdays."
+    return head + "\n\n" + "\n\n".join(body)
+
+
+def _safe(section):
+    """Decorator: a damaged file shows a one-line note instead of breaking the whole digest."""
+    def wrapper(workspace: Workspace, *args):
+        try:
+            return section(workspace, *args)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:
+            log.warning("digest: section %s failed: %s", section.__name__, err)
+            return f"⚠️ {section.__name__.strip('_')}: could not be read ({err})"
+    wrapper.__name__ = section.__name__
+    return wrapper
+
+
+@_safe
+def _tasks(workspace: Workspace, today: date) -> str:
+    tasks = TaskStore(workspace).due_or_overdue(today)
+    if not tasks:
+        return ""
+    lines = ["✅ **Tasks**"]
+    for task in tasks:
+        due = str(task.get("due") or "")
+        when = "today" if due[:10] == today.isoformat() else f"overdue since {due[:10]}"
+        clock = f" {due[11:16]}" if len(due) > 10 else ""
+        lines.append(f"- {task.get('title', '(untitled)')} ({when}{clock})")
+    return "\n".join(lines)
+
+
+@_safe
+def _reminders(workspace: Workspace, local_now: datetime) -> str:
+    tz = local_now.tzinfo
+    rows = []
+    for reminder in ReminderStore(workspace).pending():
+        due = due_at_of(reminder)
+        if due is None:
+            continue
+        local_due = due.astimezone(tz)
+        if local_due.date() <= local_now.date():
+            note = " (missed)" if local_due < local_now else ""
+            rows.append(f"- {local_due.strftime('%H:%M')} {reminder.get('text', '')}{note}"
+                        if local_due.date() == local_now.date()
+                        else f"- {local_due.strftime('%Y-%m-%d %H:%M')} {reminder.get('text', '')}{note}")
+    return "\n".join(["⏰ **Reminders today**", *rows]) if rows else ""
+
+
+def _event_day(value: object, tz: ZoneInfo) -> tuple[date, str] | None:
+    """(local day, 'HH:MM' or '') of an event start given as a date or date-time string."""
+    text = str(value or "")
+    if not text:
+        return None
+    if len(text) == 10:
+        return date.fromisoformat(text), ""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=tz)
+    local = moment.astimezone(tz)
+    return local.date(), local.strftime("%H:%M")
+
+
+@_safe
+def _calendar(workspace: Workspace, today: date, tz: ZoneInfo) -> str:
+    events = workspace.read_json(CALENDAR_EVENTS, default=None)
+    if not isinstance(events, list):
+        return ""
+    todays = []
+    for event in events:
+        if not isinstance(event, dict):
+            continue
+        start = _event_day(event.get("start"), tz)
+        end = _event_day(event.get("end"), tz) if event.get("end") else None
+        if start is None:
+            continue
+        all_day = bool(event.get("all_day")) or not start[1]
+        # All-day ends are exclusive (iCalendar); a multi-day event shows on each day it covers.
+        last_day = (end[0] - timedelta(days=1) if all_day else end[0]) if end else start[0]
+        if start[0] <= today <= max(start[0], last_day):
+            clock = "all day" if all_day or start[0] != today else start[1]
+            where = f" @ {event['location']}" if event.get("location") else ""
+            todays.append((clock != "all day", clock, f"- {clock} {event.get('summary') or '(no title)'}{where}"))
+    if not todays:
+        return ""
+    return "\n".join(["📅 **Calendar today**", *[line for _, _, line in sorted(todays)]])
+
+
+@_safe
+def _birthdays(workspace: Workspace, today: date) -> str:
+    found = BirthdayStore(workspace).upcoming(today, BIRTHDAY_DAYS)
+    if not found:
+        return ""
+    lines = ["🎂 **Birthdays (next 7 days)**"]
+    for when, row in found:
+        days = (when - today).days
+        label = "today" if days == 0 else "tomorrow" if days == 1 else f"{when.strftime('%a %d %b')} (in {days} days)"
+        lines.append(f"- {row.get('name', '?')}: {label}")
+    return "\n".join(lines)
+
+
+@_safe
+def _news(workspace: Workspace) -> str:
+    lines = []
+    for rel in workspace.list(NEW_ITEMS_GLOB):
+        name = rel.split("/")[1]
+        if name == "calendar":
+            continue
+        items = workspace.read_json(rel, default=None)
+        count = len(items) if isinstance(items, list) else len(items.get("items") or []) if isinstance(items, dict) else 0
+        if count:
+            lines.append(f"- {name}: {count} {_NEWS_NOUNS.get(name, 'new items')}")
+    return "\n".join(["📬 **New since the last check**", *lines]) if lines else ""

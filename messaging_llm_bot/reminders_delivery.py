@@ -1,0 +1,172 @@
+"""Deliver ReminderStore entries on time with the PTB JobQueue; missed ones go out late with a note.
+
+Pure part: ``due_time``, ``delivery_text``, ``plan`` (aware datetimes, DST-correct via zoneinfo).
+Shell: ``ReminderScheduler`` schedules every pending reminder with ``run_once``, re-reads the store
+every ``poll_seconds`` for reminders the skill added, and marks each one delivered after sending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 30.0
+#: A reminder delivered later than this after its time carries the "(late: ...)" note.
+LATE_AFTER = timedelta(seconds=90)
+JOB_PREFIX = "reminder:"
+
+SendFn = Callable[[int | None, str], Awaitable[bool]]
+
+
+def field(record: Any, name: str, default: Any = None) -> Any:
+    """Read ``name`` from a store record that is a dict or an object (dataclass)."""
+    if isinstance(record, dict):
+        return record.get(name, default)
+    return getattr(record, name, default)
+
+
+def _zone(name: str | None, fallback: str = "UTC") -> ZoneInfo:
+    for candidate in (name, fallback, "UTC"):
+        if candidate:
+            try:
+                return ZoneInfo(candidate)
+            except (ZoneInfoNotFoundError, ValueError):
+                continue
+    return ZoneInfo("UTC")
+
+
+def due_time(reminder: Any, default_tz: str = "UTC") -> datetime:
+    """The aware due instant: the ISO offset when present, else wall time in the reminder's timezone."""
+    raw = field(reminder, "due_at")
+    if isinstance(raw, datetime):
+        moment = raw
+    else:
+        try:
+            moment = datetime.fromisoformat(str(raw))
+        except ValueError:
+            raise ValueError(f"reminder {field(reminder, 'id')!r}: due_at {raw!r} is not an ISO date-time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=_zone(field(reminder, "timezone"), default_tz))
+    return moment
+
+
+@dataclass
+class Plan:
+    """When to deliver a reminder and whether it is already late at planning time."""
+
+    when: datetime
+    late: bool
+
+
+def plan(reminder: Any, now: datetime, default_tz: str = "UTC") -> Plan:
+    """Schedule at the due time, or right now when the due time has passed (never dropped)."""
+    due = due_time(reminder, default_tz)
+    if due <= now:
+        return Plan(when=now, late=now - due > LATE_AFTER)
+    return Plan(when=due, late=False)
+
+
+def delivery_text(reminder: Any, now: datetime, default_tz: str = "UTC") -> str:
+    """The message for a reminder; with a late note in the reminder's local time when overdue."""
+    text = str(field(reminder, "text") or "").strip() or "(reminder)"
+    due = due_time(reminder, default_tz)
+    if now - due <= LATE_AFTER:
+        return f"⏰ {text}"
+    local_due = due.astimezone(_zone(field(reminder, "timezone"), default_tz))
+    local_now = now.astimezone(local_due.tzinfo)
+    when = local_due.strftime("%H:%M") if local_due.date() == local_now.date() else local_due.strftime("%Y-%m-%d %H:%M")
+    return f"⏰ {text}\n(late: was due {when})"
+
+
+class ReminderScheduler:
+    """Keeps the JobQueue in step with the ReminderStore and delivers reminders."""
+
+    def __init__(self, store: Any, job_queue: Any, send: SendFn, *, default_tz: str = "UTC",
+                 poll_seconds: float = POLL_SECONDS, clock: Callable[[], datetime] | None = None) -> None:
+        self.store = store
+        self.job_queue = job_queue
+        self.send = send
+        self.default_tz = default_tz
+        self.poll_seconds = poll_seconds
+        self.clock = clock or (lambda: datetime.now(timezone.utc))
+        self._scheduled: dict[str, str] = {}  # reminder id -> due_at it was scheduled for
+        self._delivering: set[str] = set()
+
+    def start(self) -> None:
+        """Schedule everything pending now and poll the store for changes."""
+        self.sync()
+        self.job_queue.run_repeating(self._poll_job, interval=self.poll_seconds, first=self.poll_seconds,
+                                     name="reminders:poll")
+
+    async def _poll_job(self, context: Any) -> None:
+        self.sync(await asyncio.to_thread(self._pending_safely))
+
+    def _pending_safely(self) -> list:
+        try:
+            return list(self.store.pending())
+        except Exception as err:  # noqa: BLE001 - a damaged store must not stop the bot
+            log.warning("reminders: cannot read the reminder store: %s", err)
+            return []
+
+    def sync(self, reminders: list | None = None) -> int:
+        """Schedule new or changed pending reminders, cancel removed ones; returns how many were scheduled."""
+        now = self.clock()
+        if reminders is None:
+            reminders = self._pending_safely()
+        pending = {str(field(r, "id")): r for r in reminders if field(r, "id") is not None}
+        for rid in list(self._scheduled):
+            if rid not in pending and rid not in self._delivering:
+                self._cancel(rid)
+        added = 0
+        for rid, reminder in pending.items():
+            due_raw = str(field(reminder, "due_at"))
+            if self._scheduled.get(rid) == due_raw or rid in self._delivering:
+                continue
+            try:
+                when = plan(reminder, now, self.default_tz).when
+            except ValueError as err:
+                log.warning("reminders: skipping %s", err)
+                continue
+            self._cancel(rid)
+            # A past time means "now" to the JobQueue; a datetime keeps DST right (it is an instant).
+            self.job_queue.run_once(self._deliver_job, when=when if when > now else 0, data=rid,
+                                    name=JOB_PREFIX + rid)
+            self._scheduled[rid] = due_raw
+            added += 1
+        return added
+
+    def _cancel(self, rid: str) -> None:
+        self._scheduled.pop(rid, None)
+        for job in self.job_queue.get_jobs_by_name(JOB_PREFIX + rid):
+            job.schedule_removal()
+
+    async def _deliver_job(self, context: Any) -> None:
+        await self.deliver(str(context.job.data))
+
+    async def deliver(self, rid: str) -> bool:
+        """Send one reminder if it is still pending and mark it delivered; True when sent."""
+        self._delivering.add(rid)
+        try:
+            current = next((r for r in await asyncio.to_thread(self._pending_safely)
+                            if str(field(r, "id")) == rid), None)
+            if current is None:
+                return False  # deleted or already delivered meanwhile
+            now = self.clock()
+            if due_time(current, self.default_tz) > now + timedelta(seconds=1):
+                return False  # moved to a later time; the next sync schedules it
+            sent = await self.send(field(current, "chat_id"), delivery_text(current, now, self.default_tz))
+            if sent:
+                await asyncio.to_thread(self.store.mark_delivered, rid, now)
+            else:
+                log.warning("reminders: delivery of %s failed; will retry at the next poll", rid)
+            return sent
+        finally:
+            self._delivering.discard(rid)
+            self._scheduled.pop(rid, None)

@@ -1,0 +1,70 @@
+"""The /now digest is built from workspace files alone, in the configured timezone."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from assistant_framework.stores.people import BirthdayStore
+from assistant_framework.stores.reminders import ReminderStore
+from assistant_framework.stores.tasks import TaskStore
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.digest import build_digest
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+def _ws(tmp_path) -> Workspace:
+    ws = Workspace(tmp_path / "ws")
+    tasks = TaskStore(ws)
+    tasks.add("pay rent", due="2025-03-30")
+    tasks.add("file taxes", due="2025-03-20")
+    tasks.add("later thing", due="2025-04-20")
+    tasks.add("no due date")
+    BirthdayStore(ws).add("Ada", "1990-04-02")
+    BirthdayStore(ws).add("Bob", "05-20")
+    reminders = ReminderStore(ws)
+    reminders.add(1, "call mum", datetime(2025, 3, 30, 18, 0, tzinfo=BERLIN), "Europe/Berlin")
+    reminders.add(1, "next week thing", datetime(2025, 4, 6, 9, 0, tzinfo=BERLIN), "Europe/Berlin")
+    ws.write_json("collectors/calendar/events.json", [
+        {"uid": "1", "summary": "Dentist", "start": "2025-03-30T07:30:00+00:00", "end": "2025-03-30T08:00:00+00:00",
+         "location": "Main St", "all_day": False},
+        {"uid": "2", "summary": "Holiday", "start": "2025-03-30", "end": "2025-03-31", "all_day": True},
+        {"uid": "3", "summary": "Tomorrow meeting", "start": "2025-03-31T09:00:00+02:00", "end": None,
+         "all_day": False},
+    ])
+    ws.write_json("collectors/mail/new.json", [{"id": 1}, {"id": 2}, {"id": 3}])
+    ws.write_json("collectors/rss/new.json", [{"id": 1}])
+    ws.write_json("collectors/calendar/new.json", [{"id": 1}])
+    return ws
+
+
+def test_digest_lists_todays_items_in_local_time(tmp_path):
+    ws = _ws(tmp_path)
+    # 07:15 UTC on the day Berlin switched to summer time = 09:15 local
+    text = build_digest(ws, datetime(2025, 3, 30, 7, 15, tzinfo=ZoneInfo("UTC")), "Europe/Berlin")
+    assert "Sun 30 Mar 2025, 09:15" in text
+    assert "pay rent (today)" in text
+    assert "file taxes (overdue since 2025-03-20)" in text
+    assert "later thing" not in text and "no due date" not in text
+    assert "18:00 call mum" in text and "next week thing" not in text
+    assert "09:30 Dentist @ Main St" in text  # 07:30 UTC is 09:30 CEST
+    assert "all day Holiday" in text
+    assert "Tomorrow meeting" not in text
+    assert "Ada: Wed 02 Apr (in 3 days)" in text
+    assert "Bob" not in text
+    assert "mail: 3 new mails" in text and "rss: 1 new feed items" in text
+    assert "calendar:" not in text
+
+
+def test_digest_of_empty_workspace_says_nothing_is_due(tmp_path):
+    text = build_digest(Workspace(tmp_path), datetime(2025, 1, 1, 12, tzinfo=ZoneInfo("UTC")), "UTC")
+    assert "Nothing due today" in text
+
+
+def test_damaged_file_shows_a_note_and_the_rest(tmp_path):
+    ws = _ws(tmp_path)
+    ws.write_text("collectors/calendar/events.json", "[{broken")
+    text = build_digest(ws, datetime(2025, 3, 30, 7, 15, tzinfo=ZoneInfo("UTC")), "Europe/Berlin")
+    assert "calendar: could not be read" in text
+    assert "pay rent (today)" in text
