@@ -40,12 +40,13 @@ class InboxItem:
     payload: dict
     accepted_at: str
     parts: dict[int, int] = field(default_factory=dict)  # part index -> delivered message id
+    reply: str | None = None  # the reply text once produced, so a replay resends it instead of asking again
 
     def to_json(self) -> dict:
         """The on-disk form of the item."""
         return {"item_id": self.item_id, "source_id": self.source_id, "conversation_id": self.conversation_id,
                 "seq": self.seq, "payload": self.payload, "accepted_at": self.accepted_at,
-                "parts": {str(k): v for k, v in sorted(self.parts.items())}}
+                "parts": {str(k): v for k, v in sorted(self.parts.items())}, "reply": self.reply}
 
     @classmethod
     def from_json(cls, obj: dict) -> "InboxItem":
@@ -53,7 +54,8 @@ class InboxItem:
         return cls(item_id=str(obj["item_id"]), source_id=str(obj["source_id"]),
                    conversation_id=str(obj["conversation_id"]), seq=int(obj["seq"]), payload=dict(obj["payload"]),
                    accepted_at=str(obj.get("accepted_at", "")),
-                   parts={int(k): int(v) for k, v in (obj.get("parts") or {}).items()})
+                   parts={int(k): int(v) for k, v in (obj.get("parts") or {}).items()},
+                   reply=obj.get("reply") if isinstance(obj.get("reply"), str) else None)
 
 
 def conversation_dir(conversation_id: str) -> str:
@@ -112,6 +114,15 @@ class Inbox:
             return self._items.get(item_id)
 
     # -- outbound ledger ------------------------------------------------------
+
+    def record_reply(self, item_id: str, reply: str) -> None:
+        """Persist the reply text before sending it, so a crash mid-delivery resumes the same reply."""
+        with self._lock:
+            item = self._items.get(item_id)
+            if item is None:
+                raise KeyError(f"inbox: no pending item {item_id!r} to record a reply for")
+            item.reply = reply
+            self.ws.write_json(self._rel(item_id), item.to_json())
 
     def record_part(self, item_id: str, index: int, message_id: int) -> None:
         """Record that reply part ``index`` of an item was delivered as ``message_id``."""

@@ -79,3 +79,13 @@ def test_conversation_dir_is_file_name_safe():
     assert conversation_dir("tg:-100123") == "tg_-100123"
     assert "/" not in conversation_dir("../../etc")
     assert conversation_dir("..") == "_"
+
+
+def test_reply_text_survives_restart(tmp_path):
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+    item = inbox.accept("1", "tg:1", {"text": "q"})
+    inbox.record_reply(item.item_id, "the answer")
+    inbox.record_part(item.item_id, 0, 77)
+    again = Inbox(ws).get(item.item_id)
+    assert again.reply == "the answer" and again.parts == {0: 77}
