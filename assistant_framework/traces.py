@@ -1,0 +1,204 @@
+"""Traces: one JSON file per answered message under ``traces/<YYYY-MM-DD>/<id>.json``.
+
+A trace holds every model request of the turn (messages sent, raw response, parsed action,
+recovered drift, usage, timings) plus section sizes and recalled memory. Secret config values
+are replaced by ``***`` anywhere in the trace before it is written; the oldest traces beyond
+``keep`` are deleted.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets as _random
+import threading
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable
+
+from .workspace import Workspace
+
+TRACES_DIR = "traces"
+REDACTED = "***"
+_SECRET_KEY = re.compile(r"(token|api_key|apikey|password|passwd|secret|credential)", re.IGNORECASE)
+_ID_RE = re.compile(r"^(\d{8})T\d{6}\d{6}-[0-9a-f]{6}$")
+# Shorter "secrets" (e.g. "x") would shred ordinary text when replaced.
+_MIN_SECRET_LEN = 4
+
+
+def collect_secrets(config: Any, extra: Iterable[str] = ()) -> list[str]:
+    """Every secret string of a config (values under token/api_key/password... keys), longest first."""
+    found: set[str] = {s for s in extra if isinstance(s, str) and len(s) >= _MIN_SECRET_LEN}
+
+    def walk(value: Any, key: str) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, str(k))
+        elif isinstance(value, list):
+            for v in value:
+                walk(v, key)
+        elif isinstance(value, str) and key and _SECRET_KEY.search(key) and len(value) >= _MIN_SECRET_LEN:
+            found.add(value)
+
+    walk(config, "")
+    return sorted(found, key=len, reverse=True)
+
+
+def redact_secrets(value: Any, secrets: list[str]) -> Any:
+    """A copy of a JSON-like value with every secret substring replaced by ``***``."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {redact_secrets(k, secrets): redact_secrets(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_secrets(v, secrets) for v in value]
+    return value
+
+
+def new_trace_id(now: datetime | None = None) -> str:
+    """A sortable id: UTC timestamp to the microsecond plus 6 random hex digits."""
+    moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return moment.strftime("%Y%m%dT%H%M%S%f") + "-" + _random.token_hex(3)
+
+
+def trace_path(trace_id: str) -> str:
+    """Workspace-relative file of a trace id; ValueError for an id of another shape."""
+    match = _ID_RE.match(trace_id)
+    if not match:
+        raise ValueError(f"trace id {trace_id!r} is not of the form YYYYMMDDTHHMMSSffffff-xxxxxx")
+    day = match.group(1)
+    return f"{TRACES_DIR}/{day[:4]}-{day[4:6]}-{day[6:]}/{trace_id}.json"
+
+
+@dataclass
+class TraceSummary:
+    """One line of ``trace list``."""
+
+    id: str
+    time: str
+    conversation: str
+    model: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    rounds: int
+    ok: bool
+
+
+class TraceStore:
+    """Writes, prunes and reads traces of one workspace."""
+
+    def __init__(self, workspace: Workspace, *, keep: int = 200, secrets: Iterable[str] = ()) -> None:
+        self.workspace = workspace
+        self.keep = keep
+        self.secrets = sorted(set(secrets), key=len, reverse=True)
+        self._prune_lock = threading.Lock()
+
+    def write(self, trace: dict) -> str:
+        """Redact and write a trace (its ``id`` is created when missing); returns the id."""
+        trace_id = trace.get("id") or new_trace_id()
+        record = redact_secrets({**trace, "id": trace_id}, self.secrets)
+        self.workspace.write_json(trace_path(trace_id), record)
+        self.prune()
+        return trace_id
+
+    def ids(self) -> list[str]:
+        """All trace ids, oldest first."""
+        names = self.workspace.list(f"{TRACES_DIR}/*/*.json")
+        ids = [name.rsplit("/", 1)[-1][: -len(".json")] for name in names]
+        return sorted(i for i in ids if _ID_RE.match(i))
+
+    def prune(self) -> int:
+        """Delete the oldest traces beyond ``keep`` (and emptied day folders); returns how many."""
+        if self.keep <= 0:
+            return 0
+        with self._prune_lock:
+            ids = self.ids()
+            doomed = ids[: max(0, len(ids) - self.keep)]
+            for trace_id in doomed:
+                self.workspace.delete(trace_path(trace_id))
+            for day in {trace_path(i).rsplit("/", 1)[0] for i in doomed}:
+                if not self.workspace.list(f"{day}/*", files_only=False):
+                    self.workspace.delete(day)
+        return len(doomed)
+
+    def load(self, trace_id: str) -> dict:
+        """One trace; KeyError naming the id when it does not exist."""
+        data = self.workspace.read_json(trace_path(trace_id))
+        if data is None:
+            raise KeyError(f"trace {trace_id!r} does not exist")
+        return data
+
+    def find(self, prefix: str) -> str:
+        """The id of the newest trace whose id starts with ``prefix``; KeyError when none does."""
+        for trace_id in reversed(self.ids()):
+            if trace_id.startswith(prefix):
+                return trace_id
+        raise KeyError(f"no trace id starts with {prefix!r}")
+
+    def last(self) -> dict | None:
+        """The newest trace, or None when there are none."""
+        ids = self.ids()
+        return self.load(ids[-1]) if ids else None
+
+    def summaries(self, limit: int = 20) -> list[TraceSummary]:
+        """The newest ``limit`` traces as list lines, newest first."""
+        out = []
+        for trace_id in list(reversed(self.ids()))[:limit]:
+            trace = self.load(trace_id)
+            usage = trace.get("usage") or {}
+            out.append(
+                TraceSummary(
+                    id=trace_id,
+                    time=str(trace.get("time", "")),
+                    conversation=str(trace.get("conversation", "")),
+                    model=str(trace.get("model") or ""),
+                    prompt_tokens=usage.get("prompt_tokens"),
+                    completion_tokens=usage.get("completion_tokens"),
+                    rounds=int(trace.get("rounds") or 0),
+                    ok=bool(trace.get("ok", True)),
+                )
+            )
+        return out
+
+    def stats(self, days: int = 30, now: datetime | None = None) -> dict:
+        """Totals per day and per model over the last ``days`` days (for /stats)."""
+        moment = now or datetime.now(timezone.utc)
+        since = (moment - timedelta(days=days)).astimezone(timezone.utc).strftime("%Y%m%d")
+        rows = [self.load(i) for i in self.ids() if i[:8] >= since]
+        return aggregate_usage(rows)
+
+
+_STAT_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
+
+
+def _empty_row() -> dict:
+    return {"turns": 0, "requests": 0, "model_s": 0.0, **{f: 0 for f in _STAT_FIELDS}}
+
+
+def aggregate_usage(traces: Iterable[dict]) -> dict:
+    """{"by_day": {day: row}, "by_model": {model: row}, "total": row} summed over model requests (pure)."""
+    by_day: dict[str, dict] = defaultdict(_empty_row)
+    by_model: dict[str, dict] = defaultdict(_empty_row)
+    total = _empty_row()
+    for trace in traces:
+        day = str(trace.get("time", ""))[:10] or "unknown"
+        for target in (by_day[day], total):
+            target["turns"] += 1
+        models_seen: set[str] = set()
+        for request in trace.get("requests") or []:
+            model = str(request.get("model") or "unknown")
+            if model not in models_seen:
+                by_model[model]["turns"] += 1
+                models_seen.add(model)
+            usage = request.get("usage") or {}
+            for target in (by_day[day], by_model[model], total):
+                target["requests"] += 1
+                target["model_s"] += float(request.get("elapsed_s") or 0.0)
+                for f in _STAT_FIELDS:
+                    target[f] += int(usage.get(f) or 0)
+    return {"by_day": dict(sorted(by_day.items())), "by_model": dict(sorted(by_model.items())), "total": total}

@@ -1,0 +1,91 @@
+"""Shared fixtures: a temporary workspace, a fake model server, and a config dict pointing at it."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.workspace import Workspace
+from tests.fakes.chat_server import FakeChatServer
+
+# Skills used by the agent tests, written into a temporary skills dir (not the built-ins,
+# whose set and schemas change as the project grows).
+TEST_SKILLS = {
+    "save_note": '''
+        DESCRIPTION = "Save a note to notes/<name>.md"
+        ARGS_SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "pattern": "^[a-z]+$"},
+                       "text": {"type": "string"}}, "required": ["name", "text"], "additionalProperties": False}
+        CAPABILITIES = ["write"]
+
+        def run(workspace, args):
+            rel = "notes/" + args["name"] + ".md"
+            workspace.write_text(rel, args["text"])
+            return {"path": rel, "chars": len(args["text"])}
+    ''',
+    "read_note": '''
+        DESCRIPTION = "Read notes/<name>.md"
+        ARGS_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+        def run(workspace, args):
+            return workspace.read_text("notes/" + args["name"] + ".md", default="(no such note)")
+    ''',
+    "add": '''
+        DESCRIPTION = "Add two integers"
+        ARGS_SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                       "required": ["a", "b"]}
+
+        def run(workspace, args):
+            return {"sum": args["a"] + args["b"]}
+    ''',
+    "boom": '''
+        DESCRIPTION = "Always fails"
+
+        def run(workspace, args):
+            raise RuntimeError("kaput")
+    ''',
+}
+
+
+def write_test_skills(folder: Path) -> Path:
+    """Write TEST_SKILLS as skill folders under ``folder``; returns it."""
+    for name, source in TEST_SKILLS.items():
+        skill = folder / name
+        skill.mkdir(parents=True, exist_ok=True)
+        (skill / "__init__.py").write_text(textwrap.dedent(source), encoding="utf-8")
+        (skill / "README.md").write_text(f"# {name}\n\n## What it does\n\nTest skill {name}.\n", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    """A fresh workspace with the standard layout in a temporary folder."""
+    return Workspace(tmp_path / "workspace")
+
+
+@pytest.fixture
+def chat_server():
+    """A started FakeChatServer, stopped after the test."""
+    with FakeChatServer() as server:
+        yield server
+
+
+@pytest.fixture
+def test_skills_dir(tmp_path: Path) -> Path:
+    return write_test_skills(tmp_path / "test_skills")
+
+
+@pytest.fixture
+def bot_config(chat_server: FakeChatServer, test_skills_dir: Path) -> dict:
+    """A config dict pointing at the fake model server, with the test skills loaded."""
+    return {
+        "llm": {
+            "runners": [{"name": "fake", "base_url": chat_server.base_url, "model": "fake-model", "timeout_seconds": 10}],
+            "max_skill_rounds": 3,
+            "max_concurrency": 4,
+            "retries_per_runner": 0,
+        },
+        "runtime": {"timezone": "Europe/Berlin", "skills_dirs": [str(test_skills_dir)], "trace_keep": 50},
+        "telegram": {"token": ""},
+    }
