@@ -11,7 +11,7 @@ from assistant_framework.collector_state import load_state
 from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.schedules import backoff_seconds, from_iso
 from assistant_framework.workspace import Workspace
-from tests.collector_helpers import FakeClock, write_collector
+from tests.fixtures.collectors.helpers import FakeClock, write_collector
 
 UTC = timezone.utc
 
