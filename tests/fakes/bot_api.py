@@ -17,7 +17,8 @@ Pushing updates (what a user does): ``send_message``, ``edit_message``, ``send_d
 Observing the bot: ``calls(method=None)`` lists ``{"method", "params", "status"}`` in order
 (multipart uploads appear in params as ``{"filename", "content", "size"}``);
 ``messages(chat_id)`` gives the bot's messages in a chat with their current text (edits applied,
-deleted ones removed); ``wait_for(predicate)`` and ``wait_for_messages(chat_id, n)`` poll.
+deleted ones removed); ``wait_for(predicate)`` and ``wait_for_messages(chat_id, n)`` poll;
+``commands()`` is the list from setMyCommands. ``add_file(content, path)`` registers bytes for getFile.
 
 Faults: ``fail_next(method, status=429, ...)`` makes the next call(s) of a method fail
 (429 carries ``parameters.retry_after``, PTB raises RetryAfter; 400 BadRequest; 403 Forbidden;
@@ -103,6 +104,7 @@ class FakeBotAPI:
         """Start serving on 127.0.0.1 with a free port."""
         from tests.fakes.bot_api_http import make_handler
 
+        self._stopping = False
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
