@@ -1,0 +1,319 @@
+"""The search index: SQLite FTS5 (BM25, porter stemming) at ``memory/index.sqlite3``.
+
+A cache only: every row comes from a workspace file and ``rebuild()`` recreates it. Each
+file's size, mtime, read offset and a hash of the bytes just before that offset are kept,
+so an appended JSONL file is read from where it stopped, a changed file is re-read and a
+deleted file's rows go away. One connection, guarded by a lock, serves all threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from ..workspace import Workspace
+from .log import safe_conversation_id
+from .sources import DEFAULT_SOURCES, Entry, file_entries, is_appendable, jsonl_entries, source_for, time_to_ts, walk_roots
+
+INDEX_PATH = "memory/index.sqlite3"
+SCHEMA_VERSION = 1
+_TAIL = 256
+_DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, source TEXT, size INTEGER, mtime_ns INTEGER,
+    offset INTEGER, lines INTEGER, tail_hash TEXT);
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL, source TEXT NOT NULL, ref TEXT NOT NULL,
+    seq INTEGER NOT NULL, time TEXT, ts REAL, conversation TEXT, role TEXT, text TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS entries_path_seq ON entries(path, seq);
+CREATE INDEX IF NOT EXISTS entries_source ON entries(source);
+CREATE INDEX IF NOT EXISTS entries_conv_ts ON entries(conversation, ts);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='porter unicode61');
+CREATE TABLE IF NOT EXISTS vectors (hash TEXT, model TEXT, vec BLOB, PRIMARY KEY (hash, model));
+"""
+
+
+@dataclass
+class FileState:
+    source: str
+    size: int
+    mtime_ns: int
+    offset: int
+    lines: int
+    tail_hash: str
+
+
+@dataclass
+class IndexStats:
+    files: int
+    entries: int
+    by_source: dict[str, int]
+    bytes: int
+
+
+class MemoryIndex:
+    """FTS5 index over the workspace's memory files (thread-safe)."""
+
+    def __init__(self, workspace: Workspace, sources: Iterable[tuple[str, str]] = DEFAULT_SOURCES, path: str = INDEX_PATH) -> None:
+        self.workspace = workspace
+        self.sources = tuple(sources)
+        self.db_path = workspace.path(path)
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        self.lock = threading.RLock()
+        self.conn = sqlite3.connect(str(self.db_path), check_same_thread=False, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA temp_store=MEMORY")
+        self._ensure_schema()
+
+    def _ensure_schema(self) -> None:
+        with self.lock:
+            self.conn.executescript(_SCHEMA)
+            row = self.conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if row is None or int(row[0]) != SCHEMA_VERSION:
+                self._clear()
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+    # -- writing -------------------------------------------------------------
+
+    def _clear(self) -> None:
+        self.conn.execute("DELETE FROM entries")
+        self.conn.execute("DELETE FROM fts")
+        self.conn.execute("DELETE FROM files")
+
+    def rebuild(self) -> int:
+        """Drop every row and read all memory files again; returns the number of entries."""
+        with self.lock:
+            self.conn.execute("BEGIN")
+            try:
+                self._clear()
+                for rel in self._walk():
+                    self._index_file(rel, None)
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            return self.conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+
+    def refresh(self) -> int:
+        """Walk the memory folders and bring changed, new and deleted files up to date."""
+        with self.lock:
+            known = {row[0] for row in self.conn.execute("SELECT path FROM files")}
+            changed = 0
+            self.conn.execute("BEGIN")
+            try:
+                seen = set()
+                for rel in self._walk():
+                    seen.add(rel)
+                    changed += self._update(rel)
+                for rel in known - seen:
+                    self._remove(rel)
+                    changed += 1
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            return changed
+
+    def update_file(self, rel: str) -> int:
+        """Bring one file up to date (cheap: reads only appended lines); returns entries added."""
+        with self.lock:
+            self.conn.execute("BEGIN")
+            try:
+                added = self._update(rel)
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            return added
+
+    def purge_source(self, source: str) -> int:
+        """Remove a source's rows (the files stay; a later refresh would re-read them)."""
+        with self.lock:
+            self.conn.execute("BEGIN")
+            ids = [r[0] for r in self.conn.execute("SELECT id FROM entries WHERE source=?", (source,))]
+            self.conn.executemany("DELETE FROM fts WHERE rowid=?", ((i,) for i in ids))
+            self.conn.execute("DELETE FROM entries WHERE source=?", (source,))
+            self.conn.execute("DELETE FROM files WHERE source=?", (source,))
+            self.conn.execute("COMMIT")
+            return len(ids)
+
+    def _walk(self) -> Iterator[str]:
+        root = self.workspace.root
+        for top in walk_roots(self.sources):
+            start = root / top
+            if start.is_file():
+                if source_for(top, self.sources):
+                    yield top
+                continue
+            for dirpath, dirnames, filenames in os.walk(start):
+                dirnames.sort()
+                base = Path(dirpath).relative_to(root).as_posix()
+                for name in sorted(filenames):
+                    rel = f"{base}/{name}"
+                    if source_for(rel, self.sources):
+                        yield rel
+
+    def _state(self, rel: str) -> FileState | None:
+        row = self.conn.execute(
+            "SELECT source, size, mtime_ns, offset, lines, tail_hash FROM files WHERE path=?", (rel,)
+        ).fetchone()
+        return FileState(*row) if row else None
+
+    def _update(self, rel: str) -> int:
+        try:
+            st = os.stat(self.workspace.path(rel))
+        except FileNotFoundError:
+            self._remove(rel)
+            return 0
+        state = self._state(rel)
+        if state and state.size == st.st_size and state.mtime_ns == st.st_mtime_ns:
+            return 0
+        if state and is_appendable(rel) and st.st_size >= state.offset and self._tail_matches(rel, state):
+            return self._append_from(rel, state, st)
+        return self._index_file(rel, st)
+
+    def _tail_matches(self, rel: str, state: FileState) -> bool:
+        start = max(0, state.offset - _TAIL)
+        with open(self.workspace.path(rel), "rb") as handle:
+            handle.seek(start)
+            return _hash(handle.read(state.offset - start)) == state.tail_hash
+
+    def _append_from(self, rel: str, state: FileState, st: os.stat_result) -> int:
+        with open(self.workspace.path(rel), "rb") as handle:
+            handle.seek(state.offset)
+            data = handle.read(st.st_size - state.offset)
+        complete = data[: data.rfind(b"\n") + 1]  # a half-written last line waits for the next pass
+        lines, number = [], state.lines
+        for raw in complete.splitlines():
+            if raw.strip():
+                number += 1
+                lines.append((number, raw))
+        entries = jsonl_entries(lines, rel, state.source)
+        self._insert(entries)
+        offset = state.offset + len(complete)
+        tail = _read_tail(self.workspace.path(rel), offset)
+        self.conn.execute(
+            "UPDATE files SET size=?, mtime_ns=?, offset=?, lines=?, tail_hash=? WHERE path=?",
+            (st.st_size, st.st_mtime_ns, offset, number, _hash(tail), rel),
+        )
+        return len(entries)
+
+    def _index_file(self, rel: str, st: os.stat_result | None) -> int:
+        source = source_for(rel, self.sources)
+        if source is None:
+            return 0
+        path = self.workspace.path(rel)
+        try:
+            st = st or os.stat(path)
+            data = path.read_bytes()
+        except FileNotFoundError:
+            self._remove(rel)
+            return 0
+        self._delete_rows(rel)
+        default_time = _default_time(rel, st.st_mtime)
+        if is_appendable(rel):
+            data = data[: data.rfind(b"\n") + 1]
+        entries = file_entries(data, rel, source, default_time)
+        self._insert(entries)
+        lines = sum(1 for raw in data.splitlines() if raw.strip()) if is_appendable(rel) else 0
+        self.conn.execute(
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (rel, source, st.st_size, st.st_mtime_ns, len(data), lines, _hash(data[-_TAIL:])),
+        )
+        return len(entries)
+
+    def _insert(self, entries: list[Entry]) -> None:
+        if not entries:
+            return
+        cur = self.conn.cursor()
+        for e in entries:
+            conversation = e.conversation
+            if conversation is None and e.source in ("conversation", "episodes"):
+                conversation = e.path.split("/")[-2]
+            elif conversation is not None:
+                conversation = safe_conversation_id(conversation)
+            cur.execute(
+                "INSERT INTO entries (path, source, ref, seq, time, ts, conversation, role, text) VALUES (?,?,?,?,?,?,?,?,?)",
+                (e.path, e.source, e.ref, e.seq, e.time, time_to_ts(e.time), conversation, e.role, e.text),
+            )
+            cur.execute("INSERT INTO fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, e.text))
+
+    def _delete_rows(self, rel: str) -> None:
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM entries WHERE path=?", (rel,))]
+        self.conn.executemany("DELETE FROM fts WHERE rowid=?", ((i,) for i in ids))
+        self.conn.execute("DELETE FROM entries WHERE path=?", (rel,))
+
+    def _remove(self, rel: str) -> None:
+        self._delete_rows(rel)
+        self.conn.execute("DELETE FROM files WHERE path=?", (rel,))
+
+    # -- reading -------------------------------------------------------------
+
+    def query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        """Run a read query under the lock."""
+        with self.lock:
+            return self.conn.execute(sql, params).fetchall()
+
+    def stats(self) -> IndexStats:
+        with self.lock:
+            files = self.conn.execute("SELECT count(*) FROM files").fetchone()[0]
+            by_source = dict(self.conn.execute("SELECT source, count(*) FROM entries GROUP BY source ORDER BY source"))
+        size = self.db_path.stat().st_size if self.db_path.exists() else 0
+        return IndexStats(files=files, entries=sum(by_source.values()), by_source=by_source, bytes=size)
+
+    def snapshot(self) -> list[tuple]:
+        """Every entry as a comparable tuple (path, ref, source, time, conversation, text)."""
+        return self.query("SELECT path, ref, source, time, conversation, text FROM entries ORDER BY path, seq, ref")
+
+    # -- vector cache ----------------------------------------------------------
+
+    def cached_vectors(self, hashes: list[str], model: str) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        with self.lock:
+            for i in range(0, len(hashes), 500):
+                part = hashes[i : i + 500]
+                marks = ",".join("?" * len(part))
+                for h, blob in self.conn.execute(
+                    f"SELECT hash, vec FROM vectors WHERE model=? AND hash IN ({marks})", (model, *part)
+                ):
+                    found[h] = blob
+        return found
+
+    def store_vectors(self, rows: list[tuple[str, bytes]], model: str) -> None:
+        with self.lock:
+            self.conn.execute("BEGIN")
+            self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", ((h, model, b) for h, b in rows))
+            self.conn.execute("COMMIT")
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()
+
+
+def _read_tail(path: Path, offset: int) -> bytes:
+    start = max(0, offset - _TAIL)
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        return handle.read(offset - start)
+
+
+def _default_time(rel: str, mtime: float) -> str:
+    found = _DATE_IN_NAME.search(rel.rsplit("/", 1)[-1])
+    if found:
+        return found.group(1) + "T00:00:00+00:00"
+    return datetime.fromtimestamp(mtime, timezone.utc).isoformat(timespec="seconds")

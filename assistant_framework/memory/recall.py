@@ -1,0 +1,74 @@
+"""Recall policy: what one conversation may see, and the marked block put into the prompt.
+
+Pure functions; the MemoryService applies them. Turns of other chats are never recalled;
+owner data (notes, facts, profile, collectors) only in private chats or chats the owner
+listed in ``memory.share_owner_data_with``; excluded chats get nothing at all.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+from .search import MemoryHit, Scope
+
+RECALL_HEADER = "[Recalled memory — may be relevant]"
+DEFAULT_LIMIT = 5
+DEFAULT_BUDGET = 1500
+
+
+@dataclass
+class RecallSettings:
+    enabled: bool = True
+    limit: int = DEFAULT_LIMIT
+    budget_chars: int = DEFAULT_BUDGET
+    skip_recent_turns: int = 12
+    min_score: float = 0.0
+
+
+def recall_settings(memory_config: dict) -> RecallSettings:
+    raw = memory_config.get("recall") or {}
+    return RecallSettings(
+        enabled=bool(raw.get("enabled", True)),
+        limit=int(raw.get("limit", DEFAULT_LIMIT)),
+        budget_chars=int(raw.get("budget_chars", DEFAULT_BUDGET)),
+        skip_recent_turns=int(raw.get("skip_recent_turns", 12)),
+        min_score=float(raw.get("min_score", 0.0)),
+    )
+
+
+def matches_any(conversation_id: str | int, patterns: list) -> bool:
+    """True when the id equals or fnmatch-matches one of the patterns (ids may be ints)."""
+    text = str(conversation_id)
+    return any(text == str(p) or fnmatch.fnmatchcase(text, str(p)) for p in patterns or ())
+
+
+def is_excluded(conversation_id: str | int, memory_config: dict) -> bool:
+    """Chats listed in memory.exclude_chats are neither logged nor given recall."""
+    return matches_any(conversation_id, memory_config.get("exclude_chats") or [])
+
+
+def recall_scope(conversation_id: str | int, memory_config: dict, private: bool) -> Scope:
+    """This conversation's turns and episodes, plus owner data when allowed."""
+    shared = matches_any(conversation_id, memory_config.get("share_owner_data_with") or [])
+    return Scope(conversation=str(conversation_id), owner_data=private or shared)
+
+
+def format_recall(hits: list[MemoryHit], budget_chars: int) -> str:
+    """The marked recall block, whole lines only, within ``budget_chars``; '' when nothing fits."""
+    if not hits or budget_chars <= len(RECALL_HEADER) + 10:
+        return ""
+    lines = [RECALL_HEADER]
+    used = len(RECALL_HEADER)
+    for hit in hits:
+        date = (hit.time or "")[:10]
+        label = f"{hit.source}, {date}" if date else hit.source
+        line = f"- ({label}) {hit.snippet}"
+        room = budget_chars - used - 1
+        if len(line) > room:
+            if room < 40:
+                break
+            line = line[: room - 1] + "…"
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines) if len(lines) > 1 else ""

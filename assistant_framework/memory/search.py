@@ -1,0 +1,259 @@
+"""Search over the index: BM25 candidates, then a second stage that ranks turns in context.
+
+Stage 1 asks FTS5 for the best BM25 matches (stopwords dropped, terms OR-ed) inside the
+filters. Stage 2 (``rerank``, pure) adds two kinds of context a lone turn lacks: how well
+its segment (one log file: one conversation-day, or one note) matches the query as a
+whole, and how well its neighbouring turns match (answers often sit next to the question
+that carries the query's words). Optional embeddings are fused into the stage-1 scores.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Callable
+
+from .index import MemoryIndex
+from .log import safe_conversation_id
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are aren't as at be because been before being below
+    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few
+    for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him
+    himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
+    myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd
+    she'll she's should shouldn't so some such than that that's the their theirs them themselves then there
+    there's these they they'd they'll they're they've this those through to too under until up very was wasn't we
+    we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's
+    with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves s t d ll m re ve
+    also just will shall may might must get got""".split()
+)
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass
+class MemoryHit:
+    """One search result, pointing back at a workspace file and line or turn."""
+
+    source: str
+    path: str
+    ref: str
+    time: str | None
+    snippet: str
+    score: float
+    conversation: str | None = None
+
+
+@dataclass
+class Scope:
+    """Which rows a search may see."""
+
+    sources: tuple[str, ...] | None = None  # exact names, or 'collector:*' style prefixes
+    exclude_sources: tuple[str, ...] = ()
+    conversation: str | None = None  # only rows of this conversation ...
+    owner_data: bool = False  # ... plus rows that belong to no conversation (notes, facts, ...)
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+@dataclass
+class Ranking:
+    """Stage-2 weights: segment context, neighbour context, semantic fusion."""
+
+    segment_weight: float = 0.3
+    neighbour_weight: float = 0.3
+    segment_top: int = 3
+    semantic_weight: float = 0.0
+    candidates: int = 200
+
+
+@dataclass
+class Candidate:
+    id: int
+    path: str
+    seq: int
+    source: str
+    ref: str
+    time: str | None
+    conversation: str | None
+    role: str | None
+    text: str
+    bm25: float = 0.0
+    score: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+def query_terms(query: str) -> list[str]:
+    """Lower-cased content words of a query, stopwords dropped (all words if only stopwords)."""
+    words = [w.lower() for w in _TOKEN.findall(query)]
+    kept = [w for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+    seen: list[str] = []
+    for word in kept or words:
+        if word not in seen:
+            seen.append(word)
+    return seen
+
+
+def fts_query(terms: list[str]) -> str:
+    """An FTS5 MATCH expression OR-ing the quoted terms."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def _scope_sql(scope: Scope) -> tuple[str, list]:
+    clauses, params = [], []
+    if scope.sources:
+        parts = []
+        for s in scope.sources:
+            if s.endswith("*"):
+                parts.append("e.source LIKE ?")
+                params.append(s[:-1].replace("%", r"\%") + "%")
+            else:
+                parts.append("e.source = ?")
+                params.append(s)
+        clauses.append("(" + " OR ".join(parts) + ")")
+    for s in scope.exclude_sources:
+        clauses.append("e.source != ?")
+        params.append(s)
+    if scope.conversation is not None:
+        conv = safe_conversation_id(scope.conversation)
+        if scope.owner_data:
+            clauses.append("(e.conversation = ? OR e.conversation IS NULL)")
+        else:
+            clauses.append("e.conversation = ?")
+        params.append(conv)
+    if scope.since is not None:
+        clauses.append("e.ts >= ?")
+        params.append(scope.since.timestamp())
+    if scope.until is not None:
+        clauses.append("e.ts < ?")
+        params.append(scope.until.timestamp())
+    return (" AND " + " AND ".join(clauses)) if clauses else "", params
+
+
+_COLUMNS = "e.id, e.path, e.seq, e.source, e.ref, e.time, e.conversation, e.role, e.text"
+
+
+def bm25_candidates(index: MemoryIndex, terms: list[str], scope: Scope, limit: int) -> list[Candidate]:
+    """Stage 1: the best BM25 matches inside the scope (scores positive, higher is better)."""
+    if not terms:
+        return []
+    where, params = _scope_sql(scope)
+    rows = index.query(
+        f"SELECT {_COLUMNS}, -bm25(fts) AS s FROM fts JOIN entries e ON e.id = fts.rowid "
+        f"WHERE fts MATCH ?{where} ORDER BY bm25(fts) LIMIT ?",
+        (fts_query(terms), *params, limit),
+    )
+    return [Candidate(*row[:9], bm25=row[9]) for row in rows]
+
+
+def recent_entries(index: MemoryIndex, scope: Scope, limit: int) -> list[Candidate]:
+    """The newest rows in scope (for queries that are only a date phrase)."""
+    where, params = _scope_sql(scope)
+    rows = index.query(f"SELECT {_COLUMNS} FROM entries e WHERE 1=1{where} ORDER BY e.ts DESC LIMIT ?", (*params, limit))
+    return [Candidate(*row, score=1.0 / (i + 1)) for i, row in enumerate(rows)]
+
+
+def neighbours(index: MemoryIndex, pairs: set[tuple[str, int]]) -> list[Candidate]:
+    """Rows at the given (path, seq) positions."""
+    found = []
+    for path, seq in sorted(pairs):
+        rows = index.query(f"SELECT {_COLUMNS} FROM entries e WHERE e.path = ? AND e.seq = ?", (path, seq))
+        found.extend(Candidate(*row) for row in rows)
+    return found
+
+
+def rerank(candidates: list[Candidate], extra: list[Candidate], ranking: Ranking) -> list[Candidate]:
+    """Stage 2 (pure): score = own + segment + neighbour context, all on the 0..1 scale of the best match."""
+    if not candidates:
+        return []
+    top = max(c.bm25 for c in candidates) or 1.0
+    own = {(c.path, c.seq): c.bm25 / top for c in candidates}
+    by_segment: dict[str, list[float]] = {}
+    for c in candidates:
+        by_segment.setdefault(c.path, []).append(own[(c.path, c.seq)])
+    segment = {p: sum(sorted(v, reverse=True)[: ranking.segment_top]) for p, v in by_segment.items()}
+    seg_top = max(segment.values()) or 1.0
+    pool: dict[tuple[str, int], Candidate] = {(c.path, c.seq): c for c in candidates}
+    for c in extra:
+        pool.setdefault((c.path, c.seq), c)
+    ranked = []
+    for key, c in pool.items():
+        path, seq = key
+        neighbour = max(own.get((path, seq - 1), 0.0), own.get((path, seq + 1), 0.0)) if c.source == "conversation" else 0.0
+        score = own.get(key, 0.0) + ranking.segment_weight * segment.get(path, 0.0) / seg_top + ranking.neighbour_weight * neighbour
+        ranked.append(replace(c, score=score))
+    ranked.sort(key=lambda c: (-c.score, c.path, c.seq))
+    return ranked
+
+
+def fuse_semantic(candidates: list[Candidate], similarities: dict[int, float], weight: float) -> None:
+    """Mix cosine similarity into BM25 (both scaled to the best candidate) in place."""
+    if not candidates or weight <= 0:
+        return
+    top = max(c.bm25 for c in candidates) or 1.0
+    for c in candidates:
+        c.bm25 = (1 - weight) * (c.bm25 / top) + weight * max(0.0, similarities.get(c.id, 0.0))
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def snippet(text: str, terms: list[str], width: int = 280) -> str:
+    """About ``width`` characters of ``text`` around the first query term."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    lower = flat.lower()
+    positions = [lower.find(t) for t in terms if lower.find(t) >= 0]
+    start = max(0, min(positions) - width // 3) if positions else 0
+    piece = flat[start : start + width]
+    return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
+
+
+def search(
+    index: MemoryIndex,
+    query: str,
+    scope: Scope,
+    limit: int = 10,
+    ranking: Ranking | None = None,
+    similarity: Callable[[str, list[Candidate]], dict[int, float]] | None = None,
+) -> list[MemoryHit]:
+    """Ranked hits for ``query`` inside ``scope``."""
+    ranking = ranking or Ranking()
+    terms = query_terms(query)
+    if not terms:
+        found = recent_entries(index, scope, limit) if (scope.since or scope.until) else []
+    else:
+        candidates = bm25_candidates(index, terms, scope, max(ranking.candidates, limit * 5))
+        if similarity is not None and ranking.semantic_weight > 0 and candidates:
+            fuse_semantic(candidates, similarity(query, candidates), ranking.semantic_weight)
+        head = sorted(candidates, key=lambda c: -c.bm25)[: max(limit * 3, 30)]
+        wanted = {(c.path, c.seq + d) for c in head if c.source == "conversation" for d in (-1, 1)}
+        wanted -= {(c.path, c.seq) for c in candidates}
+        extra = [c for c in neighbours(index, wanted) if _in_scope(c, scope)] if ranking.neighbour_weight else []
+        found = rerank(candidates, extra, ranking)
+    return [
+        MemoryHit(
+            source=c.source, path=c.path, ref=c.ref, time=c.time, snippet=snippet(c.text, terms),
+            score=round(c.score, 4), conversation=c.conversation,
+        )
+        for c in found[:limit]
+    ]
+
+
+def _in_scope(c: Candidate, scope: Scope) -> bool:
+    # Neighbours share the file (same conversation), so only the time window can exclude them.
+    from .sources import time_to_ts
+
+    ts = time_to_ts(c.time)
+    if scope.since is not None and (ts is None or ts < scope.since.timestamp()):
+        return False
+    if scope.until is not None and (ts is None or ts >= scope.until.timestamp()):
+        return False
+    return True

@@ -1,0 +1,209 @@
+"""MemoryService: the one object the bot, the skills and the CLI use for long-term memory."""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from datetime import datetime
+from typing import Callable
+from zoneinfo import ZoneInfo
+
+from ..workspace import Workspace
+from . import recall as recall_policy
+from .embeddings import EmbeddingClient, Embed, make_similarity
+from .index import MemoryIndex
+from .log import TurnLog, safe_conversation_id
+from .search import MemoryHit, Ranking, Scope, search
+from .timeparse import parse_date_range
+from .worker import BackgroundWorker
+
+log = logging.getLogger(__name__)
+Complete = Callable[..., str]
+
+
+def ranking_from_config(memory_config: dict) -> Ranking:
+    raw = memory_config.get("ranking") or {}
+    default = Ranking()
+    return Ranking(
+        segment_weight=float(raw.get("segment_weight", default.segment_weight)),
+        neighbour_weight=float(raw.get("neighbour_weight", default.neighbour_weight)),
+        segment_top=int(raw.get("segment_top", default.segment_top)),
+        semantic_weight=float(memory_config.get("semantic_weight", default.semantic_weight)),
+        candidates=int(raw.get("candidates", default.candidates)),
+    )
+
+
+class MemoryService:
+    """L0 log, index, recall and the background memory work for one workspace."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        config: dict,
+        complete: Complete | None = None,
+        embed: Embed | None = None,
+        *,
+        start_worker: bool = True,
+    ) -> None:
+        self.workspace = workspace
+        self.config = config or {}
+        self.memory_config: dict = self.config.get("memory") or {}
+        runtime = self.config.get("runtime") or {}
+        self.tz = ZoneInfo(runtime.get("timezone") or "UTC")
+        self.complete = complete
+        self.index = MemoryIndex(workspace)
+        self.turns = TurnLog(workspace, self.tz)
+        self.ranking = ranking_from_config(self.memory_config)
+        self.recall_settings = recall_policy.recall_settings(self.memory_config)
+        embed_config = (self.config.get("llm") or {}).get("embeddings") or {}
+        if embed is None and embed_config.get("enabled"):
+            embed = EmbeddingClient(embed_config)
+        self.embed_model = str(embed_config.get("model") or "default")
+        self._similarity = make_similarity(self.index, embed, self.embed_model) if embed else None
+        self._recent: dict[str, collections.deque] = {}
+        self._recent_lock = threading.Lock()
+        self._last_turn: dict[str, datetime] = {}
+        refresh_seconds = float(self.memory_config.get("refresh_seconds", 60))
+        self.worker = BackgroundWorker("memory", on_idle=self.refresh, idle_seconds=refresh_seconds) if start_worker else None
+        self._closed = False
+
+    # -- L0 ------------------------------------------------------------------
+
+    def log_turn(
+        self,
+        conversation_id: str,
+        role: str,
+        text: str,
+        *,
+        time: datetime | None = None,
+        message_id: str | int | None = None,
+        meta: dict | None = None,
+    ) -> dict:
+        """Append a turn to the L0 log and the index; returns the row ({} for excluded chats)."""
+        if recall_policy.is_excluded(conversation_id, self.memory_config):
+            return {}
+        rel, row = self.turns.append(conversation_id, role, text, time=time, message_id=message_id, meta=meta)
+        self.index.update_file(rel)
+        key = safe_conversation_id(conversation_id)
+        with self._recent_lock:
+            recent = self._recent.setdefault(key, collections.deque(maxlen=max(1, self.recall_settings.skip_recent_turns)))
+            recent.append(row["turn_id"])
+        return row
+
+    # -- search and recall ----------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        source: str | None = None,
+        conversation: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        within: str | None = None,
+        private: bool = True,
+        now: datetime | None = None,
+    ) -> list[MemoryHit]:
+        """Ranked hits. ``within`` applies the recall scope of that conversation (for skills)."""
+        if within is not None:
+            if recall_policy.is_excluded(within, self.memory_config):
+                return []
+            scope = recall_policy.recall_scope(within, self.memory_config, private)
+        else:
+            scope = Scope(conversation=conversation)
+        if conversation is not None:
+            scope.conversation, scope.owner_data = str(conversation), False
+        if source:
+            scope.sources = (source,)
+        scope.since, scope.until = since, until
+        if since is None and until is None:
+            found = parse_date_range(query, now or datetime.now(self.tz))
+            if found and found.rest.strip() != query.strip():
+                dated = Scope(**{**scope.__dict__, "since": found.since, "until": found.until})
+                hits = search(self.index, found.rest, dated, limit, self.ranking, self._similarity)
+                if hits:
+                    return hits
+        return search(self.index, query, scope, limit, self.ranking, self._similarity)
+
+    def recall(self, query: str, conversation_id: str, *, private: bool = True, limit: int | None = None) -> list[MemoryHit]:
+        """Hits worth showing the model before it answers, within this conversation's scope."""
+        settings = self.recall_settings
+        if not settings.enabled or not query.strip() or recall_policy.is_excluded(conversation_id, self.memory_config):
+            return []
+        want = limit or settings.limit
+        with self._recent_lock:
+            skip = set(self._recent.get(safe_conversation_id(conversation_id), ()))
+        scope = recall_policy.recall_scope(conversation_id, self.memory_config, private)
+        hits = search(self.index, query, scope, want + len(skip), self.ranking, self._similarity)
+        hits = [h for h in hits if h.ref not in skip and h.score >= settings.min_score]
+        return hits[:want]
+
+    def format_recall(self, hits: list[MemoryHit], budget_chars: int | None = None) -> str:
+        """The marked block for the end of the final user message; '' when no hits."""
+        return recall_policy.format_recall(hits, budget_chars if budget_chars is not None else self.recall_settings.budget_chars)
+
+    # -- index ------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Incremental index update from the workspace files."""
+        self.index.refresh()
+
+    def reindex(self) -> int:
+        """Rebuild the index from the files; returns the number of entries."""
+        return self.index.rebuild()
+
+    # -- background ---------------------------------------------------------------
+
+    def after_turn(self, conversation_id: str, user_text: str, reply: str, *, turn_ids: list[str] | tuple = ()) -> None:
+        """Queue fact extraction for the new turns; returns at once."""
+        if self.complete is None or self.worker is None or recall_policy.is_excluded(conversation_id, self.memory_config):
+            return
+        if not (self.memory_config.get("extraction") or {}).get("enabled", True):
+            return
+        from .extract import extract_and_store
+
+        self._last_turn[safe_conversation_id(conversation_id)] = datetime.now(self.tz)
+        self.worker.submit(
+            lambda: extract_and_store(self.workspace, self.complete, conversation_id, user_text, reply, list(turn_ids), self.tz),
+            f"fact extraction for {conversation_id}",
+        )
+
+    def maintenance(self, now: datetime | None = None) -> None:
+        """Write episodes for settled days and refresh the profile when due (runs in the worker)."""
+        if self.complete is None:
+            return
+        from .episodes import write_settled_episodes
+        from .profile import refresh_profile_if_due
+
+        moment = now or datetime.now(self.tz)
+
+        def job() -> None:
+            written = write_settled_episodes(self.workspace, self.complete, self.memory_config, moment, self.tz)
+            refreshed = refresh_profile_if_due(self.workspace, self.complete, self.memory_config, moment, force=bool(written))
+            if written or refreshed:
+                self.index.refresh()
+
+        if self.worker is None:
+            job()
+        else:
+            self.worker.submit(job, "memory maintenance")
+
+    def profile_text(self, budget_chars: int) -> str:
+        """profile.md trimmed to whole lines within the budget ('' when absent)."""
+        from .profile import profile_text
+
+        return profile_text(self.workspace, budget_chars)
+
+    def drain(self, timeout: float) -> bool:
+        """Wait for queued background work; False when it did not finish in time."""
+        return self.worker.drain(timeout) if self.worker else True
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.worker:
+            self.worker.stop()
+        self.index.close()
