@@ -1,0 +1,269 @@
+"""Lenient JSON for model output: decode drifted JSON, find JSON-ish values in text.
+
+Weak models wrap calls in fences and ``<tool_call>`` tags, surround them with prose and
+write Python-literal / single-quoted / trailing-comma JSON. ``scan`` finds every parseable
+top-level value (never inside fences tagged with another language), ``open_region`` finds
+where a still-streaming structure starts, and ``strip_think`` drops leading reasoning.
+Bracket matching is regex-driven and step-bounded so pathological texts stay cheap.
+"""
+from __future__ import annotations
+
+import ast
+import io
+import json
+import re
+import tokenize
+from dataclasses import dataclass
+
+CODE_FENCE_LANGS = frozenset({"", "json", "json5", "jsonc", "tool_call", "tool_code"})
+_THINK_RE = re.compile(r"\A\s*<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
+_THINK_OPEN_RE = re.compile(r"\A\s*<(think|thinking|reasoning)>", re.I)
+_TAG_RE = re.compile(r"<(tool_call|function_call)>", re.I)
+_INTERESTING_RE = re.compile(r"[{\[<`]")
+_BRACKET_TOKEN_RE = re.compile(r"[\"'{}\[\]]")
+_DQ_REST_RE = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S)      # unrolled: linear and fast
+_SQ_REST_RE = re.compile(r"[^'\\]*(?:\\.[^'\\]*)*'", re.S)
+_PARTIAL_MARKERS = ("```", "<tool_call>", "<function_call>", "<think>", "<thinking>", "<reasoning>")
+
+
+@dataclass
+class Candidate:
+    """One JSON-ish value found in a text, with the drift forms it needed."""
+    value: object
+    raw: str
+    outer: tuple[int, int]      # span including any fence / tag wrapper
+    labels: list[str]
+
+
+# ---------------------------------------------------------------- lenient JSON
+
+def _literal(node: ast.AST) -> object:
+    """Evaluate a JSON-like Python literal AST; raises ValueError on anything else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool, type(None))):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in ("true", "false", "null", "True", "False", "None"):
+        return {"true": True, "True": True, "false": False, "False": False}.get(node.id)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(e) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        out = {}
+        for k, v in zip(node.keys, node.values):
+            if isinstance(k, ast.Name):      # unquoted key
+                key = k.id
+            elif isinstance(k, ast.Constant) and isinstance(k.value, (str, int, float)):
+                key = str(k.value)
+            else:
+                raise ValueError("unsupported dict key")
+            out[key] = _literal(v)
+        return out
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        val = _literal(node.operand)
+        if isinstance(val, (int, float)) and not isinstance(val, bool):
+            return -val if isinstance(node.op, ast.USub) else val
+    raise ValueError(f"not a JSON-like literal: {type(node).__name__}")
+
+
+def _repair_labels(src: str) -> list[str]:
+    """Name the drift forms in a fragment that strict JSON rejected."""
+    labels: set[str] = set()
+    prev = None
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+            if tok.type in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+                continue
+            if tok.type == tokenize.STRING and tok.string.lstrip("rRuU").startswith("'"):
+                labels.add("single_quotes")
+            elif tok.type == tokenize.NAME and tok.string in ("True", "False", "None"):
+                labels.add("python_literals")
+            elif tok.type == tokenize.OP and tok.string in "}]" and prev is not None and prev.string == ",":
+                labels.add("trailing_comma")
+            elif tok.type == tokenize.OP and tok.string == ":" and prev is not None and prev.type == tokenize.NAME:
+                labels.add("unquoted_keys")
+            prev = tok
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return sorted(labels) or ["lenient_json"]
+
+
+def loads_lenient(src: str) -> tuple[object, list[str]] | None:
+    """Parse strict JSON, else JSON-like Python literals; returns (value, repair labels) or None."""
+    try:
+        return json.loads(src, strict=False), []
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return _literal(ast.parse(src.strip(), mode="eval").body), _repair_labels(src)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+# ---------------------------------------------------------------- scanning
+
+@dataclass
+class _Budget:
+    """Bracket-matching steps left for one scan; bounds the cost of pathological texts."""
+    steps: int = 200_000
+
+
+def _prev_nonspace(text: str, j: int, start: int) -> str:
+    k = j - 1
+    while k >= start and text[k].isspace():
+        k -= 1
+    return text[k] if k >= start else ""
+
+
+def _match_end(text: str, start: int, budget: _Budget) -> tuple[str, int]:
+    """Find the bracket closing text[start]; ("ok", end) / ("open", -1) / ("broken", -1)."""
+    stack: list[str] = []
+    i = start
+    while budget.steps > 0:
+        budget.steps -= 1
+        m = _BRACKET_TOKEN_RE.search(text, i)
+        if not m:
+            return "open", -1
+        j, ch = m.start(), m.group()
+        if ch == '"' or (ch == "'" and _prev_nonspace(text, j, start) in "{[,:"):
+            # an apostrophe in prose ("Bob's") opens no string; one after {[,: does
+            end = (_DQ_REST_RE if ch == '"' else _SQ_REST_RE).match(text, j + 1)
+            if end is None:
+                return "open", -1
+            i = end.end()
+            continue
+        i = j + 1
+        if ch == "'":
+            continue
+        if ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif not stack or stack.pop() != ch:
+            return "broken", -1
+        elif not stack:
+            return "ok", j + 1
+    return "open", -1
+
+
+def _fence_lang(text: str, i: int) -> str:
+    """The language tag of the ``` fence at i, lowercased ('' when none)."""
+    eol = text.find("\n", i + 3)
+    info = text[i + 3:eol if eol != -1 else len(text)].strip().lower()
+    return info.split()[0] if info else ""
+
+
+def _fence_at(text: str, i: int) -> tuple[str, int, int, int] | None:
+    """For a ``` fence at i: (lang, content start, content end, block end) or None if unclosed."""
+    eol = text.find("\n", i + 3)
+    if eol == -1:
+        return None
+    lang = _fence_lang(text, i)
+    close = text.find("```", eol)
+    if close == -1:
+        return None
+    return lang, eol + 1, close, close + 3
+
+
+def scan(text: str, offset: int = 0, labels: tuple[str, ...] = (),
+         budget: _Budget | None = None) -> list[Candidate]:
+    """Find every parseable top-level JSON-ish value, looking inside json fences and tags."""
+    found: list[Candidate] = []
+    budget = budget or _Budget()
+    i, n = 0, len(text)
+    while i < n:
+        m = _INTERESTING_RE.search(text, i)
+        if not m:
+            break
+        i = m.start()
+        if text.startswith("```", i):
+            fence = _fence_at(text, i)
+            if fence is None:       # unclosed: a truncated output; read on unless it is code
+                if _fence_lang(text, i) not in CODE_FENCE_LANGS:
+                    break
+                i += 3
+                continue
+            lang, c0, c1, end = fence
+            if lang in CODE_FENCE_LANGS:
+                found.extend(scan(text[c0:c1], offset + c0, labels + ("fenced",), budget))
+                _widen_single(found, offset + c0, offset + c1, offset + i, offset + end)
+            i = end
+            continue
+        tag = _TAG_RE.match(text, i)
+        if tag:
+            close = text.lower().find(f"</{tag.group(1).lower()}>", tag.end())
+            c1 = close if close != -1 else n
+            end = close + len(tag.group(1)) + 3 if close != -1 else n
+            inner = scan(text[tag.end():c1], offset + tag.end(), labels + ("tool_call_tag",), budget)
+            found.extend(inner)
+            _widen_single(found, offset + tag.end(), offset + c1, offset + i, offset + end)
+            i = end
+            continue
+        if text[i] in "{[":
+            status, end = _match_end(text, i, budget)
+            if status == "ok" and ":" not in text[i:end]:
+                i = end         # holds no object, so nothing inside can be a call or reply
+                continue
+            if status == "ok":
+                parsed = loads_lenient(text[i:end])
+                if parsed is not None:
+                    value, repairs = parsed
+                    found.append(Candidate(value, text[i:end], (offset + i, offset + end),
+                                            list(labels) + repairs))
+                    i = end
+                    continue
+        i += 1
+    return found
+
+
+def _widen_single(found: list[Candidate], c0: int, c1: int, w0: int, w1: int) -> None:
+    """Let the only candidate of a wrapper own the wrapper span (for whole-output checks)."""
+    inside = [c for c in found if c0 <= c.outer[0] and c.outer[1] <= c1]
+    if len(inside) == 1:
+        inside[0].outer = (w0, w1)
+
+
+def strip_think(text: str) -> tuple[str, bool]:
+    """Drop leading reasoning blocks (<think>...</think>); an unclosed one swallows the rest."""
+    stripped = False
+    while True:
+        m = _THINK_RE.match(text)
+        if not m:
+            break
+        text, stripped = text[m.end():], True
+    if _THINK_OPEN_RE.match(text):
+        return "", True
+    lower = text.lower()
+    if "</think>" in lower and "<think>" not in lower:     # opening tag was in the template
+        text, stripped = text[lower.index("</think>") + len("</think>"):], True
+    return text, stripped
+
+
+def open_region(text: str, start: int = 0) -> int | None:
+    """Index where an unresolved structure (bracket, fence, tag, partial marker) starts, else None."""
+    i, n, budget, low = start, len(text), _Budget(), text.lower()
+    while i < n:
+        m = _INTERESTING_RE.search(text, i)
+        if not m:
+            return None
+        i = m.start()
+        head = low[i:i + 16]
+        if n - i <= 16 and any(mk.startswith(head) for mk in _PARTIAL_MARKERS):
+            return i        # the text ends in what may become a fence or tag
+        if head.startswith("```"):
+            fence = _fence_at(text, i)
+            if fence is None:
+                return i
+            i = fence[3]
+            continue
+        tag = _TAG_RE.match(text, i)
+        if tag:
+            close = low.find(f"</{tag.group(1).lower()}>", tag.end())
+            if close == -1:
+                return i
+            i = close + len(tag.group(1)) + 3
+            continue
+        if text[i] in "{[":
+            status, end = _match_end(text, i, budget)
+            if status == "open":
+                return i
+            if status == "ok":
+                i = end
+                continue
+        i += 1
+    return None
