@@ -1,0 +1,103 @@
+"""``skills list|inspect``: what skills exist, and what the model sees of each."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+from ..config import load_config
+from ..skills import BUILTIN_SKILLS_DIR, SkillManager
+from ..workspace import Workspace
+from .config import add_config_option
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    group = subparsers.add_parser("skills", help="list skills and inspect what the model sees of them")
+    commands = group.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    list_ = commands.add_parser("list", help="one row per skill: name, loaded or the load error, description (exit 1 if any failed)")
+    _add_dir_options(list_)
+    list_.set_defaults(func=cmd_list)
+
+    inspect = commands.add_parser("inspect", help="prompt-visible metadata, help text and implementation of one skill")
+    inspect.add_argument("name")
+    _add_dir_options(inspect)
+    inspect.set_defaults(func=cmd_inspect)
+
+
+def _add_dir_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--skills",
+        action="append",
+        metavar="DIR",
+        help="skill folder to load (repeatable); replaces the built-ins plus runtime.skills_dirs",
+    )
+    add_config_option(parser)
+
+
+def skill_dirs(args: argparse.Namespace) -> list[Path]:
+    """``--skills`` when given, else the built-in skills plus ``runtime.skills_dirs`` of the config."""
+    if args.skills:
+        return [Path(d) for d in args.skills]
+    dirs = [BUILTIN_SKILLS_DIR]
+    if Path(args.config).exists():
+        runtime = load_config(args.config).get("runtime") or {}
+        dirs += [Path(d).expanduser() for d in runtime.get("skills_dirs") or []]
+    return dirs
+
+
+def _manager(args: argparse.Namespace) -> SkillManager:
+    # Listing runs no skill, so it gets a workspace that is never created or touched.
+    unused = Workspace(Path(tempfile.gettempdir()) / "assistant-skills-inspect-unused", create=False)
+    return SkillManager(skill_dirs(args), unused)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    manager = _manager(args)
+    rows = [(skill.name, "loaded", _first_line(skill.description)) for skill in manager.skills.values()]
+    rows += [(error.name, f"error: {error.error}", "") for error in manager.errors]
+    if not rows:
+        print("no skills found in: " + ", ".join(str(d) for d in manager.dirs))
+        return 0
+    width = max(len(name) for name, _, _ in rows)
+    for name, state, description in sorted(rows, key=lambda row: row[0]):
+        print(f"{name:<{width}}  {state:<6}  {description}".rstrip())
+    return 1 if manager.errors else 0
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    manager = _manager(args)
+    skill = manager.get(args.name)
+    if skill is None:
+        failed = [error for error in manager.errors if error.name == args.name]
+        if failed:
+            print(f"skill {args.name!r} failed to load: {failed[0].error}")
+            return 1
+        near = manager.closest(args.name)
+        hint = f"; closest: {', '.join(near)}" if near else ""
+        print(f"unknown skill {args.name!r}{hint}")
+        return 1
+    print("== Prompt-visible metadata ==")
+    print(f"name: {skill.name}")
+    print(f"description: {skill.description}")
+    print("args_schema: " + json.dumps(skill.args_schema, ensure_ascii=False, separators=(",", ":")))
+    print()
+    print("== Help (README ## What it does) ==")
+    print(skill.help_text or "(no '## What it does' section in the README)")
+    print()
+    print("== Implementation ==")
+    print(f"source: {skill.source_path}")
+    print(f"readme: {skill.readme_path or '(none)'}")
+    print(f"schema source: {skill.schema_source}")
+    print(f"capabilities: {', '.join(skill.capabilities)}")
+    timeout = manager.timeout_for(skill.name)
+    print(f"timeout: {timeout:g} s" + ("" if skill.timeout_seconds else " (default)"))
+    print(f"receives context: {'yes' if skill.wants_context else 'no'}")
+    return 0

@@ -1,0 +1,34 @@
+"""Small helpers the built-in skills share: the context's clock and timezone, argument checks."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+
+def context_zone(context: Any) -> ZoneInfo:
+    """The context's IANA timezone (UTC without a context); ValueError names a bad zone."""
+    name = getattr(context, "timezone", None) or "UTC"
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"timezone {name!r} (runtime.timezone) is not a known IANA zone") from None
+
+
+def context_now(context: Any) -> datetime:
+    """Now in the context's timezone; a ``services["clock"]`` callable replaces the real clock."""
+    zone = context_zone(context)
+    services = getattr(context, "services", None) or {}
+    clock = services.get("clock") if isinstance(services, dict) else None
+    moment = clock() if callable(clock) else datetime.now(zone)
+    if moment.tzinfo is None:
+        raise ValueError(f"services['clock'] returned a naive datetime {moment!r}")
+    return moment.astimezone(zone)
+
+
+def need(args: dict, action: str, *keys: str) -> None:
+    """Raise ValueError naming the missing fields an action requires."""
+    missing = [key for key in keys if args.get(key) in (None, "", [])]
+    if missing:
+        raise ValueError(f"action {action!r} needs {', '.join(missing)}")

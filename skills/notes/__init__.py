@@ -1,0 +1,39 @@
+"""Built-in skill: add, search, read and list Markdown notes."""
+
+from __future__ import annotations
+
+from assistant_framework.skill_support import need
+from assistant_framework.stores import NoteStore
+from assistant_framework.workspace import Workspace
+
+DESCRIPTION = "Save a note (title, body), search notes by words, read one by title, or list all."
+CAPABILITIES = ["read", "write"]
+ARGS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "action": {"enum": ["add", "search", "read", "list"]},
+        "title": {"type": "string"},
+        "body": {"type": "string"},
+        "query": {"type": "string"},
+    },
+    "required": ["action"],
+    "additionalProperties": False,
+}
+
+
+def run(workspace: Workspace, args: dict):
+    store = NoteStore(workspace)
+    action = args["action"]
+    if action == "add":
+        need(args, action, "title")
+        saved = store.add(args["title"], args.get("body", ""))
+        return f"saved note {saved['title']!r} to {saved['path']}"
+    if action == "search":
+        query = args.get("query") or args.get("title")
+        need({"query": query}, action, "query")
+        return store.search(query) or f"no note matches {query!r}"
+    if action == "read":
+        name = args.get("title") or args.get("query")
+        need({"title": name}, action, "title")
+        return store.read(name)
+    return store.list() or "no notes yet"

@@ -1,0 +1,77 @@
+"""Built-in skill: reminders the bot delivers later (stored, so they survive restarts)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from assistant_framework.skill_support import context_now, context_zone, need
+from assistant_framework.stores import ReminderStore
+from assistant_framework.workspace import Workspace
+
+DESCRIPTION = "Remind the user later: add at a local time (at) or in_minutes; list pending; cancel by id."
+CAPABILITIES = ["read", "write"]
+ARGS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "action": {"enum": ["add", "list", "cancel"]},
+        "text": {"type": "string"},
+        "at": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}$"},
+        "in_minutes": {"type": "integer", "minimum": 1},
+        "id": {"type": "string"},
+    },
+    "required": ["action"],
+    "additionalProperties": False,
+}
+
+
+def run(workspace: Workspace, args: dict, context=None):
+    chat_id = getattr(context, "chat_id", None)
+    if chat_id is None:
+        raise ValueError("reminders need a chat to deliver to; this conversation has no chat_id")
+    store = ReminderStore(workspace)
+    action = args["action"]
+    if action == "list":
+        return [_row(r) for r in store.list(chat_id, status="pending")] or "no pending reminders"
+    if action == "cancel":
+        need(args, action, "id")
+        reminder = _own(store, chat_id, args["id"])
+        cancelled = store.cancel(reminder["id"])
+        return f"cancelled reminder {cancelled['id']}: {cancelled['text']}"
+    need(args, action, "text")
+    zone = context_zone(context)
+    now = context_now(context)
+    due = _due(args, now, zone)
+    reminder = store.add(chat_id, args["text"], due, zone.key)
+    return f"reminder {reminder['id']} set for {due.strftime('%Y-%m-%d %H:%M')} {zone.key}: {reminder['text']}"
+
+
+def local_time(text: str, zone) -> datetime:
+    """``YYYY-MM-DD HH:MM`` in ``zone`` as an aware datetime; a time skipped by DST moves forward."""
+    naive = datetime.strptime(text, "%Y-%m-%d %H:%M")
+    # The UTC round trip normalises a wall time inside a DST gap to a real instant.
+    return naive.replace(tzinfo=zone).astimezone(timezone.utc).astimezone(zone)
+
+
+def _due(args: dict, now: datetime, zone) -> datetime:
+    if bool(args.get("at")) == bool(args.get("in_minutes")):
+        raise ValueError("action 'add' needs exactly one of at ('YYYY-MM-DD HH:MM' local time) or in_minutes")
+    if args.get("in_minutes"):
+        return now + timedelta(minutes=args["in_minutes"])
+    try:
+        due = local_time(args["at"], zone)
+    except ValueError:
+        raise ValueError(f"at {args['at']!r} is not a real date and time (YYYY-MM-DD HH:MM)") from None
+    if due <= now:
+        raise ValueError(f"at {args['at']!r} is in the past; it is now {now.strftime('%Y-%m-%d %H:%M')} {zone.key}")
+    return due
+
+
+def _own(store: ReminderStore, chat_id, reminder_id: str) -> dict:
+    for reminder in store.list(chat_id):
+        if str(reminder.get("id")) == str(reminder_id).strip():
+            return reminder
+    raise LookupError(f"no reminder {reminder_id!r} in this chat")
+
+
+def _row(reminder: dict) -> dict:
+    return {"id": reminder["id"], "text": reminder["text"], "due_at": reminder["due_at"]}

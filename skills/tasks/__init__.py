@@ -1,0 +1,39 @@
+"""Built-in skill: the user's to-do list with optional due dates."""
+
+from __future__ import annotations
+
+from assistant_framework.skill_support import context_now, need
+from assistant_framework.stores import TASKS_FILE, TaskStore
+from assistant_framework.workspace import Workspace
+
+DESCRIPTION = "To-do list: add a task (optional due date), list open/done/due, complete or delete (by title or id)."
+CAPABILITIES = ["read", "write", "delete"]
+ARGS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "action": {"enum": ["add", "list", "complete", "delete"]},
+        "title": {"type": "string"},
+        "due": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2})?$"},
+        "status": {"enum": ["open", "done", "due", "all"]},
+    },
+    "required": ["action"],
+    "additionalProperties": False,
+}
+
+
+def run(workspace: Workspace, args: dict, context=None):
+    store = TaskStore(workspace)
+    action = args["action"]
+    if action == "list":
+        tasks = store.list(args.get("status", "open"), today=context_now(context).date())
+        return tasks or f"no {args.get('status', 'open')} tasks"
+    need(args, action, "title")
+    if action == "add":
+        task = store.add(args["title"], args.get("due"), "")
+        due = f" due {task['due']}" if task["due"] else ""
+        return f"added task {task['id']}: {task['title']}{due} (saved to {TASKS_FILE})"
+    if action == "complete":
+        task = store.complete(args["title"])
+        return f"completed task {task['id']}: {task['title']}"
+    task = store.delete(args["title"])
+    return f"deleted task {task['id']}: {task['title']}"

@@ -1,0 +1,66 @@
+"""Built-in skill: the current date and time, and simple date arithmetic."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+from assistant_framework.skill_support import context_now
+from assistant_framework.workspace import Workspace
+
+DESCRIPTION = "Current date and time; date math: add days/weeks, weekday of a date, days until a date, next friday."
+ARGS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "action": {"enum": ["now", "add", "weekday", "days_until", "next"]},
+        "date": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}$"},
+        "days": {"type": "integer"},
+        "weeks": {"type": "integer"},
+        "weekday": {"type": "string"},
+    },
+    "additionalProperties": False,
+}
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def run(workspace: Workspace, args: dict, context=None):
+    now = context_now(context)
+    today = now.date()
+    action = args.get("action", "now")
+    if action == "now":
+        return {
+            "now": now.strftime("%Y-%m-%d %H:%M"),
+            "weekday": now.strftime("%A"),
+            "timezone": str(now.tzinfo),
+            "utc_offset": now.strftime("%z"),
+        }
+    base = _date(args.get("date")) if args.get("date") else today
+    if action == "add":
+        result = base + timedelta(days=args.get("days", 0), weeks=args.get("weeks", 0))
+        return _describe(result, today)
+    if action == "weekday":
+        return _describe(base, today)
+    if action == "days_until":
+        if not args.get("date"):
+            raise ValueError("action 'days_until' needs date")
+        return _describe(base, today)
+    return _describe(next_weekday(today, args.get("weekday", "")), today)
+
+
+def next_weekday(today: date, name: str) -> date:
+    """The first date after ``today`` falling on weekday ``name`` (1 to 7 days ahead)."""
+    wanted = str(name).strip().lower()[:3]
+    index = next((i for i, day in enumerate(WEEKDAYS) if day.startswith(wanted)), None) if len(wanted) == 3 else None
+    if index is None:
+        raise ValueError(f"weekday {name!r} is not one of {', '.join(WEEKDAYS)}")
+    return today + timedelta(days=(index - today.weekday() - 1) % 7 + 1)
+
+
+def _date(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"date {text!r} is not a real YYYY-MM-DD date") from None
+
+
+def _describe(day: date, today: date) -> dict:
+    return {"date": day.isoformat(), "weekday": WEEKDAYS[day.weekday()].capitalize(), "days_from_today": (day - today).days}
