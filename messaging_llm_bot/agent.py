@@ -89,7 +89,7 @@ class _Turn:
     sizes: dict = field(default_factory=dict)
     rounds: int = 0
     error: str | None = None
-    user_log_id: Any = None
+    log_ids: list = field(default_factory=list)
 
     def usage(self) -> dict:
         total: dict[str, int] = {}
@@ -238,7 +238,8 @@ class Agent:
         """Answer one message (blocking, thread-safe); never raises for model or skill failures."""
         started = time.monotonic()
         emit = _emitter(on_event)
-        turn = _Turn(trace_id=new_trace_id(), conversation_id=conversation_id, text=text, now=self.now())
+        # The injected clock is only consulted inside the guarded block below.
+        turn = _Turn(trace_id=new_trace_id(), conversation_id=conversation_id, text=text, now=datetime.now(self.zone))
         context = SkillContext(
             conversation_id=conversation_id,
             chat_id=chat_id,
@@ -280,7 +281,7 @@ class Agent:
         conversation_id = turn.conversation_id
         if self.memory is not None:
             record = self.memory.log_turn(conversation_id, "user", turn.text, time=turn.now, message_id=message_id, meta={"private": private})
-            turn.user_log_id = (record or {}).get("id")
+            turn.log_ids.append((record or {}).get("turn_id"))
         recall_block = self._recall(turn, private)
         self._last_recall[conversation_id] = turn.recalled
         system = self.prompt.system_prompt()
@@ -294,7 +295,8 @@ class Agent:
             reply = honest_reply(reply, turn.saved_to, turn.wrote_memory)
             self.history.append_pair(conversation_id, turn.text, reply, budget_chars=budget, when=turn.now)
             if self.memory is not None:
-                self.memory.log_turn(conversation_id, "assistant", reply, time=self.now(), message_id=None, meta={"trace_id": turn.trace_id})
+                record = self.memory.log_turn(conversation_id, "assistant", reply, time=self.now(), message_id=None, meta={"trace_id": turn.trace_id})
+                turn.log_ids.append((record or {}).get("turn_id"))
         return reply, ok
 
     def _recall(self, turn: _Turn, private: bool) -> str:
@@ -446,7 +448,7 @@ class Agent:
             result.trace_id = None
         if self.memory is not None and result.ok:
             try:
-                ids = tuple(i for i in (turn.user_log_id,) if i is not None)
+                ids = tuple(i for i in turn.log_ids if i)
                 self.memory.after_turn(turn.conversation_id, turn.text, result.reply, turn_ids=ids)
             except Exception:
                 log.exception("memory upkeep after turn %s failed", turn.trace_id)

@@ -6,18 +6,15 @@ stays compact and byte-stable for prompt caching. The full log (L0) is the memor
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 
+from assistant_framework.memory.log import CONVERSATIONS_DIR, safe_conversation_id
 from assistant_framework.workspace import Workspace
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.@+-]")
 
 
 def conversation_dir(conversation_id: str) -> str:
-    """Workspace folder of a conversation; unsafe characters become ``_``."""
-    name = _UNSAFE.sub("_", str(conversation_id)).strip(".") or "_"
-    return f"conversations/{name}"
+    """Workspace folder of a conversation, the same one the memory module's L0 log uses."""
+    return f"{CONVERSATIONS_DIR}/{safe_conversation_id(conversation_id)}"
 
 
 def message_chars(message: dict) -> int:

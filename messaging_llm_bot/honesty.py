@@ -53,7 +53,8 @@ def saved_location(value: Any) -> str | None:
 
 def honest_reply(reply: str, saved_to: list[str], wrote_memory: bool) -> str:
     """The reply with a note: where things were saved, or that nothing was saved despite a claim."""
-    note = check_memory_claim(reply, wrote_memory)
+    # The local check backs up the memory module's (which may still be a stub returning None).
+    note = check_memory_claim(reply, wrote_memory) or local_memory_claim(reply, wrote_memory)
     if note:
         return f"{reply}\n\n{note}"
     shown = [p for p in dict.fromkeys(saved_to) if p not in reply]
