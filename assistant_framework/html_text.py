@@ -1,0 +1,51 @@
+"""HTML to readable plain text with the stdlib parser (for mail bodies and feed summaries)."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+_BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "table", "ul", "ol", "hr"}
+_SKIP = {"script", "style", "head", "title"}
+
+
+class _TextParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skip = 0
+        self._links: list[str | None] = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag in _SKIP:
+            self._skip += 1
+        elif tag in _BLOCK:
+            self.parts.append("\n")
+            if tag == "li":
+                self.parts.append("- ")
+        if tag == "a":
+            self._links.append(dict(attrs).get("href"))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _SKIP:
+            self._skip = max(0, self._skip - 1)
+        elif tag in _BLOCK:
+            self.parts.append("\n")
+        if tag == "a" and self._links:
+            href = self._links.pop()
+            if href and href.startswith(("http://", "https://")):
+                self.parts.append(f" <{href}>")
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip:
+            self.parts.append(data)
+
+
+def html_to_text(html: str) -> str:
+    """Visible text of an HTML fragment: block tags become line breaks, links keep their URL."""
+    parser = _TextParser()
+    parser.feed(html)
+    parser.close()
+    text = "".join(parser.parts).replace("\xa0", " ")
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()

@@ -1,0 +1,32 @@
+"""Markdown rendering of new feed entries for the daily digest."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from assistant_framework.html_text import html_to_text
+
+
+def entry_text(summary: str, limit: int) -> str:
+    """A feed summary (often HTML) as one line of plain text, cut at ``limit`` characters."""
+    text = " ".join(html_to_text(summary).split())
+    if limit and len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return text if limit else ""
+
+
+def digest_lines(items: list[dict], now: datetime) -> list[str]:
+    """One section per run: a heading with the local time, then entries grouped by feed."""
+    lines = [f"## {now.strftime('%H:%M')} ({len(items)} new)"]
+    by_feed: dict[str, list[dict]] = {}
+    for item in items:
+        by_feed.setdefault(item["feed"], []).append(item)
+    for feed, entries in by_feed.items():
+        lines.append("")
+        lines.append(f"### {feed}")
+        for item in entries:
+            title = item["title"].replace("[", "(").replace("]", ")")
+            lines.append(f"- [{title}]({item['link']})" if item["link"] else f"- {title}")
+            if item.get("summary"):
+                lines.append(f"  {item['summary']}")
+    return lines
