@@ -9,6 +9,7 @@ message naming the folder and what is wrong; the manager records it and goes on.
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import importlib.util
 import inspect
 import json
@@ -172,13 +173,23 @@ def forget_module(module_name: str) -> None:
         del sys.modules[name]
 
 
+class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
+    """Compiles from source every time: a .pyc keyed on whole-second mtime and size can be
+    stale when a skill is edited and reloaded within the same second."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        source = self.get_source(fullname)
+        return compile(source or "", self.path, "exec", dont_inherit=True)
+
+
 def import_skill_module(folder: Path) -> types.ModuleType:
     """Import ``folder/__init__.py`` as a package under its unique module name."""
     module_name = module_name_for(folder)
     forget_module(module_name)
     _ensure_parent_packages(module_name)
     init = folder / "__init__.py"
-    spec = importlib.util.spec_from_file_location(module_name, init, submodule_search_locations=[str(folder)])
+    loader = _FreshSourceLoader(module_name, str(init))
+    spec = importlib.util.spec_from_file_location(module_name, init, loader=loader, submodule_search_locations=[str(folder)])
     if spec is None or spec.loader is None:
         raise SkillDefinitionError(f"{folder}: cannot create an import spec for {init}")
     module = importlib.util.module_from_spec(spec)
