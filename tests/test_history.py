@@ -1,0 +1,77 @@
+"""Per-conversation history: trimming whole pairs to a budget, storage, and its use in prompts."""
+
+from __future__ import annotations
+
+from assistant_framework.skills import SkillManager
+from messaging_llm_bot.agent import Agent
+from messaging_llm_bot.history import HistoryStore, conversation_dir, message_chars, trim_history
+from messaging_llm_bot.llm import LLMClient
+
+
+def pairs(n: int, size: int = 10) -> list[dict]:
+    out = []
+    for i in range(n):
+        out += [{"role": "user", "content": f"u{i}".ljust(size)}, {"role": "assistant", "content": f"a{i}".ljust(size)}]
+    return out
+
+
+def test_trim_drops_oldest_whole_pairs():
+    history = pairs(5)
+    pair_size = 2 * message_chars(history[0])
+    trimmed = trim_history(history, budget_chars=2 * pair_size + 1)
+    assert [m["content"].strip() for m in trimmed] == ["u3", "a3", "u4", "a4"]
+    assert trim_history(history, 10**6) == history
+    assert trim_history(history, 0) == []
+    assert trim_history([], 100) == []
+
+
+def test_trim_never_starts_with_an_orphan_assistant_message():
+    history = [{"role": "assistant", "content": "greeting"}] + pairs(2)
+    trimmed = trim_history(history, budget_chars=2 * 2 * message_chars(history[1]))
+    assert trimmed[0]["role"] == "user"
+
+
+def test_store_appends_trims_and_clears(workspace):
+    store = HistoryStore(workspace)
+    for i in range(6):
+        store.append_pair("tg:1", f"q{i}" * 20, f"a{i}" * 20, budget_chars=300)
+    stored = store.load("tg:1")
+    assert stored[0]["role"] == "user" and len(stored) % 2 == 0
+    assert sum(message_chars(m) for m in stored) <= 300
+    assert stored[-1]["content"] == "a5" * 20
+    assert workspace.exists(f"{conversation_dir('tg:1')}/history.json")
+    assert store.clear("tg:1") == len(stored)
+    assert store.load("tg:1") == []
+
+
+def test_unreadable_history_counts_as_empty(workspace):
+    store = HistoryStore(workspace)
+    workspace.write_text(f"{conversation_dir('c1')}/history.json", "{not json")
+    assert store.load("c1") == []
+    workspace.write_text(f"{conversation_dir('c1')}/history.json", '[{"role": "user", "content": "ok"}, {"role": "tool"}, 3]')
+    assert store.load("c1") == [{"role": "user", "content": "ok"}]
+
+
+def test_prompt_history_respects_budget_and_skill_rounds_stay_compact(bot_config, workspace, chat_server):
+    bot_config["runtime"]["history_budget_chars"] = 150
+    agent = Agent(bot_config, workspace, SkillManager.from_config(bot_config, workspace), LLMClient(bot_config["llm"]))
+    chat_server.enqueue('{"skill": "add", "args": {"a": 1, "b": 2}}', "three")
+    agent.handle_message("c1", "1+2?")
+    for i in range(5):
+        chat_server.enqueue(f"reply {i} " + "y" * 30)
+        agent.handle_message("c1", f"message {i} " + "x" * 30)
+    last = chat_server.chat_requests[-1]["messages"]
+    history = last[1:-1]
+    assert history and history[0]["role"] == "user"
+    assert sum(message_chars(m) for m in history) <= 150
+    assert [m["role"] for m in history] == ["user", "assistant"] * (len(history) // 2)
+    stored = workspace.read_json("conversations/c1/history.json")
+    # The skill round is not in history: only the user's words and the final reply.
+    assert all("skill" not in m["content"] and "Result of" not in m["content"] for m in stored)
+
+
+def test_history_budget_tokens(bot_config, workspace):
+    from messaging_llm_bot.config import BotSettings
+
+    bot_config["runtime"]["history_budget_tokens"] = 100
+    assert BotSettings.from_config(bot_config).history_budget_chars == 400

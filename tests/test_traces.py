@@ -1,0 +1,128 @@
+"""Traces: written per turn, secrets redacted, pruned; the trace CLI; /stats aggregation."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from assistant_framework.cli import main as cli_main
+from assistant_framework.skills import SkillManager
+from assistant_framework.traces import TraceStore, aggregate_usage, collect_secrets, new_trace_id, redact_secrets, trace_path
+from messaging_llm_bot.agent import Agent
+from messaging_llm_bot.llm import LLMClient
+from tests.fakes.chat_server import FakeChatServer
+
+API_KEY = "sk-test-0123456789abcdef"
+BOT_TOKEN = "123456:ABCdefGHIjklMNOpqr"
+
+
+def make_agent(config, workspace) -> Agent:
+    return Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
+
+
+def all_trace_text(workspace) -> str:
+    return "".join(workspace.read_text(p) for p in workspace.list("traces/**/*.json"))
+
+
+def test_trace_written_with_requests_sizes_and_redaction(bot_config, workspace):
+    with FakeChatServer(api_key=API_KEY) as server:
+        bot_config["llm"]["runners"][0].update(base_url=server.base_url, api_key=API_KEY)
+        bot_config["telegram"]["token"] = BOT_TOKEN
+        agent = make_agent(bot_config, workspace)
+        server.enqueue('{"skill": "add", "args": {"a": 1, "b": 2}}', f"Your token is {BOT_TOKEN} and key {API_KEY}")
+        result = agent.handle_message("c1", f"tell me {BOT_TOKEN}")
+    assert result.ok and result.trace_id
+    trace = TraceStore(workspace).load(result.trace_id)
+    assert trace["conversation"] == "c1" and trace["model"] == "fake-model" and trace["runner"] == "fake"
+    assert trace["rounds"] == 2 and len(trace["requests"]) == 2
+    first = trace["requests"][0]
+    assert first["messages"][0]["role"] == "system"
+    assert first["parsed"]["calls"] == [{"skill": "add", "args": {"a": 1, "b": 2}, "args_error": None}]
+    assert first["response"]["choices"][0]["message"]["content"].startswith('{"skill"')
+    assert first["usage"]["prompt_tokens"] > 0 and first["elapsed_s"] >= 0
+    assert trace["section_sizes"]["tools"]["chars"] > 0 and "total" in trace["section_sizes"]
+    assert trace["skill_calls"][0]["skill"] == "add"
+    text = all_trace_text(workspace)
+    assert API_KEY not in text and BOT_TOKEN not in text
+    assert "Your token is *** and key ***" in text
+
+
+def test_failed_turn_is_traced(bot_config, workspace, chat_server):
+    chat_server.enqueue({"status": 500})
+    result = make_agent(bot_config, workspace).handle_message("c1", "hi")
+    trace = TraceStore(workspace).load(result.trace_id)
+    assert trace["ok"] is False and trace["error"] and trace["requests"][0]["error"]["kind"] == "server"
+
+
+def test_traces_pruned_to_keep(bot_config, workspace, chat_server):
+    bot_config["runtime"]["trace_keep"] = 3
+    agent = make_agent(bot_config, workspace)
+    ids = [agent.handle_message("c1", f"m{i}").trace_id for i in range(5)]
+    store = TraceStore(workspace)
+    assert store.ids() == ids[-3:]
+    assert len(workspace.list("traces/**/*.json")) == 3
+
+
+def test_trace_ids_sort_by_time_and_map_to_day_folders():
+    a = new_trace_id(datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=timezone.utc))
+    b = new_trace_id(datetime(2026, 1, 2, 3, 4, 5, 7, tzinfo=timezone.utc))
+    assert a < b and trace_path(a).startswith("traces/2026-01-02/")
+
+
+def test_collect_and_redact_secrets():
+    config = {"llm": {"runners": [{"api_key": "sk-abcdef"}]}, "telegram": {"token": "tok-123456", "webhook": {"secret_token": "s3cr3t!"}},
+              "collectors": {"mail": {"password": "hunter22"}}, "runtime": {"timezone": "UTC"}, "x": {"token": ""}}
+    secrets = collect_secrets(config, extra=["env-key-9999"])
+    assert set(secrets) == {"sk-abcdef", "tok-123456", "s3cr3t!", "hunter22", "env-key-9999"}
+    redacted = redact_secrets({"a": ["xx hunter22 yy"], "hunter22": 1, "n": 5}, secrets)
+    assert redacted == {"a": ["xx *** yy"], "***": 1, "n": 5}
+
+
+def test_cli_last_prompt_list_show(bot_config, workspace, chat_server, capsys):
+    agent = make_agent(bot_config, workspace)
+    chat_server.enqueue('{"skill": "add", "args": {"a": 1, "b": 2}}', "three", "second reply")
+    first = agent.handle_message("conv-a", "one plus two")
+    second = agent.handle_message("conv-b", "again")
+
+    assert cli_main(["trace", "last-prompt", "--workspace", str(workspace.root)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("=== system ===\n")
+    assert "=== user ===\nagain\n\n[Now]" in out
+    for section in ("base", "protocol", "tools", "workspace", "history", "user_message", "total"):
+        assert f"\n{section} " in out
+    assert second.trace_id in out
+
+    assert cli_main(["trace", "list", "--workspace", str(workspace.root)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith(second.trace_id) and "conv-b" in lines[0] and "rounds 1" in lines[0]
+    assert lines[1].startswith(first.trace_id) and "rounds 2" in lines[1] and "fake-model" in lines[1]
+
+    assert cli_main(["trace", "show", first.trace_id[:21], "--workspace", str(workspace.root)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["id"] == first.trace_id and shown["reply"] == "three"
+
+    assert cli_main(["trace", "show", "nope", "--workspace", str(workspace.root)]) == 1
+    assert "no trace id starts with 'nope'" in capsys.readouterr().out
+
+
+def test_cli_last_prompt_without_traces(tmp_path, capsys):
+    assert cli_main(["trace", "last-prompt", "--workspace", str(tmp_path)]) == 1
+    assert "no traces" in capsys.readouterr().out
+
+
+def test_stats_per_day_and_model(workspace):
+    store = TraceStore(workspace)
+    def trace(day, model, prompt, cached, seconds):
+        return {"id": new_trace_id(datetime.fromisoformat(f"{day}T10:00:00+00:00")), "time": f"{day}T11:00:00+01:00",
+                "requests": [{"model": model, "elapsed_s": seconds, "usage": {"prompt_tokens": prompt, "completion_tokens": 5, "cached_tokens": cached}}]}
+    store.write(trace("2026-03-01", "m1", 100, 50, 1.0))
+    store.write(trace("2026-03-02", "m1", 200, 0, 2.0))
+    store.write(trace("2026-03-02", "m2", 300, 100, 0.5))
+    store.write(trace("2025-01-01", "old", 999, 0, 9.0))
+    stats = store.stats(days=30, now=datetime(2026, 3, 3, tzinfo=timezone.utc))
+    assert set(stats["by_day"]) == {"2026-03-01", "2026-03-02"}
+    assert stats["by_day"]["2026-03-02"]["prompt_tokens"] == 500 and stats["by_day"]["2026-03-02"]["turns"] == 2
+    assert stats["by_model"]["m1"] == {"turns": 2, "requests": 2, "model_s": 3.0, "prompt_tokens": 300,
+                                       "completion_tokens": 10, "cached_tokens": 50, "reasoning_tokens": 0}
+    assert stats["total"]["cached_tokens"] == 150
+    assert aggregate_usage([]) ["total"]["turns"] == 0
