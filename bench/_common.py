@@ -1,0 +1,288 @@
+"""Shared helpers of the benchmark scripts: machine facts, percentiles, tables, synthetic
+workspaces, and a bot assembled against the loopback fake model server.
+
+Benchmarks print figures; they assert nothing about time. Every script imports this module
+after putting the repository root on ``sys.path`` (``bench/`` is not a package).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from assistant_framework.memory.log import safe_conversation_id  # noqa: E402
+from assistant_framework.workspace import Workspace  # noqa: E402
+
+WORDS = (
+    "milk bread garden dentist invoice train berlin paris meeting project deadline budget "
+    "birthday coffee running yoga piano guitar doctor insurance taxes holiday flight hotel "
+    "weather recipe pasta salad bike repair car garage rent landlord school teacher homework "
+    "concert ticket museum book novel movie series podcast laptop phone charger backup server "
+    "python report slides review release invoice salary bank loan mortgage plant tomato basil"
+).split()
+EPOCH = datetime(2024, 1, 1, 8, 0, tzinfo=timezone.utc)
+
+
+# -- machine and statistics -----------------------------------------------------------
+
+
+def machine_info() -> dict:
+    """nproc, CPU model, RAM and Python version of this machine (for docs/benchmarks.md)."""
+    cpu = platform.processor() or "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ram_gb = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                ram_gb = round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "ram_gb": ram_gb,
+        "python": platform.python_version(),
+    }
+
+
+def machine_line() -> str:
+    """One line describing the machine, printed above every table."""
+    m = machine_info()
+    return f"machine: {m['nproc']} CPU ({m['cpu']}), {m['ram_gb']} GB RAM, Python {m['python']}"
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """The p-th percentile (0-100) by linear interpolation; 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0]
+    rank = (len(ordered) - 1) * p / 100.0
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown table (pasted as is into docs/benchmarks.md)."""
+    cells = [[str(c) for c in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+
+    def line(row: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |"
+
+    out = [line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(r) for r in cells[1:]]
+    return "\n".join(out)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f}"
+
+
+def count_label(n: int) -> str:
+    """10000 -> '10k', 1000000 -> '1M'."""
+    if n >= 1_000_000 and n % 1_000_000 == 0:
+        return f"{n // 1_000_000}M"
+    if n >= 1000 and n % 1000 == 0:
+        return f"{n // 1000}k"
+    return str(n)
+
+
+# -- synthetic workspace content -------------------------------------------------------
+
+
+def sentence(rng: random.Random, words: int = 12) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def write_files(root: Path, count: int, seed: int = 1) -> None:
+    """``count`` note and collector files written directly in their documented formats.
+
+    Two thirds are notes (``notes/<slug>.md``, ``# Title`` first), one third collector
+    digests (``collectors/rss/<YYYY-MM-DD>-<n>.md``), spread over subfolders so no folder
+    grows past a few thousand entries.
+    """
+    rng = random.Random(seed)
+    notes = count * 2 // 3
+    for i in range(count):
+        if i < notes:
+            folder = root / "notes" / f"n{i // 2000:03d}"
+            name = f"note-{i:06d}.md"
+            text = f"# Note {i} {rng.choice(WORDS)}\n\n{sentence(rng, 30)}\n"
+        else:
+            j = i - notes
+            day = (EPOCH + timedelta(days=j // 20)).date().isoformat()
+            folder = root / "collectors" / "rss" / f"d{j // 2000:03d}"
+            name = f"{day}-{j % 20:02d}.md"
+            text = f"# News {day}\n\n- {sentence(rng, 14)}\n- {sentence(rng, 14)}\n"
+        if i % 2000 == 0 or not folder.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+
+
+def write_turns(root: Path, turns: int, conversations: int = 20, per_day: int = 50, seed: int = 2) -> list[str]:
+    """``turns`` L0 log lines in ``conversations/<id>/<YYYY-MM-DD>.jsonl`` (the TurnLog format).
+
+    Turns alternate user/assistant, ``per_day`` per conversation and day, spread evenly over
+    ``conversations`` conversations. Returns the conversation ids used.
+    """
+    rng = random.Random(seed)
+    ids = [f"chat-{c:03d}" for c in range(conversations)]
+    per_conv = turns // conversations
+    for c, conv in enumerate(ids):
+        safe = safe_conversation_id(conv)
+        folder = root / "conversations" / safe
+        folder.mkdir(parents=True, exist_ok=True)
+        count = per_conv + (1 if c < turns % conversations else 0)
+        written = 0
+        day_index = 0
+        while written < count:
+            day = EPOCH + timedelta(days=day_index)
+            n_today = min(per_day, count - written)
+            lines = []
+            for n in range(1, n_today + 1):
+                moment = day + timedelta(minutes=n)
+                lines.append(
+                    json.dumps(
+                        {
+                            "time": moment.isoformat(timespec="seconds"),
+                            "conversation": conv,
+                            "role": "user" if n % 2 else "assistant",
+                            "text": sentence(rng, 14),
+                            "message_id": None,
+                            "turn_id": f"{safe}:{day.date().isoformat()}:{n}",
+                        },
+                        separators=(",", ":"),
+                    )
+                )
+            (folder / f"{day.date().isoformat()}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+            written += n_today
+            day_index += 1
+    return ids
+
+
+# -- the bot under test -----------------------------------------------------------------
+
+
+def bench_config(base_url: str, *, max_concurrency: int = 4, memory: bool = True, extra_runtime: dict | None = None) -> dict:
+    """A config dict pointing at the fake model server; memory recall on, workers quiet."""
+    return {
+        "llm": {
+            "runners": [{"name": "fake", "base_url": base_url, "model": "fake-model", "timeout_seconds": 30}],
+            "max_skill_rounds": 5,
+            "max_concurrency": max_concurrency,
+            "retries_per_runner": 0,
+            "stream": False,
+        },
+        "runtime": {"timezone": "UTC", "trace_keep": 200, **(extra_runtime or {})},
+        "memory": {
+            "enabled": memory,
+            "recall": {"enabled": memory, "limit": 5, "budget_chars": 1500},
+            # No background refresh during a measurement: the index is built before it.
+            "refresh_seconds": 3600,
+            "extraction": {"enabled": False},
+        },
+        "telegram": {"token": ""},
+    }
+
+
+@dataclass
+class Bot:
+    """The parts a benchmark drives; ``how`` says whether build_runtime or a fallback built it."""
+
+    agent: Any
+    memory: Any
+    workspace: Workspace
+    how: str
+    runtime: Any = None
+    notes: list[str] = field(default_factory=list)
+
+    def close(self) -> None:
+        for target in (self.runtime, self.memory):
+            closer = getattr(target, "close", None)
+            if callable(closer):
+                try:
+                    closer()
+                except Exception:
+                    pass
+            if target is not None and target is self.runtime:
+                break  # the runtime owns the memory service
+
+
+def write_config_dir(config: dict, folder: Path) -> Path:
+    """The config dict as a config tree (``<section>.json`` per top-level key)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for section, value in config.items():
+        (folder / f"{section}.json").write_text(json.dumps(value, indent=2), encoding="utf-8")
+    return folder
+
+
+def build_bot(config: dict, workspace_root: Path, *, memory: bool = True) -> Bot:
+    """The bot over ``workspace_root``: ``build_runtime`` when it exists, else the same parts by hand."""
+    try:
+        from messaging_llm_bot.runtime import build_runtime  # type: ignore
+    except ImportError:
+        build_runtime = None
+    if build_runtime is not None:
+        config_dir = write_config_dir(config, workspace_root.parent / (workspace_root.name + "-config"))
+        runtime = build_runtime(str(config_dir), str(workspace_root))
+        return Bot(agent=runtime.agent, memory=runtime.memory, workspace=runtime.workspace, how="build_runtime", runtime=runtime)
+    from assistant_framework.collectors import CollectorManager
+    from assistant_framework.memory import MemoryService
+    from assistant_framework.skills import SkillManager
+    from messaging_llm_bot.agent import Agent
+    from messaging_llm_bot.llm import LLMClient
+
+    workspace = Workspace(workspace_root)
+    skills = SkillManager.from_config(config, workspace)
+    collectors = CollectorManager.from_config(config, workspace)
+    llm = LLMClient(config["llm"])
+    service = MemoryService(workspace, config, start_worker=False) if memory else None
+    notes = ["messaging_llm_bot/runtime.py is missing: the Agent was assembled from its parts"]
+    if service is not None:
+        notes += patch_missing_memory_parts(service)
+    agent = Agent(config, workspace, skills, llm, collectors=collectors, memory=service)
+    return Bot(agent=agent, memory=service, workspace=workspace, how="assembled from parts", notes=notes)
+
+
+def patch_missing_memory_parts(service: Any) -> list[str]:
+    """Stand-ins for memory modules not written yet, so a turn can run; returns what was patched."""
+    import importlib.util
+
+    patched = []
+    if importlib.util.find_spec("assistant_framework.memory.profile") is None:
+        # MemoryService.profile_text imports it on every prompt build; no profile means "".
+        service.profile_text = lambda budget_chars: ""
+        patched.append("assistant_framework/memory/profile.py is missing: profile_text() stubbed to ''")
+    return patched
+
+
+def fake_server(latency: float = 0.0):
+    """A started FakeChatServer with the given per-request latency (seconds)."""
+    from tests.fakes.chat_server import FakeChatServer
+
+    return FakeChatServer(latency=latency).start()
