@@ -118,3 +118,10 @@ def test_report_shape_table_and_comparison() -> None:
     report_b = build_report([good, fixed], model="m-b")
     comparison = format_comparison(report_a, report_b)
     assert "fixed  c9" in comparison and "+1" in comparison
+
+
+def test_skill_or_no_call_accepted() -> None:
+    either = case(id="c4", category="time", expect={"skill": ["time", None], "reply": {"contains": "thursday"}})
+    assert score_case(either, [], "It is a Thursday.", today=TODAY).passed
+    assert score_case(either, [CallRecord("time", {"action": "weekday"}, ok=True)], "Thursday", today=TODAY).passed
+    assert not score_case(either, [CallRecord("notes", {}, ok=True)], "Thursday", today=TODAY).passed

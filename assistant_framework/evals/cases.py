@@ -33,7 +33,7 @@ CASE_SCHEMA = {
         "expect": {
             "type": "object",
             "properties": {
-                "skill": {"type": ["string", "null", "array"], "items": {"type": "string"}},
+                "skill": {"type": ["string", "null", "array"], "items": {"type": ["string", "null"]}},
                 "args": {"type": "object"},
                 "chain": {"type": "array", "items": {"type": "string"}},
                 "reply": {},
@@ -65,7 +65,13 @@ class EvalCase:
         skill = self.expect.get("skill")
         if skill is None:
             return []
-        return [skill] if isinstance(skill, str) else list(skill)
+        return [skill] if isinstance(skill, str) else [s for s in skill if s is not None]
+
+    @property
+    def allows_no_call(self) -> bool:
+        """True when answering without any skill call is acceptable (``skill: null`` or a list with null)."""
+        skill = self.expect.get("skill")
+        return skill is None or (isinstance(skill, list) and None in skill)
 
 
 class CaseError(ValueError):

@@ -74,7 +74,9 @@ def score_case(
     )
     if error:
         problems.append(f"run failed: {error}")
-    if not expected:
+    if case.allows_no_call and not calls:
+        result.no_skill_ok = bool(reply.strip())
+    elif not expected:
         result.no_skill_ok = not calls and bool(reply.strip())
         if calls:
             problems.append(f"expected no skill call, got {[c.skill for c in calls]}")

@@ -1,0 +1,78 @@
+"""``eval skills``: can the configured model drive the assistant? See docs/eval.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..config import load_config
+from ..evals.cases import BUILTIN_CASES_DIR, CaseError, load_cases
+from ..evals.report import build_report, format_comparison, format_table
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    group = subparsers.add_parser("eval", help="measure how well a model calls the assistant's skills")
+    commands = group.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+    skills = commands.add_parser(
+        "skills",
+        help="run the skill-calling suite against a model",
+        description="Run the built-in skill-calling cases (plus --cases DIR) against the configured runner, "
+        "print a table per category, optionally write a JSON report; or compare two reports.",
+    )
+    skills.add_argument("--config", default="config", help="config file or directory (default: config)")
+    skills.add_argument("--runner", help="use this runner from llm.runners")
+    skills.add_argument("--base-url", help="an OpenAI-compatible base URL instead of the configured runner")
+    skills.add_argument("--model", help="the model name to send")
+    skills.add_argument("--cases", action="append", default=[], metavar="DIR", help="add your own cases (JSON or YAML files); repeatable")
+    skills.add_argument("--no-builtin", action="store_true", help="run only the cases given with --cases")
+    skills.add_argument("--category", action="append", default=[], help="run only these categories; repeatable")
+    skills.add_argument("--id", action="append", default=[], dest="ids", help="run only these case ids; repeatable")
+    skills.add_argument("--report", metavar="PATH", help="write the results as JSON")
+    skills.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"), help="show two reports side by side and exit")
+    skills.set_defaults(func=cmd_skills)
+
+
+def cmd_skills(args: argparse.Namespace) -> int:
+    if args.compare:
+        a, b = (json.loads(Path(p).read_text(encoding="utf-8")) for p in args.compare)
+        print(format_comparison(a, b, Path(args.compare[0]).stem, Path(args.compare[1]).stem))
+        return 0
+    # Imported here: the runner talks to model servers, which the rest of the CLI never does.
+    from messaging_llm_bot.eval_runner import eval_llm_config, run_cases
+
+    config = load_config(args.config) if Path(args.config).exists() or not (args.base_url and args.model) else {}
+    dirs = [] if args.no_builtin else [BUILTIN_CASES_DIR]
+    dirs += [Path(d) for d in args.cases]
+    try:
+        cases = load_cases(dirs)
+    except CaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.category:
+        cases = [c for c in cases if c.category in args.category]
+    if args.ids:
+        cases = [c for c in cases if c.id in args.ids]
+    if not cases:
+        print("error: no eval cases selected", file=sys.stderr)
+        return 2
+    try:
+        config["llm"] = eval_llm_config(config.get("llm") or {}, runner=args.runner, base_url=args.base_url, model=args.model)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    runner = config["llm"]["runners"][0]
+
+    def progress(index: int, total: int, result) -> None:
+        mark = "ok  " if result.passed else "FAIL"
+        print(f"[{index:>3}/{total}] {mark} {result.id}", file=sys.stderr, flush=True)
+
+    results = run_cases(cases, config, progress=progress)
+    report = build_report(results, model=runner.get("model", ""), runner=runner.get("name", ""), base_url=runner.get("base_url", ""))
+    print(format_table(report))
+    if args.report:
+        Path(args.report).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"\nreport written to {args.report}")
+    return 0
