@@ -1,0 +1,261 @@
+"""Every built-in skill exercised through SkillManager.run on a real temporary workspace."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from assistant_framework.skill_loader import first_fenced_block, readme_sections
+from assistant_framework.skills import BUILTIN_SKILLS_DIR, SkillContext, SkillManager
+from assistant_framework.workspace import Workspace
+
+BERLIN = ZoneInfo("Europe/Berlin")
+#: Friday 28 March 2025, 10:00 in Berlin; DST starts on Sunday 30 March at 02:00.
+NOW = datetime(2025, 3, 28, 10, 0, tzinfo=BERLIN)
+MINE = ("birthdays", "contacts", "facts", "file", "learnings", "notes", "reminders", "routines", "tasks", "time")
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    return Workspace(tmp_path / "ws")
+
+
+@pytest.fixture
+def manager(ws: Workspace) -> SkillManager:
+    return SkillManager([BUILTIN_SKILLS_DIR], ws, timeout_seconds=10)
+
+
+@pytest.fixture
+def ctx() -> SkillContext:
+    return SkillContext(conversation_id="tg:42", chat_id=42, timezone="Europe/Berlin", services={"clock": lambda: NOW})
+
+
+def ok(manager: SkillManager, name: str, args: dict, context: SkillContext | None = None):
+    result = manager.run(name, args, context)
+    assert result.ok, result.error
+    return result.value
+
+
+def err(manager: SkillManager, name: str, args: dict, context: SkillContext | None = None) -> str:
+    result = manager.run(name, args, context)
+    assert not result.ok, result.value
+    return result.error
+
+
+# -- the surface the model sees ----------------------------------------------------
+
+
+def test_builtins_load_without_errors(manager: SkillManager) -> None:
+    assert manager.errors == []
+    assert set(MINE) <= set(manager.names())
+
+
+@pytest.mark.parametrize("folder", sorted(p for p in BUILTIN_SKILLS_DIR.iterdir() if (p / "__init__.py").is_file()), ids=lambda p: p.name)
+def test_readme_sections_and_schema_match_module(folder: Path, manager: SkillManager) -> None:
+    sections = readme_sections((folder / "README.md").read_text(encoding="utf-8"))
+    assert {"what it does", "args schema", "examples"} <= set(sections), folder.name
+    skill = next(s for s in manager.skills.values() if s.folder == folder.resolve())
+    assert json.loads(first_fenced_block(sections["args schema"])) == skill.args_schema
+
+
+def test_catalog_is_short_and_strict(manager: SkillManager) -> None:
+    entries = [entry for entry in manager.catalog() if entry["name"] in MINE]
+    rendered = "\n".join(
+        f"{e['name']}: {e['description']} {json.dumps(e['args_schema'], separators=(',', ':'))}" for e in entries
+    )
+    assert len(rendered) < 3500, len(rendered)
+    for entry in entries:
+        assert len(entry["description"]) <= 120 and "\n" not in entry["description"], entry["name"]
+        assert entry["args_schema"]["additionalProperties"] is False, entry["name"]
+        assert len(entry["args_schema"].get("required", [])) <= 1, entry["name"]
+
+
+# -- file ------------------------------------------------------------------------------
+
+
+def test_file_read_write_append_list_delete(manager: SkillManager, ws: Workspace) -> None:
+    assert "wrote 5 characters to notes/a.md" == ok(manager, "file", {"action": "write", "path": "notes/a.md", "content": "hello"})
+    ok(manager, "file", {"action": "append", "path": "notes/a.md", "content": "world"})
+    assert (ws.root / "notes/a.md").read_text() == "hello\nworld\n"
+    ok(manager, "file", {"action": "write", "path": "notes/b.md", "content": "bee"})
+    assert ok(manager, "file", {"action": "read", "path": "notes/a.md"}) == "hello\nworld\n"
+    both = ok(manager, "file", {"action": "read", "paths": ["notes/a.md", "notes/b.md", "notes/none.md"]})
+    assert both["notes/b.md"] == "bee" and both["notes/none.md"].startswith("Error:") and "none.md" in both["notes/none.md"]
+    assert ok(manager, "file", {"action": "list", "path": "notes"})["files"] == ["notes/a.md", "notes/b.md"]
+    ok(manager, "file", {"action": "delete", "paths": ["notes/a.md", "notes/b.md"]})
+    assert not (ws.root / "notes/a.md").exists() and not (ws.root / "notes/b.md").exists()
+    assert "does not exist" in err(manager, "file", {"action": "read", "path": "notes/a.md"})
+    assert "needs path" in err(manager, "file", {"action": "read"})
+
+
+def test_file_refuses_paths_outside_the_workspace(manager: SkillManager, ws: Workspace, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    (ws.root / "link").symlink_to(outside)
+    for path in ("../x", "/etc/passwd", "link/secret.txt", "notes/../../x"):
+        error = err(manager, "file", {"action": "read", "path": path})
+        assert "WorkspacePathError" in error and "secret" not in error.replace("secret.txt", ""), path
+    error = err(manager, "file", {"action": "write", "path": "link/new.txt", "content": "x"})
+    assert "WorkspacePathError" in error and not (outside / "new.txt").exists()
+    assert "WorkspacePathError" in err(manager, "file", {"action": "write", "path": "../escape.txt", "content": "x"})
+    assert not (tmp_path / "escape.txt").exists()
+    assert "WorkspacePathError" in err(manager, "file", {"action": "list", "path": "../"})
+    mixed = ok(manager, "file", {"action": "read", "paths": ["../x", "/etc/passwd"]})
+    assert all(value.startswith("Error:") for value in mixed.values())
+    assert (outside / "secret.txt").read_text() == "secret"
+
+
+# -- learnings, notes -------------------------------------------------------------------
+
+
+def test_learnings_remember_list_forget(manager: SkillManager, ws: Workspace) -> None:
+    assert ok(manager, "learnings", {"action": "remember", "text": "User prefers metric units"}).startswith("saved to learnings/general.md")
+    assert ok(manager, "learnings", {"action": "remember", "text": "user prefers  METRIC units"}).startswith("already in")
+    ok(manager, "learnings", {"action": "remember", "text": "Salt the pasta water", "topic": "Cooking"})
+    assert (ws.root / "learnings/general.md").read_text() == "- User prefers metric units\n"
+    assert (ws.root / "learnings/cooking.md").read_text() == "- Salt the pasta water\n"
+    assert ok(manager, "learnings", {"action": "list"}) == [
+        {"topic": "cooking", "text": "Salt the pasta water"},
+        {"topic": "general", "text": "User prefers metric units"},
+    ]
+    ok(manager, "learnings", {"action": "forget", "text": "metric"})
+    assert (ws.root / "learnings/general.md").read_text() == ""
+    assert "no learning matches" in err(manager, "learnings", {"action": "forget", "text": "metric"})
+
+
+def test_notes_add_search_read(manager: SkillManager, ws: Workspace) -> None:
+    assert "notes/wifi-at-the-cabin.md" in ok(manager, "notes", {"action": "add", "title": "Wifi at the cabin", "body": "Network cabin-5G, password on the fridge"})
+    ok(manager, "notes", {"action": "add", "title": "Groceries", "body": "Oat milk and bread"})
+    assert (ws.root / "notes/wifi-at-the-cabin.md").read_text().startswith("# Wifi at the cabin\n")
+    hits = ok(manager, "notes", {"action": "search", "query": "FRIDGE password"})
+    assert [h["path"] for h in hits] == ["notes/wifi-at-the-cabin.md"] and "fridge" in hits[0]["snippet"]
+    assert [h["title"] for h in ok(manager, "notes", {"action": "search", "query": "milk"})] == ["Groceries"]
+    assert "no note matches" in ok(manager, "notes", {"action": "search", "query": "banana"})
+    assert ok(manager, "notes", {"action": "read", "title": "groceries"})["body"] == "Oat milk and bread"
+    assert len(ok(manager, "notes", {"action": "list"})) == 2
+
+
+# -- tasks ----------------------------------------------------------------------------
+
+
+def test_tasks_add_list_complete_delete(manager: SkillManager, ws: Workspace, ctx: SkillContext) -> None:
+    assert ok(manager, "tasks", {"action": "add", "title": "Renew passport", "due": "2025-03-27"}, ctx).startswith("added task t1")
+    ok(manager, "tasks", {"action": "add", "title": "Buy milk"}, ctx)
+    ok(manager, "tasks", {"action": "add", "title": "Dentist", "due": "2025-04-02T09:30"}, ctx)
+    bad = manager.run("tasks", {"action": "add", "title": "x", "due": "tomorrow"}, ctx)
+    assert bad.error_kind == "invalid_args" and "args.due: 'tomorrow' does not match" in bad.error
+    assert "not a real calendar date" in err(manager, "tasks", {"action": "add", "title": "x", "due": "2025-02-30"}, ctx)
+    assert [t["title"] for t in ok(manager, "tasks", {"action": "list", "status": "due"}, ctx)] == ["Renew passport"]
+    assert len(ok(manager, "tasks", {"action": "list"}, ctx)) == 3
+    assert ok(manager, "tasks", {"action": "complete", "title": "passport"}, ctx) == "completed task t1: Renew passport"
+    ok(manager, "tasks", {"action": "delete", "title": "t2"}, ctx)
+    assert "no open task matches" in err(manager, "tasks", {"action": "complete", "title": "passport"}, ctx)
+    stored = json.loads((ws.root / "tasks/tasks.json").read_text())
+    assert [t["id"] for t in stored] == ["t1", "t3"]
+    done, dentist = stored
+    assert done["status"] == "done" and datetime.fromisoformat(done["done_at"]).tzinfo is not None
+    assert dentist == {**dentist, "title": "Dentist", "due": "2025-04-02T09:30", "status": "open", "done_at": None, "notes": ""}
+    assert datetime.fromisoformat(dentist["created_at"]).utcoffset() is not None
+
+
+# -- contacts, birthdays, routines, facts ---------------------------------------------------
+
+
+def test_contacts_add_update_find(manager: SkillManager, ws: Workspace) -> None:
+    ok(manager, "contacts", {"action": "add", "name": "Anna Berg", "phone": "+49 170 1234567"})
+    ok(manager, "contacts", {"action": "add", "name": "Bob Stone", "email": "bob@example.org"})
+    assert "already exists" in err(manager, "contacts", {"action": "add", "name": "anna berg"})
+    assert ok(manager, "contacts", {"action": "update", "name": "Anna", "email": "anna@example.org"})["phone"] == "+49 170 1234567"
+    assert [c["name"] for c in ok(manager, "contacts", {"action": "find", "query": "EXAMPLE.org"})] == ["Anna Berg", "Bob Stone"]
+    assert "no contact matches" in ok(manager, "contacts", {"action": "find", "query": "carol"})
+    stored = json.loads((ws.root / "contacts/contacts.json").read_text())
+    assert stored[0] == {"name": "Anna Berg", "phone": "+49 170 1234567", "email": "anna@example.org", "notes": ""}
+
+
+def test_birthdays_add_update_find_upcoming(manager: SkillManager, ws: Workspace, ctx: SkillContext) -> None:
+    ok(manager, "birthdays", {"action": "add", "name": "Anna", "date": "1990-04-02"}, ctx)
+    ok(manager, "birthdays", {"action": "add", "name": "Bob", "date": "03-28", "notes": "likes jazz"}, ctx)
+    ok(manager, "birthdays", {"action": "add", "name": "Carl", "date": "12-24"}, ctx)
+    assert "not a real calendar date" in err(manager, "birthdays", {"action": "add", "name": "Dora", "date": "02-30"}, ctx)
+    assert manager.run("birthdays", {"action": "add", "name": "Eve", "date": "2 April"}, ctx).error_kind == "invalid_args"
+    upcoming = ok(manager, "birthdays", {"action": "upcoming", "days": 10}, ctx)
+    assert upcoming == [
+        {"name": "Bob", "date": "2025-03-28", "in_days": 0, "notes": "likes jazz"},
+        {"name": "Anna", "date": "2025-04-02", "in_days": 5, "turns": 35},
+    ]
+    ok(manager, "birthdays", {"action": "update", "name": "carl", "date": "12-25"}, ctx)
+    assert ok(manager, "birthdays", {"action": "find", "name": "car"}, ctx) == [{"name": "Carl", "date": "12-25", "notes": ""}]
+    assert [b["name"] for b in json.loads((ws.root / "birthdays/birthdays.json").read_text())] == ["Anna", "Bob", "Carl"]
+
+
+def test_routines_set_list_delete(manager: SkillManager, ws: Workspace) -> None:
+    assert "added routine 'Morning'" in ok(manager, "routines", {"action": "set", "name": "Morning", "when": "weekdays 7:00", "steps": "water, stretch"})
+    assert "updated routine" in ok(manager, "routines", {"action": "set", "name": "morning", "steps": "water, stretch, tasks"})
+    assert ok(manager, "routines", {"action": "list"}) == [{"name": "Morning", "when": "weekdays 7:00", "steps": "water, stretch, tasks"}]
+    assert json.loads((ws.root / "routines/routines.json").read_text())[0]["steps"] == "water, stretch, tasks"
+    ok(manager, "routines", {"action": "delete", "name": "Morning"})
+    assert ok(manager, "routines", {"action": "list"}) == "no routines yet"
+
+
+def test_facts_add_supersede_lookup(manager: SkillManager, ws: Workspace, ctx: SkillContext) -> None:
+    assert ok(manager, "facts", {"action": "add", "subject": "Anna", "attribute": "city", "value": "Berlin"}, ctx).startswith("added fact f1")
+    assert ok(manager, "facts", {"action": "add", "subject": "anna", "attribute": "City", "value": " berlin "}, ctx).startswith("already known (f1)")
+    assert ok(manager, "facts", {"action": "add", "subject": "Anna", "attribute": "city", "value": "Hamburg"}, ctx).startswith("superseded fact f2")
+    current = ok(manager, "facts", {"action": "lookup", "subject": "anna"}, ctx)
+    assert [(f["id"], f["value"]) for f in current] == [("f2", "Hamburg")]
+    history = ok(manager, "facts", {"action": "lookup", "query": "anna", "history": True}, ctx)
+    assert [(f["id"], f["status"]) for f in history] == [("f1", "superseded"), ("f2", "current")]
+    stored = json.loads((ws.root / "facts/facts.json").read_text())
+    assert stored[0]["superseded_by"] == "f2" and stored[1]["source"] == "skill" and stored[1]["source_ref"] == "tg:42"
+
+
+# -- reminders ---------------------------------------------------------------------------
+
+
+def test_reminders_add_list_cancel(manager: SkillManager, ws: Workspace, ctx: SkillContext) -> None:
+    assert ok(manager, "reminders", {"action": "add", "text": "Call mum", "at": "2025-03-28 18:30"}, ctx).startswith(
+        "reminder r1 set for 2025-03-28 18:30 Europe/Berlin"
+    )
+    ok(manager, "reminders", {"action": "add", "text": "Pizza out", "in_minutes": 12}, ctx)
+    # 02:30 on 30 March does not exist in Berlin (clocks jump 02:00 -> 03:00).
+    ok(manager, "reminders", {"action": "add", "text": "After the jump", "at": "2025-03-30 02:30"}, ctx)
+    assert "in the past" in err(manager, "reminders", {"action": "add", "text": "late", "at": "2025-03-28 09:00"}, ctx)
+    assert "exactly one of" in err(manager, "reminders", {"action": "add", "text": "x"}, ctx)
+    assert "chat" in err(manager, "reminders", {"action": "add", "text": "x", "in_minutes": 5}, SkillContext())
+    listed = ok(manager, "reminders", {"action": "list"}, ctx)
+    assert [r["id"] for r in listed] == ["r2", "r1", "r3"]
+    stored = {r["id"]: r for r in json.loads((ws.root / "reminders/reminders.json").read_text())}
+    assert stored["r1"]["due_at"] == "2025-03-28T18:30:00+01:00"
+    assert stored["r2"]["due_at"] == "2025-03-28T10:12:00+01:00"
+    assert stored["r3"]["due_at"] == "2025-03-30T03:30:00+02:00"
+    assert stored["r1"] | {"created_at": None} == {
+        "id": "r1", "chat_id": 42, "text": "Call mum", "due_at": "2025-03-28T18:30:00+01:00", "timezone": "Europe/Berlin",
+        "created_at": None, "status": "pending", "delivered_at": None,
+    }
+    other_chat = SkillContext(chat_id=7, timezone="Europe/Berlin", services={"clock": lambda: NOW})
+    assert "no reminder 'r1' in this chat" in err(manager, "reminders", {"action": "cancel", "id": "r1"}, other_chat)
+    assert ok(manager, "reminders", {"action": "cancel", "id": "r1"}, ctx) == "cancelled reminder r1: Call mum"
+    assert [r["id"] for r in ok(manager, "reminders", {"action": "list"}, ctx)] == ["r2", "r3"]
+
+
+# -- time ------------------------------------------------------------------------------------
+
+
+def test_time_now_and_date_math(manager: SkillManager, ctx: SkillContext) -> None:
+    assert ok(manager, "time", {}, ctx) == {"now": "2025-03-28 10:00", "weekday": "Friday", "timezone": "Europe/Berlin", "utc_offset": "+0100"}
+    assert ok(manager, "time", {"action": "add", "weeks": 1, "days": 2}, ctx) == {"date": "2025-04-06", "weekday": "Sunday", "days_from_today": 9}
+    assert ok(manager, "time", {"action": "weekday", "date": "2025-12-24"}, ctx)["weekday"] == "Wednesday"
+    assert ok(manager, "time", {"action": "days_until", "date": "2025-04-01"}, ctx)["days_from_today"] == 4
+    assert ok(manager, "time", {"action": "next", "weekday": "Friday"}, ctx)["date"] == "2025-04-04"
+    assert ok(manager, "time", {"action": "next", "weekday": "sat"}, ctx)["date"] == "2025-03-29"
+    assert "not one of" in err(manager, "time", {"action": "next", "weekday": "someday"}, ctx)
+    tokyo = ok(manager, "time", {}, SkillContext(timezone="Asia/Tokyo", services={"clock": lambda: NOW}))
+    assert tokyo["now"] == "2025-03-28 18:00" and tokyo["utc_offset"] == "+0900"
+    assert "not a known IANA zone" in err(manager, "time", {}, SkillContext(timezone="Mars/Base"))
+    real = ok(manager, "time", {})  # the real clock, in UTC without a context
+    assert real["timezone"] == "UTC" and len(real["now"]) == 16
