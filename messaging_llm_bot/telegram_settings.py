@@ -1,0 +1,83 @@
+"""The ``telegram`` config section as a record, and pure rules about who and what the bot answers."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import telegram
+
+OFFICIAL_BASE_URL = "https://api.telegram.org/bot"
+OFFICIAL_BASE_FILE_URL = "https://api.telegram.org/file/bot"
+
+
+@dataclass(frozen=True)
+class TelegramSettings:
+    """Frontend settings with defaults applied; see docs/telegram.md for each key."""
+
+    token: str = ""
+    allowed_user_ids: frozenset[int] = frozenset()
+    base_url: str = OFFICIAL_BASE_URL
+    base_file_url: str = OFFICIAL_BASE_FILE_URL
+    mode: str = "polling"
+    group_mode: str = "mention"
+    stream: bool = True
+    progress: bool = True
+    morning_digest: str | None = None
+    webhook: dict = field(default_factory=dict)
+    timezone: str = "UTC"
+
+    @classmethod
+    def from_config(cls, config: dict) -> "TelegramSettings":
+        """Read ``config["telegram"]`` (and runtime.timezone) with defaults."""
+        tg = config.get("telegram") or {}
+        ids = frozenset(int(i) for i in tg.get("allowed_user_ids") or [])
+        return cls(token=str(tg.get("token") or ""), allowed_user_ids=ids,
+                   base_url=tg.get("base_url") or OFFICIAL_BASE_URL,
+                   base_file_url=tg.get("base_file_url") or OFFICIAL_BASE_FILE_URL,
+                   mode=tg.get("mode") or "polling", group_mode=tg.get("group_mode") or "mention",
+                   stream=bool(tg.get("stream", True)), progress=bool(tg.get("progress", True)),
+                   morning_digest=tg.get("morning_digest") or None, webhook=dict(tg.get("webhook") or {}),
+                   timezone=str((config.get("runtime") or {}).get("timezone") or "UTC"))
+
+
+def conversation_id(chat_id: int) -> str:
+    """The Agent conversation id of a Telegram chat."""
+    return f"tg:{chat_id}"
+
+
+def is_command(message: telegram.Message) -> bool:
+    """True when the message text starts with a bot command entity."""
+    return bool(message.text and message.entities and message.entities[0].type == "bot_command"
+                and message.entities[0].offset == 0)
+
+
+def mentions_bot(message: telegram.Message, bot_username: str) -> bool:
+    """True when the text or caption mentions ``@bot_username``."""
+    if not bot_username:
+        return False
+    wanted = "@" + bot_username.lower()
+    for ent, text in list(message.parse_entities(["mention"]).items()) + list(
+            message.parse_caption_entities(["mention"]).items()):
+        if text.lower() == wanted:
+            return True
+    body = (message.text or message.caption or "").lower()
+    return re.search(re.escape(wanted) + r"\b", body) is not None
+
+
+def addressed_to_bot(message: telegram.Message, bot_username: str, bot_id: int | None, group_mode: str) -> bool:
+    """Private chats always; groups when mode is "all", or the bot is mentioned or replied to."""
+    if message.chat.type == "private" or group_mode == "all":
+        return True
+    if mentions_bot(message, bot_username):
+        return True
+    replied = message.reply_to_message
+    return bool(replied and replied.from_user and bot_id is not None and replied.from_user.id == bot_id)
+
+
+def strip_mention(text: str, bot_username: str) -> str:
+    """Remove ``@bot_username`` from a group message so the model sees just the request."""
+    if not bot_username:
+        return text
+    cleaned = re.sub(r"@" + re.escape(bot_username) + r"\b", "", text, flags=re.IGNORECASE)
+    return re.sub(r"[ \t]{2,}", " ", cleaned).strip() or text

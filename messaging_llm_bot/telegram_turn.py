@@ -1,0 +1,150 @@
+"""Answer one durable inbox item: prepare the model input, run the Agent with progress, deliver with a ledger.
+
+Used for live messages and for the start-up replay of items a crash left unanswered; the caller
+holds the chat's lock so the messages of one chat are answered in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import telegram
+from telegram import MessageEntity, Update
+from telegram.error import TelegramError
+
+from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.telegram_format import render_markdown
+from messaging_llm_bot.telegram_media import (VOICE_DISABLED, attachment_prompt, message_kind, save_attachment,
+                                              transcribe_voice)
+from messaging_llm_bot.telegram_progress import Progress
+from messaging_llm_bot.telegram_send import (TelegramDeliveryError, is_entity_error, retry_after_seconds,
+                                             send_markdown)
+from messaging_llm_bot.telegram_settings import TelegramSettings, strip_mention
+from messaging_llm_bot.transcribe import transcription_config
+
+log = logging.getLogger(__name__)
+
+FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
+
+
+class TurnRunner:
+    """Runs turns for the Telegram frontend; one instance per application."""
+
+    def __init__(self, runtime: Any, inbox: Inbox, settings_ref: Any) -> None:
+        self.runtime = runtime
+        self.inbox = inbox
+        self._settings_ref = settings_ref  # callable returning the current TelegramSettings (changes on /reload)
+
+    @property
+    def settings(self) -> TelegramSettings:
+        return self._settings_ref()
+
+    async def answer(self, bot: telegram.Bot, item: InboxItem) -> None:
+        """Answer ``item`` and complete it; the user always gets a message, even on errors."""
+        update = Update.de_json(item.payload, bot)
+        message = update.effective_message
+        chat_id = message.chat_id
+        # Quote the question only in groups, where several people talk; private chats stay clean.
+        reply_to = message.message_id if message.chat.type != "private" else None
+        progress: Progress | None = None
+        try:
+            reply = item.reply
+            if reply is None:
+                progress = Progress(bot, chat_id, show_status=self.settings.progress, stream=self.settings.stream)
+                reply = await self._produce_reply(bot, item, message, progress)
+                await progress.stop()
+                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
+            await self._deliver(bot, item, chat_id, reply, reply_to, progress)
+        except TelegramDeliveryError as err:
+            log.error("telegram: %s", err)
+            if isinstance(err.cause, telegram.error.NetworkError) and not isinstance(err.cause, telegram.error.BadRequest):
+                return  # leave it pending: the next start-up resends the missing parts
+        except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
+            log.exception("telegram: answering %s in chat %s failed", item.item_id, chat_id)
+            if progress is not None:
+                await progress.stop()
+            try:
+                await bot.send_message(chat_id, FAILED_REPLY)
+            except TelegramError:
+                log.error("telegram: could not even send the failure notice to chat %s", chat_id)
+        await asyncio.to_thread(self.inbox.complete, item.item_id)
+
+    async def _produce_reply(self, bot: telegram.Bot, item: InboxItem, message: telegram.Message,
+                             progress: Progress) -> str:
+        kind = message_kind(message)
+        untrusted = False
+        if kind == "text":
+            text = strip_mention(message.text, bot.username or "")
+        elif kind in ("document", "photo"):
+            today = datetime.now(ZoneInfo(self.settings.timezone)).date()
+            saved = await save_attachment(bot, self.runtime.workspace, message, today)
+            if isinstance(saved, str):
+                return saved
+            text, untrusted = attachment_prompt(saved), True
+        elif kind == "voice":
+            config = transcription_config((self.runtime.config.get("llm") or {}))
+            if config is None:
+                return VOICE_DISABLED
+            result = await transcribe_voice(bot, message, config)
+            if not result.ok:
+                return f"🎙 I could not transcribe that voice note: {result.error or 'the transcript was empty'}."
+            text = result.text
+            await bot.send_message(message.chat_id, f"🎙 {text}", reply_parameters=telegram.ReplyParameters(
+                message.message_id, allow_sending_without_reply=True))
+        else:
+            return f"Sorry, I can't handle a {kind} message."
+        await progress.start()
+        user = message.from_user
+        result = await asyncio.to_thread(
+            self.runtime.agent.handle_message, item.conversation_id, text, on_event=progress.on_event,
+            stream=self.settings.stream, chat_id=message.chat_id, user_id=user.id if user else None,
+            private=message.chat.type == "private" and user is not None and user.id in self.settings.allowed_user_ids,
+            message_id=message.message_id, untrusted=untrusted)
+        reply = result.reply or FAILED_REPLY
+        if result.footer:
+            reply = f"{reply}\n\n_{result.footer}_"
+        return reply
+
+    async def _deliver(self, bot: telegram.Bot, item: InboxItem, chat_id: int, reply: str, reply_to: int | None,
+                       progress: Progress | None) -> None:
+        skip = self.inbox.parts_sent(item.item_id)
+        if progress is not None and progress.message_id is not None:
+            if skip == 0 and progress.showing_stream and await self._finalise_stream(bot, chat_id, progress.message_id,
+                                                                                    reply):
+                await asyncio.to_thread(self.inbox.record_part, item.item_id, 0, progress.message_id)
+                skip = 1
+            else:
+                await progress.discard()
+
+        def on_part_sent(index: int, message_id: int) -> None:
+            self.inbox.record_part(item.item_id, index, message_id)
+
+        await send_markdown(bot, chat_id, reply, reply_to_message_id=reply_to if skip == 0 else None,
+                            skip_parts=skip, on_part_sent=on_part_sent)
+
+    async def _finalise_stream(self, bot: telegram.Bot, chat_id: int, message_id: int, reply: str) -> bool:
+        """Replace the streamed text with the formatted first part; False if the edit did not land."""
+        part = render_markdown(reply)[0]
+        entities = [MessageEntity.de_json(dict(e), bot) for e in part.entities] or None
+        for attempt in range(3):
+            try:
+                await bot.edit_message_text(part.text, chat_id=chat_id, message_id=message_id, entities=entities)
+                return True
+            except telegram.error.RetryAfter as err:
+                await asyncio.sleep(retry_after_seconds(err.retry_after))
+            except telegram.error.BadRequest as err:
+                if "not modified" in str(err).lower():
+                    return True
+                if entities and is_entity_error(err):
+                    entities = None
+                    continue
+                log.info("telegram: final edit of streamed message %s failed: %s", message_id, err)
+                return False
+            except TelegramError as err:
+                log.info("telegram: final edit of streamed message %s failed: %s", message_id, err)
+                return False
+        return False

@@ -1,0 +1,93 @@
+"""Shared fixtures for the Telegram end-to-end tests: a real PTB Application built by our code,
+running ``run_polling`` in a background thread against FakeBotAPI and FakeChatServer."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.telegram_bot import TelegramService
+from tests.fakes.bot_api import FakeBotAPI
+
+OWNER = 1
+STRANGER = 666
+
+
+def telegram_config(base: dict, fake: FakeBotAPI, **overrides: Any) -> dict:
+    """``base`` (the conftest bot_config) plus a telegram section pointing at ``fake``."""
+    config = copy.deepcopy(base)
+    config["telegram"] = {"token": fake.token, "allowed_user_ids": [OWNER], "base_url": fake.base_url,
+                          "base_file_url": fake.base_file_url, "stream": False, "progress": True,
+                          **overrides}
+    # Memory recall is tested by its own suite; here it would only add model calls to script.
+    config.setdefault("memory", {"enabled": False})
+    return config
+
+
+def make_runtime(config: dict, workspace: Workspace, tmp_path: Path) -> Any:
+    """The project's BotRuntime built from a config file, as ``python -m messaging_llm_bot`` does."""
+    from messaging_llm_bot.runtime import build_runtime
+
+    path = tmp_path / f"config-{id(config)}.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return build_runtime(path, workspace.root)
+
+
+class RunningBot:
+    """A TelegramService running in a thread; use as a context manager."""
+
+    def __init__(self, runtime: Any, poll_timeout: int = 1) -> None:
+        self.runtime = runtime
+        self.service = TelegramService(runtime, stop_signals=None, poll_timeout=poll_timeout)
+        self.exit_code: int | None = None
+        self._thread = threading.Thread(target=self._run, name="telegram-bot-under-test", daemon=True)
+
+    def _run(self) -> None:
+        self.exit_code = self.service.run()
+
+    def start(self, wait_ready: bool = True) -> "RunningBot":
+        self._thread.start()
+        if wait_ready and not self.service.ready.wait(15):
+            raise TimeoutError(f"telegram bot did not become ready (exit code {self.exit_code})")
+        return self
+
+    def stop(self, timeout: float = 15) -> int | None:
+        self.service.stop()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError("telegram bot thread did not stop")
+        return self.exit_code
+
+    def join(self, timeout: float = 15) -> int | None:
+        self._thread.join(timeout)
+        return self.exit_code
+
+    def __enter__(self) -> "RunningBot":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread.is_alive():
+            self.stop()
+
+
+def texts(fake: FakeBotAPI, chat_id: int = OWNER) -> list[str]:
+    """The current texts of the bot's live messages in a chat."""
+    return [m.get("text", "") for m in fake.messages(chat_id)]
+
+
+def all_bot_texts(fake: FakeBotAPI) -> list[str]:
+    """Every text the bot ever sent or edited in (so nothing shown even briefly is missed)."""
+    out = []
+    for call in fake.calls():
+        if call["method"] in ("sendMessage", "editMessageText") and isinstance(call["params"].get("text"), str):
+            out.append(call["params"]["text"])
+    return out
+
+
+def snapshot(workspace: Workspace) -> dict[str, float | None]:
+    """Every workspace file with its mtime (to prove nothing was read-written by a refused user)."""
+    return {rel: workspace.mtime(rel) for rel in workspace.list("**/*")}
