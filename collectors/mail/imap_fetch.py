@@ -1,0 +1,136 @@
+"""IMAP access for the mail collector: connect (TLS, STARTTLS or plain), list new UIDs, fetch."""
+
+from __future__ import annotations
+
+import imaplib
+import os
+import re
+import ssl
+from dataclasses import dataclass
+
+DEFAULT_PORTS = {"tls": 993, "starttls": 143, "plain": 143}
+
+
+class MailConfigError(ValueError):
+    """The mail config cannot work (missing host, password, ...); names the key."""
+
+
+@dataclass
+class FolderBatch:
+    """What a folder holds beyond the cursor: its UIDVALIDITY and new (uid, raw message) pairs."""
+
+    folder: str
+    uidvalidity: int
+    messages: list[tuple[int, bytes]]
+    reset: bool  # UIDVALIDITY changed: the old cursor no longer applies
+
+
+def password_from(config: dict) -> str:
+    """The IMAP password from ``password_env`` (preferred) or ``password``."""
+    env_name = config.get("password_env")
+    if env_name:
+        value = os.environ.get(env_name)
+        if not value:
+            raise MailConfigError(f"collectors.mail.password_env: environment variable {env_name} is not set")
+        return value
+    if config.get("password"):
+        return str(config["password"])
+    raise MailConfigError("collectors.mail: no password: set password_env (an environment variable name) or password")
+
+
+def ssl_context(config: dict) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=config.get("ca_file") or None)
+    if config.get("tls_verify", True) is False:
+        # Only for a local server with a self-made certificate, by explicit config.
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def connect(config: dict) -> imaplib.IMAP4:
+    """A logged-in connection; errors name the host and never include the password."""
+    host = config.get("host")
+    if not host:
+        raise MailConfigError("collectors.mail.host is not set")
+    security = config.get("security", "tls")
+    port = int(config.get("port") or DEFAULT_PORTS[security])
+    timeout = float(config.get("connect_timeout_seconds", 30))
+    password = password_from(config)
+    try:
+        if security == "tls":
+            conn: imaplib.IMAP4 = imaplib.IMAP4_SSL(host, port, ssl_context=ssl_context(config), timeout=timeout)
+        else:
+            conn = imaplib.IMAP4(host, port, timeout=timeout)
+            if security == "starttls":
+                conn.starttls(ssl_context(config))
+    except (OSError, imaplib.IMAP4.error) as exc:
+        raise ConnectionError(f"IMAP {host}:{port} ({security}): cannot connect: {exc}") from None
+    try:
+        conn.login(config.get("username") or "", password)
+    except imaplib.IMAP4.error as exc:
+        _close(conn)
+        raise PermissionError(f"IMAP {host}:{port}: login as {config.get('username')!r} failed: {_text(exc)}") from None
+    return conn
+
+
+def list_folders(conn: imaplib.IMAP4) -> list[str]:
+    """Folder names as the server lists them (for ``collectors setup mail``)."""
+    status, data = conn.list()
+    if status != "OK":
+        return []
+    names = []
+    for line in data:
+        if not isinstance(line, bytes):
+            continue
+        match = re.match(rb'\((?P<flags>[^)]*)\) (?P<sep>"[^"]*"|NIL) (?P<name>.+)$', line)
+        if match:
+            names.append(match.group("name").decode("utf-8", "replace").strip('"'))
+    return names
+
+
+def fetch_new(conn: imaplib.IMAP4, folder: str, cursor: dict, limit: int) -> FolderBatch:
+    """Messages of ``folder`` with a UID above the cursor's (all of them after a UIDVALIDITY change)."""
+    status, data = conn.select(quote(folder), readonly=True)
+    if status != "OK":
+        raise LookupError(f"IMAP folder {folder!r}: cannot select: {_text(data)}")
+    uidvalidity = int(conn.response("UIDVALIDITY")[1][0])
+    reset = cursor.get("uidvalidity") not in (None, uidvalidity)
+    last_uid = 0 if reset else int(cursor.get("last_uid", 0))
+    status, data = conn.uid("SEARCH", None, f"UID {last_uid + 1}:*")
+    if status != "OK":
+        raise LookupError(f"IMAP folder {folder!r}: UID SEARCH failed: {_text(data)}")
+    # "n:*" always matches the highest UID even when it is below n, so filter.
+    uids = sorted(int(u) for u in (data[0] or b"").split() if int(u) > last_uid)[:limit]
+    messages = []
+    for uid in uids:
+        # BODY.PEEK leaves the \Seen flag alone: collecting must not mark mail as read.
+        status, parts = conn.uid("FETCH", str(uid), "(BODY.PEEK[])")
+        raw = next((p[1] for p in parts or [] if isinstance(p, tuple) and len(p) == 2), None)
+        if status == "OK" and raw is not None:
+            messages.append((uid, raw))
+    return FolderBatch(folder=folder, uidvalidity=uidvalidity, messages=messages, reset=reset)
+
+
+def logout(conn: imaplib.IMAP4) -> None:
+    _close(conn)
+
+
+def quote(folder: str) -> str:
+    return '"' + folder.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _close(conn: imaplib.IMAP4) -> None:
+    try:
+        conn.logout()
+    except (OSError, imaplib.IMAP4.error):
+        pass
+
+
+def _text(value: object) -> str:
+    if isinstance(value, (list, tuple)):
+        return " ".join(_text(v) for v in value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, BaseException):
+        return _text(value.args[0] if value.args else str(value))
+    return str(value)

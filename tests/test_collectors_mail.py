@@ -1,0 +1,198 @@
+"""The built-in mail collector against a real IMAP server (pymap) on 127.0.0.1."""
+
+from __future__ import annotations
+
+import imaplib
+from email.message import EmailMessage
+
+import pytest
+
+from assistant_framework.collector_state import load_state
+from assistant_framework.collectors import CollectorManager, CollectorRunner
+from assistant_framework.workspace import Workspace
+from tests.fakes.imap_server import FakeIMAPServer, make_self_signed_cert
+
+PASSWORD = "s3cret-Pa55word"
+
+
+def plain_message(subject: str, sender: str = "Landlord <landlord@example.org>", body: str = "The rent is due.", date: str = "Mon, 06 Jan 2025 23:30:00 +0000") -> bytes:
+    msg = EmailMessage()
+    msg["From"] = sender
+    msg["To"] = "Alice <alice@example.org>"
+    msg["Subject"] = subject
+    msg["Date"] = date
+    msg["Message-ID"] = f"<{abs(hash(subject))}@example.org>"
+    msg.set_content(body)
+    return msg.as_bytes()
+
+
+def html_message_with_attachment() -> bytes:
+    msg = EmailMessage()
+    msg["From"] = "Shop <orders@shop.example>"
+    msg["To"] = "alice@example.org"
+    msg["Subject"] = "Your invoice"
+    msg["Date"] = "Tue, 07 Jan 2025 10:00:00 +0100"
+    msg.set_content("<html><body><p>Thanks for your <b>order</b>!</p><ul><li>Tea</li><li>Cups</li></ul><script>x()</script></body></html>", subtype="html")
+    msg.add_attachment(b"%PDF-1.4 fake", maintype="application", subtype="pdf", filename="invoice-42.pdf")
+    return msg.as_bytes()
+
+
+@pytest.fixture(scope="module")
+def imap_server():
+    with FakeIMAPServer(user="alice", password=PASSWORD) as server:
+        yield server
+
+
+def mail_config(server, **extra):
+    return {
+        "runtime": {"timezone": "Europe/Berlin"},
+        "collectors": {
+            "mail": {
+                "enabled": True,
+                "host": "127.0.0.1",
+                "port": server.port,
+                "security": "plain",
+                "username": "alice",
+                "password_env": "TEST_MAIL_PASSWORD",
+                **extra,
+            }
+        },
+    }
+
+
+def make_runner(ws, config, **kw):
+    manager = CollectorManager.from_config(config, ws)
+    assert "mail" in manager.collectors, manager.errors
+    return CollectorRunner(manager, ws, timezone="Europe/Berlin", **kw)
+
+
+def all_workspace_text(ws) -> str:
+    return "\n".join(ws.path(rel).read_text(encoding="utf-8", errors="replace") for rel in ws.list("**/*"))
+
+
+def test_messages_become_markdown_files_incrementally(tmp_path, imap_server, monkeypatch):
+    monkeypatch.setenv("TEST_MAIL_PASSWORD", PASSWORD)
+    imap_server.create_folder("Orders")
+    uid1 = imap_server.append("INBOX", plain_message("Rent for January"))
+    uid2 = imap_server.append("Orders", html_message_with_attachment())
+    ws = Workspace(tmp_path / "ws")
+    runner = make_runner(ws, mail_config(imap_server, folders=["INBOX", "Orders"]))
+
+    first = runner.run_once("mail")
+    assert first.outcome == "ok", first.error
+    subjects = [i["subject"] for i in first.new_items]
+    assert "Rent for January" in subjects and "Your invoice" in subjects
+    # 23:30 UTC on the 6th is the 7th in Berlin: the file is named by local date.
+    rent = ws.read_text(f"collectors/mail/INBOX/2025-01-07-{uid1}.md")
+    assert rent.startswith("# Rent for January\n")
+    assert "- From: Landlord <landlord@example.org>" in rent
+    assert "- Date: 2025-01-07T00:30:00+01:00" in rent
+    assert "The rent is due." in rent
+    invoice = ws.read_text(f"collectors/mail/Orders/2025-01-07-{uid2}.md")
+    assert "- Attachments: invoice-42.pdf" in invoice
+    assert "Thanks for your order!" in invoice and "- Tea" in invoice
+    assert "<b>" not in invoice and "x()" not in invoice
+    index = ws.read_jsonl("collectors/mail/index.jsonl")
+    assert {r["file"] for r in index} == {f"collectors/mail/INBOX/2025-01-07-{uid1}.md", f"collectors/mail/Orders/2025-01-07-{uid2}.md"}
+
+    # Nothing new: nothing written again.
+    second = runner.run_once("mail")
+    assert second.outcome == "ok" and second.new_items == [] and second.written == []
+
+    # One new message in INBOX: only it is collected, also by a fresh runner (restart).
+    uid3 = imap_server.append("INBOX", plain_message("Heating repair", date="Wed, 08 Jan 2025 09:00:00 +0000"))
+    third = make_runner(ws, mail_config(imap_server, folders=["INBOX", "Orders"])).run_once("mail")
+    assert [i["uid"] for i in third.new_items] == [uid3]
+    assert third.written == ["collectors/mail/INBOX/2025-01-08-%d.md" % uid3, "collectors/mail/index.jsonl"]
+    cursor = load_state(ws, "mail").cursor["folders"]
+    assert cursor["INBOX"]["last_uid"] == uid3
+
+    # Collecting never marks mail as read.
+    conn = imap_server.client()
+    try:
+        conn.select("INBOX", readonly=True)
+        status, data = conn.uid("SEARCH", None, "UNSEEN")
+        assert str(uid3).encode() in data[0].split()
+    finally:
+        conn.logout()
+
+    # The password is nowhere in the workspace (outputs, state, runs).
+    assert PASSWORD not in all_workspace_text(ws)
+
+
+def test_uidvalidity_change_restarts_the_folder(tmp_path, imap_server, monkeypatch):
+    monkeypatch.setenv("TEST_MAIL_PASSWORD", PASSWORD)
+    imap_server.create_folder("Rebuilt")
+    imap_server.append("Rebuilt", plain_message("Before rebuild"))
+    ws = Workspace(tmp_path / "ws")
+    runner = make_runner(ws, mail_config(imap_server, folders=["Rebuilt"]))
+    assert [i["subject"] for i in runner.run_once("mail").new_items] == ["Before rebuild"]
+    old_validity = load_state(ws, "mail").cursor["folders"]["Rebuilt"]["uidvalidity"]
+
+    imap_server.recreate_folder("Rebuilt")
+    imap_server.append("Rebuilt", plain_message("After rebuild"))
+    assert imap_server.uidvalidity("Rebuilt") != old_validity
+    outcome = runner.run_once("mail")
+    assert [i["subject"] for i in outcome.new_items] == ["After rebuild"]
+    assert any("UIDVALIDITY changed" in e for e in outcome.errors)
+    assert load_state(ws, "mail").cursor["folders"]["Rebuilt"]["uidvalidity"] == imap_server.uidvalidity("Rebuilt")
+
+
+def test_wrong_password_fails_without_leaking_it(tmp_path, imap_server, monkeypatch):
+    monkeypatch.setenv("TEST_MAIL_PASSWORD", "wrong-" + PASSWORD)
+    ws = Workspace(tmp_path / "ws")
+    outcome = make_runner(ws, mail_config(imap_server)).run_once("mail")
+    assert outcome.outcome == "error"
+    assert "login as 'alice' failed" in outcome.error
+    assert PASSWORD not in outcome.error
+    assert PASSWORD not in all_workspace_text(ws)
+    assert load_state(ws, "mail").consecutive_failures == 1
+
+
+def test_missing_password_env_names_the_variable(tmp_path, imap_server, monkeypatch):
+    monkeypatch.delenv("TEST_MAIL_PASSWORD", raising=False)
+    ws = Workspace(tmp_path / "ws")
+    outcome = make_runner(ws, mail_config(imap_server)).run_once("mail")
+    assert outcome.outcome == "error"
+    assert "TEST_MAIL_PASSWORD" in outcome.error
+
+
+def test_a_missing_folder_does_not_stop_the_others(tmp_path, imap_server, monkeypatch):
+    monkeypatch.setenv("TEST_MAIL_PASSWORD", PASSWORD)
+    imap_server.create_folder("Kept")
+    imap_server.append("Kept", plain_message("Still here"))
+    ws = Workspace(tmp_path / "ws")
+    outcome = make_runner(ws, mail_config(imap_server, folders=["NoSuchFolder", "Kept"])).run_once("mail")
+    assert outcome.outcome == "ok"
+    assert [i["subject"] for i in outcome.new_items] == ["Still here"]
+    assert any("NoSuchFolder" in e for e in outcome.errors)
+
+
+def test_sender_notify_rule(tmp_path, imap_server, monkeypatch):
+    monkeypatch.setenv("TEST_MAIL_PASSWORD", PASSWORD)
+    imap_server.create_folder("Notify")
+    imap_server.append("Notify", plain_message("Quarterly numbers", sender="Boss <boss@example.org>"))
+    imap_server.append("Notify", plain_message("Newsletter", sender="news@spam.example"))
+    ws = Workspace(tmp_path / "ws")
+    pushed = []
+    config = mail_config(imap_server, folders=["Notify"], notify=[{"match": "sender", "value": "boss@example.org"}])
+    make_runner(ws, config, notify=lambda name, text: pushed.append((name, text))).run_once("mail")
+    assert pushed == [("mail", "mail: 1 new matching item\n- Quarterly numbers (Boss <boss@example.org>)")]
+
+
+@pytest.mark.parametrize("security", ["starttls", "tls"])
+def test_tls_modes_against_a_self_signed_server(tmp_path, monkeypatch, security):
+    made = make_self_signed_cert(tmp_path)
+    if made is None:
+        pytest.skip("openssl binary not available to make a test certificate")
+    cert, key = made
+    monkeypatch.setenv("TEST_MAIL_PASSWORD", PASSWORD)
+    with FakeIMAPServer(user="alice", password=PASSWORD, security=security, cert_file=cert, key_file=key) as server:
+        server.append("INBOX", plain_message(f"Over {security}"))
+        ws = Workspace(tmp_path / "ws")
+        outcome = make_runner(ws, mail_config(server, security=security, ca_file=str(cert))).run_once("mail")
+        assert outcome.outcome == "ok", outcome.error
+        assert [i["subject"] for i in outcome.new_items] == [f"Over {security}"]
+        # Without the CA the certificate is refused (verification is on by default).
+        refused = make_runner(Workspace(tmp_path / "ws2"), mail_config(server, security=security)).run_once("mail")
+        assert refused.outcome == "error" and "cannot connect" in refused.error
