@@ -1,0 +1,93 @@
+"""``python -m messaging_llm_bot [--config config] [--workspace workspace] [--frontend telegram|console]``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Sequence
+
+from assistant_framework.config import ConfigError
+from assistant_framework.traces import REDACTED, collect_secrets
+from assistant_framework.workspace import WorkspacePathError
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+NO_TOKEN = ("No Telegram bot token is configured (set telegram.token in the config, "
+            "or the TELEGRAM_BOT_TOKEN environment variable).")
+
+
+class OneLineRedactingFormatter(logging.Formatter):
+    """One line per record (tracebacks folded with ' | '), secrets replaced by ***."""
+
+    def __init__(self, secrets: list[str] | None = None) -> None:
+        super().__init__(LOG_FORMAT)
+        self.secrets = sorted(set(secrets or []), key=len, reverse=True)
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        return " | ".join(line for line in text.splitlines() if line.strip())
+
+
+def setup_logging(level: str = "INFO", secrets: list[str] | None = None) -> None:
+    """Log to stderr, one line per record; chatty HTTP libraries at WARNING."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineRedactingFormatter(secrets))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    for name in ("httpx", "httpcore", "urllib3", "telegram", "apscheduler"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="assistant-bot", description="Run the personal assistant bot.")
+    parser.add_argument("--config", default="config", help="config file or directory (default: config)")
+    parser.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
+    parser.add_argument("--frontend", choices=("telegram", "console"), default="telegram", help="default: telegram")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Start the bot; returns the exit status (2 for config problems)."""
+    args = build_parser().parse_args(argv)
+    setup_logging("WARNING")
+    from .runtime import build_runtime  # after logging, so import-time warnings are formatted
+
+    try:
+        runtime = build_runtime(args.config, args.workspace)
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    except (WorkspacePathError, OSError) as exc:
+        print(f"error: cannot open workspace {args.workspace!r}: {exc}", file=sys.stderr)
+        return 2
+    runtime_config = runtime.config.get("runtime") or {}
+    # The terminal chat keeps stderr for progress; only warnings and errors go there by default.
+    default_level = "WARNING" if args.frontend == "console" else "INFO"
+    setup_logging(runtime_config.get("log_level") or default_level,
+                  collect_secrets(runtime.config, [r.api_key for r in runtime.llm.runners]))
+
+    frontend = args.frontend
+    if frontend == "telegram" and not (runtime.config.get("telegram") or {}).get("token"):
+        if not sys.stdin.isatty():
+            print(NO_TOKEN, file=sys.stderr)
+            runtime.shutdown(timeout=5)
+            return 2
+        print(NO_TOKEN + " Starting the terminal chat instead.", file=sys.stderr)
+        frontend = "console"
+    if frontend == "console":
+        from .console import run_console
+
+        try:
+            return run_console(runtime)
+        finally:
+            runtime.shutdown(timeout=float(runtime_config.get("shutdown_timeout_seconds", 20)))
+    from .telegram_bot import run_telegram
+
+    return run_telegram(runtime)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

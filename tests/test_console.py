@@ -1,0 +1,133 @@
+"""The entry point and the terminal chat, run as real subprocesses against the fake model server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from messaging_llm_bot.commands import format_stats, help_text, run_command, skill_text, skills_text, why_text
+from messaging_llm_bot.runtime import build_runtime
+
+REPO = Path(__file__).resolve().parent.parent
+API_KEY = "sk-console-secret-123456"
+
+
+def write_config(folder: Path, base_url: str, skills_dir: Path, **runtime) -> Path:
+    """A config directory like config/ in the repo, pointing at the fake server."""
+    folder.mkdir(parents=True, exist_ok=True)
+    llm = {"runners": [{"name": "fake", "base_url": base_url, "model": "fake-model", "api_key": API_KEY, "timeout_seconds": 10}],
+           "max_skill_rounds": 3, "max_concurrency": 2}
+    (folder / "llm.json").write_text(json.dumps(llm))
+    (folder / "runtime.json").write_text(json.dumps({"timezone": "UTC", "skills_dirs": [str(skills_dir)], **runtime}))
+    (folder / "telegram.json").write_text(json.dumps({"token": ""}))
+    (folder / "memory.json").write_text(json.dumps({"enabled": False}))
+    return folder
+
+
+def run_bot(args: list[str], stdin: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
+    return subprocess.run([sys.executable, "-m", "messaging_llm_bot", *args], input=stdin, capture_output=True,
+                          text=True, timeout=timeout, cwd=REPO, env=env)
+
+
+def test_console_scripted_through_stdin(tmp_path, chat_server, test_skills_dir):
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    workspace = tmp_path / "ws"
+    chat_server.enqueue(
+        '{"skill": "save_note", "args": {"name": "milk", "text": "oat milk"}}',
+        '{"reply": "Noted: oat milk."}',
+        "Hello there!\nSecond line.",
+    )
+    stdin = "remember oat milk\n\n/skills\nhi\n/skill add\n/nonsense\n/why\n"
+    proc = run_bot(["--frontend", "console", "--config", str(config), "--workspace", str(workspace)], stdin)
+    assert proc.returncode == 0, proc.stderr
+    blocks = proc.stdout.split("\n\n")
+    assert blocks[0] == "Noted: oat milk."
+    assert blocks[1] == "(saved to notes/milk.md)"  # part of the same reply block, after its blank line
+    assert blocks[2].startswith("Skills:") and "- save_note — Save a note" in blocks[2]
+    rest = proc.stdout.split("Details: /skill NAME\n\n", 1)[1]
+    assert rest.startswith("Hello there!\nSecond line.\n\n")
+    assert "add\n\nTest skill add." in rest
+    assert "Unknown command /nonsense; see /help." in rest
+    assert "No memories were recalled" in rest
+    assert (workspace / "notes" / "milk.md").read_text() == "oat milk"
+    assert len(chat_server.chat_requests) == 3
+    assert API_KEY not in proc.stderr
+    traces = list((workspace / "traces").rglob("*.json"))
+    assert len(traces) == 2 and all(API_KEY not in p.read_text() for p in traces)
+
+
+def test_no_token_without_terminal_exits_2(tmp_path, chat_server, test_skills_dir):
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    proc = run_bot(["--config", str(config), "--workspace", str(tmp_path / "ws")], "hello\n")
+    assert proc.returncode == 2
+    assert "No Telegram bot token is configured" in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert chat_server.chat_requests == []
+
+
+def test_config_error_is_one_clear_line(tmp_path, chat_server, test_skills_dir):
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    (config / "llm.json").write_text('{"runners": [{"name": "x", "base_url": "ftp://nope", "model": "m"}]}')
+    proc = run_bot(["--frontend", "console", "--config", str(config), "--workspace", str(tmp_path / "ws")], "")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "llm.json" in proc.stderr and "runners[0].base_url" in proc.stderr
+
+
+def test_bad_timezone_is_a_config_error(tmp_path, chat_server, test_skills_dir):
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir, timezone="Mars/Olympus")
+    proc = run_bot(["--frontend", "console", "--config", str(config), "--workspace", str(tmp_path / "ws")], "")
+    assert proc.returncode == 2 and "Mars/Olympus" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_runtime_commands_reload_and_status(tmp_path, chat_server, test_skills_dir):
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    runtime = build_runtime(config, tmp_path / "ws")
+    try:
+        status = runtime.status_text()
+        assert status.startswith("Model: OK") and "save_note" in status and "Collectors" in status
+        chat_server.enqueue("first")
+        runtime.agent.handle_message("console", "hi")
+        assert "2 messages" in run_command(runtime, "console", "/reset")
+        assert run_command(runtime, "console", "just text") is None
+        # An invalid config is refused and the running one kept.
+        (config / "runtime.json").write_text('{"timezone": 5}')
+        error = run_command(runtime, "console", "/reload")
+        assert error.startswith("Reload failed") and "timezone" in error
+        assert runtime.config["runtime"]["timezone"] == "UTC"
+        # A valid change is applied: a new base prompt reaches the model.
+        (config / "runtime.json").write_text(json.dumps({"timezone": "UTC", "skills_dirs": [str(test_skills_dir)],
+                                                         "base_prompt": "You are Reloaded."}))
+        assert run_command(runtime, "console", "/reload") == "Reloaded config, skills and collectors."
+        chat_server.enqueue("second")
+        runtime.agent.handle_message("console", "hi again")
+        assert chat_server.chat_requests[-1]["messages"][0]["content"].startswith("You are Reloaded.")
+        assert "Usage, last 30 days" in run_command(runtime, "console", "/stats")
+    finally:
+        runtime.shutdown(timeout=5)
+    chat_server.stop()
+    runtime = build_runtime(config, tmp_path / "ws")
+    try:
+        assert runtime.status_text().startswith("Model: PROBLEM") and "not reachable" in runtime.status_text()
+    finally:
+        runtime.shutdown(timeout=5)
+
+
+def test_command_texts(bot_config, workspace):
+    from assistant_framework.skills import SkillManager
+
+    skills = SkillManager.from_config(bot_config, workspace)
+    assert "/reset" in help_text(["a"], with_now=False) and "/now" not in help_text(["a"], with_now=False)
+    assert "/now" in help_text([], with_now=True)
+    assert "- add — Add two integers" in skills_text(skills)
+    assert "Did you mean: add" in skill_text(skills, "ad")
+    assert skill_text(skills, "").startswith("Usage")
+    assert why_text([{"ref": "notes/milk.md", "score": 0.5, "text": "oat\nmilk"}]) == (
+        "Recalled for my last reply:\n- notes/milk.md (0.50): oat milk")
+    assert format_stats({"total": {"turns": 0}}) == "No model usage recorded in the last 30 days."
