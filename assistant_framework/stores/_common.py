@@ -68,6 +68,17 @@ class JsonListFile:
             raise ValueError(f"workspace file {self.rel!r} must hold a JSON list of objects")
         return data
 
+    def allocate_id(self, rows: list[dict], prefix: str) -> str:
+        """A fresh id; call inside ``edit``. A high-water mark in ``state/ids/`` keeps
+        the id of a deleted last record from being handed out again."""
+        mark_rel = f"state/ids/{self.rel.replace('/', '__')}.txt"
+        mark = self.workspace.read_text(mark_rel, default="0").strip()
+        floor = int(mark) if mark.isdigit() else 0
+        new = next_id(rows, prefix)
+        number = max(int(new[len(prefix):]), floor + 1)
+        self.workspace.write_text(mark_rel, f"{number}\n")
+        return f"{prefix}{number}"
+
     @contextmanager
     def edit(self) -> Iterator[list[dict]]:
         """Load, let the caller change the list in place, then write it atomically if it changed."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ..workspace import Workspace
-from ._common import JsonListFile, iso, next_id, norm, now_utc, one_line
+from ._common import JsonListFile, iso, norm, now_utc, one_line
 
 FACTS_FILE = "facts/facts.json"
 
@@ -52,7 +52,7 @@ class FactStore:
                     if row.get("source") == "user":
                         return row, "kept_user"
             fact = {
-                "id": next_id(rows, "f"),
+                "id": self.file.allocate_id(rows, "f"),
                 "subject": subject,
                 "attribute": attribute,
                 "value": value,

@@ -6,7 +6,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from ..workspace import Workspace
-from ._common import JsonListFile, NotFoundError, iso, next_id, now_utc, one_line
+from ._common import JsonListFile, NotFoundError, iso, now_utc, one_line
 
 REMINDERS_FILE = "reminders/reminders.json"
 
@@ -45,7 +45,7 @@ class ReminderStore:
             "delivered_at": None,
         }
         with self.file.edit() as rows:
-            reminder["id"] = next_id(rows, "r")
+            reminder["id"] = self.file.allocate_id(rows, "r")
             rows.append(reminder)
         return reminder
 

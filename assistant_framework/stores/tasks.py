@@ -6,7 +6,7 @@ import re
 from datetime import date, datetime
 
 from ..workspace import Workspace
-from ._common import JsonListFile, iso, next_id, now_utc, one_line, pick_one
+from ._common import JsonListFile, iso, now_utc, one_line, pick_one
 
 TASKS_FILE = "tasks/tasks.json"
 STATUSES = ("open", "done", "due", "all")
@@ -67,7 +67,7 @@ class TaskStore:
             "notes": notes or "",
         }
         with self.file.edit() as rows:
-            task["id"] = next_id(rows, "t")
+            task["id"] = self.file.allocate_id(rows, "t")
             rows.append(task)
         return task
 
