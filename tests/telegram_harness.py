@@ -91,3 +91,34 @@ def all_bot_texts(fake: FakeBotAPI) -> list[str]:
 def snapshot(workspace: Workspace) -> dict[str, float | None]:
     """Every workspace file with its mtime (to prove nothing was read-written by a refused user)."""
     return {rel: workspace.mtime(rel) for rel in workspace.list("**/*")}
+
+
+# -- fixtures (import them into a test module to use them) -------------------------------------
+
+import pytest  # noqa: E402 - fixtures are an appendix to the helpers above
+
+
+@pytest.fixture
+def fake():
+    """A started FakeBotAPI."""
+    with FakeBotAPI() as api:
+        yield api
+
+
+@pytest.fixture
+def start_bot(fake, bot_config, workspace, tmp_path):
+    """Factory: ``start_bot(**telegram_overrides)`` runs a bot; all are stopped after the test."""
+    running: list[RunningBot] = []
+
+    def start(config_patch=None, wait_ready: bool = True, **overrides) -> RunningBot:
+        config = telegram_config(bot_config, fake, **overrides)
+        if config_patch:
+            config_patch(config)
+        bot = RunningBot(make_runtime(config, workspace, tmp_path))
+        running.append(bot)
+        return bot.start(wait_ready=wait_ready)
+
+    yield start
+    for bot in running:
+        if bot._thread.is_alive():
+            bot.stop()
