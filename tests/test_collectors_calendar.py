@@ -1,0 +1,127 @@
+"""The built-in calendar collector: ICS files with RRULE/EXDATE/TZID, and ICS over real HTTP."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from assistant_framework.collectors import CollectorManager, CollectorRunner
+from assistant_framework.workspace import Workspace
+from tests.fakes.feed_server import StaticHTTPServer
+
+FIXTURES = Path(__file__).parent / "fixtures" / "collectors"
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+def load(ws, **section):
+    config = {"runtime": {"timezone": "Europe/Berlin"}, "collectors": {"calendar": {"enabled": True, **section}}}
+    manager = CollectorManager.from_config(config, ws)
+    assert "calendar" in manager.collectors, manager.errors
+    return manager
+
+
+def collect_at(manager, ws, when: datetime) -> dict:
+    collector = manager.collectors["calendar"]
+    return collector.module.collect(ws, collector.config, now=when)
+
+
+def test_recurrences_exdate_overrides_and_timezones(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    manager = load(ws, sources=[str(FIXTURES / "work.ics"), {"path": str(FIXTURES / "family.ics"), "name": "Family"}], days=10)
+    result = collect_at(manager, ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
+    events = ws.read_json("collectors/calendar/events.json")
+    starts = [(e["summary"], e["start"]) for e in events]
+    assert starts == [
+        ("Team standup", "2025-03-24T09:00:00+01:00"),
+        ("Team standup", "2025-03-25T09:00:00+01:00"),
+        # 26th: EXDATE; 27th: moved by RECURRENCE-ID.
+        ("Team standup (moved)", "2025-03-27T10:30:00+01:00"),
+        ("Company holiday", "2025-03-28"),
+        ("Team standup", "2025-03-28T09:00:00+01:00"),
+        ("Swimming lesson", "2025-03-29T17:00:00+01:00"),
+        # After the switch to summer time the standup stays at 09:00 local.
+        ("Team standup", "2025-03-31T09:00:00+02:00"),
+        # 10:00 in New York (EDT) is 16:00 in Berlin (CEST).
+        ("Call with New York office", "2025-03-31T16:00:00+02:00"),
+        ("Team standup", "2025-04-01T09:00:00+02:00"),
+        ("Team standup", "2025-04-02T09:00:00+02:00"),
+    ]
+    holiday = next(e for e in events if e["uid"] == "holiday@example.org")
+    assert holiday == {"uid": "holiday@example.org", "summary": "Company holiday", "start": "2025-03-28", "end": "2025-03-29",
+                       "location": "", "all_day": True, "calendar": "work"}
+    assert all(set(e) == {"uid", "summary", "start", "end", "location", "all_day", "calendar"} for e in events)
+    md = ws.read_text("collectors/calendar/upcoming.md")
+    assert "## Fri 2025-03-28\n- all day Company holiday [work]\n- 09:00–09:15 Team standup (Room 4) [work]" in md
+    assert "Long gone" not in md
+    assert len(result["new_items"]) == 10 and {i["change"] for i in result["new_items"]} == {"new"}
+
+
+def test_only_new_or_changed_occurrences_are_reported(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    ics = tmp_path / "mine.ics"
+    ics.write_bytes((FIXTURES / "work.ics").read_bytes())
+    manager = load(ws, sources=[{"path": str(ics), "name": "Work"}], days=10)
+    when = datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN)
+    collect_at(manager, ws, when)
+    assert collect_at(manager, ws, when)["new_items"] == []
+    ics.write_bytes(ics.read_bytes().replace(b"SUMMARY:Call with New York office", b"SUMMARY:Call with NYC office")
+                    .replace(b"LOCATION:Room 4\nDTSTART;TZID=Europe/Berlin:20250327", b"LOCATION:Room 5\nDTSTART;TZID=Europe/Berlin:20250327"))
+    changed = collect_at(manager, ws, when)["new_items"]
+    assert sorted((i["title"], i["change"]) for i in changed) == [("Call with NYC office", "changed"), ("Team standup (moved)", "changed")]
+
+
+def test_failing_source_keeps_its_events_and_all_failing_is_an_error(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    ics = tmp_path / "family.ics"
+    ics.write_bytes((FIXTURES / "family.ics").read_bytes())
+    manager = load(ws, sources=[str(FIXTURES / "work.ics"), {"path": str(ics), "name": "Family"}], days=10)
+    when = datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN)
+    collect_at(manager, ws, when)
+    ics.write_text("this is not a calendar")
+    result = collect_at(manager, ws, when)
+    assert any("family.ics" in e for e in result["errors"])
+    assert result["new_items"] == []
+    assert "Swimming lesson" in [e["summary"] for e in ws.read_json("collectors/calendar/events.json")]
+
+    only_bad = load(Workspace(tmp_path / "ws2"), sources=[str(tmp_path / "missing.ics")])
+    runner = CollectorRunner(only_bad, only_bad.workspace, timezone="Europe/Berlin")
+    outcome = runner.run_once("calendar")
+    assert outcome.outcome == "error" and "missing.ics" in outcome.error
+
+
+def test_ics_over_http_through_the_runner(tmp_path):
+    today = datetime.now(BERLIN).date()
+    start = today + timedelta(days=2)
+    ics = (
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//EN\r\nBEGIN:VEVENT\r\nUID:dentist@example.org\r\n"
+        "DTSTAMP:20250101T000000Z\r\nSUMMARY:Dentist\r\nLOCATION:Main St 5\r\n"
+        f"DTSTART;TZID=Europe/Berlin:{start.strftime('%Y%m%d')}T080000\r\n"
+        f"DTEND;TZID=Europe/Berlin:{start.strftime('%Y%m%d')}T083000\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+    )
+    pushed = []
+    with StaticHTTPServer() as server:
+        server.add("/cal.ics", ics, content_type="text/calendar")
+        ws = Workspace(tmp_path / "ws")
+        manager = load(ws, sources=[{"url": server.url("/cal.ics"), "name": "Personal"}],
+                       notify=[{"match": "keyword", "value": "dentist"}])
+        runner = CollectorRunner(manager, ws, timezone="Europe/Berlin", notify=lambda n, t: pushed.append(t))
+        outcome = runner.run_once("calendar")
+    assert outcome.outcome == "ok", outcome.error
+    events = ws.read_json("collectors/calendar/events.json")
+    assert events == [{"uid": "dentist@example.org", "summary": "Dentist", "start": f"{start.isoformat()}T08:00:00{_offset(start)}",
+                       "end": f"{start.isoformat()}T08:30:00{_offset(start)}", "location": "Main St 5", "all_day": False, "calendar": "Personal"}]
+    assert sorted(outcome.written) == ["collectors/calendar/events.json", "collectors/calendar/upcoming.md"]
+    assert pushed == ["calendar: 1 new matching item\n- Dentist"]
+
+
+def _offset(day) -> str:
+    off = datetime(day.year, day.month, day.day, 8, tzinfo=BERLIN).strftime("%z")
+    return off[:3] + ":" + off[3:]
+
+
+def test_source_config_needs_url_or_path(tmp_path):
+    manager = CollectorManager.from_config({"collectors": {"calendar": {"enabled": True, "sources": [{"name": "x"}]}}}, Workspace(tmp_path / "ws"))
+    assert "collectors.calendar.sources[0]" in {e.name: e.error for e in manager.errors}["calendar"]
