@@ -1,0 +1,48 @@
+"""Progress and streaming end to end: status message during skills, streamed answer by edits."""
+
+from __future__ import annotations
+
+from tests.telegram_harness import OWNER, all_bot_texts, fake, start_bot, texts  # noqa: F401
+
+CALL = '{"skill": "add", "args": {"a": 2, "b": 3}}'
+
+
+def test_skill_turn_shows_a_status_message_then_only_the_answer(fake, start_bot, chat_server):
+    start_bot(stream=False)
+    chat_server.enqueue({"content": CALL, "delay": 1.2})  # slow enough for the typing + status to show
+    chat_server.enqueue({"content": '{"reply": "2 + 3 = 5"}', "delay": 1.2})
+    fake.send_message("add 2 and 3")
+    fake.wait_for(lambda: "2 + 3 = 5" in texts(fake))
+    sent = [c["params"]["text"] for c in fake.calls("sendMessage")]
+    assert any(t.startswith("🔎 add") for t in sent), sent
+    assert fake.calls("deleteMessage"), "the status message is removed before the answer"
+    assert texts(fake) == ["2 + 3 = 5"]
+    assert fake.calls("sendChatAction")[0]["params"]["action"] == "typing"
+    assert not any('"skill"' in t for t in all_bot_texts(fake))
+
+
+def test_streamed_answer_arrives_by_edits_and_never_shows_a_call(fake, start_bot, chat_server):
+    start_bot(stream=True)
+    chat_server.enqueue({"content": CALL, "chunk_delay": 0.05})
+    words = [f"word{i} " for i in range(14)]
+    chat_server.enqueue({"content": "".join(words).strip() + " **done**", "stream_chunks": words + ["**done**"],
+                         "chunk_delay": 0.25})
+    fake.send_message("stream please")
+    fake.wait_for(lambda: any(t.endswith("done") for t in texts(fake)))
+    assert chat_server.chat_requests[0]["stream"] is True
+    edits = [c["params"]["text"] for c in fake.calls("editMessageText") if c["status"] == 200]
+    partial = [e for e in edits if e.startswith("word0") and not e.endswith("done")]
+    assert len(partial) >= 2, edits  # the answer grew in place
+    final = fake.messages(OWNER)[-1]
+    assert final["text"].endswith("word13 done")
+    assert {"type": "bold", "offset": len(final["text"]) - 4, "length": 4} in final["entities"]
+    assert len(fake.messages(OWNER)) == 1  # the streamed message became the reply
+    assert not any("skill" in t and "{" in t for t in all_bot_texts(fake))
+
+
+def test_model_failure_still_ends_in_a_short_message(fake, start_bot, chat_server):
+    start_bot()
+    chat_server.set_handler(lambda req: {"status": 500, "body": {"error": {"message": "boom"}}})
+    fake.send_message("hello?")
+    msgs = fake.wait_for_messages(OWNER, 1, timeout=30)
+    assert msgs[0]["text"] and len(msgs[0]["text"]) < 400
