@@ -279,9 +279,7 @@ class Agent:
 
     def _transaction(self, turn: _Turn, context: SkillContext, emit, *, stream: bool, private: bool, message_id, untrusted: bool) -> tuple[str, bool]:
         conversation_id = turn.conversation_id
-        if self.memory is not None:
-            record = self.memory.log_turn(conversation_id, "user", turn.text, time=turn.now, message_id=message_id, meta={"private": private})
-            turn.log_ids.append((record or {}).get("turn_id"))
+        self._log_turn(turn, "user", turn.text, message_id=message_id, meta={"private": private})
         recall_block = self._recall(turn, private)
         self._last_recall[conversation_id] = turn.recalled
         system = self.prompt.system_prompt()
@@ -294,10 +292,18 @@ class Agent:
         if ok:
             reply = honest_reply(reply, turn.saved_to, turn.wrote_memory)
             self.history.append_pair(conversation_id, turn.text, reply, budget_chars=budget, when=turn.now)
-            if self.memory is not None:
-                record = self.memory.log_turn(conversation_id, "assistant", reply, time=self.now(), message_id=None, meta={"trace_id": turn.trace_id})
-                turn.log_ids.append((record or {}).get("turn_id"))
+            self._log_turn(turn, "assistant", reply, message_id=None, meta={"trace_id": turn.trace_id})
         return reply, ok
+
+    def _log_turn(self, turn: _Turn, role: str, text: str, *, message_id, meta: dict) -> None:
+        if self.memory is None:
+            return
+        try:
+            record = self.memory.log_turn(turn.conversation_id, role, text, time=self.now(), message_id=message_id, meta=meta)
+        except Exception:  # losing one log line is bad; losing the answer too would be worse
+            log.exception("memory log of a %s turn failed in conversation %r", role, turn.conversation_id)
+            return
+        turn.log_ids.append((record or {}).get("turn_id"))
 
     def _recall(self, turn: _Turn, private: bool) -> str:
         if self.memory is None:

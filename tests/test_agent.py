@@ -255,3 +255,26 @@ def test_skill_context_carries_ids(bot_config, workspace, chat_server, tmp_path)
     fed_back = last_content(chat_server.chat_requests[1])
     payload = json.loads(fed_back.split("\n")[1])
     assert payload == {"conversation": "tg:7", "chat": 7, "user": 42, "tz": "Europe/Berlin", "has_memory_key": True}
+
+
+def test_memory_wired_log_recall_and_why(bot_config, workspace, chat_server):
+    from assistant_framework.memory import MemoryService
+
+    memory = MemoryService(workspace, bot_config, start_worker=False)
+    try:
+        workspace.write_text("notes/dentist.md", "Dentist appointment with Dr Zhivago on Lindenstrasse")
+        memory.refresh()
+        agent = make_agent(bot_config, workspace, memory=memory)
+        chat_server.enqueue("It is with Dr Zhivago.")
+        result = agent.handle_message("c1", "who is my dentist Zhivago appointment?")
+        assert result.ok
+        assert result.recalled and result.recalled[0]["path"] == "notes/dentist.md"
+        assert agent.last_recall("c1") == result.recalled
+        sent = last_content(chat_server.chat_requests[0])
+        assert "Lindenstrasse" in sent and sent.index("Lindenstrasse") < sent.index("[Now]")
+        assert "Lindenstrasse" not in chat_server.chat_requests[0]["messages"][0]["content"]
+        logged = [row for p in workspace.list("conversations/c1/*.jsonl") for row in workspace.read_jsonl(p)]
+        assert [(r["role"], r["text"]) for r in logged] == [
+            ("user", "who is my dentist Zhivago appointment?"), ("assistant", "It is with Dr Zhivago.")]
+    finally:
+        memory.close()
