@@ -7,6 +7,7 @@ after putting the repository root on ``sys.path`` (``bench/`` is not a package).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import platform
@@ -25,13 +26,33 @@ if str(ROOT) not in sys.path:
 from assistant_framework.memory.log import safe_conversation_id  # noqa: E402
 from assistant_framework.workspace import Workspace  # noqa: E402
 
-WORDS = (
+TOPIC_WORDS = (
     "milk bread garden dentist invoice train berlin paris meeting project deadline budget "
     "birthday coffee running yoga piano guitar doctor insurance taxes holiday flight hotel "
     "weather recipe pasta salad bike repair car garage rent landlord school teacher homework "
     "concert ticket museum book novel movie series podcast laptop phone charger backup server "
-    "python report slides review release invoice salary bank loan mortgage plant tomato basil"
+    "python report slides review release salary bank loan mortgage plant tomato basil"
 ).split()
+_SYLLABLES = ("ka", "lo", "mi", "ran", "te", "vo", "su", "del", "pa", "ri", "no", "gu", "shi", "bel", "tor", "ze")
+
+
+def _vocabulary(size: int = 20_000) -> list[str]:
+    """Topic words first (the most frequent), then made-up words: a Zipf-ranked vocabulary."""
+    rng = random.Random(0)
+    words = list(TOPIC_WORDS)
+    seen = set(words)
+    while len(words) < size:
+        word = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4)))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+#: Synthetic text follows Zipf's law (exponent 1.07) over a 20k-word vocabulary, like prose:
+#: a uniform pick from a few dozen words would make every query match most of the log.
+WORDS = _vocabulary()
+_CUM_WEIGHTS = list(itertools.accumulate(1.0 / (rank + 1) ** 1.07 for rank in range(len(WORDS))))
 EPOCH = datetime(2024, 1, 1, 8, 0, tzinfo=timezone.utc)
 
 
@@ -116,7 +137,13 @@ def count_label(n: int) -> str:
 
 
 def sentence(rng: random.Random, words: int = 12) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(words))
+    """Made-up prose: ``words`` words drawn by Zipf frequency."""
+    return " ".join(rng.choices(WORDS, cum_weights=_CUM_WEIGHTS, k=words))
+
+
+def query_words(rng: random.Random, k: int = 2) -> list[str]:
+    """Content words for a query, drawn like the text but skipping the 20 most frequent."""
+    return rng.choices(WORDS[20:], cum_weights=[w - _CUM_WEIGHTS[19] for w in _CUM_WEIGHTS[20:]], k=k)
 
 
 def write_files(root: Path, count: int, seed: int = 1) -> None:
@@ -132,7 +159,7 @@ def write_files(root: Path, count: int, seed: int = 1) -> None:
         if i < notes:
             folder = root / "notes" / f"n{i // 2000:03d}"
             name = f"note-{i:06d}.md"
-            text = f"# Note {i} {rng.choice(WORDS)}\n\n{sentence(rng, 30)}\n"
+            text = f"# Note {i} {rng.choice(TOPIC_WORDS)}\n\n{sentence(rng, 30)}\n"
         else:
             j = i - notes
             day = (EPOCH + timedelta(days=j // 20)).date().isoformat()
@@ -222,15 +249,11 @@ class Bot:
     notes: list[str] = field(default_factory=list)
 
     def close(self) -> None:
-        for target in (self.runtime, self.memory):
-            closer = getattr(target, "close", None)
-            if callable(closer):
-                try:
-                    closer()
-                except Exception:
-                    pass
-            if target is not None and target is self.runtime:
-                break  # the runtime owns the memory service
+        """Stop background work and close clients (the runtime owns the memory service)."""
+        if self.runtime is not None:
+            self.runtime.shutdown(timeout=5)
+        elif self.memory is not None:
+            self.memory.close()
 
 
 def write_config_dir(config: dict, folder: Path) -> Path:
@@ -250,7 +273,8 @@ def build_bot(config: dict, workspace_root: Path, *, memory: bool = True) -> Bot
     if build_runtime is not None:
         config_dir = write_config_dir(config, workspace_root.parent / (workspace_root.name + "-config"))
         runtime = build_runtime(str(config_dir), str(workspace_root))
-        return Bot(agent=runtime.agent, memory=runtime.memory, workspace=runtime.workspace, how="build_runtime", runtime=runtime)
+        notes = patch_missing_memory_parts(runtime.memory) if runtime.memory is not None else []
+        return Bot(agent=runtime.agent, memory=runtime.memory, workspace=runtime.workspace, how="build_runtime", runtime=runtime, notes=notes)
     from assistant_framework.collectors import CollectorManager
     from assistant_framework.memory import MemoryService
     from assistant_framework.skills import SkillManager

@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (  # noqa: E402
-    WORDS,
+    query_words,
     bench_config,
     build_bot,
     count_label,
@@ -46,6 +46,34 @@ from _common import (  # noqa: E402
 DEFAULT_SIZES = [(1_000, 10_000), (10_000, 100_000)]
 FULL_SIZES = DEFAULT_SIZES + [(100_000, 1_000_000)]
 QUICK_SIZES = [(50, 200), (200, 1_000)]
+PHASES = ("recall", "L0 log", "history", "prompt", "trace")
+
+
+def instrument(bot) -> dict[str, list[float]]:
+    """Time the turn's phases by wrapping the bot's own objects; returns name -> durations."""
+    phases: dict[str, list[float]] = {}
+
+    def wrap(owner, attr: str, name: str, per_turn: int = 1) -> None:
+        original = getattr(owner, attr)
+        values = phases.setdefault(name, [])
+
+        def timed(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                values.append((time.perf_counter() - started) * per_turn)
+
+        setattr(owner, attr, timed)
+
+    agent = bot.agent
+    if bot.memory is not None:
+        wrap(bot.memory, "log_turn", "L0 log", per_turn=2)  # called twice a turn; shown per turn
+        wrap(bot.memory, "recall", "recall")
+    wrap(agent.prompt, "system_prompt", "prompt")
+    wrap(agent.history, "append_pair", "history")
+    wrap(agent.traces, "write", "trace")
+    return phases
 
 
 def measure(files: int, turns: int, messages: int, warmup: int, base: Path, server) -> dict:
@@ -62,16 +90,20 @@ def measure(files: int, turns: int, messages: int, warmup: int, base: Path, serv
     index_s = time.monotonic() - started
     rng = random.Random(7)
     overhead, with_trace, recalled = [], [], 0
+    phases = instrument(bot)
     try:
         for i in range(warmup + messages):
             conversation = conversations[i % len(conversations)]
-            text = f"what did I say about {rng.choice(WORDS)} and {rng.choice(WORDS)}?"
+            first, second = query_words(rng)
+            text = f"what did I say about {first} and {second}?"
             called = time.perf_counter()
             result = bot.agent.handle_message(conversation, text)
             wall = time.perf_counter() - called
             if not result.ok:
                 raise RuntimeError(f"turn {i} at {files} files/{turns} turns failed: {result.reply}")
             if i < warmup:
+                for values in phases.values():
+                    values.clear()
                 continue
             overhead.append(result.elapsed_s - result.model_s)
             with_trace.append(wall - result.model_s)
@@ -90,7 +122,9 @@ def measure(files: int, turns: int, messages: int, warmup: int, base: Path, serv
         "p50_trace": percentile(with_trace, 50),
         "p99_trace": percentile(with_trace, 99),
         "recall_share": recalled / max(1, len(overhead)),
+        "phases": {name: percentile(values, 50) for name, values in phases.items()},
         "how": bot.how,
+        "notes": bot.notes,
     }
 
 
@@ -116,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(base, ignore_errors=True)
     print(machine_line())
     print(f"bot: {results[0]['how']}; {messages} turns per size after {warmup} warm-up turns; recall on")
+    for note in results[0]["notes"]:
+        print(f"note: {note}")
     rows = [
         [
             count_label(r["files"]),
@@ -127,13 +163,15 @@ def main(argv: list[str] | None = None) -> int:
             ms(r["p50_trace"]),
             ms(r["p99_trace"]),
             f"{r['recall_share']:.0%}",
+            *(ms(r["phases"].get(name, 0.0)) for name in PHASES),
         ]
         for r in results
     ]
     print(
         table(
             ["files", "turns", "index entries", "index build s", "overhead p50 ms", "overhead p99 ms",
-             "incl. trace p50 ms", "incl. trace p99 ms", "turns with recall"],
+             "incl. trace p50 ms", "incl. trace p99 ms", "turns with recall",
+             *(f"{name} p50 ms" for name in PHASES)],
             rows,
         )
     )
