@@ -78,6 +78,8 @@ class CollectorLoadError:
     name: str
     folder: Path
     error: str
+    #: The collector's declared schema when only its config was wrong (for file-named errors).
+    config_schema: dict | None = None
 
 
 def section_schema(collector_schema: dict | None) -> dict:
@@ -138,7 +140,7 @@ def load_collector(folder: Path, section: dict | None) -> Collector | CollectorL
         schema = spec.get("config_schema") or getattr(module, "CONFIG_SCHEMA", None)
         errors = schema_errors(name, section_schema(schema), section)
         if errors:
-            raise ValueError("invalid config: " + "; ".join(errors))
+            return CollectorLoadError(name=name, folder=folder, error="invalid config: " + "; ".join(errors), config_schema=schema or {})
         return _build(name, folder, module, spec, section, schema)
     except Exception as exc:  # noqa: BLE001 - a plugin may raise anything; isolate it
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()

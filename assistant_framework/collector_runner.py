@@ -196,6 +196,7 @@ class CollectorRunner:
                 "errors": outcome.errors,
             },
         )
+        log.info("collector %s: %s in %.2fs, %d new, next run %s", name, outcome.outcome, outcome.duration_s, len(outcome.new_items), outcome.next_run)
         if outcome.outcome == "ok":
             self._notify(collector, outcome.new_items)
 

@@ -111,7 +111,11 @@ class CollectorManager:
 
     def schemas(self) -> dict[str, dict]:
         """``{"collectors.<name>": schema}`` for config validation that names files."""
-        return {f"collectors.{c.name}": section_schema(c.config_schema) for c in self.collectors.values()}
+        schemas = {f"collectors.{c.name}": section_schema(c.config_schema) for c in self.collectors.values()}
+        for error in self.errors:
+            if error.config_schema is not None:
+                schemas[f"collectors.{error.name}"] = section_schema(error.config_schema)
+        return schemas
 
     def prompt_section(self) -> str:
         """The cacheable ``[Collectors]`` prompt text; "" when none is enabled."""

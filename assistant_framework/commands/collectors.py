@@ -1,0 +1,169 @@
+"""``collectors list|run|status|run-loop|setup``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from ..collectors import CollectorManager, CollectorRunner
+from ..config import load_config_detailed, validate_config
+from ..schedules import from_iso, zone
+from ..workspace import Workspace
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default="config", help="config file or directory (default: config)")
+    parser.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    group = subparsers.add_parser("collectors", help="list, run and inspect background collectors")
+    commands = group.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    list_ = commands.add_parser("list", help="every collector found, enabled or not, with load errors")
+    _common(list_)
+    list_.set_defaults(func=cmd_list)
+
+    run = commands.add_parser("run", help="run one collector now and print what it wrote")
+    _common(run)
+    run.add_argument("name")
+    run.set_defaults(func=cmd_run)
+
+    status = commands.add_parser("status", help="last run, outcome, next run and failures per collector")
+    _common(status)
+    status.set_defaults(func=cmd_status)
+
+    loop = commands.add_parser("run-loop", help="run the scheduler in the foreground (Ctrl-C stops)")
+    _common(loop)
+    loop.set_defaults(func=cmd_run_loop)
+
+    setup = commands.add_parser("setup", help="interactive setup of one collector (logins, folders)")
+    _common(setup)
+    setup.add_argument("name")
+    setup.set_defaults(func=cmd_setup)
+
+
+def _open(args: argparse.Namespace) -> tuple[dict, CollectorManager, list[str]]:
+    """The config, a loaded manager, and config problems that name their file."""
+    loaded = load_config_detailed(args.config)
+    workspace = Workspace(Path(args.workspace))
+    manager = CollectorManager.from_config(loaded.data, workspace)
+    problems = validate_config(loaded, extra_schemas=manager.schemas())
+    return loaded.data, manager, problems
+
+
+def _timezone(config: dict) -> str:
+    return (config.get("runtime") or {}).get("timezone") or "UTC"
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    config, manager, problems = _open(args)
+    for collector in sorted(manager.collectors.values(), key=lambda c: c.name):
+        mark = "enabled " if collector.enabled else "disabled"
+        schedule = f"cron {collector.cron}" if collector.cron else f"every {collector.interval_seconds:g}s"
+        print(f"{collector.name:<12} {mark}  {schedule:<22} {collector.description}")
+        print(f"{'':<12} folder: {collector.folder}")
+    for error in sorted(manager.errors, key=lambda e: e.name):
+        print(f"{error.name:<12} FAILED    {error.error}")
+        print(f"{'':<12} folder: {error.folder}")
+    for problem in problems:
+        print(f"config: {problem}")
+    if not manager.collectors and not manager.errors:
+        print("no collectors found")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config, manager, _ = _open(args)
+    try:
+        collector = manager.get(args.name)
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}")
+        return 1
+    if not collector.enabled:
+        print(f"note: {collector.name} is disabled in config (collectors.{collector.name}.enabled); running it once anyway")
+    runner = CollectorRunner(manager, manager.workspace, timezone=_timezone(config))
+    outcome = runner.run_once(args.name)
+    print(f"{outcome.name}: {outcome.outcome} in {outcome.duration_s:.2f}s, {len(outcome.new_items)} new item(s)")
+    if outcome.error:
+        print(f"error: {outcome.error}")
+    for problem in outcome.errors:
+        print(f"warning: {problem}")
+    if outcome.summary:
+        print(outcome.summary)
+    if outcome.written:
+        print("wrote:")
+        for rel in outcome.written:
+            print(f"  {rel}")
+    for item in outcome.new_items[:20]:
+        print(f"  + {item.get('title') or item.get('subject') or item.get('summary') or item}")
+    if len(outcome.new_items) > 20:
+        print(f"  ... and {len(outcome.new_items) - 20} more (see collectors/{outcome.name}/new.json)")
+    return 0 if outcome.outcome == "ok" else 1
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    config, manager, _ = _open(args)
+    tz = zone(_timezone(config))
+    rows = manager.status()
+    if not rows:
+        print("no collectors found")
+        return 0
+    header = ["name", "enabled", "outcome", "last start", "duration", "next run", "failures", "error"]
+    table = [header]
+    for row in rows:
+        table.append(
+            [
+                row["name"],
+                "yes" if row["enabled"] else "no",
+                row["outcome"] or "never run",
+                _local(row["last_start"], tz),
+                "-" if row["duration_s"] is None else f"{row['duration_s']:.2f}s",
+                _local(row["next_run"], tz),
+                str(row["consecutive_failures"]),
+                (row["error"] or "")[:80],
+            ]
+        )
+    widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]
+    for line in table:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)) + "  " + line[-1])
+    return 0
+
+
+def _local(iso: str | None, tz) -> str:
+    moment = from_iso(iso)
+    return "-" if moment is None else moment.astimezone(tz).strftime("%Y-%m-%d %H:%M")
+
+
+def cmd_run_loop(args: argparse.Namespace) -> int:
+    config, manager, problems = _open(args)
+    for problem in problems:
+        print(f"config: {problem}")
+    enabled = [c.name for c in manager.enabled()]
+    if not enabled:
+        print("no collector is enabled; set collectors.<name>.enabled to true")
+        return 1
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    print(f"running collectors {', '.join(enabled)} (timezone {_timezone(config)}); Ctrl-C stops")
+    runner = CollectorRunner(manager, manager.workspace, timezone=_timezone(config))
+    try:
+        runner.run_forever()
+    except KeyboardInterrupt:
+        print("stopped")
+    return 0
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    config, manager, _ = _open(args)
+    try:
+        collector = manager.get(args.name)
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}")
+        return 1
+    if collector.setup is None:
+        print(f"{collector.name} needs no interactive setup; edit config/collectors/{collector.name}.json")
+        return 0
+    return int(collector.setup(collector.config, manager.workspace) or 0)
+
