@@ -87,7 +87,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print("== Prompt-visible metadata ==")
     print(f"name: {skill.name}")
     print(f"description: {skill.description}")
-    print("args_schema: " + json.dumps(skill.args_schema, ensure_ascii=False, separators=(",", ":")))
+    print("args_schema: " + json.dumps(skill.args_schema, ensure_ascii=False, separators=(",", ":"), sort_keys=True))
     print()
     print("== Help (README ## What it does) ==")
     print(skill.help_text or "(no '## What it does' section in the README)")

@@ -6,7 +6,7 @@ from assistant_framework.skill_support import context_now, need
 from assistant_framework.stores import BIRTHDAYS_FILE, BirthdayStore
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Birthdays (MM-DD or YYYY-MM-DD): add, update, find by name, or list upcoming ones."
+DESCRIPTION = "Birthdays (MM-DD or YYYY-MM-DD): add, update, find by name, list upcoming."
 CAPABILITIES = ["read", "write"]
 ARGS_SCHEMA = {
     "type": "object",
@@ -15,7 +15,7 @@ ARGS_SCHEMA = {
         "name": {"type": "string"},
         "date": {"type": "string", "pattern": "^(\\d{4}-)?\\d{2}-\\d{2}$"},
         "notes": {"type": "string"},
-        "days": {"type": "integer", "minimum": 1},
+        "days": {"type": "integer"},
     },
     "required": ["action"],
     "additionalProperties": False,
@@ -27,6 +27,8 @@ def run(workspace: Workspace, args: dict, context=None):
     action = args["action"]
     if action == "upcoming":
         today = context_now(context).date()
+        if args.get("days", 30) < 0:
+            raise ValueError(f"days must not be negative, got {args['days']}")
         found = store.upcoming(today, args.get("days", 30))
         return [_upcoming_row(when, entry, today) for when, entry in found] or f"no birthdays in the next {args.get('days', 30)} days"
     if action == "find":

@@ -6,7 +6,7 @@ from assistant_framework.skill_support import need
 from assistant_framework.stores import FACTS_FILE, FactStore
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Store a fact as subject, attribute, value (e.g. Anna, allergy, nuts) or look facts up."
+DESCRIPTION = "Store a fact as subject/attribute/value (Anna/allergy/nuts) or look facts up."
 CAPABILITIES = ["read", "write"]
 ARGS_SCHEMA = {
     "type": "object",
@@ -16,7 +16,6 @@ ARGS_SCHEMA = {
         "attribute": {"type": "string"},
         "value": {"type": "string"},
         "query": {"type": "string"},
-        "history": {"type": "boolean"},
     },
     "required": ["action"],
     "additionalProperties": False,
@@ -33,6 +32,6 @@ def run(workspace: Workspace, args: dict, context=None):
         if action == "duplicate":
             return f"already known ({fact['id']}): {what}"
         return f"{action} fact {fact['id']}: {what} (saved to {FACTS_FILE})"
-    found = store.lookup(args.get("subject"), args.get("attribute"), args.get("query"), bool(args.get("history")))
-    keys = ("id", "subject", "attribute", "value", "time", "status")
+    found = store.lookup(args.get("subject"), args.get("attribute"), args.get("query"))
+    keys = ("id", "subject", "attribute", "value", "time")
     return [{key: fact.get(key) for key in keys} for fact in found] or "no matching facts"

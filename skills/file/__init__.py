@@ -5,7 +5,7 @@ from __future__ import annotations
 from assistant_framework.skill_support import need
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Read, write, append, list or delete workspace files (path for one file, paths for several)."
+DESCRIPTION = "Read, write, append, list or delete workspace files (path, or paths for several)."
 CAPABILITIES = ["read", "write", "delete"]
 ARGS_SCHEMA = {
     "type": "object",

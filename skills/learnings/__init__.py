@@ -6,7 +6,7 @@ from assistant_framework.skill_support import need
 from assistant_framework.stores import LearningStore
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Remember a short lasting lesson or preference of the user; list or forget learnings."
+DESCRIPTION = "Remember a lasting lesson or user preference; list or forget learnings."
 CAPABILITIES = ["read", "write", "delete"]
 ARGS_SCHEMA = {
     "type": "object",

@@ -6,7 +6,7 @@ from assistant_framework.skill_support import need
 from assistant_framework.stores import NoteStore
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Save a note (title, body), search notes by words, read one by title, or list all."
+DESCRIPTION = "Save a note (title, body), search notes by words, read one by title, list all."
 CAPABILITIES = ["read", "write"]
 ARGS_SCHEMA = {
     "type": "object",

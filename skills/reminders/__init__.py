@@ -8,7 +8,7 @@ from assistant_framework.skill_support import context_now, context_zone, need
 from assistant_framework.stores import ReminderStore
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Remind the user later: add at a local time (at) or in_minutes; list pending; cancel by id."
+DESCRIPTION = "Remind the user later: add at local time (at) or in_minutes; list; cancel by id."
 CAPABILITIES = ["read", "write"]
 ARGS_SCHEMA = {
     "type": "object",
@@ -16,7 +16,7 @@ ARGS_SCHEMA = {
         "action": {"enum": ["add", "list", "cancel"]},
         "text": {"type": "string"},
         "at": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}$"},
-        "in_minutes": {"type": "integer", "minimum": 1},
+        "in_minutes": {"type": "integer"},
         "id": {"type": "string"},
     },
     "required": ["action"],
@@ -56,6 +56,8 @@ def _due(args: dict, now: datetime, zone) -> datetime:
     if bool(args.get("at")) == bool(args.get("in_minutes")):
         raise ValueError("action 'add' needs exactly one of at ('YYYY-MM-DD HH:MM' local time) or in_minutes")
     if args.get("in_minutes"):
+        if args["in_minutes"] < 1:
+            raise ValueError(f"in_minutes must be at least 1, got {args['in_minutes']}")
         return now + timedelta(minutes=args["in_minutes"])
     try:
         due = local_time(args["at"], zone)

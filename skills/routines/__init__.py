@@ -6,7 +6,7 @@ from assistant_framework.skill_support import need
 from assistant_framework.stores import ROUTINES_FILE, RoutineStore
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Save the user's routine (name, when, steps), list routines, or delete one."
+DESCRIPTION = "Save the user's routines (name, when, steps), list or delete them."
 CAPABILITIES = ["read", "write", "delete"]
 ARGS_SCHEMA = {
     "type": "object",

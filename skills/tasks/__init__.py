@@ -6,7 +6,7 @@ from assistant_framework.skill_support import context_now, need
 from assistant_framework.stores import TASKS_FILE, TaskStore
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "To-do list: add a task (optional due date), list open/done/due, complete or delete (by title or id)."
+DESCRIPTION = "To-do list: add (optional due date), list open/done/due, complete or delete by title or id."
 CAPABILITIES = ["read", "write", "delete"]
 ARGS_SCHEMA = {
     "type": "object",

@@ -7,7 +7,7 @@ from datetime import date, timedelta
 from assistant_framework.skill_support import context_now
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Current date and time; date math: add days/weeks, weekday of a date, days until a date, next friday."
+DESCRIPTION = "Current date and time; date math: add days/weeks, weekday, days until a date, next friday."
 ARGS_SCHEMA = {
     "type": "object",
     "properties": {
