@@ -92,6 +92,15 @@ def test_file_read_write_append_list_delete(manager: SkillManager, ws: Workspace
     assert "needs path" in err(manager, "file", {"action": "read"})
 
 
+def test_file_cannot_change_framework_state(manager: SkillManager, ws: Workspace) -> None:
+    ws.write_text("state/ledger.json", "{}")
+    assert "read-only" in err(manager, "file", {"action": "write", "path": "state/ledger.json", "content": "x"})
+    assert "read-only" in err(manager, "file", {"action": "delete", "path": "./memory/index.db"})
+    assert "read-only" in err(manager, "file", {"action": "delete", "path": "state"})
+    assert ok(manager, "file", {"action": "read", "path": "state/ledger.json"}) == "{}"
+    assert (ws.root / "state/ledger.json").read_text() == "{}"
+
+
 def test_file_refuses_paths_outside_the_workspace(manager: SkillManager, ws: Workspace, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()

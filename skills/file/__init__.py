@@ -19,6 +19,8 @@ ARGS_SCHEMA = {
     "additionalProperties": False,
 }
 LIST_LIMIT = 200
+#: Runtime state and caches the framework owns; the model may read but never change them.
+READ_ONLY_FOLDERS = ("state", "memory")
 
 
 def run(workspace: Workspace, args: dict):
@@ -59,8 +61,16 @@ def _read(workspace: Workspace, rel: str) -> str:
     return workspace.read_text(rel)
 
 
-def _write(workspace: Workspace, rel: str, content: str, append: bool) -> str:
+def _check_writable(workspace: Workspace, rel: str):
     target = workspace.path(rel)
+    top = workspace.relative(target).split("/", 1)[0]
+    if top in READ_ONLY_FOLDERS:
+        raise PermissionError(f"workspace path {rel!r} is in {top}/, which the framework manages; it is read-only here")
+    return target
+
+
+def _write(workspace: Workspace, rel: str, content: str, append: bool) -> str:
+    target = _check_writable(workspace, rel)
     if append:
         existing = workspace.read_text(rel, default="")
         glue = "" if not existing or existing.endswith("\n") else "\n"
@@ -71,7 +81,7 @@ def _write(workspace: Workspace, rel: str, content: str, append: bool) -> str:
 
 
 def _delete(workspace: Workspace, rel: str) -> str:
-    target = workspace.path(rel)
+    target = _check_writable(workspace, rel)
     if target.is_dir() and any(target.iterdir()):
         raise IsADirectoryError(f"workspace folder {rel!r} is not empty; delete its files first")
     if not workspace.delete(rel):
