@@ -8,6 +8,8 @@ are replaced by ``***`` anywhere in the trace before it is written; the oldest t
 
 from __future__ import annotations
 
+import bisect
+import json
 import re
 import secrets as _random
 import threading
@@ -96,33 +98,50 @@ class TraceStore:
         self.workspace = workspace
         self.keep = keep
         self.secrets = sorted(set(secrets), key=len, reverse=True)
-        self._prune_lock = threading.Lock()
+        self._lock = threading.Lock()
+        # Ids this store wrote or found, oldest first; listed from disk once, then kept in memory
+        # so pruning costs no directory walk per turn.
+        self._known: list[str] | None = None
 
     def write(self, trace: dict) -> str:
-        """Redact and write a trace (its ``id`` is created when missing); returns the id."""
+        """Redact and write a trace (its ``id`` is created when missing), prune; returns the id."""
         trace_id = trace.get("id") or new_trace_id()
         record = redact_secrets({**trace, "id": trace_id}, self.secrets)
-        self.workspace.write_json(trace_path(trace_id), record)
+        # Compact JSON: the C encoder is ~10x faster than the indented one; `trace show` pretty-prints.
+        self.workspace.write_text(trace_path(trace_id), json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        with self._lock:
+            known = self._ids_locked()
+            if trace_id not in known:
+                bisect.insort(known, trace_id)
         self.prune()
         return trace_id
 
-    def ids(self) -> list[str]:
-        """All trace ids, oldest first."""
+    def _scan(self) -> list[str]:
         names = self.workspace.list(f"{TRACES_DIR}/*/*.json")
         ids = [name.rsplit("/", 1)[-1][: -len(".json")] for name in names]
         return sorted(i for i in ids if _ID_RE.match(i))
+
+    def _ids_locked(self) -> list[str]:
+        if self._known is None:
+            self._known = self._scan()
+        return self._known
+
+    def ids(self) -> list[str]:
+        """All trace ids in the workspace, oldest first (read from disk)."""
+        return self._scan()
 
     def prune(self) -> int:
         """Delete the oldest traces beyond ``keep`` (and emptied day folders); returns how many."""
         if self.keep <= 0:
             return 0
-        with self._prune_lock:
-            ids = self.ids()
-            doomed = ids[: max(0, len(ids) - self.keep)]
+        with self._lock:
+            known = self._ids_locked()
+            doomed = known[: max(0, len(known) - self.keep)]
+            del known[: len(doomed)]
             for trace_id in doomed:
                 self.workspace.delete(trace_path(trace_id))
             for day in {trace_path(i).rsplit("/", 1)[0] for i in doomed}:
-                if not self.workspace.list(f"{day}/*", files_only=False):
+                if not any(self.workspace.path(day).iterdir()):
                     self.workspace.delete(day)
         return len(doomed)
 

@@ -6,6 +6,7 @@ stays compact and byte-stable for prompt caching. The full log (L0) is the memor
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from assistant_framework.memory.log import CONVERSATIONS_DIR, safe_conversation_id
@@ -77,7 +78,9 @@ class HistoryStore:
             for message in new:
                 message["time"] = stamp
         history = trim_history(self.load(conversation_id) + new, budget_chars)
-        self.workspace.write_json(self._file(conversation_id), history)
+        # One message per line: readable, and encoded by the fast C encoder (no indent).
+        lines = ",\n".join(json.dumps(m, ensure_ascii=False) for m in history)
+        self.workspace.write_text(self._file(conversation_id), f"[\n{lines}\n]\n" if history else "[]\n")
         return history
 
     def clear(self, conversation_id: str) -> int:
