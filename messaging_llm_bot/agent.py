@@ -25,7 +25,7 @@ from assistant_framework.workspace import Workspace
 from .config import BotSettings
 from .conversation_lock import ConversationLock
 from .history import HistoryStore, message_chars, prompt_messages, trim_history
-from .honesty import honest_reply, saved_location
+from .honesty import honest_reply, is_write_call, saved_location
 from .llm import Completion, LLMClient, LLMError
 from .prompt import PromptBuilder, final_user_message, section_sizes
 from .protocol import (
@@ -385,7 +385,7 @@ class Agent:
             record.update(ok=result.ok, elapsed_s=round(result.elapsed_s, 4))
             if result.ok:
                 feedback = format_skill_result(call.skill, result.value, self.settings.skill_result_limit_chars + 200)
-                if "write" in (skills.get(call.skill).capabilities or []):
+                if is_write_call(skills.get(call.skill).capabilities, call.args):
                     turn.wrote_memory = True
                     where = saved_location(result.value)
                     if where:

@@ -41,13 +41,31 @@ def _resolve_check() -> Callable[[str, bool], str | None]:
 check_memory_claim: Callable[[str, bool], str | None] = _resolve_check()
 
 
+#: ``action`` values of skills with the write capability that only read.
+READ_ACTIONS = frozenset({"read", "list", "search", "find", "lookup", "get", "show", "upcoming", "now",
+                          "weekday", "days_until", "next", "status"})
+_PATH_IN_TEXT = re.compile(r"\b(?:to|in|into)\s+'?([\w.@+-]+(?:/[\w.@+-]+)+)'?")
+
+
+def is_write_call(capabilities: list[str] | None, args: Any) -> bool:
+    """True when a successful call of a skill probably changed the workspace."""
+    if "write" not in (capabilities or []) and "delete" not in (capabilities or []):
+        return False
+    action = args.get("action") if isinstance(args, dict) else None
+    return not (isinstance(action, str) and action.lower() in READ_ACTIONS)
+
+
 def saved_location(value: Any) -> str | None:
-    """Where a skill result says it wrote (a ``path``/``file`` field), if it says so."""
+    """Where a skill result says it wrote: a ``path``/``file`` field, or "... to notes/x.md" in text."""
     if isinstance(value, dict):
         for key in ("path", "file", "saved_to"):
             where = value.get(key)
             if isinstance(where, str) and where:
                 return where
+    if isinstance(value, str):
+        match = _PATH_IN_TEXT.search(value[:500])
+        if match:
+            return match.group(1).rstrip(".,:;")
     return None
 
 

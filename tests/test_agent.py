@@ -278,3 +278,30 @@ def test_memory_wired_log_recall_and_why(bot_config, workspace, chat_server):
             ("user", "who is my dentist Zhivago appointment?"), ("assistant", "It is with Dr Zhivago.")]
     finally:
         memory.close()
+
+
+def test_builtin_notes_write_shows_location_and_read_does_not_count(agent, chat_server, workspace):
+    if agent.skills.get("notes") is None:
+        pytest.skip("built-in notes skill not present")
+    chat_server.enqueue('{"skill": "notes", "args": {"action": "add", "title": "gift", "body": "a red scarf"}}',
+                        "Saved your note.")
+    saved = agent.handle_message("c1", "note: gift idea a red scarf")
+    assert saved.skill_calls[0]["ok"], saved.skill_calls
+    assert "(saved to notes/" in saved.reply and NOTHING_SAVED_NOTE not in saved.reply
+    chat_server.enqueue('{"skill": "notes", "args": {"action": "list"}}', "I saved that for you.")
+    listed = agent.handle_message("c1", "save it again")
+    assert listed.reply.endswith(NOTHING_SAVED_NOTE)
+
+
+def test_honesty_helpers():
+    from messaging_llm_bot.honesty import is_write_call, local_memory_claim, saved_location
+
+    assert saved_location("saved note 'x' to notes/x.md") == "notes/x.md"
+    assert saved_location("wrote 5 characters to learnings/general.md.") == "learnings/general.md"
+    assert saved_location({"path": "a/b.md"}) == "a/b.md" and saved_location("no match") is None
+    assert is_write_call(["read", "write"], {"action": "add"}) and not is_write_call(["read", "write"], {"action": "list"})
+    assert not is_write_call(["read"], {}) and is_write_call(["write"], {})
+    assert local_memory_claim("Noted! I'll keep that in mind.", False) == NOTHING_SAVED_NOTE
+    assert local_memory_claim("Noted.", True) is None
+    assert local_memory_claim("Paris is the capital of France.", False) is None
+    assert local_memory_claim("You saved 5 euros last week.", False) is None
