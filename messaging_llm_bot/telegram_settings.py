@@ -57,10 +57,11 @@ def mentions_bot(message: telegram.Message, bot_username: str) -> bool:
     if not bot_username:
         return False
     wanted = "@" + bot_username.lower()
-    for ent, text in list(message.parse_entities(["mention"]).items()) + list(
-            message.parse_caption_entities(["mention"]).items()):
-        if text.lower() == wanted:
-            return True
+    found = dict(message.parse_entities(["mention"])) if message.text else {}
+    if message.caption:  # parse_* raise when the message has no text/caption
+        found.update(message.parse_caption_entities(["mention"]))
+    if any(text.lower() == wanted for text in found.values()):
+        return True
     body = (message.text or message.caption or "").lower()
     return re.search(re.escape(wanted) + r"\b", body) is not None
 

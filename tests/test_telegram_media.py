@@ -1,0 +1,64 @@
+"""Documents, photos and voice notes end to end."""
+
+from __future__ import annotations
+
+from messaging_llm_bot.telegram_media import sanitize_name
+from tests.telegram_harness import OWNER, fake, start_bot, texts  # noqa: F401
+
+
+def test_document_is_saved_to_the_inbox_and_the_model_is_told(fake, start_bot, chat_server, workspace):
+    start_bot()
+    chat_server.enqueue('{"reply": "Got your report."}')
+    fake.send_document(OWNER, "Q3 report:final.pdf", b"%PDF-1.4 fake", caption="please file this",
+                       mime_type="application/pdf")
+    fake.wait_for(lambda: "Got your report." in texts(fake))
+    saved = workspace.list("inbox/**/*")
+    assert len(saved) == 1 and saved[0].endswith("/Q3 report_final.pdf"), saved
+    assert workspace.path(saved[0]).read_bytes() == b"%PDF-1.4 fake"
+    prompt = chat_server.chat_requests[0]["messages"][-1]["content"]
+    assert saved[0] in prompt and "please file this" in prompt and "untrusted" in prompt
+
+
+def test_photo_saves_the_largest_size(fake, start_bot, chat_server, workspace):
+    start_bot()
+    fake.send_photo(OWNER, b"J" * 4000, caption="my cat")
+    fake.wait_for_messages(OWNER, 1)
+    saved = workspace.list("inbox/**/*.jpg")
+    assert len(saved) == 1 and workspace.path(saved[0]).stat().st_size == 4000
+
+
+def test_voice_note_is_transcribed_then_answered(fake, start_bot, chat_server):
+    def with_transcription(config):
+        config["llm"]["transcription"] = {"base_url": chat_server.base_url, "model": "whisper-1"}
+
+    start_bot(config_patch=with_transcription)
+    chat_server.set_transcription("remind me to buy bread")
+    chat_server.enqueue('{"reply": "Noted."}')  # the honesty check may append a note
+    fake.send_voice(OWNER, b"OggS fake opus")
+    fake.wait_for(lambda: len(texts(fake)) == 2 and texts(fake)[1].startswith("Noted."))
+    assert texts(fake)[0] == "🎙 remind me to buy bread"
+    upload = [r for r in chat_server.requests if r.path.endswith("/audio/transcriptions")][0]
+    assert upload["model"] == "whisper-1" and upload["file_size"] == len(b"OggS fake opus")
+    assert chat_server.chat_requests[0]["messages"][-1]["content"].startswith("remind me to buy bread")
+
+
+def test_voice_without_transcription_and_stickers_get_a_not_supported_reply(fake, start_bot, chat_server):
+    start_bot()
+    fake.send_voice(OWNER, b"OggS")
+    fake.push_update({"message": {"message_id": 99, "date": 1, "chat": {"id": OWNER, "type": "private"},
+                                  "from": {"id": OWNER, "is_bot": False, "first_name": "O"},
+                                  "sticker": {"file_id": "S1", "file_unique_id": "SU1", "type": "regular",
+                                              "width": 1, "height": 1, "is_animated": False,
+                                              "is_video": False}}})
+    msgs = fake.wait_for_messages(OWNER, 2)
+    assert "llm.transcription" in msgs[0]["text"]
+    assert "can't handle a sticker" in msgs[1]["text"]
+    assert chat_server.requests == []
+
+
+def test_sanitize_name_keeps_files_inside_the_folder():
+    assert sanitize_name("../../etc/passwd") == "passwd"
+    assert sanitize_name("..\\..\\boot.ini") == "boot.ini"
+    assert sanitize_name("Q3 report?.pdf") == "Q3 report_.pdf"
+    assert sanitize_name("...") == "file"
+    assert len(sanitize_name("x" * 300 + ".txt")) <= 100
