@@ -13,7 +13,6 @@ import json
 import logging
 import threading
 import time
-from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -37,6 +36,9 @@ from .protocol import (
     parse_model_output,
     unknown_skill_hint,
 )
+from .turn import AgentEvent, TurnRecord, TurnResult, format_footer, hit_dict, record_request, trace_of
+
+__all__ = ["Agent", "AgentEvent", "TurnResult", "FAILED_TURN_REPLY"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from assistant_framework.collectors import CollectorManager
@@ -45,85 +47,7 @@ log = logging.getLogger(__name__)
 
 FAILED_TURN_REPLY = "Sorry, something went wrong while answering; the details are in the bot's log. Please try again."
 EMPTY_REPLY = "The model returned an empty answer. Please try again or rephrase."
-_USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens")
 _SUMMARY_CHARS = 200
-
-
-@dataclass
-class AgentEvent:
-    """Progress of a turn: thinking, skill_call, skill_result, delta, done, error."""
-
-    kind: str
-    data: dict
-
-
-@dataclass
-class TurnResult:
-    """The outcome of one message; ``reply`` is never empty."""
-
-    reply: str
-    ok: bool
-    rounds: int = 0
-    skill_calls: list[dict] = field(default_factory=list)
-    usage: dict = field(default_factory=dict)
-    elapsed_s: float = 0.0
-    model_s: float = 0.0
-    recalled: list[dict] = field(default_factory=list)
-    trace_id: str | None = None
-    footer: str | None = None
-
-
-@dataclass
-class _Turn:
-    """Mutable record of one turn while it runs (becomes the trace)."""
-
-    trace_id: str
-    conversation_id: str
-    text: str
-    now: datetime
-    requests: list[dict] = field(default_factory=list)
-    skill_calls: list[dict] = field(default_factory=list)
-    saved_to: list[str] = field(default_factory=list)
-    wrote_memory: bool = False
-    recalled: list[dict] = field(default_factory=list)
-    sizes: dict = field(default_factory=dict)
-    rounds: int = 0
-    error: str | None = None
-    log_ids: list = field(default_factory=list)
-
-    def usage(self) -> dict:
-        total: dict[str, int] = {}
-        for request in self.requests:
-            for key, value in (request.get("usage") or {}).items():
-                if key in _USAGE_FIELDS and isinstance(value, int):
-                    total[key] = total.get(key, 0) + value
-        return total
-
-    def model_s(self) -> float:
-        return sum(float(r.get("elapsed_s") or 0.0) for r in self.requests)
-
-
-def hit_dict(hit: Any) -> dict:
-    """A memory hit as a plain dict (for TurnResult.recalled and traces)."""
-    if is_dataclass(hit) and not isinstance(hit, type):
-        return asdict(hit)
-    if isinstance(hit, dict):
-        return dict(hit)
-    return {"text": str(hit)}
-
-
-def format_footer(usage: dict, rounds: int, elapsed_s: float) -> str:
-    """``— 1200 in (800 cached) · 40 out · 2 rounds · 3.1 s`` with only the numbers the server reported."""
-    parts = []
-    if "prompt_tokens" in usage:
-        extra = [f"{usage[k]} {label}" for k, label in (("cached_tokens", "cached"), ("cache_write_tokens", "cache writes")) if usage.get(k)]
-        parts.append(f"{usage['prompt_tokens']} in" + (f" ({', '.join(extra)})" if extra else ""))
-    if "completion_tokens" in usage:
-        reasoning = f" ({usage['reasoning_tokens']} reasoning)" if usage.get("reasoning_tokens") else ""
-        parts.append(f"{usage['completion_tokens']} out{reasoning}")
-    parts.append(f"{rounds} round{'s' if rounds != 1 else ''}")
-    parts.append(f"{elapsed_s:.1f} s")
-    return "— " + " · ".join(parts)
 
 
 def _schema_hint(skills: SkillManager, name: str) -> str | None:
@@ -239,7 +163,7 @@ class Agent:
         started = time.monotonic()
         emit = _emitter(on_event)
         # The injected clock is only consulted inside the guarded block below.
-        turn = _Turn(trace_id=new_trace_id(), conversation_id=conversation_id, text=text, now=datetime.now(self.zone))
+        turn = TurnRecord(trace_id=new_trace_id(), conversation_id=conversation_id, text=text, now=datetime.now(self.zone))
         context = SkillContext(
             conversation_id=conversation_id,
             chat_id=chat_id,
@@ -277,7 +201,7 @@ class Agent:
 
     # -- the transaction (under the conversation lock) ---------------------------
 
-    def _transaction(self, turn: _Turn, context: SkillContext, emit, *, stream: bool, private: bool, message_id, untrusted: bool) -> tuple[str, bool]:
+    def _transaction(self, turn: TurnRecord, context: SkillContext, emit, *, stream: bool, private: bool, message_id, untrusted: bool) -> tuple[str, bool]:
         conversation_id = turn.conversation_id
         self._log_turn(turn, "user", turn.text, message_id=message_id, meta={"private": private})
         recall_block = self._recall(turn, private)
@@ -295,7 +219,7 @@ class Agent:
             self._log_turn(turn, "assistant", reply, message_id=None, meta={"trace_id": turn.trace_id})
         return reply, ok
 
-    def _log_turn(self, turn: _Turn, role: str, text: str, *, message_id, meta: dict) -> None:
+    def _log_turn(self, turn: TurnRecord, role: str, text: str, *, message_id, meta: dict) -> None:
         if self.memory is None:
             return
         try:
@@ -305,7 +229,7 @@ class Agent:
             return
         turn.log_ids.append((record or {}).get("turn_id"))
 
-    def _recall(self, turn: _Turn, private: bool) -> str:
+    def _recall(self, turn: TurnRecord, private: bool) -> str:
         if self.memory is None:
             return ""
         try:
@@ -317,7 +241,7 @@ class Agent:
         turn.recalled = [hit_dict(h) for h in hits]
         return block
 
-    def _loop(self, turn: _Turn, system: str, history: list[dict], user_message: str, context: SkillContext, emit, stream: bool) -> tuple[str, bool]:
+    def _loop(self, turn: TurnRecord, system: str, history: list[dict], user_message: str, context: SkillContext, emit, stream: bool) -> tuple[str, bool]:
         skills = self.skills
         names = skills.names()
         max_rounds = self.settings.max_skill_rounds
@@ -330,7 +254,7 @@ class Agent:
             try:
                 completion = self._complete(messages, names, stream, emit)
             except LLMError as err:
-                self._record_request(turn, round_no, messages, None, err)
+                record_request(turn, round_no, messages, None, err)
                 if err.kind == "context_length" and not history_cut and history:
                     history_cut = True
                     size = sum(message_chars(m) for m in history)
@@ -341,7 +265,7 @@ class Agent:
                 return err.user_message(), False
             turn.rounds = round_no
             parsed = parse_model_output(completion.text, names)
-            self._record_request(turn, round_no, messages, completion, None, parsed)
+            record_request(turn, round_no, messages, completion, None, parsed)
             if not parsed.calls:
                 reply = (parsed.reply or "").strip()
                 return (reply, True) if reply else (EMPTY_REPLY, False)
@@ -368,7 +292,7 @@ class Agent:
 
         return self.llm.complete(messages, stream=True, on_delta=on_delta)
 
-    def _run_call(self, call: SkillCall, round_no: int, turn: _Turn, context: SkillContext, emit) -> str:
+    def _run_call(self, call: SkillCall, round_no: int, turn: TurnRecord, context: SkillContext, emit) -> str:
         skills = self.skills
         emit(AgentEvent("skill_call", {"skill": call.skill, "args": call.args, "round": round_no}))
         record: dict = {"skill": call.skill, "args": call.args, "round": round_no}
@@ -402,51 +326,10 @@ class Agent:
         emit(AgentEvent("skill_result", {"skill": call.skill, "ok": bool(record.get("ok")), "summary": str(summary)[:_SUMMARY_CHARS]}))
         return feedback
 
-    def _record_request(self, turn: _Turn, round_no: int, messages: list[dict], completion: Completion | None, error: LLMError | None, parsed=None) -> None:
-        entry: dict = {"round": round_no, "messages": [dict(m) for m in messages]}
-        if completion is not None:
-            entry.update(
-                runner=completion.runner,
-                model=completion.model,
-                elapsed_s=round(completion.elapsed_s, 4),
-                usage=completion.usage.as_dict(),
-                text=completion.text,
-                reasoning=completion.reasoning,
-                response=completion.raw,
-            )
-        if parsed is not None:
-            entry["parsed"] = {
-                "calls": [{"skill": c.skill, "args": c.args, "args_error": c.args_error} for c in parsed.calls],
-                "reply": parsed.reply,
-            }
-            entry["recovered"] = list(parsed.recovered)
-        if error is not None:
-            entry.update(runner=error.runner, error={"kind": error.kind, "status": error.status, "message": error.user_message()})
-        turn.requests.append(entry)
-
     # -- after the lock ------------------------------------------------------------
 
-    def _after_turn(self, turn: _Turn, result: TurnResult) -> None:
-        last = next((r for r in reversed(turn.requests) if r.get("model")), {})
-        trace = {
-            "id": turn.trace_id,
-            "conversation": turn.conversation_id,
-            "time": turn.now.isoformat(timespec="seconds"),
-            "ok": result.ok,
-            "runner": last.get("runner"),
-            "model": last.get("model"),
-            "rounds": result.rounds,
-            "elapsed_s": round(result.elapsed_s, 4),
-            "model_s": round(result.model_s, 4),
-            "usage": result.usage,
-            "section_sizes": turn.sizes,
-            "recalled": turn.recalled,
-            "user_text": turn.text,
-            "reply": result.reply,
-            "skill_calls": turn.skill_calls,
-            "error": turn.error,
-            "requests": turn.requests,
-        }
+    def _after_turn(self, turn: TurnRecord, result: TurnResult) -> None:
+        trace = trace_of(turn, result)
         try:
             self.traces.write(trace)
         except Exception:  # a full disk must not cost the user the reply
