@@ -133,10 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--full", action="store_true", help="add the 100k files / 1M turns size")
     group.add_argument("--quick", action="store_true", help="tiny sizes, for the smoke test")
-    parser.add_argument("--messages", type=int, default=None, help="measured turns per size (default 300, quick 30)")
+    parser.add_argument("--messages", type=int, default=None, help="measured turns per size (default 150, quick 30)")
     args = parser.parse_args(argv)
     sizes = QUICK_SIZES if args.quick else FULL_SIZES if args.full else DEFAULT_SIZES
-    messages = args.messages or (30 if args.quick else 300)
+    messages = args.messages or (30 if args.quick else 150)
     warmup = 5 if args.quick else 20
     results = []
     server = fake_server(latency=0.0)
