@@ -59,9 +59,8 @@ def run(workspace, config):
 """
 
 
-def make_hanger(release: threading.Event, started: threading.Event):
-    return f"""
-import threading
+# The hanging collector blocks on these module-level events, so the test can release it.
+HANGER = """
 INTERVAL_SECONDS = 60
 DESCRIPTION = "Hangs until released."
 def run(workspace):
@@ -191,7 +190,7 @@ def test_failure_is_isolated_and_backs_off_exponentially(ws, plugins):
 def test_hung_collector_times_out_and_is_not_restarted_while_alive(tmp_path, ws, plugins):
     HANG_RELEASE.clear()
     HANG_STARTED.clear()
-    write_collector(plugins, "hanger", make_hanger(HANG_RELEASE, HANG_STARTED))
+    write_collector(plugins, "hanger", HANGER)
     manager = manager_for(plugins, ws, {"hanger": {"enabled": True, "timeout_seconds": 0.3}, "writer": {"enabled": True}})
     clock = FakeClock(datetime(2025, 1, 6, 9, 0, tzinfo=UTC))
     runner = CollectorRunner(manager, ws, clock=clock)
