@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 LOCK_FILE = "state/bot.lock"
 POLL_TIMEOUT_SECONDS = 10
+REMINDER_POLL_SECONDS = 30.0
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -82,11 +83,14 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
 class TelegramService:
     """One running bot: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is thread-safe."""
 
-    def __init__(self, runtime: Any, *, stop_signals: Any = None, poll_timeout: int = POLL_TIMEOUT_SECONDS) -> None:
+    def __init__(self, runtime: Any, *, stop_signals: Any = None, poll_timeout: int = POLL_TIMEOUT_SECONDS,
+                 reminder_poll_seconds: float = REMINDER_POLL_SECONDS) -> None:
         self.runtime = runtime
         self.settings = TelegramSettings.from_config(runtime.config)
         self.stop_signals = stop_signals
         self.poll_timeout = poll_timeout
+        self.reminder_poll_seconds = reminder_poll_seconds
+        self.reminders: ReminderScheduler | None = None
         self.frontend: Frontend | None = None
         self.app: Application | None = None
         self.conflict: str | None = None
@@ -124,8 +128,9 @@ class TelegramService:
         except TelegramError as err:
             log.warning("telegram: setMyCommands failed: %s", err)
         self._replay = await fe.start_replay(bot)
-        ReminderScheduler(ReminderStore(self.runtime.workspace), app.job_queue, self.send_notice,
-                          default_tz=self.settings.timezone).start()
+        self.reminders = ReminderScheduler(ReminderStore(self.runtime.workspace), app.job_queue, self.send_notice,
+                                           default_tz=self.settings.timezone, poll_seconds=self.reminder_poll_seconds)
+        self.reminders.start()
         if self.settings.morning_digest:
             hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))
             app.job_queue.run_daily(self._morning_digest, time=dtime(hour, minute,

@@ -72,10 +72,14 @@ class Frontend:
     def persist(self, updates: Sequence[Update], bot: telegram.Bot) -> None:
         """Write model-bound updates to the inbox before they are confirmed to Telegram."""
         for update in updates:
-            if update.update_id in self.items or not self.for_model(update, bot):
+            try:
+                if update.update_id in self.items or not self.for_model(update, bot):
+                    continue
+                item = self.inbox.accept(str(update.update_id), conversation_id(update.message.chat_id),
+                                         update.to_dict())
+            except Exception:  # noqa: BLE001 - one odd update must not stall polling; the handler retries
+                log.exception("telegram: could not persist update %s to the inbox", update.update_id)
                 continue
-            item = self.inbox.accept(str(update.update_id), conversation_id(update.message.chat_id),
-                                     update.to_dict())
             if item is None:
                 self.duplicates.add(update.update_id)
             else:

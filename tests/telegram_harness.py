@@ -42,7 +42,8 @@ class RunningBot:
 
     def __init__(self, runtime: Any, poll_timeout: int = 1) -> None:
         self.runtime = runtime
-        self.service = TelegramService(runtime, stop_signals=None, poll_timeout=poll_timeout)
+        self.service = TelegramService(runtime, stop_signals=None, poll_timeout=poll_timeout,
+                                       reminder_poll_seconds=0.3)
         self.exit_code: int | None = None
         self._thread = threading.Thread(target=self._run, name="telegram-bot-under-test", daemon=True)
 

@@ -1,0 +1,115 @@
+"""Start-up, shutdown and restarts: reminders, inbox replay after a crash, duplicates, 409, lock, no token."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import filelock
+
+from assistant_framework.inbox import Inbox
+from assistant_framework.stores.reminders import ReminderStore
+from tests.telegram_harness import OWNER, fake, start_bot, texts  # noqa: F401
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _raw_message(update_id: int, message_id: int, text: str, chat_id: int = OWNER) -> dict:
+    return {"update_id": update_id, "message": {
+        "message_id": message_id, "date": int(time.time()), "text": text,
+        "chat": {"id": chat_id, "type": "private", "first_name": "Owner"},
+        "from": {"id": OWNER, "is_bot": False, "first_name": "Owner", "username": "owner"}}}
+
+
+def test_reminders_pending_at_start_are_delivered_and_missed_ones_late(fake, start_bot, workspace):
+    store = ReminderStore(workspace)
+    now = datetime.now(timezone.utc)
+    soon = store.add(OWNER, "stretch", now + timedelta(seconds=1.5), "Europe/Berlin")
+    missed = store.add(OWNER, "take pills", now - timedelta(hours=2), "Europe/Berlin")
+    store.add(OWNER, "far future", now + timedelta(days=3), "Europe/Berlin")
+    start_bot()
+    fake.wait_for_messages(OWNER, 2)
+    local_due = (now - timedelta(hours=2)).astimezone(ZoneInfo("Europe/Berlin")).strftime("%H:%M")
+    assert texts(fake) == [f"⏰ take pills\n(late: was due {local_due})", "⏰ stretch"]
+    fake.wait_for(lambda: len(store.pending()) == 1)  # marked after sending
+    by_id = {r["id"]: r for r in store.list()}
+    assert by_id[soon["id"]]["status"] == "delivered" and by_id[missed["id"]]["status"] == "delivered"
+    assert [r["text"] for r in store.pending()] == ["far future"]
+
+
+def test_reminder_added_while_running_is_picked_up(fake, start_bot, workspace):
+    start_bot()  # the harness polls the store every 0.3 s instead of 30 s
+    ReminderStore(workspace).add(OWNER, "new one", datetime.now(timezone.utc) + timedelta(seconds=1), "UTC")
+    fake.wait_for_messages(OWNER, 1)
+    assert texts(fake) == ["⏰ new one"]
+
+
+def test_crash_left_items_are_answered_at_start_resuming_after_sent_parts(fake, start_bot, chat_server, workspace):
+    inbox = Inbox(workspace)
+    long_reply = "\n\n".join(f"Section {i} " + "lorem ipsum " * 50 for i in range(12))  # about 7,500 chars
+    a = inbox.accept("500", "tg:1", _raw_message(500, 10, "question A"))
+    inbox.record_reply(a.item_id, long_reply)
+    inbox.record_part(a.item_id, 0, 4242)  # part 1 went out before the crash
+    inbox.accept("501", "tg:1", _raw_message(501, 11, "question B"))
+    chat_server.enqueue('{"reply": "answer B"}')
+    start_bot()
+    fake.wait_for_messages(OWNER, 2)
+    sent = texts(fake)
+    assert sent[0].startswith("Section") and not sent[0].startswith("Section 0 ")  # part 2 only
+    assert sent[1] == "answer B"
+    assert [r["messages"][-1]["content"].split("\n")[0] for r in chat_server.chat_requests] == ["question B"]
+    fake.wait_for(lambda: not Inbox(workspace).pending())
+
+
+def test_update_delivered_twice_is_answered_once_across_restart(fake, start_bot, chat_server, workspace):
+    raw = _raw_message(77, 5, "only once please")
+    first = start_bot()
+    fake.push_update(json.loads(json.dumps(raw)))
+    fake.wait_for_messages(OWNER, 1)
+    first.stop()
+    fake.push_update(json.loads(json.dumps(raw)))  # Telegram re-sends an update it thinks unconfirmed
+    fake.push_update(_raw_message(78, 6, "a new one"))
+    start_bot()
+    fake.wait_for_messages(OWNER, 2)
+    time.sleep(0.5)
+    asked = [r["messages"][-1]["content"].split("\n")[0] for r in chat_server.chat_requests]
+    assert asked == ["only once please", "a new one"]
+    assert len(fake.messages(OWNER)) == 2
+
+
+def test_second_poller_conflict_stops_with_exit_code_1(fake, start_bot, capsys):
+    fake.conflict_on_get_updates(True)
+    bot = start_bot()
+    assert bot.join(20) == 1
+    assert "409 Conflict" in capsys.readouterr().err
+
+
+def test_second_bot_on_the_same_workspace_refuses_to_run(fake, start_bot, workspace, capsys):
+    held = filelock.FileLock(str(workspace.path("state/bot.lock")))
+    held.acquire()
+    try:
+        bot = start_bot(wait_ready=False)
+        assert bot.join(10) == 1
+    finally:
+        held.release()
+    assert "already running" in capsys.readouterr().err
+    assert fake.calls() == []
+
+
+def test_no_token_exits_2_with_one_clear_line(bot_config, tmp_path):
+    config = dict(bot_config, telegram={"token": ""}, memory={"enabled": False})
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
+    proc = subprocess.run([sys.executable, "-m", "messaging_llm_bot", "--config", str(path),
+                           "--workspace", str(tmp_path / "ws")], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "token" in lines[0].lower()
