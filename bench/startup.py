@@ -1,0 +1,135 @@
+"""Start-up and footprint: the real bot process against the fake Telegram Bot API and fake model.
+
+``python -m messaging_llm_bot`` runs as a subprocess with a config pointing
+``telegram.base_url`` at ``FakeBotAPI`` and the model at ``FakeChatServer`` (answering at
+once). Measured: the time from ``Popen`` to the first ``getUpdates`` call the fake sees;
+resident memory (VmRSS from /proc/<pid>/status) when idle and after N messages pushed
+through the fake Bot API (spread over several allowed users) have all been answered.
+
+    python bench/startup.py                # N = 1000 messages
+    python bench/startup.py --quick        # N = 20 (smoke test)
+    python bench/startup.py --messages 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import ROOT, bench_config, fake_server, machine_line, table, write_config_dir  # noqa: E402
+
+from tests.fakes.bot_api import FakeBotAPI  # noqa: E402
+
+USERS = 10
+
+
+def rss_kb(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM (peak) of a process in kB, from /proc/<pid>/status."""
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            found[key] = int(value.split()[0])
+    return found
+
+
+def replies(fake: FakeBotAPI) -> int:
+    """Messages the bot sent successfully (its answers)."""
+    return sum(1 for call in fake.calls("sendMessage") if call.get("status") == 200)
+
+
+def wait(predicate, timeout: float, what: str, proc: subprocess.Popen, step: float = 0.002):
+    """Poll ``predicate`` until truthy; fail naming ``what`` on timeout or if the bot exited."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if proc.poll() is not None:
+            raise RuntimeError(f"the bot process exited with status {proc.returncode} while waiting for {what}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no {what} within {timeout:.0f} s")
+        time.sleep(step)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="20 messages (smoke test)")
+    parser.add_argument("--messages", type=int, default=None, help="messages pushed after start-up (default 1000)")
+    args = parser.parse_args(argv)
+    count = args.messages or (20 if args.quick else 1000)
+    base = Path(tempfile.mkdtemp(prefix="bench-startup-"))
+    model = fake_server(latency=0.0)
+    fake = FakeBotAPI().start()
+    proc = None
+    log_path = base / "bot.log"
+    try:
+        config = bench_config(model.base_url, max_concurrency=4)
+        config["telegram"] = {
+            "token": fake.token,
+            "base_url": fake.base_url,
+            "base_file_url": fake.base_file_url,
+            "allowed_user_ids": list(range(1, USERS + 1)),
+        }
+        config_dir = write_config_dir(config, base / "config")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        with open(log_path, "wb") as log:
+            started = time.perf_counter()
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "messaging_llm_bot", "--config", str(config_dir), "--workspace", str(base / "ws")],
+                cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            )
+            wait(lambda: fake.calls("getUpdates"), 60, "getUpdates call", proc)
+            startup_s = time.perf_counter() - started
+            time.sleep(2.0)  # settle: post-init calls, first long poll
+            idle = rss_kb(proc.pid)
+            pushed = time.perf_counter()
+            for i in range(count):
+                fake.send_message(f"message {i}: what is on my list today?", user_id=1 + i % USERS)
+            wait(lambda: replies(fake) >= count, 600, f"{count} replies", proc, step=0.05)
+            turns_s = time.perf_counter() - pushed
+            after = rss_kb(proc.pid)
+    except (RuntimeError, TimeoutError) as exc:
+        tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
+        print(f"startup benchmark failed: {exc}\n--- bot log tail ---\n{tail}", file=sys.stderr)
+        return 1
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        fake.stop()
+        model.stop()
+        shutil.rmtree(base, ignore_errors=True)
+    print(machine_line())
+    print(f"bot: python -m messaging_llm_bot (Telegram frontend, long polling) against FakeBotAPI and FakeChatServer (no latency); {USERS} users")
+    print(
+        table(
+            ["figure", "value"],
+            [
+                ["process start to first getUpdates", f"{startup_s:.2f} s"],
+                ["resident memory idle (VmRSS, 2 s after first getUpdates)", f"{idle['VmRSS'] / 1024:.1f} MB"],
+                [f"resident memory after {count} messages answered (VmRSS)", f"{after['VmRSS'] / 1024:.1f} MB"],
+                ["peak resident memory (VmHWM)", f"{after['VmHWM'] / 1024:.1f} MB"],
+                [f"time to answer {count} messages pushed at once", f"{turns_s:.1f} s ({count / turns_s:.1f} messages/s)"],
+            ],
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
