@@ -50,7 +50,7 @@ class Workspace:
 
     def __init__(self, root: str | os.PathLike[str], create: bool = True) -> None:
         self.root = Path(root).expanduser().resolve()
-        self._thread_locks: dict[str, threading.Lock] = {}
+        self._locks: dict[str, _CombinedLock] = {}
         self._thread_locks_guard = threading.Lock()
         if create:
             self.ensure_layout()
@@ -182,7 +182,7 @@ class Workspace:
         data = (line.rstrip("\n") + "\n").encode("utf-8")
         target = self.path(rel)
         target.parent.mkdir(parents=True, exist_ok=True)
-        with self.lock(rel):
+        with self._lock_resolved(target):
             fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 _write_all(fd, data)
@@ -211,12 +211,20 @@ class Workspace:
 
     def lock(self, rel: str, timeout: float = 30.0) -> "_CombinedLock":
         """A lock for one workspace file, held across threads and processes."""
-        key = self.path(rel).relative_to(self.root).as_posix()
+        return self._lock_resolved(self.path(rel), timeout)
+
+    def _lock_resolved(self, target: Path, timeout: float = 30.0) -> "_CombinedLock":
+        key = target.relative_to(self.root).as_posix()
         with self._thread_locks_guard:
-            thread_lock = self._thread_locks.setdefault(key, threading.Lock())
-        lock_path = self.root / _LOCK_DIR / (key.replace("/", "__") + _LOCK_SUFFIX)
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        return _CombinedLock(thread_lock, FileLock(str(lock_path), timeout=timeout))
+            entry = self._locks.get(key)
+            if entry is None:
+                lock_path = self.root / _LOCK_DIR / (key.replace("/", "__") + _LOCK_SUFFIX)
+                lock_path.parent.mkdir(parents=True, exist_ok=True)
+                # A short poll keeps contended appends fast (filelock retries a non-blocking flock);
+                # the thread lock serialises this process, so the file lock need not be thread-local.
+                file_lock = FileLock(str(lock_path), timeout=timeout, poll_interval=0.002, thread_local=False)
+                entry = self._locks[key] = _CombinedLock(threading.Lock(), file_lock)
+        return entry
 
 
 def atomic_write_bytes(target: Path, data: bytes) -> Path:
