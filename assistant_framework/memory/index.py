@@ -23,7 +23,7 @@ from .log import safe_conversation_id
 from .sources import DEFAULT_SOURCES, Entry, file_entries, is_appendable, jsonl_entries, source_for, time_to_ts, walk_roots
 
 INDEX_PATH = "memory/index.sqlite3"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _TAIL = 256
 _DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS entries (
 CREATE INDEX IF NOT EXISTS entries_path_seq ON entries(path, seq);
 CREATE INDEX IF NOT EXISTS entries_source ON entries(source);
 CREATE INDEX IF NOT EXISTS entries_conv_ts ON entries(conversation, ts);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='porter unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, date, tokenize='porter unicode61');
 CREATE TABLE IF NOT EXISTS vectors (hash TEXT, model TEXT, vec BLOB, PRIMARY KEY (hash, model));
 """
 
@@ -175,28 +175,29 @@ class MemoryIndex:
         return FileState(*row) if row else None
 
     def _update(self, rel: str) -> int:
+        path = self.workspace.path(rel)
         try:
-            st = os.stat(self.workspace.path(rel))
+            st = os.stat(path)
         except FileNotFoundError:
             self._remove(rel)
             return 0
         state = self._state(rel)
         if state and state.size == st.st_size and state.mtime_ns == st.st_mtime_ns:
             return 0
-        if state and is_appendable(rel) and st.st_size >= state.offset and self._tail_matches(rel, state):
-            return self._append_from(rel, state, st)
+        if state and is_appendable(rel) and st.st_size >= state.offset:
+            with open(path, "rb") as handle:
+                start = max(0, state.offset - _TAIL)
+                handle.seek(start)
+                if _hash(handle.read(state.offset - start)) == state.tail_hash:
+                    return self._append_from(rel, state, st, handle)
         return self._index_file(rel, st)
 
-    def _tail_matches(self, rel: str, state: FileState) -> bool:
-        start = max(0, state.offset - _TAIL)
-        with open(self.workspace.path(rel), "rb") as handle:
-            handle.seek(start)
-            return _hash(handle.read(state.offset - start)) == state.tail_hash
-
-    def _append_from(self, rel: str, state: FileState, st: os.stat_result) -> int:
-        with open(self.workspace.path(rel), "rb") as handle:
-            handle.seek(state.offset)
-            data = handle.read(st.st_size - state.offset)
+    def _append_from(self, rel: str, state: FileState, st: os.stat_result, handle) -> int:
+        """Read the lines appended since the last pass (``handle`` is positioned at the offset)."""
+        data = handle.read(st.st_size - state.offset)
+        tail_start = max(0, state.offset - _TAIL)
+        handle.seek(tail_start)
+        before = handle.read(state.offset - tail_start)
         complete = data[: data.rfind(b"\n") + 1]  # a half-written last line waits for the next pass
         lines, number = [], state.lines
         for raw in complete.splitlines():
@@ -206,7 +207,7 @@ class MemoryIndex:
         entries = jsonl_entries(lines, rel, state.source)
         self._insert(entries)
         offset = state.offset + len(complete)
-        tail = _read_tail(self.workspace.path(rel), offset)
+        tail = (before + complete)[-_TAIL:]
         self.conn.execute(
             "UPDATE files SET size=?, mtime_ns=?, offset=?, lines=?, tail_hash=? WHERE path=?",
             (st.st_size, st.st_mtime_ns, offset, number, _hash(tail), rel),
@@ -251,7 +252,7 @@ class MemoryIndex:
                 "INSERT INTO entries (path, source, ref, seq, time, ts, conversation, role, text) VALUES (?,?,?,?,?,?,?,?,?)",
                 (e.path, e.source, e.ref, e.seq, e.time, time_to_ts(e.time), conversation, e.role, e.text),
             )
-            cur.execute("INSERT INTO fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, e.text))
+            cur.execute("INSERT INTO fts (rowid, body, date) VALUES (?, ?, ?)", (cur.lastrowid, e.text, date_words(e.time)))
 
     def _delete_rows(self, rel: str) -> None:
         ids = [r[0] for r in self.conn.execute("SELECT id FROM entries WHERE path=?", (rel,))]
@@ -301,15 +302,19 @@ class MemoryIndex:
             self.conn.execute("COMMIT")
 
 
+def date_words(iso: str | None) -> str:
+    """The row's date in words ('8 May 2023'), so a query naming a date matches it."""
+    if not iso:
+        return ""
+    try:
+        moment = datetime.fromisoformat(iso)
+    except ValueError:
+        return ""
+    return f"{moment.day} {moment.strftime('%B')} {moment.year}"
+
+
 def _hash(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()
-
-
-def _read_tail(path: Path, offset: int) -> bytes:
-    start = max(0, offset - _TAIL)
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        return handle.read(offset - start)
 
 
 def _default_time(rel: str, mtime: float) -> str:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
 from .index import MemoryIndex
 from .log import safe_conversation_id
+from .sources import time_to_ts
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are aren't as at be because been before being below
@@ -28,7 +29,7 @@ STOPWORDS = frozenset(
     there's these they they'd they'll they're they've this those through to too under until up very was wasn't we
     we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's
     with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves s t d ll m re ve
-    also just will shall may might must get got""".split()
+""".split()
 )
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
@@ -62,11 +63,13 @@ class Scope:
 class Ranking:
     """Stage-2 weights: segment context, neighbour context, semantic fusion."""
 
-    segment_weight: float = 0.3
-    neighbour_weight: float = 0.3
+    segment_weight: float = 0.5
+    neighbour_weight: float = 0.5
     segment_top: int = 3
     semantic_weight: float = 0.0
     candidates: int = 200
+    time_weight: float = 0.3
+    date_weight: float = 1.0
 
 
 @dataclass
@@ -135,15 +138,15 @@ def _scope_sql(scope: Scope) -> tuple[str, list]:
 _COLUMNS = "e.id, e.path, e.seq, e.source, e.ref, e.time, e.conversation, e.role, e.text"
 
 
-def bm25_candidates(index: MemoryIndex, terms: list[str], scope: Scope, limit: int) -> list[Candidate]:
+def bm25_candidates(index: MemoryIndex, terms: list[str], scope: Scope, limit: int, date_weight: float = 1.0) -> list[Candidate]:
     """Stage 1: the best BM25 matches inside the scope (scores positive, higher is better)."""
     if not terms:
         return []
     where, params = _scope_sql(scope)
     rows = index.query(
-        f"SELECT {_COLUMNS}, -bm25(fts) AS s FROM fts JOIN entries e ON e.id = fts.rowid "
-        f"WHERE fts MATCH ?{where} ORDER BY bm25(fts) LIMIT ?",
-        (fts_query(terms), *params, limit),
+        f"SELECT {_COLUMNS}, -bm25(fts, 1.0, ?) AS s FROM fts JOIN entries e ON e.id = fts.rowid "
+        f"WHERE fts MATCH ?{where} ORDER BY s DESC LIMIT ?",
+        (date_weight, fts_query(terms), *params, limit),
     )
     return [Candidate(*row[:9], bm25=row[9]) for row in rows]
 
@@ -157,15 +160,28 @@ def recent_entries(index: MemoryIndex, scope: Scope, limit: int) -> list[Candida
 
 def neighbours(index: MemoryIndex, pairs: set[tuple[str, int]]) -> list[Candidate]:
     """Rows at the given (path, seq) positions."""
+    by_path: dict[str, list[int]] = {}
+    for path, seq in pairs:
+        by_path.setdefault(path, []).append(seq)
     found = []
-    for path, seq in sorted(pairs):
-        rows = index.query(f"SELECT {_COLUMNS} FROM entries e WHERE e.path = ? AND e.seq = ?", (path, seq))
+    for path, seqs in sorted(by_path.items()):
+        marks = ",".join("?" * len(seqs))
+        rows = index.query(f"SELECT {_COLUMNS} FROM entries e WHERE e.path = ? AND e.seq IN ({marks})", (path, *seqs))
         found.extend(Candidate(*row) for row in rows)
     return found
 
 
-def rerank(candidates: list[Candidate], extra: list[Candidate], ranking: Ranking) -> list[Candidate]:
-    """Stage 2 (pure): score = own + segment + neighbour context, all on the 0..1 scale of the best match."""
+def rerank(
+    candidates: list[Candidate],
+    extra: list[Candidate],
+    ranking: Ranking,
+    prefer: tuple[float, float] | None = None,
+) -> list[Candidate]:
+    """Stage 2: score = own + segment + neighbour context, on the 0..1 scale of the best match.
+
+    Sets ``score`` on the given candidates (fresh objects per search) and returns them ranked.
+    ``prefer`` (epoch seconds [start, end)) adds ``time_weight`` to rows dated inside it.
+    """
     if not candidates:
         return []
     top = max(c.bm25 for c in candidates) or 1.0
@@ -183,7 +199,12 @@ def rerank(candidates: list[Candidate], extra: list[Candidate], ranking: Ranking
         path, seq = key
         neighbour = max(own.get((path, seq - 1), 0.0), own.get((path, seq + 1), 0.0)) if c.source == "conversation" else 0.0
         score = own.get(key, 0.0) + ranking.segment_weight * segment.get(path, 0.0) / seg_top + ranking.neighbour_weight * neighbour
-        ranked.append(replace(c, score=score))
+        if prefer is not None:
+            ts = time_to_ts(c.time)
+            if ts is not None and prefer[0] <= ts < prefer[1]:
+                score += ranking.time_weight
+        c.score = score
+        ranked.append(c)
     ranked.sort(key=lambda c: (-c.score, c.path, c.seq))
     return ranked
 
@@ -223,21 +244,23 @@ def search(
     limit: int = 10,
     ranking: Ranking | None = None,
     similarity: Callable[[str, list[Candidate]], dict[int, float]] | None = None,
+    prefer: tuple[datetime, datetime] | None = None,
 ) -> list[MemoryHit]:
-    """Ranked hits for ``query`` inside ``scope``."""
+    """Ranked hits for ``query`` inside ``scope``; rows dated within ``prefer`` rank higher."""
     ranking = ranking or Ranking()
     terms = query_terms(query)
     if not terms:
         found = recent_entries(index, scope, limit) if (scope.since or scope.until) else []
     else:
-        candidates = bm25_candidates(index, terms, scope, max(ranking.candidates, limit * 5))
+        candidates = bm25_candidates(index, terms, scope, max(ranking.candidates, limit * 5), ranking.date_weight)
         if similarity is not None and ranking.semantic_weight > 0 and candidates:
             fuse_semantic(candidates, similarity(query, candidates), ranking.semantic_weight)
         head = sorted(candidates, key=lambda c: -c.bm25)[: max(limit * 3, 30)]
         wanted = {(c.path, c.seq + d) for c in head if c.source == "conversation" for d in (-1, 1)}
         wanted -= {(c.path, c.seq) for c in candidates}
         extra = [c for c in neighbours(index, wanted) if _in_scope(c, scope)] if ranking.neighbour_weight else []
-        found = rerank(candidates, extra, ranking)
+        window = (prefer[0].timestamp(), prefer[1].timestamp()) if prefer else None
+        found = rerank(candidates, extra, ranking, window)
     return [
         MemoryHit(
             source=c.source, path=c.path, ref=c.ref, time=c.time, snippet=snippet(c.text, terms),
@@ -249,8 +272,6 @@ def search(
 
 def _in_scope(c: Candidate, scope: Scope) -> bool:
     # Neighbours share the file (same conversation), so only the time window can exclude them.
-    from .sources import time_to_ts
-
     ts = time_to_ts(c.time)
     if scope.since is not None and (ts is None or ts < scope.since.timestamp()):
         return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Callable
 from zoneinfo import ZoneInfo
 
@@ -31,6 +31,8 @@ def ranking_from_config(memory_config: dict) -> Ranking:
         segment_top=int(raw.get("segment_top", default.segment_top)),
         semantic_weight=float(memory_config.get("semantic_weight", default.semantic_weight)),
         candidates=int(raw.get("candidates", default.candidates)),
+        time_weight=float(raw.get("time_weight", default.time_weight)),
+        date_weight=float(raw.get("date_weight", default.date_weight)),
     )
 
 
@@ -118,14 +120,18 @@ class MemoryService:
         if source:
             scope.sources = (source,)
         scope.since, scope.until = since, until
-        if since is None and until is None:
-            found = parse_date_range(query, now or datetime.now(self.tz))
-            if found and found.rest.strip() != query.strip():
-                dated = Scope(**{**scope.__dict__, "since": found.since, "until": found.until})
-                hits = search(self.index, found.rest, dated, limit, self.ranking, self._similarity)
-                if hits:
-                    return hits
-        return search(self.index, query, scope, limit, self.ranking, self._similarity)
+        return search(self.index, query, scope, limit, self.ranking, self._similarity, self._date_preference(query, since, until, now))
+
+    def _date_preference(self, query: str, since, until, now: datetime | None) -> tuple[datetime, datetime] | None:
+        """A date phrase in the query prefers rows from then (a soft boost, not a filter:
+        people mention an event some days after it happened)."""
+        if since is not None or until is not None or self.ranking.time_weight <= 0:
+            return None
+        found = parse_date_range(query, now or datetime.now(self.tz))
+        if found is None:
+            return None
+        grace = max(timedelta(days=7), (found.until - found.since) / 2)
+        return found.since, found.until + grace
 
     def recall(self, query: str, conversation_id: str, *, private: bool = True, limit: int | None = None) -> list[MemoryHit]:
         """Hits worth showing the model before it answers, within this conversation's scope."""
@@ -136,7 +142,8 @@ class MemoryService:
         with self._recent_lock:
             skip = set(self._recent.get(safe_conversation_id(conversation_id), ()))
         scope = recall_policy.recall_scope(conversation_id, self.memory_config, private)
-        hits = search(self.index, query, scope, want + len(skip), self.ranking, self._similarity)
+        prefer = self._date_preference(query, None, None, None)
+        hits = search(self.index, query, scope, want + len(skip), self.ranking, self._similarity, prefer)
         hits = [h for h in hits if h.ref not in skip and h.score >= settings.min_score]
         return hits[:want]
 
