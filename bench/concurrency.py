@@ -11,7 +11,7 @@ carries message 1 and its reply in the history.
 
     python bench/concurrency.py            # c = 1, 8, 32 and the global-lock baseline at c = 8
     python bench/concurrency.py --full     # also the baseline at every c
-    python bench/concurrency.py --quick    # 10 chats, 50 ms latency (smoke test)
+    python bench/concurrency.py --quick    # 6 chats, 20 ms latency (smoke test)
 """
 
 from __future__ import annotations
@@ -128,10 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--full", action="store_true", help="run the global-lock baseline at every concurrency")
-    group.add_argument("--quick", action="store_true", help="10 chats, 50 ms latency, for the smoke test")
+    group.add_argument("--quick", action="store_true", help="6 chats, 20 ms latency, for the smoke test")
     args = parser.parse_args(argv)
-    chats, latency = (10, 0.05) if args.quick else (50, 0.2)
+    chats, latency = (6, 0.02) if args.quick else (50, 0.2)
     levels = (1, 4) if args.quick else (1, 8, 32)
+    order_levels = levels[1:] if args.quick else levels
     baseline_levels = levels if args.full else levels[1:2]
     server = fake_server(latency=latency)
     base = Path(tempfile.mkdtemp(prefix="bench-conc-"))
@@ -140,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         for c in levels:
             rows.append(scenario(server, base, f"per-chat locks c={c}", c, chats, 1, False))
             print(f"  done per-chat c={c}", file=sys.stderr, flush=True)
-        for c in levels:
+        for c in order_levels:
             rows.append(scenario(server, base, f"per-chat locks, 2 msgs/chat c={c}", c, chats, 2, False))
             print(f"  done order c={c}", file=sys.stderr, flush=True)
         for c in baseline_levels:

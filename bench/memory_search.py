@@ -9,7 +9,7 @@ everything, and ``recall`` as the bot does it before each answer (one conversati
 
     python bench/memory_search.py            # 10k and 100k turns
     python bench/memory_search.py --full     # adds 1M turns
-    python bench/memory_search.py --quick    # 1k and 5k turns (smoke test)
+    python bench/memory_search.py --quick    # 500 and 2000 turns (smoke test)
 """
 
 from __future__ import annotations
@@ -90,12 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--full", action="store_true", help="add 1M turns")
-    group.add_argument("--quick", action="store_true", help="1k and 5k turns (smoke test)")
-    parser.add_argument("--queries", type=int, default=None, help="queries per size (default 300, quick 30)")
+    group.add_argument("--quick", action="store_true", help="500 and 2000 turns (smoke test)")
+    parser.add_argument("--queries", type=int, default=None, help="queries per size (default 300, quick 20)")
     args = parser.parse_args(argv)
-    sizes = [1_000, 5_000] if args.quick else [10_000, 100_000, 1_000_000] if args.full else [10_000, 100_000]
-    queries = args.queries or (30 if args.quick else 300)
-    live = 50 if args.quick else 500
+    sizes = [500, 2_000] if args.quick else [10_000, 100_000, 1_000_000] if args.full else [10_000, 100_000]
+    queries = args.queries or (20 if args.quick else 300)
+    live = 20 if args.quick else 500
     base = Path(tempfile.mkdtemp(prefix="bench-memory-"))
     rows = []
     try:

@@ -7,7 +7,7 @@ resident memory (VmRSS from /proc/<pid>/status) when idle and after N messages p
 through the fake Bot API (spread over several allowed users) have all been answered.
 
     python bench/startup.py                # N = 1000 messages
-    python bench/startup.py --quick        # N = 20 (smoke test)
+    python bench/startup.py --quick        # N = 10 (smoke test)
     python bench/startup.py --messages 300
 """
 
@@ -64,10 +64,10 @@ def wait(predicate, timeout: float, what: str, proc: subprocess.Popen, step: flo
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="20 messages (smoke test)")
+    parser.add_argument("--quick", action="store_true", help="10 messages (smoke test)")
     parser.add_argument("--messages", type=int, default=None, help="messages pushed after start-up (default 1000)")
     args = parser.parse_args(argv)
-    count = args.messages or (20 if args.quick else 1000)
+    count = args.messages or (10 if args.quick else 1000)
     base = Path(tempfile.mkdtemp(prefix="bench-startup-"))
     model = fake_server(latency=0.0)
     fake = FakeBotAPI().start()
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             wait(lambda: fake.calls("getUpdates"), 60, "getUpdates call", proc)
             startup_s = time.perf_counter() - started
-            time.sleep(2.0)  # settle: post-init calls, first long poll
+            time.sleep(0.5 if args.quick else 2.0)  # settle: post-init calls, first long poll
             idle = rss_kb(proc.pid)
             pushed = time.perf_counter()
             for i in range(count):
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             ["figure", "value"],
             [
                 ["process start to first getUpdates", f"{startup_s:.2f} s"],
-                ["resident memory idle (VmRSS, 2 s after first getUpdates)", f"{idle['VmRSS'] / 1024:.1f} MB"],
+                [f"resident memory idle (VmRSS, {0.5 if args.quick else 2.0:g} s after first getUpdates)", f"{idle['VmRSS'] / 1024:.1f} MB"],
                 [f"resident memory after {count} messages answered (VmRSS)", f"{after['VmRSS'] / 1024:.1f} MB"],
                 ["peak resident memory (VmHWM)", f"{after['VmHWM'] / 1024:.1f} MB"],
                 [f"time to answer {count} messages pushed at once", f"{turns_s:.1f} s ({count / turns_s:.1f} messages/s)"],

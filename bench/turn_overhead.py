@@ -45,7 +45,7 @@ from _common import (  # noqa: E402
 
 DEFAULT_SIZES = [(1_000, 10_000), (10_000, 100_000)]
 FULL_SIZES = DEFAULT_SIZES + [(100_000, 1_000_000)]
-QUICK_SIZES = [(50, 200), (200, 1_000)]
+QUICK_SIZES = [(30, 100), (100, 500)]
 PHASES = ("recall", "L0 log", "history", "prompt", "trace")
 
 
@@ -133,10 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--full", action="store_true", help="add the 100k files / 1M turns size")
     group.add_argument("--quick", action="store_true", help="tiny sizes, for the smoke test")
-    parser.add_argument("--messages", type=int, default=None, help="measured turns per size (default 150, quick 30)")
+    parser.add_argument("--messages", type=int, default=None, help="measured turns per size (default 150, quick 20)")
     args = parser.parse_args(argv)
     sizes = QUICK_SIZES if args.quick else FULL_SIZES if args.full else DEFAULT_SIZES
-    messages = args.messages or (30 if args.quick else 150)
+    messages = args.messages or (20 if args.quick else 150)
     warmup = 5 if args.quick else 20
     results = []
     server = fake_server(latency=0.0)

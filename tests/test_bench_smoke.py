@@ -1,0 +1,145 @@
+"""Smoke test of the benchmark scripts: each runs at its ``--quick`` size, exits 0 and prints its table.
+
+Behaviour only, never timing: the scripts run in parallel (they mostly wait on loopback
+HTTP and fsync), and each check looks at the table's header, its rows and the facts a
+script reports besides figures (chat order kept, skills loaded, replies answered).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+sys.path.insert(0, str(BENCH))
+
+from _common import percentile, table  # noqa: E402
+from prefix_stability import common_prefix  # noqa: E402
+
+SCRIPTS = ("turn_overhead", "concurrency", "prefix_stability", "memory_search", "startup", "prompt_size")
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, subprocess.CompletedProcess]:
+    """Every script started at once with --quick; their finished processes by name."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, str(BENCH / f"{name}.py"), "--quick"],
+            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for name in SCRIPTS
+    }
+    done = {}
+    deadline = time.monotonic() + 100  # a hang guard only
+    for name, proc in procs.items():
+        try:
+            out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            err += f"\n(killed: {name} did not finish)"
+        done[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return done
+
+
+def table_rows(stdout: str, first_header: str) -> tuple[list[str], list[list[str]]]:
+    """Header cells and body rows of the Markdown table whose first header cell is ``first_header``."""
+    lines = [line for line in stdout.splitlines() if line.startswith("|")]
+    for i, line in enumerate(lines):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] == first_header:
+            body = [[c.strip() for c in row.strip("|").split("|")] for row in lines[i + 2 :]]
+            return cells, body
+    raise AssertionError(f"no table starting with {first_header!r} in:\n{stdout}")
+
+
+def check_ok(run: subprocess.CompletedProcess) -> str:
+    assert run.returncode == 0, f"{run.args} exited {run.returncode}\nstdout:\n{run.stdout}\nstderr:\n{run.stderr[-3000:]}"
+    assert run.stdout.startswith("machine: "), run.stdout
+    assert re.search(r"machine: \d+ CPU \(.+\), [\d.]+ GB RAM, Python 3\.\d+", run.stdout)
+    return run.stdout
+
+
+def test_turn_overhead(runs):
+    out = check_ok(runs["turn_overhead"])
+    header, rows = table_rows(out, "files")
+    assert "overhead p50 ms" in header and "recall p50 ms" in header
+    assert [r[:2] for r in rows] == [["30", "100"], ["100", "500"]]
+    # The index holds the logged turns plus the synthetic files.
+    assert [int(r[2]) for r in rows] == [130, 600]
+    assert all(float(r[4]) > 0 for r in rows)
+    assert "largest/smallest p50 overhead" in out
+
+
+def test_concurrency_keeps_chat_order(runs):
+    out = check_ok(runs["concurrency"])
+    header, rows = table_rows(out, "scenario")
+    assert header[-1] == "order kept (chats)"
+    names = [r[0] for r in rows]
+    assert names == ["per-chat locks c=1", "per-chat locks c=4", "per-chat locks, 2 msgs/chat c=4", "global lock (baseline) c=4"]
+    order = dict((r[0], r[-1]) for r in rows)
+    assert order["per-chat locks, 2 msgs/chat c=4"] == "6/6"
+    assert all(float(r[3]) > 0 for r in rows)
+
+
+def test_prefix_stability(runs):
+    out = check_ok(runs["prefix_stability"])
+    header, rows = table_rows(out, "scenario")
+    assert "reused bytes (weighted)" in header
+    assert len(rows) == 2
+    # 6 scripted turns, 5 of them with one skill call: 6 final answers + 5 call rounds.
+    assert all(int(r[1]) == 11 for r in rows), rows
+    assert all(0 < float(r[3].rstrip("%")) <= 100 for r in rows)
+    assert "warning" not in out, out
+
+
+def test_memory_search(runs):
+    out = check_ok(runs["memory_search"])
+    header, rows = table_rows(out, "turns")
+    assert "search p50 ms" in header
+    assert [(r[0], r[1]) for r in rows] == [("500", "500"), ("2k", "2000")]
+
+
+def test_startup_answers_every_message(runs):
+    out = check_ok(runs["startup"])
+    _, rows = table_rows(out, "figure")
+    figures = dict((r[0], r[1]) for r in rows)
+    assert figures["process start to first getUpdates"].endswith(" s")
+    assert "time to answer 10 messages pushed at once" in figures
+    assert float(figures["resident memory after 10 messages answered (VmRSS)"].split()[0]) > 10
+
+
+def test_prompt_size_lists_sections_and_skills(runs):
+    out = check_ok(runs["prompt_size"])
+    _, rows = table_rows(out, "section")
+    names = [r[0] for r in rows]
+    for section in ("[base]", "[protocol]", "[tools]", "[collectors]", "system prompt total"):
+        assert section in names
+    assert "  tools: notes".strip() in [n.strip() for n in names]
+    total = next(int(r[1]) for r in rows if r[0] == "system prompt total")
+    assert total == sum(int(r[1]) for r in rows if r[0].startswith("[")) + 2 * (sum(1 for n in names if n.startswith("[")) - 1)
+
+
+def test_percentile_and_table_helpers():
+    assert percentile([], 50) == 0.0
+    assert percentile([5.0], 99) == 5.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
+    assert percentile(list(range(101)), 99) == 99
+    rendered = table(["a", "bb"], [[1, "x"]]).splitlines()
+    assert rendered == ["| a | bb |", "|---|----|", "| 1 | x  |"]
+
+
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [(b"", b"", 0), (b"abc", b"abd", 2), (b"abc", b"abc", 3), (b"abc", b"abcdef", 3), (b"x", b"y", 0)],
+)
+def test_common_prefix(a, b, expected):
+    assert common_prefix(a, b) == expected
