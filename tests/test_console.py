@@ -131,3 +131,19 @@ def test_command_texts(bot_config, workspace):
     assert why_text([{"ref": "notes/milk.md", "score": 0.5, "text": "oat\nmilk"}]) == (
         "Recalled for my last reply:\n- notes/milk.md (0.50): oat milk")
     assert format_stats({"total": {"turns": 0}}) == "No model usage recorded in the last 30 days."
+
+
+def test_runtime_with_memory_background_and_shutdown(tmp_path, chat_server, test_skills_dir):
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    (config / "memory.json").write_text(json.dumps({"enabled": True}))
+    runtime = build_runtime(config, tmp_path / "ws")
+    try:
+        assert runtime.memory is not None and runtime.agent.memory is runtime.memory
+        runtime.start_background(notify=lambda title, text: None)
+        assert runtime.collector_runner is not None
+        chat_server.enqueue("hello back")
+        result = runtime.agent.handle_message("console", "hello")
+        assert result.ok
+        assert runtime.workspace.list("conversations/console/*.jsonl")
+    finally:
+        runtime.shutdown(timeout=5)
