@@ -1,0 +1,93 @@
+"""L2: one short model-written summary per conversation and day, written once the day has settled.
+
+``memory/episodes/<conversation>/<YYYY-MM-DD>.md``. A day is settled when its log has had no
+new turn for ``memory.episodes.settle_minutes`` (default 60). An episode is rewritten only
+when its log changed after it was written (so an episode the user edited later stays).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import datetime
+from typing import Any, Callable
+
+from ..workspace import Workspace
+from .log import CONVERSATIONS_DIR
+from .modelcall import call_model
+
+log = logging.getLogger(__name__)
+EPISODES_DIR = "memory/episodes"
+MAX_INPUT_CHARS = 12000
+
+EPISODE_PROMPT = (
+    "Summarise this day of a chat between the user and their assistant in 3-8 short bullet "
+    "points: what was discussed, decided, asked for, and anything to follow up. Plain facts, "
+    "no greetings, no secrets (passwords, tokens). Answer with the bullet points only."
+)
+
+
+def episode_path(safe_conversation: str, day: str) -> str:
+    return f"{EPISODES_DIR}/{safe_conversation}/{day}.md"
+
+
+def settled_days(workspace: Workspace, now: datetime, settle_minutes: float) -> list[tuple[str, str]]:
+    """(conversation folder, day) pairs whose log is quiet and whose episode is missing or stale."""
+    found = []
+    quiet_before = now.timestamp() - settle_minutes * 60
+    for rel in workspace.list(f"{CONVERSATIONS_DIR}/*/*.jsonl"):
+        _, conv, name = rel.split("/")
+        day = name[: -len(".jsonl")]
+        log_mtime = workspace.mtime(rel) or 0.0
+        if log_mtime > quiet_before:
+            continue
+        episode_mtime = workspace.mtime(episode_path(conv, day))
+        if episode_mtime is None or episode_mtime < log_mtime:
+            found.append((conv, day))
+    return found
+
+
+def transcript(rows: list[dict], max_chars: int = MAX_INPUT_CHARS) -> str:
+    """The day's turns as 'HH:MM role: text' lines; the middle is cut when too long."""
+    lines = [f"{str(r.get('time', ''))[11:16]} {r.get('speaker') or r.get('role')}: {r.get('text', '')}" for r in rows]
+    text = "\n".join(lines)
+    if len(text) <= max_chars:
+        return text
+    half = max_chars // 2
+    return text[:half] + "\n[…]\n" + text[-half:]
+
+
+def write_episode(workspace: Workspace, complete: Callable, conv: str, day: str, min_turns: int = 2) -> str | None:
+    """Summarise one day; returns the episode path, or None when skipped."""
+    rows = workspace.read_jsonl(f"{CONVERSATIONS_DIR}/{conv}/{day}.jsonl")
+    if len(rows) < min_turns:
+        return None
+    messages = [
+        {"role": "system", "content": EPISODE_PROMPT},
+        {"role": "user", "content": f"Conversation {conv}, {day}:\n{transcript(rows)}"},
+    ]
+    summary = call_model(complete, messages).strip()
+    if not summary:
+        log.warning("episode for %s on %s: the model answered nothing; skipped", conv, day)
+        return None
+    rel = episode_path(conv, day)
+    workspace.write_text(rel, f"# {conv} — {day}\n\n{summary}\n")
+    return rel
+
+
+def write_settled_episodes(workspace: Workspace, complete: Callable, memory_config: dict, now: datetime, tz: Any = None) -> list[str]:
+    """Write episodes for settled days (at most ``episodes.max_per_run``); returns their paths."""
+    settings = memory_config.get("episodes") or {}
+    if not settings.get("enabled", True):
+        return []
+    written = []
+    pending = settled_days(workspace, now, float(settings.get("settle_minutes", 60)))
+    for conv, day in pending[: int(settings.get("max_per_run", 5))]:
+        try:
+            rel = write_episode(workspace, complete, conv, day, int(settings.get("min_turns", 2)))
+        except Exception as exc:  # one failing day must not stop the others
+            log.warning("episode for %s on %s failed: %s", conv, day, type(exc).__name__)
+            continue
+        if rel:
+            written.append(rel)
+    return written

@@ -1,0 +1,92 @@
+"""L1: durable facts about the user, extracted from new turns by the model and merged via FactStore.
+
+Runs in the memory worker after a reply has been sent. Output is JSON checked against
+``FACTS_SCHEMA``; malformed output is logged and skipped. FactStore dedups, supersedes with
+history, and never lets an extracted fact replace one the user stated.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any, Callable
+
+from ..stores.facts import FactStore
+from ..workspace import Workspace
+from .modelcall import call_model, json_schema_format, parse_json_reply
+
+log = logging.getLogger(__name__)
+MAX_FACTS = 10
+MAX_VALUE_CHARS = 300
+
+FACTS_SCHEMA: dict = {
+    "type": "object",
+    "properties": {
+        "facts": {
+            "type": "array",
+            "maxItems": 20,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "subject": {"type": "string", "minLength": 1},
+                    "attribute": {"type": "string", "minLength": 1},
+                    "value": {"type": "string", "minLength": 1},
+                },
+                "required": ["subject", "attribute", "value"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["facts"],
+    "additionalProperties": False,
+}
+
+EXTRACTION_PROMPT = (
+    "You extract durable facts and preferences about the user from a chat exchange, for the "
+    "assistant's long-term memory. Keep only things likely to stay true for weeks: names, "
+    "relationships, places, preferences, habits, plans with dates, important events. Skip "
+    "small talk, one-off requests, anything about the assistant, and secrets (passwords, "
+    "tokens, card numbers). Use subject \"user\" for the user, or the person's name. "
+    'Answer only with JSON: {"facts": [{"subject": "...", "attribute": "...", "value": "..."}]}; '
+    'use {"facts": []} when there is nothing durable.'
+)
+
+
+def extraction_messages(user_text: str, reply: str) -> list[dict]:
+    return [
+        {"role": "system", "content": EXTRACTION_PROMPT},
+        {"role": "user", "content": f"User said:\n{user_text}\n\nAssistant replied:\n{reply}"},
+    ]
+
+
+def extract_facts(complete: Callable, user_text: str, reply: str) -> list[dict]:
+    """Ask the model for facts; [] when it answers nothing usable."""
+    text = call_model(complete, extraction_messages(user_text, reply), json_schema_format("facts", FACTS_SCHEMA))
+    parsed = parse_json_reply(text, FACTS_SCHEMA, "fact extraction")
+    if parsed is None:
+        return []
+    return [f for f in parsed["facts"] if len(f["value"]) <= MAX_VALUE_CHARS][:MAX_FACTS]
+
+
+def extract_and_store(
+    workspace: Workspace,
+    complete: Callable,
+    conversation_id: str,
+    user_text: str,
+    reply: str,
+    turn_ids: list[str],
+    tz: Any = None,
+) -> list[tuple[dict, str]]:
+    """Extract facts from one exchange and merge them; returns (fact, action) pairs."""
+    facts = extract_facts(complete, user_text, reply)
+    if not facts:
+        return []
+    store = FactStore(workspace)
+    ref = ",".join(turn_ids) if turn_ids else f"conversation:{conversation_id}"
+    results = []
+    for fact in facts:
+        try:
+            results.append(store.add(fact["subject"], fact["attribute"], fact["value"], source="extraction", source_ref=ref, time=datetime.now(tz)))
+        except ValueError as exc:
+            log.warning("fact extraction: fact skipped: %s", exc)
+    return results

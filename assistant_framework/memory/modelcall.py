@@ -1,0 +1,58 @@
+"""Calling the model for memory work: structured JSON output, validated, never raising on bad output."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import re
+from typing import Any, Callable
+
+import jsonschema
+
+log = logging.getLogger(__name__)
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+
+
+def accepts_extra(complete: Callable) -> bool:
+    """True when ``complete`` takes an ``extra=`` keyword (or **kwargs)."""
+    try:
+        params = inspect.signature(complete).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "extra" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+def call_model(complete: Callable, messages: list[dict], extra: dict | None = None) -> str:
+    """The model's text; ``extra`` (e.g. response_format) only when the callable takes it."""
+    if extra and accepts_extra(complete):
+        return complete(messages, extra=extra) or ""
+    return complete(messages) or ""
+
+
+def json_schema_format(name: str, schema: dict) -> dict:
+    """The ``response_format`` body asking an OpenAI-compatible server for schema-shaped JSON."""
+    return {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}}
+
+
+def parse_json_reply(text: str, schema: dict, what: str) -> Any | None:
+    """Parse and validate a JSON reply; None (logged, content not echoed) when malformed."""
+    cleaned = _FENCE.sub("", (text or "").strip())
+    try:
+        value = json.loads(cleaned)
+    except json.JSONDecodeError:
+        start, end = cleaned.find("{"), cleaned.rfind("}")
+        try:
+            value = json.loads(cleaned[start : end + 1]) if 0 <= start < end else None
+        except json.JSONDecodeError:
+            value = None
+        if value is None:
+            log.warning("%s: model output is not JSON (%d chars); skipped", what, len(text or ""))
+            return None
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        log.warning("%s: model output does not match the schema at %s: %s; skipped", what, where, exc.validator)
+        return None
+    return value

@@ -1,0 +1,112 @@
+"""L3: ``profile.md`` at the workspace root, refreshed from facts and episodes.
+
+The user may edit it: the hash of what was last written is kept in
+``state/memory_profile.json`` and a file whose content differs is never overwritten (the
+model's proposal goes to ``memory/profile.proposed.md`` instead). A suspiciously short
+answer (a truncated output) never replaces a long profile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from datetime import datetime, timedelta
+from typing import Callable
+
+from ..workspace import Workspace
+from .episodes import EPISODES_DIR
+from .modelcall import call_model
+
+log = logging.getLogger(__name__)
+PROFILE_PATH = "profile.md"
+PROPOSED_PATH = "memory/profile.proposed.md"
+STATE_PATH = "state/memory_profile.json"
+FACTS_PATH = "facts/facts.json"
+MAX_PROFILE_CHARS = 4000
+
+PROFILE_PROMPT = (
+    "Maintain a short profile of the user for their personal assistant: who they are, people "
+    "and places that matter, preferences, routines, ongoing projects and plans. Markdown with "
+    "a few headings and bullet points, at most about 400 words. Keep what is still true from "
+    "the current profile, update what the facts and recent episodes change, drop what is "
+    "outdated. Never include secrets. Answer with the profile only."
+)
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def user_edited(workspace: Workspace) -> bool:
+    """True when profile.md differs from what the last refresh wrote."""
+    current = workspace.read_text(PROFILE_PATH, default="")
+    state = workspace.read_json(STATE_PATH, default={}) or {}
+    if not current:
+        return False
+    return state.get("hash") != _hash(current)
+
+
+def profile_inputs(workspace: Workspace, max_episodes: int = 14) -> str:
+    facts = [f for f in (workspace.read_json(FACTS_PATH, default=[]) or []) if isinstance(f, dict) and f.get("status", "current") == "current"]
+    fact_lines = [f"- {f.get('subject')}: {f.get('attribute')} = {f.get('value')}" for f in facts[-200:]]
+    episodes = sorted(workspace.list(f"{EPISODES_DIR}/*/*.md"), key=lambda p: p.rsplit("/", 1)[-1])[-max_episodes:]
+    episode_text = "\n\n".join(workspace.read_text(p, default="")[:1500] for p in episodes)
+    current = workspace.read_text(PROFILE_PATH, default="")
+    return (
+        f"Current profile:\n{current or '(none yet)'}\n\nFacts:\n" + ("\n".join(fact_lines) or "(none)")
+        + f"\n\nRecent episodes:\n{episode_text or '(none)'}"
+    )
+
+
+def refresh_profile(workspace: Workspace, complete: Callable) -> str | None:
+    """Ask the model for a new profile and write it unless the user edited the file; returns the path written."""
+    messages = [{"role": "system", "content": PROFILE_PROMPT}, {"role": "user", "content": profile_inputs(workspace)}]
+    text = call_model(complete, messages).strip()[:MAX_PROFILE_CHARS]
+    if not text:
+        log.warning("profile refresh: the model answered nothing; profile kept")
+        return None
+    current = workspace.read_text(PROFILE_PATH, default="")
+    if len(current) > 500 and len(text) < 0.3 * len(current):
+        log.warning("profile refresh: answer of %d chars would replace %d chars; kept (truncated output?)", len(text), len(current))
+        return None
+    content = text + "\n"
+    if user_edited(workspace):
+        workspace.write_text(PROPOSED_PATH, content)
+        log.info("profile.md was edited by the user; the refresh went to %s", PROPOSED_PATH)
+        return PROPOSED_PATH
+    workspace.write_text(PROFILE_PATH, content)
+    workspace.write_json(STATE_PATH, {"hash": _hash(content), "refreshed": datetime.now().astimezone().isoformat(timespec="seconds")})
+    return PROFILE_PATH
+
+
+def refresh_profile_if_due(workspace: Workspace, complete: Callable, memory_config: dict, now: datetime, force: bool = False) -> str | None:
+    """Refresh when ``profile.refresh_hours`` (default 24) passed, or after new episodes (at most hourly)."""
+    settings = memory_config.get("profile") or {}
+    if not settings.get("enabled", True):
+        return None
+    state = workspace.read_json(STATE_PATH, default={}) or {}
+    last = state.get("refreshed")
+    if last:
+        elapsed = now - datetime.fromisoformat(last)
+        every = timedelta(hours=float(settings.get("refresh_hours", 24)))
+        if elapsed < every and not (force and elapsed >= timedelta(hours=1)):
+            return None
+    elif not force and not workspace.list(f"{EPISODES_DIR}/*/*.md") and not workspace.exists(FACTS_PATH):
+        return None  # nothing to build a profile from yet
+    return refresh_profile(workspace, complete)
+
+
+def profile_text(workspace: Workspace, budget_chars: int) -> str:
+    """profile.md cut to whole lines within ``budget_chars``; '' when missing or no budget."""
+    if budget_chars <= 0:
+        return ""
+    text = workspace.read_text(PROFILE_PATH, default="").strip()
+    if len(text) <= budget_chars:
+        return text
+    kept, used = [], 0
+    for line in text.splitlines():
+        if used + len(line) + 1 > budget_chars:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return "\n".join(kept)

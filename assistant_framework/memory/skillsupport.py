@@ -1,0 +1,66 @@
+"""Shared by the memory_search and conversation_search skills: get a MemoryService, format hits."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any, Iterator
+from zoneinfo import ZoneInfo
+
+from ..workspace import Workspace
+from .search import MemoryHit
+
+
+@contextmanager
+def memory_for(workspace: Workspace, context: Any) -> Iterator[Any]:
+    """The bot's MemoryService from ``context.services['memory']``, else one opened on the workspace."""
+    services = getattr(context, "services", None) or {}
+    service = services.get("memory") if isinstance(services, dict) else None
+    if service is not None:
+        yield service
+        return
+    from .service import MemoryService
+
+    opened = MemoryService(workspace, getattr(context, "config", None) or {}, start_worker=False)
+    try:
+        opened.refresh()
+        yield opened
+    finally:
+        opened.close()
+
+
+def is_private(context: Any) -> bool:
+    """A chat with the owner alone: no context, or chat id equal to the user id (Telegram private chat)."""
+    if context is None:
+        return True
+    chat, user = getattr(context, "chat_id", None), getattr(context, "user_id", None)
+    return chat is None or user is None or str(chat) == str(user)
+
+
+def parse_when(value: str | None, tz: str, name: str, end: bool = False) -> datetime | None:
+    """An ISO date or datetime argument as an aware datetime (dates at midnight in ``tz``;
+    with ``end`` a bare date means the end of that day, so 'until 2026-05-03' includes it)."""
+    if not value:
+        return None
+    text = value.strip().replace("Z", "+00:00")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{name} {value!r} is not an ISO date like 2026-05-03") from None
+    if end and len(text) == 10:
+        moment += timedelta(days=1)
+    return moment if moment.tzinfo else moment.replace(tzinfo=ZoneInfo(tz or "UTC"))
+
+
+def format_hits(hits: list[MemoryHit], query: str) -> str:
+    """One line per hit: source, date, where to find it, and the snippet."""
+    if not hits:
+        return (
+            f"No memory matches {query!r}. The search is by words (with stemming): "
+            "try other words, a synonym or a name before concluding it was never said."
+        )
+    lines = []
+    for hit in hits:
+        date = (hit.time or "")[:10]
+        lines.append(f"- [{hit.source}{', ' + date if date else ''}; {hit.path} {hit.ref}] {hit.snippet}")
+    return "\n".join(lines)

@@ -1,0 +1,44 @@
+"""Built-in skill: search what was said in this conversation, optionally within dates."""
+
+from __future__ import annotations
+
+from assistant_framework.memory.skillsupport import format_hits, is_private, memory_for, parse_when
+from assistant_framework.skill_support import context_now, need
+from assistant_framework.workspace import Workspace
+
+DESCRIPTION = "Search past messages of this chat by words, optionally between dates (since/until, ISO dates)."
+CAPABILITIES = ["read"]
+ARGS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "minLength": 1},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 20},
+        "conversation": {"type": "string"},
+        "since": {"type": "string"},
+        "until": {"type": "string"},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+
+def run(workspace: Workspace, args: dict, context=None) -> str:
+    need(args, "search", "query")
+    query = args["query"]
+    current = getattr(context, "conversation_id", None) or None
+    conversation = args.get("conversation") or current
+    if current and conversation != current and not is_private(context):
+        # Another chat's messages are only for the owner, in a private chat.
+        raise ValueError(f"conversation {conversation!r} can only be searched from a private chat with the owner")
+    tz = getattr(context, "timezone", None) or "UTC"
+    with memory_for(workspace, context) as memory:
+        hits = memory.search(
+            query,
+            limit=int(args.get("limit") or 5),
+            source="conversation",
+            conversation=conversation,
+            since=parse_when(args.get("since"), tz, "since"),
+            until=parse_when(args.get("until"), tz, "until", end=True),
+            now=context_now(context),
+        )
+    return format_hits(hits, query)

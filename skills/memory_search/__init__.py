@@ -1,0 +1,36 @@
+"""Built-in skill: search long-term memory (conversations, notes, facts, tasks, collectors...)."""
+
+from __future__ import annotations
+
+from assistant_framework.memory.skillsupport import format_hits, is_private, memory_for
+from assistant_framework.skill_support import context_now, need
+from assistant_framework.workspace import Workspace
+
+DESCRIPTION = "Search long-term memory (past chats, notes, facts, tasks, learnings, collector items) by words; optional source filter."
+CAPABILITIES = ["read"]
+ARGS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "minLength": 1},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 20},
+        "source": {"type": "string"},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+
+def run(workspace: Workspace, args: dict, context=None) -> str:
+    need(args, "search", "query")
+    query = args["query"]
+    conversation = getattr(context, "conversation_id", None) or None
+    with memory_for(workspace, context) as memory:
+        hits = memory.search(
+            query,
+            limit=int(args.get("limit") or 5),
+            source=args.get("source") or None,
+            within=conversation,
+            private=is_private(context),
+            now=context_now(context),
+        )
+    return format_hits(hits, query)
