@@ -99,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
             wait(lambda: replies(fake) >= count, 600, f"{count} replies", proc, step=0.05)
             turns_s = time.perf_counter() - pushed
             after = rss_kb(proc.pid)
+            methods: dict[str, int] = {}
+            for call in fake.calls():
+                if call["method"] != "getUpdates":
+                    methods[call["method"]] = methods.get(call["method"], 0) + 1
     except (RuntimeError, TimeoutError) as exc:
         tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
         print(f"startup benchmark failed: {exc}\n--- bot log tail ---\n{tail}", file=sys.stderr)
@@ -125,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                 [f"resident memory after {count} messages answered (VmRSS)", f"{after['VmRSS'] / 1024:.1f} MB"],
                 ["peak resident memory (VmHWM)", f"{after['VmHWM'] / 1024:.1f} MB"],
                 [f"time to answer {count} messages pushed at once", f"{turns_s:.1f} s ({count / turns_s:.1f} messages/s)"],
+                ["Bot API calls besides getUpdates", ", ".join(f"{m} {n}" for m, n in sorted(methods.items()))],
             ],
         )
     )
