@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ..workspace import Workspace
 from .log import CONVERSATIONS_DIR
-from .modelcall import call_model
+from .modelcall import call_model, section
 
 log = logging.getLogger(__name__)
 EPISODES_DIR = "memory/episodes"
@@ -77,7 +77,7 @@ def write_episode(workspace: Workspace, complete: Callable, conv: str, day: str,
 
 def write_settled_episodes(workspace: Workspace, complete: Callable, memory_config: dict, now: datetime, tz: Any = None) -> list[str]:
     """Write episodes for settled days (at most ``episodes.max_per_run``); returns their paths."""
-    settings = memory_config.get("episodes") or {}
+    settings = section(memory_config, "episodes")
     if not settings.get("enabled", True):
         return []
     written = []

@@ -78,11 +78,15 @@ class MemoryIndex:
 
     def _ensure_schema(self) -> None:
         with self.lock:
+            tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            row = self.conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone() if "meta" in tables else None
+            columns = {r[1] for r in self.conn.execute("PRAGMA table_info(fts)")} if "fts" in tables else set()
+            if tables and (row is None or int(row[0]) != SCHEMA_VERSION or columns != {"body", "date"}):
+                # An index from another version is only a cache: drop it and read the files again.
+                for name in ("fts", "entries", "files", "vectors", "meta"):
+                    self.conn.execute(f"DROP TABLE IF EXISTS {name}")
             self.conn.executescript(_SCHEMA)
-            row = self.conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if row is None or int(row[0]) != SCHEMA_VERSION:
-                self._clear()
-                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
         with self.lock:

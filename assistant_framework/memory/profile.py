@@ -15,7 +15,7 @@ from typing import Callable
 
 from ..workspace import Workspace
 from .episodes import EPISODES_DIR
-from .modelcall import call_model
+from .modelcall import call_model, section
 
 log = logging.getLogger(__name__)
 PROFILE_PATH = "profile.md"
@@ -81,7 +81,7 @@ def refresh_profile(workspace: Workspace, complete: Callable) -> str | None:
 
 def refresh_profile_if_due(workspace: Workspace, complete: Callable, memory_config: dict, now: datetime, force: bool = False) -> str | None:
     """Refresh when ``profile.refresh_hours`` (default 24) passed, or after new episodes (at most hourly)."""
-    settings = memory_config.get("profile") or {}
+    settings = section(memory_config, "profile")
     if not settings.get("enabled", True):
         return None
     state = workspace.read_json(STATE_PATH, default={}) or {}

@@ -64,7 +64,7 @@ class Ranking:
     """Stage-2 weights: segment context, neighbour context, semantic fusion."""
 
     segment_weight: float = 0.5
-    neighbour_weight: float = 0.5
+    neighbour_weight: float = 0.3
     segment_top: int = 3
     semantic_weight: float = 0.0
     candidates: int = 200

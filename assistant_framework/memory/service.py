@@ -167,7 +167,7 @@ class MemoryService:
         """Queue fact extraction for the new turns; returns at once."""
         if self.complete is None or self.worker is None or recall_policy.is_excluded(conversation_id, self.memory_config):
             return
-        if not (self.memory_config.get("extraction") or {}).get("enabled", True):
+        if not self.memory_config.get("extract_facts", True):
             return
         from .extract import extract_and_store
 

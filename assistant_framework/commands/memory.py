@@ -1,0 +1,115 @@
+"""``memory search|reindex|stats|purge``: the long-term memory index from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..config import load_config
+from ..workspace import Workspace
+from .config import add_config_option
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    add_config_option(parser)
+    parser.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    group = subparsers.add_parser("memory", help="search and maintain long-term memory")
+    commands = group.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    search = commands.add_parser("search", help="search memory (conversations, notes, facts, collectors...)")
+    _common(search)
+    search.add_argument("query")
+    search.add_argument("--source", default=None, help="only this source, e.g. notes, conversation, collector:rss")
+    search.add_argument("--conversation", default=None, help="only this conversation's turns and episodes")
+    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--json", action="store_true", help="print the hits as JSON")
+    search.set_defaults(func=cmd_search)
+
+    reindex = commands.add_parser("reindex", help="rebuild the index from the workspace files")
+    _common(reindex)
+    reindex.set_defaults(func=cmd_reindex)
+
+    stats = commands.add_parser("stats", help="files and entries in the index, per source")
+    _common(stats)
+    stats.set_defaults(func=cmd_stats)
+
+    purge = commands.add_parser("purge", help="delete a collector's files and their index rows")
+    _common(purge)
+    purge.add_argument("--source", required=True, help="collector:NAME")
+    purge.set_defaults(func=cmd_purge)
+
+
+def _service(args: argparse.Namespace):
+    from ..memory.service import MemoryService
+
+    config = load_config(args.config) if Path(args.config).exists() else {}
+    return MemoryService(Workspace(args.workspace), config, start_worker=False)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    service = _service(args)
+    try:
+        service.refresh()
+        hits = service.search(args.query, limit=args.limit, source=args.source, conversation=args.conversation)
+    finally:
+        service.close()
+    if args.json:
+        print(json.dumps([hit.__dict__ for hit in hits], ensure_ascii=False, indent=2))
+        return 0
+    if not hits:
+        print(f"no memory matches {args.query!r}")
+        return 1
+    for hit in hits:
+        date = (hit.time or "")[:10]
+        print(f"{hit.score:6.3f}  {hit.source:<14} {date:<10}  {hit.path} {hit.ref}")
+        print(f"        {hit.snippet}")
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    service = _service(args)
+    try:
+        count = service.reindex()
+        stats = service.index.stats()
+    finally:
+        service.close()
+    print(f"reindexed {count} entries from {stats.files} files")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    service = _service(args)
+    try:
+        service.refresh()
+        stats = service.index.stats()
+    finally:
+        service.close()
+    print(f"index: {service.index.db_path} ({stats.bytes / 1024:.0f} KiB)")
+    print(f"files: {stats.files}  entries: {stats.entries}")
+    for source, count in stats.by_source.items():
+        print(f"  {source:<20} {count}")
+    return 0
+
+
+def cmd_purge(args: argparse.Namespace) -> int:
+    source = args.source
+    if not source.startswith("collector:") or len(source) <= len("collector:") or "/" in source or ".." in source:
+        print(f"error: purge --source must be collector:NAME, got {source!r}")
+        return 2
+    name = source.split(":", 1)[1]
+    workspace = Workspace(args.workspace)
+    files = workspace.list(f"collectors/{name}/**/*")
+    for rel in files:
+        workspace.delete(rel)
+    service = _service(args)
+    try:
+        rows = service.index.purge_source(source)
+    finally:
+        service.close()
+    print(f"purged {source}: {len(files)} files, {rows} index entries")
+    return 0
