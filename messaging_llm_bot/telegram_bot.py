@@ -13,6 +13,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from datetime import time as dtime
 from typing import Any
@@ -227,10 +228,18 @@ class TelegramService:
         except Exception as err:  # noqa: BLE001 - shutting down: report, do not mask the exit code
             log.warning("runtime shutdown failed: %s", err)
 
-    def stop(self) -> None:
-        """Ask a running bot to stop (from any thread)."""
+    def stop(self, timeout: float = 10.0) -> None:
+        """Ask a running bot to stop (from another thread, e.g. a test or a supervisor)."""
         loop, app = self._loop, self.app
-        if loop is not None and app is not None and not loop.is_closed():
+        if loop is None or app is None:
+            return
+        # stop_running() before the application runs only sets a marker PTB checks right after
+        # post_init; wait until it runs so the request is not lost.
+        deadline = time.monotonic() + timeout
+        while not app.running and time.monotonic() < deadline and not loop.is_closed():
+            time.sleep(0.02)
+        time.sleep(0.1)  # let run_polling move from start() into run_forever()
+        if not loop.is_closed():
             loop.call_soon_threadsafe(app.stop_running)
 
 

@@ -113,3 +113,19 @@ def test_no_token_exits_2_with_one_clear_line(bot_config, tmp_path):
     assert proc.returncode == 2
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "token" in lines[0].lower()
+
+
+def test_morning_digest_is_scheduled_daily_in_local_time(fake, start_bot):
+    bot = start_bot(morning_digest="07:30")
+    jobs = bot.service.app.job_queue.get_jobs_by_name("morning-digest")
+    assert len(jobs) == 1
+    fire = jobs[0].job.trigger.get_next_fire_time(None, datetime(2025, 3, 29, 12, 0, tzinfo=timezone.utc))
+    local = fire.astimezone(ZoneInfo("Europe/Berlin"))  # the next morning is the first in summer time
+    assert fire.astimezone(timezone.utc).hour == 5
+    assert (local.hour, local.minute) == (7, 30)
+
+
+def test_collector_notice_reaches_the_allowed_users(fake, start_bot):
+    bot = start_bot()
+    bot.service.notify_from_thread("rss", "3 new items")  # called from a collector thread
+    assert fake.wait_for_messages(OWNER, 1)[0]["text"] == "📬 rss: 3 new items"
