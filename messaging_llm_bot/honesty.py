@@ -1,13 +1,14 @@
 """Memory honesty: a reply that claims a save must match a real workspace write in the turn.
 
-Uses ``check_memory_claim`` from the memory module when it exists; until then a small local
-check with the same contract: ``(reply, wrote_memory) -> note to append or None``.
+``check_memory_claim(reply, wrote_memory) -> claim kind or None`` comes from the memory module;
+a small local check with the same contract stands in when that module is not installed.
+A claim without a write gets an honest note; a real write shows where it went.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any
 
 NOTHING_SAVED_NOTE = "(Nothing was saved — say 'remember ...' to store it.)"
 
@@ -21,24 +22,18 @@ _CLAIM_RE = re.compile(
 
 
 def local_memory_claim(reply: str, wrote_memory: bool) -> str | None:
-    """The honest note to append when the reply claims a save that did not happen, else None."""
+    """Fallback claim check: the kind "save" for a claimed save without a write, else None."""
     if wrote_memory or not _CLAIM_RE.search(reply or ""):
         return None
-    return NOTHING_SAVED_NOTE
+    return "save"
 
 
-def _resolve_check() -> Callable[[str, bool], str | None]:
-    try:
-        from assistant_framework import memory as memory_package
-    except ModuleNotFoundError as exc:
-        if exc.name != "assistant_framework.memory":
-            raise
-        return local_memory_claim
-    # The memory package exists before its claim check lands; the local one stands in until then.
-    return getattr(memory_package, "check_memory_claim", local_memory_claim)
-
-
-check_memory_claim: Callable[[str, bool], str | None] = _resolve_check()
+try:
+    from assistant_framework.memory import check_memory_claim
+except ModuleNotFoundError as exc:  # memory is optional; any other import failure is a bug
+    if exc.name not in ("assistant_framework.memory", "assistant_framework.memory.claims"):
+        raise
+    check_memory_claim = local_memory_claim
 
 
 #: ``action`` values of skills with the write capability that only read.
@@ -71,10 +66,8 @@ def saved_location(value: Any) -> str | None:
 
 def honest_reply(reply: str, saved_to: list[str], wrote_memory: bool) -> str:
     """The reply with a note: where things were saved, or that nothing was saved despite a claim."""
-    # The local check backs up the memory module's (which may still be a stub returning None).
-    note = check_memory_claim(reply, wrote_memory) or local_memory_claim(reply, wrote_memory)
-    if note:
-        return f"{reply}\n\n{note}"
+    if check_memory_claim(reply, wrote_memory):
+        return f"{reply}\n\n{NOTHING_SAVED_NOTE}"
     shown = [p for p in dict.fromkeys(saved_to) if p not in reply]
     if wrote_memory and shown:
         return f"{reply}\n\n(saved to {', '.join(shown)})"

@@ -301,7 +301,7 @@ def test_honesty_helpers():
     assert saved_location({"path": "a/b.md"}) == "a/b.md" and saved_location("no match") is None
     assert is_write_call(["read", "write"], {"action": "add"}) and not is_write_call(["read", "write"], {"action": "list"})
     assert not is_write_call(["read"], {}) and is_write_call(["write"], {})
-    assert local_memory_claim("Noted! I'll keep that in mind.", False) == NOTHING_SAVED_NOTE
+    assert local_memory_claim("Noted! I'll keep that in mind.", False) == "save"
     assert local_memory_claim("Noted.", True) is None
     assert local_memory_claim("Paris is the capital of France.", False) is None
     assert local_memory_claim("You saved 5 euros last week.", False) is None
