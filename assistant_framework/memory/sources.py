@@ -45,7 +45,8 @@ JSON_SUFFIXES = (".json",)
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 CHUNK_CHARS = 700
 _TIME_KEYS = ("time", "date", "when", "published", "updated", "created", "due", "start")
-_SKIP_KEYS = {"id", "turn_id", "message_id", "hash", "source_ref", "history", "guid", "uid"}
+_SKIP_KEYS = {"id", "turn_id", "message_id", "hash", "source_ref", "history", "guid", "uid", "status", "superseded_by"}
+_GONE = {"superseded", "deleted"}
 
 
 @dataclass
@@ -190,6 +191,9 @@ def record_time(record: Any) -> str | None:
 
 
 def record_entry(record: Any, rel: str, ref: str, seq: int, source: str, default_time: str | None = None) -> Entry | None:
+    """An Entry for one JSON record; None for empty, superseded or deleted records."""
+    if isinstance(record, dict) and record.get("status") in _GONE:
+        return None
     text = record_text(record)
     if not text.strip():
         return None
