@@ -80,3 +80,30 @@ def test_export_cases_from_traces(bot_config, workspace, chat_server) -> None:
     assert cases[0]["expect"]["args"] == {"a": 2, "b": 3}
     for case in cases:  # each is a valid eval case
         jsonschema.validate(case, CASE_SCHEMA)
+
+
+def test_replay_and_export_cli(bot_config, workspace, chat_server, tmp_path, capsys) -> None:
+    import json
+
+    import yaml
+
+    from assistant_framework.cli import main
+
+    record_turns(bot_config, workspace, chat_server)
+    config_dir = tmp_path / "cfg"
+    config_dir.mkdir()
+    for section in ("llm", "runtime"):
+        (config_dir / f"{section}.json").write_text(json.dumps(bot_config[section]))
+    chat_server.enqueue('{"skill": "add", "args": {"a": 2, "b": 3}}', '{"reply": "Hi!"}')
+    code = main(["trace", "replay", "--last", "2", "--workspace", str(workspace.root), "--config", str(config_dir), "--current-prompt"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "CHANGED" in out and "SAME" in out and "2 request(s) replayed" in out
+    # --current-prompt sent today's system prompt, which lists the test skills.
+    assert "save_note" in chat_server.chat_requests[-1]["messages"][0]["content"]
+
+    out_file = tmp_path / "cases" / "mine.yaml"
+    out_file.parent.mkdir()
+    assert main(["trace", "export-cases", "--last", "3", "--workspace", str(workspace.root), "--out", str(out_file)]) == 0
+    cases = yaml.safe_load(out_file.read_text())["cases"]
+    assert [c["expect"]["skill"] for c in cases] == ["add", "save_note", None]

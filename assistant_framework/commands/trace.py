@@ -36,7 +36,42 @@ def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersActi
     add_workspace_option(show)
     show.add_argument("id")
     show.set_defaults(func=cmd_show)
+
+    replay = commands.add_parser(
+        "replay",
+        help="re-send recorded prompts to the current model: does it pick the same skill and args?",
+        description="Re-send the recorded requests of chosen traces to the current runner and show, per trace, "
+        "whether the model now picks the same skill with the same arguments.",
+    )
+    _add_selection(replay)
+    replay.add_argument("--config", default="config", help="config file or directory (default: config)")
+    replay.add_argument("--runner", help="use this runner from llm.runners")
+    replay.add_argument("--base-url", help="an OpenAI-compatible base URL instead of the configured runner")
+    replay.add_argument("--model", help="the model name to send")
+    replay.add_argument("--current-prompt", action="store_true", help="replace the recorded system prompt with the one the current skills and workspace give")
+    replay.add_argument("--all-rounds", action="store_true", help="replay every skill round, not only each trace's first request")
+    replay.set_defaults(func=cmd_replay)
+
+    export = commands.add_parser("export-cases", help="turn chosen traces into eval cases (YAML) for `assistant eval skills --cases`")
+    _add_selection(export)
+    export.add_argument("--out", required=True, help="the YAML file to write")
+    export.add_argument("--category", default="from_traces", help="category of the cases (default: from_traces)")
+    export.set_defaults(func=cmd_export_cases)
     return commands
+
+
+def _add_selection(parser: argparse.ArgumentParser) -> None:
+    add_workspace_option(parser)
+    parser.add_argument("ids", nargs="*", metavar="ID", help="trace ids or unique prefixes")
+    parser.add_argument("--last", type=int, metavar="N", help="the last N traces (default: the last one when no ID is given)")
+
+
+def _selected(args: argparse.Namespace) -> list[dict]:
+    store = _store(args)
+    ids = [store.find(i) for i in args.ids]
+    if args.last or not ids:
+        ids += store.ids()[-(args.last or 1):]
+    return [store.load(i) for i in dict.fromkeys(ids)]
 
 
 def _store(args: argparse.Namespace) -> TraceStore:
@@ -99,4 +134,62 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"error: {exc.args[0]}")
         return 1
     print(json.dumps(trace, indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    # Imported here: replay talks to model servers, which the rest of this CLI never does.
+    from messaging_llm_bot.eval_runner import eval_llm_config
+    from messaging_llm_bot.llm import LLMClient
+    from messaging_llm_bot.runtime import build_runtime
+    from messaging_llm_bot.trace_replay import format_replay, replay_trace
+
+    from ..config import load_config
+
+    try:
+        traces = _selected(args)
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}")
+        return 1
+    if not traces:
+        print(f"no traces in {args.workspace}/traces yet")
+        return 1
+    config = load_config(args.config)
+    try:
+        llm_config = eval_llm_config(config.get("llm") or {}, runner=args.runner, base_url=args.base_url, model=args.model)
+    except ValueError as exc:
+        print(f"error: {exc}")
+        return 2
+    runtime = build_runtime(args.config, args.workspace)
+    try:
+        names = runtime.skills.names()
+        system = runtime.agent.prompt.system_prompt().text if args.current_prompt else None
+    finally:
+        runtime.shutdown(timeout=5)
+    llm = LLMClient(llm_config)
+    try:
+        outcomes = [o for trace in traces for o in replay_trace(trace, llm, names, system_prompt=system, all_rounds=args.all_rounds)]
+    finally:
+        llm.close()
+    print(format_replay(outcomes))
+    return 0
+
+
+def cmd_export_cases(args: argparse.Namespace) -> int:
+    import yaml
+
+    from messaging_llm_bot.trace_replay import export_cases
+
+    try:
+        traces = _selected(args)
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}")
+        return 1
+    cases = export_cases(traces, category=args.category)
+    if not cases:
+        print("no usable traces (failed turns and traces without a model request are skipped)")
+        return 1
+    with open(args.out, "w", encoding="utf-8") as handle:
+        yaml.safe_dump({"cases": cases}, handle, sort_keys=False, allow_unicode=True)
+    print(f"{len(cases)} case(s) written to {args.out}; review the expectations, then run: assistant eval skills --cases {args.out.rsplit('/', 1)[0] if '/' in args.out else '.'}")
     return 0
