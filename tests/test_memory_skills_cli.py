@@ -121,9 +121,11 @@ def test_cli_search_stats_reindex_purge(ws, capsys):
     assert main(["memory", "purge", "--source", "collector:../x", *base]) == 2
 
 
-def test_cli_reads_memory_config(ws, tmp_path, capsys):
+def test_cli_reads_the_config(ws, tmp_path, capsys):
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"memory": {"recall": {"limit": 2}}}))
-    assert main(["memory", "search", "key", "--workspace", str(ws.root), "--config", str(config), "--limit", "1"]) == 0
-    lines = [l for l in capsys.readouterr().out.splitlines() if not l.startswith(" ")]
-    assert len(lines) == 1
+    assert main(["memory", "search", "key", "--json", "--limit", "1", "--workspace", str(ws.root), "--config", str(config)]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 1
+    config.write_text(json.dumps({"memory": {"semantic_weight": -1}}))  # against the schema
+    assert main(["memory", "search", "key", "--workspace", str(ws.root), "--config", str(config)]) == 2
+    assert "config error" in capsys.readouterr().err
