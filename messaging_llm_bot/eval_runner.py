@@ -111,6 +111,8 @@ def run_cases(
     config = copy.deepcopy(config)
     # Memory extraction would add model calls of its own; the eval measures skill calling only.
     config.setdefault("memory", {})["enabled"] = False
+    # Nobody is there to confirm "ask" calls: the eval measures choosing and filling calls.
+    config["policy"] = {"capabilities": {cap: "allow" for cap in ("read", "write", "delete", "network", "send")}}
     llm = LLMClient(config.get("llm") or {})
     results: list[CaseResult] = []
     try:

@@ -53,6 +53,8 @@ class TurnRecord:
     rounds: int = 0
     error: str | None = None
     log_ids: list = field(default_factory=list)
+    untrusted: bool = False  # content from outside entered the turn: guarded calls need confirmation
+    approve: Any = None  # the frontend's confirmation callback for "ask" decisions, or None
 
     def usage(self) -> dict:
         total: dict[str, int] = {}
