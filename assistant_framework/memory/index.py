@@ -23,7 +23,7 @@ from .log import safe_conversation_id
 from .sources import DEFAULT_SOURCES, Entry, file_entries, is_appendable, jsonl_entries, source_for, time_to_ts, walk_roots
 
 INDEX_PATH = "memory/index.sqlite3"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _TAIL = 256
 _DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
@@ -39,6 +39,8 @@ CREATE INDEX IF NOT EXISTS entries_path_seq ON entries(path, seq);
 CREATE INDEX IF NOT EXISTS entries_source ON entries(source);
 CREATE INDEX IF NOT EXISTS entries_conv_ts ON entries(conversation, ts);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, date, tokenize='porter unicode61');
+CREATE TABLE IF NOT EXISTS segments (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, conversation TEXT);
+CREATE VIRTUAL TABLE IF NOT EXISTS segfts USING fts5(body, tokenize='porter unicode61');
 CREATE TABLE IF NOT EXISTS vectors (hash TEXT, model TEXT, vec BLOB, PRIMARY KEY (hash, model));
 """
 
@@ -83,7 +85,7 @@ class MemoryIndex:
             columns = {r[1] for r in self.conn.execute("PRAGMA table_info(fts)")} if "fts" in tables else set()
             if tables and (row is None or int(row[0]) != SCHEMA_VERSION or columns != {"body", "date"}):
                 # An index from another version is only a cache: drop it and read the files again.
-                for name in ("fts", "entries", "files", "vectors", "meta"):
+                for name in ("fts", "segfts", "segments", "entries", "files", "vectors", "meta"):
                     self.conn.execute(f"DROP TABLE IF EXISTS {name}")
             self.conn.executescript(_SCHEMA)
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
@@ -98,6 +100,8 @@ class MemoryIndex:
         self.conn.execute("DELETE FROM entries")
         self.conn.execute("DELETE FROM fts")
         self.conn.execute("DELETE FROM files")
+        self.conn.execute("DELETE FROM segments")
+        self.conn.execute("DELETE FROM segfts")
 
     def rebuild(self) -> int:
         """Drop every row and read all memory files again; returns the number of entries."""
@@ -210,6 +214,7 @@ class MemoryIndex:
                 lines.append((number, raw))
         entries = jsonl_entries(lines, rel, state.source)
         self._insert(entries)
+        self._update_segment(rel, state.source)
         offset = state.offset + len(complete)
         tail = (before + complete)[-_TAIL:]
         self.conn.execute(
@@ -235,6 +240,7 @@ class MemoryIndex:
             data = data[: data.rfind(b"\n") + 1]
         entries = file_entries(data, rel, source, default_time)
         self._insert(entries)
+        self._update_segment(rel, source)
         lines = sum(1 for raw in data.splitlines() if raw.strip()) if is_appendable(rel) else 0
         self.conn.execute(
             "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -258,7 +264,24 @@ class MemoryIndex:
             )
             cur.execute("INSERT INTO fts (rowid, body, date) VALUES (?, ?, ?)", (cur.lastrowid, e.text, date_words(e.time)))
 
+    def _update_segment(self, rel: str, source: str) -> None:
+        """One conversation-day as a whole document, for ranking segments before turns."""
+        if source != "conversation":
+            return
+        rows = self.conn.execute("SELECT text, conversation FROM entries WHERE path=? ORDER BY seq", (rel,)).fetchall()
+        self._delete_segment(rel)
+        if rows:
+            cur = self.conn.execute("INSERT INTO segments (path, conversation) VALUES (?, ?)", (rel, rows[0][1]))
+            self.conn.execute("INSERT INTO segfts (rowid, body) VALUES (?, ?)", (cur.lastrowid, "\n".join(r[0] for r in rows)))
+
+    def _delete_segment(self, rel: str) -> None:
+        row = self.conn.execute("SELECT id FROM segments WHERE path=?", (rel,)).fetchone()
+        if row:
+            self.conn.execute("DELETE FROM segfts WHERE rowid=?", (row[0],))
+            self.conn.execute("DELETE FROM segments WHERE id=?", (row[0],))
+
     def _delete_rows(self, rel: str) -> None:
+        self._delete_segment(rel)
         ids = [r[0] for r in self.conn.execute("SELECT id FROM entries WHERE path=?", (rel,))]
         self.conn.executemany("DELETE FROM fts WHERE rowid=?", ((i,) for i in ids))
         self.conn.execute("DELETE FROM entries WHERE path=?", (rel,))

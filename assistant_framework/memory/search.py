@@ -70,6 +70,7 @@ class Ranking:
     candidates: int = 200
     time_weight: float = 0.3
     date_weight: float = 1.0
+    whole_segment_weight: float = 0.3
 
 
 @dataclass
@@ -151,6 +152,19 @@ def bm25_candidates(index: MemoryIndex, terms: list[str], scope: Scope, limit: i
     return [Candidate(*row[:9], bm25=row[9]) for row in rows]
 
 
+def segment_scores(index: MemoryIndex, terms: list[str], paths: list[str]) -> dict[str, float]:
+    """BM25 of whole conversation-days (segments) for the query, for the given log paths."""
+    if not terms or not paths:
+        return {}
+    marks = ",".join("?" * len(paths))
+    rows = index.query(
+        f"SELECT s.path, -bm25(segfts) FROM segfts JOIN segments s ON s.id = segfts.rowid "
+        f"WHERE segfts MATCH ? AND s.path IN ({marks})",
+        (fts_query(terms), *paths),
+    )
+    return dict(rows)
+
+
 def recent_entries(index: MemoryIndex, scope: Scope, limit: int) -> list[Candidate]:
     """The newest rows in scope (for queries that are only a date phrase)."""
     where, params = _scope_sql(scope)
@@ -176,6 +190,7 @@ def rerank(
     extra: list[Candidate],
     ranking: Ranking,
     prefer: tuple[float, float] | None = None,
+    segment_bm25: dict[str, float] | None = None,
 ) -> list[Candidate]:
     """Stage 2: score = own + segment + neighbour context, on the 0..1 scale of the best match.
 
@@ -191,6 +206,8 @@ def rerank(
         by_segment.setdefault(c.path, []).append(own[(c.path, c.seq)])
     segment = {p: sum(sorted(v, reverse=True)[: ranking.segment_top]) for p, v in by_segment.items()}
     seg_top = max(segment.values()) or 1.0
+    whole = segment_bm25 or {}
+    whole_top = max(whole.values(), default=0.0) or 1.0
     pool: dict[tuple[str, int], Candidate] = {(c.path, c.seq): c for c in candidates}
     for c in extra:
         pool.setdefault((c.path, c.seq), c)
@@ -198,7 +215,12 @@ def rerank(
     for key, c in pool.items():
         path, seq = key
         neighbour = max(own.get((path, seq - 1), 0.0), own.get((path, seq + 1), 0.0)) if c.source == "conversation" else 0.0
-        score = own.get(key, 0.0) + ranking.segment_weight * segment.get(path, 0.0) / seg_top + ranking.neighbour_weight * neighbour
+        score = (
+            own.get(key, 0.0)
+            + ranking.segment_weight * segment.get(path, 0.0) / seg_top
+            + ranking.whole_segment_weight * whole.get(path, 0.0) / whole_top
+            + ranking.neighbour_weight * neighbour
+        )
         if prefer is not None:
             ts = time_to_ts(c.time)
             if ts is not None and prefer[0] <= ts < prefer[1]:
@@ -260,7 +282,10 @@ def search(
         wanted -= {(c.path, c.seq) for c in candidates}
         extra = [c for c in neighbours(index, wanted) if _in_scope(c, scope)] if ranking.neighbour_weight else []
         window = (prefer[0].timestamp(), prefer[1].timestamp()) if prefer else None
-        found = rerank(candidates, extra, ranking, window)
+        whole = None
+        if ranking.whole_segment_weight:
+            whole = segment_scores(index, terms, sorted({c.path for c in candidates if c.source == "conversation"}))
+        found = rerank(candidates, extra, ranking, window, whole)
     return [
         MemoryHit(
             source=c.source, path=c.path, ref=c.ref, time=c.time, snippet=snippet(c.text, terms),

@@ -33,6 +33,7 @@ def ranking_from_config(memory_config: dict) -> Ranking:
         candidates=int(raw.get("candidates", default.candidates)),
         time_weight=float(raw.get("time_weight", default.time_weight)),
         date_weight=float(raw.get("date_weight", default.date_weight)),
+        whole_segment_weight=float(raw.get("whole_segment_weight", default.whole_segment_weight)),
     )
 
 
