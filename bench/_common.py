@@ -216,8 +216,15 @@ def write_turns(root: Path, turns: int, conversations: int = 20, per_day: int = 
 # -- the bot under test -----------------------------------------------------------------
 
 
-def bench_config(base_url: str, *, max_concurrency: int = 4, memory: bool = True, extra_runtime: dict | None = None) -> dict:
-    """A config dict pointing at the fake model server; memory recall on, workers quiet."""
+def bench_config(
+    base_url: str,
+    *,
+    max_concurrency: int = 4,
+    memory: bool = True,
+    extract_facts: bool = False,
+    extra_runtime: dict | None = None,
+) -> dict:
+    """A config dict pointing at the fake model server; memory recall on, background model calls off."""
     return {
         "llm": {
             "runners": [{"name": "fake", "base_url": base_url, "model": "fake-model", "timeout_seconds": 30}],
@@ -232,7 +239,8 @@ def bench_config(base_url: str, *, max_concurrency: int = 4, memory: bool = True
             "recall": {"enabled": memory, "limit": 5, "budget_chars": 1500},
             # No background refresh during a measurement: the index is built before it.
             "refresh_seconds": 3600,
-            "extraction": {"enabled": False},
+            # Fact extraction is a second model call per turn in the background; off unless asked.
+            "extract_facts": extract_facts,
         },
         "telegram": {"token": ""},
     }

@@ -97,14 +97,14 @@ def order_kept(requests: list[dict], chats: int) -> int:
     return kept
 
 
-def scenario(server, base: Path, name: str, concurrency: int, chats: int, per_chat: int, global_lock: bool) -> dict:
+def scenario(server, base: Path, name: str, concurrency: int, chats: int, per_chat: int, global_lock: bool, *, extract_facts: bool = False) -> dict:
     """One load on a fresh workspace and bot; returns the figures of one table row."""
-    root = base / name
-    bot = build_bot(bench_config(server.base_url, max_concurrency=concurrency), root)
+    root = base / name.replace(" ", "_").replace(",", "")
+    bot = build_bot(bench_config(server.base_url, max_concurrency=concurrency, extract_facts=extract_facts), root)
     server.reset()
     try:
         wall = run_load(bot, chats, per_chat, global_lock)
-        requests = list(server.chat_requests)
+        requests = [r for r in server.chat_requests if _MESSAGE.match(first_line_of_last_user(r))]
     finally:
         bot.close()
         shutil.rmtree(root, ignore_errors=True)
@@ -147,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         for c in baseline_levels:
             rows.append(scenario(server, base, f"global lock (baseline) c={c}", c, chats, 1, True))
             print(f"  done baseline c={c}", file=sys.stderr, flush=True)
+        if not args.quick:
+            # memory.extract_facts (on by default) makes one more model call per turn in the background.
+            rows.append(scenario(server, base, "per-chat locks c=8, fact extraction on", 8, chats, 1, False, extract_facts=True))
     finally:
         server.stop()
         shutil.rmtree(base, ignore_errors=True)
