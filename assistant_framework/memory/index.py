@@ -23,7 +23,7 @@ from .log import safe_conversation_id
 from .sources import DEFAULT_SOURCES, Entry, file_entries, is_appendable, jsonl_entries, source_for, time_to_ts, walk_roots
 
 INDEX_PATH = "memory/index.sqlite3"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _TAIL = 256
 _DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS entries (
 CREATE INDEX IF NOT EXISTS entries_path_seq ON entries(path, seq);
 CREATE INDEX IF NOT EXISTS entries_source ON entries(source);
 CREATE INDEX IF NOT EXISTS entries_conv_ts ON entries(conversation, ts);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, date, tokenize='porter unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, date, scope, tokenize='porter unicode61');
 CREATE TABLE IF NOT EXISTS segments (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, conversation TEXT);
 CREATE VIRTUAL TABLE IF NOT EXISTS segfts USING fts5(body, tokenize='porter unicode61');
 CREATE TABLE IF NOT EXISTS vectors (hash TEXT, model TEXT, vec BLOB, PRIMARY KEY (hash, model));
@@ -83,7 +83,7 @@ class MemoryIndex:
             tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             row = self.conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone() if "meta" in tables else None
             columns = {r[1] for r in self.conn.execute("PRAGMA table_info(fts)")} if "fts" in tables else set()
-            if tables and (row is None or int(row[0]) != SCHEMA_VERSION or columns != {"body", "date"}):
+            if tables and (row is None or int(row[0]) != SCHEMA_VERSION or columns != {"body", "date", "scope"}):
                 # An index from another version is only a cache: drop it and read the files again.
                 for name in ("fts", "segfts", "segments", "entries", "files", "vectors", "meta"):
                     self.conn.execute(f"DROP TABLE IF EXISTS {name}")
@@ -262,7 +262,10 @@ class MemoryIndex:
                 "INSERT INTO entries (path, source, ref, seq, time, ts, conversation, role, text) VALUES (?,?,?,?,?,?,?,?,?)",
                 (e.path, e.source, e.ref, e.seq, e.time, time_to_ts(e.time), conversation, e.role, e.text),
             )
-            cur.execute("INSERT INTO fts (rowid, body, date) VALUES (?, ?, ?)", (cur.lastrowid, e.text, date_words(e.time)))
+            cur.execute(
+                "INSERT INTO fts (rowid, body, date, scope) VALUES (?, ?, ?, ?)",
+                (cur.lastrowid, e.text, date_words(e.time), scope_token(conversation)),
+            )
 
     def _update_segment(self, rel: str, source: str) -> None:
         """One conversation-day as a whole document, for ranking segments before turns."""
@@ -327,6 +330,14 @@ class MemoryIndex:
             self.conn.execute("BEGIN")
             self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", ((h, model, b) for h, b in rows))
             self.conn.execute("COMMIT")
+
+
+def scope_token(conversation: str | None) -> str:
+    """One FTS token per conversation ('owner' for rows of no conversation), so a scoped
+    search intersects posting lists instead of filtering every match afterwards."""
+    if conversation is None:
+        return "owner"
+    return "c" + hashlib.sha1(conversation.encode("utf-8")).hexdigest()[:16]
 
 
 def date_words(iso: str | None) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
-from .index import MemoryIndex
+from .index import MemoryIndex, scope_token
 from .log import safe_conversation_id
 from .sources import time_to_ts
 
@@ -100,9 +100,19 @@ def query_terms(query: str) -> list[str]:
     return seen
 
 
-def fts_query(terms: list[str]) -> str:
-    """An FTS5 MATCH expression OR-ing the quoted terms."""
+def or_terms(terms: list[str]) -> str:
+    """The quoted terms OR-ed (FTS5 syntax)."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def fts_query(terms: list[str], scope: Scope | None = None) -> str:
+    """An FTS5 MATCH expression OR-ing the quoted terms in the body and date columns,
+    restricted to the scope's conversation tokens when it names a conversation."""
+    words = or_terms(terms)
+    if scope is None or scope.conversation is None:
+        return "{body date}: (" + words + ")"
+    tokens = [scope_token(safe_conversation_id(scope.conversation))] + (["owner"] if scope.owner_data else [])
+    return "{body date}: (" + words + ") AND scope: (" + " OR ".join(tokens) + ")"
 
 
 def _scope_sql(scope: Scope) -> tuple[str, list]:
@@ -145,9 +155,9 @@ def bm25_candidates(index: MemoryIndex, terms: list[str], scope: Scope, limit: i
         return []
     where, params = _scope_sql(scope)
     rows = index.query(
-        f"SELECT {_COLUMNS}, -bm25(fts, 1.0, ?) AS s FROM fts JOIN entries e ON e.id = fts.rowid "
+        f"SELECT {_COLUMNS}, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts JOIN entries e ON e.id = fts.rowid "
         f"WHERE fts MATCH ?{where} ORDER BY s DESC LIMIT ?",
-        (date_weight, fts_query(terms), *params, limit),
+        (date_weight, fts_query(terms, scope), *params, limit),
     )
     return [Candidate(*row[:9], bm25=row[9]) for row in rows]
 
@@ -160,7 +170,7 @@ def segment_scores(index: MemoryIndex, terms: list[str], paths: list[str]) -> di
     rows = index.query(
         f"SELECT s.path, -bm25(segfts) FROM segfts JOIN segments s ON s.id = segfts.rowid "
         f"WHERE segfts MATCH ? AND s.path IN ({marks})",
-        (fts_query(terms), *paths),
+        (or_terms(terms), *paths),
     )
     return dict(rows)
 
@@ -173,16 +183,19 @@ def recent_entries(index: MemoryIndex, scope: Scope, limit: int) -> list[Candida
 
 
 def neighbours(index: MemoryIndex, pairs: set[tuple[str, int]]) -> list[Candidate]:
-    """Rows at the given (path, seq) positions."""
+    """Rows at the given (path, seq) positions, one UNION ALL query per 200 files."""
     by_path: dict[str, list[int]] = {}
-    for path, seq in pairs:
+    for path, seq in sorted(pairs):
         by_path.setdefault(path, []).append(seq)
-    found = []
-    for path, seqs in sorted(by_path.items()):
-        marks = ",".join("?" * len(seqs))
-        rows = index.query(f"SELECT {_COLUMNS} FROM entries e WHERE e.path = ? AND e.seq IN ({marks})", (path, *seqs))
-        found.extend(Candidate(*row) for row in rows)
-    return found
+    items = list(by_path.items())
+    rows: list[tuple] = []
+    for start in range(0, len(items), 200):  # SQLite allows 500 compound SELECT terms
+        parts, params = [], []
+        for path, seqs in items[start : start + 200]:
+            parts.append(f"SELECT {_COLUMNS} FROM entries e WHERE e.path = ? AND e.seq IN ({','.join('?' * len(seqs))})")
+            params.extend([path, *seqs])
+        rows.extend(index.query(" UNION ALL ".join(parts), tuple(params)))
+    return [Candidate(*row) for row in rows]
 
 
 def rerank(
@@ -277,7 +290,7 @@ def search(
         candidates = bm25_candidates(index, terms, scope, max(ranking.candidates, limit * 5), ranking.date_weight)
         if similarity is not None and ranking.semantic_weight > 0 and candidates:
             fuse_semantic(candidates, similarity(query, candidates), ranking.semantic_weight)
-        head = sorted(candidates, key=lambda c: -c.bm25)[: max(limit * 3, 30)]
+        head = sorted(candidates, key=lambda c: -c.bm25)[: max(limit * 2, 20)]
         wanted = {(c.path, c.seq + d) for c in head if c.source == "conversation" for d in (-1, 1)}
         wanted -= {(c.path, c.seq) for c in candidates}
         extra = [c for c in neighbours(index, wanted) if _in_scope(c, scope)] if ranking.neighbour_weight else []
