@@ -260,3 +260,36 @@ def test_search_on_a_raw_index_respects_scope(ws):
         assert [h.source for h in only] == ["conversation"]
     finally:
         index.close()
+
+
+def test_concurrent_log_turns_and_searches(ws, service):
+    import threading
+
+    errors: list[BaseException] = []
+
+    def writer(conv: str) -> None:
+        try:
+            for i in range(40):
+                service.log_turn(conv, "user", f"note {i} about kayaks", time=datetime(2026, 5, 1, 8, tzinfo=UTC))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def reader() -> None:
+        try:
+            for _ in range(40):
+                service.recall("kayaks", "a")
+                service.refresh()
+        except BaseException as exc:  # pragma: no cover
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(c,)) for c in ("a", "a", "b")] + [threading.Thread(target=reader)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    rows = ws.read_jsonl("conversations/a/2026-05-01.jsonl")
+    assert len(rows) == 80 and len({r["turn_id"] for r in rows}) == 80
+    assert service.index.stats().by_source["conversation"] == 120
+    service.refresh()
+    assert service.index.stats().by_source["conversation"] == 120

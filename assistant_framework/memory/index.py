@@ -118,24 +118,37 @@ class MemoryIndex:
             return self.conn.execute("SELECT count(*) FROM entries").fetchone()[0]
 
     def refresh(self) -> int:
-        """Walk the memory folders and bring changed, new and deleted files up to date."""
-        with self.lock:
-            known = {row[0] for row in self.conn.execute("SELECT path FROM files")}
-            changed = 0
-            self.conn.execute("BEGIN")
+        """Walk the memory folders and bring changed, new and deleted files up to date.
+
+        The walk and the stat calls run without the lock, so searches are not held up by it;
+        only changed files are then read, each under the lock.
+        """
+        seen: dict[str, tuple[int, int]] = {}
+        for rel in self._walk():
             try:
-                seen = set()
-                for rel in self._walk():
-                    seen.add(rel)
-                    changed += self._update(rel)
-                for rel in known - seen:
-                    self._remove(rel)
-                    changed += 1
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            return changed
+                st = os.stat(self.workspace.root / rel)
+            except FileNotFoundError:
+                continue
+            seen[rel] = (st.st_size, st.st_mtime_ns)
+        with self.lock:
+            known = {row[0]: (row[1], row[2]) for row in self.conn.execute("SELECT path, size, mtime_ns FROM files")}
+        stale = [rel for rel, sig in seen.items() if known.get(rel) != sig] + [rel for rel in known if rel not in seen]
+        changed = 0
+        for start in range(0, len(stale), 200):  # short transactions: recall may run in between
+            with self.lock:
+                self.conn.execute("BEGIN")
+                try:
+                    for rel in stale[start : start + 200]:
+                        if rel in seen:
+                            self._update(rel)
+                        else:
+                            self._remove(rel)
+                        changed += 1
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    self.conn.execute("ROLLBACK")
+                    raise
+        return changed
 
     def update_file(self, rel: str) -> int:
         """Bring one file up to date (cheap: reads only appended lines); returns entries added."""
