@@ -12,8 +12,11 @@ from zoneinfo import ZoneInfo
 from ..workspace import Workspace
 from . import recall as recall_policy
 from .embeddings import EmbeddingClient, Embed, make_similarity
+from .episodes import write_settled_episodes
+from .extract import extract_and_store
 from .index import MemoryIndex
 from .log import TurnLog, safe_conversation_id
+from .profile import profile_text, refresh_profile_if_due
 from .search import MemoryHit, Ranking, Scope, search
 from .timeparse import parse_date_range
 from .worker import BackgroundWorker
@@ -66,7 +69,6 @@ class MemoryService:
         self._similarity = make_similarity(self.index, embed, self.embed_model) if embed else None
         self._recent: dict[str, collections.deque] = {}
         self._recent_lock = threading.Lock()
-        self._last_turn: dict[str, datetime] = {}
         refresh_seconds = float(self.memory_config.get("refresh_seconds", 60))
         self.worker = BackgroundWorker("memory", on_idle=self.refresh, idle_seconds=refresh_seconds) if start_worker else None
         self._closed = False
@@ -170,9 +172,6 @@ class MemoryService:
             return
         if not self.memory_config.get("extract_facts", True):
             return
-        from .extract import extract_and_store
-
-        self._last_turn[safe_conversation_id(conversation_id)] = datetime.now(self.tz)
         self.worker.submit(
             lambda: extract_and_store(self.workspace, self.complete, conversation_id, user_text, reply, list(turn_ids), self.tz),
             f"fact extraction for {conversation_id}",
@@ -182,9 +181,6 @@ class MemoryService:
         """Write episodes for settled days and refresh the profile when due (runs in the worker)."""
         if self.complete is None:
             return
-        from .episodes import write_settled_episodes
-        from .profile import refresh_profile_if_due
-
         moment = now or datetime.now(self.tz)
 
         def job() -> None:
@@ -200,8 +196,6 @@ class MemoryService:
 
     def profile_text(self, budget_chars: int) -> str:
         """profile.md trimmed to whole lines within the budget ('' when absent)."""
-        from .profile import profile_text
-
         return profile_text(self.workspace, budget_chars)
 
     def drain(self, timeout: float) -> bool:
