@@ -12,7 +12,6 @@ import json
 import os
 import platform
 import random
-import statistics
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -102,10 +101,6 @@ def percentile(values: Sequence[float], p: float) -> float:
     low = int(rank)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
-def median(values: Sequence[float]) -> float:
-    return statistics.median(values) if values else 0.0
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -14,7 +14,6 @@ through the fake Bot API (spread over several allowed users) have all been answe
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
