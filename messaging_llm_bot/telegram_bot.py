@@ -67,7 +67,8 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
 
     async def do_process_update(self, update: object, coroutine: Any) -> None:
         chat = update.effective_chat if isinstance(update, Update) else None
-        if chat is None:
+        # Button presses skip the queue: a turn may be waiting for one (confirmations).
+        if chat is None or update.callback_query is not None:
             await coroutine
             return
         # Tasks start in arrival order and asyncio.Lock wakes waiters FIFO: order holds per chat.

@@ -20,6 +20,8 @@ from messaging_llm_bot.digest import build_digest
 from messaging_llm_bot.telegram_media import message_kind, unsupported_text
 from messaging_llm_bot.telegram_send import send_markdown
 from messaging_llm_bot.telegram_settings import TelegramSettings, addressed_to_bot, conversation_id, is_command
+from messaging_llm_bot.telegram_approval import CALLBACK_PATTERN as APPROVAL_PATTERN
+from messaging_llm_bot.telegram_approval import Approvals
 from messaging_llm_bot.telegram_turn import TurnRunner
 from messaging_llm_bot.transcribe import transcription_config
 
@@ -44,7 +46,8 @@ class Frontend:
         self.chat_locks: dict[int, asyncio.Lock] = {}
         self.items: dict[int, InboxItem] = {}  # update_id -> item persisted when fetched
         self.duplicates: set[int] = set()
-        self.turns = TurnRunner(runtime, inbox, lambda: self.settings)
+        self.approvals = Approvals()
+        self.turns = TurnRunner(runtime, inbox, lambda: self.settings, self.approvals)
 
     # -- rules ------------------------------------------------------------------
 
@@ -242,5 +245,6 @@ class Frontend:
                                ("why", self.cmd_why)):
             app.add_handler(CommandHandler(name, callback, filters=only_new))
         app.add_handler(CallbackQueryHandler(self.on_reset_choice, pattern=r"^reset:(yes|no)$"))
+        app.add_handler(CallbackQueryHandler(self.approvals.on_choice, pattern=APPROVAL_PATTERN))
         app.add_handler(MessageHandler(only_new & filters.COMMAND, self.on_unknown_command))
         app.add_handler(MessageHandler(only_new & ~filters.COMMAND, self.on_message))

@@ -17,6 +17,7 @@ from telegram import MessageEntity, Update
 from telegram.error import TelegramError
 
 from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.telegram_approval import Approvals
 from messaging_llm_bot.telegram_format import render_markdown
 from messaging_llm_bot.telegram_media import (VOICE_DISABLED, attachment_prompt, message_kind, save_attachment,
                                               transcribe_voice)
@@ -34,9 +35,10 @@ FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
 class TurnRunner:
     """Runs turns for the Telegram frontend; one instance per application."""
 
-    def __init__(self, runtime: Any, inbox: Inbox, settings_ref: Any) -> None:
+    def __init__(self, runtime: Any, inbox: Inbox, settings_ref: Any, approvals: Approvals | None = None) -> None:
         self.runtime = runtime
         self.inbox = inbox
+        self.approvals = approvals
         self._settings_ref = settings_ref  # callable returning the current TelegramSettings (changes on /reload)
 
     @property
@@ -99,11 +101,15 @@ class TurnRunner:
             return f"Sorry, I can't handle a {kind} message."
         await progress.start()
         user = message.from_user
+        approve = None
+        if self.approvals is not None and message.chat.type == "private":
+            # Only the owner's private chat can confirm; elsewhere "ask" means no.
+            approve = self.approvals.approver(bot, message.chat_id, asyncio.get_running_loop())
         result = await asyncio.to_thread(
             self.runtime.agent.handle_message, item.conversation_id, text, on_event=progress.on_event,
             stream=self.settings.stream, chat_id=message.chat_id, user_id=user.id if user else None,
             private=message.chat.type == "private" and user is not None and user.id in self.settings.allowed_user_ids,
-            message_id=message.message_id, untrusted=untrusted)
+            message_id=message.message_id, untrusted=untrusted, approve=approve)
         reply = result.reply or FAILED_REPLY
         if result.footer:
             reply = f"{reply}\n\n_{result.footer}_"

@@ -1,0 +1,100 @@
+"""Asking the owner in Telegram to confirm a skill call the policy marks ``ask``.
+
+The agent runs in a worker thread and calls ``approve(request) -> bool``; this module
+turns that into a message with Confirm / Decline buttons on the bot's event loop and
+waits for the press (callback queries bypass the per-chat ordering, so the press is
+handled while the turn waits). No answer within the timeout means no.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+from typing import Any, Callable
+
+import telegram
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
+from telegram.error import TelegramError
+from telegram.ext import ContextTypes
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_SECONDS = 300.0
+CALLBACK_PATTERN = r"^approve:[0-9a-f]+:(yes|no)$"
+
+
+def describe_request(request: dict) -> str:
+    """The question shown to the owner: which skill, what it would do, and why it asks."""
+    args = json.dumps(request.get("args") or {}, ensure_ascii=False)
+    if len(args) > 600:
+        args = args[:600] + "…"
+    return (
+        f"Confirm this action?\n\nskill: {request.get('skill')}\nargs: {args}\n\n"
+        f"Why I ask: {request.get('reason', 'the policy asks for confirmation')}."
+    )
+
+
+class Approvals:
+    """Pending confirmations, keyed by a random token carried in the button data."""
+
+    def __init__(self, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        self.timeout_seconds = timeout_seconds
+        self._pending: dict[str, asyncio.Future] = {}
+
+    def approver(self, bot: telegram.Bot, chat_id: int, loop: asyncio.AbstractEventLoop) -> Callable[[dict], bool]:
+        """A blocking callback for the agent's worker thread."""
+
+        def approve(request: dict) -> bool:
+            future = asyncio.run_coroutine_threadsafe(self.ask(bot, chat_id, request), loop)
+            try:
+                return future.result(self.timeout_seconds + 30)
+            except Exception:  # noqa: BLE001 - fail closed
+                log.exception("telegram: confirmation in chat %s failed", chat_id)
+                return False
+
+        return approve
+
+    async def ask(self, bot: telegram.Bot, chat_id: int, request: dict) -> bool:
+        """Send the question with buttons and wait for the owner's press (False on timeout)."""
+        token = secrets.token_hex(6)
+        future = asyncio.get_running_loop().create_future()
+        self._pending[token] = future
+        keyboard = InlineKeyboardMarkup([[InlineKeyboardButton("✅ Confirm", callback_data=f"approve:{token}:yes"),
+                                          InlineKeyboardButton("✖ Decline", callback_data=f"approve:{token}:no")]])
+        try:
+            message = await bot.send_message(chat_id, describe_request(request), reply_markup=keyboard)
+        except TelegramError:
+            self._pending.pop(token, None)
+            log.exception("telegram: could not ask for confirmation in chat %s", chat_id)
+            return False
+        try:
+            return await asyncio.wait_for(future, self.timeout_seconds)
+        except asyncio.TimeoutError:
+            try:
+                await bot.edit_message_text("No answer in time: not done.", chat_id=chat_id, message_id=message.message_id)
+            except TelegramError:
+                pass
+            return False
+        finally:
+            self._pending.pop(token, None)
+
+    async def on_choice(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Resolve the pending confirmation a button press belongs to."""
+        query = update.callback_query
+        _, token, choice = (query.data or "").split(":")
+        future = self._pending.get(token)
+        await query.answer()
+        if future is None or future.done():
+            await _edit(query, "This question has expired.")
+            return
+        future.set_result(choice == "yes")
+        await _edit(query, "Confirmed: doing it." if choice == "yes" else "Declined: not done.")
+
+
+async def _edit(query: Any, text: str) -> None:
+    try:
+        await query.edit_message_text(text)
+    except TelegramError:
+        pass

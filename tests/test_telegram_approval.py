@@ -1,0 +1,69 @@
+"""Owner confirmation in Telegram: a delete the policy marks "ask" waits for a button press."""
+
+from __future__ import annotations
+
+import json
+
+from tests.telegram_harness import OWNER, STRANGER, fake, start_bot, texts  # noqa: F401
+
+DELETE = '{"skill": "file", "args": {"action": "delete", "path": "notes/important.md"}}'
+
+
+def _question(fake):
+    """The bot's confirmation message and the callback data of its two buttons."""
+    def find():
+        for call in fake.calls("sendMessage"):
+            markup = call["params"].get("reply_markup")
+            if markup and "approve:" in json.dumps(markup):
+                return call
+        return None
+
+    call = fake.wait_for(find, timeout=10)
+    markup = call["params"]["reply_markup"]
+    markup = json.loads(markup) if isinstance(markup, str) else markup
+    buttons = [b["callback_data"] for row in markup["inline_keyboard"] for b in row]
+    message = next(m for m in fake.messages(OWNER) if m.get("text", "").startswith("Confirm this action?"))
+    return message, buttons
+
+
+def test_confirmed_delete_runs(fake, start_bot, chat_server, workspace):
+    workspace.write_text("notes/important.md", "# Important\n")
+    start_bot()
+    chat_server.enqueue(DELETE, '{"reply": "Deleted notes/important.md."}')
+    fake.send_message("delete notes/important.md")
+    message, buttons = _question(fake)
+    assert "skill: file" in message["text"] and "notes/important.md" in message["text"]
+    assert workspace.exists("notes/important.md")  # nothing happens before the press
+    fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":yes")), message["message_id"])
+    fake.wait_for(lambda: any("Deleted notes/important.md" in t for t in texts(fake)), timeout=10)
+    assert not workspace.exists("notes/important.md")
+    assert any(t.startswith("Confirmed") for t in texts(fake))
+    assert workspace.read_jsonl("state/audit.jsonl")[-1]["outcome"] == "ok"
+
+
+def test_declined_delete_does_not_run(fake, start_bot, chat_server, workspace):
+    workspace.write_text("notes/important.md", "# Important\n")
+    start_bot()
+    chat_server.enqueue(DELETE, '{"reply": "Okay, I kept it."}')
+    fake.send_message("delete notes/important.md")
+    message, buttons = _question(fake)
+    fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":no")), message["message_id"])
+    fake.wait_for(lambda: any("I kept it" in t for t in texts(fake)), timeout=10)
+    assert workspace.exists("notes/important.md")
+    assert "did not confirm" in chat_server.chat_requests[-1]["messages"][-1]["content"]
+
+
+def test_a_stranger_cannot_press_the_button(fake, start_bot, chat_server, workspace):
+    workspace.write_text("notes/important.md", "# Important\n")
+    start_bot()
+    chat_server.enqueue(DELETE, '{"reply": "Deleted."}')
+    fake.send_message("delete notes/important.md")
+    message, buttons = _question(fake)
+    fake.callback_query(STRANGER, next(b for b in buttons if b.endswith(":yes")), message["message_id"], chat_id=OWNER)
+    refusal = fake.wait_for(lambda: [c for c in fake.calls("answerCallbackQuery") if "not authorised" in str(c["params"].get("text"))], timeout=10)
+    assert str(STRANGER) in refusal[0]["params"]["text"]
+    assert workspace.exists("notes/important.md")
+    # The owner can still answer.
+    fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":no")), message["message_id"])
+    fake.wait_for(lambda: any(t.startswith("Declined") for t in texts(fake)), timeout=10)
+    assert workspace.exists("notes/important.md")
