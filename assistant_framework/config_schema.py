@@ -108,6 +108,8 @@ RUNTIME_SCHEMA = {
     "additionalProperties": False,
 }
 
+_NUMBER = {"type": "number", "minimum": 0}
+
 MEMORY_SCHEMA = {
     "type": "object",
     "properties": {
@@ -118,15 +120,44 @@ MEMORY_SCHEMA = {
                 "enabled": {"type": "boolean"},
                 "limit": {"type": "integer", "minimum": 0},
                 "budget_chars": {"type": "integer", "minimum": 0},
+                "skip_recent_turns": {"type": "integer", "minimum": 0},
+                "min_score": _NUMBER,
             },
+            "additionalProperties": False,
         },
         "extract_facts": {"type": "boolean"},
-        "episodes": {"type": "boolean"},
-        "profile": {"type": "boolean"},
+        "episodes": {
+            "oneOf": [
+                {"type": "boolean"},
+                {
+                    "type": "object",
+                    "properties": {
+                        "enabled": {"type": "boolean"},
+                        "settle_minutes": _NUMBER,
+                        "max_per_run": {"type": "integer", "minimum": 1},
+                        "min_turns": {"type": "integer", "minimum": 1},
+                    },
+                    "additionalProperties": False,
+                },
+            ]
+        },
+        "profile": {
+            "oneOf": [
+                {"type": "boolean"},
+                {
+                    "type": "object",
+                    "properties": {"enabled": {"type": "boolean"}, "refresh_hours": _NUMBER},
+                    "additionalProperties": False,
+                },
+            ]
+        },
         "exclude_chats": {"type": "array", "items": {"type": ["string", "integer"]}},
         "share_owner_data_with": {"type": "array", "items": {"type": ["string", "integer"]}},
-        "semantic_weight": {"type": "number", "minimum": 0},
+        "semantic_weight": _NUMBER,
+        "refresh_seconds": _NUMBER,
+        "ranking": {"type": "object", "additionalProperties": {"type": "number"}},
     },
+    "additionalProperties": False,
 }
 
 POLICY_SCHEMA = {
