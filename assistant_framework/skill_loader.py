@@ -37,8 +37,8 @@ class SkillDefinitionError(Exception):
 
 
 @dataclass
-class SkillSpec:
-    """Everything read from one skill folder, before the manager wraps it."""
+class Skill:
+    """A loaded skill: what the model sees, the help for humans, and how to call it."""
 
     name: str
     description: str
@@ -252,7 +252,7 @@ def _timeout(value: Any, folder: Path) -> float | None:
     return float(value)
 
 
-def load_skill_folder(folder: Path) -> SkillSpec:
+def load_skill_folder(folder: Path) -> Skill:
     """Import one skill folder and validate its definition; raises SkillDefinitionError."""
     folder = folder.resolve()
     readme = folder / "README.md"
@@ -278,7 +278,7 @@ def load_skill_folder(folder: Path) -> SkillSpec:
         schema, source = (from_readme, "readme") if from_readme is not None else (dict(DEFAULT_SCHEMA), "default")
     check_schema(schema, f"{folder} (schema from {source})")
 
-    return SkillSpec(
+    return Skill(
         name=name.strip(),
         description=description.strip(),
         args_schema=schema,

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import jsonschema
 
-from .skill_loader import SkillDefinitionError, forget_module, is_skill_folder, load_skill_folder
+from .skill_loader import Skill, SkillDefinitionError, forget_module, is_skill_folder, load_skill_folder
 from .workspace import Workspace
 
 #: The built-in skills shipped with the framework: ``<repo>/skills``.
@@ -46,24 +46,6 @@ class SkillContext:
     timezone: str = "UTC"
     services: dict = field(default_factory=dict)
     untrusted: bool = False
-
-
-@dataclass
-class Skill:
-    """A loaded skill: what the model sees, the help for humans, and how to call it."""
-
-    name: str
-    description: str
-    args_schema: dict
-    run: Callable
-    folder: Path
-    source_path: Path
-    readme_path: Path | None
-    help_text: str
-    schema_source: str
-    capabilities: list[str]
-    timeout_seconds: float | None
-    wants_context: bool
 
 
 @dataclass
@@ -186,20 +168,7 @@ class SkillManager:
                     errors.append(SkillLoadError(folder.name, folder.resolve(), f"{folder}: {type(exc).__name__}: {exc}"))
                     continue
                 module_names.append(spec.module_name)
-                skills[spec.name] = Skill(
-                    name=spec.name,
-                    description=spec.description,
-                    args_schema=spec.args_schema,
-                    run=spec.run,
-                    folder=spec.folder,
-                    source_path=spec.source_path,
-                    readme_path=spec.readme_path,
-                    help_text=spec.help_text,
-                    schema_source=spec.schema_source,
-                    capabilities=spec.capabilities,
-                    timeout_seconds=spec.timeout_seconds,
-                    wants_context=spec.wants_context,
-                )
+                skills[spec.name] = spec
                 validator_cls = jsonschema.validators.validator_for(spec.args_schema)
                 validators[spec.name] = validator_cls(spec.args_schema)
         self.skills = dict(sorted(skills.items()))
