@@ -103,11 +103,3 @@ def append_audit(workspace: Any, record: dict) -> None:
     """Append one record to the workspace audit log (JSONL)."""
     workspace.append_jsonl(AUDIT_LOG, record)
 
-
-def call_capabilities(declared: Iterable[str], per_action: dict[str, list[str]] | None, args: Any) -> list[str]:
-    """The capabilities one call needs: ``per_action[args['action']]`` when the skill maps them."""
-    if per_action and isinstance(args, dict) and isinstance(args.get("action"), str):
-        mapped = per_action.get(args["action"])
-        if mapped is not None:
-            return list(mapped)
-    return list(declared)

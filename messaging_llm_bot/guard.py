@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from assistant_framework.policy import Decision, append_audit, audit_record, call_capabilities, decide
+from assistant_framework.policy import Decision, append_audit, audit_record, decide
 
 from .honesty import READ_ACTIONS
 
@@ -37,11 +37,8 @@ class GateResult:
 
 
 def capabilities_for(skill: Any, args: Any) -> list[str]:
-    """The capabilities this call needs: explicit per-action ones, else derived from ``action``."""
+    """The capabilities this call needs, narrowed by its ``action``: a read needs only ``read``."""
     declared = list(getattr(skill, "capabilities", None) or ["read"])
-    explicit = getattr(skill, "action_capabilities", None)
-    if explicit:
-        return call_capabilities(declared, explicit, args)
     action = args.get("action") if isinstance(args, dict) else None
     if not isinstance(action, str):
         return declared

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from assistant_framework.netguard import BlockedURLError, check_url
-from assistant_framework.policy import append_audit, audit_record, call_capabilities, decide
+from assistant_framework.policy import append_audit, audit_record, decide
+from assistant_framework.skills import SkillManager
+from messaging_llm_bot.guard import capabilities_for
 from assistant_framework.workspace import Workspace
 
 
@@ -33,14 +35,15 @@ def test_untrusted_turn_needs_confirmation_whatever_the_policy() -> None:
     assert decide("x", ["delete"], {"capabilities": {"delete": "deny"}}, untrusted=True).action == "deny"
 
 
-def test_action_capabilities_narrow_the_call() -> None:
-    per_action = {"read": ["read"], "delete": ["delete"]}
-    caps = call_capabilities(["read", "write", "delete"], per_action, {"action": "read", "path": "a"})
-    assert caps == ["read"]
-    assert decide("file", ["read", "write", "delete"], action_capabilities=caps).action == "allow"
-    caps = call_capabilities(["read", "write", "delete"], per_action, {"action": "delete", "path": "a"})
-    assert decide("file", ["read", "write", "delete"], action_capabilities=caps).action == "ask"
-    assert call_capabilities(["read"], None, {"action": "x"}) == ["read"]
+def test_call_capabilities_follow_the_action(tmp_path) -> None:
+    skills = SkillManager.from_config({}, Workspace(tmp_path))
+    file = skills.get("file")
+    assert capabilities_for(file, {"action": "read", "path": "a"}) == ["read"]
+    assert capabilities_for(file, {"action": "delete", "path": "a"}) == ["delete"]
+    assert "delete" not in capabilities_for(file, {"action": "write", "path": "a", "content": "x"})
+    assert decide("file", file.capabilities, action_capabilities=capabilities_for(file, {"action": "read"})).action == "allow"
+    assert decide("file", file.capabilities, action_capabilities=capabilities_for(file, {"action": "delete"})).action == "ask"
+    assert capabilities_for(skills.get("notes"), {"title": "no action"}) == ["read", "write"]
 
 
 def test_audit_log_redacts_secrets(tmp_path) -> None:
