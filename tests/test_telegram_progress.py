@@ -46,3 +46,17 @@ def test_model_failure_still_ends_in_a_short_message(fake, start_bot, chat_serve
     fake.send_message("hello?")
     msgs = fake.wait_for_messages(OWNER, 1, timeout=30)
     assert msgs[0]["text"] and len(msgs[0]["text"]) < 400
+
+
+def test_long_streamed_answer_becomes_part_one_of_several(fake, start_bot, chat_server):
+    start_bot(stream=True)
+    paragraphs = [f"Paragraph {i}: " + ("lorem ipsum " * 60).strip() for i in range(12)]  # ~9,000 chars
+    answer = "\n\n".join(paragraphs)
+    chunks = [p + "\n\n" for p in paragraphs[:-1]] + [paragraphs[-1]]
+    chat_server.enqueue({"content": answer, "stream_chunks": chunks, "chunk_delay": 0.05})
+    fake.send_message("write a lot")
+    fake.wait_for(lambda: any(t.startswith("Paragraph 11") or "Paragraph 11:" in t for t in texts(fake)), timeout=20)
+    parts = texts(fake)
+    assert len(parts) >= 3 and all(len(p) <= 4096 for p in parts)
+    assert "\n\n".join(parts).split() == answer.split()  # every word once, in order: nothing lost or repeated
+    assert parts[0].startswith("Paragraph 0:")
