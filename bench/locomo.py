@@ -7,7 +7,11 @@ L0 log, dated by its chat segment, then the index); each question goes through
 categories 1-4 with non-empty normalised evidence ("overall"); category 5 is reported
 apart. No model calls.
 
-    python bench/locomo.py [--data PATH] [--limit-conversations N] [--json]
+    python bench/locomo.py [--data PATH] [--limit-conversations N | --conversations conv-26,conv-30]
+                           [--embed wordllama --semantic-weight W] [--json]
+
+``--embed wordllama`` fuses the local static embedder (``pip install '.[semantic]'``) into
+the ranking with ``memory.semantic_weight`` W; still no model server and no network.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -102,15 +107,41 @@ def ranked_sessions(ranked: list[str]) -> list[str]:
     return seen
 
 
-def run(data_path: Path, limit_conversations: int | None = None, config: dict | None = None) -> dict:
-    samples = json.loads(Path(data_path).read_text(encoding="utf-8"))
+def select(samples: list[dict], limit_conversations: int | None, conversations: list[str] | None) -> list[dict]:
+    """The first N samples, or those named by sample_id (ValueError naming unknown ids)."""
+    if conversations:
+        known = {s["sample_id"] for s in samples}
+        unknown = [c for c in conversations if c not in known]
+        if unknown:
+            raise ValueError(f"LoCoMo conversations {', '.join(unknown)} are not in the data file")
+        samples = [s for s in samples if s["sample_id"] in conversations]
     if limit_conversations:
         samples = samples[:limit_conversations]
+    return samples
+
+
+def with_semantic_weight(config: dict | None, weight: float | None) -> dict:
+    """The bench config with ``memory.semantic_weight`` set (other memory keys kept)."""
+    config = dict(config or {"runtime": {"timezone": "UTC"}})
+    if weight is not None:
+        config["memory"] = {**(config.get("memory") or {}), "semantic_weight": weight}
+    return config
+
+
+def run(
+    data_path: Path,
+    limit_conversations: int | None = None,
+    config: dict | None = None,
+    *,
+    conversations: list[str] | None = None,
+    embed: Callable[[list[str]], list[list[float]]] | None = None,
+) -> dict:
+    samples = select(json.loads(Path(data_path).read_text(encoding="utf-8")), limit_conversations, conversations)
     scores: dict[str, list[tuple[float, float, float]]] = {}
     latencies: list[float] = []
     ingest_turns, ingest_seconds = 0, 0.0
     with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
-        service = MemoryService(Workspace(tmp), config or {"runtime": {"timezone": "UTC"}})
+        service = MemoryService(Workspace(tmp), config or {"runtime": {"timezone": "UTC"}}, embed=embed)
         try:
             for sample in samples:
                 started = time.perf_counter()
@@ -181,7 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="LoCoMo retrieval benchmark of the memory search (no model calls).")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo-format JSON file")
     parser.add_argument("--limit-conversations", type=int, default=None, help="use only the first N conversations")
+    parser.add_argument("--conversations", default=None, help="comma-separated sample ids, e.g. conv-26,conv-30")
     parser.add_argument("--config", default=None, help="config file or directory whose memory section is used")
+    parser.add_argument("--embed", choices=("wordllama",), default=None, help="local embedder for semantic fusion")
+    parser.add_argument("--semantic-weight", type=float, default=None, help="memory.semantic_weight (needs --embed)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     if not args.data.exists():
@@ -192,7 +226,23 @@ def main(argv: list[str] | None = None) -> int:
         from assistant_framework.config import load_config
 
         config = load_config(args.config)
-    result = run(args.data, args.limit_conversations, config)
+    embed = None
+    if args.embed == "wordllama":
+        from assistant_framework.memory.local_embed import load_local_embedder
+
+        try:
+            embed = load_local_embedder()
+        except (ImportError, RuntimeError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    if args.semantic_weight is not None or embed is not None:
+        config = with_semantic_weight(config, args.semantic_weight)
+    wanted = [c.strip() for c in args.conversations.split(",") if c.strip()] if args.conversations else None
+    try:
+        result = run(args.data, args.limit_conversations, config, conversations=wanted, embed=embed)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(result))
     else:
