@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import threading
 from typing import Sequence
 
 from assistant_framework.config import ConfigError
@@ -89,5 +91,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_telegram(runtime)
 
 
+def exit_now(code: int) -> None:
+    """Exit with ``code`` without waiting for worker threads still blocked in a model call.
+
+    Shutdown already waited its bound; whatever such a thread was doing is either in an atomic file
+    or still in the inbox, so nothing is lost by not waiting for its HTTP timeout.
+    """
+    lingering = [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    # Idle executor workers are among them too, so this is no warning.
+    logging.getLogger(__name__).debug("exiting with code %d; not waiting for threads %s", code, lingering)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

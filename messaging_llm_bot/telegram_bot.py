@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 LOCK_FILE = "state/bot.lock"
 POLL_TIMEOUT_SECONDS = 10
 REMINDER_POLL_SECONDS = 30.0
+SHUTDOWN_TIMEOUT_SECONDS = 20.0
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -99,6 +100,11 @@ class TelegramService:
         self.ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._replay: asyncio.Future | None = None
+        runtime_config = runtime.config.get("runtime") or {}
+        self.shutdown_timeout = float(runtime_config.get("shutdown_timeout_seconds", SHUTDOWN_TIMEOUT_SECONDS))
+        self._stopping = False
+        self._deadline = 0.0
+        self._watchdog: asyncio.TimerHandle | None = None
 
     # -- building ---------------------------------------------------------------
 
@@ -111,7 +117,7 @@ class TelegramService:
                        get_updates_request=HTTPXRequest(read_timeout=self.poll_timeout + 10.0),
                        rate_limiter=AIORateLimiter(max_retries=0), on_updates=self.frontend.persist)
         app = (ApplicationBuilder().bot(bot).concurrent_updates(ChatOrderedProcessor(self.frontend))
-               .post_init(self._post_init).build())
+               .post_init(self._post_init).post_stop(self._post_stop).build())
         self.frontend.register(app)
         app.add_error_handler(self._on_error)
         self.app = app
@@ -146,9 +152,56 @@ class TelegramService:
         if isinstance(err, Conflict):
             self.conflict = str(err)
             log.error("telegram: another instance is using this bot token (%s); stopping", err)
-            context.application.stop_running()
+            self.begin_shutdown()
             return
         log.error("telegram: error while handling an update: %s", err, exc_info=err)
+
+    # -- graceful shutdown ------------------------------------------------------------
+
+    def _install_signal_handlers(self) -> None:
+        # Our own handlers instead of PTB's: PTB's stop would answer every queued update, unbounded.
+        for sig in self.stop_signals or ():
+            try:
+                self._loop.add_signal_handler(sig, self.begin_shutdown, signal.Signals(sig).name)
+            except (NotImplementedError, RuntimeError, ValueError) as err:  # not the main thread / platform
+                log.warning("telegram: cannot handle signal %s (%s); stop with stop()", sig, err)
+
+    def begin_shutdown(self, reason: str = "stop requested") -> None:
+        """Stop taking new messages, give running turns ``shutdown_timeout`` seconds, then stop (loop thread)."""
+        if self._stopping:  # a second Ctrl-C / SIGTERM: do not wait any longer
+            self._give_up()
+            return
+        self._stopping = True
+        if self.frontend is not None:
+            self.frontend.turns.stopping = True
+            running = self.frontend.turns.active
+        else:
+            running = 0
+        log.info("telegram: %s: stopping; waiting up to %.0f s for %d turn(s) in flight; messages not yet "
+                 "answered stay in the inbox", reason, self.shutdown_timeout, running)
+        loop = self._loop or asyncio.get_event_loop()
+        self._deadline = loop.time() + self.shutdown_timeout
+        self._watchdog = loop.call_later(self.shutdown_timeout, self._give_up)
+        if self.app is not None:
+            self.app.stop_running()
+
+    def _give_up(self) -> None:
+        if self.frontend is None:
+            return
+        cancelled = self.frontend.turns.cancel_all()
+        if cancelled:
+            log.warning("telegram: %d turn(s) did not finish within %.0f s; their messages stay in the inbox "
+                        "and are answered at the next start", cancelled, self.shutdown_timeout)
+
+    async def _post_stop(self, app: Application) -> None:
+        # PTB's stop waited for update handlers; start-up replay turns run outside PTB: wait for them too.
+        if self.frontend is not None:
+            left = max(0.0, self._deadline - asyncio.get_running_loop().time()) if self._stopping else 0.0
+            if not await self.frontend.turns.wait_idle(left):
+                self._give_up()
+                await self.frontend.turns.wait_idle(1.0)
+        if self._watchdog is not None:
+            self._watchdog.cancel()
 
     # -- outgoing notices ---------------------------------------------------------
 
@@ -197,6 +250,10 @@ class TelegramService:
 
     def _run_app(self) -> int:
         app = self.build()
+        # PTB runs on the thread's current loop: create it here so signals are handled from the first moment.
+        self._loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self._loop)
+        self._install_signal_handlers()
         try:
             if self.settings.mode == "webhook":
                 hook = self.settings.webhook
@@ -204,11 +261,11 @@ class TelegramService:
                                 url_path="telegram", webhook_url=hook.get("url") or None,
                                 secret_token=hook.get("secret_token") or None,
                                 allowed_updates=["message", "callback_query"],
-                                stop_signals=self.stop_signals, close_loop=False)
+                                stop_signals=None, close_loop=False)
             else:
                 app.run_polling(poll_interval=0.0, timeout=self.poll_timeout,
                                 allowed_updates=["message", "callback_query"],
-                                stop_signals=self.stop_signals, close_loop=False)
+                                stop_signals=None, close_loop=False)
         except InvalidToken:
             print("telegram: the bot token was refused by the Bot API (check telegram.token)", file=sys.stderr)
             return EXIT_FAILED
@@ -225,7 +282,7 @@ class TelegramService:
 
     def _shutdown_runtime(self) -> None:
         try:
-            self.runtime.shutdown(10.0)
+            self.runtime.shutdown(self.shutdown_timeout)
         except Exception as err:  # noqa: BLE001 - shutting down: report, do not mask the exit code
             log.warning("runtime shutdown failed: %s", err)
 
@@ -241,7 +298,7 @@ class TelegramService:
             time.sleep(0.02)
         time.sleep(0.1)  # let run_polling move from start() into run_forever()
         if not loop.is_closed():
-            loop.call_soon_threadsafe(app.stop_running)
+            loop.call_soon_threadsafe(self.begin_shutdown)
 
 
 def run_telegram(runtime: Any, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:

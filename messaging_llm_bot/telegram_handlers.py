@@ -22,7 +22,7 @@ from messaging_llm_bot.telegram_send import send_markdown
 from messaging_llm_bot.telegram_settings import TelegramSettings, addressed_to_bot, conversation_id, is_command
 from messaging_llm_bot.telegram_approval import CALLBACK_PATTERN as APPROVAL_PATTERN
 from messaging_llm_bot.telegram_approval import Approvals
-from messaging_llm_bot.telegram_turn import TurnRunner
+from messaging_llm_bot.telegram_turn import TurnRunner, storage_error_text
 from messaging_llm_bot.transcribe import transcription_config
 
 log = logging.getLogger(__name__)
@@ -133,8 +133,14 @@ class Frontend:
             return
         item = self.items.pop(update.update_id, None)
         if item is None:  # webhook mode or a direct process_update: persist now
-            item = await asyncio.to_thread(self.inbox.accept, str(update.update_id),
-                                           conversation_id(message.chat_id), update.to_dict())
+            try:
+                item = await asyncio.to_thread(self.inbox.accept, str(update.update_id),
+                                               conversation_id(message.chat_id), update.to_dict())
+            except OSError as err:  # disk full, read-only: say so; the model would not see it anyway
+                log.error("telegram: message %s in chat %s could not be stored in the inbox: %s",
+                          message.message_id, message.chat_id, err)
+                await message.reply_text(storage_error_text(err), do_quote=message.chat.type != "private")
+                return
             if item is None:
                 return
         await self.turns.answer(bot, item)

@@ -7,6 +7,7 @@ holds the chat's lock so the messages of one chat are answered in order.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 from datetime import datetime
 from typing import Any
@@ -30,6 +31,19 @@ from messaging_llm_bot.transcribe import transcription_config
 log = logging.getLogger(__name__)
 
 FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def storage_error_text(err: OSError) -> str:
+    """The user's message when the workspace cannot be written (disk full, read-only)."""
+    if err.errno in _DISK_FULL:
+        why = "the disk of my workspace is full"
+    elif err.errno in _READ_ONLY:
+        why = "my workspace is read-only"
+    else:
+        why = f"my workspace cannot be written ({err.strerror or type(err).__name__})"
+    return f"⚠️ I could not save your message because {why}. Nothing was changed; please tell the owner."
 
 
 class TurnRunner:
@@ -40,12 +54,46 @@ class TurnRunner:
         self.inbox = inbox
         self.approvals = approvals
         self._settings_ref = settings_ref  # callable returning the current TelegramSettings (changes on /reload)
+        self.stopping = False  # set on shutdown: no new turns; their items stay in the inbox
+        self._active: set[asyncio.Task] = set()
 
     @property
     def settings(self) -> TelegramSettings:
         return self._settings_ref()
 
+    @property
+    def active(self) -> int:
+        """How many turns are running now."""
+        return len(self._active)
+
     async def answer(self, bot: telegram.Bot, item: InboxItem) -> None:
+        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
+        if self.stopping:
+            log.info("telegram: stopping; %s stays in the inbox for the next start", item.item_id)
+            return
+        task = asyncio.current_task()
+        if task is not None:
+            self._active.add(task)
+        try:
+            await self._answer(bot, item)
+        finally:
+            self._active.discard(task)
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for running turns; True when none is left."""
+        pending = {t for t in self._active if t is not asyncio.current_task()}
+        if pending and timeout > 0:
+            await asyncio.wait(pending, timeout=timeout)
+        return not any(not t.done() for t in self._active if t is not asyncio.current_task())
+
+    def cancel_all(self) -> int:
+        """Cancel the running turns (their items stay pending: no completion happens); returns how many."""
+        running = [t for t in self._active if not t.done()]
+        for task in running:
+            task.cancel()
+        return len(running)
+
+    async def _answer(self, bot: telegram.Bot, item: InboxItem) -> None:
         """Answer ``item`` and complete it; the user always gets a message, even on errors."""
         update = Update.de_json(item.payload, bot)
         message = update.effective_message
@@ -62,15 +110,19 @@ class TurnRunner:
                 await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
             await self._deliver(bot, item, chat_id, reply, reply_to, progress)
         except TelegramDeliveryError as err:
-            log.error("telegram: %s", err)
-            if isinstance(err.cause, telegram.error.NetworkError) and not isinstance(err.cause, telegram.error.BadRequest):
+            retry = (isinstance(err.cause, telegram.error.NetworkError)
+                     and not isinstance(err.cause, telegram.error.BadRequest))
+            log.error("telegram: the reply to message %s (%s, %r) was not delivered: %s; %s", message.message_id,
+                      item.item_id, _excerpt(message), err,
+                      "it stays in the inbox and is resent at the next start" if retry else "giving up")
+            if retry:
                 return  # leave it pending: the next start-up resends the missing parts
-        except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
+        except Exception as exc:  # noqa: BLE001 - last line of defence: say so instead of going silent
             log.exception("telegram: answering %s in chat %s failed", item.item_id, chat_id)
             if progress is not None:
                 await progress.stop()
             try:
-                await bot.send_message(chat_id, FAILED_REPLY)
+                await bot.send_message(chat_id, storage_error_text(exc) if isinstance(exc, OSError) else FAILED_REPLY)
             except TelegramError:
                 log.error("telegram: could not even send the failure notice to chat %s", chat_id)
         await asyncio.to_thread(self.inbox.complete, item.item_id)
@@ -127,7 +179,10 @@ class TurnRunner:
                 await progress.discard()
 
         def on_part_sent(index: int, message_id: int) -> None:
-            self.inbox.record_part(item.item_id, index, message_id)
+            try:
+                self.inbox.record_part(item.item_id, index, message_id)
+            except OSError as err:  # the part is out; a crash before completion would only resend it
+                log.warning("telegram: could not record part %d of %s in the ledger: %s", index, item.item_id, err)
 
         await send_markdown(bot, chat_id, reply, reply_to_message_id=reply_to if skip == 0 else None,
                             skip_parts=skip, on_part_sent=on_part_sent)
@@ -154,3 +209,9 @@ class TurnRunner:
                 log.info("telegram: final edit of streamed message %s failed: %s", message_id, err)
                 return False
         return False
+
+
+def _excerpt(message: telegram.Message, limit: int = 60) -> str:
+    """The start of a user's message, to name it in a log line."""
+    text = " ".join((message.text or message.caption or f"<{message_kind(message)}>").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

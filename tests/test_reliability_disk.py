@@ -1,0 +1,96 @@
+"""Disk full and read-only workspace, end to end through Telegram.
+
+The workspace lives on a small tmpfs mounted by the test (as root, chmod does not stop writes);
+without permission to mount the test is skipped. The user gets one clear message, the log names
+the problem, no file is torn, and once space is back the next message is answered.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.inbox import Inbox
+from assistant_framework.workspace import Workspace
+from tests.telegram_harness import OWNER, RunningBot, fake, make_runtime, telegram_config, texts  # noqa: F401
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
+
+
+def fill(path: Path) -> None:
+    """Write zeros to ``path`` until the file system is full."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        chunk = b"\0" * 65536
+        while True:
+            try:
+                os.write(fd, chunk)
+            except OSError:
+                if len(chunk) == 1:
+                    break
+                chunk = chunk[: len(chunk) // 2]
+    finally:
+        os.close(fd)
+
+
+def assert_no_torn_files(root: Path) -> None:
+    for path in root.rglob("*.json"):
+        json.loads(path.read_text(encoding="utf-8"))  # raises on a half-written file
+    for path in root.rglob("*.jsonl"):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for line in lines:
+            if line.strip():
+                json.loads(line)
+
+
+def test_disk_full_then_read_only_then_space_again(small_disk, fake, bot_config, tmp_path, chat_server, caplog):
+    workspace = Workspace(small_disk / "ws")
+    config = telegram_config(bot_config, fake, progress=False)
+    with RunningBot(make_runtime(config, workspace, tmp_path)):
+        chat_server.enqueue('{"reply": "before"}')
+        fake.send_message("first", user_id=OWNER)
+        fake.wait_for_messages(OWNER, 1)
+        fake.wait_for(lambda: not workspace.list("state/inbox/pending/**/*.json"))  # first turn fully done
+        filler = small_disk / "filler"
+        with caplog.at_level(logging.ERROR):
+            fill(filler)
+            fake.send_message("while full", user_id=OWNER)
+            full = fake.wait_for_messages(OWNER, 2)[1]["text"]
+            assert "disk of my workspace is full" in full
+            assert any("No space left" in r.getMessage() for r in caplog.records)
+            filler.unlink()
+            # Remounting the whole disk read-only fails while the bot holds files open ("busy"), so a
+            # read-only file system is mounted over the inbox folder, the first thing a message writes.
+            pending = workspace.path("state/inbox/pending")
+            pending.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(pending)], check=True)
+            try:
+                fake.send_message("while read-only", user_id=OWNER)
+                assert "read-only" in fake.wait_for_messages(OWNER, 3)[2]["text"]
+            finally:
+                subprocess.run(["umount", str(pending)], check=True)
+        chat_server.enqueue('{"reply": "space again"}')
+        fake.send_message("after", user_id=OWNER)
+        assert fake.wait_for_messages(OWNER, 4)[3]["text"] == "space again"
+    assert texts(fake)[0] == "before"
+    asked = [r["messages"][-1]["content"].split("\n")[0] for r in chat_server.chat_requests]
+    assert asked == ["first", "after"]  # the model never saw what could not be stored
+    assert_no_torn_files(workspace.root)
+    assert Inbox(workspace).pending() == []

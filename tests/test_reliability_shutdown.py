@@ -1,0 +1,82 @@
+"""Graceful shutdown of the real bot process: SIGTERM lets in-flight turns finish within
+runtime.shutdown_timeout_seconds, takes no new work, exits 0, and leaves unfinished messages in the
+inbox for the next start."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from assistant_framework.inbox import Inbox
+from assistant_framework.workspace import Workspace
+from tests.crash_bot import BotProcess, echo_reply, sent_texts, write_bot_config
+from tests.fakes.bot_api import FakeBotAPI
+
+OWNER = 1
+
+
+@pytest.fixture
+def fake():
+    with FakeBotAPI() as api:
+        yield api
+
+
+def _config(tmp_path, bot_config, fake, timeout: float, model_timeout: float = 10):
+    llm = {**bot_config["llm"], "runners": [{**bot_config["llm"]["runners"][0], "timeout_seconds": model_timeout}]}
+    return write_bot_config(tmp_path / "config.json", dict(bot_config, llm=llm), fake,
+                            runtime={"shutdown_timeout_seconds": timeout})
+
+
+@pytest.mark.timeout(60)
+def test_sigterm_lets_the_turn_in_flight_finish_and_exits_0(tmp_path, bot_config, fake, chat_server):
+    chat_server.enqueue({"content": json.dumps({"reply": "finished after the signal"}), "delay": 1.0})
+    config = _config(tmp_path, bot_config, fake, timeout=20)
+    with BotProcess(config, tmp_path / "ws", tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        fake.send_message("slow question", user_id=OWNER)
+        assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+        fake.send_message("arrives while stopping", user_id=OWNER)  # queued behind the turn: left for later
+        fake.wait_for(lambda: len(fake.calls("getUpdates")) >= 3)
+        assert bot.terminate(timeout=30) == 0, bot.run_log()[-3000:]
+        log = bot.run_log()
+    assert sent_texts(fake, OWNER) == ["finished after the signal"]
+    pending = Inbox(Workspace(tmp_path / "ws")).pending()
+    assert [Inbox_text(i) for i in pending] in ([], ["arrives while stopping"])
+    assert "Traceback" not in log
+    # The next start answers what the stop left behind (and nothing twice).
+    chat_server.set_handler(echo_reply)
+    with BotProcess(config, tmp_path / "ws", tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        fake.wait_for(lambda: len(sent_texts(fake, OWNER)) >= 2, timeout=15)
+        assert bot.terminate() == 0
+    assert sent_texts(fake, OWNER) == ["finished after the signal", "re: arrives while stopping"]
+
+
+@pytest.mark.timeout(60)
+def test_turn_longer_than_the_bound_stays_in_the_inbox_and_is_answered_next_start(tmp_path, bot_config, fake,
+                                                                                  chat_server):
+    chat_server.enqueue({"content": json.dumps({"reply": "too late"}), "delay": 20})
+    config = _config(tmp_path, bot_config, fake, timeout=1, model_timeout=30)
+    with BotProcess(config, tmp_path / "ws", tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        fake.send_message("very slow question", user_id=OWNER)
+        assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+        assert bot.terminate(timeout=15) == 0, bot.run_log()[-3000:]
+        log = bot.run_log()
+    assert "did not finish" in log and "inbox" in log
+    assert sent_texts(fake, OWNER) == []
+    assert [Inbox_text(i) for i in Inbox(Workspace(tmp_path / "ws")).pending()] == ["very slow question"]
+    chat_server.reset()
+    chat_server.set_handler(echo_reply)
+    with BotProcess(config, tmp_path / "ws", tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        fake.wait_for(lambda: sent_texts(fake, OWNER), timeout=15)
+        assert bot.terminate() == 0
+    assert sent_texts(fake, OWNER) == ["re: very slow question"]
+    assert Inbox(Workspace(tmp_path / "ws")).pending() == []
+
+
+def Inbox_text(item) -> str:  # noqa: N802 - reads like the inbox field it extracts
+    """The message text of an inbox item (a raw Telegram update)."""
+    return item.payload["message"]["text"]
