@@ -47,7 +47,7 @@ def protocol_instructions() -> str:
         "Never invent a skill result; if you need data, call the skill.\n"
         "Example (the skill name is only an example):\n"
         'User: what is on my list?\n'
-        'You: {"skill": "tasks.list", "args": {}}\n'
+        'You: {"skill": "tasks", "args": {"action": "list"}}\n'
         'Then, after the result: {"reply": "You have 2 tasks: ..."}'
     )
 

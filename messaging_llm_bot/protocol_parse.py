@@ -152,6 +152,18 @@ def _dedupe(labels: list[str]) -> list[str]:
     return list(dict.fromkeys(labels))
 
 
+def _split_dotted_actions(calls: list[SkillCall], known: frozenset[str]) -> list[str]:
+    """``tasks.list`` for a known ``tasks`` (and no skill named ``tasks.list``) means action ``list``."""
+    labels = []
+    for call in calls:
+        base, dot, action = call.skill.partition(".")
+        if dot and call.skill not in known and base in known and action and "action" not in call.args:
+            call.skill = base
+            call.args = {"action": action, **call.args}
+            labels.append("dotted_action")
+    return labels
+
+
 def parse_model_output(text: str, skill_names: Collection[str] = ()) -> ParsedOutput:
     """Read one model output as skill calls (in order) or a final reply; see module docstring."""
     body, thought = strip_think(text or "")
@@ -167,6 +179,7 @@ def parse_model_output(text: str, skill_names: Collection[str] = ()) -> ParsedOu
             spans.append(cand.outer)
             recovered.extend(cand.labels + labels)
     if calls:
+        recovered.extend(_split_dotted_actions(calls, known))
         rest = "".join(body[a:b] for a, b in zip([0] + [e for _, e in spans], [s for s, _ in spans] + [len(body)]))
         if rest.strip():
             recovered.append("prose")

@@ -251,7 +251,7 @@ def test_protocol_instructions_short_and_stable():
     assert text == protocol_instructions()
     assert '{"skill": "<skill name>", "args": {<arguments>}}' in text and '{"reply"' in text
     example = [line for line in text.splitlines() if line.startswith("You: ")][0][5:]
-    assert [(c.skill, c.args) for c in parse_model_output(example, ["tasks.list"]).calls] == [("tasks.list", {})]
+    assert [(c.skill, c.args) for c in parse_model_output(example, ["tasks"]).calls] == [("tasks", {"action": "list"})]
 
 
 def test_format_skill_result_serialises_json():
@@ -390,3 +390,18 @@ def test_stream_guard_holds_back_after_an_unclosed_brace():
     # the brace may still open a call, so only the prose before it is shown;
     # at the end of the stream the caller sends parse_model_output's reply
     assert StreamGuard(SKILLS).feed("The smiley :-{ means sad.") == "The smiley :-"
+
+
+def test_dotted_action_names_map_to_the_skill_and_its_action():
+    out = parse_model_output('{"skill": "tasks.add", "args": {"title": "milk"}}', ["tasks", "notes"])
+    assert [(c.skill, c.args) for c in out.calls] == [("tasks", {"action": "add", "title": "milk"})]
+    assert "dotted_action" in out.recovered
+    # A real skill with a dotted name, or an explicit action, is left alone.
+    assert parse_model_output('{"skill": "tasks.list"}', ["tasks", "tasks.list"]).calls[0].skill == "tasks.list"
+    kept = parse_model_output('{"skill": "tasks.x", "args": {"action": "list"}}', ["tasks"]).calls[0]
+    assert (kept.skill, kept.args) == ("tasks.x", {"action": "list"})
+
+
+def test_the_prompt_example_calls_a_real_builtin_shape():
+    example = protocol_instructions()
+    assert '{"skill": "tasks", "args": {"action": "list"}}' in example
