@@ -265,6 +265,13 @@ def owner_file(config_root: Path, dotted: str) -> tuple[Path, tuple[str, ...]]:
             index = base / (INDEX_STEM + suffix)
             if index.is_file():
                 return index, keys[depth:]
+    # The root index file owns a section it already holds (e.g. index.json with "runtime").
+    for suffix in CONFIG_SUFFIXES:
+        index = config_root / (INDEX_STEM + suffix)
+        if index.is_file():
+            held = _parse_file(index)
+            if isinstance(held, dict) and keys[0] in held:
+                return index, keys
     # No file yet: descend existing folders, then name a new file after the next key.
     folder = config_root
     depth = 0
@@ -278,7 +285,10 @@ def owner_file(config_root: Path, dotted: str) -> tuple[Path, tuple[str, ...]]:
 
 
 def set_key(config_root: str | os.PathLike[str], dotted: str, value: Any) -> Path:
-    """Write one value into the file that owns the key, atomically, keeping the file's style."""
+    """Write one value into the file that owns the key, atomically, keeping the file's style.
+
+    JSON keeps its indentation and key order; a YAML file is rewritten without its comments.
+    """
     root = Path(config_root)
     file, inner = owner_file(root, dotted)
     data: Any = _parse_file(file) if file.exists() else {}

@@ -223,3 +223,21 @@ def test_example_config_is_valid() -> None:
     assert data["telegram"]["token"] == ""
     assert data["telegram"]["allowed_user_ids"] == []
     assert all(r["api_key"] == "" for r in data["llm"]["runners"])
+
+
+def test_set_updates_a_section_held_in_the_root_index(tmp_path: Path) -> None:
+    tree = write_tree(tmp_path / "cfg", {"index.json": {"runtime": {"timezone": "UTC"}}, "llm.json": {}})
+    assert owner_file(tree, "runtime.timezone") == (tree / "index.json", ("runtime", "timezone"))
+    set_key(tree, "runtime.timezone", "Europe/Oslo")
+    assert not (tree / "runtime.json").exists()
+    assert load_config(tree)["runtime"]["timezone"] == "Europe/Oslo"
+
+
+def test_validate_and_set_check_collector_schemas(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree = write_tree(tmp_path / "cfg", {"collectors/rss.json": {"enabled": False, "feeds": 42}})
+    assert main(["config", "validate", "--config", str(tree)]) == 2
+    assert "rss.json: feeds: 42 is not of type" in capsys.readouterr().err
+    (tree / "collectors/rss.json").write_text('{"enabled": false, "feeds": []}')
+    assert main(["config", "validate", "--config", str(tree)]) == 0
+    assert main(["config", "set", "collectors.rss.feeds", "42", "--config", str(tree)]) == 2
+    assert json.loads((tree / "collectors/rss.json").read_text()) == {"enabled": False, "feeds": []}

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 from pathlib import Path
 
-from ..config import ConfigError, get_key, load_config, load_config_detailed, owner_file, parse_cli_value, redact, set_key
-from ..workspace import atomic_write_bytes
+from ..config import (ConfigError, LoadedConfig, get_key, load_config, load_config_detailed, owner_file, parse_cli_value,
+                      redact, set_key, validate_config)
+from ..workspace import Workspace, atomic_write_bytes
 
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +64,9 @@ def cmd_set(args: argparse.Namespace) -> int:
     before = file.read_bytes() if file.exists() else None
     set_key(root, args.key, parse_cli_value(args.value))
     try:
-        load_config_detailed(root, env=False)
+        errors = plugin_schema_errors(load_config_detailed(root, env=False))
+        if errors:
+            raise ConfigError("\n".join(errors))
     except ConfigError:
         # Refuse a value that makes the config invalid: put the file back as it was.
         if before is None:
@@ -71,10 +75,23 @@ def cmd_set(args: argparse.Namespace) -> int:
             atomic_write_bytes(file, before)
         raise
     print(f"{args.key} set in {file}")
+    if file.suffix in (".yaml", ".yml"):
+        print("note: YAML files are rewritten by `config set`, so comments in it were not kept")
     return 0
 
 
+def plugin_schema_errors(loaded: LoadedConfig) -> list[str]:
+    """Violations of the config schemas the collectors declare for their own sections."""
+    from ..collectors import CollectorManager  # imports the collector plugins: only when validating
+
+    # Loading plugins reads no workspace; the manager only needs one for status().
+    manager = CollectorManager.from_config(loaded.data, Workspace(Path(tempfile.gettempdir()) / "assistant-unused", create=False))
+    return validate_config(loaded, extra_schemas=manager.schemas())
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
-    load_config(args.config)
+    errors = plugin_schema_errors(load_config_detailed(args.config))
+    if errors:
+        raise ConfigError("\n".join(errors))
     print(f"{args.config}: valid")
     return 0
