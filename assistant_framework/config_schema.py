@@ -19,8 +19,7 @@ _ENDPOINT = {
         "api_key": {"type": "string"},
         "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
         "language": {"type": ["string", "null"]},
-        "dimensions": {"type": ["integer", "null"], "minimum": 1},
-        "batch_size": {"type": "integer", "minimum": 1},
+        "batch": {"type": "integer", "minimum": 1},
     },
     "additionalProperties": False,
 }
