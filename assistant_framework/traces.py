@@ -4,21 +4,33 @@ A trace holds every model request of the turn (messages sent, raw response, pars
 recovered drift, usage, timings) plus section sizes and recalled memory. Secret config values
 are replaced by ``***`` anywhere in the trace before it is written; the oldest traces beyond
 ``keep`` are deleted.
+
+The agent hands traces to ``write_later``: one background thread redacts, writes and prunes
+them, so a turn's reply never waits for the disk. Every read of a ``TraceStore`` first waits
+for the queued writes, so within a process a trace is readable as soon as its turn returned.
+Traces still queued when the process is killed are lost (they are diagnostics, not data);
+``drain`` at shutdown (also registered with ``atexit``) writes the rest on a clean exit.
 """
 
 from __future__ import annotations
 
+import atexit
 import bisect
 import json
+import logging
+import queue
 import re
 import secrets as _random
 import threading
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .workspace import Workspace
+
+log = logging.getLogger(__name__)
 
 TRACES_DIR = "traces"
 REDACTED = "***"
@@ -77,6 +89,57 @@ def trace_path(trace_id: str) -> str:
     return f"{TRACES_DIR}/{day[:4]}-{day[4:6]}-{day[6:]}/{trace_id}.json"
 
 
+class _BackgroundWriter:
+    """One daemon thread running queued trace writes in order (started on first use)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def submit(self, job: Callable[[], None], label: str) -> None:
+        with self._start_lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="trace-writer", daemon=True)
+                self._thread.start()
+        self._queue.put((job, label))
+
+    def _run(self) -> None:
+        while True:
+            job, label = self._queue.get()
+            try:
+                job()
+            except Exception:  # a full disk must not stop later traces
+                log.exception("could not write %s", label)
+            finally:
+                self._queue.task_done()
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until every queued write ran; False on timeout (at once inside the writer)."""
+        if threading.current_thread() is self._thread:
+            return not self._queue.unfinished_tasks
+        deadline = time.monotonic() + timeout
+        with self._queue.all_tasks_done:
+            while self._queue.unfinished_tasks:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._queue.all_tasks_done.wait(remaining)
+        return True
+
+
+# The process's one trace writer: a registry set up at import, shared by every TraceStore so
+# that any store's reads can wait for writes queued through another.
+_WRITER = _BackgroundWriter()
+atexit.register(_WRITER.drain, 10.0)
+_READ_WAIT_SECONDS = 10.0
+
+
+def drain_traces(timeout: float) -> bool:
+    """Wait for queued trace writes (at shutdown); False when they did not finish in time."""
+    return _WRITER.drain(timeout)
+
+
 @dataclass
 class TraceSummary:
     """One line of ``trace list``."""
@@ -116,6 +179,22 @@ class TraceStore:
         self.prune()
         return trace_id
 
+    def write_later(self, trace: dict) -> str:
+        """Queue a trace for the background writer (redaction, write, prune); returns its id."""
+        trace_id = trace.get("id") or new_trace_id()
+        record = {**trace, "id": trace_id}
+        _WRITER.submit(lambda: self.write(record), f"trace {trace_id}")
+        return trace_id
+
+    def drain(self, timeout: float) -> bool:
+        """Wait for queued trace writes; False when they did not finish in time."""
+        return _WRITER.drain(timeout)
+
+    def _settled(self) -> None:
+        # Reads see every trace queued before them (in this process).
+        if not _WRITER.drain(_READ_WAIT_SECONDS):
+            log.warning("trace writes still queued after %.0f s; reading without them", _READ_WAIT_SECONDS)
+
     def _scan(self) -> list[str]:
         names = self.workspace.list(f"{TRACES_DIR}/*/*.json")
         ids = [name.rsplit("/", 1)[-1][: -len(".json")] for name in names]
@@ -128,6 +207,7 @@ class TraceStore:
 
     def ids(self) -> list[str]:
         """All trace ids in the workspace, oldest first (read from disk)."""
+        self._settled()
         return self._scan()
 
     def prune(self) -> int:
@@ -147,6 +227,7 @@ class TraceStore:
 
     def load(self, trace_id: str) -> dict:
         """One trace; KeyError naming the id when it does not exist."""
+        self._settled()
         data = self.workspace.read_json(trace_path(trace_id))
         if data is None:
             raise KeyError(f"trace {trace_id!r} does not exist")

@@ -166,9 +166,14 @@ class Workspace:
 
     # -- writing -------------------------------------------------------------
 
-    def write_text(self, rel: str, text: str) -> Path:
-        """Replace the file's content atomically; parent folders are created."""
-        return atomic_write_bytes(self.path(rel), text.encode("utf-8"))
+    def write_text(self, rel: str, text: str, *, durable: bool = True) -> Path:
+        """Replace the file's content atomically; parent folders are created.
+
+        ``durable=False`` skips the fsyncs: still atomic for readers and against a process
+        crash, but a power loss may leave the old content or an empty file. Only for caches
+        that can be rebuilt from another file.
+        """
+        return atomic_write_bytes(self.path(rel), text.encode("utf-8"), durable=durable)
 
     def write_json(self, rel: str, obj: Any) -> Path:
         """Write JSON atomically (indented, UTF-8 kept readable)."""
@@ -227,14 +232,16 @@ class Workspace:
         return entry
 
 
-def atomic_write_bytes(target: Path, data: bytes) -> Path:
-    """Replace ``target`` with ``data`` atomically: temp file in the same folder, fsync, rename."""
+def atomic_write_bytes(target: Path, data: bytes, *, durable: bool = True) -> Path:
+    """Replace ``target`` with ``data`` atomically: temp file in the same folder, fsync, rename
+    (``durable=False``: no fsync of the file and its folder; see ``Workspace.write_text``)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
     try:
         try:
             _write_all(fd, data)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         if target.exists():
@@ -247,7 +254,8 @@ def atomic_write_bytes(target: Path, data: bytes) -> Path:
         except FileNotFoundError:
             pass
         raise
-    _fsync_dir(target.parent)
+    if durable:
+        _fsync_dir(target.parent)
     return target
 
 

@@ -3,8 +3,9 @@
 Per conversation, the transaction (build the prompt, run the skill loop, commit history) runs
 under a FIFO re-entrant lock, so one chat is answered strictly in order and its history never
 forks; different chats run in parallel, bounded only by the LLM client's semaphore. Trace
-writing and memory upkeep happen after the lock is released. Nothing raises out of
-``handle_message``: failures become a short reply with ``ok=False``.
+writing (handed to a background thread) and memory upkeep happen after the lock is
+released. Nothing raises out of ``handle_message``: failures become a short reply with
+``ok=False``.
 """
 
 from __future__ import annotations
@@ -72,8 +73,13 @@ class Agent:
         collectors: "CollectorManager | None" = None,
         memory: Any = None,
         clock: Callable[[], datetime] | None = None,
+        background_traces: bool = False,
     ) -> None:
+        """``background_traces``: hand traces to the trace writer thread instead of writing them
+        before ``handle_message`` returns; the owner must then call ``drain`` before it removes
+        or leaves the workspace (the runtime does, at shutdown)."""
         self.workspace = workspace
+        self.background_traces = background_traces
         self.llm = llm
         self.memory = memory
         self._clock = clock
@@ -111,6 +117,10 @@ class Agent:
         self.traces = TraceStore(self.workspace, keep=settings.trace_keep, secrets=collect_secrets(config, runner_keys))
         self.gate = CallGate(self.workspace, config.get("policy"))
         self.prompt = PromptBuilder(settings, self.workspace, self.skills, collectors=self.collectors, memory=self.memory)
+
+    def drain(self, timeout: float) -> bool:
+        """Wait for queued trace writes (with ``background_traces``; call at shutdown); False on timeout."""
+        return self.traces.drain(timeout)
 
     def invalidate_prompt(self) -> None:
         """Forget the cached system prompt (after /reload or a skill change)."""
@@ -266,7 +276,7 @@ class Agent:
                 if err.kind == "context_length" and not history_cut and history:
                     history_cut = True
                     size = sum(message_chars(m) for m in history)
-                    history = trim_history(history, min(self.settings.history_budget_chars, size) // 2)
+                    history = trim_history(history, min(self.settings.history_budget_chars, size) // 2, low_water=1.0)
                     log.info("context too long for conversation %r; retrying with history cut to %d messages", turn.conversation_id, len(history))
                     continue
                 turn.error = err.user_message()
@@ -365,7 +375,12 @@ class Agent:
     def _after_turn(self, turn: TurnRecord, result: TurnResult) -> None:
         trace = trace_of(turn, result)
         try:
-            self.traces.write(trace)
+            if self.background_traces:
+                # The writer thread logs a failed write; traces queued when the process is
+                # killed are lost (diagnostics, not data), and the caller never waits for the disk.
+                self.traces.write_later(trace)
+            else:
+                self.traces.write(trace)
         except Exception:  # a full disk must not cost the user the reply
             log.exception("could not write trace %s", turn.trace_id)
             result.trace_id = None

@@ -159,6 +159,8 @@ class BotRuntime:
             if not self.memory.drain(timeout):
                 log.warning("memory work did not finish within %.0f s", timeout)
             self.memory.close()
+        if not self.agent.drain(min(timeout, 10)):  # traces are written by a background thread
+            log.warning("trace writes did not finish within %.0f s", min(timeout, 10))
         self.llm.close()
 
 
@@ -177,7 +179,7 @@ def build_runtime(config_path: str | Path, workspace_path: str | Path, *, overri
     skills = SkillManager.from_config(config, workspace)
     collectors = CollectorManager.from_config(config, workspace)
     memory = _memory(config, workspace, llm)
-    agent = Agent(config, workspace, skills, llm, collectors=collectors, memory=memory)
+    agent = Agent(config, workspace, skills, llm, collectors=collectors, memory=memory, background_traces=True)
     return BotRuntime(
         config_path=path,
         config=config,

@@ -18,11 +18,26 @@ def pairs(n: int, size: int = 10) -> list[dict]:
 def test_trim_drops_oldest_whole_pairs():
     history = pairs(5)
     pair_size = 2 * message_chars(history[0])
-    trimmed = trim_history(history, budget_chars=2 * pair_size + 1)
+    # Exact trimming (low_water 1.0): just under the budget.
+    trimmed = trim_history(history, budget_chars=2 * pair_size + 1, low_water=1.0)
     assert [m["content"].strip() for m in trimmed] == ["u3", "a3", "u4", "a4"]
     assert trim_history(history, 10**6) == history
     assert trim_history(history, 0) == []
     assert trim_history([], 100) == []
+
+
+def test_trim_with_hysteresis_cuts_to_low_water_and_then_leaves_the_prefix_alone():
+    history = pairs(10)
+    pair_size = 2 * message_chars(history[0])
+    budget = 5 * pair_size
+    trimmed = trim_history(history, budget)  # default low water: 60% of the budget
+    assert [m["content"].strip() for m in trimmed] == ["u7", "a7", "u8", "a8", "u9", "a9"]
+    # Growing again: nothing is dropped until the budget is exceeded, so the prefix is stable.
+    grown = trimmed + pairs(12)[-4:-2]
+    assert trim_history(grown, budget) == grown
+    # A newest pair bigger than the low water mark but within budget is kept alone.
+    big = pairs(2) + [{"role": "user", "content": "q" * 70}, {"role": "assistant", "content": "a" * 70}]
+    assert [m["content"][0] for m in trim_history(big, 160)] == ["q", "a"]
 
 
 def test_trim_never_starts_with_an_orphan_assistant_message():
@@ -42,6 +57,23 @@ def test_store_appends_trims_and_clears(workspace):
     assert workspace.exists(f"{conversation_dir('tg:1')}/history.json")
     assert store.clear("tg:1") == len(stored)
     assert store.load("tg:1") == []
+
+
+def test_store_keeps_history_in_memory_but_sees_edits_of_the_file(workspace):
+    store = HistoryStore(workspace)
+    store.append_pair("c1", "first", "one", budget_chars=10_000)
+    loaded = store.load("c1")
+    loaded[0]["content"] = "changed by the caller"  # callers get copies
+    assert [m["content"] for m in store.load("c1")] == ["first", "one"]
+    # The owner edits the file by hand: the next load reads the new content.
+    workspace.write_text(f"{conversation_dir('c1')}/history.json", '[{"role": "user", "content": "edited"}]')
+    assert [m["content"] for m in store.load("c1")] == ["edited"]
+    store.append_pair("c1", "second", "two", budget_chars=10_000)
+    assert [m["content"] for m in workspace.read_json(f"{conversation_dir('c1')}/history.json")] == ["edited", "second", "two"]
+    # Another store (e.g. after a restart) reads the same file.
+    assert [m["content"] for m in HistoryStore(workspace).load("c1")] == ["edited", "second", "two"]
+    workspace.delete(f"{conversation_dir('c1')}/history.json")
+    assert store.load("c1") == []
 
 
 def test_unreadable_history_counts_as_empty(workspace):

@@ -4,6 +4,12 @@ A cache only: every row comes from a workspace file and ``rebuild()`` recreates 
 file's size, mtime, read offset and a hash of the bytes just before that offset are kept,
 so an appended JSONL file is read from where it stopped, a changed file is re-read and a
 deleted file's rows go away. One connection, guarded by a lock, serves all threads.
+
+Row ids are laid out by conversation: each conversation gets a slot (rows of no
+conversation, the owner's data, are slot 0) and its rows take ids in
+``[slot << 32, (slot + 1) << 32)``. FTS5 seeks a MATCH to a rowid range, so a search scoped
+to one conversation reads and scores only that conversation's rows, however long the whole
+log grows, while BM25 statistics stay those of the whole table (ranking is unchanged).
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from .log import safe_conversation_id
 from .sources import DEFAULT_SOURCES, Entry, file_entries, is_appendable, jsonl_entries, source_for, time_to_ts, walk_roots
 
 INDEX_PATH = "memory/index.sqlite3"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+SLOT_BITS = 32
 _TAIL = 256
 _DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
@@ -41,6 +48,7 @@ CREATE INDEX IF NOT EXISTS entries_conv_ts ON entries(conversation, ts);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, date, scope, tokenize='porter unicode61');
 CREATE TABLE IF NOT EXISTS segments (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, conversation TEXT);
 CREATE VIRTUAL TABLE IF NOT EXISTS segfts USING fts5(body, tokenize='porter unicode61');
+CREATE TABLE IF NOT EXISTS slots (conversation TEXT PRIMARY KEY, slot INTEGER UNIQUE NOT NULL);
 CREATE TABLE IF NOT EXISTS vectors (hash TEXT, model TEXT, vec BLOB, PRIMARY KEY (hash, model));
 """
 
@@ -85,7 +93,7 @@ class MemoryIndex:
             columns = {r[1] for r in self.conn.execute("PRAGMA table_info(fts)")} if "fts" in tables else set()
             if tables and (row is None or int(row[0]) != SCHEMA_VERSION or columns != {"body", "date", "scope"}):
                 # An index from another version is only a cache: drop it and read the files again.
-                for name in ("fts", "segfts", "segments", "entries", "files", "vectors", "meta"):
+                for name in ("fts", "segfts", "segments", "entries", "files", "vectors", "slots", "meta"):
                     self.conn.execute(f"DROP TABLE IF EXISTS {name}")
             self.conn.executescript(_SCHEMA)
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
@@ -102,6 +110,7 @@ class MemoryIndex:
         self.conn.execute("DELETE FROM files")
         self.conn.execute("DELETE FROM segments")
         self.conn.execute("DELETE FROM segfts")
+        self.conn.execute("DELETE FROM slots")
 
     def rebuild(self) -> int:
         """Drop every row and read all memory files again; returns the number of entries."""
@@ -265,30 +274,58 @@ class MemoryIndex:
         if not entries:
             return
         cur = self.conn.cursor()
+        next_ids: dict[int, int] = {}
         for e in entries:
             conversation = e.conversation
             if conversation is None and e.source in ("conversation", "episodes"):
                 conversation = e.path.split("/")[-2]
             elif conversation is not None:
                 conversation = safe_conversation_id(conversation)
+            slot = self._slot(conversation, create=True)
+            row_id = next_ids.get(slot) or self._next_id("entries", slot)
+            next_ids[slot] = row_id + 1
             cur.execute(
-                "INSERT INTO entries (path, source, ref, seq, time, ts, conversation, role, text) VALUES (?,?,?,?,?,?,?,?,?)",
-                (e.path, e.source, e.ref, e.seq, e.time, time_to_ts(e.time), conversation, e.role, e.text),
+                "INSERT INTO entries (id, path, source, ref, seq, time, ts, conversation, role, text) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (row_id, e.path, e.source, e.ref, e.seq, e.time, time_to_ts(e.time), conversation, e.role, e.text),
             )
             cur.execute(
                 "INSERT INTO fts (rowid, body, date, scope) VALUES (?, ?, ?, ?)",
-                (cur.lastrowid, e.text, date_words(e.time), scope_token(conversation)),
+                (row_id, e.text, date_words(e.time), scope_token(conversation)),
             )
+
+    def _slot(self, conversation: str | None, create: bool = False) -> int | None:
+        """The id slot of a conversation (0 for owner data); None when unknown and not created."""
+        if conversation is None:
+            return 0
+        row = self.conn.execute("SELECT slot FROM slots WHERE conversation=?", (conversation,)).fetchone()
+        if row is not None:
+            return row[0]
+        if not create:
+            return None
+        slot = self.conn.execute("SELECT coalesce(max(slot), 0) + 1 FROM slots").fetchone()[0]
+        self.conn.execute("INSERT INTO slots (conversation, slot) VALUES (?, ?)", (conversation, slot))
+        return slot
+
+    def _next_id(self, table: str, slot: int) -> int:
+        # Read from the table, not cached: another MemoryIndex (CLI, a second service) may write too.
+        low, high = slot_range(slot)
+        top = self.conn.execute(f"SELECT max(id) FROM {table} WHERE id BETWEEN ? AND ?", (low, high)).fetchone()[0]
+        if top is not None and top >= high:
+            raise OverflowError(f"memory index: id slot {slot} of table {table} is full")
+        return (top + 1) if top is not None else low + 1
 
     def _update_segment(self, rel: str, source: str) -> None:
         """One conversation-day as a whole document, for ranking segments before turns."""
         if source != "conversation":
             return
         rows = self.conn.execute("SELECT text, conversation FROM entries WHERE path=? ORDER BY seq", (rel,)).fetchall()
+        old = self.conn.execute("SELECT id FROM segments WHERE path=?", (rel,)).fetchone()
         self._delete_segment(rel)
         if rows:
-            cur = self.conn.execute("INSERT INTO segments (path, conversation) VALUES (?, ?)", (rel, rows[0][1]))
-            self.conn.execute("INSERT INTO segfts (rowid, body) VALUES (?, ?)", (cur.lastrowid, "\n".join(r[0] for r in rows)))
+            # Keep the segment's id on re-insert, so its slot (its conversation's id range) holds.
+            seg_id = old[0] if old else self._next_id("segments", self._slot(rows[0][1], create=True) or 0)
+            self.conn.execute("INSERT INTO segments (id, path, conversation) VALUES (?, ?, ?)", (seg_id, rel, rows[0][1]))
+            self.conn.execute("INSERT INTO segfts (rowid, body) VALUES (?, ?)", (seg_id, "\n".join(r[0] for r in rows)))
 
     def _delete_segment(self, rel: str) -> None:
         row = self.conn.execute("SELECT id FROM segments WHERE path=?", (rel,)).fetchone()
@@ -312,6 +349,11 @@ class MemoryIndex:
         """Run a read query under the lock."""
         with self.lock:
             return self.conn.execute(sql, params).fetchall()
+
+    def conversation_slot(self, conversation: str) -> int | None:
+        """The id slot of a (filesystem-safe) conversation id; None when it has no rows yet."""
+        with self.lock:
+            return self._slot(conversation)
 
     def stats(self) -> IndexStats:
         with self.lock:
@@ -345,9 +387,21 @@ class MemoryIndex:
             self.conn.execute("COMMIT")
 
 
+def slot_range(slot: int) -> tuple[int, int]:
+    """The inclusive rowid range of an id slot (see the module docstring)."""
+    return slot << SLOT_BITS, ((slot + 1) << SLOT_BITS) - 1
+
+
+def slot_of(row_id: int) -> int:
+    """The id slot a row id belongs to."""
+    return row_id >> SLOT_BITS
+
+
 def scope_token(conversation: str | None) -> str:
-    """One FTS token per conversation ('owner' for rows of no conversation), so a scoped
-    search intersects posting lists instead of filtering every match afterwards."""
+    """One FTS token per conversation ('owner' for rows of no conversation).
+
+    Searches no longer match on it (id slots scope them); the column stays, weighted 0, so
+    every row's token count, and with it BM25's length normalisation, is unchanged."""
     if conversation is None:
         return "owner"
     return "c" + hashlib.sha1(conversation.encode("utf-8")).hexdigest()[:16]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
-from .index import MemoryIndex, scope_token
+from .index import MemoryIndex, slot_of, slot_range
 from .log import safe_conversation_id
 from .sources import time_to_ts
 
@@ -105,17 +105,28 @@ def or_terms(terms: list[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def fts_query(terms: list[str], scope: Scope | None = None) -> str:
-    """An FTS5 MATCH expression OR-ing the quoted terms in the body and date columns,
-    restricted to the scope's conversation tokens when it names a conversation."""
-    words = or_terms(terms)
-    if scope is None or scope.conversation is None:
-        return "{body date}: (" + words + ")"
-    tokens = [scope_token(safe_conversation_id(scope.conversation))] + (["owner"] if scope.owner_data else [])
-    return "{body date}: (" + words + ") AND scope: (" + " OR ".join(tokens) + ")"
+def fts_query(terms: list[str]) -> str:
+    """An FTS5 MATCH expression OR-ing the quoted terms in the body and date columns."""
+    return "{body date}: (" + or_terms(terms) + ")"
 
 
-def _scope_sql(scope: Scope) -> tuple[str, list]:
+def scope_ranges(index: MemoryIndex, scope: Scope) -> list[tuple[int, int]] | None:
+    """The rowid ranges a conversation scope covers (its slot, plus slot 0 for owner data);
+    None when the scope names no conversation (every row)."""
+    if scope.conversation is None:
+        return None
+    ranges = []
+    slot = index.conversation_slot(safe_conversation_id(scope.conversation))
+    if slot is not None:
+        ranges.append(slot_range(slot))
+    if scope.owner_data:
+        ranges.append(slot_range(0))
+    return ranges
+
+
+def _scope_sql(scope: Scope, conversation: bool = True) -> tuple[str, list]:
+    """SQL filter clauses over ``entries e`` for the scope (``conversation=False``: all but
+    the conversation filter, for queries already limited to the conversation's rowids)."""
     clauses, params = [], []
     if scope.sources:
         parts = []
@@ -130,7 +141,7 @@ def _scope_sql(scope: Scope) -> tuple[str, list]:
     for s in scope.exclude_sources:
         clauses.append("e.source != ?")
         params.append(s)
-    if scope.conversation is not None:
+    if conversation and scope.conversation is not None:
         conv = safe_conversation_id(scope.conversation)
         if scope.owner_data:
             clauses.append("(e.conversation = ? OR e.conversation IS NULL)")
@@ -150,29 +161,65 @@ _COLUMNS = "e.id, e.path, e.seq, e.source, e.ref, e.time, e.conversation, e.role
 
 
 def bm25_candidates(index: MemoryIndex, terms: list[str], scope: Scope, limit: int, date_weight: float = 1.0) -> list[Candidate]:
-    """Stage 1: the best BM25 matches inside the scope (scores positive, higher is better)."""
+    """Stage 1: the best BM25 matches inside the scope (scores positive, higher is better).
+
+    A conversation scope runs one MATCH per rowid range, so FTS5 visits only those rows;
+    BM25 statistics are the whole table's either way, so scores from the ranges compare.
+    """
     if not terms:
         return []
-    where, params = _scope_sql(scope)
-    rows = index.query(
-        f"SELECT {_COLUMNS}, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts JOIN entries e ON e.id = fts.rowid "
-        f"WHERE fts MATCH ?{where} ORDER BY s DESC LIMIT ?",
-        (date_weight, fts_query(terms, scope), *params, limit),
-    )
-    return [Candidate(*row[:9], bm25=row[9]) for row in rows]
+    match = fts_query(terms)
+    ranges = scope_ranges(index, scope)
+    if ranges is None:
+        where, params = _scope_sql(scope)
+        rows = index.query(
+            f"SELECT {_COLUMNS}, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts CROSS JOIN entries e ON e.id = fts.rowid "
+            f"WHERE fts MATCH ?{where} ORDER BY s DESC LIMIT ?",
+            (date_weight, match, *params, limit),
+        )
+        return [Candidate(*row[:9], bm25=row[9]) for row in rows]
+    # The ranges already select the conversation's rows (and owner data); other filters remain.
+    where, params = _scope_sql(scope, conversation=False)
+    if where:
+        # CROSS JOIN keeps the FTS cursor outermost: the planner must not probe it row by row.
+        sql = (
+            f"SELECT {_COLUMNS}, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts CROSS JOIN entries e ON e.id = fts.rowid "
+            f"WHERE fts MATCH ? AND fts.rowid BETWEEN ? AND ?{where} ORDER BY s DESC LIMIT ?"
+        )
+    else:
+        # Rank inside FTS5 first and join only the winners: fetching every match's row costs
+        # as much again as scoring it.
+        sql = (
+            f"SELECT {_COLUMNS}, f.s FROM (SELECT rowid AS id, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts "
+            f"WHERE fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY s DESC LIMIT ?) f CROSS JOIN entries e ON e.id = f.id"
+        )
+    rows = []
+    for low, high in ranges:
+        args = (date_weight, match, low, high, *params, limit) if where else (date_weight, match, low, high, limit)
+        rows += index.query(sql, args)
+    rows.sort(key=lambda row: -row[9])
+    return [Candidate(*row[:9], bm25=row[9]) for row in rows[:limit]]
 
 
-def segment_scores(index: MemoryIndex, terms: list[str], paths: list[str]) -> dict[str, float]:
-    """BM25 of whole conversation-days (segments) for the query, for the given log paths."""
+def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candidate], max_slots: int = 4) -> dict[str, float]:
+    """BM25 of whole conversation-days (segments) for the query, for the candidates' log files.
+
+    Segments share their conversation's id slot, so the MATCH is limited to the candidates'
+    slots (the whole table only when they span more than ``max_slots`` conversations).
+    """
+    paths = {c.path for c in candidates if c.source == "conversation"}
     if not terms or not paths:
         return {}
-    marks = ",".join("?" * len(paths))
-    rows = index.query(
-        f"SELECT s.path, -bm25(segfts) FROM segfts JOIN segments s ON s.id = segfts.rowid "
-        f"WHERE segfts MATCH ? AND s.path IN ({marks})",
-        (or_terms(terms), *paths),
-    )
-    return dict(rows)
+    slots = sorted({slot_of(c.id) for c in candidates if c.source == "conversation"})
+    sql = "SELECT s.path, -bm25(segfts) FROM segfts CROSS JOIN segments s ON s.id = segfts.rowid WHERE segfts MATCH ?"
+    match = or_terms(terms)
+    if len(slots) > max_slots:
+        rows = index.query(sql, (match,))
+    else:
+        rows = []
+        for slot in slots:
+            rows += index.query(f"{sql} AND segfts.rowid BETWEEN ? AND ?", (match, *slot_range(slot)))
+    return {path: score for path, score in rows if path in paths}
 
 
 def recent_entries(index: MemoryIndex, scope: Scope, limit: int) -> list[Candidate]:
@@ -297,7 +344,7 @@ def search(
         window = (prefer[0].timestamp(), prefer[1].timestamp()) if prefer else None
         whole = None
         if ranking.whole_segment_weight:
-            whole = segment_scores(index, terms, sorted({c.path for c in candidates if c.source == "conversation"}))
+            whole = segment_scores(index, terms, candidates)
         found = rerank(candidates, extra, ranking, window, whole)
     return [
         MemoryHit(

@@ -15,7 +15,7 @@ from .embeddings import EmbeddingClient, Embed, make_similarity
 from .episodes import write_settled_episodes
 from .extract import extract_and_store
 from .index import MemoryIndex
-from .log import TurnLog, safe_conversation_id
+from .log import CONVERSATIONS_DIR, TurnLog, safe_conversation_id
 from .profile import profile_text, refresh_profile_if_due
 from .search import MemoryHit, Ranking, Scope, search
 from .timeparse import parse_date_range
@@ -69,6 +69,8 @@ class MemoryService:
         self._similarity = make_similarity(self.index, embed, self.embed_model) if embed else None
         self._recent: dict[str, collections.deque] = {}
         self._recent_lock = threading.Lock()
+        self._pending: set[str] = set()  # log files appended but not indexed yet
+        self._pending_lock = threading.Lock()
         refresh_seconds = float(self.memory_config.get("refresh_seconds", 60))
         self.worker = BackgroundWorker("memory", on_idle=self.refresh, idle_seconds=refresh_seconds) if start_worker else None
         self._closed = False
@@ -85,16 +87,39 @@ class MemoryService:
         message_id: str | int | None = None,
         meta: dict | None = None,
     ) -> dict:
-        """Append a turn to the L0 log and the index; returns the row ({} for excluded chats)."""
+        """Append a turn to the L0 log (durable at return) and queue its indexing; returns the
+        row ({} for excluded chats). ``search`` indexes pending turns first, so it sees them."""
         if recall_policy.is_excluded(conversation_id, self.memory_config):
             return {}
         rel, row = self.turns.append(conversation_id, role, text, time=time, message_id=message_id, meta=meta)
-        self.index.update_file(rel)
+        self._index_later(rel)
         key = safe_conversation_id(conversation_id)
         with self._recent_lock:
             recent = self._recent.setdefault(key, collections.deque(maxlen=max(1, self.recall_settings.skip_recent_turns)))
             recent.append(row["turn_id"])
         return row
+
+    def _index_later(self, rel: str) -> None:
+        """Index an appended log file in the worker (the index is a cache; a crash before it runs
+        is repaired by the next refresh, which reads the file from its last offset)."""
+        if self.worker is None:
+            self.index.update_file(rel)
+            return
+        with self._pending_lock:
+            first = not self._pending
+            self._pending.add(rel)
+        if first:
+            self.worker.submit(self.index_pending, "index logged turns")
+
+    def index_pending(self) -> int:
+        """Index the log files appended since the last pass; returns how many files."""
+        # Under the index lock, so a search waiting on it sees every turn logged before it.
+        with self.index.lock:
+            with self._pending_lock:
+                paths, self._pending = sorted(self._pending), set()
+            for rel in paths:
+                self.index.update_file(rel)
+        return len(paths)
 
     # -- search and recall ----------------------------------------------------
 
@@ -123,6 +148,7 @@ class MemoryService:
         if source:
             scope.sources = (source,)
         scope.since, scope.until = since, until
+        self.index_pending()
         return search(self.index, query, scope, limit, self.ranking, self._similarity, self._date_preference(query, since, until, now))
 
     def _date_preference(self, query: str, since, until, now: datetime | None) -> tuple[datetime, datetime] | None:
@@ -142,8 +168,15 @@ class MemoryService:
         if not settings.enabled or not query.strip() or recall_policy.is_excluded(conversation_id, self.memory_config):
             return []
         want = limit or settings.limit
+        key = safe_conversation_id(conversation_id)
         with self._recent_lock:
-            skip = set(self._recent.get(safe_conversation_id(conversation_id), ()))
+            skip = set(self._recent.get(key, ()))
+        with self._pending_lock:
+            behind = any(rel.startswith(f"{CONVERSATIONS_DIR}/{key}/") for rel in self._pending)
+        if behind:
+            # Usually the worker indexed the last turn while the model answered; if it is busy
+            # (e.g. with fact extraction), catch up here so no older turn goes missing.
+            self.index_pending()
         scope = recall_policy.recall_scope(conversation_id, self.memory_config, private)
         prefer = self._date_preference(query, None, None, None)
         hits = search(self.index, query, scope, want + len(skip), self.ranking, self._similarity, prefer)

@@ -1,0 +1,49 @@
+"""The background trace writer: turns hand traces off, reads still see them, failures are logged."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from assistant_framework.skills import SkillManager
+from assistant_framework.traces import TraceStore, drain_traces, new_trace_id
+from messaging_llm_bot.agent import Agent
+from messaging_llm_bot.llm import LLMClient
+
+
+def test_write_later_is_redacted_and_visible_to_any_store_of_the_workspace(workspace):
+    store = TraceStore(workspace, keep=3, secrets=["sk-very-secret"])
+    ids = [store.write_later({"time": "2026-05-01T10:00:00", "user_text": f"key sk-very-secret {i}"}) for i in range(5)]
+    other = TraceStore(workspace)  # e.g. the CLI or /stats: reads wait for queued writes
+    assert other.ids() == ids[-3:]  # pruned to keep=3, in order
+    assert other.load(ids[-1])["user_text"] == "key *** 4"
+    assert drain_traces(5)
+
+
+def test_a_failed_trace_write_is_logged_and_later_traces_still_written(workspace, caplog):
+    store = TraceStore(workspace)
+    bad = store.write_later({"id": "not-a-trace-id"})  # trace_path refuses it in the writer
+    good = store.write_later({"time": "2026-05-01T10:00:00"})
+    with caplog.at_level(logging.ERROR, logger="assistant_framework.traces"):
+        assert store.drain(5)
+    assert any(bad in r.getMessage() for r in caplog.records)
+    assert store.load(good)["id"] == good
+
+
+def test_turn_returns_before_its_trace_is_written(bot_config, workspace, chat_server):
+    agent = Agent(bot_config, workspace, SkillManager.from_config(bot_config, workspace), LLMClient(bot_config["llm"]), background_traces=True)
+    gate = threading.Event()
+    agent.traces.write_later({"id": new_trace_id(), "time": "x"})  # warm the writer up
+    assert agent.drain(5)
+    # Hold the writer thread so the turn's trace must wait in the queue.
+    from assistant_framework import traces as traces_module
+
+    traces_module._WRITER.submit(lambda: gate.wait(10), "test hold")
+    try:
+        result = agent.handle_message("c1", "hello")
+        assert result.ok and result.trace_id
+        assert list((workspace.root / "traces").rglob(f"{result.trace_id}.json")) == []  # still queued
+    finally:
+        gate.set()
+    assert agent.drain(5)
+    assert TraceStore(workspace).load(result.trace_id)["reply"] == result.reply
