@@ -3,12 +3,21 @@
 Interactive (stdin is a terminal): a prompt, progress on stderr, collectors running.
 Scripted (stdin is a pipe): one message per line, one reply block per message (the reply
 followed by an empty line), nothing else on stdout; EOF ends with status 0.
+
+Messages for the model go through the durable inbox (``assistant_framework.inbox``) like Telegram's:
+a message a crash left unanswered is answered first at the next start (its reply block comes before
+the new ones; a note naming it goes to stderr).
 """
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+import time
 from typing import TYPE_CHECKING, TextIO
+
+from assistant_framework.inbox import Inbox
 
 from .agent import AgentEvent
 from .commands import run_command
@@ -48,6 +57,36 @@ def answer(runtime: "BotRuntime", text: str, *, progress: TextIO | None = None, 
     return result.reply + (f"\n{result.footer}" if result.footer else "")
 
 
+def answer_durably(runtime: "BotRuntime", inbox: Inbox, text: str, *,
+                   progress: TextIO | None = None) -> tuple[str, str | None]:
+    """Like ``answer`` but a model-bound message is kept in the inbox; returns (reply, item id to complete)."""
+    if text.startswith("/"):
+        return answer(runtime, text, progress=progress), None
+    try:
+        item = inbox.accept(f"console:{time.time_ns()}", CONVERSATION_ID, {"text": text})
+    except OSError as err:
+        from .telegram_turn import storage_error_text  # the same wording as in Telegram
+
+        return storage_error_text(err), None
+    reply = answer(runtime, text, progress=progress)
+    try:
+        inbox.record_reply(item.item_id, reply)
+    except OSError:
+        pass  # the reply is printed right after; only a crash in between would ask the model again
+    return reply, item.item_id
+
+
+def _replay(runtime: "BotRuntime", inbox: Inbox, stdout: TextIO, stderr: TextIO, interactive: bool) -> None:
+    for item in inbox.pending():
+        if item.conversation_id != CONVERSATION_ID:
+            continue
+        text = str(item.payload.get("text", ""))
+        print(f"(answering a message left unanswered by the last run: {text[:80]!r})", file=stderr, flush=True)
+        reply = item.reply if item.reply is not None else answer(runtime, text, progress=stderr if interactive else None)
+        print(reply.rstrip("\n") + "\n", file=stdout, flush=True)
+        inbox.complete(item.item_id)
+
+
 def run_console(
     runtime: "BotRuntime",
     stdin: TextIO | None = None,
@@ -62,7 +101,12 @@ def run_console(
     if interactive:
         runtime.start_background(notify=lambda title, text: print(f"\n[{title}] {text}", file=stderr, flush=True))
         print("Terminal chat with your assistant. /help for commands, /quit or Ctrl-D to leave.", file=stdout, flush=True)
+    inbox = Inbox(runtime.workspace)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
+        _replay(runtime, inbox, stdout, stderr, interactive)
         while True:
             if interactive:
                 print("you> ", end="", file=stdout, flush=True)
@@ -74,9 +118,18 @@ def run_console(
                 continue
             if text.lower() in QUIT_COMMANDS:
                 break
-            reply = answer(runtime, text, progress=stderr if interactive else None)
+            reply, item_id = answer_durably(runtime, inbox, text, progress=stderr if interactive else None)
             print(reply.rstrip("\n") + "\n", file=stdout, flush=True)
-    except KeyboardInterrupt:
+            if item_id is not None:
+                inbox.complete(item_id)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a message being answered stays in the inbox
         print("", file=stdout)
-        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM ends the terminal chat like Ctrl-C."""
+    raise KeyboardInterrupt
