@@ -127,3 +127,12 @@ def test_telegram_flood_wait_on_every_part_of_a_long_reply(fake, start_bot, chat
     fake.send_message("long please", user_id=OWNER)
     messages = fake.wait_for_messages(OWNER, 3, timeout=20)
     assert [m["text"].split()[:2] for m in messages] == [["Part", "0"], ["Part", "1"], ["Part", "2"]]
+
+
+def test_failing_skill_is_contained_and_reported_to_the_model(fake, start_bot, chat_server):
+    start_bot(progress=False)
+    chat_server.enqueue('{"skill": "boom", "args": {}}', '{"reply": "The boom skill failed: kaput."}')
+    assert ask(fake, "press the button", 1) == "The boom skill failed: kaput."
+    fed_back = chat_server.chat_requests[1]["messages"][-1]["content"]
+    assert "boom" in fed_back and "kaput" in fed_back
+    then_next_message_works(fake, chat_server, 2)
