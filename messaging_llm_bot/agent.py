@@ -211,7 +211,7 @@ class Agent:
             model_s=turn.model_s(),
             recalled=turn.recalled,
             trace_id=turn.trace_id,
-            footer=format_footer(usage, turn.rounds, elapsed) if self.settings.reply_footer else None,
+            footer=format_footer(usage, turn.rounds, elapsed, turn.recalled) if self.settings.reply_footer else None,
         )
         self._after_turn(turn, result)
         emit(AgentEvent("done", {"reply": reply}) if ok else AgentEvent("error", {"message": reply}))

@@ -77,8 +77,8 @@ def hit_dict(hit: Any) -> dict:
     return {"text": str(hit)}
 
 
-def format_footer(usage: dict, rounds: int, elapsed_s: float) -> str:
-    """``— 1200 in (800 cached) · 40 out · 2 rounds · 3.1 s`` with only the numbers the server reported."""
+def format_footer(usage: dict, rounds: int, elapsed_s: float, recalled: list[dict] | None = None) -> str:
+    """``— 1200 in (800 cached) · 40 out · 2 rounds · 3.1 s · recalled: notes/a.md`` with only what was reported."""
     parts = []
     if "prompt_tokens" in usage:
         extra = [f"{usage[k]} {label}" for k, label in (("cached_tokens", "cached"), ("cache_write_tokens", "cache writes")) if usage.get(k)]
@@ -88,6 +88,10 @@ def format_footer(usage: dict, rounds: int, elapsed_s: float) -> str:
         parts.append(f"{usage['completion_tokens']} out{reasoning}")
     parts.append(f"{rounds} round{'s' if rounds != 1 else ''}")
     parts.append(f"{elapsed_s:.1f} s")
+    sources = list(dict.fromkeys(str(h.get("path") or h.get("source") or "") for h in recalled or [] if h))
+    if sources:
+        shown = ", ".join(s for s in sources[:3] if s) + (f" +{len(sources) - 3}" if len(sources) > 3 else "")
+        parts.append(f"recalled: {shown}")
     return "— " + " · ".join(parts)
 
 

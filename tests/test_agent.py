@@ -305,3 +305,12 @@ def test_honesty_helpers():
     assert local_memory_claim("Noted.", True) is None
     assert local_memory_claim("Paris is the capital of France.", False) is None
     assert local_memory_claim("You saved 5 euros last week.", False) is None
+
+
+def test_footer_lists_recalled_memories():
+    from messaging_llm_bot.turn import format_footer
+
+    recalled = [{"source": "notes", "path": "notes/tea.md"}, {"source": "conversation", "path": "conversations/c1/2026-03-01.jsonl"}]
+    footer = format_footer({"prompt_tokens": 10, "completion_tokens": 2}, 1, 0.5, recalled)
+    assert footer.endswith("recalled: notes/tea.md, conversations/c1/2026-03-01.jsonl")
+    assert "recalled" not in format_footer({}, 1, 0.5, [])
