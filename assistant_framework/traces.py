@@ -74,6 +74,20 @@ def redact_secrets(value: Any, secrets: list[str]) -> Any:
     return value
 
 
+def redact_json_text(text: str, secrets: list[str]) -> str:
+    """JSON text with every secret inside its strings (and keys) replaced by ``***``.
+
+    Same result as ``redact_secrets`` before encoding, at the cost of one C-speed replace per
+    secret instead of a Python walk over the whole document: JSON escapes character by
+    character, so a secret inside a string appears in the text as its own escaped form.
+    """
+    for secret in secrets:
+        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+        if escaped in text:
+            text = text.replace(escaped, REDACTED)
+    return text
+
+
 def new_trace_id(now: datetime | None = None) -> str:
     """A sortable id: UTC timestamp to the microsecond plus 6 random hex digits."""
     moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
@@ -169,9 +183,9 @@ class TraceStore:
     def write(self, trace: dict) -> str:
         """Redact and write a trace (its ``id`` is created when missing), prune; returns the id."""
         trace_id = trace.get("id") or new_trace_id()
-        record = redact_secrets({**trace, "id": trace_id}, self.secrets)
         # Compact JSON: the C encoder is ~10x faster than the indented one; `trace show` pretty-prints.
-        self.workspace.write_text(trace_path(trace_id), json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        text = redact_json_text(json.dumps({**trace, "id": trace_id}, ensure_ascii=False, default=str), self.secrets)
+        self.workspace.write_text(trace_path(trace_id), text + "\n")
         with self._lock:
             known = self._ids_locked()
             if trace_id not in known:

@@ -137,9 +137,12 @@ def sentence(rng: random.Random, words: int = 12) -> str:
     return " ".join(rng.choices(WORDS, cum_weights=_CUM_WEIGHTS, k=words))
 
 
+_QUERY_CUM_WEIGHTS = [w - _CUM_WEIGHTS[19] for w in _CUM_WEIGHTS[20:]]
+
+
 def query_words(rng: random.Random, k: int = 2) -> list[str]:
     """Content words for a query, drawn like the text but skipping the 20 most frequent."""
-    return rng.choices(WORDS[20:], cum_weights=[w - _CUM_WEIGHTS[19] for w in _CUM_WEIGHTS[20:]], k=k)
+    return rng.choices(WORDS[20:], cum_weights=_QUERY_CUM_WEIGHTS, k=k)
 
 
 def write_files(root: Path, count: int, seed: int = 1) -> None:

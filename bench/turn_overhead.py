@@ -72,7 +72,8 @@ def instrument(bot) -> dict[str, list[float]]:
         wrap(bot.memory, "recall", "recall")
     wrap(agent.prompt, "system_prompt", "prompt")
     wrap(agent.history, "append_pair", "history")
-    wrap(agent.traces, "write", "trace")
+    # With background traces the turn only queues the trace; the write runs in the writer thread.
+    wrap(agent.traces, "write_later" if getattr(agent, "background_traces", False) else "write", "trace")
     return phases
 
 

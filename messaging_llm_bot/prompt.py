@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +47,8 @@ def estimate_tokens(text: str) -> int:
     """Rough token count without a vocabulary: ~4 characters a token, non-ASCII counted heavier."""
     if not text:
         return 0
-    non_ascii = sum(1 for ch in text if ord(ch) > 127)
+    # Counted in C: the characters an ASCII encoding drops are the non-ASCII ones.
+    non_ascii = 0 if text.isascii() else len(text) - len(text.encode("ascii", "ignore"))
     # Non-Latin scripts tokenize at ~1-2 chars a token; ASCII prose at ~4.
     return max(1, round((len(text) - non_ascii) / CHARS_PER_TOKEN + non_ascii / 1.5))
 
@@ -130,9 +131,13 @@ class SystemPrompt:
 
     text: str
     sections: dict[str, str]
+    _sizes: dict[str, dict] | None = field(default=None, repr=False, compare=False)
 
     def sizes(self) -> dict[str, dict]:
-        return {name: size_of(body) for name, body in self.sections.items()}
+        """Characters and estimated tokens per section (computed once: the prompt is cached)."""
+        if self._sizes is None:
+            self._sizes = {name: size_of(body) for name, body in self.sections.items()}
+        return {name: dict(size) for name, size in self._sizes.items()}
 
 
 def section_sizes(system: SystemPrompt, history: list[dict], user_message: str) -> dict[str, dict]:

@@ -47,3 +47,19 @@ def test_turn_returns_before_its_trace_is_written(bot_config, workspace, chat_se
         gate.set()
     assert agent.drain(5)
     assert TraceStore(workspace).load(result.trace_id)["reply"] == result.reply
+
+
+def test_redacting_the_json_text_equals_redacting_the_values():
+    import json
+
+    from assistant_framework.traces import redact_json_text, redact_secrets
+
+    secrets = sorted(['pa"ss\\word', "sk-ünïcode-1234", "tab\there"], key=len, reverse=True)
+    doc = {
+        "a": 'the key pa"ss\\word here',
+        "nested": [{"sk-ünïcode-1234": "x sk-ünïcode-1234 y"}, "tab\there and tab\there"],
+        "n": 3,
+    }
+    text = redact_json_text(json.dumps(doc, ensure_ascii=False), secrets)
+    assert json.loads(text) == redact_secrets(doc, secrets)
+    assert all(s not in json.loads(text)["a"] for s in secrets)

@@ -3,7 +3,9 @@
 A cache only: every row comes from a workspace file and ``rebuild()`` recreates it. Each
 file's size, mtime, read offset and a hash of the bytes just before that offset are kept,
 so an appended JSONL file is read from where it stopped, a changed file is re-read and a
-deleted file's rows go away. One connection, guarded by a lock, serves all threads.
+deleted file's rows go away. One writer connection, guarded by ``lock``, makes every change;
+reads use a small pool of reader connections, so in WAL mode a search sees the last commit
+and never waits for an update in progress (SQLite releases the GIL while it works).
 
 Row ids are laid out by conversation: each conversation gets a slot (rows of no
 conversation, the owner's data, are slot 0) and its rows take ids in
@@ -16,9 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import queue
 import re
 import sqlite3
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -84,6 +88,9 @@ class MemoryIndex:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA temp_store=MEMORY")
+        self._readers: queue.SimpleQueue = queue.SimpleQueue()  # idle reader connections
+        self._opened: list[sqlite3.Connection] = []
+        self._closed = False
         self._ensure_schema()
 
     def _ensure_schema(self) -> None:
@@ -100,7 +107,29 @@ class MemoryIndex:
 
     def close(self) -> None:
         with self.lock:
+            self._closed = True
+            for reader in self._opened:
+                reader.close()
+            self._opened.clear()
             self.conn.close()
+
+    @contextmanager
+    def _reading(self):
+        """A reader connection from the pool (opened on demand, returned after use)."""
+        try:
+            conn = self._readers.get_nowait()
+        except queue.Empty:
+            with self.lock:
+                if self._closed:
+                    raise sqlite3.ProgrammingError(f"memory index {self.db_path} is closed")
+                conn = sqlite3.connect(str(self.db_path), check_same_thread=False, isolation_level=None)
+                conn.execute("PRAGMA temp_store=MEMORY")
+                conn.execute("PRAGMA query_only=1")
+                self._opened.append(conn)
+        try:
+            yield conn
+        finally:
+            self._readers.put(conn)
 
     # -- writing -------------------------------------------------------------
 
@@ -346,19 +375,18 @@ class MemoryIndex:
     # -- reading -------------------------------------------------------------
 
     def query(self, sql: str, params: tuple = ()) -> list[tuple]:
-        """Run a read query under the lock."""
-        with self.lock:
-            return self.conn.execute(sql, params).fetchall()
+        """Run a read query on a reader connection (sees the last committed state)."""
+        with self._reading() as conn:
+            return conn.execute(sql, params).fetchall()
 
     def conversation_slot(self, conversation: str) -> int | None:
         """The id slot of a (filesystem-safe) conversation id; None when it has no rows yet."""
-        with self.lock:
-            return self._slot(conversation)
+        rows = self.query("SELECT slot FROM slots WHERE conversation=?", (conversation,))
+        return rows[0][0] if rows else None
 
     def stats(self) -> IndexStats:
-        with self.lock:
-            files = self.conn.execute("SELECT count(*) FROM files").fetchone()[0]
-            by_source = dict(self.conn.execute("SELECT source, count(*) FROM entries GROUP BY source ORDER BY source"))
+        files = self.query("SELECT count(*) FROM files")[0][0]
+        by_source = dict(self.query("SELECT source, count(*) FROM entries GROUP BY source ORDER BY source"))
         size = self.db_path.stat().st_size if self.db_path.exists() else 0
         return IndexStats(files=files, entries=sum(by_source.values()), by_source=by_source, bytes=size)
 
@@ -370,14 +398,11 @@ class MemoryIndex:
 
     def cached_vectors(self, hashes: list[str], model: str) -> dict[str, bytes]:
         found: dict[str, bytes] = {}
-        with self.lock:
-            for i in range(0, len(hashes), 500):
-                part = hashes[i : i + 500]
-                marks = ",".join("?" * len(part))
-                for h, blob in self.conn.execute(
-                    f"SELECT hash, vec FROM vectors WHERE model=? AND hash IN ({marks})", (model, *part)
-                ):
-                    found[h] = blob
+        for i in range(0, len(hashes), 500):
+            part = hashes[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for h, blob in self.query(f"SELECT hash, vec FROM vectors WHERE model=? AND hash IN ({marks})", (model, *part)):
+                found[h] = blob
         return found
 
     def store_vectors(self, rows: list[tuple[str, bytes]], model: str) -> None:

@@ -69,7 +69,7 @@ class MemoryService:
         self._similarity = make_similarity(self.index, embed, self.embed_model) if embed else None
         self._recent: dict[str, collections.deque] = {}
         self._recent_lock = threading.Lock()
-        self._pending: set[str] = set()  # log files appended but not indexed yet
+        self._pending: dict[str, list[str]] = {}  # log file -> turn ids appended, not indexed yet
         self._pending_lock = threading.Lock()
         refresh_seconds = float(self.memory_config.get("refresh_seconds", 60))
         self.worker = BackgroundWorker("memory", on_idle=self.refresh, idle_seconds=refresh_seconds) if start_worker else None
@@ -92,14 +92,14 @@ class MemoryService:
         if recall_policy.is_excluded(conversation_id, self.memory_config):
             return {}
         rel, row = self.turns.append(conversation_id, role, text, time=time, message_id=message_id, meta=meta)
-        self._index_later(rel)
+        self._index_later(rel, row["turn_id"])
         key = safe_conversation_id(conversation_id)
         with self._recent_lock:
             recent = self._recent.setdefault(key, collections.deque(maxlen=max(1, self.recall_settings.skip_recent_turns)))
             recent.append(row["turn_id"])
         return row
 
-    def _index_later(self, rel: str) -> None:
+    def _index_later(self, rel: str, turn_id: str) -> None:
         """Index an appended log file in the worker (the index is a cache; a crash before it runs
         is repaired by the next refresh, which reads the file from its last offset)."""
         if self.worker is None:
@@ -107,7 +107,7 @@ class MemoryService:
             return
         with self._pending_lock:
             first = not self._pending
-            self._pending.add(rel)
+            self._pending.setdefault(rel, []).append(turn_id)
         if first:
             self.worker.submit(self.index_pending, "index logged turns")
 
@@ -116,7 +116,7 @@ class MemoryService:
         # Under the index lock, so a search waiting on it sees every turn logged before it.
         with self.index.lock:
             with self._pending_lock:
-                paths, self._pending = sorted(self._pending), set()
+                paths, self._pending = sorted(self._pending), {}
             for rel in paths:
                 self.index.update_file(rel)
         return len(paths)
@@ -171,11 +171,12 @@ class MemoryService:
         key = safe_conversation_id(conversation_id)
         with self._recent_lock:
             skip = set(self._recent.get(key, ()))
+        folder = f"{CONVERSATIONS_DIR}/{key}/"
         with self._pending_lock:
-            behind = any(rel.startswith(f"{CONVERSATIONS_DIR}/{key}/") for rel in self._pending)
+            behind = any(t not in skip for rel, ids in self._pending.items() if rel.startswith(folder) for t in ids)
         if behind:
-            # Usually the worker indexed the last turn while the model answered; if it is busy
-            # (e.g. with fact extraction), catch up here so no older turn goes missing.
+            # Turns not indexed yet are fine while recall skips them anyway (the newest ones);
+            # if the worker fell further behind (e.g. busy with fact extraction), catch up here.
             self.index_pending()
         scope = recall_policy.recall_scope(conversation_id, self.memory_config, private)
         prefer = self._date_preference(query, None, None, None)
