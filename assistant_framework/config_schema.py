@@ -62,6 +62,7 @@ TELEGRAM_SCHEMA = {
     "properties": {
         "token": {"type": "string"},
         "allowed_user_ids": {"type": "array", "items": {"type": "integer"}},
+        "owner_id": {"type": ["integer", "null"]},
         "base_url": {"type": ["string", "null"]},
         "base_file_url": {"type": ["string", "null"]},
         "mode": {"enum": ["polling", "webhook"]},

@@ -46,6 +46,8 @@ class SkillContext:
     timezone: str = "UTC"
     services: dict = field(default_factory=dict)
     untrusted: bool = False
+    #: The owner's own private chat: may see the owner's data and other chats' logs.
+    private: bool = True
 
 
 @dataclass

@@ -190,6 +190,7 @@ class Agent:
             timezone=self.settings.timezone,
             services={"memory": self.memory, "clock": self.now},
             untrusted=untrusted,
+            private=private,
         )
         try:
             with self._lock_for(conversation_id):

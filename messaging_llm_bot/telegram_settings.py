@@ -17,6 +17,7 @@ class TelegramSettings:
 
     token: str = ""
     allowed_user_ids: frozenset[int] = frozenset()
+    owner_id: int | None = None  # whose private chat sees the owner's data; default: first allowed id
     base_url: str = OFFICIAL_BASE_URL
     base_file_url: str = OFFICIAL_BASE_FILE_URL
     mode: str = "polling"
@@ -31,8 +32,10 @@ class TelegramSettings:
     def from_config(cls, config: dict) -> "TelegramSettings":
         """Read ``config["telegram"]`` (and runtime.timezone) with defaults."""
         tg = config.get("telegram") or {}
-        ids = frozenset(int(i) for i in tg.get("allowed_user_ids") or [])
-        return cls(token=str(tg.get("token") or ""), allowed_user_ids=ids,
+        listed = [int(i) for i in tg.get("allowed_user_ids") or []]
+        owner = tg.get("owner_id")
+        owner = int(owner) if owner is not None else (listed[0] if listed else None)
+        return cls(token=str(tg.get("token") or ""), allowed_user_ids=frozenset(listed), owner_id=owner,
                    base_url=tg.get("base_url") or OFFICIAL_BASE_URL,
                    base_file_url=tg.get("base_file_url") or OFFICIAL_BASE_FILE_URL,
                    mode=tg.get("mode") or "polling", group_mode=tg.get("group_mode") or "mention",

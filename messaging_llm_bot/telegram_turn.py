@@ -160,7 +160,8 @@ class TurnRunner:
         result = await asyncio.to_thread(
             self.runtime.agent.handle_message, item.conversation_id, text, on_event=progress.on_event,
             stream=self.settings.stream, chat_id=message.chat_id, user_id=user.id if user else None,
-            private=message.chat.type == "private" and user is not None and user.id in self.settings.allowed_user_ids,
+            # Only the owner's own private chat sees the owner's notes, facts and other chats' logs.
+            private=message.chat.type == "private" and user is not None and user.id == self.settings.owner_id,
             message_id=message.message_id, untrusted=untrusted, approve=approve)
         reply = result.reply or FAILED_REPLY
         if result.footer:

@@ -34,9 +34,11 @@ def ws(tmp_path) -> Workspace:
     return ws
 
 
-def _ctx(conversation: str, chat, user, memory=None) -> SkillContext:
+def _ctx(conversation: str, chat, user, memory=None, owner=100) -> SkillContext:
     services = {"memory": memory} if memory is not None else {}
-    return SkillContext(conversation_id=conversation, chat_id=chat, user_id=user, config={}, timezone="UTC", services=services)
+    # The bot marks only the owner's own private chat as private.
+    return SkillContext(conversation_id=conversation, chat_id=chat, user_id=user, config={}, timezone="UTC",
+                        services=services, private=chat == user == owner)
 
 
 def test_memory_search_skill_private_chat_without_service(ws):
@@ -129,3 +131,12 @@ def test_cli_reads_the_config(ws, tmp_path, capsys):
     config.write_text(json.dumps({"memory": {"semantic_weight": -1}}))  # against the schema
     assert main(["memory", "search", "key", "--workspace", str(ws.root), "--config", str(config)]) == 2
     assert "config error" in capsys.readouterr().err
+
+
+def test_another_allowed_users_private_chat_sees_neither_owner_data_nor_other_chats(ws):
+    guest = _ctx("300", 300, 300)  # allowed, private chat, but not the owner
+    with pytest.raises(ValueError, match="private chat with the owner"):
+        conversation_search.run(ws, {"query": "key", "conversation": "100"}, guest)
+    out = memory_search.run(ws, {"query": "spare key"}, guest)
+    assert "hangs in the hallway" not in out and "under the blue flowerpot" not in out
+

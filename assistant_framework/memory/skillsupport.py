@@ -30,11 +30,10 @@ def memory_for(workspace: Workspace, context: Any) -> Iterator[Any]:
 
 
 def is_private(context: Any) -> bool:
-    """A chat with the owner alone: no context, or chat id equal to the user id (Telegram private chat)."""
+    """The owner's own private chat (``context.private``, set by the bot); no context means a local call."""
     if context is None:
         return True
-    chat, user = getattr(context, "chat_id", None), getattr(context, "user_id", None)
-    return chat is None or user is None or str(chat) == str(user)
+    return bool(getattr(context, "private", False))
 
 
 def parse_when(value: str | None, tz: str, name: str, end: bool = False) -> datetime | None:
