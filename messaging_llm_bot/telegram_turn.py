@@ -153,15 +153,16 @@ class TurnRunner:
             return f"Sorry, I can't handle a {kind} message."
         await progress.start()
         user = message.from_user
+        owner_chat = message.chat.type == "private" and user is not None and user.id == self.settings.owner_id
         approve = None
-        if self.approvals is not None and message.chat.type == "private":
+        if self.approvals is not None and owner_chat:
             # Only the owner's private chat can confirm; elsewhere "ask" means no.
             approve = self.approvals.approver(bot, message.chat_id, asyncio.get_running_loop())
         result = await asyncio.to_thread(
             self.runtime.agent.handle_message, item.conversation_id, text, on_event=progress.on_event,
             stream=self.settings.stream, chat_id=message.chat_id, user_id=user.id if user else None,
             # Only the owner's own private chat sees the owner's notes, facts and other chats' logs.
-            private=message.chat.type == "private" and user is not None and user.id == self.settings.owner_id,
+            private=owner_chat,
             message_id=message.message_id, untrusted=untrusted, approve=approve)
         reply = result.reply or FAILED_REPLY
         if result.footer:

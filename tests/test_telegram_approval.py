@@ -67,3 +67,15 @@ def test_a_stranger_cannot_press_the_button(fake, start_bot, chat_server, worksp
     fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":no")), message["message_id"])
     fake.wait_for(lambda: any(t.startswith("Declined") for t in texts(fake)), timeout=10)
     assert workspace.exists("notes/important.md")
+
+
+def test_only_the_owner_can_confirm(fake, start_bot, chat_server, workspace):
+    """A second allowed user is served, but cannot approve destructive calls on the owner's data."""
+    workspace.write_text("notes/important.md", "# Important\n")
+    start_bot(allowed_user_ids=[OWNER, 2])
+    chat_server.enqueue(DELETE, '{"reply": "I need the owner to confirm that."}')
+    fake.send_message("delete notes/important.md", user_id=2, username="guest")
+    fake.wait_for(lambda: any("owner to confirm" in m.get("text", "") for m in fake.messages(2)), timeout=10)
+    assert workspace.exists("notes/important.md")
+    assert not any("Confirm this action?" in m.get("text", "") for m in fake.messages(2) + fake.messages(OWNER))
+    assert "cannot give" in chat_server.chat_requests[-1]["messages"][-1]["content"]
