@@ -11,6 +11,7 @@ the new ones; a note naming it goes to stderr).
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import threading
@@ -40,7 +41,21 @@ def progress_line(event: AgentEvent) -> str | None:
     return None
 
 
-def answer(runtime: "BotRuntime", text: str, *, progress: TextIO | None = None, conversation_id: str = CONVERSATION_ID) -> str:
+def terminal_approver(stdin: TextIO, stdout: TextIO):
+    """Ask the owner at the terminal to confirm a call the policy marks ``ask`` (anything but y means no)."""
+
+    def approve(request: dict) -> bool:
+        args = json.dumps(request.get("args") or {}, ensure_ascii=False)[:500]
+        print(f"\nConfirm this action? skill: {request.get('skill')} args: {args}\n"
+              f"(why: {request.get('reason')}) [y/N] ", end="", file=stdout, flush=True)
+        answer_line = stdin.readline()
+        return answer_line.strip().lower() in ("y", "yes")
+
+    return approve
+
+
+def answer(runtime: "BotRuntime", text: str, *, progress: TextIO | None = None, conversation_id: str = CONVERSATION_ID,
+           approve=None) -> str:
     """The reply block for one input line: a command's text or the agent's reply (with footer)."""
     reply = run_command(runtime, conversation_id, text)
     if reply is not None:
@@ -53,12 +68,13 @@ def answer(runtime: "BotRuntime", text: str, *, progress: TextIO | None = None, 
         if line and progress is not None:
             print(line, file=progress, flush=True)
 
-    result = runtime.agent.handle_message(conversation_id, text, on_event=on_event, chat_id=conversation_id, user_id="owner")
+    result = runtime.agent.handle_message(conversation_id, text, on_event=on_event, chat_id=conversation_id,
+                                          user_id="owner", approve=approve)
     return result.reply + (f"\n{result.footer}" if result.footer else "")
 
 
 def answer_durably(runtime: "BotRuntime", inbox: Inbox, text: str, *,
-                   progress: TextIO | None = None) -> tuple[str, str | None]:
+                   progress: TextIO | None = None, approve=None) -> tuple[str, str | None]:
     """Like ``answer`` but a model-bound message is kept in the inbox; returns (reply, item id to complete)."""
     if text.startswith("/"):
         return answer(runtime, text, progress=progress), None
@@ -68,7 +84,7 @@ def answer_durably(runtime: "BotRuntime", inbox: Inbox, text: str, *,
         from .telegram_turn import storage_error_text  # the same wording as in Telegram
 
         return storage_error_text(err), None
-    reply = answer(runtime, text, progress=progress)
+    reply = answer(runtime, text, progress=progress, approve=approve)
     try:
         inbox.record_reply(item.item_id, reply)
     except OSError:
@@ -118,7 +134,9 @@ def run_console(
                 continue
             if text.lower() in QUIT_COMMANDS:
                 break
-            reply, item_id = answer_durably(runtime, inbox, text, progress=stderr if interactive else None)
+            # Only someone at a terminal can confirm; a scripted (piped) chat refuses "ask" calls.
+            approve = terminal_approver(stdin, stdout) if interactive else None
+            reply, item_id = answer_durably(runtime, inbox, text, progress=stderr if interactive else None, approve=approve)
             print(reply.rstrip("\n") + "\n", file=stdout, flush=True)
             if item_id is not None:
                 inbox.complete(item_id)

@@ -147,3 +147,48 @@ def test_runtime_with_memory_background_and_shutdown(tmp_path, chat_server, test
         assert runtime.workspace.list("conversations/console/*.jsonl")
     finally:
         runtime.shutdown(timeout=5)
+
+
+class _Tty:
+    """A line source that claims to be a terminal, as a person typing would be."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = list(lines)
+
+    def isatty(self) -> bool:
+        return True
+
+    def readline(self) -> str:
+        return self.lines.pop(0) if self.lines else ""
+
+
+@pytest.mark.parametrize("answer, kept", [("y\n", False), ("n\n", True)])
+def test_terminal_owner_confirms_or_declines_a_delete(tmp_path, chat_server, test_skills_dir, answer, kept):
+    import io
+
+    from messaging_llm_bot.console import run_console
+
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    runtime = build_runtime(config, tmp_path / "ws")
+    runtime.workspace.write_text("notes/old.md", "old")
+    chat_server.enqueue('{"skill": "file", "args": {"action": "delete", "path": "notes/old.md"}}', '{"reply": "Handled."}')
+    out = io.StringIO()
+    try:
+        assert run_console(runtime, _Tty(["delete notes/old.md\n", answer]), out, io.StringIO()) == 0
+    finally:
+        runtime.shutdown(5)
+    assert "Confirm this action? skill: file" in out.getvalue()
+    assert runtime.workspace.exists("notes/old.md") is kept
+    assert "Handled." in out.getvalue()
+
+
+def test_piped_console_refuses_ask_calls(tmp_path, chat_server, test_skills_dir):
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    ws = tmp_path / "ws"
+    (ws / "notes").mkdir(parents=True)
+    (ws / "notes" / "old.md").write_text("old")
+    chat_server.enqueue('{"skill": "file", "args": {"action": "delete", "path": "notes/old.md"}}', '{"reply": "Not done."}')
+    result = run_bot(["--frontend", "console", "--config", str(config), "--workspace", str(ws)], "delete notes/old.md\n")
+    assert result.returncode == 0
+    assert (ws / "notes" / "old.md").exists()
+    assert "cannot give" in chat_server.chat_requests[-1]["messages"][-1]["content"]
