@@ -33,6 +33,8 @@ from .workspace import Workspace
 log = logging.getLogger(__name__)
 
 TRACES_DIR = "traces"
+#: One compact line per answered turn, monthly files; /stats reads these, not the pruned traces.
+USAGE_DIR = "state/usage"
 REDACTED = "***"
 _SECRET_KEY = re.compile(r"(token|api_key|apikey|password|passwd|secret|credential)", re.IGNORECASE)
 _ID_RE = re.compile(r"^(\d{8})T\d{6}\d{6}-[0-9a-f]{6}$")
@@ -186,12 +188,20 @@ class TraceStore:
         # Compact JSON: the C encoder is ~10x faster than the indented one; `trace show` pretty-prints.
         text = redact_json_text(json.dumps({**trace, "id": trace_id}, ensure_ascii=False, default=str), self.secrets)
         self.workspace.write_text(trace_path(trace_id), text + "\n")
+        self._record_usage(trace)
         with self._lock:
             known = self._ids_locked()
             if trace_id not in known:
                 bisect.insort(known, trace_id)
         self.prune()
         return trace_id
+
+    def _record_usage(self, trace: dict) -> None:
+        """Append the turn's usage to ``state/usage/<YYYY-MM>.jsonl``: /stats outlives trace pruning."""
+        time_text = str(trace.get("time") or datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        requests = [{"model": r.get("model"), "elapsed_s": r.get("elapsed_s"), "usage": r.get("usage") or {}}
+                    for r in trace.get("requests") or []]
+        self.workspace.append_jsonl(f"{USAGE_DIR}/{time_text[:7]}.jsonl", {"time": time_text, "requests": requests})
 
     def write_later(self, trace: dict) -> str:
         """Queue a trace for the background writer (redaction, write, prune); returns its id."""
@@ -282,12 +292,32 @@ class TraceStore:
     def stats(self, days: int = 30, now: datetime | None = None) -> dict:
         """Totals per day and per model over the last ``days`` days (for /stats)."""
         moment = now or datetime.now(timezone.utc)
-        since = (moment - timedelta(days=days)).astimezone(timezone.utc).strftime("%Y%m%d")
-        rows = [self.load(i) for i in self.ids() if i[:8] >= since]
-        return aggregate_usage(rows)
+        start = moment - timedelta(days=days)
+        self._settled()
+        ledgers = self.workspace.list(f"{USAGE_DIR}/*.jsonl")
+        if ledgers:
+            first, last = start.strftime("%Y-%m"), moment.strftime("%Y-%m")
+            rows = []
+            for rel in ledgers:
+                if first <= rel.rsplit("/", 1)[-1][:7] <= last:
+                    rows.extend(r for r in self.workspace.read_jsonl(rel) if _after(r.get("time"), start))
+            return aggregate_usage(rows)
+        # Workspaces from before the usage ledger: the kept traces are all there is.
+        since = start.astimezone(timezone.utc).strftime("%Y%m%d")
+        return aggregate_usage(self.load(i) for i in self.ids() if i[:8] >= since)
 
 
 _STAT_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
+
+
+def _after(time_text: Any, start: datetime) -> bool:
+    try:
+        moment = datetime.fromisoformat(str(time_text))
+    except ValueError:
+        return False
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment >= start
 
 
 def _empty_row() -> dict:

@@ -126,3 +126,14 @@ def test_stats_per_day_and_model(workspace):
                                        "completion_tokens": 10, "cached_tokens": 50, "reasoning_tokens": 0}
     assert stats["total"]["cached_tokens"] == 150
     assert aggregate_usage([]) ["total"]["turns"] == 0
+
+
+def test_stats_outlive_trace_pruning(workspace):
+    store = TraceStore(workspace, keep=1)
+    for hour in range(3):
+        store.write({"time": f"2026-03-02T1{hour}:00:00+00:00",
+                     "requests": [{"model": "m1", "elapsed_s": 1.0, "usage": {"prompt_tokens": 10, "completion_tokens": 1}}]})
+    assert len(store.ids()) == 1  # only one trace kept ...
+    stats = store.stats(days=30, now=datetime(2026, 3, 3, tzinfo=timezone.utc))
+    assert stats["total"]["turns"] == 3 and stats["total"]["prompt_tokens"] == 30  # ... but /stats saw all three
+    assert workspace.list("state/usage/*.jsonl") == ["state/usage/2026-03.jsonl"]
