@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import logging.handlers
 import os
 import sys
 import threading
+from pathlib import Path
 from typing import Sequence
 
 from assistant_framework.config import ConfigError
@@ -14,6 +16,7 @@ from assistant_framework.traces import REDACTED, collect_secrets
 from assistant_framework.workspace import WorkspacePathError
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+CONSOLE_LOG = "state/logs/console.log"
 NO_TOKEN = ("No Telegram bot token is configured (set telegram.token in the config, "
             "or the TELEGRAM_BOT_TOKEN environment variable).")
 
@@ -32,12 +35,24 @@ class OneLineRedactingFormatter(logging.Formatter):
         return " | ".join(line for line in text.splitlines() if line.strip())
 
 
-def setup_logging(level: str = "INFO", secrets: list[str] | None = None) -> None:
-    """Log to stderr, one line per record; chatty HTTP libraries at WARNING."""
+def setup_logging(level: str = "INFO", secrets: list[str] | None = None, *, log_file: Path | None = None) -> None:
+    """Log to stderr, one line per record; chatty HTTP libraries at WARNING.
+
+    With ``log_file`` (the interactive terminal chat), records go to that file and only errors
+    reach the terminal, so background warnings do not break into the conversation.
+    """
+    formatter = OneLineRedactingFormatter(secrets)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(OneLineRedactingFormatter(secrets))
+    handler.setFormatter(formatter)
+    handlers: list[logging.Handler] = [handler]
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        to_file = logging.handlers.RotatingFileHandler(log_file, maxBytes=2_000_000, backupCount=2, encoding="utf-8")
+        to_file.setFormatter(formatter)
+        handlers.append(to_file)
+        handler.setLevel(logging.ERROR)
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = handlers
     root.setLevel(level)
     for name in ("httpx", "httpcore", "urllib3", "telegram", "apscheduler"):
         logging.getLogger(name).setLevel(logging.WARNING)
@@ -81,6 +96,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         frontend = "console"
     if frontend == "console":
         from .console import run_console
+
+        if sys.stdin.isatty():
+            log_file = runtime.workspace.path(CONSOLE_LOG)
+            setup_logging(runtime_config.get("log_level") or "INFO",
+                          collect_secrets(runtime.config, [r.api_key for r in runtime.llm.runners]), log_file=log_file)
+            print(f"(the log goes to {log_file})", file=sys.stderr)
 
         try:
             return run_console(runtime)
