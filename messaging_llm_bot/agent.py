@@ -347,7 +347,7 @@ class Agent:
         record.update(ok=result.ok, elapsed_s=round(result.elapsed_s, 4))
         if result.ok:
             feedback = format_skill_result(call.skill, result.value, self.settings.skill_result_limit_chars + 200)
-            if touches_untrusted(call.args, result.value):
+            if touches_untrusted(call.args, result.value, skill.capabilities):
                 # Text from a mail, feed or attachment is data; it must not steer later calls.
                 turn.untrusted = True
                 feedback = UNTRUSTED_NOTE + "\n" + feedback

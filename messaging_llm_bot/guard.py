@@ -50,8 +50,10 @@ def capabilities_for(skill: Any, args: Any) -> list[str]:
     return [c for c in declared if c != "delete"] or declared
 
 
-def touches_untrusted(args: Any, value: Any) -> bool:
-    """True when a call read content that came from outside (a mail, a feed item, an attachment)."""
+def touches_untrusted(args: Any, value: Any, capabilities: Any = ()) -> bool:
+    """True when a call read content that came from outside (a mail, a feed item, an attachment, the web)."""
+    if "network" in (capabilities or ()):
+        return True
     try:
         text = json.dumps([args, value], ensure_ascii=False, default=str)[:20000]
     except (TypeError, ValueError):
