@@ -312,8 +312,22 @@ def patch_missing_memory_parts(service: Any) -> list[str]:
     return patched
 
 
-def fake_server(latency: float = 0.0):
-    """A started FakeChatServer with the given per-request latency (seconds)."""
-    from tests.fakes.chat_server import FakeChatServer
+#: Printed by the scripts that use ``fake_server``.
+FAKE_SERVER_NOTE = (
+    "fake server: TCP_NODELAY on its sockets (with Nagle's algorithm on, its separate header and body "
+    "writes meet the client's delayed ACK: ~40 ms per call that no real server adds)"
+)
 
-    return FakeChatServer(latency=latency).start()
+
+def fake_server(latency: float = 0.0):
+    """A started FakeChatServer with the given per-request latency (seconds), Nagle off.
+
+    The fake writes the response headers and body in two sends; with Nagle's algorithm the
+    body then waits for the client's delayed ACK of the headers (~40 ms on Linux), which
+    would be counted as model time and as concurrency overhead. Real servers (uvicorn for
+    vLLM, Go's net/http for Ollama) set TCP_NODELAY.
+    """
+    from tests.fakes import chat_server
+
+    chat_server._Handler.disable_nagle_algorithm = True  # the bench process only
+    return chat_server.FakeChatServer(latency=latency).start()

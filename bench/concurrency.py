@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import bench_config, build_bot, fake_server, machine_line, table  # noqa: E402
+from _common import FAKE_SERVER_NOTE, bench_config, build_bot, fake_server, machine_line, table  # noqa: E402
 
 _MESSAGE = re.compile(r"^(chat-\d+) message (\d+)")
 
@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
         shutil.rmtree(base, ignore_errors=True)
     print(machine_line())
+    print(FAKE_SERVER_NOTE)
     print(f"{chats} chats, model latency {latency * 1000:.0f} ms (fake server), memory recall on; ideal = ceil(messages / c) x latency")
     print(
         table(

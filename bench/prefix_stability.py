@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import bench_config, build_bot, fake_server, machine_line, percentile, table  # noqa: E402
+from _common import FAKE_SERVER_NOTE, bench_config, build_bot, fake_server, machine_line, percentile, table  # noqa: E402
 
 TARGET = 0.95
 REPLY_PAD = "Here is what I found, in a sentence or two so the history grows like a real chat does."
@@ -191,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
         shutil.rmtree(base, ignore_errors=True)
     print(machine_line())
+    print(FAKE_SERVER_NOTE)
     print(f"{turns} turns per scenario, {rows[0]['skill_turns']} of them with skill calls; requests compared with the previous request's raw body")
     print(
         table(

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ROOT, bench_config, fake_server, machine_line, table, write_config_dir  # noqa: E402
+from _common import FAKE_SERVER_NOTE, ROOT, bench_config, fake_server, machine_line, table, write_config_dir  # noqa: E402
 
 from tests.fakes.bot_api import FakeBotAPI  # noqa: E402
 
@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         model.stop()
         shutil.rmtree(base, ignore_errors=True)
     print(machine_line())
+    print(FAKE_SERVER_NOTE)
     print(f"bot: python -m messaging_llm_bot (Telegram frontend, long polling) against FakeBotAPI and FakeChatServer (no latency); {USERS} users")
     print(
         table(

@@ -30,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (  # noqa: E402
+    FAKE_SERVER_NOTE,
     query_words,
     bench_config,
     build_bot,
@@ -150,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
         shutil.rmtree(base, ignore_errors=True)
     print(machine_line())
+    print(FAKE_SERVER_NOTE)
     print(f"bot: {results[0]['how']}; {messages} turns per size after {warmup} warm-up turns; recall on")
     for note in results[0]["notes"]:
         print(f"note: {note}")

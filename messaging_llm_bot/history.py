@@ -52,11 +52,11 @@ TRIM_LOW_WATER = 0.6
 def trim_history(messages: list[dict], budget_chars: int, low_water: float = TRIM_LOW_WATER) -> list[dict]:
     """Within budget: unchanged. Over it: drop whole pairs, oldest first, until the history
     fits ``low_water * budget_chars`` (the newest pair is kept if it fits the budget) (pure)."""
+    if sum(message_chars(m) for m in messages) <= budget_chars:
+        return list(messages)
     groups = pair_groups(messages)
     sizes = [sum(message_chars(m) for m in g) for g in groups]
     total = sum(sizes)
-    if total <= budget_chars:
-        return list(messages)
     target = budget_chars * min(1.0, max(0.0, low_water))
     start = 0
     while start < len(groups) and total > target:
@@ -78,8 +78,9 @@ class HistoryStore:
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
-        # conversation id -> (file stamp, messages): the file is read again only when it changed.
-        self._cache: dict[str, tuple[tuple, list[dict]]] = {}
+        # conversation id -> (file stamp, messages, their JSON lines or None): the file is read
+        # again only when it changed, and each message is encoded once, not on every append.
+        self._cache: dict[str, tuple[tuple, list[dict], list[str] | None]] = {}
         self._cache_lock = threading.Lock()
 
     def _file(self, conversation_id: str) -> str:
@@ -98,7 +99,7 @@ class HistoryStore:
             return [dict(m) for m in cached[1]]
         messages = self._read(conversation_id)
         with self._cache_lock:
-            self._cache[conversation_id] = (stamp, messages)
+            self._cache[conversation_id] = (stamp, messages, None)
         return [dict(m) for m in messages]
 
     def _read(self, conversation_id: str) -> list[dict]:
@@ -117,13 +118,20 @@ class HistoryStore:
         if stamp:
             for message in new:
                 message["time"] = stamp
-        history = trim_history(self.load(conversation_id) + new, budget_chars)
-        # One message per line: readable, and encoded by the fast C encoder (no indent).
-        lines = ",\n".join(json.dumps(m, ensure_ascii=False) for m in history)
-        # No fsync: a derived cache of the L0 log (see the module docstring for the trade-off).
-        target = self.workspace.write_text(self._file(conversation_id), f"[\n{lines}\n]\n" if history else "[]\n", durable=False)
+        old = self.load(conversation_id)
+        history = trim_history(old + new, budget_chars)
         with self._cache_lock:
-            self._cache[conversation_id] = (_stamp(target), [dict(m) for m in history])
+            cached = self._cache.get(conversation_id)
+        # One message per line: readable, and encoded by the fast C encoder (no indent).
+        old_lines = cached[2] if cached is not None and cached[2] is not None and len(cached[2]) == len(old) else None
+        if old_lines is None:
+            old_lines = [json.dumps(m, ensure_ascii=False) for m in old]
+        lines = (old_lines + [json.dumps(m, ensure_ascii=False) for m in new])[len(old) + len(new) - len(history) :]
+        body = ",\n".join(lines)
+        # No fsync: a derived cache of the L0 log (see the module docstring for the trade-off).
+        target = self.workspace.write_text(self._file(conversation_id), f"[\n{body}\n]\n" if history else "[]\n", durable=False)
+        with self._cache_lock:
+            self._cache[conversation_id] = (_stamp(target), [dict(m) for m in history], lines)
         return history
 
     def clear(self, conversation_id: str) -> int:
