@@ -16,14 +16,13 @@ def bot(fake, bot_config, workspace, tmp_path):
 
 
 def test_hello_round_trip(fake, bot, chat_server):
-    chat_server.enqueue('{"reply": "Hello **there**!"}')
+    chat_server.enqueue({"content": '{"reply": "Hello **there**!"}', "delay": 0.5})  # slow enough to show typing
     fake.send_message("hello")
     msgs = fake.wait_for_messages(OWNER, 1)
     assert msgs[0]["text"] == "Hello there!"
     assert {"type": "bold", "offset": 6, "length": 5} in msgs[0]["entities"]
     assert chat_server.chat_requests[-1]["messages"][-1]["content"].startswith("hello")
-    # The typing indicator runs beside the turn, so a fast answer may land first.
-    fake.wait_for(lambda: fake.calls("sendChatAction"), timeout=5)
+    assert fake.calls("sendChatAction")
     assert [c["command"] for c in fake.commands()][:2] == ["help", "now"]
 
 
