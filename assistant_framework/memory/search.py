@@ -214,7 +214,8 @@ def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candid
     sql = "SELECT s.path, -bm25(segfts) FROM segfts CROSS JOIN segments s ON s.id = segfts.rowid WHERE segfts MATCH ?"
     match = or_terms(terms)
     if len(slots) > max_slots:
-        rows = index.query(sql, (match,))
+        listed = sorted(paths)
+        rows = index.query(f"{sql} AND s.path IN ({','.join('?' * len(listed))})", (match, *listed))
     else:
         rows = []
         for slot in slots:
