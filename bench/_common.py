@@ -320,14 +320,12 @@ FAKE_SERVER_NOTE = (
 
 
 def fake_server(latency: float = 0.0):
-    """A started FakeChatServer with the given per-request latency (seconds), Nagle off.
+    """A started FakeChatServer with the given per-request latency (seconds).
 
-    The fake writes the response headers and body in two sends; with Nagle's algorithm the
-    body then waits for the client's delayed ACK of the headers (~40 ms on Linux), which
-    would be counted as model time and as concurrency overhead. Real servers (uvicorn for
-    vLLM, Go's net/http for Ollama) set TCP_NODELAY.
+    The fake sets TCP_NODELAY like real servers (uvicorn for vLLM, Go's net/http for Ollama):
+    with Nagle's algorithm its separate header and body writes would wait for the client's
+    delayed ACK (~40 ms on Linux), counted as model time and concurrency overhead.
     """
     from tests.fakes import chat_server
 
-    chat_server._Handler.disable_nagle_algorithm = True  # the bench process only
     return chat_server.FakeChatServer(latency=latency).start()

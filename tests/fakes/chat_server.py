@@ -119,6 +119,9 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 30  # idle keep-alive connections end instead of living forever
+    # Real model servers set TCP_NODELAY; without it the separate header and body writes stall
+    # ~40 ms per call (Nagle + delayed ACK).
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
