@@ -20,6 +20,7 @@ from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
 
 from .agent import Agent
+from .embeddings import embedding_client
 from .llm import LLMClient
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def _memory(config: dict, workspace: Workspace, llm: LLMClient) -> Any:
     def complete(messages: list[dict], **kwargs: Any) -> str:
         return llm.complete(messages, **kwargs).text
 
-    return MemoryService(workspace, config, complete=complete)
+    return MemoryService(workspace, config, complete=complete, embed=embedding_client(config.get("llm") or {}))
 
 
 @dataclass

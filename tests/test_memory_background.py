@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from assistant_framework.memory import MemoryService
-from assistant_framework.memory.embeddings import EmbeddingClient, EmbeddingError
+from messaging_llm_bot.embeddings import EmbeddingClient, EmbeddingError
 from assistant_framework.memory.profile import PROFILE_PATH, PROPOSED_PATH
 from assistant_framework.stores.facts import FactStore
 from assistant_framework.workspace import Workspace
@@ -206,7 +206,7 @@ def test_embeddings_are_cached_and_fused(tmp_path, server):
         "llm": {"embeddings": {"enabled": True, "base_url": server.base_url, "model": "embed-1"}},
         "memory": {"semantic_weight": 0.5},
     }
-    svc = MemoryService(Workspace(tmp_path / "ws"), config, start_worker=False)
+    svc = MemoryService(Workspace(tmp_path / "ws"), config, embed=EmbeddingClient(config["llm"]["embeddings"]), start_worker=False)
     try:
         svc.log_turn("1", "user", "the red bicycle is in the garage", time=datetime(2026, 5, 1, tzinfo=UTC))
         svc.log_turn("1", "user", "bicycle tyres need air", time=datetime(2026, 5, 1, 1, tzinfo=UTC))
@@ -223,7 +223,7 @@ def test_embeddings_are_cached_and_fused(tmp_path, server):
 def test_embedding_errors_fall_back_to_bm25(tmp_path, server):
     server.set_embeddings_handler(lambda texts: {"status": 500})
     config = {"llm": {"embeddings": {"enabled": True, "base_url": server.base_url, "model": "e"}}, "memory": {"semantic_weight": 0.5}}
-    svc = MemoryService(Workspace(tmp_path / "ws"), config, start_worker=False)
+    svc = MemoryService(Workspace(tmp_path / "ws"), config, embed=EmbeddingClient(config["llm"]["embeddings"]), start_worker=False)
     try:
         svc.log_turn("1", "user", "parcel arrives on Tuesday")
         assert "parcel" in svc.search("parcel")[0].snippet

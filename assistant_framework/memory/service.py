@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 from ..workspace import Workspace
 from . import recall as recall_policy
-from .embeddings import EmbeddingClient, Embed, make_similarity
+from .embeddings import Embed, make_similarity
 from .episodes import write_settled_episodes
 from .extract import extract_and_store
 from .index import MemoryIndex
@@ -63,9 +63,8 @@ class MemoryService:
         self.ranking = ranking_from_config(self.memory_config)
         self.recall_settings = recall_policy.recall_settings(self.memory_config)
         embed_config = (self.config.get("llm") or {}).get("embeddings") or {}
-        if embed is None and embed_config.get("enabled"):
-            embed = EmbeddingClient(embed_config)
-        self.embed_model = str(embed_config.get("model") or "default")
+        # Vectors are cached per model: the embedder's own name wins over the config's.
+        self.embed_model = str(getattr(embed, "model", None) or embed_config.get("model") or "default")
         self._similarity = make_similarity(self.index, embed, self.embed_model) if embed else None
         self._recent: dict[str, collections.deque] = {}
         self._recent_lock = threading.Lock()
