@@ -140,3 +140,9 @@ def test_another_allowed_users_private_chat_sees_neither_owner_data_nor_other_ch
     out = memory_search.run(ws, {"query": "spare key"}, guest)
     assert "hangs in the hallway" not in out and "under the blue flowerpot" not in out
 
+
+
+def test_skill_prefixed_source_names_reach_builtin_skill_data(ws):
+    out = memory_search.run(ws, {"query": "spare key", "source": "skill:notes"}, _ctx("100", 100, 100))
+    assert "hangs in the hallway" in out
+    assert "under the blue flowerpot" not in out  # the conversation source is excluded

@@ -40,6 +40,16 @@ def ranking_from_config(memory_config: dict) -> Ranking:
     )
 
 
+#: Data the built-in skills keep in their own folders; ``skill:notes`` means the ``notes`` source.
+BUILTIN_SKILL_SOURCES = frozenset({"notes", "tasks", "facts", "learnings", "contacts", "birthdays", "routines", "reminders"})
+
+
+def source_alias(source: str) -> str:
+    """``skill:<name>`` for a built-in skill's data is that data's own source name."""
+    kind, _, name = source.partition(":")
+    return name if kind == "skill" and name in BUILTIN_SKILL_SOURCES else source
+
+
 class MemoryService:
     """L0 log, index, recall and the background memory work for one workspace."""
 
@@ -145,7 +155,7 @@ class MemoryService:
         if conversation is not None:
             scope.conversation, scope.owner_data = str(conversation), False
         if source:
-            scope.sources = (source,)
+            scope.sources = (source_alias(source),)
         scope.since, scope.until = since, until
         self.index_pending()
         return search(self.index, query, scope, limit, self.ranking, self._similarity, self._date_preference(query, since, until, now))
