@@ -219,7 +219,16 @@ class Workspace:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                _write_all(fd, data)
+                size = os.fstat(fd).st_size
+                try:
+                    _write_all(fd, data)
+                except OSError:
+                    # Disk full mid-line: cut the partial line off, so the next append starts clean.
+                    try:
+                        os.ftruncate(fd, size)
+                    except OSError:
+                        pass
+                    raise
             finally:
                 os.close(fd)
 

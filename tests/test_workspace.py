@@ -171,3 +171,28 @@ def test_sigkill_during_writes_never_leaves_a_torn_file(ws: Workspace) -> None:
         assert data["body"] == [data["n"]] * 20000
     # Temp files of killed writers are hidden from listings.
     assert ws.list("state/*") == ["state/big.json"]
+
+
+PARTIAL = """
+import resource, signal, sys
+from assistant_framework.workspace import Workspace
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+ws = Workspace(sys.argv[1])
+ws.append_line("log.txt", "first")
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (ws.path("log.txt").stat().st_size + 10, hard))
+try:
+    ws.append_line("log.txt", "x" * 100)  # the file limit stops it mid-line, like a full disk
+except OSError as exc:
+    print("raised", exc.errno)
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+ws.append_line("log.txt", "third")
+"""
+
+
+def test_a_line_cut_by_a_full_disk_is_removed(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-c", PARTIAL, str(tmp_path / "ws")], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "raised" in result.stdout
+    assert (tmp_path / "ws" / "log.txt").read_text() == "first\nthird\n"
