@@ -1,7 +1,8 @@
 """Search over the index: BM25 candidates, then a second stage that ranks turns in context.
 
 Stage 1 asks FTS5 for the best BM25 matches (stopwords dropped, terms OR-ed) inside the
-filters. Stage 2 (``rerank``, pure) adds two kinds of context a lone turn lacks: how well
+filters; a conversation scope scores only the newest ``Ranking.newest_cap`` matches of each
+rowid range, so its cost stays bounded however long the conversation grows. Stage 2 (``rerank``, pure) adds two kinds of context a lone turn lacks: how well
 its segment (one log file: one conversation-day, or one note) matches the query as a
 whole, and how well its neighbouring turns match (answers often sit next to the question
 that carries the query's words). Optional embeddings are fused into the stage-1 scores.
@@ -71,6 +72,13 @@ class Ranking:
     time_weight: float = 0.3
     date_weight: float = 1.0
     whole_segment_weight: float = 0.3
+    # Per rowid range of a conversation scope, only the newest N matching rows get a BM25
+    # score (FTS5 scores every match before ORDER BY ... LIMIT, ~5 us a row). 0 = score all.
+    newest_cap: int = field(default_factory=lambda: NEWEST_CAP)
+
+
+# Above the longest LoCoMo conversation (680 turns), so that benchmark never hits the cap.
+NEWEST_CAP = 1000
 
 
 @dataclass
@@ -160,11 +168,16 @@ def _scope_sql(scope: Scope, conversation: bool = True) -> tuple[str, list]:
 _COLUMNS = "e.id, e.path, e.seq, e.source, e.ref, e.time, e.conversation, e.role, e.text"
 
 
-def bm25_candidates(index: MemoryIndex, terms: list[str], scope: Scope, limit: int, date_weight: float = 1.0) -> list[Candidate]:
+def bm25_candidates(
+    index: MemoryIndex, terms: list[str], scope: Scope, limit: int, date_weight: float = 1.0, newest_cap: int = 0
+) -> list[Candidate]:
     """Stage 1: the best BM25 matches inside the scope (scores positive, higher is better).
 
     A conversation scope runs one MATCH per rowid range, so FTS5 visits only those rows;
     BM25 statistics are the whole table's either way, so scores from the ranges compare.
+    With ``newest_cap`` > 0 each range scores only its newest ``newest_cap`` matches (rowids
+    grow with time inside a slot): FTS5 walks the range newest first and stops there. When a
+    range has no more matches than that, the result is the full ranking.
     """
     if not terms:
         return []
@@ -180,23 +193,26 @@ def bm25_candidates(index: MemoryIndex, terms: list[str], scope: Scope, limit: i
         return [Candidate(*row[:9], bm25=row[9]) for row in rows]
     # The ranges already select the conversation's rows (and owner data); other filters remain.
     where, params = _scope_sql(scope, conversation=False)
+    cap = newest_cap if newest_cap > 0 else -1  # LIMIT -1: no limit
     if where:
         # CROSS JOIN keeps the FTS cursor outermost: the planner must not probe it row by row.
+        # The inner ORDER BY fts.rowid DESC is the FTS cursor's own order, so LIMIT stops it.
         sql = (
-            f"SELECT {_COLUMNS}, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts CROSS JOIN entries e ON e.id = fts.rowid "
-            f"WHERE fts MATCH ? AND fts.rowid BETWEEN ? AND ?{where} ORDER BY s DESC LIMIT ?"
+            f"SELECT * FROM (SELECT {_COLUMNS}, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts CROSS JOIN entries e "
+            f"ON e.id = fts.rowid WHERE fts MATCH ? AND fts.rowid BETWEEN ? AND ?{where} ORDER BY fts.rowid DESC LIMIT ?) "
+            f"ORDER BY s DESC, id LIMIT ?"
         )
     else:
         # Rank inside FTS5 first and join only the winners: fetching every match's row costs
         # as much again as scoring it.
         sql = (
-            f"SELECT {_COLUMNS}, f.s FROM (SELECT rowid AS id, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts "
-            f"WHERE fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY s DESC LIMIT ?) f CROSS JOIN entries e ON e.id = f.id"
+            f"SELECT {_COLUMNS}, f.s FROM (SELECT id, s FROM (SELECT rowid AS id, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts "
+            f"WHERE fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?) ORDER BY s DESC, id LIMIT ?) f "
+            f"CROSS JOIN entries e ON e.id = f.id"
         )
     rows = []
     for low, high in ranges:
-        args = (date_weight, match, low, high, *params, limit) if where else (date_weight, match, low, high, limit)
-        rows += index.query(sql, args)
+        rows += index.query(sql, (date_weight, match, low, high, *params, cap, limit))
     rows.sort(key=lambda row: -row[9])
     return [Candidate(*row[:9], bm25=row[9]) for row in rows[:limit]]
 
@@ -335,7 +351,9 @@ def search(
     if not terms:
         found = recent_entries(index, scope, limit) if (scope.since or scope.until) else []
     else:
-        candidates = bm25_candidates(index, terms, scope, max(ranking.candidates, limit * 5), ranking.date_weight)
+        candidates = bm25_candidates(
+            index, terms, scope, max(ranking.candidates, limit * 5), ranking.date_weight, ranking.newest_cap
+        )
         if similarity is not None and ranking.semantic_weight > 0 and candidates:
             fuse_semantic(candidates, similarity(query, candidates), ranking.semantic_weight)
         head = sorted(candidates, key=lambda c: -c.bm25)[: max(limit * 2, 20)]

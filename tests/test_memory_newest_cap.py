@@ -1,0 +1,76 @@
+"""Stage 1 of a conversation-scoped search scores only the newest ``Ranking.newest_cap``
+matches of each rowid range (bounded cost); with a cap above the match count it is the
+full ranking."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from assistant_framework.memory import MemoryService
+from assistant_framework.memory import search as search_module
+from assistant_framework.memory.search import Ranking, Scope, bm25_candidates, query_terms, search
+from assistant_framework.workspace import Workspace
+
+UTC = timezone.utc
+T0 = datetime(2026, 5, 2, 10, tzinfo=UTC)
+
+
+@pytest.fixture
+def service(tmp_path):
+    svc = MemoryService(Workspace(tmp_path / "ws"), {"runtime": {"timezone": "UTC"}}, start_worker=False)
+    # Old turns match strongly, newer ones weakly: the full ranking prefers the old ones.
+    for i in range(6):
+        svc.log_turn("c", "user", "kiwi kiwi kiwi orchard", time=T0 + timedelta(minutes=i))
+    for i in range(6, 12):
+        svc.log_turn("c", "user", f"a kiwi was mentioned in passing among many other words number {i}", time=T0 + timedelta(minutes=i))
+    svc.log_turn("other", "user", "kiwi kiwi kiwi elsewhere", time=T0)
+    svc.workspace.write_text("notes/fruit.md", "kiwi kiwi notes about fruit\n")
+    svc.refresh()
+    svc.index_pending()
+    yield svc
+    svc.close()
+
+
+def _ref(n: int) -> str:
+    return f"c:2026-05-02:{n}"
+
+
+def test_small_cap_keeps_only_the_newest_matches(service):
+    terms = query_terms("kiwi")
+    capped = bm25_candidates(service.index, terms, Scope(conversation="c"), 200, newest_cap=4)
+    assert sorted(c.ref for c in capped) == sorted(_ref(n) for n in range(9, 13))
+    full = bm25_candidates(service.index, terms, Scope(conversation="c"), 200, newest_cap=0)
+    assert len(full) == 12 and full[0].ref in {_ref(n) for n in range(1, 7)}
+    # Through search(): without neighbour context only the capped rows can be hits.
+    hits = search(service.index, "kiwi", Scope(conversation="c"), 10, Ranking(neighbour_weight=0.0, newest_cap=4))
+    assert {h.ref for h in hits} == {_ref(n) for n in range(9, 13)}
+
+
+def test_cap_applies_per_range_and_with_filters(service):
+    terms = query_terms("kiwi")
+    both = bm25_candidates(service.index, terms, Scope(conversation="c", owner_data=True), 200, newest_cap=3)
+    assert sorted(c.ref for c in both if c.source == "conversation") == sorted(_ref(n) for n in range(10, 13))
+    assert [c.source for c in both].count("notes") == 1  # the owner range has its own cap
+    # A time filter takes the other SQL path; the cap counts rows that pass the filter.
+    since = Scope(conversation="c", since=T0 + timedelta(minutes=2))
+    filtered = bm25_candidates(service.index, terms, since, 200, newest_cap=3)
+    assert sorted(c.ref for c in filtered) == sorted(_ref(n) for n in range(10, 13))
+    assert len(bm25_candidates(service.index, terms, since, 200, newest_cap=0)) == 10
+
+
+def test_large_cap_equals_the_uncapped_ranking(service):
+    scope = Scope(conversation="c", owner_data=True)
+    uncapped = search(service.index, "kiwi orchard", scope, 20, Ranking(newest_cap=0))
+    large = search(service.index, "kiwi orchard", scope, 20, Ranking(newest_cap=1000))
+    assert [(h.ref, h.score) for h in large] == [(h.ref, h.score) for h in uncapped]
+    assert uncapped[0].ref in {_ref(n) for n in range(1, 7)}
+
+
+def test_default_cap_is_read_when_the_ranking_is_made(service, monkeypatch):
+    monkeypatch.setattr(search_module, "NEWEST_CAP", 2)
+    assert Ranking().newest_cap == 2
+    hits = search(service.index, "kiwi", Scope(conversation="c"), 10, Ranking(neighbour_weight=0.0))
+    assert {h.ref for h in hits} == {_ref(11), _ref(12)}
+    assert Ranking(newest_cap=7).newest_cap == 7
