@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import threading
 from datetime import datetime, timedelta
@@ -40,6 +41,9 @@ def ranking_from_config(memory_config: dict) -> Ranking:
     )
 
 
+#: How many more newest matches per range an explicit search scores than recall does.
+SEARCH_CAP_FACTOR = 20
+
 #: Data the built-in skills keep in their own folders; ``skill:notes`` means the ``notes`` source.
 BUILTIN_SKILL_SOURCES = frozenset({"notes", "tasks", "facts", "learnings", "contacts", "birthdays", "routines", "reminders"})
 
@@ -71,6 +75,10 @@ class MemoryService:
         self.index = MemoryIndex(workspace)
         self.turns = TurnLog(workspace, self.tz)
         self.ranking = ranking_from_config(self.memory_config)
+        # Recall runs before every model call and keeps the newest matches only (its budget);
+        # an explicit search (skills, CLI) may take longer to reach old matches in long chats.
+        self.search_ranking = dataclasses.replace(self.ranking, newest_cap=self.ranking.newest_cap * SEARCH_CAP_FACTOR
+                                                  if self.ranking.newest_cap else 0)
         self.recall_settings = recall_policy.recall_settings(self.memory_config)
         embed_config = (self.config.get("llm") or {}).get("embeddings") or {}
         # Vectors are cached per model: the embedder's own name wins over the config's.
@@ -158,7 +166,7 @@ class MemoryService:
             scope.sources = (source_alias(source),)
         scope.since, scope.until = since, until
         self.index_pending()
-        return search(self.index, query, scope, limit, self.ranking, self._similarity, self._date_preference(query, since, until, now))
+        return search(self.index, query, scope, limit, self.search_ranking, self._similarity, self._date_preference(query, since, until, now))
 
     def _date_preference(self, query: str, since, until, now: datetime | None) -> tuple[datetime, datetime] | None:
         """A date phrase in the query prefers rows from then (a soft boost, not a filter:
