@@ -6,7 +6,7 @@ import threading
 from datetime import datetime, timedelta, timezone
 
 from assistant_framework.memory import MemoryService
-from assistant_framework.memory.index import slot_of, slot_range
+from assistant_framework.memory.rowkeys import slot_of, slot_range
 from assistant_framework.memory.search import Scope, search
 from assistant_framework.workspace import Workspace
 

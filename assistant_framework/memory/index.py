@@ -16,27 +16,23 @@ log grows, while BM25 statistics stay those of the whole table (ranking is uncha
 
 from __future__ import annotations
 
-import hashlib
 import os
 import queue
-import re
 import sqlite3
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..workspace import Workspace
 from .log import safe_conversation_id
+from .rowkeys import content_hash, date_words, default_time, scope_token, slot_range
 from .sources import DEFAULT_SOURCES, Entry, file_entries, is_appendable, jsonl_entries, source_for, time_to_ts, walk_roots
 
 INDEX_PATH = "memory/index.sqlite3"
 SCHEMA_VERSION = 5
-SLOT_BITS = 32
 _TAIL = 256
-_DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -247,7 +243,7 @@ class MemoryIndex:
             with open(path, "rb") as handle:
                 start = max(0, state.offset - _TAIL)
                 handle.seek(start)
-                if _hash(handle.read(state.offset - start)) == state.tail_hash:
+                if content_hash(handle.read(state.offset - start)) == state.tail_hash:
                     return self._append_from(rel, state, st, handle)
         return self._index_file(rel, st)
 
@@ -270,7 +266,7 @@ class MemoryIndex:
         tail = (before + complete)[-_TAIL:]
         self.conn.execute(
             "UPDATE files SET size=?, mtime_ns=?, offset=?, lines=?, tail_hash=? WHERE path=?",
-            (st.st_size, st.st_mtime_ns, offset, number, _hash(tail), rel),
+            (st.st_size, st.st_mtime_ns, offset, number, content_hash(tail), rel),
         )
         return len(entries)
 
@@ -286,16 +282,16 @@ class MemoryIndex:
             self._remove(rel)
             return 0
         self._delete_rows(rel)
-        default_time = _default_time(rel, st.st_mtime)
+        fallback_time = default_time(rel, st.st_mtime)
         if is_appendable(rel):
             data = data[: data.rfind(b"\n") + 1]
-        entries = file_entries(data, rel, source, default_time)
+        entries = file_entries(data, rel, source, fallback_time)
         self._insert(entries)
         self._update_segment(rel, source)
         lines = sum(1 for raw in data.splitlines() if raw.strip()) if is_appendable(rel) else 0
         self.conn.execute(
             "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (rel, source, st.st_size, st.st_mtime_ns, len(data), lines, _hash(data[-_TAIL:])),
+            (rel, source, st.st_size, st.st_mtime_ns, len(data), lines, content_hash(data[-_TAIL:])),
         )
         return len(entries)
 
@@ -410,45 +406,3 @@ class MemoryIndex:
             self.conn.execute("BEGIN")
             self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", ((h, model, b) for h, b in rows))
             self.conn.execute("COMMIT")
-
-
-def slot_range(slot: int) -> tuple[int, int]:
-    """The inclusive rowid range of an id slot (see the module docstring)."""
-    return slot << SLOT_BITS, ((slot + 1) << SLOT_BITS) - 1
-
-
-def slot_of(row_id: int) -> int:
-    """The id slot a row id belongs to."""
-    return row_id >> SLOT_BITS
-
-
-def scope_token(conversation: str | None) -> str:
-    """One FTS token per conversation ('owner' for rows of no conversation).
-
-    Searches no longer match on it (id slots scope them); the column stays, weighted 0, so
-    every row's token count, and with it BM25's length normalisation, is unchanged."""
-    if conversation is None:
-        return "owner"
-    return "c" + hashlib.sha1(conversation.encode("utf-8")).hexdigest()[:16]
-
-
-def date_words(iso: str | None) -> str:
-    """The row's date in words ('8 May 2023'), so a query naming a date matches it."""
-    if not iso:
-        return ""
-    try:
-        moment = datetime.fromisoformat(iso)
-    except ValueError:
-        return ""
-    return f"{moment.day} {moment.strftime('%B')} {moment.year}"
-
-
-def _hash(data: bytes) -> str:
-    return hashlib.sha1(data).hexdigest()
-
-
-def _default_time(rel: str, mtime: float) -> str:
-    found = _DATE_IN_NAME.search(rel.rsplit("/", 1)[-1])
-    if found:
-        return found.group(1) + "T00:00:00+00:00"
-    return datetime.fromtimestamp(mtime, timezone.utc).isoformat(timespec="seconds")

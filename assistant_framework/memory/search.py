@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
-from .index import MemoryIndex, slot_of, slot_range
+from .index import MemoryIndex
+from .rowkeys import slot_of, slot_range
 from .log import safe_conversation_id
 from .sources import time_to_ts
 
