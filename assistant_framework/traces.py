@@ -18,16 +18,15 @@ import atexit
 import bisect
 import json
 import logging
-import queue
 import re
 import secrets as _random
 import threading
-import time
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
+from .background import BackgroundWorker
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -105,48 +104,9 @@ def trace_path(trace_id: str) -> str:
     return f"{TRACES_DIR}/{day[:4]}-{day[4:6]}-{day[6:]}/{trace_id}.json"
 
 
-class _BackgroundWriter:
-    """One daemon thread running queued trace writes in order (started on first use)."""
-
-    def __init__(self) -> None:
-        self._queue: queue.Queue = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._start_lock = threading.Lock()
-
-    def submit(self, job: Callable[[], None], label: str) -> None:
-        with self._start_lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="trace-writer", daemon=True)
-                self._thread.start()
-        self._queue.put((job, label))
-
-    def _run(self) -> None:
-        while True:
-            job, label = self._queue.get()
-            try:
-                job()
-            except Exception:  # a full disk must not stop later traces
-                log.exception("could not write %s", label)
-            finally:
-                self._queue.task_done()
-
-    def drain(self, timeout: float) -> bool:
-        """Wait until every queued write ran; False on timeout (at once inside the writer)."""
-        if threading.current_thread() is self._thread:
-            return not self._queue.unfinished_tasks
-        deadline = time.monotonic() + timeout
-        with self._queue.all_tasks_done:
-            while self._queue.unfinished_tasks:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._queue.all_tasks_done.wait(remaining)
-        return True
-
-
 # The process's one trace writer: a registry set up at import, shared by every TraceStore so
 # that any store's reads can wait for writes queued through another.
-_WRITER = _BackgroundWriter()
+_WRITER = BackgroundWorker("trace-writer")
 atexit.register(_WRITER.drain, 10.0)
 _READ_WAIT_SECONDS = 10.0
 

@@ -20,7 +20,7 @@ from .log import CONVERSATIONS_DIR, TurnLog, safe_conversation_id
 from .profile import profile_text, refresh_profile_if_due
 from .search import MemoryHit, Ranking, Scope, search
 from .timeparse import parse_date_range
-from .worker import BackgroundWorker
+from ..background import BackgroundWorker
 
 log = logging.getLogger(__name__)
 Complete = Callable[..., str]

@@ -1,4 +1,8 @@
-"""One background thread with a queue: extraction, episodes and the index timer never delay a reply."""
+"""One background thread with a queue, so slow upkeep never delays a reply.
+
+Used by the memory module (extraction, episodes, the index timer) and by the trace writer.
+Jobs run one at a time in submission order; a failing job is logged with its label.
+"""
 
 from __future__ import annotations
 
@@ -13,17 +17,31 @@ _STOP = object()
 
 
 class BackgroundWorker:
-    """Runs submitted jobs one at a time; ``on_idle`` runs every ``idle_seconds`` without jobs."""
+    """Runs submitted jobs in order; ``on_idle`` runs every ``idle_seconds`` without jobs.
+
+    The thread starts with the first job (or at once with ``on_idle``), so creating a worker
+    at import time starts nothing.
+    """
 
     def __init__(self, name: str, on_idle: Callable[[], None] | None = None, idle_seconds: float = 60.0) -> None:
+        self.name = name
         self._queue: queue.Queue = queue.Queue()
         self._on_idle = on_idle
         self._idle_seconds = idle_seconds
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        if on_idle is not None:
+            self._ensure_thread()
+
+    def _ensure_thread(self) -> None:
+        with self._start_lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
 
     def submit(self, job: Callable[[], None], label: str) -> None:
         """Queue a job; failures are logged with the label, never raised."""
+        self._ensure_thread()
         self._queue.put((job, label))
 
     def _run(self) -> None:
@@ -31,7 +49,7 @@ class BackgroundWorker:
             try:
                 item = self._queue.get(timeout=self._idle_seconds if self._on_idle else None)
             except queue.Empty:
-                self._safe(self._on_idle, "periodic refresh")
+                self._safe(self._on_idle, "periodic upkeep")
                 continue
             try:
                 if item is _STOP:
@@ -41,17 +59,18 @@ class BackgroundWorker:
             finally:
                 self._queue.task_done()
 
-    @staticmethod
-    def _safe(job: Callable[[], None] | None, label: str) -> None:
+    def _safe(self, job: Callable[[], None] | None, label: str) -> None:
         if job is None:
             return
         try:
             job()
-        except Exception:
-            log.exception("memory background job %r failed", label)
+        except Exception:  # a full disk or a bad model answer must not stop later jobs
+            log.exception("%s: background job %r failed", self.name, label)
 
     def drain(self, timeout: float) -> bool:
-        """Wait until every queued job has run; False on timeout."""
+        """Wait until every queued job has run; False on timeout (at once when called from a job)."""
+        if threading.current_thread() is self._thread:
+            return not self._queue.unfinished_tasks
         deadline = time.monotonic() + timeout
         with self._queue.all_tasks_done:
             while self._queue.unfinished_tasks:
@@ -62,6 +81,7 @@ class BackgroundWorker:
         return True
 
     def stop(self, timeout: float = 5.0) -> None:
-        if self._thread.is_alive():
+        """Finish the queued jobs, then end the thread (waits at most ``timeout``)."""
+        if self._thread is not None and self._thread.is_alive():
             self._queue.put(_STOP)
             self._thread.join(timeout)
