@@ -9,20 +9,18 @@ once under a unique module name; any failure becomes a CollectorLoadError.
 from __future__ import annotations
 
 import copy
-import hashlib
-import importlib.util
 import inspect
 import re
-import sys
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Callable
 
 import jsonschema
 
 from .config import format_json_path
+from .plugin_import import import_plugin
 from .schedules import validate_cron
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
@@ -108,22 +106,7 @@ def is_collector_folder(folder: Path) -> bool:
 
 def import_folder(folder: Path) -> ModuleType:
     """Import a collector package under a unique module name (no sys.path changes)."""
-    digest = hashlib.sha1(str(folder.resolve()).encode("utf-8")).hexdigest()[:10]
-    module_name = f"assistant_collectors_{digest}_{re.sub(r'[^0-9a-zA-Z_]', '_', folder.name)}"
-    spec = importlib.util.spec_from_file_location(
-        module_name, folder / "__init__.py", submodule_search_locations=[str(folder)]
-    )
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import collector folder {folder}")
-    module = importlib.util.module_from_spec(spec)
-    # Registered before exec so the package's own relative imports resolve.
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(module_name, None)
-        raise
-    return module
+    return import_plugin(folder, "assistant_collectors")
 
 
 def load_collector(folder: Path, section: dict | None) -> Collector | CollectorLoadError:

@@ -8,19 +8,17 @@ message naming the folder and what is wrong; the manager records it and goes on.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.machinery
-import importlib.util
 import inspect
 import json
 import re
-import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import jsonschema
+
+from .plugin_import import PluginImportError, forget_module, import_plugin  # noqa: F401 (forget_module re-exported)
 
 #: Capabilities a skill may declare; the security policy decides on each.
 KNOWN_CAPABILITIES = ("read", "write", "delete", "network", "send")
@@ -147,62 +145,12 @@ def is_skill_folder(path: Path) -> bool:
     return path.is_dir() and not path.name.startswith(("_", ".")) and (path / "__init__.py").is_file()
 
 
-def module_name_for(folder: Path) -> str:
-    """A unique, stable module name per skill folder: ``assistant_skills.d<hash>.<name>``."""
-    digest = hashlib.sha1(str(folder.resolve().parent).encode("utf-8")).hexdigest()[:10]
-    safe = re.sub(r"\W", "_", folder.name)
-    if not safe or safe[0].isdigit():
-        safe = "_" + safe
-    return f"{MODULE_ROOT}.d{digest}.{safe}"
-
-
-def _ensure_parent_packages(module_name: str) -> None:
-    # Placeholder namespace packages so the dotted name is importable as a whole.
-    parts = module_name.split(".")
-    for depth in range(1, len(parts)):
-        name = ".".join(parts[:depth])
-        if name not in sys.modules:
-            package = types.ModuleType(name)
-            package.__path__ = []  # type: ignore[attr-defined]
-            sys.modules[name] = package
-
-
-def forget_module(module_name: str) -> None:
-    """Drop a skill module and its submodules from ``sys.modules`` (for reload)."""
-    for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
-        del sys.modules[name]
-
-
-class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
-    """Compiles from source every time: a .pyc keyed on whole-second mtime and size can be
-    stale when a skill is edited and reloaded within the same second."""
-
-    def get_code(self, fullname: str) -> types.CodeType:
-        source = self.get_source(fullname)
-        return compile(source or "", self.path, "exec", dont_inherit=True)
-
-
 def import_skill_module(folder: Path) -> types.ModuleType:
     """Import ``folder/__init__.py`` as a package under its unique module name."""
-    module_name = module_name_for(folder)
-    forget_module(module_name)
-    _ensure_parent_packages(module_name)
-    init = folder / "__init__.py"
-    loader = _FreshSourceLoader(module_name, str(init))
-    spec = importlib.util.spec_from_file_location(module_name, init, loader=loader, submodule_search_locations=[str(folder)])
-    if spec is None or spec.loader is None:
-        raise SkillDefinitionError(f"{folder}: cannot create an import spec for {init}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
-    except KeyboardInterrupt:
-        forget_module(module_name)
-        raise
-    except BaseException as exc:  # SyntaxError, ImportError, even sys.exit() in a plugin
-        forget_module(module_name)
-        raise SkillDefinitionError(f"{folder}: import failed: {type(exc).__name__}: {exc}") from exc
-    return module
+        return import_plugin(folder, MODULE_ROOT)
+    except PluginImportError as exc:
+        raise SkillDefinitionError(str(exc)) from exc.__cause__
 
 
 def _definition(module: types.ModuleType, folder: Path) -> dict:

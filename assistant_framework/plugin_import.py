@@ -1,0 +1,78 @@
+"""Import a plugin folder (a skill or a collector) as a package under a unique module name.
+
+No ``sys.path`` changes; two folders with the same name in different directories never clash;
+each import compiles from source, so a plugin edited and reloaded within one second is fresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import re
+import sys
+import types
+from pathlib import Path
+
+
+class PluginImportError(ImportError):
+    """A plugin folder that could not be imported; the message names the folder."""
+
+
+def module_name_for(folder: Path, root: str) -> str:
+    """A unique, stable module name per plugin folder: ``<root>.d<hash>.<name>``."""
+    digest = hashlib.sha1(str(folder.resolve().parent).encode("utf-8")).hexdigest()[:10]
+    safe = re.sub(r"\W", "_", folder.name)
+    if not safe or safe[0].isdigit():
+        safe = "_" + safe
+    return f"{root}.d{digest}.{safe}"
+
+
+def _ensure_parent_packages(module_name: str) -> None:
+    # Placeholder namespace packages so the dotted name is importable as a whole.
+    parts = module_name.split(".")
+    for depth in range(1, len(parts)):
+        name = ".".join(parts[:depth])
+        if name not in sys.modules:
+            package = types.ModuleType(name)
+            package.__path__ = []  # type: ignore[attr-defined]
+            sys.modules[name] = package
+
+
+def forget_module(module_name: str) -> None:
+    """Drop a plugin module and its submodules from ``sys.modules`` (for reload)."""
+    for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
+        del sys.modules[name]
+
+
+class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
+    """Compiles from source every time: a .pyc keyed on whole-second mtime and size can be
+    stale when a plugin is edited and reloaded within the same second."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        source = self.get_source(fullname)
+        return compile(source or "", self.path, "exec", dont_inherit=True)
+
+
+def import_plugin(folder: Path, root: str) -> types.ModuleType:
+    """Import ``folder/__init__.py`` as a package; PluginImportError names the folder on failure."""
+    module_name = module_name_for(folder, root)
+    forget_module(module_name)
+    _ensure_parent_packages(module_name)
+    init = folder / "__init__.py"
+    loader = _FreshSourceLoader(module_name, str(init))
+    spec = importlib.util.spec_from_file_location(module_name, init, loader=loader, submodule_search_locations=[str(folder)])
+    if spec is None or spec.loader is None:
+        raise PluginImportError(f"{folder}: cannot create an import spec for {init}")
+    module = importlib.util.module_from_spec(spec)
+    # Registered before exec so the package's own relative imports resolve.
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except KeyboardInterrupt:
+        forget_module(module_name)
+        raise
+    except BaseException as exc:  # SyntaxError, ImportError, even sys.exit() in a plugin
+        forget_module(module_name)
+        raise PluginImportError(f"{folder}: import failed: {type(exc).__name__}: {exc}") from exc
+    return module
