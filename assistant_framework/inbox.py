@@ -75,7 +75,12 @@ class Inbox:
         for item in self._load_pending():
             self._items[item.item_id] = item
             self._last_seq = max(self._last_seq, item.seq)
-        self._seen: set[str] = self._load_seen() | {i.source_id for i in self._items.values()}
+        logged = self._load_seen()
+        # A crash between writing an item and logging its id leaves the id only in the pending
+        # file; log it now, or once the item is answered a re-delivery would be taken as new.
+        for source_id in sorted({i.source_id for i in self._items.values()} - logged):
+            self.ws.append_line(SEEN_LOG, source_id)
+        self._seen: set[str] = logged | {i.source_id for i in self._items.values()}
 
     # -- incoming -------------------------------------------------------------
 

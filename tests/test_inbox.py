@@ -89,3 +89,18 @@ def test_reply_text_survives_restart(tmp_path):
     inbox.record_part(item.item_id, 0, 77)
     again = Inbox(ws).get(item.item_id)
     assert again.reply == "the answer" and again.parts == {0: 77}
+
+
+def test_id_of_an_item_written_just_before_a_crash_stays_seen_after_it_is_answered(tmp_path):
+    """Killed between writing the item and logging its id: after restart, answer and another restart,
+    a re-delivery of the same update must still be recognised (the test crash found this)."""
+    from assistant_framework.inbox import SEEN_LOG, Inbox
+    from assistant_framework.workspace import Workspace
+
+    ws = Workspace(tmp_path / "ws")
+    item = Inbox(ws).accept("upd-16", "tg:7", {"text": "m016"})
+    ws.write_text(SEEN_LOG, "")  # the kill came before the seen line was appended
+    restarted = Inbox(ws)
+    assert [i.item_id for i in restarted.pending()] == [item.item_id]
+    restarted.complete(item.item_id)
+    assert Inbox(ws).accept("upd-16", "tg:7", {"text": "m016"}) is None
