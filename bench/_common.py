@@ -13,7 +13,7 @@ import os
 import platform
 import random
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Sequence
@@ -246,21 +246,16 @@ def bench_config(
 
 @dataclass
 class Bot:
-    """The parts a benchmark drives; ``how`` says whether build_runtime or a fallback built it."""
+    """The parts a benchmark drives, from ``build_runtime`` as ``python -m messaging_llm_bot`` builds them."""
 
     agent: Any
     memory: Any
     workspace: Workspace
-    how: str
-    runtime: Any = None
-    notes: list[str] = field(default_factory=list)
+    runtime: Any
 
     def close(self) -> None:
         """Stop background work and close clients (the runtime owns the memory service)."""
-        if self.runtime is not None:
-            self.runtime.shutdown(timeout=5)
-        elif self.memory is not None:
-            self.memory.close()
+        self.runtime.shutdown(timeout=5)
 
 
 def write_config_dir(config: dict, folder: Path) -> Path:
@@ -271,45 +266,13 @@ def write_config_dir(config: dict, folder: Path) -> Path:
     return folder
 
 
-def build_bot(config: dict, workspace_root: Path, *, memory: bool = True) -> Bot:
-    """The bot over ``workspace_root``: ``build_runtime`` when it exists, else the same parts by hand."""
-    try:
-        from messaging_llm_bot.runtime import build_runtime  # type: ignore
-    except ImportError:
-        build_runtime = None
-    if build_runtime is not None:
-        config_dir = write_config_dir(config, workspace_root.parent / (workspace_root.name + "-config"))
-        runtime = build_runtime(str(config_dir), str(workspace_root))
-        notes = patch_missing_memory_parts(runtime.memory) if runtime.memory is not None else []
-        return Bot(agent=runtime.agent, memory=runtime.memory, workspace=runtime.workspace, how="build_runtime", runtime=runtime, notes=notes)
-    from assistant_framework.collectors import CollectorManager
-    from assistant_framework.memory import MemoryService
-    from assistant_framework.skills import SkillManager
-    from messaging_llm_bot.agent import Agent
-    from messaging_llm_bot.llm import LLMClient
+def build_bot(config: dict, workspace_root: Path) -> Bot:
+    """The bot over ``workspace_root``, built by ``build_runtime`` from a config tree."""
+    from messaging_llm_bot.runtime import build_runtime
 
-    workspace = Workspace(workspace_root)
-    skills = SkillManager.from_config(config, workspace)
-    collectors = CollectorManager.from_config(config, workspace)
-    llm = LLMClient(config["llm"])
-    service = MemoryService(workspace, config, start_worker=False) if memory else None
-    notes = ["messaging_llm_bot/runtime.py is missing: the Agent was assembled from its parts"]
-    if service is not None:
-        notes += patch_missing_memory_parts(service)
-    agent = Agent(config, workspace, skills, llm, collectors=collectors, memory=service)
-    return Bot(agent=agent, memory=service, workspace=workspace, how="assembled from parts", notes=notes)
-
-
-def patch_missing_memory_parts(service: Any) -> list[str]:
-    """Stand-ins for memory modules not written yet, so a turn can run; returns what was patched."""
-    import importlib.util
-
-    patched = []
-    if importlib.util.find_spec("assistant_framework.memory.profile") is None:
-        # MemoryService.profile_text imports it on every prompt build; no profile means "".
-        service.profile_text = lambda budget_chars: ""
-        patched.append("assistant_framework/memory/profile.py is missing: profile_text() stubbed to ''")
-    return patched
+    config_dir = write_config_dir(config, workspace_root.parent / (workspace_root.name + "-config"))
+    runtime = build_runtime(str(config_dir), str(workspace_root))
+    return Bot(agent=runtime.agent, memory=runtime.memory, workspace=runtime.workspace, runtime=runtime)
 
 
 #: Printed by the scripts that use ``fake_server``.

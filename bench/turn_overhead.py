@@ -125,8 +125,6 @@ def measure(files: int, turns: int, messages: int, warmup: int, base: Path, serv
         "p99_trace": percentile(with_trace, 99),
         "recall_share": recalled / max(1, len(overhead)),
         "phases": {name: percentile(values, 50) for name, values in phases.items()},
-        "how": bot.how,
-        "notes": bot.notes,
     }
 
 
@@ -152,9 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(base, ignore_errors=True)
     print(machine_line())
     print(FAKE_SERVER_NOTE)
-    print(f"bot: {results[0]['how']}; {messages} turns per size after {warmup} warm-up turns; recall on")
-    for note in results[0]["notes"]:
-        print(f"note: {note}")
+    print(f"bot: build_runtime; {messages} turns per size after {warmup} warm-up turns; recall on")
     rows = [
         [
             count_label(r["files"]),
