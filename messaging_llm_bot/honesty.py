@@ -1,7 +1,6 @@
 """Memory honesty: a reply that claims a save must match a real workspace write in the turn.
 
-``check_memory_claim(reply, wrote_memory) -> claim kind or None`` comes from the memory module;
-a small local check with the same contract stands in when that module is not installed.
+``check_memory_claim(reply, wrote_memory) -> claim kind or None`` comes from the memory module.
 A claim without a write gets an honest note; a real write shows where it went.
 """
 
@@ -10,31 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from assistant_framework.memory import check_memory_claim
+
 NOTHING_SAVED_NOTE = "(Nothing was saved — say 'remember ...' to store it.)"
-
-_CLAIM_RE = re.compile(
-    r"\b(?:i(?:'ll| will|'ve| have)?\s+(?:also\s+)?(?:remember|save|saved|note|noted|store|stored|keep in mind|"
-    r"made a note|added (?:it|that|this)|written (?:it|that) down|write (?:it|that) down))\b"
-    r"|^\s*(?:saved|noted|stored|got it,? i'll remember)\b"
-    r"|\b(?:has|have) been (?:saved|noted|stored|remembered)\b",
-    re.IGNORECASE | re.MULTILINE,
-)
-
-
-def local_memory_claim(reply: str, wrote_memory: bool) -> str | None:
-    """Fallback claim check: the kind "save" for a claimed save without a write, else None."""
-    if wrote_memory or not _CLAIM_RE.search(reply or ""):
-        return None
-    return "save"
-
-
-try:
-    from assistant_framework.memory import check_memory_claim
-except ModuleNotFoundError as exc:  # memory is optional; any other import failure is a bug
-    if exc.name not in ("assistant_framework.memory", "assistant_framework.memory.claims"):
-        raise
-    check_memory_claim = local_memory_claim
-
 
 #: ``action`` values of skills with the write capability that only read.
 READ_ACTIONS = frozenset({"read", "list", "search", "find", "lookup", "get", "show", "upcoming", "now",

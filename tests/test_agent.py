@@ -294,17 +294,17 @@ def test_builtin_notes_write_shows_location_and_read_does_not_count(agent, chat_
 
 
 def test_honesty_helpers():
-    from messaging_llm_bot.honesty import is_write_call, local_memory_claim, saved_location
+    from messaging_llm_bot.honesty import check_memory_claim, is_write_call, saved_location
 
     assert saved_location("saved note 'x' to notes/x.md") == "notes/x.md"
     assert saved_location("wrote 5 characters to learnings/general.md.") == "learnings/general.md"
     assert saved_location({"path": "a/b.md"}) == "a/b.md" and saved_location("no match") is None
     assert is_write_call(["read", "write"], {"action": "add"}) and not is_write_call(["read", "write"], {"action": "list"})
     assert not is_write_call(["read"], {}) and is_write_call(["write"], {})
-    assert local_memory_claim("Noted! I'll keep that in mind.", False) == "save"
-    assert local_memory_claim("Noted.", True) is None
-    assert local_memory_claim("Paris is the capital of France.", False) is None
-    assert local_memory_claim("You saved 5 euros last week.", False) is None
+    assert check_memory_claim("Noted! I'll keep that in mind.", False)
+    assert check_memory_claim("Noted.", True) is None
+    assert check_memory_claim("Paris is the capital of France.", False) is None
+    assert check_memory_claim("You saved 5 euros last week.", False) is None
 
 
 def test_footer_lists_recalled_memories():
