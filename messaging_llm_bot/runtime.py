@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from assistant_framework.collector_runner import CollectorRunner
 from assistant_framework.collectors import CollectorManager
 from assistant_framework.config import ConfigError, load_config
+from assistant_framework.memory import MemoryService
 from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
 
@@ -24,13 +25,6 @@ from .embeddings import embedding_client
 from .llm import LLMClient
 
 log = logging.getLogger(__name__)
-
-try:
-    from assistant_framework.memory import MemoryService
-except ModuleNotFoundError as exc:  # the memory module is optional; any other import error is a bug
-    if exc.name not in ("assistant_framework.memory", "assistant_framework.memory.service"):
-        raise
-    MemoryService = None  # type: ignore[assignment,misc]
 
 MEMORY_MAINTENANCE_SECONDS = 3600.0
 
@@ -54,7 +48,7 @@ def _llm_client(config: dict) -> LLMClient:
 
 
 def _memory(config: dict, workspace: Workspace, llm: LLMClient) -> Any:
-    if MemoryService is None or not (config.get("memory") or {}).get("enabled", True):
+    if not (config.get("memory") or {}).get("enabled", True):
         return None
 
     def complete(messages: list[dict], **kwargs: Any) -> str:
