@@ -17,6 +17,7 @@ from assistant_framework.workspace import WorkspacePathError
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 CONSOLE_LOG = "state/logs/console.log"
+_LIBRARY_LOGGERS = ("telegram", "httpx", "httpcore", "apscheduler")
 NO_TOKEN = ("No Telegram bot token is configured (set telegram.token in the config, "
             "or the TELEGRAM_BOT_TOKEN environment variable).")
 
@@ -29,6 +30,12 @@ class OneLineRedactingFormatter(logging.Formatter):
         self.secrets = sorted(set(secrets or []), key=len, reverse=True)
 
     def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info and record.name.startswith(_LIBRARY_LOGGERS) and not logging.getLogger().isEnabledFor(logging.DEBUG):
+            # A library's network retries (no connection to Telegram, say) need their cause, not
+            # 80 frames of httpx; LOG_LEVEL=DEBUG keeps the full traceback.
+            exc = record.exc_info[1]
+            record = logging.makeLogRecord({**record.__dict__, "exc_info": None, "exc_text": None,
+                                            "msg": f"{record.getMessage()} ({type(exc).__name__}: {exc})", "args": None})
         text = super().format(record)
         for secret in self.secrets:
             text = text.replace(secret, REDACTED)

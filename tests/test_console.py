@@ -192,3 +192,22 @@ def test_piped_console_refuses_ask_calls(tmp_path, chat_server, test_skills_dir)
     assert result.returncode == 0
     assert (ws / "notes" / "old.md").exists()
     assert "cannot give" in chat_server.chat_requests[-1]["messages"][-1]["content"]
+
+
+def test_log_lines_fold_library_tracebacks_to_their_cause():
+    import logging
+    import sys
+
+    from messaging_llm_bot.__main__ import OneLineRedactingFormatter
+
+    try:
+        raise ConnectionError("Name or service not known for token 123:SECRET")
+    except ConnectionError:
+        exc_info = sys.exc_info()
+    formatter = OneLineRedactingFormatter(["123:SECRET"])
+    library = logging.LogRecord("telegram.ext", logging.ERROR, __file__, 1, "Network Retry Loop failed", None, exc_info)
+    line = formatter.format(library)
+    assert "Traceback" not in line and "\n" not in line
+    assert line.endswith("Network Retry Loop failed (ConnectionError: Name or service not known for token ***)")
+    ours = logging.LogRecord("messaging_llm_bot.agent", logging.ERROR, __file__, 1, "turn failed", None, exc_info)
+    assert "Traceback" in formatter.format(ours)  # our own errors keep the frames, on one line
