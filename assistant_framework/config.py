@@ -24,7 +24,8 @@ CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 INDEX_STEM = "index"
 TOKEN_ENV = "TELEGRAM_BOT_TOKEN"
 _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
-_SECRET_KEY = re.compile(r"(token|api_key|apikey|password|passwd|secret|credential)", re.IGNORECASE)
+#: Config and argument keys whose values are secrets (shared by config show, traces and the audit log).
+SECRET_KEY = re.compile(r"(token|api_key|apikey|password|passwd|secret|credential)", re.IGNORECASE)
 REDACTED = "***"
 
 
@@ -245,7 +246,7 @@ def redact(value: Any, key: str = "") -> Any:
         return {k: redact(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v, key) for v in value]
-    if key and _SECRET_KEY.search(key) and isinstance(value, str) and value:
+    if key and SECRET_KEY.search(key) and isinstance(value, str) and value:
         return REDACTED
     return value
 

@@ -10,17 +10,17 @@ cannot steer it into destroying or sending the owner's data.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable
+
+from .config import REDACTED, SECRET_KEY
 
 CAPABILITIES = ("read", "write", "delete", "network", "send")
 DEFAULT_DECISIONS = {"read": "allow", "write": "allow", "delete": "ask", "network": "ask", "send": "ask"}
 #: Capabilities that always need confirmation after untrusted content entered the turn.
 GUARDED_WHEN_UNTRUSTED = frozenset({"delete", "network", "send"})
 _ORDER = {"allow": 0, "ask": 1, "deny": 2}
-_SECRET_ARG = re.compile(r"(token|api_key|apikey|password|passwd|secret|credential)", re.IGNORECASE)
 AUDIT_LOG = "state/audit.jsonl"
 
 
@@ -68,8 +68,8 @@ def redact_args(value: Any, key: str = "") -> Any:
         return {k: redact_args(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return [redact_args(v, key) for v in value]
-    if key and _SECRET_ARG.search(key) and value not in (None, ""):
-        return "***"
+    if key and SECRET_KEY.search(key) and value not in (None, ""):
+        return REDACTED
     if isinstance(value, str) and len(value) > 500:
         return value[:500] + f"[... {len(value) - 500} more characters]"
     return value

@@ -27,6 +27,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
 from .background import BackgroundWorker
+from .config import REDACTED, SECRET_KEY
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -34,8 +35,6 @@ log = logging.getLogger(__name__)
 TRACES_DIR = "traces"
 #: One compact line per answered turn, monthly files; /stats reads these, not the pruned traces.
 USAGE_DIR = "state/usage"
-REDACTED = "***"
-_SECRET_KEY = re.compile(r"(token|api_key|apikey|password|passwd|secret|credential)", re.IGNORECASE)
 _ID_RE = re.compile(r"^(\d{8})T\d{6}\d{6}-[0-9a-f]{6}$")
 # Shorter "secrets" (e.g. "x") would shred ordinary text when replaced.
 _MIN_SECRET_LEN = 4
@@ -52,7 +51,7 @@ def collect_secrets(config: Any, extra: Iterable[str] = ()) -> list[str]:
         elif isinstance(value, list):
             for v in value:
                 walk(v, key)
-        elif isinstance(value, str) and key and _SECRET_KEY.search(key) and len(value) >= _MIN_SECRET_LEN:
+        elif isinstance(value, str) and key and SECRET_KEY.search(key) and len(value) >= _MIN_SECRET_LEN:
             found.add(value)
 
     walk(config, "")
