@@ -11,8 +11,8 @@ import importlib
 import sys
 from typing import Sequence
 
-from .config import ConfigError
-from .workspace import WorkspacePathError
+from assistant_framework.config import ConfigError
+from assistant_framework.workspace import WorkspacePathError
 
 #: Command groups in help order; a group whose module is absent is skipped.
 COMMAND_GROUPS = ("config", "skills", "collectors", "memory", "trace", "eval")

@@ -17,8 +17,8 @@ from typing import Any
 import jsonschema
 import yaml
 
-from .config_schema import ROOT_SCHEMA
-from .workspace import atomic_write_bytes
+from assistant_framework.config_schema import ROOT_SCHEMA
+from assistant_framework.workspace import atomic_write_bytes
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 INDEX_STEM = "index"

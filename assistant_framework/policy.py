@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-from .config import REDACTED, SECRET_KEY
+from assistant_framework.config import REDACTED, SECRET_KEY
 
 CAPABILITIES = ("read", "write", "delete", "network", "send")
 DEFAULT_DECISIONS = {"read": "allow", "write": "allow", "delete": "ask", "network": "ask", "send": "ask"}

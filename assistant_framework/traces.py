@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
-from .background import BackgroundWorker
-from .config import REDACTED, SECRET_KEY
-from .workspace import Workspace
+from assistant_framework.background import BackgroundWorker
+from assistant_framework.config import REDACTED, SECRET_KEY
+from assistant_framework.workspace import Workspace
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 The bot is built over an empty workspace (no context files, learnings or profile, which add
 their own capped sections) with every built-in skill and every built-in collector enabled,
 so [Collectors] counts. Tokens are the framework's own estimate
-(``messaging_llm_bot.prompt.estimate_tokens``: ~4 ASCII characters a token), not a
+(``messaging_llm_bot.agent.prompt.estimate_tokens``: ~4 ASCII characters a token), not a
 tokenizer's count. The rows under [Tools] are each skill's line (description + compact args
 schema), biggest first.
 
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, bench_config, build_bot, machine_line, table  # noqa: E402
 
-from messaging_llm_bot.prompt import estimate_tokens, final_user_message  # noqa: E402
+from messaging_llm_bot.agent.prompt import estimate_tokens, final_user_message  # noqa: E402
 
 
 def builtin_collectors() -> list[str]:

@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Start the bot; returns the exit status (2 for config problems)."""
     args = build_parser().parse_args(argv)
     setup_logging("WARNING")
-    from .runtime import build_runtime  # after logging, so import-time warnings are formatted
+    from messaging_llm_bot.runtime import build_runtime  # after logging, so import-time warnings are formatted
 
     try:
         runtime = build_runtime(args.config, args.workspace)
@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(NO_TOKEN + " Starting the terminal chat instead.", file=sys.stderr)
         frontend = "console"
     if frontend == "console":
-        from .console import run_console
+        from messaging_llm_bot.frontends.console import run_console
 
         if sys.stdin.isatty():
             log_file = runtime.workspace.path(CONSOLE_LOG)
@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_console(runtime)
         finally:
             runtime.shutdown(timeout=float(runtime_config.get("shutdown_timeout_seconds", 20)))
-    from .telegram_bot import run_telegram
+    from messaging_llm_bot.frontends.telegram.bot import run_telegram
 
     return run_telegram(runtime)
 

@@ -13,16 +13,16 @@ from pathlib import Path
 from typing import Any, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from assistant_framework.collector_runner import CollectorRunner
+from assistant_framework.collectors.runner import CollectorRunner
 from assistant_framework.collectors import CollectorManager
 from assistant_framework.config import ConfigError, load_config
 from assistant_framework.memory import MemoryService
 from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
 
-from .agent import Agent
-from .embeddings import embedding_client
-from .llm import LLMClient
+from messaging_llm_bot.agent.loop import Agent
+from messaging_llm_bot.llm.embeddings import embedding_client
+from messaging_llm_bot.llm.client import LLMClient
 
 log = logging.getLogger(__name__)
 

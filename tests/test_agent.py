@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 import pytest
 
 from assistant_framework.skills import SkillManager
-from messaging_llm_bot.agent import FAILED_TURN_REPLY, Agent, AgentEvent
-from messaging_llm_bot.honesty import NOTHING_SAVED_NOTE
-from messaging_llm_bot.llm import LLMClient
+from messaging_llm_bot.agent.loop import FAILED_TURN_REPLY, Agent, AgentEvent
+from messaging_llm_bot.agent.honesty import NOTHING_SAVED_NOTE
+from messaging_llm_bot.llm.client import LLMClient
 from messaging_llm_bot.protocol import final_answer_request
 
 FIXED = datetime(2026, 3, 3, 13, 5, 42, tzinfo=timezone.utc)  # a Tuesday; 14:05 in Berlin
@@ -294,7 +294,7 @@ def test_builtin_notes_write_shows_location_and_read_does_not_count(agent, chat_
 
 
 def test_honesty_helpers():
-    from messaging_llm_bot.honesty import check_memory_claim, is_write_call, saved_location
+    from messaging_llm_bot.agent.honesty import check_memory_claim, is_write_call, saved_location
 
     assert saved_location("saved note 'x' to notes/x.md") == "notes/x.md"
     assert saved_location("wrote 5 characters to learnings/general.md.") == "learnings/general.md"
@@ -308,7 +308,7 @@ def test_honesty_helpers():
 
 
 def test_footer_lists_recalled_memories():
-    from messaging_llm_bot.turn import format_footer
+    from messaging_llm_bot.agent.turn import format_footer
 
     recalled = [{"source": "notes", "path": "notes/tea.md"}, {"source": "conversation", "path": "conversations/c1/2026-03-01.jsonl"}]
     footer = format_footer({"prompt_tokens": 10, "completion_tokens": 2}, 1, 0.5, recalled)

@@ -6,9 +6,9 @@ import threading
 import time
 
 from assistant_framework.skills import SkillManager
-from messaging_llm_bot.agent import Agent
-from messaging_llm_bot.conversation_lock import ConversationLock
-from messaging_llm_bot.llm import LLMClient
+from messaging_llm_bot.agent.loop import Agent
+from messaging_llm_bot.agent.locks import ConversationLock
+from messaging_llm_bot.llm.client import LLMClient
 
 
 def make_agent(config, workspace) -> Agent:

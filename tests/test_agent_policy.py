@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 import pytest
 
 from assistant_framework.skills import SkillManager
-from messaging_llm_bot.agent import Agent
-from messaging_llm_bot.llm import LLMClient
+from messaging_llm_bot.agent.loop import Agent
+from messaging_llm_bot.llm.client import LLMClient
 
 FIXED = datetime(2026, 3, 3, 13, 5, tzinfo=timezone.utc)
 DELETE = '{"skill": "file", "args": {"action": "delete", "path": "notes/important.md"}}'

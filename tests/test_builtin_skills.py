@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from assistant_framework.skill_loader import first_fenced_block, readme_sections
+from assistant_framework.skills.loader import first_fenced_block, readme_sections
 from assistant_framework.skills import BUILTIN_SKILLS_DIR, SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
 

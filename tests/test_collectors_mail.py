@@ -7,7 +7,7 @@ from email.message import EmailMessage
 
 import pytest
 
-from assistant_framework.collector_state import load_state
+from assistant_framework.collectors.state import load_state
 from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.workspace import Workspace
 from tests.fakes.imap_server import FakeIMAPServer, make_self_signed_cert

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from assistant_framework.collector_state import load_state
+from assistant_framework.collectors.state import load_state
 from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.schedules import backoff_seconds, from_iso
 from assistant_framework.workspace import Workspace

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from messaging_llm_bot.commands import format_stats, help_text, run_command, skill_text, skills_text, why_text
+from messaging_llm_bot.frontends.commands import format_stats, help_text, run_command, skill_text, skills_text, why_text
 from messaging_llm_bot.runtime import build_runtime
 
 REPO = Path(__file__).resolve().parent.parent
@@ -166,7 +166,7 @@ class _Tty:
 def test_terminal_owner_confirms_or_declines_a_delete(tmp_path, chat_server, test_skills_dir, answer, kept):
     import io
 
-    from messaging_llm_bot.console import run_console
+    from messaging_llm_bot.frontends.console import run_console
 
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     runtime = build_runtime(config, tmp_path / "ws")
@@ -209,5 +209,5 @@ def test_log_lines_fold_library_tracebacks_to_their_cause():
     line = formatter.format(library)
     assert "Traceback" not in line and "\n" not in line
     assert line.endswith("Network Retry Loop failed (ConnectionError: Name or service not known for token ***)")
-    ours = logging.LogRecord("messaging_llm_bot.agent", logging.ERROR, __file__, 1, "turn failed", None, exc_info)
+    ours = logging.LogRecord("messaging_llm_bot.agent.loop", logging.ERROR, __file__, 1, "turn failed", None, exc_info)
     assert "Traceback" in formatter.format(ours)  # our own errors keep the frames, on one line

@@ -9,7 +9,7 @@ from assistant_framework.stores.people import BirthdayStore
 from assistant_framework.stores.reminders import ReminderStore
 from assistant_framework.stores.tasks import TaskStore
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.digest import build_digest
+from messaging_llm_bot.frontends.digest import build_digest
 
 BERLIN = ZoneInfo("Europe/Berlin")
 

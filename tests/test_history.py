@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from assistant_framework.skills import SkillManager
-from messaging_llm_bot.agent import Agent
-from messaging_llm_bot.history import HistoryStore, conversation_dir, message_chars, trim_history
-from messaging_llm_bot.llm import LLMClient
+from messaging_llm_bot.agent.loop import Agent
+from messaging_llm_bot.agent.history import HistoryStore, conversation_dir, message_chars, trim_history
+from messaging_llm_bot.llm.client import LLMClient
 
 
 def pairs(n: int, size: int = 10) -> list[dict]:
@@ -103,7 +103,7 @@ def test_prompt_history_respects_budget_and_skill_rounds_stay_compact(bot_config
 
 
 def test_history_budget_tokens(bot_config, workspace):
-    from messaging_llm_bot.config import BotSettings
+    from messaging_llm_bot.agent.settings import BotSettings
 
     bot_config["runtime"]["history_budget_tokens"] = 100
     assert BotSettings.from_config(bot_config).history_budget_chars == 400

@@ -11,16 +11,16 @@ import threading
 import pytest
 import requests
 
-from messaging_llm_bot.llm import (
+from messaging_llm_bot.llm.client import (
     LLMClient,
     LLMError,
     RunnerConfig,
     Usage,
     parse_usage,
 )
-from messaging_llm_bot.llm_errors import parse_error_body, parse_retry_after
-from messaging_llm_bot.llm_stream import iter_sse_data
-from messaging_llm_bot.llm_usage import split_think, visible_stream_text
+from messaging_llm_bot.llm.errors import parse_error_body, parse_retry_after
+from messaging_llm_bot.llm.stream import iter_sse_data
+from messaging_llm_bot.llm.usage import split_think, visible_stream_text
 from tests.fakes.chat_server import DEFAULT_REPLY, FakeChatServer, hash_embedding
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]

@@ -11,11 +11,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from assistant_framework.memory import MemoryService
-from messaging_llm_bot.embeddings import EmbeddingClient, EmbeddingError
+from messaging_llm_bot.llm.embeddings import EmbeddingClient, EmbeddingError
 from assistant_framework.memory.profile import PROFILE_PATH, PROPOSED_PATH
 from assistant_framework.stores.facts import FactStore
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.llm import LLMClient
+from messaging_llm_bot.llm.client import LLMClient
 from tests.fakes.chat_server import FakeChatServer
 
 UTC = timezone.utc

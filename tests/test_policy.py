@@ -7,7 +7,7 @@ import pytest
 from assistant_framework.netguard import BlockedURLError, check_url
 from assistant_framework.policy import append_audit, audit_record, decide
 from assistant_framework.skills import SkillManager
-from messaging_llm_bot.guard import capabilities_for
+from messaging_llm_bot.agent.guard import capabilities_for
 from assistant_framework.workspace import Workspace
 
 

@@ -8,10 +8,10 @@ from datetime import datetime, timezone
 import pytest
 
 from assistant_framework.skills import SkillManager
-from messaging_llm_bot.agent import Agent
-from messaging_llm_bot.config import DEFAULT_BASE_PROMPT, BotSettings
-from messaging_llm_bot.llm import LLMClient
-from messaging_llm_bot.prompt import (
+from messaging_llm_bot.agent.loop import Agent
+from messaging_llm_bot.agent.settings import DEFAULT_BASE_PROMPT, BotSettings
+from messaging_llm_bot.llm.client import LLMClient
+from messaging_llm_bot.agent.prompt import (
     PromptBuilder,
     cap_text,
     estimate_tokens,

@@ -9,9 +9,9 @@ import re
 import pytest
 import telegram
 
-from messaging_llm_bot.telegram_format import (EMPTY_PLACEHOLDER, MessagePart, plain_parts, render_markdown,
+from messaging_llm_bot.frontends.telegram.format import (EMPTY_PLACEHOLDER, MessagePart, plain_parts, render_markdown,
                                                utf16_len)
-from messaging_llm_bot.telegram_send import (TelegramDeliveryError, edit_text_safely, fit_plain_text,
+from messaging_llm_bot.frontends.telegram.send import (TelegramDeliveryError, edit_text_safely, fit_plain_text,
                                              send_markdown)
 from tests.fakes.bot_api import FakeBotAPI
 from telegramify_markdown import convert

@@ -9,9 +9,9 @@ import jsonschema
 from assistant_framework.evals.cases import CASE_SCHEMA
 from assistant_framework.skills import SkillManager
 from assistant_framework.traces import TraceStore
-from messaging_llm_bot.agent import Agent
-from messaging_llm_bot.llm import LLMClient
-from messaging_llm_bot.trace_replay import compare_actions, export_cases, format_replay, replay_trace
+from messaging_llm_bot.agent.loop import Agent
+from messaging_llm_bot.llm.client import LLMClient
+from messaging_llm_bot.evals.replay import compare_actions, export_cases, format_replay, replay_trace
 
 FIXED = datetime(2026, 3, 3, 13, 5, tzinfo=timezone.utc)
 

@@ -7,8 +7,8 @@ import threading
 
 from assistant_framework.skills import SkillManager
 from assistant_framework.traces import TraceStore, drain_traces, new_trace_id
-from messaging_llm_bot.agent import Agent
-from messaging_llm_bot.llm import LLMClient
+from messaging_llm_bot.agent.loop import Agent
+from messaging_llm_bot.llm.client import LLMClient
 
 
 def test_write_later_is_redacted_and_visible_to_any_store_of_the_workspace(workspace):

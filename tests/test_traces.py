@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 from assistant_framework.cli import main as cli_main
 from assistant_framework.skills import SkillManager
 from assistant_framework.traces import TraceStore, aggregate_usage, collect_secrets, new_trace_id, redact_secrets, trace_path
-from messaging_llm_bot.agent import Agent
-from messaging_llm_bot.llm import LLMClient
+from messaging_llm_bot.agent.loop import Agent
+from messaging_llm_bot.llm.client import LLMClient
 from tests.fakes.chat_server import FakeChatServer
 
 API_KEY = "sk-test-0123456789abcdef"

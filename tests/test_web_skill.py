@@ -72,8 +72,8 @@ def test_non_text_and_errors_are_reported(workspace, site):
 
 
 def test_a_fetch_marks_the_turn_untrusted(bot_config, workspace, chat_server, site):
-    from messaging_llm_bot.agent import Agent
-    from messaging_llm_bot.llm import LLMClient
+    from messaging_llm_bot.agent.loop import Agent
+    from messaging_llm_bot.llm.client import LLMClient
 
     config = dict(bot_config, policy={"capabilities": {"network": "allow", "delete": "allow"}, "allow_private_network": True})
     workspace.write_text("notes/keep.md", "keep")

@@ -41,7 +41,7 @@ def cmd_skills(args: argparse.Namespace) -> int:
         print(format_comparison(a, b, Path(args.compare[0]).stem, Path(args.compare[1]).stem))
         return 0
     # Imported here: the runner talks to model servers, which the rest of the CLI never does.
-    from messaging_llm_bot.eval_runner import eval_llm_config, run_cases
+    from messaging_llm_bot.evals.runner import eval_llm_config, run_cases
 
     config = load_config(args.config) if Path(args.config).exists() or not (args.base_url and args.model) else {}
     dirs = [] if args.no_builtin else [BUILTIN_CASES_DIR]

@@ -139,10 +139,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     # Imported here: replay talks to model servers, which the rest of this CLI never does.
-    from messaging_llm_bot.eval_runner import eval_llm_config
-    from messaging_llm_bot.llm import LLMClient
+    from messaging_llm_bot.evals.runner import eval_llm_config
+    from messaging_llm_bot.llm.client import LLMClient
     from messaging_llm_bot.runtime import build_runtime
-    from messaging_llm_bot.trace_replay import format_replay, replay_trace
+    from messaging_llm_bot.evals.replay import format_replay, replay_trace
 
     from ..config import load_config
 
@@ -178,7 +178,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_export_cases(args: argparse.Namespace) -> int:
     import yaml
 
-    from messaging_llm_bot.trace_replay import export_cases
+    from messaging_llm_bot.evals.replay import export_cases
 
     try:
         traces = _selected(args)

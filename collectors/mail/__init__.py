@@ -9,7 +9,7 @@ from __future__ import annotations
 import imaplib
 from zoneinfo import ZoneInfo
 
-from assistant_framework.collector_state import load_cursor, save_cursor
+from assistant_framework.collectors.state import load_cursor, save_cursor
 
 from .imap_fetch import MailConfigError, connect, fetch_new, list_folders, logout
 from .render import folder_slug, parse, render

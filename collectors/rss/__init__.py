@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 import feedparser
 import requests
 
-from assistant_framework.collector_state import load_cursor, save_cursor
+from assistant_framework.collectors.state import load_cursor, save_cursor
 
 from .render import digest_lines, entry_text
 

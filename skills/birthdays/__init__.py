@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assistant_framework.skill_support import context_now, need
+from assistant_framework.skills.support import context_now, need
 from assistant_framework.stores import BIRTHDAYS_FILE, BirthdayStore
 from assistant_framework.workspace import Workspace
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from assistant_framework.memory.skillsupport import format_hits, is_private, memory_for, parse_when
-from assistant_framework.skill_support import context_now, need
+from assistant_framework.skills.support import context_now, need
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = "Search past messages of this chat by words, optionally between dates (since/until, ISO dates)."

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assistant_framework.skill_support import need
+from assistant_framework.skills.support import need
 from assistant_framework.stores import LearningStore
 from assistant_framework.workspace import Workspace
 

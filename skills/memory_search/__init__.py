@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from assistant_framework.memory.skillsupport import format_hits, is_private, memory_for
-from assistant_framework.skill_support import context_now, need
+from assistant_framework.skills.support import context_now, need
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = "Search long-term memory (past chats, notes, facts, tasks, learnings, collector items) by words; optional source filter."

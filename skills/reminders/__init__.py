@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from assistant_framework.skill_support import context_now, context_zone, need
+from assistant_framework.skills.support import context_now, context_zone, need
 from assistant_framework.stores import ReminderStore
 from assistant_framework.workspace import Workspace
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-from assistant_framework.skill_support import context_now
+from assistant_framework.skills.support import context_now
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = "Current date and time; date math: add days/weeks, weekday, days until a date, next friday."

@@ -1,0 +1,211 @@
+"""Loading one collector folder into a :class:`Collector` record.
+
+A collector is ``<dir>/<name>/__init__.py`` plus ``README.md``. Its module
+exposes ``register_collector(config)``, the older ``create_collector(config)``,
+or module constants with ``run(workspace[, config])``. Each folder is imported
+once under a unique module name; any failure becomes a CollectorLoadError.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import re
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+import jsonschema
+
+from assistant_framework.config import format_json_path
+from assistant_framework.plugin_import import import_plugin
+from assistant_framework.schedules import validate_cron
+
+DEFAULT_TIMEOUT_SECONDS = 300.0
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+#: Keys of ``collectors.<name>`` the framework itself reads.
+FRAMEWORK_KEYS_SCHEMA: dict[str, dict] = {
+    "enabled": {"type": "boolean"},
+    "interval_seconds": {"type": "number", "exclusiveMinimum": 0},
+    "cron": {"type": "string"},
+    "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+    "timezone": {"type": "string"},
+    "notify": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["match", "value"],
+            "properties": {
+                "match": {"enum": ["sender", "keyword", "feed"]},
+                "value": {"type": "string", "minLength": 1},
+            },
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+@dataclass
+class Collector:
+    """A loaded collector plugin and its effective settings."""
+
+    name: str
+    description: str
+    file_structure: str
+    generated_files: list[str]
+    interval_seconds: float | None
+    cron: str | None
+    run: Callable
+    folder: Path
+    config: dict
+    enabled: bool
+    timeout_seconds: float
+    notify: list[dict]
+    setup: Callable | None = None
+    config_schema: dict | None = None
+    module: ModuleType | None = field(default=None, repr=False)
+
+
+@dataclass
+class CollectorLoadError:
+    """A collector folder that could not be loaded, and why."""
+
+    name: str
+    folder: Path
+    error: str
+    #: The collector's declared schema when only its config was wrong (for file-named errors).
+    config_schema: dict | None = None
+
+
+def section_schema(collector_schema: dict | None) -> dict:
+    """The schema for ``collectors.<name>``: the collector's own plus the framework keys."""
+    schema = copy.deepcopy(collector_schema) if collector_schema else {"type": "object"}
+    if schema.get("type", "object") == "object":
+        props = schema.setdefault("properties", {})
+        for key, sub in FRAMEWORK_KEYS_SCHEMA.items():
+            props.setdefault(key, sub)
+    return schema
+
+
+def schema_errors(name: str, schema: dict, section: dict) -> list[str]:
+    """Violations of a collector's section as ``collectors.<name>.path: message`` lines."""
+    validator = jsonschema.Draft202012Validator(schema)
+    out = []
+    for error in sorted(validator.iter_errors(section), key=lambda e: [str(p) for p in e.absolute_path]):
+        path = format_json_path(("collectors", name, *error.absolute_path))
+        out.append(f"{path}: {error.message}")
+    return out
+
+
+def is_collector_folder(folder: Path) -> bool:
+    return folder.is_dir() and (folder / "__init__.py").is_file() and not folder.name.startswith((".", "_"))
+
+
+def import_folder(folder: Path) -> ModuleType:
+    """Import a collector package under a unique module name (no sys.path changes)."""
+    return import_plugin(folder, "assistant_collectors")
+
+
+def load_collector(folder: Path, section: dict | None) -> Collector | CollectorLoadError:
+    """Import and register one collector folder; every failure is returned as a value."""
+    name = folder.name
+    section = dict(section or {})
+    try:
+        if not NAME_PATTERN.match(name):
+            raise ValueError(f"collector folder name {name!r} must be lower-case letters, digits, '_' or '-'")
+        if not (folder / "README.md").is_file():
+            raise ValueError(f"collector {name!r} has no README.md in {folder}")
+        module = import_folder(folder)
+        spec = _registration(module, section)
+        schema = spec.get("config_schema") or getattr(module, "CONFIG_SCHEMA", None)
+        errors = schema_errors(name, section_schema(schema), section)
+        if errors:
+            return CollectorLoadError(name=name, folder=folder, error="invalid config: " + "; ".join(errors), config_schema=schema or {})
+        return _build(name, folder, module, spec, section, schema)
+    except Exception as exc:  # noqa: BLE001 - a plugin may raise anything; isolate it
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        return CollectorLoadError(name=name, folder=folder, error=detail)
+
+
+def _registration(module: ModuleType, section: dict) -> dict:
+    for factory_name in ("register_collector", "create_collector"):
+        factory = getattr(module, factory_name, None)
+        if callable(factory):
+            spec = factory(section)
+            if not isinstance(spec, dict):
+                raise TypeError(f"{factory_name}() returned {type(spec).__name__}, expected a dict")
+            return spec
+    run = getattr(module, "run", None)
+    if not callable(run):
+        raise TypeError("module has neither register_collector(), create_collector() nor run()")
+    spec = {
+        "description": getattr(module, "DESCRIPTION", ""),
+        "file_structure": getattr(module, "FILE_STRUCTURE", ""),
+        "generated_files": getattr(module, "GENERATED_FILES", []),
+        "interval_seconds": getattr(module, "INTERVAL_SECONDS", None),
+        "cron": getattr(module, "CRON", None),
+        "timeout_seconds": getattr(module, "TIMEOUT_SECONDS", None),
+        "run": _bind_config(run, section),
+    }
+    setup = getattr(module, "setup", None)
+    if callable(setup):
+        spec["setup"] = setup
+    return spec
+
+
+def _bind_config(run: Callable, section: dict) -> Callable:
+    """``run(workspace, config)`` gets its config; ``run(workspace)`` is used as is."""
+    try:
+        params = [
+            p for p in inspect.signature(run).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+        ]
+    except (TypeError, ValueError):
+        return run
+    if len(params) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params):
+        return lambda workspace: run(workspace, section)
+    return run
+
+
+def _build(name: str, folder: Path, module: ModuleType, spec: dict, section: dict, schema: dict | None) -> Collector:
+    run = spec.get("run")
+    if not callable(run):
+        raise TypeError("registration has no callable 'run'")
+    # Config overrides the plugin's defaults for schedule and timeout.
+    interval = section.get("interval_seconds", spec.get("interval_seconds"))
+    cron = section.get("cron", spec.get("cron"))
+    if section.get("interval_seconds") is not None and "cron" not in section:
+        cron = None
+    if section.get("cron") and "interval_seconds" not in section:
+        interval = None
+    if cron:
+        validate_cron(cron)
+    elif interval is None:
+        raise ValueError("no schedule: set interval_seconds or cron")
+    elif float(interval) <= 0:
+        raise ValueError(f"interval_seconds must be positive, got {interval!r}")
+    generated = spec.get("generated_files") or []
+    if isinstance(generated, str):
+        generated = [generated]
+    timeout = section.get("timeout_seconds", spec.get("timeout_seconds")) or DEFAULT_TIMEOUT_SECONDS
+    return Collector(
+        # The folder name is canonical: it is the config key and the output folder.
+        name=name,
+        description=str(spec.get("description") or "").strip(),
+        file_structure=str(spec.get("file_structure") or "").strip(),
+        generated_files=[str(g) for g in generated],
+        interval_seconds=None if cron else float(interval),
+        cron=cron or None,
+        run=run,
+        folder=folder,
+        config=section,
+        enabled=bool(section.get("enabled", False)),
+        timeout_seconds=float(timeout),
+        notify=list(section.get("notify") or []),
+        setup=spec.get("setup") or getattr(module, "setup", None),
+        config_schema=schema,
+        module=module,
+    )

@@ -1,0 +1,364 @@
+"""CollectorRunner: runs enabled collectors on their schedules, isolated and persisted.
+
+Each run happens in a daemon worker thread with a timeout; a hung run is
+abandoned and the collector is not started again while that thread lives.
+Failures back off exponentially. The schedule state is kept in
+``state/collectors/<name>.json`` so a restart resumes rather than re-running
+everything; runs missed while the process was down coalesce into one.
+
+A collector's ``run(workspace)`` may return None or a dict with
+``new_items`` (list of dicts: title/subject, from, feed, link, ...),
+``summary`` (one line) and ``errors`` (partial failures, e.g. one feed).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Callable
+
+from assistant_framework.collectors.notify import matching_items, notify_text
+from assistant_framework.collectors.state import load_state, update_state
+from assistant_framework.schedules import (
+    DEFAULT_MAX_BACKOFF_SECONDS,
+    DEFAULT_RETRY_BASE_SECONDS,
+    as_utc,
+    backoff_seconds,
+    from_iso,
+    next_regular_run,
+    to_iso,
+    zone,
+)
+from assistant_framework.workspace import Workspace
+
+if TYPE_CHECKING:
+    from assistant_framework.collectors.loader import Collector
+    from assistant_framework.collectors.manager import CollectorManager
+
+log = logging.getLogger(__name__)
+
+#: The runner's own files inside ``collectors/<name>/`` (not counted as "written").
+NEW_FILE = "new.json"
+RUNS_FILE = "runs.jsonl"
+MAX_ERROR_CHARS = 500
+MIN_LOOP_SLEEP = 0.2
+MAX_LOOP_SLEEP = 30.0
+
+
+@dataclass
+class RunOutcome:
+    """What one run did: outcome, timing, files written and new items."""
+
+    name: str
+    outcome: str  # "ok" | "error" | "timeout" | "skipped"
+    started: str | None = None
+    duration_s: float = 0.0
+    error: str | None = None
+    written: list[str] = field(default_factory=list)
+    new_items: list[dict] = field(default_factory=list)
+    summary: str = ""
+    errors: list[str] = field(default_factory=list)
+    next_run: str | None = None
+
+
+@dataclass
+class _Attempt:
+    result: object = None
+    error: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class CollectorRunner:
+    """Schedules and runs the manager's enabled collectors."""
+
+    def __init__(
+        self,
+        manager: "CollectorManager",
+        workspace: Workspace,
+        *,
+        timezone: str = "UTC",
+        notify: Callable[[str, str], None] | None = None,
+        clock: Callable[[], datetime] | None = None,
+        retry_base_seconds: float = DEFAULT_RETRY_BASE_SECONDS,
+        max_backoff_seconds: float = DEFAULT_MAX_BACKOFF_SECONDS,
+    ) -> None:
+        zone(timezone)  # fail at construction, naming the bad timezone
+        self.manager = manager
+        self.workspace = workspace
+        self.timezone = timezone
+        self.notify = notify
+        self.clock = clock or (lambda: datetime.now(tz=_UTC))
+        self.retry_base_seconds = retry_base_seconds
+        self.max_backoff_seconds = max_backoff_seconds
+        self._lock = threading.Lock()
+        self._busy: dict[str, threading.Thread | None] = {}
+        self._supervisors: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._loop_thread: threading.Thread | None = None
+
+    # -- one run -----------------------------------------------------------
+
+    def run_once(self, name: str) -> RunOutcome:
+        """Run one collector now in a worker thread (with its timeout) and record the result."""
+        collector = self.manager.get(name)
+        if not self._reserve(name):
+            return RunOutcome(name=name, outcome="skipped", error=f"collector {name!r} is still running (previous run not finished)")
+        finished = True
+        worker: threading.Thread | None = None
+        try:
+            started_at = self._now()
+            update_state(self.workspace, name, last_start=to_iso(started_at))
+            before = self._snapshot(name)
+            attempt = _Attempt()
+            worker = threading.Thread(target=_work, args=(collector, self.workspace, attempt), name=f"collector-{name}", daemon=True)
+            t0 = time.monotonic()
+            worker.start()
+            finished = attempt.done.wait(collector.timeout_seconds)
+            duration = round(time.monotonic() - t0, 3)
+        finally:
+            with self._lock:
+                if finished or worker is None:
+                    self._busy.pop(name, None)
+                else:
+                    # A hung worker keeps the slot so the collector is not started twice.
+                    self._busy[name] = worker
+        outcome = RunOutcome(name=name, outcome="ok", started=to_iso(started_at), duration_s=duration)
+        if not finished:
+            outcome.outcome = "timeout"
+            outcome.error = f"collector {name!r} did not finish within {collector.timeout_seconds:g}s; run abandoned"
+        elif attempt.error is not None:
+            outcome.outcome = "error"
+            outcome.error = attempt.error
+        else:
+            _apply_result(outcome, attempt.result)
+            outcome.written = self._changed(name, before)
+        self._record(collector, outcome, started_at)
+        return outcome
+
+    def _reserve(self, name: str) -> bool:
+        with self._lock:
+            if name in self._busy:
+                holder = self._busy[name]
+                if holder is None or holder.is_alive():
+                    return False
+            self._busy[name] = None
+            return True
+
+    def is_running(self, name: str) -> bool:
+        with self._lock:
+            if name not in self._busy:
+                return False
+            holder = self._busy[name]
+            return holder is None or holder.is_alive()
+
+    def _record(self, collector: "Collector", outcome: RunOutcome, started_at: datetime) -> None:
+        name = collector.name
+        state = load_state(self.workspace, name)
+        now = self._now()
+        if outcome.outcome == "ok":
+            failures = 0
+            next_run = next_regular_run(
+                interval_seconds=collector.interval_seconds, cron=collector.cron, last_start=started_at, now=now, tz_name=self.timezone
+            )
+        else:
+            failures = state.consecutive_failures + 1
+            next_run = now + timedelta(seconds=backoff_seconds(failures, self.retry_base_seconds, self.max_backoff_seconds))
+            log.warning("collector %s: %s", name, outcome.error)
+        outcome.next_run = to_iso(next_run)
+        update_state(
+            self.workspace,
+            name,
+            last_end=to_iso(now),
+            duration_s=outcome.duration_s,
+            outcome=outcome.outcome,
+            error=outcome.error,
+            next_run=outcome.next_run,
+            consecutive_failures=failures,
+            runs=state.runs + 1,
+        )
+        base = f"collectors/{name}"
+        if outcome.outcome == "ok":
+            self.workspace.write_json(f"{base}/{NEW_FILE}", {"run_started": outcome.started, "summary": outcome.summary, "items": outcome.new_items})
+        self.workspace.append_jsonl(
+            f"{base}/{RUNS_FILE}",
+            {
+                "started": outcome.started,
+                "duration_s": outcome.duration_s,
+                "outcome": outcome.outcome,
+                "error": outcome.error,
+                "new": len(outcome.new_items),
+                "written": outcome.written,
+                "summary": outcome.summary,
+                "errors": outcome.errors,
+            },
+        )
+        log.info("collector %s: %s in %.2fs, %d new, next run %s", name, outcome.outcome, outcome.duration_s, len(outcome.new_items), outcome.next_run)
+        if outcome.outcome == "ok":
+            self._notify(collector, outcome.new_items)
+
+    def _notify(self, collector: "Collector", items: list[dict]) -> None:
+        if self.notify is None or not collector.notify:
+            return
+        matched = matching_items(collector.notify, items)
+        if not matched:
+            return
+        try:
+            self.notify(collector.name, notify_text(collector.name, matched))
+        except Exception:  # noqa: BLE001 - a failing push must not fail the run
+            log.exception("collector %s: notify callback failed", collector.name)
+
+    def _snapshot(self, name: str) -> dict[str, tuple[int, int]]:
+        out: dict[str, tuple[int, int]] = {}
+        for rel in self.workspace.list(f"collectors/{name}/**/*"):
+            if rel.rsplit("/", 1)[-1] in (NEW_FILE, RUNS_FILE) and rel.count("/") == 2:
+                continue
+            try:
+                st = self.workspace.path(rel).stat()
+            except OSError:
+                continue
+            out[rel] = (st.st_mtime_ns, st.st_size)
+        return out
+
+    def _changed(self, name: str, before: dict[str, tuple[int, int]]) -> list[str]:
+        after = self._snapshot(name)
+        return sorted(rel for rel, sig in after.items() if before.get(rel) != sig)
+
+    # -- scheduling ----------------------------------------------------------
+
+    def due(self) -> list[str]:
+        """Names of enabled collectors whose next run is now or past (and not running)."""
+        now = self._now()
+        names = []
+        for collector in self.manager.enabled():
+            when = self._planned(collector, now)
+            if when <= now and not self.is_running(collector.name):
+                names.append(collector.name)
+        return names
+
+    def _planned(self, collector: "Collector", now: datetime) -> datetime:
+        state = load_state(self.workspace, collector.name)
+        stored = from_iso(state.next_run)
+        if state.last_start is None and stored is None:
+            # Never run: interval collectors run at once, cron ones wait for their time.
+            first = next_regular_run(interval_seconds=collector.interval_seconds, cron=collector.cron, last_start=None, now=now, tz_name=self.timezone)
+            if collector.cron:
+                update_state(self.workspace, collector.name, next_run=to_iso(first))
+            return first
+        regular = next_regular_run(
+            interval_seconds=collector.interval_seconds,
+            cron=collector.cron,
+            last_start=from_iso(state.last_start) or now,
+            now=from_iso(state.last_end) or from_iso(state.last_start) or now,
+            tz_name=self.timezone,
+        )
+        if stored is None:
+            return regular
+        if state.consecutive_failures == 0 and regular < stored:
+            # The schedule was shortened in config since the last run: honour it.
+            return regular
+        return stored
+
+    def tick(self, wait: bool = False) -> list[str]:
+        """Start every due collector (each in its own supervisor thread); return their names."""
+        started = []
+        for name in self.due():
+            thread = threading.Thread(target=self._supervise, args=(name,), name=f"collector-supervisor-{name}", daemon=True)
+            thread.start()
+            started.append(name)
+            with self._lock:
+                self._supervisors = [t for t in self._supervisors if t.is_alive()] + [thread]
+        if wait:
+            self.join()
+        return started
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for supervisor threads started by tick() (a hung run ends at its timeout)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            threads = list(self._supervisors)
+        for thread in threads:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def _supervise(self, name: str) -> None:
+        try:
+            self.run_once(name)
+        except Exception:  # noqa: BLE001 - one collector's trouble never stops the loop
+            log.exception("collector %s: runner error", name)
+
+    def seconds_until_next(self) -> float:
+        """Seconds until the earliest planned run among enabled collectors (capped)."""
+        now = self._now()
+        soonest = MAX_LOOP_SLEEP
+        for collector in self.manager.enabled():
+            if self.is_running(collector.name):
+                continue
+            delta = (self._planned(collector, now) - now).total_seconds()
+            soonest = min(soonest, delta)
+        return max(MIN_LOOP_SLEEP, soonest)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.tick()
+                pause = self.seconds_until_next()
+            except Exception:  # noqa: BLE001 - keep scheduling whatever happens
+                log.exception("collector runner loop error")
+                pause = MAX_LOOP_SLEEP
+            self._stop.wait(pause)
+
+    def start(self) -> None:
+        """Run the scheduler in a background thread (for the bot process)."""
+        if self._loop_thread is not None and self._loop_thread.is_alive():
+            return
+        self._stop.clear()
+        self._loop_thread = threading.Thread(target=self._loop, name="collector-runner", daemon=True)
+        self._loop_thread.start()
+
+    def stop(self, timeout: float = 5) -> None:
+        """Stop scheduling and wait up to ``timeout`` seconds for running collectors."""
+        self._stop.set()
+        deadline = time.monotonic() + timeout
+        if self._loop_thread is not None:
+            self._loop_thread.join(max(0.0, deadline - time.monotonic()))
+        self.join(max(0.0, deadline - time.monotonic()))
+
+    def run_forever(self) -> None:
+        """The scheduler in the calling thread until stop() or Ctrl-C."""
+        self._stop.clear()
+        try:
+            self._loop()
+        finally:
+            self._stop.set()
+
+    def _now(self) -> datetime:
+        return as_utc(self.clock())
+
+
+_UTC = timezone.utc
+
+
+def _work(collector: "Collector", workspace: Workspace, attempt: _Attempt) -> None:
+    try:
+        attempt.result = collector.run(workspace)
+    except BaseException as exc:  # noqa: BLE001 - report, never propagate out of the worker
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        attempt.error = f"collector {collector.name!r} raised {detail[:MAX_ERROR_CHARS]}"
+    finally:
+        attempt.done.set()
+
+
+def _apply_result(outcome: RunOutcome, result: object) -> None:
+    if not isinstance(result, dict):
+        return
+    items = result.get("new_items") or []
+    outcome.new_items = [item for item in items if isinstance(item, dict)]
+    outcome.summary = str(result.get("summary") or "")
+    outcome.errors = [str(e)[:MAX_ERROR_CHARS] for e in (result.get("errors") or [])]
+
+
+def outcome_dict(outcome: RunOutcome) -> dict:
+    return asdict(outcome)

@@ -1,0 +1,22 @@
+"""Skills: plugins in ``skills/<name>/`` the model calls through the JSON protocol.
+
+- ``manager``: ``SkillManager`` loads them once and runs them safely (schema check, timeout, truncation).
+- ``loader``: one plugin folder into a ``Skill`` record (constants, ``register()`` or README schema).
+- ``support``: small helpers for skill authors (``need``, ``context_now``, ``context_zone``).
+
+The names below are the contract for plugin authors and the host; import them from here.
+"""
+
+from assistant_framework.skills.manager import BUILTIN_SKILLS_DIR, SkillContext, SkillLoadError, SkillManager, SkillResult
+from assistant_framework.skills.support import context_now, context_zone, need
+
+__all__ = [
+    "BUILTIN_SKILLS_DIR",
+    "SkillContext",
+    "SkillLoadError",
+    "SkillManager",
+    "SkillResult",
+    "context_now",
+    "context_zone",
+    "need",
+]

@@ -1,0 +1,243 @@
+"""Loading skill plugins: import a skill folder once and turn it into a ``Skill`` record.
+
+A skill folder holds ``__init__.py`` and ``README.md``. The module exposes either
+``register()`` returning a dict, or the constants ``DESCRIPTION`` / ``NAME`` /
+``ARGS_SCHEMA`` plus ``run``. Every problem raises ``SkillDefinitionError`` with a
+message naming the folder and what is wrong; the manager records it and goes on.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import jsonschema
+
+from assistant_framework.plugin_import import PluginImportError, forget_module, import_plugin  # noqa: F401 (forget_module re-exported)
+
+#: Capabilities a skill may declare; the security policy decides on each.
+KNOWN_CAPABILITIES = ("read", "write", "delete", "network", "send")
+DEFAULT_CAPABILITIES = ("read",)
+DEFAULT_SCHEMA: dict = {"type": "object"}
+MODULE_ROOT = "assistant_skills"
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+class SkillDefinitionError(Exception):
+    """A skill folder that cannot be loaded; the message says why."""
+
+
+@dataclass
+class Skill:
+    """A loaded skill: what the model sees, the help for humans, and how to call it."""
+
+    name: str
+    description: str
+    args_schema: dict
+    run: Callable
+    folder: Path
+    source_path: Path
+    readme_path: Path | None
+    help_text: str
+    schema_source: str
+    capabilities: list[str]
+    timeout_seconds: float | None
+    wants_context: bool
+    module_name: str
+
+
+# -- README parsing (pure) -----------------------------------------------------
+
+
+def readme_sections(text: str) -> dict[str, str]:
+    """Map each ``## Heading`` (lower-cased) to its body text; fenced code is not scanned for headings."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    in_fence = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        match = None if in_fence else _HEADING.match(line)
+        if match and len(match.group(1)) == 2:
+            current = sections.setdefault(match.group(2).strip().lower(), [])
+            continue
+        if match and len(match.group(1)) == 1:
+            current = None
+            continue
+        if current is not None:
+            current.append(line)
+    return {key: "\n".join(lines).strip() for key, lines in sections.items()}
+
+
+def first_fenced_block(text: str) -> str | None:
+    """The content of the first fenced code block in ``text``, or None."""
+    lines = text.splitlines()
+    for start, line in enumerate(lines):
+        opening = _FENCE.match(line)
+        if not opening:
+            continue
+        fence = opening.group(1)
+        body: list[str] = []
+        for inner in lines[start + 1 :]:
+            if inner.strip().startswith(fence):
+                return "\n".join(body)
+            body.append(inner)
+        return "\n".join(body)  # unterminated fence: take the rest
+    return None
+
+
+def readme_schema(sections: dict[str, str], readme: Path) -> dict | None:
+    """The JSON schema under ``## Args schema``, or None when the README has none."""
+    body = sections.get("args schema")
+    if body is None:
+        return None
+    block = first_fenced_block(body)
+    if block is None:
+        raise SkillDefinitionError(f"{readme}: '## Args schema' has no fenced JSON block")
+    try:
+        value = json.loads(block)
+    except json.JSONDecodeError as exc:
+        raise SkillDefinitionError(
+            f"{readme}: '## Args schema' is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+    return value
+
+
+def check_schema(schema: Any, where: str) -> dict:
+    """Raise SkillDefinitionError unless ``schema`` is a valid JSON Schema object."""
+    if not isinstance(schema, dict):
+        raise SkillDefinitionError(f"{where}: args schema must be a JSON object, got {type(schema).__name__}")
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        path = "/".join(str(p) for p in exc.path) or "(top level)"
+        raise SkillDefinitionError(f"{where}: args schema is not valid JSON Schema at {path}: {exc.message}") from None
+    return schema
+
+
+def accepts_context(func: Callable) -> bool:
+    """True when ``func`` takes a third positional parameter (the SkillContext)."""
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = 0
+    for param in params:
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            return True
+        if param.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= 3
+
+
+# -- importing (I/O) -----------------------------------------------------------
+
+
+def is_skill_folder(path: Path) -> bool:
+    """A folder that may hold a skill: not hidden/private and with an ``__init__.py``."""
+    return path.is_dir() and not path.name.startswith(("_", ".")) and (path / "__init__.py").is_file()
+
+
+def import_skill_module(folder: Path) -> types.ModuleType:
+    """Import ``folder/__init__.py`` as a package under its unique module name."""
+    try:
+        return import_plugin(folder, MODULE_ROOT)
+    except PluginImportError as exc:
+        raise SkillDefinitionError(str(exc)) from exc.__cause__
+
+
+def _definition(module: types.ModuleType, folder: Path) -> dict:
+    """The skill's raw definition from ``register()`` or from module constants."""
+    register = getattr(module, "register", None)
+    if callable(register):
+        try:
+            data = register()
+        except Exception as exc:
+            raise SkillDefinitionError(f"{folder}: register() raised {type(exc).__name__}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise SkillDefinitionError(f"{folder}: register() must return a dict, got {type(data).__name__}")
+        return {
+            "name": data.get("name"),
+            "description": data.get("description"),
+            "args_schema": data.get("args_schema"),
+            "run": data.get("run"),
+            "capabilities": data.get("capabilities"),
+            "timeout_seconds": data.get("timeout_seconds"),
+        }
+    return {
+        "name": getattr(module, "NAME", None) or folder.name,
+        "description": getattr(module, "DESCRIPTION", None),
+        "args_schema": getattr(module, "ARGS_SCHEMA", None),
+        "run": getattr(module, "run", None),
+        "capabilities": getattr(module, "CAPABILITIES", None),
+        "timeout_seconds": getattr(module, "TIMEOUT_SECONDS", None),
+    }
+
+
+def _capabilities(value: Any, folder: Path) -> list[str]:
+    if value is None:
+        return list(DEFAULT_CAPABILITIES)
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise SkillDefinitionError(f"{folder}: capabilities must be a list of strings, got {value!r}")
+    unknown = [v for v in value if v not in KNOWN_CAPABILITIES]
+    if unknown:
+        raise SkillDefinitionError(f"{folder}: unknown capabilities {unknown}; known: {list(KNOWN_CAPABILITIES)}")
+    return list(dict.fromkeys(value))
+
+
+def _timeout(value: Any, folder: Path) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise SkillDefinitionError(f"{folder}: timeout_seconds must be a positive number, got {value!r}")
+    return float(value)
+
+
+def load_skill_folder(folder: Path) -> Skill:
+    """Import one skill folder and validate its definition; raises SkillDefinitionError."""
+    folder = folder.resolve()
+    readme = folder / "README.md"
+    readme_path = readme if readme.is_file() else None
+    sections = readme_sections(readme.read_text(encoding="utf-8")) if readme_path else {}
+    module = import_skill_module(folder)
+    raw = _definition(module, folder)
+
+    name = raw["name"]
+    if not isinstance(name, str) or not name.strip():
+        raise SkillDefinitionError(f"{folder}: skill name must be a non-empty string, got {name!r}")
+    description = raw["description"]
+    if not isinstance(description, str) or not description.strip():
+        raise SkillDefinitionError(f"{folder}: skill {name!r} has no description (DESCRIPTION or register()['description'])")
+    run = raw["run"]
+    if not callable(run):
+        raise SkillDefinitionError(f"{folder}: skill {name!r} has no callable run(workspace, args)")
+
+    if raw["args_schema"] is not None:
+        schema, source = raw["args_schema"], "module"
+    else:
+        from_readme = readme_schema(sections, readme) if readme_path else None
+        schema, source = (from_readme, "readme") if from_readme is not None else (dict(DEFAULT_SCHEMA), "default")
+    check_schema(schema, f"{folder} (schema from {source})")
+
+    return Skill(
+        name=name.strip(),
+        description=description.strip(),
+        args_schema=schema,
+        run=run,
+        folder=folder,
+        source_path=Path(module.__file__ or folder / "__init__.py"),
+        readme_path=readme_path,
+        help_text=sections.get("what it does", ""),
+        schema_source=source,
+        capabilities=_capabilities(raw["capabilities"], folder),
+        timeout_seconds=_timeout(raw["timeout_seconds"], folder),
+        wants_context=accepts_context(run),
+        module_name=module.__name__,
+    )

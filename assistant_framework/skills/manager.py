@@ -1,0 +1,297 @@
+"""The SkillManager: loads skill plugins once and runs them safely for the model.
+
+``run`` never raises: unknown names, arguments that break the schema, timeouts and
+exceptions all come back as a ``SkillResult`` with ``ok=False`` and a message the
+model can act on. Each call runs in a daemon worker thread; on timeout the thread is
+abandoned (Python cannot kill a thread), so a hung skill keeps running in the
+background until it returns, but the caller gets its error at once.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import jsonschema
+
+from assistant_framework.skills.loader import Skill, SkillDefinitionError, forget_module, is_skill_folder, load_skill_folder
+from assistant_framework.workspace import Workspace
+
+#: The built-in skills shipped with the framework: ``<repo>/skills``.
+BUILTIN_SKILLS_DIR: Path = Path(__file__).resolve().parents[2] / "skills"
+
+DEFAULT_TIMEOUT_SECONDS = 60.0
+DEFAULT_RESULT_LIMIT_CHARS = 4000
+_MAX_REPORTED_ERRORS = 3
+
+
+@dataclass
+class SkillContext:
+    """What a three-argument ``run(workspace, args, context)`` receives.
+
+    ``services`` holds optional helpers injected by the host, read with ``.get()``:
+    e.g. ``"memory"`` (a MemoryService) or ``"clock"`` (a callable returning an aware
+    ``datetime``; skills fall back to the real clock).
+    """
+
+    conversation_id: str = ""
+    chat_id: int | str | None = None
+    user_id: int | str | None = None
+    config: dict = field(default_factory=dict)
+    timezone: str = "UTC"
+    services: dict = field(default_factory=dict)
+    untrusted: bool = False
+    #: The owner's own private chat: may see the owner's data and other chats' logs.
+    private: bool = True
+
+
+@dataclass
+class SkillLoadError:
+    """A skill folder that failed to load; the other skills still load."""
+
+    name: str
+    folder: Path
+    error: str
+
+
+@dataclass
+class SkillResult:
+    """The outcome of one skill call; errors are values so the model can react."""
+
+    ok: bool
+    value: Any = None
+    error: str | None = None
+    error_kind: str | None = None  # "unknown_skill" | "invalid_args" | "timeout" | "exception"
+    truncated: bool = False
+    elapsed_s: float = 0.0
+
+    def text(self) -> str:
+        """The value as text for the model (JSON for non-strings), or ``Error: ...``."""
+        if not self.ok:
+            return f"Error: {self.error}"
+        return value_text(self.value)
+
+
+def value_text(value: Any) -> str:
+    """A skill's return value as text: strings as they are, everything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def truncate_text(text: str, limit: int) -> tuple[str, bool]:
+    """Cut ``text`` to ``limit`` characters with a visible marker saying how much was cut."""
+    if len(text) <= limit:
+        return text, False
+    cut = len(text) - limit
+    return f"{text[:limit]}\n[... truncated {cut} characters]", True
+
+
+def describe_validation_error(error: jsonschema.ValidationError) -> str:
+    """``args.due: 'tomorrow' does not match '^...'; expected YYYY-MM-DD`` style text."""
+    where = "args" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    message = f"{where}: {error.message}"
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if error.validator == "additionalProperties" and isinstance(error.schema, dict):
+        allowed = sorted((error.schema.get("properties") or {}).keys())
+        if allowed:
+            message += f"; allowed fields: {', '.join(allowed)}"
+    elif schema.get("description"):
+        message += f"; expected {schema['description']}"
+    return message
+
+
+class SkillManager:
+    """Loads skills from folders (later folders override earlier ones) and runs them."""
+
+    def __init__(
+        self,
+        dirs: Sequence[str | Path],
+        workspace: Workspace,
+        *,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        timeouts: dict[str, float] | None = None,
+        result_limit_chars: int = DEFAULT_RESULT_LIMIT_CHARS,
+    ) -> None:
+        self.dirs = [Path(d) for d in dirs]
+        self.workspace = workspace
+        self.timeout_seconds = float(timeout_seconds)
+        self.timeouts = dict(timeouts or {})
+        self.result_limit_chars = int(result_limit_chars)
+        #: Used when ``run`` gets no context; from_config fills in config and timezone.
+        self.default_context = SkillContext()
+        self.skills: dict[str, Skill] = {}
+        self.errors: list[SkillLoadError] = []
+        self._validators: dict[str, Any] = {}
+        self._module_names: list[str] = []
+        self.load()
+
+    @classmethod
+    def from_config(cls, config: dict, workspace: Workspace, builtin_dir: Path | None = None) -> "SkillManager":
+        """Built-in skills first, then ``runtime.skills_dirs``; timeouts and limits from ``runtime``."""
+        runtime = config.get("runtime") or {}
+        dirs: list[Path] = [builtin_dir or BUILTIN_SKILLS_DIR]
+        dirs += [Path(d).expanduser() for d in runtime.get("skills_dirs") or []]
+        manager = cls(
+            dirs,
+            workspace,
+            timeout_seconds=runtime.get("skill_timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
+            timeouts=runtime.get("skill_timeouts") or {},
+            result_limit_chars=runtime.get("skill_result_limit_chars", DEFAULT_RESULT_LIMIT_CHARS),
+        )
+        manager.default_context = SkillContext(config=config, timezone=runtime.get("timezone", "UTC"))
+        return manager
+
+    # -- loading ---------------------------------------------------------------
+
+    def load(self) -> None:
+        """Import every skill folder once; failures go to ``errors``, the rest still load."""
+        skills: dict[str, Skill] = {}
+        errors: list[SkillLoadError] = []
+        validators: dict[str, Any] = {}
+        module_names: list[str] = []
+        for directory in self.dirs:
+            if not directory.is_dir():
+                continue
+            for folder in sorted(directory.iterdir()):
+                if not is_skill_folder(folder):
+                    continue
+                try:
+                    spec = load_skill_folder(folder)
+                except SkillDefinitionError as exc:
+                    errors.append(SkillLoadError(name=folder.name, folder=folder.resolve(), error=str(exc)))
+                    continue
+                except Exception as exc:  # a bug we did not foresee must not stop the other skills
+                    errors.append(SkillLoadError(folder.name, folder.resolve(), f"{folder}: {type(exc).__name__}: {exc}"))
+                    continue
+                module_names.append(spec.module_name)
+                skills[spec.name] = spec
+                validator_cls = jsonschema.validators.validator_for(spec.args_schema)
+                validators[spec.name] = validator_cls(spec.args_schema)
+        self.skills = dict(sorted(skills.items()))
+        self.errors = errors
+        self._validators = validators
+        self._module_names = module_names
+
+    def reload(self) -> None:
+        """Forget the imported skill modules and load every folder again."""
+        for name in self._module_names:
+            forget_module(name)
+        self.load()
+
+    # -- lookup ----------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        return sorted(self.skills)
+
+    def get(self, name: str) -> Skill | None:
+        return self.skills.get(name)
+
+    def closest(self, name: str, n: int = 3) -> list[str]:
+        """Skill names that look like ``name`` (for "did you mean")."""
+        names = self.names()
+        lowered = {candidate.lower(): candidate for candidate in names}
+        found = difflib.get_close_matches(str(name).lower(), list(lowered), n=n, cutoff=0.5)
+        return [lowered[match] for match in found]
+
+    def catalog(self) -> list[dict]:
+        """Exactly what the prompt shows: name, description and args schema, sorted by name."""
+        return [
+            {"name": skill.name, "description": skill.description, "args_schema": skill.args_schema}
+            for skill in self.skills.values()
+        ]
+
+    def timeout_for(self, name: str) -> float:
+        """Config ``skill_timeouts[name]`` over the skill's own timeout over the default."""
+        if name in self.timeouts:
+            return float(self.timeouts[name])
+        skill = self.skills.get(name)
+        if skill and skill.timeout_seconds:
+            return skill.timeout_seconds
+        return self.timeout_seconds
+
+    # -- running ---------------------------------------------------------------
+
+    def validate_args(self, name: str, args: Any) -> str | None:
+        """None when ``args`` fit the skill's schema, else a message naming fields and rules."""
+        validator = self._validators.get(name)
+        if validator is None:
+            return None
+        errors = sorted(validator.iter_errors(args), key=lambda e: (list(e.absolute_path), e.message))
+        if not errors:
+            return None
+        lines = [describe_validation_error(e) for e in errors[:_MAX_REPORTED_ERRORS]]
+        if len(errors) > _MAX_REPORTED_ERRORS:
+            lines.append(f"(and {len(errors) - _MAX_REPORTED_ERRORS} more problems)")
+        return "; ".join(lines)
+
+    def run(self, name: str, args: Any, context: SkillContext | None = None) -> SkillResult:
+        """Validate, call with a timeout, and package the outcome; never raises."""
+        started = time.monotonic()
+        skill = self.skills.get(name)
+        if skill is None:
+            near = self.closest(name)
+            hint = f"; did you mean: {', '.join(near)}" if near else ""
+            return SkillResult(
+                ok=False,
+                error=f"unknown skill {name!r}{hint}. Available skills: {', '.join(self.names()) or '(none)'}",
+                error_kind="unknown_skill",
+            )
+        args = _coerce_args(args)
+        problem = self.validate_args(name, args)
+        if problem:
+            return SkillResult(ok=False, error=f"invalid args for skill {name!r}: {problem}", error_kind="invalid_args")
+        call_args: tuple = (self.workspace, args, context or self.default_context) if skill.wants_context else (self.workspace, args)
+        result = self._call_with_timeout(skill, call_args, self.timeout_for(name))
+        result.elapsed_s = time.monotonic() - started
+        return result
+
+    def _call_with_timeout(self, skill: Skill, call_args: tuple, timeout: float) -> SkillResult:
+        outcome: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                outcome["value"] = skill.run(*call_args)
+            except BaseException as exc:  # noqa: BLE001 - a skill's SystemExit must not kill the bot
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=target, name=f"skill-{skill.name}", daemon=True)
+        worker.start()
+        worker.join(timeout)
+        if worker.is_alive():
+            return SkillResult(
+                ok=False,
+                error=f"skill {skill.name!r} timed out after {timeout:g} s (it may still finish in the background)",
+                error_kind="timeout",
+            )
+        if "error" in outcome:
+            exc = outcome["error"]
+            return SkillResult(ok=False, error=f"skill {skill.name!r} failed: {type(exc).__name__}: {exc}", error_kind="exception")
+        value = outcome.get("value")
+        try:
+            text = value_text(value)
+        except (TypeError, ValueError) as exc:
+            return SkillResult(ok=False, error=f"skill {skill.name!r} returned an unprintable value: {exc}", error_kind="exception")
+        shown, cut = truncate_text(text, self.result_limit_chars)
+        return SkillResult(ok=True, value=shown if cut else value, truncated=cut)
+
+
+def _coerce_args(args: Any) -> Any:
+    # Models often send arguments as a JSON string or nothing at all.
+    if args is None:
+        return {}
+    if isinstance(args, str):
+        stripped = args.strip()
+        if not stripped:
+            return {}
+        try:
+            parsed = json.loads(stripped)
+        except json.JSONDecodeError:
+            return args
+        return parsed if isinstance(parsed, dict) else args
+    return args

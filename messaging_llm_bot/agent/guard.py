@@ -1,0 +1,102 @@
+"""The gate every skill call passes: capability policy, owner confirmation, audit log.
+
+The decision comes from ``assistant_framework.policy``; this module applies it to one
+call in a turn: narrows the capabilities to what the call does, asks the owner through
+the frontend's ``approve`` callback when the policy says ``ask`` (no callback means no),
+and appends every call with its decision and outcome to ``state/audit.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from assistant_framework.policy import Decision, append_audit, audit_record, decide
+
+from messaging_llm_bot.agent.honesty import READ_ACTIONS
+
+log = logging.getLogger(__name__)
+
+#: ``action`` values that remove data (the read-only ones are shared with the honesty check).
+DELETE_ACTIONS = frozenset({"delete", "forget", "cancel", "remove", "purge"})
+#: Where content from outside (collectors, attachments) lives in the workspace.
+UNTRUSTED_MARKERS = ("collectors/", "inbox/", "collector:")
+
+ApproveCallback = Callable[[dict], bool]
+
+
+@dataclass
+class GateResult:
+    """Whether the call may run; when not, the sentence the model receives instead of a result."""
+
+    allowed: bool
+    decision: Decision
+    refusal: str | None = None
+
+
+def capabilities_for(skill: Any, args: Any) -> list[str]:
+    """The capabilities this call needs, narrowed by its ``action``: a read needs only ``read``."""
+    declared = list(getattr(skill, "capabilities", None) or ["read"])
+    action = args.get("action") if isinstance(args, dict) else None
+    if not isinstance(action, str):
+        return declared
+    action = action.lower()
+    if action in READ_ACTIONS:
+        return ["read"]
+    if action in DELETE_ACTIONS and "delete" in declared:
+        return ["delete"]
+    return [c for c in declared if c != "delete"] or declared
+
+
+def touches_untrusted(args: Any, value: Any, capabilities: Any = ()) -> bool:
+    """True when a call read content that came from outside (a mail, a feed item, an attachment, the web)."""
+    if "network" in (capabilities or ()):
+        return True
+    try:
+        text = json.dumps([args, value], ensure_ascii=False, default=str)[:20000]
+    except (TypeError, ValueError):
+        text = str(value)[:20000]
+    return any(marker in text for marker in UNTRUSTED_MARKERS)
+
+
+class CallGate:
+    """Applies the ``policy`` config to skill calls and writes the audit log."""
+
+    def __init__(self, workspace: Any, policy: dict | None) -> None:
+        self.workspace = workspace
+        self.policy = policy or {}
+
+    def check(self, skill: Any, args: Any, *, untrusted: bool, approve: ApproveCallback | None, chat: Any) -> GateResult:
+        """Decide, asking the owner when needed; a refused call is audited here."""
+        caps = capabilities_for(skill, args)
+        decision = decide(skill.name, getattr(skill, "capabilities", None) or ["read"], self.policy, untrusted=untrusted, action_capabilities=caps)
+        if decision.action == "allow":
+            return GateResult(True, decision)
+        if decision.action == "deny":
+            self.audit(chat, skill.name, args, decision.action, "denied")
+            return GateResult(False, decision, f"The owner's policy does not allow this call ({decision.reason}). Tell the user it was not done.")
+        request = {"skill": skill.name, "args": args, "capabilities": caps, "reason": decision.reason, "chat": chat}
+        approved = False
+        if approve is not None:
+            try:
+                approved = bool(approve(request))
+            except Exception:  # a broken confirmation path must fail closed
+                log.exception("asking the owner to confirm %s failed", skill.name)
+        if approved:
+            return GateResult(True, Decision("ask", decision.reason + "; the owner confirmed"))
+        outcome = "declined" if approve is not None else "no_confirmation"
+        self.audit(chat, skill.name, args, "ask", outcome)
+        if approve is None:
+            refusal = f"This call needs the owner's confirmation ({decision.reason}), which this chat cannot give. Tell the user what you wanted to do; it was not done."
+        else:
+            refusal = f"The owner did not confirm this call ({decision.reason}); it was not done. Do not retry it unless the user asks again."
+        return GateResult(False, decision, refusal)
+
+    def audit(self, chat: Any, skill: str, args: Any, decision: str, outcome: str, error: str | None = None) -> None:
+        """Append one audit line; a failed audit write is logged, never fatal."""
+        try:
+            append_audit(self.workspace, audit_record(chat=chat, skill=skill, args=args, decision=decision, outcome=outcome, error=error))
+        except Exception:
+            log.exception("could not append to the audit log")

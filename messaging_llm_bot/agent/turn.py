@@ -1,0 +1,143 @@
+"""The records of one turn: progress events, the result, and the running record that becomes the trace."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, is_dataclass
+from datetime import datetime
+from typing import Any
+
+from messaging_llm_bot.llm.client import Completion, LLMError
+from messaging_llm_bot.protocol import ParsedOutput
+
+_USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens")
+
+
+@dataclass
+class AgentEvent:
+    """Progress of a turn: thinking, skill_call, skill_result, delta, done, error."""
+
+    kind: str
+    data: dict
+
+
+@dataclass
+class TurnResult:
+    """The outcome of one message; ``reply`` is never empty."""
+
+    reply: str
+    ok: bool
+    rounds: int = 0
+    skill_calls: list[dict] = field(default_factory=list)
+    usage: dict = field(default_factory=dict)
+    elapsed_s: float = 0.0
+    model_s: float = 0.0
+    recalled: list[dict] = field(default_factory=list)
+    trace_id: str | None = None
+    footer: str | None = None
+
+
+@dataclass
+class TurnRecord:
+    """Mutable record of one turn while it runs (becomes the trace)."""
+
+    trace_id: str
+    conversation_id: str
+    text: str
+    now: datetime
+    requests: list[dict] = field(default_factory=list)
+    skill_calls: list[dict] = field(default_factory=list)
+    saved_to: list[str] = field(default_factory=list)
+    wrote_memory: bool = False
+    recalled: list[dict] = field(default_factory=list)
+    sizes: dict = field(default_factory=dict)
+    rounds: int = 0
+    error: str | None = None
+    log_ids: list = field(default_factory=list)
+    untrusted: bool = False  # content from outside entered the turn: guarded calls need confirmation
+    approve: Any = None  # the frontend's confirmation callback for "ask" decisions, or None
+
+    def usage(self) -> dict:
+        total: dict[str, int] = {}
+        for request in self.requests:
+            for key, value in (request.get("usage") or {}).items():
+                if key in _USAGE_FIELDS and isinstance(value, int):
+                    total[key] = total.get(key, 0) + value
+        return total
+
+    def model_s(self) -> float:
+        return sum(float(r.get("elapsed_s") or 0.0) for r in self.requests)
+
+
+def hit_dict(hit: Any) -> dict:
+    """A memory hit as a plain dict (for TurnResult.recalled and traces)."""
+    if is_dataclass(hit) and not isinstance(hit, type):
+        return asdict(hit)
+    if isinstance(hit, dict):
+        return dict(hit)
+    return {"text": str(hit)}
+
+
+def format_footer(usage: dict, rounds: int, elapsed_s: float, recalled: list[dict] | None = None) -> str:
+    """``— 1200 in (800 cached) · 40 out · 2 rounds · 3.1 s · recalled: notes/a.md`` with only what was reported."""
+    parts = []
+    if "prompt_tokens" in usage:
+        extra = [f"{usage[k]} {label}" for k, label in (("cached_tokens", "cached"), ("cache_write_tokens", "cache writes")) if usage.get(k)]
+        parts.append(f"{usage['prompt_tokens']} in" + (f" ({', '.join(extra)})" if extra else ""))
+    if "completion_tokens" in usage:
+        reasoning = f" ({usage['reasoning_tokens']} reasoning)" if usage.get("reasoning_tokens") else ""
+        parts.append(f"{usage['completion_tokens']} out{reasoning}")
+    parts.append(f"{rounds} round{'s' if rounds != 1 else ''}")
+    parts.append(f"{elapsed_s:.1f} s")
+    sources = list(dict.fromkeys(str(h.get("path") or h.get("source") or "") for h in recalled or [] if h))
+    if sources:
+        shown = ", ".join(s for s in sources[:3] if s) + (f" +{len(sources) - 3}" if len(sources) > 3 else "")
+        parts.append(f"recalled: {shown}")
+    return "— " + " · ".join(parts)
+
+
+def record_request(turn: TurnRecord, round_no: int, messages: list[dict], completion: Completion | None, error: LLMError | None, parsed: ParsedOutput | None = None) -> None:
+    """Add one model request (what was sent, what came back or failed) to the turn record."""
+    entry: dict = {"round": round_no, "messages": [dict(m) for m in messages]}
+    if completion is not None:
+        entry.update(
+            runner=completion.runner,
+            model=completion.model,
+            elapsed_s=round(completion.elapsed_s, 4),
+            usage=completion.usage.as_dict(),
+            text=completion.text,
+            reasoning=completion.reasoning,
+            response=completion.raw,
+        )
+    if parsed is not None:
+        entry["parsed"] = {
+            "calls": [{"skill": c.skill, "args": c.args, "args_error": c.args_error} for c in parsed.calls],
+            "reply": parsed.reply,
+        }
+        entry["recovered"] = list(parsed.recovered)
+    if error is not None:
+        entry.update(runner=error.runner, error={"kind": error.kind, "status": error.status, "message": error.user_message()})
+    turn.requests.append(entry)
+
+
+def trace_of(turn: TurnRecord, result: TurnResult) -> dict:
+    """The trace document of a finished turn."""
+    last = next((r for r in reversed(turn.requests) if r.get("model")), {})
+    return {
+        "id": turn.trace_id,
+        "conversation": turn.conversation_id,
+        "time": turn.now.isoformat(timespec="seconds"),
+        "ok": result.ok,
+        "runner": last.get("runner"),
+        "model": last.get("model"),
+        "rounds": result.rounds,
+        "elapsed_s": round(result.elapsed_s, 4),
+        "model_s": round(result.model_s, 4),
+        "usage": result.usage,
+        "section_sizes": turn.sizes,
+        "recalled": turn.recalled,
+        "user_text": turn.text,
+        "reply": result.reply,
+        "skill_calls": turn.skill_calls,
+        "error": turn.error,
+        "requests": turn.requests,
+    }

@@ -1,0 +1,126 @@
+"""Runs eval cases through the real agent: real prompt assembly, protocol parser and skills.
+
+Each case gets a fresh temporary workspace seeded with the case's files and
+history, the built-in (and configured) skills, and a fixed clock, so the run
+measures exactly what a user of that model would get.
+"""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+import time
+from datetime import datetime
+from typing import Callable, Sequence
+from zoneinfo import ZoneInfo
+
+from assistant_framework.evals.cases import EvalCase
+from assistant_framework.evals.scoring import CallRecord, CaseResult, score_case
+from assistant_framework.skills import SkillManager
+from assistant_framework.workspace import Workspace
+
+from messaging_llm_bot.agent.loop import Agent
+from messaging_llm_bot.agent.history import HistoryStore
+from messaging_llm_bot.llm.client import LLMClient
+
+#: The eval's "now" unless a case sets its own: a Wednesday morning.
+DEFAULT_NOW = "2026-06-10T10:00:00"
+
+
+def eval_llm_config(llm_config: dict, *, runner: str | None = None, base_url: str | None = None, model: str | None = None) -> dict:
+    """The llm section to evaluate: one named runner, or an ad-hoc base URL and model."""
+    config = copy.deepcopy(llm_config or {})
+    runners = list(config.get("runners") or [])
+    if runner:
+        runners = [r for r in runners if r.get("name") == runner]
+        if not runners:
+            raise ValueError(f"no runner named {runner!r} in llm.runners")
+    if base_url or model:
+        first = dict(runners[0]) if runners else {"name": "eval"}
+        if base_url:
+            first["base_url"] = base_url
+        if model:
+            first["model"] = model
+        first.setdefault("name", "eval")
+        runners = [first]
+    if not runners:
+        raise ValueError("no model runner configured: set llm.runners or pass --base-url and --model")
+    config["runners"] = runners[:1] if (runner or base_url or model) else runners
+    return config
+
+
+def _seed(workspace: Workspace, case: EvalCase, settings_budget: int, when: datetime) -> None:
+    for rel, content in case.workspace.items():
+        if isinstance(content, str):
+            workspace.write_text(rel, content)
+        else:
+            workspace.write_json(rel, content)
+    history = HistoryStore(workspace)
+    pending_user: str | None = None
+    for message in case.history:
+        if message["role"] == "user":
+            pending_user = message["content"]
+        elif pending_user is not None:
+            history.append_pair("eval", pending_user, message["content"], budget_chars=settings_budget, when=when)
+            pending_user = None
+
+
+def run_case(case: EvalCase, config: dict, llm: LLMClient) -> CaseResult:
+    """Run one case in a fresh workspace and score it."""
+    zone = ZoneInfo((config.get("runtime") or {}).get("timezone") or "UTC")
+    now = datetime.fromisoformat(case.now or DEFAULT_NOW)
+    now = now if now.tzinfo else now.replace(tzinfo=zone)
+    with tempfile.TemporaryDirectory(prefix="assistant-eval-") as tmp:
+        workspace = Workspace(tmp)
+        skills = SkillManager.from_config(config, workspace)
+        agent = Agent(config, workspace, skills, llm, clock=lambda: now)
+        _seed(workspace, case, agent.settings.history_budget_chars, now)
+        started = time.perf_counter()
+        try:
+            result = agent.handle_message("eval", case.message, chat_id=0, user_id=0)
+        except Exception as exc:  # noqa: BLE001 - one broken case must not stop the suite
+            return score_case(case, [], "", today=now.date(), error=f"{type(exc).__name__}: {exc}")
+        latency = time.perf_counter() - started
+    calls = [
+        CallRecord(skill=c.get("skill", ""), args=c.get("args"), ok=bool(c.get("ok")), error_kind=c.get("error_kind"))
+        for c in result.skill_calls
+    ]
+    usage = result.usage or {}
+    tokens = None
+    if usage.get("prompt_tokens") is not None or usage.get("completion_tokens") is not None:
+        tokens = int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+    return score_case(
+        case,
+        calls,
+        result.reply,
+        today=now.date(),
+        latency_s=latency,
+        tokens=tokens,
+        rounds=result.rounds,
+        error=None if result.ok else result.reply,
+    )
+
+
+def run_cases(
+    cases: Sequence[EvalCase],
+    config: dict,
+    *,
+    progress: Callable[[int, int, CaseResult], None] | None = None,
+) -> list[CaseResult]:
+    """Run every case against ``config['llm']`` (one client shared by all cases)."""
+    config = copy.deepcopy(config)
+    # Memory extraction would add model calls of its own; the eval measures skill calling only.
+    config.setdefault("memory", {})["enabled"] = False
+    # Nobody is there to confirm "ask" calls: the eval measures choosing and filling calls.
+    config["policy"] = {"capabilities": {cap: "allow" for cap in ("read", "write", "delete", "network", "send")}}
+    llm = LLMClient(config.get("llm") or {})
+    results: list[CaseResult] = []
+    try:
+        for index, case in enumerate(cases, 1):
+            outcome = run_case(case, config, llm)
+            results.append(outcome)
+            if progress:
+                progress(index, len(cases), outcome)
+    finally:
+        llm.close()
+    return results

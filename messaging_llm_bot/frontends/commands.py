@@ -1,0 +1,148 @@
+"""Chat commands shared by the terminal chat and Telegram: text builders, plus a small dispatcher.
+
+The builders are pure functions of the runtime's parts and return Markdown-light text; the
+frontends decide how to render it. ``run_command`` maps ``/name args`` to a builder.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from assistant_framework.traces import TraceStore
+from assistant_framework.workspace import Workspace
+
+if TYPE_CHECKING:  # pragma: no cover
+    from messaging_llm_bot.runtime import BotRuntime
+
+#: (command, description) shown by /help.
+COMMANDS: list[tuple[str, str]] = [
+    ("help", "What I can do and the commands"),
+    ("now", "Today at a glance: tasks, reminders, calendar, birthdays"),
+    ("skills", "List my skills"),
+    ("skill", "Explain one skill: /skill NAME"),
+    ("reset", "Clear this conversation's history"),
+    ("status", "Model, skills, collectors and health"),
+    ("stats", "Token usage and model time, last 30 days"),
+    ("why", "Memories recalled for my last reply"),
+    ("reload", "Reload config, skills and collectors"),
+]
+
+
+def has_digest() -> bool:
+    """True when the /now digest module is installed."""
+    return importlib.util.find_spec("messaging_llm_bot.frontends.digest") is not None
+
+
+def help_text(skill_names: list[str], *, with_now: bool | None = None) -> str:
+    """What the assistant does and the command list."""
+    show_now = has_digest() if with_now is None else with_now
+    skills = ", ".join(skill_names) if skill_names else "none loaded"
+    lines = [
+        "I'm your personal assistant. Write to me in plain language: I take notes, keep tasks, reminders "
+        f"and birthdays, remember what you tell me, and use my skills ({skills}).",
+        "",
+        "Commands:",
+    ]
+    lines += [f"/{name} — {desc}" for name, desc in COMMANDS if name != "now" or show_now]
+    return "\n".join(lines)
+
+
+def skills_text(skills: Any) -> str:
+    """One line per loaded skill, plus the skills that failed to load."""
+    catalog = skills.catalog()
+    lines = ["Skills:"] + [f"- {c['name']} — {c['description']}" for c in catalog] if catalog else ["No skills are loaded."]
+    errors = list(getattr(skills, "errors", []) or [])
+    if errors:
+        lines += ["", "Failed to load:"] + [f"- {e.name}: {e.error}" for e in errors]
+    if catalog:
+        lines += ["", "Details: /skill NAME"]
+    return "\n".join(lines)
+
+
+def skill_text(skills: Any, name: str) -> str:
+    """A skill's help (its README's "What it does"), or the closest names for an unknown one."""
+    name = name.strip()
+    if not name:
+        return "Usage: /skill NAME (see /skills for the names)."
+    skill = skills.get(name)
+    if skill is None:
+        close = skills.closest(name)
+        hint = f" Did you mean: {', '.join(close)}?" if close else f" Known skills: {', '.join(skills.names()) or 'none'}."
+        return f"There is no skill named {name!r}.{hint}"
+    body = (skill.help_text or "").strip() or skill.description
+    caps = ", ".join(skill.capabilities or [])
+    return f"{skill.name}\n\n{body}" + (f"\n\nCapabilities: {caps}" if caps else "")
+
+
+def why_text(recalled: list[dict]) -> str:
+    """The memories placed in the prompt of the last reply, with where they came from."""
+    if not recalled:
+        return "No memories were recalled for my last reply."
+    lines = ["Recalled for my last reply:"]
+    for hit in recalled:
+        where = hit.get("ref") or hit.get("path") or hit.get("source") or "?"
+        score = hit.get("score")
+        text = " ".join(str(hit.get("text") or hit.get("snippet") or "").split())
+        line = f"- {where}"
+        if isinstance(score, (int, float)):
+            line += f" ({score:.2f})"
+        if text:
+            line += f": {text[:160]}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def format_stats(stats: dict, days: int = 30) -> str:
+    """/stats text from ``TraceStore.stats()`` output (pure)."""
+    total = stats.get("total") or {}
+    if not total.get("turns"):
+        return f"No model usage recorded in the last {days} days."
+
+    def row(label: str, r: dict) -> str:
+        cached = f", {r['cached_tokens']} cached" if r.get("cached_tokens") else ""
+        return (f"- {label}: {r['turns']} msgs, {r['prompt_tokens']} in{cached}, "
+                f"{r['completion_tokens']} out, model {r['model_s']:.1f} s")
+
+    lines = [f"Usage, last {days} days:", row("total", total), "", "Per model:"]
+    lines += [row(model, r) for model, r in (stats.get("by_model") or {}).items()]
+    lines += ["", "Per day:"]
+    lines += [row(day, r) for day, r in (stats.get("by_day") or {}).items()]
+    return "\n".join(lines)
+
+
+def stats_text(workspace: Workspace, days: int = 30, now: datetime | None = None) -> str:
+    """/stats from the traces of the workspace."""
+    return format_stats(TraceStore(workspace).stats(days=days, now=now), days)
+
+
+def run_command(runtime: "BotRuntime", conversation_id: str, text: str) -> str | None:
+    """The reply to a ``/command`` line, or None when ``text`` is not a known command."""
+    if not text.startswith("/"):
+        return None
+    name, _, rest = text[1:].partition(" ")
+    name = name.split("@", 1)[0].lower()
+    if name in ("help", "start"):
+        return help_text(runtime.skills.names())
+    if name == "skills":
+        return skills_text(runtime.skills)
+    if name == "skill":
+        return skill_text(runtime.skills, rest)
+    if name == "reset":
+        return runtime.agent.reset(conversation_id)
+    if name == "status":
+        return runtime.status_text()
+    if name == "why":
+        return why_text(runtime.agent.last_recall(conversation_id))
+    if name == "stats":
+        return stats_text(runtime.workspace)
+    if name == "reload":
+        error = runtime.reload()
+        return f"Reload failed; the running config is kept:\n{error}" if error else "Reloaded config, skills and collectors."
+    if name == "now" and has_digest():
+        from messaging_llm_bot.frontends.digest import build_digest
+
+        zone_name = runtime.agent.settings.timezone
+        return build_digest(runtime.workspace, runtime.agent.now(), zone_name)
+    return None

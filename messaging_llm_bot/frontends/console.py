@@ -1,0 +1,153 @@
+"""The terminal chat: the same agent and commands as Telegram, on stdin/stdout.
+
+Interactive (stdin is a terminal): a prompt, progress on stderr, collectors running.
+Scripted (stdin is a pipe): one message per line, one reply block per message (the reply
+followed by an empty line), nothing else on stdout; EOF ends with status 0.
+
+Messages for the model go through the durable inbox (``assistant_framework.inbox``) like Telegram's:
+a message a crash left unanswered is answered first at the next start (its reply block comes before
+the new ones; a note naming it goes to stderr).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, TextIO
+
+from assistant_framework.inbox import Inbox
+
+from messaging_llm_bot.agent.loop import AgentEvent
+from messaging_llm_bot.frontends.commands import run_command
+
+if TYPE_CHECKING:  # pragma: no cover
+    from messaging_llm_bot.runtime import BotRuntime
+
+CONVERSATION_ID = "console"
+QUIT_COMMANDS = ("/quit", "/exit")
+
+
+def progress_line(event: AgentEvent) -> str | None:
+    """A short stderr line for a progress event, or None for events not worth showing."""
+    if event.kind == "thinking":
+        return f"… thinking (round {event.data.get('round')})"
+    if event.kind == "skill_call":
+        return f"… running skill {event.data.get('skill')}"
+    if event.kind == "skill_result" and not event.data.get("ok"):
+        return f"… skill {event.data.get('skill')} failed: {event.data.get('summary')}"
+    return None
+
+
+def terminal_approver(stdin: TextIO, stdout: TextIO):
+    """Ask the owner at the terminal to confirm a call the policy marks ``ask`` (anything but y means no)."""
+
+    def approve(request: dict) -> bool:
+        args = json.dumps(request.get("args") or {}, ensure_ascii=False)[:500]
+        print(f"\nConfirm this action? skill: {request.get('skill')} args: {args}\n"
+              f"(why: {request.get('reason')}) [y/N] ", end="", file=stdout, flush=True)
+        answer_line = stdin.readline()
+        return answer_line.strip().lower() in ("y", "yes")
+
+    return approve
+
+
+def answer(runtime: "BotRuntime", text: str, *, progress: TextIO | None = None, conversation_id: str = CONVERSATION_ID,
+           approve=None) -> str:
+    """The reply block for one input line: a command's text or the agent's reply (with footer)."""
+    reply = run_command(runtime, conversation_id, text)
+    if reply is not None:
+        return reply
+    if text.startswith("/"):
+        return f"Unknown command {text.split()[0]}; see /help."
+
+    def on_event(event: AgentEvent) -> None:
+        line = progress_line(event)
+        if line and progress is not None:
+            print(line, file=progress, flush=True)
+
+    result = runtime.agent.handle_message(conversation_id, text, on_event=on_event, chat_id=conversation_id,
+                                          user_id="owner", approve=approve)
+    return result.reply + (f"\n{result.footer}" if result.footer else "")
+
+
+def answer_durably(runtime: "BotRuntime", inbox: Inbox, text: str, *,
+                   progress: TextIO | None = None, approve=None) -> tuple[str, str | None]:
+    """Like ``answer`` but a model-bound message is kept in the inbox; returns (reply, item id to complete)."""
+    if text.startswith("/"):
+        return answer(runtime, text, progress=progress), None
+    try:
+        item = inbox.accept(f"console:{time.time_ns()}", CONVERSATION_ID, {"text": text})
+    except OSError as err:
+        from messaging_llm_bot.frontends.telegram.turn import storage_error_text  # the same wording as in Telegram
+
+        return storage_error_text(err), None
+    reply = answer(runtime, text, progress=progress, approve=approve)
+    try:
+        inbox.record_reply(item.item_id, reply)
+    except OSError:
+        pass  # the reply is printed right after; only a crash in between would ask the model again
+    return reply, item.item_id
+
+
+def _replay(runtime: "BotRuntime", inbox: Inbox, stdout: TextIO, stderr: TextIO, interactive: bool) -> None:
+    for item in inbox.pending():
+        if item.conversation_id != CONVERSATION_ID:
+            continue
+        text = str(item.payload.get("text", ""))
+        print(f"(answering a message left unanswered by the last run: {text[:80]!r})", file=stderr, flush=True)
+        reply = item.reply if item.reply is not None else answer(runtime, text, progress=stderr if interactive else None)
+        print(reply.rstrip("\n") + "\n", file=stdout, flush=True)
+        inbox.complete(item.item_id)
+
+
+def run_console(
+    runtime: "BotRuntime",
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Chat on the terminal until EOF or /quit; returns the exit status."""
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    interactive = stdin.isatty()
+    if interactive:
+        runtime.start_background(notify=lambda title, text: print(f"\n[{title}] {text}", file=stderr, flush=True))
+        print("Terminal chat with your assistant. /help for commands, /quit or Ctrl-D to leave.", file=stdout, flush=True)
+    inbox = Inbox(runtime.workspace)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        _replay(runtime, inbox, stdout, stderr, interactive)
+        while True:
+            if interactive:
+                print("you> ", end="", file=stdout, flush=True)
+            line = stdin.readline()
+            if not line:
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text.lower() in QUIT_COMMANDS:
+                break
+            # Only someone at a terminal can confirm; a scripted (piped) chat refuses "ask" calls.
+            approve = terminal_approver(stdin, stdout) if interactive else None
+            reply, item_id = answer_durably(runtime, inbox, text, progress=stderr if interactive else None, approve=approve)
+            print(reply.rstrip("\n") + "\n", file=stdout, flush=True)
+            if item_id is not None:
+                inbox.complete(item_id)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a message being answered stays in the inbox
+        print("", file=stdout)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM ends the terminal chat like Ctrl-C."""
+    raise KeyboardInterrupt

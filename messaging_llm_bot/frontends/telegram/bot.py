@@ -1,0 +1,306 @@
+"""The Telegram bot: builds the PTB Application, starts it (polling or webhook) and stops it cleanly.
+
+Start-up: a lock file in the workspace (one bot per workspace), getMe, setMyCommands, replay of
+inbox items a crash left unanswered, reminders and the morning digest on the JobQueue, collectors in
+the background, then long polling. A 409 Conflict (another instance polls the same token) stops the
+bot with a clear message and exit code 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from datetime import time as dtime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import filelock
+import telegram
+from telegram import BotCommand, Update
+from telegram.error import Conflict, InvalidToken, NetworkError, TelegramError
+from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, BaseUpdateProcessor, ContextTypes, ExtBot
+from telegram.request import HTTPXRequest
+
+from assistant_framework.inbox import Inbox
+from assistant_framework.stores.reminders import ReminderStore
+from messaging_llm_bot.frontends.reminders import ReminderScheduler
+from messaging_llm_bot.frontends.commands import COMMANDS
+from messaging_llm_bot.frontends.telegram.handlers import Frontend
+from messaging_llm_bot.frontends.telegram.send import send_markdown
+from messaging_llm_bot.frontends.telegram.settings import TelegramSettings
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE = "state/bot.lock"
+POLL_TIMEOUT_SECONDS = 10
+REMINDER_POLL_SECONDS = 30.0
+SHUTDOWN_TIMEOUT_SECONDS = 20.0
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class InboxBot(ExtBot):
+    """ExtBot whose getUpdates persists model-bound updates before they are confirmed (next offset)."""
+
+    def __init__(self, *args: Any, on_updates: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        with self._unfrozen():
+            self._on_updates = on_updates
+
+    async def get_updates(self, *args: Any, **kwargs: Any) -> tuple[Update, ...]:
+        updates = await super().get_updates(*args, **kwargs)
+        if updates and self._on_updates is not None:
+            # An exception here (disk full) makes the Updater fetch the same batch again: nothing is lost.
+            await asyncio.to_thread(self._on_updates, updates, self)
+        return updates
+
+
+class ChatOrderedProcessor(BaseUpdateProcessor):
+    """Concurrent across chats, strictly in arrival order within one chat."""
+
+    def __init__(self, frontend: Frontend, max_concurrent_updates: int = 256) -> None:
+        super().__init__(max_concurrent_updates)
+        self.frontend = frontend
+
+    async def do_process_update(self, update: object, coroutine: Any) -> None:
+        chat = update.effective_chat if isinstance(update, Update) else None
+        # Button presses skip the queue: a turn may be waiting for one (confirmations).
+        if chat is None or update.callback_query is not None:
+            await coroutine
+            return
+        # Tasks start in arrival order and asyncio.Lock wakes waiters FIFO: order holds per chat.
+        async with self.frontend.chat_lock(chat.id):
+            await coroutine
+
+    async def initialize(self) -> None:
+        """Nothing to set up."""
+
+    async def shutdown(self) -> None:
+        """Nothing to free."""
+
+
+class TelegramService:
+    """One running bot: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is thread-safe."""
+
+    def __init__(self, runtime: Any, *, stop_signals: Any = None, poll_timeout: int = POLL_TIMEOUT_SECONDS,
+                 reminder_poll_seconds: float = REMINDER_POLL_SECONDS) -> None:
+        self.runtime = runtime
+        self.settings = TelegramSettings.from_config(runtime.config)
+        self.stop_signals = stop_signals
+        self.poll_timeout = poll_timeout
+        self.reminder_poll_seconds = reminder_poll_seconds
+        self.reminders: ReminderScheduler | None = None
+        self.frontend: Frontend | None = None
+        self.app: Application | None = None
+        self.conflict: str | None = None
+        self.ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._replay: asyncio.Future | None = None
+        runtime_config = runtime.config.get("runtime") or {}
+        self.shutdown_timeout = float(runtime_config.get("shutdown_timeout_seconds", SHUTDOWN_TIMEOUT_SECONDS))
+        self._stopping = False
+        self._deadline = 0.0
+        self._watchdog: asyncio.TimerHandle | None = None
+
+    # -- building ---------------------------------------------------------------
+
+    def build(self) -> Application:
+        """Build the Application pointed at ``telegram.base_url`` with rate limiter and JobQueue."""
+        self.frontend = Frontend(self.runtime, self.settings, Inbox(self.runtime.workspace))
+        bot = InboxBot(token=self.settings.token, base_url=self.settings.base_url,
+                       base_file_url=self.settings.base_file_url,
+                       request=HTTPXRequest(connection_pool_size=64),
+                       get_updates_request=HTTPXRequest(read_timeout=self.poll_timeout + 10.0),
+                       rate_limiter=AIORateLimiter(max_retries=0), on_updates=self.frontend.persist)
+        app = (ApplicationBuilder().bot(bot).concurrent_updates(ChatOrderedProcessor(self.frontend))
+               .post_init(self._post_init).post_stop(self._post_stop).build())
+        self.frontend.register(app)
+        app.add_error_handler(self._on_error)
+        self.app = app
+        return app
+
+    async def _post_init(self, app: Application) -> None:
+        self._loop = asyncio.get_running_loop()
+        bot, fe = app.bot, self.frontend
+        ids = sorted(self.settings.allowed_user_ids)
+        log.info("Serving @%s for user ids %s", bot.username, ids)
+        if not ids:
+            log.warning("telegram.allowed_user_ids is empty: the bot answers no one. Send it a message to "
+                        "see your numeric user id, then add it with: config set telegram.allowed_user_ids [ID]")
+        try:
+            await bot.set_my_commands([BotCommand(name, desc) for name, desc in COMMANDS])
+        except TelegramError as err:
+            log.warning("telegram: setMyCommands failed: %s", err)
+        self._replay = await fe.start_replay(bot)
+        self.reminders = ReminderScheduler(ReminderStore(self.runtime.workspace), app.job_queue, self.send_notice,
+                                           default_tz=self.settings.timezone, poll_seconds=self.reminder_poll_seconds)
+        self.reminders.start()
+        if self.settings.morning_digest:
+            hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))
+            app.job_queue.run_daily(self._morning_digest, time=dtime(hour, minute,
+                                                                     tzinfo=ZoneInfo(self.settings.timezone)),
+                                    name="morning-digest")
+        self.runtime.start_background(notify=self.notify_from_thread)
+        self.ready.set()
+
+    async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        err = context.error
+        if isinstance(err, Conflict):
+            self.conflict = str(err)
+            log.error("telegram: another instance is using this bot token (%s); stopping", err)
+            self.begin_shutdown()
+            return
+        log.error("telegram: error while handling an update: %s", err, exc_info=err)
+
+    # -- graceful shutdown ------------------------------------------------------------
+
+    def _install_signal_handlers(self) -> None:
+        # Our own handlers instead of PTB's: PTB's stop would answer every queued update, unbounded.
+        for sig in self.stop_signals or ():
+            try:
+                self._loop.add_signal_handler(sig, self.begin_shutdown, signal.Signals(sig).name)
+            except (NotImplementedError, RuntimeError, ValueError) as err:  # not the main thread / platform
+                log.warning("telegram: cannot handle signal %s (%s); stop with stop()", sig, err)
+
+    def begin_shutdown(self, reason: str = "stop requested") -> None:
+        """Stop taking new messages, give running turns ``shutdown_timeout`` seconds, then stop (loop thread)."""
+        if self._stopping:  # a second Ctrl-C / SIGTERM: do not wait any longer
+            self._give_up()
+            return
+        self._stopping = True
+        if self.frontend is not None:
+            self.frontend.turns.stopping = True
+            running = self.frontend.turns.active
+        else:
+            running = 0
+        log.info("telegram: %s: stopping; waiting up to %.0f s for %d turn(s) in flight; messages not yet "
+                 "answered stay in the inbox", reason, self.shutdown_timeout, running)
+        loop = self._loop or asyncio.get_event_loop()
+        self._deadline = loop.time() + self.shutdown_timeout
+        self._watchdog = loop.call_later(self.shutdown_timeout, self._give_up)
+        if self.app is not None:
+            self.app.stop_running()
+
+    def _give_up(self) -> None:
+        if self.frontend is None:
+            return
+        cancelled = self.frontend.turns.cancel_all()
+        if cancelled:
+            log.warning("telegram: %d turn(s) did not finish within %.0f s; their messages stay in the inbox "
+                        "and are answered at the next start", cancelled, self.shutdown_timeout)
+
+    async def _post_stop(self, app: Application) -> None:
+        # PTB's stop waited for update handlers; start-up replay turns run outside PTB: wait for them too.
+        if self.frontend is not None:
+            left = max(0.0, self._deadline - asyncio.get_running_loop().time()) if self._stopping else 0.0
+            if not await self.frontend.turns.wait_idle(left):
+                self._give_up()
+                await self.frontend.turns.wait_idle(1.0)
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+
+    # -- outgoing notices ---------------------------------------------------------
+
+    async def send_notice(self, chat_id: int | str | None, text: str) -> bool:
+        """Send plain text to one chat, or to every allowed user's private chat; True if all arrived."""
+        targets = [int(chat_id)] if chat_id not in (None, "") else sorted(self.frontend.settings.allowed_user_ids)
+        ok = bool(targets)
+        for target in targets:
+            try:
+                await send_markdown(self.app.bot, target, text)
+            except TelegramError as err:
+                log.warning("telegram: notice to chat %s failed: %s", target, err)
+                ok = False
+            except Exception as err:  # noqa: BLE001 - TelegramDeliveryError and friends
+                log.warning("telegram: notice to chat %s failed: %s", target, err)
+                ok = False
+        return ok
+
+    def notify_from_thread(self, collector_name: str, text: str) -> None:
+        """Collector callback (background thread): a short notice to the allowed users."""
+        if self._loop is None or self._loop.is_closed():
+            return
+        asyncio.run_coroutine_threadsafe(self.send_notice(None, f"📬 {collector_name}: {text}"), self._loop)
+
+    async def _morning_digest(self, context: ContextTypes.DEFAULT_TYPE) -> None:
+        await self.send_notice(None, await asyncio.to_thread(self.frontend.digest_text))
+
+    # -- running ------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Run until stopped; returns the process exit code."""
+        if not self.settings.token:
+            print("telegram: no bot token: set telegram.token or TELEGRAM_BOT_TOKEN", file=sys.stderr)
+            return EXIT_USAGE
+        lock = filelock.FileLock(str(self.runtime.workspace.path(LOCK_FILE)))
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            print(f"telegram: another bot is already running on workspace {self.runtime.workspace.root} "
+                  f"({LOCK_FILE} is held); stop it first", file=sys.stderr)
+            return EXIT_FAILED
+        try:
+            return self._run_app()
+        finally:
+            lock.release()
+
+    def _run_app(self) -> int:
+        app = self.build()
+        # PTB runs on the thread's current loop: create it here so signals are handled from the first moment.
+        self._loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self._loop)
+        self._install_signal_handlers()
+        try:
+            if self.settings.mode == "webhook":
+                hook = self.settings.webhook
+                app.run_webhook(listen=hook.get("listen", "127.0.0.1"), port=int(hook.get("port", 8443)),
+                                url_path="telegram", webhook_url=hook.get("url") or None,
+                                secret_token=hook.get("secret_token") or None,
+                                allowed_updates=["message", "callback_query"],
+                                stop_signals=None, close_loop=False)
+            else:
+                app.run_polling(poll_interval=0.0, timeout=self.poll_timeout,
+                                allowed_updates=["message", "callback_query"],
+                                stop_signals=None, close_loop=False)
+        except InvalidToken:
+            print("telegram: the bot token was refused by the Bot API (check telegram.token)", file=sys.stderr)
+            return EXIT_FAILED
+        except NetworkError as err:
+            print(f"telegram: cannot reach the Bot API at {self.settings.base_url}: {err}", file=sys.stderr)
+            return EXIT_FAILED
+        finally:
+            self._shutdown_runtime()
+        if self.conflict:
+            print("telegram: stopped: another instance is polling with the same bot token "
+                  "(409 Conflict); run only one bot per token", file=sys.stderr)
+            return EXIT_FAILED
+        return EXIT_OK
+
+    def _shutdown_runtime(self) -> None:
+        try:
+            self.runtime.shutdown(self.shutdown_timeout)
+        except Exception as err:  # noqa: BLE001 - shutting down: report, do not mask the exit code
+            log.warning("runtime shutdown failed: %s", err)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Ask a running bot to stop (from another thread, e.g. a test or a supervisor)."""
+        loop, app = self._loop, self.app
+        if loop is None or app is None:
+            return
+        # stop_running() before the application runs only sets a marker PTB checks right after
+        # post_init; wait until it runs so the request is not lost.
+        deadline = time.monotonic() + timeout
+        while not app.running and time.monotonic() < deadline and not loop.is_closed():
+            time.sleep(0.02)
+        time.sleep(0.1)  # let run_polling move from start() into run_forever()
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(self.begin_shutdown)
+
+
+def run_telegram(runtime: Any, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:
+    """Run the Telegram frontend for ``runtime`` until interrupted; returns an exit code."""
+    return TelegramService(runtime, stop_signals=stop_signals).run()

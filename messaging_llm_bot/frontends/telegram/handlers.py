@@ -1,0 +1,256 @@
+"""Telegram handlers: the allowlist gate, commands, and messages routed through the durable inbox."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import telegram
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
+from telegram.ext import (Application, ApplicationHandlerStop, CallbackQueryHandler, CommandHandler,
+                          ContextTypes, MessageHandler, TypeHandler, filters)
+
+from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.frontends import commands as texts
+from messaging_llm_bot.frontends.digest import build_digest
+from messaging_llm_bot.frontends.telegram.media import message_kind, unsupported_text
+from messaging_llm_bot.frontends.telegram.send import send_markdown
+from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, addressed_to_bot, conversation_id, is_command
+from messaging_llm_bot.frontends.telegram.approval import CALLBACK_PATTERN as APPROVAL_PATTERN
+from messaging_llm_bot.frontends.telegram.approval import Approvals
+from messaging_llm_bot.frontends.telegram.turn import TurnRunner, storage_error_text
+from messaging_llm_bot.llm.transcribe import transcription_config
+
+log = logging.getLogger(__name__)
+
+MODEL_KINDS = ("text", "document", "photo", "voice")
+
+
+def refusal_text(user_id: int) -> str:
+    """The one reply an unknown user gets."""
+    return (f"Sorry, you are not authorised to use this bot. Your user id is {user_id}; "
+            "the owner can add it to telegram.allowed_user_ids.")
+
+
+class Frontend:
+    """State and handlers of the Telegram frontend for one runtime."""
+
+    def __init__(self, runtime: Any, settings: TelegramSettings, inbox: Inbox) -> None:
+        self.runtime = runtime
+        self.settings = settings
+        self.inbox = inbox
+        self.chat_locks: dict[int, asyncio.Lock] = {}
+        self.items: dict[int, InboxItem] = {}  # update_id -> item persisted when fetched
+        self.duplicates: set[int] = set()
+        self.approvals = Approvals()
+        self.turns = TurnRunner(runtime, inbox, lambda: self.settings, self.approvals)
+
+    # -- rules ------------------------------------------------------------------
+
+    def allowed(self, user: telegram.User | None) -> bool:
+        """Deny by default: only numeric ids in telegram.allowed_user_ids."""
+        return user is not None and user.id in self.settings.allowed_user_ids
+
+    def chat_lock(self, chat_id: int) -> asyncio.Lock:
+        """The lock that keeps one chat's updates in arrival order."""
+        return self.chat_locks.setdefault(chat_id, asyncio.Lock())
+
+    def for_model(self, update: Update, bot: telegram.Bot) -> bool:
+        """True when an update is a message the model will answer (so it goes into the inbox)."""
+        message = update.message
+        if message is None or not self.allowed(message.from_user) or is_command(message):
+            return False
+        kind = message_kind(message)
+        if kind not in MODEL_KINDS:
+            return False
+        if kind == "voice" and transcription_config(self.runtime.config.get("llm") or {}) is None:
+            return False
+        return addressed_to_bot(message, bot.username or "", bot.id if bot.username else None,
+                                self.settings.group_mode)
+
+    def persist(self, updates: Sequence[Update], bot: telegram.Bot) -> None:
+        """Write model-bound updates to the inbox before they are confirmed to Telegram."""
+        for update in updates:
+            try:
+                if update.update_id in self.items or not self.for_model(update, bot):
+                    continue
+                item = self.inbox.accept(str(update.update_id), conversation_id(update.message.chat_id),
+                                         update.to_dict())
+            except Exception:  # noqa: BLE001 - one odd update must not stall polling; the handler retries
+                log.exception("telegram: could not persist update %s to the inbox", update.update_id)
+                continue
+            if item is None:
+                self.duplicates.add(update.update_id)
+            else:
+                self.items[update.update_id] = item
+
+    # -- gate (group -1) --------------------------------------------------------
+
+    async def gate(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Stop updates from unknown users (one short refusal) and duplicates, before any other handler."""
+        if update.update_id in self.duplicates:
+            self.duplicates.discard(update.update_id)
+            log.info("telegram: update %s was already answered; skipping the duplicate", update.update_id)
+            raise ApplicationHandlerStop
+        user = update.effective_user
+        if self.allowed(user):
+            return
+        if user is not None:
+            await self._refuse(update, context.bot, user)
+        raise ApplicationHandlerStop
+
+    async def _refuse(self, update: Update, bot: telegram.Bot, user: telegram.User) -> None:
+        log.info("telegram: refused user id %s (not in telegram.allowed_user_ids)", user.id)
+        try:
+            if update.callback_query is not None:
+                await update.callback_query.answer(refusal_text(user.id), show_alert=True)
+                return
+            message = update.message
+            if message is None:
+                return
+            if message.chat.type != "private" and not (is_command(message) or addressed_to_bot(
+                    message, bot.username or "", bot.id, "mention")):
+                return  # a group conversation not addressed to the bot: stay quiet
+            await message.reply_text(refusal_text(user.id), do_quote=message.chat.type != "private")
+        except telegram.error.TelegramError as err:
+            log.info("telegram: refusal to %s failed: %s", user.id, err)
+
+    # -- messages ---------------------------------------------------------------
+
+    async def on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Any non-command message: through the inbox to the model, or a short 'not supported'."""
+        message = update.message
+        bot = context.bot
+        kind = message_kind(message)
+        if not addressed_to_bot(message, bot.username or "", bot.id, self.settings.group_mode):
+            return
+        if not self.for_model(update, bot):
+            await message.reply_text(unsupported_text(kind), do_quote=message.chat.type != "private")
+            return
+        item = self.items.pop(update.update_id, None)
+        if item is None:  # webhook mode or a direct process_update: persist now
+            try:
+                item = await asyncio.to_thread(self.inbox.accept, str(update.update_id),
+                                               conversation_id(message.chat_id), update.to_dict())
+            except OSError as err:  # disk full, read-only: say so; the model would not see it anyway
+                log.error("telegram: message %s in chat %s could not be stored in the inbox: %s",
+                          message.message_id, message.chat_id, err)
+                await message.reply_text(storage_error_text(err), do_quote=message.chat.type != "private")
+                return
+            if item is None:
+                return
+        await self.turns.answer(bot, item)
+
+    async def start_replay(self, bot: telegram.Bot) -> asyncio.Future | None:
+        """Answer items a crash left in the inbox, in order per chat.
+
+        Each affected chat's lock is taken here, before polling starts, so new messages of that chat
+        wait until the old ones are answered; the answering itself runs in the background.
+        """
+        by_chat: dict[int, list[InboxItem]] = {}
+        for item in self.inbox.pending():
+            by_chat.setdefault(int(item.conversation_id.split(":", 1)[1]), []).append(item)
+        if not by_chat:
+            return None
+        for chat in by_chat:
+            await self.chat_lock(chat).acquire()
+        log.info("telegram: answering %d message(s) left unanswered by the last run",
+                 sum(len(items) for items in by_chat.values()))
+
+        async def run_chat(chat: int, items: list[InboxItem]) -> None:
+            try:
+                for item in items:
+                    await self.turns.answer(bot, item)
+            except Exception:  # noqa: BLE001 - a replay failure must not kill the bot
+                log.exception("telegram: replay in chat %s failed", chat)
+            finally:
+                self.chat_lock(chat).release()
+
+        return asyncio.gather(*(run_chat(chat, items) for chat, items in by_chat.items()))
+
+    # -- commands ---------------------------------------------------------------
+
+    async def _send(self, update: Update, bot: telegram.Bot, markdown: str) -> None:
+        chat = update.effective_chat
+        reply_to = update.effective_message.message_id if chat.type != "private" else None
+        await send_markdown(bot, chat.id, markdown, reply_to_message_id=reply_to)
+
+    async def cmd_help(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        await self._send(update, context.bot, texts.help_text(self.runtime.skills.names()))
+
+    async def cmd_skills(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        await self._send(update, context.bot, texts.skills_text(self.runtime.skills))
+
+    async def cmd_skill(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        await self._send(update, context.bot, texts.skill_text(self.runtime.skills, " ".join(context.args or [])))
+
+    async def cmd_status(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        await self._send(update, context.bot, await asyncio.to_thread(self.runtime.status_text))
+
+    async def cmd_now(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        await self._send(update, context.bot, await asyncio.to_thread(self.digest_text))
+
+    def digest_text(self) -> str:
+        """The /now digest for this moment (no model call)."""
+        tz = self.settings.timezone
+        return build_digest(self.runtime.workspace, datetime.now(ZoneInfo(tz)), tz)
+
+    async def cmd_reload(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        error = await asyncio.to_thread(self.runtime.reload)
+        if error:
+            await self._send(update, context.bot, f"Reload refused; the running configuration is kept.\n\n{error}")
+            return
+        self.settings = TelegramSettings.from_config(self.runtime.config)
+        await self._send(update, context.bot, "Reloaded config, skills and collectors.")
+
+    async def cmd_stats(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        await self._send(update, context.bot, await asyncio.to_thread(texts.stats_text, self.runtime.workspace))
+
+    async def cmd_why(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        recalled = self.runtime.agent.last_recall(conversation_id(update.effective_chat.id))
+        await self._send(update, context.bot, texts.why_text(recalled))
+
+    async def on_unknown_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        message = update.message
+        command = (message.text or "").split()[0]
+        target = command.partition("@")[2]
+        if target and target.lower() != (context.bot.username or "").lower():
+            return  # meant for another bot in the group
+        await self._send(update, context.bot, f"Unknown command {command}. /help lists what I understand.")
+
+    async def cmd_reset(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Say what will be cleared and ask for confirmation with a button."""
+        keyboard = InlineKeyboardMarkup([[InlineKeyboardButton("Clear history", callback_data="reset:yes"),
+                                          InlineKeyboardButton("Cancel", callback_data="reset:no")]])
+        await update.effective_message.reply_text(
+            "This clears the message history of this conversation, so I forget what we talked about here. "
+            "Notes, tasks, reminders, learnings and other saved data are kept.", reply_markup=keyboard)
+
+    async def on_reset_choice(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        query = update.callback_query
+        await query.answer()
+        if query.data == "reset:yes":
+            text = await asyncio.to_thread(self.runtime.agent.reset, conversation_id(query.message.chat.id))
+        else:
+            text = "Kept the history."
+        await query.edit_message_text(text)
+
+    # -- wiring -----------------------------------------------------------------
+
+    def register(self, app: Application) -> None:
+        """Add the gate, command, callback and message handlers to ``app``."""
+        app.add_handler(TypeHandler(Update, self.gate), group=-1)
+        only_new = filters.UpdateType.MESSAGE  # an edited message must not trigger a second answer
+        for name, callback in (("start", self.cmd_help), ("help", self.cmd_help), ("skills", self.cmd_skills),
+                               ("skill", self.cmd_skill), ("reset", self.cmd_reset), ("status", self.cmd_status),
+                               ("now", self.cmd_now), ("reload", self.cmd_reload), ("stats", self.cmd_stats),
+                               ("why", self.cmd_why)):
+            app.add_handler(CommandHandler(name, callback, filters=only_new))
+        app.add_handler(CallbackQueryHandler(self.on_reset_choice, pattern=r"^reset:(yes|no)$"))
+        app.add_handler(CallbackQueryHandler(self.approvals.on_choice, pattern=APPROVAL_PATTERN))
+        app.add_handler(MessageHandler(only_new & filters.COMMAND, self.on_unknown_command))
+        app.add_handler(MessageHandler(only_new & ~filters.COMMAND, self.on_message))

@@ -1,0 +1,219 @@
+"""Answer one durable inbox item: prepare the model input, run the Agent with progress, deliver with a ledger.
+
+Used for live messages and for the start-up replay of items a crash left unanswered; the caller
+holds the chat's lock so the messages of one chat are answered in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import telegram
+from telegram import MessageEntity, Update
+from telegram.error import TelegramError
+
+from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.frontends.telegram.approval import Approvals
+from messaging_llm_bot.frontends.telegram.format import render_markdown
+from messaging_llm_bot.frontends.telegram.media import (VOICE_DISABLED, attachment_prompt, message_kind, save_attachment,
+                                              transcribe_voice)
+from messaging_llm_bot.frontends.telegram.progress import Progress
+from messaging_llm_bot.frontends.telegram.send import (TelegramDeliveryError, is_entity_error, retry_after_seconds,
+                                             send_markdown)
+from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, strip_mention
+from messaging_llm_bot.llm.transcribe import transcription_config
+
+log = logging.getLogger(__name__)
+
+FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def storage_error_text(err: OSError) -> str:
+    """The user's message when the workspace cannot be written (disk full, read-only)."""
+    if err.errno in _DISK_FULL:
+        why = "the disk of my workspace is full"
+    elif err.errno in _READ_ONLY:
+        why = "my workspace is read-only"
+    else:
+        why = f"my workspace cannot be written ({err.strerror or type(err).__name__})"
+    return f"⚠️ I could not save your message because {why}. Nothing was changed; please tell the owner."
+
+
+class TurnRunner:
+    """Runs turns for the Telegram frontend; one instance per application."""
+
+    def __init__(self, runtime: Any, inbox: Inbox, settings_ref: Any, approvals: Approvals | None = None) -> None:
+        self.runtime = runtime
+        self.inbox = inbox
+        self.approvals = approvals
+        self._settings_ref = settings_ref  # callable returning the current TelegramSettings (changes on /reload)
+        self.stopping = False  # set on shutdown: no new turns; their items stay in the inbox
+        self._active: set[asyncio.Task] = set()
+
+    @property
+    def settings(self) -> TelegramSettings:
+        return self._settings_ref()
+
+    @property
+    def active(self) -> int:
+        """How many turns are running now."""
+        return len(self._active)
+
+    async def answer(self, bot: telegram.Bot, item: InboxItem) -> None:
+        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
+        if self.stopping:
+            log.info("telegram: stopping; %s stays in the inbox for the next start", item.item_id)
+            return
+        task = asyncio.current_task()
+        if task is not None:
+            self._active.add(task)
+        try:
+            await self._answer(bot, item)
+        finally:
+            self._active.discard(task)
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for running turns; True when none is left."""
+        pending = {t for t in self._active if t is not asyncio.current_task()}
+        if pending and timeout > 0:
+            await asyncio.wait(pending, timeout=timeout)
+        return not any(not t.done() for t in self._active if t is not asyncio.current_task())
+
+    def cancel_all(self) -> int:
+        """Cancel the running turns (their items stay pending: no completion happens); returns how many."""
+        running = [t for t in self._active if not t.done()]
+        for task in running:
+            task.cancel()
+        return len(running)
+
+    async def _answer(self, bot: telegram.Bot, item: InboxItem) -> None:
+        """Answer ``item`` and complete it; the user always gets a message, even on errors."""
+        update = Update.de_json(item.payload, bot)
+        message = update.effective_message
+        chat_id = message.chat_id
+        # Quote the question only in groups, where several people talk; private chats stay clean.
+        reply_to = message.message_id if message.chat.type != "private" else None
+        progress: Progress | None = None
+        try:
+            reply = item.reply
+            if reply is None:
+                progress = Progress(bot, chat_id, show_status=self.settings.progress, stream=self.settings.stream)
+                reply = await self._produce_reply(bot, item, message, progress)
+                await progress.stop()
+                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
+            await self._deliver(bot, item, chat_id, reply, reply_to, progress)
+        except TelegramDeliveryError as err:
+            retry = (isinstance(err.cause, telegram.error.NetworkError)
+                     and not isinstance(err.cause, telegram.error.BadRequest))
+            log.error("telegram: the reply to message %s (%s, %r) was not delivered: %s; %s", message.message_id,
+                      item.item_id, _excerpt(message), err,
+                      "it stays in the inbox and is resent at the next start" if retry else "giving up")
+            if retry:
+                return  # leave it pending: the next start-up resends the missing parts
+        except Exception as exc:  # noqa: BLE001 - last line of defence: say so instead of going silent
+            log.exception("telegram: answering %s in chat %s failed", item.item_id, chat_id)
+            if progress is not None:
+                await progress.stop()
+            try:
+                await bot.send_message(chat_id, storage_error_text(exc) if isinstance(exc, OSError) else FAILED_REPLY)
+            except TelegramError:
+                log.error("telegram: could not even send the failure notice to chat %s", chat_id)
+        await asyncio.to_thread(self.inbox.complete, item.item_id)
+
+    async def _produce_reply(self, bot: telegram.Bot, item: InboxItem, message: telegram.Message,
+                             progress: Progress) -> str:
+        kind = message_kind(message)
+        untrusted = False
+        if kind == "text":
+            text = strip_mention(message.text, bot.username or "")
+        elif kind in ("document", "photo"):
+            today = datetime.now(ZoneInfo(self.settings.timezone)).date()
+            saved = await save_attachment(bot, self.runtime.workspace, message, today)
+            if isinstance(saved, str):
+                return saved
+            text, untrusted = attachment_prompt(saved), True
+        elif kind == "voice":
+            config = transcription_config((self.runtime.config.get("llm") or {}))
+            if config is None:
+                return VOICE_DISABLED
+            result = await transcribe_voice(bot, message, config)
+            if not result.ok:
+                return f"🎙 I could not transcribe that voice note: {result.error or 'the transcript was empty'}."
+            text = result.text
+            await bot.send_message(message.chat_id, f"🎙 {text}", reply_parameters=telegram.ReplyParameters(
+                message.message_id, allow_sending_without_reply=True))
+        else:
+            return f"Sorry, I can't handle a {kind} message."
+        await progress.start()
+        user = message.from_user
+        owner_chat = message.chat.type == "private" and user is not None and user.id == self.settings.owner_id
+        approve = None
+        if self.approvals is not None and owner_chat:
+            # Only the owner's private chat can confirm; elsewhere "ask" means no.
+            approve = self.approvals.approver(bot, message.chat_id, asyncio.get_running_loop())
+        result = await asyncio.to_thread(
+            self.runtime.agent.handle_message, item.conversation_id, text, on_event=progress.on_event,
+            stream=self.settings.stream, chat_id=message.chat_id, user_id=user.id if user else None,
+            # Only the owner's own private chat sees the owner's notes, facts and other chats' logs.
+            private=owner_chat,
+            message_id=message.message_id, untrusted=untrusted, approve=approve)
+        reply = result.reply or FAILED_REPLY
+        if result.footer:
+            reply = f"{reply}\n\n_{result.footer}_"
+        return reply
+
+    async def _deliver(self, bot: telegram.Bot, item: InboxItem, chat_id: int, reply: str, reply_to: int | None,
+                       progress: Progress | None) -> None:
+        skip = self.inbox.parts_sent(item.item_id)
+        if progress is not None and progress.message_id is not None:
+            if skip == 0 and progress.showing_stream and await self._finalise_stream(bot, chat_id, progress.message_id,
+                                                                                    reply):
+                await asyncio.to_thread(self.inbox.record_part, item.item_id, 0, progress.message_id)
+                skip = 1
+            else:
+                await progress.discard()
+
+        def on_part_sent(index: int, message_id: int) -> None:
+            try:
+                self.inbox.record_part(item.item_id, index, message_id)
+            except OSError as err:  # the part is out; a crash before completion would only resend it
+                log.warning("telegram: could not record part %d of %s in the ledger: %s", index, item.item_id, err)
+
+        await send_markdown(bot, chat_id, reply, reply_to_message_id=reply_to if skip == 0 else None,
+                            skip_parts=skip, on_part_sent=on_part_sent)
+
+    async def _finalise_stream(self, bot: telegram.Bot, chat_id: int, message_id: int, reply: str) -> bool:
+        """Replace the streamed text with the formatted first part; False if the edit did not land."""
+        part = render_markdown(reply)[0]
+        entities = [MessageEntity.de_json(dict(e), bot) for e in part.entities] or None
+        for attempt in range(3):
+            try:
+                await bot.edit_message_text(part.text, chat_id=chat_id, message_id=message_id, entities=entities)
+                return True
+            except telegram.error.RetryAfter as err:
+                await asyncio.sleep(retry_after_seconds(err.retry_after))
+            except telegram.error.BadRequest as err:
+                if "not modified" in str(err).lower():
+                    return True
+                if entities and is_entity_error(err):
+                    entities = None
+                    continue
+                log.info("telegram: final edit of streamed message %s failed: %s", message_id, err)
+                return False
+            except TelegramError as err:
+                log.info("telegram: final edit of streamed message %s failed: %s", message_id, err)
+                return False
+        return False
+
+
+def _excerpt(message: telegram.Message, limit: int = 60) -> str:
+    """The start of a user's message, to name it in a log line."""
+    text = " ".join((message.text or message.caption or f"<{message_kind(message)}>").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

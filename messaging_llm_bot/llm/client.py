@@ -1,0 +1,370 @@
+"""OpenAI-compatible Chat Completions client over `requests` (no provider SDK).
+
+One `LLMClient` per process: it tries the configured runners in order, retries
+408/429/5xx once on the same runner (honouring `Retry-After`), bounds concurrent provider
+calls with a semaphore, and normalises usage and reasoning across servers.
+
+Thread safety: one pooled `requests.Session` is shared by all threads. That is safe for
+our use (no cookies, no per-call session state; urllib3's pool is thread-safe) and keeps
+connections warm; the pool is sized to `max_concurrency`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from messaging_llm_bot.llm.errors import (
+    LLMError,
+    classify,
+    connection_reason,
+    http_error,
+    parse_error_body,
+    redact,
+)
+from messaging_llm_bot.llm.runners import RESERVED_KEYS, RunnerConfig, runners_from_config
+from messaging_llm_bot.llm.stream import StreamAssembler, content_text, iter_sse_data
+from messaging_llm_bot.llm.usage import (
+    Usage,
+    message_reasoning,
+    parse_usage,
+    split_think,
+    visible_stream_text,
+)
+
+__all__ = [
+    "RunnerConfig",
+    "Usage",
+    "Completion",
+    "LLMError",
+    "LLMClient",
+    "parse_usage",
+    "runners_from_config",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TEMPERATURE = 0.3
+DEFAULT_MAX_TOKENS = 800
+
+
+@dataclass
+class Completion:
+    """One model answer: visible `text`, separate `reasoning`, usage and the raw JSON."""
+
+    text: str
+    reasoning: str | None
+    usage: Usage
+    runner: str
+    model: str
+    elapsed_s: float
+    raw: dict
+
+
+class LLMClient:
+    """Chat Completions over HTTP with runner fallback, retries and a concurrency bound.
+
+    Extra `llm` config keys (all optional): `retries_per_runner` (1), `retry_max_wait_seconds`
+    (30), `retry_backoff_seconds` (1.0, used when no Retry-After is sent).
+    A session passed in is owned by the caller and not closed by `close()`.
+    """
+
+    def __init__(
+        self,
+        llm_config: dict,
+        session: requests.Session | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.config = llm_config
+        self.runners: list[RunnerConfig] = runners_from_config(llm_config)
+        self.max_concurrency = max(1, int(llm_config.get("max_concurrency") or 1))
+        self.retries = max(0, int(llm_config.get("retries_per_runner", 1)))
+        self.retry_max_wait = float(llm_config.get("retry_max_wait_seconds", 30))
+        self.retry_backoff = float(llm_config.get("retry_backoff_seconds", 1.0))
+        self._semaphore = threading.BoundedSemaphore(self.max_concurrency)
+        self._sleep = sleep
+        self._owns_session = session is None
+        if session is None:
+            session = requests.Session()
+            adapter = HTTPAdapter(pool_maxsize=max(10, self.max_concurrency))
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+        self._session = session
+
+    # ----- pure parts -------------------------------------------------------------
+
+    def build_request(
+        self,
+        runner: RunnerConfig,
+        messages: list[dict],
+        stream: bool = False,
+        extra: dict | None = None,
+    ) -> dict:
+        """The JSON body for one call (pure). A None value in extra_body/extra drops the field."""
+        body: dict = {"model": runner.model, "messages": messages}
+        for key, default in (("temperature", DEFAULT_TEMPERATURE), ("max_tokens", DEFAULT_MAX_TOKENS)):
+            value = self.config.get(key, default)
+            if value is not None:
+                body[key] = value
+        for overrides in (runner.extra_body or {}, extra or {}):
+            for key, value in overrides.items():
+                if key in RESERVED_KEYS:
+                    continue
+                if value is None:
+                    body.pop(key, None)
+                else:
+                    body[key] = value
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    # ----- calls ------------------------------------------------------------------
+
+    def complete(
+        self,
+        messages: list[dict],
+        *,
+        stream: bool = False,
+        on_delta: Callable[[str], None] | None = None,
+        runner: str | None = None,
+        extra: dict | None = None,
+    ) -> Completion:
+        """Ask the runners in order until one answers; raises LLMError when none does.
+
+        `runner` restricts the call to the named runner. With `stream=True`, `on_delta` is
+        called with the visible content accumulated so far (not the new piece) after each
+        content delta; a leading `<think>` block is held back. If a runner fails mid-stream
+        and the next one takes over, the accumulated text starts again from empty.
+        `context_length`, `auth` and `client` errors are raised at once without fallback.
+        """
+        failures: list[LLMError] = []
+        for candidate in self._select(runner):
+            body = self.build_request(candidate, messages, stream=stream, extra=extra)
+            try:
+                return self._complete_on(candidate, body, stream, on_delta)
+            except LLMError as err:
+                failures.append(err)
+                log.warning("model call failed: %s", err.user_message())
+                if not err.failover:
+                    break
+        last = failures[-1]
+        last.attempts = failures[:-1]
+        raise last
+
+    def _select(self, name: str | None) -> list[RunnerConfig]:
+        if name is None:
+            return list(self.runners)
+        chosen = [r for r in self.runners if r.name == name]
+        if not chosen:
+            known = ", ".join(r.name for r in self.runners)
+            raise ValueError(f"unknown llm runner {name!r} (configured: {known})")
+        return chosen
+
+    def _complete_on(
+        self,
+        runner: RunnerConfig,
+        body: dict,
+        stream: bool,
+        on_delta: Callable[[str], None] | None,
+    ) -> Completion:
+        attempt = 0
+        while True:
+            try:
+                return self._call(runner, body, stream, on_delta)
+            except LLMError as err:
+                retryable = (
+                    err.status is not None
+                    and not err.quota
+                    and (err.status in (408, 429) or err.status >= 500)
+                    and err.kind != "context_length"
+                )
+                if not retryable or attempt >= self.retries:
+                    raise
+                delay = err.retry_after
+                if delay is None:
+                    delay = self.retry_backoff * (2**attempt)
+                delay = min(delay, self.retry_max_wait)
+                log.info("llm runner %r answered HTTP %s; retrying in %.1f s", runner.name, err.status, delay)
+                self._sleep(delay)
+                attempt += 1
+
+    def _headers(self, runner: RunnerConfig, stream: bool = False) -> dict:
+        headers = {"Accept": "text/event-stream" if stream else "application/json"}
+        if runner.api_key:
+            headers["Authorization"] = f"Bearer {runner.api_key}"
+        return headers
+
+    def _call(
+        self,
+        runner: RunnerConfig,
+        body: dict,
+        stream: bool,
+        on_delta: Callable[[str], None] | None,
+    ) -> Completion:
+        url = f"{runner.base_url}/chat/completions"
+        started = time.monotonic()
+        with self._semaphore:
+            try:
+                response = self._session.post(
+                    url,
+                    json=body,
+                    headers=self._headers(runner, stream),
+                    timeout=runner.timeout_seconds,
+                    stream=stream,
+                )
+            except requests.RequestException as exc:
+                raise self._transport_error(runner, exc) from None
+            with response:
+                if not 200 <= response.status_code < 300:
+                    raise http_error(
+                        response.status_code,
+                        response.text,
+                        response.headers,
+                        runner=runner.name,
+                        base_url=runner.base_url,
+                        secret=runner.api_key,
+                    )
+                is_sse = "text/event-stream" in response.headers.get("Content-Type", "")
+                if stream and is_sse:
+                    raw = self._read_stream(response, runner, on_delta)
+                else:
+                    raw = self._read_json(response, runner)
+        completion = self._to_completion(raw, runner, time.monotonic() - started)
+        if stream and not is_sse and on_delta is not None and completion.text:
+            on_delta(completion.text)  # the server ignored `stream`; show the answer once
+        return completion
+
+    def _transport_error(self, runner: RunnerConfig, exc: BaseException) -> LLMError:
+        text = f"{type(exc).__name__} {exc}".lower()
+        if isinstance(exc, requests.Timeout) or "timed out" in text:
+            kind, detail = "timeout", f"no answer within {runner.timeout_seconds:g} s"
+        else:
+            kind, detail = "connection", connection_reason(exc)
+        return LLMError(kind, detail, runner=runner.name, base_url=runner.base_url)
+
+    def _bad(self, runner: RunnerConfig, detail: str) -> LLMError:
+        return LLMError("bad_response", detail, runner=runner.name, base_url=runner.base_url)
+
+    def _read_json(self, response: requests.Response, runner: RunnerConfig) -> dict:
+        try:
+            raw = response.json()
+        except ValueError:
+            snippet = redact(response.text[:60], runner.api_key)
+            raise self._bad(runner, f"the body is not JSON: {snippet!r}") from None
+        except requests.RequestException as exc:
+            raise self._transport_error(runner, exc) from None
+        if not isinstance(raw, dict):
+            raise self._bad(runner, "the body is not a JSON object")
+        return raw
+
+    def _read_stream(
+        self,
+        response: requests.Response,
+        runner: RunnerConfig,
+        on_delta: Callable[[str], None] | None,
+    ) -> dict:
+        assembler = StreamAssembler()
+        done = [False]
+        shown = ""
+        # Decode bytes ourselves: requests assumes ISO-8859-1 for text/* without a charset.
+        lines = (b.decode("utf-8", errors="replace") for b in response.iter_lines(chunk_size=None))
+        try:
+            for payload in iter_sse_data(lines, done):
+                delta = assembler.feed_json(payload, runner.name, runner.base_url)
+                if delta and on_delta is not None:
+                    visible = visible_stream_text(assembler.text())
+                    if visible and visible != shown:
+                        shown = visible
+                        on_delta(visible)
+        except requests.RequestException as exc:
+            raise self._transport_error(runner, exc) from None
+        except LLMError as err:
+            err.detail = redact(err.detail, runner.api_key)
+            raise
+        if not assembler.saw_choice:
+            raise self._bad(runner, "the stream carried no choices")
+        if not done[0] and assembler.finish_reason is None:
+            raise self._bad(runner, "the stream ended before the answer was finished")
+        return assembler.result()
+
+    def _to_completion(self, raw: dict, runner: RunnerConfig, elapsed: float) -> Completion:
+        choices = raw.get("choices")
+        if not isinstance(choices, list) or not choices:
+            if raw.get("error"):
+                message, codes = parse_error_body(json.dumps({"error": raw["error"]}))
+                kind, quota = classify(None, message, codes)
+                raise LLMError(
+                    kind,
+                    redact(message, runner.api_key),
+                    runner=runner.name,
+                    base_url=runner.base_url,
+                    quota=quota,
+                )
+            raise self._bad(runner, "the answer has no choices")
+        choice = choices[0]
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise self._bad(runner, "the first choice has no message")
+        text, think = split_think(content_text(message.get("content")))
+        reasoning = message_reasoning(message) or think
+        return Completion(
+            text=text,
+            reasoning=reasoning,
+            usage=parse_usage(raw.get("usage"), raw),
+            runner=runner.name,
+            model=str(raw.get("model") or runner.model),
+            elapsed_s=elapsed,
+            raw=raw,
+        )
+
+    # ----- status -----------------------------------------------------------------
+
+    def ping(self, runner: str | None = None) -> tuple[bool, str]:
+        """GET {base_url}/models on one runner (or all); (ok, one-line status). Never raises."""
+        try:
+            targets = self._select(runner)
+        except ValueError as exc:
+            return False, str(exc)
+        results = [self._ping_one(r) for r in targets]
+        ok = any(r[0] for r in results)
+        return ok, " ".join(r[1] for r in results)
+
+    def _ping_one(self, runner: RunnerConfig) -> tuple[bool, str]:
+        # No semaphore: /status must answer while a long completion holds the slot.
+        where = f"'{runner.name}' ({runner.base_url})"
+        try:
+            response = self._session.get(
+                f"{runner.base_url}/models",
+                headers=self._headers(runner),
+                timeout=min(5.0, runner.timeout_seconds),
+            )
+            with response:
+                if response.status_code != 200:
+                    err = http_error(
+                        response.status_code,
+                        response.text,
+                        response.headers,
+                        runner=runner.name,
+                        base_url=runner.base_url,
+                        secret=runner.api_key,
+                    )
+                    return False, err.user_message()
+            return True, f"The model server {where} is reachable."
+        except requests.RequestException as exc:
+            return False, self._transport_error(runner, exc).user_message()
+        except Exception as exc:  # ping must never raise; report the type only
+            return False, f"The model server {where} could not be checked: {type(exc).__name__}."
+
+    def close(self) -> None:
+        """Close the HTTP session if this client created it."""
+        if self._owns_session:
+            self._session.close()

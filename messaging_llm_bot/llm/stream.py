@@ -1,0 +1,129 @@
+"""Server-sent-events parsing and assembly of streamed Chat Completions chunks.
+
+Pure logic over already-decoded lines; the HTTP shell lives in llm.py.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Iterable, Iterator
+
+from messaging_llm_bot.llm.errors import LLMError, classify, parse_error_body
+
+
+def iter_sse_data(lines: Iterable[str], done: list[bool] | None = None) -> Iterator[str]:
+    """Yield the payload of each `data:` line; skip blanks, `:` comments and other fields.
+
+    Stops at `data: [DONE]`; if `done` is given, `done[0]` is set True when that happens.
+    """
+    for line in lines:
+        if not line or line.startswith(":"):
+            continue
+        if not line.startswith("data:"):
+            continue  # event:, id:, retry: carry nothing we use
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            if done is not None:
+                done[0] = True
+            return
+        if payload:
+            yield payload
+
+
+def content_text(content: object) -> str:
+    """Message content as plain text (string, or the text parts of a part list)."""
+    # Some servers send content as a list of typed parts instead of a string.
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+class StreamAssembler:
+    """Accumulates `chat.completion.chunk` objects into one final completion object."""
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.reasoning: list[str] = []
+        self.usage: dict | None = None
+        self.finish_reason: str | None = None
+        self.meta: dict = {}
+        self.saw_choice = False
+        self.chunks = 0
+        self.timings: dict | None = None
+
+    def feed_json(self, payload: str, runner: str, base_url: str) -> str:
+        """Parse one data payload; returns the content delta ('' if none). Raises LLMError."""
+        try:
+            chunk = json.loads(payload)
+        except ValueError:
+            raise LLMError(
+                "bad_response",
+                f"a stream event is not JSON: {payload[:80]!r}",
+                runner=runner,
+                base_url=base_url,
+            ) from None
+        if not isinstance(chunk, dict):
+            raise LLMError(
+                "bad_response", "a stream event is not a JSON object", runner=runner, base_url=base_url
+            )
+        return self.feed(chunk, runner, base_url)
+
+    def feed(self, chunk: dict, runner: str, base_url: str) -> str:
+        """Take one decoded chunk; returns the content delta. A chunk with `error` raises."""
+        self.chunks += 1
+        if chunk.get("error"):
+            message, codes = parse_error_body(json.dumps({"error": chunk["error"]}))
+            kind, quota = classify(None, message, codes)
+            raise LLMError(
+                kind,
+                f"error in the middle of the stream: {message}",
+                runner=runner,
+                base_url=base_url,
+                quota=quota,
+            )
+        for key in ("id", "model", "created", "system_fingerprint"):
+            if key in chunk and key not in self.meta:
+                self.meta[key] = chunk[key]
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        if isinstance(chunk.get("timings"), dict):
+            self.timings = chunk["timings"]
+        delta_text = ""
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            self.saw_choice = True
+            delta = choice.get("delta") or choice.get("message") or {}
+            if isinstance(delta, dict):
+                delta_text = content_text(delta.get("content"))
+                if delta_text:
+                    self.content.append(delta_text)
+                for key in ("reasoning_content", "reasoning"):
+                    piece = delta.get(key)
+                    if isinstance(piece, str) and piece:
+                        self.reasoning.append(piece)
+                        break
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+        return delta_text
+
+    def text(self) -> str:
+        """All content received so far."""
+        return "".join(self.content)
+
+    def result(self) -> dict:
+        """The assembled response in the non-streamed `chat.completion` shape."""
+        message: dict = {"role": "assistant", "content": self.text()}
+        if self.reasoning:
+            message["reasoning_content"] = "".join(self.reasoning)
+        raw = {
+            **self.meta,
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}],
+            "usage": self.usage,
+        }
+        if self.timings is not None:
+            raw["timings"] = self.timings
+        return raw

@@ -1,0 +1,196 @@
+"""Reading one model output: skill calls (in order) or a final reply.
+
+The model answers with one JSON object: ``{"skill": "<name>", "args": {...}}`` to call a
+skill, or ``{"reply": "<text>"}`` (or plain text) to answer. Weak models drift, so the
+parser recovers calls from fences, ``<tool_call>`` tags, surrounding prose, synonyms,
+OpenAI shapes, JSON-string args, Python-literal / single-quoted / trailing-comma JSON,
+and arrays or runs of call objects. A leading ``<think>...</think>`` block is dropped.
+
+When is a JSON object a call? (precision first: content must never run a skill)
+
+1. It has an explicit skill key (``skill``/``tool``/``tool_name``/``action``/``function``)
+   whose value is a name-like string (no spaces, <= 64 chars), and apart from one args key
+   (``args``/``arguments``/``parameters``/``params``/``input``) and meta keys (``id``,
+   ``type``, ``reason``, ``thought``...) it has no other keys. Unknown names still count,
+   so the loop can answer "unknown skill, did you mean ...".
+   With other keys too, it is a call only if the name is a known skill (the extra keys
+   become the args when no args key is given: "flat_args").
+2. ``function`` holding ``{"name", "arguments"}`` (OpenAI ``tool_calls`` entry shape).
+3. ``name`` plus an args key and nothing else, where the name is a known skill or the
+   args are an object (or a JSON string holding one).
+4. ``name`` alone (plus meta keys) when its value is a known skill name.
+
+So ``{"name": "Bob", "age": 3}``, ``{"notes": "..."}`` (one key named like a skill) and
+``{"action": "buy", "price": 3}`` are content. An array is calls only if every element
+is a call. Fenced blocks tagged with a language other than json (```python ...) are code
+samples and never searched. ``{"reply": ...}`` (or a sole ``response``/``answer``/
+``message`` key) is unwrapped only when that object is the whole output.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Collection
+
+from messaging_llm_bot.protocol.lenient_json import loads_lenient, scan, strip_think
+
+SKILL_KEYS = ("skill", "tool", "tool_name", "action", "function")
+ARGS_KEYS = ("args", "arguments", "parameters", "params", "input")
+THOUGHT_KEYS = frozenset({"reason", "reasoning", "thought", "thoughts", "explanation"})
+META_KEYS = THOUGHT_KEYS | {"id", "type", "call_id"}
+REPLY_SYNONYMS = ("response", "answer", "message")
+CALL_LIST_KEYS = ("tool_calls", "calls")
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/\-]{0,63}")
+
+
+@dataclass
+class SkillCall:
+    """One skill call read from model output; args_error is fed back to the model when set."""
+    skill: str
+    args: dict
+    raw: str = ""
+    args_error: str | None = None
+
+
+@dataclass
+class ParsedOutput:
+    """Calls (in order) or a reply; recovered names the drift forms that were repaired."""
+    calls: list[SkillCall]
+    reply: str | None
+    recovered: list[str] = field(default_factory=list)
+
+
+def _args_from(name: str, value: object) -> tuple[dict, str | None, list[str]]:
+    """Normalise an args value to a dict; errors are returned for the model to fix."""
+    if value is None:
+        return {}, None, []
+    if isinstance(value, dict):
+        return value, None, []
+    if isinstance(value, str):
+        if not value.strip():
+            return {}, None, ["args_string"]
+        parsed = loads_lenient(value)
+        if parsed is None:
+            return {}, f"args for skill '{name}' are a string that is not valid JSON: {value[:80]!r}", []
+        if not isinstance(parsed[0], dict):
+            return {}, f"args for skill '{name}' must be a JSON object, the string holds {type(parsed[0]).__name__}", []
+        return parsed[0], None, ["args_string"] + parsed[1]
+    return {}, f"args for skill '{name}' must be a JSON object, got {type(value).__name__}", []
+
+
+def _is_name(value: object) -> bool:
+    return isinstance(value, str) and _NAME_RE.fullmatch(value) is not None
+
+
+def _call_from_dict(obj: dict, known: Collection[str], raw: str) -> tuple[SkillCall, list[str]] | None:
+    """Apply the module docstring's rule to one object; None when it is content."""
+    fn = obj.get("function")
+    if isinstance(fn, dict) and set(obj) - {"function"} <= META_KEYS:
+        inner = _call_from_dict(fn, known, raw) if "name" in fn else None
+        if inner and set(fn) <= {"name", *ARGS_KEYS, *META_KEYS}:
+            return inner[0], ["openai_function"] + inner[1]
+        return None
+    skill_key = next((k for k in SKILL_KEYS if k in obj), None)
+    args_key = next((k for k in ARGS_KEYS if k in obj), None)
+    labels = [f"synonym:{args_key}"] if args_key not in (None, "args") else []
+    if skill_key is not None:
+        name = obj[skill_key]
+        if not _is_name(name):
+            return None
+        if skill_key != "skill":
+            labels.insert(0, f"synonym:{skill_key}")
+        extras = set(obj) - {skill_key, args_key} - META_KEYS
+        if extras and name not in known:
+            return None
+        if extras and args_key is None:
+            flat = {k: v for k, v in obj.items() if k != skill_key and k not in THOUGHT_KEYS}
+            return SkillCall(name, flat, raw), labels + ["flat_args"]
+        args, err, more = _args_from(name, obj.get(args_key) if args_key else None)
+        return SkillCall(name, args, raw, err), labels + more
+    name = obj.get("name")
+    if not _is_name(name) or set(obj) - {"name", args_key} - META_KEYS:
+        return None
+    if args_key is None:
+        return (SkillCall(name, {}, raw), ["synonym:name"]) if name in known else None
+    args, err, more = _args_from(name, obj[args_key])
+    if name not in known and (err or not isinstance(obj[args_key], (dict, str))):
+        return None
+    return SkillCall(name, args, raw, err), ["synonym:name"] + labels + more
+
+
+def calls_from_value(value: object, known: Collection[str], raw: str) -> tuple[list[SkillCall], list[str]]:
+    """Calls held by one parsed value (an object, an array of objects, or {"tool_calls": [...]})."""
+    if isinstance(value, dict):
+        if len(value) == 1 and next(iter(value)) in CALL_LIST_KEYS and isinstance(next(iter(value.values())), list):
+            calls, labels = calls_from_value(next(iter(value.values())), known, raw)
+            return calls, (labels + ["tool_calls_list"]) if calls else []
+        one = _call_from_dict(value, known, raw)
+        return ([one[0]], one[1]) if one else ([], [])
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        results = [_call_from_dict(v, known, json.dumps(v, ensure_ascii=False)) for v in value]
+        if all(results):
+            return [r[0] for r in results], ["list"] + [lab for r in results for lab in r[1]]
+    return [], []
+
+
+def _reply_from_value(value: object) -> tuple[str, list[str]] | None:
+    """Unwrap {"reply": "..."} (meta keys allowed) or a sole reply-synonym key."""
+    if not isinstance(value, dict):
+        return None
+    value = {k: v for k, v in value.items() if not (k in SKILL_KEYS and v in (None, "", "none", "null"))}
+    if isinstance(value.get("reply"), str) and set(value) - {"reply"} <= META_KEYS:
+        return value["reply"], []
+    if len(value) == 1:
+        key, text = next(iter(value.items()))
+        if key in REPLY_SYNONYMS and isinstance(text, str):
+            return text, [f"synonym:{key}"]
+    return None
+
+
+def _dedupe(labels: list[str]) -> list[str]:
+    return list(dict.fromkeys(labels))
+
+
+def _split_dotted_actions(calls: list[SkillCall], known: frozenset[str]) -> list[str]:
+    """``tasks.list`` for a known ``tasks`` (and no skill named ``tasks.list``) means action ``list``."""
+    labels = []
+    for call in calls:
+        base, dot, action = call.skill.partition(".")
+        if dot and call.skill not in known and base in known and action and "action" not in call.args:
+            call.skill = base
+            call.args = {"action": action, **call.args}
+            labels.append("dotted_action")
+    return labels
+
+
+def parse_model_output(text: str, skill_names: Collection[str] = ()) -> ParsedOutput:
+    """Read one model output as skill calls (in order) or a final reply; see module docstring."""
+    body, thought = strip_think(text or "")
+    recovered = ["think"] if thought else []
+    known = frozenset(skill_names)
+    candidates = scan(body)
+    calls: list[SkillCall] = []
+    spans: list[tuple[int, int]] = []
+    for cand in candidates:
+        found, labels = calls_from_value(cand.value, known, cand.raw)
+        if found:
+            calls.extend(found)
+            spans.append(cand.outer)
+            recovered.extend(cand.labels + labels)
+    if calls:
+        recovered.extend(_split_dotted_actions(calls, known))
+        rest = "".join(body[a:b] for a, b in zip([0] + [e for _, e in spans], [s for s, _ in spans] + [len(body)]))
+        if rest.strip():
+            recovered.append("prose")
+        if len(spans) > 1:
+            recovered.append("multiple_objects")
+        return ParsedOutput(calls, None, _dedupe(recovered))
+    stripped = body.strip()
+    if len(candidates) == 1:
+        cand = candidates[0]
+        whole = body[cand.outer[0]:cand.outer[1]].strip() == stripped
+        unwrapped = _reply_from_value(cand.value) if whole else None
+        if unwrapped is not None:
+            return ParsedOutput([], unwrapped[0], _dedupe(recovered + cand.labels + unwrapped[1]))
+    return ParsedOutput([], stripped, recovered)

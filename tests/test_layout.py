@@ -1,0 +1,127 @@
+"""The package layout keeps its arrows: frontends -> agent -> protocol / model client -> framework.
+
+Every module's imports are read with ``ast`` (including imports inside functions and under
+``TYPE_CHECKING``: a type-only arrow is still an arrow a reader has to follow).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BOT = "messaging_llm_bot"
+FRAMEWORK = "assistant_framework"
+
+# What each part of the bot may import from the bot (the framework is open to all of them).
+ALLOWED = {
+    "llm": {"llm"},
+    "protocol": {"protocol"},
+    "agent": {"agent", "llm", "protocol"},
+    "runtime": {"runtime", "agent", "llm", "protocol"},
+    "evals": {"evals", "agent", "llm", "protocol", "runtime"},
+    "frontends": {"frontends", "agent", "llm", "protocol", "runtime"},
+    "__main__": {"__main__", "frontends", "agent", "llm", "protocol", "runtime", "evals"},
+}
+
+# The framework loads the bot only where talking to the model is the command's job (on use).
+FRAMEWORK_MAY_LOAD_BOT = {"assistant_framework/commands/eval.py", "assistant_framework/commands/trace.py"}
+
+
+def _modules(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path, module: str | None = None) -> list[tuple[int, str, bool]]:
+    """(line, imported module, at module level) for every import in the file, relative ones resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = (module or _module_name(path)).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    top_level = {id(node) for node in tree.body}
+    found: list[tuple[int, str, bool]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name, id(node) in top_level) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            found.append((node.lineno, name, id(node) in top_level))
+    return found
+
+
+def _part_of(module: str) -> str:
+    """The bot's part a module belongs to: the first name under ``messaging_llm_bot``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_framework_imports_nothing_from_the_bot() -> None:
+    wrong = []
+    for path in _modules(FRAMEWORK):
+        rel = path.relative_to(ROOT).as_posix()
+        for line, name, top in _imports(path):
+            if name.split(".")[0] != BOT:
+                continue
+            if rel in FRAMEWORK_MAY_LOAD_BOT and not top:
+                continue  # loaded on use by the command whose job is to talk to the model
+            wrong.append(f"{rel}:{line} imports {name}")
+    assert not wrong, "assistant_framework must not depend on the bot:\n" + "\n".join(wrong)
+
+
+def test_the_bot_parts_import_only_downwards() -> None:
+    wrong = []
+    for path in _modules(BOT):
+        module = _module_name(path)
+        part = _part_of(module)
+        if not part:
+            continue  # messaging_llm_bot/__init__.py
+        allowed = ALLOWED.get(part)
+        assert allowed is not None, f"{module}: a new part of the bot; add it to ALLOWED with its arrows"
+        for line, name, _top in _imports(path):
+            if name.split(".")[0] != BOT:
+                continue
+            target = _part_of(name)
+            if target and target not in allowed:
+                wrong.append(f"{path.relative_to(ROOT)}:{line} ({part}) imports {name} ({target})")
+    assert not wrong, "imports against the layout's direction:\n" + "\n".join(wrong)
+
+
+def test_plugins_import_only_the_framework() -> None:
+    """Built-in skills and collectors are written as users write theirs: against the framework only."""
+    wrong = []
+    for folder in ("skills", "collectors"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for line, name, _top in _imports(path):
+                if name.split(".")[0] == BOT:
+                    wrong.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("package", [BOT, FRAMEWORK])
+def test_no_prefixed_module_left_at_the_top(package: str) -> None:
+    """A name prefix shared by modules is a package waiting to be made (issue 13)."""
+    prefixes = ("telegram_", "llm_", "protocol_", "collector_", "skill_")
+    flat = [p.name for p in (ROOT / package).glob("*.py") if p.name.startswith(prefixes)]
+    assert not flat, f"{package}: move these into their package: {flat}"
+
+
+def test_the_direction_check_sees_a_wrong_arrow(tmp_path: Path) -> None:
+    """The reader resolves relative imports inside functions, so a lazy ``from ..frontends`` in the agent is caught."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("import os\n\ndef f():\n    from ..frontends.commands import x\n")
+    found = _imports(probe, module=f"{BOT}.agent.probe")
+    assert (4, "messaging_llm_bot.frontends.commands", False) in found
+    assert _part_of("messaging_llm_bot.frontends.commands") not in ALLOWED["agent"]
