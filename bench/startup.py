@@ -2,21 +2,25 @@
 
 ``python -m messaging_llm_bot`` runs as a subprocess with a config pointing
 ``telegram.base_url`` at ``FakeBotAPI`` and the model at ``FakeChatServer`` (answering at
-once). Measured: the time from ``Popen`` to the first ``getUpdates`` call the fake sees;
-resident memory (VmRSS from /proc/<pid>/status) when idle and after N messages pushed
-through the fake Bot API (spread over several allowed users) have all been answered.
+once). Measured: the time from ``Popen`` to the first ``getUpdates`` call the fake sees,
+beside the same time for a minimal python-telegram-bot bot (``bench/minimal_ptb_bot.py``)
+in the same run (median of ``--runs`` starts each, alternating), and their ratio; resident
+memory (VmRSS from /proc/<pid>/status) when idle and after N messages pushed through the
+fake Bot API (spread over several allowed users) have all been answered.
 
-    python bench/startup.py                # N = 1000 messages
-    python bench/startup.py --quick        # N = 10 (smoke test)
-    python bench/startup.py --messages 300
+    python bench/startup.py                # N = 1000 messages, 5 starts each
+    python bench/startup.py --quick        # N = 10, 1 start each (smoke test)
+    python bench/startup.py --messages 300 --runs 9
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,12 +65,81 @@ def wait(predicate, timeout: float, what: str, proc: subprocess.Popen, step: flo
         time.sleep(step)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process used so far (from /proc/<pid>/stat): steady on a busy machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def time_to_first_poll(command: list[str], env: dict, log_path: Path, timeout: float = 60) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) from ``Popen(command)`` to the first ``getUpdates`` the fake sees."""
+    fake = FakeBotAPI().start()
+    proc = None
+    try:
+        with open(log_path, "ab") as log:
+            started = time.perf_counter()
+            proc = subprocess.Popen([arg.format(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url)
+                                     for arg in command], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=log, stderr=subprocess.STDOUT)
+            wait(lambda: fake.calls("getUpdates"), timeout, "getUpdates call", proc)
+            return time.perf_counter() - started, cpu_seconds(proc.pid)
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        fake.stop()
+
+
+def compare_startup(config: dict, base: Path, runs: int, env: dict, log_path: Path) -> tuple[tuple, tuple]:
+    """Median (wall, CPU) start-up to the first poll of the bot and of the minimal PTB bot, started alternately."""
+    bot_times, floor_times = [], []
+    floor_cmd = [sys.executable, str(ROOT / "bench" / "minimal_ptb_bot.py"), "{token}", "{base_url}", "{base_file_url}"]
+    for run in range(runs):
+        floor_times.append(time_to_first_poll(floor_cmd, env, log_path))
+        bot_cmd = [sys.executable, "-m", "messaging_llm_bot", "--config", str(base / f"cfg{run}"),
+                   "--workspace", str(base / f"ws{run}")]
+        bot_times.append(_bot_start(json.loads(json.dumps(config)), base / f"cfg{run}", bot_cmd, env, log_path))
+    def medians(times: list[tuple[float, float]]) -> tuple[float, float]:
+        return statistics.median(w for w, _ in times), statistics.median(c for _, c in times)
+
+    return medians(bot_times), medians(floor_times)
+
+
+def _bot_start(cfg: dict, config_dir: Path, command: list[str], env: dict, log_path: Path) -> tuple[float, float]:
+    # The bot reads its Bot API address from the config, so the config is written once the fake runs.
+    fake = FakeBotAPI().start()
+    proc = None
+    try:
+        cfg["telegram"].update({"token": fake.token, "base_url": fake.base_url, "base_file_url": fake.base_file_url})
+        write_config_dir(cfg, config_dir)
+        with open(log_path, "ab") as log:
+            started = time.perf_counter()
+            proc = subprocess.Popen(command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+            wait(lambda: fake.calls("getUpdates"), 60, "getUpdates call", proc)
+            return time.perf_counter() - started, cpu_seconds(proc.pid)
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        fake.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="10 messages (smoke test)")
+    parser.add_argument("--quick", action="store_true", help="10 messages, 1 start each (smoke test)")
     parser.add_argument("--messages", type=int, default=None, help="messages pushed after start-up (default 1000)")
+    parser.add_argument("--runs", type=int, default=None, help="starts of each bot for the start-up medians (default 5)")
     args = parser.parse_args(argv)
     count = args.messages or (10 if args.quick else 1000)
+    runs = args.runs or (1 if args.quick else 5)
     base = Path(tempfile.mkdtemp(prefix="bench-startup-"))
     model = fake_server(latency=0.0)
     fake = FakeBotAPI().start()
@@ -80,8 +153,9 @@ def main(argv: list[str] | None = None) -> int:
             "base_file_url": fake.base_file_url,
             "allowed_user_ids": list(range(1, USERS + 1)),
         }
-        config_dir = write_config_dir(config, base / "config")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        (startup_s, startup_cpu), (floor_s, floor_cpu) = compare_startup(config, base, runs, env, log_path)
+        config_dir = write_config_dir(config, base / "config")
         with open(log_path, "wb") as log:
             started = time.perf_counter()
             proc = subprocess.Popen(
@@ -89,7 +163,6 @@ def main(argv: list[str] | None = None) -> int:
                 cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             )
             wait(lambda: fake.calls("getUpdates"), 60, "getUpdates call", proc)
-            startup_s = time.perf_counter() - started
             time.sleep(0.5 if args.quick else 2.0)  # settle: post-init calls, first long poll
             idle = rss_kb(proc.pid)
             pushed = time.perf_counter()
@@ -124,7 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         table(
             ["figure", "value"],
             [
-                ["process start to first getUpdates", f"{startup_s:.2f} s"],
+                [f"process start to first getUpdates, bot (median of {runs})", f"{startup_s:.2f} s"],
+                [f"the same, minimal python-telegram-bot bot (median of {runs})", f"{floor_s:.2f} s"],
+                ["ratio bot / minimal bot (target: at most 1.5)", f"{startup_s / floor_s:.2f}"],
+                ["CPU time to first getUpdates, bot / minimal bot (steady on a busy machine)",
+                 f"{startup_cpu:.2f} s / {floor_cpu:.2f} s = {startup_cpu / floor_cpu:.2f}"],
                 [f"resident memory idle (VmRSS, {0.5 if args.quick else 2.0:g} s after first getUpdates)", f"{idle['VmRSS'] / 1024:.1f} MB"],
                 [f"resident memory after {count} messages answered (VmRSS)", f"{after['VmRSS'] / 1024:.1f} MB"],
                 ["peak resident memory (VmHWM)", f"{after['VmHWM'] / 1024:.1f} MB"],

@@ -77,10 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Start the bot; returns the exit status (2 for config problems)."""
     args = build_parser().parse_args(argv)
     setup_logging("WARNING")
-    from messaging_llm_bot.runtime import build_runtime  # after logging, so import-time warnings are formatted
+    from messaging_llm_bot.runtime import build_runtime, runner_secrets  # after logging: import-time warnings formatted
 
     try:
-        runtime = build_runtime(args.config, args.workspace)
+        # The parts are built once the frontend is up (Telegram: beside its first poll; terminal: first use).
+        runtime = build_runtime(args.config, args.workspace, defer=True)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
@@ -91,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The terminal chat keeps stderr for progress; only warnings and errors go there by default.
     default_level = "WARNING" if args.frontend == "console" else "INFO"
     setup_logging(runtime_config.get("log_level") or default_level,
-                  collect_secrets(runtime.config, [r.api_key for r in runtime.llm.runners]))
+                  collect_secrets(runtime.config, runner_secrets(runtime.config)))
 
     frontend = args.frontend
     if frontend == "telegram" and not (runtime.config.get("telegram") or {}).get("token"):
@@ -107,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if sys.stdin.isatty():
             log_file = runtime.workspace.path(CONSOLE_LOG)
             setup_logging(runtime_config.get("log_level") or "INFO",
-                          collect_secrets(runtime.config, [r.api_key for r in runtime.llm.runners]), log_file=log_file)
+                          collect_secrets(runtime.config, runner_secrets(runtime.config)), log_file=log_file)
             print(f"(the log goes to {log_file})", file=sys.stderr)
 
         try:

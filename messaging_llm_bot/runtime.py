@@ -1,28 +1,31 @@
 """Assembling the bot from config: workspace, skills, collectors, memory, LLM client and agent.
 
 Frontends (Telegram, terminal) receive one ``BotRuntime`` and use only its parts and methods.
+``build_runtime(..., defer=True)`` checks the config and opens the workspace at once but builds
+the parts on first use or in ``warm_up()``: the Telegram frontend's first poll does not wait for
+them (their imports, the memory index, the plugins).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from assistant_framework.collectors.runner import CollectorRunner
-from assistant_framework.collectors import CollectorManager
 from assistant_framework.config import ConfigError, load_config
-from assistant_framework.memory import MemoryService
-from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
 
-from messaging_llm_bot.agent.loop import Agent
-from messaging_llm_bot.llm.embeddings import embedding_client
-from messaging_llm_bot.llm.client import LLMClient
+if TYPE_CHECKING:  # pragma: no cover - the parts are imported when they are built
+    from assistant_framework.collectors import CollectorManager
+    from assistant_framework.collectors.runner import CollectorRunner
+    from assistant_framework.skills import SkillManager
+    from messaging_llm_bot.agent.loop import Agent
+    from messaging_llm_bot.llm.client import LLMClient
 
 log = logging.getLogger(__name__)
 
@@ -40,21 +43,62 @@ def merge(base: dict, extra: dict) -> dict:
     return out
 
 
-def _llm_client(config: dict) -> LLMClient:
+def _llm_client(config: dict) -> "LLMClient":
+    from messaging_llm_bot.llm.client import LLMClient
+
     try:
         return LLMClient(config.get("llm") or {})
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 
 
-def _memory(config: dict, workspace: Workspace, llm: LLMClient) -> Any:
+def _memory(config: dict, workspace: Workspace, llm: "LLMClient") -> Any:
     if not (config.get("memory") or {}).get("enabled", True):
         return None
+    from assistant_framework.memory import MemoryService
+    from messaging_llm_bot.llm.embeddings import embedding_client
 
     def complete(messages: list[dict], **kwargs: Any) -> str:
         return llm.complete(messages, **kwargs).text
 
     return MemoryService(workspace, config, complete=complete, embed=embedding_client(config.get("llm") or {}))
+
+
+@dataclass
+class Parts:
+    """The parts built from the config: skills, model client, memory, collectors and the agent."""
+
+    skills: "SkillManager"
+    llm: "LLMClient"
+    agent: "Agent"
+    collectors: "CollectorManager | None"
+    memory: Any
+
+
+def build_parts(config: dict, workspace: Workspace, *, defer_plugins: bool = False) -> Parts:
+    """Build every part from a checked config; plugin folders load later with ``defer_plugins``."""
+    from assistant_framework.collectors import CollectorManager
+    from assistant_framework.skills import SkillManager
+    from messaging_llm_bot.agent.loop import Agent
+
+    llm = _llm_client(config)
+    skills = SkillManager.from_config(config, workspace, defer=defer_plugins)
+    collectors = CollectorManager.from_config(config, workspace, defer=defer_plugins)
+    memory = _memory(config, workspace, llm)
+    agent = Agent(config, workspace, skills, llm, collectors=collectors, memory=memory, background_traces=True)
+    return Parts(skills=skills, llm=llm, agent=agent, collectors=collectors, memory=memory)
+
+
+def _part(name: str) -> property:
+    """A runtime attribute kept in ``Parts``, built on first access when the runtime was deferred."""
+
+    def get(self: "BotRuntime") -> Any:
+        return getattr(self.ensure_built(), name)
+
+    def set_(self: "BotRuntime", value: Any) -> None:
+        setattr(self.ensure_built(), name, value)
+
+    return property(get, set_, doc=f"The runtime's {name} (built on first use when deferred).")
 
 
 @dataclass
@@ -64,21 +108,35 @@ class BotRuntime:
     config_path: Path
     config: dict
     workspace: Workspace
-    skills: SkillManager
-    llm: LLMClient
-    agent: Agent
-    collectors: CollectorManager | None
-    collector_runner: CollectorRunner | None
-    memory: Any
+    parts: Parts | None = None
+    collector_runner: "CollectorRunner | None" = None
     overrides: dict = field(default_factory=dict)
     _notify: Callable[[str, str], None] | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _maintenance: threading.Thread | None = None
+    _build_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    skills = _part("skills")
+    llm = _part("llm")
+    agent = _part("agent")
+    collectors = _part("collectors")
+    memory = _part("memory")
+
+    def ensure_built(self) -> Parts:
+        """The parts, built now unless already built; a caller arriving during the build waits for it."""
+        if self.parts is None:
+            with self._build_lock:
+                if self.parts is None:
+                    self.parts = build_parts(self.config, self.workspace, defer_plugins=True)
+        return self.parts
 
     def reload(self) -> str | None:
         """Re-read config, skills and collectors; on an invalid config keep the running one and return why."""
         try:
             config = merge(load_config(self.config_path), self.overrides)
+            from assistant_framework.collectors import CollectorManager
+            from assistant_framework.skills import SkillManager
+
             llm = _llm_client(config) if config.get("llm") != self.config.get("llm") else None
             skills = SkillManager.from_config(config, self.workspace)
             collectors = CollectorManager.from_config(config, self.workspace)
@@ -98,7 +156,9 @@ class BotRuntime:
         log.info("reloaded: %d skills, %d collectors", len(skills.names()), len(collectors.enabled()))
         return None
 
-    def _make_runner(self) -> CollectorRunner:
+    def _make_runner(self) -> "CollectorRunner":
+        from assistant_framework.collectors.runner import CollectorRunner
+
         timezone = (self.config.get("runtime") or {}).get("timezone") or "UTC"
         return CollectorRunner(self.collectors, self.workspace, timezone=timezone, notify=self._notify)
 
@@ -127,6 +187,13 @@ class BotRuntime:
             lines.append("Memory: off")
         return "\n".join(lines)
 
+    def warm_up(self) -> None:
+        """Build what start-up deferred (parts, plugins), so a first message need not wait for it."""
+        self.ensure_built()
+        self.skills.ensure_loaded()
+        if self.collectors is not None:
+            self.collectors.ensure_loaded()
+
     def start_background(self, notify: Callable[[str, str], None] | None = None) -> None:
         """Start the collector runner and the memory maintenance timer."""
         self._notify = notify
@@ -148,6 +215,10 @@ class BotRuntime:
     def shutdown(self, timeout: float = 20) -> None:
         """Stop background work, wait for memory jobs (up to ``timeout``), close clients."""
         self._stop.set()
+        if self.parts is None:
+            with self._build_lock:  # a build under way finishes first, then is shut down below
+                if self.parts is None:
+                    return
         if self.collector_runner is not None:
             self.collector_runner.stop(timeout=min(timeout, 10))
         if self.memory is not None:
@@ -159,8 +230,13 @@ class BotRuntime:
         self.llm.close()
 
 
-def build_runtime(config_path: str | Path, workspace_path: str | Path, *, overrides: dict | None = None) -> BotRuntime:
-    """Load the config and assemble every part; raises ConfigError naming the file and key."""
+def build_runtime(config_path: str | Path, workspace_path: str | Path, *, overrides: dict | None = None,
+                  defer: bool = False) -> BotRuntime:
+    """Load and check the config, open the workspace and assemble the parts; ConfigError names file and key.
+
+    With ``defer`` the parts are built on first use or by ``warm_up()``, and their plugin folders
+    load then too; config errors still come at once.
+    """
     path = Path(config_path)
     overrides = overrides or {}
     config = merge(load_config(path), overrides)
@@ -170,20 +246,30 @@ def build_runtime(config_path: str | Path, workspace_path: str | Path, *, overri
     except (ZoneInfoNotFoundError, ValueError):
         raise ConfigError(f"{path}: runtime.timezone: unknown IANA time zone {zone_name!r}") from None
     workspace = Workspace(workspace_path)
-    llm = _llm_client(config)
-    skills = SkillManager.from_config(config, workspace)
-    collectors = CollectorManager.from_config(config, workspace)
-    memory = _memory(config, workspace, llm)
-    agent = Agent(config, workspace, skills, llm, collectors=collectors, memory=memory, background_traces=True)
-    return BotRuntime(
-        config_path=path,
-        config=config,
-        workspace=workspace,
-        skills=skills,
-        llm=llm,
-        agent=agent,
-        collectors=collectors,
-        collector_runner=None,
-        memory=memory,
-        overrides=overrides,
-    )
+    # A bad runner (no model, say) is a config error now, not at the first message.
+    from messaging_llm_bot.llm.runners import runners_from_config
+
+    try:
+        runners_from_config(config.get("llm") or {})
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    runtime = BotRuntime(config_path=path, config=config, workspace=workspace, overrides=overrides)
+    if not defer:
+        runtime.ensure_built()
+        runtime.parts.skills.ensure_loaded()
+        if runtime.parts.collectors is not None:
+            runtime.parts.collectors.ensure_loaded()
+    return runtime
+
+
+def runner_secrets(config: dict) -> list[str]:
+    """The API keys the model runners use (also those read from the environment), for log redaction."""
+    llm = config.get("llm") or {}
+    entries = llm.get("runners") or [llm]
+    keys = []
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict):
+            key = entry.get("api_key") or (os.environ.get(str(entry["api_key_env"]), "") if entry.get("api_key_env") else "")
+            if key:
+                keys.append(str(key))
+    return keys

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +53,15 @@ class RunningBot:
 
     def start(self, wait_ready: bool = True) -> "RunningBot":
         self._thread.start()
-        if wait_ready and not self.service.ready.wait(15):
-            raise TimeoutError(f"telegram bot did not become ready (exit code {self.exit_code})")
+        if wait_ready:
+            # Ready = polling and its deferred start (plugins, reminders, digest, background) done,
+            # or the bot already stopped (a test of a refused start).
+            deadline = time.monotonic() + 15
+            while not self.service.started.wait(0.02):
+                if not self._thread.is_alive():
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"telegram bot did not become ready (exit code {self.exit_code})")
         return self
 
     def stop(self, timeout: float = 15) -> int | None:

@@ -112,7 +112,9 @@ def test_startup_answers_every_message(runs):
     out = check_ok(runs["startup"])
     _, rows = table_rows(out, "figure")
     figures = dict((r[0], r[1]) for r in rows)
-    assert figures["process start to first getUpdates"].endswith(" s")
+    assert figures["process start to first getUpdates, bot (median of 1)"].endswith(" s")
+    assert figures["the same, minimal python-telegram-bot bot (median of 1)"].endswith(" s")
+    assert float(figures["ratio bot / minimal bot (target: at most 1.5)"]) > 0
     assert "time to answer 10 messages pushed at once" in figures
     assert float(figures["resident memory after 10 messages answered (VmRSS)"].split()[0]) > 10
 

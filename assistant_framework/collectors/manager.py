@@ -8,6 +8,7 @@ per message. Scheduling lives in :mod:`.runner`.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Sequence
 
@@ -34,13 +35,19 @@ class CollectorManager:
         self.dirs = [Path(d) for d in dirs]
         self.collectors_config = dict(collectors_config or {})
         self.workspace = workspace
-        self.collectors: dict[str, Collector] = {}
-        self.errors: list[CollectorLoadError] = []
+        self._collectors: dict[str, Collector] = {}
+        self._errors: list[CollectorLoadError] = []
         self._prompt_cache: str | None = None
+        self._loaded = False
+        self._load_lock = threading.Lock()
 
     @classmethod
-    def from_config(cls, config: dict, workspace: Workspace, builtin_dir: Path | None = None) -> "CollectorManager":
-        """A loaded manager over the built-in folder plus ``runtime.collectors_dirs``."""
+    def from_config(cls, config: dict, workspace: Workspace, builtin_dir: Path | None = None, *,
+                    defer: bool = False) -> "CollectorManager":
+        """A loaded manager over the built-in folder plus ``runtime.collectors_dirs``.
+
+        With ``defer`` the folders are imported on first use (or by ``ensure_loaded`` from a thread).
+        """
         runtime = config.get("runtime") or {}
         dirs = [builtin_dir or BUILTIN_DIR] + [Path(d) for d in runtime.get("collectors_dirs") or []]
         tz_name = runtime.get("timezone") or "UTC"
@@ -49,8 +56,29 @@ class CollectorManager:
             # Collectors see the user's timezone unless their own section overrides it.
             sections[name] = {"timezone": tz_name, **section} if isinstance(section, dict) else section
         manager = cls(dirs, sections, workspace)
-        manager.load()
+        if not defer:
+            manager.load()
         return manager
+
+    @property
+    def collectors(self) -> dict[str, Collector]:
+        """The loaded collectors by name (loads them first if loading was deferred)."""
+        self.ensure_loaded()
+        return self._collectors
+
+    @property
+    def errors(self) -> list[CollectorLoadError]:
+        """Folders that failed to load, with why."""
+        self.ensure_loaded()
+        return self._errors
+
+    def ensure_loaded(self) -> None:
+        """Load now unless already loaded; a caller that arrives during a load waits for it."""
+        if self._loaded:
+            return
+        with self._load_lock:
+            if not self._loaded:
+                self.load()
 
     def load(self) -> None:
         """Import every collector folder once; failures land in ``errors``."""
@@ -73,9 +101,10 @@ class CollectorManager:
                 errors.append(result)
             else:
                 collectors[name] = result
-        self.collectors = collectors
-        self.errors = errors
+        self._collectors = collectors
+        self._errors = errors
         self._prompt_cache = None
+        self._loaded = True
 
     def reload(self, collectors_config: dict | None = None) -> None:
         """Load again, optionally with a new ``collectors`` config section."""

@@ -117,6 +117,7 @@ class SkillManager:
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         timeouts: dict[str, float] | None = None,
         result_limit_chars: int = DEFAULT_RESULT_LIMIT_CHARS,
+        defer: bool = False,
     ) -> None:
         self.dirs = [Path(d) for d in dirs]
         self.workspace = workspace
@@ -125,15 +126,22 @@ class SkillManager:
         self.result_limit_chars = int(result_limit_chars)
         #: Used when ``run`` gets no context; from_config fills in config and timezone.
         self.default_context = SkillContext()
-        self.skills: dict[str, Skill] = {}
-        self.errors: list[SkillLoadError] = []
+        self._skills: dict[str, Skill] = {}
+        self._errors: list[SkillLoadError] = []
         self._validators: dict[str, Any] = {}
         self._module_names: list[str] = []
-        self.load()
+        self._loaded = False
+        self._load_lock = threading.Lock()
+        if not defer:
+            self.load()
 
     @classmethod
-    def from_config(cls, config: dict, workspace: Workspace, builtin_dir: Path | None = None) -> "SkillManager":
-        """Built-in skills first, then ``runtime.skills_dirs``; timeouts and limits from ``runtime``."""
+    def from_config(cls, config: dict, workspace: Workspace, builtin_dir: Path | None = None, *,
+                    defer: bool = False) -> "SkillManager":
+        """Built-in skills first, then ``runtime.skills_dirs``; timeouts and limits from ``runtime``.
+
+        With ``defer`` the folders are imported on first use (or by ``ensure_loaded`` from a thread).
+        """
         runtime = config.get("runtime") or {}
         dirs: list[Path] = [builtin_dir or BUILTIN_SKILLS_DIR]
         dirs += [Path(d).expanduser() for d in runtime.get("skills_dirs") or []]
@@ -143,11 +151,32 @@ class SkillManager:
             timeout_seconds=runtime.get("skill_timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
             timeouts=runtime.get("skill_timeouts") or {},
             result_limit_chars=runtime.get("skill_result_limit_chars", DEFAULT_RESULT_LIMIT_CHARS),
+            defer=defer,
         )
         manager.default_context = SkillContext(config=config, timezone=runtime.get("timezone", "UTC"))
         return manager
 
     # -- loading ---------------------------------------------------------------
+
+    @property
+    def skills(self) -> dict[str, Skill]:
+        """The loaded skills by name (loads them first if loading was deferred)."""
+        self.ensure_loaded()
+        return self._skills
+
+    @property
+    def errors(self) -> list[SkillLoadError]:
+        """Folders that failed to load, with why."""
+        self.ensure_loaded()
+        return self._errors
+
+    def ensure_loaded(self) -> None:
+        """Load now unless already loaded; a caller that arrives during a load waits for it."""
+        if self._loaded:
+            return
+        with self._load_lock:
+            if not self._loaded:
+                self.load()
 
     def load(self) -> None:
         """Import every skill folder once; failures go to ``errors``, the rest still load."""
@@ -173,10 +202,11 @@ class SkillManager:
                 skills[spec.name] = spec
                 validator_cls = jsonschema.validators.validator_for(spec.args_schema)
                 validators[spec.name] = validator_cls(spec.args_schema)
-        self.skills = dict(sorted(skills.items()))
-        self.errors = errors
+        self._skills = dict(sorted(skills.items()))
+        self._errors = errors
         self._validators = validators
         self._module_names = module_names
+        self._loaded = True
 
     def reload(self) -> None:
         """Forget the imported skill modules and load every folder again."""
@@ -219,6 +249,7 @@ class SkillManager:
 
     def validate_args(self, name: str, args: Any) -> str | None:
         """None when ``args`` fit the skill's schema, else a message naming fields and rules."""
+        self.ensure_loaded()
         validator = self._validators.get(name)
         if validator is None:
             return None

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import requests
+if TYPE_CHECKING:  # pragma: no cover
+    import requests
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 
@@ -33,8 +35,10 @@ def transcription_config(llm_config: dict) -> dict | None:
 
 
 def transcribe(config: dict, audio: bytes, file_name: str = "voice.ogg",
-               content_type: str = "audio/ogg", session: requests.Session | None = None) -> Transcription:
+               content_type: str = "audio/ogg", session: "requests.Session | None" = None) -> Transcription:
     """Send ``audio`` as multipart (file, model) and return the transcript; errors are values."""
+    import requests  # on use: the Telegram frontend imports this module before its first poll
+
     url = str(config["base_url"]).rstrip("/") + "/audio/transcriptions"
     headers = {"Authorization": f"Bearer {config['api_key']}"} if config.get("api_key") else {}
     timeout = float(config.get("timeout_seconds") or DEFAULT_TIMEOUT_SECONDS)

@@ -1,8 +1,10 @@
 """The Telegram bot: builds the PTB Application, starts it (polling or webhook) and stops it cleanly.
 
-Start-up: a lock file in the workspace (one bot per workspace), getMe, setMyCommands, replay of
-inbox items a crash left unanswered, reminders and the morning digest on the JobQueue, collectors in
-the background, then long polling. A 409 Conflict (another instance polls the same token) stops the
+Start-up: a lock file in the workspace (one bot per workspace), getMe, replay of inbox items a crash
+left unanswered, then long polling. Once the first getUpdates is on its way, the rest starts beside
+it: the skill and collector plugins load (a message that arrives first waits for them), setMyCommands,
+reminders and the morning digest on the JobQueue, collectors and memory upkeep in the background.
+A 409 Conflict (another instance polls the same token) stops the
 bot with a clear message and exit code 1.
 """
 
@@ -46,12 +48,19 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 class InboxBot(ExtBot):
     """ExtBot whose getUpdates persists model-bound updates before they are confirmed (next offset)."""
 
-    def __init__(self, *args: Any, on_updates: Any = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, on_updates: Any = None, on_first_poll: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         with self._unfrozen():
             self._on_updates = on_updates
+            self._on_first_poll = on_first_poll
 
     async def get_updates(self, *args: Any, **kwargs: Any) -> tuple[Update, ...]:
+        if self._on_first_poll is not None:
+            callback = self._on_first_poll
+            with self._unfrozen():
+                self._on_first_poll = None
+            # Runs once this task waits for the network: the first poll goes out before the rest starts.
+            asyncio.get_running_loop().call_soon(callback)
         updates = await super().get_updates(*args, **kwargs)
         if updates and self._on_updates is not None:
             # An exception here (disk full) makes the Updater fetch the same batch again: nothing is lost.
@@ -97,9 +106,12 @@ class TelegramService:
         self.frontend: Frontend | None = None
         self.app: Application | None = None
         self.conflict: str | None = None
+        #: Set when updates are taken (post_init done); ``started`` once the deferred start is done too.
         self.ready = threading.Event()
+        self.started = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._replay: asyncio.Future | None = None
+        self._rest: asyncio.Task | None = None
         runtime_config = runtime.config.get("runtime") or {}
         self.shutdown_timeout = float(runtime_config.get("shutdown_timeout_seconds", SHUTDOWN_TIMEOUT_SECONDS))
         self._stopping = False
@@ -115,7 +127,8 @@ class TelegramService:
                        base_file_url=self.settings.base_file_url,
                        request=HTTPXRequest(connection_pool_size=64),
                        get_updates_request=HTTPXRequest(read_timeout=self.poll_timeout + 10.0),
-                       rate_limiter=AIORateLimiter(max_retries=0), on_updates=self.frontend.persist)
+                       rate_limiter=AIORateLimiter(max_retries=0), on_updates=self.frontend.persist,
+                       on_first_poll=self._start_the_rest)
         app = (ApplicationBuilder().bot(bot).concurrent_updates(ChatOrderedProcessor(self.frontend))
                .post_init(self._post_init).post_stop(self._post_stop).build())
         self.frontend.register(app)
@@ -131,11 +144,25 @@ class TelegramService:
         if not ids:
             log.warning("telegram.allowed_user_ids is empty: the bot answers no one. Send it a message to "
                         "see your numeric user id, then add it with: config set telegram.allowed_user_ids [ID]")
+        self._replay = await fe.start_replay(bot)
+        if self.settings.mode == "webhook":
+            self._loop.call_soon(self._start_the_rest)
+        self.ready.set()
+
+    def _start_the_rest(self) -> None:
+        if not self._stopping:
+            self._rest = self._loop.create_task(self._after_start())
+
+    async def _after_start(self) -> None:
+        """What the first poll does not need: plugins, commands menu, reminders, digest, background work."""
+        app = self.app
+        await asyncio.to_thread(self.runtime.warm_up)
         try:
-            await bot.set_my_commands([BotCommand(name, desc) for name, desc in COMMANDS])
+            await app.bot.set_my_commands([BotCommand(name, desc) for name, desc in COMMANDS])
         except TelegramError as err:
             log.warning("telegram: setMyCommands failed: %s", err)
-        self._replay = await fe.start_replay(bot)
+        if self._stopping:
+            return
         self.reminders = ReminderScheduler(ReminderStore(self.runtime.workspace), app.job_queue, self.send_notice,
                                            default_tz=self.settings.timezone, poll_seconds=self.reminder_poll_seconds)
         self.reminders.start()
@@ -145,7 +172,7 @@ class TelegramService:
                                                                      tzinfo=ZoneInfo(self.settings.timezone)),
                                     name="morning-digest")
         self.runtime.start_background(notify=self.notify_from_thread)
-        self.ready.set()
+        self.started.set()
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         err = context.error
@@ -194,6 +221,9 @@ class TelegramService:
                         "and are answered at the next start", cancelled, self.shutdown_timeout)
 
     async def _post_stop(self, app: Application) -> None:
+        if self._rest is not None and not self._rest.done():
+            self._rest.cancel()  # stopped before the deferred start finished: start nothing more
+            await asyncio.gather(self._rest, return_exceptions=True)
         # PTB's stop waited for update handlers; start-up replay turns run outside PTB: wait for them too.
         if self.frontend is not None:
             left = max(0.0, self._deadline - asyncio.get_running_loop().time()) if self._stopping else 0.0
