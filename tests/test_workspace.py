@@ -142,6 +142,27 @@ def test_threads_append_without_interleaving(ws: Workspace) -> None:
     assert all(line.endswith("y" * 200) and line.count(":") == 2 for line in lines)
 
 
+@pytest.mark.parametrize("durable", [True, False])
+def test_writes_replace_the_file_and_never_touch_the_old_one(ws: Workspace, durable: bool) -> None:
+    """Deterministic check of atomicity: a reader holding the old file keeps reading the old, whole
+    content while it is rewritten, and the path points at a new file afterwards. An in-place write
+    (truncate, then write) changes what the open reader sees and keeps the inode, so it fails here."""
+    old_text = json.dumps({"n": 0, "body": [0] * 5000})
+    ws.write_text("state/doc.json", old_text)
+    for n in range(1, 4):
+        with open(ws.path("state/doc.json"), "rb") as reader:
+            before = os.fstat(reader.fileno())
+            new_text = json.dumps({"n": n, "body": [n] * (5000 - n)})  # a different length each time
+            ws.write_text("state/doc.json", new_text, durable=durable)
+            assert reader.read().decode() == old_text  # the old file is untouched: no truncate, no overwrite
+            assert os.fstat(reader.fileno()).st_size == before.st_size
+        after = os.stat(ws.path("state/doc.json"))
+        assert (after.st_ino, after.st_dev) != (before.st_ino, before.st_dev)  # a new file was renamed in
+        assert ws.read_text("state/doc.json") == new_text
+        old_text = new_text
+    assert sorted(p.name for p in ws.path("state").iterdir()) == ["doc.json"]  # no temp file left behind
+
+
 WRITER = """
 import sys
 from assistant_framework.workspace import Workspace
