@@ -217,3 +217,20 @@ def test_a_line_cut_by_a_full_disk_is_removed(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "raised" in result.stdout
     assert (tmp_path / "ws" / "log.txt").read_text() == "first\nthird\n"
+
+
+def test_read_jsonl_skips_a_line_with_bytes_that_are_not_utf8(ws: Workspace) -> None:
+    ws.path("state").mkdir(exist_ok=True)
+    ws.path("state/log.jsonl").write_bytes(b'{"a": 1}\n{"b": "\xff\xfe"}\n{"c": 3}\n')
+    assert ws.read_jsonl("state/log.jsonl") == [{"a": 1}, {"c": 3}]
+
+
+def test_move_aside_keeps_the_damaged_file_under_a_new_name(ws: Workspace) -> None:
+    ws.path("state").mkdir(exist_ok=True)
+    ws.path("state/cache.db").write_bytes(b"\x00damaged")
+    first = ws.move_aside("state/cache.db")
+    ws.path("state/cache.db").write_bytes(b"\x00damaged again")
+    second = ws.move_aside("state/cache.db")
+    assert first != second and first.startswith("state/cache.db.broken-") and second.startswith(first)
+    assert ws.path(first).read_bytes() == b"\x00damaged" and ws.path(second).read_bytes() == b"\x00damaged again"
+    assert not ws.exists("state/cache.db")
