@@ -17,6 +17,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from assistant_framework.config_limits import MAX_DEPTH, NoAliasLoader, json_too_deep, too_deep
 from assistant_framework.config_schema import ROOT_SCHEMA
 from assistant_framework.workspace import atomic_write_bytes
 
@@ -77,17 +78,28 @@ def _parse_file(path: Path) -> Any:
     except OSError as exc:
         raise ConfigError(f"{_display(path)}: cannot read: {exc.strerror}") from None
     if path.suffix == ".json":
+        deep = json_too_deep(text)
+        if deep is not None:
+            raise ConfigError(f"{_display(path)}: line {deep[0]} column {deep[1]}: nested more than {MAX_DEPTH} "
+                              "levels deep")
         try:
-            return json.loads(text) if text.strip() else {}
+            value = json.loads(text) if text.strip() else {}
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{_display(path)}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
-        raise ConfigError(f"{_display(path)}: {where}invalid YAML: {getattr(exc, 'problem', exc)}") from None
-    return {} if value is None else value
+    else:
+        try:
+            value = yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader that also refuses aliases
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
+            raise ConfigError(f"{_display(path)}: {where}invalid YAML: {getattr(exc, 'problem', exc)}") from None
+        except RecursionError:
+            raise ConfigError(f"{_display(path)}: nested more than {MAX_DEPTH} levels deep") from None
+        value = {} if value is None else value
+    deep_path = too_deep(value)
+    if deep_path is not None:
+        raise ConfigError(f"{_display(path)}: {format_json_path(deep_path)}: nested more than {MAX_DEPTH} levels deep")
+    return value
 
 
 def _config_files(root: Path) -> list[tuple[Path, tuple[str, ...]]]:
@@ -234,6 +246,8 @@ def get_key(data: dict, dotted: str, default: Any = KeyError) -> Any:
 
 def parse_cli_value(text: str) -> Any:
     """A CLI value: JSON when it parses, otherwise the string itself."""
+    if json_too_deep(text) is not None:
+        raise ConfigError(f"value nested more than {MAX_DEPTH} levels deep")
     try:
         return json.loads(text)
     except json.JSONDecodeError:

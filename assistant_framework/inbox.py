@@ -14,6 +14,7 @@ in arrival order per conversation. No Telegram imports: any frontend can use it.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -21,6 +22,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from assistant_framework.workspace import Workspace
+
+log = logging.getLogger(__name__)
 
 PENDING_DIR = "state/inbox/pending"
 SEEN_LOG = "state/inbox/seen.log"
@@ -171,8 +174,38 @@ class Inbox:
         return items
 
     def _load_seen(self) -> set[str]:
-        lines = [ln.strip() for ln in self.ws.read_text(SEEN_LOG, default="").splitlines() if ln.strip()]
-        if len(lines) > SEEN_KEEP:
+        try:
+            data = self.ws.path(SEEN_LOG).read_bytes()
+        except FileNotFoundError:
+            data = b""
+        lines, damaged = seen_lines(data)
+        if damaged:
+            # Damaged bytes (disk fault, a stray edit): keep the file for a human, go on with the readable ids.
+            aside = self.ws.move_aside(SEEN_LOG)
+            log.warning("inbox: %s had %d unreadable line(s): moved aside to %s; kept %d readable id(s)",
+                        SEEN_LOG, damaged, aside, len(lines))
+        compact = len(lines) > SEEN_KEEP
+        if compact:
             lines = lines[-SEEN_KEEP:]
-            self.ws.write_text(SEEN_LOG, "\n".join(lines) + "\n")
+        if damaged or compact:
+            self.ws.write_text(SEEN_LOG, "".join(f"{ln}\n" for ln in lines))
         return set(lines)
+
+
+def seen_lines(data: bytes) -> tuple[list[str], int]:
+    """The ids in seen.log's bytes and how many non-blank lines were unreadable (not UTF-8, control bytes)."""
+    lines: list[str] = []
+    damaged = 0
+    for raw in data.splitlines():
+        try:
+            line = raw.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            damaged += 1
+            continue
+        if not line:
+            continue
+        if not line.isprintable():
+            damaged += 1
+            continue
+        lines.append(line)
+    return lines, damaged

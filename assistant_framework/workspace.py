@@ -152,20 +152,20 @@ class Workspace:
             raise ValueError(f"workspace file {rel!r} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
 
     def read_jsonl(self, rel: str) -> list[dict]:
-        """All JSON objects of a JSONL file, skipping blank or torn lines."""
+        """All JSON objects of a JSONL file, skipping blank, torn or non-UTF-8 lines."""
         target = self.path(rel)
         try:
-            text = target.read_text(encoding="utf-8")
+            data = target.read_bytes()
         except FileNotFoundError:
             return []
         rows: list[dict] = []
-        for line in text.splitlines():
-            line = line.strip()
-            if not line:
+        for raw in data.splitlines():
+            raw = raw.strip()
+            if not raw:
                 continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError:
+            try:  # a line with bytes that are not UTF-8 is damaged like a torn one: skipped
+                value = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
                 continue
             if isinstance(value, dict):
                 rows.append(value)
@@ -251,6 +251,21 @@ class Workspace:
         except OSError as exc:
             raise OSError(f"cannot delete workspace path {rel!r}: {exc.strerror}") from None
         return True
+
+    def move_aside(self, rel: str) -> str:
+        """Rename a damaged file to ``<name>.broken-<UTC time>`` (kept for a human) and return that path.
+
+        For caches and state the code can rebuild: the caller then starts afresh instead of failing.
+        """
+        target = self.path(rel)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        aside = target.with_name(f"{target.name}.broken-{stamp}")
+        n = 1
+        while aside.exists():  # two in the same second: never overwrite an earlier broken copy
+            n += 1
+            aside = target.with_name(f"{target.name}.broken-{stamp}-{n}")
+        os.replace(target, aside)
+        return self.relative(aside)
 
     def lock(self, rel: str, timeout: float = 30.0) -> "_CombinedLock":
         """A lock for one workspace file, held across threads and processes."""

@@ -54,26 +54,30 @@ def test_one_conversation_is_answered_strictly_in_order(bot_config, workspace, c
 
 def test_conversations_call_the_model_in_parallel(bot_config, workspace, chat_server):
     bot_config["llm"]["max_concurrency"] = 4
-    intervals: list[tuple[float, float]] = []
-    guard = threading.Lock()
+    # Each model call waits until all four are in flight at once; serialised calls would never get
+    # there and time out (start-up speed does not matter, only that the four overlap).
+    all_in = threading.Barrier(4, timeout=15)
+    met: list[bool] = []
 
-    def slow(request):
-        start = time.monotonic()
-        time.sleep(0.3)
-        with guard:
-            intervals.append((start, time.monotonic()))
+    def meet(request):
+        try:
+            all_in.wait()
+            met.append(True)
+        except threading.BrokenBarrierError:
+            met.append(False)
         return "done"
 
-    chat_server.set_handler(slow)
+    chat_server.set_handler(meet)
     agent = make_agent(bot_config, workspace)
-    threads = [threading.Thread(target=agent.handle_message, args=(f"c{i}", "hi")) for i in range(4)]
+    replies: dict[int, str | None] = {}
+    threads = [threading.Thread(target=lambda i=i: replies.__setitem__(i, agent.handle_message(f"c{i}", "hi").reply))
+               for i in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=20)
-    assert len(intervals) == 4
-    # All four model calls were in flight at the same moment.
-    assert max(s for s, _ in intervals) < min(e for _, e in intervals)
+        thread.join(timeout=30)
+    assert met == [True] * 4
+    assert replies == {i: "done" for i in range(4)}  # each answered by its first call, none timed out
 
 
 def test_max_concurrency_one_serialises_model_calls(bot_config, workspace, chat_server):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -227,11 +228,12 @@ def test_runs_never_overlap(tmp_path, ws):
         ACTIVE = []
         PEAK = [0]
         LOCK = threading.Lock()
+        RELEASE = threading.Event()
         def run(workspace):
             with LOCK:
                 ACTIVE.append(1)
                 PEAK[0] = max(PEAK[0], len(ACTIVE))
-            time.sleep(0.3)
+            RELEASE.wait(10)  # the test lets it finish once the other four calls have returned
             with LOCK:
                 ACTIVE.pop()
             workspace.append_jsonl("collectors/slow/runs-seen.jsonl", {"x": 1})
@@ -239,10 +241,16 @@ def test_runs_never_overlap(tmp_path, ws):
     )
     manager = manager_for(base, ws, {"slow": {"enabled": True}})
     runner = CollectorRunner(manager, ws)
+    module = manager.collectors["slow"].module
     results = []
     threads = [threading.Thread(target=lambda: results.append(runner.run_once("slow"))) for _ in range(5)]
     for t in threads:
         t.start()
+    # However slowly the threads start, the first run is still going while the others ask.
+    deadline = time.monotonic() + 10
+    while len(results) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    module.RELEASE.set()
     for t in threads:
         t.join(10)
     outcomes = sorted(r.outcome for r in results)

@@ -241,3 +241,49 @@ def test_validate_and_set_check_collector_schemas(tmp_path: Path, capsys: pytest
     assert main(["config", "validate", "--config", str(tree)]) == 0
     assert main(["config", "set", "collectors.rss.feeds", "42", "--config", str(tree)]) == 2
     assert json.loads((tree / "collectors/rss.json").read_text()) == {"enabled": False, "feeds": []}
+
+
+# -- config bombs: refused with a config error naming the file, exit 2, quickly and in little memory --
+
+BILLION_LAUGHS = "\n".join(
+    ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    + [f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)},"
+       f" *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]" for i in range(8)]
+    + ["telegram: {token: *i}", ""])
+
+
+def _validate_limited(tree: Path) -> subprocess.CompletedProcess:
+    """``config validate`` in a child limited to 512 MB and 30 s, so a bomb fails the test instead of the machine."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (512 * 2**20, 512 * 2**20))
+
+    return subprocess.run([sys.executable, "-m", "assistant_framework.cli", "config", "validate", "--config", str(tree)],
+                          capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                          preexec_fn=limit, timeout=30)
+
+
+@pytest.mark.parametrize("name,text,expected", [
+    ("telegram.yaml", BILLION_LAUGHS, "telegram.yaml: line 2 column 8: invalid YAML: aliases (*a) are not allowed"),
+    ("llm.json", '{"extra": ' + "[" * 100_000 + "]" * 100_000 + "}", "llm.json: line 1 column 74: nested more than 64 levels deep"),
+    ("llm.yaml", "extra: " + "[" * 100_000 + "]" * 100_000 + "\n", "llm.yaml: nested more than 64 levels deep"),
+])
+def test_config_bombs_are_config_errors_naming_the_file(tmp_path: Path, name: str, text: str, expected: str) -> None:
+    tree = write_tree(tmp_path / "cfg", {name: text})
+    result = _validate_limited(tree)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_deep_yaml_block_nesting_names_the_json_path(tmp_path: Path) -> None:
+    text = "".join(f"{'  ' * i}k{i}:\n" for i in range(70)) + f"{'  ' * 70}leaf: 1\n"
+    tree = write_tree(tmp_path / "cfg", {"runtime.yaml": text})
+    with pytest.raises(ConfigError, match=r"runtime\.yaml: k0\.k1\.k2\..*k63: nested more than 64 levels deep"):
+        load_config(tree)
+
+
+def test_a_yaml_anchor_without_alias_still_loads(tmp_path: Path) -> None:
+    tree = write_tree(tmp_path / "cfg", {"runtime.yaml": "timezone: &tz UTC\n"})
+    assert load_config(tree)["runtime"]["timezone"] == "UTC"

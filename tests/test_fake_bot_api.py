@@ -270,13 +270,15 @@ def test_markup_parsers_accept_valid_and_reject_broken_markup() -> None:
 def test_long_poll_returns_an_update_pushed_while_waiting(fake: FakeBotAPI) -> None:
     import threading
 
+    fake.long_poll_cap = 30  # only the push can end this poll within the client's 10 s timeout
     url = f"{fake.base_url}{fake.token}/getUpdates"
-    timer = threading.Timer(0.1, fake.send_message, args=("late",))
-    timer.start()
-    got = requests.post(url, data={"offset": "0", "timeout": "30"}, timeout=10).json()["result"]
-    timer.join()
-    # Either the long poll saw it, or (on a very slow machine) the next poll does.
-    got = got or requests.post(url, data={"offset": "0", "timeout": "1"}, timeout=10).json()["result"]
+    got: list = []
+    poll = threading.Thread(target=lambda: got.extend(
+        requests.post(url, data={"offset": "0", "timeout": "30"}, timeout=10).json()["result"]))
+    poll.start()
+    fake.wait_for(lambda: fake.waiting_polls() == 1)  # the poll is waiting: nothing queued yet
+    fake.send_message("late")
+    poll.join(15)
     assert [u["message"]["text"] for u in got] == ["late"]
     assert fake.calls("getUpdates")[0]["params"]["timeout"] == 30
 

@@ -268,19 +268,27 @@ def test_other_4xx_fails_at_once_as_client_error(server, server2):
     assert server2.chat_requests == []
 
 
-def test_timeout_moves_to_next_runner(server, server2):
-    server.enqueue({"content": "too late", "delay": 1.0})
+@pytest.fixture
+def stalled(server):
+    """``server`` answers no chat request until the test is over (a timeout cannot race an answer)."""
+    release = threading.Event()
+    server.set_handler(lambda request: release.wait(30) and "too late")
+    yield server
+    release.set()
+
+
+def test_timeout_moves_to_next_runner(stalled, server2):
     server2.enqueue("in time")
-    client = make_client(runner("slow", server.base_url, timeout_seconds=0.2), runner("fast", server2.base_url))
+    client = make_client(runner("slow", stalled.base_url, timeout_seconds=0.2), runner("fast", server2.base_url))
     result = client.complete(MESSAGES)
     assert result.runner == "fast"
     assert result.text == "in time"
+    assert len(stalled.chat_requests) == 1
 
 
-def test_timeout_on_only_runner_is_timeout_kind(server):
-    server.enqueue({"content": "too late", "delay": 1.0})
+def test_timeout_on_only_runner_is_timeout_kind(stalled):
     with pytest.raises(LLMError) as info:
-        make_client(runner("slow", server.base_url, timeout_seconds=0.2)).complete(MESSAGES)
+        make_client(runner("slow", stalled.base_url, timeout_seconds=0.2)).complete(MESSAGES)
     assert info.value.kind == "timeout"
     assert "'slow'" in info.value.user_message() and "0.2 s" in info.value.user_message()
 

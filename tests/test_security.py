@@ -138,3 +138,36 @@ def test_full_session_injected_mail_needs_the_owner_and_no_secret_leaks(tmp_path
     for secret in SECRETS:
         leaks = [where for where, text in places.items() if secret in text or secret[: len(secret) // 2] in text]
         assert leaks == [], f"secret {secret[:6]}… found in {leaks}"
+
+
+def _runs_of(secret: str, text: str, run: int = 8) -> list[str]:
+    """Every ``run``-character piece of ``secret`` found in ``text`` (independent of the bot's redaction)."""
+    return [secret[i : i + run] for i in range(len(secret) - run + 1) if secret[i : i + run] in text]
+
+
+@pytest.mark.timeout(90)
+def test_a_half_echoed_api_key_is_redacted_in_messages_log_and_traces(tmp_path, bot_config):
+    with FakeBotAPI(token=BOT_TOKEN) as tg, FakeChatServer(api_key=API_KEY) as model:
+        llm = {**bot_config["llm"], "runners": [{"name": "fake", "base_url": model.base_url, "model": "fake-model",
+                                                 "api_key": API_KEY, "timeout_seconds": 10}]}
+        config = write_bot_config(tmp_path / "config.json", dict(bot_config, llm=llm), tg)
+        workspace = tmp_path / "ws"
+        # Servers echo keys cut short or in pieces: the key minus its last characters, a slice of the middle.
+        model.enqueue({"status": 500, "body": {"error": {"message": f"upstream refused key {API_KEY[:-3]}"}}},
+                      {"status": 400, "body": {"error": {"message": f"bad key fragment '{API_KEY[4:20]}' in header"}}})
+        with BotProcess(config, workspace, tmp_path / "bot.log") as bot:
+            bot.start().wait_ready()
+            tg.send_message("first", user_id=OWNER)
+            tg.wait_for(lambda: len(tg.messages(OWNER)) >= 1, timeout=20)
+            tg.send_message("second", user_id=OWNER)
+            tg.wait_for(lambda: len(tg.messages(OWNER)) >= 2, timeout=20)
+            assert bot.terminate() == 0, bot.run_log()[-3000:]
+        sent = all_bot_texts(tg)
+    assert "upstream refused key ***" in sent[0] and "bad key fragment '***' in header" in sent[1]
+    places = {"log": bot.log_text(), "telegram messages": "\n".join(sent)}
+    for path in workspace.rglob("*"):
+        if path.is_file():
+            places[str(path.relative_to(workspace))] = path.read_bytes().decode("utf-8", "replace")
+    assert "upstream refused key ***" in places["log"]  # the error was logged, redacted
+    leaks = {where: _runs_of(API_KEY, text) for where, text in places.items() if _runs_of(API_KEY, text)}
+    assert leaks == {}

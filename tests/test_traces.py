@@ -29,7 +29,9 @@ def test_trace_written_with_requests_sizes_and_redaction(bot_config, workspace):
         bot_config["llm"]["runners"][0].update(base_url=server.base_url, api_key=API_KEY)
         bot_config["telegram"]["token"] = BOT_TOKEN
         agent = make_agent(bot_config, workspace)
-        server.enqueue('{"skill": "add", "args": {"a": 1, "b": 2}}', f"Your token is {BOT_TOKEN} and key {API_KEY}")
+        # The first answer is held back 0.2 s: the trace must show at least that as the request's time.
+        server.enqueue({"content": '{"skill": "add", "args": {"a": 1, "b": 2}}', "delay": 0.2},
+                       f"Your token is {BOT_TOKEN} and key {API_KEY}")
         result = agent.handle_message("c1", f"tell me {BOT_TOKEN}")
     assert result.ok and result.trace_id
     trace = TraceStore(workspace).load(result.trace_id)
@@ -39,7 +41,7 @@ def test_trace_written_with_requests_sizes_and_redaction(bot_config, workspace):
     assert first["messages"][0]["role"] == "system"
     assert first["parsed"]["calls"] == [{"skill": "add", "args": {"a": 1, "b": 2}, "args_error": None}]
     assert first["response"]["choices"][0]["message"]["content"].startswith('{"skill"')
-    assert first["usage"]["prompt_tokens"] > 0 and first["elapsed_s"] >= 0
+    assert first["usage"]["prompt_tokens"] > 0 and first["elapsed_s"] >= 0.2
     assert trace["section_sizes"]["tools"]["chars"] > 0 and "total" in trace["section_sizes"]
     assert trace["skill_calls"][0]["skill"] == "add"
     text = all_trace_text(workspace)

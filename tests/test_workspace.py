@@ -142,6 +142,27 @@ def test_threads_append_without_interleaving(ws: Workspace) -> None:
     assert all(line.endswith("y" * 200) and line.count(":") == 2 for line in lines)
 
 
+@pytest.mark.parametrize("durable", [True, False])
+def test_writes_replace_the_file_and_never_touch_the_old_one(ws: Workspace, durable: bool) -> None:
+    """Deterministic check of atomicity: a reader holding the old file keeps reading the old, whole
+    content while it is rewritten, and the path points at a new file afterwards. An in-place write
+    (truncate, then write) changes what the open reader sees and keeps the inode, so it fails here."""
+    old_text = json.dumps({"n": 0, "body": [0] * 5000})
+    ws.write_text("state/doc.json", old_text)
+    for n in range(1, 4):
+        with open(ws.path("state/doc.json"), "rb") as reader:
+            before = os.fstat(reader.fileno())
+            new_text = json.dumps({"n": n, "body": [n] * (5000 - n)})  # a different length each time
+            ws.write_text("state/doc.json", new_text, durable=durable)
+            assert reader.read().decode() == old_text  # the old file is untouched: no truncate, no overwrite
+            assert os.fstat(reader.fileno()).st_size == before.st_size
+        after = os.stat(ws.path("state/doc.json"))
+        assert (after.st_ino, after.st_dev) != (before.st_ino, before.st_dev)  # a new file was renamed in
+        assert ws.read_text("state/doc.json") == new_text
+        old_text = new_text
+    assert sorted(p.name for p in ws.path("state").iterdir()) == ["doc.json"]  # no temp file left behind
+
+
 WRITER = """
 import sys
 from assistant_framework.workspace import Workspace
@@ -196,3 +217,20 @@ def test_a_line_cut_by_a_full_disk_is_removed(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "raised" in result.stdout
     assert (tmp_path / "ws" / "log.txt").read_text() == "first\nthird\n"
+
+
+def test_read_jsonl_skips_a_line_with_bytes_that_are_not_utf8(ws: Workspace) -> None:
+    ws.path("state").mkdir(exist_ok=True)
+    ws.path("state/log.jsonl").write_bytes(b'{"a": 1}\n{"b": "\xff\xfe"}\n{"c": 3}\n')
+    assert ws.read_jsonl("state/log.jsonl") == [{"a": 1}, {"c": 3}]
+
+
+def test_move_aside_keeps_the_damaged_file_under_a_new_name(ws: Workspace) -> None:
+    ws.path("state").mkdir(exist_ok=True)
+    ws.path("state/cache.db").write_bytes(b"\x00damaged")
+    first = ws.move_aside("state/cache.db")
+    ws.path("state/cache.db").write_bytes(b"\x00damaged again")
+    second = ws.move_aside("state/cache.db")
+    assert first != second and first.startswith("state/cache.db.broken-") and second.startswith(first)
+    assert ws.path(first).read_bytes() == b"\x00damaged" and ws.path(second).read_bytes() == b"\x00damaged again"
+    assert not ws.exists("state/cache.db")

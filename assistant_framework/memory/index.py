@@ -16,6 +16,7 @@ log grows, while BM25 statistics stay those of the whole table (ranking is uncha
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import sqlite3
@@ -29,6 +30,8 @@ from ..workspace import Workspace
 from .log import safe_conversation_id
 from .rowkeys import content_hash, date_words, default_time, scope_token, slot_range
 from .sources import DEFAULT_SOURCES, Entry, file_entries, is_appendable, jsonl_entries, source_for, time_to_ts, walk_roots
+
+log = logging.getLogger(__name__)
 
 INDEX_PATH = "memory/index.sqlite3"
 SCHEMA_VERSION = 5
@@ -80,14 +83,38 @@ class MemoryIndex:
         self.db_path = workspace.path(path)
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self.lock = threading.RLock()
-        self.conn = sqlite3.connect(str(self.db_path), check_same_thread=False, isolation_level=None)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.execute("PRAGMA temp_store=MEMORY")
         self._readers: queue.SimpleQueue = queue.SimpleQueue()  # idle reader connections
         self._opened: list[sqlite3.Connection] = []
         self._closed = False
-        self._ensure_schema()
+        self.moved_aside: str | None = None  # where a broken index file went; the caller refills
+        try:
+            self.conn = self._open()
+        except sqlite3.DatabaseError as err:  # garbage or a damaged file: it is only a cache
+            self._move_aside(path, err)
+            self.conn = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(self.db_path), check_same_thread=False, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA temp_store=MEMORY")
+            self.conn = conn
+            self._ensure_schema()
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _move_aside(self, rel: str, err: Exception) -> None:
+        """Keep the broken file (and its WAL) for a human as ``*.broken-<time>``; the next refresh refills."""
+        aside = self.workspace.move_aside(rel)
+        for suffix in ("-wal", "-shm"):
+            if self.workspace.exists(rel + suffix):
+                os.replace(self.workspace.path(rel + suffix), self.workspace.path(aside + suffix))
+        log.warning("memory index %s could not be opened (%s): moved aside to %s; rebuilding it from the files",
+                    rel, err, aside)
+        self.moved_aside = aside
 
     def _ensure_schema(self) -> None:
         with self.lock:

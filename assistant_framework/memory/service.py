@@ -91,6 +91,11 @@ class MemoryService:
         refresh_seconds = float(self.memory_config.get("refresh_seconds", 60))
         self.worker = BackgroundWorker("memory", on_idle=self.refresh, idle_seconds=refresh_seconds) if start_worker else None
         self._closed = False
+        if self.index.moved_aside:  # a broken index was replaced by an empty one: refill it now
+            if self.worker is not None:
+                self.worker.submit(self.refresh, "rebuild the memory index")
+            else:
+                self.refresh()
 
     # -- L0 ------------------------------------------------------------------
 

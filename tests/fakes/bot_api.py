@@ -13,8 +13,10 @@ A stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) in a daemon thread. Point
 
 Pushing updates (what a user does): ``send_message``, ``edit_message``, ``send_document``,
 ``send_photo``, ``send_voice``, ``callback_query``, ``push_update``. Each returns the update dict.
+``redeliver(update)`` hands an already confirmed update out once more (a lost confirmation).
 
-Observing the bot: ``calls(method=None)`` lists ``{"method", "params", "status"}`` in order
+Observing the bot: ``calls(method=None)`` lists ``{"method", "params", "status", "at"}`` in order
+(``at``: wall-clock time when the call was answered)
 (multipart uploads appear in params as ``{"filename", "content", "size"}``);
 ``messages(chat_id)`` gives the bot's messages in a chat with their current text (edits applied,
 deleted ones removed); ``wait_for(predicate)`` and ``wait_for_messages(chat_id, n)`` poll;
@@ -83,6 +85,11 @@ class FakeBotAPI:
         self._cond = threading.Condition()
         self._calls: list[dict] = []
         self._updates: list[dict] = []
+        self._polls = 0  # getUpdates calls started so far
+        self._waiting = 0  # getUpdates calls waiting for an update right now
+        #: Longest a getUpdates waits, whatever its ``timeout`` (keeps stopping a bot quick).
+        self.long_poll_cap = _LONG_POLL_CAP
+        self._again: dict[int, dict] = {}  # update_id -> {"after": poll count, "delivered": bool}
         self._update_ids = itertools.count(1)
         self._msg_ids: dict[int, itertools.count] = {}
         self._chats: dict[int, dict] = {}
@@ -218,6 +225,28 @@ class FakeBotAPI:
             self._cond.notify_all()
             return update
 
+    def redeliver(self, update: dict) -> dict:
+        """Deliver an update again, as Telegram does when the confirming offset never reached it.
+
+        The copy is offered to the next getUpdates that starts from now on, whatever its offset
+        (a long poll still open from before, e.g. of a stopped bot, neither sees nor drops it),
+        and is dropped once a later call confirms past it.
+        """
+        with self._cond:
+            update = json.loads(json.dumps(update))
+            self._updates[:] = [u for u in self._updates if u["update_id"] != update["update_id"]]
+            self._updates.append(update)
+            self._updates.sort(key=lambda u: u["update_id"])
+            self._again[update["update_id"]] = {"after": self._polls, "delivered": False}
+            self._cond.notify_all()
+            return update
+
+    def redelivered(self, update_id: int) -> bool:
+        """True once an update passed to ``redeliver`` was returned by a getUpdates call."""
+        with self._cond:
+            again = self._again.get(update_id)
+            return again is not None and again["delivered"]
+
     def add_file(self, content: bytes, path: str) -> dict:
         """Register downloadable bytes; returns ``{file_id, file_unique_id, file_size}``."""
         with self._cond:
@@ -236,7 +265,7 @@ class FakeBotAPI:
 
     # ----- what the bot did --------------------------------------------------------------------
     def calls(self, method: str | None = None) -> list[dict]:
-        """All API calls in order as ``{"method", "params", "status"}``; optionally one method only."""
+        """All API calls in order as ``{"method", "params", "status", "at"}``; optionally one method only."""
         with self._cond:
             return [dict(c) for c in self._calls if method is None or c["method"] == method]
 
@@ -262,6 +291,11 @@ class FakeBotAPI:
     def wait_for_messages(self, chat_id: int, n: int, timeout: float = 10) -> list[dict]:
         """Wait until the bot has at least ``n`` live messages in ``chat_id``; returns them all."""
         return self.wait_for(lambda: (lambda m: m if len(m) >= n else None)(self.messages(chat_id)), timeout)
+
+    def waiting_polls(self) -> int:
+        """How many getUpdates calls are waiting for an update at this moment."""
+        with self._cond:
+            return self._waiting
 
     def commands(self) -> list:
         """The command list last set with setMyCommands."""
@@ -328,7 +362,7 @@ class FakeBotAPI:
 
     def _record(self, method: str, params: dict, status: int) -> None:
         with self._cond:
-            self._calls.append({"method": method, "params": params, "status": status})
+            self._calls.append({"method": method, "params": params, "status": status, "at": time.time()})
 
     def handle(self, method: str, params: dict) -> tuple[int, dict]:
         """Run one API call and return (HTTP status, JSON reply); also records it."""

@@ -103,10 +103,12 @@ def get_webhook_info(api: "FakeBotAPI", params: dict) -> dict:
 def get_updates(api: "FakeBotAPI", params: dict) -> list[dict]:
     offset = int(params.get("offset") or 0)
     limit = max(1, min(100, int(params.get("limit") or 100)))
-    wait = min(float(params.get("timeout") or 0), 0.5)
+    wait = min(float(params.get("timeout") or 0), api.long_poll_cap)
     allowed = params.get("allowed_updates") or None
     deadline = time.monotonic() + wait
     with api._cond:
+        api._polls += 1
+        poll = api._polls
         while True:
             if api._conflict:
                 raise ApiError(409, "Conflict: terminated by other getUpdates request; "
@@ -115,14 +117,34 @@ def get_updates(api: "FakeBotAPI", params: dict) -> list[dict]:
                 raise ApiError(409, "Conflict: can't use getUpdates method while webhook is active; "
                                     "use deleteWebhook to delete the webhook first")
             if offset > 0:  # confirming: everything below the offset is gone for good
-                api._updates[:] = [u for u in api._updates if u["update_id"] >= offset]
+                api._updates[:] = [u for u in api._updates if u["update_id"] >= offset or _held(api, u, poll)]
             pending = api._updates[offset:] if offset < 0 else list(api._updates)
+            pending = [u for u in pending if _visible(api, u, poll)]
             if allowed:
                 pending = [u for u in pending if any(k in u for k in allowed)]
             remaining = deadline - time.monotonic()
             if pending or remaining <= 0 or api._stopping:
+                for update in pending[:limit]:
+                    if update["update_id"] in api._again:
+                        api._again[update["update_id"]]["delivered"] = True
                 return _copy(pending[:limit])
-            api._cond.wait(remaining)
+            api._waiting += 1
+            try:
+                api._cond.wait(remaining)
+            finally:
+                api._waiting -= 1
+
+
+def _held(api: "FakeBotAPI", update: dict, poll: int) -> bool:
+    """A redelivered update survives an offset past it until a newer poll has received it."""
+    again = api._again.get(update["update_id"])
+    return again is not None and (poll <= again["after"] or not again["delivered"])
+
+
+def _visible(api: "FakeBotAPI", update: dict, poll: int) -> bool:
+    """A redelivered update is only for polls started after ``redeliver``."""
+    again = api._again.get(update["update_id"])
+    return again is None or poll > again["after"]
 
 
 def send_message(api: "FakeBotAPI", params: dict) -> dict:

@@ -1,0 +1,58 @@
+"""Damaged caches and state files: moved aside, rebuilt, one warning, and the bot keeps answering.
+
+End to end: the real bot (telegram harness) against FakeBotAPI and FakeChatServer, real files.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from tests.telegram_harness import OWNER, fake, start_bot, texts  # noqa: F401
+
+GARBAGE = b"\xff\xfe this is not a database \x00\x81\xc3" * 64
+
+
+def _memory_on(config: dict) -> None:
+    config["memory"] = {"enabled": True}
+
+
+def _warnings(caplog, word: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and word in r.getMessage()]
+
+
+def test_broken_memory_index_is_moved_aside_rebuilt_and_the_bot_answers(fake, start_bot, workspace, caplog):
+    workspace.write_text("notes/garden.md", "# Garden\n\nThe tomato seeds are in the blue box.\n")
+    workspace.path("memory").mkdir(exist_ok=True)
+    workspace.path("memory/index.sqlite3").write_bytes(GARBAGE)
+    caplog.set_level(logging.INFO)
+    bot = start_bot(config_patch=_memory_on)
+    fake.send_message("where are the tomato seeds?")
+    fake.wait_for_messages(OWNER, 1)
+    assert texts(fake) == ["ok"]  # the default scripted answer: the turn ran
+    aside = workspace.list("memory/index.sqlite3.broken-*")
+    assert len(aside) == 1 and workspace.path(aside[0]).read_bytes() == GARBAGE  # kept for a human
+    warned = _warnings(caplog, "index.sqlite3")
+    assert len(warned) == 1 and aside[0] in warned[0]
+    # The new index is refilled from the files without anyone running `memory reindex`.
+    memory = bot.runtime.memory
+    fake.wait_for(lambda: any(h.path == "notes/garden.md" for h in memory.search("tomato seeds")))
+
+
+def test_seen_log_with_bad_bytes_keeps_its_readable_ids(fake, start_bot, workspace, caplog):
+    workspace.path("state/inbox").mkdir(parents=True, exist_ok=True)
+    workspace.path("state/inbox/seen.log").write_bytes(b"77\n\xff\xfe\x00\x81garbage\n78\n")
+    caplog.set_level(logging.INFO)
+    start_bot()
+    fake.push_update({"update_id": 78, "message": {
+        "message_id": 1, "date": 1700000000, "text": "already answered before the damage",
+        "chat": {"id": OWNER, "type": "private", "first_name": "Owner"},
+        "from": {"id": OWNER, "is_bot": False, "first_name": "Owner"}}})
+    new = fake.send_message("a new message")
+    fake.wait_for_messages(OWNER, 1)
+    fake.wait_for(lambda: not workspace.list("state/inbox/pending/*/*.json"))
+    assert texts(fake) == ["ok"]  # the new message answered, update 78 (still seen) not again
+    aside = workspace.list("state/inbox/seen.log.broken-*")
+    assert len(aside) == 1 and b"\xff\xfe" in workspace.path(aside[0]).read_bytes()
+    assert workspace.read_text("state/inbox/seen.log").split() == ["77", "78", str(new["update_id"])]
+    warned = _warnings(caplog, "seen.log")
+    assert len(warned) == 1 and aside[0] in warned[0]
