@@ -59,6 +59,7 @@ class Progress:
         self._last_edit = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake = asyncio.Event()
+        self._stop = asyncio.Event()  # set by stop(): interrupts the edit-interval wait at once
         self._stopping = False
         self._tasks: list[asyncio.Task] = []
 
@@ -96,7 +97,10 @@ class Progress:
                 break
             wait = self._last_edit + self.edit_interval - time.monotonic()
             if wait > 0 and self.message_id is not None:
-                await asyncio.sleep(wait)
+                # Wait out the edit interval, but wake at once on stop(): the final edit must not
+                # sit behind this sleep (up to a second at the end of every streamed reply).
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), timeout=wait)
                 if self._stopping:
                     break
             await self._show(self._wanted())
@@ -131,6 +135,7 @@ class Progress:
     async def stop(self) -> None:
         """Stop typing and editing; the live message stays for the caller to finalise or discard."""
         self._stopping = True
+        self._stop.set()
         self._wake.set()
         typing, worker = self._tasks or (None, None)
         self._tasks = []
