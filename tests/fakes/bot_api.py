@@ -14,7 +14,7 @@ A stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) in a daemon thread. Point
 Pushing updates (what a user does): ``send_message``, ``edit_message``, ``send_document``,
 ``send_photo``, ``send_voice``, ``callback_query``, ``push_update``. Each returns the update dict.
 
-Observing the bot: ``calls(method=None)`` lists ``{"method", "params", "status"}`` in order
+Observing the bot: ``calls(method=None)`` lists ``{"method", "params", "status", "at"}`` in order (``at``: time.monotonic() when answered)
 (multipart uploads appear in params as ``{"filename", "content", "size"}``);
 ``messages(chat_id)`` gives the bot's messages in a chat with their current text (edits applied,
 deleted ones removed); ``wait_for(predicate)`` and ``wait_for_messages(chat_id, n)`` poll;
@@ -71,6 +71,13 @@ def _bad(description: str) -> ApiError:
     return ApiError(400, f"Bad Request: {description}")
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # Bursts (many chats' calls at once) must not wait for the client's SYN retry (~1 s) with
+    # the default backlog of 5.
+    request_queue_size = 256
+
+
 class FakeBotAPI:
     """In-process fake of api.telegram.org; see the module docstring for usage."""
 
@@ -105,8 +112,7 @@ class FakeBotAPI:
         from tests.fakes.bot_api_http import make_handler
 
         self._stopping = False
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(self))
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), make_handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="fake-bot-api", daemon=True)
         self._thread.start()
@@ -328,7 +334,7 @@ class FakeBotAPI:
 
     def _record(self, method: str, params: dict, status: int) -> None:
         with self._cond:
-            self._calls.append({"method": method, "params": params, "status": status})
+            self._calls.append({"method": method, "params": params, "status": status, "at": time.monotonic()})
 
     def handle(self, method: str, params: dict) -> tuple[int, dict]:
         """Run one API call and return (HTTP status, JSON reply); also records it."""

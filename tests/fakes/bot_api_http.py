@@ -28,6 +28,10 @@ def make_handler(api: "FakeBotAPI") -> type[BaseHTTPRequestHandler]:
 class _Handler(BaseHTTPRequestHandler):
     api: "FakeBotAPI"
     protocol_version = "HTTP/1.0"
+    # Add no delay of our own: TCP_NODELAY, and headers and body leave in one write (a buffered
+    # wfile, flushed once per request by the stdlib), so Nagle + delayed ACK never stall a call.
+    disable_nagle_algorithm = True
+    wbufsize = 1 << 16
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # keep test output clean

@@ -109,6 +109,7 @@ def _words(content: str) -> list[str]:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 256  # bursts of clients connect at once; the default 5 makes them retry (~1 s)
     fake: "FakeChatServer"
 
     def handle_error(self, request, client_address) -> None:
@@ -122,6 +123,9 @@ class _Handler(BaseHTTPRequestHandler):
     # Real model servers set TCP_NODELAY; without it the separate header and body writes stall
     # ~40 ms per call (Nagle + delayed ACK).
     disable_nagle_algorithm = True
+    # Headers and body in one write: the buffered wfile is flushed once per request (and per
+    # streamed chunk, which flushes itself).
+    wbufsize = 1 << 16
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
