@@ -21,6 +21,7 @@ from typing import Callable
 import requests
 from requests.adapters import HTTPAdapter
 
+from messaging_llm_bot.llm.deadline import CallDeadline, DeadlineExceeded, stream_deadline_detail
 from messaging_llm_bot.llm.errors import (
     LLMError,
     classify,
@@ -213,6 +214,7 @@ class LLMClient:
         url = f"{runner.base_url}/chat/completions"
         started = time.monotonic()
         with self._semaphore:
+            deadline = CallDeadline(runner.timeout_seconds)  # the whole call, not each read
             try:
                 response = self._session.post(
                     url,
@@ -235,7 +237,7 @@ class LLMClient:
                     )
                 is_sse = "text/event-stream" in response.headers.get("Content-Type", "")
                 if stream and is_sse:
-                    raw = self._read_stream(response, runner, on_delta)
+                    raw = self._read_stream(response, runner, on_delta, deadline)
                 else:
                     raw = self._read_json(response, runner)
         completion = self._to_completion(raw, runner, time.monotonic() - started)
@@ -271,12 +273,15 @@ class LLMClient:
         response: requests.Response,
         runner: RunnerConfig,
         on_delta: Callable[[str], None] | None,
+        deadline: CallDeadline | None = None,
     ) -> dict:
         assembler = StreamAssembler()
         done = [False]
         shown = ""
         # Decode bytes ourselves: requests assumes ISO-8859-1 for text/* without a charset.
         lines = (b.decode("utf-8", errors="replace") for b in response.iter_lines(chunk_size=None))
+        if deadline is not None:
+            lines = deadline.lines(response, lines)
         try:
             for payload in iter_sse_data(lines, done):
                 delta = assembler.feed_json(payload, runner.name, runner.base_url)
@@ -285,7 +290,10 @@ class LLMClient:
                     if visible and visible != shown:
                         shown = visible
                         on_delta(visible)
-        except requests.RequestException as exc:
+        except (DeadlineExceeded, requests.RequestException) as exc:
+            if deadline is not None and (deadline.expired or not deadline.remaining()):
+                raise LLMError("timeout", stream_deadline_detail(runner.timeout_seconds, assembler.text()),
+                               runner=runner.name, base_url=runner.base_url) from None
             raise self._transport_error(runner, exc) from None
         except LLMError as err:
             err.detail = redact(err.detail, runner.api_key)
