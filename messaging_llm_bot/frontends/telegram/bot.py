@@ -200,6 +200,8 @@ class TelegramService:
             if not await self.frontend.turns.wait_idle(left):
                 self._give_up()
                 await self.frontend.turns.wait_idle(1.0)
+        if self.frontend is not None:
+            self.frontend.turns.pool.shutdown()
         if self._watchdog is not None:
             self._watchdog.cancel()
 
