@@ -23,6 +23,7 @@ from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.embeddings import embedding_client
 from messaging_llm_bot.llm.client import LLMClient
+from messaging_llm_bot.llm.slots import background_calls
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,9 @@ def _memory(config: dict, workspace: Workspace, llm: LLMClient) -> Any:
         return None
 
     def complete(messages: list[dict], **kwargs: Any) -> str:
-        return llm.complete(messages, **kwargs).text
+        # Memory work (facts, episodes, profile) is background: it yields model slots to user turns.
+        with background_calls():
+            return llm.complete(messages, **kwargs).text
 
     return MemoryService(workspace, config, complete=complete, embed=embedding_client(config.get("llm") or {}))
 

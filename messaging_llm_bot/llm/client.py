@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -30,6 +29,7 @@ from messaging_llm_bot.llm.errors import (
     parse_error_body,
     redact,
 )
+from messaging_llm_bot.llm.slots import PrioritySlots
 from messaging_llm_bot.llm.runners import RESERVED_KEYS, RunnerConfig, runners_from_config
 from messaging_llm_bot.llm.stream import StreamAssembler, content_text, iter_sse_data
 from messaging_llm_bot.llm.usage import (
@@ -90,7 +90,8 @@ class LLMClient:
         self.retries = max(0, int(llm_config.get("retries_per_runner", 1)))
         self.retry_max_wait = float(llm_config.get("retry_max_wait_seconds", 30))
         self.retry_backoff = float(llm_config.get("retry_backoff_seconds", 1.0))
-        self._semaphore = threading.BoundedSemaphore(self.max_concurrency)
+        # User turns first: calls inside slots.background_calls() wait while a user call waits.
+        self._semaphore = PrioritySlots(self.max_concurrency)
         self._sleep = sleep
         self._owns_session = session is None
         if session is None:
