@@ -23,7 +23,7 @@ import filelock
 import telegram
 from telegram import BotCommand, Update
 from telegram.error import Conflict, InvalidToken, NetworkError, TelegramError
-from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, BaseUpdateProcessor, ContextTypes, ExtBot
+from telegram.ext import Application, ApplicationBuilder, BaseUpdateProcessor, ContextTypes, ExtBot
 from telegram.request import HTTPXRequest
 
 from assistant_framework.inbox import Inbox
@@ -31,6 +31,7 @@ from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.frontends.reminders import ReminderScheduler
 from messaging_llm_bot.frontends.commands import COMMANDS
 from messaging_llm_bot.frontends.telegram.handlers import Frontend
+from messaging_llm_bot.frontends.telegram.ratelimit import ReplyFirstRateLimiter
 from messaging_llm_bot.frontends.telegram.send import send_markdown
 from messaging_llm_bot.frontends.telegram.settings import TelegramSettings
 
@@ -115,7 +116,7 @@ class TelegramService:
                        base_file_url=self.settings.base_file_url,
                        request=HTTPXRequest(connection_pool_size=64),
                        get_updates_request=HTTPXRequest(read_timeout=self.poll_timeout + 10.0),
-                       rate_limiter=AIORateLimiter(max_retries=0), on_updates=self.frontend.persist)
+                       rate_limiter=ReplyFirstRateLimiter(), on_updates=self.frontend.persist)
         app = (ApplicationBuilder().bot(bot).concurrent_updates(ChatOrderedProcessor(self.frontend))
                .post_init(self._post_init).post_stop(self._post_stop).build())
         self.frontend.register(app)

@@ -16,6 +16,7 @@ from typing import Any
 
 import telegram
 
+from messaging_llm_bot.frontends.telegram.ratelimit import BudgetSkipped, optional_call
 from messaging_llm_bot.frontends.telegram.send import edit_text_safely, fit_plain_text
 
 log = logging.getLogger(__name__)
@@ -111,14 +112,18 @@ class Progress:
         streaming = bool(self._stream_text.strip())
         if self.message_id is None:
             try:
-                msg = await self.bot.send_message(self.chat_id, text)
+                # Optional: under load the reply itself is sent instead, as one message.
+                msg = await self.bot.send_message(self.chat_id, text, **optional_call(self.bot))
+            except BudgetSkipped:
+                self._last_edit = time.monotonic()
+                return
             except telegram.error.TelegramError as err:
                 log.info("telegram: status message in chat %s failed: %s", self.chat_id, err)
                 return
             self.message_id = msg.message_id
             ok = True
         else:
-            ok = await edit_text_safely(self.bot, self.chat_id, self.message_id, text)
+            ok = await edit_text_safely(self.bot, self.chat_id, self.message_id, text, optional=True)
         self._last_edit = time.monotonic()
         if ok:
             self._shown = text
@@ -128,6 +133,8 @@ class Progress:
         while not self._stopping:
             try:
                 await self.bot.send_chat_action(self.chat_id, telegram.constants.ChatAction.TYPING)
+            except BudgetSkipped:
+                pass  # replies need the budget now; the next refresh tries again
             except telegram.error.TelegramError as err:
                 log.debug("telegram: typing action in chat %s failed: %s", self.chat_id, err)
             await asyncio.sleep(TYPING_EVERY_SECONDS)
