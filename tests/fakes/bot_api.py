@@ -77,6 +77,19 @@ class _Server(ThreadingHTTPServer):
     # the default backlog of 5.
     request_queue_size = 256
 
+    def handle_error(self, request, client_address) -> None:
+        pass  # a client that hangs up mid-reply (abandoned long poll) is normal here
+
+
+def _close_all(connections: set) -> None:
+    import socket
+
+    for conn in list(connections):
+        try:
+            conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
 
 class FakeBotAPI:
     """In-process fake of api.telegram.org; see the module docstring for usage."""
@@ -103,6 +116,7 @@ class FakeBotAPI:
         self._webhook_url = ""
         self._commands: list = []
         self._server: ThreadingHTTPServer | None = None
+        self._connections: set = set()  # open keep-alive connections, closed by stop()
         self._thread: threading.Thread | None = None
         self._stopping = False
 
@@ -127,6 +141,9 @@ class FakeBotAPI:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        with self._cond:
+            connections = set(self._connections)
+        _close_all(connections)
 
     def __enter__(self) -> "FakeBotAPI":
         return self.start()

@@ -183,9 +183,11 @@ class TurnRunner:
             else:
                 await progress.discard()
 
-        def on_part_sent(index: int, message_id: int) -> None:
+        async def on_part_sent(index: int, message_id: int) -> None:
             try:
-                self.inbox.record_part(item.item_id, index, message_id)
+                # In a worker thread: the ledger write fsyncs, which must not stall the event loop
+                # (every other chat's sends and edits wait on it).
+                await asyncio.to_thread(self.inbox.record_part, item.item_id, index, message_id)
             except OSError as err:  # the part is out; a crash before completion would only resend it
                 log.warning("telegram: could not record part %d of %s in the ledger: %s", index, item.item_id, err)
 
