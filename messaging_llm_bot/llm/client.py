@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import requests
-from requests.adapters import HTTPAdapter
 
 from messaging_llm_bot.llm.deadline import CallDeadline, DeadlineExceeded, stream_deadline_detail
 from messaging_llm_bot.llm.errors import (
@@ -29,6 +28,7 @@ from messaging_llm_bot.llm.errors import (
     parse_error_body,
     redact,
 )
+from messaging_llm_bot.llm.http import EnvironmentCache, make_session
 from messaging_llm_bot.llm.slots import PrioritySlots
 from messaging_llm_bot.llm.runners import RESERVED_KEYS, RunnerConfig, runners_from_config
 from messaging_llm_bot.llm.stream import StreamAssembler, content_text, iter_sse_data
@@ -95,11 +95,10 @@ class LLMClient:
         self._sleep = sleep
         self._owns_session = session is None
         if session is None:
-            session = requests.Session()
-            adapter = HTTPAdapter(pool_maxsize=max(10, self.max_concurrency))
-            session.mount("http://", adapter)
-            session.mount("https://", adapter)
+            session = make_session(self.max_concurrency)
         self._session = session
+        # Our own session reads proxy settings once (see llm/http.py); a caller's session does its own.
+        self._env = EnvironmentCache() if self._owns_session else None
 
     # ----- pure parts -------------------------------------------------------------
 
@@ -199,6 +198,9 @@ class LLMClient:
                 self._sleep(delay)
                 attempt += 1
 
+    def _net(self, runner: RunnerConfig) -> dict:
+        return self._env.get(runner.base_url) if self._env is not None else {}
+
     def _headers(self, runner: RunnerConfig, stream: bool = False) -> dict:
         headers = {"Accept": "text/event-stream" if stream else "application/json"}
         if runner.api_key:
@@ -223,6 +225,7 @@ class LLMClient:
                     headers=self._headers(runner, stream),
                     timeout=runner.timeout_seconds,
                     stream=stream,
+                    **self._net(runner),
                 )
             except requests.RequestException as exc:
                 raise self._transport_error(runner, exc) from None
@@ -355,6 +358,7 @@ class LLMClient:
                 f"{runner.base_url}/models",
                 headers=self._headers(runner),
                 timeout=min(5.0, runner.timeout_seconds),
+                **self._net(runner),
             )
             with response:
                 if response.status_code != 200:

@@ -22,6 +22,9 @@ from messaging_llm_bot.frontends.telegram.send import edit_text_safely, fit_plai
 log = logging.getLogger(__name__)
 
 TYPING_EVERY_SECONDS = 4.0
+# The first typing action waits this long: a reply ready sooner needs none (one Bot API call and
+# its event-loop time saved per quick turn); a slower one shows "typing…" after a pause no one sees.
+TYPING_GRACE_SECONDS = 0.3
 EDIT_INTERVAL_SECONDS = 1.0
 STREAM_CURSOR = " ▍"
 STOP_WAIT_SECONDS = 5.0
@@ -130,6 +133,8 @@ class Progress:
             self.showing_stream = streaming
 
     async def _typing(self) -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), timeout=TYPING_GRACE_SECONDS)
         while not self._stopping:
             try:
                 await self.bot.send_chat_action(self.chat_id, telegram.constants.ChatAction.TYPING)
