@@ -57,9 +57,12 @@ def _memory(config: dict, workspace: Workspace, llm: "LLMClient") -> Any:
         return None
     from assistant_framework.memory import MemoryService
     from messaging_llm_bot.llm.embeddings import embedding_client
+    from messaging_llm_bot.llm.slots import background_calls
 
     def complete(messages: list[dict], **kwargs: Any) -> str:
-        return llm.complete(messages, **kwargs).text
+        # Memory work (facts, episodes, profile) is background: it yields model slots to user turns.
+        with background_calls():
+            return llm.complete(messages, **kwargs).text
 
     return MemoryService(workspace, config, complete=complete, embed=embedding_client(config.get("llm") or {}))
 

@@ -291,3 +291,27 @@ def test_wait_for_times_out_with_a_clear_error(fake: FakeBotAPI) -> None:
     requests.post(f"{fake.base_url}{fake.token}/setWebhook", data={"url": "https://x.example/hook"}, timeout=5)
     blocked = requests.post(f"{fake.base_url}{fake.token}/getUpdates", timeout=5)
     assert blocked.status_code == 409 and "webhook is active" in blocked.json()["description"]
+
+
+def test_fake_adds_no_delay_of_its_own() -> None:
+    """Keep-alive like Telegram, TCP_NODELAY, headers and body in one segment, a deep listen backlog."""
+    import http.client
+    import socket
+
+    with FakeBotAPI() as api:
+        conn = http.client.HTTPConnection("127.0.0.1", api.port, timeout=5)
+        for _ in range(2):  # both calls over one connection: no connect per call
+            conn.request("POST", f"/bot{api.token}/getMe")
+            assert json.loads(conn.getresponse().read())["ok"] is True
+        server_side = list(api._connections)
+        assert len(server_side) == 1
+        assert server_side[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        raw = socket.create_connection(("127.0.0.1", api.port), timeout=5)
+        raw.sendall(f"GET /bot{api.token}/getMe HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        first = raw.recv(65536)  # one write on the server: the body is in the same segment
+        head, _, body = first.partition(b"\r\n\r\n")
+        length = int([h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")][0].split(b":")[1])
+        assert len(body) == length
+        raw.close()
+        conn.close()
+        assert api._server.request_queue_size >= 128

@@ -60,3 +60,54 @@ def test_long_streamed_answer_becomes_part_one_of_several(fake, start_bot, chat_
     assert len(parts) >= 3 and all(len(p) <= 4096 for p in parts)
     assert "\n\n".join(parts).split() == answer.split()  # every word once, in order: nothing lost or repeated
     assert parts[0].startswith("Paragraph 0:")
+
+
+class _RecordingBot:
+    """The three Bot calls Progress makes, recorded (no network: this checks the loop's wake-up)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    async def send_message(self, chat_id, text, **kwargs):
+        self.calls.append(("send", text))
+        return type("Msg", (), {"message_id": 7})()
+
+    async def edit_message_text(self, text=None, chat_id=None, message_id=None, **kwargs):
+        self.calls.append(("edit", text))
+        return True
+
+    async def send_chat_action(self, chat_id, action, **kwargs):
+        self.calls.append(("typing", action))
+        return True
+
+
+def test_stop_wakes_the_edit_loop_at_once_instead_of_waiting_out_the_interval(monkeypatch):
+    """Regression (issue 19.1): stop() waited for the worker's edit-interval sleep, so the final
+    edit of every streamed reply went out up to a second late."""
+    import asyncio
+
+    from messaging_llm_bot.frontends.telegram import progress as progress_mod
+
+    monkeypatch.setattr(progress_mod, "STOP_WAIT_SECONDS", 3600.0)  # the old code's cap would hide the stall
+
+    async def scenario() -> list:
+        bot = _RecordingBot()
+        p = progress_mod.Progress(bot, 1, stream=True, edit_interval=3600.0)
+        await p.start()
+        event = type("Ev", (), {})
+        for text in ("first words", "first words and more"):
+            ev = event()
+            ev.kind, ev.data = "delta", {"text": text}
+            p.on_event(ev)
+            for _ in range(20):  # let the worker send the first text and start waiting for the interval
+                await asyncio.sleep(0)
+        stopping = asyncio.create_task(p.stop())
+        done, _ = await asyncio.wait({stopping}, timeout=10)  # old code: sleeps out the 3600 s interval
+        if not done:
+            stopping.cancel()
+        return done, bot.calls
+
+    done, calls = asyncio.run(scenario())
+    assert done, "stop() did not return: the edit loop was still waiting out its interval"
+    assert ("send", "first words" + progress_mod.STREAM_CURSOR) in calls
+    assert not any(kind == "edit" for kind, _ in calls)  # the pending intermediate edit is dropped, not sent late

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 import requests
-from requests.adapters import HTTPAdapter
 
+from messaging_llm_bot.llm.deadline import CallDeadline, DeadlineExceeded, stream_deadline_detail
 from messaging_llm_bot.llm.errors import (
     LLMError,
     classify,
@@ -29,6 +28,8 @@ from messaging_llm_bot.llm.errors import (
     parse_error_body,
     redact,
 )
+from messaging_llm_bot.llm.http import EnvironmentCache, make_session
+from messaging_llm_bot.llm.slots import PrioritySlots
 from messaging_llm_bot.llm.runners import RESERVED_KEYS, RunnerConfig, runners_from_config
 from messaging_llm_bot.llm.stream import StreamAssembler, content_text, iter_sse_data
 from messaging_llm_bot.llm.usage import (
@@ -89,15 +90,15 @@ class LLMClient:
         self.retries = max(0, int(llm_config.get("retries_per_runner", 1)))
         self.retry_max_wait = float(llm_config.get("retry_max_wait_seconds", 30))
         self.retry_backoff = float(llm_config.get("retry_backoff_seconds", 1.0))
-        self._semaphore = threading.BoundedSemaphore(self.max_concurrency)
+        # User turns first: calls inside slots.background_calls() wait while a user call waits.
+        self._semaphore = PrioritySlots(self.max_concurrency)
         self._sleep = sleep
         self._owns_session = session is None
         if session is None:
-            session = requests.Session()
-            adapter = HTTPAdapter(pool_maxsize=max(10, self.max_concurrency))
-            session.mount("http://", adapter)
-            session.mount("https://", adapter)
+            session = make_session(self.max_concurrency)
         self._session = session
+        # Our own session reads proxy settings once (see llm/http.py); a caller's session does its own.
+        self._env = EnvironmentCache() if self._owns_session else None
 
     # ----- pure parts -------------------------------------------------------------
 
@@ -197,6 +198,9 @@ class LLMClient:
                 self._sleep(delay)
                 attempt += 1
 
+    def _net(self, runner: RunnerConfig) -> dict:
+        return self._env.get(runner.base_url) if self._env is not None else {}
+
     def _headers(self, runner: RunnerConfig, stream: bool = False) -> dict:
         headers = {"Accept": "text/event-stream" if stream else "application/json"}
         if runner.api_key:
@@ -213,6 +217,7 @@ class LLMClient:
         url = f"{runner.base_url}/chat/completions"
         started = time.monotonic()
         with self._semaphore:
+            deadline = CallDeadline(runner.timeout_seconds)  # the whole call, not each read
             try:
                 response = self._session.post(
                     url,
@@ -220,6 +225,7 @@ class LLMClient:
                     headers=self._headers(runner, stream),
                     timeout=runner.timeout_seconds,
                     stream=stream,
+                    **self._net(runner),
                 )
             except requests.RequestException as exc:
                 raise self._transport_error(runner, exc) from None
@@ -235,7 +241,7 @@ class LLMClient:
                     )
                 is_sse = "text/event-stream" in response.headers.get("Content-Type", "")
                 if stream and is_sse:
-                    raw = self._read_stream(response, runner, on_delta)
+                    raw = self._read_stream(response, runner, on_delta, deadline)
                 else:
                     raw = self._read_json(response, runner)
         completion = self._to_completion(raw, runner, time.monotonic() - started)
@@ -271,12 +277,15 @@ class LLMClient:
         response: requests.Response,
         runner: RunnerConfig,
         on_delta: Callable[[str], None] | None,
+        deadline: CallDeadline | None = None,
     ) -> dict:
         assembler = StreamAssembler()
         done = [False]
         shown = ""
         # Decode bytes ourselves: requests assumes ISO-8859-1 for text/* without a charset.
         lines = (b.decode("utf-8", errors="replace") for b in response.iter_lines(chunk_size=None))
+        if deadline is not None:
+            lines = deadline.lines(response, lines)
         try:
             for payload in iter_sse_data(lines, done):
                 delta = assembler.feed_json(payload, runner.name, runner.base_url)
@@ -285,7 +294,10 @@ class LLMClient:
                     if visible and visible != shown:
                         shown = visible
                         on_delta(visible)
-        except requests.RequestException as exc:
+        except (DeadlineExceeded, requests.RequestException) as exc:
+            if deadline is not None and (deadline.expired or not deadline.remaining()):
+                raise LLMError("timeout", stream_deadline_detail(runner.timeout_seconds, assembler.text()),
+                               runner=runner.name, base_url=runner.base_url) from None
             raise self._transport_error(runner, exc) from None
         except LLMError as err:
             err.detail = redact(err.detail, runner.api_key)
@@ -346,6 +358,7 @@ class LLMClient:
                 f"{runner.base_url}/models",
                 headers=self._headers(runner),
                 timeout=min(5.0, runner.timeout_seconds),
+                **self._net(runner),
             )
             with response:
                 if response.status_code != 200:

@@ -73,6 +73,26 @@ def _bad(description: str) -> ApiError:
     return ApiError(400, f"Bad Request: {description}")
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # Bursts (many chats' calls at once) must not wait for the client's SYN retry (~1 s) with
+    # the default backlog of 5.
+    request_queue_size = 256
+
+    def handle_error(self, request, client_address) -> None:
+        pass  # a client that hangs up mid-reply (abandoned long poll) is normal here
+
+
+def _close_all(connections: set) -> None:
+    import socket
+
+    for conn in list(connections):
+        try:
+            conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
 class FakeBotAPI:
     """In-process fake of api.telegram.org; see the module docstring for usage."""
 
@@ -103,6 +123,7 @@ class FakeBotAPI:
         self._webhook_url = ""
         self._commands: list = []
         self._server: ThreadingHTTPServer | None = None
+        self._connections: set = set()  # open keep-alive connections, closed by stop()
         self._thread: threading.Thread | None = None
         self._stopping = False
 
@@ -112,8 +133,7 @@ class FakeBotAPI:
         from tests.fakes.bot_api_http import make_handler
 
         self._stopping = False
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(self))
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), make_handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="fake-bot-api", daemon=True)
         self._thread.start()
@@ -128,6 +148,9 @@ class FakeBotAPI:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        with self._cond:
+            connections = set(self._connections)
+        _close_all(connections)
 
     def __enter__(self) -> "FakeBotAPI":
         return self.start()

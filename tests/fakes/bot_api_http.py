@@ -27,7 +27,26 @@ def make_handler(api: "FakeBotAPI") -> type[BaseHTTPRequestHandler]:
 
 class _Handler(BaseHTTPRequestHandler):
     api: "FakeBotAPI"
-    protocol_version = "HTTP/1.0"
+    # Keep-alive like api.telegram.org: a new TCP connection per call would cost the bot a connect
+    # (and this fake a thread start) on every call, which the real server does not.
+    protocol_version = "HTTP/1.1"
+    timeout = 60  # idle keep-alive connections end instead of living forever
+    # Add no delay of our own: TCP_NODELAY, and headers and body leave in one write (a buffered
+    # wfile, flushed once per request by the stdlib), so Nagle + delayed ACK never stall a call.
+    disable_nagle_algorithm = True
+    wbufsize = 1 << 16
+
+    def setup(self) -> None:
+        super().setup()
+        with self.api._cond:
+            self.api._connections.add(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            with self.api._cond:
+                self.api._connections.discard(self.connection)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # keep test output clean

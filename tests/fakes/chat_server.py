@@ -39,6 +39,8 @@ A reply is a str (the assistant content) or a dict with optional keys:
 - `stream_chunks`: the content pieces of a streamed answer (default: content split into
   words); `chunk_delay`: seconds between streamed chunks; `stream_error`: an error object
   sent as a `data: {"error": ...}` event after the chunks (then the stream just ends);
+  `keepalive_every` + `keepalive_for`: after the chunks, a `: keep-alive` comment every
+  `keepalive_every` seconds for `keepalive_for` seconds before finishing (a trickling server);
 - `status` (HTTP status), `body` (dict -> JSON, str/bytes verbatim; default an OpenAI-style
   error body), `headers` (extra response headers): an error or custom answer;
 - `raw`: the whole response body verbatim (dict/list -> JSON, str/bytes as is, e.g.
@@ -109,6 +111,7 @@ def _words(content: str) -> list[str]:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 256  # bursts of clients connect at once; the default 5 makes them retry (~1 s)
     fake: "FakeChatServer"
 
     def handle_error(self, request, client_address) -> None:
@@ -122,6 +125,9 @@ class _Handler(BaseHTTPRequestHandler):
     # Real model servers set TCP_NODELAY; without it the separate header and body writes stall
     # ~40 ms per call (Nagle + delayed ACK).
     disable_nagle_algorithm = True
+    # Headers and body in one write: the buffered wfile is flushed once per request (and per
+    # streamed chunk, which flushes itself).
+    wbufsize = 1 << 16
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -297,6 +303,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(delta({"content": piece}))
             if spec.get("chunk_delay"):
                 time.sleep(float(spec["chunk_delay"]))
+        if spec.get("keepalive_every"):
+            until = time.monotonic() + float(spec.get("keepalive_for", 0))
+            while time.monotonic() < until:
+                time.sleep(float(spec["keepalive_every"]))
+                self._chunk(b": keep-alive\n\n")
         if spec.get("stream_error") is not None:
             self._event({"error": spec["stream_error"]})
             self._chunk(b"")  # zero-length chunk ends the body without [DONE]

@@ -25,7 +25,7 @@ import filelock
 import telegram
 from telegram import BotCommand, Update
 from telegram.error import Conflict, InvalidToken, NetworkError, TelegramError
-from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, BaseUpdateProcessor, ContextTypes, ExtBot
+from telegram.ext import Application, ApplicationBuilder, BaseUpdateProcessor, ContextTypes, ExtBot
 from telegram.request import HTTPXRequest
 
 from assistant_framework.inbox import Inbox
@@ -33,6 +33,7 @@ from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.frontends.reminders import ReminderScheduler
 from messaging_llm_bot.frontends.commands import COMMANDS
 from messaging_llm_bot.frontends.telegram.handlers import Frontend
+from messaging_llm_bot.frontends.telegram.ratelimit import ReplyFirstRateLimiter
 from messaging_llm_bot.frontends.telegram.send import send_markdown
 from messaging_llm_bot.frontends.telegram.settings import TelegramSettings
 
@@ -127,7 +128,7 @@ class TelegramService:
                        base_file_url=self.settings.base_file_url,
                        request=HTTPXRequest(connection_pool_size=64),
                        get_updates_request=HTTPXRequest(read_timeout=self.poll_timeout + 10.0),
-                       rate_limiter=AIORateLimiter(max_retries=0), on_updates=self.frontend.persist,
+                       rate_limiter=ReplyFirstRateLimiter(), on_updates=self.frontend.persist,
                        on_first_poll=self._start_the_rest)
         app = (ApplicationBuilder().bot(bot).concurrent_updates(ChatOrderedProcessor(self.frontend))
                .post_init(self._post_init).post_stop(self._post_stop).build())
@@ -230,6 +231,8 @@ class TelegramService:
             if not await self.frontend.turns.wait_idle(left):
                 self._give_up()
                 await self.frontend.turns.wait_idle(1.0)
+        if self.frontend is not None:
+            self.frontend.turns.pool.shutdown()
         if self._watchdog is not None:
             self._watchdog.cancel()
 

@@ -16,11 +16,15 @@ from typing import Any
 
 import telegram
 
+from messaging_llm_bot.frontends.telegram.ratelimit import BudgetSkipped, optional_call
 from messaging_llm_bot.frontends.telegram.send import edit_text_safely, fit_plain_text
 
 log = logging.getLogger(__name__)
 
 TYPING_EVERY_SECONDS = 4.0
+# The first typing action waits this long: a reply ready sooner needs none (one Bot API call and
+# its event-loop time saved per quick turn); a slower one shows "typing…" after a pause no one sees.
+TYPING_GRACE_SECONDS = 0.3
 EDIT_INTERVAL_SECONDS = 1.0
 STREAM_CURSOR = " ▍"
 STOP_WAIT_SECONDS = 5.0
@@ -59,6 +63,7 @@ class Progress:
         self._last_edit = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake = asyncio.Event()
+        self._stop = asyncio.Event()  # set by stop(): interrupts the edit-interval wait at once
         self._stopping = False
         self._tasks: list[asyncio.Task] = []
 
@@ -96,7 +101,10 @@ class Progress:
                 break
             wait = self._last_edit + self.edit_interval - time.monotonic()
             if wait > 0 and self.message_id is not None:
-                await asyncio.sleep(wait)
+                # Wait out the edit interval, but wake at once on stop(): the final edit must not
+                # sit behind this sleep (up to a second at the end of every streamed reply).
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), timeout=wait)
                 if self._stopping:
                     break
             await self._show(self._wanted())
@@ -107,23 +115,31 @@ class Progress:
         streaming = bool(self._stream_text.strip())
         if self.message_id is None:
             try:
-                msg = await self.bot.send_message(self.chat_id, text)
+                # Optional: under load the reply itself is sent instead, as one message.
+                msg = await self.bot.send_message(self.chat_id, text, **optional_call(self.bot))
+            except BudgetSkipped:
+                self._last_edit = time.monotonic()
+                return
             except telegram.error.TelegramError as err:
                 log.info("telegram: status message in chat %s failed: %s", self.chat_id, err)
                 return
             self.message_id = msg.message_id
             ok = True
         else:
-            ok = await edit_text_safely(self.bot, self.chat_id, self.message_id, text)
+            ok = await edit_text_safely(self.bot, self.chat_id, self.message_id, text, optional=True)
         self._last_edit = time.monotonic()
         if ok:
             self._shown = text
             self.showing_stream = streaming
 
     async def _typing(self) -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), timeout=TYPING_GRACE_SECONDS)
         while not self._stopping:
             try:
                 await self.bot.send_chat_action(self.chat_id, telegram.constants.ChatAction.TYPING)
+            except BudgetSkipped:
+                pass  # replies need the budget now; the next refresh tries again
             except telegram.error.TelegramError as err:
                 log.debug("telegram: typing action in chat %s failed: %s", self.chat_id, err)
             await asyncio.sleep(TYPING_EVERY_SECONDS)
@@ -131,6 +147,7 @@ class Progress:
     async def stop(self) -> None:
         """Stop typing and editing; the live message stays for the caller to finalise or discard."""
         self._stopping = True
+        self._stop.set()
         self._wake.set()
         typing, worker = self._tasks or (None, None)
         self._tasks = []

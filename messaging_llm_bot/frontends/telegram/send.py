@@ -12,6 +12,7 @@ import telegram
 from telegram import MessageEntity, ReplyParameters
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
+from messaging_llm_bot.frontends.telegram.ratelimit import BudgetSkipped, optional_call
 from messaging_llm_bot.frontends.telegram.format import MAX_MESSAGE_UTF16, MessagePart, render_markdown, utf16_len
 
 log = logging.getLogger(__name__)
@@ -114,15 +115,22 @@ def fit_plain_text(text: str, limit: int = MAX_MESSAGE_UTF16) -> str:
     return "".join(out) + "…"
 
 
-async def edit_text_safely(bot: telegram.Bot, chat_id: int, message_id: int, text: str) -> bool:
-    """Edit a progress/stream message to plain ``text``; True if it shows that text, never raises."""
+async def edit_text_safely(bot: telegram.Bot, chat_id: int, message_id: int, text: str,
+                           optional: bool = False) -> bool:
+    """Edit a progress/stream message to plain ``text``; True if it shows that text, never raises.
+
+    ``optional`` edits give way to replies under load (``ratelimit.BudgetSkipped``: False, nothing sent).
+    """
     text = fit_plain_text(text)
     if not text.strip():
         return False
+    extra = optional_call(bot) if optional else {}
     for attempt in range(2):
         try:
-            await bot.edit_message_text(text=text, chat_id=chat_id, message_id=message_id)
+            await bot.edit_message_text(text=text, chat_id=chat_id, message_id=message_id, **extra)
             return True
+        except BudgetSkipped:
+            return False
         except RetryAfter as err:
             if attempt:
                 return False

@@ -22,6 +22,7 @@ from messaging_llm_bot.frontends.telegram.approval import Approvals
 from messaging_llm_bot.frontends.telegram.format import render_markdown
 from messaging_llm_bot.frontends.telegram.media import (VOICE_DISABLED, attachment_prompt, message_kind, save_attachment,
                                               transcribe_voice)
+from messaging_llm_bot.frontends.telegram.pool import TurnPool
 from messaging_llm_bot.frontends.telegram.progress import Progress
 from messaging_llm_bot.frontends.telegram.send import (TelegramDeliveryError, is_entity_error, retry_after_seconds,
                                              send_markdown)
@@ -56,6 +57,8 @@ class TurnRunner:
         self._settings_ref = settings_ref  # callable returning the current TelegramSettings (changes on /reload)
         self.stopping = False  # set on shutdown: no new turns; their items stay in the inbox
         self._active: set[asyncio.Task] = set()
+        # Turns run here, not in asyncio's default pool (6 threads on 2 cores): llm.max_concurrency limits.
+        self.pool = TurnPool(lambda: self.runtime.config)
 
     @property
     def settings(self) -> TelegramSettings:
@@ -158,7 +161,7 @@ class TurnRunner:
         if self.approvals is not None and owner_chat:
             # Only the owner's private chat can confirm; elsewhere "ask" means no.
             approve = self.approvals.approver(bot, message.chat_id, asyncio.get_running_loop())
-        result = await asyncio.to_thread(
+        result = await self.pool.run(
             self.runtime.agent.handle_message, item.conversation_id, text, on_event=progress.on_event,
             stream=self.settings.stream, chat_id=message.chat_id, user_id=user.id if user else None,
             # Only the owner's own private chat sees the owner's notes, facts and other chats' logs.
@@ -180,9 +183,11 @@ class TurnRunner:
             else:
                 await progress.discard()
 
-        def on_part_sent(index: int, message_id: int) -> None:
+        async def on_part_sent(index: int, message_id: int) -> None:
             try:
-                self.inbox.record_part(item.item_id, index, message_id)
+                # In a worker thread: the ledger write fsyncs, which must not stall the event loop
+                # (every other chat's sends and edits wait on it).
+                await asyncio.to_thread(self.inbox.record_part, item.item_id, index, message_id)
             except OSError as err:  # the part is out; a crash before completion would only resend it
                 log.warning("telegram: could not record part %d of %s in the ledger: %s", index, item.item_id, err)
 

@@ -1,0 +1,312 @@
+"""End to end: what a user waits for, through the real bot process, the fake Bot API and a model.
+
+``python -m messaging_llm_bot`` runs as a subprocess against ``FakeBotAPI`` (which answers every
+Bot API call at once and, unlike Telegram, enforces no rate limit: the bot's own limiter does)
+and ``FakeChatServer`` answering after a set delay. A turn's time runs from pushing the user's
+message into the fake until the call that shows the final reply text (``sendMessage``, or the
+last ``editMessageText`` of a streamed reply) is answered; both times are taken in this process
+on one clock. The floor is ``bench/e2e_floor.py``: a bare python-telegram-bot bot that forwards
+each message to the same model server and sends the answer.
+
+Each row prints the figure, the ideal (where one exists) and their ratio, and the target.
+
+    python bench/e2e.py            # every row (about 2 minutes)
+    python bench/e2e.py --quick    # fewer turns and one run per burst (smoke test)
+    python bench/e2e.py --runs 5   # medians over 5 bursts
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import ROOT, bench_config, machine_line, percentile, table, write_config_dir  # noqa: E402
+
+from tests.fakes.bot_api import FakeBotAPI  # noqa: E402
+from tests.fakes.chat_server import FakeChatServer  # noqa: E402
+
+TELEGRAM_RATE = 30.0  # calls a second: python-telegram-bot's AIORateLimiter default, Telegram's own limit
+_QUESTION = re.compile(r"\bq(\d+)x(\d+)\b")
+_FINAL_METHODS = ("sendMessage", "editMessageText")
+
+
+class TimedBotAPI(FakeBotAPI):
+    """FakeBotAPI that notes when each expected final reply text was first shown (monotonic clock)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._expect: dict[str, list] = {}  # final text -> [event, time shown]
+        self._expect_lock = threading.Lock()
+        self.counts: dict[str, int] = {}
+
+    def expect(self, text: str) -> threading.Event:
+        with self._expect_lock:
+            entry = self._expect.setdefault(text, [threading.Event(), None])
+        return entry[0]
+
+    def shown_at(self, text: str) -> float | None:
+        with self._expect_lock:
+            entry = self._expect.get(text)
+            return None if entry is None else entry[1]
+
+    def reset_counts(self) -> None:
+        with self._expect_lock:
+            self.counts = {}
+
+    def _record(self, method: str, params: dict, status: int) -> None:
+        now = time.monotonic()
+        # Keep no call list: a long run would copy thousands of dicts on each lookup.
+        with self._expect_lock:
+            self.counts[method] = self.counts.get(method, 0) + 1
+            if status == 200 and method in _FINAL_METHODS:
+                entry = self._expect.get(str(params.get("text")))
+                if entry is not None and entry[1] is None:
+                    entry[1] = now
+                    entry[0].set()
+        if method == "getUpdates":
+            with self._cond:
+                self._calls.append({"method": method, "params": {}, "status": status, "at": now})
+                del self._calls[:-5]
+
+
+def reply_for(request: dict, suffix: str = "") -> str:
+    """The fake model's answer: '{"reply": "a<chat>x<n> done<suffix>"}' for the question 'q<chat>x<n>'."""
+    if request.get("response_format"):  # fact extraction (a background call)
+        return '{"facts": []}'
+    messages = request.get("messages") or []
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    match = _QUESTION.search(str(users[-1].get("content", ""))) if users else None
+    tag = f"a{match.group(1)}x{match.group(2)}" if match else "a0x0"
+    return json.dumps({"reply": f"{tag} done{suffix}"})
+
+
+def answer_text(chat: int, n: int) -> str:
+    return f"a{chat}x{n} done"
+
+
+class Setup:
+    """The two fakes for a whole run; bots come and go (one per configuration)."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.model = FakeChatServer().start()
+        self.model.set_handler(self._answer)
+        self.api = TimedBotAPI().start()
+        self.suffix = ""  # extra answer words
+        self.chunk_delay = 0.0  # > 0: the answer streams in ~9 pieces this far apart
+        self._counter = 0
+
+    def _answer(self, request: dict) -> dict:
+        content = reply_for(request, self.suffix)
+        if self.chunk_delay and request.get("stream"):
+            return {"content": content, "stream_chunks": _chunks(content), "chunk_delay": self.chunk_delay}
+        return {"content": content}
+
+    def stop(self) -> None:
+        self.api.stop()
+        self.model.stop()
+
+    @contextmanager
+    def bot(self, name: str, *, stream: bool, concurrency: int, extract_facts: bool = False,
+            floor: bool = False) -> Iterator[subprocess.Popen]:
+        """Run the bot (or the floor bot) until the block ends; waits for its first getUpdates."""
+        folder = self.base / name
+        folder.mkdir()
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        if floor:
+            cmd = [sys.executable, str(ROOT / "bench" / "e2e_floor.py"), self.api.token, self.api.base_url,
+                   self.model.base_url]
+        else:
+            config = bench_config(self.model.base_url, max_concurrency=concurrency, extract_facts=extract_facts)
+            config["telegram"] = {"token": self.api.token, "base_url": self.api.base_url,
+                                  "base_file_url": self.api.base_file_url, "stream": stream,
+                                  "allowed_user_ids": list(range(1, 101))}
+            cmd = [sys.executable, "-m", "messaging_llm_bot", "--config",
+                   str(write_config_dir(config, folder / "config")), "--workspace", str(folder / "ws")]
+        with self.api._cond:
+            self.api._calls.clear()
+        log_path = folder / "bot.log"
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 60
+            while not self.api.calls("getUpdates"):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{name}: the bot did not start:\n{log_path.read_text(errors='replace')[-2000:]}")
+                time.sleep(0.02)
+            time.sleep(1.0)  # post-init calls, first long poll
+            self.ask(1)  # warm-up: first model call, first connections
+            self.ask(2)
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+    def ask(self, chat: int, timeout: float = 60) -> float:
+        """Send one question in ``chat``, wait for its final reply; the turn time in seconds."""
+        pushed, shown = self.burst([chat], timeout)[0]
+        return shown - pushed
+
+    def burst(self, chats: list[int], timeout: float = 120) -> list[tuple[float, float]]:
+        """One question in each chat at once; (pushed, shown) monotonic times of each turn."""
+        pending = []
+        for chat in chats:
+            self._counter += 1
+            text = answer_text(chat, self._counter) + self.suffix
+            event = self.api.expect(text)
+            pushed = time.monotonic()
+            self.api.send_message(f"q{chat}x{self._counter} what is on my list?", user_id=chat)
+            pending.append((text, event, pushed))
+        out = []
+        for text, event, pushed in pending:
+            if not event.wait(timeout):
+                raise TimeoutError(f"no reply {text!r} within {timeout:.0f} s")
+            out.append((pushed, self.api.shown_at(text)))
+        return out
+
+
+def sequential(setup: Setup, turns: int) -> list[float]:
+    """``turns`` turns one after another in chat 1."""
+    return [setup.ask(1) for _ in range(turns)]
+
+
+def burst_seconds(setup: Setup, chats: int, runs: int) -> list[float]:
+    """Wall time from the first push to the last final reply, for ``runs`` bursts of ``chats`` chats."""
+    spans = []
+    for run in range(runs):
+        started = time.monotonic()
+        times = setup.burst(list(range(1, chats + 1)))
+        spans.append(max(shown for _, shown in times) - started)
+        time.sleep(1.0)  # let background work and the rate budget settle between bursts
+    return spans
+
+
+def ideal_burst(chats: int, delay: float, concurrency: int) -> float:
+    """Model waves at the given concurrency, or Telegram's send budget if that is longer."""
+    return max(math.ceil(chats / concurrency) * delay, chats / TELEGRAM_RATE)
+
+
+def fmt_s(value: float) -> str:
+    return f"{value:.2f} s" if value >= 1 else f"{value * 1000:.0f} ms"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="10 turns, one run per burst (smoke test)")
+    parser.add_argument("--turns", type=int, default=None, help="sequential turns per mode (default 100)")
+    parser.add_argument("--runs", type=int, default=None, help="bursts per row, median reported (default 3)")
+    args = parser.parse_args(argv)
+    turns = args.turns or (10 if args.quick else 100)
+    runs = args.runs or (1 if args.quick else 3)
+    base = Path(tempfile.mkdtemp(prefix="bench-e2e-"))
+    setup = Setup(base)
+    rows: list[list[str]] = []
+    calls_per_reply: dict[str, str] = {}
+
+    def add(figure: str, value: str, ideal: str, ratio: str, target: str) -> None:
+        rows.append([figure, value, ideal, ratio, target])
+
+    try:
+        with setup.bot("floor", stream=False, concurrency=8, floor=True):
+            floor = sequential(setup, turns)
+        floor50, floor99 = percentile(floor, 50), percentile(floor, 99)
+
+        with setup.bot("stream-off", stream=False, concurrency=8):
+            off = sequential(setup, turns)
+        with setup.bot("stream-on", stream=True, concurrency=8):
+            setup.api.reset_counts()
+            on = sequential(setup, turns)
+            counts = dict(setup.api.counts)
+            calls_per_reply["stream on, 1 chat"] = _per_reply(counts, turns)
+            setup.suffix, setup.chunk_delay = " " + " ".join(f"w{i}" for i in range(8)), 0.12
+            slow = sequential(setup, max(5, turns // 5))
+            setup.suffix, setup.chunk_delay = "", 0.0
+            setup.model.latency = 0.5
+            b16 = burst_seconds(setup, 16, runs)
+            setup.model.latency = 0.2
+            setup.api.reset_counts()
+            b50_8 = burst_seconds(setup, 50, runs)
+            calls_per_reply["stream on, 50 chats, c=8"] = _per_reply(dict(setup.api.counts), 50 * runs)
+            setup.model.latency = 0.0
+        with setup.bot("stream-on-c32", stream=True, concurrency=32):
+            setup.model.latency = 0.2
+            setup.api.reset_counts()
+            b50_32 = burst_seconds(setup, 50, runs)
+            calls_per_reply["stream on, 50 chats, c=32"] = _per_reply(dict(setup.api.counts), 50 * runs)
+            setup.model.latency = 0.0
+        with setup.bot("c1-extract", stream=True, concurrency=1, extract_facts=True):
+            setup.model.latency = 0.5
+            b16_c1 = burst_seconds(setup, 16, 1 if args.quick else min(runs, 2))
+            setup.model.latency = 0.0
+    except (RuntimeError, TimeoutError) as exc:
+        print(f"e2e benchmark failed: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        setup.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+    on50, on99 = percentile(on, 50), percentile(on, 99)
+    off50, off99 = percentile(off, 50), percentile(off, 99)
+    add("bare PTB bot (floor), instant model, p50 / p99", f"{fmt_s(floor50)} / {fmt_s(floor99)}", "", "", "")
+    add("turn, instant model, streaming on, p50 / p99", f"{fmt_s(on50)} / {fmt_s(on99)}", f"floor p50 {fmt_s(floor50)}",
+        f"p50 {on50 / floor50:.1f}x floor; p99 {on99 / on50:.1f}x p50", "p50 <= 3x floor; p99 <= 2x p50")
+    add("turn, instant model, streaming off, p50 / p99", f"{fmt_s(off50)} / {fmt_s(off99)}",
+        f"floor p50 {fmt_s(floor50)}", f"p50 {off50 / floor50:.1f}x floor; p99 {off99 / off50:.1f}x p50",
+        "p50 <= 3x floor; p99 <= 2x p50")
+    slow50, slowmax = percentile(slow, 50), max(slow)
+    add("turn, 1.08 s streamed answer, p50 / max", f"{fmt_s(slow50)} / {fmt_s(slowmax)}", "1.08 s",
+        f"{slow50 / 1.08:.2f} / {slowmax / 1.08:.2f}", "")
+    for label, spans, chats, delay, conc, target in (
+            ("16 chats x 0.5 s model, concurrency 8", b16, 16, 0.5, 8, "<= 1.3 s"),
+            ("50 chats x 0.2 s model, concurrency 8", b50_8, 50, 0.2, 8, ""),
+            ("50 chats x 0.2 s model, concurrency 32", b50_32, 50, 0.2, 32, "<= 2.0 s"),
+            ("16 chats x 0.5 s model, concurrency 1, fact extraction on", b16_c1, 16, 0.5, 1, "")):
+        ideal = ideal_burst(chats, delay, conc)
+        median = statistics.median(spans)
+        add(label, f"{fmt_s(median)} (runs: {', '.join(f'{s:.2f}' for s in spans)})", fmt_s(ideal),
+            f"{median / ideal:.2f}", target)
+    print(machine_line())
+    print("fake servers: TCP_NODELAY, headers and body in one write, listen backlog 256; FakeBotAPI enforces no "
+          "rate limit (the bot's limiter does)")
+    print(f"bot: python -m messaging_llm_bot (Telegram, long polling, memory recall on, empty workspace) as a "
+          f"subprocess; {turns} sequential turns per mode after 2 warm-up turns; bursts: median of {runs}")
+    print(table(["figure", "value", "ideal", "ratio", "target"], rows))
+    print("Bot API calls per reply (besides getUpdates): " + "; ".join(f"{k}: {v}" for k, v in calls_per_reply.items()))
+    return 0
+
+
+def _chunks(content: str) -> list[str]:
+    """About ten pieces of ``content`` (streamed 0.12 s apart: ~1.08 s)."""
+    step = max(1, math.ceil(len(content) / 9))
+    return [content[i:i + step] for i in range(0, len(content), step)]
+
+
+def _per_reply(counts: dict[str, int], replies: int) -> str:
+    parts = [f"{m} {n / replies:.2f}" for m, n in sorted(counts.items()) if m != "getUpdates" and n]
+    return ", ".join(parts) or "none"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

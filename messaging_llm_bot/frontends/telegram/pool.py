@@ -1,0 +1,63 @@
+"""The thread pool turns run on, sized from the configuration so ``llm.max_concurrency`` is what limits.
+
+``asyncio.to_thread`` uses the loop's default pool of min(32, cores + 4) threads: 6 on a 2-core
+machine, so at a model concurrency of 8 or 32 no more than 6 turns ever reached the model. Turns
+hold their thread for the whole turn (model calls, skills, waiting for a model slot), so the pool
+has one thread per model slot plus ``SKILL_ROOM`` for turns busy with skills or recall.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, TypeVar
+
+log = logging.getLogger(__name__)
+
+SKILL_ROOM = 4
+T = TypeVar("T")
+
+
+def pool_size(config: dict) -> int:
+    """Threads for turns: the model concurrency plus room for turns in skills."""
+    try:
+        concurrency = int((config.get("llm") or {}).get("max_concurrency") or 1)
+    except (TypeError, ValueError):
+        concurrency = 1
+    return max(1, concurrency) + SKILL_ROOM
+
+
+class TurnPool:
+    """A ThreadPoolExecutor that follows the config (a /reload that changes the concurrency resizes it)."""
+
+    def __init__(self, config_ref: Callable[[], dict]) -> None:
+        self._config_ref = config_ref
+        self._size = 0
+        self._executor: ThreadPoolExecutor | None = None
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def executor(self) -> ThreadPoolExecutor:
+        """The current executor; a new one when the configured size changed (the old one finishes its work)."""
+        size = pool_size(self._config_ref())
+        if self._executor is None or size != self._size:
+            old, self._executor, self._size = self._executor, ThreadPoolExecutor(size, "turn"), size
+            if old is not None:
+                log.info("telegram: turn pool resized to %d threads", size)
+                old.shutdown(wait=False)
+        return self._executor
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn`` in the pool with the caller's context variables (as ``asyncio.to_thread`` does)."""
+        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self.executor(), call)
+
+    def shutdown(self) -> None:
+        """Stop taking work; threads still in a turn finish on their own."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,52 @@
+"""The HTTP session for model calls, with proxy settings read from the environment once.
+
+With ``trust_env`` on, `requests` re-reads the proxy variables (and ``~/.netrc``) on every call:
+about 1 ms a call on this project's test machine. The session here has ``trust_env`` off and each
+call passes the settings the environment gave once per base URL: ``HTTP(S)_PROXY``/``ALL_PROXY``
+with ``NO_PROXY``, and ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE``. Changing them needs a restart
+(or a ``/reload`` that changes the ``llm`` section). ``~/.netrc`` is not consulted: model servers
+take a bearer key (``api_key``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import requests
+from requests.adapters import HTTPAdapter
+from requests.utils import get_environ_proxies
+
+
+def make_session(pool_size: int) -> requests.Session:
+    """A pooled session that does not read the environment per call."""
+    session = requests.Session()
+    adapter = HTTPAdapter(pool_maxsize=max(10, pool_size))
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    session.trust_env = False
+    return session
+
+
+def environment_settings(url: str) -> dict:
+    """``proxies`` and ``verify`` for calls to ``url`` as `requests` would take them from the environment."""
+    settings: dict = {"proxies": get_environ_proxies(url) or {}}
+    bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    if bundle:
+        settings["verify"] = bundle
+    return settings
+
+
+class EnvironmentCache:
+    """``environment_settings`` per base URL, computed at first use."""
+
+    def __init__(self) -> None:
+        self._by_url: dict[str, dict] = {}
+        self._lock = threading.Lock()
+
+    def get(self, url: str) -> dict:
+        found = self._by_url.get(url)
+        if found is None:
+            with self._lock:
+                found = self._by_url.setdefault(url, environment_settings(url))
+        return found
