@@ -33,6 +33,7 @@ from messaging_llm_bot.frontends.commands import COMMANDS
 from messaging_llm_bot.frontends.telegram.handlers import Frontend
 from messaging_llm_bot.frontends.telegram.send import send_markdown
 from messaging_llm_bot.frontends.telegram.settings import TelegramSettings
+from messaging_llm_bot.frontends.telegram.webhook import webhook_secret
 
 log = logging.getLogger(__name__)
 
@@ -257,9 +258,11 @@ class TelegramService:
         try:
             if self.settings.mode == "webhook":
                 hook = self.settings.webhook
+                # Never without a secret: a forged POST would otherwise run as any user it names.
+                secret = webhook_secret(hook.get("secret_token"), self.runtime.workspace)
                 app.run_webhook(listen=hook.get("listen", "127.0.0.1"), port=int(hook.get("port", 8443)),
                                 url_path="telegram", webhook_url=hook.get("url") or None,
-                                secret_token=hook.get("secret_token") or None,
+                                secret_token=secret,
                                 allowed_updates=["message", "callback_query"],
                                 stop_signals=None, close_loop=False)
             else:
