@@ -172,6 +172,7 @@ POLICY_SCHEMA = {
         },
         "skills": {"type": "object", "additionalProperties": _DECISION},
         "allow_private_network": {"type": "boolean"},
+        "guest_skills": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
     },
     "additionalProperties": False,
 }

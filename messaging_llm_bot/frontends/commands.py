@@ -30,6 +30,10 @@ COMMANDS: list[tuple[str, str]] = [
 ]
 
 
+#: /status for anyone but the owner in their private chat: no model, skill or collector details.
+GUEST_STATUS = "I'm running. Details are only for the owner."
+
+
 def has_digest() -> bool:
     """True when the /now digest module is installed."""
     return importlib.util.find_spec("messaging_llm_bot.frontends.digest") is not None

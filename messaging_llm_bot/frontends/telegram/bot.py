@@ -207,8 +207,10 @@ class TelegramService:
     # -- outgoing notices ---------------------------------------------------------
 
     async def send_notice(self, chat_id: int | str | None, text: str) -> bool:
-        """Send plain text to one chat, or to every allowed user's private chat; True if all arrived."""
-        targets = [int(chat_id)] if chat_id not in (None, "") else sorted(self.frontend.settings.allowed_user_ids)
+        """Send plain text to one chat, or (no chat) to the owner's private chat; True if all arrived."""
+        owner = self.frontend.settings.owner_id
+        # Collector notices and the digest are the owner's data: never to the other allowed users.
+        targets = [int(chat_id)] if chat_id not in (None, "") else ([owner] if owner is not None else [])
         ok = bool(targets)
         for target in targets:
             try:

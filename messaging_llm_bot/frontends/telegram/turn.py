@@ -17,6 +17,7 @@ import telegram
 from telegram import MessageEntity, Update
 from telegram.error import TelegramError
 
+from assistant_framework.access import sees_owner_data
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.frontends.telegram.approval import Approvals
 from messaging_llm_bot.frontends.telegram.format import render_markdown
@@ -153,7 +154,8 @@ class TurnRunner:
             return f"Sorry, I can't handle a {kind} message."
         await progress.start()
         user = message.from_user
-        owner_chat = message.chat.type == "private" and user is not None and user.id == self.settings.owner_id
+        owner_chat = sees_owner_data(user is not None and user.id == self.settings.owner_id,
+                                     message.chat.type == "private")
         approve = None
         if self.approvals is not None and owner_chat:
             # Only the owner's private chat can confirm; elsewhere "ask" means no.
