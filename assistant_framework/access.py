@@ -58,3 +58,28 @@ def guest_workspace(workspace: Workspace, conversation_id: str) -> Workspace:
 def guest_catalog(catalog: list[dict[str, Any]], allowed: frozenset[str]) -> list[dict[str, Any]]:
     """The skill catalog entries a guest turn may use."""
     return [entry for entry in catalog if entry.get("name") in allowed]
+
+
+#: Workspace files that feed every later system prompt (owner context, learnings, the profile).
+PROMPT_FILES = ("context/", "learnings/", "profile.md")
+
+
+def feeds_prompt(rel: str) -> bool:
+    """True when a workspace-relative path is read into the system prompt."""
+    rel = str(rel).replace("\\", "/").lstrip("./")
+    return any(rel == p or rel.startswith(p) for p in PROMPT_FILES)
+
+
+def plugin_dir_problems(config: dict, workspace_root: Path) -> list[str]:
+    """``runtime.skills_dirs`` / ``collectors_dirs`` entries the model could write code into: inside the
+    workspace, or the folder that holds it (the workspace itself would be a plugin folder)."""
+    root = Path(workspace_root).expanduser().resolve()
+    problems = []
+    runtime = config.get("runtime") or {}
+    for key in ("skills_dirs", "collectors_dirs"):
+        for index, entry in enumerate(runtime.get(key) or []):
+            folder = Path(str(entry)).expanduser().resolve()
+            if folder == root or root in folder.parents or folder == root.parent:
+                problems.append(f"runtime.{key}[{index}]: {entry!r} is inside the workspace {str(root)!r} (or holds it), "
+                                "where the assistant writes files; plugin code must live outside it")
+    return problems

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from assistant_framework.access import plugin_dir_problems
 from assistant_framework.collectors.runner import CollectorRunner
 from assistant_framework.collectors import CollectorManager
 from assistant_framework.config import ConfigError, load_config
@@ -79,6 +80,7 @@ class BotRuntime:
         """Re-read config, skills and collectors; on an invalid config keep the running one and return why."""
         try:
             config = merge(load_config(self.config_path), self.overrides)
+            _refuse_plugin_dirs_in_workspace(config, self.config_path, self.workspace.root)
             llm = _llm_client(config) if config.get("llm") != self.config.get("llm") else None
             skills = SkillManager.from_config(config, self.workspace)
             collectors = CollectorManager.from_config(config, self.workspace)
@@ -159,6 +161,14 @@ class BotRuntime:
         self.llm.close()
 
 
+def _refuse_plugin_dirs_in_workspace(config: dict, path: Path, workspace_root: Path) -> None:
+    """A model that can write files must never write code the bot imports later."""
+    problems = plugin_dir_problems(config, workspace_root)
+    if problems:
+        where = path / "runtime.json" if path.is_dir() else path
+        raise ConfigError("\n".join(f"{where}: {problem}" for problem in problems))
+
+
 def build_runtime(config_path: str | Path, workspace_path: str | Path, *, overrides: dict | None = None) -> BotRuntime:
     """Load the config and assemble every part; raises ConfigError naming the file and key."""
     path = Path(config_path)
@@ -169,6 +179,7 @@ def build_runtime(config_path: str | Path, workspace_path: str | Path, *, overri
         ZoneInfo(zone_name)
     except (ZoneInfoNotFoundError, ValueError):
         raise ConfigError(f"{path}: runtime.timezone: unknown IANA time zone {zone_name!r}") from None
+    _refuse_plugin_dirs_in_workspace(config, path, Path(workspace_path))
     workspace = Workspace(workspace_path)
     llm = _llm_client(config)
     skills = SkillManager.from_config(config, workspace)
