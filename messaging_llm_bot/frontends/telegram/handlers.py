@@ -72,7 +72,7 @@ class Frontend:
             return
         log.info("telegram: /%s refused for user %s in chat %s (owner only)", name,
                  update.effective_user.id if update.effective_user else None, message.chat_id)
-        await self._send(update, context.bot, f"/{name} is only for the owner, in their private chat with me.")
+        await self._send(update, context.bot, texts.owner_only_text(name))
         raise ApplicationHandlerStop
 
     def chat_lock(self, chat_id: int) -> asyncio.Lock:
