@@ -76,7 +76,9 @@ TELEGRAM_SCHEMA = {
                 "listen": {"type": "string"},
                 "port": {"type": "integer", "minimum": 1, "maximum": 65535},
                 "url": {"type": "string"},
-                "secret_token": {"type": "string"},
+                # Empty or absent: one is generated into state/webhook_secret. Set: Telegram's alphabet,
+                # long enough not to be guessed.
+                "secret_token": {"type": "string", "pattern": "^([A-Za-z0-9_-]{16,256})?$"},
             },
             "additionalProperties": False,
         },
@@ -170,6 +172,7 @@ POLICY_SCHEMA = {
         },
         "skills": {"type": "object", "additionalProperties": _DECISION},
         "allow_private_network": {"type": "boolean"},
+        "guest_skills": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
     },
     "additionalProperties": False,
 }

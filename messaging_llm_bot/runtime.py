@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from assistant_framework.access import plugin_dir_problems
 from assistant_framework.config import ConfigError, load_config
 from assistant_framework.workspace import Workspace
 
@@ -137,6 +138,7 @@ class BotRuntime:
         """Re-read config, skills and collectors; on an invalid config keep the running one and return why."""
         try:
             config = merge(load_config(self.config_path), self.overrides)
+            _refuse_plugin_dirs_in_workspace(config, self.config_path, self.workspace.root)
             from assistant_framework.collectors import CollectorManager
             from assistant_framework.skills import SkillManager
 
@@ -233,6 +235,14 @@ class BotRuntime:
         self.llm.close()
 
 
+def _refuse_plugin_dirs_in_workspace(config: dict, path: Path, workspace_root: Path) -> None:
+    """A model that can write files must never write code the bot imports later."""
+    problems = plugin_dir_problems(config, workspace_root)
+    if problems:
+        where = path / "runtime.json" if path.is_dir() else path
+        raise ConfigError("\n".join(f"{where}: {problem}" for problem in problems))
+
+
 def build_runtime(config_path: str | Path, workspace_path: str | Path, *, overrides: dict | None = None,
                   defer: bool = False) -> BotRuntime:
     """Load and check the config, open the workspace and assemble the parts; ConfigError names file and key.
@@ -248,6 +258,7 @@ def build_runtime(config_path: str | Path, workspace_path: str | Path, *, overri
         ZoneInfo(zone_name)
     except (ZoneInfoNotFoundError, ValueError):
         raise ConfigError(f"{path}: runtime.timezone: unknown IANA time zone {zone_name!r}") from None
+    _refuse_plugin_dirs_in_workspace(config, path, Path(workspace_path))
     workspace = Workspace(workspace_path)
     # A bad runner (no model, say) is a config error now, not at the first message.
     from messaging_llm_bot.llm.runners import runners_from_config

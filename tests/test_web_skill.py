@@ -84,3 +84,128 @@ def test_a_fetch_marks_the_turn_untrusted(bot_config, workspace, chat_server, si
     agent.handle_message("c1", "read this page")
     assert workspace.exists("notes/keep.md")  # the page could have asked for that delete
     assert chat_server.chat_requests[1]["messages"][-1]["content"].startswith("[Untrusted content")
+
+
+# -- issue 14.2: the guard and the HTTP client agree on the host -----------------------------------
+
+class _Recording(_Handler):
+    seen: list = []
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server API
+        type(self).seen.append((self.server.server_address[0], self.path, self.headers.get("Host")))
+        super().do_GET()
+
+
+def _serve(host: str, port: int = 0) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer((host, port), _Recording)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("trick", ["http://127.0.0.1:{port}\\@8.8.8.8/page", "http://127.0.0.1:{port}\\\\@8.8.8.8/page",
+                                   "http://8.8.8.8@127.0.0.1:{port}/page", "http://127.0.0.1:{port}/pa ge",
+                                   "http://127.0.0.1:{port}\t@8.8.8.8/page"])
+def test_url_parser_tricks_never_reach_an_internal_server(workspace, trick):
+    _Recording.seen = []
+    server = _serve("127.0.0.1")
+    try:
+        result = run(workspace, {"url": trick.format(port=server.server_address[1])}, allow_private=False)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert not result.ok and "Recipe" not in str(result.value)
+    assert _Recording.seen == []  # not one request reached the internal server
+
+
+@pytest.mark.parametrize("host", ["100.64.0.1", "100.127.255.254", "[2002:7f00:1::]", "[2002:c0a8:101::1]",
+                                  "[64:ff9b::7f00:1]", "[64:ff9b::a00:1]", "[::ffff:10.0.0.1]", "192.0.0.8",
+                                  "198.18.0.1", "192.88.99.1", "[fc00::1]", "[fe80::1]", "[ff02::1]",
+                                  "[64:ff9b:1::1]", "[2001:db8::1]", "240.0.0.1"])
+def test_special_use_ranges_and_embedded_private_ipv4_are_refused(host):
+    from assistant_framework.netguard import BlockedURLError, check_url
+
+    with pytest.raises(BlockedURLError):
+        check_url(f"http://{host}/", resolve=False)
+
+
+@pytest.mark.parametrize("host", ["8.8.8.8", "[2002:808:808::]", "[64:ff9b::808:808]", "[2606:4700::1111]"])
+def test_public_addresses_stay_allowed(host):
+    from assistant_framework.netguard import check_url
+
+    assert check_url(f"http://{host}/", resolve=False)
+
+
+def test_host_is_resolved_once_and_the_connection_goes_to_the_checked_address(workspace, monkeypatch):
+    """A rebinding name (first answer A, then B): the fetch connects to A, the address it checked,
+    with the name kept in the Host header; B never sees a request."""
+    import socket
+
+    first = _serve("127.0.0.1")
+    port = first.server_address[1]
+    try:
+        second = _serve("127.0.0.2", port)
+    except OSError:
+        first.shutdown()
+        first.server_close()
+        pytest.skip("127.0.0.2 is not usable on this machine")
+    answers = []
+    real = socket.getaddrinfo
+
+    def rebinding(host, *args, **kwargs):
+        if host != "rebind.test":
+            return real(host, *args, **kwargs)
+        answers.append(host)
+        address = "127.0.0.1" if len(answers) == 1 else "127.0.0.2"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    _Recording.seen = []
+    try:
+        result = run(workspace, {"url": f"http://rebind.test:{port}/page"}, allow_private=True)
+    finally:
+        for server in (first, second):
+            server.shutdown()
+            server.server_close()
+    assert result.ok and "Recipe" in result.value["text"]
+    assert _Recording.seen == [("127.0.0.1", "/page", f"rebind.test:{port}")]
+    assert len(answers) == 1  # the client did not resolve the name a second time
+
+
+def test_a_rebinding_name_never_reaches_the_internal_address_it_answers_second(workspace, monkeypatch):
+    """The check and the connection must not resolve separately: a name answering an address the
+    guard lets through first and loopback second must not reach the loopback server."""
+    import socket
+
+    internal = _serve("127.0.0.2") if _loopback2_usable() else _serve("127.0.0.1")
+    address, port = internal.server_address[:2]
+    answers = []
+    real = socket.getaddrinfo
+
+    def rebinding(host, *args, **kwargs):
+        if host != "rebind.test":
+            return real(host, *args, **kwargs)
+        answers.append(host)
+        # The old guard let carrier-grade NAT through; a rebinding server answers loopback next.
+        first = len(answers) == 1
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("100.64.0.1" if first else address, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    _Recording.seen = []
+    try:
+        result = run(workspace, {"url": f"http://rebind.test:{port}/page"}, allow_private=False)
+    finally:
+        internal.shutdown()
+        internal.server_close()
+    assert not result.ok and "internal address" in result.error
+    assert _Recording.seen == [] and len(answers) == 1
+
+
+def _loopback2_usable() -> bool:
+    import socket
+
+    try:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.2", 0))
+        return True
+    except OSError:
+        return False

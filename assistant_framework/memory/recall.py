@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from .search import MemoryHit, Scope
 
 RECALL_HEADER = "[Recalled memory — may be relevant]"
+#: Sources whose text came from outside (feeds, mail, calendars): data, never the owner's instructions.
+OUTSIDE_SOURCE_PREFIXES = ("collector:",)
 DEFAULT_LIMIT = 5
 DEFAULT_BUDGET = 1500
 
@@ -72,3 +74,11 @@ def format_recall(hits: list[MemoryHit], budget_chars: int) -> str:
         lines.append(line)
         used += len(line) + 1
     return "\n".join(lines) if len(lines) > 1 else ""
+
+
+def is_outside(hit: MemoryHit, row: dict | None = None) -> bool:
+    """True when a hit's text came from outside: a collector item, or a logged turn marked ``untrusted``
+    (a forwarded message, an attachment, or a reply written from such content); ``row`` is its L0 row."""
+    if hit.source.startswith(OUTSIDE_SOURCE_PREFIXES):
+        return True
+    return bool(row and row.get("untrusted"))

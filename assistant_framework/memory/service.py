@@ -206,6 +206,20 @@ class MemoryService:
         hits = [h for h in hits if h.ref not in skip and h.score >= settings.min_score]
         return hits[:want]
 
+    def outside_hits(self, hits: list[MemoryHit]) -> list[MemoryHit]:
+        """The hits whose text came from outside (collector items, turns logged as untrusted)."""
+        found = []
+        for hit in hits:
+            row = None
+            if hit.source == "conversation" and hit.path:
+                try:
+                    row = next((r for r in self.workspace.read_jsonl(hit.path) if r.get("turn_id") == hit.ref), None)
+                except (OSError, ValueError):  # unreadable log: cannot tell, so assume outside
+                    row = {"untrusted": True}
+            if recall_policy.is_outside(hit, row):
+                found.append(hit)
+        return found
+
     def format_recall(self, hits: list[MemoryHit], budget_chars: int | None = None) -> str:
         """The marked block for the end of the final user message; '' when no hits."""
         return recall_policy.format_recall(hits, budget_chars if budget_chars is not None else self.recall_settings.budget_chars)

@@ -261,8 +261,11 @@ class SkillManager:
             lines.append(f"(and {len(errors) - _MAX_REPORTED_ERRORS} more problems)")
         return "; ".join(lines)
 
-    def run(self, name: str, args: Any, context: SkillContext | None = None) -> SkillResult:
-        """Validate, call with a timeout, and package the outcome; never raises."""
+    def run(self, name: str, args: Any, context: SkillContext | None = None, *,
+            workspace: Workspace | None = None) -> SkillResult:
+        """Validate, call with a timeout, and package the outcome; never raises.
+
+        ``workspace`` replaces the manager's own for this call (a guest chat's area)."""
         started = time.monotonic()
         skill = self.skills.get(name)
         if skill is None:
@@ -277,7 +280,8 @@ class SkillManager:
         problem = self.validate_args(name, args)
         if problem:
             return SkillResult(ok=False, error=f"invalid args for skill {name!r}: {problem}", error_kind="invalid_args")
-        call_args: tuple = (self.workspace, args, context or self.default_context) if skill.wants_context else (self.workspace, args)
+        where = workspace if workspace is not None else self.workspace
+        call_args: tuple = (where, args, context or self.default_context) if skill.wants_context else (where, args)
         result = self._call_with_timeout(skill, call_args, self.timeout_for(name))
         result.elapsed_s = time.monotonic() - started
         return result

@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from assistant_framework.access import feeds_prompt
 from assistant_framework.policy import Decision, append_audit, audit_record, decide
 
 from messaging_llm_bot.agent.honesty import READ_ACTIONS
@@ -24,7 +25,51 @@ DELETE_ACTIONS = frozenset({"delete", "forget", "cancel", "remove", "purge"})
 #: Where content from outside (collectors, attachments) lives in the workspace.
 UNTRUSTED_MARKERS = ("collectors/", "inbox/", "collector:")
 
+#: ``action`` values that replace existing data (a ``file`` write counts only when the file exists).
+OVERWRITE_ACTIONS = frozenset({"write", "update", "set", "replace", "edit", "rename", "move", "clear", "overwrite"})
+#: Skills whose every change lands in a file of the system prompt.
+PROMPT_SKILLS = frozenset({"learnings"})
+_PATH_KEYS = ("path", "paths", "file", "folder")
+
 ApproveCallback = Callable[[dict], bool]
+
+
+def _arg_paths(args: Any) -> list[str]:
+    if not isinstance(args, dict):
+        return []
+    found: list[str] = []
+    for key in _PATH_KEYS:
+        value = args.get(key)
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, list):
+            found += [v for v in value if isinstance(v, str)]
+    return found
+
+
+def untrusted_write(skill: Any, args: Any, caps: list[str], workspace: Any, *, guest: bool) -> str | None:
+    """Why a call must be confirmed after outside content entered the turn, or None.
+
+    It writes a file that feeds every later system prompt (context/, learnings/, the profile), or it
+    replaces existing data (a ``file`` write over an existing file, empty content included; an update).
+    """
+    if not {"write", "delete"}.intersection(caps):
+        return None
+    action = args.get("action") if isinstance(args, dict) else None
+    action = action.lower() if isinstance(action, str) else ""
+    paths = _arg_paths(args)
+    if not guest and (skill.name in PROMPT_SKILLS or any(feeds_prompt(p) for p in paths)):
+        return "writes a file that feeds every system prompt (context/, learnings/, profile)"
+    if action in OVERWRITE_ACTIONS:
+        if skill.name != "file":
+            return f"changes existing data ({action})"
+        for rel in paths:
+            try:
+                if workspace.path(rel).is_file():
+                    return f"overwrites the existing file {rel}"
+            except (ValueError, OSError):
+                continue  # a path the workspace refuses fails in the skill itself
+    return None
 
 
 @dataclass
@@ -68,10 +113,17 @@ class CallGate:
         self.workspace = workspace
         self.policy = policy or {}
 
-    def check(self, skill: Any, args: Any, *, untrusted: bool, approve: ApproveCallback | None, chat: Any) -> GateResult:
-        """Decide, asking the owner when needed; a refused call is audited here."""
+    def check(self, skill: Any, args: Any, *, untrusted: bool, approve: ApproveCallback | None, chat: Any,
+              workspace: Any = None, guest: bool = False) -> GateResult:
+        """Decide, asking the owner when needed; a refused call is audited here.
+
+        ``workspace``: where the call runs (a guest chat's folder), to tell an overwrite from a new file."""
         caps = capabilities_for(skill, args)
         decision = decide(skill.name, getattr(skill, "capabilities", None) or ["read"], self.policy, untrusted=untrusted, action_capabilities=caps)
+        if untrusted and decision.action == "allow":
+            why = untrusted_write(skill, args, caps, workspace or self.workspace, guest=guest)
+            if why:
+                decision = Decision("ask", f"this turn involved untrusted content and the call {why}")
         if decision.action == "allow":
             return GateResult(True, decision)
         if decision.action == "deny":

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from assistant_framework.access import guest_skills, guest_workspace
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.traces import TraceStore, collect_secrets, new_trace_id
 from assistant_framework.workspace import Workspace
@@ -182,6 +183,9 @@ class Agent:
         emit = _emitter(on_event)
         # The injected clock is only consulted inside the guarded block below.
         turn = TurnRecord(trace_id=new_trace_id(), conversation_id=conversation_id, text=text, now=datetime.now(self.zone), untrusted=untrusted, approve=approve)
+        if not private:
+            # Not the owner's own chat: only the guest skills, on the chat's own folder (assistant_framework.access).
+            turn.guest = guest_skills(self.config.get("policy"))
         context = SkillContext(
             conversation_id=conversation_id,
             chat_id=chat_id,
@@ -222,20 +226,21 @@ class Agent:
 
     def _transaction(self, turn: TurnRecord, context: SkillContext, emit, *, stream: bool, private: bool, message_id, untrusted: bool) -> tuple[str, bool]:
         conversation_id = turn.conversation_id
-        self._log_turn(turn, "user", turn.text, message_id=message_id, meta={"private": private})
+        # "untrusted" in the log row: a later recall of this turn (or of the reply) is outside content too.
+        self._log_turn(turn, "user", turn.text, message_id=message_id, meta={"private": private, **({"untrusted": True} if untrusted else {})})
         recall_block = self._recall(turn, private)
         self._last_recall[conversation_id] = turn.recalled
-        system = self.prompt.system_prompt()
+        system = self.prompt.system_prompt() if turn.guest is None else self.prompt.guest_prompt(turn.guest)
         budget = self.settings.history_budget_chars
         history = trim_history(self.history.load(conversation_id), budget)
-        user_message = final_user_message(turn.text, turn.now, self.settings.timezone, recall_block=recall_block, untrusted=untrusted)
+        user_message = final_user_message(turn.text, turn.now, self.settings.timezone, recall_block=recall_block, untrusted=turn.untrusted)
         turn.sizes = section_sizes(system, history, user_message)
 
         reply, ok = self._loop(turn, system.text, history, user_message, context, emit, stream)
         if ok:
             reply = honest_reply(reply, turn.saved_to, turn.wrote_memory)
             self.history.append_pair(conversation_id, turn.text, reply, budget_chars=budget, when=turn.now)
-            self._log_turn(turn, "assistant", reply, message_id=None, meta={"trace_id": turn.trace_id})
+            self._log_turn(turn, "assistant", reply, message_id=None, meta={"trace_id": turn.trace_id, **({"untrusted": True} if turn.untrusted else {})})
         return reply, ok
 
     def _log_turn(self, turn: TurnRecord, role: str, text: str, *, message_id, meta: dict) -> None:
@@ -258,6 +263,10 @@ class Agent:
             log.exception("memory recall failed for conversation %r; answering without it", turn.conversation_id)
             return ""
         turn.recalled = [hit_dict(h) for h in hits]
+        outside = getattr(self.memory, "outside_hits", None)
+        if block and outside is not None and outside(hits):
+            # Recalled feed items, mails or forwarded text are outside content, as if a skill had read them.
+            turn.untrusted = True
         return block
 
     def _loop(self, turn: TurnRecord, system: str, history: list[dict], user_message: str, context: SkillContext, emit, stream: bool) -> tuple[str, bool]:
@@ -319,9 +328,10 @@ class Agent:
             error = f"its args are not a JSON object: {call.args_error}"
             feedback = format_skill_error(call.skill, error, _schema_hint(skills, call.skill))
             record.update(ok=False, error=error, error_kind="invalid_args")
-        elif skills.get(call.skill) is None:
-            error = f"there is no skill named {call.skill!r}"
-            feedback = format_skill_error(call.skill, error, unknown_skill_hint(call.skill, skills.names()))
+        elif skills.get(call.skill) is None or (turn.guest is not None and call.skill not in turn.guest):
+            error = f"there is no skill named {call.skill!r}" + (" in this chat" if turn.guest is not None else "")
+            names = skills.names() if turn.guest is None else sorted(turn.guest.intersection(skills.names()))
+            feedback = format_skill_error(call.skill, error, unknown_skill_hint(call.skill, names))
             record.update(ok=False, error=error, error_kind="unknown_skill")
         else:
             return self._run_allowed(call, record, turn, context, emit)
@@ -336,13 +346,16 @@ class Agent:
             result = skills.run(call.skill, call.args, context)
             record.update(ok=False, error=result.error, error_kind=result.error_kind)
             return self._finish_call(call, record, turn, format_skill_error(call.skill, result.error or "invalid args", _schema_hint(skills, call.skill)), emit)
-        gate = self.gate.check(skill, call.args, untrusted=turn.untrusted, approve=turn.approve, chat=context.chat_id)
+        if turn.guest is not None and turn.area is None:
+            turn.area = guest_workspace(self.workspace, turn.conversation_id)
+        gate = self.gate.check(skill, call.args, untrusted=turn.untrusted, approve=turn.approve, chat=context.chat_id,
+                               workspace=turn.area, guest=turn.guest is not None)
         record["decision"] = gate.decision.action
         if not gate.allowed:
             record.update(ok=False, error=gate.refusal, error_kind="not_allowed")
             return self._finish_call(call, record, turn, format_skill_result(call.skill, f"Not done: {gate.refusal}", self.settings.skill_result_limit_chars), emit)
         context.untrusted = turn.untrusted
-        result = skills.run(call.skill, call.args, context)
+        result = skills.run(call.skill, call.args, context, workspace=turn.area)
         self.gate.audit(context.chat_id, call.skill, call.args, gate.decision.action, "ok" if result.ok else "error", result.error)
         record.update(ok=result.ok, elapsed_s=round(result.elapsed_s, 4))
         if result.ok:

@@ -55,6 +55,8 @@ class TurnRecord:
     log_ids: list = field(default_factory=list)
     untrusted: bool = False  # content from outside entered the turn: guarded calls need confirmation
     approve: Any = None  # the frontend's confirmation callback for "ask" decisions, or None
+    guest: frozenset[str] | None = None  # a guest turn (not the owner's own chat): the skills it may call
+    area: Any = None  # a guest turn's Workspace (the chat's own folder), made on first use
 
     def usage(self) -> dict:
         total: dict[str, int] = {}

@@ -10,6 +10,7 @@ import importlib.util
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from assistant_framework.access import OWNER_ONLY_COMMANDS, command_allowed
 from assistant_framework.traces import TraceStore
 from assistant_framework.workspace import Workspace
 
@@ -28,6 +29,15 @@ COMMANDS: list[tuple[str, str]] = [
     ("why", "Memories recalled for my last reply"),
     ("reload", "Reload config, skills and collectors"),
 ]
+
+
+#: /status for anyone but the owner in their private chat: no model, skill or collector details.
+GUEST_STATUS = "I'm running. Details are only for the owner."
+
+
+def owner_only_text(command: str) -> str:
+    """The reply to an owner-only command from anyone else (or from a group chat)."""
+    return f"/{command} is only for the owner, in their private chat with me."
 
 
 def has_digest() -> bool:
@@ -117,12 +127,19 @@ def stats_text(workspace: Workspace, days: int = 30, now: datetime | None = None
     return format_stats(TraceStore(workspace).stats(days=days, now=now), days)
 
 
-def run_command(runtime: "BotRuntime", conversation_id: str, text: str) -> str | None:
-    """The reply to a ``/command`` line, or None when ``text`` is not a known command."""
+def run_command(runtime: "BotRuntime", conversation_id: str, text: str, *, owner_data: bool = True) -> str | None:
+    """The reply to a ``/command`` line, or None when ``text`` is not a known command.
+
+    ``owner_data``: the turn is the owner's own one-to-one chat (``assistant_framework.access.sees_owner_data``);
+    otherwise owner-only commands are refused and /status shows no details."""
     if not text.startswith("/"):
         return None
     name, _, rest = text[1:].partition(" ")
     name = name.split("@", 1)[0].lower()
+    if name in OWNER_ONLY_COMMANDS and not command_allowed(name, owner_data):
+        return owner_only_text(name)
+    if name == "status" and not owner_data:
+        return GUEST_STATUS
     if name in ("help", "start"):
         return help_text(runtime.skills.names())
     if name == "skills":

@@ -7,7 +7,7 @@ from urllib.parse import urljoin
 import requests
 
 from assistant_framework.html_text import html_to_text
-from assistant_framework.netguard import check_url
+from assistant_framework.netguard import GuardedSession
 
 DESCRIPTION = "Fetch a web page (http/https URL) and return its text; use for links the user gives."
 ARGS_SCHEMA = {
@@ -32,11 +32,11 @@ def run(workspace, args, context=None):
     policy = ((getattr(context, "config", None) or {}).get("policy") or {})
     allow_private = bool(policy.get("allow_private_network", False))
     url = args["url"]
-    with requests.Session() as session:
+    with GuardedSession(allow_private=allow_private) as session:
         for _ in range(MAX_REDIRECTS + 1):
-            # Every hop is checked: a public page must not redirect into the owner's network.
-            check_url(url, allow_private=allow_private)
-            response = session.get(url, timeout=15, stream=True, allow_redirects=False,
+            # Every hop is checked, resolved once and connected to the checked address: a public page
+            # must not redirect (or a name rebind) into the owner's network.
+            response = session.get(url, timeout=15, stream=True,
                                    headers={"User-Agent": USER_AGENT, "Accept": "text/html, text/plain, application/json"})
             if response.is_redirect and response.headers.get("location"):
                 url = urljoin(url, response.headers["location"])

@@ -36,6 +36,7 @@ from messaging_llm_bot.frontends.telegram.handlers import Frontend
 from messaging_llm_bot.frontends.telegram.ratelimit import ReplyFirstRateLimiter
 from messaging_llm_bot.frontends.telegram.send import send_markdown
 from messaging_llm_bot.frontends.telegram.settings import TelegramSettings
+from messaging_llm_bot.frontends.telegram.webhook import webhook_secret
 
 log = logging.getLogger(__name__)
 
@@ -239,8 +240,10 @@ class TelegramService:
     # -- outgoing notices ---------------------------------------------------------
 
     async def send_notice(self, chat_id: int | str | None, text: str) -> bool:
-        """Send plain text to one chat, or to every allowed user's private chat; True if all arrived."""
-        targets = [int(chat_id)] if chat_id not in (None, "") else sorted(self.frontend.settings.allowed_user_ids)
+        """Send plain text to one chat, or (no chat) to the owner's private chat; True if all arrived."""
+        owner = self.frontend.settings.owner_id
+        # Collector notices and the digest are the owner's data: never to the other allowed users.
+        targets = [int(chat_id)] if chat_id not in (None, "") else ([owner] if owner is not None else [])
         ok = bool(targets)
         for target in targets:
             try:
@@ -290,9 +293,11 @@ class TelegramService:
         try:
             if self.settings.mode == "webhook":
                 hook = self.settings.webhook
+                # Never without a secret: a forged POST would otherwise run as any user it names.
+                secret = webhook_secret(hook.get("secret_token"), self.runtime.workspace)
                 app.run_webhook(listen=hook.get("listen", "127.0.0.1"), port=int(hook.get("port", 8443)),
                                 url_path="telegram", webhook_url=hook.get("url") or None,
-                                secret_token=hook.get("secret_token") or None,
+                                secret_token=secret,
                                 allowed_updates=["message", "callback_query"],
                                 stop_signals=None, close_loop=False)
             else:

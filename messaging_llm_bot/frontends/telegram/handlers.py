@@ -14,6 +14,7 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.ext import (Application, ApplicationHandlerStop, CallbackQueryHandler, CommandHandler,
                           ContextTypes, MessageHandler, TypeHandler, filters)
 
+from assistant_framework.access import command_allowed, sees_owner_data
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.frontends import commands as texts
 from messaging_llm_bot.frontends.digest import build_digest
@@ -55,6 +56,25 @@ class Frontend:
         """Deny by default: only numeric ids in telegram.allowed_user_ids."""
         return user is not None and user.id in self.settings.allowed_user_ids
 
+    def owner_data(self, update: Update) -> bool:
+        """True only in the owner's own private chat (assistant_framework.access: the rule of every frontend)."""
+        user, chat = update.effective_user, update.effective_chat
+        return sees_owner_data(user is not None and user.id == self.settings.owner_id,
+                               chat is not None and chat.type == "private")
+
+    async def owner_only(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Group -1 guard: /now, /reload and /stats run only in the owner's own private chat."""
+        message = update.message
+        if message is None or not is_command(message):
+            return
+        name = (message.text or "").split()[0][1:].partition("@")[0]
+        if command_allowed(name, self.owner_data(update)):
+            return
+        log.info("telegram: /%s refused for user %s in chat %s (owner only)", name,
+                 update.effective_user.id if update.effective_user else None, message.chat_id)
+        await self._send(update, context.bot, texts.owner_only_text(name))
+        raise ApplicationHandlerStop
+
     def chat_lock(self, chat_id: int) -> asyncio.Lock:
         """The lock that keeps one chat's updates in arrival order."""
         return self.chat_locks.setdefault(chat_id, asyncio.Lock())
@@ -88,7 +108,7 @@ class Frontend:
             else:
                 self.items[update.update_id] = item
 
-    # -- gate (group -1) --------------------------------------------------------
+    # -- gate (group -2) --------------------------------------------------------
 
     async def gate(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Stop updates from unknown users (one short refusal) and duplicates, before any other handler."""
@@ -189,6 +209,9 @@ class Frontend:
         await self._send(update, context.bot, texts.skill_text(self.runtime.skills, " ".join(context.args or [])))
 
     async def cmd_status(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        if not self.owner_data(update):  # model, skills and collector errors are the owner's business
+            await self._send(update, context.bot, texts.GUEST_STATUS)
+            return
         await self._send(update, context.bot, await asyncio.to_thread(self.runtime.status_text))
 
     async def cmd_now(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -243,7 +266,9 @@ class Frontend:
 
     def register(self, app: Application) -> None:
         """Add the gate, command, callback and message handlers to ``app``."""
-        app.add_handler(TypeHandler(Update, self.gate), group=-1)
+        app.add_handler(TypeHandler(Update, self.gate), group=-2)
+        # After the allowlist, before the commands: PTB runs one handler per group.
+        app.add_handler(TypeHandler(Update, self.owner_only), group=-1)
         only_new = filters.UpdateType.MESSAGE  # an edited message must not trigger a second answer
         for name, callback in (("start", self.cmd_help), ("help", self.cmd_help), ("skills", self.cmd_skills),
                                ("skill", self.cmd_skill), ("reset", self.cmd_reset), ("status", self.cmd_status),

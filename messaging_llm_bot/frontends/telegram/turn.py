@@ -17,6 +17,7 @@ import telegram
 from telegram import MessageEntity, Update
 from telegram.error import TelegramError
 
+from assistant_framework.access import sees_owner_data
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.frontends.telegram.approval import Approvals
 from messaging_llm_bot.frontends.telegram.format import render_markdown
@@ -27,6 +28,7 @@ from messaging_llm_bot.frontends.telegram.progress import Progress
 from messaging_llm_bot.frontends.telegram.send import (TelegramDeliveryError, is_entity_error, retry_after_seconds,
                                              send_markdown)
 from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, strip_mention
+from messaging_llm_bot.agent.prompt import quote_outside
 from messaging_llm_bot.llm.transcribe import transcription_config
 
 log = logging.getLogger(__name__)
@@ -136,6 +138,10 @@ class TurnRunner:
         untrusted = False
         if kind == "text":
             text = strip_mention(message.text, bot.username or "")
+            origin = forward_source(message)
+            if origin is not None:
+                # Someone else's words, passed on by the user: data for the model, never its instructions.
+                text, untrusted = quote_outside(text, f"Forwarded message from {origin}"), True
         elif kind in ("document", "photo"):
             today = datetime.now(ZoneInfo(self.settings.timezone)).date()
             saved = await save_attachment(bot, self.runtime.workspace, message, today)
@@ -156,7 +162,8 @@ class TurnRunner:
             return f"Sorry, I can't handle a {kind} message."
         await progress.start()
         user = message.from_user
-        owner_chat = message.chat.type == "private" and user is not None and user.id == self.settings.owner_id
+        owner_chat = sees_owner_data(user is not None and user.id == self.settings.owner_id,
+                                     message.chat.type == "private")
         approve = None
         if self.approvals is not None and owner_chat:
             # Only the owner's private chat can confirm; elsewhere "ask" means no.
@@ -216,6 +223,20 @@ class TurnRunner:
                 log.info("telegram: final edit of streamed message %s failed: %s", message_id, err)
                 return False
         return False
+
+
+def forward_source(message: telegram.Message) -> str | None:
+    """Who a forwarded message came from ("Mallory", "channel News"), or None when it is not a forward."""
+    origin = message.forward_origin
+    if origin is None:
+        return None
+    user = getattr(origin, "sender_user", None)
+    chat = getattr(origin, "sender_chat", None) or getattr(origin, "chat", None)
+    if user is not None:
+        return user.full_name or "a user"
+    if chat is not None:
+        return f"{chat.type} {chat.title or chat.username or chat.id}"
+    return getattr(origin, "sender_user_name", None) or "someone"
 
 
 def _excerpt(message: telegram.Message, limit: int = 60) -> str:

@@ -1,0 +1,85 @@
+"""Who sees the owner's data: one rule for every frontend (Telegram, Signal, terminal, web).
+
+A frontend knows the sender and the kind of chat; it reports ``is_owner`` and ``one_to_one``.
+Only the owner's own one-to-one chat sees the owner's data (notes, tasks, facts, contacts,
+collectors, the profile, learnings, other chats' logs). Everyone else allowed to talk to the bot,
+and every group chat, is a *guest* turn: their own chat's history and memory, the skills listed in
+``policy.guest_skills`` running on a workspace rooted at the chat's own area
+(``guests/<conversation>/``), and no owner-only command.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from assistant_framework.workspace import Workspace
+
+GUEST_ROOT = "guests"
+#: Skills a guest turn may call unless ``policy.guest_skills`` says otherwise. They run on the
+#: chat's own area, so even ``file`` cannot reach the owner's files.
+DEFAULT_GUEST_SKILLS = ("conversation_search", "file", "memory_search", "time", "web")
+#: Commands that show or change the owner's data or the bot itself.
+OWNER_ONLY_COMMANDS = frozenset({"now", "reload", "stats"})
+
+
+def sees_owner_data(is_owner: bool, one_to_one: bool) -> bool:
+    """True only in the owner's own one-to-one chat (a group shows replies to other people)."""
+    return bool(is_owner and one_to_one)
+
+
+def command_allowed(command: str, owner_data: bool) -> bool:
+    """Whether ``/command`` may run in a turn with (or without) the owner's data."""
+    return owner_data or command.lower() not in OWNER_ONLY_COMMANDS
+
+
+def guest_skills(policy: dict | None) -> frozenset[str]:
+    """The skill names a guest turn may see and call."""
+    listed = (policy or {}).get("guest_skills")
+    return frozenset(DEFAULT_GUEST_SKILLS if listed is None else (str(name) for name in listed))
+
+
+def guest_area(conversation_id: str) -> str:
+    """The workspace folder of one guest chat: readable name plus a short hash (ids may hold any character)."""
+    readable = re.sub(r"[^A-Za-z0-9_-]+", "_", str(conversation_id)).strip("_")[:40] or "chat"
+    digest = hashlib.sha256(str(conversation_id).encode("utf-8")).hexdigest()[:8]
+    return f"{GUEST_ROOT}/{readable}-{digest}"
+
+
+def guest_workspace(workspace: Workspace, conversation_id: str) -> Workspace:
+    """A Workspace confined to the chat's own area (created empty, without the owner's layout)."""
+    root: Path = workspace.path(guest_area(conversation_id))
+    root.mkdir(parents=True, exist_ok=True)
+    return Workspace(root, create=False)
+
+
+def guest_catalog(catalog: list[dict[str, Any]], allowed: frozenset[str]) -> list[dict[str, Any]]:
+    """The skill catalog entries a guest turn may use."""
+    return [entry for entry in catalog if entry.get("name") in allowed]
+
+
+#: Workspace files that feed every later system prompt (owner context, learnings, the profile).
+PROMPT_FILES = ("context/", "learnings/", "profile.md")
+
+
+def feeds_prompt(rel: str) -> bool:
+    """True when a workspace-relative path is read into the system prompt."""
+    rel = str(rel).replace("\\", "/").lstrip("./")
+    return any(rel == p or rel.startswith(p) for p in PROMPT_FILES)
+
+
+def plugin_dir_problems(config: dict, workspace_root: Path) -> list[str]:
+    """``runtime.skills_dirs`` / ``collectors_dirs`` entries the model could write code into: inside the
+    workspace, or the folder that holds it (the workspace itself would be a plugin folder)."""
+    root = Path(workspace_root).expanduser().resolve()
+    problems = []
+    runtime = config.get("runtime") or {}
+    for key in ("skills_dirs", "collectors_dirs"):
+        for index, entry in enumerate(runtime.get(key) or []):
+            folder = Path(str(entry)).expanduser().resolve()
+            if folder == root or root in folder.parents or folder == root.parent:
+                problems.append(f"runtime.{key}[{index}]: {entry!r} is inside the workspace {str(root)!r} (or holds it), "
+                                "where the assistant writes files; plugin code must live outside it")
+    return problems
