@@ -1,0 +1,85 @@
+"""Calendar collector on real-world files (tests/fixtures/realworld/calendar, see its README):
+one broken event is skipped and reported, its calendar's other events and the other sources are kept."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from assistant_framework.collectors import CollectorManager, CollectorRunner
+from assistant_framework.workspace import Workspace
+from tests.fakes.feed_server import StaticHTTPServer
+
+HERE = Path(__file__).parent / "fixtures"
+REAL = HERE / "realworld" / "calendar"
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+def manager_for(ws, **section):
+    config = {"runtime": {"timezone": "Europe/Berlin"}, "collectors": {"calendar": {"enabled": True, **section}}}
+    manager = CollectorManager.from_config(config, ws)
+    assert "calendar" in manager.collectors, manager.errors
+    return manager
+
+
+def collect_at(manager, ws, when: datetime) -> dict:
+    collector = manager.collectors["calendar"]
+    return collector.module.collect(ws, collector.config, now=when)
+
+
+def test_broken_events_are_skipped_with_source_uid_and_reason(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    bad = ["pacific_fiji.ics", "issue_464_invalid_rdate.ics", "multiple_timezones.ics"]
+    manager = manager_for(ws, sources=[{"path": str(HERE / "collectors" / "work.ics"), "name": "Work"},
+                                       *[{"path": str(REAL / name), "name": name.split(".")[0]} for name in bad]], days=10)
+    result = collect_at(manager, ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
+    events = ws.read_json("collectors/calendar/events.json")
+    assert [e["summary"] for e in events].count("Team standup") == 6
+    # Two DTSTARTs (a list), RDATE with periods, mixed time zones: each named by source and UID.
+    for source, uid in [("pacific_fiji", "noend123"), ("issue_464_invalid_rdate", "rdate_period"), ("multiple_timezones", "test-vtime-utc")]:
+        assert any(e.startswith(f"calendar {source} (") and f"event {uid} skipped: " in e for e in result["errors"]), (uid, result["errors"])
+    assert "broken event(s) skipped" in result["summary"]
+    assert result["sources"]["pacific_fiji"]["skipped"][0]["uid"] == "noend123"
+
+
+def test_a_broken_event_does_not_cost_the_good_one_in_the_same_file(tmp_path):
+    # A Google Calendar export: one daily event is fine, the other has an empty EXDATE.
+    ws = Workspace(tmp_path / "ws")
+    manager = manager_for(ws, sources=[{"path": str(REAL / "parsing_error.ics"), "name": "Google"}], days=30)
+    result = collect_at(manager, ws, datetime(2008, 3, 1, 8, 0, tzinfo=BERLIN))
+    starts = [e["start"] for e in ws.read_json("collectors/calendar/events.json")]
+    # March 3 to 23, EXDATE the 11th: 20 days.
+    assert len(starts) == 20 and "2008-03-11" not in starts and starts[0] == "2008-03-03"
+    assert any("event (no UID) skipped: " in e and "EXDATE" in e for e in result["errors"])
+
+
+def test_the_runner_reports_skips_and_writes_the_rest(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    manager = manager_for(ws, sources=[str(REAL / "pacific_fiji.ics"), str(HERE / "collectors" / "family.ics")], days=366)
+    outcome = CollectorRunner(manager, ws, timezone="Europe/Berlin").run_once("calendar")
+    assert outcome.outcome == "ok", outcome.error
+    assert any("noend123" in e for e in ws.read_jsonl("collectors/calendar/runs.jsonl")[-1]["errors"])
+
+
+def test_two_unnamed_sources_with_the_same_file_name_do_not_duplicate_events(tmp_path):
+    ics = (HERE / "collectors" / "family.ics").read_bytes()
+    other = (HERE / "collectors" / "work.ics").read_bytes()
+    when = datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN)
+    with StaticHTTPServer() as server:
+        # Every Google Calendar URL ends in basic.ics.
+        server.add("/a/private-1/basic.ics", ics, content_type="text/calendar")
+        server.add("/b/private-2/basic.ics", other, content_type="text/calendar")
+        ws = Workspace(tmp_path / "ws")
+        manager = manager_for(ws, sources=[server.url("/a/private-1/basic.ics"), server.url("/b/private-2/basic.ics")], days=10)
+        first = collect_at(manager, ws, when)
+        before = ws.read_json("collectors/calendar/events.json")
+        assert len({e["calendar"] for e in before}) == 2
+        server.add("/b/private-2/basic.ics", b"", status=500)
+        second = collect_at(manager, ws, when)
+    after = ws.read_json("collectors/calendar/events.json")
+    keys = [(e["uid"], e["start"]) for e in after]
+    assert len(keys) == len(set(keys))
+    assert sorted(keys) == sorted((e["uid"], e["start"]) for e in before)
+    assert second["new_items"] == [] and len(first["new_items"]) == len(before)
+    assert any("HTTP 500" in e and "private-2" not in e for e in second["errors"])
