@@ -3,7 +3,7 @@ one broken event is skipped and reported, its calendar's other events and the ot
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -83,3 +83,36 @@ def test_two_unnamed_sources_with_the_same_file_name_do_not_duplicate_events(tmp
     assert sorted(keys) == sorted((e["uid"], e["start"]) for e in before)
     assert second["new_items"] == [] and len(first["new_items"]) == len(before)
     assert any("HTTP 500" in e and "private-2" not in e for e in second["errors"])
+
+
+def _ics(*events: str) -> str:
+    body = "".join(f"BEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:20250101T000000Z\r\nSUMMARY:{summary}\r\nDTSTART;TZID=Europe/Berlin:{start}\r\n"
+                   f"DTEND;TZID=Europe/Berlin:{end}\r\nEND:VEVENT\r\n" for uid, summary, start, end in (e.split("|") for e in events))
+    return f"BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//EN\r\n{body}END:VCALENDAR\r\n"
+
+
+def test_upcoming_lists_an_event_on_each_day_it_overlaps_end_exclusive(tmp_path):
+    ics = tmp_path / "evening.ics"
+    ics.write_text(_ics("film|Late film|20250324T210000|20250325T000000", "shift|Night shift|20250324T220000|20250325T060000"))
+    ws = Workspace(tmp_path / "ws")
+    manager = manager_for(ws, sources=[{"path": str(ics), "name": "Home"}], days=3)
+    collect_at(manager, ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
+    md = ws.read_text("collectors/calendar/upcoming.md")
+    monday, tuesday = md.split("## Tue 2025-03-25")
+    assert "- 21:00–24:00 Late film [Home]" in monday and "- 22:00–24:00 Night shift [Home]" in monday
+    assert "Late film" not in tuesday and "- 00:00–06:00 Night shift [Home]" in tuesday
+
+
+def test_a_slow_calendar_server_misses_its_deadline_and_the_others_are_written(tmp_path):
+    day = (datetime.now(BERLIN) + timedelta(days=1)).strftime("%Y%m%d")
+    good = _ics(f"a|Dentist|{day}T080000|{day}T083000")
+    with StaticHTTPServer() as server:
+        server.add("/slow.ics", good * 5, content_type="text/calendar", drip=0.05)
+        server.add("/good.ics", good, content_type="text/calendar")
+        ws = Workspace(tmp_path / "ws")
+        manager = manager_for(ws, sources=[{"url": server.url("/slow.ics"), "name": "Slow"}, {"url": server.url("/good.ics"), "name": "Good"}],
+                              fetch_timeout_seconds=0.5, timeout_seconds=5)
+        outcome = CollectorRunner(manager, ws, timezone="Europe/Berlin").run_once("calendar")
+    assert outcome.outcome == "ok", outcome.error
+    assert [e["calendar"] for e in ws.read_json("collectors/calendar/events.json")] == ["Good"]
+    assert any(e.startswith("calendar Slow (") and "not finished within 0.5s" in e for e in outcome.errors)
