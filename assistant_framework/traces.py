@@ -27,8 +27,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
 from assistant_framework.background import BackgroundWorker
-from assistant_framework.config import SECRET_KEY
-from assistant_framework.redaction import redact_text
+from assistant_framework.config import REDACTED, SECRET_KEY
 from assistant_framework.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -60,11 +59,14 @@ def collect_secrets(config: Any, extra: Iterable[str] = ()) -> list[str]:
 
 
 def redact_secrets(value: Any, secrets: list[str]) -> Any:
-    """A copy of a JSON-like value with every secret, and every run of 8+ characters of one, replaced by ``***``."""
+    """A copy of a JSON-like value with every secret substring replaced by ``***``."""
     if not secrets:
         return value
     if isinstance(value, str):
-        return redact_text(value, secrets)
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
     if isinstance(value, dict):
         return {redact_secrets(k, secrets): redact_secrets(v, secrets) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -79,7 +81,11 @@ def redact_json_text(text: str, secrets: list[str]) -> str:
     secret instead of a Python walk over the whole document: JSON escapes character by
     character, so a secret inside a string appears in the text as its own escaped form.
     """
-    return redact_text(text, [json.dumps(secret, ensure_ascii=False)[1:-1] for secret in secrets])
+    for secret in secrets:
+        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+        if escaped in text:
+            text = text.replace(escaped, REDACTED)
+    return text
 
 
 def new_trace_id(now: datetime | None = None) -> str:

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from assistant_framework.config import ConfigError
-from assistant_framework.redaction import redact_text
-from assistant_framework.traces import collect_secrets
+from assistant_framework.traces import REDACTED, collect_secrets
 from assistant_framework.workspace import WorkspacePathError
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -38,7 +37,8 @@ class OneLineRedactingFormatter(logging.Formatter):
             record = logging.makeLogRecord({**record.__dict__, "exc_info": None, "exc_text": None,
                                             "msg": f"{record.getMessage()} ({type(exc).__name__}: {exc})", "args": None})
         text = super().format(record)
-        text = redact_text(text, self.secrets)
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
         return " | ".join(line for line in text.splitlines() if line.strip())
 
 
