@@ -6,7 +6,7 @@ No model call and no tokens: everything is read from the workspace stores and co
 from __future__ import annotations
 
 import logging
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors.days import covered_days, parse_moment
