@@ -116,3 +116,16 @@ def test_a_slow_calendar_server_misses_its_deadline_and_the_others_are_written(t
     assert outcome.outcome == "ok", outcome.error
     assert [e["calendar"] for e in ws.read_json("collectors/calendar/events.json")] == ["Good"]
     assert any(e.startswith("calendar Slow (") and "not finished within 0.5s" in e for e in outcome.errors)
+
+
+def test_a_bad_rrule_does_not_drop_the_other_events_of_its_file(tmp_path):
+    # The shape of recurring-ical-events' bad_rrule_missing_until_event.ics: a misspelt UNTIL.
+    ics = _ics("good-1|Standup|20250324T090000|20250324T091500", "good-2|Lunch|20250325T120000|20250325T130000")
+    ics = ics.replace("END:VCALENDAR", "BEGIN:VEVENT\r\nUID:bad-rule\r\nSUMMARY:Broken\r\nDTSTART:20250324T100000Z\r\n"
+                      "RRULE:FREQ=WEEKLY;BYDAY=TH;WKST=SU;UNTL=20191023\r\nEND:VEVENT\r\nEND:VCALENDAR")
+    path = tmp_path / "mixed.ics"
+    path.write_text(ics)
+    ws = Workspace(tmp_path / "ws")
+    result = collect_at(manager_for(ws, sources=[{"path": str(path), "name": "Mixed"}], days=7), ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
+    assert [e["uid"] for e in ws.read_json("collectors/calendar/events.json")] == ["good-1", "good-2"]
+    assert [e for e in result["errors"] if "bad-rule" in e][0].startswith("calendar Mixed (")
