@@ -10,8 +10,9 @@ _SKIP = {"script", "style", "head", "title"}
 
 
 class _TextParser(HTMLParser):
-    def __init__(self) -> None:
+    def __init__(self, links: bool = True) -> None:
         super().__init__(convert_charrefs=True)
+        self.keep_links = links
         self.parts: list[str] = []
         self._skip = 0
         self._links: list[str | None] = []
@@ -33,7 +34,7 @@ class _TextParser(HTMLParser):
             self.parts.append("\n")
         if tag == "a" and self._links:
             href = self._links.pop()
-            if href and href.startswith(("http://", "https://")):
+            if self.keep_links and href and href.startswith(("http://", "https://")):
                 self.parts.append(f" <{href}>")
 
     def handle_data(self, data: str) -> None:
@@ -41,9 +42,9 @@ class _TextParser(HTMLParser):
             self.parts.append(data)
 
 
-def html_to_text(html: str) -> str:
-    """Visible text of an HTML fragment: block tags become line breaks, links keep their URL."""
-    parser = _TextParser()
+def html_to_text(html: str, links: bool = True) -> str:
+    """Visible text of an HTML fragment: block tags become line breaks, links keep their URL (unless ``links`` is false)."""
+    parser = _TextParser(links)
     parser.feed(html)
     parser.close()
     text = "".join(parser.parts).replace("\xa0", " ")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -50,11 +52,14 @@ def test_recurrences_exdate_overrides_and_timezones(tmp_path):
         ("Team standup", "2025-04-02T09:00:00+02:00"),
     ]
     holiday = next(e for e in events if e["uid"] == "holiday@example.org")
+    # An unnamed source is named after its file plus a hash of the whole path (unique).
+    assert re.fullmatch(r"work-[0-9a-f]{8}", holiday["calendar"])
     assert holiday == {"uid": "holiday@example.org", "summary": "Company holiday", "start": "2025-03-28", "end": "2025-03-29",
-                       "location": "", "all_day": True, "calendar": "work"}
+                       "location": "", "all_day": True, "calendar": holiday["calendar"]}
     assert all(set(e) == {"uid", "summary", "start", "end", "location", "all_day", "calendar"} for e in events)
     md = ws.read_text("collectors/calendar/upcoming.md")
-    assert "## Fri 2025-03-28\n- all day Company holiday [work]\n- 09:00–09:15 Team standup (Room 4) [work]" in md
+    work = holiday["calendar"]
+    assert f"## Fri 2025-03-28\n- all day Company holiday [{work}]\n- 09:00–09:15 Team standup (Room 4) [{work}]" in md
     assert "Long gone" not in md
     assert len(result["new_items"]) == 10 and {i["change"] for i in result["new_items"]} == {"new"}
 
@@ -113,7 +118,7 @@ def test_ics_over_http_through_the_runner(tmp_path):
     events = ws.read_json("collectors/calendar/events.json")
     assert events == [{"uid": "dentist@example.org", "summary": "Dentist", "start": f"{start.isoformat()}T08:00:00{_offset(start)}",
                        "end": f"{start.isoformat()}T08:30:00{_offset(start)}", "location": "Main St 5", "all_day": False, "calendar": "Personal"}]
-    assert sorted(outcome.written) == ["collectors/calendar/events.json", "collectors/calendar/upcoming.md"]
+    assert sorted(outcome.written) == ["collectors/calendar/events.json", "collectors/calendar/sources/Personal.json", "collectors/calendar/upcoming.md"]
     assert pushed == ["calendar: 1 new matching item\n- Dentist"]
 
 

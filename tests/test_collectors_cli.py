@@ -127,3 +127,47 @@ def test_run_loop_runs_due_collectors_and_ctrl_c_exits_0(setup_dirs, capsys):
     out = capsys.readouterr().out
     assert "running collectors counter, failer" in out and "stopped" in out
     assert marker.read_text() == "1"
+
+
+def test_status_shows_per_source_failures(tmp_path, capsys):
+    from pathlib import Path
+
+    from tests.fakes.feed_server import StaticHTTPServer
+
+    good = (Path(__file__).parent / "fixtures" / "collectors" / "news_rss2.xml").read_bytes()
+    config_dir = tmp_path / "config"
+    (config_dir / "collectors").mkdir(parents=True)
+    (config_dir / "runtime.json").write_text(json.dumps({"timezone": "Europe/Berlin"}))
+    opts = ["--config", str(config_dir), "--workspace", str(tmp_path / "ws")]
+    with StaticHTTPServer() as server:
+        server.add("/news.xml", good, content_type="application/rss+xml")
+        server.add("/gone.xml", b"gone", status=410)
+        feeds = [server.url("/news.xml"), server.url("/gone.xml"), server.url("/missing.xml")]
+        (config_dir / "collectors" / "rss.json").write_text(json.dumps({"enabled": True, "feeds": feeds}))
+        assert main(["collectors", "run", "rss", *opts]) == 0
+        capsys.readouterr()
+        assert main(["collectors", "status", *opts]) == 0
+        rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+        assert " ok " in rows["rss"] and " 2/3 " in rows["rss"]
+
+        assert main(["collectors", "status", "rss", *opts]) == 0
+        out = capsys.readouterr().out
+        assert "2 of 3 source(s) failing" in out
+        assert f"  {feeds[1]}: failed 1 run(s) in a row, never ok\n    feed {feeds[1]}: HTTP 410" in out
+        assert f"feed {feeds[2]}: HTTP 404" in out and f"{feeds[0]}:" not in out
+
+        assert main(["collectors", "status", "rss", "--json", *opts]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["name"] == "rss" and data["failing_sources"] == 2
+        assert data["sources"][feeds[0]]["ok"] is True and data["sources"][feeds[0]]["items"] == 2
+        assert data["sources"][feeds[2]] | {"last_error_at": None} == {
+            "ok": False, "last_ok": None, "last_error": f"feed {feeds[2]}: HTTP 404", "last_error_at": None, "failures": 1}
+
+        # The next run: the missing feed is back; the gone one fails a second time.
+        server.add("/missing.xml", good, content_type="application/rss+xml")
+        assert main(["collectors", "run", "rss", *opts]) == 0
+        capsys.readouterr()
+        assert main(["collectors", "status", "--json", *opts]) == 0
+        rss = next(r for r in json.loads(capsys.readouterr().out) if r["name"] == "rss")
+        assert rss["failing_sources"] == 1 and rss["sources"][feeds[1]]["failures"] == 2 and rss["sources"][feeds[2]]["ok"] is True
+    assert main(["collectors", "status", "nope", *opts]) == 1

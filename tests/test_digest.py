@@ -68,3 +68,18 @@ def test_damaged_file_shows_a_note_and_the_rest(tmp_path):
     text = build_digest(ws, datetime(2025, 3, 30, 7, 15, tzinfo=ZoneInfo("UTC")), "Europe/Berlin")
     assert "calendar: could not be read" in text
     assert "pay rent (today)" in text
+
+
+def test_an_event_belongs_to_the_days_its_span_overlaps_end_exclusive(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    ws.write_json("collectors/calendar/events.json", [
+        {"uid": "a", "summary": "Late film", "start": "2025-03-10T21:00:00+01:00", "end": "2025-03-11T00:00:00+01:00", "all_day": False},
+        {"uid": "b", "summary": "Night shift", "start": "2025-03-10T22:00:00+01:00", "end": "2025-03-11T06:00:00+01:00", "all_day": False},
+        {"uid": "c", "summary": "Trip", "start": "2025-03-09", "end": "2025-03-12", "all_day": True},
+    ])
+    monday = build_digest(ws, datetime(2025, 3, 10, 8, 0, tzinfo=BERLIN), "Europe/Berlin")
+    assert "- 21:00 Late film" in monday and "- 22:00 Night shift" in monday and "- all day Trip" in monday
+    tuesday = build_digest(ws, datetime(2025, 3, 11, 8, 0, tzinfo=BERLIN), "Europe/Berlin")
+    assert "Late film" not in tuesday
+    assert "- until 06:00 Night shift" in tuesday and "- all day Trip" in tuesday
+    assert "Trip" not in build_digest(ws, datetime(2025, 3, 12, 8, 0, tzinfo=BERLIN), "Europe/Berlin")

@@ -156,6 +156,8 @@ class CollectorManager:
                     "error": state.error,
                     "next_run": state.next_run if collector.enabled else None,
                     "consecutive_failures": state.consecutive_failures,
+                    "sources": state.sources,
+                    "failing_sources": sum(1 for row in state.sources.values() if isinstance(row, dict) and not row.get("ok")),
                 }
             )
         for error in self.errors:
@@ -172,6 +174,8 @@ class CollectorManager:
                     "error": error.error,
                     "next_run": None,
                     "consecutive_failures": 0,
+                    "sources": {},
+                    "failing_sources": 0,
                 }
             )
         rows.sort(key=lambda r: r["name"])

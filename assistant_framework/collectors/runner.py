@@ -22,7 +22,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Callable
 
 from assistant_framework.collectors.notify import matching_items, notify_text
-from assistant_framework.collectors.state import load_state, update_state
+from assistant_framework.collectors.state import load_state, merge_sources, update_state
 from assistant_framework.schedules import (
     DEFAULT_MAX_BACKOFF_SECONDS,
     DEFAULT_RETRY_BASE_SECONDS,
@@ -63,6 +63,7 @@ class RunOutcome:
     summary: str = ""
     errors: list[str] = field(default_factory=list)
     next_run: str | None = None
+    sources: dict = field(default_factory=dict)  # per-source results the collector reported
 
 
 @dataclass
@@ -169,9 +170,11 @@ class CollectorRunner:
             next_run = now + timedelta(seconds=backoff_seconds(failures, self.retry_base_seconds, self.max_backoff_seconds))
             log.warning("collector %s: %s", name, outcome.error)
         outcome.next_run = to_iso(next_run)
+        extra = {"sources": merge_sources(state.sources, outcome.sources, outcome.started or to_iso(now))} if outcome.sources else {}
         update_state(
             self.workspace,
             name,
+            **extra,
             last_end=to_iso(now),
             duration_s=outcome.duration_s,
             outcome=outcome.outcome,
@@ -194,6 +197,7 @@ class CollectorRunner:
                 "written": outcome.written,
                 "summary": outcome.summary,
                 "errors": outcome.errors,
+                **({"failed_sources": sorted(k for k, v in outcome.sources.items() if not v.get("ok"))} if outcome.sources else {}),
             },
         )
         log.info("collector %s: %s in %.2fs, %d new, next run %s", name, outcome.outcome, outcome.duration_s, len(outcome.new_items), outcome.next_run)
@@ -358,6 +362,9 @@ def _apply_result(outcome: RunOutcome, result: object) -> None:
     outcome.new_items = [item for item in items if isinstance(item, dict)]
     outcome.summary = str(result.get("summary") or "")
     outcome.errors = [str(e)[:MAX_ERROR_CHARS] for e in (result.get("errors") or [])]
+    sources = result.get("sources")
+    if isinstance(sources, dict):
+        outcome.sources = {str(k): v for k, v in sources.items() if isinstance(v, dict)}
 
 
 def outcome_dict(outcome: RunOutcome) -> dict:

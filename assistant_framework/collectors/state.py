@@ -30,6 +30,8 @@ class CollectorState:
     consecutive_failures: int = 0
     runs: int = 0
     cursor: dict = field(default_factory=dict)
+    # Per source (feed URL, calendar name, mail folder): ok, last_ok, last_error, last_error_at, failures, items, skipped.
+    sources: dict = field(default_factory=dict)
 
 
 def state_path(name: str) -> str:
@@ -49,6 +51,8 @@ def load_state(workspace: Workspace, name: str) -> CollectorState:
     values["name"] = name
     if not isinstance(values.get("cursor"), dict):
         values["cursor"] = {}
+    if not isinstance(values.get("sources"), dict):
+        values["sources"] = {}
     try:
         return CollectorState(**values)
     except TypeError:
@@ -73,3 +77,26 @@ def load_cursor(workspace: Workspace, name: str) -> dict:
 def save_cursor(workspace: Workspace, name: str, cursor: dict) -> None:
     """Replace the collector's cursor; never put secrets in it."""
     update_state(workspace, name, cursor=dict(cursor))
+
+
+def merge_sources(previous: dict, report: dict, when: str) -> dict:
+    """The per-source record after a run that reported ``report`` (sources it no longer lists are dropped)."""
+    merged: dict = {}
+    for name, result in report.items():
+        if not isinstance(result, dict):
+            continue
+        before = previous.get(name) if isinstance(previous.get(name), dict) else {}
+        row = {"ok": bool(result.get("ok")), "last_ok": before.get("last_ok"), "last_error": before.get("last_error"),
+               "last_error_at": before.get("last_error_at"), "failures": 0}
+        if row["ok"]:
+            row["last_ok"] = when
+            row["items"] = result.get("items", 0)
+            skipped = result.get("skipped") or []
+            if skipped:
+                row["skipped"] = skipped
+            if result.get("warnings"):
+                row["warnings"] = result["warnings"]
+        else:
+            row.update(last_error=str(result.get("error") or "failed"), last_error_at=when, failures=int(before.get("failures", 0)) + 1)
+        merged[str(name)] = row
+    return merged

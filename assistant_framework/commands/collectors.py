@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 from pathlib import Path
 
@@ -31,8 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("name")
     run.set_defaults(func=cmd_run)
 
-    status = commands.add_parser("status", help="last run, outcome, next run and failures per collector")
+    status = commands.add_parser("status", help="last run, outcome, next run and failures per collector (and per source)")
     _common(status)
+    status.add_argument("name", nargs="?", help="one collector: also list its failing sources with their last error")
+    status.add_argument("--json", action="store_true", help="print everything as JSON")
     status.set_defaults(func=cmd_status)
 
     loop = commands.add_parser("run-loop", help="run the scheduler in the foreground (Ctrl-C stops)")
@@ -108,12 +111,21 @@ def cmd_status(args: argparse.Namespace) -> int:
     config, manager, _ = _open(args)
     tz = zone(_timezone(config))
     rows = manager.status()
+    if args.name:
+        rows = [row for row in rows if row["name"] == args.name]
+        if not rows:
+            print(f"error: no collector named {args.name!r}")
+            return 1
+    if args.json:
+        print(json.dumps(rows[0] if args.name else rows, indent=2, ensure_ascii=False))
+        return 0
     if not rows:
         print("no collectors found")
         return 0
-    header = ["name", "enabled", "outcome", "last start", "duration", "next run", "failures", "error"]
+    header = ["name", "enabled", "outcome", "last start", "duration", "next run", "failures", "sources failing", "error"]
     table = [header]
     for row in rows:
+        sources = row.get("sources") or {}
         table.append(
             [
                 row["name"],
@@ -123,13 +135,33 @@ def cmd_status(args: argparse.Namespace) -> int:
                 "-" if row["duration_s"] is None else f"{row['duration_s']:.2f}s",
                 _local(row["next_run"], tz),
                 str(row["consecutive_failures"]),
+                f"{row.get('failing_sources', 0)}/{len(sources)}" if sources else "-",
                 (row["error"] or "")[:80],
             ]
         )
     widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]
     for line in table:
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)) + "  " + line[-1])
+    if args.name:
+        _print_sources(rows[0].get("sources") or {}, tz)
     return 0
+
+
+def _print_sources(sources: dict, tz) -> None:
+    """The failing sources with their last error, then sources that skipped items."""
+    failing = {k: v for k, v in sources.items() if not v.get("ok")}
+    print()
+    print(f"{len(failing)} of {len(sources)} source(s) failing" if sources else "no per-source results yet")
+    for name, row in sorted(failing.items()):
+        since = f", last ok {_local(row.get('last_ok'), tz)}" if row.get("last_ok") else ", never ok"
+        print(f"  {name}: failed {row.get('failures', 1)} run(s) in a row{since}")
+        print(f"    {row.get('last_error')}")
+    for name, row in sorted(sources.items()):
+        skipped = row.get("skipped") or []
+        if row.get("ok") and skipped:
+            print(f"  {name}: ok, {len(skipped)} item(s) skipped")
+            for item in skipped[:10]:
+                print(f"    {item.get('uid') or '(no UID)'}: {item.get('reason')}")
 
 
 def _local(iso: str | None, tz) -> str:

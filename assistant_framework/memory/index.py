@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..workspace import Workspace
+from .cjk import has_cjk
 from .log import safe_conversation_id
 from .rowkeys import content_hash, date_words, default_time, scope_token, slot_range
 from .sources import DEFAULT_SOURCES, Entry, file_entries, is_appendable, jsonl_entries, source_for, time_to_ts, walk_roots
@@ -34,7 +35,7 @@ from .sources import DEFAULT_SOURCES, Entry, file_entries, is_appendable, jsonl_
 log = logging.getLogger(__name__)
 
 INDEX_PATH = "memory/index.sqlite3"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _TAIL = 256
 
 _SCHEMA = """
@@ -51,6 +52,7 @@ CREATE INDEX IF NOT EXISTS entries_conv_ts ON entries(conversation, ts);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, date, scope, tokenize='porter unicode61');
 CREATE TABLE IF NOT EXISTS segments (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, conversation TEXT);
 CREATE VIRTUAL TABLE IF NOT EXISTS segfts USING fts5(body, tokenize='porter unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS cjkfts USING fts5(body, tokenize='trigram');
 CREATE TABLE IF NOT EXISTS slots (conversation TEXT PRIMARY KEY, slot INTEGER UNIQUE NOT NULL);
 CREATE TABLE IF NOT EXISTS vectors (hash TEXT, model TEXT, vec BLOB, PRIMARY KEY (hash, model));
 """
@@ -123,7 +125,7 @@ class MemoryIndex:
             columns = {r[1] for r in self.conn.execute("PRAGMA table_info(fts)")} if "fts" in tables else set()
             if tables and (row is None or int(row[0]) != SCHEMA_VERSION or columns != {"body", "date", "scope"}):
                 # An index from another version is only a cache: drop it and read the files again.
-                for name in ("fts", "segfts", "segments", "entries", "files", "vectors", "slots", "meta"):
+                for name in ("fts", "segfts", "cjkfts", "segments", "entries", "files", "vectors", "slots", "meta"):
                     self.conn.execute(f"DROP TABLE IF EXISTS {name}")
             self.conn.executescript(_SCHEMA)
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
@@ -162,6 +164,7 @@ class MemoryIndex:
         self.conn.execute("DELETE FROM files")
         self.conn.execute("DELETE FROM segments")
         self.conn.execute("DELETE FROM segfts")
+        self.conn.execute("DELETE FROM cjkfts")
         self.conn.execute("DELETE FROM slots")
 
     def rebuild(self) -> int:
@@ -229,6 +232,7 @@ class MemoryIndex:
             self.conn.execute("BEGIN")
             ids = [r[0] for r in self.conn.execute("SELECT id FROM entries WHERE source=?", (source,))]
             self.conn.executemany("DELETE FROM fts WHERE rowid=?", ((i,) for i in ids))
+            self.conn.executemany("DELETE FROM cjkfts WHERE rowid=?", ((i,) for i in ids))
             self.conn.execute("DELETE FROM entries WHERE source=?", (source,))
             self.conn.execute("DELETE FROM files WHERE source=?", (source,))
             self.conn.execute("COMMIT")
@@ -344,6 +348,9 @@ class MemoryIndex:
                 "INSERT INTO fts (rowid, body, date, scope) VALUES (?, ?, ?, ?)",
                 (row_id, e.text, date_words(e.time), scope_token(conversation)),
             )
+            if has_cjk(e.text):
+                # The word index cannot split CJK text into words; the trigram index finds substrings.
+                cur.execute("INSERT INTO cjkfts (rowid, body) VALUES (?, ?)", (row_id, e.text))
 
     def _slot(self, conversation: str | None, create: bool = False) -> int | None:
         """The id slot of a conversation (0 for owner data); None when unknown and not created."""
@@ -389,6 +396,7 @@ class MemoryIndex:
         self._delete_segment(rel)
         ids = [r[0] for r in self.conn.execute("SELECT id FROM entries WHERE path=?", (rel,))]
         self.conn.executemany("DELETE FROM fts WHERE rowid=?", ((i,) for i in ids))
+        self.conn.executemany("DELETE FROM cjkfts WHERE rowid=?", ((i,) for i in ids))
         self.conn.execute("DELETE FROM entries WHERE path=?", (rel,))
 
     def _remove(self, rel: str) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
+from .cjk import cjk_pieces
 from .index import MemoryIndex
 from .rowkeys import slot_of, slot_range
 from .log import safe_conversation_id
@@ -218,6 +219,42 @@ def bm25_candidates(
     return [Candidate(*row[:9], bm25=row[9]) for row in rows[:limit]]
 
 
+def cjk_candidates(index: MemoryIndex, substrings: list[str], short: list[str], scope: Scope, limit: int) -> list[Candidate]:
+    """Rows whose CJK text contains the query's CJK pieces (trigram index; 1-2 characters by a scan of the CJK rows)."""
+    where, params = _scope_sql(scope)
+    scores: dict[int, Candidate] = {}
+    if substrings:
+        rows = index.query(
+            f"SELECT {_COLUMNS}, -bm25(cjkfts) AS s FROM cjkfts CROSS JOIN entries e ON e.id = cjkfts.rowid "
+            f"WHERE cjkfts MATCH ?{where} ORDER BY s DESC LIMIT ?",
+            (or_terms(substrings), *params, limit),
+        )
+        for row in rows:
+            scores[row[0]] = Candidate(*row[:9], bm25=row[9])
+    for piece in short:
+        # The trigram index cannot look up fewer than 3 characters: scan the CJK rows' text.
+        rows = index.query(
+            f"SELECT {_COLUMNS}, 1.0 FROM cjkfts CROSS JOIN entries e ON e.id = cjkfts.rowid "
+            f"WHERE instr(e.text, ?) > 0{where} ORDER BY e.id DESC LIMIT ?",
+            (piece, *params, limit),
+        )
+        for row in rows:
+            found = scores.setdefault(row[0], Candidate(*row[:9], bm25=0.0))
+            found.bm25 += row[9]
+    return sorted(scores.values(), key=lambda c: -c.bm25)[:limit]
+
+
+def merge_candidates(words: list[Candidate], cjk: list[Candidate]) -> list[Candidate]:
+    """Word-index and CJK matches together; a row found by both adds its scores."""
+    merged = {c.id: c for c in words}
+    for c in cjk:
+        if c.id in merged:
+            merged[c.id].bm25 += c.bm25
+        else:
+            merged[c.id] = c
+    return list(merged.values())
+
+
 def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candidate], max_slots: int = 4) -> dict[str, float]:
     """BM25 of whole conversation-days (segments) for the query, for the candidates' log files.
 
@@ -349,12 +386,16 @@ def search(
     """Ranked hits for ``query`` inside ``scope``; rows dated within ``prefer`` rank higher."""
     ranking = ranking or Ranking()
     terms = query_terms(query)
-    if not terms:
+    substrings, short = cjk_pieces(query)
+    if not terms and not substrings and not short:
         found = recent_entries(index, scope, limit) if (scope.since or scope.until) else []
     else:
         candidates = bm25_candidates(
             index, terms, scope, max(ranking.candidates, limit * 5), ranking.date_weight, ranking.newest_cap
         )
+        if substrings or short:
+            candidates = merge_candidates(candidates, cjk_candidates(index, substrings, short, scope, max(ranking.candidates, limit * 5)))
+            terms = terms + substrings + short
         if similarity is not None and ranking.semantic_weight > 0 and candidates:
             fuse_semantic(candidates, similarity(query, candidates), ranking.semantic_weight)
         head = sorted(candidates, key=lambda c: -c.bm25)[: max(limit * 2, 20)]

@@ -7,17 +7,21 @@ user configured them explicitly.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
-import requests
+from assistant_framework.collectors.fetch import FetchError, fetch, fetch_all
 
-from .events import changes, expand, parse_calendar, sort_key, window
+from .events import Skipped, reason_text, changes, expand, parse_calendar, sort_key, window
 from .render import upcoming_markdown
 
 NAME = "calendar"
 BASE = f"collectors/{NAME}"
+SOURCES = f"{BASE}/sources"
 
 CONFIG_SCHEMA = {
     "type": "object",
@@ -60,7 +64,12 @@ def register_collector(config: dict) -> dict:
 
 
 def source_list(config: dict) -> list[dict]:
-    """Normalise ``sources`` to ``{"url"|"path", "name"}`` dicts."""
+    """Normalise ``sources`` to ``{"url"|"path", "name"}`` dicts with unique names.
+
+    The name keys a source's last known events, so it must be unique: the configured
+    name, else the file name plus a hash of the whole URL or path (every Google
+    Calendar URL ends in ``basic.ics``).
+    """
     out = []
     for item in config.get("sources") or []:
         if isinstance(item, str):
@@ -68,24 +77,52 @@ def source_list(config: dict) -> list[dict]:
             out.append({key: item, "name": ""})
         else:
             out.append(dict(item))
+    taken: set[str] = set()
     for source in out:
-        source["name"] = source.get("name") or Path(source.get("path") or source.get("url", "")).stem or "calendar"
+        where = source.get("path") or source.get("url", "")
+        name = source.get("name") or f"{Path(where.split('?', 1)[0]).stem or 'calendar'}-{_short_hash(where)}"
+        if name in taken:
+            name = f"{name}-{_short_hash(where)}"
+        taken.add(name)
+        source["name"] = name
     return out
 
 
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
 def read_source(source: dict, timeout: float) -> bytes:
-    """The raw ICS bytes of one source; OSError/requests errors name it."""
+    """The raw ICS bytes of one source; OSError names what went wrong (the caller adds the source)."""
     if "path" in source:
         return Path(source["path"]).expanduser().read_bytes()
     url = source["url"].replace("webcal://", "https://", 1)
-    response = requests.get(url, timeout=(min(timeout, 10.0), timeout), headers={"Accept": "text/calendar, */*;q=0.5"})
-    if response.status_code >= 400:
-        raise OSError(f"HTTP {response.status_code}")
-    return response.content
+    try:
+        answer = fetch(url, timeout=timeout, headers={"Accept": "text/calendar, */*;q=0.5"})
+    except FetchError as exc:
+        raise OSError(str(exc)) from None
+    if answer.status >= 400:
+        raise OSError(f"HTTP {answer.status}")
+    return answer.content
+
+
+def _label(source: dict) -> str:
+    """How errors name a source: its name and path, or its URL without the query (tokens live there)."""
+    if source.get("path"):
+        return f"{source['name']} ({source['path']})"
+    # Secret calendar URLs carry their token in the path or query: show host and file name only.
+    url = urlsplit(str(source.get("url", "")))
+    tail = url.path.rsplit("/", 1)[-1]
+    return f"{source['name']} ({url.scheme}://{url.netloc}/{'…/' if url.path.count('/') > 1 else ''}{tail})"
 
 
 def collect(workspace, config: dict, now: datetime | None = None) -> dict:
-    """Expand every source over the window and write events.json and upcoming.md."""
+    """Expand every source over the window and write events.json and upcoming.md.
+
+    Sources are fetched in a small pool; each one's events are saved to
+    ``sources/<name>.json`` as soon as they are parsed, so a failing or slow
+    source keeps its last known events and costs the others nothing.
+    """
     tz_name = config.get("timezone") or "UTC"
     tz = ZoneInfo(tz_name)
     now = (now or datetime.now(tz)).astimezone(tz)
@@ -93,26 +130,75 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
     start, end = window(now, days)
     timeout = float(config.get("fetch_timeout_seconds", 20))
     sources = source_list(config)
+    previous = workspace.read_json(f"{BASE}/events.json", default=[]) or []
+    today = start.date().isoformat()
     events: list[dict] = []
     errors: list[str] = []
-    failed_names: set[str] = set()
-    for source in sources:
-        label = source.get("path") or source.get("url")
-        try:
-            cal = parse_calendar(read_source(source, timeout), label)
-            events.extend(expand(cal, start, end, tz, source["name"]))
-        except (OSError, ValueError, requests.RequestException) as exc:
-            errors.append(f"calendar {label}: {exc}" if str(label) not in str(exc) else str(exc))
-            failed_names.add(source["name"])
-    if sources and len(errors) == len(sources):
+    report: dict[str, dict] = {}
+    failed = 0
+    skipped_total = 0
+
+    def work(source: dict) -> tuple[list[dict], list[Skipped]]:
+        cal = parse_calendar(read_source(source, timeout), _label(source))
+        return expand(cal, start, end, tz, source["name"])
+
+    for source, result, error in fetch_all(sources, work):
+        name = source["name"]
+        if error is not None:
+            failed += 1
+            message = str(error) if isinstance(error, ValueError) and _label(source) in str(error) else f"calendar {_label(source)}: {reason_text(error)}"
+            errors.append(message)
+            report[name] = {"ok": False, "error": message}
+            events.extend(_last_known(workspace, name, previous, today))
+            continue
+        found, skipped = result
+        for bad in skipped:
+            errors.append(f"calendar {_label(source)}: event {bad.uid or '(no UID)'} skipped: {bad.reason}")
+        skipped_total += len(skipped)
+        _save_source(workspace, name, found)
+        report[name] = {"ok": True, "error": None, "items": len(found), "skipped": [{"uid": b.uid, "reason": b.reason} for b in skipped]}
+        events.extend(found)
+    if sources and failed == len(sources):
         raise RuntimeError("every calendar source failed: " + "; ".join(errors))
-    previous = workspace.read_json(f"{BASE}/events.json", default=[]) or []
-    # A source that failed this run keeps its last known events, so they neither vanish
-    # from the digest nor come back as "new" when the source recovers.
-    today = start.date().isoformat()
-    events.extend(e for e in previous if isinstance(e, dict) and e.get("calendar") in failed_names and str(e.get("end", ""))[:10] >= today)
+    events = _unique(events)
     events.sort(key=sort_key)
     new_items = changes(previous, events)
     workspace.write_json(f"{BASE}/events.json", events)
     workspace.write_text(f"{BASE}/upcoming.md", upcoming_markdown(events, start, days, tz_name))
-    return {"new_items": new_items, "summary": f"{len(events)} events in the next {days} days, {len(new_items)} new or changed", "errors": errors}
+    summary = f"{len(events)} events in the next {days} days, {len(new_items)} new or changed"
+    if skipped_total:
+        summary += f", {skipped_total} broken event(s) skipped"
+    if failed:
+        summary += f", {failed}/{len(sources)} source(s) failed"
+    return {"new_items": new_items, "summary": summary, "errors": errors, "sources": report}
+
+
+def _last_known(workspace, name: str, previous: list, today: str) -> list[dict]:
+    """A failed source's events from its last good run (its own file, else events.json), still current."""
+    saved = workspace.read_json(f"{SOURCES}/{_file_name(name)}.json", default=None)
+    known = saved.get("events") if isinstance(saved, dict) and isinstance(saved.get("events"), list) else previous
+    return [e for e in known if isinstance(e, dict) and e.get("calendar") == name and str(e.get("end", ""))[:10] >= today]
+
+
+def _save_source(workspace, name: str, events: list[dict]) -> None:
+    """The source's events as last known (rewritten only when they changed)."""
+    rel = f"{SOURCES}/{_file_name(name)}.json"
+    saved = workspace.read_json(rel, default=None)
+    if not (isinstance(saved, dict) and saved.get("events") == events):
+        workspace.write_json(rel, {"name": name, "events": events})
+
+
+def _unique(events: list[dict]) -> list[dict]:
+    seen: set[tuple] = set()
+    out = []
+    for event in events:
+        key = (event.get("calendar"), event.get("uid"), event.get("start"), event.get("summary"))
+        if key not in seen:
+            seen.add(key)
+            out.append(event)
+    return out
+
+
+def _file_name(name: str) -> str:
+    """A source name as one safe file name segment."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or f"source-{_short_hash(name)}"

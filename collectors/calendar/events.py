@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
@@ -9,12 +10,32 @@ import icalendar
 import recurring_ical_events
 
 
+MAX_REASON_CHARS = 200
+
+
+@dataclass
+class Skipped:
+    """One event that could not be expanded: its UID and why (the rest of its calendar is kept)."""
+
+    uid: str
+    reason: str
+
+
 def parse_calendar(data: bytes, source: str) -> icalendar.Calendar:
-    """Parse ICS bytes; ValueError naming the source when they are not a calendar."""
+    """Parse ICS bytes (several VCALENDARs or a bare VEVENT too); ValueError naming the source otherwise."""
     try:
-        return icalendar.Calendar.from_ical(data)
-    except ValueError as exc:
-        raise ValueError(f"calendar {source}: not valid iCalendar data: {exc}") from None
+        parts = icalendar.Calendar.from_ical(data, multiple=True)
+    except Exception as exc:  # noqa: BLE001 - the parser raises more than ValueError on broken input
+        raise ValueError(f"calendar {source}: not valid iCalendar data: {reason_text(exc)}") from None
+    if len(parts) == 1 and parts[0].name == "VCALENDAR":
+        return parts[0]
+    merged = icalendar.Calendar()
+    for part in parts:
+        for component in part.subcomponents if part.name == "VCALENDAR" else [part]:
+            merged.add_component(component)
+    if not merged.subcomponents:
+        raise ValueError(f"calendar {source}: not valid iCalendar data: no calendar components")
+    return merged
 
 
 def window(now: datetime, days: int) -> tuple[datetime, datetime]:
@@ -23,18 +44,70 @@ def window(now: datetime, days: int) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=days)
 
 
-def expand(cal: icalendar.Calendar, start: datetime, end: datetime, tz: ZoneInfo, calendar_name: str) -> list[dict]:
-    """Occurrences (RRULE, EXDATE, RECURRENCE-ID applied) overlapping the window, as records."""
-    records = []
-    for event in recurring_ical_events.of(cal).between(start, end):
-        record = event_record(event, tz)
+def expand(cal: icalendar.Calendar, start: datetime, end: datetime, tz: ZoneInfo, calendar_name: str) -> tuple[list[dict], list[Skipped]]:
+    """Occurrences (RRULE, EXDATE, RECURRENCE-ID applied) overlapping the window, and the skipped events.
+
+    The whole calendar is expanded at once; when that fails, each UID (with its
+    moved occurrences and the calendar's time zones) is expanded on its own, so
+    one broken event costs only itself.
+    """
+    try:
+        occurrences = list(recurring_ical_events.of(cal).between(start, end))
+    except Exception:  # noqa: BLE001 - any error of one event must not cost the others
+        return _expand_per_uid(cal, start, end, tz, calendar_name)
+    return _records(occurrences, tz, calendar_name)
+
+
+def _expand_per_uid(cal: icalendar.Calendar, start: datetime, end: datetime, tz: ZoneInfo, calendar_name: str) -> tuple[list[dict], list[Skipped]]:
+    timezones = [c for c in cal.subcomponents if c.name == "VTIMEZONE"]
+    groups: dict[str, list] = {}
+    for index, event in enumerate(cal.walk("VEVENT")):
+        groups.setdefault(_uid(event) or f"#{index}", []).append(event)
+    records: list[dict] = []
+    skipped: list[Skipped] = []
+    for key, events in groups.items():
+        one = icalendar.Calendar()
+        for component in [*timezones, *events]:
+            one.add_component(component)
+        try:
+            occurrences = list(recurring_ical_events.of(one).between(start, end))
+        except Exception as exc:  # noqa: BLE001
+            skipped.append(Skipped(uid="" if key.startswith("#") else key, reason=reason_text(exc)))
+            continue
+        got, bad = _records(occurrences, tz, calendar_name)
+        records.extend(got)
+        skipped.extend(bad)
+    return records, skipped
+
+
+def _records(occurrences: list, tz: ZoneInfo, calendar_name: str) -> tuple[list[dict], list[Skipped]]:
+    records: list[dict] = []
+    skipped: dict[str, Skipped] = {}
+    for event in occurrences:
+        try:
+            record = event_record(event, tz)
+        except Exception as exc:  # noqa: BLE001
+            uid = _uid(event)
+            skipped.setdefault(uid, Skipped(uid=uid, reason=reason_text(exc)))
+            continue
         if record is not None:
             record["calendar"] = calendar_name
             records.append(record)
-    return records
+    return records, list(skipped.values())
+
+
+def _uid(event) -> str:
+    value = event.get("UID", "")
+    return str(value[0] if isinstance(value, list) and value else value or "")
+
+
+def reason_text(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
 def event_record(event, tz: ZoneInfo) -> dict | None:
+    """One occurrence as a record; raises on a broken DTSTART/DTEND (the caller skips the event)."""
     dtstart = event.get("DTSTART")
     if dtstart is None:
         return None

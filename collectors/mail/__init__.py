@@ -64,6 +64,7 @@ def collect(workspace, config: dict) -> dict:
     folder_cursors: dict = cursor.setdefault("folders", {})
     new_items: list[dict] = []
     errors: list[str] = []
+    report: dict[str, dict] = {}
     conn = connect(config)
     try:
         for folder in folders:
@@ -71,14 +72,25 @@ def collect(workspace, config: dict) -> dict:
                 batch = fetch_new(conn, folder, folder_cursors.get(folder, {}), limit)
             except (LookupError, imaplib.IMAP4.error, OSError) as exc:
                 errors.append(f"folder {folder!r}: {exc}")
+                report[folder] = {"ok": False, "error": f"folder {folder!r}: {exc}"}
                 continue
             if batch.reset:
                 errors.append(f"folder {folder!r}: UIDVALIDITY changed to {batch.uidvalidity}; collecting it again from the start")
             last_uid = 0 if batch.reset else int(folder_cursors.get(folder, {}).get("last_uid", 0))
+            skipped = []
             for uid, raw in batch.messages:
-                item = _store(workspace, parse(raw), folder, uid, batch.uidvalidity, tz, body_limit)
+                try:
+                    item = _store(workspace, parse(raw), folder, uid, batch.uidvalidity, tz, body_limit, batch.received.get(uid))
+                except Exception as exc:  # noqa: BLE001 - one unreadable message must not cost the folder
+                    errors.append(f"folder {folder!r}: message UID {uid} skipped: {type(exc).__name__}: {exc}")
+                    skipped.append({"uid": str(uid), "reason": f"{type(exc).__name__}: {exc}"[:200]})
+                    last_uid = max(last_uid, uid)
+                    continue
+                if item.get("replacement_chars"):
+                    errors.append(f"folder {folder!r}: message UID {uid}: {item['replacement_chars']} undecodable character(s) replaced with U+FFFD")
                 new_items.append(item)
                 last_uid = max(last_uid, uid)
+            report[folder] = {"ok": True, "error": None, "items": len(batch.messages) - len(skipped), "skipped": skipped}
             folder_cursors[folder] = {"uidvalidity": batch.uidvalidity, "last_uid": last_uid}
             # Saved per folder so a later failure does not re-deliver this folder's mail.
             save_cursor(workspace, NAME, cursor)
@@ -87,11 +99,11 @@ def collect(workspace, config: dict) -> dict:
     failed = [e for e in errors if "UIDVALIDITY changed" not in e]
     if folders and len(failed) == len(folders):
         raise RuntimeError("every mail folder failed: " + "; ".join(failed))
-    return {"new_items": new_items, "summary": f"{len(new_items)} new messages in {len(folders)} folders", "errors": errors}
+    return {"new_items": new_items, "summary": f"{len(new_items)} new messages in {len(folders)} folders", "errors": errors, "sources": report}
 
 
-def _store(workspace, msg, folder: str, uid: int, uidvalidity: int, tz: ZoneInfo, body_limit: int) -> dict:
-    text, record = render(msg, folder=folder, uid=uid, tz=tz, body_limit=body_limit)
+def _store(workspace, msg, folder: str, uid: int, uidvalidity: int, tz: ZoneInfo, body_limit: int, received=None) -> dict:
+    text, record = render(msg, folder=folder, uid=uid, tz=tz, body_limit=body_limit, received=received)
     day = record["date"][:10] if record["date"] else "undated"
     rel = f"{BASE}/{folder_slug(folder)}/{day}-{uid}.md"
     workspace.write_text(rel, text)

@@ -6,7 +6,8 @@ import imaplib
 import os
 import re
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
 DEFAULT_PORTS = {"tls": 993, "starttls": 143, "plain": 143}
 
@@ -23,6 +24,25 @@ class FolderBatch:
     uidvalidity: int
     messages: list[tuple[int, bytes]]
     reset: bool  # UIDVALIDITY changed: the old cursor no longer applies
+    received: dict[int, datetime] = field(default_factory=dict)  # uid -> INTERNALDATE (when the server sent it)
+
+
+_INTERNALDATE = re.compile(rb'INTERNALDATE "([^"]+)"')
+
+
+def internaldate(parts: list) -> datetime | None:
+    """The INTERNALDATE of a FETCH answer (it may come before or after the literal); None if absent."""
+    for piece in parts or []:
+        for chunk in piece if isinstance(piece, tuple) else (piece,):
+            if not isinstance(chunk, bytes) or b"INTERNALDATE" not in chunk[:400] + chunk[-400:]:
+                continue
+            match = _INTERNALDATE.search(chunk[:400]) or _INTERNALDATE.search(chunk[-400:])
+            if match:
+                try:
+                    return datetime.strptime(match.group(1).decode("ascii").strip(), "%d-%b-%Y %H:%M:%S %z")
+                except ValueError:
+                    return None
+    return None
 
 
 def password_from(config: dict) -> str:
@@ -102,13 +122,18 @@ def fetch_new(conn: imaplib.IMAP4, folder: str, cursor: dict, limit: int) -> Fol
     # "n:*" always matches the highest UID even when it is below n, so filter.
     uids = sorted(int(u) for u in (data[0] or b"").split() if int(u) > last_uid)[:limit]
     messages = []
+    received: dict[int, datetime] = {}
     for uid in uids:
         # BODY.PEEK leaves the \Seen flag alone: collecting must not mark mail as read.
-        status, parts = conn.uid("FETCH", str(uid), "(BODY.PEEK[])")
+        # INTERNALDATE (when the server got it) dates mail without a Date header.
+        status, parts = conn.uid("FETCH", str(uid), "(INTERNALDATE BODY.PEEK[])")
         raw = next((p[1] for p in parts or [] if isinstance(p, tuple) and len(p) == 2), None)
         if status == "OK" and raw is not None:
             messages.append((uid, raw))
-    return FolderBatch(folder=folder, uidvalidity=uidvalidity, messages=messages, reset=reset)
+            when = internaldate(parts)
+            if when is not None:
+                received[uid] = when
+    return FolderBatch(folder=folder, uidvalidity=uidvalidity, messages=messages, reset=reset, received=received)
 
 
 def logout(conn: imaplib.IMAP4) -> None:

@@ -8,15 +8,17 @@ collector cursor in ``state/collectors/rss.json``.
 from __future__ import annotations
 
 import hashlib
+import io
 from datetime import datetime
+from urllib.parse import urljoin
 from zoneinfo import ZoneInfo
 
 import feedparser
-import requests
 
+from assistant_framework.collectors.fetch import FetchError, fetch, fetch_all
 from assistant_framework.collectors.state import load_cursor, save_cursor
 
-from .render import digest_lines, entry_text
+from .render import clean_text, digest_lines, entry_text
 
 NAME = "rss"
 BASE = f"collectors/{NAME}"
@@ -77,7 +79,12 @@ def feed_list(config: dict) -> list[dict]:
 
 
 def collect(workspace, config: dict, now: datetime | None = None) -> dict:
-    """One run over every feed; per-feed failures are reported, not raised."""
+    """One run over every feed; per-feed failures are reported, not raised.
+
+    Feeds are fetched in a small pool, each within ``fetch_timeout_seconds`` from connect
+    to last byte; each feed's entries, digest lines and cursor are saved as soon as it
+    is parsed, so a slow feed never costs the others.
+    """
     tz = ZoneInfo(config.get("timezone") or "UTC")
     now = (now or datetime.now(tz)).astimezone(tz)
     cursor = load_cursor(workspace, NAME)
@@ -85,16 +92,29 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
     status = workspace.read_json(f"{BASE}/feeds.json", default={}) or {}
     new_items: list[dict] = []
     errors: list[str] = []
+    report: dict[str, dict] = {}
     feeds = feed_list(config)
-    for feed in feeds:
+    order = {feed["url"]: index for index, feed in enumerate(feeds)}
+    day = now.date().isoformat()
+    digest_rel = f"{BASE}/{day}.md"
+    digest_before = workspace.read_text(digest_rel, default=f"# Feeds digest {day}\n")
+    stamp = now.isoformat(timespec="seconds")
+
+    def work(feed: dict) -> tuple[list[dict], dict, dict]:
+        state = dict(feeds_cursor.get(feed["url"], {}))
+        items, info = fetch_feed(feed, state, config)
+        return items, state, info
+
+    for feed, result, error in fetch_all(feeds, work):
         url = feed["url"]
-        state = feeds_cursor.setdefault(url, {})
-        try:
-            items = fetch_feed(feed, state, config)
-        except FeedError as exc:
-            errors.append(str(exc))
-            status[url] = {**status.get(url, {}), "name": feed["name"] or status.get(url, {}).get("name", ""), "last_error": str(exc), "last_error_at": now.isoformat(timespec="seconds")}
+        if error is not None:
+            message = str(error) if isinstance(error, FeedError) else f"feed {url}: {type(error).__name__}: {error}"
+            errors.append(message)
+            report[url] = {"ok": False, "error": message}
+            status[url] = {**status.get(url, {}), "name": feed["name"] or status.get(url, {}).get("name", ""), "last_error": message, "last_error_at": stamp}
+            workspace.write_json(f"{BASE}/feeds.json", status)
             continue
+        items, state, info = result
         seen = set(state.get("seen", []))
         fresh = []
         for item in items:
@@ -103,29 +123,33 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
                 fresh.append(item)
         fresh = fresh[: int(config.get("max_items_per_feed", 50))]
         state["seen"] = (state.get("seen", []) + [item["id"] for item in fresh])[-SEEN_LIMIT:]
+        # Entries are persisted before the cursor, so a crash re-delivers rather than loses.
+        for item in fresh:
+            workspace.append_jsonl(f"{BASE}/items.jsonl", item)
         new_items.extend(fresh)
-        status[url] = {"name": items[0]["feed"] if items else feed["name"] or status.get(url, {}).get("name", url), "last_ok": now.isoformat(timespec="seconds"), "last_error": None, "new": len(fresh)}
-    # Entries are persisted before the cursor, so a crash re-delivers rather than loses.
-    for item in new_items:
-        workspace.append_jsonl(f"{BASE}/items.jsonl", item)
-    if new_items:
-        day = now.date().isoformat()
-        rel = f"{BASE}/{day}.md"
-        existing = workspace.read_text(rel, default=f"# Feeds digest {day}\n")
-        workspace.write_text(rel, existing.rstrip("\n") + "\n\n" + "\n".join(digest_lines(new_items, now)) + "\n")
-    workspace.write_json(f"{BASE}/feeds.json", status)
-    save_cursor(workspace, NAME, cursor)
-    if feeds and len(errors) == len(feeds):
+        if fresh:
+            new_items.sort(key=lambda i: order.get(i["feed_url"], len(order)))
+            workspace.write_text(digest_rel, digest_before.rstrip("\n") + "\n\n" + "\n".join(digest_lines(new_items, now)) + "\n")
+        feeds_cursor[url] = state
+        save_cursor(workspace, NAME, cursor)
+        for warning in info.get("warnings", []):
+            errors.append(f"feed {url}: {warning}")
+        report[url] = {"ok": True, "error": None, "items": len(fresh), **({"warnings": info["warnings"]} if info.get("warnings") else {})}
+        status[url] = {"name": items[0]["feed"] if items else feed["name"] or status.get(url, {}).get("name", url), "last_ok": stamp, "last_error": None,
+                       "new": len(fresh), **({"encoding": info["encoding"]} if info.get("encoding") else {})}
+        workspace.write_json(f"{BASE}/feeds.json", status)
+    failed = sum(1 for r in report.values() if not r["ok"])
+    if feeds and failed == len(feeds):
         raise RuntimeError("every feed failed: " + "; ".join(errors))
-    return {"new_items": new_items, "summary": f"{len(new_items)} new entries from {len(feeds) - len(errors)}/{len(feeds)} feeds", "errors": errors}
+    return {"new_items": new_items, "summary": f"{len(new_items)} new entries from {len(feeds) - failed}/{len(feeds)} feeds", "errors": errors, "sources": report}
 
 
 class FeedError(Exception):
     """One feed could not be fetched or parsed; the message names its URL."""
 
 
-def fetch_feed(feed: dict, state: dict, config: dict) -> list[dict]:
-    """Entries of one feed (empty when unchanged: 304); updates ETag/Last-Modified in ``state``."""
+def fetch_feed(feed: dict, state: dict, config: dict) -> tuple[list[dict], dict]:
+    """Entries of one feed (empty when unchanged: 304) and notes (encoding, warnings); updates ETag/Last-Modified in ``state``."""
     url = feed["url"]
     headers = {"User-Agent": USER_AGENT, "Accept": "application/rss+xml, application/atom+xml, application/xml;q=0.9, */*;q=0.5"}
     if state.get("etag"):
@@ -134,38 +158,64 @@ def fetch_feed(feed: dict, state: dict, config: dict) -> list[dict]:
         headers["If-Modified-Since"] = state["last_modified"]
     timeout = float(config.get("fetch_timeout_seconds", 20))
     try:
-        response = requests.get(url, headers=headers, timeout=(min(timeout, 10.0), timeout))
-    except requests.RequestException as exc:
-        raise FeedError(f"feed {url}: fetch failed: {type(exc).__name__}: {exc}") from None
-    if response.status_code == 304:
-        return []
-    if response.status_code >= 400:
-        raise FeedError(f"feed {url}: HTTP {response.status_code}")
-    parsed = feedparser.parse(response.content, response_headers={k.lower(): v for k, v in response.headers.items()})
+        answer = fetch(url, timeout=timeout, headers=headers)
+    except FetchError as exc:
+        raise FeedError(f"feed {url}: {exc}") from None
+    if answer.status == 304:
+        return [], {}
+    if answer.status >= 400:
+        raise FeedError(f"feed {url}: HTTP {answer.status}")
+    # The document URL resolves relative links (feedparser reads it from Content-Location).
+    response_headers = {**answer.headers, "content-location": urljoin(answer.url, answer.headers.get("content-location", ""))}
+    # A byte stream, never a string: feedparser treats strings as URLs or file paths.
+    parsed = feedparser.parse(io.BytesIO(answer.content), response_headers=response_headers)
     if parsed.get("bozo") and not parsed.entries:
         reason = parsed.get("bozo_exception")
         raise FeedError(f"feed {url}: not a valid RSS/Atom feed: {reason}")
     if not parsed.get("version") and not parsed.entries:
         raise FeedError(f"feed {url}: not a valid RSS/Atom feed (no entries, unknown format)")
-    state["etag"] = response.headers.get("ETag")
-    state["last_modified"] = response.headers.get("Last-Modified")
-    name = feed["name"] or parsed.feed.get("title") or url
+    state["etag"] = answer.headers.get("etag")
+    state["last_modified"] = answer.headers.get("last-modified")
+    name = feed["name"] or clean_text(parsed.feed.get("title") or "", parsed.feed.get("title_detail")) or url
     chars = int(config.get("summary_chars", 300))
-    return [entry_record(entry, name, url, chars) for entry in parsed.entries]
+    base = response_headers["content-location"]
+    return [entry_record(entry, name, url, chars, base) for entry in parsed.entries], encoding_notes(parsed, answer.headers)
 
 
-def entry_record(entry, feed_name: str, feed_url: str, summary_chars: int) -> dict:
-    """A plain dict for one feed entry, with a stable id."""
-    entry_id = entry.get("id") or entry.get("link")
+def encoding_notes(parsed, headers: dict) -> dict:
+    """The encoding feedparser used, and a warning when it had to guess (no declaration, or a wrong one)."""
+    encoding = str(parsed.get("encoding") or "")
+    warnings = []
+    exc = parsed.get("bozo_exception")
+    if exc is not None and type(exc).__name__ in ("CharacterEncodingOverride", "CharacterEncodingUnknown", "NonXMLContentType"):
+        if type(exc).__name__ != "NonXMLContentType":
+            warnings.append(f"encoding not declared or wrong; read as {encoding or 'unknown'}")
+    return {"encoding": encoding, "warnings": warnings}
+
+
+def entry_record(entry, feed_name: str, feed_url: str, summary_chars: int, base_url: str = "") -> dict:
+    """A plain dict for one feed entry, with a stable id; every text field is plain text, links absolute."""
+    title = clean_text(entry.get("title") or "", entry.get("title_detail")) or "(untitled)"
+    summary_html = entry.get("summary") or ""
+    link = entry.get("link") or ""
+    if link:
+        link = urljoin(base_url or feed_url, link)
+    entry_id = entry.get("id") or link
     if not entry_id:
-        basis = f"{feed_url}|{entry.get('title', '')}|{entry.get('published', entry.get('updated', ''))}"
+        # No id and no link: title, date and the content together (two posts may share a title and date).
+        content = " ".join(c.get("value", "") for c in entry.get("content") or [] if isinstance(c, dict))
+        basis = f"{feed_url}|{title}|{entry.get('published') or entry.get('updated') or ''}|{summary_html}|{content}"
         entry_id = "sha1:" + hashlib.sha1(basis.encode("utf-8")).hexdigest()
-    return {
+    author = clean_text(entry.get("author") or "")
+    record = {
         "id": entry_id,
         "feed": feed_name,
         "feed_url": feed_url,
-        "title": " ".join(str(entry.get("title") or "(untitled)").split()),
-        "link": entry.get("link") or "",
+        "title": title,
+        "link": link,
         "published": entry.get("published") or entry.get("updated") or "",
-        "summary": entry_text(entry.get("summary") or "", summary_chars),
+        "summary": entry_text(summary_html, summary_chars),
     }
+    if author:
+        record["author"] = author
+    return record

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from assistant_framework.html_text import html_to_text
+
+
+# Tags, comments or character references: markup even where the feed calls the field plain text.
+_MARKUP = re.compile(r"<[A-Za-z!/?]|&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
+
+
+def clean_text(value: str, detail: object = None) -> str:
+    """A title, author or name as one line of plain text (HTML declared or evident turned into text)."""
+    text = str(value or "")
+    kind = str(detail.get("type", "")) if isinstance(detail, dict) else ""
+    if "html" in kind or _MARKUP.search(text):
+        text = html_to_text(text, links=False)
+    return " ".join(text.split())
 
 
 def entry_text(summary: str, limit: int) -> str:

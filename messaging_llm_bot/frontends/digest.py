@@ -6,9 +6,10 @@ No model call and no tokens: everything is read from the workspace stores and co
 from __future__ import annotations
 
 import logging
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
+from assistant_framework.collectors.days import covered_days, parse_moment
 from assistant_framework.stores.people import BirthdayStore
 from assistant_framework.stores.reminders import ReminderStore, due_at_of
 from assistant_framework.stores.tasks import TaskStore
@@ -86,20 +87,6 @@ def _reminders(workspace: Workspace, local_now: datetime) -> str:
     return "\n".join(["⏰ **Reminders today**", *rows]) if rows else ""
 
 
-def _event_day(value: object, tz: ZoneInfo) -> tuple[date, str] | None:
-    """(local day, 'HH:MM' or '') of an event start given as a date or date-time string."""
-    text = str(value or "")
-    if not text:
-        return None
-    if len(text) == 10:
-        return date.fromisoformat(text), ""
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=tz)
-    local = moment.astimezone(tz)
-    return local.date(), local.strftime("%H:%M")
-
-
 @_safe
 def _calendar(workspace: Workspace, today: date, tz: ZoneInfo) -> str:
     events = workspace.read_json(CALENDAR_EVENTS, default=None)
@@ -109,17 +96,24 @@ def _calendar(workspace: Workspace, today: date, tz: ZoneInfo) -> str:
     for event in events:
         if not isinstance(event, dict):
             continue
-        start = _event_day(event.get("start"), tz)
-        end = _event_day(event.get("end"), tz) if event.get("end") else None
+        start = parse_moment(event.get("start"), tz)
         if start is None:
             continue
-        all_day = bool(event.get("all_day")) or not start[1]
-        # All-day ends are exclusive (iCalendar); a multi-day event shows on each day it covers.
-        last_day = (end[0] - timedelta(days=1) if all_day else end[0]) if end else start[0]
-        if start[0] <= today <= max(start[0], last_day):
-            clock = "all day" if all_day or start[0] != today else start[1]
-            where = f" @ {event['location']}" if event.get("location") else ""
-            todays.append((clock != "all day", clock, f"- {clock} {event.get('summary') or '(no title)'}{where}"))
+        end = parse_moment(event.get("end"), tz)
+        all_day = bool(event.get("all_day")) or not isinstance(start, datetime)
+        # An event belongs to every day its span overlaps; the end is exclusive (21:00-00:00 is one day).
+        if today not in covered_days(start, end):
+            continue
+        if all_day:
+            clock = "all day"
+        elif start.date() == today:
+            clock = start.strftime("%H:%M")
+        elif isinstance(end, datetime) and end.date() == today:
+            clock = f"until {end.strftime('%H:%M')}"
+        else:
+            clock = "all day"
+        where = f" @ {event['location']}" if event.get("location") else ""
+        todays.append((clock != "all day", clock, f"- {clock} {event.get('summary') or '(no title)'}{where}"))
     if not todays:
         return ""
     return "\n".join(["📅 **Calendar today**", *[line for _, _, line in sorted(todays)]])

@@ -9,7 +9,8 @@ Usage::
         assert server.requests[-1].headers["If-None-Match"] == '"v1"'
 
 A route with an ``etag`` or ``last_modified`` answers 304 to a matching
-conditional request. ``status`` serves an error; ``delay`` waits before answering.
+conditional request. ``status`` serves an error; ``delay`` waits before answering;
+``drip`` sends the body one byte at a time, ``drip`` seconds apart (a slow server).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Route:
     etag: str | None = None
     last_modified: str | None = None
     delay: float = 0.0
+    drip: float = 0.0
 
 
 @dataclass
@@ -89,7 +91,25 @@ class StaticHTTPServer:
                     self._send(304, b"", None, headers)
                     return
                 seen.status = route.status
+                if route.drip:
+                    self._drip(route)
+                    return
                 self._send(route.status, route.body, route.content_type, headers)
+
+            def _drip(self, route: Route) -> None:
+                self.send_response(route.status)
+                self.send_header("Content-Type", route.content_type)
+                self.send_header("Content-Length", str(len(route.body)))
+                self.end_headers()
+                try:
+                    for i in range(len(route.body)):
+                        self.wfile.write(route.body[i : i + 1])
+                        self.wfile.flush()
+                        if server._httpd is None:
+                            return
+                        time.sleep(route.drip)
+                except OSError:
+                    pass  # the client gave up: that is what a drip test expects
 
             def _send(self, status: int, body: bytes, content_type: str | None, headers: dict) -> None:
                 self.send_response(status)

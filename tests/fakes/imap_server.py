@@ -145,11 +145,11 @@ class FakeIMAPServer:
         conn.login(self.user, self.password)
         return conn
 
-    def append(self, folder: str, message: bytes, flags: str = "") -> int:
-        """APPEND one RFC 822 message; returns its UID."""
+    def append(self, folder: str, message: bytes, flags: str = "", date_time: object = None) -> int:
+        """APPEND one RFC 822 message (``date_time``: its INTERNALDATE, a datetime); returns its UID."""
         conn = self.client()
         try:
-            status, data = conn.append(_quote(folder), f"({flags})" if flags else None, None, message)
+            status, data = conn.append(_quote(folder), f"({flags})" if flags else None, date_time, message)
             if status != "OK":
                 raise RuntimeError(f"APPEND to {folder!r} failed: {data!r}")
             # "[APPENDUID <uidvalidity> <uid>] APPEND completed."

@@ -1,0 +1,38 @@
+"""Chinese, Japanese and Korean text for memory search (pure functions).
+
+The word index (``unicode61``) splits on spaces and punctuation, and Chinese and Japanese
+have no spaces: a whole sentence becomes one token, so a word inside it is never found.
+Rows with CJK characters are also kept in a trigram index; a query's CJK runs are looked
+up there as substrings (runs of one or two characters, the commonest word length, by a scan of the CJK rows only).
+"""
+
+from __future__ import annotations
+
+import re
+
+# Hiragana, Katakana, CJK ideographs (and extension A, compatibility), Hangul (syllables, jamo), half-width Katakana.
+_CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f\uff66-\uff9f"
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+#: A query run longer than this is looked up by its overlapping trigrams (any of them), not as one substring.
+WHOLE_RUN_CHARS = 6
+
+
+def has_cjk(text: str) -> bool:
+    """True when ``text`` has at least one CJK character."""
+    return bool(_CJK_CHAR.search(text or ""))
+
+
+def cjk_pieces(query: str) -> tuple[list[str], list[str]]:
+    """The query's CJK lookups: (substrings of 3+ characters for the trigram index, 1-2 character ones to scan for)."""
+    runs = _CJK_RUN.findall(query or "")
+    matches: list[str] = []
+    short: list[str] = []
+    for run in runs:
+        if len(run) >= 3 and len(run) <= WHOLE_RUN_CHARS:
+            matches.append(run)
+        elif len(run) > WHOLE_RUN_CHARS:
+            matches.extend(run[i : i + 3] for i in range(len(run) - 2))
+        elif len(run) == 2 or len(runs) == 1:
+            short.append(run)
+    return list(dict.fromkeys(matches)), list(dict.fromkeys(short))
