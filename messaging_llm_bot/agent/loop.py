@@ -28,6 +28,7 @@ from messaging_llm_bot.agent.guard import ApproveCallback, CallGate, touches_unt
 from messaging_llm_bot.agent.history import HistoryStore, message_chars, prompt_messages, trim_history
 from messaging_llm_bot.agent.honesty import honest_reply, is_write_call, saved_location
 from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
+from messaging_llm_bot.llm.structured import complete_structured, protocol_schema, schema_key
 from messaging_llm_bot.agent.prompt import PromptBuilder, final_user_message, section_sizes
 from messaging_llm_bot.protocol import (
     SkillCall,
@@ -86,6 +87,7 @@ class Agent:
         self._locks: dict[str, ConversationLock] = {}
         self._locks_guard = threading.Lock()
         self._last_recall: dict[str, list[dict]] = {}
+        self._schema_cache: tuple[str, dict] | None = None
         self.history = HistoryStore(workspace)
         self.skills = skills
         self.collectors = collectors
@@ -297,9 +299,20 @@ class Agent:
                 feedback += "\n\n" + final_answer_request()
             turn_messages.append({"role": "user", "content": feedback})
 
+    def protocol_schema(self) -> dict:
+        """The answer schema for the loaded skills, rebuilt only when the skill set changes
+        (the same object each time, so the request stays byte-stable)."""
+        pairs = [(name, getattr(self.skills.get(name), "args_schema", None)) for name in self.skills.names()]
+        key = schema_key(pairs)
+        cached = self._schema_cache
+        if cached is None or cached[0] != key:
+            cached = self._schema_cache = (key, protocol_schema(pairs))
+        return cached[1]
+
     def _complete(self, messages: list[dict], names: list[str], stream: bool, emit) -> Completion:
+        schema = self.protocol_schema()
         if not stream:
-            return self.llm.complete(messages)
+            return complete_structured(self.llm, messages, schema, "skill_call")
         guard = StreamGuard(names)
         shown = [""]
 
@@ -309,7 +322,7 @@ class Agent:
                 shown[0] = visible
                 emit(AgentEvent("delta", {"text": visible}))
 
-        return self.llm.complete(messages, stream=True, on_delta=on_delta)
+        return complete_structured(self.llm, messages, schema, "skill_call", stream=True, on_delta=on_delta)
 
     def _run_call(self, call: SkillCall, round_no: int, turn: TurnRecord, context: SkillContext, emit) -> str:
         skills = self.skills

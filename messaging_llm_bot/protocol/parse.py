@@ -19,6 +19,8 @@ When is a JSON object a call? (precision first: content must never run a skill)
 3. ``name`` plus an args key and nothing else, where the name is a known skill or the
    args are an object (or a JSON string holding one).
 4. ``name`` alone (plus meta keys) when its value is a known skill name.
+5. ``{"skill_call": {"name": ..., "args": {...}, "done": true}}``, the form of the system this
+   project replaces (``done`` is dropped), when its body is a call by the rules above.
 
 So ``{"name": "Bob", "age": 3}``, ``{"notes": "..."}`` (one key named like a skill) and
 ``{"action": "buy", "price": 3}`` are content. An array is calls only if every element
@@ -41,6 +43,8 @@ THOUGHT_KEYS = frozenset({"reason", "reasoning", "thought", "thoughts", "explana
 META_KEYS = THOUGHT_KEYS | {"id", "type", "call_id"}
 REPLY_SYNONYMS = ("response", "answer", "message")
 CALL_LIST_KEYS = ("tool_calls", "calls")
+# The wrapper of the system this project replaces: {"skill_call": {"name", "args", "done"}}.
+LEGACY_CALL_KEY = "skill_call"
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/\-]{0,63}")
 
 
@@ -119,9 +123,28 @@ def _call_from_dict(obj: dict, known: Collection[str], raw: str) -> tuple[SkillC
     return SkillCall(name, args, raw, err), ["synonym:name"] + labels + more
 
 
+def _legacy_call(value: dict, known: Collection[str], raw: str) -> tuple[list[SkillCall], list[str]] | None:
+    """``{"skill_call": {"name": ..., "args": {...}, "done": true}}`` (or a list of such bodies)."""
+    if LEGACY_CALL_KEY not in value or set(value) - {LEGACY_CALL_KEY} - META_KEYS:
+        return None
+    inner = value[LEGACY_CALL_KEY]
+    bodies = inner if isinstance(inner, list) else [inner]
+    if not bodies or not all(isinstance(b, dict) for b in bodies):
+        return None
+    # "done" told the old loop whether more calls follow; here the next round decides.
+    results = [_call_from_dict({k: v for k, v in b.items() if k != "done"}, known, raw) for b in bodies]
+    if not all(results):
+        return None
+    return [r[0] for r in results], ["skill_call"] + [lab for r in results for lab in r[1]]
+
+
 def calls_from_value(value: object, known: Collection[str], raw: str) -> tuple[list[SkillCall], list[str]]:
-    """Calls held by one parsed value (an object, an array of objects, or {"tool_calls": [...]})."""
+    """Calls held by one parsed value (an object, an array of objects, {"tool_calls": [...]}
+    or the legacy {"skill_call": {...}})."""
     if isinstance(value, dict):
+        legacy = _legacy_call(value, known, raw)
+        if legacy is not None:
+            return legacy
         if len(value) == 1 and next(iter(value)) in CALL_LIST_KEYS and isinstance(next(iter(value.values())), list):
             calls, labels = calls_from_value(next(iter(value.values())), known, raw)
             return calls, (labels + ["tool_calls_list"]) if calls else []
