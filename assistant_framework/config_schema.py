@@ -128,6 +128,7 @@ MEMORY_SCHEMA = {
             "additionalProperties": False,
         },
         "extract_facts": {"type": "boolean"},
+        "extract_idle_seconds": {"type": "number", "minimum": 0},
         "episodes": {
             "oneOf": [
                 {"type": "boolean"},

@@ -23,6 +23,7 @@ from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.embeddings import embedding_client
 from messaging_llm_bot.llm.client import LLMClient
+from messaging_llm_bot.llm.structured import complete_structured, schema_from_extra
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +48,28 @@ def _llm_client(config: dict) -> LLMClient:
         raise ConfigError(str(exc)) from None
 
 
-def _memory(config: dict, workspace: Workspace, llm: LLMClient) -> Any:
+class BackgroundModel:
+    """The model calls of background work (facts, episodes, profile), on the current client.
+
+    ``/reload`` swaps ``llm``, so queued and later jobs go to the new runners. A json_schema
+    ``response_format`` goes through the per-runner format choice (llm/structured.py), so a
+    server lacking one format does not fail every extraction.
+    """
+
+    def __init__(self, llm: LLMClient) -> None:
+        self.llm = llm
+
+    def __call__(self, messages: list[dict], **kwargs: Any) -> str:
+        schema, name, rest = schema_from_extra(kwargs.pop("extra", None))
+        if schema is None:
+            return self.llm.complete(messages, extra=rest or None, **kwargs).text
+        return complete_structured(self.llm, messages, schema, name, extra=rest or None, **kwargs).text
+
+
+def _memory(config: dict, workspace: Workspace, model: BackgroundModel) -> Any:
     if not (config.get("memory") or {}).get("enabled", True):
         return None
-
-    def complete(messages: list[dict], **kwargs: Any) -> str:
-        return llm.complete(messages, **kwargs).text
-
-    return MemoryService(workspace, config, complete=complete, embed=embedding_client(config.get("llm") or {}))
+    return MemoryService(workspace, config, complete=model, embed=embedding_client(config.get("llm") or {}))
 
 
 @dataclass
@@ -70,6 +85,7 @@ class BotRuntime:
     collectors: CollectorManager | None
     collector_runner: CollectorRunner | None
     memory: Any
+    background_model: BackgroundModel | None = None
     overrides: dict = field(default_factory=dict)
     _notify: Callable[[str, str], None] | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -90,6 +106,8 @@ class BotRuntime:
         self.config, self.skills, self.collectors = config, skills, collectors
         if llm is not None:
             self.llm = llm
+            if self.background_model is not None:
+                self.background_model.llm = llm  # background jobs follow the new runners
             old_llm.close()
         if self.collector_runner is not None:  # only set once start_background ran
             self.collector_runner.stop(timeout=5)
@@ -173,7 +191,8 @@ def build_runtime(config_path: str | Path, workspace_path: str | Path, *, overri
     llm = _llm_client(config)
     skills = SkillManager.from_config(config, workspace)
     collectors = CollectorManager.from_config(config, workspace)
-    memory = _memory(config, workspace, llm)
+    background_model = BackgroundModel(llm)
+    memory = _memory(config, workspace, background_model)
     agent = Agent(config, workspace, skills, llm, collectors=collectors, memory=memory, background_traces=True)
     return BotRuntime(
         config_path=path,
@@ -185,5 +204,6 @@ def build_runtime(config_path: str | Path, workspace_path: str | Path, *, overri
         collectors=collectors,
         collector_runner=None,
         memory=memory,
+        background_model=background_model,
         overrides=overrides,
     )

@@ -194,6 +194,7 @@ class Agent:
             untrusted=untrusted,
             private=private,
         )
+        self._memory_signal("turn_started")
         try:
             with self._lock_for(conversation_id):
                 turn.now = self.now()
@@ -217,6 +218,7 @@ class Agent:
             footer=format_footer(usage, turn.rounds, elapsed, turn.recalled) if self.settings.reply_footer else None,
         )
         self._after_turn(turn, result)
+        self._memory_signal("turn_finished")
         emit(AgentEvent("done", {"reply": reply}) if ok else AgentEvent("error", {"message": reply}))
         return result
 
@@ -385,6 +387,16 @@ class Agent:
         return feedback
 
     # -- after the lock ------------------------------------------------------------
+
+    def _memory_signal(self, name: str) -> None:
+        """Tell the memory service a turn started/finished (its background calls wait for idle)."""
+        signal = getattr(self.memory, name, None)
+        if signal is None:
+            return
+        try:
+            signal()
+        except Exception:  # bookkeeping must never cost the user the reply
+            log.exception("memory %s signal failed", name)
 
     def _after_turn(self, turn: TurnRecord, result: TurnResult) -> None:
         trace = trace_of(turn, result)
