@@ -48,6 +48,10 @@ A reply is a str (the assistant content) or a dict with optional keys:
 the JSON body (or form fields) with `.method`, `.path`, `.headers` (case-insensitive) and
 `.body` (raw bytes). `chat_requests` filters chat completions. Pass `api_key=` to make
 the server answer 401 unless `Authorization: Bearer <api_key>` is sent.
+
+`response_formats=("text", "json_object")` makes the server reject any other
+`response_format` type the way llama-cpp-python's server does (HTTP 500, a pydantic message
+naming `response_format`), before any queued reply is used; default: every type accepted.
 """
 
 from __future__ import annotations
@@ -242,6 +246,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chat(self, request: dict) -> None:
         fake = self.server.fake
+        rejected = fake._rejected_format(request)
+        if rejected is not None:
+            self._send_json(500, rejected)
+            return
         spec = fake._next_chat_reply(request)
         delay = fake.latency + float(spec.get("delay", 0))
         if delay > 0:
@@ -378,8 +386,10 @@ class FakeChatServer:
         api_key: str | None = None,
         models: tuple[str, ...] | list[str] = (DEFAULT_MODEL,),
         embedding_dim: int = 64,
+        response_formats: tuple[str, ...] | None = None,
     ) -> None:
         self.latency = latency
+        self.response_formats = response_formats
         self.api_key = api_key
         self.models = list(models)
         self.embedding_dim = embedding_dim
@@ -520,6 +530,16 @@ class FakeChatServer:
     def _track(self, conn: socket.socket, add: bool) -> None:
         with self._lock:
             (self._connections.add if add else self._connections.discard)(conn)
+
+    def _rejected_format(self, request: dict) -> dict | None:
+        """llama-cpp-python's answer to a response_format type it does not know, or None."""
+        fmt = request.get("response_format")
+        if self.response_formats is None or not isinstance(fmt, dict) or fmt.get("type") in self.response_formats:
+            return None
+        allowed = " or ".join(repr(t) for t in self.response_formats)
+        detail = {"type": "literal_error", "loc": ("body", "response_format", "type"),
+                  "msg": f"Input should be {allowed}", "input": fmt.get("type")}
+        return {"error": {"message": f"[{detail!r}]", "type": "internal_server_error", "param": None, "code": None}}
 
     def _next_chat_reply(self, request: dict) -> dict:
         with self._lock:
