@@ -82,8 +82,10 @@ def free_port() -> int:
 class RealModelServer:
     """``python -m llama_cpp.server`` on 127.0.0.1, a free port; ``base_url`` ends in /v1."""
 
-    def __init__(self, model: Path | None = None, *, n_ctx: int = 4096, threads: int = 2, log_path: Path | None = None) -> None:
+    def __init__(self, model: Path | None = None, *, n_ctx: int = 4096, threads: int = 2, log_path: Path | None = None,
+                 verbose: bool = False) -> None:
         self.model = model or model_path()
+        self.verbose = verbose
         self.n_ctx = n_ctx
         self.threads = threads
         self.port = free_port()
@@ -101,7 +103,7 @@ class RealModelServer:
             "--model", str(self.model), "--model_alias", MODEL_NAME,
             "--host", "127.0.0.1", "--port", str(self.port),
             "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
-            "--chat_format", "chatml", "--verbose", "False",
+            "--chat_format", "chatml", "--verbose", str(self.verbose),
         ]
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
