@@ -29,8 +29,11 @@ from messaging_llm_bot.agent.history import HistoryStore, message_chars, prompt_
 from messaging_llm_bot.agent.honesty import honest_reply, is_write_call, saved_location
 from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
 from messaging_llm_bot.llm.structured import complete_structured, protocol_schema, schema_key
+from messaging_llm_bot.llm.tools import tool_calls_of, tool_specs
+from messaging_llm_bot.agent.native import add_round, skill_calls
 from messaging_llm_bot.agent.prompt import PromptBuilder, final_user_message, section_sizes
 from messaging_llm_bot.protocol import (
+    ParsedOutput,
     SkillCall,
     StreamGuard,
     final_answer_request,
@@ -87,7 +90,7 @@ class Agent:
         self._locks: dict[str, ConversationLock] = {}
         self._locks_guard = threading.Lock()
         self._last_recall: dict[str, list[dict]] = {}
-        self._schema_cache: tuple[str, dict] | None = None
+        self._schema_cache: tuple[str, tuple[dict, list[dict]]] | None = None
         self.history = HistoryStore(workspace)
         self.skills = skills
         self.collectors = collectors
@@ -269,13 +272,15 @@ class Agent:
         names = skills.names()
         max_rounds = self.settings.max_skill_rounds
         turn_messages: list[dict] = [{"role": "user", "content": user_message}]
+        native_turn: list[dict] = [{"role": "user", "content": user_message}]  # the same round as native tool messages
         history_cut = False
         while True:
             round_no = turn.rounds + 1
-            messages = [{"role": "system", "content": system}, *prompt_messages(history), *turn_messages]
+            head = [{"role": "system", "content": system}, *prompt_messages(history)]
+            messages = [*head, *turn_messages]
             emit(AgentEvent("thinking", {"round": round_no}))
             try:
-                completion = self._complete(messages, names, stream, emit)
+                completion = self._complete(messages, names, stream, emit, native=lambda: [*head, *native_turn])
             except LLMError as err:
                 record_request(turn, round_no, messages, None, err)
                 if err.kind == "context_length" and not history_cut and history:
@@ -287,7 +292,11 @@ class Agent:
                 turn.error = err.user_message()
                 return err.user_message(), False
             turn.rounds = round_no
-            parsed = parse_model_output(completion.text, names)
+            native_calls = tool_calls_of(completion.raw)
+            if native_calls:
+                parsed = ParsedOutput(skill_calls(native_calls, names), None, ["native_tool_calls"])
+            else:
+                parsed = parse_model_output(completion.text, names)
             record_request(turn, round_no, messages, completion, None, parsed)
             if not parsed.calls:
                 reply = (parsed.reply or "").strip()
@@ -295,26 +304,32 @@ class Agent:
             if round_no > max_rounds:
                 # The model was told to stop calling skills and did not.
                 return (f"I could not finish this within {max_rounds} skill rounds; please ask again more specifically.", True)
-            turn_messages.append({"role": "assistant", "content": completion.text})
-            feedback = "\n\n".join(self._run_call(call, round_no, turn, context, emit) for call in parsed.calls)
-            if round_no == max_rounds:
-                feedback += "\n\n" + final_answer_request()
-            turn_messages.append({"role": "user", "content": feedback})
+            feedbacks = [self._run_call(call, round_no, turn, context, emit) for call in parsed.calls]
+            final = final_answer_request() if round_no == max_rounds else None
+            add_round(turn_messages, native_turn, completion.text, native_calls, parsed.calls, feedbacks, final)
 
     def protocol_schema(self) -> dict:
         """The answer schema for the loaded skills, rebuilt only when the skill set changes
         (the same object each time, so the request stays byte-stable)."""
-        pairs = [(name, getattr(self.skills.get(name), "args_schema", None)) for name in self.skills.names()]
-        key = schema_key(pairs)
+        return self._skill_formats()[0]
+
+    def _skill_formats(self) -> tuple[dict, list[dict] | None]:
+        """(protocol schema, native tool specs or None when no runner uses them), cached per skill set."""
+        skills = [self.skills.get(name) for name in self.skills.names()]
+        triples = [(s.name, s.description, s.args_schema) for s in skills if s is not None]
+        key = schema_key(triples)
         cached = self._schema_cache
         if cached is None or cached[0] != key:
-            cached = self._schema_cache = (key, protocol_schema(pairs))
-        return cached[1]
+            schema = protocol_schema((name, args) for name, _, args in triples)
+            cached = self._schema_cache = (key, (schema, tool_specs(triples)))
+        schema, tools = cached[1]
+        wants_tools = any(getattr(r, "tool_transport", "json") != "json" for r in self.llm.runners)
+        return schema, (tools if wants_tools else None)
 
-    def _complete(self, messages: list[dict], names: list[str], stream: bool, emit) -> Completion:
-        schema = self.protocol_schema()
+    def _complete(self, messages: list[dict], names: list[str], stream: bool, emit, native=None) -> Completion:
+        schema, tools = self._skill_formats()
         if not stream:
-            return complete_structured(self.llm, messages, schema, "skill_call")
+            return complete_structured(self.llm, messages, schema, "skill_call", tools=tools, native_messages=native)
         guard = StreamGuard(names)
         shown = [""]
 
@@ -324,7 +339,7 @@ class Agent:
                 shown[0] = visible
                 emit(AgentEvent("delta", {"text": visible}))
 
-        return complete_structured(self.llm, messages, schema, "skill_call", stream=True, on_delta=on_delta)
+        return complete_structured(self.llm, messages, schema, "skill_call", stream=True, on_delta=on_delta, tools=tools, native_messages=native)
 
     def _run_call(self, call: SkillCall, round_no: int, turn: TurnRecord, context: SkillContext, emit) -> str:
         skills = self.skills

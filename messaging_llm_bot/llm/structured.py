@@ -31,6 +31,8 @@ AUTO_ORDER = ("json_schema", "json_object")
 # are left out here; the skill manager still validates the full schema before a skill runs.
 _KEEP = frozenset({"type", "properties", "required", "items", "enum", "anyOf"})
 _REJECTION_RE = re.compile(r"response_format|json_schema|json_object|grammar", re.IGNORECASE)
+_TOOLS_REJECTION_RE = re.compile(r"\btools?\b|tool_choice|function", re.IGNORECASE)
+TOOLS = "tools"  # the pseudo-format "send the skills as native tools" (llm/tools.py)
 
 
 def grammar_safe(schema: object) -> dict:
@@ -85,11 +87,12 @@ def response_format(mode: str, schema: dict, name: str) -> dict:
     return {}
 
 
-def names_response_format(err: LLMError) -> bool:
+def names_response_format(err: LLMError, mode: str = "json_schema") -> bool:
     """True when a failure is the server rejecting the requested format (HTTP 4xx/5xx naming it)."""
     if err.status is None or err.status < 400 or err.status in (401, 403, 408, 429):
         return False
-    return err.kind != "context_length" and bool(_REJECTION_RE.search(err.detail or ""))
+    pattern = _TOOLS_REJECTION_RE if mode == TOOLS else _REJECTION_RE
+    return err.kind != "context_length" and bool(pattern.search(err.detail or ""))
 
 
 class FormatChooser:
@@ -100,10 +103,13 @@ class FormatChooser:
         self._rejected: dict[str, set[str]] = {}
         self._announced: set[tuple[str, str]] = set()
 
-    def modes(self, runner: Any) -> list[str]:
-        """Formats to try in order for this runner; always ends with ``off``."""
+    def modes(self, runner: Any, tools: bool = False) -> list[str]:
+        """Formats to try in order for this runner; always ends with ``off``. With ``tools``,
+        native tool calls come first when the runner's tool_transport asks for them."""
         setting = getattr(runner, "structured_output", "auto") or "auto"
         wanted = AUTO_ORDER if setting == "auto" else (() if setting == "off" else (setting,))
+        if tools and getattr(runner, "tool_transport", "json") in ("native", "auto"):
+            wanted = (TOOLS, *wanted)
         with self._lock:
             rejected = self._rejected.get(runner.name, set())
         return [m for m in wanted if m not in rejected] + ["off"]
@@ -120,7 +126,9 @@ class FormatChooser:
             if key in self._announced:
                 return
             self._announced.add(key)
-        if mode == "off":
+        if mode == TOOLS:
+            log.info("llm runner %r: skills sent as native tools", runner.name)
+        elif mode == "off":
             log.info("llm runner %r: structured output off (prompted JSON only)", runner.name)
         else:
             log.info("llm runner %r: structured output via response_format %s", runner.name, mode)
@@ -148,22 +156,32 @@ def complete_structured(
     stream: bool = False,
     on_delta: Callable[[str], None] | None = None,
     extra: dict | None = None,
+    tools: list[dict] | None = None,
+    native_messages: Callable[[], list[dict]] | None = None,
 ) -> Any:
     """``llm.complete`` asking for ``schema``; per runner, formats the server rejects are dropped.
 
+    With ``tools`` (OpenAI tool specs), runners whose ``tool_transport`` is native/auto get them
+    as ``tools`` first (no response_format: the answer may be tool_calls); ``native_messages``
+    gives the messages for that request (tool results as ``role: tool``).
     Runner fallback follows the client's rule: the next runner only after a failure worth it.
     """
-    if schema is None:
+    if schema is None and not tools:
         return llm.complete(messages, stream=stream, on_delta=on_delta, extra=extra)
     chooser = chooser_for(llm)
     failures: list[LLMError] = []
     for runner in llm.runners:
-        for mode in chooser.modes(runner):
-            body_extra = {**(extra or {}), **response_format(mode, schema, name)}
+        for mode in chooser.modes(runner, tools=bool(tools)):
+            if mode == TOOLS:
+                body_extra = {**(extra or {}), "tools": tools, "tool_choice": "auto"}
+                sent = native_messages() if native_messages else messages
+            else:
+                body_extra = {**(extra or {}), **(response_format(mode, schema, name) if schema else {})}
+                sent = messages
             try:
-                completion = llm.complete(messages, stream=stream, on_delta=on_delta, runner=runner.name, extra=body_extra or None)
+                completion = llm.complete(sent, stream=stream, on_delta=on_delta, runner=runner.name, extra=body_extra or None)
             except LLMError as err:
-                if mode != "off" and names_response_format(err):
+                if mode != "off" and names_response_format(err, mode):
                     chooser.reject(runner, mode, err)
                     continue
                 failures.append(err)

@@ -49,6 +49,11 @@ the JSON body (or form fields) with `.method`, `.path`, `.headers` (case-insensi
 `.body` (raw bytes). `chat_requests` filters chat completions. Pass `api_key=` to make
 the server answer 401 unless `Authorization: Bearer <api_key>` is sent.
 
+A reply dict may also carry `tool_calls`: a list of `{"id", "name", "arguments"}` (arguments a
+JSON string or an object) sent as the message's native `tool_calls` (finish_reason
+"tool_calls"); streamed, each call's arguments arrive in two deltas after its id and name.
+`tools_supported=False` answers any request carrying `tools` with HTTP 400 naming `tools`.
+
 `response_formats=("text", "json_object")` makes the server reject any other
 `response_format` type the way llama-cpp-python's server does (HTTP 500, a pydantic message
 naming `response_format`), before any queued reply is used; default: every type accepted.
@@ -250,6 +255,10 @@ class _Handler(BaseHTTPRequestHandler):
         if rejected is not None:
             self._send_json(500, rejected)
             return
+        if request.get("tools") and not fake.tools_supported:
+            self._send_json(400, {"error": {"message": "'tools' is not supported by this model", "type": "invalid_request_error",
+                                            "param": "tools", "code": None}})
+            return
         spec = fake._next_chat_reply(request)
         delay = fake.latency + float(spec.get("delay", 0))
         if delay > 0:
@@ -262,12 +271,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(request, spec, content, usage)
             return
         message: dict = {"role": "assistant", "content": content}
+        if spec.get("tool_calls"):
+            message["content"] = spec.get("content")
+            message["tool_calls"] = [_tool_call(c) for c in spec["tool_calls"]]
         if spec.get("reasoning"):
             message[spec.get("reasoning_field", "reasoning_content")] = spec["reasoning"]
         answer = {
             **fake._ids(request),
             "object": "chat.completion",
-            "choices": [{"index": 0, "message": message, "finish_reason": spec.get("finish_reason", "stop")}],
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": spec.get("finish_reason", "tool_calls" if spec.get("tool_calls") else "stop")}],
         }
         if usage is not None:
             answer["usage"] = usage
@@ -301,6 +314,14 @@ class _Handler(BaseHTTPRequestHandler):
         if spec.get("reasoning"):
             self._event(delta({spec.get("reasoning_field", "reasoning_content"): spec["reasoning"]}))
         pieces = spec.get("stream_chunks")
+        if spec.get("tool_calls"):
+            pieces = [spec["content"]] if spec.get("content") else []
+            for index, call in enumerate(_tool_call(c) for c in spec["tool_calls"]):
+                args = call["function"]["arguments"]
+                half = len(args) // 2
+                self._event(delta({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                                   "function": {"name": call["function"]["name"], "arguments": args[:half]}}]}))
+                self._event(delta({"tool_calls": [{"index": index, "function": {"arguments": args[half:]}}]}))
         for piece in pieces if pieces is not None else _words(content):
             self._event(delta({"content": piece}))
             if spec.get("chunk_delay"):
@@ -309,7 +330,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._event({"error": spec["stream_error"]})
             self._chunk(b"")  # zero-length chunk ends the body without [DONE]
             return
-        self._event(delta({}, spec.get("finish_reason", "stop")))
+        self._event(delta({}, spec.get("finish_reason", "tool_calls" if spec.get("tool_calls") else "stop")))
         if include_usage and usage is not None:
             self._event({**base, "choices": [], "usage": usage})
         self._chunk(b"data: [DONE]\n\n")
@@ -346,6 +367,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, text.encode("utf-8"), "text/plain; charset=utf-8")
         else:
             self._send_json(200, {"text": text})
+
+
+def _tool_call(spec: dict) -> dict:
+    args = spec.get("arguments", {})
+    return {"id": spec.get("id", "call_1"), "type": "function",
+            "function": {"name": spec["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}}
 
 
 def _basic_usage(request: dict, content: str) -> dict:
@@ -387,8 +414,10 @@ class FakeChatServer:
         models: tuple[str, ...] | list[str] = (DEFAULT_MODEL,),
         embedding_dim: int = 64,
         response_formats: tuple[str, ...] | None = None,
+        tools_supported: bool = True,
     ) -> None:
         self.latency = latency
+        self.tools_supported = tools_supported
         self.response_formats = response_formats
         self.api_key = api_key
         self.models = list(models)
