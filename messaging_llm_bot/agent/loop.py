@@ -28,9 +28,9 @@ from messaging_llm_bot.agent.guard import ApproveCallback, CallGate, touches_unt
 from messaging_llm_bot.agent.history import HistoryStore, message_chars, prompt_messages, trim_history
 from messaging_llm_bot.agent.honesty import honest_reply, is_write_call, saved_location
 from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
-from messaging_llm_bot.llm.structured import complete_structured, protocol_schema, schema_key
-from messaging_llm_bot.llm.tools import tool_calls_of, tool_specs
-from messaging_llm_bot.agent.native import add_round, skill_calls
+from messaging_llm_bot.llm.structured import complete_structured
+from messaging_llm_bot.llm.tools import tool_calls_of
+from messaging_llm_bot.agent.native import SkillFormats, add_round, skill_calls
 from messaging_llm_bot.agent.prompt import PromptBuilder, final_user_message, section_sizes
 from messaging_llm_bot.protocol import (
     ParsedOutput,
@@ -90,7 +90,7 @@ class Agent:
         self._locks: dict[str, ConversationLock] = {}
         self._locks_guard = threading.Lock()
         self._last_recall: dict[str, list[dict]] = {}
-        self._schema_cache: tuple[str, tuple[dict, list[dict]]] | None = None
+        self._formats = SkillFormats()
         self.history = HistoryStore(workspace)
         self.skills = skills
         self.collectors = collectors
@@ -314,17 +314,7 @@ class Agent:
         return self._skill_formats()[0]
 
     def _skill_formats(self) -> tuple[dict, list[dict] | None]:
-        """(protocol schema, native tool specs or None when no runner uses them), cached per skill set."""
-        skills = [self.skills.get(name) for name in self.skills.names()]
-        triples = [(s.name, s.description, s.args_schema) for s in skills if s is not None]
-        key = schema_key(triples)
-        cached = self._schema_cache
-        if cached is None or cached[0] != key:
-            schema = protocol_schema((name, args) for name, _, args in triples)
-            cached = self._schema_cache = (key, (schema, tool_specs(triples)))
-        schema, tools = cached[1]
-        wants_tools = any(getattr(r, "tool_transport", "json") != "json" for r in self.llm.runners)
-        return schema, (tools if wants_tools else None)
+        return self._formats.get(self.skills, self.llm.runners)
 
     def _complete(self, messages: list[dict], names: list[str], stream: bool, emit, native=None) -> Completion:
         schema, tools = self._skill_formats()

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from messaging_llm_bot.llm.tools import ToolCall, assistant_message, result_message
+from messaging_llm_bot.llm.structured import protocol_schema, schema_key
+from messaging_llm_bot.llm.tools import ToolCall, assistant_message, result_message, tool_specs
 from messaging_llm_bot.protocol import SkillCall
 from messaging_llm_bot.protocol.parse import calls_from_value
 
@@ -37,3 +38,21 @@ def add_round(json_turn: list[dict], native_turn: list[dict], text: str, tool_ca
         native_turn.append({"role": "assistant", "content": text})
         native_turn.append({"role": "user", "content": joined})
     json_turn.append({"role": "user", "content": joined})
+
+
+class SkillFormats:
+    """The protocol schema and the native tool specs of a skill set, rebuilt only when it changes
+    (the same objects each time, so requests stay byte-stable)."""
+
+    def __init__(self) -> None:
+        self._cache: tuple[str, dict, list[dict]] | None = None
+
+    def get(self, skills, runners) -> tuple[dict, list[dict] | None]:
+        """(schema, tool specs or None when no runner sends native tools)."""
+        loaded = [skills.get(name) for name in skills.names()]
+        triples = [(s.name, s.description, s.args_schema) for s in loaded if s is not None]
+        key = schema_key(triples)
+        if self._cache is None or self._cache[0] != key:
+            self._cache = (key, protocol_schema((n, a) for n, _, a in triples), tool_specs(triples))
+        wants_tools = any(getattr(r, "tool_transport", "json") != "json" for r in runners)
+        return self._cache[1], (self._cache[2] if wants_tools else None)
