@@ -409,3 +409,18 @@ def test_dotted_action_names_map_to_the_skill_and_its_action():
 def test_the_prompt_example_calls_a_real_builtin_shape():
     example = protocol_instructions()
     assert '{"skill": "tasks", "args": {"action": "list"}}' in example
+
+
+@pytest.mark.parametrize("text,reply,label", [
+    ('{"reply": "Your tasks are: buy milk, call \\"Ann\\" and', 'Your tasks are: buy milk, call "Ann" and', "truncated_reply"),
+    ('{ "reply" : "Hello', "Hello", "truncated_reply"),
+    ('{"skill": "tasks", "args": {"action": "add", "title": "buy', "", "truncated_call"),
+    ('{"skill_call": {"name": "tasks", "args": {', "", "truncated_call"),
+])
+def test_output_cut_off_by_max_tokens_never_shows_its_json(text, reply, label):
+    out = parse_model_output(text, SKILLS)
+    assert (out.calls, out.reply) == ([], reply) and label in out.recovered
+
+
+def test_unclosed_brace_in_prose_is_still_prose():
+    assert parse_model_output("The smiley :-{ means sad", SKILLS).reply == "The smiley :-{ means sad"

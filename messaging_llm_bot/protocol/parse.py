@@ -35,7 +35,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Collection
 
-from messaging_llm_bot.protocol.lenient_json import loads_lenient, scan, strip_think
+from messaging_llm_bot.protocol.lenient_json import (
+    REPLY_PREFIX_RE,
+    decode_partial_string,
+    loads_lenient,
+    open_region,
+    scan,
+    strip_think,
+)
 
 SKILL_KEYS = ("skill", "tool", "tool_name", "action", "function")
 ARGS_KEYS = ("args", "arguments", "parameters", "params", "input")
@@ -45,6 +52,8 @@ REPLY_SYNONYMS = ("response", "answer", "message")
 CALL_LIST_KEYS = ("tool_calls", "calls")
 # The wrapper of the system this project replaces: {"skill_call": {"name", "args", "done"}}.
 LEGACY_CALL_KEY = "skill_call"
+# The start of a call object, for outputs cut off by max_tokens.
+_CALL_PREFIX_RE = re.compile(r"\A\s*(?:```(?:json)?\s*\n)?\s*\{\s*[\"']?(?:skill|skill_call|tool|tool_name|function)[\"']?\s*:")
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/\-]{0,63}")
 
 
@@ -210,6 +219,14 @@ def parse_model_output(text: str, skill_names: Collection[str] = ()) -> ParsedOu
             recovered.append("multiple_objects")
         return ParsedOutput(calls, None, _dedupe(recovered))
     stripped = body.strip()
+    if not candidates and open_region(body) is not None:
+        # Cut off by max_tokens (a constrained answer always starts with "{"): show the reply's
+        # text so far; a half call cannot run and its JSON must not reach the user.
+        m = REPLY_PREFIX_RE.match(body)
+        if m:
+            return ParsedOutput([], decode_partial_string(body[m.end():]).strip(), recovered + ["truncated_reply"])
+        if _CALL_PREFIX_RE.match(body):
+            return ParsedOutput([], "", recovered + ["truncated_call"])
     if len(candidates) == 1:
         cand = candidates[0]
         whole = body[cand.outer[0]:cand.outer[1]].strip() == stripped
