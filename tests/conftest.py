@@ -89,3 +89,26 @@ def bot_config(chat_server: FakeChatServer, test_skills_dir: Path) -> dict:
         "runtime": {"timezone": "Europe/Berlin", "skills_dirs": [str(test_skills_dir)], "trace_keep": 50},
         "telegram": {"token": ""},
     }
+
+
+MODEL_TESTS_ENV = "ASSISTANT_MODEL_TESTS"
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests marked ``model`` need the real llama.cpp server: they run under ``make test-model``
+    (which sets ASSISTANT_MODEL_TESTS=1) and skip with a one-line reason otherwise."""
+    import os
+
+    from tests.real_model import missing_reason
+
+    marked = [item for item in items if item.get_closest_marker("model")]
+    if not marked:
+        return
+    reason = missing_reason()
+    if reason is None and not os.environ.get(MODEL_TESTS_ENV):
+        reason = "real-model tests run with make test-model"
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=reason)
+    for item in marked:
+        item.add_marker(skip)

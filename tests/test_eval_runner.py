@@ -125,3 +125,16 @@ def test_bad_case_file_exits_2(tmp_path: Path, capsys) -> None:
     (tmp_path / "bad.yaml").write_text("id: x\ncategory: c\n")
     assert main(["eval", "skills", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--cases", str(tmp_path), "--no-builtin"]) == 2
     assert "bad.yaml" in capsys.readouterr().err
+
+
+def test_structured_output_and_tool_transport_flags_reach_the_requests(eval_setup, capsys) -> None:
+    cases_dir, config_dir, server = eval_setup
+    code = main(["eval", "skills", "--config", str(config_dir), "--cases", str(cases_dir), "--no-builtin",
+                 "--id", "n-hi", "--structured-output", "json_object", "--tool-transport", "native"])
+    assert code in (0, 1)
+    request = server.chat_requests[0]
+    assert "response_format" not in request and {t["function"]["name"] for t in request["tools"]} >= {"tasks", "notes"}
+    server.reset()
+    assert main(["eval", "skills", "--config", str(config_dir), "--cases", str(cases_dir), "--no-builtin",
+                 "--id", "n-hi", "--structured-output", "off"]) in (0, 1)
+    assert [("response_format" in r, "tools" in r) for r in server.chat_requests] == [(False, False)]

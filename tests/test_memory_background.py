@@ -76,7 +76,7 @@ def test_extraction_runs_in_background_and_merges_facts(tmp_path, server):
 def test_malformed_extraction_is_logged_and_skipped(tmp_path, server, caplog, bad):
     server.enqueue(bad)
     server.enqueue(json.dumps({"facts": [{"subject": "user", "attribute": "pet", "value": "a cat named Miso"}]}))
-    svc = _service(tmp_path, server)
+    svc = _service(tmp_path, server, {"extract_idle_seconds": 0})  # one call per exchange
     try:
         with caplog.at_level(logging.WARNING, logger="assistant_framework.memory"):
             svc.after_turn("1", "hi", "hello")

@@ -57,6 +57,8 @@ DRIFT = [
     ("empty_string_args", '{"skill": "tasks.list", "args": ""}', "tasks.list", {}, None),
     ("nested_json_in_args_text", '{"skill": "notes.add", "args": {"text": "store {\\"a\\": 1} verbatim"}}', "notes.add", {"text": 'store {"a": 1} verbatim'}, None),
     ("single_quoted_with_apostrophe", "{'skill': 'remember', 'args': {'text': \"Ann's birthday is May 3\"}}", "remember", {"text": "Ann's birthday is May 3"}, "single_quotes"),
+    ("legacy_skill_call", '{"skill_call": {"name": "weather", "args": {"city": "Paris"}, "done": true}}', "weather", W, "skill_call"),
+    ("legacy_skill_call_fenced", f'{FENCE}json\n{{"skill_call": {{"name": "weather", "args": {{"city": "Paris"}}, "done": false}}}}\n{FENCE}', "weather", W, "skill_call"),
     ("unclosed_fence_truncated", f'{FENCE}json\n{{"skill": "weather", "args": {{"city": "Paris"}}}}', "weather", W, None),
 ]
 
@@ -95,6 +97,8 @@ CONTENT = [
     ("markdown_table", "| name | phone |\n|------|-------|\n| Ann  | 1     |\n| Bob  | {2}   |"),
     ("markdown_link", "See [Bob's page](https://example.org/bob) and [1] for details."),
     ("json_array_of_numbers", "[1, 2, 3]"),
+    ("skill_call_as_content", '{"skill_call": "a phone call about skills", "done": true}'),
+    ("skill_call_without_name", '{"skill_call": {"topic": "Python", "level": "expert"}}'),
     ("function_as_math", '{"function": "f(x) = x^2", "derivative": "2x"}'),
     ("skill_value_is_prose", '{"skill": "cooking pasta", "level": "good"}'),
     ("todo_item_action", '{"action": "Call Bob at 5pm"}'),
@@ -405,3 +409,18 @@ def test_dotted_action_names_map_to_the_skill_and_its_action():
 def test_the_prompt_example_calls_a_real_builtin_shape():
     example = protocol_instructions()
     assert '{"skill": "tasks", "args": {"action": "list"}}' in example
+
+
+@pytest.mark.parametrize("text,reply,label", [
+    ('{"reply": "Your tasks are: buy milk, call \\"Ann\\" and', 'Your tasks are: buy milk, call "Ann" and', "truncated_reply"),
+    ('{ "reply" : "Hello', "Hello", "truncated_reply"),
+    ('{"skill": "tasks", "args": {"action": "add", "title": "buy', "", "truncated_call"),
+    ('{"skill_call": {"name": "tasks", "args": {', "", "truncated_call"),
+])
+def test_output_cut_off_by_max_tokens_never_shows_its_json(text, reply, label):
+    out = parse_model_output(text, SKILLS)
+    assert (out.calls, out.reply) == ([], reply) and label in out.recovered
+
+
+def test_unclosed_brace_in_prose_is_still_prose():
+    assert parse_model_output("The smiley :-{ means sad", SKILLS).reply == "The smiley :-{ means sad"

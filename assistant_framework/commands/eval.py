@@ -26,6 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     skills.add_argument("--runner", help="use this runner from llm.runners")
     skills.add_argument("--base-url", help="an OpenAI-compatible base URL instead of the configured runner")
     skills.add_argument("--model", help="the model name to send")
+    skills.add_argument("--structured-output", choices=("auto", "json_schema", "json_object", "off"),
+                        help="override the runner's structured_output (how answers are constrained to the protocol)")
+    skills.add_argument("--tool-transport", choices=("json", "native", "auto"), help="override the runner's tool_transport")
     skills.add_argument("--cases", action="append", default=[], metavar="DIR", help="add your own cases (JSON or YAML files); repeatable")
     skills.add_argument("--no-builtin", action="store_true", help="run only the cases given with --cases")
     skills.add_argument("--category", action="append", default=[], help="run only these categories; repeatable")
@@ -63,6 +66,11 @@ def cmd_skills(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    for entry in config["llm"]["runners"]:
+        if args.structured_output:
+            entry["structured_output"] = args.structured_output
+        if args.tool_transport:
+            entry["tool_transport"] = args.tool_transport
     runner = config["llm"]["runners"][0]
 
     def progress(index: int, total: int, result) -> None:

@@ -52,16 +52,19 @@ EXTRACTION_PROMPT = (
 )
 
 
-def extraction_messages(user_text: str, reply: str) -> list[dict]:
+def extraction_messages(user_text: str, reply: str, earlier: list[tuple[str, str]] = ()) -> list[dict]:
+    """The extraction request; ``earlier`` exchanges of the same batch come first."""
+    pairs = [*earlier, (user_text, reply)]
+    body = "\n\n---\n\n".join(f"User said:\n{u}\n\nAssistant replied:\n{r}" for u, r in pairs)
     return [
         {"role": "system", "content": EXTRACTION_PROMPT},
-        {"role": "user", "content": f"User said:\n{user_text}\n\nAssistant replied:\n{reply}"},
+        {"role": "user", "content": body},
     ]
 
 
-def extract_facts(complete: Callable, user_text: str, reply: str) -> list[dict]:
-    """Ask the model for facts; [] when it answers nothing usable."""
-    text = call_model(complete, extraction_messages(user_text, reply), json_schema_format("facts", FACTS_SCHEMA))
+def extract_facts(complete: Callable, user_text: str, reply: str, earlier: list[tuple[str, str]] = ()) -> list[dict]:
+    """Ask the model for facts; [] when it answers nothing usable. Model failures raise."""
+    text = call_model(complete, extraction_messages(user_text, reply, earlier), json_schema_format("facts", FACTS_SCHEMA))
     parsed = parse_json_reply(text, FACTS_SCHEMA, "fact extraction")
     if parsed is None:
         return []
@@ -78,7 +81,21 @@ def extract_and_store(
     tz: Any = None,
 ) -> list[tuple[dict, str]]:
     """Extract facts from one exchange and merge them; returns (fact, action) pairs."""
-    facts = extract_facts(complete, user_text, reply)
+    return extract_batch_and_store(workspace, complete, conversation_id, [(user_text, reply)], turn_ids, tz)
+
+
+def extract_batch_and_store(
+    workspace: Workspace,
+    complete: Callable,
+    conversation_id: str,
+    pairs: list[tuple[str, str]],
+    turn_ids: list[str],
+    tz: Any = None,
+) -> list[tuple[dict, str]]:
+    """One extraction call for several (user text, reply) exchanges of one conversation."""
+    if not pairs:
+        return []
+    facts = extract_facts(complete, pairs[-1][0], pairs[-1][1], list(pairs[:-1]))
     if not facts:
         return []
     store = FactStore(workspace)

@@ -14,7 +14,8 @@ from ..workspace import Workspace
 from . import recall as recall_policy
 from .embeddings import Embed, make_similarity
 from .episodes import write_settled_episodes
-from .extract import extract_and_store
+from .batching import Exchange, IdleBatcher
+from .extract import extract_batch_and_store
 from .index import MemoryIndex
 from .log import CONVERSATIONS_DIR, TurnLog, safe_conversation_id
 from .profile import profile_text, refresh_profile_if_due
@@ -90,6 +91,13 @@ class MemoryService:
         self._pending_lock = threading.Lock()
         refresh_seconds = float(self.memory_config.get("refresh_seconds", 60))
         self.worker = BackgroundWorker("memory", on_idle=self.refresh, idle_seconds=refresh_seconds) if start_worker else None
+        # Fact extraction waits until the chat is idle and batches the turns since the last one,
+        # so a one-slot local server keeps the chat's prompt cached (see batching.py).
+        self.extraction = IdleBatcher(
+            self._extract_batch,
+            self.worker.submit if self.worker else (lambda job, label: job()),
+            idle_seconds=float(self.memory_config.get("extract_idle_seconds", 20)),
+        )
         self._closed = False
         if self.index.moved_aside:  # a broken index was replaced by an empty one: refill it now
             if self.worker is not None:
@@ -236,16 +244,26 @@ class MemoryService:
 
     # -- background ---------------------------------------------------------------
 
+    def turn_started(self) -> None:
+        """The chat began answering a message: background model calls wait (keeps its prefix cached)."""
+        self.extraction.turn_started()
+
+    def turn_finished(self) -> None:
+        """The chat finished a message (answered or not)."""
+        self.extraction.turn_finished()
+
     def after_turn(self, conversation_id: str, user_text: str, reply: str, *, turn_ids: list[str] | tuple = ()) -> None:
-        """Queue fact extraction for the new turns; returns at once."""
+        """Queue fact extraction for the new turns (runs when the chat is idle); returns at once."""
         if self.complete is None or self.worker is None or recall_policy.is_excluded(conversation_id, self.memory_config):
             return
         if not self.memory_config.get("extract_facts", True):
             return
-        self.worker.submit(
-            lambda: extract_and_store(self.workspace, self.complete, conversation_id, user_text, reply, list(turn_ids), self.tz),
-            f"fact extraction for {conversation_id}",
-        )
+        self.extraction.add(Exchange(conversation_id, user_text, reply, list(turn_ids)))
+
+    def _extract_batch(self, conversation_id: str, exchanges: list[Exchange]) -> None:
+        pairs = [(e.user_text, e.reply) for e in exchanges]
+        ids = [i for e in exchanges for i in e.turn_ids]
+        extract_batch_and_store(self.workspace, self.complete, conversation_id, pairs, ids, self.tz)
 
     def maintenance(self, now: datetime | None = None) -> None:
         """Write episodes for settled days and refresh the profile when due (runs in the worker)."""
@@ -269,13 +287,16 @@ class MemoryService:
         return profile_text(self.workspace, budget_chars)
 
     def drain(self, timeout: float) -> bool:
-        """Wait for queued background work; False when it did not finish in time."""
+        """Run extractions still waiting for idle time, then wait for queued background work;
+        False when it did not finish in time."""
+        self.extraction.flush()
         return self.worker.drain(timeout) if self.worker else True
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        self.extraction.close()
         if self.worker:
             self.worker.stop()
         self.index.close()

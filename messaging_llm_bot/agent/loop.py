@@ -29,8 +29,12 @@ from messaging_llm_bot.agent.guard import ApproveCallback, CallGate, touches_unt
 from messaging_llm_bot.agent.history import HistoryStore, message_chars, prompt_messages, trim_history
 from messaging_llm_bot.agent.honesty import honest_reply, is_write_call, saved_location
 from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
+from messaging_llm_bot.llm.structured import complete_structured
+from messaging_llm_bot.llm.tools import tool_calls_of
+from messaging_llm_bot.agent.native import SkillFormats, add_round, skill_calls
 from messaging_llm_bot.agent.prompt import PromptBuilder, final_user_message, section_sizes
 from messaging_llm_bot.protocol import (
+    ParsedOutput,
     SkillCall,
     StreamGuard,
     final_answer_request,
@@ -87,6 +91,7 @@ class Agent:
         self._locks: dict[str, ConversationLock] = {}
         self._locks_guard = threading.Lock()
         self._last_recall: dict[str, list[dict]] = {}
+        self._formats = SkillFormats()
         self.history = HistoryStore(workspace)
         self.skills = skills
         self.collectors = collectors
@@ -196,6 +201,7 @@ class Agent:
             untrusted=untrusted,
             private=private,
         )
+        self._memory_signal("turn_started")
         try:
             with self._lock_for(conversation_id):
                 turn.now = self.now()
@@ -219,6 +225,7 @@ class Agent:
             footer=format_footer(usage, turn.rounds, elapsed, turn.recalled) if self.settings.reply_footer else None,
         )
         self._after_turn(turn, result)
+        self._memory_signal("turn_finished")
         emit(AgentEvent("done", {"reply": reply}) if ok else AgentEvent("error", {"message": reply}))
         return result
 
@@ -274,13 +281,15 @@ class Agent:
         names = skills.names()
         max_rounds = self.settings.max_skill_rounds
         turn_messages: list[dict] = [{"role": "user", "content": user_message}]
+        native_turn: list[dict] = [{"role": "user", "content": user_message}]  # the same round as native tool messages
         history_cut = False
         while True:
             round_no = turn.rounds + 1
-            messages = [{"role": "system", "content": system}, *prompt_messages(history), *turn_messages]
+            head = [{"role": "system", "content": system}, *prompt_messages(history)]
+            messages = [*head, *turn_messages]
             emit(AgentEvent("thinking", {"round": round_no}))
             try:
-                completion = self._complete(messages, names, stream, emit)
+                completion = self._complete(messages, names, stream, emit, native=lambda: [*head, *native_turn])
             except LLMError as err:
                 record_request(turn, round_no, messages, None, err)
                 if err.kind == "context_length" and not history_cut and history:
@@ -292,7 +301,11 @@ class Agent:
                 turn.error = err.user_message()
                 return err.user_message(), False
             turn.rounds = round_no
-            parsed = parse_model_output(completion.text, names)
+            native_calls = tool_calls_of(completion.raw)
+            if native_calls:
+                parsed = ParsedOutput(skill_calls(native_calls, names), None, ["native_tool_calls"])
+            else:
+                parsed = parse_model_output(completion.text, names)
             record_request(turn, round_no, messages, completion, None, parsed)
             if not parsed.calls:
                 reply = (parsed.reply or "").strip()
@@ -300,15 +313,22 @@ class Agent:
             if round_no > max_rounds:
                 # The model was told to stop calling skills and did not.
                 return (f"I could not finish this within {max_rounds} skill rounds; please ask again more specifically.", True)
-            turn_messages.append({"role": "assistant", "content": completion.text})
-            feedback = "\n\n".join(self._run_call(call, round_no, turn, context, emit) for call in parsed.calls)
-            if round_no == max_rounds:
-                feedback += "\n\n" + final_answer_request()
-            turn_messages.append({"role": "user", "content": feedback})
+            feedbacks = [self._run_call(call, round_no, turn, context, emit) for call in parsed.calls]
+            final = final_answer_request() if round_no == max_rounds else None
+            add_round(turn_messages, native_turn, completion.text, native_calls, parsed.calls, feedbacks, final)
 
-    def _complete(self, messages: list[dict], names: list[str], stream: bool, emit) -> Completion:
+    def protocol_schema(self) -> dict:
+        """The answer schema for the loaded skills, rebuilt only when the skill set changes
+        (the same object each time, so the request stays byte-stable)."""
+        return self._skill_formats()[0]
+
+    def _skill_formats(self) -> tuple[dict, list[dict] | None]:
+        return self._formats.get(self.skills, self.llm.runners)
+
+    def _complete(self, messages: list[dict], names: list[str], stream: bool, emit, native=None) -> Completion:
+        schema, tools = self._skill_formats()
         if not stream:
-            return self.llm.complete(messages)
+            return complete_structured(self.llm, messages, schema, "skill_call", tools=tools, native_messages=native)
         guard = StreamGuard(names)
         shown = [""]
 
@@ -318,7 +338,7 @@ class Agent:
                 shown[0] = visible
                 emit(AgentEvent("delta", {"text": visible}))
 
-        return self.llm.complete(messages, stream=True, on_delta=on_delta)
+        return complete_structured(self.llm, messages, schema, "skill_call", stream=True, on_delta=on_delta, tools=tools, native_messages=native)
 
     def _run_call(self, call: SkillCall, round_no: int, turn: TurnRecord, context: SkillContext, emit) -> str:
         skills = self.skills
@@ -385,6 +405,16 @@ class Agent:
         return feedback
 
     # -- after the lock ------------------------------------------------------------
+
+    def _memory_signal(self, name: str) -> None:
+        """Tell the memory service a turn started/finished (its background calls wait for idle)."""
+        signal = getattr(self.memory, name, None)
+        if signal is None:
+            return
+        try:
+            signal()
+        except Exception:  # bookkeeping must never cost the user the reply
+            log.exception("memory %s signal failed", name)
 
     def _after_turn(self, turn: TurnRecord, result: TurnResult) -> None:
         trace = trace_of(turn, result)

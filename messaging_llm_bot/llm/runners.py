@@ -10,6 +10,8 @@ log = logging.getLogger(__name__)
 
 # Keys a runner's extra_body may not override: they define the call itself.
 RESERVED_KEYS = frozenset({"model", "messages", "stream"})
+STRUCTURED_OUTPUT = ("auto", "json_schema", "json_object", "off")
+TOOL_TRANSPORTS = ("json", "native", "auto")
 
 
 @dataclass
@@ -22,13 +24,16 @@ class RunnerConfig:
     api_key: str = ""
     extra_body: dict = field(default_factory=dict)
     timeout_seconds: float = 120
+    structured_output: str = "auto"  # how to ask for schema-shaped answers (llm/structured.py)
+    tool_transport: str = "json"  # skills as the JSON protocol or as native tools (llm/tools.py)
 
     def __repr__(self) -> str:
         # The default dataclass repr would print the API key into logs and tracebacks.
         key = "***" if self.api_key else ""
         return (
             f"RunnerConfig(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r}, "
-            f"api_key={key!r}, extra_body={self.extra_body!r}, timeout_seconds={self.timeout_seconds!r})"
+            f"api_key={key!r}, extra_body={self.extra_body!r}, timeout_seconds={self.timeout_seconds!r}, "
+            f"structured_output={self.structured_output!r}, tool_transport={self.tool_transport!r})"
         )
 
 
@@ -63,6 +68,12 @@ def runners_from_config(llm_config: dict) -> list[RunnerConfig]:
             log.warning("llm runner %r: extra_body keys %s are ignored", name, ", ".join(ignored))
             extra = {k: v for k, v in extra.items() if k not in RESERVED_KEYS}
         timeout = entry.get("timeout_seconds")
+        structured = str(entry.get("structured_output") or "auto")
+        if structured not in STRUCTURED_OUTPUT:
+            raise ValueError(f"llm config: runner {name!r} structured_output must be one of {', '.join(STRUCTURED_OUTPUT)}")
+        transport = str(entry.get("tool_transport") or "json")
+        if transport not in TOOL_TRANSPORTS:
+            raise ValueError(f"llm config: runner {name!r} tool_transport must be one of {', '.join(TOOL_TRANSPORTS)}")
         runners.append(
             RunnerConfig(
                 name=name,
@@ -71,6 +82,8 @@ def runners_from_config(llm_config: dict) -> list[RunnerConfig]:
                 api_key=str(api_key),
                 extra_body=dict(extra),
                 timeout_seconds=float(timeout) if timeout is not None else 120.0,
+                structured_output=structured,
+                tool_transport=transport,
             )
         )
     return runners

@@ -52,6 +52,7 @@ class StreamAssembler:
         self.saw_choice = False
         self.chunks = 0
         self.timings: dict | None = None
+        self.tool_calls: dict[int, dict] = {}  # streamed native tool calls by index
 
     def feed_json(self, payload: str, runner: str, base_url: str) -> str:
         """Parse one data payload; returns the content delta ('' if none). Raises LLMError."""
@@ -105,9 +106,31 @@ class StreamAssembler:
                     if isinstance(piece, str) and piece:
                         self.reasoning.append(piece)
                         break
+                self._feed_tool_calls(delta.get("tool_calls"))
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
         return delta_text
+
+    def _feed_tool_calls(self, parts: object) -> None:
+        """Merge streamed tool-call fragments: id, type and name arrive once, arguments in pieces."""
+        if not isinstance(parts, list):
+            return
+        for position, part in enumerate(parts):
+            if not isinstance(part, dict):
+                continue
+            index = part.get("index", position)
+            call = self.tool_calls.setdefault(index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+            if part.get("id"):
+                call["id"] = part["id"]
+            fn = part.get("function") or {}
+            if isinstance(fn, dict):
+                if fn.get("name"):
+                    call["function"]["name"] += fn["name"]
+                args = fn.get("arguments")
+                if isinstance(args, str):
+                    call["function"]["arguments"] += args
+                elif isinstance(args, dict):  # some servers send the object whole
+                    call["function"]["arguments"] = args
 
     def text(self) -> str:
         """All content received so far."""
@@ -118,6 +141,8 @@ class StreamAssembler:
         message: dict = {"role": "assistant", "content": self.text()}
         if self.reasoning:
             message["reasoning_content"] = "".join(self.reasoning)
+        if self.tool_calls:
+            message["tool_calls"] = [self.tool_calls[i] for i in sorted(self.tool_calls)]
         raw = {
             **self.meta,
             "object": "chat.completion",

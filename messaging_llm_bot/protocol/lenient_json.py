@@ -97,6 +97,23 @@ def loads_lenient(src: str) -> tuple[object, list[str]] | None:
         return None
 
 
+REPLY_PREFIX_RE = re.compile(
+    r"\A\s*(?:```(?:json)?\s*\n)?\s*\{\s*[\"']?(?:reply|response|answer|message)[\"']?\s*:\s*\"")
+_COMPLETE_STRING_PART_RE = re.compile(r'[^"\\]*(?:(?:\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})[^"\\]*)*')
+
+
+def decode_partial_string(s: str) -> str:
+    """Decode the start of a JSON string body (no opening quote), stopping before any unfinished escape."""
+    done = _COMPLETE_STRING_PART_RE.match(s).group()
+    try:
+        decoded = json.loads('"' + done + '"', strict=False)
+    except ValueError:
+        return ""
+    if decoded and 0xD800 <= ord(decoded[-1]) <= 0xDBFF:     # its surrogate pair is still on the way
+        decoded = decoded[:-1]
+    return decoded
+
+
 # ---------------------------------------------------------------- scanning
 
 @dataclass

@@ -19,6 +19,8 @@ When is a JSON object a call? (precision first: content must never run a skill)
 3. ``name`` plus an args key and nothing else, where the name is a known skill or the
    args are an object (or a JSON string holding one).
 4. ``name`` alone (plus meta keys) when its value is a known skill name.
+5. ``{"skill_call": {"name": ..., "args": {...}, "done": true}}``, the form of the system this
+   project replaces (``done`` is dropped), when its body is a call by the rules above.
 
 So ``{"name": "Bob", "age": 3}``, ``{"notes": "..."}`` (one key named like a skill) and
 ``{"action": "buy", "price": 3}`` are content. An array is calls only if every element
@@ -33,7 +35,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Collection
 
-from messaging_llm_bot.protocol.lenient_json import loads_lenient, scan, strip_think
+from messaging_llm_bot.protocol.lenient_json import (
+    REPLY_PREFIX_RE,
+    decode_partial_string,
+    loads_lenient,
+    open_region,
+    scan,
+    strip_think,
+)
 
 SKILL_KEYS = ("skill", "tool", "tool_name", "action", "function")
 ARGS_KEYS = ("args", "arguments", "parameters", "params", "input")
@@ -41,6 +50,10 @@ THOUGHT_KEYS = frozenset({"reason", "reasoning", "thought", "thoughts", "explana
 META_KEYS = THOUGHT_KEYS | {"id", "type", "call_id"}
 REPLY_SYNONYMS = ("response", "answer", "message")
 CALL_LIST_KEYS = ("tool_calls", "calls")
+# The wrapper of the system this project replaces: {"skill_call": {"name", "args", "done"}}.
+LEGACY_CALL_KEY = "skill_call"
+# The start of a call object, for outputs cut off by max_tokens.
+_CALL_PREFIX_RE = re.compile(r"\A\s*(?:```(?:json)?\s*\n)?\s*\{\s*[\"']?(?:skill|skill_call|tool|tool_name|function)[\"']?\s*:")
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/\-]{0,63}")
 
 
@@ -119,9 +132,28 @@ def _call_from_dict(obj: dict, known: Collection[str], raw: str) -> tuple[SkillC
     return SkillCall(name, args, raw, err), ["synonym:name"] + labels + more
 
 
+def _legacy_call(value: dict, known: Collection[str], raw: str) -> tuple[list[SkillCall], list[str]] | None:
+    """``{"skill_call": {"name": ..., "args": {...}, "done": true}}`` (or a list of such bodies)."""
+    if LEGACY_CALL_KEY not in value or set(value) - {LEGACY_CALL_KEY} - META_KEYS:
+        return None
+    inner = value[LEGACY_CALL_KEY]
+    bodies = inner if isinstance(inner, list) else [inner]
+    if not bodies or not all(isinstance(b, dict) for b in bodies):
+        return None
+    # "done" told the old loop whether more calls follow; here the next round decides.
+    results = [_call_from_dict({k: v for k, v in b.items() if k != "done"}, known, raw) for b in bodies]
+    if not all(results):
+        return None
+    return [r[0] for r in results], ["skill_call"] + [lab for r in results for lab in r[1]]
+
+
 def calls_from_value(value: object, known: Collection[str], raw: str) -> tuple[list[SkillCall], list[str]]:
-    """Calls held by one parsed value (an object, an array of objects, or {"tool_calls": [...]})."""
+    """Calls held by one parsed value (an object, an array of objects, {"tool_calls": [...]}
+    or the legacy {"skill_call": {...}})."""
     if isinstance(value, dict):
+        legacy = _legacy_call(value, known, raw)
+        if legacy is not None:
+            return legacy
         if len(value) == 1 and next(iter(value)) in CALL_LIST_KEYS and isinstance(next(iter(value.values())), list):
             calls, labels = calls_from_value(next(iter(value.values())), known, raw)
             return calls, (labels + ["tool_calls_list"]) if calls else []
@@ -187,6 +219,14 @@ def parse_model_output(text: str, skill_names: Collection[str] = ()) -> ParsedOu
             recovered.append("multiple_objects")
         return ParsedOutput(calls, None, _dedupe(recovered))
     stripped = body.strip()
+    if not candidates and open_region(body) is not None:
+        # Cut off by max_tokens (a constrained answer always starts with "{"): show the reply's
+        # text so far; a half call cannot run and its JSON must not reach the user.
+        m = REPLY_PREFIX_RE.match(body)
+        if m:
+            return ParsedOutput([], decode_partial_string(body[m.end():]).strip(), recovered + ["truncated_reply"])
+        if _CALL_PREFIX_RE.match(body):
+            return ParsedOutput([], "", recovered + ["truncated_call"])
     if len(candidates) == 1:
         cand = candidates[0]
         whole = body[cand.outer[0]:cand.outer[1]].strip() == stripped

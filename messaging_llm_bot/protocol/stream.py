@@ -5,28 +5,12 @@ The text of a skill call must never reach the user, not even its first character
 """
 from __future__ import annotations
 
-import json
-import re
 from typing import Collection
 
+from messaging_llm_bot.protocol.lenient_json import REPLY_PREFIX_RE as _REPLY_PREFIX_RE
+from messaging_llm_bot.protocol.lenient_json import decode_partial_string as _decode_partial_string
 from messaging_llm_bot.protocol.lenient_json import open_region, scan, strip_think
 from messaging_llm_bot.protocol.parse import calls_from_value, parse_model_output
-
-_REPLY_PREFIX_RE = re.compile(
-    r"\A\s*(?:```(?:json)?\s*\n)?\s*\{\s*[\"']?(?:reply|response|answer|message)[\"']?\s*:\s*\"")
-_COMPLETE_STRING_PART_RE = re.compile(r'[^"\\]*(?:(?:\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})[^"\\]*)*')
-
-
-def _decode_partial_string(s: str) -> str:
-    """Decode the start of a JSON string body (no opening quote), stopping before any unfinished escape."""
-    done = _COMPLETE_STRING_PART_RE.match(s).group()
-    try:
-        decoded = json.loads('"' + done + '"', strict=False)
-    except ValueError:
-        return ""
-    if decoded and 0xD800 <= ord(decoded[-1]) <= 0xDBFF:     # its surrogate pair is still on the way
-        decoded = decoded[:-1]
-    return decoded
 
 
 class StreamGuard:

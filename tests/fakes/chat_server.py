@@ -50,6 +50,15 @@ A reply is a str (the assistant content) or a dict with optional keys:
 the JSON body (or form fields) with `.method`, `.path`, `.headers` (case-insensitive) and
 `.body` (raw bytes). `chat_requests` filters chat completions. Pass `api_key=` to make
 the server answer 401 unless `Authorization: Bearer <api_key>` is sent.
+
+A reply dict may also carry `tool_calls`: a list of `{"id", "name", "arguments"}` (arguments a
+JSON string or an object) sent as the message's native `tool_calls` (finish_reason
+"tool_calls"); streamed, each call's arguments arrive in two deltas after its id and name.
+`tools_supported=False` answers any request carrying `tools` with HTTP 400 naming `tools`.
+
+`response_formats=("text", "json_object")` makes the server reject any other
+`response_format` type the way llama-cpp-python's server does (HTTP 500, a pydantic message
+naming `response_format`), before any queued reply is used; default: every type accepted.
 """
 
 from __future__ import annotations
@@ -248,6 +257,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chat(self, request: dict) -> None:
         fake = self.server.fake
+        rejected = fake._rejected_format(request)
+        if rejected is not None:
+            self._send_json(500, rejected)
+            return
+        if request.get("tools") and not fake.tools_supported:
+            self._send_json(400, {"error": {"message": "'tools' is not supported by this model", "type": "invalid_request_error",
+                                            "param": "tools", "code": None}})
+            return
         spec = fake._next_chat_reply(request)
         delay = fake.latency + float(spec.get("delay", 0))
         if delay > 0:
@@ -260,12 +277,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(request, spec, content, usage)
             return
         message: dict = {"role": "assistant", "content": content}
+        if spec.get("tool_calls"):
+            message["content"] = spec.get("content")
+            message["tool_calls"] = [_tool_call(c) for c in spec["tool_calls"]]
         if spec.get("reasoning"):
             message[spec.get("reasoning_field", "reasoning_content")] = spec["reasoning"]
         answer = {
             **fake._ids(request),
             "object": "chat.completion",
-            "choices": [{"index": 0, "message": message, "finish_reason": spec.get("finish_reason", "stop")}],
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": spec.get("finish_reason", "tool_calls" if spec.get("tool_calls") else "stop")}],
         }
         if usage is not None:
             answer["usage"] = usage
@@ -299,6 +320,14 @@ class _Handler(BaseHTTPRequestHandler):
         if spec.get("reasoning"):
             self._event(delta({spec.get("reasoning_field", "reasoning_content"): spec["reasoning"]}))
         pieces = spec.get("stream_chunks")
+        if spec.get("tool_calls"):
+            pieces = [spec["content"]] if spec.get("content") else []
+            for index, call in enumerate(_tool_call(c) for c in spec["tool_calls"]):
+                args = call["function"]["arguments"]
+                half = len(args) // 2
+                self._event(delta({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                                   "function": {"name": call["function"]["name"], "arguments": args[:half]}}]}))
+                self._event(delta({"tool_calls": [{"index": index, "function": {"arguments": args[half:]}}]}))
         for piece in pieces if pieces is not None else _words(content):
             self._event(delta({"content": piece}))
             if spec.get("chunk_delay"):
@@ -312,7 +341,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._event({"error": spec["stream_error"]})
             self._chunk(b"")  # zero-length chunk ends the body without [DONE]
             return
-        self._event(delta({}, spec.get("finish_reason", "stop")))
+        self._event(delta({}, spec.get("finish_reason", "tool_calls" if spec.get("tool_calls") else "stop")))
         if include_usage and usage is not None:
             self._event({**base, "choices": [], "usage": usage})
         self._chunk(b"data: [DONE]\n\n")
@@ -349,6 +378,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, text.encode("utf-8"), "text/plain; charset=utf-8")
         else:
             self._send_json(200, {"text": text})
+
+
+def _tool_call(spec: dict) -> dict:
+    args = spec.get("arguments", {})
+    return {"id": spec.get("id", "call_1"), "type": "function",
+            "function": {"name": spec["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}}
 
 
 def _basic_usage(request: dict, content: str) -> dict:
@@ -389,8 +424,12 @@ class FakeChatServer:
         api_key: str | None = None,
         models: tuple[str, ...] | list[str] = (DEFAULT_MODEL,),
         embedding_dim: int = 64,
+        response_formats: tuple[str, ...] | None = None,
+        tools_supported: bool = True,
     ) -> None:
         self.latency = latency
+        self.tools_supported = tools_supported
+        self.response_formats = response_formats
         self.api_key = api_key
         self.models = list(models)
         self.embedding_dim = embedding_dim
@@ -531,6 +570,16 @@ class FakeChatServer:
     def _track(self, conn: socket.socket, add: bool) -> None:
         with self._lock:
             (self._connections.add if add else self._connections.discard)(conn)
+
+    def _rejected_format(self, request: dict) -> dict | None:
+        """llama-cpp-python's answer to a response_format type it does not know, or None."""
+        fmt = request.get("response_format")
+        if self.response_formats is None or not isinstance(fmt, dict) or fmt.get("type") in self.response_formats:
+            return None
+        allowed = " or ".join(repr(t) for t in self.response_formats)
+        detail = {"type": "literal_error", "loc": ("body", "response_format", "type"),
+                  "msg": f"Input should be {allowed}", "input": fmt.get("type")}
+        return {"error": {"message": f"[{detail!r}]", "type": "internal_server_error", "param": None, "code": None}}
 
     def _next_chat_reply(self, request: dict) -> dict:
         with self._lock:

@@ -1,0 +1,302 @@
+"""The assistant against a real model: llama-cpp-python's server with SmolLM2-135M-Instruct (Q4_1).
+
+Needs ``make model-server`` (builds llama-cpp-python, fetches the model). Parts:
+
+- ``eval``: ``assistant eval skills`` cases (a fixed subset, ``--cases``) for structured_output
+  off / json_object / auto (and tool_transport native, when implemented and accepted): right
+  skill, args valid, args correct, no-skill ok, and how many model outputs were a valid
+  protocol object (one JSON object matching the protocol schema).
+- ``turns``: one 10-turn conversation; per turn the latency and the prompt tokens the server
+  evaluated (from its log: llama.cpp's ``prompt eval time = ... / N tokens``), with fact
+  extraction off, immediate (old behaviour: between turns) and idle-batched (the default).
+- ``frontends``: the same 10 turns through the terminal chat (a real subprocess) and the
+  Telegram bot (against the fake Bot API): errors, tracebacks, raw JSON shown to the user.
+
+Run: ``.venv/bin/python bench/real_model.py [--part eval|turns|frontends|all] [--cases 12]``.
+Prints markdown tables; asserts nothing about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench._common import machine_line, table  # noqa: E402
+from tests.real_model import RealModelServer, missing_reason  # noqa: E402
+
+CONVERSATION = [
+    "Hi! My name is Sam.",
+    "Add a task: buy milk tomorrow",
+    "What's on my to-do list?",
+    "Remember that my sister Ann lives in Porto.",
+    "What time is it?",
+    "Add a note called shopping: eggs, bread, butter",
+    "Remind me in 30 minutes to call Ann",
+    "Which tasks are due?",
+    "Thanks! Where does Ann live?",
+    "Bye!",
+]
+
+# A fixed subset of the built-in eval cases (every category), so the three modes run the same cases.
+EVAL_SUBSET = [
+    "tasks-add-plain", "tasks-add-due-tomorrow", "tasks-list-open", "reminders-in-minutes",
+    "notes-add-groceries", "notes-list", "facts-add-allergy", "birthdays-add", "contacts-find",
+    "time-now", "chain-list-then-read", "memory-note-by-topic",
+    "chat-greeting", "chat-thanks", "chat-joke", "chat-general-knowledge",
+]
+
+_PROMPT_EVAL_RE = re.compile(r"prompt eval time\s*=\s*[\d.]+ ms /\s*(\d+) tokens")
+
+
+class LogReader:
+    """Reads what the server wrote to its log since the last call."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+
+    def new_text(self) -> str:
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read()
+        self.offset += len(data)
+        return data.decode("utf-8", "replace")
+
+    def evaluated(self) -> list[int]:
+        """Prompt tokens evaluated by each request finished since the last call."""
+        return [int(n) for n in _PROMPT_EVAL_RE.findall(self.new_text())]
+
+
+def start_server(folder: Path) -> RealModelServer:
+    server = RealModelServer(log_path=folder / "server.log", verbose=True)
+    server.start()
+    return server
+
+
+def llm_section(server: RealModelServer, **runner) -> dict:
+    return {"runners": [server.runner(**runner)], "retries_per_runner": 0, "temperature": 0, "max_tokens": 160,
+            "max_skill_rounds": 3}
+
+
+# ------------------------------------------------------------------ eval
+
+def part_eval(server: RealModelServer, subset: list[str], modes: list[str]) -> str:
+    import jsonschema
+
+    from assistant_framework.evals.cases import load_cases
+    from assistant_framework.evals.report import build_report
+    from messaging_llm_bot.evals.runner import run_case
+    from messaging_llm_bot.llm.client import LLMClient
+    from messaging_llm_bot.llm.structured import protocol_schema
+    from assistant_framework.skills import SkillManager
+    from assistant_framework.workspace import Workspace
+
+    all_cases = {c.id: c for c in load_cases([ROOT / "assistant_framework" / "evals" / "cases"])}
+    cases = [all_cases[i] for i in subset if i in all_cases]
+    missing = [i for i in subset if i not in all_cases]
+    with tempfile.TemporaryDirectory() as tmp:
+        skills = SkillManager.from_config({"runtime": {}}, Workspace(tmp))
+        schema = protocol_schema((n, skills.get(n).args_schema) for n in skills.names())
+
+    class Recording(LLMClient):
+        outputs: list[str] = []
+
+        def complete(self, messages, **kwargs):
+            completion = super().complete(messages, **kwargs)
+            self.outputs.append(completion.text)
+            return completion
+
+    def valid(text: str) -> bool:
+        try:
+            jsonschema.validate(json.loads(text), schema)
+            return True
+        except (ValueError, jsonschema.ValidationError):
+            return False
+
+    lines = [f"Cases ({len(cases)}): {', '.join(c.id for c in cases)}" + (f"; missing: {missing}" if missing else ""), ""]
+    rows = []
+    for mode in modes:
+        runner = {"structured_output": mode} if mode in ("off", "json_object", "auto", "json_schema") else {"tool_transport": mode, "structured_output": "off"}
+        config = {"llm": llm_section(server, **runner), "runtime": {"timezone": "UTC"}, "memory": {"enabled": False},
+                  "policy": {"capabilities": {c: "allow" for c in ("read", "write", "delete", "network", "send")}}}
+        llm = Recording(config["llm"])
+        Recording.outputs = []
+        started = time.monotonic()
+        results = []
+        valid_cases = 0
+        for case in cases:
+            before = len(Recording.outputs)
+            results.append(run_case(case, config, llm))
+            outs = Recording.outputs[before:]
+            valid_cases += bool(outs) and all(valid(o) for o in outs)
+            print(f"  [{mode}] {case.id}: {'pass' if results[-1].passed else 'FAIL'} {results[-1].problems[:1]}", file=sys.stderr, flush=True)
+        llm.close()
+        report = build_report(results)
+        o = report["overall"]
+        pct = lambda v: "-" if v is None else f"{v * 100:.0f}%"  # noqa: E731
+        outputs = Recording.outputs
+        rows.append([mode, f"{report['passed']}/{report['cases']}", pct(o["right_skill"]), pct(o["args_valid"]), pct(o["args_correct"]),
+                     pct(o["no_skill_ok"]), f"{valid_cases}/{len(cases)}", f"{sum(valid(t) for t in outputs)}/{len(outputs)}",
+                     f"{o['median_latency_s']:.1f}", f"{time.monotonic() - started:.0f}"])
+        cats = [[c, f"{s['passed']}/{s['cases']}", pct(s["right_skill"]), pct(s["args_valid"]), pct(s["args_correct"]), pct(s["no_skill_ok"])]
+                for c, s in report["by_category"].items()]
+        lines += [f"### {mode}: per category", "", table(["category", "passed", "right skill", "args valid", "args correct", "no-skill ok"], cats), ""]
+    head = ["mode", "passed", "right skill", "args valid", "args correct", "no-skill ok", "cases all-valid", "outputs valid", "median s", "total s"]
+    return "\n".join([table(head, rows), ""] + lines)
+
+
+# ------------------------------------------------------------------ turns
+
+def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pause: float) -> str:
+    from assistant_framework.memory import MemoryService
+    from assistant_framework.skills import SkillManager
+    from assistant_framework.workspace import Workspace
+    from messaging_llm_bot.agent.loop import Agent
+    from messaging_llm_bot.llm.client import LLMClient
+    from messaging_llm_bot.runtime import BackgroundModel
+
+    out = []
+    summary = []
+    for setting in settings:
+        with tempfile.TemporaryDirectory() as tmp:
+            memory_config = {"extract_facts": setting != "off", "extract_idle_seconds": 0 if setting == "immediate" else 20}
+            config = {"llm": llm_section(server), "runtime": {"timezone": "UTC"}, "memory": memory_config,
+                      "policy": {"capabilities": {c: "allow" for c in ("read", "write", "delete", "network", "send")}}}
+            workspace = Workspace(tmp)
+            llm = LLMClient(config["llm"])
+            memory = MemoryService(workspace, config, complete=BackgroundModel(llm))
+            agent = Agent(config, workspace, SkillManager.from_config(config, workspace), llm, memory=memory)
+            log.new_text()
+            rows = []
+            background = []
+            for n, text in enumerate(CONVERSATION, 1):
+                result = agent.handle_message("bench", text, chat_id=1, user_id=1)
+                chat = log.evaluated()
+                if setting == "immediate":
+                    memory.drain(600)  # the old behaviour: extraction right after the turn, before the next one
+                    background.extend(log.evaluated())
+                prompt = int(result.usage.get("prompt_tokens") or 0)
+                rows.append([n, result.rounds, prompt, sum(chat), f"{100 * (1 - sum(chat) / prompt):.0f}%" if prompt else "-",
+                             f"{result.elapsed_s:.1f}", "ok" if result.ok else "FAIL", result.reply[:40].replace("\n", " ").replace("|", "/")])
+                time.sleep(pause)
+            memory.drain(900)
+            background.extend(log.evaluated())
+            memory.close()
+            llm.close()
+        out += [f"### extraction {setting}", "", table(["turn", "rounds", "prompt tok", "evaluated", "reused", "s", "ok", "reply"], rows), ""]
+        first, rest = rows[0], rows[1:]
+        summary.append([setting, first[3], f"{statistics.mean(r[3] for r in rest):.0f}", f"{float(first[5]):.1f}",
+                        f"{statistics.median(float(r[5]) for r in rest):.1f}", len(background), sum(background)])
+    head = ["extraction", "turn 1 evaluated", "turns 2-10 evaluated (mean)", "turn 1 s", "turns 2-10 s (median)", "background calls", "background tok evaluated"]
+    return "\n".join([table(head, summary), ""] + out)
+
+
+# ------------------------------------------------------------------ frontends
+
+RAW_JSON = re.compile(r'\{\s*"(skill|reply|args|facts)"')
+
+
+def _config_dir(folder: Path, server: RealModelServer, telegram: dict | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "llm.json").write_text(json.dumps(llm_section(server)))
+    (folder / "runtime.json").write_text(json.dumps({"timezone": "UTC"}))
+    (folder / "telegram.json").write_text(json.dumps(telegram or {"token": ""}))
+    (folder / "policy.json").write_text(json.dumps({"capabilities": {c: "allow" for c in ("read", "write", "delete", "network", "send")}}))
+    return folder
+
+
+def part_frontends(server: RealModelServer) -> str:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        config = _config_dir(tmp_path / "console-config", server)
+        env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config),
+                               "--workspace", str(tmp_path / "console-ws")], input="\n".join(CONVERSATION) + "\n",
+                              capture_output=True, text=True, timeout=3600, cwd=ROOT, env=env)
+        screen = proc.stdout + proc.stderr
+        rows.append(["terminal chat", proc.returncode, screen.count("Traceback"), len(RAW_JSON.findall(screen)),
+                     sum(1 for line in proc.stderr.splitlines() if " ERROR " in line or "WARNING" in line),
+                     screen.count("Sorry, something went wrong"), f"{time.monotonic() - started:.0f}"])
+        (tmp_path / "console.txt").write_text(screen)
+        print(screen, file=sys.stderr)
+        rows.append(_telegram(server, tmp_path))
+    head = ["frontend", "exit code", "tracebacks", "raw JSON shown", "warning/error log lines on screen", "failed turns", "total s"]
+    return table(head, rows)
+
+
+def _telegram(server: RealModelServer, tmp_path: Path) -> list:
+    from assistant_framework.workspace import Workspace
+    from tests.fakes.bot_api import FakeBotAPI
+    from tests.telegram_harness import OWNER, RunningBot, make_runtime, texts
+
+    fake = FakeBotAPI()
+    fake.start()
+    started = time.monotonic()
+    try:
+        config = {"llm": llm_section(server), "runtime": {"timezone": "UTC"},
+                  "policy": {"capabilities": {c: "allow" for c in ("read", "write", "delete", "network", "send")}},
+                  "telegram": {"token": fake.token, "allowed_user_ids": [OWNER], "base_url": fake.base_url,
+                               "base_file_url": fake.base_file_url, "stream": True, "progress": True}}
+        runtime = make_runtime(config, Workspace(tmp_path / "tg-ws"), tmp_path)
+        replies: list[str] = []
+        with RunningBot(runtime):
+            for text in CONVERSATION:
+                before = len(runtime.agent.history.load(str(OWNER)) or []) if hasattr(runtime.agent, "history") else 0
+                fake.send_message(text)
+                fake.wait_for(lambda: len(runtime.agent.history.load(str(OWNER)) or []) > before, timeout=900)
+                time.sleep(1.0)  # let the last edit of a streamed reply land
+            replies = texts(fake)
+        shown = "\n".join(replies)
+        print(shown, file=sys.stderr)
+        return ["telegram (fake Bot API)", 0, shown.count("Traceback"), len(RAW_JSON.findall(shown)), "-",
+                shown.count("Sorry, something went wrong"), f"{time.monotonic() - started:.0f}"]
+    finally:
+        fake.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("eval", "turns", "frontends", "all"), default="all")
+    parser.add_argument("--cases", type=int, default=len(EVAL_SUBSET), help="first N cases of the fixed subset")
+    parser.add_argument("--modes", default="off,json_object,auto", help="structured_output values (and 'native') for the eval")
+    parser.add_argument("--settings", default="off,immediate,batched", help="extraction settings for the turns part")
+    parser.add_argument("--pause", type=float, default=2.0, help="seconds between user turns (turns part)")
+    args = parser.parse_args(argv)
+    reason = missing_reason()
+    if reason:
+        print(f"real_model: {reason}", file=sys.stderr)
+        return 2
+    print(f"# real model bench ({machine_line()})\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_server(Path(tmp))
+        log = LogReader(server.log_path)
+        try:
+            if args.part in ("eval", "all"):
+                print("## eval\n")
+                print(part_eval(server, EVAL_SUBSET[: args.cases], args.modes.split(",")), flush=True)
+            if args.part in ("turns", "all"):
+                print("## turns\n")
+                print(part_turns(server, log, args.settings.split(","), args.pause), flush=True)
+            if args.part in ("frontends", "all"):
+                print("## frontends\n")
+                print(part_frontends(server), flush=True)
+        finally:
+            server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""Native tool calls inside the agent loop: the answer's tool_calls as skill calls, and the two
+message forms a round is kept in (JSON protocol, and tool_calls + ``role: tool`` results), so a
+request can go out either way (llm/structured.py picks per runner)."""
+
+from __future__ import annotations
+
+import json
+
+from messaging_llm_bot.llm.structured import protocol_schema, schema_key
+from messaging_llm_bot.llm.tools import ToolCall, assistant_message, result_message, tool_specs
+from messaging_llm_bot.protocol import SkillCall
+from messaging_llm_bot.protocol.parse import calls_from_value
+
+
+def skill_calls(tool_calls: list[ToolCall], names: list[str]) -> list[SkillCall]:
+    """Skill calls for native tool calls (arguments decoded leniently; a bad one carries args_error)."""
+    calls = []
+    for call in tool_calls:
+        raw = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False, default=str)
+        found, _ = calls_from_value({"function": {"name": call.name, "arguments": call.arguments if call.arguments is not None else {}}}, names, raw)
+        calls.append(found[0] if found else SkillCall(call.name, {}, raw, f"arguments of tool call '{call.name}' are not a JSON object"))
+    return calls
+
+
+def add_round(json_turn: list[dict], native_turn: list[dict], text: str, tool_calls: list[ToolCall],
+              calls: list[SkillCall], feedbacks: list[str], final_request: str | None) -> None:
+    """Append one round (the model's answer and the results) to both message forms."""
+    joined = "\n\n".join(feedbacks) + (f"\n\n{final_request}" if final_request else "")
+    if tool_calls:
+        as_json = json.dumps([{"skill": c.skill, "args": c.args} for c in calls], ensure_ascii=False)
+        json_turn.append({"role": "assistant", "content": as_json if len(calls) > 1 else as_json[1:-1]})
+        native_turn.append(assistant_message(text, tool_calls))
+        native_turn.extend(result_message(c, f) for c, f in zip(tool_calls, feedbacks))
+        if final_request:
+            native_turn.append({"role": "user", "content": final_request})
+    else:
+        json_turn.append({"role": "assistant", "content": text})
+        native_turn.append({"role": "assistant", "content": text})
+        native_turn.append({"role": "user", "content": joined})
+    json_turn.append({"role": "user", "content": joined})
+
+
+class SkillFormats:
+    """The protocol schema and the native tool specs of a skill set, rebuilt only when it changes
+    (the same objects each time, so requests stay byte-stable)."""
+
+    def __init__(self) -> None:
+        self._cache: tuple[str, dict, list[dict]] | None = None
+
+    def get(self, skills, runners) -> tuple[dict, list[dict] | None]:
+        """(schema, tool specs or None when no runner sends native tools)."""
+        loaded = [skills.get(name) for name in skills.names()]
+        triples = [(s.name, s.description, s.args_schema) for s in loaded if s is not None]
+        key = schema_key(triples)
+        if self._cache is None or self._cache[0] != key:
+            self._cache = (key, protocol_schema((n, a) for n, _, a in triples), tool_specs(triples))
+        wants_tools = any(getattr(r, "tool_transport", "json") != "json" for r in runners)
+        return self._cache[1], (self._cache[2] if wants_tools else None)

@@ -1,0 +1,215 @@
+"""Schema-constrained output: one JSON schema for the skill protocol, and the per-runner choice
+of how to ask a server for it (``response_format`` of type ``json_schema`` or ``json_object``).
+
+Servers turn the schema into a grammar, so a small model can only answer with a valid protocol
+object. Which format a server accepts differs (OpenAI, vLLM, llama.cpp's ``llama-server``, LM
+Studio and Ollama take ``json_schema``; llama-cpp-python takes ``json_object`` with a
+``schema``), so ``auto`` tries them in order and remembers, per runner and for the process,
+the first one the server does not reject. Pure logic plus ``complete_structured``, a thin loop
+over ``LLMClient.complete``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import weakref
+from typing import Any, Callable, Iterable
+
+from messaging_llm_bot.llm.errors import LLMError
+
+log = logging.getLogger(__name__)
+
+SETTINGS = ("auto", "json_schema", "json_object", "off")
+AUTO_ORDER = ("json_schema", "json_object")
+
+# The subset of JSON Schema that grammar converters (llama.cpp, llama-cpp-python, outlines,
+# xgrammar) turn into a grammar. Other keywords (const, pattern, minimum, additionalProperties,
+# format, ...) made llama-cpp-python fall back to unconstrained JSON without an error, so they
+# are left out here; the skill manager still validates the full schema before a skill runs.
+_KEEP = frozenset({"type", "properties", "required", "items", "enum", "anyOf"})
+_REJECTION_RE = re.compile(r"response_format|json_schema|json_object|grammar", re.IGNORECASE)
+_TOOLS_REJECTION_RE = re.compile(r"\btools?\b|tool_choice|function", re.IGNORECASE)
+TOOLS = "tools"  # the pseudo-format "send the skills as native tools" (llm/tools.py)
+
+
+def grammar_safe(schema: object) -> dict:
+    """``schema`` reduced to the grammar-safe subset (pure; ``const`` becomes a one-value enum)."""
+    if not isinstance(schema, dict):
+        return {}
+    out: dict = {}
+    for key, value in schema.items():
+        if key == "const":
+            out["enum"] = [value]
+        elif key == "oneOf" and "anyOf" not in schema:
+            out["anyOf"] = [grammar_safe(s) for s in value if isinstance(s, dict)]
+        elif key not in _KEEP:
+            continue
+        elif key == "properties" and isinstance(value, dict):
+            out[key] = {name: grammar_safe(sub) for name, sub in value.items()}
+        elif key == "items" and isinstance(value, dict):
+            out[key] = grammar_safe(value)
+        elif key == "anyOf" and isinstance(value, list):
+            out[key] = [grammar_safe(s) for s in value if isinstance(s, dict)]
+        elif key == "required" and isinstance(value, list):
+            props = schema.get("properties")
+            out[key] = [r for r in value if not isinstance(props, dict) or r in props]
+        elif key in ("type", "enum"):
+            out[key] = value
+    if out.get("type") == "object" and "properties" not in out:
+        out.pop("required", None)
+    return out
+
+
+def protocol_schema(skills: Iterable[tuple[str, dict | None]]) -> dict:
+    """The schema of one protocol answer: a call of one of ``skills`` (name, args schema) or a reply."""
+    options = []
+    for name, args_schema in skills:
+        args = grammar_safe(args_schema or {}) or {"type": "object"}
+        args.setdefault("type", "object")
+        options.append({
+            "type": "object",
+            "properties": {"skill": {"type": "string", "enum": [name]}, "args": args},
+            "required": ["skill", "args"],
+        })
+    options.append({"type": "object", "properties": {"reply": {"type": "string"}}, "required": ["reply"]})
+    return {"anyOf": options}
+
+
+def response_format(mode: str, schema: dict, name: str) -> dict:
+    """The request fields asking for ``schema`` in ``mode`` ({} for ``off``)."""
+    if mode == "json_schema":
+        return {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}}
+    if mode == "json_object":
+        return {"response_format": {"type": "json_object", "schema": schema}}
+    return {}
+
+
+def names_response_format(err: LLMError, mode: str = "json_schema") -> bool:
+    """True when a failure is the server rejecting the requested format (HTTP 4xx/5xx naming it)."""
+    if err.status is None or err.status < 400 or err.status in (401, 403, 408, 429):
+        return False
+    pattern = _TOOLS_REJECTION_RE if mode == TOOLS else _REJECTION_RE
+    return err.kind != "context_length" and bool(pattern.search(err.detail or ""))
+
+
+class FormatChooser:
+    """Per runner: the formats still worth trying, and which one worked (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rejected: dict[str, set[str]] = {}
+        self._announced: set[tuple[str, str]] = set()
+
+    def modes(self, runner: Any, tools: bool = False) -> list[str]:
+        """Formats to try in order for this runner; always ends with ``off``. With ``tools``,
+        native tool calls come first when the runner's tool_transport asks for them."""
+        setting = getattr(runner, "structured_output", "auto") or "auto"
+        wanted = AUTO_ORDER if setting == "auto" else (() if setting == "off" else (setting,))
+        if tools and getattr(runner, "tool_transport", "json") in ("native", "auto"):
+            wanted = (TOOLS, *wanted)
+        with self._lock:
+            rejected = self._rejected.get(runner.name, set())
+        return [m for m in wanted if m not in rejected] + ["off"]
+
+    def reject(self, runner: Any, mode: str, err: LLMError) -> None:
+        with self._lock:
+            self._rejected.setdefault(runner.name, set()).add(mode)
+        log.warning("llm runner %r rejects response_format %s (HTTP %s); trying the next format", runner.name, mode, err.status)
+
+    def worked(self, runner: Any, mode: str) -> None:
+        """Say once per runner (and format) in the log which format is used."""
+        key = (runner.name, mode)
+        with self._lock:
+            if key in self._announced:
+                return
+            self._announced.add(key)
+        if mode == TOOLS:
+            log.info("llm runner %r: skills sent as native tools", runner.name)
+        elif mode == "off":
+            log.info("llm runner %r: structured output off (prompted JSON only)", runner.name)
+        else:
+            log.info("llm runner %r: structured output via response_format %s", runner.name, mode)
+
+
+_CHOOSERS: "weakref.WeakKeyDictionary[Any, FormatChooser]" = weakref.WeakKeyDictionary()
+_CHOOSERS_LOCK = threading.Lock()
+
+
+def chooser_for(llm: Any) -> FormatChooser:
+    """The format memory of one client (shared by the chat and the background calls)."""
+    with _CHOOSERS_LOCK:
+        chooser = _CHOOSERS.get(llm)
+        if chooser is None:
+            chooser = _CHOOSERS[llm] = FormatChooser()
+        return chooser
+
+
+def complete_structured(
+    llm: Any,
+    messages: list[dict],
+    schema: dict | None,
+    name: str,
+    *,
+    stream: bool = False,
+    on_delta: Callable[[str], None] | None = None,
+    extra: dict | None = None,
+    tools: list[dict] | None = None,
+    native_messages: Callable[[], list[dict]] | None = None,
+) -> Any:
+    """``llm.complete`` asking for ``schema``; per runner, formats the server rejects are dropped.
+
+    With ``tools`` (OpenAI tool specs), runners whose ``tool_transport`` is native/auto get them
+    as ``tools`` first (no response_format: the answer may be tool_calls); ``native_messages``
+    gives the messages for that request (tool results as ``role: tool``).
+    Runner fallback follows the client's rule: the next runner only after a failure worth it.
+    """
+    if schema is None and not tools:
+        return llm.complete(messages, stream=stream, on_delta=on_delta, extra=extra)
+    chooser = chooser_for(llm)
+    failures: list[LLMError] = []
+    for runner in llm.runners:
+        for mode in chooser.modes(runner, tools=bool(tools)):
+            if mode == TOOLS:
+                body_extra = {**(extra or {}), "tools": tools, "tool_choice": "auto"}
+                sent = native_messages() if native_messages else messages
+            else:
+                body_extra = {**(extra or {}), **(response_format(mode, schema, name) if schema else {})}
+                sent = messages
+            try:
+                completion = llm.complete(sent, stream=stream, on_delta=on_delta, runner=runner.name, extra=body_extra or None)
+            except LLMError as err:
+                if mode != "off" and names_response_format(err, mode):
+                    chooser.reject(runner, mode, err)
+                    continue
+                failures.append(err)
+                if not err.failover:
+                    err.attempts = failures[:-1]
+                    raise
+                break
+            chooser.worked(runner, mode)
+            return completion
+    last = failures[-1]
+    last.attempts = failures[:-1]
+    raise last
+
+
+def schema_from_extra(extra: dict | None) -> tuple[dict | None, str, dict]:
+    """Split a ``json_schema`` response_format out of ``extra``: (schema, name, the rest)."""
+    rest = dict(extra or {})
+    fmt = rest.get("response_format")
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+        return None, "", rest
+    spec = fmt.get("json_schema") or {}
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    if not isinstance(schema, dict):
+        return None, "", rest
+    rest.pop("response_format")
+    return grammar_safe(schema), str(spec.get("name") or "answer"), rest
+
+
+def schema_key(skills: Iterable[tuple[str, dict | None]]) -> str:
+    """A cache key for a skill set (names and args schemas)."""
+    return json.dumps(list(skills), sort_keys=True, default=str)

@@ -1,0 +1,67 @@
+"""Native tool calls (OpenAI ``tools`` / ``tool_calls``): the skills as tool specs, the calls read
+from an answer, and the messages that carry them and their results back (pure functions).
+
+Used when a runner's ``tool_transport`` is ``native`` or ``auto``; the JSON skill protocol stays
+the fallback (llm/structured.py decides per runner which one a request uses).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterable
+
+
+@dataclass
+class ToolCall:
+    """One native call as the server sent it; ``arguments`` is usually a JSON string."""
+
+    id: str
+    name: str
+    arguments: object
+
+
+def tool_specs(skills: Iterable[tuple[str, str, dict | None]]) -> list[dict]:
+    """``tools`` entries for (name, description, args schema) triples."""
+    specs = []
+    for name, description, schema in skills:
+        parameters = schema if isinstance(schema, dict) and schema else {"type": "object", "properties": {}}
+        specs.append({"type": "function", "function": {"name": name, "description": description or name, "parameters": parameters}})
+    return specs
+
+
+def tool_calls_of(raw: dict) -> list[ToolCall]:
+    """The tool calls of a completion body (streamed ones are assembled into the same shape)."""
+    try:
+        message = raw["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        return []
+    calls = []
+    for n, entry in enumerate(message.get("tool_calls") or []):
+        if not isinstance(entry, dict):
+            continue
+        fn = entry.get("function") or {}
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if not isinstance(name, str) or not name:
+            continue
+        calls.append(ToolCall(id=str(entry.get("id") or f"call_{n}"), name=name, arguments=fn.get("arguments")))
+    return calls
+
+
+def assistant_message(text: str, calls: list[ToolCall]) -> dict:
+    """The assistant turn that made ``calls`` (sent back before their results)."""
+    return {
+        "role": "assistant",
+        "content": text or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {
+                "name": c.name,
+                "arguments": c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments or {}, ensure_ascii=False)}}
+            for c in calls
+        ],
+    }
+
+
+def result_message(call: ToolCall, content: str) -> dict:
+    """A ``role: tool`` message with one call's result."""
+    return {"role": "tool", "tool_call_id": call.id, "content": content}

@@ -1,0 +1,85 @@
+"""Against a real model: llama-cpp-python's server running SmolLM2-135M-Instruct (``make test-model``).
+
+Few model calls on purpose: the 135M model answers a first turn in tens of seconds on 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from assistant_framework.memory import MemoryService
+from assistant_framework.skills import SkillManager
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.agent.loop import Agent
+from messaging_llm_bot.llm.client import LLMClient
+from messaging_llm_bot.llm.structured import chooser_for, protocol_schema
+from messaging_llm_bot.protocol import parse_model_output
+from messaging_llm_bot.runtime import BackgroundModel
+from tests.real_model import RealModelServer
+
+pytestmark = [pytest.mark.model, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def real_server(tmp_path_factory):
+    server = RealModelServer(log_path=tmp_path_factory.mktemp("llama") / "server.log")
+    server.start()
+    yield server
+    server.stop()
+
+
+def _builtin_schema(tmp_path) -> dict:
+    skills = SkillManager.from_config({"runtime": {}}, Workspace(tmp_path / "schema-ws"))
+    return protocol_schema((n, skills.get(n).args_schema) for n in skills.names())
+
+
+def test_protocol_schema_compiles_to_a_grammar(tmp_path):
+    # llama-cpp-python silently drops the constraint when its converter raises; it must not.
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    grammar = json_schema_to_gbnf(json.dumps(_builtin_schema(tmp_path)))
+    assert '"\\"tasks\\""' in grammar and "reply" in grammar
+
+
+def _agent(real_server, tmp_path, **runner) -> Agent:
+    config = {
+        "llm": {"runners": [real_server.runner(**runner)], "max_skill_rounds": 2, "retries_per_runner": 0,
+                "temperature": 0, "max_tokens": 120},
+        "runtime": {"timezone": "UTC"},
+        "memory": {"enabled": False},
+        "policy": {"capabilities": {"write": "allow"}},
+    }
+    workspace = Workspace(tmp_path / "ws")
+    return Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
+
+
+def test_constrained_turn_gives_a_protocol_object_and_a_clean_reply(real_server, tmp_path):
+    agent = _agent(real_server, tmp_path)
+    deltas: list[str] = []
+    result = agent.handle_message("t", "add a task: buy milk tomorrow", stream=True,
+                                  on_event=lambda e: e.kind == "delta" and deltas.append(e.data["text"]))
+    assert result.ok, result.reply
+    # The server takes json_object with a schema, not json_schema: auto found that out.
+    assert chooser_for(agent.llm).modes(agent.llm.runners[0])[0] == "json_object"
+    for request in agent.traces.load(result.trace_id)["requests"]:
+        value = json.loads(request["text"])  # every raw model output is one JSON object...
+        assert parse_model_output(request["text"], agent.skills.names()).calls or set(value) == {"reply"}  # ...of the protocol
+    assert not result.reply.lstrip().startswith("{") and '"skill"' not in result.reply
+    assert all("{" not in d for d in deltas)
+
+
+def test_background_extraction_uses_the_format_the_server_takes(real_server, tmp_path, caplog):
+    llm = LLMClient({"runners": [real_server.runner()], "retries_per_runner": 0, "temperature": 0, "max_tokens": 120})
+    svc = MemoryService(Workspace(tmp_path / "ws"), {"memory": {"extract_idle_seconds": 0}}, complete=BackgroundModel(llm))
+    try:
+        with caplog.at_level(logging.WARNING):
+            svc.after_turn("1", "My sister Ann lives in Porto.", "Nice, Porto is lovely.")
+            assert svc.drain(600)
+        assert not [r for r in caplog.records if "fact extraction for 1 failed" in r.getMessage()]
+        assert chooser_for(llm).modes(llm.runners[0])[0] == "json_object"
+    finally:
+        svc.close()
+        llm.close()

@@ -1,0 +1,138 @@
+"""Schema-constrained answers: the protocol schema, the per-runner format choice and its fallback,
+against the loopback fake server (which can reject formats the way llama-cpp-python does)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import jsonschema
+import pytest
+
+from assistant_framework.memory import MemoryService
+from assistant_framework.skills import SkillManager
+from assistant_framework.stores.facts import FactStore
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.agent.loop import Agent
+from messaging_llm_bot.llm.client import LLMClient
+from messaging_llm_bot.llm.structured import grammar_safe, protocol_schema
+from messaging_llm_bot.runtime import BackgroundModel
+from tests.fakes.chat_server import FakeChatServer
+
+LLAMA_CPP_PYTHON = ("text", "json_object")
+
+
+def _config(server: FakeChatServer, skills_dir, **runner) -> dict:
+    return {
+        "llm": {
+            "runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model", "timeout_seconds": 10, **runner}],
+            "max_skill_rounds": 3, "retries_per_runner": 0,
+        },
+        "runtime": {"timezone": "UTC", "skills_dirs": [str(skills_dir)]},
+        "telegram": {"token": ""},
+    }
+
+
+def _agent(config: dict, workspace: Workspace) -> Agent:
+    return Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
+
+
+def test_grammar_safe_drops_keywords_that_break_grammars():
+    schema = {"type": "object", "additionalProperties": False, "required": ["name", "gone"],
+              "properties": {"name": {"type": "string", "pattern": "^[a-z]+$", "minLength": 1},
+                             "n": {"type": "integer", "minimum": 0}, "kind": {"const": "x"},
+                             "tags": {"type": "array", "items": {"type": "string", "format": "email"}, "maxItems": 3}}}
+    assert grammar_safe(schema) == {
+        "type": "object", "required": ["name"],
+        "properties": {"name": {"type": "string"}, "n": {"type": "integer"}, "kind": {"enum": ["x"]},
+                       "tags": {"type": "array", "items": {"type": "string"}}},
+    }
+
+
+def test_protocol_schema_admits_every_skill_call_and_a_reply_only(tmp_path):
+    workspace = Workspace(tmp_path / "ws")
+    skills = SkillManager.from_config({"runtime": {}}, workspace)
+    schema = protocol_schema((n, skills.get(n).args_schema) for n in skills.names())
+    jsonschema.validate({"skill": "tasks", "args": {"action": "add", "title": "buy milk", "due": "2026-06-12"}}, schema)
+    jsonschema.validate({"skill": "notes", "args": {"action": "list"}}, schema)
+    jsonschema.validate({"reply": "Hello"}, schema)
+    for bad in ({"skill": "nope", "args": {}}, {"skill": "tasks", "args": {"action": "fly"}}, {"text": "hi"}, {"skill": "tasks"}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+    assert len(schema["anyOf"]) == len(skills.names()) + 1
+
+
+def test_auto_falls_back_to_json_object_once_and_remembers(tmp_path, test_skills_dir, caplog):
+    with FakeChatServer(response_formats=LLAMA_CPP_PYTHON) as server:
+        agent = _agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
+        server.enqueue('{"skill": "add", "args": {"a": 2, "b": 3}}', '{"reply": "5"}', '{"reply": "again"}')
+        with caplog.at_level(logging.INFO, logger="messaging_llm_bot.llm.structured"):
+            first = agent.handle_message("c", "what is 2+3?")
+            second = agent.handle_message("c", "and again?")
+        assert (first.reply, first.ok, second.reply) == ("5", True, "again")
+        kinds = [(r.get("response_format") or {}).get("type") for r in server.chat_requests]
+        assert kinds == ["json_schema", "json_object", "json_object", "json_object"]
+        schema = server.chat_requests[1]["response_format"]["schema"]
+        assert {"skill": {"type": "string", "enum": ["add"]}, "args": {"type": "object", "properties": {
+            "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}} in [o["properties"] for o in schema["anyOf"]]
+        used = [r.getMessage() for r in caplog.records if "structured output via" in r.getMessage()]
+        assert used == ["llm runner 'fake': structured output via response_format json_object"]
+
+
+def test_schema_request_is_byte_stable_between_turns(tmp_path, test_skills_dir):
+    with FakeChatServer() as server:
+        agent = _agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
+        agent.handle_message("c", "one")
+        agent.handle_message("c", "two")
+        formats = [json.dumps(r["response_format"]) for r in server.chat_requests]
+        assert formats[0] == formats[1] and '"json_schema"' in formats[0]
+        marker = b'"response_format"'
+        tails = [r.body[r.body.index(marker):] for r in server.chat_requests]
+        assert tails[0] == tails[1]  # the schema is sent after the messages, byte for byte the same
+
+
+@pytest.mark.parametrize("setting,expected", [("off", [None]), ("json_object", ["json_object"]), ("json_schema", ["json_schema"])])
+def test_explicit_setting_is_used(tmp_path, test_skills_dir, setting, expected):
+    with FakeChatServer() as server:
+        agent = _agent(_config(server, test_skills_dir, structured_output=setting), Workspace(tmp_path / "ws"))
+        agent.handle_message("c", "hi")
+        assert [(r.get("response_format") or {}).get("type") for r in server.chat_requests] == expected
+
+
+def test_explicit_format_a_server_lacks_falls_back_to_prompted_json(tmp_path, test_skills_dir):
+    with FakeChatServer(response_formats=LLAMA_CPP_PYTHON) as server:
+        agent = _agent(_config(server, test_skills_dir, structured_output="json_schema"), Workspace(tmp_path / "ws"))
+        server.enqueue("Hello!")
+        assert agent.handle_message("c", "hi").reply == "Hello!"
+        assert [(r.get("response_format") or {}).get("type") for r in server.chat_requests] == ["json_schema", None]
+
+
+def test_streamed_reply_object_shows_only_its_text(tmp_path, test_skills_dir):
+    with FakeChatServer() as server:
+        agent = _agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
+        server.enqueue({"content": '{"reply": "Hello there, \\"friend\\"!"}',
+                        "stream_chunks": ['{"', 'reply', '": "', 'Hello', ' there,', ' \\"fr', 'iend\\"!', '"}']})
+        deltas: list[str] = []
+        result = agent.handle_message("c", "hi", stream=True, on_event=lambda e: e.kind == "delta" and deltas.append(e.data["text"]))
+        assert result.reply == 'Hello there, "friend"!'
+        assert deltas and deltas[-1] == result.reply
+        assert all("{" not in d and "reply" not in d and '\\"' not in d for d in deltas), deltas
+
+
+def test_background_extraction_falls_back_instead_of_failing_every_turn(tmp_path):
+    with FakeChatServer(response_formats=LLAMA_CPP_PYTHON) as server:
+        llm = LLMClient({"runners": [{"name": "fake", "base_url": server.base_url, "model": "m"}], "retries_per_runner": 0})
+        svc = MemoryService(Workspace(tmp_path / "ws"), {"memory": {"extract_idle_seconds": 0}}, complete=BackgroundModel(llm))
+        try:
+            answer = json.dumps({"facts": [{"subject": "user", "attribute": "city", "value": "Porto"}]})
+            server.enqueue(answer, answer)
+            svc.after_turn("1", "I live in Porto", "Nice")
+            assert svc.drain(10)
+            svc.after_turn("1", "Still in Porto", "Good")
+            assert svc.drain(10)
+        finally:
+            svc.close()
+        kinds = [r["response_format"]["type"] for r in server.chat_requests]
+        assert kinds == ["json_schema", "json_object", "json_object"]
+        assert "additionalProperties" not in json.dumps(server.chat_requests[1]["response_format"]["schema"])
+        assert [f["value"] for f in FactStore(svc.workspace).all()] == ["Porto"]

@@ -1,0 +1,73 @@
+"""Native tool calls (tool_transport native/auto) against the loopback fake server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from assistant_framework.skills import SkillManager
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.agent.loop import Agent
+from messaging_llm_bot.llm.client import LLMClient
+from tests.fakes.chat_server import FakeChatServer
+
+TWO_CALLS = [{"id": "call_a", "name": "add", "arguments": {"a": 2, "b": 3}},
+             {"id": "call_b", "name": "add", "arguments": '{"a": 10, "b": 1}'}]
+
+
+def _agent(server, tmp_path, skills_dir, transport: str) -> Agent:
+    config = {
+        "llm": {"runners": [{"name": "fake", "base_url": server.base_url, "model": "m", "timeout_seconds": 10,
+                             "tool_transport": transport}], "max_skill_rounds": 3, "retries_per_runner": 0},
+        "runtime": {"timezone": "UTC", "skills_dirs": [str(skills_dir)]},
+    }
+    workspace = Workspace(tmp_path / "ws")
+    return Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_native_tool_calls_run_and_results_go_back_as_tool_messages(tmp_path, test_skills_dir, stream):
+    with FakeChatServer() as server:
+        agent = _agent(server, tmp_path, test_skills_dir, "native")
+        server.enqueue({"tool_calls": TWO_CALLS}, "5 and 11.")
+        result = agent.handle_message("c", "add 2+3 and 10+1", stream=stream)
+        assert (result.reply, result.ok) == ("5 and 11.", True)
+        assert [(c["skill"], c["args"], c["ok"]) for c in result.skill_calls] == [
+            ("add", {"a": 2, "b": 3}, True), ("add", {"a": 10, "b": 1}, True)]
+        first, second = server.chat_requests
+        assert {t["function"]["name"] for t in first["tools"]} >= {"add", "save_note"}
+        assert "response_format" not in first
+        sent = second["messages"]
+        assert [c["id"] for c in sent[-3]["tool_calls"]] == ["call_a", "call_b"]
+        assert [(m["role"], m["tool_call_id"]) for m in sent[-2:]] == [("tool", "call_a"), ("tool", "call_b")]
+        assert '"sum": 5' in sent[-2]["content"] and '"sum": 11' in sent[-1]["content"]
+
+
+def test_auto_falls_back_to_the_json_protocol_when_tools_are_rejected(tmp_path, test_skills_dir):
+    with FakeChatServer(tools_supported=False) as server:
+        agent = _agent(server, tmp_path, test_skills_dir, "auto")
+        server.enqueue('{"skill": "add", "args": {"a": 1, "b": 1}}', '{"reply": "2"}', '{"reply": "again"}')
+        assert agent.handle_message("c", "1+1?").reply == "2"
+        assert agent.handle_message("c", "again").reply == "again"
+        sent = [("tools" in r, (r.get("response_format") or {}).get("type")) for r in server.chat_requests]
+        assert sent == [(True, None), (False, "json_schema"), (False, "json_schema"), (False, "json_schema")]
+
+
+def test_auto_reads_a_protocol_call_written_as_text(tmp_path, test_skills_dir):
+    # llama-cpp-python with a plain chat format accepts `tools` and answers with text.
+    with FakeChatServer() as server:
+        agent = _agent(server, tmp_path, test_skills_dir, "auto")
+        server.enqueue('{"skill": "add", "args": {"a": 4, "b": 4}}', "8.")
+        result = agent.handle_message("c", "4+4?")
+        assert result.reply == "8." and result.skill_calls[0]["args"] == {"a": 4, "b": 4}
+        assert all("tools" in r for r in server.chat_requests)
+        assert server.chat_requests[1]["messages"][-1]["role"] == "user"  # a text call's result is a user message
+
+
+def test_json_transport_sends_no_tools(tmp_path, test_skills_dir):
+    with FakeChatServer() as server:
+        agent = _agent(server, tmp_path, test_skills_dir, "json")
+        agent.handle_message("c", "hi")
+        assert "tools" not in server.chat_requests[0]
+        assert json.loads(server.chat_requests[0].body)["response_format"]["type"] == "json_schema"
