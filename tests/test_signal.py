@@ -265,3 +265,34 @@ def test_config_rejects_a_bad_signal_section(tmp_path):
         load_config(tmp_path)
     text = str(err.value)
     assert "signal.json" in text and "allowed" in text and "account" in text
+
+
+def _ask_writes(config):
+    config["policy"] = {"capabilities": {"write": "ask"}}
+
+
+SAVE = '{"skill": "save_note", "args": {"name": "groceries", "text": "bread"}}'
+
+
+@pytest.mark.parametrize("answer, saved", [("yes", True), ("No.", False)])
+def test_owner_confirms_by_replying(start, daemon, chat_server, workspace, answer, saved):
+    chat_server.enqueue(SAVE, '{"reply": "Done."}')
+    start(patch=_ask_writes)
+    daemon.message(OWNER, "note groceries: bread")
+    [question] = daemon.wait_sent(1)
+    assert question["message"].startswith("Confirm this action?") and "save_note" in question["message"]
+    assert not workspace.exists("notes/groceries.md")  # nothing happens before the answer
+    daemon.message(OWNER, answer)  # answers the question; not a new message for the model
+    sent = daemon.wait_sent(2)
+    assert sent[1]["message"].startswith("Done.")
+    assert workspace.exists("notes/groceries.md") is saved
+    assert len(chat_server.chat_requests) == 2
+
+
+def test_only_the_owner_is_asked(start, daemon, chat_server, workspace):
+    chat_server.enqueue(SAVE, '{"reply": "I could not."}')
+    start(patch=_ask_writes)
+    daemon.message(FRIEND, "note groceries: bread")
+    [sent] = daemon.wait_sent(1)
+    assert sent["recipient"] == [FRIEND] and sent["message"].startswith("I could not.")
+    assert not workspace.exists("notes/groceries.md")
