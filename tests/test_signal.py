@@ -296,3 +296,18 @@ def test_only_the_owner_is_asked(start, daemon, chat_server, workspace):
     [sent] = daemon.wait_sent(1)
     assert sent["recipient"] == [FRIEND] and sent["message"].startswith("I could not.")
     assert not workspace.exists("notes/groceries.md")
+
+
+def test_collector_notices_and_the_digest_go_to_the_owner(start, daemon, workspace):
+    import asyncio
+    from datetime import datetime, timedelta, timezone
+
+    later = datetime.now(timezone.utc) + timedelta(hours=2)
+    ReminderStore(workspace).add(12345, "dentist appointment", later, "Europe/Berlin")
+    bot = start()
+    bot.service.notify_from_thread("rss", "3 new items")
+    [notice] = daemon.wait_sent(1)
+    assert notice["recipient"] == [OWNER] and notice["message"] == "📬 rss: 3 new items"
+    asyncio.run_coroutine_threadsafe(bot.service._morning_digest(None), bot.service._loop).result(10)
+    [_, digest] = daemon.wait_sent(2)
+    assert digest["recipient"] == [OWNER] and "dentist appointment" in digest["message"]

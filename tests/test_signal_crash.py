@@ -12,6 +12,7 @@ every 0.1 s here).
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -108,3 +109,27 @@ def test_telegram_and_signal_in_one_process_survive_sigkill(tmp_path, bot_config
 
 def daemon_texts(daemon: FakeSignalDaemon, user: str) -> list[str]:
     return [s["message"] for s in daemon.sent_to(user)]
+
+
+@pytest.mark.timeout(60)
+def test_signal_only_bot_answers_and_stops_cleanly_on_sigterm(tmp_path, bot_config):
+    with FakeSignalDaemon(BOT) as daemon, FakeChatServer() as model:
+        model.set_handler(echo_reply)
+        base = dict(bot_config, llm={**bot_config["llm"], "runners": [
+            {"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 10}]})
+        base["telegram"] = {"token": ""}
+        config = tmp_path / "config.json"
+        config.write_text(json.dumps({**base, "memory": {"enabled": False},
+                                      "runtime": {**base["runtime"], "log_level": "INFO"},
+                                      "signal": {"enabled": True, "base_url": daemon.base_url, "account": BOT,
+                                                 "allowed": USERS[:1]}}))
+        with BotProcess(config, tmp_path / "workspace", tmp_path / "bot.log") as bot:
+            bot.start()
+            daemon.wait_connected(30)
+            daemon.message(USERS[0], "ping")
+            [sent] = daemon.wait_sent(1, timeout=20)
+            assert sent["message"] == "re: ping"
+            assert bot.terminate() == 0, bot.run_log()[-3000:]
+            log = bot.log_text()
+        assert "connected to the signal-cli event stream" in log and "Traceback" not in log
+        assert "Serving @" not in log  # no Telegram without a token
