@@ -93,8 +93,13 @@ class SignalService:
             return EXIT_FAILED
         loop = asyncio.new_event_loop()
         self._loop = loop
+        code = EXIT_OK
         try:
             loop.run_until_complete(self._main())
+        except Exception as err:  # noqa: BLE001 - a clear line, not a traceback on the owner's screen
+            log.error("signal: the Signal frontend stopped after an error: %s: %s", type(err).__name__, err)
+            log.debug("signal: the error's traceback", exc_info=err)
+            code = EXIT_FAILED
         finally:
             try:
                 loop.run_until_complete(loop.shutdown_asyncgens())
@@ -104,7 +109,7 @@ class SignalService:
                 if self.manage_runtime:
                     self._shutdown_runtime()
                 self.stopped.set()
-        return EXIT_OK
+        return code
 
     def _shutdown_runtime(self) -> None:
         try:

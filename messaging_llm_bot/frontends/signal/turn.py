@@ -187,6 +187,8 @@ class TurnRunner:
     async def _produce_reply(self, item: InboxItem, msg: Incoming, typing: Typing) -> str:
         kind = msg.kind()
         untrusted = False
+        if kind in ("text", "document", "photo", "voice"):
+            typing.start()  # fetching and transcribing take a while too
         if kind == "text":
             text = model_text(msg, self.settings.account, self.account_uuid)
         elif kind in ("document", "photo"):
@@ -206,7 +208,6 @@ class TurnRunner:
             await self._send_best_effort(msg.chat, f"🎙 {text}", msg if msg.group_id else None)
         else:
             return media.unsupported_text(kind)
-        typing.start()
         owner_chat = msg.group_id is None and self.settings.is_owner(msg.number, msg.uuid)
         approve = None
         if self.approvals is not None and owner_chat:
