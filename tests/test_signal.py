@@ -171,7 +171,8 @@ def test_daemon_restart_mid_conversation(start, daemon, chat_server, caplog):
     assert "reachable again" in caplog.text
 
 
-def test_daemon_down_at_start_is_retried_not_fatal(bot_config, daemon, workspace, tmp_path, chat_server):
+def test_daemon_down_at_start_is_retried_not_fatal(bot_config, daemon, workspace, tmp_path, chat_server, caplog):
+    caplog.set_level(logging.INFO, logger="messaging_llm_bot.frontends.signal")
     daemon.stop()
     chat_server.enqueue('{"reply": "hello late"}')
     bot = RunningSignal(make_runtime(signal_config(bot_config, daemon), workspace, tmp_path)).start()
@@ -183,6 +184,7 @@ def test_daemon_down_at_start_is_retried_not_fatal(bot_config, daemon, workspace
         daemon.start()
         [sent] = daemon.wait_sent(1, timeout=15)
         assert sent["message"] == "hello late"
+        assert len([r for r in caplog.records if "not reachable" in r.getMessage()]) == 1
     finally:
         assert bot.stop() == 0
 
