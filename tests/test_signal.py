@@ -55,6 +55,7 @@ def test_conversation_with_a_skill_call(start, daemon, chat_server, workspace, w
     assert daemon.receipts[0]["targetTimestamp"] == [event["envelope"]["timestamp"]]
     wait_for(lambda: any(t["stop"] for t in daemon.typing), what="typing stop")
     assert daemon.typing[0] == {"recipient": [OWNER], "groupId": None, "stop": False}
+    assert daemon.batches[0] == ["sendReceipt", "sendTyping"]  # one request for both
     # Answered: nothing left in the inbox; the conversation is sig:<number>.
     wait_for(lambda: not list(workspace.root.glob("state/inbox/pending/*/*.json")), what="the item completed")
     assert list(workspace.root.glob("conversations/sig_*15551110001*"))

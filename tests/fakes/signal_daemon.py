@@ -19,7 +19,8 @@ event client is connected, then goes to every connected client. ``stop()`` drops
 
 Methods: ``send`` (recipient|groupId, message, textStyle, attachments, quoteTimestamp...),
 ``sendTyping``, ``sendReceipt``, ``getAttachment``, ``listGroups``, ``version``. Everything received
-is recorded: ``sent`` (send params + the assigned ``timestamp``), ``typing``, ``receipts``, ``rpc``.
+is recorded: ``sent`` (send params + the assigned ``timestamp``), ``typing``, ``receipts``, ``rpc``,
+``batches``.
 Every response is written in one ``sendall`` on a TCP_NODELAY socket.
 """
 
@@ -146,6 +147,7 @@ class FakeSignalDaemon:
         self.typing: list[dict] = []
         self.receipts: list[dict] = []
         self.rpc: list[dict] = []
+        self.batches: list[list] = []  # the methods of each batch request
         self.groups: dict[str, dict] = {}
         self.attachments: dict[str, bytes] = {}
         self.send_errors: list[RpcError] = []  # the next send calls fail with these, in order
@@ -358,6 +360,8 @@ class FakeSignalDaemon:
         if isinstance(parsed, list):
             if not parsed:
                 return _error(None, -32600, "Invalid request")
+            with self._cond:
+                self.batches.append([r.get("method") if isinstance(r, dict) else None for r in parsed])
             answers = [a for a in (self._one(r) for r in parsed) if a is not None]
             return answers or None
         return self._one(parsed)

@@ -70,13 +70,16 @@ async def send_parts(client: SignalClient, chat: str, markdown: str, *, quote: I
 class Typing:
     """Shows "typing…" in a chat while the model works (best effort, never raises)."""
 
-    def __init__(self, client: SignalClient, chat: str, enabled: bool = True) -> None:
+    def __init__(self, client: SignalClient, chat: str, enabled: bool = True, shown: bool = False) -> None:
         self.client, self.chat, self.enabled = client, chat, enabled
+        self.shown = shown  # the first indicator already went out (batched with the read receipt)
         self._task: asyncio.Task | None = None
 
     async def _loop(self) -> None:
         while True:
-            await self._send(False)
+            if not self.shown:
+                await self._send(False)
+            self.shown = False
             await asyncio.sleep(TYPING_EVERY_SECONDS)
 
     async def _send(self, stop: bool) -> None:
@@ -90,12 +93,13 @@ class Typing:
             self._task = asyncio.get_running_loop().create_task(self._loop())
 
     async def stop(self) -> None:
-        if self._task is None:
-            return
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
-        self._task = None
-        await self._send(True)
+        showing = self._task is not None or self.shown
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        self._task, self.shown = None, False
+        if showing:
+            await self._send(True)
 
 
 class TurnRunner:
@@ -155,8 +159,8 @@ class TurnRunner:
         quote = msg if msg.group_id else None  # quote the question only in groups
         reply = item.reply
         if reply is None:
-            await self._receipt(msg)
-            typing = Typing(self.client, msg.chat, self.settings.typing)
+            shown = await self._receipt_and_typing(msg)
+            typing = Typing(self.client, msg.chat, self.settings.typing, shown=shown)
             try:
                 reply = await self._produce_reply(item, msg, typing)
             except asyncio.CancelledError:
@@ -177,12 +181,21 @@ class TurnRunner:
             return  # stopping with the reply undelivered: it stays in the inbox, resent at the next start
         await asyncio.to_thread(self.inbox.complete, item.item_id)
 
-    async def _receipt(self, msg: Incoming) -> None:
+    async def _receipt_and_typing(self, msg: Incoming) -> bool:
+        """Mark the message read and show "typing…", in one batch request; True when typing went out."""
+        calls: list[tuple[str, dict | None]] = [
+            ("sendReceipt", {"recipient": msg.uuid or msg.number, "targetTimestamp": [msg.timestamp], "type": "read"})]
+        if self.settings.typing:
+            calls.append(("sendTyping", recipient_params(msg.chat)))
         try:
-            await self.client.rpc("sendReceipt", {"recipient": msg.uuid or msg.number,
-                                                  "targetTimestamp": [msg.timestamp], "type": "read"})
-        except (SignalRpcError, SignalUnavailable) as err:
+            results = await self.client.batch(calls)
+        except SignalUnavailable as err:
             log.debug("signal: read receipt for %s failed: %s", msg.timestamp, err)
+            return False
+        for (method, _), result in zip(calls, results):
+            if isinstance(result, Exception):
+                log.debug("signal: %s for %s failed: %s", method, msg.timestamp, result)
+        return len(results) > 1 and not isinstance(results[1], Exception)
 
     async def _produce_reply(self, item: InboxItem, msg: Incoming, typing: Typing) -> str:
         kind = msg.kind()
