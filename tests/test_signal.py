@@ -138,16 +138,22 @@ def test_voice_note_is_transcribed(start, daemon, chat_server):
     assert chat_server.chat_requests[0]["messages"][-1]["content"].startswith("remind me to buy bread")
 
 
-def test_document_is_saved_into_the_workspace_as_untrusted(start, daemon, chat_server, workspace):
+@pytest.mark.parametrize("content_type, filename, pattern, kind", [
+    ("application/pdf", "../../invoice.pdf", "inbox/*/invoice.pdf", "document"),
+    ("image/jpeg", None, "inbox/*/photo-*.jpg", "photo"),
+])
+def test_files_are_saved_into_the_workspace_as_untrusted(start, daemon, chat_server, workspace, content_type,
+                                                          filename, pattern, kind):
     chat_server.enqueue('{"reply": "Saved your file."}')
     start()
-    att = daemon.add_attachment(b"%PDF-1.4 invoice", "application/pdf", filename="../../invoice.pdf")
+    att = daemon.add_attachment(b"%PDF-1.4 invoice", content_type, filename=filename)
     daemon.message(OWNER, "my invoice", attachments=[att])
     daemon.wait_sent(1)
-    [saved] = list(workspace.root.glob("inbox/*/invoice.pdf"))
+    [saved] = list(workspace.root.glob(pattern))  # the "../../" of a sender's file name is dropped
     assert saved.read_bytes() == b"%PDF-1.4 invoice"
     prompt = chat_server.chat_requests[0]["messages"][-1]["content"]
-    assert "[Attachment]" in prompt and "untrusted" in prompt and "Caption: my invoice" in prompt
+    assert f"The user sent a {kind}" in prompt and "untrusted" in prompt and "Caption: my invoice" in prompt
+    assert daemon.rpc[[r["method"] for r in daemon.rpc].index("getAttachment")]["params"]["recipient"] == OWNER
 
 
 def test_daemon_restart_mid_conversation(start, daemon, chat_server, caplog):
