@@ -9,6 +9,9 @@ from __future__ import annotations
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 _DECISION = {"enum": ["allow", "ask", "deny"]}
 _HTTP_URL = {"type": "string", "pattern": "^https?://"}
+# A phone number in E.164 form or a Signal ACI UUID.
+_SIGNAL_ID = ("^(\\+[1-9][0-9]{6,14}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+              "[0-9a-fA-F]{12})$")
 
 _ENDPOINT = {
     "type": "object",
@@ -85,6 +88,24 @@ TELEGRAM_SCHEMA = {
             "additionalProperties": False,
         },
     },
+    "additionalProperties": False,
+}
+
+SIGNAL_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "enabled": {"type": "boolean"},
+        "base_url": _HTTP_URL,
+        "account": {"type": "string", "pattern": "^(|\\+[1-9][0-9]{6,14})$"},
+        "allowed": {"type": "array", "items": {"type": "string", "pattern": _SIGNAL_ID}},
+        "owner": {"type": ["string", "null"], "pattern": _SIGNAL_ID},
+        "group_mode": {"enum": ["mention", "all"]},
+        "typing": {"type": "boolean"},
+        "morning_digest": {"type": ["string", "null"], "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"},
+    },
+    # The bot needs its own number to talk to the daemon and to notice mentions of itself.
+    "if": {"properties": {"enabled": {"const": True}}, "required": ["enabled"]},
+    "then": {"required": ["account"], "properties": {"account": {"minLength": 2}}},
     "additionalProperties": False,
 }
 
@@ -194,6 +215,7 @@ ROOT_SCHEMA = {
     "properties": {
         "llm": LLM_SCHEMA,
         "telegram": TELEGRAM_SCHEMA,
+        "signal": SIGNAL_SCHEMA,
         "runtime": RUNTIME_SCHEMA,
         "memory": MEMORY_SCHEMA,
         "policy": POLICY_SCHEMA,

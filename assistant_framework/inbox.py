@@ -111,10 +111,15 @@ class Inbox:
         with self._lock:
             return str(source_id) in self._seen
 
-    def pending(self) -> list[InboxItem]:
-        """Unanswered items, oldest first (so per conversation they are in arrival order)."""
+    def pending(self, prefix: str = "") -> list[InboxItem]:
+        """Unanswered items, oldest first (so per conversation they are in arrival order).
+
+        ``prefix`` keeps the conversations of one frontend (``"tg:"``, ``"sig:"``): several
+        frontends share one workspace and each replays only its own items.
+        """
         with self._lock:
-            return sorted(self._items.values(), key=lambda i: (i.seq, i.item_id))
+            items = [i for i in self._items.values() if i.conversation_id.startswith(prefix)]
+            return sorted(items, key=lambda i: (i.seq, i.item_id))
 
     def get(self, item_id: str) -> InboxItem | None:
         """The pending item with this id, or None when unknown or completed."""

@@ -69,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="assistant-bot", description="Run the personal assistant bot.")
     parser.add_argument("--config", default="config", help="config file or directory (default: config)")
     parser.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
-    parser.add_argument("--frontend", choices=("telegram", "console"), default="telegram", help="default: telegram")
+    parser.add_argument("--frontend", choices=("telegram", "signal", "console"), default=None,
+                        help="default: every enabled chat frontend (telegram with a token, signal with "
+                             "signal.enabled; both run side by side), else telegram")
     return parser
 
 
@@ -94,7 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(runtime_config.get("log_level") or default_level,
                   collect_secrets(runtime.config, runner_secrets(runtime.config)))
 
-    frontend = args.frontend
+    from messaging_llm_bot.frontends.run import enabled_frontends, run_chat_frontends
+
+    chats = enabled_frontends(runtime.config) if args.frontend is None else [args.frontend]
+    frontend = args.frontend or ("chat" if chats else "telegram")
     if frontend == "telegram" and not (runtime.config.get("telegram") or {}).get("token"):
         if not sys.stdin.isatty():
             print(NO_TOKEN, file=sys.stderr)
@@ -115,9 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_console(runtime)
         finally:
             runtime.shutdown(timeout=float(runtime_config.get("shutdown_timeout_seconds", 20)))
-    from messaging_llm_bot.frontends.telegram.bot import run_telegram
-
-    return run_telegram(runtime)
+    return run_chat_frontends(runtime, chats or ["telegram"])
 
 
 def exit_now(code: int) -> None:

@@ -136,6 +136,9 @@ class BotRuntime:
     collector_runner: "CollectorRunner | None" = None
     overrides: dict = field(default_factory=dict)
     _notify: Callable[[str, str], None] | None = None
+    _notifiers: list[Callable[[str, str], None]] = field(default_factory=list)
+    _background_started: bool = False
+    _shutdown_hooks: list[Callable[[float], None]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _maintenance: threading.Thread | None = None
     _build_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -223,8 +226,16 @@ class BotRuntime:
             self.collectors.ensure_loaded()
 
     def start_background(self, notify: Callable[[str, str], None] | None = None) -> None:
-        """Start the collector runner and the memory maintenance timer."""
-        self._notify = notify
+        """Start the collector runner and the memory maintenance timer, once; every frontend's ``notify`` is kept.
+
+        With several frontends in one process each calls this; collector notices go to all of them.
+        """
+        if notify is not None:
+            self._notifiers.append(notify)
+        if self._background_started:
+            return
+        self._background_started = True
+        self._notify = self._notify_all
         if self.collectors is not None:
             self.collector_runner = self._make_runner()
             self.collector_runner.start()
@@ -232,6 +243,17 @@ class BotRuntime:
             self._stop.clear()
             self._maintenance = threading.Thread(target=self._maintenance_loop, name="memory-maintenance", daemon=True)
             self._maintenance.start()
+
+    def _notify_all(self, collector_name: str, text: str) -> None:
+        for notify in list(self._notifiers):
+            try:
+                notify(collector_name, text)
+            except Exception:  # noqa: BLE001 - one frontend's failure must not silence the others
+                log.exception("collector notice through %r failed", notify)
+
+    def on_shutdown(self, hook: Callable[[float], None]) -> None:
+        """Run ``hook(timeout)`` first in ``shutdown`` (a frontend in another thread stops before the parts it uses)."""
+        self._shutdown_hooks.append(hook)
 
     def _maintenance_loop(self) -> None:
         while not self._stop.wait(MEMORY_MAINTENANCE_SECONDS):
@@ -242,6 +264,12 @@ class BotRuntime:
 
     def shutdown(self, timeout: float = 20) -> None:
         """Stop background work, wait for memory jobs (up to ``timeout``), close clients."""
+        hooks, self._shutdown_hooks = self._shutdown_hooks, []
+        for hook in hooks:
+            try:
+                hook(timeout)
+            except Exception:  # noqa: BLE001 - shutting down: go on with the rest
+                log.exception("shutdown hook %r failed", hook)
         self._stop.set()
         if self.parts is None:
             with self._build_lock:  # a build under way finishes first, then is shut down below

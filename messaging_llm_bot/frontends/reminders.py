@@ -32,6 +32,14 @@ def field(record: Any, name: str, default: Any = None) -> Any:
     return getattr(record, name, default)
 
 
+def reminder_channel(chat_id: Any) -> str:
+    """The frontend a reminder's chat belongs to: the prefix of ``sig:...`` ids, "telegram" for numeric ids."""
+    text = str(chat_id if chat_id is not None else "")
+    if ":" in text:
+        return {"sig": "signal", "tg": "telegram"}.get(text.split(":", 1)[0], text.split(":", 1)[0])
+    return "telegram" if text.lstrip("-").isdigit() else text or "none"
+
+
 def _zone(name: str | None, fallback: str = "UTC") -> ZoneInfo:
     for candidate in (name, fallback, "UTC"):
         if candidate:
@@ -89,8 +97,10 @@ class ReminderScheduler:
     """Keeps the JobQueue in step with the ReminderStore and delivers reminders."""
 
     def __init__(self, store: Any, job_queue: Any, send: SendFn, *, default_tz: str = "UTC",
-                 poll_seconds: float = POLL_SECONDS, clock: Callable[[], datetime] | None = None) -> None:
+                 poll_seconds: float = POLL_SECONDS, clock: Callable[[], datetime] | None = None,
+                 channel: str | None = None) -> None:
         self.store = store
+        self.channel = channel  # only reminders set on this frontend (see reminder_channel); None: all
         self.job_queue = job_queue
         self.send = send
         self.default_tz = default_tz
@@ -110,7 +120,8 @@ class ReminderScheduler:
 
     def _pending_safely(self) -> list:
         try:
-            return list(self.store.pending())
+            return [r for r in self.store.pending()
+                    if self.channel is None or reminder_channel(field(r, "chat_id")) == self.channel]
         except Exception as err:  # noqa: BLE001 - a damaged store must not stop the bot
             log.warning("reminders: cannot read the reminder store: %s", err)
             return []

@@ -166,7 +166,8 @@ class TelegramService:
         if self._stopping:
             return
         self.reminders = ReminderScheduler(ReminderStore(self.runtime.workspace), app.job_queue, self.send_notice,
-                                           default_tz=self.settings.timezone, poll_seconds=self.reminder_poll_seconds)
+                                           default_tz=self.settings.timezone, poll_seconds=self.reminder_poll_seconds,
+                                           channel="telegram")
         self.reminders.start()
         if self.settings.morning_digest:
             hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))

@@ -1,178 +1,24 @@
-"""Telegram-safe rendering of model Markdown: plain text plus entities, split into sendable parts.
+"""Telegram-safe rendering of model Markdown: plain text plus Bot API entities, in 4096-unit parts.
 
-Markdown is converted with ``telegramify-markdown`` into plain text and Bot API entities, so no
-parse_mode escaping can fail. Parts are measured after rendering, in UTF-16 code units as Telegram
-counts them, and are cut on paragraph, then line, then word boundaries; a code block is only cut when
-it alone exceeds a part, and then each piece carries its own ``pre`` entity (a closed block).
+The conversion and the splitting rules are shared with the other chat frontends
+(``frontends/markup.py``); Telegram counts its limit in UTF-16 code units.
 """
 
 from __future__ import annotations
 
-import re
-from bisect import bisect_right
-from dataclasses import dataclass, field
-
-from telegramify_markdown import convert
+from messaging_llm_bot.frontends.markup import (EMPTY_PLACEHOLDER, MessagePart, plain_parts as _plain_parts,
+                                                render_parts, utf16_len, utf16_units)
 
 MAX_MESSAGE_UTF16 = 4096
-EMPTY_PLACEHOLDER = "(empty reply)"
-# Entities whose inside should not host a cut: a cut there breaks code or a link in two.
-_UNSPLITTABLE = {"pre", "code", "text_link", "url", "email", "mention", "hashtag", "cashtag", "bot_command",
-                 "phone_number", "custom_emoji", "text_mention"}
-_MIN_LIMIT = 16
-_FENCE_OPEN = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*$")
 
-
-@dataclass
-class MessagePart:
-    """One Telegram message: plain text and Bot API entity dicts (offsets in UTF-16 units)."""
-
-    text: str
-    entities: list[dict] = field(default_factory=list)
-
-
-def utf16_len(text: str) -> int:
-    """Length of ``text`` in UTF-16 code units (what Telegram's 4096 limit counts)."""
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+__all__ = ["EMPTY_PLACEHOLDER", "MAX_MESSAGE_UTF16", "MessagePart", "plain_parts", "render_markdown", "utf16_len"]
 
 
 def render_markdown(markdown: str, limit: int = MAX_MESSAGE_UTF16) -> list[MessagePart]:
     """Render Markdown to parts of at most ``limit`` UTF-16 units each; never returns an empty part."""
-    _check_limit(limit)
-    try:
-        text, entity_objs = convert(markdown or "")
-    except Exception:  # noqa: BLE001 - a converter bug must not lose the reply; plain text still goes out
-        return [MessagePart(p, []) for p in plain_parts(markdown, limit)]
-    entities = [e.to_dict() for e in entity_objs]
-    parts = _split_rendered(text, entities, limit)
-    return parts or [MessagePart(EMPTY_PLACEHOLDER, [])]
+    return render_parts(markdown, limit, utf16_units)
 
 
 def plain_parts(text: str, limit: int = MAX_MESSAGE_UTF16) -> list[str]:
-    """Split plain text with the same boundary rules; fenced code cut in two is closed and reopened."""
-    _check_limit(limit)
-    text = text or ""
-    fences = _fenced_blocks(text)
-    reserve = max((len(opener) + len(close) + 2 for _, _, opener, close in fences), default=0)
-    if reserve and utf16_len(text) <= limit:
-        reserve = 0  # fits whole: no fence will be cut
-    regions = [(s, e) for s, e, _, _ in fences]
-    out: list[str] = []
-    for start, end in _split_spans(text, regions, limit - reserve):
-        piece = text[start:end]
-        for s, e, opener, close in fences:
-            if s < start < e and not piece.lstrip("\n").startswith(opener):
-                piece = opener + "\n" + piece.lstrip("\n")
-            if s < end < e and not text[end:e].strip() == close.strip():
-                piece = piece.rstrip("\n") + "\n" + close
-        out.append(piece)
-    return out or [EMPTY_PLACEHOLDER]
-
-
-def _check_limit(limit: int) -> None:
-    if limit < _MIN_LIMIT:
-        raise ValueError(f"telegram_format: part limit {limit} is below the minimum of {_MIN_LIMIT}")
-
-
-def _split_rendered(text: str, entities: list[dict], limit: int) -> list[MessagePart]:
-    """Split rendered text and clip its entities into each part."""
-    units = _utf16_table(text)
-    index_of = {u: i for i, u in enumerate(units)}
-    regions = []
-    for ent in entities:
-        if ent["type"] in _UNSPLITTABLE:
-            start = index_of.get(ent["offset"])
-            end = index_of.get(ent["offset"] + ent["length"])
-            if start is not None and end is not None:
-                regions.append((start, end))
-    parts = []
-    for start, end in _split_spans(text, regions, limit):
-        lo, hi = units[start], units[end]
-        clipped = []
-        for ent in entities:
-            a, b = max(ent["offset"], lo), min(ent["offset"] + ent["length"], hi)
-            if b > a:
-                clipped.append({**ent, "offset": a - lo, "length": b - a})
-        parts.append(MessagePart(text[start:end], clipped))
-    return parts
-
-
-def _utf16_table(text: str) -> list[int]:
-    """units[i] = UTF-16 offset of text[i]; units[len(text)] = total length."""
-    units = [0] * (len(text) + 1)
-    total = 0
-    for i, ch in enumerate(text):
-        units[i] = total
-        total += 2 if ord(ch) > 0xFFFF else 1
-    units[len(text)] = total
-    return units
-
-
-def _split_spans(text: str, regions: list[tuple[int, int]], limit: int) -> list[tuple[int, int]]:
-    """Cut ``text`` into trimmed, non-empty (start, end) index spans of at most ``limit`` UTF-16 units."""
-    units = _utf16_table(text)
-    spans = []
-    start, n = 0, len(text)
-    while start < n:
-        hard = bisect_right(units, units[start] + limit) - 1
-        cut = n if hard >= n else _choose_cut(text, start, hard, regions)
-        span = _trim(text, start, cut, regions)
-        if span:
-            spans.append(span)
-        start = cut
-    return spans
-
-
-def _inside(pos: int, regions: list[tuple[int, int]]) -> bool:
-    return any(s < pos < e for s, e in regions)
-
-
-def _choose_cut(text: str, start: int, hard: int, regions: list[tuple[int, int]]) -> int:
-    """Best cut in (start, hard]: paragraph > line > word, outside code if at all possible."""
-    window = text[start:hard + 1]
-    para = [start + m.end() for m in re.finditer(r"\n[ \t]*\n", window)]
-    line = [start + m.end() for m in re.finditer(r"\n", window)]
-    word = [start + m.start() for m in re.finditer(r"\s", window)] + [start + m.end() for m in re.finditer(r"\s", window)]
-    kinds = [sorted(c for c in cands if start < c <= hard) for cands in (para, line, word)]
-    half = start + (hard - start) // 2
-    for allow_inside, kinds_here in ((False, kinds), (True, kinds[1:])):
-        for floor in (half, start + 1):
-            for cands in kinds_here:
-                for c in reversed(cands):
-                    if c < floor:
-                        break
-                    if allow_inside or not _inside(c, regions):
-                        return c
-    return max(hard, start + 1)  # one token longer than a part: a hard cut is the only way
-
-
-def _trim(text: str, start: int, end: int, regions: list[tuple[int, int]]) -> tuple[int, int] | None:
-    """Drop whitespace at the edges, keeping indentation when a span starts or ends inside code."""
-    in_code_start = any(s <= start < e for s, e in regions)  # a code block may open with indentation
-    while start < end and (text[start] == "\n" if in_code_start else text[start].isspace()):
-        start += 1
-    in_code_end = _inside(end, regions)
-    while end > start and (text[end - 1] == "\n" if in_code_end else text[end - 1].isspace()):
-        end -= 1
-    if not text[start:end].strip():
-        return None
-    return start, end
-
-
-def _fenced_blocks(text: str) -> list[tuple[int, int, str, str]]:
-    """(start, end, opener line, closing fence) of each fenced code block in raw Markdown."""
-    blocks = []
-    pos, opener, fence, block_start = 0, "", "", 0
-    for line in text.splitlines(keepends=True):
-        bare = line.rstrip("\n")
-        if not fence:
-            m = _FENCE_OPEN.match(bare)
-            if m:
-                opener, fence, block_start = bare.strip(), m.group(1), pos
-        elif bare.strip().startswith(fence) and not bare.strip().strip(fence[0]):
-            blocks.append((block_start, pos + len(bare), opener, fence))
-            fence = ""
-        pos += len(line)
-    if fence:  # unterminated: the block runs to the end
-        blocks.append((block_start, len(text), opener, fence))
-    return blocks
+    """Split plain text on paragraph/line/word boundaries; fenced code cut in two is closed and reopened."""
+    return _plain_parts(text, limit, utf16_units)

@@ -172,7 +172,7 @@ class Frontend:
         wait until the old ones are answered; the answering itself runs in the background.
         """
         by_chat: dict[int, list[InboxItem]] = {}
-        for item in self.inbox.pending():
+        for item in self.inbox.pending("tg:"):  # other frontends replay their own
             by_chat.setdefault(int(item.conversation_id.split(":", 1)[1]), []).append(item)
         if not by_chat:
             return None

@@ -1,0 +1,138 @@
+"""A small asyncio job queue with the part of PTB's JobQueue API ``ReminderScheduler`` uses.
+
+For frontends that do not run python-telegram-bot (Signal): ``run_once``, ``run_repeating``,
+``run_daily``, ``get_jobs_by_name`` and ``job.schedule_removal()``. Callbacks are coroutines
+taking a context whose ``.job`` has ``.data`` and ``.name``; a failing callback is logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, time as dtime, timedelta, timezone
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+Callback = Callable[[Any], Awaitable[None]]
+
+
+@dataclass
+class Job:
+    """One scheduled callback; ``schedule_removal()`` cancels it."""
+
+    name: str
+    data: Any = None
+    removed: bool = False
+    _handle: asyncio.TimerHandle | None = field(default=None, repr=False)
+
+    def schedule_removal(self) -> None:
+        """Do not run this job (again)."""
+        self.removed = True
+        if self._handle is not None:
+            self._handle.cancel()
+
+
+@dataclass
+class JobContext:
+    """What a callback receives (``context.job``), like PTB's CallbackContext."""
+
+    job: Job
+
+
+def seconds_until(when: datetime | float | int | timedelta, now: datetime | None = None) -> float:
+    """Delay in seconds for a JobQueue-style ``when`` (seconds, timedelta or aware datetime)."""
+    if isinstance(when, timedelta):
+        return max(0.0, when.total_seconds())
+    if isinstance(when, datetime):
+        now = now or datetime.now(timezone.utc)
+        return max(0.0, (when - now).total_seconds())
+    return max(0.0, float(when))
+
+
+def next_daily(at: dtime, now: datetime) -> datetime:
+    """The next instant at wall time ``at`` (aware ``at.tzinfo``, default UTC) strictly after ``now``."""
+    zone = at.tzinfo or timezone.utc
+    local = now.astimezone(zone)
+    candidate = datetime.combine(local.date(), at.replace(tzinfo=None), tzinfo=zone)
+    if candidate <= local:
+        candidate = datetime.combine(local.date() + timedelta(days=1), at.replace(tzinfo=None), tzinfo=zone)
+    return candidate
+
+
+class AsyncJobQueue:
+    """Jobs on the running event loop; create and use it from that loop."""
+
+    def __init__(self) -> None:
+        self._jobs: list[Job] = []
+        self._tasks: set[asyncio.Task] = set()
+
+    def _schedule(self, job: Job, delay: float, callback: Callback, then: Callable[[], float | None]) -> None:
+        loop = asyncio.get_running_loop()
+
+        def fire() -> None:
+            if job.removed:
+                return
+            task = loop.create_task(self._run(job, callback))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            following = then()
+            if following is None:
+                job.removed = True
+            else:
+                job._handle = loop.call_later(following, fire)
+
+        job._handle = loop.call_later(delay, fire)
+
+    async def _run(self, job: Job, callback: Callback) -> None:
+        try:
+            await callback(JobContext(job))
+        except Exception:  # noqa: BLE001 - one failing job must not stop the others
+            log.exception("job %s failed", job.name)
+
+    def _add(self, name: str | None, data: Any) -> Job:
+        self._jobs = [j for j in self._jobs if not j.removed]
+        job = Job(name=name or "job", data=data)
+        self._jobs.append(job)
+        return job
+
+    def run_once(self, callback: Callback, when: Any, data: Any = None, name: str | None = None) -> Job:
+        """Run ``callback`` once after ``when`` (seconds, timedelta or aware datetime)."""
+        job = self._add(name, data)
+        self._schedule(job, seconds_until(when), callback, lambda: None)
+        return job
+
+    def run_repeating(self, callback: Callback, interval: float, first: Any = None, data: Any = None,
+                      name: str | None = None) -> Job:
+        """Run ``callback`` every ``interval`` seconds, the first time after ``first`` (default: interval)."""
+        job = self._add(name, data)
+        self._schedule(job, seconds_until(interval if first is None else first), callback, lambda: float(interval))
+        return job
+
+    def run_daily(self, callback: Callback, time: dtime, data: Any = None, name: str | None = None) -> Job:
+        """Run ``callback`` every day at wall time ``time`` (in ``time.tzinfo``; DST-correct)."""
+        job = self._add(name, data)
+
+        def delay() -> float:
+            now = datetime.now(timezone.utc)
+            return seconds_until(next_daily(time, now), now)
+
+        self._schedule(job, delay(), callback, delay)
+        return job
+
+    def get_jobs_by_name(self, name: str) -> tuple[Job, ...]:
+        """The live jobs called ``name``."""
+        return tuple(j for j in self._jobs if j.name == name and not j.removed)
+
+    async def stop(self) -> None:
+        """Cancel every job and wait for running callbacks to end."""
+        for job in self._jobs:
+            job.schedule_removal()
+        self._jobs.clear()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,48 @@
+"""Run every enabled chat frontend in one process: one workspace, memory and skill set, separate chats.
+
+Telegram keeps the main thread (its library wants the main thread's signals); Signal then runs in a
+thread of its own with its own event loop. Whoever shuts the runtime down stops Signal first
+(``BotRuntime.on_shutdown``), so no turn uses the model client after it is closed.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Any
+
+from messaging_llm_bot.frontends.signal.service import SignalService, run_signal
+
+SHUTDOWN_TIMEOUT_SECONDS = 20.0
+
+
+def enabled_frontends(config: dict) -> list[str]:
+    """Chat frontends the config turns on: telegram when it has a token, signal when ``signal.enabled``."""
+    names = []
+    if (config.get("telegram") or {}).get("token"):
+        names.append("telegram")
+    if (config.get("signal") or {}).get("enabled"):
+        names.append("signal")
+    return names
+
+
+def run_chat_frontends(runtime: Any, names: list[str]) -> int:
+    """Run ``names`` until stopped (SIGINT/SIGTERM); returns the worst exit code."""
+    from messaging_llm_bot.frontends.telegram.bot import run_telegram
+
+    if names == ["signal"]:
+        return run_signal(runtime)
+    if "signal" not in names:
+        return run_telegram(runtime)
+    timeout = float((runtime.config.get("runtime") or {}).get("shutdown_timeout_seconds", SHUTDOWN_TIMEOUT_SECONDS))
+    service = SignalService(runtime, manage_runtime=False)
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(service.run()), name="signal-frontend", daemon=True)
+    runtime.on_shutdown(lambda t: service.stop(t))
+    thread.start()
+    code = run_telegram(runtime, (signal.SIGINT, signal.SIGTERM))
+    if not service.stopped.is_set():  # Telegram ended before it shut the runtime down (e.g. a bad token)
+        service.stop(timeout)
+        runtime.shutdown(timeout)
+    thread.join(5)
+    return max([code, *codes])

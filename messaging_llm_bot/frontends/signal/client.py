@@ -1,0 +1,178 @@
+"""Async client of the ``signal-cli daemon --http`` API: JSON-RPC calls and the SSE event stream.
+
+- ``POST /api/v1/rpc``: JSON-RPC 2.0, one request or a batch; a JSON-RPC error becomes
+  ``SignalRpcError`` (a value the caller reacts to), a daemon that cannot be reached
+  ``SignalUnavailable``.
+- ``GET /api/v1/events``: Server-Sent Events; ``events()`` yields each receive object
+  ``{"envelope": ..., "account": ...}``. The stdio/socket form (a JSON-RPC ``receive`` notification,
+  also wrapped in ``{"subscription": n, "result": ...}``) is unwrapped to the same object.
+- ``GET /api/v1/check``: ``check()`` is True when the daemon answers 200.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+RPC_TIMEOUT_SECONDS = 60.0  # a send with attachments may take a while on a slow uplink
+
+
+class SignalUnavailable(RuntimeError):
+    """The daemon could not be reached or answered with an HTTP error."""
+
+
+class SignalRpcError(RuntimeError):
+    """The daemon answered a JSON-RPC error (code, message)."""
+
+    def __init__(self, code: int, message: str, method: str = "") -> None:
+        super().__init__(f"signal-cli {method or 'call'} failed ({code}): {message}")
+        self.code, self.message, self.method = code, message, method
+
+
+def unwrap_event(obj: Any) -> dict | None:
+    """The receive object of one event: plain, a JSON-RPC notification, or a subscription result."""
+    if not isinstance(obj, dict):
+        return None
+    if obj.get("jsonrpc") == "2.0":
+        if obj.get("method") != "receive":
+            return None
+        obj = obj.get("params")
+        if isinstance(obj, dict) and "result" in obj and "envelope" not in obj:
+            obj = obj.get("result")
+    if isinstance(obj, dict) and isinstance(obj.get("envelope"), dict):
+        return obj
+    return None
+
+
+def parse_sse(lines: list[str]) -> tuple[str, str] | None:
+    """(event name, data) of one SSE block's lines; None for comments/keep-alives only."""
+    event, data, seen = "message", [], False
+    for line in lines:
+        if not line or line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "event":
+            event, seen = value, True
+        elif name == "data":
+            data.append(value)
+            seen = True
+    return (event, "\n".join(data)) if seen and data else None
+
+
+class SignalClient:
+    """One daemon connection pool; all methods are coroutines on the caller's event loop."""
+
+    def __init__(self, base_url: str = DEFAULT_BASE_URL, account: str | None = None, *,
+                 timeout: float = RPC_TIMEOUT_SECONDS) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.account = account or None
+        self._ids = itertools.count(1)
+        # Loopback only, never through a proxy from the environment.
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=5.0), trust_env=False)
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    def _request(self, method: str, params: dict | None) -> dict:
+        body = {"jsonrpc": "2.0", "method": method, "id": next(self._ids)}
+        params = {k: v for k, v in (params or {}).items() if v is not None}
+        if self.account and "account" not in params:
+            params["account"] = self.account  # needed by a multi-account daemon; ignored by a single one
+        if params:
+            body["params"] = params
+        return body
+
+    async def _post(self, body: Any) -> Any:
+        try:
+            resp = await self._http.post(f"{self.base_url}/api/v1/rpc", content=json.dumps(body).encode("utf-8"),
+                                         headers={"Content-Type": "application/json"})
+        except httpx.HTTPError as err:
+            raise SignalUnavailable(f"signal-cli at {self.base_url} is not reachable: {type(err).__name__}") from err
+        if resp.status_code == 201:
+            return None
+        if resp.status_code != 200:
+            raise SignalUnavailable(f"signal-cli at {self.base_url} answered HTTP {resp.status_code}")
+        try:
+            return resp.json()
+        except ValueError as err:
+            raise SignalUnavailable(f"signal-cli at {self.base_url} answered no JSON") from err
+
+    @staticmethod
+    def _result(answer: Any, method: str) -> Any:
+        if not isinstance(answer, dict):
+            raise SignalUnavailable(f"signal-cli {method}: unexpected answer {str(answer)[:100]!r}")
+        error = answer.get("error")
+        if error:
+            raise SignalRpcError(int(error.get("code", 0)), str(error.get("message", "")), method)
+        return answer.get("result")
+
+    async def rpc(self, method: str, params: dict | None = None) -> Any:
+        """Call one method; returns its result, raises SignalRpcError / SignalUnavailable."""
+        return self._result(await self._post(self._request(method, params)), method)
+
+    async def batch(self, calls: list[tuple[str, dict | None]]) -> list[Any]:
+        """Call several methods in one request; each result or its SignalRpcError, in call order."""
+        bodies = [self._request(m, p) for m, p in calls]
+        answers = await self._post(bodies) or []
+        by_id = {a.get("id"): a for a in answers if isinstance(a, dict)}
+        out: list[Any] = []
+        for body in bodies:
+            try:
+                out.append(self._result(by_id.get(body["id"]), body["method"]))
+            except (SignalRpcError, SignalUnavailable) as err:
+                out.append(err)
+        return out
+
+    async def check(self) -> bool:
+        """True when ``GET /api/v1/check`` answers 200."""
+        try:
+            resp = await self._http.get(f"{self.base_url}/api/v1/check", timeout=5.0)
+        except httpx.HTTPError:
+            return False
+        return resp.status_code == 200
+
+    async def events(self, read_timeout: float = 60.0, on_open: Callable[[], None] | None = None) -> AsyncIterator[dict]:
+        """Yield receive objects from the event stream until it ends; raises SignalUnavailable on errors.
+
+        The daemon sends a keep-alive every 15 s, so ``read_timeout`` without any byte means it is gone.
+        ``on_open()`` runs once the stream is open (the daemon is subscribed for us from then on).
+        """
+        params = {"account": self.account} if self.account else None
+        timeout = httpx.Timeout(5.0, read=read_timeout)
+        try:
+            async with self._http.stream("GET", f"{self.base_url}/api/v1/events", params=params,
+                                         timeout=timeout, headers={"Accept": "text/event-stream"}) as resp:
+                if resp.status_code != 200:
+                    raise SignalUnavailable(f"signal-cli events at {self.base_url} answered HTTP {resp.status_code}")
+                if on_open is not None:
+                    on_open()
+                block: list[str] = []
+                async for line in resp.aiter_lines():
+                    if line:
+                        block.append(line)
+                        continue
+                    parsed, block = parse_sse(block), []
+                    if parsed is None:
+                        continue
+                    name, data = parsed
+                    if name not in ("receive", "message"):
+                        continue
+                    try:
+                        obj = unwrap_event(json.loads(data))
+                    except ValueError:
+                        log.warning("signal: an event that is not JSON was skipped (%d bytes)", len(data))
+                        continue
+                    if obj is not None:
+                        yield obj
+        except httpx.HTTPError as err:
+            raise SignalUnavailable(f"signal-cli events at {self.base_url}: {type(err).__name__}") from err

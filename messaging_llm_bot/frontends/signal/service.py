@@ -1,0 +1,376 @@
+"""The Signal bot: reads the signal-cli event stream, gates, orders and answers messages, and stops cleanly.
+
+Start-up: a lock file in the workspace (one Signal bot per workspace), replay of inbox items a
+crash left unanswered, reminders and the morning digest on an asyncio job queue, collectors in the
+background, then the event stream. A daemon that is down at start or goes away is logged once per
+outage and retried with backoff; the bot never exits because of it.
+
+Each message: the allowlist first (a stranger gets their own id once; nothing is stored, nothing
+reaches the model); then commands, or the durable inbox (written before the next event is read)
+and a turn in the chat's FIFO.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Coroutine, Sequence
+from datetime import datetime, time as dtime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import filelock
+
+from assistant_framework.inbox import Inbox
+from assistant_framework.stores.reminders import ReminderStore
+from messaging_llm_bot.frontends import commands as texts
+from messaging_llm_bot.frontends.digest import build_digest
+from messaging_llm_bot.frontends.jobs import AsyncJobQueue
+from messaging_llm_bot.frontends.reminders import ReminderScheduler
+from messaging_llm_bot.frontends.signal.approval import Approvals
+from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
+from messaging_llm_bot.frontends.signal.settings import (PREFIX, Incoming, SignalSettings, addressed_to_bot,
+                                                         chat_of_conversation, is_bot, parse_event, refusal_text)
+from messaging_llm_bot.frontends.signal.turn import Outage, TurnRunner, send_parts
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE = "state/signal.lock"
+REFUSED_LOG = "state/signal/refused.log"
+REMINDER_POLL_SECONDS = 30.0
+SHUTDOWN_TIMEOUT_SECONDS = 20.0
+BACKOFF_START_SECONDS = 0.5
+BACKOFF_MAX_SECONDS = 30.0
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+RESET_CONFIRM = "yes"
+
+
+class SignalService:
+    """One running Signal bot: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is thread-safe."""
+
+    def __init__(self, runtime: Any, *, stop_signals: Sequence[int] | None = None,
+                 reminder_poll_seconds: float = REMINDER_POLL_SECONDS, manage_runtime: bool = True,
+                 backoff_max: float = BACKOFF_MAX_SECONDS) -> None:
+        self.runtime = runtime
+        self.settings = SignalSettings.from_config(runtime.config)
+        self.stop_signals = stop_signals
+        self.reminder_poll_seconds = reminder_poll_seconds
+        self.manage_runtime = manage_runtime  # False when another frontend shuts the runtime down
+        self.backoff_max = backoff_max
+        runtime_config = runtime.config.get("runtime") or {}
+        self.shutdown_timeout = float(runtime_config.get("shutdown_timeout_seconds", SHUTDOWN_TIMEOUT_SECONDS))
+        self.ready = threading.Event()
+        self.stopped = threading.Event()
+        self.client: SignalClient | None = None
+        self.turns: TurnRunner | None = None
+        self.inbox: Inbox | None = None
+        self.outage = Outage(self.settings.base_url)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._stopping = False
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._refused: set[str] = set()
+        self._connected_once = False
+
+    # -- running ------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Run until stopped; returns the process exit code."""
+        if not self.settings.account:
+            print("signal: no account: set signal.account to the bot's number (E.164, e.g. +4915112345678)",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        lock = filelock.FileLock(str(self.runtime.workspace.path(LOCK_FILE)))
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            print(f"signal: another Signal bot is already running on workspace {self.runtime.workspace.root} "
+                  f"({LOCK_FILE} is held); stop it first", file=sys.stderr)
+            return EXIT_FAILED
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        code = EXIT_OK
+        try:
+            loop.run_until_complete(self._main())
+        except Exception as err:  # noqa: BLE001 - a clear line, not a traceback on the owner's screen
+            log.error("signal: the Signal frontend stopped after an error: %s: %s", type(err).__name__, err)
+            log.debug("signal: the error's traceback", exc_info=err)
+            code = EXIT_FAILED
+        finally:
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+                lock.release()
+                if self.manage_runtime:
+                    self._shutdown_runtime()
+                self.stopped.set()
+        return code
+
+    def _shutdown_runtime(self) -> None:
+        try:
+            self.runtime.shutdown(self.shutdown_timeout)
+        except Exception as err:  # noqa: BLE001 - shutting down: report, do not mask the exit code
+            log.warning("runtime shutdown failed: %s", err)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Ask a running bot to stop (any thread); with ``timeout``, wait that long for it to end."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self.begin_shutdown)
+            except RuntimeError:
+                pass  # the loop closed meanwhile
+        if timeout is not None and self._loop is not None:
+            self.stopped.wait(timeout)
+
+    def begin_shutdown(self, reason: str = "stop requested") -> None:
+        """Stop reading events, give running turns ``shutdown_timeout`` seconds (loop thread)."""
+        if self._stop is None:
+            return
+        if self._stopping:  # a second Ctrl-C / SIGTERM: do not wait any longer
+            if self.turns is not None:
+                self.turns.cancel_all()
+            return
+        self._stopping = True
+        running = self.turns.active if self.turns is not None else 0
+        log.info("signal: %s: stopping; waiting up to %.0f s for %d turn(s) in flight; messages not yet "
+                 "answered stay in the inbox", reason, self.shutdown_timeout, running)
+        if self.turns is not None:
+            self.turns.stopping = True
+            self.turns.stop_event.set()
+        self._stop.set()
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        for sig in self.stop_signals or ():
+            try:
+                asyncio.get_running_loop().add_signal_handler(sig, self.begin_shutdown, signal.Signals(sig).name)
+            except (NotImplementedError, RuntimeError, ValueError) as err:
+                log.warning("signal: cannot handle signal %s (%s); stop with stop()", sig, err)
+        self.client = SignalClient(self.settings.base_url, self.settings.account)
+        self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
+        self.approvals = Approvals(self.client)
+        self.turns = TurnRunner(self.runtime, self.inbox, self.client, lambda: self.settings, self.outage,
+                                self.approvals)
+        self._refused = set(await asyncio.to_thread(self._load_refused))
+        if not self.settings.allowed:
+            log.warning("signal.allowed is empty: the bot answers no one. Send it a message to see your "
+                        "Signal id, then add it with: config set signal.allowed [\"+NUMBER\"]")
+        log.info("signal: serving %s through signal-cli at %s for %s", self.settings.account, self.settings.base_url,
+                 list(self.settings.allowed))
+        self._start_replay()
+        jobs = AsyncJobQueue()
+        reminders = ReminderScheduler(ReminderStore(self.runtime.workspace), jobs, self.send_notice,
+                                      default_tz=self.settings.timezone, poll_seconds=self.reminder_poll_seconds,
+                                      channel="signal")
+        reminders.start()
+        if self.settings.morning_digest:
+            hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))
+            jobs.run_daily(self._morning_digest, time=dtime(hour, minute, tzinfo=ZoneInfo(self.settings.timezone)),
+                           name="signal:morning-digest")
+        self.runtime.start_background(notify=self.notify_from_thread)
+        consumer = asyncio.get_running_loop().create_task(self._consume())
+        self.ready.set()
+        try:
+            await self._stop.wait()
+        finally:
+            consumer.cancel()
+            await asyncio.gather(consumer, return_exceptions=True)
+            self.begin_shutdown()
+            if not await self.turns.wait_idle(self.shutdown_timeout):
+                cancelled = self.turns.cancel_all()
+                log.warning("signal: %d turn(s) did not finish within %.0f s; their messages stay in the inbox "
+                            "and are answered at the next start", cancelled, self.shutdown_timeout)
+                await self.turns.wait_idle(1.0)
+            for task in list(self._tasks):  # turns still waiting for their chat: their items stay pending
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await jobs.stop()
+            await self.client.close()
+
+    # -- the event stream ---------------------------------------------------------
+
+    def _on_open(self) -> None:
+        self.outage.ok()
+        if not self._connected_once:
+            self._connected_once = True
+            log.info("signal: connected to the signal-cli event stream at %s", self.settings.base_url)
+
+    async def _consume(self) -> None:
+        """Read events until stopped; reconnect with backoff, logging an outage once."""
+        delay = BACKOFF_START_SECONDS
+        while not self._stopping:
+            opened = False
+
+            def on_open() -> None:
+                nonlocal opened, delay
+                opened, delay = True, BACKOFF_START_SECONDS
+                self._on_open()
+
+            try:
+                async for obj in self.client.events(on_open=on_open):
+                    await self._on_event(obj)
+                raise SignalUnavailable("the event stream ended")
+            except SignalUnavailable as err:
+                self.outage.failed(err)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a bug in one event must not end the stream for good
+                log.exception("signal: reading the event stream failed")
+            if not opened or self.outage.down:
+                await self._sleep(delay)
+                delay = min(delay * 2, self.backoff_max)
+
+    async def _sleep(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    async def _on_event(self, obj: dict) -> None:
+        msg = parse_event(obj)
+        if msg is None or is_bot(msg.number, msg.uuid, self.settings.account, None):
+            return
+        if not self.settings.is_allowed(msg.number, msg.uuid):
+            await self._refuse(msg)
+            return
+        owner_chat = msg.group_id is None and self.settings.is_owner(msg.number, msg.uuid)
+        if owner_chat and msg.kind() == "text" and self.approvals.resolve(msg.chat, msg.text):
+            return  # the answer to an open confirmation question, not a new message
+        if msg.kind() == "text" and msg.text.startswith("/"):
+            self._spawn(msg.chat, self._command(msg))
+            return
+        if not addressed_to_bot(msg, self.settings):
+            return
+        try:
+            item = await asyncio.to_thread(self.inbox.accept, msg.source_id, msg.conversation_id, obj)
+        except OSError as err:  # disk full, read-only: say so; the model would not see it anyway
+            log.error("signal: message %s from %s could not be stored in the inbox: %s", msg.timestamp, msg.sender, err)
+            self._spawn(msg.chat, self._say(msg, f"⚠️ I could not save your message ({err.strerror}). "
+                                                 "Nothing was changed; please tell the owner."))
+            return
+        if item is None:
+            log.info("signal: message %s from %s was already accepted; skipping the duplicate", msg.timestamp,
+                     msg.sender)
+            return
+        self._spawn(msg.chat, self.turns.answer(item))
+
+    def chat_lock(self, chat: str) -> asyncio.Lock:
+        """The lock that keeps one chat's messages in arrival order."""
+        return self._locks.setdefault(chat, asyncio.Lock())
+
+    def _spawn(self, chat: str, coro: Coroutine) -> None:
+        # Tasks start in creation order and asyncio.Lock wakes waiters FIFO: order holds per chat.
+        async def in_order() -> None:
+            async with self.chat_lock(chat):
+                try:
+                    await coro
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # noqa: BLE001 - one failed message must not stop the chat
+                    log.exception("signal: handling a message in %s failed", chat)
+
+        task = asyncio.get_running_loop().create_task(in_order())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _start_replay(self) -> None:
+        items = self.inbox.pending(PREFIX)
+        if items:
+            log.info("signal: answering %d message(s) left unanswered by the last run", len(items))
+        for item in items:
+            self._spawn(chat_of_conversation(item.conversation_id), self.turns.answer(item))
+
+    # -- strangers ----------------------------------------------------------------
+
+    def _load_refused(self) -> list[str]:
+        return [ln.strip() for ln in self.runtime.workspace.read_text(REFUSED_LOG, default="").splitlines()
+                if ln.strip()]
+
+    async def _refuse(self, msg: Incoming) -> None:
+        who = msg.uuid or msg.number or "?"
+        if msg.group_id is not None and not addressed_to_bot(msg, SignalSettings(account=self.settings.account)):
+            return  # a group conversation not addressed to the bot: stay quiet
+        if who in self._refused:
+            log.info("signal: ignored %s again (not in signal.allowed; already told)", who)
+            return
+        log.info("signal: refused %s (not in signal.allowed)", " / ".join(x for x in (msg.number, msg.uuid) if x))
+        self._refused.add(who)
+        try:
+            await asyncio.to_thread(self.runtime.workspace.append_line, REFUSED_LOG, who)
+        except OSError as err:
+            log.warning("signal: could not remember the refusal of %s: %s", who, err)
+        await self._say(msg, refusal_text(msg))
+
+    async def _say(self, msg: Incoming, text: str) -> None:
+        try:
+            await send_parts(self.client, msg.chat, text, quote=msg if msg.group_id else None)
+        except (SignalRpcError, SignalUnavailable) as err:
+            log.info("signal: message to %s failed: %s", msg.chat, err)
+
+    # -- commands -----------------------------------------------------------------
+
+    async def _command(self, msg: Incoming) -> None:
+        text = msg.text.strip()
+        name, _, rest = text[1:].partition(" ")
+        name, rest = name.lower(), rest.strip()
+        owner_chat = msg.group_id is None and self.settings.is_owner(msg.number, msg.uuid)
+        conversation = msg.conversation_id
+        if name == "reset":
+            if rest.lower() == RESET_CONFIRM:
+                reply = await asyncio.to_thread(self.runtime.agent.reset, conversation)
+            else:
+                reply = ("This clears the message history of this conversation, so I forget what we talked about "
+                         "here. Notes, tasks, reminders, learnings and other saved data are kept.\n\n"
+                         f"Send /reset {RESET_CONFIRM} to clear it.")
+        elif name in ("now", "reload") and not owner_chat:
+            reply = "Only the owner can use that, in a direct chat with me."
+        else:
+            reply = await asyncio.to_thread(texts.run_command, self.runtime, conversation, text)
+            if name == "reload":
+                self.settings = SignalSettings.from_config(self.runtime.config)
+            if reply is None:
+                reply = f"Unknown command /{name}. /help lists what I understand."
+        await self._say(msg, reply)
+
+    # -- outgoing notices -----------------------------------------------------------
+
+    async def send_notice(self, chat_id: Any, text: str) -> bool:
+        """Send text to a ``sig:`` chat, or to the owner when ``chat_id`` is empty; True if it arrived."""
+        chat = chat_of_conversation(str(chat_id)) if chat_id not in (None, "") else self.settings.owner
+        if not chat:
+            return False
+        try:
+            await send_parts(self.client, chat, text)
+            return True
+        except (SignalRpcError, SignalUnavailable) as err:
+            log.warning("signal: notice to %s failed: %s", chat, err)
+            return False
+
+    def notify_from_thread(self, collector_name: str, text: str) -> None:
+        """Collector callback (background thread): a short notice to the owner."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self.send_notice(None, f"📬 {collector_name}: {text}"), loop)
+        except RuntimeError:
+            pass  # the loop is closing
+
+    def digest_text(self) -> str:
+        """The /now digest for this moment (no model call)."""
+        tz = self.settings.timezone
+        return build_digest(self.runtime.workspace, datetime.now(ZoneInfo(tz)), tz)
+
+    async def _morning_digest(self, context: Any) -> None:
+        await self.send_notice(None, await asyncio.to_thread(self.digest_text))
+
+
+def run_signal(runtime: Any, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:
+    """Run the Signal frontend for ``runtime`` until interrupted; returns an exit code."""
+    return SignalService(runtime, stop_signals=stop_signals).run()

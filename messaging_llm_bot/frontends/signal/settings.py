@@ -1,0 +1,180 @@
+"""The ``signal`` config section as a record, incoming envelopes as records, and who/what the bot answers.
+
+Pure functions only: no network, no files.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from messaging_llm_bot.frontends.signal.client import DEFAULT_BASE_URL
+
+UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+E164_RE = re.compile(r"^\+[1-9][0-9]{6,14}$")
+MENTION_PLACEHOLDER = "\ufffc"  # Signal puts U+FFFC where a mention is, and lists the mentions apart
+PREFIX = "sig:"
+
+
+def normalize_id(value: str) -> str:
+    """A phone number as written (E.164), a UUID in lower case."""
+    value = str(value).strip()
+    return value.lower() if UUID_RE.match(value) else value
+
+
+@dataclass(frozen=True)
+class SignalSettings:
+    """Frontend settings with defaults applied; see docs/signal.md for each key."""
+
+    enabled: bool = False
+    base_url: str = DEFAULT_BASE_URL
+    account: str = ""
+    allowed: tuple[str, ...] = ()
+    owner: str | None = None  # whose direct chat sees the owner's data; default: first allowed
+    group_mode: str = "mention"
+    morning_digest: str | None = None
+    typing: bool = True
+    timezone: str = "UTC"
+
+    @classmethod
+    def from_config(cls, config: dict) -> "SignalSettings":
+        """Read ``config["signal"]`` (and runtime.timezone) with defaults."""
+        sig = config.get("signal") or {}
+        allowed = tuple(normalize_id(a) for a in sig.get("allowed") or [])
+        owner = sig.get("owner")
+        owner = normalize_id(owner) if owner else (allowed[0] if allowed else None)
+        return cls(enabled=bool(sig.get("enabled", False)), base_url=str(sig.get("base_url") or DEFAULT_BASE_URL),
+                   account=str(sig.get("account") or ""), allowed=allowed, owner=owner,
+                   group_mode=sig.get("group_mode") or "mention", morning_digest=sig.get("morning_digest") or None,
+                   typing=bool(sig.get("typing", True)),
+                   timezone=str((config.get("runtime") or {}).get("timezone") or "UTC"))
+
+    def is_allowed(self, number: str | None, uuid: str | None) -> bool:
+        """Deny by default: the sender's number or ACI UUID must be listed in signal.allowed."""
+        ids = {normalize_id(x) for x in (number, uuid) if x}
+        return bool(ids & set(self.allowed))
+
+    def is_owner(self, number: str | None, uuid: str | None) -> bool:
+        """True when the sender is the configured owner (and allowed)."""
+        return self.owner is not None and self.owner in {normalize_id(x) for x in (number, uuid) if x} \
+            and self.is_allowed(number, uuid)
+
+
+@dataclass
+class Incoming:
+    """One data message from the event stream, in the fields the bot uses."""
+
+    number: str | None
+    uuid: str | None
+    name: str
+    timestamp: int
+    text: str
+    group_id: str | None = None
+    attachments: list[dict] = field(default_factory=list)
+    mentions: list[dict] = field(default_factory=list)
+    quote: dict | None = None
+    sticker: bool = False
+
+    @property
+    def sender(self) -> str:
+        """The sender's number, or their ACI UUID when the number is hidden."""
+        return self.number or self.uuid or "?"
+
+    @property
+    def chat(self) -> str:
+        """The chat a reply goes to: the group id or the sender."""
+        return self.group_id or self.sender
+
+    @property
+    def conversation_id(self) -> str:
+        """The Agent conversation id (``sig:+4915...`` or ``sig:<group id>``)."""
+        return PREFIX + self.chat
+
+    @property
+    def source_id(self) -> str:
+        """The inbox key: sender and timestamp identify a Signal message."""
+        return f"{PREFIX}{self.uuid or self.number}:{self.timestamp}"
+
+    def kind(self) -> str:
+        """text, voice, photo, document, sticker or other."""
+        if self.attachments:
+            content = str(self.attachments[0].get("contentType") or "")
+            if content.startswith("audio/"):
+                return "voice"
+            if content.startswith("image/") and content != "image/gif":
+                return "photo"
+            return "document"
+        if self.text:
+            return "text"
+        return "sticker" if self.sticker else "other"
+
+
+def parse_event(obj: dict) -> Incoming | None:
+    """The data message of a receive object, or None (receipts, typing, sync, reactions, edits, group updates)."""
+    env = obj.get("envelope") if isinstance(obj, dict) else None
+    if not isinstance(env, dict):
+        return None
+    data = env.get("dataMessage")
+    if not isinstance(data, dict) or data.get("reaction") or data.get("remoteDelete"):
+        return None
+    text = data.get("message") or ""
+    attachments = [a for a in data.get("attachments") or [] if isinstance(a, dict)]
+    sticker = bool(data.get("sticker"))
+    if not text and not attachments and not sticker:
+        return None  # group updates, expiration timer changes, ...
+    group = data.get("groupInfo") or {}
+    return Incoming(number=env.get("sourceNumber") or (env.get("source") if E164_RE.match(str(env.get("source") or ""))
+                                                       else None),
+                    uuid=normalize_id(env.get("sourceUuid")) if env.get("sourceUuid") else None,
+                    name=str(env.get("sourceName") or ""), timestamp=int(data.get("timestamp") or env.get("timestamp")),
+                    text=text, group_id=group.get("groupId") if isinstance(group, dict) else None,
+                    attachments=attachments, mentions=[m for m in data.get("mentions") or [] if isinstance(m, dict)],
+                    quote=data.get("quote") if isinstance(data.get("quote"), dict) else None, sticker=sticker)
+
+
+def is_bot(number: str | None, uuid: str | None, account: str, account_uuid: str | None) -> bool:
+    """True when a number/UUID is the bot's own account."""
+    return bool((number and number == account) or (uuid and account_uuid and normalize_id(uuid) == account_uuid))
+
+
+def addressed_to_bot(msg: Incoming, settings: SignalSettings, account_uuid: str | None = None) -> bool:
+    """Direct chats always; groups when mode is "all", a /command, or the bot is mentioned or quoted."""
+    if msg.group_id is None or settings.group_mode == "all" or msg.text.startswith("/"):
+        return True
+    if any(is_bot(m.get("number"), m.get("uuid"), settings.account, account_uuid) for m in msg.mentions):
+        return True
+    quote = msg.quote or {}
+    return is_bot(quote.get("authorNumber") or quote.get("author"), quote.get("authorUuid"), settings.account,
+                  account_uuid)
+
+
+def model_text(msg: Incoming, account: str, account_uuid: str | None = None) -> str:
+    """The message text with mentions spelled out (``@Name``) and the bot's own mention removed."""
+    text = msg.text
+    units = text.encode("utf-16-le", "surrogatepass")
+    for mention in sorted(msg.mentions, key=lambda m: int(m.get("start", 0)), reverse=True):
+        start, length = int(mention.get("start", 0)), int(mention.get("length", 1))
+        name = "" if is_bot(mention.get("number"), mention.get("uuid"), account, account_uuid) else \
+            "@" + str(mention.get("name") or mention.get("number") or mention.get("uuid") or "someone")
+        units = units[:2 * start] + name.encode("utf-16-le") + units[2 * (start + length):]
+    text = units.decode("utf-16-le", "surrogatepass").replace(MENTION_PLACEHOLDER, "")
+    return re.sub(r"[ \t]{2,}", " ", text).strip() or msg.text.strip()
+
+
+def recipient_params(chat: str) -> dict:
+    """``send``/``sendTyping`` params addressing a chat id (a number/UUID or a group id)."""
+    if E164_RE.match(chat) or UUID_RE.match(chat):
+        return {"recipient": [chat]}
+    return {"groupId": chat}
+
+
+def chat_of_conversation(conversation_id: str) -> str:
+    """The chat id inside ``sig:<chat>``."""
+    return conversation_id[len(PREFIX):] if conversation_id.startswith(PREFIX) else conversation_id
+
+
+def refusal_text(msg: Incoming) -> str:
+    """The one reply a stranger gets: their own ids, so the owner can allow them."""
+    ids = " / ".join(x for x in (msg.number, msg.uuid) if x)
+    return (f"Sorry, you are not authorised to use this bot. Your Signal id is {ids}; "
+            "the owner can add it to signal.allowed.")

@@ -1,0 +1,273 @@
+"""Answer one durable inbox item from Signal: run the Agent with a typing indicator, deliver with a ledger.
+
+Used for live messages and for the start-up replay; the caller holds the chat's lock so the
+messages of one chat are answered in order. A daemon that is gone while a reply waits is
+retried with backoff (the reply is already in the inbox), until the bot stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime
+from typing import Any, Callable
+from zoneinfo import ZoneInfo
+
+from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.frontends.attachments import VOICE_DISABLED, attachment_prompt
+from messaging_llm_bot.frontends.signal import media
+from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
+from messaging_llm_bot.frontends.signal.format import render_signal
+from messaging_llm_bot.frontends.signal.settings import Incoming, SignalSettings, model_text, parse_event, recipient_params
+from messaging_llm_bot.llm.transcribe import transcription_config
+
+log = logging.getLogger(__name__)
+
+FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
+TYPING_EVERY_SECONDS = 10.0  # Signal clients drop a typing indicator after about 15 s
+RETRY_MAX_SECONDS = 30.0
+
+
+class Outage:
+    """Logs a daemon outage once (and its end), whoever notices it first."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.down = False
+
+    def failed(self, err: BaseException) -> None:
+        if not self.down:
+            self.down = True
+            log.warning("signal: the signal-cli daemon at %s is not reachable (%s); retrying until it is back",
+                        self.base_url, err)
+
+    def ok(self) -> None:
+        if self.down:
+            self.down = False
+            log.info("signal: the signal-cli daemon at %s is reachable again", self.base_url)
+
+
+async def send_parts(client: SignalClient, chat: str, markdown: str, *, quote: Incoming | None = None,
+                     skip_parts: int = 0, on_part_sent: Callable[[int, int], None] | None = None) -> list[int]:
+    """Send ``markdown`` as Signal parts in order; returns their timestamps. Raises SignalRpcError/Unavailable."""
+    sent = []
+    for index, part in enumerate(render_signal(markdown)):
+        if index < skip_parts:
+            continue
+        params: dict[str, Any] = {**recipient_params(chat), "message": part.text}
+        if part.styles:
+            params["textStyle"] = part.styles
+        if quote is not None and index == 0:
+            params.update(quoteTimestamp=quote.timestamp, quoteAuthor=quote.uuid or quote.number)
+        result = await client.rpc("send", params)
+        stamp = int((result or {}).get("timestamp") or 0)
+        sent.append(stamp)
+        if on_part_sent is not None:
+            on_part_sent(index, stamp)
+    return sent
+
+
+class Typing:
+    """Shows "typing…" in a chat while the model works (best effort, never raises)."""
+
+    def __init__(self, client: SignalClient, chat: str, enabled: bool = True, shown: bool = False) -> None:
+        self.client, self.chat, self.enabled = client, chat, enabled
+        self.shown = shown  # the first indicator already went out (batched with the read receipt)
+        self._task: asyncio.Task | None = None
+
+    async def _loop(self) -> None:
+        while True:
+            if not self.shown:
+                await self._send(False)
+            self.shown = False
+            await asyncio.sleep(TYPING_EVERY_SECONDS)
+
+    async def _send(self, stop: bool) -> None:
+        try:
+            await self.client.rpc("sendTyping", {**recipient_params(self.chat), **({"stop": True} if stop else {})})
+        except (SignalRpcError, SignalUnavailable) as err:
+            log.debug("signal: typing indicator in %s failed: %s", self.chat, err)
+
+    def start(self) -> None:
+        if self.enabled and self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def stop(self) -> None:
+        showing = self._task is not None or self.shown
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        self._task, self.shown = None, False
+        if showing:
+            await self._send(True)
+
+
+class TurnRunner:
+    """Runs turns for the Signal frontend; one instance per service."""
+
+    def __init__(self, runtime: Any, inbox: Inbox, client: SignalClient, settings_ref: Callable[[], SignalSettings],
+                 outage: Outage, approvals: Any = None) -> None:
+        self.runtime, self.inbox, self.client, self.outage = runtime, inbox, client, outage
+        self.approvals = approvals
+        self._settings_ref = settings_ref
+        self.account_uuid: str | None = None
+        self.stopping = False
+        self.stop_event = asyncio.Event()
+        self._active: set[asyncio.Task] = set()
+
+    @property
+    def settings(self) -> SignalSettings:
+        return self._settings_ref()
+
+    @property
+    def active(self) -> int:
+        return len(self._active)
+
+    async def answer(self, item: InboxItem) -> None:
+        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
+        if self.stopping:
+            log.info("signal: stopping; %s stays in the inbox for the next start", item.item_id)
+            return
+        task = asyncio.current_task()
+        if task is not None:
+            self._active.add(task)
+        try:
+            await self._answer(item)
+        finally:
+            self._active.discard(task)
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for running turns; True when none is left."""
+        pending = {t for t in self._active if t is not asyncio.current_task()}
+        if pending and timeout > 0:
+            await asyncio.wait(pending, timeout=timeout)
+        return not any(not t.done() for t in self._active if t is not asyncio.current_task())
+
+    def cancel_all(self) -> int:
+        """Cancel running turns (their items stay pending); returns how many."""
+        running = [t for t in self._active if not t.done()]
+        for task in running:
+            task.cancel()
+        return len(running)
+
+    async def _answer(self, item: InboxItem) -> None:
+        msg = parse_event(item.payload)
+        if msg is None:  # cannot happen for items this frontend wrote; a foreign file is left alone
+            log.error("signal: inbox item %s holds no Signal message; completing it", item.item_id)
+            await asyncio.to_thread(self.inbox.complete, item.item_id)
+            return
+        quote = msg if msg.group_id else None  # quote the question only in groups
+        reply = item.reply
+        if reply is None:
+            shown = await self._receipt_and_typing(msg)
+            typing = Typing(self.client, msg.chat, self.settings.typing, shown=shown)
+            try:
+                reply = await self._produce_reply(item, msg, typing)
+            except asyncio.CancelledError:
+                raise
+            except OSError as exc:
+                log.exception("signal: answering %s failed", item.item_id)
+                reply = f"⚠️ I could not handle your message: my workspace cannot be written ({exc.strerror})."
+            except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
+                log.exception("signal: answering %s in %s failed", item.item_id, msg.chat)
+                reply = FAILED_REPLY
+            finally:
+                await typing.stop()
+            try:
+                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
+            except OSError as err:
+                log.warning("signal: could not record the reply of %s: %s", item.item_id, err)
+        if not await self._deliver(item, msg, reply, quote):
+            return  # stopping with the reply undelivered: it stays in the inbox, resent at the next start
+        await asyncio.to_thread(self.inbox.complete, item.item_id)
+
+    async def _receipt_and_typing(self, msg: Incoming) -> bool:
+        """Mark the message read and show "typing…", in one batch request; True when typing went out."""
+        calls: list[tuple[str, dict | None]] = [
+            ("sendReceipt", {"recipient": msg.uuid or msg.number, "targetTimestamp": [msg.timestamp], "type": "read"})]
+        if self.settings.typing:
+            calls.append(("sendTyping", recipient_params(msg.chat)))
+        try:
+            results = await self.client.batch(calls)
+        except SignalUnavailable as err:
+            log.debug("signal: read receipt for %s failed: %s", msg.timestamp, err)
+            return False
+        for (method, _), result in zip(calls, results):
+            if isinstance(result, Exception):
+                log.debug("signal: %s for %s failed: %s", method, msg.timestamp, result)
+        return len(results) > 1 and not isinstance(results[1], Exception)
+
+    async def _produce_reply(self, item: InboxItem, msg: Incoming, typing: Typing) -> str:
+        kind = msg.kind()
+        untrusted = False
+        if kind in ("text", "document", "photo", "voice"):
+            typing.start()  # fetching and transcribing take a while too
+        if kind == "text":
+            text = model_text(msg, self.settings.account, self.account_uuid)
+        elif kind in ("document", "photo"):
+            today = datetime.now(ZoneInfo(self.settings.timezone)).date()
+            saved = await media.save_attachment(self.client, self.runtime.workspace, msg, today)
+            if isinstance(saved, str):
+                return saved
+            text, untrusted = attachment_prompt(saved), True
+        elif kind == "voice":
+            config = transcription_config(self.runtime.config.get("llm") or {})
+            if config is None:
+                return VOICE_DISABLED
+            result = await media.transcribe_voice(self.client, msg, config)
+            if not result.ok:
+                return f"🎙 I could not transcribe that voice note: {result.error or 'the transcript was empty'}."
+            text = result.text
+            await self._send_best_effort(msg.chat, f"🎙 {text}", msg if msg.group_id else None)
+        else:
+            return media.unsupported_text(kind)
+        owner_chat = msg.group_id is None and self.settings.is_owner(msg.number, msg.uuid)
+        approve = None
+        if self.approvals is not None and owner_chat:
+            approve = self.approvals.approver(msg.chat, asyncio.get_running_loop())
+        result = await asyncio.to_thread(
+            self.runtime.agent.handle_message, item.conversation_id, text, chat_id=item.conversation_id,
+            user_id=msg.sender,
+            # Only the owner's own direct chat sees the owner's notes, facts and other chats' logs.
+            private=owner_chat, message_id=msg.timestamp, untrusted=untrusted, approve=approve)
+        reply = result.reply or FAILED_REPLY
+        if result.footer:
+            reply = f"{reply}\n\n_{result.footer}_"
+        return reply
+
+    async def _send_best_effort(self, chat: str, text: str, quote: Incoming | None) -> None:
+        try:
+            await send_parts(self.client, chat, text, quote=quote)
+        except (SignalRpcError, SignalUnavailable) as err:
+            log.info("signal: could not echo the transcript to %s: %s", chat, err)
+
+    async def _deliver(self, item: InboxItem, msg: Incoming, reply: str, quote: Incoming | None) -> bool:
+        """Send the missing parts; retries while the daemon is gone. False when stopping first."""
+        delay = 0.5
+        while True:
+            skip = self.inbox.parts_sent(item.item_id)
+
+            def on_part_sent(index: int, stamp: int) -> None:
+                try:
+                    self.inbox.record_part(item.item_id, index, stamp)
+                except OSError as err:  # the part is out; a crash before completion would only resend it
+                    log.warning("signal: could not record part %d of %s: %s", index, item.item_id, err)
+
+            try:
+                await send_parts(self.client, msg.chat, reply, quote=quote if skip == 0 else None, skip_parts=skip,
+                                 on_part_sent=on_part_sent)
+                self.outage.ok()
+                return True
+            except SignalRpcError as err:  # the daemon refused (unknown group, unregistered user): retrying cannot help
+                log.error("signal: the reply to %s in %s was refused by signal-cli: %s; giving up", msg.timestamp,
+                          msg.chat, err)
+                return True
+            except SignalUnavailable as err:
+                self.outage.failed(err)
+                if self.stopping:
+                    return False
+                try:
+                    await asyncio.wait_for(self.stop_event.wait(), delay)
+                    return False
+                except asyncio.TimeoutError:
+                    delay = min(delay * 2, RETRY_MAX_SECONDS)

@@ -1,0 +1,472 @@
+"""Fake ``signal-cli daemon --http`` for tests: JSON-RPC over HTTP plus the SSE event stream, stdlib only.
+
+Shapes follow signal-cli (src/main/java/org/asamk/signal/http/HttpServerHandler.java and json/*):
+
+- ``POST /api/v1/rpc``: one JSON-RPC 2.0 request or a batch (list). Content-Type must be
+  ``application/json`` (else 415); only POST (else 405); a request without an ``id`` is a
+  notification (no response; a body of only notifications answers 201 without body). Errors:
+  -32700 parse error, -32600 invalid request, -32601 unknown method, -32602 invalid params,
+  -1 user errors (unknown group, bad ``textStyle`` syntax, unknown attachment).
+- ``GET /api/v1/events``: ``text/event-stream`` with chunked encoding; each incoming message is
+  ``event:receive`` + ``data:{"envelope": {...}, "account": "+..."}``; ``:`` keep-alives.
+  ``wrap="jsonrpc"`` sends the stdio/socket form instead (a JSON-RPC ``receive`` notification).
+- ``GET /api/v1/check``: 200, no body.
+- The Host header must name the loopback address (else 421), as the real daemon pins it.
+
+Receiving is modelled on ``--receive-mode=manual``: a message given to ``deliver`` waits until an
+event client is connected, then goes to every connected client. ``stop()`` drops all connections
+(queued messages stay queued); ``start()`` again serves on the same port (a daemon restart).
+
+Methods: ``send`` (recipient|groupId, message, textStyle, attachments, quoteTimestamp...),
+``sendTyping``, ``sendReceipt``, ``getAttachment``, ``listGroups``, ``version``. Everything received
+is recorded: ``sent`` (send params + the assigned ``timestamp``), ``typing``, ``receipts``, ``rpc``,
+``batches``.
+Every response is written in one ``sendall`` on a TCP_NODELAY socket.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+STYLES = ("NONE", "BOLD", "ITALIC", "SPOILER", "STRIKETHROUGH", "MONOSPACE")
+MAX_MESSAGE_SIZE_BYTES = 2000  # signal-cli ServiceConfig: longer bodies become a long-text attachment
+_STYLE_RE = re.compile(r"(\d+):(\d+):(.+)")
+
+
+class RpcError(Exception):
+    """A JSON-RPC error answer."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def _utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    fake: "FakeSignalDaemon"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients that hang up (the bot stopping, a reconnect) are normal here
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 30
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.fake._track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except OSError:
+            pass
+        finally:
+            self.server.fake._track(self.connection, False)
+
+    def _respond(self, status: int, body: bytes = b"", content_type: str = "application/json") -> None:
+        reason = self.responses.get(status, ("",))[0]
+        head = [f"HTTP/1.1 {status} {reason}", "Server: fake-signal-cli"]
+        if body:
+            head.append(f"Content-Type: {content_type}")
+        head.append(f"Content-Length: {len(body)}")
+        self.connection.sendall(("\r\n".join(head) + "\r\n\r\n").encode("ascii") + body)
+
+    def _host_ok(self) -> bool:
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]").lower()
+        if host in ("127.0.0.1", "localhost", "::1"):
+            return True
+        self._respond(421)
+        return False
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server API
+        path = self.path.split("?", 1)[0]
+        try:
+            if path == "/api/v1/check":
+                self._respond(200)
+            elif path == "/api/v1/events":
+                if self._host_ok():
+                    self.server.fake._stream(self)
+            elif path == "/api/v1/rpc":
+                self._respond(405)
+            else:
+                self._respond(404)
+        except (BrokenPipeError, ConnectionResetError, socket.timeout, OSError):
+            self.close_connection = True
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server API
+        path = self.path.split("?", 1)[0]
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        try:
+            if path != "/api/v1/rpc":
+                self._respond(405 if path in ("/api/v1/events", "/api/v1/check") else 404)
+                return
+            if not self._host_ok():
+                return
+            if not (self.headers.get("Content-Type") or "").startswith("application/json"):
+                self._respond(415)
+                return
+            answer = self.server.fake._rpc_body(body)
+            if answer is None:
+                self._respond(201)
+            else:
+                self._respond(200, json.dumps(answer).encode("utf-8"))
+        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+            self.close_connection = True
+
+
+class FakeSignalDaemon:
+    """A signal-cli HTTP daemon on 127.0.0.1 that remembers what the bot sent."""
+
+    def __init__(self, account: str = "+15550000000", *, account_uuid: str = "a0000000-0000-4000-8000-000000000b07",
+                 wrap: str = "plain", keepalive_seconds: float = 15.0) -> None:
+        self.account = account
+        self.account_uuid = account_uuid
+        self.wrap = wrap
+        self.keepalive_seconds = keepalive_seconds
+        self.sent: list[dict] = []
+        self.typing: list[dict] = []
+        self.receipts: list[dict] = []
+        self.rpc: list[dict] = []
+        self.batches: list[list] = []  # the methods of each batch request
+        self.groups: dict[str, dict] = {}
+        self.attachments: dict[str, bytes] = {}
+        self.send_errors: list[RpcError] = []  # the next send calls fail with these, in order
+        self.event_connects = 0
+        self._queue: list[dict] = []
+        self._clients = 0
+        self._cond = threading.Condition()
+        self._conns: set[socket.socket] = set()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._port = 0
+        self._clock = int(time.time() * 1000)
+        self._generation = 0
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> "FakeSignalDaemon":
+        """Serve on 127.0.0.1 (the same port again after a ``stop``)."""
+        server = _Server(("127.0.0.1", self._port), _Handler)
+        server.fake = self
+        self._port = server.server_address[1]
+        self._server = server
+        with self._cond:
+            self._generation += 1
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fake-signal-daemon", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and drop every open connection (event streams end); state is kept."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        with self._cond:
+            self._generation += 1
+            self._cond.notify_all()
+        server.shutdown()
+        server.server_close()
+        for conn in list(self._conns):
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self) -> "FakeSignalDaemon":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def connected(self) -> int:
+        """How many event-stream clients are connected now."""
+        with self._cond:
+            return self._clients
+
+    def _track(self, conn: socket.socket, alive: bool) -> None:
+        with self._cond:
+            (self._conns.add if alive else self._conns.discard)(conn)
+
+    # -- incoming messages (what users send to the bot) ----------------------
+
+    def next_timestamp(self) -> int:
+        """A fresh, strictly increasing millisecond timestamp (Signal message ids)."""
+        with self._cond:
+            self._clock = max(self._clock + 1, int(time.time() * 1000))
+            return self._clock
+
+    def envelope(self, source: str, text: str | None = None, *, uuid: str | None = None, number: bool = True,
+                 group_id: str | None = None, timestamp: int | None = None, attachments: list[dict] | None = None,
+                 mentions: list[dict] | None = None, quote: dict | None = None, name: str = "User") -> dict:
+        """A receive event object ``{"envelope": ..., "account": ...}`` shaped as signal-cli writes it."""
+        ts = timestamp or self.next_timestamp()
+        uuid = uuid or _uuid_for(source)
+        data: dict[str, Any] = {"timestamp": ts, "message": text, "expiresInSeconds": 0, "viewOnce": False}
+        if mentions:
+            data["mentions"] = mentions
+        if attachments:
+            data["attachments"] = attachments
+        if quote:
+            data["quote"] = quote
+        if group_id:
+            data["groupInfo"] = {"groupId": group_id, "groupName": self.groups.get(group_id, {}).get("name", "G"),
+                                 "revision": 2, "type": "DELIVER"}
+        env = {"source": source if number else uuid, "sourceNumber": source if number else None, "sourceUuid": uuid,
+               "sourceName": name, "sourceDevice": 1, "timestamp": ts, "serverReceivedTimestamp": ts + 5,
+               "serverDeliveredTimestamp": ts + 9, "dataMessage": data}
+        return {"envelope": env, "account": self.account}
+
+    def deliver(self, event: dict) -> dict:
+        """Queue a receive event; it goes out as soon as an event client is connected."""
+        with self._cond:
+            self._queue.append(event)
+            self._cond.notify_all()
+        return event
+
+    def message(self, source: str, text: str | None = None, **kwargs: Any) -> dict:
+        """Build and deliver a data message from ``source``; returns the event."""
+        return self.deliver(self.envelope(source, text, **kwargs))
+
+    def add_group(self, group_id: str, name: str, members: list[str]) -> None:
+        """Make a group known, so sends to it succeed."""
+        self.groups[group_id] = {"id": group_id, "name": name, "members": list(members)}
+
+    def add_attachment(self, data: bytes, content_type: str, *, filename: str | None = None,
+                       voice_note: bool = False) -> dict:
+        """Store a received attachment; returns its JSON form for ``envelope(attachments=[...])``."""
+        ext = {"audio/aac": "aac", "audio/ogg": "ogg", "image/jpeg": "jpg", "application/pdf": "pdf"}.get(
+            content_type, "bin")
+        att_id = f"{base64.urlsafe_b64encode(str(len(self.attachments) + 1).encode()).decode().rstrip('=')}" \
+                 f"{self.next_timestamp()}.{ext}"
+        self.attachments[att_id] = data
+        del voice_note  # signal-cli's JSON has no voice-note flag; clients send audio/aac without a file name
+        return {"contentType": content_type, "filename": filename, "id": att_id, "size": len(data),
+                "width": None, "height": None, "caption": None, "uploadTimestamp": self.next_timestamp()}
+
+    def pending(self) -> int:
+        """Messages waiting for an event client."""
+        with self._cond:
+            return len(self._queue)
+
+    def wait_sent(self, count: int, timeout: float = 10.0) -> list[dict]:
+        """Wait until at least ``count`` messages were sent; returns them (raises on timeout)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len(self.sent) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"expected {count} sent messages, got {len(self.sent)}: "
+                                         f"{[s.get('message') for s in self.sent]}")
+                self._cond.wait(min(left, 0.1))
+            return list(self.sent)
+
+    def wait_connected(self, timeout: float = 10.0) -> None:
+        """Wait until an event client is connected."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._clients == 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("no event client connected")
+                self._cond.wait(min(left, 0.1))
+
+    def sent_to(self, target: str) -> list[dict]:
+        """Messages sent to a recipient number/uuid or a group id."""
+        return [s for s in self.sent if target in (s.get("recipient") or []) or s.get("groupId") == target]
+
+    # -- event stream --------------------------------------------------------
+
+    def _stream(self, handler: _Handler) -> None:
+        conn = handler.connection
+        head = ("HTTP/1.1 200 OK\r\nServer: fake-signal-cli\r\nContent-Type: text/event-stream\r\n"
+                "Transfer-Encoding: chunked\r\n\r\n").encode("ascii")
+        conn.sendall(head)
+        handler.close_connection = True
+        with self._cond:
+            generation = self._generation
+            self._clients += 1
+            self.event_connects += 1
+            self._cond.notify_all()
+        try:
+            last = time.monotonic()
+            while True:
+                with self._cond:
+                    while not self._queue and self._generation == generation:
+                        left = self.keepalive_seconds - (time.monotonic() - last)
+                        if left <= 0:
+                            break
+                        self._cond.wait(min(left, 0.2))
+                    if self._generation != generation:
+                        return
+                    batch, self._queue = self._queue, []
+                if not batch:
+                    conn.sendall(_chunk(b":\n"))
+                    last = time.monotonic()
+                    continue
+                for event in batch:
+                    payload = event if self.wrap == "plain" else {"jsonrpc": "2.0", "method": "receive",
+                                                                   "params": event}
+                    data = json.dumps(payload, separators=(",", ":"))
+                    try:
+                        conn.sendall(_chunk(f"event:receive\ndata:{data}\n\n".encode("utf-8")))
+                    except OSError:
+                        with self._cond:  # not delivered: it waits for the next client, as on the server
+                            self._queue.insert(0, event)
+                        raise
+        finally:
+            with self._cond:
+                self._clients -= 1
+                self._cond.notify_all()
+
+    # -- JSON-RPC ------------------------------------------------------------
+
+    def _rpc_body(self, body: bytes) -> Any:
+        try:
+            parsed = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            return _error(None, -32700, "Parse error")
+        if isinstance(parsed, list):
+            if not parsed:
+                return _error(None, -32600, "Invalid request")
+            with self._cond:
+                self.batches.append([r.get("method") if isinstance(r, dict) else None for r in parsed])
+            answers = [a for a in (self._one(r) for r in parsed) if a is not None]
+            return answers or None
+        return self._one(parsed)
+
+    def _one(self, request: Any) -> dict | None:
+        if not isinstance(request, dict) or request.get("jsonrpc") != "2.0" or not isinstance(request.get("method"), str):
+            return _error(request.get("id") if isinstance(request, dict) else None, -32600, "method field must be set")
+        rid = request.get("id")
+        params = request.get("params") or {}
+        with self._cond:
+            self.rpc.append({"method": request["method"], "params": params, "id": rid})
+        try:
+            if not isinstance(params, dict):
+                raise RpcError(-32602, "params must be an object")
+            result = self._call(request["method"], params)
+        except RpcError as err:
+            return _error(rid, err.code, err.message) if rid is not None else None
+        if rid is None:
+            return None
+        return {"jsonrpc": "2.0", "result": result, "id": rid}
+
+    def _call(self, method: str, params: dict) -> Any:
+        if method == "send":
+            return self._send(params)
+        if method == "sendTyping":
+            recipients, group = _targets(params)
+            with self._cond:
+                self.typing.append({"recipient": recipients, "groupId": group, "stop": bool(params.get("stop"))})
+            return {}
+        if method == "sendReceipt":
+            if not params.get("recipient"):
+                raise RpcError(-32602, "recipient is required")
+            with self._cond:
+                self.receipts.append(dict(params))
+            return {}
+        if method == "getAttachment":
+            data = self.attachments.get(str(params.get("id")))
+            if data is None:
+                raise RpcError(-1, f"Unable to find attachment: {params.get('id')}")
+            return {"data": base64.b64encode(data).decode("ascii")}
+        if method == "listGroups":
+            return [{"id": g["id"], "name": g["name"], "isMember": True, "members": g["members"]}
+                    for g in self.groups.values()]
+        if method == "version":
+            return {"version": "0.13.99-fake"}
+        raise RpcError(-32601, "Method not implemented")
+
+    def _send(self, params: dict) -> dict:
+        recipients, group = _targets(params)
+        if not recipients and not group:
+            raise RpcError(-1, "No recipients given")
+        if group and group not in self.groups:
+            raise RpcError(-1, f"Group not found: {group}")
+        message = params.get("message")
+        attachments = params.get("attachments") or params.get("attachment") or []
+        attachments = [attachments] if isinstance(attachments, str) else list(attachments)
+        if not message and not attachments:
+            raise RpcError(-1, "Sending empty message is not allowed, either a message or an attachment must be given.")
+        styles = params.get("textStyle") or params.get("textStyles") or []
+        styles = [styles] if isinstance(styles, str) else list(styles)
+        parsed = []
+        for style in styles:
+            m = _STYLE_RE.fullmatch(str(style))
+            if not m:
+                raise RpcError(-1, f"Invalid textStyle syntax ({style}) expected 'start:length:STYLE'")
+            if m.group(3) not in STYLES:
+                raise RpcError(-1, f"Invalid style: {m.group(3)}")
+            parsed.append((int(m.group(1)), int(m.group(2)), m.group(3)))
+        with self._cond:
+            if self.send_errors:
+                raise self.send_errors.pop(0)
+        ts = self.next_timestamp()
+        text = str(message or "")
+        record = {**params, "recipient": recipients, "groupId": group, "message": text, "styles": parsed,
+                  "timestamp": ts, "long_text": len(text.encode("utf-8")) > MAX_MESSAGE_SIZE_BYTES,
+                  "styles_in_range": all(s + n <= _utf16_len(text) for s, n, _ in parsed)}
+        targets = recipients or self.groups[group]["members"]
+        results = [{"recipientAddress": {"uuid": _uuid_for(t), "number": t if t.startswith("+") else None,
+                                         "username": None}, **({"groupId": group} if group else {}),
+                    "type": "SUCCESS"} for t in targets]
+        with self._cond:
+            self.sent.append(record)
+            self._cond.notify_all()
+        return {"results": results, "timestamp": ts}
+
+
+def _targets(params: dict) -> tuple[list[str], str | None]:
+    recipients = params.get("recipient") or params.get("recipients") or []
+    recipients = [recipients] if isinstance(recipients, str) else [str(r) for r in recipients]
+    group = params.get("groupId") or params.get("group-id")
+    if isinstance(group, list):
+        group = group[0] if group else None
+    return recipients, group
+
+
+def _uuid_for(source: str) -> str:
+    if re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", source):
+        return source
+    digits = re.sub(r"\D", "", source).rjust(12, "0")[-12:]
+    return f"00000000-0000-4000-8000-{digits}"
+
+
+def _chunk(data: bytes) -> bytes:
+    return f"{len(data):X}\r\n".encode("ascii") + data + b"\r\n"
+
+
+def _error(rid: Any, code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "error": {"code": code, "message": message, "data": None}, "id": rid}

@@ -1,0 +1,75 @@
+"""Shared helpers for the Signal tests: a SignalService running in a thread against FakeSignalDaemon."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from typing import Any
+
+from messaging_llm_bot.frontends.signal.service import SignalService
+from tests.fakes.signal_daemon import FakeSignalDaemon
+
+BOT = "+15550000000"
+OWNER = "+15551110001"
+FRIEND = "+15551110002"
+STRANGER = "+19990000000"
+GROUP = "R3JvdXBJZEZvclRoZVRlc3RzMTIzNDU2Nzg5MDEyMzQ="
+
+
+def signal_config(base: dict, daemon: FakeSignalDaemon, **overrides: Any) -> dict:
+    """``base`` (the conftest bot_config) plus a signal section pointing at ``daemon``."""
+    config = copy.deepcopy(base)
+    config["signal"] = {"enabled": True, "base_url": daemon.base_url, "account": daemon.account,
+                        "allowed": [OWNER, FRIEND], **overrides}
+    config.setdefault("memory", {"enabled": False})
+    return config
+
+
+class RunningSignal:
+    """A SignalService running in a thread; use as a context manager."""
+
+    def __init__(self, runtime: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("reminder_poll_seconds", 0.3)
+        kwargs.setdefault("backoff_max", 0.5)
+        self.service = SignalService(runtime, stop_signals=None, **kwargs)
+        self.exit_code: int | None = None
+        self._thread = threading.Thread(target=self._run, name="signal-bot-under-test", daemon=True)
+
+    def _run(self) -> None:
+        self.exit_code = self.service.run()
+
+    def start(self) -> "RunningSignal":
+        self._thread.start()
+        if not self.service.ready.wait(15):
+            raise TimeoutError(f"signal bot did not become ready (exit code {self.exit_code})")
+        return self
+
+    def stop(self, timeout: float = 15) -> int | None:
+        self.service.stop()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError("signal bot thread did not stop")
+        return self.exit_code
+
+    def __enter__(self) -> "RunningSignal":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread.is_alive():
+            self.stop()
+
+
+def wait_for(predicate: Any, timeout: float = 10.0, what: str = "condition") -> None:
+    """Poll ``predicate`` until true (raises AssertionError naming ``what`` on timeout)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def styled(record: dict) -> list[tuple[str, str]]:
+    """(styled text, STYLE) pairs of a sent message, read back through the UTF-16 ranges."""
+    raw = record["message"].encode("utf-16-le", "surrogatepass")
+    return [(raw[2 * s:2 * (s + n)].decode("utf-16-le", "surrogatepass"), style) for s, n, style in record["styles"]]

@@ -1,0 +1,187 @@
+"""Pure parts of the Signal frontend: Markdown to text styles, splitting, events, rules; the client
+against the fake daemon (JSON-RPC single, batch, errors, both event forms)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime, time as dtime, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from messaging_llm_bot.frontends.jobs import next_daily
+from messaging_llm_bot.frontends.reminders import reminder_channel
+from messaging_llm_bot.frontends.signal.client import (SignalClient, SignalRpcError, SignalUnavailable, parse_sse,
+                                                       unwrap_event)
+from messaging_llm_bot.frontends.signal.format import inline_links, render_signal
+from messaging_llm_bot.frontends.signal.settings import (Incoming, SignalSettings, addressed_to_bot, model_text,
+                                                         parse_event, recipient_params)
+from tests.fakes.signal_daemon import FakeSignalDaemon
+from tests.signal_harness import BOT, GROUP, OWNER
+
+UUID = "0f0e0d0c-0b0a-4000-8000-000000000001"
+
+
+def styled(part) -> list[tuple[str, str]]:
+    raw = part.text.encode("utf-16-le", "surrogatepass")
+    out = []
+    for item in part.styles:
+        start, length, style = item.split(":")
+        out.append((raw[2 * int(start):2 * (int(start) + int(length))].decode("utf-16-le", "surrogatepass"), style))
+    return out
+
+
+def test_markdown_becomes_styles_counted_in_utf16_units():
+    [part] = render_signal("😀 **bold** _it_ ~~gone~~ `x = 1` ||secret||")
+    assert "**" not in part.text and "`" not in part.text and "~~" not in part.text
+    assert styled(part) == [("bold", "BOLD"), ("it", "ITALIC"), ("gone", "STRIKETHROUGH"), ("x = 1", "MONOSPACE"),
+                            ("secret", "SPOILER")]
+
+
+def test_links_keep_their_url_and_later_styles_shift():
+    [part] = render_signal("see [the docs](https://example.org/a) and **this**")
+    assert part.text == "see the docs (https://example.org/a) and this"
+    assert styled(part) == [("this", "BOLD")]
+    # A bare URL is not written twice.
+    text, entities = inline_links("https://x.y", [{"type": "text_link", "offset": 0, "length": 11,
+                                                   "url": "https://x.y"}])
+    assert text == "https://x.y"
+
+
+def test_long_text_splits_on_sentences_below_2000_utf8_bytes():
+    sentence = "Ünïcode sentence with umlauts, number {}. "
+    text = "".join(sentence.format(i) for i in range(120))  # one paragraph, no newlines
+    parts = render_signal(text)
+    assert len(parts) >= 3
+    assert all(len(p.text.encode("utf-8")) <= 2000 for p in parts)
+    assert all(p.text.endswith(".") for p in parts)  # cut after a sentence, not inside a word
+    assert " ".join(p.text for p in parts) == text.strip()
+
+
+def test_a_style_across_a_cut_is_clipped_into_each_part():
+    text = "**" + " ".join(["bold."] * 600) + "**"
+    parts = render_signal(text)
+    assert len(parts) >= 2
+    for part in parts:
+        [(content, style)] = styled(part)
+        assert style == "BOLD" and content == part.text
+
+
+def test_events_in_every_form_unwrap_to_the_receive_object():
+    daemon = FakeSignalDaemon(BOT)
+    event = daemon.envelope(OWNER, "hi")
+    assert unwrap_event(event) == event
+    assert unwrap_event({"jsonrpc": "2.0", "method": "receive", "params": event}) == event
+    subscribed = {"jsonrpc": "2.0", "method": "receive", "params": {"subscription": 0, "result": event}}
+    assert unwrap_event(subscribed) == event
+    assert unwrap_event({"jsonrpc": "2.0", "method": "other", "params": event}) is None
+    assert unwrap_event({"jsonrpc": "2.0", "result": {}, "id": 1}) is None
+    assert parse_sse(["event:receive", "data:{\"a\":1}"]) == ("receive", "{\"a\":1}")
+    assert parse_sse([":"]) is None
+
+
+def test_parse_event_keeps_data_messages_only():
+    daemon = FakeSignalDaemon(BOT)
+    msg = parse_event(daemon.envelope(OWNER, "hello", group_id=GROUP))
+    assert msg.sender == OWNER and msg.chat == GROUP and msg.conversation_id == f"sig:{GROUP}"
+    assert msg.source_id == f"sig:{msg.uuid}:{msg.timestamp}" and msg.kind() == "text"
+    hidden = parse_event(daemon.envelope(OWNER, "hi", number=False, uuid=UUID))
+    assert hidden.number is None and hidden.sender == UUID and hidden.conversation_id == f"sig:{UUID}"
+    receipt = {"envelope": {"sourceNumber": OWNER, "timestamp": 1, "receiptMessage": {"isRead": True}}}
+    typing = {"envelope": {"sourceNumber": OWNER, "timestamp": 1, "typingMessage": {"action": "STARTED"}}}
+    reaction = daemon.envelope(OWNER, None)
+    reaction["envelope"]["dataMessage"]["reaction"] = {"emoji": "👍"}
+    group_update = daemon.envelope(OWNER, None, group_id=GROUP)
+    assert [parse_event(e) for e in (receipt, typing, reaction, group_update, {})] == [None] * 5
+
+
+def test_allowlist_is_deny_by_default_and_takes_numbers_or_uuids():
+    assert not SignalSettings.from_config({}).is_allowed(OWNER, UUID)
+    settings = SignalSettings.from_config({"signal": {"allowed": [UUID.upper(), OWNER]}})
+    assert settings.is_allowed(None, UUID) and settings.is_allowed(OWNER, None)
+    assert not settings.is_allowed("+15559999999", "aaaaaaaa-0b0a-4000-8000-000000000001")
+    assert settings.owner == UUID  # the first allowed, normalised
+    assert settings.is_owner("+15550000001", UUID) and not settings.is_owner(OWNER, None)
+
+
+def test_group_rules_and_mentions():
+    settings = SignalSettings.from_config({"signal": {"account": BOT, "allowed": [OWNER]}})
+    plain = Incoming(OWNER, None, "", 1, "hello", group_id=GROUP)
+    mention_bot = {"number": BOT, "uuid": None, "start": 0, "length": 1, "name": BOT}
+    mention_anna = {"number": "+15552220000", "start": 6, "length": 1, "name": "Anna"}
+    asked = Incoming(OWNER, None, "", 2, "\ufffc ask \ufffc please", group_id=GROUP,
+                     mentions=[mention_bot, mention_anna])
+    quoted = Incoming(OWNER, None, "", 3, "and?", group_id=GROUP, quote={"authorNumber": BOT, "id": 5})
+    assert not addressed_to_bot(plain, settings)
+    assert addressed_to_bot(asked, settings) and addressed_to_bot(quoted, settings)
+    assert addressed_to_bot(Incoming(OWNER, None, "", 4, "/help", group_id=GROUP), settings)
+    assert addressed_to_bot(plain, SignalSettings.from_config({"signal": {"account": BOT, "group_mode": "all"}}))
+    assert model_text(asked, BOT) == "ask @Anna please"
+    assert recipient_params(OWNER) == {"recipient": [OWNER]} and recipient_params(GROUP) == {"groupId": GROUP}
+
+
+def test_reminder_channels_and_daily_jobs():
+    assert [reminder_channel(c) for c in (12345, "-100", f"sig:{OWNER}", "console", None)] == \
+        ["telegram", "telegram", "signal", "console", "none"]
+    berlin = ZoneInfo("Europe/Berlin")
+    before_dst = datetime(2026, 3, 28, 12, 0, tzinfo=timezone.utc)
+    nxt = next_daily(dtime(7, 30, tzinfo=berlin), before_dst)
+    assert nxt.astimezone(berlin).hour == 7 and nxt.date().isoformat() == "2026-03-29"
+    assert nxt.utcoffset().total_seconds() == 7200  # summer time started that night
+
+
+def test_client_single_batch_errors_and_unreachable():
+    async def scenario(base_url: str) -> None:
+        client = SignalClient(base_url, BOT)
+        try:
+            assert (await client.rpc("version"))["version"]
+            ok, bad = await client.batch([("version", None), ("send", {"recipient": [OWNER]})])
+            assert ok["version"] and isinstance(bad, SignalRpcError) and bad.code == -1
+            with pytest.raises(SignalRpcError) as err:
+                await client.rpc("send", {"recipient": [OWNER], "message": "x", "textStyle": ["0:1:LOUD"]})
+            assert "Invalid style" in err.value.message
+            with pytest.raises(SignalRpcError) as err:
+                await client.rpc("nope")
+            assert err.value.code == -32601
+            assert await client.check()
+        finally:
+            await client.close()
+
+    with FakeSignalDaemon(BOT) as daemon:
+        asyncio.run(scenario(daemon.base_url))
+        assert daemon.rpc[0]["params"]["account"] == BOT  # a multi-account daemon needs it
+        port = daemon.port
+
+    async def down() -> None:
+        client = SignalClient(f"http://127.0.0.1:{port}", BOT)
+        try:
+            assert not await client.check()
+            with pytest.raises(SignalUnavailable):
+                await client.rpc("version")
+            with pytest.raises(SignalUnavailable):
+                async for _ in client.events():
+                    pass
+        finally:
+            await client.close()
+
+    asyncio.run(down())
+
+
+def test_fake_daemon_speaks_http_like_signal_cli():
+    import http.client
+
+    with FakeSignalDaemon(BOT) as daemon:
+        conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=5)
+        conn.request("POST", "/api/v1/rpc", body=b"{}", headers={"Content-Type": "text/plain"})
+        assert conn.getresponse().status == 415
+        conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=5)
+        conn.request("POST", "/api/v1/rpc", body=b"not json", headers={"Content-Type": "application/json"})
+        assert json.loads(conn.getresponse().read())["error"]["code"] == -32700
+        conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=5)
+        note = json.dumps({"jsonrpc": "2.0", "method": "version"}).encode()  # no id: a notification
+        conn.request("POST", "/api/v1/rpc", body=note, headers={"Content-Type": "application/json"})
+        assert conn.getresponse().status == 201
+        conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=5)
+        conn.request("GET", "/api/v1/events", headers={"Host": "evil.example"})
+        assert conn.getresponse().status == 421
