@@ -11,8 +11,6 @@ import signal
 import threading
 from typing import Any
 
-from messaging_llm_bot.frontends.signal.service import SignalService, run_signal
-
 SHUTDOWN_TIMEOUT_SECONDS = 20.0
 
 
@@ -28,12 +26,18 @@ def enabled_frontends(config: dict) -> list[str]:
 
 def run_chat_frontends(runtime: Any, names: list[str]) -> int:
     """Run ``names`` until stopped (SIGINT/SIGTERM); returns the worst exit code."""
+    # Imported here: a Telegram-only start does not load the Signal frontend, and the reverse.
+    if names == ["signal"]:
+        from messaging_llm_bot.frontends.signal.service import run_signal
+
+
+        return run_signal(runtime)
     from messaging_llm_bot.frontends.telegram.bot import run_telegram
 
-    if names == ["signal"]:
-        return run_signal(runtime)
     if "signal" not in names:
         return run_telegram(runtime)
+    from messaging_llm_bot.frontends.signal.service import SignalService
+
     timeout = float((runtime.config.get("runtime") or {}).get("shutdown_timeout_seconds", SHUTDOWN_TIMEOUT_SECONDS))
     service = SignalService(runtime, manage_runtime=False)
     codes: list[int] = []
