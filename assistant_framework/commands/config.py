@@ -142,13 +142,16 @@ def _through_lists(root: Path, keys: tuple, value: Any) -> tuple[tuple, Any]:
     return prefix, current
 
 
-def cmd_set(args: argparse.Namespace) -> int:
-    root = Path(args.config)
-    keys = parse_key(args.key)
-    if root.exists() and root.is_dir() is False and root.suffix not in (".json", ".yaml", ".yml"):
+def write_setting(root: Path, key: str | tuple, value: Any) -> Path:
+    """Write one value into the local layer of ``root`` (or the single-file config), validated.
+
+    A value that makes the config invalid is refused (ConfigError) and the file put back as it was.
+    """
+    keys = parse_key(key) if isinstance(key, str) else tuple(key)
+    if root.exists() and not root.is_dir() and root.suffix not in (".json", ".yaml", ".yml"):
         raise ConfigError(f"{root}: not a config directory or .json/.yaml file")
     target = write_target(root)
-    keys, value = _through_lists(root, keys, parse_cli_value(args.value))
+    keys, value = _through_lists(root, keys, value)
     file, inner = owner_file(target, keys)
     if not file.exists() and target != root and root.is_dir():
         # Mirror the tracked layout: collectors.rss.enabled -> local/collectors/rss.json.
@@ -172,7 +175,14 @@ def cmd_set(args: argparse.Namespace) -> int:
         else:
             atomic_write_bytes(file, before)
         raise
-    where = " (the git-ignored local layer)" if target != root else ""
+    return file
+
+
+def cmd_set(args: argparse.Namespace) -> int:
+    root = Path(args.config)
+    keys = parse_key(args.key)
+    file = write_setting(root, keys, parse_cli_value(args.value))
+    where = " (the git-ignored local layer)" if write_target(root) != root else ""
     print(f"{format_json_path(keys)} set in {_display(file)}{where}")
     if file.suffix in (".yaml", ".yml"):
         print("note: YAML files are rewritten by `config set`, so comments in it were not kept")

@@ -55,7 +55,12 @@ def probe(base_url: str, api_key: str = "", *, timeout: float = 5.0, session: re
     try:
         response = http.get(url, headers=headers, timeout=timeout)
     except requests.RequestException as exc:
-        reason = type(exc).__name__ if not str(exc) else str(exc).split("(Caused by")[0].strip()
+        if isinstance(exc, requests.Timeout):
+            reason = f"no answer within {timeout:g} s"
+        elif isinstance(exc, requests.ConnectionError):
+            reason = "connection refused or host unreachable: is the server running?"
+        else:
+            reason = type(exc).__name__
         return Probe(base_url, False, error=f"cannot reach the model server at {base_url} ({reason})",
                      elapsed_s=time.monotonic() - start)
     elapsed = time.monotonic() - start
