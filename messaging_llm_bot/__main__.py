@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
+from assistant_framework import version
 from assistant_framework.config import ConfigError
 from assistant_framework.traces import REDACTED, collect_secrets
 from assistant_framework.workspace import WorkspacePathError
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", default="config", help="config file or directory (default: config)")
     parser.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
     parser.add_argument("--frontend", choices=("telegram", "console"), default="telegram", help="default: telegram")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     return parser
 
 
