@@ -89,6 +89,8 @@ class Wizard:
         self.a = answers
         self.io = console or Console()
         self.settings: list[tuple[str, object]] = []
+        #: Where to look for a local model server (tests point this at their fake).
+        self.candidates = LOCAL_SERVERS
 
     def _ask(self, question: str, default: str = "") -> str:
         if not self.a.interactive:
@@ -182,8 +184,8 @@ class Wizard:
         api_key = self.a.api_key or ""
         base_url = self.a.base_url
         if base_url is None:
-            self.io.say("Model: looking for local servers (" + ", ".join(f"{n} {u}" for n, u in LOCAL_SERVERS) + ")...")
-            found = find_local_servers()
+            self.io.say("Model: looking for local servers (" + ", ".join(f"{n} {u}" for n, u in self.candidates) + ")...")
+            found = find_local_servers(candidates=self.candidates)
             for index, (name, result) in enumerate(found, 1):
                 models = ", ".join((result.models or [])[:8]) or "models not listed"
                 self.io.say(f"  {index}. {name} at {result.base_url}: {models}")
