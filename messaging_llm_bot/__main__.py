@@ -18,6 +18,7 @@ from assistant_framework.workspace import WorkspacePathError
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 CONSOLE_LOG = "state/logs/console.log"
+BOT_LOG = "state/logs/bot.log"
 _LIBRARY_LOGGERS = ("telegram", "httpx", "httpcore", "apscheduler")
 NO_TOKEN = ("No Telegram bot token is configured (set telegram.token in the config, "
             "or the TELEGRAM_BOT_TOKEN environment variable).")
@@ -43,11 +44,12 @@ class OneLineRedactingFormatter(logging.Formatter):
         return " | ".join(line for line in text.splitlines() if line.strip())
 
 
-def setup_logging(level: str = "INFO", secrets: list[str] | None = None, *, log_file: Path | None = None) -> None:
+def setup_logging(level: str = "INFO", secrets: list[str] | None = None, *, log_file: Path | None = None,
+                  quiet_terminal: bool = True) -> None:
     """Log to stderr, one line per record; chatty HTTP libraries at WARNING.
 
-    With ``log_file`` (the interactive terminal chat), records go to that file and only errors
-    reach the terminal, so background warnings do not break into the conversation.
+    With ``log_file`` records also go to that rotating file; ``quiet_terminal`` (the interactive
+    terminal chat) lets only errors reach the terminal, so warnings do not break into the conversation.
     """
     formatter = OneLineRedactingFormatter(secrets)
     handler = logging.StreamHandler(sys.stderr)
@@ -58,7 +60,8 @@ def setup_logging(level: str = "INFO", secrets: list[str] | None = None, *, log_
         to_file = logging.handlers.RotatingFileHandler(log_file, maxBytes=2_000_000, backupCount=2, encoding="utf-8")
         to_file.setFormatter(formatter)
         handlers.append(to_file)
-        handler.setLevel(logging.ERROR)
+        if quiet_terminal:
+            handler.setLevel(logging.ERROR)
     root = logging.getLogger()
     root.handlers[:] = handlers
     root.setLevel(level)
@@ -118,6 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             runtime.shutdown(timeout=float(runtime_config.get("shutdown_timeout_seconds", 20)))
     from messaging_llm_bot.frontends.telegram.bot import run_telegram
 
+    # Also a rotating file in the workspace, as the terminal chat has: a service's stderr may go nowhere.
+    setup_logging(runtime_config.get("log_level") or default_level,
+                  collect_secrets(runtime.config, [r.api_key for r in runtime.llm.runners]),
+                  log_file=runtime.workspace.path(BOT_LOG), quiet_terminal=False)
     return run_telegram(runtime)
 
 

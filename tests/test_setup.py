@@ -58,6 +58,9 @@ def test_setup_by_flags_ends_in_a_working_bot_and_changes_no_tracked_file(fresh:
             tg.send_message("hello bot", user_id=OWNER, username="owner")
             tg.wait_for(lambda: any(m["text"] == "re: hello bot" for m in tg.messages(OWNER)), timeout=30)
             assert bot.terminate() == 0
+        # The bot logs to a rotating file in the workspace too (a service's stderr may go nowhere), token redacted.
+        log = (tmp_path / "ws" / "state" / "logs" / "bot.log").read_text()
+        assert "Serving @testbot" in log and tg.token not in log
         # The setup message was confirmed: the bot did not answer it.
         assert all("it's me" not in m["text"] for m in tg.messages(OWNER))
 
