@@ -75,6 +75,13 @@ def test_list_with_a_missing_skills_folder_exits_2(tmp_path, capsys) -> None:
     assert "no such folder" in capsys.readouterr().err
 
 
+def test_inspect_json(capsys) -> None:
+    assert main(["skills", "inspect", "facts", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["name"] == "facts" and "forget" in shown["args_schema"]["properties"]["action"]["enum"]
+    assert shown["capabilities"] == ["read", "write", "delete"]
+
+
 def test_list_json(capsys) -> None:
     assert main(["skills", "list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)

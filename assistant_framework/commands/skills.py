@@ -28,6 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     inspect = commands.add_parser("inspect", help="prompt-visible metadata, help text and implementation of one skill")
     inspect.add_argument("name")
     _add_dir_options(inspect)
+    inspect.add_argument("--json", action="store_true", help="the same as one JSON object")
     inspect.set_defaults(func=cmd_inspect)
 
 
@@ -94,6 +95,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         hint = f"; closest: {', '.join(near)}" if near else ""
         print(f"unknown skill {args.name!r}{hint}", file=sys.stderr)
         return 2
+    timeout = manager.timeout_for(skill.name)
+    if args.json:
+        print(json.dumps({"name": skill.name, "description": skill.description, "args_schema": skill.args_schema,
+                          "help": skill.help_text, "source": str(skill.source_path),
+                          "readme": str(skill.readme_path) if skill.readme_path else None,
+                          "schema_source": skill.schema_source, "capabilities": list(skill.capabilities),
+                          "timeout_seconds": timeout, "receives_context": bool(skill.wants_context)}, indent=2, ensure_ascii=False))
+        return 0
     print("== Prompt-visible metadata ==")
     print(f"name: {skill.name}")
     print(f"description: {skill.description}")
