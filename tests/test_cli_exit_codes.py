@@ -155,7 +155,8 @@ def test_memory_stats_json(tmp_path: Path, capsys) -> None:
     assert stats["files"] >= 1 and stats["entries"] >= 1
 
 
-def test_unexpected_errors_are_one_line(tmp_path: Path) -> None:
-    # A directory where a report file is expected: an OSError the user caused, reported in one line.
-    result = _run("config", "show", "--config", str(tmp_path / "missing"))
-    assert result.returncode == 2 and "does not exist" in result.stderr and "Traceback" not in result.stderr
+def test_a_file_given_as_workspace_is_refused_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not a folder")
+    result = _run("memory", "stats", "--workspace", str(tmp_path / "notes.txt"), "--config", str(tmp_path))
+    assert result.returncode == 2 and "not a workspace" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
