@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 CONFIG ?= config
 WORKSPACE ?= workspace
 
-.PHONY: run test test-model model-server install clean
+.PHONY: run chat setup doctor test test-model model-server install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,15 @@ install: $(STAMP)
 
 run: $(STAMP)
 	$(PY) -m messaging_llm_bot --config $(CONFIG) --workspace $(WORKSPACE)
+
+chat: $(STAMP)
+	$(PY) -m messaging_llm_bot --config $(CONFIG) --workspace $(WORKSPACE) --frontend console
+
+setup: $(STAMP)
+	$(VENV)/bin/assistant setup --config $(CONFIG) --workspace $(WORKSPACE)
+
+doctor: $(STAMP)
+	$(VENV)/bin/assistant doctor --config $(CONFIG) --workspace $(WORKSPACE)
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -8,21 +8,29 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Sequence
 
+from assistant_framework import version
+from assistant_framework.commands import UsageError
 from assistant_framework.config import ConfigError
 from assistant_framework.workspace import WorkspacePathError
 
 #: Command groups in help order; a group whose module is absent is skipped.
-COMMAND_GROUPS = ("config", "skills", "collectors", "memory", "trace", "eval")
+COMMAND_GROUPS = ("setup", "doctor", "config", "skills", "collectors", "memory", "trace", "eval", "backup")
+
+#: Set to 1 to see the Python traceback of an unexpected error.
+DEBUG_ENV = "ASSISTANT_DEBUG"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="assistant",
         description="Manage the assistant's config, skills, collectors, memory, traces and evals.",
+        epilog="Exit status: 0 all good, 1 the command ran and found failures, 2 usage or config error.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     subparsers = parser.add_subparsers(dest="group", metavar="GROUP")
     subparsers.required = True
     for group in COMMAND_GROUPS:
@@ -49,13 +57,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
-    except WorkspacePathError as exc:
+    except (WorkspacePathError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a file or folder the user named: no traceback, say which
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"error:{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug: one line, the traceback on request
+        if os.environ.get(DEBUG_ENV):
+            raise
+        print(f"internal error: {type(exc).__name__}: {exc} (run with {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

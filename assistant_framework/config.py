@@ -3,6 +3,10 @@
 In a directory every file maps to a key by its path (``llm.json`` -> ``llm``,
 ``collectors/rss.json`` -> ``collectors.rss``); an ``index.json`` supplies its
 folder's own key. Errors name the file and the JSON path inside it.
+
+A directory config has a second, git-ignored layer in ``<dir>/local/`` (same layout),
+merged over the rest: ``assistant config set`` and ``assistant setup`` write there, so
+a user's settings and secrets never land in a tracked file.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from assistant_framework.workspace import atomic_write_bytes
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 INDEX_STEM = "index"
+#: The git-ignored layer of a config directory, merged over the tracked files.
+LOCAL_DIR = "local"
 TOKEN_ENV = "TELEGRAM_BOT_TOKEN"
 _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 #: Config and argument keys whose values are secrets (shared by config show, traces and the audit log).
@@ -40,18 +46,35 @@ class LoadedConfig:
 
     data: dict
     root: Path
-    #: file -> key prefix it supplies, e.g. config/llm.json -> ("llm",)
+    #: file -> key prefix it supplies, e.g. config/llm.json -> ("llm",), in merge order
     sources: dict[Path, tuple[str, ...]] = field(default_factory=dict)
+    #: file -> its parsed content, to tell which layer holds a key
+    raw: dict[Path, Any] = field(default_factory=dict)
 
     def source_of(self, path: tuple) -> tuple[Path, tuple]:
-        """The file that supplied a JSON path, and the path relative to that file."""
+        """The file that supplied a JSON path, and the path relative to that file.
+
+        The deepest prefix wins; between files with the same prefix (a tracked file and its
+        local override) the later one wins when it holds the key.
+        """
         best: tuple[Path, tuple[str, ...]] | None = None
         for file, prefix in self.sources.items():
-            if tuple(path[: len(prefix)]) == prefix and (best is None or len(prefix) > len(best[1])):
+            if tuple(path[: len(prefix)]) != prefix:
+                continue
+            if best is None or len(prefix) > len(best[1]) or (
+                len(prefix) == len(best[1]) and _holds(self.raw.get(file), tuple(path[len(prefix):]))
+            ):
                 best = (file, prefix)
         if best is None:
             return self.root, tuple(path)
         return best[0], tuple(path[len(best[1]) :])
+
+
+def _holds(data: Any, path: tuple) -> bool:
+    """Whether ``data`` has a value at the first step of ``path`` (any value when path is empty)."""
+    if not path:
+        return data is not None
+    return isinstance(data, dict) and path[0] in data
 
 
 def format_json_path(path: tuple | list) -> str:
@@ -102,12 +125,14 @@ def _parse_file(path: Path) -> Any:
     return value
 
 
-def _config_files(root: Path) -> list[tuple[Path, tuple[str, ...]]]:
+def _config_files(root: Path, *, skip_local: bool = True) -> list[tuple[Path, tuple[str, ...]]]:
     """Every config file below ``root`` with the key prefix it supplies (index files first)."""
     found: list[tuple[Path, tuple[str, ...]]] = []
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
         if not path.is_file() or path.suffix not in CONFIG_SUFFIXES:
+            continue
+        if skip_local and rel.parts[0] == LOCAL_DIR:
             continue
         if any(part.startswith((".", "_")) for part in rel.parts):
             continue
@@ -163,12 +188,17 @@ def _substitute_env(value: Any, path: tuple, loaded: LoadedConfig) -> Any:
     return value
 
 
-def load_config(path: str | os.PathLike[str], *, validate: bool = True, env: bool = True) -> dict:
-    """Load, merge, substitute and validate a config; raises ConfigError with file and path."""
-    return load_config_detailed(path, validate=validate, env=env).data
+def load_config(path: str | os.PathLike[str], *, validate: bool = True, env: bool = True, local: bool = True) -> dict:
+    """Load, merge, substitute and validate a config; raises ConfigError with file and path.
+
+    ``local=False`` leaves out the ``local/`` layer (the tests of the example config do, so
+    they never read a user's own settings).
+    """
+    return load_config_detailed(path, validate=validate, env=env, local=local).data
 
 
-def load_config_detailed(path: str | os.PathLike[str], *, validate: bool = True, env: bool = True) -> LoadedConfig:
+def load_config_detailed(path: str | os.PathLike[str], *, validate: bool = True, env: bool = True,
+                         local: bool = True) -> LoadedConfig:
     """Like load_config, keeping which file supplied which key."""
     root = Path(path)
     if not root.exists():
@@ -180,11 +210,16 @@ def load_config_detailed(path: str | os.PathLike[str], *, validate: bool = True,
             raise ConfigError(f"{_display(root)}: (top level): expected an object, got {type(value).__name__}")
         loaded.data = value
         loaded.sources[root] = ()
+        loaded.raw[root] = value
     else:
-        for file, keys in _config_files(root):
+        files = _config_files(root)
+        if local and (root / LOCAL_DIR).is_dir():
+            files += _config_files(root / LOCAL_DIR, skip_local=False)
+        for file, keys in files:
             value = _parse_file(file)
             _set_path(loaded.data, keys, value, file)
             loaded.sources[file] = keys
+            loaded.raw[file] = value
     if env:
         loaded.data = _substitute_env(loaded.data, (), loaded)
         token = os.environ.get(TOKEN_ENV)
@@ -204,6 +239,8 @@ def validate_config(loaded: LoadedConfig, extra_schemas: dict[str, dict] | None 
 
     ``extra_schemas`` maps a dotted key (``collectors.rss``) to a schema declared by a plugin.
     """
+    from assistant_framework.config_checks import semantic_errors  # checks beyond JSON Schema
+
     messages: list[str] = []
     checks: list[tuple[tuple, dict, Any]] = [((), ROOT_SCHEMA, loaded.data)]
     for dotted, schema in (extra_schemas or {}).items():
@@ -217,6 +254,9 @@ def validate_config(loaded: LoadedConfig, extra_schemas: dict[str, dict] | None 
             full = prefix + tuple(error.absolute_path)
             file, rel = loaded.source_of(full)
             messages.append(f"{_display(file)}: {format_json_path(rel)}: {_describe(error)}")
+    for path, message in semantic_errors(loaded.data):
+        file, rel = loaded.source_of(path)
+        messages.append(f"{_display(file)}: {format_json_path(rel)}: {message}")
     return messages
 
 
@@ -229,17 +269,40 @@ def _describe(error: jsonschema.ValidationError) -> str:
 # -- keys ---------------------------------------------------------------------
 
 
-def get_key(data: dict, dotted: str, default: Any = KeyError) -> Any:
-    """The value at a dotted key such as ``llm.runners``; raises KeyError naming it when missing."""
+_KEY_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def parse_key(dotted: str) -> tuple:
+    """``llm.runners[0].model`` (or ``llm.runners.0.model``) -> ``("llm", "runners", 0, "model")``."""
+    text = dotted.strip()
+    parts: list = []
+    pos = 0
+    while pos < len(text):
+        if text[pos] == "." and parts:
+            pos += 1
+        match = _KEY_PART.match(text, pos)
+        if not match:
+            raise ConfigError(f"config key {dotted!r}: cannot read it at {text[pos:]!r} (write e.g. llm.runners[0].model)")
+        name, index = match.groups()
+        parts.append(int(index) if index is not None else (int(name) if name.isdigit() else name))
+        pos = match.end()
+    if not parts or not isinstance(parts[0], str):
+        raise ConfigError(f"config key {dotted!r} must start with a section name, e.g. llm.max_tokens")
+    return tuple(parts)
+
+
+def get_key(data: dict, dotted: str | tuple, default: Any = KeyError) -> Any:
+    """The value at a key such as ``llm.runners[0].model``; raises KeyError naming it when missing."""
     node: Any = data
-    for part in dotted.split("."):
-        if isinstance(node, dict) and part in node:
+    parts = parse_key(dotted) if isinstance(dotted, str) else dotted
+    for part in parts:
+        if isinstance(node, dict) and str(part) in node:
+            node = node[str(part)]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
             node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
         else:
             if default is KeyError:
-                raise KeyError(f"config key {dotted!r} is not set")
+                raise KeyError(f"config key {dotted if isinstance(dotted, str) else format_json_path(dotted)!r} is not set")
             return default
     return node
 
@@ -265,10 +328,13 @@ def redact(value: Any, key: str = "") -> Any:
     return value
 
 
-def owner_file(config_root: Path, dotted: str) -> tuple[Path, tuple[str, ...]]:
-    """The file of a config tree that owns a key, and the key path inside that file."""
-    keys = tuple(dotted.split("."))
-    if config_root.is_file():
+def owner_file(config_root: Path, dotted: str | tuple) -> tuple[Path, tuple[str, ...]]:
+    """The file of a config tree that owns a key, and the key path inside that file.
+
+    A missing ``config_root`` ending in ``.json``/``.yaml`` is a single-file config (to be created).
+    """
+    keys = tuple(dotted.split(".")) if isinstance(dotted, str) else tuple(dotted)
+    if config_root.is_file() or (not config_root.exists() and config_root.suffix in CONFIG_SUFFIXES):
         return config_root, keys
     # The deepest existing file wins: collectors/rss.json owns collectors.rss.enabled.
     for depth in range(len(keys), 0, -1):
@@ -299,13 +365,17 @@ def owner_file(config_root: Path, dotted: str) -> tuple[Path, tuple[str, ...]]:
     return folder / f"{keys[depth]}.json", keys[depth + 1 :]
 
 
-def set_key(config_root: str | os.PathLike[str], dotted: str, value: Any) -> Path:
+def set_key(config_root: str | os.PathLike[str], dotted: str | tuple, value: Any) -> Path:
     """Write one value into the file that owns the key, atomically, keeping the file's style.
 
     JSON keeps its indentation and key order; a YAML file is rewritten without its comments.
     """
-    root = Path(config_root)
-    file, inner = owner_file(root, dotted)
+    file, inner = owner_file(Path(config_root), dotted)
+    return set_in_file(file, inner, value, dotted)
+
+
+def set_in_file(file: Path, inner: tuple, value: Any, dotted: str | tuple = "") -> Path:
+    """Write ``value`` at the key path ``inner`` of one config file (created when missing), atomically."""
     data: Any = _parse_file(file) if file.exists() else {}
     if not inner:
         data = value

@@ -211,11 +211,16 @@ class TraceStore:
         return data
 
     def find(self, prefix: str) -> str:
-        """The id of the newest trace whose id starts with ``prefix``; KeyError when none does."""
-        for trace_id in reversed(self.ids()):
-            if trace_id.startswith(prefix):
-                return trace_id
-        raise KeyError(f"no trace id starts with {prefix!r}")
+        """The trace whose id is or starts with ``prefix``; KeyError when none does or several do (listing them)."""
+        matches = [trace_id for trace_id in reversed(self.ids()) if trace_id.startswith(prefix)]
+        if prefix in matches:
+            return prefix
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise KeyError(f"no trace id starts with {prefix!r}")
+        shown = "\n  ".join(matches[:20]) + ("\n  ..." if len(matches) > 20 else "")
+        raise KeyError(f"{len(matches)} trace ids start with {prefix!r}; give more of the id:\n  {shown}")
 
     def last(self) -> dict | None:
         """The newest trace, or None when there are none."""

@@ -52,6 +52,27 @@ class WorkspacePathError(ValueError):
     """A path that would leave the workspace, or is otherwise unusable."""
 
 
+class NotAWorkspaceError(WorkspacePathError):
+    """A folder given as a workspace that is not one (a typo must not create a new workspace)."""
+
+
+#: The folder every workspace has (ensure_layout creates it); its absence means "not a workspace".
+WORKSPACE_MARKER = "state"
+
+
+def existing_workspace(root: str | os.PathLike[str]) -> "Workspace":
+    """Open a workspace that already exists; raise NotAWorkspaceError for any other folder.
+
+    Only the bot and ``assistant setup`` create workspaces; every other command uses this.
+    """
+    path = Path(root).expanduser()
+    if not (path / WORKSPACE_MARKER).is_dir():
+        raise NotAWorkspaceError(
+            f"{root}: not a workspace (no {WORKSPACE_MARKER}/ folder in it). Check --workspace; "
+            "`make run` or `assistant setup` creates a new one.")
+    return Workspace(path)
+
+
 class Workspace:
     """File-backed state under one root directory."""
 

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
+from assistant_framework import version
 from assistant_framework.config import ConfigError
 from assistant_framework.redaction import redact_text
 from assistant_framework.traces import collect_secrets
@@ -18,6 +19,7 @@ from assistant_framework.workspace import WorkspacePathError
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 CONSOLE_LOG = "state/logs/console.log"
+BOT_LOG = "state/logs/bot.log"
 _LIBRARY_LOGGERS = ("telegram", "httpx", "httpcore", "apscheduler")
 NO_TOKEN = ("No Telegram bot token is configured (set telegram.token in the config, "
             "or the TELEGRAM_BOT_TOKEN environment variable).")
@@ -42,11 +44,12 @@ class OneLineRedactingFormatter(logging.Formatter):
         return " | ".join(line for line in text.splitlines() if line.strip())
 
 
-def setup_logging(level: str = "INFO", secrets: list[str] | None = None, *, log_file: Path | None = None) -> None:
+def setup_logging(level: str = "INFO", secrets: list[str] | None = None, *, log_file: Path | None = None,
+                  quiet_terminal: bool = True) -> None:
     """Log to stderr, one line per record; chatty HTTP libraries at WARNING.
 
-    With ``log_file`` (the interactive terminal chat), records go to that file and only errors
-    reach the terminal, so background warnings do not break into the conversation.
+    With ``log_file`` records also go to that rotating file; ``quiet_terminal`` (the interactive
+    terminal chat) lets only errors reach the terminal, so warnings do not break into the conversation.
     """
     formatter = OneLineRedactingFormatter(secrets)
     handler = logging.StreamHandler(sys.stderr)
@@ -57,7 +60,8 @@ def setup_logging(level: str = "INFO", secrets: list[str] | None = None, *, log_
         to_file = logging.handlers.RotatingFileHandler(log_file, maxBytes=2_000_000, backupCount=2, encoding="utf-8")
         to_file.setFormatter(formatter)
         handlers.append(to_file)
-        handler.setLevel(logging.ERROR)
+        if quiet_terminal:
+            handler.setLevel(logging.ERROR)
     root = logging.getLogger()
     root.handlers[:] = handlers
     root.setLevel(level)
@@ -72,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--frontend", choices=("telegram", "signal", "console"), default=None,
                         help="default: every enabled chat frontend (telegram with a token, signal with "
                              "signal.enabled; both run side by side), else telegram")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     return parser
 
 
@@ -120,6 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_console(runtime)
         finally:
             runtime.shutdown(timeout=float(runtime_config.get("shutdown_timeout_seconds", 20)))
+    # Also a rotating file in the workspace, as the terminal chat has: a service's stderr may go nowhere.
+    setup_logging(runtime_config.get("log_level") or default_level,
+                  collect_secrets(runtime.config, runner_secrets(runtime.config)),
+                  log_file=runtime.workspace.path(BOT_LOG), quiet_terminal=False)
     return run_chat_frontends(runtime, chats or ["telegram"])
 
 

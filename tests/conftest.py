@@ -48,6 +48,13 @@ TEST_SKILLS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _outside_the_checkout(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs in an empty folder, so a command's default ``--config config`` never reads the
+    user's own settings (``config/local/``) or workspace; tests name the repository by its path."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
 def write_test_skills(folder: Path) -> Path:
     """Write TEST_SKILLS as skill folders under ``folder``; returns it."""
     for name, source in TEST_SKILLS.items():

@@ -222,6 +222,30 @@ def test_facts_add_supersede_lookup(manager: SkillManager, ws: Workspace, ctx: S
     assert stored[0]["superseded_by"] == "f2" and stored[1]["source"] == "skill" and stored[1]["source_ref"] == "tg:42"
 
 
+def test_facts_list_and_forget(manager: SkillManager, ws: Workspace, ctx: SkillContext) -> None:
+    assert ok(manager, "facts", {"action": "list"}, ctx) == "no facts stored"
+    ok(manager, "facts", {"action": "add", "subject": "Anna", "attribute": "city", "value": "Berlin"}, ctx)
+    ok(manager, "facts", {"action": "add", "subject": "Anna", "attribute": "city", "value": "Hamburg"}, ctx)  # f2 supersedes f1
+    ok(manager, "facts", {"action": "add", "subject": "Ben", "attribute": "allergy", "value": "nuts"}, ctx)
+    assert [(f["id"], f["value"]) for f in ok(manager, "facts", {"action": "list"}, ctx)] == [("f2", "Hamburg"), ("f3", "nuts")]
+    assert [f["id"] for f in ok(manager, "facts", {"action": "list", "subject": "ben"}, ctx)] == ["f3"]
+    assert ok(manager, "facts", {"action": "forget", "id": "f2"}, ctx) == (
+        "forgot fact f2: Anna / city = Hamburg and 1 older value(s) (removed from facts/facts.json)")
+    assert [f["id"] for f in json.loads((ws.root / "facts/facts.json").read_text())] == ["f3"]  # Berlin is gone too
+    assert "no fact with id 'f9'" in err(manager, "facts", {"action": "forget", "id": "f9"}, ctx)
+    assert "id" in err(manager, "facts", {"action": "forget"}, ctx)
+
+
+def test_forgetting_a_fact_is_a_delete_for_the_policy() -> None:
+    from types import SimpleNamespace
+
+    from messaging_llm_bot.agent.guard import capabilities_for
+
+    facts = SimpleNamespace(name="facts", capabilities=["read", "write", "delete"])
+    assert capabilities_for(facts, {"action": "forget", "id": "f1"}) == ["delete"]
+    assert capabilities_for(facts, {"action": "list"}) == ["read"]
+
+
 # -- reminders ---------------------------------------------------------------------------
 
 

@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from assistant_framework.workspace import Workspace
+
 from assistant_framework.cli import main
 from tests.fixtures.collectors.helpers import write_collector
 
@@ -55,12 +57,13 @@ def setup_dirs(tmp_path):
     (config_dir / "collectors" / "counter.json").write_text(json.dumps({"enabled": True, "start": 7}))
     (config_dir / "collectors" / "failer.json").write_text(json.dumps({"enabled": True}))
     (config_dir / "collectors" / "typed.json").write_text(json.dumps({"enabled": True, "limit": "ten"}))
+    Workspace(tmp_path / "ws")  # as the bot or `assistant setup` lays it out; the CLI never creates one
     return ["--config", str(config_dir), "--workspace", str(tmp_path / "ws")], tmp_path
 
 
 def test_list_shows_builtins_plugins_and_file_named_config_errors(setup_dirs, capsys):
     opts, _ = setup_dirs
-    assert main(["collectors", "list", *opts]) == 0
+    assert main(["collectors", "list", *opts]) == 1  # typed failed to load: a failure found
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert any(line.startswith("counter") and "enabled" in line and "every 3600s" in line and "Counts runs." in line for line in lines)
@@ -94,12 +97,12 @@ def test_run_prints_what_it_wrote_and_status_shows_the_state(setup_dirs, capsys)
     assert "load-error" in rows["typed"]
 
 
-def test_run_unknown_and_failed_collectors_exit_1(setup_dirs, capsys):
+def test_run_unknown_exits_2_and_failed_collector_exits_1(setup_dirs, capsys):
     opts, _ = setup_dirs
-    assert main(["collectors", "run", "nope", *opts]) == 1
-    assert "no collector named 'nope'" in capsys.readouterr().out
+    assert main(["collectors", "run", "nope", *opts]) == 2
+    assert "no collector named 'nope'" in capsys.readouterr().err
     assert main(["collectors", "run", "typed", *opts]) == 1
-    assert "failed to load" in capsys.readouterr().out
+    assert "failed to load" in capsys.readouterr().err
 
 
 def test_setup_calls_the_collectors_setup(setup_dirs, capsys):

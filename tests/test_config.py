@@ -65,7 +65,7 @@ def test_index_json_supplies_its_folders_own_keys(tmp_path: Path) -> None:
     tree = write_tree(
         tmp_path / "cfg",
         {
-            "index.json": {"owner": "ann"},
+            "index.json": {"runtime": {"reply_footer": True}},
             "collectors/index.json": {"shared": {"enabled": False}},
             "collectors/rss.json": {"enabled": True},
             "llm/index.json": {"max_tokens": 5},
@@ -73,7 +73,7 @@ def test_index_json_supplies_its_folders_own_keys(tmp_path: Path) -> None:
         },
     )
     data = load_config(tree)
-    assert data["owner"] == "ann"
+    assert data["runtime"] == {"reply_footer": True}
     assert data["collectors"] == {"shared": {"enabled": False}, "rss": {"enabled": True}}
     assert data["llm"] == {"max_tokens": 5, "runners": [{"name": "a", "base_url": "http://x/v1", "model": "m"}]}
 
@@ -179,7 +179,7 @@ def test_set_in_yaml_file(tmp_path: Path) -> None:
 
 def test_cli_show_get_set_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tree = write_tree(tmp_path / "cfg", {"llm.json": SAMPLE["llm"], "telegram.json": {"token": "123:abc"}})
-    assert main(["config", "show", "--config", str(tree)]) == 0
+    assert main(["config", "show", "--json", "--config", str(tree)]) == 0
     out = capsys.readouterr().out
     assert "sk-secret" not in out and "123:abc" not in out and "***" in out
     assert json.loads(out)["llm"]["max_tokens"] == 100
@@ -219,7 +219,7 @@ def test_bad_config_exits_2_without_traceback(tmp_path: Path) -> None:
 
 
 def test_example_config_is_valid() -> None:
-    data = load_config(REPO / "config")
+    data = load_config(REPO / "config", local=False)  # never the user's own settings
     assert data["telegram"]["token"] == ""
     assert data["telegram"]["allowed_user_ids"] == []
     assert all(r["api_key"] == "" for r in data["llm"]["runners"])

@@ -82,7 +82,7 @@ def test_eval_scores_right_wrong_malformed_and_prose(eval_setup, tmp_path: Path,
     cases_dir, config_dir, server = eval_setup
     report_path = tmp_path / "a.json"
     code = main(["eval", "skills", "--config", str(config_dir), "--cases", str(cases_dir), "--no-builtin", "--report", str(report_path)])
-    assert code == 0
+    assert code == 1  # 2 of 6 cases failed
     out = capsys.readouterr().out
     report = json.loads(report_path.read_text())
     results = {r["id"]: r for r in report["results"]}
@@ -104,7 +104,7 @@ def test_eval_scores_right_wrong_malformed_and_prose(eval_setup, tmp_path: Path,
 def test_compare_two_reports(eval_setup, tmp_path: Path, capsys) -> None:
     cases_dir, config_dir, server = eval_setup
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    assert main(["eval", "skills", "--config", str(config_dir), "--cases", str(cases_dir), "--no-builtin", "--report", str(a)]) == 0
+    assert main(["eval", "skills", "--config", str(config_dir), "--cases", str(cases_dir), "--no-builtin", "--report", str(a)]) == 1
 
     def better(request: dict) -> str:
         first_user = next(m["content"] for m in request["messages"] if m["role"] == "user")
@@ -113,7 +113,7 @@ def test_compare_two_reports(eval_setup, tmp_path: Path, capsys) -> None:
         return scripted(request)
 
     server.set_handler(better)
-    assert main(["eval", "skills", "--config", str(config_dir), "--cases", str(cases_dir), "--no-builtin", "--report", str(b)]) == 0
+    assert main(["eval", "skills", "--config", str(config_dir), "--cases", str(cases_dir), "--no-builtin", "--report", str(b)]) == 1
     capsys.readouterr()
     assert main(["eval", "skills", "--compare", str(a), str(b)]) == 0
     out = capsys.readouterr().out

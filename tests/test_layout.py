@@ -23,11 +23,13 @@ ALLOWED = {
     "runtime": {"runtime", "agent", "llm", "protocol"},
     "evals": {"evals", "agent", "llm", "protocol", "runtime"},
     "frontends": {"frontends", "agent", "llm", "protocol", "runtime"},
+    "ops": {"ops", "frontends", "agent", "llm", "protocol", "runtime"},
     "__main__": {"__main__", "frontends", "agent", "llm", "protocol", "runtime", "evals"},
 }
 
 # The framework loads the bot only where talking to the model is the command's job (on use).
-FRAMEWORK_MAY_LOAD_BOT = {"assistant_framework/commands/eval.py", "assistant_framework/commands/trace.py"}
+FRAMEWORK_MAY_LOAD_BOT = {"assistant_framework/commands/eval.py", "assistant_framework/commands/trace.py",
+                          "assistant_framework/commands/doctor.py", "assistant_framework/commands/setup.py"}
 
 
 def _modules(package: str) -> list[Path]:

@@ -65,9 +65,27 @@ def test_inspect_builtin_module_schema(capsys) -> None:
     assert "schema source: module" in out and "capabilities: read, write, delete" in out
 
 
-def test_inspect_unknown_name_exits_1_with_closest(capsys) -> None:
-    assert main(["skills", "inspect", "taks"]) == 1
-    assert "closest: tasks" in capsys.readouterr().out
+def test_inspect_unknown_name_exits_2_with_closest(capsys) -> None:
+    assert main(["skills", "inspect", "taks"]) == 2
+    assert "closest: tasks" in capsys.readouterr().err
+
+
+def test_list_with_a_missing_skills_folder_exits_2(tmp_path, capsys) -> None:
+    assert main(["skills", "list", "--skills", str(tmp_path / "nonexistent")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+
+
+def test_inspect_json(capsys) -> None:
+    assert main(["skills", "inspect", "facts", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["name"] == "facts" and "forget" in shown["args_schema"]["properties"]["action"]["enum"]
+    assert shown["capabilities"] == ["read", "write", "delete"]
+
+
+def test_list_json(capsys) -> None:
+    assert main(["skills", "list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {"tasks", "notes"} <= {row["name"] for row in rows if row["loaded"]}
 
 
 def test_inspect_failed_skill_shows_its_load_error(capsys) -> None:

@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 
 from assistant_framework.cli import main as cli_main
 from assistant_framework.skills import SkillManager
+from assistant_framework.workspace import Workspace
 from assistant_framework.traces import TraceStore, aggregate_usage, collect_secrets, new_trace_id, redact_secrets, trace_path
 from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
@@ -103,13 +104,24 @@ def test_cli_last_prompt_list_show(bot_config, workspace, chat_server, capsys):
     shown = json.loads(capsys.readouterr().out)
     assert shown["id"] == first.trace_id and shown["reply"] == "three"
 
-    assert cli_main(["trace", "show", "nope", "--workspace", str(workspace.root)]) == 1
-    assert "no trace id starts with 'nope'" in capsys.readouterr().out
+    assert cli_main(["trace", "show", "nope", "--workspace", str(workspace.root)]) == 2
+    assert "no trace id starts with 'nope'" in capsys.readouterr().err
 
 
 def test_cli_last_prompt_without_traces(tmp_path, capsys):
+    Workspace(tmp_path)
     assert cli_main(["trace", "last-prompt", "--workspace", str(tmp_path)]) == 1
     assert "no traces" in capsys.readouterr().out
+
+
+def test_cli_on_a_folder_that_is_not_a_workspace_exits_2_and_creates_nothing(tmp_path, capsys):
+    typo = tmp_path / "typo_ws"
+    config = tmp_path / "cfg"
+    config.mkdir()
+    for argv in (["trace", "list"], ["memory", "stats"], ["collectors", "status"], ["trace", "last-prompt"]):
+        assert cli_main([*argv, "--workspace", str(typo)] + (["--config", str(config)] if argv[0] != "trace" else [])) == 2, argv
+        assert "not a workspace" in capsys.readouterr().err
+    assert not typo.exists()
 
 
 def test_stats_per_day_and_model(workspace):

@@ -80,6 +80,22 @@ class CollectorLoadError:
     config_schema: dict | None = None
 
 
+def schema_problem(schema: object) -> str | None:
+    """Why a collector's ``config_schema`` cannot be used, or None (a missing one is fine)."""
+    if schema is None:
+        return None
+    if not isinstance(schema, dict):
+        hint = " (in Python `{...}` is a set holding Ellipsis: write a real schema there)" if isinstance(schema, set) else ""
+        return (f"config_schema must be a JSON Schema object such as "
+                f'{{"type": "object", "properties": {{"city": {{"type": "string"}}}}}}, got a {type(schema).__name__}{hint}')
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        return f"config_schema is not a valid JSON Schema at {where}: {exc.message}"
+    return None
+
+
 def section_schema(collector_schema: dict | None) -> dict:
     """The schema for ``collectors.<name>``: the collector's own plus the framework keys."""
     schema = copy.deepcopy(collector_schema) if collector_schema else {"type": "object"}
@@ -121,6 +137,9 @@ def load_collector(folder: Path, section: dict | None) -> Collector | CollectorL
         module = import_folder(folder)
         spec = _registration(module, section)
         schema = spec.get("config_schema") or getattr(module, "CONFIG_SCHEMA", None)
+        problem = schema_problem(schema)
+        if problem:
+            raise ValueError(problem)
         errors = schema_errors(name, section_schema(schema), section)
         if errors:
             return CollectorLoadError(name=name, folder=folder, error="invalid config: " + "; ".join(errors), config_schema=schema or {})

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 from pathlib import Path
 
 from ..collectors import CollectorManager, CollectorRunner
 from ..config import load_config_detailed, validate_config
 from ..schedules import from_iso, zone
-from ..workspace import Workspace
+from ..workspace import existing_workspace
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     list_ = commands.add_parser("list", help="every collector found, enabled or not, with load errors")
     _common(list_)
+    list_.add_argument("--json", action="store_true", help="collectors, load errors and config problems as JSON")
     list_.set_defaults(func=cmd_list)
 
     run = commands.add_parser("run", help="run one collector now and print what it wrote")
@@ -51,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _open(args: argparse.Namespace) -> tuple[dict, CollectorManager, list[str]]:
     """The config, a loaded manager, and config problems that name their file."""
     loaded = load_config_detailed(args.config)
-    workspace = Workspace(Path(args.workspace))
+    workspace = existing_workspace(args.workspace)
     manager = CollectorManager.from_config(loaded.data, workspace)
     problems = validate_config(loaded, extra_schemas=manager.schemas())
     return loaded.data, manager, problems
@@ -63,6 +65,16 @@ def _timezone(config: dict) -> str:
 
 def cmd_list(args: argparse.Namespace) -> int:
     config, manager, problems = _open(args)
+    failed = 1 if manager.errors or problems else 0
+    if args.json:
+        print(json.dumps({
+            "collectors": [{"name": c.name, "enabled": c.enabled, "cron": c.cron, "interval_seconds": c.interval_seconds,
+                            "description": c.description, "folder": str(c.folder)}
+                           for c in sorted(manager.collectors.values(), key=lambda c: c.name)],
+            "errors": [{"name": e.name, "error": e.error, "folder": str(e.folder)} for e in manager.errors],
+            "config_problems": problems,
+        }, indent=2, ensure_ascii=False))
+        return failed
     for collector in sorted(manager.collectors.values(), key=lambda c: c.name):
         mark = "enabled " if collector.enabled else "disabled"
         schedule = f"cron {collector.cron}" if collector.cron else f"every {collector.interval_seconds:g}s"
@@ -75,7 +87,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"config: {problem}")
     if not manager.collectors and not manager.errors:
         print("no collectors found")
-    return 0
+    return failed
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -83,8 +95,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         collector = manager.get(args.name)
     except KeyError as exc:
-        print(f"error: {exc.args[0]}")
-        return 1
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        # A collector that exists but failed to load is a failure found; an unknown name is a usage error.
+        return 1 if any(error.name == args.name for error in manager.errors) else 2
     if not collector.enabled:
         print(f"note: {collector.name} is disabled in config (collectors.{collector.name}.enabled); running it once anyway")
     runner = CollectorRunner(manager, manager.workspace, timezone=_timezone(config))
@@ -114,10 +127,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.name:
         rows = [row for row in rows if row["name"] == args.name]
         if not rows:
-            print(f"error: no collector named {args.name!r}")
-            return 1
+            print(f"error: no collector named {args.name!r}", file=sys.stderr)
+            return 2
     if args.json:
-        print(json.dumps(rows[0] if args.name else rows, indent=2, ensure_ascii=False))
+        print(json.dumps(rows[0] if args.name else rows, indent=2, ensure_ascii=False, default=str))
         return 0
     if not rows:
         print("no collectors found")
@@ -192,8 +205,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
     try:
         collector = manager.get(args.name)
     except KeyError as exc:
-        print(f"error: {exc.args[0]}")
-        return 1
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 2
     if collector.setup is None:
         print(f"{collector.name} needs no interactive setup; edit config/collectors/{collector.name}.json")
         return 0

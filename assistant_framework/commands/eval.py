@@ -40,11 +40,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_skills(args: argparse.Namespace) -> int:
     if args.compare:
-        a, b = (json.loads(Path(p).read_text(encoding="utf-8")) for p in args.compare)
-        print(format_comparison(a, b, Path(args.compare[0]).stem, Path(args.compare[1]).stem))
+        reports = []
+        for name in args.compare:
+            try:
+                reports.append(json.loads(Path(name).read_text(encoding="utf-8")))
+            except OSError as exc:
+                print(f"error: cannot read report {name}: {exc.strerror}", file=sys.stderr)
+                return 2
+            except ValueError as exc:
+                print(f"error: {name} is not a JSON report written by --report: {exc}", file=sys.stderr)
+                return 2
+        try:
+            print(format_comparison(reports[0], reports[1], Path(args.compare[0]).stem, Path(args.compare[1]).stem))
+        except (KeyError, TypeError, AttributeError):
+            print("error: the files are not reports written by `eval skills --report`", file=sys.stderr)
+            return 2
         return 0
     # Imported here: the runner talks to model servers, which the rest of the CLI never does.
     from messaging_llm_bot.evals.runner import eval_llm_config, run_cases
+    from messaging_llm_bot.llm.probe import check_runner
 
     config = load_config(args.config) if Path(args.config).exists() or not (args.base_url and args.model) else {}
     dirs = [] if args.no_builtin else [BUILTIN_CASES_DIR]
@@ -72,6 +86,14 @@ def cmd_skills(args: argparse.Namespace) -> int:
         if args.tool_transport:
             entry["tool_transport"] = args.tool_transport
     runner = config["llm"]["runners"][0]
+    # One clear error before the first case, not 67 failures against nothing.
+    problem = check_runner(runner)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if args.report and not Path(args.report).resolve().parent.is_dir():
+        print(f"error: --report {args.report}: the folder does not exist", file=sys.stderr)
+        return 2
 
     def progress(index: int, total: int, result) -> None:
         mark = "ok  " if result.passed else "FAIL"
@@ -83,4 +105,7 @@ def cmd_skills(args: argparse.Namespace) -> int:
     if args.report:
         Path(args.report).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"\nreport written to {args.report}")
-    return 0
+    failed = sum(1 for r in results if not r.passed)
+    if failed:
+        print(f"\n{failed} of {len(results)} case(s) failed", file=sys.stderr)
+    return 1 if failed else 0

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from ..config import load_config
-from ..workspace import Workspace
+from ..workspace import existing_workspace
 from .config import add_config_option
 
 
@@ -36,6 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     stats = commands.add_parser("stats", help="files and entries in the index, per source")
     _common(stats)
+    stats.add_argument("--json", action="store_true", help="the figures as JSON")
     stats.set_defaults(func=cmd_stats)
 
     purge = commands.add_parser("purge", help="delete a collector's files and their index rows")
@@ -48,7 +50,7 @@ def _service(args: argparse.Namespace):
     from ..memory.service import MemoryService
 
     config = load_config(args.config) if Path(args.config).exists() else {}
-    return MemoryService(Workspace(args.workspace), config, start_worker=False)
+    return MemoryService(existing_workspace(args.workspace), config, start_worker=False)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -89,6 +91,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
         stats = service.index.stats()
     finally:
         service.close()
+    if args.json:
+        print(json.dumps({"index": str(service.index.db_path), "bytes": stats.bytes, "files": stats.files,
+                          "entries": stats.entries, "by_source": stats.by_source}, indent=2, ensure_ascii=False))
+        return 0
     print(f"index: {service.index.db_path} ({stats.bytes / 1024:.0f} KiB)")
     print(f"files: {stats.files}  entries: {stats.entries}")
     for source, count in stats.by_source.items():
@@ -99,10 +105,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_purge(args: argparse.Namespace) -> int:
     source = args.source
     if not source.startswith("collector:") or len(source) <= len("collector:") or "/" in source or ".." in source:
-        print(f"error: purge --source must be collector:NAME, got {source!r}")
+        print(f"error: purge --source must be collector:NAME, got {source!r}", file=sys.stderr)
         return 2
     name = source.split(":", 1)[1]
-    workspace = Workspace(args.workspace)
+    workspace = existing_workspace(args.workspace)
     files = workspace.list(f"collectors/{name}/**/*")
     for rel in files:
         workspace.delete(rel)

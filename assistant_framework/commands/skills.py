@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from pathlib import Path
 
 from ..config import load_config
 from ..skills import BUILTIN_SKILLS_DIR, SkillManager
 from ..workspace import Workspace
+from . import UsageError
 from .config import add_config_option
 
 
@@ -20,11 +22,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     list_ = commands.add_parser("list", help="one row per skill: name, loaded or the load error, description (exit 1 if any failed)")
     _add_dir_options(list_)
+    list_.add_argument("--json", action="store_true", help="the rows as a JSON list")
     list_.set_defaults(func=cmd_list)
 
     inspect = commands.add_parser("inspect", help="prompt-visible metadata, help text and implementation of one skill")
     inspect.add_argument("name")
     _add_dir_options(inspect)
+    inspect.add_argument("--json", action="store_true", help="the same as one JSON object")
     inspect.set_defaults(func=cmd_inspect)
 
 
@@ -41,6 +45,9 @@ def _add_dir_options(parser: argparse.ArgumentParser) -> None:
 def skill_dirs(args: argparse.Namespace) -> list[Path]:
     """``--skills`` when given, else the built-in skills plus ``runtime.skills_dirs`` of the config."""
     if args.skills:
+        missing = [d for d in args.skills if not Path(d).is_dir()]
+        if missing:
+            raise UsageError(f"--skills {missing[0]}: no such folder")
         return [Path(d) for d in args.skills]
     dirs = [BUILTIN_SKILLS_DIR]
     if Path(args.config).exists():
@@ -63,6 +70,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     manager = _manager(args)
     rows = [(skill.name, "loaded", _first_line(skill.description)) for skill in manager.skills.values()]
     rows += [(error.name, f"error: {error.error}", "") for error in manager.errors]
+    if args.json:
+        print(json.dumps([{"name": name, "loaded": state == "loaded", "error": None if state == "loaded" else state[len("error: "):],
+                           "description": description} for name, state, description in sorted(rows)], indent=2, ensure_ascii=False))
+        return 1 if manager.errors else 0
     if not rows:
         print("no skills found in: " + ", ".join(str(d) for d in manager.dirs))
         return 0
@@ -82,8 +93,16 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             return 1
         near = manager.closest(args.name)
         hint = f"; closest: {', '.join(near)}" if near else ""
-        print(f"unknown skill {args.name!r}{hint}")
-        return 1
+        print(f"unknown skill {args.name!r}{hint}", file=sys.stderr)
+        return 2
+    timeout = manager.timeout_for(skill.name)
+    if args.json:
+        print(json.dumps({"name": skill.name, "description": skill.description, "args_schema": skill.args_schema,
+                          "help": skill.help_text, "source": str(skill.source_path),
+                          "readme": str(skill.readme_path) if skill.readme_path else None,
+                          "schema_source": skill.schema_source, "capabilities": list(skill.capabilities),
+                          "timeout_seconds": timeout, "receives_context": bool(skill.wants_context)}, indent=2, ensure_ascii=False))
+        return 0
     print("== Prompt-visible metadata ==")
     print(f"name: {skill.name}")
     print(f"description: {skill.description}")

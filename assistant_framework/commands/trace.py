@@ -7,10 +7,13 @@ more sub-commands on the same group through ``register_more``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import sys
+from pathlib import Path
 
 from ..traces import TraceStore
-from ..workspace import Workspace
+from ..workspace import atomic_write_bytes, existing_workspace
 
 
 def add_workspace_option(parser: argparse.ArgumentParser) -> None:
@@ -25,16 +28,19 @@ def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersActi
 
     last = commands.add_parser("last-prompt", help="print the last request sent to the model, with section sizes")
     add_workspace_option(last)
+    last.add_argument("--json", action="store_true", help="the request (messages, model) and section sizes as JSON")
     last.set_defaults(func=cmd_last_prompt)
 
     list_ = commands.add_parser("list", help="list recent traces (id, time, conversation, model, tokens, rounds)")
     add_workspace_option(list_)
     list_.add_argument("-n", "--limit", type=int, default=20, help="how many (default 20)")
+    list_.add_argument("--json", action="store_true", help="one JSON list of the summaries")
     list_.set_defaults(func=cmd_list)
 
     show = commands.add_parser("show", help="print one trace as JSON (an id or a unique id prefix)")
     add_workspace_option(show)
     show.add_argument("id")
+    show.add_argument("--json", action="store_true", help="(the trace is always printed as JSON)")
     show.set_defaults(func=cmd_show)
 
     replay = commands.add_parser(
@@ -75,8 +81,8 @@ def _selected(args: argparse.Namespace) -> list[dict]:
 
 
 def _store(args: argparse.Namespace) -> TraceStore:
-    # create=False: inspecting must not lay out a workspace in a mistyped folder.
-    return TraceStore(Workspace(args.workspace, create=False))
+    # Inspecting must not lay out a workspace in a mistyped folder.
+    return TraceStore(existing_workspace(args.workspace))
 
 
 def format_messages(messages: list[dict]) -> str:
@@ -107,6 +113,10 @@ def cmd_last_prompt(args: argparse.Namespace) -> int:
         print(f"no traces in {args.workspace}/traces yet: send the bot a message first")
         return 1
     request = trace["requests"][-1]
+    if args.json:
+        print(json.dumps({"trace": trace["id"], "request": request, "section_sizes": trace.get("section_sizes") or {}},
+                         indent=2, ensure_ascii=False))
+        return 0
     print(format_messages(request.get("messages") or []))
     print()
     print(f"--- prompt sections (trace {trace['id']}, model {request.get('model', '?')}) ---")
@@ -116,6 +126,9 @@ def cmd_last_prompt(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     rows = _store(args).summaries(limit=args.limit)
+    if args.json:
+        print(json.dumps([dataclasses.asdict(row) for row in rows], indent=2, ensure_ascii=False))
+        return 0
     if not rows:
         print(f"no traces in {args.workspace}/traces yet")
         return 0
@@ -131,8 +144,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     try:
         trace = store.load(store.find(args.id))
     except KeyError as exc:
-        print(f"error: {exc.args[0]}")
-        return 1
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 2
     print(json.dumps(trace, indent=2, ensure_ascii=False))
     return 0
 
@@ -143,14 +156,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from messaging_llm_bot.llm.client import LLMClient
     from messaging_llm_bot.runtime import build_runtime
     from messaging_llm_bot.evals.replay import format_replay, replay_trace
+    from messaging_llm_bot.llm.probe import check_runner
 
     from ..config import load_config
 
     try:
         traces = _selected(args)
     except KeyError as exc:
-        print(f"error: {exc.args[0]}")
-        return 1
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 2
     if not traces:
         print(f"no traces in {args.workspace}/traces yet")
         return 1
@@ -158,7 +172,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     try:
         llm_config = eval_llm_config(config.get("llm") or {}, runner=args.runner, base_url=args.base_url, model=args.model)
     except ValueError as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    problem = check_runner(llm_config["runners"][0])
+    if problem:  # one clear error instead of one per trace
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     runtime = build_runtime(args.config, args.workspace)
     try:
@@ -172,7 +190,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     finally:
         llm.close()
     print(format_replay(outcomes))
-    return 0
+    # 1 when the model now errs or chooses differently: the replay found something to look at.
+    return 0 if outcomes and all(o.verdict == "same" for o in outcomes) else 1
 
 
 def cmd_export_cases(args: argparse.Namespace) -> int:
@@ -183,13 +202,21 @@ def cmd_export_cases(args: argparse.Namespace) -> int:
     try:
         traces = _selected(args)
     except KeyError as exc:
-        print(f"error: {exc.args[0]}")
-        return 1
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    if not out.resolve().parent.is_dir():
+        print(f"error: --out {args.out}: the folder {out.parent} does not exist", file=sys.stderr)
+        return 2
     cases = export_cases(traces, category=args.category)
     if not cases:
         print("no usable traces (failed turns and traces without a model request are skipped)")
         return 1
-    with open(args.out, "w", encoding="utf-8") as handle:
-        yaml.safe_dump({"cases": cases}, handle, sort_keys=False, allow_unicode=True)
+    text = yaml.safe_dump({"cases": cases}, sort_keys=False, allow_unicode=True)
+    try:
+        atomic_write_bytes(out, text.encode("utf-8"))
+    except OSError as exc:
+        print(f"error: cannot write {args.out}: {exc.strerror}", file=sys.stderr)
+        return 2
     print(f"{len(cases)} case(s) written to {args.out}; review the expectations, then run: assistant eval skills --cases {args.out.rsplit('/', 1)[0] if '/' in args.out else '.'}")
     return 0

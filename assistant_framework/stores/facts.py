@@ -88,3 +88,21 @@ class FactStore:
                 continue
             found.append(row)
         return found
+
+    def forget(self, fact_id: str) -> list[dict]:
+        """Delete a fact and the older values it superseded (its history); returns what was removed.
+
+        KeyError when no fact has that id.
+        """
+        with self.file.edit() as rows:
+            doomed = {str(fact_id)}
+            if not any(str(row.get("id")) == str(fact_id) for row in rows):
+                raise KeyError(f"no fact with id {fact_id!r}")
+            while True:  # follow the superseded chain backwards
+                more = {str(row.get("id")) for row in rows if str(row.get("superseded_by")) in doomed} - doomed
+                if not more:
+                    break
+                doomed |= more
+            removed = [row for row in rows if str(row.get("id")) in doomed]
+            rows[:] = [row for row in rows if str(row.get("id")) not in doomed]
+        return removed

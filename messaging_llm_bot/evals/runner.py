@@ -35,13 +35,19 @@ def eval_llm_config(llm_config: dict, *, runner: str | None = None, base_url: st
         runners = [r for r in runners if r.get("name") == runner]
         if not runners:
             raise ValueError(f"no runner named {runner!r} in llm.runners")
-    if base_url or model:
+    if base_url:
+        # A different server: keep none of the configured runner's name, key or extra fields (its key
+        # must not go to another server, and errors must name what was actually called).
+        configured = runners[0] if runners else {}
+        first = {"name": "--base-url", "base_url": base_url, "model": model or configured.get("model", "")}
+        if not first["model"]:
+            raise ValueError("--base-url needs --model (no configured runner to take the model name from)")
+        if configured.get("timeout_seconds"):
+            first["timeout_seconds"] = configured["timeout_seconds"]
+        runners = [first]
+    elif model:
         first = dict(runners[0]) if runners else {"name": "eval"}
-        if base_url:
-            first["base_url"] = base_url
-        if model:
-            first["model"] = model
-        first.setdefault("name", "eval")
+        first["model"] = model
         runners = [first]
     if not runners:
         raise ValueError("no model runner configured: set llm.runners or pass --base-url and --model")

@@ -22,6 +22,7 @@ from assistant_framework.inbox import Inbox
 
 from messaging_llm_bot.agent.loop import AgentEvent
 from messaging_llm_bot.frontends.commands import run_command
+from messaging_llm_bot.frontends.console_extras import HISTORY_FILE, PROMPT, ConsoleReminders, line_reader
 
 if TYPE_CHECKING:  # pragma: no cover
     from messaging_llm_bot.runtime import BotRuntime
@@ -114,9 +115,12 @@ def run_console(
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     interactive = stdin.isatty()
+    reminders = None
     if interactive:
         runtime.start_background(notify=lambda title, text: print(f"\n[{title}] {text}", file=stderr, flush=True))
         print("Terminal chat with your assistant. /help for commands, /quit or Ctrl-D to leave.", file=stdout, flush=True)
+        reminders = _start_reminders(runtime, stdout)
+    read_line, save_history = line_reader(stdin, stdout, interactive, runtime.workspace.path(HISTORY_FILE))
     inbox = Inbox(runtime.workspace)
     previous = None
     if threading.current_thread() is threading.main_thread():
@@ -124,9 +128,7 @@ def run_console(
     try:
         _replay(runtime, inbox, stdout, stderr, interactive)
         while True:
-            if interactive:
-                print("you> ", end="", file=stdout, flush=True)
-            line = stdin.readline()
+            line = read_line()
             if not line:
                 break
             text = line.strip()
@@ -145,7 +147,24 @@ def run_console(
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if reminders is not None:
+            reminders.stop()
+        save_history()
     return 0
+
+
+def _start_reminders(runtime: "BotRuntime", stdout: TextIO) -> ConsoleReminders:
+    """Reminders set in the terminal chat are delivered there while it runs (late ones at the next start)."""
+    from assistant_framework.stores.reminders import ReminderStore
+
+    zone = (runtime.config.get("runtime") or {}).get("timezone") or "UTC"
+
+    def emit(text: str) -> None:
+        print(f"\n{text}\n{PROMPT}", end="", file=stdout, flush=True)
+
+    reminders = ConsoleReminders(ReminderStore(runtime.workspace), CONVERSATION_ID, emit, default_tz=zone)
+    reminders.start()
+    return reminders
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -6,12 +6,13 @@ from assistant_framework.skills.support import need
 from assistant_framework.stores import FACTS_FILE, FactStore
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Store a fact as subject/attribute/value (Anna/allergy/nuts) or look facts up."
-CAPABILITIES = ["read", "write"]
+DESCRIPTION = "Facts as subject/attribute/value (Anna/allergy/nuts): add, lookup, list all, or forget one by id."
+CAPABILITIES = ["read", "write", "delete"]
 ARGS_SCHEMA = {
     "type": "object",
     "properties": {
-        "action": {"enum": ["add", "lookup"]},
+        "action": {"enum": ["add", "lookup", "list", "forget"]},
+        "id": {"type": "string"},
         "subject": {"type": "string"},
         "attribute": {"type": "string"},
         "value": {"type": "string"},
@@ -32,6 +33,18 @@ def run(workspace: Workspace, args: dict, context=None):
         if action == "duplicate":
             return f"already known ({fact['id']}): {what}"
         return f"{action} fact {fact['id']}: {what} (saved to {FACTS_FILE})"
-    found = store.lookup(args.get("subject"), args.get("attribute"), args.get("query"))
+    if args["action"] == "forget":
+        need(args, "forget", "id")
+        try:
+            removed = store.forget(args["id"])
+        except KeyError as exc:
+            raise ValueError(f"{exc.args[0]}; list or lookup the facts to see their ids") from None
+        first = next(r for r in removed if str(r.get("id")) == str(args["id"]))
+        older = f" and {len(removed) - 1} older value(s)" if len(removed) > 1 else ""
+        return f"forgot fact {args['id']}: {first['subject']} / {first['attribute']} = {first['value']}{older} (removed from {FACTS_FILE})"
+    if args["action"] == "list":
+        found = store.lookup(args.get("subject"))
+    else:
+        found = store.lookup(args.get("subject"), args.get("attribute"), args.get("query"))
     keys = ("id", "subject", "attribute", "value", "time")
-    return [{key: fact.get(key) for key in keys} for fact in found] or "no matching facts"
+    return [{key: fact.get(key) for key in keys} for fact in found] or ("no facts stored" if args["action"] == "list" else "no matching facts")

@@ -1,0 +1,32 @@
+"""``doctor``: checks config, Telegram, model servers, workspace, plugins and Python; says what to do."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    doctor = subparsers.add_parser(
+        "doctor",
+        help="check everything the bot needs; ok / warn / fail with what to do (exit 1 on a failure)",
+        description="Check the config, the Telegram token and allowlist, each model runner, the workspace, "
+        "skills and collectors, Python and the dependencies. Exit 1 when a check fails.",
+    )
+    doctor.add_argument("--config", default="config", help="config file or directory (default: config)")
+    doctor.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
+    doctor.add_argument("--quick", action="store_true", help="skip model completions, the index check and dependency versions (for health checks)")
+    doctor.add_argument("--json", action="store_true", help="the checks as a JSON list")
+    doctor.set_defaults(func=cmd_doctor)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    # Imported here: the doctor talks to Telegram and to model servers (the bot's side).
+    from messaging_llm_bot.ops.doctor import FAIL, as_json, format_report, run_checks
+
+    checks = run_checks(args.config, args.workspace, quick=args.quick)
+    if args.json:
+        print(json.dumps(as_json(checks), indent=2, ensure_ascii=False))
+    else:
+        print(format_report(checks))
+    return 1 if any(c.status == FAIL for c in checks) else 0

@@ -1,0 +1,55 @@
+"""``setup``: the interactive first run (every answer also a flag); writes config/local/."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    setup = subparsers.add_parser(
+        "setup",
+        help="first run: Telegram token and your user id, the model server, time zone, a test turn",
+        description="Asks for each setting (or takes it from the flags), checks it, and writes it to the "
+        "git-ignored local layer of the config (config/local/). Without a terminal, or with --yes, it never asks.",
+    )
+    setup.add_argument("--config", default="config", help="config directory (default: config)")
+    setup.add_argument("--workspace", default="workspace", help="workspace folder to create (default: workspace)")
+    setup.add_argument("--token", help="the bot token from @BotFather (checked with getMe)")
+    setup.add_argument("--no-telegram", action="store_true", help="no Telegram: the terminal chat only")
+    setup.add_argument("--telegram-base-url", help="a self-hosted Bot API server (default: api.telegram.org)")
+    setup.add_argument("--owner-id", type=int, help="your numeric Telegram user id (else: write to the bot and it is read)")
+    setup.add_argument("--wait", type=float, default=120.0, metavar="SECONDS", help="how long to wait for your message to the bot (default 120)")
+    setup.add_argument("--base-url", help="the model server's OpenAI-compatible base URL (else the usual local ports are probed)")
+    setup.add_argument("--model", help="the model name (else chosen from the server's /v1/models)")
+    setup.add_argument("--api-key", help="the model server's API key, if it needs one")
+    setup.add_argument("--timezone", help="IANA time zone (default: the system's)")
+    setup.add_argument("--no-test", action="store_true", help="skip the test turn against the model")
+    setup.add_argument("--yes", "-y", action="store_true", help="never ask; take the flags and defaults")
+    setup.set_defaults(func=cmd_setup)
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    # Imported here: setup talks to Telegram and to model servers (the bot's side).
+    from messaging_llm_bot.ops.setup import Answers, SetupError, Wizard
+
+    config = Path(args.config)
+    if config.exists() and not config.is_dir():
+        print(f"error: --config {config}: setup writes the local layer of a config directory", file=sys.stderr)
+        return 2
+    answers = Answers(
+        config=config, workspace=Path(args.workspace), token=args.token, no_telegram=args.no_telegram,
+        telegram_base_url=args.telegram_base_url, owner_id=args.owner_id, wait_seconds=args.wait,
+        base_url=args.base_url, model=args.model, api_key=args.api_key, timezone=args.timezone,
+        test_turn=not args.no_test, interactive=not args.yes and sys.stdin.isatty(),
+    )
+    try:
+        return Wizard(answers).run()
+    except SetupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        print("Nothing was written.", file=sys.stderr)
+        return 2
+    except EOFError:
+        print("\nsetup cancelled; nothing was written", file=sys.stderr)
+        return 2

@@ -1,0 +1,70 @@
+"""Config checks beyond JSON Schema: what the bot would otherwise refuse only at start.
+
+Each check returns ``(json_path, message)`` pairs; ``validate_config`` turns the path into
+the file that holds it, so ``config validate`` names file and key for every one of them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Iterable
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from assistant_framework.config_schema import ROOT_SCHEMA
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'telegram'?)`` for a close match, else the known names."""
+    options = sorted(set(known))
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    return f" (known: {', '.join(options)})" if options else ""
+
+
+def known_sections() -> list[str]:
+    """Top-level sections the schema knows (read at call time: other modules may add sections)."""
+    return sorted(ROOT_SCHEMA.get("properties", {}))
+
+
+def timezone_error(name: Any) -> str | None:
+    """Why ``name`` is not an IANA time zone, or None."""
+    if not isinstance(name, str) or not name:
+        return None  # the schema reports the type
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return f"unknown IANA time zone {name!r} (e.g. Europe/Berlin, America/New_York, UTC)"
+    return None
+
+
+def semantic_errors(data: dict) -> list[tuple[tuple, str]]:
+    """Unknown sections, time zones, and the start-up checks of the runners, embeddings and webhook."""
+    errors: list[tuple[tuple, str]] = []
+    sections = known_sections()
+    for key in data:
+        if key not in sections:
+            errors.append(((key,), f"unknown config section {key!r}{did_you_mean(key, sections)}"))
+    runtime = data.get("runtime") if isinstance(data.get("runtime"), dict) else {}
+    problem = timezone_error(runtime.get("timezone"))
+    if problem:
+        errors.append((("runtime", "timezone"), problem))
+    llm = data.get("llm") if isinstance(data.get("llm"), dict) else {}
+    runners = llm.get("runners") if isinstance(llm.get("runners"), list) else []
+    seen: set[str] = set()
+    for index, runner in enumerate(runners):
+        name = runner.get("name") if isinstance(runner, dict) else None
+        if isinstance(name, str) and name in seen:
+            errors.append((("llm", "runners", index, "name"), f"runner name {name!r} is used twice; names pick a runner"))
+        if isinstance(name, str):
+            seen.add(name)
+    for part in ("embeddings", "transcription"):
+        section = llm.get(part)
+        if isinstance(section, dict) and section.get("enabled") and not (section.get("base_url") and section.get("model")):
+            errors.append((("llm", part), f"enabled but base_url or model is missing (llm.{part} needs both)"))
+    telegram = data.get("telegram") if isinstance(data.get("telegram"), dict) else {}
+    if telegram.get("mode") == "webhook":
+        webhook = telegram.get("webhook") if isinstance(telegram.get("webhook"), dict) else {}
+        if not webhook.get("url"):
+            errors.append((("telegram", "webhook", "url"), "mode is webhook, so webhook.url must be the public https:// address Telegram posts to"))
+    return errors

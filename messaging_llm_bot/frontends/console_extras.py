@@ -1,0 +1,100 @@
+"""The interactive terminal chat's comforts: line editing and history (readline), and reminders
+delivered in the terminal while it runs."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, TextIO
+
+from messaging_llm_bot.frontends.reminders import delivery_text
+
+log = logging.getLogger(__name__)
+
+HISTORY_FILE = "state/console_history"
+HISTORY_LENGTH = 1000
+PROMPT = "you> "
+
+
+def line_reader(stdin: TextIO, stdout: TextIO, interactive: bool, history: Path | None) -> tuple[Callable[[], str], Callable[[], None]]:
+    """(read one line, or "" at EOF; save the history). With a real terminal, ``input()`` under
+    readline gives arrow-key editing and Up/Down history, kept in ``history`` across runs."""
+    readline = None
+    if interactive and stdin is sys.stdin and stdout is sys.stdout:
+        try:
+            import readline  # noqa: F401 - importing it is what makes input() editable
+        except ImportError:  # pragma: no cover - Python built without readline (e.g. Windows)
+            readline = None
+    if readline is None:
+        def read_plain() -> str:
+            if interactive:
+                print(PROMPT, end="", file=stdout, flush=True)
+            return stdin.readline()
+
+        return read_plain, lambda: None
+    if history is not None:
+        try:
+            readline.read_history_file(str(history))
+        except OSError:
+            pass  # no history yet
+    readline.set_history_length(HISTORY_LENGTH)
+
+    def read_line() -> str:
+        try:
+            return input(PROMPT) + "\n"
+        except EOFError:
+            return ""
+
+    def save() -> None:
+        if history is None:
+            return
+        try:
+            history.parent.mkdir(parents=True, exist_ok=True)
+            readline.write_history_file(str(history))
+        except OSError as err:
+            log.warning("console: could not save the line history: %s", err)
+
+    return read_line, save
+
+
+class ConsoleReminders:
+    """Polls the reminder store and prints reminders of the terminal conversation when due."""
+
+    def __init__(self, store, chat_id: str, emit: Callable[[str], None], *, default_tz: str = "UTC",
+                 poll_seconds: float = 5.0, clock: Callable[[], datetime] | None = None) -> None:
+        self.store, self.chat_id, self.emit = store, chat_id, emit
+        self.default_tz, self.poll_seconds = default_tz, poll_seconds
+        self.clock = clock or (lambda: datetime.now(timezone.utc))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def tick(self) -> int:
+        """Deliver every due reminder of this chat (late ones with a note); returns how many."""
+        now = self.clock()
+        try:
+            due = [r for r in self.store.due(now) if str(r.get("chat_id")) == str(self.chat_id)]
+        except Exception as err:  # noqa: BLE001 - a damaged store must not end the chat
+            log.warning("reminders: cannot read the reminder store: %s", err)
+            return 0
+        for reminder in due:
+            self.emit(delivery_text(reminder, now, self.default_tz))
+            self.store.mark_delivered(reminder["id"], now)
+        return len(due)
+
+    def start(self) -> None:
+        """Deliver now, then every ``poll_seconds`` until ``stop``."""
+        self.tick()
+        self._thread = threading.Thread(target=self._loop, name="console-reminders", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.poll_seconds):
+            self.tick()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)

@@ -1,0 +1,105 @@
+"""Probing a model server before using it: reachable? which models? does ours exist?
+
+Used by ``eval skills`` and ``trace replay`` (check before the first case), ``assistant
+doctor`` and ``assistant setup`` (find local servers on their usual ports).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+import requests
+
+#: The usual local servers and their default OpenAI-compatible base URLs.
+LOCAL_SERVERS: tuple[tuple[str, str], ...] = (
+    ("Ollama", "http://127.0.0.1:11434/v1"),
+    ("LM Studio", "http://127.0.0.1:1234/v1"),
+    ("llama.cpp server", "http://127.0.0.1:8080/v1"),
+    ("vLLM / SGLang", "http://127.0.0.1:8000/v1"),
+    ("SGLang", "http://127.0.0.1:30000/v1"),
+)
+
+
+@dataclass
+class Probe:
+    """What ``GET {base_url}/models`` told: reachable, the models listed (None: not offered), an error."""
+
+    base_url: str
+    reachable: bool
+    models: list[str] | None = None
+    error: str | None = None
+    status: int | None = None
+    elapsed_s: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    def model_problem(self, model: str) -> str | None:
+        """Why ``model`` cannot be used on this server, or None (unknown when the list is not offered)."""
+        if not self.reachable:
+            return self.error
+        if self.models is not None and model not in self.models:
+            offered = ", ".join(self.models[:12]) or "none"
+            return f"the server at {self.base_url} does not list the model {model!r} (it offers: {offered})"
+        return None
+
+
+def probe(base_url: str, api_key: str = "", *, timeout: float = 5.0, session: requests.Session | None = None) -> Probe:
+    """``GET {base_url}/models``; never raises. A 404 means the list is not offered, not that the server is down."""
+    url = base_url.rstrip("/") + "/models"
+    headers = {"Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    http = session or requests
+    start = time.monotonic()
+    try:
+        response = http.get(url, headers=headers, timeout=timeout)
+    except requests.RequestException as exc:
+        if isinstance(exc, requests.Timeout):
+            reason = f"no answer within {timeout:g} s"
+        elif isinstance(exc, requests.ConnectionError):
+            reason = "connection refused or host unreachable: is the server running?"
+        else:
+            reason = type(exc).__name__
+        return Probe(base_url, False, error=f"cannot reach the model server at {base_url} ({reason})",
+                     elapsed_s=time.monotonic() - start)
+    elapsed = time.monotonic() - start
+    with response:
+        if response.status_code in (401, 403):
+            return Probe(base_url, False, status=response.status_code, elapsed_s=elapsed,
+                         error=f"the model server at {base_url} refused the API key (HTTP {response.status_code})")
+        if response.status_code in (404, 405, 501):
+            return Probe(base_url, True, status=response.status_code, elapsed_s=elapsed)
+        if response.status_code != 200:
+            return Probe(base_url, False, status=response.status_code, elapsed_s=elapsed,
+                         error=f"the model server at {base_url} answered HTTP {response.status_code} to GET /models")
+        try:
+            body = response.json()
+        except ValueError:
+            return Probe(base_url, False, status=200, elapsed_s=elapsed,
+                         error=f"{base_url}/models did not answer JSON: is this an OpenAI-compatible base URL ending in /v1?")
+    items = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(items, list):
+        return Probe(base_url, True, status=200, elapsed_s=elapsed)
+    models = [str(item.get("id")) for item in items if isinstance(item, dict) and item.get("id")]
+    return Probe(base_url, True, models=models, status=200, elapsed_s=elapsed)
+
+
+def check_runner(runner: dict, *, timeout: float = 5.0) -> str | None:
+    """One clear error when a runner ({name, base_url, model, api_key}) cannot be used, else None."""
+    api_key = runner.get("api_key") or os.environ.get(str(runner.get("api_key_env") or ""), "")
+    result = probe(str(runner.get("base_url") or ""), str(api_key or ""), timeout=timeout)
+    problem = result.model_problem(str(runner.get("model") or ""))
+    if problem:
+        return f"runner {runner.get('name', '?')!r}: {problem}"
+    return None
+
+
+def find_local_servers(*, timeout: float = 0.5, candidates: tuple[tuple[str, str], ...] = LOCAL_SERVERS) -> list[tuple[str, Probe]]:
+    """The usual local servers that answer, each with what it lists."""
+    found = []
+    for name, base_url in candidates:
+        result = probe(base_url, timeout=timeout)
+        if result.reachable:
+            found.append((name, result))
+    return found

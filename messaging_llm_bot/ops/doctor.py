@@ -1,0 +1,277 @@
+"""``assistant doctor``: every check with ok / warn / fail and what to do about it.
+
+Each check is a small function returning ``Check`` records; ``run_checks`` runs them in order
+and never raises (a check that crashes is itself reported as a failure).
+"""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import sqlite3
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+from assistant_framework.config import ConfigError, load_config_detailed
+from assistant_framework.workspace import WORKSPACE_MARKER, Workspace
+
+from messaging_llm_bot.llm.probe import probe
+from messaging_llm_bot.ops.telegram_api import get_me
+
+OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
+MIN_FREE_BYTES = 200 * 1024 * 1024
+LOW_FREE_BYTES = 2 * 1024 * 1024 * 1024
+#: Runtime dependencies whose versions doctor reports (a missing one fails).
+DEPENDENCIES = ("python-telegram-bot", "requests", "pyyaml", "jsonschema", "filelock", "telegramify-markdown",
+                "feedparser", "icalendar", "recurring-ical-events", "tzdata", "apscheduler")
+
+
+@dataclass
+class Check:
+    """One line of the doctor's report."""
+
+    name: str
+    status: str  # ok | warn | fail | skip
+    detail: str
+    fix: str = ""
+
+
+@dataclass
+class Context:
+    """What the checks share: the paths, the loaded config (None when invalid), the mode."""
+
+    config_path: Path
+    workspace_path: Path
+    quick: bool
+    config: dict | None = None
+
+
+def check_config(ctx: Context) -> list[Check]:
+    from assistant_framework.commands.config import plugin_schema_errors
+
+    try:
+        loaded = load_config_detailed(ctx.config_path)
+        errors = plugin_schema_errors(loaded)
+    except ConfigError as exc:
+        errors = str(exc).splitlines()
+        loaded = None
+    if errors:
+        return [Check("config", FAIL, "; ".join(errors[:5]), f"fix the file and key named, then `assistant config validate --config {ctx.config_path}`")]
+    ctx.config = loaded.data
+    local = ctx.config_path / "local"
+    where = f" (with your settings in {local})" if local.is_dir() else ""
+    return [Check("config", OK, f"{ctx.config_path} is valid{where}")]
+
+
+def check_telegram(ctx: Context) -> list[Check]:
+    telegram = (ctx.config or {}).get("telegram") or {}
+    token = telegram.get("token") or ""
+    checks: list[Check] = []
+    if not token:
+        checks.append(Check("telegram token", WARN, "no token: only the terminal chat (`make chat`) works",
+                            "run `assistant setup`, or set TELEGRAM_BOT_TOKEN"))
+    else:
+        answer = get_me(token, base_url=telegram.get("base_url") or None, timeout=10)
+        if answer.ok:
+            me = answer.result or {}
+            checks.append(Check("telegram token", OK, f"valid: the bot is @{me.get('username', '?')} ({me.get('first_name', '')})"))
+        else:
+            checks.append(Check("telegram token", FAIL, answer.error, "check telegram.token (`assistant setup --token ...`) and the network"))
+    allowed = telegram.get("allowed_user_ids") or []
+    if not allowed:
+        checks.append(Check("allowlist", FAIL if token else WARN, "telegram.allowed_user_ids is empty: the bot answers no one",
+                            "`assistant setup` finds your id, or `assistant config set telegram.allowed_user_ids '[ID]'`"))
+    else:
+        checks.append(Check("allowlist", OK, f"{len(allowed)} user(s) allowed; owner {telegram.get('owner_id') or allowed[0]}"))
+    if telegram.get("mode") == "webhook":
+        secret = (telegram.get("webhook") or {}).get("secret_token")
+        if not secret:
+            checks.append(Check("webhook secret", FAIL, "mode is webhook but telegram.webhook.secret_token is empty: anyone who finds the URL can post updates",
+                                "`assistant config set telegram.webhook.secret_token \"$(openssl rand -hex 32)\"`"))
+        else:
+            checks.append(Check("webhook secret", OK, "set"))
+    return checks
+
+
+def _runner_key(runner: dict) -> str:
+    import os
+
+    return str(runner.get("api_key") or os.environ.get(str(runner.get("api_key_env") or ""), ""))
+
+
+def check_runners(ctx: Context) -> list[Check]:
+    llm = (ctx.config or {}).get("llm") or {}
+    runners = llm.get("runners") or []
+    if not runners:
+        return [Check("model", FAIL, "no runner in llm.runners", "`assistant setup` finds a local model server")]
+    checks = []
+    for runner in runners:
+        name = f"model {runner.get('name', '?')}"
+        result = probe(str(runner.get("base_url", "")), _runner_key(runner), timeout=5)
+        problem = result.model_problem(str(runner.get("model", "")))
+        if problem:
+            fix = ("start the server, or fix llm.runners[].base_url" if not result.reachable
+                   else f"pull the model or pick one it offers: `assistant config set llm.runners[0].model NAME`")
+            checks.append(Check(name, FAIL, problem, fix))
+            continue
+        listed = "listed" if result.models is not None else "not checked (no /models list)"
+        detail = f"{runner.get('base_url')} reachable, model {runner.get('model')!r} {listed}"
+        if not ctx.quick:
+            detail += "; " + _completion_report(runner)
+        checks.append(Check(name, OK, detail))
+    return checks
+
+
+def _completion_report(runner: dict) -> str:
+    """A one-token completion, timed, and which structured-output forms the server accepts."""
+    from messaging_llm_bot.llm.client import LLMClient
+    from messaging_llm_bot.llm.errors import LLMError
+
+    client = LLMClient({"runners": [runner], "retries_per_runner": 0, "stream": False})
+    messages = [{"role": "user", "content": "Reply with OK."}]
+    try:
+        try:
+            done = client.complete(messages, extra={"max_tokens": 1})
+        except LLMError as err:
+            return f"a one-token completion failed: {err.user_message()}"
+        accepted = []
+        schema = {"type": "json_schema", "json_schema": {"name": "probe", "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}}
+        for label, form in (("json_schema", schema), ("json_object", {"type": "json_object"})):
+            try:
+                client.complete(messages, extra={"max_tokens": 4, "response_format": form})
+                accepted.append(label)
+            except LLMError:
+                pass
+        forms = ", ".join(accepted) or "none (the JSON skill protocol needs none)"
+        return f"1-token completion in {done.elapsed_s:.2f} s; structured output accepted: {forms}"
+    finally:
+        client.close()
+
+
+def check_workspace(ctx: Context) -> list[Check]:
+    path = ctx.workspace_path
+    if not (path / WORKSPACE_MARKER).is_dir():
+        return [Check("workspace", FAIL, f"{path} is not a workspace", "`make run` or `assistant setup` creates it; or pass --workspace")]
+    checks = []
+    try:
+        with tempfile.NamedTemporaryFile(dir=path / WORKSPACE_MARKER, prefix=".doctor-"):
+            pass
+        checks.append(Check("workspace", OK, f"{path} is writable"))
+    except OSError as exc:
+        checks.append(Check("workspace", FAIL, f"{path} is not writable: {exc.strerror}", "fix the folder's owner or permissions"))
+    free = shutil.disk_usage(path).free
+    gib = free / 1024**3
+    if free < MIN_FREE_BYTES:
+        checks.append(Check("disk space", FAIL, f"{gib:.2f} GiB free", "free some space: writes fail cleanly, but nothing new is remembered"))
+    elif free < LOW_FREE_BYTES:
+        checks.append(Check("disk space", WARN, f"{gib:.2f} GiB free", "free some space soon"))
+    else:
+        checks.append(Check("disk space", OK, f"{gib:.1f} GiB free"))
+    if not ctx.quick:
+        checks.append(_index_check(path))
+    return checks
+
+
+def _index_check(path: Path) -> Check:
+    index = path / "memory" / "index.sqlite3"
+    if not index.exists():
+        return Check("memory index", OK, "not built yet (built on first use)")
+    try:
+        with sqlite3.connect(f"file:{index}?mode=ro", uri=True, timeout=5) as conn:
+            answer = conn.execute("PRAGMA quick_check").fetchone()[0]
+    except sqlite3.Error as exc:
+        answer = str(exc)
+    if answer != "ok":
+        return Check("memory index", WARN, f"damaged ({answer[:120]})", "`assistant memory reindex` rebuilds it from the files (nothing is lost)")
+    return Check("memory index", OK, f"healthy ({index.stat().st_size / 1024:.0f} KiB)")
+
+
+def check_plugins(ctx: Context) -> list[Check]:
+    from assistant_framework.collectors import CollectorManager
+    from assistant_framework.skills import SkillManager
+
+    config = ctx.config or {}
+    unused = Workspace(Path(tempfile.gettempdir()) / "assistant-doctor-unused", create=False)
+    skills = SkillManager.from_config(config, unused)
+    checks = []
+    if skills.errors:
+        checks.append(Check("skills", FAIL, "; ".join(f"{e.name}: {e.error}" for e in skills.errors)[:400], "`assistant skills list` shows each error"))
+    else:
+        checks.append(Check("skills", OK, f"{len(skills.names())} loaded"))
+    workspace = Workspace(ctx.workspace_path, create=False)
+    collectors = CollectorManager.from_config(config, workspace)
+    if collectors.errors:
+        checks.append(Check("collectors", FAIL, "; ".join(f"{e.name}: {e.error}" for e in collectors.errors)[:400], "`assistant collectors list` shows each error"))
+    else:
+        checks.append(Check("collectors", OK, f"{len(collectors.collectors)} found, {len(collectors.enabled())} enabled"))
+    if (ctx.workspace_path / WORKSPACE_MARKER).is_dir():
+        for row in collectors.status():
+            if row.get("enabled") and row.get("consecutive_failures"):
+                checks.append(Check(f"collector {row['name']}", WARN,
+                                    f"{row['consecutive_failures']} failed run(s) in a row: {str(row.get('error') or '')[:200]}",
+                                    f"`assistant collectors run {row['name']}` shows the whole error"))
+    return checks
+
+
+def check_python(ctx: Context) -> list[Check]:
+    checks = []
+    version = platform.python_version()
+    if sys.version_info < (3, 11):
+        checks.append(Check("python", FAIL, f"Python {version}; 3.11 or newer is needed", "install Python 3.11+, then `make install`"))
+    else:
+        checks.append(Check("python", OK, f"Python {version} ({sys.executable})"))
+    if ctx.quick:
+        return checks
+    found, missing = [], []
+    for name in DEPENDENCIES:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            missing.append(name)
+    if missing:
+        checks.append(Check("dependencies", FAIL, f"missing: {', '.join(missing)}", "`make install` (or use .venv/bin/assistant)"))
+    else:
+        checks.append(Check("dependencies", OK, ", ".join(found)))
+    return checks
+
+
+CHECKS: tuple[Callable[[Context], list[Check]], ...] = (check_config, check_telegram, check_runners, check_workspace, check_plugins, check_python)
+#: Checks that need a valid config.
+_NEEDS_CONFIG = {check_telegram, check_runners, check_plugins}
+
+
+def run_checks(config_path: str | Path, workspace_path: str | Path, *, quick: bool = False) -> list[Check]:
+    """Every check in order; a check that needs the config is skipped when it is invalid."""
+    ctx = Context(Path(config_path), Path(workspace_path).expanduser(), quick)
+    results: list[Check] = []
+    for check in CHECKS:
+        if check in _NEEDS_CONFIG and ctx.config is None:
+            results.append(Check(check.__name__.removeprefix("check_"), SKIP, "skipped: the config is not valid"))
+            continue
+        try:
+            results.extend(check(ctx))
+        except Exception as exc:  # a crashing check is a finding, not the end of the report
+            results.append(Check(check.__name__.removeprefix("check_"), FAIL, f"the check itself failed: {type(exc).__name__}: {exc}"))
+    return results
+
+
+def format_report(checks: list[Check]) -> str:
+    """One line per check, the fix indented under it, and a summary line."""
+    lines = []
+    width = max((len(c.name) for c in checks), default=0)
+    for c in checks:
+        lines.append(f"[{c.status:^4}] {c.name:<{width}}  {c.detail}")
+        if c.fix and c.status in (WARN, FAIL):
+            lines.append(f"       {'':<{width}}  -> {c.fix}")
+    counts = {s: sum(1 for c in checks if c.status == s) for s in (OK, WARN, FAIL)}
+    lines.append(f"\n{counts[OK]} ok, {counts[WARN]} warning(s), {counts[FAIL]} failure(s)")
+    return "\n".join(lines)
+
+
+def as_json(checks: list[Check]) -> list[dict]:
+    """The checks as JSON-ready dicts."""
+    return [asdict(c) for c in checks]

@@ -1,0 +1,62 @@
+"""The two Bot API calls setup and doctor need (``getMe``, ``getUpdates``), over plain HTTP.
+
+The running bot uses python-telegram-bot; these one-shot checks need no event loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from messaging_llm_bot.frontends.telegram.settings import OFFICIAL_BASE_URL
+
+
+@dataclass
+class ApiAnswer:
+    """One Bot API call: ``ok`` with its ``result``, or a one-line ``error`` (never the token)."""
+
+    ok: bool
+    result: Any = None
+    error: str = ""
+    status: int | None = None
+
+
+def call(token: str, method: str, params: dict | None = None, *, base_url: str | None = None, timeout: float = 10.0) -> ApiAnswer:
+    """POST ``{base_url}{token}/{method}``; never raises, never puts the token in the error."""
+    base = base_url or OFFICIAL_BASE_URL
+    try:
+        response = requests.post(f"{base}{token}/{method}", json=params or {}, timeout=timeout)
+    except requests.RequestException as exc:
+        reason = type(exc).__name__
+        return ApiAnswer(False, error=f"cannot reach the Bot API at {base} ({reason})")
+    with response:
+        try:
+            body = response.json()
+        except ValueError:
+            return ApiAnswer(False, status=response.status_code, error=f"the Bot API at {base} answered HTTP {response.status_code}, not JSON")
+    if response.status_code == 401:
+        return ApiAnswer(False, status=401, error="the Bot API refused the token (401 Unauthorized): copy it again from @BotFather")
+    if not body.get("ok"):
+        return ApiAnswer(False, status=response.status_code, error=f"{method}: {body.get('description') or response.status_code}")
+    return ApiAnswer(True, body.get("result"), status=response.status_code)
+
+
+def get_me(token: str, *, base_url: str | None = None, timeout: float = 10.0) -> ApiAnswer:
+    """``getMe``: the bot's own user (``username``, ``first_name``)."""
+    return call(token, "getMe", base_url=base_url, timeout=timeout)
+
+
+def senders(updates: list) -> list[dict]:
+    """The distinct private-chat senders of ``getUpdates`` results: ``{"id", "name", "text"}``, newest last."""
+    found: dict[int, dict] = {}
+    for update in updates or []:
+        message = update.get("message") or update.get("edited_message") or {}
+        user = message.get("from") or {}
+        if not isinstance(user.get("id"), int) or user.get("is_bot"):
+            continue
+        name = " ".join(p for p in (user.get("first_name"), user.get("last_name")) if p) or user.get("username") or str(user["id"])
+        found.pop(user["id"], None)
+        found[user["id"]] = {"id": user["id"], "name": name, "username": user.get("username"), "text": message.get("text") or ""}
+    return list(found.values())

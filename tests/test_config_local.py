@@ -1,0 +1,150 @@
+"""The first hour with the config (issue 17): a git-ignored local layer, typos caught with a
+suggestion, start-up checks in ``config validate``, ``runners[0].model`` keys, effective values."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.cli import main
+from assistant_framework.config import load_config, parse_key
+from assistant_framework.config_defaults import DEFAULTS
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    """A copy of the example config (tracked files only: never the user's own config/local/)."""
+    target = tmp_path / "config"
+    shutil.copytree(REPO / "config", target, ignore=shutil.ignore_patterns("local"))
+    return target
+
+
+def _tracked(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file() and "local" not in p.relative_to(root).parts}
+
+
+def test_set_writes_the_local_layer_and_no_tracked_file(example: Path, capsys) -> None:
+    before = _tracked(example)
+    assert main(["config", "set", "telegram.allowed_user_ids", "[123456789]", "--config", str(example)]) == 0
+    assert main(["config", "set", "telegram.token", "123:SECRET-token", "--config", str(example)]) == 0
+    assert "git-ignored local layer" in capsys.readouterr().out
+    assert _tracked(example) == before
+    local = json.loads((example / "local" / "telegram.json").read_text())
+    assert local == {"allowed_user_ids": [123456789], "token": "123:SECRET-token"}
+    assert (example / "local" / "telegram.json").stat().st_mode & 0o077 == 0  # private: it holds the token
+    merged = load_config(example, env=False)
+    assert merged["telegram"]["allowed_user_ids"] == [123456789]
+    assert merged["telegram"]["mode"] == "polling"  # the tracked file still supplies the rest
+    assert load_config(example, env=False, local=False)["telegram"]["allowed_user_ids"] == []
+
+
+def test_local_layer_mirrors_the_layout_and_errors_name_the_local_file(example: Path, capsys) -> None:
+    assert main(["config", "set", "collectors.rss.enabled", "true", "--config", str(example)]) == 0
+    assert json.loads((example / "local" / "collectors" / "rss.json").read_text()) == {"enabled": True}
+    (example / "local" / "llm.json").write_text('{"max_tokens": "lots"}')
+    assert main(["config", "validate", "--config", str(example)]) == 2
+    assert "local/llm.json: max_tokens: 'lots' is not of type" in capsys.readouterr().err
+
+
+def test_config_local_is_git_ignored() -> None:
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    result = subprocess.run(["git", "check-ignore", "-q", "config/local/telegram.json"], cwd=REPO)
+    assert result.returncode == 0, "config/local/ must be in .gitignore"
+
+
+@pytest.mark.parametrize(
+    "key, value, expected",
+    [
+        ("telegarm.token", "x", "unknown config section 'telegarm' (did you mean 'telegram'?)"),
+        ("collectors.rsss.enabled", "true", "unknown collector 'rsss' (did you mean 'rss'?)"),
+        ("collectors.wether.enabled", "true", "unknown collector 'wether'"),
+        ("runtime.timezone", "Mars/Olympus", "local/runtime.json: timezone: unknown IANA time zone 'Mars/Olympus'"),
+    ],
+)
+def test_typos_are_refused_with_file_path_and_suggestion(example: Path, capsys, key: str, value: str, expected: str) -> None:
+    assert main(["config", "set", key, value, "--config", str(example)]) == 2
+    assert expected in capsys.readouterr().err
+    assert not (example / "local").exists()  # nothing written, not even an empty folder
+    assert not (example / "telegarm.json").exists()
+
+
+@pytest.mark.parametrize(
+    "file, content, expected",
+    [
+        ("telegarm.json", {"token": "x"}, "telegarm.json: (top level): unknown config section 'telegarm' (did you mean 'telegram'?)"),
+        ("collectors/wether.json", {"enabled": True}, "wether.json: (top level): unknown collector 'wether'"),
+        ("runtime.json", {"timezone": "Mars/Olympus"}, "runtime.json: timezone: unknown IANA time zone 'Mars/Olympus'"),
+        ("llm.json", {"runners": [{"name": "a", "base_url": "http://x/v1", "model": "m"}, {"name": "a", "base_url": "http://y/v1", "model": "m"}]},
+         "llm.json: runners[1].name: runner name 'a' is used twice"),
+        ("llm.json", {"embeddings": {"enabled": True}}, "llm.json: embeddings: enabled but base_url or model is missing"),
+        ("telegram.json", {"mode": "webhook"}, "telegram.json: webhook.url: mode is webhook"),
+    ],
+)
+def test_validate_reports_what_the_bot_would_refuse_at_start(example: Path, capsys, file: str, content: dict, expected: str) -> None:
+    (example / file).write_text(json.dumps(content))
+    assert main(["config", "validate", "--config", str(example)]) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_the_bot_refuses_a_bad_time_zone_naming_the_file(example: Path, tmp_path: Path) -> None:
+    from messaging_llm_bot.runtime import build_runtime
+    from assistant_framework.config import ConfigError
+
+    (example / "runtime.json").write_text('{"timezone": "Mars/Olympus"}')
+    with pytest.raises(ConfigError, match=r"runtime\.json: timezone: unknown IANA time zone"):
+        build_runtime(example, tmp_path / "ws")
+
+
+def test_parse_key_accepts_both_list_notations() -> None:
+    assert parse_key("llm.runners[0].model") == ("llm", "runners", 0, "model")
+    assert parse_key("llm.runners.0.model") == ("llm", "runners", 0, "model")
+    assert parse_key("telegram.webhook.port") == ("telegram", "webhook", "port")
+
+
+def test_get_and_set_through_a_list(example: Path, capsys) -> None:
+    assert main(["config", "get", "llm.runners[0].model", "--config", str(example)]) == 0
+    assert capsys.readouterr().out.strip() == "qwen3:8b"
+    assert main(["config", "set", "llm.runners.0.base_url", "http://127.0.0.1:1234/v1", "--config", str(example)]) == 0
+    assert main(["config", "set", "llm.runners[0].model", "gemma3:4b", "--config", str(example)]) == 0
+    capsys.readouterr()
+    runner = load_config(example, env=False)["llm"]["runners"][0]
+    assert (runner["base_url"], runner["model"], runner["name"]) == ("http://127.0.0.1:1234/v1", "gemma3:4b", "local")
+    assert main(["config", "get", "llm.runners[0].model", "--json", "--config", str(example)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["value"] == "gemma3:4b" and got["default"] is False and got["file"].endswith("local/llm.json")
+    assert main(["config", "set", "llm.runners[5].model", "x", "--config", str(example)]) == 2
+    assert "the list has 1 item(s)" in capsys.readouterr().err
+
+
+def test_get_and_show_mark_defaults(example: Path, capsys) -> None:
+    assert main(["config", "get", "runtime.log_level", "--config", str(example)]) == 0
+    assert capsys.readouterr().out.strip() == "INFO  (default)"
+    assert main(["config", "get", "runtime.nonsense", "--config", str(example)]) == 1
+    assert "not set and has no default" in capsys.readouterr().out
+    assert main(["config", "show", "--config", str(example)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "runtime.log_level = INFO  (default)" in lines
+    assert any(line.startswith("runtime.timezone = UTC  (") and "runtime.json" in line for line in lines)
+    assert main(["config", "show", "--json", "--config", str(example)]) == 0
+    assert json.loads(capsys.readouterr().out)["memory"]["recall"]["skip_recent_turns"] == 12
+
+
+def test_defaults_table_matches_config_readme() -> None:
+    readme = (REPO / "config" / "README.md").read_text(encoding="utf-8")
+    for section, keys in DEFAULTS.items():
+        for key in keys:
+            assert f"`{key}`" in readme or f"`{key}." in readme, f"{section}.{key} is not documented in config/README.md"
+
+
+def test_set_on_a_missing_json_file_creates_the_file(tmp_path: Path, capsys) -> None:
+    target = tmp_path / "x.json"
+    assert main(["config", "set", "--config", str(target), "llm.max_tokens", "300"]) == 0
+    assert target.is_file()
+    assert json.loads(target.read_text()) == {"llm": {"max_tokens": 300}}

@@ -1,0 +1,101 @@
+"""``assistant doctor``: each check against the real fakes (Bot API, Chat Completions), ok/warn/fail, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.cli import main
+from assistant_framework.workspace import Workspace
+from tests.fakes.bot_api import FakeBotAPI
+from tests.fakes.chat_server import FakeChatServer
+
+
+@pytest.fixture
+def servers():
+    with FakeBotAPI() as tg, FakeChatServer() as chat:
+        chat.set_handler(lambda request: "OK")
+        yield tg, chat
+
+
+def _config(root: Path, tg: FakeBotAPI, chat: FakeChatServer, *, telegram: dict | None = None, llm: dict | None = None,
+            runtime: dict | None = None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "telegram.json").write_text(json.dumps({"token": tg.token, "base_url": tg.base_url, "allowed_user_ids": [42], **(telegram or {})}))
+    (root / "llm.json").write_text(json.dumps(llm or {"runners": [{"name": "local", "base_url": chat.base_url, "model": "fake-model"}]}))
+    (root / "runtime.json").write_text(json.dumps(runtime or {"timezone": "UTC"}))
+    return root
+
+
+def _doctor(capsys, config: Path, workspace: Path, *extra: str) -> tuple[int, dict[str, dict]]:
+    code = main(["doctor", "--json", "--config", str(config), "--workspace", str(workspace), *extra])
+    checks = json.loads(capsys.readouterr().out)
+    return code, {c["name"]: c for c in checks}
+
+
+def test_all_good_exits_0_and_reports_bot_model_and_structured_output(servers, tmp_path: Path, capsys) -> None:
+    tg, chat = servers
+    config = _config(tmp_path / "config", tg, chat)
+    Workspace(tmp_path / "ws")
+    code, checks = _doctor(capsys, config, tmp_path / "ws")
+    assert code == 0, checks
+    assert {c["status"] for c in checks.values()} == {"ok"}, checks
+    assert "@testbot" in checks["telegram token"]["detail"]
+    model = checks["model local"]["detail"]
+    assert "'fake-model' listed" in model and "1-token completion in" in model and "json_object" in model
+    assert chat.chat_requests[0]["max_tokens"] == 1
+    assert main(["doctor", "--config", str(config), "--workspace", str(tmp_path / "ws")]) == 0
+    assert "0 failure(s)" in capsys.readouterr().out
+
+
+def test_each_failure_is_reported_with_what_to_do(servers, tmp_path: Path, capsys) -> None:
+    tg, chat = servers
+    skills = tmp_path / "skills" / "broken"
+    skills.mkdir(parents=True)
+    (skills / "__init__.py").write_text("raise ImportError('no such thing')\n")
+    (skills / "README.md").write_text("# broken\n")
+    config = _config(tmp_path / "config", tg, chat,
+                     telegram={"token": "999:wrong", "allowed_user_ids": [], "mode": "webhook",
+                               "webhook": {"url": "https://example.org/hook", "secret_token": ""}},
+                     llm={"runners": [{"name": "down", "base_url": "http://127.0.0.1:9/v1", "model": "m"},
+                                      {"name": "nomodel", "base_url": chat.base_url, "model": "qwen3:80b"}]},
+                     runtime={"skills_dirs": [str(tmp_path / "skills")]})
+    code, checks = _doctor(capsys, config, tmp_path / "not_a_workspace")
+    assert code == 1
+    failed = {name for name, c in checks.items() if c["status"] == "fail"}
+    assert failed == {"telegram token", "allowlist", "webhook secret", "model down", "model nomodel", "workspace", "skills"}, checks
+    assert "refused the token" in checks["telegram token"]["detail"]
+    assert "cannot reach the model server" in checks["model down"]["detail"]
+    assert "does not list the model 'qwen3:80b'" in checks["model nomodel"]["detail"]
+    assert all(checks[name]["fix"] for name in failed)
+    assert not (tmp_path / "not_a_workspace").exists()  # the doctor creates nothing
+
+
+def test_invalid_config_fails_and_skips_what_needs_it(tmp_path: Path, capsys) -> None:
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "runtime.json").write_text('{"timezone": "Mars/Olympus"}')
+    Workspace(tmp_path / "ws")
+    code, checks = _doctor(capsys, config, tmp_path / "ws")
+    assert code == 1
+    assert checks["config"]["status"] == "fail" and "runtime.json: timezone: unknown IANA time zone" in checks["config"]["detail"]
+    assert checks["telegram"]["status"] == "skip" and checks["runners"]["status"] == "skip"
+    assert checks["workspace"]["status"] == "ok"
+
+
+def test_no_token_warns_and_a_collector_failing_warns(servers, tmp_path: Path, capsys) -> None:
+    tg, chat = servers
+    config = _config(tmp_path / "config", tg, chat, telegram={"token": "", "allowed_user_ids": []})
+    (config / "collectors").mkdir()
+    (config / "collectors" / "rss.json").write_text(json.dumps({"enabled": True, "feeds": []}))
+    ws = Workspace(tmp_path / "ws")
+    ws.write_json("state/collectors/rss.json", {"outcome": "error", "error": "feed unreachable", "consecutive_failures": 3,
+                                                 "last_start": "2026-01-01T00:00:00+00:00"})
+    code, checks = _doctor(capsys, config, ws.root, "--quick")
+    assert checks["telegram token"]["status"] == "warn" and checks["allowlist"]["status"] == "warn"
+    assert checks["collector rss"]["status"] == "warn" and "3 failed run(s) in a row: feed unreachable" in checks["collector rss"]["detail"]
+    assert code == 0, checks
+    assert chat.chat_requests == []  # --quick sends no completion
+    assert "dependencies" not in checks and "memory index" not in checks

@@ -1,0 +1,111 @@
+"""``assistant setup`` against the fake Bot API and the scripted model server: from a fresh copy of
+the example config to a working bot, with no tracked file changed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.cli import main
+from messaging_llm_bot.ops.setup import Answers, Console, Wizard, system_timezone
+from tests.crash_bot import BotProcess, echo_reply
+from tests.fakes.bot_api import FakeBotAPI
+from tests.fakes.chat_server import FakeChatServer
+
+REPO = Path(__file__).resolve().parents[1]
+OWNER = 4242
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Path:
+    """The example config as a fresh clone has it (tracked files only)."""
+    target = tmp_path / "config"
+    shutil.copytree(REPO / "config", target, ignore=shutil.ignore_patterns("local"))
+    return target
+
+
+def _tracked(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file() and p.relative_to(root).parts[0] != "local"}
+
+
+def test_setup_by_flags_ends_in_a_working_bot_and_changes_no_tracked_file(fresh: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("TELEGRAM_BOT_TOKEN", raising=False)
+    before = _tracked(fresh)
+    with FakeBotAPI() as tg, FakeChatServer() as chat:
+        chat.set_handler(echo_reply)
+        tg.send_message("hi, it's me", user_id=OWNER, username="owner")  # the owner writes to the bot
+        code = main(["setup", "--yes", "--config", str(fresh), "--workspace", str(tmp_path / "ws"),
+                     "--token", tg.token, "--telegram-base-url", tg.base_url, "--wait", "5",
+                     "--base-url", chat.base_url, "--timezone", "Europe/Berlin"])
+        out = capsys.readouterr().out
+        assert code == 0, out
+        assert "your bot is @testbot" in out and f"id {OWNER}" in out and "Test turn:" in out
+        assert "Next: `make run CONFIG=" in out
+        assert _tracked(fresh) == before
+        local = {p.name: json.loads(p.read_text()) for p in (fresh / "local").glob("*.json")}
+        assert local["telegram.json"]["token"] == tg.token and local["telegram.json"]["allowed_user_ids"] == [OWNER]
+        assert local["llm.json"]["runners"][0] == {"name": "local", "base_url": chat.base_url, "model": "fake-model"}
+        assert local["runtime.json"] == {"timezone": "Europe/Berlin"}
+        assert tg.token not in "".join(p.read_text() for p in fresh.glob("*.json"))
+
+        assert main(["doctor", "--quick", "--config", str(fresh), "--workspace", str(tmp_path / "ws")]) == 0, capsys.readouterr().out
+
+        with BotProcess(fresh, tmp_path / "ws", tmp_path / "bot.log") as bot:
+            bot.start().wait_ready()
+            tg.send_message("hello bot", user_id=OWNER, username="owner")
+            tg.wait_for(lambda: any(m["text"] == "re: hello bot" for m in tg.messages(OWNER)), timeout=30)
+            assert bot.terminate() == 0
+        # The bot logs to a rotating file in the workspace too (a service's stderr may go nowhere), token redacted.
+        log = (tmp_path / "ws" / "state" / "logs" / "bot.log").read_text()
+        assert "Serving @testbot" in log and tg.token not in log
+        # The setup message was confirmed: the bot did not answer it.
+        assert all("it's me" not in m["text"] for m in tg.messages(OWNER))
+
+
+def test_refused_token_exits_2_and_writes_nothing(fresh: Path, tmp_path: Path, capsys) -> None:
+    with FakeBotAPI() as tg, FakeChatServer() as chat:
+        code = main(["setup", "--yes", "--config", str(fresh), "--workspace", str(tmp_path / "ws"), "--token", "1:wrong",
+                     "--telegram-base-url", tg.base_url, "--base-url", chat.base_url])
+    assert code == 2
+    assert "refused the token" in capsys.readouterr().err
+    assert not (fresh / "local").exists() and not (tmp_path / "ws").exists()
+
+
+def test_several_senders_without_a_terminal_ask_for_owner_id(fresh: Path, tmp_path: Path, capsys) -> None:
+    with FakeBotAPI() as tg, FakeChatServer() as chat:
+        tg.send_message("me", user_id=1, username="a")
+        tg.send_message("me too", user_id=2, username="b")
+        code = main(["setup", "--yes", "--config", str(fresh), "--token", tg.token, "--telegram-base-url", tg.base_url,
+                     "--wait", "2", "--base-url", chat.base_url, "--workspace", str(tmp_path / "ws")])
+    assert code == 2 and "several people wrote to the bot" in capsys.readouterr().err
+
+
+def test_model_not_offered_and_bad_timezone_exit_2(fresh: Path, tmp_path: Path, capsys) -> None:
+    with FakeChatServer() as chat:
+        base = ["setup", "--yes", "--no-telegram", "--config", str(fresh), "--workspace", str(tmp_path / "ws"), "--base-url", chat.base_url]
+        assert main([*base, "--model", "qwen3:80b"]) == 2
+        assert "does not list the model 'qwen3:80b'" in capsys.readouterr().err
+        assert main([*base, "--timezone", "Mars/Olympus"]) == 2
+        assert "unknown IANA time zone 'Mars/Olympus'" in capsys.readouterr().err
+    assert not (fresh / "local").exists()
+
+
+def test_interactive_run_finds_the_local_server_and_lists_its_models(fresh: Path, tmp_path: Path) -> None:
+    said: list[str] = []
+    with FakeChatServer(models=("small:1b", "fake-model")) as chat:
+        chat.set_handler(lambda request: "Hello from the fake model")
+        answers = Answers(config=fresh, workspace=tmp_path / "ws", no_telegram=True, interactive=True)
+        wizard = Wizard(answers, Console(say=said.append, ask=lambda prompt: next(replies), secret=lambda prompt: ""))
+        wizard.candidates = (("Fake server", chat.base_url), ("Nothing here", "http://127.0.0.1:9/v1"))
+        replies = iter(["1", "2", ""])  # server 1, model 2, time zone: the default
+        assert wizard.run() == 0
+        url = chat.base_url
+    text = "\n".join(said)
+    assert f"1. Fake server at {url}: small:1b, fake-model" in text and "Nothing here" not in text.split("...")[-1]
+    runner = json.loads((fresh / "local" / "llm.json").read_text())["runners"][0]
+    assert runner["model"] == "fake-model"
+    assert json.loads((fresh / "local" / "runtime.json").read_text())["timezone"] == system_timezone()
+    assert "'Hello from the fake model'" in text
