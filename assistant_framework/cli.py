@@ -15,7 +15,7 @@ from assistant_framework.config import ConfigError
 from assistant_framework.workspace import WorkspacePathError
 
 #: Command groups in help order; a group whose module is absent is skipped.
-COMMAND_GROUPS = ("config", "skills", "collectors", "memory", "trace", "eval")
+COMMAND_GROUPS = ("config", "skills", "collectors", "memory", "trace", "eval", "web")
 
 
 def build_parser() -> argparse.ArgumentParser:
