@@ -124,6 +124,15 @@ class BaseHandler(tornado.web.RequestHandler):
         self.page("error.html", title=f"{status_code}", status=status_code, reason=reason,
                   signed_in=self.current_user is not None if status_code != 401 else False)
 
+    def raw_argument(self, name: str) -> str:
+        """An argument exactly as sent (Tornado's getters turn control characters into spaces,
+        which would quietly turn a refused ``a\\x00b`` into another, valid file name)."""
+        values = self.request.query_arguments.get(name) or self.request.body_arguments.get(name) or [b""]
+        try:
+            return values[-1].decode("utf-8")
+        except UnicodeDecodeError:
+            raise tornado.web.HTTPError(400, "arguments must be UTF-8") from None
+
     def json_body(self) -> dict:
         """The request body as a JSON object (400 otherwise)."""
         try:

@@ -117,7 +117,7 @@ class FileHandler(BaseHandler):
     """View, edit (POST / PUT) and delete (DELETE) one memory file; every path is confined."""
 
     def _path(self) -> str:
-        return self.get_argument("path", "")
+        return self.raw_argument("path")
 
     def get(self) -> None:
         try:
@@ -171,7 +171,7 @@ class FileDeleteHandler(BaseHandler):
     """The form's delete: a whole file, or one record of a JSON list (``id``)."""
 
     def post(self) -> None:
-        rel, record = self.get_body_argument("path", ""), self.get_body_argument("id", "")
+        rel, record = self.raw_argument("path"), self.get_body_argument("id", "")
         workspace, memory = self.parts.workspace, self.parts.memory
         try:
             if record:
