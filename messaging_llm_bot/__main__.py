@@ -92,6 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     default_level = "WARNING" if args.frontend == "console" else "INFO"
     setup_logging(runtime_config.get("log_level") or default_level,
                   collect_secrets(runtime.config, [r.api_key for r in runtime.llm.runners]))
+    from assistant_framework.web import start_if_enabled
+
+    start_if_enabled(runtime, [r.api_key for r in runtime.llm.runners if r.api_key])  # web.enabled: the page, same process
 
     frontend = args.frontend
     if frontend == "telegram" and not (runtime.config.get("telegram") or {}).get("token"):

@@ -4,6 +4,6 @@
 """
 
 from .parts import StandaloneParts, standalone_parts
-from .server import DEFAULT_PORT, WebServer, make_app
+from .server import DEFAULT_PORT, WebServer, make_app, start_if_enabled
 
-__all__ = ["DEFAULT_PORT", "StandaloneParts", "WebServer", "make_app", "standalone_parts"]
+__all__ = ["DEFAULT_PORT", "StandaloneParts", "WebServer", "make_app", "standalone_parts", "start_if_enabled"]

@@ -23,6 +23,14 @@ CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 
 SESSION_DAYS = 30
 
 
+def log_request(handler: tornado.web.RequestHandler) -> None:
+    """The access log without the query string (it may carry ``?token=``); errors at WARNING."""
+    status = handler.get_status()
+    level = logging.DEBUG if status < 400 else logging.WARNING if status < 500 else logging.ERROR
+    logging.getLogger("tornado.access").log(level, "%d %s %s %.0fms", status, handler.request.method, handler.request.path,
+                                            1000.0 * handler.request.request_time())
+
+
 @dataclass
 class WebState:
     """What every handler shares: the live parts, the token and the secrets to keep off the page."""
@@ -91,6 +99,10 @@ class BaseHandler(tornado.web.RequestHandler):
         if not self.public and self.current_user is None:
             raise tornado.web.HTTPError(401)
         super().check_xsrf_cookie()
+
+    def _request_summary(self) -> str:
+        # Tornado logs errors with the full URI; a ``?token=`` must not reach the log.
+        return f"{self.request.method} {self.request.path} ({self.request.remote_ip})"
 
     # -- output --------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
 from pathlib import Path
 from typing import Iterable
@@ -15,7 +16,7 @@ import tornado.web
 from ..traces import collect_secrets
 from . import pages
 from .auth import AccessToken, cookie_secret, is_loopback, load_or_create_token
-from .base import WebState
+from .base import WebState, log_request
 from .parts import Parts
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ def make_app(state: WebState) -> tornado.web.Application:
         xsrf_cookie_kwargs={"httponly": True, "samesite": "Strict"},
         default_handler_class=pages.NotFoundHandler,
         default_handler_args=s,
+        log_function=log_request,
         compress_response=False,
         autoreload=False,
         debug=False,
@@ -159,3 +161,20 @@ class WebServer:
             return
         if self._thread is not None:
             self._thread.join(timeout)
+
+
+def start_if_enabled(parts: Parts, extra_secrets: Iterable[str] = ()) -> WebServer | None:
+    """For the bot: serve the page from this process when ``web.enabled``; a failure is logged, the bot runs on."""
+    if not (parts.config.get("web") or {}).get("enabled"):
+        return None
+    from .auth import TokenError
+
+    try:
+        server = WebServer(parts, extra_secrets=extra_secrets)
+        server.start()
+    except (TokenError, OSError) as exc:
+        log.error("web page not started: %s", exc)
+        return None
+    print(server.banner(), file=sys.stderr, flush=True)
+    log.info("web page serving on %s", server.url)
+    return server
