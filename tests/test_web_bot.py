@@ -102,6 +102,7 @@ def test_the_access_log_never_holds_the_token(tmp_path, caplog):
             requests.get(f"{site.base}/memory?token={WEB_TOKEN}")
             requests.get(f"{site.base}/nowhere?token={WEB_TOKEN}x")
             requests.get(f"{site.base}/file?path=../x&token={WEB_TOKEN}")
+            requests.post(f"{site.base}/api/file?path=../x&token={WEB_TOKEN}", headers={"Authorization": f"Bearer {WEB_TOKEN}"}, json={"content": ""})
         assert "/memory" in caplog.text and "/nowhere" in caplog.text
         assert WEB_TOKEN not in caplog.text
     finally:

@@ -184,9 +184,12 @@ def test_6_no_console_errors_and_no_sideways_scrolling_at_phone_width(browser, s
     browser.find_element(By.CSS_SELECTOR, "details.why summary").click()
     assert "facts/facts.json" in browser.find_element(By.CSS_SELECTOR, "details.why").text
     screenshot(browser, "conversation")
-    for path, name in [("/usage", "usage"), ("/skills", "skills")]:
-        browser.get(site.base + path)
-        screenshot(browser, name)
+    browser.get(f"{site.base}/usage")
+    screenshot(browser, "usage")
+    browser.get(f"{site.base}/skills")
+    browser.find_element(By.CSS_SELECTOR, "#s-notes summary").click()
+    assert '"action"' in browser.find_element(By.CSS_SELECTOR, "#s-notes pre").text  # its argument schema
+    screenshot(browser, "skills")
     browser.set_window_size(390, 844)
     for path in pages:
         browser.get(site.base + path)

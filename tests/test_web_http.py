@@ -157,6 +157,7 @@ def test_a_fact_is_deleted_by_its_id_and_superseded_ones_are_shown(site):
     session = _session(site)
     page = session.get(f"{site.base}/memory/facts").text
     assert "Lyon" in page and "superseded" in page and "extraction" in page
+    assert '<a href="/conversations/42/2026-11-29#42:2026-11-29:1">' in page  # where the extracted fact came from
     facts = site.workspace.read_json("facts/facts.json")
     blue = next(f for f in facts if f["value"] == "blue")
     reply = session.post(f"{site.base}/file/delete", data={"path": "facts/facts.json", "id": blue["id"], "_xsrf": _xsrf(session, site)},

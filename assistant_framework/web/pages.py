@@ -36,6 +36,12 @@ def hit_link(hit: dict) -> str:
     return "/file?" + urlencode({"path": path}) + f"#{anchor(str(hit.get('ref') or ''))}"
 
 
+def turn_link(ref: object) -> str | None:
+    """The conversation day of a turn id ``<chat>:<YYYY-MM-DD>:<n>`` (where an extracted fact came from)."""
+    match = re.fullmatch(r"([^/:]+):(\d{4}-\d{2}-\d{2}):\d+", str(ref or ""))
+    return f"/conversations/{quote(match.group(1))}/{match.group(2)}#{anchor(str(ref))}" if match else None
+
+
 class LoginHandler(BaseHandler):
     public = True
 
@@ -110,7 +116,7 @@ class CategoryHandler(BaseHandler):
             self.send_json({"category": category, "files": files, "facts": facts})
             return
         self.page("category.html", title=category.capitalize(), category=category, about=memfiles.EDITABLE[category][1],
-                  files=files, facts=facts)
+                  files=files, facts=facts, turn_link=turn_link)
 
 
 class FileHandler(BaseHandler):
