@@ -325,3 +325,35 @@ def test_a_symlink_out_of_the_workspace_does_not_break_the_memory_index(tmp_path
         assert [row[0] for row in index.query("SELECT path FROM files")] == ["notes/zebra.md"]
     finally:
         index.close()
+
+
+def test_a_fact_is_corrected_as_the_owners_and_the_old_value_kept(site):
+    session = _session(site)
+    reply = session.post(f"{site.base}/memory/facts/set", data={"subject": "owner", "attribute": "bicycle", "value": "green",
+                                                                "_xsrf": _xsrf(session, site)}, allow_redirects=False)
+    assert reply.status_code == 302
+    bikes = [f for f in site.workspace.read_json("facts/facts.json") if f["attribute"] == "bicycle"]
+    assert [(f["value"], f["status"], f["source"]) for f in bikes] == [("blue", "superseded", "extraction"), ("green", "current", "user")]
+    assert site.workspace.read_jsonl(AUDIT_LOG)[-1]["args"]["action"] == "set-fact"
+    hits = requests.get(f"{site.base}/api/memory/search", params={"q": "bicycle", "source": "facts"}, headers=BEARER).json()["hits"]
+    assert [h["snippet"] for h in hits if "green" in h["snippet"]] and not [h for h in hits if "blue" in h["snippet"]]
+    bad = requests.post(f"{site.base}/api/memory/facts/set", headers=BEARER, json={"subject": "owner", "attribute": "", "value": "x"})
+    assert bad.status_code == 400
+
+
+def test_a_missing_profile_can_be_written_from_the_page(site):
+    site.workspace.delete("profile.md")
+    session = _session(site)
+    assert session.get(f"{site.base}/file?path=profile.md").status_code == 404
+    editor = session.get(f"{site.base}/file?path=profile.md&edit=1")
+    assert editor.status_code == 200 and '<textarea name="content"' in editor.text
+    assert session.get(f"{site.base}/file?path=state/new.md&edit=1").status_code == 403
+    session.post(f"{site.base}/file?path=profile.md", data={"content": "# Profile\n\nVegetarian.", "_xsrf": _xsrf(session, site)})
+    assert site.workspace.read_text("profile.md") == "# Profile\n\nVegetarian.\n"
+
+
+def test_bad_numbers_in_the_address_are_a_400_not_a_crash(site):
+    for path in ("/api/memory/search?q=x&limit=abc", "/api/traces?limit=-1", "/traces?limit=1e9"):
+        reply = requests.get(site.base + path, headers=BEARER)
+        assert reply.status_code == 400, path
+        assert "whole number" in reply.text, path

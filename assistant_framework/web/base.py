@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import tornado.web
 
@@ -113,7 +115,7 @@ class BaseHandler(tornado.web.RequestHandler):
 
     def page(self, template: str, **values: Any) -> None:
         values.setdefault("title", "")
-        html = self.render_string(template, nav=self.request.path, **values).decode("utf-8")
+        html = self.render_string(template, nav=self.request.path, local=self.local, **values).decode("utf-8")
         self.set_header("Content-Type", "text/html; charset=UTF-8")
         self.finish(self.redact(html))
 
@@ -135,6 +137,29 @@ class BaseHandler(tornado.web.RequestHandler):
             return
         self.page("error.html", title=f"{status_code}", status=status_code, reason=reason,
                   signed_in=self.current_user is not None if status_code != 401 else False)
+
+    def int_argument(self, name: str, default: int, low: int, high: int) -> int:
+        """A whole-number query argument within [low, high]; 400 for anything else."""
+        text = self.get_query_argument(name, "").strip()
+        if not text:
+            return default
+        if not text.isdigit():
+            raise tornado.web.HTTPError(400, f"{name} must be a whole number")
+        return max(low, min(high, int(text)))
+
+    def local(self, iso: object, seconds: bool = False) -> str:
+        """An ISO time in the configured time zone, ``YYYY-MM-DD HH:MM``; ``-`` when absent."""
+        try:
+            moment = datetime.fromisoformat(str(iso))
+        except ValueError:
+            return "-" if not iso else str(iso)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        try:
+            zone = ZoneInfo((self.parts.config.get("runtime") or {}).get("timezone") or "UTC")
+        except (ValueError, ZoneInfoNotFoundError):
+            zone = ZoneInfo("UTC")
+        return moment.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
 
     def raw_argument(self, name: str) -> str:
         """An argument exactly as sent (Tornado's getters turn control characters into spaces,

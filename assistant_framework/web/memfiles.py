@@ -144,6 +144,22 @@ def delete_record(workspace: Workspace, memory: Any, rel: str, record_id: str) -
     return found
 
 
+def set_fact(workspace: Workspace, memory: Any, subject: str, attribute: str, value: str) -> tuple[dict, str]:
+    """Add or correct a fact as the owner's (``source: user``): the current value is superseded, kept in history."""
+    from ..stores import FACTS_FILE, FactStore
+
+    fact, action = FactStore(workspace).add(subject, attribute, value, source="user")
+    if action != "duplicate":
+        _after_change(workspace, memory, FACTS_FILE, "set-fact", {"id": fact["id"], "result": action})
+    return fact, action
+
+
+def empty(workspace: Workspace, rel: str) -> MemoryFile:
+    """A memory file that does not exist yet, to be written (``profile.md``, a new topic); FileRefused otherwise."""
+    real, source = resolve(workspace, rel, edit=True)
+    return MemoryFile(real, source, True, "[]\n" if real.endswith(".json") else "")
+
+
 def new_note_path(workspace: Workspace, title: str) -> str:
     """A free ``notes/<slug>.md`` for a new note's title."""
     slug = slugify(title, "note")

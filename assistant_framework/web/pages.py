@@ -82,7 +82,7 @@ class MemoryHandler(BaseHandler):
             problem = "memory is off (memory.enabled is false)"
         elif query:
             memory.refresh()
-            limit = max(1, min(100, int(self.get_query_argument("limit", "20") or 20)))
+            limit = self.int_argument("limit", 20, 1, 100)
             found = memory.search(query, limit=limit, source=source, since=since, until=until)
             hits = [{**vars(h), "link": hit_link(vars(h))} for h in found]
         if self.api:
@@ -131,7 +131,9 @@ class FileHandler(BaseHandler):
         except memfiles.FileRefused as exc:
             raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
         except FileNotFoundError:
-            raise tornado.web.HTTPError(404, "no such file") from None
+            if self.api or self.get_query_argument("edit", "") != "1":
+                raise tornado.web.HTTPError(404, "no such file") from None
+            shown = memfiles.empty(self.parts.workspace, self._path())  # e.g. the first profile.md
         if self.api:
             self.send_json(shown)
             return
@@ -192,6 +194,22 @@ class FileDeleteHandler(BaseHandler):
         self.redirect(f"/memory/{source}")
 
 
+class FactHandler(BaseHandler):
+    """Add or correct a fact as the owner's; the old value stays in the file as superseded."""
+
+    def post(self) -> None:
+        values = self.json_body() if self.api else {k: self.get_body_argument(k, "") for k in ("subject", "attribute", "value")}
+        try:
+            fact, action = memfiles.set_fact(self.parts.workspace, self.parts.memory, str(values.get("subject") or ""),
+                                             str(values.get("attribute") or ""), str(values.get("value") or ""))
+        except ValueError as exc:
+            raise tornado.web.HTTPError(400, str(exc).replace("%", "%%")) from None
+        if self.api:
+            self.send_json({"fact": fact, "result": action})
+        else:
+            self.redirect("/memory/facts")
+
+
 class NewNoteHandler(BaseHandler):
     def post(self) -> None:
         title = " ".join(self.get_body_argument("title", "").split()) or "Untitled"
@@ -225,7 +243,7 @@ class ConversationDayHandler(BaseHandler):
 
 class TracesHandler(BaseHandler):
     def get(self) -> None:
-        rows = views.trace_list(self.state.traces, limit=int(self.get_query_argument("limit", "50") or 50))
+        rows = views.trace_list(self.state.traces, limit=self.int_argument("limit", 50, 1, 1000))
         if self.api:
             self.send_json({"traces": rows})
             return

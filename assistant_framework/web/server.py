@@ -36,6 +36,8 @@ def make_app(state: WebState) -> tornado.web.Application:
         (r"/memory", pages.MemoryHandler, s),
         (r"/api/memory/search", pages.MemoryHandler, a),
         (r"/memory/notes/new", pages.NewNoteHandler, s),
+        (r"/memory/facts/set", pages.FactHandler, s),
+        (r"/api/memory/facts/set", pages.FactHandler, a),
         (r"/memory/([a-z]+)", pages.CategoryHandler, s),
         (r"/api/memory/([a-z]+)", pages.CategoryHandler, a),
         (r"/file", pages.FileHandler, s),
