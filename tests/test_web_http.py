@@ -266,6 +266,8 @@ def test_usage_and_skills(site):
     skills = requests.get(f"{site.base}/api/skills", headers=BEARER).json()
     notes = next(s for s in skills["skills"] if s["name"] == "notes")
     assert notes["args_schema"]["type"] == "object" and notes["description"]
+    assert [e["name"] for e in skills["errors"]] == ["broken"] and "import failed" in skills["errors"][0]["error"]
+    assert "Failed to load" in requests.get(f"{site.base}/skills", headers=BEARER).text
 
 
 def test_a_token_is_generated_once_into_state_and_printed_with_the_url(tmp_path):
@@ -357,3 +359,21 @@ def test_bad_numbers_in_the_address_are_a_400_not_a_crash(site):
         reply = requests.get(site.base + path, headers=BEARER)
         assert reply.status_code == 400, path
         assert "whole number" in reply.text, path
+
+
+def test_assistant_web_serves_until_interrupted(tmp_path):
+    import signal
+
+    start_site(tmp_path).close()  # lays out config/ and ws/
+    proc = subprocess.Popen([sys.executable, "-m", "assistant_framework.cli", "web", "--config", str(tmp_path / "config"),
+                             "--workspace", str(tmp_path / "ws"), "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=REPO)
+    try:
+        banner = proc.stdout.readline()
+        url = re.match(r"web page: (http://127\.0\.0\.1:\d+/)  \(sign in with the token from web.token of the config\)$", banner).group(1)
+        assert requests.get(f"{url}memory").status_code == 401
+        assert "blue bicycle" in requests.get(f"{url}memory?q=bicycle", headers=BEARER).text
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and "Traceback" not in err, err

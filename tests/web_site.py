@@ -68,7 +68,11 @@ def write_config(folder: Path, plugins: Path, *, token: str | None = WEB_TOKEN) 
     (folder / "llm.json").write_text(json.dumps({"runners": [{"name": "hosted", "base_url": "http://127.0.0.1:9/v1",
                                                               "model": "test-model", "api_key": API_KEY}]}))
     (folder / "telegram.json").write_text(json.dumps({"token": BOT_TOKEN, "allowed_user_ids": [42]}))
-    (folder / "runtime.json").write_text(json.dumps({"timezone": "UTC", "collectors_dirs": [str(plugins)]}))
+    broken = plugins / "skills" / "broken"
+    broken.mkdir(parents=True, exist_ok=True)
+    (broken / "__init__.py").write_text("DESCRIPTION = 'never loads'\nthis is not python\n")
+    (folder / "runtime.json").write_text(json.dumps({"timezone": "UTC", "collectors_dirs": [str(plugins)],
+                                                     "skills_dirs": [str(plugins / "skills")]}))
     (folder / "collectors").mkdir(exist_ok=True)
     (folder / "collectors" / "writer.json").write_text(json.dumps({"enabled": True}))
     (folder / "collectors" / "raiser.json").write_text(json.dumps({"enabled": True}))
