@@ -18,7 +18,7 @@ from assistant_framework.config import ConfigError
 from assistant_framework.workspace import WorkspacePathError
 
 #: Command groups in help order; a group whose module is absent is skipped.
-COMMAND_GROUPS = ("setup", "doctor", "config", "skills", "collectors", "memory", "trace", "eval", "backup")
+COMMAND_GROUPS = ("setup", "doctor", "config", "skills", "collectors", "memory", "trace", "eval", "backup", "web")
 
 #: Set to 1 to see the Python traceback of an unexpected error.
 DEBUG_ENV = "ASSISTANT_DEBUG"

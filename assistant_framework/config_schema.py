@@ -201,6 +201,17 @@ POLICY_SCHEMA = {
     "additionalProperties": False,
 }
 
+WEB_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "enabled": {"type": "boolean"},
+        "host": {"type": "string", "minLength": 1},
+        "port": {"type": "integer", "minimum": 0, "maximum": 65535},
+        "token": {"type": "string"},
+    },
+    "additionalProperties": False,
+}
+
 COLLECTORS_SCHEMA = {
     "type": "object",
     "additionalProperties": {
@@ -220,5 +231,6 @@ ROOT_SCHEMA = {
         "memory": MEMORY_SCHEMA,
         "policy": POLICY_SCHEMA,
         "collectors": COLLECTORS_SCHEMA,
+        "web": WEB_SCHEMA,
     },
 }

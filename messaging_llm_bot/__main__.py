@@ -100,6 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     default_level = "WARNING" if args.frontend == "console" else "INFO"
     setup_logging(runtime_config.get("log_level") or default_level,
                   collect_secrets(runtime.config, runner_secrets(runtime.config)))
+    if (runtime.config.get("web") or {}).get("enabled"):  # the page in the same process; Tornado only then
+        from assistant_framework.web import start_if_enabled
+
+        start_if_enabled(runtime, runner_secrets(runtime.config))
 
     from messaging_llm_bot.frontends.run import enabled_frontends, run_chat_frontends
 

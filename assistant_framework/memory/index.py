@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..workspace import Workspace
+from ..workspace import Workspace, WorkspacePathError
 from .cjk import has_cjk
 from .log import safe_conversation_id
 from .rowkeys import content_hash, date_words, default_time, scope_token, slot_range
@@ -261,7 +261,11 @@ class MemoryIndex:
         return FileState(*row) if row else None
 
     def _update(self, rel: str) -> int:
-        path = self.workspace.path(rel)
+        try:
+            path = self.workspace.path(rel)
+        except WorkspacePathError:  # e.g. a symlink in notes/ leading out: never read, not fatal
+            self._remove(rel)
+            return 0
         try:
             st = os.stat(path)
         except FileNotFoundError:

@@ -1,0 +1,40 @@
+"""``assistant web``: the owner's web page on this machine (loopback unless told otherwise)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .config import add_config_option
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    web = subparsers.add_parser("web", help="serve the web page: memory, conversations, traces, collectors, usage, skills")
+    add_config_option(web)
+    web.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
+    web.add_argument("--host", default=None, help="address to listen on (default: web.host, else 127.0.0.1)")
+    web.add_argument("--port", type=int, default=None, help="port (default: web.port, else 8765)")
+    web.set_defaults(func=cmd_web)
+
+
+def cmd_web(args: argparse.Namespace) -> int:
+    from ..web import WebServer, standalone_parts
+    from ..web.auth import TokenError
+
+    parts = standalone_parts(args.config, args.workspace)
+    try:
+        try:
+            server = WebServer(parts, host=args.host, port=args.port)
+        except TokenError as exc:
+            print(f"config error: {exc}", file=sys.stderr)
+            return 2
+        try:
+            server.serve_forever()
+        except OSError as exc:
+            print(f"error: cannot listen on {server.host}:{server.port}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("stopped")
+    finally:
+        parts.close()
+    return 0

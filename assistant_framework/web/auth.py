@@ -1,0 +1,82 @@
+"""The web page's access token: ``web.token`` from the config, or one generated into ``state/``.
+
+Pure helpers plus one small file write; the handlers in :mod:`.handlers` do the HTTP side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import os
+import secrets
+from dataclasses import dataclass
+
+from ..workspace import Workspace
+
+TOKEN_FILE = "state/web/token"
+COOKIE_NAME = "assistant_web"
+#: Tokens shorter than this are refused: the token is the only thing between the page and the network.
+MIN_TOKEN_CHARS = 16
+
+
+class TokenError(ValueError):
+    """A configured token that is unusable (too short)."""
+
+
+@dataclass(frozen=True)
+class AccessToken:
+    """The token and where it came from (``config`` or ``generated`` / ``stored`` in ``state/``)."""
+
+    value: str
+    origin: str
+
+    @property
+    def generated(self) -> bool:
+        return self.origin == "generated"
+
+
+def load_or_create_token(web_config: dict, workspace: Workspace) -> AccessToken:
+    """``web.token`` when set; else the token kept in ``state/web/token``, created on first use (mode 0600)."""
+    configured = str(web_config.get("token") or "").strip()
+    if configured:
+        if len(configured) < MIN_TOKEN_CHARS:
+            raise TokenError(f"web.token must be at least {MIN_TOKEN_CHARS} characters")
+        return AccessToken(configured, "config")
+    stored = workspace.read_text(TOKEN_FILE, default="").strip()
+    if len(stored) >= MIN_TOKEN_CHARS:
+        return AccessToken(stored, "stored")
+    value = secrets.token_urlsafe(32)
+    workspace.write_text(TOKEN_FILE, value + "\n")
+    os.chmod(workspace.path(TOKEN_FILE), 0o600)
+    return AccessToken(value, "generated")
+
+
+def token_matches(given: str | None, token: str) -> bool:
+    """Constant-time comparison; False for a missing value."""
+    if not given:
+        return False
+    return hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8"))
+
+
+def bearer_of(header: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer TOKEN`` header, else None."""
+    if not header:
+        return None
+    scheme, _, value = header.strip().partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+
+
+def cookie_secret(token: str) -> str:
+    """The key that signs session cookies, derived from the token: a new token ends old sessions."""
+    return hashlib.sha256(b"assistant-web-cookie\x00" + token.encode("utf-8")).hexdigest()
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and ``localhost``."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,181 @@
+"""The request handler every page and API inherits: token auth, CSRF, security headers, redaction."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import urlencode
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import tornado.web
+
+from ..traces import TraceStore, redact_json_text, redact_secrets
+from .auth import COOKIE_NAME, bearer_of, token_matches
+from .parts import Parts
+from .views import jsonable
+
+log = logging.getLogger(__name__)
+
+#: No script at all (the page needs none), styles and images from this server only, no framing.
+CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+       "frame-ancestors 'none'; base-uri 'none'")
+SESSION_DAYS = 30
+
+
+def log_request(handler: tornado.web.RequestHandler) -> None:
+    """The access log without the query string (it may carry ``?token=``); errors at WARNING."""
+    status = handler.get_status()
+    level = logging.DEBUG if status < 400 else logging.WARNING if status < 500 else logging.ERROR
+    logging.getLogger("tornado.access").log(level, "%d %s %s %.0fms", status, handler.request.method, handler.request.path,
+                                            1000.0 * handler.request.request_time())
+
+
+@dataclass
+class WebState:
+    """What every handler shares: the live parts, the token and the secrets to keep off the page."""
+
+    parts: Parts
+    token: str
+    secrets: list[str]
+
+    @property
+    def traces(self) -> TraceStore:
+        return TraceStore(self.parts.workspace)
+
+
+class BaseHandler(tornado.web.RequestHandler):
+    """Answers 401 without the token; redacts secrets from everything it writes."""
+
+    public = False  # the login page and the stylesheet are served without the token
+
+    def initialize(self, state: WebState, api: bool = False) -> None:
+        self.state = state
+        self.api = api
+
+    @property
+    def parts(self) -> Parts:
+        return self.state.parts
+
+    def set_default_headers(self) -> None:
+        self.set_header("Content-Security-Policy", CSP)
+        self.set_header("X-Frame-Options", "DENY")
+        self.set_header("Referrer-Policy", "no-referrer")
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Cache-Control", "no-store")
+
+    # -- authentication ----------------------------------------------------------
+
+    def _bearer_ok(self) -> bool:
+        return token_matches(bearer_of(self.request.headers.get("Authorization")), self.state.token)
+
+    def get_current_user(self) -> str | None:
+        if self._bearer_ok():
+            return "bearer"
+        cookie = self.get_signed_cookie(COOKIE_NAME, max_age_days=SESSION_DAYS)
+        return "cookie" if cookie == b"owner" else None
+
+    def sign_in(self) -> None:
+        self.set_signed_cookie(COOKIE_NAME, "owner", expires_days=SESSION_DAYS, httponly=True, samesite="Strict", path="/")
+
+    def prepare(self) -> None:
+        given = self.get_query_argument("token", None)
+        if given is not None and self.request.method in ("GET", "HEAD"):
+            if not token_matches(given, self.state.token):
+                raise tornado.web.HTTPError(401)
+            self.sign_in()
+            # Drop the token from the address bar (and from the browser's history) at once.
+            rest = [(k, v) for k, values in self.request.query_arguments.items() if k != "token"
+                    for v in (x.decode("utf-8", "replace") for x in values)]
+            self.redirect(self.request.path + (f"?{urlencode(rest)}" if rest else ""))
+            return
+        if not self.public and self.current_user is None:
+            raise tornado.web.HTTPError(401)
+
+    def check_xsrf_cookie(self) -> None:
+        # A script with the Bearer token cannot be a forged cross-site form; a browser must show the form's token.
+        if self._bearer_ok():
+            return
+        if not self.public and self.current_user is None:
+            raise tornado.web.HTTPError(401)
+        super().check_xsrf_cookie()
+
+    def _request_summary(self) -> str:
+        # Tornado logs errors with the full URI; a ``?token=`` must not reach the log.
+        return f"{self.request.method} {self.request.path} ({self.request.remote_ip})"
+
+    # -- output --------------------------------------------------------------------
+
+    def redact(self, text: str) -> str:
+        for secret in self.state.secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def page(self, template: str, **values: Any) -> None:
+        values.setdefault("title", "")
+        html = self.render_string(template, nav=self.request.path, local=self.local, **values).decode("utf-8")
+        self.set_header("Content-Type", "text/html; charset=UTF-8")
+        self.finish(self.redact(html))
+
+    def send_json(self, value: Any, status: int = 200) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        text = json.dumps(jsonable(redact_secrets(jsonable(value), self.state.secrets)), ensure_ascii=False, indent=1)
+        self.finish(redact_json_text(text, self.state.secrets))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        reason = self._reason
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, tornado.web.HTTPError) and exc.log_message:
+            reason = exc.log_message
+        if status_code == 401:
+            reason = "sign in with the token (see the log of `assistant web`, or state/web/token)"
+        if self.api or self.request.path.startswith("/api/") or "application/json" in self.request.headers.get("Accept", ""):
+            self.send_json({"error": reason, "status": status_code}, status_code)
+            return
+        self.page("error.html", title=f"{status_code}", status=status_code, reason=reason,
+                  signed_in=self.current_user is not None if status_code != 401 else False)
+
+    def int_argument(self, name: str, default: int, low: int, high: int) -> int:
+        """A whole-number query argument within [low, high]; 400 for anything else."""
+        text = self.get_query_argument(name, "").strip()
+        if not text:
+            return default
+        if not text.isdigit():
+            raise tornado.web.HTTPError(400, f"{name} must be a whole number")
+        return max(low, min(high, int(text)))
+
+    def local(self, iso: object, seconds: bool = False) -> str:
+        """An ISO time in the configured time zone, ``YYYY-MM-DD HH:MM``; ``-`` when absent."""
+        try:
+            moment = datetime.fromisoformat(str(iso))
+        except ValueError:
+            return "-" if not iso else str(iso)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        try:
+            zone = ZoneInfo((self.parts.config.get("runtime") or {}).get("timezone") or "UTC")
+        except (ValueError, ZoneInfoNotFoundError):
+            zone = ZoneInfo("UTC")
+        return moment.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+
+    def raw_argument(self, name: str) -> str:
+        """An argument exactly as sent (Tornado's getters turn control characters into spaces,
+        which would quietly turn a refused ``a\\x00b`` into another, valid file name)."""
+        values = self.request.query_arguments.get(name) or self.request.body_arguments.get(name) or [b""]
+        try:
+            return values[-1].decode("utf-8")
+        except UnicodeDecodeError:
+            raise tornado.web.HTTPError(400, "arguments must be UTF-8") from None
+
+    def json_body(self) -> dict:
+        """The request body as a JSON object (400 otherwise)."""
+        try:
+            body = json.loads(self.request.body or b"{}")
+        except ValueError:
+            raise tornado.web.HTTPError(400, "the body must be JSON") from None
+        if not isinstance(body, dict):
+            raise tornado.web.HTTPError(400, "the body must be a JSON object")
+        return body

@@ -1,0 +1,182 @@
+"""The memory's files as the page shows and edits them: which files, confinement, writes.
+
+Only files the memory index knows (``memory.sources.source_for``) can be viewed; only the
+owner's own memory (notes, tasks, facts ...) can be edited or deleted. A path is resolved
+through ``Workspace`` first (no ``..``, no absolute path, no symlink out) and then judged by
+where it really lands, so a link inside ``notes/`` that points at ``state/`` is refused.
+Every write is atomic, goes to the audit log as the owner's and is re-indexed at once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..memory.sources import source_for
+from ..policy import append_audit, audit_record
+from ..stores._common import JsonListFile, slugify
+from ..workspace import Workspace, WorkspacePathError
+
+#: Memory the owner edits on the page: category -> (folder glob for listing, what it is).
+EDITABLE: dict[str, tuple[str, str]] = {
+    "facts": ("facts/**/*", "structured facts, current and superseded"),
+    "notes": ("notes/**/*", "one Markdown note per file"),
+    "tasks": ("tasks/**/*", "tasks with due dates and status"),
+    "learnings": ("learnings/**/*", "short learnings per topic, in every system prompt"),
+    "contacts": ("contacts/**/*", "your people"),
+    "birthdays": ("birthdays/**/*", "dates to remember"),
+    "routines": ("routines/**/*", "your routines"),
+    "profile": ("profile.md", "the profile of you in the system prompt"),
+}
+AUDIT_CHAT = "web:owner"
+
+
+class FileRefused(ValueError):
+    """A path the page must not show or change; the message says why."""
+
+
+@dataclass
+class MemoryFile:
+    """One memory file as shown: its text, and its records when it is a JSON list."""
+
+    path: str
+    source: str
+    editable: bool
+    text: str
+    records: list[dict] | None = None
+    lines: list[str] = field(default_factory=list)
+
+
+def resolve(workspace: Workspace, rel: str, *, edit: bool = False) -> tuple[str, str]:
+    """(canonical relative path, source) of a memory file; FileRefused otherwise."""
+    try:
+        real = workspace.relative(workspace.path(rel))
+    except (WorkspacePathError, ValueError) as exc:
+        raise FileRefused(str(exc)) from None
+    source = source_for(real)
+    if source is None:
+        raise FileRefused(f"{rel!r} is not a memory file")
+    if edit and source not in EDITABLE:
+        raise FileRefused(f"{rel!r} ({source}) is not editable here; only {', '.join(EDITABLE)} are")
+    return real, source
+
+
+def list_files(workspace: Workspace, category: str) -> list[str]:
+    """The files of one editable category, by name."""
+    pattern = EDITABLE[category][0]
+    if "*" not in pattern:
+        return [pattern] if workspace.exists(pattern) else []
+    return [rel for rel in workspace.list(pattern) if source_for(rel) == category]
+
+
+def load(workspace: Workspace, rel: str) -> MemoryFile:
+    """A memory file to show; FileRefused for anything else, FileNotFoundError when missing."""
+    real, source = resolve(workspace, rel)
+    text = workspace.read_text(real)
+    records = None
+    if real.endswith(".json"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, list) and all(isinstance(row, dict) for row in data):
+            records = data
+    return MemoryFile(real, source, source in EDITABLE, text, records, text.splitlines())
+
+
+def check_content(rel: str, text: str) -> str | None:
+    """Why this content cannot be saved (a JSON file must stay a JSON list of objects), else None."""
+    if not rel.endswith(".json"):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return f"not valid JSON: {exc}"
+    if not isinstance(data, list) or not all(isinstance(row, dict) for row in data):
+        return "the file must hold a JSON list of objects"
+    return None
+
+
+def _after_change(workspace: Workspace, memory: Any, rel: str, action: str, details: dict) -> None:
+    append_audit(workspace, audit_record(chat=AUDIT_CHAT, skill="web", args={"action": action, "path": rel, **details},
+                                         decision="owner", outcome="ok"))
+    if memory is not None:
+        memory.index.refresh()  # picks up the rewrite (or the deletion) now, not at the next pass
+
+
+def save(workspace: Workspace, memory: Any, rel: str, text: str) -> str:
+    """Write a memory file atomically (creating it), audit and re-index; returns the canonical path."""
+    real, _ = resolve(workspace, rel, edit=True)
+    problem = check_content(real, text)
+    if problem:
+        raise ValueError(problem)
+    text = text.replace("\r\n", "\n")
+    if text and not text.endswith("\n"):
+        text += "\n"
+    with workspace.lock(real):  # the same lock the stores take, so a skill's edit is not lost
+        workspace.write_text(real, text)
+    _after_change(workspace, memory, real, "write", {"chars": len(text)})
+    return real
+
+
+def delete(workspace: Workspace, memory: Any, rel: str) -> bool:
+    """Delete a memory file, audit and re-index; False when it was already gone."""
+    real, _ = resolve(workspace, rel, edit=True)
+    with workspace.lock(real):
+        gone = workspace.delete(real)
+    if gone:
+        _after_change(workspace, memory, real, "delete", {})
+    return gone
+
+
+def delete_record(workspace: Workspace, memory: Any, rel: str, record_id: str) -> bool:
+    """Delete one record (by its ``id``) of a JSON list file; False when no record has that id."""
+    real, _ = resolve(workspace, rel, edit=True)
+    if not real.endswith(".json"):
+        raise FileRefused(f"{real!r} holds no records")
+    with JsonListFile(workspace, real).edit() as rows:
+        keep = [row for row in rows if str(row.get("id")) != record_id]
+        found = len(keep) != len(rows)
+        rows[:] = keep
+    if found:
+        _after_change(workspace, memory, real, "delete-record", {"id": record_id})
+    return found
+
+
+def set_fact(workspace: Workspace, memory: Any, subject: str, attribute: str, value: str) -> tuple[dict, str]:
+    """Add or correct a fact as the owner's (``source: user``): the current value is superseded, kept in history."""
+    from ..stores import FACTS_FILE, FactStore
+
+    fact, action = FactStore(workspace).add(subject, attribute, value, source="user")
+    if action != "duplicate":
+        _after_change(workspace, memory, FACTS_FILE, "set-fact", {"id": fact["id"], "result": action})
+    return fact, action
+
+
+def empty(workspace: Workspace, rel: str) -> MemoryFile:
+    """A memory file that does not exist yet, to be written (``profile.md``, a new topic); FileRefused otherwise."""
+    real, source = resolve(workspace, rel, edit=True)
+    return MemoryFile(real, source, True, "[]\n" if real.endswith(".json") else "")
+
+
+def new_note_path(workspace: Workspace, title: str) -> str:
+    """A free ``notes/<slug>.md`` for a new note's title."""
+    slug = slugify(title, "note")
+    rel, n = f"notes/{slug}.md", 2
+    while workspace.exists(rel):
+        rel, n = f"notes/{slug}-{n}.md", n + 1
+    return rel
+
+
+def facts_view(workspace: Workspace) -> list[dict]:
+    """Every fact of ``facts/facts.json`` (current first, then superseded), with its file."""
+    out = []
+    for rel in list_files(workspace, "facts"):
+        try:
+            rows = JsonListFile(workspace, rel).load()
+        except ValueError:
+            continue
+        out.extend({**row, "_path": rel} for row in rows)
+    out.sort(key=lambda r: (r.get("status", "current") != "current", str(r.get("subject", "")).lower(), str(r.get("attribute", ""))))
+    return out

@@ -1,0 +1,336 @@
+"""The pages, each also JSON under ``/api/...`` (the same handler with ``api=True``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, time, timezone
+from urllib.parse import quote, urlencode
+from zoneinfo import ZoneInfo
+
+import tornado.web
+from tornado.ioloop import IOLoop
+
+from ..collectors.runner import outcome_dict
+from . import charts, memfiles, views
+from .auth import COOKIE_NAME, token_matches
+from .base import BaseHandler
+from .parts import collector_runner
+
+
+def anchor(ref: str) -> str:
+    """The element id a memory hit's ref points at in the file view."""
+    if match := re.match(r"^L(\d+)", ref):
+        return f"L{match.group(1)}"
+    if match := re.match(r"^\[(\d+)\]$", ref):
+        return f"r{match.group(1)}"
+    return re.sub(r"[^A-Za-z0-9_.:-]", "-", ref)
+
+
+def hit_link(hit: dict) -> str:
+    """Where a hit opens: a conversation day at its turn, or the file at its line or record."""
+    path = str(hit.get("path") or "")
+    parts = path.split("/")
+    if len(parts) == 3 and parts[0] == "conversations" and parts[2].endswith(".jsonl"):
+        return f"/conversations/{quote(parts[1])}/{parts[2][:-6]}#{anchor(str(hit.get('ref') or ''))}"
+    return "/file?" + urlencode({"path": path}) + f"#{anchor(str(hit.get('ref') or ''))}"
+
+
+def turn_link(ref: object) -> str | None:
+    """The conversation day of a turn id ``<chat>:<YYYY-MM-DD>:<n>`` (where an extracted fact came from)."""
+    match = re.fullmatch(r"([^/:]+):(\d{4}-\d{2}-\d{2}):\d+", str(ref or ""))
+    return f"/conversations/{quote(match.group(1))}/{match.group(2)}#{anchor(str(ref))}" if match else None
+
+
+class LoginHandler(BaseHandler):
+    public = True
+
+    def get(self) -> None:
+        self.page("login.html", title="Sign in", failed=False)
+
+    def post(self) -> None:
+        if not token_matches(self.get_body_argument("token", "").strip(), self.state.token):
+            self.set_status(401)
+            self.page("login.html", title="Sign in", failed=True)
+            return
+        self.sign_in()
+        self.redirect("/memory")
+
+
+class LogoutHandler(BaseHandler):
+    def post(self) -> None:
+        self.clear_cookie(COOKIE_NAME, path="/")
+        self.redirect("/login")
+
+
+class HomeHandler(BaseHandler):
+    def get(self) -> None:
+        self.redirect("/memory")
+
+
+class MemoryHandler(BaseHandler):
+    """Search, and the list of what can be edited."""
+
+    def get(self) -> None:
+        query = self.get_query_argument("q", "").strip()
+        source = self.get_query_argument("source", "").strip() or None
+        since, until = self._day("since"), self._day("until", end=True)
+        hits: list[dict] = []
+        problem = None
+        memory = self.parts.memory
+        if query and memory is None:
+            problem = "memory is off (memory.enabled is false)"
+        elif query:
+            memory.refresh()
+            limit = self.int_argument("limit", 20, 1, 100)
+            found = memory.search(query, limit=limit, source=source, since=since, until=until)
+            hits = [{**vars(h), "link": hit_link(vars(h))} for h in found]
+        if self.api:
+            self.send_json({"query": query, "source": source, "hits": hits, "problem": problem})
+            return
+        counts = {c: len(memfiles.list_files(self.parts.workspace, c)) for c in memfiles.EDITABLE}
+        self.page("memory.html", title="Memory", query=query, source=source or "", hits=hits, problem=problem,
+                  since=self.get_query_argument("since", ""), until=self.get_query_argument("until", ""),
+                  sources=views.search_sources(), categories=memfiles.EDITABLE, counts=counts)
+
+    def _day(self, name: str, end: bool = False) -> datetime | None:
+        text = self.get_query_argument(name, "").strip()
+        if not text:
+            return None
+        try:
+            day = datetime.strptime(text, "%Y-%m-%d").date()
+        except ValueError:
+            raise tornado.web.HTTPError(400, "dates are YYYY-MM-DD") from None
+        zone = ZoneInfo((self.parts.config.get("runtime") or {}).get("timezone") or "UTC")
+        return datetime.combine(day, time.max if end else time.min, tzinfo=zone)
+
+
+class CategoryHandler(BaseHandler):
+    def get(self, category: str) -> None:
+        if category not in memfiles.EDITABLE:
+            raise tornado.web.HTTPError(404, "no such memory category")
+        workspace = self.parts.workspace
+        files = memfiles.list_files(workspace, category)
+        facts = memfiles.facts_view(workspace) if category == "facts" else None
+        if self.api:
+            self.send_json({"category": category, "files": files, "facts": facts})
+            return
+        self.page("category.html", title=category.capitalize(), category=category, about=memfiles.EDITABLE[category][1],
+                  files=files, facts=facts, turn_link=turn_link)
+
+
+class FileHandler(BaseHandler):
+    """View, edit (POST / PUT) and delete (DELETE) one memory file; every path is confined."""
+
+    def _path(self) -> str:
+        return self.raw_argument("path")
+
+    def get(self) -> None:
+        try:
+            shown = memfiles.load(self.parts.workspace, self._path())
+        except memfiles.FileRefused as exc:
+            raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
+        except FileNotFoundError:
+            if self.api or self.get_query_argument("edit", "") != "1":
+                raise tornado.web.HTTPError(404, "no such file") from None
+            shown = memfiles.empty(self.parts.workspace, self._path())  # e.g. the first profile.md
+        if self.api:
+            self.send_json(shown)
+            return
+        self.page("file.html", title=shown.path, file=shown, edit=self.get_query_argument("edit", "") == "1",
+                  error=None, draft=None, anchor=anchor)
+
+    def post(self) -> None:
+        content = self.json_body().get("content") if self.api else self.get_body_argument("content", None)
+        if not isinstance(content, str):
+            raise tornado.web.HTTPError(400, "content is missing")
+        self._save(self._path(), content)
+
+    put = post
+
+    def _save(self, rel: str, content: str) -> None:
+        workspace = self.parts.workspace
+        try:
+            real = memfiles.save(workspace, self.parts.memory, rel, content)
+        except memfiles.FileRefused as exc:
+            raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
+        except ValueError as exc:  # bad JSON: nothing written, the draft is shown again
+            if self.api:
+                self.send_json({"error": str(exc)}, 400)
+                return
+            self.set_status(400)
+            shown = memfiles.load(workspace, rel) if workspace.exists(rel) else memfiles.MemoryFile(rel, "", True, "")
+            self.page("file.html", title=rel, file=shown, edit=True, error=str(exc), draft=content, anchor=anchor)
+            return
+        if self.api:
+            self.send_json({"saved": real})
+        else:
+            self.redirect("/file?" + urlencode({"path": real}))
+
+    def delete(self) -> None:
+        try:
+            gone = memfiles.delete(self.parts.workspace, self.parts.memory, self._path())
+        except memfiles.FileRefused as exc:
+            raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
+        self.send_json({"deleted": gone}, 200 if gone else 404)
+
+
+class FileDeleteHandler(BaseHandler):
+    """The form's delete: a whole file, or one record of a JSON list (``id``)."""
+
+    def post(self) -> None:
+        rel, record = self.raw_argument("path"), self.get_body_argument("id", "")
+        workspace, memory = self.parts.workspace, self.parts.memory
+        try:
+            if record:
+                memfiles.delete_record(workspace, memory, rel, record)
+                real, source = memfiles.resolve(workspace, rel)
+                self.redirect(f"/memory/{source}" if source == "facts" else "/file?" + urlencode({"path": real}))
+                return
+            _, source = memfiles.resolve(workspace, rel, edit=True)
+            memfiles.delete(workspace, memory, rel)
+        except memfiles.FileRefused as exc:
+            raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
+        self.redirect(f"/memory/{source}")
+
+
+class FactHandler(BaseHandler):
+    """Add or correct a fact as the owner's; the old value stays in the file as superseded."""
+
+    def post(self) -> None:
+        values = self.json_body() if self.api else {k: self.get_body_argument(k, "") for k in ("subject", "attribute", "value")}
+        try:
+            fact, action = memfiles.set_fact(self.parts.workspace, self.parts.memory, str(values.get("subject") or ""),
+                                             str(values.get("attribute") or ""), str(values.get("value") or ""))
+        except ValueError as exc:
+            raise tornado.web.HTTPError(400, str(exc).replace("%", "%%")) from None
+        if self.api:
+            self.send_json({"fact": fact, "result": action})
+        else:
+            self.redirect("/memory/facts")
+
+
+class NewNoteHandler(BaseHandler):
+    def post(self) -> None:
+        title = " ".join(self.get_body_argument("title", "").split()) or "Untitled"
+        workspace = self.parts.workspace
+        rel = memfiles.new_note_path(workspace, title)
+        memfiles.save(workspace, self.parts.memory, rel, f"# {title}\n")
+        self.redirect("/file?" + urlencode({"path": rel, "edit": "1"}))
+
+
+class ConversationsHandler(BaseHandler):
+    def get(self) -> None:
+        chats = views.conversations(self.parts.workspace)
+        if self.api:
+            self.send_json({"conversations": chats})
+            return
+        self.page("conversations.html", title="Conversations", chats=chats)
+
+
+class ConversationDayHandler(BaseHandler):
+    def get(self, chat: str, day: str) -> None:
+        try:
+            turns = views.conversation_day(self.parts.workspace, chat, day, self.state.traces)
+        except KeyError:
+            raise tornado.web.HTTPError(404, "no such conversation day") from None
+        if self.api:
+            self.send_json({"conversation": chat, "day": day, "turns": turns})
+            return
+        days = next((c["days"] for c in views.conversations(self.parts.workspace) if c["id"] == chat), [])
+        self.page("conversation.html", title=f"{chat} {day}", chat=chat, day=day, turns=turns, days=days, anchor=anchor)
+
+
+class TracesHandler(BaseHandler):
+    def get(self) -> None:
+        rows = views.trace_list(self.state.traces, limit=self.int_argument("limit", 50, 1, 1000))
+        if self.api:
+            self.send_json({"traces": rows})
+            return
+        self.page("traces.html", title="Traces", rows=rows)
+
+
+class TraceHandler(BaseHandler):
+    def get(self, trace_id: str) -> None:
+        try:
+            trace = self.state.traces.load(trace_id)
+        except (KeyError, ValueError):
+            raise tornado.web.HTTPError(404, "no such trace") from None
+        if self.api:
+            self.send_json(trace)
+            return
+        sections = views.section_rows(trace)
+        chart = charts.hbar_chart(sections, unit="chars", title="prompt sections (characters)")
+        self.page("trace.html", title=f"Trace {trace_id}", trace=trace, sections=sections, chart=chart,
+                  pretty=lambda v: json.dumps(v, ensure_ascii=False, indent=2))
+
+
+class CollectorsHandler(BaseHandler):
+    def get(self) -> None:
+        rows = views.collector_rows(self.parts)
+        if self.api:
+            self.send_json({"collectors": rows})
+            return
+        self.page("collectors.html", title="Collectors", rows=rows, ran=self.get_query_argument("ran", ""),
+                  outcome=self.get_query_argument("outcome", ""))
+
+
+class CollectorRunHandler(BaseHandler):
+    async def post(self, name: str) -> None:
+        runner = collector_runner(self.parts)
+        if runner is None:
+            raise tornado.web.HTTPError(404, "no collectors are loaded")
+        try:
+            runner.manager.get(name)
+        except KeyError:
+            raise tornado.web.HTTPError(404, "no such collector") from None
+        # The run blocks (up to the collector's timeout): keep it off the page's event loop.
+        outcome = await IOLoop.current().run_in_executor(None, runner.run_once, name)
+        if self.api:
+            self.send_json(outcome_dict(outcome))
+        else:
+            self.redirect("/collectors?" + urlencode({"ran": name, "outcome": outcome.outcome}))
+
+
+class UsageHandler(BaseHandler):
+    def get(self) -> None:
+        data = views.usage(self.state.traces, days=30, now=datetime.now(timezone.utc))
+        if self.api:
+            self.send_json(data)
+            return
+        days = list(data["by_day"])
+        rows = list(data["by_day"].values())
+        token_chart = charts.column_chart(days, [("prompt (not cached)", [max(0, r["prompt_tokens"] - r["cached_tokens"]) for r in rows]),
+                                                 ("cached", [r["cached_tokens"] for r in rows]),
+                                                 ("completion", [r["completion_tokens"] for r in rows])],
+                                          title="tokens per day", unit="tokens")
+        time_chart = charts.column_chart(days, [("model time", [round(r["model_s"], 1) for r in rows])], title="model seconds per day", unit="s")
+        model_chart = charts.hbar_chart([(m, r["prompt_tokens"] + r["completion_tokens"]) for m, r in data["by_model"].items()],
+                                        unit="tokens", title="tokens per model")
+        self.page("usage.html", title="Usage", data=data, token_chart=token_chart, time_chart=time_chart, model_chart=model_chart,
+                  token_legend=charts.legend(["prompt (not cached)", "cached", "completion"]))
+
+
+class SkillsHandler(BaseHandler):
+    def get(self) -> None:
+        data = views.skill_rows(self.parts)
+        if self.api:
+            self.send_json(data)
+            return
+        self.page("skills.html", title="Skills", data=data, pretty=lambda v: json.dumps(v, ensure_ascii=False, indent=2))
+
+
+class StaticHandler(tornado.web.StaticFileHandler):
+    """The stylesheet, with the same security headers (served without the token: it holds no data)."""
+
+    def set_default_headers(self) -> None:
+        BaseHandler.set_default_headers(self)  # type: ignore[arg-type]
+
+
+class NotFoundHandler(BaseHandler):
+    """Unknown addresses: 401 without the token (nothing is revealed), else 404."""
+
+    def prepare(self) -> None:
+        super().prepare()
+        if not self._finished:
+            raise tornado.web.HTTPError(404, "no such page")

@@ -1,0 +1,72 @@
+"""What the web page reads and drives: the same parts the bot runs on.
+
+Inside the bot the page gets the ``BotRuntime`` itself (it has these attributes, and a
+``/reload`` swaps them in place, so the page always sees the current ones); ``assistant web``
+alone builds them here from the config and workspace, without any model client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..collectors import CollectorManager, CollectorRunner
+from ..config import load_config
+from ..skills import SkillManager
+from ..workspace import Workspace
+
+
+class Parts(Protocol):
+    """The attributes the page uses (``BotRuntime`` has them all)."""
+
+    config: dict
+    workspace: Workspace
+    skills: SkillManager
+    collectors: CollectorManager | None
+    collector_runner: CollectorRunner | None
+    memory: Any
+
+
+@dataclass
+class StandaloneParts:
+    """The parts of ``assistant web`` run on its own (no model: fact extraction stays with the bot)."""
+
+    config: dict
+    workspace: Workspace
+    skills: SkillManager
+    collectors: CollectorManager | None
+    collector_runner: CollectorRunner | None
+    memory: Any
+
+    def close(self) -> None:
+        if self.memory is not None:
+            self.memory.close()
+
+
+def standalone_parts(config_path: str | Path, workspace_path: str | Path) -> StandaloneParts:
+    """Load the config (ConfigError names file and key) and build skills, collectors and memory."""
+    path = Path(config_path)
+    config = load_config(path) if path.exists() else {}
+    workspace = Workspace(workspace_path)
+    skills = SkillManager.from_config(config, workspace)
+    collectors = CollectorManager.from_config(config, workspace)
+    memory = None
+    if (config.get("memory") or {}).get("enabled", True):
+        from ..memory import MemoryService
+
+        memory = MemoryService(workspace, config, start_worker=False)
+    return StandaloneParts(config, workspace, skills, collectors, None, memory)
+
+
+def collector_runner(parts: Parts) -> CollectorRunner | None:
+    """The running scheduler when there is one (so a run never overlaps its scheduled run), else a new runner."""
+    if parts.collector_runner is not None:
+        return parts.collector_runner
+    if parts.collectors is None:
+        return None
+    timezone = (parts.config.get("runtime") or {}).get("timezone") or "UTC"
+    runner = CollectorRunner(parts.collectors, parts.workspace, timezone=timezone)
+    if isinstance(parts, StandaloneParts):
+        parts.collector_runner = runner  # one runner: its busy-slots keep two clicks from running it twice
+    return runner

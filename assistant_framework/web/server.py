@@ -1,0 +1,182 @@
+"""The Tornado application, and running it: in the foreground (``assistant web``) or in a thread of the bot."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import threading
+from pathlib import Path
+from typing import Iterable
+
+import tornado.httpserver
+import tornado.netutil
+import tornado.web
+
+from ..traces import collect_secrets
+from . import pages
+from .auth import AccessToken, cookie_secret, is_loopback, load_or_create_token
+from .base import WebState, log_request
+from .parts import Parts
+
+log = logging.getLogger(__name__)
+HERE = Path(__file__).resolve().parent
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+
+def make_app(state: WebState) -> tornado.web.Application:
+    """Every route; each page has its JSON twin under ``/api``."""
+    s = {"state": state}
+    a = {"state": state, "api": True}
+    routes = [
+        (r"/", pages.HomeHandler, s),
+        (r"/login", pages.LoginHandler, s),
+        (r"/logout", pages.LogoutHandler, s),
+        (r"/memory", pages.MemoryHandler, s),
+        (r"/api/memory/search", pages.MemoryHandler, a),
+        (r"/memory/notes/new", pages.NewNoteHandler, s),
+        (r"/memory/facts/set", pages.FactHandler, s),
+        (r"/api/memory/facts/set", pages.FactHandler, a),
+        (r"/memory/([a-z]+)", pages.CategoryHandler, s),
+        (r"/api/memory/([a-z]+)", pages.CategoryHandler, a),
+        (r"/file", pages.FileHandler, s),
+        (r"/api/file", pages.FileHandler, a),
+        (r"/file/delete", pages.FileDeleteHandler, s),
+        (r"/conversations", pages.ConversationsHandler, s),
+        (r"/api/conversations", pages.ConversationsHandler, a),
+        (r"/conversations/([^/]+)/(\d{4}-\d{2}-\d{2})", pages.ConversationDayHandler, s),
+        (r"/api/conversations/([^/]+)/(\d{4}-\d{2}-\d{2})", pages.ConversationDayHandler, a),
+        (r"/traces", pages.TracesHandler, s),
+        (r"/api/traces", pages.TracesHandler, a),
+        (r"/traces/([0-9T]+-[0-9a-f]+)", pages.TraceHandler, s),
+        (r"/api/traces/([0-9T]+-[0-9a-f]+)", pages.TraceHandler, a),
+        (r"/collectors", pages.CollectorsHandler, s),
+        (r"/api/collectors", pages.CollectorsHandler, a),
+        (r"/collectors/([A-Za-z0-9_.-]+)/run", pages.CollectorRunHandler, s),
+        (r"/api/collectors/([A-Za-z0-9_.-]+)/run", pages.CollectorRunHandler, a),
+        (r"/usage", pages.UsageHandler, s),
+        (r"/api/usage", pages.UsageHandler, a),
+        (r"/skills", pages.SkillsHandler, s),
+        (r"/api/skills", pages.SkillsHandler, a),
+        (r"/static/(style\.css|favicon\.svg)", pages.StaticHandler, {"path": str(HERE / "static")}),
+    ]
+    return tornado.web.Application(
+        routes,
+        template_path=str(HERE / "templates"),
+        cookie_secret=cookie_secret(state.token),
+        xsrf_cookies=True,
+        xsrf_cookie_kwargs={"httponly": True, "samesite": "Strict"},
+        default_handler_class=pages.NotFoundHandler,
+        default_handler_args=s,
+        log_function=log_request,
+        compress_response=False,
+        autoreload=False,
+        debug=False,
+    )
+
+
+class WebServer:
+    """The page on its own event loop in a daemon thread; ``port`` is known once ``start`` returns."""
+
+    def __init__(self, parts: Parts, *, host: str | None = None, port: int | None = None,
+                 extra_secrets: Iterable[str] = ()) -> None:
+        web = parts.config.get("web") or {}
+        self.host = host or web.get("host") or DEFAULT_HOST
+        self.port = int(port if port is not None else web.get("port", DEFAULT_PORT))
+        self.access: AccessToken = load_or_create_token(web, parts.workspace)
+        secrets = collect_secrets(parts.config, [self.access.value, *extra_secrets])
+        self.state = WebState(parts=parts, token=self.access.value, secrets=secrets)
+        self.app = make_app(self.state)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: tornado.httpserver.HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    def banner(self) -> str:
+        """What to print at start: the full sign-in link only when the token was just made."""
+        if self.access.generated:
+            return f"web page: {self.url}?token={self.access.value}  (a new token, saved in state/web/token; shown only this once)"
+        where = "web.token of the config" if self.access.origin == "config" else "state/web/token in the workspace"
+        return f"web page: {self.url}  (sign in with the token from {where})"
+
+    def _bind(self) -> None:
+        if not is_loopback(self.host):
+            log.warning("web page listening on %s, beyond this machine: only the token protects it", self.host)
+        sockets = tornado.netutil.bind_sockets(self.port, self.host)
+        self.port = sockets[0].getsockname()[1]
+        self._server = tornado.httpserver.HTTPServer(self.app, xheaders=False)
+        self._server.add_sockets(sockets)
+
+    def start(self) -> None:
+        """Serve in a daemon thread; raises OSError here when the port cannot be bound."""
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            self._loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(self._loop)
+            try:
+                self._loop.run_until_complete(asyncio.sleep(0))
+                self._bind()
+            except BaseException as exc:  # reported to the caller of start()
+                failure.append(exc)
+                ready.set()
+                return
+            ready.set()
+            self._loop.run_forever()
+            self._loop.close()
+
+        self._thread = threading.Thread(target=run, name="web", daemon=True)
+        self._thread.start()
+        ready.wait(30)
+        if failure:
+            raise failure[0]
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until interrupted (Ctrl-C)."""
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._bind()
+            print(self.banner(), flush=True)
+            await asyncio.Event().wait()
+
+        asyncio.run(main())
+
+    def stop(self, timeout: float = 5) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+
+        def halt() -> None:
+            if self._server is not None:
+                self._server.stop()
+            loop.stop()
+
+        try:
+            loop.call_soon_threadsafe(halt)
+        except RuntimeError:
+            return
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+
+def start_if_enabled(parts: Parts, extra_secrets: Iterable[str] = ()) -> WebServer | None:
+    """For the bot: serve the page from this process when ``web.enabled``; a failure is logged, the bot runs on."""
+    if not (parts.config.get("web") or {}).get("enabled"):
+        return None
+    from .auth import TokenError
+
+    try:
+        server = WebServer(parts, extra_secrets=extra_secrets)
+        server.start()
+    except (TokenError, OSError) as exc:
+        log.error("web page not started: %s", exc)
+        return None
+    print(server.banner(), file=sys.stderr, flush=True)
+    log.info("web page serving on %s", server.url)
+    return server

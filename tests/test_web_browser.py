@@ -1,0 +1,200 @@
+"""The web page in a real browser: headless Chromium from Debian driven by Selenium and chromedriver.
+
+Skipped with a one-line reason when Chromium, chromedriver or Selenium are missing
+(``apt-get install chromium chromium-driver``; ``.ci/run`` installs them). With
+``WEB_SCREENSHOTS=docs/images`` the tests also save a screenshot of each page there (docs/web.md).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.web_site import API_KEY, WEB_TOKEN, start_site
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+    pytest.skip(f"no Chromium at {CHROMIUM} or chromedriver at {CHROMEDRIVER} (apt-get install chromium chromium-driver)",
+                allow_module_level=True)
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    site = start_site(tmp_path_factory.mktemp("web"))
+    yield site
+    site.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    options.add_argument("--window-size=1100,900")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
+    try:
+        driver = webdriver.Chrome(options=options, service=service)
+    except Exception as exc:  # a broken Chromium install: say why in one line
+        shutil.rmtree(profile, ignore_errors=True)
+        pytest.skip(f"Chromium did not start: {str(exc).splitlines()[0]}")
+    driver.implicitly_wait(5)
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+def wait_for_text(driver, css: str, text: str):
+    """The element once it shows ``text``: a click that submits a form returns before the next page is there."""
+    def found(d):
+        for element in d.find_elements(By.CSS_SELECTOR, css):
+            if text in element.text:
+                return element
+        return False
+
+    # The old page's elements go stale while the next page loads: keep looking.
+    return WebDriverWait(driver, 20, ignored_exceptions=(StaleElementReferenceException,)).until(found, f"no {css} showing {text!r}")
+
+
+def console_errors(driver) -> list[str]:
+    """Console messages at error level since the last call (CSP violations, failed loads, script errors)."""
+    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def screenshot(driver, name: str) -> None:
+    folder = os.environ.get("WEB_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(Path(folder) / f"web-{name}.png"))
+
+
+def sign_in(driver, site) -> None:
+    driver.get(f"{site.base}/login")
+    driver.find_element(By.NAME, "token").send_keys(WEB_TOKEN)
+    driver.find_element(By.CSS_SELECTOR, "form.stack button[type=submit]").click()
+
+
+def test_1_sign_in(browser, site):
+    browser.get(f"{site.base}/memory")
+    assert "401" in browser.find_element(By.TAG_NAME, "h1").text
+    console_errors(browser)  # the 401 itself is logged as a failed load; what follows must be clean
+    browser.get(f"{site.base}/login")
+    screenshot(browser, "login")
+    sign_in(browser, site)
+    assert browser.current_url == f"{site.base}/memory"
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Memory"
+    cookies = {c["name"]: c for c in browser.get_cookies()}
+    assert cookies["assistant_web"]["httpOnly"] and cookies["assistant_web"]["sameSite"] == "Strict"
+    assert console_errors(browser) == []
+
+
+def test_2_search_memory_and_open_a_hit(browser, site):
+    box = browser.find_element(By.NAME, "q")
+    box.clear()
+    box.send_keys("bicycle")
+    browser.find_element(By.CSS_SELECTOR, "form.search button").click()
+    wait_for_text(browser, "h2", "for “bicycle”")
+    hits = browser.find_elements(By.CSS_SELECTOR, "li.hit")
+    assert len(hits) >= 3
+    screenshot(browser, "memory")
+    note = next(h for h in hits if "notes/shopping.md" in h.text)
+    note.find_element(By.CSS_SELECTOR, "a.where").click()
+    wait_for_text(browser, "h1", "notes/shopping.md")
+    target = browser.find_element(By.CSS_SELECTOR, "tr:target")  # the hit's place in the file
+    assert target.get_attribute("id") == "L1"
+    assert "blue bicycle" in browser.find_element(By.CSS_SELECTOR, "table.lines").text
+    assert console_errors(browser) == []
+
+
+def test_3_edit_a_note_and_see_the_file_change(browser, site):
+    browser.get(f"{site.base}/file?path=notes/shopping.md")
+    browser.find_element(By.LINK_TEXT, "Edit").click()
+    area = WebDriverWait(browser, 20).until(lambda d: d.find_element(By.NAME, "content"))
+    area.clear()
+    area.send_keys("# Shopping\n\nBuy pistachio ice cream.")
+    screenshot(browser, "edit")
+    browser.find_element(By.XPATH, "//button[text()='Save']").click()
+    wait_for_text(browser, "table.lines", "pistachio")
+    assert site.workspace.read_text("notes/shopping.md") == "# Shopping\n\nBuy pistachio ice cream.\n"
+    assert site.workspace.read_jsonl("state/audit.jsonl")[-1]["args"]["path"] == "notes/shopping.md"
+    assert console_errors(browser) == []
+
+
+def test_4_open_a_trace_and_see_its_section_sizes(browser, site):
+    browser.get(f"{site.base}/traces")
+    screenshot(browser, "traces")
+    browser.find_element(By.CSS_SELECTOR, "table.traces a").click()
+    wait_for_text(browser, "h1", site.trace_id)
+    labels = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "svg.hbar text.label")]
+    assert labels == ["base", "tools", "profile", "history", "recall"]
+    bars = {lab: float(rect.get_attribute("width")) for lab, rect in zip(labels, browser.find_elements(By.CSS_SELECTOR, "svg.hbar rect.bar"))}
+    assert bars["tools"] > bars["base"] > bars["profile"]
+    chart = browser.find_element(By.CSS_SELECTOR, "svg.hbar")
+    assert chart.size["width"] > 300 and chart.size["height"] > 50  # drawn, not collapsed
+    assert API_KEY not in browser.page_source
+    screenshot(browser, "trace")
+    assert console_errors(browser) == []
+
+
+def test_5_run_a_collector(browser, site):
+    browser.get(f"{site.base}/collectors")
+    browser.find_element(By.CSS_SELECTOR, "#c-writer button").click()
+    wait_for_text(browser, ".flash", "writer: ok")
+    assert "ok" in browser.find_element(By.CSS_SELECTOR, "#c-writer .outcome").text
+    assert site.workspace.exists("collectors/writer/latest.md")
+    browser.find_element(By.CSS_SELECTOR, "#c-raiser button").click()
+    wait_for_text(browser, ".flash", "raiser: error")
+    assert "refused the login" in browser.find_element(By.CSS_SELECTOR, "#c-raiser").text
+    screenshot(browser, "collectors")
+    assert console_errors(browser) == []
+
+
+PAGES = ["/memory", "/memory/facts", "/memory/notes", "/file?path=tasks/tasks.json", "/conversations", "/traces",
+         "/collectors", "/usage", "/skills"]
+
+
+def test_6_no_console_errors_and_no_sideways_scrolling_at_phone_width(browser, site):
+    pages = PAGES + [f"/conversations/{site.chat}/{site.day}", f"/traces/{site.trace_id}"]
+    browser.set_window_size(1100, 900)
+    for path in pages:
+        browser.get(site.base + path)
+        assert browser.find_element(By.TAG_NAME, "h1").text, path
+        assert console_errors(browser) == [], path
+    browser.get(f"{site.base}/memory/facts")
+    screenshot(browser, "facts")
+    browser.get(f"{site.base}/conversations/{site.chat}/{site.day}")
+    browser.find_element(By.CSS_SELECTOR, "details.why summary").click()
+    assert "facts/facts.json" in browser.find_element(By.CSS_SELECTOR, "details.why").text
+    screenshot(browser, "conversation")
+    browser.get(f"{site.base}/usage")
+    screenshot(browser, "usage")
+    browser.get(f"{site.base}/skills")
+    browser.find_element(By.CSS_SELECTOR, "#s-notes summary").click()
+    assert '"action"' in browser.find_element(By.CSS_SELECTOR, "#s-notes pre").text  # its argument schema
+    screenshot(browser, "skills")
+    browser.set_window_size(390, 844)
+    for path in pages:
+        browser.get(site.base + path)
+        overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, (path, overflow)
+    browser.get(f"{site.base}/memory?q=bicycle")
+    screenshot(browser, "phone")
+    assert console_errors(browser) == []
