@@ -141,6 +141,7 @@ def test_status_shows_per_source_failures(tmp_path, capsys):
     config_dir = tmp_path / "config"
     (config_dir / "collectors").mkdir(parents=True)
     (config_dir / "runtime.json").write_text(json.dumps({"timezone": "Europe/Berlin"}))
+    Workspace(tmp_path / "ws")  # the CLI never creates one
     opts = ["--config", str(config_dir), "--workspace", str(tmp_path / "ws")]
     with StaticHTTPServer() as server:
         server.add("/news.xml", good, content_type="application/rss+xml")
