@@ -99,3 +99,13 @@ def test_no_token_warns_and_a_collector_failing_warns(servers, tmp_path: Path, c
     assert code == 0, checks
     assert chat.chat_requests == []  # --quick sends no completion
     assert "dependencies" not in checks and "memory index" not in checks
+
+
+def test_a_damaged_index_is_a_warning_with_the_rebuild_command(servers, tmp_path: Path, capsys) -> None:
+    tg, chat = servers
+    config = _config(tmp_path / "config", tg, chat)
+    ws = Workspace(tmp_path / "ws")
+    (ws.root / "memory" / "index.sqlite3").write_bytes(b"SQLite format 3\x00" + b"\x13" * 4096)
+    code, checks = _doctor(capsys, config, ws.root)
+    assert checks["memory index"]["status"] == "warn" and "memory reindex" in checks["memory index"]["fix"]
+    assert code == 0
