@@ -109,3 +109,18 @@ def test_a_damaged_index_is_a_warning_with_the_rebuild_command(servers, tmp_path
     code, checks = _doctor(capsys, config, ws.root)
     assert checks["memory index"]["status"] == "warn" and "memory reindex" in checks["memory index"]["fix"]
     assert code == 0
+
+
+def test_settings_readable_by_others_are_a_warning(servers, tmp_path: Path, capsys) -> None:
+    tg, chat = servers
+    config = _config(tmp_path / "config", tg, chat)
+    (config / "local").mkdir()
+    exposed = config / "local" / "telegram.json"
+    exposed.write_text(json.dumps({"token": tg.token}))
+    exposed.chmod(0o644)
+    Workspace(tmp_path / "ws")
+    code, checks = _doctor(capsys, config, tmp_path / "ws", "--quick")
+    assert checks["settings files"]["status"] == "warn" and checks["settings files"]["fix"] == f"chmod 600 {exposed}"
+    exposed.chmod(0o600)
+    code, checks = _doctor(capsys, config, tmp_path / "ws", "--quick")
+    assert "settings files" not in checks and code == 0

@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
-from assistant_framework.config import ConfigError, load_config_detailed
+from assistant_framework.config import SECRET_KEY, ConfigError, load_config_detailed
 from assistant_framework.workspace import WORKSPACE_MARKER, Workspace
 
 from messaging_llm_bot.llm.probe import probe
@@ -64,7 +64,13 @@ def check_config(ctx: Context) -> list[Check]:
     ctx.config = loaded.data
     local = ctx.config_path / "local"
     where = f" (with your settings in {local})" if local.is_dir() else ""
-    return [Check("config", OK, f"{ctx.config_path} is valid{where}")]
+    checks = [Check("config", OK, f"{ctx.config_path} is valid{where}")]
+    exposed = [f for f in sorted(local.rglob("*")) if local.is_dir() and f.is_file() and f.stat().st_mode & 0o077
+               and SECRET_KEY.search(f.read_text(encoding="utf-8", errors="replace"))]
+    if exposed:
+        names = " ".join(str(f) for f in exposed)
+        checks.append(Check("settings files", WARN, f"{names}: holds a secret and others may read it", f"chmod 600 {names}"))
+    return checks
 
 
 def check_telegram(ctx: Context) -> list[Check]:
