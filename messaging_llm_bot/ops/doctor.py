@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
-from assistant_framework.config import SECRET_KEY, ConfigError, load_config_detailed
+from assistant_framework.config import ConfigError, load_config_detailed, redact
 from assistant_framework.workspace import WORKSPACE_MARKER, Workspace
 
 from messaging_llm_bot.llm.probe import probe
@@ -65,8 +65,9 @@ def check_config(ctx: Context) -> list[Check]:
     local = ctx.config_path / "local"
     where = f" (with your settings in {local})" if local.is_dir() else ""
     checks = [Check("config", OK, f"{ctx.config_path} is valid{where}")]
-    exposed = [f for f in sorted(local.rglob("*")) if local.is_dir() and f.is_file() and f.stat().st_mode & 0o077
-               and SECRET_KEY.search(f.read_text(encoding="utf-8", errors="replace"))]
+    # A settings file that holds a non-empty secret (redacting changes it) and others may read.
+    exposed = [f for f, raw in loaded.raw.items()
+               if f.is_relative_to(local) and f.stat().st_mode & 0o077 and redact(raw) != raw]
     if exposed:
         names = " ".join(str(f) for f in exposed)
         checks.append(Check("settings files", WARN, f"{names}: holds a secret and others may read it", f"chmod 600 {names}"))
