@@ -143,6 +143,12 @@ def test_defaults_table_matches_config_readme() -> None:
             assert f"`{key}`" in readme or f"`{key}." in readme, f"{section}.{key} is not documented in config/README.md"
 
 
+def test_set_with_a_missing_config_directory_creates_nothing(tmp_path: Path, capsys) -> None:
+    assert main(["config", "set", "--config", str(tmp_path / "confg"), "llm.max_tokens", "300"]) == 2
+    assert "config directory does not exist" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_set_on_a_missing_json_file_creates_the_file(tmp_path: Path, capsys) -> None:
     target = tmp_path / "x.json"
     assert main(["config", "set", "--config", str(target), "llm.max_tokens", "300"]) == 0

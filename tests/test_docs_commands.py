@@ -51,3 +51,25 @@ def test_cli_lines_in_code_blocks_parse(page: str, line: str) -> None:
         build_parser().parse_args(argv)
     except SystemExit as exc:
         pytest.fail(f"{page}: `{line}` does not parse (exit {exc.code})")
+
+
+@pytest.mark.parametrize("target", ["run", "chat", "setup", "doctor"])
+def test_make_targets_run_the_venv_commands(target: str) -> None:
+    import shutil
+    import subprocess
+
+    from messaging_llm_bot.__main__ import build_parser as bot_parser
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    dry = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(REPO), target], capture_output=True, text=True, timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    line = dry.stdout.strip().splitlines()[-1]
+    argv = shlex.split(line)
+    assert argv[0].startswith(".venv/bin/"), line
+    if argv[0].endswith("/assistant"):
+        assert build_parser().parse_args(argv[1:]).func.__name__ == f"cmd_{target}"
+    else:
+        assert argv[1:3] == ["-m", "messaging_llm_bot"]
+        frontend = bot_parser().parse_args(argv[3:]).frontend
+        assert frontend == ("console" if target == "chat" else "telegram")

@@ -99,3 +99,28 @@ def test_no_token_warns_and_a_collector_failing_warns(servers, tmp_path: Path, c
     assert code == 0, checks
     assert chat.chat_requests == []  # --quick sends no completion
     assert "dependencies" not in checks and "memory index" not in checks
+
+
+def test_a_damaged_index_is_a_warning_with_the_rebuild_command(servers, tmp_path: Path, capsys) -> None:
+    tg, chat = servers
+    config = _config(tmp_path / "config", tg, chat)
+    ws = Workspace(tmp_path / "ws")
+    (ws.root / "memory" / "index.sqlite3").write_bytes(b"SQLite format 3\x00" + b"\x13" * 4096)
+    code, checks = _doctor(capsys, config, ws.root)
+    assert checks["memory index"]["status"] == "warn" and "memory reindex" in checks["memory index"]["fix"]
+    assert code == 0
+
+
+def test_settings_readable_by_others_are_a_warning(servers, tmp_path: Path, capsys) -> None:
+    tg, chat = servers
+    config = _config(tmp_path / "config", tg, chat)
+    (config / "local").mkdir()
+    exposed = config / "local" / "telegram.json"
+    exposed.write_text(json.dumps({"token": tg.token}))
+    exposed.chmod(0o644)
+    Workspace(tmp_path / "ws")
+    code, checks = _doctor(capsys, config, tmp_path / "ws", "--quick")
+    assert checks["settings files"]["status"] == "warn" and checks["settings files"]["fix"] == f"chmod 600 {exposed}"
+    exposed.chmod(0o600)
+    code, checks = _doctor(capsys, config, tmp_path / "ws", "--quick")
+    assert "settings files" not in checks and code == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,28 @@ def test_setup_by_flags_ends_in_a_working_bot_and_changes_no_tracked_file(fresh:
         assert "Serving @testbot" in log and tg.token not in log
         # The setup message was confirmed: the bot did not answer it.
         assert all("it's me" not in m["text"] for m in tg.messages(OWNER))
+
+
+def test_git_status_stays_clean_after_setup(tmp_path: Path, capsys) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    clone = tmp_path / "clone"
+    shutil.copytree(REPO / "config", clone / "config", ignore=shutil.ignore_patterns("local"))
+    shutil.copy(REPO / ".gitignore", clone / ".gitignore")
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=clone, check=True,
+                              capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "fresh clone")
+    with FakeChatServer() as chat:
+        assert main(["setup", "--yes", "--no-telegram", "--no-test", "--config", str(clone / "config"),
+                     "--workspace", str(clone / "workspace"), "--base-url", chat.base_url, "--timezone", "UTC"]) == 0
+    assert main(["config", "set", "--config", str(clone / "config"), "telegram.token", "123:SECRET"]) == 0
+    assert (clone / "config" / "local" / "llm.json").exists()
+    assert git("status", "--porcelain") == ""
 
 
 def test_refused_token_exits_2_and_writes_nothing(fresh: Path, tmp_path: Path, capsys) -> None:

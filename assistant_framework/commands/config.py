@@ -150,6 +150,9 @@ def write_setting(root: Path, key: str | tuple, value: Any) -> Path:
     keys = parse_key(key) if isinstance(key, str) else tuple(key)
     if root.exists() and not root.is_dir() and root.suffix not in (".json", ".yaml", ".yml"):
         raise ConfigError(f"{root}: not a config directory or .json/.yaml file")
+    if not root.exists() and root.suffix not in (".json", ".yaml", ".yml"):
+        # A wrong --config (or the wrong current folder) must not start a new config tree.
+        raise ConfigError(f"{root}: config directory does not exist (run from the checkout, or pass --config)")
     target = write_target(root)
     keys, value = _through_lists(root, keys, value)
     file, inner = owner_file(target, keys)

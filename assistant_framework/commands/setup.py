@@ -35,8 +35,9 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from messaging_llm_bot.ops.setup import Answers, SetupError, Wizard
 
     config = Path(args.config)
-    if config.exists() and not config.is_dir():
-        print(f"error: --config {config}: setup writes the local layer of a config directory", file=sys.stderr)
+    if not config.is_dir():
+        print(f"error: --config {config}: not a config directory (run from the checkout, or pass --config); "
+              "setup writes its local/ layer", file=sys.stderr)
         return 2
     answers = Answers(
         config=config, workspace=Path(args.workspace), token=args.token, no_telegram=args.no_telegram,

@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
-from assistant_framework.config import ConfigError, load_config_detailed
+from assistant_framework.config import ConfigError, load_config_detailed, redact
 from assistant_framework.workspace import WORKSPACE_MARKER, Workspace
 
 from messaging_llm_bot.llm.probe import probe
@@ -64,7 +64,14 @@ def check_config(ctx: Context) -> list[Check]:
     ctx.config = loaded.data
     local = ctx.config_path / "local"
     where = f" (with your settings in {local})" if local.is_dir() else ""
-    return [Check("config", OK, f"{ctx.config_path} is valid{where}")]
+    checks = [Check("config", OK, f"{ctx.config_path} is valid{where}")]
+    # A settings file that holds a non-empty secret (redacting changes it) and others may read.
+    exposed = [f for f, raw in loaded.raw.items()
+               if f.is_relative_to(local) and f.stat().st_mode & 0o077 and redact(raw) != raw]
+    if exposed:
+        names = " ".join(str(f) for f in exposed)
+        checks.append(Check("settings files", WARN, f"{names}: holds a secret and others may read it", f"chmod 600 {names}"))
+    return checks
 
 
 def check_telegram(ctx: Context) -> list[Check]:
