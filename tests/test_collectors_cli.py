@@ -174,4 +174,4 @@ def test_status_shows_per_source_failures(tmp_path, capsys):
         assert main(["collectors", "status", "--json", *opts]) == 0
         rss = next(r for r in json.loads(capsys.readouterr().out) if r["name"] == "rss")
         assert rss["failing_sources"] == 1 and rss["sources"][feeds[1]]["failures"] == 2 and rss["sources"][feeds[2]]["ok"] is True
-    assert main(["collectors", "status", "nope", *opts]) == 1
+    assert main(["collectors", "status", "nope", *opts]) == 2  # an unknown name is a usage error

@@ -8,6 +8,7 @@ import logging
 import pytest
 
 from assistant_framework.stores.reminders import ReminderStore
+from messaging_llm_bot.frontends.commands import owner_only_text
 from tests.fakes.signal_daemon import FakeSignalDaemon, RpcError
 from tests.signal_harness import (BOT, FRIEND, GROUP, OWNER, STRANGER, RunningSignal, signal_config, styled,
                                   wait_for)
@@ -228,7 +229,8 @@ def test_commands_use_the_shared_texts(start, daemon, chat_server, workspace):
     daemon.message(OWNER, "/reset")
     daemon.message(OWNER, "/reset yes")
     daemon.message(FRIEND, "/now")
-    daemon.wait_sent(8)
+    daemon.message(FRIEND, "/stats")  # owner-only too, as on Telegram (assistant_framework.access)
+    daemon.wait_sent(9)
     sent = [s["message"] for s in daemon.sent_to(OWNER)] + [s["message"] for s in daemon.sent_to(FRIEND)]
     assert "Commands:" in sent[0] and "/skills" in sent[0] and "**" not in sent[0]
     assert "add" in sent[1] and "Add two integers" in sent[1]
@@ -237,7 +239,7 @@ def test_commands_use_the_shared_texts(start, daemon, chat_server, workspace):
     assert sent[4].startswith("remembered")
     assert "/reset yes" in sent[5]
     assert "clear" in sent[6].lower() or "forgot" in sent[6].lower() or "history" in sent[6].lower()
-    assert sent[7].startswith("Only the owner")
+    assert sent[7:] == [owner_only_text("now"), owner_only_text("stats")]
     assert len(chat_server.chat_requests) == 1  # commands never reach the model
 
 

@@ -328,10 +328,10 @@ class SignalService:
                 reply = ("This clears the message history of this conversation, so I forget what we talked about "
                          "here. Notes, tasks, reminders, learnings and other saved data are kept.\n\n"
                          f"Send /reset {RESET_CONFIRM} to clear it.")
-        elif name in ("now", "reload") and not owner_chat:
-            reply = "Only the owner can use that, in a direct chat with me."
         else:
-            reply = await asyncio.to_thread(texts.run_command, self.runtime, conversation, text)
+            # The same owner-only rule as Telegram (assistant_framework.access): /now, /reload, /stats and
+            # /status details only in the owner's own direct chat.
+            reply = await asyncio.to_thread(texts.run_command, self.runtime, conversation, text, owner_data=owner_chat)
             if name == "reload":
                 self.settings = SignalSettings.from_config(self.runtime.config)
             if reply is None:
