@@ -9,10 +9,31 @@
 The names below are the contract for plugin authors and the host; import them from here.
 """
 
-from assistant_framework.collectors.loader import Collector, CollectorLoadError
-from assistant_framework.collectors.manager import BUILTIN_DIR, CollectorManager
-from assistant_framework.collectors.runner import CollectorRunner, RunOutcome
-from assistant_framework.collectors.state import load_cursor, save_cursor
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Each name from its module, imported on first use (PEP 562): importing one small part of the
+# package (``collectors.days`` for the /now digest, say) does not load the runner and the loader,
+# which the bot's first poll does not need.
+_WHERE = {
+    "BUILTIN_DIR": "manager",
+    "Collector": "loader",
+    "CollectorLoadError": "loader",
+    "CollectorManager": "manager",
+    "CollectorRunner": "runner",
+    "RunOutcome": "runner",
+    "load_cursor": "state",
+    "save_cursor": "state",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+
 
 __all__ = [
     "BUILTIN_DIR",

@@ -315,6 +315,11 @@ class FakeBotAPI:
         """Wait until the bot has at least ``n`` live messages in ``chat_id``; returns them all."""
         return self.wait_for(lambda: (lambda m: m if len(m) >= n else None)(self.messages(chat_id)), timeout)
 
+    def polls_started(self) -> int:
+        """How many getUpdates calls have arrived so far (``calls`` records each one when it returns)."""
+        with self._cond:
+            return self._polls
+
     def waiting_polls(self) -> int:
         """How many getUpdates calls are waiting for an update at this moment."""
         with self._cond:

@@ -28,7 +28,6 @@ from messaging_llm_bot.frontends.telegram.progress import Progress
 from messaging_llm_bot.frontends.telegram.send import (TelegramDeliveryError, is_entity_error, retry_after_seconds,
                                              send_markdown)
 from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, strip_mention
-from messaging_llm_bot.agent.prompt import quote_outside
 from messaging_llm_bot.llm.transcribe import transcription_config
 
 log = logging.getLogger(__name__)
@@ -141,6 +140,8 @@ class TurnRunner:
             origin = forward_source(message)
             if origin is not None:
                 # Someone else's words, passed on by the user: data for the model, never its instructions.
+                from messaging_llm_bot.agent.prompt import quote_outside  # on use: start-up does not need the agent
+
                 text, untrusted = quote_outside(text, f"Forwarded message from {origin}"), True
         elif kind in ("document", "photo"):
             today = datetime.now(ZoneInfo(self.settings.timezone)).date()
