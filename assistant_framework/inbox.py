@@ -9,7 +9,9 @@ Layout under the workspace (documented in docs/telegram.md):
   so a message delivered twice is answered once, also across restarts.
 
 ``complete`` deletes the pending file. On start-up ``pending()`` lists what a crash left behind,
-in arrival order per conversation. No Telegram imports: any frontend can use it.
+in arrival order per conversation. ``live`` is the message shown while the reply was produced
+(status line or streamed text), recorded when first sent: a replay finishes that message instead of
+sending a second one. No Telegram imports: any frontend can use it.
 """
 
 from __future__ import annotations
@@ -44,12 +46,13 @@ class InboxItem:
     accepted_at: str
     parts: dict[int, int] = field(default_factory=dict)  # part index -> delivered message id
     reply: str | None = None  # the reply text once produced, so a replay resends it instead of asking again
+    live: int | None = None  # the status/stream message shown while answering; a replay finishes that one
 
     def to_json(self) -> dict:
         """The on-disk form of the item."""
         return {"item_id": self.item_id, "source_id": self.source_id, "conversation_id": self.conversation_id,
                 "seq": self.seq, "payload": self.payload, "accepted_at": self.accepted_at,
-                "parts": {str(k): v for k, v in sorted(self.parts.items())}, "reply": self.reply}
+                "parts": {str(k): v for k, v in sorted(self.parts.items())}, "reply": self.reply, "live": self.live}
 
     @classmethod
     def from_json(cls, obj: dict) -> "InboxItem":
@@ -58,7 +61,8 @@ class InboxItem:
                    conversation_id=str(obj["conversation_id"]), seq=int(obj["seq"]), payload=dict(obj["payload"]),
                    accepted_at=str(obj.get("accepted_at", "")),
                    parts={int(k): int(v) for k, v in (obj.get("parts") or {}).items()},
-                   reply=obj.get("reply") if isinstance(obj.get("reply"), str) else None)
+                   reply=obj.get("reply") if isinstance(obj.get("reply"), str) else None,
+                   live=obj["live"] if isinstance(obj.get("live"), int) and not isinstance(obj["live"], bool) else None)
 
 
 def conversation_dir(conversation_id: str) -> str:
@@ -130,6 +134,16 @@ class Inbox:
             if item is None:
                 raise KeyError(f"inbox: no pending item {item_id!r} to record a reply for")
             item.reply = reply
+            self.ws.write_json(self._rel(item_id), item.to_json())
+
+    def record_live(self, item_id: str, message_id: int) -> None:
+        """Record the message shown while answering (status or streamed text) as soon as it exists, so a
+        replay after a crash edits that message into the reply instead of leaving it and sending another."""
+        with self._lock:
+            item = self._items.get(item_id)
+            if item is None:
+                raise KeyError(f"inbox: no pending item {item_id!r} to record a live message for")
+            item.live = int(message_id)
             self.ws.write_json(self._rel(item_id), item.to_json())
 
     def record_part(self, item_id: str, index: int, message_id: int) -> None:

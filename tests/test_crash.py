@@ -84,3 +84,85 @@ def test_sigkill_three_times_loses_nothing_and_keeps_order(tmp_path, bot_config)
         asked = {r["messages"][-1]["content"].split("\n")[0] for r in model.chat_requests if r.get("messages")}
         assert asked == {f"m{i:03d} in chat {CHATS[i % len(CHATS)]}" for i in range(MESSAGES)}
         assert "Traceback" not in bot.log_text()
+
+
+STREAM_CHATS = list(range(1, 11))
+STREAM_PER_CHAT = 8
+STREAM_KILLS = 2
+#: A send answered this shortly before a kill may not have reached the ledger (the bot was killed while
+#: reading the response or writing the record): the only sends allowed to show twice.
+IN_FLIGHT_SECONDS = 0.25
+
+
+def streamed_echo(request: dict) -> dict:
+    """``echo_reply`` streamed word by word, slowly enough that kills land in the middle of streams."""
+    return {"content": echo_reply(request), "chunk_delay": 0.04}
+
+
+def extra_messages(fake: FakeBotAPI, chat: int, expected: list[str]) -> tuple[list[str], list[dict]]:
+    """(visible texts with repeats dropped, the visible messages beyond one per expected reply)."""
+    visible = fake.messages(chat)
+    extras, texts, wanted = [], [], set(expected)
+    for message in visible:
+        text = message.get("text", "")
+        if text in wanted and text not in texts:
+            texts.append(text)
+        else:
+            extras.append(message)  # a repeat, a stream left half-done or a status line left behind
+    return texts, extras
+
+
+@pytest.mark.timeout(150)
+def test_streamed_replies_are_not_duplicated_by_sigkills(tmp_path, bot_config):
+    rng = random.Random(SEED + 1)
+    with FakeBotAPI() as fake, FakeChatServer(latency=0.02) as model:
+        model.set_handler(streamed_echo)
+        base = dict(bot_config, llm={**bot_config["llm"], "max_concurrency": 4, "runners": [
+            {"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 10}]})
+        config = write_bot_config(tmp_path / "config.json", base, fake, allowed=STREAM_CHATS,
+                                  telegram={"stream": True, "progress": True},
+                                  runtime={"shutdown_timeout_seconds": 10})
+        workspace = tmp_path / "workspace"
+        expected = {chat: [f"re: m{i} in chat {chat}" for i in range(STREAM_PER_CHAT)] for chat in STREAM_CHATS}
+        kills: list[float] = []
+
+        def user_writes() -> None:
+            for i in range(STREAM_PER_CHAT):
+                for chat in STREAM_CHATS:
+                    fake.send_message(f"m{i} in chat {chat}", user_id=chat)
+                    time.sleep(0.01)
+
+        with BotProcess(config, workspace, tmp_path / "bot.log") as bot:
+            bot.start().wait_ready()
+            writer = threading.Thread(target=user_writes, daemon=True)
+            writer.start()
+            for _ in range(STREAM_KILLS):
+                time.sleep(rng.uniform(0.5, 1.5))
+                kills.append(time.time())
+                bot.kill()
+                bot.start().wait_ready()
+            writer.join(30)
+            fake.wait_for(lambda: all(len(extra_messages(fake, c, expected[c])[0]) == STREAM_PER_CHAT
+                                      for c in STREAM_CHATS), timeout=90)
+            fake.wait_for(lambda: not Inbox(Workspace(workspace)).pending(), timeout=30)
+            assert bot.terminate() == 0, bot.run_log()[-3000:]
+
+        sent_at = {(int(c["params"]["chat_id"]), c["message_id"]): c["at"]
+                   for c in fake.calls("sendMessage") if "message_id" in c}
+
+        def in_flight(chat: int, message: dict) -> bool:
+            at = sent_at[(chat, message["message_id"])]
+            return any(kill - IN_FLIGHT_SECONDS <= at <= kill + 1 for kill in kills)
+
+        unexcused = {}
+        for chat in STREAM_CHATS:
+            texts, extras = extra_messages(fake, chat, expected[chat])
+            assert texts == expected[chat], f"chat {chat}: replies out of order or missing"
+            # A repeat is excused when either copy was sent while a kill struck (its record never landed).
+            bad = [m["text"] for m in extras
+                   if not in_flight(chat, m) and not any(in_flight(chat, o) for o in fake.messages(chat)
+                                                         if o is not m and o.get("text") == m.get("text"))]
+            if bad:
+                unexcused[chat] = bad
+        assert unexcused == {}, f"duplicates or leftovers visible to the user: {unexcused}"
+        assert "Traceback" not in bot.log_text()
