@@ -120,6 +120,30 @@ def test_update_delivered_twice_is_answered_once_across_restart(fake, start_bot,
     assert len(fake.messages(OWNER)) == 2
 
 
+def test_reused_update_ids_after_moving_to_another_bot_api_server_are_answered(fake, start_bot, chat_server,
+                                                                                workspace, caplog):
+    import logging
+
+    from tests.fakes.bot_api import FakeBotAPI
+
+    old = start_bot()
+    fake.push_update(_raw_message(3, 40, "old question"))
+    fake.push_update(_raw_message(90000, 41, "newest on the old server"))
+    fake.wait_for_messages(OWNER, 2)
+    old.stop()
+    caplog.set_level(logging.INFO)
+    with FakeBotAPI() as moved:  # e.g. a local Bot API server: its update ids start again
+        moved.push_update(_raw_message(3, 42, "hello from the new server"))  # id 3 again, another message
+        moved.push_update(_raw_message(4, 43, "and a second one"))
+        start_bot(base_url=moved.base_url, base_file_url=moved.base_file_url)
+        moved.wait_for_messages(OWNER, 2)
+        moved.wait_for(lambda: not workspace.list("state/inbox/pending/*/*.json"))
+    asked = [r["messages"][-1]["content"].split("\n")[0] for r in chat_server.chat_requests]
+    assert asked == ["old question", "newest on the old server", "hello from the new server", "and a second one"]
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "source id 3" in r.getMessage()]
+    assert len(warned) == 1 and "highest id seen 90000" in warned[0]
+
+
 def test_second_poller_conflict_stops_with_exit_code_1(fake, start_bot, capsys):
     fake.conflict_on_get_updates(True)
     bot = start_bot()
