@@ -161,7 +161,9 @@ class Inbox:
             if item is None:
                 raise KeyError(f"inbox: no pending item {item_id!r} to record a live message for")
             item.live = int(message_id)
-            self.ws.write_json(self._rel(item_id), item.to_json())
+            # No fsync: this must land within the moment after the send (a kill then leaves the message
+            # behind); the rename alone survives a killed process, and a power loss only loses the id.
+            self.ws.write_json(self._rel(item_id), item.to_json(), durable=False)
 
     def record_part(self, item_id: str, index: int, message_id: int) -> None:
         """Record that reply part ``index`` of an item was delivered as ``message_id``."""

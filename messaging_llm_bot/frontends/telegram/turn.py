@@ -173,7 +173,9 @@ class TurnRunner:
 
     async def _record_live(self, item: InboxItem, message_id: int) -> None:
         try:
-            await asyncio.to_thread(self.inbox.record_live, item.item_id, message_id)
+            # In the event loop, not a worker thread: the thread pool may be busy with turns, and every
+            # millisecond between the send and this record is a moment where a kill leaves the message.
+            self.inbox.record_live(item.item_id, message_id)
         except (OSError, KeyError) as err:  # best effort: without it a crash may leave this message behind
             log.warning("telegram: could not record live message %s of %s: %s", message_id, item.item_id, err)
 
