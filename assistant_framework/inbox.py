@@ -6,10 +6,13 @@ Layout under the workspace (documented in docs/telegram.md):
   written atomically before the message is processed. It holds the payload and the outbound
   ledger (``parts``: message ids of the reply parts already delivered, by part index).
 - ``state/inbox/seen.log``: source ids (e.g. Telegram update ids) already accepted, one per line,
-  so a message delivered twice is answered once, also across restarts.
+  each with the message's fingerprint when known (``77 1/5/1700000000``), so a message delivered
+  twice is answered once, also across restarts, while a reused id for another message is not dropped.
 
 ``complete`` deletes the pending file. On start-up ``pending()`` lists what a crash left behind,
-in arrival order per conversation. No Telegram imports: any frontend can use it.
+in arrival order per conversation. ``live`` is the message shown while the reply was produced
+(status line or streamed text), recorded when first sent: a replay finishes that message instead of
+sending a second one. No Telegram imports: any frontend can use it.
 """
 
 from __future__ import annotations
@@ -44,12 +47,15 @@ class InboxItem:
     accepted_at: str
     parts: dict[int, int] = field(default_factory=dict)  # part index -> delivered message id
     reply: str | None = None  # the reply text once produced, so a replay resends it instead of asking again
+    live: int | None = None  # the status/stream message shown while answering; a replay finishes that one
+    fingerprint: str = ""  # what the message is (e.g. chat/message id/date): tells a reused source id from a re-delivery
 
     def to_json(self) -> dict:
         """The on-disk form of the item."""
         return {"item_id": self.item_id, "source_id": self.source_id, "conversation_id": self.conversation_id,
                 "seq": self.seq, "payload": self.payload, "accepted_at": self.accepted_at,
-                "parts": {str(k): v for k, v in sorted(self.parts.items())}, "reply": self.reply}
+                "parts": {str(k): v for k, v in sorted(self.parts.items())}, "reply": self.reply, "live": self.live,
+                "fingerprint": self.fingerprint}
 
     @classmethod
     def from_json(cls, obj: dict) -> "InboxItem":
@@ -58,7 +64,9 @@ class InboxItem:
                    conversation_id=str(obj["conversation_id"]), seq=int(obj["seq"]), payload=dict(obj["payload"]),
                    accepted_at=str(obj.get("accepted_at", "")),
                    parts={int(k): int(v) for k, v in (obj.get("parts") or {}).items()},
-                   reply=obj.get("reply") if isinstance(obj.get("reply"), str) else None)
+                   reply=obj.get("reply") if isinstance(obj.get("reply"), str) else None,
+                   live=obj["live"] if isinstance(obj.get("live"), int) and not isinstance(obj["live"], bool) else None,
+                   fingerprint=str(obj.get("fingerprint") or ""))
 
 
 def conversation_dir(conversation_id: str) -> str:
@@ -81,28 +89,41 @@ class Inbox:
         logged = self._load_seen()
         # A crash between writing an item and logging its id leaves the id only in the pending
         # file; log it now, or once the item is answered a re-delivery would be taken as new.
-        for source_id in sorted({i.source_id for i in self._items.values()} - logged):
-            self.ws.append_line(SEEN_LOG, source_id)
-        self._seen: set[str] = logged | {i.source_id for i in self._items.values()}
+        unlogged = {i.source_id: i.fingerprint for i in self._items.values() if i.source_id not in logged}
+        for source_id in sorted(unlogged):
+            self.ws.append_line(SEEN_LOG, seen_line(source_id, unlogged[source_id]))
+        self._seen: dict[str, str] = {**logged, **unlogged}  # source id -> fingerprint ("" when unknown)
 
     # -- incoming -------------------------------------------------------------
 
-    def accept(self, source_id: str, conversation_id: str, payload: dict) -> InboxItem | None:
-        """Persist a new message before it is processed; None when ``source_id`` was already accepted."""
+    def accept(self, source_id: str, conversation_id: str, payload: dict, fingerprint: str = "") -> InboxItem | None:
+        """Persist a new message before it is processed; None when ``source_id`` was already accepted.
+
+        With a ``fingerprint`` (what the message is), a known source id whose recorded fingerprint
+        differs is a new message under a reused id (the source restarted its id sequence, e.g. another
+        Telegram Bot API server): it is accepted, with a warning. A re-delivery has the same fingerprint.
+        """
         source_id = str(source_id)
+        fingerprint = "".join(str(fingerprint).split())  # one token on its seen.log line
         with self._lock:
-            if source_id in self._seen:
-                return None
+            known = self._seen.get(source_id)
+            if known is not None:
+                if not (fingerprint and known and known != fingerprint):
+                    return None
+                log.warning("inbox: source id %s was used before for another message (%s, now %s; highest id seen "
+                            "%s): the sender restarted its id sequence (a new Bot API server?); answering it as new",
+                            source_id, known, fingerprint, self._highest_seen())
             # Nanosecond clock keeps arrival order across restarts; max() keeps it strictly increasing.
             seq = max(self._last_seq + 1, time.time_ns())
             self._last_seq = seq
             item = InboxItem(item_id=f"{conversation_dir(conversation_id)}/{seq:020d}", source_id=source_id,
                              conversation_id=conversation_id, seq=seq, payload=payload,
-                             accepted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                             accepted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                             fingerprint=fingerprint)
             self.ws.write_json(self._rel(item.item_id), item.to_json())
             # Seen is recorded after the item: a crash in between still finds the id in the pending file.
-            self.ws.append_line(SEEN_LOG, source_id)
-            self._seen.add(source_id)
+            self.ws.append_line(SEEN_LOG, seen_line(source_id, fingerprint))
+            self._seen[source_id] = fingerprint
             self._items[item.item_id] = item
             return item
 
@@ -136,6 +157,18 @@ class Inbox:
                 raise KeyError(f"inbox: no pending item {item_id!r} to record a reply for")
             item.reply = reply
             self.ws.write_json(self._rel(item_id), item.to_json())
+
+    def record_live(self, item_id: str, message_id: int) -> None:
+        """Record the message shown while answering (status or streamed text) as soon as it exists, so a
+        replay after a crash edits that message into the reply instead of leaving it and sending another."""
+        with self._lock:
+            item = self._items.get(item_id)
+            if item is None:
+                raise KeyError(f"inbox: no pending item {item_id!r} to record a live message for")
+            item.live = int(message_id)
+            # No fsync: this must land within the moment after the send (a kill then leaves the message
+            # behind); the rename alone survives a killed process, and a power loss only loses the id.
+            self.ws.write_json(self._rel(item_id), item.to_json(), durable=False)
 
     def record_part(self, item_id: str, index: int, message_id: int) -> None:
         """Record that reply part ``index`` of an item was delivered as ``message_id``."""
@@ -178,7 +211,11 @@ class Inbox:
                 continue  # a foreign or damaged file: leave it for a human, do not crash start-up
         return items
 
-    def _load_seen(self) -> set[str]:
+    def _highest_seen(self) -> str:
+        numbers = [int(s) for s in self._seen if s.isdigit()]
+        return str(max(numbers)) if numbers else "none"
+
+    def _load_seen(self) -> dict[str, str]:
         try:
             data = self.ws.path(SEEN_LOG).read_bytes()
         except FileNotFoundError:
@@ -194,7 +231,16 @@ class Inbox:
             lines = lines[-SEEN_KEEP:]
         if damaged or compact:
             self.ws.write_text(SEEN_LOG, "".join(f"{ln}\n" for ln in lines))
-        return set(lines)
+        seen: dict[str, str] = {}
+        for line in lines:  # the last line of an id wins (a reused id records its new fingerprint)
+            source_id, _, fingerprint = line.partition(" ")
+            seen[source_id] = fingerprint.strip()
+        return seen
+
+
+def seen_line(source_id: str, fingerprint: str) -> str:
+    """One seen.log line: ``<source id>`` or ``<source id> <fingerprint>``."""
+    return f"{source_id} {fingerprint}" if fingerprint else source_id
 
 
 def seen_lines(data: bytes) -> tuple[list[str], int]:

@@ -222,10 +222,10 @@ class Workspace:
         """
         return atomic_write_bytes(self.path(rel), text.encode("utf-8"), durable=durable)
 
-    def write_json(self, rel: str, obj: Any) -> Path:
-        """Write JSON atomically (indented, UTF-8 kept readable)."""
+    def write_json(self, rel: str, obj: Any, *, durable: bool = True) -> Path:
+        """Write JSON atomically (indented, UTF-8 kept readable); ``durable`` as for ``write_text``."""
         text = json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
-        return self.write_text(rel, text)
+        return self.write_text(rel, text, durable=durable)
 
     def append_line(self, rel: str, line: str) -> None:
         """Append one line; a lock keeps concurrent appends from interleaving."""

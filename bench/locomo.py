@@ -3,12 +3,17 @@
 Each conversation is ingested through the live path (``MemoryService.log_turn`` into the
 L0 log, dated by its chat segment, then the index); each question goes through
 ``MemoryService.search`` limited to its conversation. Figures follow
-/work/shared/bench/locomo/README.md: turn_recall@5/@10 and session_recall@5 over
+the LoCoMo paper and docs/benchmarks.md: turn_recall@5/@10 and session_recall@5 over
 categories 1-4 with non-empty normalised evidence ("overall"); category 5 is reported
 apart. No model calls.
 
     python bench/locomo.py [--data PATH] [--limit-conversations N | --conversations conv-26,conv-30]
                            [--embed wordllama --semantic-weight W] [--json]
+
+Without ``--data`` the public LoCoMo release (``LOCOMO_URL``, pinned to one commit, checked by
+its SHA-256; licence CC BY-NC 4.0) is downloaded once into ``~/.cache/assistant-framework/locomo/``
+(``$XDG_CACHE_HOME`` respected) and its five development conversations (``DEV_CONVERSATIONS``)
+are used unless ``--conversations`` names others. ``--data FILE`` uses that file as it is.
 
 ``--embed wordllama`` fuses the local static embedder (``pip install '.[semantic]'``) into
 the ranking with ``memory.semantic_weight`` W; still no model server and no network.
@@ -17,7 +22,9 @@ the ranking with ``memory.semantic_weight`` W; still no model server and no netw
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import re
 import statistics
 import sys
@@ -32,9 +39,48 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from assistant_framework.memory import MemoryService  # noqa: E402
 from assistant_framework.workspace import Workspace  # noqa: E402
 
-DEFAULT_DATA = Path(__file__).resolve().parent.parent / ".." / "shared" / "bench" / "locomo" / "locomo_dev.json"
+LOCOMO_URL = ("https://raw.githubusercontent.com/snap-research/locomo/"
+              "3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376/data/locomo10.json")
+LOCOMO_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
+LOCOMO_LICENCE = "CC BY-NC 4.0 (snap-research/locomo; Maharana et al., ACL 2024)"
+#: The development split the documented figures use; the other five are kept for evaluation.
+DEV_CONVERSATIONS = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
 OVERALL_CATEGORIES = ("1", "2", "3", "4")
 RETRIEVE = 50
+
+
+def cache_dir() -> Path:
+    """Where the downloaded data set is kept: ``$XDG_CACHE_HOME`` or ``~/.cache``, then ``assistant-framework/locomo``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "assistant-framework" / "locomo"
+
+
+def ensure_dataset(url: str = LOCOMO_URL, folder: Path | None = None, sha256: str = LOCOMO_SHA256,
+                   timeout: float = 60.0) -> Path:
+    """The cached data file, downloaded on first use and checked by its SHA-256.
+
+    RuntimeError (naming the URL) when the download fails or the bytes are not the expected ones;
+    nothing is cached then, and a partial download never is (atomic write).
+    """
+    import requests
+
+    from assistant_framework.workspace import atomic_write_bytes
+
+    target = (folder or cache_dir()) / url.rsplit("/", 1)[-1]
+    if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() == sha256:
+        return target
+    try:
+        response = requests.get(url, timeout=timeout)
+        response.raise_for_status()
+    except requests.RequestException as exc:
+        raise RuntimeError(f"could not download the LoCoMo data from {url}: {exc}") from None
+    digest = hashlib.sha256(response.content).hexdigest()
+    if digest != sha256:
+        raise RuntimeError(f"the LoCoMo data from {url} has SHA-256 {digest}, expected {sha256}; not used")
+    atomic_write_bytes(target, response.content)
+    print(f"downloaded {url} ({len(response.content):,} bytes, licence {LOCOMO_LICENCE}) to {target}",
+          file=sys.stderr)
+    return target
 
 
 def parse_session_time(text: str) -> datetime:
@@ -210,7 +256,8 @@ def print_table(result: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="LoCoMo retrieval benchmark of the memory search (no model calls).")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo-format JSON file")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="LoCoMo-format JSON file (default: the public release, downloaded once to the cache)")
     parser.add_argument("--limit-conversations", type=int, default=None, help="use only the first N conversations")
     parser.add_argument("--conversations", default=None, help="comma-separated sample ids, e.g. conv-26,conv-30")
     parser.add_argument("--config", default=None, help="config file or directory whose memory section is used")
@@ -218,7 +265,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--semantic-weight", type=float, default=None, help="memory.semantic_weight (needs --embed)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    if not args.data.exists():
+    wanted = [c.strip() for c in args.conversations.split(",") if c.strip()] if args.conversations else None
+    if args.data is None:
+        try:
+            args.data = ensure_dataset()
+        except RuntimeError as exc:
+            print(f"error: {exc}; download it yourself and pass --data FILE", file=sys.stderr)
+            return 2
+        wanted = wanted or list(DEV_CONVERSATIONS)
+    elif not args.data.exists():
         print(f"error: LoCoMo data file {args.data} does not exist", file=sys.stderr)
         return 2
     config = None
@@ -237,7 +292,6 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.semantic_weight is not None or embed is not None:
         config = with_semantic_weight(config, args.semantic_weight)
-    wanted = [c.strip() for c in args.conversations.split(",") if c.strip()] if args.conversations else None
     try:
         result = run(args.data, args.limit_conversations, config, conversations=wanted, embed=embed)
     except ValueError as exc:

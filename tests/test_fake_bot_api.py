@@ -315,3 +315,29 @@ def test_fake_adds_no_delay_of_its_own() -> None:
         raw.close()
         conn.close()
         assert api._server.request_queue_size >= 128
+
+
+def test_redeliver_hands_a_confirmed_update_to_the_next_poll_only(fake: FakeBotAPI) -> None:
+    import threading
+
+    url = f"{fake.base_url}{fake.token}/getUpdates"
+
+    def poll(offset: int, timeout: int = 0) -> list[int]:
+        got = requests.post(url, data={"offset": str(offset), "timeout": str(timeout)}, timeout=10).json()["result"]
+        return [u["update_id"] for u in got]
+
+    first = fake.send_message("once")
+    assert poll(0) == [first["update_id"]]
+    assert poll(first["update_id"] + 1) == []  # confirmed: gone, as on Telegram
+    fake.long_poll_cap = 30
+    stale: list[int] = []
+    waiting = threading.Thread(target=lambda: stale.extend(poll(first["update_id"] + 1, timeout=30)))
+    waiting.start()  # a poll already open (e.g. of a bot being stopped) must neither see nor drop it
+    fake.wait_for(lambda: fake.waiting_polls() == 1)
+    fake.redeliver(first)
+    assert not fake.redelivered(first["update_id"])
+    assert poll(0) == [first["update_id"]] and fake.redelivered(first["update_id"])
+    assert poll(first["update_id"] + 1) == []  # confirmed again: gone
+    fake.send_message("wake the stale poll")
+    waiting.join(15)
+    assert first["update_id"] not in stale

@@ -104,3 +104,18 @@ def test_id_of_an_item_written_just_before_a_crash_stays_seen_after_it_is_answer
     assert [i.item_id for i in restarted.pending()] == [item.item_id]
     restarted.complete(item.item_id)
     assert Inbox(ws).accept("upd-16", "tg:7", {"text": "m016"}) is None
+
+
+def test_a_reused_source_id_with_another_fingerprint_is_a_new_message(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    inbox = Inbox(ws)
+    first = inbox.accept("3", "tg:1", {"text": "old"}, fingerprint="1/40/1700000000")
+    assert first is not None
+    inbox.complete(first.item_id)
+    assert inbox.accept("3", "tg:1", {"text": "old"}, fingerprint="1/40/1700000000") is None  # a re-delivery
+    assert inbox.accept("3", "tg:1", {"text": "old"}) is None  # no fingerprint: cannot tell, so dropped
+    again = Inbox(ws)  # across a restart, from seen.log
+    assert again.accept("3", "tg:1", {"text": "old"}, fingerprint="1/40/1700000000") is None
+    reused = again.accept("3", "tg:1", {"text": "new"}, fingerprint="1/42/1800000000")
+    assert reused is not None and reused.payload == {"text": "new"}
+    assert Inbox(ws).accept("3", "tg:1", {"text": "new"}, fingerprint="1/42/1800000000") is None  # now that one is seen

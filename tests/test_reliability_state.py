@@ -53,6 +53,26 @@ def test_seen_log_with_bad_bytes_keeps_its_readable_ids(fake, start_bot, workspa
     assert texts(fake) == ["ok"]  # the new message answered, update 78 (still seen) not again
     aside = workspace.list("state/inbox/seen.log.broken-*")
     assert len(aside) == 1 and b"\xff\xfe" in workspace.path(aside[0]).read_bytes()
-    assert workspace.read_text("state/inbox/seen.log").split() == ["77", "78", str(new["update_id"])]
+    ids = [line.split()[0] for line in workspace.read_text("state/inbox/seen.log").splitlines()]
+    assert ids == ["77", "78", str(new["update_id"])]
     warned = _warnings(caplog, "seen.log")
     assert len(warned) == 1 and aside[0] in warned[0]
+
+
+def test_a_locked_index_is_not_taken_for_a_broken_one(workspace):
+    import sqlite3
+
+    import pytest
+
+    from assistant_framework.memory.index import MemoryIndex
+
+    MemoryIndex(workspace).close()
+    holder = sqlite3.connect(str(workspace.path("memory/index.sqlite3")), isolation_level=None)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")  # another process holds the index
+    try:
+        with pytest.raises(sqlite3.OperationalError):
+            MemoryIndex(workspace)
+    finally:
+        holder.close()
+    assert workspace.list("memory/*.broken-*") == []  # a good index is never moved aside for a lock

@@ -159,3 +159,15 @@ def test_notes_with_the_same_title_get_distinct_files(ws: Workspace) -> None:
     assert store.add("Ideas", "a")["path"] == "notes/ideas.md"
     assert store.add("Ideas", "b")["path"] == "notes/ideas-2.md"
     assert (ws.root / "notes/ideas-2.md").read_text() == "# Ideas\n\nb\n"
+
+
+def test_a_damaged_id_mark_is_moved_aside_and_ids_continue(ws: Workspace, caplog) -> None:
+    store = TaskStore(ws)
+    first = store.add("one")
+    marks = ws.list("state/ids/*.txt")
+    assert len(marks) == 1
+    ws.path(marks[0]).write_bytes(b"\xff\xfe\x00")  # bad bytes in a state file the store can do without
+    second = store.add("two")
+    assert second["id"] != first["id"] and [t["title"] for t in store.list("all")] == ["one", "two"]
+    assert len(ws.list("state/ids/*.broken-*")) == 1
+    assert sum("moved aside" in r.getMessage() for r in caplog.records if r.levelname == "WARNING") == 1

@@ -91,7 +91,9 @@ class MemoryIndex:
         self.moved_aside: str | None = None  # where a broken index file went; the caller refills
         try:
             self.conn = self._open()
-        except sqlite3.DatabaseError as err:  # garbage or a damaged file: it is only a cache
+        except sqlite3.OperationalError:
+            raise  # locked, busy, cannot open: the file may be fine, never move it aside for that
+        except sqlite3.DatabaseError as err:  # not a database, malformed: it is only a cache
             self._move_aside(path, err)
             self.conn = self._open()
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Iterator
 
 from ..workspace import Workspace
+
+log = logging.getLogger(__name__)
 
 
 class NotFoundError(LookupError):
@@ -72,7 +75,13 @@ class JsonListFile:
         """A fresh id; call inside ``edit``. A high-water mark in ``state/ids/`` keeps
         the id of a deleted last record from being handed out again."""
         mark_rel = f"state/ids/{self.rel.replace('/', '__')}.txt"
-        mark = self.workspace.read_text(mark_rel, default="0").strip()
+        try:
+            mark = self.workspace.read_text(mark_rel, default="0").strip()
+        except ValueError:  # bad bytes: it is only a high-water mark, the rows give the next id again
+            aside = self.workspace.move_aside(mark_rel)
+            log.warning("stores: %s could not be read: moved aside to %s; ids continue after the records", mark_rel,
+                        aside)
+            mark = "0"
         floor = int(mark) if mark.isdigit() else 0
         new = next_id(rows, prefix)
         number = max(int(new[len(prefix):]), floor + 1)

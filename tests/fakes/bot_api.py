@@ -16,7 +16,7 @@ Pushing updates (what a user does): ``send_message``, ``edit_message``, ``send_d
 ``redeliver(update)`` hands an already confirmed update out once more (a lost confirmation).
 
 Observing the bot: ``calls(method=None)`` lists ``{"method", "params", "status", "at"}`` in order
-(``at``: wall-clock time when the call was answered)
+(``at``: wall-clock time when the call was answered; calls that made a message also carry its ``message_id``)
 (multipart uploads appear in params as ``{"filename", "content", "size"}``);
 ``messages(chat_id)`` gives the bot's messages in a chat with their current text (edits applied,
 deleted ones removed); ``wait_for(predicate)`` and ``wait_for_messages(chat_id, n)`` poll;
@@ -388,15 +388,19 @@ class FakeBotAPI:
                 self._history.setdefault(msg["chat"]["id"], {})[msg["message_id"]] = json.loads(json.dumps(msg))
         return self.push_update({kind: msg})
 
-    def _record(self, method: str, params: dict, status: int) -> None:
+    def _record(self, method: str, params: dict, status: int, message_id: int | None = None) -> None:
         with self._cond:
-            self._calls.append({"method": method, "params": params, "status": status, "at": time.time()})
+            call = {"method": method, "params": params, "status": status, "at": time.time()}
+            if message_id is not None:
+                call["message_id"] = message_id
+            self._calls.append(call)
 
     def handle(self, method: str, params: dict) -> tuple[int, dict]:
         """Run one API call and return (HTTP status, JSON reply); also records it."""
         from tests.fakes.bot_api_methods import METHODS  # the method table lives next door
 
         name, impl = METHODS.get(method.lower(), (method, None))
+        made = None
         try:
             with self._cond:
                 queue = self._faults.get(method.lower())
@@ -410,6 +414,7 @@ class FakeBotAPI:
                 raise ApiError(404, "Not Found")
             result = impl(self, params)
             status, reply = 200, {"ok": True, "result": result}
+            made = result.get("message_id") if isinstance(result, dict) else None
         except ApiError as err:
             status = err.status
             reply = {"ok": False, "error_code": err.status, "description": err.description}
@@ -418,5 +423,5 @@ class FakeBotAPI:
         except MarkupError as err:
             status, reply = 400, {"ok": False, "error_code": 400,
                                   "description": f"Bad Request: can't parse entities: {err}"}
-        self._record(name, params, status)
+        self._record(name, params, status, made)
         return status, reply

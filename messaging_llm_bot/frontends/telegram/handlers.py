@@ -20,7 +20,8 @@ from messaging_llm_bot.frontends import commands as texts
 from messaging_llm_bot.frontends.digest import build_digest
 from messaging_llm_bot.frontends.telegram.media import message_kind, unsupported_text
 from messaging_llm_bot.frontends.telegram.send import send_markdown
-from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, addressed_to_bot, conversation_id, is_command
+from messaging_llm_bot.frontends.telegram.settings import (TelegramSettings, addressed_to_bot, conversation_id, is_command,
+                                                          message_fingerprint)
 from messaging_llm_bot.frontends.telegram.approval import CALLBACK_PATTERN as APPROVAL_PATTERN
 from messaging_llm_bot.frontends.telegram.approval import Approvals
 from messaging_llm_bot.frontends.telegram.turn import TurnRunner, storage_error_text
@@ -99,7 +100,7 @@ class Frontend:
                 if update.update_id in self.items or not self.for_model(update, bot):
                     continue
                 item = self.inbox.accept(str(update.update_id), conversation_id(update.message.chat_id),
-                                         update.to_dict())
+                                         update.to_dict(), message_fingerprint(update.message))
             except Exception:  # noqa: BLE001 - one odd update must not stall polling; the handler retries
                 log.exception("telegram: could not persist update %s to the inbox", update.update_id)
                 continue
@@ -155,7 +156,8 @@ class Frontend:
         if item is None:  # webhook mode or a direct process_update: persist now
             try:
                 item = await asyncio.to_thread(self.inbox.accept, str(update.update_id),
-                                               conversation_id(message.chat_id), update.to_dict())
+                                               conversation_id(message.chat_id), update.to_dict(),
+                                               message_fingerprint(message))
             except OSError as err:  # disk full, read-only: say so; the model would not see it anyway
                 log.error("telegram: message %s in chat %s could not be stored in the inbox: %s",
                           message.message_id, message.chat_id, err)

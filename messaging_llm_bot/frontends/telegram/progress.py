@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import telegram
@@ -48,14 +49,18 @@ class Progress:
     """Typing refresher + status/stream message for one turn in one chat."""
 
     def __init__(self, bot: telegram.Bot, chat_id: int, *, show_status: bool = True, stream: bool = True,
-                 reply_to_message_id: int | None = None, edit_interval: float = EDIT_INTERVAL_SECONDS) -> None:
+                 reply_to_message_id: int | None = None, edit_interval: float = EDIT_INTERVAL_SECONDS,
+                 message_id: int | None = None,
+                 on_message: Callable[[int], Awaitable[None]] | None = None) -> None:
         self.bot = bot
         self.chat_id = chat_id
         self.show_status = show_status
         self.stream = stream
         self.reply_to = reply_to_message_id
         self.edit_interval = edit_interval
-        self.message_id: int | None = None  # the live status/stream message
+        #: The live status/stream message; given when resuming one a crashed run left (it is edited, not resent).
+        self.message_id: int | None = message_id
+        self.on_message = on_message  # awaited with the id of a newly sent live message (the ledger records it)
         self.showing_stream = False  # True once the live message holds answer text
         self._status = ""
         self._stream_text = ""
@@ -125,6 +130,8 @@ class Progress:
                 return
             self.message_id = msg.message_id
             ok = True
+            if self.on_message is not None:
+                await self.on_message(msg.message_id)
         else:
             ok = await edit_text_safely(self.bot, self.chat_id, self.message_id, text, optional=True)
         self._last_edit = time.monotonic()

@@ -49,6 +49,12 @@ def conversation_id(chat_id: int) -> str:
     return f"tg:{chat_id}"
 
 
+def message_fingerprint(message: telegram.Message) -> str:
+    """What a message is (``chat/message id/unix date``): the same when Telegram re-delivers it, different
+    for another message that arrives under a reused update id (another Bot API server restarts the ids)."""
+    return f"{message.chat_id}/{message.message_id}/{int(message.date.timestamp())}"
+
+
 def is_command(message: telegram.Message) -> bool:
     """True when the message text starts with a bot command entity."""
     return bool(message.text and message.entities and message.entities[0].type == "bot_command"

@@ -108,7 +108,9 @@ class TurnRunner:
         try:
             reply = item.reply
             if reply is None:
-                progress = Progress(bot, chat_id, show_status=self.settings.progress, stream=self.settings.stream)
+                # A live message left by a crashed run is taken over (edited), never left behind beside a new one.
+                progress = Progress(bot, chat_id, show_status=self.settings.progress, stream=self.settings.stream,
+                                    message_id=item.live, on_message=lambda mid: self._record_live(item, mid))
                 reply = await self._produce_reply(bot, item, message, progress)
                 await progress.stop()
                 await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
@@ -180,10 +182,23 @@ class TurnRunner:
             reply = f"{reply}\n\n_{result.footer}_"
         return reply
 
+    async def _record_live(self, item: InboxItem, message_id: int) -> None:
+        try:
+            # In the event loop, not a worker thread: the thread pool may be busy with turns, and every
+            # millisecond between the send and this record is a moment where a kill leaves the message.
+            self.inbox.record_live(item.item_id, message_id)
+        except (OSError, KeyError) as err:  # best effort: without it a crash may leave this message behind
+            log.warning("telegram: could not record live message %s of %s: %s", message_id, item.item_id, err)
+
     async def _deliver(self, bot: telegram.Bot, item: InboxItem, chat_id: int, reply: str, reply_to: int | None,
                        progress: Progress | None) -> None:
         skip = self.inbox.parts_sent(item.item_id)
-        if progress is not None and progress.message_id is not None:
+        if progress is None and skip == 0 and item.live is not None:
+            # Replay of a reply produced before a crash: the live message shown then becomes its first part.
+            if await self._finalise_stream(bot, chat_id, item.live, reply):
+                await asyncio.to_thread(self.inbox.record_part, item.item_id, 0, item.live)
+                skip = 1
+        elif progress is not None and progress.message_id is not None:
             if skip == 0 and progress.showing_stream and await self._finalise_stream(bot, chat_id, progress.message_id,
                                                                                     reply):
                 await asyncio.to_thread(self.inbox.record_part, item.item_id, 0, progress.message_id)
