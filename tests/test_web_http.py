@@ -377,3 +377,17 @@ def test_assistant_web_serves_until_interrupted(tmp_path):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0 and "Traceback" not in err, err
+
+
+def test_saving_a_file_that_holds_a_secret_is_refused_and_keeps_the_secret(site):
+    """The editor shows a secret as ***: saving that text back must not replace the owner's secret."""
+    site.workspace.write_text("notes/keys.md", f"# Keys\n\nmodel key: {API_KEY}\n")
+    shown = requests.get(f"{site.base}/api/file?path=notes/keys.md", headers=BEARER).text
+    assert API_KEY not in shown and "***" in shown
+    reply = requests.post(f"{site.base}/api/file?path=notes/keys.md", headers=BEARER,
+                          json={"content": "# Keys\n\nmodel key: ***\nand one more line\n"})
+    assert reply.status_code == 400 and "edit this file on disk" in reply.json()["error"]
+    assert site.workspace.read_text("notes/keys.md") == f"# Keys\n\nmodel key: {API_KEY}\n"
+    # A file without a secret still saves.
+    ok = requests.post(f"{site.base}/api/file?path=notes/plain.md", headers=BEARER, json={"content": "# Plain\n"})
+    assert ok.status_code == 200 and site.workspace.read_text("notes/plain.md") == "# Plain\n"

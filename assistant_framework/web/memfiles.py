@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from ..memory.sources import source_for
 from ..policy import append_audit, audit_record
@@ -105,12 +105,21 @@ def _after_change(workspace: Workspace, memory: Any, rel: str, action: str, deta
         memory.index.refresh()  # picks up the rewrite (or the deletion) now, not at the next pass
 
 
-def save(workspace: Workspace, memory: Any, rel: str, text: str) -> str:
-    """Write a memory file atomically (creating it), audit and re-index; returns the canonical path."""
+def save(workspace: Workspace, memory: Any, rel: str, text: str, secrets: Sequence[str] = ()) -> str:
+    """Write a memory file atomically (creating it), audit and re-index; returns the canonical path.
+
+    A file that holds one of ``secrets`` is refused: the page shows it as ``***``, so saving the
+    edit would replace the owner's secret with the mask. ValueError names what to do instead.
+    """
     real, _ = resolve(workspace, rel, edit=True)
     problem = check_content(real, text)
     if problem:
         raise ValueError(problem)
+    if secrets and workspace.exists(real):
+        current = workspace.read_text(real)
+        if any(secret and secret in current for secret in secrets):
+            raise ValueError(f"{real} holds a secret that this page shows as *** and would overwrite; "
+                             "nothing was saved: edit this file on disk")
     text = text.replace("\r\n", "\n")
     if text and not text.endswith("\n"):
         text += "\n"

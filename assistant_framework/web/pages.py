@@ -151,7 +151,7 @@ class FileHandler(BaseHandler):
     def _save(self, rel: str, content: str) -> None:
         workspace = self.parts.workspace
         try:
-            real = memfiles.save(workspace, self.parts.memory, rel, content)
+            real = memfiles.save(workspace, self.parts.memory, rel, content, self.state.secrets)
         except memfiles.FileRefused as exc:
             raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
         except ValueError as exc:  # bad JSON: nothing written, the draft is shown again
