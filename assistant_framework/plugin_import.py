@@ -11,8 +11,10 @@ import importlib.machinery
 import importlib.util
 import re
 import sys
+import threading
 import types
 from pathlib import Path
+from typing import Any, Callable
 
 
 class PluginImportError(ImportError):
@@ -76,3 +78,35 @@ def import_plugin(folder: Path, root: str) -> types.ModuleType:
         forget_module(module_name)
         raise PluginImportError(f"{folder}: import failed: {type(exc).__name__}: {exc}") from exc
     return module
+
+
+class LoadOnce:
+    """Runs a manager's ``load`` once, when first needed or ahead of time from a thread.
+
+    A caller that arrives while another thread loads waits for that load instead of starting its
+    own; a direct ``load()`` (a reload) marks it done too.
+    """
+
+    def __init__(self, load: Callable[[], None]) -> None:
+        self._load = load
+        self._lock = threading.Lock()
+        self.done = False
+
+    def ensure(self) -> None:
+        """Load now unless already loaded."""
+        if self.done:
+            return
+        with self._lock:
+            if not self.done:
+                self._load()
+                self.done = True
+
+
+def loaded_attribute(name: str, doc: str) -> property:
+    """A manager attribute kept in ``_<name>`` and read only after ``ensure_loaded()``."""
+
+    def get(self: Any) -> Any:
+        self.ensure_loaded()
+        return getattr(self, "_" + name)
+
+    return property(get, doc=doc)

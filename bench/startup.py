@@ -71,72 +71,68 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def time_to_first_poll(command: list[str], env: dict, log_path: Path, timeout: float = 60) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) from ``Popen(command)`` to the first ``getUpdates`` the fake sees."""
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 30 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def time_to_first_poll(command: list[str], env: dict, log_path: Path, config: dict | None = None,
+                       config_dir: Path | None = None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) from ``Popen(command)`` to the first ``getUpdates`` reaching a new fake.
+
+    ``{token}``, ``{base_url}`` and ``{base_file_url}`` in ``command`` become the fake's; with
+    ``config`` the bot's config is written to ``config_dir`` pointing at it. The process is stopped after.
+    """
     fake = FakeBotAPI().start()
     proc = None
+    address = {"token": fake.token, "base_url": fake.base_url, "base_file_url": fake.base_file_url}
     try:
+        if config is not None and config_dir is not None:
+            config = json.loads(json.dumps(config))
+            config["telegram"].update(address)
+            write_config_dir(config, config_dir)
         with open(log_path, "ab") as log:
             started = time.perf_counter()
-            proc = subprocess.Popen([arg.format(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url)
-                                     for arg in command], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=subprocess.STDOUT)
-            wait(fake.polls_started, timeout, "getUpdates call", proc)  # when it arrives, not when it returns
+            proc = subprocess.Popen([arg.format(**address) for arg in command], cwd=ROOT, env=env,
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+            wait(fake.polls_started, 60, "getUpdates call", proc)  # when it arrives, not when it returns
             return time.perf_counter() - started, cpu_seconds(proc.pid)
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if proc is not None:
+            stop(proc)
         fake.stop()
 
 
 def compare_startup(config: dict, base: Path, runs: int, env: dict, log_path: Path) -> tuple[tuple, tuple]:
     """Median (wall, CPU) start-up to the first poll of the bot and of the minimal PTB bot, started alternately."""
-    bot_times, floor_times = [], []
     floor_cmd = [sys.executable, str(ROOT / "bench" / "minimal_ptb_bot.py"), "{token}", "{base_url}", "{base_file_url}"]
+
+    def bot(name: str) -> tuple[float, float]:
+        command = [sys.executable, "-m", "messaging_llm_bot", "--config", str(base / f"cfg-{name}"),
+                   "--workspace", str(base / f"ws-{name}")]
+        return time_to_first_poll(command, env, log_path, config, base / f"cfg-{name}")
+
     # As a user runs it: Python caches compiled modules after the first start, so one start of each
     # is not timed (and PYTHONDONTWRITEBYTECODE, set on some machines, would make every start
     # compile this project's modules again while the installed libraries have theirs).
     env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
     time_to_first_poll(floor_cmd, env, log_path)
-    _bot_start(json.loads(json.dumps(config)), base / "cfg-warm", [sys.executable, "-m", "messaging_llm_bot", "--config",
-               str(base / "cfg-warm"), "--workspace", str(base / "ws-warm")], env, log_path)
+    bot("warm")
+    floor_times, bot_times = [], []
     for run in range(runs):
         floor_times.append(time_to_first_poll(floor_cmd, env, log_path))
-        bot_cmd = [sys.executable, "-m", "messaging_llm_bot", "--config", str(base / f"cfg{run}"),
-                   "--workspace", str(base / f"ws{run}")]
-        bot_times.append(_bot_start(json.loads(json.dumps(config)), base / f"cfg{run}", bot_cmd, env, log_path))
+        bot_times.append(bot(str(run)))
+
     def medians(times: list[tuple[float, float]]) -> tuple[float, float]:
         return statistics.median(w for w, _ in times), statistics.median(c for _, c in times)
 
     return medians(bot_times), medians(floor_times)
-
-
-def _bot_start(cfg: dict, config_dir: Path, command: list[str], env: dict, log_path: Path) -> tuple[float, float]:
-    # The bot reads its Bot API address from the config, so the config is written once the fake runs.
-    fake = FakeBotAPI().start()
-    proc = None
-    try:
-        cfg["telegram"].update({"token": fake.token, "base_url": fake.base_url, "base_file_url": fake.base_file_url})
-        write_config_dir(cfg, config_dir)
-        with open(log_path, "ab") as log:
-            started = time.perf_counter()
-            proc = subprocess.Popen(command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-            wait(fake.polls_started, 60, "getUpdates call", proc)  # when it arrives, not when it returns
-            return time.perf_counter() - started, cpu_seconds(proc.pid)
-    finally:
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        fake.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,13 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"startup benchmark failed: {exc}\n--- bot log tail ---\n{tail}", file=sys.stderr)
         return 1
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if proc is not None:
+            stop(proc)
         fake.stop()
         model.stop()
         shutil.rmtree(base, ignore_errors=True)

@@ -8,12 +8,12 @@ per message. Scheduling lives in :mod:`.runner`.
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Sequence
 
 from assistant_framework.collectors.loader import Collector, CollectorLoadError, is_collector_folder, load_collector, section_schema
 from assistant_framework.collectors.state import load_state
+from assistant_framework.plugin_import import LoadOnce, loaded_attribute
 from assistant_framework.workspace import Workspace
 
 #: The repository's ``collectors/`` folder (next to the package).
@@ -38,8 +38,7 @@ class CollectorManager:
         self._collectors: dict[str, Collector] = {}
         self._errors: list[CollectorLoadError] = []
         self._prompt_cache: str | None = None
-        self._loaded = False
-        self._load_lock = threading.Lock()
+        self._once = LoadOnce(self.load)
 
     @classmethod
     def from_config(cls, config: dict, workspace: Workspace, builtin_dir: Path | None = None, *,
@@ -60,25 +59,12 @@ class CollectorManager:
             manager.load()
         return manager
 
-    @property
-    def collectors(self) -> dict[str, Collector]:
-        """The loaded collectors by name (loads them first if loading was deferred)."""
-        self.ensure_loaded()
-        return self._collectors
-
-    @property
-    def errors(self) -> list[CollectorLoadError]:
-        """Folders that failed to load, with why."""
-        self.ensure_loaded()
-        return self._errors
+    collectors = loaded_attribute("collectors", "The loaded collectors by name (loaded first if loading was deferred).")
+    errors = loaded_attribute("errors", "Collector folders that failed to load, with why.")
 
     def ensure_loaded(self) -> None:
         """Load now unless already loaded; a caller that arrives during a load waits for it."""
-        if self._loaded:
-            return
-        with self._load_lock:
-            if not self._loaded:
-                self.load()
+        self._once.ensure()
 
     def load(self) -> None:
         """Import every collector folder once; failures land in ``errors``."""
@@ -104,7 +90,7 @@ class CollectorManager:
         self._collectors = collectors
         self._errors = errors
         self._prompt_cache = None
-        self._loaded = True
+        self._once.done = True
 
     def reload(self, collectors_config: dict | None = None) -> None:
         """Load again, optionally with a new ``collectors`` config section."""

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 import jsonschema
 
+from assistant_framework.plugin_import import LoadOnce, loaded_attribute
 from assistant_framework.skills.loader import Skill, SkillDefinitionError, forget_module, is_skill_folder, load_skill_folder
 from assistant_framework.workspace import Workspace
 
@@ -130,8 +131,7 @@ class SkillManager:
         self._errors: list[SkillLoadError] = []
         self._validators: dict[str, Any] = {}
         self._module_names: list[str] = []
-        self._loaded = False
-        self._load_lock = threading.Lock()
+        self._once = LoadOnce(self.load)
         if not defer:
             self.load()
 
@@ -158,25 +158,12 @@ class SkillManager:
 
     # -- loading ---------------------------------------------------------------
 
-    @property
-    def skills(self) -> dict[str, Skill]:
-        """The loaded skills by name (loads them first if loading was deferred)."""
-        self.ensure_loaded()
-        return self._skills
-
-    @property
-    def errors(self) -> list[SkillLoadError]:
-        """Folders that failed to load, with why."""
-        self.ensure_loaded()
-        return self._errors
+    skills = loaded_attribute("skills", "The loaded skills by name (loaded first if loading was deferred).")
+    errors = loaded_attribute("errors", "Skill folders that failed to load, with why.")
 
     def ensure_loaded(self) -> None:
         """Load now unless already loaded; a caller that arrives during a load waits for it."""
-        if self._loaded:
-            return
-        with self._load_lock:
-            if not self._loaded:
-                self.load()
+        self._once.ensure()
 
     def load(self) -> None:
         """Import every skill folder once; failures go to ``errors``, the rest still load."""
@@ -206,7 +193,7 @@ class SkillManager:
         self._errors = errors
         self._validators = validators
         self._module_names = module_names
-        self._loaded = True
+        self._once.done = True
 
     def reload(self) -> None:
         """Forget the imported skill modules and load every folder again."""
