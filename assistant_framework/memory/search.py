@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Callable
 
 from .index import MemoryIndex
-from .rowkeys import slot_of, slot_range
+from .rowkeys import slot_range
 from .log import safe_conversation_id
 from .sources import time_to_ts
 
@@ -80,6 +80,8 @@ class Ranking:
 
 # Above the longest LoCoMo conversation (680 turns), so that benchmark never hits the cap.
 NEWEST_CAP = 1000
+# An unscoped search splits its cap over every slot, but scores at least this many per slot.
+MIN_RANGE_CAP = 200
 
 
 @dataclass
@@ -133,6 +135,12 @@ def scope_ranges(index: MemoryIndex, scope: Scope) -> list[tuple[int, int]] | No
     return ranges
 
 
+def all_ranges(index: MemoryIndex) -> list[tuple[int, int]]:
+    """Every slot's rowid range (owner data first), for an unscoped search."""
+    slots = [row[0] for row in index.query("SELECT slot FROM slots ORDER BY slot")]
+    return [slot_range(0)] + [slot_range(slot) for slot in slots if slot != 0]
+
+
 def _scope_sql(scope: Scope, conversation: bool = True) -> tuple[str, list]:
     """SQL filter clauses over ``entries e`` for the scope (``conversation=False``: all but
     the conversation filter, for queries already limited to the conversation's rowids)."""
@@ -184,6 +192,11 @@ def bm25_candidates(
         return []
     match = fts_query(terms)
     ranges = scope_ranges(index, scope)
+    if ranges is None and newest_cap > 0:
+        # Unscoped (CLI, a skill without a chat): every slot is a range, and the slots share one
+        # budget of scored rows, newest first in each, so the cost no longer grows with the log.
+        ranges = all_ranges(index)
+        newest_cap = max(MIN_RANGE_CAP, newest_cap // max(1, len(ranges)))
     if ranges is None:
         where, params = _scope_sql(scope)
         rows = index.query(
@@ -218,26 +231,26 @@ def bm25_candidates(
     return [Candidate(*row[:9], bm25=row[9]) for row in rows[:limit]]
 
 
-def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candidate], max_slots: int = 4) -> dict[str, float]:
+def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candidate]) -> dict[str, float]:
     """BM25 of whole conversation-days (segments) for the query, for the candidates' log files.
 
-    Segments share their conversation's id slot, so the MATCH is limited to the candidates'
-    slots (the whole table only when they span more than ``max_slots`` conversations).
+    The MATCH is limited to those segments' rowids, so its cost is the candidates', not their
+    conversations' (a long chat has a segment per day).
     """
     paths = {c.path for c in candidates if c.source == "conversation"}
     if not terms or not paths:
         return {}
-    slots = sorted({slot_of(c.id) for c in candidates if c.source == "conversation"})
-    sql = "SELECT s.path, -bm25(segfts) FROM segfts CROSS JOIN segments s ON s.id = segfts.rowid WHERE segfts MATCH ?"
-    match = or_terms(terms)
-    if len(slots) > max_slots:
-        listed = sorted(paths)
-        rows = index.query(f"{sql} AND s.path IN ({','.join('?' * len(listed))})", (match, *listed))
-    else:
-        rows = []
-        for slot in slots:
-            rows += index.query(f"{sql} AND segfts.rowid BETWEEN ? AND ?", (match, *slot_range(slot)))
-    return {path: score for path, score in rows if path in paths}
+    listed = sorted(paths)
+    # Score only the candidates' own segments (FTS5 seeks each rowid): BM25 statistics are the
+    # whole table's, so the scores equal a MATCH over the slot, without scoring its other days.
+    ids = index.query(f"SELECT id, path FROM segments WHERE path IN ({','.join('?' * len(listed))})", tuple(listed))
+    if not ids:
+        return {}
+    by_id = dict(ids)
+    sql = (f"SELECT rowid, -bm25(segfts) FROM segfts WHERE segfts MATCH ? "
+           f"AND rowid IN ({','.join('?' * len(by_id))})")
+    rows = index.query(sql, (or_terms(terms), *by_id))
+    return {by_id[rowid]: score for rowid, score in rows}
 
 
 def recent_entries(index: MemoryIndex, scope: Scope, limit: int) -> list[Candidate]:
