@@ -79,7 +79,7 @@ def test_default_cap_is_read_when_the_ranking_is_made(service, monkeypatch):
 def test_unscoped_search_is_capped_per_slot_and_still_sees_every_slot(service, monkeypatch):
     """Regression (issue 19.6): an unscoped search (CLI, skills without a chat) scored every match in
     the table, so its cost grew with the whole log."""
-    monkeypatch.setattr(search_module, "MIN_RANGE_CAP", 1)
+    monkeypatch.setattr(search_module, "MIN_RANGE_CAP", 1, raising=False)
     terms = query_terms("kiwi")
     # A cap of 9 over three slots (owner data, "c", "other"): the newest 3 of each.
     capped = bm25_candidates(service.index, terms, Scope(), 200, newest_cap=9)
