@@ -3,17 +3,24 @@
 Layout under the workspace (documented in docs/telegram.md):
 
 - ``state/inbox/pending/<conversation>/<seq>.json``: one file per accepted, unanswered message,
-  written atomically before the message is processed. It holds the payload and the outbound
-  ledger (``parts``: message ids of the reply parts already delivered, by part index).
+  written atomically and fsynced before the message is processed (the user's message survives a
+  power loss once Telegram is told it arrived).
+- ``state/inbox/pending/<conversation>/<seq>.ledger``: the outbound ledger beside it: the reply
+  text once produced and ``parts`` (message ids of the reply parts already delivered, by part
+  index). Written atomically without fsync, because it is on the reply path: a killed process
+  loses nothing (the page cache survives it); after a power loss it may be missing or empty, and
+  then the reply is asked for again and a part may be sent twice. The message file is never
+  rewritten, so it cannot be torn by that.
 - ``state/inbox/seen.log``: source ids (e.g. Telegram update ids) already accepted, one per line,
   so a message delivered twice is answered once, also across restarts.
 
-``complete`` deletes the pending file. On start-up ``pending()`` lists what a crash left behind,
+``complete`` deletes the pending file, then its ledger. On start-up ``pending()`` lists what a crash left behind,
 in arrival order per conversation. No Telegram imports: any frontend can use it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -127,7 +134,7 @@ class Inbox:
             if item is None:
                 raise KeyError(f"inbox: no pending item {item_id!r} to record a reply for")
             item.reply = reply
-            self.ws.write_json(self._rel(item_id), item.to_json())
+            self._write_ledger(item)
 
     def record_part(self, item_id: str, index: int, message_id: int) -> None:
         """Record that reply part ``index`` of an item was delivered as ``message_id``."""
@@ -136,7 +143,7 @@ class Inbox:
             if item is None:
                 raise KeyError(f"inbox: no pending item {item_id!r} to record part {index} for")
             item.parts[int(index)] = int(message_id)
-            self.ws.write_json(self._rel(item_id), item.to_json())
+            self._write_ledger(item)
 
     def parts_sent(self, item_id: str) -> int:
         """How many leading reply parts (0, 1, ... without gaps) were already delivered."""
@@ -154,6 +161,7 @@ class Inbox:
         with self._lock:
             self._items.pop(item_id, None)
             self.ws.delete(self._rel(item_id))
+            self.ws.delete(self._ledger_rel(item_id))
 
     # -- internals ------------------------------------------------------------
 
@@ -161,13 +169,40 @@ class Inbox:
     def _rel(item_id: str) -> str:
         return f"{PENDING_DIR}/{item_id}.json"
 
+    @staticmethod
+    def _ledger_rel(item_id: str) -> str:
+        return f"{PENDING_DIR}/{item_id}.ledger"
+
+    def _write_ledger(self, item: InboxItem) -> None:
+        # No fsync: see the module docstring (process crashes lose nothing; a power loss may).
+        ledger = {"reply": item.reply, "parts": {str(k): v for k, v in sorted(item.parts.items())}}
+        self.ws.write_text(self._ledger_rel(item.item_id), json.dumps(ledger, ensure_ascii=False), durable=False)
+
+    def _read_ledger(self, item: InboxItem) -> None:
+        try:
+            ledger = json.loads(self.ws.read_text(self._ledger_rel(item.item_id), default="") or "null")
+            if not isinstance(ledger, dict):
+                return  # none, or emptied by a power loss: the reply is asked for again
+            parts = {int(k): int(v) for k, v in (ledger.get("parts") or {}).items()}
+        except (ValueError, TypeError, AttributeError, OSError):
+            return
+        if isinstance(ledger.get("reply"), str):
+            item.reply = ledger["reply"]
+        item.parts.update(parts)
+
     def _load_pending(self) -> list[InboxItem]:
         items = []
         for rel in self.ws.list(f"{PENDING_DIR}/*/*.json"):
             try:
-                items.append(InboxItem.from_json(self.ws.read_json(rel, default=None)))
+                item = InboxItem.from_json(self.ws.read_json(rel, default=None))
             except (KeyError, TypeError, ValueError, AttributeError):
                 continue  # a foreign or damaged file: leave it for a human, do not crash start-up
+            self._read_ledger(item)
+            items.append(item)
+        known = {self._ledger_rel(i.item_id) for i in items}
+        for rel in self.ws.list(f"{PENDING_DIR}/*/*.ledger"):
+            if rel not in known:  # its item was completed just before a crash
+                self.ws.delete(rel)
         return items
 
     def _load_seen(self) -> set[str]:

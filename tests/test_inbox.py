@@ -104,3 +104,34 @@ def test_id_of_an_item_written_just_before_a_crash_stays_seen_after_it_is_answer
     assert [i.item_id for i in restarted.pending()] == [item.item_id]
     restarted.complete(item.item_id)
     assert Inbox(ws).accept("upd-16", "tg:7", {"text": "m016"}) is None
+
+
+def test_ledger_writes_leave_the_message_file_alone_and_an_emptied_ledger_only_costs_a_new_answer(tmp_path):
+    """The reply and parts go to a side ledger written without fsync (it is on the reply path); the
+    user's message file, fsynced at accept, is never rewritten, so a power loss cannot tear it."""
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+    item = inbox.accept("7", "tg:1", {"text": "hello"})
+    message_file = f"state/inbox/pending/{item.item_id}.json"
+    before = ws.read_text(message_file)
+    inbox.record_reply(item.item_id, "the answer")
+    inbox.record_part(item.item_id, 0, 99)
+    assert ws.read_text(message_file) == before
+    again = Inbox(ws).get(item.item_id)
+    assert again.reply == "the answer" and again.parts == {0: 99}  # a killed process loses nothing
+    ws.write_text(f"state/inbox/pending/{item.item_id}.ledger", "")  # what a power loss may leave
+    after_power_loss = Inbox(ws).get(item.item_id)
+    assert after_power_loss is not None and after_power_loss.payload == {"text": "hello"}
+    assert after_power_loss.reply is None and after_power_loss.parts == {}  # asked again, nothing lost
+    Inbox(ws).complete(item.item_id)
+    assert ws.list("state/inbox/pending/*/*") == []
+
+
+def test_orphan_ledger_of_a_completed_item_is_removed_at_start(tmp_path):
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+    item = inbox.accept("8", "tg:1", {"text": "x"})
+    inbox.record_reply(item.item_id, "y")
+    ws.delete(f"state/inbox/pending/{item.item_id}.json")  # a crash between the two deletes of complete()
+    assert Inbox(ws).pending() == []
+    assert ws.list("state/inbox/pending/*/*.ledger") == []
