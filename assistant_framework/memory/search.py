@@ -11,13 +11,16 @@ that carries the query's words). Optional embeddings are fused into the stage-1 
 from __future__ import annotations
 
 import math
+import os
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
 from .index import MemoryIndex
-from .rowkeys import slot_range
+from .rowkeys import slot_of, slot_range
 from .log import safe_conversation_id
 from .sources import time_to_ts
 
@@ -80,8 +83,24 @@ class Ranking:
 
 # Above the longest LoCoMo conversation (680 turns), so that benchmark never hits the cap.
 NEWEST_CAP = 1000
-# An unscoped search splits its cap over every slot, but scores at least this many per slot.
+# An unscoped search splits this many scored rows over every slot, at least MIN_RANGE_CAP each.
+UNSCOPED_BUDGET = 4 * NEWEST_CAP
 MIN_RANGE_CAP = 200
+_SEARCH_THREADS = max(1, min(4, os.cpu_count() or 1))
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def query_all(index: MemoryIndex, sql: str, param_sets: list[tuple]) -> list[list[tuple]]:
+    """Run one query per parameter set, in parallel on the index's reader connections (SQLite
+    releases the GIL while it scores, so two ranges take the time of one on two cores)."""
+    global _pool
+    if len(param_sets) <= 1 or _SEARCH_THREADS == 1:
+        return [index.query(sql, params) for params in param_sets]
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(_SEARCH_THREADS, thread_name_prefix="memory-search")
+    return list(_pool.map(lambda params: index.query(sql, params), param_sets))
 
 
 @dataclass
@@ -196,7 +215,7 @@ def bm25_candidates(
         # Unscoped (CLI, a skill without a chat): every slot is a range, and the slots share one
         # budget of scored rows, newest first in each, so the cost no longer grows with the log.
         ranges = all_ranges(index)
-        newest_cap = max(MIN_RANGE_CAP, newest_cap // max(1, len(ranges)))
+        newest_cap = max(MIN_RANGE_CAP, min(newest_cap, UNSCOPED_BUDGET) // max(1, len(ranges)))
     if ranges is None:
         where, params = _scope_sql(scope)
         rows = index.query(
@@ -225,8 +244,8 @@ def bm25_candidates(
             f"CROSS JOIN entries e ON e.id = f.id"
         )
     rows = []
-    for low, high in ranges:
-        rows += index.query(sql, (date_weight, match, low, high, *params, cap, limit))
+    for found in query_all(index, sql, [(date_weight, match, low, high, *params, cap, limit) for low, high in ranges]):
+        rows += found
     rows.sort(key=lambda row: -row[9])
     return [Candidate(*row[:9], bm25=row[9]) for row in rows[:limit]]
 
@@ -234,8 +253,8 @@ def bm25_candidates(
 def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candidate]) -> dict[str, float]:
     """BM25 of whole conversation-days (segments) for the query, for the candidates' log files.
 
-    The MATCH is limited to those segments' rowids, so its cost is the candidates', not their
-    conversations' (a long chat has a segment per day).
+    The MATCH is limited to the rowid span of those segments in each slot, so its cost follows
+    the candidates', not their conversations' length (a long chat has a segment per day).
     """
     paths = {c.path for c in candidates if c.source == "conversation"}
     if not terms or not paths:
@@ -247,10 +266,21 @@ def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candid
     if not ids:
         return {}
     by_id = dict(ids)
-    sql = (f"SELECT rowid, -bm25(segfts) FROM segfts WHERE segfts MATCH ? "
-           f"AND rowid IN ({','.join('?' * len(by_id))})")
-    rows = index.query(sql, (or_terms(terms), *by_id))
-    return {by_id[rowid]: score for rowid, score in rows}
+    # FTS5 seeks rowid ranges (not IN lists): one range per slot, from the candidates' first to
+    # their last day there. Candidates cluster in the newest days (the newest-match cap), so the
+    # range holds few other days.
+    spans: dict[int, list[int]] = {}
+    for seg_id in by_id:
+        span = spans.setdefault(slot_of(seg_id), [seg_id, seg_id])
+        span[0], span[1] = min(span[0], seg_id), max(span[1], seg_id)
+    sql = "SELECT rowid, -bm25(segfts) FROM segfts WHERE segfts MATCH ? AND rowid BETWEEN ? AND ?"
+    match = or_terms(terms)
+    scores = {}
+    for low, high in spans.values():
+        for rowid, score in index.query(sql, (match, low, high)):
+            if rowid in by_id:
+                scores[by_id[rowid]] = score
+    return scores
 
 
 def recent_entries(index: MemoryIndex, scope: Scope, limit: int) -> list[Candidate]:
