@@ -76,22 +76,6 @@ def test_default_cap_is_read_when_the_ranking_is_made(service, monkeypatch):
     assert Ranking(newest_cap=7).newest_cap == 7
 
 
-def test_unscoped_search_is_capped_per_slot_and_still_sees_every_slot(service, monkeypatch):
-    """Regression (issue 19.6): an unscoped search (CLI, skills without a chat) scored every match in
-    the table, so its cost grew with the whole log."""
-    monkeypatch.setattr(search_module, "MIN_RANGE_CAP", 1, raising=False)
-    terms = query_terms("kiwi")
-    # A cap of 9 over three slots (owner data, "c", "other"): the newest 3 of each.
-    capped = bm25_candidates(service.index, terms, Scope(), 200, newest_cap=9)
-    assert sorted(c.ref for c in capped if c.conversation == "c") == sorted(_ref(n) for n in range(10, 13))
-    assert {c.conversation for c in capped} == {"c", "other", None}
-    full = bm25_candidates(service.index, terms, Scope(), 200, newest_cap=0)
-    assert len(full) == 14  # 12 + 1 + the note: no cap, every match
-    # Where the cap does not bite, the capped path gives the full ranking, scores and all.
-    roomy = bm25_candidates(service.index, terms, Scope(), 200, newest_cap=300)
-    assert [(c.ref, round(c.bm25, 9)) for c in roomy] == [(c.ref, round(c.bm25, 9)) for c in full]
-
-
 def test_segment_scores_cover_exactly_the_candidates_days(service):
     from assistant_framework.memory.search import segment_scores
 
@@ -103,3 +87,18 @@ def test_segment_scores_cover_exactly_the_candidates_days(service):
         "SELECT s.path, -bm25(segfts) FROM segfts JOIN segments s ON s.id = segfts.rowid WHERE segfts MATCH ?",
         ('"kiwi"',)))
     assert all(abs(scores[p] - everything[p]) < 1e-9 for p in scores)  # same BM25 as over the whole table
+
+
+def test_match_without_column_filter_gives_the_same_rows_and_scores(service):
+    terms = query_terms("kiwi orchard")
+    assert search_module.fts_query(terms) == '"kiwi" OR "orchard"'
+    filtered = service.index.query(
+        "SELECT rowid, -bm25(fts, 1.0, 1.0, 0.0) FROM fts WHERE fts MATCH ? ORDER BY rowid",
+        ("{body date}: (" + search_module.or_terms(terms) + ")",))
+    plain = service.index.query(
+        "SELECT rowid, -bm25(fts, 1.0, 1.0, 0.0) FROM fts WHERE fts MATCH ? ORDER BY rowid",
+        (search_module.fts_query(terms),))
+    assert [(r, round(s, 9)) for r, s in plain] == [(r, round(s, 9)) for r, s in filtered]
+    # "owner" is every owner row's scope token: that query keeps the filter, so notes do not match it.
+    assert search_module.fts_query(["owner"]).startswith("{body date}:")
+    assert not [h for h in search(service.index, "owner", Scope(), 10) if h.source == "notes"]
