@@ -74,31 +74,3 @@ def test_default_cap_is_read_when_the_ranking_is_made(service, monkeypatch):
     hits = search(service.index, "kiwi", Scope(conversation="c"), 10, Ranking(neighbour_weight=0.0))
     assert {h.ref for h in hits} == {_ref(11), _ref(12)}
     assert Ranking(newest_cap=7).newest_cap == 7
-
-
-def test_segment_scores_cover_exactly_the_candidates_days(service):
-    from assistant_framework.memory.search import segment_scores
-
-    terms = query_terms("kiwi")
-    candidates = bm25_candidates(service.index, terms, Scope(conversation="c"), 200, newest_cap=0)
-    scores = segment_scores(service.index, terms, candidates)
-    assert set(scores) == {c.path for c in candidates}  # one conversation-day, not "other"'s
-    everything = dict(service.index.query(
-        "SELECT s.path, -bm25(segfts) FROM segfts JOIN segments s ON s.id = segfts.rowid WHERE segfts MATCH ?",
-        ('"kiwi"',)))
-    assert all(abs(scores[p] - everything[p]) < 1e-9 for p in scores)  # same BM25 as over the whole table
-
-
-def test_match_without_column_filter_gives_the_same_rows_and_scores(service):
-    terms = query_terms("kiwi orchard")
-    assert search_module.fts_query(terms) == '"kiwi" OR "orchard"'
-    filtered = service.index.query(
-        "SELECT rowid, -bm25(fts, 1.0, 1.0, 0.0) FROM fts WHERE fts MATCH ? ORDER BY rowid",
-        ("{body date}: (" + search_module.or_terms(terms) + ")",))
-    plain = service.index.query(
-        "SELECT rowid, -bm25(fts, 1.0, 1.0, 0.0) FROM fts WHERE fts MATCH ? ORDER BY rowid",
-        (search_module.fts_query(terms),))
-    assert [(r, round(s, 9)) for r, s in plain] == [(r, round(s, 9)) for r, s in filtered]
-    # "owner" is every owner row's scope token: that query keeps the filter, so notes do not match it.
-    assert search_module.fts_query(["owner"]).startswith("{body date}:")
-    assert not [h for h in search(service.index, "owner", Scope(), 10) if h.source == "notes"]

@@ -11,10 +11,7 @@ that carries the query's words). Optional embeddings are fused into the stage-1 
 from __future__ import annotations
 
 import math
-import os
 import re
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
@@ -83,21 +80,6 @@ class Ranking:
 
 # Above the longest LoCoMo conversation (680 turns), so that benchmark never hits the cap.
 NEWEST_CAP = 1000
-_SEARCH_THREADS = max(1, min(4, os.cpu_count() or 1))
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def query_all(index: MemoryIndex, sql: str, param_sets: list[tuple]) -> list[list[tuple]]:
-    """Run one query per parameter set, in parallel on the index's reader connections (SQLite
-    releases the GIL while it scores, so two ranges take the time of one on two cores)."""
-    global _pool
-    if len(param_sets) <= 1 or _SEARCH_THREADS == 1:
-        return [index.query(sql, params) for params in param_sets]
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(_SEARCH_THREADS, thread_name_prefix="memory-search")
-    return list(_pool.map(lambda params: index.query(sql, params), param_sets))
 
 
 @dataclass
@@ -132,21 +114,9 @@ def or_terms(terms: list[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-_SCOPE_TOKEN = re.compile(r"^(owner|c[0-9a-f]{16})$")
-
-
 def fts_query(terms: list[str]) -> str:
-    """An FTS5 MATCH expression OR-ing the quoted terms in the body and date columns.
-
-    The column filter is left out unless a term could be a scope token (``owner`` or a
-    conversation's hash): only then could a match in the scope column differ. Without it FTS5
-    counts each term's rows (for BM25's IDF, on every query, over the whole table) from the
-    doclist alone instead of decoding every position list: about a third of a query's time on
-    a 1M-row index, for the same rows and scores (the scope column weighs 0).
-    """
-    if any(_SCOPE_TOKEN.match(t) for t in terms):
-        return "{body date}: (" + or_terms(terms) + ")"
-    return or_terms(terms)
+    """An FTS5 MATCH expression OR-ing the quoted terms in the body and date columns."""
+    return "{body date}: (" + or_terms(terms) + ")"
 
 
 def scope_ranges(index: MemoryIndex, scope: Scope) -> list[tuple[int, int]] | None:
@@ -242,43 +212,32 @@ def bm25_candidates(
             f"CROSS JOIN entries e ON e.id = f.id"
         )
     rows = []
-    for found in query_all(index, sql, [(date_weight, match, low, high, *params, cap, limit) for low, high in ranges]):
-        rows += found
+    for low, high in ranges:
+        rows += index.query(sql, (date_weight, match, low, high, *params, cap, limit))
     rows.sort(key=lambda row: -row[9])
     return [Candidate(*row[:9], bm25=row[9]) for row in rows[:limit]]
 
 
-def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candidate]) -> dict[str, float]:
+def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candidate], max_slots: int = 4) -> dict[str, float]:
     """BM25 of whole conversation-days (segments) for the query, for the candidates' log files.
 
-    The MATCH is limited to the rowid span of those segments in each slot, so its cost follows
-    the candidates', not their conversations' length (a long chat has a segment per day).
+    Segments share their conversation's id slot, so the MATCH is limited to the candidates'
+    slots (the whole table only when they span more than ``max_slots`` conversations).
     """
     paths = {c.path for c in candidates if c.source == "conversation"}
     if not terms or not paths:
         return {}
-    listed = sorted(paths)
-    # Score only the candidates' own segments (FTS5 seeks each rowid): BM25 statistics are the
-    # whole table's, so the scores equal a MATCH over the slot, without scoring its other days.
-    ids = index.query(f"SELECT id, path FROM segments WHERE path IN ({','.join('?' * len(listed))})", tuple(listed))
-    if not ids:
-        return {}
-    by_id = dict(ids)
-    # FTS5 seeks rowid ranges (not IN lists): one range per slot, from the candidates' first to
-    # their last day there. Candidates cluster in the newest days (the newest-match cap), so the
-    # range holds few other days.
-    spans: dict[int, list[int]] = {}
-    for seg_id in by_id:
-        span = spans.setdefault(slot_of(seg_id), [seg_id, seg_id])
-        span[0], span[1] = min(span[0], seg_id), max(span[1], seg_id)
-    sql = "SELECT rowid, -bm25(segfts) FROM segfts WHERE segfts MATCH ? AND rowid BETWEEN ? AND ?"
+    slots = sorted({slot_of(c.id) for c in candidates if c.source == "conversation"})
+    sql = "SELECT s.path, -bm25(segfts) FROM segfts CROSS JOIN segments s ON s.id = segfts.rowid WHERE segfts MATCH ?"
     match = or_terms(terms)
-    scores = {}
-    for low, high in spans.values():
-        for rowid, score in index.query(sql, (match, low, high)):
-            if rowid in by_id:
-                scores[by_id[rowid]] = score
-    return scores
+    if len(slots) > max_slots:
+        listed = sorted(paths)
+        rows = index.query(f"{sql} AND s.path IN ({','.join('?' * len(listed))})", (match, *listed))
+    else:
+        rows = []
+        for slot in slots:
+            rows += index.query(f"{sql} AND segfts.rowid BETWEEN ? AND ?", (match, *slot_range(slot)))
+    return {path: score for path, score in rows if path in paths}
 
 
 def recent_entries(index: MemoryIndex, scope: Scope, limit: int) -> list[Candidate]:
