@@ -272,8 +272,9 @@ def main(argv: list[str] | None = None) -> int:
         f"floor p50 {fmt_s(floor50)}", f"p50 {off50 / floor50:.1f}x floor; p99 {off99 / off50:.1f}x p50",
         "p50 <= 3x floor; p99 <= 2x p50")
     slow50, slowmax = percentile(slow, 50), max(slow)
-    add("turn, 1.08 s streamed answer, p50 / max", f"{fmt_s(slow50)} / {fmt_s(slowmax)}", "1.08 s",
-        f"{slow50 / 1.08:.2f} / {slowmax / 1.08:.2f}", "")
+    # Nine pieces 0.12 s apart: the last one arrives 0.96 s after the first (the "1.08 s" answer).
+    add("turn, streamed answer of 9 pieces 0.12 s apart, p50 / max", f"{fmt_s(slow50)} / {fmt_s(slowmax)}",
+        "0.96 s", f"{slow50 / 0.96:.2f} / {slowmax / 0.96:.2f}", "")
     for k, (bot_name, chats, delay, conc, target) in enumerate(bursts):
         delay *= scale
         extra = ", fact extraction on" if bot_name == "c1" else ""
