@@ -135,3 +135,36 @@ def test_orphan_ledger_of_a_completed_item_is_removed_at_start(tmp_path):
     ws.delete(f"state/inbox/pending/{item.item_id}.json")  # a crash between the two deletes of complete()
     assert Inbox(ws).pending() == []
     assert ws.list("state/inbox/pending/*/*.ledger") == []
+
+
+def test_accept_many_persists_a_batch_dedupes_and_survives_restart(tmp_path):
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+    first = inbox.accept("1", "tg:1", {"n": 1})
+    batch = inbox.accept_many([("1", "tg:1", {"n": 1}), ("2", "tg:1", {"n": 2}), ("3", "tg:2", {"n": 3}),
+                               ("3", "tg:2", {"n": 3})])
+    assert batch[0] is None and batch[3] is None  # seen before, and twice in the batch
+    assert [i.payload for i in batch[1:3]] == [{"n": 2}, {"n": 3}]
+    assert all(inbox.seen(s) for s in ("1", "2", "3"))
+    again = Inbox(ws)  # what a restart finds: every item on disk, in order, ids logged
+    assert [i.payload["n"] for i in again.pending()] == [1, 2, 3]
+    assert again.accept_many([("2", "tg:1", {"n": 2})]) == [None]
+    assert first.item_id in {i.item_id for i in again.pending()}
+
+
+def test_accept_many_leaves_nothing_behind_when_the_batch_fails(tmp_path, monkeypatch):
+    from assistant_framework import inbox as inbox_module
+
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+
+    def disk_full(paths):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(inbox_module, "_fsync_all", disk_full)
+    import pytest
+
+    with pytest.raises(OSError):
+        inbox.accept_many([("5", "tg:1", {"n": 5}), ("6", "tg:1", {"n": 6})])
+    assert inbox.pending() == [] and not inbox.seen("5")
+    assert ws.list("state/inbox/pending/*/*.json") == []  # the one-by-one retry starts clean
