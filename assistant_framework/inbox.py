@@ -3,13 +3,19 @@
 Layout under the workspace (documented in docs/telegram.md):
 
 - ``state/inbox/pending/<conversation>/<seq>.json``: one file per accepted, unanswered message,
-  written atomically before the message is processed. It holds the payload and the outbound
-  ledger (``parts``: message ids of the reply parts already delivered, by part index).
+  written atomically and fsynced before the message is processed (the user's message survives a
+  power loss once Telegram is told it arrived). It is never rewritten.
+- ``state/inbox/pending/<conversation>/<seq>.ledger``: the outbound ledger beside it: the reply
+  text once produced, ``live`` (the status/stream message shown while answering) and ``parts``
+  (message ids of the reply parts already delivered, by part index). Written atomically without
+  fsync, because it is on the reply path: a killed process loses nothing (the page cache survives
+  it); after a power loss it may be missing or empty, and then the reply is asked for again and a
+  part may be sent twice.
 - ``state/inbox/seen.log``: source ids (e.g. Telegram update ids) already accepted, one per line,
   each with the message's fingerprint when known (``77 1/5/1700000000``), so a message delivered
   twice is answered once, also across restarts, while a reused id for another message is not dropped.
 
-``complete`` deletes the pending file. On start-up ``pending()`` lists what a crash left behind,
+``complete`` deletes the pending file, then its ledger. On start-up ``pending()`` lists what a crash left behind,
 in arrival order per conversation. ``live`` is the message shown while the reply was produced
 (status line or streamed text), recorded when first sent: a replay finishes that message instead of
 sending a second one. No Telegram imports: any frontend can use it.
@@ -17,10 +23,14 @@ sending a second one. No Telegram imports: any frontend can use it.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import os
 import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -106,26 +116,76 @@ class Inbox:
         source_id = str(source_id)
         fingerprint = "".join(str(fingerprint).split())  # one token on its seen.log line
         with self._lock:
-            known = self._seen.get(source_id)
-            if known is not None:
-                if not (fingerprint and known and known != fingerprint):
-                    return None
-                log.warning("inbox: source id %s was used before for another message (%s, now %s; highest id seen "
-                            "%s): the sender restarted its id sequence (a new Bot API server?); answering it as new",
-                            source_id, known, fingerprint, self._highest_seen())
-            # Nanosecond clock keeps arrival order across restarts; max() keeps it strictly increasing.
-            seq = max(self._last_seq + 1, time.time_ns())
-            self._last_seq = seq
-            item = InboxItem(item_id=f"{conversation_dir(conversation_id)}/{seq:020d}", source_id=source_id,
-                             conversation_id=conversation_id, seq=seq, payload=payload,
-                             accepted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                             fingerprint=fingerprint)
+            if not self._is_new(source_id, fingerprint):
+                return None
+            item = self._new_item(source_id, conversation_id, payload, fingerprint)
             self.ws.write_json(self._rel(item.item_id), item.to_json())
             # Seen is recorded after the item: a crash in between still finds the id in the pending file.
             self.ws.append_line(SEEN_LOG, seen_line(source_id, fingerprint))
             self._seen[source_id] = fingerprint
             self._items[item.item_id] = item
             return item
+
+    def accept_many(self, entries: list[tuple]) -> list[InboxItem | None]:
+        """``accept`` for a batch of ``(source_id, conversation_id, payload[, fingerprint])``, fsyncs together.
+
+        Every item file is written (atomic rename), then all files and folders are fsynced at once
+        (the file system commits concurrent fsyncs together: one journal commit, not two per item),
+        and only then are the ids logged as seen. The guarantee is ``accept``'s: when this returns,
+        every item is on disk; a crash before that leaves no id logged, so Telegram's re-delivery is
+        accepted again (an item file torn by a power loss is skipped as damaged).
+        """
+        results: list[InboxItem | None] = []
+        with self._lock:
+            fresh: list[InboxItem] = []
+            try:
+                for entry in entries:
+                    source_id, conversation_id, payload = str(entry[0]), entry[1], entry[2]
+                    fingerprint = "".join(str(entry[3] if len(entry) > 3 else "").split())
+                    if not self._is_new(source_id, fingerprint, batch=fresh):
+                        results.append(None)
+                        continue
+                    item = self._new_item(source_id, conversation_id, payload, fingerprint)
+                    text = json.dumps(item.to_json(), indent=2, ensure_ascii=False) + "\n"
+                    self.ws.write_text(self._rel(item.item_id), text, durable=False)
+                    fresh.append(item)
+                    results.append(item)
+                paths = [self.ws.path(self._rel(i.item_id)) for i in fresh]
+                _fsync_all(paths + sorted({p.parent for p in paths}))
+            except BaseException:
+                for item in fresh:  # nothing of a failed batch stays: the caller retries one by one
+                    with contextlib.suppress(OSError):
+                        self.ws.delete(self._rel(item.item_id))
+                raise
+            for item in fresh:
+                self._seen[item.source_id] = item.fingerprint
+                self._items[item.item_id] = item
+            for item in fresh:  # a crash before these lines is repaired at the next start (see __init__)
+                self.ws.append_line(SEEN_LOG, seen_line(item.source_id, item.fingerprint))
+        return results
+
+    def _is_new(self, source_id: str, fingerprint: str, batch: list[InboxItem] = ()) -> bool:
+        """False for a re-delivery (also within ``batch``); a reused id for another message is new."""
+        if any(item.source_id == source_id for item in batch):
+            return False
+        known = self._seen.get(source_id)
+        if known is None:
+            return True
+        if not (fingerprint and known and known != fingerprint):
+            return False
+        log.warning("inbox: source id %s was used before for another message (%s, now %s; highest id seen "
+                    "%s): the sender restarted its id sequence (a new Bot API server?); answering it as new",
+                    source_id, known, fingerprint, self._highest_seen())
+        return True
+
+    def _new_item(self, source_id: str, conversation_id: str, payload: dict, fingerprint: str) -> InboxItem:
+        # Nanosecond clock keeps arrival order across restarts; max() keeps it strictly increasing.
+        seq = max(self._last_seq + 1, time.time_ns())
+        self._last_seq = seq
+        return InboxItem(item_id=f"{conversation_dir(conversation_id)}/{seq:020d}", source_id=source_id,
+                         conversation_id=conversation_id, seq=seq, payload=payload,
+                         accepted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                         fingerprint=fingerprint)
 
     def seen(self, source_id: str) -> bool:
         """True when a message with this source id was accepted before."""
@@ -156,7 +216,7 @@ class Inbox:
             if item is None:
                 raise KeyError(f"inbox: no pending item {item_id!r} to record a reply for")
             item.reply = reply
-            self.ws.write_json(self._rel(item_id), item.to_json())
+            self._write_ledger(item)
 
     def record_live(self, item_id: str, message_id: int) -> None:
         """Record the message shown while answering (status or streamed text) as soon as it exists, so a
@@ -166,9 +226,9 @@ class Inbox:
             if item is None:
                 raise KeyError(f"inbox: no pending item {item_id!r} to record a live message for")
             item.live = int(message_id)
-            # No fsync: this must land within the moment after the send (a kill then leaves the message
-            # behind); the rename alone survives a killed process, and a power loss only loses the id.
-            self.ws.write_json(self._rel(item_id), item.to_json(), durable=False)
+            # Within the moment after the send (a kill then would leave the message behind): the
+            # ledger is written without fsync, which a killed process survives.
+            self._write_ledger(item)
 
     def record_part(self, item_id: str, index: int, message_id: int) -> None:
         """Record that reply part ``index`` of an item was delivered as ``message_id``."""
@@ -177,7 +237,7 @@ class Inbox:
             if item is None:
                 raise KeyError(f"inbox: no pending item {item_id!r} to record part {index} for")
             item.parts[int(index)] = int(message_id)
-            self.ws.write_json(self._rel(item_id), item.to_json())
+            self._write_ledger(item)
 
     def parts_sent(self, item_id: str) -> int:
         """How many leading reply parts (0, 1, ... without gaps) were already delivered."""
@@ -195,6 +255,7 @@ class Inbox:
         with self._lock:
             self._items.pop(item_id, None)
             self.ws.delete(self._rel(item_id))
+            self.ws.delete(self._ledger_rel(item_id))
 
     # -- internals ------------------------------------------------------------
 
@@ -202,13 +263,44 @@ class Inbox:
     def _rel(item_id: str) -> str:
         return f"{PENDING_DIR}/{item_id}.json"
 
+    @staticmethod
+    def _ledger_rel(item_id: str) -> str:
+        return f"{PENDING_DIR}/{item_id}.ledger"
+
+    def _write_ledger(self, item: InboxItem) -> None:
+        # No fsync: see the module docstring (process crashes lose nothing; a power loss may).
+        ledger = {"reply": item.reply, "live": item.live,
+                  "parts": {str(k): v for k, v in sorted(item.parts.items())}}
+        self.ws.write_text(self._ledger_rel(item.item_id), json.dumps(ledger, ensure_ascii=False), durable=False)
+
+    def _read_ledger(self, item: InboxItem) -> None:
+        try:
+            ledger = json.loads(self.ws.read_text(self._ledger_rel(item.item_id), default="") or "null")
+            if not isinstance(ledger, dict):
+                return  # none, or emptied by a power loss: the reply is asked for again
+            parts = {int(k): int(v) for k, v in (ledger.get("parts") or {}).items()}
+        except (ValueError, TypeError, AttributeError, OSError):
+            return
+        if isinstance(ledger.get("reply"), str):
+            item.reply = ledger["reply"]
+        live = ledger.get("live")
+        if isinstance(live, int) and not isinstance(live, bool):
+            item.live = live
+        item.parts.update(parts)
+
     def _load_pending(self) -> list[InboxItem]:
         items = []
         for rel in self.ws.list(f"{PENDING_DIR}/*/*.json"):
             try:
-                items.append(InboxItem.from_json(self.ws.read_json(rel, default=None)))
+                item = InboxItem.from_json(self.ws.read_json(rel, default=None))
             except (KeyError, TypeError, ValueError, AttributeError):
                 continue  # a foreign or damaged file: leave it for a human, do not crash start-up
+            self._read_ledger(item)
+            items.append(item)
+        known = {self._ledger_rel(i.item_id) for i in items}
+        for rel in self.ws.list(f"{PENDING_DIR}/*/*.ledger"):
+            if rel not in known:  # its item was completed just before a crash
+                self.ws.delete(rel)
         return items
 
     def _highest_seen(self) -> str:
@@ -260,3 +352,23 @@ def seen_lines(data: bytes) -> tuple[list[str], int]:
             continue
         lines.append(line)
     return lines, damaged
+
+
+def _fsync_all(paths: list) -> None:
+    """fsync files and folders concurrently (one journal commit for the lot on ext4/xfs)."""
+    if not paths:
+        return
+    if len(paths) == 1:
+        _fsync_path(paths[0])
+        return
+    with ThreadPoolExecutor(min(16, len(paths)), thread_name_prefix="inbox-fsync") as pool:
+        for _ in pool.map(_fsync_path, paths):
+            pass
+
+
+def _fsync_path(path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

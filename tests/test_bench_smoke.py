@@ -23,7 +23,7 @@ sys.path.insert(0, str(BENCH))
 from _common import percentile, table  # noqa: E402
 from prefix_stability import common_prefix  # noqa: E402
 
-SCRIPTS = ("turn_overhead", "concurrency", "prefix_stability", "memory_search", "startup", "prompt_size")
+SCRIPTS = ("turn_overhead", "concurrency", "prefix_stability", "memory_search", "startup", "prompt_size", "e2e")
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +117,18 @@ def test_startup_answers_every_message(runs):
     assert float(figures["ratio bot / minimal bot (target: at most 1.5)"]) > 0
     assert "time to answer 10 messages pushed at once" in figures
     assert float(figures["resident memory after 10 messages answered (VmRSS)"].split()[0]) > 10
+
+
+def test_e2e_prints_every_row_with_ideal_and_ratio(runs):
+    out = check_ok(runs["e2e"])
+    header, rows = table_rows(out, "figure")
+    assert header == ["figure", "value", "ideal", "ratio", "target"]
+    names = [r[0] for r in rows]
+    assert names[0].startswith("bare PTB bot (floor)")
+    assert any(n.startswith("turn, instant model, streaming on") for n in names)
+    assert sum(1 for n in names if " chats x " in n) == 4
+    assert all(float(r[3]) > 0 for r in rows if " chats x " in r[0])
+    assert "Bot API calls per reply" in out
 
 
 def test_prompt_size_lists_sections_and_skills(runs):

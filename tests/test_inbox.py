@@ -119,3 +119,83 @@ def test_a_reused_source_id_with_another_fingerprint_is_a_new_message(tmp_path):
     reused = again.accept("3", "tg:1", {"text": "new"}, fingerprint="1/42/1800000000")
     assert reused is not None and reused.payload == {"text": "new"}
     assert Inbox(ws).accept("3", "tg:1", {"text": "new"}, fingerprint="1/42/1800000000") is None  # now that one is seen
+
+
+def test_ledger_writes_leave_the_message_file_alone_and_an_emptied_ledger_only_costs_a_new_answer(tmp_path):
+    """The reply and parts go to a side ledger written without fsync (it is on the reply path); the
+    user's message file, fsynced at accept, is never rewritten, so a power loss cannot tear it."""
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+    item = inbox.accept("7", "tg:1", {"text": "hello"})
+    message_file = f"state/inbox/pending/{item.item_id}.json"
+    before = ws.read_text(message_file)
+    inbox.record_reply(item.item_id, "the answer")
+    inbox.record_part(item.item_id, 0, 99)
+    assert ws.read_text(message_file) == before
+    again = Inbox(ws).get(item.item_id)
+    assert again.reply == "the answer" and again.parts == {0: 99}  # a killed process loses nothing
+    ws.write_text(f"state/inbox/pending/{item.item_id}.ledger", "")  # what a power loss may leave
+    after_power_loss = Inbox(ws).get(item.item_id)
+    assert after_power_loss is not None and after_power_loss.payload == {"text": "hello"}
+    assert after_power_loss.reply is None and after_power_loss.parts == {}  # asked again, nothing lost
+    Inbox(ws).complete(item.item_id)
+    assert ws.list("state/inbox/pending/*/*") == []
+
+
+def test_orphan_ledger_of_a_completed_item_is_removed_at_start(tmp_path):
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+    item = inbox.accept("8", "tg:1", {"text": "x"})
+    inbox.record_reply(item.item_id, "y")
+    ws.delete(f"state/inbox/pending/{item.item_id}.json")  # a crash between the two deletes of complete()
+    assert Inbox(ws).pending() == []
+    assert ws.list("state/inbox/pending/*/*.ledger") == []
+
+
+def test_accept_many_persists_a_batch_dedupes_and_survives_restart(tmp_path):
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+    first = inbox.accept("1", "tg:1", {"n": 1})
+    batch = inbox.accept_many([("1", "tg:1", {"n": 1}), ("2", "tg:1", {"n": 2}), ("3", "tg:2", {"n": 3}),
+                               ("3", "tg:2", {"n": 3})])
+    assert batch[0] is None and batch[3] is None  # seen before, and twice in the batch
+    assert [i.payload for i in batch[1:3]] == [{"n": 2}, {"n": 3}]
+    assert all(inbox.seen(s) for s in ("1", "2", "3"))
+    again = Inbox(ws)  # what a restart finds: every item on disk, in order, ids logged
+    assert [i.payload["n"] for i in again.pending()] == [1, 2, 3]
+    assert again.accept_many([("2", "tg:1", {"n": 2})]) == [None]
+    assert first.item_id in {i.item_id for i in again.pending()}
+
+
+def test_accept_many_leaves_nothing_behind_when_the_batch_fails(tmp_path, monkeypatch):
+    from assistant_framework import inbox as inbox_module
+
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+
+    def disk_full(paths):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(inbox_module, "_fsync_all", disk_full)
+    import pytest
+
+    with pytest.raises(OSError):
+        inbox.accept_many([("5", "tg:1", {"n": 5}), ("6", "tg:1", {"n": 6})])
+    assert inbox.pending() == [] and not inbox.seen("5")
+    assert ws.list("state/inbox/pending/*/*.json") == []  # the one-by-one retry starts clean
+
+
+def test_batch_accept_knows_fingerprints_and_live_goes_to_the_ledger(tmp_path):
+    """The batch path tells a reused id from a re-delivery as accept does; record_live leaves the message file alone."""
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+    first = inbox.accept("3", "tg:1", {"text": "old"}, fingerprint="1/40/1700000000")
+    inbox.complete(first.item_id)
+    batch = inbox.accept_many([("3", "tg:1", {"text": "old"}, "1/40/1700000000"),
+                               ("3", "tg:1", {"text": "new"}, "1/42/1800000000")])
+    assert batch[0] is None and batch[1] is not None and batch[1].payload == {"text": "new"}
+    message_file = f"state/inbox/pending/{batch[1].item_id}.json"
+    before = ws.read_text(message_file)
+    inbox.record_live(batch[1].item_id, 555)
+    assert ws.read_text(message_file) == before
+    assert Inbox(ws).get(batch[1].item_id).live == 555  # read back from the ledger after a restart

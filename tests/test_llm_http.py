@@ -32,3 +32,13 @@ def test_no_proxy_still_exempts_hosts(monkeypatch, chat_server):
     client = LLMClient({"runners": [{"name": "direct", "base_url": chat_server.base_url, "model": "m"}]})
     chat_server.enqueue("direct")
     assert client.complete([{"role": "user", "content": "hi"}]).text == "direct"
+
+
+def test_streamed_calls_reuse_one_connection(chat_server):
+    """Regression: the stream was left unread after [DONE], so requests closed the connection and
+    every streamed call paid a new TCP connect."""
+    client = LLMClient({"runners": [{"name": "f", "base_url": chat_server.base_url, "model": "m"}]})
+    for _ in range(3):
+        assert client.complete([{"role": "user", "content": "hi"}], stream=True, on_delta=lambda text: None).text
+    ports = {r.client[1] for r in chat_server.chat_requests}
+    assert len(ports) == 1, ports

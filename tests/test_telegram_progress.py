@@ -89,6 +89,7 @@ def test_stop_wakes_the_edit_loop_at_once_instead_of_waiting_out_the_interval(mo
     from messaging_llm_bot.frontends.telegram import progress as progress_mod
 
     monkeypatch.setattr(progress_mod, "STOP_WAIT_SECONDS", 3600.0)  # the old code's cap would hide the stall
+    monkeypatch.setattr(progress_mod, "FIRST_MESSAGE_GRACE_SECONDS", 0.0, raising=False)
 
     async def scenario() -> list:
         bot = _RecordingBot()
@@ -111,3 +112,25 @@ def test_stop_wakes_the_edit_loop_at_once_instead_of_waiting_out_the_interval(mo
     assert done, "stop() did not return: the edit loop was still waiting out its interval"
     assert ("send", "first words" + progress_mod.STREAM_CURSOR) in calls
     assert not any(kind == "edit" for kind, _ in calls)  # the pending intermediate edit is dropped, not sent late
+
+
+def test_a_turn_done_within_the_grace_needs_no_live_message():
+    """A quick streamed answer: no stream message (the reply is then one sendMessage, not a send plus an edit)."""
+    import asyncio
+
+    from messaging_llm_bot.frontends.telegram import progress as progress_mod
+
+    async def scenario() -> list:
+        bot = _RecordingBot()
+        p = progress_mod.Progress(bot, 1, stream=True)
+        await p.start()
+        ev = type("Ev", (), {})()
+        ev.kind, ev.data = "delta", {"text": "the whole answer"}
+        p.on_event(ev)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        await p.stop()
+        return bot.calls, p.message_id
+
+    calls, message_id = asyncio.run(scenario())
+    assert calls == [] and message_id is None

@@ -28,7 +28,7 @@ from messaging_llm_bot.llm.errors import (
     parse_error_body,
     redact,
 )
-from messaging_llm_bot.llm.http import EnvironmentCache, make_session
+from messaging_llm_bot.llm.http import EnvironmentCache, drain, make_session
 from messaging_llm_bot.llm.slots import PrioritySlots
 from messaging_llm_bot.llm.runners import RESERVED_KEYS, RunnerConfig, runners_from_config
 from messaging_llm_bot.llm.stream import StreamAssembler, content_text, iter_sse_data
@@ -302,6 +302,7 @@ class LLMClient:
         except LLMError as err:
             err.detail = redact(err.detail, runner.api_key)
             raise
+        drain(lines)  # read past [DONE] to the body's end: the connection goes back to the pool
         if not assembler.saw_choice:
             raise self._bad(runner, "the stream carried no choices")
         if not done[0] and assembler.finish_reason is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -50,3 +51,15 @@ class EnvironmentCache:
             with self._lock:
                 found = self._by_url.setdefault(url, environment_settings(url))
         return found
+
+
+def drain(lines: Iterator, limit: int = 64) -> None:
+    """Read what follows ``data: [DONE]`` (the chunked body's end) so `requests` releases the
+    connection to the pool instead of closing it: without this every streamed call opened a new
+    TCP connection. At most ``limit`` more lines; errors are ignored (the answer is complete)."""
+    try:
+        for count, _ in enumerate(lines):
+            if count >= limit:
+                break
+    except Exception:  # noqa: BLE001 - the answer is already complete; the connection just is not reused
+        pass

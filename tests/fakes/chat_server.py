@@ -47,8 +47,8 @@ A reply is a str (the assistant content) or a dict with optional keys:
   garbage), with `status` (default 200) and `content_type` (default application/json).
 
 `requests` lists every request received (all endpoints) as `RecordedRequest`: a dict of
-the JSON body (or form fields) with `.method`, `.path`, `.headers` (case-insensitive) and
-`.body` (raw bytes). `chat_requests` filters chat completions. Pass `api_key=` to make
+the JSON body (or form fields) with `.method`, `.path`, `.headers` (case-insensitive),
+`.body` (raw bytes) and `.client` (the client's (host, port)). `chat_requests` filters chat completions. Pass `api_key=` to make
 the server answer 401 unless `Authorization: Bearer <api_key>` is sent.
 
 A reply dict may also carry `tool_calls`: a list of `{"id", "name", "arguments"}` (arguments a
@@ -87,12 +87,14 @@ Reply = str | dict
 class RecordedRequest(dict):
     """One received request: the dict is its JSON body; attributes carry the rest."""
 
-    def __init__(self, method: str, path: str, headers: Any, body: bytes, data: dict) -> None:
+    def __init__(self, method: str, path: str, headers: Any, body: bytes, data: dict,
+                 client: tuple | None = None) -> None:
         super().__init__(data)
         self.method = method
         self.path = path
         self.headers = headers
         self.body = body
+        self.client = client  # (host, port) of the client's connection: the same port = a reused connection
 
 
 def hash_embedding(text: str, dim: int = 64) -> list[float]:
@@ -196,7 +198,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _get(self) -> None:
         path = urlsplit(self.path).path
-        self.server.fake._record("GET", path, self.headers, b"", {})
+        self.server.fake._record("GET", path, self.headers, b"", {}, self.client_address)
         if not self._authorized():
             return
         if path.rstrip("/") == "/v1/models":
@@ -218,7 +220,7 @@ class _Handler(BaseHTTPRequestHandler):
                 parsed = {}
             data = parsed if isinstance(parsed, dict) else {}
         fake = self.server.fake
-        fake._record("POST", path, self.headers, body, data)
+        fake._record("POST", path, self.headers, body, data, self.client_address)
         if not self._authorized():
             return
         if path == "/v1/chat/completions":
@@ -562,9 +564,10 @@ class FakeChatServer:
 
     # ----- internals used by the handler ------------------------------------------
 
-    def _record(self, method: str, path: str, headers: Any, body: bytes, data: dict) -> None:
+    def _record(self, method: str, path: str, headers: Any, body: bytes, data: dict,
+                client: tuple | None = None) -> None:
         with self._arrived:
-            self._records.append(RecordedRequest(method, path, headers, body, data))
+            self._records.append(RecordedRequest(method, path, headers, body, data, client))
             self._arrived.notify_all()
 
     def _track(self, conn: socket.socket, add: bool) -> None:

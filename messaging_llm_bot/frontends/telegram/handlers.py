@@ -95,6 +95,23 @@ class Frontend:
 
     def persist(self, updates: Sequence[Update], bot: telegram.Bot) -> None:
         """Write model-bound updates to the inbox before they are confirmed to Telegram."""
+        try:
+            wanted = [u for u in updates if u.update_id not in self.items and self.for_model(u, bot)]
+        except Exception:  # noqa: BLE001 - fall back to one update at a time below
+            wanted = []
+        if len(wanted) > 1:
+            # A burst: one batch whose fsyncs the file system commits together.
+            try:
+                accepted = self.inbox.accept_many([(str(u.update_id), conversation_id(u.message.chat_id),
+                                                    u.to_dict(), message_fingerprint(u.message)) for u in wanted])
+            except Exception:  # noqa: BLE001 - e.g. disk full: retry one by one (what went in is seen)
+                log.warning("telegram: batch write of %d updates to the inbox failed; one at a time", len(wanted))
+            else:
+                for update, item in zip(wanted, accepted):
+                    if item is None:
+                        self.duplicates.add(update.update_id)
+                    else:
+                        self.items[update.update_id] = item
         for update in updates:
             try:
                 if update.update_id in self.items or not self.for_model(update, bot):

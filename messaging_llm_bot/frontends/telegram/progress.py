@@ -26,6 +26,9 @@ TYPING_EVERY_SECONDS = 4.0
 # The first typing action waits this long: a reply ready sooner needs none (one Bot API call and
 # its event-loop time saved per quick turn); a slower one shows "typing…" after a pause no one sees.
 TYPING_GRACE_SECONDS = 0.3
+# Likewise the first status/stream message: a turn done within this needs no live message, so its
+# reply is one sendMessage instead of a send plus a final edit (half the rate budget).
+FIRST_MESSAGE_GRACE_SECONDS = 0.3
 EDIT_INTERVAL_SECONDS = 1.0
 STREAM_CURSOR = " ▍"
 STOP_WAIT_SECONDS = 5.0
@@ -66,6 +69,7 @@ class Progress:
         self._stream_text = ""
         self._shown = ""
         self._last_edit = 0.0
+        self._started = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake = asyncio.Event()
         self._stop = asyncio.Event()  # set by stop(): interrupts the edit-interval wait at once
@@ -75,6 +79,7 @@ class Progress:
     async def start(self) -> None:
         """Start the typing refresher and the edit worker."""
         self._loop = asyncio.get_running_loop()
+        self._started = time.monotonic()
         self._tasks = [asyncio.create_task(self._typing()), asyncio.create_task(self._worker())]
 
     def on_event(self, event: Any) -> None:
@@ -104,8 +109,11 @@ class Progress:
             self._wake.clear()
             if self._stopping:
                 break
-            wait = self._last_edit + self.edit_interval - time.monotonic()
-            if wait > 0 and self.message_id is not None:
+            if self.message_id is None:
+                wait = self._started + FIRST_MESSAGE_GRACE_SECONDS - time.monotonic()
+            else:
+                wait = self._last_edit + self.edit_interval - time.monotonic()
+            if wait > 0:
                 # Wait out the edit interval, but wake at once on stop(): the final edit must not
                 # sit behind this sleep (up to a second at the end of every streamed reply).
                 with contextlib.suppress(asyncio.TimeoutError):
