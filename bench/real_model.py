@@ -152,6 +152,7 @@ def part_eval(server: RealModelServer, subset: list[str], modes: list[str]) -> s
         cats = [[c, f"{s['passed']}/{s['cases']}", pct(s["right_skill"]), pct(s["args_valid"]), pct(s["args_correct"]), pct(s["no_skill_ok"])]
                 for c, s in report["by_category"].items()]
         lines += [f"### {mode}: per category", "", table(["category", "passed", "right skill", "args valid", "args correct", "no-skill ok"], cats), ""]
+        print(f"[{mode}] " + " | ".join(str(c) for c in rows[-1]), flush=True)  # partial results as they come
     head = ["mode", "passed", "right skill", "args valid", "args correct", "no-skill ok", "cases all-valid", "outputs valid", "median s", "total s"]
     return "\n".join([table(head, rows), ""] + lines)
 

@@ -60,7 +60,10 @@ class BackgroundModel:
         self.llm = llm
 
     def __call__(self, messages: list[dict], **kwargs: Any) -> str:
-        schema, name, rest = schema_from_extra(kwargs.pop("extra", None))
+        # llm.background_extra_body, e.g. {"id_slot": 1} on llama-server with two slots (-np 2),
+        # keeps background calls off the chat's slot and so off its cached prompt.
+        background = self.llm.config.get("background_extra_body") or {}
+        schema, name, rest = schema_from_extra({**background, **(kwargs.pop("extra", None) or {})})
         if schema is None:
             return self.llm.complete(messages, extra=rest or None, **kwargs).text
         return complete_structured(self.llm, messages, schema, name, extra=rest or None, **kwargs).text
