@@ -56,6 +56,7 @@ LLM_SCHEMA = {
         "retries_per_runner": {"type": "integer", "minimum": 0, "maximum": 10},
         "retry_max_wait_seconds": {"type": "number", "minimum": 0},
         "retry_backoff_seconds": {"type": "number", "minimum": 0},
+        "background_extra_body": {"type": "object"},
         "embeddings": _ENDPOINT,
         "transcription": _ENDPOINT,
     },

@@ -84,8 +84,11 @@ def start_server(folder: Path) -> RealModelServer:
     return server
 
 
+MAX_TOKENS = [160]
+
+
 def llm_section(server: RealModelServer, **runner) -> dict:
-    return {"runners": [server.runner(**runner)], "retries_per_runner": 0, "temperature": 0, "max_tokens": 160,
+    return {"runners": [server.runner(**runner)], "retries_per_runner": 0, "temperature": 0, "max_tokens": MAX_TOKENS[0],
             "max_skill_rounds": 3}
 
 
@@ -152,13 +155,14 @@ def part_eval(server: RealModelServer, subset: list[str], modes: list[str]) -> s
         cats = [[c, f"{s['passed']}/{s['cases']}", pct(s["right_skill"]), pct(s["args_valid"]), pct(s["args_correct"]), pct(s["no_skill_ok"])]
                 for c, s in report["by_category"].items()]
         lines += [f"### {mode}: per category", "", table(["category", "passed", "right skill", "args valid", "args correct", "no-skill ok"], cats), ""]
+        print(f"[{mode}] " + " | ".join(str(c) for c in rows[-1]), flush=True)  # partial results as they come
     head = ["mode", "passed", "right skill", "args valid", "args correct", "no-skill ok", "cases all-valid", "outputs valid", "median s", "total s"]
     return "\n".join([table(head, rows), ""] + lines)
 
 
 # ------------------------------------------------------------------ turns
 
-def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pause: float) -> str:
+def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pause: float, turns: int = 10) -> str:
     from assistant_framework.memory import MemoryService
     from assistant_framework.skills import SkillManager
     from assistant_framework.workspace import Workspace
@@ -180,7 +184,7 @@ def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pau
             log.new_text()
             rows = []
             background = []
-            for n, text in enumerate(CONVERSATION, 1):
+            for n, text in enumerate(CONVERSATION[:turns], 1):
                 result = agent.handle_message("bench", text, chat_id=1, user_id=1)
                 chat = log.evaluated()
                 if setting == "immediate":
@@ -189,6 +193,7 @@ def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pau
                 prompt = int(result.usage.get("prompt_tokens") or 0)
                 rows.append([n, result.rounds, prompt, sum(chat), f"{100 * (1 - sum(chat) / prompt):.0f}%" if prompt else "-",
                              f"{result.elapsed_s:.1f}", "ok" if result.ok else "FAIL", result.reply[:40].replace("\n", " ").replace("|", "/")])
+                print(f"  [{setting}] turn {n}: " + " | ".join(str(c) for c in rows[-1]), file=sys.stderr, flush=True)
                 time.sleep(pause)
             memory.drain(900)
             background.extend(log.evaluated())
@@ -196,9 +201,9 @@ def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pau
             llm.close()
         out += [f"### extraction {setting}", "", table(["turn", "rounds", "prompt tok", "evaluated", "reused", "s", "ok", "reply"], rows), ""]
         first, rest = rows[0], rows[1:]
-        summary.append([setting, first[3], f"{statistics.mean(r[3] for r in rest):.0f}", f"{float(first[5]):.1f}",
-                        f"{statistics.median(float(r[5]) for r in rest):.1f}", len(background), sum(background)])
-    head = ["extraction", "turn 1 evaluated", "turns 2-10 evaluated (mean)", "turn 1 s", "turns 2-10 s (median)", "background calls", "background tok evaluated"]
+        summary.append([setting, len(rows), first[3], f"{statistics.mean(r[3] for r in rest):.0f}" if rest else "-", f"{float(first[5]):.1f}",
+                        f"{statistics.median(float(r[5]) for r in rest):.1f}" if rest else "-", len(background), sum(background)])
+    head = ["extraction", "turns", "turn 1 evaluated", "later turns evaluated (mean)", "turn 1 s", "later turns s (median)", "background calls", "background tok evaluated"]
     return "\n".join([table(head, summary), ""] + out)
 
 
@@ -273,8 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=len(EVAL_SUBSET), help="first N cases of the fixed subset")
     parser.add_argument("--modes", default="off,json_object,auto", help="structured_output values (and 'native') for the eval")
     parser.add_argument("--settings", default="off,immediate,batched", help="extraction settings for the turns part")
+    parser.add_argument("--max-tokens", type=int, default=160, help="llm.max_tokens for every call")
+    parser.add_argument("--turns", type=int, default=10, help="turns of the conversation (turns part)")
     parser.add_argument("--pause", type=float, default=2.0, help="seconds between user turns (turns part)")
     args = parser.parse_args(argv)
+    MAX_TOKENS[0] = args.max_tokens
     reason = missing_reason()
     if reason:
         print(f"real_model: {reason}", file=sys.stderr)
@@ -289,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(part_eval(server, EVAL_SUBSET[: args.cases], args.modes.split(",")), flush=True)
             if args.part in ("turns", "all"):
                 print("## turns\n")
-                print(part_turns(server, log, args.settings.split(","), args.pause), flush=True)
+                print(part_turns(server, log, args.settings.split(","), args.pause, args.turns), flush=True)
             if args.part in ("frontends", "all"):
                 print("## frontends\n")
                 print(part_frontends(server), flush=True)

@@ -69,7 +69,10 @@ class BackgroundModel:
         from messaging_llm_bot.llm.slots import background_calls
         from messaging_llm_bot.llm.structured import complete_structured, schema_from_extra
 
-        schema, name, rest = schema_from_extra(kwargs.pop("extra", None))
+        # llm.background_extra_body, e.g. {"id_slot": 1} on llama-server with two slots (-np 2),
+        # keeps background calls off the chat's slot and so off its cached prompt.
+        background = self.llm.config.get("background_extra_body") or {}
+        schema, name, rest = schema_from_extra({**background, **(kwargs.pop("extra", None) or {})})
         with background_calls():
             if schema is None:
                 return self.llm.complete(messages, extra=rest or None, **kwargs).text

@@ -87,7 +87,7 @@ class RealModelServer:
         self.model = model or model_path()
         self.verbose = verbose
         self.n_ctx = n_ctx
-        self.threads = threads
+        self.threads = int(os.environ.get("ASSISTANT_MODEL_THREADS") or threads)
         self.port = free_port()
         self.log_path = log_path
         self._proc: subprocess.Popen | None = None
@@ -106,7 +106,10 @@ class RealModelServer:
             "--chat_format", "chatml", "--verbose", str(self.verbose),
         ]
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
+        # OpenMP threads spin while they wait; on a shared, loaded machine that starved the server
+        # (0.4 tokens/s). Passive waiting costs little when the cores are free.
+        env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:

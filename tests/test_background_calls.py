@@ -150,3 +150,21 @@ def test_reload_moves_background_calls_to_the_new_runner(tmp_path):
             assert old.chat_requests == []
         finally:
             runtime.shutdown(timeout=5)
+
+
+def test_background_extra_body_goes_only_to_background_calls(tmp_path):
+    with FakeChatServer() as server:
+        server.set_handler(lambda r: _facts("tea") if _is_extraction(r) else '{"reply": "ok"}')
+        config = {"llm": {"runners": [{"name": "fake", "base_url": server.base_url, "model": "m", "extra_body": {"id_slot": 0}}],
+                          "background_extra_body": {"id_slot": 1}, "retries_per_runner": 0},
+                  "runtime": {"timezone": "UTC"}, "memory": {"extract_idle_seconds": 0}}
+        workspace = Workspace(tmp_path / "ws")
+        llm = LLMClient(config["llm"])
+        memory = MemoryService(workspace, config, complete=BackgroundModel(llm))
+        agent = Agent(config, workspace, SkillManager.from_config(config, workspace), llm, memory=memory)
+        try:
+            agent.handle_message("c", "I like tea")
+            assert memory.drain(10)
+        finally:
+            memory.close()
+        assert [(_is_extraction(r), r["id_slot"]) for r in server.chat_requests] == [(False, 0), (True, 1)]

@@ -24,9 +24,9 @@ def test_a_failed_trace_write_is_logged_and_later_traces_still_written(workspace
     store = TraceStore(workspace)
     bad = store.write_later({"id": "not-a-trace-id"})  # trace_path refuses it in the writer
     good = store.write_later({"time": "2026-05-01T10:00:00"})
-    with caplog.at_level(logging.ERROR, logger="assistant_framework.traces"):
+    with caplog.at_level(logging.WARNING):  # one line, not on the terminal chat's screen (ERROR is)
         assert store.drain(5)
-    assert any(bad in r.getMessage() for r in caplog.records)
+    assert any(bad in r.getMessage() and r.exc_info is None for r in caplog.records)
     assert store.load(good)["id"] == good
 
 

@@ -581,8 +581,8 @@ class FakeChatServer:
             return None
         allowed = " or ".join(repr(t) for t in self.response_formats)
         detail = {"type": "literal_error", "loc": ("body", "response_format", "type"),
-                  "msg": f"Input should be {allowed}", "input": fmt.get("type")}
-        return {"error": {"message": f"[{detail!r}]", "type": "internal_server_error", "param": None, "code": None}}
+                  "msg": f"Input should be {allowed}", "input": fmt.get("type"), "ctx": {"expected": allowed}}
+        return {"error": {"message": f"1 validation error: {detail!r}", "type": "internal_server_error", "param": None, "code": None}}
 
     def _next_chat_reply(self, request: dict) -> dict:
         with self._lock:
