@@ -69,7 +69,7 @@ class TimedBotAPI(FakeBotAPI):
         with self._expect_lock:
             self.counts = {}
 
-    def _record(self, method: str, params: dict, status: int) -> None:
+    def _record(self, method: str, params: dict, status: int, message_id: int | None = None) -> None:
         now = time.monotonic()
         # Keep no call list: a long run would copy thousands of dicts on each lookup.
         with self._expect_lock:
@@ -87,7 +87,9 @@ class TimedBotAPI(FakeBotAPI):
 
 def reply_for(request: dict, suffix: str = "") -> str:
     """The fake model's answer: '{"reply": "a<chat>x<n> done<suffix>"}' for the question 'q<chat>x<n>'."""
-    if request.get("response_format"):  # fact extraction (a background call)
+    fmt = request.get("response_format") or {}
+    schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}
+    if "facts" in (schema.get("properties") or {}):  # fact extraction (a background call), not the chat's schema
         return '{"facts": []}'
     messages = request.get("messages") or []
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]

@@ -231,6 +231,21 @@ def test_move_aside_keeps_the_damaged_file_under_a_new_name(ws: Workspace) -> No
     first = ws.move_aside("state/cache.db")
     ws.path("state/cache.db").write_bytes(b"\x00damaged again")
     second = ws.move_aside("state/cache.db")
-    assert first != second and first.startswith("state/cache.db.broken-") and second.startswith(first)
+    assert first != second and first.startswith("state/cache.db.broken-") and second.startswith("state/cache.db.broken-")
     assert ws.path(first).read_bytes() == b"\x00damaged" and ws.path(second).read_bytes() == b"\x00damaged again"
     assert not ws.exists("state/cache.db")
+
+
+def test_move_aside_never_overwrites_an_earlier_copy_of_the_same_second(ws: Workspace) -> None:
+    import time as _time
+
+    ws.path("state").mkdir(exist_ok=True)
+    now = _time.time()
+    # Earlier copies under every stamp the call below can take (this second and the next few).
+    for offset in range(6):
+        stamp = _time.strftime("%Y%m%dT%H%M%SZ", _time.gmtime(now + offset))
+        ws.path(f"state/cache.db.broken-{stamp}").write_bytes(b"earlier")
+    ws.path("state/cache.db").write_bytes(b"newer")
+    aside = ws.move_aside("state/cache.db")
+    assert aside.endswith("-2") and ws.path(aside).read_bytes() == b"newer"
+    assert all(p.read_bytes() == b"earlier" for p in ws.path("state").glob("cache.db.broken-*Z"))
