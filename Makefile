@@ -30,7 +30,8 @@ doctor: $(STAMP)
 	$(VENV)/bin/assistant doctor --config $(CONFIG) --workspace $(WORKSPACE)
 
 test: $(STAMP)
-	$(PY) -m pytest
+	# Three workers: most tests wait on sockets and subprocesses, so 3 fit 2 cores (half the time of one).
+	$(PY) -m pytest -n 3
 
 # The real model server (llama-cpp-python, built from source with a portable instruction set: a
 # build for the CPU's native set crashed on the first request on the CI machines) and the model
