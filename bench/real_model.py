@@ -209,7 +209,7 @@ def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pau
 
 # ------------------------------------------------------------------ frontends
 
-RAW_JSON = re.compile(r'\{\s*"(skill|reply|args|facts)"')
+RAW_JSON = re.compile(r'\{\s*"(skill|reply|args|facts)"|^\s*[{}\[\]]\s*$', re.M)
 
 
 def _config_dir(folder: Path, server: RealModelServer, telegram: dict | None = None) -> Path:
