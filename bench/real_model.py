@@ -143,6 +143,9 @@ def part_eval(server: RealModelServer, subset: list[str], modes: list[str]) -> s
             results.append(run_case(case, config, llm))
             outs = Recording.outputs[before:]
             valid_cases += bool(outs) and all(valid(o) for o in outs)
+            for o in outs:
+                if not valid(o):
+                    print(f"  [{mode}] {case.id}: not a protocol object ({len(o)} chars): {o[:120]!r}...{o[-60:]!r}", file=sys.stderr)
             print(f"  [{mode}] {case.id}: {'pass' if results[-1].passed else 'FAIL'} {results[-1].problems[:1]}", file=sys.stderr, flush=True)
         llm.close()
         report = build_report(results)
