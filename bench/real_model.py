@@ -248,6 +248,7 @@ def part_frontends(server: RealModelServer) -> str:
 def _telegram(server: RealModelServer, tmp_path: Path) -> list:
     from assistant_framework.workspace import Workspace
     from tests.fakes.bot_api import FakeBotAPI
+    from messaging_llm_bot.frontends.telegram.settings import conversation_id
     from tests.telegram_harness import OWNER, RunningBot, make_runtime, texts
 
     fake = FakeBotAPI()
@@ -260,12 +261,16 @@ def _telegram(server: RealModelServer, tmp_path: Path) -> list:
                                "base_file_url": fake.base_file_url, "stream": True, "progress": True}}
         runtime = make_runtime(config, Workspace(tmp_path / "tg-ws"), tmp_path)
         replies: list[str] = []
+        conv = conversation_id(OWNER)
         with RunningBot(runtime):
             for text in CONVERSATION:
-                before = len(runtime.agent.history.load(str(OWNER)) or []) if hasattr(runtime.agent, "history") else 0
+                answered = len(runtime.agent.history.load(conv) or [])
+                sent = len(fake.messages(OWNER))
                 fake.send_message(text)
-                fake.wait_for(lambda: len(runtime.agent.history.load(str(OWNER)) or []) > before, timeout=900)
-                time.sleep(1.0)  # let the last edit of a streamed reply land
+                # answered (history grew) or a failure sentence sent, and nothing still running
+                fake.wait_for(lambda: runtime.agent.pending(conv) == 0 and (
+                    len(runtime.agent.history.load(conv) or []) > answered or len(fake.messages(OWNER)) > sent + 1), timeout=900)
+                time.sleep(1.5)  # let the last edit of a streamed reply land
             replies = texts(fake)
         shown = "\n".join(replies)
         print(shown, file=sys.stderr)
