@@ -262,7 +262,8 @@ def _telegram(server: RealModelServer, tmp_path: Path) -> list:
         runtime = make_runtime(config, Workspace(tmp_path / "tg-ws"), tmp_path)
         replies: list[str] = []
         conv = conversation_id(OWNER)
-        with RunningBot(runtime):
+        bot = RunningBot(runtime)
+        with bot:
             for text in CONVERSATION:
                 answered = len(runtime.agent.history.load(conv) or [])
                 sent = len(fake.messages(OWNER))
@@ -272,6 +273,7 @@ def _telegram(server: RealModelServer, tmp_path: Path) -> list:
                     len(runtime.agent.history.load(conv) or []) > answered or len(fake.messages(OWNER)) > sent + 1), timeout=900)
                 time.sleep(1.5)  # let the last edit of a streamed reply land
             replies = texts(fake)
+            bot.stop(timeout=300)  # shutdown sends the batched fact extraction to the slow model first
         shown = "\n".join(replies)
         print(shown, file=sys.stderr)
         return ["telegram (fake Bot API)", 0, shown.count("Traceback"), len(RAW_JSON.findall(shown)), "-",
