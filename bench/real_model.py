@@ -143,6 +143,9 @@ def part_eval(server: RealModelServer, subset: list[str], modes: list[str]) -> s
             results.append(run_case(case, config, llm))
             outs = Recording.outputs[before:]
             valid_cases += bool(outs) and all(valid(o) for o in outs)
+            for o in outs:
+                if not valid(o):
+                    print(f"  [{mode}] {case.id}: not a protocol object ({len(o)} chars): {o[:120]!r}...{o[-60:]!r}", file=sys.stderr)
             print(f"  [{mode}] {case.id}: {'pass' if results[-1].passed else 'FAIL'} {results[-1].problems[:1]}", file=sys.stderr, flush=True)
         llm.close()
         report = build_report(results)
@@ -209,7 +212,7 @@ def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pau
 
 # ------------------------------------------------------------------ frontends
 
-RAW_JSON = re.compile(r'\{\s*"(skill|reply|args|facts)"')
+RAW_JSON = re.compile(r'\{\s*"(skill|reply|args|facts)"|^\s*[{}\[\]]\s*$', re.M)
 
 
 def _config_dir(folder: Path, server: RealModelServer, telegram: dict | None = None) -> Path:
@@ -245,6 +248,7 @@ def part_frontends(server: RealModelServer) -> str:
 def _telegram(server: RealModelServer, tmp_path: Path) -> list:
     from assistant_framework.workspace import Workspace
     from tests.fakes.bot_api import FakeBotAPI
+    from messaging_llm_bot.frontends.telegram.settings import conversation_id
     from tests.telegram_harness import OWNER, RunningBot, make_runtime, texts
 
     fake = FakeBotAPI()
@@ -257,13 +261,19 @@ def _telegram(server: RealModelServer, tmp_path: Path) -> list:
                                "base_file_url": fake.base_file_url, "stream": True, "progress": True}}
         runtime = make_runtime(config, Workspace(tmp_path / "tg-ws"), tmp_path)
         replies: list[str] = []
-        with RunningBot(runtime):
+        conv = conversation_id(OWNER)
+        bot = RunningBot(runtime)
+        with bot:
             for text in CONVERSATION:
-                before = len(runtime.agent.history.load(str(OWNER)) or []) if hasattr(runtime.agent, "history") else 0
+                answered = len(runtime.agent.history.load(conv) or [])
+                sent = len(fake.messages(OWNER))
                 fake.send_message(text)
-                fake.wait_for(lambda: len(runtime.agent.history.load(str(OWNER)) or []) > before, timeout=900)
-                time.sleep(1.0)  # let the last edit of a streamed reply land
+                # answered (history grew) or a failure sentence sent, and nothing still running
+                fake.wait_for(lambda: runtime.agent.pending(conv) == 0 and (
+                    len(runtime.agent.history.load(conv) or []) > answered or len(fake.messages(OWNER)) > sent + 1), timeout=900)
+                time.sleep(1.5)  # let the last edit of a streamed reply land
             replies = texts(fake)
+            bot.stop(timeout=300)  # shutdown sends the batched fact extraction to the slow model first
         shown = "\n".join(replies)
         print(shown, file=sys.stderr)
         return ["telegram (fake Bot API)", 0, shown.count("Traceback"), len(RAW_JSON.findall(shown)), "-",

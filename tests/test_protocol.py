@@ -416,6 +416,7 @@ def test_the_prompt_example_calls_a_real_builtin_shape():
     ('{ "reply" : "Hello', "Hello", "truncated_reply"),
     ('{"skill": "tasks", "args": {"action": "add", "title": "buy', "", "truncated_call"),
     ('{"skill_call": {"name": "tasks", "args": {', "", "truncated_call"),
+    ('{\n\n\n      \n', "", "truncated_call"),
 ])
 def test_output_cut_off_by_max_tokens_never_shows_its_json(text, reply, label):
     out = parse_model_output(text, SKILLS)

@@ -136,3 +136,20 @@ def test_background_extraction_falls_back_instead_of_failing_every_turn(tmp_path
         assert kinds == ["json_schema", "json_object", "json_object"]
         assert "additionalProperties" not in json.dumps(server.chat_requests[1]["response_format"]["schema"])
         assert [f["value"] for f in FactStore(svc.workspace).all()] == ["Porto"]
+
+
+def test_repeated_call_and_final_round_may_only_reply(tmp_path, test_skills_dir):
+    with FakeChatServer() as server:
+        agent = _agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
+        same = '{"skill": "add", "args": {"a": 1, "b": 2}}'
+        server.enqueue(same, same, '{"reply": "3"}')
+        assert agent.handle_message("c", "1+2?").reply == "3"
+        schemas = [r["response_format"]["json_schema"]["schema"] for r in server.chat_requests]
+        assert len(schemas[0]["anyOf"]) > 1 and len(schemas[1]["anyOf"]) > 1
+        assert schemas[2] == {"type": "object", "properties": {"reply": {"type": "string"}}, "required": ["reply"]}
+        server.reset()
+        server.enqueue('{"skill": "add", "args": {"a": 1, "b": 1}}', '{"skill": "add", "args": {"a": 2, "b": 2}}',
+                       '{"skill": "add", "args": {"a": 3, "b": 3}}', '{"reply": "done"}')
+        assert agent.handle_message("c", "sums").reply == "done"  # max_skill_rounds is 3
+        kinds = ["anyOf" in r["response_format"]["json_schema"]["schema"] for r in server.chat_requests]
+        assert kinds == [True, True, True, False]

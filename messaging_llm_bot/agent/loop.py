@@ -29,7 +29,7 @@ from messaging_llm_bot.agent.guard import ApproveCallback, CallGate, touches_unt
 from messaging_llm_bot.agent.history import HistoryStore, message_chars, prompt_messages, trim_history
 from messaging_llm_bot.agent.honesty import honest_reply, is_write_call, saved_location
 from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
-from messaging_llm_bot.llm.structured import complete_structured
+from messaging_llm_bot.llm.structured import REPLY_SCHEMA, complete_structured
 from messaging_llm_bot.llm.tools import tool_calls_of
 from messaging_llm_bot.agent.native import SkillFormats, add_round, skill_calls
 from messaging_llm_bot.agent.prompt import PromptBuilder, final_user_message, section_sizes
@@ -283,13 +283,17 @@ class Agent:
         turn_messages: list[dict] = [{"role": "user", "content": user_message}]
         native_turn: list[dict] = [{"role": "user", "content": user_message}]  # the same round as native tool messages
         history_cut = False
+        repeated, last_calls = False, None
         while True:
             round_no = turn.rounds + 1
             head = [{"role": "system", "content": system}, *prompt_messages(history)]
             messages = [*head, *turn_messages]
             emit(AgentEvent("thinking", {"round": round_no}))
             try:
-                completion = self._complete(messages, names, stream, emit, native=lambda: [*head, *native_turn])
+                # Asked for the final answer, or the model repeated its last calls: a constrained
+                # answer may then only be a reply (a small model otherwise loops on one call).
+                reply_only = round_no > max_rounds or repeated
+                completion = self._complete(messages, names, stream, emit, native=lambda: [*head, *native_turn], reply_only=reply_only)
             except LLMError as err:
                 record_request(turn, round_no, messages, None, err)
                 if err.kind == "context_length" and not history_cut and history:
@@ -313,6 +317,8 @@ class Agent:
             if round_no > max_rounds:
                 # The model was told to stop calling skills and did not.
                 return (f"I could not finish this within {max_rounds} skill rounds; please ask again more specifically.", True)
+            signature = [(c.skill, json.dumps(c.args, sort_keys=True, default=str)) for c in parsed.calls]
+            repeated, last_calls = signature == last_calls, signature
             feedbacks = [self._run_call(call, round_no, turn, context, emit) for call in parsed.calls]
             final = final_answer_request() if round_no == max_rounds else None
             add_round(turn_messages, native_turn, completion.text, native_calls, parsed.calls, feedbacks, final)
@@ -325,8 +331,8 @@ class Agent:
     def _skill_formats(self) -> tuple[dict, list[dict] | None]:
         return self._formats.get(self.skills, self.llm.runners)
 
-    def _complete(self, messages: list[dict], names: list[str], stream: bool, emit, native=None) -> Completion:
-        schema, tools = self._skill_formats()
+    def _complete(self, messages: list[dict], names: list[str], stream: bool, emit, native=None, reply_only: bool = False) -> Completion:
+        schema, tools = (REPLY_SCHEMA, None) if reply_only else self._skill_formats()
         if not stream:
             return complete_structured(self.llm, messages, schema, "skill_call", tools=tools, native_messages=native)
         guard = StreamGuard(names)

@@ -63,6 +63,9 @@ def grammar_safe(schema: object) -> dict:
     return out
 
 
+REPLY_SCHEMA: dict = {"type": "object", "properties": {"reply": {"type": "string"}}, "required": ["reply"]}
+
+
 def protocol_schema(skills: Iterable[tuple[str, dict | None]]) -> dict:
     """The schema of one protocol answer: a call of one of ``skills`` (name, args schema) or a reply."""
     options = []
@@ -74,7 +77,7 @@ def protocol_schema(skills: Iterable[tuple[str, dict | None]]) -> dict:
             "properties": {"skill": {"type": "string", "enum": [name]}, "args": args},
             "required": ["skill", "args"],
         })
-    options.append({"type": "object", "properties": {"reply": {"type": "string"}}, "required": ["reply"]})
+    options.append(REPLY_SCHEMA)
     return {"anyOf": options}
 
 

@@ -225,7 +225,9 @@ def parse_model_output(text: str, skill_names: Collection[str] = ()) -> ParsedOu
         m = REPLY_PREFIX_RE.match(body)
         if m:
             return ParsedOutput([], decode_partial_string(body[m.end():]).strip(), recovered + ["truncated_reply"])
-        if _CALL_PREFIX_RE.match(body):
+        if _CALL_PREFIX_RE.match(body) or stripped.startswith("{"):
+            # a call, or an object cut off before its first key (a constrained answer that spent
+            # max_tokens on whitespace): nothing in it is for the user
             return ParsedOutput([], "", recovered + ["truncated_call"])
     if len(candidates) == 1:
         cand = candidates[0]
