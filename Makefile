@@ -30,8 +30,9 @@ doctor: $(STAMP)
 	$(VENV)/bin/assistant doctor --config $(CONFIG) --workspace $(WORKSPACE)
 
 test: $(STAMP)
-	# Three workers: most tests wait on sockets and subprocesses, so 3 fit 2 cores (half the time of one).
-	$(PY) -m pytest -n 3
+	# Three workers (most tests wait on sockets and subprocesses, so 3 fit 2 cores); a file stays in one
+	# worker: some files share one browser or server across tests that build on each other.
+	$(PY) -m pytest -n 3 --dist loadfile
 
 # The real model server (llama-cpp-python, built from source with a portable instruction set: a
 # build for the CPU's native set crashed on the first request on the CI machines) and the model
