@@ -240,7 +240,9 @@ def part_frontends(server: RealModelServer) -> str:
                      screen.count("Sorry, something went wrong"), f"{time.monotonic() - started:.0f}"])
         (tmp_path / "console.txt").write_text(screen)
         print(screen, file=sys.stderr)
+        print(" | ".join(str(c) for c in rows[-1]), flush=True)
         rows.append(_telegram(server, tmp_path))
+        print(" | ".join(str(c) for c in rows[-1]), flush=True)
     head = ["frontend", "exit code", "tracebacks", "raw JSON shown", "warning/error log lines on screen", "failed turns", "total s"]
     return table(head, rows)
 
@@ -265,12 +267,10 @@ def _telegram(server: RealModelServer, tmp_path: Path) -> list:
         bot = RunningBot(runtime)
         with bot:
             for text in CONVERSATION:
-                answered = len(runtime.agent.history.load(conv) or [])
-                sent = len(fake.messages(OWNER))
+                traced = len(runtime.agent.traces.ids())
                 fake.send_message(text)
-                # answered (history grew) or a failure sentence sent, and nothing still running
-                fake.wait_for(lambda: runtime.agent.pending(conv) == 0 and (
-                    len(runtime.agent.history.load(conv) or []) > answered or len(fake.messages(OWNER)) > sent + 1), timeout=900)
+                # every turn, answered or failed, leaves one trace; then nothing is running
+                fake.wait_for(lambda: len(runtime.agent.traces.ids()) > traced and runtime.agent.pending(conv) == 0, timeout=900)
                 time.sleep(1.5)  # let the last edit of a streamed reply land
             replies = texts(fake)
             bot.stop(timeout=300)  # shutdown sends the batched fact extraction to the slow model first
