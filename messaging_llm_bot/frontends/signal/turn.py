@@ -14,6 +14,7 @@ from typing import Any, Callable
 from zoneinfo import ZoneInfo
 
 from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.frontends.turns import RunningTurns
 from messaging_llm_bot.frontends.attachments import VOICE_DISABLED, attachment_prompt
 from messaging_llm_bot.frontends.signal import media
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
@@ -113,7 +114,7 @@ class TurnRunner:
         self.account_uuid: str | None = None
         self.stopping = False
         self.stop_event = asyncio.Event()
-        self._active: set[asyncio.Task] = set()
+        self._active = RunningTurns()
 
     @property
     def settings(self) -> SignalSettings:
@@ -128,27 +129,16 @@ class TurnRunner:
         if self.stopping:
             log.info("signal: stopping; %s stays in the inbox for the next start", item.item_id)
             return
-        task = asyncio.current_task()
-        if task is not None:
-            self._active.add(task)
-        try:
+        with self._active.tracking():
             await self._answer(item)
-        finally:
-            self._active.discard(task)
 
     async def wait_idle(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for running turns; True when none is left."""
-        pending = {t for t in self._active if t is not asyncio.current_task()}
-        if pending and timeout > 0:
-            await asyncio.wait(pending, timeout=timeout)
-        return not any(not t.done() for t in self._active if t is not asyncio.current_task())
+        return await self._active.wait_idle(timeout)
 
     def cancel_all(self) -> int:
-        """Cancel running turns (their items stay pending); returns how many."""
-        running = [t for t in self._active if not t.done()]
-        for task in running:
-            task.cancel()
-        return len(running)
+        """Cancel the running turns (their items stay pending: no completion happens); returns how many."""
+        return self._active.cancel_all()
 
     async def _answer(self, item: InboxItem) -> None:
         msg = parse_event(item.payload)

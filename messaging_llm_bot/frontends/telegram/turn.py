@@ -19,6 +19,7 @@ from telegram.error import TelegramError
 
 from assistant_framework.access import sees_owner_data
 from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.frontends.turns import RunningTurns
 from messaging_llm_bot.frontends.telegram.approval import Approvals
 from messaging_llm_bot.frontends.telegram.format import render_markdown
 from messaging_llm_bot.frontends.telegram.media import (VOICE_DISABLED, attachment_prompt, message_kind, save_attachment,
@@ -57,7 +58,7 @@ class TurnRunner:
         self.approvals = approvals
         self._settings_ref = settings_ref  # callable returning the current TelegramSettings (changes on /reload)
         self.stopping = False  # set on shutdown: no new turns; their items stay in the inbox
-        self._active: set[asyncio.Task] = set()
+        self._active = RunningTurns()
         # Turns run here, not in asyncio's default pool (6 threads on 2 cores): llm.max_concurrency limits.
         self.pool = TurnPool(lambda: self.runtime.config)
 
@@ -75,27 +76,16 @@ class TurnRunner:
         if self.stopping:
             log.info("telegram: stopping; %s stays in the inbox for the next start", item.item_id)
             return
-        task = asyncio.current_task()
-        if task is not None:
-            self._active.add(task)
-        try:
+        with self._active.tracking():
             await self._answer(bot, item)
-        finally:
-            self._active.discard(task)
 
     async def wait_idle(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for running turns; True when none is left."""
-        pending = {t for t in self._active if t is not asyncio.current_task()}
-        if pending and timeout > 0:
-            await asyncio.wait(pending, timeout=timeout)
-        return not any(not t.done() for t in self._active if t is not asyncio.current_task())
+        return await self._active.wait_idle(timeout)
 
     def cancel_all(self) -> int:
         """Cancel the running turns (their items stay pending: no completion happens); returns how many."""
-        running = [t for t in self._active if not t.done()]
-        for task in running:
-            task.cancel()
-        return len(running)
+        return self._active.cancel_all()
 
     async def _answer(self, bot: telegram.Bot, item: InboxItem) -> None:
         """Answer ``item`` and complete it; the user always gets a message, even on errors."""

@@ -1,0 +1,47 @@
+"""The turns a frontend is running now, so a shutdown can wait for them or cancel them.
+
+Shared by every chat frontend: a cancelled turn completes nothing, so its message stays in the
+inbox and is answered at the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+
+
+class RunningTurns:
+    """The asyncio tasks answering a message right now."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task] = set()
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    @contextlib.contextmanager
+    def tracking(self) -> Iterator[None]:
+        """Count the current task as a running turn while the block runs."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            yield
+        finally:
+            self._tasks.discard(task)
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for running turns; True when none is left."""
+        me = asyncio.current_task()
+        pending = {t for t in self._tasks if t is not me}
+        if pending and timeout > 0:
+            await asyncio.wait(pending, timeout=timeout)
+        return not any(not t.done() for t in self._tasks if t is not me)
+
+    def cancel_all(self) -> int:
+        """Cancel the running turns (their inbox items stay pending); returns how many."""
+        running = [t for t in self._tasks if not t.done()]
+        for task in running:
+            task.cancel()
+        return len(running)
