@@ -12,7 +12,7 @@ import pytest
 
 from assistant_framework.cli import main
 from assistant_framework.config import load_config, parse_key
-from assistant_framework.config_defaults import DEFAULTS
+from assistant_framework.config.defaults import DEFAULTS
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from ..config import (LOCAL_DIR, ConfigError, LoadedConfig, format_json_path, get_key, load_config_detailed,
                       owner_file, parse_cli_value, parse_key, redact, set_in_file, validate_config)
-from ..config_checks import did_you_mean
-from ..config_defaults import default_of, leaves, with_defaults
+from ..config.checks import did_you_mean
+from ..config.defaults import default_of, leaves, with_defaults
 from ..workspace import Workspace, atomic_write_bytes
 
 

@@ -10,7 +10,7 @@ import difflib
 from typing import Any, Iterable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from assistant_framework.config_schema import ROOT_SCHEMA
+from assistant_framework.config.schema import ROOT_SCHEMA
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:

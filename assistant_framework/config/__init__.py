@@ -21,8 +21,8 @@ from typing import Any
 import jsonschema
 import yaml
 
-from assistant_framework.config_limits import MAX_DEPTH, NoAliasLoader, json_too_deep, too_deep
-from assistant_framework.config_schema import ROOT_SCHEMA
+from assistant_framework.config.limits import MAX_DEPTH, NoAliasLoader, json_too_deep, too_deep
+from assistant_framework.config.schema import ROOT_SCHEMA
 from assistant_framework.workspace import atomic_write_bytes
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
@@ -239,7 +239,7 @@ def validate_config(loaded: LoadedConfig, extra_schemas: dict[str, dict] | None 
 
     ``extra_schemas`` maps a dotted key (``collectors.rss``) to a schema declared by a plugin.
     """
-    from assistant_framework.config_checks import semantic_errors  # checks beyond JSON Schema
+    from assistant_framework.config.checks import semantic_errors  # checks beyond JSON Schema
 
     messages: list[str] = []
     checks: list[tuple[tuple, dict, Any]] = [((), ROOT_SCHEMA, loaded.data)]
