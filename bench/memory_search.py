@@ -10,6 +10,13 @@ everything, and ``recall`` as the bot does it before each answer (one conversati
     python bench/memory_search.py            # 10k and 100k turns
     python bench/memory_search.py --full     # adds 1M turns
     python bench/memory_search.py --quick    # 500 and 2000 turns (smoke test)
+    python bench/memory_search.py --paths    # 100k files + 1M turns: recall, skill search, unscoped search
+
+``--paths`` times the three ways the bot searches, on the workspace of ``turn_overhead.py --full``
+(100k note and collector files, 1M turns in 20 conversations): ``recall`` before each answer,
+the ``memory_search`` skill (``search(within=chat)``: the chat plus owner data, 20x recall's
+caps) and the CLI without ``--conversation`` (unscoped). ``--workspace DIR`` keeps the built
+workspace there and reuses it on the next run (building takes about 4 minutes).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (  # noqa: E402
     bench_config,
+    write_files,
     count_label,
     machine_line,
     ms,
@@ -86,13 +94,59 @@ def measure(turns: int, queries: int, live_turns: int, base: Path) -> dict:
     }
 
 
+def measure_paths(root: Path, queries: int) -> list[list[str]]:
+    """Recall, skill-scoped and unscoped search on a 100k-file / 1M-turn workspace (built once)."""
+    conversations = [f"chat-{c:03d}" for c in range(20)]
+    built = (root / "memory" / "index.sqlite3").exists()
+    if not built:
+        write_files(root, 100_000)
+        conversations = write_turns(root, 1_000_000)
+    service = MemoryService(Workspace(root), bench_config("http://127.0.0.1:9/v1"), start_worker=False)
+    try:
+        if not built:
+            started = time.monotonic()
+            service.reindex()
+            print(f"  index built in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+        rng = random.Random(5)
+        texts = [f"what did I say about {' and '.join(query_words(rng))}?" for _ in range(queries)]
+        service.recall(texts[0], conversations[0])  # first touch of the index pages
+        times: dict[str, list[float]] = {"recall": [], "memory_search skill": [], "unscoped (CLI)": []}
+        for i, text in enumerate(texts):
+            chat = conversations[i % len(conversations)]
+            for name, call in (
+                ("recall", lambda: service.recall(text, chat)),
+                ("memory_search skill", lambda: service.search(text, within=chat, limit=10)),
+                ("unscoped (CLI)", lambda: service.search(text, limit=10)),
+            ):
+                started = time.perf_counter()
+                call()
+                times[name].append(time.perf_counter() - started)
+        entries = service.index.stats().entries
+    finally:
+        service.close()
+    print(f"{entries} index entries; {queries} queries (two Zipf-drawn content words each), each path in turn")
+    return [[name, ms(percentile(v, 50)), ms(percentile(v, 99))] for name, v in times.items()]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--full", action="store_true", help="add 1M turns")
     group.add_argument("--quick", action="store_true", help="500 and 2000 turns (smoke test)")
+    group.add_argument("--paths", action="store_true", help="recall, skill and unscoped search at 100k files + 1M turns")
     parser.add_argument("--queries", type=int, default=None, help="queries per size (default 300, quick 20)")
+    parser.add_argument("--workspace", type=Path, default=None, help="with --paths: keep (and reuse) the workspace here")
     args = parser.parse_args(argv)
+    if args.paths:
+        root = args.workspace or Path(tempfile.mkdtemp(prefix="bench-memory-paths-"))
+        try:
+            rows = measure_paths(root, args.queries or 100)
+        finally:
+            if args.workspace is None:
+                shutil.rmtree(root, ignore_errors=True)
+        print(machine_line())
+        print(table(["path", "p50 ms", "p99 ms"], rows))
+        return 0
     sizes = [500, 2_000] if args.quick else [10_000, 100_000, 1_000_000] if args.full else [10_000, 100_000]
     queries = args.queries or (20 if args.quick else 300)
     live = 20 if args.quick else 500

@@ -10,6 +10,7 @@ import pytest
 
 from assistant_framework.memory import MemoryService
 from assistant_framework.memory import search as search_module
+from assistant_framework.memory.candidates import segment_scores, slot_shares
 from assistant_framework.memory.search import Ranking, Scope, bm25_candidates, query_terms, search
 from assistant_framework.workspace import Workspace
 
@@ -74,3 +75,42 @@ def test_default_cap_is_read_when_the_ranking_is_made(service, monkeypatch):
     hits = search(service.index, "kiwi", Scope(conversation="c"), 10, Ranking(neighbour_weight=0.0))
     assert {h.ref for h in hits} == {_ref(11), _ref(12)}
     assert Ranking(newest_cap=7).newest_cap == 7
+
+
+def test_owner_cap_limits_only_the_owner_range(service):
+    for i in range(4):
+        service.workspace.write_text(f"notes/kiwi-{i}.md", f"kiwi note {i}\n")
+    service.refresh()
+    service.index_pending()
+    terms = query_terms("kiwi")
+    scope = Scope(conversation="c", owner_data=True)
+    found = bm25_candidates(service.index, terms, scope, 200, newest_cap=0, owner_cap=2)
+    assert len([c for c in found if c.source == "conversation"]) == 12
+    assert len([c for c in found if c.source == "notes"]) == 2
+    assert len(bm25_candidates(service.index, terms, scope, 200, newest_cap=0, owner_cap=0)) == 12 + 5
+
+
+def test_slot_shares_split_the_budget_and_pass_on_what_a_small_slot_leaves():
+    assert slot_shares({0: 1, 1: 12, 2: 1}, 6) == {0: 1, 1: 4, 2: 1}
+    assert slot_shares({1: 10, 2: 10}, 6) == {1: 3, 2: 3}
+    assert slot_shares({1: 3, 2: 2}, 100) == {1: 3, 2: 2}
+
+
+def test_unscoped_cap_scores_the_newest_of_each_conversation(service):
+    terms = query_terms("kiwi")
+    capped = bm25_candidates(service.index, terms, Scope(), 200, unscoped_cap=6)
+    # Budget 6 over three slots: "other" and the owner data have one match each, "c" gets the other 4.
+    assert sorted(c.ref for c in capped if c.conversation == "c") == sorted(_ref(n) for n in range(9, 13))
+    assert {c.conversation for c in capped} == {"c", "other", None} and len(capped) == 6
+    full = bm25_candidates(service.index, terms, Scope(), 200, unscoped_cap=0)
+    assert len(full) == 14 and full[0].ref in {_ref(n) for n in range(1, 7)} | {"other:2026-05-02:1"}
+    large = bm25_candidates(service.index, terms, Scope(), 200, unscoped_cap=100)
+    assert [(c.id, c.bm25) for c in large] == [(c.id, c.bm25) for c in full]
+
+
+def test_whole_day_scores_are_the_same_by_slot_and_by_path(service):
+    terms = query_terms("kiwi orchard")
+    found = bm25_candidates(service.index, terms, Scope(), 200)
+    by_slot = segment_scores(service.index, terms, found, max_slots=10)
+    by_path = segment_scores(service.index, terms, found, max_slots=0)
+    assert by_slot and by_path == pytest.approx(by_slot)

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import sqlite3
 import threading
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -29,6 +27,7 @@ from typing import Iterable, Iterator
 from ..workspace import Workspace, WorkspacePathError
 from .cjk import has_cjk
 from .log import safe_conversation_id
+from .readers import ReaderPool
 from .rowkeys import content_hash, date_words, default_time, scope_token, slot_range
 from .sources import DEFAULT_SOURCES, Entry, file_entries, is_appendable, jsonl_entries, source_for, time_to_ts, walk_roots
 
@@ -85,9 +84,7 @@ class MemoryIndex:
         self.db_path = workspace.path(path)
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self.lock = threading.RLock()
-        self._readers: queue.SimpleQueue = queue.SimpleQueue()  # idle reader connections
-        self._opened: list[sqlite3.Connection] = []
-        self._closed = False
+        self.readers = ReaderPool(self.db_path)
         self.moved_aside: str | None = None  # where a broken index file went; the caller refills
         try:
             self.conn = self._open()
@@ -133,30 +130,9 @@ class MemoryIndex:
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
+        self.readers.close()
         with self.lock:
-            self._closed = True
-            for reader in self._opened:
-                reader.close()
-            self._opened.clear()
             self.conn.close()
-
-    @contextmanager
-    def _reading(self):
-        """A reader connection from the pool (opened on demand, returned after use)."""
-        try:
-            conn = self._readers.get_nowait()
-        except queue.Empty:
-            with self.lock:
-                if self._closed:
-                    raise sqlite3.ProgrammingError(f"memory index {self.db_path} is closed")
-                conn = sqlite3.connect(str(self.db_path), check_same_thread=False, isolation_level=None)
-                conn.execute("PRAGMA temp_store=MEMORY")
-                conn.execute("PRAGMA query_only=1")
-                self._opened.append(conn)
-        try:
-            yield conn
-        finally:
-            self._readers.put(conn)
 
     # -- writing -------------------------------------------------------------
 
@@ -413,8 +389,11 @@ class MemoryIndex:
 
     def query(self, sql: str, params: tuple = ()) -> list[tuple]:
         """Run a read query on a reader connection (sees the last committed state)."""
-        with self._reading() as conn:
-            return conn.execute(sql, params).fetchall()
+        return self.readers.query(sql, params)
+
+    def query_many(self, queries: list[tuple[str, tuple]]) -> list[list[tuple]]:
+        """Several read queries at once (in parallel: SQLite works without the GIL); results in order."""
+        return self.readers.query_many(queries)
 
     def conversation_slot(self, conversation: str) -> int | None:
         """The id slot of a (filesystem-safe) conversation id; None when it has no rows yet."""

@@ -1,8 +1,8 @@
 """Search over the index: BM25 candidates, then a second stage that ranks turns in context.
 
-Stage 1 asks FTS5 for the best BM25 matches (stopwords dropped, terms OR-ed) inside the
-filters; a conversation scope scores only the newest ``Ranking.newest_cap`` matches of each
-rowid range, so its cost stays bounded however long the conversation grows. Stage 2 (``rerank``, pure) adds two kinds of context a lone turn lacks: how well
+Stage 1 (``candidates.py``) asks FTS5 for the best BM25 matches (stopwords dropped, terms
+OR-ed) inside the filters, scoring only the newest matches of each conversation when there
+are many. Stage 2 (``rerank``, pure) adds two kinds of context a lone turn lacks: how well
 its segment (one log file: one conversation-day, or one note) matches the query as a
 whole, and how well its neighbouring turns match (answers often sit next to the question
 that carries the query's words). Optional embeddings are fused into the stage-1 scores.
@@ -11,30 +11,26 @@ that carries the query's words). Optional embeddings are fused into the stage-1 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
+from .candidates import (
+    Candidate,
+    Scope,
+    bm25_candidates,
+    cjk_candidates,
+    merge_candidates,
+    neighbours,
+    query_terms,
+    recent_entries,
+    segment_scores,
+)
 from .cjk import cjk_pieces
 from .index import MemoryIndex
-from .rowkeys import slot_of, slot_range
-from .log import safe_conversation_id
 from .sources import time_to_ts
 
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are aren't as at be because been before being below
-    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few
-    for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him
-    himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
-    myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd
-    she'll she's should shouldn't so some such than that that's the their theirs them themselves then there
-    there's these they they'd they'll they're they've this those through to too under until up very was wasn't we
-    we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's
-    with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves s t d ll m re ve
-""".split()
-)
-_TOKEN = re.compile(r"\w+", re.UNICODE)
+__all__ = ["Candidate", "MemoryHit", "Ranking", "Scope", "bm25_candidates", "query_terms", "search"]
 
 
 @dataclass
@@ -48,18 +44,6 @@ class MemoryHit:
     snippet: str
     score: float
     conversation: str | None = None
-
-
-@dataclass
-class Scope:
-    """Which rows a search may see."""
-
-    sources: tuple[str, ...] | None = None  # exact names, or 'collector:*' style prefixes
-    exclude_sources: tuple[str, ...] = ()
-    conversation: str | None = None  # only rows of this conversation ...
-    owner_data: bool = False  # ... plus rows that belong to no conversation (notes, facts, ...)
-    since: datetime | None = None
-    until: datetime | None = None
 
 
 @dataclass
@@ -77,227 +61,22 @@ class Ranking:
     # Per rowid range of a conversation scope, only the newest N matching rows get a BM25
     # score (FTS5 scores every match before ORDER BY ... LIMIT, ~5 us a row). 0 = score all.
     newest_cap: int = field(default_factory=lambda: NEWEST_CAP)
+    # Owner data (notes, facts, collector items: rows of no conversation) in a conversation's
+    # scope: only its newest N matches get a score (recall reads it before every answer).
+    owner_cap: int = field(default_factory=lambda: OWNER_CAP)
+    # An unscoped search (no conversation, no filter) scores at most this many matches in all,
+    # the newest of each conversation and of the owner data. 0 = score all.
+    unscoped_cap: int = field(default_factory=lambda: UNSCOPED_CAP)
 
 
 # Above the longest LoCoMo conversation (680 turns), so that benchmark never hits the cap.
 NEWEST_CAP = 1000
-
-
-@dataclass
-class Candidate:
-    id: int
-    path: str
-    seq: int
-    source: str
-    ref: str
-    time: str | None
-    conversation: str | None
-    role: str | None
-    text: str
-    bm25: float = 0.0
-    score: float = 0.0
-    extra: dict = field(default_factory=dict)
-
-
-def query_terms(query: str) -> list[str]:
-    """Lower-cased content words of a query, stopwords dropped (all words if only stopwords)."""
-    words = [w.lower() for w in _TOKEN.findall(query)]
-    kept = [w for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
-    seen: list[str] = []
-    for word in kept or words:
-        if word not in seen:
-            seen.append(word)
-    return seen
-
-
-def or_terms(terms: list[str]) -> str:
-    """The quoted terms OR-ed (FTS5 syntax)."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
-def fts_query(terms: list[str]) -> str:
-    """An FTS5 MATCH expression OR-ing the quoted terms in the body and date columns."""
-    return "{body date}: (" + or_terms(terms) + ")"
-
-
-def scope_ranges(index: MemoryIndex, scope: Scope) -> list[tuple[int, int]] | None:
-    """The rowid ranges a conversation scope covers (its slot, plus slot 0 for owner data);
-    None when the scope names no conversation (every row)."""
-    if scope.conversation is None:
-        return None
-    ranges = []
-    slot = index.conversation_slot(safe_conversation_id(scope.conversation))
-    if slot is not None:
-        ranges.append(slot_range(slot))
-    if scope.owner_data:
-        ranges.append(slot_range(0))
-    return ranges
-
-
-def _scope_sql(scope: Scope, conversation: bool = True) -> tuple[str, list]:
-    """SQL filter clauses over ``entries e`` for the scope (``conversation=False``: all but
-    the conversation filter, for queries already limited to the conversation's rowids)."""
-    clauses, params = [], []
-    if scope.sources:
-        parts = []
-        for s in scope.sources:
-            if s.endswith("*"):
-                parts.append("e.source LIKE ?")
-                params.append(s[:-1].replace("%", r"\%") + "%")
-            else:
-                parts.append("e.source = ?")
-                params.append(s)
-        clauses.append("(" + " OR ".join(parts) + ")")
-    for s in scope.exclude_sources:
-        clauses.append("e.source != ?")
-        params.append(s)
-    if conversation and scope.conversation is not None:
-        conv = safe_conversation_id(scope.conversation)
-        if scope.owner_data:
-            clauses.append("(e.conversation = ? OR e.conversation IS NULL)")
-        else:
-            clauses.append("e.conversation = ?")
-        params.append(conv)
-    if scope.since is not None:
-        clauses.append("e.ts >= ?")
-        params.append(scope.since.timestamp())
-    if scope.until is not None:
-        clauses.append("e.ts < ?")
-        params.append(scope.until.timestamp())
-    return (" AND " + " AND ".join(clauses)) if clauses else "", params
-
-
-_COLUMNS = "e.id, e.path, e.seq, e.source, e.ref, e.time, e.conversation, e.role, e.text"
-
-
-def bm25_candidates(
-    index: MemoryIndex, terms: list[str], scope: Scope, limit: int, date_weight: float = 1.0, newest_cap: int = 0
-) -> list[Candidate]:
-    """Stage 1: the best BM25 matches inside the scope (scores positive, higher is better).
-
-    A conversation scope runs one MATCH per rowid range, so FTS5 visits only those rows;
-    BM25 statistics are the whole table's either way, so scores from the ranges compare.
-    With ``newest_cap`` > 0 each range scores only its newest ``newest_cap`` matches (rowids
-    grow with time inside a slot): FTS5 walks the range newest first and stops there. When a
-    range has no more matches than that, the result is the full ranking.
-    """
-    if not terms:
-        return []
-    match = fts_query(terms)
-    ranges = scope_ranges(index, scope)
-    if ranges is None:
-        where, params = _scope_sql(scope)
-        rows = index.query(
-            f"SELECT {_COLUMNS}, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts CROSS JOIN entries e ON e.id = fts.rowid "
-            f"WHERE fts MATCH ?{where} ORDER BY s DESC LIMIT ?",
-            (date_weight, match, *params, limit),
-        )
-        return [Candidate(*row[:9], bm25=row[9]) for row in rows]
-    # The ranges already select the conversation's rows (and owner data); other filters remain.
-    where, params = _scope_sql(scope, conversation=False)
-    cap = newest_cap if newest_cap > 0 else -1  # LIMIT -1: no limit
-    if where:
-        # CROSS JOIN keeps the FTS cursor outermost: the planner must not probe it row by row.
-        # The inner ORDER BY fts.rowid DESC is the FTS cursor's own order, so LIMIT stops it.
-        sql = (
-            f"SELECT * FROM (SELECT {_COLUMNS}, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts CROSS JOIN entries e "
-            f"ON e.id = fts.rowid WHERE fts MATCH ? AND fts.rowid BETWEEN ? AND ?{where} ORDER BY fts.rowid DESC LIMIT ?) "
-            f"ORDER BY s DESC, id LIMIT ?"
-        )
-    else:
-        # Rank inside FTS5 first and join only the winners: fetching every match's row costs
-        # as much again as scoring it.
-        sql = (
-            f"SELECT {_COLUMNS}, f.s FROM (SELECT id, s FROM (SELECT rowid AS id, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts "
-            f"WHERE fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?) ORDER BY s DESC, id LIMIT ?) f "
-            f"CROSS JOIN entries e ON e.id = f.id"
-        )
-    rows = []
-    for low, high in ranges:
-        rows += index.query(sql, (date_weight, match, low, high, *params, cap, limit))
-    rows.sort(key=lambda row: -row[9])
-    return [Candidate(*row[:9], bm25=row[9]) for row in rows[:limit]]
-
-
-def cjk_candidates(index: MemoryIndex, substrings: list[str], short: list[str], scope: Scope, limit: int) -> list[Candidate]:
-    """Rows whose CJK text contains the query's CJK pieces (trigram index; 1-2 characters by a scan of the CJK rows)."""
-    where, params = _scope_sql(scope)
-    scores: dict[int, Candidate] = {}
-    if substrings:
-        rows = index.query(
-            f"SELECT {_COLUMNS}, -bm25(cjkfts) AS s FROM cjkfts CROSS JOIN entries e ON e.id = cjkfts.rowid "
-            f"WHERE cjkfts MATCH ?{where} ORDER BY s DESC LIMIT ?",
-            (or_terms(substrings), *params, limit),
-        )
-        for row in rows:
-            scores[row[0]] = Candidate(*row[:9], bm25=row[9])
-    for piece in short:
-        # The trigram index cannot look up fewer than 3 characters: scan the CJK rows' text.
-        rows = index.query(
-            f"SELECT {_COLUMNS}, 1.0 FROM cjkfts CROSS JOIN entries e ON e.id = cjkfts.rowid "
-            f"WHERE instr(e.text, ?) > 0{where} ORDER BY e.id DESC LIMIT ?",
-            (piece, *params, limit),
-        )
-        for row in rows:
-            found = scores.setdefault(row[0], Candidate(*row[:9], bm25=0.0))
-            found.bm25 += row[9]
-    return sorted(scores.values(), key=lambda c: -c.bm25)[:limit]
-
-
-def merge_candidates(words: list[Candidate], cjk: list[Candidate]) -> list[Candidate]:
-    """Word-index and CJK matches together; a row found by both adds its scores."""
-    merged = {c.id: c for c in words}
-    for c in cjk:
-        if c.id in merged:
-            merged[c.id].bm25 += c.bm25
-        else:
-            merged[c.id] = c
-    return list(merged.values())
-
-
-def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candidate], max_slots: int = 4) -> dict[str, float]:
-    """BM25 of whole conversation-days (segments) for the query, for the candidates' log files.
-
-    Segments share their conversation's id slot, so the MATCH is limited to the candidates'
-    slots (the whole table only when they span more than ``max_slots`` conversations).
-    """
-    paths = {c.path for c in candidates if c.source == "conversation"}
-    if not terms or not paths:
-        return {}
-    slots = sorted({slot_of(c.id) for c in candidates if c.source == "conversation"})
-    sql = "SELECT s.path, -bm25(segfts) FROM segfts CROSS JOIN segments s ON s.id = segfts.rowid WHERE segfts MATCH ?"
-    match = or_terms(terms)
-    if len(slots) > max_slots:
-        listed = sorted(paths)
-        rows = index.query(f"{sql} AND s.path IN ({','.join('?' * len(listed))})", (match, *listed))
-    else:
-        rows = []
-        for slot in slots:
-            rows += index.query(f"{sql} AND segfts.rowid BETWEEN ? AND ?", (match, *slot_range(slot)))
-    return {path: score for path, score in rows if path in paths}
-
-
-def recent_entries(index: MemoryIndex, scope: Scope, limit: int) -> list[Candidate]:
-    """The newest rows in scope (for queries that are only a date phrase)."""
-    where, params = _scope_sql(scope)
-    rows = index.query(f"SELECT {_COLUMNS} FROM entries e WHERE 1=1{where} ORDER BY e.ts DESC LIMIT ?", (*params, limit))
-    return [Candidate(*row, score=1.0 / (i + 1)) for i, row in enumerate(rows)]
-
-
-def neighbours(index: MemoryIndex, pairs: set[tuple[str, int]]) -> list[Candidate]:
-    """Rows at the given (path, seq) positions, one UNION ALL query per 200 files."""
-    by_path: dict[str, list[int]] = {}
-    for path, seq in sorted(pairs):
-        by_path.setdefault(path, []).append(seq)
-    items = list(by_path.items())
-    rows: list[tuple] = []
-    for start in range(0, len(items), 200):  # SQLite allows 500 compound SELECT terms
-        parts, params = [], []
-        for path, seqs in items[start : start + 200]:
-            parts.append(f"SELECT {_COLUMNS} FROM entries e WHERE e.path = ? AND e.seq IN ({','.join('?' * len(seqs))})")
-            params.extend([path, *seqs])
-        rows.extend(index.query(" UNION ALL ".join(parts), tuple(params)))
-    return [Candidate(*row) for row in rows]
+# Owner data is not in LoCoMo; at 100k files its newest 300 matches kept recall at 1M turns
+# under 20 ms (docs/benchmarks.md, "Memory search at 1M turns").
+OWNER_CAP = 300
+# Keeps an unscoped search at 1M turns near 5,000 x ~2 us of bm25(); a workspace with fewer
+# matches for a query than this gets the full ranking.
+UNSCOPED_CAP = 5000
 
 
 def rerank(
@@ -391,7 +170,8 @@ def search(
         found = recent_entries(index, scope, limit) if (scope.since or scope.until) else []
     else:
         candidates = bm25_candidates(
-            index, terms, scope, max(ranking.candidates, limit * 5), ranking.date_weight, ranking.newest_cap
+            index, terms, scope, max(ranking.candidates, limit * 5), ranking.date_weight, ranking.newest_cap,
+            ranking.unscoped_cap, ranking.owner_cap,
         )
         if substrings or short:
             candidates = merge_candidates(candidates, cjk_candidates(index, substrings, short, scope, max(ranking.candidates, limit * 5)))

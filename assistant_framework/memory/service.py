@@ -39,6 +39,9 @@ def ranking_from_config(memory_config: dict) -> Ranking:
         time_weight=float(raw.get("time_weight", default.time_weight)),
         date_weight=float(raw.get("date_weight", default.date_weight)),
         whole_segment_weight=float(raw.get("whole_segment_weight", default.whole_segment_weight)),
+        newest_cap=int(raw.get("newest_cap", default.newest_cap)),
+        unscoped_cap=int(raw.get("unscoped_cap", default.unscoped_cap)),
+        owner_cap=int(raw.get("owner_cap", default.owner_cap)),
     )
 
 
@@ -78,8 +81,11 @@ class MemoryService:
         self.ranking = ranking_from_config(self.memory_config)
         # Recall runs before every model call and keeps the newest matches only (its budget);
         # an explicit search (skills, CLI) may take longer to reach old matches in long chats.
-        self.search_ranking = dataclasses.replace(self.ranking, newest_cap=self.ranking.newest_cap * SEARCH_CAP_FACTOR
-                                                  if self.ranking.newest_cap else 0)
+        self.search_ranking = dataclasses.replace(
+            self.ranking,
+            newest_cap=self.ranking.newest_cap * SEARCH_CAP_FACTOR,
+            owner_cap=self.ranking.owner_cap * SEARCH_CAP_FACTOR,
+        )
         self.recall_settings = recall_policy.recall_settings(self.memory_config)
         embed_config = (self.config.get("llm") or {}).get("embeddings") or {}
         # Vectors are cached per model: the embedder's own name wins over the config's.

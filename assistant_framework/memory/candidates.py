@@ -1,0 +1,367 @@
+"""Stage 1 of a memory search: the index rows that match a query, with their BM25 scores.
+
+The query's content words are OR-ed in one FTS5 MATCH, restricted to the scope. A conversation
+scope is a list of rowid ranges (its slot, and slot 0 for owner data); each range scores only
+its newest ``newest_cap`` matches, so the cost stays bounded however long a conversation grows.
+An unscoped search shares a total budget of scored matches among the slots the same way, newest
+first. Also here: the other row lookups the ranking needs (CJK matches, whole conversation-days,
+neighbouring turns, the newest rows).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from .index import MemoryIndex
+from .log import safe_conversation_id
+from .rowkeys import SLOT_BITS, slot_of, slot_range
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are aren't as at be because been before being below
+    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few
+    for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him
+    himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
+    myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd
+    she'll she's should shouldn't so some such than that that's the their theirs them themselves then there
+    there's these they they'd they'll they're they've this those through to too under until up very was wasn't we
+    we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's
+    with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves s t d ll m re ve
+""".split()
+)
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass
+class Scope:
+    """Which rows a search may see."""
+
+    sources: tuple[str, ...] | None = None  # exact names, or 'collector:*' style prefixes
+    exclude_sources: tuple[str, ...] = ()
+    conversation: str | None = None  # only rows of this conversation ...
+    owner_data: bool = False  # ... plus rows that belong to no conversation (notes, facts, ...)
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+
+@dataclass
+class Candidate:
+    id: int
+    path: str
+    seq: int
+    source: str
+    ref: str
+    time: str | None
+    conversation: str | None
+    role: str | None
+    text: str
+    bm25: float = 0.0
+    score: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+def query_terms(query: str) -> list[str]:
+    """Lower-cased content words of a query, stopwords dropped (all words if only stopwords)."""
+    words = [w.lower() for w in _TOKEN.findall(query)]
+    kept = [w for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+    seen: list[str] = []
+    for word in kept or words:
+        if word not in seen:
+            seen.append(word)
+    return seen
+
+
+def or_terms(terms: list[str]) -> str:
+    """The quoted terms OR-ed (FTS5 syntax)."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def fts_query(terms: list[str]) -> str:
+    """An FTS5 MATCH expression OR-ing the quoted terms in the body and date columns."""
+    return "{body date}: (" + or_terms(terms) + ")"
+
+
+def scope_ranges(index: MemoryIndex, scope: Scope) -> list[tuple[int, int]] | None:
+    """The rowid ranges a conversation scope covers (its slot, plus slot 0 for owner data);
+    None when the scope names no conversation (every row)."""
+    if scope.conversation is None:
+        return None
+    ranges = []
+    slot = index.conversation_slot(safe_conversation_id(scope.conversation))
+    if slot is not None:
+        ranges.append(slot_range(slot))
+    if scope.owner_data:
+        ranges.append(slot_range(0))
+    return ranges
+
+
+def _scope_sql(scope: Scope, conversation: bool = True) -> tuple[str, list]:
+    """SQL filter clauses over ``entries e`` for the scope (``conversation=False``: all but
+    the conversation filter, for queries already limited to the conversation's rowids)."""
+    clauses, params = [], []
+    if scope.sources:
+        parts = []
+        for s in scope.sources:
+            if s.endswith("*"):
+                parts.append("e.source LIKE ?")
+                params.append(s[:-1].replace("%", r"\%") + "%")
+            else:
+                parts.append("e.source = ?")
+                params.append(s)
+        clauses.append("(" + " OR ".join(parts) + ")")
+    for s in scope.exclude_sources:
+        clauses.append("e.source != ?")
+        params.append(s)
+    if conversation and scope.conversation is not None:
+        conv = safe_conversation_id(scope.conversation)
+        if scope.owner_data:
+            clauses.append("(e.conversation = ? OR e.conversation IS NULL)")
+        else:
+            clauses.append("e.conversation = ?")
+        params.append(conv)
+    if scope.since is not None:
+        clauses.append("e.ts >= ?")
+        params.append(scope.since.timestamp())
+    if scope.until is not None:
+        clauses.append("e.ts < ?")
+        params.append(scope.until.timestamp())
+    return (" AND " + " AND ".join(clauses)) if clauses else "", params
+
+
+_COLUMNS = "e.id, e.path, e.seq, e.source, e.ref, e.time, e.conversation, e.role, e.text"
+
+
+def bm25_candidates(
+    index: MemoryIndex,
+    terms: list[str],
+    scope: Scope,
+    limit: int,
+    date_weight: float = 1.0,
+    newest_cap: int = 0,
+    unscoped_cap: int = 0,
+    owner_cap: int | None = None,
+) -> list[Candidate]:
+    """Stage 1: the best BM25 matches inside the scope (scores positive, higher is better).
+
+    A conversation scope runs one MATCH per rowid range, so FTS5 visits only those rows;
+    BM25 statistics are the whole table's either way, so scores from the ranges compare.
+    With ``newest_cap`` > 0 each range scores only its newest ``newest_cap`` matches (rowids
+    grow with time inside a slot): FTS5 walks the range newest first and stops there. When a
+    range has no more matches than that, the result is the full ranking. The owner data's
+    range (slot 0) scores its newest ``owner_cap`` (default: ``newest_cap``). An unscoped search
+    without filters scores at most ``unscoped_cap`` matches in all, the newest of each slot
+    (``slot_shares``); with fewer matches than that it is the full ranking too.
+    """
+    if not terms:
+        return []
+    match = fts_query(terms)
+    ranges = scope_ranges(index, scope)
+    if ranges is None:
+        where, params = _scope_sql(scope)
+        if where:
+            # Filters live in ``entries``: every match is joined, then ranked (not capped: a
+            # cap counted before the filter could leave nothing of an old ``until`` window).
+            rows = index.query(
+                f"SELECT {_COLUMNS}, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts CROSS JOIN entries e ON e.id = fts.rowid "
+                f"WHERE fts MATCH ?{where} ORDER BY s DESC, e.id LIMIT ?",
+                (date_weight, match, *params, limit),
+            )
+            return [Candidate(*row[:9], bm25=row[9]) for row in rows]
+        cap_sql, cap_params = _newest_filter(index, match, unscoped_cap)
+        rows = index.query(
+            f"SELECT {_COLUMNS}, f.s FROM (SELECT rowid AS id, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts "
+            f"WHERE fts MATCH ?{cap_sql} ORDER BY s DESC, id LIMIT ?) f CROSS JOIN entries e ON e.id = f.id",
+            (date_weight, match, *cap_params, limit),
+        )
+        rows.sort(key=lambda row: (-row[9], row[0]))
+        return [Candidate(*row[:9], bm25=row[9]) for row in rows]
+    # The ranges already select the conversation's rows (and owner data); other filters remain.
+    where, params = _scope_sql(scope, conversation=False)
+    caps = {True: newest_cap if newest_cap > 0 else -1, False: -1}  # LIMIT -1: no limit
+    owner = newest_cap if owner_cap is None else owner_cap
+    caps[False] = owner if owner > 0 else -1
+
+    def cap(low: int) -> int:  # slot 0 (owner data) starts at rowid 0
+        return caps[low != 0]
+
+    if where:
+        # CROSS JOIN keeps the FTS cursor outermost: the planner must not probe it row by row.
+        # The inner ORDER BY fts.rowid DESC is the FTS cursor's own order, so LIMIT stops it.
+        sql = (
+            f"SELECT * FROM (SELECT {_COLUMNS}, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts CROSS JOIN entries e "
+            f"ON e.id = fts.rowid WHERE fts MATCH ? AND fts.rowid BETWEEN ? AND ?{where} ORDER BY fts.rowid DESC LIMIT ?) "
+            f"ORDER BY s DESC, id LIMIT ?"
+        )
+    else:
+        # Rank inside FTS5 first and join only the winners of all ranges: fetching every
+        # match's row costs as much again as scoring it.
+        sql = (
+            "SELECT id, s FROM (SELECT rowid AS id, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts "
+            "WHERE fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?) ORDER BY s DESC, id LIMIT ?"
+        )
+        # The ranges run at once: most of each query's time is FTS5 counting the terms' rows.
+        scored = [row for rows in index.query_many([(sql, (date_weight, match, low, high, cap(low), limit)) for low, high in ranges])
+                  for row in rows]
+        scored.sort(key=lambda row: -row[1])  # stable: ties keep range order, then id
+        return _joined(index, scored[:limit])
+    queries = [(sql, (date_weight, match, low, high, *params, cap(low), limit)) for low, high in ranges]
+    rows = [row for found in index.query_many(queries) for row in found]
+    rows.sort(key=lambda row: -row[9])
+    return [Candidate(*row[:9], bm25=row[9]) for row in rows[:limit]]
+
+
+def _joined(index: MemoryIndex, scored: list[tuple[int, float]]) -> list[Candidate]:
+    """Candidates for (rowid, score) pairs, in the given order."""
+    if not scored:
+        return []
+    rows = index.query(f"SELECT {_COLUMNS} FROM entries e WHERE e.id IN ({','.join('?' * len(scored))})", tuple(i for i, _ in scored))
+    by_id = {row[0]: row for row in rows}
+    return [Candidate(*by_id[i], bm25=score) for i, score in scored if i in by_id]
+
+
+def slot_shares(counts: dict[int, int], budget: int) -> dict[int, int]:
+    """How many of its newest matches each slot may score, ``budget`` in all (pure).
+
+    Equal shares; a slot with fewer matches than its share scores them all and leaves the
+    rest to the others, so a budget larger than the matches caps nothing.
+    """
+    shares: dict[int, int] = {}
+    left = dict(counts)
+    remaining = budget
+    while left:
+        share = max(1, remaining // len(left))
+        small = {slot: n for slot, n in left.items() if n <= share}
+        if not small:
+            shares.update({slot: share for slot in left})
+            break
+        for slot, n in small.items():
+            shares[slot] = n
+            remaining -= n
+            del left[slot]
+    return shares
+
+
+def _newest_filter(index: MemoryIndex, match: str, budget: int) -> tuple[str, list]:
+    """SQL (and its parameters) keeping only about ``budget`` matches: each slot's newest.
+
+    One walk counts the matches per slot (no scoring, cheap). A slot with more matches than
+    its share keeps the newest rows that should hold its share at the slot's match density
+    (rowids grow with time inside a slot), a rowid threshold, so no further walk is needed.
+    FTS5 scores a row (``bm25()``, the expensive part) only after this filter passed it.
+    """
+    if budget <= 0:
+        return "", []
+    counts = dict(index.query(f"SELECT rowid >> {SLOT_BITS}, count(*) FROM fts WHERE fts MATCH ? GROUP BY 1", (match,)))
+    if sum(counts.values()) <= budget:
+        return "", []
+    cases, params = [], []
+    for slot, share in sorted(slot_shares(counts, budget).items()):
+        if counts[slot] <= share:
+            continue
+        low, high = slot_range(slot)
+        found = index.query(
+            "SELECT (SELECT id FROM entries WHERE id BETWEEN ?1 AND ?2 ORDER BY id LIMIT 1), "
+            "(SELECT id FROM entries WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1)",
+            (low, high),
+        )
+        first, last = found[0] if found else (None, None)
+        if first is None or last is None:
+            continue
+        window = -(-share * (last - first + 1) // counts[slot])  # rows expected to hold `share` matches
+        cases.append("WHEN ? THEN ?")
+        params += [slot, last - window + 1]
+    if not cases:
+        return "", []
+    return f" AND rowid >= CASE rowid >> {SLOT_BITS} {' '.join(cases)} ELSE 0 END", params
+
+
+def cjk_candidates(index: MemoryIndex, substrings: list[str], short: list[str], scope: Scope, limit: int) -> list[Candidate]:
+    """Rows whose CJK text contains the query's CJK pieces (trigram index; 1-2 characters by a scan of the CJK rows)."""
+    where, params = _scope_sql(scope)
+    scores: dict[int, Candidate] = {}
+    if substrings:
+        rows = index.query(
+            f"SELECT {_COLUMNS}, -bm25(cjkfts) AS s FROM cjkfts CROSS JOIN entries e ON e.id = cjkfts.rowid "
+            f"WHERE cjkfts MATCH ?{where} ORDER BY s DESC LIMIT ?",
+            (or_terms(substrings), *params, limit),
+        )
+        for row in rows:
+            scores[row[0]] = Candidate(*row[:9], bm25=row[9])
+    for piece in short:
+        # The trigram index cannot look up fewer than 3 characters: scan the CJK rows' text.
+        rows = index.query(
+            f"SELECT {_COLUMNS}, 1.0 FROM cjkfts CROSS JOIN entries e ON e.id = cjkfts.rowid "
+            f"WHERE instr(e.text, ?) > 0{where} ORDER BY e.id DESC LIMIT ?",
+            (piece, *params, limit),
+        )
+        for row in rows:
+            found = scores.setdefault(row[0], Candidate(*row[:9], bm25=0.0))
+            found.bm25 += row[9]
+    return sorted(scores.values(), key=lambda c: -c.bm25)[:limit]
+
+
+def merge_candidates(words: list[Candidate], cjk: list[Candidate]) -> list[Candidate]:
+    """Word-index and CJK matches together; a row found by both adds its scores."""
+    merged = {c.id: c for c in words}
+    for c in cjk:
+        if c.id in merged:
+            merged[c.id].bm25 += c.bm25
+        else:
+            merged[c.id] = c
+    return list(merged.values())
+
+
+def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candidate], max_slots: int = 4) -> dict[str, float]:
+    """BM25 of whole conversation-days (segments) for the query, for the candidates' log files.
+
+    Only the candidates' segments are scored: they are looked up by path, and "+rowid IN"
+    keeps SQLite from handing FTS5 one rowid at a time (each would recount the IDF). Segments
+    share their conversation's id slot, so the MATCH is also limited to the candidates' slots
+    (the whole table only when they span more than ``max_slots`` conversations).
+    """
+    paths = sorted({c.path for c in candidates if c.source == "conversation"})
+    if not terms or not paths:
+        return {}
+    ids = dict(index.query(f"SELECT id, path FROM segments WHERE path IN ({','.join('?' * len(paths))})", tuple(paths)))
+    by_slot: dict[int | None, list[int]] = {}
+    for row_id in ids:
+        by_slot.setdefault(slot_of(row_id), []).append(row_id)
+    if len(by_slot) > max_slots:
+        by_slot = {None: list(ids)}
+    match = or_terms(terms)
+    queries = []
+    for slot, listed in by_slot.items():
+        low, high = slot_range(slot) if slot is not None else (0, 2**63 - 1)
+        queries.append((
+            f"SELECT rowid, -bm25(segfts) FROM segfts WHERE segfts MATCH ? AND rowid BETWEEN ? AND ? "
+            f"AND +rowid IN ({','.join('?' * len(listed))})",
+            (match, low, high, *listed),
+        ))
+    return {ids[row_id]: score for rows in index.query_many(queries) for row_id, score in rows}
+
+
+def recent_entries(index: MemoryIndex, scope: Scope, limit: int) -> list[Candidate]:
+    """The newest rows in scope (for queries that are only a date phrase)."""
+    where, params = _scope_sql(scope)
+    rows = index.query(f"SELECT {_COLUMNS} FROM entries e WHERE 1=1{where} ORDER BY e.ts DESC LIMIT ?", (*params, limit))
+    return [Candidate(*row, score=1.0 / (i + 1)) for i, row in enumerate(rows)]
+
+
+def neighbours(index: MemoryIndex, pairs: set[tuple[str, int]]) -> list[Candidate]:
+    """Rows at the given (path, seq) positions, one UNION ALL query per 200 files."""
+    by_path: dict[str, list[int]] = {}
+    for path, seq in sorted(pairs):
+        by_path.setdefault(path, []).append(seq)
+    items = list(by_path.items())
+    rows: list[tuple] = []
+    for start in range(0, len(items), 200):  # SQLite allows 500 compound SELECT terms
+        parts, params = [], []
+        for path, seqs in items[start : start + 200]:
+            parts.append(f"SELECT {_COLUMNS} FROM entries e WHERE e.path = ? AND e.seq IN ({','.join('?' * len(seqs))})")
+            params.extend([path, *seqs])
+        rows.extend(index.query(" UNION ALL ".join(parts), tuple(params)))
+    return [Candidate(*row) for row in rows]
+
+

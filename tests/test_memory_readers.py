@@ -1,0 +1,57 @@
+"""The index's reader pool: queries see the last commit, several run at once on their own
+connections, and a closed pool refuses new work with a clear error."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from assistant_framework.memory.readers import ReaderPool
+
+
+@pytest.fixture
+def db(tmp_path):
+    path = tmp_path / "x.sqlite3"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE t (n INTEGER)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(10)])
+    yield path, conn
+    conn.close()
+
+
+def test_query_many_returns_each_result_in_order_and_sees_the_last_commit(db):
+    path, writer = db
+    pool = ReaderPool(path)
+    try:
+        queries = [("SELECT n FROM t WHERE n < ? ORDER BY n", (k,)) for k in (3, 1, 5)]
+        assert pool.query_many(queries) == [[(0,), (1,), (2,)], [(0,)], [(0,), (1,), (2,), (3,), (4,)]]
+        writer.execute("INSERT INTO t VALUES (-1)")
+        assert pool.query_many(queries[:2])[1] == [(-1,), (0,)]
+    finally:
+        pool.close()
+
+
+def test_query_many_uses_a_second_thread_and_connection(db):
+    path, _ = db
+    pool = ReaderPool(path)
+    seen: list[str] = []
+    try:
+        with pool.reading() as first, pool.reading() as second:  # two connections, both idle afterwards
+            for conn in (first, second):
+                conn.create_function("probe", 0, lambda: seen.append(threading.current_thread().name) or 1)
+        assert pool.query_many([("SELECT probe()", ()), ("SELECT probe()", ())]) == [[(1,)], [(1,)]]
+        assert len(set(seen)) == 2 and any(name.startswith("memory-read") for name in seen)
+    finally:
+        pool.close()
+
+
+def test_closed_pool_refuses_queries(db):
+    path, _ = db
+    pool = ReaderPool(path)
+    pool.query("SELECT 1")
+    pool.close()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        pool.query_many([("SELECT 1", ()), ("SELECT 2", ())])
