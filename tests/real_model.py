@@ -83,8 +83,9 @@ class RealModelServer:
     """``python -m llama_cpp.server`` on 127.0.0.1, a free port; ``base_url`` ends in /v1."""
 
     def __init__(self, model: Path | None = None, *, n_ctx: int = 4096, threads: int = 2, log_path: Path | None = None,
-                 verbose: bool = False) -> None:
+                 verbose: bool = False, chat_format: str = "chatml") -> None:
         self.model = model or model_path()
+        self.chat_format = chat_format
         self.verbose = verbose
         self.n_ctx = n_ctx
         self.threads = int(os.environ.get("ASSISTANT_MODEL_THREADS") or threads)
@@ -103,7 +104,7 @@ class RealModelServer:
             "--model", str(self.model), "--model_alias", MODEL_NAME,
             "--host", "127.0.0.1", "--port", str(self.port),
             "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
-            "--chat_format", "chatml", "--verbose", str(self.verbose),
+            "--chat_format", self.chat_format, "--verbose", str(self.verbose),
         ]
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         # OpenMP threads spin while they wait; on a shared, loaded machine that starved the server

@@ -114,3 +114,18 @@ def test_whole_day_scores_are_the_same_by_slot_and_by_path(service):
     by_slot = segment_scores(service.index, terms, found, max_slots=10)
     by_path = segment_scores(service.index, terms, found, max_slots=0)
     assert by_slot and by_path == pytest.approx(by_slot)
+
+
+def test_a_recalled_turn_logged_untrusted_is_outside_without_reading_the_log(service):
+    service.log_turn("c", "user", "forwarded: the wire transfer code is mango", meta={"untrusted": True}, time=T0 + timedelta(hours=1))
+    service.log_turn("c", "user", "my own note: mango smoothie recipe", time=T0 + timedelta(hours=2))
+    service.index_pending()
+    hits = service.search("mango", conversation="c")
+    assert {h.snippet: h.outside for h in hits if "mango" in h.snippet} == {
+        "forwarded: the wire transfer code is mango": True,
+        "my own note: mango smoothie recipe": False,
+    }
+    # The answer comes from the index: the log file may even be gone.
+    for path in {h.path for h in hits}:
+        service.workspace.path(path).unlink()
+    assert [h.snippet for h in service.outside_hits(hits) if "mango" in h.snippet] == ["forwarded: the wire transfer code is mango"]

@@ -57,6 +57,7 @@ class Candidate:
     conversation: str | None
     role: str | None
     text: str
+    outside: bool = False
     bm25: float = 0.0
     score: float = 0.0
     extra: dict = field(default_factory=dict)
@@ -130,7 +131,7 @@ def _scope_sql(scope: Scope, conversation: bool = True) -> tuple[str, list]:
     return (" AND " + " AND ".join(clauses)) if clauses else "", params
 
 
-_COLUMNS = "e.id, e.path, e.seq, e.source, e.ref, e.time, e.conversation, e.role, e.text"
+_COLUMNS = "e.id, e.path, e.seq, e.source, e.ref, e.time, e.conversation, e.role, e.text, e.outside"
 
 
 def bm25_candidates(
@@ -168,15 +169,15 @@ def bm25_candidates(
                 f"WHERE fts MATCH ?{where} ORDER BY s DESC, e.id LIMIT ?",
                 (date_weight, match, *params, limit),
             )
-            return [Candidate(*row[:9], bm25=row[9]) for row in rows]
+            return [Candidate(*row[:10], bm25=row[10]) for row in rows]
         cap_sql, cap_params = _newest_filter(index, match, unscoped_cap)
         rows = index.query(
             f"SELECT {_COLUMNS}, f.s FROM (SELECT rowid AS id, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts "
             f"WHERE fts MATCH ?{cap_sql} ORDER BY s DESC, id LIMIT ?) f CROSS JOIN entries e ON e.id = f.id",
             (date_weight, match, *cap_params, limit),
         )
-        rows.sort(key=lambda row: (-row[9], row[0]))
-        return [Candidate(*row[:9], bm25=row[9]) for row in rows]
+        rows.sort(key=lambda row: (-row[10], row[0]))
+        return [Candidate(*row[:10], bm25=row[10]) for row in rows]
     # The ranges already select the conversation's rows (and owner data); other filters remain.
     where, params = _scope_sql(scope, conversation=False)
     caps = {True: newest_cap if newest_cap > 0 else -1, False: -1}  # LIMIT -1: no limit
@@ -208,8 +209,8 @@ def bm25_candidates(
         return _joined(index, scored[:limit])
     queries = [(sql, (date_weight, match, low, high, *params, cap(low), limit)) for low, high in ranges]
     rows = [row for found in index.query_many(queries) for row in found]
-    rows.sort(key=lambda row: -row[9])
-    return [Candidate(*row[:9], bm25=row[9]) for row in rows[:limit]]
+    rows.sort(key=lambda row: -row[10])
+    return [Candidate(*row[:10], bm25=row[10]) for row in rows[:limit]]
 
 
 def _joined(index: MemoryIndex, scored: list[tuple[int, float]]) -> list[Candidate]:
@@ -288,7 +289,7 @@ def cjk_candidates(index: MemoryIndex, substrings: list[str], short: list[str], 
             (or_terms(substrings), *params, limit),
         )
         for row in rows:
-            scores[row[0]] = Candidate(*row[:9], bm25=row[9])
+            scores[row[0]] = Candidate(*row[:10], bm25=row[10])
     for piece in short:
         # The trigram index cannot look up fewer than 3 characters: scan the CJK rows' text.
         rows = index.query(
@@ -297,8 +298,8 @@ def cjk_candidates(index: MemoryIndex, substrings: list[str], short: list[str], 
             (piece, *params, limit),
         )
         for row in rows:
-            found = scores.setdefault(row[0], Candidate(*row[:9], bm25=0.0))
-            found.bm25 += row[9]
+            found = scores.setdefault(row[0], Candidate(*row[:10], bm25=0.0))
+            found.bm25 += row[10]
     return sorted(scores.values(), key=lambda c: -c.bm25)[:limit]
 
 

@@ -34,7 +34,7 @@ from .sources import DEFAULT_SOURCES, Entry, file_entries, is_appendable, jsonl_
 log = logging.getLogger(__name__)
 
 INDEX_PATH = "memory/index.sqlite3"
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 _TAIL = 256
 
 _SCHEMA = """
@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS files (
     offset INTEGER, lines INTEGER, tail_hash TEXT);
 CREATE TABLE IF NOT EXISTS entries (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL, source TEXT NOT NULL, ref TEXT NOT NULL,
-    seq INTEGER NOT NULL, time TEXT, ts REAL, conversation TEXT, role TEXT, text TEXT NOT NULL);
+    seq INTEGER NOT NULL, time TEXT, ts REAL, conversation TEXT, role TEXT, text TEXT NOT NULL,
+    outside INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS entries_path_seq ON entries(path, seq);
 CREATE INDEX IF NOT EXISTS entries_source ON entries(source);
 CREATE INDEX IF NOT EXISTS entries_conv_ts ON entries(conversation, ts);
@@ -323,8 +324,9 @@ class MemoryIndex:
             row_id = next_ids.get(slot) or self._next_id("entries", slot)
             next_ids[slot] = row_id + 1
             cur.execute(
-                "INSERT INTO entries (id, path, source, ref, seq, time, ts, conversation, role, text) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (row_id, e.path, e.source, e.ref, e.seq, e.time, time_to_ts(e.time), conversation, e.role, e.text),
+                "INSERT INTO entries (id, path, source, ref, seq, time, ts, conversation, role, text, outside) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (row_id, e.path, e.source, e.ref, e.seq, e.time, time_to_ts(e.time), conversation, e.role, e.text, int(e.outside)),
             )
             cur.execute(
                 "INSERT INTO fts (rowid, body, date, scope) VALUES (?, ?, ?, ?)",

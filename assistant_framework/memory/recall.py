@@ -76,9 +76,7 @@ def format_recall(hits: list[MemoryHit], budget_chars: int) -> str:
     return "\n".join(lines) if len(lines) > 1 else ""
 
 
-def is_outside(hit: MemoryHit, row: dict | None = None) -> bool:
+def is_outside(hit: MemoryHit) -> bool:
     """True when a hit's text came from outside: a collector item, or a logged turn marked ``untrusted``
-    (a forwarded message, an attachment, or a reply written from such content); ``row`` is its L0 row."""
-    if hit.source.startswith(OUTSIDE_SOURCE_PREFIXES):
-        return True
-    return bool(row and row.get("untrusted"))
+    (a forwarded message, an attachment, or a reply written from such content)."""
+    return hit.source.startswith(OUTSIDE_SOURCE_PREFIXES) or hit.outside

@@ -44,6 +44,7 @@ class MemoryHit:
     snippet: str
     score: float
     conversation: str | None = None
+    outside: bool = False  # a turn logged ``untrusted``: its text came from outside
 
 
 @dataclass
@@ -190,7 +191,7 @@ def search(
     return [
         MemoryHit(
             source=c.source, path=c.path, ref=c.ref, time=c.time, snippet=snippet(c.text, terms),
-            score=round(c.score, 4), conversation=c.conversation,
+            score=round(c.score, 4), conversation=c.conversation, outside=bool(c.outside),
         )
         for c in found[:limit]
     ]

@@ -221,18 +221,11 @@ class MemoryService:
         return hits[:want]
 
     def outside_hits(self, hits: list[MemoryHit]) -> list[MemoryHit]:
-        """The hits whose text came from outside (collector items, turns logged as untrusted)."""
-        found = []
-        for hit in hits:
-            row = None
-            if hit.source == "conversation" and hit.path:
-                try:
-                    row = next((r for r in self.workspace.read_jsonl(hit.path) if r.get("turn_id") == hit.ref), None)
-                except (OSError, ValueError):  # unreadable log: cannot tell, so assume outside
-                    row = {"untrusted": True}
-            if recall_policy.is_outside(hit, row):
-                found.append(hit)
-        return found
+        """The hits whose text came from outside (collector items, turns logged as untrusted).
+
+        The index keeps each turn's ``untrusted`` mark, so no log file is read here.
+        """
+        return [hit for hit in hits if recall_policy.is_outside(hit)]
 
     def format_recall(self, hits: list[MemoryHit], budget_chars: int | None = None) -> str:
         """The marked block for the end of the final user message; '' when no hits."""

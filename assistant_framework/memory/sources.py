@@ -61,6 +61,7 @@ class Entry:
     time: str | None = None
     conversation: str | None = None
     role: str | None = None
+    outside: bool = False  # a turn logged ``untrusted`` (its text came from outside)
 
 
 def source_for(rel: str, sources: Iterable[tuple[str, str]] = DEFAULT_SOURCES) -> str | None:
@@ -143,6 +144,7 @@ def turn_entry(row: dict, rel: str, seq: int, source: str = "conversation") -> E
         time=parse_time(row.get("time")),
         conversation=str(row["conversation"]) if row.get("conversation") is not None else None,
         role=row.get("role"),
+        outside=bool(row.get("untrusted")),
     )
 
 
