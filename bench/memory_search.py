@@ -103,7 +103,7 @@ def measure_paths(root: Path, queries: int) -> list[list[str]]:
         conversations = write_turns(root, 1_000_000)
     service = MemoryService(Workspace(root), bench_config("http://127.0.0.1:9/v1"), start_worker=False)
     try:
-        if not built:
+        if not built or service.index.stats().entries == 0:  # new, or an index of another schema version (dropped)
             started = time.monotonic()
             service.reindex()
             print(f"  index built in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
