@@ -71,3 +71,28 @@ def test_json_transport_sends_no_tools(tmp_path, test_skills_dir):
         agent.handle_message("c", "hi")
         assert "tools" not in server.chat_requests[0]
         assert json.loads(server.chat_requests[0].body)["response_format"]["type"] == "json_schema"
+
+
+def test_tool_parameters_are_the_grammar_safe_schema_and_keep_descriptions():
+    from messaging_llm_bot.llm.tools import tool_specs
+
+    schema = {
+        "type": "object", "additionalProperties": False, "required": ["action"],
+        "properties": {
+            "action": {"type": "string", "const": "add", "description": "what to do"},
+            "at": {"type": "string", "pattern": r"^\d{4}-\d\d-\d\d", "format": "date-time", "description": "when"},
+            "minutes": {"type": "integer", "minimum": 1},
+        },
+    }
+    (spec,) = tool_specs([("reminders", "Timed reminders", schema)])
+    assert spec["function"]["parameters"] == {
+        "type": "object", "required": ["action"],
+        "properties": {
+            "action": {"type": "string", "enum": ["add"], "description": "what to do"},
+            "at": {"type": "string", "description": "when"},
+            "minutes": {"type": "integer"},
+        },
+    }
+    assert schema["properties"]["at"]["pattern"]  # the skill's own schema is untouched
+    (empty,) = tool_specs([("time", "", None)])
+    assert empty["function"] == {"name": "time", "description": "time", "parameters": {"type": "object", "properties": {}}}

@@ -35,24 +35,30 @@ _TOOLS_REJECTION_RE = re.compile(r"\btools?\b|tool_choice|function", re.IGNORECA
 TOOLS = "tools"  # the pseudo-format "send the skills as native tools" (llm/tools.py)
 
 
-def grammar_safe(schema: object) -> dict:
-    """``schema`` reduced to the grammar-safe subset (pure; ``const`` becomes a one-value enum)."""
+def grammar_safe(schema: object, descriptions: bool = False) -> dict:
+    """``schema`` reduced to the grammar-safe subset (pure; ``const`` becomes a one-value enum).
+
+    ``descriptions`` keeps ``description`` texts (converters ignore them; a model reads them in
+    native tool specs, where a ``pattern`` broke llama-cpp-python's function-calling grammar).
+    """
     if not isinstance(schema, dict):
         return {}
     out: dict = {}
     for key, value in schema.items():
         if key == "const":
             out["enum"] = [value]
+        elif key == "description" and descriptions and isinstance(value, str):
+            out[key] = value
         elif key == "oneOf" and "anyOf" not in schema:
-            out["anyOf"] = [grammar_safe(s) for s in value if isinstance(s, dict)]
+            out["anyOf"] = [grammar_safe(s, descriptions) for s in value if isinstance(s, dict)]
         elif key not in _KEEP:
             continue
         elif key == "properties" and isinstance(value, dict):
-            out[key] = {name: grammar_safe(sub) for name, sub in value.items()}
+            out[key] = {name: grammar_safe(sub, descriptions) for name, sub in value.items()}
         elif key == "items" and isinstance(value, dict):
-            out[key] = grammar_safe(value)
+            out[key] = grammar_safe(value, descriptions)
         elif key == "anyOf" and isinstance(value, list):
-            out[key] = [grammar_safe(s) for s in value if isinstance(s, dict)]
+            out[key] = [grammar_safe(s, descriptions) for s in value if isinstance(s, dict)]
         elif key == "required" and isinstance(value, list):
             props = schema.get("properties")
             out[key] = [r for r in value if not isinstance(props, dict) or r in props]

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Iterable
 
+from .structured import grammar_safe
+
 
 @dataclass
 class ToolCall:
@@ -22,10 +24,18 @@ class ToolCall:
 
 
 def tool_specs(skills: Iterable[tuple[str, str, dict | None]]) -> list[dict]:
-    """``tools`` entries for (name, description, args schema) triples."""
+    """``tools`` entries for (name, description, args schema) triples.
+
+    The parameters are the grammar-safe subset of each args schema (descriptions kept): local
+    servers turn them into grammars, and a ``pattern`` made llama-cpp-python's
+    ``chatml-function-calling`` grammar fail to parse and the server stop. The skill manager
+    still validates the full schema before a skill runs.
+    """
     specs = []
     for name, description, schema in skills:
-        parameters = schema if isinstance(schema, dict) and schema else {"type": "object", "properties": {}}
+        parameters = grammar_safe(schema, descriptions=True) if isinstance(schema, dict) and schema else {}
+        parameters.setdefault("type", "object")
+        parameters.setdefault("properties", {})
         specs.append({"type": "function", "function": {"name": name, "description": description or name, "parameters": parameters}})
     return specs
 
@@ -49,10 +59,14 @@ def tool_calls_of(raw: dict) -> list[ToolCall]:
 
 
 def assistant_message(text: str, calls: list[ToolCall]) -> dict:
-    """The assistant turn that made ``calls`` (sent back before their results)."""
+    """The assistant turn that made ``calls`` (sent back before their results).
+
+    ``content`` is a string even when empty: OpenAI also takes null there, but
+    llama-cpp-python's server rejects null with HTTP 500.
+    """
     return {
         "role": "assistant",
-        "content": text or None,
+        "content": text or "",
         "tool_calls": [
             {"id": c.id, "type": "function", "function": {
                 "name": c.name,
