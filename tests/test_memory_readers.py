@@ -55,3 +55,23 @@ def test_closed_pool_refuses_queries(db):
     pool.close()
     with pytest.raises(sqlite3.ProgrammingError, match="closed"):
         pool.query_many([("SELECT 1", ()), ("SELECT 2", ())])
+
+
+def test_the_worker_indexes_a_logged_turn_only_once_no_search_is_running(tmp_path):
+    import time
+
+    from assistant_framework.memory import MemoryService
+    from assistant_framework.workspace import Workspace
+
+    service = MemoryService(Workspace(tmp_path / "ws"), {"runtime": {"timezone": "UTC"}})
+    try:
+        def indexed() -> int:
+            return service.index.query("SELECT count(*) FROM entries WHERE text LIKE '%walnut%'")[0][0]
+
+        with service._searching_now():  # a recall in progress
+            service.log_turn("c", "user", "walnut bread")
+            time.sleep(0.3)
+            assert indexed() == 0
+        assert service.worker.drain(5) and indexed() == 1
+    finally:
+        service.close()

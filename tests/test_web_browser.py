@@ -107,7 +107,8 @@ def test_1_sign_in(browser, site):
 
 
 def test_2_search_memory_and_open_a_hit(browser, site):
-    box = browser.find_element(By.NAME, "q")
+    # Under load the memory page may still be loading after the sign-in redirect.
+    box = WebDriverWait(browser, 20).until(lambda d: d.find_element(By.NAME, "q"))
     box.clear()
     box.send_keys("bicycle")
     browser.find_element(By.CSS_SELECTOR, "form.search button").click()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import logging
 import threading
@@ -95,6 +96,10 @@ class MemoryService:
         self._recent_lock = threading.Lock()
         self._pending: dict[str, list[str]] = {}  # log file -> turn ids appended, not indexed yet
         self._pending_lock = threading.Lock()
+        # Searches in progress: the worker's indexing waits for them (a user waits on a search,
+        # nobody on the index being a moment behind).
+        self._searching = 0
+        self._searches_done = threading.Condition()
         refresh_seconds = float(self.memory_config.get("refresh_seconds", 60))
         self.worker = BackgroundWorker("memory", on_idle=self.refresh, idle_seconds=refresh_seconds) if start_worker else None
         # Fact extraction waits until the chat is idle and batches the turns since the last one,
@@ -145,7 +150,27 @@ class MemoryService:
             first = not self._pending
             self._pending.setdefault(rel, []).append(turn_id)
         if first:
-            self.worker.submit(self.index_pending, "index logged turns")
+            self.worker.submit(self._index_after_searches, "index logged turns")
+
+    def _index_after_searches(self) -> int:
+        """The worker's ``index_pending``, started once no search is running (at most 1 s later):
+        a turn's user line is logged just before its recall, and indexing it meanwhile took the
+        CPU and the reader connections' page caches from that recall."""
+        with self._searches_done:
+            self._searches_done.wait_for(lambda: self._searching == 0, timeout=1.0)
+        return self.index_pending()
+
+    @contextlib.contextmanager
+    def _searching_now(self):
+        with self._searches_done:
+            self._searching += 1
+        try:
+            yield
+        finally:
+            with self._searches_done:
+                self._searching -= 1
+                if not self._searching:
+                    self._searches_done.notify_all()
 
     def index_pending(self) -> int:
         """Index the log files appended since the last pass; returns how many files."""
@@ -185,7 +210,9 @@ class MemoryService:
             scope.sources = (source_alias(source),)
         scope.since, scope.until = since, until
         self.index_pending()
-        return search(self.index, query, scope, limit, self.search_ranking, self._similarity, self._date_preference(query, since, until, now))
+        with self._searching_now():
+            return search(self.index, query, scope, limit, self.search_ranking, self._similarity,
+                          self._date_preference(query, since, until, now))
 
     def _date_preference(self, query: str, since, until, now: datetime | None) -> tuple[datetime, datetime] | None:
         """A date phrase in the query prefers rows from then (a soft boost, not a filter:
@@ -216,7 +243,8 @@ class MemoryService:
             self.index_pending()
         scope = recall_policy.recall_scope(conversation_id, self.memory_config, private)
         prefer = self._date_preference(query, None, None, None)
-        hits = search(self.index, query, scope, want + len(skip), self.ranking, self._similarity, prefer)
+        with self._searching_now():
+            hits = search(self.index, query, scope, want + len(skip), self.ranking, self._similarity, prefer)
         hits = [h for h in hits if h.ref not in skip and h.score >= settings.min_score]
         return hits[:want]
 
