@@ -96,6 +96,17 @@ def llm_section(server: RealModelServer, **runner) -> dict:
 
 # ------------------------------------------------------------------ eval
 
+def _call_as_protocol(call) -> str:
+    """A native tool call written as the JSON protocol object it stands for (arguments as sent)."""
+    args = call.arguments
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return json.dumps({"skill": call.name}) + args  # not JSON: stays invalid
+    return json.dumps({"skill": call.name, "args": args})
+
+
 def part_eval(server: RealModelServer, subset: list[str], modes: list[str]) -> str:
     import jsonschema
 
@@ -104,6 +115,7 @@ def part_eval(server: RealModelServer, subset: list[str], modes: list[str]) -> s
     from messaging_llm_bot.evals.runner import run_case
     from messaging_llm_bot.llm.client import LLMClient
     from messaging_llm_bot.llm.structured import protocol_schema
+    from messaging_llm_bot.llm.tools import tool_calls_of
     from assistant_framework.skills import SkillManager
     from assistant_framework.workspace import Workspace
 
@@ -122,9 +134,12 @@ def part_eval(server: RealModelServer, subset: list[str], modes: list[str]) -> s
 
         def complete(self, messages, **kwargs):
             completion = super().complete(messages, **kwargs)
-            self.outputs.append(completion.text)
             choices = (completion.raw or {}).get("choices") or [{}]
-            self.cut.append(choices[0].get("finish_reason") == "length")
+            calls = tool_calls_of(completion.raw or {})
+            # A native tool call counts as the protocol object it stands for: {"skill", "args"}.
+            texts = [_call_as_protocol(c) for c in calls] or [completion.text]
+            self.outputs.extend(texts)
+            self.cut.extend([choices[0].get("finish_reason") == "length"] * len(texts))
             return completion
 
     def valid(text: str, strict: bool = True) -> bool:
@@ -299,7 +314,7 @@ def _telegram(server: RealModelServer, tmp_path: Path) -> list:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("eval", "turns", "frontends", "all"), default="all")
-    parser.add_argument("--cases", default=str(len(EVAL_SUBSET)), help="first N cases of the fixed subset, or 'all' built-in cases")
+    parser.add_argument("--cases", default=str(len(EVAL_SUBSET)), help="first N cases of the fixed subset, 'all' built-in cases, or case ids (a,b,c)")
     parser.add_argument("--n-ctx", type=int, default=4096, help="the server's context size (tools in the prompt need 8192)")
     parser.add_argument("--chat-format", default="chatml",
                         help="the server's --chat_format (chatml-function-calling makes it honour `tools`)")
@@ -321,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if args.part in ("eval", "all"):
                 print("## eval\n")
-                subset = ALL_CASES if args.cases == "all" else EVAL_SUBSET[: int(args.cases)]
+                subset = (ALL_CASES if args.cases == "all" else EVAL_SUBSET[: int(args.cases)] if args.cases.isdigit()
+                          else args.cases.split(","))
                 print(part_eval(server, subset, args.modes.split(",")), flush=True)
             if args.part in ("turns", "all"):
                 print("## turns\n")
