@@ -96,3 +96,26 @@ def test_tool_parameters_are_the_grammar_safe_schema_and_keep_descriptions():
     assert schema["properties"]["at"]["pattern"]  # the skill's own schema is untouched
     (empty,) = tool_specs([("time", "", None)])
     assert empty["function"] == {"name": "time", "description": "time", "parameters": {"type": "object", "properties": {}}}
+
+
+def test_auto_answers_with_the_json_protocol_when_the_tools_make_the_prompt_too_long(tmp_path, test_skills_dir):
+    too_long = {"status": 400, "body": {"error": {
+        "message": "This model's maximum context length is 4096 tokens. However, you requested 6874 tokens "
+                   "(6074 in the messages, 800 in the completion).", "type": "invalid_request_error"}}}
+    with FakeChatServer() as server:
+        agent = _agent(server, tmp_path, test_skills_dir, "auto")
+        server.enqueue(too_long, '{"reply": "fine"}', "also fine")
+        assert agent.handle_message("c", "hello").reply == "fine"
+        assert agent.handle_message("c", "again").reply == "also fine"  # tools are tried again next time
+        sent = [("tools" in r, (r.get("response_format") or {}).get("type")) for r in server.chat_requests]
+        assert sent == [(True, None), (False, "json_schema"), (True, None)]
+
+
+def test_native_transport_reports_a_prompt_too_long_with_tools(tmp_path, test_skills_dir):
+    too_long = {"status": 400, "body": {"error": {"message": "This model's maximum context length is 4096 tokens."}}}
+    with FakeChatServer() as server:
+        agent = _agent(server, tmp_path, test_skills_dir, "native")
+        server.enqueue(too_long)
+        result = agent.handle_message("c", "hello")
+        assert not result.ok and "too long" in result.reply
+        assert len(server.chat_requests) == 1 and "tools" in server.chat_requests[0]

@@ -193,6 +193,12 @@ def complete_structured(
                 if mode != "off" and names_response_format(err, mode):
                     chooser.reject(runner, mode, err)
                     continue
+                if mode == TOOLS and err.kind == "context_length" and getattr(runner, "tool_transport", "json") == "auto":
+                    # The tool specs (every skill's schema, in the prompt) made it too long for this
+                    # server; the JSON protocol's schema is a grammar, not prompt text. This request
+                    # only: a shorter conversation may fit with tools again.
+                    log.info("runner %s: the prompt with tools is too long; this request uses the JSON protocol", runner.name)
+                    continue
                 failures.append(err)
                 if not err.failover:
                     err.attempts = failures[:-1]
