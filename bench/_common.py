@@ -12,6 +12,8 @@ import json
 import os
 import platform
 import random
+import signal
+import subprocess
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -256,6 +258,17 @@ class Bot:
     def close(self) -> None:
         """Stop background work and close clients (the runtime owns the memory service)."""
         self.runtime.shutdown(timeout=5)
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """SIGTERM (the bot's orderly shutdown), then SIGKILL after 30 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def write_config_dir(config: dict, folder: Path) -> Path:

@@ -23,7 +23,6 @@ import math
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -36,7 +35,7 @@ from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ROOT, bench_config, machine_line, percentile, table, write_config_dir  # noqa: E402
+from _common import ROOT, bench_config, machine_line, percentile, stop_process, table, write_config_dir  # noqa: E402
 
 from tests.fakes.bot_api import FakeBotAPI  # noqa: E402
 from tests.fakes.chat_server import FakeChatServer  # noqa: E402
@@ -158,13 +157,7 @@ class Setup:
             self.ask(2)
             yield proc
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            stop_process(proc)
 
     def ask(self, chat: int, timeout: float = 60) -> float:
         """Send one question in ``chat``, wait for its final reply; the turn time in seconds."""

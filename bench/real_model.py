@@ -56,8 +56,6 @@ EVAL_SUBSET = [
     "chat-greeting", "chat-thanks", "chat-joke", "chat-general-knowledge",
 ]
 
-ALL_CASES: list[str] = []  # marker: every built-in case, in file order
-
 _PROMPT_EVAL_RE = re.compile(r"prompt eval time\s*=\s*[\d.]+ ms /\s*(\d+) tokens")
 
 
@@ -107,7 +105,7 @@ def _call_as_protocol(call) -> str:
     return json.dumps({"skill": call.name, "args": args})
 
 
-def part_eval(server: RealModelServer, subset: list[str], modes: list[str]) -> str:
+def part_eval(server: RealModelServer, subset: list[str] | None, modes: list[str]) -> str:
     import jsonschema
 
     from assistant_framework.evals.cases import load_cases
@@ -120,7 +118,7 @@ def part_eval(server: RealModelServer, subset: list[str], modes: list[str]) -> s
     from assistant_framework.workspace import Workspace
 
     all_cases = {c.id: c for c in load_cases([ROOT / "assistant_framework" / "evals" / "cases"])}
-    if subset is ALL_CASES:
+    if subset is None:  # every built-in case, in file order
         subset = list(all_cases)
     cases = [all_cases[i] for i in subset if i in all_cases]
     missing = [i for i in subset if i not in all_cases]
@@ -336,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if args.part in ("eval", "all"):
                 print("## eval\n")
-                subset = (ALL_CASES if args.cases == "all" else EVAL_SUBSET[: int(args.cases)] if args.cases.isdigit()
+                subset = (None if args.cases == "all" else EVAL_SUBSET[: int(args.cases)] if args.cases.isdigit()
                           else args.cases.split(","))
                 print(part_eval(server, subset, args.modes.split(",")), flush=True)
             if args.part in ("turns", "all"):

@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -29,7 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import FAKE_SERVER_NOTE, ROOT, bench_config, fake_server, machine_line, table, write_config_dir  # noqa: E402
+from _common import (  # noqa: E402
+    FAKE_SERVER_NOTE, ROOT, bench_config, fake_server, machine_line, stop_process, table, write_config_dir,
+)
 
 from tests.fakes.bot_api import FakeBotAPI  # noqa: E402
 
@@ -71,17 +72,6 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL after 30 s."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def time_to_first_poll(command: list[str], env: dict, log_path: Path, config: dict | None = None,
                        config_dir: Path | None = None) -> tuple[float, float]:
     """(wall seconds, CPU seconds) from ``Popen(command)`` to the first ``getUpdates`` reaching a new fake.
@@ -105,7 +95,7 @@ def time_to_first_poll(command: list[str], env: dict, log_path: Path, config: di
             return time.perf_counter() - started, cpu_seconds(proc.pid)
     finally:
         if proc is not None:
-            stop(proc)
+            stop_process(proc)
         fake.stop()
 
 
@@ -184,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         if proc is not None:
-            stop(proc)
+            stop_process(proc)
         fake.stop()
         model.stop()
         shutil.rmtree(base, ignore_errors=True)

@@ -45,9 +45,10 @@ class Scope:
     until: datetime | None = None
 
 
-
 @dataclass
 class Candidate:
+    """One index row a search considers, with its stage-1 (``bm25``) and final (``score``) scores."""
+
     id: int
     path: str
     seq: int
@@ -132,6 +133,12 @@ def _scope_sql(scope: Scope, conversation: bool = True) -> tuple[str, list]:
 
 
 _COLUMNS = "e.id, e.path, e.seq, e.source, e.ref, e.time, e.conversation, e.role, e.text, e.outside"
+_SCORE = 10  # the column after _COLUMNS in queries that add a score
+
+
+def _candidate(row: tuple) -> Candidate:
+    """A Candidate from a row of _COLUMNS followed by its score."""
+    return Candidate(*row[:_SCORE], bm25=row[_SCORE])
 
 
 def bm25_candidates(
@@ -169,23 +176,23 @@ def bm25_candidates(
                 f"WHERE fts MATCH ?{where} ORDER BY s DESC, e.id LIMIT ?",
                 (date_weight, match, *params, limit),
             )
-            return [Candidate(*row[:10], bm25=row[10]) for row in rows]
+            return [_candidate(row) for row in rows]
         cap_sql, cap_params = _newest_filter(index, match, unscoped_cap)
         rows = index.query(
             f"SELECT {_COLUMNS}, f.s FROM (SELECT rowid AS id, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts "
             f"WHERE fts MATCH ?{cap_sql} ORDER BY s DESC, id LIMIT ?) f CROSS JOIN entries e ON e.id = f.id",
             (date_weight, match, *cap_params, limit),
         )
-        rows.sort(key=lambda row: (-row[10], row[0]))
-        return [Candidate(*row[:10], bm25=row[10]) for row in rows]
+        rows.sort(key=lambda row: (-row[_SCORE], row[0]))
+        return [_candidate(row) for row in rows]
     # The ranges already select the conversation's rows (and owner data); other filters remain.
     where, params = _scope_sql(scope, conversation=False)
-    caps = {True: newest_cap if newest_cap > 0 else -1, False: -1}  # LIMIT -1: no limit
     owner = newest_cap if owner_cap is None else owner_cap
-    caps[False] = owner if owner > 0 else -1
 
-    def cap(low: int) -> int:  # slot 0 (owner data) starts at rowid 0
-        return caps[low != 0]
+    def cap(low: int) -> int:
+        """The LIMIT of a range's newest matches (-1: none); slot 0, owner data, starts at rowid 0."""
+        n = owner if low == 0 else newest_cap
+        return n if n > 0 else -1
 
     if where:
         # CROSS JOIN keeps the FTS cursor outermost: the planner must not probe it row by row.
@@ -209,8 +216,8 @@ def bm25_candidates(
         return _joined(index, scored[:limit])
     queries = [(sql, (date_weight, match, low, high, *params, cap(low), limit)) for low, high in ranges]
     rows = [row for found in index.query_many(queries) for row in found]
-    rows.sort(key=lambda row: -row[10])
-    return [Candidate(*row[:10], bm25=row[10]) for row in rows[:limit]]
+    rows.sort(key=lambda row: -row[_SCORE])
+    return [_candidate(row) for row in rows[:limit]]
 
 
 def _joined(index: MemoryIndex, scored: list[tuple[int, float]]) -> list[Candidate]:
@@ -289,7 +296,7 @@ def cjk_candidates(index: MemoryIndex, substrings: list[str], short: list[str], 
             (or_terms(substrings), *params, limit),
         )
         for row in rows:
-            scores[row[0]] = Candidate(*row[:10], bm25=row[10])
+            scores[row[0]] = _candidate(row)
     for piece in short:
         # The trigram index cannot look up fewer than 3 characters: scan the CJK rows' text.
         rows = index.query(
@@ -298,8 +305,8 @@ def cjk_candidates(index: MemoryIndex, substrings: list[str], short: list[str], 
             (piece, *params, limit),
         )
         for row in rows:
-            found = scores.setdefault(row[0], Candidate(*row[:10], bm25=0.0))
-            found.bm25 += row[10]
+            found = scores.setdefault(row[0], Candidate(*row[:_SCORE]))
+            found.bm25 += row[_SCORE]
     return sorted(scores.values(), key=lambda c: -c.bm25)[:limit]
 
 
