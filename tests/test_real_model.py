@@ -83,3 +83,36 @@ def test_background_extraction_uses_the_format_the_server_takes(real_server, tmp
     finally:
         svc.close()
         llm.close()
+
+
+@pytest.fixture(scope="module")
+def tools_server(tmp_path_factory):
+    """The same server with the chat format that honours ``tools`` (llama-cpp-python's function calling)."""
+    server = RealModelServer(log_path=tmp_path_factory.mktemp("llama-tools") / "server.log",
+                             chat_format="chatml-function-calling")
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_native_tool_specs_and_tool_turns_are_accepted_by_a_server_that_honours_tools(tools_server, tmp_path):
+    # The reminders skill's real args schema has a `pattern`; sent as is, it broke this server's
+    # grammar and stopped the process. An assistant turn with `content: null` got HTTP 500.
+    from messaging_llm_bot.llm.tools import ToolCall, assistant_message, result_message, tool_specs
+
+    skills = SkillManager.from_config({"runtime": {}}, Workspace(tmp_path / "schema-ws"))
+    reminders = skills.get("reminders")
+    assert "pattern" in json.dumps(reminders.args_schema)
+    tools = tool_specs([(reminders.name, reminders.description, reminders.args_schema)])
+    llm = LLMClient({"runners": [tools_server.runner()], "retries_per_runner": 0, "temperature": 0, "max_tokens": 60})
+    try:
+        question = [{"role": "system", "content": "You are a helpful assistant."},
+                    {"role": "user", "content": "Which reminders do I have?"}]
+        first = llm.complete(question, extra={"tools": tools, "tool_choice": "auto"})
+        assert first.raw["choices"][0]["finish_reason"] in ("stop", "length", "tool_calls")
+        call = ToolCall(id="call_1", name="reminders", arguments='{"action": "list"}')
+        turn = question + [assistant_message("", [call]), result_message(call, '{"reminders": []}')]
+        second = llm.complete(turn, extra={"tools": tools, "tool_choice": "auto"})
+        assert second.raw["choices"][0]["finish_reason"] in ("stop", "length", "tool_calls")
+    finally:
+        llm.close()

@@ -40,6 +40,7 @@ def test_native_tool_calls_run_and_results_go_back_as_tool_messages(tmp_path, te
         assert "response_format" not in first
         sent = second["messages"]
         assert [c["id"] for c in sent[-3]["tool_calls"]] == ["call_a", "call_b"]
+        assert isinstance(sent[-3]["content"], str)  # never null: llama-cpp-python rejects it (tests/test_real_model.py)
         assert [(m["role"], m["tool_call_id"]) for m in sent[-2:]] == [("tool", "call_a"), ("tool", "call_b")]
         assert '"sum": 5' in sent[-2]["content"] and '"sum": 11' in sent[-1]["content"]
 
