@@ -44,6 +44,22 @@ def test_protocol_schema_compiles_to_a_grammar(tmp_path):
     assert '"\\"tasks\\""' in grammar and "reply" in grammar
 
 
+def test_json_object_strings_keep_raw_newlines_out(real_server, tmp_path):
+    # llama-cpp-python's own string grammar admits raw control characters, which JSON forbids;
+    # without the fix, this prompt made the 135M model put raw newlines into its reply.
+    from messaging_llm_bot.llm.structured import REPLY_SCHEMA, response_format
+
+    llm = LLMClient({"runners": [real_server.runner()], "retries_per_runner": 0, "temperature": 0, "max_tokens": 60})
+    try:
+        messages = [{"role": "system", "content": "You are a helpful assistant. Answer with JSON."},
+                    {"role": "user", "content": "Write a haiku."}]
+        text = llm.complete(messages, extra=response_format("json_object", REPLY_SCHEMA, "answer")).text
+    finally:
+        llm.close()
+    assert text.startswith("{") and len(text) > 20, text
+    assert not [c for c in text if ord(c) < 0x20], repr(text)  # cut at max_tokens or not: no raw control char
+
+
 def _agent(real_server, tmp_path, **runner) -> Agent:
     config = {
         "llm": {"runners": [real_server.runner(**runner)], "max_skill_rounds": 2, "retries_per_runner": 0,

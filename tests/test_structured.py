@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import jsonschema
 import pytest
@@ -15,7 +16,7 @@ from assistant_framework.stores.facts import FactStore
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
-from messaging_llm_bot.llm.structured import grammar_safe, protocol_schema
+from messaging_llm_bot.llm.structured import JSON_STRING_BODY, REPLY_SCHEMA, grammar_safe, protocol_schema, response_format
 from messaging_llm_bot.runtime import BackgroundModel
 from tests.fakes.chat_server import FakeChatServer
 
@@ -153,3 +154,23 @@ def test_repeated_call_and_final_round_may_only_reply(tmp_path, test_skills_dir)
         assert agent.handle_message("c", "sums").reply == "done"  # max_skill_rounds is 3
         kinds = ["anyOf" in r["response_format"]["json_schema"]["schema"] for r in server.chat_requests]
         assert kinds == [True, True, True, False]
+
+
+def test_json_object_requests_limit_free_strings_to_json_string_text():
+    # llama-cpp-python reads `pattern` as the raw text between a string's quotes: the pattern must
+    # take every string JSON can write there and nothing JSON forbids (raw newlines, lone quotes).
+    body = re.compile(JSON_STRING_BODY)
+    for value in ["", "plain", 'say "hi"', "two\nlines\ttab", "back\\slash", "é ü 日本", "\x01\x1f", "emoji 🙂"]:
+        for ensure_ascii in (True, False):
+            assert body.fullmatch(json.dumps(value, ensure_ascii=ensure_ascii)[1:-1]), value
+    for raw in ["two\nlines", 'lone " quote', "bad \\q escape", "trailing \\", "\\u12"]:
+        assert not body.fullmatch(raw), raw
+    schema = {"anyOf": [{"type": "object", "properties": {"type": {"type": "string"}, "mode": {"type": "string", "enum": ["a"]},
+                                                          "tags": {"type": "array", "items": {"type": "string"}}}},
+                        REPLY_SCHEMA]}
+    sent = response_format("json_object", schema, "answer")["response_format"]["schema"]
+    props = sent["anyOf"][0]["properties"]
+    assert props["type"]["pattern"] == props["tags"]["items"]["pattern"] == sent["anyOf"][1]["properties"]["reply"]["pattern"] == JSON_STRING_BODY
+    assert "pattern" not in props["mode"] and "pattern" not in json.dumps(REPLY_SCHEMA)  # enums as they were; input untouched
+    # json_schema servers apply `pattern` to the decoded value, where it would forbid quotes and newlines.
+    assert "pattern" not in json.dumps(response_format("json_schema", schema, "answer"))

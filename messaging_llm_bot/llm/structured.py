@@ -87,12 +87,36 @@ def protocol_schema(skills: Iterable[tuple[str, dict | None]]) -> dict:
     return {"anyOf": options}
 
 
+# The text between a JSON string's quotes. llama-cpp-python (the server that takes json_object
+# with a schema) reads a string's ``pattern`` as that raw text, and its own string grammar lets
+# raw control characters (newlines) in, which JSON forbids; this pattern keeps them out.
+JSON_STRING_BODY = r'^([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*$'
+
+
+def strict_strings(schema: object) -> object:
+    """``schema`` with every free string (no enum or pattern) limited to JSON's string text (pure).
+
+    Only for ``json_object`` requests: other servers apply ``pattern`` to the decoded value, where
+    it would forbid quotes and newlines instead.
+    """
+    if isinstance(schema, list):
+        return [strict_strings(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: (strict_strings(v) if k in ("items", "anyOf") else v) for k, v in schema.items()}
+    if isinstance(out.get("properties"), dict):  # a map of names (one may be "type"), not a schema
+        out["properties"] = {name: strict_strings(sub) for name, sub in out["properties"].items()}
+    if out.get("type") == "string" and "enum" not in out and "pattern" not in out:
+        out["pattern"] = JSON_STRING_BODY
+    return out
+
+
 def response_format(mode: str, schema: dict, name: str) -> dict:
     """The request fields asking for ``schema`` in ``mode`` ({} for ``off``)."""
     if mode == "json_schema":
         return {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}}
     if mode == "json_object":
-        return {"response_format": {"type": "json_object", "schema": schema}}
+        return {"response_format": {"type": "json_object", "schema": strict_strings(schema)}}
     return {}
 
 
