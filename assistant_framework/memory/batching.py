@@ -26,6 +26,7 @@ class Exchange:
     user_text: str
     reply: str
     turn_ids: list[str] = field(default_factory=list)
+    untrusted: bool = False  # outside content entered the turn: its facts are stored marked
 
 
 class IdleBatcher:

@@ -3,6 +3,11 @@
 ``memory/episodes/<conversation>/<YYYY-MM-DD>.md``. A day is settled when its log has had no
 new turn for ``memory.episodes.settle_minutes`` (default 60). An episode is rewritten only
 when its log changed after it was written (so an episode the user edited later stays).
+
+A day with any turn logged ``untrusted`` (outside content: a forward, an attachment, a mail
+read by a skill) gives an episode that starts with the front matter ``untrusted: true``: the
+index keeps it as outside content and the profile leaves it out. Removing it marks the
+episode as the owner's.
 """
 
 from __future__ import annotations
@@ -12,9 +17,11 @@ import os
 from datetime import datetime
 from typing import Any, Callable
 
+from ..stores.facts import is_untrusted
 from ..workspace import Workspace
 from .log import CONVERSATIONS_DIR
 from .modelcall import call_model, section
+from .sources import front_matter
 
 log = logging.getLogger(__name__)
 EPISODES_DIR = "memory/episodes"
@@ -27,8 +34,17 @@ EPISODE_PROMPT = (
 )
 
 
+UNTRUSTED_FRONT_MATTER = "---\nuntrusted: true\n---\n"
+
+
 def episode_path(safe_conversation: str, day: str) -> str:
+    """Where the episode of one conversation-day lives."""
     return f"{EPISODES_DIR}/{safe_conversation}/{day}.md"
+
+
+def is_outside_episode(text: str) -> bool:
+    """True when an episode's front matter marks it as written from outside content."""
+    return is_untrusted(front_matter(text)[0])
 
 
 def settled_days(workspace: Workspace, now: datetime, settle_minutes: float) -> list[tuple[str, str]]:
@@ -71,7 +87,8 @@ def write_episode(workspace: Workspace, complete: Callable, conv: str, day: str,
         log.warning("episode for %s on %s: the model answered nothing; skipped", conv, day)
         return None
     rel = episode_path(conv, day)
-    workspace.write_text(rel, f"# {conv} — {day}\n\n{summary}\n")
+    marked = any(is_untrusted(row) for row in rows)  # outside content that day: its summary is outside too
+    workspace.write_text(rel, f"{UNTRUSTED_FRONT_MATTER if marked else ''}# {conv} — {day}\n\n{summary}\n")
     return rel
 
 

@@ -2,7 +2,9 @@
 
 Runs in the memory worker after a reply has been sent. Output is JSON checked against
 ``FACTS_SCHEMA``; malformed output is logged and skipped. FactStore dedups, supersedes with
-history, and never lets an extracted fact replace one the user stated.
+history, and never lets an extracted fact replace one the user stated. Facts from exchanges
+with outside content (an untrusted turn) are extracted in their own call and stored marked
+``"untrusted": true``, so recall treats them as outside content and the profile leaves them out.
 """
 
 from __future__ import annotations
@@ -79,9 +81,11 @@ def extract_and_store(
     reply: str,
     turn_ids: list[str],
     tz: Any = None,
+    *,
+    untrusted: bool = False,
 ) -> list[tuple[dict, str]]:
     """Extract facts from one exchange and merge them; returns (fact, action) pairs."""
-    return extract_batch_and_store(workspace, complete, conversation_id, [(user_text, reply)], turn_ids, tz)
+    return extract_batch_and_store(workspace, complete, conversation_id, [(user_text, reply)], turn_ids, tz, untrusted=untrusted)
 
 
 def extract_batch_and_store(
@@ -91,8 +95,11 @@ def extract_batch_and_store(
     pairs: list[tuple[str, str]],
     turn_ids: list[str],
     tz: Any = None,
+    *,
+    untrusted: bool = False,
 ) -> list[tuple[dict, str]]:
-    """One extraction call for several (user text, reply) exchanges of one conversation."""
+    """One extraction call for several (user text, reply) exchanges of one conversation;
+    ``untrusted`` (outside content in any of them) stores every fact marked."""
     if not pairs:
         return []
     facts = extract_facts(complete, pairs[-1][0], pairs[-1][1], list(pairs[:-1]))
@@ -103,7 +110,8 @@ def extract_batch_and_store(
     results = []
     for fact in facts:
         try:
-            results.append(store.add(fact["subject"], fact["attribute"], fact["value"], source="extraction", source_ref=ref, time=datetime.now(tz)))
+            results.append(store.add(fact["subject"], fact["attribute"], fact["value"], source="extraction", source_ref=ref,
+                                     time=datetime.now(tz), untrusted=untrusted))
         except ValueError as exc:
             log.warning("fact extraction: fact skipped: %s", exc)
     return results

@@ -4,6 +4,9 @@ The user may edit it: the hash of what was last written is kept in
 ``state/memory_profile.json`` and a file whose content differs is never overwritten (the
 model's proposal goes to ``memory/profile.proposed.md`` instead). A suspiciously short
 answer (a truncated output) never replaces a long profile.
+
+The profile goes into every system prompt, so it is built only from the owner's side of
+memory: facts and episodes marked ``untrusted`` (taken from outside content) are left out.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ import logging
 from datetime import datetime, timedelta
 from typing import Callable
 
+from ..stores.facts import is_untrusted
 from ..workspace import Workspace
-from .episodes import EPISODES_DIR
+from .episodes import EPISODES_DIR, is_outside_episode
 from .modelcall import call_model, section
 
 log = logging.getLogger(__name__)
@@ -47,10 +51,19 @@ def user_edited(workspace: Workspace) -> bool:
 
 
 def profile_inputs(workspace: Workspace, max_episodes: int = 14) -> str:
-    facts = [f for f in (workspace.read_json(FACTS_PATH, default=[]) or []) if isinstance(f, dict) and f.get("status", "current") == "current"]
+    """The refresh request's text: current profile, current facts and the last episodes, all
+    without the ones marked as outside content (they never reach the system prompt)."""
+    facts = [f for f in (workspace.read_json(FACTS_PATH, default=[]) or [])
+             if isinstance(f, dict) and f.get("status", "current") == "current" and not is_untrusted(f)]
     fact_lines = [f"- {f.get('subject')}: {f.get('attribute')} = {f.get('value')}" for f in facts[-200:]]
-    episodes = sorted(workspace.list(f"{EPISODES_DIR}/*/*.md"), key=lambda p: p.rsplit("/", 1)[-1])[-max_episodes:]
-    episode_text = "\n\n".join(workspace.read_text(p, default="")[:1500] for p in episodes)
+    episodes: list[str] = []
+    for rel in reversed(sorted(workspace.list(f"{EPISODES_DIR}/*/*.md"), key=lambda p: p.rsplit("/", 1)[-1])):
+        if len(episodes) >= max_episodes:
+            break
+        text = workspace.read_text(rel, default="")
+        if not is_outside_episode(text):
+            episodes.insert(0, text)  # newest last, as before
+    episode_text = "\n\n".join(text[:1500] for text in episodes)
     current = workspace.read_text(PROFILE_PATH, default="")
     return (
         f"Current profile:\n{current or '(none yet)'}\n\nFacts:\n" + ("\n".join(fact_lines) or "(none)")

@@ -279,18 +279,26 @@ class MemoryService:
         """The chat finished a message (answered or not)."""
         self.extraction.turn_finished()
 
-    def after_turn(self, conversation_id: str, user_text: str, reply: str, *, turn_ids: list[str] | tuple = ()) -> None:
-        """Queue fact extraction for the new turns (runs when the chat is idle); returns at once."""
+    def after_turn(self, conversation_id: str, user_text: str, reply: str, *, turn_ids: list[str] | tuple = (),
+                   untrusted: bool = False) -> None:
+        """Queue fact extraction for the new turns (runs when the chat is idle); returns at once.
+
+        ``untrusted``: outside content entered the turn; its facts are stored marked as such."""
         if self.complete is None or self.worker is None or recall_policy.is_excluded(conversation_id, self.memory_config):
             return
         if not self.memory_config.get("extract_facts", True):
             return
-        self.extraction.add(Exchange(conversation_id, user_text, reply, list(turn_ids)))
+        self.extraction.add(Exchange(conversation_id, user_text, reply, list(turn_ids), untrusted=bool(untrusted)))
 
     def _extract_batch(self, conversation_id: str, exchanges: list[Exchange]) -> None:
-        pairs = [(e.user_text, e.reply) for e in exchanges]
-        ids = [i for e in exchanges for i in e.turn_ids]
-        extract_batch_and_store(self.workspace, self.complete, conversation_id, pairs, ids, self.tz)
+        # Untrusted exchanges get their own call, so the owner's facts of the same batch stay unmarked.
+        # The owner's go first: an outside fact is then added beside them, never replacing them.
+        for untrusted in (False, True):
+            group = [e for e in exchanges if e.untrusted == untrusted]
+            if group:
+                pairs = [(e.user_text, e.reply) for e in group]
+                ids = [i for e in group for i in e.turn_ids]
+                extract_batch_and_store(self.workspace, self.complete, conversation_id, pairs, ids, self.tz, untrusted=untrusted)
 
     def maintenance(self, now: datetime | None = None) -> None:
         """Write episodes for settled days and refresh the profile when due (runs in the worker)."""

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
+from ..stores.facts import is_untrusted
+
 #: (glob on the workspace-relative path, source name); first match wins.
 #: ``{1}`` in a source name is replaced by the first path component after the prefix.
 DEFAULT_SOURCES: tuple[tuple[str, str], ...] = (
@@ -45,7 +47,8 @@ JSON_SUFFIXES = (".json",)
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 CHUNK_CHARS = 700
 _TIME_KEYS = ("time", "date", "when", "published", "updated", "created", "due", "start")
-_SKIP_KEYS = {"id", "turn_id", "message_id", "hash", "source_ref", "history", "guid", "uid", "status", "superseded_by"}
+_SKIP_KEYS = {"id", "turn_id", "message_id", "hash", "source_ref", "history", "guid", "uid", "status", "superseded_by", "untrusted"}
+_FRONT_MATTER_LINES = 30
 _GONE = {"superseded", "deleted"}
 
 
@@ -61,7 +64,7 @@ class Entry:
     time: str | None = None
     conversation: str | None = None
     role: str | None = None
-    outside: bool = False  # a turn logged ``untrusted`` (its text came from outside)
+    outside: bool = False  # a turn, record or file marked ``untrusted`` (its text came from outside)
 
 
 def source_for(rel: str, sources: Iterable[tuple[str, str]] = DEFAULT_SOURCES) -> str | None:
@@ -193,13 +196,15 @@ def record_time(record: Any) -> str | None:
 
 
 def record_entry(record: Any, rel: str, ref: str, seq: int, source: str, default_time: str | None = None) -> Entry | None:
-    """An Entry for one JSON record; None for empty, superseded or deleted records."""
+    """An Entry for one JSON record; None for empty, superseded or deleted records. A record
+    marked ``"untrusted": true`` (a fact taken from outside content) is outside."""
     if isinstance(record, dict) and record.get("status") in _GONE:
         return None
     text = record_text(record)
     if not text.strip():
         return None
-    return Entry(source=source, path=rel, ref=ref, seq=seq, text=text[:4000], time=record_time(record) or default_time)
+    return Entry(source=source, path=rel, ref=ref, seq=seq, text=text[:4000], time=record_time(record) or default_time,
+                 outside=is_untrusted(record))
 
 
 def json_entries(data: bytes, rel: str, source: str, default_time: str | None) -> list[Entry]:
@@ -228,9 +233,34 @@ def json_entries(data: bytes, rel: str, source: str, default_time: str | None) -
     return entries
 
 
+def front_matter(text: str) -> tuple[dict[str, str], int]:
+    """``key: value`` lines between a first line ``---`` and the next ``---`` (lower-case keys),
+    and how many lines that block takes; ({}, 0) when the text has none."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return {}, 0
+    found: dict[str, str] = {}
+    for number, line in enumerate(lines[1:_FRONT_MATTER_LINES], 2):
+        if line.strip() == "---":
+            return found, number
+        key, colon, value = line.partition(":")
+        if not colon or not key.strip() or " " in key.strip():
+            return {}, 0  # not metadata: a rule line opening ordinary text
+        found[key.strip().lower()] = value.strip()
+    return {}, 0
+
+
 def text_entries(data: bytes, rel: str, source: str, default_time: str | None) -> list[Entry]:
-    """Markdown/plain text split into paragraph chunks of about CHUNK_CHARS, refs 'L<a>-<b>'."""
+    """Markdown/plain text split into paragraph chunks of about CHUNK_CHARS, refs 'L<a>-<b>'.
+
+    ``untrusted: true`` in front matter (an episode of a day with outside content) makes every
+    chunk outside; front matter with an ``untrusted`` key is metadata and left out of the text
+    (any other file is indexed whole, as it always was)."""
     text = data.decode("utf-8", errors="replace")
+    meta, skip = front_matter(text)
+    if "untrusted" not in meta:
+        skip = 0
+    outside = is_untrusted(meta)
     entries: list[Entry] = []
     chunk: list[str] = []
     start = 1
@@ -241,11 +271,13 @@ def text_entries(data: bytes, rel: str, source: str, default_time: str | None) -
         if body:
             if heading and not body.startswith(heading):
                 body = f"{heading}\n{body}"
-            entries.append(Entry(source, rel, f"L{start}-{end}", len(entries) + 1, body, default_time))
+            entries.append(Entry(source, rel, f"L{start}-{end}", len(entries) + 1, body, default_time, outside=outside))
 
     lines = text.splitlines()
     size = 0
     for number, line in enumerate(lines, 1):
+        if number <= skip:
+            continue
         if line.startswith("#"):
             if chunk:
                 flush(number - 1)

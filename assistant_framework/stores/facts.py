@@ -1,4 +1,9 @@
-"""Facts: ``facts/facts.json``, structured (subject, attribute, value) memory with history."""
+"""Facts: ``facts/facts.json``, structured (subject, attribute, value) memory with history.
+
+A fact taken from outside content (a forwarded message, an attachment, a mail) carries
+``"untrusted": true``; records without the key (every older file) are the owner's. The mark is
+the owner's to remove: a record they edited by hand is left as they left it.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,15 @@ from ..workspace import Workspace
 from ._common import JsonListFile, iso, norm, now_utc, one_line
 
 FACTS_FILE = "facts/facts.json"
+
+
+def is_untrusted(record: object) -> bool:
+    """True when a record is marked as taken from outside content (``"untrusted": true``; a
+    hand-written "false", "no" or 0, or no key at all, is the owner's)."""
+    value = record.get("untrusted") if isinstance(record, dict) else None
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "false", "no", "0", "off")
+    return bool(value)
 
 
 class FactStore:
@@ -27,11 +41,15 @@ class FactStore:
         source: str = "skill",
         source_ref: str | None = None,
         time: datetime | None = None,
+        untrusted: bool = False,
     ) -> tuple[dict, str]:
         """Store a fact; returns ``(fact, action)`` with action added|duplicate|superseded|kept_user.
 
         Same subject+attribute with another value supersedes the current fact, except that
-        an extracted fact never replaces one the user stated (``kept_user``).
+        an extracted fact never replaces one the user stated (``kept_user``). An ``untrusted``
+        fact (from outside content) is stored marked and never supersedes an unmarked one (it
+        is added beside it); an unmarked fact that is not extracted replaces a marked one with
+        the same value (the owner confirmed it).
         """
         subject, attribute, value = one_line(subject), one_line(attribute), one_line(value)
         if not (subject and attribute and value):
@@ -45,7 +63,7 @@ class FactStore:
                 and norm(row.get("attribute")) == norm(attribute)
             ]
             for row in current:
-                if norm(row.get("value")) == norm(value):
+                if norm(row.get("value")) == norm(value) and (untrusted or source == "extraction" or not is_untrusted(row)):
                     return row, "duplicate"
             if source == "extraction":
                 for row in current:
@@ -62,6 +80,9 @@ class FactStore:
                 "status": "current",
                 "superseded_by": None,
             }
+            if untrusted:
+                fact["untrusted"] = True
+                current = [row for row in current if is_untrusted(row)]  # outside text never replaces the owner's
             for row in current:
                 row["status"] = "superseded"
                 row["superseded_by"] = fact["id"]

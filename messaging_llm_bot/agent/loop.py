@@ -362,7 +362,8 @@ class Agent:
         if self.memory is not None and result.ok:
             try:
                 ids = tuple(i for i in turn.log_ids if i)
-                self.memory.after_turn(turn.conversation_id, turn.text, result.reply, turn_ids=ids)
+                # An untrusted turn's facts are stored marked: outside text never becomes an owner fact.
+                self.memory.after_turn(turn.conversation_id, turn.text, result.reply, turn_ids=ids, untrusted=turn.untrusted)
             except Exception:
                 log.exception("memory upkeep after turn %s failed", turn.trace_id)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from assistant_framework.skills.support import need
 from assistant_framework.stores import FACTS_FILE, FactStore
+from assistant_framework.stores.facts import is_untrusted
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = "Facts as subject/attribute/value (Anna/allergy/nuts): add, lookup, list all, or forget one by id."
@@ -28,11 +29,14 @@ def run(workspace: Workspace, args: dict, context=None):
     if args["action"] == "add":
         need(args, "add", "subject", "attribute", "value")
         ref = getattr(context, "conversation_id", None) or None
-        fact, action = store.add(args["subject"], args["attribute"], args["value"], source="skill", source_ref=ref)
+        # In a turn with outside content the fact may be that content's words: stored marked.
+        untrusted = bool(getattr(context, "untrusted", False))
+        fact, action = store.add(args["subject"], args["attribute"], args["value"], source="skill", source_ref=ref, untrusted=untrusted)
         what = f"{fact['subject']} / {fact['attribute']} = {fact['value']}"
         if action == "duplicate":
             return f"already known ({fact['id']}): {what}"
-        return f"{action} fact {fact['id']}: {what} (saved to {FACTS_FILE})"
+        marked = ", marked as outside content" if fact.get("untrusted") else ""
+        return f"{action} fact {fact['id']}: {what} (saved to {FACTS_FILE}{marked})"
     if args["action"] == "forget":
         need(args, "forget", "id")
         try:
@@ -47,4 +51,5 @@ def run(workspace: Workspace, args: dict, context=None):
     else:
         found = store.lookup(args.get("subject"), args.get("attribute"), args.get("query"))
     keys = ("id", "subject", "attribute", "value", "time")
-    return [{key: fact.get(key) for key in keys} for fact in found] or ("no facts stored" if args["action"] == "list" else "no matching facts")
+    shown = [{**{key: fact.get(key) for key in keys}, **({"untrusted": True} if is_untrusted(fact) else {})} for fact in found]
+    return shown or ("no facts stored" if args["action"] == "list" else "no matching facts")
