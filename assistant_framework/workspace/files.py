@@ -1,29 +1,22 @@
-"""The Workspace: all persistent state as plain files under one root.
+"""The Workspace class: the file API over one root (read, write, append, list, delete, lock).
 
-Every whole-file write is atomic (temporary file in the same folder, fsync,
-``os.replace``) so a crash leaves the old or the new content, never a torn
-file. Appends take a file lock so lines from several threads or processes
-never interleave. Every path is resolved inside the root: absolute paths,
-``..`` escapes, symlinks that lead outside and NUL bytes are refused.
+Its parts live beside it: path confinement (``paths``), atomic writes (``atomic``) and
+file locks (``locks``). ``LAYOUT`` names the folders a workspace has; ``existing_workspace``
+opens one without creating it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import stat
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from filelock import FileLock
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: filelock's portable lock is used
-    fcntl = None  # type: ignore[assignment]
+from assistant_framework.workspace.atomic import _write_all, atomic_write_bytes
+from assistant_framework.workspace.locks import _LOCK_SUFFIX, _CombinedLock, new_lock
+from assistant_framework.workspace.paths import WorkspacePathError, confined_path
 
 #: Folders created on first use; docs/workspace.md describes each one.
 LAYOUT: tuple[str, ...] = (
@@ -43,13 +36,6 @@ LAYOUT: tuple[str, ...] = (
     "memory",
     "state",
 )
-
-_LOCK_SUFFIX = ".lock"
-_LOCK_DIR = "state/locks"
-
-
-class WorkspacePathError(ValueError):
-    """A path that would leave the workspace, or is otherwise unusable."""
 
 
 class NotAWorkspaceError(WorkspacePathError):
@@ -97,43 +83,7 @@ class Workspace:
 
     def path(self, rel: str | os.PathLike[str]) -> Path:
         """Resolve a workspace-relative path, refusing anything that escapes the root."""
-        text = os.fspath(rel)
-        if not isinstance(text, str):
-            raise WorkspacePathError(f"workspace path must be text, got {text!r}")
-        if "\x00" in text:
-            raise WorkspacePathError(f"workspace path {text!r} contains a NUL byte")
-        text = text.replace("\\", "/").strip()
-        if not text:
-            raise WorkspacePathError("workspace path is empty")
-        if text.startswith("/") or (len(text) > 1 and text[1] == ":") or text.startswith("~"):
-            raise WorkspacePathError(f"workspace path {text!r} is absolute; use a path relative to the workspace")
-        parts = [p for p in text.split("/") if p not in ("", ".")]
-        if any(p == ".." for p in parts):
-            raise WorkspacePathError(f"workspace path {text!r} uses '..' to leave its folder")
-        if not self._has_link(parts):
-            # No symlink below the (already resolved) root: the joined path is the resolved one.
-            return Path(self._root_text + "/" + "/".join(parts)) if parts else self.root
-        # resolve() follows symlinks, so a link pointing outside shows up here.
-        resolved = self.root.joinpath(*parts).resolve()
-        if resolved != self.root and self.root not in resolved.parents:
-            raise WorkspacePathError(f"workspace path {text!r} leads outside the workspace (through a symlink)")
-        return resolved
-
-    def _has_link(self, parts: list[str]) -> bool:
-        """True when a component below the root is a symlink (one lstat per existing component;
-        cheaper than a full resolve(), which walks every component from '/')."""
-        current = self._root_text
-        for part in parts:
-            current = current + "/" + part
-            try:
-                mode = os.lstat(current).st_mode
-            except FileNotFoundError:
-                return False  # nothing below a missing component exists yet
-            except OSError:
-                return True  # e.g. a file used as a folder: let resolve() decide
-            if stat.S_ISLNK(mode):
-                return True
-        return False
+        return confined_path(self.root, self._root_text, rel)
 
     def relative(self, path: str | os.PathLike[str]) -> str:
         """The workspace-relative posix form of an absolute path inside the root."""
@@ -301,132 +251,6 @@ class Workspace:
         with self._thread_locks_guard:
             entry = self._locks.get(key)
             if entry is None:
-                lock_path = self.root / _LOCK_DIR / (key.replace("/", "__") + _LOCK_SUFFIX)
-                lock_path.parent.mkdir(parents=True, exist_ok=True)
-                # The thread lock serialises this process, so the file lock need not be thread-local.
-                if fcntl is not None:
-                    file_lock: Any = _FlockLock(str(lock_path), timeout)
-                else:  # pragma: no cover
-                    file_lock = FileLock(str(lock_path), timeout=timeout, poll_interval=0.002, thread_local=False)
-                entry = self._locks[key] = _CombinedLock(threading.Lock(), file_lock)
+                entry = self._locks[key] = new_lock(self.root, key, timeout)
         return entry
 
-
-def atomic_write_bytes(target: Path, data: bytes, *, durable: bool = True) -> Path:
-    """Replace ``target`` with ``data`` atomically: temp file in the same folder, fsync, rename
-    (``durable=False``: no fsync of the file and its folder; see ``Workspace.write_text``)."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
-    except FileNotFoundError:  # a new folder
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
-    try:
-        try:
-            _write_all(fd, data)
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            # Keep the owner's permissions (e.g. a file the user made private).
-            os.chmod(tmp, os.stat(target).st_mode & 0o777)
-        except FileNotFoundError:
-            pass
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    if durable:
-        _fsync_dir(target.parent)
-    return target
-
-
-class _FlockLock:
-    """An exclusive ``flock`` on a lock file, held by one thread at a time (POSIX).
-
-    The same mechanism and files as filelock's UnixFileLock (so processes using either exclude
-    each other), without its per-call bookkeeping: an append's lock costs ~7 µs instead of
-    ~150 µs. A short poll of a non-blocking flock keeps contended appends fast.
-    """
-
-    def __init__(self, path: str, timeout: float, poll: float = 0.002) -> None:
-        self.path = path
-        self.timeout = timeout
-        self.poll = poll
-        self._fd: int | None = None
-
-    def acquire(self) -> None:
-        deadline = time.monotonic() + self.timeout
-        while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                while True:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() >= deadline:
-                            raise TimeoutError(f"lock file {self.path!r} still held by another process after {self.timeout:.0f} s") from None
-                        time.sleep(self.poll)
-                if os.fstat(fd).st_nlink:
-                    self._fd = fd
-                    return
-                # The lock file was deleted while we waited: lock the new one instead.
-            except BaseException:
-                os.close(fd)
-                raise
-            os.close(fd)
-
-    def release(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
-
-
-class _CombinedLock:
-    """A thread lock plus a file lock, because FileLock alone is re-entrant per object."""
-
-    def __init__(self, thread_lock: threading.Lock, file_lock: Any) -> None:
-        self._thread_lock = thread_lock
-        self._file_lock = file_lock
-
-    def __enter__(self) -> "_CombinedLock":
-        self._thread_lock.acquire()
-        try:
-            self._file_lock.acquire()
-        except BaseException:
-            self._thread_lock.release()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            self._file_lock.release()
-        finally:
-            self._thread_lock.release()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -1,0 +1,71 @@
+"""How config problems are reported: ``ConfigError``, naming the file and the JSON path inside it.
+
+``LoadedConfig`` remembers which file supplied which key, so a message about a merged value
+(a schema error, a missing ``${ENV}``) names the file a user has to edit.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(Exception):
+    """A config problem; the message names the file and the JSON path."""
+
+
+@dataclass
+class LoadedConfig:
+    """A merged config plus where each part came from (for error messages and ``config set``)."""
+
+    data: dict
+    root: Path
+    #: file -> key prefix it supplies, e.g. config/llm.json -> ("llm",), in merge order
+    sources: dict[Path, tuple[str, ...]] = field(default_factory=dict)
+    #: file -> its parsed content, to tell which layer holds a key
+    raw: dict[Path, Any] = field(default_factory=dict)
+
+    def source_of(self, path: tuple) -> tuple[Path, tuple]:
+        """The file that supplied a JSON path, and the path relative to that file.
+
+        The deepest prefix wins; between files with the same prefix (a tracked file and its
+        local override) the later one wins when it holds the key.
+        """
+        best: tuple[Path, tuple[str, ...]] | None = None
+        for file, prefix in self.sources.items():
+            if tuple(path[: len(prefix)]) != prefix:
+                continue
+            if best is None or len(prefix) > len(best[1]) or (
+                len(prefix) == len(best[1]) and _holds(self.raw.get(file), tuple(path[len(prefix):]))
+            ):
+                best = (file, prefix)
+        if best is None:
+            return self.root, tuple(path)
+        return best[0], tuple(path[len(best[1]) :])
+
+
+def _holds(data: Any, path: tuple) -> bool:
+    """Whether ``data`` has a value at the first step of ``path`` (any value when path is empty)."""
+    if not path:
+        return data is not None
+    return isinstance(data, dict) and path[0] in data
+
+
+def format_json_path(path: tuple | list) -> str:
+    """``("runners", 0, "base_url")`` -> ``runners[0].base_url``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def _display(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)

@@ -1,0 +1,57 @@
+"""Config keys as the CLI writes them: ``llm.runners[0].model`` parsed, looked up, and CLI values read."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from assistant_framework.config.errors import ConfigError, format_json_path
+from assistant_framework.config.limits import MAX_DEPTH, json_too_deep
+
+_KEY_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def parse_key(dotted: str) -> tuple:
+    """``llm.runners[0].model`` (or ``llm.runners.0.model``) -> ``("llm", "runners", 0, "model")``."""
+    text = dotted.strip()
+    parts: list = []
+    pos = 0
+    while pos < len(text):
+        if text[pos] == "." and parts:
+            pos += 1
+        match = _KEY_PART.match(text, pos)
+        if not match:
+            raise ConfigError(f"config key {dotted!r}: cannot read it at {text[pos:]!r} (write e.g. llm.runners[0].model)")
+        name, index = match.groups()
+        parts.append(int(index) if index is not None else (int(name) if name.isdigit() else name))
+        pos = match.end()
+    if not parts or not isinstance(parts[0], str):
+        raise ConfigError(f"config key {dotted!r} must start with a section name, e.g. llm.max_tokens")
+    return tuple(parts)
+
+
+def get_key(data: dict, dotted: str | tuple, default: Any = KeyError) -> Any:
+    """The value at a key such as ``llm.runners[0].model``; raises KeyError naming it when missing."""
+    node: Any = data
+    parts = parse_key(dotted) if isinstance(dotted, str) else dotted
+    for part in parts:
+        if isinstance(node, dict) and str(part) in node:
+            node = node[str(part)]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            if default is KeyError:
+                raise KeyError(f"config key {dotted if isinstance(dotted, str) else format_json_path(dotted)!r} is not set")
+            return default
+    return node
+
+
+def parse_cli_value(text: str) -> Any:
+    """A CLI value: JSON when it parses, otherwise the string itself."""
+    if json_too_deep(text) is not None:
+        raise ConfigError(f"value nested more than {MAX_DEPTH} levels deep")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text

@@ -1,0 +1,43 @@
+"""Validation: JSON Schema plus the checks beyond it, every message as ``file: json.path: message``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+
+from assistant_framework.config.errors import LoadedConfig, _display, format_json_path
+from assistant_framework.config.keys import get_key
+from assistant_framework.config.schema import ROOT_SCHEMA
+
+
+def validate_config(loaded: LoadedConfig, extra_schemas: dict[str, dict] | None = None) -> list[str]:
+    """All schema violations as ``file: json.path: message`` lines (empty when valid).
+
+    ``extra_schemas`` maps a dotted key (``collectors.rss``) to a schema declared by a plugin.
+    """
+    from assistant_framework.config.checks import semantic_errors  # checks beyond JSON Schema
+
+    messages: list[str] = []
+    checks: list[tuple[tuple, dict, Any]] = [((), ROOT_SCHEMA, loaded.data)]
+    for dotted, schema in (extra_schemas or {}).items():
+        keys = tuple(dotted.split("."))
+        value = get_key(loaded.data, dotted, default=None)
+        if value is not None:
+            checks.append((keys, schema, value))
+    for prefix, schema, value in checks:
+        validator = jsonschema.Draft202012Validator(schema)
+        for error in sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]):
+            full = prefix + tuple(error.absolute_path)
+            file, rel = loaded.source_of(full)
+            messages.append(f"{_display(file)}: {format_json_path(rel)}: {_describe(error)}")
+    for path, message in semantic_errors(loaded.data):
+        file, rel = loaded.source_of(path)
+        messages.append(f"{_display(file)}: {format_json_path(rel)}: {message}")
+    return messages
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    if error.validator == "additionalProperties":
+        return f"{error.message} (check the spelling; see config/README.md for the known keys)"
+    return error.message

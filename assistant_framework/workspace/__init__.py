@@ -1,0 +1,36 @@
+"""The Workspace: all persistent state as plain files under one root.
+
+Every whole-file write is atomic (temporary file in the same folder, fsync,
+``os.replace``) so a crash leaves the old or the new content, never a torn
+file. Appends take a file lock so lines from several threads or processes
+never interleave. Every path is resolved inside the root: absolute paths,
+``..`` escapes, symlinks that lead outside and NUL bytes are refused.
+
+- ``files``: the ``Workspace`` class (read, write, append, list, delete, lock), ``LAYOUT``,
+  ``existing_workspace``.
+- ``paths``: path confinement (``WorkspacePathError``).
+- ``atomic``: ``atomic_write_bytes``, also used for files outside a workspace (config files, exports).
+- ``locks``: the thread-plus-file lock behind ``Workspace.lock`` and every append.
+
+The names below are the API for the framework, the bot and plugins; import them from here.
+"""
+
+from assistant_framework.workspace.atomic import atomic_write_bytes
+from assistant_framework.workspace.files import (
+    LAYOUT,
+    WORKSPACE_MARKER,
+    NotAWorkspaceError,
+    Workspace,
+    existing_workspace,
+)
+from assistant_framework.workspace.paths import WorkspacePathError
+
+__all__ = [
+    "LAYOUT",
+    "WORKSPACE_MARKER",
+    "NotAWorkspaceError",
+    "Workspace",
+    "WorkspacePathError",
+    "atomic_write_bytes",
+    "existing_workspace",
+]

@@ -1,0 +1,59 @@
+"""Path confinement: every workspace path is resolved inside the root.
+
+Absolute paths, ``..`` escapes, symlinks that lead outside and NUL bytes are refused with
+``WorkspacePathError``. This runs for every file operation, so the common case (no symlink
+below the root) is answered without a full ``resolve()``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+
+class WorkspacePathError(ValueError):
+    """A path that would leave the workspace, or is otherwise unusable."""
+
+
+def confined_path(root: Path, root_text: str, rel: str | os.PathLike[str]) -> Path:
+    """Resolve a workspace-relative path under ``root`` (already resolved; ``root_text`` is
+    ``str(root)``), refusing anything that escapes it."""
+    text = os.fspath(rel)
+    if not isinstance(text, str):
+        raise WorkspacePathError(f"workspace path must be text, got {text!r}")
+    if "\x00" in text:
+        raise WorkspacePathError(f"workspace path {text!r} contains a NUL byte")
+    text = text.replace("\\", "/").strip()
+    if not text:
+        raise WorkspacePathError("workspace path is empty")
+    if text.startswith("/") or (len(text) > 1 and text[1] == ":") or text.startswith("~"):
+        raise WorkspacePathError(f"workspace path {text!r} is absolute; use a path relative to the workspace")
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise WorkspacePathError(f"workspace path {text!r} uses '..' to leave its folder")
+    if not _has_link(root_text, parts):
+        # No symlink below the (already resolved) root: the joined path is the resolved one.
+        return Path(root_text + "/" + "/".join(parts)) if parts else root
+    # resolve() follows symlinks, so a link pointing outside shows up here.
+    resolved = root.joinpath(*parts).resolve()
+    if resolved != root and root not in resolved.parents:
+        raise WorkspacePathError(f"workspace path {text!r} leads outside the workspace (through a symlink)")
+    return resolved
+
+
+def _has_link(root_text: str, parts: list[str]) -> bool:
+    """True when a component below the root is a symlink (one lstat per existing component;
+    cheaper than a full resolve(), which walks every component from '/')."""
+    current = root_text
+    for part in parts:
+        current = current + "/" + part
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            return False  # nothing below a missing component exists yet
+        except OSError:
+            return True  # e.g. a file used as a folder: let resolve() decide
+        if stat.S_ISLNK(mode):
+            return True
+    return False
