@@ -7,7 +7,9 @@ from datetime import datetime, timedelta
 from typing import Any, Iterator
 from zoneinfo import ZoneInfo
 
+from ..skills.support import OUTSIDE_LABEL
 from ..workspace import Workspace
+from .recall import is_outside
 from .search import MemoryHit
 
 
@@ -52,7 +54,9 @@ def parse_when(value: str | None, tz: str, name: str, end: bool = False) -> date
 
 
 def format_hits(hits: list[MemoryHit], query: str) -> str:
-    """One line per hit: source, date, where to find it, and the snippet."""
+    """One line per hit: source, date, where to find it, the snippet; a hit whose text came from outside
+    (a collector item, a turn logged untrusted, a marked fact or episode) is labelled ``OUTSIDE_LABEL``,
+    so the model can weigh it and the bot treats the turn as untrusted."""
     if not hits:
         return (
             f"No memory matches {query!r}. The search is by words (with stemming): "
@@ -61,5 +65,6 @@ def format_hits(hits: list[MemoryHit], query: str) -> str:
     lines = []
     for hit in hits:
         date = (hit.time or "")[:10]
-        lines.append(f"- [{hit.source}{', ' + date if date else ''}; {hit.path} {hit.ref}] {hit.snippet}")
+        label = f"{OUTSIDE_LABEL} " if is_outside(hit) else ""
+        lines.append(f"- [{hit.source}{', ' + date if date else ''}; {hit.path} {hit.ref}] {label}{hit.snippet}")
     return "\n".join(lines)

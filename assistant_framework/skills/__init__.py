@@ -2,16 +2,18 @@
 
 - ``manager``: ``SkillManager`` loads them once and runs them safely (schema check, timeout, truncation).
 - ``loader``: one plugin folder into a ``Skill`` record (constants, ``register()`` or README schema).
-- ``support``: small helpers for skill authors (``need``, ``context_now``, ``context_zone``).
+- ``support``: small helpers for skill authors (``need``, ``context_now``, ``context_zone``) and
+  ``OUTSIDE_LABEL``, which marks outside text in a result.
 
 The names below are the contract for plugin authors and the host; import them from here.
 """
 
 from assistant_framework.skills.manager import BUILTIN_SKILLS_DIR, SkillContext, SkillLoadError, SkillManager, SkillResult
-from assistant_framework.skills.support import context_now, context_zone, need
+from assistant_framework.skills.support import OUTSIDE_LABEL, context_now, context_zone, need
 
 __all__ = [
     "BUILTIN_SKILLS_DIR",
+    "OUTSIDE_LABEL",
     "SkillContext",
     "SkillLoadError",
     "SkillManager",

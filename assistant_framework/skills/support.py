@@ -1,10 +1,16 @@
-"""Small helpers the built-in skills share: the context's clock and timezone, argument checks."""
+"""Small helpers the built-in skills share: the context's clock and timezone, argument checks,
+and the label that marks outside content in a result."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+#: Put before each piece of a result whose text came from outside (a mail, a feed item, a forwarded
+#: message, a web page): the bot then treats the turn as untrusted, as after any outside read. A JSON
+#: record with ``"untrusted": true`` in a result counts the same (the facts skill shows marked facts so).
+OUTSIDE_LABEL = "[outside content]"
 
 
 def context_zone(context: Any) -> ZoneInfo:

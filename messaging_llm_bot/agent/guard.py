@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from assistant_framework.access import feeds_prompt
 from assistant_framework.policy import Decision, append_audit, audit_record, decide
+from assistant_framework.skills import OUTSIDE_LABEL
 
 from messaging_llm_bot.agent.honesty import READ_ACTIONS
 
@@ -22,8 +24,11 @@ log = logging.getLogger(__name__)
 
 #: ``action`` values that remove data (the read-only ones are shared with the honesty check).
 DELETE_ACTIONS = frozenset({"delete", "forget", "cancel", "remove", "purge"})
-#: Where content from outside (collectors, attachments) lives in the workspace.
-UNTRUSTED_MARKERS = ("collectors/", "inbox/", "collector:")
+#: Where content from outside (collectors, attachments) lives in the workspace, and the label a skill
+#: puts before outside text in its result (the memory skills label outside hits with it).
+UNTRUSTED_MARKERS = ("collectors/", "inbox/", "collector:", OUTSIDE_LABEL)
+#: A JSON record marked as taken from outside content (a marked fact, a turn logged untrusted).
+UNTRUSTED_RECORD = re.compile(r'"untrusted"\s*:\s*true\b')
 
 #: ``action`` values that replace existing data (a ``file`` write counts only when the file exists).
 OVERWRITE_ACTIONS = frozenset({"write", "update", "set", "replace", "edit", "rename", "move", "clear", "overwrite"})
@@ -95,15 +100,25 @@ def capabilities_for(skill: Any, args: Any) -> list[str]:
     return [c for c in declared if c != "delete"] or declared
 
 
+def _as_text(value: Any) -> str:
+    """A string as it is (so a record shown as JSON text keeps its quotes), anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
 def touches_untrusted(args: Any, value: Any, capabilities: Any = ()) -> bool:
-    """True when a call read content that came from outside (a mail, a feed item, an attachment, the web)."""
+    """True when a call read content that came from outside (a mail, a feed item, an attachment, the web):
+    a path or source of outside content, the ``OUTSIDE_LABEL`` a skill puts on outside text, or a JSON
+    record marked ``"untrusted": true`` in its args or result. The result is already cut to the skill
+    result limit, so all of what the model sees is checked."""
     if "network" in (capabilities or ()):
         return True
-    try:
-        text = json.dumps([args, value], ensure_ascii=False, default=str)[:20000]
-    except (TypeError, ValueError):
-        text = str(value)[:20000]
-    return any(marker in text for marker in UNTRUSTED_MARKERS)
+    text = _as_text(args) + "\n" + _as_text(value)
+    return any(marker in text for marker in UNTRUSTED_MARKERS) or UNTRUSTED_RECORD.search(text) is not None
 
 
 class CallGate:
