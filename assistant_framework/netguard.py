@@ -169,7 +169,9 @@ class _PinnedAdapter(HTTPAdapter):
     def build_connection_pool_key_attributes(self, request: requests.PreparedRequest, verify: Any,
                                              cert: Any = None) -> tuple[dict, dict]:
         host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
-        key = (host_params["scheme"], str(host_params["host"]).strip("[]").lower(), int(host_params["port"]))
+        scheme = host_params["scheme"]
+        port = host_params["port"] or _DEFAULT_PORTS.get(scheme)  # requests passes None when the URL names no port
+        key = (scheme, str(host_params["host"]).strip("[]").lower(), port)
         checked = self.pins.get(key)
         if checked is None:
             raise BlockedURLError(f"connection to {key[1]!r} was not checked; refused")
