@@ -119,7 +119,8 @@ def test_overwriting_or_emptying_owner_data_after_outside_content_needs_the_owne
                                 file_call("write", "notes/new-file.md", "a new note")], "tidied")
     assert len(asked) == 1 and "notes/important2.md" in asked[0]  # the new file needed no question
     assert workspace.read_text("notes/important2.md") == NOTE
-    assert workspace.read_text("notes/new-file.md") == "a new note"
+    # Written, but with the outside mark (tests/test_untrusted_writes.py).
+    assert workspace.read_text("notes/new-file.md") == "---\nuntrusted: true\n---\na new note"
 
 
 def test_writes_to_prompt_files_need_the_owner_in_an_untrusted_turn(fake, start_bot, chat_server, workspace):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-from ..stores.facts import is_untrusted
+from ..stores.provenance import front_matter, is_untrusted  # noqa: F401  (front_matter: imported from here too)
 
 #: (glob on the workspace-relative path, source name); first match wins.
 #: ``{1}`` in a source name is replaced by the first path component after the prefix.
@@ -48,7 +48,6 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 CHUNK_CHARS = 700
 _TIME_KEYS = ("time", "date", "when", "published", "updated", "created", "due", "start")
 _SKIP_KEYS = {"id", "turn_id", "message_id", "hash", "source_ref", "history", "guid", "uid", "status", "superseded_by", "untrusted"}
-_FRONT_MATTER_LINES = 30
 _GONE = {"superseded", "deleted"}
 
 
@@ -208,7 +207,8 @@ def record_entry(record: Any, rel: str, ref: str, seq: int, source: str, default
 
 
 def json_entries(data: bytes, rel: str, source: str, default_time: str | None) -> list[Entry]:
-    """One entry per record of a JSON list (or of the list inside a one-list object)."""
+    """One entry per record of a JSON list (or of the list inside a one-list object); a record is
+    outside when it, or the one-list object around it, is marked ``"untrusted": true``."""
     try:
         obj = json.loads(data)
     except (ValueError, UnicodeDecodeError):
@@ -225,36 +225,21 @@ def json_entries(data: bytes, rel: str, source: str, default_time: str | None) -
     if records is None:
         entry = record_entry(obj, rel, "all", 1, source, default_time)
         return [entry] if entry else []
+    outer = is_untrusted(obj)  # a one-list object marked as a whole: every record in it is outside
     entries = []
     for i, record in enumerate(records):
         entry = record_entry(record, rel, f"[{i}]", i + 1, source, default_time)
         if entry is not None:
+            entry.outside = entry.outside or outer
             entries.append(entry)
     return entries
-
-
-def front_matter(text: str) -> tuple[dict[str, str], int]:
-    """``key: value`` lines between a first line ``---`` and the next ``---`` (lower-case keys),
-    and how many lines that block takes; ({}, 0) when the text has none."""
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
-        return {}, 0
-    found: dict[str, str] = {}
-    for number, line in enumerate(lines[1:_FRONT_MATTER_LINES], 2):
-        if line.strip() == "---":
-            return found, number
-        key, colon, value = line.partition(":")
-        if not colon or not key.strip() or " " in key.strip():
-            return {}, 0  # not metadata: a rule line opening ordinary text
-        found[key.strip().lower()] = value.strip()
-    return {}, 0
 
 
 def text_entries(data: bytes, rel: str, source: str, default_time: str | None) -> list[Entry]:
     """Markdown/plain text split into paragraph chunks of about CHUNK_CHARS, refs 'L<a>-<b>'.
 
-    ``untrusted: true`` in front matter (an episode of a day with outside content) makes every
-    chunk outside; front matter with an ``untrusted`` key is metadata and left out of the text
+    ``untrusted: true`` in front matter (an episode of a day with outside content, a note or file a
+    skill wrote in an untrusted turn) makes every chunk outside; front matter with an ``untrusted`` key is metadata and left out of the text
     (any other file is indexed whole, as it always was)."""
     text = data.decode("utf-8", errors="replace")
     meta, skip = front_matter(text)

@@ -7,10 +7,27 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from assistant_framework.stores.provenance import is_untrusted
+
 #: Put before each piece of a result whose text came from outside (a mail, a feed item, a forwarded
 #: message, a web page): the bot then treats the turn as untrusted, as after any outside read. A JSON
 #: record with ``"untrusted": true`` in a result counts the same (the facts skill shows marked facts so).
 OUTSIDE_LABEL = "[outside content]"
+#: Said after a write in an untrusted turn: what was stored carries the mark.
+MARKED = "marked as outside content"
+
+
+def context_untrusted(context: Any) -> bool:
+    """True when outside content entered the turn (``context.untrusted``): what a skill stores now may
+    be that content's words and should carry the mark (``"untrusted": true`` in a JSON record, the
+    front matter ``untrusted: true`` in a text file; ``assistant_framework.stores.provenance``)."""
+    return bool(getattr(context, "untrusted", False))
+
+
+def outside_label(record: Any) -> str:
+    """``OUTSIDE_LABEL`` and a space for a record marked ``"untrusted": true``, else ""; put it before
+    the record's text when a message repeats it."""
+    return f"{OUTSIDE_LABEL} " if is_untrusted(record) else ""
 
 
 def context_zone(context: Any) -> ZoneInfo:

@@ -11,17 +11,9 @@ from datetime import datetime
 
 from ..workspace import Workspace
 from ._common import JsonListFile, iso, norm, now_utc, one_line
+from .provenance import is_untrusted
 
 FACTS_FILE = "facts/facts.json"
-
-
-def is_untrusted(record: object) -> bool:
-    """True when a record is marked as taken from outside content (``"untrusted": true``; a
-    hand-written "false", "no" or 0, or no key at all, is the owner's)."""
-    value = record.get("untrusted") if isinstance(record, dict) else None
-    if isinstance(value, str):
-        return value.strip().lower() not in ("", "false", "no", "0", "off")
-    return bool(value)
 
 
 class FactStore:

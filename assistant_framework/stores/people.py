@@ -1,4 +1,9 @@
-"""Contacts (``contacts/contacts.json``) and birthdays (``birthdays/birthdays.json``)."""
+"""Contacts (``contacts/contacts.json``) and birthdays (``birthdays/birthdays.json``).
+
+A record added, or changed, in a turn with outside content carries ``"untrusted": true`` (see
+``provenance``): it holds that content's words. A change in a trusted turn keeps the mark; removing
+the key by hand makes the record the owner's.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from datetime import date, timedelta
 
 from ..workspace import Workspace
 from ._common import JsonListFile, norm, one_line, pick_one
+from .provenance import UNTRUSTED_KEY, mark_record
 
 CONTACTS_FILE = "contacts/contacts.json"
 BIRTHDAYS_FILE = "birthdays/birthdays.json"
@@ -46,7 +52,8 @@ def next_occurrence(birthday: str, today: date) -> date | None:
 
 def _matches(row: dict, query: str) -> bool:
     wanted = norm(query)
-    return any(wanted in norm(value) for value in row.values() if isinstance(value, (str, int, float)))
+    return any(wanted in norm(value) for key, value in row.items()
+               if key != UNTRUSTED_KEY and isinstance(value, (str, int, float)))
 
 
 class ContactStore:
@@ -58,23 +65,31 @@ class ContactStore:
     def all(self) -> list[dict]:
         return self.file.load()
 
-    def add(self, name: str, phone: str = "", email: str = "", notes: str = "", **fields: str) -> dict:
-        """Store a new contact; ValueError if one with that name exists (use update)."""
+    def add(self, name: str, phone: str = "", email: str = "", notes: str = "", *, untrusted: bool = False,
+            **fields: str) -> dict:
+        """Store a new contact; ValueError if one with that name exists (use update). ``untrusted``
+        (written from outside content) marks it."""
         name = one_line(name)
         if not name:
             raise ValueError("contact name is empty")
         contact = {"name": name, "phone": phone or "", "email": email or "", "notes": notes or "", **fields}
+        if untrusted:
+            mark_record(contact)
         with self.file.edit() as rows:
             if any(norm(row.get("name")) == norm(name) for row in rows):
                 raise ValueError(f"contact {name!r} already exists; update it instead")
             rows.append(contact)
         return contact
 
-    def update(self, name: str, **fields: str) -> dict:
-        """Change fields of the contact matching ``name``; empty values are ignored."""
+    def update(self, name: str, *, untrusted: bool = False, **fields: str) -> dict:
+        """Change fields of the contact matching ``name``; empty values are ignored. ``untrusted``
+        marks the contact when a value changed (it now holds outside text); otherwise a mark stays."""
         with self.file.edit() as rows:
             contact = pick_one(rows, name, "contact", label="name")
-            contact.update({key: value for key, value in fields.items() if value not in (None, "")})
+            changed = {key: value for key, value in fields.items() if value not in (None, "") and contact.get(key) != value}
+            contact.update(changed)
+            if untrusted and changed:
+                mark_record(contact)
         return contact
 
     def find(self, query: str) -> list[dict]:
@@ -92,26 +107,33 @@ class BirthdayStore:
     def all(self) -> list[dict]:
         return self.file.load()
 
-    def add(self, name: str, date: str, notes: str = "") -> dict:
-        """Store a birthday; ValueError if that person already has one (use update)."""
+    def add(self, name: str, date: str, notes: str = "", *, untrusted: bool = False) -> dict:
+        """Store a birthday; ValueError if that person already has one (use update). ``untrusted``
+        (written from outside content) marks it."""
         name = one_line(name)
         if not name:
             raise ValueError("birthday name is empty")
         entry = {"name": name, "date": parse_birthday(date), "notes": notes or ""}
+        if untrusted:
+            mark_record(entry)
         with self.file.edit() as rows:
             if any(norm(row.get("name")) == norm(name) for row in rows):
                 raise ValueError(f"birthday of {name!r} already stored; update it instead")
             rows.append(entry)
         return entry
 
-    def update(self, name: str, date: str | None = None, notes: str | None = None) -> dict:
-        """Change the date and/or notes of the person matching ``name``."""
+    def update(self, name: str, date: str | None = None, notes: str | None = None, *, untrusted: bool = False) -> dict:
+        """Change the date and/or notes of the person matching ``name``; ``untrusted`` marks the entry
+        when something changed (otherwise a mark stays)."""
         with self.file.edit() as rows:
             entry = pick_one(rows, name, "birthday", label="name")
+            before = dict(entry)
             if date:
                 entry["date"] = parse_birthday(date)
             if notes:
                 entry["notes"] = notes
+            if untrusted and entry != before:
+                mark_record(entry)
         return entry
 
     def find(self, query: str) -> list[dict]:

@@ -1,4 +1,8 @@
-"""Reminders: ``reminders/reminders.json``, messages the bot sends at a given moment."""
+"""Reminders: ``reminders/reminders.json``, messages the bot sends at a given moment.
+
+A reminder added in a turn with outside content carries ``"untrusted": true`` (see ``provenance``);
+delivering or cancelling it keeps the mark.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 from ..workspace import Workspace
 from ._common import JsonListFile, NotFoundError, iso, now_utc, one_line
+from .provenance import mark_record
 
 REMINDERS_FILE = "reminders/reminders.json"
 
@@ -26,8 +31,9 @@ class ReminderStore:
     def __init__(self, workspace: Workspace) -> None:
         self.file = JsonListFile(workspace, REMINDERS_FILE)
 
-    def add(self, chat_id: int | str, text: str, due_at: datetime, timezone: str) -> dict:
-        """Store a pending reminder; ``due_at`` must be aware, kept with the offset of ``timezone``."""
+    def add(self, chat_id: int | str, text: str, due_at: datetime, timezone: str, *, untrusted: bool = False) -> dict:
+        """Store a pending reminder; ``due_at`` must be aware, kept with the offset of ``timezone``;
+        ``untrusted`` (written from outside content) marks it."""
         if due_at.tzinfo is None or due_at.utcoffset() is None:
             raise ValueError(f"reminder due_at {due_at!r} has no timezone")
         text = one_line(text)
@@ -44,6 +50,8 @@ class ReminderStore:
             "status": "pending",
             "delivered_at": None,
         }
+        if untrusted:
+            mark_record(reminder)
         with self.file.edit() as rows:
             reminder["id"] = self.file.allocate_id(rows, "r")
             rows.append(reminder)

@@ -1,4 +1,8 @@
-"""Tasks: ``tasks/tasks.json``, a list of to-dos with optional due dates."""
+"""Tasks: ``tasks/tasks.json``, a list of to-dos with optional due dates.
+
+A task added in a turn with outside content carries ``"untrusted": true`` (see ``provenance``);
+completing it keeps the mark, removing the key by hand makes it the owner's.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from datetime import date, datetime
 
 from ..workspace import Workspace
 from ._common import JsonListFile, iso, now_utc, one_line, pick_one
+from .provenance import mark_record
 
 TASKS_FILE = "tasks/tasks.json"
 STATUSES = ("open", "done", "due", "all")
@@ -52,8 +57,8 @@ class TaskStore:
     def all(self) -> list[dict]:
         return self.file.load()
 
-    def add(self, title: str, due: str | date | None = None, notes: str = "") -> dict:
-        """Store a new open task and return it."""
+    def add(self, title: str, due: str | date | None = None, notes: str = "", *, untrusted: bool = False) -> dict:
+        """Store a new open task and return it; ``untrusted`` (written from outside content) marks it."""
         title = one_line(title)
         if not title:
             raise ValueError("task title is empty")
@@ -66,6 +71,8 @@ class TaskStore:
             "done_at": None,
             "notes": notes or "",
         }
+        if untrusted:
+            mark_record(task)
         with self.file.edit() as rows:
             task["id"] = self.file.allocate_id(rows, "t")
             rows.append(task)

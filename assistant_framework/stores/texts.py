@@ -1,4 +1,9 @@
-"""Text stores: learnings (``learnings/<topic>.md``), notes (``notes/<slug>.md``) and routines."""
+"""Text stores: learnings (``learnings/<topic>.md``), notes (``notes/<slug>.md``) and routines.
+
+What is written in a turn with outside content is marked (see ``provenance``): a note or a
+learnings topic file gets the front matter ``untrusted: true`` (a topic file as a whole, since it
+then holds outside text), a routine ``"untrusted": true``. Reads report the mark.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import re
 
 from ..workspace import Workspace
 from ._common import AmbiguousError, JsonListFile, NotFoundError, norm, one_line, pick_one, slugify
+from .provenance import UNTRUSTED_KEY, is_marked_text, mark_record, mark_text, split_marked
 
 LEARNINGS_DIR = "learnings"
 NOTES_DIR = "notes"
@@ -23,8 +29,9 @@ class LearningStore:
     def _rel(self, topic: str | None) -> str:
         return f"{LEARNINGS_DIR}/{slugify(topic or DEFAULT_TOPIC, DEFAULT_TOPIC)}.md"
 
-    def add(self, text: str, topic: str | None = None) -> dict:
-        """Append a learning; ``added`` is False when the same line is already there."""
+    def add(self, text: str, topic: str | None = None, *, untrusted: bool = False) -> dict:
+        """Append a learning; ``added`` is False when the same line is already there. ``untrusted``
+        (written from outside content) marks the topic file when a line was added."""
         line = one_line(text)
         if not line:
             raise ValueError("learning text is empty")
@@ -34,18 +41,22 @@ class LearningStore:
             if any(norm(m.group(1)) == norm(line) for m in map(_BULLET.match, existing.splitlines()) if m):
                 return {"topic": _topic_of(rel), "text": line, "path": rel, "added": False}
             prefix = "" if not existing or existing.endswith("\n") else "\n"
-            self.workspace.write_text(rel, f"{existing}{prefix}- {line}\n")
-        return {"topic": _topic_of(rel), "text": line, "path": rel, "added": True}
+            updated = f"{existing}{prefix}- {line}\n"
+            self.workspace.write_text(rel, mark_text(updated) if untrusted else updated)
+        return {"topic": _topic_of(rel), "text": line, "path": rel, "added": True, **({UNTRUSTED_KEY: True} if untrusted else {})}
 
     def list(self, topic: str | None = None) -> list[dict]:
-        """Every learning as ``{"topic", "text"}``, optionally of one topic."""
+        """Every learning as ``{"topic", "text"}``, optionally of one topic; those of a marked topic
+        file start with ``"untrusted": true``."""
         rels = [self._rel(topic)] if topic else self.workspace.list(f"{LEARNINGS_DIR}/*.md")
         found = []
         for rel in rels:
-            for line in self.workspace.read_text(rel, default="").splitlines():
+            text = self.workspace.read_text(rel, default="")
+            mark = {UNTRUSTED_KEY: True} if is_marked_text(text) else {}
+            for line in text.splitlines():
                 match = _BULLET.match(line)
                 if match:
-                    found.append({"topic": _topic_of(rel), "text": match.group(1)})
+                    found.append({**mark, "topic": _topic_of(rel), "text": match.group(1)})
         return found
 
     def forget(self, query: str, topic: str | None = None) -> dict:
@@ -83,8 +94,9 @@ class NoteStore:
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
-    def add(self, title: str, body: str = "") -> dict:
-        """Write a new note and return its path; a taken slug gets ``-2``, ``-3``..."""
+    def add(self, title: str, body: str = "", *, untrusted: bool = False) -> dict:
+        """Write a new note and return its path; a taken slug gets ``-2``, ``-3``... ``untrusted``
+        (written from outside content) starts it with the front matter ``untrusted: true``."""
         title = one_line(title)
         if not title:
             raise ValueError("note title is empty")
@@ -93,18 +105,24 @@ class NoteStore:
         while self.workspace.exists(rel):
             n += 1
             rel = f"{NOTES_DIR}/{base}-{n}.md"
-        self.workspace.write_text(rel, f"# {title}\n\n{body.strip()}\n" if body.strip() else f"# {title}\n")
-        return {"path": rel, "title": title}
+        text = f"# {title}\n\n{body.strip()}\n" if body.strip() else f"# {title}\n"
+        self.workspace.write_text(rel, mark_text(text) if untrusted else text)
+        return {**({UNTRUSTED_KEY: True} if untrusted else {}), "path": rel, "title": title}
 
     def list(self) -> list[dict]:
-        """All notes as ``{"path", "title"}``."""
-        return [{"path": rel, "title": self._parse(rel)[0]} for rel in self.workspace.list(f"{NOTES_DIR}/**/*.md")]
+        """All notes as ``{"path", "title"}``; a marked note's starts with ``"untrusted": true``."""
+        found = []
+        for rel in self.workspace.list(f"{NOTES_DIR}/**/*.md"):
+            title, _, marked = self._parse(rel)
+            found.append({**_mark(marked), "path": rel, "title": title})
+        return found
 
     def read(self, name: str) -> dict:
-        """One note by path, slug or title: ``{"path", "title", "body"}``."""
+        """One note by path, slug or title: ``{"path", "title", "body"}``, after ``"untrusted": true``
+        for a marked note (its front matter is not part of the body)."""
         rel = self._resolve(name)
-        title, body = self._parse(rel)
-        return {"path": rel, "title": title, "body": body}
+        title, body, marked = self._parse(rel)
+        return {**_mark(marked), "path": rel, "title": title, "body": body}
 
     def search(self, query: str, limit: int = 10) -> list[dict]:
         """Notes containing ``query`` (or all its words), title hits first, with a snippet."""
@@ -114,19 +132,20 @@ class NoteStore:
         phrase = " ".join(words)
         hits = []
         for rel in self.workspace.list(f"{NOTES_DIR}/**/*.md"):
-            title, body = self._parse(rel)
+            title, body, marked = self._parse(rel)
             haystack = norm(f"{title} {body}")
             if phrase in haystack or all(word in haystack for word in words):
                 in_title = all(word in norm(title) for word in words)
-                hits.append((not in_title, rel, {"path": rel, "title": title, "snippet": _snippet(body, words)}))
+                hits.append((not in_title, rel, {**_mark(marked), "path": rel, "title": title, "snippet": _snippet(body, words)}))
         return [hit for *_, hit in sorted(hits, key=lambda h: (h[0], h[1]))][:limit]
 
-    def _parse(self, rel: str) -> tuple[str, str]:
-        text = self.workspace.read_text(rel, default="")
+    def _parse(self, rel: str) -> tuple[str, str, bool]:
+        """(title, body, marked as outside content); front matter with an ``untrusted`` key is left out."""
+        marked, text = split_marked(self.workspace.read_text(rel, default=""))
         lines = text.splitlines()
         if lines and lines[0].startswith("# "):
-            return lines[0][2:].strip(), "\n".join(lines[1:]).strip()
-        return _topic_of(rel), text.strip()
+            return lines[0][2:].strip(), "\n".join(lines[1:]).strip(), marked
+        return _topic_of(rel), text.strip(), marked
 
     def _resolve(self, name: str) -> str:
         wanted = str(name).strip()
@@ -135,6 +154,11 @@ class NoteStore:
                 return rel
         rows = [{"id": "", **item} for item in self.list()]
         return pick_one(rows, wanted, "note")["path"]
+
+
+def _mark(marked: bool) -> dict:
+    """The mark to put first in a result record (so a result cut short still shows it)."""
+    return {UNTRUSTED_KEY: True} if marked else {}
 
 
 def _snippet(body: str, words: list[str], width: int = 160) -> str:
@@ -151,8 +175,9 @@ class RoutineStore:
     def __init__(self, workspace: Workspace) -> None:
         self.file = JsonListFile(workspace, ROUTINES_FILE)
 
-    def set(self, name: str, steps: str, when: str = "") -> tuple[dict, str]:
-        """Add or replace a routine by name; returns ``(routine, "added"|"updated")``."""
+    def set(self, name: str, steps: str, when: str = "", *, untrusted: bool = False) -> tuple[dict, str]:
+        """Add or replace a routine by name; returns ``(routine, "added"|"updated")``. ``untrusted``
+        (written from outside content) marks it; a trusted update keeps an existing mark."""
         name = one_line(name)
         if not name or not str(steps).strip():
             raise ValueError(f"routine needs a name and steps, got name {name!r}")
@@ -160,8 +185,12 @@ class RoutineStore:
             for row in rows:
                 if norm(row.get("name")) == norm(name):
                     row.update({"steps": str(steps).strip(), "when": when or row.get("when", "")})
+                    if untrusted:
+                        mark_record(row)
                     return row, "updated"
             routine = {"name": name, "when": when or "", "steps": str(steps).strip()}
+            if untrusted:
+                mark_record(routine)
             rows.append(routine)
         return routine, "added"
 

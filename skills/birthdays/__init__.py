@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from assistant_framework.skills.support import context_now, need
+from assistant_framework.skills.support import MARKED, context_now, context_untrusted, need
 from assistant_framework.stores import BIRTHDAYS_FILE, BirthdayStore
+from assistant_framework.stores.provenance import is_untrusted, shown
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = "Birthdays (MM-DD or YYYY-MM-DD): add, update, find by name, list upcoming."
@@ -33,19 +34,22 @@ def run(workspace: Workspace, args: dict, context=None):
         return [_upcoming_row(when, entry, today) for when, entry in found] or f"no birthdays in the next {args.get('days', 30)} days"
     if action == "find":
         query = args.get("name") or ""
-        return store.find(query) or f"no birthday matches {query!r}"
+        return [shown(entry) for entry in store.find(query)] or f"no birthday matches {query!r}"
     need(args, action, "name")
+    # In a turn with outside content the values may be that content's words: the entry is marked.
+    untrusted = context_untrusted(context)
     if action == "add":
         need(args, action, "date")
-        entry = store.add(args["name"], args["date"], args.get("notes", ""))
-        return f"added birthday of {entry['name']} on {entry['date']} (saved to {BIRTHDAYS_FILE})"
+        entry = store.add(args["name"], args["date"], args.get("notes", ""), untrusted=untrusted)
+        return f"added birthday of {entry['name']} on {entry['date']} (saved to {BIRTHDAYS_FILE}{', ' + MARKED if untrusted else ''})"
     if not (args.get("date") or args.get("notes")):
         raise ValueError("action 'update' needs date or notes")
-    return store.update(args["name"], args.get("date"), args.get("notes"))
+    return shown(store.update(args["name"], args.get("date"), args.get("notes"), untrusted=untrusted))
 
 
 def _upcoming_row(when, entry: dict, today) -> dict:
-    row = {"name": entry.get("name"), "date": when.isoformat(), "in_days": (when - today).days}
+    mark = {"untrusted": True} if is_untrusted(entry) else {}  # first, so a result cut short still shows it
+    row = {**mark, "name": entry.get("name"), "date": when.isoformat(), "in_days": (when - today).days}
     born = str(entry.get("date", ""))
     if len(born) == 10:
         row["turns"] = when.year - int(born[:4])

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from assistant_framework.skills.support import need
+from assistant_framework.skills.support import MARKED, context_untrusted, need
 from assistant_framework.stores import CONTACTS_FILE, ContactStore
+from assistant_framework.stores.provenance import shown
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = "The user's contacts (name, phone, email, notes): add, update or find."
@@ -24,17 +25,19 @@ ARGS_SCHEMA = {
 _FIELDS = ("phone", "email", "notes")
 
 
-def run(workspace: Workspace, args: dict):
+def run(workspace: Workspace, args: dict, context=None):
     store = ContactStore(workspace)
     action = args["action"]
     if action == "find":
         query = args.get("query") or args.get("name") or ""
-        return store.find(query) or f"no contact matches {query!r}"
+        return [shown(contact) for contact in store.find(query)] or f"no contact matches {query!r}"
     need(args, action, "name")
     fields = {key: args[key] for key in _FIELDS if args.get(key)}
+    # In a turn with outside content the values may be that content's words: the contact is marked.
+    untrusted = context_untrusted(context)
     if action == "add":
-        contact = store.add(args["name"], **fields)
-        return f"added contact {contact['name']} (saved to {CONTACTS_FILE})"
+        contact = store.add(args["name"], untrusted=untrusted, **fields)
+        return f"added contact {contact['name']} (saved to {CONTACTS_FILE}{', ' + MARKED if untrusted else ''})"
     if not fields:
         raise ValueError("action 'update' needs at least one of phone, email, notes")
-    return store.update(args["name"], **fields)
+    return shown(store.update(args["name"], untrusted=untrusted, **fields))

@@ -1,8 +1,18 @@
-"""Built-in skill: read, write, append, list and delete files inside the workspace."""
+"""Built-in skill: read, write, append, list and delete files inside the workspace.
+
+In a turn with outside content, what ``write``/``append`` store is marked (``provenance``): a text
+file (Markdown, plain text) gets the front matter ``untrusted: true`` (an append marks the whole
+file, which now holds outside text), a JSON document or JSON Lines rows ``"untrusted": true``; other
+files cannot carry the mark and are written as given. ``read`` of a file with the mark (front
+matter or a marked record) starts with ``OUTSIDE_LABEL``, so the turn that reads it is untrusted.
+"""
 
 from __future__ import annotations
 
-from assistant_framework.skills.support import need
+import re
+
+from assistant_framework.skills.support import MARKED, OUTSIDE_LABEL, context_untrusted, need
+from assistant_framework.stores.provenance import MARKABLE_JSONL_SUFFIXES, is_marked_text, mark_file_content
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = "Read, write, append, list or delete workspace files (path, or paths for several)."
@@ -21,9 +31,10 @@ ARGS_SCHEMA = {
 LIST_LIMIT = 200
 #: Runtime state and caches the framework owns; the model may read but never change them.
 READ_ONLY_FOLDERS = ("state", "memory")
+_MARKED_RECORD = re.compile(r'"untrusted"\s*:\s*true\b')
 
 
-def run(workspace: Workspace, args: dict):
+def run(workspace: Workspace, args: dict, context=None):
     action = args["action"]
     if action == "list":
         return _list(workspace, args.get("path") or "")
@@ -33,7 +44,7 @@ def run(workspace: Workspace, args: dict):
             raise ValueError(f"action {action!r} takes one path, got {len(paths)}")
         if "content" not in args:
             raise ValueError(f"action {action!r} needs content")
-        return _write(workspace, paths[0], args["content"], append=action == "append")
+        return _write(workspace, paths[0], args["content"], append=action == "append", untrusted=context_untrusted(context))
     handler = _read if action == "read" else _delete
     if len(paths) == 1:
         return handler(workspace, paths[0])
@@ -58,7 +69,11 @@ def _read(workspace: Workspace, rel: str) -> str:
     target = workspace.path(rel)
     if target.is_dir():
         raise IsADirectoryError(f"workspace path {rel!r} is a folder; use action list")
-    return workspace.read_text(rel)
+    text = workspace.read_text(rel)
+    if is_marked_text(text) or _MARKED_RECORD.search(text):
+        # The label first: a result cut at the skill result limit still carries it.
+        return f"{OUTSIDE_LABEL} {rel} holds text marked untrusted (written from outside content):\n{text}"
+    return text
 
 
 def _check_writable(workspace: Workspace, rel: str):
@@ -69,15 +84,24 @@ def _check_writable(workspace: Workspace, rel: str):
     return target
 
 
-def _write(workspace: Workspace, rel: str, content: str, append: bool) -> str:
+def _write(workspace: Workspace, rel: str, content: str, append: bool, untrusted: bool = False) -> str:
     target = _check_writable(workspace, rel)
+    size, marked, note = len(content), False, ""
+    rows_only = rel.lower().endswith(MARKABLE_JSONL_SUFFIXES)  # JSON Lines: only the new rows are marked
+    if untrusted and rows_only:
+        content, marked = mark_file_content(rel, content)
     if append:
         existing = workspace.read_text(rel, default="")
         glue = "" if not existing or existing.endswith("\n") else "\n"
-        workspace.write_text(rel, existing + glue + content + ("" if content.endswith("\n") else "\n"))
-        return f"appended {len(content)} characters to {workspace.relative(target)}"
-    workspace.write_text(rel, content)
-    return f"wrote {len(content)} characters to {workspace.relative(target)}"
+        text = existing + glue + content + ("" if content.endswith("\n") else "\n")
+    else:
+        text = content
+    if untrusted and not rows_only:
+        text, marked = mark_file_content(rel, text)  # front matter goes on top: the whole file is marked
+    if untrusted:
+        note = f" ({MARKED})" if marked else " (not marked as outside content: only text files and JSON records can carry the mark)"
+    workspace.write_text(rel, text)
+    return f"{'appended' if append else 'wrote'} {size} characters to {workspace.relative(target)}{note}"
 
 
 def _delete(workspace: Workspace, rel: str) -> str:

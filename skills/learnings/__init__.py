@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assistant_framework.skills.support import need
+from assistant_framework.skills.support import MARKED, context_untrusted, need, outside_label
 from assistant_framework.stores import LearningStore
 from assistant_framework.workspace import Workspace
 
@@ -20,17 +20,19 @@ ARGS_SCHEMA = {
 }
 
 
-def run(workspace: Workspace, args: dict):
+def run(workspace: Workspace, args: dict, context=None):
     store = LearningStore(workspace)
     action = args["action"]
     if action == "remember":
         need(args, action, "text")
-        saved = store.add(args["text"], args.get("topic"))
+        # In a turn with outside content (the owner confirmed the write) the topic file is marked.
+        saved = store.add(args["text"], args.get("topic"), untrusted=context_untrusted(context))
         verb = "saved to" if saved["added"] else "already in"
-        return f"{verb} {saved['path']}: - {saved['text']}"
+        marked = f" (the topic file is {MARKED})" if saved.get("untrusted") else ""
+        return f"{verb} {saved['path']}: - {saved['text']}{marked}"
     if action == "list":
         items = store.list(args.get("topic"))
         return items or "no learnings yet"
     need(args, action, "text")
     removed = store.forget(args["text"], args.get("topic"))
-    return f"forgot from learnings/{removed['topic']}.md: {removed['text']}"
+    return f"forgot from learnings/{removed['topic']}.md: {outside_label(removed)}{removed['text']}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assistant_framework.skills.support import need
+from assistant_framework.skills.support import MARKED, context_untrusted, need
 from assistant_framework.stores import NoteStore
 from assistant_framework.workspace import Workspace
 
@@ -21,13 +21,15 @@ ARGS_SCHEMA = {
 }
 
 
-def run(workspace: Workspace, args: dict):
+def run(workspace: Workspace, args: dict, context=None):
     store = NoteStore(workspace)
     action = args["action"]
     if action == "add":
         need(args, action, "title")
-        saved = store.add(args["title"], args.get("body", ""))
-        return f"saved note {saved['title']!r} to {saved['path']}"
+        # In a turn with outside content the note may be that content's words: stored marked.
+        untrusted = context_untrusted(context)
+        saved = store.add(args["title"], args.get("body", ""), untrusted=untrusted)
+        return f"saved note {saved['title']!r} to {saved['path']}{f' ({MARKED})' if untrusted else ''}"
     if action == "search":
         query = args.get("query") or args.get("title")
         need({"query": query}, action, "query")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from assistant_framework.skills.support import context_now, context_zone, need
+from assistant_framework.skills.support import MARKED, context_now, context_untrusted, context_zone, need, outside_label
 from assistant_framework.stores import ReminderStore
+from assistant_framework.stores.provenance import is_untrusted
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = "Remind the user later: add at local time (at) or in_minutes; list; cancel by id."
@@ -36,13 +37,16 @@ def run(workspace: Workspace, args: dict, context=None):
         need(args, action, "id")
         reminder = _own(store, chat_id, args["id"])
         cancelled = store.cancel(reminder["id"])
-        return f"cancelled reminder {cancelled['id']}: {cancelled['text']}"
+        return f"cancelled reminder {cancelled['id']}: {outside_label(cancelled)}{cancelled['text']}"
     need(args, action, "text")
     zone = context_zone(context)
     now = context_now(context)
     due = _due(args, now, zone)
-    reminder = store.add(chat_id, args["text"], due, zone.key)
-    return f"reminder {reminder['id']} set for {due.strftime('%Y-%m-%d %H:%M')} {zone.key}: {reminder['text']}"
+    # In a turn with outside content the text may be that content's words: stored marked.
+    untrusted = context_untrusted(context)
+    reminder = store.add(chat_id, args["text"], due, zone.key, untrusted=untrusted)
+    marked = f" ({MARKED})" if untrusted else ""
+    return f"reminder {reminder['id']} set for {due.strftime('%Y-%m-%d %H:%M')} {zone.key}: {reminder['text']}{marked}"
 
 
 def local_time(text: str, zone) -> datetime:
@@ -76,4 +80,5 @@ def _own(store: ReminderStore, chat_id, reminder_id: str) -> dict:
 
 
 def _row(reminder: dict) -> dict:
-    return {"id": reminder["id"], "text": reminder["text"], "due_at": reminder["due_at"]}
+    mark = {"untrusted": True} if is_untrusted(reminder) else {}  # first, so a result cut short still shows it
+    return {**mark, "id": reminder["id"], "text": reminder["text"], "due_at": reminder["due_at"]}

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from assistant_framework.skills.support import need
+from assistant_framework.skills.support import MARKED, context_untrusted, need, outside_label
 from assistant_framework.stores import ROUTINES_FILE, RoutineStore
+from assistant_framework.stores.provenance import shown
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = "Save the user's routines (name, when, steps), list or delete them."
@@ -21,15 +22,17 @@ ARGS_SCHEMA = {
 }
 
 
-def run(workspace: Workspace, args: dict):
+def run(workspace: Workspace, args: dict, context=None):
     store = RoutineStore(workspace)
     action = args["action"]
     if action == "list":
-        return store.list() or "no routines yet"
+        return [shown(routine) for routine in store.list()] or "no routines yet"
     need(args, action, "name")
     if action == "set":
         need(args, action, "steps")
-        routine, how = store.set(args["name"], args["steps"], args.get("when", ""))
-        return f"{how} routine {routine['name']!r} (saved to {ROUTINES_FILE})"
+        # In a turn with outside content the steps may be that content's words: stored marked.
+        untrusted = context_untrusted(context)
+        routine, how = store.set(args["name"], args["steps"], args.get("when", ""), untrusted=untrusted)
+        return f"{how} routine {routine['name']!r} (saved to {ROUTINES_FILE}{', ' + MARKED if untrusted else ''})"
     routine = store.delete(args["name"])
-    return f"deleted routine {routine['name']!r}"
+    return f"deleted routine {outside_label(routine)}{routine['name']!r}"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from assistant_framework.skills.support import context_now, need
+from assistant_framework.skills.support import MARKED, context_now, context_untrusted, need, outside_label
 from assistant_framework.stores import TASKS_FILE, TaskStore
+from assistant_framework.stores.provenance import shown
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = "To-do list: add (optional due date), list open/done/due, complete or delete by title or id."
@@ -26,14 +27,16 @@ def run(workspace: Workspace, args: dict, context=None):
     action = args["action"]
     if action == "list":
         tasks = store.list(args.get("status", "open"), today=context_now(context).date())
-        return tasks or f"no {args.get('status', 'open')} tasks"
+        return [shown(task) for task in tasks] or f"no {args.get('status', 'open')} tasks"
     need(args, action, "title")
     if action == "add":
-        task = store.add(args["title"], args.get("due"), "")
+        # In a turn with outside content the task may be that content's words: stored marked.
+        untrusted = context_untrusted(context)
+        task = store.add(args["title"], args.get("due"), "", untrusted=untrusted)
         due = f" due {task['due']}" if task["due"] else ""
-        return f"added task {task['id']}: {task['title']}{due} (saved to {TASKS_FILE})"
+        return f"added task {task['id']}: {task['title']}{due} (saved to {TASKS_FILE}{', ' + MARKED if untrusted else ''})"
     if action == "complete":
         task = store.complete(args["title"])
-        return f"completed task {task['id']}: {task['title']}"
+        return f"completed task {task['id']}: {outside_label(task)}{task['title']}"
     task = store.delete(args["title"])
-    return f"deleted task {task['id']}: {task['title']}"
+    return f"deleted task {task['id']}: {outside_label(task)}{task['title']}"
