@@ -1,6 +1,7 @@
 """A fake Telegram Bot API server for end-to-end tests of python-telegram-bot code.
 
-A stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) in a daemon thread. Point PTB at it::
+A stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) in a daemon thread (``tests.fakes._http``).
+Point PTB at it::
 
     with FakeBotAPI() as fake:
         app = (ApplicationBuilder().token(fake.token)
@@ -40,9 +41,9 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from http.server import ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes._http import FakeServer
 from tests.fakes.bot_api_markup import MarkupError, utf16_len
 
 MAX_TEXT = 4096
@@ -71,26 +72,6 @@ class ApiError(Exception):
 
 def _bad(description: str) -> ApiError:
     return ApiError(400, f"Bad Request: {description}")
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    # Bursts (many chats' calls at once) must not wait for the client's SYN retry (~1 s) with
-    # the default backlog of 5.
-    request_queue_size = 256
-
-    def handle_error(self, request, client_address) -> None:
-        pass  # a client that hangs up mid-reply (abandoned long poll) is normal here
-
-
-def _close_all(connections: set) -> None:
-    import socket
-
-    for conn in list(connections):
-        try:
-            conn.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 class FakeBotAPI:
@@ -122,21 +103,16 @@ class FakeBotAPI:
         self._conflict = False
         self._webhook_url = ""
         self._commands: list = []
-        self._server: ThreadingHTTPServer | None = None
-        self._connections: set = set()  # open keep-alive connections, closed by stop()
-        self._thread: threading.Thread | None = None
+        self._server: FakeServer | None = None
         self._stopping = False
 
     # ----- lifecycle ---------------------------------------------------------------------------
     def start(self) -> "FakeBotAPI":
         """Start serving on 127.0.0.1 with a free port."""
-        from tests.fakes.bot_api_http import make_handler
+        from tests.fakes.bot_api_http import BotApiHandler
 
         self._stopping = False
-        self._server = _Server(("127.0.0.1", 0), make_handler(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-bot-api", daemon=True)
-        self._thread.start()
+        self._server = FakeServer(BotApiHandler, self).start("fake-bot-api")
         return self
 
     def stop(self) -> None:
@@ -144,13 +120,9 @@ class FakeBotAPI:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        with self._cond:
-            connections = set(self._connections)
-        _close_all(connections)
+        server, self._server = self._server, None
+        if server is not None:
+            server.stop()
 
     def __enter__(self) -> "FakeBotAPI":
         return self.start()
@@ -162,6 +134,11 @@ class FakeBotAPI:
     def port(self) -> int:
         assert self._server is not None, "FakeBotAPI is not started"
         return self._server.server_address[1]
+
+    @property
+    def _connections(self) -> set:
+        """Open keep-alive connections (dropped by ``stop``)."""
+        return self._server.connections if self._server is not None else set()
 
     @property
     def base_url(self) -> str:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
 import json
-from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
+
+from tests.fakes._http import FakeHandler, multipart_parts
 
 if TYPE_CHECKING:
     from tests.fakes.bot_api import FakeBotAPI
@@ -20,36 +19,16 @@ _STRING_FIELDS = {
 }
 
 
-def make_handler(api: "FakeBotAPI") -> type[BaseHTTPRequestHandler]:
-    """A request handler class bound to one fake server instance."""
-    return type("BoundBotApiHandler", (_Handler,), {"api": api})
+class BotApiHandler(FakeHandler):
+    """Routes the calls of one ``FakeBotAPI`` (``server.fake``)."""
 
-
-class _Handler(BaseHTTPRequestHandler):
-    api: "FakeBotAPI"
     # Keep-alive like api.telegram.org: a new TCP connection per call would cost the bot a connect
     # (and this fake a thread start) on every call, which the real server does not.
-    protocol_version = "HTTP/1.1"
     timeout = 60  # idle keep-alive connections end instead of living forever
-    # Add no delay of our own: TCP_NODELAY, and headers and body leave in one write (a buffered
-    # wfile, flushed once per request by the stdlib), so Nagle + delayed ACK never stall a call.
-    disable_nagle_algorithm = True
-    wbufsize = 1 << 16
 
-    def setup(self) -> None:
-        super().setup()
-        with self.api._cond:
-            self.api._connections.add(self.connection)
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            with self.api._cond:
-                self.api._connections.discard(self.connection)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        pass  # keep test output clean
+    @property
+    def api(self) -> "FakeBotAPI":
+        return self.server.fake
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         self._api_call()
@@ -75,27 +54,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.api._record(method, {}, 401)
             return self._reply(401, {"ok": False, "error_code": 401, "description": "Unauthorized"})
         try:
-            params = _parse_body(self.headers.get("Content-Type", ""), self._body())
+            params = _parse_body(self.headers.get("Content-Type", ""), self.read_body())
         except ValueError as err:
             return self._reply(400, {"ok": False, "error_code": 400, "description": f"Bad Request: {err}"})
         params.update(_decode_fields(parse_qsl(url.query, keep_blank_values=True)))
         status, reply = self.api.handle(path[len(prefix):], params)
         self._reply(status, reply)
 
-    def _body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
-
     def _reply(self, status: int, obj: dict) -> None:
         self._send(status, json.dumps(obj).encode(), "application/json")
 
     def _send(self, status: int, body: bytes, content_type: str) -> None:
         try:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.send(status, body, content_type)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client abandoned a long-poll; harmless
 
@@ -124,15 +95,11 @@ def _parse_body(content_type: str, body: bytes) -> dict:
             raise ValueError("JSON body must be an object")
         return obj
     if ctype == "multipart/form-data":
-        msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-            b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body)
         params: dict = {}
-        for part in msg.iter_parts():
-            name = part.get_param("name", header="content-disposition")
-            payload = part.get_payload(decode=True) or b""
-            if part.get_filename() is not None:
-                params[name] = {"filename": part.get_filename(), "content": payload, "size": len(payload),
-                                "mime_type": part.get_content_type()}
+        for name, filename, part_type, payload in multipart_parts(content_type, body):
+            if filename is not None:
+                params[name] = {"filename": filename, "content": payload, "size": len(payload),
+                                "mime_type": part_type}
             else:
                 params[name] = _decode_value(name, payload.decode("utf-8"))
         return params

@@ -63,19 +63,17 @@ naming `response_format`), before any queued reply is used; default: every type 
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
 import hashlib
 import json
 import math
 import re
-import socket
 import threading
 import time
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 from urllib.parse import urlsplit
+
+from tests.fakes._http import FakeHandler, FakeServer, multipart_parts
 
 DEFAULT_REPLY = '{"reply": "ok"}'
 DEFAULT_MODEL = "fake-model"
@@ -119,61 +117,9 @@ def _words(content: str) -> list[str]:
     return re.findall(r"\S+\s*|\s+", content)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 256  # bursts of clients connect at once; the default 5 makes them retry (~1 s)
-    fake: "FakeChatServer"
-
-    def handle_error(self, request, client_address) -> None:
-        # Clients that give up (timeouts, closed streams) are normal here, not test failures.
-        pass
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    timeout = 30  # idle keep-alive connections end instead of living forever
-    # Real model servers set TCP_NODELAY; without it the separate header and body writes stall
-    # ~40 ms per call (Nagle + delayed ACK).
-    disable_nagle_algorithm = True
-    # Headers and body in one write: the buffered wfile is flushed once per request (and per
-    # streamed chunk, which flushes itself).
-    wbufsize = 1 << 16
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.fake._track(self.connection, True)
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            self.server.fake._track(self.connection, False)
-
-    # ----- plumbing ---------------------------------------------------------------
-
-    def _read_body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
-
-    def _send(self, status: int, body: bytes, content_type: str, headers: dict | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, str(value))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _send_json(self, status: int, obj: Any, headers: dict | None = None) -> None:
-        self._send(status, json.dumps(obj).encode("utf-8"), "application/json", headers)
-
+class _Handler(FakeHandler):
     def _error(self, status: int, message: str, code: str = "not_found") -> None:
-        self._send_json(status, {"error": {"message": message, "type": "invalid_request_error", "code": code}})
+        self.send_json(status, {"error": {"message": message, "type": "invalid_request_error", "code": code}})
 
     def _authorized(self) -> bool:
         key = self.server.fake.api_key
@@ -182,19 +128,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._error(401, "Incorrect API key provided.", "invalid_api_key")
         return False
 
-    def _guard(self, fn: Callable[[], None]) -> None:
-        try:
-            fn()
-        except (BrokenPipeError, ConnectionResetError, socket.timeout):
-            self.close_connection = True
-
     # ----- routes -----------------------------------------------------------------
 
     def do_GET(self) -> None:
-        self._guard(self._get)
+        self.guard(self._get)
 
     def do_POST(self) -> None:
-        self._guard(self._post)
+        self.guard(self._post)
 
     def _get(self) -> None:
         path = urlsplit(self.path).path
@@ -203,13 +143,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if path.rstrip("/") == "/v1/models":
             data = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.server.fake.models]
-            self._send_json(200, {"object": "list", "data": data})
+            self.send_json(200, {"object": "list", "data": data})
         else:
             self._error(404, f"no route GET {path}")
 
     def _post(self) -> None:
         path = urlsplit(self.path).path.rstrip("/")
-        body = self._read_body()
+        body = self.read_body()
         content_type = self.headers.get("Content-Type", "")
         if content_type.startswith("multipart/form-data"):
             data = _parse_multipart(content_type, body)
@@ -242,7 +182,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 payload = raw if isinstance(raw, bytes) else str(raw).encode("utf-8")
             ctype = spec.get("content_type", "application/json")
-            self._send(int(spec.get("status", 200)), payload, ctype, headers)
+            self.send(int(spec.get("status", 200)), payload, ctype, headers)
             return True
         if "status" in spec:
             status = int(spec["status"])
@@ -250,10 +190,10 @@ class _Handler(BaseHTTPRequestHandler):
             if body is None:
                 body = {"error": {"message": f"fake error {status}", "type": "api_error", "code": status}}
             if isinstance(body, (dict, list)):
-                self._send_json(status, body, headers)
+                self.send_json(status, body, headers)
             else:
                 payload = body if isinstance(body, bytes) else str(body).encode("utf-8")
-                self._send(status, payload, spec.get("content_type", "text/plain"), headers)
+                self.send(status, payload, spec.get("content_type", "text/plain"), headers)
             return True
         return False
 
@@ -261,10 +201,10 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.server.fake
         rejected = fake._rejected_format(request)
         if rejected is not None:
-            self._send_json(500, rejected)
+            self.send_json(500, rejected)
             return
         if request.get("tools") and not fake.tools_supported:
-            self._send_json(400, {"error": {"message": "'tools' is not supported by this model", "type": "invalid_request_error",
+            self.send_json(400, {"error": {"message": "'tools' is not supported by this model", "type": "invalid_request_error",
                                             "param": "tools", "code": None}})
             return
         spec = fake._next_chat_reply(request)
@@ -294,22 +234,14 @@ class _Handler(BaseHTTPRequestHandler):
             answer["usage"] = usage
         if "timings" in spec:
             answer["timings"] = spec["timings"]
-        self._send_json(200, answer)
-
-    def _chunk(self, data: bytes) -> None:
-        self.wfile.write(f"{len(data):X}\r\n".encode("ascii") + data + b"\r\n")
-        self.wfile.flush()
+        self.send_json(200, answer)
 
     def _event(self, obj: Any) -> None:
-        self._chunk(b"data: " + json.dumps(obj).encode("utf-8") + b"\n\n")
+        self.send_chunk(b"data: " + json.dumps(obj).encode("utf-8") + b"\n\n")
 
     def _stream(self, request: dict, spec: dict, content: str, usage: dict | None) -> None:
         fake = self.server.fake
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self.start_chunked("text/event-stream", {"Cache-Control": "no-cache"})
         base = {**fake._ids(request), "object": "chat.completion.chunk"}
         include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
         extra = {"usage": None} if include_usage else {}
@@ -317,7 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
         def delta(d: dict, finish: str | None = None) -> dict:
             return {**base, "choices": [{"index": 0, "delta": d, "finish_reason": finish}], **extra}
 
-        self._chunk(b": fake-server processing\n\n")
+        self.send_chunk(b": fake-server processing\n\n")
         self._event(delta({"role": "assistant", "content": ""}))
         if spec.get("reasoning"):
             self._event(delta({spec.get("reasoning_field", "reasoning_content"): spec["reasoning"]}))
@@ -338,16 +270,16 @@ class _Handler(BaseHTTPRequestHandler):
             until = time.monotonic() + float(spec.get("keepalive_for", 0))
             while time.monotonic() < until:
                 time.sleep(float(spec["keepalive_every"]))
-                self._chunk(b": keep-alive\n\n")
+                self.send_chunk(b": keep-alive\n\n")
         if spec.get("stream_error") is not None:
             self._event({"error": spec["stream_error"]})
-            self._chunk(b"")  # zero-length chunk ends the body without [DONE]
+            self.send_chunk(b"")  # zero-length chunk ends the body without [DONE]
             return
         self._event(delta({}, spec.get("finish_reason", "tool_calls" if spec.get("tool_calls") else "stop")))
         if include_usage and usage is not None:
             self._event({**base, "choices": [], "usage": usage})
-        self._chunk(b"data: [DONE]\n\n")
-        self._chunk(b"")
+        self.send_chunk(b"data: [DONE]\n\n")
+        self.send_chunk(b"")
 
     def _embeddings(self, request: dict) -> None:
         fake = self.server.fake
@@ -359,7 +291,7 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(result, dict) and self._custom(result):
             return
         tokens = sum(_estimate_tokens(t) for t in texts)
-        self._send_json(
+        self.send_json(
             200,
             {
                 "object": "list",
@@ -377,9 +309,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         text = reply if isinstance(reply, str) else str(reply.get("text", DEFAULT_TRANSCRIPTION))
         if form.get("response_format") == "text":
-            self._send(200, text.encode("utf-8"), "text/plain; charset=utf-8")
+            self.send(200, text.encode("utf-8"), "text/plain; charset=utf-8")
         else:
-            self._send_json(200, {"text": text})
+            self.send_json(200, {"text": text})
 
 
 def _tool_call(spec: dict) -> dict:
@@ -397,20 +329,12 @@ def _basic_usage(request: dict, content: str) -> dict:
 
 def _parse_multipart(content_type: str, body: bytes) -> dict:
     """Form fields as strings, plus file_name/file_size/file_content_type of the upload."""
-    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-        f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode("latin-1") + body
-    )
     form: dict = {}
-    if not message.is_multipart():
-        return form
-    for part in message.iter_parts():
-        name = part.get_param("name", header="content-disposition")
-        payload = part.get_payload(decode=True) or b""
-        filename = part.get_filename()
+    for name, filename, part_type, payload in multipart_parts(content_type, body):
         if filename is not None:
             form["file_name"] = filename
             form["file_size"] = len(payload)
-            form["file_content_type"] = part.get_content_type()
+            form["file_content_type"] = part_type
         elif name:
             form[str(name)] = payload.decode("utf-8", errors="replace")
     return form
@@ -442,10 +366,8 @@ class FakeChatServer:
         self._embeddings_handler: Callable[[list[str]], Any] | None = None
         self._transcription: str | dict = DEFAULT_TRANSCRIPTION
         self._records: list[RecordedRequest] = []
-        self._connections: set[socket.socket] = set()
         self._counter = 0
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: FakeServer | None = None
 
     # ----- lifecycle --------------------------------------------------------------
 
@@ -453,32 +375,14 @@ class FakeChatServer:
         """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
         if self._server is not None:
             return self
-        server = _Server(("127.0.0.1", 0), _Handler)
-        server.fake = self
-        self._server = server
-        # A short poll interval keeps stop() (and so every test teardown) fast.
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-chat-server", daemon=True
-        )
-        self._thread.start()
+        self._server = FakeServer(_Handler, self).start("fake-chat-server")
         return self
 
     def stop(self) -> None:
         """Stop serving and drop open connections (later requests get connection refused)."""
         server, self._server = self._server, None
-        if server is None:
-            return
-        server.shutdown()
-        server.server_close()
-        with self._lock:
-            connections = list(self._connections)
-        for conn in connections:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if server is not None:
+            server.stop()
 
     def __enter__(self) -> "FakeChatServer":
         return self.start()
@@ -569,10 +473,6 @@ class FakeChatServer:
         with self._arrived:
             self._records.append(RecordedRequest(method, path, headers, body, data, client))
             self._arrived.notify_all()
-
-    def _track(self, conn: socket.socket, add: bool) -> None:
-        with self._lock:
-            (self._connections.add if add else self._connections.discard)(conn)
 
     def _rejected_format(self, request: dict) -> dict | None:
         """llama-cpp-python's answer to a response_format type it does not know, or None."""

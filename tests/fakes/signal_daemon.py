@@ -21,7 +21,7 @@ Methods: ``send`` (recipient|groupId, message, textStyle, attachments, quoteTime
 ``sendTyping``, ``sendReceipt``, ``getAttachment``, ``listGroups``, ``version``. Everything received
 is recorded: ``sent`` (send params + the assigned ``timestamp``), ``typing``, ``receipts``, ``rpc``,
 ``batches``.
-Every response is written in one ``sendall`` on a TCP_NODELAY socket.
+Every response is written in one write on a TCP_NODELAY socket (``tests.fakes._http``).
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from __future__ import annotations
 import base64
 import json
 import re
-import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fakes._http import FakeHandler, FakeServer
 
 STYLES = ("NONE", "BOLD", "ITALIC", "SPOILER", "STRIKETHROUGH", "MONOSPACE")
 MAX_MESSAGE_SIZE_BYTES = 2000  # signal-cli ServiceConfig: longer bodies become a long-text attachment
@@ -52,86 +52,50 @@ def _utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    fake: "FakeSignalDaemon"
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # clients that hang up (the bot stopping, a reconnect) are normal here
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    timeout = 30
-    disable_nagle_algorithm = True
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.fake._track(self.connection, True)
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        except OSError:
-            pass
-        finally:
-            self.server.fake._track(self.connection, False)
-
-    def _respond(self, status: int, body: bytes = b"", content_type: str = "application/json") -> None:
-        reason = self.responses.get(status, ("",))[0]
-        head = [f"HTTP/1.1 {status} {reason}", "Server: fake-signal-cli"]
-        if body:
-            head.append(f"Content-Type: {content_type}")
-        head.append(f"Content-Length: {len(body)}")
-        self.connection.sendall(("\r\n".join(head) + "\r\n\r\n").encode("ascii") + body)
+class _Handler(FakeHandler):
+    server_header = "fake-signal-cli"  # and no Date header
 
     def _host_ok(self) -> bool:
         host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]").lower()
         if host in ("127.0.0.1", "localhost", "::1"):
             return True
-        self._respond(421)
+        self.send(421)
         return False
 
     def do_GET(self) -> None:  # noqa: N802 - http.server API
+        self.guard(self._get, OSError)
+
+    def _get(self) -> None:
         path = self.path.split("?", 1)[0]
-        try:
-            if path == "/api/v1/check":
-                self._respond(200)
-            elif path == "/api/v1/events":
-                if self._host_ok():
-                    self.server.fake._stream(self)
-            elif path == "/api/v1/rpc":
-                self._respond(405)
-            else:
-                self._respond(404)
-        except (BrokenPipeError, ConnectionResetError, socket.timeout, OSError):
-            self.close_connection = True
+        if path == "/api/v1/check":
+            self.send(200)
+        elif path == "/api/v1/events":
+            if self._host_ok():
+                self.server.fake._stream(self)
+        elif path == "/api/v1/rpc":
+            self.send(405)
+        else:
+            self.send(404)
 
     def do_POST(self) -> None:  # noqa: N802 - http.server API
         path = self.path.split("?", 1)[0]
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        try:
-            if path != "/api/v1/rpc":
-                self._respond(405 if path in ("/api/v1/events", "/api/v1/check") else 404)
-                return
-            if not self._host_ok():
-                return
-            if not (self.headers.get("Content-Type") or "").startswith("application/json"):
-                self._respond(415)
-                return
-            answer = self.server.fake._rpc_body(body)
-            if answer is None:
-                self._respond(201)
-            else:
-                self._respond(200, json.dumps(answer).encode("utf-8"))
-        except (BrokenPipeError, ConnectionResetError, socket.timeout):
-            self.close_connection = True
+        body = self.read_body()
+        self.guard(lambda: self._post(path, body))
+
+    def _post(self, path: str, body: bytes) -> None:
+        if path != "/api/v1/rpc":
+            self.send(405 if path in ("/api/v1/events", "/api/v1/check") else 404)
+            return
+        if not self._host_ok():
+            return
+        if not (self.headers.get("Content-Type") or "").startswith("application/json"):
+            self.send(415)
+            return
+        answer = self.server.fake._rpc_body(body)
+        if answer is None:
+            self.send(201)
+        else:
+            self.send_json(200, answer)
 
 
 class FakeSignalDaemon:
@@ -155,9 +119,7 @@ class FakeSignalDaemon:
         self._queue: list[dict] = []
         self._clients = 0
         self._cond = threading.Condition()
-        self._conns: set[socket.socket] = set()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: FakeServer | None = None
         self._port = 0
         self._clock = int(time.time() * 1000)
         self._generation = 0
@@ -166,15 +128,12 @@ class FakeSignalDaemon:
 
     def start(self) -> "FakeSignalDaemon":
         """Serve on 127.0.0.1 (the same port again after a ``stop``)."""
-        server = _Server(("127.0.0.1", self._port), _Handler)
-        server.fake = self
+        server = FakeServer(_Handler, self, self._port, backlog=5)  # socketserver's default backlog
         self._port = server.server_address[1]
         self._server = server
         with self._cond:
             self._generation += 1
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-signal-daemon", daemon=True)
-        self._thread.start()
+        server.start("fake-signal-daemon")
         return self
 
     def stop(self) -> None:
@@ -185,15 +144,7 @@ class FakeSignalDaemon:
         with self._cond:
             self._generation += 1
             self._cond.notify_all()
-        server.shutdown()
-        server.server_close()
-        for conn in list(self._conns):
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        if self._thread is not None:
-            self._thread.join(5)
+        server.stop()
 
     def __enter__(self) -> "FakeSignalDaemon":
         return self.start()
@@ -214,10 +165,6 @@ class FakeSignalDaemon:
         """How many event-stream clients are connected now."""
         with self._cond:
             return self._clients
-
-    def _track(self, conn: socket.socket, alive: bool) -> None:
-        with self._cond:
-            (self._conns.add if alive else self._conns.discard)(conn)
 
     # -- incoming messages (what users send to the bot) ----------------------
 
@@ -309,10 +256,8 @@ class FakeSignalDaemon:
     # -- event stream --------------------------------------------------------
 
     def _stream(self, handler: _Handler) -> None:
-        conn = handler.connection
-        head = ("HTTP/1.1 200 OK\r\nServer: fake-signal-cli\r\nContent-Type: text/event-stream\r\n"
-                "Transfer-Encoding: chunked\r\n\r\n").encode("ascii")
-        conn.sendall(head)
+        handler.start_chunked("text/event-stream")
+        handler.wfile.flush()  # the head leaves now: events may be a keep-alive period away
         handler.close_connection = True
         with self._cond:
             generation = self._generation
@@ -332,7 +277,7 @@ class FakeSignalDaemon:
                         return
                     batch, self._queue = self._queue, []
                 if not batch:
-                    conn.sendall(_chunk(b":\n"))
+                    handler.send_chunk(b":\n")
                     last = time.monotonic()
                     continue
                 for event in batch:
@@ -340,7 +285,7 @@ class FakeSignalDaemon:
                                                                    "params": event}
                     data = json.dumps(payload, separators=(",", ":"))
                     try:
-                        conn.sendall(_chunk(f"event:receive\ndata:{data}\n\n".encode("utf-8")))
+                        handler.send_chunk(f"event:receive\ndata:{data}\n\n".encode("utf-8"))
                     except OSError:
                         with self._cond:  # not delivered: it waits for the next client, as on the server
                             self._queue.insert(0, event)
@@ -462,10 +407,6 @@ def _uuid_for(source: str) -> str:
         return source
     digits = re.sub(r"\D", "", source).rjust(12, "0")[-12:]
     return f"00000000-0000-4000-8000-{digits}"
-
-
-def _chunk(data: bytes) -> bytes:
-    return f"{len(data):X}\r\n".encode("ascii") + data + b"\r\n"
 
 
 def _error(rid: Any, code: int, message: str) -> dict:

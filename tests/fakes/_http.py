@@ -1,0 +1,153 @@
+"""HTTP plumbing shared by the fake servers (chat_server, signal_daemon, bot_api): stdlib only.
+
+The house rule for fakes: answer like the real thing and add no delay of their own. So every
+connection is keep-alive (HTTP/1.1) and TCP_NODELAY, and every answer leaves in one write: the
+headers and the body go through a buffered ``wfile`` that the stdlib flushes once per request
+(a chunk of a stream flushes itself). Without that, separate header and body writes stall
+~40 ms per call (Nagle + delayed ACK).
+
+- ``FakeServer``: a ``ThreadingHTTPServer`` on 127.0.0.1 serving in a daemon thread (``start``),
+  with a deep listen backlog, quiet about clients that hang up, remembering its open connections
+  and dropping them on ``stop``; ``fake`` is the fake object its handlers reach.
+- ``FakeHandler``: the request handler base: ``read_body``, ``send``/``send_json`` (one answer),
+  ``start_chunked``/``send_chunk`` (a chunked stream, e.g. server-sent events), ``guard``.
+- ``multipart_parts``: the parts of a ``multipart/form-data`` body.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+# What a client that gives up (timeout, closed stream, abandoned long poll) raises in a handler.
+DISCONNECTS = (BrokenPipeError, ConnectionResetError, socket.timeout)
+
+
+class FakeServer(ThreadingHTTPServer):
+    """A threading HTTP server on 127.0.0.1:``port`` (0: a free one) whose handlers reach ``fake``."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], fake: Any, port: int = 0, *,
+                 backlog: int = 256) -> None:
+        self.fake = fake
+        # Bursts of clients connect at once; a backlog of 5 (the default) makes them retry (~1 s).
+        self.request_queue_size = backlog
+        self.connections: set[socket.socket] = set()  # open (keep-alive) connections
+        self._connections_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        super().__init__(("127.0.0.1", port), handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients that hang up (timeouts, closed streams, a bot stopping) are normal here
+
+    def track(self, conn: socket.socket, alive: bool) -> None:
+        with self._connections_lock:
+            (self.connections.add if alive else self.connections.discard)(conn)
+
+    def start(self, name: str) -> "FakeServer":
+        """Serve in a daemon thread called ``name``."""
+        # A short poll interval keeps stop() (and so every test teardown) fast.
+        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name=name, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and drop open connections (later requests get connection refused)."""
+        self.shutdown()
+        self.server_close()
+        with self._connections_lock:
+            connections = list(self.connections)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+class FakeHandler(BaseHTTPRequestHandler):
+    """Request handler base of the fakes: keep-alive, TCP_NODELAY, one write per answer, quiet."""
+
+    protocol_version = "HTTP/1.1"
+    timeout = 30  # idle keep-alive connections end instead of living forever
+    disable_nagle_algorithm = True  # TCP_NODELAY, as real servers set
+    wbufsize = 1 << 16  # headers and body in one write: flushed once per request (or per chunk)
+    # The Server header; None: the stdlib's ("BaseHTTP/0.6 Python/3.x") followed by a Date header.
+    server_header: str | None = None
+    server: FakeServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass  # keep test output clean
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.track(self.connection, False)
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        if self.server_header is None:
+            super().send_response(code, message)
+            return
+        self.log_request(code)
+        self.send_response_only(code, message)
+        self.send_header("Server", self.server_header)  # and no Date header
+
+    def read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def send(self, status: int, body: bytes = b"", content_type: str | None = None,
+             headers: dict | None = None) -> None:
+        """One answer: status line, Server (and Date), Content-Type (unless None), Content-Length, ``headers``."""
+        self.send_response(status)
+        if content_type is not None:
+            self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, str(value))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def send_json(self, status: int, obj: Any, headers: dict | None = None) -> None:
+        self.send(status, json.dumps(obj).encode("utf-8"), "application/json", headers)
+
+    def start_chunked(self, content_type: str, headers: dict | None = None) -> None:
+        """The head of a 200 chunked answer; it leaves with the first ``send_chunk`` (or a ``wfile.flush()``)."""
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        for key, value in (headers or {}).items():
+            self.send_header(key, str(value))
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def send_chunk(self, data: bytes) -> None:
+        """Write one chunk now (with anything buffered before it); ``b""`` ends the body."""
+        self.wfile.write(f"{len(data):X}\r\n".encode("ascii") + data + b"\r\n")
+        self.wfile.flush()
+
+    def guard(self, fn: Callable[[], None], errors: type[BaseException] | tuple = DISCONNECTS) -> None:
+        """Run ``fn``; a client gone away (``errors``) just ends the connection."""
+        try:
+            fn()
+        except errors:
+            self.close_connection = True
+
+
+def multipart_parts(content_type: str, body: bytes) -> list[tuple[str | None, str | None, str, bytes]]:
+    """``(field name, file name or None, content type, payload)`` of each part of a multipart body."""
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode("latin-1") + body
+    )
+    return [(part.get_param("name", header="content-disposition"), part.get_filename(), part.get_content_type(),
+             part.get_payload(decode=True) or b"") for part in message.iter_parts()]
