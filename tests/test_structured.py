@@ -174,3 +174,18 @@ def test_json_object_requests_limit_free_strings_to_json_string_text():
     assert "pattern" not in props["mode"] and "pattern" not in json.dumps(REPLY_SCHEMA)  # enums as they were; input untouched
     # json_schema servers apply `pattern` to the decoded value, where it would forbid quotes and newlines.
     assert "pattern" not in json.dumps(response_format("json_schema", schema, "answer"))
+
+
+def test_a_format_rejection_is_one_warning_line_and_other_failures_still_warn(tmp_path, test_skills_dir, caplog):
+    # The terminal chat shows WARNING lines: a server's expected one-time rejection of json_schema
+    # must not read as "model call failed" there; a real failure still must.
+    with FakeChatServer(response_formats=LLAMA_CPP_PYTHON) as server:
+        agent = _agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
+        server.enqueue('{"reply": "hi"}', {"status": 500, "body": {"error": {"message": "boom", "type": "server_error"}}})
+        with caplog.at_level(logging.WARNING):
+            assert agent.handle_message("c", "hello").reply == "hi"
+            warned = [r.getMessage() for r in caplog.records]
+            assert warned == ["llm runner 'fake' rejects response_format json_schema (HTTP 500); trying the next format"]
+            caplog.clear()
+            assert not agent.handle_message("c", "again").ok
+            assert any(r.getMessage().startswith("model call failed") for r in caplog.records)

@@ -25,6 +25,7 @@ from messaging_llm_bot.llm.errors import (
     classify,
     connection_reason,
     http_error,
+    names_response_format,
     parse_error_body,
     redact,
 )
@@ -154,7 +155,11 @@ class LLMClient:
                 return self._complete_on(candidate, body, stream, on_delta)
             except LLMError as err:
                 failures.append(err)
-                log.warning("model call failed: %s", err.user_message())
+                # A server rejecting a response_format or tools is expected once per runner and is
+                # handled by the caller (structured.py logs it once); keep it off the user's screen.
+                asked = extra and ("tools" if "tools" in extra else "response_format" if "response_format" in extra else None)
+                level = logging.INFO if asked and names_response_format(err, asked) else logging.WARNING
+                log.log(level, "model call failed: %s", err.user_message())
                 if not err.failover:
                     break
         last = failures[-1]

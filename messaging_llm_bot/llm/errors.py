@@ -229,3 +229,15 @@ def connection_reason(exc: BaseException) -> str:
         if needle in text:
             return reason
     return "the connection failed"
+
+
+_REJECTION_RE = re.compile(r"response_format|json_schema|json_object|grammar", re.IGNORECASE)
+_TOOLS_REJECTION_RE = re.compile(r"\btools?\b|tool_choice|function", re.IGNORECASE)
+
+
+def names_response_format(err: LLMError, mode: str = "json_schema") -> bool:
+    """True when a failure is the server rejecting the requested format (HTTP 4xx/5xx naming it)."""
+    if err.status is None or err.status < 400 or err.status in (401, 403, 408, 429):
+        return False
+    pattern = _TOOLS_REJECTION_RE if mode == "tools" else _REJECTION_RE
+    return err.kind != "context_length" and bool(pattern.search(err.detail or ""))

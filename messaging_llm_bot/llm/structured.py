@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import weakref
 from typing import Any, Callable, Iterable
 
-from messaging_llm_bot.llm.errors import LLMError
+from messaging_llm_bot.llm.errors import LLMError, names_response_format
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +29,6 @@ AUTO_ORDER = ("json_schema", "json_object")
 # format, ...) made llama-cpp-python fall back to unconstrained JSON without an error, so they
 # are left out here; the skill manager still validates the full schema before a skill runs.
 _KEEP = frozenset({"type", "properties", "required", "items", "enum", "anyOf"})
-_REJECTION_RE = re.compile(r"response_format|json_schema|json_object|grammar", re.IGNORECASE)
-_TOOLS_REJECTION_RE = re.compile(r"\btools?\b|tool_choice|function", re.IGNORECASE)
 TOOLS = "tools"  # the pseudo-format "send the skills as native tools" (llm/tools.py)
 
 
@@ -118,14 +115,6 @@ def response_format(mode: str, schema: dict, name: str) -> dict:
     if mode == "json_object":
         return {"response_format": {"type": "json_object", "schema": strict_strings(schema)}}
     return {}
-
-
-def names_response_format(err: LLMError, mode: str = "json_schema") -> bool:
-    """True when a failure is the server rejecting the requested format (HTTP 4xx/5xx naming it)."""
-    if err.status is None or err.status < 400 or err.status in (401, 403, 408, 429):
-        return False
-    pattern = _TOOLS_REJECTION_RE if mode == TOOLS else _REJECTION_RE
-    return err.kind != "context_length" and bool(pattern.search(err.detail or ""))
 
 
 class FormatChooser:
