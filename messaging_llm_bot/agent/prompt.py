@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from assistant_framework.skills.support import OUTSIDE_LABEL
+from assistant_framework.stores.provenance import split_marked
 from assistant_framework.workspace import Workspace
 
 from messaging_llm_bot.agent.settings import CHARS_PER_TOKEN, BotSettings
@@ -85,8 +87,11 @@ def read_markdown_folder(workspace: Workspace, folder: str) -> list[tuple[str, s
             text = workspace.read_text(rel, default="")
         except (OSError, UnicodeDecodeError):
             continue
-        if text.strip():
-            files.append((rel, text.strip()))
+        marked, body = split_marked(text)
+        if body.strip():
+            # A file written from outside content (and kept by the owner's confirmation) is shown
+            # as such: the model must not take instructions from it as from the owner.
+            files.append((f"{rel} {OUTSIDE_LABEL}" if marked else rel, body.strip()))
     return files
 
 
