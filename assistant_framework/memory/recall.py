@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
+from ..skills.support import OUTSIDE_LABEL
 from .search import MemoryHit, Scope
 
 RECALL_HEADER = "[Recalled memory — may be relevant]"
@@ -65,7 +66,8 @@ def format_recall(hits: list[MemoryHit], budget_chars: int) -> str:
     for hit in hits:
         date = (hit.time or "")[:10]
         label = f"{hit.source}, {date}" if date else hit.source
-        line = f"- ({label}) {hit.snippet}"
+        outside = f"{OUTSIDE_LABEL} " if is_outside(hit) else ""  # the model weighs each hit by its origin
+        line = f"- ({label}) {outside}{hit.snippet}"
         room = budget_chars - used - 1
         if len(line) > room:
             if room < 40:
