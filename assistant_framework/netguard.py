@@ -19,7 +19,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
@@ -198,9 +198,17 @@ class GuardedSession:
     def get(self, url: str, **kwargs: Any) -> requests.Response:
         """GET one URL (no redirects followed); BlockedURLError when it may not be fetched."""
         checked = resolve_url(url, allow_private=self.allow_private, resolver=self.resolver)
-        self.adapter.pins[(checked.scheme, checked.host, checked.port)] = checked
         headers = {**(kwargs.pop("headers", None) or {}), "Host": checked.host_header}
-        return self.session.get(url, headers=headers, allow_redirects=False, **kwargs)
+        # Every address was checked; try them in the resolver's order, as a plain client would
+        # (an IPv6 address first on a machine without IPv6 must not fail the fetch).
+        for n, address in enumerate(checked.addresses):
+            self.adapter.pins[(checked.scheme, checked.host, checked.port)] = replace(checked, addresses=(address,))
+            try:
+                return self.session.get(url, headers=headers, allow_redirects=False, **kwargs)
+            except requests.exceptions.ConnectionError:
+                if n == len(checked.addresses) - 1:
+                    raise
+        raise BlockedURLError(f"host {checked.host!r} has no address")  # unreachable: resolve_url never gives none
 
     def close(self) -> None:
         self.session.close()

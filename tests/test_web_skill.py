@@ -171,6 +171,34 @@ def test_host_is_resolved_once_and_the_connection_goes_to_the_checked_address(wo
     assert len(answers) == 1  # the client did not resolve the name a second time
 
 
+def test_a_checked_address_that_refuses_the_connection_falls_through_to_the_next(workspace, monkeypatch):
+    """A name with two checked addresses, the first unreachable (like IPv6 on a machine without
+    it): the fetch goes to the second, still with the name in the Host header, resolved once."""
+    import socket
+
+    server = _serve("127.0.0.1")
+    port = server.server_address[1]
+    answers = []
+    real = socket.getaddrinfo
+
+    def two_addresses(host, *args, **kwargs):
+        if host != "two.test":
+            return real(host, *args, **kwargs)
+        answers.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in ("127.0.0.3", "127.0.0.1")]
+
+    monkeypatch.setattr(socket, "getaddrinfo", two_addresses)
+    _Recording.seen = []
+    try:
+        result = run(workspace, {"url": f"http://two.test:{port}/page"}, allow_private=True)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.ok and "Recipe" in result.value["text"], result
+    assert _Recording.seen == [("127.0.0.1", "/page", f"two.test:{port}")]
+    assert answers == ["two.test"]
+
+
 def test_a_rebinding_name_never_reaches_the_internal_address_it_answers_second(workspace, monkeypatch):
     """The check and the connection must not resolve separately: a name answering an address the
     guard lets through first and loopback second must not reach the loopback server."""
