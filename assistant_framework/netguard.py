@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+import idna  # a dependency of requests: the IDNA encoder urllib3 and requests use
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import LocationParseError
@@ -103,6 +104,13 @@ def parse_checked(url: str) -> tuple[str, str, int]:
     if not host:
         raise BlockedURLError(f"URL {url!r} has no host")
     other = (urlsplit(url).hostname or "").lower()
+    if other != host and not other.isascii():
+        # urllib3 writes a non-ASCII name in its IDNA form (xn--...), urllib keeps it as typed;
+        # compare the same form (idna is what urllib3 and requests use for it).
+        try:
+            other = idna.encode(other, uts46=True).decode("ascii")
+        except idna.IDNAError:
+            pass
     if other != host:
         raise BlockedURLError(f"URL {url!r} is ambiguous (host {host!r} or {other!r}); refused")
     return scheme, host, parts.port or _DEFAULT_PORTS[scheme]

@@ -104,7 +104,8 @@ def _serve(host: str, port: int = 0) -> ThreadingHTTPServer:
 
 @pytest.mark.parametrize("trick", ["http://127.0.0.1:{port}\\@8.8.8.8/page", "http://127.0.0.1:{port}\\\\@8.8.8.8/page",
                                    "http://8.8.8.8@127.0.0.1:{port}/page", "http://127.0.0.1:{port}/pa ge",
-                                   "http://127.0.0.1:{port}\t@8.8.8.8/page"])
+                                   "http://127.0.0.1:{port}\t@8.8.8.8/page", "http://127。0。0。1:{port}/page",
+                                   "http://ｌｏｃａｌｈｏｓｔ:{port}/page"])
 def test_url_parser_tricks_never_reach_an_internal_server(workspace, trick):
     _Recording.seen = []
     server = _serve("127.0.0.1")
@@ -197,6 +198,32 @@ def test_a_checked_address_that_refuses_the_connection_falls_through_to_the_next
     assert result.ok and "Recipe" in result.value["text"], result
     assert _Recording.seen == [("127.0.0.1", "/page", f"two.test:{port}")]
     assert answers == ["two.test"]
+
+
+def test_a_name_with_non_ascii_letters_is_fetched_under_its_idna_form(workspace, monkeypatch):
+    import socket
+
+    server = _serve("127.0.0.1")
+    port = server.server_address[1]
+    asked = []
+    real = socket.getaddrinfo
+
+    def resolver(host, *args, **kwargs):
+        if not str(host).startswith("xn--"):
+            return real(host, *args, **kwargs)
+        asked.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolver)
+    _Recording.seen = []
+    try:
+        result = run(workspace, {"url": f"http://bücher.test:{port}/page"}, allow_private=True)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.ok and "Recipe" in result.value["text"], result
+    assert asked == ["xn--bcher-kva.test"]
+    assert _Recording.seen == [("127.0.0.1", "/page", f"xn--bcher-kva.test:{port}")]
 
 
 def test_a_rebinding_name_never_reaches_the_internal_address_it_answers_second(workspace, monkeypatch):
