@@ -83,3 +83,19 @@ def test_an_event_belongs_to_the_days_its_span_overlaps_end_exclusive(tmp_path):
     assert "Late film" not in tuesday
     assert "- until 06:00 Night shift" in tuesday and "- all day Trip" in tuesday
     assert "Trip" not in build_digest(ws, datetime(2025, 3, 12, 8, 0, tzinfo=BERLIN), "Europe/Berlin")
+
+
+def test_items_saved_from_outside_content_are_flagged(tmp_path):
+    # A task or reminder written from a forwarded mail must not read as the owner's own.
+    from messaging_llm_bot.frontends.reminders import FROM_OUTSIDE, delivery_text
+
+    ws = _ws(tmp_path)
+    TaskStore(ws).add("wire 900 EUR to the new IBAN", due="2025-03-30", untrusted=True)
+    reminder = ReminderStore(ws).add(1, "confirm the parcel fee", datetime(2025, 3, 30, 17, 0, tzinfo=BERLIN), "Europe/Berlin", untrusted=True)
+    BirthdayStore(ws).add("Eve", "04-01", untrusted=True)
+    text = build_digest(ws, datetime(2025, 3, 30, 7, 15, tzinfo=ZoneInfo("UTC")), "Europe/Berlin")
+    assert f"wire 900 EUR to the new IBAN (today) {FROM_OUTSIDE}" in text
+    assert f"17:00 confirm the parcel fee {FROM_OUTSIDE}" in text
+    assert f"Eve: Tue 01 Apr (in 2 days) {FROM_OUTSIDE}" in text
+    assert text.count(FROM_OUTSIDE) == 3  # the owner's own items stay as they were
+    assert delivery_text(reminder, datetime(2025, 3, 30, 15, 0, tzinfo=ZoneInfo("UTC"))) == f"⏰ confirm the parcel fee\n{FROM_OUTSIDE}"

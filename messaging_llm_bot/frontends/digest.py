@@ -11,9 +11,11 @@ from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors.days import covered_days, parse_moment
 from assistant_framework.stores.people import BirthdayStore
+from assistant_framework.stores.provenance import is_untrusted
 from assistant_framework.stores.reminders import ReminderStore, due_at_of
 from assistant_framework.stores.tasks import TaskStore
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.frontends.reminders import FROM_OUTSIDE
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,11 @@ def _safe(section):
     return wrapper
 
 
+def _outside(record: dict) -> str:
+    """A short flag for an item saved from outside content, so it never reads as the owner's own."""
+    return f" {FROM_OUTSIDE}" if is_untrusted(record) else ""
+
+
 @_safe
 def _tasks(workspace: Workspace, today: date) -> str:
     tasks = TaskStore(workspace).due_or_overdue(today)
@@ -66,7 +73,7 @@ def _tasks(workspace: Workspace, today: date) -> str:
         due = str(task.get("due") or "")
         when = "today" if due[:10] == today.isoformat() else f"overdue since {due[:10]}"
         clock = f" {due[11:16]}" if len(due) > 10 else ""
-        lines.append(f"- {task.get('title', '(untitled)')} ({when}{clock})")
+        lines.append(f"- {task.get('title', '(untitled)')} ({when}{clock}){_outside(task)}")
     return "\n".join(lines)
 
 
@@ -80,7 +87,7 @@ def _reminders(workspace: Workspace, local_now: datetime) -> str:
             continue
         local_due = due.astimezone(tz)
         if local_due.date() <= local_now.date():
-            note = " (missed)" if local_due < local_now else ""
+            note = (" (missed)" if local_due < local_now else "") + _outside(reminder)
             rows.append(f"- {local_due.strftime('%H:%M')} {reminder.get('text', '')}{note}"
                         if local_due.date() == local_now.date()
                         else f"- {local_due.strftime('%Y-%m-%d %H:%M')} {reminder.get('text', '')}{note}")
@@ -128,7 +135,7 @@ def _birthdays(workspace: Workspace, today: date) -> str:
     for when, row in found:
         days = (when - today).days
         label = "today" if days == 0 else "tomorrow" if days == 1 else f"{when.strftime('%a %d %b')} (in {days} days)"
-        lines.append(f"- {row.get('name', '?')}: {label}")
+        lines.append(f"- {row.get('name', '?')}: {label}{_outside(row)}")
     return "\n".join(lines)
 
 

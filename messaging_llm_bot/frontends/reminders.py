@@ -15,6 +15,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from assistant_framework.stores.provenance import is_untrusted
+
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 30.0
@@ -23,6 +25,10 @@ LATE_AFTER = timedelta(seconds=90)
 JOB_PREFIX = "reminder:"
 
 SendFn = Callable[[int | None, str], Awaitable[bool]]
+
+
+#: Shown to the owner under an item saved from outside content (a forward, mail, page or file).
+FROM_OUTSIDE = "(from a message, mail or page you received)"
 
 
 def field(record: Any, name: str, default: Any = None) -> Any:
@@ -84,6 +90,9 @@ def plan(reminder: Any, now: datetime, default_tz: str = "UTC") -> Plan:
 def delivery_text(reminder: Any, now: datetime, default_tz: str = "UTC") -> str:
     """The message for a reminder; with a late note in the reminder's local time when overdue."""
     text = str(field(reminder, "text") or "").strip() or "(reminder)"
+    if is_untrusted({"untrusted": field(reminder, "untrusted")}):
+        # Saved from a forward, mail or page: it must not read as the bot's own advice.
+        text = f"{text}\n{FROM_OUTSIDE}"
     due = due_time(reminder, default_tz)
     if now - due <= LATE_AFTER:
         return f"⏰ {text}"
