@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,29 @@ def bot_config(chat_server: FakeChatServer, test_skills_dir: Path) -> dict:
         "telegram": {"token": ""},
     }
 
+
+
+#: The clock of ``memory_agent``'s agent.
+AGENT_CLOCK = datetime(2026, 3, 3, 13, 5, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def memory_agent(bot_config: dict, workspace: Workspace):
+    """(agent, memory, workspace): memory on with recall off (only skills bring stored text in),
+    ``write: allow``, the clock at ``AGENT_CLOCK``."""
+    from assistant_framework.memory import MemoryService
+    from assistant_framework.skills import SkillManager
+    from messaging_llm_bot.agent.loop import Agent
+    from messaging_llm_bot.llm.client import LLMClient
+
+    config = dict(bot_config, policy={"capabilities": {"write": "allow"}}, memory={"recall": {"enabled": False}})
+    memory = MemoryService(workspace, config, start_worker=False)
+    agent = Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]),
+                  clock=lambda: AGENT_CLOCK, memory=memory)
+    try:
+        yield agent, memory, workspace
+    finally:
+        memory.close()
 
 MODEL_TESTS_ENV = "ASSISTANT_MODEL_TESTS"
 

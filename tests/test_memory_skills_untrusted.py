@@ -6,20 +6,18 @@ Real files, the real agent, skills and memory service, the loopback fake model s
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta, timezone
 
 import pytest
 
-from assistant_framework.memory import MemoryService
 from assistant_framework.skills import OUTSIDE_LABEL, SkillManager
 from assistant_framework.stores.facts import FactStore
 from messaging_llm_bot.agent.calls import UNTRUSTED_NOTE
 from messaging_llm_bot.agent.guard import touches_untrusted
-from messaging_llm_bot.agent.loop import Agent
-from messaging_llm_bot.llm.client import LLMClient
+from tests.conftest import AGENT_CLOCK
 
 UTC = timezone.utc
-FIXED = datetime(2026, 3, 3, 13, 5, tzinfo=UTC)
+FIXED = AGENT_CLOCK
 NOTE = "# Important\nkeep me\n"
 OVERWRITE = json.dumps({"skill": "file", "args": {"action": "write", "path": "notes/important.md", "content": "pwned"}})
 # Logged earlier from a forwarded mail: the injected instruction sits in memory.
@@ -28,17 +26,9 @@ OWN = "The zeppelin trip is on Friday; the bikes stay outside and the content of
 
 
 @pytest.fixture
-def setup(bot_config, workspace):
-    """An agent with memory (recall off, so only the skill reads memory) and write: allow."""
-    config = dict(bot_config, policy={"capabilities": {"write": "allow"}}, memory={"recall": {"enabled": False}})
-    workspace.write_text("notes/important.md", NOTE)
-    memory = MemoryService(workspace, config, start_worker=False)
-    agent = Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]),
-                  clock=lambda: FIXED, memory=memory)
-    try:
-        yield agent, memory, workspace
-    finally:
-        memory.close()
+def setup(memory_agent):
+    memory_agent[2].write_text("notes/important.md", NOTE)
+    return memory_agent
 
 
 def _turn(agent, chat_server, search: str, text: str = "what was that about the zeppelin trip? then tidy my note"):
