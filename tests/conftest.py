@@ -100,6 +100,21 @@ def bot_config(chat_server: FakeChatServer, test_skills_dir: Path) -> dict:
 
 
 
+
+@pytest.fixture
+def dns(monkeypatch: pytest.MonkeyPatch):
+    """install({name: [answers...]}) -> FakeDNS, installed as socket.getaddrinfo for the test."""
+    import socket
+
+    from tests.fakes.dns import FakeDNS
+
+    def install(answers: dict) -> FakeDNS:
+        resolver = FakeDNS(answers, socket.getaddrinfo)
+        monkeypatch.setattr(socket, "getaddrinfo", resolver)
+        return resolver
+
+    return install
+
 #: The clock of ``memory_agent``'s agent.
 AGENT_CLOCK = datetime(2026, 3, 3, 13, 5, tzinfo=timezone.utc)
 

@@ -22,6 +22,7 @@ import requests
 
 from assistant_framework import netguard
 from assistant_framework.netguard import GuardedSession
+from tests.fakes.dns import FakeDNS, loopback_usable
 
 PINNED, OTHER, INTRANET = "pinned.example", "other.example", "intranet.example"
 
@@ -136,49 +137,12 @@ def serve(pki):
         server.server_close()
 
 
-class _DNS:
-    """A resolver for made-up names: each name answers its addresses in turn (the last one repeats).
-
-    It is both injected into GuardedSession and installed as socket.getaddrinfo, so a second lookup
-    anywhere (say by urllib3 at connect time) is counted and gets the rebinding answer."""
-
-    def __init__(self, real, answers: dict[str, list[str]]) -> None:
-        self.real, self.answers, self.calls = real, answers, []
-
-    def __call__(self, host, port, *args, **kwargs):
-        if host not in self.answers:
-            return self.real(host, port, *args, **kwargs)
-        turn = sum(1 for called in self.calls if called == host)
-        self.calls.append(host)
-        address = self.answers[host][min(turn, len(self.answers[host]) - 1)]
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
-
-
-@pytest.fixture
-def dns(monkeypatch):
-    def install(answers: dict[str, list[str]]) -> _DNS:
-        resolver = _DNS(socket.getaddrinfo, answers)
-        monkeypatch.setattr(socket, "getaddrinfo", resolver)
-        return resolver
-
-    return install
-
-
-def _loopback2_usable() -> bool:
-    try:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.2", 0))
-        return True
-    except OSError:
-        return False
-
-
 def test_https_goes_to_the_checked_address_with_the_name_as_sni_host_and_certificate_name(pki, serve, dns):
     """The name answers 127.0.0.1 first and 127.0.0.2 after: the fetch reaches 127.0.0.1 (the
     checked address) with SNI and Host naming the URL's host, and the certificate, which names
     only pinned.example, is accepted, so it was checked against the name and not the address."""
     server = serve(PINNED)
-    trap = serve(PINNED, "127.0.0.2", server.port) if _loopback2_usable() else None
+    trap = serve(PINNED, "127.0.0.2", server.port) if loopback_usable() else None
     resolver = dns({PINNED: ["127.0.0.1", "127.0.0.2"]})
     with GuardedSession(allow_private=True, resolver=resolver) as session:
         response = session.get(f"https://{PINNED}:{server.port}/", verify=pki["ca"], timeout=10)
@@ -227,7 +191,7 @@ def test_https_redirect_to_a_name_answering_an_internal_address_is_refused(pki, 
     to count as public) redirects to https://intranet.example, which resolves to 127.0.0.2. With
     private addresses not allowed that hop is refused before any connection; with them allowed the
     same redirect is followed (so the refusal is the check, not a broken setup)."""
-    if not _loopback2_usable():
+    if not loopback_usable():
         pytest.skip("127.0.0.2 is not usable on this machine")
     from assistant_framework.skills import SkillContext, SkillManager
 
@@ -268,7 +232,7 @@ def test_https_redirect_to_a_name_answering_an_internal_address_is_refused(pki, 
 def test_a_url_without_a_port_is_pinned_to_the_default_port(scheme):
     """requests hands the adapter no port for ``https://name/``; the pin must still be found (443 or
     80) and, for https, keep the name for SNI and the certificate check."""
-    resolver = _DNS(socket.getaddrinfo, {PINNED: ["127.0.0.1"]})
+    resolver = FakeDNS({PINNED: ["127.0.0.1"]})
     with GuardedSession(allow_private=True, resolver=resolver) as session:
         checked = netguard.resolve_url(f"{scheme}://{PINNED}/", allow_private=True, resolver=resolver)
         session.adapter.pins[(checked.scheme, checked.host, checked.port)] = checked

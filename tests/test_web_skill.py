@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from assistant_framework.skills import SkillContext, SkillManager
+from tests.fakes.dns import loopback_usable
 
 PAGES = {
     "/page": ("text/html; charset=utf-8", "<html><head><title>T</title><script>x()</script></head>"
@@ -136,131 +137,61 @@ def test_public_addresses_stay_allowed(host):
     assert check_url(f"http://{host}/", resolve=False)
 
 
-def test_host_is_resolved_once_and_the_connection_goes_to_the_checked_address(workspace, monkeypatch):
-    """A rebinding name (first answer A, then B): the fetch connects to A, the address it checked,
-    with the name kept in the Host header; B never sees a request."""
-    import socket
-
-    first = _serve("127.0.0.1")
-    port = first.server_address[1]
-    try:
-        second = _serve("127.0.0.2", port)
-    except OSError:
-        first.shutdown()
-        first.server_close()
-        pytest.skip("127.0.0.2 is not usable on this machine")
-    answers = []
-    real = socket.getaddrinfo
-
-    def rebinding(host, *args, **kwargs):
-        if host != "rebind.test":
-            return real(host, *args, **kwargs)
-        answers.append(host)
-        address = "127.0.0.1" if len(answers) == 1 else "127.0.0.2"
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
-
-    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+def _fetch(workspace, url: str, *servers: ThreadingHTTPServer, allow_private: bool = True):
+    """Run the web skill on ``url``, then stop ``servers``."""
     _Recording.seen = []
     try:
-        result = run(workspace, {"url": f"http://rebind.test:{port}/page"}, allow_private=True)
+        return run(workspace, {"url": url}, allow_private=allow_private)
     finally:
-        for server in (first, second):
+        for server in servers:
             server.shutdown()
             server.server_close()
+
+
+def test_host_is_resolved_once_and_the_connection_goes_to_the_checked_address(workspace, dns):
+    """A rebinding name (first answer A, then B): the fetch connects to A, the address it checked,
+    with the name kept in the Host header; B never sees a request."""
+    if not loopback_usable():
+        pytest.skip("127.0.0.2 is not usable on this machine")
+    first = _serve("127.0.0.1")
+    port = first.server_address[1]
+    second = _serve("127.0.0.2", port)
+    resolver = dns({"rebind.test": ["127.0.0.1", "127.0.0.2"]})
+    result = _fetch(workspace, f"http://rebind.test:{port}/page", first, second)
     assert result.ok and "Recipe" in result.value["text"]
     assert _Recording.seen == [("127.0.0.1", "/page", f"rebind.test:{port}")]
-    assert len(answers) == 1  # the client did not resolve the name a second time
+    assert resolver.calls == ["rebind.test"]  # the client did not resolve the name a second time
 
 
-def test_a_checked_address_that_refuses_the_connection_falls_through_to_the_next(workspace, monkeypatch):
+def test_a_checked_address_that_refuses_the_connection_falls_through_to_the_next(workspace, dns):
     """A name with two checked addresses, the first unreachable (like IPv6 on a machine without
     it): the fetch goes to the second, still with the name in the Host header, resolved once."""
-    import socket
-
     server = _serve("127.0.0.1")
     port = server.server_address[1]
-    answers = []
-    real = socket.getaddrinfo
-
-    def two_addresses(host, *args, **kwargs):
-        if host != "two.test":
-            return real(host, *args, **kwargs)
-        answers.append(host)
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in ("127.0.0.3", "127.0.0.1")]
-
-    monkeypatch.setattr(socket, "getaddrinfo", two_addresses)
-    _Recording.seen = []
-    try:
-        result = run(workspace, {"url": f"http://two.test:{port}/page"}, allow_private=True)
-    finally:
-        server.shutdown()
-        server.server_close()
+    resolver = dns({"two.test": [["127.0.0.3", "127.0.0.1"]]})
+    result = _fetch(workspace, f"http://two.test:{port}/page", server)
     assert result.ok and "Recipe" in result.value["text"], result
     assert _Recording.seen == [("127.0.0.1", "/page", f"two.test:{port}")]
-    assert answers == ["two.test"]
+    assert resolver.calls == ["two.test"]
 
 
-def test_a_name_with_non_ascii_letters_is_fetched_under_its_idna_form(workspace, monkeypatch):
-    import socket
-
+def test_a_name_with_non_ascii_letters_is_fetched_under_its_idna_form(workspace, dns):
     server = _serve("127.0.0.1")
     port = server.server_address[1]
-    asked = []
-    real = socket.getaddrinfo
-
-    def resolver(host, *args, **kwargs):
-        if not str(host).startswith("xn--"):
-            return real(host, *args, **kwargs)
-        asked.append(host)
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
-
-    monkeypatch.setattr(socket, "getaddrinfo", resolver)
-    _Recording.seen = []
-    try:
-        result = run(workspace, {"url": f"http://bücher.test:{port}/page"}, allow_private=True)
-    finally:
-        server.shutdown()
-        server.server_close()
+    resolver = dns({"xn--bcher-kva.test": ["127.0.0.1"]})
+    result = _fetch(workspace, f"http://bücher.test:{port}/page", server)
     assert result.ok and "Recipe" in result.value["text"], result
-    assert asked == ["xn--bcher-kva.test"]
+    assert resolver.calls == ["xn--bcher-kva.test"]
     assert _Recording.seen == [("127.0.0.1", "/page", f"xn--bcher-kva.test:{port}")]
 
 
-def test_a_rebinding_name_never_reaches_the_internal_address_it_answers_second(workspace, monkeypatch):
+def test_a_rebinding_name_never_reaches_the_internal_address_it_answers_second(workspace, dns):
     """The check and the connection must not resolve separately: a name answering an address the
     guard lets through first and loopback second must not reach the loopback server."""
-    import socket
-
-    internal = _serve("127.0.0.2") if _loopback2_usable() else _serve("127.0.0.1")
+    internal = _serve("127.0.0.2") if loopback_usable() else _serve("127.0.0.1")
     address, port = internal.server_address[:2]
-    answers = []
-    real = socket.getaddrinfo
-
-    def rebinding(host, *args, **kwargs):
-        if host != "rebind.test":
-            return real(host, *args, **kwargs)
-        answers.append(host)
-        # The old guard let carrier-grade NAT through; a rebinding server answers loopback next.
-        first = len(answers) == 1
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("100.64.0.1" if first else address, port))]
-
-    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
-    _Recording.seen = []
-    try:
-        result = run(workspace, {"url": f"http://rebind.test:{port}/page"}, allow_private=False)
-    finally:
-        internal.shutdown()
-        internal.server_close()
+    # The old guard let carrier-grade NAT through; a rebinding server answers loopback next.
+    resolver = dns({"rebind.test": ["100.64.0.1", address]})
+    result = _fetch(workspace, f"http://rebind.test:{port}/page", internal, allow_private=False)
     assert not result.ok and "internal address" in result.error
-    assert _Recording.seen == [] and len(answers) == 1
-
-
-def _loopback2_usable() -> bool:
-    import socket
-
-    try:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.2", 0))
-        return True
-    except OSError:
-        return False
+    assert _Recording.seen == [] and resolver.calls == ["rebind.test"]
