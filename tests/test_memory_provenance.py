@@ -117,7 +117,7 @@ def test_the_facts_skill_marks_what_it_stores_in_an_untrusted_turn(bot_config, w
     chat_server.enqueue(add, '{"reply": "Saved."}')
     agent.handle_message("c1", FORWARD, untrusted=True)
     chat_server.enqueue(json.dumps({"skill": "facts", "args": {"action": "add", **OWN}}), '{"reply": "Saved."}')
-    agent.handle_message("c1", "I always drink green tea")
+    agent.handle_message("c2", "I always drink green tea")  # in c1 the forward is still in the prompt's history
     facts = {f["attribute"]: f for f in FactStore(workspace).all()}
     assert facts["notes recipient"]["untrusted"] is True and "untrusted" not in facts["favourite drink"]
 

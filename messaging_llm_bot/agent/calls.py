@@ -68,13 +68,13 @@ class CallRunner:
             return self._finish_call(call, record, turn, format_skill_error(call.skill, result.error or "invalid args", schema_hint(skills, call.skill)), emit)
         if turn.guest is not None and turn.area is None:
             turn.area = guest_workspace(self.workspace, turn.conversation_id)
-        gate = self.gate.check(skill, call.args, untrusted=turn.untrusted, approve=turn.approve, chat=context.chat_id,
+        gate = self.gate.check(skill, call.args, untrusted=turn.guarded, approve=turn.approve, chat=context.chat_id,
                                workspace=turn.area, guest=turn.guest is not None)
         record["decision"] = gate.decision.action
         if not gate.allowed:
             record.update(ok=False, error=gate.refusal, error_kind="not_allowed")
             return self._finish_call(call, record, turn, format_skill_result(call.skill, f"Not done: {gate.refusal}", self.settings.skill_result_limit_chars), emit)
-        context.untrusted = turn.untrusted
+        context.untrusted = turn.guarded
         result = skills.run(call.skill, call.args, context, workspace=turn.area)
         self.gate.audit(context.chat_id, call.skill, call.args, gate.decision.action, "ok" if result.ok else "error", result.error)
         record.update(ok=result.ok, elapsed_s=round(result.elapsed_s, 4))

@@ -67,6 +67,11 @@ def trim_history(messages: list[dict], budget_chars: int, low_water: float = TRI
     return [m for g in groups[start:] for m in g]
 
 
+def holds_outside_content(history: list[dict]) -> bool:
+    """True when a message of ``history`` came from a turn that outside content entered (pure)."""
+    return any(m.get("untrusted") is True for m in history)
+
+
 def prompt_messages(history: list[dict]) -> list[dict]:
     """History entries as Chat Completions messages (role and content only)."""
     return [{"role": m["role"], "content": m["content"]} for m in history]
@@ -111,13 +116,17 @@ class HistoryStore:
             return []
         return [m for m in data if isinstance(m, dict) and m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)]
 
-    def append_pair(self, conversation_id: str, user_text: str, reply: str, *, budget_chars: int, when: datetime | None = None) -> list[dict]:
-        """Add one user/assistant pair and store the history trimmed to the budget; returns it."""
+    def append_pair(self, conversation_id: str, user_text: str, reply: str, *, budget_chars: int,
+                    when: datetime | None = None, untrusted: bool = False) -> list[dict]:
+        """Add one user/assistant pair and store the history trimmed to the budget; returns it.
+        ``untrusted``: outside content entered that turn (kept as ``"untrusted": true``)."""
         stamp = when.isoformat(timespec="seconds") if when else None
         new = [{"role": "user", "content": user_text}, {"role": "assistant", "content": reply}]
-        if stamp:
-            for message in new:
+        for message in new:
+            if stamp:
                 message["time"] = stamp
+            if untrusted:
+                message["untrusted"] = True
         old = self.load(conversation_id)
         history = trim_history(old + new, budget_chars)
         with self._cache_lock:

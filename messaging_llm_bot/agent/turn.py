@@ -54,6 +54,13 @@ class TurnRecord:
     error: str | None = None
     log_ids: list = field(default_factory=list)
     untrusted: bool = False  # content from outside entered the turn: guarded calls need confirmation
+    history_outside: bool = False  # the prompt's history holds an earlier turn's outside content
+
+    @property
+    def guarded(self) -> bool:
+        """Outside content is in front of the model (this turn's or the history's): guarded calls
+        need confirmation and what a skill writes is marked; the turn's own log stays as it was."""
+        return self.untrusted or self.history_outside
     approve: Any = None  # the frontend's confirmation callback for "ask" decisions, or None
     guest: frozenset[str] | None = None  # a guest turn (not the owner's own chat): the skills it may call
     area: Any = None  # a guest turn's Workspace (the chat's own folder), made on first use
