@@ -67,9 +67,11 @@ def trim_history(messages: list[dict], budget_chars: int, low_water: float = TRI
     return [m for g in groups[start:] for m in g]
 
 
-def holds_outside_content(history: list[dict]) -> bool:
-    """True when a message of ``history`` came from a turn that outside content entered (pure)."""
-    return any(m.get("untrusted") is True for m in history)
+def outside_in_history(history: list[dict]) -> tuple[bool, bool]:
+    """(any message from a turn outside content entered, any such message or one written while
+    such a message was in the prompt) for ``history`` (pure). See ``HistoryStore.append_pair``."""
+    original = any(m.get("untrusted") is True for m in history)
+    return original, original or any(m.get("derived") is True for m in history)
 
 
 def prompt_messages(history: list[dict]) -> list[dict]:
@@ -117,9 +119,14 @@ class HistoryStore:
         return [m for m in data if isinstance(m, dict) and m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)]
 
     def append_pair(self, conversation_id: str, user_text: str, reply: str, *, budget_chars: int,
-                    when: datetime | None = None, untrusted: bool = False) -> list[dict]:
+                    when: datetime | None = None, untrusted: bool = False, derived: bool = False) -> list[dict]:
         """Add one user/assistant pair and store the history trimmed to the budget; returns it.
-        ``untrusted``: outside content entered that turn (kept as ``"untrusted": true``)."""
+
+        ``untrusted``: outside content entered that turn (``"untrusted": true`` on both messages).
+        ``derived``: the turn ran with such a message in its prompt, so its reply may restate the
+        outside text (``"derived": true`` on the reply). Only one generation: a turn that saw
+        derived messages alone writes plain ones, so the guard ends once both have left the window.
+        """
         stamp = when.isoformat(timespec="seconds") if when else None
         new = [{"role": "user", "content": user_text}, {"role": "assistant", "content": reply}]
         for message in new:
@@ -127,6 +134,8 @@ class HistoryStore:
                 message["time"] = stamp
             if untrusted:
                 message["untrusted"] = True
+        if derived and not untrusted:
+            new[1]["derived"] = True
         old = self.load(conversation_id)
         history = trim_history(old + new, budget_chars)
         with self._cache_lock:

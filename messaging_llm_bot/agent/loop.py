@@ -27,7 +27,7 @@ from messaging_llm_bot.agent.calls import CallRunner
 from messaging_llm_bot.agent.settings import BotSettings
 from messaging_llm_bot.agent.locks import ConversationLock
 from messaging_llm_bot.agent.guard import ApproveCallback, CallGate
-from messaging_llm_bot.agent.history import HistoryStore, holds_outside_content, message_chars, prompt_messages, trim_history
+from messaging_llm_bot.agent.history import HistoryStore, message_chars, outside_in_history, prompt_messages, trim_history
 from messaging_llm_bot.agent.honesty import honest_reply
 from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
 from messaging_llm_bot.llm.structured import REPLY_SCHEMA, complete_structured
@@ -228,16 +228,19 @@ class Agent:
         system = self.prompt.system_prompt() if turn.guest is None else self.prompt.guest_prompt(turn.guest)
         budget = self.settings.history_budget_chars
         history = trim_history(self.history.load(conversation_id), budget)
-        # A forwarded mail two turns ago is still in the prompt: its text can steer this turn too.
-        turn.history_outside = holds_outside_content(history)
+        # A forwarded mail two turns ago (or a reply that restated it) is still in the prompt: its
+        # text can steer this turn too.
+        turn.history_original, turn.history_outside = outside_in_history(history)
         user_message = final_user_message(turn.text, turn.now, self.settings.timezone, recall_block=recall_block, untrusted=turn.guarded)
         turn.sizes = section_sizes(system, history, user_message)
 
         reply, ok = self._loop(turn, system.text, history, user_message, context, emit, stream)
         if ok:
             reply = honest_reply(reply, turn.saved_to, turn.wrote_memory)
-            self.history.append_pair(conversation_id, turn.text, reply, budget_chars=budget, when=turn.now, untrusted=turn.untrusted)
-            self._log_turn(turn, "assistant", reply, message_id=None, meta={"trace_id": turn.trace_id, **({"untrusted": True} if turn.untrusted else {})})
+            self.history.append_pair(conversation_id, turn.text, reply, budget_chars=budget, when=turn.now,
+                                     untrusted=turn.untrusted, derived=turn.history_original)
+            # A reply written with outside content in view may restate it: logged (and extracted) as outside.
+            self._log_turn(turn, "assistant", reply, message_id=None, meta={"trace_id": turn.trace_id, **({"untrusted": True} if turn.guarded else {})})
         return reply, ok
 
     def _log_turn(self, turn: TurnRecord, role: str, text: str, *, message_id, meta: dict) -> None:
@@ -365,7 +368,7 @@ class Agent:
             try:
                 ids = tuple(i for i in turn.log_ids if i)
                 # An untrusted turn's facts are stored marked: outside text never becomes an owner fact.
-                self.memory.after_turn(turn.conversation_id, turn.text, result.reply, turn_ids=ids, untrusted=turn.untrusted)
+                self.memory.after_turn(turn.conversation_id, turn.text, result.reply, turn_ids=ids, untrusted=turn.guarded)
             except Exception:
                 log.exception("memory upkeep after turn %s failed", turn.trace_id)
 

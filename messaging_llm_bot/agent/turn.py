@@ -54,7 +54,8 @@ class TurnRecord:
     error: str | None = None
     log_ids: list = field(default_factory=list)
     untrusted: bool = False  # content from outside entered the turn: guarded calls need confirmation
-    history_outside: bool = False  # the prompt's history holds an earlier turn's outside content
+    history_outside: bool = False  # the prompt's history holds outside content or a reply written beside it
+    history_original: bool = False  # ... and of those, an earlier turn's outside content itself
 
     @property
     def guarded(self) -> bool:
