@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import idna  # a dependency of requests: the IDNA encoder urllib3 and requests use
 import requests
 from requests.adapters import HTTPAdapter
-from urllib3.exceptions import LocationParseError
+from urllib3.exceptions import LocationParseError, NewConnectionError
 from urllib3.util import parse_url
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -167,6 +167,18 @@ def _resolve(host: str, port: int, resolver: Resolver) -> list[str]:
     return found
 
 
+#: How many of a name's checked addresses a fetch tries before it gives up.
+MAX_ADDRESSES_TRIED = 3
+
+
+def _not_connected(exc: requests.exceptions.ConnectionError) -> bool:
+    """True when the request never left: the connection was refused, unreachable or timed out."""
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return True
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(reason, NewConnectionError)
+
+
 class _PinnedAdapter(HTTPAdapter):
     """Connects each (scheme, host, port) to the address checked for it; an unchecked host is refused."""
 
@@ -208,13 +220,16 @@ class GuardedSession:
         checked = resolve_url(url, allow_private=self.allow_private, resolver=self.resolver)
         headers = {**(kwargs.pop("headers", None) or {}), "Host": checked.host_header}
         # Every address was checked; try them in the resolver's order, as a plain client would
-        # (an IPv6 address first on a machine without IPv6 must not fail the fetch).
-        for n, address in enumerate(checked.addresses):
+        # (an IPv6 address first on a machine without IPv6 must not fail the fetch). Only when the
+        # connection could not be made (nothing was sent), and at most MAX_ADDRESSES_TRIED: a
+        # hostile name with dozens of black-holed addresses must not hold the skill for minutes.
+        tried = checked.addresses[:MAX_ADDRESSES_TRIED]
+        for n, address in enumerate(tried):
             self.adapter.pins[(checked.scheme, checked.host, checked.port)] = replace(checked, addresses=(address,))
             try:
                 return self.session.get(url, headers=headers, allow_redirects=False, **kwargs)
-            except requests.exceptions.ConnectionError:
-                if n == len(checked.addresses) - 1:
+            except requests.exceptions.ConnectionError as exc:
+                if n == len(tried) - 1 or not _not_connected(exc):
                     raise
         raise BlockedURLError(f"host {checked.host!r} has no address")  # unreachable: resolve_url never gives none
 

@@ -195,3 +195,39 @@ def test_a_rebinding_name_never_reaches_the_internal_address_it_answers_second(w
     result = _fetch(workspace, f"http://rebind.test:{port}/page", internal, allow_private=False)
     assert not result.ok and "internal address" in result.error
     assert _Recording.seen == [] and resolver.calls == ["rebind.test"]
+
+
+def test_the_fallback_tries_a_few_addresses_and_never_resends_a_request(workspace, dns):
+    """At most MAX_ADDRESSES_TRIED refused addresses are tried; a server that took the request and
+    hung up is an answer (an error), not a reason to send the request to the next address."""
+    import socket
+
+    from assistant_framework.netguard import MAX_ADDRESSES_TRIED
+
+    server = _serve("127.0.0.1")
+    port = server.server_address[1]
+    refused = [f"127.0.0.{n}" for n in range(10, 10 + MAX_ADDRESSES_TRIED)]
+    dns({"far.test": [refused + ["127.0.0.1"]], "near.test": [refused[:-1] + ["127.0.0.1"]]})
+    far = run(workspace, {"url": f"http://far.test:{port}/page"}, allow_private=True)
+    near = _fetch(workspace, f"http://near.test:{port}/page", server)
+    assert not far.ok and near.ok and "Recipe" in near.value["text"]
+
+    hangup = socket.socket()
+    hangup.bind(("127.0.0.1", 0))
+    hangup.listen()
+    taken: list[bytes] = []
+
+    def take_and_hang_up() -> None:
+        conn, _ = hangup.accept()
+        taken.append(conn.recv(65536))
+        conn.close()
+
+    threading.Thread(target=take_and_hang_up, daemon=True).start()
+    second = _serve("127.0.0.2", hangup.getsockname()[1]) if loopback_usable() else None
+    dns({"hangup.test": [["127.0.0.1", "127.0.0.2"]]})
+    try:
+        result = _fetch(workspace, f"http://hangup.test:{hangup.getsockname()[1]}/page", *([second] if second else []))
+    finally:
+        hangup.close()
+    assert not result.ok and taken and taken[0].startswith(b"GET /page")
+    assert _Recording.seen == []  # not sent again to the second address
