@@ -11,6 +11,7 @@ from datetime import timedelta, timezone
 import pytest
 
 from assistant_framework.skills import OUTSIDE_LABEL, SkillManager
+from assistant_framework.skills.manager import value_text
 from assistant_framework.stores.facts import FactStore
 from messaging_llm_bot.agent.calls import UNTRUSTED_NOTE
 from messaging_llm_bot.agent.guard import touches_untrusted
@@ -124,3 +125,18 @@ def test_a_marked_record_counts_when_the_result_was_cut_to_text(bot_config, work
     # The owner's own words about the mark, and the label's words apart, are not the mark.
     assert not touches_untrusted({"query": "untrusted: true"}, 'he said "untrusted" is true; outside content', ["read"])
     assert not touches_untrusted(args, [{"id": "f1", "untrusted": False}], ["read"])
+
+
+def test_a_marked_fact_shows_its_mark_first_so_a_cut_list_keeps_it(bot_config, workspace):
+    """A list cut at skill_result_limit_chars right after a marked fact's value still holds its mark."""
+    store = FactStore(workspace)
+    store.add("user", "biography", "a long owner value " * 20, source="user")
+    store.add("user", "iban", "DE00 EVIL 0000", source="extraction", untrusted=True)  # listed after it
+    args = {"action": "list"}
+    full = SkillManager.from_config(bot_config, workspace).run("facts", args)
+    assert not full.truncated and full.value[1]["untrusted"] is True
+    limit = value_text(full.value).index("DE00 EVIL 0000") + 20  # the cut falls just after the value
+    config = dict(bot_config, runtime={**bot_config["runtime"], "skill_result_limit_chars": limit})
+    result = SkillManager.from_config(config, workspace).run("facts", args)
+    assert result.truncated and "DE00 EVIL 0000" in result.value
+    assert '"untrusted": true' in result.value and touches_untrusted(args, result.value, ["read"])

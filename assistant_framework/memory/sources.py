@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-from ..stores.provenance import front_matter, is_untrusted  # noqa: F401  (front_matter: imported from here too)
+# front_matter: imported from here too (episodes)
+from ..stores.provenance import UNTRUSTED_RECORD, front_matter, is_untrusted, json_records
 
 #: (glob on the workspace-relative path, source name); first match wins.
 #: ``{1}`` in a source name is replaced by the first path component after the prefix.
@@ -207,21 +208,20 @@ def record_entry(record: Any, rel: str, ref: str, seq: int, source: str, default
 
 
 def json_entries(data: bytes, rel: str, source: str, default_time: str | None) -> list[Entry]:
-    """One entry per record of a JSON list (or of the list inside a one-list object); a record is
-    outside when it, or the one-list object around it, is marked ``"untrusted": true``."""
+    """One entry per record of a JSON list (or of the list inside a one-list object, or per value of
+    an object of objects; ``provenance.json_records``); a record is outside when it, or the
+    one-list object around it, is marked ``"untrusted": true``. A file that does not parse is
+    indexed as text, all outside when it holds a marked record anywhere (a marked document that
+    an append made unparseable keeps its mark)."""
     try:
         obj = json.loads(data)
     except (ValueError, UnicodeDecodeError):
-        return text_entries(data, rel, source, default_time)
-    records: list[Any] | None = None
-    if isinstance(obj, list):
-        records = obj
-    elif isinstance(obj, dict):
-        lists = [v for v in obj.values() if isinstance(v, list)]
-        if len(lists) == 1 and all(isinstance(v, (dict, str)) for v in lists[0]):
-            records = lists[0]
-        elif obj and all(isinstance(v, dict) for v in obj.values()):
-            records = [{"key": k, **v} for k, v in obj.items()]
+        entries = text_entries(data, rel, source, default_time)
+        if UNTRUSTED_RECORD.search(data.decode("utf-8", errors="replace")):
+            for entry in entries:
+                entry.outside = True
+        return entries
+    records = json_records(obj)
     if records is None:
         entry = record_entry(obj, rel, "all", 1, source, default_time)
         return [entry] if entry else []

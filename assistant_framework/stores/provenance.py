@@ -10,15 +10,24 @@ stored marked, in the two forms the memory index reads:
 
 Records and files without the mark (every older file) are the owner's. The mark is the owner's to
 remove: delete the key or the line (or set it to ``false``) and the item counts as trusted.
+
+Whatever ``mark_text`` returns is read as marked (``is_marked_text``), and a JSON document counts as
+marked only when every record the memory index makes of it carries the mark (``json_marked``; the
+index walks it with the same ``json_records``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 UNTRUSTED_KEY = "untrusted"
 UNTRUSTED_FRONT_MATTER = "---\nuntrusted: true\n---\n"
+#: A JSON record marked as taken from outside content, as it appears in text (a result cut to text,
+#: a JSON file that no longer parses).
+UNTRUSTED_RECORD = re.compile(r'"untrusted"\s*:\s*true\b')
+BOM = "\ufeff"
 #: Files whose front matter the memory index reads (the same suffixes it indexes as text).
 MARKABLE_TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".org", ".rst")
 MARKABLE_JSON_SUFFIXES = (".json",)
@@ -38,8 +47,10 @@ def is_untrusted(record: object) -> bool:
 def front_matter(text: str) -> tuple[dict[str, str], int]:
     """``key: value`` lines between a first line ``---`` and the next ``---`` (lower-case keys),
     and how many lines that block takes; ({}, 0) when the text has none. Indented lines and
-    ``- item`` lines after a key continue its (YAML) value and are skipped."""
-    lines = text.splitlines()
+    ``- item`` lines after a key continue its (YAML) value and are skipped. A byte order mark
+    before the first ``---`` (an editor's) is ignored; the block must close within
+    ``_FRONT_MATTER_LINES`` lines."""
+    lines = text.removeprefix(BOM).splitlines()
     if not lines or lines[0].strip() != "---":
         return {}, 0
     found: dict[str, str] = {}
@@ -73,14 +84,21 @@ def split_marked(text: str) -> tuple[bool, str]:
 
 def mark_text(text: str) -> str:
     """``text`` with ``untrusted: true`` in its front matter: added to the block it has (an existing
-    ``untrusted`` line replaced), or a new block before it."""
-    meta, size = front_matter(text)
-    if not size:
-        return UNTRUSTED_FRONT_MATTER + text
-    lines = text.splitlines(keepends=True)
-    block = [line for line in lines[1:size - 1]
-             if line[:1].isspace() or line.partition(":")[0].strip().lower() != UNTRUSTED_KEY]
-    return f"---\n{UNTRUSTED_KEY}: true\n" + "".join(block) + "".join(lines[size - 1:])
+    ``untrusted`` line replaced), or a new block before it. A leading byte order mark stays first.
+    The result always reads as marked (``is_marked_text``): when the merged block would not (it
+    would close past the lines ``front_matter`` reads), a new block goes before the text instead."""
+    bom = BOM if text.startswith(BOM) else ""
+    body = text[len(bom):]
+    meta, size = front_matter(text)  # read past one byte order mark, as ``body`` starts
+    if size:
+        lines = body.splitlines(keepends=True)
+        newline = lines[0][len(lines[0].rstrip("\r\n")):] or "\n"  # the file's own line ends (CRLF stays CRLF)
+        block = [line for line in lines[1:size - 1]
+                 if line[:1].isspace() or line.partition(":")[0].strip().lower() != UNTRUSTED_KEY]
+        merged = bom + f"---{newline}{UNTRUSTED_KEY}: true{newline}" + "".join(block) + "".join(lines[size - 1:])
+        if is_marked_text(merged):
+            return merged
+    return bom + UNTRUSTED_FRONT_MATTER + body
 
 
 def mark_record(record: dict) -> dict:
@@ -95,6 +113,37 @@ def shown(record: dict) -> dict:
     if not is_untrusted(record):
         return record
     return {UNTRUSTED_KEY: True, **{k: v for k, v in record.items() if k != UNTRUSTED_KEY}}
+
+
+def quote_lines(text: str) -> str:
+    """Every line of ``text`` prefixed with ``> ``: shown so, outside text cannot pass for a heading
+    or a section of the prompt around it."""
+    return "\n".join("> " + line for line in (text or "").splitlines() or [""])
+
+
+def json_records(obj: Any) -> list[Any] | None:
+    """The records the memory index makes of a parsed JSON document: the items of a list, or of the
+    one list of an object (of objects and strings), or the values of an object of objects (each with
+    its name as ``key``); None when the document is one record, itself."""
+    if isinstance(obj, list):
+        return obj
+    if isinstance(obj, dict):
+        lists = [v for v in obj.values() if isinstance(v, list)]
+        if len(lists) == 1 and all(isinstance(v, (dict, str)) for v in lists[0]):
+            return lists[0]
+        if obj and all(isinstance(v, dict) for v in obj.values()):
+            return [{"key": k, **v} for k, v in obj.items()]
+    return None
+
+
+def json_marked(obj: Any) -> bool:
+    """True when every record the index makes of a parsed JSON document carries the mark: it is
+    marked itself, or the document around it is (a marked one-list object). A string in a bare
+    list, a scalar document or a list in a list cannot carry it."""
+    records = json_records(obj)
+    if records is None:
+        return is_untrusted(obj)
+    return is_untrusted(obj) or all(is_untrusted(record) for record in records)
 
 
 def mark_json(obj: Any) -> Any:
@@ -120,30 +169,34 @@ def mark_json(obj: Any) -> Any:
 
 def mark_file_content(rel: str, content: str) -> tuple[str, bool]:
     """``content`` for the file ``rel`` with the mark in the form the index reads, and whether it
-    could be marked: front matter for text files, ``"untrusted": true`` in the records of JSON (a
-    document that parses) and JSON Lines (each object line). Other files come back unchanged."""
+    is marked: front matter for text files; ``"untrusted": true`` in the records of a JSON
+    document, which counts as marked only when it parses and every record the index makes of it
+    carries the mark (``json_marked``); in each object row of JSON Lines (rows split where the index
+    splits them: at ``\\n``, ``\\r\\n`` and ``\\r``). Other files come back unchanged, not marked."""
     name = rel.lower()
     if name.endswith(MARKABLE_TEXT_SUFFIXES):
         return mark_text(content), True
     if name.endswith(MARKABLE_JSON_SUFFIXES):
-        try:
-            obj = json.loads(content)
+        try:  # parsed as the index parses the file: its bytes (a byte order mark, UTF-16 look-alikes)
+            obj = json.loads(content.encode("utf-8"))
         except ValueError:
             return content, False
         if not isinstance(obj, (dict, list)):
             return content, False
-        text = json.dumps(mark_json(obj), indent=2, ensure_ascii=False) + "\n"
-        return text, f'"{UNTRUSTED_KEY}": true' in text
+        return json.dumps(mark_json(obj), indent=2, ensure_ascii=False) + "\n", json_marked(obj)
     if name.endswith(MARKABLE_JSONL_SUFFIXES):
         out, marked = [], False
-        for line in content.splitlines(keepends=True):
+        # Not str.splitlines: it also splits at U+2028, U+0085... which JSON strings may hold
+        # raw; the index splits the bytes, so a row cut here would be indexed whole and unmarked.
+        for line in re.split(r"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)", content):
             try:
-                row = json.loads(line)
+                row = json.loads(line.encode("utf-8"))
             except ValueError:
                 out.append(line)
                 continue
             if isinstance(row, dict):
-                out.append(json.dumps(mark_record(row), ensure_ascii=False) + ("\n" if line.endswith("\n") else ""))
+                end = line[len(line.rstrip("\r\n")):]
+                out.append(json.dumps(mark_record(row), ensure_ascii=False) + ("\n" if end else ""))
                 marked = True
             else:
                 out.append(line)

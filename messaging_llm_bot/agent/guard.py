@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from assistant_framework.access import feeds_prompt
 from assistant_framework.policy import Decision, append_audit, audit_record, decide
 from assistant_framework.skills import OUTSIDE_LABEL
+from assistant_framework.stores.provenance import UNTRUSTED_RECORD
 
 from messaging_llm_bot.agent.honesty import READ_ACTIONS
 
@@ -27,8 +27,6 @@ DELETE_ACTIONS = frozenset({"delete", "forget", "cancel", "remove", "purge"})
 #: Where content from outside (collectors, attachments) lives in the workspace, and the label a skill
 #: puts before outside text in its result (the memory skills label outside hits with it).
 UNTRUSTED_MARKERS = ("collectors/", "inbox/", "collector:", OUTSIDE_LABEL)
-#: A JSON record marked as taken from outside content (a marked fact, a turn logged untrusted).
-UNTRUSTED_RECORD = re.compile(r'"untrusted"\s*:\s*true\b')
 
 #: ``action`` values that replace existing data (a ``file`` write counts only when the file exists).
 OVERWRITE_ACTIONS = frozenset({"write", "update", "set", "replace", "edit", "rename", "move", "clear", "overwrite"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from assistant_framework.skills.support import need
 from assistant_framework.stores import FACTS_FILE, FactStore
 from assistant_framework.stores.facts import is_untrusted
+from assistant_framework.stores.provenance import shown
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = "Facts as subject/attribute/value (Anna/allergy/nuts): add, lookup, list all, or forget one by id."
@@ -51,5 +52,7 @@ def run(workspace: Workspace, args: dict, context=None):
     else:
         found = store.lookup(args.get("subject"), args.get("attribute"), args.get("query"))
     keys = ("id", "subject", "attribute", "value", "time")
-    shown = [{**{key: fact.get(key) for key in keys}, **({"untrusted": True} if is_untrusted(fact) else {})} for fact in found]
-    return shown or ("no facts stored" if args["action"] == "list" else "no matching facts")
+    # A marked fact shows "untrusted": true first: a long result cut at the limit keeps the mark with the value.
+    facts = [shown({**{key: fact.get(key) for key in keys}, **({"untrusted": True} if is_untrusted(fact) else {})})
+             for fact in found]
+    return facts or ("no facts stored" if args["action"] == "list" else "no matching facts")

@@ -3,16 +3,24 @@
 In a turn with outside content, what ``write``/``append`` store is marked (``provenance``): a text
 file (Markdown, plain text) gets the front matter ``untrusted: true`` (an append marks the whole
 file, which now holds outside text), a JSON document or JSON Lines rows ``"untrusted": true``; other
-files cannot carry the mark and are written as given. ``read`` of a file with the mark (front
-matter or a marked record) starts with ``OUTSIDE_LABEL``, so the turn that reads it is untrusted.
+files cannot carry the mark and are written as given. A ``.json`` file memory indexes is refused
+instead when not every record the index would make of it could be marked (it does not parse, as
+after an append; a string in a bare list; a scalar): indexed unmarked, it would be recalled as the
+owner's. ``read`` of a file with the mark (front matter or a marked record) starts with
+``OUTSIDE_LABEL``, so the turn that reads it is untrusted.
 """
 
 from __future__ import annotations
 
-import re
-
+from assistant_framework.memory.sources import source_for
 from assistant_framework.skills.support import MARKED, OUTSIDE_LABEL, context_untrusted, need
-from assistant_framework.stores.provenance import MARKABLE_JSONL_SUFFIXES, is_marked_text, mark_file_content
+from assistant_framework.stores.provenance import (
+    MARKABLE_JSON_SUFFIXES,
+    MARKABLE_JSONL_SUFFIXES,
+    UNTRUSTED_RECORD,
+    is_marked_text,
+    mark_file_content,
+)
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = "Read, write, append, list or delete workspace files (path, or paths for several)."
@@ -31,7 +39,6 @@ ARGS_SCHEMA = {
 LIST_LIMIT = 200
 #: Runtime state and caches the framework owns; the model may read but never change them.
 READ_ONLY_FOLDERS = ("state", "memory")
-_MARKED_RECORD = re.compile(r'"untrusted"\s*:\s*true\b')
 
 
 def run(workspace: Workspace, args: dict, context=None):
@@ -70,7 +77,7 @@ def _read(workspace: Workspace, rel: str) -> str:
     if target.is_dir():
         raise IsADirectoryError(f"workspace path {rel!r} is a folder; use action list")
     text = workspace.read_text(rel)
-    if is_marked_text(text) or _MARKED_RECORD.search(text):
+    if is_marked_text(text) or UNTRUSTED_RECORD.search(text):
         # The label first: a result cut at the skill result limit still carries it.
         return f"{OUTSIDE_LABEL} {rel} holds text marked untrusted (written from outside content):\n{text}"
     return text
@@ -98,6 +105,15 @@ def _write(workspace: Workspace, rel: str, content: str, append: bool, untrusted
         text = content
     if untrusted and not rows_only:
         text, marked = mark_file_content(rel, text)  # front matter goes on top: the whole file is marked
+        if not marked and rel.lower().endswith(MARKABLE_JSON_SUFFIXES) and source_for(workspace.relative(target)):
+            # Memory would index it (or part of it) as the owner's: nothing is written.
+            raise ValueError(
+                f"nothing {'appended' if append else 'written'} to {workspace.relative(target)}: this turn holds outside "
+                "content and memory indexes this file, so each of its records must carry the outside mark, which this "
+                "JSON cannot (" + ("an append leaves two JSON documents in one file; read the file and write the whole "
+                                   "document instead" if append else "it must parse, and be a list of objects or an object")
+                + ")"
+            )
     if untrusted:
         note = f" ({MARKED})" if marked else " (not marked as outside content: only text files and JSON records can carry the mark)"
     workspace.write_text(rel, text)
