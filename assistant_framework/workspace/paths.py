@@ -1,6 +1,7 @@
 """Path confinement: every workspace path is resolved inside the root.
 
-Absolute paths, ``..`` escapes, symlinks that lead outside and NUL bytes are refused with
+Absolute paths, ``..`` escapes, symlinks that lead outside and control characters (NUL, a
+newline in a name that would then pose as two lines in a listing) are refused with
 ``WorkspacePathError``. This runs for every file operation, so the common case (no symlink
 below the root) is answered without a full ``resolve()``.
 """
@@ -8,8 +9,12 @@ below the root) is answered without a full ``resolve()``.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class WorkspacePathError(ValueError):
@@ -22,9 +27,9 @@ def confined_path(root: Path, root_text: str, rel: str | os.PathLike[str]) -> Pa
     text = os.fspath(rel)
     if not isinstance(text, str):
         raise WorkspacePathError(f"workspace path must be text, got {text!r}")
-    if "\x00" in text:
-        raise WorkspacePathError(f"workspace path {text!r} contains a NUL byte")
     text = text.replace("\\", "/").strip()
+    if _CONTROL.search(text):
+        raise WorkspacePathError(f"workspace path {text!r} contains a control character; use a plain file name")
     if not text:
         raise WorkspacePathError("workspace path is empty")
     if text.startswith("/") or (len(text) > 1 and text[1] == ":") or text.startswith("~"):
