@@ -32,6 +32,10 @@ class Decision:
     reason: str
 
 
+#: Why an untrusted turn asks (``decide``'s ``untrusted_why``): the owner reads it in the question.
+UNTRUSTED_WHY = "this turn involved untrusted content"
+
+
 def decide(
     skill: str,
     capabilities: Iterable[str],
@@ -39,6 +43,7 @@ def decide(
     *,
     untrusted: bool = False,
     action_capabilities: Iterable[str] | None = None,
+    untrusted_why: str = UNTRUSTED_WHY,
 ) -> Decision:
     """The decision for a call: a per-skill rule wins, else the strictest capability rule.
 
@@ -58,7 +63,7 @@ def decide(
     if decision.action == "allow" and untrusted:
         guarded = sorted(GUARDED_WHEN_UNTRUSTED.intersection(caps))
         if guarded:
-            return Decision("ask", f"this turn involved untrusted content and the call needs {', '.join(guarded)}")
+            return Decision("ask", f"{untrusted_why} and the call needs {', '.join(guarded)}")
     return decision
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from assistant_framework.access import feeds_prompt
-from assistant_framework.policy import Decision, append_audit, audit_record, decide
+from assistant_framework.policy import UNTRUSTED_WHY, Decision, append_audit, audit_record, decide
 from assistant_framework.skills import OUTSIDE_LABEL
 from assistant_framework.stores.provenance import UNTRUSTED_RECORD
 
@@ -127,16 +127,17 @@ class CallGate:
         self.policy = policy or {}
 
     def check(self, skill: Any, args: Any, *, untrusted: bool, approve: ApproveCallback | None, chat: Any,
-              workspace: Any = None, guest: bool = False) -> GateResult:
+              workspace: Any = None, guest: bool = False, untrusted_why: str = UNTRUSTED_WHY) -> GateResult:
         """Decide, asking the owner when needed; a refused call is audited here.
 
         ``workspace``: where the call runs (a guest chat's folder), to tell an overwrite from a new file."""
         caps = capabilities_for(skill, args)
-        decision = decide(skill.name, getattr(skill, "capabilities", None) or ["read"], self.policy, untrusted=untrusted, action_capabilities=caps)
+        decision = decide(skill.name, getattr(skill, "capabilities", None) or ["read"], self.policy, untrusted=untrusted,
+                          action_capabilities=caps, untrusted_why=untrusted_why)
         if untrusted and decision.action == "allow":
             why = untrusted_write(skill, args, caps, workspace or self.workspace, guest=guest)
             if why:
-                decision = Decision("ask", f"this turn involved untrusted content and the call {why}")
+                decision = Decision("ask", f"{untrusted_why} and the call {why}")
         if decision.action == "allow":
             return GateResult(True, decision)
         if decision.action == "deny":
