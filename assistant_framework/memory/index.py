@@ -94,6 +94,37 @@ class MemoryIndex:
         except sqlite3.DatabaseError as err:  # not a database, malformed: it is only a cache
             self._move_aside(path, err)
             self.conn = self._open()
+        self._rel = path
+        self._file_id = self._identity()
+
+    def _identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.db_path)
+        except FileNotFoundError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def reopen_if_replaced(self) -> bool:
+        """Open the file now at the index path when the one open was deleted or replaced (by
+        hand, a restore) while running: else every write went to the deleted file and a reader
+        opened later saw an empty one. True when it reopened (the rows must be read again)."""
+        with self.lock:
+            if self._identity() == self._file_id:
+                return False
+            log.warning("memory index %s was deleted or replaced while open: reopening it and reading the files again",
+                        self._rel)
+            old, self.readers = self.readers, ReaderPool(self.db_path)
+            old.close()
+            self.conn.close()
+            try:
+                self.conn = self._open()
+            except sqlite3.OperationalError:
+                raise
+            except sqlite3.DatabaseError as err:
+                self._move_aside(self._rel, err)
+                self.conn = self._open()
+            self._file_id = self._identity()
+            return True
 
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(str(self.db_path), check_same_thread=False, isolation_level=None)
@@ -166,6 +197,7 @@ class MemoryIndex:
         The walk and the stat calls run without the lock, so searches are not held up by it;
         only changed files are then read, each under the lock.
         """
+        self.reopen_if_replaced()
         seen: dict[str, tuple[int, int]] = {}
         for rel in self._walk():
             try:
@@ -195,6 +227,9 @@ class MemoryIndex:
 
     def update_file(self, rel: str) -> int:
         """Bring one file up to date (cheap: reads only appended lines); returns entries added."""
+        if self.reopen_if_replaced():
+            self.refresh()  # the new file is empty: read every file again, this one included
+            return self.query("SELECT count(*) FROM entries WHERE path=?", (rel,))[0][0]
         with self.lock:
             self.conn.execute("BEGIN")
             try:
@@ -391,11 +426,28 @@ class MemoryIndex:
 
     def query(self, sql: str, params: tuple = ()) -> list[tuple]:
         """Run a read query on a reader connection (sees the last committed state)."""
-        return self.readers.query(sql, params)
+        try:
+            return self.readers.query(sql, params)
+        except sqlite3.DatabaseError:
+            if not self._refilled():
+                raise
+            return self.readers.query(sql, params)
 
     def query_many(self, queries: list[tuple[str, tuple]]) -> list[list[tuple]]:
         """Several read queries at once (in parallel: SQLite works without the GIL); results in order."""
-        return self.readers.query_many(queries)
+        try:
+            return self.readers.query_many(queries)
+        except sqlite3.DatabaseError:
+            if not self._refilled():
+                raise
+            return self.readers.query_many(queries)
+
+    def _refilled(self) -> bool:
+        """After a failed read: when the index file was deleted or replaced, reopen and refill it."""
+        if not self.reopen_if_replaced():
+            return False
+        self.refresh()
+        return True
 
     def conversation_slot(self, conversation: str) -> int | None:
         """The id slot of a (filesystem-safe) conversation id; None when it has no rows yet."""

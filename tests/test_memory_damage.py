@@ -1,0 +1,62 @@
+"""Memory index and files damaged or edited by hand while the service runs: real files, real SQLite."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+
+import pytest
+
+from assistant_framework.memory import MemoryService
+from assistant_framework.workspace import Workspace
+
+UTC = timezone.utc
+
+
+@pytest.fixture
+def ws(tmp_path) -> Workspace:
+    return Workspace(tmp_path / "ws")
+
+
+@pytest.fixture
+def service(ws):
+    svc = MemoryService(ws, {"runtime": {"timezone": "UTC"}}, start_worker=False)
+    yield svc
+    svc.close()
+
+
+def _delete_index(ws: Workspace) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        path = ws.path("memory/index.sqlite3" + suffix)
+        if path.exists():
+            os.remove(path)
+
+
+def test_index_file_deleted_while_running_is_recreated_and_refilled(ws, service):
+    ws.write_text("notes/garden.md", "# Garden\n\nThe tomato seeds are in the blue box.\n")
+    service.log_turn("42", "user", "My sister Anna lives in Lisbon", time=datetime(2026, 5, 3, tzinfo=UTC))
+    service.refresh()
+    assert service.search("tomato seeds") and service.search("Anna Lisbon")
+
+    _delete_index(ws)  # by hand, while the bot runs
+    assert [h.path for h in service.search("tomato seeds")][:1] == ["notes/garden.md"]
+    assert service.search("Anna Lisbon")[0].snippet.startswith("My sister Anna")
+    service.log_turn("42", "user", "The parcel from Porto arrived", time=datetime(2026, 5, 4, tzinfo=UTC))
+    assert service.search("parcel Porto")
+
+    # What was indexed since went into the file at the path, not into the deleted one.
+    again = MemoryService(ws, {}, start_worker=False)
+    try:
+        assert again.index.stats().entries == 3
+    finally:
+        again.close()
+
+
+def test_refresh_recreates_an_index_file_deleted_while_running(ws, service):
+    ws.write_text("notes/garden.md", "# Garden\n\nThe tomato seeds are in the blue box.\n")
+    service.refresh()
+    _delete_index(ws)
+    service.refresh()  # the bot's idle pass
+    assert ws.path("memory/index.sqlite3").exists()
+    assert service.index.stats().entries == 1
+    assert service.search("tomato seeds")[0].path == "notes/garden.md"
