@@ -60,3 +60,23 @@ def test_refresh_recreates_an_index_file_deleted_while_running(ws, service):
     assert ws.path("memory/index.sqlite3").exists()
     assert service.index.stats().entries == 1
     assert service.search("tomato seeds")[0].path == "notes/garden.md"
+
+
+def _bump_mtime(ws: Workspace, rel: str) -> None:
+    st = os.stat(ws.path(rel))
+    os.utime(ws.path(rel), ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
+
+
+def test_log_line_redacted_by_hand_to_the_same_length_is_reindexed(ws, service):
+    when = datetime(2026, 5, 3, tzinfo=UTC)
+    service.log_turn("42", "user", "my phone number is 5551234567", time=when)
+    for i in range(10):  # later lines: the redacted one is not in the last bytes the index checks
+        service.log_turn("42", "user", f"filler line number {i} " + "x" * 40, time=when)
+    assert service.search("5551234567")
+    rel = "conversations/42/2026-05-03.jsonl"
+    data = ws.path(rel).read_bytes()
+    ws.path(rel).write_bytes(data.replace(b"5551234567", b"XXXXXXXXXX"))  # same size
+    _bump_mtime(ws, rel)
+    service.refresh()
+    assert service.search("5551234567") == []
+    assert service.search("XXXXXXXXXX")[0].snippet == "my phone number is XXXXXXXXXX"

@@ -288,7 +288,9 @@ class MemoryIndex:
         state = self._state(rel)
         if state and state.size == st.st_size and state.mtime_ns == st.st_mtime_ns:
             return 0
-        if state and is_appendable(rel) and st.st_size >= state.offset:
+        # Same size, new mtime: nothing was appended, the file was rewritten in place (a line
+        # redacted by hand to the same length): read it all again.
+        if state and is_appendable(rel) and st.st_size >= state.offset and st.st_size != state.size:
             with open(path, "rb") as handle:
                 start = max(0, state.offset - _TAIL)
                 handle.seek(start)
