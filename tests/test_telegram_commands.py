@@ -64,3 +64,21 @@ def test_reload_refuses_an_invalid_config_and_keeps_running(fake, start_bot, cha
     config_path.write_text(good)
     assert _ask(fake, "/reload", 2).startswith("Reloaded")
     assert "ok" == _ask(fake, "still there?", 3)
+
+
+def test_commands_for_another_bot_in_a_group_get_no_answer(fake, start_bot, chat_server):
+    """``/cmd@otherbot`` in a group is for that bot: no refusal to a stranger, no "owner only" notice."""
+    start_bot(allowed_user_ids=[OWNER, 2])
+    group = -100
+    fake.send_message("/help@otherbot", user_id=666, chat_id=group, chat_type="supergroup", username="stranger")
+    fake.send_message("/now@otherbot", user_id=2, chat_id=group, chat_type="supergroup", username="friend")
+    fake.send_message("/stats@OtherBot", chat_id=group, chat_type="supergroup")
+    fake.send_message("/help@testbot", chat_id=group, chat_type="supergroup")  # ours: answered, after the others
+    fake.wait_for(lambda: any("Commands" in t for t in texts(fake, group)))
+    assert len(texts(fake, group)) == 1, texts(fake, group)
+    # Still refused when addressed to this bot (or to no bot in particular).
+    fake.send_message("/now@TestBot", user_id=2, chat_id=group, chat_type="supergroup", username="friend")
+    fake.send_message("/help", user_id=666, chat_id=group, chat_type="supergroup", username="stranger")
+    msgs = fake.wait_for_messages(group, 3)
+    assert "only for the owner" in msgs[1]["text"] and "not authorised" in msgs[2]["text"]
+    assert chat_server.chat_requests == []

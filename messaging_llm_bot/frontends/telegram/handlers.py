@@ -20,8 +20,8 @@ from messaging_llm_bot.frontends import commands as texts
 from messaging_llm_bot.frontends.digest import build_digest
 from messaging_llm_bot.frontends.telegram.media import message_kind, unsupported_text
 from messaging_llm_bot.frontends.telegram.send import send_markdown
-from messaging_llm_bot.frontends.telegram.settings import (TelegramSettings, addressed_to_bot, conversation_id, is_command,
-                                                          message_fingerprint)
+from messaging_llm_bot.frontends.telegram.settings import (TelegramSettings, addressed_to_bot, conversation_id,
+                                                          for_other_bot, is_command, message_fingerprint)
 from messaging_llm_bot.frontends.telegram.approval import CALLBACK_PATTERN as APPROVAL_PATTERN
 from messaging_llm_bot.frontends.telegram.approval import Approvals
 from messaging_llm_bot.frontends.telegram.turn import TurnRunner, storage_error_text
@@ -66,7 +66,7 @@ class Frontend:
     async def owner_only(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Group -1 guard: /now, /reload and /stats run only in the owner's own private chat."""
         message = update.message
-        if message is None or not is_command(message):
+        if message is None or not is_command(message) or for_other_bot(message, context.bot.username):
             return
         name = (message.text or "").split()[0][1:].partition("@")[0]
         if command_allowed(name, self.owner_data(update)):
@@ -148,8 +148,8 @@ class Frontend:
                 await update.callback_query.answer(refusal_text(user.id), show_alert=True)
                 return
             message = update.message
-            if message is None:
-                return
+            if message is None or for_other_bot(message, bot.username):
+                return  # /cmd@otherbot: for another bot in the group, not a request to this one
             if message.chat.type != "private" and not (is_command(message) or addressed_to_bot(
                     message, bot.username or "", bot.id, "mention")):
                 return  # a group conversation not addressed to the bot: stay quiet
@@ -259,8 +259,7 @@ class Frontend:
     async def on_unknown_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.message
         command = (message.text or "").split()[0]
-        target = command.partition("@")[2]
-        if target and target.lower() != (context.bot.username or "").lower():
+        if for_other_bot(message, context.bot.username):
             return  # meant for another bot in the group
         await self._send(update, context.bot, f"Unknown command {command}. /help lists what I understand.")
 

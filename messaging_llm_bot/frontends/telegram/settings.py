@@ -61,6 +61,14 @@ def is_command(message: telegram.Message) -> bool:
                 and message.entities[0].offset == 0)
 
 
+def for_other_bot(message: telegram.Message, bot_username: str) -> bool:
+    """True for ``/cmd@otherbot``: a command addressed to another bot in the chat (not ours to answer)."""
+    if not is_command(message):
+        return False
+    target = (message.text or "").split()[0].partition("@")[2]
+    return bool(target) and target.lower() != (bot_username or "").lower()
+
+
 def mentions_bot(message: telegram.Message, bot_username: str) -> bool:
     """True when the text or caption mentions ``@bot_username``."""
     if not bot_username:
