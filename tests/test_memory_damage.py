@@ -80,3 +80,20 @@ def test_log_line_redacted_by_hand_to_the_same_length_is_reindexed(ws, service):
     service.refresh()
     assert service.search("5551234567") == []
     assert service.search("XXXXXXXXXX")[0].snippet == "my phone number is XXXXXXXXXX"
+
+
+@pytest.mark.parametrize("tail", [
+    b'{"time":"2026-05-03T01:00:00+00:00","role":"user","text":"torn bet',  # a crash mid-line
+    b'{"time":"2026-05-03T01:00:00+00:00","role":"user","text":"beta line"}',  # an editor dropped the newline
+])
+def test_turn_logged_after_a_last_line_without_newline_is_kept(ws, service, tail):
+    service.log_turn("42", "user", "alpha line", time=datetime(2026, 5, 3, tzinfo=UTC))
+    rel = "conversations/42/2026-05-03.jsonl"
+    with open(ws.path(rel), "ab") as handle:
+        handle.write(tail)
+    row = service.log_turn("42", "user", "gamma line", time=datetime(2026, 5, 3, 2, tzinfo=UTC))
+    lines = ws.path(rel).read_bytes().split(b"\n")
+    assert lines[1] == tail and lines[-1] == b""
+    assert row["turn_id"] == "42:2026-05-03:3"  # the line number it has in the file
+    hit = service.search("gamma")[0]
+    assert hit.snippet == "gamma line" and hit.ref == row["turn_id"]

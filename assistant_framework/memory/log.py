@@ -8,6 +8,7 @@ number in the day file) is stable, so the index and recall can point back at the
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import threading
 from datetime import datetime, timezone
@@ -74,7 +75,7 @@ class TurnLog:
         rel = log_path(conversation_id, day)
         with self._lock:
             n = self._counts.get(rel)
-            if n is None:
+            if _end_torn_line(self.workspace, rel) or n is None:
                 n = _count_lines(self.workspace, rel)
             n += 1
             row: dict[str, Any] = {
@@ -90,6 +91,23 @@ class TurnLog:
             self.workspace.append_jsonl(rel, row)
             self._counts[rel] = n
         return rel, row
+
+
+def _end_torn_line(workspace: Workspace, rel: str) -> bool:
+    """End a last line that has no newline (a crash mid-write, an editor that dropped it), so
+    the next turn is not glued onto it and lost with it; True when it did."""
+    try:
+        with open(workspace.path(rel), "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            if size == 0:
+                return False
+            handle.seek(size - 1)
+            if handle.read(1) == b"\n":
+                return False
+    except FileNotFoundError:
+        return False
+    workspace.append_line(rel, "")
+    return True
 
 
 def _count_lines(workspace: Workspace, rel: str) -> int:
