@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import codecs
+import re
+from email.message import Message
 from urllib.parse import urljoin
 
+import chardet
 import requests
 
 from assistant_framework.html_text import html_to_text
@@ -51,15 +55,55 @@ def run(workspace, args, context=None):
             body = _read_capped(response)
     kind = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
     if kind in ("text/html", "application/xhtml+xml"):
-        text = html_to_text(body.decode(response.encoding or "utf-8", errors="replace"))
+        text = html_to_text(decode(body, response.headers.get("content-type"), html=True))
     elif kind.startswith("text/") or kind in ("application/json", ""):
-        text = body.decode(response.encoding or "utf-8", errors="replace")
+        text = decode(body, response.headers.get("content-type"))
     else:
         raise ValueError(f"{url} is {kind}, not a text page")
     limit = int(args.get("max_chars") or DEFAULT_CHARS)
     if len(text) > limit:
         text = text[:limit] + f"\n[... {len(text) - limit} more characters]"
     return {"url": url, "text": text}
+
+
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+# <meta charset="..."> or <meta http-equiv="Content-Type" content="text/html; charset=...">.
+_META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+# As browsers do (WHATWG Encoding): these labels mean windows-1252, whose 0x80-0x9F are letters and quotes.
+_AS_WINDOWS_1252 = {"iso-8859-1", "latin-1", "latin1", "iso8859-1", "us-ascii", "ascii"}
+
+
+def decode(body: bytes, content_type: str | None, html: bool = False) -> str:
+    """The page's text as a browser would read it: BOM, the header's charset, the page's <meta>, then UTF-8.
+
+    Without any declaration, text that is not UTF-8 is decoded by chardet's guess (else windows-1252).
+    """
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return body.decode(codec, errors="replace")
+    labels = [_header_charset(content_type)]
+    if html:
+        match = _META_CHARSET.search(body[:4096])
+        labels.append(match.group(1).decode("ascii") if match else None)
+    for label in labels:
+        if label:
+            label = label.strip().lower()
+            return body.decode("windows-1252" if label in _AS_WINDOWS_1252 else label, errors="replace")
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(body) - 3:  # only the last character, cut by the size cap
+            return body.decode("utf-8", errors="replace")
+    guess = (chardet.detect(body[:65536]) or {}).get("encoding") or "windows-1252"
+    return body.decode(guess, errors="replace")
+
+
+def _header_charset(content_type: str | None) -> str | None:
+    if not content_type:
+        return None
+    header = Message()
+    header["content-type"] = content_type
+    return header.get_param("charset")
 
 
 def _read_capped(response: requests.Response) -> bytes:

@@ -1,0 +1,55 @@
+"""The web skill on pages shaped like the real web, served by a real local HTTP server:
+charsets declared only in the page, legacy encodings, tables, optional tags, slow servers."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant_framework.skills import SkillContext, SkillManager
+from tests.fakes.feed_server import StaticHTTPServer
+
+
+@pytest.fixture
+def site():
+    with StaticHTTPServer() as server:
+        yield server
+
+
+def fetch(workspace, url: str, **args):
+    skills = SkillManager.from_config({}, workspace)
+    context = SkillContext(config={"policy": {"allow_private_network": True}})
+    return skills.run("web", {"url": url, **args}, context)
+
+
+@pytest.mark.parametrize(
+    "body, encoding, expected",
+    [
+        # The commonest case: the server sends no charset, the page says UTF-8 in a <meta>.
+        ("<html><head><meta charset='utf-8'><title>T</title></head><body><p>Grüße aus Köln, 日本</p></body></html>",
+         "utf-8", "Grüße aus Köln, 日本"),
+        ('<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1251"></head>'
+         "<body><p>Привет, мир</p></body></html>", "cp1251", "Привет, мир"),
+        ("<html><head><meta charset=shift_jis></head><body><p>こんにちは世界</p></body></html>", "shift_jis", "こんにちは世界"),
+        # No declaration at all: UTF-8 (what nearly every undeclared page is today).
+        ("<html><body><p>Grüße — „Zitat“</p></body></html>", "utf-8", "Grüße — „Zitat“"),
+        # A byte order mark wins (an editor's "UTF-8 with BOM"): no stray ï»¿ in the text.
+        ("\ufeff<html><body><p>Grüße</p></body></html>", "utf-8", "Grüße"),
+    ],
+)
+def test_html_without_a_charset_header_is_decoded_as_the_page_declares(workspace, site, body, encoding, expected):
+    site.add("/page", body.encode(encoding), content_type="text/html")
+    result = fetch(workspace, site.url("/page"))
+    assert result.ok, result.error
+    assert result.value["text"] == expected
+
+
+def test_plain_text_without_a_charset_is_read_as_utf8(workspace, site):
+    site.add("/notes.txt", "Grüße, 日本".encode("utf-8"), content_type="text/plain")
+    result = fetch(workspace, site.url("/notes.txt"))
+    assert result.ok and result.value["text"] == "Grüße, 日本"
+
+
+def test_the_charset_header_still_wins_over_the_page(workspace, site):
+    page = "<html><head><meta charset='utf-8'></head><body>Привет</body></html>".encode("koi8-r")
+    site.add("/page", page, content_type="text/html; charset=koi8-r")
+    assert fetch(workspace, site.url("/page")).value["text"] == "Привет"
