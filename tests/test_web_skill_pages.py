@@ -53,3 +53,14 @@ def test_the_charset_header_still_wins_over_the_page(workspace, site):
     page = "<html><head><meta charset='utf-8'></head><body>Привет</body></html>".encode("koi8-r")
     site.add("/page", page, content_type="text/html; charset=koi8-r")
     assert fetch(workspace, site.url("/page")).value["text"] == "Привет"
+
+
+@pytest.mark.parametrize("content_type, page", [
+    ("text/html; charset=utf8mb4", "<html><body><p>Grüße</p></body></html>"),  # a database's name, not a charset
+    ("text/html", "<html><head><meta charset='none'></head><body><p>Grüße</p></body></html>"),
+], ids=["header-utf8mb4", "meta-none"])
+def test_an_unknown_charset_label_falls_back_instead_of_failing(workspace, site, content_type, page):
+    site.add("/page", page.encode("utf-8"), content_type=content_type)
+    result = fetch(workspace, site.url("/page"))
+    assert result.ok, result.error
+    assert result.value["text"] == "Grüße"

@@ -86,16 +86,27 @@ def decode(body: bytes, content_type: str | None, html: bool = False) -> str:
         match = _META_CHARSET.search(body[:4096])
         labels.append(match.group(1).decode("ascii") if match else None)
     for label in labels:
-        if label:
-            label = label.strip().lower()
-            return body.decode("windows-1252" if label in _AS_WINDOWS_1252 else label, errors="replace")
+        codec = _codec(label)
+        if codec:
+            return body.decode(codec, errors="replace")
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:
         if exc.start >= len(body) - 3:  # only the last character, cut by the size cap
             return body.decode("utf-8", errors="replace")
-    guess = (chardet.detect(body[:65536]) or {}).get("encoding") or "windows-1252"
+    guess = _codec((chardet.detect(body[:65536]) or {}).get("encoding")) or "windows-1252"
     return body.decode(guess, errors="replace")
+
+
+def _codec(label: str | None) -> str | None:
+    """Python's codec for a charset label; None for a label no codec knows ("utf8mb4", "none")."""
+    label = (label or "").strip().strip("'\"").lower()
+    if label in _AS_WINDOWS_1252:
+        return "windows-1252"
+    try:
+        return codecs.lookup(label).name if label else None
+    except LookupError:
+        return None
 
 
 def _header_charset(content_type: str | None) -> str | None:
