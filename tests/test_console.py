@@ -211,3 +211,18 @@ def test_log_lines_fold_library_tracebacks_to_their_cause():
     assert line.endswith("Network Retry Loop failed (ConnectionError: Name or service not known for token ***)")
     ours = logging.LogRecord("messaging_llm_bot.agent.loop", logging.ERROR, __file__, 1, "turn failed", None, exc_info)
     assert "Traceback" in formatter.format(ours)  # our own errors keep the frames, on one line
+
+
+def test_console_survives_input_that_is_not_utf8(tmp_path, chat_server, test_skills_dir):
+    """A Latin-1 line in a UTF-8 terminal chat: the bad byte becomes U+FFFD, the chat goes on (no traceback)."""
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    chat_server.set_handler(lambda req: json.dumps({"reply": f"reply {len(chat_server.chat_requests)}"}))
+    env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
+    proc = subprocess.run([sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config),
+                           "--workspace", str(tmp_path / "ws")], input=b"caf\xe9 au lait\nhello\n",
+                          capture_output=True, timeout=60, cwd=REPO, env=env)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    assert b"Traceback" not in proc.stderr
+    assert proc.stdout.decode() == "reply 1\n\nreply 2\n\n"
+    asked = [r["messages"][-1]["content"] for r in chat_server.chat_requests]
+    assert asked[0].startswith("caf\ufffd au lait") and asked[1].startswith("hello")

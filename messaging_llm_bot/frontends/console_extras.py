@@ -22,6 +22,7 @@ PROMPT = "you> "
 def line_reader(stdin: TextIO, stdout: TextIO, interactive: bool, history: Path | None) -> tuple[Callable[[], str], Callable[[], None]]:
     """(read one line, or "" at EOF; save the history). With a real terminal, ``input()`` under
     readline gives arrow-key editing and Up/Down history, kept in ``history`` across runs."""
+    encoding = _tolerate_bad_bytes(stdin)
     readline = None
     if interactive and stdin is sys.stdin and stdout is sys.stdout:
         try:
@@ -32,7 +33,7 @@ def line_reader(stdin: TextIO, stdout: TextIO, interactive: bool, history: Path 
         def read_plain() -> str:
             if interactive:
                 print(PROMPT, end="", file=stdout, flush=True)
-            return stdin.readline()
+            return _clean(stdin.readline(), encoding)
 
         return read_plain, lambda: None
     if history is not None:
@@ -44,7 +45,7 @@ def line_reader(stdin: TextIO, stdout: TextIO, interactive: bool, history: Path 
 
     def read_line() -> str:
         try:
-            return input(PROMPT) + "\n"
+            return _clean(input(PROMPT), encoding) + "\n"
         except EOFError:
             return ""
 
@@ -58,6 +59,31 @@ def line_reader(stdin: TextIO, stdout: TextIO, interactive: bool, history: Path 
             log.warning("console: could not save the line history: %s", err)
 
     return read_line, save
+
+
+def _tolerate_bad_bytes(stdin: TextIO) -> str:
+    """Let ``stdin`` pass bytes its encoding cannot decode (as lone surrogates) instead of raising
+    UnicodeDecodeError, which ended the chat; returns the encoding to clean lines with."""
+    encoding = getattr(stdin, "encoding", None) or "utf-8"
+    if getattr(stdin, "errors", "strict") not in ("surrogateescape", "replace"):
+        try:
+            stdin.reconfigure(errors="surrogateescape")  # type: ignore[attr-defined]
+        except (AttributeError, ValueError, OSError):
+            pass  # not a TextIOWrapper: its lines are cleaned below all the same
+    return encoding
+
+
+def _clean(line: str, encoding: str) -> str:
+    """``line`` with undecodable bytes (lone surrogates) as U+FFFD: such text cannot be stored or sent."""
+    try:
+        line.encode("utf-8")
+        return line
+    except UnicodeEncodeError:
+        pass
+    try:
+        return line.encode(encoding, "surrogateescape").decode(encoding, "replace")
+    except (LookupError, UnicodeError):
+        return line.encode("utf-8", "replace").decode("utf-8")
 
 
 class ConsoleReminders:
