@@ -16,8 +16,16 @@ class _TextParser(HTMLParser):
         self.parts: list[str] = []
         self._skip = 0
         self._links: list[str | None] = []
+        # A table row is one line with its cells apart ("Apple | 1.20", not "Apple1.20"); empty
+        # cells (a newsletter's spacers) add no separator.
+        self._row_text = False  # the current row has shown text
+        self._separate = False  # a new cell began after text: a separator before its first text
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag == "tr":
+            self._row_text = self._separate = False
+        elif tag in ("td", "th"):
+            self._separate = self._row_text
         if tag in _SKIP:
             self._skip += 1
         elif tag in _BLOCK:
@@ -39,6 +47,10 @@ class _TextParser(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         if not self._skip:
+            if data.strip():
+                if self._separate:
+                    self.parts.append(" | ")
+                self._row_text, self._separate = True, False
             self.parts.append(data)
 
 

@@ -64,3 +64,21 @@ def test_an_unknown_charset_label_falls_back_instead_of_failing(workspace, site,
     result = fetch(workspace, site.url("/page"))
     assert result.ok, result.error
     assert result.value["text"] == "Grüße"
+
+
+def test_table_cells_stay_apart(workspace, site):
+    """Timetables, prices, specs: each row one line, its cells separated (not "NamePrice")."""
+    site.add("/prices", "<html><body><table><thead><tr><th>Item</th><th>Price</th></tr></thead>"
+                        "<tbody><tr><td>Apple</td><td>1.20</td></tr>\n<tr><td><b>Pear</b></td><td>0.90</td></tr></tbody>"
+                        "</table></body></html>", content_type="text/html; charset=utf-8")
+    result = fetch(workspace, site.url("/prices"))
+    assert result.ok, result.error
+    lines = [line for line in result.value["text"].splitlines() if line]
+    assert lines == ["Item | Price", "Apple | 1.20", "Pear | 0.90"]
+
+
+def test_empty_layout_cells_add_no_separators(workspace, site):
+    site.add("/news", "<table><tr><td>&nbsp;</td><td><p>Our <a href='https://shop.example/sale'>sale</a> starts today</p></td>"
+                      "<td width=20></td></tr></table>", content_type="text/html; charset=utf-8")
+    result = fetch(workspace, site.url("/news"))
+    assert result.ok and result.value["text"] == "Our sale <https://shop.example/sale> starts today"
