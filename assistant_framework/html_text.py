@@ -6,7 +6,9 @@ import re
 from html.parser import HTMLParser
 
 _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "table", "ul", "ol", "hr"}
-_SKIP = {"script", "style", "head", "title"}
+# Not "head": its end tag is optional (a minified page leaves it out), and what it holds besides
+# these has no text.
+_SKIP = {"script", "style", "title"}
 
 
 class _TextParser(HTMLParser):

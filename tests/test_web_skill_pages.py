@@ -82,3 +82,15 @@ def test_empty_layout_cells_add_no_separators(workspace, site):
                       "<td width=20></td></tr></table>", content_type="text/html; charset=utf-8")
     result = fetch(workspace, site.url("/news"))
     assert result.ok and result.value["text"] == "Our sale <https://shop.example/sale> starts today"
+
+
+@pytest.mark.parametrize("page", [
+    # HTML5 lets a page leave out </head> and <body> (html-minifier's removeOptionalTags does).
+    "<!doctype html><html lang=en><head><meta charset=utf-8><title>T</title><link rel=stylesheet href=a.css>"
+    "<p>Visible text here",
+    "<!doctype html><head><meta charset=utf-8><title>T</title><style>p{color:red}</style><body><p>Visible text here</body>",
+], ids=["no-head-end-no-body", "no-head-end"])
+def test_a_page_without_its_optional_head_end_tag_is_not_empty(workspace, site, page):
+    site.add("/min", page, content_type="text/html; charset=utf-8")
+    result = fetch(workspace, site.url("/min"))
+    assert result.ok and result.value["text"] == "Visible text here"
