@@ -42,6 +42,24 @@ def test_voice_note_is_transcribed_then_answered(fake, start_bot, chat_server):
     assert chat_server.chat_requests[0]["messages"][-1]["content"].startswith("remind me to buy bread")
 
 
+def test_long_voice_note_transcript_is_echoed_in_parts_and_answered(fake, start_bot, chat_server):
+    """A voice note of several minutes: its transcript is longer than one message (4096 units)."""
+    def with_transcription(config):
+        config["llm"]["transcription"] = {"base_url": chat_server.base_url, "model": "whisper-1"}
+
+    start_bot(config_patch=with_transcription)
+    spoken = " ".join(f"sentence {i} of a long voice note about the garden." for i in range(120))
+    assert len(spoken) > 5000
+    chat_server.set_transcription(spoken)
+    chat_server.enqueue('{"reply": "Got the whole note."}')
+    fake.send_voice(OWNER, b"OggS fake opus")
+    fake.wait_for(lambda: any(t.startswith("Got the whole note.") for t in texts(fake)), timeout=20)
+    shown = texts(fake)
+    assert shown[0].startswith("🎙 sentence 0 ") and len(shown) == 3, shown
+    assert " ".join(shown[:2]).split() == ["🎙", *spoken.split()]  # the whole transcript, nothing cut
+    assert chat_server.chat_requests[0]["messages"][-1]["content"].startswith(spoken)
+
+
 def test_voice_without_transcription_and_stickers_get_a_not_supported_reply(fake, start_bot, chat_server):
     start_bot()
     fake.send_voice(OWNER, b"OggS")

@@ -13,7 +13,8 @@ from telegram import MessageEntity, ReplyParameters
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
 from messaging_llm_bot.frontends.telegram.ratelimit import BudgetSkipped, optional_call
-from messaging_llm_bot.frontends.telegram.format import MAX_MESSAGE_UTF16, MessagePart, render_markdown, utf16_len
+from messaging_llm_bot.frontends.telegram.format import (MAX_MESSAGE_UTF16, MessagePart, plain_parts, render_markdown,
+                                                         utf16_len)
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,19 @@ async def send_markdown(bot: telegram.Bot, chat_id: int, markdown: str, *, reply
             result = on_part_sent(index, message_id)
             if inspect.isawaitable(result):
                 await result
+    return sent
+
+
+async def send_plain(bot: telegram.Bot, chat_id: int, text: str, *, reply_to_message_id: int | None = None) -> list[int]:
+    """Send ``text`` as it is (no Markdown), in as many parts as it needs; only part 0 replies.
+
+    Same retries as ``send_markdown``; raises TelegramDeliveryError when a part cannot be delivered.
+    """
+    parts = plain_parts(text)
+    sent = []
+    for index, part in enumerate(parts):
+        reply_to = reply_to_message_id if index == 0 else None
+        sent.append(await _deliver_part(bot, chat_id, MessagePart(part, []), index, len(parts), reply_to))
     return sent
 
 

@@ -27,7 +27,7 @@ from messaging_llm_bot.frontends.telegram.media import (VOICE_DISABLED, attachme
 from messaging_llm_bot.frontends.telegram.pool import TurnPool
 from messaging_llm_bot.frontends.telegram.progress import Progress
 from messaging_llm_bot.frontends.telegram.send import (TelegramDeliveryError, is_entity_error, retry_after_seconds,
-                                             send_markdown)
+                                             send_markdown, send_plain)
 from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, strip_mention
 from messaging_llm_bot.llm.transcribe import transcription_config
 
@@ -149,8 +149,10 @@ class TurnRunner:
             if not result.ok:
                 return f"🎙 I could not transcribe that voice note: {result.error or 'the transcript was empty'}."
             text = result.text
-            await bot.send_message(message.chat_id, f"🎙 {text}", reply_parameters=telegram.ReplyParameters(
-                message.message_id, allow_sending_without_reply=True))
+            try:  # what was understood, as it is: a transcript longer than one message goes in parts
+                await send_plain(bot, message.chat_id, f"🎙 {text}", reply_to_message_id=message.message_id)
+            except TelegramDeliveryError as err:  # the echo is a courtesy: the note is still answered
+                log.warning("telegram: could not show the transcript in chat %s: %s", message.chat_id, err)
         else:
             return f"Sorry, I can't handle a {kind} message."
         await progress.start()
