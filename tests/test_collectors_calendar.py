@@ -130,3 +130,53 @@ def _offset(day) -> str:
 def test_source_config_needs_url_or_path(tmp_path):
     manager = CollectorManager.from_config({"collectors": {"calendar": {"enabled": True, "sources": [{"name": "x"}]}}}, Workspace(tmp_path / "ws"))
     assert "collectors.calendar.sources[0]" in {e.name: e.error for e in manager.errors}["calendar"]
+
+
+CANCELLED_ICS = """BEGIN:VCALENDAR
+VERSION:2.0
+PRODID:-//Google Inc//Google Calendar 70.9054//EN
+BEGIN:VEVENT
+UID:weekly-sync@google.com
+DTSTART;TZID=Europe/Berlin:20250317T100000
+DTEND;TZID=Europe/Berlin:20250317T110000
+RRULE:FREQ=WEEKLY;BYDAY=MO
+SUMMARY:Weekly sync
+STATUS:CONFIRMED
+END:VEVENT
+BEGIN:VEVENT
+UID:weekly-sync@google.com
+RECURRENCE-ID;TZID=Europe/Berlin:20250324T100000
+DTSTART;TZID=Europe/Berlin:20250324T100000
+DTEND;TZID=Europe/Berlin:20250324T110000
+SUMMARY:Weekly sync
+STATUS:CANCELLED
+END:VEVENT
+BEGIN:VEVENT
+UID:lunch@example.org
+DTSTART:20250325T110000Z
+DTEND:20250325T120000Z
+SUMMARY:Lunch with Bob
+STATUS:CANCELLED
+END:VEVENT
+BEGIN:VEVENT
+UID:dentist@example.org
+DTSTART:20250326T080000Z
+DTEND:20250326T083000Z
+SUMMARY:Dentist
+STATUS:TENTATIVE
+END:VEVENT
+END:VCALENDAR
+""".replace("\n", "\r\n")
+
+
+def test_cancelled_events_and_occurrences_are_not_listed(tmp_path):
+    """Google and Outlook publish a cancelled meeting, or one cancelled occurrence of a series,
+    as an event with STATUS:CANCELLED: it must not show as upcoming."""
+    with StaticHTTPServer() as server:
+        server.add("/basic.ics", CANCELLED_ICS, content_type="text/calendar; charset=UTF-8")
+        ws = Workspace(tmp_path / "ws")
+        manager = load(ws, sources=[{"url": server.url("/basic.ics"), "name": "Work"}], days=10)
+        collect_at(manager, ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
+    events = [(e["summary"], e["start"]) for e in ws.read_json("collectors/calendar/events.json")]
+    assert events == [("Dentist", "2025-03-26T09:00:00+01:00"), ("Weekly sync", "2025-03-31T10:00:00+02:00")]
+    assert "Lunch with Bob" not in ws.read_text("collectors/calendar/upcoming.md")

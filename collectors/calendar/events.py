@@ -107,9 +107,12 @@ def reason_text(exc: BaseException) -> str:
 
 
 def event_record(event, tz: ZoneInfo) -> dict | None:
-    """One occurrence as a record; raises on a broken DTSTART/DTEND (the caller skips the event)."""
+    """One occurrence as a record (None when cancelled); raises on a broken DTSTART/DTEND (the caller skips the event)."""
     dtstart = event.get("DTSTART")
     if dtstart is None:
+        return None
+    if str(event.get("STATUS", "")).strip().upper() == "CANCELLED":
+        # A cancelled meeting, or one cancelled occurrence of a series (Google, Outlook): not upcoming.
         return None
     begin = dtstart.dt
     dtend = event.get("DTEND")
