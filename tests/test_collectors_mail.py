@@ -168,6 +168,33 @@ def test_a_missing_folder_does_not_stop_the_others(tmp_path, imap_server, monkey
     assert any("NoSuchFolder" in e for e in outcome.errors)
 
 
+
+def test_folder_names_with_non_ascii_letters(tmp_path, imap_server, monkeypatch, capsys):
+    """IMAP names folders in modified UTF-7 ("Entwürfe" is "Entw&APw-rfe" on the wire): a folder
+    configured as the user reads it is found, setup lists names readably, and a name already in
+    the wire form (as setup printed it before) or with a plain "&" still works."""
+    monkeypatch.setenv("TEST_MAIL_PASSWORD", PASSWORD)
+    for wire in ("Entw&APw-rfe", "&BB4EQgQ,BEAEMAQyBDsENQQ9BD0ESwQ1-", "R&-D"):
+        imap_server.create_folder(wire)
+    imap_server.append("Entw&APw-rfe", plain_message("Draft reply"))
+    imap_server.append("&BB4EQgQ,BEAEMAQyBDsENQQ9BD0ESwQ1-", plain_message("Sent report"))
+    imap_server.append("R&-D", plain_message("Prototype"))
+    ws = Workspace(tmp_path / "ws")
+    config = mail_config(imap_server, folders=["Entwürfe", "Отправленные", "R&D"])
+    outcome = make_runner(ws, config).run_once("mail")
+    assert outcome.outcome == "ok", outcome.error
+    assert sorted(i["subject"] for i in outcome.new_items) == ["Draft reply", "Prototype", "Sent report"]
+    assert outcome.errors == []
+    wire = make_runner(Workspace(tmp_path / "ws2"), mail_config(imap_server, folders=["Entw&APw-rfe"])).run_once("mail")
+    assert [i["subject"] for i in wire.new_items] == ["Draft reply"]
+
+    from collectors.mail import setup
+
+    assert setup(config["collectors"]["mail"], ws) == 0
+    listed = capsys.readouterr().out
+    assert "  Entwürfe\n" in listed and "  Отправленные\n" in listed and "  R&D\n" in listed
+
+
 def test_sender_notify_rule(tmp_path, imap_server, monkeypatch):
     monkeypatch.setenv("TEST_MAIL_PASSWORD", PASSWORD)
     imap_server.create_folder("Notify")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import imaplib
 import os
 import re
@@ -104,13 +106,17 @@ def list_folders(conn: imaplib.IMAP4) -> list[str]:
             continue
         match = re.match(rb'\((?P<flags>[^)]*)\) (?P<sep>"[^"]*"|NIL) (?P<name>.+)$', line)
         if match:
-            names.append(match.group("name").decode("utf-8", "replace").strip('"'))
+            wire = match.group("name").decode("utf-8", "replace").strip('"')
+            try:
+                names.append(folder_from_wire(wire))
+            except ValueError:
+                names.append(wire)
     return names
 
 
 def fetch_new(conn: imaplib.IMAP4, folder: str, cursor: dict, limit: int) -> FolderBatch:
     """Messages of ``folder`` with a UID above the cursor's (all of them after a UIDVALIDITY change)."""
-    status, data = conn.select(quote(folder), readonly=True)
+    status, data = conn.select(quote(folder_to_wire(folder)), readonly=True)
     if status != "OK":
         raise LookupError(f"IMAP folder {folder!r}: cannot select: {_text(data)}")
     uidvalidity = int(conn.response("UIDVALIDITY")[1][0])
@@ -138,6 +144,56 @@ def fetch_new(conn: imaplib.IMAP4, folder: str, cursor: dict, limit: int) -> Fol
 
 def logout(conn: imaplib.IMAP4) -> None:
     _close(conn)
+
+
+# A run of modified base64 in a folder name's wire form ("&" alone is "&-").
+_SHIFTED = re.compile(r"&([A-Za-z0-9+,]*)-")
+
+
+def folder_to_wire(folder: str) -> str:
+    """A folder name as IMAP sends it: modified UTF-7 (RFC 3501 5.1.3), "Entwürfe" -> "Entw&APw-rfe".
+
+    A name that is already in that form (ASCII, every "&" starting a valid shift, as setup printed
+    names before it decoded them) is sent as it is.
+    """
+    if folder.isascii() and "&" not in _SHIFTED.sub("", folder):
+        try:
+            folder_from_wire(folder)
+            return folder
+        except ValueError:
+            pass
+    out: list[str] = []
+    pending: list[str] = []
+
+    def shift() -> None:
+        if pending:
+            data = "".join(pending).encode("utf-16-be")
+            out.append("&" + base64.b64encode(data).decode("ascii").rstrip("=").replace("/", ",") + "-")
+            pending.clear()
+
+    for ch in folder:
+        if " " <= ch <= "~":
+            shift()
+            out.append("&-" if ch == "&" else ch)
+        else:
+            pending.append(ch)
+    shift()
+    return "".join(out)
+
+
+def folder_from_wire(name: str) -> str:
+    """A folder name from the server (modified UTF-7) as text; ValueError when a shift is not valid."""
+
+    def unshift(match: re.Match) -> str:
+        payload = match.group(1)
+        if not payload:
+            return "&"
+        try:
+            return base64.b64decode(payload.replace(",", "/") + "=" * (-len(payload) % 4), validate=True).decode("utf-16-be")
+        except (binascii.Error, UnicodeDecodeError) as exc:
+            raise ValueError(f"not a modified UTF-7 folder name: {name!r}") from exc
+
+    return _SHIFTED.sub(unshift, name)
 
 
 def quote(folder: str) -> str:
