@@ -94,3 +94,22 @@ def test_a_page_without_its_optional_head_end_tag_is_not_empty(workspace, site, 
     site.add("/min", page, content_type="text/html; charset=utf-8")
     result = fetch(workspace, site.url("/min"))
     assert result.ok and result.value["text"] == "Visible text here"
+
+
+def test_a_page_that_never_finishes_returns_what_arrived_before_the_skill_times_out(workspace, site):
+    """A server dripping a byte at a time never trips a per-read timeout: the skill stops reading
+    before its own timeout, answers with what it has, and leaves no thread reading on."""
+    import threading
+    import time
+
+    site.add("/drip", "<html><body><p>" + "Slow news. " * 200 + "</p></body></html>",
+             content_type="text/html; charset=utf-8", drip=0.02)
+    skills = SkillManager.from_config({"runtime": {"skill_timeouts": {"web": 3}}}, workspace)
+    context = SkillContext(config={"policy": {"allow_private_network": True}, "runtime": {"skill_timeouts": {"web": 3}}})
+    started = time.monotonic()
+    result = skills.run("web", {"url": site.url("/drip")}, context)
+    assert result.ok, result.error
+    assert time.monotonic() - started < 3
+    assert result.value["text"].startswith("Slow news. Slow news.")
+    assert "still loading" in result.value["text"]
+    assert not [t for t in threading.enumerate() if t.name == "skill-web"]

@@ -65,7 +65,7 @@ def _read_body(response: requests.Response, deadline: float, timeout: float, max
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise FetchError(f"download not finished within {timeout:g}s (fetch_timeout_seconds)")
-        _limit_socket(raw, remaining)
+        limit_socket(raw, remaining)
         try:
             # read1 returns after one socket read; read(n) would wait for n bytes of a slow drip.
             chunk = reader(READ_SIZE, decode_content=True) if reader else raw.read(READ_SIZE, decode_content=True)
@@ -83,7 +83,7 @@ def _read_body(response: requests.Response, deadline: float, timeout: float, max
         chunks.append(chunk)
 
 
-def _limit_socket(raw: object, remaining: float) -> None:
+def limit_socket(raw: object, remaining: float) -> None:
     """Give the next socket read at most the time left (best effort: urllib3 internals)."""
     sock = getattr(getattr(raw, "_connection", None), "sock", None)
     if sock is None:

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import codecs
 import re
+import socket
+import time
 from email.message import Message
 from urllib.parse import urljoin
 
 import chardet
 import requests
+import urllib3
+
+from assistant_framework.collectors.fetch import limit_socket
 
 from assistant_framework.html_text import html_to_text
 from assistant_framework.netguard import GuardedSession
@@ -36,11 +41,16 @@ def run(workspace, args, context=None):
     policy = ((getattr(context, "config", None) or {}).get("policy") or {})
     allow_private = bool(policy.get("allow_private_network", False))
     url = args["url"]
+    # A server dripping a byte at a time never trips a per-read timeout: the whole fetch has a
+    # deadline inside the skill's own timeout, so it ends (with what arrived) instead of reading on
+    # in the background after the call was given up.
+    seconds = read_deadline(context)
+    deadline = time.monotonic() + seconds
     with GuardedSession(allow_private=allow_private) as session:
         for _ in range(MAX_REDIRECTS + 1):
             # Every hop is checked, resolved once and connected to the checked address: a public page
             # must not redirect (or a name rebind) into the owner's network.
-            response = session.get(url, timeout=15, stream=True,
+            response = session.get(url, timeout=max(0.5, min(15.0, deadline - time.monotonic())), stream=True,
                                    headers={"User-Agent": USER_AGENT, "Accept": "text/html, text/plain, application/json"})
             if response.is_redirect and response.headers.get("location"):
                 url = urljoin(url, response.headers["location"])
@@ -52,7 +62,7 @@ def run(workspace, args, context=None):
         with response:
             if response.status_code >= 400:
                 raise ValueError(f"{url} answered HTTP {response.status_code}")
-            body = _read_capped(response)
+            body, finished = _read_capped(response, deadline)
     kind = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
     if kind in ("text/html", "application/xhtml+xml"):
         text = html_to_text(decode(body, response.headers.get("content-type"), html=True))
@@ -63,7 +73,16 @@ def run(workspace, args, context=None):
     limit = int(args.get("max_chars") or DEFAULT_CHARS)
     if len(text) > limit:
         text = text[:limit] + f"\n[... {len(text) - limit} more characters]"
+    if not finished:
+        text += f"\n[... the page was still loading after {seconds:g} s; this is what arrived]"
     return {"url": url, "text": text}
+
+
+def read_deadline(context) -> float:
+    """Seconds for the whole fetch: 80% of the skill's timeout (``runtime.skill_timeouts.web`` or its own)."""
+    runtime = ((getattr(context, "config", None) or {}).get("runtime") or {})
+    timeout = (runtime.get("skill_timeouts") or {}).get("web") or TIMEOUT_SECONDS
+    return max(1.0, 0.8 * float(timeout))
 
 
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
@@ -117,12 +136,22 @@ def _header_charset(content_type: str | None) -> str | None:
     return header.get_param("charset")
 
 
-def _read_capped(response: requests.Response) -> bytes:
+def _read_capped(response: requests.Response, deadline: float) -> tuple[bytes, bool]:
+    """The body (decompressed) up to MAX_BYTES, and whether it ended before ``deadline``."""
     chunks, size = [], 0
-    for chunk in response.iter_content(65536):
+    raw = response.raw
+    while size < MAX_BYTES:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return b"".join(chunks), False
+        limit_socket(raw, remaining)
+        try:
+            # read1 returns after one socket read; read(n) would wait for n bytes of a slow drip.
+            chunk = raw.read1(65536, decode_content=True)
+        except (socket.timeout, TimeoutError, urllib3.exceptions.TimeoutError):
+            return b"".join(chunks), False
+        if not chunk:
+            return b"".join(chunks), True
         chunks.append(chunk)
         size += len(chunk)
-        if size >= MAX_BYTES:
-            break
-    return b"".join(chunks)[:MAX_BYTES]
-
+    return b"".join(chunks)[:MAX_BYTES], True
