@@ -19,6 +19,22 @@ def test_document_is_saved_to_the_inbox_and_the_model_is_told(fake, start_bot, c
     assert saved[0] in prompt and "please file this" in prompt and "untrusted" in prompt
 
 
+def test_document_with_a_long_non_latin_name_is_saved(fake, start_bot, chat_server, workspace):
+    """100 CJK characters are 300 bytes: over the 255-byte file name limit of ext4 and most file systems."""
+    start_bot()
+    chat_server.enqueue('{"reply": "Got your file."}')
+    name = "日本語の長いファイル名" * 12 + ".pdf"
+    fake.send_document(OWNER, name, b"%PDF-1.4 fake")
+    fake.send_document(OWNER, name, b"%PDF-1.4 second")  # the same name again: saved beside it
+    chat_server.enqueue('{"reply": "Got the second."}')
+    fake.wait_for(lambda: "Got the second." in texts(fake), timeout=15)
+    assert texts(fake) == ["Got your file.", "Got the second."]
+    saved = sorted(workspace.list("inbox/**/*"))
+    assert len(saved) == 2 and all(s.split("/")[-1].startswith("日本語の長いファイル名") for s in saved), saved
+    assert all(s.endswith(".pdf") and len(s.split("/")[-1].encode()) <= 210 for s in saved), saved
+    assert {workspace.path(s).read_bytes() for s in saved} == {b"%PDF-1.4 fake", b"%PDF-1.4 second"}
+
+
 def test_photo_saves_the_largest_size(fake, start_bot, chat_server, workspace):
     start_bot()
     fake.send_photo(OWNER, b"J" * 4000, caption="my cat")

@@ -14,21 +14,32 @@ from datetime import date
 from assistant_framework.workspace import Workspace, atomic_write_bytes
 
 _UNSAFE = re.compile(r"[^\w.\- ]+")
+#: File systems allow 255 bytes (ext4, btrfs, APFS); keep room for free_name's "-N" and an atomic write's
+#: ".<name>.tmp-XXXXXXXX". 100 CJK characters alone are 300 bytes.
+_MAX_NAME_BYTES = 200
 
 VOICE_DISABLED = ("🎙 Voice notes are not supported yet: set llm.transcription (base_url, model) in the config "
                   "to an OpenAI-compatible /audio/transcriptions endpoint to enable them.")
 
 
 def sanitize_name(name: str, fallback: str = "file") -> str:
-    """A safe single file name: no folders, no control characters, at most 100 characters."""
+    """A safe single file name: no folders, no control characters, at most 100 characters and 200 bytes."""
     name = unicodedata.normalize("NFKC", name or "").replace("\\", "/").split("/")[-1]
     name = _UNSAFE.sub("_", name).strip(" ._")
     if not name:
         return fallback
     stem, dot, ext = name.rpartition(".")
     if dot and len(ext) <= 10:
-        return stem[: 100 - len(ext) - 1] + "." + ext
-    return name[:100]
+        return _cut(stem, 100 - len(ext) - 1, _MAX_NAME_BYTES - len(ext.encode("utf-8")) - 1) + "." + ext
+    return _cut(name, 100, _MAX_NAME_BYTES)
+
+
+def _cut(text: str, chars: int, max_bytes: int) -> str:
+    """``text`` cut to ``chars`` characters and ``max_bytes`` UTF-8 bytes, never inside a character."""
+    text = text[:chars]
+    while len(text.encode("utf-8")) > max_bytes:
+        text = text[:-1]
+    return text
 
 
 @dataclass
