@@ -113,3 +113,20 @@ def test_a_page_that_never_finishes_returns_what_arrived_before_the_skill_times_
     assert result.value["text"].startswith("Slow news. Slow news.")
     assert "still loading" in result.value["text"]
     assert not [t for t in threading.enumerate() if t.name == "skill-web"]
+
+
+def test_a_long_page_is_cut_by_the_skill_to_what_the_model_is_shown(workspace, site):
+    """The skill's own cut (with its "[... N more characters]" note) must fit the manager's result
+    limit (runtime.skill_result_limit_chars, 4000 by default): else the model gets a JSON string cut
+    in the middle and max_chars above the limit does nothing."""
+    site.add("/long", "<html><body>" + "".join(f"<p>Paragraph {n}: \"quoted\" words.</p>" for n in range(800)) + "</body></html>",
+             content_type="text/html; charset=utf-8")
+    result = fetch(workspace, site.url("/long"))
+    assert result.ok and not result.truncated, result
+    assert result.value["text"].startswith("Paragraph 0:") and result.value["text"].endswith("more characters]")
+
+    skills = SkillManager.from_config({"runtime": {"skill_result_limit_chars": 20000}}, workspace)
+    context = SkillContext(config={"policy": {"allow_private_network": True}, "runtime": {"skill_result_limit_chars": 20000}})
+    roomy = skills.run("web", {"url": site.url("/long"), "max_chars": 12000}, context)
+    assert roomy.ok and not roomy.truncated
+    assert len(roomy.value["text"].rsplit("\n[...", 1)[0]) == 12000

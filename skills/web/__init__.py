@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import json
 import re
 import socket
 import time
@@ -34,6 +35,7 @@ TIMEOUT_SECONDS = 30
 MAX_BYTES = 2_000_000
 MAX_REDIRECTS = 5
 DEFAULT_CHARS = 6000
+RESULT_LIMIT_CHARS = 4000  # the skill manager's default runtime.skill_result_limit_chars
 USER_AGENT = "assistant-framework/0.1 (personal assistant)"
 
 
@@ -70,12 +72,17 @@ def run(workspace, args, context=None):
         text = decode(body, response.headers.get("content-type"))
     else:
         raise ValueError(f"{url} is {kind}, not a text page")
-    limit = int(args.get("max_chars") or DEFAULT_CHARS)
-    if len(text) > limit:
-        text = text[:limit] + f"\n[... {len(text) - limit} more characters]"
-    if not finished:
-        text += f"\n[... the page was still loading after {seconds:g} s; this is what arrived]"
-    return {"url": url, "text": text}
+    tail = "" if finished else f"\n[... the page was still loading after {seconds:g} s; this is what arrived]"
+    # Cut here, with a note, to what the model is shown (the manager would cut the JSON mid-string).
+    budget = int(((getattr(context, "config", None) or {}).get("runtime") or {}).get("skill_result_limit_chars") or RESULT_LIMIT_CHARS)
+    shown = text[: int(args.get("max_chars") or DEFAULT_CHARS)]
+    while True:
+        note = f"\n[... {len(text) - len(shown)} more characters]" if len(shown) < len(text) else ""
+        result = {"url": url, "text": shown + note + tail}
+        overflow = len(json.dumps(result, ensure_ascii=False)) - budget
+        if overflow <= 0 or not shown:
+            return result
+        shown = shown[: len(shown) - overflow]
 
 
 def read_deadline(context) -> float:
