@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from messaging_llm_bot.frontends.commands import format_stats, help_text, run_command, skill_text, skills_text, why_text
+from messaging_llm_bot.frontends.markup import unescape_markdown
 from messaging_llm_bot.runtime import build_runtime
 
 REPO = Path(__file__).resolve().parent.parent
@@ -128,7 +129,8 @@ def test_command_texts(bot_config, workspace):
     assert "- add — Add two integers" in skills_text(skills)
     assert "Did you mean: add" in skill_text(skills, "ad")
     assert skill_text(skills, "").startswith("Usage")
-    assert why_text([{"ref": "notes/milk.md", "score": 0.5, "text": "oat\nmilk"}]) == (
+    # Markdown for the chat frontends, with the recalled text escaped; the terminal shows it unescaped.
+    assert unescape_markdown(why_text([{"ref": "notes/milk.md", "score": 0.5, "text": "oat\nmilk"}])) == (
         "Recalled for my last reply:\n- notes/milk.md (0.50): oat milk")
     assert format_stats({"total": {"turns": 0}}) == "No model usage recorded in the last 30 days."
 

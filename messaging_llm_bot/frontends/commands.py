@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from assistant_framework.access import OWNER_ONLY_COMMANDS, command_allowed
 from assistant_framework.traces import TraceStore
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.frontends.markup import escape_markdown
 
 if TYPE_CHECKING:  # pragma: no cover
     from messaging_llm_bot.runtime import BotRuntime
@@ -86,6 +87,11 @@ def skill_text(skills: Any, name: str) -> str:
     return f"{skill.name}\n\n{body}" + (f"\n\nCapabilities: {caps}" if caps else "")
 
 
+def collector_notice(collector_name: str, text: str) -> str:
+    """The push message for a collector's matched items (Markdown, the items' text escaped)."""
+    return f"📬 {escape_markdown(collector_name)}: {escape_markdown(text)}"
+
+
 def why_text(recalled: list[dict]) -> str:
     """The memories placed in the prompt of the last reply, with where they came from."""
     if not recalled:
@@ -95,11 +101,11 @@ def why_text(recalled: list[dict]) -> str:
         where = hit.get("ref") or hit.get("path") or hit.get("source") or "?"
         score = hit.get("score")
         text = " ".join(str(hit.get("text") or hit.get("snippet") or "").split())
-        line = f"- {where}"
+        line = f"- {escape_markdown(str(where))}"
         if isinstance(score, (int, float)):
             line += f" ({score:.2f})"
         if text:
-            line += f": {text[:160]}"
+            line += f": {escape_markdown(text[:160])}"  # recalled text may be a mail's: shown as typed
         lines.append(line)
     return "\n".join(lines)
 

@@ -22,6 +22,7 @@ from assistant_framework.inbox import Inbox
 
 from messaging_llm_bot.agent.loop import AgentEvent
 from messaging_llm_bot.frontends.commands import run_command
+from messaging_llm_bot.frontends.markup import unescape_markdown
 from messaging_llm_bot.frontends.console_extras import HISTORY_FILE, PROMPT, ConsoleReminders, line_reader
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,7 +61,7 @@ def answer(runtime: "BotRuntime", text: str, *, progress: TextIO | None = None, 
     """The reply block for one input line: a command's text or the agent's reply (with footer)."""
     reply = run_command(runtime, conversation_id, text)
     if reply is not None:
-        return reply
+        return unescape_markdown(reply)  # the terminal shows Markdown source: no escaping backslashes
     if text.startswith("/"):
         return f"Unknown command {text.split()[0]}; see /help."
 

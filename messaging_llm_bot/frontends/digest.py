@@ -15,6 +15,7 @@ from assistant_framework.stores.provenance import is_untrusted
 from assistant_framework.stores.reminders import ReminderStore, due_at_of
 from assistant_framework.stores.tasks import TaskStore
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.frontends.markup import escape_markdown
 from messaging_llm_bot.frontends.reminders import FROM_OUTSIDE
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,12 @@ def _safe(section):
     return wrapper
 
 
+def _md(value: object) -> str:
+    """An item's text inside the digest's Markdown: shown as typed (a calendar invite or a mail
+    subject must not turn into a hidden link or formatting)."""
+    return escape_markdown(str(value))
+
+
 def _outside(record: dict) -> str:
     """A short flag for an item saved from outside content, so it never reads as the owner's own."""
     return f" {FROM_OUTSIDE}" if is_untrusted(record) else ""
@@ -73,7 +80,7 @@ def _tasks(workspace: Workspace, today: date) -> str:
         due = str(task.get("due") or "")
         when = "today" if due[:10] == today.isoformat() else f"overdue since {due[:10]}"
         clock = f" {due[11:16]}" if len(due) > 10 else ""
-        lines.append(f"- {task.get('title', '(untitled)')} ({when}{clock}){_outside(task)}")
+        lines.append(f"- {_md(task.get('title', '(untitled)'))} ({when}{clock}){_outside(task)}")
     return "\n".join(lines)
 
 
@@ -88,9 +95,9 @@ def _reminders(workspace: Workspace, local_now: datetime) -> str:
         local_due = due.astimezone(tz)
         if local_due.date() <= local_now.date():
             note = (" (missed)" if local_due < local_now else "") + _outside(reminder)
-            rows.append(f"- {local_due.strftime('%H:%M')} {reminder.get('text', '')}{note}"
+            rows.append(f"- {local_due.strftime('%H:%M')} {_md(reminder.get('text', ''))}{note}"
                         if local_due.date() == local_now.date()
-                        else f"- {local_due.strftime('%Y-%m-%d %H:%M')} {reminder.get('text', '')}{note}")
+                        else f"- {local_due.strftime('%Y-%m-%d %H:%M')} {_md(reminder.get('text', ''))}{note}")
     return "\n".join(["⏰ **Reminders today**", *rows]) if rows else ""
 
 
@@ -119,8 +126,8 @@ def _calendar(workspace: Workspace, today: date, tz: ZoneInfo) -> str:
             clock = f"until {end.strftime('%H:%M')}"
         else:
             clock = "all day"
-        where = f" @ {event['location']}" if event.get("location") else ""
-        todays.append((clock != "all day", clock, f"- {clock} {event.get('summary') or '(no title)'}{where}"))
+        where = f" @ {_md(event['location'])}" if event.get("location") else ""
+        todays.append((clock != "all day", clock, f"- {clock} {_md(event.get('summary') or '(no title)')}{where}"))
     if not todays:
         return ""
     return "\n".join(["📅 **Calendar today**", *[line for _, _, line in sorted(todays)]])
@@ -135,7 +142,7 @@ def _birthdays(workspace: Workspace, today: date) -> str:
     for when, row in found:
         days = (when - today).days
         label = "today" if days == 0 else "tomorrow" if days == 1 else f"{when.strftime('%a %d %b')} (in {days} days)"
-        lines.append(f"- {row.get('name', '?')}: {label}{_outside(row)}")
+        lines.append(f"- {_md(row.get('name', '?'))}: {label}{_outside(row)}")
     return "\n".join(lines)
 
 
@@ -149,5 +156,5 @@ def _news(workspace: Workspace) -> str:
         items = workspace.read_json(rel, default=None)
         count = len(items) if isinstance(items, list) else len(items.get("items") or []) if isinstance(items, dict) else 0
         if count:
-            lines.append(f"- {name}: {count} {_NEWS_NOUNS.get(name, 'new items')}")
+            lines.append(f"- {_md(name)}: {count} {_NEWS_NOUNS.get(name, 'new items')}")
     return "\n".join(["📬 **New since the last check**", *lines]) if lines else ""

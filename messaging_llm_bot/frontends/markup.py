@@ -51,6 +51,22 @@ def utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
+# Not "(" or "[": telegramify-markdown reads \( \) and \[ \] as LaTeX math. An escaped "]"
+# already stops a link ("[text\](url)" is no link), and "$" is escaped against $$ math.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\]#+\-.!|~<>&=$])")
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` with the Markdown-significant ASCII punctuation backslash-escaped (pure), so it
+    renders as itself: a mail subject ``[Click](https://evil)`` shows as typed, not as a link."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text or "")
+
+
+def unescape_markdown(text: str) -> str:
+    """The inverse of ``escape_markdown``, for a frontend that shows Markdown source (the terminal)."""
+    return re.sub(r"\\([\\`*_{}\]#+\-.!|~<>&=$])", r"\1", text or "")
+
+
 def markdown_entities(markdown: str) -> tuple[str, list[dict]] | None:
     """Convert Markdown to (plain text, entity dicts); None when the converter fails."""
     try:

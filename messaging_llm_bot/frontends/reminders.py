@@ -16,6 +16,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.stores.provenance import is_untrusted
+from messaging_llm_bot.frontends.markup import escape_markdown
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +182,8 @@ class ReminderScheduler:
             now = self.clock()
             if due_time(current, self.default_tz) > now + timedelta(seconds=1):
                 return False  # moved to a later time; the next sync schedules it
-            sent = await self.send(field(current, "chat_id"), delivery_text(current, now, self.default_tz))
+            # The frontends send notices as Markdown; a reminder's text is shown as typed.
+            sent = await self.send(field(current, "chat_id"), escape_markdown(delivery_text(current, now, self.default_tz)))
             if sent:
                 await asyncio.to_thread(self.store.mark_delivered, rid, now)
             else:

@@ -358,7 +358,7 @@ class SignalService:
         if loop is None or loop.is_closed():
             return
         try:
-            asyncio.run_coroutine_threadsafe(self.send_notice(None, f"📬 {collector_name}: {text}"), loop)
+            asyncio.run_coroutine_threadsafe(self.send_notice(None, texts.collector_notice(collector_name, text)), loop)
         except RuntimeError:
             pass  # the loop is closing
 

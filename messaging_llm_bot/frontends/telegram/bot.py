@@ -31,7 +31,7 @@ from telegram.request import HTTPXRequest
 from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.frontends.reminders import ReminderScheduler
-from messaging_llm_bot.frontends.commands import COMMANDS
+from messaging_llm_bot.frontends.commands import COMMANDS, collector_notice
 from messaging_llm_bot.frontends.telegram.handlers import Frontend
 from messaging_llm_bot.frontends.telegram.ratelimit import ReplyFirstRateLimiter
 from messaging_llm_bot.frontends.telegram.send import send_markdown
@@ -261,7 +261,7 @@ class TelegramService:
         """Collector callback (background thread): a short notice to the allowed users."""
         if self._loop is None or self._loop.is_closed():
             return
-        asyncio.run_coroutine_threadsafe(self.send_notice(None, f"📬 {collector_name}: {text}"), self._loop)
+        asyncio.run_coroutine_threadsafe(self.send_notice(None, collector_notice(collector_name, text)), self._loop)
 
     async def _morning_digest(self, context: ContextTypes.DEFAULT_TYPE) -> None:
         await self.send_notice(None, await asyncio.to_thread(self.frontend.digest_text))
