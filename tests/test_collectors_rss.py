@@ -120,3 +120,21 @@ def test_bad_feed_config_is_a_load_error_naming_the_key(tmp_path):
     manager = CollectorManager.from_config({"collectors": {"rss": {"enabled": True, "feeds": [{"link": "x"}]}}}, ws)
     assert "rss" not in manager.collectors
     assert "collectors.rss.feeds[0]" in {e.name: e.error for e in manager.errors}["rss"]
+
+
+def test_entries_over_the_per_run_cap_do_not_come_back_later_as_new(tmp_path):
+    # A big feed's first run keeps its newest max_items_per_feed entries; the older ones beyond
+    # the cap must not turn up as "new" in the next runs (old posts in the digest, notices).
+    entries = "".join(f"<item><guid>p{n}</guid><title>Post {n}</title><link>http://example.org/{n}</link></item>"
+                      for n in range(120, 0, -1))  # newest first, as feeds are written
+    feed = f'<?xml version="1.0"?><rss version="2.0"><channel><title>Big</title>{entries}</channel></rss>'.encode()
+    with StaticHTTPServer() as srv:
+        srv.add("/big.xml", feed, content_type="application/rss+xml")
+        ws = Workspace(tmp_path / "ws")
+        runner = runner_for(ws, [srv.url("/big.xml")], max_items_per_feed=50)
+        first = runner.run_once("rss")
+        assert [i["title"] for i in first.new_items][:2] == ["Post 120", "Post 119"] and len(first.new_items) == 50
+        assert runner.run_once("rss").new_items == []
+        srv.add("/big.xml", feed.replace(b"<title>Big</title>", b"<title>Big</title><item><guid>p121</guid><title>Post 121</title></item>"),
+                content_type="application/rss+xml")
+        assert [i["title"] for i in runner.run_once("rss").new_items] == ["Post 121"]

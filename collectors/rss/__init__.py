@@ -121,8 +121,12 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
             if item["id"] not in seen:
                 seen.add(item["id"])
                 fresh.append(item)
-        fresh = fresh[: int(config.get("max_items_per_feed", 50))]
-        state["seen"] = (state.get("seen", []) + [item["id"] for item in fresh])[-SEEN_LIMIT:]
+        cap = int(config.get("max_items_per_feed", 50))
+        # Entries over the cap (the older end of a big feed's first fetch) are passed over for
+        # good: remembered as seen before the kept ones, so they never come back later as "new".
+        passed_over = [item["id"] for item in fresh[cap:]]
+        fresh = fresh[:cap]
+        state["seen"] = (state.get("seen", []) + passed_over + [item["id"] for item in fresh])[-SEEN_LIMIT:]
         # Entries are persisted before the cursor, so a crash re-delivers rather than loses.
         for item in fresh:
             workspace.append_jsonl(f"{BASE}/items.jsonl", item)
@@ -134,7 +138,8 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
         save_cursor(workspace, NAME, cursor)
         for warning in info.get("warnings", []):
             errors.append(f"feed {url}: {warning}")
-        report[url] = {"ok": True, "error": None, "items": len(fresh), **({"warnings": info["warnings"]} if info.get("warnings") else {})}
+        report[url] = {"ok": True, "error": None, "items": len(fresh), **({"passed_over": len(passed_over)} if passed_over else {}),
+                       **({"warnings": info["warnings"]} if info.get("warnings") else {})}
         status[url] = {"name": items[0]["feed"] if items else feed["name"] or status.get(url, {}).get("name", url), "last_ok": stamp, "last_error": None,
                        "new": len(fresh), **({"encoding": info["encoding"]} if info.get("encoding") else {})}
         workspace.write_json(f"{BASE}/feeds.json", status)
