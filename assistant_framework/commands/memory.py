@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..config import load_config
 from ..workspace import existing_workspace
+from . import int_range
 from .config import add_config_option
 
 
@@ -27,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     search.add_argument("query")
     search.add_argument("--source", default=None, help="only this source, e.g. notes, conversation, collector:rss")
     search.add_argument("--conversation", default=None, help="only this conversation's turns and episodes")
-    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--limit", type=int_range(1), default=10)
     search.add_argument("--json", action="store_true", help="print the hits as JSON")
     search.set_defaults(func=cmd_search)
 

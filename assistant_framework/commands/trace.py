@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..traces import TraceStore
 from ..workspace import atomic_write_bytes, existing_workspace
+from . import int_range
 
 
 def add_workspace_option(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersActi
 
     list_ = commands.add_parser("list", help="list recent traces (id, time, conversation, model, tokens, rounds)")
     add_workspace_option(list_)
-    list_.add_argument("-n", "--limit", type=int, default=20, help="how many (default 20)")
+    list_.add_argument("-n", "--limit", type=int_range(1), default=20, help="how many (default 20)")
     list_.add_argument("--json", action="store_true", help="one JSON list of the summaries")
     list_.set_defaults(func=cmd_list)
 
@@ -69,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersActi
 def _add_selection(parser: argparse.ArgumentParser) -> None:
     add_workspace_option(parser)
     parser.add_argument("ids", nargs="*", metavar="ID", help="trace ids or unique prefixes")
-    parser.add_argument("--last", type=int, metavar="N", help="the last N traces (default: the last one when no ID is given)")
+    parser.add_argument("--last", type=int_range(1), metavar="N", help="the last N traces (default: the last one when no ID is given)")
 
 
 def _selected(args: argparse.Namespace) -> list[dict]:

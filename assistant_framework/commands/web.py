@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import int_range
 from .config import add_config_option
 
 
@@ -13,7 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_config_option(web)
     web.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
     web.add_argument("--host", default=None, help="address to listen on (default: web.host, else 127.0.0.1)")
-    web.add_argument("--port", type=int, default=None, help="port (default: web.port, else 8765)")
+    web.add_argument("--port", type=int_range(0, 65535), default=None, help="port (default: web.port, else 8765)")
     web.set_defaults(func=cmd_web)
 
 

@@ -1,0 +1,41 @@
+"""Bad values on the command line: exit 2 with a one-line error, never a traceback or a surprise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.cli import main
+from assistant_framework.workspace import Workspace
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    workspace = Workspace(tmp_path / "ws")
+    workspace.path("state").mkdir(parents=True, exist_ok=True)
+    workspace.write_text("notes/a.md", "# A\n\nbanana split\n")
+    return workspace
+
+
+def _exit(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:  # argparse rejects a value
+        return int(exc.code)
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["memory", "search", "banana", "--limit", "0"], "--limit"),
+    (["memory", "search", "banana", "--limit", "-5"], "--limit"),  # was: all hits but the last 5
+    (["trace", "list", "-n", "-1"], "-n/--limit"),  # was: every trace but the oldest
+    (["trace", "list", "-n", "0"], "-n/--limit"),
+    (["trace", "replay", "--last", "-1"], "--last"),  # was: replay every trace but the oldest
+    (["trace", "export-cases", "--last", "-2", "--out", "x.yaml"], "--last"),
+    (["web", "--port", "99999"], "--port"),  # was: listening on 99999 % 65536
+    (["web", "--port", "-1"], "--port"),
+])
+def test_out_of_range_numbers_are_usage_errors(ws, capsys, argv, option):
+    assert _exit([*argv, "--workspace", str(ws.root)]) == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}" in err and "Traceback" not in err and "internal error" not in err
