@@ -39,3 +39,10 @@ def test_out_of_range_numbers_are_usage_errors(ws, capsys, argv, option):
     assert _exit([*argv, "--workspace", str(ws.root)]) == 2
     err = capsys.readouterr().err
     assert f"argument {option}" in err and "Traceback" not in err and "internal error" not in err
+
+
+@pytest.mark.parametrize("conversation", ["", "   "])
+def test_memory_search_with_an_empty_conversation_is_a_usage_error(ws, capsys, conversation):
+    assert _exit(["memory", "search", "banana", "--conversation", conversation, "--workspace", str(ws.root)]) == 2
+    err = capsys.readouterr().err
+    assert "--conversation" in err and "internal error" not in err

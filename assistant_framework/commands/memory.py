@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..config import load_config
 from ..workspace import existing_workspace
-from . import int_range
+from . import UsageError, int_range
 from .config import add_config_option
 
 
@@ -55,6 +55,8 @@ def _service(args: argparse.Namespace):
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    if args.conversation is not None and not args.conversation.strip():
+        raise UsageError("--conversation is empty: give a conversation id, or leave the option out")
     service = _service(args)
     try:
         service.refresh()
