@@ -46,3 +46,15 @@ def test_memory_search_with_an_empty_conversation_is_a_usage_error(ws, capsys, c
     assert _exit(["memory", "search", "banana", "--conversation", conversation, "--workspace", str(ws.root)]) == 2
     err = capsys.readouterr().err
     assert "--conversation" in err and "internal error" not in err
+
+
+def test_json_commands_keep_stdout_json_free_of_messages_when_nothing_is_found(ws, tmp_path, capsys):
+    # `... --json | jq` must not get a human sentence on stdout: the message goes to stderr.
+    assert _exit(["trace", "last-prompt", "--json", "--workspace", str(ws.root)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "no traces" in captured.err
+    config = tmp_path / "config"
+    config.mkdir()
+    assert _exit(["config", "get", "runtime.nonsense", "--json", "--config", str(config)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "not set and has no default" in captured.err

@@ -10,6 +10,7 @@ import argparse
 import copy
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,9 @@ def cmd_get(args: argparse.Namespace) -> int:
         try:
             value, is_default = default_of(keys), True
         except KeyError:
-            print(f"error: config key {format_json_path(keys)!r} is not set and has no default", flush=True)
+            # With --json, stdout stays for JSON only (a script pipes it): the sentence goes to stderr.
+            print(f"error: config key {format_json_path(keys)!r} is not set and has no default", flush=True,
+                  file=sys.stderr if args.json else sys.stdout)
             return 1
     last = next((k for k in reversed(keys) if isinstance(k, str)), "")
     value = redact({last: value})[last]

@@ -111,7 +111,9 @@ def format_section_sizes(sizes: dict) -> str:
 def cmd_last_prompt(args: argparse.Namespace) -> int:
     trace = _store(args).last()
     if trace is None or not trace.get("requests"):
-        print(f"no traces in {args.workspace}/traces yet: send the bot a message first")
+        # With --json, stdout stays for JSON only (a script pipes it): the sentence goes to stderr.
+        print(f"no traces in {args.workspace}/traces yet: send the bot a message first",
+              file=sys.stderr if args.json else sys.stdout)
         return 1
     request = trace["requests"][-1]
     if args.json:
