@@ -139,6 +139,8 @@ CLAIMS = [
     "Consider it noted.",
     "Okay, noted: you prefer mornings.",
     "It's saved.",
+    "That's been noted.",
+    "Your address is now saved.",
     "We'll remember that for next time.",
     "I've written it down.",
     "Great news about the job! Got it. I will remember that your sister is Anna.",
@@ -164,6 +166,11 @@ NON_CLAIMS = [
     "I did not save it.",
     "Here is your note: buy milk.",
     "",
+    # A passive about something else than the assistant's save ("your password is stored ...").
+    "Your password is stored in the keychain.",
+    "The temperature was recorded at 5pm.",
+    "Tickets are saved in your account.",
+    "The error was logged by the server.",
 ]
 
 

@@ -25,8 +25,12 @@ _FIRST_PERSON = {
 }
 # "I remember" alone is a recollection, not a save; it needs an auxiliary ("I'll remember").
 _BARE_REMEMBER = re.compile(r"\b(?:i|we)" + _ADVERB + r"\s+remember\b", re.IGNORECASE)
+# A passive claims a save when its subject is "it/that/this" ("It's saved") or it says the save
+# just happened ("has been saved", "is now saved"); "your password is stored in the keychain" does not.
 _PASSIVE = re.compile(
-    r"\b(?:has|have|is|was|are|were|'s|’s)\s+(?:now\s+|been\s+|now been\s+)?(?P<verb>saved|noted|stored|recorded|remembered|logged)\b",
+    r"(?:\b(?:it|that|this|everything|all)\s*(?:has|have|is|was|are|were|'s|’s)\s+(?:now\s+|been\s+|now been\s+)?"
+    r"|\b(?:has|have|'s|’s)\s+(?:now\s+)?been\s+|\b(?:is|are|'s|’s)\s+now\s+)"
+    r"(?P<verb>saved|noted|stored|recorded|remembered|logged)\b",
     re.IGNORECASE,
 )
 _INTERJECTION = re.compile(
