@@ -58,3 +58,13 @@ def test_json_commands_keep_stdout_json_free_of_messages_when_nothing_is_found(w
     assert _exit(["config", "get", "runtime.nonsense", "--json", "--config", str(config)]) == 1
     captured = capsys.readouterr()
     assert captured.out == "" and "not set and has no default" in captured.err
+
+
+@pytest.mark.parametrize("source", ["collector:.", "collector:*", "collector:**", "collector:rs?", "collector:[rm]*",
+                                    "collector:RSS", "collector: rss"])
+def test_purge_with_a_name_that_is_no_collector_name_deletes_nothing(ws, capsys, source):
+    ws.write_text("collectors/rss/items.jsonl", '{"title": "kernel released"}\n')
+    ws.write_text("collectors/mail/items.jsonl", '{"subject": "invoice"}\n')
+    assert _exit(["memory", "purge", "--source", source, "--workspace", str(ws.root)]) == 2
+    assert "collector:NAME" in capsys.readouterr().err
+    assert ws.list("collectors/**/*") == ["collectors/mail/items.jsonl", "collectors/rss/items.jsonl"]

@@ -106,11 +106,15 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_purge(args: argparse.Namespace) -> int:
+    from ..collectors.loader import NAME_PATTERN
+
     source = args.source
-    if not source.startswith("collector:") or len(source) <= len("collector:") or "/" in source or ".." in source:
-        print(f"error: purge --source must be collector:NAME, got {source!r}", file=sys.stderr)
+    name = source.split(":", 1)[1] if source.startswith("collector:") else ""
+    # A collector's name only: '.', '*' or '[rm]*' would glob other collectors' folders and delete their files.
+    if not NAME_PATTERN.fullmatch(name):
+        print(f"error: purge --source must be collector:NAME (a collector's name: a-z, 0-9, _ and -), got {source!r}",
+              file=sys.stderr)
         return 2
-    name = source.split(":", 1)[1]
     workspace = existing_workspace(args.workspace)
     files = workspace.list(f"collectors/{name}/**/*")
     for rel in files:
