@@ -97,3 +97,46 @@ def test_turn_logged_after_a_last_line_without_newline_is_kept(ws, service, tail
     assert row["turn_id"] == "42:2026-05-03:3"  # the line number it has in the file
     hit = service.search("gamma")[0]
     assert hit.snippet == "gamma line" and hit.ref == row["turn_id"]
+
+
+def _refresh_within(service, seconds: float = 10.0) -> None:
+    import threading
+
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            service.refresh()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), "refresh hung"
+    assert not errors, errors
+
+
+def test_a_symlink_loop_in_notes_does_not_stop_indexing_the_rest(ws, service):
+    ws.write_text("notes/garden.md", "# Garden\n\nThe tomato seeds are in the blue box.\n")
+    os.symlink("loop.md", ws.path("notes/loop.md"))
+    _refresh_within(service)
+    assert service.search("tomato seeds")[0].path == "notes/garden.md"
+    assert service.reindex() == 1
+
+
+def test_a_fifo_in_notes_is_skipped_not_read_forever(ws, service):
+    ws.write_text("notes/garden.md", "# Garden\n\nThe tomato seeds are in the blue box.\n")
+    os.mkfifo(ws.path("notes/pipe.md"))
+    _refresh_within(service)
+    assert service.search("tomato seeds")[0].path == "notes/garden.md"
+    assert service.index.stats().files == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file without read permission")
+def test_an_unreadable_note_does_not_stop_indexing_the_rest(ws, service):
+    ws.write_text("notes/garden.md", "# Garden\n\nThe tomato seeds are in the blue box.\n")
+    ws.write_text("notes/secret.md", "# Secret\n\nkiwi\n")
+    os.chmod(ws.path("notes/secret.md"), 0)
+    _refresh_within(service)
+    assert service.search("tomato seeds")[0].path == "notes/garden.md"

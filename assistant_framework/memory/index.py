@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,7 @@ class MemoryIndex:
         self.lock = threading.RLock()
         self.readers = ReaderPool(self.db_path)
         self.moved_aside: str | None = None  # where a broken index file went; the caller refills
+        self._skipped: set[str] = set()  # files that could not be read, warned about once
         try:
             self.conn = self._open()
         except sqlite3.OperationalError:
@@ -202,7 +204,9 @@ class MemoryIndex:
         for rel in self._walk():
             try:
                 st = os.stat(self.workspace.root / rel)
-            except FileNotFoundError:
+            except OSError:  # gone, a symlink loop, no permission: as if absent (its rows go)
+                continue
+            if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read forever, a device is no note
                 continue
             seen[rel] = (st.st_size, st.st_mtime_ns)
         with self.lock:
@@ -274,29 +278,50 @@ class MemoryIndex:
         ).fetchone()
         return FileState(*row) if row else None
 
-    def _update(self, rel: str) -> int:
+    def _readable(self, rel: str) -> tuple[Path, os.stat_result] | None:
+        """The file's path and stat when it is a regular file inside the workspace; else its rows
+        go (a symlink leading out or looping, a FIFO, no permission: skipped, never fatal)."""
         try:
             path = self.workspace.path(rel)
-        except WorkspacePathError:  # e.g. a symlink in notes/ leading out: never read, not fatal
-            self._remove(rel)
-            return 0
-        try:
             st = os.stat(path)
         except FileNotFoundError:
             self._remove(rel)
+            return None
+        except (WorkspacePathError, RuntimeError, OSError) as err:  # RuntimeError: pathlib's symlink loop
+            self._skip(rel, err)
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            self._skip(rel, "not a regular file")
+            return None
+        return path, st
+
+    def _skip(self, rel: str, why: object) -> int:
+        self._remove(rel)
+        if rel not in self._skipped:  # once per file and process: a refresh runs every minute
+            self._skipped.add(rel)
+            log.warning("memory index: skipping %s (%s)", rel, why)
+        return 0
+
+    def _update(self, rel: str) -> int:
+        found = self._readable(rel)
+        if found is None:
             return 0
+        path, st = found
         state = self._state(rel)
         if state and state.size == st.st_size and state.mtime_ns == st.st_mtime_ns:
             return 0
         # Same size, new mtime: nothing was appended, the file was rewritten in place (a line
         # redacted by hand to the same length): read it all again.
         if state and is_appendable(rel) and st.st_size >= state.offset and st.st_size != state.size:
-            with open(path, "rb") as handle:
-                start = max(0, state.offset - _TAIL)
-                handle.seek(start)
-                if content_hash(handle.read(state.offset - start)) == state.tail_hash:
-                    return self._append_from(rel, state, st, handle)
-        return self._index_file(rel, st)
+            try:
+                with open(path, "rb") as handle:
+                    start = max(0, state.offset - _TAIL)
+                    handle.seek(start)
+                    if content_hash(handle.read(state.offset - start)) == state.tail_hash:
+                        return self._append_from(rel, state, st, handle)
+            except OSError as err:
+                return self._skip(rel, err)
+        return self._index_file(rel, found)
 
     def _append_from(self, rel: str, state: FileState, st: os.stat_result, handle) -> int:
         """Read the lines appended since the last pass (``handle`` is positioned at the offset)."""
@@ -321,17 +346,21 @@ class MemoryIndex:
         )
         return len(entries)
 
-    def _index_file(self, rel: str, st: os.stat_result | None) -> int:
+    def _index_file(self, rel: str, found: tuple[Path, os.stat_result] | None) -> int:
         source = source_for(rel, self.sources)
         if source is None:
             return 0
-        path = self.workspace.path(rel)
+        found = found or self._readable(rel)
+        if found is None:
+            return 0
+        path, st = found
         try:
-            st = st or os.stat(path)
             data = path.read_bytes()
         except FileNotFoundError:
             self._remove(rel)
             return 0
+        except OSError as err:
+            return self._skip(rel, err)
         self._delete_rows(rel)
         fallback_time = default_time(rel, st.st_mtime)
         if is_appendable(rel):
