@@ -140,3 +140,14 @@ def test_an_unreadable_note_does_not_stop_indexing_the_rest(ws, service):
     os.chmod(ws.path("notes/secret.md"), 0)
     _refresh_within(service)
     assert service.search("tomato seeds")[0].path == "notes/garden.md"
+
+
+def test_memory_folder_deleted_while_running_is_recreated(ws, service):
+    import shutil
+
+    ws.write_text("notes/garden.md", "# Garden\n\nThe tomato seeds are in the blue box.\n")
+    service.refresh()
+    shutil.rmtree(ws.path("memory"))  # "forget everything" by hand
+    _refresh_within(service)
+    assert ws.path("memory/index.sqlite3").exists()
+    assert service.search("tomato seeds")[0].path == "notes/garden.md"

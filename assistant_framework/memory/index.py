@@ -118,6 +118,7 @@ class MemoryIndex:
             old, self.readers = self.readers, ReaderPool(self.db_path)
             old.close()
             self.conn.close()
+            self.db_path.parent.mkdir(parents=True, exist_ok=True)  # the whole memory/ folder may be gone
             try:
                 self.conn = self._open()
             except sqlite3.OperationalError:
