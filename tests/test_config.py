@@ -118,6 +118,28 @@ def test_unknown_key_is_reported_as_a_typo(tmp_path: Path) -> None:
         load_config(tree)
 
 
+def test_a_wrong_file_given_as_config_does_not_have_its_lines_printed(tmp_path: Path, capsys) -> None:
+    # --config pointed at /etc/shadow or a key file: the error names the file, not its contents.
+    wrong = tmp_path / "shadow.yaml"
+    wrong.write_text("root:$6$saltsalt$hashhashhash:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n")
+    assert main(["config", "validate", "--config", str(wrong)]) == 2
+    err = capsys.readouterr().err
+    assert "shadow.yaml" in err and "unknown config section" in err
+    assert "$6$" not in err and "hashhash" not in err and "daemon" not in err
+
+
+@pytest.mark.parametrize("ranking,where", [({"candidate": 10}, "candidate"), ({"candidates": 1e30}, "memory.ranking.candidates"),
+                                           ({"owner_cap": -5}, "memory.ranking.owner_cap"), ({"segment_top": 2.5}, "memory.ranking.segment_top")])
+def test_memory_ranking_keys_are_checked(tmp_path: Path, ranking: dict, where: str) -> None:
+    # A misspelt key was silently ignored, and candidates 1e30 ended in "internal error: OverflowError".
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"memory": {"ranking": ranking}}))
+    with pytest.raises(ConfigError, match=where):
+        load_config(path)
+    path.write_text(json.dumps({"memory": {"ranking": {"candidates": 300, "owner_cap": 0, "segment_weight": 0.4}}}))
+    assert load_config(path)["memory"]["ranking"]["candidates"] == 300
+
+
 def test_env_substitution_and_token_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tree = write_tree(
         tmp_path / "cfg",

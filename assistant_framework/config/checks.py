@@ -10,6 +10,7 @@ import difflib
 from typing import Any, Iterable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from assistant_framework.config.errors import shown_key
 from assistant_framework.config.schema import ROOT_SCHEMA
 
 
@@ -44,7 +45,9 @@ def semantic_errors(data: dict) -> list[tuple[tuple, str]]:
     sections = known_sections()
     for key in data:
         if key not in sections:
-            errors.append(((key,), f"unknown config section {key!r}{did_you_mean(key, sections)}"))
+            name = shown_key(key)
+            shown = f"{name!r}{did_you_mean(key, sections)}" if name == str(key) else name
+            errors.append(((key,), f"unknown config section {shown}"))
     runtime = data.get("runtime") if isinstance(data.get("runtime"), dict) else {}
     problem = timezone_error(runtime.get("timezone"))
     if problem:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,16 @@ def _holds(data: Any, path: tuple) -> bool:
     return isinstance(data, dict) and path[0] in data
 
 
+_NAME_LIKE = re.compile(r"[A-Za-z0-9_.@ -]{1,64}")
+
+
+def shown_key(key: object) -> str:
+    """A key as an error shows it: itself when it looks like a config name, else only its size.
+    ``--config`` pointed at the wrong file (a key file, /etc/shadow) must not print its lines."""
+    text = str(key)
+    return text if _NAME_LIKE.fullmatch(text) else f"<a {len(text)}-character key that is no config name>"
+
+
 def format_json_path(path: tuple | list) -> str:
     """``("runners", 0, "base_url")`` -> ``runners[0].base_url``."""
     out = ""
@@ -60,7 +71,7 @@ def format_json_path(path: tuple | list) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + str(part)
+            out += ("." if out else "") + shown_key(part)
     return out or "(top level)"
 
 

@@ -182,7 +182,17 @@ MEMORY_SCHEMA = {
         "share_owner_data_with": {"type": "array", "items": {"type": ["string", "integer"]}},
         "semantic_weight": _NUMBER,
         "refresh_seconds": _NUMBER,
-        "ranking": {"type": "object", "additionalProperties": {"type": "number"}},
+        "ranking": {
+            "type": "object",
+            "properties": {
+                **{k: {"type": "number", "minimum": 0, "maximum": 100}
+                   for k in ("segment_weight", "neighbour_weight", "time_weight", "date_weight", "whole_segment_weight")},
+                "segment_top": {"type": "integer", "minimum": 0, "maximum": 1000},
+                "candidates": {"type": "integer", "minimum": 1, "maximum": 100_000},
+                **{k: {"type": "integer", "minimum": 0, "maximum": 10_000_000} for k in ("newest_cap", "owner_cap", "unscoped_cap")},
+            },
+            "additionalProperties": False,
+        },
     },
     "additionalProperties": False,
 }
