@@ -222,6 +222,16 @@ def test_a_line_cut_by_a_full_disk_is_removed(tmp_path: Path) -> None:
     assert (tmp_path / "ws" / "log.txt").read_text() == "first\nthird\n"
 
 
+def test_an_append_after_a_last_line_without_newline_keeps_both(ws: Workspace) -> None:
+    # A crash mid-write or an editor that drops the final newline: the next line must not be glued on.
+    ws.path("state").mkdir(exist_ok=True)
+    ws.path("state/log.jsonl").write_bytes(b'{"a": 1}\n{"b": 2}')
+    ws.append_jsonl("state/log.jsonl", {"c": 3})
+    ws.append_jsonl("state/log.jsonl", {"d": 4})
+    assert ws.read_jsonl("state/log.jsonl") == [{"a": 1}, {"b": 2}, {"c": 3}, {"d": 4}]
+    assert ws.path("state/log.jsonl").read_bytes().count(b"\n\n") == 0  # no empty line added when not needed
+
+
 def test_read_jsonl_skips_a_line_with_bytes_that_are_not_utf8(ws: Workspace) -> None:
     ws.path("state").mkdir(exist_ok=True)
     ws.path("state/log.jsonl").write_bytes(b'{"a": 1}\n{"b": "\xff\xfe"}\n{"c": 3}\n')

@@ -185,12 +185,16 @@ class Workspace:
         target = self.path(rel)
         with self._lock_resolved(target):
             try:
-                fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
             except FileNotFoundError:  # first line of a new folder
                 target.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    # The last line has no newline (a crash mid-write, an editor): without one
+                    # this line would be glued to it and both lost to every reader.
+                    data = b"\n" + data
                 try:
                     _write_all(fd, data)
                 except OSError:
