@@ -102,6 +102,7 @@ def test_collector_notices_go_to_the_owner_only(fake, start_bot):
 def test_shared_command_dispatcher_applies_the_same_owner_rule(bot_config, workspace, tmp_path):
     """The frontend-neutral path (terminal chat today, Signal next) refuses the same commands."""
     from messaging_llm_bot.frontends.commands import GUEST_STATUS, run_command
+    from messaging_llm_bot.frontends.markup import unescape_markdown
     from tests.telegram_harness import make_runtime
 
     owner_data(workspace)
@@ -110,6 +111,6 @@ def test_shared_command_dispatcher_applies_the_same_owner_rule(bot_config, works
         for command in ("/now", "/reload", "/stats"):
             assert "only for the owner" in run_command(runtime, "signal:+4915", command, owner_data=False)
         assert run_command(runtime, "signal:+4915", "/status", owner_data=False) == GUEST_STATUS
-        assert OWNER_SECRET in run_command(runtime, "signal:owner", "/now", owner_data=True)
+        assert OWNER_SECRET in unescape_markdown(run_command(runtime, "signal:owner", "/now", owner_data=True))
     finally:
         runtime.shutdown(5)
