@@ -118,9 +118,11 @@ def test_entities_with_emoji_and_non_bmp_text() -> None:
 
 
 def test_empty_and_whitespace_input_give_a_placeholder() -> None:
-    for markdown in ("", "   \n\n  ", "\n"):
+    # Invisible format characters alone (a zero-width space, a word joiner, a BOM) show nothing either.
+    for markdown in ("", "   \n\n  ", "\n", "\u200b", " \u200b\u2060\n\ufeff "):
         assert render_markdown(markdown) == [MessagePart(EMPTY_PLACEHOLDER, [])]
     assert plain_parts("") == [EMPTY_PLACEHOLDER]
+    assert render_markdown("a\u200bb") == [MessagePart("a\u200bb", [])]  # inside text they stay
 
 
 def test_single_overlong_token_is_cut_hard_but_fits() -> None:

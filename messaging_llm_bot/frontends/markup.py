@@ -11,6 +11,7 @@ each piece carries its own entity (a closed block).
 from __future__ import annotations
 
 import re
+import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -194,9 +195,15 @@ def _trim(text: str, start: int, end: int, regions: list[tuple[int, int]]) -> tu
     in_code_end = _inside(end, regions)
     while end > start and (text[end - 1] == "\n" if in_code_end else text[end - 1].isspace()):
         end -= 1
-    if not text[start:end].strip():
+    if not _visible(text[start:end]):
         return None
     return start, end
+
+
+def _visible(text: str) -> bool:
+    """True when ``text`` shows something: not only whitespace and invisible format characters
+    (a reply of a lone zero-width space arrived as an empty-looking bubble)."""
+    return any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in text)
 
 
 def _fenced_blocks(text: str) -> list[tuple[int, int, str, str]]:
