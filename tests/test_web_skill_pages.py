@@ -130,3 +130,19 @@ def test_a_long_page_is_cut_by_the_skill_to_what_the_model_is_shown(workspace, s
     roomy = skills.run("web", {"url": site.url("/long"), "max_chars": 12000}, context)
     assert roomy.ok and not roomy.truncated
     assert len(roomy.value["text"].rsplit("\n[...", 1)[0]) == 12000
+
+
+@pytest.mark.parametrize("kind", ["application/rss+xml", "application/xml", "text/xml"])
+def test_a_feed_link_reads_as_its_entries(workspace, site, kind):
+    from pathlib import Path
+
+    feed = (Path(__file__).parent / "fixtures" / "collectors" / "news_rss2.xml").read_bytes()
+    site.add("/news.xml", feed, content_type=kind)
+    result = fetch(workspace, site.url("/news.xml"))
+    assert result.ok, result.error
+    text = result.value["text"]
+    assert text.startswith("Town News\n\n- Bridge reopens after repairs")
+    assert "The old bridge is open again." in text and "<p>" not in text  # the CDATA summary, as text
+    site.add("/sitemap.xml", b"<urlset><url><loc>https://example.org/a</loc></url></urlset>", content_type="application/xml")
+    assert "<loc>https://example.org/a</loc>" in fetch(workspace, site.url("/sitemap.xml")).value["text"]  # not a feed: as is
+

@@ -11,6 +11,7 @@ from email.message import Message
 from urllib.parse import urljoin
 
 import chardet
+import feedparser
 import requests
 import urllib3
 
@@ -53,7 +54,7 @@ def run(workspace, args, context=None):
             # Every hop is checked, resolved once and connected to the checked address: a public page
             # must not redirect (or a name rebind) into the owner's network.
             response = session.get(url, timeout=max(0.5, min(15.0, deadline - time.monotonic())), stream=True,
-                                   headers={"User-Agent": USER_AGENT, "Accept": "text/html, text/plain, application/json"})
+                                   headers={"User-Agent": USER_AGENT, "Accept": "text/html, text/plain, application/json, application/xml;q=0.9"})
             if response.is_redirect and response.headers.get("location"):
                 url = urljoin(url, response.headers["location"])
                 response.close()
@@ -64,14 +65,18 @@ def run(workspace, args, context=None):
         with response:
             if response.status_code >= 400:
                 raise ValueError(f"{url} answered HTTP {response.status_code}")
+            kind = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
+            if not readable(kind):  # refused before its body is read: a PDF or video is not downloaded
+                raise ValueError(f"{url} is {kind}, not a text page")
             body, finished = _read_capped(response, deadline)
-    kind = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
+    content_type = response.headers.get("content-type")
     if kind in ("text/html", "application/xhtml+xml"):
-        text = html_to_text(decode(body, response.headers.get("content-type"), html=True))
-    elif kind.startswith("text/") or kind in ("application/json", ""):
-        text = decode(body, response.headers.get("content-type"))
+        text = html_to_text(decode(body, content_type, html=True))
+    elif is_xml(kind):
+        # A feed the user links to reads as its entries; other XML as its source text.
+        text = feed_text(body) or decode(body, content_type)
     else:
-        raise ValueError(f"{url} is {kind}, not a text page")
+        text = decode(body, content_type)
     tail = "" if finished else f"\n[... the page was still loading after {seconds:g} s; this is what arrived]"
     # Cut here, with a note, to what the model is shown (the manager would cut the JSON mid-string).
     budget = int(((getattr(context, "config", None) or {}).get("runtime") or {}).get("skill_result_limit_chars") or RESULT_LIMIT_CHARS)
@@ -83,6 +88,36 @@ def run(workspace, args, context=None):
         if overflow <= 0 or not shown:
             return result
         shown = shown[: len(shown) - overflow]
+
+
+def is_xml(kind: str) -> bool:
+    """True for XML media types (feeds, sitemaps): ``text/xml``, ``application/xml``, ``*+xml``."""
+    return kind in ("text/xml", "application/xml") or kind.endswith("+xml")
+
+
+def readable(kind: str) -> bool:
+    """True for the media types the skill turns into text (an absent type is tried as text)."""
+    return kind.startswith("text/") or kind in ("application/json", "") or is_xml(kind)
+
+
+MAX_FEED_ENTRIES = 30
+
+
+def feed_text(body: bytes) -> str | None:
+    """An RSS/Atom/RDF feed as plain text: its title, then one block per entry (title, date, link,
+    summary as text); None when ``body`` is not a feed with entries (pure)."""
+    parsed = feedparser.parse(body)
+    if not parsed.entries:
+        return None
+    lines = [str(parsed.feed.get("title") or "Feed").strip()]
+    for entry in parsed.entries[:MAX_FEED_ENTRIES]:
+        head = " · ".join(str(v).strip() for v in (entry.get("title"), entry.get("published") or entry.get("updated")) if v)
+        summary = html_to_text(str(entry.get("summary") or "")).strip()
+        lines.append("\n".join(part for part in (f"- {head or '(untitled)'}", f"  {entry.get('link')}" if entry.get("link") else "",
+                                                   f"  {summary}" if summary else "") if part))
+    if len(parsed.entries) > MAX_FEED_ENTRIES:
+        lines.append(f"[... {len(parsed.entries) - MAX_FEED_ENTRIES} more entries]")
+    return "\n\n".join(lines)
 
 
 def read_deadline(context) -> float:
