@@ -65,7 +65,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         service.close()
     if args.json:
         print(json.dumps([hit.__dict__ for hit in hits], ensure_ascii=False, indent=2))
-        return 0
+        return 0 if hits else 1  # as in text mode (and grep): the exit code does not depend on the format
     if not hits:
         print(f"no memory matches {args.query!r}")
         return 1
