@@ -293,3 +293,13 @@ def test_concurrent_log_turns_and_searches(ws, service):
     assert service.index.stats().by_source["conversation"] == 120
     service.refresh()
     assert service.index.stats().by_source["conversation"] == 120
+
+
+def test_a_source_prefix_filter_takes_underscores_and_percent_signs_literally(ws, service):
+    # "collector:my_*" meant the collectors whose name starts with "my_", not "my" + any character.
+    for name in ("my_feed", "myXfeed", "my%feed"):
+        ws.write_text(f"collectors/{name}/2026-01-01.md", f"zeppelin news from {name}\n")
+    service.refresh()
+    assert {h.source for h in service.search("zeppelin")} == {"collector:my_feed", "collector:myXfeed", "collector:my%feed"}
+    assert {h.source for h in service.search("zeppelin", source="collector:my_*")} == {"collector:my_feed"}
+    assert {h.source for h in service.search("zeppelin", source="collector:my%*")} == {"collector:my%feed"}

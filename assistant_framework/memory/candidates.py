@@ -107,8 +107,8 @@ def _scope_sql(scope: Scope, conversation: bool = True) -> tuple[str, list]:
         parts = []
         for s in scope.sources:
             if s.endswith("*"):
-                parts.append("e.source LIKE ?")
-                params.append(s[:-1].replace("%", r"\%") + "%")
+                parts.append("e.source LIKE ? ESCAPE '\\'")  # a literal prefix: "_" and "%" in a name are no wildcards
+                params.append(s[:-1].replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
             else:
                 parts.append("e.source = ?")
                 params.append(s)
