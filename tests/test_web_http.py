@@ -391,3 +391,38 @@ def test_saving_a_file_that_holds_a_secret_is_refused_and_keeps_the_secret(site)
     # A file without a secret still saves.
     ok = requests.post(f"{site.base}/api/file?path=notes/plain.md", headers=BEARER, json={"content": "# Plain\n"})
     assert ok.status_code == 200 and site.workspace.read_text("notes/plain.md") == "# Plain\n"
+
+
+def test_a_secret_with_html_characters_or_a_piece_of_one_is_masked_on_the_pages_too(tmp_path):
+    """The HTML is escaped before it is redacted: a secret holding & < > " ' (or 8+ of its characters) must still be ***."""
+    import json as _json
+    from html import escape
+
+    special = "pw-Tr0ub&<or>\"'-9c1e55aa"
+    site = start_site(tmp_path)
+    site.close()
+    llm = tmp_path / "config" / "llm.json"
+    config = _json.loads(llm.read_text())
+    config["runners"].append({"name": "second", "base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key": special})
+    llm.write_text(_json.dumps(config))
+    parts = standalone_parts(tmp_path / "config", site.root)
+    server = WebServer(parts, host="127.0.0.1", port=0)
+    server.start()
+    base = f"http://127.0.0.1:{server.port}"
+    try:
+        parts.workspace.write_text("notes/special.md", f"# Special\n\nthe second key: {special}\n")
+        parts.workspace.write_text("notes/piece.md", f"# Piece\n\nthe key starts {special[:12]}…\n")
+        for path in ["/file?path=notes/special.md", "/file?path=notes/special.md&edit=1", "/file?path=notes/piece.md",
+                     "/file?path=notes/piece.md&edit=1", "/memory?q=second+key", "/api/file?path=notes/special.md",
+                     "/api/file?path=notes/piece.md"]:
+            body = requests.get(base + path, headers=BEARER).text
+            for shown in (special, escape(special), special[:12], escape(special[:12]), escape(special[:12], quote=False)):
+                assert shown not in body, (path, shown)
+            assert "***" in body, path
+        # The editor shows the piece as ***: saving that back is refused, the file keeps its text.
+        reply = requests.post(f"{base}/api/file?path=notes/piece.md", headers=BEARER, json={"content": "# Piece\n\nthe key starts ***…\n"})
+        assert reply.status_code == 400 and "edit this file on disk" in reply.json()["error"]
+        assert special[:12] in parts.workspace.read_text("notes/piece.md")
+    finally:
+        server.stop()
+        parts.close()

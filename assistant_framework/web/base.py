@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from dataclasses import dataclass
@@ -11,7 +12,9 @@ from urllib.parse import urlencode
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import tornado.web
+from tornado.escape import xhtml_escape
 
+from ..redaction import redact_text
 from ..traces import TraceStore, redact_json_text, redact_secrets
 from .auth import COOKIE_NAME, bearer_of, token_matches
 from .parts import Parts
@@ -44,6 +47,13 @@ class WebState:
     @property
     def traces(self) -> TraceStore:
         return TraceStore(self.parts.workspace)
+
+    @functools.cached_property
+    def page_secrets(self) -> list[str]:
+        """Each secret as it can appear in a rendered page: as is, HTML-escaped, and JSON- then HTML-escaped."""
+        forms = {form for secret in self.secrets
+                 for form in (secret, xhtml_escape(secret), xhtml_escape(json.dumps(secret, ensure_ascii=False)[1:-1]))}
+        return sorted(forms, key=len, reverse=True)
 
 
 class BaseHandler(tornado.web.RequestHandler):
@@ -109,9 +119,9 @@ class BaseHandler(tornado.web.RequestHandler):
     # -- output --------------------------------------------------------------------
 
     def redact(self, text: str) -> str:
-        for secret in self.state.secrets:
-            text = text.replace(secret, "***")
-        return text
+        # The page is escaped before it is redacted: a secret with & < > " ' is there in its escaped form.
+        # Every run of 8+ of its characters goes too, as in the JSON answers.
+        return redact_text(text, self.state.page_secrets)
 
     def page(self, template: str, **values: Any) -> None:
         values.setdefault("title", "")

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 from ..memory.sources import source_for
 from ..policy import append_audit, audit_record
+from ..redaction import secret_spans
 from ..stores._common import JsonListFile, slugify
 from ..workspace import Workspace, WorkspacePathError
 
@@ -117,7 +118,7 @@ def save(workspace: Workspace, memory: Any, rel: str, text: str, secrets: Sequen
         raise ValueError(problem)
     if secrets and workspace.exists(real):
         current = workspace.read_text(real)
-        if any(secret and secret in current for secret in secrets):
+        if secret_spans(current, secrets):  # a whole secret, or a piece of one the page also shows as ***
             raise ValueError(f"{real} holds a secret that this page shows as *** and would overwrite; "
                              "nothing was saved: edit this file on disk")
     text = text.replace("\r\n", "\n")
