@@ -60,6 +60,10 @@ DRIFT = [
     ("legacy_skill_call", '{"skill_call": {"name": "weather", "args": {"city": "Paris"}, "done": true}}', "weather", W, "skill_call"),
     ("legacy_skill_call_fenced", f'{FENCE}json\n{{"skill_call": {{"name": "weather", "args": {{"city": "Paris"}}, "done": false}}}}\n{FENCE}', "weather", W, "skill_call"),
     ("unclosed_fence_truncated", f'{FENCE}json\n{{"skill": "weather", "args": {{"city": "Paris"}}}}', "weather", W, None),
+    # JS comments (a jsonc habit): the whole call, not the args object inside it as a call to "Paris"
+    ("line_comment", '{"skill": "weather", "args": {"city": "Paris"} // the user asked\n}', "weather", W, "comments"),
+    ("block_comment", '{"skill": "weather", /* look it up */ "args": {"city": "Paris"}}', "weather", W, "comments"),
+    ("jsonc_fence_comments", f'{FENCE}jsonc\n{{\n  // weather first\n  "skill": "weather",\n  "args": {{"city": "Paris"}}\n}}\n{FENCE}', "weather", W, "comments"),
 ]
 
 
@@ -240,6 +244,12 @@ def test_think_then_reply_object():
 
 
 # ---------------------------------------------------------------- lenient JSON helper
+
+def test_comment_marks_inside_strings_are_kept():
+    value, labels = loads_lenient("{'url': 'https://example.org/a//b', 'note': '/* not a comment */'} // a comment")
+    assert value == {"url": "https://example.org/a//b", "note": "/* not a comment */"}
+    assert "comments" in labels
+
 
 def test_loads_lenient_rejects_code():
     assert loads_lenient("__import__('os').system('true')") is None

@@ -1,9 +1,10 @@
 """Lenient JSON for model output: decode drifted JSON, find JSON-ish values in text.
 
 Weak models wrap calls in fences and ``<tool_call>`` tags, surround them with prose and
-write Python-literal / single-quoted / trailing-comma JSON. ``scan`` finds every parseable
-top-level value (never inside fences tagged with another language), ``open_region`` finds
-where a still-streaming structure starts, and ``strip_think`` drops leading reasoning.
+write Python-literal / single-quoted / trailing-comma JSON, with ``//`` comments. ``scan``
+finds every parseable top-level value (never inside fences tagged with another language),
+``open_region`` finds where a still-streaming structure starts, and ``strip_think`` drops
+leading reasoning.
 Bracket matching is regex-driven and step-bounded so pathological texts stay cheap.
 """
 from __future__ import annotations
@@ -85,8 +86,19 @@ def _repair_labels(src: str) -> list[str]:
     return sorted(labels) or ["lenient_json"]
 
 
+# A string (kept) or a JS comment (dropped): strings first, so "https://..." stays whole.
+# Each alternative also ends at the end of the text, so an unclosed one costs one pass, not one per start.
+_STRING_OR_COMMENT_RE = re.compile(r"""("(?:[^"\\]|\\.)*(?:"|\Z)|'(?:[^'\\\n]|\\.)*(?:'|$))|//[^\n]*|/\*.*?(?:\*/|\Z)""", re.S | re.M)
+
+
+def _strip_js_comments(src: str) -> str:
+    """``src`` without ``//`` and ``/* */`` comments outside strings (jsonc, as models write it)."""
+    return _STRING_OR_COMMENT_RE.sub(lambda m: m.group(1) or " ", src)
+
+
 def loads_lenient(src: str) -> tuple[object, list[str]] | None:
-    """Parse strict JSON, else JSON-like Python literals; returns (value, repair labels) or None."""
+    """Parse strict JSON, else JSON-like Python literals (``//`` and ``/* */`` comments dropped);
+    returns (value, repair labels) or None."""
     try:
         return json.loads(src, strict=False), []
     except (ValueError, RecursionError):
@@ -94,7 +106,16 @@ def loads_lenient(src: str) -> tuple[object, list[str]] | None:
     try:
         return _literal(ast.parse(src.strip(), mode="eval").body), _repair_labels(src)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    if "//" not in src and "/*" not in src:
         return None
+    bare = _strip_js_comments(src)
+    if bare == src:
+        return None
+    parsed = loads_lenient(bare)
+    if parsed is None:
+        return None
+    return parsed[0], sorted({*(label for label in parsed[1] if label != "lenient_json"), "comments"})
 
 
 REPLY_PREFIX_RE = re.compile(

@@ -3,7 +3,7 @@
 The model answers with one JSON object: ``{"skill": "<name>", "args": {...}}`` to call a
 skill, or ``{"reply": "<text>"}`` (or plain text) to answer. Weak models drift, so the
 parser recovers calls from fences, ``<tool_call>`` tags, surrounding prose, synonyms,
-OpenAI shapes, JSON-string args, Python-literal / single-quoted / trailing-comma JSON,
+OpenAI shapes, JSON-string args, Python-literal / single-quoted / trailing-comma / commented JSON,
 and arrays or runs of call objects. A leading ``<think>...</think>`` block is dropped.
 
 When is a JSON object a call? (precision first: content must never run a skill)
