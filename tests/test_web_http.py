@@ -426,3 +426,23 @@ def test_a_secret_with_html_characters_or_a_piece_of_one_is_masked_on_the_pages_
     finally:
         server.stop()
         parts.close()
+
+
+def test_a_request_for_another_host_name_is_refused_dns_rebinding(site):
+    """A page of evil.example whose name now points at 127.0.0.1 reaches the server with its own Host: refused."""
+    port = site.server.port
+    for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example", f"localhost.evil.example:{port}"):
+        for path, headers in [("/login", {}), ("/static/style.css", {}), ("/api/usage", BEARER), ("/memory", BEARER),
+                              (f"/memory?token={WEB_TOKEN}", {})]:
+            reply = requests.get(site.base + path, headers={**headers, "Host": host}, allow_redirects=False)
+            assert reply.status_code == 403, (host, path, reply.status_code)
+            assert "assistant_web" not in reply.headers.get("Set-Cookie", "") and "oat milk" not in reply.text
+        session = requests.Session()
+        session.get(f"{site.base}/login")  # the _xsrf cookie, as the rebinding page could get it
+        reply = session.post(f"{site.base}/login", headers={"Host": host}, allow_redirects=False,
+                             data={"token": WEB_TOKEN, "_xsrf": session.cookies["_xsrf"]})
+        assert reply.status_code == 403 and "assistant_web" not in reply.headers.get("Set-Cookie", "")
+    # The page's own names, with or without the port.
+    for host in (f"127.0.0.1:{port}", "127.0.0.1", f"localhost:{port}", "LOCALHOST", f"[::1]:{port}", f"127.0.0.2:{port}"):
+        assert requests.get(f"{site.base}/api/usage", headers={**BEARER, "Host": host}).status_code == 200, host
+        assert requests.get(f"{site.base}/static/style.css", headers={"Host": host}).status_code == 200, host

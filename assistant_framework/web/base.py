@@ -11,12 +11,13 @@ from typing import Any
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import tornado.httputil
 import tornado.web
 from tornado.escape import xhtml_escape
 
 from ..redaction import redact_text
 from ..traces import TraceStore, redact_json_text, redact_secrets
-from .auth import COOKIE_NAME, bearer_of, token_matches
+from .auth import COOKIE_NAME, bearer_of, is_loopback, token_matches
 from .parts import Parts
 from .views import jsonable
 
@@ -43,6 +44,8 @@ class WebState:
     parts: Parts
     token: str
     secrets: list[str]
+    #: The address the server listens on; on loopback, only loopback names are accepted as Host.
+    host: str = "127.0.0.1"
 
     @property
     def traces(self) -> TraceStore:
@@ -54,6 +57,17 @@ class WebState:
         forms = {form for secret in self.secrets
                  for form in (secret, xhtml_escape(secret), xhtml_escape(json.dumps(secret, ensure_ascii=False)[1:-1]))}
         return sorted(forms, key=len, reverse=True)
+
+
+def check_host(request: tornado.httputil.HTTPServerRequest, listening_on: str) -> None:
+    """403 for a Host that is not this machine's while the page listens on loopback.
+
+    A DNS-rebinding page (evil.example, its name pointed at 127.0.0.1 after loading) reaches
+    the server from the owner's browser with its own Host; it would see the sign-in form and
+    could try tokens at browser speed. Beyond loopback the names are unknown: the token guards it.
+    """
+    if is_loopback(listening_on) and not is_loopback(request.host_name):
+        raise tornado.web.HTTPError(403, "this page answers only at its loopback address (127.0.0.1, localhost)")
 
 
 class BaseHandler(tornado.web.RequestHandler):
@@ -91,6 +105,7 @@ class BaseHandler(tornado.web.RequestHandler):
         self.set_signed_cookie(COOKIE_NAME, "owner", expires_days=SESSION_DAYS, httponly=True, samesite="Strict", path="/")
 
     def prepare(self) -> None:
+        check_host(self.request, self.state.host)
         given = self.get_query_argument("token", None)
         if given is not None and self.request.method in ("GET", "HEAD"):
             if not token_matches(given, self.state.token):
@@ -106,6 +121,7 @@ class BaseHandler(tornado.web.RequestHandler):
 
     def check_xsrf_cookie(self) -> None:
         # A script with the Bearer token cannot be a forged cross-site form; a browser must show the form's token.
+        check_host(self.request, self.state.host)
         if self._bearer_ok():
             return
         if not self.public and self.current_user is None:

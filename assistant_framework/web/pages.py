@@ -14,7 +14,7 @@ from tornado.ioloop import IOLoop
 from ..collectors.runner import outcome_dict
 from . import charts, memfiles, views
 from .auth import COOKIE_NAME, token_matches
-from .base import BaseHandler
+from .base import BaseHandler, WebState, check_host
 from .parts import collector_runner
 
 
@@ -323,8 +323,15 @@ class SkillsHandler(BaseHandler):
 class StaticHandler(tornado.web.StaticFileHandler):
     """The stylesheet, with the same security headers (served without the token: it holds no data)."""
 
+    def initialize(self, path: str, state: WebState) -> None:  # type: ignore[override]
+        super().initialize(path)
+        self.state = state
+
     def set_default_headers(self) -> None:
         BaseHandler.set_default_headers(self)  # type: ignore[arg-type]
+
+    def prepare(self) -> None:
+        check_host(self.request, self.state.host)
 
 
 class NotFoundHandler(BaseHandler):

@@ -59,7 +59,7 @@ def make_app(state: WebState) -> tornado.web.Application:
         (r"/api/usage", pages.UsageHandler, a),
         (r"/skills", pages.SkillsHandler, s),
         (r"/api/skills", pages.SkillsHandler, a),
-        (r"/static/(style\.css|favicon\.svg)", pages.StaticHandler, {"path": str(HERE / "static")}),
+        (r"/static/(style\.css|favicon\.svg)", pages.StaticHandler, {"path": str(HERE / "static"), "state": state}),
     ]
     return tornado.web.Application(
         routes,
@@ -86,7 +86,7 @@ class WebServer:
         self.port = int(port if port is not None else web.get("port", DEFAULT_PORT))
         self.access: AccessToken = load_or_create_token(web, parts.workspace)
         secrets = collect_secrets(parts.config, [self.access.value, *extra_secrets])
-        self.state = WebState(parts=parts, token=self.access.value, secrets=secrets)
+        self.state = WebState(parts=parts, token=self.access.value, secrets=secrets, host=self.host)
         self.app = make_app(self.state)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: tornado.httpserver.HTTPServer | None = None
