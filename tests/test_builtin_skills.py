@@ -137,6 +137,22 @@ def test_learnings_remember_list_forget(manager: SkillManager, ws: Workspace) ->
     assert "no learning matches" in err(manager, "learnings", {"action": "forget", "text": "metric"})
 
 
+def test_learnings_in_a_topic_file_written_by_hand_can_be_listed_extended_and_forgotten(manager: SkillManager, ws: Workspace) -> None:
+    # learnings/ is the user's too: a file named "Cooking Tips.md" is not the slug "cooking-tips.md"
+    (ws.root / "learnings").mkdir(parents=True, exist_ok=True)
+    (ws.root / "learnings/Cooking Tips.md").write_text("- Salt the pasta water\n- Use fresh basil\n")
+    assert ok(manager, "learnings", {"action": "list", "topic": "Cooking Tips"}) == [
+        {"topic": "Cooking Tips", "text": "Salt the pasta water"},
+        {"topic": "Cooking Tips", "text": "Use fresh basil"},
+    ]
+    assert ok(manager, "learnings", {"action": "forget", "text": "pasta water"}) == "forgot from learnings/Cooking Tips.md: Salt the pasta water"
+    assert (ws.root / "learnings/Cooking Tips.md").read_text() == "- Use fresh basil\n"
+    assert ok(manager, "learnings", {"action": "remember", "text": "Rest the dough", "topic": "cooking tips"}).startswith(
+        "saved to learnings/Cooking Tips.md")
+    assert (ws.root / "learnings/Cooking Tips.md").read_text() == "- Use fresh basil\n- Rest the dough\n"
+    assert sorted(p.name for p in (ws.root / "learnings").iterdir()) == ["Cooking Tips.md"]
+
+
 def test_notes_add_search_read(manager: SkillManager, ws: Workspace) -> None:
     assert "notes/wifi-at-the-cabin.md" in ok(manager, "notes", {"action": "add", "title": "Wifi at the cabin", "body": "Network cabin-5G, password on the fridge"})
     ok(manager, "notes", {"action": "add", "title": "Groceries", "body": "Oat milk and bread"})

@@ -27,7 +27,19 @@ class LearningStore:
         self.workspace = workspace
 
     def _rel(self, topic: str | None) -> str:
-        return f"{LEARNINGS_DIR}/{slugify(topic or DEFAULT_TOPIC, DEFAULT_TOPIC)}.md"
+        """The topic's file: one named exactly so, else the slug's, else one written by hand whose
+        name has the same slug ("Cooking Tips.md" for "cooking tips"), else the slug's (new)."""
+        topic = str(topic or DEFAULT_TOPIC).strip() or DEFAULT_TOPIC
+        slug = f"{LEARNINGS_DIR}/{slugify(topic, DEFAULT_TOPIC)}.md"
+        exact = f"{LEARNINGS_DIR}/{topic}.md"
+        if topic.isprintable() and "/" not in topic and "\\" not in topic and exact != slug and self.workspace.exists(exact):
+            return exact
+        if self.workspace.exists(slug):
+            return slug
+        for rel in self.workspace.list(f"{LEARNINGS_DIR}/*.md"):
+            if f"{LEARNINGS_DIR}/{slugify(_topic_of(rel), DEFAULT_TOPIC)}.md" == slug:
+                return rel
+        return slug
 
     def add(self, text: str, topic: str | None = None, *, untrusted: bool = False) -> dict:
         """Append a learning; ``added`` is False when the same line is already there. ``untrusted``
