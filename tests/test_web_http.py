@@ -446,3 +446,10 @@ def test_a_request_for_another_host_name_is_refused_dns_rebinding(site):
     for host in (f"127.0.0.1:{port}", "127.0.0.1", f"localhost:{port}", "LOCALHOST", f"[::1]:{port}", f"127.0.0.2:{port}"):
         assert requests.get(f"{site.base}/api/usage", headers={**BEARER, "Host": host}).status_code == 200, host
         assert requests.get(f"{site.base}/static/style.css", headers={"Host": host}).status_code == 200, host
+
+
+def test_a_conversation_name_the_workspace_refuses_is_a_404_not_a_crash(site):
+    for chat in ("%00", "a%01b", "%2e%2e", ".hidden"):
+        for prefix in ("/conversations", "/api/conversations"):
+            reply = requests.get(f"{site.base}{prefix}/{chat}/{site.day}", headers=BEARER)
+            assert reply.status_code == 404, (prefix, chat, reply.status_code)

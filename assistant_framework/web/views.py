@@ -8,7 +8,7 @@ from typing import Any
 
 from ..memory.log import CONVERSATIONS_DIR
 from ..traces import TraceStore
-from ..workspace import Workspace
+from ..workspace import Workspace, WorkspacePathError
 from .parts import Parts
 
 _DAY_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl$")
@@ -33,7 +33,11 @@ def conversation_day(workspace: Workspace, chat: str, day: str, traces: TraceSto
     if "/" in chat or chat.startswith(".") or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", day):
         raise KeyError(f"no conversation {chat!r} on {day!r}")
     rel = f"{CONVERSATIONS_DIR}/{chat}/{day}.jsonl"
-    if not workspace.exists(rel):
+    try:
+        found = workspace.exists(rel)
+    except WorkspacePathError:  # a control character in the name (``%00`` in the address)
+        found = False
+    if not found:
         raise KeyError(f"no conversation {chat!r} on {day!r}")
     turns = []
     for row in workspace.read_jsonl(rel):
