@@ -292,6 +292,20 @@ def test_reminders_add_list_cancel(manager: SkillManager, ws: Workspace, ctx: Sk
     assert [r["id"] for r in ok(manager, "reminders", {"action": "list"}, ctx)] == ["r2", "r3"]
 
 
+def test_cancelling_a_reminder_that_already_fired_or_was_cancelled_says_so(manager: SkillManager, ws: Workspace, ctx: SkillContext) -> None:
+    from assistant_framework.stores import ReminderStore
+
+    ok(manager, "reminders", {"action": "add", "text": "Call mum", "in_minutes": 5}, ctx)
+    ok(manager, "reminders", {"action": "add", "text": "Pizza out", "in_minutes": 12}, ctx)
+    ReminderStore(ws).mark_delivered("r1", NOW)
+    # the user is not told "cancelled" for a reminder they already got
+    assert "already delivered" in err(manager, "reminders", {"action": "cancel", "id": "r1"}, ctx)
+    assert ok(manager, "reminders", {"action": "cancel", "id": "r2"}, ctx) == "cancelled reminder r2: Pizza out"
+    assert "already cancelled" in err(manager, "reminders", {"action": "cancel", "id": "r2"}, ctx)
+    stored = {r["id"]: r["status"] for r in json.loads((ws.root / "reminders/reminders.json").read_text())}
+    assert stored == {"r1": "delivered", "r2": "cancelled"}
+
+
 # -- time ------------------------------------------------------------------------------------
 
 

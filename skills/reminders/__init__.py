@@ -36,7 +36,11 @@ def run(workspace: Workspace, args: dict, context=None):
     if action == "cancel":
         need(args, action, "id")
         reminder = _own(store, chat_id, args["id"])
+        if reminder.get("status") != "pending":
+            raise ValueError(_not_pending(reminder))
         cancelled = store.cancel(reminder["id"])
+        if cancelled.get("status") != "cancelled":  # delivered in the meantime
+            raise ValueError(_not_pending(cancelled))
         return f"cancelled reminder {cancelled['id']}: {outside_label(cancelled)}{cancelled['text']}"
     need(args, action, "text")
     zone = context_zone(context)
@@ -77,6 +81,12 @@ def _own(store: ReminderStore, chat_id, reminder_id: str) -> dict:
         if str(reminder.get("id")) == str(reminder_id).strip():
             return reminder
     raise LookupError(f"no reminder {reminder_id!r} in this chat")
+
+
+def _not_pending(reminder: dict) -> str:
+    status = reminder.get("status")
+    when = f" at {reminder['delivered_at']}" if status == "delivered" and reminder.get("delivered_at") else ""
+    return f"reminder {reminder['id']} was already {status}{when}; nothing to cancel"
 
 
 def _row(reminder: dict) -> dict:
