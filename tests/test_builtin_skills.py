@@ -292,6 +292,21 @@ def test_reminders_add_list_cancel(manager: SkillManager, ws: Workspace, ctx: Sk
     assert [r["id"] for r in ok(manager, "reminders", {"action": "list"}, ctx)] == ["r2", "r3"]
 
 
+@pytest.mark.parametrize("now_utc,minutes,due_utc,shown", [
+    # 01:30 CET on the night clocks jump 02:00 -> 03:00: two real hours later is 04:30 CEST
+    ("2026-03-29T00:30:00+00:00", 120, "2026-03-29T02:30:00+00:00", "2026-03-29 04:30"),
+    # 02:30 CEST, the first of the two 02:30s in October: one real hour later is the second 02:30 (CET)
+    ("2026-10-25T00:30:00+00:00", 60, "2026-10-25T01:30:00+00:00", "2026-10-25 02:30"),
+])
+def test_reminder_in_minutes_counts_real_minutes_across_a_dst_change(
+        manager: SkillManager, ws: Workspace, now_utc: str, minutes: int, due_utc: str, shown: str) -> None:
+    now = datetime.fromisoformat(now_utc)
+    ctx = SkillContext(conversation_id="tg:42", chat_id=42, timezone="Europe/Berlin", services={"clock": lambda: now})
+    assert f"set for {shown} Europe/Berlin" in ok(manager, "reminders", {"action": "add", "text": "x", "in_minutes": minutes}, ctx)
+    stored = json.loads((ws.root / "reminders/reminders.json").read_text())[0]
+    assert datetime.fromisoformat(stored["due_at"]) == datetime.fromisoformat(due_utc)
+
+
 def test_cancelling_a_reminder_that_already_fired_or_was_cancelled_says_so(manager: SkillManager, ws: Workspace, ctx: SkillContext) -> None:
     from assistant_framework.stores import ReminderStore
 

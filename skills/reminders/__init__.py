@@ -66,7 +66,8 @@ def _due(args: dict, now: datetime, zone) -> datetime:
     if args.get("in_minutes"):
         if args["in_minutes"] < 1:
             raise ValueError(f"in_minutes must be at least 1, got {args['in_minutes']}")
-        return now + timedelta(minutes=args["in_minutes"])
+        # In UTC: aware local arithmetic adds wall-clock time, an hour off across a DST change.
+        return (now.astimezone(timezone.utc) + timedelta(minutes=args["in_minutes"])).astimezone(zone)
     try:
         due = local_time(args["at"], zone)
     except ValueError:
