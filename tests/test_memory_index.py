@@ -303,3 +303,16 @@ def test_a_source_prefix_filter_takes_underscores_and_percent_signs_literally(ws
     assert {h.source for h in service.search("zeppelin")} == {"collector:my_feed", "collector:myXfeed", "collector:my%feed"}
     assert {h.source for h in service.search("zeppelin", source="collector:my_*")} == {"collector:my_feed"}
     assert {h.source for h in service.search("zeppelin", source="collector:my%*")} == {"collector:my%feed"}
+
+
+def test_a_link_in_notes_to_a_file_memory_does_not_index_is_skipped(ws, service):
+    import os
+
+    ws.write_text("state/web/token", "web-page-token-f00dfeed\n")
+    ws.write_text("notes/real.md", "the token of the garden gate is under the pot\n")
+    os.makedirs(ws.path("notes/d"), exist_ok=True)
+    os.symlink("../../state/web/token", ws.path("notes/d/t.md"))
+    os.symlink("../real.md", ws.path("notes/d/alias.md"))  # a link to a note: still a note
+    service.refresh()
+    assert not service.search("f00dfeed")
+    assert {h.path for h in service.search("garden gate token")} == {"notes/real.md", "notes/d/alias.md"}

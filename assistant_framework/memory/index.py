@@ -294,6 +294,11 @@ class MemoryIndex:
         if not stat.S_ISREG(st.st_mode):
             self._skip(rel, "not a regular file")
             return None
+        target = Path(path).relative_to(self.workspace.root).as_posix()
+        if target != rel and not source_for(target, self.sources):
+            # A link in notes/ to state/ (say the web page's token): memory indexes only its own folders.
+            self._skip(rel, f"a link to {target}, which memory does not index")
+            return None
         return path, st
 
     def _skip(self, rel: str, why: object) -> int:
