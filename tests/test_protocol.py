@@ -140,6 +140,25 @@ def test_name_only_object_is_content_when_skill_unknown():
     assert [c.skill for c in parse_model_output('{"name": "weather"}', SKILLS).calls] == ["weather"]
 
 
+@pytest.mark.parametrize("text,args,label", [
+    ('{"name": "weather", "action": "forecast"}', {"action": "forecast"}, "synonym:name"),
+    ('{"name": "weather", "action": "forecast", "city": "Paris"}', {"action": "forecast", "city": "Paris"}, "synonym:name"),
+    ('{"function": "weather", "action": "forecast", "city": "Paris"}', {"action": "forecast", "city": "Paris"}, "synonym:function"),
+    ('{"name": "weather", "action": "forecast", "arguments": {"city": "Paris"}}', {"action": "forecast", "city": "Paris"}, "synonym:name"),
+])
+def test_an_action_beside_the_known_skill_name_is_an_argument(text, args, label):
+    # skills take their sub-command as "action": beside name/function naming a known skill it is
+    # that skill's argument, not a call to a skill named "forecast" (nor content shown raw)
+    out = parse_model_output(text, SKILLS)
+    assert [(c.skill, c.args, c.args_error) for c in out.calls] == [("weather", args, None)]
+    assert label in out.recovered
+
+
+def test_an_action_beside_a_name_that_is_no_skill_stays_content():
+    for text in ('{"name": "Gym", "action": "lift", "reps": 5}', '{"name": "Ann", "action": "call"}'):
+        assert parse_model_output(text, SKILLS).calls == []
+
+
 # ---------------------------------------------------------------- lists of calls
 
 def test_json_array_of_calls_runs_in_order():

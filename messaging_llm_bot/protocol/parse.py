@@ -18,7 +18,9 @@ When is a JSON object a call? (precision first: content must never run a skill)
 2. ``function`` holding ``{"name", "arguments"}`` (OpenAI ``tool_calls`` entry shape).
 3. ``name`` plus an args key and nothing else, where the name is a known skill or the
    args are an object (or a JSON string holding one).
-4. ``name`` alone (plus meta keys) when its value is a known skill name.
+4. ``name`` alone (plus meta keys) when its value is a known skill name; beside an ``action``
+   that is no skill name, ``name`` (or ``function``) naming a known skill makes the action and the
+   other keys (or the args object) that skill's args: skills take their sub-command as ``action``.
 5. ``{"skill_call": {"name": ..., "args": {...}, "done": true}}``, the form of the system this
    project replaces (``done`` is dropped), when its body is a call by the rules above.
 
@@ -104,6 +106,9 @@ def _call_from_dict(obj: dict, known: Collection[str], raw: str) -> tuple[SkillC
         if inner and set(fn) <= {"name", *ARGS_KEYS, *META_KEYS}:
             return inner[0], ["openai_function"] + inner[1]
         return None
+    action_arg = _action_beside_known_name(obj, known, raw)
+    if action_arg is not None:
+        return action_arg
     skill_key = next((k for k in SKILL_KEYS if k in obj), None)
     args_key = next((k for k in ARGS_KEYS if k in obj), None)
     labels = [f"synonym:{args_key}"] if args_key not in (None, "args") else []
@@ -130,6 +135,28 @@ def _call_from_dict(obj: dict, known: Collection[str], raw: str) -> tuple[SkillC
     if name not in known and (err or not isinstance(obj[args_key], (dict, str))):
         return None
     return SkillCall(name, args, raw, err), ["synonym:name"] + labels + more
+
+
+def _action_beside_known_name(obj: dict, known: Collection[str], raw: str = "") -> tuple[SkillCall, list[str]] | None:
+    """``{"name"|"function": "<known skill>", "action": "<not a skill>", ...}``: the action (and any
+    other keys, or the args object) are that skill's arguments; None for any other object."""
+    action = obj.get("action")
+    if not isinstance(action, str) or action in known or any(k in obj for k in ("skill", "tool", "tool_name")):
+        return None
+    name_key = next((k for k in ("function", "name") if isinstance(obj.get(k), str) and obj[k] in known), None)
+    if name_key is None:
+        return None
+    args_key = next((k for k in ARGS_KEYS if k in obj), None)
+    labels = [f"synonym:{name_key}"] + ([f"synonym:{args_key}"] if args_key not in (None, "args") else [])
+    if args_key is None:
+        flat = {k: v for k, v in obj.items() if k != name_key and k not in THOUGHT_KEYS}
+        return SkillCall(obj[name_key], flat, raw), labels + ["flat_args"]
+    if set(obj) - {name_key, "action", args_key} - META_KEYS:
+        return None
+    args, err, more = _args_from(obj[name_key], obj[args_key])
+    if err is None and "action" not in args:
+        args = {"action": action, **args}
+    return SkillCall(obj[name_key], args, raw, err), labels + more
 
 
 def _legacy_call(value: dict, known: Collection[str], raw: str) -> tuple[list[SkillCall], list[str]] | None:
