@@ -13,6 +13,7 @@ import pytest
 from assistant_framework.stores import (
     AmbiguousError,
     BirthdayStore,
+    ContactStore,
     FactStore,
     LearningStore,
     NoteStore,
@@ -171,3 +172,16 @@ def test_a_damaged_id_mark_is_moved_aside_and_ids_continue(ws: Workspace, caplog
     assert second["id"] != first["id"] and [t["title"] for t in store.list("all")] == ["one", "two"]
     assert len(ws.list("state/ids/*.broken-*")) == 1
     assert sum("moved aside" in r.getMessage() for r in caplog.records if r.levelname == "WARNING") == 1
+
+
+def test_a_name_typed_composed_or_decomposed_is_one_contact(ws: Workspace) -> None:
+    # "José" with é as one character (a phone keyboard) or as e + U+0301 (a Mac's file names, some keyboards).
+    composed, decomposed = "Jos\u00e9 Garc\u00eda", "Jose\u0301 Garci\u0301a"
+    contacts = ContactStore(ws)
+    contacts.add(composed, phone="+34 600 000 000")
+    assert [c["name"] for c in contacts.find(decomposed)] == [composed]
+    with pytest.raises(ValueError):
+        contacts.add(decomposed)  # the same person, already there
+    tasks = TaskStore(ws)
+    tasks.add("call Jos\u00e9")
+    assert tasks.complete("call Jose\u0301")["title"] == "call Jos\u00e9"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import unicodedata
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Iterator
@@ -34,8 +35,9 @@ def iso(moment: datetime) -> str:
 
 
 def norm(text: object) -> str:
-    """Case- and whitespace-insensitive form used for matching."""
-    return " ".join(str(text or "").split()).casefold()
+    """Case-, whitespace- and Unicode-form-insensitive form used for matching ("José" typed with
+    a composed é or with e + a combining accent is one name)."""
+    return unicodedata.normalize("NFC", " ".join(str(text or "").split()).casefold())
 
 
 def one_line(text: object) -> str:
