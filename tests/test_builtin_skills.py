@@ -273,6 +273,10 @@ def test_reminders_add_list_cancel(manager: SkillManager, ws: Workspace, ctx: Sk
     # 02:30 on 30 March does not exist in Berlin (clocks jump 02:00 -> 03:00).
     ok(manager, "reminders", {"action": "add", "text": "After the jump", "at": "2025-03-30 02:30"}, ctx)
     assert "at least 1" in err(manager, "reminders", {"action": "add", "text": "x", "in_minutes": -5}, ctx)
+    # A huge number (a small model's typo) is a clear error for the model, not an OverflowError.
+    assert "over ten years" in err(manager, "reminders", {"action": "add", "text": "x", "in_minutes": 10**12}, ctx)
+    assert "outside the calendar" in err(manager, "time", {"action": "add", "days": 10**9}, ctx)
+    assert "between 0 and 366" in err(manager, "birthdays", {"action": "upcoming", "days": 10**9}, ctx)
     assert "in the past" in err(manager, "reminders", {"action": "add", "text": "late", "at": "2025-03-28 09:00"}, ctx)
     assert "exactly one of" in err(manager, "reminders", {"action": "add", "text": "x"}, ctx)
     assert "chat" in err(manager, "reminders", {"action": "add", "text": "x", "in_minutes": 5}, SkillContext())

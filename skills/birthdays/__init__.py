@@ -28,8 +28,8 @@ def run(workspace: Workspace, args: dict, context=None):
     action = args["action"]
     if action == "upcoming":
         today = context_now(context).date()
-        if args.get("days", 30) < 0:
-            raise ValueError(f"days must not be negative, got {args['days']}")
+        if not 0 <= args.get("days", 30) <= 366:
+            raise ValueError(f"days must be between 0 and 366 (a year ahead), got {args['days']}")
         found = store.upcoming(today, args.get("days", 30))
         return [_upcoming_row(when, entry, today) for when, entry in found] or f"no birthdays in the next {args.get('days', 30)} days"
     if action == "find":

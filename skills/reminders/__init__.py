@@ -66,6 +66,8 @@ def _due(args: dict, now: datetime, zone) -> datetime:
     if args.get("in_minutes"):
         if args["in_minutes"] < 1:
             raise ValueError(f"in_minutes must be at least 1, got {args['in_minutes']}")
+        if args["in_minutes"] > 10 * 366 * 24 * 60:
+            raise ValueError(f"in_minutes {args['in_minutes']} is over ten years; use at ('YYYY-MM-DD HH:MM') for a date")
         # In UTC: aware local arithmetic adds wall-clock time, an hour off across a DST change.
         return (now.astimezone(timezone.utc) + timedelta(minutes=args["in_minutes"])).astimezone(zone)
     try:
