@@ -27,6 +27,7 @@ from typing import Iterable, Iterator
 
 from ..workspace import Workspace, WorkspacePathError
 from .cjk import has_cjk
+from .index_db import IndexDatabase
 from .log import safe_conversation_id
 from .readers import ReaderPool
 from .rowkeys import content_hash, date_words, default_time, scope_token, slot_range
@@ -35,28 +36,7 @@ from .sources import DEFAULT_SOURCES, Entry, file_entries, is_appendable, jsonl_
 log = logging.getLogger(__name__)
 
 INDEX_PATH = "memory/index.sqlite3"
-SCHEMA_VERSION = 7
 _TAIL = 256
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS files (
-    path TEXT PRIMARY KEY, source TEXT, size INTEGER, mtime_ns INTEGER,
-    offset INTEGER, lines INTEGER, tail_hash TEXT);
-CREATE TABLE IF NOT EXISTS entries (
-    id INTEGER PRIMARY KEY, path TEXT NOT NULL, source TEXT NOT NULL, ref TEXT NOT NULL,
-    seq INTEGER NOT NULL, time TEXT, ts REAL, conversation TEXT, role TEXT, text TEXT NOT NULL,
-    outside INTEGER NOT NULL DEFAULT 0);
-CREATE INDEX IF NOT EXISTS entries_path_seq ON entries(path, seq);
-CREATE INDEX IF NOT EXISTS entries_source ON entries(source);
-CREATE INDEX IF NOT EXISTS entries_conv_ts ON entries(conversation, ts);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, date, scope, tokenize='porter unicode61');
-CREATE TABLE IF NOT EXISTS segments (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, conversation TEXT);
-CREATE VIRTUAL TABLE IF NOT EXISTS segfts USING fts5(body, tokenize='porter unicode61');
-CREATE VIRTUAL TABLE IF NOT EXISTS cjkfts USING fts5(body, tokenize='trigram');
-CREATE TABLE IF NOT EXISTS slots (conversation TEXT PRIMARY KEY, slot INTEGER UNIQUE NOT NULL);
-CREATE TABLE IF NOT EXISTS vectors (hash TEXT, model TEXT, vec BLOB, PRIMARY KEY (hash, model));
-"""
 
 
 @dataclass
@@ -77,8 +57,9 @@ class IndexStats:
     bytes: int
 
 
-class MemoryIndex:
-    """FTS5 index over the workspace's memory files (thread-safe)."""
+class MemoryIndex(IndexDatabase):
+    """FTS5 index over the workspace's memory files (thread-safe); the database file itself
+    (opening, schema, reopening) is ``IndexDatabase``'s, in ``index_db.py``."""
 
     def __init__(self, workspace: Workspace, sources: Iterable[tuple[str, str]] = DEFAULT_SOURCES, path: str = INDEX_PATH) -> None:
         self.workspace = workspace
@@ -99,86 +80,7 @@ class MemoryIndex:
         self._rel = path
         self._file_id = self._identity()
 
-    def _identity(self) -> tuple[int, int] | None:
-        try:
-            st = os.stat(self.db_path)
-        except FileNotFoundError:
-            return None
-        return st.st_dev, st.st_ino
-
-    def reopen_if_replaced(self) -> bool:
-        """Open the file now at the index path when the one open was deleted or replaced (by
-        hand, a restore) while running: else every write went to the deleted file and a reader
-        opened later saw an empty one. True when it reopened (the rows must be read again)."""
-        with self.lock:
-            if self._identity() == self._file_id:
-                return False
-            log.warning("memory index %s was deleted or replaced while open: reopening it and reading the files again",
-                        self._rel)
-            old, self.readers = self.readers, ReaderPool(self.db_path)
-            old.close()
-            self.conn.close()
-            self.db_path.parent.mkdir(parents=True, exist_ok=True)  # the whole memory/ folder may be gone
-            try:
-                self.conn = self._open()
-            except sqlite3.OperationalError:
-                raise
-            except sqlite3.DatabaseError as err:
-                self._move_aside(self._rel, err)
-                self.conn = self._open()
-            self._file_id = self._identity()
-            return True
-
-    def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(str(self.db_path), check_same_thread=False, isolation_level=None)
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA temp_store=MEMORY")
-            self.conn = conn
-            self._ensure_schema()
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _move_aside(self, rel: str, err: Exception) -> None:
-        """Keep the broken file (and its WAL) for a human as ``*.broken-<time>``; the next refresh refills."""
-        aside = self.workspace.move_aside(rel)
-        for suffix in ("-wal", "-shm"):
-            if self.workspace.exists(rel + suffix):
-                os.replace(self.workspace.path(rel + suffix), self.workspace.path(aside + suffix))
-        log.warning("memory index %s could not be opened (%s): moved aside to %s; rebuilding it from the files",
-                    rel, err, aside)
-        self.moved_aside = aside
-
-    def _ensure_schema(self) -> None:
-        with self.lock:
-            tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            row = self.conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone() if "meta" in tables else None
-            columns = {r[1] for r in self.conn.execute("PRAGMA table_info(fts)")} if "fts" in tables else set()
-            if tables and (row is None or int(row[0]) != SCHEMA_VERSION or columns != {"body", "date", "scope"}):
-                # An index from another version is only a cache: drop it and read the files again.
-                for name in ("fts", "segfts", "cjkfts", "segments", "entries", "files", "vectors", "slots", "meta"):
-                    self.conn.execute(f"DROP TABLE IF EXISTS {name}")
-            self.conn.executescript(_SCHEMA)
-            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-
-    def close(self) -> None:
-        self.readers.close()
-        with self.lock:
-            self.conn.close()
-
     # -- writing -------------------------------------------------------------
-
-    def _clear(self) -> None:
-        self.conn.execute("DELETE FROM entries")
-        self.conn.execute("DELETE FROM fts")
-        self.conn.execute("DELETE FROM files")
-        self.conn.execute("DELETE FROM segments")
-        self.conn.execute("DELETE FROM segfts")
-        self.conn.execute("DELETE FROM cjkfts")
-        self.conn.execute("DELETE FROM slots")
 
     def rebuild(self) -> int:
         """Drop every row and read all memory files again; returns the number of entries."""
