@@ -273,6 +273,11 @@ def test_reminders_add_list_cancel(manager: SkillManager, ws: Workspace, ctx: Sk
     # 02:30 on 30 March does not exist in Berlin (clocks jump 02:00 -> 03:00).
     ok(manager, "reminders", {"action": "add", "text": "After the jump", "at": "2025-03-30 02:30"}, ctx)
     assert "at least 1" in err(manager, "reminders", {"action": "add", "text": "x", "in_minutes": -5}, ctx)
+    # The two date-time forms small models mix up: both skills take a space or a "T" between.
+    assert ok(manager, "reminders", {"action": "add", "text": "T form", "at": "2025-03-28T19:00"}, ctx).startswith(
+        "reminder r4 set for 2025-03-28 19:00 Europe/Berlin")
+    assert "due 2025-04-01T09:30" in ok(manager, "tasks", {"action": "add", "title": "space form", "due": "2025-04-01 09:30"}, ctx)
+    ok(manager, "reminders", {"action": "cancel", "id": "r4"}, ctx)
     # A huge number (a small model's typo) is a clear error for the model, not an OverflowError.
     assert "over ten years" in err(manager, "reminders", {"action": "add", "text": "x", "in_minutes": 10**12}, ctx)
     assert "outside the calendar" in err(manager, "time", {"action": "add", "days": 10**9}, ctx)

@@ -16,7 +16,7 @@ ARGS_SCHEMA = {
     "properties": {
         "action": {"enum": ["add", "list", "cancel"]},
         "text": {"type": "string"},
-        "at": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}$"},
+        "at": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}$"},
         "in_minutes": {"type": "integer"},
         "id": {"type": "string"},
     },
@@ -54,8 +54,9 @@ def run(workspace: Workspace, args: dict, context=None):
 
 
 def local_time(text: str, zone) -> datetime:
-    """``YYYY-MM-DD HH:MM`` in ``zone`` as an aware datetime; a time skipped by DST moves forward."""
-    naive = datetime.strptime(text, "%Y-%m-%d %H:%M")
+    """``YYYY-MM-DD HH:MM`` (or ``T`` between, as tasks write it) in ``zone`` as an aware datetime;
+    a time skipped by DST moves forward."""
+    naive = datetime.strptime(text.replace("T", " ", 1), "%Y-%m-%d %H:%M")
     # The UTC round trip normalises a wall time inside a DST gap to a real instant.
     return naive.replace(tzinfo=zone).astimezone(timezone.utc).astimezone(zone)
 

@@ -14,7 +14,7 @@ ARGS_SCHEMA = {
     "properties": {
         "action": {"enum": ["add", "list", "complete", "delete"]},
         "title": {"type": "string"},
-        "due": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2})?$"},
+        "due": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}([ T]\\d{2}:\\d{2})?$"},
         "status": {"enum": ["open", "done", "due", "all"]},
     },
     "required": ["action"],
