@@ -17,11 +17,10 @@ import os
 from datetime import datetime
 from typing import Any, Callable
 
-from ..stores.facts import is_untrusted
+from ..stores.provenance import UNTRUSTED_FRONT_MATTER, is_untrusted
 from ..workspace import Workspace
 from .log import CONVERSATIONS_DIR
 from .modelcall import call_model, section
-from .sources import front_matter
 
 log = logging.getLogger(__name__)
 EPISODES_DIR = "memory/episodes"
@@ -34,17 +33,9 @@ EPISODE_PROMPT = (
 )
 
 
-UNTRUSTED_FRONT_MATTER = "---\nuntrusted: true\n---\n"
-
-
 def episode_path(safe_conversation: str, day: str) -> str:
     """Where the episode of one conversation-day lives."""
     return f"{EPISODES_DIR}/{safe_conversation}/{day}.md"
-
-
-def is_outside_episode(text: str) -> bool:
-    """True when an episode's front matter marks it as written from outside content."""
-    return is_untrusted(front_matter(text)[0])
 
 
 def settled_days(workspace: Workspace, now: datetime, settle_minutes: float) -> list[tuple[str, str]]:

@@ -24,10 +24,9 @@ from datetime import datetime, timedelta
 from typing import Callable
 
 from ..skills.support import OUTSIDE_LABEL
-from ..stores.facts import is_untrusted
-from ..stores.provenance import is_marked_text, quote_lines, split_marked
+from ..stores.provenance import is_marked_text, is_untrusted, quote_lines, split_marked
 from ..workspace import Workspace
-from .episodes import EPISODES_DIR, is_outside_episode
+from .episodes import EPISODES_DIR
 from .modelcall import call_model, section
 
 log = logging.getLogger(__name__)
@@ -72,7 +71,7 @@ def profile_inputs(workspace: Workspace, max_episodes: int = 14) -> str:
         if len(episodes) >= max_episodes:
             break
         text = workspace.read_text(rel, default="")
-        if not is_outside_episode(text):
+        if not is_marked_text(text):
             episodes.insert(0, text)  # newest last, as before
     episode_text = "\n\n".join(text[:1500] for text in episodes)
     current = workspace.read_text(PROFILE_PATH, default="")
