@@ -56,15 +56,16 @@ class TurnRecord:
     untrusted: bool = False  # content from outside entered the turn: guarded calls need confirmation
     history_outside: bool = False  # the prompt's history holds outside content or a reply written beside it
     history_original: bool = False  # ... and of those, an earlier turn's outside content itself
+    approve: Any = None  # the frontend's confirmation callback for "ask" decisions, or None
+    guest: frozenset[str] | None = None  # a guest turn (not the owner's own chat): the skills it may call
+    area: Any = None  # a guest turn's Workspace (the chat's own folder), made on first use
 
     @property
     def guarded(self) -> bool:
         """Outside content is in front of the model (this turn's or the history's): guarded calls
-        need confirmation and what a skill writes is marked; the turn's own log stays as it was."""
+        need confirmation, what a skill writes is marked, and the reply is logged as outside;
+        the owner's own message is logged as theirs."""
         return self.untrusted or self.history_outside
-    approve: Any = None  # the frontend's confirmation callback for "ask" decisions, or None
-    guest: frozenset[str] | None = None  # a guest turn (not the owner's own chat): the skills it may call
-    area: Any = None  # a guest turn's Workspace (the chat's own folder), made on first use
 
     def usage(self) -> dict:
         total: dict[str, int] = {}
