@@ -9,20 +9,9 @@ import pytest
 
 from assistant_framework.memory import MemoryService
 from assistant_framework.workspace import Workspace
+from tests.test_memory_index import service, ws  # noqa: F401 - the index tests' fixtures (tmp_path/ws, a worker-less service)
 
 UTC = timezone.utc
-
-
-@pytest.fixture
-def ws(tmp_path) -> Workspace:
-    return Workspace(tmp_path / "ws")
-
-
-@pytest.fixture
-def service(ws):
-    svc = MemoryService(ws, {"runtime": {"timezone": "UTC"}}, start_worker=False)
-    yield svc
-    svc.close()
 
 
 def _delete_index(ws: Workspace) -> None:
