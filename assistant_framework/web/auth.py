@@ -10,7 +10,11 @@ import hmac
 import ipaddress
 import os
 import secrets
-from dataclasses import dataclass
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Callable
 
 from ..workspace import Workspace
 
@@ -80,3 +84,41 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+@dataclass
+class SignInThrottle:
+    """Wrong tokens per client address: after ``free`` misses, every further try waits.
+
+    The wait starts at ``first_wait`` seconds and doubles with each miss after that, up to
+    ``max_wait``; a right token clears the address. A signed-in session (its cookie) is never
+    throttled: only guesses are. At most ``max_addresses`` are remembered (the oldest go first).
+    """
+
+    free: int = 5
+    first_wait: float = 30.0
+    max_wait: float = 3600.0
+    max_addresses: int = 10_000
+    clock: Callable[[], float] = time.monotonic
+    _misses: OrderedDict = field(default_factory=OrderedDict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def wait_for(self, address: str) -> float:
+        """Seconds this address must wait before its next try; 0 when it may try now."""
+        with self._lock:
+            entry = self._misses.get(address)
+            return max(0.0, entry[1] - self.clock()) if entry else 0.0
+
+    def missed(self, address: str) -> None:
+        """Count a wrong token from this address."""
+        with self._lock:
+            count = self._misses.pop(address, (0, 0.0))[0] + 1
+            wait = 0.0 if count <= self.free else min(self.max_wait, self.first_wait * 2 ** (count - self.free - 1))
+            self._misses[address] = (count, self.clock() + wait)
+            while len(self._misses) > self.max_addresses:
+                self._misses.popitem(last=False)
+
+    def succeeded(self, address: str) -> None:
+        """A right token: the address starts afresh."""
+        with self._lock:
+            self._misses.pop(address, None)

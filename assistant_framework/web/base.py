@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
@@ -17,7 +18,7 @@ from tornado.escape import xhtml_escape
 
 from ..redaction import redact_text
 from ..traces import TraceStore, redact_json_text, redact_secrets
-from .auth import COOKIE_NAME, bearer_of, is_loopback, token_matches
+from .auth import COOKIE_NAME, SignInThrottle, bearer_of, is_loopback, token_matches
 from .parts import Parts
 from .views import jsonable
 
@@ -46,6 +47,8 @@ class WebState:
     secrets: list[str]
     #: The address the server listens on; on loopback, only loopback names are accepted as Host.
     host: str = "127.0.0.1"
+    #: Wrong tokens per client address (the token is the only guard beyond loopback).
+    throttle: SignInThrottle = field(default_factory=SignInThrottle)
 
     @property
     def traces(self) -> TraceStore:
@@ -92,8 +95,27 @@ class BaseHandler(tornado.web.RequestHandler):
 
     # -- authentication ----------------------------------------------------------
 
+    def token_ok(self, given: str | None) -> bool:
+        """Whether a presented token is right; misses count per address, and 429 while it must wait."""
+        if not given:
+            return False
+        address = self.request.remote_ip or ""
+        wait = self.state.throttle.wait_for(address)
+        if wait > 0:
+            self._retry_after = math.ceil(wait)
+            raise tornado.web.HTTPError(429, f"too many wrong tokens from this address: try again in {self._retry_after} s")
+        if token_matches(given, self.state.token):
+            self.state.throttle.succeeded(address)
+            return True
+        self.state.throttle.missed(address)
+        return False
+
     def _bearer_ok(self) -> bool:
-        return token_matches(bearer_of(self.request.headers.get("Authorization")), self.state.token)
+        # Checked once per request (a POST asks for it twice: the CSRF check runs before ``prepare``).
+        if getattr(self, "_bearer", None) is None:
+            self._bearer = False
+            self._bearer = self.token_ok(bearer_of(self.request.headers.get("Authorization")))
+        return self._bearer
 
     def get_current_user(self) -> str | None:
         if self._bearer_ok():
@@ -108,7 +130,7 @@ class BaseHandler(tornado.web.RequestHandler):
         check_host(self.request, self.state.host)
         given = self.get_query_argument("token", None)
         if given is not None and self.request.method in ("GET", "HEAD"):
-            if not token_matches(given, self.state.token):
+            if not self.token_ok(given):
                 raise tornado.web.HTTPError(401)
             self.sign_in()
             # Drop the token from the address bar (and from the browser's history) at once.
@@ -156,6 +178,8 @@ class BaseHandler(tornado.web.RequestHandler):
         exc = kwargs.get("exc_info", (None, None, None))[1]
         if isinstance(exc, tornado.web.HTTPError) and exc.log_message:
             reason = exc.log_message
+        if status_code == 429 and getattr(self, "_retry_after", None):
+            self.set_header("Retry-After", str(self._retry_after))
         if status_code == 401:
             reason = "sign in with the token (see the log of `assistant web`, or state/web/token)"
         if self.api or self.request.path.startswith("/api/") or "application/json" in self.request.headers.get("Accept", ""):

@@ -13,7 +13,7 @@ from tornado.ioloop import IOLoop
 
 from ..collectors.runner import outcome_dict
 from . import charts, memfiles, views
-from .auth import COOKIE_NAME, token_matches
+from .auth import COOKIE_NAME
 from .base import BaseHandler, WebState, check_host
 from .parts import collector_runner
 
@@ -49,7 +49,7 @@ class LoginHandler(BaseHandler):
         self.page("login.html", title="Sign in", failed=False)
 
     def post(self) -> None:
-        if not token_matches(self.get_body_argument("token", "").strip(), self.state.token):
+        if not self.token_ok(self.get_body_argument("token", "").strip()):
             self.set_status(401)
             self.page("login.html", title="Sign in", failed=True)
             return
