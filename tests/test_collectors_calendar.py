@@ -180,3 +180,48 @@ def test_cancelled_events_and_occurrences_are_not_listed(tmp_path):
     events = [(e["summary"], e["start"]) for e in ws.read_json("collectors/calendar/events.json")]
     assert events == [("Dentist", "2025-03-26T09:00:00+01:00"), ("Weekly sync", "2025-03-31T10:00:00+02:00")]
     assert "Lunch with Bob" not in ws.read_text("collectors/calendar/upcoming.md")
+
+
+def _ics(*events: str) -> str:
+    return "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//EN\r\n" + "".join(events) + "END:VCALENDAR\r\n"
+
+
+def _vevent(uid: str, summary: str, start: str, end: str, status: str = "CONFIRMED") -> str:
+    return (f"BEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:20250101T000000Z\r\nSUMMARY:{summary}\r\nSTATUS:{status}\r\n"
+            f"DTSTART;TZID=Europe/Berlin:{start}\r\nDTEND;TZID=Europe/Berlin:{end}\r\nEND:VEVENT\r\n")
+
+
+def test_a_cancelled_deleted_or_moved_event_is_reported_once(tmp_path):
+    """The owner was told of the dentist: when it is cancelled, deleted or moved, they hear of that too;
+    an event that simply passed, or one of a source that failed this run, is not reported."""
+    ws = Workspace(tmp_path / "ws")
+    ics = tmp_path / "mine.ics"
+    other = tmp_path / "other.ics"
+    dentist = ("dentist@x", "Dentist", "20250326T090000", "20250326T093000")
+    lunch = ("lunch@x", "Lunch with Bob", "20250327T120000", "20250327T130000")
+    review = ("review@x", "Design review", "20250328T140000", "20250328T150000")
+    early = ("early@x", "Early call", "20250324T070000", "20250324T073000")
+    ics.write_text(_ics(*(_vevent(*e) for e in (dentist, lunch, review, early))))
+    other.write_text(_ics(_vevent("yoga@x", "Yoga", "20250326T180000", "20250326T190000")))
+    manager = load(ws, sources=[{"path": str(ics), "name": "Mine"}, {"path": str(other), "name": "Other"}], days=10)
+    collect_at(manager, ws, datetime(2025, 3, 24, 6, 0, tzinfo=BERLIN))
+
+    ics.write_text(_ics(_vevent(*dentist, status="CANCELLED"),  # cancelled
+                        _vevent("review@x", "Design review", "20250331T140000", "20250331T150000"),  # moved
+                        _vevent(*early)))  # lunch deleted; the early call is over by now
+    other.write_text("not a calendar any more")  # failed: its yoga class is kept, not "cancelled"
+    result = collect_at(manager, ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
+    got = sorted((i["change"], i["title"], i.get("was", "")) for i in result["new_items"])
+    assert got == [("cancelled", "cancelled: Dentist", ""), ("cancelled", "cancelled: Lunch with Bob", ""),
+                   ("moved", "moved: Design review", "2025-03-28T14:00:00+01:00")]
+    assert "Yoga" in ws.read_text("collectors/calendar/upcoming.md")
+    assert collect_at(manager, ws, datetime(2025, 3, 24, 8, 5, tzinfo=BERLIN))["new_items"] == []  # once
+
+
+def test_a_shorter_window_is_not_a_cancellation(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    ics = tmp_path / "mine.ics"
+    ics.write_text(_ics(_vevent("far@x", "Far away", "20250402T090000", "20250402T100000")))
+    collect_at(load(ws, sources=[{"path": str(ics), "name": "Mine"}], days=14), ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
+    shorter = collect_at(load(ws, sources=[{"path": str(ics), "name": "Mine"}], days=3), ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
+    assert shorter["new_items"] == []

@@ -137,6 +137,7 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
     report: dict[str, dict] = {}
     failed = 0
     skipped_total = 0
+    checked: set[str] = set()  # sources read fine, with no broken event: their missing occurrences are gone
 
     def work(source: dict) -> tuple[list[dict], list[Skipped]]:
         cal = parse_calendar(read_source(source, timeout), _label(source))
@@ -155,6 +156,8 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
         for bad in skipped:
             errors.append(f"calendar {_label(source)}: event {bad.uid or '(no UID)'} skipped: {bad.reason}")
         skipped_total += len(skipped)
+        if not skipped:
+            checked.add(name)
         _save_source(workspace, name, found)
         report[name] = {"ok": True, "error": None, "items": len(found), "skipped": [{"uid": b.uid, "reason": b.reason} for b in skipped]}
         events.extend(found)
@@ -162,10 +165,10 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
         raise RuntimeError("every calendar source failed: " + "; ".join(errors))
     events = _unique(events)
     events.sort(key=sort_key)
-    new_items = changes(previous, events)
+    new_items = changes(previous, events, checked=checked, now=now, until=end)
     workspace.write_json(f"{BASE}/events.json", events)
     workspace.write_text(f"{BASE}/upcoming.md", upcoming_markdown(events, start, days, tz_name))
-    summary = f"{len(events)} events in the next {days} days, {len(new_items)} new or changed"
+    summary = f"{len(events)} events in the next {days} days, {len(new_items)} new, changed or cancelled"
     if skipped_total:
         summary += f", {skipped_total} broken event(s) skipped"
     if failed:

@@ -146,17 +146,52 @@ def sort_key(record: dict) -> tuple:
     return (record["start"][:10], 0 if record["all_day"] else 1, record["start"], record["summary"])
 
 
-def changes(previous: list[dict], current: list[dict]) -> list[dict]:
-    """Occurrences that are new or changed since the last run, as notify-ready items."""
+def changes(previous: list[dict], current: list[dict], *, checked: set[str] | None = None,
+            now: datetime | None = None, until: datetime | None = None) -> list[dict]:
+    """Occurrences that are new, changed, moved or gone since the last run, as notify-ready items.
+
+    Gone ones count only for the calendars in ``checked`` (read fine this run: a failed source keeps
+    its last events) and only while still ahead (ending after ``now``, starting before ``until``, so
+    the passing of time or a shorter window is not a cancellation). A gone occurrence whose UID is
+    new at another time is ``moved``; otherwise ``cancelled`` (cancelled or deleted at the source).
+    """
     before = {(e.get("uid"), e.get("start")): e for e in previous if isinstance(e, dict)}
+    now_keys = {(e["uid"], e["start"]) for e in current}
+    gone = [e for key, e in before.items()
+            if key not in now_keys and checked is not None and e.get("calendar") in checked and _ahead(e, now, until)]
+    gone_by_uid: dict[tuple, list[dict]] = {}
+    for event in gone:
+        gone_by_uid.setdefault((event.get("calendar"), event.get("uid")), []).append(event)
     out = []
     for event in current:
         old = before.get((event["uid"], event["start"]))
         if old is None:
+            was = gone_by_uid.get((event.get("calendar"), event["uid"]))
+            if was:
+                moved_from = was.pop(0)
+                out.append({**event, "title": f"moved: {event['summary']}", "change": "moved", "was": moved_from["start"]})
+                continue
             kind = "new"
         elif any(old.get(k) != event.get(k) for k in ("summary", "end", "location", "all_day")):
             kind = "changed"
         else:
             continue
         out.append({**event, "title": event["summary"], "change": kind})
+    for left in gone_by_uid.values():
+        out.extend({**event, "title": f"cancelled: {event.get('summary', '')}", "change": "cancelled"} for event in left)
     return out
+
+
+def _ahead(event: dict, now: datetime | None, until: datetime | None) -> bool:
+    """Whether an occurrence has not ended by ``now`` and starts before ``until`` (unparseable: no)."""
+    try:
+        start, end = (_as_datetime(str(event.get(k, "")), (now or until).tzinfo) for k in ("start", "end"))
+    except (ValueError, AttributeError):
+        return False
+    return (now is None or end > now) and (until is None or start < until)
+
+
+def _as_datetime(text: str, tz) -> datetime:
+    """An event time as an aware datetime; an all-day date is its local midnight."""
+    value = datetime.fromisoformat(text)
+    return value if value.tzinfo is not None else value.replace(tzinfo=tz)
