@@ -1,4 +1,5 @@
-"""Memory search finds words inside Chinese, Japanese and Korean running text (no spaces between words)."""
+"""Memory search finds words inside Chinese, Japanese, Korean and Thai running text (no spaces between words),
+emoji, and German words written with ss for ß."""
 
 from __future__ import annotations
 
@@ -54,3 +55,19 @@ def test_query_pieces():
     assert cjk_pieces("東京タワー and 北京") == (["東京タワー"], ["北京"])
     assert cjk_pieces("昨日は東京タワーに行きました")[0][:2] == ["昨日は", "日は東"]
     assert cjk_pieces("plain words") == ([], [])
+
+
+def test_thai_words_emoji_and_ss_for_sharp_s_are_found(service):
+    _log(service, [
+        "ไปกินข้าวกับแม่ที่ร้านอาหารญี่ปุ่น",  # went to eat with mum at the Japanese restaurant
+        "Ich wohne jetzt in der Hauptstraße 5",
+        "friday is 🍕 night",
+        "The dentist appointment is on Friday.",
+    ])
+    assert "ร้านอาหาร" in service.search("ร้านอาหาร")[0].snippet  # "restaurant", inside the sentence
+    assert "แม่" in service.search("แม่")[0].snippet  # "mum", three code points
+    assert "🍕" in service.search("🍕")[0].snippet
+    for spelling in ("Hauptstrasse", "HAUPTSTRASSE", "hauptstraße"):
+        assert "Hauptstraße" in service.search(spelling)[0].snippet, spelling
+    assert service.search("ญี่ปุ่นมาก")[0].snippet.startswith("ไปกิน")  # overlapping trigrams of a long run
+    assert not any("ไป" in h.snippet for h in service.search("สวัสดี"))  # a Thai word that is not there

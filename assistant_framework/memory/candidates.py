@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from .cjk import fold_words
 from .index import MemoryIndex
 from .log import safe_conversation_id
 from .rowkeys import SLOT_BITS, slot_of, slot_range
@@ -66,7 +67,7 @@ class Candidate:
 
 def query_terms(query: str) -> list[str]:
     """Lower-cased content words of a query, stopwords dropped (all words if only stopwords)."""
-    words = [w.lower() for w in _TOKEN.findall(query)]
+    words = [fold_words(w.lower()) for w in _TOKEN.findall(query)]
     kept = [w for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
     seen: list[str] = []
     for word in kept or words:

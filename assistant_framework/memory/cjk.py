@@ -1,17 +1,22 @@
-"""Chinese, Japanese and Korean text for memory search (pure functions).
+"""Text the word index cannot split, for memory search (pure functions): CJK and the like.
 
-The word index (``unicode61``) splits on spaces and punctuation, and Chinese and Japanese
-have no spaces: a whole sentence becomes one token, so a word inside it is never found.
-Rows with CJK characters are also kept in a trigram index; a query's CJK runs are looked
-up there as substrings (runs of one or two characters, the commonest word length, by a scan of the CJK rows only).
+The word index (``unicode61``) splits on spaces and punctuation, and Chinese, Japanese, Thai,
+Lao, Khmer and Burmese have no spaces between words: a whole sentence becomes one token, so a
+word inside it is never found. Emoji are no word characters at all, so they are never indexed.
+Rows with such characters ("CJK" here, for short) are also kept in a trigram index; a query's
+runs of them are looked up there as substrings (runs of one or two characters, the commonest
+word length, by a scan of those rows only).
 """
 
 from __future__ import annotations
 
 import re
 
-# Hiragana, Katakana, CJK ideographs (and extension A, compatibility), Hangul (syllables, jamo), half-width Katakana.
-_CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f\uff66-\uff9f"
+# Hiragana, Katakana, CJK ideographs (and extension A, compatibility), Hangul (syllables, jamo), half-width Katakana;
+# Thai, Lao, Myanmar, Khmer; emoji (symbols and pictographs, dingbats, miscellaneous symbols).
+_CJK = ("\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f\uff66-\uff9f"
+        "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
+        "\U0001f300-\U0001faff\u2600-\u27bf")
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 #: A query run longer than this is looked up by its overlapping trigrams (any of them), not as one substring.
@@ -36,3 +41,11 @@ def cjk_pieces(query: str) -> tuple[list[str], list[str]]:
         elif len(run) == 2 or len(runs) == 1:
             short.append(run)
     return list(dict.fromkeys(matches)), list(dict.fromkeys(short))
+
+
+def fold_words(text: str) -> str:
+    """Text as the word indexes hold it and queries look it up: ``ß`` and ``ẞ`` as ``ss``.
+
+    ``unicode61`` folds case and accents (``Café`` finds ``cafe``) but keeps ``ß`` a letter of its
+    own, so "Strasse" (as Swiss German and many keyboards write it) would miss "Straße"."""
+    return text.replace("ß", "ss").replace("ẞ", "ss")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..workspace import Workspace, WorkspacePathError
-from .cjk import has_cjk
+from .cjk import fold_words, has_cjk
 from .index_db import IndexDatabase
 from .log import safe_conversation_id
 from .readers import ReaderPool
@@ -304,7 +304,7 @@ class MemoryIndex(IndexDatabase):
             )
             cur.execute(
                 "INSERT INTO fts (rowid, body, date, scope) VALUES (?, ?, ?, ?)",
-                (row_id, e.text, date_words(e.time), scope_token(conversation)),
+                (row_id, fold_words(e.text), date_words(e.time), scope_token(conversation)),
             )
             if has_cjk(e.text):
                 # The word index cannot split CJK text into words; the trigram index finds substrings.
@@ -342,7 +342,7 @@ class MemoryIndex(IndexDatabase):
             # Keep the segment's id on re-insert, so its slot (its conversation's id range) holds.
             seg_id = old[0] if old else self._next_id("segments", self._slot(rows[0][1], create=True) or 0)
             self.conn.execute("INSERT INTO segments (id, path, conversation) VALUES (?, ?, ?)", (seg_id, rel, rows[0][1]))
-            self.conn.execute("INSERT INTO segfts (rowid, body) VALUES (?, ?)", (seg_id, "\n".join(r[0] for r in rows)))
+            self.conn.execute("INSERT INTO segfts (rowid, body) VALUES (?, ?)", (seg_id, fold_words("\n".join(r[0] for r in rows))))
 
     def _delete_segment(self, rel: str) -> None:
         row = self.conn.execute("SELECT id FROM segments WHERE path=?", (rel,)).fetchone()
