@@ -13,6 +13,8 @@ from messaging_llm_bot.frontends.signal.client import DEFAULT_BASE_URL
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 E164_RE = re.compile(r"^\+[1-9][0-9]{6,14}$")
 MENTION_PLACEHOLDER = "\ufffc"  # Signal puts U+FFFC where a mention is, and lists the mentions apart
+#: A body over 2000 bytes travels as this attachment; signal-cli puts its text in "message" and still lists it.
+LONG_TEXT = "text/x-signal-plain"
 PREFIX = "sig:"
 
 
@@ -118,7 +120,8 @@ def parse_event(obj: dict) -> Incoming | None:
     if not isinstance(data, dict) or data.get("reaction") or data.get("remoteDelete"):
         return None
     text = data.get("message") or ""
-    attachments = [a for a in data.get("attachments") or [] if isinstance(a, dict)]
+    attachments = [a for a in data.get("attachments") or []
+                   if isinstance(a, dict) and a.get("contentType") != LONG_TEXT]  # its text is already in "message"
     sticker = bool(data.get("sticker"))
     if not text and not attachments and not sticker:
         return None  # group updates, expiration timer changes, ...

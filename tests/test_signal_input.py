@@ -1,0 +1,48 @@
+"""The Signal frontend with unusual input: the real SignalService against FakeSignalDaemon and FakeChatServer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.fakes.signal_daemon import FakeSignalDaemon
+from tests.signal_harness import BOT, OWNER, RunningSignal, signal_config, wait_for
+from tests.telegram_harness import make_runtime
+
+
+@pytest.fixture
+def daemon():
+    with FakeSignalDaemon(BOT) as fake:
+        yield fake
+
+
+@pytest.fixture
+def start(bot_config, daemon, workspace, tmp_path):
+    bots: list[RunningSignal] = []
+
+    def run(**signal_overrides) -> RunningSignal:
+        bot = RunningSignal(make_runtime(signal_config(bot_config, daemon, **signal_overrides), workspace,
+                                         tmp_path)).start()
+        daemon.wait_connected()
+        bots.append(bot)
+        return bot
+
+    yield run
+    for bot in bots:
+        bot.__exit__()
+
+
+def test_a_long_message_is_answered_as_text_not_saved_as_a_file(start, daemon, chat_server, workspace):
+    # A body over 2000 bytes travels as a long-text attachment; signal-cli puts the whole text in
+    # "message" and still lists the attachment (text/x-signal-plain).
+    long_text = "Please summarise this article. " + "The quick brown fox jumps over the lazy dog. " * 60
+    att = daemon.add_attachment(long_text.encode("utf-8"), "text/x-signal-plain")
+    chat_server.enqueue('{"reply": "A fox jumps."}')
+    start()
+    daemon.message(OWNER, long_text, attachments=[att])
+    [sent] = daemon.wait_sent(1)
+    assert sent["message"] == "A fox jumps."
+    prompt = chat_server.chat_requests[0]["messages"][-1]["content"]
+    assert prompt.startswith("Please summarise this article.") and "[Attachment]" not in prompt
+    assert not list(workspace.root.glob("inbox/*/*"))
