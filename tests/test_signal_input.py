@@ -46,3 +46,20 @@ def test_a_long_message_is_answered_as_text_not_saved_as_a_file(start, daemon, c
     prompt = chat_server.chat_requests[0]["messages"][-1]["content"]
     assert prompt.startswith("Please summarise this article.") and "[Attachment]" not in prompt
     assert not list(workspace.root.glob("inbox/*/*"))
+
+
+def test_every_attachment_of_a_message_is_saved_and_named_to_the_model(start, daemon, chat_server, workspace):
+    # Picking three photos (or a photo and a PDF) in Signal sends one message with all of them.
+    first = daemon.add_attachment(b"\xff\xd8 photo one", "image/jpeg", filename="one.jpg")
+    second = daemon.add_attachment(b"\xff\xd8 photo two", "image/jpeg", filename="two.jpg")
+    third = daemon.add_attachment(b"%PDF-1.4 menu", "application/pdf", filename="menu.pdf")
+    chat_server.enqueue('{"reply": "Got all three."}')
+    start()
+    daemon.message(OWNER, "from the holiday", attachments=[first, second, third])
+    [sent] = daemon.wait_sent(1)
+    assert sent["message"] == "Got all three."
+    saved = {p.name: p.read_bytes() for p in workspace.root.glob("inbox/*/*")}
+    assert saved == {"one.jpg": b"\xff\xd8 photo one", "two.jpg": b"\xff\xd8 photo two", "menu.pdf": b"%PDF-1.4 menu"}
+    prompt = chat_server.chat_requests[0]["messages"][-1]["content"]
+    assert all(name in prompt for name in saved) and "Caption: from the holiday" in prompt
+    assert "The user sent a photo" in prompt and "The user sent a document" in prompt

@@ -14,7 +14,7 @@ from datetime import date
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.frontends.attachments import SavedFile, save_bytes
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
-from messaging_llm_bot.frontends.signal.settings import Incoming
+from messaging_llm_bot.frontends.signal.settings import Incoming, attachment_kind
 from messaging_llm_bot.llm.transcribe import Transcription, transcribe
 
 MAX_ATTACHMENT_BYTES = 100 * 1024 * 1024  # Signal's own attachment limit
@@ -29,7 +29,7 @@ def attachment_name(att: dict, msg: Incoming) -> str:
         return str(att["filename"])
     content = str(att.get("contentType") or "")
     ext = _EXT.get(content) or (str(att.get("id") or "").rpartition(".")[2] if "." in str(att.get("id") or "") else "bin")
-    return f"{msg.kind()}-{msg.timestamp}.{ext}"
+    return f"{attachment_kind(att)}-{msg.timestamp}.{ext}"
 
 
 async def fetch(client: SignalClient, att: dict, msg: Incoming) -> bytes | str:
@@ -48,14 +48,19 @@ async def fetch(client: SignalClient, att: dict, msg: Incoming) -> bytes | str:
         return "signal-cli returned the file in a form I cannot read."
 
 
-async def save_attachment(client: SignalClient, ws: Workspace, msg: Incoming, today: date) -> SavedFile | str:
-    """Save the message's first attachment into ``inbox/<today>/``; an error text on failure."""
-    att = msg.attachments[0]
-    data = await fetch(client, att, msg)
-    if isinstance(data, str):
-        return data
-    return await asyncio.to_thread(save_bytes, ws, data, attachment_name(att, msg), today, kind=msg.kind(),
-                                   mime_type=att.get("contentType"), caption=msg.text or "")
+async def save_attachments(client: SignalClient, ws: Workspace, msg: Incoming, today: date) -> list[SavedFile | str]:
+    """Save every attachment of the message into ``inbox/<today>/`` (one message may carry several
+    photos and files); per attachment the saved file or an error text. The caption goes with the first."""
+    out: list[SavedFile | str] = []
+    for index, att in enumerate(msg.attachments):
+        data = await fetch(client, att, msg)
+        if isinstance(data, str):
+            out.append(data)
+            continue
+        out.append(await asyncio.to_thread(save_bytes, ws, data, attachment_name(att, msg), today,
+                                           kind=attachment_kind(att), mime_type=att.get("contentType"),
+                                           caption=(msg.text or "") if index == 0 else ""))
+    return out
 
 
 async def transcribe_voice(client: SignalClient, msg: Incoming, config: dict) -> Transcription:

@@ -98,17 +98,22 @@ class Incoming:
         return f"{PREFIX}{self.uuid or self.number}:{self.timestamp}"
 
     def kind(self) -> str:
-        """text, voice, photo, document, sticker or other."""
+        """text, voice, photo, document (the first attachment's kind), sticker or other."""
         if self.attachments:
-            content = str(self.attachments[0].get("contentType") or "")
-            if content.startswith("audio/"):
-                return "voice"
-            if content.startswith("image/") and content != "image/gif":
-                return "photo"
-            return "document"
+            return attachment_kind(self.attachments[0])
         if self.text:
             return "text"
         return "sticker" if self.sticker else "other"
+
+
+def attachment_kind(att: dict) -> str:
+    """voice, photo or document, by the attachment's content type."""
+    content = str(att.get("contentType") or "")
+    if content.startswith("audio/"):
+        return "voice"
+    if content.startswith("image/") and content != "image/gif":
+        return "photo"
+    return "document"
 
 
 def parse_event(obj: dict) -> Incoming | None:

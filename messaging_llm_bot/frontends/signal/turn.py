@@ -196,10 +196,12 @@ class TurnRunner:
             text = model_text(msg, self.settings.account, self.account_uuid)
         elif kind in ("document", "photo"):
             today = datetime.now(ZoneInfo(self.settings.timezone)).date()
-            saved = await media.save_attachment(self.client, self.runtime.workspace, msg, today)
-            if isinstance(saved, str):
-                return saved
-            text, untrusted = attachment_prompt(saved), True
+            results = await media.save_attachments(self.client, self.runtime.workspace, msg, today)
+            saved = [r for r in results if not isinstance(r, str)]
+            if not saved:
+                return results[0]  # why the file could not be fetched
+            failed = [f"[Attachment] Another file could not be fetched: {r}" for r in results if isinstance(r, str)]
+            text, untrusted = "\n\n".join([attachment_prompt(s) for s in saved] + failed), True
         elif kind == "voice":
             config = transcription_config(self.runtime.config.get("llm") or {})
             if config is None:
