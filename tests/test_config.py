@@ -309,3 +309,64 @@ def test_deep_yaml_block_nesting_names_the_json_path(tmp_path: Path) -> None:
 def test_a_yaml_anchor_without_alias_still_loads(tmp_path: Path) -> None:
     tree = write_tree(tmp_path / "cfg", {"runtime.yaml": "timezone: &tz UTC\n"})
     assert load_config(tree)["runtime"]["timezone"] == "UTC"
+
+
+# -- file encodings, duplicate keys, ${ENV} during `config set` --
+
+
+def _cli(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "assistant_framework.cli", *argv], capture_output=True, text=True,
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, timeout=60)
+
+
+@pytest.mark.parametrize("name,raw", [
+    ("llm.json", b'{"max_tokens": 5,\n "extra": "caf\xe9"}'),
+    ("llm.yaml", b"max_tokens: 5\nextra: caf\xe9\n"),
+])
+def test_a_file_that_is_not_utf8_is_a_config_error_naming_file_and_line(tmp_path: Path, name: str, raw: bytes) -> None:
+    tree = tmp_path / "cfg"
+    tree.mkdir()
+    (tree / name).write_bytes(raw)
+    for argv in (("config", "validate"), ("config", "show"), ("config", "get", "llm.max_tokens"),
+                 ("config", "set", "llm.temperature", "0.5")):
+        result = _cli(*argv, "--config", str(tree))
+        assert result.returncode == 2, (argv, result.stderr)
+        assert f"{name}: line 2: not UTF-8 text" in result.stderr, result.stderr
+        assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    assert (tree / name).read_bytes() == raw
+    assert not (tree / "local").exists()
+
+
+@pytest.mark.parametrize("name", ["llm.json", "llm.yaml"])
+def test_a_utf8_bom_is_accepted_in_json_and_yaml(tmp_path: Path, name: str) -> None:
+    tree = tmp_path / "cfg"
+    tree.mkdir()
+    text = '{"max_tokens": 5}' if name.endswith(".json") else "max_tokens: 5\n"
+    (tree / name).write_bytes(b"\xef\xbb\xbf" + text.encode())  # what Windows Notepad saves
+    assert load_config(tree)["llm"]["max_tokens"] == 5
+
+
+@pytest.mark.parametrize("name,text,expected", [
+    ("llm.json", '{"max_tokens": 5,\n "runners": [],\n "max_tokens": 9}', "llm.json: line 3 column 2: invalid JSON: key 'max_tokens' appears twice"),
+    ("llm.json", '{"runners": [{"name": "a", "model": "m", "name": "b"}]}', "llm.json: line 1 column 42: invalid JSON: key 'name' appears twice"),
+    ("llm.yaml", "max_tokens: 5\nrunners: []\nmax_tokens: 9\n", "llm.yaml: line 3 column 1: invalid YAML: key 'max_tokens' appears twice"),
+])
+def test_a_duplicate_key_is_a_config_error_naming_file_line_and_key(tmp_path: Path, name: str, text: str,
+                                                                     expected: str) -> None:
+    tree = write_tree(tmp_path / "cfg", {name: text})
+    result = _cli("config", "validate", "--config", str(tree))
+    assert result.returncode == 2, result.stdout
+    assert expected in result.stderr
+
+
+def test_set_works_when_another_value_is_an_env_reference(tmp_path: Path) -> None:
+    tree = write_tree(tmp_path / "cfg", {"llm.json": {"runners": [
+        {"name": "a", "base_url": "${ASSISTANT_TEST_LLM_URL}", "model": "m"}]}})
+    env = {"ASSISTANT_TEST_LLM_URL": "http://127.0.0.1:1/v1"}
+    result = _cli("config", "set", "llm.max_tokens", "300", "--config", str(tree), env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tree / "local/llm.json").read_text()) == {"max_tokens": 300}
+    # A wrong value is still refused, and the reference itself is checked when it is substituted.
+    assert _cli("config", "set", "llm.max_tokens", '"lots"', "--config", str(tree), env=env).returncode == 2
+    bad = _cli("config", "validate", "--config", str(tree), env={"ASSISTANT_TEST_LLM_URL": "localhost"})
+    assert bad.returncode == 2 and "llm.json: runners[0].base_url: 'localhost' does not match" in bad.stderr

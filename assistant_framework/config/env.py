@@ -33,6 +33,11 @@ def _substitute_env(value: Any, path: tuple, loaded: LoadedConfig) -> Any:
     return value
 
 
+def is_env_reference(value: Any) -> bool:
+    """Whether ``value`` is a ``"${NAME}"`` reference (left as it is when a config is read with ``env=False``)."""
+    return isinstance(value, str) and _ENV_REF.match(value.strip()) is not None
+
+
 def redact(value: Any, key: str = "") -> Any:
     """A copy with secrets (tokens, keys, passwords) replaced by ``***``."""
     if isinstance(value, dict):

@@ -1,5 +1,8 @@
 """One config file, JSON or YAML, into a value: errors name the file and line, and the limits
-of ``limits`` (no YAML aliases, bounded nesting) hold for every file read."""
+of ``limits`` (no YAML aliases, bounded nesting) hold for every file read.
+
+Files are UTF-8 (a leading BOM, as Windows Notepad writes it, is accepted); a key that appears
+twice in one object is an error, not a silent "the last one wins"."""
 
 from __future__ import annotations
 
@@ -15,23 +18,85 @@ from assistant_framework.config.limits import MAX_DEPTH, NoAliasLoader, json_too
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 
 
-def _parse_file(path: Path) -> Any:
+class _ConfigLoader(NoAliasLoader):
+    """``NoAliasLoader`` that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:  # noqa: D102 - PyYAML hook
+        seen: set = set()
+        for key_node, _value in node.value if isinstance(node, yaml.MappingNode) else ():
+            key = self.construct_object(key_node, deep=True)
+            try:
+                twice = key in seen
+            except TypeError:
+                continue  # an unhashable key: PyYAML's own error follows
+            if twice:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in one mapping; keep one", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def json_duplicate_key(text: str) -> tuple[int, int, str] | None:
+    """(line, column, key) of the first key that appears twice in one object of valid JSON text, or None."""
+    stack: list[set[str] | None] = []  # a set of keys per open object, None per open array
+    line, line_start, pos, size = 1, 0, 0, len(text)
+    while pos < size:
+        char = text[pos]
+        if char == "\n":
+            line, line_start = line + 1, pos + 1
+        elif char in "{[":
+            stack.append(set() if char == "{" else None)
+        elif char in "]}" and stack:
+            stack.pop()
+        elif char == '"':
+            end = pos + 1
+            while end < size and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            after = end + 1
+            while after < size and text[after] in " \t\r\n":
+                after += 1
+            if after < size and text[after] == ":" and stack and stack[-1] is not None:
+                key = json.loads(text[pos:end + 1])
+                if key in stack[-1]:
+                    return line, pos - line_start + 1, key
+                stack[-1].add(key)
+            pos = end
+        pos += 1
+    return None
+
+
+def _read_text(path: Path) -> str:
+    """The file as text: UTF-8, a leading BOM dropped; ConfigError naming the line of a bad byte."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{_display(path)}: cannot read: {exc.strerror}") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{_display(path)}: line {line}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); "
+                          "save the file as UTF-8") from None
+
+
+def _parse_file(path: Path) -> Any:
+    text = _read_text(path)
     if path.suffix == ".json":
         deep = json_too_deep(text)
         if deep is not None:
             raise ConfigError(f"{_display(path)}: line {deep[0]} column {deep[1]}: nested more than {MAX_DEPTH} "
                               "levels deep")
         try:
-            value = json.loads(text) if text.strip() else {}
+            value, repeated = _load_json(text) if text.strip() else ({}, False)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{_display(path)}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
+        twice = json_duplicate_key(text) if repeated else None
+        if twice:
+            raise ConfigError(f"{_display(path)}: line {twice[0]} column {twice[1]}: invalid JSON: key {twice[2]!r} "
+                              "appears twice in one object; keep one")
     else:
         try:
-            value = yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader that also refuses aliases
+            value = yaml.load(text, Loader=_ConfigLoader)  # noqa: S506 - a SafeLoader that also refuses aliases
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
@@ -43,3 +108,16 @@ def _parse_file(path: Path) -> Any:
     if deep_path is not None:
         raise ConfigError(f"{_display(path)}: {format_json_path(deep_path)}: nested more than {MAX_DEPTH} levels deep")
     return value
+
+
+def _load_json(text: str) -> tuple[Any, bool]:
+    """The value of JSON text, and whether some object in it has a key twice (found where, only then)."""
+    repeated = False
+
+    def pairs(items: list[tuple[str, Any]]) -> dict:
+        nonlocal repeated
+        value = dict(items)
+        repeated = repeated or len(value) != len(items)
+        return value
+
+    return json.loads(text, object_pairs_hook=pairs), repeated

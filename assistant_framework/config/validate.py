@@ -6,6 +6,7 @@ from typing import Any
 
 import jsonschema
 
+from assistant_framework.config.env import is_env_reference
 from assistant_framework.config.errors import LoadedConfig, _display, format_json_path
 from assistant_framework.config.keys import get_key
 from assistant_framework.config.schema import ROOT_SCHEMA
@@ -15,6 +16,8 @@ def validate_config(loaded: LoadedConfig, extra_schemas: dict[str, dict] | None 
     """All schema violations as ``file: json.path: message`` lines (empty when valid).
 
     ``extra_schemas`` maps a dotted key (``collectors.rss``) to a schema declared by a plugin.
+    A ``"${NAME}"`` still in the data (read with ``env=False``, as ``config set`` does) is not
+    checked: its value is, once it is substituted.
     """
     from assistant_framework.config.checks import semantic_errors  # checks beyond JSON Schema
 
@@ -28,10 +31,14 @@ def validate_config(loaded: LoadedConfig, extra_schemas: dict[str, dict] | None 
     for prefix, schema, value in checks:
         validator = jsonschema.Draft202012Validator(schema)
         for error in sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]):
+            if is_env_reference(error.instance):
+                continue
             full = prefix + tuple(error.absolute_path)
             file, rel = loaded.source_of(full)
             messages.append(f"{_display(file)}: {format_json_path(rel)}: {_describe(error)}")
     for path, message in semantic_errors(loaded.data):
+        if is_env_reference(get_key(loaded.data, path, default=None)):
+            continue
         file, rel = loaded.source_of(path)
         messages.append(f"{_display(file)}: {format_json_path(rel)}: {message}")
     return messages
