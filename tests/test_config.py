@@ -370,3 +370,18 @@ def test_set_works_when_another_value_is_an_env_reference(tmp_path: Path) -> Non
     assert _cli("config", "set", "llm.max_tokens", '"lots"', "--config", str(tree), env=env).returncode == 2
     bad = _cli("config", "validate", "--config", str(tree), env={"ASSISTANT_TEST_LLM_URL": "localhost"})
     assert bad.returncode == 2 and "llm.json: runners[0].base_url: 'localhost' does not match" in bad.stderr
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_set_refuses_a_number_json_cannot_carry(tmp_path: Path, value: str) -> None:
+    tree = write_tree(tmp_path / "cfg", {"llm.json": {"max_tokens": 5}})
+    result = _cli("config", "set", "llm.temperature", value, "--config", str(tree))
+    assert result.returncode == 2, result.stdout
+    assert not (tree / "local").exists()
+
+
+def test_nan_in_a_config_file_is_a_config_error(tmp_path: Path) -> None:
+    tree = write_tree(tmp_path / "cfg", {"llm.json": '{"max_tokens": 5,\n "temperature": NaN}'})
+    result = _cli("config", "validate", "--config", str(tree))
+    assert result.returncode == 2, result.stdout
+    assert "llm.json: invalid JSON: NaN is not a JSON number" in result.stderr

@@ -8,6 +8,7 @@ from typing import Any
 
 from assistant_framework.config.errors import ConfigError, format_json_path
 from assistant_framework.config.limits import MAX_DEPTH, json_too_deep
+from assistant_framework.config.parse import FINITE_JSON
 
 _KEY_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
@@ -48,10 +49,12 @@ def get_key(data: dict, dotted: str | tuple, default: Any = KeyError) -> Any:
 
 
 def parse_cli_value(text: str) -> Any:
-    """A CLI value: JSON when it parses, otherwise the string itself."""
+    """A CLI value: JSON when it parses, otherwise the string itself; NaN, Infinity and 1e999 are refused."""
     if json_too_deep(text) is not None:
         raise ConfigError(f"value nested more than {MAX_DEPTH} levels deep")
     try:
-        return json.loads(text)
+        return json.loads(text, **FINITE_JSON)
     except json.JSONDecodeError:
         return text
+    except ValueError as exc:
+        raise ConfigError(f"value {text[:40]!r}: {exc}") from None

@@ -7,6 +7,7 @@ twice in one object is an error, not a silent "the last one wins"."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,8 @@ def _parse_file(path: Path) -> Any:
             value, repeated = _load_json(text) if text.strip() else ({}, False)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{_display(path)}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
+        except ValueError as exc:  # NaN, Infinity, 1e999: Python reads them, JSON has no such numbers
+            raise ConfigError(f"{_display(path)}: invalid JSON: {exc}") from None
         twice = json_duplicate_key(text) if repeated else None
         if twice:
             raise ConfigError(f"{_display(path)}: line {twice[0]} column {twice[1]}: invalid JSON: key {twice[2]!r} "
@@ -120,4 +123,19 @@ def _load_json(text: str) -> tuple[Any, bool]:
         repeated = repeated or len(value) != len(items)
         return value
 
-    return json.loads(text, object_pairs_hook=pairs), repeated
+    return json.loads(text, object_pairs_hook=pairs, **FINITE_JSON), repeated
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large a number")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number; write a number")
+
+
+#: ``json.loads`` hooks that refuse NaN, Infinity and 1e999 (Python's extensions; no model server reads them back).
+FINITE_JSON: dict[str, Any] = {"parse_float": _finite_float, "parse_constant": _no_constant}
