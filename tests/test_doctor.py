@@ -124,3 +124,18 @@ def test_settings_readable_by_others_are_a_warning(servers, tmp_path: Path, caps
     exposed.chmod(0o600)
     code, checks = _doctor(capsys, config, tmp_path / "ws", "--quick")
     assert "settings files" not in checks and code == 0
+
+
+def test_a_wrong_api_key_is_fixed_at_the_key_of_that_runner(tmp_path: Path, capsys) -> None:
+    with FakeBotAPI() as tg, FakeChatServer(api_key="sk-right", models=["m1"]) as chat:
+        runners = [{"name": "first", "base_url": chat.base_url, "model": "m1", "api_key": "sk-right"},
+                   {"name": "wrongkey", "base_url": chat.base_url, "model": "m1", "api_key": "sk-wrong"},
+                   {"name": "nomodel", "base_url": chat.base_url, "model": "m9", "api_key": "sk-right"}]
+        config = _config(tmp_path / "config", tg, chat, llm={"runners": runners})
+        Workspace(tmp_path / "ws")
+        code, checks = _doctor(capsys, config, tmp_path / "ws", "--quick")
+    assert code == 1
+    wrong = checks["model wrongkey"]
+    assert wrong["status"] == "fail" and "refused the API key" in wrong["detail"]
+    assert "llm.runners[1].api_key" in wrong["fix"] and "base_url" not in wrong["fix"]
+    assert "llm.runners[2].model" in checks["model nomodel"]["fix"]

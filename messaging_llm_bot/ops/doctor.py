@@ -116,13 +116,18 @@ def check_runners(ctx: Context) -> list[Check]:
     if not runners:
         return [Check("model", FAIL, "no runner in llm.runners", "`assistant setup` finds a local model server")]
     checks = []
-    for runner in runners:
+    for index, runner in enumerate(runners):
         name = f"model {runner.get('name', '?')}"
         result = probe(str(runner.get("base_url", "")), _runner_key(runner), timeout=5)
         problem = result.model_problem(str(runner.get("model", "")))
         if problem:
-            fix = ("start the server, or fix llm.runners[].base_url" if not result.reachable
-                   else f"pull the model or pick one it offers: `assistant config set llm.runners[0].model NAME`")
+            key = f"llm.runners[{index}]"
+            if result.status in (401, 403):
+                fix = f"fix the API key: `assistant config set {key}.api_key KEY` (or {key}.api_key_env)"
+            elif not result.reachable:
+                fix = f"start the server, or fix {key}.base_url"
+            else:
+                fix = f"pull the model or pick one it offers: `assistant config set {key}.model NAME`"
             checks.append(Check(name, FAIL, problem, fix))
             continue
         listed = "listed" if result.models is not None else "not checked (no /models list)"
