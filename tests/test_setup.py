@@ -132,3 +132,28 @@ def test_interactive_run_finds_the_local_server_and_lists_its_models(fresh: Path
     assert runner["model"] == "fake-model"
     assert json.loads((fresh / "local" / "runtime.json").read_text())["timezone"] == system_timezone()
     assert "'Hello from the fake model'" in text
+
+
+def test_a_broken_config_stops_setup_before_any_question_or_call(fresh: Path, tmp_path: Path, capsys) -> None:
+    (fresh / "local").mkdir()
+    (fresh / "local" / "llm.json").write_text('{"max_tokens": 5')
+    with FakeBotAPI() as tg, FakeChatServer() as chat:
+        tg.send_message("hi", user_id=OWNER, username="me")
+        code = main(["setup", "--yes", "--config", str(fresh), "--token", tg.token, "--telegram-base-url", tg.base_url,
+                     "--wait", "2", "--base-url", chat.base_url, "--workspace", str(tmp_path / "ws")])
+        calls = [c["method"] for c in tg.calls()]
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "local/llm.json: line 1 column 17: invalid JSON" in err and "fix it first" in err
+    assert calls == []  # the owner's message was not read (and so not used up) for a run that cannot be saved
+    assert (fresh / "local" / "llm.json").read_text() == '{"max_tokens": 5'
+    assert not (tmp_path / "ws").exists()
+
+
+def test_a_refused_api_key_says_which_flag_gives_it(fresh: Path, tmp_path: Path, capsys) -> None:
+    with FakeChatServer(api_key="sk-right") as chat:
+        code = main(["setup", "--yes", "--no-telegram", "--config", str(fresh), "--workspace", str(tmp_path / "ws"),
+                     "--base-url", chat.base_url, "--api-key", "sk-wrong"])
+    assert code == 2
+    assert "refused the API key (HTTP 401); give the right one with --api-key" in capsys.readouterr().err
+    assert not (fresh / "local").exists()

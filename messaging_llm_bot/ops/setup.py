@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from assistant_framework.config import TOKEN_ENV, ConfigError
+from assistant_framework.config import TOKEN_ENV, ConfigError, load_config_detailed
 from assistant_framework.workspace import Workspace
 
 from messaging_llm_bot.llm.probe import LOCAL_SERVERS, Probe, find_local_servers, probe
@@ -100,6 +100,19 @@ class Wizard:
         return reply or default
 
     # -- steps -------------------------------------------------------------------------
+
+    def check_config(self) -> None:
+        """The config must load as it is: every answer is written into it, and a broken file
+        would refuse the writes only at the end (after the owner's message was read and used up)."""
+        from assistant_framework.commands.config import plugin_schema_errors
+
+        try:
+            errors = plugin_schema_errors(load_config_detailed(self.a.config, env=False))
+        except ConfigError as exc:
+            errors = str(exc).splitlines()
+        if errors:
+            raise SetupError("the config has errors; fix it first (`assistant config validate` checks it):\n  "
+                             + "\n  ".join(errors))
 
     def telegram(self) -> tuple[str, dict] | None:
         """The token checked with getMe; None to run without Telegram (terminal chat only)."""
@@ -205,7 +218,8 @@ class Wizard:
             raise SetupError(f"Model: {base_url!r} is not an http(s) URL")
         result = probe(base_url, api_key)
         if not result.reachable:
-            raise SetupError(f"Model: {result.error}")
+            hint = "; give the right one with --api-key" if result.status in (401, 403) else ""
+            raise SetupError(f"Model: {result.error}{hint}")
         model = self.a.model or self._choose_model(result)
         problem = result.model_problem(model)
         if problem:
@@ -262,6 +276,7 @@ class Wizard:
         """All steps, then the settings written to the local layer; returns the exit status."""
         from assistant_framework.commands.config import write_setting
 
+        self.check_config()
         telegram = self.telegram()
         if telegram is not None:
             owner = self.owner(*telegram)
