@@ -95,10 +95,12 @@ class ReminderStore:
 
 
 def _by_id(rows: list[dict], reminder_id: str) -> dict:
-    for row in rows:
-        if str(row.get("id")) == str(reminder_id).strip():
-            return row
-    raise NotFoundError(f"no reminder with id {reminder_id!r}")
+    """The row with this id; of rows sharing it (a line copied by hand), the pending one ``pending()`` lists first."""
+    matches = [row for row in rows if str(row.get("id")) == str(reminder_id).strip()]
+    if not matches:
+        raise NotFoundError(f"no reminder with id {reminder_id!r}")
+    pending = [row for row in matches if row.get("status") == "pending"]
+    return min(pending, key=_sort_key) if pending else matches[0]
 
 
 def _sort_key(row: dict) -> tuple:

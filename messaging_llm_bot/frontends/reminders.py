@@ -141,7 +141,10 @@ class ReminderScheduler:
         now = self.clock()
         if reminders is None:
             reminders = self._pending_safely()
-        pending = {str(field(r, "id")): r for r in reminders if field(r, "id") is not None}
+        pending: dict[str, Any] = {}
+        for reminder in reminders:  # of rows sharing an id (copied by hand) the first: the one delivered first
+            if field(reminder, "id") is not None:
+                pending.setdefault(str(field(reminder, "id")), reminder)
         for rid in list(self._scheduled):
             if rid not in pending and rid not in self._delivering:
                 self._cancel(rid)

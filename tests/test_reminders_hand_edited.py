@@ -1,0 +1,64 @@
+"""Reminders whose file the owner edited by hand, delivered by the real Signal frontend (FakeSignalDaemon)."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from assistant_framework.stores.reminders import REMINDERS_FILE, ReminderStore
+from tests.fakes.signal_daemon import FakeSignalDaemon
+from tests.signal_harness import BOT, OWNER, RunningSignal, signal_config, wait_for
+from tests.telegram_harness import make_runtime
+
+
+@pytest.fixture
+def daemon():
+    with FakeSignalDaemon(BOT) as fake:
+        yield fake
+
+
+@pytest.fixture
+def start(bot_config, daemon, workspace, tmp_path):
+    bots: list[RunningSignal] = []
+
+    def run() -> RunningSignal:
+        bot = RunningSignal(make_runtime(signal_config(bot_config, daemon), workspace, tmp_path)).start()
+        daemon.wait_connected()
+        bots.append(bot)
+        return bot
+
+    yield run
+    for bot in bots:
+        bot.__exit__()
+
+
+def row(rid: str, text: str, due: datetime, **extra) -> dict:
+    return {"id": rid, "chat_id": f"sig:{OWNER}", "text": text, "due_at": due.isoformat(timespec="seconds"),
+            "timezone": "Europe/Berlin", "created_at": due.isoformat(timespec="seconds"), "status": "pending",
+            "delivered_at": None, **extra}
+
+
+def test_a_copied_row_with_the_same_id_is_delivered_once_not_every_poll(start, daemon, workspace):
+    # The owner copied a line to make a second reminder and left its id as it was.
+    now = datetime.now(timezone.utc)
+    workspace.write_json(REMINDERS_FILE, [row("r1", "call the dentist", now - timedelta(minutes=1)),
+                                          row("r1", "buy stamps", now - timedelta(hours=3))])
+    start()
+    wait_for(lambda: not ReminderStore(workspace).pending(), what="both delivered")
+    time.sleep(1.0)  # several polls (0.3 s) later
+    sent = [s["message"] for s in daemon.sent]
+    assert len(sent) == 2 and sent[0].startswith("⏰ buy stamps\n(late: was due") and sent[1] == "⏰ call the dentist"
+
+
+def test_a_copied_row_due_later_does_not_hold_back_the_one_due_now(start, daemon, workspace):
+    now = datetime.now(timezone.utc)
+    workspace.write_json(REMINDERS_FILE, [row("r1", "take the pills", now - timedelta(minutes=1)),
+                                          row("r1", "water the plants", now + timedelta(hours=1))])
+    start()
+    [sent] = daemon.wait_sent(1)
+    assert sent["message"] == "⏰ take the pills"
+    wait_for(lambda: [r["text"] for r in ReminderStore(workspace).pending()] == ["water the plants"],
+             what="only the later one pending")
