@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import subprocess
@@ -21,6 +22,18 @@ from tests.test_console import REPO, write_config
 pty = pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
 
 
+def _own_terminal() -> None:
+    """In the child: a session of its own with the pty as its controlling terminal, so Ctrl-C typed
+    there is a SIGINT to it (as in a real terminal), and SIGINT handled even if the test runner ignores it."""
+    import fcntl
+    import signal
+    import termios
+
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Terminal:
     """The bot on a pty: ``type`` keys, ``wait_for`` output."""
 
@@ -28,7 +41,8 @@ class Terminal:
         self.master, slave = pty.openpty()
         env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
         env["TERM"] = "xterm"
-        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=REPO, env=env, close_fds=True)
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=REPO, env=env, close_fds=True,
+                                     preexec_fn=_own_terminal)
         os.close(slave)
         self.output = ""
 
@@ -100,3 +114,41 @@ def test_console_reminders_deliver_only_this_chats_due_reminders(tmp_path: Path)
     assert reminders.tick() == 1 and shown == ["⏰ due"]
     assert reminders.tick() == 0  # delivered once
     assert {r["text"]: r["status"] for r in store.list()} == {"due": "delivered", "later": "pending", "telegram's": "pending"}
+
+
+def test_ctrl_c_stops_an_answer_and_the_chat_goes_on(tmp_path: Path, chat_server, test_skills_dir) -> None:
+    """On a real terminal: Ctrl-C while the model writes stops that answer (the server is hung up on);
+    the prompt comes back and the next message is answered; Ctrl-C twice leaves."""
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    llm = json.loads((config / "llm.json").read_text())
+    (config / "llm.json").write_text(json.dumps({**llm, "stream": True}))  # as the shipped config/llm.json
+    words = " ".join(f"word{i}" for i in range(400))
+    chat_server.enqueue({"content": '{"reply": "' + words + '"}', "chunk_delay": 0.02}, '{"reply": "still here"}',
+                        {"content": '{"reply": "never finished"}', "delay": 5})
+    term = Terminal([sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config),
+                     "--workspace", str(tmp_path / "ws")])
+    try:
+        term.wait_for("you> ")
+        term.type("tell me a long story\r")
+        assert chat_server.wait_for_requests(1, timeout=30)
+        time.sleep(0.3)  # the answer is arriving
+        term.type("\x03")  # Ctrl-C
+        term.wait_for("⏹ Stopped.")
+        mark = term.output.index("⏹ Stopped.")
+        term.wait_for("you> ", start=mark)
+        term.type("are you there?\r")
+        term.wait_for("still here", start=mark)
+        deadline = time.monotonic() + 10
+        while chat_server.streams_cut != 1:  # the server notices the hang-up at its next write
+            assert time.monotonic() < deadline, "the streamed answer was not cut off"
+            time.sleep(0.02)
+        mark = len(term.output)
+        term.type("one more\r")
+        assert chat_server.wait_for_requests(3, timeout=30)
+        term.type("\x03")
+        term.wait_for("Ctrl-C again", start=mark)
+        term.type("\x03")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+    assert "word399" not in term.output

@@ -40,7 +40,8 @@ from messaging_llm_bot.protocol import (
     final_answer_request,
     parse_model_output,
 )
-from messaging_llm_bot.agent.turn import AgentEvent, TurnRecord, TurnResult, format_footer, hit_dict, record_request, trace_of
+from messaging_llm_bot.agent.turn import (AgentEvent, TurnRecord, TurnResult, TurnStopped, format_footer, hit_dict,
+                                          record_request, stopped_reply, trace_of)
 
 __all__ = ["Agent", "AgentEvent", "TurnResult", "FAILED_TURN_REPLY"]
 
@@ -79,6 +80,7 @@ class Agent:
         self._locks: dict[str, ConversationLock] = {}
         self._locks_guard = threading.Lock()
         self._last_recall: dict[str, list[dict]] = {}
+        self._running: dict[str, threading.Event] = {}  # per conversation: the stop switch of the turn running now
         self._formats = SkillFormats()
         self.history = HistoryStore(workspace)
         self.skills = skills
@@ -149,6 +151,19 @@ class Agent:
             "Notes, learnings and other saved data are kept."
         )
 
+    def stop(self, conversation_id: str) -> bool:
+        """Ask the turn running in this conversation to stop; False when none is running.
+
+        It stops at the next safe point: at once while a streamed answer arrives (the connection is
+        closed, so the server stops generating), else when the model call in progress returns; a skill
+        already running finishes, no further one starts. Messages waiting behind it are answered."""
+        with self._locks_guard:
+            switch = self._running.get(conversation_id)
+        if switch is None or switch.is_set():
+            return False
+        switch.set()
+        return True
+
     def last_recall(self, conversation_id: str) -> list[dict]:
         """The memory hits placed in the prompt of this conversation's last message."""
         return list(self._last_recall.get(conversation_id, []))
@@ -193,7 +208,14 @@ class Agent:
         try:
             with self._lock_for(conversation_id):
                 turn.now = self.now()
-                reply, ok = self._transaction(turn, context, emit, stream=stream, private=private, message_id=message_id, untrusted=untrusted)
+                with self._locks_guard:
+                    self._running[conversation_id] = turn.stop
+                try:
+                    reply, ok = self._transaction(turn, context, emit, stream=stream, private=private, message_id=message_id, untrusted=untrusted)
+                finally:
+                    with self._locks_guard:
+                        if self._running.get(conversation_id) is turn.stop:
+                            del self._running[conversation_id]
         except Exception as exc:  # the last line of defence: the user gets a sentence, the log the traceback
             log.exception("turn %s of conversation %r failed", turn.trace_id, conversation_id)
             turn.error = f"{type(exc).__name__}: {exc}"
@@ -211,6 +233,7 @@ class Agent:
             recalled=turn.recalled,
             trace_id=turn.trace_id,
             footer=format_footer(usage, turn.rounds, elapsed, turn.recalled) if self.settings.reply_footer else None,
+            stopped=turn.stop.is_set() and not ok,
         )
         self._after_turn(turn, result)
         self._memory_signal("turn_finished")
@@ -234,7 +257,12 @@ class Agent:
         user_message = final_user_message(turn.text, turn.now, self.settings.timezone, recall_block=recall_block, untrusted=turn.guarded)
         turn.sizes = section_sizes(system, history, user_message)
 
-        reply, ok = self._loop(turn, system.text, history, user_message, context, emit, stream)
+        try:
+            reply, ok = self._loop(turn, system.text, history, user_message, context, emit, stream)
+        except TurnStopped:
+            # Not kept in the history: a small model copies a "Stopped." answer it sees there.
+            turn.error = "stopped by the owner"
+            return stopped_reply(turn), False
         if ok:
             reply = honest_reply(reply, turn.saved_to, turn.wrote_memory)
             self.history.append_pair(conversation_id, turn.text, reply, budget_chars=budget, when=turn.now,
@@ -281,12 +309,13 @@ class Agent:
             round_no = turn.rounds + 1
             head = [{"role": "system", "content": system}, *prompt_messages(history)]
             messages = [*head, *turn_messages]
+            turn.check_stop()
             emit(AgentEvent("thinking", {"round": round_no}))
             try:
                 # Asked for the final answer, or the model repeated its last calls: a constrained
                 # answer may then only be a reply (a small model otherwise loops on one call).
                 reply_only = round_no > max_rounds or repeated
-                completion = self._complete(messages, names, stream, emit, native=lambda: [*head, *native_turn], reply_only=reply_only)
+                completion = self._complete(turn, messages, names, stream, emit, native=lambda: [*head, *native_turn], reply_only=reply_only)
             except LLMError as err:
                 record_request(turn, round_no, messages, None, err)
                 if err.kind == "context_length" and not history_cut and history:
@@ -298,6 +327,7 @@ class Agent:
                 turn.error = err.user_message()
                 return err.user_message(), False
             turn.rounds = round_no
+            turn.check_stop()  # a stop during a call that could not be cut short: its answer is dropped
             native_calls = tool_calls_of(completion.raw)
             if native_calls:
                 parsed = ParsedOutput(skill_calls(native_calls, names), None, ["native_tool_calls"])
@@ -313,7 +343,10 @@ class Agent:
             signature = [(c.skill, json.dumps(c.args, sort_keys=True, default=str)) for c in parsed.calls]
             repeated, last_calls = signature == last_calls, signature
             calls = CallRunner(self.skills, self.gate, self.workspace, self.settings)
-            feedbacks = [calls.run(call, round_no, turn, context, emit) for call in parsed.calls]
+            feedbacks = []
+            for call in parsed.calls:
+                turn.check_stop()  # no further skill starts after a stop; one already run stays done
+                feedbacks.append(calls.run(call, round_no, turn, context, emit))
             final = final_answer_request() if round_no == max_rounds else None
             add_round(turn_messages, native_turn, completion.text, native_calls, parsed.calls, feedbacks, final)
 
@@ -325,7 +358,8 @@ class Agent:
     def _skill_formats(self) -> tuple[dict, list[dict] | None]:
         return self._formats.get(self.skills, self.llm.runners)
 
-    def _complete(self, messages: list[dict], names: list[str], stream: bool, emit, native=None, reply_only: bool = False) -> Completion:
+    def _complete(self, turn: TurnRecord, messages: list[dict], names: list[str], stream: bool, emit, native=None,
+                  reply_only: bool = False) -> Completion:
         schema, tools = (REPLY_SCHEMA, None) if reply_only else self._skill_formats()
         if not stream:
             return complete_structured(self.llm, messages, schema, "skill_call", tools=tools, native_messages=native)
@@ -333,9 +367,11 @@ class Agent:
         shown = [""]
 
         def on_delta(text_so_far: str) -> None:
+            # Raised inside the client's read loop: the response is closed, so the server stops generating.
+            turn.check_stop()
             visible = guard.feed(text_so_far)
             if visible and visible != shown[0]:
-                shown[0] = visible
+                shown[0] = turn.shown = visible
                 emit(AgentEvent("delta", {"text": visible}))
 
         return complete_structured(self.llm, messages, schema, "skill_call", stream=True, on_delta=on_delta, tools=tools, native_messages=native)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime
 from typing import Any
@@ -10,6 +11,17 @@ from messaging_llm_bot.llm.client import Completion, LLMError
 from messaging_llm_bot.protocol import ParsedOutput
 
 _USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens")
+
+
+class TurnStopped(Exception):
+    """The owner stopped the turn; raised at the next point where stopping loses nothing half-done."""
+
+
+def stopped_reply(turn: "TurnRecord") -> str:
+    """What the owner sees after stopping: the text streamed so far, and what already ran."""
+    done = list(dict.fromkeys(str(c.get("skill")) for c in turn.skill_calls if c.get("ok")))
+    note = "⏹ Stopped." + (f" Already done before the stop: {', '.join(done)}." if done else "")
+    return f"{turn.shown.rstrip()}\n\n{note}" if turn.shown.strip() else note
 
 
 @dataclass
@@ -34,6 +46,7 @@ class TurnResult:
     recalled: list[dict] = field(default_factory=list)
     trace_id: str | None = None
     footer: str | None = None
+    stopped: bool = False  # the owner stopped the turn (/stop, Ctrl-C) before it finished
 
 
 @dataclass
@@ -59,6 +72,13 @@ class TurnRecord:
     approve: Any = None  # the frontend's confirmation callback for "ask" decisions, or None
     guest: frozenset[str] | None = None  # a guest turn (not the owner's own chat): the skills it may call
     area: Any = None  # a guest turn's Workspace (the chat's own folder), made on first use
+    stop: threading.Event = field(default_factory=threading.Event)  # set by ``Agent.stop``
+    shown: str = ""  # the reply text streamed to the user so far
+
+    def check_stop(self) -> None:
+        """Raise ``TurnStopped`` once the owner has asked to stop this turn."""
+        if self.stop.is_set():
+            raise TurnStopped
 
     @property
     def guarded(self) -> bool:

@@ -24,6 +24,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("now", "Today at a glance: tasks, reminders, calendar, birthdays"),
     ("skills", "List my skills"),
     ("skill", "Explain one skill: /skill NAME"),
+    ("stop", "Stop the answer I am writing now"),
     ("reset", "Clear this conversation's history"),
     ("status", "Model, skills, collectors and health"),
     ("stats", "Token usage and model time, last 30 days"),
@@ -34,6 +35,11 @@ COMMANDS: list[tuple[str, str]] = [
 
 #: /status for anyone but the owner in their private chat: no model, skill or collector details.
 GUEST_STATUS = "I'm running. Details are only for the owner."
+
+
+#: The replies to /stop.
+STOPPING_TEXT = "Stopping the answer I was writing."
+NOTHING_TO_STOP_TEXT = "I'm not writing an answer here right now; nothing to stop."
 
 
 def owner_only_text(command: str) -> str:
@@ -154,6 +160,8 @@ def run_command(runtime: "BotRuntime", conversation_id: str, text: str, *, owner
         return skill_text(runtime.skills, rest)
     if name == "reset":
         return runtime.agent.reset(conversation_id)
+    if name == "stop":
+        return STOPPING_TEXT if runtime.agent.stop(conversation_id) else NOTHING_TO_STOP_TEXT
     if name == "status":
         return runtime.status_text()
     if name == "why":

@@ -57,8 +57,10 @@ def terminal_approver(stdin: TextIO, stdout: TextIO):
 
 
 def answer(runtime: "BotRuntime", text: str, *, progress: TextIO | None = None, conversation_id: str = CONVERSATION_ID,
-           approve=None) -> str:
-    """The reply block for one input line: a command's text or the agent's reply (with footer)."""
+           approve=None, stream: bool = False) -> str:
+    """The reply block for one input line: a command's text or the agent's reply (with footer).
+
+    ``stream``: read the model's answer as a stream (``llm.stream``), so a stop cuts it off at once."""
     reply = run_command(runtime, conversation_id, text)
     if reply is not None:
         return unescape_markdown(reply)  # the terminal shows Markdown source: no escaping backslashes
@@ -71,12 +73,12 @@ def answer(runtime: "BotRuntime", text: str, *, progress: TextIO | None = None, 
             print(line, file=progress, flush=True)
 
     result = runtime.agent.handle_message(conversation_id, text, on_event=on_event, chat_id=conversation_id,
-                                          user_id="owner", approve=approve)
+                                          user_id="owner", approve=approve, stream=stream)
     return result.reply + (f"\n{result.footer}" if result.footer else "")
 
 
 def answer_durably(runtime: "BotRuntime", inbox: Inbox, text: str, *,
-                   progress: TextIO | None = None, approve=None) -> tuple[str, str | None]:
+                   progress: TextIO | None = None, approve=None, stream: bool = False) -> tuple[str, str | None]:
     """Like ``answer`` but a model-bound message is kept in the inbox; returns (reply, item id to complete)."""
     if text.startswith("/"):
         return answer(runtime, text, progress=progress), None
@@ -86,12 +88,47 @@ def answer_durably(runtime: "BotRuntime", inbox: Inbox, text: str, *,
         from messaging_llm_bot.frontends.telegram.turn import storage_error_text  # the same wording as in Telegram
 
         return storage_error_text(err), None
-    reply = answer(runtime, text, progress=progress, approve=approve)
+    reply = answer(runtime, text, progress=progress, approve=approve, stream=stream)
     try:
         inbox.record_reply(item.item_id, reply)
     except OSError:
         pass  # the reply is printed right after; only a crash in between would ask the model again
     return reply, item.item_id
+
+
+def answer_stoppably(runtime: "BotRuntime", inbox: Inbox, text: str, *, progress: TextIO,
+                     approve=None) -> tuple[str, str | None]:
+    """``answer_durably`` in a worker thread: Ctrl-C stops the turn (``Agent.stop``) and the reply says so;
+    a second Ctrl-C (or SIGTERM) leaves the chat, the message staying in the inbox as before."""
+    box: dict = {}
+    # An Event, not Thread.join: a join interrupted by Ctrl-C can leave is_alive() False while the thread runs.
+    finished = threading.Event()
+
+    def work() -> None:
+        try:
+            box["out"] = answer_durably(runtime, inbox, text, progress=progress, approve=approve,
+                                        stream=runtime.agent.settings.stream)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+        finally:
+            finished.set()
+
+    threading.Thread(target=work, name="console-turn", daemon=True).start()
+    stopping = False
+    while not finished.is_set():
+        try:
+            finished.wait(0.1)
+            if stopping:
+                runtime.agent.stop(CONVERSATION_ID)  # again: the turn may not have started when Ctrl-C came
+        except KeyboardInterrupt as exc:
+            if stopping or isinstance(exc, Terminated):
+                raise
+            stopping = True
+            runtime.agent.stop(CONVERSATION_ID)
+            print("\n… stopping (Ctrl-C again to leave the chat)", file=progress, flush=True)
+    if "error" in box:
+        raise box["error"]
+    return box["out"]
 
 
 def _replay(runtime: "BotRuntime", inbox: Inbox, stdout: TextIO, stderr: TextIO, interactive: bool) -> None:
@@ -119,7 +156,8 @@ def run_console(
     reminders = None
     if interactive:
         runtime.start_background(notify=lambda title, text: print(f"\n[{title}] {text}", file=stderr, flush=True))
-        print("Terminal chat with your assistant. /help for commands, /quit or Ctrl-D to leave.", file=stdout, flush=True)
+        print("Terminal chat with your assistant. /help for commands, Ctrl-C stops an answer, /quit or Ctrl-D to leave.",
+              file=stdout, flush=True)
         reminders = _start_reminders(runtime, stdout)
     read_line, save_history = line_reader(stdin, stdout, interactive, runtime.workspace.path(HISTORY_FILE))
     inbox = Inbox(runtime.workspace)
@@ -139,7 +177,10 @@ def run_console(
                 break
             # Only someone at a terminal can confirm; a scripted (piped) chat refuses "ask" calls.
             approve = terminal_approver(stdin, stdout) if interactive else None
-            reply, item_id = answer_durably(runtime, inbox, text, progress=stderr if interactive else None, approve=approve)
+            if interactive:
+                reply, item_id = answer_stoppably(runtime, inbox, text, progress=stderr, approve=approve)
+            else:
+                reply, item_id = answer_durably(runtime, inbox, text, approve=approve)
             print(reply.rstrip("\n") + "\n", file=stdout, flush=True)
             if item_id is not None:
                 inbox.complete(item_id)
@@ -168,6 +209,10 @@ def _start_reminders(runtime: "BotRuntime", stdout: TextIO) -> ConsoleReminders:
     return reminders
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: leave the chat (a first Ctrl-C only stops the turn being answered)."""
+
+
 def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM ends the terminal chat like Ctrl-C."""
-    raise KeyboardInterrupt
+    """SIGTERM ends the terminal chat like a second Ctrl-C."""
+    raise Terminated

@@ -54,6 +54,8 @@ the server answer 401 unless `Authorization: Bearer <api_key>` is sent.
 A reply dict may also carry `tool_calls`: a list of `{"id", "name", "arguments"}` (arguments a
 JSON string or an object) sent as the message's native `tool_calls` (finish_reason
 "tool_calls"); streamed, each call's arguments arrive in two deltas after its id and name.
+`streams_cut` counts streamed answers the client hung up on before their end (a real server
+notices the same and stops generating).
 `tools_supported=False` answers any request carrying `tools` with HTTP 400 naming `tools`.
 
 `response_formats=("text", "json_object")` makes the server reject any other
@@ -73,7 +75,7 @@ from collections import deque
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from tests.fakes._http import FakeHandler, FakeServer, multipart_parts
+from tests.fakes._http import DISCONNECTS, FakeHandler, FakeServer, multipart_parts
 
 DEFAULT_REPLY = '{"reply": "ok"}'
 DEFAULT_MODEL = "fake-model"
@@ -240,6 +242,14 @@ class _Handler(FakeHandler):
         self.send_chunk(b"data: " + json.dumps(obj).encode("utf-8") + b"\n\n")
 
     def _stream(self, request: dict, spec: dict, content: str, usage: dict | None) -> None:
+        try:
+            self._stream_events(request, spec, content, usage)
+        except DISCONNECTS:
+            with self.server.fake._lock:  # the client hung up mid-answer, as a stopped turn does
+                self.server.fake.streams_cut += 1
+            raise
+
+    def _stream_events(self, request: dict, spec: dict, content: str, usage: dict | None) -> None:
         fake = self.server.fake
         self.start_chunked("text/event-stream", {"Cache-Control": "no-cache"})
         base = {**fake._ids(request), "object": "chat.completion.chunk"}
@@ -367,6 +377,7 @@ class FakeChatServer:
         self._transcription: str | dict = DEFAULT_TRANSCRIPTION
         self._records: list[RecordedRequest] = []
         self._counter = 0
+        self.streams_cut = 0  # streamed answers the client hung up on before their end
         self._server: FakeServer | None = None
 
     # ----- lifecycle --------------------------------------------------------------
@@ -437,6 +448,7 @@ class FakeChatServer:
             self._embeddings_handler = None
             self._transcription = DEFAULT_TRANSCRIPTION
             self._records.clear()
+            self.streams_cut = 0
 
     # ----- inspection -------------------------------------------------------------
 

@@ -42,6 +42,7 @@ class Approvals:
     def __init__(self, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
         self.timeout_seconds = timeout_seconds
         self._pending: dict[str, asyncio.Future] = {}
+        self._chats: dict[str, int] = {}  # token -> chat, so /stop can decline a chat's open questions
 
     def approver(self, bot: telegram.Bot, chat_id: int, loop: asyncio.AbstractEventLoop) -> Callable[[dict], bool]:
         """A blocking callback for the agent's worker thread."""
@@ -61,6 +62,7 @@ class Approvals:
         token = secrets.token_hex(6)
         future = asyncio.get_running_loop().create_future()
         self._pending[token] = future
+        self._chats[token] = chat_id
         keyboard = InlineKeyboardMarkup([[InlineKeyboardButton("✅ Confirm", callback_data=f"approve:{token}:yes"),
                                           InlineKeyboardButton("✖ Decline", callback_data=f"approve:{token}:no")]])
         try:
@@ -79,6 +81,17 @@ class Approvals:
             return False
         finally:
             self._pending.pop(token, None)
+            self._chats.pop(token, None)
+
+    def decline_all(self, chat_id: int) -> int:
+        """Answer no to every open question in this chat (the owner stopped the turn); returns how many."""
+        declined = 0
+        for token, chat in list(self._chats.items()):
+            future = self._pending.get(token)
+            if chat == chat_id and future is not None and not future.done():
+                future.set_result(False)
+                declined += 1
+        return declined
 
     async def on_choice(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Resolve the pending confirmation a button press belongs to."""

@@ -35,7 +35,7 @@ from messaging_llm_bot.frontends.commands import COMMANDS, collector_notice
 from messaging_llm_bot.frontends.telegram.handlers import Frontend
 from messaging_llm_bot.frontends.telegram.ratelimit import ReplyFirstRateLimiter
 from messaging_llm_bot.frontends.telegram.send import send_markdown
-from messaging_llm_bot.frontends.telegram.settings import TelegramSettings
+from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, command_name
 from messaging_llm_bot.frontends.telegram.webhook import webhook_secret
 
 log = logging.getLogger(__name__)
@@ -79,8 +79,10 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
 
     async def do_process_update(self, update: object, coroutine: Any) -> None:
         chat = update.effective_chat if isinstance(update, Update) else None
-        # Button presses skip the queue: a turn may be waiting for one (confirmations).
-        if chat is None or update.callback_query is not None:
+        # Button presses skip the queue: a turn may be waiting for one (confirmations); so does /stop,
+        # which is about the turn the queue is waiting for.
+        if chat is None or update.callback_query is not None or (
+                update.message is not None and command_name(update.message) == "stop"):
             await coroutine
             return
         # Tasks start in arrival order and asyncio.Lock wakes waiters FIFO: order holds per chat.

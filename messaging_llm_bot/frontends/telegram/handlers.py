@@ -263,6 +263,14 @@ class Frontend:
             return  # meant for another bot in the group
         await self._send(update, context.bot, f"Unknown command {command}. /help lists what I understand.")
 
+    async def cmd_stop(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Stop the turn running in this chat; an open confirmation question counts as declined."""
+        chat = update.effective_chat
+        stopped = self.runtime.agent.stop(conversation_id(chat.id))
+        if stopped and self.approvals is not None:
+            self.approvals.decline_all(chat.id)
+        await self._send(update, context.bot, texts.STOPPING_TEXT if stopped else texts.NOTHING_TO_STOP_TEXT)
+
     async def cmd_reset(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Say what will be cleared and ask for confirmation with a button."""
         keyboard = InlineKeyboardMarkup([[InlineKeyboardButton("Clear history", callback_data="reset:yes"),
@@ -289,7 +297,7 @@ class Frontend:
         app.add_handler(TypeHandler(Update, self.owner_only), group=-1)
         only_new = filters.UpdateType.MESSAGE  # an edited message must not trigger a second answer
         for name, callback in (("start", self.cmd_help), ("help", self.cmd_help), ("skills", self.cmd_skills),
-                               ("skill", self.cmd_skill), ("reset", self.cmd_reset), ("status", self.cmd_status),
+                               ("skill", self.cmd_skill), ("stop", self.cmd_stop), ("reset", self.cmd_reset), ("status", self.cmd_status),
                                ("now", self.cmd_now), ("reload", self.cmd_reload), ("stats", self.cmd_stats),
                                ("why", self.cmd_why)):
             app.add_handler(CommandHandler(name, callback, filters=only_new))

@@ -61,6 +61,13 @@ def is_command(message: telegram.Message) -> bool:
                 and message.entities[0].offset == 0)
 
 
+def command_name(message: telegram.Message) -> str | None:
+    """The command a message starts with (``/Stop@bot now`` -> ``stop``), or None."""
+    if not is_command(message):
+        return None
+    return (message.text or "").split()[0][1:].partition("@")[0].lower()
+
+
 def for_other_bot(message: telegram.Message, bot_username: str) -> bool:
     """True for ``/cmd@otherbot``: a command addressed to another bot in the chat (not ours to answer)."""
     if not is_command(message):

@@ -1,0 +1,164 @@
+"""Stopping a turn (/stop, Ctrl-C): the answer ends at the next safe point, the server stops generating,
+nothing half-done is kept, and the conversation goes on."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+
+from assistant_framework.inbox import Inbox
+from assistant_framework.skills import SkillManager
+from messaging_llm_bot.agent.loop import Agent
+from messaging_llm_bot.llm.client import LLMClient
+from tests.telegram_harness import make_runtime
+
+WORDS = " ".join(f"word{i}" for i in range(200))
+
+
+def make_agent(config, workspace) -> Agent:
+    return Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
+
+
+def wait_until(predicate, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.005)
+
+
+def run_in_thread(fn):
+    box: dict = {}
+    thread = threading.Thread(target=lambda: box.__setitem__("result", fn()), daemon=True)
+    thread.start()
+    return thread, box
+
+
+def test_a_streamed_answer_stops_at_once_and_the_server_is_hung_up_on(bot_config, workspace, chat_server):
+    chat_server.enqueue({"content": json.dumps({"reply": WORDS}), "chunk_delay": 0.02})
+    agent = make_agent(bot_config, workspace)
+    deltas: list[str] = []
+    thread, box = run_in_thread(lambda: agent.handle_message(
+        "c1", "tell me a long story", stream=True, on_event=lambda e: deltas.append(e.data["text"]) if e.kind == "delta" else None))
+    wait_until(lambda: any("word3" in d for d in deltas))
+    assert agent.stop("c1") is True
+    thread.join(10)
+    result = box["result"]
+    assert result.stopped and not result.ok
+    assert result.reply.startswith("word0 word1 word2 word3") and result.reply.endswith("⏹ Stopped.")
+    assert "word199" not in result.reply
+    wait_until(lambda: chat_server.streams_cut == 1)  # the connection was closed mid-answer
+    assert not workspace.exists("conversations/c1/history.json")  # a stopped answer is not history
+    assert agent.traces.load(result.trace_id)["error"] == "stopped by the owner"
+
+    assert agent.stop("c1") is False  # nothing runs now
+    chat_server.enqueue('{"reply": "short and sweet"}')
+    follow = agent.handle_message("c1", "a short one then", stream=True)
+    assert follow.ok and follow.reply == "short and sweet" and not follow.stopped
+    sent = [m["content"] for m in chat_server.chat_requests[-1]["messages"][1:-1]]
+    assert sent == []  # the stopped exchange did not enter the prompt's history
+
+
+def test_a_stop_during_a_model_call_drops_its_answer_and_runs_no_skill(bot_config, workspace, chat_server):
+    """Not streamed: the call cannot be cut short, but the skill call it brings is never run."""
+    chat_server.enqueue({"content": json.dumps({"skill": "save_note", "args": {"name": "plan", "text": "x"}}), "delay": 0.5})
+    agent = make_agent(bot_config, workspace)
+    thread, box = run_in_thread(lambda: agent.handle_message("c1", "save my plan"))
+    assert chat_server.wait_for_requests(1, timeout=10)
+    assert agent.stop("c1") is True
+    assert agent.stop("c1") is False  # already stopping
+    thread.join(10)
+    result = box["result"]
+    assert result.stopped and result.reply == "⏹ Stopped."
+    assert not workspace.exists("notes/plan.md")
+    assert len(chat_server.chat_requests) == 1
+
+
+def test_skills_already_run_are_named_and_no_further_round_starts(bot_config, workspace, chat_server):
+    agent = make_agent(bot_config, workspace)
+    asked = threading.Event()
+
+    def answer(request):
+        asked.set()
+        return {"content": json.dumps({"skill": "save_note", "args": {"name": "plan", "text": "x"}}), "delay": 0.3} \
+            if len(chat_server.chat_requests) == 1 else '{"reply": "saved"}'
+
+    chat_server.set_handler(answer)
+    events: list[str] = []
+
+    def on_event(event):
+        events.append(event.kind)
+        if event.kind == "skill_result":
+            agent.stop("c1")  # the owner stops while the skill's result goes back to the model
+
+    result = agent.handle_message("c1", "save my plan", on_event=on_event)
+    assert result.stopped and result.reply == "⏹ Stopped. Already done before the stop: save_note."
+    assert workspace.read_text("notes/plan.md") == "x"
+    assert len(chat_server.chat_requests) == 1  # no second round
+
+
+def test_a_stop_ends_only_the_running_turn_not_the_ones_waiting(bot_config, workspace, chat_server):
+    chat_server.enqueue({"content": '{"reply": "first"}', "delay": 0.4}, '{"reply": "second"}')
+    agent = make_agent(bot_config, workspace)
+    first, box1 = run_in_thread(lambda: agent.handle_message("c1", "one"))
+    assert chat_server.wait_for_requests(1, timeout=10)
+    second, box2 = run_in_thread(lambda: agent.handle_message("c1", "two"))
+    wait_until(lambda: agent.pending("c1") == 2)
+    agent.stop("c1")
+    first.join(10)
+    second.join(10)
+    assert box1["result"].stopped and box2["result"].reply == "second" and box2["result"].ok
+
+
+def test_ctrl_c_in_the_terminal_chat_stops_the_turn_and_the_chat_goes_on(bot_config, workspace, chat_server, tmp_path):
+    from messaging_llm_bot.frontends import console
+
+    bot_config["llm"]["stream"] = True
+    chat_server.enqueue({"content": json.dumps({"reply": WORDS}), "delay": 0.3})
+    runtime = make_runtime(bot_config, workspace, tmp_path)
+    try:
+        inbox = Inbox(workspace)
+        main = threading.get_ident()
+        threading.Timer(0.15, lambda: signal.pthread_kill(main, signal.SIGINT)).start()  # Ctrl-C while it thinks
+        progress = _Lines()
+        reply, item_id = console.answer_stoppably(runtime, inbox, "tell me a long story", progress=progress)
+        assert reply.startswith("⏹ Stopped.") and "word1" not in reply
+        assert "stopping" in progress.text
+        inbox.complete(item_id)
+        assert inbox.pending() == []  # answered (stopped): not asked again at the next start
+        chat_server.enqueue('{"reply": "still here"}')
+        assert console.answer_stoppably(runtime, inbox, "hello?", progress=progress)[0].startswith("still here")
+    finally:
+        runtime.shutdown(5)
+
+
+class _Lines:
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_sigterm_still_leaves_the_terminal_chat_at_once(bot_config, workspace, chat_server, tmp_path):
+    import pytest
+
+    from messaging_llm_bot.frontends import console
+
+    chat_server.enqueue({"content": '{"reply": "late"}', "delay": 1.0})
+    runtime = make_runtime(bot_config, workspace, tmp_path)
+    previous = signal.signal(signal.SIGTERM, console._interrupt)
+    try:
+        threading.Timer(0.15, lambda: os.kill(os.getpid(), signal.SIGTERM)).start()
+        with pytest.raises(KeyboardInterrupt):
+            console.answer_stoppably(runtime, Inbox(workspace), "hi", progress=_Lines())
+        assert len(Inbox(workspace).pending()) == 1  # the message stays for the next start
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        runtime.shutdown(5)
