@@ -62,3 +62,22 @@ def test_a_copied_row_due_later_does_not_hold_back_the_one_due_now(start, daemon
     assert sent["message"] == "⏰ take the pills"
     wait_for(lambda: [r["text"] for r in ReminderStore(workspace).pending()] == ["water the plants"],
              what="only the later one pending")
+
+
+def test_a_row_written_without_an_utc_offset_is_in_the_digest_and_the_terminal_chat(workspace):
+    # "2025-03-30 18:30" typed by hand: the Telegram and Signal schedulers read it in the row's time zone;
+    # /now and the terminal chat did not see it at all.
+    from zoneinfo import ZoneInfo
+
+    from messaging_llm_bot.frontends.console_extras import ConsoleReminders
+    from messaging_llm_bot.frontends.digest import build_digest
+
+    workspace.write_json(REMINDERS_FILE, [{**row("r7", "feed the cat", datetime(2025, 3, 30, tzinfo=timezone.utc)),
+                                           "chat_id": "console", "due_at": "2025-03-30 18:30"}])
+    morning = datetime(2025, 3, 30, 9, 15, tzinfo=ZoneInfo("Europe/Berlin"))
+    assert "18:30 feed the cat" in build_digest(workspace, morning, "Europe/Berlin")
+    shown: list[str] = []
+    terminal = ConsoleReminders(ReminderStore(workspace), "console", shown.append, default_tz="Europe/Berlin",
+                                clock=lambda: datetime(2025, 3, 30, 16, 31, tzinfo=timezone.utc))  # 18:31 CEST
+    assert terminal.tick() == 1 and shown == ["⏰ feed the cat"]
+    assert not ReminderStore(workspace).pending()

@@ -7,7 +7,7 @@ delivering or cancelling it keeps the mark.
 from __future__ import annotations
 
 from datetime import datetime
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..workspace import Workspace
 from ._common import JsonListFile, NotFoundError, iso, now_utc, one_line
@@ -17,12 +17,21 @@ REMINDERS_FILE = "reminders/reminders.json"
 
 
 def due_at_of(reminder: dict) -> datetime | None:
-    """The reminder's due moment as an aware datetime, or None if the stored value is unusable."""
+    """The reminder's due moment as an aware datetime, or None if the stored value is unusable.
+
+    A time without a UTC offset (typed by hand) is wall time in the reminder's ``timezone``, as the
+    frontends deliver it.
+    """
     try:
         moment = datetime.fromisoformat(str(reminder.get("due_at")))
     except ValueError:
         return None
-    return moment if moment.tzinfo is not None else None
+    if moment.tzinfo is None:
+        try:
+            moment = moment.replace(tzinfo=ZoneInfo(str(reminder.get("timezone"))))
+        except (ZoneInfoNotFoundError, ValueError):
+            return None
+    return moment
 
 
 class ReminderStore:
