@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -81,3 +82,17 @@ def test_a_row_written_without_an_utc_offset_is_in_the_digest_and_the_terminal_c
                                 clock=lambda: datetime(2025, 3, 30, 16, 31, tzinfo=timezone.utc))  # 18:31 CEST
     assert terminal.tick() == 1 and shown == ["⏰ feed the cat"]
     assert not ReminderStore(workspace).pending()
+
+
+def test_a_row_with_an_unreadable_time_is_reported_once_not_at_every_poll(start, daemon, workspace, caplog):
+    caplog.set_level(logging.WARNING, logger="messaging_llm_bot.frontends.reminders")
+    now = datetime.now(timezone.utc)
+    workspace.write_json(REMINDERS_FILE, [{**row("r1", "dentist", now), "due_at": "tomorrow 9am"},
+                                          row("r2", "first", now - timedelta(minutes=1))])
+    start()
+    daemon.wait_sent(1)
+    for n in range(3):  # each is found by a poll of the store, so several polls have passed
+        ReminderStore(workspace).add(f"sig:{OWNER}", f"added {n}", datetime.now(timezone.utc), "Europe/Berlin")
+        daemon.wait_sent(2 + n)
+    warnings = [r.getMessage() for r in caplog.records if "'r1'" in r.getMessage()]
+    assert len(warnings) == 1 and "'tomorrow 9am'" in warnings[0], warnings

@@ -118,6 +118,7 @@ class ReminderScheduler:
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self._scheduled: dict[str, str] = {}  # reminder id -> due_at it was scheduled for
         self._delivering: set[str] = set()
+        self._unreadable: dict[str, str] = {}  # reminder id -> due_at already reported as unreadable
 
     def start(self) -> None:
         """Schedule everything pending now and poll the store for changes."""
@@ -156,7 +157,9 @@ class ReminderScheduler:
             try:
                 when = plan(reminder, now, self.default_tz).when
             except ValueError as err:
-                log.warning("reminders: skipping %s", err)
+                if self._unreadable.get(rid) != due_raw:  # once, not at every poll
+                    log.warning("reminders: skipping %s", err)
+                    self._unreadable[rid] = due_raw
                 continue
             self._cancel(rid)
             # A past time means "now" to the JobQueue; a datetime keeps DST right (it is an instant).
