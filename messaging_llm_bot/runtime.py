@@ -188,6 +188,7 @@ class BotRuntime:
             self.collector_runner = self._make_runner()
             self.collector_runner.start()
         log.info("reloaded: %d skills, %d collectors", len(skills.names()), len(collectors.enabled()))
+        self.log_plugin_errors()
         return None
 
     def _make_runner(self) -> "CollectorRunner":
@@ -227,6 +228,15 @@ class BotRuntime:
         self.skills.ensure_loaded()
         if self.collectors is not None:
             self.collectors.ensure_loaded()
+        self.log_plugin_errors()
+
+    def log_plugin_errors(self) -> None:
+        """One warning per skill or collector folder that did not load; the others work (``/status`` lists them too)."""
+        failed = [("skill", self.skills.errors), ("collector", self.collectors.errors if self.collectors is not None else [])]
+        for kind, errors in failed:
+            for error in errors:
+                log.warning("%s %s not loaded (the others work): %s; fix it, then /reload; `assistant %ss list` "
+                            "shows every load error", kind, error.name, error.error, kind)
 
     def start_background(self, notify: Callable[[str, str], None] | None = None) -> None:
         """Start the collector runner and the memory maintenance timer, once; every frontend's ``notify`` is kept.

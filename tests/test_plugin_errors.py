@@ -1,0 +1,56 @@
+"""User plugins that do not load (syntax error, raising at import, a name clash...): the bot still
+starts with the others, the user is told which plugin and what to do, and the list commands report it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.crash_bot import BotProcess, echo_reply, sent_texts, write_bot_config
+from tests.fakes.bot_api import FakeBotAPI
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "assistant_framework.cli", *argv], capture_output=True, text=True,
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+
+
+def _plugin(root: Path, name: str, code: str, readme: str | None = "# x\n") -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(code)
+    if readme is not None:
+        (folder / "README.md").write_text(readme)
+    return folder
+
+
+def test_the_bot_starts_and_logs_one_line_per_plugin_that_failed(tmp_path: Path, bot_config: dict, chat_server) -> None:
+    skills, collectors = tmp_path / "my_skills", tmp_path / "my_collectors"
+    _plugin(skills, "weather", "def run(workspace, args)\n    return 1\n")
+    _plugin(collectors, "news", "raise RuntimeError('no API key in NEWS_KEY')\n")
+    chat_server.set_handler(echo_reply)
+    with FakeBotAPI() as fake:
+        runtime = {"skills_dirs": [*bot_config["runtime"]["skills_dirs"], str(skills)], "collectors_dirs": [str(collectors)]}
+        config = write_bot_config(tmp_path / "config.json", bot_config, fake, runtime=runtime)
+        with BotProcess(config, tmp_path / "ws", tmp_path / "bot.log") as bot:
+            bot.start().wait_ready()
+            fake.send_message("hello", user_id=1)
+            fake.wait_for_messages(chat_id=1, n=1, timeout=20)
+            deadline = time.monotonic() + 10
+            while "news" not in bot.run_log() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            log = bot.run_log()
+        assert sent_texts(fake, 1) == ["re: hello"]  # the bot works with the other plugins
+    lines = [line for line in log.splitlines() if "weather" in line or "news" in line]
+    assert len(lines) == 2, log[-3000:]
+    weather = next(line for line in lines if "weather" in line)
+    assert "WARNING" in weather and "skill weather not loaded" in weather and "SyntaxError" in weather
+    assert "`assistant skills list`" in weather
+    news = next(line for line in lines if "news" in line)
+    assert "collector news not loaded" in news and "no API key in NEWS_KEY" in news and "`assistant collectors list`" in news
