@@ -54,3 +54,23 @@ def test_the_bot_starts_and_logs_one_line_per_plugin_that_failed(tmp_path: Path,
     assert "`assistant skills list`" in weather
     news = next(line for line in lines if "news" in line)
     assert "collector news not loaded" in news and "no API key in NEWS_KEY" in news and "`assistant collectors list`" in news
+
+
+def _workspace_and_config(tmp_path: Path, runtime: dict) -> tuple[Path, Path]:
+    (tmp_path / "ws" / "state").mkdir(parents=True)
+    config = tmp_path / "cfg"
+    config.mkdir()
+    (config / "runtime.json").write_text(json.dumps({"timezone": "UTC", **runtime}))
+    return tmp_path / "ws", config
+
+
+def test_collectors_list_names_an_import_error_without_python_internals(tmp_path: Path) -> None:
+    collectors = tmp_path / "my_collectors"
+    folder = _plugin(collectors, "news", "raise RuntimeError('boom')\n")
+    _plugin(collectors, "weather", "DESCRIPTION = 'w'\nINTERVAL_SECONDS = 60\ndef run(workspace):\n    return {}\n")
+    ws, config = _workspace_and_config(tmp_path, {"collectors_dirs": [str(collectors)]})
+    result = _cli("collectors", "list", "--json", "--config", str(config), "--workspace", str(ws))
+    assert result.returncode == 1, result.stderr
+    listed = json.loads(result.stdout)
+    assert "weather" in [row["name"] for row in listed["collectors"]]
+    assert listed["errors"] == [{"name": "news", "folder": str(folder), "error": f"{folder}: import failed: RuntimeError: boom"}]

@@ -20,7 +20,7 @@ from typing import Callable
 import jsonschema
 
 from assistant_framework.config import format_json_path
-from assistant_framework.plugin_import import import_plugin
+from assistant_framework.plugin_import import PluginImportError, import_plugin
 from assistant_framework.schedules import validate_cron
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
@@ -145,7 +145,8 @@ def load_collector(folder: Path, section: dict | None) -> Collector | CollectorL
             return CollectorLoadError(name=name, folder=folder, error="invalid config: " + "; ".join(errors), config_schema=schema or {})
         return _build(name, folder, module, spec, section, schema)
     except Exception as exc:  # noqa: BLE001 - a plugin may raise anything; isolate it
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        # An import error already names the folder and the plugin's own exception.
+        detail = str(exc) if isinstance(exc, PluginImportError) else "".join(traceback.format_exception_only(type(exc), exc)).strip()
         return CollectorLoadError(name=name, folder=folder, error=detail)
 
 
