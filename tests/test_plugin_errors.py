@@ -74,3 +74,24 @@ def test_collectors_list_names_an_import_error_without_python_internals(tmp_path
     listed = json.loads(result.stdout)
     assert "weather" in [row["name"] for row in listed["collectors"]]
     assert listed["errors"] == [{"name": "news", "folder": str(folder), "error": f"{folder}: import failed: RuntimeError: boom"}]
+
+
+def test_two_skill_folders_of_one_directory_with_the_same_name_are_reported(tmp_path: Path) -> None:
+    skills = tmp_path / "my_skills"
+    _plugin(skills, "notes", "DESCRIPTION = 'first'\ndef run(workspace, args):\n    return 'first'\n")
+    second = _plugin(skills, "notes_v2", "NAME = 'notes'\nDESCRIPTION = 'second'\ndef run(workspace, args):\n    return 'second'\n")
+    result = _cli("skills", "list", "--json", "--skills", str(skills))
+    assert result.returncode == 1, result.stdout
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    assert rows["notes"]["loaded"] and rows["notes"]["description"] == "first"
+    error = rows["notes_v2"]["error"]
+    assert str(second) in error and "'notes'" in error and "already" in error and str(skills / "notes") in error
+
+
+def test_a_skill_in_a_later_directory_still_replaces_one_of_the_same_name(tmp_path: Path) -> None:
+    mine = tmp_path / "my_skills"
+    _plugin(mine, "my_time", "NAME = 'time'\nDESCRIPTION = 'my time'\ndef run(workspace, args):\n    return 'mine'\n")
+    result = _cli("skills", "list", "--json", "--skills", str(REPO / "skills"), "--skills", str(mine))
+    assert result.returncode == 0, result.stdout
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    assert rows["time"]["description"] == "my time" and "tasks" in rows

@@ -174,6 +174,7 @@ class SkillManager:
         for directory in self.dirs:
             if not directory.is_dir():
                 continue
+            here: dict[str, Path] = {}  # a later directory replaces a name; within one it is a mistake
             for folder in sorted(directory.iterdir()):
                 if not is_skill_folder(folder):
                     continue
@@ -185,6 +186,13 @@ class SkillManager:
                 except Exception as exc:  # a bug we did not foresee must not stop the other skills
                     errors.append(SkillLoadError(folder.name, folder.resolve(), f"{folder}: {type(exc).__name__}: {exc}"))
                     continue
+                if spec.name in here:
+                    forget_module(spec.module_name)
+                    errors.append(SkillLoadError(folder.name, spec.folder, (
+                        f"{spec.folder}: skill name {spec.name!r} is already used by {here[spec.name]}; rename one "
+                        "(NAME or the folder); to replace a skill, put yours in a folder listed in runtime.skills_dirs")))
+                    continue
+                here[spec.name] = spec.folder
                 module_names.append(spec.module_name)
                 skills[spec.name] = spec
                 validator_cls = jsonschema.validators.validator_for(spec.args_schema)
