@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.fakes.signal_daemon import FakeSignalDaemon
+from tests.fakes.signal_daemon import FakeSignalDaemon, RpcError
 from tests.signal_harness import BOT, OWNER, RunningSignal, signal_config, wait_for
 from tests.telegram_harness import make_runtime
 
@@ -63,3 +63,21 @@ def test_every_attachment_of_a_message_is_saved_and_named_to_the_model(start, da
     prompt = chat_server.chat_requests[0]["messages"][-1]["content"]
     assert all(name in prompt for name in saved) and "Caption: from the holiday" in prompt
     assert "The user sent a photo" in prompt and "The user sent a document" in prompt
+
+
+@pytest.mark.parametrize("error", [
+    RpcError(-5, "Failed to send message due to rate limiting"),  # signal-cli RATELIMIT_ERROR
+    # The daemon is up but cannot reach the Signal server: a user error with the send results as data.
+    RpcError(-1, "Failed to send message", data={"response": {"timestamp": 1, "results": [
+        {"recipientAddress": {"number": OWNER}, "type": "NETWORK_FAILURE"}]}}),
+], ids=["rate-limited", "network-failure"])
+def test_a_reply_that_signal_could_not_send_for_now_is_retried_not_dropped(start, daemon, chat_server, workspace,
+                                                                            error):
+    chat_server.enqueue('{"reply": "the answer"}', '{"reply": "next"}')
+    start()
+    daemon.send_errors.append(error)
+    daemon.message(OWNER, "question")
+    daemon.message(OWNER, "another")
+    sent = daemon.wait_sent(2)
+    assert [s["message"] for s in sent] == ["the answer", "next"]
+    wait_for(lambda: not list(workspace.root.glob("state/inbox/pending/*/*.json")), what="empty inbox")

@@ -41,11 +41,11 @@ _STYLE_RE = re.compile(r"(\d+):(\d+):(.+)")
 
 
 class RpcError(Exception):
-    """A JSON-RPC error answer."""
+    """A JSON-RPC error answer; ``data`` as signal-cli adds it (``{"response": <the send result>}``)."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
-        self.code, self.message = code, message
+        self.code, self.message, self.data = code, message, data
 
 
 def _utf16_len(text: str) -> int:
@@ -323,7 +323,7 @@ class FakeSignalDaemon:
                 raise RpcError(-32602, "params must be an object")
             result = self._call(request["method"], params)
         except RpcError as err:
-            return _error(rid, err.code, err.message) if rid is not None else None
+            return _error(rid, err.code, err.message, err.data) if rid is not None else None
         if rid is None:
             return None
         return {"jsonrpc": "2.0", "result": result, "id": rid}
@@ -409,5 +409,5 @@ def _uuid_for(source: str) -> str:
     return f"00000000-0000-4000-8000-{digits}"
 
 
-def _error(rid: Any, code: int, message: str) -> dict:
-    return {"jsonrpc": "2.0", "error": {"code": code, "message": message, "data": None}, "id": rid}
+def _error(rid: Any, code: int, message: str, data: Any = None) -> dict:
+    return {"jsonrpc": "2.0", "error": {"code": code, "message": message, "data": data}, "id": rid}

@@ -29,12 +29,29 @@ class SignalUnavailable(RuntimeError):
     """The daemon could not be reached or answered with an HTTP error."""
 
 
-class SignalRpcError(RuntimeError):
-    """The daemon answered a JSON-RPC error (code, message)."""
+#: signal-cli error codes of a call that may succeed later: IO error, rate limited.
+TRANSIENT_CODES = frozenset({-3, -5})
+#: Send results (``error.data.response.results[].type``) that may succeed later.
+TRANSIENT_RESULTS = frozenset({"NETWORK_FAILURE", "RATE_LIMIT_FAILURE"})
 
-    def __init__(self, code: int, message: str, method: str = "") -> None:
+
+class SignalRpcError(RuntimeError):
+    """The daemon answered a JSON-RPC error (code, message, and signal-cli's ``data``)."""
+
+    def __init__(self, code: int, message: str, method: str = "", data: Any = None) -> None:
         super().__init__(f"signal-cli {method or 'call'} failed ({code}): {message}")
-        self.code, self.message, self.method = code, message, method
+        self.code, self.message, self.method, self.data = code, message, method, data
+
+    @property
+    def transient(self) -> bool:
+        """True when the same call may work later: rate limited, or the daemon could not reach the Signal
+        server (a send failing that way is a user error whose results all say NETWORK_FAILURE)."""
+        if self.code in TRANSIENT_CODES:
+            return True
+        response = self.data.get("response") if isinstance(self.data, dict) else None
+        results = response.get("results") if isinstance(response, dict) else None
+        types = {r.get("type") for r in results if isinstance(r, dict)} if isinstance(results, list) else set()
+        return bool(types) and types <= TRANSIENT_RESULTS
 
 
 def unwrap_event(obj: Any) -> dict | None:
@@ -113,7 +130,7 @@ class SignalClient:
             raise SignalUnavailable(f"signal-cli {method}: unexpected answer {str(answer)[:100]!r}")
         error = answer.get("error")
         if error:
-            raise SignalRpcError(int(error.get("code", 0)), str(error.get("message", "")), method)
+            raise SignalRpcError(int(error.get("code", 0)), str(error.get("message", "")), method, error.get("data"))
         return answer.get("result")
 
     async def rpc(self, method: str, params: dict | None = None) -> Any:

@@ -234,8 +234,10 @@ class TurnRunner:
             log.info("signal: could not echo the transcript to %s: %s", chat, err)
 
     async def _deliver(self, item: InboxItem, msg: Incoming, reply: str, quote: Incoming | None) -> bool:
-        """Send the missing parts; retries while the daemon is gone. False when stopping first."""
+        """Send the missing parts; retries while the daemon is gone or cannot send for now (no network to
+        the Signal server, rate limited). False when stopping first."""
         delay = 0.5
+        held = False  # "cannot send for now" logged for this reply
         while True:
             skip = self.inbox.parts_sent(item.item_id)
 
@@ -250,16 +252,21 @@ class TurnRunner:
                                  on_part_sent=on_part_sent)
                 self.outage.ok()
                 return True
-            except SignalRpcError as err:  # the daemon refused (unknown group, unregistered user): retrying cannot help
-                log.error("signal: the reply to %s in %s was refused by signal-cli: %s; giving up", msg.timestamp,
-                          msg.chat, err)
-                return True
+            except SignalRpcError as err:
+                if not err.transient:  # refused (unknown group, unregistered user): retrying cannot help
+                    log.error("signal: the reply to %s in %s was refused by signal-cli: %s; giving up", msg.timestamp,
+                              msg.chat, err)
+                    return True
+                if not held:
+                    held = True
+                    log.warning("signal: the reply to %s in %s cannot be sent for now: %s; retrying", msg.timestamp,
+                                msg.chat, err)
             except SignalUnavailable as err:
                 self.outage.failed(err)
-                if self.stopping:
-                    return False
-                try:
-                    await asyncio.wait_for(self.stop_event.wait(), delay)
-                    return False
-                except asyncio.TimeoutError:
-                    delay = min(delay * 2, RETRY_MAX_SECONDS)
+            if self.stopping:
+                return False
+            try:
+                await asyncio.wait_for(self.stop_event.wait(), delay)
+                return False
+            except asyncio.TimeoutError:
+                delay = min(delay * 2, RETRY_MAX_SECONDS)
