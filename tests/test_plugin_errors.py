@@ -95,3 +95,18 @@ def test_a_skill_in_a_later_directory_still_replaces_one_of_the_same_name(tmp_pa
     assert result.returncode == 0, result.stdout
     rows = {row["name"]: row for row in json.loads(result.stdout)}
     assert rows["time"]["description"] == "my time" and "tasks" in rows
+
+
+def test_a_collector_result_of_the_wrong_shape_is_a_failed_run_with_backoff(tmp_path: Path) -> None:
+    collectors = tmp_path / "my_collectors"
+    _plugin(collectors, "news", "DESCRIPTION = 'n'\nINTERVAL_SECONDS = 60\n"
+                                "def run(workspace):\n    return {'new_items': 5, 'summary': 'one'}\n")
+    ws, config = _workspace_and_config(tmp_path, {"collectors_dirs": [str(collectors)]})
+    result = _cli("collectors", "run", "news", "--config", str(config), "--workspace", str(ws))
+    assert result.returncode == 1
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    assert "collector 'news' returned 'new_items' as int, expected a list" in result.stdout + result.stderr
+    state = json.loads((ws / "state" / "collectors" / "news.json").read_text())
+    # Recorded as a failure: counted, retried after a backoff (not at once, again and again).
+    assert state["outcome"] == "error" and state["consecutive_failures"] == 1 and state["next_run"]
+    assert "'new_items' as int" in state["error"]

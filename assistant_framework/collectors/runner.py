@@ -355,9 +355,21 @@ def _work(collector: "Collector", workspace: Workspace, attempt: _Attempt) -> No
         attempt.done.set()
 
 
+#: The keys of a collector's result and the types they must have (each may be absent).
+_RESULT_TYPES: dict[str, tuple[type, ...]] = {"new_items": (list, tuple), "errors": (list, tuple), "sources": (dict,)}
+
+
 def _apply_result(outcome: RunOutcome, result: object) -> None:
+    """Take over what ``run`` returned; a key of the wrong type makes the run an error naming it."""
     if not isinstance(result, dict):
         return
+    for key, kinds in _RESULT_TYPES.items():
+        value = result.get(key)
+        if value is not None and not isinstance(value, kinds):
+            outcome.outcome = "error"
+            outcome.error = (f"collector {outcome.name!r} returned {key!r} as {type(value).__name__}, expected a "
+                             f"{kinds[0].__name__} (see 'Writing a collector' in docs/collectors.md)")
+            return
     items = result.get("new_items") or []
     outcome.new_items = [item for item in items if isinstance(item, dict)]
     outcome.summary = str(result.get("summary") or "")
