@@ -385,3 +385,19 @@ def test_nan_in_a_config_file_is_a_config_error(tmp_path: Path) -> None:
     result = _cli("config", "validate", "--config", str(tree))
     assert result.returncode == 2, result.stdout
     assert "llm.json: invalid JSON: NaN is not a JSON number" in result.stderr
+
+
+@pytest.mark.parametrize("files", [
+    {"local/llm.json": {"max_tokens": 5}, "local/llm.yaml": "max_tokens: 100\n"},
+    {"llm.json": {"max_tokens": 5}, "llm.yml": "max_tokens: 100\n"},
+    {"collectors.json": {"rss": {"enabled": False}}, "collectors/index.json": {"mail": {"enabled": False}}},
+])
+def test_two_files_for_one_key_in_one_layer_are_an_error(tmp_path: Path, files: dict) -> None:
+    tree = write_tree(tmp_path / "cfg", files)
+    before = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}
+    names = sorted(Path(rel).name for rel in files)
+    for argv in (("config", "validate"), ("config", "set", "llm.max_tokens", "200")):
+        result = _cli(*argv, "--config", str(tree))
+        assert result.returncode == 2, (argv, result.stdout)
+        assert "both supply" in result.stderr and all(name in result.stderr for name in names), result.stderr
+    assert {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()} == before

@@ -35,6 +35,14 @@ def _config_files(root: Path, *, skip_local: bool = True) -> list[tuple[Path, tu
         found.append((path, keys))
     # Shorter prefixes first so a deeper file wins over its parent's index.
     found.sort(key=lambda item: (len(item[1]), item[0].stem != INDEX_STEM, str(item[0])))
+    # Two files of one layer for one key (llm.json beside llm.yaml) would merge in name order, and
+    # `config set` would write to one while the other wins.
+    owners: dict[tuple[str, ...], Path] = {}
+    for path, keys in found:
+        if keys in owners:
+            where = ".".join(keys) or "the top level"
+            raise ConfigError(f"{_display(owners[keys])} and {_display(path)} both supply {where}; keep one of them")
+        owners[keys] = path
     return found
 
 
