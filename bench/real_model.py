@@ -11,8 +11,10 @@ Needs ``make model-server`` (builds llama-cpp-python, fetches the model). Parts:
   extraction off, immediate (old behaviour: between turns) and idle-batched (the default).
 - ``frontends``: the same 10 turns through the terminal chat (a real subprocess) and the
   Telegram bot (against the fake Bot API): errors, tracebacks, raw JSON shown to the user.
+- ``stop``: a long streamed answer stopped with ``Agent.stop`` after a few deltas, then a short
+  turn: does the server stop generating (the short turn is not kept waiting behind the rest)?
 
-Run: ``.venv/bin/python bench/real_model.py [--part eval|turns|frontends|all] [--cases 12]``.
+Run: ``.venv/bin/python bench/real_model.py [--part eval|turns|frontends|stop|all] [--cases 12]``.
 Prints markdown tables; asserts nothing about time.
 """
 
@@ -309,9 +311,50 @@ def _telegram(server: RealModelServer, tmp_path: Path) -> list:
         fake.stop()
 
 
+# ------------------------------------------------------------------ stop
+
+STORY = "Write a very long story about a dragon who learns to bake bread, at least 600 words."
+
+
+def part_stop(server: RealModelServer, deltas: int = 10) -> str:
+    """The same long answer in full, then stopped after ``deltas`` deltas and followed by a short turn."""
+    from assistant_framework.skills import SkillManager
+    from assistant_framework.workspace import Workspace
+    from messaging_llm_bot.agent.loop import Agent
+    from messaging_llm_bot.llm.client import LLMClient
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        # Prose (structured_output off): the 135M model writes long free text, where a constrained one stops early.
+        config = {"llm": {**llm_section(server, structured_output="off"), "max_tokens": 800},
+                  "runtime": {"timezone": "UTC"}, "memory": {"enabled": False}}
+        workspace = Workspace(Path(tmp) / "ws")
+        agent = Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
+        agent.handle_message("warm-up", "Hi.", stream=True)  # the system prompt is evaluated once, then cached
+        started = time.monotonic()
+        full = agent.handle_message("full", STORY, stream=True)
+        rows.append(["full answer", f"{time.monotonic() - started:.1f}", len(full.reply), "-", "-"])
+        seen = [0]
+
+        def on_event(event) -> None:
+            if event.kind == "delta":
+                seen[0] += 1
+                if seen[0] == deltas:
+                    agent.stop("stopped")
+
+        started = time.monotonic()
+        stopped = agent.handle_message("stopped", STORY, stream=True, on_event=on_event)
+        stop_s = time.monotonic() - started
+        started = time.monotonic()
+        short = agent.handle_message("next", "Say hello in three words.", stream=True)
+        rows.append([f"stopped after {deltas} deltas", f"{stop_s:.1f}", len(stopped.reply), stopped.stopped,
+                     f"{time.monotonic() - started:.1f} ({short.ok})"])
+    return table(["turn", "s", "reply chars", "stopped", "next short turn s (ok)"], rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("eval", "turns", "frontends", "all"), default="all")
+    parser.add_argument("--part", choices=("eval", "turns", "frontends", "stop", "all"), default="all")
     parser.add_argument("--cases", default=str(len(EVAL_SUBSET)), help="first N cases of the fixed subset, 'all' built-in cases, or case ids (a,b,c)")
     parser.add_argument("--n-ctx", type=int, default=4096, help="the server's context size (tools in the prompt need 8192)")
     parser.add_argument("--chat-format", default="chatml",
@@ -343,6 +386,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.part in ("frontends", "all"):
                 print("## frontends\n")
                 print(part_frontends(server), flush=True)
+            if args.part in ("stop", "all"):
+                print("## stop\n")
+                print(part_stop(server), flush=True)
         finally:
             server.stop()
     return 0
