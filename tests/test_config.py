@@ -401,3 +401,30 @@ def test_two_files_for_one_key_in_one_layer_are_an_error(tmp_path: Path, files: 
         assert result.returncode == 2, (argv, result.stdout)
         assert "both supply" in result.stderr and all(name in result.stderr for name in names), result.stderr
     assert {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("temperature: .nan\n", "llm.yaml: temperature: .nan is not a JSON number; write a number"),
+    ("temperature: -.inf\n", "llm.yaml: temperature: -.inf is not a JSON number; write a number"),
+    ("runners:\n  - name: a\n    since: 2024-01-01\n", "llm.yaml: runners[0].since: 2024-01-01 is a date, not a JSON value; quote it"),
+    ("extra: !!binary aGVsbG8=\n", "llm.yaml: extra: a binary is not a JSON value"),
+    ("stop: !!set {a, b}\n", "llm.yaml: stop: a set is not a JSON value; write a list"),
+    ("1: x\n", "llm.yaml: (top level): the key 1 is not text; quote it"),
+])
+def test_a_yaml_value_json_cannot_hold_is_a_config_error(tmp_path: Path, text: str, expected: str) -> None:
+    tree = write_tree(tmp_path / "cfg", {"llm.yaml": text})
+    for argv in (("config", "validate"), ("config", "show", "--json")):
+        result = _cli(*argv, "--config", str(tree))
+        assert result.returncode == 2, (argv, result.stdout)
+        assert expected in result.stderr and "internal error" not in result.stderr, result.stderr
+
+
+def test_a_yaml_date_in_a_collector_section_without_schema_is_refused(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins" / "mine"
+    plugins.mkdir(parents=True)
+    (plugins / "__init__.py").write_text("DESCRIPTION = 'd'\nINTERVAL_SECONDS = 60\ndef run(workspace):\n    return {}\n")
+    (plugins / "README.md").write_text("# mine\n")
+    tree = write_tree(tmp_path / "cfg", {"runtime.json": {"collectors_dirs": [str(plugins.parent)]},
+                                         "collectors/mine.yaml": "enabled: false\nwhen: 2024-01-01\n"})
+    result = _cli("config", "show", "--json", "--config", str(tree))
+    assert result.returncode == 2 and "mine.yaml: when: 2024-01-01 is a date" in result.stderr, result.stderr

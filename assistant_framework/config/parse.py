@@ -6,6 +6,7 @@ twice in one object is an error, not a silent "the last one wins"."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 from pathlib import Path
@@ -107,10 +108,38 @@ def _parse_file(path: Path) -> Any:
         except RecursionError:
             raise ConfigError(f"{_display(path)}: nested more than {MAX_DEPTH} levels deep") from None
         value = {} if value is None else value
+        found = _not_json(value)
+        if found is not None:
+            raise ConfigError(f"{_display(path)}: {format_json_path(found[0])}: {found[1]}")
     deep_path = too_deep(value)
     if deep_path is not None:
         raise ConfigError(f"{_display(path)}: {format_json_path(deep_path)}: nested more than {MAX_DEPTH} levels deep")
     return value
+
+
+def _not_json(value: Any) -> tuple[tuple, str] | None:
+    """(path, why) of the first YAML value JSON cannot hold (a date, a set, .nan, a key that is no text), or None."""
+    stack: list[tuple[Any, tuple]] = [(value, ())]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, dict):
+            for key, child in node.items():
+                if not isinstance(key, str):
+                    return where, f"the key {key!r} is not text; quote it"
+                stack.append((child, where + (key,)))
+        elif isinstance(node, list):
+            stack.extend((child, where + (index,)) for index, child in enumerate(node))
+        elif isinstance(node, float) and not math.isfinite(node):
+            shown = ".nan" if math.isnan(node) else ("-.inf" if node < 0 else ".inf")
+            return where, f"{shown} is not a JSON number; write a number"
+        elif isinstance(node, (datetime.date, datetime.time)):
+            return where, f"{node} is a date, not a JSON value; quote it to keep it as text"
+        elif isinstance(node, set):
+            return where, "a set is not a JSON value; write a list"
+        elif not isinstance(node, (str, int, float, bool)) and node is not None:
+            kind = "binary" if isinstance(node, bytes) else type(node).__name__
+            return where, f"a {kind} is not a JSON value"
+    return None
 
 
 def _load_json(text: str) -> tuple[Any, bool]:
