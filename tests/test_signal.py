@@ -322,3 +322,27 @@ def test_collector_notices_and_the_digest_go_to_the_owner(start, daemon, workspa
     asyncio.run_coroutine_threadsafe(bot.service._morning_digest(None), bot.service._loop).result(10)
     [_, digest] = daemon.wait_sent(2)
     assert digest["recipient"] == [OWNER] and "dentist appointment" in digest["message"]
+
+
+def test_stop_ends_the_answer_being_written_and_declines_an_open_question(start, daemon, chat_server, workspace):
+    """/stop does not wait in the chat's queue: it stops the running turn (the streamed answer is cut
+    off, the model server hung up on) and counts an open confirmation as declined."""
+    words = " ".join(f"word{i}" for i in range(300))
+    chat_server.enqueue({"content": json.dumps({"reply": words}), "chunk_delay": 0.02})
+    start(patch=lambda config: (config["llm"].update(stream=True), _ask_writes(config)))
+    daemon.message(OWNER, "tell me a long story")
+    assert chat_server.wait_for_requests(1, timeout=10)  # the answer is streaming now (6 s in all)
+    daemon.message(OWNER, "/stop")
+    sent = daemon.wait_sent(2)
+    assert sent[0]["message"] == "Stopping the answer I was writing."
+    assert sent[1]["message"].endswith("⏹ Stopped.") and "word299" not in sent[1]["message"]
+    wait_for(lambda: chat_server.streams_cut == 1, what="the server hung up on")
+
+    chat_server.enqueue(SAVE)
+    daemon.message(OWNER, "note groceries: bread")
+    wait_for(lambda: any(s["message"].startswith("Confirm this action?") for s in daemon.sent_to(OWNER)), what="the question")
+    daemon.message(OWNER, "/stop")
+    wait_for(lambda: sum("⏹ Stopped." in s["message"] for s in daemon.sent_to(OWNER)) == 2, what="the second stop")
+    assert not workspace.exists("notes/groceries.md")
+    daemon.message(OWNER, "/stop")
+    wait_for(lambda: any("nothing to stop" in s["message"] for s in daemon.sent_to(OWNER)), what="nothing to stop")

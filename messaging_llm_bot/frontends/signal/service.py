@@ -243,6 +243,9 @@ class SignalService:
         if owner_chat and msg.kind() == "text" and self.approvals.resolve(msg.chat, msg.text):
             return  # the answer to an open confirmation question, not a new message
         if msg.kind() == "text" and msg.text.startswith("/"):
+            if msg.text.strip()[1:].partition(" ")[0].lower() == "stop":
+                await self._stop_turn(msg)  # about the turn this chat's queue waits for: not queued behind it
+                return
             self._spawn(msg.chat, self._command(msg))
             return
         if not addressed_to_bot(msg, self.settings):
@@ -314,6 +317,13 @@ class SignalService:
             log.info("signal: message to %s failed: %s", msg.chat, err)
 
     # -- commands -----------------------------------------------------------------
+
+    async def _stop_turn(self, msg: Incoming) -> None:
+        """Stop the turn running in this chat; an open confirmation question counts as declined."""
+        stopped = self.runtime.agent.stop(msg.conversation_id)
+        if stopped:
+            self.approvals.resolve(msg.chat, "no")
+        await self._say(msg, texts.STOPPING_TEXT if stopped else texts.NOTHING_TO_STOP_TEXT)
 
     async def _command(self, msg: Incoming) -> None:
         text = msg.text.strip()

@@ -221,7 +221,9 @@ class TurnRunner:
             self.runtime.agent.handle_message, item.conversation_id, text, chat_id=item.conversation_id,
             user_id=msg.sender,
             # Only the owner's own direct chat sees the owner's notes, facts and other chats' logs.
-            private=owner_chat, message_id=msg.timestamp, untrusted=untrusted, approve=approve)
+            private=owner_chat, message_id=msg.timestamp, untrusted=untrusted, approve=approve,
+            # Streamed from the model (not shown as it arrives): /stop can then cut the answer off at once.
+            stream=self.runtime.agent.settings.stream)
         reply = result.reply or FAILED_REPLY
         if result.footer:
             reply = f"{reply}\n\n_{result.footer}_"
