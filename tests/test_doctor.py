@@ -139,3 +139,15 @@ def test_a_wrong_api_key_is_fixed_at_the_key_of_that_runner(tmp_path: Path, caps
     assert wrong["status"] == "fail" and "refused the API key" in wrong["detail"]
     assert "llm.runners[1].api_key" in wrong["fix"] and "base_url" not in wrong["fix"]
     assert "llm.runners[2].model" in checks["model nomodel"]["fix"]
+
+
+def test_a_failing_completion_is_a_failure_and_a_missing_v1_is_named(servers, tmp_path: Path, capsys) -> None:
+    tg, chat = servers
+    base = chat.base_url.removesuffix("/v1")  # the usual slip: the server's address without /v1
+    config = _config(tmp_path / "config", tg, chat, llm={"runners": [{"name": "local", "base_url": base, "model": "fake-model"}]})
+    Workspace(tmp_path / "ws")
+    code, checks = _doctor(capsys, config, tmp_path / "ws")
+    assert code == 1
+    model = checks["model local"]
+    assert model["status"] == "fail" and "one-token completion failed" in model["detail"], model
+    assert f"{base}/v1" in model["fix"] and "llm.runners[0].base_url" in model["fix"]

@@ -120,8 +120,8 @@ def check_runners(ctx: Context) -> list[Check]:
         name = f"model {runner.get('name', '?')}"
         result = probe(str(runner.get("base_url", "")), _runner_key(runner), timeout=5)
         problem = result.model_problem(str(runner.get("model", "")))
+        key = f"llm.runners[{index}]"
         if problem:
-            key = f"llm.runners[{index}]"
             if result.status in (401, 403):
                 fix = f"fix the API key: `assistant config set {key}.api_key KEY` (or {key}.api_key_env)"
             elif not result.reachable:
@@ -133,13 +133,20 @@ def check_runners(ctx: Context) -> list[Check]:
         listed = "listed" if result.models is not None else "not checked (no /models list)"
         detail = f"{runner.get('base_url')} reachable, model {runner.get('model')!r} {listed}"
         if not ctx.quick:
-            detail += "; " + _completion_report(runner)
+            answered, report = _completion_report(runner)
+            detail += "; " + report
+            if not answered:
+                base = str(runner.get("base_url", "")).rstrip("/")
+                hint = (f" (OpenAI-compatible servers answer under /v1: try {base}/v1)"
+                        if result.models is None and not base.endswith("/v1") else "")
+                checks.append(Check(name, FAIL, detail, f"check {key}.base_url{hint} and {key}.model"))
+                continue
         checks.append(Check(name, OK, detail))
     return checks
 
 
-def _completion_report(runner: dict) -> str:
-    """A one-token completion, timed, and which structured-output forms the server accepts."""
+def _completion_report(runner: dict) -> tuple[bool, str]:
+    """Whether a one-token completion worked, and a report: its time and the structured-output forms accepted."""
     from messaging_llm_bot.llm.client import LLMClient
     from messaging_llm_bot.llm.errors import LLMError
 
@@ -149,7 +156,7 @@ def _completion_report(runner: dict) -> str:
         try:
             done = client.complete(messages, extra={"max_tokens": 1})
         except LLMError as err:
-            return f"a one-token completion failed: {err.user_message()}"
+            return False, f"a one-token completion failed: {err.user_message()}"
         accepted = []
         schema = {"type": "json_schema", "json_schema": {"name": "probe", "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}}
         for label, form in (("json_schema", schema), ("json_object", {"type": "json_object"})):
@@ -159,7 +166,7 @@ def _completion_report(runner: dict) -> str:
             except LLMError:
                 pass
         forms = ", ".join(accepted) or "none (the JSON skill protocol needs none)"
-        return f"1-token completion in {done.elapsed_s:.2f} s; structured output accepted: {forms}"
+        return True, f"1-token completion in {done.elapsed_s:.2f} s; structured output accepted: {forms}"
     finally:
         client.close()
 
