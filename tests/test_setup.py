@@ -157,3 +157,14 @@ def test_a_refused_api_key_says_which_flag_gives_it(fresh: Path, tmp_path: Path,
     assert code == 2
     assert "refused the API key (HTTP 401); give the right one with --api-key" in capsys.readouterr().err
     assert not (fresh / "local").exists()
+
+
+def test_a_base_url_without_v1_is_completed_when_the_server_answers_there(fresh: Path, tmp_path: Path, capsys) -> None:
+    with FakeChatServer() as chat:
+        base = chat.base_url.removesuffix("/v1")
+        code = main(["setup", "--yes", "--no-telegram", "--config", str(fresh), "--workspace", str(tmp_path / "ws"),
+                     "--base-url", base, "--timezone", "UTC"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"using {base}/v1" in out and "FAILED" not in out
+    assert json.loads((fresh / "local" / "llm.json").read_text())["runners"][0]["base_url"] == f"{base}/v1"

@@ -217,6 +217,13 @@ class Wizard:
         if not base_url.startswith(("http://", "https://")):
             raise SetupError(f"Model: {base_url!r} is not an http(s) URL")
         result = probe(base_url, api_key)
+        if result.reachable and result.models is None and not base_url.rstrip("/").endswith("/v1"):
+            # The usual slip: the server's address without the /v1 of its OpenAI-compatible API.
+            with_v1 = base_url.rstrip("/") + "/v1"
+            at_v1 = probe(with_v1, api_key)
+            if at_v1.reachable and at_v1.models is not None:
+                self.io.say(f"Model: {base_url} lists no models, {with_v1} does; using {with_v1}.")
+                base_url, result = with_v1, at_v1
         if not result.reachable:
             hint = "; give the right one with --api-key" if result.status in (401, 403) else ""
             raise SetupError(f"Model: {result.error}{hint}")
