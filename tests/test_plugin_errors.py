@@ -110,3 +110,13 @@ def test_a_collector_result_of_the_wrong_shape_is_a_failed_run_with_backoff(tmp_
     # Recorded as a failure: counted, retried after a backoff (not at once, again and again).
     assert state["outcome"] == "error" and state["consecutive_failures"] == 1 and state["next_run"]
     assert "'new_items' as int" in state["error"]
+
+
+def test_a_skill_readme_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    skills = tmp_path / "my_skills"
+    folder = _plugin(skills, "weather", "DESCRIPTION = 'w'\ndef run(workspace, args):\n    return 'sunny'\n", readme=None)
+    (folder / "README.md").write_bytes(b"# M\xe9t\xe9o\n")  # saved as Latin-1
+    result = _cli("skills", "list", "--json", "--skills", str(skills))
+    assert result.returncode == 1
+    [row] = json.loads(result.stdout)
+    assert row["error"] == f"{folder / 'README.md'}: not UTF-8 text; save it as UTF-8"

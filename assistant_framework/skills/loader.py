@@ -205,7 +205,10 @@ def load_skill_folder(folder: Path) -> Skill:
     folder = folder.resolve()
     readme = folder / "README.md"
     readme_path = readme if readme.is_file() else None
-    sections = readme_sections(readme.read_text(encoding="utf-8")) if readme_path else {}
+    try:
+        sections = readme_sections(readme.read_text(encoding="utf-8")) if readme_path else {}
+    except UnicodeDecodeError:
+        raise SkillDefinitionError(f"{readme}: not UTF-8 text; save it as UTF-8") from None
     module = import_skill_module(folder)
     raw = _definition(module, folder)
 
