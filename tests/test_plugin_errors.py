@@ -120,3 +120,19 @@ def test_a_skill_readme_that_is_not_utf8_is_named(tmp_path: Path) -> None:
     assert result.returncode == 1
     [row] = json.loads(result.stdout)
     assert row["error"] == f"{folder / 'README.md'}: not UTF-8 text; save it as UTF-8"
+
+
+def test_a_plugin_folder_in_the_config_that_does_not_exist_is_reported(tmp_path: Path) -> None:
+    missing_skills, missing_collectors = tmp_path / "my-skils", tmp_path / "my-colectors"  # typos
+    ws, config = _workspace_and_config(tmp_path, {"skills_dirs": [str(missing_skills)],
+                                                  "collectors_dirs": [str(missing_collectors)]})
+    skills = _cli("skills", "list", "--json", "--config", str(config))
+    assert skills.returncode == 1, skills.stderr
+    rows = json.loads(skills.stdout)
+    assert "time" in [row["name"] for row in rows if row["loaded"]]  # the built-ins still load
+    assert [row["error"] for row in rows if not row["loaded"]] == [
+        f"{missing_skills}: no such folder (listed in runtime.skills_dirs)"]
+    collectors = _cli("collectors", "list", "--json", "--config", str(config), "--workspace", str(ws))
+    assert collectors.returncode == 1, collectors.stderr
+    assert [e["error"] for e in json.loads(collectors.stdout)["errors"]] == [
+        f"{missing_collectors}: no such folder (listed in runtime.collectors_dirs)"]

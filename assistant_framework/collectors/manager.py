@@ -69,14 +69,15 @@ class CollectorManager:
     def load(self) -> None:
         """Import every collector folder once; failures land in ``errors``."""
         folders: dict[str, Path] = {}
+        errors: list[CollectorLoadError] = []
         for base in self.dirs:
             if not base.is_dir():
+                errors.append(CollectorLoadError(base.name, base, f"{base}: no such folder (listed in runtime.collectors_dirs)"))
                 continue
             for folder in sorted(base.iterdir()):
                 if is_collector_folder(folder):
                     folders[folder.name] = folder
         collectors: dict[str, Collector] = {}
-        errors: list[CollectorLoadError] = []
         for name, folder in sorted(folders.items()):
             section = self.collectors_config.get(name) or {}
             if not isinstance(section, dict):

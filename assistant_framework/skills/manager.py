@@ -173,6 +173,8 @@ class SkillManager:
         module_names: list[str] = []
         for directory in self.dirs:
             if not directory.is_dir():
+                errors.append(SkillLoadError(directory.name, directory,
+                                             f"{directory}: no such folder (listed in runtime.skills_dirs)"))
                 continue
             here: dict[str, Path] = {}  # a later directory replaces a name; within one it is a mistake
             for folder in sorted(directory.iterdir()):
