@@ -228,3 +228,20 @@ def test_console_survives_input_that_is_not_utf8(tmp_path, chat_server, test_ski
     assert proc.stdout.decode() == "reply 1\n\nreply 2\n\n"
     asked = [r["messages"][-1]["content"] for r in chat_server.chat_requests]
     assert asked[0].startswith("caf\ufffd au lait") and asked[1].startswith("hello")
+
+
+def test_live_reply_prints_only_what_is_new_and_then_the_rest_of_the_block():
+    import io
+
+    from messaging_llm_bot.frontends.console_extras import LiveReply
+
+    out = io.StringIO()
+    live = LiveReply(out)
+    for text in ("Hel", "Hello wor", "Hello world "):
+        live.delta(text)
+    assert out.getvalue() == "Hello world "
+    assert live.rest("Hello world\n— 12 in · 3 out") == "\n— 12 in · 3 out"  # the footer, not the text again
+    assert LiveReply(io.StringIO()).rest("not streamed") == "not streamed"
+    live.delta("A second round")  # a later round answers afresh: on a new line, not glued on
+    assert out.getvalue() == "Hello world \nA second round"
+    assert live.rest("Something else entirely") == "\nSomething else entirely"

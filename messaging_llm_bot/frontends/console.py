@@ -23,7 +23,7 @@ from assistant_framework.inbox import Inbox
 from messaging_llm_bot.agent.loop import AgentEvent
 from messaging_llm_bot.frontends.commands import run_command
 from messaging_llm_bot.frontends.markup import unescape_markdown
-from messaging_llm_bot.frontends.console_extras import HISTORY_FILE, PROMPT, ConsoleReminders, line_reader
+from messaging_llm_bot.frontends.console_extras import HISTORY_FILE, PROMPT, ConsoleReminders, LiveReply, line_reader
 
 if TYPE_CHECKING:  # pragma: no cover
     from messaging_llm_bot.runtime import BotRuntime
@@ -57,10 +57,11 @@ def terminal_approver(stdin: TextIO, stdout: TextIO):
 
 
 def answer(runtime: "BotRuntime", text: str, *, progress: TextIO | None = None, conversation_id: str = CONVERSATION_ID,
-           approve=None, stream: bool = False) -> str:
+           approve=None, stream: bool = False, live: LiveReply | None = None) -> str:
     """The reply block for one input line: a command's text or the agent's reply (with footer).
 
-    ``stream``: read the model's answer as a stream (``llm.stream``), so a stop cuts it off at once."""
+    ``stream``: read the model's answer as a stream (``llm.stream``), so a stop cuts it off at once;
+    ``live``: print the answer there as it arrives."""
     reply = run_command(runtime, conversation_id, text)
     if reply is not None:
         return unescape_markdown(reply)  # the terminal shows Markdown source: no escaping backslashes
@@ -68,6 +69,9 @@ def answer(runtime: "BotRuntime", text: str, *, progress: TextIO | None = None, 
         return f"Unknown command {text.split()[0]}; see /help."
 
     def on_event(event: AgentEvent) -> None:
+        if event.kind == "delta" and live is not None:
+            live.delta(str(event.data.get("text", "")))
+            return
         line = progress_line(event)
         if line and progress is not None:
             print(line, file=progress, flush=True)
@@ -77,8 +81,8 @@ def answer(runtime: "BotRuntime", text: str, *, progress: TextIO | None = None, 
     return result.reply + (f"\n{result.footer}" if result.footer else "")
 
 
-def answer_durably(runtime: "BotRuntime", inbox: Inbox, text: str, *,
-                   progress: TextIO | None = None, approve=None, stream: bool = False) -> tuple[str, str | None]:
+def answer_durably(runtime: "BotRuntime", inbox: Inbox, text: str, *, progress: TextIO | None = None, approve=None,
+                   stream: bool = False, live: LiveReply | None = None) -> tuple[str, str | None]:
     """Like ``answer`` but a model-bound message is kept in the inbox; returns (reply, item id to complete)."""
     if text.startswith("/"):
         return answer(runtime, text, progress=progress), None
@@ -88,7 +92,7 @@ def answer_durably(runtime: "BotRuntime", inbox: Inbox, text: str, *,
         from messaging_llm_bot.frontends.telegram.turn import storage_error_text  # the same wording as in Telegram
 
         return storage_error_text(err), None
-    reply = answer(runtime, text, progress=progress, approve=approve, stream=stream)
+    reply = answer(runtime, text, progress=progress, approve=approve, stream=stream, live=live)
     try:
         inbox.record_reply(item.item_id, reply)
     except OSError:
@@ -97,7 +101,7 @@ def answer_durably(runtime: "BotRuntime", inbox: Inbox, text: str, *,
 
 
 def answer_stoppably(runtime: "BotRuntime", inbox: Inbox, text: str, *, progress: TextIO,
-                     approve=None) -> tuple[str, str | None]:
+                     approve=None, live: LiveReply | None = None) -> tuple[str, str | None]:
     """``answer_durably`` in a worker thread: Ctrl-C stops the turn (``Agent.stop``) and the reply says so;
     a second Ctrl-C (or SIGTERM) leaves the chat, the message staying in the inbox as before."""
     box: dict = {}
@@ -107,7 +111,7 @@ def answer_stoppably(runtime: "BotRuntime", inbox: Inbox, text: str, *, progress
     def work() -> None:
         try:
             box["out"] = answer_durably(runtime, inbox, text, progress=progress, approve=approve,
-                                        stream=runtime.agent.settings.stream)
+                                        stream=runtime.agent.settings.stream, live=live)
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
             box["error"] = exc
         finally:
@@ -178,7 +182,9 @@ def run_console(
             # Only someone at a terminal can confirm; a scripted (piped) chat refuses "ask" calls.
             approve = terminal_approver(stdin, stdout) if interactive else None
             if interactive:
-                reply, item_id = answer_stoppably(runtime, inbox, text, progress=stderr, approve=approve)
+                live = LiveReply(stdout)  # the answer appears as it is written, then the rest of the block
+                reply, item_id = answer_stoppably(runtime, inbox, text, progress=stderr, approve=approve, live=live)
+                reply = live.rest(reply)
             else:
                 reply, item_id = answer_durably(runtime, inbox, text, approve=approve)
             print(reply.rstrip("\n") + "\n", file=stdout, flush=True)

@@ -19,6 +19,31 @@ HISTORY_LENGTH = 1000
 PROMPT = "you> "
 
 
+class LiveReply:
+    """The answer printed as it streams in (interactive terminal, ``llm.stream`` on); ``rest(block)``
+    is what of the final reply block is still to print."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.shown = ""
+
+    def delta(self, text: str) -> None:
+        """Print what ``text`` (the visible answer so far) adds to what is shown."""
+        # A later round starts its answer afresh: it goes on a new line rather than being glued on.
+        piece = text[len(self.shown):] if text.startswith(self.shown) else "\n" + text
+        self.shown = text
+        if piece:
+            self.out.write(piece)
+            self.out.flush()
+
+    def rest(self, block: str) -> str:
+        """The part of the reply block not shown yet (all of it when nothing was streamed)."""
+        shown = self.shown.rstrip()  # the final reply is stripped; a space already printed does no harm
+        if not shown:
+            return block
+        return block[len(shown):] if block.startswith(shown) else "\n" + block
+
+
 def line_reader(stdin: TextIO, stdout: TextIO, interactive: bool, history: Path | None) -> tuple[Callable[[], str], Callable[[], None]]:
     """(read one line, or "" at EOF; save the history). With a real terminal, ``input()`` under
     readline gives arrow-key editing and Up/Down history, kept in ``history`` across runs."""
