@@ -96,3 +96,28 @@ def test_a_row_with_an_unreadable_time_is_reported_once_not_at_every_poll(start,
         daemon.wait_sent(2 + n)
     warnings = [r.getMessage() for r in caplog.records if "'r1'" in r.getMessage()]
     assert len(warnings) == 1 and "'tomorrow 9am'" in warnings[0], warnings
+
+
+def test_a_row_that_is_not_an_object_is_skipped_reported_once_and_kept_in_the_file(start, daemon, workspace, caplog):
+    # A line typed by hand as a bare string or number used to make the whole file unreadable:
+    # nothing was delivered and a warning was logged at every poll.
+    caplog.set_level(logging.WARNING)
+    now = datetime.now(timezone.utc)
+    workspace.write_json(REMINDERS_FILE, [row("r1", "call the dentist", now - timedelta(seconds=20)),
+                                          "buy milk at 5",
+                                          row("r2", "water the plants", now - timedelta(seconds=30)),
+                                          42])
+    start()
+    sent = daemon.wait_sent(2)
+    assert sorted(s["message"] for s in sent) == ["⏰ call the dentist", "⏰ water the plants"]
+    wait_for(lambda: not ReminderStore(workspace).pending(), what="both delivered")
+    for n in range(3):  # each is found by a poll of the store, so several polls have passed
+        ReminderStore(workspace).add(f"sig:{OWNER}", f"added {n}", datetime.now(timezone.utc), "Europe/Berlin")
+        daemon.wait_sent(3 + n)
+    wait_for(lambda: not ReminderStore(workspace).pending(), what="all delivered")
+    on_disk = json.loads(workspace.read_text(REMINDERS_FILE))
+    assert on_disk[1] == "buy milk at 5" and on_disk[3] == 42  # the owner's rows, untouched, in their place
+    assert [r["status"] for r in on_disk if isinstance(r, dict)] == ["delivered"] * 5
+    reports = [r.getMessage() for r in caplog.records if REMINDERS_FILE in r.getMessage()]
+    assert len([m for m in reports if "row 1 " in m]) == 1 and len([m for m in reports if "row 3 " in m]) == 1, reports
+    assert len(reports) == 2, reports

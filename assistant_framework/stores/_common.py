@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import unicodedata
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..workspace import Workspace
 
@@ -57,21 +58,49 @@ def next_id(rows: list[dict], prefix: str) -> str:
     return f"{prefix}{max(numbers, default=0) + 1}"
 
 
-class JsonListFile:
-    """A JSON file holding a list of objects, edited under the workspace file lock."""
+#: Rows that are not objects already logged, as (file, index, row): each is logged once, again when it changes.
+_reported_bad_rows: set[tuple[str, int, str]] = set()
+_reported_lock = threading.Lock()
 
-    def __init__(self, workspace: Workspace, rel: str) -> None:
+
+class JsonListFile:
+    """A JSON file holding a list of objects, edited under the workspace file lock.
+
+    With ``keep_bad_rows`` a row that is not an object (a string or number typed by hand) is skipped
+    instead of making the whole file unreadable: logged once, and written back untouched in its place.
+    """
+
+    def __init__(self, workspace: Workspace, rel: str, *, keep_bad_rows: bool = False) -> None:
         self.workspace = workspace
         self.rel = rel
+        self.keep_bad_rows = keep_bad_rows
 
     def load(self) -> list[dict]:
         """All records; [] when the file does not exist yet."""
+        return self._read()[0]
+
+    def _read(self) -> tuple[list[dict], dict[int, Any]]:
+        """The object rows, and the other rows by their index (only with ``keep_bad_rows``)."""
         data = self.workspace.read_json(self.rel, default=[])
         if data is None:
-            return []
-        if not isinstance(data, list) or not all(isinstance(row, dict) for row in data):
+            return [], {}
+        bad = {i: row for i, row in enumerate(data) if not isinstance(row, dict)} if isinstance(data, list) else {}
+        if not isinstance(data, list) or (bad and not self.keep_bad_rows):
             raise ValueError(f"workspace file {self.rel!r} must hold a JSON list of objects")
-        return data
+        if bad:
+            self._report(bad)
+        return [row for row in data if isinstance(row, dict)], bad
+
+    def _report(self, bad: dict[int, Any]) -> None:
+        """One warning per row that is not an object, not one at every read."""
+        for index, row in bad.items():
+            key = (str(self.workspace.path(self.rel)), index, json.dumps(row, default=str))
+            with _reported_lock:
+                if key in _reported_bad_rows:
+                    continue
+                _reported_bad_rows.add(key)
+            log.warning("stores: %s row %d is not a JSON object (%s): skipped, left in the file as it is", self.rel,
+                        index, key[2][:80])
 
     def allocate_id(self, rows: list[dict], prefix: str) -> str:
         """A fresh id; call inside ``edit``. A high-water mark in ``state/ids/`` keeps
@@ -94,11 +123,19 @@ class JsonListFile:
     def edit(self) -> Iterator[list[dict]]:
         """Load, let the caller change the list in place, then write it atomically if it changed."""
         with self.workspace.lock(self.rel):
-            rows = self.load()
+            rows, bad = self._read()
             before = json.dumps(rows, sort_keys=True, default=str)
             yield rows
             if json.dumps(rows, sort_keys=True, default=str) != before:
-                self.workspace.write_json(self.rel, rows)
+                self.workspace.write_json(self.rel, _with_rows_put_back(rows, bad))
+
+
+def _with_rows_put_back(rows: list[dict], bad: dict[int, Any]) -> list:
+    """``rows`` with the skipped rows back at their old index (the owner's data is never dropped)."""
+    out: list = list(rows)
+    for index in sorted(bad):
+        out.insert(min(index, len(out)), bad[index])
+    return out
 
 
 def pick_one(rows: list[dict], query: str, kind: str, label: str = "title") -> dict:

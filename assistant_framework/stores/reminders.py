@@ -38,7 +38,8 @@ class ReminderStore:
     """Pending, delivered and cancelled reminders; survives restarts because it is a file."""
 
     def __init__(self, workspace: Workspace) -> None:
-        self.file = JsonListFile(workspace, REMINDERS_FILE)
+        # A row typed by hand that is not an object must not stop every other reminder.
+        self.file = JsonListFile(workspace, REMINDERS_FILE, keep_bad_rows=True)
 
     def add(self, chat_id: int | str, text: str, due_at: datetime, timezone: str, *, untrusted: bool = False) -> dict:
         """Store a pending reminder; ``due_at`` must be aware, kept with the offset of ``timezone``;
