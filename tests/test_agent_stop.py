@@ -7,26 +7,12 @@ import json
 import os
 import signal
 import threading
-import time
 
 from assistant_framework.inbox import Inbox
-from assistant_framework.skills import SkillManager
-from messaging_llm_bot.agent.loop import Agent
-from messaging_llm_bot.llm.client import LLMClient
 from tests.telegram_harness import make_runtime
+from tests.test_agent_concurrency import make_agent, wait_until
 
 WORDS = " ".join(f"word{i}" for i in range(200))
-
-
-def make_agent(config, workspace) -> Agent:
-    return Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
-
-
-def wait_until(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.005)
 
 
 def run_in_thread(fn):
