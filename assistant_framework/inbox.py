@@ -16,7 +16,8 @@ Layout under the workspace (documented in docs/telegram.md):
   twice is answered once, also across restarts, while a reused id for another message is not dropped.
 
 ``complete`` deletes the pending file, then its ledger. On start-up ``pending()`` lists what a crash left behind,
-in arrival order per conversation. ``live`` is the message shown while the reply was produced
+in arrival order per conversation; an item file that cannot be read is moved aside (``<seq>.json.broken-<time>``,
+its ledger too) with one warning. ``live`` is the message shown while the reply was produced
 (status line or streamed text), recorded when first sent: a replay finishes that message instead of
 sending a second one. No Telegram imports: any frontend can use it.
 """
@@ -293,8 +294,9 @@ class Inbox:
         for rel in self.ws.list(f"{PENDING_DIR}/*/*.json"):
             try:
                 item = InboxItem.from_json(self.ws.read_json(rel, default=None))
-            except (KeyError, TypeError, ValueError, AttributeError):
-                continue  # a foreign or damaged file: leave it for a human, do not crash start-up
+            except (KeyError, TypeError, ValueError, AttributeError) as err:
+                self._move_damaged(rel, err)  # a foreign or damaged file: kept for a human, start-up goes on
+                continue
             self._read_ledger(item)
             items.append(item)
         known = {self._ledger_rel(i.item_id) for i in items}
@@ -302,6 +304,22 @@ class Inbox:
             if rel not in known:  # its item was completed just before a crash
                 self.ws.delete(rel)
         return items
+
+    def _move_damaged(self, rel: str, err: Exception) -> None:
+        """Move an item file that cannot be read (and its ledger) aside, beside it, with one warning: the
+        message in it is not answered, but the owner can read it, and the next start does not meet it again."""
+        ledger = rel.removesuffix(".json") + ".ledger"
+        reason = f"{type(err).__name__}: {err}"
+        try:
+            aside = self.ws.move_aside(rel)
+            if self.ws.exists(ledger):
+                self.ws.move_aside(ledger)
+        except OSError as move_err:
+            log.warning("inbox: %s cannot be read (%s) and was left in place: %s; the message in it is not "
+                        "answered", rel, reason, move_err)
+            return
+        log.warning("inbox: %s cannot be read (%s): moved aside to %s; the message in it is not answered",
+                    rel, reason, aside)
 
     def _highest_seen(self) -> str:
         numbers = [int(s) for s in self._seen if s.isdigit()]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 from assistant_framework.inbox import Inbox, conversation_dir
 from assistant_framework.workspace import Workspace
@@ -199,3 +200,30 @@ def test_batch_accept_knows_fingerprints_and_live_goes_to_the_ledger(tmp_path):
     inbox.record_live(batch[1].item_id, 555)
     assert ws.read_text(message_file) == before
     assert Inbox(ws).get(batch[1].item_id).live == 555  # read back from the ledger after a restart
+
+
+def test_a_damaged_item_file_is_moved_aside_with_one_warning_and_the_rest_is_kept(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="assistant_framework.inbox")
+    ws = Workspace(tmp_path)
+    inbox = Inbox(ws)
+    good = inbox.accept("7", "tg:1", {"text": "still here"})
+    inbox.record_reply(good.item_id, "its answer")
+    folder = "state/inbox/pending/tg_1"
+    ws.write_text(f"{folder}/00000000000000000001.json", "{not json")  # torn
+    ws.write_text(f"{folder}/00000000000000000001.ledger", '{"reply": "half an answer", "parts": {}}')
+    ws.path(f"{folder}/00000000000000000002.json").write_bytes(b'{"item_id": "\xff\xfe"}')  # bad bytes
+    ws.write_json(f"{folder}/00000000000000000003.json", {"what": "a foreign file"})  # no item fields
+    restarted = Inbox(ws)
+    assert [(i.item_id, i.reply) for i in restarted.pending()] == [(good.item_id, "its answer")]
+    damaged = [r.getMessage() for r in caplog.records]
+    assert len(damaged) == 3, damaged
+    for n in (1, 2, 3):
+        [line] = [m for m in damaged if f"0000000{n}.json" in m]
+        [aside] = ws.list(f"{folder}/0000000000000000000{n}.json.broken-*")
+        assert aside in line and not ws.exists(f"{folder}/0000000000000000000{n}.json")
+    assert ws.read_text(ws.list(f"{folder}/00000000000000000001.json.broken-*")[0]) == "{not json"
+    [ledger] = ws.list(f"{folder}/00000000000000000001.ledger.broken-*")  # kept beside it, not deleted
+    assert "half an answer" in ws.read_text(ledger)
+    caplog.clear()
+    assert [i.item_id for i in Inbox(ws).pending()] == [good.item_id]
+    assert caplog.records == []  # not read (nor reported) again at the next start
