@@ -428,3 +428,10 @@ def test_a_yaml_date_in_a_collector_section_without_schema_is_refused(tmp_path: 
                                          "collectors/mine.yaml": "enabled: false\nwhen: 2024-01-01\n"})
     result = _cli("config", "show", "--json", "--config", str(tree))
     assert result.returncode == 2 and "mine.yaml: when: 2024-01-01 is a date" in result.stderr, result.stderr
+
+
+def test_a_huge_file_is_refused_at_once_naming_its_size(tmp_path: Path) -> None:
+    tree = write_tree(tmp_path / "cfg", {"llm.json": '{"max_tokens": 5, "x": "' + "a" * (12 * 2**20) + '"}'})
+    result = _validate_limited(tree)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "llm.json: 12.0 MB; a config file is at most 10 MB" in result.stderr

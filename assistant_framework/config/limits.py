@@ -1,7 +1,8 @@
 """Limits that keep a hostile or broken config file from exhausting memory or the stack.
 
-YAML aliases (``*name``) are refused: nested aliases ("billion laughs") expand to gigabytes as soon
-as anything walks the data, and a config has no need for them. Nesting deeper than ``MAX_DEPTH``
+A file over ``MAX_FILE_BYTES`` is refused before it is read. YAML aliases (``*name``) are
+refused: nested aliases ("billion laughs") expand to gigabytes as soon as anything walks the
+data, and a config has no need for them. Nesting deeper than ``MAX_DEPTH``
 is refused too, before parsing for JSON (Python's parser would end in a ``RecursionError``) and
 after parsing for YAML. Pure functions; ``config.py`` turns the findings into ``ConfigError``.
 """
@@ -14,6 +15,8 @@ import yaml
 
 #: Deeper than any real config (the example's deepest value sits at level 5).
 MAX_DEPTH = 64
+#: Far more than any real config file (the example's largest is 3 KB); a bigger one is the wrong file.
+MAX_FILE_BYTES = 10 * 2**20
 
 
 class NoAliasLoader(yaml.SafeLoader):

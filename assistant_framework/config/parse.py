@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from assistant_framework.config.errors import ConfigError, _display, format_json_path
-from assistant_framework.config.limits import MAX_DEPTH, NoAliasLoader, json_too_deep, too_deep
+from assistant_framework.config.limits import MAX_DEPTH, MAX_FILE_BYTES, NoAliasLoader, json_too_deep, too_deep
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 
@@ -70,6 +70,10 @@ def json_duplicate_key(text: str) -> tuple[int, int, str] | None:
 def _read_text(path: Path) -> str:
     """The file as text: UTF-8, a leading BOM dropped; ConfigError naming the line of a bad byte."""
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ConfigError(f"{_display(path)}: {size / 2**20:.1f} MB; a config file is at most "
+                              f"{MAX_FILE_BYTES // 2**20} MB (is it the right file?)")
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{_display(path)}: cannot read: {exc.strerror}") from None
