@@ -99,3 +99,59 @@ def test_items_saved_from_outside_content_are_flagged(tmp_path):
     assert f"Eve: Tue 01 Apr (in 2 days) {FROM_OUTSIDE}" in text
     assert text.count(FROM_OUTSIDE) == 3  # the owner's own items stay as they were
     assert delivery_text(reminder, datetime(2025, 3, 30, 15, 0, tzinfo=ZoneInfo("UTC"))) == f"⏰ confirm the parcel fee\n{FROM_OUTSIDE}"
+
+
+# -- the morning digest's daily schedule (messaging_llm_bot/frontends/jobs.py), with an injected clock ---------
+
+UTC = ZoneInfo("UTC")
+
+
+class _RecordingJobQueue:
+    """The part of a job queue (PTB's JobQueue, AsyncJobQueue) a daily job uses: ``run_once``, recorded."""
+
+    def __init__(self) -> None:
+        self.planned: list[tuple[datetime, object]] = []
+
+    def run_once(self, callback, when, data=None, name=None):
+        self.planned.append((when, callback))
+
+
+def test_a_morning_digest_in_the_hour_the_clocks_go_back_is_sent_once():
+    # 02:30 in Berlin happens twice on 26 Oct 2025: 00:30 UTC (summer time) and 01:30 UTC (winter time).
+    import asyncio
+    from datetime import time as dtime, timedelta
+
+    from messaging_llm_bot.frontends.jobs import DailyJob
+
+    clock = [datetime(2025, 10, 25, 12, 0, tzinfo=UTC)]
+    sent: list[datetime] = []
+    queue = _RecordingJobQueue()
+
+    async def digest(context) -> None:
+        sent.append(clock[0])
+
+    DailyJob(queue, digest, dtime(2, 30, tzinfo=BERLIN), "morning-digest", clock=lambda: clock[0]).start()
+
+    async def three_nights() -> None:
+        for _ in range(3):
+            when, callback = queue.planned[-1]
+            clock[0] = when.astimezone(UTC) - timedelta(milliseconds=5)  # a timer may fire a little early
+            await callback(None)
+
+    asyncio.run(three_nights())
+    early = timedelta(milliseconds=5)
+    assert sent == [datetime(2025, 10, 26, 0, 30, tzinfo=UTC) - early,  # 02:30 CEST, the first 02:30
+                    datetime(2025, 10, 27, 1, 30, tzinfo=UTC) - early,  # 02:30 CET, the next day
+                    datetime(2025, 10, 28, 1, 30, tzinfo=UTC) - early]
+
+
+def test_a_start_in_the_repeated_hour_after_the_digest_went_out_waits_for_the_next_day():
+    from datetime import time as dtime
+
+    from messaging_llm_bot.frontends.jobs import next_daily
+
+    at = dtime(2, 30, tzinfo=BERLIN)
+    before = next_daily(at, datetime(2025, 10, 26, 0, 10, tzinfo=UTC))  # 02:10 CEST: the first 02:30 is ahead
+    assert before.astimezone(UTC) == datetime(2025, 10, 26, 0, 30, tzinfo=UTC)
+    restart = next_daily(at, datetime(2025, 10, 26, 1, 10, tzinfo=UTC))  # 02:10 CET, the digest went out at 00:30 UTC
+    assert restart.astimezone(UTC) == datetime(2025, 10, 27, 1, 30, tzinfo=UTC)

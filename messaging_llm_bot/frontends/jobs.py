@@ -53,13 +53,54 @@ def seconds_until(when: datetime | float | int | timedelta, now: datetime | None
 
 
 def next_daily(at: dtime, now: datetime) -> datetime:
-    """The next instant at wall time ``at`` (aware ``at.tzinfo``, default UTC) strictly after ``now``."""
+    """The next instant at wall time ``at`` (aware ``at.tzinfo``, default UTC) strictly after ``now``.
+
+    Compared as instants, not wall times: on the night the clocks go back a time inside the repeated
+    hour is the first of its two, and once that has passed the next one is the next day's.
+    """
     zone = at.tzinfo or timezone.utc
     local = now.astimezone(zone)
     candidate = datetime.combine(local.date(), at.replace(tzinfo=None), tzinfo=zone)
-    if candidate <= local:
+    if candidate.astimezone(timezone.utc) <= now.astimezone(timezone.utc):
         candidate = datetime.combine(local.date() + timedelta(days=1), at.replace(tzinfo=None), tzinfo=zone)
     return candidate
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class DailyJob:
+    """``callback`` once a day at wall time ``at``, planned with ``run_once`` on a PTB JobQueue or AsyncJobQueue.
+
+    Each run is planned from the instant the previous one was due (``next_daily``): a time inside the
+    hour the clocks go back runs once (PTB's ``run_daily``, a cron trigger, ran it in both), and a timer
+    that fires a little early does not run it a second time. ``clock`` is injectable for tests.
+    """
+
+    job_queue: Any
+    callback: Callback
+    at: dtime
+    name: str
+    clock: Callable[[], datetime] = _utc_now
+    due: datetime | None = None
+
+    def start(self) -> "DailyJob":
+        """Plan the first run."""
+        self._plan(self.clock())
+        return self
+
+    def _plan(self, after: datetime) -> None:
+        self.due = next_daily(self.at, after)
+        self.job_queue.run_once(self._run, when=self.due, name=self.name)
+
+    async def _run(self, context: Any) -> None:
+        due = self.due
+        now = self.clock().astimezone(timezone.utc)
+        # The next run first, so a failing callback does not end the schedule.
+        self._plan(max(now, due.astimezone(timezone.utc)) if due is not None else now)
+        await self.callback(context)
 
 
 class AsyncJobQueue:

@@ -28,7 +28,7 @@ from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.frontends import commands as texts
 from messaging_llm_bot.frontends.digest import build_digest
-from messaging_llm_bot.frontends.jobs import AsyncJobQueue
+from messaging_llm_bot.frontends.jobs import AsyncJobQueue, DailyJob
 from messaging_llm_bot.frontends.reminders import ReminderScheduler
 from messaging_llm_bot.frontends.signal.approval import Approvals
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
@@ -171,8 +171,8 @@ class SignalService:
         reminders.start()
         if self.settings.morning_digest:
             hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))
-            jobs.run_daily(self._morning_digest, time=dtime(hour, minute, tzinfo=ZoneInfo(self.settings.timezone)),
-                           name="signal:morning-digest")
+            DailyJob(jobs, self._morning_digest, dtime(hour, minute, tzinfo=ZoneInfo(self.settings.timezone)),
+                     "signal:morning-digest").start()
         self.runtime.start_background(notify=self.notify_from_thread)
         consumer = asyncio.get_running_loop().create_task(self._consume())
         self.ready.set()

@@ -30,6 +30,7 @@ from telegram.request import HTTPXRequest
 
 from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
+from messaging_llm_bot.frontends.jobs import DailyJob
 from messaging_llm_bot.frontends.reminders import ReminderScheduler
 from messaging_llm_bot.frontends.commands import COMMANDS, collector_notice
 from messaging_llm_bot.frontends.telegram.handlers import Frontend
@@ -173,9 +174,9 @@ class TelegramService:
         self.reminders.start()
         if self.settings.morning_digest:
             hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))
-            app.job_queue.run_daily(self._morning_digest, time=dtime(hour, minute,
-                                                                     tzinfo=ZoneInfo(self.settings.timezone)),
-                                    name="morning-digest")
+            # Not PTB's run_daily: its cron trigger sends a time in the hour the clocks go back twice.
+            DailyJob(app.job_queue, self._morning_digest, dtime(hour, minute, tzinfo=ZoneInfo(self.settings.timezone)),
+                     "morning-digest").start()
         self.runtime.start_background(notify=self.notify_from_thread)
         self.started.set()
 
