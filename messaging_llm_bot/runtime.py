@@ -330,7 +330,8 @@ def build_runtime(config_path: str | Path, workspace_path: str | Path, *, overri
     try:
         runners_from_config(config.get("llm") or {})
     except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+        where = path / "llm.json" if path.is_dir() else path
+        raise ConfigError(f"{where}: {exc}") from None
     runtime = BotRuntime(config_path=path, config=config, workspace=workspace, overrides=overrides)
     if not defer:
         runtime.ensure_built()

@@ -81,6 +81,18 @@ def test_config_error_is_one_clear_line(tmp_path, chat_server, test_skills_dir):
     assert "llm.json" in proc.stderr and "runners[0].base_url" in proc.stderr
 
 
+def test_a_config_without_a_model_server_names_the_file_and_what_to_add(tmp_path):
+    """An empty config folder (or one without llm.runners): validate says so; the bot refuses with the file."""
+    (tmp_path / "config").mkdir()
+    proc = run_bot(["--frontend", "console", "--config", str(tmp_path / "config"), "--workspace", str(tmp_path / "ws")], "")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{tmp_path / 'config' / 'llm.json'}: llm.runners: no model server is configured" in proc.stderr
+    assert "make setup" in proc.stderr
+    validate = subprocess.run([sys.executable, "-m", "assistant_framework", "config", "validate", "--config",
+                               str(tmp_path / "config")], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert validate.returncode == 0 and "note: no llm.runners" in validate.stdout
+
+
 def test_bad_timezone_is_a_config_error(tmp_path, chat_server, test_skills_dir):
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir, timezone="Mars/Olympus")
     proc = run_bot(["--frontend", "console", "--config", str(config), "--workspace", str(tmp_path / "ws")], "")

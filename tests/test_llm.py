@@ -411,7 +411,7 @@ def test_extra_per_call_and_none_removes_a_field():
 def test_config_errors_name_the_problem():
     with pytest.raises(ValueError, match="runners"):
         LLMClient({})
-    with pytest.raises(ValueError, match="'x'.*base_url"):
+    with pytest.raises(ValueError, match=r"llm\.runners\[0\]\.base_url: missing \(runner 'x'\)"):
         LLMClient({"runners": [{"name": "x", "model": "m"}]})
     client = make_client(runner("only", "http://127.0.0.1:9/v1"))
     with pytest.raises(ValueError, match="'nope'"):

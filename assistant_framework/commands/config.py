@@ -212,8 +212,13 @@ def plugin_schema_errors(loaded: LoadedConfig) -> list[str]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    errors = plugin_schema_errors(load_config_detailed(args.config))
+    loaded = load_config_detailed(args.config)
+    errors = plugin_schema_errors(loaded)
     if errors:
         raise ConfigError("\n".join(errors))
     print(f"{args.config}: valid")
+    llm = loaded.data.get("llm") if isinstance(loaded.data.get("llm"), dict) else {}
+    if not llm.get("runners") and not llm.get("base_url"):
+        # Valid for the memory and web commands, but the bot has nothing to talk to.
+        print("note: no llm.runners: the bot needs a model server to start (make setup writes one)")
     return 0

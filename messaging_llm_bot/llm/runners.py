@@ -48,21 +48,22 @@ def runners_from_config(llm_config: dict) -> list[RunnerConfig]:
     if not entries and llm_config.get("base_url"):
         entries = [llm_config]
     if not isinstance(entries, list) or not entries:
-        raise ValueError("llm config: 'runners' must be a non-empty list")
+        raise ValueError('llm.runners: no model server is configured; add one, e.g. [{"name": "local", '
+                         '"base_url": "http://127.0.0.1:8080/v1", "model": "<model name>"}], or run make setup')
     runners = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
-            raise ValueError(f"llm config: runners[{i}] must be an object")
+            raise ValueError(f"llm.runners[{i}]: must be an object with base_url and model")
         name = str(entry.get("name") or f"runner{i + 1}")
         for key in ("base_url", "model"):
             if not entry.get(key):
-                raise ValueError(f"llm config: runner {name!r} has no {key!r}")
+                raise ValueError(f"llm.runners[{i}].{key}: missing (runner {name!r})")
         api_key = entry.get("api_key") or ""
         if not api_key and entry.get("api_key_env"):
             api_key = os.environ.get(str(entry["api_key_env"]), "")
         extra = entry.get("extra_body") or {}
         if not isinstance(extra, dict):
-            raise ValueError(f"llm config: runner {name!r} extra_body must be an object")
+            raise ValueError(f"llm.runners[{i}].extra_body: must be an object (runner {name!r})")
         ignored = sorted(RESERVED_KEYS & extra.keys())
         if ignored:
             log.warning("llm runner %r: extra_body keys %s are ignored", name, ", ".join(ignored))
@@ -70,10 +71,12 @@ def runners_from_config(llm_config: dict) -> list[RunnerConfig]:
         timeout = entry.get("timeout_seconds")
         structured = str(entry.get("structured_output") or "auto")
         if structured not in STRUCTURED_OUTPUT:
-            raise ValueError(f"llm config: runner {name!r} structured_output must be one of {', '.join(STRUCTURED_OUTPUT)}")
+            raise ValueError(f"llm.runners[{i}].structured_output: must be one of {', '.join(STRUCTURED_OUTPUT)} "
+                             f"(runner {name!r})")
         transport = str(entry.get("tool_transport") or "json")
         if transport not in TOOL_TRANSPORTS:
-            raise ValueError(f"llm config: runner {name!r} tool_transport must be one of {', '.join(TOOL_TRANSPORTS)}")
+            raise ValueError(f"llm.runners[{i}].tool_transport: must be one of {', '.join(TOOL_TRANSPORTS)} "
+                             f"(runner {name!r})")
         runners.append(
             RunnerConfig(
                 name=name,
