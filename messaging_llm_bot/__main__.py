@@ -22,7 +22,8 @@ CONSOLE_LOG = "state/logs/console.log"
 BOT_LOG = "state/logs/bot.log"
 _LIBRARY_LOGGERS = ("telegram", "httpx", "httpcore", "apscheduler")
 NO_TOKEN = ("No Telegram bot token is configured (set telegram.token in the config, "
-            "or the TELEGRAM_BOT_TOKEN environment variable).")
+            "or the TELEGRAM_BOT_TOKEN environment variable; `make setup` asks for it and checks it). "
+            "To chat in this terminal instead: `make chat`.")
 
 
 class OneLineRedactingFormatter(logging.Formatter):

@@ -67,7 +67,7 @@ def test_no_token_without_terminal_exits_2(tmp_path, chat_server, test_skills_di
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     proc = run_bot(["--config", str(config), "--workspace", str(tmp_path / "ws")], "hello\n")
     assert proc.returncode == 2
-    assert "No Telegram bot token is configured" in proc.stderr
+    assert "No Telegram bot token is configured" in proc.stderr and "make setup" in proc.stderr and "make chat" in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert chat_server.chat_requests == []
 
