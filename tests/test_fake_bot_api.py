@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 import requests
 from telegram import Update
-from telegram.error import BadRequest, Conflict, NetworkError, RetryAfter
+from telegram.error import BadRequest, Conflict, Forbidden, NetworkError, RetryAfter
 from telegram.ext import Application, ApplicationBuilder, CommandHandler, ContextTypes, MessageHandler, filters
 
 from tests.fakes.bot_api import FakeBotAPI
@@ -128,6 +128,32 @@ def test_injected_statuses_map_to_ptb_errors(fake: FakeBotAPI) -> None:
                 await app.bot.get_updates(timeout=0)
             fake.conflict_on_get_updates(False)
             assert await app.bot.get_updates(timeout=0) == ()
+
+    asyncio.run(scenario())
+
+
+def test_a_refused_chat_is_answered_like_the_real_bot_api_until_lifted(fake: FakeBotAPI) -> None:
+    fake.refuse_chat(5)  # the user blocked the bot
+    fake.refuse_chat(-100, status=400)  # a chat that does not exist (any more)
+    url = f"{fake.base_url}{fake.token}/sendMessage"
+    for _ in range(2):  # for good, not once
+        answer = requests.post(url, json={"chat_id": 5, "text": "hi"}, timeout=5)
+        assert answer.status_code == 403
+        assert answer.json() == {"ok": False, "error_code": 403,
+                                 "description": "Forbidden: bot was blocked by the user"}
+    answer = requests.post(url, json={"chat_id": -100, "text": "hi"}, timeout=5)
+    assert answer.json() == {"ok": False, "error_code": 400, "description": "Bad Request: chat not found"}
+
+    async def scenario() -> None:
+        app = build_app(fake)
+        async with app:
+            with pytest.raises(Forbidden, match="bot was blocked by the user"):
+                await app.bot.send_message(chat_id=5, text="x")
+            with pytest.raises(BadRequest, match="(?i)chat not found"):
+                await app.bot.send_message(chat_id=-100, text="x")
+            assert (await app.bot.send_message(chat_id=6, text="x")).text == "x"  # other chats are served
+            fake.refuse_chat(5, None)
+            assert (await app.bot.send_message(chat_id=5, text="back")).text == "back"
 
     asyncio.run(scenario())
 

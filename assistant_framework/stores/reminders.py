@@ -35,7 +35,7 @@ def due_at_of(reminder: dict) -> datetime | None:
 
 
 class ReminderStore:
-    """Pending, delivered and cancelled reminders; survives restarts because it is a file."""
+    """Pending, delivered, failed and cancelled reminders; survives restarts because it is a file."""
 
     def __init__(self, workspace: Workspace) -> None:
         # A row typed by hand that is not an object must not stop every other reminder.
@@ -93,6 +93,17 @@ class ReminderStore:
             if reminder.get("status") != "delivered":
                 reminder["status"] = "delivered"
                 reminder["delivered_at"] = iso(at)
+        return reminder
+
+    def mark_failed(self, reminder_id: str, reason: str, at: datetime) -> dict:
+        """Record that the chat refused the reminder for good (the user blocked the bot, the chat does not
+        exist): ``status`` "failed" with ``error`` and ``failed_at``; it is not sent again."""
+        with self.file.edit() as rows:
+            reminder = _by_id(rows, reminder_id)
+            if reminder.get("status") == "pending":
+                reminder["status"] = "failed"
+                reminder["failed_at"] = iso(at)
+                reminder["error"] = one_line(reason)
         return reminder
 
     def cancel(self, reminder_id: str) -> dict:

@@ -21,6 +21,8 @@ from messaging_llm_bot.frontends.reminders import FROM_OUTSIDE
 log = logging.getLogger(__name__)
 
 BIRTHDAY_DAYS = 7
+#: Reminders the chat refused for good are listed while their time is at most this many days ago.
+FAILED_REMINDER_DAYS = 7
 CALENDAR_EVENTS = "collectors/calendar/events.json"
 NEW_ITEMS_GLOB = "collectors/*/new.json"
 #: How a collector's new items are named in the digest; unknown collectors show "new items".
@@ -36,6 +38,7 @@ def build_digest(workspace: Workspace, now: datetime, timezone: str) -> str:
     sections = [
         _tasks(workspace, today),
         _reminders(workspace, local_now),
+        _failed_reminders(workspace, local_now),
         _calendar(workspace, today, tz),
         _birthdays(workspace, today),
         _news(workspace),
@@ -99,6 +102,20 @@ def _reminders(workspace: Workspace, local_now: datetime) -> str:
                         if local_due.date() == local_now.date()
                         else f"- {local_due.strftime('%Y-%m-%d %H:%M')} {_md(reminder.get('text', ''))}{note}")
     return "\n".join(["⏰ **Reminders today**", *rows]) if rows else ""
+
+
+@_safe
+def _failed_reminders(workspace: Workspace, local_now: datetime) -> str:
+    """Reminders the chat refused for good (blocked bot, chat not found), with the reason."""
+    rows = []
+    for reminder in ReminderStore(workspace).list(status="failed"):
+        due = due_at_of(reminder)
+        if due is None or (local_now - due).days >= FAILED_REMINDER_DAYS:
+            continue
+        when = due.astimezone(local_now.tzinfo).strftime("%Y-%m-%d %H:%M")
+        rows.append(f"- {when} {_md(reminder.get('text', ''))} (chat {_md(reminder.get('chat_id'))}: "
+                    f"{_md(reminder.get('error') or 'refused')}){_outside(reminder)}")
+    return "\n".join(["⚠️ **Reminders not delivered**", *rows]) if rows else ""
 
 
 @_safe

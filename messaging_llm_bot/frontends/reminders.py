@@ -2,7 +2,8 @@
 
 Pure part: ``due_time``, ``delivery_text``, ``plan`` (aware datetimes, DST-correct via zoneinfo).
 Shell: ``ReminderScheduler`` schedules every pending reminder with ``run_once``, re-reads the store
-every ``poll_seconds`` for reminders the skill added, and marks each one delivered after sending.
+every ``poll_seconds`` for reminders the skill added, and marks each one delivered after sending; one
+the chat refuses for good (``DeliveryRefused``) is marked failed, a temporary error retried at the next poll.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ POLL_SECONDS = 30.0
 LATE_AFTER = timedelta(seconds=90)
 JOB_PREFIX = "reminder:"
 
+#: Sends a reminder: True when it arrived, False to try again at the next poll; raises DeliveryRefused.
 SendFn = Callable[[int | None, str], Awaitable[bool]]
+
+
+class DeliveryRefused(Exception):
+    """The chat refused the message for good (the user blocked the bot, the chat does not exist, not a Signal
+    user): sending it again cannot help. The message is the reason, kept with the reminder."""
 
 
 #: Shown to the owner under an item saved from outside content (a forward, mail, page or file).
@@ -189,7 +196,13 @@ class ReminderScheduler:
             if due_time(current, self.default_tz) > now + timedelta(seconds=1):
                 return False  # moved to a later time; the next sync schedules it
             # The frontends send notices as Markdown; a reminder's text is shown as typed.
-            sent = await self.send(field(current, "chat_id"), escape_markdown(delivery_text(current, now, self.default_tz)))
+            try:
+                sent = await self.send(field(current, "chat_id"),
+                                       escape_markdown(delivery_text(current, now, self.default_tz)))
+            except DeliveryRefused as err:
+                await asyncio.to_thread(self.store.mark_failed, rid, str(err), now)
+                log.warning("reminders: %s was refused for good (%s); marked failed, not sent again", rid, err)
+                return False
             if sent:
                 await asyncio.to_thread(self.store.mark_delivered, rid, now)
             else:

@@ -25,7 +25,10 @@ deleted ones removed); ``wait_for(predicate)`` and ``wait_for_messages(chat_id, 
 
 Faults: ``fail_next(method, status=429, ...)`` makes the next call(s) of a method fail
 (429 carries ``parameters.retry_after``, PTB raises RetryAfter; 400 BadRequest; 403 Forbidden;
-409 Conflict; 502 NetworkError); ``conflict_on_get_updates(True)`` simulates a second instance.
+409 Conflict; 502 NetworkError); ``conflict_on_get_updates(True)`` simulates a second instance;
+``refuse_chat(chat_id)`` makes every call for one chat fail for good, as for a user who blocked the
+bot (403 ``Forbidden: bot was blocked by the user``) or a chat that does not exist (``status=400``:
+``Bad Request: chat not found``), until ``refuse_chat(chat_id, None)``.
 
 Validation like the real server: text over 4096 UTF-16 units, empty text, MarkdownV2/HTML that does
 not parse, entities out of range and edits that change nothing all get the real 400 descriptions.
@@ -100,6 +103,7 @@ class FakeBotAPI:
         self._files: dict[str, dict] = {}
         self._file_ids = itertools.count(1)
         self._faults: dict[str, list[dict]] = {}
+        self._refused: dict[str, ApiError] = {}  # chat id -> the error every call for that chat gets
         self._conflict = False
         self._webhook_url = ""
         self._commands: list = []
@@ -322,6 +326,20 @@ class FakeBotAPI:
             self._faults.setdefault(method.lower(), []).append(
                 {"error": ApiError(status, desc, params), "times": times})
 
+    def refuse_chat(self, chat_id: int, status: int | None = 403, description: str | None = None) -> None:
+        """Answer every later call naming ``chat_id`` with ``status`` (``None``: serve it again).
+
+        ``description`` defaults to the real server's wording: 403 ``Forbidden: bot was blocked by the
+        user``, 400 ``Bad Request: chat not found``.
+        """
+        with self._cond:
+            if status is None:
+                self._refused.pop(str(chat_id), None)
+                return
+            desc = description or {400: "Bad Request: chat not found"}.get(status) or _DEFAULT_DESCRIPTIONS.get(
+                status, f"Error {status}")
+            self._refused[str(chat_id)] = ApiError(status, desc)
+
     def conflict_on_get_updates(self, enabled: bool = True) -> None:
         """While enabled every getUpdates gets 409 Conflict, as with a second polling instance."""
         with self._cond:
@@ -387,6 +405,9 @@ class FakeBotAPI:
                     if fault["times"] <= 0:
                         queue.pop(0)
                     raise fault["error"]
+                refused = self._refused.get(str(params.get("chat_id")))
+                if refused is not None:
+                    raise refused
             if impl is None:
                 raise ApiError(404, "Not Found")
             result = impl(self, params)

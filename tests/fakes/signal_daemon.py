@@ -21,6 +21,9 @@ Methods: ``send`` (recipient|groupId, message, textStyle, attachments, quoteTime
 ``sendTyping``, ``sendReceipt``, ``getAttachment``, ``listGroups``, ``version``. Everything received
 is recorded: ``sent`` (send params + the assigned ``timestamp``), ``typing``, ``receipts``, ``rpc``,
 ``batches``.
+Faults: ``send_errors`` (the next send calls fail with these RpcErrors, in order); a recipient in
+``unregistered`` is not a Signal user: every send to them fails as signal-cli answers it (-1 with the
+send results in ``data``, type ``UNREGISTERED_FAILURE``).
 Every response is written in one write on a TCP_NODELAY socket (``tests.fakes._http``).
 """
 
@@ -115,6 +118,7 @@ class FakeSignalDaemon:
         self.groups: dict[str, dict] = {}
         self.attachments: dict[str, bytes] = {}
         self.send_errors: list[RpcError] = []  # the next send calls fail with these, in order
+        self.unregistered: set[str] = set()  # recipients that are not Signal users: every send to them fails
         self.event_connects = 0
         self._queue: list[dict] = []
         self._clients = 0
@@ -378,7 +382,12 @@ class FakeSignalDaemon:
         with self._cond:
             if self.send_errors:
                 raise self.send_errors.pop(0)
+            unregistered = [r for r in recipients if r in self.unregistered]
         ts = self.next_timestamp()
+        if unregistered:
+            results = [{"recipientAddress": {"uuid": None, "number": r if r.startswith("+") else None,
+                                             "username": None}, "type": "UNREGISTERED_FAILURE"} for r in unregistered]
+            raise RpcError(-1, "Failed to send message", data={"response": {"timestamp": ts, "results": results}})
         text = str(message or "")
         record = {**params, "recipient": recipients, "groupId": group, "message": text, "styles": parsed,
                   "timestamp": ts, "long_text": len(text.encode("utf-8")) > MAX_MESSAGE_SIZE_BYTES,

@@ -48,10 +48,15 @@ class SignalRpcError(RuntimeError):
         server (a send failing that way is a user error whose results all say NETWORK_FAILURE)."""
         if self.code in TRANSIENT_CODES:
             return True
+        types = self.result_types
+        return bool(types) and types <= TRANSIENT_RESULTS
+
+    @property
+    def result_types(self) -> set[str]:
+        """The types of the send results signal-cli put in ``data`` (``UNREGISTERED_FAILURE``...), if any."""
         response = self.data.get("response") if isinstance(self.data, dict) else None
         results = response.get("results") if isinstance(response, dict) else None
-        types = {r.get("type") for r in results if isinstance(r, dict)} if isinstance(results, list) else set()
-        return bool(types) and types <= TRANSIENT_RESULTS
+        return {r.get("type") for r in results if isinstance(r, dict)} if isinstance(results, list) else set()
 
 
 def unwrap_event(obj: Any) -> dict | None:

@@ -29,7 +29,7 @@ from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.frontends import commands as texts
 from messaging_llm_bot.frontends.digest import build_digest
 from messaging_llm_bot.frontends.jobs import AsyncJobQueue, DailyJob
-from messaging_llm_bot.frontends.reminders import ReminderScheduler
+from messaging_llm_bot.frontends.reminders import DeliveryRefused, ReminderScheduler
 from messaging_llm_bot.frontends.signal.approval import Approvals
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.frontends.signal.settings import (PREFIX, Incoming, SignalSettings, addressed_to_bot,
@@ -165,7 +165,7 @@ class SignalService:
                  list(self.settings.allowed))
         self._start_replay()
         jobs = AsyncJobQueue()
-        reminders = ReminderScheduler(ReminderStore(self.runtime.workspace), jobs, self.send_notice,
+        reminders = ReminderScheduler(ReminderStore(self.runtime.workspace), jobs, self.send_reminder,
                                       default_tz=self.settings.timezone, poll_seconds=self.reminder_poll_seconds,
                                       channel="signal")
         reminders.start()
@@ -361,6 +361,23 @@ class SignalService:
         except (SignalRpcError, SignalUnavailable) as err:
             log.warning("signal: notice to %s failed: %s", chat, err)
             return False
+
+    async def send_reminder(self, chat_id: Any, text: str) -> bool:
+        """Send a reminder to its ``sig:`` chat: True when it arrived, False to try again later (daemon gone,
+        rate limited, no network); DeliveryRefused when signal-cli refused it for good (not a Signal user)."""
+        chat = chat_of_conversation(str(chat_id))
+        try:
+            await send_parts(self.client, chat, text)
+            return True
+        except SignalRpcError as err:
+            if not err.transient:
+                types = ", ".join(sorted(t for t in err.result_types if t))
+                reason = f"signal-cli refused it: {err.message}" + (f" ({types})" if types else "")
+                raise DeliveryRefused(reason) from err
+            log.warning("signal: reminder to %s cannot be sent for now: %s", chat, err)
+        except SignalUnavailable as err:
+            log.warning("signal: reminder to %s failed: %s", chat, err)
+        return False
 
     def notify_from_thread(self, collector_name: str, text: str) -> None:
         """Collector callback (background thread): a short notice to the owner."""

@@ -31,11 +31,11 @@ from telegram.request import HTTPXRequest
 from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.frontends.jobs import DailyJob
-from messaging_llm_bot.frontends.reminders import ReminderScheduler
+from messaging_llm_bot.frontends.reminders import DeliveryRefused, ReminderScheduler
 from messaging_llm_bot.frontends.commands import COMMANDS, collector_notice
 from messaging_llm_bot.frontends.telegram.handlers import Frontend
 from messaging_llm_bot.frontends.telegram.ratelimit import ReplyFirstRateLimiter
-from messaging_llm_bot.frontends.telegram.send import send_markdown
+from messaging_llm_bot.frontends.telegram.send import TelegramDeliveryError, refused_for_good, send_markdown
 from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, command_name
 from messaging_llm_bot.frontends.telegram.webhook import webhook_secret
 
@@ -168,7 +168,7 @@ class TelegramService:
             log.warning("telegram: setMyCommands failed: %s", err)
         if self._stopping:
             return
-        self.reminders = ReminderScheduler(ReminderStore(self.runtime.workspace), app.job_queue, self.send_notice,
+        self.reminders = ReminderScheduler(ReminderStore(self.runtime.workspace), app.job_queue, self.send_reminder,
                                            default_tz=self.settings.timezone, poll_seconds=self.reminder_poll_seconds,
                                            channel="telegram")
         self.reminders.start()
@@ -259,6 +259,18 @@ class TelegramService:
                 log.warning("telegram: notice to chat %s failed: %s", target, err)
                 ok = False
         return ok
+
+    async def send_reminder(self, chat_id: int | str, text: str) -> bool:
+        """Send a reminder to its chat: True when it arrived, False to try again later (network, 429, 5xx);
+        DeliveryRefused when Telegram refused it for good (the user blocked the bot, chat not found)."""
+        try:
+            await send_markdown(self.app.bot, int(chat_id), text)
+            return True
+        except TelegramDeliveryError as err:
+            if refused_for_good(err):
+                raise DeliveryRefused(f"Telegram refused it: {err.cause}") from err
+            log.warning("telegram: reminder to chat %s failed: %s", chat_id, err)
+            return False
 
     def notify_from_thread(self, collector_name: str, text: str) -> None:
         """Collector callback (background thread): a short notice to the allowed users."""

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import telegram
 from telegram import MessageEntity, ReplyParameters
-from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
+from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
 from messaging_llm_bot.frontends.telegram.ratelimit import BudgetSkipped, optional_call
 from messaging_llm_bot.frontends.telegram.format import (MAX_MESSAGE_UTF16, MessagePart, plain_parts, render_markdown,
@@ -34,6 +34,13 @@ class TelegramDeliveryError(RuntimeError):
         super().__init__(f"telegram: could not deliver part {part_index + 1}/{part_count} (index {part_index}) "
                          f"to chat {chat_id}: {type(cause).__name__}: {cause}")
         self.chat_id, self.part_index, self.part_count, self.cause = chat_id, part_index, part_count, cause
+
+
+def refused_for_good(error: BaseException) -> bool:
+    """True when Telegram refused a message to its chat for good (Forbidden: the user blocked the bot or it
+    was removed from the group; BadRequest: chat not found); network errors, 429 and 5xx are temporary."""
+    cause = error.cause if isinstance(error, TelegramDeliveryError) else error
+    return isinstance(cause, (Forbidden, BadRequest))
 
 
 def retry_after_seconds(value: int | float | timedelta) -> float:
