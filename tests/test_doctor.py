@@ -151,3 +151,18 @@ def test_a_failing_completion_is_a_failure_and_a_missing_v1_is_named(servers, tm
     model = checks["model local"]
     assert model["status"] == "fail" and "one-token completion failed" in model["detail"], model
     assert f"{base}/v1" in model["fix"] and "llm.runners[0].base_url" in model["fix"]
+
+
+def test_a_failing_completion_is_said_once_not_also_as_a_log_line(servers, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    tg, chat = servers
+    base = chat.base_url.removesuffix("/v1")
+    config = _config(tmp_path / "config", tg, chat, llm={"runners": [{"name": "local", "base_url": base, "model": "fake-model"}]})
+    Workspace(tmp_path / "ws")
+    proc = subprocess.run([sys.executable, "-m", "assistant_framework", "doctor", "--config", str(config),
+                           "--workspace", str(tmp_path / "ws")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "one-token completion failed" in proc.stdout
+    assert "model call failed" not in proc.stdout + proc.stderr

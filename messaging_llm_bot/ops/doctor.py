@@ -6,6 +6,8 @@ and never raises (a check that crashes is itself reported as a failure).
 
 from __future__ import annotations
 
+import logging
+
 import platform
 import shutil
 import sqlite3
@@ -152,6 +154,10 @@ def _completion_report(runner: dict) -> tuple[bool, str]:
 
     client = LLMClient({"runners": [runner], "retries_per_runner": 0, "stream": False})
     messages = [{"role": "user", "content": "Reply with OK."}]
+    # The check's own line reports a failure, with its fix: the client's log line would say it twice.
+    client_log = logging.getLogger("messaging_llm_bot.llm.client")
+    level = client_log.level
+    client_log.setLevel(logging.ERROR)
     try:
         try:
             done = client.complete(messages, extra={"max_tokens": 1})
@@ -168,6 +174,7 @@ def _completion_report(runner: dict) -> tuple[bool, str]:
         forms = ", ".join(accepted) or "none (the JSON skill protocol needs none)"
         return True, f"1-token completion in {done.elapsed_s:.2f} s; structured output accepted: {forms}"
     finally:
+        client_log.setLevel(level)
         client.close()
 
 
