@@ -7,6 +7,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from messaging_llm_bot.frontends.signal.service import SignalService
 from tests.fakes.signal_daemon import FakeSignalDaemon
 
@@ -73,3 +75,32 @@ def styled(record: dict) -> list[tuple[str, str]]:
     """(styled text, STYLE) pairs of a sent message, read back through the UTF-16 ranges."""
     raw = record["message"].encode("utf-16-le", "surrogatepass")
     return [(raw[2 * s:2 * (s + n)].decode("utf-16-le", "surrogatepass"), style) for s, n, style in record["styles"]]
+
+
+@pytest.fixture
+def daemon():
+    """A started FakeSignalDaemon for the bot's account (import it into a test module to use it)."""
+    with FakeSignalDaemon(BOT) as fake:
+        yield fake
+
+
+@pytest.fixture
+def start(bot_config, daemon, workspace, tmp_path):
+    """Factory: ``start(patch=None, **signal_overrides)`` runs the bot against ``daemon``; all stop after the test.
+    ``patch(config)`` may change the config before the bot is built."""
+    from tests.telegram_harness import make_runtime
+
+    bots: list[RunningSignal] = []
+
+    def run(patch=None, **signal_overrides) -> RunningSignal:
+        config = signal_config(bot_config, daemon, **signal_overrides)
+        if patch:
+            patch(config)
+        bot = RunningSignal(make_runtime(config, workspace, tmp_path)).start()
+        daemon.wait_connected()
+        bots.append(bot)
+        return bot
+
+    yield run
+    for bot in bots:
+        bot.__exit__()

@@ -7,33 +7,9 @@ import logging
 import time
 from datetime import datetime, timedelta, timezone
 
-import pytest
-
 from assistant_framework.stores.reminders import REMINDERS_FILE, ReminderStore
-from tests.fakes.signal_daemon import FakeSignalDaemon
-from tests.signal_harness import BOT, OWNER, RunningSignal, signal_config, wait_for
-from tests.telegram_harness import make_runtime
-
-
-@pytest.fixture
-def daemon():
-    with FakeSignalDaemon(BOT) as fake:
-        yield fake
-
-
-@pytest.fixture
-def start(bot_config, daemon, workspace, tmp_path):
-    bots: list[RunningSignal] = []
-
-    def run() -> RunningSignal:
-        bot = RunningSignal(make_runtime(signal_config(bot_config, daemon), workspace, tmp_path)).start()
-        daemon.wait_connected()
-        bots.append(bot)
-        return bot
-
-    yield run
-    for bot in bots:
-        bot.__exit__()
+from tests.signal_harness import OWNER, wait_for
+from tests.signal_harness import daemon, start  # noqa: F401 - fixtures
 
 
 def row(rid: str, text: str, due: datetime, **extra) -> dict:

@@ -9,34 +9,11 @@ import pytest
 
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.frontends.commands import owner_only_text
-from tests.fakes.signal_daemon import FakeSignalDaemon, RpcError
+from tests.fakes.signal_daemon import RpcError
 from tests.signal_harness import (BOT, FRIEND, GROUP, OWNER, STRANGER, RunningSignal, signal_config, styled,
                                   wait_for)
+from tests.signal_harness import daemon, start  # noqa: F401 - fixtures
 from tests.telegram_harness import make_runtime
-
-
-@pytest.fixture
-def daemon():
-    with FakeSignalDaemon(BOT) as fake:
-        yield fake
-
-
-@pytest.fixture
-def start(bot_config, daemon, workspace, tmp_path):
-    bots: list[RunningSignal] = []
-
-    def run(patch=None, **signal_overrides) -> RunningSignal:
-        config = signal_config(bot_config, daemon, **signal_overrides)
-        if patch:
-            patch(config)
-        bot = RunningSignal(make_runtime(config, workspace, tmp_path)).start()
-        daemon.wait_connected()
-        bots.append(bot)
-        return bot
-
-    yield run
-    for bot in bots:
-        bot.__exit__()
 
 
 @pytest.mark.parametrize("wrap", ["plain", "jsonrpc"])

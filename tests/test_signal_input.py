@@ -2,35 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.fakes.signal_daemon import FakeSignalDaemon, RpcError
-from tests.signal_harness import BOT, OWNER, RunningSignal, signal_config, wait_for
-from tests.telegram_harness import make_runtime
-
-
-@pytest.fixture
-def daemon():
-    with FakeSignalDaemon(BOT) as fake:
-        yield fake
-
-
-@pytest.fixture
-def start(bot_config, daemon, workspace, tmp_path):
-    bots: list[RunningSignal] = []
-
-    def run(**signal_overrides) -> RunningSignal:
-        bot = RunningSignal(make_runtime(signal_config(bot_config, daemon, **signal_overrides), workspace,
-                                         tmp_path)).start()
-        daemon.wait_connected()
-        bots.append(bot)
-        return bot
-
-    yield run
-    for bot in bots:
-        bot.__exit__()
+from tests.fakes.signal_daemon import RpcError
+from tests.signal_harness import OWNER, wait_for
+from tests.signal_harness import daemon, start  # noqa: F401 - fixtures
 
 
 def test_a_long_message_is_answered_as_text_not_saved_as_a_file(start, daemon, chat_server, workspace):
