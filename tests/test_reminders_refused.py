@@ -9,10 +9,12 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from assistant_framework.stores.reminders import REMINDERS_FILE, ReminderStore
-from tests.fakes.signal_daemon import FakeSignalDaemon, RpcError
-from tests.signal_harness import BOT, FRIEND, RunningSignal, signal_config, wait_for
+from tests.fakes.signal_daemon import RpcError
+from tests.signal_harness import FRIEND, wait_for
+from tests.signal_harness import daemon  # noqa: F401 - fixture
+from tests.signal_harness import start as start_signal  # noqa: F401 - fixture
 from tests.signal_harness import OWNER as SIGNAL_OWNER
-from tests.telegram_harness import OWNER, fake, make_runtime, start_bot, texts  # noqa: F401
+from tests.telegram_harness import OWNER, fake, start_bot, texts  # noqa: F401
 
 GROUP = -100777
 
@@ -60,33 +62,14 @@ def test_a_reminder_that_meets_temporary_errors_is_retried_until_it_arrives(fake
     ReminderStore(workspace).add(OWNER, "stretch", datetime.now(timezone.utc), "Europe/Berlin")
     start_bot()
     assert fake.wait_for_messages(OWNER, 1)[0]["text"] == "⏰ stretch"
+    # Marked delivered right after the send returns: wait for that, not only for the message.
+    fake.wait_for(lambda: ReminderStore(workspace).list()[0]["status"] != "pending", timeout=10)
     [row] = ReminderStore(workspace).list()
     assert row["status"] == "delivered" and "error" not in row
     assert [c["status"] for c in fake.calls("sendMessage")] == [502] * 5 + [200]
 
 
 # -- Signal ---------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def daemon():
-    with FakeSignalDaemon(BOT) as fake_daemon:
-        yield fake_daemon
-
-
-@pytest.fixture
-def start_signal(bot_config, daemon, workspace, tmp_path):
-    bots: list[RunningSignal] = []
-
-    def run() -> RunningSignal:
-        bot = RunningSignal(make_runtime(signal_config(bot_config, daemon), workspace, tmp_path)).start()
-        daemon.wait_connected()
-        bots.append(bot)
-        return bot
-
-    yield run
-    for bot in bots:
-        bot.__exit__()
 
 
 def _signal_sends_to(daemon, number: str) -> list[dict]:
