@@ -19,6 +19,7 @@ from assistant_framework.stores import (
     NoteStore,
     NotFoundError,
     ReminderStore,
+    RoutineStore,
     TaskStore,
 )
 from assistant_framework.workspace import Workspace
@@ -73,6 +74,27 @@ def test_hand_edited_file_is_read_and_a_broken_one_is_named(ws: Workspace) -> No
     ws.write_text("tasks/tasks.json", '[{"id": "t1",')
     with pytest.raises(ValueError, match="tasks/tasks.json"):
         store.list()
+
+
+@pytest.mark.parametrize("rel, store, add", [
+    ("tasks/tasks.json", TaskStore, lambda s, n: s.add(f"task {n}")),
+    ("facts/facts.json", FactStore, lambda s, n: s.add("user", f"attribute {n}", "x")),
+    ("contacts/contacts.json", ContactStore, lambda s, n: s.add(f"Person {n}")),
+    ("birthdays/birthdays.json", BirthdayStore, lambda s, n: s.add(f"Person {n}", "1990-05-04")),
+    ("routines/routines.json", RoutineStore, lambda s, n: s.set(f"routine {n}", "stretch")),
+], ids=["tasks", "facts", "contacts", "birthdays", "routines"])
+def test_a_hand_typed_row_that_is_not_an_object_costs_only_itself(ws: Workspace, rel, store, add, caplog) -> None:
+    """A line like "buy bread" typed into the list by hand: the other rows still work, a new one is
+    added, and the odd row stays in the file where it was (one warning names the file and the row)."""
+    add(store(ws), 1)
+    rows = json.loads(ws.read_text(rel))
+    ws.write_text(rel, json.dumps([rows[0], "buy bread", 42], indent=1))
+    again = store(ws)
+    assert len(again.file.load()) == 1
+    add(again, 2)
+    on_disk = json.loads(ws.read_text(rel))
+    assert on_disk[1:3] == ["buy bread", 42] and len(on_disk) == 4
+    assert sum(f"{rel} row 1 is not a JSON object" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_concurrent_adds_lose_nothing(ws: Workspace) -> None:

@@ -66,11 +66,12 @@ _reported_lock = threading.Lock()
 class JsonListFile:
     """A JSON file holding a list of objects, edited under the workspace file lock.
 
-    With ``keep_bad_rows`` a row that is not an object (a string or number typed by hand) is skipped
-    instead of making the whole file unreadable: logged once, and written back untouched in its place.
+    A row that is not an object (a string or number typed by hand) is skipped instead of making the
+    whole file unreadable: logged once, and written back untouched in its place. ``keep_bad_rows=False``
+    refuses such a file instead (ValueError).
     """
 
-    def __init__(self, workspace: Workspace, rel: str, *, keep_bad_rows: bool = False) -> None:
+    def __init__(self, workspace: Workspace, rel: str, *, keep_bad_rows: bool = True) -> None:
         self.workspace = workspace
         self.rel = rel
         self.keep_bad_rows = keep_bad_rows

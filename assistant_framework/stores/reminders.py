@@ -39,7 +39,7 @@ class ReminderStore:
 
     def __init__(self, workspace: Workspace) -> None:
         # A row typed by hand that is not an object must not stop every other reminder.
-        self.file = JsonListFile(workspace, REMINDERS_FILE, keep_bad_rows=True)
+        self.file = JsonListFile(workspace, REMINDERS_FILE)
 
     def add(self, chat_id: int | str, text: str, due_at: datetime, timezone: str, *, untrusted: bool = False) -> dict:
         """Store a pending reminder; ``due_at`` must be aware, kept with the offset of ``timezone``;
