@@ -195,7 +195,9 @@ class BotRuntime:
         from assistant_framework.collectors.runner import CollectorRunner
 
         timezone = (self.config.get("runtime") or {}).get("timezone") or "UTC"
-        return CollectorRunner(self.collectors, self.workspace, timezone=timezone, notify=self._notify)
+        # ``ask`` notify rules call the model as background work (it yields to user turns).
+        return CollectorRunner(self.collectors, self.workspace, timezone=timezone, notify=self._notify,
+                               complete=self.ensure_built().background_model)
 
     def status_text(self) -> str:
         """For /status: model reachability, loaded skills (and load errors), collectors with their last run."""

@@ -39,8 +39,9 @@ FRAMEWORK_KEYS_SCHEMA: dict[str, dict] = {
             "type": "object",
             "required": ["match", "value"],
             "properties": {
-                "match": {"enum": ["sender", "keyword", "feed"]},
+                "match": {"enum": ["sender", "keyword", "feed", "ask"]},
                 "value": {"type": "string", "minLength": 1},
+                "max_per_day": {"type": "integer", "minimum": 1},  # ask: items asked per day (collectors/triage.py)
             },
             "additionalProperties": False,
         },

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Callable
 
 from assistant_framework.collectors.notify import matching_items, notify_text
+from assistant_framework.collectors.triage import TriageBudget, ask_model, ask_rules
 from assistant_framework.collectors.state import load_state, merge_sources, update_state
 from assistant_framework.schedules import (
     DEFAULT_MAX_BACKOFF_SECONDS,
@@ -83,6 +84,7 @@ class CollectorRunner:
         *,
         timezone: str = "UTC",
         notify: Callable[[str, str], None] | None = None,
+        complete: Callable[..., str] | None = None,
         clock: Callable[[], datetime] | None = None,
         retry_base_seconds: float = DEFAULT_RETRY_BASE_SECONDS,
         max_backoff_seconds: float = DEFAULT_MAX_BACKOFF_SECONDS,
@@ -92,6 +94,7 @@ class CollectorRunner:
         self.workspace = workspace
         self.timezone = timezone
         self.notify = notify
+        self.complete = complete  # the model, for ``ask`` notify rules (collectors/triage.py); None: they ask nothing
         self.clock = clock or (lambda: datetime.now(tz=_UTC))
         self.retry_base_seconds = retry_base_seconds
         self.max_backoff_seconds = max_backoff_seconds
@@ -208,6 +211,15 @@ class CollectorRunner:
         if self.notify is None or not collector.notify:
             return
         matched = matching_items(collector.notify, items)
+        rest = [item for item in items if isinstance(item, dict) and not any(item is m for m in matched)]
+        if rest and self.complete is not None:
+            today = self._now().astimezone(zone(self.timezone)).date()
+            for rule in ask_rules(collector.notify):
+                picked = ask_model(self.complete, rule, rest, collector=collector.name, budget=TriageBudget(self.workspace),
+                                   today=today)
+                matched += picked
+                rest = [item for item in rest if not any(item is p for p in picked)]
+        matched = [item for item in items if any(item is m for m in matched)]  # in the run's order
         if not matched:
             return
         try:
