@@ -154,3 +154,25 @@ def test_ctrl_c_stops_an_answer_and_the_chat_goes_on(tmp_path: Path, chat_server
     finally:
         term.close()
     assert "word399" not in term.output
+
+
+def test_ctrl_c_at_a_confirmation_question_declines_it_and_stops_without_enter(tmp_path: Path, chat_server,
+                                                                                test_skills_dir) -> None:
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    (config / "policy.json").write_text(json.dumps({"capabilities": {"write": "ask"}}))
+    chat_server.enqueue('{"skill": "save_note", "args": {"name": "plan", "text": "x"}}', '{"reply": "never asked for"}')
+    term = Terminal([sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config),
+                     "--workspace", str(tmp_path / "ws")])
+    try:
+        term.wait_for("you> ")
+        term.type("save my plan\r")
+        term.wait_for("[y/N] ")
+        term.type("\x03")  # Ctrl-C, no Enter
+        term.wait_for("⏹ Stopped.")
+        term.wait_for("you> ", start=term.output.index("⏹ Stopped."))
+        term.type("\x04")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+    assert not (tmp_path / "ws" / "notes" / "plan.md").exists()
+    assert len(chat_server.chat_requests) == 1  # no round after the stop

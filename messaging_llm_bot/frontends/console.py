@@ -12,6 +12,7 @@ the new ones; a note naming it goes to stderr).
 from __future__ import annotations
 
 import json
+import queue
 import signal
 import sys
 import threading
@@ -101,16 +102,27 @@ def answer_durably(runtime: "BotRuntime", inbox: Inbox, text: str, *, progress: 
 
 
 def answer_stoppably(runtime: "BotRuntime", inbox: Inbox, text: str, *, progress: TextIO,
-                     approve=None, live: LiveReply | None = None) -> tuple[str, str | None]:
+                     ask=None, live: LiveReply | None = None) -> tuple[str, str | None]:
     """``answer_durably`` in a worker thread: Ctrl-C stops the turn (``Agent.stop``) and the reply says so;
-    a second Ctrl-C (or SIGTERM) leaves the chat, the message staying in the inbox as before."""
+    a second Ctrl-C (or SIGTERM) leaves the chat, the message staying in the inbox as before.
+
+    ``ask(request) -> bool`` confirms a call; it runs here in the main thread, where Ctrl-C lands, so a
+    Ctrl-C at an open question declines it and stops the turn (no Enter needed)."""
     box: dict = {}
     # An Event, not Thread.join: a join interrupted by Ctrl-C can leave is_alive() False while the thread runs.
     finished = threading.Event()
+    questions: queue.Queue = queue.Queue()
+
+    def approve_from_worker(request: dict) -> bool:
+        slot = {"request": request, "answer": False, "done": threading.Event()}
+        questions.put(slot)
+        slot["done"].wait()
+        return slot["answer"]
 
     def work() -> None:
         try:
-            box["out"] = answer_durably(runtime, inbox, text, progress=progress, approve=approve,
+            box["out"] = answer_durably(runtime, inbox, text, progress=progress,
+                                        approve=approve_from_worker if ask is not None else None,
                                         stream=runtime.agent.settings.stream, live=live)
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
             box["error"] = exc
@@ -121,7 +133,15 @@ def answer_stoppably(runtime: "BotRuntime", inbox: Inbox, text: str, *, progress
     stopping = False
     while not finished.is_set():
         try:
-            finished.wait(0.1)
+            try:
+                slot = questions.get(timeout=0.1)
+            except queue.Empty:
+                slot = None
+            if slot is not None:
+                try:
+                    slot["answer"] = bool(ask(slot["request"])) and not stopping
+                finally:
+                    slot["done"].set()  # answered, or declined by a Ctrl-C at the question
             if stopping:
                 runtime.agent.stop(CONVERSATION_ID)  # again: the turn may not have started when Ctrl-C came
         except KeyboardInterrupt as exc:
@@ -180,13 +200,13 @@ def run_console(
             if text.lower() in QUIT_COMMANDS:
                 break
             # Only someone at a terminal can confirm; a scripted (piped) chat refuses "ask" calls.
-            approve = terminal_approver(stdin, stdout) if interactive else None
             if interactive:
                 live = LiveReply(stdout)  # the answer appears as it is written, then the rest of the block
-                reply, item_id = answer_stoppably(runtime, inbox, text, progress=stderr, approve=approve, live=live)
+                reply, item_id = answer_stoppably(runtime, inbox, text, progress=stderr,
+                                                  ask=terminal_approver(stdin, stdout), live=live)
                 reply = live.rest(reply)
             else:
-                reply, item_id = answer_durably(runtime, inbox, text, approve=approve)
+                reply, item_id = answer_durably(runtime, inbox, text)
             print(reply.rstrip("\n") + "\n", file=stdout, flush=True)
             if item_id is not None:
                 inbox.complete(item_id)
