@@ -36,6 +36,8 @@ def run(workspace: Workspace, args: dict, context=None):
         query = args.get("name") or ""
         return [shown(entry) for entry in store.find(query)] or f"no birthday matches {query!r}"
     need(args, action, "name")
+    if args.get("date"):
+        _not_after(args["date"], context_now(context).date())
     # In a turn with outside content the values may be that content's words: the entry is marked.
     untrusted = context_untrusted(context)
     if action == "add":
@@ -45,6 +47,13 @@ def run(workspace: Workspace, args: dict, context=None):
     if not (args.get("date") or args.get("notes")):
         raise ValueError("action 'update' needs date or notes")
     return shown(store.update(args["name"], args.get("date"), args.get("notes"), untrusted=untrusted))
+
+
+def _not_after(text: str, today) -> None:
+    """ValueError when a ``YYYY-MM-DD`` birthday is after ``today`` (a model's "this year's" date)."""
+    if len(text) == 10 and text[:4].isdigit() and text > today.isoformat():
+        raise ValueError(f"birthday {text!r} is in the future; the year is the year of birth: give MM-DD "
+                         f"({text[5:]!r}) when it is not known")
 
 
 def _upcoming_row(when, entry: dict, today) -> dict:

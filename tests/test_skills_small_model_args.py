@@ -1,0 +1,60 @@
+"""Built-in skills called with the arguments small models produce: each either does the intended
+thing or says exactly what to fix; never a silently wrong write, never a host path in an error."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from assistant_framework.skills import BUILTIN_SKILLS_DIR, SkillContext, SkillManager
+from assistant_framework.workspace import Workspace
+
+BERLIN = ZoneInfo("Europe/Berlin")
+#: Friday 28 March 2025, 10:00 in Berlin.
+NOW = datetime(2025, 3, 28, 10, 0, tzinfo=BERLIN)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    return Workspace(tmp_path / "ws")
+
+
+@pytest.fixture
+def manager(ws: Workspace) -> SkillManager:
+    return SkillManager([BUILTIN_SKILLS_DIR], ws, timeout_seconds=10)
+
+
+@pytest.fixture
+def ctx() -> SkillContext:
+    return SkillContext(conversation_id="tg:42", chat_id=42, timezone="Europe/Berlin", services={"clock": lambda: NOW})
+
+
+def ok(manager: SkillManager, name: str, args: dict, context: SkillContext):
+    result = manager.run(name, args, context)
+    assert result.ok, result.error
+    return result.value
+
+
+def err(manager: SkillManager, name: str, args: dict, context: SkillContext) -> str:
+    result = manager.run(name, args, context)
+    assert not result.ok, result.value
+    return result.error
+
+
+def test_birthday_with_a_birth_year_after_today_is_refused(manager: SkillManager, ws: Workspace, ctx: SkillContext) -> None:
+    # "Anna's birthday is on 4 May": a small model writes this year's (or a later) date as the birth date.
+    for date in ("2025-05-04", "2030-01-01"):
+        error = err(manager, "birthdays", {"action": "add", "name": "Anna", "date": date}, ctx)
+        assert "future" in error and repr(date[5:]) in error, error  # names the MM-DD form to use
+    assert not (ws.root / "birthdays/birthdays.json").exists()
+    ok(manager, "birthdays", {"action": "add", "name": "Anna", "date": "1990-05-04"}, ctx)
+    assert "future" in err(manager, "birthdays", {"action": "update", "name": "Anna", "date": "2026-05-04"}, ctx)
+    assert json.loads((ws.root / "birthdays/birthdays.json").read_text())[0]["date"] == "1990-05-04"
+    # Born earlier this year is fine: a baby.
+    ok(manager, "birthdays", {"action": "add", "name": "Baby", "date": "2025-01-15"}, ctx)
+    upcoming = ok(manager, "birthdays", {"action": "upcoming", "days": 366}, ctx)
+    assert all(row.get("turns", 0) >= 0 for row in upcoming), upcoming
