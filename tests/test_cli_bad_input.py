@@ -68,3 +68,23 @@ def test_purge_with_a_name_that_is_no_collector_name_deletes_nothing(ws, capsys,
     assert _exit(["memory", "purge", "--source", source, "--workspace", str(ws.root)]) == 2
     assert "collector:NAME" in capsys.readouterr().err
     assert ws.list("collectors/**/*") == ["collectors/mail/items.jsonl", "collectors/rss/items.jsonl"]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["memory", "search", "banana", "--source", "note"], "--source"),  # a typo: was "no memory matches", exit 1
+    (["memory", "search", "banana", "--source", "collector:"], "--source"),
+    (["memory", "search", "banana", "--source", "bogus"], "collector:NAME"),
+    (["memory", "search", ""], "query"),  # was: "no memory matches ''", exit 1
+    (["memory", "search", "   "], "query"),
+])
+def test_memory_search_with_an_unknown_source_or_an_empty_query_is_a_usage_error(ws, capsys, argv, words):
+    assert _exit([*argv, "--workspace", str(ws.root)]) == 2
+    captured = capsys.readouterr()
+    assert words in captured.err and "Traceback" not in captured.err and "internal error" not in captured.err
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize("source", ["notes", "skill:notes", "collector:rss", "collector:*", "skill:weather"])
+def test_memory_search_accepts_every_kind_of_source(ws, source):
+    expected = 0 if source in ("notes", "skill:notes") else 1  # only the note holds "banana"
+    assert _exit(["memory", "search", "banana", "--source", source, "--workspace", str(ws.root)]) == expected

@@ -54,9 +54,26 @@ def _service(args: argparse.Namespace):
     return MemoryService(existing_workspace(args.workspace), config, start_worker=False)
 
 
+def _check_source(source: str | None) -> None:
+    """A typo in ``--source`` is a usage error, not "no memory matches"."""
+    from ..memory.sources import DEFAULT_SOURCES
+
+    if source is None:
+        return
+    names = [name for _, name in DEFAULT_SOURCES if "{" not in name]
+    kind, colon, name = source.partition(":")
+    if source in names or (colon and kind in ("collector", "skill") and name.strip()):
+        return
+    raise UsageError(f"--source {source!r} is not a memory source: use one of {', '.join(names)}, "
+                     "collector:NAME (collector:* for all collectors) or skill:NAME")
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     if args.conversation is not None and not args.conversation.strip():
         raise UsageError("--conversation is empty: give a conversation id, or leave the option out")
+    if not args.query.strip():
+        raise UsageError("the query is empty: give the words to search for")
+    _check_source(args.source)
     service = _service(args)
     try:
         service.refresh()
