@@ -58,3 +58,14 @@ def test_birthday_with_a_birth_year_after_today_is_refused(manager: SkillManager
     ok(manager, "birthdays", {"action": "add", "name": "Baby", "date": "2025-01-15"}, ctx)
     upcoming = ok(manager, "birthdays", {"action": "upcoming", "days": 366}, ctx)
     assert all(row.get("turns", 0) >= 0 for row in upcoming), upcoming
+
+
+@pytest.mark.parametrize("action", ["write", "append"])
+@pytest.mark.parametrize("path", ["notes", "notes/"])
+def test_file_write_to_a_folder_names_the_fix_without_host_paths(manager: SkillManager, ws: Workspace, ctx: SkillContext,
+                                                                  action: str, path: str) -> None:
+    ok(manager, "file", {"action": "write", "path": "notes/a.md", "content": "hello"}, ctx)
+    error = err(manager, "file", {"action": action, "path": path, "content": "x"}, ctx)
+    assert "is a folder" in error and "notes/<name>" in error, error
+    assert str(ws.root) not in error and ".tmp-" not in error, error
+    assert sorted(p.name for p in (ws.root / "notes").iterdir()) == ["a.md"]

@@ -93,6 +93,9 @@ def _check_writable(workspace: Workspace, rel: str):
 
 def _write(workspace: Workspace, rel: str, content: str, append: bool, untrusted: bool = False) -> str:
     target = _check_writable(workspace, rel)
+    if target.is_dir():
+        folder = workspace.relative(target)
+        raise IsADirectoryError(f"workspace path {rel!r} is a folder; give a file path in it, e.g. {folder}/<name>.md")
     size, marked, note = len(content), False, ""
     rows_only = rel.lower().endswith(MARKABLE_JSONL_SUFFIXES)  # JSON Lines: only the new rows are marked
     if untrusted and rows_only:
