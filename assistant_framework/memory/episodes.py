@@ -89,10 +89,16 @@ def write_settled_episodes(workspace: Workspace, complete: Callable, memory_conf
     if not settings.get("enabled", True):
         return []
     written = []
-    pending = settled_days(workspace, now, float(settings.get("settle_minutes", 60)))
-    for conv, day in pending[: int(settings.get("max_per_run", 5))]:
+    calls, max_calls, min_turns = 0, int(settings.get("max_per_run", 5)), int(settings.get("min_turns", 2))
+    for conv, day in settled_days(workspace, now, float(settings.get("settle_minutes", 60))):
+        if calls >= max_calls:
+            break
+        # A day too short for an episode stays pending; it must not take the place of one worth a call.
+        if len(workspace.read_jsonl(f"{CONVERSATIONS_DIR}/{conv}/{day}.jsonl")) < min_turns:
+            continue
+        calls += 1
         try:
-            rel = write_episode(workspace, complete, conv, day, int(settings.get("min_turns", 2)))
+            rel = write_episode(workspace, complete, conv, day, min_turns)
         except Exception as exc:  # one failing day must not stop the others
             log.warning("episode for %s on %s failed: %s", conv, day, type(exc).__name__)
             continue

@@ -1,0 +1,60 @@
+"""Memory work against a model that answers badly, over the shared fake server: nothing the owner
+wrote is lost, a bad answer is skipped with one log line, and no run makes more calls than its budget."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from assistant_framework.memory import MemoryService
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.llm.client import LLMClient
+from tests.fakes.chat_server import FakeChatServer
+
+UTC = timezone.utc
+DAY = datetime(2026, 4, 1, 10, tzinfo=UTC)
+
+
+@pytest.fixture
+def server():
+    with FakeChatServer() as fake:
+        yield fake
+
+
+def _service(tmp_path, server: FakeChatServer, memory: dict) -> MemoryService:
+    llm = LLMClient({"runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model"}],
+                     "retries_per_runner": 0})
+
+    def complete(messages, **kw):
+        return llm.complete(messages, **kw).text
+
+    return MemoryService(Workspace(tmp_path / "ws"), {"memory": memory}, complete=complete, start_worker=False)
+
+
+def _day(svc: MemoryService, conversation: str, turns: int) -> None:
+    for i in range(turns):
+        svc.log_turn(conversation, "user" if i % 2 == 0 else "assistant", f"turn {i} about the garden",
+                     time=DAY + timedelta(minutes=i))
+
+
+def _later() -> datetime:
+    return datetime.now(UTC) + timedelta(hours=2)  # every log has settled by then
+
+
+def test_days_too_short_for_an_episode_do_not_use_up_the_budget_of_every_run(tmp_path, server):
+    # Six one-turn days (a reminder chat, a single question) sort before the day worth a summary.
+    server.set_handler(lambda request: "- Planned the garden.")
+    svc = _service(tmp_path, server, {"episodes": {"max_per_run": 5}, "profile": False})
+    try:
+        for conversation in ("a1", "a2", "a3", "a4", "a5", "a6"):
+            _day(svc, conversation, 1)
+        _day(svc, "z", 4)
+        svc.maintenance(_later())
+        svc.maintenance(_later())
+        # Before: every run took the first five pending days, all too short: no model call, no episode, ever.
+        assert svc.workspace.list("memory/episodes/**/*.md") == ["memory/episodes/z/2026-04-01.md"]
+        assert len(server.chat_requests) == 1
+    finally:
+        svc.close()
