@@ -58,3 +58,20 @@ def test_days_too_short_for_an_episode_do_not_use_up_the_budget_of_every_run(tmp
         assert len(server.chat_requests) == 1
     finally:
         svc.close()
+
+
+def test_a_runaway_episode_answer_is_cut_to_whole_lines(tmp_path, server, caplog):
+    # A model stuck in a loop: 100 KB instead of 3-8 bullet points.
+    server.set_handler(lambda request: "- Planned the garden.\n" + "- and then the garden again\n" * 4000)
+    svc = _service(tmp_path, server, {"profile": False})
+    try:
+        _day(svc, "7", 4)
+        with caplog.at_level(logging.WARNING, logger="assistant_framework.memory.episodes"):
+            svc.maintenance(_later())
+        text = svc.workspace.read_text("memory/episodes/7/2026-04-01.md")
+        assert "- Planned the garden." in text
+        assert len(text) <= 4100  # before: all 100 KB, a hundred and more index entries for one day
+        assert text.endswith("- and then the garden again\n")  # whole lines only
+        assert len([r for r in caplog.records if "episode" in r.getMessage()]) == 1
+    finally:
+        svc.close()

@@ -25,6 +25,8 @@ from .modelcall import call_model, section
 log = logging.getLogger(__name__)
 EPISODES_DIR = "memory/episodes"
 MAX_INPUT_CHARS = 12000
+#: An answer longer than this (a model stuck in a loop) is cut to whole lines.
+MAX_EPISODE_CHARS = 4000
 
 EPISODE_PROMPT = (
     "Summarise this day of a chat between the user and their assistant in 3-8 short bullet "
@@ -77,6 +79,10 @@ def write_episode(workspace: Workspace, complete: Callable, conv: str, day: str,
     if not summary:
         log.warning("episode for %s on %s: the model answered nothing; skipped", conv, day)
         return None
+    if len(summary) > MAX_EPISODE_CHARS:
+        log.warning("episode for %s on %s: answer of %d chars cut to %d", conv, day, len(summary), MAX_EPISODE_CHARS)
+        cut = summary[:MAX_EPISODE_CHARS]
+        summary = cut[: cut.rfind("\n")].rstrip() if "\n" in cut else cut
     rel = episode_path(conv, day)
     marked = any(is_untrusted(row) for row in rows)  # outside content that day: its summary is outside too
     workspace.write_text(rel, f"{UNTRUSTED_FRONT_MATTER if marked else ''}# {conv} — {day}\n\n{summary}\n")
