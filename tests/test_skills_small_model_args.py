@@ -69,3 +69,10 @@ def test_file_write_to_a_folder_names_the_fix_without_host_paths(manager: SkillM
     assert "is a folder" in error and "notes/<name>" in error, error
     assert str(ws.root) not in error and ".tmp-" not in error, error
     assert sorted(p.name for p in (ws.root / "notes").iterdir()) == ["a.md"]
+
+
+def test_reminder_in_zero_minutes_says_in_minutes_is_too_small(manager: SkillManager, ws: Workspace, ctx: SkillContext) -> None:
+    # Before: "needs exactly one of at or in_minutes", though in_minutes was given.
+    error = err(manager, "reminders", {"action": "add", "text": "tea", "in_minutes": 0}, ctx)
+    assert "in_minutes must be at least 1, got 0" in error, error
+    assert ok(manager, "reminders", {"action": "list"}, ctx) == "no pending reminders"

@@ -62,9 +62,9 @@ def local_time(text: str, zone) -> datetime:
 
 
 def _due(args: dict, now: datetime, zone) -> datetime:
-    if bool(args.get("at")) == bool(args.get("in_minutes")):
+    if bool(args.get("at")) == (args.get("in_minutes") is not None):
         raise ValueError("action 'add' needs exactly one of at ('YYYY-MM-DD HH:MM' local time) or in_minutes")
-    if args.get("in_minutes"):
+    if args.get("in_minutes") is not None:
         if args["in_minutes"] < 1:
             raise ValueError(f"in_minutes must be at least 1, got {args['in_minutes']}")
         if args["in_minutes"] > 10 * 366 * 24 * 60:
