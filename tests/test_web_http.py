@@ -497,3 +497,81 @@ def test_the_wait_doubles_with_each_miss_up_to_its_cap():
     for address in ("a", "b", "c"):
         throttle.missed(address)
     assert throttle.wait_for("10.0.0.1") == 0 and len(throttle._misses) == 3  # the oldest address was dropped
+
+
+def _version(page: str) -> str:
+    return re.search(r'name="version" value="([^"]+)"', page).group(1)
+
+
+def test_an_edit_of_a_file_changed_since_it_was_opened_is_refused_and_keeps_both_texts(site):
+    """The bot (or another tab) wrote the note after the editor opened: Save must not overwrite it unseen."""
+    session = _session(site)
+    xsrf = _xsrf(session, site)
+    opened = _version(session.get(f"{site.base}/file?path=notes/shopping.md&edit=1").text)
+    newer = "# Shopping\n\nBuy oat milk and coffee beans.\nAdded by the bot: bread.\n"
+    site.workspace.write_text("notes/shopping.md", newer)
+    reply = session.post(f"{site.base}/file?path=notes/shopping.md", allow_redirects=False,
+                         data={"content": "# Shopping\n\nOnly tea.", "version": opened, "_xsrf": xsrf})
+    assert reply.status_code == 409
+    assert "changed since you opened it" in reply.text
+    assert "Only tea." in reply.text and "Added by the bot: bread." in reply.text  # the draft and the file as it is now
+    assert site.workspace.read_text("notes/shopping.md") == newer
+    # Having seen the newer text, the owner saves again from that page: now it is written.
+    again = session.post(f"{site.base}/file?path=notes/shopping.md", allow_redirects=False,
+                         data={"content": "# Shopping\n\nOnly tea.", "version": _version(reply.text), "_xsrf": xsrf})
+    assert again.status_code == 302 and site.workspace.read_text("notes/shopping.md") == "# Shopping\n\nOnly tea.\n"
+
+
+def test_two_tabs_editing_one_file_the_second_save_is_refused(site):
+    session = _session(site)
+    xsrf = _xsrf(session, site)
+    tab_a = _version(session.get(f"{site.base}/file?path=profile.md&edit=1").text)
+    tab_b = _version(session.get(f"{site.base}/file?path=profile.md&edit=1").text)
+    first = session.post(f"{site.base}/file?path=profile.md", data={"content": "# Profile\n\nFrom tab A.", "version": tab_a, "_xsrf": xsrf},
+                         allow_redirects=False)
+    assert first.status_code == 302
+    second = session.post(f"{site.base}/file?path=profile.md", data={"content": "# Profile\n\nFrom tab B.", "version": tab_b, "_xsrf": xsrf},
+                          allow_redirects=False)
+    assert second.status_code == 409 and "From tab A." in second.text and "From tab B." in second.text
+    assert site.workspace.read_text("profile.md") == "# Profile\n\nFrom tab A.\n"
+
+
+def test_a_new_file_written_meanwhile_by_the_bot_is_not_overwritten(site):
+    site.workspace.delete("profile.md")
+    session = _session(site)
+    xsrf = _xsrf(session, site)
+    opened = _version(session.get(f"{site.base}/file?path=profile.md&edit=1").text)
+    site.workspace.write_text("profile.md", "# Profile\n\nWritten by the memory worker.\n")
+    reply = session.post(f"{site.base}/file?path=profile.md", data={"content": "# Mine", "version": opened, "_xsrf": xsrf},
+                         allow_redirects=False)
+    assert reply.status_code == 409
+    assert site.workspace.read_text("profile.md") == "# Profile\n\nWritten by the memory worker.\n"
+
+
+def test_scripts_get_the_version_and_a_stale_one_is_a_409(site):
+    shown = requests.get(f"{site.base}/api/file?path=notes/shopping.md", headers=BEARER).json()
+    site.workspace.write_text("notes/shopping.md", "# Shopping\n\nchanged on disk\n")
+    stale = requests.post(f"{site.base}/api/file?path=notes/shopping.md", headers=BEARER,
+                          json={"content": "# Shopping\n\nfrom a script\n", "version": shown["version"]})
+    assert stale.status_code == 409 and "changed since" in stale.json()["error"]
+    assert site.workspace.read_text("notes/shopping.md") == "# Shopping\n\nchanged on disk\n"
+    fresh = stale.json()["version"]
+    assert fresh == requests.get(f"{site.base}/api/file?path=notes/shopping.md", headers=BEARER).json()["version"] != shown["version"]
+    ok = requests.post(f"{site.base}/api/file?path=notes/shopping.md", headers=BEARER,
+                       json={"content": "# Shopping\n\nfrom a script\n", "version": fresh})
+    assert ok.status_code == 200 and site.workspace.read_text("notes/shopping.md") == "# Shopping\n\nfrom a script\n"
+
+
+def test_deleting_a_file_changed_since_it_was_shown_is_refused(site):
+    session = _session(site)
+    xsrf = _xsrf(session, site)
+    shown = _version(session.get(f"{site.base}/file?path=notes/shopping.md").text)
+    site.workspace.write_text("notes/shopping.md", "# Shopping\n\nthe bot added this\n")
+    reply = session.post(f"{site.base}/file/delete", data={"path": "notes/shopping.md", "version": shown, "_xsrf": xsrf},
+                         allow_redirects=False)
+    assert reply.status_code == 409 and "changed since you opened it" in reply.text
+    assert site.workspace.read_text("notes/shopping.md") == "# Shopping\n\nthe bot added this\n"
+    current = _version(session.get(f"{site.base}/file?path=notes/shopping.md").text)
+    reply = session.post(f"{site.base}/file/delete", data={"path": "notes/shopping.md", "version": current, "_xsrf": xsrf},
+                         allow_redirects=False)
+    assert reply.status_code == 302 and not site.workspace.exists("notes/shopping.md")

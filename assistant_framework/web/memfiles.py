@@ -4,11 +4,14 @@ Only files the memory index knows (``memory.sources.source_for``) can be viewed;
 owner's own memory (notes, tasks, facts ...) can be edited or deleted. A path is resolved
 through ``Workspace`` first (no ``..``, no absolute path, no symlink out) and then judged by
 where it really lands, so a link inside ``notes/`` that points at ``state/`` is refused.
-Every write is atomic, goes to the audit log as the owner's and is re-indexed at once.
+Every write is atomic, goes to the audit log as the owner's and is re-indexed at once. The editor
+carries the file's ``version`` (a hash of its bytes when it was opened): a save over a file that
+changed since (the bot wrote it, or another tab saved) is refused, so nothing newer is lost unseen.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -37,6 +40,14 @@ class FileRefused(ValueError):
     """A path the page must not show or change; the message says why."""
 
 
+class EditConflict(ValueError):
+    """The file changed since the editor was opened; nothing was written. ``current`` is its version now."""
+
+    def __init__(self, message: str, current: str) -> None:
+        super().__init__(message)
+        self.current = current
+
+
 @dataclass
 class MemoryFile:
     """One memory file as shown: its text, and its records when it is a JSON list."""
@@ -47,6 +58,8 @@ class MemoryFile:
     text: str
     records: list[dict] | None = None
     lines: list[str] = field(default_factory=list)
+    #: ``file_version`` when it was read: the editor sends it back, so a save over a newer file is refused.
+    version: str = ""
 
 
 def resolve(workspace: Workspace, rel: str, *, edit: bool = False) -> tuple[str, str]:
@@ -63,6 +76,15 @@ def resolve(workspace: Workspace, rel: str, *, edit: bool = False) -> tuple[str,
     return real, source
 
 
+def file_version(workspace: Workspace, real: str) -> str:
+    """A short hash of the file's bytes as they are on disk, ``"absent"`` while it does not exist."""
+    try:
+        data = workspace.path(real).read_bytes()
+    except FileNotFoundError:
+        return "absent"
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
 def list_files(workspace: Workspace, category: str) -> list[str]:
     """The files of one editable category, by name."""
     pattern = EDITABLE[category][0]
@@ -74,6 +96,7 @@ def list_files(workspace: Workspace, category: str) -> list[str]:
 def load(workspace: Workspace, rel: str) -> MemoryFile:
     """A memory file to show; FileRefused for anything else, FileNotFoundError when missing."""
     real, source = resolve(workspace, rel)
+    version = file_version(workspace, real)
     text = workspace.read_text(real)
     records = None
     if real.endswith(".json"):
@@ -83,7 +106,7 @@ def load(workspace: Workspace, rel: str) -> MemoryFile:
             data = None
         if isinstance(data, list) and all(isinstance(row, dict) for row in data):
             records = data
-    return MemoryFile(real, source, source in EDITABLE, text, records, text.splitlines())
+    return MemoryFile(real, source, source in EDITABLE, text, records, text.splitlines(), version)
 
 
 def check_content(rel: str, text: str) -> str | None:
@@ -106,11 +129,13 @@ def _after_change(workspace: Workspace, memory: Any, rel: str, action: str, deta
         memory.index.refresh()  # picks up the rewrite (or the deletion) now, not at the next pass
 
 
-def save(workspace: Workspace, memory: Any, rel: str, text: str, secrets: Sequence[str] = ()) -> str:
+def save(workspace: Workspace, memory: Any, rel: str, text: str, secrets: Sequence[str] = (),
+         expected: str | None = None) -> str:
     """Write a memory file atomically (creating it), audit and re-index; returns the canonical path.
 
     A file that holds one of ``secrets`` is refused: the page shows it as ``***``, so saving the
     edit would replace the owner's secret with the mask. ValueError names what to do instead.
+    With ``expected`` (the version the editor opened), EditConflict when the file is no longer that.
     """
     real, _ = resolve(workspace, rel, edit=True)
     problem = check_content(real, text)
@@ -125,15 +150,26 @@ def save(workspace: Workspace, memory: Any, rel: str, text: str, secrets: Sequen
     if text and not text.endswith("\n"):
         text += "\n"
     with workspace.lock(real):  # the same lock the stores take, so a skill's edit is not lost
+        current = file_version(workspace, real)
+        if expected and expected != current:
+            raise EditConflict(f"{real} was changed since you opened it (by the assistant or in another tab); "
+                               "nothing was saved: your text is kept below, the file as it is now under it", current)
         workspace.write_text(real, text)
     _after_change(workspace, memory, real, "write", {"chars": len(text)})
     return real
 
 
-def delete(workspace: Workspace, memory: Any, rel: str) -> bool:
-    """Delete a memory file, audit and re-index; False when it was already gone."""
+def delete(workspace: Workspace, memory: Any, rel: str, expected: str | None = None) -> bool:
+    """Delete a memory file, audit and re-index; False when it was already gone.
+
+    With ``expected`` (the version the page showed), EditConflict when the file changed since.
+    """
     real, _ = resolve(workspace, rel, edit=True)
     with workspace.lock(real):
+        current = file_version(workspace, real)
+        if expected and current not in (expected, "absent"):
+            raise EditConflict(f"{real} was changed since you opened it (by the assistant or in another tab); "
+                               "nothing was deleted: open it again to see the new version", current)
         gone = workspace.delete(real)
     if gone:
         _after_change(workspace, memory, real, "delete", {})
@@ -167,7 +203,8 @@ def set_fact(workspace: Workspace, memory: Any, subject: str, attribute: str, va
 def empty(workspace: Workspace, rel: str) -> MemoryFile:
     """A memory file that does not exist yet, to be written (``profile.md``, a new topic); FileRefused otherwise."""
     real, source = resolve(workspace, rel, edit=True)
-    return MemoryFile(real, source, True, "[]\n" if real.endswith(".json") else "")
+    return MemoryFile(real, source, True, "[]\n" if real.endswith(".json") else "",
+                      version=file_version(workspace, real))
 
 
 def new_note_path(workspace: Workspace, title: str) -> str:

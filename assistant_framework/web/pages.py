@@ -138,29 +138,45 @@ class FileHandler(BaseHandler):
             self.send_json(shown)
             return
         self.page("file.html", title=shown.path, file=shown, edit=self.get_query_argument("edit", "") == "1",
-                  error=None, draft=None, anchor=anchor)
+                  error=None, draft=None, conflict=False, anchor=anchor)
 
     def post(self) -> None:
-        content = self.json_body().get("content") if self.api else self.get_body_argument("content", None)
+        body = self.json_body() if self.api else None
+        content = body.get("content") if body is not None else self.get_body_argument("content", None)
+        # The version the editor opened (scripts may leave it out: then the save is not checked).
+        version = body.get("version") if body is not None else self.get_body_argument("version", None)
         if not isinstance(content, str):
             raise tornado.web.HTTPError(400, "content is missing")
-        self._save(self._path(), content)
+        if version is not None and not isinstance(version, str):
+            raise tornado.web.HTTPError(400, "version must be a string")
+        self._save(self._path(), content, version)
 
     put = post
 
-    def _save(self, rel: str, content: str) -> None:
+    def _save(self, rel: str, content: str, version: str | None) -> None:
         workspace = self.parts.workspace
         try:
-            real = memfiles.save(workspace, self.parts.memory, rel, content, self.state.secrets)
+            real = memfiles.save(workspace, self.parts.memory, rel, content, self.state.secrets, expected=version)
         except memfiles.FileRefused as exc:
             raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
+        except memfiles.EditConflict as exc:  # changed since the editor opened: nothing written, both texts shown
+            if self.api:
+                self.send_json({"error": str(exc), "version": exc.current}, 409)
+                return
+            self.set_status(409)
+            shown = memfiles.load(workspace, rel) if workspace.exists(rel) else memfiles.empty(workspace, rel)
+            self.page("file.html", title=shown.path, file=shown, edit=True, error=str(exc), draft=content, conflict=True,
+                      anchor=anchor)
+            return
         except ValueError as exc:  # bad JSON: nothing written, the draft is shown again
             if self.api:
                 self.send_json({"error": str(exc)}, 400)
                 return
             self.set_status(400)
             shown = memfiles.load(workspace, rel) if workspace.exists(rel) else memfiles.MemoryFile(rel, "", True, "")
-            self.page("file.html", title=rel, file=shown, edit=True, error=str(exc), draft=content, anchor=anchor)
+            shown.version = version or shown.version  # still the version the draft was written against
+            self.page("file.html", title=rel, file=shown, edit=True, error=str(exc), draft=content, conflict=False,
+                      anchor=anchor)
             return
         if self.api:
             self.send_json({"saved": real})
@@ -188,9 +204,11 @@ class FileDeleteHandler(BaseHandler):
                 self.redirect(f"/memory/{source}" if source == "facts" else "/file?" + urlencode({"path": real}))
                 return
             _, source = memfiles.resolve(workspace, rel, edit=True)
-            memfiles.delete(workspace, memory, rel)
+            memfiles.delete(workspace, memory, rel, expected=self.get_body_argument("version", None))
         except memfiles.FileRefused as exc:
             raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
+        except memfiles.EditConflict as exc:
+            raise tornado.web.HTTPError(409, str(exc).replace("%", "%%")) from None
         self.redirect(f"/memory/{source}")
 
 
