@@ -3,12 +3,14 @@ wrote is lost, a bad answer is skipped with one log line, and no run makes more 
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from assistant_framework.memory import MemoryService
+from assistant_framework.stores.facts import FactStore
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.llm.client import LLMClient
 from tests.fakes.chat_server import FakeChatServer
@@ -23,14 +25,14 @@ def server():
         yield fake
 
 
-def _service(tmp_path, server: FakeChatServer, memory: dict) -> MemoryService:
+def _service(tmp_path, server: FakeChatServer, memory: dict, *, worker: bool = False) -> MemoryService:
     llm = LLMClient({"runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model"}],
                      "retries_per_runner": 0})
 
     def complete(messages, **kw):
         return llm.complete(messages, **kw).text
 
-    return MemoryService(Workspace(tmp_path / "ws"), {"memory": memory}, complete=complete, start_worker=False)
+    return MemoryService(Workspace(tmp_path / "ws"), {"memory": memory}, complete=complete, start_worker=worker)
 
 
 def _day(svc: MemoryService, conversation: str, turns: int) -> None:
@@ -73,5 +75,27 @@ def test_a_runaway_episode_answer_is_cut_to_whole_lines(tmp_path, server, caplog
         assert len(text) <= 4100  # before: all 100 KB, a hundred and more index entries for one day
         assert text.endswith("- and then the garden again\n")  # whole lines only
         assert len([r for r in caplog.records if "episode" in r.getMessage()]) == 1
+    finally:
+        svc.close()
+
+
+def test_extracted_facts_with_a_huge_field_are_skipped_with_one_line(tmp_path, server, caplog):
+    huge = "x" * 50_000
+    server.enqueue(json.dumps({"facts": [
+        {"subject": "user", "attribute": huge, "value": "tea"},
+        {"subject": huge, "attribute": "drink", "value": "tea"},
+        {"subject": "user", "attribute": "drink", "value": huge},
+        {"subject": "user", "attribute": "pet", "value": "a cat named Miso"},
+    ]}))
+    svc = _service(tmp_path, server, {"extract_idle_seconds": 0}, worker=True)
+    try:
+        svc.after_turn("1", "My cat is called Miso", "Nice!")
+        with caplog.at_level(logging.WARNING, logger="assistant_framework.memory"):
+            assert svc.drain(10)
+        facts = FactStore(svc.workspace).all()
+        # Before: the 50 KB subject and attribute were stored as facts (only the value had a limit).
+        assert [(f["subject"], f["attribute"], f["value"]) for f in facts] == [("user", "pet", "a cat named Miso")]
+        assert len(svc.workspace.read_text("facts/facts.json")) < 2000
+        assert len([r for r in caplog.records if "fact extraction" in r.getMessage()]) == 1
     finally:
         svc.close()

@@ -20,6 +20,8 @@ from .modelcall import call_model, json_schema_format, parse_json_reply
 log = logging.getLogger(__name__)
 MAX_FACTS = 10
 MAX_VALUE_CHARS = 300
+#: A subject ("user", a name) or an attribute ("favourite drink") longer than this is no fact.
+MAX_KEY_CHARS = 100
 
 FACTS_SCHEMA: dict = {
     "type": "object",
@@ -70,7 +72,12 @@ def extract_facts(complete: Callable, user_text: str, reply: str, earlier: list[
     parsed = parse_json_reply(text, FACTS_SCHEMA, "fact extraction")
     if parsed is None:
         return []
-    return [f for f in parsed["facts"] if len(f["value"]) <= MAX_VALUE_CHARS][:MAX_FACTS]
+    facts = [f for f in parsed["facts"] if len(f["value"]) <= MAX_VALUE_CHARS
+             and len(f["subject"]) <= MAX_KEY_CHARS and len(f["attribute"]) <= MAX_KEY_CHARS]
+    if len(facts) < len(parsed["facts"]):
+        log.warning("fact extraction: %d fact(s) with a field over %d/%d chars skipped",
+                    len(parsed["facts"]) - len(facts), MAX_KEY_CHARS, MAX_VALUE_CHARS)
+    return facts[:MAX_FACTS]
 
 
 def extract_and_store(
