@@ -575,3 +575,19 @@ def test_deleting_a_file_changed_since_it_was_shown_is_refused(site):
     reply = session.post(f"{site.base}/file/delete", data={"path": "notes/shopping.md", "version": current, "_xsrf": xsrf},
                          allow_redirects=False)
     assert reply.status_code == 302 and not site.workspace.exists("notes/shopping.md")
+
+
+def test_a_note_that_is_not_utf8_is_shown_and_not_overwritten_by_the_editor(site):
+    """A hand-copied Latin-1 note: the view answered 500; an edit would replace its bytes with U+FFFD."""
+    raw = "# Café\n\nCrème brûlée for Sunday.\n".encode("latin-1")
+    site.workspace.path("notes/latin.md").write_bytes(raw)
+    page = requests.get(f"{site.base}/file?path=notes/latin.md", headers=BEARER)
+    assert page.status_code == 200 and "Sunday" in page.text and "not UTF-8" in page.text
+    assert "edit=1" not in page.text  # no Edit button for it
+    shown = requests.get(f"{site.base}/api/file?path=notes/latin.md", headers=BEARER)
+    assert shown.status_code == 200 and "Sunday" in shown.json()["text"]
+    reply = requests.post(f"{site.base}/api/file?path=notes/latin.md", headers=BEARER,
+                          json={"content": shown.json()["text"], "version": shown.json()["version"]})
+    assert reply.status_code == 400 and "not UTF-8" in reply.json()["error"]
+    assert site.workspace.path("notes/latin.md").read_bytes() == raw
+    assert requests.delete(f"{site.base}/api/file?path=notes/latin.md", headers=BEARER).json() == {"deleted": True}

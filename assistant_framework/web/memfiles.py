@@ -60,6 +60,8 @@ class MemoryFile:
     lines: list[str] = field(default_factory=list)
     #: ``file_version`` when it was read: the editor sends it back, so a save over a newer file is refused.
     version: str = ""
+    #: False for bytes that are not UTF-8: shown with U+FFFD in their place, never saved from the editor.
+    utf8: bool = True
 
 
 def resolve(workspace: Workspace, rel: str, *, edit: bool = False) -> tuple[str, str]:
@@ -82,6 +84,10 @@ def file_version(workspace: Workspace, real: str) -> str:
         data = workspace.path(real).read_bytes()
     except FileNotFoundError:
         return "absent"
+    return _digest(data)
+
+
+def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:32]
 
 
@@ -96,8 +102,11 @@ def list_files(workspace: Workspace, category: str) -> list[str]:
 def load(workspace: Workspace, rel: str) -> MemoryFile:
     """A memory file to show; FileRefused for anything else, FileNotFoundError when missing."""
     real, source = resolve(workspace, rel)
-    version = file_version(workspace, real)
-    text = workspace.read_text(real)
+    data = workspace.path(real).read_bytes()
+    try:
+        text, utf8 = data.decode("utf-8"), True
+    except UnicodeDecodeError:  # a hand-copied Latin-1 note: shown, not edited
+        text, utf8 = data.decode("utf-8", "replace"), False
     records = None
     if real.endswith(".json"):
         try:
@@ -106,7 +115,7 @@ def load(workspace: Workspace, rel: str) -> MemoryFile:
             data = None
         if isinstance(data, list) and all(isinstance(row, dict) for row in data):
             records = data
-    return MemoryFile(real, source, source in EDITABLE, text, records, text.splitlines(), version)
+    return MemoryFile(real, source, source in EDITABLE, text, records, text.splitlines(), _digest(data), utf8)
 
 
 def check_content(rel: str, text: str) -> str | None:
@@ -141,8 +150,12 @@ def save(workspace: Workspace, memory: Any, rel: str, text: str, secrets: Sequen
     problem = check_content(real, text)
     if problem:
         raise ValueError(problem)
-    if secrets and workspace.exists(real):
-        current = workspace.read_text(real)
+    try:
+        current = workspace.read_text(real, default="")
+    except UnicodeDecodeError:  # the editor showed U+FFFD for those bytes: saving would replace them
+        raise ValueError(f"{real} holds bytes that are not UTF-8; nothing was saved: convert it to UTF-8 on disk, "
+                         "or delete it") from None
+    if secrets and current:
         if secret_spans(current, secrets):  # a whole secret, or a piece of one the page also shows as ***
             raise ValueError(f"{real} holds a secret that this page shows as *** and would overwrite; "
                              "nothing was saved: edit this file on disk")
