@@ -99,3 +99,25 @@ def test_extracted_facts_with_a_huge_field_are_skipped_with_one_line(tmp_path, s
         assert len([r for r in caplog.records if "fact extraction" in r.getMessage()]) == 1
     finally:
         svc.close()
+
+
+def test_facts_file_broken_by_a_hand_edit_keeps_the_exchange_until_it_is_fixed(tmp_path, server, caplog):
+    server.set_handler(lambda request: json.dumps(
+        {"facts": [{"subject": "user", "attribute": "pet", "value": "a cat named Miso"}]}))
+    svc = _service(tmp_path, server, {"extract_idle_seconds": 0}, worker=True)
+    ws = svc.workspace
+    broken = '[{"subject": "user", "attribute": "drink", "value": "tea",}]\n'  # a trailing comma typed by hand
+    try:
+        ws.write_text("facts/facts.json", broken)
+        with caplog.at_level(logging.WARNING, logger="assistant_framework.memory"):
+            svc.after_turn("1", "My cat is called Miso", "Nice!")
+            assert svc.drain(10)
+        assert ws.read_text("facts/facts.json") == broken  # the owner's file as they left it
+        assert server.chat_requests == []  # no model call whose facts could not be stored
+        assert len([r for r in caplog.records if "facts/facts.json" in r.getMessage()]) == 1
+        # Fixed: the exchange was kept (before: its facts were dropped, one warning per fact).
+        ws.write_text("facts/facts.json", broken.replace(",}", "}"))
+        assert svc.drain(10)
+        assert [f["value"] for f in FactStore(ws).all()] == ["tea", "a cat named Miso"]
+    finally:
+        svc.close()

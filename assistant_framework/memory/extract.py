@@ -109,10 +109,11 @@ def extract_batch_and_store(
     ``untrusted`` (outside content in any of them) stores every fact marked."""
     if not pairs:
         return []
+    store = FactStore(workspace)
+    store.all()  # a facts.json the owner broke raises here, before the model call: the batch waits for the fix
     facts = extract_facts(complete, pairs[-1][0], pairs[-1][1], list(pairs[:-1]))
     if not facts:
         return []
-    store = FactStore(workspace)
     ref = ",".join(turn_ids) if turn_ids else f"conversation:{conversation_id}"
     results = []
     for fact in facts:
