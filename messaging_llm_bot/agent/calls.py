@@ -33,6 +33,11 @@ def schema_hint(skills: SkillManager, name: str) -> str | None:
     return "Args schema: " + json.dumps(skill.args_schema, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
 
+def call_key(call: SkillCall) -> str:
+    """The skill and its arguments as one string: equal for the same call written twice."""
+    return call.skill + "\n" + json.dumps(call.args, sort_keys=True, ensure_ascii=False, default=str)
+
+
 class CallRunner:
     """Runs the skill calls of one model answer against the agent's skills, gate and workspace."""
 
@@ -69,6 +74,12 @@ class CallRunner:
             result = skills.run(call.skill, call.args, context)
             record.update(ok=False, error=result.error, error_kind=result.error_kind)
             return self._finish_call(call, record, turn, format_skill_error(call.skill, result.error or "invalid args", schema_hint(skills, call.skill)), emit)
+        key = call_key(call)
+        if key in turn.writes_done and is_write_call(skill.capabilities, call.args):
+            # A small model often answers a write's result with the same call: a second task, a reminder twice.
+            record.update(ok=True, repeated=True)
+            done = f"Not run again: the same call already ran in this turn and returned:\n{turn.writes_done[key]}"
+            return self._finish_call(call, record, turn, format_skill_result(call.skill, done, self.settings.skill_result_limit_chars), emit)
         if turn.guest is not None and turn.area is None:
             turn.area = guest_workspace(self.workspace, turn.conversation_id)
         why = UNTRUSTED_WHY if turn.untrusted else HISTORY_WHY
@@ -89,6 +100,7 @@ class CallRunner:
                 turn.untrusted = True
                 feedback = UNTRUSTED_NOTE + "\n" + feedback
             if is_write_call(skill.capabilities, call.args):
+                turn.writes_done[key] = result.text()
                 turn.wrote_memory = True
                 where = saved_location(result.value)
                 if where:

@@ -74,6 +74,7 @@ class TurnRecord:
     area: Any = None  # a guest turn's Workspace (the chat's own folder), made on first use
     stop: threading.Event = field(default_factory=threading.Event)  # set by ``Agent.stop``
     shown: str = ""  # the reply text streamed to the user so far
+    writes_done: dict[str, str] = field(default_factory=dict)  # a successful write call's key -> its result text
 
     def check_stop(self) -> None:
         """Raise ``TurnStopped`` once the owner has asked to stop this turn."""
