@@ -24,7 +24,7 @@ import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from assistant_framework.background import BackgroundWorker
 from assistant_framework.config import SECRET_KEY
@@ -203,12 +203,27 @@ class TraceStore:
         return len(doomed)
 
     def load(self, trace_id: str) -> dict:
-        """One trace; KeyError naming the id when it does not exist."""
+        """One trace; KeyError naming the id when it does not exist, ValueError when its file is damaged."""
         self._settled()
-        data = self.workspace.read_json(trace_path(trace_id))
-        if data is None:
+        rel = trace_path(trace_id)
+        try:
+            data = self.workspace.read_json(rel)
+        except UnicodeDecodeError:
+            raise ValueError(f"workspace file {rel!r} is not UTF-8") from None
+        if data is None and not self.workspace.exists(rel):
             raise KeyError(f"trace {trace_id!r} does not exist")
+        if not isinstance(data, dict):
+            raise ValueError(f"workspace file {rel!r} is not a trace (not a JSON object)")
         return data
+
+    def _readable(self, ids: Iterable[str], damaged: list[str] | None) -> Iterator[tuple[str, dict]]:
+        # A damaged file (cut in half, hand-edited) costs only itself; ``damaged`` collects why.
+        for trace_id in ids:
+            try:
+                yield trace_id, self.load(trace_id)
+            except ValueError as exc:
+                if damaged is not None:
+                    damaged.append(str(exc))
 
     def find(self, prefix: str) -> str:
         """The trace whose id is or starts with ``prefix``; KeyError when none does or several do (listing them)."""
@@ -222,16 +237,14 @@ class TraceStore:
         shown = "\n  ".join(matches[:20]) + ("\n  ..." if len(matches) > 20 else "")
         raise KeyError(f"{len(matches)} trace ids start with {prefix!r}; give more of the id:\n  {shown}")
 
-    def last(self) -> dict | None:
-        """The newest trace, or None when there are none."""
-        ids = self.ids()
-        return self.load(ids[-1]) if ids else None
+    def last(self, damaged: list[str] | None = None) -> dict | None:
+        """The newest readable trace, or None when there are none (damaged newer ones are named in ``damaged``)."""
+        return next((trace for _, trace in self._readable(reversed(self.ids()), damaged)), None)
 
-    def summaries(self, limit: int = 20) -> list[TraceSummary]:
-        """The newest ``limit`` traces as list lines, newest first."""
-        out = []
-        for trace_id in list(reversed(self.ids()))[:limit]:
-            trace = self.load(trace_id)
+    def summaries(self, limit: int = 20, damaged: list[str] | None = None) -> list[TraceSummary]:
+        """The newest ``limit`` readable traces as list lines, newest first (damaged ones skipped, named in ``damaged``)."""
+        out: list[TraceSummary] = []
+        for trace_id, trace in self._readable(reversed(self.ids()), damaged):
             usage = trace.get("usage") or {}
             out.append(
                 TraceSummary(
@@ -245,6 +258,8 @@ class TraceStore:
                     ok=bool(trace.get("ok", True)),
                 )
             )
+            if len(out) >= limit:
+                break
         return out
 
     def stats(self, days: int = 30, now: datetime | None = None) -> dict:
@@ -262,7 +277,7 @@ class TraceStore:
             return aggregate_usage(rows)
         # Workspaces from before the usage ledger: the kept traces are all there is.
         since = start.astimezone(timezone.utc).strftime("%Y%m%d")
-        return aggregate_usage(self.load(i) for i in self.ids() if i[:8] >= since)
+        return aggregate_usage(trace for _, trace in self._readable((i for i in self.ids() if i[:8] >= since), None))
 
 
 _STAT_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")

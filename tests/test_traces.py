@@ -151,3 +151,33 @@ def test_stats_outlive_trace_pruning(workspace):
     stats = store.stats(days=30, now=datetime(2026, 3, 3, tzinfo=timezone.utc))
     assert stats["total"]["turns"] == 3 and stats["total"]["prompt_tokens"] == 30  # ... but /stats saw all three
     assert workspace.list("state/usage/*.jsonl") == ["state/usage/2026-03.jsonl"]
+
+
+def test_a_damaged_trace_costs_only_itself_in_the_cli(workspace, capsys):
+    """A trace cut in half (disk full, a copy interrupted) made every trace command an internal error."""
+    store = TraceStore(workspace)
+    request = {"model": "m", "messages": [{"role": "user", "content": "older question"}], "usage": {"prompt_tokens": 5}}
+    older = store.write({"id": new_trace_id(datetime(2026, 6, 1, 10, tzinfo=timezone.utc)), "time": "2026-06-01T10:00:00+00:00",
+                         "conversation": "c", "model": "m", "rounds": 1, "requests": [request]})
+    newer = store.write({"id": new_trace_id(datetime(2026, 6, 2, 10, tzinfo=timezone.utc)), "time": "2026-06-02T10:00:00+00:00",
+                         "conversation": "c", "model": "m", "rounds": 1, "requests": [request]})
+    cut = workspace.path(trace_path(newer))
+    cut.write_text(cut.read_text()[:40])
+    root = str(workspace.root)
+
+    assert cli_main(["trace", "list", "--workspace", root]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith(older) and newer not in captured.out
+    assert newer in captured.err and "damaged" in captured.err and "internal error" not in captured.err
+    assert cli_main(["trace", "list", "--json", "--workspace", root]) == 0
+    assert [row["id"] for row in json.loads(capsys.readouterr().out)] == [older]
+
+    assert cli_main(["trace", "show", newer, "--workspace", root]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and newer in captured.err and "damaged" in captured.err and "internal error" not in captured.err
+
+    assert cli_main(["trace", "last-prompt", "--workspace", root]) == 0
+    captured = capsys.readouterr()
+    assert "older question" in captured.out and older in captured.out and newer in captured.err
+    assert cli_main(["trace", "last-prompt", "--json", "--workspace", root]) == 0
+    assert json.loads(capsys.readouterr().out)["trace"] == older

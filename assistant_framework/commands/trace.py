@@ -78,7 +78,19 @@ def _selected(args: argparse.Namespace) -> list[dict]:
     ids = [store.find(i) for i in args.ids]
     if args.last or not ids:
         ids += store.ids()[-(args.last or 1):]
-    return [store.load(i) for i in dict.fromkeys(ids)]
+    traces = []
+    for trace_id in dict.fromkeys(ids):
+        try:
+            traces.append(store.load(trace_id))
+        except ValueError as exc:
+            _skipped([str(exc)])
+    return traces
+
+
+def _skipped(damaged: list[str]) -> None:
+    """Name each damaged trace file that was left out (on stderr: stdout may be JSON for a script)."""
+    for problem in damaged:
+        print(f"skipped a damaged trace: {problem}", file=sys.stderr)
 
 
 def _store(args: argparse.Namespace) -> TraceStore:
@@ -109,7 +121,9 @@ def format_section_sizes(sizes: dict) -> str:
 
 
 def cmd_last_prompt(args: argparse.Namespace) -> int:
-    trace = _store(args).last()
+    damaged: list[str] = []
+    trace = _store(args).last(damaged)
+    _skipped(damaged)
     if trace is None or not trace.get("requests"):
         # With --json, stdout stays for JSON only (a script pipes it): the sentence goes to stderr.
         print(f"no traces in {args.workspace}/traces yet: send the bot a message first",
@@ -128,7 +142,9 @@ def cmd_last_prompt(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    rows = _store(args).summaries(limit=args.limit)
+    damaged: list[str] = []
+    rows = _store(args).summaries(limit=args.limit, damaged=damaged)
+    _skipped(damaged)
     if args.json:
         print(json.dumps([dataclasses.asdict(row) for row in rows], indent=2, ensure_ascii=False))
         return 0
@@ -149,6 +165,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     except KeyError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return 2
+    except ValueError as exc:  # found, but its file is cut short or not JSON
+        print(f"error: the trace is damaged: {exc}", file=sys.stderr)
+        return 1
     print(json.dumps(trace, indent=2, ensure_ascii=False))
     return 0
 
