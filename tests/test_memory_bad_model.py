@@ -121,3 +121,21 @@ def test_facts_file_broken_by_a_hand_edit_keeps_the_exchange_until_it_is_fixed(t
         assert [f["value"] for f in FactStore(ws).all()] == ["tea", "a cat named Miso"]
     finally:
         svc.close()
+
+
+@pytest.mark.parametrize("answer", [
+    'Here are the facts {as JSON}:\n```json\n{FACTS}\n```',
+    '```json\n{FACTS}\n```\n\nNote: I left out the small talk {greetings}.',
+    'Sure!\n```\n{FACTS}\n```\nAnything else?',
+])
+def test_fenced_json_with_braces_in_the_prose_around_it_is_accepted(tmp_path, server, answer):
+    facts = json.dumps({"facts": [{"subject": "user", "attribute": "pet", "value": "a cat named Miso"}]})
+    server.enqueue(answer.replace("{FACTS}", facts))
+    svc = _service(tmp_path, server, {"extract_idle_seconds": 0}, worker=True)
+    try:
+        svc.after_turn("1", "My cat is called Miso", "Nice!")
+        assert svc.drain(10)
+        # Before: the braces in the prose made the answer "not JSON": the fact was lost.
+        assert [f["value"] for f in FactStore(svc.workspace).all()] == ["a cat named Miso"]
+    finally:
+        svc.close()

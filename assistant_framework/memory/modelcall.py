@@ -12,6 +12,7 @@ import jsonschema
 
 log = logging.getLogger(__name__)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+_FENCED_BLOCK = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.IGNORECASE | re.DOTALL)
 
 
 def accepts_extra(complete: Callable) -> bool:
@@ -41,6 +42,8 @@ def parse_json_reply(text: str, schema: dict, what: str) -> Any | None:
     try:
         value = json.loads(cleaned)
     except json.JSONDecodeError:
+        block = _FENCED_BLOCK.search(text or "")  # a fenced block with prose around it (braces in the prose too)
+        cleaned = block.group(1) if block else cleaned
         start, end = cleaned.find("{"), cleaned.rfind("}")
         try:
             value = json.loads(cleaned[start : end + 1]) if 0 <= start < end else None
