@@ -94,7 +94,8 @@ def restore(archive: str | os.PathLike[str], workspace: str | os.PathLike[str], 
     """Restore ``archive`` into ``workspace``; an existing one is kept as ``<name>.before-restore-<time>``
     (only with ``force``). Returns where the old workspace went, or None."""
     source = Path(archive)
-    target = Path(workspace).expanduser()
+    # Absolute and normalised ("." or "ws/.." have no name to put the old one beside), links not followed.
+    target = Path(os.path.abspath(Path(workspace).expanduser()))
     if not source.is_file():
         raise BackupError(f"{source}: no such archive")
     if target.exists() and any(target.iterdir()) and not force:

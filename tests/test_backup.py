@@ -76,3 +76,18 @@ def test_restore_refuses_foreign_or_hostile_archives_and_changes_nothing(tmp_pat
 def test_backup_of_a_folder_that_is_not_a_workspace_exits_2(tmp_path: Path, capsys) -> None:
     assert main(["backup", "--workspace", str(tmp_path / "typo"), "--out", str(tmp_path)]) == 2
     assert "not a workspace" in capsys.readouterr().err
+
+
+def test_restore_into_the_current_folder_by_dot(tmp_path: Path, capsys, monkeypatch) -> None:
+    """`cd workspace && assistant restore b.tar.gz --workspace . --force` was an internal error (Path('.') has no name)."""
+    ws = _workspace(tmp_path / "ws")
+    assert main(["backup", "--workspace", str(ws.root), "--out", str(tmp_path / "b.tar.gz")]) == 0
+    ws.write_text("notes/new.md", "# New\n")
+    monkeypatch.chdir(ws.root)
+    assert main(["restore", str(tmp_path / "b.tar.gz"), "--workspace", ".", "--force"]) == 0
+    captured = capsys.readouterr()
+    assert "internal error" not in captured.err and "the previous workspace is in" in captured.out
+    assert (tmp_path / "ws" / "notes" / "groceries.md").read_text() == "# Groceries\neggs\n"
+    assert not (tmp_path / "ws" / "notes" / "new.md").exists()
+    kept = next(tmp_path.glob("ws.before-restore-*"))
+    assert (kept / "notes" / "new.md").read_text() == "# New\n"
