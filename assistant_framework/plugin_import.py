@@ -43,8 +43,10 @@ def _ensure_parent_packages(module_name: str) -> None:
 
 def forget_module(module_name: str) -> None:
     """Drop a plugin module and its submodules from ``sys.modules`` (for reload)."""
-    for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
-        del sys.modules[name]
+    # A copy first (one C call, atomic under the GIL): another thread importing at the same moment
+    # would otherwise end the iteration with "dictionary changed size during iteration".
+    for name in [n for n in sys.modules.copy() if n == module_name or n.startswith(module_name + ".")]:
+        sys.modules.pop(name, None)
 
 
 class _FreshSourceLoader(importlib.machinery.SourceFileLoader):

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.crash_bot import BotProcess, echo_reply, sent_texts, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
 
@@ -136,3 +138,43 @@ def test_a_plugin_folder_in_the_config_that_does_not_exist_is_reported(tmp_path:
     assert collectors.returncode == 1, collectors.stderr
     assert [e["error"] for e in json.loads(collectors.stdout)["errors"]] == [
         f"{missing_collectors}: no such folder (listed in runtime.collectors_dirs)"]
+
+
+def test_forgetting_a_plugin_module_survives_another_thread_importing(tmp_path: Path) -> None:
+    """The bot loads skills and collectors while other threads import: a plugin's own error must be
+    reported, not "RuntimeError: dictionary changed size during iteration" (seen at start-up)."""
+    import sys
+    import threading
+    import types
+
+    from assistant_framework.plugin_import import PluginImportError, forget_module, import_plugin
+
+    stop = threading.Event()
+
+    def churn() -> None:  # what another thread's imports do to sys.modules
+        i = 0
+        while not stop.is_set():
+            name = f"_plugin_test_churn_{i % 50}"
+            if sys.modules.pop(name, None) is None:
+                sys.modules[name] = types.ModuleType(name)
+            i += 1
+
+    broken = tmp_path / "weather"
+    broken.mkdir()
+    (broken / "__init__.py").write_text("def run(:\n")
+    thread = threading.Thread(target=churn, daemon=True)
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: the race shows in a few hundred tries
+    thread.start()
+    try:
+        for _ in range(300):
+            forget_module("nothing.here")
+        for _ in range(20):
+            with pytest.raises(PluginImportError, match="SyntaxError"):
+                import_plugin(broken, "plugin_test_race")
+    finally:
+        sys.setswitchinterval(old)
+        stop.set()
+        thread.join(5)
+        for i in range(50):
+            sys.modules.pop(f"_plugin_test_churn_{i}", None)
