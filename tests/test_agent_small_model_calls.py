@@ -32,3 +32,20 @@ def test_a_write_call_repeated_in_the_next_round_is_not_run_twice(bot_config, wo
     assert [r["text"] for r in reminders] == ["call mom"]
     told = chat_server.chat_requests[2]["messages"][-1]["content"]
     assert "already ran in this turn" in told and "added task t1: buy milk" in told, told
+
+
+def test_a_call_missing_its_last_brace_runs_instead_of_reaching_the_user(bot_config, workspace, chat_server):
+    # Small models miscount the closing braces of the nested args object.
+    chat_server.enqueue('{"skill": "tasks", "args": {"action": "add", "title": "buy milk"}', '{"reply": "Added."}')
+    result = make_agent(bot_config, workspace).handle_message("c1", "add buy milk")
+    assert result.reply.startswith("Added."), (result.reply, result.skill_calls)
+    tasks = json.loads((workspace.root / "tasks/tasks.json").read_text())
+    assert [t["title"] for t in tasks] == ["buy milk"]
+
+
+def test_a_call_cut_inside_its_args_shows_no_json_to_the_user(bot_config, workspace, chat_server):
+    # Args still open: what was meant cannot be known, so nothing runs, and the JSON is not the reply.
+    chat_server.enqueue('{"skill": "tasks", "args": {"action": "add", "title": "buy milk", "note": {"x": 1}')
+    result = make_agent(bot_config, workspace).handle_message("c1", "add buy milk")
+    assert '"skill"' not in result.reply, result.reply
+    assert not (workspace.root / "tasks/tasks.json").exists()

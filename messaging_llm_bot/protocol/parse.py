@@ -4,7 +4,8 @@ The model answers with one JSON object: ``{"skill": "<name>", "args": {...}}`` t
 skill, or ``{"reply": "<text>"}`` (or plain text) to answer. Weak models drift, so the
 parser recovers calls from fences, ``<tool_call>`` tags, surrounding prose, synonyms,
 OpenAI shapes, JSON-string args, Python-literal / single-quoted / trailing-comma / commented JSON,
-and arrays or runs of call objects. A leading ``<think>...</think>`` block is dropped.
+and arrays or runs of call objects, and a call missing only its last ``}``. A leading
+``<think>...</think>`` block is dropped.
 
 When is a JSON object a call? (precision first: content must never run a skill)
 
@@ -223,12 +224,31 @@ def _split_dotted_actions(calls: list[SkillCall], known: frozenset[str]) -> list
     return labels
 
 
+def _unclosed_call(text: str, known: frozenset[str]) -> tuple[list[SkillCall], list[str]] | None:
+    """A call whose only fault is its missing last ``}`` (small models miscount the braces after
+    the args object); None when more is open, since what was meant then is unknown."""
+    closed = text + "}"
+    parsed = loads_lenient(closed) if open_region(closed) is None else None
+    if parsed is None or not isinstance(parsed[0], dict):
+        return None
+    calls, labels = calls_from_value(parsed[0], known, closed)
+    return (calls, parsed[1] + labels + ["unclosed"]) if calls else None
+
+
 def parse_model_output(text: str, skill_names: Collection[str] = ()) -> ParsedOutput:
     """Read one model output as skill calls (in order) or a final reply; see module docstring."""
     body, thought = strip_think(text or "")
     recovered = ["think"] if thought else []
     known = frozenset(skill_names)
     candidates = scan(body)
+    outer = body.find("{")
+    if _CALL_PREFIX_RE.match(body) and outer >= 0 and open_region(body) == outer:
+        # The call object itself is open: objects closed inside it are its args, never calls.
+        unclosed = _unclosed_call(body[outer:].rstrip(), known)
+        if unclosed is not None:
+            return ParsedOutput(unclosed[0], None, _dedupe(recovered + unclosed[1]))
+        if candidates:  # cut off inside its args: what was meant is unknown, and it is not for the user
+            return ParsedOutput([], "", recovered + ["truncated_call"])
     calls: list[SkillCall] = []
     spans: list[tuple[int, int]] = []
     for cand in candidates:
