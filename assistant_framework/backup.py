@@ -68,9 +68,17 @@ def backup(workspace: str | os.PathLike[str], out: str | os.PathLike[str] = ".",
                 if path.is_dir():  # folders too, so the layout (state/, ...) comes back even when empty
                     tar.add(path, arcname=f"{ARCHIVE_ROOT}/{rel}", recursive=False)
                 elif path.is_file():
-                    tar.add(path, arcname=f"{ARCHIVE_ROOT}/{rel}", recursive=False)
+                    # Opened first, then measured: a file the bot replaces meanwhile is archived whole (the
+                    # version that was opened), one it deleted since the listing is left out, not a failure.
+                    try:
+                        handle = path.open("rb")
+                    except FileNotFoundError:
+                        continue
+                    with handle:
+                        info = tar.gettarinfo(arcname=f"{ARCHIVE_ROOT}/{rel}", fileobj=handle)
+                        tar.addfile(info, handle)
                     files += 1
-                    total += path.stat().st_size
+                    total += info.size
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)

@@ -91,3 +91,39 @@ def test_restore_into_the_current_folder_by_dot(tmp_path: Path, capsys, monkeypa
     assert not (tmp_path / "ws" / "notes" / "new.md").exists()
     kept = next(tmp_path.glob("ws.before-restore-*"))
     assert (kept / "notes" / "new.md").read_text() == "# New\n"
+
+
+def test_a_backup_while_the_bot_deletes_and_replaces_files_succeeds_with_whole_files(tmp_path: Path) -> None:
+    """Inbox items are deleted and files atomically replaced while the bot runs: a file listed and then
+    gone made the whole backup fail (FileNotFoundError), and one replaced between stat and read could be cut."""
+    import threading
+
+    from assistant_framework.backup import backup
+
+    ws = Workspace(tmp_path / "ws")
+    names = [f"state/inbox/pending/c/{i}.json" for i in range(200)]
+    for name in names:
+        ws.write_text(name, "x" * 3000)
+    stop = threading.Event()
+
+    def bot() -> None:
+        n = 0
+        while not stop.is_set():
+            name = names[n % len(names)]
+            if not ws.delete(name):
+                ws.write_text(name, ("y" if n % 2 else "z") * (1000 + n % 4000), durable=False)
+            n += 1
+
+    writer = threading.Thread(target=bot)
+    writer.start()
+    try:
+        archives = [backup(ws.root, tmp_path / f"b{n}.tar.gz").path for n in range(20)]
+    finally:
+        stop.set()
+        writer.join()
+    for archive in archives:
+        with tarfile.open(archive) as tar:
+            for member in tar.getmembers():
+                if member.isfile():
+                    data = tar.extractfile(member).read()
+                    assert data and len(set(data)) == 1 and len(data) == member.size, member.name  # one whole version
