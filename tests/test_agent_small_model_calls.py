@@ -49,3 +49,12 @@ def test_a_call_cut_inside_its_args_shows_no_json_to_the_user(bot_config, worksp
     result = make_agent(bot_config, workspace).handle_message("c1", "add buy milk")
     assert '"skill"' not in result.reply, result.reply
     assert not (workspace.root / "tasks/tasks.json").exists()
+
+
+def test_a_dotted_skill_name_with_flat_args_runs(bot_config, workspace, chat_server):
+    # Two known drifts at once: "tasks.add" and the args beside the skill key instead of in "args".
+    chat_server.enqueue('{"skill": "tasks.add", "title": "buy milk", "due": "2026-03-04"}', '{"reply": "Added."}')
+    result = make_agent(bot_config, workspace).handle_message("c1", "add buy milk for tomorrow")
+    assert result.reply.startswith("Added."), result.reply
+    tasks = json.loads((workspace.root / "tasks/tasks.json").read_text())
+    assert [(t["title"], t["due"]) for t in tasks] == [("buy milk", "2026-03-04")]

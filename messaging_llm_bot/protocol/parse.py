@@ -14,8 +14,8 @@ When is a JSON object a call? (precision first: content must never run a skill)
    (``args``/``arguments``/``parameters``/``params``/``input``) and meta keys (``id``,
    ``type``, ``reason``, ``thought``...) it has no other keys. Unknown names still count,
    so the loop can answer "unknown skill, did you mean ...".
-   With other keys too, it is a call only if the name is a known skill (the extra keys
-   become the args when no args key is given: "flat_args").
+   With other keys too, it is a call only if the name is a known skill, or ``<known skill>.<action>``
+   (the extra keys become the args when no args key is given: "flat_args").
 2. ``function`` holding ``{"name", "arguments"}`` (OpenAI ``tool_calls`` entry shape).
 3. ``name`` plus an args key and nothing else, where the name is a known skill or the
    args are an object (or a JSON string holding one).
@@ -120,7 +120,7 @@ def _call_from_dict(obj: dict, known: Collection[str], raw: str) -> tuple[SkillC
         if skill_key != "skill":
             labels.insert(0, f"synonym:{skill_key}")
         extras = set(obj) - {skill_key, args_key} - META_KEYS
-        if extras and name not in known:
+        if extras and name not in known and name.partition(".")[0] not in known:  # "tasks.add" counts as tasks
             return None
         if extras and args_key is None:
             flat = {k: v for k, v in obj.items() if k != skill_key and k not in THOUGHT_KEYS}
