@@ -160,3 +160,21 @@ def test_a_file_given_as_workspace_is_refused_in_one_line(tmp_path: Path) -> Non
     result = _run("memory", "stats", "--workspace", str(tmp_path / "notes.txt"), "--config", str(tmp_path))
     assert result.returncode == 2 and "not a workspace" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_eval_takes_a_cases_file_as_well_as_a_folder(tmp_path: Path, capsys) -> None:
+    """`trace export-cases --out mine.yaml` writes a file; `--cases mine.yaml` said 'folder ... does not exist'."""
+    (tmp_path / "mine.yaml").write_text("cases:\n  - id: hi\n    category: no_skill\n    message: hello\n    expect: {skill: null}\n")
+    (tmp_path / "empty.yaml").write_text("")
+    with FakeChatServer() as server:
+        server.set_handler(lambda request: '{"reply": "Hello!"}')
+        argv = ["eval", "skills", "--base-url", server.base_url, "--model", "fake-model", "--no-builtin", "--config", str(tmp_path / "none")]
+        assert main([*argv, "--cases", str(tmp_path / "mine.yaml")]) == 0
+        assert "does not exist" not in capsys.readouterr().err
+        assert main([*argv, "--cases", str(tmp_path / "empty.yaml")]) == 2
+        assert "empty.yaml: expected a case object or a list of cases" in capsys.readouterr().err
+        assert main([*argv, "--cases", str(tmp_path / "nosuch.yaml")]) == 2
+        assert "nosuch.yaml does not exist" in capsys.readouterr().err
+        (tmp_path / "latin.yaml").write_bytes("message: café\n".encode("latin-1"))
+        assert main([*argv, "--cases", str(tmp_path / "latin.yaml")]) == 2
+        assert "latin.yaml: cannot parse: the file is not UTF-8" in capsys.readouterr().err

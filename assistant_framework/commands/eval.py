@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     skills = commands.add_parser(
         "skills",
         help="run the skill-calling suite against a model",
-        description="Run the built-in skill-calling cases (plus --cases DIR) against the configured runner, "
+        description="Run the built-in skill-calling cases (plus --cases PATH) against the configured runner, "
         "print a table per category, optionally write a JSON report; or compare two reports.",
     )
     skills.add_argument("--config", default="config", help="config file or directory (default: config)")
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     skills.add_argument("--structured-output", choices=("auto", "json_schema", "json_object", "off"),
                         help="override the runner's structured_output (how answers are constrained to the protocol)")
     skills.add_argument("--tool-transport", choices=("json", "native", "auto"), help="override the runner's tool_transport")
-    skills.add_argument("--cases", action="append", default=[], metavar="DIR", help="add your own cases (JSON or YAML files); repeatable")
+    skills.add_argument("--cases", action="append", default=[], metavar="PATH", help="add your own cases (a folder of JSON or YAML files, or one file); repeatable")
     skills.add_argument("--no-builtin", action="store_true", help="run only the cases given with --cases")
     skills.add_argument("--category", action="append", default=[], help="run only these categories; repeatable")
     skills.add_argument("--id", action="append", default=[], dest="ids", help="run only these case ids; repeatable")

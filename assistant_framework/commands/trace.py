@@ -240,5 +240,5 @@ def cmd_export_cases(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"error: cannot write {args.out}: {exc.strerror}", file=sys.stderr)
         return 2
-    print(f"{len(cases)} case(s) written to {args.out}; review the expectations, then run: assistant eval skills --cases {args.out.rsplit('/', 1)[0] if '/' in args.out else '.'}")
+    print(f"{len(cases)} case(s) written to {args.out}; review the expectations, then run: assistant eval skills --cases {args.out}")
     return 0

@@ -79,17 +79,19 @@ class CaseError(ValueError):
 
 
 def load_cases(dirs: list[Path]) -> list[EvalCase]:
-    """All cases from the given folders (``*.json``, ``*.yaml``, ``*.yml``), ids unique."""
+    """All cases from the given folders (``*.json``, ``*.yaml``, ``*.yml``) or files, ids unique."""
     cases: list[EvalCase] = []
     seen: dict[str, str] = {}
     validator = jsonschema.Draft202012Validator(CASE_SCHEMA)
     for folder in dirs:
         folder = Path(folder)
-        if not folder.is_dir():
-            raise CaseError(f"eval cases folder {folder} does not exist")
-        for path in sorted(folder.rglob("*")):
-            if path.suffix not in (".json", ".yaml", ".yml") or not path.is_file():
-                continue
+        if folder.is_file():  # one file, e.g. what ``trace export-cases --out`` wrote
+            paths = [folder]
+        elif folder.is_dir():
+            paths = [p for p in sorted(folder.rglob("*")) if p.suffix in (".json", ".yaml", ".yml") and p.is_file()]
+        else:
+            raise CaseError(f"eval cases folder or file {folder} does not exist")
+        for path in paths:
             for raw in _read(path):
                 errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))
                 if errors:
@@ -103,7 +105,10 @@ def load_cases(dirs: list[Path]) -> list[EvalCase]:
 
 
 def _read(path: Path) -> list[dict]:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CaseError(f"{path}: cannot parse: the file is not UTF-8") from None
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
