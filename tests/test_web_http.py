@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 BEARER = {"Authorization": f"Bearer {WEB_TOKEN}"}
 
 PAGES = ["/", "/memory", "/memory?q=bicycle", "/memory/facts", "/memory/notes", "/memory/tasks", "/memory/profile",
-         "/file?path=notes/shopping.md", "/file?path=notes/keys.md", "/conversations", "/traces", "/collectors", "/usage", "/skills",
+         "/file?path=notes/shopping.md", "/file?path=notes/keys.md", "/file?path=tasks/tasks.json", "/api/file?path=tasks/tasks.json", "/conversations", "/traces", "/collectors", "/usage", "/skills",
          "/api/memory/search?q=bicycle", "/api/memory/notes", "/api/file?path=notes/keys.md", "/api/conversations",
          "/api/traces", "/api/collectors", "/api/usage", "/api/skills", "/no/such/page"]
 POSTS = ["/file?path=notes/shopping.md", "/file/delete", "/memory/notes/new", "/collectors/writer/run", "/api/collectors/writer/run",
@@ -206,7 +206,9 @@ def test_no_page_shows_a_secret(site):
     secrets = [API_KEY, BOT_TOKEN, WEB_TOKEN]
     assert API_KEY in site.workspace.read_text(f"traces/{site.day}/{site.trace_id}.json")  # planted, unredacted on disk
     for path in _all_pages(site):
-        body = requests.get(site.base + path, headers=BEARER).text
+        reply = requests.get(site.base + path, headers=BEARER)
+        assert reply.status_code < 500, (path, reply.status_code)
+        body = reply.text
         for secret in secrets:
             assert secret not in body, (path, secret)
     assert "***" in requests.get(f"{site.base}/traces/{site.trace_id}", headers=BEARER).text

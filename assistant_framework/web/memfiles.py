@@ -110,11 +110,11 @@ def load(workspace: Workspace, rel: str) -> MemoryFile:
     records = None
     if real.endswith(".json"):
         try:
-            data = json.loads(text)
+            parsed = json.loads(text)
         except ValueError:
-            data = None
-        if isinstance(data, list) and all(isinstance(row, dict) for row in data):
-            records = data
+            parsed = None
+        if isinstance(parsed, list) and all(isinstance(row, dict) for row in parsed):
+            records = parsed
     return MemoryFile(real, source, source in EDITABLE, text, records, text.splitlines(), _digest(data), utf8)
 
 
