@@ -18,6 +18,7 @@ import atexit
 import bisect
 import json
 import logging
+import math
 import re
 import secrets as _random
 import threading
@@ -293,6 +294,15 @@ def _after(time_text: Any, start: datetime) -> bool:
     return moment >= start
 
 
+def _number(value: Any) -> float:
+    """A figure of a usage row; 0 for anything that is not a finite number."""
+    try:
+        number = float(value or 0)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if math.isfinite(number) else 0.0
+
+
 def _empty_row() -> dict:
     return {"turns": 0, "requests": 0, "model_s": 0.0, **{f: 0 for f in _STAT_FIELDS}}
 
@@ -307,15 +317,19 @@ def aggregate_usage(traces: Iterable[dict]) -> dict:
         for target in (by_day[day], total):
             target["turns"] += 1
         models_seen: set[str] = set()
-        for request in trace.get("requests") or []:
+        requests = trace.get("requests")
+        # A hand-edited ledger line of another shape counts for what it holds, never fails the sum.
+        for request in requests if isinstance(requests, list) else []:
+            if not isinstance(request, dict):
+                continue
             model = str(request.get("model") or "unknown")
             if model not in models_seen:
                 by_model[model]["turns"] += 1
                 models_seen.add(model)
-            usage = request.get("usage") or {}
+            usage = request.get("usage") if isinstance(request.get("usage"), dict) else {}
             for target in (by_day[day], by_model[model], total):
                 target["requests"] += 1
-                target["model_s"] += float(request.get("elapsed_s") or 0.0)
+                target["model_s"] += _number(request.get("elapsed_s"))
                 for f in _STAT_FIELDS:
-                    target[f] += int(usage.get(f) or 0)
+                    target[f] += int(_number(usage.get(f)))
     return {"by_day": dict(sorted(by_day.items())), "by_model": dict(sorted(by_model.items())), "total": total}

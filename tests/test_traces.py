@@ -181,3 +181,15 @@ def test_a_damaged_trace_costs_only_itself_in_the_cli(workspace, capsys):
     assert "older question" in captured.out and older in captured.out and newer in captured.err
     assert cli_main(["trace", "last-prompt", "--json", "--workspace", root]) == 0
     assert json.loads(capsys.readouterr().out)["trace"] == older
+
+
+def test_stats_skip_ledger_rows_of_the_wrong_shape(workspace):
+    """A hand-edited usage line that is JSON but not a usage row made /stats and the web page's usage fail."""
+    now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
+    good = {"time": "2026-06-10T10:00:00+00:00", "requests": [{"model": "m", "elapsed_s": 1.5, "usage": {"prompt_tokens": 100}}]}
+    lines = [good, {"time": "2026-06-10T10:01:00+00:00", "requests": "x"},
+             {"time": "2026-06-10T10:02:00+00:00", "requests": [7, {"model": "m", "elapsed_s": "slow", "usage": {"prompt_tokens": "lots"}}]},
+             {"time": "2026-06-10T10:03:00+00:00", "requests": [{"model": "m", "usage": [1]}]}]
+    workspace.write_text("state/usage/2026-06.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
+    stats = TraceStore(workspace).stats(days=30, now=now)
+    assert stats["total"]["prompt_tokens"] == 100 and stats["total"]["model_s"] == 1.5 and stats["total"]["turns"] == 4
