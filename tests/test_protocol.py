@@ -454,3 +454,15 @@ def test_output_cut_off_by_max_tokens_never_shows_its_json(text, reply, label):
 
 def test_unclosed_brace_in_prose_is_still_prose():
     assert parse_model_output("The smiley :-{ means sad", SKILLS).reply == "The smiley :-{ means sad"
+
+
+@pytest.mark.parametrize("text, reply", [
+    ('{"reply": ["buy milk", "call mum"]}', "- buy milk\n- call mum"),
+    ('{"reply": 42}', "42"),
+    ('{"reply": {"text": "Hello!"}}', "Hello!"),
+    ('{"reply": null}', ""),
+], ids=["list", "number", "object-with-one-text", "null"])
+def test_a_reply_that_is_not_a_string_is_shown_as_text_not_json(text, reply):
+    """Small models write {"reply": [...]} or {"reply": null}; the user never sees the JSON."""
+    parsed = parse_model_output(text, ["tasks"])
+    assert parsed.calls == [] and parsed.reply == reply and "reply_not_text" in parsed.recovered

@@ -201,11 +201,25 @@ def _reply_from_value(value: object) -> tuple[str, list[str]] | None:
     value = {k: v for k, v in value.items() if not (k in SKILL_KEYS and v in (None, "", "none", "null"))}
     if isinstance(value.get("reply"), str) and set(value) - {"reply"} <= META_KEYS:
         return value["reply"], []
+    if "reply" in value and set(value) - {"reply"} <= META_KEYS:
+        return _reply_as_text(value["reply"]), ["reply_not_text"]
     if len(value) == 1:
         key, text = next(iter(value.items()))
         if key in REPLY_SYNONYMS and isinstance(text, str):
             return text, [f"synonym:{key}"]
     return None
+
+
+def _reply_as_text(reply: object) -> str:
+    """A ``reply`` that is not a string, as the text meant: null is empty (the usual empty-answer
+    sentence follows), a list one line per item, an object with one text its text, a number as is."""
+    if reply is None:
+        return ""
+    if isinstance(reply, list) and all(isinstance(item, (str, int, float)) for item in reply):
+        return "\n".join(f"- {item}" for item in reply)
+    if isinstance(reply, dict) and len(reply) == 1 and isinstance(next(iter(reply.values())), str):
+        return next(iter(reply.values()))
+    return reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
 
 
 def _dedupe(labels: list[str]) -> list[str]:
