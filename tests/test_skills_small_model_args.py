@@ -76,3 +76,14 @@ def test_reminder_in_zero_minutes_says_in_minutes_is_too_small(manager: SkillMan
     error = err(manager, "reminders", {"action": "add", "text": "tea", "in_minutes": 0}, ctx)
     assert "in_minutes must be at least 1, got 0" in error, error
     assert ok(manager, "reminders", {"action": "list"}, ctx) == "no pending reminders"
+
+
+def test_numbers_and_text_in_the_type_the_schema_declares(manager: SkillManager, ctx: SkillContext, ws: Workspace) -> None:
+    """Small models write ids as numbers and numbers as text: the value is taken in the declared type,
+    so the skill answers about the thing itself ("no reminder '1'"), not "1 is not of type 'string'"."""
+    added = ok(manager, "reminders", {"action": "add", "text": "stretch", "in_minutes": "15"}, ctx)  # "15" for 15
+    assert "stretch" in json.dumps(added, ensure_ascii=False)
+    problem = err(manager, "reminders", {"action": "cancel", "id": 1}, ctx)
+    assert "not of type" not in problem and "'1'" in problem
+    bad = err(manager, "reminders", {"action": "add", "text": "x", "in_minutes": "soon"}, ctx)
+    assert "in_minutes" in bad  # not a number at all: still named by the schema check

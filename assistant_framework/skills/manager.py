@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -273,7 +274,7 @@ class SkillManager:
                 error=f"unknown skill {name!r}{hint}. Available skills: {', '.join(self.names()) or '(none)'}",
                 error_kind="unknown_skill",
             )
-        args = _coerce_args(args)
+        args = fit_scalar_types(_coerce_args(args), skill.args_schema)
         problem = self.validate_args(name, args)
         if problem:
             return SkillResult(ok=False, error=f"invalid args for skill {name!r}: {problem}", error_kind="invalid_args")
@@ -311,6 +312,32 @@ class SkillManager:
             return SkillResult(ok=False, error=f"skill {skill.name!r} returned an unprintable value: {exc}", error_kind="exception")
         shown, cut = truncate_text(text, self.result_limit_chars)
         return SkillResult(ok=True, value=shown if cut else value, truncated=cut)
+
+
+_INTEGER_TEXT = re.compile(r"[+-]?\d{1,18}")
+
+
+def fit_scalar_types(args: Any, schema: dict | None) -> Any:
+    """Top-level arguments in the scalar type their schema declares, when the model wrote the same
+    value in another: ``{"id": 3}`` for a string id, ``"5"`` for an integer, ``"true"`` for a boolean.
+    Anything else is left for the schema check to name."""
+    properties = (schema or {}).get("properties") if isinstance(schema, dict) else None
+    if not isinstance(args, dict) or not isinstance(properties, dict):
+        return args
+    fitted = dict(args)
+    for key, value in args.items():
+        wanted = (properties.get(key) or {}).get("type") if isinstance(properties.get(key), dict) else None
+        if not isinstance(wanted, str) or isinstance(value, bool):
+            continue
+        if wanted == "string" and isinstance(value, (int, float)):
+            fitted[key] = str(value)
+        elif wanted == "integer" and isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
+            fitted[key] = int(value.strip())
+        elif wanted == "integer" and isinstance(value, float) and value.is_integer():
+            fitted[key] = int(value)
+        elif wanted == "boolean" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            fitted[key] = value.strip().lower() == "true"
+    return fitted
 
 
 def _coerce_args(args: Any) -> Any:
