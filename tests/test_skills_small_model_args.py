@@ -4,45 +4,13 @@ thing or says exactly what to fix; never a silently wrong write, never a host pa
 from __future__ import annotations
 
 import json
-from datetime import datetime
-from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
 
-from assistant_framework.skills import BUILTIN_SKILLS_DIR, SkillContext, SkillManager
+from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
-
-BERLIN = ZoneInfo("Europe/Berlin")
-#: Friday 28 March 2025, 10:00 in Berlin.
-NOW = datetime(2025, 3, 28, 10, 0, tzinfo=BERLIN)
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return Workspace(tmp_path / "ws")
-
-
-@pytest.fixture
-def manager(ws: Workspace) -> SkillManager:
-    return SkillManager([BUILTIN_SKILLS_DIR], ws, timeout_seconds=10)
-
-
-@pytest.fixture
-def ctx() -> SkillContext:
-    return SkillContext(conversation_id="tg:42", chat_id=42, timezone="Europe/Berlin", services={"clock": lambda: NOW})
-
-
-def ok(manager: SkillManager, name: str, args: dict, context: SkillContext):
-    result = manager.run(name, args, context)
-    assert result.ok, result.error
-    return result.value
-
-
-def err(manager: SkillManager, name: str, args: dict, context: SkillContext) -> str:
-    result = manager.run(name, args, context)
-    assert not result.ok, result.value
-    return result.error
+from tests.test_builtin_skills import err, ok
+from tests.test_builtin_skills import ctx, manager, ws  # noqa: F401 - fixtures
 
 
 def test_birthday_with_a_birth_year_after_today_is_refused(manager: SkillManager, ws: Workspace, ctx: SkillContext) -> None:
