@@ -33,7 +33,7 @@ from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
 from messaging_llm_bot.llm.structured import REPLY_SCHEMA, complete_structured
 from messaging_llm_bot.llm.tools import tool_calls_of
 from messaging_llm_bot.agent.native import SkillFormats, add_round, skill_calls
-from messaging_llm_bot.agent.prompt import PromptBuilder, final_user_message, section_sizes
+from messaging_llm_bot.agent.prompt import PromptBuilder, estimate_tokens, final_user_message, section_sizes
 from messaging_llm_bot.protocol import (
     ParsedOutput,
     StreamGuard,
@@ -52,6 +52,18 @@ log = logging.getLogger(__name__)
 
 FAILED_TURN_REPLY = "Sorry, something went wrong while answering; the details are in the bot's log. Please try again."
 EMPTY_REPLY = "The model returned an empty answer. Please try again or rephrase."
+
+
+def message_is_most_of(text: str, messages: list[dict]) -> bool:
+    """True when the user's own text makes up at least half of a request's characters."""
+    return len(text) * 2 >= sum(len(str(m.get("content") or "")) for m in messages)
+
+
+def message_too_long_reply(err: LLMError, text: str) -> str:
+    """The sentence for a message that alone does not fit the model's context."""
+    where = f" on '{err.runner}'" if err.runner else ""
+    return (f"Your message is too long for the model{where} (about {estimate_tokens(text):,} tokens). "
+            "Please send it shorter or in parts, or send the text as a file and ask about it.")
 
 
 class Agent:
@@ -325,6 +337,9 @@ class Agent:
                     log.info("context too long for conversation %r; retrying with history cut to %d messages", turn.conversation_id, len(history))
                     continue
                 turn.error = err.user_message()
+                if err.kind == "context_length" and message_is_most_of(turn.text, messages):
+                    # Cutting the history cannot help and /reset would not either: say what will.
+                    return message_too_long_reply(err, turn.text), False
                 return err.user_message(), False
             turn.rounds = round_no
             turn.check_stop()  # a stop during a call that could not be cut short: its answer is dropped
