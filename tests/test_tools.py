@@ -120,3 +120,18 @@ def test_native_transport_reports_a_prompt_too_long_with_tools(tmp_path, test_sk
         result = agent.handle_message("c", "hello")
         assert not result.ok and "too long" in result.reply
         assert len(server.chat_requests) == 1 and "tools" in server.chat_requests[0]
+
+
+@pytest.mark.parametrize("labels", ["zero", "none"])
+def test_streamed_calls_that_share_or_lack_an_index_stay_separate_calls(tmp_path, test_skills_dir, labels):
+    # Ollama labels every streamed call index 0 (each with its own id); Gemini's endpoint sends no index.
+    with FakeChatServer() as server:
+        agent = _agent(server, tmp_path, test_skills_dir, "native")
+        server.enqueue({"tool_calls": TWO_CALLS, "tool_index": labels}, "5 and 11.")
+        result = agent.handle_message("c", "add 2+3 and 10+1", stream=True)
+        assert (result.reply, result.ok) == ("5 and 11.", True)
+        assert [(c["skill"], c["args"], c["ok"]) for c in result.skill_calls] == [
+            ("add", {"a": 2, "b": 3}, True), ("add", {"a": 10, "b": 1}, True)]
+        sent = server.chat_requests[1]["messages"]
+        assert [c["id"] for c in sent[-3]["tool_calls"]] == ["call_a", "call_b"]
+        assert [(m["role"], m["tool_call_id"]) for m in sent[-2:]] == [("tool", "call_a"), ("tool", "call_b")]

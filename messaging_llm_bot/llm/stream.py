@@ -52,7 +52,8 @@ class StreamAssembler:
         self.saw_choice = False
         self.chunks = 0
         self.timings: dict | None = None
-        self.tool_calls: dict[int, dict] = {}  # streamed native tool calls by index
+        self.tool_calls: list[dict] = []  # streamed native tool calls in the order they began
+        self._open_calls: dict[int | None, dict] = {}  # the call each index (None: no index) continues
 
     def feed_json(self, payload: str, runner: str, base_url: str) -> str:
         """Parse one data payload; returns the content delta ('' if none). Raises LLMError."""
@@ -112,14 +113,25 @@ class StreamAssembler:
         return delta_text
 
     def _feed_tool_calls(self, parts: object) -> None:
-        """Merge streamed tool-call fragments: id, type and name arrive once, arguments in pieces."""
+        """Merge streamed tool-call fragments: id, type and name arrive once, arguments in pieces.
+
+        A fragment continues the call its ``index`` names. Ollama labels every call 0, so a
+        fragment with a name and another id after a call whose arguments are complete starts a
+        new one; without any ``index`` (Gemini) a fragment continues the last call (a second in
+        the same chunk starts one).
+        """
         if not isinstance(parts, list):
             return
         for position, part in enumerate(parts):
             if not isinstance(part, dict):
                 continue
-            index = part.get("index", position)
-            call = self.tool_calls.setdefault(index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+            index = part.get("index")
+            slot = index if isinstance(index, int) and not isinstance(index, bool) else None
+            call = self._open_calls.get(slot) if slot is not None or position == 0 else None
+            if call is None or _starts_another_call(call, part):
+                call = {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                self.tool_calls.append(call)
+            self._open_calls[slot] = call
             if part.get("id"):
                 call["id"] = part["id"]
             fn = part.get("function") or {}
@@ -142,7 +154,7 @@ class StreamAssembler:
         if self.reasoning:
             message["reasoning_content"] = "".join(self.reasoning)
         if self.tool_calls:
-            message["tool_calls"] = [self.tool_calls[i] for i in sorted(self.tool_calls)]
+            message["tool_calls"] = list(self.tool_calls)
         raw = {
             **self.meta,
             "object": "chat.completion",
@@ -152,3 +164,18 @@ class StreamAssembler:
         if self.timings is not None:
             raw["timings"] = self.timings
         return raw
+
+
+def _starts_another_call(call: dict, part: dict) -> bool:
+    """True when a fragment for an open call's index is the start of a new call (Ollama's index 0)."""
+    fn = part.get("function")
+    if not (part.get("id") and call["id"] and part["id"] != call["id"] and isinstance(fn, dict) and fn.get("name")):
+        return False
+    args = call["function"]["arguments"]
+    if isinstance(args, dict):
+        return True
+    try:
+        json.loads(args)
+    except ValueError:
+        return False  # still arriving (some servers send a new id with every fragment)
+    return True

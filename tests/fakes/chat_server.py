@@ -54,6 +54,9 @@ the server answer 401 unless `Authorization: Bearer <api_key>` is sent.
 A reply dict may also carry `tool_calls`: a list of `{"id", "name", "arguments"}` (arguments a
 JSON string or an object) sent as the message's native `tool_calls` (finish_reason
 "tool_calls"); streamed, each call's arguments arrive in two deltas after its id and name.
+`tool_index` sets the streamed deltas' `index`: "position" (default, OpenAI), "zero" (every call
+labelled 0, each starting with its own id: Ollama, vercel/ai#14277) or "none" (no `index` at all:
+Gemini's OpenAI-compatible endpoint, openai/openai-python#2806).
 `streams_cut` counts streamed answers the client hung up on before their end (a real server
 notices the same and stops generating).
 `tools_supported=False` answers any request carrying `tools` with HTTP 400 naming `tools`.
@@ -266,12 +269,14 @@ class _Handler(FakeHandler):
         pieces = spec.get("stream_chunks")
         if spec.get("tool_calls"):
             pieces = [spec["content"]] if spec.get("content") else []
-            for index, call in enumerate(_tool_call(c) for c in spec["tool_calls"]):
+            labels = spec.get("tool_index", "position")
+            for position, call in enumerate(_tool_call(c) for c in spec["tool_calls"]):
                 args = call["function"]["arguments"]
                 half = len(args) // 2
-                self._event(delta({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                index = {} if labels == "none" else {"index": 0 if labels == "zero" else position}
+                self._event(delta({"tool_calls": [{**index, "id": call["id"], "type": "function",
                                                    "function": {"name": call["function"]["name"], "arguments": args[:half]}}]}))
-                self._event(delta({"tool_calls": [{"index": index, "function": {"arguments": args[half:]}}]}))
+                self._event(delta({"tool_calls": [{**index, "function": {"arguments": args[half:]}}]}))
         for piece in pieces if pieces is not None else _words(content):
             self._event(delta({"content": piece}))
             if spec.get("chunk_delay"):
