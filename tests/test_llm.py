@@ -303,6 +303,14 @@ def test_timeout_on_only_runner_is_timeout_kind(stalled):
         (500, {"error": {"code": 500, "message": "the request exceeds the available context size", "type": "exceed_context_size_error"}}),
         (400, {"object": "error", "message": "However, you requested 9000 tokens; too many tokens", "type": "BadRequestError", "code": 400}),
         (413, "Prompt has too many tokens"),
+        # llama.cpp before exceed_context_size_error: the wording alone says it (400, or 500 in some builds).
+        (400, {"error": {"code": 400, "message": "the request exceeds the available context size. try increasing the "
+                         "context size or enable context shift", "type": "invalid_request_error"}}),
+        (500, {"error": {"code": 500, "message": "the request exceeds the available context size. try increasing the "
+                         "context size or enable context shift", "type": "server_error"}}),
+        # vLLM's engine check.
+        (400, {"object": "error", "message": "The decoder prompt (length 5000) is longer than the maximum model length of 4096.",
+               "type": "BadRequestError", "code": 400}),
     ],
 )
 def test_context_length_error_is_distinct_and_not_failed_over(server, server2, status, body):

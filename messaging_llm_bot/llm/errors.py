@@ -29,7 +29,9 @@ FAILOVER_KINDS = frozenset({"connection", "timeout", "rate_limit", "server", "ba
 
 CONTEXT_LENGTH_RE = re.compile(
     r"maximum context length|context_length_exceeded|exceed_context_size_error"
-    r"|context length|too many tokens",
+    r"|context length|too many tokens"
+    # llama.cpp before exceed_context_size_error (400, or 500 in some builds); vLLM's engine check.
+    r"|exceeds the available context size|longer than the maximum model length",
     re.IGNORECASE,
 )
 _QUOTA_RE = re.compile(r"insufficient_quota", re.IGNORECASE)
