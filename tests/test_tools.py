@@ -135,3 +135,14 @@ def test_streamed_calls_that_share_or_lack_an_index_stay_separate_calls(tmp_path
         sent = server.chat_requests[1]["messages"]
         assert [c["id"] for c in sent[-3]["tool_calls"]] == ["call_a", "call_b"]
         assert [(m["role"], m["tool_call_id"]) for m in sent[-2:]] == [("tool", "call_a"), ("tool", "call_b")]
+
+
+def test_a_name_repeated_in_every_streamed_delta_is_the_name_once(tmp_path, test_skills_dir):
+    # MiniMax M2.7 on NVIDIA NIM sends the whole name again with each arguments piece.
+    with FakeChatServer() as server:
+        agent = _agent(server, tmp_path, test_skills_dir, "native")
+        server.enqueue({"tool_calls": TWO_CALLS, "tool_name_each_delta": True}, "5 and 11.")
+        result = agent.handle_message("c", "add 2+3 and 10+1", stream=True)
+        assert [(c["skill"], c["args"], c["ok"]) for c in result.skill_calls] == [
+            ("add", {"a": 2, "b": 3}, True), ("add", {"a": 10, "b": 1}, True)]
+        assert [c["function"]["name"] for c in server.chat_requests[1]["messages"][-3]["tool_calls"]] == ["add", "add"]

@@ -136,7 +136,8 @@ class StreamAssembler:
                 call["id"] = part["id"]
             fn = part.get("function") or {}
             if isinstance(fn, dict):
-                if fn.get("name"):
+                # Pieces of a name are joined; the whole name sent again with each delta is kept once.
+                if isinstance(fn.get("name"), str) and fn["name"] != call["function"]["name"]:
                     call["function"]["name"] += fn["name"]
                 args = fn.get("arguments")
                 if isinstance(args, str):

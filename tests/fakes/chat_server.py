@@ -56,7 +56,8 @@ JSON string or an object) sent as the message's native `tool_calls` (finish_reas
 "tool_calls"); streamed, each call's arguments arrive in two deltas after its id and name.
 `tool_index` sets the streamed deltas' `index`: "position" (default, OpenAI), "zero" (every call
 labelled 0, each starting with its own id: Ollama, vercel/ai#14277) or "none" (no `index` at all:
-Gemini's OpenAI-compatible endpoint, openai/openai-python#2806).
+Gemini's OpenAI-compatible endpoint, openai/openai-python#2806); `tool_name_each_delta: True`
+repeats the whole name in every arguments delta (MiniMax M2.7 on NVIDIA NIM, hermes-agent#8259).
 `streams_cut` counts streamed answers the client hung up on before their end (a real server
 notices the same and stops generating).
 `tools_supported=False` answers any request carrying `tools` with HTTP 400 naming `tools`.
@@ -276,7 +277,8 @@ class _Handler(FakeHandler):
                 index = {} if labels == "none" else {"index": 0 if labels == "zero" else position}
                 self._event(delta({"tool_calls": [{**index, "id": call["id"], "type": "function",
                                                    "function": {"name": call["function"]["name"], "arguments": args[:half]}}]}))
-                self._event(delta({"tool_calls": [{**index, "function": {"arguments": args[half:]}}]}))
+                again = {"name": call["function"]["name"]} if spec.get("tool_name_each_delta") else {}
+                self._event(delta({"tool_calls": [{**index, "function": {**again, "arguments": args[half:]}}]}))
         for piece in pieces if pieces is not None else _words(content):
             self._event(delta({"content": piece}))
             if spec.get("chunk_delay"):
