@@ -17,9 +17,12 @@ import json
 import os
 import threading
 from datetime import datetime
+from typing import Callable
 
 from assistant_framework.memory.log import CONVERSATIONS_DIR, safe_conversation_id
 from assistant_framework.workspace import Workspace
+
+from messaging_llm_bot.agent.prompt import estimate_tokens
 
 
 def conversation_dir(conversation_id: str) -> str:
@@ -30,6 +33,11 @@ def conversation_dir(conversation_id: str) -> str:
 def message_chars(message: dict) -> int:
     """Size of one message for budgeting (its content plus a small per-message overhead)."""
     return len(str(message.get("content") or "")) + 8
+
+
+def message_tokens(message: dict) -> int:
+    """Size of one message in estimated tokens (non-ASCII counted heavier), for a token budget."""
+    return estimate_tokens(str(message.get("content") or "")) + 2
 
 
 def pair_groups(messages: list[dict]) -> list[list[dict]]:
@@ -49,13 +57,15 @@ def pair_groups(messages: list[dict]) -> list[list[dict]]:
 TRIM_LOW_WATER = 0.6
 
 
-def trim_history(messages: list[dict], budget_chars: int, low_water: float = TRIM_LOW_WATER) -> list[dict]:
+def trim_history(messages: list[dict], budget_chars: int, low_water: float = TRIM_LOW_WATER,
+                 measure: Callable[[dict], int] = message_chars) -> list[dict]:
     """Within budget: unchanged. Over it: drop whole pairs, oldest first, until the history
-    fits ``low_water * budget_chars`` (the newest pair is kept if it fits the budget) (pure)."""
-    if sum(message_chars(m) for m in messages) <= budget_chars:
+    fits ``low_water * budget_chars`` (the newest pair is kept if it fits the budget) (pure).
+    The budget is in the unit of ``measure`` (characters; ``message_tokens`` for a token budget)."""
+    if sum(measure(m) for m in messages) <= budget_chars:
         return list(messages)
     groups = pair_groups(messages)
-    sizes = [sum(message_chars(m) for m in g) for g in groups]
+    sizes = [sum(measure(m) for m in g) for g in groups]
     total = sum(sizes)
     target = budget_chars * min(1.0, max(0.0, low_water))
     start = 0
@@ -119,7 +129,8 @@ class HistoryStore:
         return [m for m in data if isinstance(m, dict) and m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)]
 
     def append_pair(self, conversation_id: str, user_text: str, reply: str, *, budget_chars: int,
-                    when: datetime | None = None, untrusted: bool = False, derived: bool = False) -> list[dict]:
+                    when: datetime | None = None, untrusted: bool = False, derived: bool = False,
+                    measure: Callable[[dict], int] = message_chars) -> list[dict]:
         """Add one user/assistant pair and store the history trimmed to the budget; returns it.
 
         ``untrusted``: outside content entered that turn (``"untrusted": true`` on both messages).
@@ -137,7 +148,7 @@ class HistoryStore:
         if derived and not untrusted:
             new[1]["derived"] = True
         old = self.load(conversation_id)
-        history = trim_history(old + new, budget_chars)
+        history = trim_history(old + new, budget_chars, measure=measure)
         with self._cache_lock:
             cached = self._cache.get(conversation_id)
         # One message per line: readable, and encoded by the fast C encoder (no indent).

@@ -27,7 +27,8 @@ from messaging_llm_bot.agent.calls import CallRunner
 from messaging_llm_bot.agent.settings import BotSettings
 from messaging_llm_bot.agent.locks import ConversationLock
 from messaging_llm_bot.agent.guard import ApproveCallback, CallGate
-from messaging_llm_bot.agent.history import HistoryStore, message_chars, outside_in_history, prompt_messages, trim_history
+from messaging_llm_bot.agent.history import (HistoryStore, message_chars, message_tokens, outside_in_history, prompt_messages,
+                                             trim_history)
 from messaging_llm_bot.agent.honesty import honest_reply
 from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
 from messaging_llm_bot.llm.structured import REPLY_SCHEMA, complete_structured
@@ -261,8 +262,8 @@ class Agent:
         recall_block = self._recall(turn, private)
         self._last_recall[conversation_id] = turn.recalled
         system = self.prompt.system_prompt() if turn.guest is None else self.prompt.guest_prompt(turn.guest)
-        budget = self.settings.history_budget_chars
-        history = trim_history(self.history.load(conversation_id), budget)
+        budget, measure = self._history_budget()
+        history = trim_history(self.history.load(conversation_id), budget, measure=measure)
         # A forwarded mail two turns ago (or a reply that restated it) is still in the prompt: its
         # text can steer this turn too.
         turn.history_original, turn.history_outside = outside_in_history(history)
@@ -278,10 +279,15 @@ class Agent:
         if ok:
             reply = honest_reply(reply, turn.saved_to, turn.wrote_memory)
             self.history.append_pair(conversation_id, turn.text, reply, budget_chars=budget, when=turn.now,
-                                     untrusted=turn.untrusted, derived=turn.history_original)
+                                     untrusted=turn.untrusted, derived=turn.history_original, measure=measure)
             # A reply written with outside content in view may restate it: logged (and extracted) as outside.
             self._log_turn(turn, "assistant", reply, message_id=None, meta={"trace_id": turn.trace_id, **({"untrusted": True} if turn.guarded else {})})
         return reply, ok
+
+    def _history_budget(self) -> tuple[int, Callable[[dict], int]]:
+        """(budget, how a message is measured): estimated tokens when history_budget_tokens is set."""
+        tokens = self.settings.history_budget_tokens
+        return (tokens, message_tokens) if tokens is not None else (self.settings.history_budget_chars, message_chars)
 
     def _log_turn(self, turn: TurnRecord, role: str, text: str, *, message_id, meta: dict) -> None:
         if self.memory is None:
@@ -332,8 +338,9 @@ class Agent:
                 record_request(turn, round_no, messages, None, err)
                 if err.kind == "context_length" and not history_cut and history:
                     history_cut = True
-                    size = sum(message_chars(m) for m in history)
-                    history = trim_history(history, min(self.settings.history_budget_chars, size) // 2, low_water=1.0)
+                    budget, measure = self._history_budget()
+                    size = sum(measure(m) for m in history)
+                    history = trim_history(history, min(budget, size) // 2, low_water=1.0, measure=measure)
                     log.info("context too long for conversation %r; retrying with history cut to %d messages", turn.conversation_id, len(history))
                     continue
                 turn.error = err.user_message()
