@@ -146,3 +146,29 @@ def test_a_name_repeated_in_every_streamed_delta_is_the_name_once(tmp_path, test
         assert [(c["skill"], c["args"], c["ok"]) for c in result.skill_calls] == [
             ("add", {"a": 2, "b": 3}, True), ("add", {"a": 10, "b": 1}, True)]
         assert [c["function"]["name"] for c in server.chat_requests[1]["messages"][-3]["tool_calls"]] == ["add", "add"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_reasoning_of_a_tool_call_answer_goes_back_with_it(tmp_path, test_skills_dir, stream):
+    # DeepSeek's thinking mode answers HTTP 400 when an assistant turn with tool_calls comes back without it.
+    with FakeChatServer(reasoning_back=True) as server:
+        agent = _agent(server, tmp_path, test_skills_dir, "native")
+        server.enqueue({"tool_calls": TWO_CALLS[:1], "reasoning": "2+3, use add"}, {"content": "5.", "reasoning": "done"})
+        result = agent.handle_message("c", "add 2+3", stream=stream)
+        assert (result.reply, result.ok) == ("5.", True)
+        assert [c["skill"] for c in result.skill_calls] == ["add"]
+        back = server.chat_requests[1]["messages"][-2]
+        assert back["tool_calls"][0]["id"] == "call_a" and back["reasoning_content"] == "2+3, use add"
+
+
+def test_reasoning_goes_back_in_the_field_the_server_used(tmp_path, test_skills_dir):
+    # Ollama and vLLM name it `reasoning`; nothing is sent back for a <think> block the content held.
+    with FakeChatServer() as server:
+        agent = _agent(server, tmp_path, test_skills_dir, "native")
+        server.enqueue({"tool_calls": TWO_CALLS[:1], "reasoning": "use add", "reasoning_field": "reasoning"},
+                       {"tool_calls": [{"id": "call_c", "name": "add", "arguments": {"a": 1, "b": 1}}], "content": "<think>again</think>"},
+                       "done")
+        agent.handle_message("c", "add 2+3 then 1+1")
+        first, second = (m for m in server.chat_requests[2]["messages"] if m.get("tool_calls"))
+        assert first["reasoning"] == "use add" and "reasoning_content" not in first
+        assert not {"reasoning", "reasoning_content"} & set(second)

@@ -46,6 +46,7 @@ class StreamAssembler:
     def __init__(self) -> None:
         self.content: list[str] = []
         self.reasoning: list[str] = []
+        self.reasoning_key = "reasoning_content"  # the field the server streams it in (Ollama, vLLM: reasoning)
         self.usage: dict | None = None
         self.finish_reason: str | None = None
         self.meta: dict = {}
@@ -106,6 +107,7 @@ class StreamAssembler:
                     piece = delta.get(key)
                     if isinstance(piece, str) and piece:
                         self.reasoning.append(piece)
+                        self.reasoning_key = key
                         break
                 self._feed_tool_calls(delta.get("tool_calls"))
             if choice.get("finish_reason"):
@@ -153,7 +155,7 @@ class StreamAssembler:
         """The assembled response in the non-streamed `chat.completion` shape."""
         message: dict = {"role": "assistant", "content": self.text()}
         if self.reasoning:
-            message["reasoning_content"] = "".join(self.reasoning)
+            message[self.reasoning_key] = "".join(self.reasoning)
         if self.tool_calls:
             message["tool_calls"] = list(self.tool_calls)
         raw = {

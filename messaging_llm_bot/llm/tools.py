@@ -8,19 +8,29 @@ the fallback (llm/structured.py decides per runner which one a request uses).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable
 
 from .structured import grammar_safe
 
 
+#: Where servers put the reasoning of an answer; DeepSeek's thinking mode wants it back with the
+#: answer's tool calls (HTTP 400 without it), Ollama and vLLM call it ``reasoning``.
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
 @dataclass
 class ToolCall:
-    """One native call as the server sent it; ``arguments`` is usually a JSON string."""
+    """One native call as the server sent it; ``arguments`` is usually a JSON string.
+
+    ``reasoning`` holds the answer's reasoning under the field name the server used, sent back
+    with the assistant turn that made the call.
+    """
 
     id: str
     name: str
     arguments: object
+    reasoning: dict = field(default_factory=dict)
 
 
 def tool_specs(skills: Iterable[tuple[str, str, dict | None]]) -> list[dict]:
@@ -46,6 +56,9 @@ def tool_calls_of(raw: dict) -> list[ToolCall]:
         message = raw["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
         return []
+    if not isinstance(message, dict):
+        return []
+    reasoning = next(({k: message[k]} for k in REASONING_FIELDS if isinstance(message.get(k), str) and message[k]), {})
     calls = []
     for n, entry in enumerate(message.get("tool_calls") or []):
         if not isinstance(entry, dict):
@@ -54,7 +67,7 @@ def tool_calls_of(raw: dict) -> list[ToolCall]:
         name = fn.get("name") if isinstance(fn, dict) else None
         if not isinstance(name, str) or not name:
             continue
-        calls.append(ToolCall(id=str(entry.get("id") or f"call_{n}"), name=name, arguments=fn.get("arguments")))
+        calls.append(ToolCall(id=str(entry.get("id") or f"call_{n}"), name=name, arguments=fn.get("arguments"), reasoning=reasoning))
     return calls
 
 
@@ -62,11 +75,13 @@ def assistant_message(text: str, calls: list[ToolCall]) -> dict:
     """The assistant turn that made ``calls`` (sent back before their results).
 
     ``content`` is a string even when empty: OpenAI also takes null there, but
-    llama-cpp-python's server rejects null with HTTP 500.
+    llama-cpp-python's server rejects null with HTTP 500. The answer's reasoning goes back in
+    the server's own field (DeepSeek's thinking mode refuses the next request without it).
     """
     return {
         "role": "assistant",
         "content": text or "",
+        **(calls[0].reasoning if calls else {}),
         "tool_calls": [
             {"id": c.id, "type": "function", "function": {
                 "name": c.name,

@@ -61,6 +61,9 @@ repeats the whole name in every arguments delta (MiniMax M2.7 on NVIDIA NIM, her
 `streams_cut` counts streamed answers the client hung up on before their end (a real server
 notices the same and stops generating).
 `tools_supported=False` answers any request carrying `tools` with HTTP 400 naming `tools`.
+`reasoning_back=True` answers like DeepSeek's thinking mode: HTTP 400 "The `reasoning_content` in
+the thinking mode must be passed back to the API." when an assistant message with `tool_calls`
+comes without its `reasoning_content` (api-docs.deepseek.com/guides/thinking_mode#tool-calls).
 
 `response_formats=("text", "json_object")` makes the server reject any other
 `response_format` type the way llama-cpp-python's server does (HTTP 500, a pydantic message
@@ -212,6 +215,11 @@ class _Handler(FakeHandler):
         if request.get("tools") and not fake.tools_supported:
             self.send_json(400, {"error": {"message": "'tools' is not supported by this model", "type": "invalid_request_error",
                                             "param": "tools", "code": None}})
+            return
+        if fake.reasoning_back and any(isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls")
+                                       and not m.get("reasoning_content") for m in request.get("messages") or []):
+            self.send_json(400, {"error": {"message": "The `reasoning_content` in the thinking mode must be passed back to the API.",
+                                            "type": "invalid_request_error", "param": None, "code": "invalid_request_error"}})
             return
         spec = fake._next_chat_reply(request)
         delay = fake.latency + float(spec.get("delay", 0))
@@ -369,9 +377,11 @@ class FakeChatServer:
         embedding_dim: int = 64,
         response_formats: tuple[str, ...] | None = None,
         tools_supported: bool = True,
+        reasoning_back: bool = False,
     ) -> None:
         self.latency = latency
         self.tools_supported = tools_supported
+        self.reasoning_back = reasoning_back
         self.response_formats = response_formats
         self.api_key = api_key
         self.models = list(models)
