@@ -63,11 +63,18 @@ def test_readme_sections_and_schema_match_module(folder: Path, manager: SkillMan
 
 
 def test_catalog_is_short_and_strict(manager: SkillManager) -> None:
+    from messaging_llm_bot.agent.prompt import without_examples  # the schema as the prompt shows it
+
     entries = [entry for entry in manager.catalog() if entry["name"] in MINE]
     rendered = "\n".join(
-        f"{e['name']}: {e['description']} {json.dumps(e['args_schema'], separators=(',', ':'))}" for e in entries
+        f"{e['name']}: {e['description']} {json.dumps(without_examples(e['args_schema']), separators=(',', ':'))}"
+        for e in entries
     )
     assert len(rendered) < 3500, len(rendered)
+    from messaging_llm_bot.agent.prompt import tools_section
+
+    shown = tools_section(manager.catalog(), 100_000)
+    assert '"pattern"' in shown and "examples" not in shown and "2026-12-01" not in shown  # examples go into errors only
     for entry in entries:
         assert len(entry["description"]) <= 120 and "\n" not in entry["description"], entry["name"]
         assert entry["args_schema"]["additionalProperties"] is False, entry["name"]
@@ -173,7 +180,8 @@ def test_tasks_add_list_complete_delete(manager: SkillManager, ws: Workspace, ct
     ok(manager, "tasks", {"action": "add", "title": "Buy milk"}, ctx)
     ok(manager, "tasks", {"action": "add", "title": "Dentist", "due": "2025-04-02T09:30"}, ctx)
     bad = manager.run("tasks", {"action": "add", "title": "x", "due": "tomorrow"}, ctx)
-    assert bad.error_kind == "invalid_args" and "args.due: 'tomorrow' does not match" in bad.error
+    assert bad.error_kind == "invalid_args" and "args.due: 'tomorrow' is not in the expected form" in bad.error
+    assert "YYYY-MM-DD" in bad.error and '"2026-12-01"' in bad.error  # a form and an example, not a regex
     assert "not a real calendar date" in err(manager, "tasks", {"action": "add", "title": "x", "due": "2025-02-30"}, ctx)
     assert [t["title"] for t in ok(manager, "tasks", {"action": "list", "status": "due"}, ctx)] == ["Renew passport"]
     assert len(ok(manager, "tasks", {"action": "list"}, ctx)) == 3

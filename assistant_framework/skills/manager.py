@@ -94,11 +94,25 @@ def truncate_text(text: str, limit: int) -> tuple[str, bool]:
     return f"{text[:limit]}\n[... truncated {cut} characters]", True
 
 
+def form_of(example: str) -> str:
+    """The form of a date/time example, ``2026-12-01 09:00`` -> ``YYYY-MM-DD HH:MM`` (others as they are)."""
+    form = re.sub(r"\d{4}-\d{2}-\d{2}", "YYYY-MM-DD", example)
+    form = re.sub(r"\d{2}:\d{2}", "HH:MM", form)
+    return re.sub(r"^\d{2}-\d{2}$", "MM-DD", form)
+
+
 def describe_validation_error(error: jsonschema.ValidationError) -> str:
-    """``args.due: 'tomorrow' does not match '^...'; expected YYYY-MM-DD`` style text."""
+    """``args.due: 'tomorrow' does not match '^...'; expected YYYY-MM-DD`` style text; a field with
+    ``examples`` in its schema gets them instead of the pattern (``write it like "2026-12-01"``)."""
     where = "args" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
     message = f"{where}: {error.message}"
     schema = error.schema if isinstance(error.schema, dict) else {}
+    examples = [e for e in schema.get("examples") or [] if isinstance(e, str)]
+    if error.validator == "pattern" and examples:
+        # A small model cannot read a regular expression; it can follow a form and an example.
+        forms = " or ".join(dict.fromkeys(form_of(e) for e in examples))
+        return f"{where}: {error.instance!r} is not in the expected form: write it as {forms}, e.g. " + " or ".join(
+            json.dumps(e, ensure_ascii=False) for e in examples)
     if error.validator == "additionalProperties" and isinstance(error.schema, dict):
         allowed = sorted((error.schema.get("properties") or {}).keys())
         if allowed:

@@ -105,6 +105,15 @@ def files_section(header: str, files: list[tuple[str, str]], cap: int, what: str
     return f"{header}\n" + cap_text(body, cap, what)
 
 
+def without_examples(schema: object) -> object:
+    """A schema without its ``examples`` (they go into argument errors, not into every prompt)."""
+    if isinstance(schema, dict):
+        return {k: without_examples(v) for k, v in schema.items() if k != "examples"}
+    if isinstance(schema, list):
+        return [without_examples(v) for v in schema]
+    return schema
+
+
 def tools_section(catalog: list[dict], cap: int) -> str:
     """[Tools]: name, description, compact args schema per skill; past the cap, names only."""
     if not catalog:
@@ -113,7 +122,8 @@ def tools_section(catalog: list[dict], cap: int) -> str:
     used = len(lines[0])
     skipped: list[str] = []
     for entry in sorted(catalog, key=lambda e: e["name"]):
-        schema = json.dumps(entry.get("args_schema") or {}, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+        schema = json.dumps(without_examples(entry.get("args_schema") or {}), separators=(",", ":"), ensure_ascii=False,
+                            sort_keys=True)
         line = f"- {entry['name']}: {entry.get('description', '').strip()}\n  args: {schema}"
         if skipped or used + len(line) + 1 > cap:
             skipped.append(entry["name"])

@@ -14,7 +14,8 @@ ARGS_SCHEMA = {
     "properties": {
         "action": {"enum": ["add", "update", "find", "upcoming"]},
         "name": {"type": "string"},
-        "date": {"type": "string", "pattern": "^(\\d{4}-)?\\d{2}-\\d{2}$"},
+        "date": {"type": "string", "pattern": "^(\\d{4}-)?\\d{2}-\\d{2}$",
+                 "examples": ["1990-05-04", "05-04"]},  # examples: in errors only, not in the prompt
         "notes": {"type": "string"},
         "days": {"type": "integer"},
     },

@@ -16,7 +16,8 @@ ARGS_SCHEMA = {
     "properties": {
         "action": {"enum": ["add", "list", "cancel"]},
         "text": {"type": "string"},
-        "at": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}$"},
+        "at": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}$",
+               "examples": ["2026-12-01 09:00"]},  # examples: in errors only, not in the prompt
         "in_minutes": {"type": "integer"},
         "id": {"type": "string"},
     },

@@ -14,7 +14,8 @@ ARGS_SCHEMA = {
     "properties": {
         "action": {"enum": ["add", "list", "complete", "delete"]},
         "title": {"type": "string"},
-        "due": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}([ T]\\d{2}:\\d{2})?$"},
+        "due": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}([ T]\\d{2}:\\d{2})?$",
+                "examples": ["2026-12-01", "2026-12-01 17:00"]},  # examples: in errors only, not in the prompt
         "status": {"enum": ["open", "done", "due", "all"]},
     },
     "required": ["action"],

@@ -12,7 +12,7 @@ ARGS_SCHEMA = {
     "type": "object",
     "properties": {
         "action": {"enum": ["now", "add", "weekday", "days_until", "next"]},
-        "date": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}$"},
+        "date": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}$", "examples": ["2026-12-01"]},
         "days": {"type": "integer"},
         "weeks": {"type": "integer"},
         "weekday": {"type": "string"},
