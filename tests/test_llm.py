@@ -165,6 +165,29 @@ def test_mid_stream_error_on_single_runner_raises(server):
     assert "upstream exploded" in info.value.user_message()
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_answer_that_ends_in_an_error_is_a_failure_not_a_reply(server, server2, stream):
+    # OpenRouter: an error while the model writes keeps HTTP 200; the choice ends with
+    # finish_reason "error" and carries the error (openrouter.ai/docs/api/errors).
+    error = {"code": 502, "message": "Provider disconnected unexpectedly"}
+    if stream:
+        chunks = [{"choices": [{"index": 0, "delta": {"content": "The answer is"}, "finish_reason": None}]},
+                  {"choices": [{"index": 0, "delta": {}, "finish_reason": "error", "error": error}]}]
+        body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        server.enqueue({"raw": body, "content_type": "text/event-stream"}, {"raw": body.replace(', "error": ' + json.dumps(error), ""),
+                                                                              "content_type": "text/event-stream"})
+    else:
+        choice = {"index": 0, "message": {"role": "assistant", "content": "The answer is"}, "finish_reason": "error"}
+        server.enqueue({"raw": {"choices": [{**choice, "error": error}]}}, {"raw": {"choices": [choice]}})
+    server2.enqueue("The answer is 42.")
+    client = make_client(runner("openrouter", server.base_url), runner("backup", server2.base_url))
+    result = client.complete(MESSAGES, stream=stream)
+    assert (result.runner, result.text) == ("backup", "The answer is 42.")
+    with pytest.raises(LLMError) as info:  # no error object beside finish_reason "error"
+        make_client(runner("openrouter", server.base_url)).complete(MESSAGES, stream=stream)
+    assert info.value.kind == "server" and "The answer is" not in info.value.user_message()
+
+
 def test_stream_cut_short_is_bad_response(server):
     chunk = {"choices": [{"index": 0, "delta": {"content": "half"}, "finish_reason": None}]}
     server.enqueue({"raw": f"data: {json.dumps(chunk)}\n\n", "content_type": "text/event-stream"})

@@ -314,21 +314,22 @@ class LLMClient:
             raise self._bad(runner, "the stream ended before the answer was finished")
         return assembler.result()
 
+    def _body_error(self, runner: RunnerConfig, error: object) -> LLMError:
+        """An LLMError for an error object sent in a 200 answer's body."""
+        message, codes = parse_error_body(json.dumps({"error": error}))
+        kind, quota = classify(None, message, codes)
+        return LLMError(kind, redact(message, runner.api_key), runner=runner.name, base_url=runner.base_url, quota=quota)
+
     def _to_completion(self, raw: dict, runner: RunnerConfig, elapsed: float) -> Completion:
         choices = raw.get("choices")
         if not isinstance(choices, list) or not choices:
             if raw.get("error"):
-                message, codes = parse_error_body(json.dumps({"error": raw["error"]}))
-                kind, quota = classify(None, message, codes)
-                raise LLMError(
-                    kind,
-                    redact(message, runner.api_key),
-                    runner=runner.name,
-                    base_url=runner.base_url,
-                    quota=quota,
-                )
+                raise self._body_error(runner, raw["error"])
             raise self._bad(runner, "the answer has no choices")
         choice = choices[0]
+        if isinstance(choice, dict) and (choice.get("error") or choice.get("finish_reason") == "error"):
+            # OpenRouter: an error while the model wrote keeps HTTP 200; the text so far is no answer.
+            raise self._body_error(runner, choice.get("error") or "the model stopped with an error")
         message = choice.get("message") if isinstance(choice, dict) else None
         if not isinstance(message, dict):
             raise self._bad(runner, "the first choice has no message")

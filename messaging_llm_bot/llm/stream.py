@@ -76,8 +76,11 @@ class StreamAssembler:
     def feed(self, chunk: dict, runner: str, base_url: str) -> str:
         """Take one decoded chunk; returns the content delta. A chunk with `error` raises."""
         self.chunks += 1
-        if chunk.get("error"):
-            message, codes = parse_error_body(json.dumps({"error": chunk["error"]}))
+        choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else []
+        # OpenRouter also puts an error that ends the answer on its choice (finish_reason "error").
+        error = chunk.get("error") or next((c["error"] for c in choices if isinstance(c, dict) and c.get("error")), None)
+        if error:
+            message, codes = parse_error_body(json.dumps({"error": error}))
             kind, quota = classify(None, message, codes)
             raise LLMError(
                 kind,
@@ -94,7 +97,7 @@ class StreamAssembler:
         if isinstance(chunk.get("timings"), dict):
             self.timings = chunk["timings"]
         delta_text = ""
-        for choice in chunk.get("choices") or []:
+        for choice in choices:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             self.saw_choice = True
