@@ -188,6 +188,19 @@ def test_an_answer_that_ends_in_an_error_is_a_failure_not_a_reply(server, server
     assert info.value.kind == "server" and "The answer is" not in info.value.user_message()
 
 
+def test_a_server_that_drops_the_connection_mid_answer_is_not_called_unreachable(server, server2):
+    server.enqueue({"content": "one two three", "stream_cut": True}, {"content": "one two three", "stream_cut": True})
+    server2.enqueue("complete answer")
+    seen: list[str] = []
+    client = make_client(runner("crashy", server.base_url), runner("backup", server2.base_url))
+    result = client.complete(MESSAGES, stream=True, on_delta=seen.append)
+    assert (result.runner, result.text) == ("backup", "complete answer") and "one two three" in seen
+    with pytest.raises(LLMError) as info:
+        make_client(runner("crashy", server.base_url)).complete(MESSAGES, stream=True)
+    message = info.value.user_message()
+    assert "not reachable" not in message and "closed the connection in the middle of the answer" in message
+
+
 def test_stream_cut_short_is_bad_response(server):
     chunk = {"choices": [{"index": 0, "delta": {"content": "half"}, "finish_reason": None}]}
     server.enqueue({"raw": f"data: {json.dumps(chunk)}\n\n", "content_type": "text/event-stream"})

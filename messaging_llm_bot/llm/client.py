@@ -303,7 +303,10 @@ class LLMClient:
             if deadline is not None and (deadline.expired or not deadline.remaining()):
                 raise LLMError("timeout", stream_deadline_detail(runner.timeout_seconds, assembler.text()),
                                runner=runner.name, base_url=runner.base_url) from None
-            raise self._transport_error(runner, exc) from None
+            err = self._transport_error(runner, exc)
+            if err.kind == "connection":  # it answered, then went away (crashed, killed): not "unreachable"
+                err = self._bad(runner, "the server closed the connection in the middle of the answer")
+            raise err from None
         except LLMError as err:
             err.detail = redact(err.detail, runner.api_key)
             raise

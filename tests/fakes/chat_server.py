@@ -39,6 +39,8 @@ A reply is a str (the assistant content) or a dict with optional keys:
 - `stream_chunks`: the content pieces of a streamed answer (default: content split into
   words); `chunk_delay`: seconds between streamed chunks; `stream_error`: an error object
   sent as a `data: {"error": ...}` event after the chunks (then the stream just ends);
+  `stream_cut: True`: after the chunks the connection is dropped in the middle of the body (a
+  server process that dies mid-answer: llama-server crashing, Ollama's runner killed for memory);
   `keepalive_every` + `keepalive_for`: after the chunks, a `: keep-alive` comment every
   `keepalive_every` seconds for `keepalive_for` seconds before finishing (a trickling server);
 - `status` (HTTP status), `body` (dict -> JSON, str/bytes verbatim; default an OpenAI-style
@@ -76,6 +78,7 @@ import hashlib
 import json
 import math
 import re
+import socket
 import threading
 import time
 from collections import deque
@@ -296,6 +299,10 @@ class _Handler(FakeHandler):
             while time.monotonic() < until:
                 time.sleep(float(spec["keepalive_every"]))
                 self.send_chunk(b": keep-alive\n\n")
+        if spec.get("stream_cut"):
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         if spec.get("stream_error") is not None:
             self._event({"error": spec["stream_error"]})
             self.send_chunk(b"")  # zero-length chunk ends the body without [DONE]
