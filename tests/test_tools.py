@@ -172,3 +172,15 @@ def test_reasoning_goes_back_in_the_field_the_server_used(tmp_path, test_skills_
         first, second = (m for m in server.chat_requests[2]["messages"] if m.get("tool_calls"))
         assert first["reasoning"] == "use add" and "reasoning_content" not in first
         assert not {"reasoning", "reasoning_content"} & set(second)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_arguments_encoded_twice_run_as_their_object(tmp_path, test_skills_dir, stream):
+    # Granite 4 on vLLM's hermes parser: the arguments string decodes to another JSON string (vllm#54964).
+    twice = json.dumps(json.dumps({"a": 2, "b": 3}))
+    with FakeChatServer() as server:
+        agent = _agent(server, tmp_path, test_skills_dir, "native")
+        server.enqueue({"tool_calls": [{"id": "call_a", "name": "add", "arguments": twice}]}, "5.")
+        result = agent.handle_message("c", "add 2+3", stream=stream)
+        assert result.reply == "5."
+        assert [(c["skill"], c["args"], c["ok"]) for c in result.skill_calls] == [("add", {"a": 2, "b": 3}, True)]

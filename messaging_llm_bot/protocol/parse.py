@@ -87,6 +87,9 @@ def _args_from(name: str, value: object) -> tuple[dict, str | None, list[str]]:
         if not value.strip():
             return {}, None, ["args_string"]
         parsed = loads_lenient(value)
+        if parsed is not None and isinstance(parsed[0], str) and parsed[0].lstrip().startswith("{"):
+            # encoded twice (Granite 4 on vLLM's hermes parser): the string holds the JSON text
+            parsed = loads_lenient(parsed[0])
         if parsed is None:
             return {}, f"args for skill '{name}' are a string that is not valid JSON: {value[:80]!r}", []
         if not isinstance(parsed[0], dict):
