@@ -99,8 +99,9 @@ def test_1_sign_in(browser, site):
     browser.get(f"{site.base}/login")
     screenshot(browser, "login")
     sign_in(browser, site)
-    assert browser.current_url == f"{site.base}/memory"
-    assert browser.find_element(By.TAG_NAME, "h1").text == "Memory"
+    # The click returns before the redirect has loaded (seen on a loaded machine): wait for it.
+    WebDriverWait(browser, 20).until(lambda d: d.current_url == f"{site.base}/memory")
+    assert wait_for_text(browser, "h1", "Memory").text == "Memory"
     cookies = {c["name"]: c for c in browser.get_cookies()}
     assert cookies["assistant_web"]["httpOnly"] and cookies["assistant_web"]["sameSite"] == "Strict"
     assert console_errors(browser) == []
