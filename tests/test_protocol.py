@@ -466,3 +466,30 @@ def test_a_reply_that_is_not_a_string_is_shown_as_text_not_json(text, reply):
     """Small models write {"reply": [...]} or {"reply": null}; the user never sees the JSON."""
     parsed = parse_model_output(text, ["tasks"])
     assert parsed.calls == [] and parsed.reply == reply and "reply_not_text" in parsed.recovered
+
+
+@pytest.mark.parametrize("text, calls, label", [
+    ('[TOOL_CALLS]tasks[ARGS]{"action": "add", "title": "milk"}', [("tasks", {"action": "add", "title": "milk"})],
+     "mistral_tool_calls"),
+    ('[TOOL_CALLS]add[ARGS]{"a": 1, "b": 2}[TOOL_CALLS]notes[ARGS]{"action": "list"}',
+     [("add", {"a": 1, "b": 2}), ("notes", {"action": "list"})], "mistral_tool_calls"),
+    ('<function=tasks>{"action": "list"}</function>', [("tasks", {"action": "list"})], "llama_function_tag"),
+    ('{"skill": "functions.tasks", "args": {"action": "list"}}', [("tasks", {"action": "list"})], "functions_prefix"),
+    ('{"name": "functions.notes", "arguments": "null"}', [("notes", {})], "functions_prefix"),
+], ids=["mistral", "mistral-two", "llama-function-tag", "functions-prefix", "null-arguments"])
+def test_chat_template_call_forms_run_as_calls(text, calls, label):
+    """Servers that do not parse tool calls pass the template's own text form through (Mistral v11+,
+    Llama 3.x); it runs as the call meant, and its text is never shown, not even while it streams."""
+    parsed = parse_model_output(text, ["tasks", "notes", "add"])
+    assert [(c.skill, c.args) for c in parsed.calls] == calls and parsed.reply is None
+    assert label in parsed.recovered
+    guard = StreamGuard(["tasks", "notes", "add"])
+    assert all(guard.feed(text[:i]) is None for i in range(1, len(text) + 1))
+
+
+def test_a_template_call_cut_off_is_not_shown_and_a_mention_is_text():
+    cut = parse_model_output('[TOOL_CALLS]tasks[ARGS]{"action": "add", "ti', ["tasks"])
+    assert cut.calls == [] and cut.reply == "" and "truncated_call" in cut.recovered
+    mention = parse_model_output("I could use <function=tasks> later.", ["tasks"])
+    assert mention.calls == [] and mention.reply == "I could use <function=tasks> later."
+    assert parse_model_output('{"skill": "functions.other", "args": {}}', ["tasks"]).calls[0].skill == "functions.other"

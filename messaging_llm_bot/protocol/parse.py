@@ -4,7 +4,9 @@ The model answers with one JSON object: ``{"skill": "<name>", "args": {...}}`` t
 skill, or ``{"reply": "<text>"}`` (or plain text) to answer. Weak models drift, so the
 parser recovers calls from fences, ``<tool_call>`` tags, surrounding prose, synonyms,
 OpenAI shapes, JSON-string args, Python-literal / single-quoted / trailing-comma / commented JSON,
-and arrays or runs of call objects, and a call missing only its last ``}``. A leading
+and arrays or runs of call objects, and a call missing only its last ``}``; also the text forms
+of chat templates (Mistral ``[TOOL_CALLS]name[ARGS]{...}``, Llama ``<function=name>{...}</function>``)
+and an OpenAI-style ``functions.`` prefix on a known skill's name. A leading
 ``<think>...</think>`` block is dropped.
 
 When is a JSON object a call? (precision first: content must never run a skill)
@@ -87,6 +89,8 @@ def _args_from(name: str, value: object) -> tuple[dict, str | None, list[str]]:
         if not value.strip():
             return {}, None, ["args_string"]
         parsed = loads_lenient(value)
+        if parsed is not None and parsed[0] is None:
+            return {}, None, ["args_string"]  # "null": a skill that takes no arguments
         if parsed is not None and isinstance(parsed[0], str) and parsed[0].lstrip().startswith("{"):
             # encoded twice (Granite 4 on vLLM's hermes parser): the string holds the JSON text
             parsed = loads_lenient(parsed[0])
@@ -252,11 +256,45 @@ def _unclosed_call(text: str, known: frozenset[str]) -> tuple[list[SkillCall], l
     return (calls, parsed[1] + labels + ["unclosed"]) if calls else None
 
 
+# Chat templates that write calls as text when the server does not parse them: Mistral (v11+)
+# ``[TOOL_CALLS]name[ARGS]{...}`` and Llama 3.x ``<function=name>{...}</function>``.
+_TEMPLATE_CALL_RE = re.compile(r"\[TOOL_CALLS\]\s*(?P<m>[A-Za-z_][\w.\-]{0,63})\s*\[ARGS\]\s*(?=\{)"
+                               r"|<function=(?P<l>[A-Za-z_][\w.\-]{0,63})>\s*(?=\{)")
+_DECODER = json.JSONDecoder()
+
+
+def _template_calls(body: str, known: Collection[str]) -> tuple[list[SkillCall], list[str]] | None:
+    """Calls written in a chat template's own text form, in order; None when there are none."""
+    calls: list[SkillCall] = []
+    for match in _TEMPLATE_CALL_RE.finditer(body):
+        try:
+            args, end = _DECODER.raw_decode(body, match.end())
+        except ValueError:
+            args, end = None, 0
+        if not isinstance(args, dict):
+            # Cut off by max_tokens or broken: a call was meant, nothing in it is for the user.
+            return [], ["truncated_call"]
+        name = _strip_namespace(match.group("m") or match.group("l"), known)
+        calls.append(SkillCall(name, args, body[match.start():end]))
+    if not calls:
+        return None
+    return calls, ["mistral_tool_calls" if "[TOOL_CALLS]" in body else "llama_function_tag"]
+
+
+def _strip_namespace(name: str, known: Collection[str]) -> str:
+    """``functions.notes`` (an OpenAI-style namespace some templates add) as ``notes`` when that is a skill."""
+    head, _, rest = name.partition(".")
+    return rest if head == "functions" and rest in known else name
+
+
 def parse_model_output(text: str, skill_names: Collection[str] = ()) -> ParsedOutput:
     """Read one model output as skill calls (in order) or a final reply; see module docstring."""
     body, thought = strip_think(text or "")
     recovered = ["think"] if thought else []
     known = frozenset(skill_names)
+    templated = _template_calls(body, known)
+    if templated is not None:
+        return ParsedOutput(templated[0], None if templated[0] else "", _dedupe(recovered + templated[1]))
     candidates = scan(body)
     outer = body.find("{")
     if _CALL_PREFIX_RE.match(body) and outer >= 0 and open_region(body) == outer:
@@ -275,6 +313,11 @@ def parse_model_output(text: str, skill_names: Collection[str] = ()) -> ParsedOu
             spans.append(cand.outer)
             recovered.extend(cand.labels + labels)
     if calls:
+        for call in calls:
+            stripped_name = _strip_namespace(call.skill, known)
+            if stripped_name != call.skill:
+                call.skill = stripped_name
+                recovered.append("functions_prefix")
         recovered.extend(_split_dotted_actions(calls, known))
         rest = "".join(body[a:b] for a, b in zip([0] + [e for _, e in spans], [s for s, _ in spans] + [len(body)]))
         if rest.strip():

@@ -13,6 +13,10 @@ from messaging_llm_bot.protocol.lenient_json import open_region, scan, strip_thi
 from messaging_llm_bot.protocol.parse import calls_from_value, parse_model_output
 
 
+#: Chat templates' own call markers (Mistral, Llama): what follows is a call, never text for the user.
+_TEMPLATE_MARKERS = ("[tool_calls]", "<function=", "<|python_tag|>")
+
+
 class StreamGuard:
     """Decides what part of a streaming model output may be shown to the user: never the text of a skill call."""
 
@@ -31,6 +35,11 @@ class StreamGuard:
         raw = text_so_far or ""
         head = raw.lstrip().lower()
         if head and any(mk.startswith(head) for mk in ("<think>", "<thinking>", "<reasoning>")):
+            return None
+        if head and any(mk.startswith(head[:len(mk)]) for mk in _TEMPLATE_MARKERS):
+            return None  # a template's call marker, or the start of one
+        if any(mk in raw.lower() for mk in _TEMPLATE_MARKERS):
+            self._is_call = True
             return None
         body, _ = strip_think(raw)
         if not body.strip():
