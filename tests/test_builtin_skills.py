@@ -354,3 +354,10 @@ def test_time_now_and_date_math(manager: SkillManager, ctx: SkillContext) -> Non
     assert "not a known IANA zone" in err(manager, "time", {}, SkillContext(timezone="Mars/Base"))
     real = ok(manager, "time", {})  # the real clock, in UTC without a context
     assert real["timezone"] == "UTC" and len(real["now"]) == 16
+
+
+def test_time_next_takes_a_weekday_or_its_start_not_a_word_that_begins_like_one(manager: SkillManager, ctx) -> None:
+    assert ok(manager, "time", {"action": "next", "weekday": "Fri."}, ctx)["date"] == "2025-04-04"
+    assert ok(manager, "time", {"action": "next", "weekday": "thurs"}, ctx)["date"] == "2025-04-03"
+    for word in ("monkey", "t", "Montag"):  # "monkey" was Monday: only its first three letters were read
+        assert "is not one of monday" in err(manager, "time", {"action": "next", "weekday": word}, ctx), word

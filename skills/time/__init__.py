@@ -51,8 +51,10 @@ def run(workspace: Workspace, args: dict, context=None):
 
 def next_weekday(today: date, name: str) -> date:
     """The first date after ``today`` falling on weekday ``name`` (1 to 7 days ahead)."""
-    wanted = str(name).strip().lower()[:3]
-    index = next((i for i, day in enumerate(WEEKDAYS) if day.startswith(wanted)), None) if len(wanted) == 3 else None
+    wanted = str(name).strip().lower().rstrip(".")
+    # A name or a start of it of 2+ letters ("fri", "thurs", "tu"), never a word that only begins like one ("monkey").
+    matches = [i for i, day in enumerate(WEEKDAYS) if len(wanted) >= 2 and day.startswith(wanted)]
+    index = matches[0] if len(matches) == 1 else None
     if index is None:
         raise ValueError(f"weekday {name!r} is not one of {', '.join(WEEKDAYS)}")
     return today + timedelta(days=(index - today.weekday() - 1) % 7 + 1)
