@@ -290,8 +290,10 @@ def test_collector_notices_and_the_digest_go_to_the_owner(start, daemon, workspa
     import asyncio
     from datetime import datetime, timedelta, timezone
 
-    later = datetime.now(timezone.utc) + timedelta(hours=2)
-    ReminderStore(workspace).add(12345, "dentist appointment", later, "Europe/Berlin")
+    # An hour ago: "today or earlier" in Berlin at any time of day (two hours ahead was tomorrow after 22:00).
+    # A Telegram chat's reminder: the Signal bot leaves it pending, and the digest lists it.
+    earlier = datetime.now(timezone.utc) - timedelta(hours=1)
+    ReminderStore(workspace).add(12345, "dentist appointment", earlier, "Europe/Berlin")
     bot = start()
     bot.service.notify_from_thread("rss", "3 new items")
     [notice] = daemon.wait_sent(1)
