@@ -193,3 +193,24 @@ def test_stats_skip_ledger_rows_of_the_wrong_shape(workspace):
     workspace.write_text("state/usage/2026-06.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
     stats = TraceStore(workspace).stats(days=30, now=now)
     assert stats["total"]["prompt_tokens"] == 100 and stats["total"]["model_s"] == 1.5 and stats["total"]["turns"] == 4
+
+
+def test_trace_show_and_last_prompt_mask_the_configs_secrets_even_in_an_old_trace(bot_config, workspace, chat_server,
+                                                                                   tmp_path, capsys):
+    """A trace written before a key was configured holds it in clear; printing it masks it."""
+    agent = make_agent(bot_config, workspace)
+    chat_server.enqueue('{"reply": "noted"}')
+    result = agent.handle_message("conv-a", "my new key is sk-live-0123456789abcdef, keep it")
+    assert "sk-live-0123456789abcdef" in workspace.read_text(trace_path(result.trace_id))  # not a secret back then
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"llm": {"runners": [{"name": "x", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+                                                        "api_key": "sk-live-0123456789abcdef"}]}}))
+    root = str(workspace.root)
+    for argv in (["trace", "show", result.trace_id, "--workspace", root, "--config", str(config)],
+                 ["trace", "last-prompt", "--workspace", root, "--config", str(config)],
+                 ["trace", "last-prompt", "--json", "--workspace", root, "--config", str(config)]):
+        assert cli_main(argv) == 0
+        out = capsys.readouterr().out
+        assert "sk-live-0123456789abcdef" not in out and "***" in out, argv
+    assert cli_main(["trace", "show", result.trace_id, "--workspace", root]) == 0  # no config here: printed as stored
+    assert "sk-live-0123456789abcdef" in capsys.readouterr().out

@@ -12,13 +12,29 @@ import json
 import sys
 from pathlib import Path
 
-from ..traces import TraceStore
+from ..traces import TraceStore, collect_secrets, redact_secrets
 from ..workspace import atomic_write_bytes, existing_workspace
 from . import int_range
 
 
 def add_workspace_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
+
+
+def add_config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default="config",
+                        help="config whose secrets are masked in the output (default: config; skipped when absent)")
+
+
+def config_secrets(path: str) -> list[str]:
+    """The secrets of the config at ``path``, to mask in what is printed: a trace written before a
+    key was configured may hold it. [] when there is no readable config."""
+    from ..config import ConfigError, load_config
+
+    try:
+        return collect_secrets(load_config(path))
+    except (ConfigError, OSError, ValueError):
+        return []
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersAction:
@@ -30,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersActi
     last = commands.add_parser("last-prompt", help="print the last request sent to the model, with section sizes")
     add_workspace_option(last)
     last.add_argument("--json", action="store_true", help="the request (messages, model) and section sizes as JSON")
+    add_config_option(last)
     last.set_defaults(func=cmd_last_prompt)
 
     list_ = commands.add_parser("list", help="list recent traces (id, time, conversation, model, tokens, rounds)")
@@ -42,6 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersActi
     add_workspace_option(show)
     show.add_argument("id")
     show.add_argument("--json", action="store_true", help="(the trace is always printed as JSON)")
+    add_config_option(show)
     show.set_defaults(func=cmd_show)
 
     replay = commands.add_parser(
@@ -129,6 +147,7 @@ def cmd_last_prompt(args: argparse.Namespace) -> int:
         print(f"no traces in {args.workspace}/traces yet: send the bot a message first",
               file=sys.stderr if args.json else sys.stdout)
         return 1
+    trace = redact_secrets(trace, config_secrets(args.config))
     request = trace["requests"][-1]
     if args.json:
         print(json.dumps({"trace": trace["id"], "request": request, "section_sizes": trace.get("section_sizes") or {}},
@@ -168,7 +187,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     except ValueError as exc:  # found, but its file is cut short or not JSON
         print(f"error: the trace is damaged: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps(trace, indent=2, ensure_ascii=False))
+    print(json.dumps(redact_secrets(trace, config_secrets(args.config)), indent=2, ensure_ascii=False))
     return 0
 
 
