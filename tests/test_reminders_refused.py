@@ -97,3 +97,15 @@ def test_a_signal_reminder_that_is_rate_limited_is_retried_until_it_arrives(star
     [sent] = daemon.wait_sent(1)
     assert sent["message"] == "⏰ stretch"
     wait_for(lambda: ReminderStore(workspace).list()[0]["status"] == "delivered", what="delivered mark")
+
+
+def test_a_tg_prefixed_chat_id_typed_by_hand_is_delivered_and_a_bad_one_marked_failed(fake, start_bot, workspace):
+    store = ReminderStore(workspace)
+    now = datetime.now(timezone.utc) - timedelta(seconds=5)
+    typed = store.add(f"tg:{OWNER}", "stretch", now, "Europe/Berlin")
+    bad = store.add("tg:my-phone", "never", now, "Europe/Berlin")
+    start_bot()
+    assert fake.wait_for_messages(OWNER, 1)[0]["text"] == "⏰ stretch"
+    fake.wait_for(lambda: _by_id(workspace)[bad["id"]]["status"] == "failed", timeout=10)
+    assert "not a Telegram chat id" in _by_id(workspace)[bad["id"]]["error"]
+    fake.wait_for(lambda: _by_id(workspace)[typed["id"]]["status"] == "delivered", timeout=10)

@@ -36,7 +36,7 @@ from messaging_llm_bot.frontends.commands import COMMANDS, collector_notice
 from messaging_llm_bot.frontends.telegram.handlers import Frontend
 from messaging_llm_bot.frontends.telegram.ratelimit import ReplyFirstRateLimiter
 from messaging_llm_bot.frontends.telegram.send import TelegramDeliveryError, refused_for_good, send_markdown
-from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, command_name
+from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, command_name, telegram_chat_id
 from messaging_llm_bot.frontends.telegram.webhook import webhook_secret
 
 log = logging.getLogger(__name__)
@@ -247,7 +247,7 @@ class TelegramService:
         """Send plain text to one chat, or (no chat) to the owner's private chat; True if all arrived."""
         owner = self.frontend.settings.owner_id
         # Collector notices and the digest are the owner's data: never to the other allowed users.
-        targets = [int(chat_id)] if chat_id not in (None, "") else ([owner] if owner is not None else [])
+        targets = [telegram_chat_id(chat_id)] if chat_id not in (None, "") else ([owner] if owner is not None else [])
         ok = bool(targets)
         for target in targets:
             try:
@@ -264,7 +264,11 @@ class TelegramService:
         """Send a reminder to its chat: True when it arrived, False to try again later (network, 429, 5xx);
         DeliveryRefused when Telegram refused it for good (the user blocked the bot, chat not found)."""
         try:
-            await send_markdown(self.app.bot, int(chat_id), text)
+            target = telegram_chat_id(chat_id)
+        except ValueError:
+            raise DeliveryRefused(f"{chat_id!r} is not a Telegram chat id") from None
+        try:
+            await send_markdown(self.app.bot, target, text)
             return True
         except TelegramDeliveryError as err:
             if refused_for_good(err):

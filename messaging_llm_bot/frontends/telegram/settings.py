@@ -49,6 +49,12 @@ def conversation_id(chat_id: int) -> str:
     return f"tg:{chat_id}"
 
 
+def telegram_chat_id(chat_id: int | str) -> int:
+    """A chat id as Telegram takes it: ``123``, ``"123"`` or ``"tg:123"`` (as a row typed by hand may say); ValueError otherwise."""
+    text = str(chat_id).strip()
+    return int(text[3:] if text.startswith("tg:") else text)
+
+
 def message_fingerprint(message: telegram.Message) -> str:
     """What a message is (``chat/message id/unix date``): the same when Telegram re-delivers it, different
     for another message that arrives under a reused update id (another Bot API server restarts the ids)."""
