@@ -106,6 +106,8 @@ def test_cli_search_stats_reindex_purge(ws, capsys):
 
     assert main(["memory", "search", "zeppelin", *base]) == 1
     assert "no memory matches" in capsys.readouterr().out
+    assert main(["memory", "search", "zeppelin " * 5000, *base]) == 1  # a pasted page: not echoed whole
+    assert len(capsys.readouterr().out) < 200
     assert main(["memory", "search", "zeppelin", "--json", *base]) == 1  # the same exit code as text mode
     assert json.loads(capsys.readouterr().out) == []
 

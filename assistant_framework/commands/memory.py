@@ -84,7 +84,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(json.dumps([hit.__dict__ for hit in hits], ensure_ascii=False, indent=2))
         return 0 if hits else 1  # as in text mode (and grep): the exit code does not depend on the format
     if not hits:
-        print(f"no memory matches {args.query!r}")
+        shown = args.query if len(args.query) <= 80 else args.query[:80] + "…"  # a pasted page is not echoed whole
+        print(f"no memory matches {shown!r}")
         return 1
     for hit in hits:
         date = (hit.time or "")[:10]
