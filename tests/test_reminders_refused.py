@@ -57,7 +57,10 @@ def test_a_reminder_telegram_refuses_for_good_is_marked_failed_and_not_sent_agai
     assert "team standup" in digest and reason.lower() in digest.lower()
 
 
-def test_a_reminder_that_meets_temporary_errors_is_retried_until_it_arrives(fake, start_bot, workspace):
+def test_a_reminder_that_meets_temporary_errors_is_retried_until_it_arrives(fake, start_bot, workspace, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO)
     fake.fail_next("sendMessage", status=502, times=5)  # more than one delivery attempt's retries
     ReminderStore(workspace).add(OWNER, "stretch", datetime.now(timezone.utc), "Europe/Berlin")
     start_bot()
@@ -67,6 +70,9 @@ def test_a_reminder_that_meets_temporary_errors_is_retried_until_it_arrives(fake
     [row] = ReminderStore(workspace).list()
     assert row["status"] == "delivered" and "error" not in row
     assert [c["status"] for c in fake.calls("sendMessage")] == [502] * 5 + [200]
+    # One warning for the reminder, not one per poll; each retry's cause at INFO.
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and "reminder" in r.getMessage()]
+    assert len(warnings) == 1 and "retrying at each poll" in warnings[0], warnings
 
 
 # -- Signal ---------------------------------------------------------------------------------------------

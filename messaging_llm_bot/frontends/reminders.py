@@ -126,6 +126,7 @@ class ReminderScheduler:
         self._scheduled: dict[str, str] = {}  # reminder id -> due_at it was scheduled for
         self._delivering: set[str] = set()
         self._unreadable: dict[str, str] = {}  # reminder id -> due_at already reported as unreadable
+        self._failing: dict[str, int] = {}  # reminder id -> failed tries so far (warned once, at the first)
 
     def start(self) -> None:
         """Schedule everything pending now and poll the store for changes."""
@@ -205,8 +206,13 @@ class ReminderScheduler:
                 return False
             if sent:
                 await asyncio.to_thread(self.store.mark_delivered, rid, now)
+                tries = self._failing.pop(rid, 0)
+                if tries:
+                    log.info("reminders: %s delivered after %d failed tries", rid, tries)
             else:
-                log.warning("reminders: delivery of %s failed; will retry at the next poll", rid)
+                tries = self._failing[rid] = self._failing.get(rid, 0) + 1
+                log.log(logging.WARNING if tries == 1 else logging.INFO,
+                        "reminders: delivery of %s failed (try %d); retrying at each poll until it arrives", rid, tries)
             return sent
         finally:
             self._delivering.discard(rid)

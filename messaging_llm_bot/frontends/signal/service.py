@@ -374,9 +374,10 @@ class SignalService:
                 types = ", ".join(sorted(t for t in err.result_types if t))
                 reason = f"signal-cli refused it: {err.message}" + (f" ({types})" if types else "")
                 raise DeliveryRefused(reason) from err
-            log.warning("signal: reminder to %s cannot be sent for now: %s", chat, err)
+            # The scheduler warns once per reminder; each retry's cause goes to the log at INFO.
+            log.info("signal: reminder to %s cannot be sent for now: %s", chat, err)
         except SignalUnavailable as err:
-            log.warning("signal: reminder to %s failed: %s", chat, err)
+            log.info("signal: reminder to %s failed: %s", chat, err)
         return False
 
     def notify_from_thread(self, collector_name: str, text: str) -> None:

@@ -273,7 +273,8 @@ class TelegramService:
         except TelegramDeliveryError as err:
             if refused_for_good(err):
                 raise DeliveryRefused(f"Telegram refused it: {err.cause}") from err
-            log.warning("telegram: reminder to chat %s failed: %s", chat_id, err)
+            # The scheduler warns once per reminder; each retry's cause goes to the log at INFO.
+            log.info("telegram: reminder to chat %s failed: %s", chat_id, err)
             return False
 
     def notify_from_thread(self, collector_name: str, text: str) -> None:
