@@ -139,3 +139,31 @@ def test_fenced_json_with_braces_in_the_prose_around_it_is_accepted(tmp_path, se
         assert [f["value"] for f in FactStore(svc.workspace).all()] == ["a cat named Miso"]
     finally:
         svc.close()
+
+
+def test_a_model_server_that_is_down_costs_one_episode_call_per_run_not_one_per_day(tmp_path, caplog):
+    """Five days waiting for an episode and the server down: one failed call, one warning naming why."""
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    llm = LLMClient({"runners": [{"name": "down", "base_url": f"http://127.0.0.1:{port}/v1", "model": "m",
+                                  "timeout_seconds": 5}], "retries_per_runner": 0})
+    tries = []
+
+    def complete(messages, **kw):
+        tries.append(1)
+        return llm.complete(messages, **kw).text
+
+    svc = MemoryService(Workspace(tmp_path / "ws"), {"memory": {"profile": False}}, complete=complete, start_worker=False)
+    try:
+        for conversation in ("a", "b", "c", "d", "e"):
+            _day(svc, conversation, 4)
+        with caplog.at_level(logging.WARNING, logger="assistant_framework.memory.episodes"):
+            svc.maintenance(_later())
+        assert len(tries) == 1  # before: five calls, five warnings every hour
+        [line] = [r.getMessage() for r in caplog.records if "episode" in r.getMessage()]
+        assert "LLMError" in line and "not reachable" in line  # the reason, not only the type
+    finally:
+        svc.close()

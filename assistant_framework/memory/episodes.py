@@ -89,6 +89,10 @@ def write_episode(workspace: Workspace, complete: Callable, conv: str, day: str,
     return rel
 
 
+#: Model-call failures (``LLMError.kind``) that are about the server, not the day: the run stops at the first.
+SERVER_DOWN_KINDS = frozenset({"connection", "timeout", "auth"})
+
+
 def write_settled_episodes(workspace: Workspace, complete: Callable, memory_config: dict, now: datetime, tz: Any = None) -> list[str]:
     """Write episodes for settled days (at most ``episodes.max_per_run``); returns their paths."""
     settings = section(memory_config, "episodes")
@@ -106,7 +110,9 @@ def write_settled_episodes(workspace: Workspace, complete: Callable, memory_conf
         try:
             rel = write_episode(workspace, complete, conv, day, min_turns)
         except Exception as exc:  # one failing day must not stop the others
-            log.warning("episode for %s on %s failed: %s", conv, day, type(exc).__name__)
+            log.warning("episode for %s on %s failed: %s: %s", conv, day, type(exc).__name__, str(exc)[:200])
+            if getattr(exc, "kind", None) in SERVER_DOWN_KINDS:
+                break  # the model server is down or refuses the key: every other day would fail the same way
             continue
         if rel:
             written.append(rel)
