@@ -8,6 +8,7 @@ import pytest
 from tests.test_agent import make_agent
 
 N_CTX = 4096  # tokens of the fake server's context; ~4 characters a token, as the fake counts
+LIMIT_CHARS = 16_000  # the same context in characters, for the skill-results test
 
 
 def small_context(wording: dict):
@@ -52,3 +53,30 @@ def test_a_long_conversation_still_names_the_conversation(bot_config, workspace,
     bot_config["runtime"]["section_caps"] = {"base": 100_000}
     result = make_agent(bot_config, workspace).handle_message("c1", "hi")
     assert not result.ok and "too long" in result.reply and "message is too long" not in result.reply
+
+
+def test_skill_results_that_outgrow_a_small_context_are_cut_and_the_turn_finishes(bot_config, workspace, chat_server):
+    """Three rounds of long skill results fit the first requests, not the last: the earlier results are
+    cut and the request sent again, so the owner gets an answer instead of "too long"."""
+    for name in ("alpha", "beta", "gamma"):
+        workspace.write_text(f"notes/{name}.md", f"{name} " * 700)  # ~4,000 characters each
+    seen: list[int] = []
+
+    def handle(request: dict):
+        size = sum(len(str(m.get("content") or "")) for m in request["messages"])
+        seen.append(size)
+        if size > LIMIT_CHARS:
+            return {"status": 400, "body": OPENAI}
+        rounds = sum(1 for m in request["messages"][1:] if m["role"] == "assistant")
+        if rounds < 3:
+            return '{"skill": "read_note", "args": {"name": "%s"}}' % ("alpha", "beta", "gamma")[rounds]
+        return '{"reply": "Read all three."}'
+
+    chat_server.set_handler(handle)
+    bot_config["llm"]["max_skill_rounds"] = 4
+    result = make_agent(bot_config, workspace).handle_message("c1", "read alpha, beta and gamma")
+    assert result.ok and result.reply == "Read all three.", result.reply
+    assert any(size > LIMIT_CHARS for size in seen) and seen[-1] <= LIMIT_CHARS
+    last = chat_server.chat_requests[-1]["messages"]
+    assert "earlier result cut" in last[3]["content"] and "gamma gamma" in last[-1]["content"]  # the last result whole
+

@@ -33,7 +33,7 @@ from messaging_llm_bot.agent.honesty import honest_reply
 from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
 from messaging_llm_bot.llm.structured import REPLY_SCHEMA, complete_structured
 from messaging_llm_bot.llm.tools import tool_calls_of
-from messaging_llm_bot.agent.native import SkillFormats, add_round, skill_calls
+from messaging_llm_bot.agent.native import SkillFormats, add_round, shrink_earlier_results, skill_calls
 from messaging_llm_bot.agent.prompt import PromptBuilder, estimate_tokens, final_user_message, section_sizes
 from messaging_llm_bot.protocol import (
     ParsedOutput,
@@ -321,7 +321,7 @@ class Agent:
         max_rounds = self.settings.max_skill_rounds
         turn_messages: list[dict] = [{"role": "user", "content": user_message}]
         native_turn: list[dict] = [{"role": "user", "content": user_message}]  # the same round as native tool messages
-        history_cut = False
+        history_cut = results_cut = False
         repeated, last_calls = False, None
         while True:
             round_no = turn.rounds + 1
@@ -342,6 +342,11 @@ class Agent:
                     size = sum(measure(m) for m in history)
                     history = trim_history(history, min(budget, size) // 2, low_water=1.0, measure=measure)
                     log.info("context too long for conversation %r; retrying with history cut to %d messages", turn.conversation_id, len(history))
+                    continue
+                if err.kind == "context_length" and not results_cut and shrink_earlier_results(turn_messages, native_turn):
+                    # Several rounds of skill results (up to the result limit each) outgrew a small context.
+                    results_cut = True
+                    log.info("context too long for conversation %r; retrying with earlier skill results cut", turn.conversation_id)
                     continue
                 turn.error = err.user_message()
                 if err.kind == "context_length" and message_is_most_of(turn.text, messages):

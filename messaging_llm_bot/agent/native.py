@@ -40,6 +40,25 @@ def add_round(json_turn: list[dict], native_turn: list[dict], text: str, tool_ca
     json_turn.append({"role": "user", "content": joined})
 
 
+#: What an earlier round's skill result keeps when the turn no longer fits the model's context.
+KEPT_RESULT_CHARS = 600
+
+
+def shrink_earlier_results(json_turn: list[dict], native_turn: list[dict], keep: int = KEPT_RESULT_CHARS) -> bool:
+    """Cut the skill results of every round but the last to ``keep`` characters, in both message forms
+    (the user's message and the model's calls stay whole); True when anything was cut."""
+    cut = False
+    for turn in (json_turn, native_turn):
+        last_answer = max((i for i, m in enumerate(turn) if m.get("role") == "assistant"), default=0)
+        for message in turn[1:last_answer]:
+            content = message.get("content")
+            if message.get("role") in ("user", "tool") and isinstance(content, str) and len(content) > keep:
+                message["content"] = (f"{content[:keep]}\n[... {len(content) - keep} more characters of this earlier "
+                                      "result cut: the turn no longer fit the model's context]")
+                cut = True
+    return cut
+
+
 class SkillFormats:
     """The protocol schema and the native tool specs of a skill set, rebuilt only when it changes
     (the same objects each time, so requests stay byte-stable)."""
