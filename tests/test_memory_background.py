@@ -231,3 +231,20 @@ def test_embedding_errors_fall_back_to_bm25(tmp_path, server):
             EmbeddingClient({"base_url": server.base_url, "model": "e"})(["x"])
     finally:
         svc.close()
+
+
+def test_a_short_profile_is_kept_from_a_cut_answer_and_a_fenced_answer_loses_its_fence(tmp_path, server):
+    svc = _service(tmp_path, server, {"episodes": False})
+    ws = svc.workspace
+    try:
+        from assistant_framework.memory.profile import refresh_profile
+
+        server.enqueue("```markdown\n# Profile\n\n- Lives in Hamburg.\n- Has a dog called Bo.\n- Works as a baker.\n- Bakes sourdough on Sundays.\n```")
+        assert refresh_profile(ws, svc.complete) == PROFILE_PATH
+        short = ws.read_text(PROFILE_PATH)
+        assert short.startswith("# Profile") and "```" not in short  # the fence would reach every prompt
+        server.enqueue("# Pro")  # a cut answer: under 30 % of a 120-character profile
+        assert refresh_profile(ws, svc.complete) is None
+        assert ws.read_text(PROFILE_PATH) == short
+    finally:
+        svc.close()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from datetime import datetime, timedelta
 from typing import Callable
 
@@ -83,17 +84,23 @@ def profile_inputs(workspace: Workspace, max_episodes: int = 14) -> str:
     )
 
 
+def _unfenced(text: str) -> str:
+    """A profile answered inside a code fence (```markdown ... ```), without the fence: it goes into every prompt."""
+    match = re.fullmatch(r"```[\w-]*\n(.*?)\n?```", text, re.S)
+    return match.group(1).strip() if match else text
+
+
 def refresh_profile(workspace: Workspace, complete: Callable) -> str | None:
     """Ask the model for a new profile and write it unless the user edited the file; returns the path written.
     A profile.md marked as written from outside content is replaced (kept in ``REPLACED_PATH``)."""
     messages = [{"role": "system", "content": PROFILE_PROMPT}, {"role": "user", "content": profile_inputs(workspace)}]
-    text = call_model(complete, messages).strip()[:MAX_PROFILE_CHARS]
+    text = _unfenced(call_model(complete, messages).strip())[:MAX_PROFILE_CHARS]
     if not text:
         log.warning("profile refresh: the model answered nothing; profile kept")
         return None
     current = workspace.read_text(PROFILE_PATH, default="")
     outside = is_marked_text(current)
-    if not outside and len(current) > 500 and len(text) < 0.3 * len(current):
+    if not outside and len(current) > 100 and len(text) < 0.3 * len(current):
         log.warning("profile refresh: answer of %d chars would replace %d chars; kept (truncated output?)", len(text), len(current))
         return None
     content = text + "\n"
