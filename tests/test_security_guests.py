@@ -114,3 +114,32 @@ def test_shared_command_dispatcher_applies_the_same_owner_rule(bot_config, works
         assert OWNER_SECRET in unescape_markdown(run_command(runtime, "signal:owner", "/now", owner_data=True))
     finally:
         runtime.shutdown(5)
+
+
+def test_with_memory_on_a_friend_recalls_only_their_own_chat(fake, start_bot, chat_server, workspace):
+    """Memory recall in a friend's chat searches that chat only: never the owner's notes, facts or
+    other chats' logs, even when the friend asks about exactly those words."""
+    owner_data(workspace)
+
+    def memory_on(config):
+        config["memory"] = {"enabled": True, "extract_facts": False, "episodes": False, "profile": False,
+                            "recall": {"enabled": True, "skip_recent_turns": 0}}
+
+    start_bot(allowed_user_ids=[OWNER, FRIEND], owner_id=OWNER, config_patch=memory_on)
+    chat_server.enqueue('{"reply": "Noted, the lighthouse is blue."}', '{"reply": "ok"}', '{"reply": "fine"}',
+                        '{"reply": "yours"}')
+    fake.send_message(f"the lighthouse code word is {OWNER_SECRET}", user_id=OWNER)
+    fake.wait_for(lambda: any("Noted" in t for t in texts(fake, OWNER)), timeout=15)
+    fake.send_message("my own lighthouse is red", user_id=FRIEND)
+    fake.wait_for(lambda: any("ok" == t for t in texts(fake, FRIEND)), timeout=15)
+    fake.send_message("what do you know about the lighthouse, the invoice, the PIN and the private note?",
+                      user_id=FRIEND)
+    fake.wait_for(lambda: any("fine" == t for t in texts(fake, FRIEND)), timeout=15)
+    asked = json.dumps(chat_server.chat_requests[-1]["messages"], ensure_ascii=False)
+    assert OWNER_SECRET not in asked  # not the owner's chat, note, task, context or learnings
+    assert "my own lighthouse is red" in asked  # the friend's own chat is theirs
+    # The control: recall is on, and in the owner's own chat the same question recalls the code word.
+    fake.send_message("what do you know about the lighthouse?", user_id=OWNER)
+    fake.wait_for(lambda: any("yours" == t for t in texts(fake, OWNER)), timeout=15)
+    recalled = chat_server.chat_requests[-1]["messages"][-1]["content"]
+    assert "[Recalled memory" in recalled and OWNER_SECRET in recalled
