@@ -167,3 +167,25 @@ def test_a_model_server_that_is_down_costs_one_episode_call_per_run_not_one_per_
         assert "LLMError" in line and "not reachable" in line  # the reason, not only the type
     finally:
         svc.close()
+
+
+def test_an_episode_the_owner_deleted_stays_deleted_until_the_day_changes(tmp_path, server):
+    import os
+
+    server.set_handler(lambda request: "- Planned the garden.")
+    svc = _service(tmp_path, server, {"profile": False})
+    try:
+        _day(svc, "7", 4)
+        svc.maintenance(_later())
+        episode = "memory/episodes/7/2026-04-01.md"
+        assert svc.workspace.exists(episode) and len(server.chat_requests) == 1
+        svc.workspace.delete(episode)  # "forget that day's summary"
+        svc.maintenance(_later())
+        assert not svc.workspace.exists(episode) and len(server.chat_requests) == 1  # before: written again
+        day_log = svc.workspace.path("conversations/7/2026-04-01.jsonl")
+        svc.log_turn("7", "user", "one more thing about the garden", time=DAY + timedelta(minutes=30))
+        os.utime(day_log, (day_log.stat().st_atime, day_log.stat().st_mtime + 1))  # surely later than the record
+        svc.maintenance(_later())
+        assert svc.workspace.exists(episode) and len(server.chat_requests) == 2  # the day changed: a new summary
+    finally:
+        svc.close()

@@ -2,7 +2,9 @@
 
 ``memory/episodes/<conversation>/<YYYY-MM-DD>.md``. A day is settled when its log has had no
 new turn for ``memory.episodes.settle_minutes`` (default 60). An episode is rewritten only
-when its log changed after it was written (so an episode the user edited later stays).
+when its log changed after it was written (so an episode the user edited later stays). An
+episode the owner deleted stays deleted until that day's log changes again (``WRITTEN_STATE``
+remembers which log state each episode was written from).
 
 A day with any turn logged ``untrusted`` (outside content: a forward, an attachment, a mail
 read by a skill) gives an episode that starts with the front matter ``untrusted: true``: the
@@ -27,6 +29,8 @@ EPISODES_DIR = "memory/episodes"
 MAX_INPUT_CHARS = 12000
 #: An answer longer than this (a model stuck in a loop) is cut to whole lines.
 MAX_EPISODE_CHARS = 4000
+#: "<conversation>/<day>" -> the log's mtime when its episode was written.
+WRITTEN_STATE = "state/memory_episodes.json"
 
 EPISODE_PROMPT = (
     "Summarise this day of a chat between the user and their assistant in 3-8 short bullet "
@@ -44,6 +48,7 @@ def settled_days(workspace: Workspace, now: datetime, settle_minutes: float) -> 
     """(conversation folder, day) pairs whose log is quiet and whose episode is missing or stale."""
     found = []
     quiet_before = now.timestamp() - settle_minutes * 60
+    written = _written(workspace)
     for rel in workspace.list(f"{CONVERSATIONS_DIR}/*/*.jsonl"):
         _, conv, name = rel.split("/")
         day = name[: -len(".jsonl")]
@@ -51,9 +56,21 @@ def settled_days(workspace: Workspace, now: datetime, settle_minutes: float) -> 
         if log_mtime > quiet_before:
             continue
         episode_mtime = workspace.mtime(episode_path(conv, day))
+        if episode_mtime is None and written.get(f"{conv}/{day}", -1.0) >= log_mtime:
+            continue  # the owner deleted it, and the day has not changed since
         if episode_mtime is None or episode_mtime < log_mtime:
             found.append((conv, day))
     return found
+
+
+def _written(workspace: Workspace) -> dict:
+    """Which log state each episode was written from; {} when the file is missing or damaged (only a
+    deleted episode may then come back once)."""
+    try:
+        data = workspace.read_json(WRITTEN_STATE, default={})
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def transcript(rows: list[dict], max_chars: int = MAX_INPUT_CHARS) -> str:
@@ -86,6 +103,9 @@ def write_episode(workspace: Workspace, complete: Callable, conv: str, day: str,
     rel = episode_path(conv, day)
     marked = any(is_untrusted(row) for row in rows)  # outside content that day: its summary is outside too
     workspace.write_text(rel, f"{UNTRUSTED_FRONT_MATTER if marked else ''}# {conv} — {day}\n\n{summary}\n")
+    written = _written(workspace)
+    written[f"{conv}/{day}"] = workspace.mtime(f"{CONVERSATIONS_DIR}/{conv}/{day}.jsonl") or 0.0
+    workspace.write_json(WRITTEN_STATE, written)
     return rel
 
 
