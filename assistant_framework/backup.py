@@ -11,7 +11,7 @@ import os
 import shutil
 import tarfile
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
@@ -34,6 +34,8 @@ class BackupResult:
     path: Path
     files: int
     bytes: int
+    #: Symbolic links in the workspace, left out (a link may point anywhere; its target is not the workspace's).
+    links: list[str] = field(default_factory=list)
 
 
 def _skipped(rel: str, include_traces: bool) -> bool:
@@ -58,12 +60,16 @@ def backup(workspace: str | os.PathLike[str], out: str | os.PathLike[str] = ".",
     if target.resolve().is_relative_to(ws.root):
         raise BackupError(f"{target}: the archive may not be written inside the workspace it backs up")
     files = total = 0
+    links: list[str] = []
     partial = target.with_name(f".{target.name}.partial")
     try:
         with tarfile.open(partial, "w:gz") as tar:
             for path in sorted(ws.root.rglob("*")):
                 rel = path.relative_to(ws.root).as_posix()
-                if path.is_symlink() or _skipped(rel + ("/" if path.is_dir() else ""), include_traces):
+                if path.is_symlink():
+                    links.append(rel)
+                    continue
+                if _skipped(rel + ("/" if path.is_dir() else ""), include_traces):
                     continue
                 if path.is_dir():  # folders too, so the layout (state/, ...) comes back even when empty
                     tar.add(path, arcname=f"{ARCHIVE_ROOT}/{rel}", recursive=False)
@@ -82,7 +88,7 @@ def backup(workspace: str | os.PathLike[str], out: str | os.PathLike[str] = ".",
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
-    return BackupResult(target, files, total)
+    return BackupResult(target, files, total, links)
 
 
 def _check_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:

@@ -127,3 +127,19 @@ def test_a_backup_while_the_bot_deletes_and_replaces_files_succeeds_with_whole_f
                 if member.isfile():
                     data = tar.extractfile(member).read()
                     assert data and len(set(data)) == 1 and len(data) == member.size, member.name  # one whole version
+
+
+def test_a_symlink_left_out_of_the_backup_is_named(tmp_path: Path, capsys) -> None:
+    import json
+
+    ws = _workspace(tmp_path / "ws")
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("# Kept elsewhere\n")
+    (ws.root / "notes" / "linked.md").symlink_to(outside)
+    assert main(["backup", "--workspace", str(ws.root), "--out", str(tmp_path / "b.tar.gz")]) == 0
+    err = capsys.readouterr().err
+    assert "notes/linked.md is a symbolic link and is not in the backup" in err
+    with tarfile.open(tmp_path / "b.tar.gz") as tar:
+        assert "workspace/notes/linked.md" not in tar.getnames()
+    assert main(["backup", "--workspace", str(ws.root), "--out", str(tmp_path / "c.tar.gz"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["links_left_out"] == ["notes/linked.md"]

@@ -31,9 +31,13 @@ def cmd_backup(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({"path": str(result.path), "files": result.files, "bytes": result.bytes}))
+        print(json.dumps({"path": str(result.path), "files": result.files, "bytes": result.bytes,
+                          "links_left_out": result.links}))
     else:
         print(f"{result.path}: {result.files} files, {result.bytes / 1024:.0f} KiB")
+    for rel in result.links:  # said, so a linked note is not missed after a restore
+        print(f"note: {rel} is a symbolic link and is not in the backup (copy what it points to if you need it)",
+              file=sys.stderr)
     return 0
 
 
