@@ -435,3 +435,31 @@ def test_a_huge_file_is_refused_at_once_naming_its_size(tmp_path: Path) -> None:
     result = _validate_limited(tree)
     assert result.returncode == 2, result.stderr[-2000:]
     assert "llm.json: 12.0 MB; a config file is at most 10 MB" in result.stderr
+
+
+def test_config_set_from_several_threads_at_once_loses_no_update(tmp_path: Path) -> None:
+    """Two `config set` at the same moment each read the file, changed one key and wrote it back:
+    one update was lost. They now take turns."""
+    import threading
+
+    from assistant_framework.commands.config import write_setting
+
+    tree = write_tree(tmp_path / "cfg", {"collectors/rss.json": ""})
+    (tree / "runtime.json").write_text('{"timezone": "UTC"}\n')
+    keys = [f"runtime.skill_timeouts.skill{i}" for i in range(12)]
+    errors: list[BaseException] = []
+
+    def set_one(key: str) -> None:
+        try:
+            write_setting(tree, key, 30)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=set_one, args=(key,)) for key in keys]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    data = load_config(tree)
+    assert sorted(data["runtime"]["skill_timeouts"]) == sorted(k.rsplit(".", 1)[1] for k in keys)

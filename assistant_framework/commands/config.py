@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock
 
 from ..config import (LOCAL_DIR, ConfigError, LoadedConfig, format_json_path, get_key, load_config_detailed,
                       owner_file, parse_cli_value, parse_key, redact, set_in_file, validate_config)
@@ -156,6 +159,18 @@ def write_setting(root: Path, key: str | tuple, value: Any) -> Path:
     if not root.exists() and root.suffix not in (".json", ".yaml", ".yml"):
         # A wrong --config (or the wrong current folder) must not start a new config tree.
         raise ConfigError(f"{root}: config directory does not exist (run from the checkout, or pass --config)")
+    # One `config set` at a time per config: two at once would each write back the file as read.
+    with FileLock(_set_lock_path(root), timeout=30):
+        return _write_setting_locked(root, keys, value)
+
+
+def _set_lock_path(root: Path) -> str:
+    """A lock file outside the config (no stray file in a tracked folder), one per config root."""
+    digest = hashlib.sha1(str(root.resolve()).encode("utf-8")).hexdigest()[:16]
+    return str(Path(tempfile.gettempdir()) / f"assistant-config-set-{digest}.lock")
+
+
+def _write_setting_locked(root: Path, keys: tuple, value: Any) -> Path:
     target = write_target(root)
     keys, value = _through_lists(root, keys, value)
     file, inner = owner_file(target, keys)
