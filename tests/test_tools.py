@@ -184,3 +184,29 @@ def test_arguments_encoded_twice_run_as_their_object(tmp_path, test_skills_dir, 
         result = agent.handle_message("c", "add 2+3", stream=stream)
         assert result.reply == "5."
         assert [(c["skill"], c["args"], c["ok"]) for c in result.skill_calls] == [("add", {"a": 2, "b": 3}, True)]
+
+
+def test_a_skill_name_servers_refuse_as_a_function_name_is_offered_in_their_form_and_mapped_back():
+    """OpenAI-style servers take function names of ``[a-zA-Z0-9_-]`` only: ``my.notes`` goes out as
+    ``my_notes``, and a call to ``my_notes`` runs ``my.notes``."""
+    from messaging_llm_bot.agent.native import skill_calls
+    from messaging_llm_bot.llm.tools import ToolCall, tool_specs
+
+    [spec] = tool_specs([("my.notes", "Notes of mine", {"type": "object", "properties": {"q": {"type": "string"}}})])
+    assert spec["function"]["name"] == "my_notes"
+    [call] = skill_calls([ToolCall("c1", "my_notes", '{"q": "milk"}')], ["my.notes", "tasks"])
+    assert call.skill == "my.notes" and call.args == {"q": "milk"} and call.args_error is None
+    [plain] = skill_calls([ToolCall("c2", "tasks", "{}")], ["my.notes", "tasks"])
+    assert plain.skill == "tasks"
+
+
+def test_a_skill_whose_name_a_model_cannot_write_back_is_a_load_error_with_a_suggestion(tmp_path):
+    folder = tmp_path / "skills" / "buecher"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text('NAME = "bücher liste"\nDESCRIPTION = "Books"\ndef run(workspace, args):\n    return "ok"\n')
+    (folder / "README.md").write_text("# bücher\n\n## What it does\n\nBooks.\n")
+    manager = SkillManager([tmp_path / "skills"], Workspace(tmp_path / "ws"))
+    manager.ensure_loaded()
+    assert "bücher liste" not in manager.names()
+    [error] = manager.errors
+    assert "must be ASCII letters" in error.error and "'bucher_liste'" in error.error

@@ -12,6 +12,7 @@ import inspect
 import json
 import re
 import types
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -200,6 +201,17 @@ def _timeout(value: Any, folder: Path) -> float | None:
     return float(value)
 
 
+#: Names a model can write back in a call (the protocol parser's name rule, without ``:`` and ``/``).
+SKILL_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
+
+
+def _suggest_name(name: str) -> str:
+    """An ASCII name close to ``name``, for the error message (``bücher liste`` -> ``bucher_liste``)."""
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    suggestion = re.sub(r"[^A-Za-z0-9_.\-]+", "_", ascii_name).strip("_.-")[:64] or "my_skill"
+    return suggestion if suggestion[0].isalpha() else f"_{suggestion}"[:64]
+
+
 def load_skill_folder(folder: Path) -> Skill:
     """Import one skill folder and validate its definition; raises SkillDefinitionError."""
     folder = folder.resolve()
@@ -215,6 +227,10 @@ def load_skill_folder(folder: Path) -> Skill:
     name = raw["name"]
     if not isinstance(name, str) or not name.strip():
         raise SkillDefinitionError(f"{folder}: skill name must be a non-empty string, got {name!r}")
+    if not SKILL_NAME_RE.fullmatch(name):
+        # The model writes the name back in a call: a space or a non-ASCII letter would never read as one.
+        raise SkillDefinitionError(f"{folder}: skill name {name!r} must be ASCII letters, digits and _ - . "
+                                   f"(starting with a letter or _, at most 64 characters), e.g. {_suggest_name(name)!r}")
     description = raw["description"]
     if not isinstance(description, str) or not description.strip():
         raise SkillDefinitionError(f"{folder}: skill {name!r} has no description (DESCRIPTION or register()['description'])")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from messaging_llm_bot.llm.structured import protocol_schema, schema_key
-from messaging_llm_bot.llm.tools import ToolCall, assistant_message, result_message, tool_specs
+from messaging_llm_bot.llm.tools import ToolCall, assistant_message, result_message, tool_name, tool_specs
 from messaging_llm_bot.protocol import SkillCall
 from messaging_llm_bot.protocol.parse import calls_from_value
 
@@ -15,10 +15,12 @@ from messaging_llm_bot.protocol.parse import calls_from_value
 def skill_calls(tool_calls: list[ToolCall], names: list[str]) -> list[SkillCall]:
     """Skill calls for native tool calls (arguments decoded leniently; a bad one carries args_error)."""
     calls = []
+    by_tool_name = {tool_name(name): name for name in names}  # the tools were offered under these names
     for call in tool_calls:
+        name = call.name if call.name in names else by_tool_name.get(call.name, call.name)
         raw = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False, default=str)
-        found, _ = calls_from_value({"function": {"name": call.name, "arguments": call.arguments if call.arguments is not None else {}}}, names, raw)
-        calls.append(found[0] if found else SkillCall(call.name, {}, raw, f"arguments of tool call '{call.name}' are not a JSON object"))
+        found, _ = calls_from_value({"function": {"name": name, "arguments": call.arguments if call.arguments is not None else {}}}, names, raw)
+        calls.append(found[0] if found else SkillCall(name, {}, raw, f"arguments of tool call '{call.name}' are not a JSON object"))
     return calls
 
 

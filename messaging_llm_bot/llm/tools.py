@@ -8,6 +8,7 @@ the fallback (llm/structured.py decides per runner which one a request uses).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -33,6 +34,12 @@ class ToolCall:
     reasoning: dict = field(default_factory=dict)
 
 
+def tool_name(skill: str) -> str:
+    """A skill's name as OpenAI-style servers accept a function name (``^[a-zA-Z0-9_-]{1,64}$``): other
+    characters (a space, ``ü``, a dot) become ``_``. Names already in that form are unchanged."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", skill)[:64] or "_"
+
+
 def tool_specs(skills: Iterable[tuple[str, str, dict | None]]) -> list[dict]:
     """``tools`` entries for (name, description, args schema) triples.
 
@@ -46,7 +53,8 @@ def tool_specs(skills: Iterable[tuple[str, str, dict | None]]) -> list[dict]:
         parameters = grammar_safe(schema, descriptions=True) if isinstance(schema, dict) and schema else {}
         parameters.setdefault("type", "object")
         parameters.setdefault("properties", {})
-        specs.append({"type": "function", "function": {"name": name, "description": description or name, "parameters": parameters}})
+        specs.append({"type": "function", "function": {"name": tool_name(name), "description": description or name,
+                                                        "parameters": parameters}})
     return specs
 
 
