@@ -258,27 +258,26 @@ def _unclosed_call(text: str, known: frozenset[str]) -> tuple[list[SkillCall], l
 
 # Chat templates that write calls as text when the server does not parse them: Mistral (v11+)
 # ``[TOOL_CALLS]name[ARGS]{...}`` and Llama 3.x ``<function=name>{...}</function>``.
+#: The call markers of those templates (and Llama's ``<|python_tag|>``): what follows is a call, not text.
+TEMPLATE_CALL_MARKERS = ("[TOOL_CALLS]", "<function=", "<|python_tag|>")
 _TEMPLATE_CALL_RE = re.compile(r"\[TOOL_CALLS\]\s*(?P<m>[A-Za-z_][\w.\-]{0,63})\s*\[ARGS\]\s*(?=\{)"
                                r"|<function=(?P<l>[A-Za-z_][\w.\-]{0,63})>\s*(?=\{)")
-_DECODER = json.JSONDecoder()
 
 
 def _template_calls(body: str, known: Collection[str]) -> tuple[list[SkillCall], list[str]] | None:
     """Calls written in a chat template's own text form, in order; None when there are none."""
     calls: list[SkillCall] = []
+    labels = ["mistral_tool_calls" if "[TOOL_CALLS]" in body else "llama_function_tag"]
     for match in _TEMPLATE_CALL_RE.finditer(body):
-        try:
-            args, end = _DECODER.raw_decode(body, match.end())
-        except ValueError:
-            args, end = None, 0
-        if not isinstance(args, dict):
+        # The arguments right after the marker, read as leniently as any call (single quotes, trailing commas).
+        args = next((c for c in scan(body[match.end():], match.end()) if c.outer[0] == match.end()), None)
+        if args is None or not isinstance(args.value, dict):
             # Cut off by max_tokens or broken: a call was meant, nothing in it is for the user.
             return [], ["truncated_call"]
         name = _strip_namespace(match.group("m") or match.group("l"), known)
-        calls.append(SkillCall(name, args, body[match.start():end]))
-    if not calls:
-        return None
-    return calls, ["mistral_tool_calls" if "[TOOL_CALLS]" in body else "llama_function_tag"]
+        calls.append(SkillCall(name, args.value, body[match.start():args.outer[1]]))
+        labels += args.labels
+    return (calls, _dedupe(labels)) if calls else None
 
 
 def _strip_namespace(name: str, known: Collection[str]) -> str:

@@ -10,11 +10,11 @@ from typing import Collection
 from messaging_llm_bot.protocol.lenient_json import REPLY_PREFIX_RE as _REPLY_PREFIX_RE
 from messaging_llm_bot.protocol.lenient_json import decode_partial_string as _decode_partial_string
 from messaging_llm_bot.protocol.lenient_json import open_region, scan, strip_think
-from messaging_llm_bot.protocol.parse import calls_from_value, parse_model_output
+from messaging_llm_bot.protocol.parse import TEMPLATE_CALL_MARKERS, calls_from_value, parse_model_output
 
 
-#: Chat templates' own call markers (Mistral, Llama): what follows is a call, never text for the user.
-_TEMPLATE_MARKERS = ("[tool_calls]", "<function=", "<|python_tag|>")
+#: Chat templates' call markers, lower-cased as ``feed`` compares them.
+_TEMPLATE_MARKERS = tuple(marker.lower() for marker in TEMPLATE_CALL_MARKERS)
 
 
 class StreamGuard:
@@ -38,7 +38,7 @@ class StreamGuard:
             return None
         if head and any(mk.startswith(head[:len(mk)]) for mk in _TEMPLATE_MARKERS):
             return None  # a template's call marker, or the start of one
-        if any(mk in raw.lower() for mk in _TEMPLATE_MARKERS):
+        if any(mk in head for mk in _TEMPLATE_MARKERS):
             self._is_call = True
             return None
         body, _ = strip_think(raw)
