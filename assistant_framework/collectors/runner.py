@@ -211,15 +211,17 @@ class CollectorRunner:
         if self.notify is None or not collector.notify:
             return
         matched = matching_items(collector.notify, items)
-        rest = [item for item in items if isinstance(item, dict) and not any(item is m for m in matched)]
-        if rest and self.complete is not None:
+        rules = ask_rules(collector.notify) if self.complete is not None else []
+        if rules:
+            # The cheap rules first; what they did not take goes to the model (collectors/triage.py).
+            taken = {id(item) for item in matched}
             today = self._now().astimezone(zone(self.timezone)).date()
-            for rule in ask_rules(collector.notify):
-                picked = ask_model(self.complete, rule, rest, collector=collector.name, budget=TriageBudget(self.workspace),
-                                   today=today)
-                matched += picked
-                rest = [item for item in rest if not any(item is p for p in picked)]
-        matched = [item for item in items if any(item is m for m in matched)]  # in the run's order
+            for rule in rules:
+                rest = [item for item in items if isinstance(item, dict) and id(item) not in taken]
+                if rest:
+                    taken |= {id(item) for item in ask_model(self.complete, rule, rest, collector=collector.name,
+                                                             budget=TriageBudget(self.workspace), today=today)}
+            matched = [item for item in items if id(item) in taken]  # in the run's order
         if not matched:
             return
         try:

@@ -67,27 +67,25 @@ class JsonListFile:
     """A JSON file holding a list of objects, edited under the workspace file lock.
 
     A row that is not an object (a string or number typed by hand) is skipped instead of making the
-    whole file unreadable: logged once, and written back untouched in its place. ``keep_bad_rows=False``
-    refuses such a file instead (ValueError).
+    whole file unreadable: logged once, and written back untouched in its place.
     """
 
-    def __init__(self, workspace: Workspace, rel: str, *, keep_bad_rows: bool = True) -> None:
+    def __init__(self, workspace: Workspace, rel: str) -> None:
         self.workspace = workspace
         self.rel = rel
-        self.keep_bad_rows = keep_bad_rows
 
     def load(self) -> list[dict]:
         """All records; [] when the file does not exist yet."""
         return self._read()[0]
 
     def _read(self) -> tuple[list[dict], dict[int, Any]]:
-        """The object rows, and the other rows by their index (only with ``keep_bad_rows``)."""
+        """The object rows, and the other rows by their index."""
         data = self.workspace.read_json(self.rel, default=[])
         if data is None:
             return [], {}
-        bad = {i: row for i, row in enumerate(data) if not isinstance(row, dict)} if isinstance(data, list) else {}
-        if not isinstance(data, list) or (bad and not self.keep_bad_rows):
+        if not isinstance(data, list):
             raise ValueError(f"workspace file {self.rel!r} must hold a JSON list of objects")
+        bad = {i: row for i, row in enumerate(data) if not isinstance(row, dict)}
         if bad:
             self._report(bad)
         return [row for row in data if isinstance(row, dict)], bad

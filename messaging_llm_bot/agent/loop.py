@@ -23,7 +23,7 @@ from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.traces import TraceStore, collect_secrets, new_trace_id
 from assistant_framework.workspace import Workspace
 
-from messaging_llm_bot.agent.calls import CallRunner
+from messaging_llm_bot.agent.calls import CallRunner, call_key
 from messaging_llm_bot.agent.settings import BotSettings
 from messaging_llm_bot.agent.locks import ConversationLock
 from messaging_llm_bot.agent.guard import ApproveCallback, CallGate
@@ -367,7 +367,7 @@ class Agent:
             if round_no > max_rounds:
                 # The model was told to stop calling skills and did not.
                 return (f"I could not finish this within {max_rounds} skill rounds; please ask again more specifically.", True)
-            signature = [(c.skill, json.dumps(c.args, sort_keys=True, default=str)) for c in parsed.calls]
+            signature = [call_key(c) for c in parsed.calls]
             repeated, last_calls = signature == last_calls, signature
             calls = CallRunner(self.skills, self.gate, self.workspace, self.settings)
             feedbacks = []
