@@ -225,3 +225,24 @@ def test_a_shorter_window_is_not_a_cancellation(tmp_path):
     collect_at(load(ws, sources=[{"path": str(ics), "name": "Mine"}], days=14), ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
     shorter = collect_at(load(ws, sources=[{"path": str(ics), "name": "Mine"}], days=3), ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
     assert shorter["new_items"] == []
+
+
+def test_a_cancelled_occurrence_of_a_series_is_not_taken_for_a_move_when_the_next_one_comes_into_view(tmp_path):
+    """Weekly sync, window of 10 days: the next morning one occurrence is cancelled and, as the window
+    moved on by a day, the next occurrence comes into view. That is a cancellation and a new event,
+    not "moved" from the cancelled one to a date ten days ahead."""
+    ws = Workspace(tmp_path / "ws")
+    ics = tmp_path / "mine.ics"
+    series = ("BEGIN:VEVENT\r\nUID:sync@x\r\nDTSTAMP:20250101T000000Z\r\nSUMMARY:Weekly sync\r\n"
+              "DTSTART;TZID=Europe/Berlin:20250317T100000\r\nDTEND;TZID=Europe/Berlin:20250317T110000\r\n"
+              "RRULE:FREQ=WEEKLY;BYDAY=MO\r\nEND:VEVENT\r\n")
+    ics.write_text(_ics(series))
+    manager = load(ws, sources=[{"path": str(ics), "name": "Mine"}], days=10)
+    collect_at(manager, ws, datetime(2025, 3, 21, 8, 0, tzinfo=BERLIN))  # window to 31 Mar 00:00: only Mon 24
+    cancelled = ("BEGIN:VEVENT\r\nUID:sync@x\r\nDTSTAMP:20250101T000000Z\r\nSUMMARY:Weekly sync\r\nSTATUS:CANCELLED\r\n"
+                 "RECURRENCE-ID;TZID=Europe/Berlin:20250324T100000\r\n"
+                 "DTSTART;TZID=Europe/Berlin:20250324T100000\r\nDTEND;TZID=Europe/Berlin:20250324T110000\r\nEND:VEVENT\r\n")
+    ics.write_text(_ics(series, cancelled))
+    result = collect_at(manager, ws, datetime(2025, 3, 22, 8, 0, tzinfo=BERLIN))  # window to 1 Apr: Mon 31 in view
+    got = sorted((i["change"], i["start"][:10]) for i in result["new_items"])
+    assert got == [("cancelled", "2025-03-24"), ("new", "2025-03-31")], got

@@ -154,6 +154,8 @@ def changes(previous: list[dict], current: list[dict], *, checked: set[str] | No
     its last events) and only while still ahead (ending after ``now``, starting before ``until``, so
     the passing of time or a shorter window is not a cancellation). A gone occurrence whose UID is
     new at another time is ``moved``; otherwise ``cancelled`` (cancelled or deleted at the source).
+    A new occurrence in the window's last day is not taken for a moved one: the window moving on
+    brings the next one of a series into view, which is no move of the one cancelled meanwhile.
     """
     before = {(e.get("uid"), e.get("start")): e for e in previous if isinstance(e, dict)}
     now_keys = {(e["uid"], e["start"]) for e in current}
@@ -166,7 +168,7 @@ def changes(previous: list[dict], current: list[dict], *, checked: set[str] | No
     for event in current:
         old = before.get((event["uid"], event["start"]))
         if old is None:
-            was = gone_by_uid.get((event.get("calendar"), event["uid"]))
+            was = None if _entering(event, until) else gone_by_uid.get((event.get("calendar"), event["uid"]))
             if was:
                 moved_from = was.pop(0)
                 out.append({**event, "title": f"moved: {event['summary']}", "change": "moved", "was": moved_from["start"]})
@@ -180,6 +182,16 @@ def changes(previous: list[dict], current: list[dict], *, checked: set[str] | No
     for left in gone_by_uid.values():
         out.extend({**event, "title": f"cancelled: {event.get('summary', '')}", "change": "cancelled"} for event in left)
     return out
+
+
+def _entering(event: dict, until: datetime | None) -> bool:
+    """Whether an occurrence starts in the last day before ``until`` (it may just have come into view)."""
+    if until is None:
+        return False
+    try:
+        return _as_datetime(str(event.get("start", "")), until.tzinfo) >= until - timedelta(days=1)
+    except ValueError:
+        return False
 
 
 def _ahead(event: dict, now: datetime | None, until: datetime | None) -> bool:
