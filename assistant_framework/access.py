@@ -80,6 +80,8 @@ def plugin_dir_problems(config: dict, workspace_root: Path) -> list[str]:
         for index, entry in enumerate(runtime.get(key) or []):
             folder = Path(str(entry)).expanduser().resolve()
             if folder == root or root in folder.parents or folder == root.parent:
-                problems.append(f"runtime.{key}[{index}]: {entry!r} is inside the workspace {str(root)!r} (or holds it), "
-                                "where the assistant writes files; plugin code must live outside it")
+                problems.append(
+                    f"runtime.{key}[{index}]: {entry!r} is inside the workspace {str(root)!r} (or holds it), "
+                    "where the assistant writes files; plugin code must live outside it"
+                )
     return problems

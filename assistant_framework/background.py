@@ -66,7 +66,13 @@ class BackgroundWorker:
             job()
         except Exception as exc:  # a full disk or a bad model answer must not stop later jobs
             # One line: the terminal chat must not show a traceback between the user's lines.
-            log.warning("%s: background job %r failed: %s: %s", self.name, label, type(exc).__name__, " ".join(str(exc).split())[:200])
+            log.warning(
+                "%s: background job %r failed: %s: %s",
+                self.name,
+                label,
+                type(exc).__name__,
+                " ".join(str(exc).split())[:200],
+            )
             log.debug("%s: traceback of background job %r", self.name, label, exc_info=True)
 
     def drain(self, timeout: float) -> bool:

@@ -47,8 +47,13 @@ def _skipped(rel: str, include_traces: bool) -> bool:
     return not include_traces and rel.startswith(TRACES)
 
 
-def backup(workspace: str | os.PathLike[str], out: str | os.PathLike[str] = ".", *, include_traces: bool = False,
-           now: datetime | None = None) -> BackupResult:
+def backup(
+    workspace: str | os.PathLike[str],
+    out: str | os.PathLike[str] = ".",
+    *,
+    include_traces: bool = False,
+    now: datetime | None = None,
+) -> BackupResult:
     """Write ``assistant-backup-YYYYMMDD-HHMMSS.tar.gz`` into the folder ``out`` (or to the file ``out``)."""
     ws = existing_workspace(workspace)
     target = Path(out)

@@ -71,7 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug: one line, the traceback on request
         if os.environ.get(DEBUG_ENV):
             raise
-        print(f"internal error: {type(exc).__name__}: {exc} (run with {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
+        print(
+            f"internal error: {type(exc).__name__}: {exc} (run with {DEBUG_ENV}=1 for the traceback)", file=sys.stderr
+        )
         return 1
 
 

@@ -5,7 +5,25 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-_BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "table", "ul", "ol", "hr"}
+_BLOCK = {
+    "p",
+    "div",
+    "br",
+    "li",
+    "tr",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "blockquote",
+    "pre",
+    "table",
+    "ul",
+    "ol",
+    "hr",
+}
 # Not "head": its end tag is optional (a minified page leaves it out), and what it holds besides
 # these has no text.
 _SKIP = {"script", "style", "title"}

@@ -59,25 +59,40 @@ class InboxItem:
     parts: dict[int, int] = field(default_factory=dict)  # part index -> delivered message id
     reply: str | None = None  # the reply text once produced, so a replay resends it instead of asking again
     live: int | None = None  # the status/stream message shown while answering; a replay finishes that one
-    fingerprint: str = ""  # what the message is (e.g. chat/message id/date): tells a reused source id from a re-delivery
+    fingerprint: str = (
+        ""  # what the message is (e.g. chat/message id/date): tells a reused source id from a re-delivery
+    )
 
     def to_json(self) -> dict:
         """The on-disk form of the item."""
-        return {"item_id": self.item_id, "source_id": self.source_id, "conversation_id": self.conversation_id,
-                "seq": self.seq, "payload": self.payload, "accepted_at": self.accepted_at,
-                "parts": {str(k): v for k, v in sorted(self.parts.items())}, "reply": self.reply, "live": self.live,
-                "fingerprint": self.fingerprint}
+        return {
+            "item_id": self.item_id,
+            "source_id": self.source_id,
+            "conversation_id": self.conversation_id,
+            "seq": self.seq,
+            "payload": self.payload,
+            "accepted_at": self.accepted_at,
+            "parts": {str(k): v for k, v in sorted(self.parts.items())},
+            "reply": self.reply,
+            "live": self.live,
+            "fingerprint": self.fingerprint,
+        }
 
     @classmethod
     def from_json(cls, obj: dict) -> "InboxItem":
         """Rebuild an item from its on-disk form."""
-        return cls(item_id=str(obj["item_id"]), source_id=str(obj["source_id"]),
-                   conversation_id=str(obj["conversation_id"]), seq=int(obj["seq"]), payload=dict(obj["payload"]),
-                   accepted_at=str(obj.get("accepted_at", "")),
-                   parts={int(k): int(v) for k, v in (obj.get("parts") or {}).items()},
-                   reply=obj.get("reply") if isinstance(obj.get("reply"), str) else None,
-                   live=obj["live"] if isinstance(obj.get("live"), int) and not isinstance(obj["live"], bool) else None,
-                   fingerprint=str(obj.get("fingerprint") or ""))
+        return cls(
+            item_id=str(obj["item_id"]),
+            source_id=str(obj["source_id"]),
+            conversation_id=str(obj["conversation_id"]),
+            seq=int(obj["seq"]),
+            payload=dict(obj["payload"]),
+            accepted_at=str(obj.get("accepted_at", "")),
+            parts={int(k): int(v) for k, v in (obj.get("parts") or {}).items()},
+            reply=obj.get("reply") if isinstance(obj.get("reply"), str) else None,
+            live=obj["live"] if isinstance(obj.get("live"), int) and not isinstance(obj["live"], bool) else None,
+            fingerprint=str(obj.get("fingerprint") or ""),
+        )
 
 
 def conversation_dir(conversation_id: str) -> str:
@@ -174,19 +189,29 @@ class Inbox:
             return True
         if not (fingerprint and known and known != fingerprint):
             return False
-        log.warning("inbox: source id %s was used before for another message (%s, now %s; highest id seen "
-                    "%s): the sender restarted its id sequence (a new Bot API server?); answering it as new",
-                    source_id, known, fingerprint, self._highest_seen())
+        log.warning(
+            "inbox: source id %s was used before for another message (%s, now %s; highest id seen "
+            "%s): the sender restarted its id sequence (a new Bot API server?); answering it as new",
+            source_id,
+            known,
+            fingerprint,
+            self._highest_seen(),
+        )
         return True
 
     def _new_item(self, source_id: str, conversation_id: str, payload: dict, fingerprint: str) -> InboxItem:
         # Nanosecond clock keeps arrival order across restarts; max() keeps it strictly increasing.
         seq = max(self._last_seq + 1, time.time_ns())
         self._last_seq = seq
-        return InboxItem(item_id=f"{conversation_dir(conversation_id)}/{seq:020d}", source_id=source_id,
-                         conversation_id=conversation_id, seq=seq, payload=payload,
-                         accepted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                         fingerprint=fingerprint)
+        return InboxItem(
+            item_id=f"{conversation_dir(conversation_id)}/{seq:020d}",
+            source_id=source_id,
+            conversation_id=conversation_id,
+            seq=seq,
+            payload=payload,
+            accepted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            fingerprint=fingerprint,
+        )
 
     def seen(self, source_id: str) -> bool:
         """True when a message with this source id was accepted before."""
@@ -270,8 +295,7 @@ class Inbox:
 
     def _write_ledger(self, item: InboxItem) -> None:
         # No fsync: see the module docstring (process crashes lose nothing; a power loss may).
-        ledger = {"reply": item.reply, "live": item.live,
-                  "parts": {str(k): v for k, v in sorted(item.parts.items())}}
+        ledger = {"reply": item.reply, "live": item.live, "parts": {str(k): v for k, v in sorted(item.parts.items())}}
         self.ws.write_text(self._ledger_rel(item.item_id), json.dumps(ledger, ensure_ascii=False), durable=False)
 
     def _read_ledger(self, item: InboxItem) -> None:
@@ -315,11 +339,16 @@ class Inbox:
             if self.ws.exists(ledger):
                 self.ws.move_aside(ledger)
         except OSError as move_err:
-            log.warning("inbox: %s cannot be read (%s) and was left in place: %s; the message in it is not "
-                        "answered", rel, reason, move_err)
+            log.warning(
+                "inbox: %s cannot be read (%s) and was left in place: %s; the message in it is not answered",
+                rel,
+                reason,
+                move_err,
+            )
             return
-        log.warning("inbox: %s cannot be read (%s): moved aside to %s; the message in it is not answered",
-                    rel, reason, aside)
+        log.warning(
+            "inbox: %s cannot be read (%s): moved aside to %s; the message in it is not answered", rel, reason, aside
+        )
 
     def _highest_seen(self) -> str:
         numbers = [int(s) for s in self._seen if s.isdigit()]
@@ -334,8 +363,13 @@ class Inbox:
         if damaged:
             # Damaged bytes (disk fault, a stray edit): keep the file for a human, go on with the readable ids.
             aside = self.ws.move_aside(SEEN_LOG)
-            log.warning("inbox: %s had %d unreadable line(s): moved aside to %s; kept %d readable id(s)",
-                        SEEN_LOG, damaged, aside, len(lines))
+            log.warning(
+                "inbox: %s had %d unreadable line(s): moved aside to %s; kept %d readable id(s)",
+                SEEN_LOG,
+                damaged,
+                aside,
+                len(lines),
+            )
         compact = len(lines) > SEEN_KEEP
         if compact:
             lines = lines[-SEEN_KEEP:]

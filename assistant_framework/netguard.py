@@ -36,12 +36,34 @@ Resolver = Callable[..., list]
 _AMBIGUOUS = re.compile(r"[\\\s\x00-\x1f\x7f]")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 #: Special-use ranges Python's ``is_global`` does not (yet) cover in every version.
-_SPECIAL = tuple(ipaddress.ip_network(n) for n in (
-    "0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "198.18.0.0/15",
-    "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
-    "::/128", "::1/128", "::/96", "100::/64", "2001::/23", "2001:db8::/32", "3fff::/20", "5f00::/16",
-    "64:ff9b:1::/48", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
-))
+_SPECIAL = tuple(
+    ipaddress.ip_network(n)
+    for n in (
+        "0.0.0.0/8",
+        "100.64.0.0/10",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+        "::/128",
+        "::1/128",
+        "::/96",
+        "100::/64",
+        "2001::/23",
+        "2001:db8::/32",
+        "3fff::/20",
+        "5f00::/16",
+        "64:ff9b:1::/48",
+        "fc00::/7",
+        "fe80::/10",
+        "fec0::/10",
+        "ff00::/8",
+    )
+)
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
@@ -123,8 +145,10 @@ def resolve_url(url: str, *, allow_private: bool = False, resolver: Resolver | N
     if not allow_private:
         for address in addresses:
             if is_internal(ipaddress.ip_address(address)):
-                raise BlockedURLError(f"URL {url!r} points to an internal address ({address}); "
-                                      "set policy.allow_private_network to allow it")
+                raise BlockedURLError(
+                    f"URL {url!r} points to an internal address ({address}); "
+                    "set policy.allow_private_network to allow it"
+                )
     return CheckedURL(url=url, scheme=scheme, host=host, port=port, addresses=tuple(addresses))
 
 
@@ -139,8 +163,9 @@ def check_url(url: str, *, allow_private: bool = False, resolve: bool = True) ->
         except ValueError:
             literal = ipaddress.ip_address("127.0.0.1") if _is_localhost(host) else None
         if literal is not None and not allow_private and is_internal(literal):
-            raise BlockedURLError(f"URL {url!r} points to an internal address ({literal}); "
-                                  "set policy.allow_private_network to allow it")
+            raise BlockedURLError(
+                f"URL {url!r} points to an internal address ({literal}); set policy.allow_private_network to allow it"
+            )
         return url
     resolve_url(url, allow_private=allow_private)
     return url
@@ -186,8 +211,9 @@ class _PinnedAdapter(HTTPAdapter):
         super().__init__(max_retries=0)
         self.pins: dict[tuple[str, str, int], CheckedURL] = {}
 
-    def build_connection_pool_key_attributes(self, request: requests.PreparedRequest, verify: Any,
-                                             cert: Any = None) -> tuple[dict, dict]:
+    def build_connection_pool_key_attributes(
+        self, request: requests.PreparedRequest, verify: Any, cert: Any = None
+    ) -> tuple[dict, dict]:
         host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
         scheme = host_params["scheme"]
         port = host_params["port"] or _DEFAULT_PORTS.get(scheme)  # requests passes None when the URL names no port

@@ -65,7 +65,9 @@ def import_plugin(folder: Path, root: str) -> types.ModuleType:
     _ensure_parent_packages(module_name)
     init = folder / "__init__.py"
     loader = _FreshSourceLoader(module_name, str(init))
-    spec = importlib.util.spec_from_file_location(module_name, init, loader=loader, submodule_search_locations=[str(folder)])
+    spec = importlib.util.spec_from_file_location(
+        module_name, init, loader=loader, submodule_search_locations=[str(folder)]
+    )
     if spec is None or spec.loader is None:
         raise PluginImportError(f"{folder}: cannot create an import spec for {init}")
     module = importlib.util.module_from_spec(spec)

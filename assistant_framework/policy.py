@@ -107,4 +107,3 @@ def audit_record(
 def append_audit(workspace: Any, record: dict) -> None:
     """Append one record to the workspace audit log (JSONL)."""
     workspace.append_jsonl(AUDIT_LOG, record)
-

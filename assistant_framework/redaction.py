@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from assistant_framework.config import REDACTED
+
 #: The shortest run of a secret's characters that counts as a leak.
 MIN_RUN = 8
 

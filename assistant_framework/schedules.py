@@ -56,7 +56,12 @@ def next_cron_time(expr: str, after: datetime, tz_name: str = "UTC") -> datetime
 
 
 def next_regular_run(
-    *, interval_seconds: float | None, cron: str | None, last_start: datetime | None, now: datetime, tz_name: str = "UTC"
+    *,
+    interval_seconds: float | None,
+    cron: str | None,
+    last_start: datetime | None,
+    now: datetime,
+    tz_name: str = "UTC",
 ) -> datetime:
     """When a collector should next run after a successful run (or at first sight)."""
     now = as_utc(now)
@@ -71,7 +76,9 @@ def next_regular_run(
     return max(planned, now)
 
 
-def backoff_seconds(failures: int, base: float = DEFAULT_RETRY_BASE_SECONDS, cap: float = DEFAULT_MAX_BACKOFF_SECONDS) -> float:
+def backoff_seconds(
+    failures: int, base: float = DEFAULT_RETRY_BASE_SECONDS, cap: float = DEFAULT_MAX_BACKOFF_SECONDS
+) -> float:
     """Retry delay after ``failures`` consecutive failures: base, 2*base, 4*base ... capped."""
     if failures <= 0:
         return 0.0

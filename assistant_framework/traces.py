@@ -153,8 +153,10 @@ class TraceStore:
     def _record_usage(self, trace: dict) -> None:
         """Append the turn's usage to ``state/usage/<YYYY-MM>.jsonl``: /stats outlives trace pruning."""
         time_text = str(trace.get("time") or datetime.now(timezone.utc).isoformat(timespec="seconds"))
-        requests = [{"model": r.get("model"), "elapsed_s": r.get("elapsed_s"), "usage": r.get("usage") or {}}
-                    for r in trace.get("requests") or []]
+        requests = [
+            {"model": r.get("model"), "elapsed_s": r.get("elapsed_s"), "usage": r.get("usage") or {}}
+            for r in trace.get("requests") or []
+        ]
         self.workspace.append_jsonl(f"{USAGE_DIR}/{time_text[:7]}.jsonl", {"time": time_text, "requests": requests})
 
     def write_later(self, trace: dict) -> str:

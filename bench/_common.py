@@ -89,7 +89,9 @@ def machine_line() -> str:
     """One line describing the machine, printed above every table."""
     m = machine_info()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return f"machine: {m['nproc']} CPU ({m['cpu']}), {m['ram_gb']} GB RAM, Python {m['python']}; load average now {load}"
+    return (
+        f"machine: {m['nproc']} CPU ({m['cpu']}), {m['ram_gb']} GB RAM, Python {m['python']}; load average now {load}"
+    )
 
 
 def percentile(values: Sequence[float], p: float) -> float:

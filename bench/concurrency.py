@@ -97,7 +97,17 @@ def order_kept(requests: list[dict], chats: int) -> int:
     return kept
 
 
-def scenario(server, base: Path, name: str, concurrency: int, chats: int, per_chat: int, global_lock: bool, *, extract_facts: bool = False) -> dict:
+def scenario(
+    server,
+    base: Path,
+    name: str,
+    concurrency: int,
+    chats: int,
+    per_chat: int,
+    global_lock: bool,
+    *,
+    extract_facts: bool = False,
+) -> dict:
     """One load on a fresh workspace and bot; returns the figures of one table row."""
     root = base / name.replace(" ", "_").replace(",", "")
     bot = build_bot(bench_config(server.base_url, max_concurrency=concurrency, extract_facts=extract_facts), root)
@@ -149,18 +159,30 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  done baseline c={c}", file=sys.stderr, flush=True)
         if not args.quick:
             # memory.extract_facts (on by default) makes one more model call per turn in the background.
-            rows.append(scenario(server, base, "per-chat locks c=8, fact extraction on", 8, chats, 1, False, extract_facts=True))
+            rows.append(
+                scenario(server, base, "per-chat locks c=8, fact extraction on", 8, chats, 1, False, extract_facts=True)
+            )
     finally:
         server.stop()
         shutil.rmtree(base, ignore_errors=True)
     print(machine_line())
     print(FAKE_SERVER_NOTE)
-    print(f"{chats} chats, model latency {latency * 1000:.0f} ms (fake server), memory recall on; ideal = ceil(messages / c) x latency")
+    print(
+        f"{chats} chats, model latency {latency * 1000:.0f} ms (fake server), memory recall on; ideal = ceil(messages / c) x latency"
+    )
     print(
         table(
             ["scenario", "llm.max_concurrency", "messages", "wall s", "ideal s", "wall / ideal", "order kept (chats)"],
             [
-                [r["name"], r["concurrency"], r["messages"], f"{r['wall']:.2f}", f"{r['ideal']:.2f}", f"{r['ratio']:.2f}", r["order"]]
+                [
+                    r["name"],
+                    r["concurrency"],
+                    r["messages"],
+                    f"{r['wall']:.2f}",
+                    f"{r['ideal']:.2f}",
+                    f"{r['ratio']:.2f}",
+                    r["order"],
+                ]
                 for r in rows
             ],
         )

@@ -124,33 +124,53 @@ class Setup:
         self.model.stop()
 
     @contextmanager
-    def bot(self, name: str, *, stream: bool, concurrency: int, extract_facts: bool = False,
-            floor: bool = False) -> Iterator[subprocess.Popen]:
+    def bot(
+        self, name: str, *, stream: bool, concurrency: int, extract_facts: bool = False, floor: bool = False
+    ) -> Iterator[subprocess.Popen]:
         """Run the bot (or the floor bot) until the block ends; waits for its first getUpdates."""
         folder = self.base / name
         folder.mkdir()
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         if floor:
-            cmd = [sys.executable, str(ROOT / "bench" / "e2e_floor.py"), self.api.token, self.api.base_url,
-                   self.model.base_url]
+            cmd = [
+                sys.executable,
+                str(ROOT / "bench" / "e2e_floor.py"),
+                self.api.token,
+                self.api.base_url,
+                self.model.base_url,
+            ]
         else:
             config = bench_config(self.model.base_url, max_concurrency=concurrency, extract_facts=extract_facts)
-            config["telegram"] = {"token": self.api.token, "base_url": self.api.base_url,
-                                  "base_file_url": self.api.base_file_url, "stream": stream,
-                                  "allowed_user_ids": list(range(1, 101))}
-            cmd = [sys.executable, "-m", "messaging_llm_bot", "--config",
-                   str(write_config_dir(config, folder / "config")), "--workspace", str(folder / "ws")]
+            config["telegram"] = {
+                "token": self.api.token,
+                "base_url": self.api.base_url,
+                "base_file_url": self.api.base_file_url,
+                "stream": stream,
+                "allowed_user_ids": list(range(1, 101)),
+            }
+            cmd = [
+                sys.executable,
+                "-m",
+                "messaging_llm_bot",
+                "--config",
+                str(write_config_dir(config, folder / "config")),
+                "--workspace",
+                str(folder / "ws"),
+            ]
         with self.api._cond:
             self.api._calls.clear()
         log_path = folder / "bot.log"
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+            )
         try:
             deadline = time.monotonic() + 60
             while not self.api.calls("getUpdates"):
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{name}: the bot did not start:\n{log_path.read_text(errors='replace')[-2000:]}")
+                    raise RuntimeError(
+                        f"{name}: the bot did not start:\n{log_path.read_text(errors='replace')[-2000:]}"
+                    )
                 time.sleep(0.02)
             time.sleep(1.0)  # post-init calls, first long poll
             self.ask(1)  # warm-up: first model call, first connections
@@ -225,8 +245,12 @@ def main(argv: list[str] | None = None) -> int:
 
     # (label, bot, chats, model delay s, concurrency, target); --quick keeps the shape at a tenth of the work.
     scale = 0.2 if args.quick else 1.0
-    bursts = [("c8", 16, 0.5, 8, "<= 1.3 s"), ("c8", 50, 0.2, 8, ""), ("c32", 50, 0.2, 32, "<= 2.0 s"),
-              ("c1", 4 if args.quick else 16, 0.5, 1, "")]
+    bursts = [
+        ("c8", 16, 0.5, 8, "<= 1.3 s"),
+        ("c8", 50, 0.2, 8, ""),
+        ("c32", 50, 0.2, 32, "<= 2.0 s"),
+        ("c1", 4 if args.quick else 16, 0.5, 1, ""),
+    ]
     spans: dict[int, list[float]] = {}
     try:
         with setup.bot("floor", stream=False, concurrency=8, floor=True):
@@ -248,7 +272,9 @@ def main(argv: list[str] | None = None) -> int:
                     setup.model.latency = delay * scale
                     setup.api.reset_counts()
                     spans[k] = burst_seconds(setup, chats, 1 if (args.quick or bot_name == "c1") else runs)
-                    calls_per_reply[f"{chats} chats, c={conc}"] = _per_reply(dict(setup.api.counts), chats * len(spans[k]))
+                    calls_per_reply[f"{chats} chats, c={conc}"] = _per_reply(
+                        dict(setup.api.counts), chats * len(spans[k])
+                    )
                     setup.model.latency = 0.0
     except (RuntimeError, TimeoutError) as exc:
         print(f"e2e benchmark failed: {exc}", file=sys.stderr)
@@ -261,28 +287,50 @@ def main(argv: list[str] | None = None) -> int:
     on50, on99 = percentile(on, 50), percentile(on, 99)
     off50, off99 = percentile(off, 50), percentile(off, 99)
     add("bare PTB bot (floor), instant model, p50 / p99", f"{fmt_s(floor50)} / {fmt_s(floor99)}", "", "", "")
-    add("turn, instant model, streaming on, p50 / p99", f"{fmt_s(on50)} / {fmt_s(on99)}", f"floor p50 {fmt_s(floor50)}",
-        f"p50 {on50 / floor50:.1f}x floor; p99 {on99 / on50:.1f}x p50", "p50 <= 3x floor; p99 <= 2x p50")
-    add("turn, instant model, streaming off, p50 / p99", f"{fmt_s(off50)} / {fmt_s(off99)}",
-        f"floor p50 {fmt_s(floor50)}", f"p50 {off50 / floor50:.1f}x floor; p99 {off99 / off50:.1f}x p50",
-        "p50 <= 3x floor; p99 <= 2x p50")
+    add(
+        "turn, instant model, streaming on, p50 / p99",
+        f"{fmt_s(on50)} / {fmt_s(on99)}",
+        f"floor p50 {fmt_s(floor50)}",
+        f"p50 {on50 / floor50:.1f}x floor; p99 {on99 / on50:.1f}x p50",
+        "p50 <= 3x floor; p99 <= 2x p50",
+    )
+    add(
+        "turn, instant model, streaming off, p50 / p99",
+        f"{fmt_s(off50)} / {fmt_s(off99)}",
+        f"floor p50 {fmt_s(floor50)}",
+        f"p50 {off50 / floor50:.1f}x floor; p99 {off99 / off50:.1f}x p50",
+        "p50 <= 3x floor; p99 <= 2x p50",
+    )
     slow50, slowmax = percentile(slow, 50), max(slow)
     # Nine pieces 0.12 s apart: the last one arrives 0.96 s after the first (the issue's "1.08 s" answer).
-    add("turn, streamed answer of 9 pieces 0.12 s apart, p50 / max", f"{fmt_s(slow50)} / {fmt_s(slowmax)}",
-        "0.96 s", f"{slow50 / 0.96:.2f} / {slowmax / 0.96:.2f}", "")
+    add(
+        "turn, streamed answer of 9 pieces 0.12 s apart, p50 / max",
+        f"{fmt_s(slow50)} / {fmt_s(slowmax)}",
+        "0.96 s",
+        f"{slow50 / 0.96:.2f} / {slowmax / 0.96:.2f}",
+        "",
+    )
     for k, (bot_name, chats, delay, conc, target) in enumerate(bursts):
         delay *= scale
         extra = ", fact extraction on" if bot_name == "c1" else ""
         ideal = ideal_burst(chats, delay, conc)
         median = statistics.median(spans[k])
-        add(f"{chats} chats x {delay:g} s model, concurrency {conc}{extra}",
-            f"{fmt_s(median)} (runs: {', '.join(f'{x:.2f}' for x in spans[k])})", fmt_s(ideal), f"{median / ideal:.2f}",
-            target if not args.quick else "")
+        add(
+            f"{chats} chats x {delay:g} s model, concurrency {conc}{extra}",
+            f"{fmt_s(median)} (runs: {', '.join(f'{x:.2f}' for x in spans[k])})",
+            fmt_s(ideal),
+            f"{median / ideal:.2f}",
+            target if not args.quick else "",
+        )
     print(machine_line())
-    print("fake servers: TCP_NODELAY, headers and body in one write, listen backlog 256; FakeBotAPI enforces no "
-          "rate limit (the bot's limiter does)")
-    print(f"bot: python -m messaging_llm_bot (Telegram, long polling, memory recall on, empty workspace) as a "
-          f"subprocess; {turns} sequential turns per mode after 2 warm-up turns; bursts: median of {runs}")
+    print(
+        "fake servers: TCP_NODELAY, headers and body in one write, listen backlog 256; FakeBotAPI enforces no "
+        "rate limit (the bot's limiter does)"
+    )
+    print(
+        f"bot: python -m messaging_llm_bot (Telegram, long polling, memory recall on, empty workspace) as a "
+        f"subprocess; {turns} sequential turns per mode after 2 warm-up turns; bursts: median of {runs}"
+    )
     print(table(["figure", "value", "ideal", "ratio", "target"], rows))
     print("Bot API calls per reply (besides getUpdates): " + "; ".join(f"{k}: {v}" for k, v in calls_per_reply.items()))
     return 0
@@ -291,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
 def _chunks(content: str) -> list[str]:
     """About ten pieces of ``content`` (streamed 0.12 s apart: ~1.08 s)."""
     step = max(1, math.ceil(len(content) / 9))
-    return [content[i:i + step] for i in range(0, len(content), step)]
+    return [content[i : i + step] for i in range(0, len(content), step)]
 
 
 def _per_reply(counts: dict[str, int], replies: int) -> str:

@@ -30,8 +30,9 @@ def main(token: str, bot_base_url: str, model_base_url: str) -> None:
             text = content
         await context.bot.send_message(update.effective_chat.id, text)
 
-    app = (ApplicationBuilder().token(token).base_url(bot_base_url).concurrent_updates(64)
-           .connection_pool_size(64).build())
+    app = (
+        ApplicationBuilder().token(token).base_url(bot_base_url).concurrent_updates(64).connection_pool_size(64).build()
+    )
     app.add_handler(MessageHandler(filters.TEXT, forward))
     app.run_polling(poll_interval=0.0, timeout=10, allowed_updates=["message"])
 

@@ -39,8 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from assistant_framework.memory import MemoryService  # noqa: E402
 from assistant_framework.workspace import Workspace  # noqa: E402
 
-LOCOMO_URL = ("https://raw.githubusercontent.com/snap-research/locomo/"
-              "3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376/data/locomo10.json")
+LOCOMO_URL = (
+    "https://raw.githubusercontent.com/snap-research/locomo/3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376/data/locomo10.json"
+)
 LOCOMO_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
 LOCOMO_LICENCE = "CC BY-NC 4.0 (snap-research/locomo; Maharana et al., ACL 2024)"
 #: The development split the documented figures use; the other five are kept for evaluation.
@@ -55,8 +56,9 @@ def cache_dir() -> Path:
     return Path(base) / "assistant-framework" / "locomo"
 
 
-def ensure_dataset(url: str = LOCOMO_URL, folder: Path | None = None, sha256: str = LOCOMO_SHA256,
-                   timeout: float = 60.0) -> Path:
+def ensure_dataset(
+    url: str = LOCOMO_URL, folder: Path | None = None, sha256: str = LOCOMO_SHA256, timeout: float = 60.0
+) -> Path:
     """The cached data file, downloaded on first use and checked by its SHA-256.
 
     RuntimeError (naming the URL) when the download fails or the bytes are not the expected ones;
@@ -78,8 +80,7 @@ def ensure_dataset(url: str = LOCOMO_URL, folder: Path | None = None, sha256: st
     if digest != sha256:
         raise RuntimeError(f"the LoCoMo data from {url} has SHA-256 {digest}, expected {sha256}; not used")
     atomic_write_bytes(target, response.content)
-    print(f"downloaded {url} ({len(response.content):,} bytes, licence {LOCOMO_LICENCE}) to {target}",
-          file=sys.stderr)
+    print(f"downloaded {url} ({len(response.content):,} bytes, licence {LOCOMO_LICENCE}) to {target}", file=sys.stderr)
     return target
 
 
@@ -129,8 +130,11 @@ def ingest(service: MemoryService, sample: dict) -> dict[str, str]:
             if turn.get("blip_caption"):
                 meta["caption"] = turn["blip_caption"]
             row = service.log_turn(
-                sample["sample_id"], roles.get(turn.get("speaker"), "user"), turn.get("text", ""),
-                time=start + timedelta(seconds=k), meta=meta,
+                sample["sample_id"],
+                roles.get(turn.get("speaker"), "user"),
+                turn.get("text", ""),
+                time=start + timedelta(seconds=k),
+                meta=meta,
             )
             mapping[row["turn_id"]] = turn["dia_id"]
     return mapping
@@ -201,7 +205,9 @@ def run(
                     if not evidence:
                         continue
                     started = time.perf_counter()
-                    hits = service.search(str(qa["question"]), limit=RETRIEVE, conversation=sample["sample_id"], now=last)
+                    hits = service.search(
+                        str(qa["question"]), limit=RETRIEVE, conversation=sample["sample_id"], now=last
+                    )
                     latencies.append((time.perf_counter() - started) * 1000)
                     ranked = [mapping[h.ref] for h in hits if h.ref in mapping]
                     ev_sessions = sorted({session_of(d) for d in evidence})
@@ -248,16 +254,26 @@ def summarise(scores: dict, latencies: list[float], turns: int, seconds: float) 
 def print_table(result: dict) -> None:
     print(f"{'category':<12}{'questions':>10}{'turn_r@5':>10}{'turn_r@10':>11}{'sess_r@5':>10}")
     for cat, row in result["by_category"].items():
-        print(f"{cat:<12}{row['questions']:>10}{row['turn_recall@5']:>10.3f}{row['turn_recall@10']:>11.3f}{row['session_recall@5']:>10.3f}")
+        print(
+            f"{cat:<12}{row['questions']:>10}{row['turn_recall@5']:>10.3f}{row['turn_recall@10']:>11.3f}{row['session_recall@5']:>10.3f}"
+        )
     o = result["overall"]
-    print(f"{'overall 1-4':<12}{result['questions']:>10}{o['turn_recall@5']:>10.3f}{o['turn_recall@10']:>11.3f}{o['session_recall@5']:>10.3f}")
-    print(f"ingest: {result['ingest_turns_per_s']:.0f} turns/s; query latency p50 {result['query_ms_p50']:.2f} ms, p95 {result['query_ms_p95']:.2f} ms")
+    print(
+        f"{'overall 1-4':<12}{result['questions']:>10}{o['turn_recall@5']:>10.3f}{o['turn_recall@10']:>11.3f}{o['session_recall@5']:>10.3f}"
+    )
+    print(
+        f"ingest: {result['ingest_turns_per_s']:.0f} turns/s; query latency p50 {result['query_ms_p50']:.2f} ms, p95 {result['query_ms_p95']:.2f} ms"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="LoCoMo retrieval benchmark of the memory search (no model calls).")
-    parser.add_argument("--data", type=Path, default=None,
-                        help="LoCoMo-format JSON file (default: the public release, downloaded once to the cache)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="LoCoMo-format JSON file (default: the public release, downloaded once to the cache)",
+    )
     parser.add_argument("--limit-conversations", type=int, default=None, help="use only the first N conversations")
     parser.add_argument("--conversations", default=None, help="comma-separated sample ids, e.g. conv-26,conv-30")
     parser.add_argument("--config", default=None, help="config file or directory whose memory section is used")

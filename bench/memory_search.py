@@ -33,13 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (  # noqa: E402
     bench_config,
-    write_files,
     count_label,
     machine_line,
     ms,
     percentile,
     query_words,
     table,
+    write_files,
     write_turns,
 )
 
@@ -73,7 +73,11 @@ def measure(turns: int, queries: int, live_turns: int, base: Path) -> dict:
             recall_s.append(time.perf_counter() - started)
         started = time.perf_counter()
         for i in range(live_turns):
-            service.log_turn(conversations[i % len(conversations)], "user" if i % 2 == 0 else "assistant", f"live turn {i} about {' and '.join(query_words(rng))}")
+            service.log_turn(
+                conversations[i % len(conversations)],
+                "user" if i % 2 == 0 else "assistant",
+                f"live turn {i} about {' and '.join(query_words(rng))}",
+            )
         live_s = time.perf_counter() - started
     finally:
         service.close()
@@ -133,9 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--full", action="store_true", help="add 1M turns")
     group.add_argument("--quick", action="store_true", help="500 and 2000 turns (smoke test)")
-    group.add_argument("--paths", action="store_true", help="recall, skill and unscoped search at 100k files + 1M turns")
+    group.add_argument(
+        "--paths", action="store_true", help="recall, skill and unscoped search at 100k files + 1M turns"
+    )
     parser.add_argument("--queries", type=int, default=None, help="queries per size (default 300, quick 20)")
-    parser.add_argument("--workspace", type=Path, default=None, help="with --paths: keep (and reuse) the workspace here")
+    parser.add_argument(
+        "--workspace", type=Path, default=None, help="with --paths: keep (and reuse) the workspace here"
+    )
     args = parser.parse_args(argv)
     if args.paths:
         root = args.workspace or Path(tempfile.mkdtemp(prefix="bench-memory-paths-"))
@@ -162,12 +170,33 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{queries} queries per size (two Zipf-drawn content words each); {live} live log_turn calls per size")
     print(
         table(
-            ["turns", "index entries", "build s", "build entries/s", "index MB", "search p50 ms", "search p95 ms",
-             "recall p50 ms", "recall p95 ms", "queries with hits", "live log_turn/s"],
             [
-                [count_label(r["turns"]), r["entries"], f"{r['build_s']:.1f}", f"{r['rate']:.0f}", f"{r['size_mb']:.1f}",
-                 ms(r["search_p50"]), ms(r["search_p95"]), ms(r["recall_p50"]), ms(r["recall_p95"]),
-                 f"{r['hit_share']:.0%}", f"{r['live_rate']:.0f}"]
+                "turns",
+                "index entries",
+                "build s",
+                "build entries/s",
+                "index MB",
+                "search p50 ms",
+                "search p95 ms",
+                "recall p50 ms",
+                "recall p95 ms",
+                "queries with hits",
+                "live log_turn/s",
+            ],
+            [
+                [
+                    count_label(r["turns"]),
+                    r["entries"],
+                    f"{r['build_s']:.1f}",
+                    f"{r['rate']:.0f}",
+                    f"{r['size_mb']:.1f}",
+                    ms(r["search_p50"]),
+                    ms(r["search_p95"]),
+                    ms(r["recall_p50"]),
+                    ms(r["recall_p95"]),
+                    f"{r['hit_share']:.0%}",
+                    f"{r['live_rate']:.0f}",
+                ]
                 for r in rows
             ],
         )

@@ -41,7 +41,12 @@ def script(turns: int, learnings_every: int = 0) -> list[tuple[str, list[dict]]]
         calls: list[dict] = []
         if kind == 0:
             text = f"note this down: the plumber comes on day {i}"
-            calls = [{"skill": "notes", "args": {"action": "add", "title": f"plumber {i}", "body": f"Plumber visit, day {i}."}}]
+            calls = [
+                {
+                    "skill": "notes",
+                    "args": {"action": "add", "title": f"plumber {i}", "body": f"Plumber visit, day {i}."},
+                }
+            ]
         elif kind == 1:
             text = "what time is it?"
             calls = [{"skill": "time", "args": {"action": "now"}}]
@@ -142,7 +147,9 @@ def analyse(requests: list) -> dict:
     }
 
 
-def run_scenario(server, base: Path, name: str, turns: int, budget: int | None, learnings_every: int, *, memory: bool = True) -> dict:
+def run_scenario(
+    server, base: Path, name: str, turns: int, budget: int | None, learnings_every: int, *, memory: bool = True
+) -> dict:
     """One scripted conversation on a fresh workspace; returns the analysis."""
     plan = script(turns, learnings_every)
     server.reset()
@@ -192,15 +199,38 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(base, ignore_errors=True)
     print(machine_line())
     print(FAKE_SERVER_NOTE)
-    print(f"{turns} turns per scenario, {rows[0]['skill_turns']} of them with skill calls; requests compared with the previous request's raw body")
+    print(
+        f"{turns} turns per scenario, {rows[0]['skill_turns']} of them with skill calls; requests compared with the previous request's raw body"
+    )
     print(
         table(
-            ["scenario", "requests", "mean body bytes", "reused bytes (weighted)", "median", "p10", "min",
-             f"requests < {TARGET:.0%}", "of which: history trimmed", "system changed", "new turn only"],
             [
-                [r["name"], r["requests"], f"{r['mean_bytes']:.0f}", f"{r['weighted']:.1%}", f"{r['median']:.1%}",
-                 f"{r['p10']:.1%}", f"{r['min']:.1%}", r["below"], r["causes"]["history trimmed"],
-                 r["causes"]["system message changed"], r["causes"]["new turn"]]
+                "scenario",
+                "requests",
+                "mean body bytes",
+                "reused bytes (weighted)",
+                "median",
+                "p10",
+                "min",
+                f"requests < {TARGET:.0%}",
+                "of which: history trimmed",
+                "system changed",
+                "new turn only",
+            ],
+            [
+                [
+                    r["name"],
+                    r["requests"],
+                    f"{r['mean_bytes']:.0f}",
+                    f"{r['weighted']:.1%}",
+                    f"{r['median']:.1%}",
+                    f"{r['p10']:.1%}",
+                    f"{r['min']:.1%}",
+                    r["below"],
+                    r["causes"]["history trimmed"],
+                    r["causes"]["system message changed"],
+                    r["causes"]["new turn"],
+                ]
                 for r in rows
             ],
         )

@@ -40,7 +40,9 @@ def skill_rows(catalog: list[dict]) -> list[dict]:
         schema = json.dumps(entry.get("args_schema") or {}, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
         description = (entry.get("description") or "").strip()
         line = f"- {entry['name']}: {description}\n  args: {schema}"
-        rows.append({"name": entry["name"], "chars": len(line) + 1, "description": len(description), "schema": len(schema)})
+        rows.append(
+            {"name": entry["name"], "chars": len(line) + 1, "description": len(description), "schema": len(schema)}
+        )
     return sorted(rows, key=lambda r: -r["chars"])
 
 
@@ -68,15 +70,24 @@ def main(argv: list[str] | None = None) -> int:
         rows.append([f"[{name}]", len(body), estimate_tokens(body), f"{len(body) / total:.1%}", ""])
         if name == "tools":
             for skill in skill_rows(catalog):
-                rows.append([f"  tools: {skill['name']}", skill["chars"], "", f"{skill['chars'] / total:.1%}",
-                             f"description {skill['description']}, schema {skill['schema']}"])
+                rows.append(
+                    [
+                        f"  tools: {skill['name']}",
+                        skill["chars"],
+                        "",
+                        f"{skill['chars'] / total:.1%}",
+                        f"description {skill['description']}, schema {skill['schema']}",
+                    ]
+                )
     rows.append(["system prompt total", total, estimate_tokens(system.text), "100%", "sections joined by blank lines"])
     from datetime import datetime, timezone
 
     first = final_user_message("hi", datetime(2026, 1, 1, 9, 0, tzinfo=timezone.utc), "UTC")
     rows.append(["first user message ('hi' + [Now])", len(first), estimate_tokens(first), "", "no recall block yet"])
     print(machine_line())
-    print(f"skills: {len(catalog)} built-in ({', '.join(s['name'] for s in catalog)}); collectors enabled: {', '.join(loaded) or 'none'}")
+    print(
+        f"skills: {len(catalog)} built-in ({', '.join(s['name'] for s in catalog)}); collectors enabled: {', '.join(loaded) or 'none'}"
+    )
     print(table(["section", "chars", "est. tokens", "share of system prompt", "detail"], rows))
     return 0
 

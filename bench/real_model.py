@@ -52,10 +52,22 @@ CONVERSATION = [
 
 # A fixed subset of the built-in eval cases (every category), so the three modes run the same cases.
 EVAL_SUBSET = [
-    "tasks-add-plain", "tasks-add-due-tomorrow", "tasks-list-open", "reminders-in-minutes",
-    "notes-add-groceries", "notes-list", "facts-add-allergy", "birthdays-add", "contacts-find",
-    "time-now", "chain-list-then-read", "memory-note-by-topic",
-    "chat-greeting", "chat-thanks", "chat-joke", "chat-general-knowledge",
+    "tasks-add-plain",
+    "tasks-add-due-tomorrow",
+    "tasks-list-open",
+    "reminders-in-minutes",
+    "notes-add-groceries",
+    "notes-list",
+    "facts-add-allergy",
+    "birthdays-add",
+    "contacts-find",
+    "time-now",
+    "chain-list-then-read",
+    "memory-note-by-topic",
+    "chat-greeting",
+    "chat-thanks",
+    "chat-joke",
+    "chat-general-knowledge",
 ]
 
 _PROMPT_EVAL_RE = re.compile(r"prompt eval time\s*=\s*[\d.]+ ms /\s*(\d+) tokens")
@@ -90,11 +102,17 @@ MAX_TOKENS = [160]
 
 
 def llm_section(server: RealModelServer, **runner) -> dict:
-    return {"runners": [server.runner(**runner)], "retries_per_runner": 0, "temperature": 0, "max_tokens": MAX_TOKENS[0],
-            "max_skill_rounds": 3}
+    return {
+        "runners": [server.runner(**runner)],
+        "retries_per_runner": 0,
+        "temperature": 0,
+        "max_tokens": MAX_TOKENS[0],
+        "max_skill_rounds": 3,
+    }
 
 
 # ------------------------------------------------------------------ eval
+
 
 def _call_as_protocol(call) -> str:
     """A native tool call written as the JSON protocol object it stands for (arguments as sent)."""
@@ -112,12 +130,12 @@ def part_eval(server: RealModelServer, subset: list[str] | None, modes: list[str
 
     from assistant_framework.evals.cases import load_cases
     from assistant_framework.evals.report import build_report
+    from assistant_framework.skills import SkillManager
+    from assistant_framework.workspace import Workspace
     from messaging_llm_bot.evals.runner import run_case
     from messaging_llm_bot.llm.client import LLMClient
     from messaging_llm_bot.llm.structured import protocol_schema
     from messaging_llm_bot.llm.tools import tool_calls_of
-    from assistant_framework.skills import SkillManager
-    from assistant_framework.workspace import Workspace
 
     all_cases = {c.id: c for c in load_cases([ROOT / "assistant_framework" / "evals" / "cases"])}
     if subset is None:  # every built-in case, in file order
@@ -151,12 +169,23 @@ def part_eval(server: RealModelServer, subset: list[str] | None, modes: list[str
         except (ValueError, jsonschema.ValidationError):
             return False
 
-    lines = [f"Cases ({len(cases)}): {', '.join(c.id for c in cases)}" + (f"; missing: {missing}" if missing else ""), ""]
+    lines = [
+        f"Cases ({len(cases)}): {', '.join(c.id for c in cases)}" + (f"; missing: {missing}" if missing else ""),
+        "",
+    ]
     rows = []
     for mode in modes:
-        runner = {"structured_output": mode} if mode in ("off", "json_object", "auto", "json_schema") else {"tool_transport": mode, "structured_output": "off"}
-        config = {"llm": llm_section(server, **runner), "runtime": {"timezone": "UTC"}, "memory": {"enabled": False},
-                  "policy": {"capabilities": {c: "allow" for c in ("read", "write", "delete", "network", "send")}}}
+        runner = (
+            {"structured_output": mode}
+            if mode in ("off", "json_object", "auto", "json_schema")
+            else {"tool_transport": mode, "structured_output": "off"}
+        )
+        config = {
+            "llm": llm_section(server, **runner),
+            "runtime": {"timezone": "UTC"},
+            "memory": {"enabled": False},
+            "policy": {"capabilities": {c: "allow" for c in ("read", "write", "delete", "network", "send")}},
+        }
         llm = Recording(config["llm"])
         Recording.outputs, Recording.cut = [], []
         started = time.monotonic()
@@ -171,28 +200,74 @@ def part_eval(server: RealModelServer, subset: list[str] | None, modes: list[str
             for n, o in enumerate(outs):
                 if not valid(o):
                     cut = Recording.cut[before + n]
-                    print(f"  [{mode}] {case.id}: not a protocol object ({len(o)} chars{', cut at max_tokens' if cut else ''}): "
-                          f"{o[:120]!r}...{o[-60:]!r}", file=sys.stderr)
-            print(f"  [{mode}] {case.id}: {'pass' if results[-1].passed else 'FAIL'} {results[-1].problems[:1]}", file=sys.stderr, flush=True)
+                    print(
+                        f"  [{mode}] {case.id}: not a protocol object ({len(o)} chars{', cut at max_tokens' if cut else ''}): "
+                        f"{o[:120]!r}...{o[-60:]!r}",
+                        file=sys.stderr,
+                    )
+            print(
+                f"  [{mode}] {case.id}: {'pass' if results[-1].passed else 'FAIL'} {results[-1].problems[:1]}",
+                file=sys.stderr,
+                flush=True,
+            )
         llm.close()
         report = build_report(results)
         o = report["overall"]
         pct = lambda v: "-" if v is None else f"{v * 100:.0f}%"  # noqa: E731
         outputs = Recording.outputs
-        rows.append([mode, f"{report['passed']}/{report['cases']}", pct(o["right_skill"]), pct(o["args_valid"]), pct(o["args_correct"]),
-                     pct(o["no_skill_ok"]), f"{valid_cases}/{len(cases)}", f"{lenient_cases}/{len(cases)}",
-                     f"{sum(valid(t) for t in outputs)}/{len(outputs)}", f"{sum(Recording.cut)}",
-                     f"{o['median_latency_s']:.1f}", f"{time.monotonic() - started:.0f}"])
-        cats = [[c, f"{s['passed']}/{s['cases']}", pct(s["right_skill"]), pct(s["args_valid"]), pct(s["args_correct"]), pct(s["no_skill_ok"])]
-                for c, s in report["by_category"].items()]
-        lines += [f"### {mode}: per category", "", table(["category", "passed", "right skill", "args valid", "args correct", "no-skill ok"], cats), ""]
+        rows.append(
+            [
+                mode,
+                f"{report['passed']}/{report['cases']}",
+                pct(o["right_skill"]),
+                pct(o["args_valid"]),
+                pct(o["args_correct"]),
+                pct(o["no_skill_ok"]),
+                f"{valid_cases}/{len(cases)}",
+                f"{lenient_cases}/{len(cases)}",
+                f"{sum(valid(t) for t in outputs)}/{len(outputs)}",
+                f"{sum(Recording.cut)}",
+                f"{o['median_latency_s']:.1f}",
+                f"{time.monotonic() - started:.0f}",
+            ]
+        )
+        cats = [
+            [
+                c,
+                f"{s['passed']}/{s['cases']}",
+                pct(s["right_skill"]),
+                pct(s["args_valid"]),
+                pct(s["args_correct"]),
+                pct(s["no_skill_ok"]),
+            ]
+            for c, s in report["by_category"].items()
+        ]
+        lines += [
+            f"### {mode}: per category",
+            "",
+            table(["category", "passed", "right skill", "args valid", "args correct", "no-skill ok"], cats),
+            "",
+        ]
         print(f"[{mode}] " + " | ".join(str(c) for c in rows[-1]), flush=True)  # partial results as they come
-    head = ["mode", "passed", "right skill", "args valid", "args correct", "no-skill ok", "cases all-valid",
-            "cases all-valid (control chars allowed)", "outputs valid", "outputs cut at max_tokens", "median s", "total s"]
+    head = [
+        "mode",
+        "passed",
+        "right skill",
+        "args valid",
+        "args correct",
+        "no-skill ok",
+        "cases all-valid",
+        "cases all-valid (control chars allowed)",
+        "outputs valid",
+        "outputs cut at max_tokens",
+        "median s",
+        "total s",
+    ]
     return "\n".join([table(head, rows), ""] + lines)
 
 
 # ------------------------------------------------------------------ turns
+
 
 def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pause: float, turns: int = 10) -> str:
     from assistant_framework.memory import MemoryService
@@ -206,9 +281,16 @@ def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pau
     summary = []
     for setting in settings:
         with tempfile.TemporaryDirectory() as tmp:
-            memory_config = {"extract_facts": setting != "off", "extract_idle_seconds": 0 if setting == "immediate" else 20}
-            config = {"llm": llm_section(server), "runtime": {"timezone": "UTC"}, "memory": memory_config,
-                      "policy": {"capabilities": {c: "allow" for c in ("read", "write", "delete", "network", "send")}}}
+            memory_config = {
+                "extract_facts": setting != "off",
+                "extract_idle_seconds": 0 if setting == "immediate" else 20,
+            }
+            config = {
+                "llm": llm_section(server),
+                "runtime": {"timezone": "UTC"},
+                "memory": memory_config,
+                "policy": {"capabilities": {c: "allow" for c in ("read", "write", "delete", "network", "send")}},
+            }
             workspace = Workspace(tmp)
             llm = LLMClient(config["llm"])
             memory = MemoryService(workspace, config, complete=BackgroundModel(llm))
@@ -223,19 +305,53 @@ def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pau
                     memory.drain(600)  # the old behaviour: extraction right after the turn, before the next one
                     background.extend(log.evaluated())
                 prompt = int(result.usage.get("prompt_tokens") or 0)
-                rows.append([n, result.rounds, prompt, sum(chat), f"{100 * (1 - sum(chat) / prompt):.0f}%" if prompt else "-",
-                             f"{result.elapsed_s:.1f}", "ok" if result.ok else "FAIL", result.reply[:40].replace("\n", " ").replace("|", "/")])
+                rows.append(
+                    [
+                        n,
+                        result.rounds,
+                        prompt,
+                        sum(chat),
+                        f"{100 * (1 - sum(chat) / prompt):.0f}%" if prompt else "-",
+                        f"{result.elapsed_s:.1f}",
+                        "ok" if result.ok else "FAIL",
+                        result.reply[:40].replace("\n", " ").replace("|", "/"),
+                    ]
+                )
                 print(f"  [{setting}] turn {n}: " + " | ".join(str(c) for c in rows[-1]), file=sys.stderr, flush=True)
                 time.sleep(pause)
             memory.drain(900)
             background.extend(log.evaluated())
             memory.close()
             llm.close()
-        out += [f"### extraction {setting}", "", table(["turn", "rounds", "prompt tok", "evaluated", "reused", "s", "ok", "reply"], rows), ""]
+        out += [
+            f"### extraction {setting}",
+            "",
+            table(["turn", "rounds", "prompt tok", "evaluated", "reused", "s", "ok", "reply"], rows),
+            "",
+        ]
         first, rest = rows[0], rows[1:]
-        summary.append([setting, len(rows), first[3], f"{statistics.mean(r[3] for r in rest):.0f}" if rest else "-", f"{float(first[5]):.1f}",
-                        f"{statistics.median(float(r[5]) for r in rest):.1f}" if rest else "-", len(background), sum(background)])
-    head = ["extraction", "turns", "turn 1 evaluated", "later turns evaluated (mean)", "turn 1 s", "later turns s (median)", "background calls", "background tok evaluated"]
+        summary.append(
+            [
+                setting,
+                len(rows),
+                first[3],
+                f"{statistics.mean(r[3] for r in rest):.0f}" if rest else "-",
+                f"{float(first[5]):.1f}",
+                f"{statistics.median(float(r[5]) for r in rest):.1f}" if rest else "-",
+                len(background),
+                sum(background),
+            ]
+        )
+    head = [
+        "extraction",
+        "turns",
+        "turn 1 evaluated",
+        "later turns evaluated (mean)",
+        "turn 1 s",
+        "later turns s (median)",
+        "background calls",
+        "background tok evaluated",
+    ]
     return "\n".join([table(head, summary), ""] + out)
 
 
@@ -249,7 +365,9 @@ def _config_dir(folder: Path, server: RealModelServer, telegram: dict | None = N
     (folder / "llm.json").write_text(json.dumps(llm_section(server)))
     (folder / "runtime.json").write_text(json.dumps({"timezone": "UTC"}))
     (folder / "telegram.json").write_text(json.dumps(telegram or {"token": ""}))
-    (folder / "policy.json").write_text(json.dumps({"capabilities": {c: "allow" for c in ("read", "write", "delete", "network", "send")}}))
+    (folder / "policy.json").write_text(
+        json.dumps({"capabilities": {c: "allow" for c in ("read", "write", "delete", "network", "send")}})
+    )
     return folder
 
 
@@ -260,36 +378,77 @@ def part_frontends(server: RealModelServer) -> str:
         config = _config_dir(tmp_path / "console-config", server)
         env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
         started = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config),
-                               "--workspace", str(tmp_path / "console-ws")], input="\n".join(CONVERSATION) + "\n",
-                              capture_output=True, text=True, timeout=3600, cwd=ROOT, env=env)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "messaging_llm_bot",
+                "--frontend",
+                "console",
+                "--config",
+                str(config),
+                "--workspace",
+                str(tmp_path / "console-ws"),
+            ],
+            input="\n".join(CONVERSATION) + "\n",
+            capture_output=True,
+            text=True,
+            timeout=3600,
+            cwd=ROOT,
+            env=env,
+        )
         screen = proc.stdout + proc.stderr
-        rows.append(["terminal chat", proc.returncode, screen.count("Traceback"), len(RAW_JSON.findall(screen)),
-                     sum(1 for line in proc.stderr.splitlines() if " ERROR " in line or "WARNING" in line),
-                     screen.count("Sorry, something went wrong"), f"{time.monotonic() - started:.0f}"])
+        rows.append(
+            [
+                "terminal chat",
+                proc.returncode,
+                screen.count("Traceback"),
+                len(RAW_JSON.findall(screen)),
+                sum(1 for line in proc.stderr.splitlines() if " ERROR " in line or "WARNING" in line),
+                screen.count("Sorry, something went wrong"),
+                f"{time.monotonic() - started:.0f}",
+            ]
+        )
         (tmp_path / "console.txt").write_text(screen)
         print(screen, file=sys.stderr)
         print(" | ".join(str(c) for c in rows[-1]), flush=True)
         rows.append(_telegram(server, tmp_path))
         print(" | ".join(str(c) for c in rows[-1]), flush=True)
-    head = ["frontend", "exit code", "tracebacks", "raw JSON shown", "warning/error log lines on screen", "failed turns", "total s"]
+    head = [
+        "frontend",
+        "exit code",
+        "tracebacks",
+        "raw JSON shown",
+        "warning/error log lines on screen",
+        "failed turns",
+        "total s",
+    ]
     return table(head, rows)
 
 
 def _telegram(server: RealModelServer, tmp_path: Path) -> list:
     from assistant_framework.workspace import Workspace
-    from tests.fakes.bot_api import FakeBotAPI
     from messaging_llm_bot.frontends.telegram.settings import conversation_id
+    from tests.fakes.bot_api import FakeBotAPI
     from tests.telegram_harness import OWNER, RunningBot, make_runtime, texts
 
     fake = FakeBotAPI()
     fake.start()
     started = time.monotonic()
     try:
-        config = {"llm": llm_section(server), "runtime": {"timezone": "UTC"},
-                  "policy": {"capabilities": {c: "allow" for c in ("read", "write", "delete", "network", "send")}},
-                  "telegram": {"token": fake.token, "allowed_user_ids": [OWNER], "base_url": fake.base_url,
-                               "base_file_url": fake.base_file_url, "stream": True, "progress": True}}
+        config = {
+            "llm": llm_section(server),
+            "runtime": {"timezone": "UTC"},
+            "policy": {"capabilities": {c: "allow" for c in ("read", "write", "delete", "network", "send")}},
+            "telegram": {
+                "token": fake.token,
+                "allowed_user_ids": [OWNER],
+                "base_url": fake.base_url,
+                "base_file_url": fake.base_file_url,
+                "stream": True,
+                "progress": True,
+            },
+        }
         runtime = make_runtime(config, Workspace(tmp_path / "tg-ws"), tmp_path)
         replies: list[str] = []
         conv = conversation_id(OWNER)
@@ -299,14 +458,23 @@ def _telegram(server: RealModelServer, tmp_path: Path) -> list:
                 traced = len(runtime.agent.traces.ids())
                 fake.send_message(text)
                 # every turn, answered or failed, leaves one trace; then nothing is running
-                fake.wait_for(lambda: len(runtime.agent.traces.ids()) > traced and runtime.agent.pending(conv) == 0, timeout=900)
+                fake.wait_for(
+                    lambda: len(runtime.agent.traces.ids()) > traced and runtime.agent.pending(conv) == 0, timeout=900
+                )
                 time.sleep(1.5)  # let the last edit of a streamed reply land
             replies = texts(fake)
             bot.stop(timeout=300)  # shutdown sends the batched fact extraction to the slow model first
         shown = "\n".join(replies)
         print(shown, file=sys.stderr)
-        return ["telegram (fake Bot API)", 0, shown.count("Traceback"), len(RAW_JSON.findall(shown)), "-",
-                shown.count("Sorry, something went wrong"), f"{time.monotonic() - started:.0f}"]
+        return [
+            "telegram (fake Bot API)",
+            0,
+            shown.count("Traceback"),
+            len(RAW_JSON.findall(shown)),
+            "-",
+            shown.count("Sorry, something went wrong"),
+            f"{time.monotonic() - started:.0f}",
+        ]
     finally:
         fake.stop()
 
@@ -326,8 +494,11 @@ def part_stop(server: RealModelServer, deltas: int = 10) -> str:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         # Prose (structured_output off): the 135M model writes long free text, where a constrained one stops early.
-        config = {"llm": {**llm_section(server, structured_output="off"), "max_tokens": 800},
-                  "runtime": {"timezone": "UTC"}, "memory": {"enabled": False}}
+        config = {
+            "llm": {**llm_section(server, structured_output="off"), "max_tokens": 800},
+            "runtime": {"timezone": "UTC"},
+            "memory": {"enabled": False},
+        }
         workspace = Workspace(Path(tmp) / "ws")
         agent = Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
         agent.handle_message("warm-up", "Hi.", stream=True)  # the system prompt is evaluated once, then cached
@@ -347,19 +518,37 @@ def part_stop(server: RealModelServer, deltas: int = 10) -> str:
         stop_s = time.monotonic() - started
         started = time.monotonic()
         short = agent.handle_message("next", "Say hello in three words.", stream=True)
-        rows.append([f"stopped after {deltas} deltas", f"{stop_s:.1f}", len(stopped.reply), stopped.stopped,
-                     f"{time.monotonic() - started:.1f} ({short.ok})"])
+        rows.append(
+            [
+                f"stopped after {deltas} deltas",
+                f"{stop_s:.1f}",
+                len(stopped.reply),
+                stopped.stopped,
+                f"{time.monotonic() - started:.1f} ({short.ok})",
+            ]
+        )
     return table(["turn", "s", "reply chars", "stopped", "next short turn s (ok)"], rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("eval", "turns", "frontends", "stop", "all"), default="all")
-    parser.add_argument("--cases", default=str(len(EVAL_SUBSET)), help="first N cases of the fixed subset, 'all' built-in cases, or case ids (a,b,c)")
-    parser.add_argument("--n-ctx", type=int, default=4096, help="the server's context size (tools in the prompt need 8192)")
-    parser.add_argument("--chat-format", default="chatml",
-                        help="the server's --chat_format (chatml-function-calling makes it honour `tools`)")
-    parser.add_argument("--modes", default="off,json_object,auto", help="structured_output values (and 'native') for the eval")
+    parser.add_argument(
+        "--cases",
+        default=str(len(EVAL_SUBSET)),
+        help="first N cases of the fixed subset, 'all' built-in cases, or case ids (a,b,c)",
+    )
+    parser.add_argument(
+        "--n-ctx", type=int, default=4096, help="the server's context size (tools in the prompt need 8192)"
+    )
+    parser.add_argument(
+        "--chat-format",
+        default="chatml",
+        help="the server's --chat_format (chatml-function-calling makes it honour `tools`)",
+    )
+    parser.add_argument(
+        "--modes", default="off,json_object,auto", help="structured_output values (and 'native') for the eval"
+    )
     parser.add_argument("--settings", default="off,immediate,batched", help="extraction settings for the turns part")
     parser.add_argument("--max-tokens", type=int, default=160, help="llm.max_tokens for every call")
     parser.add_argument("--turns", type=int, default=10, help="turns of the conversation (turns part)")
@@ -377,8 +566,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if args.part in ("eval", "all"):
                 print("## eval\n")
-                subset = (None if args.cases == "all" else EVAL_SUBSET[: int(args.cases)] if args.cases.isdigit()
-                          else args.cases.split(","))
+                subset = (
+                    None
+                    if args.cases == "all"
+                    else EVAL_SUBSET[: int(args.cases)]
+                    if args.cases.isdigit()
+                    else args.cases.split(",")
+                )
                 print(part_eval(server, subset, args.modes.split(",")), flush=True)
             if args.part in ("turns", "all"):
                 print("## turns\n")

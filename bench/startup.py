@@ -29,7 +29,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (  # noqa: E402
-    FAKE_SERVER_NOTE, ROOT, bench_config, fake_server, machine_line, stop_process, table, write_config_dir,
+    FAKE_SERVER_NOTE,
+    ROOT,
+    bench_config,
+    fake_server,
+    machine_line,
+    stop_process,
+    table,
+    write_config_dir,
 )
 
 from tests.fakes.bot_api import FakeBotAPI  # noqa: E402
@@ -72,8 +79,9 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def time_to_first_poll(command: list[str], env: dict, log_path: Path, config: dict | None = None,
-                       config_dir: Path | None = None) -> tuple[float, float]:
+def time_to_first_poll(
+    command: list[str], env: dict, log_path: Path, config: dict | None = None, config_dir: Path | None = None
+) -> tuple[float, float]:
     """(wall seconds, CPU seconds) from ``Popen(command)`` to the first ``getUpdates`` reaching a new fake.
 
     ``{token}``, ``{base_url}`` and ``{base_file_url}`` in ``command`` become the fake's; with
@@ -89,8 +97,14 @@ def time_to_first_poll(command: list[str], env: dict, log_path: Path, config: di
             write_config_dir(config, config_dir)
         with open(log_path, "ab") as log:
             started = time.perf_counter()
-            proc = subprocess.Popen([arg.format(**address) for arg in command], cwd=ROOT, env=env,
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                [arg.format(**address) for arg in command],
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
             wait(fake.polls_started, 60, "getUpdates call", proc)  # when it arrives, not when it returns
             return time.perf_counter() - started, cpu_seconds(proc.pid)
     finally:
@@ -104,8 +118,15 @@ def compare_startup(config: dict, base: Path, runs: int, env: dict, log_path: Pa
     floor_cmd = [sys.executable, str(ROOT / "bench" / "minimal_ptb_bot.py"), "{token}", "{base_url}", "{base_file_url}"]
 
     def bot(name: str) -> tuple[float, float]:
-        command = [sys.executable, "-m", "messaging_llm_bot", "--config", str(base / f"cfg-{name}"),
-                   "--workspace", str(base / f"ws-{name}")]
+        command = [
+            sys.executable,
+            "-m",
+            "messaging_llm_bot",
+            "--config",
+            str(base / f"cfg-{name}"),
+            "--workspace",
+            str(base / f"ws-{name}"),
+        ]
         return time_to_first_poll(command, env, log_path, config, base / f"cfg-{name}")
 
     # As a user runs it: Python caches compiled modules after the first start, so one start of each
@@ -129,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="10 messages, 1 start each (smoke test)")
     parser.add_argument("--messages", type=int, default=None, help="messages pushed after start-up (default 1000)")
-    parser.add_argument("--runs", type=int, default=None, help="starts of each bot for the start-up medians (default 5)")
+    parser.add_argument(
+        "--runs", type=int, default=None, help="starts of each bot for the start-up medians (default 5)"
+    )
     args = parser.parse_args(argv)
     count = args.messages or (10 if args.quick else 1000)
     runs = args.runs or (1 if args.quick else 5)
@@ -152,8 +175,20 @@ def main(argv: list[str] | None = None) -> int:
         with open(log_path, "wb") as log:
             started = time.perf_counter()
             proc = subprocess.Popen(
-                [sys.executable, "-m", "messaging_llm_bot", "--config", str(config_dir), "--workspace", str(base / "ws")],
-                cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "messaging_llm_bot",
+                    "--config",
+                    str(config_dir),
+                    "--workspace",
+                    str(base / "ws"),
+                ],
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
             wait(lambda: fake.calls("getUpdates"), 60, "getUpdates call", proc)
             time.sleep(0.5 if args.quick else 2.0)  # settle: post-init calls, first long poll
@@ -180,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(base, ignore_errors=True)
     print(machine_line())
     print(FAKE_SERVER_NOTE)
-    print(f"bot: python -m messaging_llm_bot (Telegram frontend, long polling) against FakeBotAPI and FakeChatServer (no latency); {USERS} users")
+    print(
+        f"bot: python -m messaging_llm_bot (Telegram frontend, long polling) against FakeBotAPI and FakeChatServer (no latency); {USERS} users"
+    )
     print(
         table(
             ["figure", "value"],
@@ -188,12 +225,20 @@ def main(argv: list[str] | None = None) -> int:
                 [f"process start to first getUpdates, bot (median of {runs})", f"{startup_s:.2f} s"],
                 [f"the same, minimal python-telegram-bot bot (median of {runs})", f"{floor_s:.2f} s"],
                 ["ratio bot / minimal bot (target: at most 1.5)", f"{startup_s / floor_s:.2f}"],
-                ["CPU time to first getUpdates, bot / minimal bot (steady on a busy machine)",
-                 f"{startup_cpu:.2f} s / {floor_cpu:.2f} s = {startup_cpu / floor_cpu:.2f}"],
-                [f"resident memory idle (VmRSS, {0.5 if args.quick else 2.0:g} s after first getUpdates)", f"{idle['VmRSS'] / 1024:.1f} MB"],
+                [
+                    "CPU time to first getUpdates, bot / minimal bot (steady on a busy machine)",
+                    f"{startup_cpu:.2f} s / {floor_cpu:.2f} s = {startup_cpu / floor_cpu:.2f}",
+                ],
+                [
+                    f"resident memory idle (VmRSS, {0.5 if args.quick else 2.0:g} s after first getUpdates)",
+                    f"{idle['VmRSS'] / 1024:.1f} MB",
+                ],
                 [f"resident memory after {count} messages answered (VmRSS)", f"{after['VmRSS'] / 1024:.1f} MB"],
                 ["peak resident memory (VmHWM)", f"{after['VmHWM'] / 1024:.1f} MB"],
-                [f"time to answer {count} messages pushed at once", f"{turns_s:.1f} s ({count / turns_s:.1f} messages/s)"],
+                [
+                    f"time to answer {count} messages pushed at once",
+                    f"{turns_s:.1f} s ({count / turns_s:.1f} messages/s)",
+                ],
                 ["Bot API calls besides getUpdates", ", ".join(f"{m} {n}" for m, n in sorted(methods.items()))],
             ],
         )

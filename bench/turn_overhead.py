@@ -31,7 +31,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (  # noqa: E402
     FAKE_SERVER_NOTE,
-    query_words,
     bench_config,
     build_bot,
     count_label,
@@ -39,6 +38,7 @@ from _common import (  # noqa: E402
     machine_line,
     ms,
     percentile,
+    query_words,
     table,
     write_files,
     write_turns,
@@ -168,14 +168,25 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print(
         table(
-            ["files", "turns", "index entries", "index build s", "overhead p50 ms", "overhead p99 ms",
-             "incl. trace p50 ms", "incl. trace p99 ms", "turns with recall",
-             *(f"{name} p50 ms" for name in PHASES)],
+            [
+                "files",
+                "turns",
+                "index entries",
+                "index build s",
+                "overhead p50 ms",
+                "overhead p99 ms",
+                "incl. trace p50 ms",
+                "incl. trace p99 ms",
+                "turns with recall",
+                *(f"{name} p50 ms" for name in PHASES),
+            ],
             rows,
         )
     )
     ratio = results[-1]["p50"] / results[0]["p50"] if results[0]["p50"] > 0 else float("inf")
-    print(f"largest/smallest p50 overhead: {ratio:.2f}x (target <= 2x); target at the largest size: p50 < 5 ms, p99 < 20 ms")
+    print(
+        f"largest/smallest p50 overhead: {ratio:.2f}x (target <= 2x); target at the largest size: p50 < 5 ms, p99 < 20 ms"
+    )
     return 0
 
 

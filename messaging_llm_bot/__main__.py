@@ -21,9 +21,11 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 CONSOLE_LOG = "state/logs/console.log"
 BOT_LOG = "state/logs/bot.log"
 _LIBRARY_LOGGERS = ("telegram", "httpx", "httpcore", "apscheduler")
-NO_TOKEN = ("No Telegram bot token is configured (set telegram.token in the config, "
-            "or the TELEGRAM_BOT_TOKEN environment variable; `make setup` asks for it and checks it). "
-            "To chat in this terminal instead: `make chat`.")
+NO_TOKEN = (
+    "No Telegram bot token is configured (set telegram.token in the config, "
+    "or the TELEGRAM_BOT_TOKEN environment variable; `make setup` asks for it and checks it). "
+    "To chat in this terminal instead: `make chat`."
+)
 
 
 class OneLineRedactingFormatter(logging.Formatter):
@@ -34,19 +36,31 @@ class OneLineRedactingFormatter(logging.Formatter):
         self.secrets = sorted(set(secrets or []), key=len, reverse=True)
 
     def format(self, record: logging.LogRecord) -> str:
-        if record.exc_info and record.name.startswith(_LIBRARY_LOGGERS) and not logging.getLogger().isEnabledFor(logging.DEBUG):
+        if (
+            record.exc_info
+            and record.name.startswith(_LIBRARY_LOGGERS)
+            and not logging.getLogger().isEnabledFor(logging.DEBUG)
+        ):
             # A library's network retries (no connection to Telegram, say) need their cause, not
             # 80 frames of httpx; LOG_LEVEL=DEBUG keeps the full traceback.
             exc = record.exc_info[1]
-            record = logging.makeLogRecord({**record.__dict__, "exc_info": None, "exc_text": None,
-                                            "msg": f"{record.getMessage()} ({type(exc).__name__}: {exc})", "args": None})
+            record = logging.makeLogRecord(
+                {
+                    **record.__dict__,
+                    "exc_info": None,
+                    "exc_text": None,
+                    "msg": f"{record.getMessage()} ({type(exc).__name__}: {exc})",
+                    "args": None,
+                }
+            )
         text = super().format(record)
         text = redact_text(text, self.secrets)
         return " | ".join(line for line in text.splitlines() if line.strip())
 
 
-def setup_logging(level: str = "INFO", secrets: list[str] | None = None, *, log_file: Path | None = None,
-                  quiet_terminal: bool = True) -> None:
+def setup_logging(
+    level: str = "INFO", secrets: list[str] | None = None, *, log_file: Path | None = None, quiet_terminal: bool = True
+) -> None:
     """Log to stderr, one line per record; chatty HTTP libraries at WARNING.
 
     With ``log_file`` records also go to that rotating file; ``quiet_terminal`` (the interactive
@@ -74,9 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="assistant-bot", description="Run the personal assistant bot.")
     parser.add_argument("--config", default="config", help="config file or directory (default: config)")
     parser.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
-    parser.add_argument("--frontend", choices=("telegram", "signal", "console"), default=None,
-                        help="default: every enabled chat frontend (telegram with a token, signal with "
-                             "signal.enabled; both run side by side), else telegram")
+    parser.add_argument(
+        "--frontend",
+        choices=("telegram", "signal", "console"),
+        default=None,
+        help="default: every enabled chat frontend (telegram with a token, signal with "
+        "signal.enabled; both run side by side), else telegram",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     return parser
 
@@ -99,8 +117,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     runtime_config = runtime.config.get("runtime") or {}
     # The terminal chat keeps stderr for progress; only warnings and errors go there by default.
     default_level = "WARNING" if args.frontend == "console" else "INFO"
-    setup_logging(runtime_config.get("log_level") or default_level,
-                  collect_secrets(runtime.config, runner_secrets(runtime.config)))
+    setup_logging(
+        runtime_config.get("log_level") or default_level,
+        collect_secrets(runtime.config, runner_secrets(runtime.config)),
+    )
     if (runtime.config.get("web") or {}).get("enabled"):  # the page in the same process; Tornado only then
         from assistant_framework.web import start_if_enabled
 
@@ -122,8 +142,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if sys.stdin.isatty():
             log_file = runtime.workspace.path(CONSOLE_LOG)
-            setup_logging(runtime_config.get("log_level") or "INFO",
-                          collect_secrets(runtime.config, runner_secrets(runtime.config)), log_file=log_file)
+            setup_logging(
+                runtime_config.get("log_level") or "INFO",
+                collect_secrets(runtime.config, runner_secrets(runtime.config)),
+                log_file=log_file,
+            )
             print(f"(the log goes to {log_file})", file=sys.stderr)
 
         try:
@@ -131,9 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             runtime.shutdown(timeout=float(runtime_config.get("shutdown_timeout_seconds", 20)))
     # Also a rotating file in the workspace, as the terminal chat has: a service's stderr may go nowhere.
-    setup_logging(runtime_config.get("log_level") or default_level,
-                  collect_secrets(runtime.config, runner_secrets(runtime.config)),
-                  log_file=runtime.workspace.path(BOT_LOG), quiet_terminal=False)
+    setup_logging(
+        runtime_config.get("log_level") or default_level,
+        collect_secrets(runtime.config, runner_secrets(runtime.config)),
+        log_file=runtime.workspace.path(BOT_LOG),
+        quiet_terminal=False,
+    )
     return run_chat_frontends(runtime, chats or ["telegram"])
 
 

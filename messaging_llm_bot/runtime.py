@@ -112,8 +112,9 @@ def build_parts(config: dict, workspace: Workspace, *, defer_plugins: bool = Fal
     background_model = BackgroundModel(llm)
     memory = _memory(config, workspace, background_model)
     agent = Agent(config, workspace, skills, llm, collectors=collectors, memory=memory, background_traces=True)
-    return Parts(skills=skills, llm=llm, agent=agent, collectors=collectors, memory=memory,
-                 background_model=background_model)
+    return Parts(
+        skills=skills, llm=llm, agent=agent, collectors=collectors, memory=memory, background_model=background_model
+    )
 
 
 def _part(name: str) -> property:
@@ -196,8 +197,13 @@ class BotRuntime:
 
         timezone = (self.config.get("runtime") or {}).get("timezone") or "UTC"
         # ``ask`` notify rules call the model as background work (it yields to user turns).
-        return CollectorRunner(self.collectors, self.workspace, timezone=timezone, notify=self._notify,
-                               complete=self.ensure_built().background_model)
+        return CollectorRunner(
+            self.collectors,
+            self.workspace,
+            timezone=timezone,
+            notify=self._notify,
+            complete=self.ensure_built().background_model,
+        )
 
     def status_text(self) -> str:
         """For /status: model reachability, loaded skills (and load errors), collectors with their last run."""
@@ -234,11 +240,20 @@ class BotRuntime:
 
     def log_plugin_errors(self) -> None:
         """One warning per skill or collector folder that did not load; the others work (``/status`` lists them too)."""
-        failed = [("skill", self.skills.errors), ("collector", self.collectors.errors if self.collectors is not None else [])]
+        failed = [
+            ("skill", self.skills.errors),
+            ("collector", self.collectors.errors if self.collectors is not None else []),
+        ]
         for kind, errors in failed:
             for error in errors:
-                log.warning("%s %s not loaded (the others work): %s; fix it, then /reload; `assistant %ss list` "
-                            "shows every load error", kind, error.name, error.error, kind)
+                log.warning(
+                    "%s %s not loaded (the others work): %s; fix it, then /reload; `assistant %ss list` "
+                    "shows every load error",
+                    kind,
+                    error.name,
+                    error.error,
+                    kind,
+                )
 
     def start_background(self, notify: Callable[[str, str], None] | None = None) -> None:
         """Start the collector runner and the memory maintenance timer, once; every frontend's ``notify`` is kept.
@@ -309,8 +324,9 @@ def _refuse_plugin_dirs_in_workspace(config: dict, path: Path, workspace_root: P
         raise ConfigError("\n".join(f"{where}: {problem}" for problem in problems))
 
 
-def build_runtime(config_path: str | Path, workspace_path: str | Path, *, overrides: dict | None = None,
-                  defer: bool = False) -> BotRuntime:
+def build_runtime(
+    config_path: str | Path, workspace_path: str | Path, *, overrides: dict | None = None, defer: bool = False
+) -> BotRuntime:
     """Load and check the config, open the workspace and assemble the parts; ConfigError names file and key.
 
     With ``defer`` the parts are built on first use or by ``warm_up()``, and their plugin folders
@@ -350,7 +366,9 @@ def runner_secrets(config: dict) -> list[str]:
     keys = []
     for entry in entries if isinstance(entries, list) else []:
         if isinstance(entry, dict):
-            key = entry.get("api_key") or (os.environ.get(str(entry["api_key_env"]), "") if entry.get("api_key_env") else "")
+            key = entry.get("api_key") or (
+                os.environ.get(str(entry["api_key_env"]), "") if entry.get("api_key_env") else ""
+            )
             if key:
                 keys.append(str(key))
     return keys

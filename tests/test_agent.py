@@ -9,8 +9,8 @@ from datetime import datetime, timezone
 import pytest
 
 from assistant_framework.skills import SkillManager
-from messaging_llm_bot.agent.loop import FAILED_TURN_REPLY, Agent, AgentEvent
 from messaging_llm_bot.agent.honesty import NOTHING_SAVED_NOTE
+from messaging_llm_bot.agent.loop import FAILED_TURN_REPLY, Agent, AgentEvent
 from messaging_llm_bot.llm.client import LLMClient
 from messaging_llm_bot.protocol import final_answer_request
 
@@ -48,7 +48,10 @@ def test_multi_round_write_then_answer(agent, chat_server, workspace):
     assert '"path": "notes/milk.md"' in last_content(requests[1])
     assert "buy oat milk" in last_content(requests[2])
     # The model's own call is part of the conversation it sees next.
-    assert requests[1]["messages"][-2] == {"role": "assistant", "content": '{"skill": "save_note", "args": {"name": "milk", "text": "buy oat milk"}}'}
+    assert requests[1]["messages"][-2] == {
+        "role": "assistant",
+        "content": '{"skill": "save_note", "args": {"name": "milk", "text": "buy oat milk"}}',
+    }
 
 
 def test_invalid_args_error_reaches_model_and_is_corrected(agent, chat_server):
@@ -164,7 +167,15 @@ def test_context_length_retries_once_with_shorter_history(agent, chat_server):
         chat_server.enqueue(f"answer {i}")
         agent.handle_message("c1", f"question {i} " + "x" * 200)
     chat_server.enqueue(
-        {"status": 400, "body": {"error": {"message": "This model's maximum context length is 8192 tokens", "code": "context_length_exceeded"}}},
+        {
+            "status": 400,
+            "body": {
+                "error": {
+                    "message": "This model's maximum context length is 8192 tokens",
+                    "code": "context_length_exceeded",
+                }
+            },
+        },
         "short answer",
     )
     result = agent.handle_message("c1", "and now?")
@@ -233,8 +244,12 @@ def test_reset_clears_history(agent, chat_server, workspace):
 
 def test_footer_when_enabled(bot_config, workspace, chat_server):
     bot_config["runtime"]["reply_footer"] = True
-    chat_server.enqueue({"content": "hi", "usage": {"prompt_tokens": 1200, "completion_tokens": 7,
-                                                   "prompt_tokens_details": {"cached_tokens": 1000}}})
+    chat_server.enqueue(
+        {
+            "content": "hi",
+            "usage": {"prompt_tokens": 1200, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 1000}},
+        }
+    )
     result = make_agent(bot_config, workspace).handle_message("c1", "hello")
     assert result.footer.startswith("— 1200 in (1000 cached) · 7 out · 1 round · ")
     assert result.usage == {"prompt_tokens": 1200, "completion_tokens": 7, "cached_tokens": 1000}
@@ -275,7 +290,9 @@ def test_memory_wired_log_recall_and_why(bot_config, workspace, chat_server):
         assert "Lindenstrasse" not in chat_server.chat_requests[0]["messages"][0]["content"]
         logged = [row for p in workspace.list("conversations/c1/*.jsonl") for row in workspace.read_jsonl(p)]
         assert [(r["role"], r["text"]) for r in logged] == [
-            ("user", "who is my dentist Zhivago appointment?"), ("assistant", "It is with Dr Zhivago.")]
+            ("user", "who is my dentist Zhivago appointment?"),
+            ("assistant", "It is with Dr Zhivago."),
+        ]
     finally:
         memory.close()
 
@@ -283,8 +300,9 @@ def test_memory_wired_log_recall_and_why(bot_config, workspace, chat_server):
 def test_builtin_notes_write_shows_location_and_read_does_not_count(agent, chat_server, workspace):
     if agent.skills.get("notes") is None:
         pytest.skip("built-in notes skill not present")
-    chat_server.enqueue('{"skill": "notes", "args": {"action": "add", "title": "gift", "body": "a red scarf"}}',
-                        "Saved your note.")
+    chat_server.enqueue(
+        '{"skill": "notes", "args": {"action": "add", "title": "gift", "body": "a red scarf"}}', "Saved your note."
+    )
     saved = agent.handle_message("c1", "note: gift idea a red scarf")
     assert saved.skill_calls[0]["ok"], saved.skill_calls
     assert "(saved to notes/" in saved.reply and NOTHING_SAVED_NOTE not in saved.reply
@@ -299,7 +317,9 @@ def test_honesty_helpers():
     assert saved_location("saved note 'x' to notes/x.md") == "notes/x.md"
     assert saved_location("wrote 5 characters to learnings/general.md.") == "learnings/general.md"
     assert saved_location({"path": "a/b.md"}) == "a/b.md" and saved_location("no match") is None
-    assert is_write_call(["read", "write"], {"action": "add"}) and not is_write_call(["read", "write"], {"action": "list"})
+    assert is_write_call(["read", "write"], {"action": "add"}) and not is_write_call(
+        ["read", "write"], {"action": "list"}
+    )
     assert not is_write_call(["read"], {}) and is_write_call(["write"], {})
     assert check_memory_claim("Noted! I'll keep that in mind.", False)
     assert check_memory_claim("Noted.", True) is None
@@ -310,7 +330,10 @@ def test_honesty_helpers():
 def test_footer_lists_recalled_memories():
     from messaging_llm_bot.agent.turn import format_footer
 
-    recalled = [{"source": "notes", "path": "notes/tea.md"}, {"source": "conversation", "path": "conversations/c1/2026-03-01.jsonl"}]
+    recalled = [
+        {"source": "notes", "path": "notes/tea.md"},
+        {"source": "conversation", "path": "conversations/c1/2026-03-01.jsonl"},
+    ]
     footer = format_footer({"prompt_tokens": 10, "completion_tokens": 2}, 1, 0.5, recalled)
     assert footer.endswith("recalled: notes/tea.md, conversations/c1/2026-03-01.jsonl")
     assert "recalled" not in format_footer({}, 1, 0.5, [])

@@ -6,8 +6,8 @@ import threading
 import time
 
 from assistant_framework.skills import SkillManager
-from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.agent.locks import ConversationLock
+from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
 
 
@@ -34,7 +34,9 @@ def test_one_conversation_is_answered_strictly_in_order(bot_config, workspace, c
     results: dict[int, str] = {}
     threads = []
     for i in range(5):
-        thread = threading.Thread(target=lambda i=i: results.__setitem__(i, agent.handle_message("c1", f"msg{i}").reply))
+        thread = threading.Thread(
+            target=lambda i=i: results.__setitem__(i, agent.handle_message("c1", f"msg{i}").reply)
+        )
         thread.start()
         threads.append(thread)
         # The next message is sent only once this one is queued (or being answered).
@@ -70,8 +72,10 @@ def test_conversations_call_the_model_in_parallel(bot_config, workspace, chat_se
     chat_server.set_handler(meet)
     agent = make_agent(bot_config, workspace)
     replies: dict[int, str | None] = {}
-    threads = [threading.Thread(target=lambda i=i: replies.__setitem__(i, agent.handle_message(f"c{i}", "hi").reply))
-               for i in range(4)]
+    threads = [
+        threading.Thread(target=lambda i=i: replies.__setitem__(i, agent.handle_message(f"c{i}", "hi").reply))
+        for i in range(4)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -111,6 +115,7 @@ def test_conversation_lock_is_fifo_and_reentrant():
     lock.acquire()  # re-entrant
     threads = []
     for i in range(5):
+
         def work(i=i):
             with lock:
                 order.append(i)

@@ -24,13 +24,23 @@ def small_context(wording: dict):
     return handle
 
 
-LLAMA_CPP = {"error": {"code": 400, "message": "request exceeds the available context size, try increasing it",
-                       "type": "exceed_context_size_error", "n_ctx": N_CTX}}
-OPENAI = {"error": {"message": f"This model's maximum context length is {N_CTX} tokens.", "code": "context_length_exceeded"}}
+LLAMA_CPP = {
+    "error": {
+        "code": 400,
+        "message": "request exceeds the available context size, try increasing it",
+        "type": "exceed_context_size_error",
+        "n_ctx": N_CTX,
+    }
+}
+OPENAI = {
+    "error": {"message": f"This model's maximum context length is {N_CTX} tokens.", "code": "context_length_exceeded"}
+}
 
 
 @pytest.mark.parametrize("wording", [LLAMA_CPP, OPENAI], ids=["llama.cpp", "openai"])
-def test_a_pasted_message_too_long_for_the_model_gets_one_sentence_saying_what_to_do(bot_config, workspace, chat_server, wording):
+def test_a_pasted_message_too_long_for_the_model_gets_one_sentence_saying_what_to_do(
+    bot_config, workspace, chat_server, wording
+):
     chat_server.set_handler(small_context(wording))
     agent = make_agent(bot_config, workspace)
     for i in range(2):
@@ -79,4 +89,3 @@ def test_skill_results_that_outgrow_a_small_context_are_cut_and_the_turn_finishe
     assert any(size > LIMIT_CHARS for size in seen) and seen[-1] <= LIMIT_CHARS
     last = chat_server.chat_requests[-1]["messages"]
     assert "earlier result cut" in last[3]["content"] and "gamma gamma" in last[-1]["content"]  # the last result whole
-

@@ -26,8 +26,14 @@ def test_a_streamed_answer_stops_at_once_and_the_server_is_hung_up_on(bot_config
     chat_server.enqueue({"content": json.dumps({"reply": WORDS}), "chunk_delay": 0.02})
     agent = make_agent(bot_config, workspace)
     deltas: list[str] = []
-    thread, box = run_in_thread(lambda: agent.handle_message(
-        "c1", "tell me a long story", stream=True, on_event=lambda e: deltas.append(e.data["text"]) if e.kind == "delta" else None))
+    thread, box = run_in_thread(
+        lambda: agent.handle_message(
+            "c1",
+            "tell me a long story",
+            stream=True,
+            on_event=lambda e: deltas.append(e.data["text"]) if e.kind == "delta" else None,
+        )
+    )
     wait_until(lambda: any("word3" in d for d in deltas))
     assert agent.stop("c1") is True
     thread.join(10)
@@ -49,7 +55,9 @@ def test_a_streamed_answer_stops_at_once_and_the_server_is_hung_up_on(bot_config
 
 def test_a_stop_during_a_model_call_drops_its_answer_and_runs_no_skill(bot_config, workspace, chat_server):
     """Not streamed: the call cannot be cut short, but the skill call it brings is never run."""
-    chat_server.enqueue({"content": json.dumps({"skill": "save_note", "args": {"name": "plan", "text": "x"}}), "delay": 0.5})
+    chat_server.enqueue(
+        {"content": json.dumps({"skill": "save_note", "args": {"name": "plan", "text": "x"}}), "delay": 0.5}
+    )
     agent = make_agent(bot_config, workspace)
     thread, box = run_in_thread(lambda: agent.handle_message("c1", "save my plan"))
     assert chat_server.wait_for_requests(1, timeout=10)
@@ -68,8 +76,11 @@ def test_skills_already_run_are_named_and_no_further_round_starts(bot_config, wo
 
     def answer(request):
         asked.set()
-        return {"content": json.dumps({"skill": "save_note", "args": {"name": "plan", "text": "x"}}), "delay": 0.3} \
-            if len(chat_server.chat_requests) == 1 else '{"reply": "saved"}'
+        return (
+            {"content": json.dumps({"skill": "save_note", "args": {"name": "plan", "text": "x"}}), "delay": 0.3}
+            if len(chat_server.chat_requests) == 1
+            else '{"reply": "saved"}'
+        )
 
     chat_server.set_handler(answer)
     events: list[str] = []

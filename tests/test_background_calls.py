@@ -29,8 +29,10 @@ def _facts(value: str) -> str:
 
 def _agent_with_memory(tmp_path, server, idle: float) -> Agent:
     config = {
-        "llm": {"runners": [{"name": "fake", "base_url": server.base_url, "model": "m", "timeout_seconds": 10}],
-                "retries_per_runner": 0},
+        "llm": {
+            "runners": [{"name": "fake", "base_url": server.base_url, "model": "m", "timeout_seconds": 10}],
+            "retries_per_runner": 0,
+        },
         "runtime": {"timezone": "UTC"},
         "memory": {"extract_idle_seconds": idle},
     }
@@ -93,8 +95,12 @@ def test_extraction_never_runs_while_a_turn_is_being_answered(tmp_path):
 def test_failing_extraction_logs_one_line_keeps_turns_and_retries(tmp_path, caplog):
     with FakeChatServer() as server:
         server.enqueue({"status": 500}, _facts("tea"))
-        llm = LLMClient({"runners": [{"name": "fake", "base_url": server.base_url, "model": "m"}], "retries_per_runner": 0})
-        svc = MemoryService(Workspace(tmp_path / "ws"), {"memory": {"extract_idle_seconds": 0}}, complete=BackgroundModel(llm))
+        llm = LLMClient(
+            {"runners": [{"name": "fake", "base_url": server.base_url, "model": "m"}], "retries_per_runner": 0}
+        )
+        svc = MemoryService(
+            Workspace(tmp_path / "ws"), {"memory": {"extract_idle_seconds": 0}}, complete=BackgroundModel(llm)
+        )
         svc.extraction.backoff_seconds = 0.2
         try:
             with caplog.at_level(logging.DEBUG):
@@ -122,7 +128,9 @@ def test_failing_background_job_logs_one_line_and_the_traceback_at_debug(caplog)
         assert worker.drain(5)
     worker.stop()
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert [r.getMessage() for r in warnings] == ["test: background job 'broken job' failed: RuntimeError: kaput second line"]
+    assert [r.getMessage() for r in warnings] == [
+        "test: background job 'broken job' failed: RuntimeError: kaput second line"
+    ]
     assert warnings[0].exc_info is None
     assert any(r.levelno == logging.DEBUG and r.exc_info for r in caplog.records)
 
@@ -133,7 +141,10 @@ def test_reload_moves_background_calls_to_the_new_runner(tmp_path):
         config.mkdir()
 
         def write(base_url: str) -> None:
-            llm = {"runners": [{"name": "local", "base_url": base_url, "model": "m", "timeout_seconds": 10}], "retries_per_runner": 0}
+            llm = {
+                "runners": [{"name": "local", "base_url": base_url, "model": "m", "timeout_seconds": 10}],
+                "retries_per_runner": 0,
+            }
             (config / "llm.json").write_text(json.dumps(llm))
 
         write(old.base_url)
@@ -155,9 +166,15 @@ def test_reload_moves_background_calls_to_the_new_runner(tmp_path):
 def test_background_extra_body_goes_only_to_background_calls(tmp_path):
     with FakeChatServer() as server:
         server.set_handler(lambda r: _facts("tea") if _is_extraction(r) else '{"reply": "ok"}')
-        config = {"llm": {"runners": [{"name": "fake", "base_url": server.base_url, "model": "m", "extra_body": {"id_slot": 0}}],
-                          "background_extra_body": {"id_slot": 1}, "retries_per_runner": 0},
-                  "runtime": {"timezone": "UTC"}, "memory": {"extract_idle_seconds": 0}}
+        config = {
+            "llm": {
+                "runners": [{"name": "fake", "base_url": server.base_url, "model": "m", "extra_body": {"id_slot": 0}}],
+                "background_extra_body": {"id_slot": 1},
+                "retries_per_runner": 0,
+            },
+            "runtime": {"timezone": "UTC"},
+            "memory": {"extract_idle_seconds": 0},
+        }
         workspace = Workspace(tmp_path / "ws")
         llm = LLMClient(config["llm"])
         memory = MemoryService(workspace, config, complete=BackgroundModel(llm))

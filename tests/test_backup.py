@@ -34,12 +34,17 @@ def test_round_trip_keeps_data_and_leaves_out_caches(tmp_path: Path, capsys) -> 
     assert main(["restore", str(archive), "--workspace", str(tmp_path / "restored")]) == 0
     restored = _files(tmp_path / "restored")
     original = _files(ws.root)
-    expected = {k: v for k, v in original.items()
-                if not k.startswith(("memory/index.sqlite3", "traces/", "state/logs/", "state/locks/"))}
+    expected = {
+        k: v
+        for k, v in original.items()
+        if not k.startswith(("memory/index.sqlite3", "traces/", "state/logs/", "state/locks/"))
+    }
     assert restored == expected
     assert "notes/groceries.md" in restored and "memory/index.sqlite3" not in restored
 
-    assert main(["backup", "--workspace", str(ws.root), "--out", str(tmp_path / "with.tar.gz"), "--include-traces"]) == 0
+    assert (
+        main(["backup", "--workspace", str(ws.root), "--out", str(tmp_path / "with.tar.gz"), "--include-traces"]) == 0
+    )
     with tarfile.open(tmp_path / "with.tar.gz") as tar:
         assert "workspace/traces/2026-01-01/20260101T000000000000-aaaaaa.json" in tar.getnames()
 

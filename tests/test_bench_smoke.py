@@ -33,7 +33,12 @@ def runs() -> dict[str, subprocess.CompletedProcess]:
     procs = {
         name: subprocess.Popen(
             [sys.executable, str(BENCH / f"{name}.py"), "--quick"],
-            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for name in SCRIPTS
     }
@@ -62,7 +67,9 @@ def table_rows(stdout: str, first_header: str) -> tuple[list[str], list[list[str
 
 
 def check_ok(run: subprocess.CompletedProcess) -> str:
-    assert run.returncode == 0, f"{run.args} exited {run.returncode}\nstdout:\n{run.stdout}\nstderr:\n{run.stderr[-3000:]}"
+    assert run.returncode == 0, (
+        f"{run.args} exited {run.returncode}\nstdout:\n{run.stdout}\nstderr:\n{run.stderr[-3000:]}"
+    )
     assert run.stdout.startswith("machine: "), run.stdout
     assert re.search(r"machine: \d+ CPU \(.+\), [\d.]+ GB RAM, Python 3\.\d+", run.stdout)
     return run.stdout
@@ -84,7 +91,12 @@ def test_concurrency_keeps_chat_order(runs):
     header, rows = table_rows(out, "scenario")
     assert header[-1] == "order kept (chats)"
     names = [r[0] for r in rows]
-    assert names == ["per-chat locks c=1", "per-chat locks c=4", "per-chat locks, 2 msgs/chat c=4", "global lock (baseline) c=4"]
+    assert names == [
+        "per-chat locks c=1",
+        "per-chat locks c=4",
+        "per-chat locks, 2 msgs/chat c=4",
+        "global lock (baseline) c=4",
+    ]
     order = dict((r[0], r[-1]) for r in rows)
     assert order["per-chat locks, 2 msgs/chat c=4"] == "6/6"
     assert all(float(r[3]) > 0 for r in rows)
@@ -139,7 +151,9 @@ def test_prompt_size_lists_sections_and_skills(runs):
         assert section in names
     assert "  tools: notes".strip() in [n.strip() for n in names]
     total = next(int(r[1]) for r in rows if r[0] == "system prompt total")
-    assert total == sum(int(r[1]) for r in rows if r[0].startswith("[")) + 2 * (sum(1 for n in names if n.startswith("[")) - 1)
+    assert total == sum(int(r[1]) for r in rows if r[0].startswith("[")) + 2 * (
+        sum(1 for n in names if n.startswith("[")) - 1
+    )
 
 
 def test_percentile_and_table_helpers():

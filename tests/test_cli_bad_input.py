@@ -25,16 +25,19 @@ def _exit(argv: list[str]) -> int:
         return int(exc.code)
 
 
-@pytest.mark.parametrize("argv, option", [
-    (["memory", "search", "banana", "--limit", "0"], "--limit"),
-    (["memory", "search", "banana", "--limit", "-5"], "--limit"),  # was: all hits but the last 5
-    (["trace", "list", "-n", "-1"], "-n/--limit"),  # was: every trace but the oldest
-    (["trace", "list", "-n", "0"], "-n/--limit"),
-    (["trace", "replay", "--last", "-1"], "--last"),  # was: replay every trace but the oldest
-    (["trace", "export-cases", "--last", "-2", "--out", "x.yaml"], "--last"),
-    (["web", "--port", "99999"], "--port"),  # was: listening on 99999 % 65536
-    (["web", "--port", "-1"], "--port"),
-])
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["memory", "search", "banana", "--limit", "0"], "--limit"),
+        (["memory", "search", "banana", "--limit", "-5"], "--limit"),  # was: all hits but the last 5
+        (["trace", "list", "-n", "-1"], "-n/--limit"),  # was: every trace but the oldest
+        (["trace", "list", "-n", "0"], "-n/--limit"),
+        (["trace", "replay", "--last", "-1"], "--last"),  # was: replay every trace but the oldest
+        (["trace", "export-cases", "--last", "-2", "--out", "x.yaml"], "--last"),
+        (["web", "--port", "99999"], "--port"),  # was: listening on 99999 % 65536
+        (["web", "--port", "-1"], "--port"),
+    ],
+)
 def test_out_of_range_numbers_are_usage_errors(ws, capsys, argv, option):
     assert _exit([*argv, "--workspace", str(ws.root)]) == 2
     err = capsys.readouterr().err
@@ -60,8 +63,18 @@ def test_json_commands_keep_stdout_json_free_of_messages_when_nothing_is_found(w
     assert captured.out == "" and "not set and has no default" in captured.err
 
 
-@pytest.mark.parametrize("source", ["collector:.", "collector:*", "collector:**", "collector:rs?", "collector:[rm]*",
-                                    "collector:RSS", "collector: rss"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "collector:.",
+        "collector:*",
+        "collector:**",
+        "collector:rs?",
+        "collector:[rm]*",
+        "collector:RSS",
+        "collector: rss",
+    ],
+)
 def test_purge_with_a_name_that_is_no_collector_name_deletes_nothing(ws, capsys, source):
     ws.write_text("collectors/rss/items.jsonl", '{"title": "kernel released"}\n')
     ws.write_text("collectors/mail/items.jsonl", '{"subject": "invoice"}\n')
@@ -70,13 +83,16 @@ def test_purge_with_a_name_that_is_no_collector_name_deletes_nothing(ws, capsys,
     assert ws.list("collectors/**/*") == ["collectors/mail/items.jsonl", "collectors/rss/items.jsonl"]
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["memory", "search", "banana", "--source", "note"], "--source"),  # a typo: was "no memory matches", exit 1
-    (["memory", "search", "banana", "--source", "collector:"], "--source"),
-    (["memory", "search", "banana", "--source", "bogus"], "collector:NAME"),
-    (["memory", "search", ""], "query"),  # was: "no memory matches ''", exit 1
-    (["memory", "search", "   "], "query"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["memory", "search", "banana", "--source", "note"], "--source"),  # a typo: was "no memory matches", exit 1
+        (["memory", "search", "banana", "--source", "collector:"], "--source"),
+        (["memory", "search", "banana", "--source", "bogus"], "collector:NAME"),
+        (["memory", "search", ""], "query"),  # was: "no memory matches ''", exit 1
+        (["memory", "search", "   "], "query"),
+    ],
+)
 def test_memory_search_with_an_unknown_source_or_an_empty_query_is_a_usage_error(ws, capsys, argv, words):
     assert _exit([*argv, "--workspace", str(ws.root)]) == 2
     captured = capsys.readouterr()

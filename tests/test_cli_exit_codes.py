@@ -28,16 +28,35 @@ def _closed_port() -> int:
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "assistant_framework.cli", *argv], capture_output=True, text=True,
-                          cwd=REPO, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, "-m", "assistant_framework.cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 def _traces(workspace: Workspace, ids: list[str]) -> None:
     store = TraceStore(workspace)
     for trace_id in ids:
-        request = {"model": "fake-model", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "hello"}], "parsed": {"reply": "hi"}}
-        store.write({"id": trace_id, "time": "2026-01-01T00:00:00+00:00", "conversation": "c", "ok": True,
-                     "requests": [request], "responses": [{"text": '{"reply": "hi"}'}], "reply": "hi"})
+        request = {
+            "model": "fake-model",
+            "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "hello"}],
+            "parsed": {"reply": "hi"},
+        }
+        store.write(
+            {
+                "id": trace_id,
+                "time": "2026-01-01T00:00:00+00:00",
+                "conversation": "c",
+                "ok": True,
+                "requests": [request],
+                "responses": [{"text": '{"reply": "hi"}'}],
+                "reply": "hi",
+            }
+        )
 
 
 def test_version_on_both_commands(capsys) -> None:
@@ -53,7 +72,10 @@ def test_version_on_both_commands(capsys) -> None:
 def test_export_cases_to_a_missing_folder_exits_2(tmp_path: Path, capsys) -> None:
     ws = Workspace(tmp_path / "ws")
     _traces(ws, ["20260101T000000000000-aaaaaa"])
-    assert main(["trace", "export-cases", "--workspace", str(ws.root), "--out", str(tmp_path / "missing" / "file.yaml")]) == 2
+    assert (
+        main(["trace", "export-cases", "--workspace", str(ws.root), "--out", str(tmp_path / "missing" / "file.yaml")])
+        == 2
+    )
     assert "does not exist" in capsys.readouterr().err
 
 
@@ -69,7 +91,9 @@ def test_compare_with_a_missing_or_broken_report_exits_2(tmp_path: Path, capsys)
 def test_eval_with_the_server_down_stops_before_the_first_case(tmp_path: Path, capsys) -> None:
     config = tmp_path / "config"
     config.mkdir()
-    (config / "llm.json").write_text(json.dumps({"runners": [{"name": "configured", "base_url": "http://127.0.0.1:1/v1", "model": "m"}]}))
+    (config / "llm.json").write_text(
+        json.dumps({"runners": [{"name": "configured", "base_url": "http://127.0.0.1:1/v1", "model": "m"}]})
+    )
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     assert main(["eval", "skills", "--config", str(config), "--base-url", url, "--model", "m"]) == 2
     err = capsys.readouterr().err
@@ -80,7 +104,21 @@ def test_eval_with_the_server_down_stops_before_the_first_case(tmp_path: Path, c
 
 def test_eval_with_a_model_the_server_does_not_list(tmp_path: Path, capsys) -> None:
     with FakeChatServer(models=("qwen3:8b",)) as server:
-        assert main(["eval", "skills", "--base-url", server.base_url, "--model", "qwen3:80b", "--config", str(tmp_path / "none")]) == 2
+        assert (
+            main(
+                [
+                    "eval",
+                    "skills",
+                    "--base-url",
+                    server.base_url,
+                    "--model",
+                    "qwen3:80b",
+                    "--config",
+                    str(tmp_path / "none"),
+                ]
+            )
+            == 2
+        )
         assert server.chat_requests == []
     assert "does not list the model 'qwen3:80b' (it offers: qwen3:8b)" in capsys.readouterr().err
 
@@ -90,8 +128,19 @@ def test_eval_exits_1_when_a_case_fails_and_0_when_all_pass(tmp_path: Path, caps
     cases.mkdir()
     (cases / "c.json").write_text(json.dumps(CASE))
     with FakeChatServer() as server:
-        argv = ["eval", "skills", "--base-url", server.base_url, "--model", "fake-model", "--cases", str(cases), "--no-builtin",
-                "--config", str(tmp_path / "none")]
+        argv = [
+            "eval",
+            "skills",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "fake-model",
+            "--cases",
+            str(cases),
+            "--no-builtin",
+            "--config",
+            str(tmp_path / "none"),
+        ]
         server.set_handler(lambda request: '{"reply": "Hello!"}')
         assert main(argv) == 0
         server.set_handler(lambda request: '{"skill": "tasks", "args": {"action": "list"}}')
@@ -104,8 +153,14 @@ def test_replay_checks_the_server_first_and_exits_1_when_every_replay_errs(tmp_p
     config = tmp_path / "config"
     config.mkdir()
     with FakeChatServer() as server:
-        (config / "llm.json").write_text(json.dumps({"runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model"}],
-                                                    "retries_per_runner": 0}))
+        (config / "llm.json").write_text(
+            json.dumps(
+                {
+                    "runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model"}],
+                    "retries_per_runner": 0,
+                }
+            )
+        )
         _traces(ws, ["20260101T000000000000-aaaaaa", "20260101T000001000000-aaaaab"])
         server.set_handler(lambda request: {"status": 500, "body": {"error": {"message": "boom"}}})
         assert main(["trace", "replay", "--last", "2", "--workspace", str(ws.root), "--config", str(config)]) == 1
@@ -119,11 +174,18 @@ def test_ambiguous_trace_prefix_lists_the_matches_and_exits_2(tmp_path: Path, ca
     _traces(ws, ["20260101T000000000000-aaaaaa", "20260101T000001000000-aaaaab"])
     assert main(["trace", "show", "20260101T00000", "--workspace", str(ws.root)]) == 2
     err = capsys.readouterr().err
-    assert "2 trace ids start with" in err and "20260101T000000000000-aaaaaa" in err and "20260101T000001000000-aaaaab" in err
+    assert (
+        "2 trace ids start with" in err
+        and "20260101T000000000000-aaaaaa" in err
+        and "20260101T000001000000-aaaaab" in err
+    )
     assert main(["trace", "show", "20260101T000001", "--workspace", str(ws.root)]) == 0
     assert json.loads(capsys.readouterr().out)["id"] == "20260101T000001000000-aaaaab"
     assert main(["trace", "list", "--json", "--workspace", str(ws.root)]) == 0
-    assert [row["id"] for row in json.loads(capsys.readouterr().out)] == ["20260101T000001000000-aaaaab", "20260101T000000000000-aaaaaa"]
+    assert [row["id"] for row in json.loads(capsys.readouterr().out)] == [
+        "20260101T000001000000-aaaaab",
+        "20260101T000000000000-aaaaaa",
+    ]
 
 
 def test_collectors_list_exits_1_on_a_load_error(tmp_path: Path, capsys) -> None:
@@ -164,11 +226,23 @@ def test_a_file_given_as_workspace_is_refused_in_one_line(tmp_path: Path) -> Non
 
 def test_eval_takes_a_cases_file_as_well_as_a_folder(tmp_path: Path, capsys) -> None:
     """`trace export-cases --out mine.yaml` writes a file; `--cases mine.yaml` said 'folder ... does not exist'."""
-    (tmp_path / "mine.yaml").write_text("cases:\n  - id: hi\n    category: no_skill\n    message: hello\n    expect: {skill: null}\n")
+    (tmp_path / "mine.yaml").write_text(
+        "cases:\n  - id: hi\n    category: no_skill\n    message: hello\n    expect: {skill: null}\n"
+    )
     (tmp_path / "empty.yaml").write_text("")
     with FakeChatServer() as server:
         server.set_handler(lambda request: '{"reply": "Hello!"}')
-        argv = ["eval", "skills", "--base-url", server.base_url, "--model", "fake-model", "--no-builtin", "--config", str(tmp_path / "none")]
+        argv = [
+            "eval",
+            "skills",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "fake-model",
+            "--no-builtin",
+            "--config",
+            str(tmp_path / "none"),
+        ]
         assert main([*argv, "--cases", str(tmp_path / "mine.yaml")]) == 0
         assert "does not exist" not in capsys.readouterr().err
         assert main([*argv, "--cases", str(tmp_path / "empty.yaml")]) == 2

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import re
-
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
-
-import pytest
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.workspace import Workspace
@@ -32,7 +29,9 @@ def collect_at(manager, ws, when: datetime) -> dict:
 
 def test_recurrences_exdate_overrides_and_timezones(tmp_path):
     ws = Workspace(tmp_path / "ws")
-    manager = load(ws, sources=[str(FIXTURES / "work.ics"), {"path": str(FIXTURES / "family.ics"), "name": "Family"}], days=10)
+    manager = load(
+        ws, sources=[str(FIXTURES / "work.ics"), {"path": str(FIXTURES / "family.ics"), "name": "Family"}], days=10
+    )
     result = collect_at(manager, ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
     events = ws.read_json("collectors/calendar/events.json")
     starts = [(e["summary"], e["start"]) for e in events]
@@ -54,8 +53,15 @@ def test_recurrences_exdate_overrides_and_timezones(tmp_path):
     holiday = next(e for e in events if e["uid"] == "holiday@example.org")
     # An unnamed source is named after its file plus a hash of the whole path (unique).
     assert re.fullmatch(r"work-[0-9a-f]{8}", holiday["calendar"])
-    assert holiday == {"uid": "holiday@example.org", "summary": "Company holiday", "start": "2025-03-28", "end": "2025-03-29",
-                       "location": "", "all_day": True, "calendar": holiday["calendar"]}
+    assert holiday == {
+        "uid": "holiday@example.org",
+        "summary": "Company holiday",
+        "start": "2025-03-28",
+        "end": "2025-03-29",
+        "location": "",
+        "all_day": True,
+        "calendar": holiday["calendar"],
+    }
     assert all(set(e) == {"uid", "summary", "start", "end", "location", "all_day", "calendar"} for e in events)
     md = ws.read_text("collectors/calendar/upcoming.md")
     work = holiday["calendar"]
@@ -72,10 +78,19 @@ def test_only_new_or_changed_occurrences_are_reported(tmp_path):
     when = datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN)
     collect_at(manager, ws, when)
     assert collect_at(manager, ws, when)["new_items"] == []
-    ics.write_bytes(ics.read_bytes().replace(b"SUMMARY:Call with New York office", b"SUMMARY:Call with NYC office")
-                    .replace(b"LOCATION:Room 4\nDTSTART;TZID=Europe/Berlin:20250327", b"LOCATION:Room 5\nDTSTART;TZID=Europe/Berlin:20250327"))
+    ics.write_bytes(
+        ics.read_bytes()
+        .replace(b"SUMMARY:Call with New York office", b"SUMMARY:Call with NYC office")
+        .replace(
+            b"LOCATION:Room 4\nDTSTART;TZID=Europe/Berlin:20250327",
+            b"LOCATION:Room 5\nDTSTART;TZID=Europe/Berlin:20250327",
+        )
+    )
     changed = collect_at(manager, ws, when)["new_items"]
-    assert sorted((i["title"], i["change"]) for i in changed) == [("Call with NYC office", "changed"), ("Team standup (moved)", "changed")]
+    assert sorted((i["title"], i["change"]) for i in changed) == [
+        ("Call with NYC office", "changed"),
+        ("Team standup (moved)", "changed"),
+    ]
 
 
 def test_failing_source_keeps_its_events_and_all_failing_is_an_error(tmp_path):
@@ -110,15 +125,31 @@ def test_ics_over_http_through_the_runner(tmp_path):
     with StaticHTTPServer() as server:
         server.add("/cal.ics", ics, content_type="text/calendar")
         ws = Workspace(tmp_path / "ws")
-        manager = load(ws, sources=[{"url": server.url("/cal.ics"), "name": "Personal"}],
-                       notify=[{"match": "keyword", "value": "dentist"}])
+        manager = load(
+            ws,
+            sources=[{"url": server.url("/cal.ics"), "name": "Personal"}],
+            notify=[{"match": "keyword", "value": "dentist"}],
+        )
         runner = CollectorRunner(manager, ws, timezone="Europe/Berlin", notify=lambda n, t: pushed.append(t))
         outcome = runner.run_once("calendar")
     assert outcome.outcome == "ok", outcome.error
     events = ws.read_json("collectors/calendar/events.json")
-    assert events == [{"uid": "dentist@example.org", "summary": "Dentist", "start": f"{start.isoformat()}T08:00:00{_offset(start)}",
-                       "end": f"{start.isoformat()}T08:30:00{_offset(start)}", "location": "Main St 5", "all_day": False, "calendar": "Personal"}]
-    assert sorted(outcome.written) == ["collectors/calendar/events.json", "collectors/calendar/sources/Personal.json", "collectors/calendar/upcoming.md"]
+    assert events == [
+        {
+            "uid": "dentist@example.org",
+            "summary": "Dentist",
+            "start": f"{start.isoformat()}T08:00:00{_offset(start)}",
+            "end": f"{start.isoformat()}T08:30:00{_offset(start)}",
+            "location": "Main St 5",
+            "all_day": False,
+            "calendar": "Personal",
+        }
+    ]
+    assert sorted(outcome.written) == [
+        "collectors/calendar/events.json",
+        "collectors/calendar/sources/Personal.json",
+        "collectors/calendar/upcoming.md",
+    ]
     assert pushed == ["calendar: 1 new matching item\n- Dentist"]
 
 
@@ -128,7 +159,9 @@ def _offset(day) -> str:
 
 
 def test_source_config_needs_url_or_path(tmp_path):
-    manager = CollectorManager.from_config({"collectors": {"calendar": {"enabled": True, "sources": [{"name": "x"}]}}}, Workspace(tmp_path / "ws"))
+    manager = CollectorManager.from_config(
+        {"collectors": {"calendar": {"enabled": True, "sources": [{"name": "x"}]}}}, Workspace(tmp_path / "ws")
+    )
     assert "collectors.calendar.sources[0]" in {e.name: e.error for e in manager.errors}["calendar"]
 
 
@@ -187,8 +220,10 @@ def _ics(*events: str) -> str:
 
 
 def _vevent(uid: str, summary: str, start: str, end: str, status: str = "CONFIRMED") -> str:
-    return (f"BEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:20250101T000000Z\r\nSUMMARY:{summary}\r\nSTATUS:{status}\r\n"
-            f"DTSTART;TZID=Europe/Berlin:{start}\r\nDTEND;TZID=Europe/Berlin:{end}\r\nEND:VEVENT\r\n")
+    return (
+        f"BEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:20250101T000000Z\r\nSUMMARY:{summary}\r\nSTATUS:{status}\r\n"
+        f"DTSTART;TZID=Europe/Berlin:{start}\r\nDTEND;TZID=Europe/Berlin:{end}\r\nEND:VEVENT\r\n"
+    )
 
 
 def test_a_cancelled_deleted_or_moved_event_is_reported_once(tmp_path):
@@ -206,14 +241,21 @@ def test_a_cancelled_deleted_or_moved_event_is_reported_once(tmp_path):
     manager = load(ws, sources=[{"path": str(ics), "name": "Mine"}, {"path": str(other), "name": "Other"}], days=10)
     collect_at(manager, ws, datetime(2025, 3, 24, 6, 0, tzinfo=BERLIN))
 
-    ics.write_text(_ics(_vevent(*dentist, status="CANCELLED"),  # cancelled
-                        _vevent("review@x", "Design review", "20250331T140000", "20250331T150000"),  # moved
-                        _vevent(*early)))  # lunch deleted; the early call is over by now
+    ics.write_text(
+        _ics(
+            _vevent(*dentist, status="CANCELLED"),  # cancelled
+            _vevent("review@x", "Design review", "20250331T140000", "20250331T150000"),  # moved
+            _vevent(*early),
+        )
+    )  # lunch deleted; the early call is over by now
     other.write_text("not a calendar any more")  # failed: its yoga class is kept, not "cancelled"
     result = collect_at(manager, ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
     got = sorted((i["change"], i["title"], i.get("was", "")) for i in result["new_items"])
-    assert got == [("cancelled", "cancelled: Dentist", ""), ("cancelled", "cancelled: Lunch with Bob", ""),
-                   ("moved", "moved: Design review", "2025-03-28T14:00:00+01:00")]
+    assert got == [
+        ("cancelled", "cancelled: Dentist", ""),
+        ("cancelled", "cancelled: Lunch with Bob", ""),
+        ("moved", "moved: Design review", "2025-03-28T14:00:00+01:00"),
+    ]
     assert "Yoga" in ws.read_text("collectors/calendar/upcoming.md")
     assert collect_at(manager, ws, datetime(2025, 3, 24, 8, 5, tzinfo=BERLIN))["new_items"] == []  # once
 
@@ -222,8 +264,12 @@ def test_a_shorter_window_is_not_a_cancellation(tmp_path):
     ws = Workspace(tmp_path / "ws")
     ics = tmp_path / "mine.ics"
     ics.write_text(_ics(_vevent("far@x", "Far away", "20250402T090000", "20250402T100000")))
-    collect_at(load(ws, sources=[{"path": str(ics), "name": "Mine"}], days=14), ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
-    shorter = collect_at(load(ws, sources=[{"path": str(ics), "name": "Mine"}], days=3), ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
+    collect_at(
+        load(ws, sources=[{"path": str(ics), "name": "Mine"}], days=14), ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN)
+    )
+    shorter = collect_at(
+        load(ws, sources=[{"path": str(ics), "name": "Mine"}], days=3), ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN)
+    )
     assert shorter["new_items"] == []
 
 
@@ -233,15 +279,19 @@ def test_a_cancelled_occurrence_of_a_series_is_not_taken_for_a_move_when_the_nex
     not "moved" from the cancelled one to a date ten days ahead."""
     ws = Workspace(tmp_path / "ws")
     ics = tmp_path / "mine.ics"
-    series = ("BEGIN:VEVENT\r\nUID:sync@x\r\nDTSTAMP:20250101T000000Z\r\nSUMMARY:Weekly sync\r\n"
-              "DTSTART;TZID=Europe/Berlin:20250317T100000\r\nDTEND;TZID=Europe/Berlin:20250317T110000\r\n"
-              "RRULE:FREQ=WEEKLY;BYDAY=MO\r\nEND:VEVENT\r\n")
+    series = (
+        "BEGIN:VEVENT\r\nUID:sync@x\r\nDTSTAMP:20250101T000000Z\r\nSUMMARY:Weekly sync\r\n"
+        "DTSTART;TZID=Europe/Berlin:20250317T100000\r\nDTEND;TZID=Europe/Berlin:20250317T110000\r\n"
+        "RRULE:FREQ=WEEKLY;BYDAY=MO\r\nEND:VEVENT\r\n"
+    )
     ics.write_text(_ics(series))
     manager = load(ws, sources=[{"path": str(ics), "name": "Mine"}], days=10)
     collect_at(manager, ws, datetime(2025, 3, 21, 8, 0, tzinfo=BERLIN))  # window to 31 Mar 00:00: only Mon 24
-    cancelled = ("BEGIN:VEVENT\r\nUID:sync@x\r\nDTSTAMP:20250101T000000Z\r\nSUMMARY:Weekly sync\r\nSTATUS:CANCELLED\r\n"
-                 "RECURRENCE-ID;TZID=Europe/Berlin:20250324T100000\r\n"
-                 "DTSTART;TZID=Europe/Berlin:20250324T100000\r\nDTEND;TZID=Europe/Berlin:20250324T110000\r\nEND:VEVENT\r\n")
+    cancelled = (
+        "BEGIN:VEVENT\r\nUID:sync@x\r\nDTSTAMP:20250101T000000Z\r\nSUMMARY:Weekly sync\r\nSTATUS:CANCELLED\r\n"
+        "RECURRENCE-ID;TZID=Europe/Berlin:20250324T100000\r\n"
+        "DTSTART;TZID=Europe/Berlin:20250324T100000\r\nDTEND;TZID=Europe/Berlin:20250324T110000\r\nEND:VEVENT\r\n"
+    )
     ics.write_text(_ics(series, cancelled))
     result = collect_at(manager, ws, datetime(2025, 3, 22, 8, 0, tzinfo=BERLIN))  # window to 1 Apr: Mon 31 in view
     got = sorted((i["change"], i["start"][:10]) for i in result["new_items"])

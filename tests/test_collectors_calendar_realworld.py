@@ -31,14 +31,27 @@ def collect_at(manager, ws, when: datetime) -> dict:
 def test_broken_events_are_skipped_with_source_uid_and_reason(tmp_path):
     ws = Workspace(tmp_path / "ws")
     bad = ["pacific_fiji.ics", "issue_464_invalid_rdate.ics", "multiple_timezones.ics"]
-    manager = manager_for(ws, sources=[{"path": str(HERE / "collectors" / "work.ics"), "name": "Work"},
-                                       *[{"path": str(REAL / name), "name": name.split(".")[0]} for name in bad]], days=10)
+    manager = manager_for(
+        ws,
+        sources=[
+            {"path": str(HERE / "collectors" / "work.ics"), "name": "Work"},
+            *[{"path": str(REAL / name), "name": name.split(".")[0]} for name in bad],
+        ],
+        days=10,
+    )
     result = collect_at(manager, ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
     events = ws.read_json("collectors/calendar/events.json")
     assert [e["summary"] for e in events].count("Team standup") == 6
     # Two DTSTARTs (a list), RDATE with periods, mixed time zones: each named by source and UID.
-    for source, uid in [("pacific_fiji", "noend123"), ("issue_464_invalid_rdate", "rdate_period"), ("multiple_timezones", "test-vtime-utc")]:
-        assert any(e.startswith(f"calendar {source} (") and f"event {uid} skipped: " in e for e in result["errors"]), (uid, result["errors"])
+    for source, uid in [
+        ("pacific_fiji", "noend123"),
+        ("issue_464_invalid_rdate", "rdate_period"),
+        ("multiple_timezones", "test-vtime-utc"),
+    ]:
+        assert any(e.startswith(f"calendar {source} (") and f"event {uid} skipped: " in e for e in result["errors"]), (
+            uid,
+            result["errors"],
+        )
     assert "broken event(s) skipped" in result["summary"]
     assert result["sources"]["pacific_fiji"]["skipped"][0]["uid"] == "noend123"
 
@@ -56,7 +69,9 @@ def test_a_broken_event_does_not_cost_the_good_one_in_the_same_file(tmp_path):
 
 def test_the_runner_reports_skips_and_writes_the_rest(tmp_path):
     ws = Workspace(tmp_path / "ws")
-    manager = manager_for(ws, sources=[str(REAL / "pacific_fiji.ics"), str(HERE / "collectors" / "family.ics")], days=366)
+    manager = manager_for(
+        ws, sources=[str(REAL / "pacific_fiji.ics"), str(HERE / "collectors" / "family.ics")], days=366
+    )
     outcome = CollectorRunner(manager, ws, timezone="Europe/Berlin").run_once("calendar")
     assert outcome.outcome == "ok", outcome.error
     assert any("noend123" in e for e in ws.read_jsonl("collectors/calendar/runs.jsonl")[-1]["errors"])
@@ -71,7 +86,9 @@ def test_two_unnamed_sources_with_the_same_file_name_do_not_duplicate_events(tmp
         server.add("/a/private-1/basic.ics", ics, content_type="text/calendar")
         server.add("/b/private-2/basic.ics", other, content_type="text/calendar")
         ws = Workspace(tmp_path / "ws")
-        manager = manager_for(ws, sources=[server.url("/a/private-1/basic.ics"), server.url("/b/private-2/basic.ics")], days=10)
+        manager = manager_for(
+            ws, sources=[server.url("/a/private-1/basic.ics"), server.url("/b/private-2/basic.ics")], days=10
+        )
         first = collect_at(manager, ws, when)
         before = ws.read_json("collectors/calendar/events.json")
         assert len({e["calendar"] for e in before}) == 2
@@ -86,14 +103,19 @@ def test_two_unnamed_sources_with_the_same_file_name_do_not_duplicate_events(tmp
 
 
 def _ics(*events: str) -> str:
-    body = "".join(f"BEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:20250101T000000Z\r\nSUMMARY:{summary}\r\nDTSTART;TZID=Europe/Berlin:{start}\r\n"
-                   f"DTEND;TZID=Europe/Berlin:{end}\r\nEND:VEVENT\r\n" for uid, summary, start, end in (e.split("|") for e in events))
+    body = "".join(
+        f"BEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:20250101T000000Z\r\nSUMMARY:{summary}\r\nDTSTART;TZID=Europe/Berlin:{start}\r\n"
+        f"DTEND;TZID=Europe/Berlin:{end}\r\nEND:VEVENT\r\n"
+        for uid, summary, start, end in (e.split("|") for e in events)
+    )
     return f"BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//EN\r\n{body}END:VCALENDAR\r\n"
 
 
 def test_upcoming_lists_an_event_on_each_day_it_overlaps_end_exclusive(tmp_path):
     ics = tmp_path / "evening.ics"
-    ics.write_text(_ics("film|Late film|20250324T210000|20250325T000000", "shift|Night shift|20250324T220000|20250325T060000"))
+    ics.write_text(
+        _ics("film|Late film|20250324T210000|20250325T000000", "shift|Night shift|20250324T220000|20250325T060000")
+    )
     ws = Workspace(tmp_path / "ws")
     manager = manager_for(ws, sources=[{"path": str(ics), "name": "Home"}], days=3)
     collect_at(manager, ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
@@ -110,8 +132,15 @@ def test_a_slow_calendar_server_misses_its_deadline_and_the_others_are_written(t
         server.add("/slow.ics", good * 5, content_type="text/calendar", drip=0.05)
         server.add("/good.ics", good, content_type="text/calendar")
         ws = Workspace(tmp_path / "ws")
-        manager = manager_for(ws, sources=[{"url": server.url("/slow.ics"), "name": "Slow"}, {"url": server.url("/good.ics"), "name": "Good"}],
-                              fetch_timeout_seconds=0.5, timeout_seconds=5)
+        manager = manager_for(
+            ws,
+            sources=[
+                {"url": server.url("/slow.ics"), "name": "Slow"},
+                {"url": server.url("/good.ics"), "name": "Good"},
+            ],
+            fetch_timeout_seconds=0.5,
+            timeout_seconds=5,
+        )
         outcome = CollectorRunner(manager, ws, timezone="Europe/Berlin").run_once("calendar")
     assert outcome.outcome == "ok", outcome.error
     assert [e["calendar"] for e in ws.read_json("collectors/calendar/events.json")] == ["Good"]
@@ -121,11 +150,18 @@ def test_a_slow_calendar_server_misses_its_deadline_and_the_others_are_written(t
 def test_a_bad_rrule_does_not_drop_the_other_events_of_its_file(tmp_path):
     # The shape of recurring-ical-events' bad_rrule_missing_until_event.ics: a misspelt UNTIL.
     ics = _ics("good-1|Standup|20250324T090000|20250324T091500", "good-2|Lunch|20250325T120000|20250325T130000")
-    ics = ics.replace("END:VCALENDAR", "BEGIN:VEVENT\r\nUID:bad-rule\r\nSUMMARY:Broken\r\nDTSTART:20250324T100000Z\r\n"
-                      "RRULE:FREQ=WEEKLY;BYDAY=TH;WKST=SU;UNTL=20191023\r\nEND:VEVENT\r\nEND:VCALENDAR")
+    ics = ics.replace(
+        "END:VCALENDAR",
+        "BEGIN:VEVENT\r\nUID:bad-rule\r\nSUMMARY:Broken\r\nDTSTART:20250324T100000Z\r\n"
+        "RRULE:FREQ=WEEKLY;BYDAY=TH;WKST=SU;UNTL=20191023\r\nEND:VEVENT\r\nEND:VCALENDAR",
+    )
     path = tmp_path / "mixed.ics"
     path.write_text(ics)
     ws = Workspace(tmp_path / "ws")
-    result = collect_at(manager_for(ws, sources=[{"path": str(path), "name": "Mixed"}], days=7), ws, datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN))
+    result = collect_at(
+        manager_for(ws, sources=[{"path": str(path), "name": "Mixed"}], days=7),
+        ws,
+        datetime(2025, 3, 24, 8, 0, tzinfo=BERLIN),
+    )
     assert [e["uid"] for e in ws.read_json("collectors/calendar/events.json")] == ["good-1", "good-2"]
     assert [e for e in result["errors"] if "bad-rule" in e][0].startswith("calendar Mixed (")

@@ -10,9 +10,8 @@ import time
 
 import pytest
 
-from assistant_framework.workspace import Workspace
-
 from assistant_framework.cli import main
+from assistant_framework.workspace import Workspace
 from tests.fixtures.collectors.helpers import write_collector
 
 COUNTER = """
@@ -53,7 +52,9 @@ def setup_dirs(tmp_path):
     write_collector(plugins, "typed", TYPED)
     config_dir = tmp_path / "config"
     (config_dir / "collectors").mkdir(parents=True)
-    (config_dir / "runtime.json").write_text(json.dumps({"timezone": "Europe/Berlin", "collectors_dirs": [str(plugins)]}))
+    (config_dir / "runtime.json").write_text(
+        json.dumps({"timezone": "Europe/Berlin", "collectors_dirs": [str(plugins)]})
+    )
     (config_dir / "collectors" / "counter.json").write_text(json.dumps({"enabled": True, "start": 7}))
     (config_dir / "collectors" / "failer.json").write_text(json.dumps({"enabled": True}))
     (config_dir / "collectors" / "typed.json").write_text(json.dumps({"enabled": True, "limit": "ten"}))
@@ -66,7 +67,10 @@ def test_list_shows_builtins_plugins_and_file_named_config_errors(setup_dirs, ca
     assert main(["collectors", "list", *opts]) == 1  # typed failed to load: a failure found
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert any(line.startswith("counter") and "enabled" in line and "every 3600s" in line and "Counts runs." in line for line in lines)
+    assert any(
+        line.startswith("counter") and "enabled" in line and "every 3600s" in line and "Counts runs." in line
+        for line in lines
+    )
     assert any(line.startswith("rss") and "disabled" in line for line in lines)
     assert any(line.startswith("mail") for line in lines) and any(line.startswith("calendar") for line in lines)
     assert any(line.startswith("typed") and "FAILED" in line and "collectors.typed.limit" in line for line in lines)
@@ -165,7 +169,12 @@ def test_status_shows_per_source_failures(tmp_path, capsys):
         assert data["name"] == "rss" and data["failing_sources"] == 2
         assert data["sources"][feeds[0]]["ok"] is True and data["sources"][feeds[0]]["items"] == 2
         assert data["sources"][feeds[2]] | {"last_error_at": None} == {
-            "ok": False, "last_ok": None, "last_error": f"feed {feeds[2]}: HTTP 404", "last_error_at": None, "failures": 1}
+            "ok": False,
+            "last_ok": None,
+            "last_error": f"feed {feeds[2]}: HTTP 404",
+            "last_error_at": None,
+            "failures": 1,
+        }
 
         # The next run: the missing feed is back; the gone one fails a second time.
         server.add("/missing.xml", good, content_type="application/rss+xml")
@@ -173,5 +182,9 @@ def test_status_shows_per_source_failures(tmp_path, capsys):
         capsys.readouterr()
         assert main(["collectors", "status", "--json", *opts]) == 0
         rss = next(r for r in json.loads(capsys.readouterr().out) if r["name"] == "rss")
-        assert rss["failing_sources"] == 1 and rss["sources"][feeds[1]]["failures"] == 2 and rss["sources"][feeds[2]]["ok"] is True
+        assert (
+            rss["failing_sources"] == 1
+            and rss["sources"][feeds[1]]["failures"] == 2
+            and rss["sources"][feeds[2]]["ok"] is True
+        )
     assert main(["collectors", "status", "nope", *opts]) == 2  # an unknown name is a usage error

@@ -10,7 +10,7 @@ from assistant_framework.collectors.loader import load_collector
 from tests.fixtures.collectors.helpers import write_collector
 
 REPO = Path(__file__).resolve().parents[1]
-PRELUDE = '''
+PRELUDE = """
 def fetch(workspace, config):
     workspace.write_text("collectors/weather/today.md", "sunny in " + config.get("city", "?"))
     return {"summary": "ok"}
@@ -19,7 +19,7 @@ def fetch(workspace, config):
 def setup(config, workspace):
     return 0
 
-'''
+"""
 
 
 def _docs_example() -> str:
@@ -43,8 +43,13 @@ def test_a_set_or_invalid_config_schema_is_a_clear_load_error(tmp_path: Path) ->
     failed = load_collector(folder, {})
     assert "config_schema must be a JSON Schema object" in failed.error and "set holding Ellipsis" in failed.error
     assert "AttributeError" not in failed.error
-    bad = write_collector(tmp_path, "badschema", PRELUDE + '''
+    bad = write_collector(
+        tmp_path,
+        "badschema",
+        PRELUDE
+        + """
 def register_collector(config):
     return {"interval_seconds": 60, "run": lambda ws: None, "config_schema": {"type": "objekt"}}
-''')
+""",
+    )
     assert "config_schema is not a valid JSON Schema at type" in load_collector(bad, {}).error

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-import imaplib
 from email.message import EmailMessage
 
 import pytest
 
-from assistant_framework.collectors.state import load_state
 from assistant_framework.collectors import CollectorManager, CollectorRunner
+from assistant_framework.collectors.state import load_state
 from assistant_framework.workspace import Workspace
 from tests.fakes.imap_server import FakeIMAPServer, make_self_signed_cert
 
 PASSWORD = "s3cret-Pa55word"
 
 
-def plain_message(subject: str, sender: str = "Landlord <landlord@example.org>", body: str = "The rent is due.", date: str = "Mon, 06 Jan 2025 23:30:00 +0000") -> bytes:
+def plain_message(
+    subject: str,
+    sender: str = "Landlord <landlord@example.org>",
+    body: str = "The rent is due.",
+    date: str = "Mon, 06 Jan 2025 23:30:00 +0000",
+) -> bytes:
     msg = EmailMessage()
     msg["From"] = sender
     msg["To"] = "Alice <alice@example.org>"
@@ -32,7 +36,10 @@ def html_message_with_attachment() -> bytes:
     msg["To"] = "alice@example.org"
     msg["Subject"] = "Your invoice"
     msg["Date"] = "Tue, 07 Jan 2025 10:00:00 +0100"
-    msg.set_content("<html><body><p>Thanks for your <b>order</b>!</p><ul><li>Tea</li><li>Cups</li></ul><script>x()</script></body></html>", subtype="html")
+    msg.set_content(
+        "<html><body><p>Thanks for your <b>order</b>!</p><ul><li>Tea</li><li>Cups</li></ul><script>x()</script></body></html>",
+        subtype="html",
+    )
     msg.add_attachment(b"%PDF-1.4 fake", maintype="application", subtype="pdf", filename="invoice-42.pdf")
     return msg.as_bytes()
 
@@ -93,7 +100,10 @@ def test_messages_become_markdown_files_incrementally(tmp_path, imap_server, mon
     assert "Thanks for your order!" in invoice and "- Tea" in invoice
     assert "<b>" not in invoice and "x()" not in invoice
     index = ws.read_jsonl("collectors/mail/index.jsonl")
-    assert {r["file"] for r in index} == {f"collectors/mail/INBOX/2025-01-07-{uid1}.md", f"collectors/mail/Orders/2025-01-07-{uid2}.md"}
+    assert {r["file"] for r in index} == {
+        f"collectors/mail/INBOX/2025-01-07-{uid1}.md",
+        f"collectors/mail/Orders/2025-01-07-{uid2}.md",
+    }
 
     # Nothing new: nothing written again.
     second = runner.run_once("mail")
@@ -166,7 +176,6 @@ def test_a_missing_folder_does_not_stop_the_others(tmp_path, imap_server, monkey
     assert outcome.outcome == "ok"
     assert [i["subject"] for i in outcome.new_items] == ["Still here"]
     assert any("NoSuchFolder" in e for e in outcome.errors)
-
 
 
 def test_folder_names_with_non_ascii_letters(tmp_path, imap_server, monkeypatch, capsys):

@@ -15,7 +15,12 @@ from tests.fakes.imap_server import FakeIMAPServer
 
 PASSWORD = "s3cret-Pa55word"
 REAL = Path(__file__).parent / "fixtures" / "realworld" / "mail"
-OLE_MSG = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 64 + b"__substg1.0_0037001F\x00\x00Fwd: minutes" + b"\x00\x01\x02" * 300
+OLE_MSG = (
+    b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+    + b"\x00" * 64
+    + b"__substg1.0_0037001F\x00\x00Fwd: minutes"
+    + b"\x00\x01\x02" * 300
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +34,20 @@ def collect(tmp_path, imap_server, monkeypatch, folder, messages):
     imap_server.create_folder(folder)
     uids = [imap_server.append(folder, raw, date_time=when) for raw, when in messages]
     ws = Workspace(tmp_path / "ws")
-    config = {"runtime": {"timezone": "Europe/Berlin"}, "collectors": {"mail": {
-        "enabled": True, "host": "127.0.0.1", "port": imap_server.port, "security": "plain", "username": "alice",
-        "password_env": "TEST_MAIL_PASSWORD", "folders": [folder]}}}
+    config = {
+        "runtime": {"timezone": "Europe/Berlin"},
+        "collectors": {
+            "mail": {
+                "enabled": True,
+                "host": "127.0.0.1",
+                "port": imap_server.port,
+                "security": "plain",
+                "username": "alice",
+                "password_env": "TEST_MAIL_PASSWORD",
+                "folders": [folder],
+            }
+        },
+    }
     manager = CollectorManager.from_config(config, ws)
     outcome = CollectorRunner(manager, ws, timezone="Europe/Berlin").run_once("mail")
     assert outcome.outcome == "ok", outcome.error
@@ -40,20 +56,35 @@ def collect(tmp_path, imap_server, monkeypatch, folder, messages):
 
 
 def mime(headers: bytes, body: bytes) -> bytes:
-    return b"From: Ana <ana@example.org>\r\nTo: alice@example.org\r\nMessage-ID: <x@example.org>\r\n" + headers + b"\r\n" + body
+    return (
+        b"From: Ana <ana@example.org>\r\nTo: alice@example.org\r\nMessage-ID: <x@example.org>\r\n"
+        + headers
+        + b"\r\n"
+        + body
+    )
 
 
 def test_legacy_charsets_in_headers_and_bodies(tmp_path, imap_server, monkeypatch):
     # Older Outlook: raw 8-bit ISO-8859-1 in the Subject, no encoded word.
-    raw_header = mime(b"Subject: Fr\xf6sche im Teich\r\nDate: Mon, 06 Jan 2025 10:00:00 +0000\r\nMIME-Version: 1.0\r\n"
-                      b"Content-Type: text/plain; charset=iso-8859-1\r\nContent-Transfer-Encoding: 8bit\r\n", b"Die Fr\xf6sche quaken.\r\n")
+    raw_header = mime(
+        b"Subject: Fr\xf6sche im Teich\r\nDate: Mon, 06 Jan 2025 10:00:00 +0000\r\nMIME-Version: 1.0\r\n"
+        b"Content-Type: text/plain; charset=iso-8859-1\r\nContent-Transfer-Encoding: 8bit\r\n",
+        b"Die Fr\xf6sche quaken.\r\n",
+    )
     # Labelled GB2312, written in GBK (the third character is not in GB2312).
     gbk = "朱镕基的会议".encode("gbk")
-    gb_label = mime(b"Subject: =?GB2312?B?" + base64.b64encode(gbk) + b"?=\r\nDate: Mon, 06 Jan 2025 11:00:00 +0000\r\nMIME-Version: 1.0\r\n"
-                    b"Content-Type: text/plain; charset=GB2312\r\nContent-Transfer-Encoding: 8bit\r\n", gbk + b"\r\n")
+    gb_label = mime(
+        b"Subject: =?GB2312?B?"
+        + base64.b64encode(gbk)
+        + b"?=\r\nDate: Mon, 06 Jan 2025 11:00:00 +0000\r\nMIME-Version: 1.0\r\n"
+        b"Content-Type: text/plain; charset=GB2312\r\nContent-Transfer-Encoding: 8bit\r\n",
+        gbk + b"\r\n",
+    )
     # A real spam mail (mail-parser corpus): labelled GB2312, the body is UTF-8.
     real = (REAL / "mail_test_12").read_bytes()
-    ws, outcome, items = collect(tmp_path, imap_server, monkeypatch, "Charsets", [(raw_header, None), (gb_label, None), (real, None)])
+    ws, outcome, items = collect(
+        tmp_path, imap_server, monkeypatch, "Charsets", [(raw_header, None), (gb_label, None), (real, None)]
+    )
     assert items[0]["subject"] == "Frösche im Teich"
     assert items[1]["subject"] == "朱镕基的会议" and items[1]["snippet"] == "朱镕基的会议"
     assert items[2]["subject"] == "代开各地增值税发票" and items[2]["snippet"].startswith("你好")
@@ -68,10 +99,20 @@ def test_binary_parts_are_attachments_never_text(tmp_path, imap_server, monkeypa
     raw = mime(
         b"Subject: Fwd: minutes\r\nDate: Mon, 06 Jan 2025 12:00:00 +0000\r\nMIME-Version: 1.0\r\n"
         b'Content-Type: multipart/mixed; boundary="XYZ"\r\n',
-        b"--" + boundary + b"\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: base64\r\n\r\n" + encoded
-        + b"--" + boundary + b"\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>See the <b>minutes</b> attached.</p>\r\n"
-        + b"--" + boundary + b'\r\nContent-Type: text/plain; name="minutes.msg"\r\nContent-Transfer-Encoding: base64\r\n\r\n' + encoded
-        + b"--" + boundary + b"--\r\n",
+        b"--"
+        + boundary
+        + b"\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+        + encoded
+        + b"--"
+        + boundary
+        + b"\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>See the <b>minutes</b> attached.</p>\r\n"
+        + b"--"
+        + boundary
+        + b'\r\nContent-Type: text/plain; name="minutes.msg"\r\nContent-Transfer-Encoding: base64\r\n\r\n'
+        + encoded
+        + b"--"
+        + boundary
+        + b"--\r\n",
     )
     ws, outcome, items = collect(tmp_path, imap_server, monkeypatch, "Binary", [(raw, None)])
     stored = ws.read_text(items[0]["file"])

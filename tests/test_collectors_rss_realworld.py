@@ -16,7 +16,10 @@ GOOD = (Path(__file__).parent / "fixtures" / "collectors" / "news_rss2.xml").rea
 
 
 def runner_for(ws, feeds, **extra):
-    config = {"runtime": {"timezone": "Europe/Berlin"}, "collectors": {"rss": {"enabled": True, "feeds": feeds, **extra}}}
+    config = {
+        "runtime": {"timezone": "Europe/Berlin"},
+        "collectors": {"rss": {"enabled": True, "feeds": feeds, **extra}},
+    }
     manager = CollectorManager.from_config(config, ws)
     assert "rss" in manager.collectors, manager.errors
     return CollectorRunner(manager, ws, timezone="Europe/Berlin")
@@ -67,7 +70,9 @@ def test_undeclared_legacy_encodings_are_detected(tmp_path, name, field, expecte
 
 
 def test_relative_links_become_absolute(tmp_path):
-    ws, outcome, items, base = run_files(tmp_path, ["http_entry_link_base_docuri.xml", "http_item_link_base_docuri.xml"])
+    ws, outcome, items, base = run_files(
+        tmp_path, ["http_entry_link_base_docuri.xml", "http_item_link_base_docuri.xml"]
+    )
     assert items["http_entry_link_base_docuri.xml"]["link"] == base + "relative/link"
     assert items["http_item_link_base_docuri.xml"]["link"] == base + "relative/uri"
 
@@ -110,15 +115,25 @@ def test_a_slow_server_misses_its_deadline_and_the_other_feeds_are_saved(tmp_pat
         # 2,000 bytes, one every 50 ms: each read is quick, the download takes 100 s.
         server.add("/slow.xml", GOOD, content_type="application/rss+xml", drip=0.05)
         server.add("/news.xml", GOOD, content_type="application/rss+xml")
-        server.add("/blog.atom", (Path(__file__).parent / "fixtures" / "collectors" / "blog_atom.xml").read_bytes(), content_type="application/atom+xml")
+        server.add(
+            "/blog.atom",
+            (Path(__file__).parent / "fixtures" / "collectors" / "blog_atom.xml").read_bytes(),
+            content_type="application/atom+xml",
+        )
         ws = Workspace(tmp_path / "ws")
-        runner = runner_for(ws, [server.url("/slow.xml"), server.url("/news.xml"), server.url("/blog.atom")],
-                            fetch_timeout_seconds=0.5, timeout_seconds=5)
+        runner = runner_for(
+            ws,
+            [server.url("/slow.xml"), server.url("/news.xml"), server.url("/blog.atom")],
+            fetch_timeout_seconds=0.5,
+            timeout_seconds=5,
+        )
         outcome = runner.run_once("rss")
         slow = server.url("/slow.xml")
     assert outcome.outcome == "ok", outcome.error
     assert len(ws.read_jsonl("collectors/rss/items.jsonl")) == 3
-    assert [e for e in outcome.errors if "/slow.xml" in e] == [f"feed {slow}: download not finished within 0.5s (fetch_timeout_seconds)"]
+    assert [e for e in outcome.errors if "/slow.xml" in e] == [
+        f"feed {slow}: download not finished within 0.5s (fetch_timeout_seconds)"
+    ]
 
 
 def test_feeds_are_saved_as_they_finish_even_when_the_run_is_abandoned(tmp_path):
@@ -126,7 +141,9 @@ def test_feeds_are_saved_as_they_finish_even_when_the_run_is_abandoned(tmp_path)
         server.add("/slow.xml", GOOD, content_type="application/rss+xml", drip=0.05)
         server.add("/news.xml", GOOD, content_type="application/rss+xml")
         ws = Workspace(tmp_path / "ws")
-        runner = runner_for(ws, [server.url("/slow.xml"), server.url("/news.xml")], fetch_timeout_seconds=60, timeout_seconds=1)
+        runner = runner_for(
+            ws, [server.url("/slow.xml"), server.url("/news.xml")], fetch_timeout_seconds=60, timeout_seconds=1
+        )
         outcome = runner.run_once("rss")
         assert outcome.outcome == "timeout"
         assert [i["id"] for i in ws.read_jsonl("collectors/rss/items.jsonl")] == ["town-news-1", "town-news-2"]

@@ -8,10 +8,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from assistant_framework.collectors.state import load_state
 from assistant_framework.collectors import CollectorManager, CollectorRunner
+from assistant_framework.collectors.state import load_state
 from assistant_framework.schedules import backoff_seconds, from_iso
-from assistant_framework.workspace import Workspace
 from tests.fixtures.collectors.helpers import FakeClock, write_collector
 
 UTC = timezone.utc
@@ -76,11 +75,6 @@ HANG_STARTED = threading.Event()
 
 
 @pytest.fixture
-def ws(tmp_path):
-    return Workspace(tmp_path / "ws")
-
-
-@pytest.fixture
 def plugins(tmp_path):
     base = tmp_path / "plugins"
     write_collector(base, "writer", WRITER)
@@ -100,7 +94,11 @@ def test_loads_all_three_forms_and_isolates_broken_ones(tmp_path, ws, plugins):
     write_collector(plugins, "broken", "raise ImportError('missing dependency foo')\n")
     write_collector(plugins, "noreadme", RAISER, readme=None)
     (plugins / "not_a_collector").mkdir()
-    config = {"writer": {"enabled": True}, "old": {"enabled": True, "greeting": "moin"}, "consts": {"enabled": True, "word": "hello"}}
+    config = {
+        "writer": {"enabled": True},
+        "old": {"enabled": True, "greeting": "moin"},
+        "consts": {"enabled": True, "word": "hello"},
+    }
     manager = manager_for(plugins, ws, config)
     assert sorted(manager.collectors) == ["consts", "old", "raiser", "writer"]
     errors = {e.name: e.error for e in manager.errors}
@@ -129,7 +127,12 @@ def test_collector_schema_errors_name_the_config_path(ws, plugins):
 
 def test_prompt_section_lists_exactly_enabled_loaded_collectors(ws, plugins):
     write_collector(plugins, "broken", "raise RuntimeError('boom')\n")
-    config = {"writer": {"enabled": True}, "consts": {"enabled": True, "word": "x"}, "broken": {"enabled": True}, "raiser": {"enabled": False}}
+    config = {
+        "writer": {"enabled": True},
+        "consts": {"enabled": True, "word": "x"},
+        "broken": {"enabled": True},
+        "raiser": {"enabled": False},
+    }
     manager = manager_for(plugins, ws, config)
     text = manager.prompt_section()
     assert text.startswith("[Collectors]\n")
@@ -192,7 +195,9 @@ def test_hung_collector_times_out_and_is_not_restarted_while_alive(tmp_path, ws,
     HANG_RELEASE.clear()
     HANG_STARTED.clear()
     write_collector(plugins, "hanger", HANGER)
-    manager = manager_for(plugins, ws, {"hanger": {"enabled": True, "timeout_seconds": 0.3}, "writer": {"enabled": True}})
+    manager = manager_for(
+        plugins, ws, {"hanger": {"enabled": True, "timeout_seconds": 0.3}, "writer": {"enabled": True}}
+    )
     clock = FakeClock(datetime(2025, 1, 6, 9, 0, tzinfo=UTC))
     runner = CollectorRunner(manager, ws, clock=clock)
     try:
@@ -285,9 +290,15 @@ def test_state_survives_restart_and_missed_runs_coalesce(ws, plugins):
     "start, expected_utc",
     [
         # Spring forward (Sunday 2025-03-30): 07:00 CET = 06:00Z, then 07:00 CEST = 05:00Z.
-        (datetime(2025, 3, 28, 12, 0, tzinfo=UTC), ["2025-03-29T06:00:00+00:00", "2025-03-30T05:00:00+00:00", "2025-03-31T05:00:00+00:00"]),
+        (
+            datetime(2025, 3, 28, 12, 0, tzinfo=UTC),
+            ["2025-03-29T06:00:00+00:00", "2025-03-30T05:00:00+00:00", "2025-03-31T05:00:00+00:00"],
+        ),
         # Fall back (Sunday 2025-10-26): 05:00Z, then 06:00Z.
-        (datetime(2025, 10, 24, 12, 0, tzinfo=UTC), ["2025-10-25T05:00:00+00:00", "2025-10-26T06:00:00+00:00", "2025-10-27T06:00:00+00:00"]),
+        (
+            datetime(2025, 10, 24, 12, 0, tzinfo=UTC),
+            ["2025-10-25T05:00:00+00:00", "2025-10-26T06:00:00+00:00", "2025-10-27T06:00:00+00:00"],
+        ),
     ],
 )
 def test_cron_0700_stays_local_across_dst_and_restarts(tmp_path, ws, plugins, start, expected_utc):
@@ -311,10 +322,14 @@ def test_cron_0700_stays_local_across_dst_and_restarts(tmp_path, ws, plugins, st
 def test_notify_rules_push_matching_new_items_only(ws, plugins):
     pushed = []
     config = {"writer": {"enabled": True, "notify": [{"match": "sender", "value": "BOSS@example.org"}]}}
-    runner = CollectorRunner(manager_for(plugins, ws, config), ws, notify=lambda name, text: pushed.append((name, text)))
+    runner = CollectorRunner(
+        manager_for(plugins, ws, config), ws, notify=lambda name, text: pushed.append((name, text))
+    )
     runner.run_once("writer")
     assert pushed == [("writer", "writer: 1 new matching item\n- item 0 (boss@example.org)")]
-    quiet = CollectorRunner(manager_for(plugins, ws, {"writer": {"enabled": True}}), ws, notify=lambda *a: pushed.append(a))
+    quiet = CollectorRunner(
+        manager_for(plugins, ws, {"writer": {"enabled": True}}), ws, notify=lambda *a: pushed.append(a)
+    )
     quiet.run_once("writer")
     assert len(pushed) == 1
     other = {"writer": {"enabled": True, "notify": [{"match": "keyword", "value": "no such words"}]}}

@@ -11,7 +11,6 @@ import pytest
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.collectors.triage import chosen, item_line
-from assistant_framework.workspace import Workspace
 from messaging_llm_bot.llm.client import LLMClient
 from messaging_llm_bot.runtime import BackgroundModel
 from tests.fixtures.collectors.helpers import FakeClock, write_collector
@@ -33,11 +32,6 @@ def run(workspace):
 QUESTION = "Is it personal, from a person I know (not a newsletter, an ad or a notification)?"
 
 
-@pytest.fixture
-def ws(tmp_path):
-    return Workspace(tmp_path / "ws")
-
-
 def runner_for(tmp_path, ws, chat_server, notify_rules, pushed, *, with_model=True, clock=None):
     write_collector(tmp_path / "plugins", "mail_test", MAIL)
     manager = CollectorManager([tmp_path / "plugins"], {"mail_test": {"enabled": True, "notify": notify_rules}}, ws)
@@ -45,11 +39,22 @@ def runner_for(tmp_path, ws, chat_server, notify_rules, pushed, *, with_model=Tr
     assert "mail_test" in manager.collectors, manager.errors
     model = None
     if with_model:
-        llm = LLMClient({"runners": [{"name": "fake", "base_url": chat_server.base_url, "model": "fake-model",
-                                      "timeout_seconds": 10}], "retries_per_runner": 0})
+        llm = LLMClient(
+            {
+                "runners": [
+                    {"name": "fake", "base_url": chat_server.base_url, "model": "fake-model", "timeout_seconds": 10}
+                ],
+                "retries_per_runner": 0,
+            }
+        )
         model = BackgroundModel(llm)
-    return CollectorRunner(manager, ws, notify=lambda name, text: pushed.append(text), complete=model,
-                           clock=clock or FakeClock(datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)))
+    return CollectorRunner(
+        manager,
+        ws,
+        notify=lambda name, text: pushed.append(text),
+        complete=model,
+        clock=clock or FakeClock(datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)),
+    )
 
 
 def test_cheap_rules_first_then_the_model_picks_among_the_rest(tmp_path, ws, chat_server):
@@ -63,7 +68,11 @@ def test_cheap_rules_first_then_the_model_picks_among_the_rest(tmp_path, ws, cha
     [request] = chat_server.chat_requests
     asked = request["messages"][-1]["content"]
     assert asked.startswith(f"Question: {QUESTION}")
-    assert "1. title: Weekly deals" in asked and "2. title: Dinner on Friday?" in asked and "3. title: Your parcel" in asked
+    assert (
+        "1. title: Weekly deals" in asked
+        and "2. title: Dinner on Friday?" in asked
+        and "3. title: Your parcel" in asked
+    )
     assert "Quarterly" not in asked  # the sender rule took it: not asked, costs no tokens
     assert "outside content" in request["messages"][0]["content"]
     assert request["response_format"]["type"] == "json_schema"
@@ -74,8 +83,9 @@ def test_the_daily_budget_bounds_what_is_asked(tmp_path, ws, chat_server, caplog
     chat_server.set_handler(lambda request: '{"yes": [1]}')
     pushed: list[str] = []
     clock = FakeClock(datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc))
-    runner = runner_for(tmp_path, ws, chat_server, [{"match": "ask", "value": QUESTION, "max_per_day": 3}], pushed,
-                        clock=clock)
+    runner = runner_for(
+        tmp_path, ws, chat_server, [{"match": "ask", "value": QUESTION, "max_per_day": 3}], pushed, clock=clock
+    )
     runner.run_once("mail_test")
     first = chat_server.chat_requests[0]["messages"][-1]["content"]
     assert "3. title:" in first and "4. title:" not in first  # 3 of the 4 items: the day's budget
@@ -88,8 +98,9 @@ def test_the_daily_budget_bounds_what_is_asked(tmp_path, ws, chat_server, caplog
     assert len(chat_server.chat_requests) == 2
 
 
-@pytest.mark.parametrize("answer", [{"status": 500}, "not json at all", '{"yes": "all"}'],
-                         ids=["server-error", "not-json", "wrong-shape"])
+@pytest.mark.parametrize(
+    "answer", [{"status": 500}, "not json at all", '{"yes": "all"}'], ids=["server-error", "not-json", "wrong-shape"]
+)
 def test_a_failing_model_costs_the_asked_pushes_only(tmp_path, ws, chat_server, answer):
     chat_server.enqueue(answer)
     pushed: list[str] = []
@@ -122,7 +133,10 @@ def test_an_item_is_one_line_with_its_title_origin_and_text():
 
 def test_the_rule_is_checked_by_the_config_schema(tmp_path, ws):
     write_collector(tmp_path / "plugins", "mail_test", MAIL)
-    bad = CollectorManager([tmp_path / "plugins"], {"mail_test": {"enabled": True, "notify": [
-        {"match": "ask", "value": QUESTION, "max_per_day": 0}]}}, ws)
+    bad = CollectorManager(
+        [tmp_path / "plugins"],
+        {"mail_test": {"enabled": True, "notify": [{"match": "ask", "value": QUESTION, "max_per_day": 0}]}},
+        ws,
+    )
     bad.load()
     assert "mail_test" not in bad.collectors and "max_per_day" in bad.errors[0].error

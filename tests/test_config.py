@@ -128,8 +128,15 @@ def test_a_wrong_file_given_as_config_does_not_have_its_lines_printed(tmp_path: 
     assert "$6$" not in err and "hashhash" not in err and "daemon" not in err
 
 
-@pytest.mark.parametrize("ranking,where", [({"candidate": 10}, "candidate"), ({"candidates": 1e30}, "memory.ranking.candidates"),
-                                           ({"owner_cap": -5}, "memory.ranking.owner_cap"), ({"segment_top": 2.5}, "memory.ranking.segment_top")])
+@pytest.mark.parametrize(
+    "ranking,where",
+    [
+        ({"candidate": 10}, "candidate"),
+        ({"candidates": 1e30}, "memory.ranking.candidates"),
+        ({"owner_cap": -5}, "memory.ranking.owner_cap"),
+        ({"segment_top": 2.5}, "memory.ranking.segment_top"),
+    ],
+)
 def test_memory_ranking_keys_are_checked(tmp_path: Path, ranking: dict, where: str) -> None:
     # A misspelt key was silently ignored, and candidates 1e30 ended in "internal error: OverflowError".
     path = tmp_path / "config.json"
@@ -218,7 +225,9 @@ def test_cli_show_get_set_validate(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["config", "validate", "--config", str(tree)]) == 0
 
 
-def test_cli_set_refuses_an_invalid_value_and_keeps_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_set_refuses_an_invalid_value_and_keeps_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     tree = write_tree(tmp_path / "cfg", {"llm.json": {"max_tokens": 5}})
     before = (tree / "llm.json").read_text()
     assert main(["config", "set", "llm.max_tokens", '"lots"', "--config", str(tree)]) == 2
@@ -269,9 +278,13 @@ def test_validate_and_set_check_collector_schemas(tmp_path: Path, capsys: pytest
 
 BILLION_LAUGHS = "\n".join(
     ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
-    + [f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)},"
-       f" *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]" for i in range(8)]
-    + ["telegram: {token: *i}", ""])
+    + [
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)},"
+        f" *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]"
+        for i in range(8)
+    ]
+    + ["telegram: {token: *i}", ""]
+)
 
 
 def _validate_limited(tree: Path) -> subprocess.CompletedProcess:
@@ -281,16 +294,29 @@ def _validate_limited(tree: Path) -> subprocess.CompletedProcess:
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (512 * 2**20, 512 * 2**20))
 
-    return subprocess.run([sys.executable, "-m", "assistant_framework.cli", "config", "validate", "--config", str(tree)],
-                          capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
-                          preexec_fn=limit, timeout=30)
+    return subprocess.run(
+        [sys.executable, "-m", "assistant_framework.cli", "config", "validate", "--config", str(tree)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=limit,
+        timeout=30,
+    )
 
 
-@pytest.mark.parametrize("name,text,expected", [
-    ("telegram.yaml", BILLION_LAUGHS, "telegram.yaml: line 2 column 8: invalid YAML: aliases (*a) are not allowed"),
-    ("llm.json", '{"extra": ' + "[" * 100_000 + "]" * 100_000 + "}", "llm.json: line 1 column 74: nested more than 64 levels deep"),
-    ("llm.yaml", "extra: " + "[" * 100_000 + "]" * 100_000 + "\n", "llm.yaml: nested more than 64 levels deep"),
-])
+@pytest.mark.parametrize(
+    "name,text,expected",
+    [
+        ("telegram.yaml", BILLION_LAUGHS, "telegram.yaml: line 2 column 8: invalid YAML: aliases (*a) are not allowed"),
+        (
+            "llm.json",
+            '{"extra": ' + "[" * 100_000 + "]" * 100_000 + "}",
+            "llm.json: line 1 column 74: nested more than 64 levels deep",
+        ),
+        ("llm.yaml", "extra: " + "[" * 100_000 + "]" * 100_000 + "\n", "llm.yaml: nested more than 64 levels deep"),
+    ],
+)
 def test_config_bombs_are_config_errors_naming_the_file(tmp_path: Path, name: str, text: str, expected: str) -> None:
     tree = write_tree(tmp_path / "cfg", {name: text})
     result = _validate_limited(tree)
@@ -315,20 +341,33 @@ def test_a_yaml_anchor_without_alias_still_loads(tmp_path: Path) -> None:
 
 
 def _cli(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "assistant_framework.cli", *argv], capture_output=True, text=True,
-                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "assistant_framework.cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        timeout=60,
+    )
 
 
-@pytest.mark.parametrize("name,raw", [
-    ("llm.json", b'{"max_tokens": 5,\n "extra": "caf\xe9"}'),
-    ("llm.yaml", b"max_tokens: 5\nextra: caf\xe9\n"),
-])
+@pytest.mark.parametrize(
+    "name,raw",
+    [
+        ("llm.json", b'{"max_tokens": 5,\n "extra": "caf\xe9"}'),
+        ("llm.yaml", b"max_tokens: 5\nextra: caf\xe9\n"),
+    ],
+)
 def test_a_file_that_is_not_utf8_is_a_config_error_naming_file_and_line(tmp_path: Path, name: str, raw: bytes) -> None:
     tree = tmp_path / "cfg"
     tree.mkdir()
     (tree / name).write_bytes(raw)
-    for argv in (("config", "validate"), ("config", "show"), ("config", "get", "llm.max_tokens"),
-                 ("config", "set", "llm.temperature", "0.5")):
+    for argv in (
+        ("config", "validate"),
+        ("config", "show"),
+        ("config", "get", "llm.max_tokens"),
+        ("config", "set", "llm.temperature", "0.5"),
+    ):
         result = _cli(*argv, "--config", str(tree))
         assert result.returncode == 2, (argv, result.stderr)
         assert f"{name}: line 2: not UTF-8 text" in result.stderr, result.stderr
@@ -346,13 +385,29 @@ def test_a_utf8_bom_is_accepted_in_json_and_yaml(tmp_path: Path, name: str) -> N
     assert load_config(tree)["llm"]["max_tokens"] == 5
 
 
-@pytest.mark.parametrize("name,text,expected", [
-    ("llm.json", '{"max_tokens": 5,\n "runners": [],\n "max_tokens": 9}', "llm.json: line 3 column 2: invalid JSON: key 'max_tokens' appears twice"),
-    ("llm.json", '{"runners": [{"name": "a", "model": "m", "name": "b"}]}', "llm.json: line 1 column 42: invalid JSON: key 'name' appears twice"),
-    ("llm.yaml", "max_tokens: 5\nrunners: []\nmax_tokens: 9\n", "llm.yaml: line 3 column 1: invalid YAML: key 'max_tokens' appears twice"),
-])
-def test_a_duplicate_key_is_a_config_error_naming_file_line_and_key(tmp_path: Path, name: str, text: str,
-                                                                     expected: str) -> None:
+@pytest.mark.parametrize(
+    "name,text,expected",
+    [
+        (
+            "llm.json",
+            '{"max_tokens": 5,\n "runners": [],\n "max_tokens": 9}',
+            "llm.json: line 3 column 2: invalid JSON: key 'max_tokens' appears twice",
+        ),
+        (
+            "llm.json",
+            '{"runners": [{"name": "a", "model": "m", "name": "b"}]}',
+            "llm.json: line 1 column 42: invalid JSON: key 'name' appears twice",
+        ),
+        (
+            "llm.yaml",
+            "max_tokens: 5\nrunners: []\nmax_tokens: 9\n",
+            "llm.yaml: line 3 column 1: invalid YAML: key 'max_tokens' appears twice",
+        ),
+    ],
+)
+def test_a_duplicate_key_is_a_config_error_naming_file_line_and_key(
+    tmp_path: Path, name: str, text: str, expected: str
+) -> None:
     tree = write_tree(tmp_path / "cfg", {name: text})
     result = _cli("config", "validate", "--config", str(tree))
     assert result.returncode == 2, result.stdout
@@ -360,8 +415,10 @@ def test_a_duplicate_key_is_a_config_error_naming_file_line_and_key(tmp_path: Pa
 
 
 def test_set_works_when_another_value_is_an_env_reference(tmp_path: Path) -> None:
-    tree = write_tree(tmp_path / "cfg", {"llm.json": {"runners": [
-        {"name": "a", "base_url": "${ASSISTANT_TEST_LLM_URL}", "model": "m"}]}})
+    tree = write_tree(
+        tmp_path / "cfg",
+        {"llm.json": {"runners": [{"name": "a", "base_url": "${ASSISTANT_TEST_LLM_URL}", "model": "m"}]}},
+    )
     env = {"ASSISTANT_TEST_LLM_URL": "http://127.0.0.1:1/v1"}
     result = _cli("config", "set", "llm.max_tokens", "300", "--config", str(tree), env=env)
     assert result.returncode == 0, result.stderr
@@ -387,11 +444,14 @@ def test_nan_in_a_config_file_is_a_config_error(tmp_path: Path) -> None:
     assert "llm.json: invalid JSON: NaN is not a JSON number" in result.stderr
 
 
-@pytest.mark.parametrize("files", [
-    {"local/llm.json": {"max_tokens": 5}, "local/llm.yaml": "max_tokens: 100\n"},
-    {"llm.json": {"max_tokens": 5}, "llm.yml": "max_tokens: 100\n"},
-    {"collectors.json": {"rss": {"enabled": False}}, "collectors/index.json": {"mail": {"enabled": False}}},
-])
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"local/llm.json": {"max_tokens": 5}, "local/llm.yaml": "max_tokens: 100\n"},
+        {"llm.json": {"max_tokens": 5}, "llm.yml": "max_tokens: 100\n"},
+        {"collectors.json": {"rss": {"enabled": False}}, "collectors/index.json": {"mail": {"enabled": False}}},
+    ],
+)
 def test_two_files_for_one_key_in_one_layer_are_an_error(tmp_path: Path, files: dict) -> None:
     tree = write_tree(tmp_path / "cfg", files)
     before = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}
@@ -403,14 +463,20 @@ def test_two_files_for_one_key_in_one_layer_are_an_error(tmp_path: Path, files: 
     assert {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()} == before
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("temperature: .nan\n", "llm.yaml: temperature: .nan is not a JSON number; write a number"),
-    ("temperature: -.inf\n", "llm.yaml: temperature: -.inf is not a JSON number; write a number"),
-    ("runners:\n  - name: a\n    since: 2024-01-01\n", "llm.yaml: runners[0].since: 2024-01-01 is a date, not a JSON value; quote it"),
-    ("extra: !!binary aGVsbG8=\n", "llm.yaml: extra: a binary is not a JSON value"),
-    ("stop: !!set {a, b}\n", "llm.yaml: stop: a set is not a JSON value; write a list"),
-    ("1: x\n", "llm.yaml: (top level): the key 1 is not text; quote it"),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("temperature: .nan\n", "llm.yaml: temperature: .nan is not a JSON number; write a number"),
+        ("temperature: -.inf\n", "llm.yaml: temperature: -.inf is not a JSON number; write a number"),
+        (
+            "runners:\n  - name: a\n    since: 2024-01-01\n",
+            "llm.yaml: runners[0].since: 2024-01-01 is a date, not a JSON value; quote it",
+        ),
+        ("extra: !!binary aGVsbG8=\n", "llm.yaml: extra: a binary is not a JSON value"),
+        ("stop: !!set {a, b}\n", "llm.yaml: stop: a set is not a JSON value; write a list"),
+        ("1: x\n", "llm.yaml: (top level): the key 1 is not text; quote it"),
+    ],
+)
 def test_a_yaml_value_json_cannot_hold_is_a_config_error(tmp_path: Path, text: str, expected: str) -> None:
     tree = write_tree(tmp_path / "cfg", {"llm.yaml": text})
     for argv in (("config", "validate"), ("config", "show", "--json")):
@@ -422,10 +488,17 @@ def test_a_yaml_value_json_cannot_hold_is_a_config_error(tmp_path: Path, text: s
 def test_a_yaml_date_in_a_collector_section_without_schema_is_refused(tmp_path: Path) -> None:
     plugins = tmp_path / "plugins" / "mine"
     plugins.mkdir(parents=True)
-    (plugins / "__init__.py").write_text("DESCRIPTION = 'd'\nINTERVAL_SECONDS = 60\ndef run(workspace):\n    return {}\n")
+    (plugins / "__init__.py").write_text(
+        "DESCRIPTION = 'd'\nINTERVAL_SECONDS = 60\ndef run(workspace):\n    return {}\n"
+    )
     (plugins / "README.md").write_text("# mine\n")
-    tree = write_tree(tmp_path / "cfg", {"runtime.json": {"collectors_dirs": [str(plugins.parent)]},
-                                         "collectors/mine.yaml": "enabled: false\nwhen: 2024-01-01\n"})
+    tree = write_tree(
+        tmp_path / "cfg",
+        {
+            "runtime.json": {"collectors_dirs": [str(plugins.parent)]},
+            "collectors/mine.yaml": "enabled: false\nwhen: 2024-01-01\n",
+        },
+    )
     result = _cli("config", "show", "--json", "--config", str(tree))
     assert result.returncode == 2 and "mine.yaml: when: 2024-01-01 is a date" in result.stderr, result.stderr
 

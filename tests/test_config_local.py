@@ -26,7 +26,11 @@ def example(tmp_path: Path) -> Path:
 
 
 def _tracked(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file() and "local" not in p.relative_to(root).parts}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and "local" not in p.relative_to(root).parts
+    }
 
 
 def test_set_writes_the_local_layer_and_no_tracked_file(example: Path, capsys) -> None:
@@ -68,7 +72,9 @@ def test_config_local_is_git_ignored() -> None:
         ("runtime.timezone", "Mars/Olympus", "local/runtime.json: timezone: unknown IANA time zone 'Mars/Olympus'"),
     ],
 )
-def test_typos_are_refused_with_file_path_and_suggestion(example: Path, capsys, key: str, value: str, expected: str) -> None:
+def test_typos_are_refused_with_file_path_and_suggestion(
+    example: Path, capsys, key: str, value: str, expected: str
+) -> None:
     assert main(["config", "set", key, value, "--config", str(example)]) == 2
     assert expected in capsys.readouterr().err
     assert not (example / "local").exists()  # nothing written, not even an empty folder
@@ -78,24 +84,42 @@ def test_typos_are_refused_with_file_path_and_suggestion(example: Path, capsys, 
 @pytest.mark.parametrize(
     "file, content, expected",
     [
-        ("telegarm.json", {"token": "x"}, "telegarm.json: (top level): unknown config section 'telegarm' (did you mean 'telegram'?)"),
+        (
+            "telegarm.json",
+            {"token": "x"},
+            "telegarm.json: (top level): unknown config section 'telegarm' (did you mean 'telegram'?)",
+        ),
         ("collectors/wether.json", {"enabled": True}, "wether.json: (top level): unknown collector 'wether'"),
         ("runtime.json", {"timezone": "Mars/Olympus"}, "runtime.json: timezone: unknown IANA time zone 'Mars/Olympus'"),
-        ("llm.json", {"runners": [{"name": "a", "base_url": "http://x/v1", "model": "m"}, {"name": "a", "base_url": "http://y/v1", "model": "m"}]},
-         "llm.json: runners[1].name: runner name 'a' is used twice"),
-        ("llm.json", {"embeddings": {"enabled": True}}, "llm.json: embeddings: enabled but base_url or model is missing"),
+        (
+            "llm.json",
+            {
+                "runners": [
+                    {"name": "a", "base_url": "http://x/v1", "model": "m"},
+                    {"name": "a", "base_url": "http://y/v1", "model": "m"},
+                ]
+            },
+            "llm.json: runners[1].name: runner name 'a' is used twice",
+        ),
+        (
+            "llm.json",
+            {"embeddings": {"enabled": True}},
+            "llm.json: embeddings: enabled but base_url or model is missing",
+        ),
         ("telegram.json", {"mode": "webhook"}, "telegram.json: webhook.url: mode is webhook"),
     ],
 )
-def test_validate_reports_what_the_bot_would_refuse_at_start(example: Path, capsys, file: str, content: dict, expected: str) -> None:
+def test_validate_reports_what_the_bot_would_refuse_at_start(
+    example: Path, capsys, file: str, content: dict, expected: str
+) -> None:
     (example / file).write_text(json.dumps(content))
     assert main(["config", "validate", "--config", str(example)]) == 2
     assert expected in capsys.readouterr().err
 
 
 def test_the_bot_refuses_a_bad_time_zone_naming_the_file(example: Path, tmp_path: Path) -> None:
-    from messaging_llm_bot.runtime import build_runtime
     from assistant_framework.config import ConfigError
+    from messaging_llm_bot.runtime import build_runtime
 
     (example / "runtime.json").write_text('{"timezone": "Mars/Olympus"}')
     with pytest.raises(ConfigError, match=r"runtime\.json: timezone: unknown IANA time zone"):
@@ -140,7 +164,9 @@ def test_defaults_table_matches_config_readme() -> None:
     readme = (REPO / "config" / "README.md").read_text(encoding="utf-8")
     for section, keys in DEFAULTS.items():
         for key in keys:
-            assert f"`{key}`" in readme or f"`{key}." in readme, f"{section}.{key} is not documented in config/README.md"
+            assert f"`{key}`" in readme or f"`{key}." in readme, (
+                f"{section}.{key} is not documented in config/README.md"
+            )
 
 
 def test_set_with_a_missing_config_directory_creates_nothing(tmp_path: Path, capsys) -> None:

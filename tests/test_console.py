@@ -21,8 +21,13 @@ API_KEY = "sk-console-secret-123456"
 def write_config(folder: Path, base_url: str, skills_dir: Path, **runtime) -> Path:
     """A config directory like config/ in the repo, pointing at the fake server."""
     folder.mkdir(parents=True, exist_ok=True)
-    llm = {"runners": [{"name": "fake", "base_url": base_url, "model": "fake-model", "api_key": API_KEY, "timeout_seconds": 10}],
-           "max_skill_rounds": 3, "max_concurrency": 2}
+    llm = {
+        "runners": [
+            {"name": "fake", "base_url": base_url, "model": "fake-model", "api_key": API_KEY, "timeout_seconds": 10}
+        ],
+        "max_skill_rounds": 3,
+        "max_concurrency": 2,
+    }
     (folder / "llm.json").write_text(json.dumps(llm))
     (folder / "runtime.json").write_text(json.dumps({"timezone": "UTC", "skills_dirs": [str(skills_dir)], **runtime}))
     (folder / "telegram.json").write_text(json.dumps({"token": ""}))
@@ -32,8 +37,15 @@ def write_config(folder: Path, base_url: str, skills_dir: Path, **runtime) -> Pa
 
 def run_bot(args: list[str], stdin: str, timeout: float = 60) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
-    return subprocess.run([sys.executable, "-m", "messaging_llm_bot", *args], input=stdin, capture_output=True,
-                          text=True, timeout=timeout, cwd=REPO, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "messaging_llm_bot", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env=env,
+    )
 
 
 def test_console_scripted_through_stdin(tmp_path, chat_server, test_skills_dir):
@@ -67,7 +79,11 @@ def test_no_token_without_terminal_exits_2(tmp_path, chat_server, test_skills_di
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     proc = run_bot(["--config", str(config), "--workspace", str(tmp_path / "ws")], "hello\n")
     assert proc.returncode == 2
-    assert "No Telegram bot token is configured" in proc.stderr and "make setup" in proc.stderr and "make chat" in proc.stderr
+    assert (
+        "No Telegram bot token is configured" in proc.stderr
+        and "make setup" in proc.stderr
+        and "make chat" in proc.stderr
+    )
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert chat_server.chat_requests == []
 
@@ -84,12 +100,19 @@ def test_config_error_is_one_clear_line(tmp_path, chat_server, test_skills_dir):
 def test_a_config_without_a_model_server_names_the_file_and_what_to_add(tmp_path):
     """An empty config folder (or one without llm.runners): validate says so; the bot refuses with the file."""
     (tmp_path / "config").mkdir()
-    proc = run_bot(["--frontend", "console", "--config", str(tmp_path / "config"), "--workspace", str(tmp_path / "ws")], "")
+    proc = run_bot(
+        ["--frontend", "console", "--config", str(tmp_path / "config"), "--workspace", str(tmp_path / "ws")], ""
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"{tmp_path / 'config' / 'llm.json'}: llm.runners: no model server is configured" in proc.stderr
     assert "make setup" in proc.stderr
-    validate = subprocess.run([sys.executable, "-m", "assistant_framework", "config", "validate", "--config",
-                               str(tmp_path / "config")], capture_output=True, text=True, timeout=60, cwd=REPO)
+    validate = subprocess.run(
+        [sys.executable, "-m", "assistant_framework", "config", "validate", "--config", str(tmp_path / "config")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
     assert validate.returncode == 0 and "note: no llm.runners" in validate.stdout
 
 
@@ -115,8 +138,9 @@ def test_runtime_commands_reload_and_status(tmp_path, chat_server, test_skills_d
         assert error.startswith("Reload failed") and "timezone" in error
         assert runtime.config["runtime"]["timezone"] == "UTC"
         # A valid change is applied: a new base prompt reaches the model.
-        (config / "runtime.json").write_text(json.dumps({"timezone": "UTC", "skills_dirs": [str(test_skills_dir)],
-                                                         "base_prompt": "You are Reloaded."}))
+        (config / "runtime.json").write_text(
+            json.dumps({"timezone": "UTC", "skills_dirs": [str(test_skills_dir)], "base_prompt": "You are Reloaded."})
+        )
         assert run_command(runtime, "console", "/reload") == "Reloaded config, skills and collectors."
         chat_server.enqueue("second")
         runtime.agent.handle_message("console", "hi again")
@@ -143,7 +167,8 @@ def test_command_texts(bot_config, workspace):
     assert skill_text(skills, "").startswith("Usage")
     # Markdown for the chat frontends, with the recalled text escaped; the terminal shows it unescaped.
     assert unescape_markdown(why_text([{"ref": "notes/milk.md", "score": 0.5, "text": "oat\nmilk"}])) == (
-        "Recalled for my last reply:\n- notes/milk.md (0.50): oat milk")
+        "Recalled for my last reply:\n- notes/milk.md (0.50): oat milk"
+    )
     assert format_stats({"total": {"turns": 0}}) == "No model usage recorded in the last 30 days."
 
 
@@ -185,7 +210,9 @@ def test_terminal_owner_confirms_or_declines_a_delete(tmp_path, chat_server, tes
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     runtime = build_runtime(config, tmp_path / "ws")
     runtime.workspace.write_text("notes/old.md", "old")
-    chat_server.enqueue('{"skill": "file", "args": {"action": "delete", "path": "notes/old.md"}}', '{"reply": "Handled."}')
+    chat_server.enqueue(
+        '{"skill": "file", "args": {"action": "delete", "path": "notes/old.md"}}', '{"reply": "Handled."}'
+    )
     out = io.StringIO()
     try:
         assert run_console(runtime, _Tty(["delete notes/old.md\n", answer]), out, io.StringIO()) == 0
@@ -201,8 +228,12 @@ def test_piped_console_refuses_ask_calls(tmp_path, chat_server, test_skills_dir)
     ws = tmp_path / "ws"
     (ws / "notes").mkdir(parents=True)
     (ws / "notes" / "old.md").write_text("old")
-    chat_server.enqueue('{"skill": "file", "args": {"action": "delete", "path": "notes/old.md"}}', '{"reply": "Not done."}')
-    result = run_bot(["--frontend", "console", "--config", str(config), "--workspace", str(ws)], "delete notes/old.md\n")
+    chat_server.enqueue(
+        '{"skill": "file", "args": {"action": "delete", "path": "notes/old.md"}}', '{"reply": "Not done."}'
+    )
+    result = run_bot(
+        ["--frontend", "console", "--config", str(config), "--workspace", str(ws)], "delete notes/old.md\n"
+    )
     assert result.returncode == 0
     assert (ws / "notes" / "old.md").exists()
     assert "cannot give" in chat_server.chat_requests[-1]["messages"][-1]["content"]
@@ -232,9 +263,24 @@ def test_console_survives_input_that_is_not_utf8(tmp_path, chat_server, test_ski
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     chat_server.set_handler(lambda req: json.dumps({"reply": f"reply {len(chat_server.chat_requests)}"}))
     env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
-    proc = subprocess.run([sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config),
-                           "--workspace", str(tmp_path / "ws")], input=b"caf\xe9 au lait\nhello\n",
-                          capture_output=True, timeout=60, cwd=REPO, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "messaging_llm_bot",
+            "--frontend",
+            "console",
+            "--config",
+            str(config),
+            "--workspace",
+            str(tmp_path / "ws"),
+        ],
+        input=b"caf\xe9 au lait\nhello\n",
+        capture_output=True,
+        timeout=60,
+        cwd=REPO,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     assert b"Traceback" not in proc.stderr
     assert proc.stdout.decode() == "reply 1\n\nreply 2\n\n"

@@ -41,8 +41,9 @@ class Terminal:
         self.master, slave = pty.openpty()
         env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
         env["TERM"] = "xterm"
-        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=REPO, env=env, close_fds=True,
-                                     preexec_fn=_own_terminal)
+        self.proc = subprocess.Popen(
+            argv, stdin=slave, stdout=slave, stderr=slave, cwd=REPO, env=env, close_fds=True, preexec_fn=_own_terminal
+        )
         os.close(slave)
         self.output = ""
 
@@ -78,8 +79,19 @@ def test_arrow_keys_recall_history_and_reminders_arrive(tmp_path: Path, chat_ser
     store.add("console", "stretch your legs", datetime.now(timezone.utc) - timedelta(seconds=5), "UTC")
     seen: list[str] = []
     chat_server.set_handler(lambda request: (seen.append(request["messages"][-1]["content"]), '{"reply": "ok!"}')[1])
-    term = Terminal([sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config),
-                     "--workspace", str(ws.root)])
+    term = Terminal(
+        [
+            sys.executable,
+            "-m",
+            "messaging_llm_bot",
+            "--frontend",
+            "console",
+            "--config",
+            str(config),
+            "--workspace",
+            str(ws.root),
+        ]
+    )
     try:
         term.wait_for("you> ")
         term.wait_for("⏰ stretch your legs")  # due before the start: delivered at once
@@ -113,7 +125,11 @@ def test_console_reminders_deliver_only_this_chats_due_reminders(tmp_path: Path)
     reminders = ConsoleReminders(store, "console", shown.append, clock=lambda: now)
     assert reminders.tick() == 1 and shown == ["⏰ due"]
     assert reminders.tick() == 0  # delivered once
-    assert {r["text"]: r["status"] for r in store.list()} == {"due": "delivered", "later": "pending", "telegram's": "pending"}
+    assert {r["text"]: r["status"] for r in store.list()} == {
+        "due": "delivered",
+        "later": "pending",
+        "telegram's": "pending",
+    }
 
 
 def test_ctrl_c_stops_an_answer_and_the_chat_goes_on(tmp_path: Path, chat_server, test_skills_dir) -> None:
@@ -123,10 +139,24 @@ def test_ctrl_c_stops_an_answer_and_the_chat_goes_on(tmp_path: Path, chat_server
     llm = json.loads((config / "llm.json").read_text())
     (config / "llm.json").write_text(json.dumps({**llm, "stream": True}))  # as the shipped config/llm.json
     words = " ".join(f"word{i}" for i in range(400))
-    chat_server.enqueue({"content": '{"reply": "' + words + '"}', "chunk_delay": 0.02}, '{"reply": "still here"}',
-                        {"content": '{"reply": "never finished"}', "delay": 5})
-    term = Terminal([sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config),
-                     "--workspace", str(tmp_path / "ws")])
+    chat_server.enqueue(
+        {"content": '{"reply": "' + words + '"}', "chunk_delay": 0.02},
+        '{"reply": "still here"}',
+        {"content": '{"reply": "never finished"}', "delay": 5},
+    )
+    term = Terminal(
+        [
+            sys.executable,
+            "-m",
+            "messaging_llm_bot",
+            "--frontend",
+            "console",
+            "--config",
+            str(config),
+            "--workspace",
+            str(tmp_path / "ws"),
+        ]
+    )
     try:
         term.wait_for("you> ")
         term.type("tell me a long story\r")
@@ -156,13 +186,25 @@ def test_ctrl_c_stops_an_answer_and_the_chat_goes_on(tmp_path: Path, chat_server
     assert "word399" not in term.output
 
 
-def test_ctrl_c_at_a_confirmation_question_declines_it_and_stops_without_enter(tmp_path: Path, chat_server,
-                                                                                test_skills_dir) -> None:
+def test_ctrl_c_at_a_confirmation_question_declines_it_and_stops_without_enter(
+    tmp_path: Path, chat_server, test_skills_dir
+) -> None:
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     (config / "policy.json").write_text(json.dumps({"capabilities": {"write": "ask"}}))
     chat_server.enqueue('{"skill": "save_note", "args": {"name": "plan", "text": "x"}}', '{"reply": "never asked for"}')
-    term = Terminal([sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config),
-                     "--workspace", str(tmp_path / "ws")])
+    term = Terminal(
+        [
+            sys.executable,
+            "-m",
+            "messaging_llm_bot",
+            "--frontend",
+            "console",
+            "--config",
+            str(config),
+            "--workspace",
+            str(tmp_path / "ws"),
+        ]
+    )
     try:
         term.wait_for("you> ")
         term.type("save my plan\r")

@@ -46,8 +46,11 @@ def unexcused_extras(fake: FakeBotAPI, chat: int, expected: list[str], kills: li
     A copy is excused when the first message with its text was sent (answered by the fake) within
     ``IN_FLIGHT_SECONDS`` before a kill, or while the kill struck: its ledger record could not be written.
     """
-    sent_at = {c["message_id"]: c["at"] for c in fake.calls("sendMessage")
-               if "message_id" in c and int(c["params"]["chat_id"]) == chat}
+    sent_at = {
+        c["message_id"]: c["at"]
+        for c in fake.calls("sendMessage")
+        if "message_id" in c and int(c["params"]["chat_id"]) == chat
+    }
     visible = fake.messages(chat)
     bad = []
     for extra in visible_replies(fake, chat, expected)[1]:
@@ -62,10 +65,16 @@ def test_sigkill_three_times_loses_nothing_and_keeps_order(tmp_path, bot_config)
     rng = random.Random(SEED)
     with FakeBotAPI() as fake, FakeChatServer(latency=0.03) as model:
         model.set_handler(echo_reply)
-        base = dict(bot_config, llm={**bot_config["llm"], "runners": [
-            {"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 10}]})
-        config = write_bot_config(tmp_path / "config.json", base, fake, allowed=CHATS,
-                                  runtime={"shutdown_timeout_seconds": 10})
+        base = dict(
+            bot_config,
+            llm={
+                **bot_config["llm"],
+                "runners": [{"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 10}],
+            },
+        )
+        config = write_bot_config(
+            tmp_path / "config.json", base, fake, allowed=CHATS, runtime={"shutdown_timeout_seconds": 10}
+        )
         workspace = tmp_path / "workspace"
         expected: dict[int, list[str]] = {chat: [] for chat in CHATS}
         for i in range(MESSAGES):
@@ -98,7 +107,9 @@ def test_sigkill_three_times_loses_nothing_and_keeps_order(tmp_path, bot_config)
 
         unexcused = {}
         for chat in CHATS:
-            assert visible_replies(fake, chat, expected[chat])[0] == expected[chat], f"chat {chat}: out of order or missing"
+            assert visible_replies(fake, chat, expected[chat])[0] == expected[chat], (
+                f"chat {chat}: out of order or missing"
+            )
             bad = unexcused_extras(fake, chat, expected[chat], kills)
             if bad:
                 unexcused[chat] = bad
@@ -126,11 +137,22 @@ def test_streamed_replies_are_not_duplicated_by_sigkills(tmp_path, bot_config):
     rng = random.Random(SEED + 1)
     with FakeBotAPI() as fake, FakeChatServer(latency=0.02) as model:
         model.set_handler(streamed_echo)
-        base = dict(bot_config, llm={**bot_config["llm"], "max_concurrency": 4, "runners": [
-            {"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 10}]})
-        config = write_bot_config(tmp_path / "config.json", base, fake, allowed=STREAM_CHATS,
-                                  telegram={"stream": True, "progress": True},
-                                  runtime={"shutdown_timeout_seconds": 10})
+        base = dict(
+            bot_config,
+            llm={
+                **bot_config["llm"],
+                "max_concurrency": 4,
+                "runners": [{"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 10}],
+            },
+        )
+        config = write_bot_config(
+            tmp_path / "config.json",
+            base,
+            fake,
+            allowed=STREAM_CHATS,
+            telegram={"stream": True, "progress": True},
+            runtime={"shutdown_timeout_seconds": 10},
+        )
         workspace = tmp_path / "workspace"
         expected = {chat: [f"re: m{i} in chat {chat}" for i in range(STREAM_PER_CHAT)] for chat in STREAM_CHATS}
         kills: list[float] = []
@@ -151,14 +173,18 @@ def test_streamed_replies_are_not_duplicated_by_sigkills(tmp_path, bot_config):
                 bot.kill()
                 bot.start().wait_ready()
             writer.join(30)
-            fake.wait_for(lambda: all(len(visible_replies(fake, c, expected[c])[0]) == STREAM_PER_CHAT
-                                      for c in STREAM_CHATS), timeout=90)
+            fake.wait_for(
+                lambda: all(len(visible_replies(fake, c, expected[c])[0]) == STREAM_PER_CHAT for c in STREAM_CHATS),
+                timeout=90,
+            )
             fake.wait_for(lambda: not Inbox(Workspace(workspace)).pending(), timeout=30)
             assert bot.terminate() == 0, bot.run_log()[-3000:]
 
         unexcused = {}
         for chat in STREAM_CHATS:
-            assert visible_replies(fake, chat, expected[chat])[0] == expected[chat], f"chat {chat}: out of order or missing"
+            assert visible_replies(fake, chat, expected[chat])[0] == expected[chat], (
+                f"chat {chat}: out of order or missing"
+            )
             bad = unexcused_extras(fake, chat, expected[chat], kills)
             if bad:
                 unexcused[chat] = bad

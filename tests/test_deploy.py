@@ -85,7 +85,9 @@ def test_health_check_command_passes_when_healthy_and_fails_when_the_model_is_do
     argv = [str(config) if a == "/app/config" else str(workspace) if a == "/app/workspace" else a for a in health[1:]]
     with FakeChatServer(models=("qwen3:8b",)) as chat:
         (config / "local").mkdir()
-        (config / "local" / "llm.json").write_text(json.dumps({"runners": [{"name": "local", "base_url": chat.base_url, "model": "qwen3:8b"}]}))
+        (config / "local" / "llm.json").write_text(
+            json.dumps({"runners": [{"name": "local", "base_url": chat.base_url, "model": "qwen3:8b"}]})
+        )
         assert main(argv) == 0, capsys.readouterr().out
         assert chat.chat_requests == []  # --quick: no completion every minute
     capsys.readouterr()
@@ -102,6 +104,8 @@ def test_compose_runs_the_bot_beside_ollama() -> None:
     mounts = {v.split(":")[1] for v in bot["volumes"]}
     assert mounts == {"/app/config", "/app/workspace"}
     assert "ports" not in services["ollama"]  # only the bot talks to the model
-    setup = re.search(r"docker compose run --rm bot (assistant setup .*?)\n#   docker", (REPO / "compose.yaml").read_text(), re.S).group(1)
+    setup = re.search(
+        r"docker compose run --rm bot (assistant setup .*?)\n#   docker", (REPO / "compose.yaml").read_text(), re.S
+    ).group(1)
     argv = shlex.split(setup.replace("\\\n#", " "))
     assert build_parser().parse_args(argv[1:]).base_url == "http://ollama:11434/v1"

@@ -26,13 +26,27 @@ def _ws(tmp_path) -> Workspace:
     reminders = ReminderStore(ws)
     reminders.add(1, "call mum", datetime(2025, 3, 30, 18, 0, tzinfo=BERLIN), "Europe/Berlin")
     reminders.add(1, "next week thing", datetime(2025, 4, 6, 9, 0, tzinfo=BERLIN), "Europe/Berlin")
-    ws.write_json("collectors/calendar/events.json", [
-        {"uid": "1", "summary": "Dentist", "start": "2025-03-30T07:30:00+00:00", "end": "2025-03-30T08:00:00+00:00",
-         "location": "Main St", "all_day": False},
-        {"uid": "2", "summary": "Holiday", "start": "2025-03-30", "end": "2025-03-31", "all_day": True},
-        {"uid": "3", "summary": "Tomorrow meeting", "start": "2025-03-31T09:00:00+02:00", "end": None,
-         "all_day": False},
-    ])
+    ws.write_json(
+        "collectors/calendar/events.json",
+        [
+            {
+                "uid": "1",
+                "summary": "Dentist",
+                "start": "2025-03-30T07:30:00+00:00",
+                "end": "2025-03-30T08:00:00+00:00",
+                "location": "Main St",
+                "all_day": False,
+            },
+            {"uid": "2", "summary": "Holiday", "start": "2025-03-30", "end": "2025-03-31", "all_day": True},
+            {
+                "uid": "3",
+                "summary": "Tomorrow meeting",
+                "start": "2025-03-31T09:00:00+02:00",
+                "end": None,
+                "all_day": False,
+            },
+        ],
+    )
     ws.write_json("collectors/mail/new.json", [{"id": 1}, {"id": 2}, {"id": 3}])
     ws.write_json("collectors/rss/new.json", [{"id": 1}])
     ws.write_json("collectors/calendar/new.json", [{"id": 1}])
@@ -72,11 +86,26 @@ def test_damaged_file_shows_a_note_and_the_rest(tmp_path):
 
 def test_an_event_belongs_to_the_days_its_span_overlaps_end_exclusive(tmp_path):
     ws = Workspace(tmp_path / "ws")
-    ws.write_json("collectors/calendar/events.json", [
-        {"uid": "a", "summary": "Late film", "start": "2025-03-10T21:00:00+01:00", "end": "2025-03-11T00:00:00+01:00", "all_day": False},
-        {"uid": "b", "summary": "Night shift", "start": "2025-03-10T22:00:00+01:00", "end": "2025-03-11T06:00:00+01:00", "all_day": False},
-        {"uid": "c", "summary": "Trip", "start": "2025-03-09", "end": "2025-03-12", "all_day": True},
-    ])
+    ws.write_json(
+        "collectors/calendar/events.json",
+        [
+            {
+                "uid": "a",
+                "summary": "Late film",
+                "start": "2025-03-10T21:00:00+01:00",
+                "end": "2025-03-11T00:00:00+01:00",
+                "all_day": False,
+            },
+            {
+                "uid": "b",
+                "summary": "Night shift",
+                "start": "2025-03-10T22:00:00+01:00",
+                "end": "2025-03-11T06:00:00+01:00",
+                "all_day": False,
+            },
+            {"uid": "c", "summary": "Trip", "start": "2025-03-09", "end": "2025-03-12", "all_day": True},
+        ],
+    )
     monday = build_digest(ws, datetime(2025, 3, 10, 8, 0, tzinfo=BERLIN), "Europe/Berlin")
     assert "- 21:00 Late film" in monday and "- 22:00 Night shift" in monday and "- all day Trip" in monday
     tuesday = build_digest(ws, datetime(2025, 3, 11, 8, 0, tzinfo=BERLIN), "Europe/Berlin")
@@ -91,14 +120,19 @@ def test_items_saved_from_outside_content_are_flagged(tmp_path):
 
     ws = _ws(tmp_path)
     TaskStore(ws).add("wire 900 EUR to the new IBAN", due="2025-03-30", untrusted=True)
-    reminder = ReminderStore(ws).add(1, "confirm the parcel fee", datetime(2025, 3, 30, 17, 0, tzinfo=BERLIN), "Europe/Berlin", untrusted=True)
+    reminder = ReminderStore(ws).add(
+        1, "confirm the parcel fee", datetime(2025, 3, 30, 17, 0, tzinfo=BERLIN), "Europe/Berlin", untrusted=True
+    )
     BirthdayStore(ws).add("Eve", "04-01", untrusted=True)
     text = build_digest(ws, datetime(2025, 3, 30, 7, 15, tzinfo=ZoneInfo("UTC")), "Europe/Berlin")
     assert f"wire 900 EUR to the new IBAN (today) {FROM_OUTSIDE}" in text
     assert f"17:00 confirm the parcel fee {FROM_OUTSIDE}" in text
     assert f"Eve: Tue 01 Apr (in 2 days) {FROM_OUTSIDE}" in text
     assert text.count(FROM_OUTSIDE) == 3  # the owner's own items stay as they were
-    assert delivery_text(reminder, datetime(2025, 3, 30, 15, 0, tzinfo=ZoneInfo("UTC"))) == f"⏰ confirm the parcel fee\n{FROM_OUTSIDE}"
+    assert (
+        delivery_text(reminder, datetime(2025, 3, 30, 15, 0, tzinfo=ZoneInfo("UTC")))
+        == f"⏰ confirm the parcel fee\n{FROM_OUTSIDE}"
+    )
 
 
 # -- the morning digest's daily schedule (messaging_llm_bot/frontends/jobs.py), with an injected clock ---------
@@ -119,7 +153,8 @@ class _RecordingJobQueue:
 def test_a_morning_digest_in_the_hour_the_clocks_go_back_is_sent_once():
     # 02:30 in Berlin happens twice on 26 Oct 2025: 00:30 UTC (summer time) and 01:30 UTC (winter time).
     import asyncio
-    from datetime import time as dtime, timedelta
+    from datetime import time as dtime
+    from datetime import timedelta
 
     from messaging_llm_bot.frontends.jobs import DailyJob
 
@@ -140,9 +175,11 @@ def test_a_morning_digest_in_the_hour_the_clocks_go_back_is_sent_once():
 
     asyncio.run(three_nights())
     early = timedelta(milliseconds=5)
-    assert sent == [datetime(2025, 10, 26, 0, 30, tzinfo=UTC) - early,  # 02:30 CEST, the first 02:30
-                    datetime(2025, 10, 27, 1, 30, tzinfo=UTC) - early,  # 02:30 CET, the next day
-                    datetime(2025, 10, 28, 1, 30, tzinfo=UTC) - early]
+    assert sent == [
+        datetime(2025, 10, 26, 0, 30, tzinfo=UTC) - early,  # 02:30 CEST, the first 02:30
+        datetime(2025, 10, 27, 1, 30, tzinfo=UTC) - early,  # 02:30 CET, the next day
+        datetime(2025, 10, 28, 1, 30, tzinfo=UTC) - early,
+    ]
 
 
 def test_a_start_in_the_repeated_hour_after_the_digest_went_out_waits_for_the_next_day():

@@ -12,8 +12,17 @@ import pytest
 from assistant_framework.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
-PAGES = sorted({*REPO.glob("*.md"), *REPO.glob("docs/*.md"), *REPO.glob("config/README.md"), *REPO.glob("bench/*.md"),
-                *REPO.glob("skills/**/README.md"), *REPO.glob("collectors/**/README.md"), *REPO.glob("deploy/*.md")})
+PAGES = sorted(
+    {
+        *REPO.glob("*.md"),
+        *REPO.glob("docs/*.md"),
+        *REPO.glob("config/README.md"),
+        *REPO.glob("bench/*.md"),
+        *REPO.glob("skills/**/README.md"),
+        *REPO.glob("collectors/**/README.md"),
+        *REPO.glob("deploy/*.md"),
+    }
+)
 # A command a user would paste that only works inside an activated venv.
 BARE = re.compile(r"^(?:\$ )?(assistant(?:-bot)?|python3? -m (?:assistant_framework|messaging_llm_bot)|pytest)\b")
 FENCE = re.compile(r"```(?:sh|bash|shell|console)?\n(.*?)```", re.S)
@@ -27,7 +36,11 @@ def _commands(text: str) -> list[str]:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
 def test_commands_work_outside_an_activated_venv(page: Path) -> None:
-    bare = [c for c in _commands(page.read_text(encoding="utf-8")) if BARE.match(c) and not c.startswith(("assistant` ", "assistant-bot` "))]
+    bare = [
+        c
+        for c in _commands(page.read_text(encoding="utf-8"))
+        if BARE.match(c) and not c.startswith(("assistant` ", "assistant-bot` "))
+    ]
     bare = [c for c in bare if " " in c or c.startswith("python")]  # a lone `assistant` names the CLI, not a command
     assert bare == [], f"{page.name}: write these as .venv/bin/... or a make target: {bare}"
 
@@ -62,7 +75,9 @@ def test_make_targets_run_the_venv_commands(target: str) -> None:
 
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
-    dry = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(REPO), target], capture_output=True, text=True, timeout=60)
+    dry = subprocess.run(
+        ["make", "-n", "--no-print-directory", "-C", str(REPO), target], capture_output=True, text=True, timeout=60
+    )
     assert dry.returncode == 0, dry.stderr
     line = dry.stdout.strip().splitlines()[-1]
     argv = shlex.split(line)

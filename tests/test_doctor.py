@@ -20,11 +20,22 @@ def servers():
         yield tg, chat
 
 
-def _config(root: Path, tg: FakeBotAPI, chat: FakeChatServer, *, telegram: dict | None = None, llm: dict | None = None,
-            runtime: dict | None = None) -> Path:
+def _config(
+    root: Path,
+    tg: FakeBotAPI,
+    chat: FakeChatServer,
+    *,
+    telegram: dict | None = None,
+    llm: dict | None = None,
+    runtime: dict | None = None,
+) -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "telegram.json").write_text(json.dumps({"token": tg.token, "base_url": tg.base_url, "allowed_user_ids": [42], **(telegram or {})}))
-    (root / "llm.json").write_text(json.dumps(llm or {"runners": [{"name": "local", "base_url": chat.base_url, "model": "fake-model"}]}))
+    (root / "telegram.json").write_text(
+        json.dumps({"token": tg.token, "base_url": tg.base_url, "allowed_user_ids": [42], **(telegram or {})})
+    )
+    (root / "llm.json").write_text(
+        json.dumps(llm or {"runners": [{"name": "local", "base_url": chat.base_url, "model": "fake-model"}]})
+    )
     (root / "runtime.json").write_text(json.dumps(runtime or {"timezone": "UTC"}))
     return root
 
@@ -56,16 +67,36 @@ def test_each_failure_is_reported_with_what_to_do(servers, tmp_path: Path, capsy
     skills.mkdir(parents=True)
     (skills / "__init__.py").write_text("raise ImportError('no such thing')\n")
     (skills / "README.md").write_text("# broken\n")
-    config = _config(tmp_path / "config", tg, chat,
-                     telegram={"token": "999:wrong", "allowed_user_ids": [], "mode": "webhook",
-                               "webhook": {"url": "https://example.org/hook", "secret_token": ""}},
-                     llm={"runners": [{"name": "down", "base_url": "http://127.0.0.1:9/v1", "model": "m"},
-                                      {"name": "nomodel", "base_url": chat.base_url, "model": "qwen3:80b"}]},
-                     runtime={"skills_dirs": [str(tmp_path / "skills")]})
+    config = _config(
+        tmp_path / "config",
+        tg,
+        chat,
+        telegram={
+            "token": "999:wrong",
+            "allowed_user_ids": [],
+            "mode": "webhook",
+            "webhook": {"url": "https://example.org/hook", "secret_token": ""},
+        },
+        llm={
+            "runners": [
+                {"name": "down", "base_url": "http://127.0.0.1:9/v1", "model": "m"},
+                {"name": "nomodel", "base_url": chat.base_url, "model": "qwen3:80b"},
+            ]
+        },
+        runtime={"skills_dirs": [str(tmp_path / "skills")]},
+    )
     code, checks = _doctor(capsys, config, tmp_path / "not_a_workspace")
     assert code == 1
     failed = {name for name, c in checks.items() if c["status"] == "fail"}
-    assert failed == {"telegram token", "allowlist", "webhook secret", "model down", "model nomodel", "workspace", "skills"}, checks
+    assert failed == {
+        "telegram token",
+        "allowlist",
+        "webhook secret",
+        "model down",
+        "model nomodel",
+        "workspace",
+        "skills",
+    }, checks
     assert "refused the token" in checks["telegram token"]["detail"]
     assert "cannot reach the model server" in checks["model down"]["detail"]
     assert "does not list the model 'qwen3:80b'" in checks["model nomodel"]["detail"]
@@ -80,7 +111,10 @@ def test_invalid_config_fails_and_skips_what_needs_it(tmp_path: Path, capsys) ->
     Workspace(tmp_path / "ws")
     code, checks = _doctor(capsys, config, tmp_path / "ws")
     assert code == 1
-    assert checks["config"]["status"] == "fail" and "runtime.json: timezone: unknown IANA time zone" in checks["config"]["detail"]
+    assert (
+        checks["config"]["status"] == "fail"
+        and "runtime.json: timezone: unknown IANA time zone" in checks["config"]["detail"]
+    )
     assert checks["telegram"]["status"] == "skip" and checks["runners"]["status"] == "skip"
     assert checks["workspace"]["status"] == "ok"
 
@@ -91,11 +125,21 @@ def test_no_token_warns_and_a_collector_failing_warns(servers, tmp_path: Path, c
     (config / "collectors").mkdir()
     (config / "collectors" / "rss.json").write_text(json.dumps({"enabled": True, "feeds": []}))
     ws = Workspace(tmp_path / "ws")
-    ws.write_json("state/collectors/rss.json", {"outcome": "error", "error": "feed unreachable", "consecutive_failures": 3,
-                                                 "last_start": "2026-01-01T00:00:00+00:00"})
+    ws.write_json(
+        "state/collectors/rss.json",
+        {
+            "outcome": "error",
+            "error": "feed unreachable",
+            "consecutive_failures": 3,
+            "last_start": "2026-01-01T00:00:00+00:00",
+        },
+    )
     code, checks = _doctor(capsys, config, ws.root, "--quick")
     assert checks["telegram token"]["status"] == "warn" and checks["allowlist"]["status"] == "warn"
-    assert checks["collector rss"]["status"] == "warn" and "3 failed run(s) in a row: feed unreachable" in checks["collector rss"]["detail"]
+    assert (
+        checks["collector rss"]["status"] == "warn"
+        and "3 failed run(s) in a row: feed unreachable" in checks["collector rss"]["detail"]
+    )
     assert code == 0, checks
     assert chat.chat_requests == []  # --quick sends no completion
     assert "dependencies" not in checks and "memory index" not in checks
@@ -128,9 +172,11 @@ def test_settings_readable_by_others_are_a_warning(servers, tmp_path: Path, caps
 
 def test_a_wrong_api_key_is_fixed_at_the_key_of_that_runner(tmp_path: Path, capsys) -> None:
     with FakeBotAPI() as tg, FakeChatServer(api_key="sk-right", models=["m1"]) as chat:
-        runners = [{"name": "first", "base_url": chat.base_url, "model": "m1", "api_key": "sk-right"},
-                   {"name": "wrongkey", "base_url": chat.base_url, "model": "m1", "api_key": "sk-wrong"},
-                   {"name": "nomodel", "base_url": chat.base_url, "model": "m9", "api_key": "sk-right"}]
+        runners = [
+            {"name": "first", "base_url": chat.base_url, "model": "m1", "api_key": "sk-right"},
+            {"name": "wrongkey", "base_url": chat.base_url, "model": "m1", "api_key": "sk-wrong"},
+            {"name": "nomodel", "base_url": chat.base_url, "model": "m9", "api_key": "sk-right"},
+        ]
         config = _config(tmp_path / "config", tg, chat, llm={"runners": runners})
         Workspace(tmp_path / "ws")
         code, checks = _doctor(capsys, config, tmp_path / "ws", "--quick")
@@ -144,7 +190,9 @@ def test_a_wrong_api_key_is_fixed_at_the_key_of_that_runner(tmp_path: Path, caps
 def test_a_failing_completion_is_a_failure_and_a_missing_v1_is_named(servers, tmp_path: Path, capsys) -> None:
     tg, chat = servers
     base = chat.base_url.removesuffix("/v1")  # the usual slip: the server's address without /v1
-    config = _config(tmp_path / "config", tg, chat, llm={"runners": [{"name": "local", "base_url": base, "model": "fake-model"}]})
+    config = _config(
+        tmp_path / "config", tg, chat, llm={"runners": [{"name": "local", "base_url": base, "model": "fake-model"}]}
+    )
     Workspace(tmp_path / "ws")
     code, checks = _doctor(capsys, config, tmp_path / "ws")
     assert code == 1
@@ -159,10 +207,25 @@ def test_a_failing_completion_is_said_once_not_also_as_a_log_line(servers, tmp_p
 
     tg, chat = servers
     base = chat.base_url.removesuffix("/v1")
-    config = _config(tmp_path / "config", tg, chat, llm={"runners": [{"name": "local", "base_url": base, "model": "fake-model"}]})
+    config = _config(
+        tmp_path / "config", tg, chat, llm={"runners": [{"name": "local", "base_url": base, "model": "fake-model"}]}
+    )
     Workspace(tmp_path / "ws")
-    proc = subprocess.run([sys.executable, "-m", "assistant_framework", "doctor", "--config", str(config),
-                           "--workspace", str(tmp_path / "ws")], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "assistant_framework",
+            "doctor",
+            "--config",
+            str(config),
+            "--workspace",
+            str(tmp_path / "ws"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1
     assert "one-token completion failed" in proc.stdout
     assert "model call failed" not in proc.stdout + proc.stderr

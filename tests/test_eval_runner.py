@@ -13,23 +13,50 @@ from tests.fakes.chat_server import FakeChatServer
 
 CASES = [
     # answered right
-    {"id": "r-task", "category": "tasks", "message": "Add a task to call the plumber, due next Friday.",
-     "expect": {"skill": "tasks", "args": {"action": "add", "title": {"contains": "plumber"}, "due": {"date": "next friday"}}}},
+    {
+        "id": "r-task",
+        "category": "tasks",
+        "message": "Add a task to call the plumber, due next Friday.",
+        "expect": {
+            "skill": "tasks",
+            "args": {"action": "add", "title": {"contains": "plumber"}, "due": {"date": "next friday"}},
+        },
+    },
     # answered with the wrong skill
-    {"id": "w-note", "category": "notes", "message": "Make a note titled Groceries: eggs.",
-     "expect": {"skill": "notes", "args": {"action": "add"}}},
+    {
+        "id": "w-note",
+        "category": "notes",
+        "message": "Make a note titled Groceries: eggs.",
+        "expect": {"skill": "notes", "args": {"action": "add"}},
+    },
     # malformed but recoverable (fenced, single quotes, synonym keys)
-    {"id": "m-read", "category": "file", "message": "Read notes/groceries.md",
-     "workspace": {"notes/groceries.md": "# Groceries\n- tomatoes\n"},
-     "expect": {"skill": "file", "args": {"action": "read", "path": {"endswith": "notes/groceries.md"}}, "reply": {"contains": "tomatoes"}}},
+    {
+        "id": "m-read",
+        "category": "file",
+        "message": "Read notes/groceries.md",
+        "workspace": {"notes/groceries.md": "# Groceries\n- tomatoes\n"},
+        "expect": {
+            "skill": "file",
+            "args": {"action": "read", "path": {"endswith": "notes/groceries.md"}},
+            "reply": {"contains": "tomatoes"},
+        },
+    },
     # prose where a call was needed
-    {"id": "p-remind", "category": "reminders", "message": "Remind me in 20 minutes to take the laundry out.",
-     "expect": {"skill": "reminders", "args": {"action": "add", "in_minutes": {"number": 20}}}},
+    {
+        "id": "p-remind",
+        "category": "reminders",
+        "message": "Remind me in 20 minutes to take the laundry out.",
+        "expect": {"skill": "reminders", "args": {"action": "add", "in_minutes": {"number": 20}}},
+    },
     # no skill needed, answered in prose
     {"id": "n-hi", "category": "no_skill", "message": "Hi there!", "expect": {"skill": None}},
     # invalid args first, corrected in the next round
-    {"id": "x-repair", "category": "tasks", "message": "Task: pay rent, due tomorrow.",
-     "expect": {"skill": "tasks", "args": {"action": "add", "due": {"date": "tomorrow"}}}},
+    {
+        "id": "x-repair",
+        "category": "tasks",
+        "message": "Task: pay rent, due tomorrow.",
+        "expect": {"skill": "tasks", "args": {"action": "add", "due": {"date": "tomorrow"}}},
+    },
 ]
 
 
@@ -40,7 +67,11 @@ def scripted(request: dict) -> str:
     last = messages[-1]["content"]
     after_skill = len([m for m in messages if m["role"] == "user"]) > 1
     if "plumber" in first_user:
-        return 'Added.' if after_skill else '{"skill": "tasks", "args": {"action": "add", "title": "Call the plumber", "due": "2026-06-12"}}'
+        return (
+            "Added."
+            if after_skill
+            else '{"skill": "tasks", "args": {"action": "add", "title": "Call the plumber", "due": "2026-06-12"}}'
+        )
     if "Groceries" in first_user:
         return "Done." if after_skill else '{"skill": "tasks", "args": {"action": "add", "title": "Groceries: eggs"}}'
     if "groceries.md" in first_user:
@@ -67,7 +98,14 @@ def eval_setup(tmp_path: Path):
     config_dir.mkdir()
     with FakeChatServer() as server:
         server.set_handler(scripted)
-        (config_dir / "llm.json").write_text(json.dumps({"runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model"}], "max_skill_rounds": 3}))
+        (config_dir / "llm.json").write_text(
+            json.dumps(
+                {
+                    "runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model"}],
+                    "max_skill_rounds": 3,
+                }
+            )
+        )
         (config_dir / "runtime.json").write_text(json.dumps({"timezone": "UTC"}))
         yield cases_dir, config_dir, server
 
@@ -81,7 +119,19 @@ def test_builtin_suite_has_at_least_60_valid_cases() -> None:
 def test_eval_scores_right_wrong_malformed_and_prose(eval_setup, tmp_path: Path, capsys) -> None:
     cases_dir, config_dir, server = eval_setup
     report_path = tmp_path / "a.json"
-    code = main(["eval", "skills", "--config", str(config_dir), "--cases", str(cases_dir), "--no-builtin", "--report", str(report_path)])
+    code = main(
+        [
+            "eval",
+            "skills",
+            "--config",
+            str(config_dir),
+            "--cases",
+            str(cases_dir),
+            "--no-builtin",
+            "--report",
+            str(report_path),
+        ]
+    )
     assert code == 1  # 2 of 6 cases failed
     out = capsys.readouterr().out
     report = json.loads(report_path.read_text())
@@ -104,7 +154,22 @@ def test_eval_scores_right_wrong_malformed_and_prose(eval_setup, tmp_path: Path,
 def test_compare_two_reports(eval_setup, tmp_path: Path, capsys) -> None:
     cases_dir, config_dir, server = eval_setup
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    assert main(["eval", "skills", "--config", str(config_dir), "--cases", str(cases_dir), "--no-builtin", "--report", str(a)]) == 1
+    assert (
+        main(
+            [
+                "eval",
+                "skills",
+                "--config",
+                str(config_dir),
+                "--cases",
+                str(cases_dir),
+                "--no-builtin",
+                "--report",
+                str(a),
+            ]
+        )
+        == 1
+    )
 
     def better(request: dict) -> str:
         first_user = next(m["content"] for m in request["messages"] if m["role"] == "user")
@@ -113,7 +178,22 @@ def test_compare_two_reports(eval_setup, tmp_path: Path, capsys) -> None:
         return scripted(request)
 
     server.set_handler(better)
-    assert main(["eval", "skills", "--config", str(config_dir), "--cases", str(cases_dir), "--no-builtin", "--report", str(b)]) == 1
+    assert (
+        main(
+            [
+                "eval",
+                "skills",
+                "--config",
+                str(config_dir),
+                "--cases",
+                str(cases_dir),
+                "--no-builtin",
+                "--report",
+                str(b),
+            ]
+        )
+        == 1
+    )
     capsys.readouterr()
     assert main(["eval", "skills", "--compare", str(a), str(b)]) == 0
     out = capsys.readouterr().out
@@ -123,18 +203,61 @@ def test_compare_two_reports(eval_setup, tmp_path: Path, capsys) -> None:
 
 def test_bad_case_file_exits_2(tmp_path: Path, capsys) -> None:
     (tmp_path / "bad.yaml").write_text("id: x\ncategory: c\n")
-    assert main(["eval", "skills", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--cases", str(tmp_path), "--no-builtin"]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "skills",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "m",
+                "--cases",
+                str(tmp_path),
+                "--no-builtin",
+            ]
+        )
+        == 2
+    )
     assert "bad.yaml" in capsys.readouterr().err
 
 
 def test_structured_output_and_tool_transport_flags_reach_the_requests(eval_setup, capsys) -> None:
     cases_dir, config_dir, server = eval_setup
-    code = main(["eval", "skills", "--config", str(config_dir), "--cases", str(cases_dir), "--no-builtin",
-                 "--id", "n-hi", "--structured-output", "json_object", "--tool-transport", "native"])
+    code = main(
+        [
+            "eval",
+            "skills",
+            "--config",
+            str(config_dir),
+            "--cases",
+            str(cases_dir),
+            "--no-builtin",
+            "--id",
+            "n-hi",
+            "--structured-output",
+            "json_object",
+            "--tool-transport",
+            "native",
+        ]
+    )
     assert code in (0, 1)
     request = server.chat_requests[0]
     assert "response_format" not in request and {t["function"]["name"] for t in request["tools"]} >= {"tasks", "notes"}
     server.reset()
-    assert main(["eval", "skills", "--config", str(config_dir), "--cases", str(cases_dir), "--no-builtin",
-                 "--id", "n-hi", "--structured-output", "off"]) in (0, 1)
+    assert main(
+        [
+            "eval",
+            "skills",
+            "--config",
+            str(config_dir),
+            "--cases",
+            str(cases_dir),
+            "--no-builtin",
+            "--id",
+            "n-hi",
+            "--structured-output",
+            "off",
+        ]
+    ) in (0, 1)
     assert [("response_format" in r, "tools" in r) for r in server.chat_requests] == [(False, False)]

@@ -48,13 +48,20 @@ def test_matchers(expected, actual, ok) -> None:
 
 
 def case(**overrides) -> EvalCase:
-    base = dict(id="c1", category="tasks", message="remind", expect={"skill": "tasks", "args": {"action": "add", "due": {"date": "next friday"}}})
+    base = dict(
+        id="c1",
+        category="tasks",
+        message="remind",
+        expect={"skill": "tasks", "args": {"action": "add", "due": {"date": "next friday"}}},
+    )
     base.update(overrides)
     return EvalCase(**base)
 
 
 def test_right_call_passes() -> None:
-    result = score_case(case(), [CallRecord("tasks", {"action": "add", "due": "2026-06-12"}, ok=True)], "Added.", today=TODAY)
+    result = score_case(
+        case(), [CallRecord("tasks", {"action": "add", "due": "2026-06-12"}, ok=True)], "Added.", today=TODAY
+    )
     assert result.passed and result.chose_right_skill and result.args_valid and result.args_correct
     assert not result.repair_round
 
@@ -72,7 +79,9 @@ def test_wrong_skill_and_wrong_args_fail_with_reasons() -> None:
     result = score_case(case(), [CallRecord("notes", {"action": "add"}, ok=True)], "ok", today=TODAY)
     assert not result.passed and result.chose_right_skill is False
     assert any("expected a call of 'tasks'" in p for p in result.problems)
-    result = score_case(case(), [CallRecord("tasks", {"action": "add", "due": "2026-06-13"}, ok=True)], "ok", today=TODAY)
+    result = score_case(
+        case(), [CallRecord("tasks", {"action": "add", "due": "2026-06-13"}, ok=True)], "ok", today=TODAY
+    )
     assert not result.passed and result.args_correct is False
     assert any(p.startswith("args.due") for p in result.problems)
 
@@ -92,8 +101,12 @@ def test_chain_order_and_alternative_skills() -> None:
 
 
 def test_load_cases_from_json_and_yaml(tmp_path: Path) -> None:
-    (tmp_path / "a.json").write_text(json.dumps([{"id": "x1", "category": "c", "message": "m", "expect": {"skill": None}}]))
-    (tmp_path / "b.yaml").write_text("cases:\n  - id: x2\n    category: c\n    message: m\n    expect: {skill: notes}\n")
+    (tmp_path / "a.json").write_text(
+        json.dumps([{"id": "x1", "category": "c", "message": "m", "expect": {"skill": None}}])
+    )
+    (tmp_path / "b.yaml").write_text(
+        "cases:\n  - id: x2\n    category: c\n    message: m\n    expect: {skill: notes}\n"
+    )
     cases = load_cases([tmp_path])
     assert [c.id for c in cases] == ["x1", "x2"]
     (tmp_path / "c.yaml").write_text("id: x1\ncategory: c\nmessage: m\nexpect: {skill: null}\n")
@@ -105,7 +118,14 @@ def test_load_cases_from_json_and_yaml(tmp_path: Path) -> None:
 
 
 def test_report_shape_table_and_comparison() -> None:
-    good = score_case(case(), [CallRecord("tasks", {"action": "add", "due": "2026-06-12"}, ok=True)], "ok", today=TODAY, latency_s=0.5, tokens=300)
+    good = score_case(
+        case(),
+        [CallRecord("tasks", {"action": "add", "due": "2026-06-12"}, ok=True)],
+        "ok",
+        today=TODAY,
+        latency_s=0.5,
+        tokens=300,
+    )
     bad = score_case(case(id="c9"), [], "I can't", today=TODAY, latency_s=1.5, tokens=100)
     report_a = build_report([good, bad], model="m-a")
     assert report_a["cases"] == 2 and report_a["passed"] == 1
@@ -114,7 +134,9 @@ def test_report_shape_table_and_comparison() -> None:
     assert json.loads(json.dumps(report_a)) == report_a
     table = format_table(report_a)
     assert "tasks" in table and "FAIL c9" in table and "1/2 passed" in table
-    fixed = score_case(case(id="c9"), [CallRecord("tasks", {"action": "add", "due": "2026-06-12"}, ok=True)], "ok", today=TODAY)
+    fixed = score_case(
+        case(id="c9"), [CallRecord("tasks", {"action": "add", "due": "2026-06-12"}, ok=True)], "ok", today=TODAY
+    )
     report_b = build_report([good, fixed], model="m-b")
     comparison = format_comparison(report_a, report_b)
     assert "fixed  c9" in comparison and "+1" in comparison

@@ -23,8 +23,14 @@ def fake() -> FakeBotAPI:
 
 
 def build_app(fake: FakeBotAPI) -> Application:
-    return (ApplicationBuilder().token(fake.token).base_url(fake.base_url).base_file_url(fake.base_file_url)
-            .get_updates_read_timeout(5).build())
+    return (
+        ApplicationBuilder()
+        .token(fake.token)
+        .base_url(fake.base_url)
+        .base_file_url(fake.base_file_url)
+        .get_updates_read_timeout(5)
+        .build()
+    )
 
 
 @contextlib.asynccontextmanager
@@ -139,8 +145,11 @@ def test_a_refused_chat_is_answered_like_the_real_bot_api_until_lifted(fake: Fak
     for _ in range(2):  # for good, not once
         answer = requests.post(url, json={"chat_id": 5, "text": "hi"}, timeout=5)
         assert answer.status_code == 403
-        assert answer.json() == {"ok": False, "error_code": 403,
-                                 "description": "Forbidden: bot was blocked by the user"}
+        assert answer.json() == {
+            "ok": False,
+            "error_code": 403,
+            "description": "Forbidden: bot was blocked by the user",
+        }
     answer = requests.post(url, json={"chat_id": -100, "text": "hi"}, timeout=5)
     assert answer.json() == {"ok": False, "error_code": 400, "description": "Bad Request: chat not found"}
 
@@ -180,11 +189,14 @@ def test_server_side_validation(fake: FakeBotAPI) -> None:
                 await bot.send_message(chat_id=5, text="  ")
             ok = await bot.send_message(chat_id=5, text=r"*Price:* 3\.50 \(approx\)", parse_mode="MarkdownV2")
             assert ok.text == "Price: 3.50 (approx)" and ok.entities[0].type == "bold"
-            html = await bot.send_message(chat_id=5, text='<b>a</b> &amp; <a href="http://x.y">l</a>', parse_mode="HTML")
+            html = await bot.send_message(
+                chat_id=5, text='<b>a</b> &amp; <a href="http://x.y">l</a>', parse_mode="HTML"
+            )
             assert html.text == "a & l" and [e.type for e in html.entities] == ["bold", "text_link"]
             with pytest.raises(BadRequest, match="(?i)message is not modified"):
-                await bot.edit_message_text(chat_id=5, message_id=ok.message_id, text="Price: 3.50 (approx)",
-                                            entities=ok.entities)
+                await bot.edit_message_text(
+                    chat_id=5, message_id=ok.message_id, text="Price: 3.50 (approx)", entities=ok.entities
+                )
             await bot.edit_message_text(chat_id=5, message_id=ok.message_id, text="changed")
             await bot.delete_message(chat_id=5, message_id=html.message_id)
         live = fake.messages(5)
@@ -276,7 +288,12 @@ def test_markup_parsers_accept_valid_and_reject_broken_markup() -> None:
     text, ents = parse_markdown_v2("*bold _both_* `x\\`y` ```py\ncode.here()\n``` [l\\.k](http://a.b/c\\)) 3\\.5")
     assert text == "bold both x`y code.here()\n l.k 3.5"
     assert [(e["type"], e["offset"], e["length"]) for e in ents] == [
-        ("bold", 0, 9), ("italic", 5, 4), ("code", 10, 3), ("pre", 14, 12), ("text_link", 27, 3)]
+        ("bold", 0, 9),
+        ("italic", 5, 4),
+        ("code", 10, 3),
+        ("pre", 14, 12),
+        ("text_link", 27, 3),
+    ]
     assert ents[3]["language"] == "py" and ents[4]["url"] == "http://a.b/c)"
     text, ents = parse_markdown_v2("😀 *b*")
     assert ents == [{"type": "bold", "offset": 3, "length": 1}]  # UTF-16 offsets
@@ -285,7 +302,7 @@ def test_markup_parsers_accept_valid_and_reject_broken_markup() -> None:
             parse_markdown_v2(broken)
     text, ents = parse_html('<pre><code class="language-go">a &lt; b</code></pre> <tg-spoiler>s</tg-spoiler>')
     assert text == "a < b s" and ents[0] == {"type": "pre", "offset": 0, "length": 5, "language": "go"}
-    for broken in ["<b>x", "x</b>", "<b><i>x</b></i>", "<div>x</div>", "a < b", '<a>no href</a>']:
+    for broken in ["<b>x", "x</b>", "<b><i>x</b></i>", "<div>x</div>", "a < b", "<a>no href</a>"]:
         with pytest.raises(MarkupError):
             parse_html(broken)
     assert parse_text("*legacy* _md_", "Markdown")[0] == "legacy md"
@@ -299,8 +316,11 @@ def test_long_poll_returns_an_update_pushed_while_waiting(fake: FakeBotAPI) -> N
     fake.long_poll_cap = 30  # only the push can end this poll within the client's 10 s timeout
     url = f"{fake.base_url}{fake.token}/getUpdates"
     got: list = []
-    poll = threading.Thread(target=lambda: got.extend(
-        requests.post(url, data={"offset": "0", "timeout": "30"}, timeout=10).json()["result"]))
+    poll = threading.Thread(
+        target=lambda: got.extend(
+            requests.post(url, data={"offset": "0", "timeout": "30"}, timeout=10).json()["result"]
+        )
+    )
     poll.start()
     fake.wait_for(lambda: fake.waiting_polls() == 1)  # the poll is waiting: nothing queued yet
     fake.send_message("late")

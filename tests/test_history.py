@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from assistant_framework.skills import SkillManager
-from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.agent.history import HistoryStore, conversation_dir, message_chars, trim_history
+from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
 
 
@@ -69,7 +69,11 @@ def test_store_keeps_history_in_memory_but_sees_edits_of_the_file(workspace):
     workspace.write_text(f"{conversation_dir('c1')}/history.json", '[{"role": "user", "content": "edited"}]')
     assert [m["content"] for m in store.load("c1")] == ["edited"]
     store.append_pair("c1", "second", "two", budget_chars=10_000)
-    assert [m["content"] for m in workspace.read_json(f"{conversation_dir('c1')}/history.json")] == ["edited", "second", "two"]
+    assert [m["content"] for m in workspace.read_json(f"{conversation_dir('c1')}/history.json")] == [
+        "edited",
+        "second",
+        "two",
+    ]
     # Another store (e.g. after a restart) reads the same file.
     assert [m["content"] for m in HistoryStore(workspace).load("c1")] == ["edited", "second", "two"]
     workspace.delete(f"{conversation_dir('c1')}/history.json")
@@ -80,7 +84,9 @@ def test_unreadable_history_counts_as_empty(workspace):
     store = HistoryStore(workspace)
     workspace.write_text(f"{conversation_dir('c1')}/history.json", "{not json")
     assert store.load("c1") == []
-    workspace.write_text(f"{conversation_dir('c1')}/history.json", '[{"role": "user", "content": "ok"}, {"role": "tool"}, 3]')
+    workspace.write_text(
+        f"{conversation_dir('c1')}/history.json", '[{"role": "user", "content": "ok"}, {"role": "tool"}, 3]'
+    )
     assert store.load("c1") == [{"role": "user", "content": "ok"}]
 
 

@@ -157,8 +157,9 @@ def test_accept_many_persists_a_batch_dedupes_and_survives_restart(tmp_path):
     ws = Workspace(tmp_path)
     inbox = Inbox(ws)
     first = inbox.accept("1", "tg:1", {"n": 1})
-    batch = inbox.accept_many([("1", "tg:1", {"n": 1}), ("2", "tg:1", {"n": 2}), ("3", "tg:2", {"n": 3}),
-                               ("3", "tg:2", {"n": 3})])
+    batch = inbox.accept_many(
+        [("1", "tg:1", {"n": 1}), ("2", "tg:1", {"n": 2}), ("3", "tg:2", {"n": 3}), ("3", "tg:2", {"n": 3})]
+    )
     assert batch[0] is None and batch[3] is None  # seen before, and twice in the batch
     assert [i.payload for i in batch[1:3]] == [{"n": 2}, {"n": 3}]
     assert all(inbox.seen(s) for s in ("1", "2", "3"))
@@ -192,8 +193,9 @@ def test_batch_accept_knows_fingerprints_and_live_goes_to_the_ledger(tmp_path):
     inbox = Inbox(ws)
     first = inbox.accept("3", "tg:1", {"text": "old"}, fingerprint="1/40/1700000000")
     inbox.complete(first.item_id)
-    batch = inbox.accept_many([("3", "tg:1", {"text": "old"}, "1/40/1700000000"),
-                               ("3", "tg:1", {"text": "new"}, "1/42/1800000000")])
+    batch = inbox.accept_many(
+        [("3", "tg:1", {"text": "old"}, "1/40/1700000000"), ("3", "tg:1", {"text": "new"}, "1/42/1800000000")]
+    )
     assert batch[0] is None and batch[1] is not None and batch[1].payload == {"text": "new"}
     message_file = f"state/inbox/pending/{batch[1].item_id}.json"
     before = ws.read_text(message_file)

@@ -28,8 +28,12 @@ ALLOWED = {
 }
 
 # The framework loads the bot only where talking to the model is the command's job (on use).
-FRAMEWORK_MAY_LOAD_BOT = {"assistant_framework/commands/eval.py", "assistant_framework/commands/trace.py",
-                          "assistant_framework/commands/doctor.py", "assistant_framework/commands/setup.py"}
+FRAMEWORK_MAY_LOAD_BOT = {
+    "assistant_framework/commands/eval.py",
+    "assistant_framework/commands/trace.py",
+    "assistant_framework/commands/doctor.py",
+    "assistant_framework/commands/setup.py",
+}
 
 
 def _modules(package: str) -> list[Path]:

@@ -171,11 +171,15 @@ def test_an_answer_that_ends_in_an_error_is_a_failure_not_a_reply(server, server
     # finish_reason "error" and carries the error (openrouter.ai/docs/api/errors).
     error = {"code": 502, "message": "Provider disconnected unexpectedly"}
     if stream:
-        chunks = [{"choices": [{"index": 0, "delta": {"content": "The answer is"}, "finish_reason": None}]},
-                  {"choices": [{"index": 0, "delta": {}, "finish_reason": "error", "error": error}]}]
+        chunks = [
+            {"choices": [{"index": 0, "delta": {"content": "The answer is"}, "finish_reason": None}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "error", "error": error}]},
+        ]
         body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-        server.enqueue({"raw": body, "content_type": "text/event-stream"}, {"raw": body.replace(', "error": ' + json.dumps(error), ""),
-                                                                              "content_type": "text/event-stream"})
+        server.enqueue(
+            {"raw": body, "content_type": "text/event-stream"},
+            {"raw": body.replace(', "error": ' + json.dumps(error), ""), "content_type": "text/event-stream"},
+        )
     else:
         choice = {"index": 0, "message": {"role": "assistant", "content": "The answer is"}, "finish_reason": "error"}
         server.enqueue({"raw": {"choices": [{**choice, "error": error}]}}, {"raw": {"choices": [choice]}})
@@ -271,7 +275,13 @@ def test_retry_after_is_capped_and_retries_are_bounded(server, server2):
 
 
 def test_insufficient_quota_is_not_retried(server):
-    body = {"error": {"message": "You exceeded your current quota.", "type": "insufficient_quota", "code": "insufficient_quota"}}
+    body = {
+        "error": {
+            "message": "You exceeded your current quota.",
+            "type": "insufficient_quota",
+            "code": "insufficient_quota",
+        }
+    }
     server.enqueue({"status": 429, "body": body, "headers": {"Retry-After": "1"}}, "never reached")
     sleeps: list[float] = []
     with pytest.raises(LLMError) as info:
@@ -335,18 +345,68 @@ def test_timeout_on_only_runner_is_timeout_kind(stalled):
 @pytest.mark.parametrize(
     "status,body",
     [
-        (400, {"error": {"message": "This model's maximum context length is 8192 tokens.", "code": "context_length_exceeded"}}),
-        (500, {"error": {"code": 500, "message": "the request exceeds the available context size", "type": "exceed_context_size_error"}}),
-        (400, {"object": "error", "message": "However, you requested 9000 tokens; too many tokens", "type": "BadRequestError", "code": 400}),
+        (
+            400,
+            {
+                "error": {
+                    "message": "This model's maximum context length is 8192 tokens.",
+                    "code": "context_length_exceeded",
+                }
+            },
+        ),
+        (
+            500,
+            {
+                "error": {
+                    "code": 500,
+                    "message": "the request exceeds the available context size",
+                    "type": "exceed_context_size_error",
+                }
+            },
+        ),
+        (
+            400,
+            {
+                "object": "error",
+                "message": "However, you requested 9000 tokens; too many tokens",
+                "type": "BadRequestError",
+                "code": 400,
+            },
+        ),
         (413, "Prompt has too many tokens"),
         # llama.cpp before exceed_context_size_error: the wording alone says it (400, or 500 in some builds).
-        (400, {"error": {"code": 400, "message": "the request exceeds the available context size. try increasing the "
-                         "context size or enable context shift", "type": "invalid_request_error"}}),
-        (500, {"error": {"code": 500, "message": "the request exceeds the available context size. try increasing the "
-                         "context size or enable context shift", "type": "server_error"}}),
+        (
+            400,
+            {
+                "error": {
+                    "code": 400,
+                    "message": "the request exceeds the available context size. try increasing the "
+                    "context size or enable context shift",
+                    "type": "invalid_request_error",
+                }
+            },
+        ),
+        (
+            500,
+            {
+                "error": {
+                    "code": 500,
+                    "message": "the request exceeds the available context size. try increasing the "
+                    "context size or enable context shift",
+                    "type": "server_error",
+                }
+            },
+        ),
         # vLLM's engine check.
-        (400, {"object": "error", "message": "The decoder prompt (length 5000) is longer than the maximum model length of 4096.",
-               "type": "BadRequestError", "code": 400}),
+        (
+            400,
+            {
+                "object": "error",
+                "message": "The decoder prompt (length 5000) is longer than the maximum model length of 4096.",
+                "type": "BadRequestError",
+                "code": 400,
+            },
+        ),
     ],
 )
 def test_context_length_error_is_distinct_and_not_failed_over(server, server2, status, body):
@@ -441,8 +501,12 @@ def test_null_temperature_and_max_tokens_are_omitted(server):
 
 
 def test_extra_per_call_and_none_removes_a_field():
-    client = make_client(runner("oa", "http://127.0.0.1:9/v1", extra_body={"max_tokens": None, "max_completion_tokens": 500}))
-    body = client.build_request(client.runners[0], MESSAGES, extra={"response_format": {"type": "json_schema"}, "model": "x"})
+    client = make_client(
+        runner("oa", "http://127.0.0.1:9/v1", extra_body={"max_tokens": None, "max_completion_tokens": 500})
+    )
+    body = client.build_request(
+        client.runners[0], MESSAGES, extra={"response_format": {"type": "json_schema"}, "model": "x"}
+    )
     assert body == {
         "model": "model-oa",
         "messages": MESSAGES,
@@ -499,7 +563,17 @@ def test_parse_usage_basic_only_leaves_the_rest_none():
 
 
 def test_usage_shapes_over_the_wire(server):
-    server.enqueue({"content": "a", "usage": {"prompt_tokens": 10, "completion_tokens": 1, "prompt_cache_hit_tokens": 6, "prompt_cache_miss_tokens": 4}})
+    server.enqueue(
+        {
+            "content": "a",
+            "usage": {
+                "prompt_tokens": 10,
+                "completion_tokens": 1,
+                "prompt_cache_hit_tokens": 6,
+                "prompt_cache_miss_tokens": 4,
+            },
+        }
+    )
     server.enqueue({"content": "b", "usage": {"prompt_tokens": 50, "completion_tokens": 2}, "timings": {"cache_n": 48}})
     client = make_client(runner("local", server.base_url))
     assert client.complete(MESSAGES).usage.cached_tokens == 6
@@ -532,7 +606,7 @@ def test_think_helpers_pure():
 
 def test_sse_parser_skips_comments_and_stops_at_done():
     done = [False]
-    lines = [": OPENROUTER PROCESSING", "", "event: message", "data: {\"a\": 1}", "data: [DONE]", "data: {\"b\": 2}"]
+    lines = [": OPENROUTER PROCESSING", "", "event: message", 'data: {"a": 1}', "data: [DONE]", 'data: {"b": 2}']
     assert list(iter_sse_data(lines, done)) == ['{"a": 1}']
     assert done == [True]
 
@@ -563,7 +637,9 @@ def test_api_key_is_sent_but_never_shown():
 
 def test_api_key_from_environment(server, monkeypatch):
     monkeypatch.setenv("TEST_LLM_KEY", SECRET)
-    client = LLMClient({"runners": [{"name": "env", "base_url": server.base_url, "model": "m", "api_key_env": "TEST_LLM_KEY"}]})
+    client = LLMClient(
+        {"runners": [{"name": "env", "base_url": server.base_url, "model": "m", "api_key_env": "TEST_LLM_KEY"}]}
+    )
     client.complete(MESSAGES)
     assert server.chat_requests[0].headers["Authorization"] == f"Bearer {SECRET}"
 
@@ -615,7 +691,11 @@ def test_ping_reports_reachability_and_never_raises(server):
 
 
 def test_fake_embeddings_are_deterministic_and_word_sensitive(server):
-    response = requests.post(f"{server.base_url}/embeddings", json={"model": "e", "input": ["red apple", "red apple pie", "stock market"]}, timeout=5)
+    response = requests.post(
+        f"{server.base_url}/embeddings",
+        json={"model": "e", "input": ["red apple", "red apple pie", "stock market"]},
+        timeout=5,
+    )
     vectors = [d["embedding"] for d in response.json()["data"]]
     assert vectors[0] == hash_embedding("red apple")
     assert math.isclose(sum(v * v for v in vectors[0]), 1.0)

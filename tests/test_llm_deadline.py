@@ -16,8 +16,12 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 
 
 def client_for(server: FakeChatServer, timeout: float) -> LLMClient:
-    return LLMClient({"runners": [{"name": "trickle", "base_url": server.base_url, "model": "m",
-                                   "timeout_seconds": timeout}], "retries_per_runner": 0})
+    return LLMClient(
+        {
+            "runners": [{"name": "trickle", "base_url": server.base_url, "model": "m", "timeout_seconds": timeout}],
+            "retries_per_runner": 0,
+        }
+    )
 
 
 def test_trickling_stream_times_out_at_the_deadline_and_says_so(chat_server):
@@ -54,8 +58,14 @@ def test_the_user_is_told_what_happened_when_the_model_trickles(fake, start_bot,
         config["llm"]["runners"][0]["timeout_seconds"] = 1
 
     start_bot(config_patch=short_timeout, stream=True)
-    chat_server.set_handler(lambda req: {"content": '{"reply": "Hel', "stream_chunks": ['{"reply": "Hel'],
-                                         "keepalive_every": 0.1, "keepalive_for": 20})
+    chat_server.set_handler(
+        lambda req: {
+            "content": '{"reply": "Hel',
+            "stream_chunks": ['{"reply": "Hel'],
+            "keepalive_every": 0.1,
+            "keepalive_for": 20,
+        }
+    )
     fake.send_message("hello?")
     final = fake.wait_for(lambda: [t for t in texts(fake) if "not finished within 1 s" in t], timeout=15)
     assert "timed out" in final[0]

@@ -6,8 +6,16 @@ from messaging_llm_bot.llm.client import LLMClient
 
 
 def _clean_proxy_env(monkeypatch) -> None:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy",
-                 "no_proxy"):
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "no_proxy",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -15,8 +23,14 @@ def test_environment_proxy_is_used_and_read_once(monkeypatch, chat_server):
     _clean_proxy_env(monkeypatch)
     # The fake serves absolute-URI requests too, so it can stand in for an HTTP proxy.
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{chat_server.port}")
-    client = LLMClient({"runners": [{"name": "behind-proxy", "base_url": "http://model.invalid:9/v1",
-                                     "model": "m", "timeout_seconds": 5}], "retries_per_runner": 0})
+    client = LLMClient(
+        {
+            "runners": [
+                {"name": "behind-proxy", "base_url": "http://model.invalid:9/v1", "model": "m", "timeout_seconds": 5}
+            ],
+            "retries_per_runner": 0,
+        }
+    )
     chat_server.enqueue("through the proxy", "still the same proxy")
     assert client.complete([{"role": "user", "content": "hi"}]).text == "through the proxy"
     assert chat_server.chat_requests[-1].path == "/v1/chat/completions"

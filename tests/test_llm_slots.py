@@ -29,8 +29,13 @@ def test_background_call_waits_while_a_user_call_waits(chat_server):
         return '{"reply": "ok"}'
 
     chat_server.set_handler(answer)
-    client = LLMClient({"runners": [{"name": "f", "base_url": chat_server.base_url, "model": "m"}],
-                        "max_concurrency": 1, "retries_per_runner": 0})
+    client = LLMClient(
+        {
+            "runners": [{"name": "f", "base_url": chat_server.base_url, "model": "m"}],
+            "max_concurrency": 1,
+            "retries_per_runner": 0,
+        }
+    )
 
     def call(text: str, background: bool = False) -> None:
         if background:

@@ -22,7 +22,10 @@ from tests.fakes.feed_server import StaticHTTPServer  # noqa: E402
 def test_locomo_slice_json_shape_and_floor():
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "locomo.py"), "--data", str(DATA), "--json"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
@@ -37,14 +40,20 @@ def test_locomo_slice_json_shape_and_floor():
     # Sanity floor well under this slice's figures (0.65 / 0.90) and the plain-BM25 ones (0.55 / 0.87).
     assert overall["turn_recall@5"] > 0.45 and overall["session_recall@5"] > 0.75
     assert result["questions"] == 81  # the questions of categories 1-4 with evidence in conv-30
-    assert result["questions"] == sum(result["by_category"][c]["questions"] for c in "1234" if c in result["by_category"])
+    assert result["questions"] == sum(
+        result["by_category"][c]["questions"] for c in "1234" if c in result["by_category"]
+    )
     assert result["ingest_turns_per_s"] > 0 and result["query_ms_p95"] >= result["query_ms_p50"] > 0
 
 
 def test_evidence_normalisation_and_session_times():
     known = {"D8:6", "D9:17", "D11:26", "D30:5", "D1:3"}
     assert locomo.normalise_evidence(["D8:6; D9:17", "D:11:26", "D30:05", "D10:19", "D", "D1:3 D1:3"], known) == [
-        "D8:6", "D9:17", "D11:26", "D30:5", "D1:3"
+        "D8:6",
+        "D9:17",
+        "D11:26",
+        "D30:5",
+        "D1:3",
     ]
     assert locomo.parse_session_time("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08T13:56:00+00:00"
     assert locomo.recall_at(["D1:1", "D1:2"], ["D1:2", "D3:1"], 5) == 0.5
@@ -55,7 +64,8 @@ def test_bench_on_a_tiny_synthetic_file(tmp_path):
     sample = {
         "sample_id": "tiny",
         "conversation": {
-            "speaker_a": "Ann", "speaker_b": "Bob",
+            "speaker_a": "Ann",
+            "speaker_b": "Bob",
             "session_1_date_time": "9:00 am on 1 March, 2024",
             "session_1": [
                 {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a greyhound called Pixel."},
@@ -63,7 +73,12 @@ def test_bench_on_a_tiny_synthetic_file(tmp_path):
             ],
             "session_2_date_time": "6:00 pm on 9 April, 2024",
             "session_2": [
-                {"speaker": "Bob", "dia_id": "D2:1", "text": "I started learning the cello.", "blip_caption": "a photo of a cello"},
+                {
+                    "speaker": "Bob",
+                    "dia_id": "D2:1",
+                    "text": "I started learning the cello.",
+                    "blip_caption": "a photo of a cello",
+                },
                 {"speaker": "Ann", "dia_id": "D2:2", "text": "Good luck with the lessons!"},
             ],
             "session_3_date_time": "1:00 pm on 1 May, 2024",

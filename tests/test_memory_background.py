@@ -11,11 +11,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from assistant_framework.memory import MemoryService
-from messaging_llm_bot.llm.embeddings import EmbeddingClient, EmbeddingError
 from assistant_framework.memory.profile import PROFILE_PATH, PROPOSED_PATH
 from assistant_framework.stores.facts import FactStore
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.llm.client import LLMClient
+from messaging_llm_bot.llm.embeddings import EmbeddingClient, EmbeddingError
 from tests.fakes.chat_server import FakeChatServer
 
 UTC = timezone.utc
@@ -56,7 +56,9 @@ def test_extraction_runs_in_background_and_merges_facts(tmp_path, server):
         release.set()
         assert svc.drain(10)
         facts = FactStore(svc.workspace).all()
-        assert [(f["attribute"], f["value"], f["source"]) for f in facts] == [("favourite drink", "green tea", "extraction")]
+        assert [(f["attribute"], f["value"], f["source"]) for f in facts] == [
+            ("favourite drink", "green tea", "extraction")
+        ]
         assert facts[0]["source_ref"] == row["turn_id"]
         request = server.chat_requests[0]
         assert request["response_format"]["type"] == "json_schema"
@@ -206,7 +208,9 @@ def test_embeddings_are_cached_and_fused(tmp_path, server):
         "llm": {"embeddings": {"enabled": True, "base_url": server.base_url, "model": "embed-1"}},
         "memory": {"semantic_weight": 0.5},
     }
-    svc = MemoryService(Workspace(tmp_path / "ws"), config, embed=EmbeddingClient(config["llm"]["embeddings"]), start_worker=False)
+    svc = MemoryService(
+        Workspace(tmp_path / "ws"), config, embed=EmbeddingClient(config["llm"]["embeddings"]), start_worker=False
+    )
     try:
         svc.log_turn("1", "user", "the red bicycle is in the garage", time=datetime(2026, 5, 1, tzinfo=UTC))
         svc.log_turn("1", "user", "bicycle tyres need air", time=datetime(2026, 5, 1, 1, tzinfo=UTC))
@@ -222,8 +226,13 @@ def test_embeddings_are_cached_and_fused(tmp_path, server):
 
 def test_embedding_errors_fall_back_to_bm25(tmp_path, server):
     server.set_embeddings_handler(lambda texts: {"status": 500})
-    config = {"llm": {"embeddings": {"enabled": True, "base_url": server.base_url, "model": "e"}}, "memory": {"semantic_weight": 0.5}}
-    svc = MemoryService(Workspace(tmp_path / "ws"), config, embed=EmbeddingClient(config["llm"]["embeddings"]), start_worker=False)
+    config = {
+        "llm": {"embeddings": {"enabled": True, "base_url": server.base_url, "model": "e"}},
+        "memory": {"semantic_weight": 0.5},
+    }
+    svc = MemoryService(
+        Workspace(tmp_path / "ws"), config, embed=EmbeddingClient(config["llm"]["embeddings"]), start_worker=False
+    )
     try:
         svc.log_turn("1", "user", "parcel arrives on Tuesday")
         assert "parcel" in svc.search("parcel")[0].snippet
@@ -239,7 +248,9 @@ def test_a_short_profile_is_kept_from_a_cut_answer_and_a_fenced_answer_loses_its
     try:
         from assistant_framework.memory.profile import refresh_profile
 
-        server.enqueue("```markdown\n# Profile\n\n- Lives in Hamburg.\n- Has a dog called Bo.\n- Works as a baker.\n- Bakes sourdough on Sundays.\n```")
+        server.enqueue(
+            "```markdown\n# Profile\n\n- Lives in Hamburg.\n- Has a dog called Bo.\n- Works as a baker.\n- Bakes sourdough on Sundays.\n```"
+        )
         assert refresh_profile(ws, svc.complete) == PROFILE_PATH
         short = ws.read_text(PROFILE_PATH)
         assert short.startswith("# Profile") and "```" not in short  # the fence would reach every prompt

@@ -26,8 +26,9 @@ def server():
 
 
 def _service(tmp_path, server: FakeChatServer, memory: dict, *, worker: bool = False) -> MemoryService:
-    llm = LLMClient({"runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model"}],
-                     "retries_per_runner": 0})
+    llm = LLMClient(
+        {"runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model"}], "retries_per_runner": 0}
+    )
 
     def complete(messages, **kw):
         return llm.complete(messages, **kw).text
@@ -37,8 +38,12 @@ def _service(tmp_path, server: FakeChatServer, memory: dict, *, worker: bool = F
 
 def _day(svc: MemoryService, conversation: str, turns: int) -> None:
     for i in range(turns):
-        svc.log_turn(conversation, "user" if i % 2 == 0 else "assistant", f"turn {i} about the garden",
-                     time=DAY + timedelta(minutes=i))
+        svc.log_turn(
+            conversation,
+            "user" if i % 2 == 0 else "assistant",
+            f"turn {i} about the garden",
+            time=DAY + timedelta(minutes=i),
+        )
 
 
 def _later() -> datetime:
@@ -81,12 +86,18 @@ def test_a_runaway_episode_answer_is_cut_to_whole_lines(tmp_path, server, caplog
 
 def test_extracted_facts_with_a_huge_field_are_skipped_with_one_line(tmp_path, server, caplog):
     huge = "x" * 50_000
-    server.enqueue(json.dumps({"facts": [
-        {"subject": "user", "attribute": huge, "value": "tea"},
-        {"subject": huge, "attribute": "drink", "value": "tea"},
-        {"subject": "user", "attribute": "drink", "value": huge},
-        {"subject": "user", "attribute": "pet", "value": "a cat named Miso"},
-    ]}))
+    server.enqueue(
+        json.dumps(
+            {
+                "facts": [
+                    {"subject": "user", "attribute": huge, "value": "tea"},
+                    {"subject": huge, "attribute": "drink", "value": "tea"},
+                    {"subject": "user", "attribute": "drink", "value": huge},
+                    {"subject": "user", "attribute": "pet", "value": "a cat named Miso"},
+                ]
+            }
+        )
+    )
     svc = _service(tmp_path, server, {"extract_idle_seconds": 0}, worker=True)
     try:
         svc.after_turn("1", "My cat is called Miso", "Nice!")
@@ -102,8 +113,9 @@ def test_extracted_facts_with_a_huge_field_are_skipped_with_one_line(tmp_path, s
 
 
 def test_facts_file_broken_by_a_hand_edit_keeps_the_exchange_until_it_is_fixed(tmp_path, server, caplog):
-    server.set_handler(lambda request: json.dumps(
-        {"facts": [{"subject": "user", "attribute": "pet", "value": "a cat named Miso"}]}))
+    server.set_handler(
+        lambda request: json.dumps({"facts": [{"subject": "user", "attribute": "pet", "value": "a cat named Miso"}]})
+    )
     svc = _service(tmp_path, server, {"extract_idle_seconds": 0}, worker=True)
     ws = svc.workspace
     broken = '[{"subject": "user", "attribute": "drink", "value": "tea",}]\n'  # a trailing comma typed by hand
@@ -123,11 +135,14 @@ def test_facts_file_broken_by_a_hand_edit_keeps_the_exchange_until_it_is_fixed(t
         svc.close()
 
 
-@pytest.mark.parametrize("answer", [
-    'Here are the facts {as JSON}:\n```json\n{FACTS}\n```',
-    '```json\n{FACTS}\n```\n\nNote: I left out the small talk {greetings}.',
-    'Sure!\n```\n{FACTS}\n```\nAnything else?',
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Here are the facts {as JSON}:\n```json\n{FACTS}\n```",
+        "```json\n{FACTS}\n```\n\nNote: I left out the small talk {greetings}.",
+        "Sure!\n```\n{FACTS}\n```\nAnything else?",
+    ],
+)
 def test_fenced_json_with_braces_in_the_prose_around_it_is_accepted(tmp_path, server, answer):
     facts = json.dumps({"facts": [{"subject": "user", "attribute": "pet", "value": "a cat named Miso"}]})
     server.enqueue(answer.replace("{FACTS}", facts))
@@ -148,15 +163,23 @@ def test_a_model_server_that_is_down_costs_one_episode_call_per_run_not_one_per_
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    llm = LLMClient({"runners": [{"name": "down", "base_url": f"http://127.0.0.1:{port}/v1", "model": "m",
-                                  "timeout_seconds": 5}], "retries_per_runner": 0})
+    llm = LLMClient(
+        {
+            "runners": [
+                {"name": "down", "base_url": f"http://127.0.0.1:{port}/v1", "model": "m", "timeout_seconds": 5}
+            ],
+            "retries_per_runner": 0,
+        }
+    )
     tries = []
 
     def complete(messages, **kw):
         tries.append(1)
         return llm.complete(messages, **kw).text
 
-    svc = MemoryService(Workspace(tmp_path / "ws"), {"memory": {"profile": False}}, complete=complete, start_worker=False)
+    svc = MemoryService(
+        Workspace(tmp_path / "ws"), {"memory": {"profile": False}}, complete=complete, start_worker=False
+    )
     try:
         for conversation in ("a", "b", "c", "d", "e"):
             _day(svc, conversation, 4)

@@ -27,12 +27,15 @@ def _log(service, texts):
 
 
 def test_japanese_chinese_and_korean_words_inside_sentences_are_found(service):
-    _log(service, [
-        "昨日は東京タワーに行きました。とても楽しかったです。",
-        "明天我要去北京出差，下周回来。",
-        "저는 서울에서 일하고 있어요.",
-        "The dentist appointment is on Friday.",
-    ])
+    _log(
+        service,
+        [
+            "昨日は東京タワーに行きました。とても楽しかったです。",
+            "明天我要去北京出差，下周回来。",
+            "저는 서울에서 일하고 있어요.",
+            "The dentist appointment is on Friday.",
+        ],
+    )
     assert "東京タワー" in service.search("東京タワー")[0].snippet
     assert "東京" in service.search("東京")[0].snippet  # two characters: the commonest word length
     assert "北京" in service.search("北京出差")[0].snippet
@@ -58,12 +61,15 @@ def test_query_pieces():
 
 
 def test_thai_words_emoji_and_ss_for_sharp_s_are_found(service):
-    _log(service, [
-        "ไปกินข้าวกับแม่ที่ร้านอาหารญี่ปุ่น",  # went to eat with mum at the Japanese restaurant
-        "Ich wohne jetzt in der Hauptstraße 5",
-        "friday is 🍕 night",
-        "The dentist appointment is on Friday.",
-    ])
+    _log(
+        service,
+        [
+            "ไปกินข้าวกับแม่ที่ร้านอาหารญี่ปุ่น",  # went to eat with mum at the Japanese restaurant
+            "Ich wohne jetzt in der Hauptstraße 5",
+            "friday is 🍕 night",
+            "The dentist appointment is on Friday.",
+        ],
+    )
     assert "ร้านอาหาร" in service.search("ร้านอาหาร")[0].snippet  # "restaurant", inside the sentence
     assert "แม่" in service.search("แม่")[0].snippet  # "mum", three code points
     assert "🍕" in service.search("🍕")[0].snippet

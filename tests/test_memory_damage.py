@@ -9,7 +9,6 @@ import pytest
 
 from assistant_framework.memory import MemoryService
 from assistant_framework.workspace import Workspace
-from tests.test_memory_index import service, ws  # noqa: F401 - the index tests' fixtures (tmp_path/ws, a worker-less service)
 
 UTC = timezone.utc
 
@@ -71,10 +70,13 @@ def test_log_line_redacted_by_hand_to_the_same_length_is_reindexed(ws, service):
     assert service.search("XXXXXXXXXX")[0].snippet == "my phone number is XXXXXXXXXX"
 
 
-@pytest.mark.parametrize("tail", [
-    b'{"time":"2026-05-03T01:00:00+00:00","role":"user","text":"torn bet',  # a crash mid-line
-    b'{"time":"2026-05-03T01:00:00+00:00","role":"user","text":"beta line"}',  # an editor dropped the newline
-])
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b'{"time":"2026-05-03T01:00:00+00:00","role":"user","text":"torn bet',  # a crash mid-line
+        b'{"time":"2026-05-03T01:00:00+00:00","role":"user","text":"beta line"}',  # an editor dropped the newline
+    ],
+)
 def test_turn_logged_after_a_last_line_without_newline_is_kept(ws, service, tail):
     service.log_turn("42", "user", "alpha line", time=datetime(2026, 5, 3, tzinfo=UTC))
     rel = "conversations/42/2026-05-03.jsonl"

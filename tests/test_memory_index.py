@@ -19,18 +19,6 @@ from assistant_framework.workspace import Workspace
 UTC = timezone.utc
 
 
-@pytest.fixture
-def ws(tmp_path) -> Workspace:
-    return Workspace(tmp_path / "ws")
-
-
-@pytest.fixture
-def service(ws):
-    svc = MemoryService(ws, {"runtime": {"timezone": "UTC"}}, start_worker=False)
-    yield svc
-    svc.close()
-
-
 def _bump_mtime(ws: Workspace, rel: str) -> None:
     st = os.stat(ws.path(rel))
     os.utime(ws.path(rel), ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
@@ -88,7 +76,9 @@ def test_incremental_refresh_sees_appends_edits_and_deletes(ws, service):
     assert service.search("peppers")[0].path == "notes/garden.md"
 
     # Rewrite the JSONL file with different content of a larger size: it is re-read, not appended.
-    ws.write_text("collectors/rss/items.jsonl", json.dumps({"title": "Only item now, about gardening tools and soil"}) + "\n")
+    ws.write_text(
+        "collectors/rss/items.jsonl", json.dumps({"title": "Only item now, about gardening tools and soil"}) + "\n"
+    )
     _bump_mtime(ws, "collectors/rss/items.jsonl")
     service.refresh()
     assert service.search("kernel") == [] and service.search("python beta") == []
@@ -122,9 +112,17 @@ def test_half_written_jsonl_line_waits_for_its_newline(ws, service):
 def test_reindex_equals_incremental(ws, service):
     when = datetime(2026, 4, 1, 8, tzinfo=UTC)
     for i in range(30):
-        service.log_turn("7", "user" if i % 2 == 0 else "assistant", f"message {i} about topic{i % 5}", time=when + timedelta(hours=i * 5))
+        service.log_turn(
+            "7",
+            "user" if i % 2 == 0 else "assistant",
+            f"message {i} about topic{i % 5}",
+            time=when + timedelta(hours=i * 5),
+        )
     ws.write_text("notes/trip.md", "# Trip\n\n" + "Packing list: boots, tent, stove.\n" * 40)
-    ws.write_json("facts/facts.json", [{"id": "f1", "subject": "user", "attribute": "likes", "value": "green tea", "status": "current"}])
+    ws.write_json(
+        "facts/facts.json",
+        [{"id": "f1", "subject": "user", "attribute": "likes", "value": "green tea", "status": "current"}],
+    )
     ws.write_text("learnings/2026-04.md", "- The user prefers short answers.\n")
     ws.write_text("memory/episodes/7/2026-04-01.md", "# 7 — 2026-04-01\n\n- Talked about topic1.\n")
     ws.write_text("profile.md", "# Profile\n\nLives in Porto.\n")
@@ -157,10 +155,13 @@ def test_source_filter_and_collector_prefix(ws, service):
 
 
 def test_superseded_facts_are_not_indexed(ws, service):
-    ws.write_json("facts/facts.json", [
-        {"id": "f1", "subject": "user", "attribute": "city", "value": "Berlin", "status": "superseded"},
-        {"id": "f2", "subject": "user", "attribute": "city", "value": "Hamburg", "status": "current"},
-    ])
+    ws.write_json(
+        "facts/facts.json",
+        [
+            {"id": "f1", "subject": "user", "attribute": "city", "value": "Berlin", "status": "superseded"},
+            {"id": "f2", "subject": "user", "attribute": "city", "value": "Hamburg", "status": "current"},
+        ],
+    )
     service.refresh()
     assert service.search("berlin") == []
     assert "Hamburg" in service.search("city")[0].snippet
@@ -242,7 +243,9 @@ def test_parse_date_range(text, since, until, rest):
     assert found.rest == rest
 
 
-@pytest.mark.parametrize("text", ["may I ask something", "remind me to call mom", "buy 2023 widgets? no: 12345", "version 1.2"])
+@pytest.mark.parametrize(
+    "text", ["may I ask something", "remind me to call mom", "buy 2023 widgets? no: 12345", "version 1.2"]
+)
 def test_parse_date_range_ignores_non_dates(text):
     found = parse_date_range(text, NOW)
     assert found is None or found.phrase == "2023"  # a bare year is a year
@@ -251,7 +254,16 @@ def test_parse_date_range_ignores_non_dates(text):
 def test_search_on_a_raw_index_respects_scope(ws):
     index = MemoryIndex(ws)
     try:
-        ws.append_jsonl("conversations/x/2026-01-01.jsonl", {"time": "2026-01-01T10:00:00+00:00", "conversation": "x", "role": "user", "text": "pancake recipe", "turn_id": "x:2026-01-01:1"})
+        ws.append_jsonl(
+            "conversations/x/2026-01-01.jsonl",
+            {
+                "time": "2026-01-01T10:00:00+00:00",
+                "conversation": "x",
+                "role": "user",
+                "text": "pancake recipe",
+                "turn_id": "x:2026-01-01:1",
+            },
+        )
         ws.write_text("notes/food.md", "pancake flour eggs milk\n")
         index.refresh()
         both = search(index, "pancake", Scope(conversation="x", owner_data=True))
@@ -300,7 +312,11 @@ def test_a_source_prefix_filter_takes_underscores_and_percent_signs_literally(ws
     for name in ("my_feed", "myXfeed", "my%feed"):
         ws.write_text(f"collectors/{name}/2026-01-01.md", f"zeppelin news from {name}\n")
     service.refresh()
-    assert {h.source for h in service.search("zeppelin")} == {"collector:my_feed", "collector:myXfeed", "collector:my%feed"}
+    assert {h.source for h in service.search("zeppelin")} == {
+        "collector:my_feed",
+        "collector:myXfeed",
+        "collector:my%feed",
+    }
     assert {h.source for h in service.search("zeppelin", source="collector:my_*")} == {"collector:my_feed"}
     assert {h.source for h in service.search("zeppelin", source="collector:my%*")} == {"collector:my%feed"}
 

@@ -25,7 +25,12 @@ def service(tmp_path):
     for i in range(6):
         svc.log_turn("c", "user", "kiwi kiwi kiwi orchard", time=T0 + timedelta(minutes=i))
     for i in range(6, 12):
-        svc.log_turn("c", "user", f"a kiwi was mentioned in passing among many other words number {i}", time=T0 + timedelta(minutes=i))
+        svc.log_turn(
+            "c",
+            "user",
+            f"a kiwi was mentioned in passing among many other words number {i}",
+            time=T0 + timedelta(minutes=i),
+        )
     svc.log_turn("other", "user", "kiwi kiwi kiwi elsewhere", time=T0)
     svc.workspace.write_text("notes/fruit.md", "kiwi kiwi notes about fruit\n")
     svc.refresh()
@@ -117,7 +122,13 @@ def test_whole_day_scores_are_the_same_by_slot_and_by_path(service):
 
 
 def test_a_recalled_turn_logged_untrusted_is_outside_without_reading_the_log(service):
-    service.log_turn("c", "user", "forwarded: the wire transfer code is mango", meta={"untrusted": True}, time=T0 + timedelta(hours=1))
+    service.log_turn(
+        "c",
+        "user",
+        "forwarded: the wire transfer code is mango",
+        meta={"untrusted": True},
+        time=T0 + timedelta(hours=1),
+    )
     service.log_turn("c", "user", "my own note: mango smoothie recipe", time=T0 + timedelta(hours=2))
     service.index_pending()
     hits = service.search("mango", conversation="c")
@@ -128,4 +139,6 @@ def test_a_recalled_turn_logged_untrusted_is_outside_without_reading_the_log(ser
     # The answer comes from the index: the log file may even be gone.
     for path in {h.path for h in hits}:
         service.workspace.path(path).unlink()
-    assert [h.snippet for h in service.outside_hits(hits) if "mango" in h.snippet] == ["forwarded: the wire transfer code is mango"]
+    assert [h.snippet for h in service.outside_hits(hits) if "mango" in h.snippet] == [
+        "forwarded: the wire transfer code is mango"
+    ]

@@ -65,6 +65,7 @@ def test_the_worker_indexes_a_logged_turn_only_once_no_search_is_running(tmp_pat
 
     service = MemoryService(Workspace(tmp_path / "ws"), {"runtime": {"timezone": "UTC"}})
     try:
+
         def indexed() -> int:
             return service.index.query("SELECT count(*) FROM entries WHERE text LIKE '%walnut%'")[0][0]
 

@@ -103,11 +103,20 @@ def _hit(text: str, source: str = "conversation", time: str | None = "2026-05-03
 def test_format_recall_marks_and_budgets(tmp_path):
     assert format_recall([], 1000) == ""
     block = format_recall([_hit("Anna lives in Lisbon"), _hit("likes tea", "facts", None)], 1000)
-    assert block.splitlines() == [RECALL_HEADER, "- (conversation, 2026-05-03) Anna lives in Lisbon", "- (facts) likes tea"]
-    forwarded = MemoryHit(source="conversation", path="p", ref="r", time=None, snippet="wire the money", score=1.0, outside=True)
+    assert block.splitlines() == [
+        RECALL_HEADER,
+        "- (conversation, 2026-05-03) Anna lives in Lisbon",
+        "- (facts) likes tea",
+    ]
+    forwarded = MemoryHit(
+        source="conversation", path="p", ref="r", time=None, snippet="wire the money", score=1.0, outside=True
+    )
     block = format_recall([forwarded, _hit("item", "collector:rss", None), _hit("likes tea", "facts", None)], 1000)
-    assert block.splitlines()[1:] == ["- (conversation) [outside content] wire the money",
-                                      "- (collector:rss) [outside content] item", "- (facts) likes tea"]
+    assert block.splitlines()[1:] == [
+        "- (conversation) [outside content] wire the money",
+        "- (collector:rss) [outside content] item",
+        "- (facts) likes tea",
+    ]
     hits = [_hit("x" * 200) for _ in range(10)]
     for budget in (100, 300, 650, 2000):
         text = format_recall(hits, budget)

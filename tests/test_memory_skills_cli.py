@@ -30,15 +30,24 @@ def ws(tmp_path) -> Workspace:
     svc.log_turn("-200", "user", "Group chat: the key to success is practice", time=datetime(2026, 5, 3, 9, tzinfo=UTC))
     svc.close()
     ws.write_text("notes/house.md", "# House\n\nThe spare key for the shed hangs in the hallway.\n")
-    ws.append_jsonl("collectors/rss/items.jsonl", {"title": "Key rotation best practices", "published": "2026-05-01T08:00:00Z"})
+    ws.append_jsonl(
+        "collectors/rss/items.jsonl", {"title": "Key rotation best practices", "published": "2026-05-01T08:00:00Z"}
+    )
     return ws
 
 
 def _ctx(conversation: str, chat, user, memory=None, owner=100) -> SkillContext:
     services = {"memory": memory} if memory is not None else {}
     # The bot marks only the owner's own private chat as private.
-    return SkillContext(conversation_id=conversation, chat_id=chat, user_id=user, config={}, timezone="UTC",
-                        services=services, private=chat == user == owner)
+    return SkillContext(
+        conversation_id=conversation,
+        chat_id=chat,
+        user_id=user,
+        config={},
+        timezone="UTC",
+        services=services,
+        private=chat == user == owner,
+    )
 
 
 def test_memory_search_skill_private_chat_without_service(ws):
@@ -130,7 +139,12 @@ def test_cli_search_stats_reindex_purge(ws, capsys):
 def test_cli_reads_the_config(ws, tmp_path, capsys):
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"memory": {"recall": {"limit": 2}}}))
-    assert main(["memory", "search", "key", "--json", "--limit", "1", "--workspace", str(ws.root), "--config", str(config)]) == 0
+    assert (
+        main(
+            ["memory", "search", "key", "--json", "--limit", "1", "--workspace", str(ws.root), "--config", str(config)]
+        )
+        == 0
+    )
     assert len(json.loads(capsys.readouterr().out)) == 1
     config.write_text(json.dumps({"memory": {"semantic_weight": -1}}))  # against the schema
     assert main(["memory", "search", "key", "--workspace", str(ws.root), "--config", str(config)]) == 2
@@ -143,7 +157,6 @@ def test_another_allowed_users_private_chat_sees_neither_owner_data_nor_other_ch
         conversation_search.run(ws, {"query": "key", "conversation": "100"}, guest)
     out = memory_search.run(ws, {"query": "spare key"}, guest)
     assert "hangs in the hallway" not in out and "under the blue flowerpot" not in out
-
 
 
 def test_skill_prefixed_source_names_reach_builtin_skill_data(ws):

@@ -71,8 +71,12 @@ def test_only_trusted_hits_leave_the_turn_trusted(setup, chat_server, search):
     day = FIXED - timedelta(days=2)
     # The owner's own words, with ordinary text near the markers: "outside", "content", "untrusted: true".
     memory.log_turn("c1", "user", OWN, time=day)
-    memory.log_turn("c1", "user", "zeppelin trip: the untrusted: true story of the inbox is outside content",
-                    time=day + timedelta(minutes=1))
+    memory.log_turn(
+        "c1",
+        "user",
+        "zeppelin trip: the untrusted: true story of the inbox is outside content",
+        time=day + timedelta(minutes=1),
+    )
     FactStore(workspace).add("zeppelin", "trip", "Friday", source="user")
     result, asked, (after_search, after_write) = _turn(agent, chat_server, search)
     assert "bikes stay outside" in after_search and "untrusted: true story" in after_search
@@ -102,7 +106,9 @@ def test_facts_lookup_of_a_marked_fact_makes_the_turn_untrusted(setup, chat_serv
     workspace.write_text("notes/important.md", NOTE)
     store.add("user", "notes recipient", "x@evil.example", source="extraction", untrusted=True)
     for action in ("lookup", "list"):
-        call = json.dumps({"skill": "facts", "args": {"action": action, **({"subject": "user"} if action == "lookup" else {})}})
+        call = json.dumps(
+            {"skill": "facts", "args": {"action": action, **({"subject": "user"} if action == "lookup" else {})}}
+        )
         result, asked, (after_lookup, after_write) = _turn(agent, chat_server, call, "what do you know about me?")
         assert after_lookup.startswith(UNTRUSTED_NOTE) and '"untrusted": true' in after_lookup
         assert "x@evil.example" in after_lookup

@@ -10,7 +10,6 @@ checked against the address instead of the name fails.
 from __future__ import annotations
 
 import shutil
-import socket
 import ssl
 import subprocess
 import sys
@@ -56,18 +55,69 @@ def pki(tmp_path_factory):
     config.write_text(_CONFIG)
 
     def openssl(*args: str, name: str = "unused") -> None:
-        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=folder,
-                       env={"PATH": "/usr/bin:/bin:/usr/local/bin", "SAN_NAME": name, "OPENSSL_CONF": str(config)})
+        subprocess.run(
+            ["openssl", *args],
+            check=True,
+            capture_output=True,
+            cwd=folder,
+            env={"PATH": "/usr/bin:/bin:/usr/local/bin", "SAN_NAME": name, "OPENSSL_CONF": str(config)},
+        )
 
     key_options = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    openssl("req", "-x509", *key_options, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-            "-subj", "/CN=netguard test CA", "-config", str(config), "-extensions", "ca")
+    openssl(
+        "req",
+        "-x509",
+        *key_options,
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=netguard test CA",
+        "-config",
+        str(config),
+        "-extensions",
+        "ca",
+    )
     certs = {"ca": str(folder / "ca.pem")}
     for serial, name in enumerate((PINNED, OTHER, INTRANET), start=1):
-        openssl("req", "-new", *key_options, "-keyout", f"{name}.key", "-out", f"{name}.csr",
-                "-subj", f"/CN={name}", "-config", str(config), name=name)
-        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", str(serial),
-                "-days", "2", "-out", f"{name}.pem", "-extfile", str(config), "-extensions", "leaf", name=name)
+        openssl(
+            "req",
+            "-new",
+            *key_options,
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            f"/CN={name}",
+            "-config",
+            str(config),
+            name=name,
+        )
+        openssl(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-set_serial",
+            str(serial),
+            "-days",
+            "2",
+            "-out",
+            f"{name}.pem",
+            "-extfile",
+            str(config),
+            "-extensions",
+            "leaf",
+            name=name,
+        )
         certs[name] = (str(folder / f"{name}.pem"), str(folder / f"{name}.key"))
     return certs
 
@@ -75,8 +125,9 @@ def pki(tmp_path_factory):
 class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server API
         server = self.server
-        server.seen.append((server.server_address[0], server.sni[-1] if server.sni else None,
-                            self.headers.get("Host"), self.path))
+        server.seen.append(
+            (server.server_address[0], server.sni[-1] if server.sni else None, self.headers.get("Host"), self.path)
+        )
         if self.path == "/hop" and server.location:
             self.send_response(302)
             self.send_header("Location", server.location)
@@ -200,7 +251,9 @@ def test_https_redirect_to_a_name_answering_an_internal_address_is_refused(pki, 
     public.location = f"https://{INTRANET}:{public.port}/admin"
     resolver = dns({PINNED: ["127.0.0.1"], INTRANET: ["127.0.0.2"]})
     real_is_internal = netguard.is_internal
-    monkeypatch.setattr(netguard, "is_internal", lambda address: str(address) != "127.0.0.1" and real_is_internal(address))
+    monkeypatch.setattr(
+        netguard, "is_internal", lambda address: str(address) != "127.0.0.1" and real_is_internal(address)
+    )
 
     class TestSession(GuardedSession):  # trusts the test CA and resolves through the test DNS
         def __init__(self, *, allow_private: bool = False) -> None:

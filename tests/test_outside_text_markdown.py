@@ -60,7 +60,9 @@ def test_a_reminder_is_sent_as_typed(tmp_path):
     import asyncio
 
     store = ReminderStore(Workspace(tmp_path / "ws"))
-    reminder = store.add(1, "[Click](https://evil.example) **now**", datetime.now(timezone.utc) - timedelta(seconds=1), "UTC")
+    reminder = store.add(
+        1, "[Click](https://evil.example) **now**", datetime.now(timezone.utc) - timedelta(seconds=1), "UTC"
+    )
     sent: list[str] = []
 
     async def send(chat, text):

@@ -19,8 +19,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "assistant_framework.cli", *argv], capture_output=True, text=True,
-                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "assistant_framework.cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=60,
+    )
 
 
 def _plugin(root: Path, name: str, code: str, readme: str | None = "# x\n") -> Path:
@@ -38,7 +44,10 @@ def test_the_bot_starts_and_logs_one_line_per_plugin_that_failed(tmp_path: Path,
     _plugin(collectors, "news", "raise RuntimeError('no API key in NEWS_KEY')\n")
     chat_server.set_handler(echo_reply)
     with FakeBotAPI() as fake:
-        runtime = {"skills_dirs": [*bot_config["runtime"]["skills_dirs"], str(skills)], "collectors_dirs": [str(collectors)]}
+        runtime = {
+            "skills_dirs": [*bot_config["runtime"]["skills_dirs"], str(skills)],
+            "collectors_dirs": [str(collectors)],
+        }
         config = write_bot_config(tmp_path / "config.json", bot_config, fake, runtime=runtime)
         with BotProcess(config, tmp_path / "ws", tmp_path / "bot.log") as bot:
             bot.start().wait_ready()
@@ -55,7 +64,11 @@ def test_the_bot_starts_and_logs_one_line_per_plugin_that_failed(tmp_path: Path,
     assert "WARNING" in weather and "skill weather not loaded" in weather and "SyntaxError" in weather
     assert "`assistant skills list`" in weather
     news = next(line for line in lines if "news" in line)
-    assert "collector news not loaded" in news and "no API key in NEWS_KEY" in news and "`assistant collectors list`" in news
+    assert (
+        "collector news not loaded" in news
+        and "no API key in NEWS_KEY" in news
+        and "`assistant collectors list`" in news
+    )
 
 
 def _workspace_and_config(tmp_path: Path, runtime: dict) -> tuple[Path, Path]:
@@ -75,13 +88,17 @@ def test_collectors_list_names_an_import_error_without_python_internals(tmp_path
     assert result.returncode == 1, result.stderr
     listed = json.loads(result.stdout)
     assert "weather" in [row["name"] for row in listed["collectors"]]
-    assert listed["errors"] == [{"name": "news", "folder": str(folder), "error": f"{folder}: import failed: RuntimeError: boom"}]
+    assert listed["errors"] == [
+        {"name": "news", "folder": str(folder), "error": f"{folder}: import failed: RuntimeError: boom"}
+    ]
 
 
 def test_two_skill_folders_of_one_directory_with_the_same_name_are_reported(tmp_path: Path) -> None:
     skills = tmp_path / "my_skills"
     _plugin(skills, "notes", "DESCRIPTION = 'first'\ndef run(workspace, args):\n    return 'first'\n")
-    second = _plugin(skills, "notes_v2", "NAME = 'notes'\nDESCRIPTION = 'second'\ndef run(workspace, args):\n    return 'second'\n")
+    second = _plugin(
+        skills, "notes_v2", "NAME = 'notes'\nDESCRIPTION = 'second'\ndef run(workspace, args):\n    return 'second'\n"
+    )
     result = _cli("skills", "list", "--json", "--skills", str(skills))
     assert result.returncode == 1, result.stdout
     rows = {row["name"]: row for row in json.loads(result.stdout)}
@@ -101,8 +118,12 @@ def test_a_skill_in_a_later_directory_still_replaces_one_of_the_same_name(tmp_pa
 
 def test_a_collector_result_of_the_wrong_shape_is_a_failed_run_with_backoff(tmp_path: Path) -> None:
     collectors = tmp_path / "my_collectors"
-    _plugin(collectors, "news", "DESCRIPTION = 'n'\nINTERVAL_SECONDS = 60\n"
-                                "def run(workspace):\n    return {'new_items': 5, 'summary': 'one'}\n")
+    _plugin(
+        collectors,
+        "news",
+        "DESCRIPTION = 'n'\nINTERVAL_SECONDS = 60\n"
+        "def run(workspace):\n    return {'new_items': 5, 'summary': 'one'}\n",
+    )
     ws, config = _workspace_and_config(tmp_path, {"collectors_dirs": [str(collectors)]})
     result = _cli("collectors", "run", "news", "--config", str(config), "--workspace", str(ws))
     assert result.returncode == 1
@@ -116,7 +137,9 @@ def test_a_collector_result_of_the_wrong_shape_is_a_failed_run_with_backoff(tmp_
 
 def test_a_skill_readme_that_is_not_utf8_is_named(tmp_path: Path) -> None:
     skills = tmp_path / "my_skills"
-    folder = _plugin(skills, "weather", "DESCRIPTION = 'w'\ndef run(workspace, args):\n    return 'sunny'\n", readme=None)
+    folder = _plugin(
+        skills, "weather", "DESCRIPTION = 'w'\ndef run(workspace, args):\n    return 'sunny'\n", readme=None
+    )
     (folder / "README.md").write_bytes(b"# M\xe9t\xe9o\n")  # saved as Latin-1
     result = _cli("skills", "list", "--json", "--skills", str(skills))
     assert result.returncode == 1
@@ -126,18 +149,21 @@ def test_a_skill_readme_that_is_not_utf8_is_named(tmp_path: Path) -> None:
 
 def test_a_plugin_folder_in_the_config_that_does_not_exist_is_reported(tmp_path: Path) -> None:
     missing_skills, missing_collectors = tmp_path / "my-skils", tmp_path / "my-colectors"  # typos
-    ws, config = _workspace_and_config(tmp_path, {"skills_dirs": [str(missing_skills)],
-                                                  "collectors_dirs": [str(missing_collectors)]})
+    ws, config = _workspace_and_config(
+        tmp_path, {"skills_dirs": [str(missing_skills)], "collectors_dirs": [str(missing_collectors)]}
+    )
     skills = _cli("skills", "list", "--json", "--config", str(config))
     assert skills.returncode == 1, skills.stderr
     rows = json.loads(skills.stdout)
     assert "time" in [row["name"] for row in rows if row["loaded"]]  # the built-ins still load
     assert [row["error"] for row in rows if not row["loaded"]] == [
-        f"{missing_skills}: no such folder (listed in runtime.skills_dirs)"]
+        f"{missing_skills}: no such folder (listed in runtime.skills_dirs)"
+    ]
     collectors = _cli("collectors", "list", "--json", "--config", str(config), "--workspace", str(ws))
     assert collectors.returncode == 1, collectors.stderr
     assert [e["error"] for e in json.loads(collectors.stdout)["errors"]] == [
-        f"{missing_collectors}: no such folder (listed in runtime.collectors_dirs)"]
+        f"{missing_collectors}: no such folder (listed in runtime.collectors_dirs)"
+    ]
 
 
 def test_forgetting_a_plugin_module_survives_another_thread_importing(tmp_path: Path) -> None:

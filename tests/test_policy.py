@@ -7,8 +7,8 @@ import pytest
 from assistant_framework.netguard import BlockedURLError, check_url
 from assistant_framework.policy import append_audit, audit_record, decide
 from assistant_framework.skills import SkillManager
-from messaging_llm_bot.agent.guard import capabilities_for
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.agent.guard import capabilities_for
 
 
 def test_defaults_allow_reads_and_ask_for_destructive_calls() -> None:
@@ -41,14 +41,26 @@ def test_call_capabilities_follow_the_action(tmp_path) -> None:
     assert capabilities_for(file, {"action": "read", "path": "a"}) == ["read"]
     assert capabilities_for(file, {"action": "delete", "path": "a"}) == ["delete"]
     assert "delete" not in capabilities_for(file, {"action": "write", "path": "a", "content": "x"})
-    assert decide("file", file.capabilities, action_capabilities=capabilities_for(file, {"action": "read"})).action == "allow"
-    assert decide("file", file.capabilities, action_capabilities=capabilities_for(file, {"action": "delete"})).action == "ask"
+    assert (
+        decide("file", file.capabilities, action_capabilities=capabilities_for(file, {"action": "read"})).action
+        == "allow"
+    )
+    assert (
+        decide("file", file.capabilities, action_capabilities=capabilities_for(file, {"action": "delete"})).action
+        == "ask"
+    )
     assert capabilities_for(skills.get("notes"), {"title": "no action"}) == ["read", "write"]
 
 
 def test_audit_log_redacts_secrets(tmp_path) -> None:
     ws = Workspace(tmp_path)
-    record = audit_record(chat=7, skill="mail", args={"to": "a@b", "password": "hunter2", "body": "x" * 900}, decision="ask", outcome="denied")
+    record = audit_record(
+        chat=7,
+        skill="mail",
+        args={"to": "a@b", "password": "hunter2", "body": "x" * 900},
+        decision="ask",
+        outcome="denied",
+    )
     append_audit(ws, record)
     rows = ws.read_jsonl("state/audit.jsonl")
     assert rows[0]["args"]["password"] == "***"

@@ -1,11 +1,9 @@
 """Tests for the JSON skill protocol: drift recovery, content precision, feedback texts, StreamGuard."""
-import json
 
 import pytest
 
 from messaging_llm_bot.protocol import (
     ParsedOutput,
-    SkillCall,
     StreamGuard,
     final_answer_request,
     format_skill_error,
@@ -23,11 +21,35 @@ FENCE = "```"
 # (id, model output, expected skill, expected args, a label that must be in recovered or None)
 DRIFT = [
     ("canonical", '{"skill": "weather", "args": {"city": "Paris"}}', "weather", W, None),
-    ("fenced_json", f'{FENCE}json\n{{"skill": "weather", "args": {{"city": "Paris"}}}}\n{FENCE}', "weather", W, "fenced"),
+    (
+        "fenced_json",
+        f'{FENCE}json\n{{"skill": "weather", "args": {{"city": "Paris"}}}}\n{FENCE}',
+        "weather",
+        W,
+        "fenced",
+    ),
     ("fenced_plain", f'{FENCE}\n{{"skill": "weather", "args": {{"city": "Paris"}}}}\n{FENCE}', "weather", W, "fenced"),
-    ("prose_before", 'Let me check that for you.\n{"skill": "weather", "args": {"city": "Paris"}}', "weather", W, "prose"),
-    ("prose_after", '{"skill": "weather", "args": {"city": "Paris"}}\nI will tell you once I know.', "weather", W, "prose"),
-    ("prose_both_fenced", f'Sure!\n{FENCE}json\n{{"skill": "weather", "args": {{"city": "Paris"}}}}\n{FENCE}\nOne moment.', "weather", W, "prose"),
+    (
+        "prose_before",
+        'Let me check that for you.\n{"skill": "weather", "args": {"city": "Paris"}}',
+        "weather",
+        W,
+        "prose",
+    ),
+    (
+        "prose_after",
+        '{"skill": "weather", "args": {"city": "Paris"}}\nI will tell you once I know.',
+        "weather",
+        W,
+        "prose",
+    ),
+    (
+        "prose_both_fenced",
+        f'Sure!\n{FENCE}json\n{{"skill": "weather", "args": {{"city": "Paris"}}}}\n{FENCE}\nOne moment.',
+        "weather",
+        W,
+        "prose",
+    ),
     ("args_string", '{"skill": "weather", "args": "{\\"city\\": \\"Paris\\"}"}', "weather", W, "args_string"),
     ("tool_synonym", '{"tool": "weather", "args": {"city": "Paris"}}', "weather", W, "synonym:tool"),
     ("action_synonym", '{"action": "weather", "args": {"city": "Paris"}}', "weather", W, "synonym:action"),
@@ -37,33 +59,129 @@ DRIFT = [
     ("parameters_synonym", '{"skill": "weather", "parameters": {"city": "Paris"}}', "weather", W, "synonym:parameters"),
     ("params_synonym", '{"skill": "weather", "params": {"city": "Paris"}}', "weather", W, "synonym:params"),
     ("input_synonym", '{"tool": "weather", "input": {"city": "Paris"}}', "weather", W, "synonym:input"),
-    ("openai_name_arguments", '{"name": "weather", "arguments": "{\\"city\\": \\"Paris\\"}"}', "weather", W, "args_string"),
-    ("openai_function_nested", '{"function": {"name": "weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}', "weather", W, "openai_function"),
-    ("openai_tool_calls_entry", '{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": {"city": "Paris"}}}', "weather", W, "openai_function"),
-    ("tool_calls_list", '{"tool_calls": [{"type": "function", "function": {"name": "weather", "arguments": "{\\"city\\":\\"Paris\\"}"}}]}', "weather", W, "tool_calls_list"),
+    (
+        "openai_name_arguments",
+        '{"name": "weather", "arguments": "{\\"city\\": \\"Paris\\"}"}',
+        "weather",
+        W,
+        "args_string",
+    ),
+    (
+        "openai_function_nested",
+        '{"function": {"name": "weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}',
+        "weather",
+        W,
+        "openai_function",
+    ),
+    (
+        "openai_tool_calls_entry",
+        '{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": {"city": "Paris"}}}',
+        "weather",
+        W,
+        "openai_function",
+    ),
+    (
+        "tool_calls_list",
+        '{"tool_calls": [{"type": "function", "function": {"name": "weather", "arguments": "{\\"city\\":\\"Paris\\"}"}}]}',
+        "weather",
+        W,
+        "tool_calls_list",
+    ),
     ("single_quotes", "{'skill': 'weather', 'args': {'city': 'Paris'}}", "weather", W, "single_quotes"),
     ("trailing_comma", '{"skill": "weather", "args": {"city": "Paris",},}', "weather", W, "trailing_comma"),
-    ("python_literals", "{'skill': 'notes.add', 'args': {'text': 'x', 'pinned': True, 'tag': None}}", "notes.add", {"text": "x", "pinned": True, "tag": None}, "python_literals"),
-    ("json_literals_single_quotes", "{'skill': 'notes.add', 'args': {'text': 'x', 'pinned': true}}", "notes.add", {"text": "x", "pinned": True}, "single_quotes"),
+    (
+        "python_literals",
+        "{'skill': 'notes.add', 'args': {'text': 'x', 'pinned': True, 'tag': None}}",
+        "notes.add",
+        {"text": "x", "pinned": True, "tag": None},
+        "python_literals",
+    ),
+    (
+        "json_literals_single_quotes",
+        "{'skill': 'notes.add', 'args': {'text': 'x', 'pinned': true}}",
+        "notes.add",
+        {"text": "x", "pinned": True},
+        "single_quotes",
+    ),
     ("unquoted_keys", '{skill: "weather", args: {city: "Paris"}}', "weather", W, "unquoted_keys"),
-    ("tool_call_tag", '<tool_call>\n{"name": "weather", "arguments": {"city": "Paris"}}\n</tool_call>', "weather", W, "tool_call_tag"),
-    ("tool_call_tag_prose", 'Checking.<tool_call>{"skill": "weather", "args": {"city": "Paris"}}</tool_call>', "weather", W, "prose"),
-    ("think_then_call", '<think>The user wants weather. I should call {"skill": "file"}.</think>\n{"skill": "weather", "args": {"city": "Paris"}}', "weather", W, "think"),
+    (
+        "tool_call_tag",
+        '<tool_call>\n{"name": "weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+        "weather",
+        W,
+        "tool_call_tag",
+    ),
+    (
+        "tool_call_tag_prose",
+        'Checking.<tool_call>{"skill": "weather", "args": {"city": "Paris"}}</tool_call>',
+        "weather",
+        W,
+        "prose",
+    ),
+    (
+        "think_then_call",
+        '<think>The user wants weather. I should call {"skill": "file"}.</think>\n{"skill": "weather", "args": {"city": "Paris"}}',
+        "weather",
+        W,
+        "think",
+    ),
     ("name_known_no_args", '{"name": "tasks.list"}', "tasks.list", {}, "synonym:name"),
     ("no_args_key", '{"skill": "tasks.list"}', "tasks.list", {}, None),
     ("flat_args_known", '{"skill": "weather", "city": "Paris"}', "weather", W, "flat_args"),
-    ("meta_keys_ignored", '{"thought": "need data", "skill": "weather", "args": {"city": "Paris"}}', "weather", W, None),
+    (
+        "meta_keys_ignored",
+        '{"thought": "need data", "skill": "weather", "args": {"city": "Paris"}}',
+        "weather",
+        W,
+        None,
+    ),
     ("unknown_skill_explicit", '{"skill": "wether", "args": {"city": "Paris"}}', "wether", W, None),
     ("empty_string_args", '{"skill": "tasks.list", "args": ""}', "tasks.list", {}, None),
-    ("nested_json_in_args_text", '{"skill": "notes.add", "args": {"text": "store {\\"a\\": 1} verbatim"}}', "notes.add", {"text": 'store {"a": 1} verbatim'}, None),
-    ("single_quoted_with_apostrophe", "{'skill': 'remember', 'args': {'text': \"Ann's birthday is May 3\"}}", "remember", {"text": "Ann's birthday is May 3"}, "single_quotes"),
-    ("legacy_skill_call", '{"skill_call": {"name": "weather", "args": {"city": "Paris"}, "done": true}}', "weather", W, "skill_call"),
-    ("legacy_skill_call_fenced", f'{FENCE}json\n{{"skill_call": {{"name": "weather", "args": {{"city": "Paris"}}, "done": false}}}}\n{FENCE}', "weather", W, "skill_call"),
-    ("unclosed_fence_truncated", f'{FENCE}json\n{{"skill": "weather", "args": {{"city": "Paris"}}}}', "weather", W, None),
+    (
+        "nested_json_in_args_text",
+        '{"skill": "notes.add", "args": {"text": "store {\\"a\\": 1} verbatim"}}',
+        "notes.add",
+        {"text": 'store {"a": 1} verbatim'},
+        None,
+    ),
+    (
+        "single_quoted_with_apostrophe",
+        "{'skill': 'remember', 'args': {'text': \"Ann's birthday is May 3\"}}",
+        "remember",
+        {"text": "Ann's birthday is May 3"},
+        "single_quotes",
+    ),
+    (
+        "legacy_skill_call",
+        '{"skill_call": {"name": "weather", "args": {"city": "Paris"}, "done": true}}',
+        "weather",
+        W,
+        "skill_call",
+    ),
+    (
+        "legacy_skill_call_fenced",
+        f'{FENCE}json\n{{"skill_call": {{"name": "weather", "args": {{"city": "Paris"}}, "done": false}}}}\n{FENCE}',
+        "weather",
+        W,
+        "skill_call",
+    ),
+    (
+        "unclosed_fence_truncated",
+        f'{FENCE}json\n{{"skill": "weather", "args": {{"city": "Paris"}}}}',
+        "weather",
+        W,
+        None,
+    ),
     # JS comments (a jsonc habit): the whole call, not the args object inside it as a call to "Paris"
     ("line_comment", '{"skill": "weather", "args": {"city": "Paris"} // the user asked\n}', "weather", W, "comments"),
     ("block_comment", '{"skill": "weather", /* look it up */ "args": {"city": "Paris"}}', "weather", W, "comments"),
-    ("jsonc_fence_comments", f'{FENCE}jsonc\n{{\n  // weather first\n  "skill": "weather",\n  "args": {{"city": "Paris"}}\n}}\n{FENCE}', "weather", W, "comments"),
+    (
+        "jsonc_fence_comments",
+        f'{FENCE}jsonc\n{{\n  // weather first\n  "skill": "weather",\n  "args": {{"city": "Paris"}}\n}}\n{FENCE}',
+        "weather",
+        W,
+        "comments",
+    ),
 ]
 
 
@@ -90,13 +208,19 @@ CONTENT = [
     ("prose_braces", "Sets are written {1, 2, 3} and dicts as {key: value}."),
     ("prose_unbalanced_brace", "The smiley :-{ means sad. And [sic"),
     ("contact_card_json", '{"name": "Ann", "phone": "1"}'),
-    ("contact_card_fenced", f'Here is the JSON you asked for:\n{FENCE}json\n{{"name": "Ann", "phone": "1", "email": "ann@example.org"}}\n{FENCE}\nAnything else?'),
+    (
+        "contact_card_fenced",
+        f'Here is the JSON you asked for:\n{FENCE}json\n{{"name": "Ann", "phone": "1", "email": "ann@example.org"}}\n{FENCE}\nAnything else?',
+    ),
     ("name_equals_skill_with_other_keys", '{"name": "weather", "description": "a skill I have", "enabled": true}'),
     ("one_key_skill_name", '{"notes": "buy milk, call Bob"}'),
     ("one_key_file", '{"file": "report.pdf"}'),
     ("action_with_content_keys", '{"action": "buy", "price": 3, "currency": "EUR"}'),
     ("skill_list_content", '[{"skill": "Python", "level": "expert"}, {"skill": "Go", "level": "basic"}]'),
-    ("python_code_sample", f'Try this:\n{FENCE}python\ncall({{"skill": "weather", "args": {{"city": "Paris"}}}})\n{FENCE}'),
+    (
+        "python_code_sample",
+        f'Try this:\n{FENCE}python\ncall({{"skill": "weather", "args": {{"city": "Paris"}}}})\n{FENCE}',
+    ),
     ("js_code_sample", f'{FENCE}js\nconst msg = {{"tool": "weather", "args": {{}}}};\n{FENCE}'),
     ("markdown_table", "| name | phone |\n|------|-------|\n| Ann  | 1     |\n| Bob  | {2}   |"),
     ("markdown_link", "See [Bob's page](https://example.org/bob) and [1] for details."),
@@ -125,8 +249,9 @@ def test_content_corpus_is_large_enough():
     assert len(CONTENT) >= 15
 
 
-@pytest.mark.parametrize("text", [c[1] for c in CONTENT if c[0] != "reply_object"],
-                         ids=[c[0] for c in CONTENT if c[0] != "reply_object"])
+@pytest.mark.parametrize(
+    "text", [c[1] for c in CONTENT if c[0] != "reply_object"], ids=[c[0] for c in CONTENT if c[0] != "reply_object"]
+)
 def test_content_reply_is_the_text_as_it_stands(text):
     assert parse_model_output(text, SKILLS).reply == text.strip()
 
@@ -140,12 +265,27 @@ def test_name_only_object_is_content_when_skill_unknown():
     assert [c.skill for c in parse_model_output('{"name": "weather"}', SKILLS).calls] == ["weather"]
 
 
-@pytest.mark.parametrize("text,args,label", [
-    ('{"name": "weather", "action": "forecast"}', {"action": "forecast"}, "synonym:name"),
-    ('{"name": "weather", "action": "forecast", "city": "Paris"}', {"action": "forecast", "city": "Paris"}, "synonym:name"),
-    ('{"function": "weather", "action": "forecast", "city": "Paris"}', {"action": "forecast", "city": "Paris"}, "synonym:function"),
-    ('{"name": "weather", "action": "forecast", "arguments": {"city": "Paris"}}', {"action": "forecast", "city": "Paris"}, "synonym:name"),
-])
+@pytest.mark.parametrize(
+    "text,args,label",
+    [
+        ('{"name": "weather", "action": "forecast"}', {"action": "forecast"}, "synonym:name"),
+        (
+            '{"name": "weather", "action": "forecast", "city": "Paris"}',
+            {"action": "forecast", "city": "Paris"},
+            "synonym:name",
+        ),
+        (
+            '{"function": "weather", "action": "forecast", "city": "Paris"}',
+            {"action": "forecast", "city": "Paris"},
+            "synonym:function",
+        ),
+        (
+            '{"name": "weather", "action": "forecast", "arguments": {"city": "Paris"}}',
+            {"action": "forecast", "city": "Paris"},
+            "synonym:name",
+        ),
+    ],
+)
 def test_an_action_beside_the_known_skill_name_is_an_argument(text, args, label):
     # skills take their sub-command as "action": beside name/function naming a known skill it is
     # that skill's argument, not a call to a skill named "forecast" (nor content shown raw)
@@ -161,18 +301,25 @@ def test_an_action_beside_a_name_that_is_no_skill_stays_content():
 
 # ---------------------------------------------------------------- lists of calls
 
+
 def test_json_array_of_calls_runs_in_order():
     out = parse_model_output(
         '[{"skill": "notes.add", "args": {"text": "a"}}, {"tool": "weather", "args": {"city": "Oslo"}}, {"skill": "tasks.list"}]',
-        SKILLS)
+        SKILLS,
+    )
     assert [(c.skill, c.args) for c in out.calls] == [
-        ("notes.add", {"text": "a"}), ("weather", {"city": "Oslo"}), ("tasks.list", {})]
+        ("notes.add", {"text": "a"}),
+        ("weather", {"city": "Oslo"}),
+        ("tasks.list", {}),
+    ]
     assert "list" in out.recovered
 
 
 def test_several_call_objects_in_a_row_run_in_order():
-    text = ('First I save it:\n{"skill": "notes.add", "args": {"text": "milk"}}\n'
-            "then:\n```json\n{'skill': 'tasks.list', 'args': {},}\n```")
+    text = (
+        'First I save it:\n{"skill": "notes.add", "args": {"text": "milk"}}\n'
+        "then:\n```json\n{'skill': 'tasks.list', 'args': {},}\n```"
+    )
     out = parse_model_output(text, SKILLS)
     assert [(c.skill, c.args) for c in out.calls] == [("notes.add", {"text": "milk"}), ("tasks.list", {})]
     assert {"multiple_objects", "prose", "fenced", "trailing_comma"} <= set(out.recovered)
@@ -191,13 +338,17 @@ def test_content_json_next_to_a_call_is_not_run():
 
 # ---------------------------------------------------------------- args errors
 
-@pytest.mark.parametrize("args_json,fragment", [
-    ('"{city: Paris"', "not valid JSON"),
-    ('"[1, 2]"', "must be a JSON object"),
-    ('"Paris"', "not valid JSON"),
-    ("[1, 2]", "got list"),
-    ("42", "got int"),
-])
+
+@pytest.mark.parametrize(
+    "args_json,fragment",
+    [
+        ('"{city: Paris"', "not valid JSON"),
+        ('"[1, 2]"', "must be a JSON object"),
+        ('"Paris"', "not valid JSON"),
+        ("[1, 2]", "got list"),
+        ("42", "got int"),
+    ],
+)
 def test_bad_args_give_args_error_naming_the_skill(args_json, fragment):
     out = parse_model_output('{"skill": "weather", "args": %s}' % args_json, SKILLS)
     assert len(out.calls) == 1
@@ -214,17 +365,21 @@ def test_openai_shape_with_bad_argument_string_for_known_skill_keeps_error():
 
 # ---------------------------------------------------------------- replies and think blocks
 
-@pytest.mark.parametrize("text,reply,label", [
-    ('{"reply": "Hello!\\nHow are you?"}', "Hello!\nHow are you?", None),
-    ('  {"reply": "Hi"}  \n', "Hi", None),
-    (f'{FENCE}json\n{{"reply": "Hi"}}\n{FENCE}', "Hi", "fenced"),
-    ("{'reply': 'Hi there'}", "Hi there", "single_quotes"),
-    ('{"answer": "42"}', "42", "synonym:answer"),
-    ('{"response": "ok"}', "ok", "synonym:response"),
-    ('{"message": "ok"}', "ok", "synonym:message"),
-    ('{"thought": "easy", "reply": "Paris"}', "Paris", None),
-    ('{"skill": null, "reply": "nothing to do"}', "nothing to do", None),
-])
+
+@pytest.mark.parametrize(
+    "text,reply,label",
+    [
+        ('{"reply": "Hello!\\nHow are you?"}', "Hello!\nHow are you?", None),
+        ('  {"reply": "Hi"}  \n', "Hi", None),
+        (f'{FENCE}json\n{{"reply": "Hi"}}\n{FENCE}', "Hi", "fenced"),
+        ("{'reply': 'Hi there'}", "Hi there", "single_quotes"),
+        ('{"answer": "42"}', "42", "synonym:answer"),
+        ('{"response": "ok"}', "ok", "synonym:response"),
+        ('{"message": "ok"}', "ok", "synonym:message"),
+        ('{"thought": "easy", "reply": "Paris"}', "Paris", None),
+        ('{"skill": null, "reply": "nothing to do"}', "nothing to do", None),
+    ],
+)
 def test_reply_object_is_unwrapped(text, reply, label):
     out = parse_model_output(text, SKILLS)
     assert out.calls == [] and out.reply == reply
@@ -243,7 +398,7 @@ def test_reply_object_inside_prose_is_not_unwrapped():
 
 
 def test_think_block_is_stripped_from_reply():
-    out = parse_model_output("<think>\nuser greets; {\"skill\": \"file\"} not needed\n</think>\n\nHello!", SKILLS)
+    out = parse_model_output('<think>\nuser greets; {"skill": "file"} not needed\n</think>\n\nHello!', SKILLS)
     assert out == ParsedOutput([], "Hello!", ["think"])
 
 
@@ -264,6 +419,7 @@ def test_think_then_reply_object():
 
 # ---------------------------------------------------------------- lenient JSON helper
 
+
 def test_comment_marks_inside_strings_are_kept():
     value, labels = loads_lenient("{'url': 'https://example.org/a//b', 'note': '/* not a comment */'} // a comment")
     assert value == {"url": "https://example.org/a//b", "note": "/* not a comment */"}
@@ -277,6 +433,7 @@ def test_loads_lenient_rejects_code():
 
 
 # ---------------------------------------------------------------- messages to the model
+
 
 def test_protocol_instructions_short_and_stable():
     text = protocol_instructions()
@@ -308,6 +465,7 @@ def test_format_skill_result_handles_unserialisable_values():
     class Odd:
         def __str__(self):
             return "odd-value"
+
     assert "odd-value" in format_skill_result("file", {"v": Odd()})
 
 
@@ -328,6 +486,7 @@ def test_final_answer_request_asks_for_reply_without_skills():
 
 # ---------------------------------------------------------------- StreamGuard
 
+
 def _feed_all(guard: StreamGuard, text: str) -> list:
     return [guard.feed(text[:i]) for i in range(1, len(text) + 1)]
 
@@ -339,12 +498,17 @@ def test_stream_guard_shows_plain_prose_as_is():
     assert all(o is None or text.startswith(o) for o in outs)
 
 
-@pytest.mark.parametrize("text,final", [
-    ('{"reply": "Hello \\"Ann\\",\\nyour tasks: milk \\u2014 bread \\ud83d\\ude00 done"}',
-     'Hello "Ann",\nyour tasks: milk \u2014 bread \U0001F600 done'),
-    ('  ```json\n{"reply": "Tab\\there \\\\ ok"}\n```', "Tab\there \\ ok"),
-    ('<think>short</think>{"reply": "Hi there"}', "Hi there"),
-])
+@pytest.mark.parametrize(
+    "text,final",
+    [
+        (
+            '{"reply": "Hello \\"Ann\\",\\nyour tasks: milk \\u2014 bread \\ud83d\\ude00 done"}',
+            'Hello "Ann",\nyour tasks: milk \u2014 bread \U0001f600 done',
+        ),
+        ('  ```json\n{"reply": "Tab\\there \\\\ ok"}\n```', "Tab\there \\ ok"),
+        ('<think>short</think>{"reply": "Hi there"}', "Hi there"),
+    ],
+)
 def test_stream_guard_reply_char_by_char(text, final):
     outs = _feed_all(StreamGuard(SKILLS), text)
     assert outs[-1] == final
@@ -353,17 +517,20 @@ def test_stream_guard_reply_char_by_char(text, final):
     for o in shown:
         assert '"skill"' not in o and "{" not in o
         assert final.startswith(o)
-    assert any(o and o != final for o in outs)   # partial text was shown before the end
+    assert any(o and o != final for o in outs)  # partial text was shown before the end
 
 
-@pytest.mark.parametrize("text", [
-    '{"skill": "weather", "args": {"city": "Paris"}}',
-    '  {"tool": "weather", "arguments": "{\\"city\\": \\"Paris\\"}"}',
-    '```json\n{"skill": "weather", "args": {"city": "Paris"}}\n```',
-    '<tool_call>{"name": "weather", "arguments": {"city": "Paris"}}</tool_call>',
-    '[{"skill": "notes.add", "args": {"text": "a"}}, {"skill": "tasks.list"}]',
-    "<think>let me see</think>\n{'skill': 'weather', 'args': {'city': 'Paris'},}",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"skill": "weather", "args": {"city": "Paris"}}',
+        '  {"tool": "weather", "arguments": "{\\"city\\": \\"Paris\\"}"}',
+        '```json\n{"skill": "weather", "args": {"city": "Paris"}}\n```',
+        '<tool_call>{"name": "weather", "arguments": {"city": "Paris"}}</tool_call>',
+        '[{"skill": "notes.add", "args": {"text": "a"}}, {"skill": "tasks.list"}]',
+        "<think>let me see</think>\n{'skill': 'weather', 'args': {'city': 'Paris'},}",
+    ],
+)
 def test_stream_guard_call_char_by_char_is_always_none(text):
     guard = StreamGuard(SKILLS)
     assert _feed_all(guard, text) == [None] * len(text)
@@ -391,12 +558,12 @@ def test_stream_guard_releases_code_fence_once_closed():
     text = 'Example:\n```python\nprint({"skill": 1})\n```\nDone.'
     outs = _feed_all(StreamGuard(SKILLS), text)
     assert outs[-1] == text
-    assert all(o is None or o.count("```") in (0, 2) for o in outs)   # never half a fence
+    assert all(o is None or o.count("```") in (0, 2) for o in outs)  # never half a fence
     assert "Example:" in outs
 
 
 def test_stream_guard_holds_while_thinking():
-    text = "<think>the user wants {\"skill\": ..."
+    text = '<think>the user wants {"skill": ...'
     assert set(_feed_all(StreamGuard(SKILLS), text)) == {None}
 
 
@@ -440,13 +607,20 @@ def test_the_prompt_example_calls_a_real_builtin_shape():
     assert '{"skill": "tasks", "args": {"action": "list"}}' in example
 
 
-@pytest.mark.parametrize("text,reply,label", [
-    ('{"reply": "Your tasks are: buy milk, call \\"Ann\\" and', 'Your tasks are: buy milk, call "Ann" and', "truncated_reply"),
-    ('{ "reply" : "Hello', "Hello", "truncated_reply"),
-    ('{"skill": "tasks", "args": {"action": "add", "title": "buy', "", "truncated_call"),
-    ('{"skill_call": {"name": "tasks", "args": {', "", "truncated_call"),
-    ('{\n\n\n      \n', "", "truncated_call"),
-])
+@pytest.mark.parametrize(
+    "text,reply,label",
+    [
+        (
+            '{"reply": "Your tasks are: buy milk, call \\"Ann\\" and',
+            'Your tasks are: buy milk, call "Ann" and',
+            "truncated_reply",
+        ),
+        ('{ "reply" : "Hello', "Hello", "truncated_reply"),
+        ('{"skill": "tasks", "args": {"action": "add", "title": "buy', "", "truncated_call"),
+        ('{"skill_call": {"name": "tasks", "args": {', "", "truncated_call"),
+        ("{\n\n\n      \n", "", "truncated_call"),
+    ],
+)
 def test_output_cut_off_by_max_tokens_never_shows_its_json(text, reply, label):
     out = parse_model_output(text, SKILLS)
     assert (out.calls, out.reply) == ([], reply) and label in out.recovered
@@ -456,27 +630,45 @@ def test_unclosed_brace_in_prose_is_still_prose():
     assert parse_model_output("The smiley :-{ means sad", SKILLS).reply == "The smiley :-{ means sad"
 
 
-@pytest.mark.parametrize("text, reply", [
-    ('{"reply": ["buy milk", "call mum"]}', "- buy milk\n- call mum"),
-    ('{"reply": 42}', "42"),
-    ('{"reply": {"text": "Hello!"}}', "Hello!"),
-    ('{"reply": null}', ""),
-], ids=["list", "number", "object-with-one-text", "null"])
+@pytest.mark.parametrize(
+    "text, reply",
+    [
+        ('{"reply": ["buy milk", "call mum"]}', "- buy milk\n- call mum"),
+        ('{"reply": 42}', "42"),
+        ('{"reply": {"text": "Hello!"}}', "Hello!"),
+        ('{"reply": null}', ""),
+    ],
+    ids=["list", "number", "object-with-one-text", "null"],
+)
 def test_a_reply_that_is_not_a_string_is_shown_as_text_not_json(text, reply):
     """Small models write {"reply": [...]} or {"reply": null}; the user never sees the JSON."""
     parsed = parse_model_output(text, ["tasks"])
     assert parsed.calls == [] and parsed.reply == reply and "reply_not_text" in parsed.recovered
 
 
-@pytest.mark.parametrize("text, calls, label", [
-    ('[TOOL_CALLS]tasks[ARGS]{"action": "add", "title": "milk"}', [("tasks", {"action": "add", "title": "milk"})],
-     "mistral_tool_calls"),
-    ('[TOOL_CALLS]add[ARGS]{"a": 1, "b": 2}[TOOL_CALLS]notes[ARGS]{"action": "list"}',
-     [("add", {"a": 1, "b": 2}), ("notes", {"action": "list"})], "mistral_tool_calls"),
-    ('<function=tasks>{"action": "list"}</function>', [("tasks", {"action": "list"})], "llama_function_tag"),
-    ('{"skill": "functions.tasks", "args": {"action": "list"}}', [("tasks", {"action": "list"})], "functions_prefix"),
-    ('{"name": "functions.notes", "arguments": "null"}', [("notes", {})], "functions_prefix"),
-], ids=["mistral", "mistral-two", "llama-function-tag", "functions-prefix", "null-arguments"])
+@pytest.mark.parametrize(
+    "text, calls, label",
+    [
+        (
+            '[TOOL_CALLS]tasks[ARGS]{"action": "add", "title": "milk"}',
+            [("tasks", {"action": "add", "title": "milk"})],
+            "mistral_tool_calls",
+        ),
+        (
+            '[TOOL_CALLS]add[ARGS]{"a": 1, "b": 2}[TOOL_CALLS]notes[ARGS]{"action": "list"}',
+            [("add", {"a": 1, "b": 2}), ("notes", {"action": "list"})],
+            "mistral_tool_calls",
+        ),
+        ('<function=tasks>{"action": "list"}</function>', [("tasks", {"action": "list"})], "llama_function_tag"),
+        (
+            '{"skill": "functions.tasks", "args": {"action": "list"}}',
+            [("tasks", {"action": "list"})],
+            "functions_prefix",
+        ),
+        ('{"name": "functions.notes", "arguments": "null"}', [("notes", {})], "functions_prefix"),
+    ],
+    ids=["mistral", "mistral-two", "llama-function-tag", "functions-prefix", "null-arguments"],
+)
 def test_chat_template_call_forms_run_as_calls(text, calls, label):
     """Servers that do not parse tool calls pass the template's own text form through (Mistral v11+,
     Llama 3.x); it runs as the call meant, and its text is never shown, not even while it streams."""

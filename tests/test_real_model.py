@@ -51,8 +51,10 @@ def test_json_object_strings_keep_raw_newlines_out(real_server, tmp_path):
 
     llm = LLMClient({"runners": [real_server.runner()], "retries_per_runner": 0, "temperature": 0, "max_tokens": 60})
     try:
-        messages = [{"role": "system", "content": "You are a helpful assistant. Answer with JSON."},
-                    {"role": "user", "content": "Write a haiku."}]
+        messages = [
+            {"role": "system", "content": "You are a helpful assistant. Answer with JSON."},
+            {"role": "user", "content": "Write a haiku."},
+        ]
         text = llm.complete(messages, extra=response_format("json_object", REPLY_SCHEMA, "answer")).text
     finally:
         llm.close()
@@ -62,8 +64,13 @@ def test_json_object_strings_keep_raw_newlines_out(real_server, tmp_path):
 
 def _agent(real_server, tmp_path, **runner) -> Agent:
     config = {
-        "llm": {"runners": [real_server.runner(**runner)], "max_skill_rounds": 2, "retries_per_runner": 0,
-                "temperature": 0, "max_tokens": 120},
+        "llm": {
+            "runners": [real_server.runner(**runner)],
+            "max_skill_rounds": 2,
+            "retries_per_runner": 0,
+            "temperature": 0,
+            "max_tokens": 120,
+        },
         "runtime": {"timezone": "UTC"},
         "memory": {"enabled": False},
         "policy": {"capabilities": {"write": "allow"}},
@@ -75,21 +82,29 @@ def _agent(real_server, tmp_path, **runner) -> Agent:
 def test_constrained_turn_gives_a_protocol_object_and_a_clean_reply(real_server, tmp_path):
     agent = _agent(real_server, tmp_path)
     deltas: list[str] = []
-    result = agent.handle_message("t", "add a task: buy milk tomorrow", stream=True,
-                                  on_event=lambda e: e.kind == "delta" and deltas.append(e.data["text"]))
+    result = agent.handle_message(
+        "t",
+        "add a task: buy milk tomorrow",
+        stream=True,
+        on_event=lambda e: e.kind == "delta" and deltas.append(e.data["text"]),
+    )
     assert result.ok, result.reply
     # The server takes json_object with a schema, not json_schema: auto found that out.
     assert chooser_for(agent.llm).modes(agent.llm.runners[0])[0] == "json_object"
     for request in agent.traces.load(result.trace_id)["requests"]:
         value = json.loads(request["text"])  # every raw model output is one JSON object...
-        assert parse_model_output(request["text"], agent.skills.names()).calls or set(value) == {"reply"}  # ...of the protocol
+        assert parse_model_output(request["text"], agent.skills.names()).calls or set(value) == {
+            "reply"
+        }  # ...of the protocol
     assert not result.reply.lstrip().startswith("{") and '"skill"' not in result.reply
     assert all("{" not in d for d in deltas)
 
 
 def test_background_extraction_uses_the_format_the_server_takes(real_server, tmp_path, caplog):
     llm = LLMClient({"runners": [real_server.runner()], "retries_per_runner": 0, "temperature": 0, "max_tokens": 120})
-    svc = MemoryService(Workspace(tmp_path / "ws"), {"memory": {"extract_idle_seconds": 0}}, complete=BackgroundModel(llm))
+    svc = MemoryService(
+        Workspace(tmp_path / "ws"), {"memory": {"extract_idle_seconds": 0}}, complete=BackgroundModel(llm)
+    )
     try:
         with caplog.at_level(logging.WARNING):
             svc.after_turn("1", "My sister Ann lives in Porto.", "Nice, Porto is lovely.")
@@ -104,8 +119,9 @@ def test_background_extraction_uses_the_format_the_server_takes(real_server, tmp
 @pytest.fixture(scope="module")
 def tools_server(tmp_path_factory):
     """The same server with the chat format that honours ``tools`` (llama-cpp-python's function calling)."""
-    server = RealModelServer(log_path=tmp_path_factory.mktemp("llama-tools") / "server.log",
-                             chat_format="chatml-function-calling")
+    server = RealModelServer(
+        log_path=tmp_path_factory.mktemp("llama-tools") / "server.log", chat_format="chatml-function-calling"
+    )
     server.start()
     yield server
     server.stop()
@@ -122,8 +138,10 @@ def test_native_tool_specs_and_tool_turns_are_accepted_by_a_server_that_honours_
     tools = tool_specs([(reminders.name, reminders.description, reminders.args_schema)])
     llm = LLMClient({"runners": [tools_server.runner()], "retries_per_runner": 0, "temperature": 0, "max_tokens": 60})
     try:
-        question = [{"role": "system", "content": "You are a helpful assistant."},
-                    {"role": "user", "content": "Which reminders do I have?"}]
+        question = [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "Which reminders do I have?"},
+        ]
         first = llm.complete(question, extra={"tools": tools, "tool_choice": "auto"})
         assert first.raw["choices"][0]["finish_reason"] in ("stop", "length", "tool_calls")
         call = ToolCall(id="call_1", name="reminders", arguments='{"action": "list"}')

@@ -18,9 +18,24 @@ from tests.test_console import run_bot, write_config
 
 
 def start_console(config, workspace) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config",
-                             str(config), "--workspace", str(workspace)], cwd=REPO, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "messaging_llm_bot",
+            "--frontend",
+            "console",
+            "--config",
+            str(config),
+            "--workspace",
+            str(workspace),
+        ],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.mark.timeout(60)

@@ -17,15 +17,16 @@ import pytest
 
 from assistant_framework.inbox import Inbox
 from assistant_framework.workspace import Workspace
-from tests.telegram_harness import OWNER, RunningBot, fake, make_runtime, telegram_config, texts  # noqa: F401
+from tests.telegram_harness import OWNER, RunningBot, make_runtime, telegram_config, texts
 
 
 @pytest.fixture
 def small_disk(tmp_path):
     mount_point = tmp_path / "disk"
     mount_point.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)], capture_output=True, text=True
+    )
     if result.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
     try:

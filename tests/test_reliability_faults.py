@@ -10,7 +10,7 @@ import pytest
 
 from assistant_framework.inbox import Inbox
 from tests.fakes.chat_server import FakeChatServer
-from tests.telegram_harness import OWNER, fake, start_bot, texts  # noqa: F401
+from tests.telegram_harness import OWNER, texts
 
 OK = '{"reply": "fine now"}'
 
@@ -27,13 +27,16 @@ def then_next_message_works(fake, chat_server, n: int) -> None:
     assert len(texts(fake)) == n
 
 
-@pytest.mark.parametrize("fault, words", [
-    ({"status": 500}, "internal error"),
-    ({"status": 502, "body": "<html>bad gateway</html>"}, "internal error"),
-    ({"status": 429, "headers": {"Retry-After": "0"}}, "rate-limiting"),
-    ({"raw": "this is {not json", "content_type": "application/json"}, "could not be read"),
-    ({"raw": {"id": "x", "object": "chat.completion", "choices": []}}, "could not be read"),
-])
+@pytest.mark.parametrize(
+    "fault, words",
+    [
+        ({"status": 500}, "internal error"),
+        ({"status": 502, "body": "<html>bad gateway</html>"}, "internal error"),
+        ({"status": 429, "headers": {"Retry-After": "0"}}, "rate-limiting"),
+        ({"raw": "this is {not json", "content_type": "application/json"}, "could not be read"),
+        ({"raw": {"id": "x", "object": "chat.completion", "choices": []}}, "could not be read"),
+    ],
+)
 def test_model_fault_gives_one_specific_message_and_the_next_one_works(fake, start_bot, chat_server, fault, words):
     start_bot()
     chat_server.enqueue(*[fault] * 3)  # enough for any retry the client makes
@@ -70,9 +73,16 @@ def test_model_too_slow_times_out_and_the_next_message_works(fake, start_bot, ch
     then_next_message_works(fake, chat_server, 2)
 
 
-CONTEXT_ERROR = {"status": 400, "body": {"error": {
-    "message": "This model's maximum context length is 4096 tokens. However, your messages resulted in 9000 tokens.",
-    "type": "invalid_request_error", "code": "context_length_exceeded"}}}
+CONTEXT_ERROR = {
+    "status": 400,
+    "body": {
+        "error": {
+            "message": "This model's maximum context length is 4096 tokens. However, your messages resulted in 9000 tokens.",
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded",
+        }
+    },
+}
 
 
 def test_context_length_error_retries_once_with_trimmed_history(fake, start_bot, chat_server):
@@ -100,8 +110,9 @@ def test_telegram_5xx_while_sending_is_retried(fake, start_bot, chat_server):
     assert statuses == [502, 502, 200]
 
 
-def test_undeliverable_reply_is_logged_with_its_message_and_kept_for_the_next_start(fake, start_bot, chat_server,
-                                                                                   workspace, caplog):
+def test_undeliverable_reply_is_logged_with_its_message_and_kept_for_the_next_start(
+    fake, start_bot, chat_server, workspace, caplog
+):
     bot = start_bot(progress=False)
     fake.fail_next("sendMessage", status=502, times=4)  # every retry of the send fails
     chat_server.enqueue('{"reply": "you will get this later"}')

@@ -24,8 +24,9 @@ def fake():
 
 def _config(tmp_path, bot_config, fake, timeout: float, model_timeout: float = 10):
     llm = {**bot_config["llm"], "runners": [{**bot_config["llm"]["runners"][0], "timeout_seconds": model_timeout}]}
-    return write_bot_config(tmp_path / "config.json", dict(bot_config, llm=llm), fake,
-                            runtime={"shutdown_timeout_seconds": timeout})
+    return write_bot_config(
+        tmp_path / "config.json", dict(bot_config, llm=llm), fake, runtime={"shutdown_timeout_seconds": timeout}
+    )
 
 
 @pytest.mark.timeout(60)
@@ -54,8 +55,9 @@ def test_sigterm_lets_the_turn_in_flight_finish_and_exits_0(tmp_path, bot_config
 
 
 @pytest.mark.timeout(60)
-def test_turn_longer_than_the_bound_stays_in_the_inbox_and_is_answered_next_start(tmp_path, bot_config, fake,
-                                                                                  chat_server):
+def test_turn_longer_than_the_bound_stays_in_the_inbox_and_is_answered_next_start(
+    tmp_path, bot_config, fake, chat_server
+):
     chat_server.enqueue({"content": json.dumps({"reply": "too late"}), "delay": 20})
     config = _config(tmp_path, bot_config, fake, timeout=1, model_timeout=30)
     with BotProcess(config, tmp_path / "ws", tmp_path / "bot.log") as bot:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from tests.telegram_harness import OWNER, fake, start_bot, texts  # noqa: F401
+from tests.telegram_harness import OWNER, texts
 
 GARBAGE = b"\xff\xfe this is not a database \x00\x81\xc3" * 64
 
@@ -43,10 +43,18 @@ def test_seen_log_with_bad_bytes_keeps_its_readable_ids(fake, start_bot, workspa
     workspace.path("state/inbox/seen.log").write_bytes(b"77\n\xff\xfe\x00\x81garbage\n78\n")
     caplog.set_level(logging.INFO)
     start_bot()
-    fake.push_update({"update_id": 78, "message": {
-        "message_id": 1, "date": 1700000000, "text": "already answered before the damage",
-        "chat": {"id": OWNER, "type": "private", "first_name": "Owner"},
-        "from": {"id": OWNER, "is_bot": False, "first_name": "Owner"}}})
+    fake.push_update(
+        {
+            "update_id": 78,
+            "message": {
+                "message_id": 1,
+                "date": 1700000000,
+                "text": "already answered before the damage",
+                "chat": {"id": OWNER, "type": "private", "first_name": "Owner"},
+                "from": {"id": OWNER, "is_bot": False, "first_name": "Owner"},
+            },
+        }
+    )
     new = fake.send_message("a new message")
     fake.wait_for_messages(OWNER, 1)
     fake.wait_for(lambda: not workspace.list("state/inbox/pending/*/*.json"))

@@ -9,20 +9,29 @@ from datetime import datetime, timedelta, timezone
 
 from assistant_framework.stores.reminders import REMINDERS_FILE, ReminderStore
 from tests.signal_harness import OWNER, wait_for
-from tests.signal_harness import daemon, start  # noqa: F401 - fixtures
 
 
 def row(rid: str, text: str, due: datetime, **extra) -> dict:
-    return {"id": rid, "chat_id": f"sig:{OWNER}", "text": text, "due_at": due.isoformat(timespec="seconds"),
-            "timezone": "Europe/Berlin", "created_at": due.isoformat(timespec="seconds"), "status": "pending",
-            "delivered_at": None, **extra}
+    return {
+        "id": rid,
+        "chat_id": f"sig:{OWNER}",
+        "text": text,
+        "due_at": due.isoformat(timespec="seconds"),
+        "timezone": "Europe/Berlin",
+        "created_at": due.isoformat(timespec="seconds"),
+        "status": "pending",
+        "delivered_at": None,
+        **extra,
+    }
 
 
 def test_a_copied_row_with_the_same_id_is_delivered_once_not_every_poll(start, daemon, workspace):
     # The owner copied a line to make a second reminder and left its id as it was.
     now = datetime.now(timezone.utc)
-    workspace.write_json(REMINDERS_FILE, [row("r1", "call the dentist", now - timedelta(minutes=1)),
-                                          row("r1", "buy stamps", now - timedelta(hours=3))])
+    workspace.write_json(
+        REMINDERS_FILE,
+        [row("r1", "call the dentist", now - timedelta(minutes=1)), row("r1", "buy stamps", now - timedelta(hours=3))],
+    )
     start()
     wait_for(lambda: not ReminderStore(workspace).pending(), what="both delivered")
     time.sleep(1.0)  # several polls (0.3 s) later
@@ -32,13 +41,20 @@ def test_a_copied_row_with_the_same_id_is_delivered_once_not_every_poll(start, d
 
 def test_a_copied_row_due_later_does_not_hold_back_the_one_due_now(start, daemon, workspace):
     now = datetime.now(timezone.utc)
-    workspace.write_json(REMINDERS_FILE, [row("r1", "take the pills", now - timedelta(minutes=1)),
-                                          row("r1", "water the plants", now + timedelta(hours=1))])
+    workspace.write_json(
+        REMINDERS_FILE,
+        [
+            row("r1", "take the pills", now - timedelta(minutes=1)),
+            row("r1", "water the plants", now + timedelta(hours=1)),
+        ],
+    )
     start()
     [sent] = daemon.wait_sent(1)
     assert sent["message"] == "⏰ take the pills"
-    wait_for(lambda: [r["text"] for r in ReminderStore(workspace).pending()] == ["water the plants"],
-             what="only the later one pending")
+    wait_for(
+        lambda: [r["text"] for r in ReminderStore(workspace).pending()] == ["water the plants"],
+        what="only the later one pending",
+    )
 
 
 def test_a_row_written_without_an_utc_offset_is_in_the_digest_and_the_terminal_chat(workspace):
@@ -49,13 +65,26 @@ def test_a_row_written_without_an_utc_offset_is_in_the_digest_and_the_terminal_c
     from messaging_llm_bot.frontends.console_extras import ConsoleReminders
     from messaging_llm_bot.frontends.digest import build_digest
 
-    workspace.write_json(REMINDERS_FILE, [{**row("r7", "feed the cat", datetime(2025, 3, 30, tzinfo=timezone.utc)),
-                                           "chat_id": "console", "due_at": "2025-03-30 18:30"}])
+    workspace.write_json(
+        REMINDERS_FILE,
+        [
+            {
+                **row("r7", "feed the cat", datetime(2025, 3, 30, tzinfo=timezone.utc)),
+                "chat_id": "console",
+                "due_at": "2025-03-30 18:30",
+            }
+        ],
+    )
     morning = datetime(2025, 3, 30, 9, 15, tzinfo=ZoneInfo("Europe/Berlin"))
     assert "18:30 feed the cat" in build_digest(workspace, morning, "Europe/Berlin")
     shown: list[str] = []
-    terminal = ConsoleReminders(ReminderStore(workspace), "console", shown.append, default_tz="Europe/Berlin",
-                                clock=lambda: datetime(2025, 3, 30, 16, 31, tzinfo=timezone.utc))  # 18:31 CEST
+    terminal = ConsoleReminders(
+        ReminderStore(workspace),
+        "console",
+        shown.append,
+        default_tz="Europe/Berlin",
+        clock=lambda: datetime(2025, 3, 30, 16, 31, tzinfo=timezone.utc),
+    )  # 18:31 CEST
     assert terminal.tick() == 1 and shown == ["⏰ feed the cat"]
     assert not ReminderStore(workspace).pending()
 
@@ -63,8 +92,10 @@ def test_a_row_written_without_an_utc_offset_is_in_the_digest_and_the_terminal_c
 def test_a_row_with_an_unreadable_time_is_reported_once_not_at_every_poll(start, daemon, workspace, caplog):
     caplog.set_level(logging.WARNING, logger="messaging_llm_bot.frontends.reminders")
     now = datetime.now(timezone.utc)
-    workspace.write_json(REMINDERS_FILE, [{**row("r1", "dentist", now), "due_at": "tomorrow 9am"},
-                                          row("r2", "first", now - timedelta(minutes=1))])
+    workspace.write_json(
+        REMINDERS_FILE,
+        [{**row("r1", "dentist", now), "due_at": "tomorrow 9am"}, row("r2", "first", now - timedelta(minutes=1))],
+    )
     start()
     daemon.wait_sent(1)
     for n in range(3):  # each is found by a poll of the store, so several polls have passed
@@ -79,10 +110,15 @@ def test_a_row_that_is_not_an_object_is_skipped_reported_once_and_kept_in_the_fi
     # nothing was delivered and a warning was logged at every poll.
     caplog.set_level(logging.WARNING)
     now = datetime.now(timezone.utc)
-    workspace.write_json(REMINDERS_FILE, [row("r1", "call the dentist", now - timedelta(seconds=20)),
-                                          "buy milk at 5",
-                                          row("r2", "water the plants", now - timedelta(seconds=30)),
-                                          42])
+    workspace.write_json(
+        REMINDERS_FILE,
+        [
+            row("r1", "call the dentist", now - timedelta(seconds=20)),
+            "buy milk at 5",
+            row("r2", "water the plants", now - timedelta(seconds=30)),
+            42,
+        ],
+    )
     start()
     sent = daemon.wait_sent(2)
     assert sorted(s["message"] for s in sent) == ["⏰ call the dentist", "⏰ water the plants"]

@@ -11,10 +11,15 @@ import pytest
 from assistant_framework.stores.reminders import REMINDERS_FILE, ReminderStore
 from tests.fakes.signal_daemon import RpcError
 from tests.signal_harness import FRIEND, wait_for
-from tests.signal_harness import daemon  # noqa: F401 - fixture
-from tests.signal_harness import start as start_signal  # noqa: F401 - fixture
 from tests.signal_harness import OWNER as SIGNAL_OWNER
-from tests.telegram_harness import OWNER, fake, start_bot, texts  # noqa: F401
+from tests.telegram_harness import OWNER, texts
+
+
+@pytest.fixture
+def start_signal(start):
+    """The Signal harness's ``start`` (this file's ``start_bot`` is Telegram's)."""
+    return start
+
 
 GROUP = -100777
 
@@ -34,10 +39,14 @@ def _polls_pass(workspace, chat, deliver_count, n: int = 3) -> None:
         deliver_count(i + 1)
 
 
-@pytest.mark.parametrize("status, reason", [(403, "Forbidden: bot was blocked by the user"),
-                                            (400, "Chat not found")], ids=["blocked", "chat-not-found"])
-def test_a_reminder_telegram_refuses_for_good_is_marked_failed_and_not_sent_again(fake, start_bot, workspace,
-                                                                                   status, reason):
+@pytest.mark.parametrize(
+    "status, reason",
+    [(403, "Forbidden: bot was blocked by the user"), (400, "Chat not found")],
+    ids=["blocked", "chat-not-found"],
+)
+def test_a_reminder_telegram_refuses_for_good_is_marked_failed_and_not_sent_again(
+    fake, start_bot, workspace, status, reason
+):
     fake.refuse_chat(GROUP, status=status)
     store = ReminderStore(workspace)
     now = datetime.now(timezone.utc)
@@ -82,8 +91,7 @@ def _signal_sends_to(daemon, number: str) -> list[dict]:
     return [c for c in daemon.rpc if c["method"] == "send" and number in (c["params"].get("recipient") or [])]
 
 
-def test_a_reminder_to_an_unregistered_signal_user_is_marked_failed_and_not_sent_again(start_signal, daemon,
-                                                                                       workspace):
+def test_a_reminder_to_an_unregistered_signal_user_is_marked_failed_and_not_sent_again(start_signal, daemon, workspace):
     daemon.unregistered.add(FRIEND)
     store = ReminderStore(workspace)
     now = datetime.now(timezone.utc)

@@ -10,7 +10,7 @@ import pytest
 
 from assistant_framework.access import guest_area
 from assistant_framework.stores.tasks import TaskStore
-from tests.telegram_harness import OWNER, fake, start_bot, texts  # noqa: F401
+from tests.telegram_harness import OWNER, texts
 
 FRIEND = 42
 OWNER_SECRET = "owner-secret-code-4711"
@@ -39,9 +39,12 @@ def model_saw(chat_server) -> str:
 def test_friend_file_skill_is_confined_to_their_own_area(fake, start_bot, chat_server, workspace):
     owner_data(workspace)
     friend_bot(start_bot)
-    chat_server.enqueue(call("file", action="read", path="notes/private.md"), call("file", action="list"),
-                        call("file", action="write", path="notes/private.md", content="friend was here"),
-                        '{"reply": "done"}')
+    chat_server.enqueue(
+        call("file", action="read", path="notes/private.md"),
+        call("file", action="list"),
+        call("file", action="write", path="notes/private.md", content="friend was here"),
+        '{"reply": "done"}',
+    )
     fake.send_message("read the owner's private note", user_id=FRIEND)
     fake.wait_for(lambda: any("done" in t for t in texts(fake, FRIEND)), timeout=15)
     seen = model_saw(chat_server)
@@ -56,8 +59,15 @@ def test_friend_file_skill_is_confined_to_their_own_area(fake, start_bot, chat_s
     assert "[Tools]" in system and "- notes:" not in system and "- tasks:" not in system
 
 
-@pytest.mark.parametrize("skill,args", [("notes", {"action": "list"}), ("tasks", {"action": "list"}),
-                                        ("facts", {"action": "list"}), ("contacts", {"action": "list"})])
+@pytest.mark.parametrize(
+    "skill,args",
+    [
+        ("notes", {"action": "list"}),
+        ("tasks", {"action": "list"}),
+        ("facts", {"action": "list"}),
+        ("contacts", {"action": "list"}),
+    ],
+)
 def test_friend_cannot_call_owner_data_skills(fake, start_bot, chat_server, workspace, skill, args):
     owner_data(workspace)
     friend_bot(start_bot)
@@ -92,8 +102,9 @@ def test_status_details_only_for_the_owner_and_now_still_works_for_the_owner(fak
 def test_collector_notices_go_to_the_owner_only(fake, start_bot):
     bot = friend_bot(start_bot)
     # The collectors' callback path, waited for to the end (send_notice sends to its targets in turn).
-    sent = asyncio.run_coroutine_threadsafe(bot.service.send_notice(None, f"📬 mail: about {OWNER_SECRET}"),
-                                            bot.service._loop)
+    sent = asyncio.run_coroutine_threadsafe(
+        bot.service.send_notice(None, f"📬 mail: about {OWNER_SECRET}"), bot.service._loop
+    )
     assert sent.result(10) is True
     assert any(OWNER_SECRET in t for t in texts(fake, OWNER))
     assert fake.messages(FRIEND) == []
@@ -122,18 +133,25 @@ def test_with_memory_on_a_friend_recalls_only_their_own_chat(fake, start_bot, ch
     owner_data(workspace)
 
     def memory_on(config):
-        config["memory"] = {"enabled": True, "extract_facts": False, "episodes": False, "profile": False,
-                            "recall": {"enabled": True, "skip_recent_turns": 0}}
+        config["memory"] = {
+            "enabled": True,
+            "extract_facts": False,
+            "episodes": False,
+            "profile": False,
+            "recall": {"enabled": True, "skip_recent_turns": 0},
+        }
 
     start_bot(allowed_user_ids=[OWNER, FRIEND], owner_id=OWNER, config_patch=memory_on)
-    chat_server.enqueue('{"reply": "Noted, the lighthouse is blue."}', '{"reply": "ok"}', '{"reply": "fine"}',
-                        '{"reply": "yours"}')
+    chat_server.enqueue(
+        '{"reply": "Noted, the lighthouse is blue."}', '{"reply": "ok"}', '{"reply": "fine"}', '{"reply": "yours"}'
+    )
     fake.send_message(f"the lighthouse code word is {OWNER_SECRET}", user_id=OWNER)
     fake.wait_for(lambda: any("Noted" in t for t in texts(fake, OWNER)), timeout=15)
     fake.send_message("my own lighthouse is red", user_id=FRIEND)
     fake.wait_for(lambda: any("ok" == t for t in texts(fake, FRIEND)), timeout=15)
-    fake.send_message("what do you know about the lighthouse, the invoice, the PIN and the private note?",
-                      user_id=FRIEND)
+    fake.send_message(
+        "what do you know about the lighthouse, the invoice, the PIN and the private note?", user_id=FRIEND
+    )
     fake.wait_for(lambda: any("fine" == t for t in texts(fake, FRIEND)), timeout=15)
     asked = json.dumps(chat_server.chat_requests[-1]["messages"], ensure_ascii=False)
     assert OWNER_SECRET not in asked  # not the owner's chat, note, task, context or learnings

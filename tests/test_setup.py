@@ -29,18 +29,41 @@ def fresh(tmp_path: Path) -> Path:
 
 
 def _tracked(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file() and p.relative_to(root).parts[0] != "local"}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and p.relative_to(root).parts[0] != "local"
+    }
 
 
-def test_setup_by_flags_ends_in_a_working_bot_and_changes_no_tracked_file(fresh: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+def test_setup_by_flags_ends_in_a_working_bot_and_changes_no_tracked_file(
+    fresh: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
     monkeypatch.delenv("TELEGRAM_BOT_TOKEN", raising=False)
     before = _tracked(fresh)
     with FakeBotAPI() as tg, FakeChatServer() as chat:
         chat.set_handler(echo_reply)
         tg.send_message("hi, it's me", user_id=OWNER, username="owner")  # the owner writes to the bot
-        code = main(["setup", "--yes", "--config", str(fresh), "--workspace", str(tmp_path / "ws"),
-                     "--token", tg.token, "--telegram-base-url", tg.base_url, "--wait", "5",
-                     "--base-url", chat.base_url, "--timezone", "Europe/Berlin"])
+        code = main(
+            [
+                "setup",
+                "--yes",
+                "--config",
+                str(fresh),
+                "--workspace",
+                str(tmp_path / "ws"),
+                "--token",
+                tg.token,
+                "--telegram-base-url",
+                tg.base_url,
+                "--wait",
+                "5",
+                "--base-url",
+                chat.base_url,
+                "--timezone",
+                "Europe/Berlin",
+            ]
+        )
         out = capsys.readouterr().out
         assert code == 0, out
         assert "your bot is @testbot" in out and f"id {OWNER}" in out and "Test turn:" in out
@@ -52,7 +75,9 @@ def test_setup_by_flags_ends_in_a_working_bot_and_changes_no_tracked_file(fresh:
         assert local["runtime.json"] == {"timezone": "Europe/Berlin"}
         assert tg.token not in "".join(p.read_text() for p in fresh.glob("*.json"))
 
-        assert main(["doctor", "--quick", "--config", str(fresh), "--workspace", str(tmp_path / "ws")]) == 0, capsys.readouterr().out
+        assert main(["doctor", "--quick", "--config", str(fresh), "--workspace", str(tmp_path / "ws")]) == 0, (
+            capsys.readouterr().out
+        )
 
         with BotProcess(fresh, tmp_path / "ws", tmp_path / "bot.log") as bot:
             bot.start().wait_ready()
@@ -74,15 +99,37 @@ def test_git_status_stays_clean_after_setup(tmp_path: Path, capsys) -> None:
     shutil.copy(REPO / ".gitignore", clone / ".gitignore")
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=clone, check=True,
-                              capture_output=True, text=True).stdout
+        return subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=clone,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
 
     git("init", "-q")
     git("add", "-A")
     git("commit", "-qm", "fresh clone")
     with FakeChatServer() as chat:
-        assert main(["setup", "--yes", "--no-telegram", "--no-test", "--config", str(clone / "config"),
-                     "--workspace", str(clone / "workspace"), "--base-url", chat.base_url, "--timezone", "UTC"]) == 0
+        assert (
+            main(
+                [
+                    "setup",
+                    "--yes",
+                    "--no-telegram",
+                    "--no-test",
+                    "--config",
+                    str(clone / "config"),
+                    "--workspace",
+                    str(clone / "workspace"),
+                    "--base-url",
+                    chat.base_url,
+                    "--timezone",
+                    "UTC",
+                ]
+            )
+            == 0
+        )
     assert main(["config", "set", "--config", str(clone / "config"), "telegram.token", "123:SECRET"]) == 0
     assert (clone / "config" / "local" / "llm.json").exists()
     assert git("status", "--porcelain") == ""
@@ -90,8 +137,22 @@ def test_git_status_stays_clean_after_setup(tmp_path: Path, capsys) -> None:
 
 def test_refused_token_exits_2_and_writes_nothing(fresh: Path, tmp_path: Path, capsys) -> None:
     with FakeBotAPI() as tg, FakeChatServer() as chat:
-        code = main(["setup", "--yes", "--config", str(fresh), "--workspace", str(tmp_path / "ws"), "--token", "1:wrong",
-                     "--telegram-base-url", tg.base_url, "--base-url", chat.base_url])
+        code = main(
+            [
+                "setup",
+                "--yes",
+                "--config",
+                str(fresh),
+                "--workspace",
+                str(tmp_path / "ws"),
+                "--token",
+                "1:wrong",
+                "--telegram-base-url",
+                tg.base_url,
+                "--base-url",
+                chat.base_url,
+            ]
+        )
     assert code == 2
     assert "refused the token" in capsys.readouterr().err
     assert not (fresh / "local").exists() and not (tmp_path / "ws").exists()
@@ -101,14 +162,40 @@ def test_several_senders_without_a_terminal_ask_for_owner_id(fresh: Path, tmp_pa
     with FakeBotAPI() as tg, FakeChatServer() as chat:
         tg.send_message("me", user_id=1, username="a")
         tg.send_message("me too", user_id=2, username="b")
-        code = main(["setup", "--yes", "--config", str(fresh), "--token", tg.token, "--telegram-base-url", tg.base_url,
-                     "--wait", "2", "--base-url", chat.base_url, "--workspace", str(tmp_path / "ws")])
+        code = main(
+            [
+                "setup",
+                "--yes",
+                "--config",
+                str(fresh),
+                "--token",
+                tg.token,
+                "--telegram-base-url",
+                tg.base_url,
+                "--wait",
+                "2",
+                "--base-url",
+                chat.base_url,
+                "--workspace",
+                str(tmp_path / "ws"),
+            ]
+        )
     assert code == 2 and "several people wrote to the bot" in capsys.readouterr().err
 
 
 def test_model_not_offered_and_bad_timezone_exit_2(fresh: Path, tmp_path: Path, capsys) -> None:
     with FakeChatServer() as chat:
-        base = ["setup", "--yes", "--no-telegram", "--config", str(fresh), "--workspace", str(tmp_path / "ws"), "--base-url", chat.base_url]
+        base = [
+            "setup",
+            "--yes",
+            "--no-telegram",
+            "--config",
+            str(fresh),
+            "--workspace",
+            str(tmp_path / "ws"),
+            "--base-url",
+            chat.base_url,
+        ]
         assert main([*base, "--model", "qwen3:80b"]) == 2
         assert "does not list the model 'qwen3:80b'" in capsys.readouterr().err
         assert main([*base, "--timezone", "Mars/Olympus"]) == 2
@@ -139,8 +226,24 @@ def test_a_broken_config_stops_setup_before_any_question_or_call(fresh: Path, tm
     (fresh / "local" / "llm.json").write_text('{"max_tokens": 5')
     with FakeBotAPI() as tg, FakeChatServer() as chat:
         tg.send_message("hi", user_id=OWNER, username="me")
-        code = main(["setup", "--yes", "--config", str(fresh), "--token", tg.token, "--telegram-base-url", tg.base_url,
-                     "--wait", "2", "--base-url", chat.base_url, "--workspace", str(tmp_path / "ws")])
+        code = main(
+            [
+                "setup",
+                "--yes",
+                "--config",
+                str(fresh),
+                "--token",
+                tg.token,
+                "--telegram-base-url",
+                tg.base_url,
+                "--wait",
+                "2",
+                "--base-url",
+                chat.base_url,
+                "--workspace",
+                str(tmp_path / "ws"),
+            ]
+        )
         calls = [c["method"] for c in tg.calls()]
     assert code == 2
     err = capsys.readouterr().err
@@ -152,8 +255,21 @@ def test_a_broken_config_stops_setup_before_any_question_or_call(fresh: Path, tm
 
 def test_a_refused_api_key_says_which_flag_gives_it(fresh: Path, tmp_path: Path, capsys) -> None:
     with FakeChatServer(api_key="sk-right") as chat:
-        code = main(["setup", "--yes", "--no-telegram", "--config", str(fresh), "--workspace", str(tmp_path / "ws"),
-                     "--base-url", chat.base_url, "--api-key", "sk-wrong"])
+        code = main(
+            [
+                "setup",
+                "--yes",
+                "--no-telegram",
+                "--config",
+                str(fresh),
+                "--workspace",
+                str(tmp_path / "ws"),
+                "--base-url",
+                chat.base_url,
+                "--api-key",
+                "sk-wrong",
+            ]
+        )
     assert code == 2
     assert "refused the API key (HTTP 401); give the right one with --api-key" in capsys.readouterr().err
     assert not (fresh / "local").exists()
@@ -162,8 +278,21 @@ def test_a_refused_api_key_says_which_flag_gives_it(fresh: Path, tmp_path: Path,
 def test_a_base_url_without_v1_is_completed_when_the_server_answers_there(fresh: Path, tmp_path: Path, capsys) -> None:
     with FakeChatServer() as chat:
         base = chat.base_url.removesuffix("/v1")
-        code = main(["setup", "--yes", "--no-telegram", "--config", str(fresh), "--workspace", str(tmp_path / "ws"),
-                     "--base-url", base, "--timezone", "UTC"])
+        code = main(
+            [
+                "setup",
+                "--yes",
+                "--no-telegram",
+                "--config",
+                str(fresh),
+                "--workspace",
+                str(tmp_path / "ws"),
+                "--base-url",
+                base,
+                "--timezone",
+                "UTC",
+            ]
+        )
     out = capsys.readouterr().out
     assert code == 0, out
     assert f"using {base}/v1" in out and "FAILED" not in out

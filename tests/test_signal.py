@@ -10,9 +10,7 @@ import pytest
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.frontends.commands import owner_only_text
 from tests.fakes.signal_daemon import RpcError
-from tests.signal_harness import (BOT, FRIEND, GROUP, OWNER, STRANGER, RunningSignal, signal_config, styled,
-                                  wait_for)
-from tests.signal_harness import daemon, start  # noqa: F401 - fixtures
+from tests.signal_harness import BOT, FRIEND, GROUP, OWNER, STRANGER, RunningSignal, signal_config, styled, wait_for
 from tests.telegram_harness import make_runtime
 
 
@@ -116,12 +114,16 @@ def test_voice_note_is_transcribed(start, daemon, chat_server):
     assert chat_server.chat_requests[0]["messages"][-1]["content"].startswith("remind me to buy bread")
 
 
-@pytest.mark.parametrize("content_type, filename, pattern, kind", [
-    ("application/pdf", "../../invoice.pdf", "inbox/*/invoice.pdf", "document"),
-    ("image/jpeg", None, "inbox/*/photo-*.jpg", "photo"),
-])
-def test_files_are_saved_into_the_workspace_as_untrusted(start, daemon, chat_server, workspace, content_type,
-                                                          filename, pattern, kind):
+@pytest.mark.parametrize(
+    "content_type, filename, pattern, kind",
+    [
+        ("application/pdf", "../../invoice.pdf", "inbox/*/invoice.pdf", "document"),
+        ("image/jpeg", None, "inbox/*/photo-*.jpg", "photo"),
+    ],
+)
+def test_files_are_saved_into_the_workspace_as_untrusted(
+    start, daemon, chat_server, workspace, content_type, filename, pattern, kind
+):
     chat_server.enqueue('{"reply": "Saved your file."}')
     start()
     att = daemon.add_attachment(b"%PDF-1.4 invoice", content_type, filename=filename)
@@ -136,8 +138,7 @@ def test_files_are_saved_into_the_workspace_as_untrusted(start, daemon, chat_ser
 
 def test_daemon_restart_mid_conversation(start, daemon, chat_server, caplog):
     caplog.set_level(logging.INFO, logger="messaging_llm_bot.frontends.signal")
-    chat_server.enqueue('{"reply": "one"}', {"content": '{"reply": "two"}', "delay": 1.0},
-                        '{"reply": "three"}')
+    chat_server.enqueue('{"reply": "one"}', {"content": '{"reply": "two"}', "delay": 1.0}, '{"reply": "three"}')
     start()
     daemon.message(OWNER, "first")
     daemon.wait_sent(1)
@@ -147,6 +148,7 @@ def test_daemon_restart_mid_conversation(start, daemon, chat_server, caplog):
     daemon.message(OWNER, "third")  # waits on the "server" until the bot subscribes again
     wait_for(lambda: "not reachable" in caplog.text, timeout=10, what="the outage log line")
     import time
+
     time.sleep(1.5)  # several reconnect attempts fail meanwhile
     daemon.start()
     sent = daemon.wait_sent(3, timeout=15)
@@ -164,6 +166,7 @@ def test_daemon_down_at_start_is_retried_not_fatal(bot_config, daemon, workspace
     try:
         daemon.message(OWNER, "anyone there?")
         import time
+
         time.sleep(1.0)
         assert bot.service.outage.down and bot.exit_code is None
         daemon.start()
@@ -319,7 +322,9 @@ def test_stop_ends_the_answer_being_written_and_declines_an_open_question(start,
 
     chat_server.enqueue(SAVE)
     daemon.message(OWNER, "note groceries: bread")
-    wait_for(lambda: any(s["message"].startswith("Confirm this action?") for s in daemon.sent_to(OWNER)), what="the question")
+    wait_for(
+        lambda: any(s["message"].startswith("Confirm this action?") for s in daemon.sent_to(OWNER)), what="the question"
+    )
     daemon.message(OWNER, "/stop")
     wait_for(lambda: sum("⏹ Stopped." in s["message"] for s in daemon.sent_to(OWNER)) == 2, what="the second stop")
     assert not workspace.exists("notes/groceries.md")

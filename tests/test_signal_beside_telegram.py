@@ -10,8 +10,9 @@ from datetime import datetime, timedelta, timezone
 from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
 from tests.fakes.signal_daemon import FakeSignalDaemon
-from tests.signal_harness import BOT, OWNER as SIGNAL_OWNER
-from tests.telegram_harness import OWNER, fake, start_bot, texts  # noqa: F401
+from tests.signal_harness import BOT
+from tests.signal_harness import OWNER as SIGNAL_OWNER
+from tests.telegram_harness import OWNER, texts
 
 
 def test_telegram_leaves_signal_items_and_reminders_to_signal(fake, start_bot, workspace, chat_server, caplog):

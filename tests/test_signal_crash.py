@@ -13,7 +13,6 @@ every 0.1 s here).
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -42,14 +41,27 @@ def split_repeats(sent: list[str]) -> tuple[list[str], int]:
 
 @pytest.mark.timeout(120)
 def test_telegram_and_signal_in_one_process_survive_sigkill(tmp_path, bot_config):
-    with FakeBotAPI() as telegram_api, FakeSignalDaemon(BOT, keepalive_seconds=0.1) as daemon, FakeChatServer(latency=0.15) as model:
+    with (
+        FakeBotAPI() as telegram_api,
+        FakeSignalDaemon(BOT, keepalive_seconds=0.1) as daemon,
+        FakeChatServer(latency=0.15) as model,
+    ):
         model.set_handler(echo_reply)
-        base = dict(bot_config, llm={**bot_config["llm"], "runners": [
-            {"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 10}]})
-        config = write_bot_config(tmp_path / "config.json", base, telegram_api, allowed=[1],
-                                  runtime={"shutdown_timeout_seconds": 10},
-                                  extra={"signal": {"enabled": True, "base_url": daemon.base_url, "account": BOT,
-                                                    "allowed": USERS}})
+        base = dict(
+            bot_config,
+            llm={
+                **bot_config["llm"],
+                "runners": [{"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 10}],
+            },
+        )
+        config = write_bot_config(
+            tmp_path / "config.json",
+            base,
+            telegram_api,
+            allowed=[1],
+            runtime={"shutdown_timeout_seconds": 10},
+            extra={"signal": {"enabled": True, "base_url": daemon.base_url, "account": BOT, "allowed": USERS}},
+        )
         workspace = tmp_path / "workspace"
         seen_log = workspace / "state" / "inbox" / "seen.log"
         expected: dict[str, list[str]] = {user: [] for user in USERS}
@@ -67,6 +79,7 @@ def test_telegram_and_signal_in_one_process_survive_sigkill(tmp_path, bot_config
                 expected[user].append(f"re: m{counter:03d} from {user}")
                 counter += 1
             if stored:
+
                 def stored_all() -> bool:
                     text = seen_log.read_text() if seen_log.exists() else ""
                     return all(i in text for i in ids)
@@ -87,14 +100,18 @@ def test_telegram_and_signal_in_one_process_survive_sigkill(tmp_path, bot_config
             telegram_api.send_message("telegram after the kills", user_id=1)
 
             def all_answered() -> bool:
-                return all(len(set(daemon_texts(daemon, u))) >= len(expected[u]) for u in USERS) and \
-                    len(set(sent_texts(telegram_api, 1))) >= 2
+                return (
+                    all(len(set(daemon_texts(daemon, u))) >= len(expected[u]) for u in USERS)
+                    and len(set(sent_texts(telegram_api, 1))) >= 2
+                )
 
             try:
                 wait_for(all_answered, timeout=60, what="every message answered")
             except AssertionError:
-                raise AssertionError(f"not all answered: signal {[daemon_texts(daemon, u) for u in USERS]}, "
-                                     f"telegram {sent_texts(telegram_api, 1)}") from None
+                raise AssertionError(
+                    f"not all answered: signal {[daemon_texts(daemon, u) for u in USERS]}, "
+                    f"telegram {sent_texts(telegram_api, 1)}"
+                ) from None
             assert bot.terminate() == 0, bot.run_log()[-3000:]
 
         assert set(sent_texts(telegram_api, 1)) == {"re: hello from telegram", "re: telegram after the kills"}
@@ -115,14 +132,25 @@ def daemon_texts(daemon: FakeSignalDaemon, user: str) -> list[str]:
 def test_signal_only_bot_answers_and_stops_cleanly_on_sigterm(tmp_path, bot_config):
     with FakeSignalDaemon(BOT) as daemon, FakeChatServer() as model:
         model.set_handler(echo_reply)
-        base = dict(bot_config, llm={**bot_config["llm"], "runners": [
-            {"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 10}]})
+        base = dict(
+            bot_config,
+            llm={
+                **bot_config["llm"],
+                "runners": [{"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 10}],
+            },
+        )
         base["telegram"] = {"token": ""}
         config = tmp_path / "config.json"
-        config.write_text(json.dumps({**base, "memory": {"enabled": False},
-                                      "runtime": {**base["runtime"], "log_level": "INFO"},
-                                      "signal": {"enabled": True, "base_url": daemon.base_url, "account": BOT,
-                                                 "allowed": USERS[:1]}}))
+        config.write_text(
+            json.dumps(
+                {
+                    **base,
+                    "memory": {"enabled": False},
+                    "runtime": {**base["runtime"], "log_level": "INFO"},
+                    "signal": {"enabled": True, "base_url": daemon.base_url, "account": BOT, "allowed": USERS[:1]},
+                }
+            )
+        )
         with BotProcess(config, tmp_path / "workspace", tmp_path / "bot.log") as bot:
             bot.start()
             daemon.wait_connected(30)

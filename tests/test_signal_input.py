@@ -6,7 +6,6 @@ import pytest
 
 from tests.fakes.signal_daemon import RpcError
 from tests.signal_harness import OWNER, wait_for
-from tests.signal_harness import daemon, start  # noqa: F401 - fixtures
 
 
 def test_a_long_message_is_answered_as_text_not_saved_as_a_file(start, daemon, chat_server, workspace):
@@ -41,14 +40,27 @@ def test_every_attachment_of_a_message_is_saved_and_named_to_the_model(start, da
     assert "The user sent a photo" in prompt and "The user sent a document" in prompt
 
 
-@pytest.mark.parametrize("error", [
-    RpcError(-5, "Failed to send message due to rate limiting"),  # signal-cli RATELIMIT_ERROR
-    # The daemon is up but cannot reach the Signal server: a user error with the send results as data.
-    RpcError(-1, "Failed to send message", data={"response": {"timestamp": 1, "results": [
-        {"recipientAddress": {"number": OWNER}, "type": "NETWORK_FAILURE"}]}}),
-], ids=["rate-limited", "network-failure"])
-def test_a_reply_that_signal_could_not_send_for_now_is_retried_not_dropped(start, daemon, chat_server, workspace,
-                                                                            error):
+@pytest.mark.parametrize(
+    "error",
+    [
+        RpcError(-5, "Failed to send message due to rate limiting"),  # signal-cli RATELIMIT_ERROR
+        # The daemon is up but cannot reach the Signal server: a user error with the send results as data.
+        RpcError(
+            -1,
+            "Failed to send message",
+            data={
+                "response": {
+                    "timestamp": 1,
+                    "results": [{"recipientAddress": {"number": OWNER}, "type": "NETWORK_FAILURE"}],
+                }
+            },
+        ),
+    ],
+    ids=["rate-limited", "network-failure"],
+)
+def test_a_reply_that_signal_could_not_send_for_now_is_retried_not_dropped(
+    start, daemon, chat_server, workspace, error
+):
     chat_server.enqueue('{"reply": "the answer"}', '{"reply": "next"}')
     start()
     daemon.send_errors.append(error)

@@ -5,18 +5,30 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, time as dtime, timezone
+from datetime import datetime, timezone
+from datetime import time as dtime
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from messaging_llm_bot.frontends.jobs import next_daily
 from messaging_llm_bot.frontends.reminders import reminder_channel
-from messaging_llm_bot.frontends.signal.client import (SignalClient, SignalRpcError, SignalUnavailable, parse_sse,
-                                                       unwrap_event)
+from messaging_llm_bot.frontends.signal.client import (
+    SignalClient,
+    SignalRpcError,
+    SignalUnavailable,
+    parse_sse,
+    unwrap_event,
+)
 from messaging_llm_bot.frontends.signal.format import inline_links, render_signal
-from messaging_llm_bot.frontends.signal.settings import (Incoming, SignalSettings, addressed_to_bot, model_text,
-                                                         parse_event, recipient_params)
+from messaging_llm_bot.frontends.signal.settings import (
+    Incoming,
+    SignalSettings,
+    addressed_to_bot,
+    model_text,
+    parse_event,
+    recipient_params,
+)
 from tests.fakes.signal_daemon import FakeSignalDaemon
 from tests.signal_harness import BOT, GROUP, OWNER
 
@@ -28,15 +40,20 @@ def styled(part) -> list[tuple[str, str]]:
     out = []
     for item in part.styles:
         start, length, style = item.split(":")
-        out.append((raw[2 * int(start):2 * (int(start) + int(length))].decode("utf-16-le", "surrogatepass"), style))
+        out.append((raw[2 * int(start) : 2 * (int(start) + int(length))].decode("utf-16-le", "surrogatepass"), style))
     return out
 
 
 def test_markdown_becomes_styles_counted_in_utf16_units():
     [part] = render_signal("😀 **bold** _it_ ~~gone~~ `x = 1` ||secret||")
     assert "**" not in part.text and "`" not in part.text and "~~" not in part.text
-    assert styled(part) == [("bold", "BOLD"), ("it", "ITALIC"), ("gone", "STRIKETHROUGH"), ("x = 1", "MONOSPACE"),
-                            ("secret", "SPOILER")]
+    assert styled(part) == [
+        ("bold", "BOLD"),
+        ("it", "ITALIC"),
+        ("gone", "STRIKETHROUGH"),
+        ("x = 1", "MONOSPACE"),
+        ("secret", "SPOILER"),
+    ]
 
 
 def test_links_keep_their_url_and_later_styles_shift():
@@ -44,8 +61,9 @@ def test_links_keep_their_url_and_later_styles_shift():
     assert part.text == "see the docs (https://example.org/a) and this"
     assert styled(part) == [("this", "BOLD")]
     # A bare URL is not written twice.
-    text, entities = inline_links("https://x.y", [{"type": "text_link", "offset": 0, "length": 11,
-                                                   "url": "https://x.y"}])
+    text, entities = inline_links(
+        "https://x.y", [{"type": "text_link", "offset": 0, "length": 11, "url": "https://x.y"}]
+    )
     assert text == "https://x.y"
 
 
@@ -77,7 +95,7 @@ def test_events_in_every_form_unwrap_to_the_receive_object():
     assert unwrap_event(subscribed) == event
     assert unwrap_event({"jsonrpc": "2.0", "method": "other", "params": event}) is None
     assert unwrap_event({"jsonrpc": "2.0", "result": {}, "id": 1}) is None
-    assert parse_sse(["event:receive", "data:{\"a\":1}"]) == ("receive", "{\"a\":1}")
+    assert parse_sse(["event:receive", 'data:{"a":1}']) == ("receive", '{"a":1}')
     assert parse_sse([":"]) is None
 
 
@@ -110,8 +128,9 @@ def test_group_rules_and_mentions():
     plain = Incoming(OWNER, None, "", 1, "hello", group_id=GROUP)
     mention_bot = {"number": BOT, "uuid": None, "start": 0, "length": 1, "name": BOT}
     mention_anna = {"number": "+15552220000", "start": 6, "length": 1, "name": "Anna"}
-    asked = Incoming(OWNER, None, "", 2, "\ufffc ask \ufffc please", group_id=GROUP,
-                     mentions=[mention_bot, mention_anna])
+    asked = Incoming(
+        OWNER, None, "", 2, "\ufffc ask \ufffc please", group_id=GROUP, mentions=[mention_bot, mention_anna]
+    )
     quoted = Incoming(OWNER, None, "", 3, "and?", group_id=GROUP, quote={"authorNumber": BOT, "id": 5})
     assert not addressed_to_bot(plain, settings)
     assert addressed_to_bot(asked, settings) and addressed_to_bot(quoted, settings)
@@ -122,8 +141,13 @@ def test_group_rules_and_mentions():
 
 
 def test_reminder_channels_and_daily_jobs():
-    assert [reminder_channel(c) for c in (12345, "-100", f"sig:{OWNER}", "console", None)] == \
-        ["telegram", "telegram", "signal", "console", "none"]
+    assert [reminder_channel(c) for c in (12345, "-100", f"sig:{OWNER}", "console", None)] == [
+        "telegram",
+        "telegram",
+        "signal",
+        "console",
+        "none",
+    ]
     berlin = ZoneInfo("Europe/Berlin")
     before_dst = datetime(2026, 3, 28, 12, 0, tzinfo=timezone.utc)
     nxt = next_daily(dtime(7, 30, tzinfo=berlin), before_dst)

@@ -20,11 +20,6 @@ OVERRIDE = FIXTURES / "override"
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return Workspace(tmp_path / "ws")
-
-
-@pytest.fixture
 def basic(ws: Workspace) -> SkillManager:
     return SkillManager([BASIC], ws, timeout_seconds=5)
 
@@ -103,7 +98,10 @@ def test_broken_skills_are_isolated(ws: Workspace) -> None:
     assert manager.run("good", {}).value == "good"
     errors = {error.name: error.error for error in manager.errors}
     assert set(errors) == {"import_error", "register_raises", "missing_run", "bad_schema", "bad_readme_schema"}
-    assert "ModuleNotFoundError" in errors["import_error"] and "assistant_nonexistent_module_for_tests" in errors["import_error"]
+    assert (
+        "ModuleNotFoundError" in errors["import_error"]
+        and "assistant_nonexistent_module_for_tests" in errors["import_error"]
+    )
     assert "register() raised KeyError" in errors["register_raises"]
     assert "run" in errors["missing_run"]
     assert "not valid JSON Schema" in errors["bad_schema"] and "nonsense" in errors["bad_schema"]

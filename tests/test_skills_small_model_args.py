@@ -9,11 +9,12 @@ import pytest
 
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
-from tests.test_builtin_skills import err, ok
-from tests.test_builtin_skills import ctx, manager, ws  # noqa: F401 - fixtures
+from tests.skills_harness import err, ok
 
 
-def test_birthday_with_a_birth_year_after_today_is_refused(manager: SkillManager, ws: Workspace, ctx: SkillContext) -> None:
+def test_birthday_with_a_birth_year_after_today_is_refused(
+    manager: SkillManager, ws: Workspace, ctx: SkillContext
+) -> None:
     # "Anna's birthday is on 4 May": a small model writes this year's (or a later) date as the birth date.
     for date in ("2025-05-04", "2030-01-01"):
         error = err(manager, "birthdays", {"action": "add", "name": "Anna", "date": date}, ctx)
@@ -30,8 +31,9 @@ def test_birthday_with_a_birth_year_after_today_is_refused(manager: SkillManager
 
 @pytest.mark.parametrize("action", ["write", "append"])
 @pytest.mark.parametrize("path", ["notes", "notes/"])
-def test_file_write_to_a_folder_names_the_fix_without_host_paths(manager: SkillManager, ws: Workspace, ctx: SkillContext,
-                                                                  action: str, path: str) -> None:
+def test_file_write_to_a_folder_names_the_fix_without_host_paths(
+    manager: SkillManager, ws: Workspace, ctx: SkillContext, action: str, path: str
+) -> None:
     ok(manager, "file", {"action": "write", "path": "notes/a.md", "content": "hello"}, ctx)
     error = err(manager, "file", {"action": action, "path": path, "content": "x"}, ctx)
     assert "is a folder" in error and "notes/<name>" in error, error
@@ -39,14 +41,18 @@ def test_file_write_to_a_folder_names_the_fix_without_host_paths(manager: SkillM
     assert sorted(p.name for p in (ws.root / "notes").iterdir()) == ["a.md"]
 
 
-def test_reminder_in_zero_minutes_says_in_minutes_is_too_small(manager: SkillManager, ws: Workspace, ctx: SkillContext) -> None:
+def test_reminder_in_zero_minutes_says_in_minutes_is_too_small(
+    manager: SkillManager, ws: Workspace, ctx: SkillContext
+) -> None:
     # Before: "needs exactly one of at or in_minutes", though in_minutes was given.
     error = err(manager, "reminders", {"action": "add", "text": "tea", "in_minutes": 0}, ctx)
     assert "in_minutes must be at least 1, got 0" in error, error
     assert ok(manager, "reminders", {"action": "list"}, ctx) == "no pending reminders"
 
 
-def test_numbers_and_text_in_the_type_the_schema_declares(manager: SkillManager, ctx: SkillContext, ws: Workspace) -> None:
+def test_numbers_and_text_in_the_type_the_schema_declares(
+    manager: SkillManager, ctx: SkillContext, ws: Workspace
+) -> None:
     """Small models write ids as numbers and numbers as text: the value is taken in the declared type,
     so the skill answers about the thing itself ("no reminder '1'"), not "1 is not of type 'string'"."""
     added = ok(manager, "reminders", {"action": "add", "text": "stretch", "in_minutes": "15"}, ctx)  # "15" for 15

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import threading
 from datetime import date, datetime, timedelta, timezone
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -25,11 +24,6 @@ from assistant_framework.stores import (
 from assistant_framework.workspace import Workspace
 
 BERLIN = ZoneInfo("Europe/Berlin")
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return Workspace(tmp_path / "ws")
 
 
 def test_tasks_due_or_overdue_and_status_filters(ws: Workspace) -> None:
@@ -76,13 +70,17 @@ def test_hand_edited_file_is_read_and_a_broken_one_is_named(ws: Workspace) -> No
         store.list()
 
 
-@pytest.mark.parametrize("rel, store, add", [
-    ("tasks/tasks.json", TaskStore, lambda s, n: s.add(f"task {n}")),
-    ("facts/facts.json", FactStore, lambda s, n: s.add("user", f"attribute {n}", "x")),
-    ("contacts/contacts.json", ContactStore, lambda s, n: s.add(f"Person {n}")),
-    ("birthdays/birthdays.json", BirthdayStore, lambda s, n: s.add(f"Person {n}", "1990-05-04")),
-    ("routines/routines.json", RoutineStore, lambda s, n: s.set(f"routine {n}", "stretch")),
-], ids=["tasks", "facts", "contacts", "birthdays", "routines"])
+@pytest.mark.parametrize(
+    "rel, store, add",
+    [
+        ("tasks/tasks.json", TaskStore, lambda s, n: s.add(f"task {n}")),
+        ("facts/facts.json", FactStore, lambda s, n: s.add("user", f"attribute {n}", "x")),
+        ("contacts/contacts.json", ContactStore, lambda s, n: s.add(f"Person {n}")),
+        ("birthdays/birthdays.json", BirthdayStore, lambda s, n: s.add(f"Person {n}", "1990-05-04")),
+        ("routines/routines.json", RoutineStore, lambda s, n: s.set(f"routine {n}", "stretch")),
+    ],
+    ids=["tasks", "facts", "contacts", "birthdays", "routines"],
+)
 def test_a_hand_typed_row_that_is_not_an_object_costs_only_itself(ws: Workspace, rel, store, add, caplog) -> None:
     """A line like "buy bread" typed into the list by hand: the other rows still work, a new one is
     added, and the odd row stays in the file where it was (one warning names the file and the row)."""
@@ -142,8 +140,21 @@ def test_facts_user_statements_win_over_extraction(ws: Workspace) -> None:
     newer, action = store.add("me", "favourite colour", "blue", source="user")
     assert action == "superseded" and newer["id"] == "f2"
     stored = json.loads((ws.root / "facts/facts.json").read_text())
-    assert [(f["id"], f["status"], f["superseded_by"]) for f in stored] == [("f1", "superseded", "f2"), ("f2", "current", None)]
-    assert set(stored[0]) == {"id", "subject", "attribute", "value", "source", "source_ref", "time", "status", "superseded_by"}
+    assert [(f["id"], f["status"], f["superseded_by"]) for f in stored] == [
+        ("f1", "superseded", "f2"),
+        ("f2", "current", None),
+    ]
+    assert set(stored[0]) == {
+        "id",
+        "subject",
+        "attribute",
+        "value",
+        "source",
+        "source_ref",
+        "time",
+        "status",
+        "superseded_by",
+    }
     assert store.lookup(attribute="colour")[0]["value"] == "blue"
     assert len(store.lookup(subject="me", include_superseded=True)) == 2
 
@@ -162,7 +173,9 @@ def test_birthday_upcoming_wraps_the_year_and_handles_29_february(ws: Workspace)
     store = BirthdayStore(ws)
     store.add("Leap", "2000-02-29")
     store.add("NewYear", "01-02")
-    assert store.upcoming(date(2025, 2, 20), days=10) == [(date(2025, 2, 28), {"name": "Leap", "date": "2000-02-29", "notes": ""})]
+    assert store.upcoming(date(2025, 2, 20), days=10) == [
+        (date(2025, 2, 28), {"name": "Leap", "date": "2000-02-29", "notes": ""})
+    ]
     assert [name for _, e in store.upcoming(date(2027, 12, 30), days=5) for name in [e["name"]]] == ["NewYear"]
     assert store.upcoming(date(2028, 2, 29), days=0)[0][0] == date(2028, 2, 29)
 

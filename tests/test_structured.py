@@ -16,7 +16,13 @@ from assistant_framework.stores.facts import FactStore
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
-from messaging_llm_bot.llm.structured import JSON_STRING_BODY, REPLY_SCHEMA, grammar_safe, protocol_schema, response_format
+from messaging_llm_bot.llm.structured import (
+    JSON_STRING_BODY,
+    REPLY_SCHEMA,
+    grammar_safe,
+    protocol_schema,
+    response_format,
+)
 from messaging_llm_bot.runtime import BackgroundModel
 from tests.fakes.chat_server import FakeChatServer
 
@@ -26,8 +32,11 @@ LLAMA_CPP_PYTHON = ("text", "json_object")
 def _config(server: FakeChatServer, skills_dir, **runner) -> dict:
     return {
         "llm": {
-            "runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model", "timeout_seconds": 10, **runner}],
-            "max_skill_rounds": 3, "retries_per_runner": 0,
+            "runners": [
+                {"name": "fake", "base_url": server.base_url, "model": "fake-model", "timeout_seconds": 10, **runner}
+            ],
+            "max_skill_rounds": 3,
+            "retries_per_runner": 0,
         },
         "runtime": {"timezone": "UTC", "skills_dirs": [str(skills_dir)]},
         "telegram": {"token": ""},
@@ -39,14 +48,26 @@ def _agent(config: dict, workspace: Workspace) -> Agent:
 
 
 def test_grammar_safe_drops_keywords_that_break_grammars():
-    schema = {"type": "object", "additionalProperties": False, "required": ["name", "gone"],
-              "properties": {"name": {"type": "string", "pattern": "^[a-z]+$", "minLength": 1},
-                             "n": {"type": "integer", "minimum": 0}, "kind": {"const": "x"},
-                             "tags": {"type": "array", "items": {"type": "string", "format": "email"}, "maxItems": 3}}}
+    schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["name", "gone"],
+        "properties": {
+            "name": {"type": "string", "pattern": "^[a-z]+$", "minLength": 1},
+            "n": {"type": "integer", "minimum": 0},
+            "kind": {"const": "x"},
+            "tags": {"type": "array", "items": {"type": "string", "format": "email"}, "maxItems": 3},
+        },
+    }
     assert grammar_safe(schema) == {
-        "type": "object", "required": ["name"],
-        "properties": {"name": {"type": "string"}, "n": {"type": "integer"}, "kind": {"enum": ["x"]},
-                       "tags": {"type": "array", "items": {"type": "string"}}},
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            "name": {"type": "string"},
+            "n": {"type": "integer"},
+            "kind": {"enum": ["x"]},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
     }
 
 
@@ -57,7 +78,12 @@ def test_protocol_schema_admits_every_skill_call_and_a_reply_only(tmp_path):
     jsonschema.validate({"skill": "tasks", "args": {"action": "add", "title": "buy milk", "due": "2026-06-12"}}, schema)
     jsonschema.validate({"skill": "notes", "args": {"action": "list"}}, schema)
     jsonschema.validate({"reply": "Hello"}, schema)
-    for bad in ({"skill": "nope", "args": {}}, {"skill": "tasks", "args": {"action": "fly"}}, {"text": "hi"}, {"skill": "tasks"}):
+    for bad in (
+        {"skill": "nope", "args": {}},
+        {"skill": "tasks", "args": {"action": "fly"}},
+        {"text": "hi"},
+        {"skill": "tasks"},
+    ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
     assert len(schema["anyOf"]) == len(skills.names()) + 1
@@ -74,8 +100,14 @@ def test_auto_falls_back_to_json_object_once_and_remembers(tmp_path, test_skills
         kinds = [(r.get("response_format") or {}).get("type") for r in server.chat_requests]
         assert kinds == ["json_schema", "json_object", "json_object", "json_object"]
         schema = server.chat_requests[1]["response_format"]["schema"]
-        assert {"skill": {"type": "string", "enum": ["add"]}, "args": {"type": "object", "properties": {
-            "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}} in [o["properties"] for o in schema["anyOf"]]
+        assert {
+            "skill": {"type": "string", "enum": ["add"]},
+            "args": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+            },
+        } in [o["properties"] for o in schema["anyOf"]]
         used = [r.getMessage() for r in caplog.records if "structured output via" in r.getMessage()]
         assert used == ["llm runner 'fake': structured output via response_format json_object"]
 
@@ -88,11 +120,13 @@ def test_schema_request_is_byte_stable_between_turns(tmp_path, test_skills_dir):
         formats = [json.dumps(r["response_format"]) for r in server.chat_requests]
         assert formats[0] == formats[1] and '"json_schema"' in formats[0]
         marker = b'"response_format"'
-        tails = [r.body[r.body.index(marker):] for r in server.chat_requests]
+        tails = [r.body[r.body.index(marker) :] for r in server.chat_requests]
         assert tails[0] == tails[1]  # the schema is sent after the messages, byte for byte the same
 
 
-@pytest.mark.parametrize("setting,expected", [("off", [None]), ("json_object", ["json_object"]), ("json_schema", ["json_schema"])])
+@pytest.mark.parametrize(
+    "setting,expected", [("off", [None]), ("json_object", ["json_object"]), ("json_schema", ["json_schema"])]
+)
 def test_explicit_setting_is_used(tmp_path, test_skills_dir, setting, expected):
     with FakeChatServer() as server:
         agent = _agent(_config(server, test_skills_dir, structured_output=setting), Workspace(tmp_path / "ws"))
@@ -111,10 +145,16 @@ def test_explicit_format_a_server_lacks_falls_back_to_prompted_json(tmp_path, te
 def test_streamed_reply_object_shows_only_its_text(tmp_path, test_skills_dir):
     with FakeChatServer() as server:
         agent = _agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
-        server.enqueue({"content": '{"reply": "Hello there, \\"friend\\"!"}',
-                        "stream_chunks": ['{"', 'reply', '": "', 'Hello', ' there,', ' \\"fr', 'iend\\"!', '"}']})
+        server.enqueue(
+            {
+                "content": '{"reply": "Hello there, \\"friend\\"!"}',
+                "stream_chunks": ['{"', "reply", '": "', "Hello", " there,", ' \\"fr', 'iend\\"!', '"}'],
+            }
+        )
         deltas: list[str] = []
-        result = agent.handle_message("c", "hi", stream=True, on_event=lambda e: e.kind == "delta" and deltas.append(e.data["text"]))
+        result = agent.handle_message(
+            "c", "hi", stream=True, on_event=lambda e: e.kind == "delta" and deltas.append(e.data["text"])
+        )
         assert result.reply == 'Hello there, "friend"!'
         assert deltas and deltas[-1] == result.reply
         assert all("{" not in d and "reply" not in d and '\\"' not in d for d in deltas), deltas
@@ -122,8 +162,12 @@ def test_streamed_reply_object_shows_only_its_text(tmp_path, test_skills_dir):
 
 def test_background_extraction_falls_back_instead_of_failing_every_turn(tmp_path):
     with FakeChatServer(response_formats=LLAMA_CPP_PYTHON) as server:
-        llm = LLMClient({"runners": [{"name": "fake", "base_url": server.base_url, "model": "m"}], "retries_per_runner": 0})
-        svc = MemoryService(Workspace(tmp_path / "ws"), {"memory": {"extract_idle_seconds": 0}}, complete=BackgroundModel(llm))
+        llm = LLMClient(
+            {"runners": [{"name": "fake", "base_url": server.base_url, "model": "m"}], "retries_per_runner": 0}
+        )
+        svc = MemoryService(
+            Workspace(tmp_path / "ws"), {"memory": {"extract_idle_seconds": 0}}, complete=BackgroundModel(llm)
+        )
         try:
             answer = json.dumps({"facts": [{"subject": "user", "attribute": "city", "value": "Porto"}]})
             server.enqueue(answer, answer)
@@ -149,8 +193,12 @@ def test_repeated_call_and_final_round_may_only_reply(tmp_path, test_skills_dir)
         assert len(schemas[0]["anyOf"]) > 1 and len(schemas[1]["anyOf"]) > 1
         assert schemas[2] == {"type": "object", "properties": {"reply": {"type": "string"}}, "required": ["reply"]}
         server.reset()
-        server.enqueue('{"skill": "add", "args": {"a": 1, "b": 1}}', '{"skill": "add", "args": {"a": 2, "b": 2}}',
-                       '{"skill": "add", "args": {"a": 3, "b": 3}}', '{"reply": "done"}')
+        server.enqueue(
+            '{"skill": "add", "args": {"a": 1, "b": 1}}',
+            '{"skill": "add", "args": {"a": 2, "b": 2}}',
+            '{"skill": "add", "args": {"a": 3, "b": 3}}',
+            '{"reply": "done"}',
+        )
         assert agent.handle_message("c", "sums").reply == "done"  # max_skill_rounds is 3
         kinds = ["anyOf" in r["response_format"]["json_schema"]["schema"] for r in server.chat_requests]
         assert kinds == [True, True, True, False]
@@ -165,13 +213,30 @@ def test_json_object_requests_limit_free_strings_to_json_string_text():
             assert body.fullmatch(json.dumps(value, ensure_ascii=ensure_ascii)[1:-1]), value
     for raw in ["two\nlines", 'lone " quote', "bad \\q escape", "trailing \\", "\\u12"]:
         assert not body.fullmatch(raw), raw
-    schema = {"anyOf": [{"type": "object", "properties": {"type": {"type": "string"}, "mode": {"type": "string", "enum": ["a"]},
-                                                          "tags": {"type": "array", "items": {"type": "string"}}}},
-                        REPLY_SCHEMA]}
+    schema = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string"},
+                    "mode": {"type": "string", "enum": ["a"]},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+            REPLY_SCHEMA,
+        ]
+    }
     sent = response_format("json_object", schema, "answer")["response_format"]["schema"]
     props = sent["anyOf"][0]["properties"]
-    assert props["type"]["pattern"] == props["tags"]["items"]["pattern"] == sent["anyOf"][1]["properties"]["reply"]["pattern"] == JSON_STRING_BODY
-    assert "pattern" not in props["mode"] and "pattern" not in json.dumps(REPLY_SCHEMA)  # enums as they were; input untouched
+    assert (
+        props["type"]["pattern"]
+        == props["tags"]["items"]["pattern"]
+        == sent["anyOf"][1]["properties"]["reply"]["pattern"]
+        == JSON_STRING_BODY
+    )
+    assert "pattern" not in props["mode"] and "pattern" not in json.dumps(
+        REPLY_SCHEMA
+    )  # enums as they were; input untouched
     # json_schema servers apply `pattern` to the decoded value, where it would forbid quotes and newlines.
     assert "pattern" not in json.dumps(response_format("json_schema", schema, "answer"))
 
@@ -181,11 +246,15 @@ def test_a_format_rejection_is_one_warning_line_and_other_failures_still_warn(tm
     # must not read as "model call failed" there; a real failure still must.
     with FakeChatServer(response_formats=LLAMA_CPP_PYTHON) as server:
         agent = _agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
-        server.enqueue('{"reply": "hi"}', {"status": 500, "body": {"error": {"message": "boom", "type": "server_error"}}})
+        server.enqueue(
+            '{"reply": "hi"}', {"status": 500, "body": {"error": {"message": "boom", "type": "server_error"}}}
+        )
         with caplog.at_level(logging.WARNING):
             assert agent.handle_message("c", "hello").reply == "hi"
             warned = [r.getMessage() for r in caplog.records]
-            assert warned == ["llm runner 'fake' rejects response_format json_schema (HTTP 500); trying the next format"]
+            assert warned == [
+                "llm runner 'fake' rejects response_format json_schema (HTTP 500); trying the next format"
+            ]
             caplog.clear()
             assert not agent.handle_message("c", "again").ok
             assert any(r.getMessage().startswith("model call failed") for r in caplog.records)

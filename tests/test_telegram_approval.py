@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 
-from tests.telegram_harness import OWNER, STRANGER, fake, start_bot, texts  # noqa: F401
+from tests.telegram_harness import OWNER, STRANGER, texts
 
 DELETE = '{"skill": "file", "args": {"action": "delete", "path": "notes/important.md"}}'
 
 
 def _question(fake):
     """The bot's confirmation message and the callback data of its two buttons."""
+
     def find():
         for call in fake.calls("sendMessage"):
             markup = call["params"].get("reply_markup")
@@ -60,7 +61,10 @@ def test_a_stranger_cannot_press_the_button(fake, start_bot, chat_server, worksp
     fake.send_message("delete notes/important.md")
     message, buttons = _question(fake)
     fake.callback_query(STRANGER, next(b for b in buttons if b.endswith(":yes")), message["message_id"], chat_id=OWNER)
-    refusal = fake.wait_for(lambda: [c for c in fake.calls("answerCallbackQuery") if "not authorised" in str(c["params"].get("text"))], timeout=10)
+    refusal = fake.wait_for(
+        lambda: [c for c in fake.calls("answerCallbackQuery") if "not authorised" in str(c["params"].get("text"))],
+        timeout=10,
+    )
     assert str(STRANGER) in refusal[0]["params"]["text"]
     assert workspace.exists("notes/important.md")
     # The owner can still answer.

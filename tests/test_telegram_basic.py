@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.telegram_harness import (OWNER, STRANGER, RunningBot, all_bot_texts, fake, make_runtime,  # noqa: F401
-                                    snapshot, start_bot, telegram_config, texts)
+from tests.telegram_harness import (
+    OWNER,
+    STRANGER,
+    RunningBot,
+    make_runtime,  # noqa: F401
+    snapshot,
+    telegram_config,
+    texts,
+)
 
 
 @pytest.fixture
@@ -57,8 +64,12 @@ def test_group_answers_only_when_mentioned_or_replied_to(fake, start_bot, chat_s
     group = -100
     chat_server.set_handler(lambda req: '{"reply": "answer ' + str(len(chat_server.chat_requests)) + '"}')
     fake.send_message("just chatting", chat_id=group, chat_type="supergroup")
-    fake.send_message("@testbot what time is it?", chat_id=group, chat_type="supergroup",
-                      entities=[{"type": "mention", "offset": 0, "length": 8}])
+    fake.send_message(
+        "@testbot what time is it?",
+        chat_id=group,
+        chat_type="supergroup",
+        entities=[{"type": "mention", "offset": 0, "length": 8}],
+    )
     first = fake.wait_for_messages(group, 1)
     fake.send_message("and tomorrow?", chat_id=group, chat_type="supergroup", reply_to=first[0]["message_id"])
     fake.send_message("/help@testbot", chat_id=group, chat_type="supergroup")

@@ -6,7 +6,7 @@ import json
 from datetime import datetime, timedelta
 
 from assistant_framework.stores.tasks import TaskStore
-from tests.telegram_harness import OWNER, fake, start_bot, texts  # noqa: F401
+from tests.telegram_harness import OWNER, texts
 
 
 def _ask(fake, text: str, n: int) -> str:
@@ -30,8 +30,9 @@ def test_every_command_answers_without_the_model(fake, start_bot, chat_server, w
     assert "Unknown command /nope" in _ask(fake, "/nope", 10)
     # /status pings the model server (a models call), but nothing asks it for a chat completion
     assert chat_server.chat_requests == []
-    assert [c["command"] for c in fake.commands()] == [c[0] for c in __import__(
-        "messaging_llm_bot.frontends.commands", fromlist=["COMMANDS"]).COMMANDS]
+    assert [c["command"] for c in fake.commands()] == [
+        c[0] for c in __import__("messaging_llm_bot.frontends.commands", fromlist=["COMMANDS"]).COMMANDS
+    ]
 
 
 def test_reset_says_what_is_cleared_then_clears_on_confirmation(fake, start_bot, chat_server, workspace):

@@ -8,20 +8,29 @@ import re
 
 import pytest
 import telegram
-
-from messaging_llm_bot.frontends.telegram.format import (EMPTY_PLACEHOLDER, MessagePart, plain_parts, render_markdown,
-                                               utf16_len)
-from messaging_llm_bot.frontends.telegram.send import (TelegramDeliveryError, edit_text_safely, fit_plain_text,
-                                             send_markdown)
-from tests.fakes.bot_api import FakeBotAPI
 from telegramify_markdown import convert
+
+from messaging_llm_bot.frontends.telegram.format import (
+    EMPTY_PLACEHOLDER,
+    MessagePart,
+    plain_parts,
+    render_markdown,
+    utf16_len,
+)
+from messaging_llm_bot.frontends.telegram.send import (
+    TelegramDeliveryError,
+    edit_text_safely,
+    fit_plain_text,
+    send_markdown,
+)
+from tests.fakes.bot_api import FakeBotAPI
 
 WORDS = ["alpha", "beta", "gamma", "delta", "Grüße", "naïve", "😀smile", "日本語", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "end."]
 
 
 def entity_text(part: MessagePart, ent: dict) -> str:
     raw = part.text.encode("utf-16-le", "surrogatepass")
-    return raw[2 * ent["offset"]:2 * (ent["offset"] + ent["length"])].decode("utf-16-le", "surrogatepass")
+    return raw[2 * ent["offset"] : 2 * (ent["offset"] + ent["length"])].decode("utf-16-le", "surrogatepass")
 
 
 def assert_valid_entities(part: MessagePart) -> None:
@@ -40,7 +49,7 @@ def long_markdown(seed: int, chars: int) -> str:
         for _ in range(rng.randint(5, 120)):
             w = rng.choice(WORDS)
             words.append(rng.choice([w, w, w, f"**{w}**", f"_{w}_", f"`{w}`", f"[{w}](https://example.com/{w})"]))
-        lines = [" ".join(words[i:i + 15]) for i in range(0, len(words), 15)]
+        lines = [" ".join(words[i : i + 15]) for i in range(0, len(words), 15)]
         paragraphs.append("\n".join(lines))
         size += sum(len(x) for x in lines)
     return "\n\n".join(paragraphs)
@@ -170,8 +179,14 @@ def run_with_bot(fake: FakeBotAPI, body):
 
 
 def test_markdownv2_breaking_replies_are_delivered(fake: FakeBotAPI) -> None:
-    replies = ["Price: 3.50 (approx) - ok!", "*bold", "_snake_case_names_ and a_b_c", "1 + 1 = 2 #math {x} |y| ~z",
-               "<b>not html</b> & <3", "**Bold** with `code_here()` and [link](https://e.com/a_(b))"]
+    replies = [
+        "Price: 3.50 (approx) - ok!",
+        "*bold",
+        "_snake_case_names_ and a_b_c",
+        "1 + 1 = 2 #math {x} |y| ~z",
+        "<b>not html</b> & <3",
+        "**Bold** with `code_here()` and [link](https://e.com/a_(b))",
+    ]
 
     async def body(bot):
         return [await send_markdown(bot, 42, r) for r in replies]

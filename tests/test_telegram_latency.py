@@ -12,6 +12,7 @@ CHATS = 8
 def test_llm_max_concurrency_is_reached_through_telegram(fake, start_bot, chat_server):  # noqa: F811
     """Regression (19.2): turns ran in asyncio's default pool (6 threads on 2 cores), so at
     max_concurrency 8 the model never saw more than 6 requests at once."""
+
     def concurrency(config: dict) -> None:
         config["llm"]["max_concurrency"] = CHATS
 
@@ -28,6 +29,7 @@ def test_llm_max_concurrency_is_reached_through_telegram(fake, start_bot, chat_s
     start_bot(config_patch=concurrency, stream=False, allowed_user_ids=list(range(1, CHATS + 1)))
     for chat in range(1, CHATS + 1):
         fake.send_message(f"hello from {chat}", user_id=chat)
-    replies = fake.wait_for(lambda: (lambda r: r if all(r) else None)(
-        [texts(fake, chat) for chat in range(1, CHATS + 1)]), timeout=30)
+    replies = fake.wait_for(
+        lambda: (lambda r: r if all(r) else None)([texts(fake, chat) for chat in range(1, CHATS + 1)]), timeout=30
+    )
     assert all(r == ["all together"] for r in replies), replies

@@ -16,16 +16,22 @@ import requests
 
 from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
-from tests.telegram_harness import OWNER, fake, start_bot, texts  # noqa: F401
+from tests.telegram_harness import OWNER, texts
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _raw_message(update_id: int, message_id: int, text: str, chat_id: int = OWNER) -> dict:
-    return {"update_id": update_id, "message": {
-        "message_id": message_id, "date": int(time.time()), "text": text,
-        "chat": {"id": chat_id, "type": "private", "first_name": "Owner"},
-        "from": {"id": OWNER, "is_bot": False, "first_name": "Owner", "username": "owner"}}}
+    return {
+        "update_id": update_id,
+        "message": {
+            "message_id": message_id,
+            "date": int(time.time()),
+            "text": text,
+            "chat": {"id": chat_id, "type": "private", "first_name": "Owner"},
+            "from": {"id": OWNER, "is_bot": False, "first_name": "Owner", "username": "owner"},
+        },
+    }
 
 
 def test_reminders_pending_at_start_are_delivered_and_missed_ones_late(fake, start_bot, workspace):
@@ -120,8 +126,9 @@ def test_update_delivered_twice_is_answered_once_across_restart(fake, start_bot,
     assert len(fake.messages(OWNER)) == 2
 
 
-def test_reused_update_ids_after_moving_to_another_bot_api_server_are_answered(fake, start_bot, chat_server,
-                                                                                workspace, caplog):
+def test_reused_update_ids_after_moving_to_another_bot_api_server_are_answered(
+    fake, start_bot, chat_server, workspace, caplog
+):
     import logging
 
     from tests.fakes.bot_api import FakeBotAPI
@@ -140,7 +147,9 @@ def test_reused_update_ids_after_moving_to_another_bot_api_server_are_answered(f
         moved.wait_for(lambda: not workspace.list("state/inbox/pending/*/*.json"))
     asked = [r["messages"][-1]["content"].split("\n")[0] for r in chat_server.chat_requests]
     assert asked == ["old question", "newest on the old server", "hello from the new server", "and a second one"]
-    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "source id 3" in r.getMessage()]
+    warned = [
+        r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "source id 3" in r.getMessage()
+    ]
     assert len(warned) == 1 and "highest id seen 90000" in warned[0]
 
 
@@ -168,9 +177,15 @@ def test_no_token_exits_2_with_one_clear_line(bot_config, tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
-    proc = subprocess.run([sys.executable, "-m", "messaging_llm_bot", "--config", str(path),
-                           "--workspace", str(tmp_path / "ws")], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "messaging_llm_bot", "--config", str(path), "--workspace", str(tmp_path / "ws")],
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "token" in lines[0].lower()

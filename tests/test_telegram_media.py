@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from messaging_llm_bot.frontends.telegram.media import sanitize_name
-from tests.telegram_harness import OWNER, fake, start_bot, texts  # noqa: F401
+from tests.telegram_harness import OWNER, texts
 
 
 def test_document_is_saved_to_the_inbox_and_the_model_is_told(fake, start_bot, chat_server, workspace):
     start_bot()
     chat_server.enqueue('{"reply": "Got your report."}')
-    fake.send_document(OWNER, "Q3 report:final.pdf", b"%PDF-1.4 fake", caption="please file this",
-                       mime_type="application/pdf")
+    fake.send_document(
+        OWNER, "Q3 report:final.pdf", b"%PDF-1.4 fake", caption="please file this", mime_type="application/pdf"
+    )
     fake.wait_for(lambda: "Got your report." in texts(fake))
     saved = workspace.list("inbox/**/*")
     assert len(saved) == 1 and saved[0].endswith("/Q3 report_final.pdf"), saved
@@ -60,6 +61,7 @@ def test_voice_note_is_transcribed_then_answered(fake, start_bot, chat_server):
 
 def test_long_voice_note_transcript_is_echoed_in_parts_and_answered(fake, start_bot, chat_server):
     """A voice note of several minutes: its transcript is longer than one message (4096 units)."""
+
     def with_transcription(config):
         config["llm"]["transcription"] = {"base_url": chat_server.base_url, "model": "whisper-1"}
 
@@ -79,11 +81,25 @@ def test_long_voice_note_transcript_is_echoed_in_parts_and_answered(fake, start_
 def test_voice_without_transcription_and_stickers_get_a_not_supported_reply(fake, start_bot, chat_server):
     start_bot()
     fake.send_voice(OWNER, b"OggS")
-    fake.push_update({"message": {"message_id": 99, "date": 1, "chat": {"id": OWNER, "type": "private"},
-                                  "from": {"id": OWNER, "is_bot": False, "first_name": "O"},
-                                  "sticker": {"file_id": "S1", "file_unique_id": "SU1", "type": "regular",
-                                              "width": 1, "height": 1, "is_animated": False,
-                                              "is_video": False}}})
+    fake.push_update(
+        {
+            "message": {
+                "message_id": 99,
+                "date": 1,
+                "chat": {"id": OWNER, "type": "private"},
+                "from": {"id": OWNER, "is_bot": False, "first_name": "O"},
+                "sticker": {
+                    "file_id": "S1",
+                    "file_unique_id": "SU1",
+                    "type": "regular",
+                    "width": 1,
+                    "height": 1,
+                    "is_animated": False,
+                    "is_video": False,
+                },
+            }
+        }
+    )
     msgs = fake.wait_for_messages(OWNER, 2)
     assert "llm.transcription" in msgs[0]["text"]
     assert "can't handle a sticker" in msgs[1]["text"]

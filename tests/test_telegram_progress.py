@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.telegram_harness import OWNER, all_bot_texts, fake, start_bot, texts  # noqa: F401
+from tests.telegram_harness import OWNER, all_bot_texts, texts
 
 CALL = '{"skill": "add", "args": {"a": 2, "b": 3}}'
 
@@ -25,8 +25,9 @@ def test_streamed_answer_arrives_by_edits_and_never_shows_a_call(fake, start_bot
     start_bot(stream=True)
     chat_server.enqueue({"content": CALL, "chunk_delay": 0.05})
     words = [f"word{i} " for i in range(14)]
-    chat_server.enqueue({"content": "".join(words).strip() + " **done**", "stream_chunks": words + ["**done**"],
-                         "chunk_delay": 0.25})
+    chat_server.enqueue(
+        {"content": "".join(words).strip() + " **done**", "stream_chunks": words + ["**done**"], "chunk_delay": 0.25}
+    )
     fake.send_message("stream please")
     fake.wait_for(lambda: any(t.endswith("done") for t in texts(fake)))
     assert chat_server.chat_requests[0]["stream"] is True

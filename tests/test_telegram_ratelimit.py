@@ -18,8 +18,9 @@ async def _call(limiter: ReplyFirstRateLimiter, log: list, endpoint: str, chat_i
         log.append(name)
         return True
 
-    return await limiter.process_request(callback, (endpoint, {"chat_id": chat_id}), {}, endpoint,
-                                         {"chat_id": chat_id}, OPTIONAL if optional else None)
+    return await limiter.process_request(
+        callback, (endpoint, {"chat_id": chat_id}), {}, endpoint, {"chat_id": chat_id}, OPTIONAL if optional else None
+    )
 
 
 def test_typing_and_progress_edits_are_skipped_while_a_reply_waits():

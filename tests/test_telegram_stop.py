@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.telegram_harness import OWNER, fake, start_bot, texts  # noqa: F401
+from tests.telegram_harness import texts
 from tests.test_telegram_approval import DELETE, _question
 
 WORDS = " ".join(f"word{i}" for i in range(300))

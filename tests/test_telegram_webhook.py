@@ -7,7 +7,7 @@ import time
 
 import requests
 
-from tests.telegram_harness import OWNER, fake, start_bot, texts  # noqa: F401
+from tests.telegram_harness import OWNER, texts
 
 
 def free_port() -> int:
@@ -18,9 +18,16 @@ def free_port() -> int:
 
 def update(update_id: int, text: str, user_id: int = OWNER) -> dict:
     user = {"id": user_id, "is_bot": False, "first_name": "Owner", "username": "owner"}
-    return {"update_id": update_id, "message": {
-        "message_id": update_id, "date": int(time.time()), "chat": {"id": user_id, "type": "private"},
-        "from": user, "text": text}}
+    return {
+        "update_id": update_id,
+        "message": {
+            "message_id": update_id,
+            "date": int(time.time()),
+            "chat": {"id": user_id, "type": "private"},
+            "from": user,
+            "text": text,
+        },
+    }
 
 
 def post(port: int, body: dict, secret: str | None) -> requests.Response:
@@ -38,8 +45,15 @@ def post(port: int, body: dict, secret: str | None) -> requests.Response:
 
 def test_webhook_mode_registers_and_answers(fake, start_bot, chat_server):
     port = free_port()
-    start_bot(mode="webhook", webhook={"listen": "127.0.0.1", "port": port, "url": f"http://127.0.0.1:{port}/telegram",
-                                       "secret_token": "s3cret-token-0123456789"})
+    start_bot(
+        mode="webhook",
+        webhook={
+            "listen": "127.0.0.1",
+            "port": port,
+            "url": f"http://127.0.0.1:{port}/telegram",
+            "secret_token": "s3cret-token-0123456789",
+        },
+    )
     registered = fake.wait_for(lambda: fake.calls("setWebhook"), timeout=10)
     assert registered[0]["params"]["url"] == f"http://127.0.0.1:{port}/telegram"
     assert registered[0]["params"]["secret_token"] == "s3cret-token-0123456789"
@@ -53,8 +67,9 @@ def test_webhook_mode_registers_and_answers(fake, start_bot, chat_server):
     assert len(chat_server.chat_requests) == 1  # the refused update never reached the model
 
 
-def test_webhook_without_configured_secret_generates_one_and_refuses_forgeries(fake, start_bot, chat_server,
-                                                                               workspace, monkeypatch, caplog):
+def test_webhook_without_configured_secret_generates_one_and_refuses_forgeries(
+    fake, start_bot, chat_server, workspace, monkeypatch, caplog
+):
     """Issue 14.1: no secret configured must not mean "accept anything": forged updates get 403."""
     import hmac
     import logging
@@ -64,8 +79,7 @@ def test_webhook_without_configured_secret_generates_one_and_refuses_forgeries(f
     monkeypatch.setattr(hmac, "compare_digest", lambda a, b: compared.append(1) or real_compare(a, b))
     port = free_port()
     caplog.set_level(logging.INFO)
-    start_bot(mode="webhook", webhook={"listen": "127.0.0.1", "port": port,
-                                       "url": f"http://127.0.0.1:{port}/telegram"})
+    start_bot(mode="webhook", webhook={"listen": "127.0.0.1", "port": port, "url": f"http://127.0.0.1:{port}/telegram"})
     registered = fake.wait_for(lambda: fake.calls("setWebhook"), timeout=10)
     secret = registered[0]["params"].get("secret_token")
     assert secret and len(secret) >= 32
@@ -77,7 +91,9 @@ def test_webhook_without_configured_secret_generates_one_and_refuses_forgeries(f
     no_header = post(port, update(910, "forged"), secret=None)
     assert post(port, update(910, "forged"), secret="").status_code == 403
     assert no_header.status_code == 403
-    assert post(port, update(911, "forged"), secret=secret[:-1] + ("A" if secret[-1] != "A" else "B")).status_code == 403
+    assert (
+        post(port, update(911, "forged"), secret=secret[:-1] + ("A" if secret[-1] != "A" else "B")).status_code == 403
+    )
     assert compared, "the secret must be compared with hmac.compare_digest"
     assert post(port, update(912, "hello"), secret=secret).status_code == 200
     fake.wait_for(lambda: "the owner's private note" in texts(fake), timeout=10)
@@ -87,8 +103,10 @@ def test_webhook_without_configured_secret_generates_one_and_refuses_forgeries(f
 def test_webhook_secret_is_reused_across_restarts(fake, start_bot, workspace):
     port = free_port()
     workspace.write_text("state/webhook_secret", "kept-secret-from-last-run-0123456789\n")
-    start_bot(mode="webhook", webhook={"listen": "127.0.0.1", "port": port,
-                                       "url": f"http://127.0.0.1:{port}/telegram", "secret_token": ""})
+    start_bot(
+        mode="webhook",
+        webhook={"listen": "127.0.0.1", "port": port, "url": f"http://127.0.0.1:{port}/telegram", "secret_token": ""},
+    )
     registered = fake.wait_for(lambda: fake.calls("setWebhook"), timeout=10)
     assert registered[0]["params"]["secret_token"] == "kept-secret-from-last-run-0123456789"
 
@@ -99,7 +117,11 @@ def test_short_webhook_secret_is_a_config_error(tmp_path):
     import sys
 
     (tmp_path / "config.json").write_text(json.dumps({"telegram": {"webhook": {"secret_token": "abc"}}}))
-    proc = subprocess.run([sys.executable, "-m", "assistant_framework", "config", "validate", "--config",
-                           str(tmp_path / "config.json")], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "assistant_framework", "config", "validate", "--config", str(tmp_path / "config.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "secret_token" in proc.stdout + proc.stderr

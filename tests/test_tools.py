@@ -12,14 +12,27 @@ from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
 from tests.fakes.chat_server import FakeChatServer
 
-TWO_CALLS = [{"id": "call_a", "name": "add", "arguments": {"a": 2, "b": 3}},
-             {"id": "call_b", "name": "add", "arguments": '{"a": 10, "b": 1}'}]
+TWO_CALLS = [
+    {"id": "call_a", "name": "add", "arguments": {"a": 2, "b": 3}},
+    {"id": "call_b", "name": "add", "arguments": '{"a": 10, "b": 1}'},
+]
 
 
 def _agent(server, tmp_path, skills_dir, transport: str) -> Agent:
     config = {
-        "llm": {"runners": [{"name": "fake", "base_url": server.base_url, "model": "m", "timeout_seconds": 10,
-                             "tool_transport": transport}], "max_skill_rounds": 3, "retries_per_runner": 0},
+        "llm": {
+            "runners": [
+                {
+                    "name": "fake",
+                    "base_url": server.base_url,
+                    "model": "m",
+                    "timeout_seconds": 10,
+                    "tool_transport": transport,
+                }
+            ],
+            "max_skill_rounds": 3,
+            "retries_per_runner": 0,
+        },
         "runtime": {"timezone": "UTC", "skills_dirs": [str(skills_dir)]},
     }
     workspace = Workspace(tmp_path / "ws")
@@ -34,13 +47,17 @@ def test_native_tool_calls_run_and_results_go_back_as_tool_messages(tmp_path, te
         result = agent.handle_message("c", "add 2+3 and 10+1", stream=stream)
         assert (result.reply, result.ok) == ("5 and 11.", True)
         assert [(c["skill"], c["args"], c["ok"]) for c in result.skill_calls] == [
-            ("add", {"a": 2, "b": 3}, True), ("add", {"a": 10, "b": 1}, True)]
+            ("add", {"a": 2, "b": 3}, True),
+            ("add", {"a": 10, "b": 1}, True),
+        ]
         first, second = server.chat_requests
         assert {t["function"]["name"] for t in first["tools"]} >= {"add", "save_note"}
         assert "response_format" not in first
         sent = second["messages"]
         assert [c["id"] for c in sent[-3]["tool_calls"]] == ["call_a", "call_b"]
-        assert isinstance(sent[-3]["content"], str)  # never null: llama-cpp-python rejects it (tests/test_real_model.py)
+        assert isinstance(
+            sent[-3]["content"], str
+        )  # never null: llama-cpp-python rejects it (tests/test_real_model.py)
         assert [(m["role"], m["tool_call_id"]) for m in sent[-2:]] == [("tool", "call_a"), ("tool", "call_b")]
         assert '"sum": 5' in sent[-2]["content"] and '"sum": 11' in sent[-1]["content"]
 
@@ -78,7 +95,9 @@ def test_tool_parameters_are_the_grammar_safe_schema_and_keep_descriptions():
     from messaging_llm_bot.llm.tools import tool_specs
 
     schema = {
-        "type": "object", "additionalProperties": False, "required": ["action"],
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["action"],
         "properties": {
             "action": {"type": "string", "const": "add", "description": "what to do"},
             "at": {"type": "string", "pattern": r"^\d{4}-\d\d-\d\d", "format": "date-time", "description": "when"},
@@ -87,7 +106,8 @@ def test_tool_parameters_are_the_grammar_safe_schema_and_keep_descriptions():
     }
     (spec,) = tool_specs([("reminders", "Timed reminders", schema)])
     assert spec["function"]["parameters"] == {
-        "type": "object", "required": ["action"],
+        "type": "object",
+        "required": ["action"],
         "properties": {
             "action": {"type": "string", "enum": ["add"], "description": "what to do"},
             "at": {"type": "string", "description": "when"},
@@ -96,13 +116,24 @@ def test_tool_parameters_are_the_grammar_safe_schema_and_keep_descriptions():
     }
     assert schema["properties"]["at"]["pattern"]  # the skill's own schema is untouched
     (empty,) = tool_specs([("time", "", None)])
-    assert empty["function"] == {"name": "time", "description": "time", "parameters": {"type": "object", "properties": {}}}
+    assert empty["function"] == {
+        "name": "time",
+        "description": "time",
+        "parameters": {"type": "object", "properties": {}},
+    }
 
 
 def test_auto_answers_with_the_json_protocol_when_the_tools_make_the_prompt_too_long(tmp_path, test_skills_dir):
-    too_long = {"status": 400, "body": {"error": {
-        "message": "This model's maximum context length is 4096 tokens. However, you requested 6874 tokens "
-                   "(6074 in the messages, 800 in the completion).", "type": "invalid_request_error"}}}
+    too_long = {
+        "status": 400,
+        "body": {
+            "error": {
+                "message": "This model's maximum context length is 4096 tokens. However, you requested 6874 tokens "
+                "(6074 in the messages, 800 in the completion).",
+                "type": "invalid_request_error",
+            }
+        },
+    }
     with FakeChatServer() as server:
         agent = _agent(server, tmp_path, test_skills_dir, "auto")
         server.enqueue(too_long, '{"reply": "fine"}', "also fine")
@@ -131,7 +162,9 @@ def test_streamed_calls_that_share_or_lack_an_index_stay_separate_calls(tmp_path
         result = agent.handle_message("c", "add 2+3 and 10+1", stream=True)
         assert (result.reply, result.ok) == ("5 and 11.", True)
         assert [(c["skill"], c["args"], c["ok"]) for c in result.skill_calls] == [
-            ("add", {"a": 2, "b": 3}, True), ("add", {"a": 10, "b": 1}, True)]
+            ("add", {"a": 2, "b": 3}, True),
+            ("add", {"a": 10, "b": 1}, True),
+        ]
         sent = server.chat_requests[1]["messages"]
         assert [c["id"] for c in sent[-3]["tool_calls"]] == ["call_a", "call_b"]
         assert [(m["role"], m["tool_call_id"]) for m in sent[-2:]] == [("tool", "call_a"), ("tool", "call_b")]
@@ -144,7 +177,9 @@ def test_a_name_repeated_in_every_streamed_delta_is_the_name_once(tmp_path, test
         server.enqueue({"tool_calls": TWO_CALLS, "tool_name_each_delta": True}, "5 and 11.")
         result = agent.handle_message("c", "add 2+3 and 10+1", stream=True)
         assert [(c["skill"], c["args"], c["ok"]) for c in result.skill_calls] == [
-            ("add", {"a": 2, "b": 3}, True), ("add", {"a": 10, "b": 1}, True)]
+            ("add", {"a": 2, "b": 3}, True),
+            ("add", {"a": 10, "b": 1}, True),
+        ]
         assert [c["function"]["name"] for c in server.chat_requests[1]["messages"][-3]["tool_calls"]] == ["add", "add"]
 
 
@@ -153,7 +188,9 @@ def test_the_reasoning_of_a_tool_call_answer_goes_back_with_it(tmp_path, test_sk
     # DeepSeek's thinking mode answers HTTP 400 when an assistant turn with tool_calls comes back without it.
     with FakeChatServer(reasoning_back=True) as server:
         agent = _agent(server, tmp_path, test_skills_dir, "native")
-        server.enqueue({"tool_calls": TWO_CALLS[:1], "reasoning": "2+3, use add"}, {"content": "5.", "reasoning": "done"})
+        server.enqueue(
+            {"tool_calls": TWO_CALLS[:1], "reasoning": "2+3, use add"}, {"content": "5.", "reasoning": "done"}
+        )
         result = agent.handle_message("c", "add 2+3", stream=stream)
         assert (result.reply, result.ok) == ("5.", True)
         assert [c["skill"] for c in result.skill_calls] == ["add"]
@@ -165,9 +202,14 @@ def test_reasoning_goes_back_in_the_field_the_server_used(tmp_path, test_skills_
     # Ollama and vLLM name it `reasoning`; nothing is sent back for a <think> block the content held.
     with FakeChatServer() as server:
         agent = _agent(server, tmp_path, test_skills_dir, "native")
-        server.enqueue({"tool_calls": TWO_CALLS[:1], "reasoning": "use add", "reasoning_field": "reasoning"},
-                       {"tool_calls": [{"id": "call_c", "name": "add", "arguments": {"a": 1, "b": 1}}], "content": "<think>again</think>"},
-                       "done")
+        server.enqueue(
+            {"tool_calls": TWO_CALLS[:1], "reasoning": "use add", "reasoning_field": "reasoning"},
+            {
+                "tool_calls": [{"id": "call_c", "name": "add", "arguments": {"a": 1, "b": 1}}],
+                "content": "<think>again</think>",
+            },
+            "done",
+        )
         agent.handle_message("c", "add 2+3 then 1+1")
         first, second = (m for m in server.chat_requests[2]["messages"] if m.get("tool_calls"))
         assert first["reasoning"] == "use add" and "reasoning_content" not in first
@@ -203,7 +245,9 @@ def test_a_skill_name_servers_refuse_as_a_function_name_is_offered_in_their_form
 def test_a_skill_whose_name_a_model_cannot_write_back_is_a_load_error_with_a_suggestion(tmp_path):
     folder = tmp_path / "skills" / "buecher"
     folder.mkdir(parents=True)
-    (folder / "__init__.py").write_text('NAME = "bücher liste"\nDESCRIPTION = "Books"\ndef run(workspace, args):\n    return "ok"\n')
+    (folder / "__init__.py").write_text(
+        'NAME = "bücher liste"\nDESCRIPTION = "Books"\ndef run(workspace, args):\n    return "ok"\n'
+    )
     (folder / "README.md").write_text("# bücher\n\n## What it does\n\nBooks.\n")
     manager = SkillManager([tmp_path / "skills"], Workspace(tmp_path / "ws"))
     manager.ensure_loaded()

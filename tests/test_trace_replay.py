@@ -10,8 +10,8 @@ from assistant_framework.evals.cases import CASE_SCHEMA
 from assistant_framework.skills import SkillManager
 from assistant_framework.traces import TraceStore
 from messaging_llm_bot.agent.loop import Agent
-from messaging_llm_bot.llm.client import LLMClient
 from messaging_llm_bot.evals.replay import compare_actions, export_cases, format_replay, replay_trace
+from messaging_llm_bot.llm.client import LLMClient
 
 FIXED = datetime(2026, 3, 3, 13, 5, tzinfo=timezone.utc)
 
@@ -21,8 +21,10 @@ def record_turns(bot_config, workspace, chat_server) -> list[dict]:
     skills = SkillManager.from_config(bot_config, workspace)
     agent = Agent(bot_config, workspace, skills, LLMClient(bot_config["llm"]), clock=lambda: FIXED)
     chat_server.enqueue(
-        '{"skill": "add", "args": {"a": 2, "b": 3}}', '{"reply": "5"}',
-        '{"skill": "save_note", "args": {"name": "milk", "text": "buy milk"}}', '{"reply": "Saved."}',
+        '{"skill": "add", "args": {"a": 2, "b": 3}}',
+        '{"reply": "5"}',
+        '{"skill": "save_note", "args": {"name": "milk", "text": "buy milk"}}',
+        '{"reply": "Saved."}',
         '{"reply": "Hello!"}',
     )
     for text in ("what is 2+3?", "note: buy milk", "hi"):
@@ -95,7 +97,19 @@ def test_replay_and_export_cli(bot_config, workspace, chat_server, tmp_path, cap
     for section in ("llm", "runtime"):
         (config_dir / f"{section}.json").write_text(json.dumps(bot_config[section]))
     chat_server.enqueue('{"skill": "add", "args": {"a": 2, "b": 3}}', '{"reply": "Hi!"}')
-    code = main(["trace", "replay", "--last", "2", "--workspace", str(workspace.root), "--config", str(config_dir), "--current-prompt"])
+    code = main(
+        [
+            "trace",
+            "replay",
+            "--last",
+            "2",
+            "--workspace",
+            str(workspace.root),
+            "--config",
+            str(config_dir),
+            "--current-prompt",
+        ]
+    )
     assert code == 1  # one request changed: the replay found something to look at
     out = capsys.readouterr().out
     assert "CHANGED" in out and "SAME" in out and "2 request(s) replayed" in out
@@ -104,6 +118,8 @@ def test_replay_and_export_cli(bot_config, workspace, chat_server, tmp_path, cap
 
     out_file = tmp_path / "cases" / "mine.yaml"
     out_file.parent.mkdir()
-    assert main(["trace", "export-cases", "--last", "3", "--workspace", str(workspace.root), "--out", str(out_file)]) == 0
+    assert (
+        main(["trace", "export-cases", "--last", "3", "--workspace", str(workspace.root), "--out", str(out_file)]) == 0
+    )
     cases = yaml.safe_load(out_file.read_text())["cases"]
     assert [c["expect"]["skill"] for c in cases] == ["add", "save_note", None]

@@ -31,7 +31,13 @@ def test_a_failed_trace_write_is_logged_and_later_traces_still_written(workspace
 
 
 def test_turn_returns_before_its_trace_is_written(bot_config, workspace, chat_server):
-    agent = Agent(bot_config, workspace, SkillManager.from_config(bot_config, workspace), LLMClient(bot_config["llm"]), background_traces=True)
+    agent = Agent(
+        bot_config,
+        workspace,
+        SkillManager.from_config(bot_config, workspace),
+        LLMClient(bot_config["llm"]),
+        background_traces=True,
+    )
     gate = threading.Event()
     agent.traces.write_later({"id": new_trace_id(), "time": "x"})  # warm the writer up
     assert agent.drain(5)

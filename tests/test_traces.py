@@ -7,8 +7,15 @@ from datetime import datetime, timezone
 
 from assistant_framework.cli import main as cli_main
 from assistant_framework.skills import SkillManager
+from assistant_framework.traces import (
+    TraceStore,
+    aggregate_usage,
+    collect_secrets,
+    new_trace_id,
+    redact_secrets,
+    trace_path,
+)
 from assistant_framework.workspace import Workspace
-from assistant_framework.traces import TraceStore, aggregate_usage, collect_secrets, new_trace_id, redact_secrets, trace_path
 from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
 from tests.fakes.chat_server import FakeChatServer
@@ -31,8 +38,10 @@ def test_trace_written_with_requests_sizes_and_redaction(bot_config, workspace):
         bot_config["telegram"]["token"] = BOT_TOKEN
         agent = make_agent(bot_config, workspace)
         # The first answer is held back 0.2 s: the trace must show at least that as the request's time.
-        server.enqueue({"content": '{"skill": "add", "args": {"a": 1, "b": 2}}', "delay": 0.2},
-                       f"Your token is {BOT_TOKEN} and key {API_KEY}")
+        server.enqueue(
+            {"content": '{"skill": "add", "args": {"a": 1, "b": 2}}', "delay": 0.2},
+            f"Your token is {BOT_TOKEN} and key {API_KEY}",
+        )
         result = agent.handle_message("c1", f"tell me {BOT_TOKEN}")
     assert result.ok and result.trace_id
     trace = TraceStore(workspace).load(result.trace_id)
@@ -73,8 +82,13 @@ def test_trace_ids_sort_by_time_and_map_to_day_folders():
 
 
 def test_collect_and_redact_secrets():
-    config = {"llm": {"runners": [{"api_key": "sk-abcdef"}]}, "telegram": {"token": "tok-123456", "webhook": {"secret_token": "s3cr3t!"}},
-              "collectors": {"mail": {"password": "hunter22"}}, "runtime": {"timezone": "UTC"}, "x": {"token": ""}}
+    config = {
+        "llm": {"runners": [{"api_key": "sk-abcdef"}]},
+        "telegram": {"token": "tok-123456", "webhook": {"secret_token": "s3cr3t!"}},
+        "collectors": {"mail": {"password": "hunter22"}},
+        "runtime": {"timezone": "UTC"},
+        "x": {"token": ""},
+    }
     secrets = collect_secrets(config, extra=["env-key-9999"])
     assert set(secrets) == {"sk-abcdef", "tok-123456", "s3cr3t!", "hunter22", "env-key-9999"}
     redacted = redact_secrets({"a": ["xx hunter22 yy"], "hunter22": 1, "n": 5}, secrets)
@@ -119,16 +133,29 @@ def test_cli_on_a_folder_that_is_not_a_workspace_exits_2_and_creates_nothing(tmp
     config = tmp_path / "cfg"
     config.mkdir()
     for argv in (["trace", "list"], ["memory", "stats"], ["collectors", "status"], ["trace", "last-prompt"]):
-        assert cli_main([*argv, "--workspace", str(typo)] + (["--config", str(config)] if argv[0] != "trace" else [])) == 2, argv
+        assert (
+            cli_main([*argv, "--workspace", str(typo)] + (["--config", str(config)] if argv[0] != "trace" else [])) == 2
+        ), argv
         assert "not a workspace" in capsys.readouterr().err
     assert not typo.exists()
 
 
 def test_stats_per_day_and_model(workspace):
     store = TraceStore(workspace)
+
     def trace(day, model, prompt, cached, seconds):
-        return {"id": new_trace_id(datetime.fromisoformat(f"{day}T10:00:00+00:00")), "time": f"{day}T11:00:00+01:00",
-                "requests": [{"model": model, "elapsed_s": seconds, "usage": {"prompt_tokens": prompt, "completion_tokens": 5, "cached_tokens": cached}}]}
+        return {
+            "id": new_trace_id(datetime.fromisoformat(f"{day}T10:00:00+00:00")),
+            "time": f"{day}T11:00:00+01:00",
+            "requests": [
+                {
+                    "model": model,
+                    "elapsed_s": seconds,
+                    "usage": {"prompt_tokens": prompt, "completion_tokens": 5, "cached_tokens": cached},
+                }
+            ],
+        }
+
     store.write(trace("2026-03-01", "m1", 100, 50, 1.0))
     store.write(trace("2026-03-02", "m1", 200, 0, 2.0))
     store.write(trace("2026-03-02", "m2", 300, 100, 0.5))
@@ -136,17 +163,28 @@ def test_stats_per_day_and_model(workspace):
     stats = store.stats(days=30, now=datetime(2026, 3, 3, tzinfo=timezone.utc))
     assert set(stats["by_day"]) == {"2026-03-01", "2026-03-02"}
     assert stats["by_day"]["2026-03-02"]["prompt_tokens"] == 500 and stats["by_day"]["2026-03-02"]["turns"] == 2
-    assert stats["by_model"]["m1"] == {"turns": 2, "requests": 2, "model_s": 3.0, "prompt_tokens": 300,
-                                       "completion_tokens": 10, "cached_tokens": 50, "reasoning_tokens": 0}
+    assert stats["by_model"]["m1"] == {
+        "turns": 2,
+        "requests": 2,
+        "model_s": 3.0,
+        "prompt_tokens": 300,
+        "completion_tokens": 10,
+        "cached_tokens": 50,
+        "reasoning_tokens": 0,
+    }
     assert stats["total"]["cached_tokens"] == 150
-    assert aggregate_usage([]) ["total"]["turns"] == 0
+    assert aggregate_usage([])["total"]["turns"] == 0
 
 
 def test_stats_outlive_trace_pruning(workspace):
     store = TraceStore(workspace, keep=1)
     for hour in range(3):
-        store.write({"time": f"2026-03-02T1{hour}:00:00+00:00",
-                     "requests": [{"model": "m1", "elapsed_s": 1.0, "usage": {"prompt_tokens": 10, "completion_tokens": 1}}]})
+        store.write(
+            {
+                "time": f"2026-03-02T1{hour}:00:00+00:00",
+                "requests": [{"model": "m1", "elapsed_s": 1.0, "usage": {"prompt_tokens": 10, "completion_tokens": 1}}],
+            }
+        )
     assert len(store.ids()) == 1  # only one trace kept ...
     stats = store.stats(days=30, now=datetime(2026, 3, 3, tzinfo=timezone.utc))
     assert stats["total"]["turns"] == 3 and stats["total"]["prompt_tokens"] == 30  # ... but /stats saw all three
@@ -157,10 +195,26 @@ def test_a_damaged_trace_costs_only_itself_in_the_cli(workspace, capsys):
     """A trace cut in half (disk full, a copy interrupted) made every trace command an internal error."""
     store = TraceStore(workspace)
     request = {"model": "m", "messages": [{"role": "user", "content": "older question"}], "usage": {"prompt_tokens": 5}}
-    older = store.write({"id": new_trace_id(datetime(2026, 6, 1, 10, tzinfo=timezone.utc)), "time": "2026-06-01T10:00:00+00:00",
-                         "conversation": "c", "model": "m", "rounds": 1, "requests": [request]})
-    newer = store.write({"id": new_trace_id(datetime(2026, 6, 2, 10, tzinfo=timezone.utc)), "time": "2026-06-02T10:00:00+00:00",
-                         "conversation": "c", "model": "m", "rounds": 1, "requests": [request]})
+    older = store.write(
+        {
+            "id": new_trace_id(datetime(2026, 6, 1, 10, tzinfo=timezone.utc)),
+            "time": "2026-06-01T10:00:00+00:00",
+            "conversation": "c",
+            "model": "m",
+            "rounds": 1,
+            "requests": [request],
+        }
+    )
+    newer = store.write(
+        {
+            "id": new_trace_id(datetime(2026, 6, 2, 10, tzinfo=timezone.utc)),
+            "time": "2026-06-02T10:00:00+00:00",
+            "conversation": "c",
+            "model": "m",
+            "rounds": 1,
+            "requests": [request],
+        }
+    )
     cut = workspace.path(trace_path(newer))
     cut.write_text(cut.read_text()[:40])
     root = str(workspace.root)
@@ -174,7 +228,12 @@ def test_a_damaged_trace_costs_only_itself_in_the_cli(workspace, capsys):
 
     assert cli_main(["trace", "show", newer, "--workspace", root]) == 1
     captured = capsys.readouterr()
-    assert captured.out == "" and newer in captured.err and "damaged" in captured.err and "internal error" not in captured.err
+    assert (
+        captured.out == ""
+        and newer in captured.err
+        and "damaged" in captured.err
+        and "internal error" not in captured.err
+    )
 
     assert cli_main(["trace", "last-prompt", "--workspace", root]) == 0
     captured = capsys.readouterr()
@@ -186,29 +245,55 @@ def test_a_damaged_trace_costs_only_itself_in_the_cli(workspace, capsys):
 def test_stats_skip_ledger_rows_of_the_wrong_shape(workspace):
     """A hand-edited usage line that is JSON but not a usage row made /stats and the web page's usage fail."""
     now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
-    good = {"time": "2026-06-10T10:00:00+00:00", "requests": [{"model": "m", "elapsed_s": 1.5, "usage": {"prompt_tokens": 100}}]}
-    lines = [good, {"time": "2026-06-10T10:01:00+00:00", "requests": "x"},
-             {"time": "2026-06-10T10:02:00+00:00", "requests": [7, {"model": "m", "elapsed_s": "slow", "usage": {"prompt_tokens": "lots"}}]},
-             {"time": "2026-06-10T10:03:00+00:00", "requests": [{"model": "m", "usage": [1]}]}]
+    good = {
+        "time": "2026-06-10T10:00:00+00:00",
+        "requests": [{"model": "m", "elapsed_s": 1.5, "usage": {"prompt_tokens": 100}}],
+    }
+    lines = [
+        good,
+        {"time": "2026-06-10T10:01:00+00:00", "requests": "x"},
+        {
+            "time": "2026-06-10T10:02:00+00:00",
+            "requests": [7, {"model": "m", "elapsed_s": "slow", "usage": {"prompt_tokens": "lots"}}],
+        },
+        {"time": "2026-06-10T10:03:00+00:00", "requests": [{"model": "m", "usage": [1]}]},
+    ]
     workspace.write_text("state/usage/2026-06.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
     stats = TraceStore(workspace).stats(days=30, now=now)
     assert stats["total"]["prompt_tokens"] == 100 and stats["total"]["model_s"] == 1.5 and stats["total"]["turns"] == 4
 
 
-def test_trace_show_and_last_prompt_mask_the_configs_secrets_even_in_an_old_trace(bot_config, workspace, chat_server,
-                                                                                   tmp_path, capsys):
+def test_trace_show_and_last_prompt_mask_the_configs_secrets_even_in_an_old_trace(
+    bot_config, workspace, chat_server, tmp_path, capsys
+):
     """A trace written before a key was configured holds it in clear; printing it masks it."""
     agent = make_agent(bot_config, workspace)
     chat_server.enqueue('{"reply": "noted"}')
     result = agent.handle_message("conv-a", "my new key is sk-live-0123456789abcdef, keep it")
     assert "sk-live-0123456789abcdef" in workspace.read_text(trace_path(result.trace_id))  # not a secret back then
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"llm": {"runners": [{"name": "x", "base_url": "http://127.0.0.1:9/v1", "model": "m",
-                                                        "api_key": "sk-live-0123456789abcdef"}]}}))
+    config.write_text(
+        json.dumps(
+            {
+                "llm": {
+                    "runners": [
+                        {
+                            "name": "x",
+                            "base_url": "http://127.0.0.1:9/v1",
+                            "model": "m",
+                            "api_key": "sk-live-0123456789abcdef",
+                        }
+                    ]
+                }
+            }
+        )
+    )
     root = str(workspace.root)
-    for argv in (["trace", "show", result.trace_id, "--workspace", root, "--config", str(config)],
-                 ["trace", "last-prompt", "--workspace", root, "--config", str(config)],
-                 ["trace", "last-prompt", "--json", "--workspace", root, "--config", str(config)]):
+    for argv in (
+        ["trace", "show", result.trace_id, "--workspace", root, "--config", str(config)],
+        ["trace", "last-prompt", "--workspace", root, "--config", str(config)],
+        ["trace", "last-prompt", "--json", "--workspace", root, "--config", str(config)],
+    ):
         assert cli_main(argv) == 0
         out = capsys.readouterr().out
         assert "sk-live-0123456789abcdef" not in out and "***" in out, argv

@@ -22,8 +22,22 @@ API_KEY = "sk-web-bot-secret-778899"
 
 def _config(folder: Path, base_url: str, skills_dir: Path, web: dict) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "llm.json").write_text(json.dumps({"runners": [{"name": "fake", "base_url": base_url, "model": "fake-model",
-                                                              "api_key": API_KEY, "timeout_seconds": 10}], "retries_per_runner": 0}))
+    (folder / "llm.json").write_text(
+        json.dumps(
+            {
+                "runners": [
+                    {
+                        "name": "fake",
+                        "base_url": base_url,
+                        "model": "fake-model",
+                        "api_key": API_KEY,
+                        "timeout_seconds": 10,
+                    }
+                ],
+                "retries_per_runner": 0,
+            }
+        )
+    )
     (folder / "runtime.json").write_text(json.dumps({"timezone": "UTC", "skills_dirs": [str(skills_dir)]}))
     (folder / "telegram.json").write_text(json.dumps({"token": ""}))
     (folder / "memory.json").write_text(json.dumps({"enabled": True, "extract_facts": False}))
@@ -33,11 +47,29 @@ def _config(folder: Path, base_url: str, skills_dir: Path, web: dict) -> Path:
 
 def test_the_console_bot_serves_the_page_with_its_live_conversation(tmp_path, chat_server, test_skills_dir):
     config = _config(tmp_path / "config", chat_server.base_url, test_skills_dir, {"enabled": True, "port": 0})
-    chat_server.enqueue('{"skill": "save_note", "args": {"name": "milk", "text": "oat milk"}}', '{"reply": "Noted: oat milk."}')
+    chat_server.enqueue(
+        '{"skill": "save_note", "args": {"name": "milk", "text": "oat milk"}}', '{"reply": "Noted: oat milk."}'
+    )
     env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
-    proc = subprocess.Popen([sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config),
-                             "--workspace", str(tmp_path / "ws")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "messaging_llm_bot",
+            "--frontend",
+            "console",
+            "--config",
+            str(config),
+            "--workspace",
+            str(tmp_path / "ws"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=env,
+    )
     try:
         banner = ""
         while not banner.startswith("web page:"):
@@ -66,7 +98,9 @@ def test_the_console_bot_serves_the_page_with_its_live_conversation(tmp_path, ch
 
 
 def test_the_page_sees_the_runtime_after_a_reload(tmp_path, chat_server, test_skills_dir):
-    config = _config(tmp_path / "config", chat_server.base_url, test_skills_dir, {"enabled": True, "port": 0, "token": WEB_TOKEN})
+    config = _config(
+        tmp_path / "config", chat_server.base_url, test_skills_dir, {"enabled": True, "port": 0, "token": WEB_TOKEN}
+    )
     runtime = build_runtime(config, tmp_path / "ws")
     server = start_if_enabled(runtime)
     try:
@@ -102,7 +136,11 @@ def test_the_access_log_never_holds_the_token(tmp_path, caplog):
             requests.get(f"{site.base}/memory?token={WEB_TOKEN}")
             requests.get(f"{site.base}/nowhere?token={WEB_TOKEN}x")
             requests.get(f"{site.base}/file?path=../x&token={WEB_TOKEN}")
-            requests.post(f"{site.base}/api/file?path=../x&token={WEB_TOKEN}", headers={"Authorization": f"Bearer {WEB_TOKEN}"}, json={"content": ""})
+            requests.post(
+                f"{site.base}/api/file?path=../x&token={WEB_TOKEN}",
+                headers={"Authorization": f"Bearer {WEB_TOKEN}"},
+                json={"content": ""},
+            )
         assert "/memory" in caplog.text and "/nowhere" in caplog.text
         assert WEB_TOKEN not in caplog.text
     finally:

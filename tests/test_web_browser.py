@@ -18,17 +18,28 @@ from tests.web_site import API_KEY, WEB_TOKEN, start_site
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
-from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-    pytest.skip(f"no Chromium at {CHROMIUM} or chromedriver at {CHROMEDRIVER} (apt-get install chromium chromium-driver)",
-                allow_module_level=True)
+    pytest.skip(
+        f"no Chromium at {CHROMIUM} or chromedriver at {CHROMEDRIVER} (apt-get install chromium chromium-driver)",
+        allow_module_level=True,
+    )
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -64,6 +75,7 @@ def browser():
 
 def wait_for_text(driver, css: str, text: str):
     """The element once it shows ``text``: a click that submits a form returns before the next page is there."""
+
     def found(d):
         for element in d.find_elements(By.CSS_SELECTOR, css):
             if text in element.text:
@@ -71,7 +83,9 @@ def wait_for_text(driver, css: str, text: str):
         return False
 
     # The old page's elements go stale while the next page loads: keep looking.
-    return WebDriverWait(driver, 20, ignored_exceptions=(StaleElementReferenceException,)).until(found, f"no {css} showing {text!r}")
+    return WebDriverWait(driver, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
+        found, f"no {css} showing {text!r}"
+    )
 
 
 def console_errors(driver) -> list[str]:
@@ -147,7 +161,10 @@ def test_4_open_a_trace_and_see_its_section_sizes(browser, site):
     wait_for_text(browser, "h1", site.trace_id)
     labels = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "svg.hbar text.label")]
     assert labels == ["base", "tools", "profile", "history", "recall"]
-    bars = {lab: float(rect.get_attribute("width")) for lab, rect in zip(labels, browser.find_elements(By.CSS_SELECTOR, "svg.hbar rect.bar"))}
+    bars = {
+        lab: float(rect.get_attribute("width"))
+        for lab, rect in zip(labels, browser.find_elements(By.CSS_SELECTOR, "svg.hbar rect.bar"))
+    }
     assert bars["tools"] > bars["base"] > bars["profile"]
     chart = browser.find_element(By.CSS_SELECTOR, "svg.hbar")
     assert chart.size["width"] > 300 and chart.size["height"] > 50  # drawn, not collapsed
@@ -169,8 +186,17 @@ def test_5_run_a_collector(browser, site):
     assert console_errors(browser) == []
 
 
-PAGES = ["/memory", "/memory/facts", "/memory/notes", "/file?path=tasks/tasks.json", "/conversations", "/traces",
-         "/collectors", "/usage", "/skills"]
+PAGES = [
+    "/memory",
+    "/memory/facts",
+    "/memory/notes",
+    "/file?path=tasks/tasks.json",
+    "/conversations",
+    "/traces",
+    "/collectors",
+    "/usage",
+    "/skills",
+]
 
 
 def test_6_no_console_errors_and_no_sideways_scrolling_at_phone_width(browser, site):

@@ -21,12 +21,42 @@ from tests.web_site import API_KEY, BOT_TOKEN, WEB_TOKEN, start_site
 REPO = Path(__file__).resolve().parent.parent
 BEARER = {"Authorization": f"Bearer {WEB_TOKEN}"}
 
-PAGES = ["/", "/memory", "/memory?q=bicycle", "/memory/facts", "/memory/notes", "/memory/tasks", "/memory/profile",
-         "/file?path=notes/shopping.md", "/file?path=notes/keys.md", "/file?path=tasks/tasks.json", "/api/file?path=tasks/tasks.json", "/conversations", "/traces", "/collectors", "/usage", "/skills",
-         "/api/memory/search?q=bicycle", "/api/memory/notes", "/api/file?path=notes/keys.md", "/api/conversations",
-         "/api/traces", "/api/collectors", "/api/usage", "/api/skills", "/no/such/page"]
-POSTS = ["/file?path=notes/shopping.md", "/file/delete", "/memory/notes/new", "/collectors/writer/run", "/api/collectors/writer/run",
-         "/api/file?path=notes/shopping.md", "/logout"]
+PAGES = [
+    "/",
+    "/memory",
+    "/memory?q=bicycle",
+    "/memory/facts",
+    "/memory/notes",
+    "/memory/tasks",
+    "/memory/profile",
+    "/file?path=notes/shopping.md",
+    "/file?path=notes/keys.md",
+    "/file?path=tasks/tasks.json",
+    "/api/file?path=tasks/tasks.json",
+    "/conversations",
+    "/traces",
+    "/collectors",
+    "/usage",
+    "/skills",
+    "/api/memory/search?q=bicycle",
+    "/api/memory/notes",
+    "/api/file?path=notes/keys.md",
+    "/api/conversations",
+    "/api/traces",
+    "/api/collectors",
+    "/api/usage",
+    "/api/skills",
+    "/no/such/page",
+]
+POSTS = [
+    "/file?path=notes/shopping.md",
+    "/file/delete",
+    "/memory/notes/new",
+    "/collectors/writer/run",
+    "/api/collectors/writer/run",
+    "/api/file?path=notes/shopping.md",
+    "/logout",
+]
 
 
 @pytest.fixture
@@ -37,8 +67,12 @@ def site(tmp_path):
 
 
 def _all_pages(site) -> list[str]:
-    return PAGES + [f"/traces/{site.trace_id}", f"/api/traces/{site.trace_id}",
-                    f"/conversations/{site.chat}/{site.day}", f"/api/conversations/{site.chat}/{site.day}"]
+    return PAGES + [
+        f"/traces/{site.trace_id}",
+        f"/api/traces/{site.trace_id}",
+        f"/conversations/{site.chat}/{site.day}",
+        f"/api/conversations/{site.chat}/{site.day}",
+    ]
 
 
 def _session(site) -> requests.Session:
@@ -60,7 +94,9 @@ def test_without_the_token_every_page_and_api_answers_401(site):
         assert reply.status_code == 401, path
         assert "oat milk" not in reply.text and "bicycle is blue" not in reply.text, path
     for path in POSTS:
-        reply = requests.post(site.base + path, data={"content": "x", "path": "notes/shopping.md"}, allow_redirects=False)
+        reply = requests.post(
+            site.base + path, data={"content": "x", "path": "notes/shopping.md"}, allow_redirects=False
+        )
         assert reply.status_code == 401, path
     assert requests.delete(f"{site.base}/api/file?path=notes/shopping.md").status_code == 401
     assert site.workspace.exists("notes/shopping.md")
@@ -68,11 +104,17 @@ def test_without_the_token_every_page_and_api_answers_401(site):
 
 
 def test_a_wrong_token_is_refused_everywhere(site):
-    assert requests.get(f"{site.base}/memory", headers={"Authorization": "Bearer nope-nope-nope-nope"}).status_code == 401
+    assert (
+        requests.get(f"{site.base}/memory", headers={"Authorization": "Bearer nope-nope-nope-nope"}).status_code == 401
+    )
     assert requests.get(f"{site.base}/memory?token=nope-nope-nope-nope", allow_redirects=False).status_code == 401
     session = requests.Session()
     session.get(f"{site.base}/login")
-    reply = session.post(f"{site.base}/login", data={"token": "nope-nope-nope-nope", "_xsrf": session.cookies["_xsrf"]}, allow_redirects=False)
+    reply = session.post(
+        f"{site.base}/login",
+        data={"token": "nope-nope-nope-nope", "_xsrf": session.cookies["_xsrf"]},
+        allow_redirects=False,
+    )
     assert reply.status_code == 401 and "assistant_web" not in session.cookies
     forged = requests.get(f"{site.base}/memory", cookies={"assistant_web": "owner"})
     assert forged.status_code == 401
@@ -93,7 +135,9 @@ def test_login_form_signs_in_and_needs_its_csrf_token(site):
     session = requests.Session()
     assert session.get(f"{site.base}/login").status_code == 200
     assert session.post(f"{site.base}/login", data={"token": WEB_TOKEN}, allow_redirects=False).status_code == 403
-    reply = session.post(f"{site.base}/login", data={"token": WEB_TOKEN, "_xsrf": session.cookies["_xsrf"]}, allow_redirects=False)
+    reply = session.post(
+        f"{site.base}/login", data={"token": WEB_TOKEN, "_xsrf": session.cookies["_xsrf"]}, allow_redirects=False
+    )
     assert reply.status_code == 302 and reply.headers["Location"] == "/memory"
     assert session.get(f"{site.base}/traces").status_code == 200
     session.post(f"{site.base}/logout", data={"_xsrf": session.cookies["_xsrf"]})
@@ -101,8 +145,14 @@ def test_login_form_signs_in_and_needs_its_csrf_token(site):
 
 
 def test_security_headers_on_pages_apis_errors_and_the_stylesheet(site):
-    for path, headers in [("/memory", BEARER), ("/api/usage", BEARER), ("/memory", {}), ("/login", {}),
-                          ("/static/style.css", {}), ("/file?path=../x", BEARER)]:
+    for path, headers in [
+        ("/memory", BEARER),
+        ("/api/usage", BEARER),
+        ("/memory", {}),
+        ("/login", {}),
+        ("/static/style.css", {}),
+        ("/file?path=../x", BEARER),
+    ]:
         reply = requests.get(site.base + path, headers=headers)
         csp = reply.headers["Content-Security-Policy"]
         assert "default-src 'none'" in csp and "script-src" not in csp and "unsafe-inline" not in csp, path
@@ -119,7 +169,9 @@ def test_forms_refuse_a_post_without_the_csrf_token(site):
     before = site.workspace.read_text("notes/shopping.md")
     reply = session.post(f"{site.base}/file?path=notes/shopping.md", data={"content": "forged"}, allow_redirects=False)
     assert reply.status_code == 403
-    reply = session.post(f"{site.base}/file/delete", data={"path": "notes/shopping.md", "_xsrf": "2|00|00|00"}, allow_redirects=False)
+    reply = session.post(
+        f"{site.base}/file/delete", data={"path": "notes/shopping.md", "_xsrf": "2|00|00|00"}, allow_redirects=False
+    )
     assert reply.status_code == 403
     assert session.post(f"{site.base}/collectors/writer/run", allow_redirects=False).status_code == 403
     assert site.workspace.read_text("notes/shopping.md") == before
@@ -128,19 +180,26 @@ def test_forms_refuse_a_post_without_the_csrf_token(site):
 
 def test_an_edit_on_the_page_is_in_the_file_the_audit_log_and_the_index(site):
     session = _session(site)
-    reply = session.post(f"{site.base}/file?path=notes/shopping.md",
-                         data={"content": "# Shopping\r\n\r\nBuy pistachio ice cream.", "_xsrf": _xsrf(session, site)}, allow_redirects=False)
+    reply = session.post(
+        f"{site.base}/file?path=notes/shopping.md",
+        data={"content": "# Shopping\r\n\r\nBuy pistachio ice cream.", "_xsrf": _xsrf(session, site)},
+        allow_redirects=False,
+    )
     assert reply.status_code == 302
     assert site.workspace.read_text("notes/shopping.md") == "# Shopping\n\nBuy pistachio ice cream.\n"
     audit = site.workspace.read_jsonl(AUDIT_LOG)[-1]
-    assert audit["chat"] == "web:owner" and audit["decision"] == "owner" and audit["args"]["path"] == "notes/shopping.md"
+    assert (
+        audit["chat"] == "web:owner" and audit["decision"] == "owner" and audit["args"]["path"] == "notes/shopping.md"
+    )
     hits = requests.get(f"{site.base}/api/memory/search?q=pistachio", headers=BEARER).json()["hits"]
     assert [h["path"] for h in hits] == ["notes/shopping.md"]
     assert not requests.get(f"{site.base}/api/memory/search?q=oat", headers=BEARER).json()["hits"]
 
 
 def test_scripts_edit_and_delete_with_the_bearer_token(site):
-    reply = requests.post(f"{site.base}/api/file?path=profile.md", headers=BEARER, json={"content": "# Profile\n\nLives in Lyon.\n"})
+    reply = requests.post(
+        f"{site.base}/api/file?path=profile.md", headers=BEARER, json={"content": "# Profile\n\nLives in Lyon.\n"}
+    )
     assert reply.json() == {"saved": "profile.md"}
     assert "Lyon" in site.workspace.read_text("profile.md")
     bad = requests.post(f"{site.base}/api/file?path=tasks/tasks.json", headers=BEARER, json={"content": "[{not json"})
@@ -160,15 +219,34 @@ def test_a_fact_is_deleted_by_its_id_and_superseded_ones_are_shown(site):
     assert '<a href="/conversations/42/2026-11-29#42:2026-11-29:1">' in page  # where the extracted fact came from
     facts = site.workspace.read_json("facts/facts.json")
     blue = next(f for f in facts if f["value"] == "blue")
-    reply = session.post(f"{site.base}/file/delete", data={"path": "facts/facts.json", "id": blue["id"], "_xsrf": _xsrf(session, site)},
-                         allow_redirects=False)
+    reply = session.post(
+        f"{site.base}/file/delete",
+        data={"path": "facts/facts.json", "id": blue["id"], "_xsrf": _xsrf(session, site)},
+        allow_redirects=False,
+    )
     assert reply.status_code == 302 and reply.headers["Location"] == "/memory/facts"
     assert [f["value"] for f in site.workspace.read_json("facts/facts.json")] == ["Lyon", "Paris"]
-    assert site.workspace.read_jsonl(AUDIT_LOG)[-1]["args"] == {"action": "delete-record", "path": "facts/facts.json", "id": blue["id"]}
+    assert site.workspace.read_jsonl(AUDIT_LOG)[-1]["args"] == {
+        "action": "delete-record",
+        "path": "facts/facts.json",
+        "id": blue["id"],
+    }
 
 
-ESCAPES = ["../outside.txt", "/etc/passwd", "notes/../../outside.txt", "notes/../state/web/token", "state/web/token",
-           "state/audit.jsonl", "notes/link.md", "notes/outlink.md", "memory/index.sqlite3", "notes/\x00.md", "traces", ""]
+ESCAPES = [
+    "../outside.txt",
+    "/etc/passwd",
+    "notes/../../outside.txt",
+    "notes/../state/web/token",
+    "state/web/token",
+    "state/audit.jsonl",
+    "notes/link.md",
+    "notes/outlink.md",
+    "memory/index.sqlite3",
+    "notes/\x00.md",
+    "traces",
+    "",
+]
 
 
 def test_every_file_view_and_edit_stays_inside_the_memory(site, tmp_path):
@@ -182,11 +260,18 @@ def test_every_file_view_and_edit_stays_inside_the_memory(site, tmp_path):
         for reply in (
             requests.get(f"{site.base}/file", params={"path": rel}, headers=BEARER),
             requests.get(f"{site.base}/api/file", params={"path": rel}, headers=BEARER),
-            session.post(f"{site.base}/file", params={"path": rel}, data={"content": "PWNED", "_xsrf": xsrf}, allow_redirects=False),
+            session.post(
+                f"{site.base}/file",
+                params={"path": rel},
+                data={"content": "PWNED", "_xsrf": xsrf},
+                allow_redirects=False,
+            ),
             requests.post(f"{site.base}/api/file", params={"path": rel}, headers=BEARER, json={"content": "PWNED"}),
             requests.delete(f"{site.base}/api/file", params={"path": rel}, headers=BEARER),
             session.post(f"{site.base}/file/delete", data={"path": rel, "_xsrf": xsrf}, allow_redirects=False),
-            session.post(f"{site.base}/file/delete", data={"path": rel, "id": "f1", "_xsrf": xsrf}, allow_redirects=False),
+            session.post(
+                f"{site.base}/file/delete", data={"path": rel, "id": "f1", "_xsrf": xsrf}, allow_redirects=False
+            ),
         ):
             assert reply.status_code in (403, 404), (rel, reply.request.method, reply.status_code)
             assert "OUTSIDE-CONTENT" not in reply.text and "state-token-not-the-real-one" not in reply.text
@@ -196,9 +281,13 @@ def test_every_file_view_and_edit_stays_inside_the_memory(site, tmp_path):
     # Collector output and conversations are shown, never edited.
     site.workspace.write_text("collectors/writer/latest.md", "# run 0\n")
     assert requests.get(f"{site.base}/file?path=collectors/writer/latest.md", headers=BEARER).status_code == 200
-    reply = requests.post(f"{site.base}/api/file?path=collectors/writer/latest.md", headers=BEARER, json={"content": "x"})
+    reply = requests.post(
+        f"{site.base}/api/file?path=collectors/writer/latest.md", headers=BEARER, json={"content": "x"}
+    )
     assert reply.status_code == 403 and site.workspace.read_text("collectors/writer/latest.md") == "# run 0\n"
-    reply = requests.post(f"{site.base}/api/file?path=conversations/{site.chat}/{site.day}.jsonl", headers=BEARER, json={"content": "x"})
+    reply = requests.post(
+        f"{site.base}/api/file?path=conversations/{site.chat}/{site.day}.jsonl", headers=BEARER, json={"content": "x"}
+    )
     assert reply.status_code == 403
 
 
@@ -217,7 +306,12 @@ def test_no_page_shows_a_secret(site):
 def test_trace_page_shows_the_section_sizes_as_a_chart(site):
     page = requests.get(f"{site.base}/traces/{site.trace_id}", headers=BEARER).text
     chart = page.split('<svg class="chart hbar"', 1)[1].split("</svg>", 1)[0]
-    widths = {label: float(w) for label, w in re.findall(r'<text class="label"[^>]*>([^<]+)</text><rect class="bar" [^>]*width="([0-9.]+)"', chart)}
+    widths = {
+        label: float(w)
+        for label, w in re.findall(
+            r'<text class="label"[^>]*>([^<]+)</text><rect class="bar" [^>]*width="([0-9.]+)"', chart
+        )
+    }
     assert set(widths) == {"base", "tools", "profile", "history", "recall"}
     assert widths["tools"] > widths["base"] > widths["history"] > widths["recall"] > widths["profile"]
     assert "2400" in page and "5200" in page and '"action": "get"' in page.replace("&quot;", '"')
@@ -236,13 +330,24 @@ def test_conversation_day_shows_what_was_recalled_for_each_reply(site):
 def test_search_filters_by_source_and_date_and_links_to_the_place(site):
     hits = requests.get(f"{site.base}/api/memory/search", params={"q": "bicycle"}, headers=BEARER).json()["hits"]
     assert {"notes", "facts", "conversation", "tasks"} <= {h["source"] for h in hits}
-    notes = requests.get(f"{site.base}/api/memory/search", params={"q": "bicycle", "source": "notes"}, headers=BEARER).json()["hits"]
+    notes = requests.get(
+        f"{site.base}/api/memory/search", params={"q": "bicycle", "source": "notes"}, headers=BEARER
+    ).json()["hits"]
     assert [h["link"] for h in notes] == ["/file?path=notes%2Fshopping.md#L1"]
     chat = next(h for h in hits if h["source"] == "conversation")
     assert chat["link"].startswith(f"/conversations/{site.chat}/{site.day}#{site.chat}:{site.day}:")
-    old = requests.get(f"{site.base}/api/memory/search", params={"q": "bicycle", "source": "conversation", "until": "2001-01-01"}, headers=BEARER)
+    old = requests.get(
+        f"{site.base}/api/memory/search",
+        params={"q": "bicycle", "source": "conversation", "until": "2001-01-01"},
+        headers=BEARER,
+    )
     assert old.json()["hits"] == []
-    assert requests.get(f"{site.base}/api/memory/search", params={"q": "x", "since": "yesterday"}, headers=BEARER).status_code == 400
+    assert (
+        requests.get(
+            f"{site.base}/api/memory/search", params={"q": "x", "since": "yesterday"}, headers=BEARER
+        ).status_code
+        == 400
+    )
 
 
 def test_collectors_status_and_run_now(site):
@@ -277,7 +382,10 @@ def test_a_token_is_generated_once_into_state_and_printed_with_the_url(tmp_path)
     try:
         token = site.workspace.read_text(TOKEN_FILE).strip()
         assert stat.S_IMODE(os.stat(site.workspace.path(TOKEN_FILE)).st_mode) == 0o600
-        assert site.server.banner() == f"web page: {site.base}/?token={token}  (a new token, saved in state/web/token; shown only this once)"
+        assert (
+            site.server.banner()
+            == f"web page: {site.base}/?token={token}  (a new token, saved in state/web/token; shown only this once)"
+        )
         assert requests.get(f"{site.base}/memory", headers={"Authorization": f"Bearer {token}"}).status_code == 200
         again = WebServer(site.server.state.parts, port=0)
         assert again.access.value == token and token not in again.banner()
@@ -309,8 +417,24 @@ def test_loopback_detection():
 def test_cli_refuses_a_short_token_with_exit_2(tmp_path):
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "web.json").write_text('{"token": "short"}')
-    proc = subprocess.run([sys.executable, "-m", "assistant_framework.cli", "web", "--config", str(tmp_path / "config"),
-                           "--workspace", str(tmp_path / "ws"), "--port", "0"], capture_output=True, text=True, timeout=60, cwd=REPO)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "assistant_framework.cli",
+            "web",
+            "--config",
+            str(tmp_path / "config"),
+            "--workspace",
+            str(tmp_path / "ws"),
+            "--port",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
     assert proc.returncode == 2 and "web.token must be at least" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -333,15 +457,25 @@ def test_a_symlink_out_of_the_workspace_does_not_break_the_memory_index(tmp_path
 
 def test_a_fact_is_corrected_as_the_owners_and_the_old_value_kept(site):
     session = _session(site)
-    reply = session.post(f"{site.base}/memory/facts/set", data={"subject": "owner", "attribute": "bicycle", "value": "green",
-                                                                "_xsrf": _xsrf(session, site)}, allow_redirects=False)
+    reply = session.post(
+        f"{site.base}/memory/facts/set",
+        data={"subject": "owner", "attribute": "bicycle", "value": "green", "_xsrf": _xsrf(session, site)},
+        allow_redirects=False,
+    )
     assert reply.status_code == 302
     bikes = [f for f in site.workspace.read_json("facts/facts.json") if f["attribute"] == "bicycle"]
-    assert [(f["value"], f["status"], f["source"]) for f in bikes] == [("blue", "superseded", "extraction"), ("green", "current", "user")]
+    assert [(f["value"], f["status"], f["source"]) for f in bikes] == [
+        ("blue", "superseded", "extraction"),
+        ("green", "current", "user"),
+    ]
     assert site.workspace.read_jsonl(AUDIT_LOG)[-1]["args"]["action"] == "set-fact"
-    hits = requests.get(f"{site.base}/api/memory/search", params={"q": "bicycle", "source": "facts"}, headers=BEARER).json()["hits"]
+    hits = requests.get(
+        f"{site.base}/api/memory/search", params={"q": "bicycle", "source": "facts"}, headers=BEARER
+    ).json()["hits"]
     assert [h["snippet"] for h in hits if "green" in h["snippet"]] and not [h for h in hits if "blue" in h["snippet"]]
-    bad = requests.post(f"{site.base}/api/memory/facts/set", headers=BEARER, json={"subject": "owner", "attribute": "", "value": "x"})
+    bad = requests.post(
+        f"{site.base}/api/memory/facts/set", headers=BEARER, json={"subject": "owner", "attribute": "", "value": "x"}
+    )
     assert bad.status_code == 400
 
 
@@ -352,7 +486,9 @@ def test_a_missing_profile_can_be_written_from_the_page(site):
     editor = session.get(f"{site.base}/file?path=profile.md&edit=1")
     assert editor.status_code == 200 and '<textarea name="content"' in editor.text
     assert session.get(f"{site.base}/file?path=state/new.md&edit=1").status_code == 403
-    session.post(f"{site.base}/file?path=profile.md", data={"content": "# Profile\n\nVegetarian.", "_xsrf": _xsrf(session, site)})
+    session.post(
+        f"{site.base}/file?path=profile.md", data={"content": "# Profile\n\nVegetarian.", "_xsrf": _xsrf(session, site)}
+    )
     assert site.workspace.read_text("profile.md") == "# Profile\n\nVegetarian.\n"
 
 
@@ -367,12 +503,29 @@ def test_assistant_web_serves_until_interrupted(tmp_path):
     import signal
 
     start_site(tmp_path).close()  # lays out config/ and ws/
-    proc = subprocess.Popen([sys.executable, "-m", "assistant_framework.cli", "web", "--config", str(tmp_path / "config"),
-                             "--workspace", str(tmp_path / "ws"), "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=REPO)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "assistant_framework.cli",
+            "web",
+            "--config",
+            str(tmp_path / "config"),
+            "--workspace",
+            str(tmp_path / "ws"),
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
     try:
         banner = proc.stdout.readline()
-        url = re.match(r"web page: (http://127\.0\.0\.1:\d+/)  \(sign in with the token from web.token of the config\)$", banner).group(1)
+        url = re.match(
+            r"web page: (http://127\.0\.0\.1:\d+/)  \(sign in with the token from web.token of the config\)$", banner
+        ).group(1)
         assert requests.get(f"{url}memory").status_code == 401
         assert "blue bicycle" in requests.get(f"{url}memory?q=bicycle", headers=BEARER).text
     finally:
@@ -386,8 +539,11 @@ def test_saving_a_file_that_holds_a_secret_is_refused_and_keeps_the_secret(site)
     site.workspace.write_text("notes/keys.md", f"# Keys\n\nmodel key: {API_KEY}\n")
     shown = requests.get(f"{site.base}/api/file?path=notes/keys.md", headers=BEARER).text
     assert API_KEY not in shown and "***" in shown
-    reply = requests.post(f"{site.base}/api/file?path=notes/keys.md", headers=BEARER,
-                          json={"content": "# Keys\n\nmodel key: ***\nand one more line\n"})
+    reply = requests.post(
+        f"{site.base}/api/file?path=notes/keys.md",
+        headers=BEARER,
+        json={"content": "# Keys\n\nmodel key: ***\nand one more line\n"},
+    )
     assert reply.status_code == 400 and "edit this file on disk" in reply.json()["error"]
     assert site.workspace.read_text("notes/keys.md") == f"# Keys\n\nmodel key: {API_KEY}\n"
     # A file without a secret still saves.
@@ -414,15 +570,29 @@ def test_a_secret_with_html_characters_or_a_piece_of_one_is_masked_on_the_pages_
     try:
         parts.workspace.write_text("notes/special.md", f"# Special\n\nthe second key: {special}\n")
         parts.workspace.write_text("notes/piece.md", f"# Piece\n\nthe key starts {special[:12]}…\n")
-        for path in ["/file?path=notes/special.md", "/file?path=notes/special.md&edit=1", "/file?path=notes/piece.md",
-                     "/file?path=notes/piece.md&edit=1", "/memory?q=second+key", "/api/file?path=notes/special.md",
-                     "/api/file?path=notes/piece.md"]:
+        for path in [
+            "/file?path=notes/special.md",
+            "/file?path=notes/special.md&edit=1",
+            "/file?path=notes/piece.md",
+            "/file?path=notes/piece.md&edit=1",
+            "/memory?q=second+key",
+            "/api/file?path=notes/special.md",
+            "/api/file?path=notes/piece.md",
+        ]:
             body = requests.get(base + path, headers=BEARER).text
-            for shown in (special, escape(special), special[:12], escape(special[:12]), escape(special[:12], quote=False)):
+            for shown in (
+                special,
+                escape(special),
+                special[:12],
+                escape(special[:12]),
+                escape(special[:12], quote=False),
+            ):
                 assert shown not in body, (path, shown)
             assert "***" in body, path
         # The editor shows the piece as ***: saving that back is refused, the file keeps its text.
-        reply = requests.post(f"{base}/api/file?path=notes/piece.md", headers=BEARER, json={"content": "# Piece\n\nthe key starts ***…\n"})
+        reply = requests.post(
+            f"{base}/api/file?path=notes/piece.md", headers=BEARER, json={"content": "# Piece\n\nthe key starts ***…\n"}
+        )
         assert reply.status_code == 400 and "edit this file on disk" in reply.json()["error"]
         assert special[:12] in parts.workspace.read_text("notes/piece.md")
     finally:
@@ -434,18 +604,34 @@ def test_a_request_for_another_host_name_is_refused_dns_rebinding(site):
     """A page of evil.example whose name now points at 127.0.0.1 reaches the server with its own Host: refused."""
     port = site.server.port
     for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example", f"localhost.evil.example:{port}"):
-        for path, headers in [("/login", {}), ("/static/style.css", {}), ("/api/usage", BEARER), ("/memory", BEARER),
-                              (f"/memory?token={WEB_TOKEN}", {})]:
+        for path, headers in [
+            ("/login", {}),
+            ("/static/style.css", {}),
+            ("/api/usage", BEARER),
+            ("/memory", BEARER),
+            (f"/memory?token={WEB_TOKEN}", {}),
+        ]:
             reply = requests.get(site.base + path, headers={**headers, "Host": host}, allow_redirects=False)
             assert reply.status_code == 403, (host, path, reply.status_code)
             assert "assistant_web" not in reply.headers.get("Set-Cookie", "") and "oat milk" not in reply.text
         session = requests.Session()
         session.get(f"{site.base}/login")  # the _xsrf cookie, as the rebinding page could get it
-        reply = session.post(f"{site.base}/login", headers={"Host": host}, allow_redirects=False,
-                             data={"token": WEB_TOKEN, "_xsrf": session.cookies["_xsrf"]})
+        reply = session.post(
+            f"{site.base}/login",
+            headers={"Host": host},
+            allow_redirects=False,
+            data={"token": WEB_TOKEN, "_xsrf": session.cookies["_xsrf"]},
+        )
         assert reply.status_code == 403 and "assistant_web" not in reply.headers.get("Set-Cookie", "")
     # The page's own names, with or without the port.
-    for host in (f"127.0.0.1:{port}", "127.0.0.1", f"localhost:{port}", "LOCALHOST", f"[::1]:{port}", f"127.0.0.2:{port}"):
+    for host in (
+        f"127.0.0.1:{port}",
+        "127.0.0.1",
+        f"localhost:{port}",
+        "LOCALHOST",
+        f"[::1]:{port}",
+        f"127.0.0.2:{port}",
+    ):
         assert requests.get(f"{site.base}/api/usage", headers={**BEARER, "Host": host}).status_code == 200, host
         assert requests.get(f"{site.base}/static/style.css", headers={"Host": host}).status_code == 200, host
 
@@ -472,7 +658,9 @@ def test_wrong_tokens_from_one_address_are_throttled_and_a_session_is_not(site):
     assert "too many wrong tokens" in refused.json()["error"]
     form = requests.Session()
     form.get(f"{site.base}/login")
-    page = form.post(f"{site.base}/login", data={"token": WEB_TOKEN, "_xsrf": form.cookies["_xsrf"]}, allow_redirects=False)
+    page = form.post(
+        f"{site.base}/login", data={"token": WEB_TOKEN, "_xsrf": form.cookies["_xsrf"]}, allow_redirects=False
+    )
     assert page.status_code == 429 and "assistant_web" not in form.cookies and "try again in" in page.text
     assert signed_in.get(f"{site.base}/memory").status_code == 200  # no guess: the cookie is not throttled
     now[0] += 31
@@ -512,15 +700,21 @@ def test_an_edit_of_a_file_changed_since_it_was_opened_is_refused_and_keeps_both
     opened = _version(session.get(f"{site.base}/file?path=notes/shopping.md&edit=1").text)
     newer = "# Shopping\n\nBuy oat milk and coffee beans.\nAdded by the bot: bread.\n"
     site.workspace.write_text("notes/shopping.md", newer)
-    reply = session.post(f"{site.base}/file?path=notes/shopping.md", allow_redirects=False,
-                         data={"content": "# Shopping\n\nOnly tea.", "version": opened, "_xsrf": xsrf})
+    reply = session.post(
+        f"{site.base}/file?path=notes/shopping.md",
+        allow_redirects=False,
+        data={"content": "# Shopping\n\nOnly tea.", "version": opened, "_xsrf": xsrf},
+    )
     assert reply.status_code == 409
     assert "changed since you opened it" in reply.text
     assert "Only tea." in reply.text and "Added by the bot: bread." in reply.text  # the draft and the file as it is now
     assert site.workspace.read_text("notes/shopping.md") == newer
     # Having seen the newer text, the owner saves again from that page: now it is written.
-    again = session.post(f"{site.base}/file?path=notes/shopping.md", allow_redirects=False,
-                         data={"content": "# Shopping\n\nOnly tea.", "version": _version(reply.text), "_xsrf": xsrf})
+    again = session.post(
+        f"{site.base}/file?path=notes/shopping.md",
+        allow_redirects=False,
+        data={"content": "# Shopping\n\nOnly tea.", "version": _version(reply.text), "_xsrf": xsrf},
+    )
     assert again.status_code == 302 and site.workspace.read_text("notes/shopping.md") == "# Shopping\n\nOnly tea.\n"
 
 
@@ -529,11 +723,17 @@ def test_two_tabs_editing_one_file_the_second_save_is_refused(site):
     xsrf = _xsrf(session, site)
     tab_a = _version(session.get(f"{site.base}/file?path=profile.md&edit=1").text)
     tab_b = _version(session.get(f"{site.base}/file?path=profile.md&edit=1").text)
-    first = session.post(f"{site.base}/file?path=profile.md", data={"content": "# Profile\n\nFrom tab A.", "version": tab_a, "_xsrf": xsrf},
-                         allow_redirects=False)
+    first = session.post(
+        f"{site.base}/file?path=profile.md",
+        data={"content": "# Profile\n\nFrom tab A.", "version": tab_a, "_xsrf": xsrf},
+        allow_redirects=False,
+    )
     assert first.status_code == 302
-    second = session.post(f"{site.base}/file?path=profile.md", data={"content": "# Profile\n\nFrom tab B.", "version": tab_b, "_xsrf": xsrf},
-                          allow_redirects=False)
+    second = session.post(
+        f"{site.base}/file?path=profile.md",
+        data={"content": "# Profile\n\nFrom tab B.", "version": tab_b, "_xsrf": xsrf},
+        allow_redirects=False,
+    )
     assert second.status_code == 409 and "From tab A." in second.text and "From tab B." in second.text
     assert site.workspace.read_text("profile.md") == "# Profile\n\nFrom tab A.\n"
 
@@ -544,8 +744,11 @@ def test_a_new_file_written_meanwhile_by_the_bot_is_not_overwritten(site):
     xsrf = _xsrf(session, site)
     opened = _version(session.get(f"{site.base}/file?path=profile.md&edit=1").text)
     site.workspace.write_text("profile.md", "# Profile\n\nWritten by the memory worker.\n")
-    reply = session.post(f"{site.base}/file?path=profile.md", data={"content": "# Mine", "version": opened, "_xsrf": xsrf},
-                         allow_redirects=False)
+    reply = session.post(
+        f"{site.base}/file?path=profile.md",
+        data={"content": "# Mine", "version": opened, "_xsrf": xsrf},
+        allow_redirects=False,
+    )
     assert reply.status_code == 409
     assert site.workspace.read_text("profile.md") == "# Profile\n\nWritten by the memory worker.\n"
 
@@ -553,14 +756,24 @@ def test_a_new_file_written_meanwhile_by_the_bot_is_not_overwritten(site):
 def test_scripts_get_the_version_and_a_stale_one_is_a_409(site):
     shown = requests.get(f"{site.base}/api/file?path=notes/shopping.md", headers=BEARER).json()
     site.workspace.write_text("notes/shopping.md", "# Shopping\n\nchanged on disk\n")
-    stale = requests.post(f"{site.base}/api/file?path=notes/shopping.md", headers=BEARER,
-                          json={"content": "# Shopping\n\nfrom a script\n", "version": shown["version"]})
+    stale = requests.post(
+        f"{site.base}/api/file?path=notes/shopping.md",
+        headers=BEARER,
+        json={"content": "# Shopping\n\nfrom a script\n", "version": shown["version"]},
+    )
     assert stale.status_code == 409 and "changed since" in stale.json()["error"]
     assert site.workspace.read_text("notes/shopping.md") == "# Shopping\n\nchanged on disk\n"
     fresh = stale.json()["version"]
-    assert fresh == requests.get(f"{site.base}/api/file?path=notes/shopping.md", headers=BEARER).json()["version"] != shown["version"]
-    ok = requests.post(f"{site.base}/api/file?path=notes/shopping.md", headers=BEARER,
-                       json={"content": "# Shopping\n\nfrom a script\n", "version": fresh})
+    assert (
+        fresh
+        == requests.get(f"{site.base}/api/file?path=notes/shopping.md", headers=BEARER).json()["version"]
+        != shown["version"]
+    )
+    ok = requests.post(
+        f"{site.base}/api/file?path=notes/shopping.md",
+        headers=BEARER,
+        json={"content": "# Shopping\n\nfrom a script\n", "version": fresh},
+    )
     assert ok.status_code == 200 and site.workspace.read_text("notes/shopping.md") == "# Shopping\n\nfrom a script\n"
 
 
@@ -569,13 +782,19 @@ def test_deleting_a_file_changed_since_it_was_shown_is_refused(site):
     xsrf = _xsrf(session, site)
     shown = _version(session.get(f"{site.base}/file?path=notes/shopping.md").text)
     site.workspace.write_text("notes/shopping.md", "# Shopping\n\nthe bot added this\n")
-    reply = session.post(f"{site.base}/file/delete", data={"path": "notes/shopping.md", "version": shown, "_xsrf": xsrf},
-                         allow_redirects=False)
+    reply = session.post(
+        f"{site.base}/file/delete",
+        data={"path": "notes/shopping.md", "version": shown, "_xsrf": xsrf},
+        allow_redirects=False,
+    )
     assert reply.status_code == 409 and "changed since you opened it" in reply.text
     assert site.workspace.read_text("notes/shopping.md") == "# Shopping\n\nthe bot added this\n"
     current = _version(session.get(f"{site.base}/file?path=notes/shopping.md").text)
-    reply = session.post(f"{site.base}/file/delete", data={"path": "notes/shopping.md", "version": current, "_xsrf": xsrf},
-                         allow_redirects=False)
+    reply = session.post(
+        f"{site.base}/file/delete",
+        data={"path": "notes/shopping.md", "version": current, "_xsrf": xsrf},
+        allow_redirects=False,
+    )
     assert reply.status_code == 302 and not site.workspace.exists("notes/shopping.md")
 
 
@@ -588,8 +807,11 @@ def test_a_note_that_is_not_utf8_is_shown_and_not_overwritten_by_the_editor(site
     assert "edit=1" not in page.text  # no Edit button for it
     shown = requests.get(f"{site.base}/api/file?path=notes/latin.md", headers=BEARER)
     assert shown.status_code == 200 and "Sunday" in shown.json()["text"]
-    reply = requests.post(f"{site.base}/api/file?path=notes/latin.md", headers=BEARER,
-                          json={"content": shown.json()["text"], "version": shown.json()["version"]})
+    reply = requests.post(
+        f"{site.base}/api/file?path=notes/latin.md",
+        headers=BEARER,
+        json={"content": shown.json()["text"], "version": shown.json()["version"]},
+    )
     assert reply.status_code == 400 and "not UTF-8" in reply.json()["error"]
     assert site.workspace.path("notes/latin.md").read_bytes() == raw
     assert requests.delete(f"{site.base}/api/file?path=notes/latin.md", headers=BEARER).json() == {"deleted": True}

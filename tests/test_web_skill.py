@@ -11,8 +11,11 @@ from assistant_framework.skills import SkillContext, SkillManager
 from tests.fakes.dns import loopback_usable
 
 PAGES = {
-    "/page": ("text/html; charset=utf-8", "<html><head><title>T</title><script>x()</script></head>"
-              "<body><h1>Recipe</h1><p>Bake 40 minutes.</p></body></html>"),
+    "/page": (
+        "text/html; charset=utf-8",
+        "<html><head><title>T</title><script>x()</script></head>"
+        "<body><h1>Recipe</h1><p>Bake 40 minutes.</p></body></html>",
+    ),
     "/plain": ("text/plain", "just text"),
     "/image": ("image/png", "\x89PNG"),
 }
@@ -76,18 +79,23 @@ def test_a_fetch_marks_the_turn_untrusted(bot_config, workspace, chat_server, si
     from messaging_llm_bot.agent.loop import Agent
     from messaging_llm_bot.llm.client import LLMClient
 
-    config = dict(bot_config, policy={"capabilities": {"network": "allow", "delete": "allow"}, "allow_private_network": True})
+    config = dict(
+        bot_config, policy={"capabilities": {"network": "allow", "delete": "allow"}, "allow_private_network": True}
+    )
     workspace.write_text("notes/keep.md", "keep")
     agent = Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
-    chat_server.enqueue(f'{{"skill": "web", "args": {{"url": "{site}/page"}}}}',
-                        '{"skill": "file", "args": {"action": "delete", "path": "notes/keep.md"}}',
-                        '{"reply": "done"}')
+    chat_server.enqueue(
+        f'{{"skill": "web", "args": {{"url": "{site}/page"}}}}',
+        '{"skill": "file", "args": {"action": "delete", "path": "notes/keep.md"}}',
+        '{"reply": "done"}',
+    )
     agent.handle_message("c1", "read this page")
     assert workspace.exists("notes/keep.md")  # the page could have asked for that delete
     assert chat_server.chat_requests[1]["messages"][-1]["content"].startswith("[Untrusted content")
 
 
 # -- issue 14.2: the guard and the HTTP client agree on the host -----------------------------------
+
 
 class _Recording(_Handler):
     seen: list = []
@@ -103,10 +111,18 @@ def _serve(host: str, port: int = 0) -> ThreadingHTTPServer:
     return server
 
 
-@pytest.mark.parametrize("trick", ["http://127.0.0.1:{port}\\@8.8.8.8/page", "http://127.0.0.1:{port}\\\\@8.8.8.8/page",
-                                   "http://8.8.8.8@127.0.0.1:{port}/page", "http://127.0.0.1:{port}/pa ge",
-                                   "http://127.0.0.1:{port}\t@8.8.8.8/page", "http://127。0。0。1:{port}/page",
-                                   "http://ｌｏｃａｌｈｏｓｔ:{port}/page"])
+@pytest.mark.parametrize(
+    "trick",
+    [
+        "http://127.0.0.1:{port}\\@8.8.8.8/page",
+        "http://127.0.0.1:{port}\\\\@8.8.8.8/page",
+        "http://8.8.8.8@127.0.0.1:{port}/page",
+        "http://127.0.0.1:{port}/pa ge",
+        "http://127.0.0.1:{port}\t@8.8.8.8/page",
+        "http://127。0。0。1:{port}/page",
+        "http://ｌｏｃａｌｈｏｓｔ:{port}/page",
+    ],
+)
 def test_url_parser_tricks_never_reach_an_internal_server(workspace, trick):
     _Recording.seen = []
     server = _serve("127.0.0.1")
@@ -119,10 +135,27 @@ def test_url_parser_tricks_never_reach_an_internal_server(workspace, trick):
     assert _Recording.seen == []  # not one request reached the internal server
 
 
-@pytest.mark.parametrize("host", ["100.64.0.1", "100.127.255.254", "[2002:7f00:1::]", "[2002:c0a8:101::1]",
-                                  "[64:ff9b::7f00:1]", "[64:ff9b::a00:1]", "[::ffff:10.0.0.1]", "192.0.0.8",
-                                  "198.18.0.1", "192.88.99.1", "[fc00::1]", "[fe80::1]", "[ff02::1]",
-                                  "[64:ff9b:1::1]", "[2001:db8::1]", "240.0.0.1"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "100.64.0.1",
+        "100.127.255.254",
+        "[2002:7f00:1::]",
+        "[2002:c0a8:101::1]",
+        "[64:ff9b::7f00:1]",
+        "[64:ff9b::a00:1]",
+        "[::ffff:10.0.0.1]",
+        "192.0.0.8",
+        "198.18.0.1",
+        "192.88.99.1",
+        "[fc00::1]",
+        "[fe80::1]",
+        "[ff02::1]",
+        "[64:ff9b:1::1]",
+        "[2001:db8::1]",
+        "240.0.0.1",
+    ],
+)
 def test_special_use_ranges_and_embedded_private_ipv4_are_refused(host):
     from assistant_framework.netguard import BlockedURLError, check_url
 

@@ -18,11 +18,6 @@ from assistant_framework.workspace import LAYOUT, Workspace, WorkspacePathError
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return Workspace(tmp_path / "ws")
-
-
 def test_layout_created_on_first_use(ws: Workspace) -> None:
     for folder in LAYOUT:
         assert (ws.root / folder).is_dir(), folder
@@ -183,9 +178,7 @@ def test_sigkill_during_writes_never_leaves_a_torn_file(ws: Workspace) -> None:
     ws.write_json("state/big.json", {"n": 0, "body": [0] * 20000})
     env = dict(os.environ, PYTHONPATH=str(REPO))
     for round_no in range(8):
-        proc = subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(ws.root)], stdout=subprocess.PIPE, env=env
-        )
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(ws.root)], stdout=subprocess.PIPE, env=env)
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == b"ready"
         time.sleep(0.05 + 0.03 * round_no)
@@ -215,8 +208,13 @@ ws.append_line("log.txt", "third")
 
 
 def test_a_line_cut_by_a_full_disk_is_removed(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-c", PARTIAL, str(tmp_path / "ws")], capture_output=True, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", PARTIAL, str(tmp_path / "ws")],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert "raised" in result.stdout
     assert (tmp_path / "ws" / "log.txt").read_text() == "first\nthird\n"
@@ -244,7 +242,9 @@ def test_move_aside_keeps_the_damaged_file_under_a_new_name(ws: Workspace) -> No
     first = ws.move_aside("state/cache.db")
     ws.path("state/cache.db").write_bytes(b"\x00damaged again")
     second = ws.move_aside("state/cache.db")
-    assert first != second and first.startswith("state/cache.db.broken-") and second.startswith("state/cache.db.broken-")
+    assert (
+        first != second and first.startswith("state/cache.db.broken-") and second.startswith("state/cache.db.broken-")
+    )
     assert ws.path(first).read_bytes() == b"\x00damaged" and ws.path(second).read_bytes() == b"\x00damaged again"
     assert not ws.exists("state/cache.db")
 

@@ -65,14 +65,22 @@ class Site:
 
 def write_config(folder: Path, plugins: Path, *, token: str | None = WEB_TOKEN) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "llm.json").write_text(json.dumps({"runners": [{"name": "hosted", "base_url": "http://127.0.0.1:9/v1",
-                                                              "model": "test-model", "api_key": API_KEY}]}))
+    (folder / "llm.json").write_text(
+        json.dumps(
+            {
+                "runners": [
+                    {"name": "hosted", "base_url": "http://127.0.0.1:9/v1", "model": "test-model", "api_key": API_KEY}
+                ]
+            }
+        )
+    )
     (folder / "telegram.json").write_text(json.dumps({"token": BOT_TOKEN, "allowed_user_ids": [42]}))
     broken = plugins / "skills" / "broken"
     broken.mkdir(parents=True, exist_ok=True)
     (broken / "__init__.py").write_text("DESCRIPTION = 'never loads'\nthis is not python\n")
-    (folder / "runtime.json").write_text(json.dumps({"timezone": "UTC", "collectors_dirs": [str(plugins)],
-                                                     "skills_dirs": [str(plugins / "skills")]}))
+    (folder / "runtime.json").write_text(
+        json.dumps({"timezone": "UTC", "collectors_dirs": [str(plugins)], "skills_dirs": [str(plugins / "skills")]})
+    )
     (folder / "collectors").mkdir(exist_ok=True)
     (folder / "collectors" / "writer.json").write_text(json.dumps({"enabled": True}))
     (folder / "collectors" / "raiser.json").write_text(json.dumps({"enabled": True}))
@@ -96,27 +104,87 @@ def fill_workspace(ws: Workspace) -> tuple[str, str, str]:
     day = now.date().isoformat()
     chat = "42"
     trace_id = new_trace_id(now)
-    ws.append_jsonl(f"conversations/{chat}/{day}.jsonl", {"time": now.isoformat(), "conversation": chat, "role": "user",
-                                                           "text": "what colour is my bicycle?", "message_id": 7, "turn_id": f"{chat}:{day}:1"})
-    ws.append_jsonl(f"conversations/{chat}/{day}.jsonl", {"time": (now + timedelta(seconds=3)).isoformat(), "conversation": chat,
-                                                           "role": "assistant", "text": "Your bicycle is blue.", "message_id": None,
-                                                           "turn_id": f"{chat}:{day}:2", "trace_id": trace_id})
-    recalled = [{"source": "facts", "path": "facts/facts.json", "ref": "[2]", "time": None, "snippet": "subject: owner; attribute: bicycle; value: blue", "score": 0.91}]
-    request = {"round": 1, "model": "test-model", "runner": "hosted", "elapsed_s": 1.25,
-               "usage": {"prompt_tokens": 1800, "completion_tokens": 40, "cached_tokens": 1200},
-               "messages": [{"role": "system", "content": f"You are the assistant. (debug: key {API_KEY})"},
-                            {"role": "user", "content": "what colour is my bicycle?"}],
-               "text": '{"reply": "Your bicycle is blue."}', "parsed": {"calls": [], "reply": "Your bicycle is blue."}}
+    ws.append_jsonl(
+        f"conversations/{chat}/{day}.jsonl",
+        {
+            "time": now.isoformat(),
+            "conversation": chat,
+            "role": "user",
+            "text": "what colour is my bicycle?",
+            "message_id": 7,
+            "turn_id": f"{chat}:{day}:1",
+        },
+    )
+    ws.append_jsonl(
+        f"conversations/{chat}/{day}.jsonl",
+        {
+            "time": (now + timedelta(seconds=3)).isoformat(),
+            "conversation": chat,
+            "role": "assistant",
+            "text": "Your bicycle is blue.",
+            "message_id": None,
+            "turn_id": f"{chat}:{day}:2",
+            "trace_id": trace_id,
+        },
+    )
+    recalled = [
+        {
+            "source": "facts",
+            "path": "facts/facts.json",
+            "ref": "[2]",
+            "time": None,
+            "snippet": "subject: owner; attribute: bicycle; value: blue",
+            "score": 0.91,
+        }
+    ]
+    request = {
+        "round": 1,
+        "model": "test-model",
+        "runner": "hosted",
+        "elapsed_s": 1.25,
+        "usage": {"prompt_tokens": 1800, "completion_tokens": 40, "cached_tokens": 1200},
+        "messages": [
+            {"role": "system", "content": f"You are the assistant. (debug: key {API_KEY})"},
+            {"role": "user", "content": "what colour is my bicycle?"},
+        ],
+        "text": '{"reply": "Your bicycle is blue."}',
+        "parsed": {"calls": [], "reply": "Your bicycle is blue."},
+    }
     # Written without secrets to redact: the page must still keep the key off the screen.
-    TraceStore(ws).write({"id": trace_id, "conversation": chat, "time": now.isoformat(), "ok": True, "runner": "hosted",
-                          "model": "test-model", "rounds": 1, "elapsed_s": 1.4, "model_s": 1.25,
-                          "usage": request["usage"], "recalled": recalled, "user_text": "what colour is my bicycle?",
-                          "reply": "Your bicycle is blue.",
-                          "section_sizes": {"base": {"chars": 2400, "tokens": 600}, "tools": {"chars": 5200, "tokens": 1300},
-                                            "profile": {"chars": 320, "tokens": 80}, "history": {"chars": 900, "tokens": 225},
-                                            "recall": {"chars": 410, "tokens": 103}},
-                          "skill_calls": [{"skill": "facts", "args": {"action": "get", "subject": "owner"}, "result": {"value": "blue"}, "elapsed_s": 0.01}],
-                          "error": None, "requests": [request]})
+    TraceStore(ws).write(
+        {
+            "id": trace_id,
+            "conversation": chat,
+            "time": now.isoformat(),
+            "ok": True,
+            "runner": "hosted",
+            "model": "test-model",
+            "rounds": 1,
+            "elapsed_s": 1.4,
+            "model_s": 1.25,
+            "usage": request["usage"],
+            "recalled": recalled,
+            "user_text": "what colour is my bicycle?",
+            "reply": "Your bicycle is blue.",
+            "section_sizes": {
+                "base": {"chars": 2400, "tokens": 600},
+                "tools": {"chars": 5200, "tokens": 1300},
+                "profile": {"chars": 320, "tokens": 80},
+                "history": {"chars": 900, "tokens": 225},
+                "recall": {"chars": 410, "tokens": 103},
+            },
+            "skill_calls": [
+                {
+                    "skill": "facts",
+                    "args": {"action": "get", "subject": "owner"},
+                    "result": {"value": "blue"},
+                    "elapsed_s": 0.01,
+                }
+            ],
+            "error": None,
+            "requests": [request],
+        }
+    )
     return trace_id, chat, day
 
 

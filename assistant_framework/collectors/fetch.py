@@ -49,7 +49,11 @@ def fetch(url: str, *, timeout: float, headers: dict | None = None, max_bytes: i
     except requests.RequestException as exc:
         raise FetchError(f"fetch failed: {type(exc).__name__}: {exc}") from None
     with response:
-        out = Fetched(status=response.status_code, url=response.url or url, headers={k.lower(): v for k, v in response.headers.items()})
+        out = Fetched(
+            status=response.status_code,
+            url=response.url or url,
+            headers={k.lower(): v for k, v in response.headers.items()},
+        )
         if response.status_code == 304 or response.status_code >= 400:
             return out
         out.content = _read_body(response, deadline, timeout, max_bytes)
@@ -96,11 +100,15 @@ def limit_socket(raw: object, remaining: float) -> None:
             pass
 
 
-def fetch_all(jobs: list[S], work: Callable[[S], T], pool_size: int = POOL_SIZE) -> Iterator[tuple[S, T | None, BaseException | None]]:
+def fetch_all(
+    jobs: list[S], work: Callable[[S], T], pool_size: int = POOL_SIZE
+) -> Iterator[tuple[S, T | None, BaseException | None]]:
     """Run ``work(job)`` for every job in a bounded pool; yield ``(job, result, error)`` as each finishes."""
     if not jobs:
         return
-    with ThreadPoolExecutor(max_workers=max(1, min(pool_size, len(jobs))), thread_name_prefix="collector-fetch") as pool:
+    with ThreadPoolExecutor(
+        max_workers=max(1, min(pool_size, len(jobs))), thread_name_prefix="collector-fetch"
+    ) as pool:
         futures: dict[Future, S] = {pool.submit(work, job): job for job in jobs}
         for future in as_completed(futures):
             error = future.exception()

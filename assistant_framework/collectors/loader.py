@@ -86,9 +86,15 @@ def schema_problem(schema: object) -> str | None:
     if schema is None:
         return None
     if not isinstance(schema, dict):
-        hint = " (in Python `{...}` is a set holding Ellipsis: write a real schema there)" if isinstance(schema, set) else ""
-        return (f"config_schema must be a JSON Schema object such as "
-                f'{{"type": "object", "properties": {{"city": {{"type": "string"}}}}}}, got a {type(schema).__name__}{hint}')
+        hint = (
+            " (in Python `{...}` is a set holding Ellipsis: write a real schema there)"
+            if isinstance(schema, set)
+            else ""
+        )
+        return (
+            f"config_schema must be a JSON Schema object such as "
+            f'{{"type": "object", "properties": {{"city": {{"type": "string"}}}}}}, got a {type(schema).__name__}{hint}'
+        )
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
@@ -143,11 +149,17 @@ def load_collector(folder: Path, section: dict | None) -> Collector | CollectorL
             raise ValueError(problem)
         errors = schema_errors(name, section_schema(schema), section)
         if errors:
-            return CollectorLoadError(name=name, folder=folder, error="invalid config: " + "; ".join(errors), config_schema=schema or {})
+            return CollectorLoadError(
+                name=name, folder=folder, error="invalid config: " + "; ".join(errors), config_schema=schema or {}
+            )
         return _build(name, folder, module, spec, section, schema)
     except Exception as exc:  # noqa: BLE001 - a plugin may raise anything; isolate it
         # An import error already names the folder and the plugin's own exception.
-        detail = str(exc) if isinstance(exc, PluginImportError) else "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        detail = (
+            str(exc)
+            if isinstance(exc, PluginImportError)
+            else "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        )
         return CollectorLoadError(name=name, folder=folder, error=detail)
 
 
@@ -181,7 +193,8 @@ def _bind_config(run: Callable, section: dict) -> Callable:
     """``run(workspace, config)`` gets its config; ``run(workspace)`` is used as is."""
     try:
         params = [
-            p for p in inspect.signature(run).parameters.values()
+            p
+            for p in inspect.signature(run).parameters.values()
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
         ]
     except (TypeError, ValueError):

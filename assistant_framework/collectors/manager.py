@@ -11,7 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from assistant_framework.collectors.loader import Collector, CollectorLoadError, is_collector_folder, load_collector, section_schema
+from assistant_framework.collectors.loader import (
+    Collector,
+    CollectorLoadError,
+    is_collector_folder,
+    load_collector,
+    section_schema,
+)
 from assistant_framework.collectors.state import load_state
 from assistant_framework.plugin_import import LoadOnce, loaded_attribute
 from assistant_framework.workspace import Workspace
@@ -41,8 +47,9 @@ class CollectorManager:
         self._once = LoadOnce(self.load)
 
     @classmethod
-    def from_config(cls, config: dict, workspace: Workspace, builtin_dir: Path | None = None, *,
-                    defer: bool = False) -> "CollectorManager":
+    def from_config(
+        cls, config: dict, workspace: Workspace, builtin_dir: Path | None = None, *, defer: bool = False
+    ) -> "CollectorManager":
         """A loaded manager over the built-in folder plus ``runtime.collectors_dirs``.
 
         With ``defer`` the folders are imported on first use (or by ``ensure_loaded`` from a thread).
@@ -72,7 +79,9 @@ class CollectorManager:
         errors: list[CollectorLoadError] = []
         for base in self.dirs:
             if not base.is_dir():
-                errors.append(CollectorLoadError(base.name, base, f"{base}: no such folder (listed in runtime.collectors_dirs)"))
+                errors.append(
+                    CollectorLoadError(base.name, base, f"{base}: no such folder (listed in runtime.collectors_dirs)")
+                )
                 continue
             for folder in sorted(base.iterdir()):
                 if is_collector_folder(folder):
@@ -144,7 +153,9 @@ class CollectorManager:
                     "next_run": state.next_run if collector.enabled else None,
                     "consecutive_failures": state.consecutive_failures,
                     "sources": state.sources,
-                    "failing_sources": sum(1 for row in state.sources.values() if isinstance(row, dict) and not row.get("ok")),
+                    "failing_sources": sum(
+                        1 for row in state.sources.values() if isinstance(row, dict) and not row.get("ok")
+                    ),
                 }
             )
         for error in self.errors:
@@ -189,4 +200,3 @@ def render_prompt_section(collectors: Sequence[Collector]) -> str:
             lines.append("  Structure: " + " ".join(collector.file_structure.split()))
         parts.append("\n".join(lines))
     return "\n".join(parts) + "\n"
-

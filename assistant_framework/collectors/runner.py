@@ -22,8 +22,8 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Callable
 
 from assistant_framework.collectors.notify import matching_items, notify_text
-from assistant_framework.collectors.triage import TriageBudget, ask_model, ask_rules
 from assistant_framework.collectors.state import load_state, merge_sources, update_state
+from assistant_framework.collectors.triage import TriageBudget, ask_model, ask_rules
 from assistant_framework.schedules import (
     DEFAULT_MAX_BACKOFF_SECONDS,
     DEFAULT_RETRY_BASE_SECONDS,
@@ -110,7 +110,9 @@ class CollectorRunner:
         """Run one collector now in a worker thread (with its timeout) and record the result."""
         collector = self.manager.get(name)
         if not self._reserve(name):
-            return RunOutcome(name=name, outcome="skipped", error=f"collector {name!r} is still running (previous run not finished)")
+            return RunOutcome(
+                name=name, outcome="skipped", error=f"collector {name!r} is still running (previous run not finished)"
+            )
         finished = True
         worker: threading.Thread | None = None
         try:
@@ -118,7 +120,9 @@ class CollectorRunner:
             update_state(self.workspace, name, last_start=to_iso(started_at))
             before = self._snapshot(name)
             attempt = _Attempt()
-            worker = threading.Thread(target=_work, args=(collector, self.workspace, attempt), name=f"collector-{name}", daemon=True)
+            worker = threading.Thread(
+                target=_work, args=(collector, self.workspace, attempt), name=f"collector-{name}", daemon=True
+            )
             t0 = time.monotonic()
             worker.start()
             finished = attempt.done.wait(collector.timeout_seconds)
@@ -166,14 +170,24 @@ class CollectorRunner:
         if outcome.outcome == "ok":
             failures = 0
             next_run = next_regular_run(
-                interval_seconds=collector.interval_seconds, cron=collector.cron, last_start=started_at, now=now, tz_name=self.timezone
+                interval_seconds=collector.interval_seconds,
+                cron=collector.cron,
+                last_start=started_at,
+                now=now,
+                tz_name=self.timezone,
             )
         else:
             failures = state.consecutive_failures + 1
-            next_run = now + timedelta(seconds=backoff_seconds(failures, self.retry_base_seconds, self.max_backoff_seconds))
+            next_run = now + timedelta(
+                seconds=backoff_seconds(failures, self.retry_base_seconds, self.max_backoff_seconds)
+            )
             log.warning("collector %s: %s", name, outcome.error)
         outcome.next_run = to_iso(next_run)
-        extra = {"sources": merge_sources(state.sources, outcome.sources, outcome.started or to_iso(now))} if outcome.sources else {}
+        extra = (
+            {"sources": merge_sources(state.sources, outcome.sources, outcome.started or to_iso(now))}
+            if outcome.sources
+            else {}
+        )
         update_state(
             self.workspace,
             name,
@@ -188,7 +202,10 @@ class CollectorRunner:
         )
         base = f"collectors/{name}"
         if outcome.outcome == "ok":
-            self.workspace.write_json(f"{base}/{NEW_FILE}", {"run_started": outcome.started, "summary": outcome.summary, "items": outcome.new_items})
+            self.workspace.write_json(
+                f"{base}/{NEW_FILE}",
+                {"run_started": outcome.started, "summary": outcome.summary, "items": outcome.new_items},
+            )
         self.workspace.append_jsonl(
             f"{base}/{RUNS_FILE}",
             {
@@ -200,10 +217,21 @@ class CollectorRunner:
                 "written": outcome.written,
                 "summary": outcome.summary,
                 "errors": outcome.errors,
-                **({"failed_sources": sorted(k for k, v in outcome.sources.items() if not v.get("ok"))} if outcome.sources else {}),
+                **(
+                    {"failed_sources": sorted(k for k, v in outcome.sources.items() if not v.get("ok"))}
+                    if outcome.sources
+                    else {}
+                ),
             },
         )
-        log.info("collector %s: %s in %.2fs, %d new, next run %s", name, outcome.outcome, outcome.duration_s, len(outcome.new_items), outcome.next_run)
+        log.info(
+            "collector %s: %s in %.2fs, %d new, next run %s",
+            name,
+            outcome.outcome,
+            outcome.duration_s,
+            len(outcome.new_items),
+            outcome.next_run,
+        )
         if outcome.outcome == "ok":
             self._notify(collector, outcome.new_items)
 
@@ -219,8 +247,17 @@ class CollectorRunner:
             for rule in rules:
                 rest = [item for item in items if isinstance(item, dict) and id(item) not in taken]
                 if rest:
-                    taken |= {id(item) for item in ask_model(self.complete, rule, rest, collector=collector.name,
-                                                             budget=TriageBudget(self.workspace), today=today)}
+                    taken |= {
+                        id(item)
+                        for item in ask_model(
+                            self.complete,
+                            rule,
+                            rest,
+                            collector=collector.name,
+                            budget=TriageBudget(self.workspace),
+                            today=today,
+                        )
+                    }
             matched = [item for item in items if id(item) in taken]  # in the run's order
         if not matched:
             return
@@ -262,7 +299,13 @@ class CollectorRunner:
         stored = from_iso(state.next_run)
         if state.last_start is None and stored is None:
             # Never run: interval collectors run at once, cron ones wait for their time.
-            first = next_regular_run(interval_seconds=collector.interval_seconds, cron=collector.cron, last_start=None, now=now, tz_name=self.timezone)
+            first = next_regular_run(
+                interval_seconds=collector.interval_seconds,
+                cron=collector.cron,
+                last_start=None,
+                now=now,
+                tz_name=self.timezone,
+            )
             if collector.cron:
                 update_state(self.workspace, collector.name, next_run=to_iso(first))
             return first
@@ -284,7 +327,9 @@ class CollectorRunner:
         """Start every due collector (each in its own supervisor thread); return their names."""
         started = []
         for name in self.due():
-            thread = threading.Thread(target=self._supervise, args=(name,), name=f"collector-supervisor-{name}", daemon=True)
+            thread = threading.Thread(
+                target=self._supervise, args=(name,), name=f"collector-supervisor-{name}", daemon=True
+            )
             thread.start()
             started.append(name)
             with self._lock:
@@ -381,8 +426,10 @@ def _apply_result(outcome: RunOutcome, result: object) -> None:
         value = result.get(key)
         if value is not None and not isinstance(value, kinds):
             outcome.outcome = "error"
-            outcome.error = (f"collector {outcome.name!r} returned {key!r} as {type(value).__name__}, expected a "
-                             f"{kinds[0].__name__} (see 'Writing a collector' in docs/collectors.md)")
+            outcome.error = (
+                f"collector {outcome.name!r} returned {key!r} as {type(value).__name__}, expected a "
+                f"{kinds[0].__name__} (see 'Writing a collector' in docs/collectors.md)"
+            )
             return
     items = result.get("new_items") or []
     outcome.new_items = [item for item in items if isinstance(item, dict)]

@@ -86,8 +86,13 @@ def merge_sources(previous: dict, report: dict, when: str) -> dict:
         if not isinstance(result, dict):
             continue
         before = previous.get(name) if isinstance(previous.get(name), dict) else {}
-        row = {"ok": bool(result.get("ok")), "last_ok": before.get("last_ok"), "last_error": before.get("last_error"),
-               "last_error_at": before.get("last_error_at"), "failures": 0}
+        row = {
+            "ok": bool(result.get("ok")),
+            "last_ok": before.get("last_ok"),
+            "last_error": before.get("last_error"),
+            "last_error_at": before.get("last_error_at"),
+            "failures": 0,
+        }
         if row["ok"]:
             row["last_ok"] = when
             row["items"] = result.get("items", 0)
@@ -97,6 +102,10 @@ def merge_sources(previous: dict, report: dict, when: str) -> dict:
             if result.get("warnings"):
                 row["warnings"] = result["warnings"]
         else:
-            row.update(last_error=str(result.get("error") or "failed"), last_error_at=when, failures=int(before.get("failures", 0)) + 1)
+            row.update(
+                last_error=str(result.get("error") or "failed"),
+                last_error_at=when,
+                failures=int(before.get("failures", 0)) + 1,
+            )
         merged[str(name)] = row
     return merged

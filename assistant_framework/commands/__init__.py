@@ -15,8 +15,9 @@ def int_range(low: int, high: int | None = None):
         except ValueError:
             raise argparse.ArgumentTypeError(f"invalid whole number: {text!r}") from None
         if value < low or (high is not None and value > high):
-            raise argparse.ArgumentTypeError(f"{value} is out of range ({low}..{high})" if high is not None
-                                             else f"{value} is below {low}")
+            raise argparse.ArgumentTypeError(
+                f"{value} is out of range ({low}..{high})" if high is not None else f"{value} is below {low}"
+            )
         return value
 
     return parse

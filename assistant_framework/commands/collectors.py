@@ -6,7 +6,6 @@ import argparse
 import json
 import logging
 import sys
-from pathlib import Path
 
 from ..collectors import CollectorManager, CollectorRunner
 from ..config import load_config_detailed, validate_config
@@ -34,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("name")
     run.set_defaults(func=cmd_run)
 
-    status = commands.add_parser("status", help="last run, outcome, next run and failures per collector (and per source)")
+    status = commands.add_parser(
+        "status", help="last run, outcome, next run and failures per collector (and per source)"
+    )
     _common(status)
     status.add_argument("name", nargs="?", help="one collector: also list its failing sources with their last error")
     status.add_argument("--json", action="store_true", help="print everything as JSON")
@@ -67,13 +68,27 @@ def cmd_list(args: argparse.Namespace) -> int:
     config, manager, problems = _open(args)
     failed = 1 if manager.errors or problems else 0
     if args.json:
-        print(json.dumps({
-            "collectors": [{"name": c.name, "enabled": c.enabled, "cron": c.cron, "interval_seconds": c.interval_seconds,
-                            "description": c.description, "folder": str(c.folder)}
-                           for c in sorted(manager.collectors.values(), key=lambda c: c.name)],
-            "errors": [{"name": e.name, "error": e.error, "folder": str(e.folder)} for e in manager.errors],
-            "config_problems": problems,
-        }, indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "collectors": [
+                        {
+                            "name": c.name,
+                            "enabled": c.enabled,
+                            "cron": c.cron,
+                            "interval_seconds": c.interval_seconds,
+                            "description": c.description,
+                            "folder": str(c.folder),
+                        }
+                        for c in sorted(manager.collectors.values(), key=lambda c: c.name)
+                    ],
+                    "errors": [{"name": e.name, "error": e.error, "folder": str(e.folder)} for e in manager.errors],
+                    "config_problems": problems,
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return failed
     for collector in sorted(manager.collectors.values(), key=lambda c: c.name):
         mark = "enabled " if collector.enabled else "disabled"
@@ -99,7 +114,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         # A collector that exists but failed to load is a failure found; an unknown name is a usage error.
         return 1 if any(error.name == args.name for error in manager.errors) else 2
     if not collector.enabled:
-        print(f"note: {collector.name} is disabled in config (collectors.{collector.name}.enabled); running it once anyway")
+        print(
+            f"note: {collector.name} is disabled in config (collectors.{collector.name}.enabled); running it once anyway"
+        )
     runner = CollectorRunner(manager, manager.workspace, timezone=_timezone(config))
     outcome = runner.run_once(args.name)
     print(f"{outcome.name}: {outcome.outcome} in {outcome.duration_s:.2f}s, {len(outcome.new_items)} new item(s)")
@@ -135,7 +152,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     if not rows:
         print("no collectors found")
         return 0
-    header = ["name", "enabled", "outcome", "last start", "duration", "next run", "failures", "sources failing", "error"]
+    header = [
+        "name",
+        "enabled",
+        "outcome",
+        "last start",
+        "duration",
+        "next run",
+        "failures",
+        "sources failing",
+        "error",
+    ]
     table = [header]
     for row in rows:
         sources = row.get("sources") or {}
@@ -211,4 +238,3 @@ def cmd_setup(args: argparse.Namespace) -> int:
         print(f"{collector.name} needs no interactive setup; edit config/collectors/{collector.name}.json")
         return 0
     return int(collector.setup(collector.config, manager.workspace) or 0)
-

@@ -18,8 +18,20 @@ from typing import Any
 
 from filelock import FileLock
 
-from ..config import (LOCAL_DIR, ConfigError, LoadedConfig, format_json_path, get_key, load_config_detailed,
-                      owner_file, parse_cli_value, parse_key, redact, set_in_file, validate_config)
+from ..config import (
+    LOCAL_DIR,
+    ConfigError,
+    LoadedConfig,
+    format_json_path,
+    get_key,
+    load_config_detailed,
+    owner_file,
+    parse_cli_value,
+    parse_key,
+    redact,
+    set_in_file,
+    validate_config,
+)
 from ..config.checks import did_you_mean
 from ..config.defaults import default_of, leaves, with_defaults
 from ..workspace import Workspace, atomic_write_bytes
@@ -34,7 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     commands = group.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
-    show = commands.add_parser("show", help="every effective value (secrets redacted), defaults marked, with the file it comes from")
+    show = commands.add_parser(
+        "show", help="every effective value (secrets redacted), defaults marked, with the file it comes from"
+    )
     add_config_option(show)
     show.add_argument("--json", action="store_true", help="the effective config as JSON (defaults filled in)")
     show.set_defaults(func=cmd_show)
@@ -51,7 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     set_.add_argument("value", help="parsed as JSON when it parses, else taken as a string")
     set_.set_defaults(func=cmd_set)
 
-    validate = commands.add_parser("validate", help="check the config: schema, time zones, collector names, start-up checks")
+    validate = commands.add_parser(
+        "validate", help="check the config: schema, time zones, collector names, start-up checks"
+    )
     add_config_option(validate)
     validate.set_defaults(func=cmd_validate)
 
@@ -95,14 +111,21 @@ def cmd_get(args: argparse.Namespace) -> int:
             value, is_default = default_of(keys), True
         except KeyError:
             # With --json, stdout stays for JSON only (a script pipes it): the sentence goes to stderr.
-            print(f"error: config key {format_json_path(keys)!r} is not set and has no default", flush=True,
-                  file=sys.stderr if args.json else sys.stdout)
+            print(
+                f"error: config key {format_json_path(keys)!r} is not set and has no default",
+                flush=True,
+                file=sys.stderr if args.json else sys.stdout,
+            )
             return 1
     last = next((k for k in reversed(keys) if isinstance(k, str)), "")
     value = redact({last: value})[last]
     if args.json:
         file = None if is_default else _display(loaded.source_of(keys)[0])
-        print(json.dumps({"key": format_json_path(keys), "value": value, "default": is_default, "file": file}, ensure_ascii=False))
+        print(
+            json.dumps(
+                {"key": format_json_path(keys), "value": value, "default": is_default, "file": file}, ensure_ascii=False
+            )
+        )
         return 0
     text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
     print(f"{text}  (default)" if is_default else text)
@@ -123,26 +146,34 @@ def _through_lists(root: Path, keys: tuple, value: Any) -> tuple[tuple, Any]:
         return keys, value
     prefix = keys[:at]
     try:
-        current = copy.deepcopy(get_key(load_config_detailed(root, validate=False, env=False).data, prefix)) if root.exists() else None
+        current = (
+            copy.deepcopy(get_key(load_config_detailed(root, validate=False, env=False).data, prefix))
+            if root.exists()
+            else None
+        )
     except KeyError:
         current = None
     if not isinstance(current, list):
-        raise ConfigError(f"config key {format_json_path(prefix)!r} is not a list, so {format_json_path(keys)!r} cannot be set")
+        raise ConfigError(
+            f"config key {format_json_path(prefix)!r} is not a list, so {format_json_path(keys)!r} cannot be set"
+        )
     node: Any = current
     for depth, key in enumerate(keys[at:-1], start=at):
         if isinstance(key, int):
             if key >= len(node):
-                raise ConfigError(f"{format_json_path(keys[:depth + 1])}: the list has {len(node)} item(s)")
+                raise ConfigError(f"{format_json_path(keys[: depth + 1])}: the list has {len(node)} item(s)")
             node = node[key]
         else:
             node = node.setdefault(key, {})
         if not isinstance(node, (dict, list)):
-            raise ConfigError(f"{format_json_path(keys[:depth + 1])}: is a {type(node).__name__}, cannot set inside it")
+            raise ConfigError(
+                f"{format_json_path(keys[: depth + 1])}: is a {type(node).__name__}, cannot set inside it"
+            )
     last = keys[-1]
     if isinstance(last, int):
         if last > len(node):
             raise ConfigError(f"{format_json_path(keys)}: the list has {len(node)} item(s)")
-        node[last:last + 1] = [value]
+        node[last : last + 1] = [value]
     else:
         node[last] = value
     return prefix, current
@@ -215,14 +246,18 @@ def plugin_schema_errors(loaded: LoadedConfig) -> list[str]:
     from ..collectors import CollectorManager  # imports the collector plugins: only when validating
 
     # Loading plugins reads no workspace; the manager only needs one for status().
-    manager = CollectorManager.from_config(loaded.data, Workspace(Path(tempfile.gettempdir()) / "assistant-unused", create=False))
+    manager = CollectorManager.from_config(
+        loaded.data, Workspace(Path(tempfile.gettempdir()) / "assistant-unused", create=False)
+    )
     errors = validate_config(loaded, extra_schemas=manager.schemas())
     known = set(manager.collectors) | {error.name for error in manager.errors}
     section = loaded.data.get("collectors")
     for name in section if isinstance(section, dict) else {}:
         if name not in known:
             file, rel = loaded.source_of(("collectors", name))
-            errors.append(f"{_display(file)}: {format_json_path(rel)}: unknown collector {name!r}{did_you_mean(name, known)}")
+            errors.append(
+                f"{_display(file)}: {format_json_path(rel)}: unknown collector {name!r}{did_you_mean(name, known)}"
+            )
     return errors
 
 

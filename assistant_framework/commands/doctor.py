@@ -15,7 +15,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     doctor.add_argument("--config", default="config", help="config file or directory (default: config)")
     doctor.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
-    doctor.add_argument("--quick", action="store_true", help="skip model completions, the index check and dependency versions (for health checks)")
+    doctor.add_argument(
+        "--quick",
+        action="store_true",
+        help="skip model completions, the index check and dependency versions (for health checks)",
+    )
     doctor.add_argument("--json", action="store_true", help="the checks as a JSON list")
     doctor.set_defaults(func=cmd_doctor)
 

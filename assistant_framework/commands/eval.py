@@ -26,15 +26,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     skills.add_argument("--runner", help="use this runner from llm.runners")
     skills.add_argument("--base-url", help="an OpenAI-compatible base URL instead of the configured runner")
     skills.add_argument("--model", help="the model name to send")
-    skills.add_argument("--structured-output", choices=("auto", "json_schema", "json_object", "off"),
-                        help="override the runner's structured_output (how answers are constrained to the protocol)")
-    skills.add_argument("--tool-transport", choices=("json", "native", "auto"), help="override the runner's tool_transport")
-    skills.add_argument("--cases", action="append", default=[], metavar="PATH", help="add your own cases (a folder of JSON or YAML files, or one file); repeatable")
+    skills.add_argument(
+        "--structured-output",
+        choices=("auto", "json_schema", "json_object", "off"),
+        help="override the runner's structured_output (how answers are constrained to the protocol)",
+    )
+    skills.add_argument(
+        "--tool-transport", choices=("json", "native", "auto"), help="override the runner's tool_transport"
+    )
+    skills.add_argument(
+        "--cases",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="add your own cases (a folder of JSON or YAML files, or one file); repeatable",
+    )
     skills.add_argument("--no-builtin", action="store_true", help="run only the cases given with --cases")
     skills.add_argument("--category", action="append", default=[], help="run only these categories; repeatable")
     skills.add_argument("--id", action="append", default=[], dest="ids", help="run only these case ids; repeatable")
     skills.add_argument("--report", metavar="PATH", help="write the results as JSON")
-    skills.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"), help="show two reports side by side and exit")
+    skills.add_argument(
+        "--compare", nargs=2, metavar=("A.json", "B.json"), help="show two reports side by side and exit"
+    )
     skills.set_defaults(func=cmd_skills)
 
 
@@ -76,7 +89,9 @@ def cmd_skills(args: argparse.Namespace) -> int:
         print("error: no eval cases selected", file=sys.stderr)
         return 2
     try:
-        config["llm"] = eval_llm_config(config.get("llm") or {}, runner=args.runner, base_url=args.base_url, model=args.model)
+        config["llm"] = eval_llm_config(
+            config.get("llm") or {}, runner=args.runner, base_url=args.base_url, model=args.model
+        )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -100,7 +115,9 @@ def cmd_skills(args: argparse.Namespace) -> int:
         print(f"[{index:>3}/{total}] {mark} {result.id}", file=sys.stderr, flush=True)
 
     results = run_cases(cases, config, progress=progress)
-    report = build_report(results, model=runner.get("model", ""), runner=runner.get("name", ""), base_url=runner.get("base_url", ""))
+    report = build_report(
+        results, model=runner.get("model", ""), runner=runner.get("name", ""), base_url=runner.get("base_url", "")
+    )
     print(format_table(report))
     if args.report:
         Path(args.report).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -64,8 +64,10 @@ def _check_source(source: str | None) -> None:
     kind, colon, name = source.partition(":")
     if source in names or (colon and kind in ("collector", "skill") and name.strip()):
         return
-    raise UsageError(f"--source {source!r} is not a memory source: use one of {', '.join(names)}, "
-                     "collector:NAME (collector:* for all collectors) or skill:NAME")
+    raise UsageError(
+        f"--source {source!r} is not a memory source: use one of {', '.join(names)}, "
+        "collector:NAME (collector:* for all collectors) or skill:NAME"
+    )
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -113,8 +115,19 @@ def cmd_stats(args: argparse.Namespace) -> int:
     finally:
         service.close()
     if args.json:
-        print(json.dumps({"index": str(service.index.db_path), "bytes": stats.bytes, "files": stats.files,
-                          "entries": stats.entries, "by_source": stats.by_source}, indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "index": str(service.index.db_path),
+                    "bytes": stats.bytes,
+                    "files": stats.files,
+                    "entries": stats.entries,
+                    "by_source": stats.by_source,
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return 0
     print(f"index: {service.index.db_path} ({stats.bytes / 1024:.0f} KiB)")
     print(f"files: {stats.files}  entries: {stats.entries}")
@@ -130,8 +143,10 @@ def cmd_purge(args: argparse.Namespace) -> int:
     name = source.split(":", 1)[1] if source.startswith("collector:") else ""
     # A collector's name only: '.', '*' or '[rm]*' would glob other collectors' folders and delete their files.
     if not NAME_PATTERN.fullmatch(name):
-        print(f"error: purge --source must be collector:NAME (a collector's name: a-z, 0-9, _ and -), got {source!r}",
-              file=sys.stderr)
+        print(
+            f"error: purge --source must be collector:NAME (a collector's name: a-z, 0-9, _ and -), got {source!r}",
+            file=sys.stderr,
+        )
         return 2
     workspace = existing_workspace(args.workspace)
     files = workspace.list(f"collectors/{name}/**/*")

@@ -19,9 +19,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     setup.add_argument("--token", help="the bot token from @BotFather (checked with getMe)")
     setup.add_argument("--no-telegram", action="store_true", help="no Telegram: the terminal chat only")
     setup.add_argument("--telegram-base-url", help="a self-hosted Bot API server (default: api.telegram.org)")
-    setup.add_argument("--owner-id", type=int, help="your numeric Telegram user id (else: write to the bot and it is read)")
-    setup.add_argument("--wait", type=float, default=120.0, metavar="SECONDS", help="how long to wait for your message to the bot (default 120)")
-    setup.add_argument("--base-url", help="the model server's OpenAI-compatible base URL (else the usual local ports are probed)")
+    setup.add_argument(
+        "--owner-id", type=int, help="your numeric Telegram user id (else: write to the bot and it is read)"
+    )
+    setup.add_argument(
+        "--wait",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="how long to wait for your message to the bot (default 120)",
+    )
+    setup.add_argument(
+        "--base-url", help="the model server's OpenAI-compatible base URL (else the usual local ports are probed)"
+    )
     setup.add_argument("--model", help="the model name (else chosen from the server's /v1/models)")
     setup.add_argument("--api-key", help="the model server's API key, if it needs one")
     setup.add_argument("--timezone", help="IANA time zone (default: the system's)")
@@ -36,14 +46,26 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
     config = Path(args.config)
     if not config.is_dir():
-        print(f"error: --config {config}: not a config directory (run from the checkout, or pass --config); "
-              "setup writes its local/ layer", file=sys.stderr)
+        print(
+            f"error: --config {config}: not a config directory (run from the checkout, or pass --config); "
+            "setup writes its local/ layer",
+            file=sys.stderr,
+        )
         return 2
     answers = Answers(
-        config=config, workspace=Path(args.workspace), token=args.token, no_telegram=args.no_telegram,
-        telegram_base_url=args.telegram_base_url, owner_id=args.owner_id, wait_seconds=args.wait,
-        base_url=args.base_url, model=args.model, api_key=args.api_key, timezone=args.timezone,
-        test_turn=not args.no_test, interactive=not args.yes and sys.stdin.isatty(),
+        config=config,
+        workspace=Path(args.workspace),
+        token=args.token,
+        no_telegram=args.no_telegram,
+        telegram_base_url=args.telegram_base_url,
+        owner_id=args.owner_id,
+        wait_seconds=args.wait,
+        base_url=args.base_url,
+        model=args.model,
+        api_key=args.api_key,
+        timezone=args.timezone,
+        test_turn=not args.no_test,
+        interactive=not args.yes and sys.stdin.isatty(),
     )
     try:
         return Wizard(answers).run()

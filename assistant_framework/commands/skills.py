@@ -20,7 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     commands = group.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
-    list_ = commands.add_parser("list", help="one row per skill: name, loaded or the load error, description (exit 1 if any failed)")
+    list_ = commands.add_parser(
+        "list", help="one row per skill: name, loaded or the load error, description (exit 1 if any failed)"
+    )
     _add_dir_options(list_)
     list_.add_argument("--json", action="store_true", help="the rows as a JSON list")
     list_.set_defaults(func=cmd_list)
@@ -71,8 +73,21 @@ def cmd_list(args: argparse.Namespace) -> int:
     rows = [(skill.name, "loaded", _first_line(skill.description)) for skill in manager.skills.values()]
     rows += [(error.name, f"error: {error.error}", "") for error in manager.errors]
     if args.json:
-        print(json.dumps([{"name": name, "loaded": state == "loaded", "error": None if state == "loaded" else state[len("error: "):],
-                           "description": description} for name, state, description in sorted(rows)], indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                [
+                    {
+                        "name": name,
+                        "loaded": state == "loaded",
+                        "error": None if state == "loaded" else state[len("error: ") :],
+                        "description": description,
+                    }
+                    for name, state, description in sorted(rows)
+                ],
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return 1 if manager.errors else 0
     if not rows:
         print("no skills found in: " + ", ".join(str(d) for d in manager.dirs))
@@ -97,11 +112,24 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 2
     timeout = manager.timeout_for(skill.name)
     if args.json:
-        print(json.dumps({"name": skill.name, "description": skill.description, "args_schema": skill.args_schema,
-                          "help": skill.help_text, "source": str(skill.source_path),
-                          "readme": str(skill.readme_path) if skill.readme_path else None,
-                          "schema_source": skill.schema_source, "capabilities": list(skill.capabilities),
-                          "timeout_seconds": timeout, "receives_context": bool(skill.wants_context)}, indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "name": skill.name,
+                    "description": skill.description,
+                    "args_schema": skill.args_schema,
+                    "help": skill.help_text,
+                    "source": str(skill.source_path),
+                    "readme": str(skill.readme_path) if skill.readme_path else None,
+                    "schema_source": skill.schema_source,
+                    "capabilities": list(skill.capabilities),
+                    "timeout_seconds": timeout,
+                    "receives_context": bool(skill.wants_context),
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return 0
     print("== Prompt-visible metadata ==")
     print(f"name: {skill.name}")

@@ -22,8 +22,11 @@ def add_workspace_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", default="config",
-                        help="config whose secrets are masked in the output (default: config; skipped when absent)")
+    parser.add_argument(
+        "--config",
+        default="config",
+        help="config whose secrets are masked in the output (default: config; skipped when absent)",
+    )
 
 
 def config_secrets(path: str) -> list[str]:
@@ -73,11 +76,19 @@ def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersActi
     replay.add_argument("--runner", help="use this runner from llm.runners")
     replay.add_argument("--base-url", help="an OpenAI-compatible base URL instead of the configured runner")
     replay.add_argument("--model", help="the model name to send")
-    replay.add_argument("--current-prompt", action="store_true", help="replace the recorded system prompt with the one the current skills and workspace give")
-    replay.add_argument("--all-rounds", action="store_true", help="replay every skill round, not only each trace's first request")
+    replay.add_argument(
+        "--current-prompt",
+        action="store_true",
+        help="replace the recorded system prompt with the one the current skills and workspace give",
+    )
+    replay.add_argument(
+        "--all-rounds", action="store_true", help="replay every skill round, not only each trace's first request"
+    )
     replay.set_defaults(func=cmd_replay)
 
-    export = commands.add_parser("export-cases", help="turn chosen traces into eval cases (YAML) for `assistant eval skills --cases`")
+    export = commands.add_parser(
+        "export-cases", help="turn chosen traces into eval cases (YAML) for `assistant eval skills --cases`"
+    )
     _add_selection(export)
     export.add_argument("--out", required=True, help="the YAML file to write")
     export.add_argument("--category", default="from_traces", help="category of the cases (default: from_traces)")
@@ -88,14 +99,16 @@ def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersActi
 def _add_selection(parser: argparse.ArgumentParser) -> None:
     add_workspace_option(parser)
     parser.add_argument("ids", nargs="*", metavar="ID", help="trace ids or unique prefixes")
-    parser.add_argument("--last", type=int_range(1), metavar="N", help="the last N traces (default: the last one when no ID is given)")
+    parser.add_argument(
+        "--last", type=int_range(1), metavar="N", help="the last N traces (default: the last one when no ID is given)"
+    )
 
 
 def _selected(args: argparse.Namespace) -> list[dict]:
     store = _store(args)
     ids = [store.find(i) for i in args.ids]
     if args.last or not ids:
-        ids += store.ids()[-(args.last or 1):]
+        ids += store.ids()[-(args.last or 1) :]
     traces = []
     for trace_id in dict.fromkeys(ids):
         try:
@@ -144,14 +157,21 @@ def cmd_last_prompt(args: argparse.Namespace) -> int:
     _skipped(damaged)
     if trace is None or not trace.get("requests"):
         # With --json, stdout stays for JSON only (a script pipes it): the sentence goes to stderr.
-        print(f"no traces in {args.workspace}/traces yet: send the bot a message first",
-              file=sys.stderr if args.json else sys.stdout)
+        print(
+            f"no traces in {args.workspace}/traces yet: send the bot a message first",
+            file=sys.stderr if args.json else sys.stdout,
+        )
         return 1
     trace = redact_secrets(trace, config_secrets(args.config))
     request = trace["requests"][-1]
     if args.json:
-        print(json.dumps({"trace": trace["id"], "request": request, "section_sizes": trace.get("section_sizes") or {}},
-                         indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {"trace": trace["id"], "request": request, "section_sizes": trace.get("section_sizes") or {}},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return 0
     print(format_messages(request.get("messages") or []))
     print()
@@ -173,7 +193,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     for row in rows:
         tokens = f"{row.prompt_tokens if row.prompt_tokens is not None else '?'}/{row.completion_tokens if row.completion_tokens is not None else '?'}"
         status = "" if row.ok else "  FAILED"
-        print(f"{row.id}  {row.time[:19]}  {row.conversation}  {row.model}  tokens {tokens}  rounds {row.rounds}{status}")
+        print(
+            f"{row.id}  {row.time[:19]}  {row.conversation}  {row.model}  tokens {tokens}  rounds {row.rounds}{status}"
+        )
     return 0
 
 
@@ -193,11 +215,11 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     # Imported here: replay talks to model servers, which the rest of this CLI never does.
+    from messaging_llm_bot.evals.replay import format_replay, replay_trace
     from messaging_llm_bot.evals.runner import eval_llm_config
     from messaging_llm_bot.llm.client import LLMClient
-    from messaging_llm_bot.runtime import build_runtime
-    from messaging_llm_bot.evals.replay import format_replay, replay_trace
     from messaging_llm_bot.llm.probe import check_runner
+    from messaging_llm_bot.runtime import build_runtime
 
     from ..config import load_config
 
@@ -211,7 +233,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return 1
     config = load_config(args.config)
     try:
-        llm_config = eval_llm_config(config.get("llm") or {}, runner=args.runner, base_url=args.base_url, model=args.model)
+        llm_config = eval_llm_config(
+            config.get("llm") or {}, runner=args.runner, base_url=args.base_url, model=args.model
+        )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -227,7 +251,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         runtime.shutdown(timeout=5)
     llm = LLMClient(llm_config)
     try:
-        outcomes = [o for trace in traces for o in replay_trace(trace, llm, names, system_prompt=system, all_rounds=args.all_rounds)]
+        outcomes = [
+            o
+            for trace in traces
+            for o in replay_trace(trace, llm, names, system_prompt=system, all_rounds=args.all_rounds)
+        ]
     finally:
         llm.close()
     print(format_replay(outcomes))
@@ -259,5 +287,7 @@ def cmd_export_cases(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"error: cannot write {args.out}: {exc.strerror}", file=sys.stderr)
         return 2
-    print(f"{len(cases)} case(s) written to {args.out}; review the expectations, then run: assistant eval skills --cases {args.out}")
+    print(
+        f"{len(cases)} case(s) written to {args.out}; review the expectations, then run: assistant eval skills --cases {args.out}"
+    )
     return 0

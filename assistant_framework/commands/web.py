@@ -10,7 +10,9 @@ from .config import add_config_option
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    web = subparsers.add_parser("web", help="serve the web page: memory, conversations, traces, collectors, usage, skills")
+    web = subparsers.add_parser(
+        "web", help="serve the web page: memory, conversations, traces, collectors, usage, skills"
+    )
     add_config_option(web)
     web.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
     web.add_argument("--host", default=None, help="address to listen on (default: web.host, else 127.0.0.1)")

@@ -58,16 +58,27 @@ def semantic_errors(data: dict) -> list[tuple[tuple, str]]:
     for index, runner in enumerate(runners):
         name = runner.get("name") if isinstance(runner, dict) else None
         if isinstance(name, str) and name in seen:
-            errors.append((("llm", "runners", index, "name"), f"runner name {name!r} is used twice; names pick a runner"))
+            errors.append(
+                (("llm", "runners", index, "name"), f"runner name {name!r} is used twice; names pick a runner")
+            )
         if isinstance(name, str):
             seen.add(name)
     for part in ("embeddings", "transcription"):
         section = llm.get(part)
-        if isinstance(section, dict) and section.get("enabled") and not (section.get("base_url") and section.get("model")):
+        if (
+            isinstance(section, dict)
+            and section.get("enabled")
+            and not (section.get("base_url") and section.get("model"))
+        ):
             errors.append((("llm", part), f"enabled but base_url or model is missing (llm.{part} needs both)"))
     telegram = data.get("telegram") if isinstance(data.get("telegram"), dict) else {}
     if telegram.get("mode") == "webhook":
         webhook = telegram.get("webhook") if isinstance(telegram.get("webhook"), dict) else {}
         if not webhook.get("url"):
-            errors.append((("telegram", "webhook", "url"), "mode is webhook, so webhook.url must be the public https:// address Telegram posts to"))
+            errors.append(
+                (
+                    ("telegram", "webhook", "url"),
+                    "mode is webhook, so webhook.url must be the public https:// address Telegram posts to",
+                )
+            )
     return errors

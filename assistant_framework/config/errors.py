@@ -38,8 +38,10 @@ class LoadedConfig:
         for file, prefix in self.sources.items():
             if tuple(path[: len(prefix)]) != prefix:
                 continue
-            if best is None or len(prefix) > len(best[1]) or (
-                len(prefix) == len(best[1]) and _holds(self.raw.get(file), tuple(path[len(prefix):]))
+            if (
+                best is None
+                or len(prefix) > len(best[1])
+                or (len(prefix) == len(best[1]) and _holds(self.raw.get(file), tuple(path[len(prefix) :])))
             ):
                 best = (file, prefix)
         if best is None:

@@ -23,7 +23,9 @@ def parse_key(dotted: str) -> tuple:
             pos += 1
         match = _KEY_PART.match(text, pos)
         if not match:
-            raise ConfigError(f"config key {dotted!r}: cannot read it at {text[pos:]!r} (write e.g. llm.runners[0].model)")
+            raise ConfigError(
+                f"config key {dotted!r}: cannot read it at {text[pos:]!r} (write e.g. llm.runners[0].model)"
+            )
         name, index = match.groups()
         parts.append(int(index) if index is not None else (int(name) if name.isdigit() else name))
         pos = match.end()
@@ -43,7 +45,9 @@ def get_key(data: dict, dotted: str | tuple, default: Any = KeyError) -> Any:
             node = node[part]
         else:
             if default is KeyError:
-                raise KeyError(f"config key {dotted if isinstance(dotted, str) else format_json_path(dotted)!r} is not set")
+                raise KeyError(
+                    f"config key {dotted if isinstance(dotted, str) else format_json_path(dotted)!r} is not set"
+                )
             return default
     return node
 

@@ -26,8 +26,11 @@ class NoAliasLoader(yaml.SafeLoader):
         if self.check_event(yaml.events.AliasEvent):
             event = self.peek_event()
             raise yaml.composer.ComposerError(
-                None, None, f"aliases (*{event.anchor}) are not allowed in config files; write the value out",
-                event.start_mark)
+                None,
+                None,
+                f"aliases (*{event.anchor}) are not allowed in config files; write the value out",
+                event.start_mark,
+            )
         return super().compose_node(parent, index)
 
 

@@ -21,8 +21,9 @@ def load_config(path: str | os.PathLike[str], *, validate: bool = True, env: boo
     return load_config_detailed(path, validate=validate, env=env, local=local).data
 
 
-def load_config_detailed(path: str | os.PathLike[str], *, validate: bool = True, env: bool = True,
-                         local: bool = True) -> LoadedConfig:
+def load_config_detailed(
+    path: str | os.PathLike[str], *, validate: bool = True, env: bool = True, local: bool = True
+) -> LoadedConfig:
     """Like load_config, keeping which file supplied which key."""
     root = Path(path)
     if not root.exists():

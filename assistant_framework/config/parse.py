@@ -33,7 +33,8 @@ class _ConfigLoader(NoAliasLoader):
                 continue  # an unhashable key: PyYAML's own error follows
             if twice:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} appears twice in one mapping; keep one", key_node.start_mark)
+                    None, None, f"key {key!r} appears twice in one mapping; keep one", key_node.start_mark
+                )
             seen.add(key)
         return super().construct_mapping(node, deep)
 
@@ -58,7 +59,7 @@ def json_duplicate_key(text: str) -> tuple[int, int, str] | None:
             while after < size and text[after] in " \t\r\n":
                 after += 1
             if after < size and text[after] == ":" and stack and stack[-1] is not None:
-                key = json.loads(text[pos:end + 1])
+                key = json.loads(text[pos : end + 1])
                 if key in stack[-1]:
                     return line, pos - line_start + 1, key
                 stack[-1].add(key)
@@ -72,8 +73,10 @@ def _read_text(path: Path) -> str:
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise ConfigError(f"{_display(path)}: {size / 2**20:.1f} MB; a config file is at most "
-                              f"{MAX_FILE_BYTES // 2**20} MB (is it the right file?)")
+            raise ConfigError(
+                f"{_display(path)}: {size / 2**20:.1f} MB; a config file is at most "
+                f"{MAX_FILE_BYTES // 2**20} MB (is it the right file?)"
+            )
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{_display(path)}: cannot read: {exc.strerror}") from None
@@ -81,8 +84,9 @@ def _read_text(path: Path) -> str:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(f"{_display(path)}: line {line}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); "
-                          "save the file as UTF-8") from None
+        raise ConfigError(
+            f"{_display(path)}: line {line}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); save the file as UTF-8"
+        ) from None
 
 
 def _parse_file(path: Path) -> Any:
@@ -90,18 +94,23 @@ def _parse_file(path: Path) -> Any:
     if path.suffix == ".json":
         deep = json_too_deep(text)
         if deep is not None:
-            raise ConfigError(f"{_display(path)}: line {deep[0]} column {deep[1]}: nested more than {MAX_DEPTH} "
-                              "levels deep")
+            raise ConfigError(
+                f"{_display(path)}: line {deep[0]} column {deep[1]}: nested more than {MAX_DEPTH} levels deep"
+            )
         try:
             value, repeated = _load_json(text) if text.strip() else ({}, False)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"{_display(path)}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
+            raise ConfigError(
+                f"{_display(path)}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}"
+            ) from None
         except ValueError as exc:  # NaN, Infinity, 1e999: Python reads them, JSON has no such numbers
             raise ConfigError(f"{_display(path)}: invalid JSON: {exc}") from None
         twice = json_duplicate_key(text) if repeated else None
         if twice:
-            raise ConfigError(f"{_display(path)}: line {twice[0]} column {twice[1]}: invalid JSON: key {twice[2]!r} "
-                              "appears twice in one object; keep one")
+            raise ConfigError(
+                f"{_display(path)}: line {twice[0]} column {twice[1]}: invalid JSON: key {twice[2]!r} "
+                "appears twice in one object; keep one"
+            )
     else:
         try:
             value = yaml.load(text, Loader=_ConfigLoader)  # noqa: S506 - a SafeLoader that also refuses aliases

@@ -10,8 +10,7 @@ _STR_LIST = {"type": "array", "items": {"type": "string"}}
 _DECISION = {"enum": ["allow", "ask", "deny"]}
 _HTTP_URL = {"type": "string", "pattern": "^https?://"}
 # A phone number in E.164 form or a Signal ACI UUID.
-_SIGNAL_ID = ("^(\\+[1-9][0-9]{6,14}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
-              "[0-9a-fA-F]{12})$")
+_SIGNAL_ID = "^(\\+[1-9][0-9]{6,14}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
 
 _ENDPOINT = {
     "type": "object",
@@ -185,11 +184,22 @@ MEMORY_SCHEMA = {
         "ranking": {
             "type": "object",
             "properties": {
-                **{k: {"type": "number", "minimum": 0, "maximum": 100}
-                   for k in ("segment_weight", "neighbour_weight", "time_weight", "date_weight", "whole_segment_weight")},
+                **{
+                    k: {"type": "number", "minimum": 0, "maximum": 100}
+                    for k in (
+                        "segment_weight",
+                        "neighbour_weight",
+                        "time_weight",
+                        "date_weight",
+                        "whole_segment_weight",
+                    )
+                },
                 "segment_top": {"type": "integer", "minimum": 0, "maximum": 1000},
                 "candidates": {"type": "integer", "minimum": 1, "maximum": 100_000},
-                **{k: {"type": "integer", "minimum": 0, "maximum": 10_000_000} for k in ("newest_cap", "owner_cap", "unscoped_cap")},
+                **{
+                    k: {"type": "integer", "minimum": 0, "maximum": 10_000_000}
+                    for k in ("newest_cap", "owner_cap", "unscoped_cap")
+                },
             },
             "additionalProperties": False,
         },

@@ -51,7 +51,9 @@ def _set_path(target: dict, keys: tuple[str, ...], value: Any, file: Path) -> No
     for depth, key in enumerate(keys[:-1]):
         child = node.setdefault(key, {})
         if not isinstance(child, dict):
-            raise ConfigError(f"{_display(file)}: key {'.'.join(keys[: depth + 1])} is already a {type(child).__name__} elsewhere")
+            raise ConfigError(
+                f"{_display(file)}: key {'.'.join(keys[: depth + 1])} is already a {type(child).__name__} elsewhere"
+            )
         node = child
     if not keys:
         if not isinstance(value, dict):

@@ -77,7 +77,9 @@ def set_in_file(file: Path, inner: tuple, value: Any, dotted: str | tuple = "") 
             if child is None:
                 child = node[key] = {}
             if not isinstance(child, dict):
-                raise ConfigError(f"{_display(file)}: {format_json_path(inner[: depth + 1])}: is a {type(child).__name__}, cannot set {dotted!r} inside it")
+                raise ConfigError(
+                    f"{_display(file)}: {format_json_path(inner[: depth + 1])}: is a {type(child).__name__}, cannot set {dotted!r} inside it"
+                )
             node = child
         node[inner[-1]] = value
     original = file.read_text(encoding="utf-8") if file.exists() else ""

@@ -68,9 +68,15 @@ def _check_op(op: str, want: Any, actual: Any, today: date) -> str | None:
     if op == "endswith":
         return None if _text(actual).endswith(str(want).lower()) else f"expected to end with {want!r}, got {actual!r}"
     if op == "startswith":
-        return None if _text(actual).startswith(str(want).lower()) else f"expected to start with {want!r}, got {actual!r}"
+        return (
+            None if _text(actual).startswith(str(want).lower()) else f"expected to start with {want!r}, got {actual!r}"
+        )
     if op == "matches":
-        return None if re.search(want, "" if actual is None else str(actual), re.I) else f"expected to match {want!r}, got {actual!r}"
+        return (
+            None
+            if re.search(want, "" if actual is None else str(actual), re.I)
+            else f"expected to match {want!r}, got {actual!r}"
+        )
     if op == "one_of":
         return None if any(_equals(w, actual) is None for w in want) else f"expected one of {want!r}, got {actual!r}"
     if op == "number":

@@ -52,7 +52,18 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.0f}%"
 
 
-COLUMNS = ("category", "cases", "passed", "right skill", "args valid", "args correct", "repairs", "no-skill ok", "median s", "median tok")
+COLUMNS = (
+    "category",
+    "cases",
+    "passed",
+    "right skill",
+    "args valid",
+    "args correct",
+    "repairs",
+    "no-skill ok",
+    "median s",
+    "median tok",
+)
 
 
 def _row(name: str, s: dict) -> list[str]:
@@ -75,7 +86,9 @@ def format_table(report: dict) -> str:
     rows = [list(COLUMNS)] + [_row(name, s) for name, s in report["by_category"].items()]
     rows.append(_row("overall", report["overall"]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
-    lines = ["  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(r)) for r in rows]
+    lines = [
+        "  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(r)) for r in rows
+    ]
     lines.insert(1, "-" * len(lines[0]))
     lines.insert(len(lines) - 1, "-" * len(lines[0]))
     head = f"model {report.get('model') or '?'} via {report.get('runner') or '?'}: {report['passed']}/{report['cases']} passed"

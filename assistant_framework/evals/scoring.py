@@ -90,7 +90,9 @@ def score_case(
             problems.append(f"first call was {calls[0].skill!r}, expected {wanted}")
         if mine:
             result.args_valid = mine[0].error_kind != "invalid_args"
-            failed_first = any(c.error_kind in ("invalid_args", "unknown_skill") for c in calls[: calls.index(mine[-1])])
+            failed_first = any(
+                c.error_kind in ("invalid_args", "unknown_skill") for c in calls[: calls.index(mine[-1])]
+            )
             good = [c for c in mine if c.ok]
             result.repair_round = failed_first and bool(good)
             final = good[-1] if good else mine[-1]

@@ -121,7 +121,9 @@ class IdleBatcher:
             batches.setdefault(exchange.conversation_id, []).append(exchange)
         self._pending = []
         for conversation_id, exchanges in batches.items():
-            self._submit(lambda c=conversation_id, e=exchanges: self._run(c, e), f"fact extraction for {conversation_id}")
+            self._submit(
+                lambda c=conversation_id, e=exchanges: self._run(c, e), f"fact extraction for {conversation_id}"
+            )
 
     def _run(self, conversation_id: str, exchanges: list[Exchange]) -> None:
         try:
@@ -132,8 +134,13 @@ class IdleBatcher:
                 pause = min(self.max_backoff_seconds, self.backoff_seconds * 2 ** (self._failures - 1))
                 self._retry_at = self._clock() + pause
                 self._pending[:0] = exchanges
-            log.warning("fact extraction for %s failed (%s); %d exchange(s) kept, next try in %.0f s",
-                        conversation_id, _short(exc), len(exchanges), pause)
+            log.warning(
+                "fact extraction for %s failed (%s); %d exchange(s) kept, next try in %.0f s",
+                conversation_id,
+                _short(exc),
+                len(exchanges),
+                pause,
+            )
             log.debug("fact extraction failure", exc_info=True)
             self._check()
             return

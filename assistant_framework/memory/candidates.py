@@ -211,8 +211,13 @@ def bm25_candidates(
             "WHERE fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?) ORDER BY s DESC, id LIMIT ?"
         )
         # The ranges run at once: most of each query's time is FTS5 counting the terms' rows.
-        scored = [row for rows in index.query_many([(sql, (date_weight, match, low, high, cap(low), limit)) for low, high in ranges])
-                  for row in rows]
+        scored = [
+            row
+            for rows in index.query_many(
+                [(sql, (date_weight, match, low, high, cap(low), limit)) for low, high in ranges]
+            )
+            for row in rows
+        ]
         scored.sort(key=lambda row: -row[1])  # stable: ties keep range order, then id
         return _joined(index, scored[:limit])
     queries = [(sql, (date_weight, match, low, high, *params, cap(low), limit)) for low, high in ranges]
@@ -225,7 +230,9 @@ def _joined(index: MemoryIndex, scored: list[tuple[int, float]]) -> list[Candida
     """Candidates for (rowid, score) pairs, in the given order."""
     if not scored:
         return []
-    rows = index.query(f"SELECT {_COLUMNS} FROM entries e WHERE e.id IN ({','.join('?' * len(scored))})", tuple(i for i, _ in scored))
+    rows = index.query(
+        f"SELECT {_COLUMNS} FROM entries e WHERE e.id IN ({','.join('?' * len(scored))})", tuple(i for i, _ in scored)
+    )
     by_id = {row[0]: row for row in rows}
     return [Candidate(*by_id[i], bm25=score) for i, score in scored if i in by_id]
 
@@ -286,7 +293,9 @@ def _newest_filter(index: MemoryIndex, match: str, budget: int) -> tuple[str, li
     return f" AND rowid >= CASE rowid >> {SLOT_BITS} {' '.join(cases)} ELSE 0 END", params
 
 
-def cjk_candidates(index: MemoryIndex, substrings: list[str], short: list[str], scope: Scope, limit: int) -> list[Candidate]:
+def cjk_candidates(
+    index: MemoryIndex, substrings: list[str], short: list[str], scope: Scope, limit: int
+) -> list[Candidate]:
     """Rows whose CJK text contains the query's CJK pieces (trigram index; 1-2 characters by a scan of the CJK rows)."""
     where, params = _scope_sql(scope)
     scores: dict[int, Candidate] = {}
@@ -322,7 +331,9 @@ def merge_candidates(words: list[Candidate], cjk: list[Candidate]) -> list[Candi
     return list(merged.values())
 
 
-def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candidate], max_slots: int = 4) -> dict[str, float]:
+def segment_scores(
+    index: MemoryIndex, terms: list[str], candidates: list[Candidate], max_slots: int = 4
+) -> dict[str, float]:
     """BM25 of whole conversation-days (segments) for the query, for the candidates' log files.
 
     Only the candidates' segments are scored: they are looked up by path, and "+rowid IN"
@@ -343,18 +354,22 @@ def segment_scores(index: MemoryIndex, terms: list[str], candidates: list[Candid
     queries = []
     for slot, listed in by_slot.items():
         low, high = slot_range(slot) if slot is not None else (0, 2**63 - 1)
-        queries.append((
-            f"SELECT rowid, -bm25(segfts) FROM segfts WHERE segfts MATCH ? AND rowid BETWEEN ? AND ? "
-            f"AND +rowid IN ({','.join('?' * len(listed))})",
-            (match, low, high, *listed),
-        ))
+        queries.append(
+            (
+                f"SELECT rowid, -bm25(segfts) FROM segfts WHERE segfts MATCH ? AND rowid BETWEEN ? AND ? "
+                f"AND +rowid IN ({','.join('?' * len(listed))})",
+                (match, low, high, *listed),
+            )
+        )
     return {ids[row_id]: score for rows in index.query_many(queries) for row_id, score in rows}
 
 
 def recent_entries(index: MemoryIndex, scope: Scope, limit: int) -> list[Candidate]:
     """The newest rows in scope (for queries that are only a date phrase)."""
     where, params = _scope_sql(scope)
-    rows = index.query(f"SELECT {_COLUMNS} FROM entries e WHERE 1=1{where} ORDER BY e.ts DESC LIMIT ?", (*params, limit))
+    rows = index.query(
+        f"SELECT {_COLUMNS} FROM entries e WHERE 1=1{where} ORDER BY e.ts DESC LIMIT ?", (*params, limit)
+    )
     return [Candidate(*row, score=1.0 / (i + 1)) for i, row in enumerate(rows)]
 
 
@@ -368,9 +383,9 @@ def neighbours(index: MemoryIndex, pairs: set[tuple[str, int]]) -> list[Candidat
     for start in range(0, len(items), 200):  # SQLite allows 500 compound SELECT terms
         parts, params = [], []
         for path, seqs in items[start : start + 200]:
-            parts.append(f"SELECT {_COLUMNS} FROM entries e WHERE e.path = ? AND e.seq IN ({','.join('?' * len(seqs))})")
+            parts.append(
+                f"SELECT {_COLUMNS} FROM entries e WHERE e.path = ? AND e.seq IN ({','.join('?' * len(seqs))})"
+            )
             params.extend([path, *seqs])
         rows.extend(index.query(" UNION ALL ".join(parts), tuple(params)))
     return [Candidate(*row) for row in rows]
-
-

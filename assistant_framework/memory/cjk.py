@@ -14,9 +14,11 @@ import re
 
 # Hiragana, Katakana, CJK ideographs (and extension A, compatibility), Hangul (syllables, jamo), half-width Katakana;
 # Thai, Lao, Myanmar, Khmer; emoji (symbols and pictographs, dingbats, miscellaneous symbols).
-_CJK = ("\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f\uff66-\uff9f"
-        "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
-        "\U0001f300-\U0001faff\u2600-\u27bf")
+_CJK = (
+    "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f\uff66-\uff9f"
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
+    "\U0001f300-\U0001faff\u2600-\u27bf"
+)
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 #: A query run longer than this is looked up by its overlapping trigrams (any of them), not as one substring.

@@ -49,7 +49,15 @@ _OFFER = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
-_PASSIVE_KIND = {"saved": "save", "stored": "save", "recorded": "save", "logged": "save", "noted": "note", "remembered": "remember", "done": "save"}
+_PASSIVE_KIND = {
+    "saved": "save",
+    "stored": "save",
+    "recorded": "save",
+    "logged": "save",
+    "noted": "note",
+    "remembered": "remember",
+    "done": "save",
+}
 
 
 def _sentence_claim(sentence: str) -> str | None:

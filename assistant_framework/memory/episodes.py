@@ -15,7 +15,6 @@ episode as the owner's.
 from __future__ import annotations
 
 import logging
-import os
 from datetime import datetime
 from typing import Any, Callable
 
@@ -113,7 +112,9 @@ def write_episode(workspace: Workspace, complete: Callable, conv: str, day: str,
 SERVER_DOWN_KINDS = frozenset({"connection", "timeout", "auth"})
 
 
-def write_settled_episodes(workspace: Workspace, complete: Callable, memory_config: dict, now: datetime, tz: Any = None) -> list[str]:
+def write_settled_episodes(
+    workspace: Workspace, complete: Callable, memory_config: dict, now: datetime, tz: Any = None
+) -> list[str]:
     """Write episodes for settled days (at most ``episodes.max_per_run``); returns their paths."""
     settings = section(memory_config, "episodes")
     if not settings.get("enabled", True):

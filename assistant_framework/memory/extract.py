@@ -50,7 +50,7 @@ EXTRACTION_PROMPT = (
     "assistant's long-term memory. Keep only things likely to stay true for weeks: names, "
     "relationships, places, preferences, habits, plans with dates, important events. Skip "
     "small talk, one-off requests, anything about the assistant, and secrets (passwords, "
-    "tokens, card numbers). Use subject \"user\" for the user, or the person's name. "
+    'tokens, card numbers). Use subject "user" for the user, or the person\'s name. '
     'Answer only with JSON: {"facts": [{"subject": "...", "attribute": "...", "value": "..."}]}; '
     'use {"facts": []} when there is nothing durable.'
 )
@@ -68,15 +68,26 @@ def extraction_messages(user_text: str, reply: str, earlier: list[tuple[str, str
 
 def extract_facts(complete: Callable, user_text: str, reply: str, earlier: list[tuple[str, str]] = ()) -> list[dict]:
     """Ask the model for facts; [] when it answers nothing usable. Model failures raise."""
-    text = call_model(complete, extraction_messages(user_text, reply, earlier), json_schema_format("facts", FACTS_SCHEMA))
+    text = call_model(
+        complete, extraction_messages(user_text, reply, earlier), json_schema_format("facts", FACTS_SCHEMA)
+    )
     parsed = parse_json_reply(text, FACTS_SCHEMA, "fact extraction")
     if parsed is None:
         return []
-    facts = [f for f in parsed["facts"] if len(f["value"]) <= MAX_VALUE_CHARS
-             and len(f["subject"]) <= MAX_KEY_CHARS and len(f["attribute"]) <= MAX_KEY_CHARS]
+    facts = [
+        f
+        for f in parsed["facts"]
+        if len(f["value"]) <= MAX_VALUE_CHARS
+        and len(f["subject"]) <= MAX_KEY_CHARS
+        and len(f["attribute"]) <= MAX_KEY_CHARS
+    ]
     if len(facts) < len(parsed["facts"]):
-        log.warning("fact extraction: %d fact(s) with a field over %d/%d chars skipped",
-                    len(parsed["facts"]) - len(facts), MAX_KEY_CHARS, MAX_VALUE_CHARS)
+        log.warning(
+            "fact extraction: %d fact(s) with a field over %d/%d chars skipped",
+            len(parsed["facts"]) - len(facts),
+            MAX_KEY_CHARS,
+            MAX_VALUE_CHARS,
+        )
     return facts[:MAX_FACTS]
 
 
@@ -92,7 +103,9 @@ def extract_and_store(
     untrusted: bool = False,
 ) -> list[tuple[dict, str]]:
     """Extract facts from one exchange and merge them; returns (fact, action) pairs."""
-    return extract_batch_and_store(workspace, complete, conversation_id, [(user_text, reply)], turn_ids, tz, untrusted=untrusted)
+    return extract_batch_and_store(
+        workspace, complete, conversation_id, [(user_text, reply)], turn_ids, tz, untrusted=untrusted
+    )
 
 
 def extract_batch_and_store(
@@ -118,8 +131,17 @@ def extract_batch_and_store(
     results = []
     for fact in facts:
         try:
-            results.append(store.add(fact["subject"], fact["attribute"], fact["value"], source="extraction", source_ref=ref,
-                                     time=datetime.now(tz), untrusted=untrusted))
+            results.append(
+                store.add(
+                    fact["subject"],
+                    fact["attribute"],
+                    fact["value"],
+                    source="extraction",
+                    source_ref=ref,
+                    time=datetime.now(tz),
+                    untrusted=untrusted,
+                )
+            )
         except ValueError as exc:
             log.warning("fact extraction: fact skipped: %s", exc)
     return results

@@ -31,7 +31,16 @@ from .index_db import IndexDatabase
 from .log import safe_conversation_id
 from .readers import ReaderPool
 from .rowkeys import content_hash, date_words, default_time, scope_token, slot_range
-from .sources import DEFAULT_SOURCES, Entry, file_entries, is_appendable, jsonl_entries, source_for, time_to_ts, walk_roots
+from .sources import (
+    DEFAULT_SOURCES,
+    Entry,
+    file_entries,
+    is_appendable,
+    jsonl_entries,
+    source_for,
+    time_to_ts,
+    walk_roots,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +70,9 @@ class MemoryIndex(IndexDatabase):
     """FTS5 index over the workspace's memory files (thread-safe); the database file itself
     (opening, schema, reopening) is ``IndexDatabase``'s, in ``index_db.py``."""
 
-    def __init__(self, workspace: Workspace, sources: Iterable[tuple[str, str]] = DEFAULT_SOURCES, path: str = INDEX_PATH) -> None:
+    def __init__(
+        self, workspace: Workspace, sources: Iterable[tuple[str, str]] = DEFAULT_SOURCES, path: str = INDEX_PATH
+    ) -> None:
         self.workspace = workspace
         self.sources = tuple(sources)
         self.db_path = workspace.path(path)
@@ -300,7 +311,19 @@ class MemoryIndex(IndexDatabase):
             cur.execute(
                 "INSERT INTO entries (id, path, source, ref, seq, time, ts, conversation, role, text, outside) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (row_id, e.path, e.source, e.ref, e.seq, e.time, time_to_ts(e.time), conversation, e.role, e.text, int(e.outside)),
+                (
+                    row_id,
+                    e.path,
+                    e.source,
+                    e.ref,
+                    e.seq,
+                    e.time,
+                    time_to_ts(e.time),
+                    conversation,
+                    e.role,
+                    e.text,
+                    int(e.outside),
+                ),
             )
             cur.execute(
                 "INSERT INTO fts (rowid, body, date, scope) VALUES (?, ?, ?, ?)",
@@ -341,8 +364,12 @@ class MemoryIndex(IndexDatabase):
         if rows:
             # Keep the segment's id on re-insert, so its slot (its conversation's id range) holds.
             seg_id = old[0] if old else self._next_id("segments", self._slot(rows[0][1], create=True) or 0)
-            self.conn.execute("INSERT INTO segments (id, path, conversation) VALUES (?, ?, ?)", (seg_id, rel, rows[0][1]))
-            self.conn.execute("INSERT INTO segfts (rowid, body) VALUES (?, ?)", (seg_id, fold_words("\n".join(r[0] for r in rows))))
+            self.conn.execute(
+                "INSERT INTO segments (id, path, conversation) VALUES (?, ?, ?)", (seg_id, rel, rows[0][1])
+            )
+            self.conn.execute(
+                "INSERT INTO segfts (rowid, body) VALUES (?, ?)", (seg_id, fold_words("\n".join(r[0] for r in rows)))
+            )
 
     def _delete_segment(self, rel: str) -> None:
         row = self.conn.execute("SELECT id FROM segments WHERE path=?", (rel,)).fetchone()
@@ -410,7 +437,9 @@ class MemoryIndex(IndexDatabase):
         for i in range(0, len(hashes), 500):
             part = hashes[i : i + 500]
             marks = ",".join("?" * len(part))
-            for h, blob in self.query(f"SELECT hash, vec FROM vectors WHERE model=? AND hash IN ({marks})", (model, *part)):
+            for h, blob in self.query(
+                f"SELECT hash, vec FROM vectors WHERE model=? AND hash IN ({marks})", (model, *part)
+            ):
                 found[h] = blob
         return found
 

@@ -52,8 +52,10 @@ class IndexDatabase:
         with self.lock:
             if self._identity() == self._file_id:
                 return False
-            log.warning("memory index %s was deleted or replaced while open: reopening it and reading the files again",
-                        self._rel)
+            log.warning(
+                "memory index %s was deleted or replaced while open: reopening it and reading the files again",
+                self._rel,
+            )
             old, self.readers = self.readers, ReaderPool(self.db_path)
             old.close()
             self.conn.close()
@@ -87,14 +89,17 @@ class IndexDatabase:
         for suffix in ("-wal", "-shm"):
             if self.workspace.exists(rel + suffix):
                 os.replace(self.workspace.path(rel + suffix), self.workspace.path(aside + suffix))
-        log.warning("memory index %s could not be opened (%s): moved aside to %s; rebuilding it from the files",
-                    rel, err, aside)
+        log.warning(
+            "memory index %s could not be opened (%s): moved aside to %s; rebuilding it from the files", rel, err, aside
+        )
         self.moved_aside = aside
 
     def _ensure_schema(self) -> None:
         with self.lock:
             tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            row = self.conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone() if "meta" in tables else None
+            row = (
+                self.conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone() if "meta" in tables else None
+            )
             columns = {r[1] for r in self.conn.execute("PRAGMA table_info(fts)")} if "fts" in tables else set()
             if tables and (row is None or int(row[0]) != SCHEMA_VERSION or columns != {"body", "date", "scope"}):
                 # An index from another version is only a cache: drop it and read the files again.

@@ -64,8 +64,11 @@ def user_edited(workspace: Workspace) -> bool:
 def profile_inputs(workspace: Workspace, max_episodes: int = 14) -> str:
     """The refresh request's text: current profile, current facts and the last episodes, all
     without the ones marked as outside content (they never reach the system prompt)."""
-    facts = [f for f in (workspace.read_json(FACTS_PATH, default=[]) or [])
-             if isinstance(f, dict) and f.get("status", "current") == "current" and not is_untrusted(f)]
+    facts = [
+        f
+        for f in (workspace.read_json(FACTS_PATH, default=[]) or [])
+        if isinstance(f, dict) and f.get("status", "current") == "current" and not is_untrusted(f)
+    ]
     fact_lines = [f"- {f.get('subject')}: {f.get('attribute')} = {f.get('value')}" for f in facts[-200:]]
     episodes: list[str] = []
     for rel in reversed(sorted(workspace.list(f"{EPISODES_DIR}/*/*.md"), key=lambda p: p.rsplit("/", 1)[-1])):
@@ -79,7 +82,8 @@ def profile_inputs(workspace: Workspace, max_episodes: int = 14) -> str:
     if is_marked_text(current):
         current = ""  # written from outside content: rebuilt from the owner's facts and episodes
     return (
-        f"Current profile:\n{current or '(none yet)'}\n\nFacts:\n" + ("\n".join(fact_lines) or "(none)")
+        f"Current profile:\n{current or '(none yet)'}\n\nFacts:\n"
+        + ("\n".join(fact_lines) or "(none)")
         + f"\n\nRecent episodes:\n{episode_text or '(none)'}"
     )
 
@@ -101,7 +105,11 @@ def refresh_profile(workspace: Workspace, complete: Callable) -> str | None:
     current = workspace.read_text(PROFILE_PATH, default="")
     outside = is_marked_text(current)
     if not outside and len(current) > 100 and len(text) < 0.3 * len(current):
-        log.warning("profile refresh: answer of %d chars would replace %d chars; kept (truncated output?)", len(text), len(current))
+        log.warning(
+            "profile refresh: answer of %d chars would replace %d chars; kept (truncated output?)",
+            len(text),
+            len(current),
+        )
         return None
     content = text + "\n"
     if outside:
@@ -112,11 +120,15 @@ def refresh_profile(workspace: Workspace, complete: Callable) -> str | None:
         log.info("profile.md was edited by the user; the refresh went to %s", PROPOSED_PATH)
         return PROPOSED_PATH
     workspace.write_text(PROFILE_PATH, content)
-    workspace.write_json(STATE_PATH, {"hash": _hash(content), "refreshed": datetime.now().astimezone().isoformat(timespec="seconds")})
+    workspace.write_json(
+        STATE_PATH, {"hash": _hash(content), "refreshed": datetime.now().astimezone().isoformat(timespec="seconds")}
+    )
     return PROFILE_PATH
 
 
-def refresh_profile_if_due(workspace: Workspace, complete: Callable, memory_config: dict, now: datetime, force: bool = False) -> str | None:
+def refresh_profile_if_due(
+    workspace: Workspace, complete: Callable, memory_config: dict, now: datetime, force: bool = False
+) -> str | None:
     """Refresh when ``profile.refresh_hours`` (default 24) passed, or after new episodes (at most hourly)."""
     settings = section(memory_config, "profile")
     if not settings.get("enabled", True):

@@ -109,7 +109,9 @@ def rerank(
     ranked = []
     for key, c in pool.items():
         path, seq = key
-        neighbour = max(own.get((path, seq - 1), 0.0), own.get((path, seq + 1), 0.0)) if c.source == "conversation" else 0.0
+        neighbour = (
+            max(own.get((path, seq - 1), 0.0), own.get((path, seq + 1), 0.0)) if c.source == "conversation" else 0.0
+        )
         score = (
             own.get(key, 0.0)
             + ranking.segment_weight * segment.get(path, 0.0) / seg_top
@@ -171,11 +173,19 @@ def search(
         found = recent_entries(index, scope, limit) if (scope.since or scope.until) else []
     else:
         candidates = bm25_candidates(
-            index, terms, scope, max(ranking.candidates, limit * 5), ranking.date_weight, ranking.newest_cap,
-            ranking.unscoped_cap, ranking.owner_cap,
+            index,
+            terms,
+            scope,
+            max(ranking.candidates, limit * 5),
+            ranking.date_weight,
+            ranking.newest_cap,
+            ranking.unscoped_cap,
+            ranking.owner_cap,
         )
         if substrings or short:
-            candidates = merge_candidates(candidates, cjk_candidates(index, substrings, short, scope, max(ranking.candidates, limit * 5)))
+            candidates = merge_candidates(
+                candidates, cjk_candidates(index, substrings, short, scope, max(ranking.candidates, limit * 5))
+            )
             terms = terms + substrings + short
         if similarity is not None and ranking.semantic_weight > 0 and candidates:
             fuse_semantic(candidates, similarity(query, candidates), ranking.semantic_weight)
@@ -190,8 +200,14 @@ def search(
         found = rerank(candidates, extra, ranking, window, whole)
     return [
         MemoryHit(
-            source=c.source, path=c.path, ref=c.ref, time=c.time, snippet=snippet(c.text, terms),
-            score=round(c.score, 4), conversation=c.conversation, outside=bool(c.outside),
+            source=c.source,
+            path=c.path,
+            ref=c.ref,
+            time=c.time,
+            snippet=snippet(c.text, terms),
+            score=round(c.score, 4),
+            conversation=c.conversation,
+            outside=bool(c.outside),
         )
         for c in found[:limit]
     ]

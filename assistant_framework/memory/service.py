@@ -11,18 +11,18 @@ from datetime import datetime, timedelta
 from typing import Callable
 from zoneinfo import ZoneInfo
 
+from ..background import BackgroundWorker
 from ..workspace import Workspace
 from . import recall as recall_policy
+from .batching import Exchange, IdleBatcher
 from .embeddings import Embed, make_similarity
 from .episodes import write_settled_episodes
-from .batching import Exchange, IdleBatcher
 from .extract import extract_batch_and_store
 from .index import MemoryIndex
 from .log import CONVERSATIONS_DIR, TurnLog, safe_conversation_id
 from .profile import profile_text, refresh_profile_if_due
 from .search import MemoryHit, Ranking, Scope, search
 from .timeparse import parse_date_range
-from ..background import BackgroundWorker
 
 log = logging.getLogger(__name__)
 Complete = Callable[..., str]
@@ -50,7 +50,9 @@ def ranking_from_config(memory_config: dict) -> Ranking:
 SEARCH_CAP_FACTOR = 20
 
 #: Data the built-in skills keep in their own folders; ``skill:notes`` means the ``notes`` source.
-BUILTIN_SKILL_SOURCES = frozenset({"notes", "tasks", "facts", "learnings", "contacts", "birthdays", "routines", "reminders"})
+BUILTIN_SKILL_SOURCES = frozenset(
+    {"notes", "tasks", "facts", "learnings", "contacts", "birthdays", "routines", "reminders"}
+)
 
 
 def source_alias(source: str) -> str:
@@ -101,7 +103,9 @@ class MemoryService:
         self._searching = 0
         self._searches_done = threading.Condition()
         refresh_seconds = float(self.memory_config.get("refresh_seconds", 60))
-        self.worker = BackgroundWorker("memory", on_idle=self.refresh, idle_seconds=refresh_seconds) if start_worker else None
+        self.worker = (
+            BackgroundWorker("memory", on_idle=self.refresh, idle_seconds=refresh_seconds) if start_worker else None
+        )
         # Fact extraction waits until the chat is idle and batches the turns since the last one,
         # so a one-slot local server keeps the chat's prompt cached (see batching.py).
         self.extraction = IdleBatcher(
@@ -136,7 +140,9 @@ class MemoryService:
         self._index_later(rel, row["turn_id"])
         key = safe_conversation_id(conversation_id)
         with self._recent_lock:
-            recent = self._recent.setdefault(key, collections.deque(maxlen=max(1, self.recall_settings.skip_recent_turns)))
+            recent = self._recent.setdefault(
+                key, collections.deque(maxlen=max(1, self.recall_settings.skip_recent_turns))
+            )
             recent.append(row["turn_id"])
         return row
 
@@ -211,8 +217,15 @@ class MemoryService:
         scope.since, scope.until = since, until
         self.index_pending()
         with self._searching_now():
-            return search(self.index, query, scope, limit, self.search_ranking, self._similarity,
-                          self._date_preference(query, since, until, now))
+            return search(
+                self.index,
+                query,
+                scope,
+                limit,
+                self.search_ranking,
+                self._similarity,
+                self._date_preference(query, since, until, now),
+            )
 
     def _date_preference(self, query: str, since, until, now: datetime | None) -> tuple[datetime, datetime] | None:
         """A date phrase in the query prefers rows from then (a soft boost, not a filter:
@@ -225,7 +238,9 @@ class MemoryService:
         grace = max(timedelta(days=7), (found.until - found.since) / 2)
         return found.since, found.until + grace
 
-    def recall(self, query: str, conversation_id: str, *, private: bool = True, limit: int | None = None) -> list[MemoryHit]:
+    def recall(
+        self, query: str, conversation_id: str, *, private: bool = True, limit: int | None = None
+    ) -> list[MemoryHit]:
         """Hits worth showing the model before it answers, within this conversation's scope."""
         settings = self.recall_settings
         if not settings.enabled or not query.strip() or recall_policy.is_excluded(conversation_id, self.memory_config):
@@ -257,7 +272,9 @@ class MemoryService:
 
     def format_recall(self, hits: list[MemoryHit], budget_chars: int | None = None) -> str:
         """The marked block for the end of the final user message; '' when no hits."""
-        return recall_policy.format_recall(hits, budget_chars if budget_chars is not None else self.recall_settings.budget_chars)
+        return recall_policy.format_recall(
+            hits, budget_chars if budget_chars is not None else self.recall_settings.budget_chars
+        )
 
     # -- index ------------------------------------------------------------------
 
@@ -279,12 +296,23 @@ class MemoryService:
         """The chat finished a message (answered or not)."""
         self.extraction.turn_finished()
 
-    def after_turn(self, conversation_id: str, user_text: str, reply: str, *, turn_ids: list[str] | tuple = (),
-                   untrusted: bool = False) -> None:
+    def after_turn(
+        self,
+        conversation_id: str,
+        user_text: str,
+        reply: str,
+        *,
+        turn_ids: list[str] | tuple = (),
+        untrusted: bool = False,
+    ) -> None:
         """Queue fact extraction for the new turns (runs when the chat is idle); returns at once.
 
         ``untrusted``: outside content entered the turn; its facts are stored marked as such."""
-        if self.complete is None or self.worker is None or recall_policy.is_excluded(conversation_id, self.memory_config):
+        if (
+            self.complete is None
+            or self.worker is None
+            or recall_policy.is_excluded(conversation_id, self.memory_config)
+        ):
             return
         if not self.memory_config.get("extract_facts", True):
             return
@@ -298,7 +326,9 @@ class MemoryService:
             if group:
                 pairs = [(e.user_text, e.reply) for e in group]
                 ids = [i for e in group for i in e.turn_ids]
-                extract_batch_and_store(self.workspace, self.complete, conversation_id, pairs, ids, self.tz, untrusted=untrusted)
+                extract_batch_and_store(
+                    self.workspace, self.complete, conversation_id, pairs, ids, self.tz, untrusted=untrusted
+                )
 
     def maintenance(self, now: datetime | None = None) -> None:
         """Write episodes for settled days and refresh the profile when due (runs in the worker)."""
@@ -308,7 +338,9 @@ class MemoryService:
 
         def job() -> None:
             written = write_settled_episodes(self.workspace, self.complete, self.memory_config, moment, self.tz)
-            refreshed = refresh_profile_if_due(self.workspace, self.complete, self.memory_config, moment, force=bool(written))
+            refreshed = refresh_profile_if_due(
+                self.workspace, self.complete, self.memory_config, moment, force=bool(written)
+            )
             if written or refreshed:
                 self.index.refresh()
 

@@ -32,6 +32,7 @@ DEFAULT_SOURCES: tuple[tuple[str, str], ...] = (
     ("skills-data/*/**", "skill:{1}"),
 )
 
+
 #: Top-level folders (or files) a full refresh walks; everything else is never read.
 def walk_roots(sources: Iterable[tuple[str, str]]) -> list[str]:
     """The first path component of every source glob, deduplicated."""
@@ -48,7 +49,19 @@ JSON_SUFFIXES = (".json",)
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 CHUNK_CHARS = 700
 _TIME_KEYS = ("time", "date", "when", "published", "updated", "created", "due", "start")
-_SKIP_KEYS = {"id", "turn_id", "message_id", "hash", "source_ref", "history", "guid", "uid", "status", "superseded_by", "untrusted"}
+_SKIP_KEYS = {
+    "id",
+    "turn_id",
+    "message_id",
+    "hash",
+    "source_ref",
+    "history",
+    "guid",
+    "uid",
+    "status",
+    "superseded_by",
+    "untrusted",
+}
 _GONE = {"superseded", "deleted"}
 
 
@@ -195,7 +208,9 @@ def record_time(record: Any) -> str | None:
     return None
 
 
-def record_entry(record: Any, rel: str, ref: str, seq: int, source: str, default_time: str | None = None) -> Entry | None:
+def record_entry(
+    record: Any, rel: str, ref: str, seq: int, source: str, default_time: str | None = None
+) -> Entry | None:
     """An Entry for one JSON record; None for empty, superseded or deleted records. A record
     marked ``"untrusted": true`` (a fact taken from outside content) is outside."""
     if isinstance(record, dict) and record.get("status") in _GONE:
@@ -203,8 +218,15 @@ def record_entry(record: Any, rel: str, ref: str, seq: int, source: str, default
     text = record_text(record)
     if not text.strip():
         return None
-    return Entry(source=source, path=rel, ref=ref, seq=seq, text=text[:4000], time=record_time(record) or default_time,
-                 outside=is_untrusted(record))
+    return Entry(
+        source=source,
+        path=rel,
+        ref=ref,
+        seq=seq,
+        text=text[:4000],
+        time=record_time(record) or default_time,
+        outside=is_untrusted(record),
+    )
 
 
 def json_entries(data: bytes, rel: str, source: str, default_time: str | None) -> list[Entry]:

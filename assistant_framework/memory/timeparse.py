@@ -13,18 +13,44 @@ from datetime import datetime, timedelta
 MONTHS = {
     name: i
     for i, names in enumerate(
-        (("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
-         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
-         ("december", "dec")),
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
         1,
     )
     for name in names
 }
-WEEKDAYS = {name: i for i, name in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))}
+WEEKDAYS = {
+    name: i for i, name in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
+}
 _MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _WEEKDAY = r"(?P<weekday>" + "|".join(WEEKDAYS) + r")"
 _UNIT = r"(?P<unit>day|week|month|year)s?"
-_NUM_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+_NUM_WORDS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
 _NUM = r"(?P<n>\d{1,3}|" + "|".join(_NUM_WORDS) + r")"
 _YEAR = r"(?P<year>(?:19|20)\d{2})"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
@@ -191,6 +217,6 @@ def parse_date_range(text: str, now: datetime) -> DateRange | None:
 
 
 def _result(text: str, match: re.Match, span: tuple[datetime, datetime]) -> DateRange:
-    rest = (text[: match.start()] + " " + text[match.end():]).strip()
+    rest = (text[: match.start()] + " " + text[match.end() :]).strip()
     rest = re.sub(r"\s+", " ", rest)
     return DateRange(since=span[0], until=span[1], rest=rest, phrase=match.group(0).strip())

@@ -8,7 +8,13 @@
 The names below are the contract for plugin authors and the host; import them from here.
 """
 
-from assistant_framework.skills.manager import BUILTIN_SKILLS_DIR, SkillContext, SkillLoadError, SkillManager, SkillResult
+from assistant_framework.skills.manager import (
+    BUILTIN_SKILLS_DIR,
+    SkillContext,
+    SkillLoadError,
+    SkillManager,
+    SkillResult,
+)
 from assistant_framework.skills.support import OUTSIDE_LABEL, context_now, context_zone, need
 
 __all__ = [

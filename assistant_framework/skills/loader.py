@@ -229,11 +229,15 @@ def load_skill_folder(folder: Path) -> Skill:
         raise SkillDefinitionError(f"{folder}: skill name must be a non-empty string, got {name!r}")
     if not SKILL_NAME_RE.fullmatch(name):
         # The model writes the name back in a call: a space or a non-ASCII letter would never read as one.
-        raise SkillDefinitionError(f"{folder}: skill name {name!r} must be ASCII letters, digits and _ - . "
-                                   f"(starting with a letter or _, at most 64 characters), e.g. {_suggest_name(name)!r}")
+        raise SkillDefinitionError(
+            f"{folder}: skill name {name!r} must be ASCII letters, digits and _ - . "
+            f"(starting with a letter or _, at most 64 characters), e.g. {_suggest_name(name)!r}"
+        )
     description = raw["description"]
     if not isinstance(description, str) or not description.strip():
-        raise SkillDefinitionError(f"{folder}: skill {name!r} has no description (DESCRIPTION or register()['description'])")
+        raise SkillDefinitionError(
+            f"{folder}: skill {name!r} has no description (DESCRIPTION or register()['description'])"
+        )
     run = raw["run"]
     if not callable(run):
         raise SkillDefinitionError(f"{folder}: skill {name!r} has no callable run(workspace, args)")

@@ -16,12 +16,18 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import jsonschema
 
 from assistant_framework.plugin_import import LoadOnce, loaded_attribute
-from assistant_framework.skills.loader import Skill, SkillDefinitionError, forget_module, is_skill_folder, load_skill_folder
+from assistant_framework.skills.loader import (
+    Skill,
+    SkillDefinitionError,
+    forget_module,
+    is_skill_folder,
+    load_skill_folder,
+)
 from assistant_framework.workspace import Workspace
 
 #: The built-in skills shipped with the framework: ``<repo>/skills``.
@@ -112,7 +118,8 @@ def describe_validation_error(error: jsonschema.ValidationError) -> str:
         # A small model cannot read a regular expression; it can follow a form and an example.
         forms = " or ".join(dict.fromkeys(form_of(e) for e in examples))
         return f"{where}: {error.instance!r} is not in the expected form: write it as {forms}, e.g. " + " or ".join(
-            json.dumps(e, ensure_ascii=False) for e in examples)
+            json.dumps(e, ensure_ascii=False) for e in examples
+        )
     if error.validator == "additionalProperties" and isinstance(error.schema, dict):
         allowed = sorted((error.schema.get("properties") or {}).keys())
         if allowed:
@@ -151,8 +158,9 @@ class SkillManager:
             self.load()
 
     @classmethod
-    def from_config(cls, config: dict, workspace: Workspace, builtin_dir: Path | None = None, *,
-                    defer: bool = False) -> "SkillManager":
+    def from_config(
+        cls, config: dict, workspace: Workspace, builtin_dir: Path | None = None, *, defer: bool = False
+    ) -> "SkillManager":
         """Built-in skills first, then ``runtime.skills_dirs``; timeouts and limits from ``runtime``.
 
         With ``defer`` the folders are imported on first use (or by ``ensure_loaded`` from a thread).
@@ -188,8 +196,11 @@ class SkillManager:
         module_names: list[str] = []
         for directory in self.dirs:
             if not directory.is_dir():
-                errors.append(SkillLoadError(directory.name, directory,
-                                             f"{directory}: no such folder (listed in runtime.skills_dirs)"))
+                errors.append(
+                    SkillLoadError(
+                        directory.name, directory, f"{directory}: no such folder (listed in runtime.skills_dirs)"
+                    )
+                )
                 continue
             here: dict[str, Path] = {}  # a later directory replaces a name; within one it is a mistake
             for folder in sorted(directory.iterdir()):
@@ -201,13 +212,22 @@ class SkillManager:
                     errors.append(SkillLoadError(name=folder.name, folder=folder.resolve(), error=str(exc)))
                     continue
                 except Exception as exc:  # a bug we did not foresee must not stop the other skills
-                    errors.append(SkillLoadError(folder.name, folder.resolve(), f"{folder}: {type(exc).__name__}: {exc}"))
+                    errors.append(
+                        SkillLoadError(folder.name, folder.resolve(), f"{folder}: {type(exc).__name__}: {exc}")
+                    )
                     continue
                 if spec.name in here:
                     forget_module(spec.module_name)
-                    errors.append(SkillLoadError(folder.name, spec.folder, (
-                        f"{spec.folder}: skill name {spec.name!r} is already used by {here[spec.name]}; rename one "
-                        "(NAME or the folder); to replace a skill, put yours in a folder listed in runtime.skills_dirs")))
+                    errors.append(
+                        SkillLoadError(
+                            folder.name,
+                            spec.folder,
+                            (
+                                f"{spec.folder}: skill name {spec.name!r} is already used by {here[spec.name]}; rename one "
+                                "(NAME or the folder); to replace a skill, put yours in a folder listed in runtime.skills_dirs"
+                            ),
+                        )
+                    )
                     continue
                 here[spec.name] = spec.folder
                 module_names.append(spec.module_name)
@@ -273,8 +293,9 @@ class SkillManager:
             lines.append(f"(and {len(errors) - _MAX_REPORTED_ERRORS} more problems)")
         return "; ".join(lines)
 
-    def run(self, name: str, args: Any, context: SkillContext | None = None, *,
-            workspace: Workspace | None = None) -> SkillResult:
+    def run(
+        self, name: str, args: Any, context: SkillContext | None = None, *, workspace: Workspace | None = None
+    ) -> SkillResult:
         """Validate, call with a timeout, and package the outcome; never raises.
 
         ``workspace`` replaces the manager's own for this call (a guest chat's area)."""
@@ -318,12 +339,16 @@ class SkillManager:
             )
         if "error" in outcome:
             exc = outcome["error"]
-            return SkillResult(ok=False, error=f"skill {skill.name!r} failed: {type(exc).__name__}: {exc}", error_kind="exception")
+            return SkillResult(
+                ok=False, error=f"skill {skill.name!r} failed: {type(exc).__name__}: {exc}", error_kind="exception"
+            )
         value = outcome.get("value")
         try:
             text = value_text(value)
         except (TypeError, ValueError) as exc:
-            return SkillResult(ok=False, error=f"skill {skill.name!r} returned an unprintable value: {exc}", error_kind="exception")
+            return SkillResult(
+                ok=False, error=f"skill {skill.name!r} returned an unprintable value: {exc}", error_kind="exception"
+            )
         shown, cut = truncate_text(text, self.result_limit_chars)
         return SkillResult(ok=True, value=shown if cut else value, truncated=cut)
 

@@ -98,8 +98,12 @@ class JsonListFile:
                 if key in _reported_bad_rows:
                     continue
                 _reported_bad_rows.add(key)
-            log.warning("stores: %s row %d is not a JSON object (%s): skipped, left in the file as it is", self.rel,
-                        index, key[2][:80])
+            log.warning(
+                "stores: %s row %d is not a JSON object (%s): skipped, left in the file as it is",
+                self.rel,
+                index,
+                key[2][:80],
+            )
 
     def allocate_id(self, rows: list[dict], prefix: str) -> str:
         """A fresh id; call inside ``edit``. A high-water mark in ``state/ids/`` keeps
@@ -109,12 +113,13 @@ class JsonListFile:
             mark = self.workspace.read_text(mark_rel, default="0").strip()
         except ValueError:  # bad bytes: it is only a high-water mark, the rows give the next id again
             aside = self.workspace.move_aside(mark_rel)
-            log.warning("stores: %s could not be read: moved aside to %s; ids continue after the records", mark_rel,
-                        aside)
+            log.warning(
+                "stores: %s could not be read: moved aside to %s; ids continue after the records", mark_rel, aside
+            )
             mark = "0"
         floor = int(mark) if mark.isdigit() else 0
         new = next_id(rows, prefix)
-        number = max(int(new[len(prefix):]), floor + 1)
+        number = max(int(new[len(prefix) :]), floor + 1)
         self.workspace.write_text(mark_rel, f"{number}\n")
         return f"{prefix}{number}"
 

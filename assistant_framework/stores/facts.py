@@ -55,7 +55,9 @@ class FactStore:
                 and norm(row.get("attribute")) == norm(attribute)
             ]
             for row in current:
-                if norm(row.get("value")) == norm(value) and (untrusted or source == "extraction" or not is_untrusted(row)):
+                if norm(row.get("value")) == norm(value) and (
+                    untrusted or source == "extraction" or not is_untrusted(row)
+                ):
                     return row, "duplicate"
             if source == "extraction":
                 for row in current:

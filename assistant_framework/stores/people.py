@@ -52,8 +52,11 @@ def next_occurrence(birthday: str, today: date) -> date | None:
 
 def _matches(row: dict, query: str) -> bool:
     wanted = norm(query)
-    return any(wanted in norm(value) for key, value in row.items()
-               if key != UNTRUSTED_KEY and isinstance(value, (str, int, float)))
+    return any(
+        wanted in norm(value)
+        for key, value in row.items()
+        if key != UNTRUSTED_KEY and isinstance(value, (str, int, float))
+    )
 
 
 class ContactStore:
@@ -65,8 +68,9 @@ class ContactStore:
     def all(self) -> list[dict]:
         return self.file.load()
 
-    def add(self, name: str, phone: str = "", email: str = "", notes: str = "", *, untrusted: bool = False,
-            **fields: str) -> dict:
+    def add(
+        self, name: str, phone: str = "", email: str = "", notes: str = "", *, untrusted: bool = False, **fields: str
+    ) -> dict:
         """Store a new contact; ValueError if one with that name exists (use update). ``untrusted``
         (written from outside content) marks it."""
         name = one_line(name)
@@ -86,7 +90,9 @@ class ContactStore:
         marks the contact when a value changed (it now holds outside text); otherwise a mark stays."""
         with self.file.edit() as rows:
             contact = pick_one(rows, name, "contact", label="name")
-            changed = {key: value for key, value in fields.items() if value not in (None, "") and contact.get(key) != value}
+            changed = {
+                key: value for key, value in fields.items() if value not in (None, "") and contact.get(key) != value
+            }
             contact.update(changed)
             if untrusted and changed:
                 mark_record(contact)
@@ -144,5 +150,9 @@ class BirthdayStore:
     def upcoming(self, today: date, days: int = 30) -> list[tuple[date, dict]]:
         """Birthdays from ``today`` through ``today + days``, soonest first."""
         end = today + timedelta(days=days)
-        found = [(when, row) for row in self.file.load() if (when := next_occurrence(row.get("date", ""), today)) and when <= end]
+        found = [
+            (when, row)
+            for row in self.file.load()
+            if (when := next_occurrence(row.get("date", ""), today)) and when <= end
+        ]
         return sorted(found, key=lambda pair: (pair[0], norm(pair[1].get("name"))))

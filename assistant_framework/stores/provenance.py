@@ -88,14 +88,17 @@ def mark_text(text: str) -> str:
     The result always reads as marked (``is_marked_text``): when the merged block would not (it
     would close past the lines ``front_matter`` reads), a new block goes before the text instead."""
     bom = BOM if text.startswith(BOM) else ""
-    body = text[len(bom):]
+    body = text[len(bom) :]
     meta, size = front_matter(text)  # read past one byte order mark, as ``body`` starts
     if size:
         lines = body.splitlines(keepends=True)
-        newline = lines[0][len(lines[0].rstrip("\r\n")):] or "\n"  # the file's own line ends (CRLF stays CRLF)
-        block = [line for line in lines[1:size - 1]
-                 if line[:1].isspace() or line.partition(":")[0].strip().lower() != UNTRUSTED_KEY]
-        merged = bom + f"---{newline}{UNTRUSTED_KEY}: true{newline}" + "".join(block) + "".join(lines[size - 1:])
+        newline = lines[0][len(lines[0].rstrip("\r\n")) :] or "\n"  # the file's own line ends (CRLF stays CRLF)
+        block = [
+            line
+            for line in lines[1 : size - 1]
+            if line[:1].isspace() or line.partition(":")[0].strip().lower() != UNTRUSTED_KEY
+        ]
+        merged = bom + f"---{newline}{UNTRUSTED_KEY}: true{newline}" + "".join(block) + "".join(lines[size - 1 :])
         if is_marked_text(merged):
             return merged
     return bom + UNTRUSTED_FRONT_MATTER + body
@@ -195,7 +198,7 @@ def mark_file_content(rel: str, content: str) -> tuple[str, bool]:
                 out.append(line)
                 continue
             if isinstance(row, dict):
-                end = line[len(line.rstrip("\r\n")):]
+                end = line[len(line.rstrip("\r\n")) :]
                 out.append(json.dumps(mark_record(row), ensure_ascii=False) + ("\n" if end else ""))
                 marked = True
             else:

@@ -72,7 +72,8 @@ class ReminderStore:
         rows = [
             row
             for row in self.file.load()
-            if (chat_id is None or str(row.get("chat_id")) == str(chat_id)) and (status is None or row.get("status") == status)
+            if (chat_id is None or str(row.get("chat_id")) == str(chat_id))
+            and (status is None or row.get("status") == status)
         ]
         return sorted(rows, key=_sort_key)
 

@@ -91,7 +91,11 @@ class TaskStore:
 
     def due_or_overdue(self, today: date) -> list[dict]:
         """Open tasks due on ``today`` or earlier, earliest first."""
-        found = [(d, row) for row in self.file.load() if row.get("status", "open") == "open" and (d := due_day(row)) and d <= today]
+        found = [
+            (d, row)
+            for row in self.file.load()
+            if row.get("status", "open") == "open" and (d := due_day(row)) and d <= today
+        ]
         return [row for _, row in sorted(found, key=lambda pair: (pair[0], str(pair[1].get("due"))))]
 
     def complete(self, id_or_title: str) -> dict:

@@ -32,7 +32,13 @@ class LearningStore:
         topic = str(topic or DEFAULT_TOPIC).strip() or DEFAULT_TOPIC
         slug = f"{LEARNINGS_DIR}/{slugify(topic, DEFAULT_TOPIC)}.md"
         exact = f"{LEARNINGS_DIR}/{topic}.md"
-        if topic.isprintable() and "/" not in topic and "\\" not in topic and exact != slug and self.workspace.exists(exact):
+        if (
+            topic.isprintable()
+            and "/" not in topic
+            and "\\" not in topic
+            and exact != slug
+            and self.workspace.exists(exact)
+        ):
             return exact
         if self.workspace.exists(slug):
             return slug
@@ -55,7 +61,13 @@ class LearningStore:
             prefix = "" if not existing or existing.endswith("\n") else "\n"
             updated = f"{existing}{prefix}- {line}\n"
             self.workspace.write_text(rel, mark_text(updated) if untrusted else updated)
-        return {"topic": _topic_of(rel), "text": line, "path": rel, "added": True, **({UNTRUSTED_KEY: True} if untrusted else {})}
+        return {
+            "topic": _topic_of(rel),
+            "text": line,
+            "path": rel,
+            "added": True,
+            **({UNTRUSTED_KEY: True} if untrusted else {}),
+        }
 
     def list(self, topic: str | None = None) -> list[dict]:
         """Every learning as ``{"topic", "text"}``, optionally of one topic; those of a marked topic
@@ -148,7 +160,13 @@ class NoteStore:
             haystack = norm(f"{title} {body}")
             if phrase in haystack or all(word in haystack for word in words):
                 in_title = all(word in norm(title) for word in words)
-                hits.append((not in_title, rel, {**_mark(marked), "path": rel, "title": title, "snippet": _snippet(body, words)}))
+                hits.append(
+                    (
+                        not in_title,
+                        rel,
+                        {**_mark(marked), "path": rel, "title": title, "snippet": _snippet(body, words)},
+                    )
+                )
         return [hit for *_, hit in sorted(hits, key=lambda h: (h[0], h[1]))][:limit]
 
     def _parse(self, rel: str) -> tuple[str, str, bool]:

@@ -25,8 +25,10 @@ from .views import jsonable
 log = logging.getLogger(__name__)
 
 #: No script at all (the page needs none), styles and images from this server only, no framing.
-CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
-       "frame-ancestors 'none'; base-uri 'none'")
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
 SESSION_DAYS = 30
 
 
@@ -34,8 +36,14 @@ def log_request(handler: tornado.web.RequestHandler) -> None:
     """The access log without the query string (it may carry ``?token=``); errors at WARNING."""
     status = handler.get_status()
     level = logging.DEBUG if status < 400 else logging.WARNING if status < 500 else logging.ERROR
-    logging.getLogger("tornado.access").log(level, "%d %s %s %.0fms", status, handler.request.method, handler.request.path,
-                                            1000.0 * handler.request.request_time())
+    logging.getLogger("tornado.access").log(
+        level,
+        "%d %s %s %.0fms",
+        status,
+        handler.request.method,
+        handler.request.path,
+        1000.0 * handler.request.request_time(),
+    )
 
 
 @dataclass
@@ -57,8 +65,11 @@ class WebState:
     @functools.cached_property
     def page_secrets(self) -> list[str]:
         """Each secret as it can appear in a rendered page: as is, HTML-escaped, and JSON- then HTML-escaped."""
-        forms = {form for secret in self.secrets
-                 for form in (secret, xhtml_escape(secret), xhtml_escape(json.dumps(secret, ensure_ascii=False)[1:-1]))}
+        forms = {
+            form
+            for secret in self.secrets
+            for form in (secret, xhtml_escape(secret), xhtml_escape(json.dumps(secret, ensure_ascii=False)[1:-1]))
+        }
         return sorted(forms, key=len, reverse=True)
 
 
@@ -103,7 +114,9 @@ class BaseHandler(tornado.web.RequestHandler):
         wait = self.state.throttle.wait_for(address)
         if wait > 0:
             self._retry_after = math.ceil(wait)
-            raise tornado.web.HTTPError(429, f"too many wrong tokens from this address: try again in {self._retry_after} s")
+            raise tornado.web.HTTPError(
+                429, f"too many wrong tokens from this address: try again in {self._retry_after} s"
+            )
         if token_matches(given, self.state.token):
             self.state.throttle.succeeded(address)
             return True
@@ -124,7 +137,9 @@ class BaseHandler(tornado.web.RequestHandler):
         return "cookie" if cookie == b"owner" else None
 
     def sign_in(self) -> None:
-        self.set_signed_cookie(COOKIE_NAME, "owner", expires_days=SESSION_DAYS, httponly=True, samesite="Strict", path="/")
+        self.set_signed_cookie(
+            COOKIE_NAME, "owner", expires_days=SESSION_DAYS, httponly=True, samesite="Strict", path="/"
+        )
 
     def prepare(self) -> None:
         check_host(self.request, self.state.host)
@@ -134,8 +149,12 @@ class BaseHandler(tornado.web.RequestHandler):
                 raise tornado.web.HTTPError(401)
             self.sign_in()
             # Drop the token from the address bar (and from the browser's history) at once.
-            rest = [(k, v) for k, values in self.request.query_arguments.items() if k != "token"
-                    for v in (x.decode("utf-8", "replace") for x in values)]
+            rest = [
+                (k, v)
+                for k, values in self.request.query_arguments.items()
+                if k != "token"
+                for v in (x.decode("utf-8", "replace") for x in values)
+            ]
             self.redirect(self.request.path + (f"?{urlencode(rest)}" if rest else ""))
             return
         if not self.public and self.current_user is None:
@@ -182,11 +201,20 @@ class BaseHandler(tornado.web.RequestHandler):
             self.set_header("Retry-After", str(self._retry_after))
         if status_code == 401:
             reason = "sign in with the token (see the log of `assistant web`, or state/web/token)"
-        if self.api or self.request.path.startswith("/api/") or "application/json" in self.request.headers.get("Accept", ""):
+        if (
+            self.api
+            or self.request.path.startswith("/api/")
+            or "application/json" in self.request.headers.get("Accept", "")
+        ):
             self.send_json({"error": reason, "status": status_code}, status_code)
             return
-        self.page("error.html", title=f"{status_code}", status=status_code, reason=reason,
-                  signed_in=self.current_user is not None if status_code != 401 else False)
+        self.page(
+            "error.html",
+            title=f"{status_code}",
+            status=status_code,
+            reason=reason,
+            signed_in=self.current_user is not None if status_code != 401 else False,
+        )
 
     def int_argument(self, name: str, default: int, low: int, high: int) -> int:
         """A whole-number query argument within [low, high]; 400 for anything else."""

@@ -132,14 +132,23 @@ def check_content(rel: str, text: str) -> str | None:
 
 
 def _after_change(workspace: Workspace, memory: Any, rel: str, action: str, details: dict) -> None:
-    append_audit(workspace, audit_record(chat=AUDIT_CHAT, skill="web", args={"action": action, "path": rel, **details},
-                                         decision="owner", outcome="ok"))
+    append_audit(
+        workspace,
+        audit_record(
+            chat=AUDIT_CHAT,
+            skill="web",
+            args={"action": action, "path": rel, **details},
+            decision="owner",
+            outcome="ok",
+        ),
+    )
     if memory is not None:
         memory.index.refresh()  # picks up the rewrite (or the deletion) now, not at the next pass
 
 
-def save(workspace: Workspace, memory: Any, rel: str, text: str, secrets: Sequence[str] = (),
-         expected: str | None = None) -> str:
+def save(
+    workspace: Workspace, memory: Any, rel: str, text: str, secrets: Sequence[str] = (), expected: str | None = None
+) -> str:
     """Write a memory file atomically (creating it), audit and re-index; returns the canonical path.
 
     A file that holds one of ``secrets`` is refused: the page shows it as ``***``, so saving the
@@ -153,20 +162,26 @@ def save(workspace: Workspace, memory: Any, rel: str, text: str, secrets: Sequen
     try:
         current = workspace.read_text(real, default="")
     except UnicodeDecodeError:  # the editor showed U+FFFD for those bytes: saving would replace them
-        raise ValueError(f"{real} holds bytes that are not UTF-8; nothing was saved: convert it to UTF-8 on disk, "
-                         "or delete it") from None
+        raise ValueError(
+            f"{real} holds bytes that are not UTF-8; nothing was saved: convert it to UTF-8 on disk, or delete it"
+        ) from None
     if secrets and current:
         if secret_spans(current, secrets):  # a whole secret, or a piece of one the page also shows as ***
-            raise ValueError(f"{real} holds a secret that this page shows as *** and would overwrite; "
-                             "nothing was saved: edit this file on disk")
+            raise ValueError(
+                f"{real} holds a secret that this page shows as *** and would overwrite; "
+                "nothing was saved: edit this file on disk"
+            )
     text = text.replace("\r\n", "\n")
     if text and not text.endswith("\n"):
         text += "\n"
     with workspace.lock(real):  # the same lock the stores take, so a skill's edit is not lost
         current = file_version(workspace, real)
         if expected and expected != current:
-            raise EditConflict(f"{real} was changed since you opened it (by the assistant or in another tab); "
-                               "nothing was saved: your text is kept below, the file as it is now under it", current)
+            raise EditConflict(
+                f"{real} was changed since you opened it (by the assistant or in another tab); "
+                "nothing was saved: your text is kept below, the file as it is now under it",
+                current,
+            )
         workspace.write_text(real, text)
     _after_change(workspace, memory, real, "write", {"chars": len(text)})
     return real
@@ -181,8 +196,11 @@ def delete(workspace: Workspace, memory: Any, rel: str, expected: str | None = N
     with workspace.lock(real):
         current = file_version(workspace, real)
         if expected and current not in (expected, "absent"):
-            raise EditConflict(f"{real} was changed since you opened it (by the assistant or in another tab); "
-                               "nothing was deleted: open it again to see the new version", current)
+            raise EditConflict(
+                f"{real} was changed since you opened it (by the assistant or in another tab); "
+                "nothing was deleted: open it again to see the new version",
+                current,
+            )
         gone = workspace.delete(real)
     if gone:
         _after_change(workspace, memory, real, "delete", {})
@@ -216,8 +234,9 @@ def set_fact(workspace: Workspace, memory: Any, subject: str, attribute: str, va
 def empty(workspace: Workspace, rel: str) -> MemoryFile:
     """A memory file that does not exist yet, to be written (``profile.md``, a new topic); FileRefused otherwise."""
     real, source = resolve(workspace, rel, edit=True)
-    return MemoryFile(real, source, True, "[]\n" if real.endswith(".json") else "",
-                      version=file_version(workspace, real))
+    return MemoryFile(
+        real, source, True, "[]\n" if real.endswith(".json") else "", version=file_version(workspace, real)
+    )
 
 
 def new_note_path(workspace: Workspace, title: str) -> str:
@@ -238,5 +257,11 @@ def facts_view(workspace: Workspace) -> list[dict]:
         except ValueError:
             continue
         out.extend({**row, "_path": rel} for row in rows)
-    out.sort(key=lambda r: (r.get("status", "current") != "current", str(r.get("subject", "")).lower(), str(r.get("attribute", ""))))
+    out.sort(
+        key=lambda r: (
+            r.get("status", "current") != "current",
+            str(r.get("subject", "")).lower(),
+            str(r.get("attribute", "")),
+        )
+    )
     return out

@@ -89,9 +89,19 @@ class MemoryHandler(BaseHandler):
             self.send_json({"query": query, "source": source, "hits": hits, "problem": problem})
             return
         counts = {c: len(memfiles.list_files(self.parts.workspace, c)) for c in memfiles.EDITABLE}
-        self.page("memory.html", title="Memory", query=query, source=source or "", hits=hits, problem=problem,
-                  since=self.get_query_argument("since", ""), until=self.get_query_argument("until", ""),
-                  sources=views.search_sources(), categories=memfiles.EDITABLE, counts=counts)
+        self.page(
+            "memory.html",
+            title="Memory",
+            query=query,
+            source=source or "",
+            hits=hits,
+            problem=problem,
+            since=self.get_query_argument("since", ""),
+            until=self.get_query_argument("until", ""),
+            sources=views.search_sources(),
+            categories=memfiles.EDITABLE,
+            counts=counts,
+        )
 
     def _day(self, name: str, end: bool = False) -> datetime | None:
         text = self.get_query_argument(name, "").strip()
@@ -115,8 +125,15 @@ class CategoryHandler(BaseHandler):
         if self.api:
             self.send_json({"category": category, "files": files, "facts": facts})
             return
-        self.page("category.html", title=category.capitalize(), category=category, about=memfiles.EDITABLE[category][1],
-                  files=files, facts=facts, turn_link=turn_link)
+        self.page(
+            "category.html",
+            title=category.capitalize(),
+            category=category,
+            about=memfiles.EDITABLE[category][1],
+            files=files,
+            facts=facts,
+            turn_link=turn_link,
+        )
 
 
 class FileHandler(BaseHandler):
@@ -137,8 +154,16 @@ class FileHandler(BaseHandler):
         if self.api:
             self.send_json(shown)
             return
-        self.page("file.html", title=shown.path, file=shown, edit=self.get_query_argument("edit", "") == "1",
-                  error=None, draft=None, conflict=False, anchor=anchor)
+        self.page(
+            "file.html",
+            title=shown.path,
+            file=shown,
+            edit=self.get_query_argument("edit", "") == "1",
+            error=None,
+            draft=None,
+            conflict=False,
+            anchor=anchor,
+        )
 
     def post(self) -> None:
         body = self.json_body() if self.api else None
@@ -165,8 +190,16 @@ class FileHandler(BaseHandler):
                 return
             self.set_status(409)
             shown = memfiles.load(workspace, rel) if workspace.exists(rel) else memfiles.empty(workspace, rel)
-            self.page("file.html", title=shown.path, file=shown, edit=True, error=str(exc), draft=content, conflict=True,
-                      anchor=anchor)
+            self.page(
+                "file.html",
+                title=shown.path,
+                file=shown,
+                edit=True,
+                error=str(exc),
+                draft=content,
+                conflict=True,
+                anchor=anchor,
+            )
             return
         except ValueError as exc:  # bad JSON: nothing written, the draft is shown again
             if self.api:
@@ -175,8 +208,16 @@ class FileHandler(BaseHandler):
             self.set_status(400)
             shown = memfiles.load(workspace, rel) if workspace.exists(rel) else memfiles.MemoryFile(rel, "", True, "")
             shown.version = version or shown.version  # still the version the draft was written against
-            self.page("file.html", title=rel, file=shown, edit=True, error=str(exc), draft=content, conflict=False,
-                      anchor=anchor)
+            self.page(
+                "file.html",
+                title=rel,
+                file=shown,
+                edit=True,
+                error=str(exc),
+                draft=content,
+                conflict=False,
+                anchor=anchor,
+            )
             return
         if self.api:
             self.send_json({"saved": real})
@@ -216,10 +257,19 @@ class FactHandler(BaseHandler):
     """Add or correct a fact as the owner's; the old value stays in the file as superseded."""
 
     def post(self) -> None:
-        values = self.json_body() if self.api else {k: self.get_body_argument(k, "") for k in ("subject", "attribute", "value")}
+        values = (
+            self.json_body()
+            if self.api
+            else {k: self.get_body_argument(k, "") for k in ("subject", "attribute", "value")}
+        )
         try:
-            fact, action = memfiles.set_fact(self.parts.workspace, self.parts.memory, str(values.get("subject") or ""),
-                                             str(values.get("attribute") or ""), str(values.get("value") or ""))
+            fact, action = memfiles.set_fact(
+                self.parts.workspace,
+                self.parts.memory,
+                str(values.get("subject") or ""),
+                str(values.get("attribute") or ""),
+                str(values.get("value") or ""),
+            )
         except ValueError as exc:
             raise tornado.web.HTTPError(400, str(exc).replace("%", "%%")) from None
         if self.api:
@@ -279,8 +329,14 @@ class TraceHandler(BaseHandler):
             return
         sections = views.section_rows(trace)
         chart = charts.hbar_chart(sections, unit="chars", title="prompt sections (characters)")
-        self.page("trace.html", title=f"Trace {trace_id}", trace=trace, sections=sections, chart=chart,
-                  pretty=lambda v: json.dumps(v, ensure_ascii=False, indent=2))
+        self.page(
+            "trace.html",
+            title=f"Trace {trace_id}",
+            trace=trace,
+            sections=sections,
+            chart=chart,
+            pretty=lambda v: json.dumps(v, ensure_ascii=False, indent=2),
+        )
 
 
 class CollectorsHandler(BaseHandler):
@@ -289,8 +345,13 @@ class CollectorsHandler(BaseHandler):
         if self.api:
             self.send_json({"collectors": rows})
             return
-        self.page("collectors.html", title="Collectors", rows=rows, ran=self.get_query_argument("ran", ""),
-                  outcome=self.get_query_argument("outcome", ""))
+        self.page(
+            "collectors.html",
+            title="Collectors",
+            rows=rows,
+            ran=self.get_query_argument("ran", ""),
+            outcome=self.get_query_argument("outcome", ""),
+        )
 
 
 class CollectorRunHandler(BaseHandler):
@@ -318,15 +379,33 @@ class UsageHandler(BaseHandler):
             return
         days = list(data["by_day"])
         rows = list(data["by_day"].values())
-        token_chart = charts.column_chart(days, [("prompt (not cached)", [max(0, r["prompt_tokens"] - r["cached_tokens"]) for r in rows]),
-                                                 ("cached", [r["cached_tokens"] for r in rows]),
-                                                 ("completion", [r["completion_tokens"] for r in rows])],
-                                          title="tokens per day", unit="tokens")
-        time_chart = charts.column_chart(days, [("model time", [round(r["model_s"], 1) for r in rows])], title="model seconds per day", unit="s")
-        model_chart = charts.hbar_chart([(m, r["prompt_tokens"] + r["completion_tokens"]) for m, r in data["by_model"].items()],
-                                        unit="tokens", title="tokens per model")
-        self.page("usage.html", title="Usage", data=data, token_chart=token_chart, time_chart=time_chart, model_chart=model_chart,
-                  token_legend=charts.legend(["prompt (not cached)", "cached", "completion"]))
+        token_chart = charts.column_chart(
+            days,
+            [
+                ("prompt (not cached)", [max(0, r["prompt_tokens"] - r["cached_tokens"]) for r in rows]),
+                ("cached", [r["cached_tokens"] for r in rows]),
+                ("completion", [r["completion_tokens"] for r in rows]),
+            ],
+            title="tokens per day",
+            unit="tokens",
+        )
+        time_chart = charts.column_chart(
+            days, [("model time", [round(r["model_s"], 1) for r in rows])], title="model seconds per day", unit="s"
+        )
+        model_chart = charts.hbar_chart(
+            [(m, r["prompt_tokens"] + r["completion_tokens"]) for m, r in data["by_model"].items()],
+            unit="tokens",
+            title="tokens per model",
+        )
+        self.page(
+            "usage.html",
+            title="Usage",
+            data=data,
+            token_chart=token_chart,
+            time_chart=time_chart,
+            model_chart=model_chart,
+            token_legend=charts.legend(["prompt (not cached)", "cached", "completion"]),
+        )
 
 
 class SkillsHandler(BaseHandler):
@@ -335,7 +414,9 @@ class SkillsHandler(BaseHandler):
         if self.api:
             self.send_json(data)
             return
-        self.page("skills.html", title="Skills", data=data, pretty=lambda v: json.dumps(v, ensure_ascii=False, indent=2))
+        self.page(
+            "skills.html", title="Skills", data=data, pretty=lambda v: json.dumps(v, ensure_ascii=False, indent=2)
+        )
 
 
 class StaticHandler(tornado.web.StaticFileHandler):

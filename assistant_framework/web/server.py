@@ -79,8 +79,9 @@ def make_app(state: WebState) -> tornado.web.Application:
 class WebServer:
     """The page on its own event loop in a daemon thread; ``port`` is known once ``start`` returns."""
 
-    def __init__(self, parts: Parts, *, host: str | None = None, port: int | None = None,
-                 extra_secrets: Iterable[str] = ()) -> None:
+    def __init__(
+        self, parts: Parts, *, host: str | None = None, port: int | None = None, extra_secrets: Iterable[str] = ()
+    ) -> None:
         web = parts.config.get("web") or {}
         self.host = host or web.get("host") or DEFAULT_HOST
         self.port = int(port if port is not None else web.get("port", DEFAULT_PORT))
@@ -139,6 +140,7 @@ class WebServer:
 
     def serve_forever(self) -> None:
         """Serve in this thread until interrupted (Ctrl-C)."""
+
         async def main() -> None:
             self._loop = asyncio.get_running_loop()
             self._bind()

@@ -16,6 +16,7 @@ _DAY_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl$")
 
 # -- conversations -------------------------------------------------------------
 
+
 def conversations(workspace: Workspace) -> list[dict]:
     """Each chat with its days (newest first) and turn count."""
     chats: dict[str, list[str]] = {}
@@ -54,6 +55,7 @@ def conversation_day(workspace: Workspace, chat: str, day: str, traces: TraceSto
 
 # -- traces --------------------------------------------------------------------
 
+
 def trace_list(traces: TraceStore, limit: int = 50) -> list[dict]:
     """Newest traces first, with the figures of ``trace list`` plus duration."""
     rows = []
@@ -63,22 +65,32 @@ def trace_list(traces: TraceStore, limit: int = 50) -> list[dict]:
         except (KeyError, ValueError):
             continue
         usage = trace.get("usage") or {}
-        rows.append({
-            "id": trace_id, "time": str(trace.get("time", "")), "conversation": str(trace.get("conversation", "")),
-            "model": str(trace.get("model") or ""), "rounds": int(trace.get("rounds") or 0),
-            "prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
-            "elapsed_s": trace.get("elapsed_s"), "ok": bool(trace.get("ok", True)),
-        })
+        rows.append(
+            {
+                "id": trace_id,
+                "time": str(trace.get("time", "")),
+                "conversation": str(trace.get("conversation", "")),
+                "model": str(trace.get("model") or ""),
+                "rounds": int(trace.get("rounds") or 0),
+                "prompt_tokens": usage.get("prompt_tokens"),
+                "completion_tokens": usage.get("completion_tokens"),
+                "elapsed_s": trace.get("elapsed_s"),
+                "ok": bool(trace.get("ok", True)),
+            }
+        )
     return rows
 
 
 def section_rows(trace: dict) -> list[tuple[str, float]]:
     """(section, characters) of a trace's prompt, in prompt order."""
     sizes = trace.get("section_sizes") or {}
-    return [(str(name), float((size or {}).get("chars") or 0)) for name, size in sizes.items() if isinstance(size, dict)]
+    return [
+        (str(name), float((size or {}).get("chars") or 0)) for name, size in sizes.items() if isinstance(size, dict)
+    ]
 
 
 # -- collectors ------------------------------------------------------------------
+
 
 def collector_rows(parts: Parts) -> list[dict]:
     """``collectors status`` plus the last run's per-source problems and whether a run is going on."""
@@ -88,15 +100,25 @@ def collector_rows(parts: Parts) -> list[dict]:
     runner = parts.collector_runner
     rows = []
     for row in manager.status():
-        runs = parts.workspace.read_jsonl(f"collectors/{row['name']}/runs.jsonl") if row["outcome"] != "load-error" else []
+        runs = (
+            parts.workspace.read_jsonl(f"collectors/{row['name']}/runs.jsonl") if row["outcome"] != "load-error" else []
+        )
         last = runs[-1] if runs else {}
-        rows.append({**row, "source_errors": list(last.get("errors") or []), "last_summary": last.get("summary") or "",
-                     "last_new": last.get("new"), "running": bool(runner and runner.is_running(row["name"])),
-                     "runnable": row["outcome"] != "load-error"})
+        rows.append(
+            {
+                **row,
+                "source_errors": list(last.get("errors") or []),
+                "last_summary": last.get("summary") or "",
+                "last_new": last.get("new"),
+                "running": bool(runner and runner.is_running(row["name"])),
+                "runnable": row["outcome"] != "load-error",
+            }
+        )
     return rows
 
 
 # -- usage -------------------------------------------------------------------------
+
 
 def usage(traces: TraceStore, days: int = 30, now: datetime | None = None) -> dict:
     """The /stats figures over ``days`` days, with every day present (zeros where nothing ran)."""
@@ -104,29 +126,61 @@ def usage(traces: TraceStore, days: int = 30, now: datetime | None = None) -> di
     stats = traces.stats(days=days, now=moment)
     by_day = stats.get("by_day") or {}
     all_days = [(moment - timedelta(days=days - 1 - i)).date().isoformat() for i in range(days)]
-    empty = {"turns": 0, "requests": 0, "model_s": 0.0, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0, "reasoning_tokens": 0}
-    return {"days": days, "by_day": {d: by_day.get(d, empty) for d in all_days},
-            "by_model": stats.get("by_model") or {}, "total": stats.get("total") or empty}
+    empty = {
+        "turns": 0,
+        "requests": 0,
+        "model_s": 0.0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cached_tokens": 0,
+        "reasoning_tokens": 0,
+    }
+    return {
+        "days": days,
+        "by_day": {d: by_day.get(d, empty) for d in all_days},
+        "by_model": stats.get("by_model") or {},
+        "total": stats.get("total") or empty,
+    }
 
 
 # -- skills --------------------------------------------------------------------------
+
 
 def skill_rows(parts: Parts) -> dict:
     """What ``skills inspect`` shows of each skill, and the load errors."""
     manager = parts.skills
     skills = []
     for name, skill in sorted(manager.skills.items()):
-        skills.append({"name": name, "description": skill.description, "args_schema": skill.args_schema,
-                       "help": skill.help_text or "", "capabilities": list(skill.capabilities),
-                       "timeout_s": manager.timeout_for(name), "source": str(skill.source_path)})
+        skills.append(
+            {
+                "name": name,
+                "description": skill.description,
+                "args_schema": skill.args_schema,
+                "help": skill.help_text or "",
+                "capabilities": list(skill.capabilities),
+                "timeout_s": manager.timeout_for(name),
+                "source": str(skill.source_path),
+            }
+        )
     errors = [{"name": e.name, "error": str(e.error)} for e in manager.errors]
     return {"skills": skills, "errors": errors}
 
 
 def search_sources() -> list[str]:
     """Source names offered by the search form (collector:* and skill:* are typed in)."""
-    return ["conversation", "episodes", "profile", "notes", "tasks", "facts", "learnings", "contacts",
-            "birthdays", "routines", "reminders"]
+    return [
+        "conversation",
+        "episodes",
+        "profile",
+        "notes",
+        "tasks",
+        "facts",
+        "learnings",
+        "contacts",
+        "birthdays",
+        "routines",
+        "reminders",
+    ]
 
 
 def jsonable(value: Any) -> Any:

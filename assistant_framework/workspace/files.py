@@ -55,7 +55,8 @@ def existing_workspace(root: str | os.PathLike[str]) -> "Workspace":
     if not (path / WORKSPACE_MARKER).is_dir():
         raise NotAWorkspaceError(
             f"{root}: not a workspace (no {WORKSPACE_MARKER}/ folder in it). Check --workspace; "
-            "`make run` or `assistant setup` creates a new one.")
+            "`make run` or `assistant setup` creates a new one."
+        )
     return Workspace(path)
 
 
@@ -120,7 +121,9 @@ class Workspace:
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"workspace file {rel!r} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+            raise ValueError(
+                f"workspace file {rel!r} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
+            ) from None
 
     def read_jsonl(self, rel: str) -> list[dict]:
         """All JSON objects of a JSONL file, skipping blank, torn or non-UTF-8 lines."""
@@ -248,7 +251,11 @@ class Workspace:
 
     def _lock_resolved(self, target: Path, timeout: float = 30.0) -> "_CombinedLock":
         text = str(target)
-        key = text[len(self._root_text) + 1 :] if text.startswith(self._root_text + "/") else target.relative_to(self.root).as_posix()
+        key = (
+            text[len(self._root_text) + 1 :]
+            if text.startswith(self._root_text + "/")
+            else target.relative_to(self.root).as_posix()
+        )
         entry = self._locks.get(key)  # dict reads are atomic; creation below is guarded
         if entry is not None:
             return entry
@@ -257,4 +264,3 @@ class Workspace:
             if entry is None:
                 entry = self._locks[key] = new_lock(self.root, key, timeout)
         return entry
-

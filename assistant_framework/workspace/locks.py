@@ -61,7 +61,9 @@ class _FlockLock:
                         break
                     except BlockingIOError:
                         if time.monotonic() >= deadline:
-                            raise TimeoutError(f"lock file {self.path!r} still held by another process after {self.timeout:.0f} s") from None
+                            raise TimeoutError(
+                                f"lock file {self.path!r} still held by another process after {self.timeout:.0f} s"
+                            ) from None
                         time.sleep(self.poll)
                 if os.fstat(fd).st_nlink:
                     self._fd = fd

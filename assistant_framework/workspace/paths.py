@@ -13,7 +13,6 @@ import re
 import stat
 from pathlib import Path
 
-
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors.fetch import FetchError, fetch, fetch_all
 
-from .events import Skipped, reason_text, changes, expand, parse_calendar, sort_key, window
+from .events import Skipped, changes, expand, parse_calendar, reason_text, sort_key, window
 from .render import upcoming_markdown
 
 NAME = "calendar"
@@ -33,7 +33,11 @@ CONFIG_SCHEMA = {
                     {"type": "string", "minLength": 1},
                     {
                         "type": "object",
-                        "properties": {"url": {"type": "string"}, "path": {"type": "string"}, "name": {"type": "string"}},
+                        "properties": {
+                            "url": {"type": "string"},
+                            "path": {"type": "string"},
+                            "name": {"type": "string"},
+                        },
                         "oneOf": [{"required": ["url"]}, {"required": ["path"]}],
                         "additionalProperties": False,
                     },
@@ -147,7 +151,11 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
         name = source["name"]
         if error is not None:
             failed += 1
-            message = str(error) if isinstance(error, ValueError) and _label(source) in str(error) else f"calendar {_label(source)}: {reason_text(error)}"
+            message = (
+                str(error)
+                if isinstance(error, ValueError) and _label(source) in str(error)
+                else f"calendar {_label(source)}: {reason_text(error)}"
+            )
             errors.append(message)
             report[name] = {"ok": False, "error": message}
             events.extend(_last_known(workspace, name, previous, today))
@@ -159,7 +167,12 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
         if not skipped:
             checked.add(name)
         _save_source(workspace, name, found)
-        report[name] = {"ok": True, "error": None, "items": len(found), "skipped": [{"uid": b.uid, "reason": b.reason} for b in skipped]}
+        report[name] = {
+            "ok": True,
+            "error": None,
+            "items": len(found),
+            "skipped": [{"uid": b.uid, "reason": b.reason} for b in skipped],
+        }
         events.extend(found)
     if sources and failed == len(sources):
         raise RuntimeError("every calendar source failed: " + "; ".join(errors))
@@ -180,7 +193,9 @@ def _last_known(workspace, name: str, previous: list, today: str) -> list[dict]:
     """A failed source's events from its last good run (its own file, else events.json), still current."""
     saved = workspace.read_json(f"{SOURCES}/{_file_name(name)}.json", default=None)
     known = saved.get("events") if isinstance(saved, dict) and isinstance(saved.get("events"), list) else previous
-    return [e for e in known if isinstance(e, dict) and e.get("calendar") == name and str(e.get("end", ""))[:10] >= today]
+    return [
+        e for e in known if isinstance(e, dict) and e.get("calendar") == name and str(e.get("end", ""))[:10] >= today
+    ]
 
 
 def _save_source(workspace, name: str, events: list[dict]) -> None:

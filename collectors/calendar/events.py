@@ -9,7 +9,6 @@ from zoneinfo import ZoneInfo
 import icalendar
 import recurring_ical_events
 
-
 MAX_REASON_CHARS = 200
 
 
@@ -44,7 +43,9 @@ def window(now: datetime, days: int) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=days)
 
 
-def expand(cal: icalendar.Calendar, start: datetime, end: datetime, tz: ZoneInfo, calendar_name: str) -> tuple[list[dict], list[Skipped]]:
+def expand(
+    cal: icalendar.Calendar, start: datetime, end: datetime, tz: ZoneInfo, calendar_name: str
+) -> tuple[list[dict], list[Skipped]]:
     """Occurrences (RRULE, EXDATE, RECURRENCE-ID applied) overlapping the window, and the skipped events.
 
     The whole calendar is expanded at once; when that fails, each UID (with its
@@ -58,7 +59,9 @@ def expand(cal: icalendar.Calendar, start: datetime, end: datetime, tz: ZoneInfo
     return _records(occurrences, tz, calendar_name)
 
 
-def _expand_per_uid(cal: icalendar.Calendar, start: datetime, end: datetime, tz: ZoneInfo, calendar_name: str) -> tuple[list[dict], list[Skipped]]:
+def _expand_per_uid(
+    cal: icalendar.Calendar, start: datetime, end: datetime, tz: ZoneInfo, calendar_name: str
+) -> tuple[list[dict], list[Skipped]]:
     timezones = [c for c in cal.subcomponents if c.name == "VTIMEZONE"]
     groups: dict[str, list] = {}
     for index, event in enumerate(cal.walk("VEVENT")):
@@ -146,8 +149,14 @@ def sort_key(record: dict) -> tuple:
     return (record["start"][:10], 0 if record["all_day"] else 1, record["start"], record["summary"])
 
 
-def changes(previous: list[dict], current: list[dict], *, checked: set[str] | None = None,
-            now: datetime | None = None, until: datetime | None = None) -> list[dict]:
+def changes(
+    previous: list[dict],
+    current: list[dict],
+    *,
+    checked: set[str] | None = None,
+    now: datetime | None = None,
+    until: datetime | None = None,
+) -> list[dict]:
     """Occurrences that are new, changed, moved or gone since the last run, as notify-ready items.
 
     Gone ones count only for the calendars in ``checked`` (read fine this run: a failed source keeps
@@ -159,8 +168,11 @@ def changes(previous: list[dict], current: list[dict], *, checked: set[str] | No
     """
     before = {(e.get("uid"), e.get("start")): e for e in previous if isinstance(e, dict)}
     now_keys = {(e["uid"], e["start"]) for e in current}
-    gone = [e for key, e in before.items()
-            if key not in now_keys and checked is not None and e.get("calendar") in checked and _ahead(e, now, until)]
+    gone = [
+        e
+        for key, e in before.items()
+        if key not in now_keys and checked is not None and e.get("calendar") in checked and _ahead(e, now, until)
+    ]
     gone_by_uid: dict[tuple, list[dict]] = {}
     for event in gone:
         gone_by_uid.setdefault((event.get("calendar"), event.get("uid")), []).append(event)
@@ -171,7 +183,9 @@ def changes(previous: list[dict], current: list[dict], *, checked: set[str] | No
             was = None if _entering(event, until) else gone_by_uid.get((event.get("calendar"), event["uid"]))
             if was:
                 moved_from = was.pop(0)
-                out.append({**event, "title": f"moved: {event['summary']}", "change": "moved", "was": moved_from["start"]})
+                out.append(
+                    {**event, "title": f"moved: {event['summary']}", "change": "moved", "was": moved_from["start"]}
+                )
                 continue
             kind = "new"
         elif any(old.get(k) != event.get(k) for k in ("summary", "end", "location", "all_day")):
@@ -180,7 +194,9 @@ def changes(previous: list[dict], current: list[dict], *, checked: set[str] | No
             continue
         out.append({**event, "title": event["summary"], "change": kind})
     for left in gone_by_uid.values():
-        out.extend({**event, "title": f"cancelled: {event.get('summary', '')}", "change": "cancelled"} for event in left)
+        out.extend(
+            {**event, "title": f"cancelled: {event.get('summary', '')}", "change": "cancelled"} for event in left
+        )
     return out
 
 

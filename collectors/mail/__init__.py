@@ -75,22 +75,33 @@ def collect(workspace, config: dict) -> dict:
                 report[folder] = {"ok": False, "error": f"folder {folder!r}: {exc}"}
                 continue
             if batch.reset:
-                errors.append(f"folder {folder!r}: UIDVALIDITY changed to {batch.uidvalidity}; collecting it again from the start")
+                errors.append(
+                    f"folder {folder!r}: UIDVALIDITY changed to {batch.uidvalidity}; collecting it again from the start"
+                )
             last_uid = 0 if batch.reset else int(folder_cursors.get(folder, {}).get("last_uid", 0))
             skipped = []
             for uid, raw in batch.messages:
                 try:
-                    item = _store(workspace, parse(raw), folder, uid, batch.uidvalidity, tz, body_limit, batch.received.get(uid))
+                    item = _store(
+                        workspace, parse(raw), folder, uid, batch.uidvalidity, tz, body_limit, batch.received.get(uid)
+                    )
                 except Exception as exc:  # noqa: BLE001 - one unreadable message must not cost the folder
                     errors.append(f"folder {folder!r}: message UID {uid} skipped: {type(exc).__name__}: {exc}")
                     skipped.append({"uid": str(uid), "reason": f"{type(exc).__name__}: {exc}"[:200]})
                     last_uid = max(last_uid, uid)
                     continue
                 if item.get("replacement_chars"):
-                    errors.append(f"folder {folder!r}: message UID {uid}: {item['replacement_chars']} undecodable character(s) replaced with U+FFFD")
+                    errors.append(
+                        f"folder {folder!r}: message UID {uid}: {item['replacement_chars']} undecodable character(s) replaced with U+FFFD"
+                    )
                 new_items.append(item)
                 last_uid = max(last_uid, uid)
-            report[folder] = {"ok": True, "error": None, "items": len(batch.messages) - len(skipped), "skipped": skipped}
+            report[folder] = {
+                "ok": True,
+                "error": None,
+                "items": len(batch.messages) - len(skipped),
+                "skipped": skipped,
+            }
             folder_cursors[folder] = {"uidvalidity": batch.uidvalidity, "last_uid": last_uid}
             # Saved per folder so a later failure does not re-deliver this folder's mail.
             save_cursor(workspace, NAME, cursor)
@@ -99,10 +110,17 @@ def collect(workspace, config: dict) -> dict:
     failed = [e for e in errors if "UIDVALIDITY changed" not in e]
     if folders and len(failed) == len(folders):
         raise RuntimeError("every mail folder failed: " + "; ".join(failed))
-    return {"new_items": new_items, "summary": f"{len(new_items)} new messages in {len(folders)} folders", "errors": errors, "sources": report}
+    return {
+        "new_items": new_items,
+        "summary": f"{len(new_items)} new messages in {len(folders)} folders",
+        "errors": errors,
+        "sources": report,
+    }
 
 
-def _store(workspace, msg, folder: str, uid: int, uidvalidity: int, tz: ZoneInfo, body_limit: int, received=None) -> dict:
+def _store(
+    workspace, msg, folder: str, uid: int, uidvalidity: int, tz: ZoneInfo, body_limit: int, received=None
+) -> dict:
     text, record = render(msg, folder=folder, uid=uid, tz=tz, body_limit=body_limit, received=received)
     day = record["date"][:10] if record["date"] else "undated"
     rel = f"{BASE}/{folder_slug(folder)}/{day}-{uid}.md"
@@ -118,7 +136,9 @@ def setup(config: dict, workspace) -> int:
         conn = connect(config)
     except (MailConfigError, ConnectionError, PermissionError) as exc:
         print(f"mail setup: {exc}")
-        print("Set collectors.mail.host, username, security and password_env (the NAME of an environment variable holding the password).")
+        print(
+            "Set collectors.mail.host, username, security and password_env (the NAME of an environment variable holding the password)."
+        )
         return 1
     try:
         folders = list_folders(conn)
@@ -127,5 +147,5 @@ def setup(config: dict, workspace) -> int:
     print(f"Logged in to {config.get('host')} as {config.get('username')!r}. Folders:")
     for name in folders:
         print(f"  {name}")
-    print('Choose folders with: python -m assistant_framework.cli config set collectors.mail.folders \'["INBOX"]\'')
+    print("Choose folders with: python -m assistant_framework.cli config set collectors.mail.folders '[\"INBOX\"]'")
     return 0

@@ -98,7 +98,11 @@ def decode_header_value(raw: str, hint: str | None = None) -> Decoded:
         nonlocal replaced
         charset, kind, payload = match.group(1).split("*", 1)[0], match.group(2).upper(), match.group(3)
         try:
-            data = base64.b64decode(payload + "=" * (-len(payload) % 4)) if kind == "B" else quoprimime.header_decode(payload).encode("latin-1")
+            data = (
+                base64.b64decode(payload + "=" * (-len(payload) % 4))
+                if kind == "B"
+                else quoprimime.header_decode(payload).encode("latin-1")
+            )
         except (binascii.Error, ValueError, UnicodeEncodeError):
             return match.group(0)
         part = decode_bytes(data, charset)
@@ -119,6 +123,17 @@ def _normal(label: str | None) -> str:
         codecs.lookup(label)
     except LookupError:
         return label if label in SUPERSETS else ""
-    aliases = {"latin-1": "iso-8859-1", "latin1": "iso-8859-1", "iso8859-1": "iso-8859-1", "ascii": "us-ascii", "cp1252": "windows-1252",
-               "gb-2312": "gb2312", "euc_kr": "euc-kr", "shift-jis": "shift_jis", "sjis": "shift_jis", "euc_jp": "euc-jp", "tis620": "tis-620"}
+    aliases = {
+        "latin-1": "iso-8859-1",
+        "latin1": "iso-8859-1",
+        "iso8859-1": "iso-8859-1",
+        "ascii": "us-ascii",
+        "cp1252": "windows-1252",
+        "gb-2312": "gb2312",
+        "euc_kr": "euc-kr",
+        "shift-jis": "shift_jis",
+        "sjis": "shift_jis",
+        "euc_jp": "euc-jp",
+        "tis620": "tis-620",
+    }
     return aliases.get(label, label)

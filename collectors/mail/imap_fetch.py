@@ -189,7 +189,9 @@ def folder_from_wire(name: str) -> str:
         if not payload:
             return "&"
         try:
-            return base64.b64decode(payload.replace(",", "/") + "=" * (-len(payload) % 4), validate=True).decode("utf-16-be")
+            return base64.b64decode(payload.replace(",", "/") + "=" * (-len(payload) % 4), validate=True).decode(
+                "utf-16-be"
+            )
         except (binascii.Error, UnicodeDecodeError) as exc:
             raise ValueError(f"not a modified UTF-7 folder name: {name!r}") from exc
 

@@ -89,14 +89,18 @@ def body_text(msg: EmailMessage, limit: int) -> tuple[str, Decoded | None]:
 
 def attachment_names(msg: EmailMessage) -> list[str]:
     """The message's attachments, plus text parts that are really binary or named (never shown as text)."""
-    listed = [] if msg.get_content_maintype() == "multipart" and not msg.is_multipart() else list(msg.iter_attachments())
+    listed = (
+        [] if msg.get_content_maintype() == "multipart" and not msg.is_multipart() else list(msg.iter_attachments())
+    )
     body = body_part(msg)
     for part in _leaves(msg):
         if part is body or part.get_content_maintype() != "text" or any(part is p for p in listed):
             continue
         if is_attachment(part) and (_payload(part) or part.get_filename()):
             listed.append(part)
-    return [part.get_filename() or f"(unnamed {part.get_content_type()}, {len(_payload(part))} bytes)" for part in listed]
+    return [
+        part.get_filename() or f"(unnamed {part.get_content_type()}, {len(_payload(part))} bytes)" for part in listed
+    ]
 
 
 def folder_slug(folder: str) -> str:
@@ -117,7 +121,9 @@ def header_decoded(msg: EmailMessage, name: str, hint: str | None = None) -> Dec
     return decode_header_value(str(raw), hint)
 
 
-def render(msg: EmailMessage, *, folder: str, uid: int, tz: ZoneInfo, body_limit: int, received: datetime | None = None) -> tuple[str, dict]:
+def render(
+    msg: EmailMessage, *, folder: str, uid: int, tz: ZoneInfo, body_limit: int, received: datetime | None = None
+) -> tuple[str, dict]:
     """Markdown text of a message and its index record (without the file path).
 
     ``received`` (the server's INTERNALDATE) dates a message without a usable Date header.

@@ -111,7 +111,12 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
             message = str(error) if isinstance(error, FeedError) else f"feed {url}: {type(error).__name__}: {error}"
             errors.append(message)
             report[url] = {"ok": False, "error": message}
-            status[url] = {**status.get(url, {}), "name": feed["name"] or status.get(url, {}).get("name", ""), "last_error": message, "last_error_at": stamp}
+            status[url] = {
+                **status.get(url, {}),
+                "name": feed["name"] or status.get(url, {}).get("name", ""),
+                "last_error": message,
+                "last_error_at": stamp,
+            }
             workspace.write_json(f"{BASE}/feeds.json", status)
             continue
         items, state, info = result
@@ -133,20 +138,37 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
         new_items.extend(fresh)
         if fresh:
             new_items.sort(key=lambda i: order.get(i["feed_url"], len(order)))
-            workspace.write_text(digest_rel, digest_before.rstrip("\n") + "\n\n" + "\n".join(digest_lines(new_items, now)) + "\n")
+            workspace.write_text(
+                digest_rel, digest_before.rstrip("\n") + "\n\n" + "\n".join(digest_lines(new_items, now)) + "\n"
+            )
         feeds_cursor[url] = state
         save_cursor(workspace, NAME, cursor)
         for warning in info.get("warnings", []):
             errors.append(f"feed {url}: {warning}")
-        report[url] = {"ok": True, "error": None, "items": len(fresh), **({"passed_over": len(passed_over)} if passed_over else {}),
-                       **({"warnings": info["warnings"]} if info.get("warnings") else {})}
-        status[url] = {"name": items[0]["feed"] if items else feed["name"] or status.get(url, {}).get("name", url), "last_ok": stamp, "last_error": None,
-                       "new": len(fresh), **({"encoding": info["encoding"]} if info.get("encoding") else {})}
+        report[url] = {
+            "ok": True,
+            "error": None,
+            "items": len(fresh),
+            **({"passed_over": len(passed_over)} if passed_over else {}),
+            **({"warnings": info["warnings"]} if info.get("warnings") else {}),
+        }
+        status[url] = {
+            "name": items[0]["feed"] if items else feed["name"] or status.get(url, {}).get("name", url),
+            "last_ok": stamp,
+            "last_error": None,
+            "new": len(fresh),
+            **({"encoding": info["encoding"]} if info.get("encoding") else {}),
+        }
         workspace.write_json(f"{BASE}/feeds.json", status)
     failed = sum(1 for r in report.values() if not r["ok"])
     if feeds and failed == len(feeds):
         raise RuntimeError("every feed failed: " + "; ".join(errors))
-    return {"new_items": new_items, "summary": f"{len(new_items)} new entries from {len(feeds) - failed}/{len(feeds)} feeds", "errors": errors, "sources": report}
+    return {
+        "new_items": new_items,
+        "summary": f"{len(new_items)} new entries from {len(feeds) - failed}/{len(feeds)} feeds",
+        "errors": errors,
+        "sources": report,
+    }
 
 
 class FeedError(Exception):
@@ -156,7 +178,10 @@ class FeedError(Exception):
 def fetch_feed(feed: dict, state: dict, config: dict) -> tuple[list[dict], dict]:
     """Entries of one feed (empty when unchanged: 304) and notes (encoding, warnings); updates ETag/Last-Modified in ``state``."""
     url = feed["url"]
-    headers = {"User-Agent": USER_AGENT, "Accept": "application/rss+xml, application/atom+xml, application/xml;q=0.9, */*;q=0.5"}
+    headers = {
+        "User-Agent": USER_AGENT,
+        "Accept": "application/rss+xml, application/atom+xml, application/xml;q=0.9, */*;q=0.5",
+    }
     if state.get("etag"):
         headers["If-None-Match"] = state["etag"]
     if state.get("last_modified"):
@@ -171,7 +196,10 @@ def fetch_feed(feed: dict, state: dict, config: dict) -> tuple[list[dict], dict]
     if answer.status >= 400:
         raise FeedError(f"feed {url}: HTTP {answer.status}")
     # The document URL resolves relative links (feedparser reads it from Content-Location).
-    response_headers = {**answer.headers, "content-location": urljoin(answer.url, answer.headers.get("content-location", ""))}
+    response_headers = {
+        **answer.headers,
+        "content-location": urljoin(answer.url, answer.headers.get("content-location", "")),
+    }
     # A byte stream, never a string: feedparser treats strings as URLs or file paths.
     parsed = feedparser.parse(io.BytesIO(answer.content), response_headers=response_headers)
     if parsed.get("bozo") and not parsed.entries:
@@ -184,7 +212,9 @@ def fetch_feed(feed: dict, state: dict, config: dict) -> tuple[list[dict], dict]
     name = feed["name"] or clean_text(parsed.feed.get("title") or "", parsed.feed.get("title_detail")) or url
     chars = int(config.get("summary_chars", 300))
     base = response_headers["content-location"]
-    return [entry_record(entry, name, url, chars, base) for entry in parsed.entries], encoding_notes(parsed, answer.headers)
+    return [entry_record(entry, name, url, chars, base) for entry in parsed.entries], encoding_notes(
+        parsed, answer.headers
+    )
 
 
 def encoding_notes(parsed, headers: dict) -> dict:
@@ -192,7 +222,11 @@ def encoding_notes(parsed, headers: dict) -> dict:
     encoding = str(parsed.get("encoding") or "")
     warnings = []
     exc = parsed.get("bozo_exception")
-    if exc is not None and type(exc).__name__ in ("CharacterEncodingOverride", "CharacterEncodingUnknown", "NonXMLContentType"):
+    if exc is not None and type(exc).__name__ in (
+        "CharacterEncodingOverride",
+        "CharacterEncodingUnknown",
+        "NonXMLContentType",
+    ):
         if type(exc).__name__ != "NonXMLContentType":
             warnings.append(f"encoding not declared or wrong; read as {encoding or 'unknown'}")
     return {"encoding": encoding, "warnings": warnings}

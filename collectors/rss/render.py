@@ -7,7 +7,6 @@ from datetime import datetime
 
 from assistant_framework.html_text import html_to_text
 
-
 # Tags, comments or character references: markup even where the feed calls the field plain text.
 _MARKUP = re.compile(r"<[A-Za-z!/?]|&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
 

@@ -12,7 +12,6 @@ from assistant_framework.access import guest_workspace
 from assistant_framework.policy import UNTRUSTED_WHY
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
-
 from messaging_llm_bot.agent.guard import CallGate, touches_untrusted
 from messaging_llm_bot.agent.honesty import is_write_call, saved_location
 from messaging_llm_bot.agent.settings import BotSettings
@@ -73,25 +72,49 @@ class CallRunner:
         if isinstance(call.args, dict) and skills.validate_args(call.skill, call.args) is not None:
             result = skills.run(call.skill, call.args, context)
             record.update(ok=False, error=result.error, error_kind=result.error_kind)
-            return self._finish_call(call, record, turn, format_skill_error(call.skill, result.error or "invalid args", schema_hint(skills, call.skill)), emit)
+            return self._finish_call(
+                call,
+                record,
+                turn,
+                format_skill_error(call.skill, result.error or "invalid args", schema_hint(skills, call.skill)),
+                emit,
+            )
         key = call_key(call)
         if key in turn.writes_done and is_write_call(skill.capabilities, call.args):
             # A small model often answers a write's result with the same call: a second task, a reminder twice.
             record.update(ok=True, repeated=True)
             done = f"Not run again: the same call already ran in this turn and returned:\n{turn.writes_done[key]}"
-            return self._finish_call(call, record, turn, format_skill_result(call.skill, done, self.settings.skill_result_limit_chars), emit)
+            return self._finish_call(
+                call, record, turn, format_skill_result(call.skill, done, self.settings.skill_result_limit_chars), emit
+            )
         if turn.guest is not None and turn.area is None:
             turn.area = guest_workspace(self.workspace, turn.conversation_id)
         why = UNTRUSTED_WHY if turn.untrusted else HISTORY_WHY
-        gate = self.gate.check(skill, call.args, untrusted=turn.guarded, untrusted_why=why, approve=turn.approve, chat=context.chat_id,
-                               workspace=turn.area, guest=turn.guest is not None)
+        gate = self.gate.check(
+            skill,
+            call.args,
+            untrusted=turn.guarded,
+            untrusted_why=why,
+            approve=turn.approve,
+            chat=context.chat_id,
+            workspace=turn.area,
+            guest=turn.guest is not None,
+        )
         record["decision"] = gate.decision.action
         if not gate.allowed:
             record.update(ok=False, error=gate.refusal, error_kind="not_allowed")
-            return self._finish_call(call, record, turn, format_skill_result(call.skill, f"Not done: {gate.refusal}", self.settings.skill_result_limit_chars), emit)
+            return self._finish_call(
+                call,
+                record,
+                turn,
+                format_skill_result(call.skill, f"Not done: {gate.refusal}", self.settings.skill_result_limit_chars),
+                emit,
+            )
         context.untrusted = turn.guarded
         result = skills.run(call.skill, call.args, context, workspace=turn.area)
-        self.gate.audit(context.chat_id, call.skill, call.args, gate.decision.action, "ok" if result.ok else "error", result.error)
+        self.gate.audit(
+            context.chat_id, call.skill, call.args, gate.decision.action, "ok" if result.ok else "error", result.error
+        )
         record.update(ok=result.ok, elapsed_s=round(result.elapsed_s, 4))
         if result.ok:
             feedback = format_skill_result(call.skill, result.value, self.settings.skill_result_limit_chars + 200)
@@ -117,5 +140,10 @@ class CallRunner:
     def _finish_call(self, call: SkillCall, record: dict, turn: TurnRecord, feedback: str, emit) -> str:
         turn.skill_calls.append(record)
         summary = record.get("error") or (f"saved to {record['saved_to']}" if record.get("saved_to") else "done")
-        emit(AgentEvent("skill_result", {"skill": call.skill, "ok": bool(record.get("ok")), "summary": str(summary)[:SUMMARY_CHARS]}))
+        emit(
+            AgentEvent(
+                "skill_result",
+                {"skill": call.skill, "ok": bool(record.get("ok")), "summary": str(summary)[:SUMMARY_CHARS]},
+            )
+        )
         return feedback

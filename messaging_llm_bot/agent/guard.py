@@ -17,7 +17,6 @@ from assistant_framework.access import feeds_prompt
 from assistant_framework.policy import UNTRUSTED_WHY, Decision, append_audit, audit_record, decide
 from assistant_framework.skills import OUTSIDE_LABEL
 from assistant_framework.stores.provenance import UNTRUSTED_RECORD
-
 from messaging_llm_bot.agent.honesty import READ_ACTIONS
 
 log = logging.getLogger(__name__)
@@ -126,14 +125,30 @@ class CallGate:
         self.workspace = workspace
         self.policy = policy or {}
 
-    def check(self, skill: Any, args: Any, *, untrusted: bool, approve: ApproveCallback | None, chat: Any,
-              workspace: Any = None, guest: bool = False, untrusted_why: str = UNTRUSTED_WHY) -> GateResult:
+    def check(
+        self,
+        skill: Any,
+        args: Any,
+        *,
+        untrusted: bool,
+        approve: ApproveCallback | None,
+        chat: Any,
+        workspace: Any = None,
+        guest: bool = False,
+        untrusted_why: str = UNTRUSTED_WHY,
+    ) -> GateResult:
         """Decide, asking the owner when needed; a refused call is audited here.
 
         ``workspace``: where the call runs (a guest chat's folder), to tell an overwrite from a new file."""
         caps = capabilities_for(skill, args)
-        decision = decide(skill.name, getattr(skill, "capabilities", None) or ["read"], self.policy, untrusted=untrusted,
-                          action_capabilities=caps, untrusted_why=untrusted_why)
+        decision = decide(
+            skill.name,
+            getattr(skill, "capabilities", None) or ["read"],
+            self.policy,
+            untrusted=untrusted,
+            action_capabilities=caps,
+            untrusted_why=untrusted_why,
+        )
         if untrusted and decision.action == "allow":
             why = untrusted_write(skill, args, caps, workspace or self.workspace, guest=guest)
             if why:
@@ -142,7 +157,11 @@ class CallGate:
             return GateResult(True, decision)
         if decision.action == "deny":
             self.audit(chat, skill.name, args, decision.action, "denied")
-            return GateResult(False, decision, f"The owner's policy does not allow this call ({decision.reason}). Tell the user it was not done.")
+            return GateResult(
+                False,
+                decision,
+                f"The owner's policy does not allow this call ({decision.reason}). Tell the user it was not done.",
+            )
         request = {"skill": skill.name, "args": args, "capabilities": caps, "reason": decision.reason, "chat": chat}
         approved = False
         if approve is not None:
@@ -163,6 +182,9 @@ class CallGate:
     def audit(self, chat: Any, skill: str, args: Any, decision: str, outcome: str, error: str | None = None) -> None:
         """Append one audit line; a failed audit write is logged, never fatal."""
         try:
-            append_audit(self.workspace, audit_record(chat=chat, skill=skill, args=args, decision=decision, outcome=outcome, error=error))
+            append_audit(
+                self.workspace,
+                audit_record(chat=chat, skill=skill, args=args, decision=decision, outcome=outcome, error=error),
+            )
         except Exception:
             log.exception("could not append to the audit log")

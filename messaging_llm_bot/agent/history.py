@@ -21,7 +21,6 @@ from typing import Callable
 
 from assistant_framework.memory.log import CONVERSATIONS_DIR, safe_conversation_id
 from assistant_framework.workspace import Workspace
-
 from messaging_llm_bot.agent.prompt import estimate_tokens
 
 
@@ -57,8 +56,12 @@ def pair_groups(messages: list[dict]) -> list[list[dict]]:
 TRIM_LOW_WATER = 0.6
 
 
-def trim_history(messages: list[dict], budget_chars: int, low_water: float = TRIM_LOW_WATER,
-                 measure: Callable[[dict], int] = message_chars) -> list[dict]:
+def trim_history(
+    messages: list[dict],
+    budget_chars: int,
+    low_water: float = TRIM_LOW_WATER,
+    measure: Callable[[dict], int] = message_chars,
+) -> list[dict]:
     """Within budget: unchanged. Over it: drop whole pairs, oldest first, until the history
     fits ``low_water * budget_chars`` (the newest pair is kept if it fits the budget) (pure).
     The budget is in the unit of ``measure`` (characters; ``message_tokens`` for a token budget)."""
@@ -126,11 +129,24 @@ class HistoryStore:
             return []
         if not isinstance(data, list):
             return []
-        return [m for m in data if isinstance(m, dict) and m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)]
+        return [
+            m
+            for m in data
+            if isinstance(m, dict) and m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)
+        ]
 
-    def append_pair(self, conversation_id: str, user_text: str, reply: str, *, budget_chars: int,
-                    when: datetime | None = None, untrusted: bool = False, derived: bool = False,
-                    measure: Callable[[dict], int] = message_chars) -> list[dict]:
+    def append_pair(
+        self,
+        conversation_id: str,
+        user_text: str,
+        reply: str,
+        *,
+        budget_chars: int,
+        when: datetime | None = None,
+        untrusted: bool = False,
+        derived: bool = False,
+        measure: Callable[[dict], int] = message_chars,
+    ) -> list[dict]:
         """Add one user/assistant pair and store the history trimmed to the budget; returns it.
 
         ``untrusted``: outside content entered that turn (``"untrusted": true`` on both messages).
@@ -158,7 +174,9 @@ class HistoryStore:
         lines = (old_lines + [json.dumps(m, ensure_ascii=False) for m in new])[len(old) + len(new) - len(history) :]
         body = ",\n".join(lines)
         # No fsync: a derived cache of the L0 log (see the module docstring for the trade-off).
-        target = self.workspace.write_text(self._file(conversation_id), f"[\n{body}\n]\n" if history else "[]\n", durable=False)
+        target = self.workspace.write_text(
+            self._file(conversation_id), f"[\n{body}\n]\n" if history else "[]\n", durable=False
+        )
         with self._cache_lock:
             self._cache[conversation_id] = (_stamp(target), [dict(m) for m in history], lines)
         return history

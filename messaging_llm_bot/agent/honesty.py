@@ -14,8 +14,23 @@ from assistant_framework.memory import check_memory_claim
 NOTHING_SAVED_NOTE = "(Nothing was saved — say 'remember ...' to store it.)"
 
 #: ``action`` values of skills with the write capability that only read.
-READ_ACTIONS = frozenset({"read", "list", "search", "find", "lookup", "get", "show", "upcoming", "now",
-                          "weekday", "days_until", "next", "status"})
+READ_ACTIONS = frozenset(
+    {
+        "read",
+        "list",
+        "search",
+        "find",
+        "lookup",
+        "get",
+        "show",
+        "upcoming",
+        "now",
+        "weekday",
+        "days_until",
+        "next",
+        "status",
+    }
+)
 _PATH_IN_TEXT = re.compile(r"\b(?:to|in|into)\s+'?([\w.@+-]+(?:/[\w.@+-]+)+)'?")
 
 

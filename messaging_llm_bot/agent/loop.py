@@ -10,7 +10,6 @@ released. Nothing raises out of ``handle_message``: failures become a short repl
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -22,27 +21,41 @@ from assistant_framework.access import guest_skills
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.traces import TraceStore, collect_secrets, new_trace_id
 from assistant_framework.workspace import Workspace
-
 from messaging_llm_bot.agent.calls import CallRunner, call_key
-from messaging_llm_bot.agent.settings import BotSettings
-from messaging_llm_bot.agent.locks import ConversationLock
 from messaging_llm_bot.agent.guard import ApproveCallback, CallGate
-from messaging_llm_bot.agent.history import (HistoryStore, message_chars, message_tokens, outside_in_history, prompt_messages,
-                                             trim_history)
+from messaging_llm_bot.agent.history import (
+    HistoryStore,
+    message_chars,
+    message_tokens,
+    outside_in_history,
+    prompt_messages,
+    trim_history,
+)
 from messaging_llm_bot.agent.honesty import honest_reply
+from messaging_llm_bot.agent.locks import ConversationLock
+from messaging_llm_bot.agent.native import SkillFormats, add_round, shrink_earlier_results, skill_calls
+from messaging_llm_bot.agent.prompt import PromptBuilder, estimate_tokens, final_user_message, section_sizes
+from messaging_llm_bot.agent.settings import BotSettings
+from messaging_llm_bot.agent.turn import (
+    AgentEvent,
+    TurnRecord,
+    TurnResult,
+    TurnStopped,
+    format_footer,
+    hit_dict,
+    record_request,
+    stopped_reply,
+    trace_of,
+)
 from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
 from messaging_llm_bot.llm.structured import REPLY_SCHEMA, complete_structured
 from messaging_llm_bot.llm.tools import tool_calls_of
-from messaging_llm_bot.agent.native import SkillFormats, add_round, shrink_earlier_results, skill_calls
-from messaging_llm_bot.agent.prompt import PromptBuilder, estimate_tokens, final_user_message, section_sizes
 from messaging_llm_bot.protocol import (
     ParsedOutput,
     StreamGuard,
     final_answer_request,
     parse_model_output,
 )
-from messaging_llm_bot.agent.turn import (AgentEvent, TurnRecord, TurnResult, TurnStopped, format_footer, hit_dict,
-                                          record_request, stopped_reply, trace_of)
 
 __all__ = ["Agent", "AgentEvent", "TurnResult", "FAILED_TURN_REPLY"]
 
@@ -63,8 +76,10 @@ def message_is_most_of(text: str, messages: list[dict]) -> bool:
 def message_too_long_reply(err: LLMError, text: str) -> str:
     """The sentence for a message that alone does not fit the model's context."""
     where = f" on '{err.runner}'" if err.runner else ""
-    return (f"Your message is too long for the model{where} (about {estimate_tokens(text):,} tokens). "
-            "Please send it shorter or in parts, or send the text as a file and ask about it.")
+    return (
+        f"Your message is too long for the model{where} (about {estimate_tokens(text):,} tokens). "
+        "Please send it shorter or in parts, or send the text as a file and ask about it."
+    )
 
 
 class Agent:
@@ -125,7 +140,9 @@ class Agent:
         runner_keys = [r.api_key for r in self.llm.runners]
         self.traces = TraceStore(self.workspace, keep=settings.trace_keep, secrets=collect_secrets(config, runner_keys))
         self.gate = CallGate(self.workspace, config.get("policy"))
-        self.prompt = PromptBuilder(settings, self.workspace, self.skills, collectors=self.collectors, memory=self.memory)
+        self.prompt = PromptBuilder(
+            settings, self.workspace, self.skills, collectors=self.collectors, memory=self.memory
+        )
 
     def drain(self, timeout: float) -> bool:
         """Wait for queued trace writes (with ``background_traces``; call at shutdown); False on timeout."""
@@ -160,8 +177,7 @@ class Agent:
         if not count:
             return "This conversation had no history to clear. Notes, learnings and other saved data are kept."
         return (
-            f"Cleared this conversation's history ({count} messages). "
-            "Notes, learnings and other saved data are kept."
+            f"Cleared this conversation's history ({count} messages). Notes, learnings and other saved data are kept."
         )
 
     def stop(self, conversation_id: str) -> bool:
@@ -203,7 +219,14 @@ class Agent:
         started = time.monotonic()
         emit = _emitter(on_event)
         # The injected clock is only consulted inside the guarded block below.
-        turn = TurnRecord(trace_id=new_trace_id(), conversation_id=conversation_id, text=text, now=datetime.now(self.zone), untrusted=untrusted, approve=approve)
+        turn = TurnRecord(
+            trace_id=new_trace_id(),
+            conversation_id=conversation_id,
+            text=text,
+            now=datetime.now(self.zone),
+            untrusted=untrusted,
+            approve=approve,
+        )
         if not private:
             # Not the owner's own chat: only the guest skills, on the chat's own folder (assistant_framework.access).
             turn.guest = guest_skills(self.config.get("policy"))
@@ -224,7 +247,9 @@ class Agent:
                 with self._locks_guard:
                     self._running[conversation_id] = turn.stop
                 try:
-                    reply, ok = self._transaction(turn, context, emit, stream=stream, private=private, message_id=message_id, untrusted=untrusted)
+                    reply, ok = self._transaction(
+                        turn, context, emit, stream=stream, private=private, message_id=message_id, untrusted=untrusted
+                    )
                 finally:
                     with self._locks_guard:
                         if self._running.get(conversation_id) is turn.stop:
@@ -255,10 +280,18 @@ class Agent:
 
     # -- the transaction (under the conversation lock) ---------------------------
 
-    def _transaction(self, turn: TurnRecord, context: SkillContext, emit, *, stream: bool, private: bool, message_id, untrusted: bool) -> tuple[str, bool]:
+    def _transaction(
+        self, turn: TurnRecord, context: SkillContext, emit, *, stream: bool, private: bool, message_id, untrusted: bool
+    ) -> tuple[str, bool]:
         conversation_id = turn.conversation_id
         # "untrusted" in the log row: a later recall of this turn (or of the reply) is outside content too.
-        self._log_turn(turn, "user", turn.text, message_id=message_id, meta={"private": private, **({"untrusted": True} if untrusted else {})})
+        self._log_turn(
+            turn,
+            "user",
+            turn.text,
+            message_id=message_id,
+            meta={"private": private, **({"untrusted": True} if untrusted else {})},
+        )
         recall_block = self._recall(turn, private)
         self._last_recall[conversation_id] = turn.recalled
         system = self.prompt.system_prompt() if turn.guest is None else self.prompt.guest_prompt(turn.guest)
@@ -267,7 +300,9 @@ class Agent:
         # A forwarded mail two turns ago (or a reply that restated it) is still in the prompt: its
         # text can steer this turn too.
         turn.history_original, turn.history_outside = outside_in_history(history)
-        user_message = final_user_message(turn.text, turn.now, self.settings.timezone, recall_block=recall_block, untrusted=turn.guarded)
+        user_message = final_user_message(
+            turn.text, turn.now, self.settings.timezone, recall_block=recall_block, untrusted=turn.guarded
+        )
         turn.sizes = section_sizes(system, history, user_message)
 
         try:
@@ -278,10 +313,24 @@ class Agent:
             return stopped_reply(turn), False
         if ok:
             reply = honest_reply(reply, turn.saved_to, turn.wrote_memory)
-            self.history.append_pair(conversation_id, turn.text, reply, budget_chars=budget, when=turn.now,
-                                     untrusted=turn.untrusted, derived=turn.history_original, measure=measure)
+            self.history.append_pair(
+                conversation_id,
+                turn.text,
+                reply,
+                budget_chars=budget,
+                when=turn.now,
+                untrusted=turn.untrusted,
+                derived=turn.history_original,
+                measure=measure,
+            )
             # A reply written with outside content in view may restate it: logged (and extracted) as outside.
-            self._log_turn(turn, "assistant", reply, message_id=None, meta={"trace_id": turn.trace_id, **({"untrusted": True} if turn.guarded else {})})
+            self._log_turn(
+                turn,
+                "assistant",
+                reply,
+                message_id=None,
+                meta={"trace_id": turn.trace_id, **({"untrusted": True} if turn.guarded else {})},
+            )
         return reply, ok
 
     def _history_budget(self) -> tuple[int, Callable[[dict], int]]:
@@ -293,7 +342,9 @@ class Agent:
         if self.memory is None:
             return
         try:
-            record = self.memory.log_turn(turn.conversation_id, role, text, time=self.now(), message_id=message_id, meta=meta)
+            record = self.memory.log_turn(
+                turn.conversation_id, role, text, time=self.now(), message_id=message_id, meta=meta
+            )
         except Exception:  # losing one log line is bad; losing the answer too would be worse
             log.exception("memory log of a %s turn failed in conversation %r", role, turn.conversation_id)
             return
@@ -315,7 +366,16 @@ class Agent:
             turn.untrusted = True
         return block
 
-    def _loop(self, turn: TurnRecord, system: str, history: list[dict], user_message: str, context: SkillContext, emit, stream: bool) -> tuple[str, bool]:
+    def _loop(
+        self,
+        turn: TurnRecord,
+        system: str,
+        history: list[dict],
+        user_message: str,
+        context: SkillContext,
+        emit,
+        stream: bool,
+    ) -> tuple[str, bool]:
         skills = self.skills
         names = skills.names()
         max_rounds = self.settings.max_skill_rounds
@@ -333,7 +393,9 @@ class Agent:
                 # Asked for the final answer, or the model repeated its last calls: a constrained
                 # answer may then only be a reply (a small model otherwise loops on one call).
                 reply_only = round_no > max_rounds or repeated
-                completion = self._complete(turn, messages, names, stream, emit, native=lambda: [*head, *native_turn], reply_only=reply_only)
+                completion = self._complete(
+                    turn, messages, names, stream, emit, native=lambda: [*head, *native_turn], reply_only=reply_only
+                )
             except LLMError as err:
                 record_request(turn, round_no, messages, None, err)
                 if err.kind == "context_length" and not history_cut and history:
@@ -341,12 +403,23 @@ class Agent:
                     budget, measure = self._history_budget()
                     size = sum(measure(m) for m in history)
                     history = trim_history(history, min(budget, size) // 2, low_water=1.0, measure=measure)
-                    log.info("context too long for conversation %r; retrying with history cut to %d messages", turn.conversation_id, len(history))
+                    log.info(
+                        "context too long for conversation %r; retrying with history cut to %d messages",
+                        turn.conversation_id,
+                        len(history),
+                    )
                     continue
-                if err.kind == "context_length" and not results_cut and shrink_earlier_results(turn_messages, native_turn):
+                if (
+                    err.kind == "context_length"
+                    and not results_cut
+                    and shrink_earlier_results(turn_messages, native_turn)
+                ):
                     # Several rounds of skill results (up to the result limit each) outgrew a small context.
                     results_cut = True
-                    log.info("context too long for conversation %r; retrying with earlier skill results cut", turn.conversation_id)
+                    log.info(
+                        "context too long for conversation %r; retrying with earlier skill results cut",
+                        turn.conversation_id,
+                    )
                     continue
                 turn.error = err.user_message()
                 if err.kind == "context_length" and message_is_most_of(turn.text, messages):
@@ -366,7 +439,10 @@ class Agent:
                 return (reply, True) if reply else (EMPTY_REPLY, False)
             if round_no > max_rounds:
                 # The model was told to stop calling skills and did not.
-                return (f"I could not finish this within {max_rounds} skill rounds; please ask again more specifically.", True)
+                return (
+                    f"I could not finish this within {max_rounds} skill rounds; please ask again more specifically.",
+                    True,
+                )
             signature = [call_key(c) for c in parsed.calls]
             repeated, last_calls = signature == last_calls, signature
             calls = CallRunner(self.skills, self.gate, self.workspace, self.settings)
@@ -385,8 +461,16 @@ class Agent:
     def _skill_formats(self) -> tuple[dict, list[dict] | None]:
         return self._formats.get(self.skills, self.llm.runners)
 
-    def _complete(self, turn: TurnRecord, messages: list[dict], names: list[str], stream: bool, emit, native=None,
-                  reply_only: bool = False) -> Completion:
+    def _complete(
+        self,
+        turn: TurnRecord,
+        messages: list[dict],
+        names: list[str],
+        stream: bool,
+        emit,
+        native=None,
+        reply_only: bool = False,
+    ) -> Completion:
         schema, tools = (REPLY_SCHEMA, None) if reply_only else self._skill_formats()
         if not stream:
             return complete_structured(self.llm, messages, schema, "skill_call", tools=tools, native_messages=native)
@@ -401,7 +485,16 @@ class Agent:
                 shown[0] = turn.shown = visible
                 emit(AgentEvent("delta", {"text": visible}))
 
-        return complete_structured(self.llm, messages, schema, "skill_call", stream=True, on_delta=on_delta, tools=tools, native_messages=native)
+        return complete_structured(
+            self.llm,
+            messages,
+            schema,
+            "skill_call",
+            stream=True,
+            on_delta=on_delta,
+            tools=tools,
+            native_messages=native,
+        )
 
     # -- after the lock ------------------------------------------------------------
 
@@ -431,7 +524,9 @@ class Agent:
             try:
                 ids = tuple(i for i in turn.log_ids if i)
                 # An untrusted turn's facts are stored marked: outside text never becomes an owner fact.
-                self.memory.after_turn(turn.conversation_id, turn.text, result.reply, turn_ids=ids, untrusted=turn.guarded)
+                self.memory.after_turn(
+                    turn.conversation_id, turn.text, result.reply, turn_ids=ids, untrusted=turn.guarded
+                )
             except Exception:
                 log.exception("memory upkeep after turn %s failed", turn.trace_id)
 

@@ -19,13 +19,26 @@ def skill_calls(tool_calls: list[ToolCall], names: list[str]) -> list[SkillCall]
     for call in tool_calls:
         name = call.name if call.name in names else by_tool_name.get(call.name, call.name)
         raw = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False, default=str)
-        found, _ = calls_from_value({"function": {"name": name, "arguments": call.arguments if call.arguments is not None else {}}}, names, raw)
-        calls.append(found[0] if found else SkillCall(name, {}, raw, f"arguments of tool call '{call.name}' are not a JSON object"))
+        found, _ = calls_from_value(
+            {"function": {"name": name, "arguments": call.arguments if call.arguments is not None else {}}}, names, raw
+        )
+        calls.append(
+            found[0]
+            if found
+            else SkillCall(name, {}, raw, f"arguments of tool call '{call.name}' are not a JSON object")
+        )
     return calls
 
 
-def add_round(json_turn: list[dict], native_turn: list[dict], text: str, tool_calls: list[ToolCall],
-              calls: list[SkillCall], feedbacks: list[str], final_request: str | None) -> None:
+def add_round(
+    json_turn: list[dict],
+    native_turn: list[dict],
+    text: str,
+    tool_calls: list[ToolCall],
+    calls: list[SkillCall],
+    feedbacks: list[str],
+    final_request: str | None,
+) -> None:
     """Append one round (the model's answer and the results) to both message forms."""
     joined = "\n\n".join(feedbacks) + (f"\n\n{final_request}" if final_request else "")
     if tool_calls:
@@ -55,8 +68,10 @@ def shrink_earlier_results(json_turn: list[dict], native_turn: list[dict], keep:
         for message in turn[1:last_answer]:
             content = message.get("content")
             if message.get("role") in ("user", "tool") and isinstance(content, str) and len(content) > keep:
-                message["content"] = (f"{content[:keep]}\n[... {len(content) - keep} more characters of this earlier "
-                                      "result cut: the turn no longer fit the model's context]")
+                message["content"] = (
+                    f"{content[:keep]}\n[... {len(content) - keep} more characters of this earlier "
+                    "result cut: the turn no longer fit the model's context]"
+                )
                 cut = True
     return cut
 

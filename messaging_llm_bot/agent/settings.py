@@ -73,7 +73,9 @@ class BotSettings:
             base_prompt=runtime.get("base_prompt") or DEFAULT_BASE_PROMPT,
             timezone=runtime.get("timezone") or DEFAULT_TIMEZONE,
             history_budget_chars=history,
-            history_budget_tokens=None if runtime.get("history_budget_tokens") is None else int(runtime["history_budget_tokens"]),
+            history_budget_tokens=None
+            if runtime.get("history_budget_tokens") is None
+            else int(runtime["history_budget_tokens"]),
             section_caps=caps,
             skill_result_limit_chars=int(runtime.get("skill_result_limit_chars", DEFAULT_SKILL_RESULT_LIMIT_CHARS)),
             max_skill_rounds=int(llm.get("max_skill_rounds", DEFAULT_MAX_SKILL_ROUNDS)),

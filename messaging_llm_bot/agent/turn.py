@@ -113,7 +113,11 @@ def format_footer(usage: dict, rounds: int, elapsed_s: float, recalled: list[dic
     """``— 1200 in (800 cached) · 40 out · 2 rounds · 3.1 s · recalled: notes/a.md`` with only what was reported."""
     parts = []
     if "prompt_tokens" in usage:
-        extra = [f"{usage[k]} {label}" for k, label in (("cached_tokens", "cached"), ("cache_write_tokens", "cache writes")) if usage.get(k)]
+        extra = [
+            f"{usage[k]} {label}"
+            for k, label in (("cached_tokens", "cached"), ("cache_write_tokens", "cache writes"))
+            if usage.get(k)
+        ]
         parts.append(f"{usage['prompt_tokens']} in" + (f" ({', '.join(extra)})" if extra else ""))
     if "completion_tokens" in usage:
         reasoning = f" ({usage['reasoning_tokens']} reasoning)" if usage.get("reasoning_tokens") else ""
@@ -127,7 +131,14 @@ def format_footer(usage: dict, rounds: int, elapsed_s: float, recalled: list[dic
     return "— " + " · ".join(parts)
 
 
-def record_request(turn: TurnRecord, round_no: int, messages: list[dict], completion: Completion | None, error: LLMError | None, parsed: ParsedOutput | None = None) -> None:
+def record_request(
+    turn: TurnRecord,
+    round_no: int,
+    messages: list[dict],
+    completion: Completion | None,
+    error: LLMError | None,
+    parsed: ParsedOutput | None = None,
+) -> None:
     """Add one model request (what was sent, what came back or failed) to the turn record."""
     entry: dict = {"round": round_no, "messages": [dict(m) for m in messages]}
     if completion is not None:
@@ -147,7 +158,9 @@ def record_request(turn: TurnRecord, round_no: int, messages: list[dict], comple
         }
         entry["recovered"] = list(parsed.recovered)
     if error is not None:
-        entry.update(runner=error.runner, error={"kind": error.kind, "status": error.status, "message": error.user_message()})
+        entry.update(
+            runner=error.runner, error={"kind": error.kind, "status": error.status, "message": error.user_message()}
+        )
     turn.requests.append(entry)
 
 

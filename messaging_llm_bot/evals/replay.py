@@ -81,12 +81,28 @@ def replay_trace(
         try:
             completion = llm.complete(messages)
         except LLMError as exc:
-            outcomes.append(ReplayOutcome(trace.get("id", "?"), request.get("round", 1), before, {"calls": [], "reply": None}, "error", error=exc.user_message()))
+            outcomes.append(
+                ReplayOutcome(
+                    trace.get("id", "?"),
+                    request.get("round", 1),
+                    before,
+                    {"calls": [], "reply": None},
+                    "error",
+                    error=exc.user_message(),
+                )
+            )
             continue
         parsed = parse_model_output(completion.text, skill_names)
         now = action_of({"calls": [{"skill": c.skill, "args": c.args} for c in parsed.calls], "reply": parsed.reply})
         outcomes.append(
-            ReplayOutcome(trace.get("id", "?"), request.get("round", 1), before, now, compare_actions(before, now), elapsed_s=completion.elapsed_s)
+            ReplayOutcome(
+                trace.get("id", "?"),
+                request.get("round", 1),
+                before,
+                now,
+                compare_actions(before, now),
+                elapsed_s=completion.elapsed_s,
+            )
         )
     return outcomes
 
@@ -143,7 +159,9 @@ def case_from_trace(trace: dict, *, category: str = "from_traces") -> dict | Non
     return case
 
 
-def export_cases(traces: list[dict], *, category: str = "from_traces", keep: Callable[[dict], bool] | None = None) -> list[dict]:
+def export_cases(
+    traces: list[dict], *, category: str = "from_traces", keep: Callable[[dict], bool] | None = None
+) -> list[dict]:
     """Eval cases from chosen traces (failed turns and traces without a request are skipped)."""
     cases = []
     for trace in traces:

@@ -18,16 +18,17 @@ from assistant_framework.evals.cases import EvalCase
 from assistant_framework.evals.scoring import CallRecord, CaseResult, score_case
 from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
-
-from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.agent.history import HistoryStore
+from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
 
 #: The eval's "now" unless a case sets its own: a Wednesday morning.
 DEFAULT_NOW = "2026-06-10T10:00:00"
 
 
-def eval_llm_config(llm_config: dict, *, runner: str | None = None, base_url: str | None = None, model: str | None = None) -> dict:
+def eval_llm_config(
+    llm_config: dict, *, runner: str | None = None, base_url: str | None = None, model: str | None = None
+) -> dict:
     """The llm section to evaluate: one named runner, or an ad-hoc base URL and model."""
     config = copy.deepcopy(llm_config or {})
     runners = list(config.get("runners") or [])

@@ -69,7 +69,9 @@ def help_text(skill_names: list[str], *, with_now: bool | None = None) -> str:
 def skills_text(skills: Any) -> str:
     """One line per loaded skill, plus the skills that failed to load."""
     catalog = skills.catalog()
-    lines = ["Skills:"] + [f"- {c['name']} — {c['description']}" for c in catalog] if catalog else ["No skills are loaded."]
+    lines = (
+        ["Skills:"] + [f"- {c['name']} — {c['description']}" for c in catalog] if catalog else ["No skills are loaded."]
+    )
     errors = list(getattr(skills, "errors", []) or [])
     if errors:
         lines += ["", "Failed to load:"] + [f"- {e.name}: {e.error}" for e in errors]
@@ -86,7 +88,9 @@ def skill_text(skills: Any, name: str) -> str:
     skill = skills.get(name)
     if skill is None:
         close = skills.closest(name)
-        hint = f" Did you mean: {', '.join(close)}?" if close else f" Known skills: {', '.join(skills.names()) or 'none'}."
+        hint = (
+            f" Did you mean: {', '.join(close)}?" if close else f" Known skills: {', '.join(skills.names()) or 'none'}."
+        )
         return f"There is no skill named {name!r}.{hint}"
     body = (skill.help_text or "").strip() or skill.description
     caps = ", ".join(skill.capabilities or [])
@@ -124,8 +128,10 @@ def format_stats(stats: dict, days: int = 30) -> str:
 
     def row(label: str, r: dict) -> str:
         cached = f", {r['cached_tokens']} cached" if r.get("cached_tokens") else ""
-        return (f"- {label}: {r['turns']} msgs, {r['prompt_tokens']} in{cached}, "
-                f"{r['completion_tokens']} out, model {r['model_s']:.1f} s")
+        return (
+            f"- {label}: {r['turns']} msgs, {r['prompt_tokens']} in{cached}, "
+            f"{r['completion_tokens']} out, model {r['model_s']:.1f} s"
+        )
 
     lines = [f"Usage, last {days} days:", row("total", total), "", "Per model:"]
     lines += [row(model, r) for model, r in (stats.get("by_model") or {}).items()]
@@ -170,7 +176,11 @@ def run_command(runtime: "BotRuntime", conversation_id: str, text: str, *, owner
         return stats_text(runtime.workspace)
     if name == "reload":
         error = runtime.reload()
-        return f"Reload failed; the running config is kept:\n{error}" if error else "Reloaded config, skills and collectors."
+        return (
+            f"Reload failed; the running config is kept:\n{error}"
+            if error
+            else "Reloaded config, skills and collectors."
+        )
     if name == "now" and has_digest():
         from messaging_llm_bot.frontends.digest import build_digest
 

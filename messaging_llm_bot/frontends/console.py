@@ -20,11 +20,10 @@ import time
 from typing import TYPE_CHECKING, TextIO
 
 from assistant_framework.inbox import Inbox
-
 from messaging_llm_bot.agent.loop import AgentEvent
 from messaging_llm_bot.frontends.commands import run_command
-from messaging_llm_bot.frontends.markup import unescape_markdown
 from messaging_llm_bot.frontends.console_extras import HISTORY_FILE, PROMPT, ConsoleReminders, LiveReply, line_reader
+from messaging_llm_bot.frontends.markup import unescape_markdown
 
 if TYPE_CHECKING:  # pragma: no cover
     from messaging_llm_bot.runtime import BotRuntime
@@ -49,16 +48,28 @@ def terminal_approver(stdin: TextIO, stdout: TextIO):
 
     def approve(request: dict) -> bool:
         args = json.dumps(request.get("args") or {}, ensure_ascii=False)[:500]
-        print(f"\nConfirm this action? skill: {request.get('skill')} args: {args}\n"
-              f"(why: {request.get('reason')}) [y/N] ", end="", file=stdout, flush=True)
+        print(
+            f"\nConfirm this action? skill: {request.get('skill')} args: {args}\n(why: {request.get('reason')}) [y/N] ",
+            end="",
+            file=stdout,
+            flush=True,
+        )
         answer_line = stdin.readline()
         return answer_line.strip().lower() in ("y", "yes")
 
     return approve
 
 
-def answer(runtime: "BotRuntime", text: str, *, progress: TextIO | None = None, conversation_id: str = CONVERSATION_ID,
-           approve=None, stream: bool = False, live: LiveReply | None = None) -> str:
+def answer(
+    runtime: "BotRuntime",
+    text: str,
+    *,
+    progress: TextIO | None = None,
+    conversation_id: str = CONVERSATION_ID,
+    approve=None,
+    stream: bool = False,
+    live: LiveReply | None = None,
+) -> str:
     """The reply block for one input line: a command's text or the agent's reply (with footer).
 
     ``stream``: read the model's answer as a stream (``llm.stream``), so a stop cuts it off at once;
@@ -77,13 +88,28 @@ def answer(runtime: "BotRuntime", text: str, *, progress: TextIO | None = None, 
         if line and progress is not None:
             print(line, file=progress, flush=True)
 
-    result = runtime.agent.handle_message(conversation_id, text, on_event=on_event, chat_id=conversation_id,
-                                          user_id="owner", approve=approve, stream=stream)
+    result = runtime.agent.handle_message(
+        conversation_id,
+        text,
+        on_event=on_event,
+        chat_id=conversation_id,
+        user_id="owner",
+        approve=approve,
+        stream=stream,
+    )
     return result.reply + (f"\n{result.footer}" if result.footer else "")
 
 
-def answer_durably(runtime: "BotRuntime", inbox: Inbox, text: str, *, progress: TextIO | None = None, approve=None,
-                   stream: bool = False, live: LiveReply | None = None) -> tuple[str, str | None]:
+def answer_durably(
+    runtime: "BotRuntime",
+    inbox: Inbox,
+    text: str,
+    *,
+    progress: TextIO | None = None,
+    approve=None,
+    stream: bool = False,
+    live: LiveReply | None = None,
+) -> tuple[str, str | None]:
     """Like ``answer`` but a model-bound message is kept in the inbox; returns (reply, item id to complete)."""
     if text.startswith("/"):
         return answer(runtime, text, progress=progress), None
@@ -101,8 +127,9 @@ def answer_durably(runtime: "BotRuntime", inbox: Inbox, text: str, *, progress: 
     return reply, item.item_id
 
 
-def answer_stoppably(runtime: "BotRuntime", inbox: Inbox, text: str, *, progress: TextIO,
-                     ask=None, live: LiveReply | None = None) -> tuple[str, str | None]:
+def answer_stoppably(
+    runtime: "BotRuntime", inbox: Inbox, text: str, *, progress: TextIO, ask=None, live: LiveReply | None = None
+) -> tuple[str, str | None]:
     """``answer_durably`` in a worker thread: Ctrl-C stops the turn (``Agent.stop``) and the reply says so;
     a second Ctrl-C (or SIGTERM) leaves the chat, the message staying in the inbox as before.
 
@@ -121,9 +148,15 @@ def answer_stoppably(runtime: "BotRuntime", inbox: Inbox, text: str, *, progress
 
     def work() -> None:
         try:
-            box["out"] = answer_durably(runtime, inbox, text, progress=progress,
-                                        approve=approve_from_worker if ask is not None else None,
-                                        stream=runtime.agent.settings.stream, live=live)
+            box["out"] = answer_durably(
+                runtime,
+                inbox,
+                text,
+                progress=progress,
+                approve=approve_from_worker if ask is not None else None,
+                stream=runtime.agent.settings.stream,
+                live=live,
+            )
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
             box["error"] = exc
         finally:
@@ -161,7 +194,9 @@ def _replay(runtime: "BotRuntime", inbox: Inbox, stdout: TextIO, stderr: TextIO,
             continue
         text = str(item.payload.get("text", ""))
         print(f"(answering a message left unanswered by the last run: {text[:80]!r})", file=stderr, flush=True)
-        reply = item.reply if item.reply is not None else answer(runtime, text, progress=stderr if interactive else None)
+        reply = (
+            item.reply if item.reply is not None else answer(runtime, text, progress=stderr if interactive else None)
+        )
         print(reply.rstrip("\n") + "\n", file=stdout, flush=True)
         inbox.complete(item.item_id)
 
@@ -180,8 +215,11 @@ def run_console(
     reminders = None
     if interactive:
         runtime.start_background(notify=lambda title, text: print(f"\n[{title}] {text}", file=stderr, flush=True))
-        print("Terminal chat with your assistant. /help for commands, Ctrl-C stops an answer, /quit or Ctrl-D to leave.",
-              file=stdout, flush=True)
+        print(
+            "Terminal chat with your assistant. /help for commands, Ctrl-C stops an answer, /quit or Ctrl-D to leave.",
+            file=stdout,
+            flush=True,
+        )
         reminders = _start_reminders(runtime, stdout)
     read_line, save_history = line_reader(stdin, stdout, interactive, runtime.workspace.path(HISTORY_FILE))
     inbox = Inbox(runtime.workspace)
@@ -202,8 +240,9 @@ def run_console(
             # Only someone at a terminal can confirm; a scripted (piped) chat refuses "ask" calls.
             if interactive:
                 live = LiveReply(stdout)  # the answer appears as it is written, then the rest of the block
-                reply, item_id = answer_stoppably(runtime, inbox, text, progress=stderr,
-                                                  ask=terminal_approver(stdin, stdout), live=live)
+                reply, item_id = answer_stoppably(
+                    runtime, inbox, text, progress=stderr, ask=terminal_approver(stdin, stdout), live=live
+                )
                 reply = live.rest(reply)
             else:
                 reply, item_id = answer_durably(runtime, inbox, text)

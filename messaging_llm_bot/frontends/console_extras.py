@@ -30,7 +30,7 @@ class LiveReply:
     def delta(self, text: str) -> None:
         """Print what ``text`` (the visible answer so far) adds to what is shown."""
         # A later round starts its answer afresh: it goes on a new line rather than being glued on.
-        piece = text[len(self.shown):] if text.startswith(self.shown) else "\n" + text
+        piece = text[len(self.shown) :] if text.startswith(self.shown) else "\n" + text
         self.shown = text
         if piece:
             self.out.write(piece)
@@ -41,10 +41,12 @@ class LiveReply:
         shown = self.shown.rstrip()  # the final reply is stripped; a space already printed does no harm
         if not shown:
             return block
-        return block[len(shown):] if block.startswith(shown) else "\n" + block
+        return block[len(shown) :] if block.startswith(shown) else "\n" + block
 
 
-def line_reader(stdin: TextIO, stdout: TextIO, interactive: bool, history: Path | None) -> tuple[Callable[[], str], Callable[[], None]]:
+def line_reader(
+    stdin: TextIO, stdout: TextIO, interactive: bool, history: Path | None
+) -> tuple[Callable[[], str], Callable[[], None]]:
     """(read one line, or "" at EOF; save the history). With a real terminal, ``input()`` under
     readline gives arrow-key editing and Up/Down history, kept in ``history`` across runs."""
     encoding = _tolerate_bad_bytes(stdin)
@@ -55,6 +57,7 @@ def line_reader(stdin: TextIO, stdout: TextIO, interactive: bool, history: Path 
         except ImportError:  # pragma: no cover - Python built without readline (e.g. Windows)
             readline = None
     if readline is None:
+
         def read_plain() -> str:
             if interactive:
                 print(PROMPT, end="", file=stdout, flush=True)
@@ -114,8 +117,16 @@ def _clean(line: str, encoding: str) -> str:
 class ConsoleReminders:
     """Polls the reminder store and prints reminders of the terminal conversation when due."""
 
-    def __init__(self, store, chat_id: str, emit: Callable[[str], None], *, default_tz: str = "UTC",
-                 poll_seconds: float = 5.0, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self,
+        store,
+        chat_id: str,
+        emit: Callable[[str], None],
+        *,
+        default_tz: str = "UTC",
+        poll_seconds: float = 5.0,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         self.store, self.chat_id, self.emit = store, chat_id, emit
         self.default_tz, self.poll_seconds = default_tz, poll_seconds
         self.clock = clock or (lambda: datetime.now(timezone.utc))

@@ -26,8 +26,14 @@ FAILED_REMINDER_DAYS = 7
 CALENDAR_EVENTS = "collectors/calendar/events.json"
 NEW_ITEMS_GLOB = "collectors/*/new.json"
 #: How a collector's new items are named in the digest; unknown collectors show "new items".
-_NEWS_NOUNS = {"mail": "new mails", "email": "new mails", "imap": "new mails", "rss": "new feed items",
-               "feeds": "new feed items", "feed": "new feed items"}
+_NEWS_NOUNS = {
+    "mail": "new mails",
+    "email": "new mails",
+    "imap": "new mails",
+    "rss": "new feed items",
+    "feeds": "new feed items",
+    "feed": "new feed items",
+}
 
 
 def build_digest(workspace: Workspace, now: datetime, timezone: str) -> str:
@@ -52,12 +58,14 @@ def build_digest(workspace: Workspace, now: datetime, timezone: str) -> str:
 
 def _safe(section):
     """Decorator: a damaged file shows a one-line note instead of breaking the whole digest."""
+
     def wrapper(workspace: Workspace, *args):
         try:
             return section(workspace, *args)
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:
             log.warning("digest: section %s failed: %s", section.__name__, err)
             return f"⚠️ {section.__name__.strip('_')}: could not be read ({err})"
+
     wrapper.__name__ = section.__name__
     return wrapper
 
@@ -98,9 +106,11 @@ def _reminders(workspace: Workspace, local_now: datetime) -> str:
         local_due = due.astimezone(tz)
         if local_due.date() <= local_now.date():
             note = (" (missed)" if local_due < local_now else "") + _outside(reminder)
-            rows.append(f"- {local_due.strftime('%H:%M')} {_md(reminder.get('text', ''))}{note}"
-                        if local_due.date() == local_now.date()
-                        else f"- {local_due.strftime('%Y-%m-%d %H:%M')} {_md(reminder.get('text', ''))}{note}")
+            rows.append(
+                f"- {local_due.strftime('%H:%M')} {_md(reminder.get('text', ''))}{note}"
+                if local_due.date() == local_now.date()
+                else f"- {local_due.strftime('%Y-%m-%d %H:%M')} {_md(reminder.get('text', ''))}{note}"
+            )
     return "\n".join(["⏰ **Reminders today**", *rows]) if rows else ""
 
 
@@ -113,8 +123,10 @@ def _failed_reminders(workspace: Workspace, local_now: datetime) -> str:
         if due is None or (local_now - due).days >= FAILED_REMINDER_DAYS:
             continue
         when = due.astimezone(local_now.tzinfo).strftime("%Y-%m-%d %H:%M")
-        rows.append(f"- {when} {_md(reminder.get('text', ''))} (chat {_md(reminder.get('chat_id'))}: "
-                    f"{_md(reminder.get('error') or 'refused')}){_outside(reminder)}")
+        rows.append(
+            f"- {when} {_md(reminder.get('text', ''))} (chat {_md(reminder.get('chat_id'))}: "
+            f"{_md(reminder.get('error') or 'refused')}){_outside(reminder)}"
+        )
     return "\n".join(["⚠️ **Reminders not delivered**", *rows]) if rows else ""
 
 
@@ -171,7 +183,9 @@ def _news(workspace: Workspace) -> str:
         if name == "calendar":
             continue
         items = workspace.read_json(rel, default=None)
-        count = len(items) if isinstance(items, list) else len(items.get("items") or []) if isinstance(items, dict) else 0
+        count = (
+            len(items) if isinstance(items, list) else len(items.get("items") or []) if isinstance(items, dict) else 0
+        )
         if count:
             lines.append(f"- {_md(name)}: {count} {_NEWS_NOUNS.get(name, 'new items')}")
     return "\n".join(["📬 **New since the last check**", *lines]) if lines else ""

@@ -11,7 +11,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, time as dtime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
+from datetime import time as dtime
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -145,8 +146,9 @@ class AsyncJobQueue:
         self._schedule(job, seconds_until(when), callback, lambda: None)
         return job
 
-    def run_repeating(self, callback: Callback, interval: float, first: Any = None, data: Any = None,
-                      name: str | None = None) -> Job:
+    def run_repeating(
+        self, callback: Callback, interval: float, first: Any = None, data: Any = None, name: str | None = None
+    ) -> Job:
         """Run ``callback`` every ``interval`` seconds, the first time after ``first`` (default: interval)."""
         job = self._add(name, data)
         self._schedule(job, seconds_until(interval if first is None else first), callback, lambda: float(interval))

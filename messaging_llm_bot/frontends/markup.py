@@ -20,8 +20,20 @@ from telegramify_markdown import convert
 
 EMPTY_PLACEHOLDER = "(empty reply)"
 # Entities whose inside should not host a cut: a cut there breaks code or a link in two.
-_UNSPLITTABLE = {"pre", "code", "text_link", "url", "email", "mention", "hashtag", "cashtag", "bot_command",
-                 "phone_number", "custom_emoji", "text_mention"}
+_UNSPLITTABLE = {
+    "pre",
+    "code",
+    "text_link",
+    "url",
+    "email",
+    "mention",
+    "hashtag",
+    "cashtag",
+    "bot_command",
+    "phone_number",
+    "custom_emoji",
+    "text_mention",
+}
 _MIN_LIMIT = 16
 _FENCE_OPEN = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*$")
 
@@ -147,8 +159,9 @@ def _table(text: str, size: CharSize) -> list[int]:
     return units
 
 
-def _split_spans(text: str, regions: list[tuple[int, int]], limit: int,
-                 size: CharSize = utf16_units) -> list[tuple[int, int]]:
+def _split_spans(
+    text: str, regions: list[tuple[int, int]], limit: int, size: CharSize = utf16_units
+) -> list[tuple[int, int]]:
     """Cut ``text`` into trimmed, non-empty (start, end) index spans of at most ``limit`` units."""
     units = _table(text, size)
     spans = []
@@ -169,11 +182,13 @@ def _inside(pos: int, regions: list[tuple[int, int]]) -> bool:
 
 def _choose_cut(text: str, start: int, hard: int, regions: list[tuple[int, int]]) -> int:
     """Best cut in (start, hard]: paragraph > line > sentence > word, outside code if at all possible."""
-    window = text[start:hard + 1]
+    window = text[start : hard + 1]
     para = [start + m.end() for m in re.finditer(r"\n[ \t]*\n", window)]
     line = [start + m.end() for m in re.finditer(r"\n", window)]
     sentence = [start + m.end() for m in re.finditer(r"[.!?…][)\"'»”]*[ \t]+", window)]
-    word = [start + m.start() for m in re.finditer(r"\s", window)] + [start + m.end() for m in re.finditer(r"\s", window)]
+    word = [start + m.start() for m in re.finditer(r"\s", window)] + [
+        start + m.end() for m in re.finditer(r"\s", window)
+    ]
     kinds = [sorted(c for c in cands if start < c <= hard) for cands in (para, line, sentence, word)]
     half = start + (hard - start) // 2
     for allow_inside, kinds_here in ((False, kinds), (True, kinds[1:])):

@@ -113,9 +113,17 @@ def delivery_text(reminder: Any, now: datetime, default_tz: str = "UTC") -> str:
 class ReminderScheduler:
     """Keeps the JobQueue in step with the ReminderStore and delivers reminders."""
 
-    def __init__(self, store: Any, job_queue: Any, send: SendFn, *, default_tz: str = "UTC",
-                 poll_seconds: float = POLL_SECONDS, clock: Callable[[], datetime] | None = None,
-                 channel: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Any,
+        job_queue: Any,
+        send: SendFn,
+        *,
+        default_tz: str = "UTC",
+        poll_seconds: float = POLL_SECONDS,
+        clock: Callable[[], datetime] | None = None,
+        channel: str | None = None,
+    ) -> None:
         self.store = store
         self.channel = channel  # only reminders set on this frontend (see reminder_channel); None: all
         self.job_queue = job_queue
@@ -131,16 +139,20 @@ class ReminderScheduler:
     def start(self) -> None:
         """Schedule everything pending now and poll the store for changes."""
         self.sync()
-        self.job_queue.run_repeating(self._poll_job, interval=self.poll_seconds, first=self.poll_seconds,
-                                     name="reminders:poll")
+        self.job_queue.run_repeating(
+            self._poll_job, interval=self.poll_seconds, first=self.poll_seconds, name="reminders:poll"
+        )
 
     async def _poll_job(self, context: Any) -> None:
         self.sync(await asyncio.to_thread(self._pending_safely))
 
     def _pending_safely(self) -> list:
         try:
-            return [r for r in self.store.pending()
-                    if self.channel is None or reminder_channel(field(r, "chat_id")) == self.channel]
+            return [
+                r
+                for r in self.store.pending()
+                if self.channel is None or reminder_channel(field(r, "chat_id")) == self.channel
+            ]
         except Exception as err:  # noqa: BLE001 - a damaged store must not stop the bot
             log.warning("reminders: cannot read the reminder store: %s", err)
             return []
@@ -171,8 +183,7 @@ class ReminderScheduler:
                 continue
             self._cancel(rid)
             # A past time means "now" to the JobQueue; a datetime keeps DST right (it is an instant).
-            self.job_queue.run_once(self._deliver_job, when=when if when > now else 0, data=rid,
-                                    name=JOB_PREFIX + rid)
+            self.job_queue.run_once(self._deliver_job, when=when if when > now else 0, data=rid, name=JOB_PREFIX + rid)
             self._scheduled[rid] = due_raw
             added += 1
         return added
@@ -189,8 +200,9 @@ class ReminderScheduler:
         """Send one reminder if it is still pending and mark it delivered; True when sent."""
         self._delivering.add(rid)
         try:
-            current = next((r for r in await asyncio.to_thread(self._pending_safely)
-                            if str(field(r, "id")) == rid), None)
+            current = next(
+                (r for r in await asyncio.to_thread(self._pending_safely) if str(field(r, "id")) == rid), None
+            )
             if current is None:
                 return False  # deleted or already delivered meanwhile
             now = self.clock()
@@ -198,8 +210,9 @@ class ReminderScheduler:
                 return False  # moved to a later time; the next sync schedules it
             # The frontends send notices as Markdown; a reminder's text is shown as typed.
             try:
-                sent = await self.send(field(current, "chat_id"),
-                                       escape_markdown(delivery_text(current, now, self.default_tz)))
+                sent = await self.send(
+                    field(current, "chat_id"), escape_markdown(delivery_text(current, now, self.default_tz))
+                )
             except DeliveryRefused as err:
                 await asyncio.to_thread(self.store.mark_failed, rid, str(err), now)
                 log.warning("reminders: %s was refused for good (%s); marked failed, not sent again", rid, err)
@@ -211,8 +224,12 @@ class ReminderScheduler:
                     log.info("reminders: %s delivered after %d failed tries", rid, tries)
             else:
                 tries = self._failing[rid] = self._failing.get(rid, 0) + 1
-                log.log(logging.WARNING if tries == 1 else logging.INFO,
-                        "reminders: delivery of %s failed (try %d); retrying at each poll until it arrives", rid, tries)
+                log.log(
+                    logging.WARNING if tries == 1 else logging.INFO,
+                    "reminders: delivery of %s failed (try %d); retrying at each poll until it arrives",
+                    rid,
+                    tries,
+                )
             return sent
         finally:
             self._delivering.discard(rid)

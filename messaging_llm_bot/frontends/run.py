@@ -30,7 +30,6 @@ def run_chat_frontends(runtime: Any, names: list[str]) -> int:
     if names == ["signal"]:
         from messaging_llm_bot.frontends.signal.service import run_signal
 
-
         return run_signal(runtime)
     from messaging_llm_bot.frontends.telegram.bot import run_telegram
 

@@ -30,8 +30,8 @@ from messaging_llm_bot.llm.errors import (
     redact,
 )
 from messaging_llm_bot.llm.http import EnvironmentCache, drain, make_session
-from messaging_llm_bot.llm.slots import PrioritySlots
 from messaging_llm_bot.llm.runners import RESERVED_KEYS, RunnerConfig, runners_from_config
+from messaging_llm_bot.llm.slots import PrioritySlots
 from messaging_llm_bot.llm.stream import StreamAssembler, content_text, iter_sse_data
 from messaging_llm_bot.llm.usage import (
     Usage,
@@ -157,7 +157,9 @@ class LLMClient:
                 failures.append(err)
                 # A server rejecting a response_format or tools is expected once per runner and is
                 # handled by the caller (structured.py logs it once); keep it off the user's screen.
-                asked = extra and ("tools" if "tools" in extra else "response_format" if "response_format" in extra else None)
+                asked = extra and (
+                    "tools" if "tools" in extra else "response_format" if "response_format" in extra else None
+                )
                 level = logging.INFO if asked and names_response_format(err, asked) else logging.WARNING
                 log.log(level, "model call failed: %s", err.user_message())
                 if not err.failover:
@@ -301,8 +303,12 @@ class LLMClient:
                         on_delta(visible)
         except (DeadlineExceeded, requests.RequestException) as exc:
             if deadline is not None and (deadline.expired or not deadline.remaining()):
-                raise LLMError("timeout", stream_deadline_detail(runner.timeout_seconds, assembler.text()),
-                               runner=runner.name, base_url=runner.base_url) from None
+                raise LLMError(
+                    "timeout",
+                    stream_deadline_detail(runner.timeout_seconds, assembler.text()),
+                    runner=runner.name,
+                    base_url=runner.base_url,
+                ) from None
             err = self._transport_error(runner, exc)
             if err.kind == "connection":  # it answered, then went away (crashed, killed): not "unreachable"
                 err = self._bad(runner, "the server closed the connection in the middle of the answer")
@@ -321,7 +327,9 @@ class LLMClient:
         """An LLMError for an error object sent in a 200 answer's body."""
         message, codes = parse_error_body(json.dumps({"error": error}))
         kind, quota = classify(None, message, codes)
-        return LLMError(kind, redact(message, runner.api_key), runner=runner.name, base_url=runner.base_url, quota=quota)
+        return LLMError(
+            kind, redact(message, runner.api_key), runner=runner.name, base_url=runner.base_url, quota=quota
+        )
 
     def _to_completion(self, raw: dict, runner: RunnerConfig, elapsed: float) -> Completion:
         choices = raw.get("choices")

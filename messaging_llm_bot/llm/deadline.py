@@ -68,7 +68,12 @@ class CallDeadline:
 
 def stream_deadline_detail(seconds: float, text_so_far: str) -> str:
     """What the user is told when a streamed answer outlasts ``timeout_seconds``."""
-    got = f"only {len(text_so_far)} characters of the answer had arrived" if text_so_far.strip() else \
-        "no text of the answer had arrived"
-    return (f"the answer was not finished within {seconds:g} s ({got}; the server kept the stream open "
-            f"without finishing it)")
+    got = (
+        f"only {len(text_so_far)} characters of the answer had arrived"
+        if text_so_far.strip()
+        else "no text of the answer had arrived"
+    )
+    return (
+        f"the answer was not finished within {seconds:g} s ({got}; the server kept the stream open "
+        f"without finishing it)"
+    )

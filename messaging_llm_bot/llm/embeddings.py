@@ -44,7 +44,9 @@ class EmbeddingClient:
             except (ValueError, KeyError, TypeError):
                 raise EmbeddingError(f"embeddings endpoint {self.url} answered without data[].embedding") from None
             if len(got) != len(part):
-                raise EmbeddingError(f"embeddings endpoint {self.url} returned {len(got)} vectors for {len(part)} texts")
+                raise EmbeddingError(
+                    f"embeddings endpoint {self.url} returned {len(got)} vectors for {len(part)} texts"
+                )
             vectors.extend(got)
         return vectors
 

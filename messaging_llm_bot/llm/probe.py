@@ -61,23 +61,42 @@ def probe(base_url: str, api_key: str = "", *, timeout: float = 5.0, session: re
             reason = "connection refused or host unreachable: is the server running?"
         else:
             reason = type(exc).__name__
-        return Probe(base_url, False, error=f"cannot reach the model server at {base_url} ({reason})",
-                     elapsed_s=time.monotonic() - start)
+        return Probe(
+            base_url,
+            False,
+            error=f"cannot reach the model server at {base_url} ({reason})",
+            elapsed_s=time.monotonic() - start,
+        )
     elapsed = time.monotonic() - start
     with response:
         if response.status_code in (401, 403):
-            return Probe(base_url, False, status=response.status_code, elapsed_s=elapsed,
-                         error=f"the model server at {base_url} refused the API key (HTTP {response.status_code})")
+            return Probe(
+                base_url,
+                False,
+                status=response.status_code,
+                elapsed_s=elapsed,
+                error=f"the model server at {base_url} refused the API key (HTTP {response.status_code})",
+            )
         if response.status_code in (404, 405, 501):
             return Probe(base_url, True, status=response.status_code, elapsed_s=elapsed)
         if response.status_code != 200:
-            return Probe(base_url, False, status=response.status_code, elapsed_s=elapsed,
-                         error=f"the model server at {base_url} answered HTTP {response.status_code} to GET /models")
+            return Probe(
+                base_url,
+                False,
+                status=response.status_code,
+                elapsed_s=elapsed,
+                error=f"the model server at {base_url} answered HTTP {response.status_code} to GET /models",
+            )
         try:
             body = response.json()
         except ValueError:
-            return Probe(base_url, False, status=200, elapsed_s=elapsed,
-                         error=f"{base_url}/models did not answer JSON: is this an OpenAI-compatible base URL ending in /v1?")
+            return Probe(
+                base_url,
+                False,
+                status=200,
+                elapsed_s=elapsed,
+                error=f"{base_url}/models did not answer JSON: is this an OpenAI-compatible base URL ending in /v1?",
+            )
     items = body.get("data") if isinstance(body, dict) else None
     if not isinstance(items, list):
         return Probe(base_url, True, status=200, elapsed_s=elapsed)
@@ -95,7 +114,9 @@ def check_runner(runner: dict, *, timeout: float = 5.0) -> str | None:
     return None
 
 
-def find_local_servers(*, timeout: float = 0.5, candidates: tuple[tuple[str, str], ...] = LOCAL_SERVERS) -> list[tuple[str, Probe]]:
+def find_local_servers(
+    *, timeout: float = 0.5, candidates: tuple[tuple[str, str], ...] = LOCAL_SERVERS
+) -> list[tuple[str, Probe]]:
     """The usual local servers that answer, each with what it lists."""
     found = []
     for name, base_url in candidates:

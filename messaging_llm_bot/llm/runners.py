@@ -37,7 +37,6 @@ class RunnerConfig:
         )
 
 
-
 def runners_from_config(llm_config: dict) -> list[RunnerConfig]:
     """Runner records from the `llm` config section; raises ValueError naming a bad entry.
 
@@ -48,8 +47,10 @@ def runners_from_config(llm_config: dict) -> list[RunnerConfig]:
     if not entries and llm_config.get("base_url"):
         entries = [llm_config]
     if not isinstance(entries, list) or not entries:
-        raise ValueError('llm.runners: no model server is configured; add one, e.g. [{"name": "local", '
-                         '"base_url": "http://127.0.0.1:8080/v1", "model": "<model name>"}], or run make setup')
+        raise ValueError(
+            'llm.runners: no model server is configured; add one, e.g. [{"name": "local", '
+            '"base_url": "http://127.0.0.1:8080/v1", "model": "<model name>"}], or run make setup'
+        )
     runners = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
@@ -71,12 +72,14 @@ def runners_from_config(llm_config: dict) -> list[RunnerConfig]:
         timeout = entry.get("timeout_seconds")
         structured = str(entry.get("structured_output") or "auto")
         if structured not in STRUCTURED_OUTPUT:
-            raise ValueError(f"llm.runners[{i}].structured_output: must be one of {', '.join(STRUCTURED_OUTPUT)} "
-                             f"(runner {name!r})")
+            raise ValueError(
+                f"llm.runners[{i}].structured_output: must be one of {', '.join(STRUCTURED_OUTPUT)} (runner {name!r})"
+            )
         transport = str(entry.get("tool_transport") or "json")
         if transport not in TOOL_TRANSPORTS:
-            raise ValueError(f"llm.runners[{i}].tool_transport: must be one of {', '.join(TOOL_TRANSPORTS)} "
-                             f"(runner {name!r})")
+            raise ValueError(
+                f"llm.runners[{i}].tool_transport: must be one of {', '.join(TOOL_TRANSPORTS)} (runner {name!r})"
+            )
         runners.append(
             RunnerConfig(
                 name=name,
@@ -90,5 +93,3 @@ def runners_from_config(llm_config: dict) -> list[RunnerConfig]:
             )
         )
     return runners
-
-

@@ -68,9 +68,7 @@ class StreamAssembler:
                 base_url=base_url,
             ) from None
         if not isinstance(chunk, dict):
-            raise LLMError(
-                "bad_response", "a stream event is not a JSON object", runner=runner, base_url=base_url
-            )
+            raise LLMError("bad_response", "a stream event is not a JSON object", runner=runner, base_url=base_url)
         return self.feed(chunk, runner, base_url)
 
     def feed(self, chunk: dict, runner: str, base_url: str) -> str:
@@ -78,7 +76,9 @@ class StreamAssembler:
         self.chunks += 1
         choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else []
         # OpenRouter also puts an error that ends the answer on its choice (finish_reason "error").
-        error = chunk.get("error") or next((c["error"] for c in choices if isinstance(c, dict) and c.get("error")), None)
+        error = chunk.get("error") or next(
+            (c["error"] for c in choices if isinstance(c, dict) and c.get("error")), None
+        )
         if error:
             message, codes = parse_error_body(json.dumps({"error": error}))
             kind, quota = classify(None, message, codes)

@@ -75,11 +75,13 @@ def protocol_schema(skills: Iterable[tuple[str, dict | None]]) -> dict:
     for name, args_schema in skills:
         args = grammar_safe(args_schema or {}) or {"type": "object"}
         args.setdefault("type", "object")
-        options.append({
-            "type": "object",
-            "properties": {"skill": {"type": "string", "enum": [name]}, "args": args},
-            "required": ["skill", "args"],
-        })
+        options.append(
+            {
+                "type": "object",
+                "properties": {"skill": {"type": "string", "enum": [name]}, "args": args},
+                "required": ["skill", "args"],
+            }
+        )
     options.append(REPLY_SCHEMA)
     return {"anyOf": options}
 
@@ -139,7 +141,9 @@ class FormatChooser:
     def reject(self, runner: Any, mode: str, err: LLMError) -> None:
         with self._lock:
             self._rejected.setdefault(runner.name, set()).add(mode)
-        log.warning("llm runner %r rejects response_format %s (HTTP %s); trying the next format", runner.name, mode, err.status)
+        log.warning(
+            "llm runner %r rejects response_format %s (HTTP %s); trying the next format", runner.name, mode, err.status
+        )
 
     def worked(self, runner: Any, mode: str) -> None:
         """Say once per runner (and format) in the log which format is used."""
@@ -201,16 +205,24 @@ def complete_structured(
                 body_extra = {**(extra or {}), **(response_format(mode, schema, name) if schema else {})}
                 sent = messages
             try:
-                completion = llm.complete(sent, stream=stream, on_delta=on_delta, runner=runner.name, extra=body_extra or None)
+                completion = llm.complete(
+                    sent, stream=stream, on_delta=on_delta, runner=runner.name, extra=body_extra or None
+                )
             except LLMError as err:
                 if mode != "off" and names_response_format(err, mode):
                     chooser.reject(runner, mode, err)
                     continue
-                if mode == TOOLS and err.kind == "context_length" and getattr(runner, "tool_transport", "json") == "auto":
+                if (
+                    mode == TOOLS
+                    and err.kind == "context_length"
+                    and getattr(runner, "tool_transport", "json") == "auto"
+                ):
                     # The tool specs (every skill's schema, in the prompt) made it too long for this
                     # server; the JSON protocol's schema is a grammar, not prompt text. This request
                     # only: a shorter conversation may fit with tools again.
-                    log.info("runner %s: the prompt with tools is too long; this request uses the JSON protocol", runner.name)
+                    log.info(
+                        "runner %s: the prompt with tools is too long; this request uses the JSON protocol", runner.name
+                    )
                     continue
                 failures.append(err)
                 if not err.failover:

@@ -14,7 +14,6 @@ from typing import Iterable
 
 from .structured import grammar_safe
 
-
 #: Where servers put the reasoning of an answer; DeepSeek's thinking mode wants it back with the
 #: answer's tool calls (HTTP 400 without it), Ollama and vLLM call it ``reasoning``.
 REASONING_FIELDS = ("reasoning_content", "reasoning")
@@ -53,8 +52,12 @@ def tool_specs(skills: Iterable[tuple[str, str, dict | None]]) -> list[dict]:
         parameters = grammar_safe(schema, descriptions=True) if isinstance(schema, dict) and schema else {}
         parameters.setdefault("type", "object")
         parameters.setdefault("properties", {})
-        specs.append({"type": "function", "function": {"name": tool_name(name), "description": description or name,
-                                                        "parameters": parameters}})
+        specs.append(
+            {
+                "type": "function",
+                "function": {"name": tool_name(name), "description": description or name, "parameters": parameters},
+            }
+        )
     return specs
 
 
@@ -75,7 +78,11 @@ def tool_calls_of(raw: dict) -> list[ToolCall]:
         name = fn.get("name") if isinstance(fn, dict) else None
         if not isinstance(name, str) or not name:
             continue
-        calls.append(ToolCall(id=str(entry.get("id") or f"call_{n}"), name=name, arguments=fn.get("arguments"), reasoning=reasoning))
+        calls.append(
+            ToolCall(
+                id=str(entry.get("id") or f"call_{n}"), name=name, arguments=fn.get("arguments"), reasoning=reasoning
+            )
+        )
     return calls
 
 
@@ -91,9 +98,16 @@ def assistant_message(text: str, calls: list[ToolCall]) -> dict:
         "content": text or "",
         **(calls[0].reasoning if calls else {}),
         "tool_calls": [
-            {"id": c.id, "type": "function", "function": {
-                "name": c.name,
-                "arguments": c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments or {}, ensure_ascii=False)}}
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {
+                    "name": c.name,
+                    "arguments": c.arguments
+                    if isinstance(c.arguments, str)
+                    else json.dumps(c.arguments or {}, ensure_ascii=False),
+                },
+            }
             for c in calls
         ],
     }

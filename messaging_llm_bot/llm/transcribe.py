@@ -34,8 +34,13 @@ def transcription_config(llm_config: dict) -> dict | None:
     return section
 
 
-def transcribe(config: dict, audio: bytes, file_name: str = "voice.ogg",
-               content_type: str = "audio/ogg", session: "requests.Session | None" = None) -> Transcription:
+def transcribe(
+    config: dict,
+    audio: bytes,
+    file_name: str = "voice.ogg",
+    content_type: str = "audio/ogg",
+    session: "requests.Session | None" = None,
+) -> Transcription:
     """Send ``audio`` as multipart (file, model) and return the transcript; errors are values."""
     import requests  # on use: the Telegram frontend imports this module before its first poll
 
@@ -47,9 +52,9 @@ def transcribe(config: dict, audio: bytes, file_name: str = "voice.ogg",
     if config.get("language"):
         form["language"] = str(config["language"])
     try:
-        resp = http.post(url, headers=headers, timeout=timeout,
-                         data=form,
-                         files={"file": (file_name, audio, content_type)})
+        resp = http.post(
+            url, headers=headers, timeout=timeout, data=form, files={"file": (file_name, audio, content_type)}
+        )
     except requests.RequestException as err:
         # The URL is safe to name; headers (the key) never appear in the message.
         return Transcription(error=f"transcription request to {url} failed: {type(err).__name__}")

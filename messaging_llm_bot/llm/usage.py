@@ -70,9 +70,7 @@ def parse_usage(usage: dict | None, raw: dict | None = None) -> Usage:
 
     return Usage(
         prompt_tokens=_first(u.get("prompt_tokens"), u.get("input_tokens"), deepseek_prompt),
-        completion_tokens=_first(
-            u.get("completion_tokens"), u.get("output_tokens"), timings.get("predicted_n")
-        ),
+        completion_tokens=_first(u.get("completion_tokens"), u.get("output_tokens"), timings.get("predicted_n")),
         cached_tokens=_first(
             prompt_details.get("cached_tokens"),
             hit,
@@ -85,9 +83,7 @@ def parse_usage(usage: dict | None, raw: dict | None = None) -> Usage:
             u.get("cache_creation_input_tokens"),
             u.get("cache_write_tokens"),
         ),
-        reasoning_tokens=_first(
-            completion_details.get("reasoning_tokens"), u.get("reasoning_tokens")
-        ),
+        reasoning_tokens=_first(completion_details.get("reasoning_tokens"), u.get("reasoning_tokens")),
     )
 
 
@@ -99,7 +95,7 @@ def split_think(content: str) -> tuple[str, str | None]:
     match = _THINK_RE.match(content)
     if not match:
         return content, None
-    return content[match.end():], match.group(1).strip()
+    return content[match.end() :], match.group(1).strip()
 
 
 def visible_stream_text(content_so_far: str) -> str | None:

@@ -7,7 +7,6 @@ and never raises (a check that crashes is itself reported as a failure).
 from __future__ import annotations
 
 import logging
-
 import platform
 import shutil
 import sqlite3
@@ -20,7 +19,6 @@ from typing import Callable
 
 from assistant_framework.config import ConfigError, load_config_detailed, redact
 from assistant_framework.workspace import WORKSPACE_MARKER, Workspace
-
 from messaging_llm_bot.llm.probe import probe
 from messaging_llm_bot.ops.telegram_api import get_me
 
@@ -28,8 +26,19 @@ OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 MIN_FREE_BYTES = 200 * 1024 * 1024
 LOW_FREE_BYTES = 2 * 1024 * 1024 * 1024
 #: Runtime dependencies whose versions doctor reports (a missing one fails).
-DEPENDENCIES = ("python-telegram-bot", "requests", "pyyaml", "jsonschema", "filelock", "telegramify-markdown",
-                "feedparser", "icalendar", "recurring-ical-events", "tzdata", "apscheduler")
+DEPENDENCIES = (
+    "python-telegram-bot",
+    "requests",
+    "pyyaml",
+    "jsonschema",
+    "filelock",
+    "telegramify-markdown",
+    "feedparser",
+    "icalendar",
+    "recurring-ical-events",
+    "tzdata",
+    "apscheduler",
+)
 
 
 @dataclass
@@ -62,17 +71,29 @@ def check_config(ctx: Context) -> list[Check]:
         errors = str(exc).splitlines()
         loaded = None
     if errors:
-        return [Check("config", FAIL, "; ".join(errors[:5]), f"fix the file and key named, then `assistant config validate --config {ctx.config_path}`")]
+        return [
+            Check(
+                "config",
+                FAIL,
+                "; ".join(errors[:5]),
+                f"fix the file and key named, then `assistant config validate --config {ctx.config_path}`",
+            )
+        ]
     ctx.config = loaded.data
     local = ctx.config_path / "local"
     where = f" (with your settings in {local})" if local.is_dir() else ""
     checks = [Check("config", OK, f"{ctx.config_path} is valid{where}")]
     # A settings file that holds a non-empty secret (redacting changes it) and others may read.
-    exposed = [f for f, raw in loaded.raw.items()
-               if f.is_relative_to(local) and f.stat().st_mode & 0o077 and redact(raw) != raw]
+    exposed = [
+        f
+        for f, raw in loaded.raw.items()
+        if f.is_relative_to(local) and f.stat().st_mode & 0o077 and redact(raw) != raw
+    ]
     if exposed:
         names = " ".join(str(f) for f in exposed)
-        checks.append(Check("settings files", WARN, f"{names}: holds a secret and others may read it", f"chmod 600 {names}"))
+        checks.append(
+            Check("settings files", WARN, f"{names}: holds a secret and others may read it", f"chmod 600 {names}")
+        )
     return checks
 
 
@@ -81,26 +102,57 @@ def check_telegram(ctx: Context) -> list[Check]:
     token = telegram.get("token") or ""
     checks: list[Check] = []
     if not token:
-        checks.append(Check("telegram token", WARN, "no token: only the terminal chat (`make chat`) works",
-                            "run `assistant setup`, or set TELEGRAM_BOT_TOKEN"))
+        checks.append(
+            Check(
+                "telegram token",
+                WARN,
+                "no token: only the terminal chat (`make chat`) works",
+                "run `assistant setup`, or set TELEGRAM_BOT_TOKEN",
+            )
+        )
     else:
         answer = get_me(token, base_url=telegram.get("base_url") or None, timeout=10)
         if answer.ok:
             me = answer.result or {}
-            checks.append(Check("telegram token", OK, f"valid: the bot is @{me.get('username', '?')} ({me.get('first_name', '')})"))
+            checks.append(
+                Check(
+                    "telegram token", OK, f"valid: the bot is @{me.get('username', '?')} ({me.get('first_name', '')})"
+                )
+            )
         else:
-            checks.append(Check("telegram token", FAIL, answer.error, "check telegram.token (`assistant setup --token ...`) and the network"))
+            checks.append(
+                Check(
+                    "telegram token",
+                    FAIL,
+                    answer.error,
+                    "check telegram.token (`assistant setup --token ...`) and the network",
+                )
+            )
     allowed = telegram.get("allowed_user_ids") or []
     if not allowed:
-        checks.append(Check("allowlist", FAIL if token else WARN, "telegram.allowed_user_ids is empty: the bot answers no one",
-                            "`assistant setup` finds your id, or `assistant config set telegram.allowed_user_ids '[ID]'`"))
+        checks.append(
+            Check(
+                "allowlist",
+                FAIL if token else WARN,
+                "telegram.allowed_user_ids is empty: the bot answers no one",
+                "`assistant setup` finds your id, or `assistant config set telegram.allowed_user_ids '[ID]'`",
+            )
+        )
     else:
-        checks.append(Check("allowlist", OK, f"{len(allowed)} user(s) allowed; owner {telegram.get('owner_id') or allowed[0]}"))
+        checks.append(
+            Check("allowlist", OK, f"{len(allowed)} user(s) allowed; owner {telegram.get('owner_id') or allowed[0]}")
+        )
     if telegram.get("mode") == "webhook":
         secret = (telegram.get("webhook") or {}).get("secret_token")
         if not secret:
-            checks.append(Check("webhook secret", FAIL, "mode is webhook but telegram.webhook.secret_token is empty: anyone who finds the URL can post updates",
-                                "`assistant config set telegram.webhook.secret_token \"$(openssl rand -hex 32)\"`"))
+            checks.append(
+                Check(
+                    "webhook secret",
+                    FAIL,
+                    "mode is webhook but telegram.webhook.secret_token is empty: anyone who finds the URL can post updates",
+                    '`assistant config set telegram.webhook.secret_token "$(openssl rand -hex 32)"`',
+                )
+            )
         else:
             checks.append(Check("webhook secret", OK, "set"))
     return checks
@@ -139,8 +191,11 @@ def check_runners(ctx: Context) -> list[Check]:
             detail += "; " + report
             if not answered:
                 base = str(runner.get("base_url", "")).rstrip("/")
-                hint = (f" (OpenAI-compatible servers answer under /v1: try {base}/v1)"
-                        if result.models is None and not base.endswith("/v1") else "")
+                hint = (
+                    f" (OpenAI-compatible servers answer under /v1: try {base}/v1)"
+                    if result.models is None and not base.endswith("/v1")
+                    else ""
+                )
                 checks.append(Check(name, FAIL, detail, f"check {key}.base_url{hint} and {key}.model"))
                 continue
         checks.append(Check(name, OK, detail))
@@ -164,7 +219,10 @@ def _completion_report(runner: dict) -> tuple[bool, str]:
         except LLMError as err:
             return False, f"a one-token completion failed: {err.user_message()}"
         accepted = []
-        schema = {"type": "json_schema", "json_schema": {"name": "probe", "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}}
+        schema = {
+            "type": "json_schema",
+            "json_schema": {"name": "probe", "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}},
+        }
         for label, form in (("json_schema", schema), ("json_object", {"type": "json_object"})):
             try:
                 client.complete(messages, extra={"max_tokens": 4, "response_format": form})
@@ -181,18 +239,34 @@ def _completion_report(runner: dict) -> tuple[bool, str]:
 def check_workspace(ctx: Context) -> list[Check]:
     path = ctx.workspace_path
     if not (path / WORKSPACE_MARKER).is_dir():
-        return [Check("workspace", FAIL, f"{path} is not a workspace", "`make run` or `assistant setup` creates it; or pass --workspace")]
+        return [
+            Check(
+                "workspace",
+                FAIL,
+                f"{path} is not a workspace",
+                "`make run` or `assistant setup` creates it; or pass --workspace",
+            )
+        ]
     checks = []
     try:
         with tempfile.NamedTemporaryFile(dir=path / WORKSPACE_MARKER, prefix=".doctor-"):
             pass
         checks.append(Check("workspace", OK, f"{path} is writable"))
     except OSError as exc:
-        checks.append(Check("workspace", FAIL, f"{path} is not writable: {exc.strerror}", "fix the folder's owner or permissions"))
+        checks.append(
+            Check("workspace", FAIL, f"{path} is not writable: {exc.strerror}", "fix the folder's owner or permissions")
+        )
     free = shutil.disk_usage(path).free
     gib = free / 1024**3
     if free < MIN_FREE_BYTES:
-        checks.append(Check("disk space", FAIL, f"{gib:.2f} GiB free", "free some space: writes fail cleanly, but nothing new is remembered"))
+        checks.append(
+            Check(
+                "disk space",
+                FAIL,
+                f"{gib:.2f} GiB free",
+                "free some space: writes fail cleanly, but nothing new is remembered",
+            )
+        )
     elif free < LOW_FREE_BYTES:
         checks.append(Check("disk space", WARN, f"{gib:.2f} GiB free", "free some space soon"))
     else:
@@ -212,7 +286,12 @@ def _index_check(path: Path) -> Check:
     except sqlite3.Error as exc:
         answer = str(exc)
     if answer != "ok":
-        return Check("memory index", WARN, f"damaged ({answer[:120]})", "`assistant memory reindex` rebuilds it from the files (nothing is lost)")
+        return Check(
+            "memory index",
+            WARN,
+            f"damaged ({answer[:120]})",
+            "`assistant memory reindex` rebuilds it from the files (nothing is lost)",
+        )
     return Check("memory index", OK, f"healthy ({index.stat().st_size / 1024:.0f} KiB)")
 
 
@@ -225,21 +304,42 @@ def check_plugins(ctx: Context) -> list[Check]:
     skills = SkillManager.from_config(config, unused)
     checks = []
     if skills.errors:
-        checks.append(Check("skills", FAIL, "; ".join(f"{e.name}: {e.error}" for e in skills.errors)[:400], "`assistant skills list` shows each error"))
+        checks.append(
+            Check(
+                "skills",
+                FAIL,
+                "; ".join(f"{e.name}: {e.error}" for e in skills.errors)[:400],
+                "`assistant skills list` shows each error",
+            )
+        )
     else:
         checks.append(Check("skills", OK, f"{len(skills.names())} loaded"))
     workspace = Workspace(ctx.workspace_path, create=False)
     collectors = CollectorManager.from_config(config, workspace)
     if collectors.errors:
-        checks.append(Check("collectors", FAIL, "; ".join(f"{e.name}: {e.error}" for e in collectors.errors)[:400], "`assistant collectors list` shows each error"))
+        checks.append(
+            Check(
+                "collectors",
+                FAIL,
+                "; ".join(f"{e.name}: {e.error}" for e in collectors.errors)[:400],
+                "`assistant collectors list` shows each error",
+            )
+        )
     else:
-        checks.append(Check("collectors", OK, f"{len(collectors.collectors)} found, {len(collectors.enabled())} enabled"))
+        checks.append(
+            Check("collectors", OK, f"{len(collectors.collectors)} found, {len(collectors.enabled())} enabled")
+        )
     if (ctx.workspace_path / WORKSPACE_MARKER).is_dir():
         for row in collectors.status():
             if row.get("enabled") and row.get("consecutive_failures"):
-                checks.append(Check(f"collector {row['name']}", WARN,
-                                    f"{row['consecutive_failures']} failed run(s) in a row: {str(row.get('error') or '')[:200]}",
-                                    f"`assistant collectors run {row['name']}` shows the whole error"))
+                checks.append(
+                    Check(
+                        f"collector {row['name']}",
+                        WARN,
+                        f"{row['consecutive_failures']} failed run(s) in a row: {str(row.get('error') or '')[:200]}",
+                        f"`assistant collectors run {row['name']}` shows the whole error",
+                    )
+                )
     return checks
 
 
@@ -247,7 +347,14 @@ def check_python(ctx: Context) -> list[Check]:
     checks = []
     version = platform.python_version()
     if sys.version_info < (3, 11):
-        checks.append(Check("python", FAIL, f"Python {version}; 3.11 or newer is needed", "install Python 3.11+, then `make install`"))
+        checks.append(
+            Check(
+                "python",
+                FAIL,
+                f"Python {version}; 3.11 or newer is needed",
+                "install Python 3.11+, then `make install`",
+            )
+        )
     else:
         checks.append(Check("python", OK, f"Python {version} ({sys.executable})"))
     if ctx.quick:
@@ -259,13 +366,22 @@ def check_python(ctx: Context) -> list[Check]:
         except metadata.PackageNotFoundError:
             missing.append(name)
     if missing:
-        checks.append(Check("dependencies", FAIL, f"missing: {', '.join(missing)}", "`make install` (or use .venv/bin/assistant)"))
+        checks.append(
+            Check("dependencies", FAIL, f"missing: {', '.join(missing)}", "`make install` (or use .venv/bin/assistant)")
+        )
     else:
         checks.append(Check("dependencies", OK, ", ".join(found)))
     return checks
 
 
-CHECKS: tuple[Callable[[Context], list[Check]], ...] = (check_config, check_telegram, check_runners, check_workspace, check_plugins, check_python)
+CHECKS: tuple[Callable[[Context], list[Check]], ...] = (
+    check_config,
+    check_telegram,
+    check_runners,
+    check_workspace,
+    check_plugins,
+    check_python,
+)
 #: Checks that need a valid config.
 _NEEDS_CONFIG = {check_telegram, check_runners, check_plugins}
 
@@ -281,7 +397,11 @@ def run_checks(config_path: str | Path, workspace_path: str | Path, *, quick: bo
         try:
             results.extend(check(ctx))
         except Exception as exc:  # a crashing check is a finding, not the end of the report
-            results.append(Check(check.__name__.removeprefix("check_"), FAIL, f"the check itself failed: {type(exc).__name__}: {exc}"))
+            results.append(
+                Check(
+                    check.__name__.removeprefix("check_"), FAIL, f"the check itself failed: {type(exc).__name__}: {exc}"
+                )
+            )
     return results
 
 

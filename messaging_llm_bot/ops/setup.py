@@ -17,7 +17,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.config import TOKEN_ENV, ConfigError, load_config_detailed
 from assistant_framework.workspace import Workspace
-
 from messaging_llm_bot.llm.probe import LOCAL_SERVERS, Probe, find_local_servers, probe
 from messaging_llm_bot.ops.telegram_api import call, get_me, senders
 
@@ -111,8 +110,9 @@ class Wizard:
         except ConfigError as exc:
             errors = str(exc).splitlines()
         if errors:
-            raise SetupError("the config has errors; fix it first (`assistant config validate` checks it):\n  "
-                             + "\n  ".join(errors))
+            raise SetupError(
+                "the config has errors; fix it first (`assistant config validate` checks it):\n  " + "\n  ".join(errors)
+            )
 
     def telegram(self) -> tuple[str, dict] | None:
         """The token checked with getMe; None to run without Telegram (terminal chat only)."""
@@ -135,7 +135,9 @@ class Wizard:
             answer = get_me(token, base_url=self.a.telegram_base_url)
             if answer.ok:
                 me = answer.result or {}
-                self.io.say(f"Telegram: the token works; your bot is @{me.get('username')} ({me.get('first_name', '')}).")
+                self.io.say(
+                    f"Telegram: the token works; your bot is @{me.get('username')} ({me.get('first_name', '')})."
+                )
                 if not from_env:
                     self.settings.append(("telegram.token", token))
                 if self.a.telegram_base_url:
@@ -158,15 +160,24 @@ class Wizard:
             if not typed.lstrip("-").isdigit():
                 raise SetupError(f"owner id {typed!r} is not a number")
             return int(typed)
-        self.io.say(f"Now send any message to @{me.get('username')} from your own Telegram account "
-                    f"(waiting up to {self.a.wait_seconds:g} s)...")
+        self.io.say(
+            f"Now send any message to @{me.get('username')} from your own Telegram account "
+            f"(waiting up to {self.a.wait_seconds:g} s)..."
+        )
         deadline = time.monotonic() + self.a.wait_seconds
         while True:
-            answer = call(token, "getUpdates", {"timeout": 2, "allowed_updates": ["message"]},
-                          base_url=self.a.telegram_base_url, timeout=15)
+            answer = call(
+                token,
+                "getUpdates",
+                {"timeout": 2, "allowed_updates": ["message"]},
+                base_url=self.a.telegram_base_url,
+                timeout=15,
+            )
             if not answer.ok:
-                raise SetupError(f"Telegram: reading messages failed: {answer.error} "
-                                 "(another running bot, or a webhook, takes them: stop it or pass --owner-id)")
+                raise SetupError(
+                    f"Telegram: reading messages failed: {answer.error} "
+                    "(another running bot, or a webhook, takes them: stop it or pass --owner-id)"
+                )
             found = senders(answer.result or [])
             if found:
                 chosen = self._pick_sender(found)
@@ -197,7 +208,9 @@ class Wizard:
         api_key = self.a.api_key or ""
         base_url = self.a.base_url
         if base_url is None:
-            self.io.say("Model: looking for local servers (" + ", ".join(f"{n} {u}" for n, u in self.candidates) + ")...")
+            self.io.say(
+                "Model: looking for local servers (" + ", ".join(f"{n} {u}" for n, u in self.candidates) + ")..."
+            )
             found = find_local_servers(candidates=self.candidates)
             for index, (name, result) in enumerate(found, 1):
                 models = ", ".join((result.models or [])[:8]) or "models not listed"
@@ -205,7 +218,9 @@ class Wizard:
             if not found:
                 self.io.say("  none answered.")
                 if not self.a.interactive:
-                    raise SetupError("Model: no local model server found; start one (e.g. `ollama serve`) or pass --base-url and --model")
+                    raise SetupError(
+                        "Model: no local model server found; start one (e.g. `ollama serve`) or pass --base-url and --model"
+                    )
                 base_url = self._ask("OpenAI-compatible base URL (ending in /v1)")
                 api_key = api_key or self.io.secret("API key (empty: none): ").strip()
             else:
@@ -305,6 +320,9 @@ class Wizard:
         paths = ""
         if str(self.a.config) != "config" or str(self.a.workspace) != "workspace":
             paths = f" CONFIG={self.a.config} WORKSPACE={self.a.workspace}"
-        self.io.say(f"Next: `make run{paths}` starts the bot" + (" in Telegram" if telegram else "")
-                    + f"; `make chat{paths}` talks to it in this terminal; `make doctor{paths}` checks everything.")
+        self.io.say(
+            f"Next: `make run{paths}` starts the bot"
+            + (" in Telegram" if telegram else "")
+            + f"; `make chat{paths}` talks to it in this terminal; `make doctor{paths}` checks everything."
+        )
         return 0 if ok else 1

@@ -23,7 +23,9 @@ class ApiAnswer:
     status: int | None = None
 
 
-def call(token: str, method: str, params: dict | None = None, *, base_url: str | None = None, timeout: float = 10.0) -> ApiAnswer:
+def call(
+    token: str, method: str, params: dict | None = None, *, base_url: str | None = None, timeout: float = 10.0
+) -> ApiAnswer:
     """POST ``{base_url}{token}/{method}``; never raises, never puts the token in the error."""
     base = base_url or OFFICIAL_BASE_URL
     try:
@@ -35,11 +37,19 @@ def call(token: str, method: str, params: dict | None = None, *, base_url: str |
         try:
             body = response.json()
         except ValueError:
-            return ApiAnswer(False, status=response.status_code, error=f"the Bot API at {base} answered HTTP {response.status_code}, not JSON")
+            return ApiAnswer(
+                False,
+                status=response.status_code,
+                error=f"the Bot API at {base} answered HTTP {response.status_code}, not JSON",
+            )
     if response.status_code == 401:
-        return ApiAnswer(False, status=401, error="the Bot API refused the token (401 Unauthorized): copy it again from @BotFather")
+        return ApiAnswer(
+            False, status=401, error="the Bot API refused the token (401 Unauthorized): copy it again from @BotFather"
+        )
     if not body.get("ok"):
-        return ApiAnswer(False, status=response.status_code, error=f"{method}: {body.get('description') or response.status_code}")
+        return ApiAnswer(
+            False, status=response.status_code, error=f"{method}: {body.get('description') or response.status_code}"
+        )
     return ApiAnswer(True, body.get("result"), status=response.status_code)
 
 
@@ -56,7 +66,16 @@ def senders(updates: list) -> list[dict]:
         user = message.get("from") or {}
         if not isinstance(user.get("id"), int) or user.get("is_bot"):
             continue
-        name = " ".join(p for p in (user.get("first_name"), user.get("last_name")) if p) or user.get("username") or str(user["id"])
+        name = (
+            " ".join(p for p in (user.get("first_name"), user.get("last_name")) if p)
+            or user.get("username")
+            or str(user["id"])
+        )
         found.pop(user["id"], None)
-        found[user["id"]] = {"id": user["id"], "name": name, "username": user.get("username"), "text": message.get("text") or ""}
+        found[user["id"]] = {
+            "id": user["id"],
+            "name": name,
+            "username": user.get("username"),
+            "text": message.get("text") or "",
+        }
     return list(found.values())

@@ -9,6 +9,7 @@ public face; the parts:
 - ``parse``: when an object is a call, ``parse_model_output``; its docstring states the rules.
 - ``stream``: ``StreamGuard``, which keeps a call's JSON out of a streamed reply.
 """
+
 from __future__ import annotations
 
 from messaging_llm_bot.protocol.lenient_json import CODE_FENCE_LANGS, loads_lenient, strip_think
@@ -33,8 +34,22 @@ from messaging_llm_bot.protocol.parse import (
 from messaging_llm_bot.protocol.stream import StreamGuard
 
 __all__ = [
-    "ARGS_KEYS", "CALL_LIST_KEYS", "CODE_FENCE_LANGS", "META_KEYS", "REPLY_SYNONYMS",
-    "SKILL_KEYS", "THOUGHT_KEYS", "ParsedOutput", "SkillCall", "StreamGuard",
-    "final_answer_request", "format_skill_error", "format_skill_result", "loads_lenient",
-    "parse_model_output", "protocol_instructions", "strip_think", "unknown_skill_hint",
+    "ARGS_KEYS",
+    "CALL_LIST_KEYS",
+    "CODE_FENCE_LANGS",
+    "META_KEYS",
+    "REPLY_SYNONYMS",
+    "SKILL_KEYS",
+    "THOUGHT_KEYS",
+    "ParsedOutput",
+    "SkillCall",
+    "StreamGuard",
+    "final_answer_request",
+    "format_skill_error",
+    "format_skill_result",
+    "loads_lenient",
+    "parse_model_output",
+    "protocol_instructions",
+    "strip_think",
+    "unknown_skill_hint",
 ]

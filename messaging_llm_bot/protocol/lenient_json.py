@@ -7,6 +7,7 @@ finds every parseable top-level value (never inside fences tagged with another l
 leading reasoning.
 Bracket matching is regex-driven and step-bounded so pathological texts stay cheap.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,7 +23,7 @@ _THINK_OPEN_RE = re.compile(r"\A\s*<(think|thinking|reasoning)>", re.I)
 _TAG_RE = re.compile(r"<(tool_call|function_call)>", re.I)
 _INTERESTING_RE = re.compile(r"[{\[<`]")
 _BRACKET_TOKEN_RE = re.compile(r"[\"'{}\[\]]")
-_DQ_REST_RE = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S)      # unrolled: linear and fast
+_DQ_REST_RE = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # unrolled: linear and fast
 _SQ_REST_RE = re.compile(r"[^'\\]*(?:\\.[^'\\]*)*'", re.S)
 _PARTIAL_MARKERS = ("```", "<tool_call>", "<function_call>", "<think>", "<thinking>", "<reasoning>")
 
@@ -30,13 +31,15 @@ _PARTIAL_MARKERS = ("```", "<tool_call>", "<function_call>", "<think>", "<thinki
 @dataclass
 class Candidate:
     """One JSON-ish value found in a text, with the drift forms it needed."""
+
     value: object
     raw: str
-    outer: tuple[int, int]      # span including any fence / tag wrapper
+    outer: tuple[int, int]  # span including any fence / tag wrapper
     labels: list[str]
 
 
 # ---------------------------------------------------------------- lenient JSON
+
 
 def _literal(node: ast.AST) -> object:
     """Evaluate a JSON-like Python literal AST; raises ValueError on anything else."""
@@ -49,7 +52,7 @@ def _literal(node: ast.AST) -> object:
     if isinstance(node, ast.Dict):
         out = {}
         for k, v in zip(node.keys, node.values):
-            if isinstance(k, ast.Name):      # unquoted key
+            if isinstance(k, ast.Name):  # unquoted key
                 key = k.id
             elif isinstance(k, ast.Constant) and isinstance(k.value, (str, int, float)):
                 key = str(k.value)
@@ -88,7 +91,9 @@ def _repair_labels(src: str) -> list[str]:
 
 # A string (kept) or a JS comment (dropped): strings first, so "https://..." stays whole.
 # Each alternative also ends at the end of the text, so an unclosed one costs one pass, not one per start.
-_STRING_OR_COMMENT_RE = re.compile(r"""("(?:[^"\\]|\\.)*(?:"|\Z)|'(?:[^'\\\n]|\\.)*(?:'|$))|//[^\n]*|/\*.*?(?:\*/|\Z)""", re.S | re.M)
+_STRING_OR_COMMENT_RE = re.compile(
+    r"""("(?:[^"\\]|\\.)*(?:"|\Z)|'(?:[^'\\\n]|\\.)*(?:'|$))|//[^\n]*|/\*.*?(?:\*/|\Z)""", re.S | re.M
+)
 
 
 def _strip_js_comments(src: str) -> str:
@@ -119,7 +124,8 @@ def loads_lenient(src: str) -> tuple[object, list[str]] | None:
 
 
 REPLY_PREFIX_RE = re.compile(
-    r"\A\s*(?:```(?:json)?\s*\n)?\s*\{\s*[\"']?(?:reply|response|answer|message)[\"']?\s*:\s*\"")
+    r"\A\s*(?:```(?:json)?\s*\n)?\s*\{\s*[\"']?(?:reply|response|answer|message)[\"']?\s*:\s*\""
+)
 _COMPLETE_STRING_PART_RE = re.compile(r'[^"\\]*(?:(?:\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})[^"\\]*)*')
 
 
@@ -130,16 +136,18 @@ def decode_partial_string(s: str) -> str:
         decoded = json.loads('"' + done + '"', strict=False)
     except ValueError:
         return ""
-    if decoded and 0xD800 <= ord(decoded[-1]) <= 0xDBFF:     # its surrogate pair is still on the way
+    if decoded and 0xD800 <= ord(decoded[-1]) <= 0xDBFF:  # its surrogate pair is still on the way
         decoded = decoded[:-1]
     return decoded
 
 
 # ---------------------------------------------------------------- scanning
 
+
 @dataclass
 class _Budget:
     """Bracket-matching steps left for one scan; bounds the cost of pathological texts."""
+
     steps: int = 200_000
 
 
@@ -182,7 +190,7 @@ def _match_end(text: str, start: int, budget: _Budget) -> tuple[str, int]:
 def _fence_lang(text: str, i: int) -> str:
     """The language tag of the ``` fence at i, lowercased ('' when none)."""
     eol = text.find("\n", i + 3)
-    info = text[i + 3:eol if eol != -1 else len(text)].strip().lower()
+    info = text[i + 3 : eol if eol != -1 else len(text)].strip().lower()
     return info.split()[0] if info else ""
 
 
@@ -198,8 +206,7 @@ def _fence_at(text: str, i: int) -> tuple[str, int, int, int] | None:
     return lang, eol + 1, close, close + 3
 
 
-def scan(text: str, offset: int = 0, labels: tuple[str, ...] = (),
-         budget: _Budget | None = None) -> list[Candidate]:
+def scan(text: str, offset: int = 0, labels: tuple[str, ...] = (), budget: _Budget | None = None) -> list[Candidate]:
     """Find every parseable top-level JSON-ish value, looking inside json fences and tags."""
     found: list[Candidate] = []
     budget = budget or _Budget()
@@ -211,7 +218,7 @@ def scan(text: str, offset: int = 0, labels: tuple[str, ...] = (),
         i = m.start()
         if text.startswith("```", i):
             fence = _fence_at(text, i)
-            if fence is None:       # unclosed: a truncated output; read on unless it is code
+            if fence is None:  # unclosed: a truncated output; read on unless it is code
                 if _fence_lang(text, i) not in CODE_FENCE_LANGS:
                     break
                 i += 3
@@ -227,7 +234,7 @@ def scan(text: str, offset: int = 0, labels: tuple[str, ...] = (),
             close = text.lower().find(f"</{tag.group(1).lower()}>", tag.end())
             c1 = close if close != -1 else n
             end = close + len(tag.group(1)) + 3 if close != -1 else n
-            inner = scan(text[tag.end():c1], offset + tag.end(), labels + ("tool_call_tag",), budget)
+            inner = scan(text[tag.end() : c1], offset + tag.end(), labels + ("tool_call_tag",), budget)
             found.extend(inner)
             _widen_single(found, offset + tag.end(), offset + c1, offset + i, offset + end)
             i = end
@@ -235,14 +242,13 @@ def scan(text: str, offset: int = 0, labels: tuple[str, ...] = (),
         if text[i] in "{[":
             status, end = _match_end(text, i, budget)
             if status == "ok" and ":" not in text[i:end]:
-                i = end         # holds no object, so nothing inside can be a call or reply
+                i = end  # holds no object, so nothing inside can be a call or reply
                 continue
             if status == "ok":
                 parsed = loads_lenient(text[i:end])
                 if parsed is not None:
                     value, repairs = parsed
-                    found.append(Candidate(value, text[i:end], (offset + i, offset + end),
-                                            list(labels) + repairs))
+                    found.append(Candidate(value, text[i:end], (offset + i, offset + end), list(labels) + repairs))
                     i = end
                     continue
         i += 1
@@ -263,12 +269,12 @@ def strip_think(text: str) -> tuple[str, bool]:
         m = _THINK_RE.match(text)
         if not m:
             break
-        text, stripped = text[m.end():], True
+        text, stripped = text[m.end() :], True
     if _THINK_OPEN_RE.match(text):
         return "", True
     lower = text.lower()
-    if "</think>" in lower and "<think>" not in lower:     # opening tag was in the template
-        text, stripped = text[lower.index("</think>") + len("</think>"):], True
+    if "</think>" in lower and "<think>" not in lower:  # opening tag was in the template
+        text, stripped = text[lower.index("</think>") + len("</think>") :], True
     return text, stripped
 
 
@@ -280,9 +286,9 @@ def open_region(text: str, start: int = 0) -> int | None:
         if not m:
             return None
         i = m.start()
-        head = low[i:i + 16]
+        head = low[i : i + 16]
         if n - i <= 16 and any(mk.startswith(head) for mk in _PARTIAL_MARKERS):
-            return i        # the text ends in what may become a fence or tag
+            return i  # the text ends in what may become a fence or tag
         if head.startswith("```"):
             fence = _fence_at(text, i)
             if fence is None:

@@ -1,4 +1,5 @@
 """The texts of the protocol: what the model is told, and what it is fed back after a skill call."""
+
 from __future__ import annotations
 
 import difflib
@@ -6,6 +7,7 @@ import json
 from typing import Collection
 
 # ---------------------------------------------------------------- messages to the model
+
 
 def protocol_instructions() -> str:
     """Fixed system-prompt text explaining how to call a skill or reply (short, byte-stable)."""
@@ -17,7 +19,7 @@ def protocol_instructions() -> str:
         'To answer the user, write plain text or {"reply": "<text for the user>"}.\n'
         "Never invent a skill result; if you need data, call the skill.\n"
         "Example (the skill name is only an example):\n"
-        'User: what is on my list?\n'
+        "User: what is on my list?\n"
         'You: {"skill": "tasks", "args": {"action": "list"}}\n'
         'Then, after the result: {"reply": "You have 2 tasks: ..."}'
     )
@@ -43,8 +45,10 @@ def format_skill_error(skill: str, error: str, hint: str | None = None) -> str:
     lines = [f"Skill call '{skill}' was not run: {error}"]
     if hint:
         lines.append(hint)
-    lines.append('Fix it and answer with one JSON object {"skill": "<name>", "args": {...}}, '
-                 'or answer the user with {"reply": "..."}.')
+    lines.append(
+        'Fix it and answer with one JSON object {"skill": "<name>", "args": {...}}, '
+        'or answer the user with {"reply": "..."}.'
+    )
     return "\n".join(lines)
 
 
@@ -58,6 +62,8 @@ def unknown_skill_hint(name: str, skill_names: Collection[str]) -> str:
 
 def final_answer_request() -> str:
     """Sent after max_skill_rounds: asks for a final answer without more skills."""
-    return ("You have used all skill calls for this message. Do not call any more skills. "
-            'Answer the user now with {"reply": "..."} using what you already have, '
-            "and say plainly if something could not be done.")
+    return (
+        "You have used all skill calls for this message. Do not call any more skills. "
+        'Answer the user now with {"reply": "..."} using what you already have, '
+        "and say plainly if something could not be done."
+    )

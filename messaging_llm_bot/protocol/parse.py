@@ -33,6 +33,7 @@ is a call. Fenced blocks tagged with a language other than json (```python ...) 
 samples and never searched. ``{"reply": ...}`` (or a sole ``response``/``answer``/
 ``message`` key) is unwrapped only when that object is the whole output.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,13 +59,16 @@ CALL_LIST_KEYS = ("tool_calls", "calls")
 # The wrapper of the system this project replaces: {"skill_call": {"name", "args", "done"}}.
 LEGACY_CALL_KEY = "skill_call"
 # The start of a call object, for outputs cut off by max_tokens.
-_CALL_PREFIX_RE = re.compile(r"\A\s*(?:```(?:json)?\s*\n)?\s*\{\s*[\"']?(?:skill|skill_call|tool|tool_name|function)[\"']?\s*:")
+_CALL_PREFIX_RE = re.compile(
+    r"\A\s*(?:```(?:json)?\s*\n)?\s*\{\s*[\"']?(?:skill|skill_call|tool|tool_name|function)[\"']?\s*:"
+)
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/\-]{0,63}")
 
 
 @dataclass
 class SkillCall:
     """One skill call read from model output; args_error is fed back to the model when set."""
+
     skill: str
     args: dict
     raw: str = ""
@@ -74,6 +78,7 @@ class SkillCall:
 @dataclass
 class ParsedOutput:
     """Calls (in order) or a reply; recovered names the drift forms that were repaired."""
+
     calls: list[SkillCall]
     reply: str | None
     recovered: list[str] = field(default_factory=list)
@@ -260,8 +265,10 @@ def _unclosed_call(text: str, known: frozenset[str]) -> tuple[list[SkillCall], l
 # ``[TOOL_CALLS]name[ARGS]{...}`` and Llama 3.x ``<function=name>{...}</function>``.
 #: The call markers of those templates (and Llama's ``<|python_tag|>``): what follows is a call, not text.
 TEMPLATE_CALL_MARKERS = ("[TOOL_CALLS]", "<function=", "<|python_tag|>")
-_TEMPLATE_CALL_RE = re.compile(r"\[TOOL_CALLS\]\s*(?P<m>[A-Za-z_][\w.\-]{0,63})\s*\[ARGS\]\s*(?=\{)"
-                               r"|<function=(?P<l>[A-Za-z_][\w.\-]{0,63})>\s*(?=\{)")
+_TEMPLATE_CALL_RE = re.compile(
+    r"\[TOOL_CALLS\]\s*(?P<m>[A-Za-z_][\w.\-]{0,63})\s*\[ARGS\]\s*(?=\{)"
+    r"|<function=(?P<l>[A-Za-z_][\w.\-]{0,63})>\s*(?=\{)"
+)
 
 
 def _template_calls(body: str, known: Collection[str]) -> tuple[list[SkillCall], list[str]] | None:
@@ -270,12 +277,12 @@ def _template_calls(body: str, known: Collection[str]) -> tuple[list[SkillCall],
     labels = ["mistral_tool_calls" if "[TOOL_CALLS]" in body else "llama_function_tag"]
     for match in _TEMPLATE_CALL_RE.finditer(body):
         # The arguments right after the marker, read as leniently as any call (single quotes, trailing commas).
-        args = next((c for c in scan(body[match.end():], match.end()) if c.outer[0] == match.end()), None)
+        args = next((c for c in scan(body[match.end() :], match.end()) if c.outer[0] == match.end()), None)
         if args is None or not isinstance(args.value, dict):
             # Cut off by max_tokens or broken: a call was meant, nothing in it is for the user.
             return [], ["truncated_call"]
         name = _strip_namespace(match.group("m") or match.group("l"), known)
-        calls.append(SkillCall(name, args.value, body[match.start():args.outer[1]]))
+        calls.append(SkillCall(name, args.value, body[match.start() : args.outer[1]]))
         labels += args.labels
     return (calls, _dedupe(labels)) if calls else None
 
@@ -330,14 +337,14 @@ def parse_model_output(text: str, skill_names: Collection[str] = ()) -> ParsedOu
         # text so far; a half call cannot run and its JSON must not reach the user.
         m = REPLY_PREFIX_RE.match(body)
         if m:
-            return ParsedOutput([], decode_partial_string(body[m.end():]).strip(), recovered + ["truncated_reply"])
+            return ParsedOutput([], decode_partial_string(body[m.end() :]).strip(), recovered + ["truncated_reply"])
         if _CALL_PREFIX_RE.match(body) or stripped.startswith("{"):
             # a call, or an object cut off before its first key (a constrained answer that spent
             # max_tokens on whitespace): nothing in it is for the user
             return ParsedOutput([], "", recovered + ["truncated_call"])
     if len(candidates) == 1:
         cand = candidates[0]
-        whole = body[cand.outer[0]:cand.outer[1]].strip() == stripped
+        whole = body[cand.outer[0] : cand.outer[1]].strip() == stripped
         unwrapped = _reply_from_value(cand.value) if whole else None
         if unwrapped is not None:
             return ParsedOutput([], unwrapped[0], _dedupe(recovered + cand.labels + unwrapped[1]))

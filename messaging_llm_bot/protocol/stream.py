@@ -3,6 +3,7 @@
 The text of a skill call must never reach the user, not even its first characters; a
 ``{"reply": "..."}`` object is shown as its decoded string while it streams.
 """
+
 from __future__ import annotations
 
 from typing import Collection
@@ -11,7 +12,6 @@ from messaging_llm_bot.protocol.lenient_json import REPLY_PREFIX_RE as _REPLY_PR
 from messaging_llm_bot.protocol.lenient_json import decode_partial_string as _decode_partial_string
 from messaging_llm_bot.protocol.lenient_json import open_region, scan, strip_think
 from messaging_llm_bot.protocol.parse import TEMPLATE_CALL_MARKERS, calls_from_value, parse_model_output
-
 
 #: Chat templates' call markers, lower-cased as ``feed`` compares them.
 _TEMPLATE_MARKERS = tuple(marker.lower() for marker in TEMPLATE_CALL_MARKERS)
@@ -36,7 +36,7 @@ class StreamGuard:
         head = raw.lstrip().lower()
         if head and any(mk.startswith(head) for mk in ("<think>", "<thinking>", "<reasoning>")):
             return None
-        if head and any(mk.startswith(head[:len(mk)]) for mk in _TEMPLATE_MARKERS):
+        if head and any(mk.startswith(head[: len(mk)]) for mk in _TEMPLATE_MARKERS):
             return None  # a template's call marker, or the start of one
         if any(mk in head for mk in _TEMPLATE_MARKERS):
             self._is_call = True
@@ -48,19 +48,19 @@ class StreamGuard:
             # a late </think> moved the body, or the caller restarted with another text
             self._body_start, self._prose_end = len(raw) - len(body), 0
         open_at = open_region(body, self._prose_end)
-        settled = body[self._prose_end:open_at]
+        settled = body[self._prose_end : open_at]
         candidates = scan(settled)
         if any(calls_from_value(c.value, self._names, c.raw)[0] for c in candidates):
             self._is_call = True
             return None
         settled_end = self._prose_end + len(settled)
         lead_end = self._prose_end + (candidates[0].outer[0] if candidates else len(settled))
-        if not body[:lead_end].strip():     # nothing but JSON so far: maybe a reply object
+        if not body[:lead_end].strip():  # nothing but JSON so far: maybe a reply object
             m = _REPLY_PREFIX_RE.match(body)
             if open_at is not None and m and not body[:open_at].strip():
-                return _decode_partial_string(body[m.end():])
+                return _decode_partial_string(body[m.end() :])
             if candidates:
                 return parse_model_output(body[:settled_end], self._names).reply or None
             return None
-        self._prose_end = settled_end       # prose first, so no reply object to unwrap later
+        self._prose_end = settled_end  # prose first, so no reply object to unwrap later
         return body[:settled_end].strip() or None

@@ -14,8 +14,11 @@ ARGS_SCHEMA = {
     "properties": {
         "action": {"enum": ["add", "update", "find", "upcoming"]},
         "name": {"type": "string"},
-        "date": {"type": "string", "pattern": "^(\\d{4}-)?\\d{2}-\\d{2}$",
-                 "examples": ["1990-05-04", "05-04"]},  # examples: in errors only, not in the prompt
+        "date": {
+            "type": "string",
+            "pattern": "^(\\d{4}-)?\\d{2}-\\d{2}$",
+            "examples": ["1990-05-04", "05-04"],
+        },  # examples: in errors only, not in the prompt
         "notes": {"type": "string"},
         "days": {"type": "integer"},
     },
@@ -32,7 +35,9 @@ def run(workspace: Workspace, args: dict, context=None):
         if not 0 <= args.get("days", 30) <= 366:
             raise ValueError(f"days must be between 0 and 366 (a year ahead), got {args['days']}")
         found = store.upcoming(today, args.get("days", 30))
-        return [_upcoming_row(when, entry, today) for when, entry in found] or f"no birthdays in the next {args.get('days', 30)} days"
+        return [
+            _upcoming_row(when, entry, today) for when, entry in found
+        ] or f"no birthdays in the next {args.get('days', 30)} days"
     if action == "find":
         query = args.get("name") or ""
         return [shown(entry) for entry in store.find(query)] or f"no birthday matches {query!r}"
@@ -53,8 +58,10 @@ def run(workspace: Workspace, args: dict, context=None):
 def _not_after(text: str, today) -> None:
     """ValueError when a ``YYYY-MM-DD`` birthday is after ``today`` (a model's "this year's" date)."""
     if len(text) == 10 and text[:4].isdigit() and text > today.isoformat():
-        raise ValueError(f"birthday {text!r} is in the future; the year is the year of birth: give MM-DD "
-                         f"({text[5:]!r}) when it is not known")
+        raise ValueError(
+            f"birthday {text!r} is in the future; the year is the year of birth: give MM-DD "
+            f"({text[5:]!r}) when it is not known"
+        )
 
 
 def _upcoming_row(when, entry: dict, today) -> dict:

@@ -32,7 +32,9 @@ def run(workspace: Workspace, args: dict, context=None):
         ref = getattr(context, "conversation_id", None) or None
         # In a turn with outside content the fact may be that content's words: stored marked.
         untrusted = bool(getattr(context, "untrusted", False))
-        fact, action = store.add(args["subject"], args["attribute"], args["value"], source="skill", source_ref=ref, untrusted=untrusted)
+        fact, action = store.add(
+            args["subject"], args["attribute"], args["value"], source="skill", source_ref=ref, untrusted=untrusted
+        )
         what = f"{fact['subject']} / {fact['attribute']} = {fact['value']}"
         if action == "duplicate":
             return f"already known ({fact['id']}): {what}"
@@ -53,6 +55,8 @@ def run(workspace: Workspace, args: dict, context=None):
         found = store.lookup(args.get("subject"), args.get("attribute"), args.get("query"))
     keys = ("id", "subject", "attribute", "value", "time")
     # A marked fact shows "untrusted": true first: a long result cut at the limit keeps the mark with the value.
-    facts = [shown({**{key: fact.get(key) for key in keys}, **({"untrusted": True} if is_untrusted(fact) else {})})
-             for fact in found]
+    facts = [
+        shown({**{key: fact.get(key) for key in keys}, **({"untrusted": True} if is_untrusted(fact) else {})})
+        for fact in found
+    ]
     return facts or ("no facts stored" if args["action"] == "list" else "no matching facts")

@@ -51,7 +51,9 @@ def run(workspace: Workspace, args: dict, context=None):
             raise ValueError(f"action {action!r} takes one path, got {len(paths)}")
         if "content" not in args:
             raise ValueError(f"action {action!r} needs content")
-        return _write(workspace, paths[0], args["content"], append=action == "append", untrusted=context_untrusted(context))
+        return _write(
+            workspace, paths[0], args["content"], append=action == "append", untrusted=context_untrusted(context)
+        )
     handler = _read if action == "read" else _delete
     if len(paths) == 1:
         return handler(workspace, paths[0])
@@ -113,12 +115,21 @@ def _write(workspace: Workspace, rel: str, content: str, append: bool, untrusted
             raise ValueError(
                 f"nothing {'appended' if append else 'written'} to {workspace.relative(target)}: this turn holds outside "
                 "content and memory indexes this file, so each of its records must carry the outside mark, which this "
-                "JSON cannot (" + ("an append leaves two JSON documents in one file; read the file and write the whole "
-                                   "document instead" if append else "it must parse, and be a list of objects or an object")
+                "JSON cannot ("
+                + (
+                    "an append leaves two JSON documents in one file; read the file and write the whole "
+                    "document instead"
+                    if append
+                    else "it must parse, and be a list of objects or an object"
+                )
                 + ")"
             )
     if untrusted:
-        note = f" ({MARKED})" if marked else " (not marked as outside content: only text files and JSON records can carry the mark)"
+        note = (
+            f" ({MARKED})"
+            if marked
+            else " (not marked as outside content: only text files and JSON records can carry the mark)"
+        )
     workspace.write_text(rel, text)
     return f"{'appended' if append else 'wrote'} {size} characters to {workspace.relative(target)}{note}"
 

@@ -16,8 +16,11 @@ ARGS_SCHEMA = {
     "properties": {
         "action": {"enum": ["add", "list", "cancel"]},
         "text": {"type": "string"},
-        "at": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}$",
-               "examples": ["2026-12-01 09:00"]},  # examples: in errors only, not in the prompt
+        "at": {
+            "type": "string",
+            "pattern": "^\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}$",
+            "examples": ["2026-12-01 09:00"],
+        },  # examples: in errors only, not in the prompt
         "in_minutes": {"type": "integer"},
         "id": {"type": "string"},
     },
@@ -69,7 +72,9 @@ def _due(args: dict, now: datetime, zone) -> datetime:
         if args["in_minutes"] < 1:
             raise ValueError(f"in_minutes must be at least 1, got {args['in_minutes']}")
         if args["in_minutes"] > 10 * 366 * 24 * 60:
-            raise ValueError(f"in_minutes {args['in_minutes']} is over ten years; use at ('YYYY-MM-DD HH:MM') for a date")
+            raise ValueError(
+                f"in_minutes {args['in_minutes']} is over ten years; use at ('YYYY-MM-DD HH:MM') for a date"
+            )
         # In UTC: aware local arithmetic adds wall-clock time, an hour off across a DST change.
         return (now.astimezone(timezone.utc) + timedelta(minutes=args["in_minutes"])).astimezone(zone)
     try:

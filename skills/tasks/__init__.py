@@ -14,8 +14,11 @@ ARGS_SCHEMA = {
     "properties": {
         "action": {"enum": ["add", "list", "complete", "delete"]},
         "title": {"type": "string"},
-        "due": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}([ T]\\d{2}:\\d{2})?$",
-                "examples": ["2026-12-01", "2026-12-01 17:00"]},  # examples: in errors only, not in the prompt
+        "due": {
+            "type": "string",
+            "pattern": "^\\d{4}-\\d{2}-\\d{2}([ T]\\d{2}:\\d{2})?$",
+            "examples": ["2026-12-01", "2026-12-01 17:00"],
+        },  # examples: in errors only, not in the prompt
         "status": {"enum": ["open", "done", "due", "all"]},
     },
     "required": ["action"],
@@ -35,7 +38,9 @@ def run(workspace: Workspace, args: dict, context=None):
         untrusted = context_untrusted(context)
         task = store.add(args["title"], args.get("due"), "", untrusted=untrusted)
         due = f" due {task['due']}" if task["due"] else ""
-        return f"added task {task['id']}: {task['title']}{due} (saved to {TASKS_FILE}{', ' + MARKED if untrusted else ''})"
+        return (
+            f"added task {task['id']}: {task['title']}{due} (saved to {TASKS_FILE}{', ' + MARKED if untrusted else ''})"
+        )
     if action == "complete":
         task = store.complete(args["title"])
         return f"completed task {task['id']}: {outside_label(task)}{task['title']}"

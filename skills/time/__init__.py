@@ -38,7 +38,9 @@ def run(workspace: Workspace, args: dict, context=None):
         try:
             result = base + timedelta(days=args.get("days", 0), weeks=args.get("weeks", 0))
         except OverflowError:
-            raise ValueError(f"{args.get('days', 0)} days and {args.get('weeks', 0)} weeks from {base} is outside the calendar (years 1-9999)") from None
+            raise ValueError(
+                f"{args.get('days', 0)} days and {args.get('weeks', 0)} weeks from {base} is outside the calendar (years 1-9999)"
+            ) from None
         return _describe(result, today)
     if action == "weekday":
         return _describe(base, today)
@@ -68,4 +70,8 @@ def _date(text: str) -> date:
 
 
 def _describe(day: date, today: date) -> dict:
-    return {"date": day.isoformat(), "weekday": WEEKDAYS[day.weekday()].capitalize(), "days_from_today": (day - today).days}
+    return {
+        "date": day.isoformat(),
+        "weekday": WEEKDAYS[day.weekday()].capitalize(),
+        "days_from_today": (day - today).days,
+    }

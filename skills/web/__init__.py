@@ -16,7 +16,6 @@ import requests
 import urllib3
 
 from assistant_framework.collectors.fetch import limit_socket
-
 from assistant_framework.html_text import html_to_text
 from assistant_framework.netguard import GuardedSession
 
@@ -41,7 +40,7 @@ USER_AGENT = "assistant-framework/0.1 (personal assistant)"
 
 
 def run(workspace, args, context=None):
-    policy = ((getattr(context, "config", None) or {}).get("policy") or {})
+    policy = (getattr(context, "config", None) or {}).get("policy") or {}
     allow_private = bool(policy.get("allow_private_network", False))
     url = args["url"]
     # A server dripping a byte at a time never trips a per-read timeout: the whole fetch has a
@@ -53,8 +52,15 @@ def run(workspace, args, context=None):
         for _ in range(MAX_REDIRECTS + 1):
             # Every hop is checked, resolved once and connected to the checked address: a public page
             # must not redirect (or a name rebind) into the owner's network.
-            response = session.get(url, timeout=max(0.5, min(15.0, deadline - time.monotonic())), stream=True,
-                                   headers={"User-Agent": USER_AGENT, "Accept": "text/html, text/plain, application/json, application/xml;q=0.9"})
+            response = session.get(
+                url,
+                timeout=max(0.5, min(15.0, deadline - time.monotonic())),
+                stream=True,
+                headers={
+                    "User-Agent": USER_AGENT,
+                    "Accept": "text/html, text/plain, application/json, application/xml;q=0.9",
+                },
+            )
             if response.is_redirect and response.headers.get("location"):
                 url = urljoin(url, response.headers["location"])
                 response.close()
@@ -79,7 +85,10 @@ def run(workspace, args, context=None):
         text = decode(body, content_type)
     tail = "" if finished else f"\n[... the page was still loading after {seconds:g} s; this is what arrived]"
     # Cut here, with a note, to what the model is shown (the manager would cut the JSON mid-string).
-    budget = int(((getattr(context, "config", None) or {}).get("runtime") or {}).get("skill_result_limit_chars") or RESULT_LIMIT_CHARS)
+    budget = int(
+        ((getattr(context, "config", None) or {}).get("runtime") or {}).get("skill_result_limit_chars")
+        or RESULT_LIMIT_CHARS
+    )
     shown = text[: int(args.get("max_chars") or DEFAULT_CHARS)]
     while True:
         note = f"\n[... {len(text) - len(shown)} more characters]" if len(shown) < len(text) else ""
@@ -111,10 +120,21 @@ def feed_text(body: bytes) -> str | None:
         return None
     lines = [str(parsed.feed.get("title") or "Feed").strip()]
     for entry in parsed.entries[:MAX_FEED_ENTRIES]:
-        head = " · ".join(str(v).strip() for v in (entry.get("title"), entry.get("published") or entry.get("updated")) if v)
+        head = " · ".join(
+            str(v).strip() for v in (entry.get("title"), entry.get("published") or entry.get("updated")) if v
+        )
         summary = html_to_text(str(entry.get("summary") or "")).strip()
-        lines.append("\n".join(part for part in (f"- {head or '(untitled)'}", f"  {entry.get('link')}" if entry.get("link") else "",
-                                                   f"  {summary}" if summary else "") if part))
+        lines.append(
+            "\n".join(
+                part
+                for part in (
+                    f"- {head or '(untitled)'}",
+                    f"  {entry.get('link')}" if entry.get("link") else "",
+                    f"  {summary}" if summary else "",
+                )
+                if part
+            )
+        )
     if len(parsed.entries) > MAX_FEED_ENTRIES:
         lines.append(f"[... {len(parsed.entries) - MAX_FEED_ENTRIES} more entries]")
     return "\n\n".join(lines)
@@ -122,7 +142,7 @@ def feed_text(body: bytes) -> str | None:
 
 def read_deadline(context) -> float:
     """Seconds for the whole fetch: 80% of the skill's timeout (``runtime.skill_timeouts.web`` or its own)."""
-    runtime = ((getattr(context, "config", None) or {}).get("runtime") or {})
+    runtime = (getattr(context, "config", None) or {}).get("runtime") or {}
     timeout = (runtime.get("skill_timeouts") or {}).get("web") or TIMEOUT_SECONDS
     return max(1.0, 0.8 * float(timeout))
 

@@ -31,8 +31,7 @@ DISCONNECTS = (BrokenPipeError, ConnectionResetError, socket.timeout)
 class FakeServer(ThreadingHTTPServer):
     """A threading HTTP server on 127.0.0.1:``port`` (0: a free one) whose handlers reach ``fake``."""
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler], fake: Any, port: int = 0, *,
-                 backlog: int = 256) -> None:
+    def __init__(self, handler: type[BaseHTTPRequestHandler], fake: Any, port: int = 0, *, backlog: int = 256) -> None:
         self.fake = fake
         # Bursts of clients connect at once; a backlog of 5 (the default) makes them retry (~1 s).
         self.request_queue_size = backlog
@@ -51,8 +50,9 @@ class FakeServer(ThreadingHTTPServer):
     def start(self, name: str) -> "FakeServer":
         """Serve in a daemon thread called ``name``."""
         # A short poll interval keeps stop() (and so every test teardown) fast.
-        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=name, daemon=True)
+        self._thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -107,8 +107,9 @@ class FakeHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def send(self, status: int, body: bytes = b"", content_type: str | None = None,
-             headers: dict | None = None) -> None:
+    def send(
+        self, status: int, body: bytes = b"", content_type: str | None = None, headers: dict | None = None
+    ) -> None:
         """One answer: status line, Server (and Date), Content-Type (unless None), Content-Length, ``headers``."""
         self.send_response(status)
         if content_type is not None:
@@ -149,5 +150,12 @@ def multipart_parts(content_type: str, body: bytes) -> list[tuple[str | None, st
     message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
         f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode("latin-1") + body
     )
-    return [(part.get_param("name", header="content-disposition"), part.get_filename(), part.get_content_type(),
-             part.get_payload(decode=True) or b"") for part in message.iter_parts()]
+    return [
+        (
+            part.get_param("name", header="content-disposition"),
+            part.get_filename(),
+            part.get_content_type(),
+            part.get_payload(decode=True) or b"",
+        )
+        for part in message.iter_parts()
+    ]

@@ -82,10 +82,15 @@ class FakeBotAPI:
 
     def __init__(self, token: str = "123456:TEST-token", bot_username: str = "testbot") -> None:
         self.token = token
-        self.bot_user = {"id": int(token.split(":")[0]) if token.split(":")[0].isdigit() else 123456,
-                         "is_bot": True, "first_name": "Test Bot", "username": bot_username,
-                         "can_join_groups": True, "can_read_all_group_messages": False,
-                         "supports_inline_queries": False}
+        self.bot_user = {
+            "id": int(token.split(":")[0]) if token.split(":")[0].isdigit() else 123456,
+            "is_bot": True,
+            "first_name": "Test Bot",
+            "username": bot_username,
+            "can_join_groups": True,
+            "can_read_all_group_messages": False,
+            "supports_inline_queries": False,
+        }
         self._cond = threading.Condition()
         self._calls: list[dict] = []
         self._updates: list[dict] = []
@@ -153,8 +158,16 @@ class FakeBotAPI:
         return f"http://127.0.0.1:{self.port}/file/bot"
 
     # ----- what the user does ------------------------------------------------------------------
-    def send_message(self, text: str, user_id: int = 1, chat_id: int | None = None, chat_type: str = "private",
-                     username: str = "owner", reply_to: int | None = None, entities: list[dict] | None = None) -> dict:
+    def send_message(
+        self,
+        text: str,
+        user_id: int = 1,
+        chat_id: int | None = None,
+        chat_type: str = "private",
+        username: str = "owner",
+        reply_to: int | None = None,
+        entities: list[dict] | None = None,
+    ) -> dict:
         """Push a text message from a user; commands get a ``bot_command`` entity."""
         msg = self._user_message(user_id, chat_id, chat_type, username, reply_to)
         msg["text"] = text
@@ -180,9 +193,16 @@ class FakeBotAPI:
             msg["entities"] = [{"type": "bot_command", "offset": 0, "length": utf16_len(m.group(0))}]
         return self._push("edited_message", msg)
 
-    def send_document(self, user_id: int, file_name: str, content: bytes, caption: str | None = None,
-                      mime_type: str = "application/octet-stream", chat_id: int | None = None,
-                      chat_type: str = "private") -> dict:
+    def send_document(
+        self,
+        user_id: int,
+        file_name: str,
+        content: bytes,
+        caption: str | None = None,
+        mime_type: str = "application/octet-stream",
+        chat_id: int | None = None,
+        chat_type: str = "private",
+    ) -> dict:
         """Push a document message; the file can be fetched with getFile + download."""
         msg = self._user_message(user_id, chat_id, chat_type, "owner", None)
         ref = self.add_file(content, f"documents/{file_name}")
@@ -191,20 +211,31 @@ class FakeBotAPI:
             msg["caption"] = caption
         return self._push("message", msg)
 
-    def send_photo(self, user_id: int, content: bytes, caption: str | None = None, width: int = 1280,
-                   height: int = 960, chat_id: int | None = None, chat_type: str = "private") -> dict:
+    def send_photo(
+        self,
+        user_id: int,
+        content: bytes,
+        caption: str | None = None,
+        width: int = 1280,
+        height: int = 960,
+        chat_id: int | None = None,
+        chat_type: str = "private",
+    ) -> dict:
         """Push a photo message: a thumbnail and the full size (largest last, as Telegram does)."""
         msg = self._user_message(user_id, chat_id, chat_type, "owner", None)
         thumb = self.add_file(content[: max(1, len(content) // 4)], "photos/thumb.jpg")
         full = self.add_file(content, "photos/photo.jpg")
-        msg["photo"] = [{**thumb, "width": max(1, width // 4), "height": max(1, height // 4)},
-                        {**full, "width": width, "height": height}]
+        msg["photo"] = [
+            {**thumb, "width": max(1, width // 4), "height": max(1, height // 4)},
+            {**full, "width": width, "height": height},
+        ]
         if caption is not None:
             msg["caption"] = caption
         return self._push("message", msg)
 
-    def send_voice(self, user_id: int, content: bytes, duration: int = 2, chat_id: int | None = None,
-                   chat_type: str = "private") -> dict:
+    def send_voice(
+        self, user_id: int, content: bytes, duration: int = 2, chat_id: int | None = None, chat_type: str = "private"
+    ) -> dict:
         """Push a voice note (OGG/Opus)."""
         msg = self._user_message(user_id, chat_id, chat_type, "owner", None)
         msg["voice"] = {**self.add_file(content, "voice/voice.oga"), "duration": duration, "mime_type": "audio/ogg"}
@@ -215,9 +246,17 @@ class FakeBotAPI:
         chat = user_id if chat_id is None else chat_id
         with self._cond:
             message = self._history.get(chat, {}).get(message_id) or {
-                "message_id": message_id, "date": int(time.time()), "chat": self._chat(chat, "private", "owner")}
-            query = {"id": str(next(self._file_ids)), "from": self._user(user_id, "owner"),
-                     "chat_instance": str(chat), "data": data, "message": json.loads(json.dumps(message))}
+                "message_id": message_id,
+                "date": int(time.time()),
+                "chat": self._chat(chat, "private", "owner"),
+            }
+            query = {
+                "id": str(next(self._file_ids)),
+                "from": self._user(user_id, "owner"),
+                "chat_instance": str(chat),
+                "data": data,
+                "message": json.loads(json.dumps(message)),
+            }
         return self._push("callback_query", query)
 
     def push_update(self, update: dict) -> dict:
@@ -277,8 +316,11 @@ class FakeBotAPI:
         """The bot's live messages in ``chat_id`` (current text after edits, deleted ones left out)."""
         with self._cond:
             chat = self._history.get(chat_id, {})
-            return [json.loads(json.dumps(chat[mid])) for mid in self._bot_msgs.get(chat_id, [])
-                    if (chat_id, mid) not in self._deleted]
+            return [
+                json.loads(json.dumps(chat[mid]))
+                for mid in self._bot_msgs.get(chat_id, [])
+                if (chat_id, mid) not in self._deleted
+            ]
 
     def wait_for(self, predicate: Callable[[], Any], timeout: float = 10) -> Any:
         """Poll ``predicate`` until it returns something truthy and return that; TimeoutError otherwise."""
@@ -312,19 +354,29 @@ class FakeBotAPI:
             return list(self._commands)
 
     # ----- fault injection ---------------------------------------------------------------------
-    def fail_next(self, method: str, status: int = 429, description: str | None = None,
-                  retry_after: int | None = 1, times: int = 1) -> None:
+    def fail_next(
+        self,
+        method: str,
+        status: int = 429,
+        description: str | None = None,
+        retry_after: int | None = 1,
+        times: int = 1,
+    ) -> None:
         """Make the next ``times`` calls of ``method`` fail with ``status``.
 
         ``description`` defaults to the real server's wording for the status; ``retry_after``
         is only sent with 429 (PTB checks it before the status and would raise RetryAfter).
         """
         params = {"retry_after": retry_after} if status == 429 and retry_after is not None else None
-        desc = description or (f"Too Many Requests: retry after {retry_after}" if status == 429
-                               else _DEFAULT_DESCRIPTIONS.get(status, f"Error {status}"))
+        desc = description or (
+            f"Too Many Requests: retry after {retry_after}"
+            if status == 429
+            else _DEFAULT_DESCRIPTIONS.get(status, f"Error {status}")
+        )
         with self._cond:
             self._faults.setdefault(method.lower(), []).append(
-                {"error": ApiError(status, desc, params), "times": times})
+                {"error": ApiError(status, desc, params), "times": times}
+            )
 
     def refuse_chat(self, chat_id: int, status: int | None = 403, description: str | None = None) -> None:
         """Answer every later call naming ``chat_id`` with ``status`` (``None``: serve it again).
@@ -336,8 +388,11 @@ class FakeBotAPI:
             if status is None:
                 self._refused.pop(str(chat_id), None)
                 return
-            desc = description or {400: "Bad Request: chat not found"}.get(status) or _DEFAULT_DESCRIPTIONS.get(
-                status, f"Error {status}")
+            desc = (
+                description
+                or {400: "Bad Request: chat not found"}.get(status)
+                or _DEFAULT_DESCRIPTIONS.get(status, f"Error {status}")
+            )
             self._refused[str(chat_id)] = ApiError(status, desc)
 
     def conflict_on_get_updates(self, enabled: bool = True) -> None:
@@ -348,8 +403,13 @@ class FakeBotAPI:
 
     # ----- internals ---------------------------------------------------------------------------
     def _user(self, user_id: int, username: str) -> dict:
-        return {"id": user_id, "is_bot": False, "first_name": username.capitalize(), "username": username,
-                "language_code": "en"}
+        return {
+            "id": user_id,
+            "is_bot": False,
+            "first_name": username.capitalize(),
+            "username": username,
+            "language_code": "en",
+        }
 
     def _chat(self, chat_id: int, chat_type: str, username: str) -> dict:
         chat = self._chats.get(chat_id)
@@ -365,16 +425,24 @@ class FakeBotAPI:
     def _next_message_id(self, chat_id: int) -> int:
         return next(self._msg_ids.setdefault(chat_id, itertools.count(1)))
 
-    def _user_message(self, user_id: int, chat_id: int | None, chat_type: str, username: str,
-                      reply_to: int | None) -> dict:
+    def _user_message(
+        self, user_id: int, chat_id: int | None, chat_type: str, username: str, reply_to: int | None
+    ) -> dict:
         chat = user_id if chat_id is None else chat_id
         with self._cond:
-            msg = {"message_id": self._next_message_id(chat), "date": int(time.time()),
-                   "chat": self._chat(chat, chat_type, username), "from": self._user(user_id, username)}
+            msg = {
+                "message_id": self._next_message_id(chat),
+                "date": int(time.time()),
+                "chat": self._chat(chat, chat_type, username),
+                "from": self._user(user_id, username),
+            }
             if reply_to is not None:
                 original = self._history.get(chat, {}).get(reply_to)
-                msg["reply_to_message"] = json.loads(json.dumps(original)) if original else {
-                    "message_id": reply_to, "date": msg["date"], "chat": msg["chat"]}
+                msg["reply_to_message"] = (
+                    json.loads(json.dumps(original))
+                    if original
+                    else {"message_id": reply_to, "date": msg["date"], "chat": msg["chat"]}
+                )
             return msg
 
     def _push(self, kind: str, msg: dict) -> dict:
@@ -419,7 +487,9 @@ class FakeBotAPI:
             if err.parameters:
                 reply["parameters"] = err.parameters
         except MarkupError as err:
-            status, reply = 400, {"ok": False, "error_code": 400,
-                                  "description": f"Bad Request: can't parse entities: {err}"}
+            status, reply = (
+                400,
+                {"ok": False, "error_code": 400, "description": f"Bad Request: can't parse entities: {err}"},
+            )
         self._record(name, params, status, made)
         return status, reply

@@ -13,9 +13,26 @@ if TYPE_CHECKING:
 
 # Fields PTB sends as raw strings; everything else it json.dumps-encodes.
 _STRING_FIELDS = {
-    "text", "caption", "parse_mode", "action", "url", "secret_token", "callback_query_id", "file_id",
-    "language_code", "description", "short_description", "name", "title", "query", "emoji",
-    "business_connection_id", "message_effect_id", "inline_message_id", "ip_address", "data",
+    "text",
+    "caption",
+    "parse_mode",
+    "action",
+    "url",
+    "secret_token",
+    "callback_query_id",
+    "file_id",
+    "language_code",
+    "description",
+    "short_description",
+    "name",
+    "title",
+    "query",
+    "emoji",
+    "business_connection_id",
+    "message_effect_id",
+    "inline_message_id",
+    "ip_address",
+    "data",
 }
 
 
@@ -39,7 +56,7 @@ class BotApiHandler(FakeHandler):
         if path.startswith("/file/bot"):
             if not path.startswith(file_prefix):
                 return self._reply(401, {"ok": False, "error_code": 401, "description": "Unauthorized"})
-            content = self.api.file_content(path[len(file_prefix):])
+            content = self.api.file_content(path[len(file_prefix) :])
             if content is None:
                 return self._reply(404, {"ok": False, "error_code": 404, "description": "Not Found: file"})
             return self._send(200, content, "application/octet-stream")
@@ -58,7 +75,7 @@ class BotApiHandler(FakeHandler):
         except ValueError as err:
             return self._reply(400, {"ok": False, "error_code": 400, "description": f"Bad Request: {err}"})
         params.update(_decode_fields(parse_qsl(url.query, keep_blank_values=True)))
-        status, reply = self.api.handle(path[len(prefix):], params)
+        status, reply = self.api.handle(path[len(prefix) :], params)
         self._reply(status, reply)
 
     def _reply(self, status: int, obj: dict) -> None:
@@ -98,8 +115,7 @@ def _parse_body(content_type: str, body: bytes) -> dict:
         params: dict = {}
         for name, filename, part_type, payload in multipart_parts(content_type, body):
             if filename is not None:
-                params[name] = {"filename": filename, "content": payload, "size": len(payload),
-                                "mime_type": part_type}
+                params[name] = {"filename": filename, "content": payload, "size": len(payload), "mime_type": part_type}
             else:
                 params[name] = _decode_value(name, payload.decode("utf-8"))
         return params

@@ -16,9 +16,26 @@ MDV2_RESERVED = set("_*[]()~`>#+-=|{}.!")
 _MDV2_CODE = re.compile(r"((?:\\.|[^`\\])*)`", re.DOTALL)
 _MDV2_PRE = re.compile(r"((?:\\.|(?!```)[^\\])*)```", re.DOTALL)
 ENTITY_TYPES = {
-    "mention", "hashtag", "cashtag", "bot_command", "url", "email", "phone_number", "bold",
-    "italic", "underline", "strikethrough", "spoiler", "blockquote", "expandable_blockquote",
-    "code", "pre", "text_link", "text_mention", "custom_emoji", "date_time",
+    "mention",
+    "hashtag",
+    "cashtag",
+    "bot_command",
+    "url",
+    "email",
+    "phone_number",
+    "bold",
+    "italic",
+    "underline",
+    "strikethrough",
+    "spoiler",
+    "blockquote",
+    "expandable_blockquote",
+    "code",
+    "pre",
+    "text_link",
+    "text_mention",
+    "custom_emoji",
+    "date_time",
 }
 
 
@@ -52,8 +69,11 @@ class _Builder:
 
     def close(self, kind: str, where: int, **extra: str) -> None:
         if not self.open or self.open[-1][0] != kind:
-            raise MarkupError(f"Can't find end of {self._name(self.open[-1][0])} entity at byte offset {where}"
-                              if self.open else f"Unexpected end of {kind} entity at byte offset {where}")
+            raise MarkupError(
+                f"Can't find end of {self._name(self.open[-1][0])} entity at byte offset {where}"
+                if self.open
+                else f"Unexpected end of {kind} entity at byte offset {where}"
+            )
         _, begin, fields = self.open.pop()
         fields = {**fields, **extra}
         if self.pos > begin:
@@ -139,9 +159,21 @@ def parse_markdown_v2(text: str) -> tuple[str, list[dict]]:
 
 
 _HTML_TAGS = {
-    "b": "bold", "strong": "bold", "i": "italic", "em": "italic", "u": "underline", "ins": "underline",
-    "s": "strikethrough", "strike": "strikethrough", "del": "strikethrough", "tg-spoiler": "spoiler",
-    "span": "spoiler", "a": "text_link", "code": "code", "pre": "pre", "blockquote": "blockquote",
+    "b": "bold",
+    "strong": "bold",
+    "i": "italic",
+    "em": "italic",
+    "u": "underline",
+    "ins": "underline",
+    "s": "strikethrough",
+    "strike": "strikethrough",
+    "del": "strikethrough",
+    "tg-spoiler": "spoiler",
+    "span": "spoiler",
+    "a": "text_link",
+    "code": "code",
+    "pre": "pre",
+    "blockquote": "blockquote",
     "tg-emoji": "custom_emoji",
 }
 _TAG_RE = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9-]*)((?:\s+[^<>]*)?)>")
@@ -154,17 +186,20 @@ def parse_html(text: str) -> tuple[str, list[dict]]:
     stack: list[str] = []
     i = 0
     for m in _TAG_RE.finditer(text):
-        _add_html_text(b, text[i:m.start()], len(text[:i].encode("utf-8")))
+        _add_html_text(b, text[i : m.start()], len(text[:i].encode("utf-8")))
         closing, tag, attrs = m.group(1), m.group(2).lower(), m.group(3)
-        offset = len(text[:m.start()].encode("utf-8"))
+        offset = len(text[: m.start()].encode("utf-8"))
         i = m.end()
         if tag not in _HTML_TAGS:
             raise MarkupError(f'Unsupported start tag "{tag}" at byte offset {offset}')
         kind = _HTML_TAGS[tag]
         if closing:
             if not stack or stack[-1] != tag:
-                raise MarkupError(f'Unmatched end tag at byte offset {offset}, expected "</{stack[-1]}>", found "</{tag}>"'
-                                  if stack else f'Unexpected end tag at byte offset {offset}')
+                raise MarkupError(
+                    f'Unmatched end tag at byte offset {offset}, expected "</{stack[-1]}>", found "</{tag}>"'
+                    if stack
+                    else f"Unexpected end tag at byte offset {offset}"
+                )
             stack.pop()
             if tag == "code" and stack and stack[-1] == "pre":
                 continue  # <pre><code class="language-x"> is one pre entity
@@ -190,8 +225,11 @@ def parse_html(text: str) -> tuple[str, list[dict]]:
 def _add_html_text(b: _Builder, chunk: str, base: int) -> None:
     if "<" in chunk or ">" in chunk:
         pos = min(p for p in (chunk.find("<"), chunk.find(">")) if p >= 0)
-        raise MarkupError(f"Unsupported start tag at byte offset {base + pos}"
-                          if chunk[pos] == "<" else f"Unexpected '>' at byte offset {base + pos}")
+        raise MarkupError(
+            f"Unsupported start tag at byte offset {base + pos}"
+            if chunk[pos] == "<"
+            else f"Unexpected '>' at byte offset {base + pos}"
+        )
     b.add(html.unescape(chunk))
 
 
@@ -212,7 +250,7 @@ def parse_markdown_legacy(text: str) -> tuple[str, list[dict]]:
                 raise MarkupError(f"Can't find end of the entity starting at byte offset {offset}")
             kind = {"*": "bold", "_": "italic", "`": "code", "```": "pre"}[fence]
             b.start(kind)
-            b.add(text[i + len(fence):end])
+            b.add(text[i + len(fence) : end])
             b.close(kind, offset)
             i = end + len(fence)
         elif ch == "[":

@@ -49,11 +49,16 @@ def _rendered_text(params: dict, key: str, limit: int) -> tuple[str, list[dict]]
 
 def _store_bot_message(api: "FakeBotAPI", chat_id: int, params: dict, fields: dict) -> dict:
     with api._cond:
-        msg = {"message_id": api._next_message_id(chat_id), "date": int(time.time()),
-               "chat": api._chat(chat_id, "private" if chat_id > 0 else "supergroup", "owner"),
-               "from": dict(api.bot_user), **fields}
-        reply = params.get("reply_parameters") or ({"message_id": params["reply_to_message_id"]}
-                                                   if params.get("reply_to_message_id") else None)
+        msg = {
+            "message_id": api._next_message_id(chat_id),
+            "date": int(time.time()),
+            "chat": api._chat(chat_id, "private" if chat_id > 0 else "supergroup", "owner"),
+            "from": dict(api.bot_user),
+            **fields,
+        }
+        reply = params.get("reply_parameters") or (
+            {"message_id": params["reply_to_message_id"]} if params.get("reply_to_message_id") else None
+        )
         if isinstance(reply, dict) and reply.get("message_id"):
             original = api._history.get(chat_id, {}).get(int(reply["message_id"]))
             if original is None and not reply.get("allow_sending_without_reply"):
@@ -96,8 +101,7 @@ def set_webhook(api: "FakeBotAPI", params: dict) -> bool:
 
 def get_webhook_info(api: "FakeBotAPI", params: dict) -> dict:
     with api._cond:
-        return {"url": api._webhook_url, "has_custom_certificate": False,
-                "pending_update_count": len(api._updates)}
+        return {"url": api._webhook_url, "has_custom_certificate": False, "pending_update_count": len(api._updates)}
 
 
 def get_updates(api: "FakeBotAPI", params: dict) -> list[dict]:
@@ -111,11 +115,16 @@ def get_updates(api: "FakeBotAPI", params: dict) -> list[dict]:
         poll = api._polls
         while True:
             if api._conflict:
-                raise ApiError(409, "Conflict: terminated by other getUpdates request; "
-                                    "make sure that only one bot instance is running")
+                raise ApiError(
+                    409,
+                    "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+                )
             if api._webhook_url:
-                raise ApiError(409, "Conflict: can't use getUpdates method while webhook is active; "
-                                    "use deleteWebhook to delete the webhook first")
+                raise ApiError(
+                    409,
+                    "Conflict: can't use getUpdates method while webhook is active; "
+                    "use deleteWebhook to delete the webhook first",
+                )
             if offset > 0:  # confirming: everything below the offset is gone for good
                 api._updates[:] = [u for u in api._updates if u["update_id"] >= offset or _held(api, u, poll)]
             pending = api._updates[offset:] if offset < 0 else list(api._updates)
@@ -161,8 +170,10 @@ def edit_message_text(api: "FakeBotAPI", params: dict) -> Any:
         msg = _live_bot_message(api, params, "edit")
         markup = params.get("reply_markup", msg.get("reply_markup"))
         if msg.get("text") == text and (msg.get("entities") or []) == entities and msg.get("reply_markup") == markup:
-            raise _bad("message is not modified: specified new message content and reply markup are exactly "
-                       "the same as a current content and reply markup of the message")
+            raise _bad(
+                "message is not modified: specified new message content and reply markup are exactly "
+                "the same as a current content and reply markup of the message"
+            )
         msg.update(text=text, entities=entities, edit_date=int(time.time()))
         if markup is not None:
             msg["reply_markup"] = markup
@@ -176,8 +187,10 @@ def edit_message_reply_markup(api: "FakeBotAPI", params: dict) -> Any:
         msg = _live_bot_message(api, params, "edit")
         markup = params.get("reply_markup")
         if msg.get("reply_markup") == markup:
-            raise _bad("message is not modified: specified new message content and reply markup are exactly "
-                       "the same as a current content and reply markup of the message")
+            raise _bad(
+                "message is not modified: specified new message content and reply markup are exactly "
+                "the same as a current content and reply markup of the message"
+            )
         if markup:
             msg["reply_markup"] = markup
         else:
@@ -252,14 +265,26 @@ def _make_send_file(kind: str) -> Callable[["FakeBotAPI", dict], dict]:
 
 
 _TABLE = {
-    "getMe": get_me, "deleteWebhook": delete_webhook, "setWebhook": set_webhook,
-    "getWebhookInfo": get_webhook_info, "getUpdates": get_updates, "sendMessage": send_message,
-    "editMessageText": edit_message_text, "editMessageReplyMarkup": edit_message_reply_markup,
-    "deleteMessage": delete_message, "sendChatAction": send_chat_action, "setMyCommands": set_my_commands,
-    "getMyCommands": get_my_commands, "answerCallbackQuery": answer_callback_query, "getFile": get_file,
-    "sendDocument": _make_send_file("document"), "sendPhoto": _make_send_file("photo"),
-    "sendVoice": _make_send_file("voice"), "sendAudio": _make_send_file("audio"),
+    "getMe": get_me,
+    "deleteWebhook": delete_webhook,
+    "setWebhook": set_webhook,
+    "getWebhookInfo": get_webhook_info,
+    "getUpdates": get_updates,
+    "sendMessage": send_message,
+    "editMessageText": edit_message_text,
+    "editMessageReplyMarkup": edit_message_reply_markup,
+    "deleteMessage": delete_message,
+    "sendChatAction": send_chat_action,
+    "setMyCommands": set_my_commands,
+    "getMyCommands": get_my_commands,
+    "answerCallbackQuery": answer_callback_query,
+    "getFile": get_file,
+    "sendDocument": _make_send_file("document"),
+    "sendPhoto": _make_send_file("photo"),
+    "sendVoice": _make_send_file("voice"),
+    "sendAudio": _make_send_file("audio"),
 }
 # Telegram method names are case-insensitive.
 METHODS: dict[str, tuple[str, Callable[["FakeBotAPI", dict], Any]]] = {
-    name.lower(): (name, fn) for name, fn in _TABLE.items()}
+    name.lower(): (name, fn) for name, fn in _TABLE.items()
+}

@@ -97,8 +97,9 @@ Reply = str | dict
 class RecordedRequest(dict):
     """One received request: the dict is its JSON body; attributes carry the rest."""
 
-    def __init__(self, method: str, path: str, headers: Any, body: bytes, data: dict,
-                 client: tuple | None = None) -> None:
+    def __init__(
+        self, method: str, path: str, headers: Any, body: bytes, data: dict, client: tuple | None = None
+    ) -> None:
         super().__init__(data)
         self.method = method
         self.path = path
@@ -216,13 +217,36 @@ class _Handler(FakeHandler):
             self.send_json(500, rejected)
             return
         if request.get("tools") and not fake.tools_supported:
-            self.send_json(400, {"error": {"message": "'tools' is not supported by this model", "type": "invalid_request_error",
-                                            "param": "tools", "code": None}})
+            self.send_json(
+                400,
+                {
+                    "error": {
+                        "message": "'tools' is not supported by this model",
+                        "type": "invalid_request_error",
+                        "param": "tools",
+                        "code": None,
+                    }
+                },
+            )
             return
-        if fake.reasoning_back and any(isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls")
-                                       and not m.get("reasoning_content") for m in request.get("messages") or []):
-            self.send_json(400, {"error": {"message": "The `reasoning_content` in the thinking mode must be passed back to the API.",
-                                            "type": "invalid_request_error", "param": None, "code": "invalid_request_error"}})
+        if fake.reasoning_back and any(
+            isinstance(m, dict)
+            and m.get("role") == "assistant"
+            and m.get("tool_calls")
+            and not m.get("reasoning_content")
+            for m in request.get("messages") or []
+        ):
+            self.send_json(
+                400,
+                {
+                    "error": {
+                        "message": "The `reasoning_content` in the thinking mode must be passed back to the API.",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": "invalid_request_error",
+                    }
+                },
+            )
             return
         spec = fake._next_chat_reply(request)
         delay = fake.latency + float(spec.get("delay", 0))
@@ -244,8 +268,13 @@ class _Handler(FakeHandler):
         answer = {
             **fake._ids(request),
             "object": "chat.completion",
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": spec.get("finish_reason", "tool_calls" if spec.get("tool_calls") else "stop")}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": spec.get("finish_reason", "tool_calls" if spec.get("tool_calls") else "stop"),
+                }
+            ],
         }
         if usage is not None:
             answer["usage"] = usage
@@ -286,8 +315,20 @@ class _Handler(FakeHandler):
                 args = call["function"]["arguments"]
                 half = len(args) // 2
                 index = {} if labels == "none" else {"index": 0 if labels == "zero" else position}
-                self._event(delta({"tool_calls": [{**index, "id": call["id"], "type": "function",
-                                                   "function": {"name": call["function"]["name"], "arguments": args[:half]}}]}))
+                self._event(
+                    delta(
+                        {
+                            "tool_calls": [
+                                {
+                                    **index,
+                                    "id": call["id"],
+                                    "type": "function",
+                                    "function": {"name": call["function"]["name"], "arguments": args[:half]},
+                                }
+                            ]
+                        }
+                    )
+                )
                 again = {"name": call["function"]["name"]} if spec.get("tool_name_each_delta") else {}
                 self._event(delta({"tool_calls": [{**index, "function": {**again, "arguments": args[half:]}}]}))
         for piece in pieces if pieces is not None else _words(content):
@@ -348,8 +389,11 @@ class _Handler(FakeHandler):
 
 def _tool_call(spec: dict) -> dict:
     args = spec.get("arguments", {})
-    return {"id": spec.get("id", "call_1"), "type": "function",
-            "function": {"name": spec["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}}
+    return {
+        "id": spec.get("id", "call_1"),
+        "type": "function",
+        "function": {"name": spec["name"], "arguments": args if isinstance(args, str) else json.dumps(args)},
+    }
 
 
 def _basic_usage(request: dict, content: str) -> dict:
@@ -504,8 +548,9 @@ class FakeChatServer:
 
     # ----- internals used by the handler ------------------------------------------
 
-    def _record(self, method: str, path: str, headers: Any, body: bytes, data: dict,
-                client: tuple | None = None) -> None:
+    def _record(
+        self, method: str, path: str, headers: Any, body: bytes, data: dict, client: tuple | None = None
+    ) -> None:
         with self._arrived:
             self._records.append(RecordedRequest(method, path, headers, body, data, client))
             self._arrived.notify_all()
@@ -516,9 +561,21 @@ class FakeChatServer:
         if self.response_formats is None or not isinstance(fmt, dict) or fmt.get("type") in self.response_formats:
             return None
         allowed = " or ".join(repr(t) for t in self.response_formats)
-        detail = {"type": "literal_error", "loc": ("body", "response_format", "type"),
-                  "msg": f"Input should be {allowed}", "input": fmt.get("type"), "ctx": {"expected": allowed}}
-        return {"error": {"message": f"1 validation error: {detail!r}", "type": "internal_server_error", "param": None, "code": None}}
+        detail = {
+            "type": "literal_error",
+            "loc": ("body", "response_format", "type"),
+            "msg": f"Input should be {allowed}",
+            "input": fmt.get("type"),
+            "ctx": {"expected": allowed},
+        }
+        return {
+            "error": {
+                "message": f"1 validation error: {detail!r}",
+                "type": "internal_server_error",
+                "param": None,
+                "code": None,
+            }
+        }
 
     def _next_chat_reply(self, request: dict) -> dict:
         with self._lock:
@@ -537,4 +594,11 @@ class FakeChatServer:
         return {"id": f"chatcmpl-fake-{n}", "created": int(time.time()), "model": request.get("model") or DEFAULT_MODEL}
 
 
-__all__ = ["FakeChatServer", "RecordedRequest", "hash_embedding", "DEFAULT_REPLY", "DEFAULT_MODEL", "DEFAULT_TRANSCRIPTION"]
+__all__ = [
+    "FakeChatServer",
+    "RecordedRequest",
+    "hash_embedding",
+    "DEFAULT_REPLY",
+    "DEFAULT_MODEL",
+    "DEFAULT_TRANSCRIPTION",
+]

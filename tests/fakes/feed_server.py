@@ -65,7 +65,9 @@ class _Handler(FakeHandler):
             headers["Last-Modified"] = route.last_modified
         inm = self.headers.get("If-None-Match")
         ims = self.headers.get("If-Modified-Since")
-        if route.status == 200 and ((route.etag and inm == route.etag) or (route.last_modified and ims == route.last_modified)):
+        if route.status == 200 and (
+            (route.etag and inm == route.etag) or (route.last_modified and ims == route.last_modified)
+        ):
             seen.status = 304
             self._not_modified(headers)
             return

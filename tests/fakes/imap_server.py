@@ -44,9 +44,29 @@ def make_self_signed_cert(folder: Path) -> tuple[Path, Path] | None:
         return None
     cert, key = folder / "imap-cert.pem", folder / "imap-key.pem"
     subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
     )
     return cert, key
 
@@ -54,8 +74,15 @@ def make_self_signed_cert(folder: Path) -> tuple[Path, Path] | None:
 class FakeIMAPServer:
     """pymap serving one user from memory on an ephemeral loopback port."""
 
-    def __init__(self, user: str = "alice", password: str = "secret", *, security: str = "plain",
-                 cert_file: Path | None = None, key_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        user: str = "alice",
+        password: str = "secret",
+        *,
+        security: str = "plain",
+        cert_file: Path | None = None,
+        key_file: Path | None = None,
+    ) -> None:
         if security not in ("plain", "starttls", "tls"):
             raise ValueError(f"FakeIMAPServer security {security!r}: expected plain, starttls or tls")
         if security != "plain" and not cert_file:
@@ -109,9 +136,17 @@ class FakeIMAPServer:
 
     async def _main(self) -> None:
         args = argparse.Namespace(
-            passlib_cfg=None, proxy_protocol=None, debug=False, host=self.host, port=0,
-            cert=str(self.cert_file) if self.cert_file else None, key=str(self.key_file) if self.key_file else None,
-            tls=self.security == "starttls", demo_data=False, demo_user=self.user, demo_password=self.password,
+            passlib_cfg=None,
+            proxy_protocol=None,
+            debug=False,
+            host=self.host,
+            port=0,
+            cert=str(self.cert_file) if self.cert_file else None,
+            key=str(self.key_file) if self.key_file else None,
+            tls=self.security == "starttls",
+            demo_data=False,
+            demo_user=self.user,
+            demo_password=self.password,
             inherited_sockets=None,
         )
         # Cleartext: 500k pbkdf2 rounds per LOGIN would make every test connection slow.

@@ -104,8 +104,14 @@ class _Handler(FakeHandler):
 class FakeSignalDaemon:
     """A signal-cli HTTP daemon on 127.0.0.1 that remembers what the bot sent."""
 
-    def __init__(self, account: str = "+15550000000", *, account_uuid: str = "a0000000-0000-4000-8000-000000000b07",
-                 wrap: str = "plain", keepalive_seconds: float = 15.0) -> None:
+    def __init__(
+        self,
+        account: str = "+15550000000",
+        *,
+        account_uuid: str = "a0000000-0000-4000-8000-000000000b07",
+        wrap: str = "plain",
+        keepalive_seconds: float = 15.0,
+    ) -> None:
         self.account = account
         self.account_uuid = account_uuid
         self.wrap = wrap
@@ -178,9 +184,20 @@ class FakeSignalDaemon:
             self._clock = max(self._clock + 1, int(time.time() * 1000))
             return self._clock
 
-    def envelope(self, source: str, text: str | None = None, *, uuid: str | None = None, number: bool = True,
-                 group_id: str | None = None, timestamp: int | None = None, attachments: list[dict] | None = None,
-                 mentions: list[dict] | None = None, quote: dict | None = None, name: str = "User") -> dict:
+    def envelope(
+        self,
+        source: str,
+        text: str | None = None,
+        *,
+        uuid: str | None = None,
+        number: bool = True,
+        group_id: str | None = None,
+        timestamp: int | None = None,
+        attachments: list[dict] | None = None,
+        mentions: list[dict] | None = None,
+        quote: dict | None = None,
+        name: str = "User",
+    ) -> dict:
         """A receive event object ``{"envelope": ..., "account": ...}`` shaped as signal-cli writes it."""
         ts = timestamp or self.next_timestamp()
         uuid = uuid or _uuid_for(source)
@@ -192,11 +209,23 @@ class FakeSignalDaemon:
         if quote:
             data["quote"] = quote
         if group_id:
-            data["groupInfo"] = {"groupId": group_id, "groupName": self.groups.get(group_id, {}).get("name", "G"),
-                                 "revision": 2, "type": "DELIVER"}
-        env = {"source": source if number else uuid, "sourceNumber": source if number else None, "sourceUuid": uuid,
-               "sourceName": name, "sourceDevice": 1, "timestamp": ts, "serverReceivedTimestamp": ts + 5,
-               "serverDeliveredTimestamp": ts + 9, "dataMessage": data}
+            data["groupInfo"] = {
+                "groupId": group_id,
+                "groupName": self.groups.get(group_id, {}).get("name", "G"),
+                "revision": 2,
+                "type": "DELIVER",
+            }
+        env = {
+            "source": source if number else uuid,
+            "sourceNumber": source if number else None,
+            "sourceUuid": uuid,
+            "sourceName": name,
+            "sourceDevice": 1,
+            "timestamp": ts,
+            "serverReceivedTimestamp": ts + 5,
+            "serverDeliveredTimestamp": ts + 9,
+            "dataMessage": data,
+        }
         return {"envelope": env, "account": self.account}
 
     def deliver(self, event: dict) -> dict:
@@ -214,17 +243,29 @@ class FakeSignalDaemon:
         """Make a group known, so sends to it succeed."""
         self.groups[group_id] = {"id": group_id, "name": name, "members": list(members)}
 
-    def add_attachment(self, data: bytes, content_type: str, *, filename: str | None = None,
-                       voice_note: bool = False) -> dict:
+    def add_attachment(
+        self, data: bytes, content_type: str, *, filename: str | None = None, voice_note: bool = False
+    ) -> dict:
         """Store a received attachment; returns its JSON form for ``envelope(attachments=[...])``."""
         ext = {"audio/aac": "aac", "audio/ogg": "ogg", "image/jpeg": "jpg", "application/pdf": "pdf"}.get(
-            content_type, "bin")
-        att_id = f"{base64.urlsafe_b64encode(str(len(self.attachments) + 1).encode()).decode().rstrip('=')}" \
-                 f"{self.next_timestamp()}.{ext}"
+            content_type, "bin"
+        )
+        att_id = (
+            f"{base64.urlsafe_b64encode(str(len(self.attachments) + 1).encode()).decode().rstrip('=')}"
+            f"{self.next_timestamp()}.{ext}"
+        )
         self.attachments[att_id] = data
         del voice_note  # signal-cli's JSON has no voice-note flag; clients send audio/aac without a file name
-        return {"contentType": content_type, "filename": filename, "id": att_id, "size": len(data),
-                "width": None, "height": None, "caption": None, "uploadTimestamp": self.next_timestamp()}
+        return {
+            "contentType": content_type,
+            "filename": filename,
+            "id": att_id,
+            "size": len(data),
+            "width": None,
+            "height": None,
+            "caption": None,
+            "uploadTimestamp": self.next_timestamp(),
+        }
 
     def pending(self) -> int:
         """Messages waiting for an event client."""
@@ -238,8 +279,9 @@ class FakeSignalDaemon:
             while len(self.sent) < count:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise AssertionError(f"expected {count} sent messages, got {len(self.sent)}: "
-                                         f"{[s.get('message') for s in self.sent]}")
+                    raise AssertionError(
+                        f"expected {count} sent messages, got {len(self.sent)}: {[s.get('message') for s in self.sent]}"
+                    )
                 self._cond.wait(min(left, 0.1))
             return list(self.sent)
 
@@ -285,8 +327,9 @@ class FakeSignalDaemon:
                     last = time.monotonic()
                     continue
                 for event in batch:
-                    payload = event if self.wrap == "plain" else {"jsonrpc": "2.0", "method": "receive",
-                                                                   "params": event}
+                    payload = (
+                        event if self.wrap == "plain" else {"jsonrpc": "2.0", "method": "receive", "params": event}
+                    )
                     data = json.dumps(payload, separators=(",", ":"))
                     try:
                         handler.send_chunk(f"event:receive\ndata:{data}\n\n".encode("utf-8"))
@@ -316,7 +359,11 @@ class FakeSignalDaemon:
         return self._one(parsed)
 
     def _one(self, request: Any) -> dict | None:
-        if not isinstance(request, dict) or request.get("jsonrpc") != "2.0" or not isinstance(request.get("method"), str):
+        if (
+            not isinstance(request, dict)
+            or request.get("jsonrpc") != "2.0"
+            or not isinstance(request.get("method"), str)
+        ):
             return _error(request.get("id") if isinstance(request, dict) else None, -32600, "method field must be set")
         rid = request.get("id")
         params = request.get("params") or {}
@@ -352,8 +399,10 @@ class FakeSignalDaemon:
                 raise RpcError(-1, f"Unable to find attachment: {params.get('id')}")
             return {"data": base64.b64encode(data).decode("ascii")}
         if method == "listGroups":
-            return [{"id": g["id"], "name": g["name"], "isMember": True, "members": g["members"]}
-                    for g in self.groups.values()]
+            return [
+                {"id": g["id"], "name": g["name"], "isMember": True, "members": g["members"]}
+                for g in self.groups.values()
+            ]
         if method == "version":
             return {"version": "0.13.99-fake"}
         raise RpcError(-32601, "Method not implemented")
@@ -385,17 +434,38 @@ class FakeSignalDaemon:
             unregistered = [r for r in recipients if r in self.unregistered]
         ts = self.next_timestamp()
         if unregistered:
-            results = [{"recipientAddress": {"uuid": None, "number": r if r.startswith("+") else None,
-                                             "username": None}, "type": "UNREGISTERED_FAILURE"} for r in unregistered]
+            results = [
+                {
+                    "recipientAddress": {"uuid": None, "number": r if r.startswith("+") else None, "username": None},
+                    "type": "UNREGISTERED_FAILURE",
+                }
+                for r in unregistered
+            ]
             raise RpcError(-1, "Failed to send message", data={"response": {"timestamp": ts, "results": results}})
         text = str(message or "")
-        record = {**params, "recipient": recipients, "groupId": group, "message": text, "styles": parsed,
-                  "timestamp": ts, "long_text": len(text.encode("utf-8")) > MAX_MESSAGE_SIZE_BYTES,
-                  "styles_in_range": all(s + n <= _utf16_len(text) for s, n, _ in parsed)}
+        record = {
+            **params,
+            "recipient": recipients,
+            "groupId": group,
+            "message": text,
+            "styles": parsed,
+            "timestamp": ts,
+            "long_text": len(text.encode("utf-8")) > MAX_MESSAGE_SIZE_BYTES,
+            "styles_in_range": all(s + n <= _utf16_len(text) for s, n, _ in parsed),
+        }
         targets = recipients or self.groups[group]["members"]
-        results = [{"recipientAddress": {"uuid": _uuid_for(t), "number": t if t.startswith("+") else None,
-                                         "username": None}, **({"groupId": group} if group else {}),
-                    "type": "SUCCESS"} for t in targets]
+        results = [
+            {
+                "recipientAddress": {
+                    "uuid": _uuid_for(t),
+                    "number": t if t.startswith("+") else None,
+                    "username": None,
+                },
+                **({"groupId": group} if group else {}),
+                "type": "SUCCESS",
+            }
+            for t in targets
+        ]
         with self._cond:
             self.sent.append(record)
             self._cond.notify_all()

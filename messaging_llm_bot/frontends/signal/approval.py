@@ -27,9 +27,11 @@ def question_text(request: dict) -> str:
     args = json.dumps(request.get("args") or {}, ensure_ascii=False)
     if len(args) > 600:
         args = args[:600] + "…"
-    return (f"Confirm this action?\n\nskill: {request.get('skill')}\nargs: {args}\n\n"
-            f"Why I ask: {request.get('reason', 'the policy asks for confirmation')}.\n\n"
-            "Reply yes to confirm or no to decline.")
+    return (
+        f"Confirm this action?\n\nskill: {request.get('skill')}\nargs: {args}\n\n"
+        f"Why I ask: {request.get('reason', 'the policy asks for confirmation')}.\n\n"
+        "Reply yes to confirm or no to decline."
+    )
 
 
 class Approvals:

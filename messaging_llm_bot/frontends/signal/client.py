@@ -93,8 +93,9 @@ def parse_sse(lines: list[str]) -> tuple[str, str] | None:
 class SignalClient:
     """One daemon connection pool; all methods are coroutines on the caller's event loop."""
 
-    def __init__(self, base_url: str = DEFAULT_BASE_URL, account: str | None = None, *,
-                 timeout: float = RPC_TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self, base_url: str = DEFAULT_BASE_URL, account: str | None = None, *, timeout: float = RPC_TIMEOUT_SECONDS
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.account = account or None
         self._ids = itertools.count(1)
@@ -116,8 +117,11 @@ class SignalClient:
 
     async def _post(self, body: Any) -> Any:
         try:
-            resp = await self._http.post(f"{self.base_url}/api/v1/rpc", content=json.dumps(body).encode("utf-8"),
-                                         headers={"Content-Type": "application/json"})
+            resp = await self._http.post(
+                f"{self.base_url}/api/v1/rpc",
+                content=json.dumps(body).encode("utf-8"),
+                headers={"Content-Type": "application/json"},
+            )
         except httpx.HTTPError as err:
             raise SignalUnavailable(f"signal-cli at {self.base_url} is not reachable: {type(err).__name__}") from err
         if resp.status_code == 201:
@@ -163,7 +167,9 @@ class SignalClient:
             return False
         return resp.status_code == 200
 
-    async def events(self, read_timeout: float = 60.0, on_open: Callable[[], None] | None = None) -> AsyncIterator[dict]:
+    async def events(
+        self, read_timeout: float = 60.0, on_open: Callable[[], None] | None = None
+    ) -> AsyncIterator[dict]:
         """Yield receive objects from the event stream until it ends; raises SignalUnavailable on errors.
 
         The daemon sends a keep-alive every 15 s, so ``read_timeout`` without any byte means it is gone.
@@ -172,8 +178,13 @@ class SignalClient:
         params = {"account": self.account} if self.account else None
         timeout = httpx.Timeout(5.0, read=read_timeout)
         try:
-            async with self._http.stream("GET", f"{self.base_url}/api/v1/events", params=params,
-                                         timeout=timeout, headers={"Accept": "text/event-stream"}) as resp:
+            async with self._http.stream(
+                "GET",
+                f"{self.base_url}/api/v1/events",
+                params=params,
+                timeout=timeout,
+                headers={"Accept": "text/event-stream"},
+            ) as resp:
                 if resp.status_code != 200:
                     raise SignalUnavailable(f"signal-cli events at {self.base_url} answered HTTP {resp.status_code}")
                 if on_open is not None:

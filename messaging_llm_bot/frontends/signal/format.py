@@ -10,12 +10,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from messaging_llm_bot.frontends.markup import (EMPTY_PLACEHOLDER, check_limit, markdown_entities, plain_parts,
-                                                split_rendered, utf8_bytes, utf16_len)
+from messaging_llm_bot.frontends.markup import (
+    EMPTY_PLACEHOLDER,
+    check_limit,
+    markdown_entities,
+    plain_parts,
+    split_rendered,
+    utf8_bytes,
+    utf16_len,
+)
 
 MAX_MESSAGE_BYTES = 2000  # signal-cli ServiceConfig.MAX_MESSAGE_SIZE_BYTES
-STYLE_OF = {"bold": "BOLD", "italic": "ITALIC", "strikethrough": "STRIKETHROUGH", "spoiler": "SPOILER",
-            "code": "MONOSPACE", "pre": "MONOSPACE"}
+STYLE_OF = {
+    "bold": "BOLD",
+    "italic": "ITALIC",
+    "strikethrough": "STRIKETHROUGH",
+    "spoiler": "SPOILER",
+    "code": "MONOSPACE",
+    "pre": "MONOSPACE",
+}
 
 
 @dataclass
@@ -28,14 +41,23 @@ class SignalPart:
 
 def inline_links(text: str, entities: list[dict]) -> tuple[str, list[dict]]:
     """Write each link's URL after its label (``label (url)``), shifting the other ranges (pure)."""
-    links = sorted((e for e in entities if e.get("type") == "text_link" and e.get("url")),
-                   key=lambda e: e["offset"] + e["length"], reverse=True)
+    links = sorted(
+        (e for e in entities if e.get("type") == "text_link" and e.get("url")),
+        key=lambda e: e["offset"] + e["length"],
+        reverse=True,
+    )
     if not links:
         return text, entities
     entities = [dict(e) for e in entities]
     for link in links:
-        link = next(e for e in entities if e.get("type") == "text_link" and e.get("url") == link["url"]
-                    and e["offset"] == link["offset"] and e["length"] == link["length"])
+        link = next(
+            e
+            for e in entities
+            if e.get("type") == "text_link"
+            and e.get("url") == link["url"]
+            and e["offset"] == link["offset"]
+            and e["length"] == link["length"]
+        )
         label = _slice16(text, link["offset"], link["offset"] + link["length"])
         if label.strip() == link["url"]:
             continue
@@ -79,4 +101,4 @@ def render_signal(markdown: str, limit: int = MAX_MESSAGE_BYTES) -> list[SignalP
 
 def _slice16(text: str, start: int, end: int | None) -> str:
     raw = text.encode("utf-16-le", "surrogatepass")
-    return raw[2 * start: None if end is None else 2 * end].decode("utf-16-le", "surrogatepass")
+    return raw[2 * start : None if end is None else 2 * end].decode("utf-16-le", "surrogatepass")

@@ -18,9 +18,18 @@ from messaging_llm_bot.frontends.signal.settings import Incoming, attachment_kin
 from messaging_llm_bot.llm.transcribe import Transcription, transcribe
 
 MAX_ATTACHMENT_BYTES = 100 * 1024 * 1024  # Signal's own attachment limit
-_EXT = {"audio/aac": "aac", "audio/mp4": "m4a", "audio/mpeg": "mp3", "audio/ogg": "ogg", "image/jpeg": "jpg",
-        "image/png": "png", "image/webp": "webp", "image/heic": "heic", "application/pdf": "pdf",
-        "text/plain": "txt"}
+_EXT = {
+    "audio/aac": "aac",
+    "audio/mp4": "m4a",
+    "audio/mpeg": "mp3",
+    "audio/ogg": "ogg",
+    "image/jpeg": "jpg",
+    "image/png": "png",
+    "image/webp": "webp",
+    "image/heic": "heic",
+    "application/pdf": "pdf",
+    "text/plain": "txt",
+}
 
 
 def attachment_name(att: dict, msg: Incoming) -> str:
@@ -28,7 +37,9 @@ def attachment_name(att: dict, msg: Incoming) -> str:
     if att.get("filename"):
         return str(att["filename"])
     content = str(att.get("contentType") or "")
-    ext = _EXT.get(content) or (str(att.get("id") or "").rpartition(".")[2] if "." in str(att.get("id") or "") else "bin")
+    ext = _EXT.get(content) or (
+        str(att.get("id") or "").rpartition(".")[2] if "." in str(att.get("id") or "") else "bin"
+    )
     return f"{attachment_kind(att)}-{msg.timestamp}.{ext}"
 
 
@@ -57,9 +68,18 @@ async def save_attachments(client: SignalClient, ws: Workspace, msg: Incoming, t
         if isinstance(data, str):
             out.append(data)
             continue
-        out.append(await asyncio.to_thread(save_bytes, ws, data, attachment_name(att, msg), today,
-                                           kind=attachment_kind(att), mime_type=att.get("contentType"),
-                                           caption=(msg.text or "") if index == 0 else ""))
+        out.append(
+            await asyncio.to_thread(
+                save_bytes,
+                ws,
+                data,
+                attachment_name(att, msg),
+                today,
+                kind=attachment_kind(att),
+                mime_type=att.get("contentType"),
+                caption=(msg.text or "") if index == 0 else "",
+            )
+        )
     return out
 
 
@@ -75,5 +95,7 @@ async def transcribe_voice(client: SignalClient, msg: Incoming, config: dict) ->
 
 def unsupported_text(kind: str) -> str:
     """The short reply for a message kind the bot does not handle."""
-    return (f"Sorry, I can't handle a {kind} message. Send text, a document or a photo"
-            " (voice notes work when transcription is configured).")
+    return (
+        f"Sorry, I can't handle a {kind} message. Send text, a document or a photo"
+        " (voice notes work when transcription is configured)."
+    )

@@ -18,7 +18,8 @@ import signal
 import sys
 import threading
 from collections.abc import Coroutine, Sequence
-from datetime import datetime, time as dtime
+from datetime import datetime
+from datetime import time as dtime
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -32,8 +33,16 @@ from messaging_llm_bot.frontends.jobs import AsyncJobQueue, DailyJob
 from messaging_llm_bot.frontends.reminders import DeliveryRefused, ReminderScheduler
 from messaging_llm_bot.frontends.signal.approval import Approvals
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
-from messaging_llm_bot.frontends.signal.settings import (PREFIX, Incoming, SignalSettings, addressed_to_bot,
-                                                         chat_of_conversation, is_bot, parse_event, refusal_text)
+from messaging_llm_bot.frontends.signal.settings import (
+    PREFIX,
+    Incoming,
+    SignalSettings,
+    addressed_to_bot,
+    chat_of_conversation,
+    is_bot,
+    parse_event,
+    refusal_text,
+)
 from messaging_llm_bot.frontends.signal.turn import Outage, TurnRunner, send_parts
 
 log = logging.getLogger(__name__)
@@ -51,9 +60,15 @@ RESET_CONFIRM = "yes"
 class SignalService:
     """One running Signal bot: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is thread-safe."""
 
-    def __init__(self, runtime: Any, *, stop_signals: Sequence[int] | None = None,
-                 reminder_poll_seconds: float = REMINDER_POLL_SECONDS, manage_runtime: bool = True,
-                 backoff_max: float = BACKOFF_MAX_SECONDS) -> None:
+    def __init__(
+        self,
+        runtime: Any,
+        *,
+        stop_signals: Sequence[int] | None = None,
+        reminder_poll_seconds: float = REMINDER_POLL_SECONDS,
+        manage_runtime: bool = True,
+        backoff_max: float = BACKOFF_MAX_SECONDS,
+    ) -> None:
         self.runtime = runtime
         self.settings = SignalSettings.from_config(runtime.config)
         self.stop_signals = stop_signals
@@ -81,15 +96,20 @@ class SignalService:
     def run(self) -> int:
         """Run until stopped; returns the process exit code."""
         if not self.settings.account:
-            print("signal: no account: set signal.account to the bot's number (E.164, e.g. +4915112345678)",
-                  file=sys.stderr)
+            print(
+                "signal: no account: set signal.account to the bot's number (E.164, e.g. +4915112345678)",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         lock = filelock.FileLock(str(self.runtime.workspace.path(LOCK_FILE)))
         try:
             lock.acquire(timeout=0)
         except filelock.Timeout:
-            print(f"signal: another Signal bot is already running on workspace {self.runtime.workspace.root} "
-                  f"({LOCK_FILE} is held); stop it first", file=sys.stderr)
+            print(
+                f"signal: another Signal bot is already running on workspace {self.runtime.workspace.root} "
+                f"({LOCK_FILE} is held); stop it first",
+                file=sys.stderr,
+            )
             return EXIT_FAILED
         loop = asyncio.new_event_loop()
         self._loop = loop
@@ -138,8 +158,13 @@ class SignalService:
             return
         self._stopping = True
         running = self.turns.active if self.turns is not None else 0
-        log.info("signal: %s: stopping; waiting up to %.0f s for %d turn(s) in flight; messages not yet "
-                 "answered stay in the inbox", reason, self.shutdown_timeout, running)
+        log.info(
+            "signal: %s: stopping; waiting up to %.0f s for %d turn(s) in flight; messages not yet "
+            "answered stay in the inbox",
+            reason,
+            self.shutdown_timeout,
+            running,
+        )
         if self.turns is not None:
             self.turns.stopping = True
             self.turns.stop_event.set()
@@ -155,24 +180,40 @@ class SignalService:
         self.client = SignalClient(self.settings.base_url, self.settings.account)
         self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
         self.approvals = Approvals(self.client)
-        self.turns = TurnRunner(self.runtime, self.inbox, self.client, lambda: self.settings, self.outage,
-                                self.approvals)
+        self.turns = TurnRunner(
+            self.runtime, self.inbox, self.client, lambda: self.settings, self.outage, self.approvals
+        )
         self._refused = set(await asyncio.to_thread(self._load_refused))
         if not self.settings.allowed:
-            log.warning("signal.allowed is empty: the bot answers no one. Send it a message to see your "
-                        "Signal id, then add it with: config set signal.allowed [\"+NUMBER\"]")
-        log.info("signal: serving %s through signal-cli at %s for %s", self.settings.account, self.settings.base_url,
-                 list(self.settings.allowed))
+            log.warning(
+                "signal.allowed is empty: the bot answers no one. Send it a message to see your "
+                'Signal id, then add it with: config set signal.allowed ["+NUMBER"]'
+            )
+        log.info(
+            "signal: serving %s through signal-cli at %s for %s",
+            self.settings.account,
+            self.settings.base_url,
+            list(self.settings.allowed),
+        )
         self._start_replay()
         jobs = AsyncJobQueue()
-        reminders = ReminderScheduler(ReminderStore(self.runtime.workspace), jobs, self.send_reminder,
-                                      default_tz=self.settings.timezone, poll_seconds=self.reminder_poll_seconds,
-                                      channel="signal")
+        reminders = ReminderScheduler(
+            ReminderStore(self.runtime.workspace),
+            jobs,
+            self.send_reminder,
+            default_tz=self.settings.timezone,
+            poll_seconds=self.reminder_poll_seconds,
+            channel="signal",
+        )
         reminders.start()
         if self.settings.morning_digest:
             hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))
-            DailyJob(jobs, self._morning_digest, dtime(hour, minute, tzinfo=ZoneInfo(self.settings.timezone)),
-                     "signal:morning-digest").start()
+            DailyJob(
+                jobs,
+                self._morning_digest,
+                dtime(hour, minute, tzinfo=ZoneInfo(self.settings.timezone)),
+                "signal:morning-digest",
+            ).start()
         self.runtime.start_background(notify=self.notify_from_thread)
         consumer = asyncio.get_running_loop().create_task(self._consume())
         self.ready.set()
@@ -184,8 +225,12 @@ class SignalService:
             self.begin_shutdown()
             if not await self.turns.wait_idle(self.shutdown_timeout):
                 cancelled = self.turns.cancel_all()
-                log.warning("signal: %d turn(s) did not finish within %.0f s; their messages stay in the inbox "
-                            "and are answered at the next start", cancelled, self.shutdown_timeout)
+                log.warning(
+                    "signal: %d turn(s) did not finish within %.0f s; their messages stay in the inbox "
+                    "and are answered at the next start",
+                    cancelled,
+                    self.shutdown_timeout,
+                )
                 await self.turns.wait_idle(1.0)
             for task in list(self._tasks):  # turns still waiting for their chat: their items stay pending
                 task.cancel()
@@ -254,12 +299,18 @@ class SignalService:
             item = await asyncio.to_thread(self.inbox.accept, msg.source_id, msg.conversation_id, obj)
         except OSError as err:  # disk full, read-only: say so; the model would not see it anyway
             log.error("signal: message %s from %s could not be stored in the inbox: %s", msg.timestamp, msg.sender, err)
-            self._spawn(msg.chat, self._say(msg, f"⚠️ I could not save your message ({err.strerror}). "
-                                                 "Nothing was changed; please tell the owner."))
+            self._spawn(
+                msg.chat,
+                self._say(
+                    msg,
+                    f"⚠️ I could not save your message ({err.strerror}). Nothing was changed; please tell the owner.",
+                ),
+            )
             return
         if item is None:
-            log.info("signal: message %s from %s was already accepted; skipping the duplicate", msg.timestamp,
-                     msg.sender)
+            log.info(
+                "signal: message %s from %s was already accepted; skipping the duplicate", msg.timestamp, msg.sender
+            )
             return
         self._spawn(msg.chat, self.turns.answer(item))
 
@@ -292,8 +343,9 @@ class SignalService:
     # -- strangers ----------------------------------------------------------------
 
     def _load_refused(self) -> list[str]:
-        return [ln.strip() for ln in self.runtime.workspace.read_text(REFUSED_LOG, default="").splitlines()
-                if ln.strip()]
+        return [
+            ln.strip() for ln in self.runtime.workspace.read_text(REFUSED_LOG, default="").splitlines() if ln.strip()
+        ]
 
     async def _refuse(self, msg: Incoming) -> None:
         who = msg.uuid or msg.number or "?"
@@ -335,9 +387,11 @@ class SignalService:
             if rest.lower() == RESET_CONFIRM:
                 reply = await asyncio.to_thread(self.runtime.agent.reset, conversation)
             else:
-                reply = ("This clears the message history of this conversation, so I forget what we talked about "
-                         "here. Notes, tasks, reminders, learnings and other saved data are kept.\n\n"
-                         f"Send /reset {RESET_CONFIRM} to clear it.")
+                reply = (
+                    "This clears the message history of this conversation, so I forget what we talked about "
+                    "here. Notes, tasks, reminders, learnings and other saved data are kept.\n\n"
+                    f"Send /reset {RESET_CONFIRM} to clear it."
+                )
         else:
             # The same owner-only rule as Telegram (assistant_framework.access): /now, /reload, /stats and
             # /status details only in the owner's own direct chat.

@@ -45,11 +45,17 @@ class SignalSettings:
         allowed = tuple(normalize_id(a) for a in sig.get("allowed") or [])
         owner = sig.get("owner")
         owner = normalize_id(owner) if owner else (allowed[0] if allowed else None)
-        return cls(enabled=bool(sig.get("enabled", False)), base_url=str(sig.get("base_url") or DEFAULT_BASE_URL),
-                   account=str(sig.get("account") or ""), allowed=allowed, owner=owner,
-                   group_mode=sig.get("group_mode") or "mention", morning_digest=sig.get("morning_digest") or None,
-                   typing=bool(sig.get("typing", True)),
-                   timezone=str((config.get("runtime") or {}).get("timezone") or "UTC"))
+        return cls(
+            enabled=bool(sig.get("enabled", False)),
+            base_url=str(sig.get("base_url") or DEFAULT_BASE_URL),
+            account=str(sig.get("account") or ""),
+            allowed=allowed,
+            owner=owner,
+            group_mode=sig.get("group_mode") or "mention",
+            morning_digest=sig.get("morning_digest") or None,
+            typing=bool(sig.get("typing", True)),
+            timezone=str((config.get("runtime") or {}).get("timezone") or "UTC"),
+        )
 
     def is_allowed(self, number: str | None, uuid: str | None) -> bool:
         """Deny by default: the sender's number or ACI UUID must be listed in signal.allowed."""
@@ -58,8 +64,11 @@ class SignalSettings:
 
     def is_owner(self, number: str | None, uuid: str | None) -> bool:
         """True when the sender is the configured owner (and allowed)."""
-        return self.owner is not None and self.owner in {normalize_id(x) for x in (number, uuid) if x} \
+        return (
+            self.owner is not None
+            and self.owner in {normalize_id(x) for x in (number, uuid) if x}
             and self.is_allowed(number, uuid)
+        )
 
 
 @dataclass
@@ -125,19 +134,25 @@ def parse_event(obj: dict) -> Incoming | None:
     if not isinstance(data, dict) or data.get("reaction") or data.get("remoteDelete"):
         return None
     text = data.get("message") or ""
-    attachments = [a for a in data.get("attachments") or []
-                   if isinstance(a, dict) and a.get("contentType") != LONG_TEXT]  # its text is already in "message"
+    attachments = [
+        a for a in data.get("attachments") or [] if isinstance(a, dict) and a.get("contentType") != LONG_TEXT
+    ]  # its text is already in "message"
     sticker = bool(data.get("sticker"))
     if not text and not attachments and not sticker:
         return None  # group updates, expiration timer changes, ...
     group = data.get("groupInfo") or {}
-    return Incoming(number=env.get("sourceNumber") or (env.get("source") if E164_RE.match(str(env.get("source") or ""))
-                                                       else None),
-                    uuid=normalize_id(env.get("sourceUuid")) if env.get("sourceUuid") else None,
-                    name=str(env.get("sourceName") or ""), timestamp=int(data.get("timestamp") or env.get("timestamp")),
-                    text=text, group_id=group.get("groupId") if isinstance(group, dict) else None,
-                    attachments=attachments, mentions=[m for m in data.get("mentions") or [] if isinstance(m, dict)],
-                    quote=data.get("quote") if isinstance(data.get("quote"), dict) else None, sticker=sticker)
+    return Incoming(
+        number=env.get("sourceNumber") or (env.get("source") if E164_RE.match(str(env.get("source") or "")) else None),
+        uuid=normalize_id(env.get("sourceUuid")) if env.get("sourceUuid") else None,
+        name=str(env.get("sourceName") or ""),
+        timestamp=int(data.get("timestamp") or env.get("timestamp")),
+        text=text,
+        group_id=group.get("groupId") if isinstance(group, dict) else None,
+        attachments=attachments,
+        mentions=[m for m in data.get("mentions") or [] if isinstance(m, dict)],
+        quote=data.get("quote") if isinstance(data.get("quote"), dict) else None,
+        sticker=sticker,
+    )
 
 
 def is_bot(number: str | None, uuid: str | None, account: str, account_uuid: str | None) -> bool:
@@ -152,8 +167,9 @@ def addressed_to_bot(msg: Incoming, settings: SignalSettings, account_uuid: str 
     if any(is_bot(m.get("number"), m.get("uuid"), settings.account, account_uuid) for m in msg.mentions):
         return True
     quote = msg.quote or {}
-    return is_bot(quote.get("authorNumber") or quote.get("author"), quote.get("authorUuid"), settings.account,
-                  account_uuid)
+    return is_bot(
+        quote.get("authorNumber") or quote.get("author"), quote.get("authorUuid"), settings.account, account_uuid
+    )
 
 
 def model_text(msg: Incoming, account: str, account_uuid: str | None = None) -> str:
@@ -162,9 +178,12 @@ def model_text(msg: Incoming, account: str, account_uuid: str | None = None) -> 
     units = text.encode("utf-16-le", "surrogatepass")
     for mention in sorted(msg.mentions, key=lambda m: int(m.get("start", 0)), reverse=True):
         start, length = int(mention.get("start", 0)), int(mention.get("length", 1))
-        name = "" if is_bot(mention.get("number"), mention.get("uuid"), account, account_uuid) else \
-            "@" + str(mention.get("name") or mention.get("number") or mention.get("uuid") or "someone")
-        units = units[:2 * start] + name.encode("utf-16-le") + units[2 * (start + length):]
+        name = (
+            ""
+            if is_bot(mention.get("number"), mention.get("uuid"), account, account_uuid)
+            else "@" + str(mention.get("name") or mention.get("number") or mention.get("uuid") or "someone")
+        )
+        units = units[: 2 * start] + name.encode("utf-16-le") + units[2 * (start + length) :]
     text = units.decode("utf-16-le", "surrogatepass").replace(MENTION_PLACEHOLDER, "")
     return re.sub(r"[ \t]{2,}", " ", text).strip() or msg.text.strip()
 
@@ -178,11 +197,13 @@ def recipient_params(chat: str) -> dict:
 
 def chat_of_conversation(conversation_id: str) -> str:
     """The chat id inside ``sig:<chat>``."""
-    return conversation_id[len(PREFIX):] if conversation_id.startswith(PREFIX) else conversation_id
+    return conversation_id[len(PREFIX) :] if conversation_id.startswith(PREFIX) else conversation_id
 
 
 def refusal_text(msg: Incoming) -> str:
     """The one reply a stranger gets: their own ids, so the owner can allow them."""
     ids = " / ".join(x for x in (msg.number, msg.uuid) if x)
-    return (f"Sorry, you are not authorised to use this bot. Your Signal id is {ids}; "
-            "the owner can add it to signal.allowed.")
+    return (
+        f"Sorry, you are not authorised to use this bot. Your Signal id is {ids}; "
+        "the owner can add it to signal.allowed."
+    )

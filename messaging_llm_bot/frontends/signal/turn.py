@@ -14,12 +14,18 @@ from typing import Any, Callable
 from zoneinfo import ZoneInfo
 
 from assistant_framework.inbox import Inbox, InboxItem
-from messaging_llm_bot.frontends.turns import RunningTurns
 from messaging_llm_bot.frontends.attachments import VOICE_DISABLED, attachment_prompt
 from messaging_llm_bot.frontends.signal import media
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.frontends.signal.format import render_signal
-from messaging_llm_bot.frontends.signal.settings import Incoming, SignalSettings, model_text, parse_event, recipient_params
+from messaging_llm_bot.frontends.signal.settings import (
+    Incoming,
+    SignalSettings,
+    model_text,
+    parse_event,
+    recipient_params,
+)
+from messaging_llm_bot.frontends.turns import RunningTurns
 from messaging_llm_bot.llm.transcribe import transcription_config
 
 log = logging.getLogger(__name__)
@@ -39,8 +45,11 @@ class Outage:
     def failed(self, err: BaseException) -> None:
         if not self.down:
             self.down = True
-            log.warning("signal: the signal-cli daemon at %s is not reachable (%s); retrying until it is back",
-                        self.base_url, err)
+            log.warning(
+                "signal: the signal-cli daemon at %s is not reachable (%s); retrying until it is back",
+                self.base_url,
+                err,
+            )
 
     def ok(self) -> None:
         if self.down:
@@ -48,8 +57,15 @@ class Outage:
             log.info("signal: the signal-cli daemon at %s is reachable again", self.base_url)
 
 
-async def send_parts(client: SignalClient, chat: str, markdown: str, *, quote: Incoming | None = None,
-                     skip_parts: int = 0, on_part_sent: Callable[[int, int], None] | None = None) -> list[int]:
+async def send_parts(
+    client: SignalClient,
+    chat: str,
+    markdown: str,
+    *,
+    quote: Incoming | None = None,
+    skip_parts: int = 0,
+    on_part_sent: Callable[[int, int], None] | None = None,
+) -> list[int]:
     """Send ``markdown`` as Signal parts in order; returns their timestamps. Raises SignalRpcError/Unavailable."""
     sent = []
     for index, part in enumerate(render_signal(markdown)):
@@ -106,8 +122,15 @@ class Typing:
 class TurnRunner:
     """Runs turns for the Signal frontend; one instance per service."""
 
-    def __init__(self, runtime: Any, inbox: Inbox, client: SignalClient, settings_ref: Callable[[], SignalSettings],
-                 outage: Outage, approvals: Any = None) -> None:
+    def __init__(
+        self,
+        runtime: Any,
+        inbox: Inbox,
+        client: SignalClient,
+        settings_ref: Callable[[], SignalSettings],
+        outage: Outage,
+        approvals: Any = None,
+    ) -> None:
         self.runtime, self.inbox, self.client, self.outage = runtime, inbox, client, outage
         self.approvals = approvals
         self._settings_ref = settings_ref
@@ -174,7 +197,8 @@ class TurnRunner:
     async def _receipt_and_typing(self, msg: Incoming) -> bool:
         """Mark the message read and show "typing…", in one batch request; True when typing went out."""
         calls: list[tuple[str, dict | None]] = [
-            ("sendReceipt", {"recipient": msg.uuid or msg.number, "targetTimestamp": [msg.timestamp], "type": "read"})]
+            ("sendReceipt", {"recipient": msg.uuid or msg.number, "targetTimestamp": [msg.timestamp], "type": "read"})
+        ]
         if self.settings.typing:
             calls.append(("sendTyping", recipient_params(msg.chat)))
         try:
@@ -218,12 +242,19 @@ class TurnRunner:
         if self.approvals is not None and owner_chat:
             approve = self.approvals.approver(msg.chat, asyncio.get_running_loop())
         result = await asyncio.to_thread(
-            self.runtime.agent.handle_message, item.conversation_id, text, chat_id=item.conversation_id,
+            self.runtime.agent.handle_message,
+            item.conversation_id,
+            text,
+            chat_id=item.conversation_id,
             user_id=msg.sender,
             # Only the owner's own direct chat sees the owner's notes, facts and other chats' logs.
-            private=owner_chat, message_id=msg.timestamp, untrusted=untrusted, approve=approve,
+            private=owner_chat,
+            message_id=msg.timestamp,
+            untrusted=untrusted,
+            approve=approve,
             # Streamed from the model (not shown as it arrives): /stop can then cut the answer off at once.
-            stream=self.runtime.agent.settings.stream)
+            stream=self.runtime.agent.settings.stream,
+        )
         reply = result.reply or FAILED_REPLY
         if result.footer:
             reply = f"{reply}\n\n_{result.footer}_"
@@ -250,19 +281,33 @@ class TurnRunner:
                     log.warning("signal: could not record part %d of %s: %s", index, item.item_id, err)
 
             try:
-                await send_parts(self.client, msg.chat, reply, quote=quote if skip == 0 else None, skip_parts=skip,
-                                 on_part_sent=on_part_sent)
+                await send_parts(
+                    self.client,
+                    msg.chat,
+                    reply,
+                    quote=quote if skip == 0 else None,
+                    skip_parts=skip,
+                    on_part_sent=on_part_sent,
+                )
                 self.outage.ok()
                 return True
             except SignalRpcError as err:
                 if not err.transient:  # refused (unknown group, unregistered user): retrying cannot help
-                    log.error("signal: the reply to %s in %s was refused by signal-cli: %s; giving up", msg.timestamp,
-                              msg.chat, err)
+                    log.error(
+                        "signal: the reply to %s in %s was refused by signal-cli: %s; giving up",
+                        msg.timestamp,
+                        msg.chat,
+                        err,
+                    )
                     return True
                 if not held:
                     held = True
-                    log.warning("signal: the reply to %s in %s cannot be sent for now: %s; retrying", msg.timestamp,
-                                msg.chat, err)
+                    log.warning(
+                        "signal: the reply to %s in %s cannot be sent for now: %s; retrying",
+                        msg.timestamp,
+                        msg.chat,
+                        err,
+                    )
             except SignalUnavailable as err:
                 self.outage.failed(err)
             if self.stopping:

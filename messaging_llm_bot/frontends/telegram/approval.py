@@ -63,8 +63,14 @@ class Approvals:
         future = asyncio.get_running_loop().create_future()
         self._pending[token] = future
         self._chats[token] = chat_id
-        keyboard = InlineKeyboardMarkup([[InlineKeyboardButton("✅ Confirm", callback_data=f"approve:{token}:yes"),
-                                          InlineKeyboardButton("✖ Decline", callback_data=f"approve:{token}:no")]])
+        keyboard = InlineKeyboardMarkup(
+            [
+                [
+                    InlineKeyboardButton("✅ Confirm", callback_data=f"approve:{token}:yes"),
+                    InlineKeyboardButton("✖ Decline", callback_data=f"approve:{token}:no"),
+                ]
+            ]
+        )
         try:
             message = await bot.send_message(chat_id, describe_request(request), reply_markup=keyboard)
         except TelegramError:
@@ -75,7 +81,9 @@ class Approvals:
             return await asyncio.wait_for(future, self.timeout_seconds)
         except asyncio.TimeoutError:
             try:
-                await bot.edit_message_text("No answer in time: not done.", chat_id=chat_id, message_id=message.message_id)
+                await bot.edit_message_text(
+                    "No answer in time: not done.", chat_id=chat_id, message_id=message.message_id
+                )
             except TelegramError:
                 pass
             return False

@@ -22,7 +22,6 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import filelock
-import telegram
 from telegram import BotCommand, Update
 from telegram.error import Conflict, InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, ApplicationBuilder, BaseUpdateProcessor, ContextTypes, ExtBot
@@ -30,9 +29,9 @@ from telegram.request import HTTPXRequest
 
 from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
+from messaging_llm_bot.frontends.commands import COMMANDS, collector_notice
 from messaging_llm_bot.frontends.jobs import DailyJob
 from messaging_llm_bot.frontends.reminders import DeliveryRefused, ReminderScheduler
-from messaging_llm_bot.frontends.commands import COMMANDS, collector_notice
 from messaging_llm_bot.frontends.telegram.handlers import Frontend
 from messaging_llm_bot.frontends.telegram.ratelimit import ReplyFirstRateLimiter
 from messaging_llm_bot.frontends.telegram.send import TelegramDeliveryError, refused_for_good, send_markdown
@@ -82,8 +81,11 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
         chat = update.effective_chat if isinstance(update, Update) else None
         # Button presses skip the queue: a turn may be waiting for one (confirmations); so does /stop,
         # which is about the turn the queue is waiting for.
-        if chat is None or update.callback_query is not None or (
-                update.message is not None and command_name(update.message) == "stop"):
+        if (
+            chat is None
+            or update.callback_query is not None
+            or (update.message is not None and command_name(update.message) == "stop")
+        ):
             await coroutine
             return
         # Tasks start in arrival order and asyncio.Lock wakes waiters FIFO: order holds per chat.
@@ -100,8 +102,14 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
 class TelegramService:
     """One running bot: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is thread-safe."""
 
-    def __init__(self, runtime: Any, *, stop_signals: Any = None, poll_timeout: int = POLL_TIMEOUT_SECONDS,
-                 reminder_poll_seconds: float = REMINDER_POLL_SECONDS) -> None:
+    def __init__(
+        self,
+        runtime: Any,
+        *,
+        stop_signals: Any = None,
+        poll_timeout: int = POLL_TIMEOUT_SECONDS,
+        reminder_poll_seconds: float = REMINDER_POLL_SECONDS,
+    ) -> None:
         self.runtime = runtime
         self.settings = TelegramSettings.from_config(runtime.config)
         self.stop_signals = stop_signals
@@ -128,14 +136,24 @@ class TelegramService:
     def build(self) -> Application:
         """Build the Application pointed at ``telegram.base_url`` with rate limiter and JobQueue."""
         self.frontend = Frontend(self.runtime, self.settings, Inbox(self.runtime.workspace))
-        bot = InboxBot(token=self.settings.token, base_url=self.settings.base_url,
-                       base_file_url=self.settings.base_file_url,
-                       request=HTTPXRequest(connection_pool_size=64),
-                       get_updates_request=HTTPXRequest(read_timeout=self.poll_timeout + 10.0),
-                       rate_limiter=ReplyFirstRateLimiter(), on_updates=self.frontend.persist,
-                       on_first_poll=self._start_the_rest)
-        app = (ApplicationBuilder().bot(bot).concurrent_updates(ChatOrderedProcessor(self.frontend))
-               .post_init(self._post_init).post_stop(self._post_stop).build())
+        bot = InboxBot(
+            token=self.settings.token,
+            base_url=self.settings.base_url,
+            base_file_url=self.settings.base_file_url,
+            request=HTTPXRequest(connection_pool_size=64),
+            get_updates_request=HTTPXRequest(read_timeout=self.poll_timeout + 10.0),
+            rate_limiter=ReplyFirstRateLimiter(),
+            on_updates=self.frontend.persist,
+            on_first_poll=self._start_the_rest,
+        )
+        app = (
+            ApplicationBuilder()
+            .bot(bot)
+            .concurrent_updates(ChatOrderedProcessor(self.frontend))
+            .post_init(self._post_init)
+            .post_stop(self._post_stop)
+            .build()
+        )
         self.frontend.register(app)
         app.add_error_handler(self._on_error)
         self.app = app
@@ -147,8 +165,10 @@ class TelegramService:
         ids = sorted(self.settings.allowed_user_ids)
         log.info("Serving @%s for user ids %s", bot.username, ids)
         if not ids:
-            log.warning("telegram.allowed_user_ids is empty: the bot answers no one. Send it a message to "
-                        "see your numeric user id, then add it with: config set telegram.allowed_user_ids [ID]")
+            log.warning(
+                "telegram.allowed_user_ids is empty: the bot answers no one. Send it a message to "
+                "see your numeric user id, then add it with: config set telegram.allowed_user_ids [ID]"
+            )
         self._replay = await fe.start_replay(bot)
         if self.settings.mode == "webhook":
             self._loop.call_soon(self._start_the_rest)
@@ -168,15 +188,24 @@ class TelegramService:
             log.warning("telegram: setMyCommands failed: %s", err)
         if self._stopping:
             return
-        self.reminders = ReminderScheduler(ReminderStore(self.runtime.workspace), app.job_queue, self.send_reminder,
-                                           default_tz=self.settings.timezone, poll_seconds=self.reminder_poll_seconds,
-                                           channel="telegram")
+        self.reminders = ReminderScheduler(
+            ReminderStore(self.runtime.workspace),
+            app.job_queue,
+            self.send_reminder,
+            default_tz=self.settings.timezone,
+            poll_seconds=self.reminder_poll_seconds,
+            channel="telegram",
+        )
         self.reminders.start()
         if self.settings.morning_digest:
             hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))
             # Not PTB's run_daily: its cron trigger sends a time in the hour the clocks go back twice.
-            DailyJob(app.job_queue, self._morning_digest, dtime(hour, minute, tzinfo=ZoneInfo(self.settings.timezone)),
-                     "morning-digest").start()
+            DailyJob(
+                app.job_queue,
+                self._morning_digest,
+                dtime(hour, minute, tzinfo=ZoneInfo(self.settings.timezone)),
+                "morning-digest",
+            ).start()
         self.runtime.start_background(notify=self.notify_from_thread)
         self.started.set()
 
@@ -210,8 +239,13 @@ class TelegramService:
             running = self.frontend.turns.active
         else:
             running = 0
-        log.info("telegram: %s: stopping; waiting up to %.0f s for %d turn(s) in flight; messages not yet "
-                 "answered stay in the inbox", reason, self.shutdown_timeout, running)
+        log.info(
+            "telegram: %s: stopping; waiting up to %.0f s for %d turn(s) in flight; messages not yet "
+            "answered stay in the inbox",
+            reason,
+            self.shutdown_timeout,
+            running,
+        )
         loop = self._loop or asyncio.get_event_loop()
         self._deadline = loop.time() + self.shutdown_timeout
         self._watchdog = loop.call_later(self.shutdown_timeout, self._give_up)
@@ -223,8 +257,12 @@ class TelegramService:
             return
         cancelled = self.frontend.turns.cancel_all()
         if cancelled:
-            log.warning("telegram: %d turn(s) did not finish within %.0f s; their messages stay in the inbox "
-                        "and are answered at the next start", cancelled, self.shutdown_timeout)
+            log.warning(
+                "telegram: %d turn(s) did not finish within %.0f s; their messages stay in the inbox "
+                "and are answered at the next start",
+                cancelled,
+                self.shutdown_timeout,
+            )
 
     async def _post_stop(self, app: Application) -> None:
         if self._rest is not None and not self._rest.done():
@@ -297,8 +335,11 @@ class TelegramService:
         try:
             lock.acquire(timeout=0)
         except filelock.Timeout:
-            print(f"telegram: another bot is already running on workspace {self.runtime.workspace.root} "
-                  f"({LOCK_FILE} is held); stop it first", file=sys.stderr)
+            print(
+                f"telegram: another bot is already running on workspace {self.runtime.workspace.root} "
+                f"({LOCK_FILE} is held); stop it first",
+                file=sys.stderr,
+            )
             return EXIT_FAILED
         try:
             return self._run_app()
@@ -316,15 +357,24 @@ class TelegramService:
                 hook = self.settings.webhook
                 # Never without a secret: a forged POST would otherwise run as any user it names.
                 secret = webhook_secret(hook.get("secret_token"), self.runtime.workspace)
-                app.run_webhook(listen=hook.get("listen", "127.0.0.1"), port=int(hook.get("port", 8443)),
-                                url_path="telegram", webhook_url=hook.get("url") or None,
-                                secret_token=secret,
-                                allowed_updates=["message", "callback_query"],
-                                stop_signals=None, close_loop=False)
+                app.run_webhook(
+                    listen=hook.get("listen", "127.0.0.1"),
+                    port=int(hook.get("port", 8443)),
+                    url_path="telegram",
+                    webhook_url=hook.get("url") or None,
+                    secret_token=secret,
+                    allowed_updates=["message", "callback_query"],
+                    stop_signals=None,
+                    close_loop=False,
+                )
             else:
-                app.run_polling(poll_interval=0.0, timeout=self.poll_timeout,
-                                allowed_updates=["message", "callback_query"],
-                                stop_signals=None, close_loop=False)
+                app.run_polling(
+                    poll_interval=0.0,
+                    timeout=self.poll_timeout,
+                    allowed_updates=["message", "callback_query"],
+                    stop_signals=None,
+                    close_loop=False,
+                )
         except InvalidToken:
             print("telegram: the bot token was refused by the Bot API (check telegram.token)", file=sys.stderr)
             return EXIT_FAILED
@@ -334,8 +384,11 @@ class TelegramService:
         finally:
             self._shutdown_runtime()
         if self.conflict:
-            print("telegram: stopped: another instance is polling with the same bot token "
-                  "(409 Conflict); run only one bot per token", file=sys.stderr)
+            print(
+                "telegram: stopped: another instance is polling with the same bot token "
+                "(409 Conflict); run only one bot per token",
+                file=sys.stderr,
+            )
             return EXIT_FAILED
         return EXIT_OK
 

@@ -6,8 +6,16 @@ The conversion and the splitting rules are shared with the other chat frontends
 
 from __future__ import annotations
 
-from messaging_llm_bot.frontends.markup import (EMPTY_PLACEHOLDER, MessagePart, plain_parts as _plain_parts,
-                                                render_parts, utf16_len, utf16_units)
+from messaging_llm_bot.frontends.markup import (
+    EMPTY_PLACEHOLDER,
+    MessagePart,
+    render_parts,
+    utf16_len,
+    utf16_units,
+)
+from messaging_llm_bot.frontends.markup import (
+    plain_parts as _plain_parts,
+)
 
 MAX_MESSAGE_UTF16 = 4096
 

@@ -11,19 +11,33 @@ from zoneinfo import ZoneInfo
 
 import telegram
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
-from telegram.ext import (Application, ApplicationHandlerStop, CallbackQueryHandler, CommandHandler,
-                          ContextTypes, MessageHandler, TypeHandler, filters)
+from telegram.ext import (
+    Application,
+    ApplicationHandlerStop,
+    CallbackQueryHandler,
+    CommandHandler,
+    ContextTypes,
+    MessageHandler,
+    TypeHandler,
+    filters,
+)
 
 from assistant_framework.access import command_allowed, sees_owner_data
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.frontends import commands as texts
 from messaging_llm_bot.frontends.digest import build_digest
-from messaging_llm_bot.frontends.telegram.media import message_kind, unsupported_text
-from messaging_llm_bot.frontends.telegram.send import send_markdown
-from messaging_llm_bot.frontends.telegram.settings import (TelegramSettings, addressed_to_bot, conversation_id,
-                                                          for_other_bot, is_command, message_fingerprint)
 from messaging_llm_bot.frontends.telegram.approval import CALLBACK_PATTERN as APPROVAL_PATTERN
 from messaging_llm_bot.frontends.telegram.approval import Approvals
+from messaging_llm_bot.frontends.telegram.media import message_kind, unsupported_text
+from messaging_llm_bot.frontends.telegram.send import send_markdown
+from messaging_llm_bot.frontends.telegram.settings import (
+    TelegramSettings,
+    addressed_to_bot,
+    conversation_id,
+    for_other_bot,
+    is_command,
+    message_fingerprint,
+)
 from messaging_llm_bot.frontends.telegram.turn import TurnRunner, storage_error_text
 from messaging_llm_bot.llm.transcribe import transcription_config
 
@@ -34,8 +48,10 @@ MODEL_KINDS = ("text", "document", "photo", "voice")
 
 def refusal_text(user_id: int) -> str:
     """The one reply an unknown user gets."""
-    return (f"Sorry, you are not authorised to use this bot. Your user id is {user_id}; "
-            "the owner can add it to telegram.allowed_user_ids.")
+    return (
+        f"Sorry, you are not authorised to use this bot. Your user id is {user_id}; "
+        "the owner can add it to telegram.allowed_user_ids."
+    )
 
 
 class Frontend:
@@ -60,8 +76,9 @@ class Frontend:
     def owner_data(self, update: Update) -> bool:
         """True only in the owner's own private chat (assistant_framework.access: the rule of every frontend)."""
         user, chat = update.effective_user, update.effective_chat
-        return sees_owner_data(user is not None and user.id == self.settings.owner_id,
-                               chat is not None and chat.type == "private")
+        return sees_owner_data(
+            user is not None and user.id == self.settings.owner_id, chat is not None and chat.type == "private"
+        )
 
     async def owner_only(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Group -1 guard: /now, /reload and /stats run only in the owner's own private chat."""
@@ -71,8 +88,12 @@ class Frontend:
         name = (message.text or "").split()[0][1:].partition("@")[0]
         if command_allowed(name, self.owner_data(update)):
             return
-        log.info("telegram: /%s refused for user %s in chat %s (owner only)", name,
-                 update.effective_user.id if update.effective_user else None, message.chat_id)
+        log.info(
+            "telegram: /%s refused for user %s in chat %s (owner only)",
+            name,
+            update.effective_user.id if update.effective_user else None,
+            message.chat_id,
+        )
         await self._send(update, context.bot, texts.owner_only_text(name))
         raise ApplicationHandlerStop
 
@@ -90,8 +111,7 @@ class Frontend:
             return False
         if kind == "voice" and transcription_config(self.runtime.config.get("llm") or {}) is None:
             return False
-        return addressed_to_bot(message, bot.username or "", bot.id if bot.username else None,
-                                self.settings.group_mode)
+        return addressed_to_bot(message, bot.username or "", bot.id if bot.username else None, self.settings.group_mode)
 
     def persist(self, updates: Sequence[Update], bot: telegram.Bot) -> None:
         """Write model-bound updates to the inbox before they are confirmed to Telegram."""
@@ -102,8 +122,17 @@ class Frontend:
         if len(wanted) > 1:
             # A burst: one batch whose fsyncs the file system commits together.
             try:
-                accepted = self.inbox.accept_many([(str(u.update_id), conversation_id(u.message.chat_id),
-                                                    u.to_dict(), message_fingerprint(u.message)) for u in wanted])
+                accepted = self.inbox.accept_many(
+                    [
+                        (
+                            str(u.update_id),
+                            conversation_id(u.message.chat_id),
+                            u.to_dict(),
+                            message_fingerprint(u.message),
+                        )
+                        for u in wanted
+                    ]
+                )
             except Exception:  # noqa: BLE001 - e.g. disk full: retry one by one (what went in is seen)
                 log.warning("telegram: batch write of %d updates to the inbox failed; one at a time", len(wanted))
             else:
@@ -116,8 +145,12 @@ class Frontend:
             try:
                 if update.update_id in self.items or not self.for_model(update, bot):
                     continue
-                item = self.inbox.accept(str(update.update_id), conversation_id(update.message.chat_id),
-                                         update.to_dict(), message_fingerprint(update.message))
+                item = self.inbox.accept(
+                    str(update.update_id),
+                    conversation_id(update.message.chat_id),
+                    update.to_dict(),
+                    message_fingerprint(update.message),
+                )
             except Exception:  # noqa: BLE001 - one odd update must not stall polling; the handler retries
                 log.exception("telegram: could not persist update %s to the inbox", update.update_id)
                 continue
@@ -150,8 +183,9 @@ class Frontend:
             message = update.message
             if message is None or for_other_bot(message, bot.username):
                 return  # /cmd@otherbot: for another bot in the group, not a request to this one
-            if message.chat.type != "private" and not (is_command(message) or addressed_to_bot(
-                    message, bot.username or "", bot.id, "mention")):
+            if message.chat.type != "private" and not (
+                is_command(message) or addressed_to_bot(message, bot.username or "", bot.id, "mention")
+            ):
                 return  # a group conversation not addressed to the bot: stay quiet
             await message.reply_text(refusal_text(user.id), do_quote=message.chat.type != "private")
         except telegram.error.TelegramError as err:
@@ -172,12 +206,20 @@ class Frontend:
         item = self.items.pop(update.update_id, None)
         if item is None:  # webhook mode or a direct process_update: persist now
             try:
-                item = await asyncio.to_thread(self.inbox.accept, str(update.update_id),
-                                               conversation_id(message.chat_id), update.to_dict(),
-                                               message_fingerprint(message))
+                item = await asyncio.to_thread(
+                    self.inbox.accept,
+                    str(update.update_id),
+                    conversation_id(message.chat_id),
+                    update.to_dict(),
+                    message_fingerprint(message),
+                )
             except OSError as err:  # disk full, read-only: say so; the model would not see it anyway
-                log.error("telegram: message %s in chat %s could not be stored in the inbox: %s",
-                          message.message_id, message.chat_id, err)
+                log.error(
+                    "telegram: message %s in chat %s could not be stored in the inbox: %s",
+                    message.message_id,
+                    message.chat_id,
+                    err,
+                )
                 await message.reply_text(storage_error_text(err), do_quote=message.chat.type != "private")
                 return
             if item is None:
@@ -197,8 +239,10 @@ class Frontend:
             return None
         for chat in by_chat:
             await self.chat_lock(chat).acquire()
-        log.info("telegram: answering %d message(s) left unanswered by the last run",
-                 sum(len(items) for items in by_chat.values()))
+        log.info(
+            "telegram: answering %d message(s) left unanswered by the last run",
+            sum(len(items) for items in by_chat.values()),
+        )
 
         async def run_chat(chat: int, items: list[InboxItem]) -> None:
             try:
@@ -273,11 +317,19 @@ class Frontend:
 
     async def cmd_reset(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Say what will be cleared and ask for confirmation with a button."""
-        keyboard = InlineKeyboardMarkup([[InlineKeyboardButton("Clear history", callback_data="reset:yes"),
-                                          InlineKeyboardButton("Cancel", callback_data="reset:no")]])
+        keyboard = InlineKeyboardMarkup(
+            [
+                [
+                    InlineKeyboardButton("Clear history", callback_data="reset:yes"),
+                    InlineKeyboardButton("Cancel", callback_data="reset:no"),
+                ]
+            ]
+        )
         await update.effective_message.reply_text(
             "This clears the message history of this conversation, so I forget what we talked about here. "
-            "Notes, tasks, reminders, learnings and other saved data are kept.", reply_markup=keyboard)
+            "Notes, tasks, reminders, learnings and other saved data are kept.",
+            reply_markup=keyboard,
+        )
 
     async def on_reset_choice(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         query = update.callback_query
@@ -296,10 +348,19 @@ class Frontend:
         # After the allowlist, before the commands: PTB runs one handler per group.
         app.add_handler(TypeHandler(Update, self.owner_only), group=-1)
         only_new = filters.UpdateType.MESSAGE  # an edited message must not trigger a second answer
-        for name, callback in (("start", self.cmd_help), ("help", self.cmd_help), ("skills", self.cmd_skills),
-                               ("skill", self.cmd_skill), ("stop", self.cmd_stop), ("reset", self.cmd_reset), ("status", self.cmd_status),
-                               ("now", self.cmd_now), ("reload", self.cmd_reload), ("stats", self.cmd_stats),
-                               ("why", self.cmd_why)):
+        for name, callback in (
+            ("start", self.cmd_help),
+            ("help", self.cmd_help),
+            ("skills", self.cmd_skills),
+            ("skill", self.cmd_skill),
+            ("stop", self.cmd_stop),
+            ("reset", self.cmd_reset),
+            ("status", self.cmd_status),
+            ("now", self.cmd_now),
+            ("reload", self.cmd_reload),
+            ("stats", self.cmd_stats),
+            ("why", self.cmd_why),
+        ):
             app.add_handler(CommandHandler(name, callback, filters=only_new))
         app.add_handler(CallbackQueryHandler(self.on_reset_choice, pattern=r"^reset:(yes|no)$"))
         app.add_handler(CallbackQueryHandler(self.approvals.on_choice, pattern=APPROVAL_PATTERN))

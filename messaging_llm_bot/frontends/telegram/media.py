@@ -13,16 +13,41 @@ import telegram
 from telegram.constants import FileSizeLimit
 
 from assistant_framework.workspace import Workspace, atomic_write_bytes
-from messaging_llm_bot.frontends.attachments import (VOICE_DISABLED, SavedFile, attachment_prompt, free_name,
-                                                     sanitize_name)
+from messaging_llm_bot.frontends.attachments import (
+    VOICE_DISABLED,
+    SavedFile,
+    attachment_prompt,
+    free_name,
+    sanitize_name,
+)
 from messaging_llm_bot.llm.transcribe import Transcription, transcribe
 
-__all__ = ["VOICE_DISABLED", "SavedFile", "attachment_prompt", "message_kind", "sanitize_name", "save_attachment",
-           "transcribe_voice", "unsupported_text"]
+__all__ = [
+    "VOICE_DISABLED",
+    "SavedFile",
+    "attachment_prompt",
+    "message_kind",
+    "sanitize_name",
+    "save_attachment",
+    "transcribe_voice",
+    "unsupported_text",
+]
 
 MAX_DOWNLOAD_BYTES = int(FileSizeLimit.FILESIZE_DOWNLOAD)  # 20 MB: the Bot API refuses bigger downloads
-_OTHER_KINDS = ("sticker", "video", "video_note", "animation", "audio", "location", "venue", "contact", "poll",
-                "dice", "game", "story")
+_OTHER_KINDS = (
+    "sticker",
+    "video",
+    "video_note",
+    "animation",
+    "audio",
+    "location",
+    "venue",
+    "contact",
+    "poll",
+    "dice",
+    "game",
+    "story",
+)
 
 
 def message_kind(message: telegram.Message) -> str:
@@ -41,8 +66,7 @@ def message_kind(message: telegram.Message) -> str:
     return "other"
 
 
-async def save_attachment(bot: telegram.Bot, ws: Workspace, message: telegram.Message,
-                          today: date) -> SavedFile | str:
+async def save_attachment(bot: telegram.Bot, ws: Workspace, message: telegram.Message, today: date) -> SavedFile | str:
     """Download a document or the largest photo size into ``inbox/<today>/``; an error text on failure."""
     kind = message_kind(message)
     if kind == "document":
@@ -56,8 +80,10 @@ async def save_attachment(bot: telegram.Bot, ws: Workspace, message: telegram.Me
     else:
         return f"A {kind} cannot be saved as an attachment."
     if media.file_size and media.file_size > MAX_DOWNLOAD_BYTES:
-        return (f"That file is {media.file_size / 1e6:.1f} MB; Telegram lets bots download at most "
-                f"{MAX_DOWNLOAD_BYTES // 1_000_000} MB.")
+        return (
+            f"That file is {media.file_size / 1e6:.1f} MB; Telegram lets bots download at most "
+            f"{MAX_DOWNLOAD_BYTES // 1_000_000} MB."
+        )
     try:
         tg_file = await bot.get_file(media.file_id)
         data = bytes(await tg_file.download_as_bytearray())
@@ -85,5 +111,7 @@ def unsupported_text(kind: str) -> str:
     if kind == "voice":
         return VOICE_DISABLED
     label = kind.replace("_", " ")
-    return (f"Sorry, I can't handle a {label} message. Send text, a document or a photo"
-            " (voice notes work when transcription is configured).")
+    return (
+        f"Sorry, I can't handle a {label} message. Send text, a document or a photo"
+        " (voice notes work when transcription is configured)."
+    )

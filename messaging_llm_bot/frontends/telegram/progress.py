@@ -51,10 +51,18 @@ def status_line(skill: str, args: Any, round_no: int) -> str:
 class Progress:
     """Typing refresher + status/stream message for one turn in one chat."""
 
-    def __init__(self, bot: telegram.Bot, chat_id: int, *, show_status: bool = True, stream: bool = True,
-                 reply_to_message_id: int | None = None, edit_interval: float = EDIT_INTERVAL_SECONDS,
-                 message_id: int | None = None,
-                 on_message: Callable[[int], Awaitable[None]] | None = None) -> None:
+    def __init__(
+        self,
+        bot: telegram.Bot,
+        chat_id: int,
+        *,
+        show_status: bool = True,
+        stream: bool = True,
+        reply_to_message_id: int | None = None,
+        edit_interval: float = EDIT_INTERVAL_SECONDS,
+        message_id: int | None = None,
+        on_message: Callable[[int], Awaitable[None]] | None = None,
+    ) -> None:
         self.bot = bot
         self.chat_id = chat_id
         self.show_status = show_status

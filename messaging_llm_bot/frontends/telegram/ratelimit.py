@@ -94,15 +94,20 @@ def is_optional(endpoint: str, rate_limit_args: Any) -> bool:
 
 def optional_call(bot: Any) -> dict:
     """Keyword arguments that mark a Bot call optional (empty when the bot has no such limiter)."""
-    return {"rate_limit_args": OPTIONAL} if isinstance(getattr(bot, "rate_limiter", None),
-                                                       ReplyFirstRateLimiter) else {}
+    return (
+        {"rate_limit_args": OPTIONAL} if isinstance(getattr(bot, "rate_limiter", None), ReplyFirstRateLimiter) else {}
+    )
 
 
 class ReplyFirstRateLimiter(BaseRateLimiter[dict]):
     """Telegram's limits with replies first; see the module docstring."""
 
-    def __init__(self, per_second: float = MESSAGES_PER_SECOND, group_per_minute: float = GROUP_MESSAGES_PER_MINUTE,
-                 reserve: float = RESERVE) -> None:
+    def __init__(
+        self,
+        per_second: float = MESSAGES_PER_SECOND,
+        group_per_minute: float = GROUP_MESSAGES_PER_MINUTE,
+        reserve: float = RESERVE,
+    ) -> None:
         self.per_second, self.group_per_minute, self.reserve = per_second, group_per_minute, reserve
         self._overall: TokenBucket | None = None
         self._groups: dict[Any, TokenBucket] = {}
@@ -133,17 +138,26 @@ class ReplyFirstRateLimiter(BaseRateLimiter[dict]):
             bucket = self._groups[chat_id] = TokenBucket(self.group_per_minute / 60.0, self.group_per_minute)
         return bucket
 
-    async def process_request(self, callback: Callable[..., Coroutine[Any, Any, Any]], args: Any,
-                              kwargs: dict[str, Any], endpoint: str, data: dict[str, Any],
-                              rate_limit_args: dict | None) -> Any:
+    async def process_request(
+        self,
+        callback: Callable[..., Coroutine[Any, Any, Any]],
+        args: Any,
+        kwargs: dict[str, Any],
+        endpoint: str,
+        data: dict[str, Any],
+        rate_limit_args: dict | None,
+    ) -> Any:
         """Apply the limits to one Bot API call (see the module docstring)."""
         chat_id = data.get("chat_id")
         if chat_id is None:  # not a message to a chat (getMe, setMyCommands, answerCallbackQuery...)
             return await self._call(callback, args, kwargs)
         group = self._group(chat_id)
         if is_optional(endpoint, rate_limit_args):
-            if (self._paused() or (group is not None and not group.try_take(keep=1))
-                    or not self._bucket().try_take(keep=self.reserve)):
+            if (
+                self._paused()
+                or (group is not None and not group.try_take(keep=1))
+                or not self._bucket().try_take(keep=self.reserve)
+            ):
                 self.skipped += 1
                 raise BudgetSkipped(endpoint)
             return await self._call(callback, args, kwargs)
@@ -162,8 +176,9 @@ class ReplyFirstRateLimiter(BaseRateLimiter[dict]):
         try:
             return await callback(*args, **kwargs)
         except RetryAfter as exc:
-            seconds = exc.retry_after.total_seconds() if hasattr(exc.retry_after, "total_seconds") else float(
-                exc.retry_after)
+            seconds = (
+                exc.retry_after.total_seconds() if hasattr(exc.retry_after, "total_seconds") else float(exc.retry_after)
+            )
             self._resume_at = max(self._resume_at, time.monotonic() + seconds + 0.1)
             log.info("telegram: flood wait of %.1f s; pausing all calls", seconds)
             raise

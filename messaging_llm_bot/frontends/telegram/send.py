@@ -12,9 +12,14 @@ import telegram
 from telegram import MessageEntity, ReplyParameters
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
+from messaging_llm_bot.frontends.telegram.format import (
+    MAX_MESSAGE_UTF16,
+    MessagePart,
+    plain_parts,
+    render_markdown,
+    utf16_len,
+)
 from messaging_llm_bot.frontends.telegram.ratelimit import BudgetSkipped, optional_call
-from messaging_llm_bot.frontends.telegram.format import (MAX_MESSAGE_UTF16, MessagePart, plain_parts, render_markdown,
-                                                         utf16_len)
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +36,10 @@ class TelegramDeliveryError(RuntimeError):
     """A reply part could not be delivered; names the chat and the part index."""
 
     def __init__(self, chat_id: int, part_index: int, part_count: int, cause: BaseException) -> None:
-        super().__init__(f"telegram: could not deliver part {part_index + 1}/{part_count} (index {part_index}) "
-                         f"to chat {chat_id}: {type(cause).__name__}: {cause}")
+        super().__init__(
+            f"telegram: could not deliver part {part_index + 1}/{part_count} (index {part_index}) "
+            f"to chat {chat_id}: {type(cause).__name__}: {cause}"
+        )
         self.chat_id, self.part_index, self.part_count, self.cause = chat_id, part_index, part_count, cause
 
 
@@ -54,8 +61,15 @@ def is_entity_error(error: BaseException) -> bool:
     return any(hint in text for hint in _ENTITY_ERROR_HINTS)
 
 
-async def send_markdown(bot: telegram.Bot, chat_id: int, markdown: str, *, reply_to_message_id: int | None = None,
-                        skip_parts: int = 0, on_part_sent: PartSentCallback | None = None) -> list[int]:
+async def send_markdown(
+    bot: telegram.Bot,
+    chat_id: int,
+    markdown: str,
+    *,
+    reply_to_message_id: int | None = None,
+    skip_parts: int = 0,
+    on_part_sent: PartSentCallback | None = None,
+) -> list[int]:
     """Render ``markdown`` and send its parts in order; returns the ids of the parts sent by this call.
 
     ``skip_parts`` resumes after a crash (parts already delivered are not re-sent);
@@ -77,7 +91,9 @@ async def send_markdown(bot: telegram.Bot, chat_id: int, markdown: str, *, reply
     return sent
 
 
-async def send_plain(bot: telegram.Bot, chat_id: int, text: str, *, reply_to_message_id: int | None = None) -> list[int]:
+async def send_plain(
+    bot: telegram.Bot, chat_id: int, text: str, *, reply_to_message_id: int | None = None
+) -> list[int]:
     """Send ``text`` as it is (no Markdown), in as many parts as it needs; only part 0 replies.
 
     Same retries as ``send_markdown``; raises TelegramDeliveryError when a part cannot be delivered.
@@ -90,16 +106,16 @@ async def send_plain(bot: telegram.Bot, chat_id: int, text: str, *, reply_to_mes
     return sent
 
 
-async def _deliver_part(bot: telegram.Bot, chat_id: int, part: MessagePart, index: int, count: int,
-                        reply_to: int | None) -> int:
+async def _deliver_part(
+    bot: telegram.Bot, chat_id: int, part: MessagePart, index: int, count: int, reply_to: int | None
+) -> int:
     """Send one part, retrying flood waits and network errors; falls back to plain text on entity errors."""
     entities = [MessageEntity.de_json(dict(e), bot) for e in part.entities] or None
     reply = ReplyParameters(message_id=reply_to, allow_sending_without_reply=True) if reply_to else None
     network_failures = flood_waits = 0
     while True:
         try:
-            message = await bot.send_message(chat_id=chat_id, text=part.text, entities=entities,
-                                             reply_parameters=reply)
+            message = await bot.send_message(chat_id=chat_id, text=part.text, entities=entities, reply_parameters=reply)
             return message.message_id
         except RetryAfter as err:
             flood_waits += 1
@@ -108,8 +124,9 @@ async def _deliver_part(bot: telegram.Bot, chat_id: int, part: MessagePart, inde
             await asyncio.sleep(retry_after_seconds(err.retry_after))
         except BadRequest as err:  # before NetworkError: BadRequest subclasses it
             if entities and is_entity_error(err):
-                log.warning("telegram: chat %s part %d rejected formatting (%s); resending as plain text",
-                            chat_id, index, err)
+                log.warning(
+                    "telegram: chat %s part %d rejected formatting (%s); resending as plain text", chat_id, index, err
+                )
                 entities = None
                 continue
             raise TelegramDeliveryError(chat_id, index, count, err) from err
@@ -136,8 +153,7 @@ def fit_plain_text(text: str, limit: int = MAX_MESSAGE_UTF16) -> str:
     return "".join(out) + "…"
 
 
-async def edit_text_safely(bot: telegram.Bot, chat_id: int, message_id: int, text: str,
-                           optional: bool = False) -> bool:
+async def edit_text_safely(bot: telegram.Bot, chat_id: int, message_id: int, text: str, optional: bool = False) -> bool:
     """Edit a progress/stream message to plain ``text``; True if it shows that text, never raises.
 
     ``optional`` edits give way to replies under load (``ratelimit.BudgetSkipped``: False, nothing sent).
@@ -162,7 +178,6 @@ async def edit_text_safely(bot: telegram.Bot, chat_id: int, message_id: int, tex
             log.info("telegram: edit of message %s in chat %s refused: %s", message_id, chat_id, err)
             return False
         except Exception as err:  # noqa: BLE001 - progress edits are best effort by contract
-            log.info("telegram: edit of message %s in chat %s failed: %s", message_id, chat_id,
-                     type(err).__name__)
+            log.info("telegram: edit of message %s in chat %s failed: %s", message_id, chat_id, type(err).__name__)
             return False
     return False

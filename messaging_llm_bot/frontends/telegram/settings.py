@@ -35,13 +35,20 @@ class TelegramSettings:
         listed = [int(i) for i in tg.get("allowed_user_ids") or []]
         owner = tg.get("owner_id")
         owner = int(owner) if owner is not None else (listed[0] if listed else None)
-        return cls(token=str(tg.get("token") or ""), allowed_user_ids=frozenset(listed), owner_id=owner,
-                   base_url=tg.get("base_url") or OFFICIAL_BASE_URL,
-                   base_file_url=tg.get("base_file_url") or OFFICIAL_BASE_FILE_URL,
-                   mode=tg.get("mode") or "polling", group_mode=tg.get("group_mode") or "mention",
-                   stream=bool(tg.get("stream", True)), progress=bool(tg.get("progress", True)),
-                   morning_digest=tg.get("morning_digest") or None, webhook=dict(tg.get("webhook") or {}),
-                   timezone=str((config.get("runtime") or {}).get("timezone") or "UTC"))
+        return cls(
+            token=str(tg.get("token") or ""),
+            allowed_user_ids=frozenset(listed),
+            owner_id=owner,
+            base_url=tg.get("base_url") or OFFICIAL_BASE_URL,
+            base_file_url=tg.get("base_file_url") or OFFICIAL_BASE_FILE_URL,
+            mode=tg.get("mode") or "polling",
+            group_mode=tg.get("group_mode") or "mention",
+            stream=bool(tg.get("stream", True)),
+            progress=bool(tg.get("progress", True)),
+            morning_digest=tg.get("morning_digest") or None,
+            webhook=dict(tg.get("webhook") or {}),
+            timezone=str((config.get("runtime") or {}).get("timezone") or "UTC"),
+        )
 
 
 def conversation_id(chat_id: int) -> str:
@@ -63,8 +70,12 @@ def message_fingerprint(message: telegram.Message) -> str:
 
 def is_command(message: telegram.Message) -> bool:
     """True when the message text starts with a bot command entity."""
-    return bool(message.text and message.entities and message.entities[0].type == "bot_command"
-                and message.entities[0].offset == 0)
+    return bool(
+        message.text
+        and message.entities
+        and message.entities[0].type == "bot_command"
+        and message.entities[0].offset == 0
+    )
 
 
 def command_name(message: telegram.Message) -> str | None:

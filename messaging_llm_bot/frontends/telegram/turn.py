@@ -19,16 +19,26 @@ from telegram.error import TelegramError
 
 from assistant_framework.access import sees_owner_data
 from assistant_framework.inbox import Inbox, InboxItem
-from messaging_llm_bot.frontends.turns import RunningTurns
 from messaging_llm_bot.frontends.telegram.approval import Approvals
 from messaging_llm_bot.frontends.telegram.format import render_markdown
-from messaging_llm_bot.frontends.telegram.media import (VOICE_DISABLED, attachment_prompt, message_kind, save_attachment,
-                                              transcribe_voice)
+from messaging_llm_bot.frontends.telegram.media import (
+    VOICE_DISABLED,
+    attachment_prompt,
+    message_kind,
+    save_attachment,
+    transcribe_voice,
+)
 from messaging_llm_bot.frontends.telegram.pool import TurnPool
 from messaging_llm_bot.frontends.telegram.progress import Progress
-from messaging_llm_bot.frontends.telegram.send import (TelegramDeliveryError, is_entity_error, retry_after_seconds,
-                                             send_markdown, send_plain)
+from messaging_llm_bot.frontends.telegram.send import (
+    TelegramDeliveryError,
+    is_entity_error,
+    retry_after_seconds,
+    send_markdown,
+    send_plain,
+)
 from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, strip_mention
+from messaging_llm_bot.frontends.turns import RunningTurns
 from messaging_llm_bot.llm.transcribe import transcription_config
 
 log = logging.getLogger(__name__)
@@ -99,18 +109,30 @@ class TurnRunner:
             reply = item.reply
             if reply is None:
                 # A live message left by a crashed run is taken over (edited), never left behind beside a new one.
-                progress = Progress(bot, chat_id, show_status=self.settings.progress, stream=self.settings.stream,
-                                    message_id=item.live, on_message=lambda mid: self._record_live(item, mid))
+                progress = Progress(
+                    bot,
+                    chat_id,
+                    show_status=self.settings.progress,
+                    stream=self.settings.stream,
+                    message_id=item.live,
+                    on_message=lambda mid: self._record_live(item, mid),
+                )
                 reply = await self._produce_reply(bot, item, message, progress)
                 await progress.stop()
                 await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
             await self._deliver(bot, item, chat_id, reply, reply_to, progress)
         except TelegramDeliveryError as err:
-            retry = (isinstance(err.cause, telegram.error.NetworkError)
-                     and not isinstance(err.cause, telegram.error.BadRequest))
-            log.error("telegram: the reply to message %s (%s, %r) was not delivered: %s; %s", message.message_id,
-                      item.item_id, _excerpt(message), err,
-                      "it stays in the inbox and is resent at the next start" if retry else "giving up")
+            retry = isinstance(err.cause, telegram.error.NetworkError) and not isinstance(
+                err.cause, telegram.error.BadRequest
+            )
+            log.error(
+                "telegram: the reply to message %s (%s, %r) was not delivered: %s; %s",
+                message.message_id,
+                item.item_id,
+                _excerpt(message),
+                err,
+                "it stays in the inbox and is resent at the next start" if retry else "giving up",
+            )
             if retry:
                 return  # leave it pending: the next start-up resends the missing parts
         except Exception as exc:  # noqa: BLE001 - last line of defence: say so instead of going silent
@@ -123,8 +145,9 @@ class TurnRunner:
                 log.error("telegram: could not even send the failure notice to chat %s", chat_id)
         await asyncio.to_thread(self.inbox.complete, item.item_id)
 
-    async def _produce_reply(self, bot: telegram.Bot, item: InboxItem, message: telegram.Message,
-                             progress: Progress) -> str:
+    async def _produce_reply(
+        self, bot: telegram.Bot, item: InboxItem, message: telegram.Message, progress: Progress
+    ) -> str:
         kind = message_kind(message)
         untrusted = False
         if kind == "text":
@@ -157,18 +180,27 @@ class TurnRunner:
             return f"Sorry, I can't handle a {kind} message."
         await progress.start()
         user = message.from_user
-        owner_chat = sees_owner_data(user is not None and user.id == self.settings.owner_id,
-                                     message.chat.type == "private")
+        owner_chat = sees_owner_data(
+            user is not None and user.id == self.settings.owner_id, message.chat.type == "private"
+        )
         approve = None
         if self.approvals is not None and owner_chat:
             # Only the owner's private chat can confirm; elsewhere "ask" means no.
             approve = self.approvals.approver(bot, message.chat_id, asyncio.get_running_loop())
         result = await self.pool.run(
-            self.runtime.agent.handle_message, item.conversation_id, text, on_event=progress.on_event,
-            stream=self.settings.stream, chat_id=message.chat_id, user_id=user.id if user else None,
+            self.runtime.agent.handle_message,
+            item.conversation_id,
+            text,
+            on_event=progress.on_event,
+            stream=self.settings.stream,
+            chat_id=message.chat_id,
+            user_id=user.id if user else None,
             # Only the owner's own private chat sees the owner's notes, facts and other chats' logs.
             private=owner_chat,
-            message_id=message.message_id, untrusted=untrusted, approve=approve)
+            message_id=message.message_id,
+            untrusted=untrusted,
+            approve=approve,
+        )
         reply = result.reply or FAILED_REPLY
         if result.footer:
             reply = f"{reply}\n\n_{result.footer}_"
@@ -182,8 +214,15 @@ class TurnRunner:
         except (OSError, KeyError) as err:  # best effort: without it a crash may leave this message behind
             log.warning("telegram: could not record live message %s of %s: %s", message_id, item.item_id, err)
 
-    async def _deliver(self, bot: telegram.Bot, item: InboxItem, chat_id: int, reply: str, reply_to: int | None,
-                       progress: Progress | None) -> None:
+    async def _deliver(
+        self,
+        bot: telegram.Bot,
+        item: InboxItem,
+        chat_id: int,
+        reply: str,
+        reply_to: int | None,
+        progress: Progress | None,
+    ) -> None:
         skip = self.inbox.parts_sent(item.item_id)
         if progress is None and skip == 0 and item.live is not None:
             # Replay of a reply produced before a crash: the live message shown then becomes its first part.
@@ -191,8 +230,11 @@ class TurnRunner:
                 await asyncio.to_thread(self.inbox.record_part, item.item_id, 0, item.live)
                 skip = 1
         elif progress is not None and progress.message_id is not None:
-            if skip == 0 and progress.showing_stream and await self._finalise_stream(bot, chat_id, progress.message_id,
-                                                                                    reply):
+            if (
+                skip == 0
+                and progress.showing_stream
+                and await self._finalise_stream(bot, chat_id, progress.message_id, reply)
+            ):
                 await asyncio.to_thread(self.inbox.record_part, item.item_id, 0, progress.message_id)
                 skip = 1
             else:
@@ -206,8 +248,14 @@ class TurnRunner:
             except OSError as err:  # the part is out; a crash before completion would only resend it
                 log.warning("telegram: could not record part %d of %s in the ledger: %s", index, item.item_id, err)
 
-        await send_markdown(bot, chat_id, reply, reply_to_message_id=reply_to if skip == 0 else None,
-                            skip_parts=skip, on_part_sent=on_part_sent)
+        await send_markdown(
+            bot,
+            chat_id,
+            reply,
+            reply_to_message_id=reply_to if skip == 0 else None,
+            skip_parts=skip,
+            on_part_sent=on_part_sent,
+        )
 
     async def _finalise_stream(self, bot: telegram.Bot, chat_id: int, message_id: int, reply: str) -> bool:
         """Replace the streamed text with the formatted first part; False if the edit did not land."""

@@ -50,6 +50,9 @@ def webhook_secret(configured: str | None, workspace: Any) -> ConstantTimeSecret
         return ConstantTimeSecret(stored)
     secret = secrets.token_urlsafe(_GENERATED_BYTES)
     workspace.write_text(SECRET_FILE, secret + "\n")  # a new file is created 0600 (mkstemp)
-    log.info("telegram: no telegram.webhook.secret_token configured; generated one and stored it in %s "
-                "(webhook requests without it are refused with 403)", SECRET_FILE)
+    log.info(
+        "telegram: no telegram.webhook.secret_token configured; generated one and stored it in %s "
+        "(webhook requests without it are refused with 403)",
+        SECRET_FILE,
+    )
     return ConstantTimeSecret(secret)
