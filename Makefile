@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 CONFIG ?= config
 WORKSPACE ?= workspace
 
-.PHONY: run chat setup doctor test test-model model-server install clean
+.PHONY: run chat setup doctor test lint test-model model-server install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ test: $(STAMP)
 	# Three workers (most tests wait on sockets and subprocesses, so 3 fit 2 cores); a file stays in one
 	# worker: some files share one browser or server across tests that build on each other.
 	$(PY) -m pytest -n 3 --dist loadfile
+
+# ruff (format and lint) over the whole tree; settings in pyproject.toml.
+lint: $(STAMP)
+	$(VENV)/bin/ruff format --check --quiet .
+	$(VENV)/bin/ruff check --quiet .
 
 # The real model server (llama-cpp-python, built from source with a portable instruction set: a
 # build for the CPU's native set crashed on the first request on the CI machines) and the model

@@ -75,7 +75,8 @@ class _TextParser(HTMLParser):
 
 
 def html_to_text(html: str, links: bool = True) -> str:
-    """Visible text of an HTML fragment: block tags become line breaks, links keep their URL (unless ``links`` is false)."""
+    """Visible text of an HTML fragment: block tags become line breaks, links keep their URL (unless ``links``
+    is false)."""
     parser = _TextParser(links)
     parser.feed(html)
     parser.close()

@@ -245,7 +245,8 @@ class TraceStore:
         return next((trace for _, trace in self._readable(reversed(self.ids()), damaged)), None)
 
     def summaries(self, limit: int = 20, damaged: list[str] | None = None) -> list[TraceSummary]:
-        """The newest ``limit`` readable traces as list lines, newest first (damaged ones skipped, named in ``damaged``)."""
+        """The newest ``limit`` readable traces as list lines, newest first (damaged ones skipped, named in
+        ``damaged``)."""
         out: list[TraceSummary] = []
         for trace_id, trace in self._readable(reversed(self.ids()), damaged):
             usage = trace.get("usage") or {}

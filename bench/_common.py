@@ -113,7 +113,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
 
     def line(row: list[str]) -> str:
-        return "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |"
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + " |"
 
     out = [line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out += [line(r) for r in cells[1:]]

@@ -168,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_line())
     print(FAKE_SERVER_NOTE)
     print(
-        f"{chats} chats, model latency {latency * 1000:.0f} ms (fake server), memory recall on; ideal = ceil(messages / c) x latency"
+        f"{chats} chats, model latency {latency * 1000:.0f} ms (fake server), memory recall on; ideal = ceil(messages "
+        "/ c) x latency"
     )
     print(
         table(

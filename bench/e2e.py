@@ -210,7 +210,7 @@ def sequential(setup: Setup, turns: int) -> list[float]:
 def burst_seconds(setup: Setup, chats: int, runs: int) -> list[float]:
     """Wall time from the first push to the last final reply, for ``runs`` bursts of ``chats`` chats."""
     spans = []
-    for run in range(runs):
+    for _run in range(runs):
         started = time.monotonic()
         times = setup.burst(list(range(1, chats + 1)))
         spans.append(max(shown for _, shown in times) - started)

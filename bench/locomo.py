@@ -51,7 +51,8 @@ RETRIEVE = 50
 
 
 def cache_dir() -> Path:
-    """Where the downloaded data set is kept: ``$XDG_CACHE_HOME`` or ``~/.cache``, then ``assistant-framework/locomo``."""
+    """Where the downloaded data set is kept: ``$XDG_CACHE_HOME`` or ``~/.cache``, then
+    ``assistant-framework/locomo``."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "assistant-framework" / "locomo"
 
@@ -259,10 +260,12 @@ def print_table(result: dict) -> None:
         )
     o = result["overall"]
     print(
-        f"{'overall 1-4':<12}{result['questions']:>10}{o['turn_recall@5']:>10.3f}{o['turn_recall@10']:>11.3f}{o['session_recall@5']:>10.3f}"
+        f"{'overall 1-4':<12}{result['questions']:>10}{o['turn_recall@5']:>10.3f}{o['turn_recall@10']:>11.3f}"
+        f"{o['session_recall@5']:>10.3f}"
     )
     print(
-        f"ingest: {result['ingest_turns_per_s']:.0f} turns/s; query latency p50 {result['query_ms_p50']:.2f} ms, p95 {result['query_ms_p95']:.2f} ms"
+        f"ingest: {result['ingest_turns_per_s']:.0f} turns/s; query latency p50 {result['query_ms_p50']:.2f} ms, p95 "
+        f"{result['query_ms_p95']:.2f} ms"
     )
 
 

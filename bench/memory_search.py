@@ -118,9 +118,9 @@ def measure_paths(root: Path, queries: int) -> list[list[str]]:
         for i, text in enumerate(texts):
             chat = conversations[i % len(conversations)]
             for name, call in (
-                ("recall", lambda: service.recall(text, chat)),
-                ("memory_search skill", lambda: service.search(text, within=chat, limit=10)),
-                ("unscoped (CLI)", lambda: service.search(text, limit=10)),
+                ("recall", lambda text=text, chat=chat: service.recall(text, chat)),
+                ("memory_search skill", lambda text=text, chat=chat: service.search(text, within=chat, limit=10)),
+                ("unscoped (CLI)", lambda text=text: service.search(text, limit=10)),
             ):
                 started = time.perf_counter()
                 call()

@@ -118,7 +118,7 @@ def analyse(requests: list) -> dict:
     """Per-request prefix shares and what broke the prefix where it fell below the target."""
     shares, causes = [], {"history trimmed": 0, "system message changed": 0, "new turn": 0}
     reused = total = 0
-    for previous, current in zip(requests, requests[1:]):
+    for previous, current in zip(requests, requests[1:], strict=False):
         body, before = bytes(current.body), bytes(previous.body)
         n = common_prefix(body, before)
         share = n / len(body) if body else 1.0
@@ -200,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_line())
     print(FAKE_SERVER_NOTE)
     print(
-        f"{turns} turns per scenario, {rows[0]['skill_turns']} of them with skill calls; requests compared with the previous request's raw body"
+        f"{turns} turns per scenario, {rows[0]['skill_turns']} of them with skill calls; requests compared with the "
+        "previous request's raw body"
     )
     print(
         table(

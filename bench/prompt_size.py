@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(["first user message ('hi' + [Now])", len(first), estimate_tokens(first), "", "no recall block yet"])
     print(machine_line())
     print(
-        f"skills: {len(catalog)} built-in ({', '.join(s['name'] for s in catalog)}); collectors enabled: {', '.join(loaded) or 'none'}"
+        f"skills: {len(catalog)} built-in ({', '.join(s['name'] for s in catalog)}); collectors enabled: "
+        f"{', '.join(loaded) or 'none'}"
     )
     print(table(["section", "chars", "est. tokens", "share of system prompt", "detail"], rows))
     return 0

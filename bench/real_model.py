@@ -201,7 +201,8 @@ def part_eval(server: RealModelServer, subset: list[str] | None, modes: list[str
                 if not valid(o):
                     cut = Recording.cut[before + n]
                     print(
-                        f"  [{mode}] {case.id}: not a protocol object ({len(o)} chars{', cut at max_tokens' if cut else ''}): "
+                        f"  [{mode}] {case.id}: not a protocol object ({len(o)} "
+                        f"chars{', cut at max_tokens' if cut else ''}): "
                         f"{o[:120]!r}...{o[-60:]!r}",
                         file=sys.stderr,
                     )
@@ -459,7 +460,8 @@ def _telegram(server: RealModelServer, tmp_path: Path) -> list:
                 fake.send_message(text)
                 # every turn, answered or failed, leaves one trace; then nothing is running
                 fake.wait_for(
-                    lambda: len(runtime.agent.traces.ids()) > traced and runtime.agent.pending(conv) == 0, timeout=900
+                    lambda traced=traced: len(runtime.agent.traces.ids()) > traced and runtime.agent.pending(conv) == 0,
+                    timeout=900,
                 )
                 time.sleep(1.5)  # let the last edit of a streamed reply land
             replies = texts(fake)

@@ -173,7 +173,6 @@ def main(argv: list[str] | None = None) -> int:
         (startup_s, startup_cpu), (floor_s, floor_cpu) = compare_startup(config, base, runs, env, log_path)
         config_dir = write_config_dir(config, base / "config")
         with open(log_path, "wb") as log:
-            started = time.perf_counter()
             proc = subprocess.Popen(
                 [
                     sys.executable,
@@ -216,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_line())
     print(FAKE_SERVER_NOTE)
     print(
-        f"bot: python -m messaging_llm_bot (Telegram frontend, long polling) against FakeBotAPI and FakeChatServer (no latency); {USERS} users"
+        "bot: python -m messaging_llm_bot (Telegram frontend, long polling) against FakeBotAPI and FakeChatServer "
+        f"(no latency); {USERS} users"
     )
     print(
         table(

@@ -185,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ratio = results[-1]["p50"] / results[0]["p50"] if results[0]["p50"] > 0 else float("inf")
     print(
-        f"largest/smallest p50 overhead: {ratio:.2f}x (target <= 2x); target at the largest size: p50 < 5 ms, p99 < 20 ms"
+        f"largest/smallest p50 overhead: {ratio:.2f}x (target <= 2x); target at the largest size: p50 < 5 ms, p99 < "
+        "20 ms"
     )
     return 0
 

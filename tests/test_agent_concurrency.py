@@ -40,7 +40,7 @@ def test_one_conversation_is_answered_strictly_in_order(bot_config, workspace, c
         thread.start()
         threads.append(thread)
         # The next message is sent only once this one is queued (or being answered).
-        wait_until(lambda: agent.pending("c1") >= i + 1 or len(results) > i)
+        wait_until(lambda i=i: agent.pending("c1") >= i + 1 or len(results) > i)
     for thread in threads:
         thread.join(timeout=20)
     requests = chat_server.chat_requests
@@ -123,7 +123,7 @@ def test_conversation_lock_is_fifo_and_reentrant():
         thread = threading.Thread(target=work)
         thread.start()
         threads.append(thread)
-        wait_until(lambda: lock.pending == i + 2)
+        wait_until(lambda i=i: lock.pending == i + 2)
     lock.release()
     assert order == []  # still held once
     lock.release()

@@ -84,7 +84,8 @@ def test_backup_of_a_folder_that_is_not_a_workspace_exits_2(tmp_path: Path, caps
 
 
 def test_restore_into_the_current_folder_by_dot(tmp_path: Path, capsys, monkeypatch) -> None:
-    """`cd workspace && assistant restore b.tar.gz --workspace . --force` was an internal error (Path('.') has no name)."""
+    """`cd workspace && assistant restore b.tar.gz --workspace . --force` was an internal error (Path('.') has
+    no name)."""
     ws = _workspace(tmp_path / "ws")
     assert main(["backup", "--workspace", str(ws.root), "--out", str(tmp_path / "b.tar.gz")]) == 0
     ws.write_text("notes/new.md", "# New\n")

@@ -37,7 +37,8 @@ def html_message_with_attachment() -> bytes:
     msg["Subject"] = "Your invoice"
     msg["Date"] = "Tue, 07 Jan 2025 10:00:00 +0100"
     msg.set_content(
-        "<html><body><p>Thanks for your <b>order</b>!</p><ul><li>Tea</li><li>Cups</li></ul><script>x()</script></body></html>",
+        "<html><body><p>Thanks for your "
+        "<b>order</b>!</p><ul><li>Tea</li><li>Cups</li></ul><script>x()</script></body></html>",
         subtype="html",
     )
     msg.add_attachment(b"%PDF-1.4 fake", maintype="application", subtype="pdf", filename="invoice-42.pdf")

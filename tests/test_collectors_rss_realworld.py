@@ -96,8 +96,10 @@ def test_xml_base_relative_to_the_document_is_resolved(tmp_path):
 def test_entries_without_id_or_link_are_keyed_on_their_content_too(tmp_path):
     rss = (
         '<?xml version="1.0"?><rss version="2.0"><channel><title>Status</title>'
-        "<item><title>Update</title><pubDate>Mon, 06 Jan 2025 10:00:00 GMT</pubDate><description>Mail is down.</description></item>"
-        "<item><title>Update</title><pubDate>Mon, 06 Jan 2025 10:00:00 GMT</pubDate><description>Chat is down.</description></item>"
+        "<item><title>Update</title><pubDate>Mon, 06 Jan 2025 10:00:00 GMT</pubDate><description>Mail is "
+        "down.</description></item>"
+        "<item><title>Update</title><pubDate>Mon, 06 Jan 2025 10:00:00 GMT</pubDate><description>Chat is "
+        "down.</description></item>"
         "</channel></rss>"
     )
     with StaticHTTPServer() as server:

@@ -45,7 +45,8 @@ def run(workspace):
 OLD_FORM = """
 def create_collector(config):
     return {"description": "Old form.", "cron": "0 7 * * *", "generated_files": ["collectors/old/x.md"],
-            "file_structure": "x.md", "run": lambda ws: ws.write_text("collectors/old/x.md", config.get("greeting", "hi"))}
+            "file_structure": "x.md",
+            "run": lambda ws: ws.write_text("collectors/old/x.md", config.get("greeting", "hi"))}
 """
 
 CONSTANTS_WITH_CONFIG = """

@@ -701,7 +701,7 @@ def test_fake_embeddings_are_deterministic_and_word_sensitive(server):
     assert math.isclose(sum(v * v for v in vectors[0]), 1.0)
 
     def cos(a, b):
-        return sum(x * y for x, y in zip(a, b))
+        return sum(x * y for x, y in zip(a, b, strict=False))
 
     assert cos(vectors[0], vectors[1]) > cos(vectors[0], vectors[2])
     server.set_embeddings_handler(lambda texts: {"status": 500})

@@ -249,7 +249,8 @@ def test_a_short_profile_is_kept_from_a_cut_answer_and_a_fenced_answer_loses_its
         from assistant_framework.memory.profile import refresh_profile
 
         server.enqueue(
-            "```markdown\n# Profile\n\n- Lives in Hamburg.\n- Has a dog called Bo.\n- Works as a baker.\n- Bakes sourdough on Sundays.\n```"
+            "```markdown\n# Profile\n\n- Lives in Hamburg.\n- Has a dog called Bo.\n- Works as a baker.\n- Bakes "
+            "sourdough on Sundays.\n```"
         )
         assert refresh_profile(ws, svc.complete) == PROFILE_PATH
         short = ws.read_text(PROFILE_PATH)

@@ -82,7 +82,8 @@ DRIFT = [
     ),
     (
         "tool_calls_list",
-        '{"tool_calls": [{"type": "function", "function": {"name": "weather", "arguments": "{\\"city\\":\\"Paris\\"}"}}]}',
+        '{"tool_calls": [{"type": "function", "function": {"name": "weather", '
+        '"arguments": "{\\"city\\":\\"Paris\\"}"}}]}',
         "weather",
         W,
         "tool_calls_list",
@@ -120,7 +121,8 @@ DRIFT = [
     ),
     (
         "think_then_call",
-        '<think>The user wants weather. I should call {"skill": "file"}.</think>\n{"skill": "weather", "args": {"city": "Paris"}}',
+        "<think>The user wants weather. I should call "
+        '{"skill": "file"}.</think>\n{"skill": "weather", "args": {"city": "Paris"}}',
         "weather",
         W,
         "think",
@@ -210,7 +212,8 @@ CONTENT = [
     ("contact_card_json", '{"name": "Ann", "phone": "1"}'),
     (
         "contact_card_fenced",
-        f'Here is the JSON you asked for:\n{FENCE}json\n{{"name": "Ann", "phone": "1", "email": "ann@example.org"}}\n{FENCE}\nAnything else?',
+        "Here is the JSON you asked "
+        f'for:\n{FENCE}json\n{{"name": "Ann", "phone": "1", "email": "ann@example.org"}}\n{FENCE}\nAnything else?',
     ),
     ("name_equals_skill_with_other_keys", '{"name": "weather", "description": "a skill I have", "enabled": true}'),
     ("one_key_skill_name", '{"notes": "buy milk, call Bob"}'),
@@ -304,7 +307,8 @@ def test_an_action_beside_a_name_that_is_no_skill_stays_content():
 
 def test_json_array_of_calls_runs_in_order():
     out = parse_model_output(
-        '[{"skill": "notes.add", "args": {"text": "a"}}, {"tool": "weather", "args": {"city": "Oslo"}}, {"skill": "tasks.list"}]',
+        '[{"skill": "notes.add", "args": {"text": "a"}}, {"tool": "weather", "args": {"city": "Oslo"}}, '
+        '{"skill": "tasks.list"}]',
         SKILLS,
     )
     assert [(c.skill, c.args) for c in out.calls] == [

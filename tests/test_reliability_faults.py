@@ -77,7 +77,8 @@ CONTEXT_ERROR = {
     "status": 400,
     "body": {
         "error": {
-            "message": "This model's maximum context length is 4096 tokens. However, your messages resulted in 9000 tokens.",
+            "message": "This model's maximum context length is 4096 tokens. However, your messages resulted in 9000 "
+            "tokens.",
             "type": "invalid_request_error",
             "code": "context_length_exceeded",
         }

@@ -34,7 +34,9 @@ def record_turns(bot_config, workspace, chat_server) -> list[dict]:
 
 
 def test_compare_actions() -> None:
-    call = lambda skill, **args: {"calls": [{"skill": skill, "args": args}], "reply": None}
+    def call(skill, **args):
+        return {"calls": [{"skill": skill, "args": args}], "reply": None}
+
     assert compare_actions(call("add", a=1), call("add", a=1)) == "same"
     assert compare_actions(call("notes", title="Milk "), call("notes", title="milk")) == "same"
     assert compare_actions(call("add", a=1), call("add", a=2)) == "args differ"

@@ -163,7 +163,7 @@ def test_4_open_a_trace_and_see_its_section_sizes(browser, site):
     assert labels == ["base", "tools", "profile", "history", "recall"]
     bars = {
         lab: float(rect.get_attribute("width"))
-        for lab, rect in zip(labels, browser.find_elements(By.CSS_SELECTOR, "svg.hbar rect.bar"))
+        for lab, rect in zip(labels, browser.find_elements(By.CSS_SELECTOR, "svg.hbar rect.bar"), strict=False)
     }
     assert bars["tools"] > bars["base"] > bars["profile"]
     chart = browser.find_element(By.CSS_SELECTOR, "svg.hbar")

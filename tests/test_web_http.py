@@ -552,7 +552,8 @@ def test_saving_a_file_that_holds_a_secret_is_refused_and_keeps_the_secret(site)
 
 
 def test_a_secret_with_html_characters_or_a_piece_of_one_is_masked_on_the_pages_too(tmp_path):
-    """The HTML is escaped before it is redacted: a secret holding & < > " ' (or 8+ of its characters) must still be ***."""
+    """The HTML is escaped before it is redacted: a secret holding & < > " ' (or 8+ of its characters) must
+    still be ***."""
     import json as _json
     from html import escape
 

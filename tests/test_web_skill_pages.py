@@ -113,7 +113,8 @@ def test_empty_layout_cells_add_no_separators(workspace, site):
         # HTML5 lets a page leave out </head> and <body> (html-minifier's removeOptionalTags does).
         "<!doctype html><html lang=en><head><meta charset=utf-8><title>T</title><link rel=stylesheet href=a.css>"
         "<p>Visible text here",
-        "<!doctype html><head><meta charset=utf-8><title>T</title><style>p{color:red}</style><body><p>Visible text here</body>",
+        "<!doctype html><head><meta charset=utf-8><title>T</title><style>p{color:red}</style><body><p>Visible text "
+        "here</body>",
     ],
     ids=["no-head-end-no-body", "no-head-end"],
 )

@@ -30,7 +30,8 @@ class CollectorState:
     consecutive_failures: int = 0
     runs: int = 0
     cursor: dict = field(default_factory=dict)
-    # Per source (feed URL, calendar name, mail folder): ok, last_ok, last_error, last_error_at, failures, items, skipped.
+    # Per source (feed URL, calendar name, mail folder): ok, last_ok, last_error, last_error_at, failures, items,
+    # skipped.
     sources: dict = field(default_factory=dict)
 
 

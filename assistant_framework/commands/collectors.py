@@ -115,7 +115,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 1 if any(error.name == args.name for error in manager.errors) else 2
     if not collector.enabled:
         print(
-            f"note: {collector.name} is disabled in config (collectors.{collector.name}.enabled); running it once anyway"
+            f"note: {collector.name} is disabled in config (collectors.{collector.name}.enabled); running it once "
+            "anyway"
         )
     runner = CollectorRunner(manager, manager.workspace, timezone=_timezone(config))
     outcome = runner.run_once(args.name)
@@ -181,7 +182,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
     widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]
     for line in table:
-        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)) + "  " + line[-1])
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False)) + "  " + line[-1])
     if args.name:
         _print_sources(rows[0].get("sources") or {}, tz)
     return 0

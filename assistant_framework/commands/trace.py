@@ -191,7 +191,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"no traces in {args.workspace}/traces yet")
         return 0
     for row in rows:
-        tokens = f"{row.prompt_tokens if row.prompt_tokens is not None else '?'}/{row.completion_tokens if row.completion_tokens is not None else '?'}"
+        prompt_tokens = "?" if row.prompt_tokens is None else row.prompt_tokens
+        completion_tokens = "?" if row.completion_tokens is None else row.completion_tokens
+        tokens = f"{prompt_tokens}/{completion_tokens}"
         status = "" if row.ok else "  FAILED"
         print(
             f"{row.id}  {row.time[:19]}  {row.conversation}  {row.model}  tokens {tokens}  rounds {row.rounds}{status}"
@@ -288,6 +290,7 @@ def cmd_export_cases(args: argparse.Namespace) -> int:
         print(f"error: cannot write {args.out}: {exc.strerror}", file=sys.stderr)
         return 2
     print(
-        f"{len(cases)} case(s) written to {args.out}; review the expectations, then run: assistant eval skills --cases {args.out}"
+        f"{len(cases)} case(s) written to {args.out}; review the expectations, then run: assistant eval skills "
+        f"--cases {args.out}"
     )
     return 0

@@ -78,7 +78,8 @@ def set_in_file(file: Path, inner: tuple, value: Any, dotted: str | tuple = "") 
                 child = node[key] = {}
             if not isinstance(child, dict):
                 raise ConfigError(
-                    f"{_display(file)}: {format_json_path(inner[: depth + 1])}: is a {type(child).__name__}, cannot set {dotted!r} inside it"
+                    f"{_display(file)}: {format_json_path(inner[: depth + 1])}: is a {type(child).__name__}, cannot "
+                    f"set {dotted!r} inside it"
                 )
             node = child
         node[inner[-1]] = value

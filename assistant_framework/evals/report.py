@@ -91,7 +91,10 @@ def format_table(report: dict) -> str:
     ]
     lines.insert(1, "-" * len(lines[0]))
     lines.insert(len(lines) - 1, "-" * len(lines[0]))
-    head = f"model {report.get('model') or '?'} via {report.get('runner') or '?'}: {report['passed']}/{report['cases']} passed"
+    head = (
+        f"model {report.get('model') or '?'} via {report.get('runner') or '?'}: "
+        f"{report['passed']}/{report['cases']} passed"
+    )
     failed = [r for r in report["results"] if not r["passed"]]
     tail = [""] + [f"FAIL {r['id']}: {'; '.join(r['problems'])[:200]}" for r in failed] if failed else []
     return "\n".join([head, ""] + lines + tail)

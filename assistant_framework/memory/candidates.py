@@ -200,7 +200,8 @@ def bm25_candidates(
         # The inner ORDER BY fts.rowid DESC is the FTS cursor's own order, so LIMIT stops it.
         sql = (
             f"SELECT * FROM (SELECT {_COLUMNS}, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts CROSS JOIN entries e "
-            f"ON e.id = fts.rowid WHERE fts MATCH ? AND fts.rowid BETWEEN ? AND ?{where} ORDER BY fts.rowid DESC LIMIT ?) "
+            f"ON e.id = fts.rowid WHERE fts MATCH ? AND fts.rowid BETWEEN ? AND ?{where} ORDER BY fts.rowid DESC "
+            "LIMIT ?) "
             f"ORDER BY s DESC, id LIMIT ?"
         )
     else:

@@ -14,7 +14,8 @@ _AUX = r"(?:'ll|’ll| will|'ve|’ve| have| had| just| already|'m going to| am 
 _ADVERB = r"(?:\s+(?:also|now|definitely|certainly|surely|gladly|make sure to|be sure to|go ahead and))*"
 _VERBS = {
     "remember": r"remember(?:ed)?|memori[sz]e[d]?|commit(?:ted)? (?:it|that|this) to memory",
-    "save": r"save[d]?|store[d]?|record(?:ed)?|log(?:ged)?|written (?:it|that|this) down|write (?:it|that|this) down|wrote (?:it|that|this) down|jot(?:ted)? (?:it|that|this) down",
+    "save": r"save[d]?|store[d]?|record(?:ed)?|log(?:ged)?|written (?:it|that|this) down|write (?:it|that|this) "
+    r"down|wrote (?:it|that|this) down|jot(?:ted)? (?:it|that|this) down",
     "note": r"note[d]?|made a note|make a note|taken note|take note",
     "keep_in_mind": r"keep (?:it|that|this|them) in mind|kept (?:it|that|this) in mind",
     "add": r"added (?:it|that|this|them|your \w+)|add (?:it|that|this|them)",
@@ -34,7 +35,8 @@ _PASSIVE = re.compile(
     re.IGNORECASE,
 )
 _INTERJECTION = re.compile(
-    r"^\W*(?:got it|okay|ok|sure|done|alright|all right|great|perfect)?[,!.\s—–-]*(?:duly\s+)?(?P<verb>noted|saved|stored|remembered|logged)\b",
+    r"^\W*(?:got it|okay|ok|sure|done|alright|all "
+    r"right|great|perfect)?[,!.\s—–-]*(?:duly\s+)?(?P<verb>noted|saved|stored|remembered|logged)\b",
     re.IGNORECASE,
 )
 _CONSIDER = re.compile(r"\bconsider it (?P<verb>noted|saved|done|remembered)\b", re.IGNORECASE)

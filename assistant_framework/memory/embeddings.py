@@ -24,11 +24,11 @@ def cached_embed(index: MemoryIndex, embed: Embed, model: str, texts: list[str])
     """Vectors for texts, embedding only those not cached yet (each text once per model)."""
     hashes = [text_hash(t) for t in texts]
     cached = index.cached_vectors(list(set(hashes)), model)
-    missing = {h: t for h, t in zip(hashes, texts) if h not in cached}
+    missing = {h: t for h, t in zip(hashes, texts, strict=False) if h not in cached}
     if missing:
         keys = list(missing)
         fresh = embed([missing[k] for k in keys])
-        rows = [(k, array("f", v).tobytes()) for k, v in zip(keys, fresh)]
+        rows = [(k, array("f", v).tobytes()) for k, v in zip(keys, fresh, strict=False)]
         index.store_vectors(rows, model)
         cached.update(rows)
     return [array("f", cached[h]).tolist() for h in hashes]
@@ -44,6 +44,6 @@ def make_similarity(index: MemoryIndex, embed: Embed, model: str) -> Callable[[s
             log.warning("semantic search skipped: %s", exc)
             return {}
         q = vectors[0]
-        return {c.id: cosine(q, v) for c, v in zip(candidates, vectors[1:])}
+        return {c.id: cosine(q, v) for c, v in zip(candidates, vectors[1:], strict=False)}
 
     return similarity

@@ -35,7 +35,7 @@ class ReaderPool:
         except queue.Empty:
             with self._lock:
                 if self._closed:
-                    raise sqlite3.ProgrammingError(f"memory index {self.db_path} is closed")
+                    raise sqlite3.ProgrammingError(f"memory index {self.db_path} is closed") from None
                 conn = sqlite3.connect(str(self.db_path), check_same_thread=False, isolation_level=None)
                 conn.execute("PRAGMA temp_store=MEMORY")
                 conn.execute("PRAGMA query_only=1")

@@ -261,7 +261,8 @@ def text_entries(data: bytes, rel: str, source: str, default_time: str | None) -
     """Markdown/plain text split into paragraph chunks of about CHUNK_CHARS, refs 'L<a>-<b>'.
 
     ``untrusted: true`` in front matter (an episode of a day with outside content, a note or file a
-    skill wrote in an untrusted turn) makes every chunk outside; front matter with an ``untrusted`` key is metadata and left out of the text
+    skill wrote in an untrusted turn) makes every chunk outside; front matter with an ``untrusted`` key is metadata
+    and left out of the text
     (any other file is indexed whole, as it always was)."""
     text = data.decode("utf-8", errors="replace")
     meta, skip = front_matter(text)

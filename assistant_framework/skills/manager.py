@@ -223,8 +223,9 @@ class SkillManager:
                             folder.name,
                             spec.folder,
                             (
-                                f"{spec.folder}: skill name {spec.name!r} is already used by {here[spec.name]}; rename one "
-                                "(NAME or the folder); to replace a skill, put yours in a folder listed in runtime.skills_dirs"
+                                f"{spec.folder}: skill name {spec.name!r} is already used by {here[spec.name]}; "
+                                "rename one (NAME or the folder); to replace a skill, put yours in a folder "
+                                "listed in runtime.skills_dirs"
                             ),
                         )
                     )

@@ -59,7 +59,8 @@ def column_chart(
     top = max(totals, default=0) or 1
     col = plot_w / max(1, len(days))
     parts = [
-        f'<svg class="chart columns" viewBox="0 0 {width} {height}" width="100%" role="img" aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">'
+        f'<svg class="chart columns" viewBox="0 0 {width} {height}" width="100%" role="img" '
+        f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">'
     ]
     if title:
         parts.append(f"<title>{escape(title)}</title>")
@@ -87,7 +88,8 @@ def column_chart(
         parts.append("</g>")
         if i % max(1, len(days) // 6) == 0:
             parts.append(
-                f'<text class="axis" x="{x + col / 2:.1f}" y="{height - 6}" text-anchor="middle">{escape(day[5:])}</text>'
+                f'<text class="axis" x="{x + col / 2:.1f}" y="{height - 6}" '
+                f'text-anchor="middle">{escape(day[5:])}</text>'
             )
     parts.append("</svg>")
     return "".join(parts)
@@ -96,7 +98,8 @@ def column_chart(
 def legend(names: Sequence[str]) -> str:
     """A small HTML legend matching ``column_chart``'s series classes."""
     items = "".join(
-        f'<span class="key"><svg width="10" height="10" aria-hidden="true"><rect class="s{k}" width="10" height="10"/></svg> {escape(n)}</span>'
+        f'<span class="key"><svg width="10" height="10" aria-hidden="true"><rect class="s{k}" width="10" '
+        f'height="10"/></svg> {escape(n)}</span>'
         for k, n in enumerate(names)
     )
     return f'<p class="legend">{items}</p>'

@@ -101,7 +101,10 @@ class WebServer:
     def banner(self) -> str:
         """What to print at start: the full sign-in link only when the token was just made."""
         if self.access.generated:
-            return f"web page: {self.url}?token={self.access.value}  (a new token, saved in state/web/token; shown only this once)"
+            return (
+                f"web page: {self.url}?token={self.access.value}  "
+                "(a new token, saved in state/web/token; shown only this once)"
+            )
         where = "web.token of the config" if self.access.origin == "config" else "state/web/token in the workspace"
         return f"web page: {self.url}  (sign in with the token from {where})"
 

@@ -110,7 +110,8 @@ def reason_text(exc: BaseException) -> str:
 
 
 def event_record(event, tz: ZoneInfo) -> dict | None:
-    """One occurrence as a record (None when cancelled); raises on a broken DTSTART/DTEND (the caller skips the event)."""
+    """One occurrence as a record (None when cancelled); raises on a broken DTSTART/DTEND (the caller skips the
+    event)."""
     dtstart = event.get("DTSTART")
     if dtstart is None:
         return None

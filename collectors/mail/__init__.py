@@ -92,7 +92,8 @@ def collect(workspace, config: dict) -> dict:
                     continue
                 if item.get("replacement_chars"):
                     errors.append(
-                        f"folder {folder!r}: message UID {uid}: {item['replacement_chars']} undecodable character(s) replaced with U+FFFD"
+                        f"folder {folder!r}: message UID {uid}: {item['replacement_chars']} undecodable character(s) "
+                        "replaced with U+FFFD"
                     )
                 new_items.append(item)
                 last_uid = max(last_uid, uid)
@@ -137,7 +138,8 @@ def setup(config: dict, workspace) -> int:
     except (MailConfigError, ConnectionError, PermissionError) as exc:
         print(f"mail setup: {exc}")
         print(
-            "Set collectors.mail.host, username, security and password_env (the NAME of an environment variable holding the password)."
+            "Set collectors.mail.host, username, security and password_env (the NAME of an environment variable "
+            "holding the password)."
         )
         return 1
     try:

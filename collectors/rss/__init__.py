@@ -176,7 +176,8 @@ class FeedError(Exception):
 
 
 def fetch_feed(feed: dict, state: dict, config: dict) -> tuple[list[dict], dict]:
-    """Entries of one feed (empty when unchanged: 304) and notes (encoding, warnings); updates ETag/Last-Modified in ``state``."""
+    """Entries of one feed (empty when unchanged: 304) and notes (encoding, warnings); updates ETag/Last-Modified
+    in ``state``."""
     url = feed["url"]
     headers = {
         "User-Agent": USER_AGENT,

@@ -174,9 +174,15 @@ class CallGate:
         outcome = "declined" if approve is not None else "no_confirmation"
         self.audit(chat, skill.name, args, "ask", outcome)
         if approve is None:
-            refusal = f"This call needs the owner's confirmation ({decision.reason}), which this chat cannot give. Tell the user what you wanted to do; it was not done."
+            refusal = (
+                f"This call needs the owner's confirmation ({decision.reason}), which this chat cannot give. "
+                "Tell the user what you wanted to do; it was not done."
+            )
         else:
-            refusal = f"The owner did not confirm this call ({decision.reason}); it was not done. Do not retry it unless the user asks again."
+            refusal = (
+                f"The owner did not confirm this call ({decision.reason}); it was not done. "
+                "Do not retry it unless the user asks again."
+            )
         return GateResult(False, decision, refusal)
 
     def audit(self, chat: Any, skill: str, args: Any, decision: str, outcome: str, error: str | None = None) -> None:

@@ -394,7 +394,13 @@ class Agent:
                 # answer may then only be a reply (a small model otherwise loops on one call).
                 reply_only = round_no > max_rounds or repeated
                 completion = self._complete(
-                    turn, messages, names, stream, emit, native=lambda: [*head, *native_turn], reply_only=reply_only
+                    turn,
+                    messages,
+                    names,
+                    stream,
+                    emit,
+                    native=lambda head=head: [*head, *native_turn],
+                    reply_only=reply_only,
                 )
             except LLMError as err:
                 record_request(turn, round_no, messages, None, err)

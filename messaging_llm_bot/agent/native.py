@@ -45,7 +45,7 @@ def add_round(
         as_json = json.dumps([{"skill": c.skill, "args": c.args} for c in calls], ensure_ascii=False)
         json_turn.append({"role": "assistant", "content": as_json if len(calls) > 1 else as_json[1:-1]})
         native_turn.append(assistant_message(text, tool_calls))
-        native_turn.extend(result_message(c, f) for c, f in zip(tool_calls, feedbacks))
+        native_turn.extend(result_message(c, f) for c, f in zip(tool_calls, feedbacks, strict=False))
         if final_request:
             native_turn.append({"role": "user", "content": final_request})
     else:

@@ -149,7 +149,8 @@ def check_telegram(ctx: Context) -> list[Check]:
                 Check(
                     "webhook secret",
                     FAIL,
-                    "mode is webhook but telegram.webhook.secret_token is empty: anyone who finds the URL can post updates",
+                    "mode is webhook but telegram.webhook.secret_token is empty: anyone who finds the URL can post "
+                    "updates",
                     '`assistant config set telegram.webhook.secret_token "$(openssl rand -hex 32)"`',
                 )
             )

@@ -219,7 +219,8 @@ class Wizard:
                 self.io.say("  none answered.")
                 if not self.a.interactive:
                     raise SetupError(
-                        "Model: no local model server found; start one (e.g. `ollama serve`) or pass --base-url and --model"
+                        "Model: no local model server found; start one (e.g. `ollama serve`) or pass --base-url and "
+                        "--model"
                     )
                 base_url = self._ask("OpenAI-compatible base URL (ending in /v1)")
                 api_key = api_key or self.io.secret("API key (empty: none): ").strip()

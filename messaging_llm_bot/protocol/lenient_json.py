@@ -51,7 +51,7 @@ def _literal(node: ast.AST) -> object:
         return [_literal(e) for e in node.elts]
     if isinstance(node, ast.Dict):
         out = {}
-        for k, v in zip(node.keys, node.values):
+        for k, v in zip(node.keys, node.values, strict=False):
             if isinstance(k, ast.Name):  # unquoted key
                 key = k.id
             elif isinstance(k, ast.Constant) and isinstance(k.value, (str, int, float)):

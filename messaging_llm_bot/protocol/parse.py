@@ -325,7 +325,9 @@ def parse_model_output(text: str, skill_names: Collection[str] = ()) -> ParsedOu
                 call.skill = stripped_name
                 recovered.append("functions_prefix")
         recovered.extend(_split_dotted_actions(calls, known))
-        rest = "".join(body[a:b] for a, b in zip([0] + [e for _, e in spans], [s for s, _ in spans] + [len(body)]))
+        rest = "".join(
+            body[a:b] for a, b in zip([0] + [e for _, e in spans], [s for s, _ in spans] + [len(body)], strict=False)
+        )
         if rest.strip():
             recovered.append("prose")
         if len(spans) > 1:

@@ -49,7 +49,8 @@ def run(workspace: Workspace, args: dict, context=None):
     if action == "add":
         need(args, action, "date")
         entry = store.add(args["name"], args["date"], args.get("notes", ""), untrusted=untrusted)
-        return f"added birthday of {entry['name']} on {entry['date']} (saved to {BIRTHDAYS_FILE}{', ' + MARKED if untrusted else ''})"
+        mark = ", " + MARKED if untrusted else ""
+        return f"added birthday of {entry['name']} on {entry['date']} (saved to {BIRTHDAYS_FILE}{mark})"
     if not (args.get("date") or args.get("notes")):
         raise ValueError("action 'update' needs date or notes")
     return shown(store.update(args["name"], args.get("date"), args.get("notes"), untrusted=untrusted))

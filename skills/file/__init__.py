@@ -113,7 +113,8 @@ def _write(workspace: Workspace, rel: str, content: str, append: bool, untrusted
         if not marked and rel.lower().endswith(MARKABLE_JSON_SUFFIXES) and source_for(workspace.relative(target)):
             # Memory would index it (or part of it) as the owner's: nothing is written.
             raise ValueError(
-                f"nothing {'appended' if append else 'written'} to {workspace.relative(target)}: this turn holds outside "
+                f"nothing {'appended' if append else 'written'} to {workspace.relative(target)}: this turn holds "
+                "outside "
                 "content and memory indexes this file, so each of its records must carry the outside mark, which this "
                 "JSON cannot ("
                 + (

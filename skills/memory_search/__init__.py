@@ -6,7 +6,10 @@ from assistant_framework.memory.skillsupport import format_hits, is_private, mem
 from assistant_framework.skills.support import context_now, need
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Search long-term memory (past chats, notes, facts, tasks, learnings, collector items) by words; optional source filter."
+DESCRIPTION = (
+    "Search long-term memory (past chats, notes, facts, tasks, learnings, collector items) by words; "
+    "optional source filter."
+)
 CAPABILITIES = ["read"]
 ARGS_SCHEMA = {
     "type": "object",

@@ -39,7 +39,8 @@ def run(workspace: Workspace, args: dict, context=None):
             result = base + timedelta(days=args.get("days", 0), weeks=args.get("weeks", 0))
         except OverflowError:
             raise ValueError(
-                f"{args.get('days', 0)} days and {args.get('weeks', 0)} weeks from {base} is outside the calendar (years 1-9999)"
+                f"{args.get('days', 0)} days and {args.get('weeks', 0)} weeks from {base} is outside the calendar "
+                "(years 1-9999)"
             ) from None
         return _describe(result, today)
     if action == "weekday":

@@ -50,7 +50,8 @@ A reply is a str (the assistant content) or a dict with optional keys:
 
 `requests` lists every request received (all endpoints) as `RecordedRequest`: a dict of
 the JSON body (or form fields) with `.method`, `.path`, `.headers` (case-insensitive),
-`.body` (raw bytes) and `.client` (the client's (host, port)). `chat_requests` filters chat completions. Pass `api_key=` to make
+`.body` (raw bytes) and `.client` (the client's (host, port)). `chat_requests` filters chat completions.
+Pass `api_key=` to make
 the server answer 401 unless `Authorization: Bearer <api_key>` is sent.
 
 A reply dict may also carry `tool_calls`: a list of `{"id", "name", "arguments"}` (arguments a

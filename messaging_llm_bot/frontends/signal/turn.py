@@ -206,7 +206,7 @@ class TurnRunner:
         except SignalUnavailable as err:
             log.debug("signal: read receipt for %s failed: %s", msg.timestamp, err)
             return False
-        for (method, _), result in zip(calls, results):
+        for (method, _), result in zip(calls, results, strict=False):
             if isinstance(result, Exception):
                 log.debug("signal: %s for %s failed: %s", method, msg.timestamp, result)
         return len(results) > 1 and not isinstance(results[1], Exception)

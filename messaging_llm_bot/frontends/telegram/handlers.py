@@ -136,7 +136,7 @@ class Frontend:
             except Exception:  # noqa: BLE001 - e.g. disk full: retry one by one (what went in is seen)
                 log.warning("telegram: batch write of %d updates to the inbox failed; one at a time", len(wanted))
             else:
-                for update, item in zip(wanted, accepted):
+                for update, item in zip(wanted, accepted, strict=False):
                     if item is None:
                         self.duplicates.add(update.update_id)
                     else:

@@ -57,7 +57,8 @@ def conversation_id(chat_id: int) -> str:
 
 
 def telegram_chat_id(chat_id: int | str) -> int:
-    """A chat id as Telegram takes it: ``123``, ``"123"`` or ``"tg:123"`` (as a row typed by hand may say); ValueError otherwise."""
+    """A chat id as Telegram takes it: ``123``, ``"123"`` or ``"tg:123"`` (as a row typed by hand may say);
+    ValueError otherwise."""
     text = str(chat_id).strip()
     return int(text[3:] if text.startswith("tg:") else text)
 

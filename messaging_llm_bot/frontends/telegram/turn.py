@@ -261,7 +261,7 @@ class TurnRunner:
         """Replace the streamed text with the formatted first part; False if the edit did not land."""
         part = render_markdown(reply)[0]
         entities = [MessageEntity.de_json(dict(e), bot) for e in part.entities] or None
-        for attempt in range(3):
+        for _attempt in range(3):
             try:
                 await bot.edit_message_text(part.text, chat_id=chat_id, message_id=message_id, entities=entities)
                 return True
