@@ -180,3 +180,54 @@ def test_set_on_a_missing_json_file_creates_the_file(tmp_path: Path, capsys) -> 
     assert main(["config", "set", "--config", str(target), "llm.max_tokens", "300"]) == 0
     assert target.is_file()
     assert json.loads(target.read_text()) == {"llm": {"max_tokens": 300}}
+
+
+def _everything_under(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "/etc/passwd",
+        "/llm.model",
+        "llm./max_tokens",
+        "collectors./ESCAPE/evil.enabled",
+        "collectors.rss\\evil.enabled",
+        "telegram.webhook/evil",
+        "llm\x01.max_tokens",
+    ],
+)
+def test_a_key_with_a_path_in_it_is_a_usage_error_that_writes_nothing(example: Path, tmp_path: Path, key: str) -> None:
+    """`config set /llm.model x` was an internal error (exit 1); `collectors./tmp/x` named a file outside the
+    config. A key's names become file names below the config root, so a separator or '..' is refused first."""
+    key = key.replace("/ESCAPE", str(tmp_path / "outside"))
+    before = _everything_under(tmp_path)
+    result = subprocess.run(
+        [str(REPO / ".venv/bin/assistant"), "config", "set", "--config", str(example), key, "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "is not a config name" in result.stderr and "internal error" not in result.stderr
+    assert "Traceback" not in result.stderr
+    assert _everything_under(tmp_path) == before  # no local/ layer, nothing outside the config either
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [("collectors", "../../escaped"), ("..", "x"), ("llm", ""), ("collectors", "a/b", "enabled"), (".",)],
+)
+def test_write_setting_refuses_names_that_are_no_file_names(example: Path, tmp_path: Path, keys: tuple) -> None:
+    """The same check for the framework API `assistant setup` uses (a tuple of names, not a dotted string)."""
+    from assistant_framework.commands.config import write_setting
+    from assistant_framework.config import ConfigError, set_key
+
+    before = _everything_under(tmp_path)
+    with pytest.raises(ConfigError, match="is not a config name"):
+        write_setting(example, keys, 1)
+    with pytest.raises(ConfigError, match="is not a config name"):
+        set_key(example, keys, 1)
+    assert _everything_under(tmp_path) == before
+    assert main(["config", "get", "--config", str(example), "/" + ".".join(k for k in keys if k)]) == 2

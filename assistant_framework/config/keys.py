@@ -12,6 +12,23 @@ from assistant_framework.config.parse import FINITE_JSON
 
 _KEY_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
+#: A name of a key may not hold these: its names become folder and file names below the config root.
+_NOT_IN_A_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
+
+
+def check_key_names(keys: tuple, dotted: str | tuple = "") -> None:
+    """Refuse (ConfigError) a key whose names could leave the config folder or name no file:
+    an empty name, ``.`` or ``..``, a path separator (``/etc/passwd``, ``/llm.model``) or a control character."""
+    for name in keys:
+        if isinstance(name, int):
+            continue
+        if not isinstance(name, str) or name.strip() in ("", ".", "..") or _NOT_IN_A_NAME.search(name):
+            shown = dotted if isinstance(dotted, str) and dotted else ".".join(str(k) for k in keys)
+            raise ConfigError(
+                f"config key {shown!r}: {name!r} is not a config name (a key is names joined by dots, "
+                "e.g. llm.max_tokens or collectors.rss.enabled; no '/', '\\', '..' or empty names)"
+            )
+
 
 def parse_key(dotted: str) -> tuple:
     """``llm.runners[0].model`` (or ``llm.runners.0.model``) -> ``("llm", "runners", 0, "model")``."""
@@ -31,6 +48,7 @@ def parse_key(dotted: str) -> tuple:
         pos = match.end()
     if not parts or not isinstance(parts[0], str):
         raise ConfigError(f"config key {dotted!r} must start with a section name, e.g. llm.max_tokens")
+    check_key_names(tuple(parts), dotted)
     return tuple(parts)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from assistant_framework.config.errors import ConfigError, _display, format_json_path
+from assistant_framework.config.keys import check_key_names
 from assistant_framework.config.parse import CONFIG_SUFFIXES, _parse_file
 from assistant_framework.config.tree import INDEX_STEM
 from assistant_framework.workspace import atomic_write_bytes
@@ -21,8 +22,10 @@ def owner_file(config_root: Path, dotted: str | tuple) -> tuple[Path, tuple[str,
     """The file of a config tree that owns a key, and the key path inside that file.
 
     A missing ``config_root`` ending in ``.json``/``.yaml`` is a single-file config (to be created).
+    Every name of the key is checked first (``check_key_names``): names become paths below the root.
     """
     keys = tuple(dotted.split(".")) if isinstance(dotted, str) else tuple(dotted)
+    check_key_names(keys, dotted)
     if config_root.is_file() or (not config_root.exists() and config_root.suffix in CONFIG_SUFFIXES):
         return config_root, keys
     # The deepest existing file wins: collectors/rss.json owns collectors.rss.enabled.
