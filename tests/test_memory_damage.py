@@ -142,3 +142,25 @@ def test_memory_folder_deleted_while_running_is_recreated(ws, service):
     _refresh_within(service)
     assert ws.path("memory/index.sqlite3").exists()
     assert service.search("tomato seeds")[0].path == "notes/garden.md"
+
+
+def test_a_memory_folder_that_is_a_link_out_is_not_walked(ws, service, tmp_path, caplog):
+    """`notes` replaced by a link to a folder outside: os.walk followed it, read the whole tree behind it and
+    warned once per file; now the folder is skipped with one warning and nothing behind it is indexed."""
+    import logging
+    import shutil
+
+    outside = tmp_path / "elsewhere-notes"
+    outside.mkdir()
+    for n in range(30):
+        (outside / f"n{n}.md").write_text(f"# N{n}\n\nthe outside pineapple {n}\n")
+    shutil.rmtree(ws.path("notes"))
+    os.symlink(outside, ws.root / "notes")
+    ws.write_text("learnings/garden.md", "- the tomato seeds are in the blue box\n")
+    with caplog.at_level(logging.WARNING, logger="assistant_framework.memory"):
+        _refresh_within(service)
+        service.reindex()
+    assert service.search("tomato seeds")[0].path == "learnings/garden.md"
+    assert service.search("pineapple") == []
+    skips = [r.getMessage() for r in caplog.records if "skipping" in r.getMessage()]
+    assert skips and all("skipping notes (" in line for line in skips), skips

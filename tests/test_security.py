@@ -13,11 +13,12 @@ from email.message import EmailMessage
 import pytest
 
 from assistant_framework.skills import SkillManager
+from assistant_framework.workspace import Workspace
 from tests.crash_bot import REPO, BotProcess, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
 from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.imap_server import FakeIMAPServer
-from tests.telegram_harness import OWNER, STRANGER, all_bot_texts, snapshot
+from tests.telegram_harness import OWNER, STRANGER, all_bot_texts, snapshot, texts
 
 BOT_TOKEN = "987654:AAH-secret-bot-token-do-not-leak"
 API_KEY = "sk-model-secret-key-do-not-leak-0123"
@@ -71,6 +72,50 @@ def test_file_skill_cannot_reach_outside_the_workspace(bot_config, workspace, tm
     assert not result.ok
     assert outside.read_text() == "private" and (tmp_path / "elsewhere" / "secret.txt").read_text() == "private"
     assert "private" not in json.dumps(result.value, default=str)
+
+
+def _outside_links(workspace, tmp_path) -> None:
+    outside = tmp_path / "elsewhere-listing"
+    outside.mkdir(parents=True)
+    (outside / "diary.md").write_text("OUTSIDE-DIARY-TEXT")
+    workspace.write_text("notes/mine.md", "# mine")
+    os.symlink(outside / "diary.md", workspace.root / "notes" / "linked-diary.md")
+    os.symlink(outside, workspace.root / "notes" / "linked-folder")
+    os.symlink(workspace.root.parent, workspace.root / "notes" / "up")  # out and back in
+
+
+@pytest.mark.parametrize("user", ["owner", "friend"])
+def test_the_file_skill_lists_no_link_that_leads_outside(fake, start_bot, chat_server, workspace, tmp_path, user):
+    """`file list` through the running bot: the names of links out (and what lies behind them) never reach
+    the model, for the owner's workspace and for a friend's own area (whose links to the owner's notes lead
+    out of that area)."""
+    from assistant_framework.access import guest_area
+
+    friend = 42
+    _outside_links(workspace, tmp_path)
+    user_id = OWNER if user == "owner" else friend
+    if user == "friend":
+        area = Workspace(workspace.root / guest_area(f"tg:{friend}"))
+        _outside_links(area, tmp_path / "friend")
+        os.symlink(workspace.root / "notes", area.root / "notes" / "owners-notes")
+    start_bot(allowed_user_ids=[OWNER, friend], owner_id=OWNER)
+    via_up = f"notes/up/{workspace.root.name}/notes"
+    chat_server.enqueue(
+        json.dumps({"skill": "file", "args": {"action": "list", "path": "notes"}}),
+        json.dumps({"skill": "file", "args": {"action": "list", "path": via_up}}),
+        json.dumps({"skill": "file", "args": {"action": "list", "path": "notes/linked-folder"}}),
+        '{"reply": "listed"}',
+    )
+    fake.send_message("list my files", user_id=user_id)
+    fake.wait_for(lambda: any("listed" in t for t in texts(fake, user_id)), timeout=15)
+    results = [r["messages"][-1]["content"] for r in chat_server.chat_requests[1:]]
+    assert len(results) == 3  # max_skill_rounds
+    assert "notes/mine.md" in results[0]
+    for name in ("linked-diary", "linked-folder", "notes/up", "owners-notes"):
+        assert name not in results[0], (name, results[0])
+    assert not any("OUTSIDE-DIARY-TEXT" in text or "diary.md" in text for text in results)
+    for refused in results[1:]:  # the folder is refused as a whole, nothing behind it listed
+        assert "outside the workspace" in refused and "mine.md" not in refused
 
 
 # -- a full session: injected mail through Telegram, then a grep for every secret -------------------

@@ -66,6 +66,68 @@ def test_symlink_leading_outside_refused(ws: Workspace, tmp_path: Path) -> None:
     assert "notes/link/secret.txt" not in ws.list("**/*")
 
 
+def _links_out(ws: Workspace, tmp_path: Path) -> Path:
+    """Every kind of link that leads out of ``ws``: to a file (absolute and relative), to a folder, through a
+    link inside, dangling, a loop, and to the folder holding the workspace (so ``up/<ws name>/...`` comes
+    back in). Returns the outside folder, which holds ``secret.md`` and ``sub/deep.md``."""
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "secret.md").write_text("outside secret")
+    (outside / "sub" / "deep.md").write_text("outside secret")
+    ws.write_text("notes/mine.md", "# mine")
+    notes = ws.root / "notes"
+    os.symlink(outside / "secret.md", notes / "abs.md")
+    os.symlink(os.path.relpath(outside / "secret.md", notes), notes / "rel.md")
+    os.symlink(outside, notes / "folder")
+    os.symlink("abs.md", notes / "chain.md")  # a link inside to a link out
+    os.symlink(outside / "gone.md", notes / "dangling.md")
+    os.symlink("loop-b.md", notes / "loop-a.md")
+    os.symlink("loop-a.md", notes / "loop-b.md")
+    os.symlink(ws.root.parent, notes / "up")  # out, and back in through the workspace's own name
+    os.symlink(ws.root / "notes", ws.root / "alias")  # stays inside: listed
+    return outside
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "**/*",
+        "*/*",
+        "notes/*",
+        "notes/*.md",
+        "notes/*/*",
+        "notes/*/*/*",
+        "notes/*/*/*/*",
+        "notes/folder/**/*",
+        "notes/up/*/notes/*",
+        "**/*.md",
+        "*/*/*",
+    ],
+)
+@pytest.mark.parametrize("files_only", [True, False])
+def test_list_never_shows_a_link_that_leads_outside(ws: Workspace, tmp_path: Path, pattern, files_only) -> None:
+    """Only ``path()`` was tested against links; ``list`` names every entry ``path()`` would accept, and no
+    other: nothing reached through a link out (also out and back in), and a loop is skipped, not an error."""
+    _links_out(ws, tmp_path)
+    listed = ws.list(pattern, files_only=files_only)
+    for rel in listed:
+        assert ws.path(rel)  # every name listed is one the workspace's own check accepts
+        assert not set(rel.split("/")) & {"abs.md", "rel.md", "folder", "chain.md", "dangling.md", "up", "loop-a.md"}
+    if pattern in ("notes/*", "notes/*.md", "**/*.md"):
+        assert "notes/mine.md" in listed
+
+
+def test_list_names_links_that_stay_inside(ws: Workspace, tmp_path: Path) -> None:
+    _links_out(ws, tmp_path)
+    assert ws.list("alias/*") == ["alias/mine.md"]
+    assert ws.list("notes/*") == ["notes/mine.md"]
+    assert "alias" in ws.list("*", files_only=False)
+    with pytest.raises(WorkspacePathError, match="outside"):
+        ws.path("notes/up/" + ws.root.name + "/notes/mine.md")  # out and back in is out
+    with pytest.raises(WorkspacePathError, match="symlink loop"):
+        ws.read_text("notes/loop-a.md")
+
+
 def test_symlink_inside_is_allowed(ws: Workspace) -> None:
     ws.write_text("notes/a.md", "hello")
     os.symlink(ws.root / "notes", ws.root / "alias")

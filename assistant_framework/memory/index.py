@@ -174,6 +174,11 @@ class MemoryIndex(IndexDatabase):
         root = self.workspace.root
         for top in walk_roots(self.sources):
             start = root / top
+            try:
+                self.workspace.path(top)  # a source folder that is a link out is not walked (os.walk follows it)
+            except WorkspacePathError as err:
+                self._skip(top, err)
+                continue
             if start.is_file():
                 if source_for(top, self.sources):
                     yield top

@@ -155,13 +155,14 @@ class Workspace:
                 continue
             if item.name.endswith(_LOCK_SUFFIX) or ".tmp-" in item.name:
                 continue
+            rel = item.relative_to(self.root).as_posix()
             try:
-                resolved = item.resolve()
-            except OSError:
+                # The check every read and write makes: a name listed is a name ``path()`` accepts
+                # (no link out on the way, no loop, no control character).
+                self.path(rel)
+            except WorkspacePathError:
                 continue
-            if resolved != self.root and self.root not in resolved.parents:
-                continue
-            found.append(item.relative_to(self.root).as_posix())
+            found.append(rel)
         return sorted(found)
 
     # -- writing -------------------------------------------------------------

@@ -39,11 +39,25 @@ def confined_path(root: Path, root_text: str, rel: str | os.PathLike[str]) -> Pa
     if not _has_link(root_text, parts):
         # No symlink below the (already resolved) root: the joined path is the resolved one.
         return Path(root_text + "/" + "/".join(parts)) if parts else root
-    # resolve() follows symlinks, so a link pointing outside shows up here.
-    resolved = root.joinpath(*parts).resolve()
-    if resolved != root and root not in resolved.parents:
+    try:
+        # Every link on the way must stay inside, not only the end: a link out to the folder holding
+        # the workspace and back in (``notes/up/ws/...``) is refused too.
+        current = root
+        for part in parts:
+            current = current / part
+            if current.is_symlink() and not _inside(root, current.resolve()):
+                raise WorkspacePathError(f"workspace path {text!r} leads outside the workspace (through a symlink)")
+        # resolve() follows symlinks, so a link pointing outside shows up here.
+        resolved = root.joinpath(*parts).resolve()
+    except (RuntimeError, OSError) as err:  # RuntimeError: pathlib's "Symlink loop"
+        raise WorkspacePathError(f"workspace path {text!r} cannot be resolved (a symlink loop?): {err}") from None
+    if not _inside(root, resolved):
         raise WorkspacePathError(f"workspace path {text!r} leads outside the workspace (through a symlink)")
     return resolved
+
+
+def _inside(root: Path, resolved: Path) -> bool:
+    return resolved == root or root in resolved.parents
 
 
 def _has_link(root_text: str, parts: list[str]) -> bool:
