@@ -25,7 +25,12 @@ class FakeDNS:
         self.calls.append(host)
         answer = self.answers[host][min(turn, len(self.answers[host]) - 1)]
         addresses = [answer] if isinstance(answer, str) else answer
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port)) for address in addresses]
+        return [
+            (socket.AF_INET6, socket.SOCK_STREAM, 6, "", (address, port, 0, 0))
+            if ":" in address
+            else (socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))
+            for address in addresses
+        ]
 
 
 def loopback_usable(address: str = "127.0.0.2") -> bool:
