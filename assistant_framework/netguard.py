@@ -25,9 +25,10 @@ from urllib.parse import urlsplit
 
 import idna  # a dependency of requests: the IDNA encoder urllib3 and requests use
 import requests
-from requests.adapters import HTTPAdapter
 from urllib3.exceptions import LocationParseError, NewConnectionError
 from urllib3.util import parse_url
+
+from assistant_framework.http_deadline import DeadlineAdapter
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[..., list]
@@ -204,8 +205,9 @@ def _not_connected(exc: requests.exceptions.ConnectionError) -> bool:
     return isinstance(reason, NewConnectionError)
 
 
-class _PinnedAdapter(HTTPAdapter):
-    """Connects each (scheme, host, port) to the address checked for it; an unchecked host is refused."""
+class _PinnedAdapter(DeadlineAdapter):
+    """Connects each (scheme, host, port) to the address checked for it; an unchecked host is refused.
+    Its connections are cut when the caller's ``http_deadline.Deadline`` passes."""
 
     def __init__(self) -> None:
         super().__init__(max_retries=0)

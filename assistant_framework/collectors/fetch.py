@@ -1,25 +1,25 @@
 """HTTP downloads for collectors: one deadline for the whole download, and a small bounded pool.
 
 ``requests``' own timeout limits each socket read, so a server that sends one byte
-every few seconds never trips it. :func:`fetch` reads the body in small pieces and
-gives every read only the time left until the source's deadline (connect to last byte).
+every few seconds never trips it. :func:`fetch` bounds the whole exchange, connect to last byte,
+by the source's deadline (``assistant_framework.http_deadline``).
 """
 
 from __future__ import annotations
 
-import socket
-import time
+import functools
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, TypeVar
 
 import requests
 
+from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request, deadline_session
+
 #: Sources of one run fetched at the same time (I/O bound; small so one run stays polite).
 POOL_SIZE = 4
 #: A source bigger than this is refused rather than held in memory.
 MAX_BYTES = 20 * 1024 * 1024
-READ_SIZE = 64 * 1024
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -41,63 +41,40 @@ class Fetched:
 
 def fetch(url: str, *, timeout: float, headers: dict | None = None, max_bytes: int = MAX_BYTES) -> Fetched:
     """GET ``url`` with ``timeout`` seconds for everything from connect to the last byte."""
-    deadline = time.monotonic() + timeout
     try:
-        response = requests.get(url, headers=headers or {}, timeout=(min(timeout, 10.0), timeout), stream=True)
+        # The deadline session cuts the connection at the deadline: a server trickling its headers
+        # or its body (or never closing a body delimited by the close) ends there.
+        answer = bounded_request(
+            _session(),
+            "GET",
+            url,
+            seconds=timeout,
+            max_bytes=max_bytes,
+            headers=headers or {},
+            timeout=(min(timeout, 10.0), timeout),
+        )
+    except DeadlineExceeded:
+        raise FetchError(f"download not finished within {timeout:g}s (fetch_timeout_seconds)") from None
+    except BodyTooLarge:
+        raise FetchError(f"larger than {max_bytes // (1024 * 1024)} MB; refused") from None
     except requests.Timeout:
         raise FetchError(f"no answer within {timeout:g}s") from None
     except requests.RequestException as exc:
         raise FetchError(f"fetch failed: {type(exc).__name__}: {exc}") from None
-    with response:
-        out = Fetched(
-            status=response.status_code,
-            url=response.url or url,
-            headers={k.lower(): v for k, v in response.headers.items()},
-        )
-        if response.status_code == 304 or response.status_code >= 400:
-            return out
-        out.content = _read_body(response, deadline, timeout, max_bytes)
+    except Exception as exc:  # noqa: BLE001 - urllib3 raises its own types from a body read
+        if "timed out" in str(exc).lower():
+            raise FetchError(f"download not finished within {timeout:g}s (fetch_timeout_seconds)") from None
+        raise FetchError(f"download failed: {type(exc).__name__}: {exc}") from None
+    out = Fetched(status=answer.status, url=answer.url, headers=answer.headers)
+    if answer.status != 304 and answer.status < 400:
+        out.content = answer.content
     return out
 
 
-def _read_body(response: requests.Response, deadline: float, timeout: float, max_bytes: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    raw = response.raw
-    reader = getattr(raw, "read1", None)
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise FetchError(f"download not finished within {timeout:g}s (fetch_timeout_seconds)")
-        limit_socket(raw, remaining)
-        try:
-            # read1 returns after one socket read; read(n) would wait for n bytes of a slow drip.
-            chunk = reader(READ_SIZE, decode_content=True) if reader else raw.read(READ_SIZE, decode_content=True)
-        except (socket.timeout, TimeoutError):
-            raise FetchError(f"download not finished within {timeout:g}s (fetch_timeout_seconds)") from None
-        except Exception as exc:  # noqa: BLE001 - urllib3 wraps timeouts and resets in its own types
-            if "timed out" in str(exc).lower():
-                raise FetchError(f"download not finished within {timeout:g}s (fetch_timeout_seconds)") from None
-            raise FetchError(f"download failed: {type(exc).__name__}: {exc}") from None
-        if not chunk:
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > max_bytes:
-            raise FetchError(f"larger than {max_bytes // (1024 * 1024)} MB; refused")
-        chunks.append(chunk)
-
-
-def limit_socket(raw: object, remaining: float) -> None:
-    """Give the next socket read at most the time left (best effort: urllib3 internals)."""
-    sock = getattr(getattr(raw, "_connection", None), "sock", None)
-    if sock is None:
-        fp = getattr(getattr(getattr(raw, "_fp", None), "fp", None), "raw", None)
-        sock = getattr(fp, "_sock", None)
-    if sock is not None:
-        try:
-            sock.settimeout(max(0.01, remaining))
-        except OSError:
-            pass
+@functools.cache
+def _session() -> requests.Session:
+    """The collectors' pooled session (thread-safe for GETs without cookies we rely on)."""
+    return deadline_session(pool_size=POOL_SIZE)
 
 
 def fetch_all(

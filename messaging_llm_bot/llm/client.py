@@ -18,8 +18,16 @@ from dataclasses import dataclass
 from typing import Callable
 
 import requests
+import urllib3
 
-from messaging_llm_bot.llm.deadline import CallDeadline, DeadlineExceeded, stream_deadline_detail
+from assistant_framework.http_deadline import BodyTooLarge, Deadline, read_body
+from assistant_framework.http_deadline import DeadlineExceeded as HTTPDeadlineExceeded
+from messaging_llm_bot.llm.deadline import (
+    CallDeadline,
+    DeadlineExceeded,
+    answer_deadline_detail,
+    stream_deadline_detail,
+)
 from messaging_llm_bot.llm.errors import (
     LLMError,
     classify,
@@ -55,6 +63,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TEMPERATURE = 0.3
 DEFAULT_MAX_TOKENS = 800
+#: An answer that is not streamed and is larger than this is refused (a chat answer is far smaller).
+MAX_ANSWER_BYTES = 32 * 1024 * 1024
+#: How much of an error answer's body is read for its message.
+MAX_ERROR_BYTES = 64 * 1024
 
 
 @dataclass
@@ -223,24 +235,30 @@ class LLMClient:
     ) -> Completion:
         url = f"{runner.base_url}/chat/completions"
         started = time.monotonic()
-        with self._semaphore:
-            deadline = CallDeadline(runner.timeout_seconds)  # the whole call, not each read
+        with self._semaphore, CallDeadline(runner.timeout_seconds) as deadline:  # the whole call, not each read
             try:
+                # Always streamed at the HTTP level: the body is read under the deadline below, also
+                # when the answer is one JSON object (requests would read it with a per-read timeout).
                 response = self._session.post(
                     url,
                     json=body,
                     headers=self._headers(runner, stream),
                     timeout=runner.timeout_seconds,
-                    stream=stream,
+                    stream=True,
                     **self._net(runner),
                 )
             except requests.RequestException as exc:
+                if deadline.expired:
+                    raise self._timeout(runner, b"") from None
                 raise self._transport_error(runner, exc) from None
+            if deadline.fired:  # cut in the headers: what http.client read up to the cut is no answer
+                response.close()
+                raise self._timeout(runner, b"")
             with response:
                 if not 200 <= response.status_code < 300:
                     raise http_error(
                         response.status_code,
-                        response.text,
+                        self._error_text(response, deadline),
                         response.headers,
                         runner=runner.name,
                         base_url=runner.base_url,
@@ -250,7 +268,7 @@ class LLMClient:
                 if stream and is_sse:
                     raw = self._read_stream(response, runner, on_delta, deadline)
                 else:
-                    raw = self._read_json(response, runner)
+                    raw = self._read_json(response, runner, deadline)
         completion = self._to_completion(raw, runner, time.monotonic() - started)
         if stream and not is_sse and on_delta is not None and completion.text:
             on_delta(completion.text)  # the server ignored `stream`; show the answer once
@@ -264,17 +282,40 @@ class LLMClient:
             kind, detail = "connection", connection_reason(exc)
         return LLMError(kind, detail, runner=runner.name, base_url=runner.base_url)
 
+    def _timeout(self, runner: RunnerConfig, partial: bytes) -> LLMError:
+        detail = answer_deadline_detail(runner.timeout_seconds, partial)
+        return LLMError("timeout", detail, runner=runner.name, base_url=runner.base_url)
+
     def _bad(self, runner: RunnerConfig, detail: str) -> LLMError:
         return LLMError("bad_response", detail, runner=runner.name, base_url=runner.base_url)
 
-    def _read_json(self, response: requests.Response, runner: RunnerConfig) -> dict:
+    def _error_text(self, response: requests.Response, deadline: CallDeadline) -> str:
+        """An error answer's body as text, as far as it arrives before the deadline (at most 64 KB)."""
         try:
-            raw = response.json()
+            body = read_body(response, deadline, max_bytes=MAX_ERROR_BYTES)
+        except HTTPDeadlineExceeded as exc:
+            body = exc.partial
+        except (BodyTooLarge, requests.RequestException, urllib3.exceptions.HTTPError, OSError):
+            body = b""
+        return body.decode(response.encoding or "utf-8", errors="replace")
+
+    def _read_json(self, response: requests.Response, runner: RunnerConfig, deadline: CallDeadline) -> dict:
+        try:
+            body = read_body(response, deadline, max_bytes=MAX_ANSWER_BYTES)
+        except HTTPDeadlineExceeded as exc:
+            raise self._timeout(runner, exc.partial) from None
+        except BodyTooLarge:
+            raise self._bad(runner, f"the answer is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MB") from None
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+            err = self._transport_error(runner, exc)
+            if err.kind == "connection":  # it answered, then went away: not "unreachable"
+                err = self._bad(runner, "the server closed the connection in the middle of the answer")
+            raise err from None
+        try:
+            raw = json.loads(body)  # whitespace keep-alives before the object are allowed
         except ValueError:
-            snippet = redact(response.text[:60], runner.api_key)
+            snippet = redact(body[:60].decode("utf-8", errors="replace"), runner.api_key)
             raise self._bad(runner, f"the body is not JSON: {snippet!r}") from None
-        except requests.RequestException as exc:
-            raise self._transport_error(runner, exc) from None
         if not isinstance(raw, dict):
             raise self._bad(runner, "the body is not a JSON object")
         return raw
@@ -302,7 +343,7 @@ class LLMClient:
                         shown = visible
                         on_delta(visible)
         except (DeadlineExceeded, requests.RequestException) as exc:
-            if deadline is not None and (deadline.expired or not deadline.remaining()):
+            if deadline is not None and deadline.expired:
                 raise LLMError(
                     "timeout",
                     stream_deadline_detail(runner.timeout_seconds, assembler.text()),
@@ -371,13 +412,15 @@ class LLMClient:
     def _ping_one(self, runner: RunnerConfig) -> tuple[bool, str]:
         # No semaphore: /status must answer while a long completion holds the slot.
         where = f"'{runner.name}' ({runner.base_url})"
+        seconds = min(5.0, runner.timeout_seconds)
+        deadline = Deadline(seconds)
         try:
-            response = self._session.get(
-                f"{runner.base_url}/models",
-                headers=self._headers(runner),
-                timeout=min(5.0, runner.timeout_seconds),
-                **self._net(runner),
-            )
+            with deadline:  # the whole answer, not each read: a trickle must not hold /status
+                response = self._session.get(
+                    f"{runner.base_url}/models", headers=self._headers(runner), timeout=seconds, **self._net(runner)
+                )
+            if deadline.fired:  # cut while the answer arrived: a short read is no answer
+                return False, self._timeout(runner, b"").user_message()
             with response:
                 if response.status_code != 200:
                     err = http_error(
@@ -391,6 +434,8 @@ class LLMClient:
                     return False, err.user_message()
             return True, f"The model server {where} is reachable."
         except requests.RequestException as exc:
+            if deadline.expired:
+                return False, self._timeout(runner, b"").user_message()
             return False, self._transport_error(runner, exc).user_message()
         except Exception as exc:  # ping must never raise; report the type only
             return False, f"The model server {where} could not be checked: {type(exc).__name__}."

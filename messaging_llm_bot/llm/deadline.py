@@ -1,17 +1,20 @@
 """An overall deadline for one model call: ``timeout_seconds`` bounds the whole call, not each read.
 
 `requests`' timeout applies to each socket read, so a server that sends one chunk and then a
-keep-alive comment every few seconds would hold a turn forever. ``CallDeadline.lines`` wraps
-the stream's lines: after each line it checks the clock and shrinks the socket's read timeout
-to the time left, so neither a trickle nor a silence can outlast the deadline.
+keep-alive comment every few seconds (or, to a call that is not streamed, whitespace before its
+JSON) would hold a turn forever. ``CallDeadline`` is the framework's ``http_deadline.Deadline``:
+used as a ``with`` block around the call, the model client's session cuts the connection when it
+passes (headers, body, silence or trickle alike); ``lines`` also checks the clock after each line
+of a stream and shrinks the socket's read timeout to the time left.
 """
 
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Iterable, Iterator
 from typing import Any
+
+from assistant_framework.http_deadline import Deadline
 
 
 class DeadlineExceeded(Exception):
@@ -25,40 +28,33 @@ def response_socket(response: Any) -> socket.socket | None:
     return sock if isinstance(sock, socket.socket) else None
 
 
-class CallDeadline:
-    """``seconds`` from now; ``lines()`` enforces it on a streamed body."""
+class CallDeadline(Deadline):
+    """``seconds`` from now for one model call; ``lines()`` enforces it on a streamed body."""
 
-    def __init__(self, seconds: float, *, clock: Any = time.monotonic) -> None:
-        self.seconds = float(seconds)
-        self._clock = clock
-        self.at = clock() + self.seconds
-        self.expired = False
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds)
         self.lines_seen = 0
         self.chars_seen = 0
 
-    def remaining(self) -> float:
-        """Seconds left (never negative)."""
-        return max(0.0, self.at - self._clock())
-
     def lines(self, response: Any, lines: Iterable[str]) -> Iterator[str]:
-        """Yield ``lines`` until the deadline; then set ``expired`` and raise DeadlineExceeded."""
+        """Yield ``lines`` until the deadline; then raise DeadlineExceeded."""
         sock = response_socket(response)
         self._limit(sock)
         for line in lines:
-            if self._clock() >= self.at:
-                self.expired = True
+            if self.expired:
                 raise DeadlineExceeded
             self.lines_seen += 1
             self.chars_seen += len(line)
             yield line
             self._limit(sock)
+        if self.fired:  # the connection was cut at the deadline: that end is not the stream's end
+            raise DeadlineExceeded
 
     def _limit(self, sock: socket.socket | None) -> None:
         if sock is None:
             return
-        left = self.at - self._clock()
+        left = self.remaining()
         if left <= 0:
-            self.expired = True
             raise DeadlineExceeded
         try:
             sock.settimeout(left)  # the next read blocks no longer than the time left
@@ -75,5 +71,19 @@ def stream_deadline_detail(seconds: float, text_so_far: str) -> str:
     )
     return (
         f"the answer was not finished within {seconds:g} s ({got}; the server kept the stream open "
+        f"without finishing it)"
+    )
+
+
+def answer_deadline_detail(seconds: float, partial: bytes) -> str:
+    """What the user is told when an answer that is not streamed outlasts ``timeout_seconds``."""
+    if not partial:
+        got = "nothing of the answer had arrived"
+    elif not partial.strip():
+        got = f"only {len(partial)} bytes of blank keep-alive had arrived"
+    else:
+        got = f"only {len(partial)} bytes of the answer had arrived"
+    return (
+        f"the answer was not finished within {seconds:g} s ({got}; the server kept the connection open "
         f"without finishing it)"
     )

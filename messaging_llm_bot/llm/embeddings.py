@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import requests
 
+from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request, deadline_session
+
+#: An embeddings answer larger than this is refused (a batch of 64 vectors of 4,096 floats is ~6 MB).
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+
 
 class EmbeddingError(RuntimeError):
     """The embeddings endpoint failed or answered something unusable."""
 
 
 class EmbeddingClient:
-    """Calls ``{base_url}/embeddings``; config ``{"base_url", "model", "api_key", "timeout_seconds", "batch"}``."""
+    """Calls ``{base_url}/embeddings``; config ``{"base_url", "model", "api_key", "timeout_seconds", "batch"}``.
+
+    ``timeout_seconds`` bounds each batch's whole exchange (a trickling answer ends there too)."""
 
     def __init__(self, config: dict, session: requests.Session | None = None) -> None:
         if not config.get("base_url") or not config.get("model"):
@@ -24,20 +31,32 @@ class EmbeddingClient:
         self.timeout = float(config.get("timeout_seconds", 30))
         self.batch = int(config.get("batch", 64))
         self._headers = {"Authorization": f"Bearer {config['api_key']}"} if config.get("api_key") else {}
-        self._session = session or requests.Session()
+        self._session = session or deadline_session()
 
     def __call__(self, texts: list[str]) -> list[list[float]]:
         vectors: list[list[float]] = []
         for i in range(0, len(texts), self.batch):
             part = texts[i : i + self.batch]
             try:
-                response = self._session.post(
-                    self.url, json={"model": self.model, "input": part}, headers=self._headers, timeout=self.timeout
+                response = bounded_request(
+                    self._session,
+                    "POST",
+                    self.url,
+                    seconds=self.timeout,
+                    max_bytes=MAX_ANSWER_BYTES,
+                    json={"model": self.model, "input": part},
+                    headers=self._headers,
                 )
-            except requests.RequestException as exc:
+            except DeadlineExceeded:
+                raise EmbeddingError(
+                    f"embeddings endpoint {self.url} did not finish within {self.timeout:g} s"
+                ) from None
+            except BodyTooLarge:
+                raise EmbeddingError(f"embeddings endpoint {self.url} answered more than 64 MB") from None
+            except (requests.RequestException, OSError) as exc:
                 raise EmbeddingError(f"embeddings request to {self.url} failed: {type(exc).__name__}") from None
-            if response.status_code != 200:
-                raise EmbeddingError(f"embeddings endpoint {self.url} answered HTTP {response.status_code}")
+            if response.status != 200:
+                raise EmbeddingError(f"embeddings endpoint {self.url} answered HTTP {response.status}")
             try:
                 data = sorted(response.json()["data"], key=lambda d: d.get("index", 0))
                 got = [list(map(float, d["embedding"])) for d in data]

@@ -15,14 +15,16 @@ import threading
 from collections.abc import Iterator
 
 import requests
-from requests.adapters import HTTPAdapter
 from requests.utils import get_environ_proxies
+
+from assistant_framework.http_deadline import DeadlineAdapter
 
 
 def make_session(pool_size: int) -> requests.Session:
-    """A pooled session that does not read the environment per call."""
+    """A pooled session that does not read the environment per call; its connections are cut when the
+    calling thread's ``CallDeadline`` passes (the whole call is bounded, not each read)."""
     session = requests.Session()
-    adapter = HTTPAdapter(pool_maxsize=max(10, pool_size))
+    adapter = DeadlineAdapter(pool_maxsize=max(10, pool_size))
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     session.trust_env = False

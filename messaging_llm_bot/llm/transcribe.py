@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -9,6 +10,16 @@ if TYPE_CHECKING:  # pragma: no cover
     import requests
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
+#: A transcript answer larger than this is refused (hours of speech are far less).
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+
+
+@functools.cache
+def _session() -> "requests.Session":
+    """One pooled session for transcriptions whose requests obey the call's whole deadline."""
+    from assistant_framework.http_deadline import deadline_session
+
+    return deadline_session()
 
 
 @dataclass
@@ -42,24 +53,38 @@ def transcribe(
     session: "requests.Session | None" = None,
 ) -> Transcription:
     """Send ``audio`` as multipart (file, model) and return the transcript; errors are values."""
-    import requests  # on use: the Telegram frontend imports this module before its first poll
+    # On use: the Telegram frontend imports this module before its first poll.
+    import requests
+
+    from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request
 
     url = str(config["base_url"]).rstrip("/") + "/audio/transcriptions"
     headers = {"Authorization": f"Bearer {config['api_key']}"} if config.get("api_key") else {}
     timeout = float(config.get("timeout_seconds") or DEFAULT_TIMEOUT_SECONDS)
-    http = session or requests
     form = {"model": str(config["model"]), "response_format": "json"}
     if config.get("language"):
         form["language"] = str(config["language"])
     try:
-        resp = http.post(
-            url, headers=headers, timeout=timeout, data=form, files={"file": (file_name, audio, content_type)}
+        # ``timeout_seconds`` bounds the whole exchange: a server trickling its answer ends there too.
+        resp = bounded_request(
+            session or _session(),
+            "POST",
+            url,
+            seconds=timeout,
+            max_bytes=MAX_ANSWER_BYTES,
+            headers=headers,
+            data=form,
+            files={"file": (file_name, audio, content_type)},
         )
-    except requests.RequestException as err:
+    except DeadlineExceeded:
+        return Transcription(error=f"transcription at {url} did not finish within {timeout:g} s")
+    except BodyTooLarge:
+        return Transcription(error=f"transcription at {url} answered more than {MAX_ANSWER_BYTES // 1024} KB")
+    except (requests.RequestException, OSError) as err:
         # The URL is safe to name; headers (the key) never appear in the message.
         return Transcription(error=f"transcription request to {url} failed: {type(err).__name__}")
-    if resp.status_code != 200:
-        return Transcription(error=f"transcription at {url} answered HTTP {resp.status_code}: {resp.text[:200]}")
+    if resp.status != 200:
+        return Transcription(error=f"transcription at {url} answered HTTP {resp.status}: {resp.text[:200]}")
     try:
         body = resp.json()
     except ValueError:

@@ -6,7 +6,6 @@ import codecs
 import json
 import re
 import socket
-import time
 from email.message import Message
 from urllib.parse import urljoin
 
@@ -15,8 +14,8 @@ import feedparser
 import requests
 import urllib3
 
-from assistant_framework.collectors.fetch import limit_socket
 from assistant_framework.html_text import html_to_text
+from assistant_framework.http_deadline import BodyTooLarge, Deadline, DeadlineExceeded, read_body
 from assistant_framework.netguard import GuardedSession
 
 DESCRIPTION = "Fetch a web page (http/https URL) and return its text; use for links the user gives."
@@ -47,20 +46,19 @@ def run(workspace, args, context=None):
     # deadline inside the skill's own timeout, so it ends (with what arrived) instead of reading on
     # in the background after the call was given up.
     seconds = read_deadline(context)
-    deadline = time.monotonic() + seconds
-    with GuardedSession(allow_private=allow_private) as session:
+    with GuardedSession(allow_private=allow_private) as session, Deadline(seconds) as deadline:
         for _ in range(MAX_REDIRECTS + 1):
             # Every hop is checked, resolved once and connected to the checked address: a public page
             # must not redirect (or a name rebind) into the owner's network.
-            response = session.get(
-                url,
-                timeout=max(0.5, min(15.0, deadline - time.monotonic())),
-                stream=True,
-                headers={
-                    "User-Agent": USER_AGENT,
-                    "Accept": "text/html, text/plain, application/json, application/xml;q=0.9",
-                },
-            )
+            try:
+                response = _get(session, url, deadline)
+            except requests.RequestException:
+                if deadline.expired:  # cut while the headers were still arriving
+                    raise ValueError(f"{url} did not answer within {seconds:g} s") from None
+                raise
+            if deadline.fired:  # cut in the headers (http.client takes the cut for their end)
+                response.close()
+                raise ValueError(f"{url} did not answer within {seconds:g} s")
             if response.is_redirect and response.headers.get("location"):
                 url = urljoin(url, response.headers["location"])
                 response.close()
@@ -97,6 +95,18 @@ def run(workspace, args, context=None):
         if overflow <= 0 or not shown:
             return result
         shown = shown[: len(shown) - overflow]
+
+
+def _get(session: GuardedSession, url: str, deadline: Deadline) -> requests.Response:
+    return session.get(
+        url,
+        timeout=max(0.5, min(15.0, deadline.remaining())),
+        stream=True,
+        headers={
+            "User-Agent": USER_AGENT,
+            "Accept": "text/html, text/plain, application/json, application/xml;q=0.9",
+        },
+    )
 
 
 def is_xml(kind: str) -> bool:
@@ -198,22 +208,13 @@ def _header_charset(content_type: str | None) -> str | None:
     return header.get_param("charset")
 
 
-def _read_capped(response: requests.Response, deadline: float) -> tuple[bytes, bool]:
+def _read_capped(response: requests.Response, deadline: Deadline) -> tuple[bytes, bool]:
     """The body (decompressed) up to MAX_BYTES, and whether it ended before ``deadline``."""
-    chunks, size = [], 0
-    raw = response.raw
-    while size < MAX_BYTES:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return b"".join(chunks), False
-        limit_socket(raw, remaining)
-        try:
-            # read1 returns after one socket read; read(n) would wait for n bytes of a slow drip.
-            chunk = raw.read1(65536, decode_content=True)
-        except (socket.timeout, TimeoutError, urllib3.exceptions.TimeoutError):
-            return b"".join(chunks), False
-        if not chunk:
-            return b"".join(chunks), True
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)[:MAX_BYTES], True
+    try:
+        return read_body(response, deadline, max_bytes=MAX_BYTES), True
+    except DeadlineExceeded as exc:
+        return exc.partial, False
+    except BodyTooLarge as exc:
+        return exc.partial[:MAX_BYTES], True
+    except (socket.timeout, TimeoutError, urllib3.exceptions.TimeoutError):
+        return b"", False

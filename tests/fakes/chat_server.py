@@ -50,9 +50,9 @@ A reply is a str (the assistant content) or a dict with optional keys:
 
 `requests` lists every request received (all endpoints) as `RecordedRequest`: a dict of
 the JSON body (or form fields) with `.method`, `.path`, `.headers` (case-insensitive),
-`.body` (raw bytes) and `.client` (the client's (host, port)). `chat_requests` filters chat completions.
-Pass `api_key=` to make
-the server answer 401 unless `Authorization: Bearer <api_key>` is sent.
+`.body` (raw bytes) and `.client` (the client's (host, port)). `chat_requests` filters chat
+completions. Pass `api_key=` to make the server answer 401 unless `Authorization: Bearer <api_key>`
+is sent.
 
 A reply dict may also carry `tool_calls`: a list of `{"id", "name", "arguments"}` (arguments a
 JSON string or an object) sent as the message's native `tool_calls` (finish_reason
@@ -61,6 +61,16 @@ JSON string or an object) sent as the message's native `tool_calls` (finish_reas
 labelled 0, each starting with its own id: Ollama, vercel/ai#14277) or "none" (no `index` at all:
 Gemini's OpenAI-compatible endpoint, openai/openai-python#2806); `tool_name_each_delta: True`
 repeats the whole name in every arguments delta (MiniMax M2.7 on NVIDIA NIM, hermes-agent#8259).
+`trickle`: `{"every": s, "for": s, "where": "body" | "head", "framing": "chunked" | "close"}` sends
+an answer that is not streamed slowly, as some hosted APIs do: `where="body"` (default) sends the
+headers, then one whitespace keep-alive (`b" \n"`) every `every` seconds for `for` seconds, then
+the JSON; `framing="close"` leaves out the length and the chunking and ends the body by closing
+the connection; `where="head"` sends the status line, then an `X-Wait` header line one byte
+every `every` seconds, then the rest. It works on chat answers (in the reply dict), on
+embeddings (a handler result `{"trickle": ...}` keeps the default vectors), on transcriptions
+(`set_transcription({"text": ..., "trickle": ...})`) and on `GET /v1/models` (`models_trickle`).
+A streamed reply with `framing="close"` is an event stream without chunking that ends when the
+connection closes.
 `streams_cut` counts streamed answers the client hung up on before their end (a real server
 notices the same and stops generating).
 `tools_supported=False` answers any request carrying `tools` with HTTP 400 naming `tools`.
@@ -132,6 +142,54 @@ def _words(content: str) -> list[str]:
 
 
 class _Handler(FakeHandler):
+    close_framed = False  # the current answer's body ends by closing the connection (no length, no chunks)
+
+    def start_chunked(self, content_type: str, headers: dict | None = None) -> None:
+        if not self.close_framed:
+            super().start_chunked(content_type, headers)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        for key, value in (headers or {}).items():
+            self.send_header(key, str(value))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+    def send_chunk(self, data: bytes) -> None:
+        if not self.close_framed:
+            super().send_chunk(data)
+        elif data:  # b"" (the end) is the connection closing after the handler returns
+            self.wfile.write(data)
+            self.wfile.flush()
+
+    def deliver(self, status: int, payload: bytes, content_type: str, trickle: dict | None = None) -> None:
+        """One answer, sent at once or, with a ``trickle`` spec (see the module docstring), slowly."""
+        if not trickle:
+            self.send(status, payload, content_type)
+            return
+        every, until = float(trickle.get("every", 0.1)), time.monotonic() + float(trickle.get("for", 0))
+        if trickle.get("where") == "head":
+            self.close_connection = True
+            self.wfile.write(f"HTTP/1.1 {status} OK\r\n".encode("ascii"))
+            self.wfile.flush()
+            self.wfile.write(b"X-Wait: ")
+            while time.monotonic() < until:  # one header line, a byte at a time (http.client allows 64 KB)
+                time.sleep(every)
+                self.wfile.write(b".")
+                self.wfile.flush()
+            head = f"\r\nContent-Type: {content_type}\r\nContent-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+            self.wfile.write(head.encode("ascii") + payload)
+            return
+        self.close_framed = trickle.get("framing") == "close"
+        self.start_chunked(content_type)
+        self.wfile.flush()
+        while time.monotonic() < until:
+            time.sleep(every)
+            self.send_chunk(b" \n")
+        self.send_chunk(payload)
+        self.send_chunk(b"")
+
     def _error(self, status: int, message: str, code: str = "not_found") -> None:
         self.send_json(status, {"error": {"message": message, "type": "invalid_request_error", "code": code}})
 
@@ -157,7 +215,8 @@ class _Handler(FakeHandler):
             return
         if path.rstrip("/") == "/v1/models":
             data = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.server.fake.models]
-            self.send_json(200, {"object": "list", "data": data})
+            payload = json.dumps({"object": "list", "data": data}).encode("utf-8")
+            self.deliver(200, payload, "application/json", self.server.fake.models_trickle)
         else:
             self._error(404, f"no route GET {path}")
 
@@ -281,7 +340,7 @@ class _Handler(FakeHandler):
             answer["usage"] = usage
         if "timings" in spec:
             answer["timings"] = spec["timings"]
-        self.send_json(200, answer)
+        self.deliver(200, json.dumps(answer).encode("utf-8"), "application/json", spec.get("trickle"))
 
     def _event(self, obj: Any) -> None:
         self.send_chunk(b"data: " + json.dumps(obj).encode("utf-8") + b"\n\n")
@@ -296,6 +355,7 @@ class _Handler(FakeHandler):
 
     def _stream_events(self, request: dict, spec: dict, content: str, usage: dict | None) -> None:
         fake = self.server.fake
+        self.close_framed = spec.get("framing") == "close"
         self.start_chunked("text/event-stream", {"Cache-Control": "no-cache"})
         base = {**fake._ids(request), "object": "chat.completion.chunk"}
         include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
@@ -361,19 +421,22 @@ class _Handler(FakeHandler):
         texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
         with fake._lock:
             handler = fake._embeddings_handler
-        result = handler(texts) if handler else [hash_embedding(t, fake.embedding_dim) for t in texts]
-        if isinstance(result, dict) and self._custom(result):
-            return
+        result = handler(texts) if handler else None
+        trickle = None
+        if isinstance(result, dict):
+            if self._custom(result):
+                return
+            trickle, result = result.get("trickle"), None
+        if result is None:
+            result = [hash_embedding(t, fake.embedding_dim) for t in texts]
         tokens = sum(_estimate_tokens(t) for t in texts)
-        self.send_json(
-            200,
-            {
-                "object": "list",
-                "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(result)],
-                "model": request.get("model") or DEFAULT_MODEL,
-                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-            },
-        )
+        answer = {
+            "object": "list",
+            "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(result)],
+            "model": request.get("model") or DEFAULT_MODEL,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+        self.deliver(200, json.dumps(answer).encode("utf-8"), "application/json", trickle)
 
     def _transcription(self, form: dict) -> None:
         fake = self.server.fake
@@ -382,10 +445,11 @@ class _Handler(FakeHandler):
         if isinstance(reply, dict) and self._custom(reply):
             return
         text = reply if isinstance(reply, str) else str(reply.get("text", DEFAULT_TRANSCRIPTION))
+        trickle = None if isinstance(reply, str) else reply.get("trickle")
         if form.get("response_format") == "text":
-            self.send(200, text.encode("utf-8"), "text/plain; charset=utf-8")
+            self.deliver(200, text.encode("utf-8"), "text/plain; charset=utf-8", trickle)
         else:
-            self.send_json(200, {"text": text})
+            self.deliver(200, json.dumps({"text": text}).encode("utf-8"), "application/json", trickle)
 
 
 def _tool_call(spec: dict) -> dict:
@@ -437,6 +501,7 @@ class FakeChatServer:
         self.response_formats = response_formats
         self.api_key = api_key
         self.models = list(models)
+        self.models_trickle: dict | None = None  # a `trickle` spec for GET /v1/models
         self.embedding_dim = embedding_dim
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)

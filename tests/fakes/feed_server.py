@@ -10,7 +10,10 @@ Usage::
 
 A route with an ``etag`` or ``last_modified`` answers 304 to a matching
 conditional request. ``status`` serves an error; ``delay`` waits before answering;
-``drip`` sends the body one byte at a time, ``drip`` seconds apart (a slow server).
+``drip`` sends the body one byte at a time, ``drip`` seconds apart (a slow server);
+``framing="close"`` leaves the length out of a dripped body (it ends when the connection closes);
+``drip_head`` sends the status line, then a header line one byte every ``drip_head`` seconds (10,000
+bytes) before the rest: a server trickling its headers.
 
 The plumbing is ``tests.fakes._http`` (HTTP/1.1 keep-alive, TCP_NODELAY, each answer in
 one write); ``requests`` records requests, not connections.
@@ -34,6 +37,8 @@ class Route:
     last_modified: str | None = None
     delay: float = 0.0
     drip: float = 0.0
+    framing: str = "length"
+    drip_head: float = 0.0
 
 
 @dataclass
@@ -72,6 +77,9 @@ class _Handler(FakeHandler):
             self._not_modified(headers)
             return
         seen.status = route.status
+        if route.drip_head:
+            self.guard(lambda: self._drip_head(route), OSError)
+            return
         if route.drip:
             self.guard(lambda: self._drip(route), OSError)  # the client giving up is what a drip test expects
             return
@@ -88,7 +96,11 @@ class _Handler(FakeHandler):
         # The head leaves with the first byte (one write); then one write per byte, ``drip`` seconds apart.
         self.send_response(route.status)
         self.send_header("Content-Type", route.content_type)
-        self.send_header("Content-Length", str(len(route.body)))
+        if route.framing == "close":
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        else:
+            self.send_header("Content-Length", str(len(route.body)))
         self.end_headers()
         for i in range(len(route.body)):
             self.wfile.write(route.body[i : i + 1])
@@ -97,6 +109,20 @@ class _Handler(FakeHandler):
                 self.close_connection = True
                 return
             time.sleep(route.drip)
+
+    def _drip_head(self, route: Route) -> None:
+        self.close_connection = True
+        self.wfile.write(f"HTTP/1.1 {route.status} OK\r\n".encode("ascii"))
+        self.wfile.flush()
+        self.wfile.write(b"X-Wait: ")
+        for _ in range(10_000):  # one long header line, a byte at a time (http.client allows 64 KB)
+            if self.server.fake._server is None:
+                return
+            time.sleep(route.drip_head)
+            self.wfile.write(b".")
+            self.wfile.flush()
+        head = f"\r\nContent-Type: {route.content_type}\r\nContent-Length: {len(route.body)}\r\n\r\n"
+        self.wfile.write(head.encode("ascii") + route.body)
 
 
 class StaticHTTPServer:
