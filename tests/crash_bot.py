@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tests.fakes.bot_api import FakeBotAPI
 
@@ -62,8 +62,17 @@ def write_bot_config(
 class BotProcess:
     """One bot subprocess at a time on a fixed config and workspace; ``start`` again after a kill."""
 
-    def __init__(self, config: Path, workspace: Path, log_path: Path, env: dict | None = None) -> None:
+    def __init__(
+        self,
+        config: Path,
+        workspace: Path,
+        log_path: Path,
+        env: dict | None = None,
+        preexec_fn: Callable[[], None] | None = None,
+    ) -> None:
+        """``preexec_fn`` runs in the child before the bot starts (e.g. to lower its open-file limit)."""
         self.config, self.workspace, self.log_path = config, workspace, log_path
+        self.preexec_fn = preexec_fn
         self.env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
         self.env.update(env or {})
         self.proc: subprocess.Popen | None = None
@@ -88,6 +97,7 @@ class BotProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
+                preexec_fn=self.preexec_fn,
             )
         return self
 

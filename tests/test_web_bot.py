@@ -6,14 +6,20 @@ import json
 import logging
 import os
 import re
+import resource
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
 import requests
 
 from assistant_framework.web import start_if_enabled
 from messaging_llm_bot.runtime import build_runtime
+from tests.crash_bot import BotProcess, echo_reply, sent_texts, write_bot_config
+from tests.fakes.bot_api import FakeBotAPI
 from tests.web_site import WEB_TOKEN, start_site
 
 REPO = Path(__file__).resolve().parent.parent
@@ -145,3 +151,83 @@ def test_the_access_log_never_holds_the_token(tmp_path, caplog):
         assert WEB_TOKEN not in caplog.text
     finally:
         site.close()
+
+
+# -- the page cannot take the bot down (issue 26.2) -------------------------------------------------
+
+#: The bot's open-file limit in these tests: low, as a soft limit of 1024 is for a service, so that the
+#: idle sockets below would exhaust it many times over if the page accepted them all.
+FD_LIMIT = 256
+
+
+def _fd_limit(limit: int):
+    def apply() -> None:  # runs in the child, before the bot starts
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    return apply
+
+
+def _open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _settled_fds(pid: int, timeout: float = 10) -> int:
+    """The process's open-file count once it stopped changing (the server accepted what it will accept)."""
+    deadline = time.monotonic() + timeout
+    last = _open_fds(pid)
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = _open_fds(pid)
+        if now == last:
+            return now
+        last = now
+    return last
+
+
+def _idle_sockets(port: int, count: int) -> list[socket.socket]:
+    """``count`` connections that start a request and never finish its headers (a slowloris)."""
+    held = []
+    for _ in range(count):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        sock.connect_ex(("127.0.0.1", port))
+        held.append(sock)
+    time.sleep(0)
+    for sock in held:
+        try:
+            sock.send(b"GET /memory HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        except OSError:
+            pass  # still in the listen backlog (or refused): it holds a place there instead
+    return held
+
+
+@pytest.mark.timeout(120)
+def test_idle_connections_to_the_page_do_not_take_the_bot_down(tmp_path, bot_config, chat_server):
+    """1,000 idle connections to the page of a bot whose open-file limit is 256: the owner's Telegram
+    message is still stored and answered, the page still answers the owner, and the log does not flood."""
+    chat_server.set_handler(echo_reply)
+    with FakeBotAPI() as fake:
+        config = write_bot_config(
+            tmp_path / "config.json",
+            bot_config,
+            fake,
+            extra={"web": {"enabled": True, "port": 0, "token": WEB_TOKEN}},
+        )
+        with BotProcess(config, tmp_path / "ws", tmp_path / "bot.log", preexec_fn=_fd_limit(FD_LIMIT)) as bot:
+            bot.start().wait_ready()
+            url = re.search(r"web page: (http://127\.0\.0\.1:(\d+)/)", bot.run_log())
+            base, port = url.group(1), int(url.group(2))
+            held = _idle_sockets(port, 4 * FD_LIMIT)
+            try:
+                assert _settled_fds(bot.proc.pid) < FD_LIMIT - 32  # descriptors are left for the bot's own work
+                fake.send_message("still there?", user_id=1)
+                fake.wait_for(lambda: "re: still there?" in sent_texts(fake, 1), timeout=30)
+                reply = requests.get(f"{base}api/usage", headers={"Authorization": f"Bearer {WEB_TOKEN}"}, timeout=10)
+                assert reply.status_code == 200
+            finally:
+                for sock in held:
+                    sock.close()
+            assert bot.terminate() == 0
+        log = bot.log_text()
+        assert "Traceback" not in log and "Too many open files" not in log, log[-3000:]
+        assert len(log) < 100_000

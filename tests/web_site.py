@@ -63,7 +63,7 @@ class Site:
         self.server.state.parts.close()
 
 
-def write_config(folder: Path, plugins: Path, *, token: str | None = WEB_TOKEN) -> Path:
+def write_config(folder: Path, plugins: Path, *, token: str | None = WEB_TOKEN, web: dict | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "llm.json").write_text(
         json.dumps(
@@ -84,8 +84,8 @@ def write_config(folder: Path, plugins: Path, *, token: str | None = WEB_TOKEN) 
     (folder / "collectors").mkdir(exist_ok=True)
     (folder / "collectors" / "writer.json").write_text(json.dumps({"enabled": True}))
     (folder / "collectors" / "raiser.json").write_text(json.dumps({"enabled": True}))
-    web = {"enabled": False} if token is None else {"enabled": False, "token": token}
-    (folder / "web.json").write_text(json.dumps(web))
+    settings = {"enabled": False} if token is None else {"enabled": False, "token": token}
+    (folder / "web.json").write_text(json.dumps({**settings, **(web or {})}))
     return folder
 
 
@@ -188,11 +188,12 @@ def fill_workspace(ws: Workspace) -> tuple[str, str, str]:
     return trace_id, chat, day
 
 
-def start_site(tmp_path: Path, *, token: str | None = WEB_TOKEN) -> Site:
+def start_site(tmp_path: Path, *, token: str | None = WEB_TOKEN, web: dict | None = None) -> Site:
+    """The site over a filled workspace; ``web`` adds keys to ``web.json`` (limits, say)."""
     plugins = tmp_path / "plugins"
     write_collector(plugins, "writer", WRITER)
     write_collector(plugins, "raiser", RAISER)
-    config = write_config(tmp_path / "config", plugins, token=token)
+    config = write_config(tmp_path / "config", plugins, token=token, web=web)
     root = tmp_path / "ws"
     ws = Workspace(root)
     trace_id, chat, day = fill_workspace(ws)

@@ -229,6 +229,10 @@ WEB_SCHEMA = {
         "host": {"type": "string", "minLength": 1},
         "port": {"type": "integer", "minimum": 0, "maximum": 65535},
         "token": {"type": "string"},
+        "max_connections": {"type": "integer", "minimum": 1},
+        "max_body_bytes": {"type": "integer", "minimum": 1024},
+        "header_timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+        "body_timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
     },
     "additionalProperties": False,
 }

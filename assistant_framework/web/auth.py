@@ -9,12 +9,15 @@ import hashlib
 import hmac
 import ipaddress
 import os
+import re
 import secrets
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
+
+from tornado.httputil import split_host_and_port
 
 from ..workspace import Workspace
 
@@ -74,6 +77,33 @@ def bearer_of(header: str | None) -> str | None:
 def cookie_secret(token: str) -> str:
     """The key that signs session cookies, derived from the token: a new token ends old sessions."""
     return hashlib.sha256(b"assistant-web-cookie\x00" + token.encode("utf-8")).hexdigest()
+
+
+#: A session id (the signed value of the session cookie); ``new_session_id`` makes them.
+SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{22,64}$")
+
+
+def new_session_id() -> str:
+    """A fresh random session id (a new one at every sign-in)."""
+    return secrets.token_urlsafe(24)
+
+
+def session_of(signed_value: bytes | str | None) -> str | None:
+    """The session id a verified cookie value holds, or None (an old-style or malformed value)."""
+    if signed_value is None:
+        return None
+    text = signed_value.decode("ascii", "replace") if isinstance(signed_value, bytes) else signed_value
+    return text if SESSION_ID.match(text) else None
+
+
+def host_allowed(host_header: str, listening_on: str) -> bool:
+    """Whether a request's ``Host`` may reach the page: any while it listens beyond loopback; on loopback
+    only loopback names (a DNS-rebinding page arrives with its own name). No ``Host`` (HTTP/1.0) is
+    the machine's own client."""
+    if not is_loopback(listening_on) or not host_header.strip():
+        return True
+    name, _ = split_host_and_port(host_header.strip().lower())
+    return is_loopback(name)
 
 
 def is_loopback(host: str) -> bool:

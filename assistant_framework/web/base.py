@@ -18,8 +18,9 @@ from tornado.escape import xhtml_escape
 
 from ..redaction import redact_text
 from ..traces import TraceStore, redact_json_text, redact_secrets
-from .auth import COOKIE_NAME, SignInThrottle, bearer_of, is_loopback, token_matches
+from .auth import COOKIE_NAME, SignInThrottle, bearer_of, new_session_id, session_of, token_matches
 from .parts import Parts
+from .screen import SESSION_DAYS
 from .views import jsonable
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,16 @@ CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
-SESSION_DAYS = 30
+#: On every answer, also those refused before a handler ran.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-store",
+}
+#: The longest path the access log writes (the rest is cut: a long address must not fill the log).
+LOGGED_PATH_CHARS = 200
 
 
 def log_request(handler: tornado.web.RequestHandler) -> None:
@@ -41,7 +51,7 @@ def log_request(handler: tornado.web.RequestHandler) -> None:
         "%d %s %s %.0fms",
         status,
         handler.request.method,
-        handler.request.path,
+        handler.request.path[:LOGGED_PATH_CHARS],
         1000.0 * handler.request.request_time(),
     )
 
@@ -73,17 +83,6 @@ class WebState:
         return sorted(forms, key=len, reverse=True)
 
 
-def check_host(request: tornado.httputil.HTTPServerRequest, listening_on: str) -> None:
-    """403 for a Host that is not this machine's while the page listens on loopback.
-
-    A DNS-rebinding page (evil.example, its name pointed at 127.0.0.1 after loading) reaches
-    the server from the owner's browser with its own Host; it would see the sign-in form and
-    could try tokens at browser speed. Beyond loopback the names are unknown: the token guards it.
-    """
-    if is_loopback(listening_on) and not is_loopback(request.host_name):
-        raise tornado.web.HTTPError(403, "this page answers only at its loopback address (127.0.0.1, localhost)")
-
-
 class BaseHandler(tornado.web.RequestHandler):
     """Answers 401 without the token; redacts secrets from everything it writes."""
 
@@ -98,11 +97,8 @@ class BaseHandler(tornado.web.RequestHandler):
         return self.state.parts
 
     def set_default_headers(self) -> None:
-        self.set_header("Content-Security-Policy", CSP)
-        self.set_header("X-Frame-Options", "DENY")
-        self.set_header("Referrer-Policy", "no-referrer")
-        self.set_header("X-Content-Type-Options", "nosniff")
-        self.set_header("Cache-Control", "no-store")
+        for name, value in SECURITY_HEADERS.items():
+            self.set_header(name, value)
 
     # -- authentication ----------------------------------------------------------
 
@@ -133,16 +129,20 @@ class BaseHandler(tornado.web.RequestHandler):
     def get_current_user(self) -> str | None:
         if self._bearer_ok():
             return "bearer"
-        cookie = self.get_signed_cookie(COOKIE_NAME, max_age_days=SESSION_DAYS)
-        return "cookie" if cookie == b"owner" else None
+        return "cookie" if self.session_id() else None
+
+    def session_id(self) -> str | None:
+        """The id of the browser's signed-in session (from its signed cookie), else None."""
+        return session_of(self.get_signed_cookie(COOKIE_NAME, max_age_days=SESSION_DAYS))
 
     def sign_in(self) -> None:
+        """A new session for this browser (a new id each time: nothing of an earlier cookie carries over)."""
         self.set_signed_cookie(
-            COOKIE_NAME, "owner", expires_days=SESSION_DAYS, httponly=True, samesite="Strict", path="/"
+            COOKIE_NAME, new_session_id(), expires_days=SESSION_DAYS, httponly=True, samesite="Strict", path="/"
         )
 
     def prepare(self) -> None:
-        check_host(self.request, self.state.host)
+        # The Host was checked before the body was read (screen.py), as for every request.
         given = self.get_query_argument("token", None)
         if given is not None and self.request.method in ("GET", "HEAD"):
             if not self.token_ok(given):
@@ -162,7 +162,6 @@ class BaseHandler(tornado.web.RequestHandler):
 
     def check_xsrf_cookie(self) -> None:
         # A script with the Bearer token cannot be a forged cross-site form; a browser must show the form's token.
-        check_host(self.request, self.state.host)
         if self._bearer_ok():
             return
         if not self.public and self.current_user is None:
@@ -171,7 +170,7 @@ class BaseHandler(tornado.web.RequestHandler):
 
     def _request_summary(self) -> str:
         # Tornado logs errors with the full URI; a ``?token=`` must not reach the log.
-        return f"{self.request.method} {self.request.path} ({self.request.remote_ip})"
+        return f"{self.request.method} {self.request.path[:LOGGED_PATH_CHARS]} ({self.request.remote_ip})"
 
     # -- output --------------------------------------------------------------------
 

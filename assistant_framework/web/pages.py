@@ -14,7 +14,7 @@ from tornado.ioloop import IOLoop
 from ..collectors.runner import outcome_dict
 from . import charts, memfiles, views
 from .auth import COOKIE_NAME
-from .base import BaseHandler, WebState, check_host
+from .base import BaseHandler, WebState
 from .parts import collector_runner
 
 
@@ -428,9 +428,6 @@ class StaticHandler(tornado.web.StaticFileHandler):
 
     def set_default_headers(self) -> None:
         BaseHandler.set_default_headers(self)  # type: ignore[arg-type]
-
-    def prepare(self) -> None:
-        check_host(self.request, self.state.host)
 
 
 class NotFoundHandler(BaseHandler):

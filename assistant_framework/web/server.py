@@ -9,15 +9,16 @@ import threading
 from pathlib import Path
 from typing import Iterable
 
-import tornado.httpserver
 import tornado.netutil
 import tornado.web
 
 from ..traces import collect_secrets
-from . import pages
+from . import logbudget, pages
 from .auth import AccessToken, cookie_secret, is_loopback, load_or_create_token
-from .base import WebState, log_request
+from .base import SECURITY_HEADERS, WebState, log_request
+from .limits import GuardedHTTPServer, ServerLimits, http_server
 from .parts import Parts
+from .screen import make_screen
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).resolve().parent
@@ -89,8 +90,10 @@ class WebServer:
         secrets = collect_secrets(parts.config, [self.access.value, *extra_secrets])
         self.state = WebState(parts=parts, token=self.access.value, secrets=secrets, host=self.host)
         self.app = make_app(self.state)
+        self.limits = ServerLimits.from_config(web)
+        logbudget.install()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._server: tornado.httpserver.HTTPServer | None = None
+        self._server: GuardedHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -113,7 +116,10 @@ class WebServer:
             log.warning("web page listening on %s, beyond this machine: only the token protects it", self.host)
         sockets = tornado.netutil.bind_sockets(self.port, self.host)
         self.port = sockets[0].getsockname()[1]
-        self._server = tornado.httpserver.HTTPServer(self.app, xheaders=False)
+        screen = make_screen(
+            self.limits, listening_on=self.host, token=self.access.value, secret=cookie_secret(self.access.value)
+        )
+        self._server = http_server(self.app, self.limits, screen, SECURITY_HEADERS)
         self._server.add_sockets(sockets)
 
     def start(self) -> None:

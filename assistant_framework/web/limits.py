@@ -1,0 +1,330 @@
+"""What one connection may take from the process: the page must never take the bot down.
+
+The page runs inside the bot's process (``web.enabled``), so every descriptor, byte and log line it
+uses is the bot's. Here: how many connections at once (derived from the open-file limit, with a
+reserve left for the bot's own work), how long a connection may take to send its headers and its
+body, how large a body may be (refused from its ``Content-Length``, before it is read), and an
+accept loop that, when the process is out of descriptors anyway, pauses and says so once a minute
+instead of spinning on the error.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import resource
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import tornado.httpserver
+import tornado.httputil
+import tornado.iostream
+from tornado import gen
+from tornado.http1connection import HTTP1Connection, HTTP1ServerConnection
+from tornado.ioloop import IOLoop
+
+log = logging.getLogger(__name__)
+
+#: The defaults of the ``web.*`` limits (config/README.md names them).
+DEFAULT_MAX_CONNECTIONS = 64
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
+DEFAULT_BODY_TIMEOUT_SECONDS = 30.0
+#: A request without a valid token or session may send at most this much (the sign-in form needs less).
+ANONYMOUS_BODY_BYTES = 16 * 1024
+#: Request line and headers together.
+MAX_HEADER_BYTES = 16 * 1024
+#: Descriptors always left to the bot (its chats, model calls, files, the index): at least this many,
+#: and at least half of the open-file limit.
+FD_RESERVE = 128
+#: Out of descriptors while accepting: stop accepting this long, then try again.
+ACCEPT_PAUSE_SECONDS = 0.5
+ACCEPT_ERRORS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+#: How many connections one wake-up accepts at most (as Tornado's own accept loop).
+ACCEPT_BATCH = 128
+
+
+def open_file_limit() -> int:
+    """The process's soft limit on open descriptors (a large number when unlimited)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return 1 << 20 if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def connection_cap(configured: int, fd_limit: int) -> int:
+    """At most ``configured`` connections, and never more than the descriptors beyond the bot's reserve."""
+    room = fd_limit - max(FD_RESERVE, fd_limit // 2)
+    return max(1, min(configured, room))
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """The bounds of the page's server (``web.max_connections`` and the others; the cap is the derived one)."""
+
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    header_timeout_seconds: float = DEFAULT_HEADER_TIMEOUT_SECONDS
+    body_timeout_seconds: float = DEFAULT_BODY_TIMEOUT_SECONDS
+
+    @classmethod
+    def from_config(cls, web: dict, fd_limit: int | None = None) -> "ServerLimits":
+        """The limits of ``web`` (defaults where a key is absent), the cap fitted to the open-file limit."""
+        configured = int(web.get("max_connections") or DEFAULT_MAX_CONNECTIONS)
+        limit = open_file_limit() if fd_limit is None else fd_limit
+        cap = connection_cap(configured, limit)
+        if cap < configured:
+            log.warning(
+                "web page: at most %d connections at once (not %d): the open-file limit is %d and the bot keeps "
+                "the rest; raise it (LimitNOFILE= in the service, or `ulimit -n`)",
+                cap,
+                configured,
+                limit,
+            )
+        return cls(
+            max_connections=cap,
+            max_body_bytes=int(web.get("max_body_bytes") or DEFAULT_MAX_BODY_BYTES),
+            header_timeout_seconds=float(web.get("header_timeout_seconds") or DEFAULT_HEADER_TIMEOUT_SECONDS),
+            body_timeout_seconds=float(web.get("body_timeout_seconds") or DEFAULT_BODY_TIMEOUT_SECONDS),
+        )
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A request answered from its headers alone: the body is never read, the connection is closed."""
+
+    status: int
+    reason: str
+    message: str
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+#: ``screen(start_line, headers)``: a Refusal for a request that must not be read further, else None.
+Screen = Callable[[tornado.httputil.RequestStartLine, tornado.httputil.HTTPHeaders], "Refusal | None"]
+
+
+def raw_response(refusal: Refusal, extra_headers: dict[str, str], json_body: bool) -> bytes:
+    """The whole HTTP/1.1 answer of a refusal, closing the connection."""
+    import json
+
+    if json_body:
+        body = json.dumps({"error": refusal.message, "status": refusal.status}).encode("utf-8")
+        kind = "application/json; charset=UTF-8"
+    else:
+        body = f"{refusal.status} {refusal.reason}: {refusal.message}\n".encode("utf-8")
+        kind = "text/plain; charset=UTF-8"
+    lines = [f"HTTP/1.1 {refusal.status} {refusal.reason}", f"Content-Type: {kind}", f"Content-Length: {len(body)}"]
+    lines += [f"{k}: {v}" for k, v in {**extra_headers, **dict(refusal.headers)}.items()]
+    lines.append("Connection: close")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+#: A refused connection is closed gently (its answer sent, then what the client still sends read and
+#: dropped, so the close does not reset the answer away): for at most this long and this much, and for
+#: at most this many connections at once (the rest are closed at once).
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 256 * 1024
+MAX_LINGERING = 16
+_lingering = [0]
+
+
+async def _answer_and_close(stream: tornado.iostream.IOStream, data: bytes) -> None:
+    """Write a refusal and close the connection, gently when few others are being closed so."""
+    gentle = _lingering[0] < MAX_LINGERING
+    if gentle:
+        _lingering[0] += 1
+    try:
+        await stream.write(data)
+        if not gentle:
+            return
+        stream.socket.shutdown(socket.SHUT_WR)
+        deadline = IOLoop.current().time() + LINGER_SECONDS
+        drained = 0
+        while drained < LINGER_BYTES:
+            chunk = await gen.with_timeout(
+                deadline,
+                stream.read_bytes(65536, partial=True),
+                quiet_exceptions=(tornado.iostream.StreamClosedError,),
+            )
+            drained += len(chunk)
+    except (tornado.iostream.StreamClosedError, TimeoutError, OSError):
+        pass
+    finally:
+        if gentle:
+            _lingering[0] -= 1
+        stream.close()
+
+
+def _write_and_close(stream: tornado.iostream.IOStream, data: bytes) -> None:
+    IOLoop.current().add_future(gen.convert_yielded(_answer_and_close(stream, data)), lambda done: done.exception())
+
+
+class GuardedHTTPServer(tornado.httpserver.HTTPServer):
+    """Tornado's server with a connection cap, a screen before the body, and a calm accept loop.
+
+    At the cap, a new connection pushes out the connection that has waited longest for a request's
+    headers (a slow or idle one), so idle sockets cannot lock the owner out; only when every
+    connection is busy with a request is the new one answered 503 and closed.
+    """
+
+    limits: ServerLimits
+    screen: Screen
+    security_headers: dict[str, str]
+
+    def guard(self, limits: ServerLimits, screen: Screen, security_headers: dict[str, str]) -> None:
+        """Set the bounds (call once, before ``add_sockets``)."""
+        self.limits, self.screen, self.security_headers = limits, screen, security_headers
+        self._idle: dict[HTTP1ServerConnection, float] = {}  # oldest first
+        self._accept_trouble = _Reporter(60.0)
+
+    # -- connections -------------------------------------------------------------
+
+    def _live(self) -> int:
+        return sum(1 for conn in self._connections if not conn.stream.closed())
+
+    def handle_stream(self, stream: tornado.iostream.IOStream, address: Any) -> None:
+        if self._live() >= self.limits.max_connections:
+            victim = next(iter(self._idle), None)
+            if victim is None:
+                busy = Refusal(503, "Service Unavailable", "the page is busy; try again", (("Retry-After", "5"),))
+                _write_and_close(stream, raw_response(busy, self.security_headers, json_body=False))
+                return
+            del self._idle[victim]
+            victim.stream.close()  # its descriptor is free at once; Tornado forgets it when its loop ends
+        super().handle_stream(stream, address)
+        # Idle from the start: until its first request's headers are in, it may be pushed out.
+        self._idle.update((conn, time.monotonic()) for conn in self._connections if conn.stream is stream)
+
+    def start_request(self, server_conn: object, request_conn: tornado.httputil.HTTPConnection) -> Any:
+        if server_conn not in self._idle:  # waiting for the next request's headers: the newest idle one
+            self._idle[server_conn] = time.monotonic()  # type: ignore[index]
+        return _Screened(self, server_conn, request_conn, super().start_request(server_conn, request_conn))
+
+    def on_close(self, server_conn: object) -> None:
+        self._idle.pop(server_conn, None)  # type: ignore[call-overload]
+        super().on_close(server_conn)
+
+    def busy(self, server_conn: object) -> None:
+        self._idle.pop(server_conn, None)  # type: ignore[call-overload]
+
+    # -- accepting ---------------------------------------------------------------
+
+    def add_sockets(self, sockets: Any) -> None:
+        for sock in sockets:
+            self._sockets[sock.fileno()] = sock
+            self._handlers[sock.fileno()] = self._accept_on(sock)
+
+    def _accept_on(self, sock: socket.socket) -> Callable[[], None]:
+        """Tornado's accept handler, except that running out of descriptors pauses it (logged once a minute)."""
+        loop = IOLoop.current()
+        state = {"removed": False, "paused": False}
+
+        def accept(fd: Any, events: int) -> None:
+            for _ in range(ACCEPT_BATCH):
+                if state["removed"]:
+                    return
+                try:
+                    connection, address = sock.accept()
+                except BlockingIOError:
+                    return
+                except ConnectionAbortedError:
+                    continue
+                except OSError as exc:
+                    if exc.errno not in ACCEPT_ERRORS:
+                        raise
+                    self._accept_trouble.report(
+                        "web page: cannot accept connections: %s (%s); pausing %.1f s",
+                        exc.strerror,
+                        errno.errorcode.get(exc.errno or 0, "?"),
+                        ACCEPT_PAUSE_SECONDS,
+                    )
+                    state["paused"] = True
+                    loop.remove_handler(sock)
+                    loop.call_later(ACCEPT_PAUSE_SECONDS, resume)
+                    return
+                self._handle_connection(connection, address)
+
+        def resume() -> None:
+            if not state["removed"] and state["paused"]:
+                state["paused"] = False
+                loop.add_handler(sock, accept, IOLoop.READ)
+
+        def remove() -> None:
+            if not state["paused"]:
+                loop.remove_handler(sock)
+            state["removed"] = True
+
+        loop.add_handler(sock, accept, IOLoop.READ)
+        return remove
+
+
+class _Screened(tornado.httputil.HTTPMessageDelegate):
+    """Screens each request on its headers before Tornado reads its body; the rest goes to the app."""
+
+    def __init__(
+        self,
+        server: GuardedHTTPServer,
+        server_conn: object,
+        request_conn: tornado.httputil.HTTPConnection,
+        inner: tornado.httputil.HTTPMessageDelegate,
+    ) -> None:
+        self.server, self.server_conn, self.request_conn, self.inner = server, server_conn, request_conn, inner
+
+    def headers_received(
+        self,
+        start_line: tornado.httputil.RequestStartLine | tornado.httputil.ResponseStartLine,
+        headers: tornado.httputil.HTTPHeaders,
+    ) -> Any:
+        self.server.busy(self.server_conn)
+        assert isinstance(start_line, tornado.httputil.RequestStartLine)
+        refusal = self.server.screen(start_line, headers)
+        if refusal is None:
+            return self.inner.headers_received(start_line, headers)
+        log.info("%d %s %s (refused from its headers)", refusal.status, start_line.method, start_line.path[:200])
+        assert isinstance(self.request_conn, HTTP1Connection)
+        stream = self.request_conn.detach()  # Tornado stops here: the body is never read
+        wants_json = start_line.path.startswith("/api/") or "application/json" in headers.get("Accept", "")
+        _write_and_close(stream, raw_response(refusal, self.server.security_headers, json_body=wants_json))
+        return None
+
+    def data_received(self, chunk: bytes) -> Any:
+        return self.inner.data_received(chunk)
+
+    def finish(self) -> None:
+        self.inner.finish()
+
+    def on_connection_close(self) -> None:
+        self.inner.on_connection_close()
+
+
+class _Reporter:
+    """Logs a recurring problem at most once per ``interval`` seconds, with how often it happened meanwhile."""
+
+    def __init__(self, interval: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval, self.clock = interval, clock
+        self._last: float | None = None
+        self._since = 0
+
+    def report(self, message: str, *args: object) -> None:
+        now = self.clock()
+        if self._last is not None and now - self._last < self.interval:
+            self._since += 1
+            return
+        more = f" (and {self._since} more times since the last report)" if self._since else ""
+        log.error(message + more, *args)
+        self._last, self._since = now, 0
+
+
+def http_server(app: Any, limits: ServerLimits, screen: Screen, security_headers: dict[str, str]) -> GuardedHTTPServer:
+    """The guarded server for ``app`` with Tornado's own bounds set from ``limits``."""
+    server = GuardedHTTPServer(
+        app,
+        xheaders=False,
+        max_header_size=MAX_HEADER_BYTES,
+        max_body_size=limits.max_body_bytes,
+        max_buffer_size=limits.max_body_bytes + MAX_HEADER_BYTES,
+        idle_connection_timeout=limits.header_timeout_seconds,  # Tornado's wait for each request's headers
+        body_timeout=limits.body_timeout_seconds,
+    )
+    server.guard(limits, screen, security_headers)
+    return server

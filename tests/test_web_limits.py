@@ -1,0 +1,270 @@
+"""The page's bounds over real sockets: body size from the headers, timeouts, the connection cap,
+running out of descriptors, and a log that does not flood (issue 26.2).
+
+The bot-process side (idle sockets against a bot with a low open-file limit, whose Telegram
+message must still be answered) is in tests/test_web_bot.py.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import resource
+import socket
+import time
+
+import pytest
+import requests
+
+from assistant_framework.web.limits import ANONYMOUS_BODY_BYTES, FD_RESERVE, ServerLimits, connection_cap
+from assistant_framework.web.logbudget import LogBudget
+from tests.web_site import WEB_TOKEN, start_site
+
+BEARER = {"Authorization": f"Bearer {WEB_TOKEN}"}
+HUGE = 90 * 1024 * 1024  # the 90 MB bodies of the report
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    site = start_site(tmp_path_factory.mktemp("site"))
+    yield site
+    site.close()
+
+
+def _exchange(port: int, data: bytes, timeout: float = 5) -> bytes:
+    """Send ``data`` (headers, maybe part of a body) and read until the server closes the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _status(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1])
+
+
+def _request(method: str, path: str, headers: dict, body: bytes = b"", keep_alive: bool = False) -> bytes:
+    head = {"Host": "127.0.0.1", **({} if keep_alive else {"Connection": "close"}), **headers}
+    lines = [f"{method} {path} HTTP/1.1", *(f"{k}: {v}" for k, v in head.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+ROUTES = [
+    ("POST", "/login"),
+    ("POST", "/logout"),
+    ("POST", "/file?path=notes/shopping.md"),
+    ("POST", "/api/file?path=notes/shopping.md"),
+    ("PUT", "/api/file?path=notes/shopping.md"),
+    ("DELETE", "/api/file?path=notes/shopping.md"),
+    ("POST", "/file/delete"),
+    ("POST", "/memory/notes/new"),
+    ("POST", "/memory/facts/set"),
+    ("POST", "/api/memory/facts/set"),
+    ("POST", "/collectors/writer/run"),
+    ("POST", "/api/collectors/writer/run"),
+    ("GET", "/memory"),
+    ("GET", "/static/style.css"),
+    ("POST", "/no/such/page"),
+]
+
+
+def test_an_oversized_body_is_refused_from_its_headers_on_every_route(site):
+    """A 90 MB Content-Length is answered 413 before a byte of the body is sent (the server would
+    otherwise wait for it): without a token, and with the right one, on every route."""
+    before = site.workspace.read_text("notes/shopping.md")
+    for method, path in ROUTES:
+        for auth in ({}, BEARER):
+            answer = _exchange(site.server.port, _request(method, path, {**auth, "Content-Length": str(HUGE)}))
+            assert _status(answer) == 413, (method, path, auth, answer[:200])
+            assert b"Content-Security-Policy: default-src 'none'" in answer and b"Connection: close" in answer
+    assert site.workspace.read_text("notes/shopping.md") == before
+    assert not site.workspace.exists("collectors/writer/latest.md")
+
+
+def test_without_the_token_a_body_may_hold_a_sign_in_form_and_no_more(site):
+    body = b"content=" + b"x" * (ANONYMOUS_BODY_BYTES + 1)
+    for method, path in ROUTES:
+        answer = _exchange(site.server.port, _request(method, path, {"Content-Length": str(len(body))}))
+        assert _status(answer) == 413, (method, path)
+    # The owner (token or session) may send more: a 100 kB note is saved.
+    text = "# Long\n\n" + "many words " * 10_000
+    saved = requests.post(f"{site.base}/api/file?path=notes/long.md", headers=BEARER, json={"content": text})
+    assert saved.status_code == 200 and site.workspace.read_text("notes/long.md") == text + "\n"
+
+
+def test_a_body_without_a_length_or_with_a_bad_one_is_refused(site):
+    chunked = _exchange(
+        site.server.port, _request("POST", "/api/file?path=notes/x.md", {**BEARER, "Transfer-Encoding": "chunked"})
+    )
+    assert _status(chunked) == 411
+    bad = _exchange(site.server.port, _request("POST", "/login", {"Content-Length": "12abc"}))
+    assert _status(bad) == 400
+    assert not site.workspace.exists("notes/x.md")
+
+
+def test_a_foreign_host_is_refused_before_its_body_is_read(site):
+    for host in ("evil.example", f"evil.example:{site.server.port}"):
+        data = f"POST /api/file?path=notes/x.md HTTP/1.1\r\nHost: {host}\r\nContent-Length: 1000\r\n\r\n".encode()
+        answer = _exchange(site.server.port, data + b"{")  # the body never comes: answered anyway
+        assert _status(answer) == 403 and b"loopback" in answer
+
+
+def test_idle_and_slow_connections_are_closed(tmp_path):
+    site = start_site(tmp_path, web={"header_timeout_seconds": 0.5, "body_timeout_seconds": 0.5})
+    try:
+        port = site.server.port
+        started = time.monotonic()
+        assert _exchange(port, b"GET /memory HTTP/1.1\r\nHost: 127.0.0.1\r\n") == b""  # never finished its headers
+        assert _exchange(port, b"") == b""  # never said anything
+        slow = _request("POST", "/api/file?path=notes/x.md", {**BEARER, "Content-Length": "100"}, b'{"content')
+        assert _exchange(port, slow) == b""  # never finished its body
+        assert time.monotonic() - started < 4.5  # each well before the 5 s the client waits
+        # Kept alive after an answer, a connection that sends nothing more is closed too.
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(_request("GET", "/api/usage", BEARER, keep_alive=True))
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+            assert _status(answer) == 200
+        assert not site.workspace.exists("notes/x.md")
+    finally:
+        site.close()
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def _wait(condition, timeout: float = 10):
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+    return value
+
+
+def test_at_the_cap_the_longest_idle_connections_make_room_for_the_owner(tmp_path):
+    site = start_site(tmp_path, web={"max_connections": 8})
+    held: list[socket.socket] = []
+    try:
+        for _ in range(30):
+            sock = socket.create_connection(("127.0.0.1", site.server.port), timeout=5)
+            sock.sendall(b"GET /memory HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never the rest
+            held.append(sock)
+        _wait(lambda: sum(_closed_by_server(s) for s in held[:22]) == 22)  # the oldest were pushed out
+        assert not any(_closed_by_server(s) for s in held[22:])  # the newest 8 are still served
+        reply = requests.get(f"{site.base}/api/usage", headers=BEARER, timeout=5)
+        assert reply.status_code == 200
+    finally:
+        for sock in held:
+            sock.close()
+        site.close()
+
+
+def test_at_the_cap_with_every_connection_busy_a_new_one_gets_503(tmp_path):
+    site = start_site(tmp_path, web={"max_connections": 3})
+    busy: list[socket.socket] = []
+    try:
+        for _ in range(3):  # each in the middle of sending a request's body
+            sock = socket.create_connection(("127.0.0.1", site.server.port), timeout=5)
+            sock.sendall(_request("POST", "/api/file?path=notes/x.md", {**BEARER, "Content-Length": "100"}, b"{"))
+            busy.append(sock)
+        server = site.server._server
+        _wait(lambda: server._live() == 3 and not server._idle)  # all three are reading a body
+
+        def refused() -> bytes | None:
+            answer = _exchange(site.server.port, _request("GET", "/api/usage", BEARER))
+            return answer if _status(answer) == 503 else None
+
+        answer = _wait(refused)
+        assert b"Retry-After: 5" in answer
+        for sock in busy:
+            sock.close()
+        _wait(lambda: requests.get(f"{site.base}/api/usage", headers=BEARER, timeout=5).status_code == 200)
+        assert not site.workspace.exists("notes/x.md")
+    finally:
+        for sock in busy:
+            sock.close()
+        site.close()
+
+
+def test_the_cap_leaves_descriptors_to_the_bot():
+    assert connection_cap(64, 1024) == 64
+    assert connection_cap(64, 180) == 180 - FD_RESERVE
+    assert connection_cap(600, 1024) == 512  # half the limit stays with the bot
+    assert connection_cap(64, 100) == 1  # a tiny limit: one at a time, never none
+    assert ServerLimits.from_config({"max_connections": 1000}, fd_limit=256).max_connections == 128
+    assert ServerLimits.from_config({}, fd_limit=1 << 20).max_connections == 64
+
+
+def test_out_of_descriptors_the_server_pauses_says_so_once_and_recovers(site, caplog):
+    """The process has no descriptor left: accepting fails with EMFILE. The page must not spin on it
+    (thousands of tracebacks filled the log), and must serve again once descriptors are free."""
+    clients = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(4)]
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    fillers: list[int] = []
+    trouble = site.server._server._accept_trouble
+    try:
+        with caplog.at_level(logging.INFO):
+            highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))
+            resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 1, hard))
+            try:
+                while True:  # take every free descriptor below the limit
+                    fillers.append(os.open(os.devnull, os.O_RDONLY))
+            except OSError as exc:
+                assert exc.errno == errno.EMFILE
+            for client in clients:
+                client.settimeout(10)
+                client.connect(("127.0.0.1", site.server.port))
+                client.sendall(_request("GET", "/api/usage", BEARER))
+            _wait(lambda: trouble._since >= 2)  # tried again twice after the first report, silently
+            for fd in fillers:
+                os.close(fd)
+            fillers.clear()
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+            for client in clients:
+                assert client.recv(100).startswith(b"HTTP/1.1 200")
+        reports = [r for r in caplog.records if "cannot accept connections" in r.getMessage()]
+        assert len(reports) == 1 and "EMFILE" in reports[0].getMessage()
+        assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
+    finally:
+        for fd in fillers:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        for client in clients:
+            client.close()
+
+
+def test_many_refused_requests_do_not_flood_the_log(site, caplog):
+    with caplog.at_level(logging.DEBUG):
+        for _ in range(120):
+            assert requests.get(f"{site.base}/api/usage").status_code == 401
+    lines = [r for r in caplog.records if r.name == "tornado.access" and r.getMessage().startswith("401 ")]
+    assert 1 <= len(lines) <= 20
+
+
+def test_the_log_budget_says_how_many_lines_it_left_out():
+    now = [0.0]
+    budget = LogBudget(per_minute=3, clock=lambda: now[0])
+
+    def record(i: int) -> logging.LogRecord:
+        return logging.LogRecord("tornado.access", logging.WARNING, __file__, 1, "%d GET %s", (401, f"/x{i}"), None)
+
+    shown = [r.getMessage() for r in (record(i) for i in range(10)) if budget.filter(r)]
+    assert shown == ["401 GET /x0", "401 GET /x1", "401 GET /x2"]
+    now[0] += 61
+    later = record(10)
+    assert (
+        budget.filter(later) and later.getMessage() == "401 GET /x10 (7 more lines like this were left out of the log)"
+    )
+    other = logging.LogRecord("tornado.general", logging.INFO, __file__, 1, "Malformed HTTP message", (), None)
+    assert budget.filter(other)  # another kind of line has its own budget
