@@ -156,7 +156,10 @@ async def _answer_and_close(stream: tornado.iostream.IOStream, data: bytes) -> N
 
 
 def _write_and_close(stream: tornado.iostream.IOStream, data: bytes) -> None:
-    IOLoop.current().add_future(gen.convert_yielded(_answer_and_close(stream, data)), lambda done: done.exception())
+    def settled(done: Any) -> None:
+        done.exception()  # retrieved: an error here is the client's going away, nothing to report
+
+    IOLoop.current().add_future(gen.convert_yielded(_answer_and_close(stream, data)), settled)
 
 
 class GuardedHTTPServer(tornado.httpserver.HTTPServer):
