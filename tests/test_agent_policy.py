@@ -114,10 +114,13 @@ def test_injected_mail_cannot_trigger_a_delete(bot_config, important, chat_serve
 def test_malformed_call_is_corrected_before_anyone_is_asked(bot_config, important, chat_server) -> None:
     agent = make_agent(bot_config, important)
     asked: list[dict] = []
-    chat_server.enqueue('{"skill": "file", "args": {"action": "delete", "path": 5}}', '{"reply": "oops"}')
+    chat_server.enqueue(
+        '{"skill": "file", "args": {"action": "delete", "path": ["notes/important.md"]}}', '{"reply": "oops"}'
+    )
     agent.handle_message("c1", "delete it", approve=lambda r: asked.append(r) or True)
-    assert asked == []
+    assert asked == [] and important.exists("notes/important.md")
     assert "was not run" in chat_server.chat_requests[1]["messages"][-1]["content"]
+    assert not important.exists("state/audit.jsonl")  # nothing ran, so nothing to audit
 
 
 def test_outside_content_still_in_the_history_guards_the_next_turns(bot_config, important, chat_server) -> None:

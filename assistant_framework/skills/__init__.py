@@ -1,6 +1,7 @@
 """Skills: plugins in ``skills/<name>/`` the model calls through the JSON protocol.
 
 - ``manager``: ``SkillManager`` loads them once and runs them safely (schema check, timeout, truncation).
+- ``prepare``: one call made ready to run (``PreparedCall``): arguments coerced, type-fitted, validated once.
 - ``loader``: one plugin folder into a ``Skill`` record (constants, ``register()`` or README schema).
 - ``support``: small helpers for skill authors (``need``, ``context_now``, ``context_zone``) and
   ``OUTSIDE_LABEL``, which marks outside text in a result.
@@ -15,11 +16,13 @@ from assistant_framework.skills.manager import (
     SkillManager,
     SkillResult,
 )
+from assistant_framework.skills.prepare import PreparedCall
 from assistant_framework.skills.support import OUTSIDE_LABEL, context_now, context_zone, need
 
 __all__ = [
     "BUILTIN_SKILLS_DIR",
     "OUTSIDE_LABEL",
+    "PreparedCall",
     "SkillContext",
     "SkillLoadError",
     "SkillManager",

@@ -205,6 +205,13 @@ def _timeout(value: Any, folder: Path) -> float | None:
 SKILL_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
 
 
+def tool_name(skill: str) -> str:
+    """A skill's name as OpenAI-style servers accept a function name (``^[a-zA-Z0-9_-]{1,64}$``): other
+    characters (a dot, a space, ``ü``) become ``_``. Names already in that form are unchanged. Two skills
+    with the same tool name cannot both load (a native tool call could not tell them apart)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", skill)[:64] or "_"
+
+
 def _suggest_name(name: str) -> str:
     """An ASCII name close to ``name``, for the error message (``bücher liste`` -> ``bucher_liste``)."""
     ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
-
-import jsonschema
 
 from assistant_framework.plugin_import import LoadOnce, loaded_attribute
 from assistant_framework.skills.loader import (
@@ -27,7 +24,9 @@ from assistant_framework.skills.loader import (
     forget_module,
     is_skill_folder,
     load_skill_folder,
+    tool_name,
 )
+from assistant_framework.skills.prepare import PreparedCall, prepare_args, schema_problems, validator_for
 from assistant_framework.workspace import Workspace
 
 #: The built-in skills shipped with the framework: ``<repo>/skills``.
@@ -35,7 +34,6 @@ BUILTIN_SKILLS_DIR: Path = Path(__file__).resolve().parents[2] / "skills"
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
 DEFAULT_RESULT_LIMIT_CHARS = 4000
-_MAX_REPORTED_ERRORS = 3
 
 
 @dataclass
@@ -98,35 +96,6 @@ def truncate_text(text: str, limit: int) -> tuple[str, bool]:
         return text, False
     cut = len(text) - limit
     return f"{text[:limit]}\n[... truncated {cut} characters]", True
-
-
-def form_of(example: str) -> str:
-    """The form of a date/time example, ``2026-12-01 09:00`` -> ``YYYY-MM-DD HH:MM`` (others as they are)."""
-    form = re.sub(r"\d{4}-\d{2}-\d{2}", "YYYY-MM-DD", example)
-    form = re.sub(r"\d{2}:\d{2}", "HH:MM", form)
-    return re.sub(r"^\d{2}-\d{2}$", "MM-DD", form)
-
-
-def describe_validation_error(error: jsonschema.ValidationError) -> str:
-    """``args.due: 'tomorrow' does not match '^...'; expected YYYY-MM-DD`` style text; a field with
-    ``examples`` in its schema gets them instead of the pattern (``write it like "2026-12-01"``)."""
-    where = "args" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-    message = f"{where}: {error.message}"
-    schema = error.schema if isinstance(error.schema, dict) else {}
-    examples = [e for e in schema.get("examples") or [] if isinstance(e, str)]
-    if error.validator == "pattern" and examples:
-        # A small model cannot read a regular expression; it can follow a form and an example.
-        forms = " or ".join(dict.fromkeys(form_of(e) for e in examples))
-        return f"{where}: {error.instance!r} is not in the expected form: write it as {forms}, e.g. " + " or ".join(
-            json.dumps(e, ensure_ascii=False) for e in examples
-        )
-    if error.validator == "additionalProperties" and isinstance(error.schema, dict):
-        allowed = sorted((error.schema.get("properties") or {}).keys())
-        if allowed:
-            message += f"; allowed fields: {', '.join(allowed)}"
-    elif schema.get("description"):
-        message += f"; expected {schema['description']}"
-    return message
 
 
 class SkillManager:
@@ -230,11 +199,27 @@ class SkillManager:
                         )
                     )
                     continue
+                twin = next(
+                    (s for s in skills.values() if s.name != spec.name and tool_name(s.name) == tool_name(spec.name)),
+                    None,
+                )
+                if twin is not None:
+                    # Native tool calls name the tool, not the skill: both would be offered under one name.
+                    forget_module(spec.module_name)
+                    errors.append(
+                        SkillLoadError(
+                            folder.name,
+                            spec.folder,
+                            f"{spec.folder}: skill name {spec.name!r} is offered to the model as the tool "
+                            f"{tool_name(spec.name)!r}, like skill {twin.name!r} ({twin.folder}); a tool call could "
+                            "not tell them apart: rename one (NAME or the folder)",
+                        )
+                    )
+                    continue
                 here[spec.name] = spec.folder
                 module_names.append(spec.module_name)
                 skills[spec.name] = spec
-                validator_cls = jsonschema.validators.validator_for(spec.args_schema)
-                validators[spec.name] = validator_cls(spec.args_schema)
+                validators[spec.name] = validator_for(spec.args_schema)
         self._skills = dict(sorted(skills.items()))
         self._errors = errors
         self._validators = validators
@@ -281,26 +266,19 @@ class SkillManager:
     # -- running ---------------------------------------------------------------
 
     def validate_args(self, name: str, args: Any) -> str | None:
-        """None when ``args`` fit the skill's schema, else a message naming fields and rules."""
+        """None when ``args`` fit the skill's schema as they are, else a message naming fields and rules."""
         self.ensure_loaded()
         validator = self._validators.get(name)
         if validator is None:
             return None
-        errors = sorted(validator.iter_errors(args), key=lambda e: (list(e.absolute_path), e.message))
-        if not errors:
-            return None
-        lines = [describe_validation_error(e) for e in errors[:_MAX_REPORTED_ERRORS]]
-        if len(errors) > _MAX_REPORTED_ERRORS:
-            lines.append(f"(and {len(errors) - _MAX_REPORTED_ERRORS} more problems)")
-        return "; ".join(lines)
+        return schema_problems(validator, args)
 
-    def run(
-        self, name: str, args: Any, context: SkillContext | None = None, *, workspace: Workspace | None = None
-    ) -> SkillResult:
-        """Validate, call with a timeout, and package the outcome; never raises.
+    def prepare(self, name: str, args: Any) -> PreparedCall | SkillResult:
+        """The call ready to run (arguments coerced, fitted to the schema's types and validated, once),
+        or a failed ``SkillResult`` saying why not (``unknown_skill`` or ``invalid_args``). Nothing runs.
 
-        ``workspace`` replaces the manager's own for this call (a guest chat's area)."""
-        started = time.monotonic()
+        What the host checks (policy, audit, repeat check) is ``PreparedCall.args``, and ``run_prepared``
+        runs exactly those arguments on exactly this skill, even if the skills are reloaded in between."""
         skill = self.skills.get(name)
         if skill is None:
             near = self.closest(name)
@@ -310,13 +288,40 @@ class SkillManager:
                 error=f"unknown skill {name!r}{hint}. Available skills: {', '.join(self.names()) or '(none)'}",
                 error_kind="unknown_skill",
             )
-        args = fit_scalar_types(_coerce_args(args), skill.args_schema)
-        problem = self.validate_args(name, args)
-        if problem:
-            return SkillResult(ok=False, error=f"invalid args for skill {name!r}: {problem}", error_kind="invalid_args")
+        validator = self._validators.get(name)
+        if validator is None or validator.schema is not skill.args_schema:  # a reload replaced one of the two
+            validator = validator_for(skill.args_schema)
+        prepared = prepare_args(skill, args, validator)
+        if isinstance(prepared, str):
+            return SkillResult(
+                ok=False, error=f"invalid args for skill {name!r}: {prepared}", error_kind="invalid_args"
+            )
+        return prepared
+
+    def run(
+        self, name: str, args: Any, context: SkillContext | None = None, *, workspace: Workspace | None = None
+    ) -> SkillResult:
+        """Prepare and run in one step (for callers with no check in between); never raises.
+
+        ``workspace`` replaces the manager's own for this call (a guest chat's area)."""
+        prepared = self.prepare(name, args)
+        if isinstance(prepared, SkillResult):
+            return prepared
+        return self.run_prepared(prepared, context, workspace=workspace)
+
+    def run_prepared(
+        self, call: PreparedCall, context: SkillContext | None = None, *, workspace: Workspace | None = None
+    ) -> SkillResult:
+        """Run a prepared call with a timeout and package the outcome; never raises. The skill gets its
+        own copy of the prepared arguments, so what it does to them changes nothing the host keeps.
+
+        ``workspace`` replaces the manager's own for this call (a guest chat's area)."""
+        started = time.monotonic()
+        skill = call.skill
         where = workspace if workspace is not None else self.workspace
+        args = call.args_copy()
         call_args: tuple = (where, args, context or self.default_context) if skill.wants_context else (where, args)
-        result = self._call_with_timeout(skill, call_args, self.timeout_for(name))
+        result = self._call_with_timeout(skill, call_args, self.timeout_for(skill.name))
         result.elapsed_s = time.monotonic() - started
         return result
 
@@ -352,45 +357,3 @@ class SkillManager:
             )
         shown, cut = truncate_text(text, self.result_limit_chars)
         return SkillResult(ok=True, value=shown if cut else value, truncated=cut)
-
-
-_INTEGER_TEXT = re.compile(r"[+-]?\d{1,18}")
-
-
-def fit_scalar_types(args: Any, schema: dict | None) -> Any:
-    """Top-level arguments in the scalar type their schema declares, when the model wrote the same
-    value in another: ``{"id": 3}`` for a string id, ``"5"`` for an integer, ``"true"`` for a boolean.
-    Anything else is left for the schema check to name."""
-    properties = (schema or {}).get("properties") if isinstance(schema, dict) else None
-    if not isinstance(args, dict) or not isinstance(properties, dict):
-        return args
-    fitted = dict(args)
-    for key, value in args.items():
-        wanted = (properties.get(key) or {}).get("type") if isinstance(properties.get(key), dict) else None
-        if not isinstance(wanted, str) or isinstance(value, bool):
-            continue
-        if wanted == "string" and isinstance(value, (int, float)):
-            fitted[key] = str(value)
-        elif wanted == "integer" and isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
-            fitted[key] = int(value.strip())
-        elif wanted == "integer" and isinstance(value, float) and value.is_integer():
-            fitted[key] = int(value)
-        elif wanted == "boolean" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            fitted[key] = value.strip().lower() == "true"
-    return fitted
-
-
-def _coerce_args(args: Any) -> Any:
-    # Models often send arguments as a JSON string or nothing at all.
-    if args is None:
-        return {}
-    if isinstance(args, str):
-        stripped = args.strip()
-        if not stripped:
-            return {}
-        try:
-            parsed = json.loads(stripped)
-        except json.JSONDecodeError:
-            return args
-        return parsed if isinstance(parsed, dict) else args
-    return args

@@ -10,7 +10,7 @@ import json
 
 from assistant_framework.access import guest_workspace
 from assistant_framework.policy import UNTRUSTED_WHY
-from assistant_framework.skills import SkillContext, SkillManager
+from assistant_framework.skills import PreparedCall, SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import CallGate, touches_untrusted
 from messaging_llm_bot.agent.honesty import is_write_call, saved_location
@@ -33,18 +33,29 @@ def schema_hint(skills: SkillManager, name: str) -> str | None:
 
 
 def call_key(call: SkillCall) -> str:
-    """The skill and its arguments as one string: equal for the same call written twice."""
+    """The skill and its arguments as written: equal for the same call written twice (the prepared
+    call's ``key`` is what the repeat check uses; this is for a call that could not be prepared)."""
     return call.skill + "\n" + json.dumps(call.args, sort_keys=True, ensure_ascii=False, default=str)
 
 
 class CallRunner:
-    """Runs the skill calls of one model answer against the agent's skills, gate and workspace."""
+    """Runs the skill calls of one model answer against the agent's skills, gate and workspace.
+
+    Each call is prepared once (``SkillManager.prepare``: coerced, type-fitted, validated); the
+    repeat check, the gate, the owner's question, the audit line and the run all use that prepared
+    call, in the turn's workspace area. A call that cannot be prepared is fed back; nothing runs.
+    """
 
     def __init__(self, skills: SkillManager, gate: CallGate, workspace: Workspace, settings: BotSettings) -> None:
         self.skills = skills
         self.gate = gate
         self.workspace = workspace
         self.settings = settings
+
+    def key(self, call: SkillCall) -> str:
+        """The repeat-check key of a call: its prepared form's when it can be prepared."""
+        prepared = self.skills.prepare(call.skill, call.args) if not call.args_error else None
+        return prepared.key() if isinstance(prepared, PreparedCall) else call_key(call)
 
     def run(self, call: SkillCall, round_no: int, turn: TurnRecord, context: SkillContext, emit) -> str:
         """Run one call and return the message fed back to the model; the turn records it."""
@@ -61,89 +72,81 @@ class CallRunner:
             feedback = format_skill_error(call.skill, error, unknown_skill_hint(call.skill, names))
             record.update(ok=False, error=error, error_kind="unknown_skill")
         else:
-            return self._run_allowed(call, record, turn, context, emit)
-        return self._finish_call(call, record, turn, feedback, emit)
+            # Checked before anyone is asked, so a malformed call is corrected, not confirmed; nothing runs.
+            prepared = skills.prepare(call.skill, call.args)
+            if isinstance(prepared, PreparedCall):
+                record["args"] = prepared.args  # what is checked and run (types fitted)
+                return self._run_prepared(prepared, record, turn, context, emit)
+            record.update(ok=False, error=prepared.error, error_kind=prepared.error_kind)
+            feedback = format_skill_error(call.skill, prepared.error or "invalid args", schema_hint(skills, call.skill))
+        return self._finish_call(call.skill, record, turn, feedback, emit)
 
-    def _run_allowed(self, call: SkillCall, record: dict, turn: TurnRecord, context: SkillContext, emit) -> str:
-        """Run a known skill with valid-looking args through the policy gate; audit the outcome."""
-        skills = self.skills
-        skill = skills.get(call.skill)
-        # Validate before asking the owner, so a malformed call is corrected, not confirmed.
-        if isinstance(call.args, dict) and skills.validate_args(call.skill, call.args) is not None:
-            result = skills.run(call.skill, call.args, context)
-            record.update(ok=False, error=result.error, error_kind=result.error_kind)
-            return self._finish_call(
-                call,
-                record,
-                turn,
-                format_skill_error(call.skill, result.error or "invalid args", schema_hint(skills, call.skill)),
-                emit,
-            )
-        key = call_key(call)
-        if key in turn.writes_done and is_write_call(skill.capabilities, call.args):
+    def area(self, turn: TurnRecord) -> Workspace:
+        """Where the turn's calls run: a guest chat's own folder (made on first use), else the workspace."""
+        if turn.guest is None:
+            return self.workspace
+        if turn.area is None:
+            turn.area = guest_workspace(self.workspace, turn.conversation_id)
+        return turn.area
+
+    def _run_prepared(self, call: PreparedCall, record: dict, turn: TurnRecord, context: SkillContext, emit) -> str:
+        """Run a prepared call through the repeat check and the policy gate; audit the outcome."""
+        skill, args = call.skill, call.args
+        limit = self.settings.skill_result_limit_chars
+        key = call.key()
+        if key in turn.writes_done and is_write_call(skill.capabilities, args):
             # A small model often answers a write's result with the same call: a second task, a reminder twice.
             record.update(ok=True, repeated=True)
             done = f"Not run again: the same call already ran in this turn and returned:\n{turn.writes_done[key]}"
-            return self._finish_call(
-                call, record, turn, format_skill_result(call.skill, done, self.settings.skill_result_limit_chars), emit
-            )
-        if turn.guest is not None and turn.area is None:
-            turn.area = guest_workspace(self.workspace, turn.conversation_id)
+            return self._finish_call(skill.name, record, turn, format_skill_result(skill.name, done, limit), emit)
+        where = self.area(turn)
         why = UNTRUSTED_WHY if turn.untrusted else HISTORY_WHY
         gate = self.gate.check(
             skill,
-            call.args,
+            args,
             untrusted=turn.guarded,
             untrusted_why=why,
             approve=turn.approve,
             chat=context.chat_id,
-            workspace=turn.area,
+            workspace=where,
             guest=turn.guest is not None,
         )
         record["decision"] = gate.decision.action
         if not gate.allowed:
             record.update(ok=False, error=gate.refusal, error_kind="not_allowed")
-            return self._finish_call(
-                call,
-                record,
-                turn,
-                format_skill_result(call.skill, f"Not done: {gate.refusal}", self.settings.skill_result_limit_chars),
-                emit,
-            )
+            feedback = format_skill_result(skill.name, f"Not done: {gate.refusal}", limit)
+            return self._finish_call(skill.name, record, turn, feedback, emit)
         context.untrusted = turn.guarded
-        result = skills.run(call.skill, call.args, context, workspace=turn.area)
+        result = self.skills.run_prepared(call, context, workspace=where)
         self.gate.audit(
-            context.chat_id, call.skill, call.args, gate.decision.action, "ok" if result.ok else "error", result.error
+            context.chat_id, skill.name, args, gate.decision.action, "ok" if result.ok else "error", result.error
         )
         record.update(ok=result.ok, elapsed_s=round(result.elapsed_s, 4))
         if result.ok:
-            feedback = format_skill_result(call.skill, result.value, self.settings.skill_result_limit_chars + 200)
-            if touches_untrusted(call.args, result.value, skill.capabilities):
+            feedback = format_skill_result(skill.name, result.value, limit + 200)
+            if touches_untrusted(args, result.value, skill.capabilities):
                 # Text from a mail, feed or attachment is data; it must not steer later calls.
                 turn.untrusted = True
                 feedback = UNTRUSTED_NOTE + "\n" + feedback
-            if is_write_call(skill.capabilities, call.args):
+            if is_write_call(skill.capabilities, args):
                 turn.writes_done[key] = result.text()
                 turn.wrote_memory = True
-                where = saved_location(result.value)
-                if where:
-                    turn.saved_to.append(where)
-                    record["saved_to"] = where
-        elif result.error_kind == "invalid_args":
-            feedback = format_skill_error(call.skill, result.error or "invalid args", schema_hint(skills, call.skill))
-            record.update(error=result.error, error_kind=result.error_kind)
+                where_saved = saved_location(result.value)
+                if where_saved:
+                    turn.saved_to.append(where_saved)
+                    record["saved_to"] = where_saved
         else:
-            feedback = format_skill_result(call.skill, f"Error: {result.error}", self.settings.skill_result_limit_chars)
+            feedback = format_skill_result(skill.name, f"Error: {result.error}", limit)
             record.update(error=result.error, error_kind=result.error_kind)
-        return self._finish_call(call, record, turn, feedback, emit)
+        return self._finish_call(skill.name, record, turn, feedback, emit)
 
-    def _finish_call(self, call: SkillCall, record: dict, turn: TurnRecord, feedback: str, emit) -> str:
+    def _finish_call(self, skill: str, record: dict, turn: TurnRecord, feedback: str, emit) -> str:
         turn.skill_calls.append(record)
         summary = record.get("error") or (f"saved to {record['saved_to']}" if record.get("saved_to") else "done")
         emit(
             AgentEvent(
                 "skill_result",
-                {"skill": call.skill, "ok": bool(record.get("ok")), "summary": str(summary)[:SUMMARY_CHARS]},
+                {"skill": skill, "ok": bool(record.get("ok")), "summary": str(summary)[:SUMMARY_CHARS]},
             )
         )
         return feedback

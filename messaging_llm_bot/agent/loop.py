@@ -21,7 +21,7 @@ from assistant_framework.access import guest_skills
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.traces import TraceStore, collect_secrets, new_trace_id
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.agent.calls import CallRunner, call_key
+from messaging_llm_bot.agent.calls import CallRunner
 from messaging_llm_bot.agent.guard import ApproveCallback, CallGate
 from messaging_llm_bot.agent.history import (
     HistoryStore,
@@ -449,9 +449,9 @@ class Agent:
                     f"I could not finish this within {max_rounds} skill rounds; please ask again more specifically.",
                     True,
                 )
-            signature = [call_key(c) for c in parsed.calls]
-            repeated, last_calls = signature == last_calls, signature
             calls = CallRunner(self.skills, self.gate, self.workspace, self.settings)
+            signature = [calls.key(c) for c in parsed.calls]
+            repeated, last_calls = signature == last_calls, signature
             feedbacks = []
             for call in parsed.calls:
                 turn.check_stop()  # no further skill starts after a stop; one already run stays done

@@ -8,11 +8,14 @@ the fallback (llm/structured.py decides per runner which one a request uses).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from assistant_framework.skills.loader import tool_name
+
 from .structured import grammar_safe
+
+__all__ = ["ToolCall", "assistant_message", "result_message", "tool_calls_of", "tool_name", "tool_specs"]
 
 #: Where servers put the reasoning of an answer; DeepSeek's thinking mode wants it back with the
 #: answer's tool calls (HTTP 400 without it), Ollama and vLLM call it ``reasoning``.
@@ -31,12 +34,6 @@ class ToolCall:
     name: str
     arguments: object
     reasoning: dict = field(default_factory=dict)
-
-
-def tool_name(skill: str) -> str:
-    """A skill's name as OpenAI-style servers accept a function name (``^[a-zA-Z0-9_-]{1,64}$``): other
-    characters (a space, ``ü``, a dot) become ``_``. Names already in that form are unchanged."""
-    return re.sub(r"[^A-Za-z0-9_-]", "_", skill)[:64] or "_"
 
 
 def tool_specs(skills: Iterable[tuple[str, str, dict | None]]) -> list[dict]:
