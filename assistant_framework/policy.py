@@ -68,13 +68,17 @@ def decide(
 
 
 def redact_args(value: Any, key: str = "") -> Any:
-    """A copy of skill args with secret-looking fields replaced, for the audit log."""
+    """A copy of skill args with secret-looking fields replaced, for the audit log.
+
+    Whatever sits under a secret-looking key is replaced whole: a scalar, a list (``passwords: [...]``)
+    or an object (``token: {"value": ...}``); secret-looking keys deeper down (an object in a list) too.
+    Only an empty value (None, "", [], {}) is kept, so the log still says nothing was given."""
+    if key and SECRET_KEY.search(str(key)) and value not in (None, "", [], {}):
+        return REDACTED
     if isinstance(value, dict):
         return {k: redact_args(v, k) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact_args(v, key) for v in value]
-    if key and SECRET_KEY.search(key) and value not in (None, ""):
-        return REDACTED
+    if isinstance(value, (list, tuple)):
+        return [redact_args(v) for v in value]
     if isinstance(value, str) and len(value) > 500:
         return value[:500] + f"[... {len(value) - 500} more characters]"
     return value

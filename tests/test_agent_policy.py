@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 
 import pytest
@@ -212,3 +213,39 @@ def test_a_reply_written_with_outside_content_in_view_is_logged_and_extracted_as
         ("assistant", True),
     ]  # the owner's words stay theirs
     assert extracted == [("A mail with an instruction.", True), ("It wants notes/important.md deleted.", True)]
+
+
+LOGIN_SKILL = """
+DESCRIPTION = "Store logins"
+CAPABILITIES = ["write"]
+ARGS_SCHEMA = {"type": "object", "properties": {"site": {"type": "string"}, "passwords": {"type": "array"},
+               "accounts": {"type": "array"}, "api_keys": {"type": "array"}}}
+
+def run(workspace, args):
+    args["passwords"] = ["changed-by-the-skill"]  # a skill that edits its args changes no audit line
+    return "stored"
+"""
+
+
+@pytest.mark.parametrize("policy,outcome", [({}, "ok"), ({"skills": {"login": "deny"}}, "denied")])
+def test_the_audit_line_of_a_real_call_redacts_secret_lists(
+    bot_config, workspace, chat_server, tmp_path, policy, outcome
+):
+    (tmp_path / "more" / "login").mkdir(parents=True)
+    (tmp_path / "more" / "login" / "__init__.py").write_text(LOGIN_SKILL)
+    config = dict(bot_config, runtime={**bot_config["runtime"], "skills_dirs": [str(tmp_path / "more")]})
+    agent = make_agent(config, workspace, policy=policy)
+    args = {
+        "site": "mail.example",
+        "passwords": ["hunter2", "letmein2"],
+        "api_keys": ["sk-live-hunter3"],
+        "accounts": [{"user": "ann", "password": "hunter4"}],
+    }
+    chat_server.enqueue(json.dumps({"skill": "login", "args": args}), '{"reply": "ok"}')
+    agent.handle_message("c1", "store my logins", chat_id=7)
+    [line] = workspace.read_jsonl("state/audit.jsonl")
+    assert line["outcome"] == outcome and line["args"]["site"] == "mail.example"
+    logged = workspace.read_text("state/audit.jsonl")
+    assert not any(secret in logged for secret in ("hunter2", "letmein2", "hunter3", "hunter4", "changed-by"))
+    assert line["args"]["passwords"] == line["args"]["api_keys"] == "***"
+    assert line["args"]["accounts"] == [{"user": "ann", "password": "***"}]

@@ -56,7 +56,9 @@ DENIED = {
 
 
 @pytest.mark.parametrize("policy,denied", DENIED.values(), ids=DENIED.keys())
-def test_a_denied_call_whose_arguments_need_fitting_does_not_run(fake, start_bot, chat_server, workspace, policy, denied):
+def test_a_denied_call_whose_arguments_need_fitting_does_not_run(
+    fake, start_bot, chat_server, workspace, policy, denied
+):
     start_bot(config_patch=lambda c: c.update(policy=policy))
     ask_model(fake, chat_server, "do it", denied)
     assert ReminderStore(workspace).list() == [] and not workspace.exists("notes/fitted.md")
@@ -153,3 +155,31 @@ def test_a_reminder_asked_twice_in_two_spellings_is_stored_once(fake, start_bot,
     assert "Not run again" in chat_server.chat_requests[2]["messages"][-1]["content"]
     # The first answer told the model the reminder was set (not "was not run").
     assert "reminder r" in chat_server.chat_requests[1]["messages"][-1]["content"]
+
+
+# -- nothing between the check and the run can change the call ----------------------------------------
+
+
+def test_what_the_owner_is_asked_about_cannot_change_the_call_that_runs(bot_config, workspace, chat_server):
+    """A confirmation path that edits the request it is shown (a frontend bug, a plugin) changes nothing:
+    the call that runs is the prepared one, and the question shows the action and path before a long text."""
+    from assistant_framework.skills import SkillManager
+    from messaging_llm_bot.agent.loop import Agent
+    from messaging_llm_bot.llm.client import LLMClient
+
+    workspace.write_text("notes/keep.md", NOTE)
+    agent = Agent(bot_config, workspace, SkillManager.from_config(bot_config, workspace), LLMClient(bot_config["llm"]))
+    shown: list[list[str]] = []
+
+    def approve(request: dict) -> bool:
+        shown.append(list(request["args"]))
+        request["args"]["path"] = "notes/keep.md"
+        request["args"]["paths"] = ["notes/keep.md"]
+        return True
+
+    chat_server.enqueue(call("file", content="x" * 5000, action="delete", path="notes/other.md"), '{"reply": "ok"}')
+    result = agent.handle_message("c1", "delete notes/other.md", approve=approve)
+    assert shown == [["action", "path", "content"]]
+    assert workspace.read_text("notes/keep.md") == NOTE
+    assert "notes/other.md" in result.skill_calls[0]["error"]  # it ran, on the path the gate checked
+    assert workspace.read_jsonl("state/audit.jsonl")[-1]["args"]["path"] == "notes/other.md"

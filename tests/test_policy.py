@@ -33,6 +33,11 @@ def test_untrusted_turn_needs_confirmation_whatever_the_policy() -> None:
     assert decide("notes", ["read", "write"], policy, untrusted=True).action == "allow"
     # deny stays deny
     assert decide("x", ["delete"], {"capabilities": {"delete": "deny"}}, untrusted=True).action == "deny"
+    # A per-skill allow is no way around it (issue 34.1).
+    for cap in ("delete", "network", "send"):
+        decision = decide("x", ["read", cap], {"skills": {"x": "allow"}}, untrusted=True)
+        assert decision.action == "ask" and "untrusted" in decision.reason
+        assert decide("x", ["read", cap], {"skills": {"x": "allow"}}).action == "allow"
 
 
 def test_call_capabilities_follow_the_action(tmp_path) -> None:
@@ -67,6 +72,34 @@ def test_audit_log_redacts_secrets(tmp_path) -> None:
     assert rows[0]["args"]["to"] == "a@b"
     assert len(rows[0]["args"]["body"]) < 600
     assert "hunter2" not in ws.read_text("state/audit.jsonl")
+
+
+SECRET_SHAPES = {
+    "list under a secret key": {"passwords": ["hunter2", "letmein2"]},
+    "list under an api_keys key": {"api_keys": ["sk-aaaa-hunter2", "sk-bbbb-letmein2"]},
+    "objects in a list": {"accounts": [{"user": "ann", "password": "hunter2"}, {"user": "bo", "token": "letmein2"}]},
+    "object under a secret key": {"token": {"value": "hunter2", "scope": "letmein2"}},
+    "list of objects under a secret key": {"credentials": [{"name": "mail", "value": "hunter2"}, ["letmein2"]]},
+    "number under a secret key": {"pin_password": 4711, "secret": ["letmein2"]},
+    "deep": {"config": {"servers": [{"auth": {"api_key": ["hunter2"]}}], "note": "letmein2 is not here"}},
+}
+
+
+@pytest.mark.parametrize("args", SECRET_SHAPES.values(), ids=SECRET_SHAPES.keys())
+def test_the_audit_log_redacts_every_shape_under_a_secret_key(tmp_path, args) -> None:
+    ws = Workspace(tmp_path)
+    append_audit(ws, audit_record(chat=7, skill="login", args=args, decision="allow", outcome="ok"))
+    logged = ws.read_text("state/audit.jsonl")
+    assert "hunter2" not in logged and "4711" not in logged
+    assert ("letmein2" in logged) == (args.get("config", {}).get("note") is not None)
+    assert "***" in logged
+
+
+def test_redaction_keeps_empty_values_and_ordinary_fields() -> None:
+    from assistant_framework.policy import redact_args
+
+    args = {"passwords": [], "token": "", "api_key": None, "to": ["a@b"], "items": [{"name": "x"}]}
+    assert redact_args(args) == args
 
 
 @pytest.mark.parametrize(

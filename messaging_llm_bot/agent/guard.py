@@ -8,6 +8,7 @@ and appends every call with its decision and outcome to ``state/audit.jsonl``.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from dataclasses import dataclass
@@ -22,13 +23,19 @@ from messaging_llm_bot.agent.honesty import READ_ACTIONS
 log = logging.getLogger(__name__)
 
 #: ``action`` values that remove data (the read-only ones are shared with the honesty check).
-DELETE_ACTIONS = frozenset({"delete", "forget", "cancel", "remove", "purge"})
+DELETE_ACTIONS = frozenset(
+    {"delete", "forget", "cancel", "remove", "purge", "erase", "wipe", "drop", "destroy", "discard", "prune", "unset"}
+)
 #: Where content from outside (collectors, attachments) lives in the workspace, and the label a skill
 #: puts before outside text in its result (the memory skills label outside hits with it).
 UNTRUSTED_MARKERS = ("collectors/", "inbox/", "collector:", OUTSIDE_LABEL)
 
 #: ``action`` values that replace existing data (a ``file`` write counts only when the file exists).
-OVERWRITE_ACTIONS = frozenset({"write", "update", "set", "replace", "edit", "rename", "move", "clear", "overwrite"})
+OVERWRITE_ACTIONS = frozenset(
+    {"write", "update", "set", "replace", "edit", "rename", "move", "clear", "overwrite", "reset", "empty", "truncate"}
+)
+#: ``action`` values that change an existing record in place (a task marked done leaves the open list).
+CHANGE_ACTIONS = frozenset({"complete", "done", "finish", "close", "archive", "reopen", "undo", "merge"})
 #: Skills whose every change lands in a file of the system prompt.
 PROMPT_SKILLS = frozenset({"learnings"})
 _PATH_KEYS = ("path", "paths", "file", "folder")
@@ -49,19 +56,41 @@ def _arg_paths(args: Any) -> list[str]:
     return found
 
 
+def _action(args: Any) -> str:
+    """The call's ``action`` as the gate compares it (trimmed, lower case), or ""."""
+    action = args.get("action") if isinstance(args, dict) else None
+    return action.strip().lower() if isinstance(action, str) else ""
+
+
+def _path_forms(workspace: Any, paths: list[str]) -> list[str]:
+    """Each path as written and as the workspace resolves it (``notes/../context/x.md`` is
+    ``context/x.md``; a link is followed), so a roundabout spelling is judged by where it lands."""
+    forms = list(paths)
+    for rel in paths:
+        try:
+            forms.append(workspace.relative(workspace.path(rel)))
+        except (ValueError, OSError):
+            continue  # a path the workspace refuses fails in the skill itself
+    return forms
+
+
 def untrusted_write(skill: Any, args: Any, caps: list[str], workspace: Any, *, guest: bool) -> str | None:
     """Why a call must be confirmed after outside content entered the turn, or None.
 
     It writes a file that feeds every later system prompt (context/, learnings/, the profile), or it
-    replaces existing data (a ``file`` write over an existing file, empty content included; an update).
+    removes, replaces or changes existing data (a ``file`` write over an existing file, empty content
+    included; an update, a set, a cancel, a task completed), whatever capabilities the skill declares.
     """
     if not {"write", "delete"}.intersection(caps):
         return None
-    action = args.get("action") if isinstance(args, dict) else None
-    action = action.lower() if isinstance(action, str) else ""
+    action = _action(args)
     paths = _arg_paths(args)
-    if not guest and (skill.name in PROMPT_SKILLS or any(feeds_prompt(p) for p in paths)):
+    if not guest and (skill.name in PROMPT_SKILLS or any(feeds_prompt(p) for p in _path_forms(workspace, paths))):
         return "writes a file that feeds every system prompt (context/, learnings/, profile)"
+    if action in DELETE_ACTIONS:
+        return f"removes existing data ({action})"
+    if action in CHANGE_ACTIONS:
+        return f"changes existing data ({action})"
     if action in OVERWRITE_ACTIONS:
         if skill.name != "file":
             return f"changes existing data ({action})"
@@ -72,6 +101,28 @@ def untrusted_write(skill: Any, args: Any, caps: list[str], workspace: Any, *, g
             except (ValueError, OSError):
                 continue  # a path the workspace refuses fails in the skill itself
     return None
+
+
+#: Characters of one argument shown in the owner's question (frontends cut the whole question too).
+SHOWN_ARG_CHARS = 240
+
+
+def shown_args(args: Any) -> Any:
+    """The arguments as the owner is asked about them: a copy (nothing the question path does can change
+    the call that runs), the short fields first (the action and the path before a long content, so a cut
+    question still says what and where), each long text cut with a note of how much is left out."""
+    if not isinstance(args, dict):
+        return copy.deepcopy(args)
+
+    def size(item: tuple[str, Any]) -> int:
+        return len(json.dumps(item[1], ensure_ascii=False, default=str))
+
+    shown: dict = {}
+    for key, value in sorted(args.items(), key=lambda item: (item[0] != "action", size(item))):
+        if isinstance(value, str) and len(value) > SHOWN_ARG_CHARS:
+            value = value[:SHOWN_ARG_CHARS] + f"[... {len(value) - SHOWN_ARG_CHARS} more characters]"
+        shown[key] = copy.deepcopy(value)
+    return shown
 
 
 @dataclass
@@ -86,10 +137,9 @@ class GateResult:
 def capabilities_for(skill: Any, args: Any) -> list[str]:
     """The capabilities this call needs, narrowed by its ``action``: a read needs only ``read``."""
     declared = list(getattr(skill, "capabilities", None) or ["read"])
-    action = args.get("action") if isinstance(args, dict) else None
-    if not isinstance(action, str):
+    action = _action(args)
+    if not action:
         return declared
-    action = action.lower()
     if action in READ_ACTIONS:
         return ["read"]
     if action in DELETE_ACTIONS and "delete" in declared:
@@ -162,7 +212,13 @@ class CallGate:
                 decision,
                 f"The owner's policy does not allow this call ({decision.reason}). Tell the user it was not done.",
             )
-        request = {"skill": skill.name, "args": args, "capabilities": caps, "reason": decision.reason, "chat": chat}
+        request = {
+            "skill": skill.name,
+            "args": shown_args(args),
+            "capabilities": caps,
+            "reason": decision.reason,
+            "chat": chat,
+        }
         approved = False
         if approve is not None:
             try:
