@@ -376,8 +376,9 @@ class Agent:
         emit,
         stream: bool,
     ) -> tuple[str, bool]:
-        skills = self.skills
-        names = skills.names()
+        # What the model is offered and what its answer is read against: a guest turn's skills only
+        # (the prompt, the answer schema, the native tools and the parser agree).
+        names = offered_names(self.skills, turn.guest)
         max_rounds = self.settings.max_skill_rounds
         turn_messages: list[dict] = [{"role": "user", "content": user_message}]
         native_turn: list[dict] = [{"role": "user", "content": user_message}]  # the same round as native tool messages
@@ -462,10 +463,10 @@ class Agent:
     def protocol_schema(self) -> dict:
         """The answer schema for the loaded skills, rebuilt only when the skill set changes
         (the same object each time, so the request stays byte-stable)."""
-        return self._skill_formats()[0]
+        return self._skill_formats(self.skills.names())[0]
 
-    def _skill_formats(self) -> tuple[dict, list[dict] | None]:
-        return self._formats.get(self.skills, self.llm.runners)
+    def _skill_formats(self, names: list[str]) -> tuple[dict, list[dict] | None]:
+        return self._formats.get(self.skills, self.llm.runners, names)
 
     def _complete(
         self,
@@ -477,7 +478,7 @@ class Agent:
         native=None,
         reply_only: bool = False,
     ) -> Completion:
-        schema, tools = (REPLY_SCHEMA, None) if reply_only else self._skill_formats()
+        schema, tools = (REPLY_SCHEMA, None) if reply_only or not names else self._skill_formats(names)
         if not stream:
             return complete_structured(self.llm, messages, schema, "skill_call", tools=tools, native_messages=native)
         guard = StreamGuard(names)
@@ -535,6 +536,12 @@ class Agent:
                 )
             except Exception:
                 log.exception("memory upkeep after turn %s failed", turn.trace_id)
+
+
+def offered_names(skills: SkillManager, guest: frozenset[str] | None) -> list[str]:
+    """The skill names a turn offers the model: all for the owner's own chat, a guest turn's own."""
+    names = skills.names()
+    return names if guest is None else [name for name in names if name in guest]
 
 
 def _emitter(on_event: Callable[[AgentEvent], None] | None) -> Callable[[AgentEvent], None]:

@@ -78,17 +78,25 @@ def shrink_earlier_results(json_turn: list[dict], native_turn: list[dict], keep:
 
 class SkillFormats:
     """The protocol schema and the native tool specs of a skill set, rebuilt only when it changes
-    (the same objects each time, so requests stay byte-stable)."""
+    (the same objects each time, so requests stay byte-stable). A few sets are kept: the owner's
+    and the guests' (``policy.guest_skills``) alternate."""
+
+    KEEP = 4
 
     def __init__(self) -> None:
-        self._cache: tuple[str, dict, list[dict]] | None = None
+        self._cache: dict[str, tuple[dict, list[dict]]] = {}
 
-    def get(self, skills, runners) -> tuple[dict, list[dict] | None]:
-        """(schema, tool specs or None when no runner sends native tools)."""
-        loaded = [skills.get(name) for name in skills.names()]
+    def get(self, skills, runners, names: list[str] | None = None) -> tuple[dict, list[dict] | None]:
+        """(schema, tool specs or None when no runner sends native tools) for ``names`` (default: all)."""
+        offered = skills.names() if names is None else names
+        loaded = [skills.get(name) for name in offered]
         triples = [(s.name, s.description, s.args_schema) for s in loaded if s is not None]
         key = schema_key(triples)
-        if self._cache is None or self._cache[0] != key:
-            self._cache = (key, protocol_schema((n, a) for n, _, a in triples), tool_specs(triples))
+        formats = self._cache.get(key)
+        if formats is None:
+            formats = (protocol_schema((n, a) for n, _, a in triples), tool_specs(triples))
+            if len(self._cache) >= self.KEEP:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = formats
         wants_tools = any(getattr(r, "tool_transport", "json") != "json" for r in runners)
-        return self._cache[1], (self._cache[2] if wants_tools else None)
+        return formats[0], (formats[1] if wants_tools else None)

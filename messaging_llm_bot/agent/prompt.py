@@ -48,8 +48,11 @@ GUEST_DESCRIPTION = (
     "[This chat]\n"
     "You are talking with someone the owner allows to use this assistant, or in a group chat. "
     "The owner's data (notes, tasks, facts, contacts, collectors, other chats) is not available here; "
-    "do not claim to know it. The file skill works in this chat's own folder only."
+    "do not claim to know it."
 )
+GUEST_FILE_NOTE = " The file skill works in this chat's own folder only."
+#: The [Tools] section of a guest turn the owner gave no skills (``policy.guest_skills: []``).
+NO_GUEST_SKILLS = "[Tools]\n(no skills in this chat: answer with a reply)"
 
 
 def estimate_tokens(text: str) -> int:
@@ -261,8 +264,8 @@ class PromptBuilder:
             sections = {
                 "base": stable["base"],
                 "protocol": stable["protocol"],
-                "tools": tools_section(catalog, caps.get("tools", 8000)),
-                "workspace": GUEST_DESCRIPTION,
+                "tools": tools_section(catalog, caps.get("tools", 8000)) if catalog else NO_GUEST_SKILLS,
+                "workspace": GUEST_DESCRIPTION + (GUEST_FILE_NOTE if "file" in allowed else ""),
             }
             prompt = SystemPrompt(text="\n\n".join(sections.values()), sections=sections)
             self._guest = {key: prompt}
