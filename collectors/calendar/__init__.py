@@ -16,12 +16,15 @@ from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors.fetch import FetchError, fetch, fetch_all
 
-from .events import Skipped, changes, expand, parse_calendar, reason_text, sort_key, window
+from .bounds import RunBudget
+from .events import Expansion, changes, expand, parse_calendar, reason_text, sort_key, window
 from .render import upcoming_markdown
 
 NAME = "calendar"
 BASE = f"collectors/{NAME}"
 SOURCES = f"{BASE}/sources"
+#: Warnings about events not listed in full, per source and run (the rest are counted).
+MAX_CUT_WARNINGS = 5
 
 CONFIG_SCHEMA = {
     "type": "object",
@@ -143,9 +146,12 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
     skipped_total = 0
     checked: set[str] = set()  # sources read fine, with no broken event: their missing occurrences are gone
 
-    def work(source: dict) -> tuple[list[dict], list[Skipped]]:
+    budget = RunBudget()  # occurrences listed by the whole run, all sources together
+    cut: set[tuple[str, str]] = set()  # (calendar, uid) of events not listed in full: no change report
+
+    def work(source: dict) -> Expansion:
         cal = parse_calendar(read_source(source, timeout), _label(source))
-        return expand(cal, start, end, tz, source["name"])
+        return expand(cal, start, end, tz, source["name"], budget)
 
     for source, result, error in fetch_all(sources, work):
         name = source["name"]
@@ -160,9 +166,16 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
             report[name] = {"ok": False, "error": message}
             events.extend(_last_known(workspace, name, previous, today))
             continue
-        found, skipped = result
+        found, skipped = result.records, result.skipped
         for bad in skipped:
             errors.append(f"calendar {_label(source)}: event {bad.uid or '(no UID)'} skipped: {bad.reason}")
+        for warning in result.cut[:MAX_CUT_WARNINGS]:
+            errors.append(f"calendar {_label(source)}: {warning}")
+        if len(result.cut) > MAX_CUT_WARNINGS:
+            errors.append(
+                f"calendar {_label(source)}: {len(result.cut) - MAX_CUT_WARNINGS} more events not listed in full"
+            )
+        cut.update((name, uid) for uid in result.cut_uids)
         skipped_total += len(skipped)
         if not skipped:
             checked.add(name)
@@ -178,15 +191,28 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
         raise RuntimeError("every calendar source failed: " + "; ".join(errors))
     events = _unique(events)
     events.sort(key=sort_key)
-    new_items = changes(previous, events, checked=checked, now=now, until=end)
+    # An event not listed in full (too many occurrences) would report its window's edges as news.
+    new_items = changes(
+        [e for e in previous if not _in(e, cut)],
+        [e for e in events if not _in(e, cut)],
+        checked=checked,
+        now=now,
+        until=end,
+    )
     workspace.write_json(f"{BASE}/events.json", events)
     workspace.write_text(f"{BASE}/upcoming.md", upcoming_markdown(events, start, days, tz_name))
     summary = f"{len(events)} events in the next {days} days, {len(new_items)} new, changed or cancelled"
     if skipped_total:
         summary += f", {skipped_total} broken event(s) skipped"
+    if cut:
+        summary += f", {len(cut)} event(s) not listed in full"
     if failed:
         summary += f", {failed}/{len(sources)} source(s) failed"
     return {"new_items": new_items, "summary": summary, "errors": errors, "sources": report}
+
+
+def _in(event: object, cut: set[tuple[str, str]]) -> bool:
+    return isinstance(event, dict) and (event.get("calendar"), event.get("uid")) in cut
 
 
 def _last_known(workspace, name: str, previous: list, today: str) -> list[dict]:

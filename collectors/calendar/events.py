@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 import icalendar
 import recurring_ical_events
+
+from .bounds import (
+    MAX_OCCURRENCES_PER_EVENT,
+    MAX_RULE_STEPS,
+    RunBudget,
+    describe,
+    repeats_per_day,
+    rule_steps,
+)
 
 MAX_REASON_CHARS = 200
 
@@ -43,44 +52,129 @@ def window(now: datetime, days: int) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=days)
 
 
+@dataclass
+class Expansion:
+    """One calendar's occurrences in the window, the events skipped, and the events cut short."""
+
+    records: list[dict] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)  # broken, or repeating too often to expand
+    cut: list[str] = field(default_factory=list)  # warnings: events whose occurrences were not all listed
+    cut_uids: set[str] = field(default_factory=set)  # their UIDs (left out of the change report)
+
+
 def expand(
-    cal: icalendar.Calendar, start: datetime, end: datetime, tz: ZoneInfo, calendar_name: str
-) -> tuple[list[dict], list[Skipped]]:
-    """Occurrences (RRULE, EXDATE, RECURRENCE-ID applied) overlapping the window, and the skipped events.
+    cal: icalendar.Calendar,
+    start: datetime,
+    end: datetime,
+    tz: ZoneInfo,
+    calendar_name: str,
+    budget: RunBudget | None = None,
+) -> Expansion:
+    """Occurrences (RRULE, EXDATE, RECURRENCE-ID applied) overlapping the window, within the bounds of
+    ``bounds.py``: an event repeating too often is skipped, one event or the whole run (``budget``)
+    lists at most so many occurrences.
 
-    The whole calendar is expanded at once; when that fails, each UID (with its
-    moved occurrences and the calendar's time zones) is expanded on its own, so
-    one broken event costs only itself.
+    Each event is expanded on its own, lazily; when the calendar cannot even be read as a whole,
+    each UID (with its moved occurrences and the calendar's time zones) is read on its own, so one
+    broken event costs only itself.
     """
+    budget = budget or RunBudget()
+    cal, out = _without_dense_events(cal, end, budget)
     try:
-        occurrences = list(recurring_ical_events.of(cal).between(start, end))
+        queries = [recurring_ical_events.of(cal)]
     except Exception:  # noqa: BLE001 - any error of one event must not cost the others
-        return _expand_per_uid(cal, start, end, tz, calendar_name)
-    return _records(occurrences, tz, calendar_name)
+        queries = _queries_per_uid(cal, out)
+    for query in queries:
+        for series in query.series:
+            _expand_series(series, start, end, tz, calendar_name, budget, out)
+    return out
 
 
-def _expand_per_uid(
-    cal: icalendar.Calendar, start: datetime, end: datetime, tz: ZoneInfo, calendar_name: str
-) -> tuple[list[dict], list[Skipped]]:
+def _without_dense_events(
+    cal: icalendar.Calendar, end: datetime, budget: RunBudget
+) -> tuple[icalendar.Calendar, Expansion]:
+    """The calendar without the events whose rules need too many repetitions computed (MAX_RULE_STEPS
+    for one event, the run's remaining steps for all)."""
+    out = Expansion()
+    priced: dict[str, float] = {}
+    for event in cal.walk("VEVENT"):  # an event's moved occurrences share its UID: priced together
+        priced[_uid(event)] = priced.get(_uid(event), 0.0) + rule_steps(event, end)
+    dense: set[str] = set()
+    for event in cal.walk("VEVENT"):
+        uid = _uid(event)
+        if uid in dense or not event.get("RRULE") and not event.get("RDATE"):
+            continue
+        steps, priced[uid] = priced.get(uid, 0.0), 0.0  # spent once per UID
+        if steps > MAX_RULE_STEPS:
+            why = f"{steps:,.0f} repetitions from its start: not expanded (over {MAX_RULE_STEPS:,})"
+        elif not budget.spend(steps):
+            why = f"{steps:,.0f} repetitions: not expanded, the run's {budget.steps:,.0f} are spent"
+        else:
+            continue
+        dense.add(uid)
+        per_day = max((repeats_per_day(r) for r in _rules(event)), default=0)
+        out.skipped.append(
+            Skipped(uid=uid, reason=f"{describe(event)} repeats about {per_day:,.0f} times a day, {why}")
+        )
+    if not dense:
+        return cal, out
+    kept = icalendar.Calendar()
+    kept.update(cal)  # the calendar's properties as they are (X-WR-TIMEZONE among them)
+    for component in cal.subcomponents:
+        if not (component.name == "VEVENT" and _uid(component) in dense):
+            kept.add_component(component)
+    return kept, out
+
+
+def _rules(event) -> list:
+    rules = event.get("RRULE")
+    return [] if rules is None else rules if isinstance(rules, list) else [rules]
+
+
+def _queries_per_uid(cal: icalendar.Calendar, out: Expansion) -> list:
     timezones = [c for c in cal.subcomponents if c.name == "VTIMEZONE"]
     groups: dict[str, list] = {}
     for index, event in enumerate(cal.walk("VEVENT")):
         groups.setdefault(_uid(event) or f"#{index}", []).append(event)
-    records: list[dict] = []
-    skipped: list[Skipped] = []
+    queries = []
     for key, events in groups.items():
         one = icalendar.Calendar()
         for component in [*timezones, *events]:
             one.add_component(component)
         try:
-            occurrences = list(recurring_ical_events.of(one).between(start, end))
+            queries.append(recurring_ical_events.of(one))
         except Exception as exc:  # noqa: BLE001
-            skipped.append(Skipped(uid="" if key.startswith("#") else key, reason=reason_text(exc)))
-            continue
-        got, bad = _records(occurrences, tz, calendar_name)
-        records.extend(got)
-        skipped.extend(bad)
-    return records, skipped
+            out.skipped.append(Skipped(uid="" if key.startswith("#") else key, reason=reason_text(exc)))
+    return queries
+
+
+def _expand_series(
+    series, start: datetime, end: datetime, tz: ZoneInfo, calendar_name: str, budget: RunBudget, out: Expansion
+) -> None:
+    """One event's occurrences, taken one at a time up to the event's and the run's bounds."""
+    taken: list = []
+    limit = None
+    try:
+        for occurrence in series.between(start, end):
+            if len(taken) >= MAX_OCCURRENCES_PER_EVENT:
+                limit = f"only its first {MAX_OCCURRENCES_PER_EVENT:,} occurrences in the window are listed"
+                break
+            if not budget.take():
+                limit = f"the run's limit of {budget.total:,} occurrences was reached ({len(taken)} of it listed)"
+                break
+            taken.append(occurrence)
+        components = [occurrence.as_component(False) for occurrence in taken]
+    except Exception as exc:  # noqa: BLE001 - any error of one event must not cost the others
+        out.skipped.append(Skipped(uid=str(getattr(series, "uid", "") or ""), reason=reason_text(exc)))
+        return
+    got, bad = _records(components, tz, calendar_name)
+    out.records.extend(got)
+    out.skipped.extend(bad)
+    if limit is not None:
+        uid = str(getattr(series, "uid", "") or "")
+        name = describe(components[0]) if components else repr(uid or "(no UID)")
+        out.cut.append(f"event {name} has more occurrences than listed: {limit}")
+        out.cut_uids.add(uid)
 
 
 def _records(occurrences: list, tz: ZoneInfo, calendar_name: str) -> tuple[list[dict], list[Skipped]]:
