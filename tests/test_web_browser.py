@@ -226,3 +226,70 @@ def test_6_no_console_errors_and_no_sideways_scrolling_at_phone_width(browser, s
     browser.get(f"{site.base}/memory?q=bicycle")
     screenshot(browser, "phone")
     assert console_errors(browser) == []
+
+
+# -- another site in the same browser (issues 26.3, 26.4) ---------------------------------------
+
+
+class _Pages:
+    """Pages of another server on 127.0.0.1 (another port): what any site the owner visits can do."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        pages = self.pages = {}
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                body = pages.get(self.path, "").encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def other_site():
+    pages = _Pages()
+    yield pages
+    pages.close()
+
+
+def test_7_a_form_from_another_port_with_a_planted_cookie_changes_nothing(browser, site, other_site):
+    """The owner, signed in, opens a page on another port of 127.0.0.1: it sets ``_xsrf`` (cookies ignore
+    ports) and submits a form to the page (same-site, so the session cookie goes along)."""
+    browser.get(f"{site.base}/memory?token={WEB_TOKEN}")
+    WebDriverWait(browser, 20).until(lambda d: d.current_url == f"{site.base}/memory")
+    browser.delete_cookie("_xsrf")  # as after a browser restart: the session cookie lasts, this one does not
+    planted = "planted-by-another-port-0123456789"
+    for name, action, fields in [
+        ("note", "/memory/notes/new", {"title": "PWNED by another port"}),
+        ("fact", "/memory/facts/set", {"subject": "owner", "attribute": "city", "value": "PWNED"}),
+    ]:
+        inputs = "".join(f'<input name="{k}" value="{v}">' for k, v in {**fields, "_xsrf": planted}.items())
+        other_site.pages[f"/{name}"] = (
+            f'<script>document.cookie = "_xsrf={planted}; path=/";</script>'
+            f'<form id="f" method="post" action="{site.base}{action}">{inputs}</form>'
+            '<script>document.getElementById("f").submit();</script>'
+        )
+        browser.get(f"{other_site.base}/{name}")
+        WebDriverWait(browser, 20).until(lambda d: d.current_url.startswith(site.base))
+        assert "403" in wait_for_text(browser, "h1", "403").text
+    assert not site.workspace.exists("notes/pwned-by-another-port.md")
+    assert "PWNED" not in site.workspace.read_text("facts/facts.json")
+    browser.get(f"{site.base}/memory")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Memory"  # still signed in
+    console_errors(browser)

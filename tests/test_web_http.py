@@ -83,8 +83,9 @@ def _session(site) -> requests.Session:
     return session
 
 
-def _xsrf(session: requests.Session, site) -> str:
-    page = session.get(f"{site.base}/memory").text
+def _xsrf(session: requests.Session, site, path: str = "/memory") -> str:
+    """The form token a page gives this browser (bound to its session, or its pre-session on /login)."""
+    page = session.get(f"{site.base}{path}").text
     return re.search(r'name="_xsrf" value="([^"]+)"', page).group(1)
 
 
@@ -109,10 +110,9 @@ def test_a_wrong_token_is_refused_everywhere(site):
     )
     assert requests.get(f"{site.base}/memory?token=nope-nope-nope-nope", allow_redirects=False).status_code == 401
     session = requests.Session()
-    session.get(f"{site.base}/login")
     reply = session.post(
         f"{site.base}/login",
-        data={"token": "nope-nope-nope-nope", "_xsrf": session.cookies["_xsrf"]},
+        data={"token": "nope-nope-nope-nope", "_xsrf": _xsrf(session, site, "/login")},
         allow_redirects=False,
     )
     assert reply.status_code == 401 and "assistant_web" not in session.cookies
@@ -136,11 +136,11 @@ def test_login_form_signs_in_and_needs_its_csrf_token(site):
     assert session.get(f"{site.base}/login").status_code == 200
     assert session.post(f"{site.base}/login", data={"token": WEB_TOKEN}, allow_redirects=False).status_code == 403
     reply = session.post(
-        f"{site.base}/login", data={"token": WEB_TOKEN, "_xsrf": session.cookies["_xsrf"]}, allow_redirects=False
+        f"{site.base}/login", data={"token": WEB_TOKEN, "_xsrf": _xsrf(session, site, "/login")}, allow_redirects=False
     )
     assert reply.status_code == 302 and reply.headers["Location"] == "/memory"
     assert session.get(f"{site.base}/traces").status_code == 200
-    session.post(f"{site.base}/logout", data={"_xsrf": session.cookies["_xsrf"]})
+    session.post(f"{site.base}/logout", data={"_xsrf": _xsrf(session, site)})
     assert session.get(f"{site.base}/traces").status_code == 401
 
 
@@ -616,12 +616,12 @@ def test_a_request_for_another_host_name_is_refused_dns_rebinding(site):
             assert reply.status_code == 403, (host, path, reply.status_code)
             assert "assistant_web" not in reply.headers.get("Set-Cookie", "") and "oat milk" not in reply.text
         session = requests.Session()
-        session.get(f"{site.base}/login")  # the _xsrf cookie, as the rebinding page could get it
+        form_token = _xsrf(session, site, "/login")  # as the rebinding page could get it
         reply = session.post(
             f"{site.base}/login",
             headers={"Host": host},
             allow_redirects=False,
-            data={"token": WEB_TOKEN, "_xsrf": session.cookies["_xsrf"]},
+            data={"token": WEB_TOKEN, "_xsrf": form_token},
         )
         assert reply.status_code == 403 and "assistant_web" not in reply.headers.get("Set-Cookie", "")
     # The page's own names, with or without the port.
@@ -658,9 +658,8 @@ def test_wrong_tokens_from_one_address_are_throttled_and_a_session_is_not(site):
     assert refused.status_code == 429 and 1 <= int(refused.headers["Retry-After"]) <= 30
     assert "too many wrong tokens" in refused.json()["error"]
     form = requests.Session()
-    form.get(f"{site.base}/login")
     page = form.post(
-        f"{site.base}/login", data={"token": WEB_TOKEN, "_xsrf": form.cookies["_xsrf"]}, allow_redirects=False
+        f"{site.base}/login", data={"token": WEB_TOKEN, "_xsrf": _xsrf(form, site, "/login")}, allow_redirects=False
     )
     assert page.status_code == 429 and "assistant_web" not in form.cookies and "try again in" in page.text
     assert signed_in.get(f"{site.base}/memory").status_code == 200  # no guess: the cookie is not throttled

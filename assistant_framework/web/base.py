@@ -18,6 +18,7 @@ from tornado.escape import xhtml_escape
 
 from ..redaction import redact_text
 from ..traces import TraceStore, redact_json_text, redact_secrets
+from . import csrf
 from .auth import COOKIE_NAME, SignInThrottle, bearer_of, new_session_id, session_of, token_matches
 from .parts import Parts
 from .screen import SESSION_DAYS
@@ -71,6 +72,10 @@ class WebState:
     @property
     def traces(self) -> TraceStore:
         return TraceStore(self.parts.workspace)
+
+    @functools.cached_property
+    def csrf_key(self) -> bytes:
+        return csrf.csrf_key(self.token)
 
     @functools.cached_property
     def page_secrets(self) -> list[str]:
@@ -140,6 +145,54 @@ class BaseHandler(tornado.web.RequestHandler):
         self.set_signed_cookie(
             COOKIE_NAME, new_session_id(), expires_days=SESSION_DAYS, httponly=True, samesite="Strict", path="/"
         )
+        self.clear_cookie(csrf.LOGIN_COOKIE, path="/")
+
+    # -- CSRF: form tokens bound to the session (csrf.py) -------------------------
+
+    def _csrf_subject(self, create: bool) -> str | None:
+        """What this browser's form tokens are bound to: its session, else its sign-in pre-session
+        (made, with its signed cookie, when ``create`` and there is none)."""
+        cached = getattr(self, "_csrf_subject_cache", None)
+        if cached:
+            return cached
+        sid = self.session_id()
+        subject = f"session:{sid}" if sid else None
+        if subject is None:
+            pre = session_of(self.get_signed_cookie(csrf.LOGIN_COOKIE, max_age_days=csrf.LOGIN_COOKIE_DAYS))
+            if pre is None and create:
+                pre = new_session_id()
+                self.set_signed_cookie(
+                    csrf.LOGIN_COOKIE,
+                    pre,
+                    expires_days=csrf.LOGIN_COOKIE_DAYS,
+                    httponly=True,
+                    samesite="Strict",
+                    path="/",
+                )
+            subject = f"login:{pre}" if pre else None
+        self._csrf_subject_cache = subject
+        return subject
+
+    @property
+    def xsrf_token(self) -> bytes:
+        """The token every form of this page carries (Tornado's ``xsrf_form_html`` puts it in)."""
+        return csrf.form_token(self.state.csrf_key, self._csrf_subject(create=True) or "").encode("ascii")
+
+    def check_xsrf_cookie(self) -> None:
+        """A browser's POST, PUT or DELETE must carry its session's form token (in the form or a header;
+        never the address). The Bearer token needs none: a forged cross-site form cannot send it."""
+        if self._bearer_ok():
+            return
+        if not self.public and self.current_user is None:
+            raise tornado.web.HTTPError(401)
+        given = self.get_body_argument(csrf.FIELD, None) or next(
+            (self.request.headers[h] for h in csrf.HEADERS if h in self.request.headers), None
+        )
+        if not csrf.token_fits(self.state.csrf_key, self._csrf_subject(create=False), given):
+            raise tornado.web.HTTPError(
+                403,
+                "this form's token is not your session's (an old page, or another site): reload and try again",
+            )
 
     def prepare(self) -> None:
         # The Host was checked before the body was read (screen.py), as for every request.
@@ -159,14 +212,6 @@ class BaseHandler(tornado.web.RequestHandler):
             return
         if not self.public and self.current_user is None:
             raise tornado.web.HTTPError(401)
-
-    def check_xsrf_cookie(self) -> None:
-        # A script with the Bearer token cannot be a forged cross-site form; a browser must show the form's token.
-        if self._bearer_ok():
-            return
-        if not self.public and self.current_user is None:
-            raise tornado.web.HTTPError(401)
-        super().check_xsrf_cookie()
 
     def _request_summary(self) -> str:
         # Tornado logs errors with the full URI; a ``?token=`` must not reach the log.

@@ -66,8 +66,7 @@ def make_app(state: WebState) -> tornado.web.Application:
         routes,
         template_path=str(HERE / "templates"),
         cookie_secret=cookie_secret(state.token),
-        xsrf_cookies=True,
-        xsrf_cookie_kwargs={"httponly": True, "samesite": "Strict"},
+        xsrf_cookies=True,  # Tornado calls check_xsrf_cookie; the token is bound to the session (csrf.py)
         default_handler_class=pages.NotFoundHandler,
         default_handler_args=s,
         log_function=log_request,
