@@ -439,7 +439,8 @@ class Agent:
             if native_calls:
                 parsed = ParsedOutput(skill_calls(native_calls, names), None, ["native_tool_calls"])
             else:
-                parsed = parse_model_output(completion.text, names)
+                # With outside content in view a call the model only quotes must not run (protocol/framing.py).
+                parsed = parse_model_output(completion.text, names, guarded=turn.guarded)
             record_request(turn, round_no, messages, completion, None, parsed)
             if not parsed.calls:
                 reply = (parsed.reply or "").strip()

@@ -7,6 +7,7 @@ public face; the parts:
 - ``messages``: the texts sent to the model (instructions, skill results and errors, the final-answer request).
 - ``lenient_json``: lenient JSON decoding and scanning (fences, comments, single quotes, ``<think>``).
 - ``parse``: when an object is a call, ``parse_model_output``; its docstring states the rules.
+- ``framing``: when an answer is a call and when it only quotes one (a summary of a document holding one).
 - ``stream``: ``StreamGuard``, which keeps a call's JSON out of a streamed reply.
 """
 

@@ -27,6 +27,11 @@ When is a JSON object a call? (precision first: content must never run a skill)
 5. ``{"skill_call": {"name": ..., "args": {...}, "done": true}}``, the form of the system this
    project replaces (``done`` is dropped), when its body is a call by the rules above.
 
+6. The answer must BE the calls (``framing.quoted_calls``): a short lead-in, short words between
+   calls and one short line after them are allowed; a call in quotation marks, on a ``>`` line, in a
+   list item about it, amid longer prose or followed by more prose is quoted text, never run (in a
+   guarded turn nothing but punctuation may follow it).
+
 So ``{"name": "Bob", "age": 3}``, ``{"notes": "..."}`` (one key named like a skill) and
 ``{"action": "buy", "price": 3}`` are content. An array is calls only if every element
 is a call. Fenced blocks tagged with a language other than json (```python ...) are code
@@ -41,6 +46,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Collection
 
+from messaging_llm_bot.protocol.framing import quoted_calls
 from messaging_llm_bot.protocol.lenient_json import (
     REPLY_PREFIX_RE,
     decode_partial_string,
@@ -271,20 +277,29 @@ _TEMPLATE_CALL_RE = re.compile(
 )
 
 
-def _template_calls(body: str, known: Collection[str]) -> tuple[list[SkillCall], list[str]] | None:
-    """Calls written in a chat template's own text form, in order; None when there are none."""
+_FUNCTION_CLOSE_RE = re.compile(r"\s*</function>")
+
+
+def _template_calls(
+    body: str, known: Collection[str]
+) -> tuple[list[SkillCall], list[str], list[tuple[int, int]]] | None:
+    """Calls written in a chat template's own text form, in order, with their spans; None when there
+    are none."""
     calls: list[SkillCall] = []
+    spans: list[tuple[int, int]] = []
     labels = ["mistral_tool_calls" if "[TOOL_CALLS]" in body else "llama_function_tag"]
     for match in _TEMPLATE_CALL_RE.finditer(body):
         # The arguments right after the marker, read as leniently as any call (single quotes, trailing commas).
         args = next((c for c in scan(body[match.end() :], match.end()) if c.outer[0] == match.end()), None)
         if args is None or not isinstance(args.value, dict):
             # Cut off by max_tokens or broken: a call was meant, nothing in it is for the user.
-            return [], ["truncated_call"]
+            return [], ["truncated_call"], []
         name = _strip_namespace(match.group("m") or match.group("l"), known)
         calls.append(SkillCall(name, args.value, body[match.start() : args.outer[1]]))
+        closing = _FUNCTION_CLOSE_RE.match(body, args.outer[1]) if match.group("l") else None
+        spans.append((match.start(), closing.end() if closing else args.outer[1]))
         labels += args.labels
-    return (calls, _dedupe(labels)) if calls else None
+    return (calls, _dedupe(labels), spans) if calls else None
 
 
 def _strip_namespace(name: str, known: Collection[str]) -> str:
@@ -293,13 +308,19 @@ def _strip_namespace(name: str, known: Collection[str]) -> str:
     return rest if head == "functions" and rest in known else name
 
 
-def parse_model_output(text: str, skill_names: Collection[str] = ()) -> ParsedOutput:
-    """Read one model output as skill calls (in order) or a final reply; see module docstring."""
+def parse_model_output(text: str, skill_names: Collection[str] = (), *, guarded: bool = False) -> ParsedOutput:
+    """Read one model output as skill calls (in order) or a final reply; see module docstring.
+
+    A call the answer only quotes (in quotation marks, on a ``>`` line, amid prose) is text
+    (``framing``); ``guarded`` (outside content in view) allows nothing but punctuation after it."""
     body, thought = strip_think(text or "")
     recovered = ["think"] if thought else []
     known = frozenset(skill_names)
     templated = _template_calls(body, known)
     if templated is not None:
+        quoted = quoted_calls(body, templated[2], guarded=guarded) if templated[0] else None
+        if quoted is not None:
+            return ParsedOutput([], body.strip(), _dedupe(recovered + [quoted]))
         return ParsedOutput(templated[0], None if templated[0] else "", _dedupe(recovered + templated[1]))
     candidates = scan(body)
     outer = body.find("{")
@@ -312,12 +333,17 @@ def parse_model_output(text: str, skill_names: Collection[str] = ()) -> ParsedOu
             return ParsedOutput([], "", recovered + ["truncated_call"])
     calls: list[SkillCall] = []
     spans: list[tuple[int, int]] = []
+    before_calls = list(recovered)
     for cand in candidates:
         found, labels = calls_from_value(cand.value, known, cand.raw)
         if found:
             calls.extend(found)
             spans.append(cand.outer)
             recovered.extend(cand.labels + labels)
+    quoted = quoted_calls(body, spans, guarded=guarded) if calls else None
+    if quoted is not None:
+        # The answer quotes a call (a summary of a document holding one): it is text, nothing runs.
+        return ParsedOutput([], body.strip(), _dedupe(before_calls + [quoted]))
     if calls:
         for call in calls:
             stripped_name = _strip_namespace(call.skill, known)
