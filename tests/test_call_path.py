@@ -183,3 +183,18 @@ def test_what_the_owner_is_asked_about_cannot_change_the_call_that_runs(bot_conf
     assert workspace.read_text("notes/keep.md") == NOTE
     assert "notes/other.md" in result.skill_calls[0]["error"]  # it ran, on the path the gate checked
     assert workspace.read_jsonl("state/audit.jsonl")[-1]["args"]["path"] == "notes/other.md"
+
+
+def test_a_read_call_repeated_in_another_spelling_counts_as_repeated(bot_config, workspace, chat_server):
+    """The loop's own repeat check (a model asking the same again gets a reply-only request) keys the
+    prepared call too: ``{"a": "2"}`` then ``{"a": 2}`` is the same call."""
+    from assistant_framework.skills import SkillManager
+    from messaging_llm_bot.agent.loop import Agent
+    from messaging_llm_bot.llm.client import LLMClient
+    from messaging_llm_bot.llm.structured import REPLY_SCHEMA
+
+    agent = Agent(bot_config, workspace, SkillManager.from_config(bot_config, workspace), LLMClient(bot_config["llm"]))
+    chat_server.enqueue(call("add", a="2", b=3), call("add", a=2, b="3"), '{"reply": "5"}')
+    assert agent.handle_message("c1", "2+3?").reply == "5"
+    schemas = [r["response_format"]["json_schema"]["schema"] for r in chat_server.chat_requests]
+    assert schemas[0] != REPLY_SCHEMA and schemas[1] != REPLY_SCHEMA and schemas[2] == REPLY_SCHEMA

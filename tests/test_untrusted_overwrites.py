@@ -73,6 +73,10 @@ CASES = {
         [("file", {"action": "write", "path": "notes/important.md", "content": "# Important\nkeep me\n"})],
         ("file", {"action": "write", "path": "notes/./important.md", "content": "pwned"}),
     ),
+    "file write over a note named in paths": (
+        [("file", {"action": "write", "path": "notes/important.md", "content": "# Important\nkeep me\n"})],
+        ("file", {"action": "write", "paths": ["notes/important.md"], "content": ""}),
+    ),
     "file delete": (
         [("file", {"action": "write", "path": "notes/important.md", "content": "# Important\nkeep me\n"})],
         ("file", {"action": "delete", "path": "notes/important.md"}),
