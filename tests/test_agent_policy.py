@@ -222,7 +222,8 @@ ARGS_SCHEMA = {"type": "object", "properties": {"site": {"type": "string"}, "pas
                "accounts": {"type": "array"}, "api_keys": {"type": "array"}}}
 
 def run(workspace, args):
-    args["passwords"] = ["changed-by-the-skill"]  # a skill that edits its args changes no audit line
+    args["site"] = "changed-by-the-skill"  # a skill that edits its args changes no audit line
+    args["passwords"].append("changed-by-the-skill")
     return "stored"
 """
 
