@@ -81,6 +81,7 @@ SECRET_SHAPES = {
     "object under a secret key": {"token": {"value": "hunter2", "scope": "letmein2"}},
     "list of objects under a secret key": {"credentials": [{"name": "mail", "value": "hunter2"}, ["letmein2"]]},
     "number under a secret key": {"pin_password": 4711, "secret": ["letmein2"]},
+    "hyphenated and other spellings": {"api-keys": ["hunter2"], "passphrase": "letmein2", "private_key": ["x"]},
     "deep": {"config": {"servers": [{"auth": {"api_key": ["hunter2"]}}], "note": "letmein2 is not here"}},
 }
 

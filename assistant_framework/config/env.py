@@ -13,7 +13,9 @@ from assistant_framework.config.errors import ConfigError, LoadedConfig, _displa
 TOKEN_ENV = "TELEGRAM_BOT_TOKEN"
 _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 #: Config and argument keys whose values are secrets (shared by config show, traces and the audit log).
-SECRET_KEY = re.compile(r"(token|api_key|apikey|password|passwd|secret|credential)", re.IGNORECASE)
+SECRET_KEY = re.compile(
+    r"(token|api[_-]?key|password|passwd|passphrase|pwd|secret|credential|private[_-]?key)", re.IGNORECASE
+)
 REDACTED = "***"
 
 
