@@ -115,12 +115,12 @@ def test_parse_event_keeps_data_messages_only():
 
 
 def test_allowlist_is_deny_by_default_and_takes_numbers_or_uuids():
-    assert not SignalSettings.from_config({}).is_allowed(OWNER, UUID)
+    assert not SignalSettings.from_config({}).allows_any({OWNER, UUID})
     settings = SignalSettings.from_config({"signal": {"allowed": [UUID.upper(), OWNER]}})
-    assert settings.is_allowed(None, UUID) and settings.is_allowed(OWNER, None)
-    assert not settings.is_allowed("+15559999999", "aaaaaaaa-0b0a-4000-8000-000000000001")
+    assert settings.allows_any({UUID}) and settings.allows_any({OWNER})
+    assert not settings.allows_any({"+15559999999", "aaaaaaaa-0b0a-4000-8000-000000000001"})
     assert settings.owner == UUID  # the first allowed, normalised
-    assert settings.is_owner("+15550000001", UUID) and not settings.is_owner(OWNER, None)
+    assert settings.owner_in({"+15550000001", UUID}) and not settings.owner_in({OWNER})
 
 
 def test_group_rules_and_mentions():

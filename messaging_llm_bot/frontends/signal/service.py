@@ -33,6 +33,7 @@ from messaging_llm_bot.frontends.jobs import AsyncJobQueue, DailyJob
 from messaging_llm_bot.frontends.reminders import DeliveryRefused, ReminderScheduler
 from messaging_llm_bot.frontends.signal.approval import Approvals
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
+from messaging_llm_bot.frontends.signal.identity import Identities
 from messaging_llm_bot.frontends.signal.settings import (
     PREFIX,
     Incoming,
@@ -179,9 +180,10 @@ class SignalService:
                 log.warning("signal: cannot handle signal %s (%s); stop with stop()", sig, err)
         self.client = SignalClient(self.settings.base_url, self.settings.account)
         self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
+        self.identities = await asyncio.to_thread(Identities, self.runtime.workspace)
         self.approvals = Approvals(self.client)
         self.turns = TurnRunner(
-            self.runtime, self.inbox, self.client, lambda: self.settings, self.outage, self.approvals
+            self.runtime, self.inbox, self.client, lambda: self.settings, self.outage, self.identities, self.approvals
         )
         self._refused = set(await asyncio.to_thread(self._load_refused))
         if not self.settings.allowed:
@@ -281,11 +283,14 @@ class SignalService:
         msg = parse_event(obj)
         if msg is None or is_bot(msg.number, msg.uuid, self.settings.account, None):
             return
-        if not self.settings.is_allowed(msg.number, msg.uuid):
-            await self._refuse(msg)
+        sender = self.identities.judge(msg, self.settings)
+        if not sender.allowed:
+            if sender.mismatch is None:  # a number that belongs to another account gets no answer at all
+                await self._refuse(msg)
             return
-        owner_chat = msg.group_id is None and self.settings.is_owner(msg.number, msg.uuid)
-        if owner_chat and msg.kind() == "text" and self.approvals.resolve(msg.chat, msg.text):
+        if msg.number and msg.uuid and self.identities.pinned(msg.number) is None:
+            await asyncio.to_thread(self.identities.pin, msg, sender)  # the number's first message with an account
+        if sender.owner_chat(msg) and msg.kind() == "text" and self.approvals.resolve(msg.chat, msg.text):
             return  # the answer to an open confirmation question, not a new message
         if msg.kind() == "text" and msg.text.startswith("/"):
             if msg.text.strip()[1:].partition(" ")[0].lower() == "stop":
@@ -381,7 +386,7 @@ class SignalService:
         text = msg.text.strip()
         name, _, rest = text[1:].partition(" ")
         name, rest = name.lower(), rest.strip()
-        owner_chat = msg.group_id is None and self.settings.is_owner(msg.number, msg.uuid)
+        owner_chat = self.identities.judge(msg, self.settings).owner_chat(msg)
         conversation = msg.conversation_id
         if name == "reset":
             if rest.lower() == RESET_CONFIRM:

@@ -57,18 +57,13 @@ class SignalSettings:
             timezone=str((config.get("runtime") or {}).get("timezone") or "UTC"),
         )
 
-    def is_allowed(self, number: str | None, uuid: str | None) -> bool:
-        """Deny by default: the sender's number or ACI UUID must be listed in signal.allowed."""
-        ids = {normalize_id(x) for x in (number, uuid) if x}
-        return bool(ids & set(self.allowed))
+    def allows_any(self, ids: set[str] | frozenset[str]) -> bool:
+        """Deny by default: one of the sender's trusted ids (identity.Identities.judge) is in signal.allowed."""
+        return bool({normalize_id(x) for x in ids if x} & set(self.allowed))
 
-    def is_owner(self, number: str | None, uuid: str | None) -> bool:
-        """True when the sender is the configured owner (and allowed)."""
-        return (
-            self.owner is not None
-            and self.owner in {normalize_id(x) for x in (number, uuid) if x}
-            and self.is_allowed(number, uuid)
-        )
+    def owner_in(self, ids: set[str] | frozenset[str]) -> bool:
+        """True when the sender's trusted ids include the configured owner (who must be allowed too)."""
+        return self.owner is not None and self.owner in {normalize_id(x) for x in ids if x} and self.allows_any(ids)
 
 
 @dataclass

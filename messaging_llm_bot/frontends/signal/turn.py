@@ -18,6 +18,7 @@ from messaging_llm_bot.frontends.attachments import VOICE_DISABLED, attachment_p
 from messaging_llm_bot.frontends.signal import media
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.frontends.signal.format import render_signal
+from messaging_llm_bot.frontends.signal.identity import Identities
 from messaging_llm_bot.frontends.signal.settings import (
     Incoming,
     SignalSettings,
@@ -129,9 +130,11 @@ class TurnRunner:
         client: SignalClient,
         settings_ref: Callable[[], SignalSettings],
         outage: Outage,
+        identities: Identities,
         approvals: Any = None,
     ) -> None:
         self.runtime, self.inbox, self.client, self.outage = runtime, inbox, client, outage
+        self.identities = identities
         self.approvals = approvals
         self._settings_ref = settings_ref
         self.account_uuid: str | None = None
@@ -237,7 +240,7 @@ class TurnRunner:
             await self._send_best_effort(msg.chat, f"🎙 {text}", msg if msg.group_id else None)
         else:
             return media.unsupported_text(kind)
-        owner_chat = msg.group_id is None and self.settings.is_owner(msg.number, msg.uuid)
+        owner_chat = self.identities.judge(msg, self.settings).owner_chat(msg)
         approve = None
         if self.approvals is not None and owner_chat:
             approve = self.approvals.approver(msg.chat, asyncio.get_running_loop())

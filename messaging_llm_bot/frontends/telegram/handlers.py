@@ -22,7 +22,7 @@ from telegram.ext import (
     filters,
 )
 
-from assistant_framework.access import command_allowed, sees_owner_data
+from assistant_framework.access import OWNER_ONLY_COMMANDS, command_allowed, sees_owner_data
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.frontends import commands as texts
 from messaging_llm_bot.frontends.digest import build_digest
@@ -80,22 +80,25 @@ class Frontend:
             user is not None and user.id == self.settings.owner_id, chat is not None and chat.type == "private"
         )
 
-    async def owner_only(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """Group -1 guard: /now, /reload and /stats run only in the owner's own private chat."""
-        message = update.message
-        if message is None or not is_command(message) or for_other_bot(message, context.bot.username):
-            return
-        name = (message.text or "").split()[0][1:].partition("@")[0]
-        if command_allowed(name, self.owner_data(update)):
-            return
-        log.info(
-            "telegram: /%s refused for user %s in chat %s (owner only)",
-            name,
-            update.effective_user.id if update.effective_user else None,
-            message.chat_id,
-        )
-        await self._send(update, context.bot, texts.owner_only_text(name))
-        raise ApplicationHandlerStop
+    def owner_only(self, name: str, callback: Any) -> Any:
+        """``callback`` of an owner-only command, run only in the owner's own private chat.
+
+        The check sits in the handler PTB chose, so whatever spelling PTB matched (``/NOW``, ``/now!``,
+        ``/now@Bot``) is the command checked: no second parser that could read it differently."""
+
+        async def checked(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+            if command_allowed(name, self.owner_data(update)):
+                await callback(update, context)
+                return
+            log.info(
+                "telegram: /%s refused for user %s in chat %s (owner only)",
+                name,
+                update.effective_user.id if update.effective_user else None,
+                update.effective_chat.id if update.effective_chat else None,
+            )
+            await self._send(update, context.bot, texts.owner_only_text(name))
+
+        return checked
 
     def chat_lock(self, chat_id: int) -> asyncio.Lock:
         """The lock that keeps one chat's updates in arrival order."""
@@ -345,8 +348,6 @@ class Frontend:
     def register(self, app: Application) -> None:
         """Add the gate, command, callback and message handlers to ``app``."""
         app.add_handler(TypeHandler(Update, self.gate), group=-2)
-        # After the allowlist, before the commands: PTB runs one handler per group.
-        app.add_handler(TypeHandler(Update, self.owner_only), group=-1)
         only_new = filters.UpdateType.MESSAGE  # an edited message must not trigger a second answer
         for name, callback in (
             ("start", self.cmd_help),
@@ -361,6 +362,8 @@ class Frontend:
             ("stats", self.cmd_stats),
             ("why", self.cmd_why),
         ):
+            if name in OWNER_ONLY_COMMANDS:
+                callback = self.owner_only(name, callback)
             app.add_handler(CommandHandler(name, callback, filters=only_new))
         app.add_handler(CallbackQueryHandler(self.on_reset_choice, pattern=r"^reset:(yes|no)$"))
         app.add_handler(CallbackQueryHandler(self.approvals.on_choice, pattern=APPROVAL_PATTERN))

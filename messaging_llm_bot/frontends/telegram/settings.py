@@ -79,19 +79,27 @@ def is_command(message: telegram.Message) -> bool:
     )
 
 
-def command_name(message: telegram.Message) -> str | None:
-    """The command a message starts with (``/Stop@bot now`` -> ``stop``), or None."""
+def command_parts(message: telegram.Message) -> tuple[str, str] | None:
+    """``(name, bot)`` of the command a message starts with, read the way python-telegram-bot's
+    CommandHandler reads it (the ``bot_command`` entity, not the words): ``/Stop@Bot!`` -> ``("stop", "bot")``.
+    None when the message is not a command. ``bot`` is "" without an ``@target``."""
     if not is_command(message):
         return None
-    return (message.text or "").split()[0][1:].partition("@")[0].lower()
+    command = (message.text or "")[1 : message.entities[0].length]
+    name, _, target = command.partition("@")
+    return name.lower(), target.lower()
+
+
+def command_name(message: telegram.Message) -> str | None:
+    """The command a message starts with (``/Stop@bot now`` -> ``stop``), or None."""
+    parts = command_parts(message)
+    return None if parts is None else parts[0]
 
 
 def for_other_bot(message: telegram.Message, bot_username: str) -> bool:
     """True for ``/cmd@otherbot``: a command addressed to another bot in the chat (not ours to answer)."""
-    if not is_command(message):
-        return False
-    target = (message.text or "").split()[0].partition("@")[2]
-    return bool(target) and target.lower() != (bot_username or "").lower()
+    parts = command_parts(message)
+    return parts is not None and bool(parts[1]) and parts[1] != (bot_username or "").lower()
 
 
 def mentions_bot(message: telegram.Message, bot_username: str) -> bool:
