@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 
 PENDING_DIR = "state/inbox/pending"
 SEEN_LOG = "state/inbox/seen.log"
-#: seen.log is compacted to this many newest ids at start-up (update ids only grow, old ones never return).
+#: seen.log is compacted to this many newest ids at start-up, and while running once it holds twice as
+#: many (a re-delivery comes soon after the first delivery; old ids never return).
 SEEN_KEEP = 5000
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -138,7 +139,7 @@ class Inbox:
             self.ws.write_json(self._rel(item.item_id), item.to_json())
             # Seen is recorded after the item: a crash in between still finds the id in the pending file.
             self.ws.append_line(SEEN_LOG, seen_line(source_id, fingerprint))
-            self._seen[source_id] = fingerprint
+            self._remember(source_id, fingerprint)
             self._items[item.item_id] = item
             return item
 
@@ -174,11 +175,29 @@ class Inbox:
                         self.ws.delete(self._rel(item.item_id))
                 raise
             for item in fresh:
-                self._seen[item.source_id] = item.fingerprint
                 self._items[item.item_id] = item
             for item in fresh:  # a crash before these lines is repaired at the next start (see __init__)
                 self.ws.append_line(SEEN_LOG, seen_line(item.source_id, item.fingerprint))
+                self._remember(item.source_id, item.fingerprint)
         return results
+
+    def _remember(self, source_id: str, fingerprint: str) -> None:
+        """Record an accepted id as the newest; past twice ``SEEN_KEEP`` ids, seen.log is compacted (lock held)."""
+        self._seen.pop(source_id, None)  # a reused id moves to the newest end
+        self._seen[source_id] = fingerprint
+        if len(self._seen) > 2 * SEEN_KEEP:
+            self._compact_seen()
+
+    def _compact_seen(self) -> None:
+        """Keep the ``SEEN_KEEP`` newest ids (and every pending item's) in memory and in seen.log (lock held).
+
+        Newest by acceptance order, which is the order of seen.log's lines: a re-delivery comes soon
+        after the first delivery, so the ids that can still come back are the newest ones."""
+        newest = set(list(self._seen)[-SEEN_KEEP:]) | {item.source_id for item in self._items.values()}
+        kept = {sid: fp for sid, fp in self._seen.items() if sid in newest}
+        self.ws.write_text(SEEN_LOG, "".join(f"{seen_line(sid, fp)}\n" for sid, fp in kept.items()))
+        log.info("inbox: %s compacted to the %d newest ids", SEEN_LOG, len(kept))
+        self._seen = kept
 
     def _is_new(self, source_id: str, fingerprint: str, batch: list[InboxItem] = ()) -> bool:
         """False for a re-delivery (also within ``batch``); a reused id for another message is new."""
@@ -376,8 +395,9 @@ class Inbox:
         if damaged or compact:
             self.ws.write_text(SEEN_LOG, "".join(f"{ln}\n" for ln in lines))
         seen: dict[str, str] = {}
-        for line in lines:  # the last line of an id wins (a reused id records its new fingerprint)
+        for line in lines:  # the last line of an id wins (a reused id records its new fingerprint) and is its age
             source_id, _, fingerprint = line.partition(" ")
+            seen.pop(source_id, None)
             seen[source_id] = fingerprint.strip()
         return seen
 

@@ -98,6 +98,7 @@ def start(bot_config, daemon, workspace, tmp_path):
     bots: list[RunningSignal] = []
 
     def run(patch=None, **signal_overrides) -> RunningSignal:
+        wait_for(lambda: daemon.connected == 0, what="the event stream of a stopped bot to close")
         config = signal_config(bot_config, daemon, **signal_overrides)
         if patch:
             patch(config)

@@ -330,3 +330,15 @@ def test_stop_ends_the_answer_being_written_and_declines_an_open_question(start,
     assert not workspace.exists("notes/groceries.md")
     daemon.message(OWNER, "/stop")
     wait_for(lambda: any("nothing to stop" in s["message"] for s in daemon.sent_to(OWNER)), what="nothing to stop")
+
+
+def test_stop_lets_the_turn_in_flight_finish(start, daemon, chat_server, workspace):
+    """A graceful stop waits for the answer being written (runtime.shutdown_timeout_seconds); it is not
+    cancelled midway, which would leave a sent reply in the inbox to be sent again at the next start."""
+    chat_server.enqueue({"content": '{"reply": "finished after the stop"}', "delay": 0.5})
+    bot = start()
+    daemon.message(OWNER, "slow question")
+    assert chat_server.wait_for_requests(1, timeout=10, path="/chat/completions")
+    bot.stop()
+    assert [s["message"] for s in daemon.sent] == ["finished after the stop"]
+    assert not workspace.list("state/inbox/pending/*/*")

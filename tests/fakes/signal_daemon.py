@@ -32,6 +32,8 @@ from __future__ import annotations
 import base64
 import json
 import re
+import select
+import socket
 import threading
 import time
 from typing import Any
@@ -319,7 +321,9 @@ class FakeSignalDaemon:
                         if left <= 0:
                             break
                         self._cond.wait(min(left, 0.2))
-                    if self._generation != generation:
+                        if _peer_closed(handler.connection):
+                            return  # a stopped bot: not counted as connected, and no event written to it
+                    if self._generation != generation or _peer_closed(handler.connection):
                         return
                     batch, self._queue = self._queue, []
                 if not batch:
@@ -470,6 +474,16 @@ class FakeSignalDaemon:
             self.sent.append(record)
             self._cond.notify_all()
         return {"results": results, "timestamp": ts}
+
+
+def _peer_closed(sock: socket.socket) -> bool:
+    """True when the client closed its end (a real daemon notices only when a write fails; events written
+    meanwhile are lost, as docs/signal.md says, which would make a test's restart a race)."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
 
 
 def _targets(params: dict) -> tuple[list[str], str | None]:

@@ -224,7 +224,8 @@ class SignalService:
         finally:
             consumer.cancel()
             await asyncio.gather(consumer, return_exceptions=True)
-            self.begin_shutdown()
+            if not self._stopping:  # a second call would count as a second Ctrl-C and cancel the turns at once
+                self.begin_shutdown()
             if not await self.turns.wait_idle(self.shutdown_timeout):
                 cancelled = self.turns.cancel_all()
                 log.warning(
