@@ -89,7 +89,7 @@ def test_forwarded_message_is_quoted_as_outside_content_and_needs_confirmation(f
     fake.wait_for(lambda: any("you declined" in t for t in texts(fake)), timeout=15)
     assert workspace.read_text("notes/important.md") == NOTE
     prompt = chat_server.chat_requests[0]["messages"][-1]["content"]
-    assert "Forwarded message from Mallory" in prompt and "content from outside" in prompt
+    assert "Message forwarded from Mallory" in prompt and "content from outside" in prompt
 
 
 # -- writes after outside content (issue 14.4) ------------------------------------------------------

@@ -13,7 +13,8 @@ Point PTB at it::
         assert msgs[0]["text"] == "hello"
 
 Pushing updates (what a user does): ``send_message``, ``edit_message``, ``send_document``,
-``send_photo``, ``send_voice``, ``callback_query``, ``push_update``. Each returns the update dict.
+``send_photo``, ``send_voice``, ``callback_query``, ``push_update``. Each returns the update dict;
+``forwarded_from=NAME`` (messages, documents, photos, voice notes) makes it a forward of NAME's message.
 ``redeliver(update)`` hands an already confirmed update out once more (a lost confirmation).
 
 Observing the bot: ``calls(method=None)`` lists ``{"method", "params", "status", "at"}`` in order
@@ -167,9 +168,11 @@ class FakeBotAPI:
         username: str = "owner",
         reply_to: int | None = None,
         entities: list[dict] | None = None,
+        forwarded_from: str | None = None,
     ) -> dict:
-        """Push a text message from a user; commands get a ``bot_command`` entity."""
-        msg = self._user_message(user_id, chat_id, chat_type, username, reply_to)
+        """Push a text message from a user; commands get a ``bot_command`` entity. ``forwarded_from`` makes it
+        a forward of a message by a user of that name (``forward_origin``, Bot API 7.0)."""
+        msg = self._user_message(user_id, chat_id, chat_type, username, reply_to, forwarded_from)
         msg["text"] = text
         ents = list(entities or [])
         m = _COMMAND_RE.match(text)
@@ -202,9 +205,10 @@ class FakeBotAPI:
         mime_type: str = "application/octet-stream",
         chat_id: int | None = None,
         chat_type: str = "private",
+        forwarded_from: str | None = None,
     ) -> dict:
         """Push a document message; the file can be fetched with getFile + download."""
-        msg = self._user_message(user_id, chat_id, chat_type, "owner", None)
+        msg = self._user_message(user_id, chat_id, chat_type, "owner", None, forwarded_from)
         ref = self.add_file(content, f"documents/{file_name}")
         msg["document"] = {**ref, "file_name": file_name, "mime_type": mime_type}
         if caption is not None:
@@ -220,9 +224,10 @@ class FakeBotAPI:
         height: int = 960,
         chat_id: int | None = None,
         chat_type: str = "private",
+        forwarded_from: str | None = None,
     ) -> dict:
         """Push a photo message: a thumbnail and the full size (largest last, as Telegram does)."""
-        msg = self._user_message(user_id, chat_id, chat_type, "owner", None)
+        msg = self._user_message(user_id, chat_id, chat_type, "owner", None, forwarded_from)
         thumb = self.add_file(content[: max(1, len(content) // 4)], "photos/thumb.jpg")
         full = self.add_file(content, "photos/photo.jpg")
         msg["photo"] = [
@@ -234,10 +239,16 @@ class FakeBotAPI:
         return self._push("message", msg)
 
     def send_voice(
-        self, user_id: int, content: bytes, duration: int = 2, chat_id: int | None = None, chat_type: str = "private"
+        self,
+        user_id: int,
+        content: bytes,
+        duration: int = 2,
+        chat_id: int | None = None,
+        chat_type: str = "private",
+        forwarded_from: str | None = None,
     ) -> dict:
         """Push a voice note (OGG/Opus)."""
-        msg = self._user_message(user_id, chat_id, chat_type, "owner", None)
+        msg = self._user_message(user_id, chat_id, chat_type, "owner", None, forwarded_from)
         msg["voice"] = {**self.add_file(content, "voice/voice.oga"), "duration": duration, "mime_type": "audio/ogg"}
         return self._push("message", msg)
 
@@ -426,7 +437,13 @@ class FakeBotAPI:
         return next(self._msg_ids.setdefault(chat_id, itertools.count(1)))
 
     def _user_message(
-        self, user_id: int, chat_id: int | None, chat_type: str, username: str, reply_to: int | None
+        self,
+        user_id: int,
+        chat_id: int | None,
+        chat_type: str,
+        username: str,
+        reply_to: int | None,
+        forwarded_from: str | None = None,
     ) -> dict:
         chat = user_id if chat_id is None else chat_id
         with self._cond:
@@ -436,6 +453,12 @@ class FakeBotAPI:
                 "chat": self._chat(chat, chat_type, username),
                 "from": self._user(user_id, username),
             }
+            if forwarded_from is not None:
+                msg["forward_origin"] = {
+                    "type": "user",
+                    "date": msg["date"] - 3600,
+                    "sender_user": {"id": 777000 + len(forwarded_from), "is_bot": False, "first_name": forwarded_from},
+                }
             if reply_to is not None:
                 original = self._history.get(chat, {}).get(reply_to)
                 msg["reply_to_message"] = (

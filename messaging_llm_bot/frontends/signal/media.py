@@ -12,7 +12,7 @@ import binascii
 from datetime import date
 
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.frontends.attachments import SavedFile, save_bytes
+from messaging_llm_bot.frontends.attachments import SavedFile, sanitize_name, save_bytes
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.frontends.signal.settings import Incoming, attachment_kind
 from messaging_llm_bot.llm.transcribe import Transcription, transcribe
@@ -81,6 +81,14 @@ async def save_attachments(client: SignalClient, ws: Workspace, msg: Incoming, t
             )
         )
     return out
+
+
+def audio_file_name(att: dict) -> str | None:
+    """The (safe) file name of an audio attachment that is a file passed on, not a voice note.
+
+    Signal marks no forwards; what it does tell apart: a voice note recorded in the chat travels
+    without a file name, an audio file (a voicemail, a recording someone sent) keeps its name."""
+    return sanitize_name(str(att["filename"])) if att.get("filename") else None
 
 
 async def transcribe_voice(client: SignalClient, msg: Incoming, config: dict) -> Transcription:

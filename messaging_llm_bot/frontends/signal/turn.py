@@ -238,6 +238,11 @@ class TurnRunner:
                 return f"🎙 I could not transcribe that voice note: {result.error or 'the transcript was empty'}."
             text = result.text
             await self._send_best_effort(msg.chat, f"🎙 {text}", msg if msg.group_id else None)
+            name = media.audio_file_name(msg.attachments[0])
+            if name is not None:  # a recording from elsewhere, passed on: someone else's words, not instructions
+                from messaging_llm_bot.agent.prompt import quote_outside  # on use, as in the Telegram turn
+
+                text, untrusted = quote_outside(text, f"Audio file {name} (transcript)"), True
         else:
             return media.unsupported_text(kind)
         owner_chat = self.identities.judge(msg, self.settings).owner_chat(msg)

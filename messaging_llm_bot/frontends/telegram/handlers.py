@@ -349,6 +349,7 @@ class Frontend:
         """Add the gate, command, callback and message handlers to ``app``."""
         app.add_handler(TypeHandler(Update, self.gate), group=-2)
         only_new = filters.UpdateType.MESSAGE  # an edited message must not trigger a second answer
+        command = filters.COMMAND & ~filters.FORWARDED  # a forwarded "/reset" is someone else's text (is_command)
         for name, callback in (
             ("start", self.cmd_help),
             ("help", self.cmd_help),
@@ -364,8 +365,8 @@ class Frontend:
         ):
             if name in OWNER_ONLY_COMMANDS:
                 callback = self.owner_only(name, callback)
-            app.add_handler(CommandHandler(name, callback, filters=only_new))
+            app.add_handler(CommandHandler(name, callback, filters=only_new & ~filters.FORWARDED))
         app.add_handler(CallbackQueryHandler(self.on_reset_choice, pattern=r"^reset:(yes|no)$"))
         app.add_handler(CallbackQueryHandler(self.approvals.on_choice, pattern=APPROVAL_PATTERN))
-        app.add_handler(MessageHandler(only_new & filters.COMMAND, self.on_unknown_command))
-        app.add_handler(MessageHandler(only_new & ~filters.COMMAND, self.on_message))
+        app.add_handler(MessageHandler(only_new & command, self.on_unknown_command))
+        app.add_handler(MessageHandler(only_new & ~command, self.on_message))

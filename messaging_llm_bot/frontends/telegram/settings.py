@@ -70,9 +70,11 @@ def message_fingerprint(message: telegram.Message) -> str:
 
 
 def is_command(message: telegram.Message) -> bool:
-    """True when the message text starts with a bot command entity."""
+    """True when the message text starts with a bot command entity. A forward is never a command: it is
+    someone else's message, passed on (the handlers' ``~filters.FORWARDED`` says the same to PTB)."""
     return bool(
         message.text
+        and message.forward_origin is None
         and message.entities
         and message.entities[0].type == "bot_command"
         and message.entities[0].offset == 0

@@ -150,20 +150,16 @@ class TurnRunner:
     ) -> str:
         kind = message_kind(message)
         untrusted = False
+        # Someone else's words passed on by the user (a forward, an inline bot's text): data, never instructions.
+        origin = outside_origin(message)
         if kind == "text":
             text = strip_mention(message.text, bot.username or "")
-            origin = forward_source(message)
-            if origin is not None:
-                # Someone else's words, passed on by the user: data for the model, never its instructions.
-                from messaging_llm_bot.agent.prompt import quote_outside  # on use: start-up does not need the agent
-
-                text, untrusted = quote_outside(text, f"Forwarded message from {origin}"), True
         elif kind in ("document", "photo"):
             today = datetime.now(ZoneInfo(self.settings.timezone)).date()
             saved = await save_attachment(bot, self.runtime.workspace, message, today)
             if isinstance(saved, str):
                 return saved
-            text, untrusted = attachment_prompt(saved), True
+            text, untrusted = attachment_prompt(saved, origin=origin or ""), True
         elif kind == "voice":
             config = transcription_config((self.runtime.config.get("llm") or {}))
             if config is None:
@@ -178,6 +174,11 @@ class TurnRunner:
                 log.warning("telegram: could not show the transcript in chat %s: %s", message.chat_id, err)
         else:
             return f"Sorry, I can't handle a {kind} message."
+        if origin is not None and kind in ("text", "voice"):
+            from messaging_llm_bot.agent.prompt import quote_outside  # on use: start-up does not need the agent
+
+            what = "Voice note (transcript)" if kind == "voice" else "Message"
+            text, untrusted = quote_outside(text, f"{what} {origin}"), True
         await progress.start()
         user = message.from_user
         owner_chat = sees_owner_data(
@@ -281,18 +282,30 @@ class TurnRunner:
         return False
 
 
-def forward_source(message: telegram.Message) -> str | None:
-    """Who a forwarded message came from ("Mallory", "channel News"), or None when it is not a forward."""
+def outside_origin(message: telegram.Message) -> str | None:
+    """Where a message's content comes from when it is not the sender's own words: ``"forwarded from
+    Mallory"``, ``"forwarded from channel News"``, ``"sent via @somebot"``; None for the sender's own."""
     origin = message.forward_origin
-    if origin is None:
-        return None
-    user = getattr(origin, "sender_user", None)
-    chat = getattr(origin, "sender_chat", None) or getattr(origin, "chat", None)
-    if user is not None:
-        return user.full_name or "a user"
-    if chat is not None:
-        return f"{chat.type} {chat.title or chat.username or chat.id}"
-    return getattr(origin, "sender_user_name", None) or "someone"
+    if origin is not None:
+        user = getattr(origin, "sender_user", None)
+        chat = getattr(origin, "sender_chat", None) or getattr(origin, "chat", None)
+        if user is not None:
+            who = user.full_name or "a user"
+        elif chat is not None:
+            who = f"{chat.type} {chat.title or chat.username or chat.id}"
+        else:
+            who = getattr(origin, "sender_user_name", None) or "someone"
+        return f"forwarded from {_label(who)}"
+    if message.is_automatic_forward:  # a channel post copied into its discussion group
+        return "forwarded from the linked channel"
+    if message.via_bot is not None:  # an inline bot wrote it; the user only picked it
+        return f"sent via @{_label(message.via_bot.username or str(message.via_bot.id))}"
+    return None
+
+
+def _label(name: str) -> str:
+    """A sender's name as it may stand in the outside-content label: one line, no brackets (names are theirs)."""
+    return " ".join(str(name).replace("[", "(").replace("]", ")").split())[:80] or "someone"
 
 
 def _excerpt(message: telegram.Message, limit: int = 60) -> str:
