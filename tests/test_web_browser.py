@@ -293,3 +293,16 @@ def test_7_a_form_from_another_port_with_a_planted_cookie_changes_nothing(browse
     browser.get(f"{site.base}/memory")
     assert browser.find_element(By.TAG_NAME, "h1").text == "Memory"  # still signed in
     console_errors(browser)
+
+
+def test_8_another_site_making_the_browser_send_wrong_tokens_does_not_lock_the_owner_out(browser, site, other_site):
+    images = "".join(f'<img src="{site.base}/memory?token=wrong-{n:03d}-xxxxxxxxxx" alt="">' for n in range(40))
+    other_site.pages["/images"] = f"<p>cat pictures</p>{images}"
+    browser.get(f"{other_site.base}/images")
+    WebDriverWait(browser, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    browser.get(f"{site.base}/memory")
+    browser.delete_all_cookies()  # signed out: the owner opens the sign-in link again
+    browser.get(f"{site.base}/memory?token={WEB_TOKEN}")
+    WebDriverWait(browser, 20).until(lambda d: d.current_url == f"{site.base}/memory")
+    assert wait_for_text(browser, "h1", "Memory").text == "Memory"
+    console_errors(browser)

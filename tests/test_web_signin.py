@@ -3,7 +3,9 @@ throttle that an attacker cannot turn against the owner (issue 26.3)."""
 
 from __future__ import annotations
 
+import http.client
 import http.server
+import logging
 import re
 import threading
 
@@ -142,3 +144,79 @@ def test_the_sign_in_form_cannot_be_posted_with_a_planted_cookie(site, other_por
         allow_redirects=False,
     )
     assert reply.status_code == 302 and browser.get(f"{site.base}/memory").status_code == 200
+
+
+# -- the sign-in throttle (issue 26.3) ----------------------------------------------------------
+
+
+def _get(site, path: str, source: str, headers: dict | None = None) -> tuple[int, http.client.HTTPMessage]:
+    """A GET from the loopback address ``source`` (127.0.0.N: every one of them is this machine)."""
+    conn = http.client.HTTPConnection("127.0.0.1", site.server.port, timeout=10, source_address=(source, 0))
+    try:
+        conn.request("GET", path, headers=headers or {})
+        reply = conn.getresponse()
+        reply.read()
+        return reply.status, reply.headers
+    finally:
+        conn.close()
+
+
+def test_changing_the_source_address_does_not_escape_the_bound_on_wrong_tokens(site, caplog):
+    now = [1000.0]
+    site.server.state.throttle.clock = lambda: now[0]
+    statuses = []
+    with caplog.at_level(logging.WARNING, logger="assistant_framework.web.base"):
+        for n in range(2, 42):  # a fresh address for every guess
+            statuses.append(
+                _get(site, "/api/usage", f"127.0.0.{n}", {"Authorization": f"Bearer guess-{n:04d}-xxxxxxxxxx"})[0]
+            )
+    assert statuses[:10] == [401] * 10 and set(statuses[10:]) == {429}
+    status, headers = _get(site, "/memory?token=guess-9999-xxxxxxxxxx", "127.0.0.99")
+    assert status == 429 and 1 <= int(headers["Retry-After"]) <= 60
+    # The right token, from any address, by any way, is never refused.
+    assert _get(site, "/api/usage", "127.0.0.100", BEARER)[0] == 200
+    status, headers = _get(site, f"/memory?token={WEB_TOKEN}", "127.0.0.101")
+    assert status == 302 and any(c.startswith("assistant_web=") for c in headers.get_all("Set-Cookie"))
+    warnings = [r.getMessage() for r in caplog.records if "wrong tokens refused" in r.getMessage()]
+    assert len(warnings) == 1  # said once, not once per guess
+    now[0] += 6.5  # the bound refills: one more guess is heard
+    assert _get(site, "/api/usage", "127.0.0.200", {"Authorization": "Bearer guess-late-xxxxxxxxxx"})[0] == 401
+
+
+def test_wrong_tokens_sent_by_another_site_never_lock_the_owner_out(site):
+    """Any page the owner visits can make the browser request ``/memory?token=WRONG`` (an image, a link):
+    from the owner's own address. Dozens of them, and the owner's link, form and scripts still work."""
+    for n in range(60):
+        status = requests.get(f"{site.base}/memory?token=wrong-{n:04d}-xxxxxxxxxx", allow_redirects=False).status_code
+        assert status in (401, 429)
+    link = requests.Session()
+    reply = link.get(f"{site.base}/memory?token={WEB_TOKEN}", allow_redirects=False)
+    assert reply.status_code == 302 and link.get(f"{site.base}/memory").status_code == 200
+    form = requests.Session()
+    reply = form.post(
+        f"{site.base}/login",
+        data={"token": WEB_TOKEN, "_xsrf": form_token(form, site, "/login")},
+        allow_redirects=False,
+    )
+    assert reply.status_code == 302 and form.get(f"{site.base}/memory").status_code == 200
+    assert requests.get(f"{site.base}/api/usage", headers=BEARER).status_code == 200
+    # A wrong one is still refused, and a signed-in browser never meets the bound.
+    assert (
+        requests.get(f"{site.base}/api/usage", headers={"Authorization": "Bearer nope-nope-nope-nope"}).status_code
+        == 429
+    )
+    assert signed_in(site).get(f"{site.base}/traces").status_code == 200
+
+
+def test_the_bound_refills_at_its_rate_and_refused_guesses_do_not_push_it_out():
+    from assistant_framework.web.auth import SignInThrottle
+
+    now = [0.0]
+    throttle = SignInThrottle(free=3, refill_seconds=10, clock=lambda: now[0])
+    assert [throttle.missed() for _ in range(3)] == [0, 0, 0]
+    assert throttle.missed() == 10 and throttle.missed() == 10  # refused; the wait does not grow
+    now[0] += 10
+    assert throttle.missed() == 0 and throttle.missed() == 10
+    assert throttle.report() == 3 and throttle.report() is None  # once a minute
+    now[0] += 61
+    assert throttle.missed() == 0  # (61 s refilled it)

@@ -13,7 +13,6 @@ import re
 import secrets
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -60,10 +59,11 @@ def load_or_create_token(web_config: dict, workspace: Workspace) -> AccessToken:
 
 
 def token_matches(given: str | None, token: str) -> bool:
-    """Constant-time comparison; False for a missing value."""
+    """Constant-time comparison (of digests: not even the length is told); False for a missing value."""
     if not given:
         return False
-    return hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8"))
+    digest = hashlib.sha256(given.encode("utf-8", "replace")).digest()
+    return hmac.compare_digest(digest, hashlib.sha256(token.encode("utf-8")).digest())
 
 
 def bearer_of(header: str | None) -> str | None:
@@ -118,37 +118,46 @@ def is_loopback(host: str) -> bool:
 
 @dataclass
 class SignInThrottle:
-    """Wrong tokens per client address: after ``free`` misses, every further try waits.
+    """A bound on wrong tokens over all clients together (a client is free to change its address:
+    127.0.0.2, 127.0.0.3 ... are all this machine).
 
-    The wait starts at ``first_wait`` seconds and doubles with each miss after that, up to
-    ``max_wait``; a right token clears the address. A signed-in session (its cookie) is never
-    throttled: only guesses are. At most ``max_addresses`` are remembered (the oldest go first).
+    A token bucket: ``free`` wrong tokens at once, one more every ``refill_seconds``. Beyond it a
+    wrong token is refused (429) without more work, and a warning says so at most once a minute. It
+    never refuses the right token: a web page the owner visits can make the browser send wrong
+    tokens, and they must not lock the owner out; a signed-in session is never asked for one. What
+    stops guessing is the token itself (generated: 256 random bits; configured: 16 characters or more).
     """
 
-    free: int = 5
-    first_wait: float = 30.0
-    max_wait: float = 3600.0
-    max_addresses: int = 10_000
+    free: int = 10
+    refill_seconds: float = 6.0
     clock: Callable[[], float] = time.monotonic
-    _misses: OrderedDict = field(default_factory=OrderedDict, repr=False)
+    _level: float = field(default=0.0, repr=False)  # wrong tokens "in the bucket"
+    _at: float | None = field(default=None, repr=False)
+    _refused: int = field(default=0, repr=False)
+    _reported: float | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def wait_for(self, address: str) -> float:
-        """Seconds this address must wait before its next try; 0 when it may try now."""
-        with self._lock:
-            entry = self._misses.get(address)
-            return max(0.0, entry[1] - self.clock()) if entry else 0.0
+    def _drain(self, now: float) -> None:
+        if self._at is not None:
+            self._level = max(0.0, self._level - (now - self._at) / self.refill_seconds)
+        self._at = now
 
-    def missed(self, address: str) -> None:
-        """Count a wrong token from this address."""
+    def missed(self) -> float:
+        """Count a wrong token; the seconds until another would be heard (0: this one is answered 401)."""
         with self._lock:
-            count = self._misses.pop(address, (0, 0.0))[0] + 1
-            wait = 0.0 if count <= self.free else min(self.max_wait, self.first_wait * 2 ** (count - self.free - 1))
-            self._misses[address] = (count, self.clock() + wait)
-            while len(self._misses) > self.max_addresses:
-                self._misses.popitem(last=False)
+            now = self.clock()
+            self._drain(now)
+            if self._level + 1 <= self.free:
+                self._level += 1
+                return 0.0
+            self._refused += 1
+            return (self._level + 1 - self.free) * self.refill_seconds
 
-    def succeeded(self, address: str) -> None:
-        """A right token: the address starts afresh."""
+    def report(self) -> int | None:
+        """How many wrong tokens were refused since the last report, at most once a minute (else None)."""
         with self._lock:
-            self._misses.pop(address, None)
+            now = self.clock()
+            if not self._refused or (self._reported is not None and now - self._reported < 60):
+                return None
+            refused, self._refused, self._reported = self._refused, 0, now
+            return refused
