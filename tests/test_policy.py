@@ -40,6 +40,28 @@ def test_untrusted_turn_needs_confirmation_whatever_the_policy() -> None:
         assert decide("x", ["read", cap], {"skills": {"x": "allow"}}).action == "allow"
 
 
+def test_narrowing_by_action_never_drops_what_reaches_outside_or_an_unknown_delete() -> None:
+    from types import SimpleNamespace
+
+    search = SimpleNamespace(name="websearch", capabilities=["read", "network"])
+    mailer = SimpleNamespace(name="mailer", capabilities=["read", "write", "delete", "send"])
+    # A "search" that goes out to the network is still a network call: asked in an untrusted turn.
+    assert capabilities_for(search, {"action": "search", "query": "x"}) == ["read", "network"]
+    untrusted = decide("websearch", search.capabilities, {}, untrusted=True, action_capabilities=["read", "network"])
+    assert untrusted.action == "ask"
+    # A delete that also sends keeps "send": a send: deny policy still denies it.
+    caps = capabilities_for(mailer, {"action": "delete", "id": "1"})
+    assert caps == ["delete", "send"]
+    assert (
+        decide("mailer", mailer.capabilities, {"capabilities": {"send": "deny"}}, action_capabilities=caps).action
+        == "deny"
+    )
+    # An action the gate does not know needs all the skill declares; a known add needs no delete.
+    assert capabilities_for(mailer, {"action": "nuke"}) == ["read", "write", "delete", "send"]
+    assert capabilities_for(mailer, {"action": " Add "}) == ["read", "write", "send"]
+    assert capabilities_for(mailer, {"action": "DELETE"}) == ["delete", "send"]
+
+
 def test_call_capabilities_follow_the_action(tmp_path) -> None:
     skills = SkillManager.from_config({}, Workspace(tmp_path))
     file = skills.get("file")

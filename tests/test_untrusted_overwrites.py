@@ -147,3 +147,36 @@ def test_a_roundabout_path_into_the_prompt_files_still_asks(agent, chat_server, 
     assert [r["args"]["path"] for r in asked] == paths
     assert all("system prompt" in r["reason"] for r in asked)
     assert not workspace.exists("context/rules.md") and not workspace.exists("learnings/x.md")
+
+
+SEARCH_SKILL = """
+DESCRIPTION = "Search the web"
+CAPABILITIES = ["read", "network"]
+ARGS_SCHEMA = {"type": "object", "properties": {"action": {"enum": ["search"]}, "query": {"type": "string"}}}
+
+def run(workspace, args):
+    workspace.write_text("skills-data/searched.txt", args["query"])  # stands for the request going out
+    return "results"
+"""
+
+
+def test_a_read_action_that_goes_out_to_the_network_still_asks(bot_config, workspace, chat_server, tmp_path):
+    """Narrowing by action ("search" is a read) never drops what a call does beyond the workspace: after
+    outside content a network skill's search would carry the query out, so it asks like a fetch."""
+    (tmp_path / "more" / "websearch").mkdir(parents=True)
+    (tmp_path / "more" / "websearch" / "__init__.py").write_text(SEARCH_SKILL)
+    config = dict(bot_config, policy={"capabilities": {"network": "allow"}})
+    config["runtime"] = {
+        **bot_config["runtime"],
+        "skills_dirs": [*bot_config["runtime"]["skills_dirs"], str(tmp_path / "more")],
+    }
+    agent = Agent(
+        config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]), clock=lambda: CLOCK
+    )
+    asked: list[dict] = []
+    search = call("websearch", action="search", query="the owner's bank PIN is 4711")
+    chat_server.enqueue(search, '{"reply": "declined"}', search, '{"reply": "searched"}')
+    agent.handle_message("fwd", FORWARD, untrusted=True, approve=lambda r: asked.append(r) or False)
+    assert len(asked) == 1 and "network" in asked[0]["reason"] and not workspace.exists("skills-data/searched.txt")
+    agent.handle_message("own", "search that", approve=lambda r: asked.append(r) or False)
+    assert len(asked) == 1 and workspace.exists("skills-data/searched.txt")  # the owner's own: allowed, no question

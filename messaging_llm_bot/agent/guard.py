@@ -34,6 +34,14 @@ UNTRUSTED_MARKERS = ("collectors/", "inbox/", "collector:", OUTSIDE_LABEL)
 OVERWRITE_ACTIONS = frozenset(
     {"write", "update", "set", "replace", "edit", "rename", "move", "clear", "overwrite", "reset", "empty", "truncate"}
 )
+#: ``action`` values that add or change data and remove none: a call with one needs no ``delete``.
+KEEPING_ACTIONS = frozenset(
+    {
+        "add", "append", "create", "new", "insert", "put", "store", "save", "record", "log", "note", "remember",
+        "write", "set", "update", "edit", "replace", "overwrite", "rename", "move", "mark", "tag", "import",
+        "complete", "done", "finish", "close", "archive", "reopen", "undo", "merge",
+    }
+)  # fmt: skip
 #: ``action`` values that change an existing record in place (a task marked done leaves the open list).
 CHANGE_ACTIONS = frozenset({"complete", "done", "finish", "close", "archive", "reopen", "undo", "merge"})
 #: Skills whose every change lands in a file of the system prompt.
@@ -135,16 +143,22 @@ class GateResult:
 
 
 def capabilities_for(skill: Any, args: Any) -> list[str]:
-    """The capabilities this call needs, narrowed by its ``action``: a read needs only ``read``."""
+    """The capabilities this call needs, narrowed by its ``action``: a read of the workspace needs only
+    ``read``, a delete only ``delete``, an add or change no ``delete``. What a call does beyond the
+    workspace (``network``, ``send``) is never narrowed away, and an action the gate does not know
+    needs everything the skill declares."""
     declared = list(getattr(skill, "capabilities", None) or ["read"])
     action = _action(args)
     if not action:
         return declared
+    reach = [c for c in declared if c in ("network", "send")]
     if action in READ_ACTIONS:
-        return ["read"]
+        return ["read", *reach]
     if action in DELETE_ACTIONS and "delete" in declared:
-        return ["delete"]
-    return [c for c in declared if c != "delete"] or declared
+        return ["delete", *reach]
+    if action in DELETE_ACTIONS or action in KEEPING_ACTIONS:
+        return [c for c in declared if c != "delete"] or declared
+    return declared
 
 
 def _as_text(value: Any) -> str:
