@@ -82,3 +82,17 @@ def test_turn_longer_than_the_bound_stays_in_the_inbox_and_is_answered_next_star
 def Inbox_text(item) -> str:  # noqa: N802 - reads like the inbox field it extracts
     """The message text of an inbox item (a raw Telegram update)."""
     return item.payload["message"]["text"]
+
+
+@pytest.mark.timeout(60)
+def test_sigterm_while_the_bot_is_still_starting_stops_it(tmp_path, bot_config, fake, chat_server):
+    """A SIGTERM after post_init (``Serving @...`` logged) but before the application ran was lost: PTB's
+    stop_running() only set a marker it had already checked, and the bot never stopped. The Bot API is
+    made slow at that step (deleteWebhook, which start_polling calls) so the signal lands in it."""
+    config = _config(tmp_path, bot_config, fake, timeout=5)
+    fake.delay_next("deleteWebhook", 1.5)
+    with BotProcess(config, tmp_path / "ws", tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        assert not fake.calls("deleteWebhook")  # the signal lands while the start waits for it
+        assert bot.terminate(timeout=20) == 0, bot.run_log()[-3000:]
+        assert "Traceback" not in bot.run_log()

@@ -109,6 +109,7 @@ class FakeBotAPI:
         self._files: dict[str, dict] = {}
         self._file_ids = itertools.count(1)
         self._faults: dict[str, list[dict]] = {}
+        self._delays: dict[str, list[float]] = {}
         self._refused: dict[str, ApiError] = {}  # chat id -> the error every call for that chat gets
         self._conflict = False
         self._webhook_url = ""
@@ -389,6 +390,11 @@ class FakeBotAPI:
                 {"error": ApiError(status, desc, params), "times": times}
             )
 
+    def delay_next(self, method: str, seconds: float, times: int = 1) -> None:
+        """Answer the next ``times`` calls of ``method`` only after ``seconds`` (a slow network at that step)."""
+        with self._cond:
+            self._delays.setdefault(method.lower(), []).extend([seconds] * times)
+
     def refuse_chat(self, chat_id: int, status: int | None = 403, description: str | None = None) -> None:
         """Answer every later call naming ``chat_id`` with ``status`` (``None``: serve it again).
 
@@ -487,6 +493,11 @@ class FakeBotAPI:
 
         name, impl = METHODS.get(method.lower(), (method, None))
         made = None
+        with self._cond:
+            delays = self._delays.get(method.lower())
+            delay = delays.pop(0) if delays else 0.0
+        if delay:
+            time.sleep(delay)
         try:
             with self._cond:
                 queue = self._faults.get(method.lower())

@@ -250,7 +250,23 @@ class TelegramService:
         self._deadline = loop.time() + self.shutdown_timeout
         self._watchdog = loop.call_later(self.shutdown_timeout, self._give_up)
         if self.app is not None:
-            self.app.stop_running()
+            self._stop_app()
+
+    def _stop_app(self, tries: int = 0) -> None:
+        """PTB's stop_running(), made to stick while the application is still starting: after post_init
+        it only sets a marker PTB has already checked, so a SIGTERM right after start-up was lost and the
+        bot never stopped. Until the application runs, ask again; once it runs, give its start() a moment
+        to return into run_forever first (stopping the loop under start() would break it), as ``stop()``."""
+        app = self.app
+        if app.running:
+            if tries:
+                self._loop.call_later(0.1, app.stop_running)
+            else:
+                app.stop_running()
+            return
+        app.stop_running()  # still in post_init: the marker PTB checks right after it
+        if tries < 400 and not self._loop.is_closed():  # 20 s: PTB gave up starting, or stopped already
+            self._loop.call_later(0.05, self._stop_app, tries + 1)
 
     def _give_up(self) -> None:
         if self.frontend is None:
@@ -331,7 +347,7 @@ class TelegramService:
         if not self.settings.token:
             print("telegram: no bot token: set telegram.token or TELEGRAM_BOT_TOKEN", file=sys.stderr)
             return EXIT_USAGE
-        lock = filelock.FileLock(str(self.runtime.workspace.path(LOCK_FILE)))
+        lock = filelock.FileLock(str(self.runtime.workspace.path(LOCK_FILE)), mode=0o600)
         try:
             lock.acquire(timeout=0)
         except filelock.Timeout:
