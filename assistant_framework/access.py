@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant_framework.workspace import Workspace
+from assistant_framework.workspace.private import make_private_dirs
 
 GUEST_ROOT = "guests"
 #: Skills a guest turn may call unless ``policy.guest_skills`` says otherwise. They run on the
@@ -51,7 +52,7 @@ def guest_area(conversation_id: str) -> str:
 def guest_workspace(workspace: Workspace, conversation_id: str) -> Workspace:
     """A Workspace confined to the chat's own area (created empty, without the owner's layout)."""
     root: Path = workspace.path(guest_area(conversation_id))
-    root.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(root)
     return Workspace(root, create=False)
 
 

@@ -1,30 +1,63 @@
 """Backup and restore of a workspace: a dated ``.tar.gz`` of the files that are data.
 
-Left out: the search index (a cache rebuilt from the files), locks, logs, temp files and, unless
-asked for, traces (large, and rebuilt by use). Restore checks every member before writing
-anything, extracts beside the target and swaps it in, so a failed restore changes nothing.
+Left out: the search index (a cache rebuilt from the files), locks, logs, temp files, the secrets
+the bot keeps in ``state/`` (the web page's token, the webhook secret: both made again at the next
+start) and, unless asked for, traces (large, and rebuilt by use). The archive is written 0600.
+
+Restore checks every member before writing anything (only files and folders under ``workspace/``; no
+link of any kind), bounds what it unpacks (a size limit, the free disk), refuses a workspace a bot or
+``assistant web`` is using, extracts beside the target and swaps it in, so a failed restore changes
+nothing. What it restores is private (0600 files, 0700 folders), whatever the archive says.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import stat
 import tarfile
 import tempfile
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
-from assistant_framework.workspace import WORKSPACE_MARKER, existing_workspace
+from assistant_framework.workspace import WORKSPACE_MARKER, Workspace, existing_workspace
+from assistant_framework.workspace.inuse import WorkspaceBusyError, exclusive
+from assistant_framework.workspace.private import FILE_MODE, tighten
 
 #: Workspace-relative prefixes that are not data (rebuilt, or only useful while running).
 EXCLUDED = ("memory/index.sqlite3", "state/locks/", "state/logs/")
+#: Secrets the bot keeps in the workspace; a backup may sit anywhere, and both are made anew at the next
+#: start (a new web page token is logged once; the webhook is registered again with the new secret).
+SECRETS = ("state/web/", "state/webhook_secret")
+#: Lock files (``state/bot.lock``, ``state/in-use.lock``, ...) anywhere: no data, and meaningless elsewhere.
+LOCK_SUFFIX = ".lock"
 TRACES = "traces/"
 ARCHIVE_ROOT = "workspace"
 
+#: What ``restore`` unpacks at most unless told otherwise: this many times the archive's size, but at
+#: least ``MIN_RESTORE_BYTES``. Workspace text packs 3-20 times; a file of zeros over 1000 times.
+RESTORE_RATIO = 100
+MIN_RESTORE_BYTES = 256 * 1024**2
+#: Members at most (each is an inode and a block on disk).
+MAX_MEMBERS = 500_000
+#: Kept free on the disk after a restore, and what each member takes at least.
+DISK_RESERVE = 64 * 1024**2
+BLOCK = 4096
+
 
 class BackupError(Exception):
-    """An archive that cannot be written or restored; the message says why."""
+    """An archive that cannot be written or restored; the message says why (exit status 2)."""
+
+    exit_code = 2
+
+
+class RestoreRefused(BackupError):
+    """A restore that cannot run now (the workspace is in use, the disk is too full): exit status 1."""
+
+    exit_code = 1
 
 
 @dataclass
@@ -36,11 +69,19 @@ class BackupResult:
     bytes: int
     #: Symbolic links in the workspace, left out (a link may point anywhere; its target is not the workspace's).
     links: list[str] = field(default_factory=list)
+    #: Secret files left out (``SECRETS``), made anew by the bot.
+    secrets: list[str] = field(default_factory=list)
+
+
+def _is_secret(rel: str) -> bool:
+    return rel.startswith(SECRETS) or rel + "/" in SECRETS
 
 
 def _skipped(rel: str, include_traces: bool) -> bool:
-    name = PurePosixPath(rel).name
+    name = PurePosixPath(rel.rstrip("/")).name
     if name.startswith(".") and ".tmp-" in name:  # an atomic write in flight
+        return True
+    if name.endswith(LOCK_SUFFIX) and not rel.endswith("/"):
         return True
     if rel.startswith(EXCLUDED) or "__pycache__" in rel.split("/"):
         return True
@@ -54,7 +95,7 @@ def backup(
     include_traces: bool = False,
     now: datetime | None = None,
 ) -> BackupResult:
-    """Write ``assistant-backup-YYYYMMDD-HHMMSS.tar.gz`` into the folder ``out`` (or to the file ``out``)."""
+    """Write ``assistant-backup-YYYYMMDD-HHMMSS.tar.gz`` into the folder ``out`` (or to the file ``out``), mode 0600."""
     ws = existing_workspace(workspace)
     target = Path(out)
     if target.is_dir() or str(out).endswith(os.sep):
@@ -66,52 +107,147 @@ def backup(
         raise BackupError(f"{target}: the archive may not be written inside the workspace it backs up")
     files = total = 0
     links: list[str] = []
+    secrets: list[str] = []
     partial = target.with_name(f".{target.name}.partial")
+    partial.unlink(missing_ok=True)  # a partial file left by a killed backup: its mode is not ours to trust
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
-        with tarfile.open(partial, "w:gz") as tar:
+        os.fchmod(fd, FILE_MODE)  # the archive holds all memory: never readable by others, whatever the umask
+        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
             for path in sorted(ws.root.rglob("*")):
                 rel = path.relative_to(ws.root).as_posix()
                 if path.is_symlink():
                     links.append(rel)
+                    continue
+                if _is_secret(rel):
+                    if path.is_file():
+                        secrets.append(rel)
                     continue
                 if _skipped(rel + ("/" if path.is_dir() else ""), include_traces):
                     continue
                 if path.is_dir():  # folders too, so the layout (state/, ...) comes back even when empty
                     tar.add(path, arcname=f"{ARCHIVE_ROOT}/{rel}", recursive=False)
                 elif path.is_file():
-                    # Opened first, then measured: a file the bot replaces meanwhile is archived whole (the
-                    # version that was opened), one it deleted since the listing is left out, not a failure.
-                    try:
-                        handle = path.open("rb")
-                    except FileNotFoundError:
-                        continue
-                    with handle:
-                        info = tar.gettarinfo(arcname=f"{ARCHIVE_ROOT}/{rel}", fileobj=handle)
-                        tar.addfile(info, handle)
-                    files += 1
-                    total += info.size
+                    added = _add_file(tar, ws, rel)
+                    if added is not None:
+                        files += 1
+                        total += added
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
-    return BackupResult(target, files, total, links)
+    return BackupResult(target, files, total, links, secrets)
 
 
-def _check_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
-    members = tar.getmembers()
-    for member in members:
-        parts = PurePosixPath(member.name).parts
-        if not parts or parts[0] != ARCHIVE_ROOT or ".." in parts or member.name.startswith("/"):
-            raise BackupError(f"{member.name!r}: not a file of an assistant backup")
-        if not (member.isfile() or member.isdir()):
-            raise BackupError(f"{member.name!r}: links and devices are not restored")
+def _add_file(tar: tarfile.TarFile, ws: Workspace, rel: str) -> int | None:
+    """Archive one file; its size, or None when it is gone or became a link meanwhile."""
+    # Opened first, then measured: a file the bot replaces meanwhile is archived whole (the version that
+    # was opened), one it deleted since the listing is left out, not a failure. No link is followed.
+    path = ws.root / rel
+    if not Path(os.path.realpath(path.parent)).is_relative_to(ws.root):  # a folder became a link out meanwhile
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # became a link meanwhile
+            return None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        info = tar.gettarinfo(arcname=f"{ARCHIVE_ROOT}/{rel}", fileobj=handle)
+        tar.addfile(info, handle)
+        return info.size
+
+
+# -- restore ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    members: list[tarfile.TarInfo]
+    bytes: int  # what the files hold
+    disk: int  # what they take on disk, at least
+
+
+def _size(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def _check_member(member: tarfile.TarInfo) -> None:
+    parts = PurePosixPath(member.name).parts
+    if not parts or parts[0] != ARCHIVE_ROOT or ".." in parts or member.name.startswith("/"):
+        raise BackupError(f"{member.name!r}: not a file of an assistant backup")
+    if member.issym() or member.islnk():
+        raise BackupError(
+            f"{member.name!r} is a {'symbolic' if member.issym() else 'hard'} link (to {member.linkname!r}): "
+            "restore refuses links, a backup never holds one"
+        )
+    if member.type not in (tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.DIRTYPE) or member.sparse is not None:
+        raise BackupError(f"{member.name!r}: links, devices and sparse files are not restored")
+
+
+def _check_members(tar: tarfile.TarFile, archive_bytes: int, max_bytes: int | None, target: Path) -> _Plan:
+    """Every member checked, and what they unpack to bounded by the limit and the free disk, before anything
+    is written. Headers are read one by one and the sums checked at each, so a bomb is refused at its
+    header, before its data is unpacked even to be skipped."""
+    limit = max_bytes if max_bytes is not None else max(MIN_RESTORE_BYTES, RESTORE_RATIO * archive_bytes)
+    disk_at, free = _free_disk(target)
+    members: list[tarfile.TarInfo] = []
+    total = disk = 0
+    for member in tar:
+        _check_member(member)
+        members.append(member)
+        total += member.size
+        disk += BLOCK + -(-member.size // BLOCK) * BLOCK
+        if total > limit:
+            how = "" if max_bytes is not None else f" ({_size(archive_bytes)} packed; at most {RESTORE_RATIO}x that)"
+            raise BackupError(
+                f"the archive unpacks to more than {_size(limit)}{how}, the limit of a restore: refused, nothing "
+                f"written. If you trust it, pass --max-size with its size (e.g. --max-size {_flag_size(total * 2)})"
+            )
+        if disk + DISK_RESERVE > free:
+            raise RestoreRefused(
+                f"not enough free disk for the restore: it unpacks to at least {_size(total)} and {disk_at} has "
+                f"{_size(free)} free (keeping {_size(DISK_RESERVE)}): nothing written; make room first"
+            )
+        if len(members) > MAX_MEMBERS:
+            raise BackupError(f"the archive holds more than {MAX_MEMBERS} files: refused, nothing written")
     if not any(PurePosixPath(m.name).parts[1:2] == (WORKSPACE_MARKER,) for m in members):
         raise BackupError("the archive holds no workspace (no state/ folder)")
-    return members
+    return _Plan(members, total, disk)
 
 
-def restore(archive: str | os.PathLike[str], workspace: str | os.PathLike[str], *, force: bool = False) -> Path | None:
+def _free_disk(target: Path) -> tuple[Path, int]:
+    """The nearest existing folder of ``target``'s parent and the free bytes of its file system."""
+    existing = target.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    return existing, shutil.disk_usage(existing).free
+
+
+def _flag_size(n: int) -> str:
+    """A ``--max-size`` value at least ``n``: whole MiB or GiB."""
+    mib = -(-n // 1024**2)
+    return f"{-(-mib // 1024)}G" if mib >= 1024 else f"{mib}M"
+
+
+def restore(
+    archive: str | os.PathLike[str],
+    workspace: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    max_bytes: int | None = None,
+) -> Path | None:
     """Restore ``archive`` into ``workspace``; an existing one is kept as ``<name>.before-restore-<time>``
-    (only with ``force``). Returns where the old workspace went, or None."""
+    (only with ``force``, and only when no bot or web page uses it). ``max_bytes`` is the most the
+    archive may unpack to (default: ``RESTORE_RATIO`` times its size, at least ``MIN_RESTORE_BYTES``).
+    Returns where the old workspace went, or None."""
     source = Path(archive)
     # Absolute and normalised ("." or "ws/.." have no name to put the old one beside), links not followed.
     target = Path(os.path.abspath(Path(workspace).expanduser()))
@@ -119,15 +255,26 @@ def restore(archive: str | os.PathLike[str], workspace: str | os.PathLike[str], 
         raise BackupError(f"{source}: no such archive")
     if target.exists() and any(target.iterdir()) and not force:
         raise BackupError(f"{target} exists and is not empty: pass --force to keep it aside and restore over it")
+    try:
+        with tarfile.open(source, "r:gz") as tar:
+            plan = _check_members(tar, source.stat().st_size, max_bytes, target)
+            try:
+                with exclusive(target):  # held through the swap: no bot starts on the workspace meanwhile
+                    return _unpack(tar, plan, target)
+            except WorkspaceBusyError as exc:
+                raise RestoreRefused(f"{exc}; nothing written") from None
+    except (tarfile.TarError, EOFError, zlib.error) as exc:
+        raise BackupError(f"{source}: not a readable .tar.gz ({exc}); nothing restored") from None
+    except OSError as exc:
+        raise BackupError(f"{source}: could not be restored ({exc}); {target} is as it was") from None
+
+
+def _unpack(tar: tarfile.TarFile, plan: _Plan, target: Path) -> Path | None:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.restore-", dir=target.parent))
     try:
-        try:
-            with tarfile.open(source, "r:gz") as tar:
-                members = _check_members(tar)
-                tar.extractall(staging, members=members, filter="data")
-        except (tarfile.TarError, EOFError, OSError, zlib_error()) as exc:
-            raise BackupError(f"{source}: not a readable .tar.gz ({exc})") from None
+        tar.extractall(staging, members=plan.members, filter="data")
+        tighten(staging / ARCHIVE_ROOT)  # private whatever modes the archive carries
         kept = None
         if target.exists():
             kept = target.with_name(f"{target.name}.before-restore-{datetime.now():%Y%m%d-%H%M%S}")
@@ -138,10 +285,4 @@ def restore(archive: str | os.PathLike[str], workspace: str | os.PathLike[str], 
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def zlib_error() -> type[Exception]:
-    import zlib
-
-    return zlib.error
-
-
-__all__ = ["BackupError", "BackupResult", "backup", "restore"]
+__all__ = ["BackupError", "BackupResult", "RestoreRefused", "backup", "restore"]

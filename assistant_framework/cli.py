@@ -16,6 +16,7 @@ from assistant_framework import version
 from assistant_framework.commands import UsageError
 from assistant_framework.config import ConfigError
 from assistant_framework.workspace import WorkspacePathError
+from assistant_framework.workspace.private import private_umask
 
 #: Command groups in help order; a group whose module is absent is skipped.
 COMMAND_GROUPS = ("setup", "doctor", "config", "skills", "collectors", "memory", "trace", "eval", "backup", "web")
@@ -53,7 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.parse_args([*(argv or sys.argv[1:]), "--help"])
         return 2
     try:
-        return int(handler(args) or 0)
+        # Files a command creates (the index, a restored workspace, an archive, a plugin's output) are
+        # the owner's alone, whatever the umask; the caller's umask comes back after.
+        with private_umask():
+            return int(handler(args) or 0)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2

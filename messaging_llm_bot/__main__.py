@@ -16,6 +16,8 @@ from assistant_framework.config import ConfigError
 from assistant_framework.redaction import redact_text
 from assistant_framework.traces import collect_secrets
 from assistant_framework.workspace import WorkspacePathError
+from assistant_framework.workspace.inuse import hold_in_use
+from assistant_framework.workspace.private import make_private_dirs, use_private_umask
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 CONSOLE_LOG = "state/logs/console.log"
@@ -58,6 +60,19 @@ class OneLineRedactingFormatter(logging.Formatter):
         return " | ".join(line for line in text.splitlines() if line.strip())
 
 
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """The bot's log in the workspace, created 0600 (at every rollover too) whatever the umask."""
+
+    def _open(self):  # type: ignore[no-untyped-def]
+        return open(  # noqa: SIM115 - the handler owns and closes the stream
+            self.baseFilename, self.mode, encoding=self.encoding, errors=self.errors, opener=_private_opener
+        )
+
+
+def _private_opener(path: str, flags: int) -> int:
+    return os.open(path, flags, 0o600)
+
+
 def setup_logging(
     level: str = "INFO", secrets: list[str] | None = None, *, log_file: Path | None = None, quiet_terminal: bool = True
 ) -> None:
@@ -71,8 +86,8 @@ def setup_logging(
     handler.setFormatter(formatter)
     handlers: list[logging.Handler] = [handler]
     if log_file is not None:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        to_file = logging.handlers.RotatingFileHandler(log_file, maxBytes=2_000_000, backupCount=2, encoding="utf-8")
+        make_private_dirs(log_file.parent)
+        to_file = PrivateRotatingFileHandler(log_file, maxBytes=2_000_000, backupCount=2, encoding="utf-8")
         to_file.setFormatter(formatter)
         handlers.append(to_file)
         if quiet_terminal:
@@ -102,12 +117,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Start the bot; returns the exit status (2 for config problems)."""
     args = build_parser().parse_args(argv)
+    # Whatever the umask the bot was started with (022 is usual): nothing it or a plugin creates is
+    # readable by other users of the machine.
+    use_private_umask()
     setup_logging("WARNING")
     from messaging_llm_bot.runtime import build_runtime, runner_secrets  # after logging: import-time warnings formatted
 
     try:
         # The parts are built once the frontend is up (Telegram: beside its first poll; terminal: first use).
         runtime = build_runtime(args.config, args.workspace, defer=True)
+        # Held until the process ends: `assistant restore` refuses a workspace a bot is running on.
+        in_use = hold_in_use(runtime.workspace.root)  # noqa: F841 - kept for the process's lifetime
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2

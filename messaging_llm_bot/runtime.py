@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from assistant_framework.access import plugin_dir_problems
 from assistant_framework.config import ConfigError, load_config
 from assistant_framework.workspace import Workspace
+from assistant_framework.workspace.private import tighten
 
 if TYPE_CHECKING:  # pragma: no cover - the parts are imported when they are built
     from assistant_framework.collectors import CollectorManager
@@ -324,6 +325,18 @@ def _refuse_plugin_dirs_in_workspace(config: dict, path: Path, workspace_root: P
         raise ConfigError("\n".join(f"{where}: {problem}" for problem in problems))
 
 
+def _make_private(workspace: Workspace) -> None:
+    """A workspace made before files were private (or copied in by hand) is tightened at start: group and
+    other permissions come off every file and folder. Said once; the next start finds nothing to change."""
+    changed = tighten(workspace.root)
+    if changed:
+        log.warning(
+            "workspace %s: made %d files and folders private (0600/0700): other users of this machine could read them",
+            workspace.root,
+            len(changed),
+        )
+
+
 def build_runtime(
     config_path: str | Path, workspace_path: str | Path, *, overrides: dict | None = None, defer: bool = False
 ) -> BotRuntime:
@@ -342,6 +355,7 @@ def build_runtime(
         raise ConfigError(f"{path}: runtime.timezone: unknown IANA time zone {zone_name!r}") from None
     _refuse_plugin_dirs_in_workspace(config, path, Path(workspace_path))
     workspace = Workspace(workspace_path)
+    _make_private(workspace)
     # A bad runner (no model, say) is a config error now, not at the first message.
     from messaging_llm_bot.llm.runners import runners_from_config
 

@@ -4,9 +4,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from ..backup import BackupError, backup, restore
+
+_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+def byte_size(text: str) -> int:
+    """An argparse ``type``: ``500M``, ``4G``, ``2.5G`` or a number of bytes."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", text, re.IGNORECASE)
+    if not match:
+        raise argparse.ArgumentTypeError(f"invalid size: {text!r} (write e.g. 500M or 4G)")
+    value = int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"invalid size: {text!r} (must be more than 0)")
+    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,6 +41,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="keep an existing workspace aside (<name>.before-restore-<time>) and restore",
     )
+    back.add_argument(
+        "--max-size",
+        type=byte_size,
+        default=None,
+        help="the most the archive may unpack to, e.g. 20G (default: 100 times the archive's size, at least 256M)",
+    )
     back.set_defaults(func=cmd_restore)
 
 
@@ -35,15 +55,26 @@ def cmd_backup(args: argparse.Namespace) -> int:
         result = backup(args.workspace, args.out, include_traces=args.include_traces)
     except BackupError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
     if args.json:
         print(
             json.dumps(
-                {"path": str(result.path), "files": result.files, "bytes": result.bytes, "links_left_out": result.links}
+                {
+                    "path": str(result.path),
+                    "files": result.files,
+                    "bytes": result.bytes,
+                    "links_left_out": result.links,
+                    "secrets_left_out": result.secrets,
+                }
             )
         )
     else:
-        print(f"{result.path}: {result.files} files, {result.bytes / 1024:.0f} KiB")
+        print(f"{result.path}: {result.files} files, {result.bytes / 1024:.0f} KiB (readable only by you)")
+    if result.secrets:
+        print(
+            f"note: left out {', '.join(result.secrets)} (secrets; the bot makes new ones at its next start)",
+            file=sys.stderr,
+        )
     for rel in result.links:  # said, so a linked note is not missed after a restore
         print(
             f"note: {rel} is a symbolic link and is not in the backup (copy what it points to if you need it)",
@@ -54,10 +85,10 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     try:
-        kept = restore(args.archive, args.workspace, force=args.force)
+        kept = restore(args.archive, args.workspace, force=args.force, max_bytes=args.max_size)
     except BackupError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
     print(f"restored {args.archive} into {args.workspace}" + (f"; the previous workspace is in {kept}" if kept else ""))
     print("the search index is rebuilt on first use (or now: assistant memory reindex)")
     return 0

@@ -23,8 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def cmd_web(args: argparse.Namespace) -> int:
     from ..web import WebServer, standalone_parts
     from ..web.auth import TokenError
+    from ..workspace.inuse import hold_in_use
 
     parts = standalone_parts(args.config, args.workspace)
+    in_use = hold_in_use(parts.workspace.root)  # `restore` refuses the workspace while the page serves it
     try:
         try:
             server = WebServer(parts, host=args.host, port=args.port)
@@ -40,4 +42,5 @@ def cmd_web(args: argparse.Namespace) -> int:
             print("stopped")
     finally:
         parts.close()
+        in_use.release()
     return 0

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..workspace import Workspace, WorkspacePathError
+from ..workspace.private import make_private_dirs
 from .cjk import fold_words, has_cjk
 from .index_db import IndexDatabase
 from .log import safe_conversation_id
@@ -76,7 +77,7 @@ class MemoryIndex(IndexDatabase):
         self.workspace = workspace
         self.sources = tuple(sources)
         self.db_path = workspace.path(path)
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self.db_path.parent)
         self.lock = threading.RLock()
         self.readers = ReaderPool(self.db_path)
         self.moved_aside: str | None = None  # where a broken index file went; the caller refills

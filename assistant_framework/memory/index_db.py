@@ -7,6 +7,7 @@ import logging
 import os
 import sqlite3
 
+from ..workspace.private import make_private_dirs, private_file
 from .readers import ReaderPool
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ class IndexDatabase:
             old, self.readers = self.readers, ReaderPool(self.db_path)
             old.close()
             self.conn.close()
-            self.db_path.parent.mkdir(parents=True, exist_ok=True)  # the whole memory/ folder may be gone
+            make_private_dirs(self.db_path.parent)  # the whole memory/ folder may be gone
             try:
                 self.conn = self._open()
             except sqlite3.OperationalError:
@@ -71,6 +72,9 @@ class IndexDatabase:
             return True
 
     def _open(self) -> sqlite3.Connection:
+        # Created 0600 before SQLite opens it: the index holds all memory text, and SQLite gives its
+        # -wal and -shm files the database file's mode.
+        private_file(self.db_path)
         conn = sqlite3.connect(str(self.db_path), check_same_thread=False, isolation_level=None)
         try:
             conn.execute("PRAGMA journal_mode=WAL")

@@ -10,14 +10,20 @@ import os
 import tempfile
 from pathlib import Path
 
+from assistant_framework.workspace.private import make_private_dirs
 
-def atomic_write_bytes(target: Path, data: bytes, *, durable: bool = True) -> Path:
+
+def atomic_write_bytes(target: Path, data: bytes, *, durable: bool = True, private: bool = False) -> Path:
     """Replace ``target`` with ``data`` atomically: temp file in the same folder, fsync, rename
-    (``durable=False``: no fsync of the file and its folder; see ``Workspace.write_text``)."""
+    (``durable=False``: no fsync of the file and its folder; see ``Workspace.write_text``).
+
+    A new file is 0600 and new folders 0700 (``mkstemp``, ``make_private_dirs``); a replaced file keeps
+    its owner's permissions, and with ``private`` (every workspace write) loses group and other bits.
+    """
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
     except FileNotFoundError:  # a new folder
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(target.parent)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
     try:
         try:
@@ -28,7 +34,7 @@ def atomic_write_bytes(target: Path, data: bytes, *, durable: bool = True) -> Pa
             os.close(fd)
         try:
             # Keep the owner's permissions (e.g. a file the user made private).
-            os.chmod(tmp, os.stat(target).st_mode & 0o777)
+            os.chmod(tmp, os.stat(target).st_mode & (0o700 if private else 0o777))
         except FileNotFoundError:
             pass
         os.replace(tmp, target)

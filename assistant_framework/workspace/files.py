@@ -17,6 +17,7 @@ from typing import Any, Iterable
 from assistant_framework.workspace.atomic import _write_all, atomic_write_bytes
 from assistant_framework.workspace.locks import _LOCK_SUFFIX, _CombinedLock, new_lock
 from assistant_framework.workspace.paths import WorkspacePathError, confined_path
+from assistant_framework.workspace.private import NOT_PRIVATE, make_private_dirs
 
 #: Folders created on first use; docs/workspace.md describes each one.
 LAYOUT: tuple[str, ...] = (
@@ -75,10 +76,10 @@ class Workspace:
         return f"Workspace({str(self.root)!r})"
 
     def ensure_layout(self, folders: Iterable[str] = LAYOUT) -> None:
-        """Create the root and the documented folders when missing."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        """Create the root and the documented folders when missing (0700: the workspace is private)."""
+        make_private_dirs(self.root)
         for folder in folders:
-            (self.root / folder).mkdir(parents=True, exist_ok=True)
+            make_private_dirs(self.root / folder)
 
     # -- paths ---------------------------------------------------------------
 
@@ -174,7 +175,7 @@ class Workspace:
         crash, but a power loss may leave the old content or an empty file. Only for caches
         that can be rebuilt from another file.
         """
-        return atomic_write_bytes(self.path(rel), text.encode("utf-8"), durable=durable)
+        return atomic_write_bytes(self.path(rel), text.encode("utf-8"), durable=durable, private=True)
 
     def write_json(self, rel: str, obj: Any, *, durable: bool = True) -> Path:
         """Write JSON atomically (indented, UTF-8 kept readable); ``durable`` as for ``write_text``."""
@@ -191,10 +192,13 @@ class Workspace:
             try:
                 fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
             except FileNotFoundError:  # first line of a new folder
-                target.parent.mkdir(parents=True, exist_ok=True)
+                make_private_dirs(target.parent)
                 fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                size = os.fstat(fd).st_size
+                st = os.fstat(fd)
+                if st.st_mode & NOT_PRIVATE:  # a file made before, or by hand: private from now on
+                    os.fchmod(fd, st.st_mode & 0o700)
+                size = st.st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     # The last line has no newline (a crash mid-write, an editor): without one
                     # this line would be glued to it and both lost to every reader.

@@ -15,6 +15,8 @@ from typing import Any
 
 from filelock import FileLock
 
+from assistant_framework.workspace.private import make_private_dirs
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: filelock's portable lock is used
@@ -27,12 +29,12 @@ _LOCK_DIR = "state/locks"
 def new_lock(root: Path, key: str, timeout: float) -> "_CombinedLock":
     """A new lock for the workspace file ``key`` (relative posix path) under ``root``."""
     lock_path = root / _LOCK_DIR / (key.replace("/", "__") + _LOCK_SUFFIX)
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(lock_path.parent)
     # The thread lock serialises this process, so the file lock need not be thread-local.
     if fcntl is not None:
         file_lock: Any = _FlockLock(str(lock_path), timeout)
     else:  # pragma: no cover
-        file_lock = FileLock(str(lock_path), timeout=timeout, poll_interval=0.002, thread_local=False)
+        file_lock = FileLock(str(lock_path), timeout=timeout, poll_interval=0.002, thread_local=False, mode=0o600)
     return _CombinedLock(threading.Lock(), file_lock)
 
 

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, TextIO
 
+from assistant_framework.workspace.private import make_private_dirs, private_file
 from messaging_llm_bot.frontends.reminders import delivery_text
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,8 @@ def line_reader(
         if history is None:
             return
         try:
-            history.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(history.parent)
+            private_file(history)  # what was typed is private: 0600 before readline writes it
             readline.write_history_file(str(history))
         except OSError as err:
             log.warning("console: could not save the line history: %s", err)

@@ -102,7 +102,7 @@ class SignalService:
                 file=sys.stderr,
             )
             return EXIT_USAGE
-        lock = filelock.FileLock(str(self.runtime.workspace.path(LOCK_FILE)))
+        lock = filelock.FileLock(str(self.runtime.workspace.path(LOCK_FILE)), mode=0o600)
         try:
             lock.acquire(timeout=0)
         except filelock.Timeout:
