@@ -65,15 +65,16 @@ class Candidate:
     extra: dict = field(default_factory=dict)
 
 
+#: The content words of a query that are looked up (the first ones): each is one more doclist to read.
+MAX_QUERY_TERMS = 32
+
+
 def query_terms(query: str) -> list[str]:
-    """Lower-cased content words of a query, stopwords dropped (all words if only stopwords)."""
+    """Lower-cased content words of a query, stopwords dropped (all words if only stopwords); at most
+    MAX_QUERY_TERMS, the first ones."""
     words = [fold_words(w.lower()) for w in _TOKEN.findall(query)]
     kept = [w for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
-    seen: list[str] = []
-    for word in kept or words:
-        if word not in seen:
-            seen.append(word)
-    return seen
+    return list(dict.fromkeys(kept or words))[:MAX_QUERY_TERMS]
 
 
 def or_terms(terms: list[str]) -> str:
@@ -308,12 +309,14 @@ def cjk_candidates(
         )
         for row in rows:
             scores[row[0]] = _candidate(row)
-    for piece in short:
-        # The trigram index cannot look up fewer than 3 characters: scan the CJK rows' text.
+    if short:
+        # The trigram index cannot look up fewer than 3 characters: scan the CJK rows' text, once for
+        # all pieces (a row scores how many of them it holds).
+        held = " + ".join(["(instr(e.text, ?) > 0)"] * len(short))
         rows = index.query(
-            f"SELECT {_COLUMNS}, 1.0 FROM cjkfts CROSS JOIN entries e ON e.id = cjkfts.rowid "
-            f"WHERE instr(e.text, ?) > 0{where} ORDER BY e.id DESC LIMIT ?",
-            (piece, *params, limit),
+            f"SELECT * FROM (SELECT {_COLUMNS}, {held} AS s FROM cjkfts CROSS JOIN entries e ON e.id = cjkfts.rowid "
+            f"WHERE 1=1{where}) WHERE s > 0 ORDER BY s DESC, id DESC LIMIT ?",
+            (*short, *params, limit),
         )
         for row in rows:
             found = scores.setdefault(row[0], Candidate(*row[:_SCORE]))

@@ -23,6 +23,9 @@ _CJK_CHAR = re.compile(f"[{_CJK}]")
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 #: A query run longer than this is looked up by its overlapping trigrams (any of them), not as one substring.
 WHOLE_RUN_CHARS = 6
+#: At most this many substrings (trigram index) and short pieces (scan) per query: the first ones.
+MAX_SUBSTRINGS = 24
+MAX_SHORT = 12
 
 
 def has_cjk(text: str) -> bool:
@@ -31,7 +34,9 @@ def has_cjk(text: str) -> bool:
 
 
 def cjk_pieces(query: str) -> tuple[list[str], list[str]]:
-    """The query's CJK lookups: (substrings of 3+ characters for the trigram index, 1-2 character ones to scan for)."""
+    """The query's CJK lookups: (substrings of 3+ characters for the trigram index, 1-2 character ones to scan for);
+    at most MAX_SUBSTRINGS and MAX_SHORT of them, the first ones (a query of hundreds of short words
+    would otherwise cost one scan of every CJK row each)."""
     runs = _CJK_RUN.findall(query or "")
     matches: list[str] = []
     short: list[str] = []
@@ -42,7 +47,7 @@ def cjk_pieces(query: str) -> tuple[list[str], list[str]]:
             matches.extend(run[i : i + 3] for i in range(len(run) - 2))
         elif len(run) == 2 or len(runs) == 1:
             short.append(run)
-    return list(dict.fromkeys(matches)), list(dict.fromkeys(short))
+    return list(dict.fromkeys(matches))[:MAX_SUBSTRINGS], list(dict.fromkeys(short))[:MAX_SHORT]
 
 
 def fold_words(text: str) -> str:

@@ -2,6 +2,10 @@
 
 In WAL mode a reader sees the last commit and never waits for the writer. SQLite releases
 the GIL while it works, so two range queries of one search run in parallel on two cores.
+
+A search bounds its time with ``time_limit(seconds)``: every read query made inside it (also
+those ``query_many`` runs on other threads) has a progress handler that interrupts SQLite once
+the limit has passed, and raises ``QueryTimeout`` (not a database error: the index is fine).
 """
 
 from __future__ import annotations
@@ -9,10 +13,33 @@ from __future__ import annotations
 import queue
 import sqlite3
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Iterator
+
+#: SQLite virtual machine steps between two looks at the clock (about a millisecond of work).
+PROGRESS_STEPS = 10_000
+
+_deadline: ContextVar[float | None] = ContextVar("memory_query_deadline", default=None)
+
+
+class QueryTimeout(Exception):
+    """A read query ran past its search's time limit and was interrupted."""
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Read queries made in this block (in this context) end, ``QueryTimeout``, ``seconds`` from now."""
+    at = time.monotonic() + seconds
+    outer = _deadline.get()
+    token = _deadline.set(at if outer is None else min(at, outer))
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
 
 
 class ReaderPool:
@@ -45,23 +72,45 @@ class ReaderPool:
         finally:
             self._idle.put(conn)
 
-    def query(self, sql: str, params: tuple = ()) -> list[tuple]:
-        """Run one read query (sees the last committed state)."""
+    def query(self, sql: str, params: tuple = (), deadline: float | None = None) -> list[tuple]:
+        """Run one read query (sees the last committed state), interrupted at ``deadline`` (monotonic
+        seconds; default: the enclosing ``time_limit``)."""
+        deadline = _deadline.get() if deadline is None else deadline
+        if deadline is None:
+            with self.reading() as conn:
+                return conn.execute(sql, params).fetchall()
+        if time.monotonic() >= deadline:
+            raise QueryTimeout
         with self.reading() as conn:
-            return conn.execute(sql, params).fetchall()
+            conn.set_progress_handler(lambda: time.monotonic() >= deadline, PROGRESS_STEPS)
+            try:
+                return conn.execute(sql, params).fetchall()
+            except sqlite3.OperationalError:
+                if time.monotonic() >= deadline:
+                    raise QueryTimeout from None
+                raise
+            finally:
+                conn.set_progress_handler(None, 0)
 
     def query_many(self, queries: list[tuple[str, tuple]]) -> list[list[tuple]]:
         """Several read queries at once, each on its own connection; results in the given order."""
         if len(queries) < 2 or self.parallel < 2:
             return [self.query(sql, params) for sql, params in queries]
+        deadline = _deadline.get()  # the executor's threads do not share this context
         with self._lock:
             if self._closed:
                 raise sqlite3.ProgrammingError(f"memory index {self.db_path} is closed")
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self.parallel - 1, thread_name_prefix="memory-read")
-            futures = [self._executor.submit(self.query, sql, params) for sql, params in queries[1:]]
-        first = self.query(*queries[0])  # the caller's own thread takes one
-        return [first] + [future.result() for future in futures]
+            futures = [self._executor.submit(self.query, sql, params, deadline) for sql, params in queries[1:]]
+        try:
+            first = self.query(*queries[0])  # the caller's own thread takes one
+        finally:
+            results = [_outcome(future) for future in futures]
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return [first] + results
 
     def close(self) -> None:
         with self._lock:
@@ -73,3 +122,11 @@ class ReaderPool:
             for conn in self._opened:
                 conn.close()
             self._opened.clear()
+
+
+def _outcome(future) -> object:
+    """A future's result, or the exception it raised (every future is waited for)."""
+    try:
+        return future.result()
+    except Exception as exc:  # noqa: BLE001 - handed back to be raised by the caller
+        return exc

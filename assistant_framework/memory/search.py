@@ -10,10 +10,11 @@ that carries the query's words). Optional embeddings are fused into the stage-1 
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable
+from typing import Any, Callable
 
 from .candidates import (
     Candidate,
@@ -28,9 +29,12 @@ from .candidates import (
 )
 from .cjk import cjk_pieces
 from .index import MemoryIndex
+from .readers import QueryTimeout, time_limit
 from .sources import time_to_ts
 
-__all__ = ["Candidate", "MemoryHit", "Ranking", "Scope", "bm25_candidates", "query_terms", "search"]
+log = logging.getLogger(__name__)
+
+__all__ = ["Candidate", "Hits", "MemoryHit", "Ranking", "Scope", "bm25_candidates", "query_terms", "search"]
 
 
 @dataclass
@@ -68,6 +72,9 @@ class Ranking:
     # An unscoped search (no conversation, no filter) scores at most this many matches in all,
     # the newest of each conversation and of the owner data. 0 = score all.
     unscoped_cap: int = field(default_factory=lambda: UNSCOPED_CAP)
+    # The index queries of one search stop after this many seconds; what was found by then is
+    # ranked and returned (``Hits.partial``).
+    time_limit_seconds: float = field(default_factory=lambda: MAX_SEARCH_SECONDS)
 
 
 # Above the longest LoCoMo conversation (680 turns), so that benchmark never hits the cap.
@@ -78,6 +85,16 @@ OWNER_CAP = 300
 # Keeps an unscoped search at 1M turns near 5,000 x ~2 us of bm25(); a workspace with fewer
 # matches for a query than this gets the full ranking.
 UNSCOPED_CAP = 5000
+# A search's index queries, all together (recall runs before every answer).
+MAX_SEARCH_SECONDS = 2.0
+# Only the start of a longer query is read (a pasted page is no search).
+MAX_QUERY_CHARS = 1000
+
+
+class Hits(list):
+    """A search's hits, best first; ``partial`` when the time limit cut the index queries short."""
+
+    partial: bool = False
 
 
 def rerank(
@@ -164,41 +181,61 @@ def search(
     ranking: Ranking | None = None,
     similarity: Callable[[str, list[Candidate]], dict[int, float]] | None = None,
     prefer: tuple[datetime, datetime] | None = None,
-) -> list[MemoryHit]:
-    """Ranked hits for ``query`` inside ``scope``; rows dated within ``prefer`` rank higher."""
+) -> Hits:
+    """Ranked hits for ``query`` inside ``scope``; rows dated within ``prefer`` rank higher.
+
+    Bounded: the query's first MAX_QUERY_CHARS characters, its first MAX_QUERY_TERMS words and
+    CJK pieces, and ``ranking.time_limit_seconds`` for the index queries (a stage cut short
+    counts as finding nothing more; the hits are ``partial``)."""
     ranking = ranking or Ranking()
+    query = query[:MAX_QUERY_CHARS]
     terms = query_terms(query)
     substrings, short = cjk_pieces(query)
-    if not terms and not substrings and not short:
-        found = recent_entries(index, scope, limit) if (scope.since or scope.until) else []
-    else:
-        candidates = bm25_candidates(
-            index,
-            terms,
-            scope,
-            max(ranking.candidates, limit * 5),
-            ranking.date_weight,
-            ranking.newest_cap,
-            ranking.unscoped_cap,
-            ranking.owner_cap,
-        )
-        if substrings or short:
-            candidates = merge_candidates(
-                candidates, cjk_candidates(index, substrings, short, scope, max(ranking.candidates, limit * 5))
+    out = Hits()
+
+    def bounded(work: Callable[[], Any], empty: Any) -> Any:
+        try:
+            return work()
+        except QueryTimeout:
+            out.partial = True
+            return empty
+
+    with time_limit(ranking.time_limit_seconds):
+        if not terms and not substrings and not short:
+            found = bounded(lambda: recent_entries(index, scope, limit), []) if (scope.since or scope.until) else []
+        else:
+            want = max(ranking.candidates, limit * 5)
+            candidates = bounded(
+                lambda: bm25_candidates(
+                    index,
+                    terms,
+                    scope,
+                    want,
+                    ranking.date_weight,
+                    ranking.newest_cap,
+                    ranking.unscoped_cap,
+                    ranking.owner_cap,
+                ),
+                [],
             )
-            terms = terms + substrings + short
-        if similarity is not None and ranking.semantic_weight > 0 and candidates:
-            fuse_semantic(candidates, similarity(query, candidates), ranking.semantic_weight)
-        head = sorted(candidates, key=lambda c: -c.bm25)[: max(limit * 2, 20)]
-        wanted = {(c.path, c.seq + d) for c in head if c.source == "conversation" for d in (-1, 1)}
-        wanted -= {(c.path, c.seq) for c in candidates}
-        extra = [c for c in neighbours(index, wanted) if _in_scope(c, scope)] if ranking.neighbour_weight else []
-        window = (prefer[0].timestamp(), prefer[1].timestamp()) if prefer else None
-        whole = None
-        if ranking.whole_segment_weight:
-            whole = segment_scores(index, terms, candidates)
-        found = rerank(candidates, extra, ranking, window, whole)
-    return [
+            if substrings or short:
+                cjk = bounded(lambda: cjk_candidates(index, substrings, short, scope, want), [])
+                candidates = merge_candidates(candidates, cjk)
+                terms = terms + substrings + short
+            if similarity is not None and ranking.semantic_weight > 0 and candidates:
+                fuse_semantic(candidates, similarity(query, candidates), ranking.semantic_weight)
+            head = sorted(candidates, key=lambda c: -c.bm25)[: max(limit * 2, 20)]
+            wanted = {(c.path, c.seq + d) for c in head if c.source == "conversation" for d in (-1, 1)}
+            wanted -= {(c.path, c.seq) for c in candidates}
+            extra = []
+            if ranking.neighbour_weight:
+                extra = [c for c in bounded(lambda: neighbours(index, wanted), []) if _in_scope(c, scope)]
+            window = (prefer[0].timestamp(), prefer[1].timestamp()) if prefer else None
+            whole = None
+            if ranking.whole_segment_weight:
+                whole = bounded(lambda: segment_scores(index, terms, candidates), None)
+            found = rerank(candidates, extra, ranking, window, whole)
+    out.extend(
         MemoryHit(
             source=c.source,
             path=c.path,
@@ -210,7 +247,15 @@ def search(
             outside=bool(c.outside),
         )
         for c in found[:limit]
-    ]
+    )
+    if out.partial:
+        log.warning(
+            "memory search stopped after %g s (%d words, %d CJK pieces): the hits may be incomplete",
+            ranking.time_limit_seconds,
+            len(terms),
+            len(substrings) + len(short),
+        )
+    return out
 
 
 def _in_scope(c: Candidate, scope: Scope) -> bool:

@@ -21,7 +21,7 @@ from .extract import extract_batch_and_store
 from .index import MemoryIndex
 from .log import CONVERSATIONS_DIR, TurnLog, safe_conversation_id
 from .profile import profile_text, refresh_profile_if_due
-from .search import MemoryHit, Ranking, Scope, search
+from .search import MAX_QUERY_CHARS, MemoryHit, Ranking, Scope, search
 from .timeparse import parse_date_range
 
 log = logging.getLogger(__name__)
@@ -232,7 +232,7 @@ class MemoryService:
         people mention an event some days after it happened)."""
         if since is not None or until is not None or self.ranking.time_weight <= 0:
             return None
-        found = parse_date_range(query, now or datetime.now(self.tz))
+        found = parse_date_range(query[:MAX_QUERY_CHARS], now or datetime.now(self.tz))  # as the search reads it
         if found is None:
             return None
         grace = max(timedelta(days=7), (found.until - found.since) / 2)

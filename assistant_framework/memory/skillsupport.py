@@ -57,12 +57,18 @@ def format_hits(hits: list[MemoryHit], query: str) -> str:
     """One line per hit: source, date, where to find it, the snippet; a hit whose text came from outside
     (a collector item, a turn logged untrusted, a marked fact or episode) is labelled ``OUTSIDE_LABEL``,
     so the model can weigh it and the bot treats the turn as untrusted."""
+    cut = (
+        "The search was stopped at its time limit, so more may match: search again with fewer or rarer words."
+        if getattr(hits, "partial", False)
+        else ""
+    )
     if not hits:
+        shown = query if len(query) <= 80 else query[:80] + "…"
         return (
-            f"No memory matches {query!r}. The search is by words (with stemming): "
-            "try other words, a synonym or a name before concluding it was never said."
+            f"No memory matches {shown!r}. The search is by words (with stemming): "
+            "try other words, a synonym or a name before concluding it was never said." + (f" {cut}" if cut else "")
         )
-    lines = []
+    lines = [cut] if cut else []
     for hit in hits:
         date = (hit.time or "")[:10]
         label = f"{OUTSIDE_LABEL} " if is_outside(hit) else ""
