@@ -233,3 +233,37 @@ def test_tls_modes_against_a_self_signed_server(tmp_path, monkeypatch, security)
         # Without the CA the certificate is refused (verification is on by default).
         refused = make_runner(Workspace(tmp_path / "ws2"), mail_config(server, security=security)).run_once("mail")
         assert refused.outcome == "error" and "cannot connect" in refused.error
+
+
+def test_list_and_automated_mail_is_marked_bulk(tmp_path, imap_server, monkeypatch):
+    """Newsletters (List-Unsubscribe, List-Id), bulk Precedence and automated mail (Auto-Submitted)
+    carry ``bulk``: an ``ask`` rule short of budget asks them last (collectors/triage.py)."""
+    monkeypatch.setenv("TEST_MAIL_PASSWORD", PASSWORD)
+    imap_server.create_folder("Sorted")
+    headers = {
+        "Weekly deals": {"List-Unsubscribe": "<mailto:leave@shop.example>"},
+        "Club news": {"List-Id": "<club.lists.example.org>"},
+        "Bulk offer": {"Precedence": "bulk"},
+        "Out of office": {"Auto-Submitted": "auto-replied"},
+        "Dinner on Friday?": {"Auto-Submitted": "no"},
+        "Lunch?": {},
+    }
+    for subject, extra in headers.items():
+        msg = EmailMessage()
+        msg["From"], msg["To"], msg["Subject"] = "Someone <someone@example.org>", "alice@example.org", subject
+        msg["Date"] = "Mon, 06 Jan 2025 10:00:00 +0000"
+        for key, value in extra.items():
+            msg[key] = value
+        msg.set_content("text")
+        imap_server.append("Sorted", msg.as_bytes())
+    outcome = make_runner(Workspace(tmp_path / "ws"), mail_config(imap_server, folders=["Sorted"])).run_once("mail")
+    assert outcome.outcome == "ok", outcome.error
+    bulk = {item["subject"]: bool(item.get("bulk")) for item in outcome.new_items}
+    assert bulk == {
+        "Weekly deals": True,
+        "Club news": True,
+        "Bulk offer": True,
+        "Out of office": True,
+        "Dinner on Friday?": False,
+        "Lunch?": False,
+    }

@@ -14,6 +14,7 @@ from assistant_framework.collectors.triage import chosen, item_line
 from messaging_llm_bot.llm.client import LLMClient
 from messaging_llm_bot.runtime import BackgroundModel
 from tests.fixtures.collectors.helpers import FakeClock, write_collector
+from tests.telegram_harness import OWNER
 
 MAIL = """
 DESCRIPTION = "New mail (test collector)."
@@ -86,20 +87,127 @@ def test_the_daily_budget_bounds_what_is_asked(tmp_path, ws, chat_server, caplog
     caplog.set_level(logging.INFO)
     chat_server.set_handler(lambda request: '{"yes": [1]}')
     pushed: list[str] = []
-    clock = FakeClock(datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc))
+    clock = FakeClock(datetime(2026, 11, 30, 23, 0, tzinfo=timezone.utc))  # the day's last hour: all of it
     runner = runner_for(
         tmp_path, ws, chat_server, [{"match": "ask", "value": QUESTION, "max_per_day": 3}], pushed, clock=clock
     )
     runner.run_once("mail_test")
     first = chat_server.chat_requests[0]["messages"][-1]["content"]
-    assert "3. title:" in first and "4. title:" not in first  # 3 of the 4 items: the day's budget
+    assert first.count(". title:") == 3  # 3 of the 4 items: the day's budget
     assert any("1 new item(s) not asked" in r.getMessage() for r in caplog.records)
     runner.run_once("mail_test")
     assert len(chat_server.chat_requests) == 1  # the budget is used up today: no model call
-    assert json.loads(ws.read_text("state/collectors/triage.json")) == {"2026-11-30": {"mail_test": 3}}
-    clock.advance(days=1)  # the next day the budget is fresh
+    saved = json.loads(ws.read_text("state/collectors/triage.json"))
+    assert saved["day"] == "2026-11-30" and saved["collectors"]["mail_test"]["asked"] == 3
+    assert saved["collectors"]["mail_test"]["not_asked"] == 5
+    clock.advance(hours=1)  # the next day the budget is fresh
     runner.run_once("mail_test")
     assert len(chat_server.chat_requests) == 2
+
+
+def test_a_budget_file_of_the_earlier_form_is_read(tmp_path, ws, chat_server):
+    ws.write_json("state/collectors/triage.json", {"2026-11-30": {"mail_test": 3}})
+    pushed: list[str] = []
+    clock = FakeClock(datetime(2026, 11, 30, 23, 0, tzinfo=timezone.utc))
+    runner_for(
+        tmp_path, ws, chat_server, [{"match": "ask", "value": QUESTION, "max_per_day": 3}], pushed, clock=clock
+    ).run_once("mail_test")
+    assert chat_server.chat_requests == []  # today's 3 were already asked
+
+
+INBOX = """
+DESCRIPTION = "New mail from a file the test writes (test collector)."
+FILE_STRUCTURE = "nothing"
+GENERATED_FILES = []
+INTERVAL_SECONDS = 600
+def run(workspace):
+    return {"new_items": workspace.read_json("incoming.json", default=[])}
+"""
+
+
+def _inbox_runner(tmp_path, ws, chat_server, pushed, clock, max_per_day=24):
+    write_collector(tmp_path / "plugins", "inbox", INBOX)
+    rules = [{"match": "ask", "value": QUESTION, "max_per_day": max_per_day}]
+    manager = CollectorManager([tmp_path / "plugins"], {"inbox": {"enabled": True, "notify": rules}}, ws)
+    manager.load()
+    llm = LLMClient(
+        {
+            "runners": [
+                {"name": "fake", "base_url": chat_server.base_url, "model": "fake-model", "timeout_seconds": 10}
+            ],
+            "retries_per_runner": 0,
+        }
+    )
+    return CollectorRunner(
+        manager,
+        ws,
+        notify=lambda name, text: pushed.append(text),
+        complete=BackgroundModel(llm),
+        clock=clock,
+        timezone="Europe/Berlin",
+    )
+
+
+def _says_yes_to(word: str):
+    """The model: yes to the asked items whose line holds ``word``."""
+
+    def answer(request):
+        lines = request["messages"][-1]["content"].split("\n")
+        return json.dumps({"yes": [int(line.split(".")[0]) for line in lines if word in line and line[:1].isdigit()]})
+
+    return answer
+
+
+JUNK = [{"subject": f"Deal {n}: 70% off", "from": "deals@shop.example", "snippet": "buy now"} for n in range(30)]
+URGENT = {"subject": "Your flight is cancelled: call us", "from": "ana@example.net", "snippet": "urgent"}
+
+
+def test_early_junk_does_not_silence_the_rest_of_the_day(tmp_path, ws, chat_server):
+    """30 junk mails at 08:00 (Berlin) with 24 a day: only the morning's share is spent on them; an
+    urgent mail at 15:00 is still asked and pushed. The owner hears once that items went unsorted."""
+    chat_server.set_handler(_says_yes_to("cancelled"))
+    pushed: list[str] = []
+    clock = FakeClock(datetime(2026, 11, 30, 7, 0, tzinfo=timezone.utc))  # 08:00 in Berlin
+    runner = _inbox_runner(tmp_path, ws, chat_server, pushed, clock)
+    ws.write_json("incoming.json", JUNK)
+    runner.run_once("inbox")
+    asked = sum(r["messages"][-1]["content"].count(". title:") for r in chat_server.chat_requests)
+    assert asked == 9  # hours 0-8 of 24 a day
+    [notice] = pushed
+    assert "21 new item(s) were not sorted for you" in notice and "once a day" in notice
+    clock.set(datetime(2026, 11, 30, 8, 30, tzinfo=timezone.utc))  # more junk at 09:30: one more hour's share
+    runner.run_once("inbox")
+    assert len(pushed) == 1  # no second notice today
+    clock.set(datetime(2026, 11, 30, 14, 0, tzinfo=timezone.utc))  # 15:00
+    ws.write_json("incoming.json", [URGENT])
+    runner.run_once("inbox")
+    assert len(pushed) == 2 and "Your flight is cancelled" in pushed[1]
+
+
+def test_when_the_share_is_short_items_that_look_personal_are_asked_first(tmp_path, ws, chat_server):
+    chat_server.set_handler(_says_yes_to("cancelled"))
+    pushed: list[str] = []
+    clock = FakeClock(datetime(2026, 11, 30, 0, 30, tzinfo=timezone.utc))  # 01:30 in Berlin: 2 of 24 by now
+    runner = _inbox_runner(tmp_path, ws, chat_server, pushed, clock)
+    ws.write_json("incoming.json", [{**item, "bulk": True} for item in JUNK[:5]] + [URGENT])
+    runner.run_once("inbox")
+    [request] = chat_server.chat_requests
+    assert "1. title: Your flight is cancelled" in request["messages"][-1]["content"]
+    assert any("Your flight is cancelled" in text for text in pushed)
+
+
+def test_now_shows_items_left_unsorted_through_the_bot(tmp_path, chat_server, fake, start_bot, workspace):
+    from datetime import datetime as real
+
+    chat_server.set_handler(lambda request: '{"yes": []}')
+    pushed: list[str] = []
+    runner = _inbox_runner(tmp_path, workspace, chat_server, pushed, lambda: real.now(timezone.utc), max_per_day=1)
+    workspace.write_json("incoming.json", JUNK[:3])
+    runner.run_once("inbox")
+    start_bot(config_patch=lambda config: config.setdefault("runtime", {}).update(timezone="Europe/Berlin"))
+    fake.send_message("/now")
+    now = fake.wait_for_messages(OWNER, 1)[0]["text"]
+    assert "inbox: 2 new item(s) not sorted by the model today" in now and "1 of 1 asked" in now, now
 
 
 @pytest.mark.parametrize(

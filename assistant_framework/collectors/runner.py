@@ -240,31 +240,30 @@ class CollectorRunner:
             return
         matched = matching_items(collector.notify, items)
         rules = ask_rules(collector.notify) if self.complete is not None else []
+        notices: list[str] = []
         if rules:
             # The cheap rules first; what they did not take goes to the model (collectors/triage.py).
             taken = {id(item) for item in matched}
-            today = self._now().astimezone(zone(self.timezone)).date()
+            local_now = self._now().astimezone(zone(self.timezone))
             for rule in rules:
                 rest = [item for item in items if isinstance(item, dict) and id(item) not in taken]
                 if rest:
-                    taken |= {
-                        id(item)
-                        for item in ask_model(
-                            self.complete,
-                            rule,
-                            rest,
-                            collector=collector.name,
-                            budget=TriageBudget(self.workspace),
-                            today=today,
-                        )
-                    }
+                    triage = ask_model(
+                        self.complete,
+                        rule,
+                        rest,
+                        collector=collector.name,
+                        budget=TriageBudget(self.workspace),
+                        now=local_now,
+                    )
+                    taken |= {id(item) for item in triage.picked}
+                    notices += [triage.notice] if triage.notice else []
             matched = [item for item in items if id(item) in taken]  # in the run's order
-        if not matched:
-            return
-        try:
-            self.notify(collector.name, notify_text(collector.name, matched))
-        except Exception:  # noqa: BLE001 - a failing push must not fail the run
-            log.exception("collector %s: notify callback failed", collector.name)
+        for text in ([notify_text(collector.name, matched)] if matched else []) + notices:
+            try:
+                self.notify(collector.name, text)
+            except Exception:  # noqa: BLE001 - a failing push must not fail the run
+                log.exception("collector %s: notify callback failed", collector.name)
 
     def _snapshot(self, name: str) -> dict[str, tuple[int, int]]:
         out: dict[str, tuple[int, int]] = {}

@@ -5,16 +5,25 @@
 The cheap rules (sender, keyword, feed) run first and cost nothing; the items none of them took
 go to the model in one call per run, as numbered outside content, and it answers only with the
 numbers for which the answer is yes (``{"yes": [2, 5]}``). So a mail that says "answer yes to
-everything" can at most cause a ping, never an action or a leak. ``max_per_day`` bounds the items
-asked per collector and local day (the day's count is kept in ``state/collectors/triage.json``);
-items beyond it are not asked (and not pushed). Without a model (``collectors run`` on the
-command line) the rule asks nothing.
+everything" can at most cause a ping, never an action or a leak. Without a model (``collectors
+run`` on the command line) the rule asks nothing.
+
+The budget: ``max_per_day`` items asked per collector and local day, spread over the day so that
+early junk cannot silence the rest of it. By the end of local hour ``h`` at most
+``ceil(max_per_day * (h + 1) / 24)`` items have been asked that day: what a quiet hour leaves
+carries over, a burst spends only what has accrued, and every later hour brings its own share.
+When a run has more items than its share, those that look personal go first (``bulk`` items:
+mailing lists, newsletters, automated mail, last). Items beyond the share are not asked and not
+pushed; the owner is told once a day per collector (a push), and ``/now`` shows it
+(``triage_status``). Counts live in ``state/collectors/triage.json``.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import date
+import math
+from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import Callable
 
 from assistant_framework.memory.modelcall import call_model, json_schema_format, parse_json_reply
@@ -81,40 +90,108 @@ def chosen(answer: object, count: int) -> list[int] | None:
     return sorted({n - 1 for n in answer["yes"] if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= count})
 
 
+def hourly_share(limit: int, hour: int) -> int:
+    """Items that may have been asked by the end of local hour ``hour`` (0-23) of a day with ``limit`` (pure)."""
+    return min(limit, math.ceil(limit * (min(max(hour, 0), 23) + 1) / 24))
+
+
+@dataclass
+class Grant:
+    """What one run may ask: ``granted`` items now; ``notice`` is the owner's once-a-day message, if due."""
+
+    granted: int
+    not_asked: int = 0
+    notice: str | None = None
+
+
 class TriageBudget:
-    """Items asked per collector and local day, kept in ``state/collectors/triage.json``."""
+    """Items asked per collector and local day, spread over the day; kept in ``state/collectors/triage.json``
+    as ``{"day": "YYYY-MM-DD", "collectors": {name: {"asked", "not_asked", "limit", "noticed"}}}``."""
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
-    def take(self, collector: str, today: date, wanted: int, limit: int) -> int:
-        """Reserve up to ``wanted`` items of today's ``limit``; returns how many may be asked."""
+    def take(self, collector: str, now: datetime, wanted: int, limit: int) -> Grant:
+        """Reserve up to ``wanted`` items of what the day's ``limit`` allows by ``now`` (local time)."""
         with self.workspace.lock(BUDGET_FILE):
-            data = self.workspace.read_json(BUDGET_FILE, default={}) or {}
-            day = today.isoformat()
-            counts = data.get(day) if isinstance(data, dict) and isinstance(data.get(day), dict) else {}
-            used = int(counts.get(collector, 0)) if str(counts.get(collector, 0)).isdigit() else 0
-            granted = max(0, min(wanted, limit - used))
-            if granted:
-                self.workspace.write_json(BUDGET_FILE, {day: {**counts, collector: used + granted}})
-            return granted
+            day, counts = _load(self.workspace, now.date())
+            mine = counts.setdefault(collector, {})
+            used = _count(mine.get("asked"))
+            granted = max(0, min(wanted, hourly_share(limit, now.hour) - used))
+            grant = Grant(granted, wanted - granted)
+            mine.update(asked=used + granted, limit=limit)
+            if grant.not_asked:
+                mine["not_asked"] = _count(mine.get("not_asked")) + grant.not_asked
+                if not mine.get("noticed"):
+                    mine["noticed"] = True
+                    grant.notice = _notice(collector, mine, limit, now)
+            if granted or grant.not_asked:
+                self.workspace.write_json(BUDGET_FILE, {"day": day, "collectors": counts})
+            return grant
+
+
+def triage_status(workspace: Workspace, today: date) -> dict[str, dict]:
+    """Today's ask-rule counts per collector: ``asked``, ``not_asked``, ``limit`` (for ``/now``)."""
+    return _load(workspace, today)[1]
+
+
+def _load(workspace: Workspace, today: date) -> tuple[str, dict[str, dict]]:
+    day = today.isoformat()
+    data = workspace.read_json(BUDGET_FILE, default={}) or {}
+    if not isinstance(data, dict):
+        return day, {}
+    if data.get("day") == day and isinstance(data.get("collectors"), dict):
+        return day, {str(k): dict(v) for k, v in data["collectors"].items() if isinstance(v, dict)}
+    old = data.get(day)  # the earlier form: {"YYYY-MM-DD": {collector: asked}}
+    if isinstance(old, dict):
+        return day, {str(k): {"asked": _count(v)} for k, v in old.items()}
+    return day, {}
+
+
+def _count(value: object) -> int:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _notice(collector: str, counts: dict, limit: int, now: datetime) -> str:
+    return (
+        f"{collector}: {counts['not_asked']} new item(s) were not sorted for you (nor pushed): the ask rule's "
+        f"budget is spent for now ({counts['asked']} of {limit} asked today, spread over the day; more are asked "
+        f"as the day goes on). Check {collector} yourself, or raise max_per_day of the ask rule in "
+        f"config/collectors/{collector}.json. /now shows today's count; this is said once a day."
+    )
+
+
+@dataclass
+class Triage:
+    """One ask rule's outcome for one run: the items to push, and the owner's notice if one is due."""
+
+    picked: list[dict] = field(default_factory=list)
+    not_asked: int = 0
+    notice: str | None = None
+
+
+def personal_first(items: list[dict]) -> list[dict]:
+    """The items with those that look personal first (``bulk`` ones, e.g. newsletters, last), else in order."""
+    return sorted(items, key=lambda item: bool(item.get("bulk")))
 
 
 def ask_model(
-    complete: Complete, rule: dict, items: list[dict], *, collector: str, budget: TriageBudget, today: date
-) -> list[dict]:
-    """The items the model says yes to for one ``ask`` rule, within the day's budget; [] on any failure."""
+    complete: Complete, rule: dict, items: list[dict], *, collector: str, budget: TriageBudget, now: datetime
+) -> Triage:
+    """The items the model says yes to for one ``ask`` rule, within the budget's share by ``now`` (local);
+    no picks on any model failure."""
     limit = int(rule.get("max_per_day") or DEFAULT_MAX_PER_DAY)
-    granted = budget.take(collector, today, len(items), limit)
-    if granted < len(items):
+    grant = budget.take(collector, now, len(items), limit)
+    out = Triage(not_asked=grant.not_asked, notice=grant.notice)
+    if grant.not_asked:
         log.info(
-            "collector %s: %d new item(s) not asked: the notify rule's max_per_day (%d) is reached",
+            "collector %s: %d new item(s) not asked: the ask rule's budget (max_per_day %d, %d by this hour) is spent",
             collector,
-            len(items) - granted,
+            grant.not_asked,
             limit,
+            hourly_share(limit, now.hour),
         )
-    asked = items[:granted]
-    picked: list[dict] = []
+    asked = personal_first(items)[: grant.granted] if grant.not_asked else items
     for start in range(0, len(asked), MAX_PER_CALL):
         batch = asked[start : start + MAX_PER_CALL]
         try:
@@ -125,5 +202,5 @@ def ask_model(
             log.warning("collector %s: asking the model which items to push failed: %s", collector, exc)
             continue
         indexes = chosen(parse_json_reply(text, TRIAGE_SCHEMA, f"collector {collector} triage"), len(batch))
-        picked += [batch[i] for i in indexes or []]
-    return picked
+        out.picked += [batch[i] for i in indexes or []]
+    return out

@@ -157,7 +157,22 @@ def render(
     }
     if replaced:
         record["replacement_chars"] = replaced
+    if is_bulk(msg):
+        record["bulk"] = True  # a mailing list, newsletter or automated mail: asked last by an ``ask`` rule
     return "\n".join(lines), record
+
+
+def is_bulk(msg: EmailMessage) -> bool:
+    """True for mail sent to many or by a machine: a list (List-Id, List-Unsubscribe), bulk or junk
+    ``Precedence``, or ``Auto-Submitted`` other than ``no`` (RFC 2369, RFC 3834)."""
+    try:
+        if msg.get("List-Id") is not None or msg.get("List-Unsubscribe") is not None:
+            return True
+        precedence = str(msg.get("Precedence") or "").strip().lower()
+        auto = str(msg.get("Auto-Submitted") or "").strip().lower()
+    except Exception:  # noqa: BLE001 - a header the parser cannot read decides nothing
+        return False
+    return precedence in ("bulk", "list", "junk") or auto not in ("", "no")
 
 
 def _body_charset(msg: EmailMessage) -> str | None:

@@ -10,6 +10,7 @@ from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors.days import covered_days, parse_moment
+from assistant_framework.collectors.triage import triage_status
 from assistant_framework.stores.people import BirthdayStore
 from assistant_framework.stores.provenance import is_untrusted
 from assistant_framework.stores.reminders import ReminderStore, due_at_of
@@ -48,6 +49,7 @@ def build_digest(workspace: Workspace, now: datetime, timezone: str) -> str:
         _calendar(workspace, today, tz),
         _birthdays(workspace, today),
         _news(workspace),
+        _not_sorted(workspace, today),
     ]
     body = [s for s in sections if s]
     head = f"📋 **Now** — {local_now.strftime('%a %d %b %Y, %H:%M')} ({timezone})"
@@ -189,3 +191,17 @@ def _news(workspace: Workspace) -> str:
         if count:
             lines.append(f"- {_md(name)}: {count} {_NEWS_NOUNS.get(name, 'new items')}")
     return "\n".join(["📬 **New since the last check**", *lines]) if lines else ""
+
+
+@_safe
+def _not_sorted(workspace: Workspace, today: date) -> str:
+    """Collectors whose ``ask`` rule left new items unasked today (its budget was spent)."""
+    lines = []
+    for name, counts in sorted(triage_status(workspace, today).items()):
+        left = counts.get("not_asked")
+        if isinstance(left, int) and left > 0:
+            lines.append(
+                f"- {_md(name)}: {left} new item(s) not sorted by the model today: the ask rule's budget is "
+                f"spent for now ({counts.get('asked', 0)} of {counts.get('limit', '?')} asked; more as the day goes on)"
+            )
+    return "\n".join(["🔕 **Not sorted for you**", *lines]) if lines else ""
