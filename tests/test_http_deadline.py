@@ -130,3 +130,13 @@ def test_a_connection_given_back_to_the_pool_is_forgotten_by_its_deadline(feeds)
             body = read_body(response, second, max_bytes=1000)
     assert first.fired and not second.fired
     assert body == SHORT
+
+
+def test_the_model_server_probe_of_setup_and_doctor_is_bounded_too(chat_server):
+    from messaging_llm_bot.llm.probe import probe
+
+    chat_server.models_trickle = {**TRICKLE, "where": "head"}
+    result = probe(chat_server.base_url, timeout=1)
+    assert not result.reachable and "no answer within 1 s" in (result.error or ""), result
+    chat_server.models_trickle = None
+    assert probe(chat_server.base_url, timeout=5).models == ["fake-model"]

@@ -6,11 +6,23 @@ doctor`` and ``assistant setup`` (find local servers on their usual ports).
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass, field
 
 import requests
+
+from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request, deadline_session
+
+#: A model list larger than this is refused.
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+
+
+@functools.cache
+def _session() -> requests.Session:
+    return deadline_session()
+
 
 #: The usual local servers and their default OpenAI-compatible base URLs.
 LOCAL_SERVERS: tuple[tuple[str, str], ...] = (
@@ -50,13 +62,17 @@ def probe(base_url: str, api_key: str = "", *, timeout: float = 5.0, session: re
     headers = {"Accept": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    http = session or requests
     start = time.monotonic()
     try:
-        response = http.get(url, headers=headers, timeout=timeout)
-    except requests.RequestException as exc:
-        if isinstance(exc, requests.Timeout):
+        # ``timeout`` bounds the whole answer (a server trickling it too), not each read.
+        response = bounded_request(
+            session or _session(), "GET", url, seconds=timeout, max_bytes=MAX_ANSWER_BYTES, headers=headers
+        )
+    except (requests.RequestException, DeadlineExceeded, BodyTooLarge) as exc:
+        if isinstance(exc, (requests.Timeout, DeadlineExceeded)):
             reason = f"no answer within {timeout:g} s"
+        elif isinstance(exc, BodyTooLarge):
+            reason = "the model list is larger than 4 MB"
         elif isinstance(exc, requests.ConnectionError):
             reason = "connection refused or host unreachable: is the server running?"
         else:
@@ -68,35 +84,34 @@ def probe(base_url: str, api_key: str = "", *, timeout: float = 5.0, session: re
             elapsed_s=time.monotonic() - start,
         )
     elapsed = time.monotonic() - start
-    with response:
-        if response.status_code in (401, 403):
-            return Probe(
-                base_url,
-                False,
-                status=response.status_code,
-                elapsed_s=elapsed,
-                error=f"the model server at {base_url} refused the API key (HTTP {response.status_code})",
-            )
-        if response.status_code in (404, 405, 501):
-            return Probe(base_url, True, status=response.status_code, elapsed_s=elapsed)
-        if response.status_code != 200:
-            return Probe(
-                base_url,
-                False,
-                status=response.status_code,
-                elapsed_s=elapsed,
-                error=f"the model server at {base_url} answered HTTP {response.status_code} to GET /models",
-            )
-        try:
-            body = response.json()
-        except ValueError:
-            return Probe(
-                base_url,
-                False,
-                status=200,
-                elapsed_s=elapsed,
-                error=f"{base_url}/models did not answer JSON: is this an OpenAI-compatible base URL ending in /v1?",
-            )
+    if response.status in (401, 403):
+        return Probe(
+            base_url,
+            False,
+            status=response.status,
+            elapsed_s=elapsed,
+            error=f"the model server at {base_url} refused the API key (HTTP {response.status})",
+        )
+    if response.status in (404, 405, 501):
+        return Probe(base_url, True, status=response.status, elapsed_s=elapsed)
+    if response.status != 200:
+        return Probe(
+            base_url,
+            False,
+            status=response.status,
+            elapsed_s=elapsed,
+            error=f"the model server at {base_url} answered HTTP {response.status} to GET /models",
+        )
+    try:
+        body = response.json()
+    except ValueError:
+        return Probe(
+            base_url,
+            False,
+            status=200,
+            elapsed_s=elapsed,
+            error=f"{base_url}/models did not answer JSON: is this an OpenAI-compatible base URL ending in /v1?",
+        )
     items = body.get("data") if isinstance(body, dict) else None
     if not isinstance(items, list):
         return Probe(base_url, True, status=200, elapsed_s=elapsed)

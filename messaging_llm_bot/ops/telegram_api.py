@@ -5,12 +5,22 @@ The running bot uses python-telegram-bot; these one-shot checks need no event lo
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 import requests
 
+from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request, deadline_session
 from messaging_llm_bot.frontends.telegram.settings import OFFICIAL_BASE_URL
+
+#: A Bot API answer to getMe/getUpdates larger than this is refused.
+MAX_ANSWER_BYTES = 8 * 1024 * 1024
+
+
+@functools.cache
+def _session() -> requests.Session:
+    return deadline_session()
 
 
 @dataclass
@@ -29,28 +39,37 @@ def call(
     """POST ``{base_url}{token}/{method}``; never raises, never puts the token in the error."""
     base = base_url or OFFICIAL_BASE_URL
     try:
-        response = requests.post(f"{base}{token}/{method}", json=params or {}, timeout=timeout)
-    except requests.RequestException as exc:
+        # ``timeout`` bounds the whole exchange (a trickling answer too), not each read.
+        response = bounded_request(
+            _session(),
+            "POST",
+            f"{base}{token}/{method}",
+            seconds=timeout,
+            max_bytes=MAX_ANSWER_BYTES,
+            json=params or {},
+        )
+    except DeadlineExceeded:
+        return ApiAnswer(False, error=f"the Bot API at {base} did not answer within {timeout:g} s")
+    except (requests.RequestException, BodyTooLarge, OSError) as exc:
         reason = type(exc).__name__
         return ApiAnswer(False, error=f"cannot reach the Bot API at {base} ({reason})")
-    with response:
-        try:
-            body = response.json()
-        except ValueError:
-            return ApiAnswer(
-                False,
-                status=response.status_code,
-                error=f"the Bot API at {base} answered HTTP {response.status_code}, not JSON",
-            )
-    if response.status_code == 401:
+    try:
+        body = response.json()
+        if not isinstance(body, dict):
+            raise ValueError("not an object")
+    except ValueError:
+        return ApiAnswer(
+            False,
+            status=response.status,
+            error=f"the Bot API at {base} answered HTTP {response.status}, not JSON",
+        )
+    if response.status == 401:
         return ApiAnswer(
             False, status=401, error="the Bot API refused the token (401 Unauthorized): copy it again from @BotFather"
         )
     if not body.get("ok"):
-        return ApiAnswer(
-            False, status=response.status_code, error=f"{method}: {body.get('description') or response.status_code}"
-        )
-    return ApiAnswer(True, body.get("result"), status=response.status_code)
+        return ApiAnswer(False, status=response.status, error=f"{method}: {body.get('description') or response.status}")
+    return ApiAnswer(True, body.get("result"), status=response.status)
 
 
 def get_me(token: str, *, base_url: str | None = None, timeout: float = 10.0) -> ApiAnswer:
