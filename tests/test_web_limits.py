@@ -12,6 +12,7 @@ import logging
 import os
 import resource
 import socket
+import threading
 import time
 
 import pytest
@@ -268,3 +269,112 @@ def test_the_log_budget_says_how_many_lines_it_left_out():
     )
     other = logging.LogRecord("tornado.general", logging.INFO, __file__, 1, "Malformed HTTP message", (), None)
     assert budget.filter(other)  # another kind of line has its own budget
+
+
+# -- blocking work never on the event loop (issue 26.8) ---------------------------------------------
+
+
+class Stall:
+    """Holds every call of the functions it wraps until released: a slow disk, a slow search."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def wrap(self, fn):
+        def held(*args, **kwargs):
+            if not self.release.is_set():
+                self.entered.set()
+                self.release.wait(20)
+            return fn(*args, **kwargs)
+
+        return held
+
+
+@pytest.fixture
+def stalled(tmp_path):
+    """A site whose workspace and memory search stall until released (released after each test)."""
+    site = start_site(tmp_path)
+    stall = Stall()
+    stall.release.set()
+    site.workspace.path = stall.wrap(site.workspace.path)  # every file the page reads or writes
+    memory = site.server.state.parts.memory
+    memory.search = stall.wrap(memory.search)
+    yield site, stall
+    stall.release.set()
+    site.close()
+
+
+def _in_background(method: str, url: str, **kwargs) -> tuple[threading.Thread, list[int]]:
+    """A request with the token in a thread of its own; its status lands in the list."""
+    answers: list[int] = []
+
+    def send() -> None:
+        answers.append(requests.request(method, url, headers=BEARER, timeout=30, **kwargs).status_code)
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread, answers
+
+
+def _blocking_routes(site) -> list[tuple[str, str, dict | None]]:
+    return [
+        ("GET", "/api/memory/search?q=bicycle", None),
+        ("GET", "/memory?q=bicycle", None),
+        ("GET", "/memory", None),
+        ("GET", "/memory/facts", None),
+        ("GET", "/api/memory/notes", None),
+        ("GET", "/file?path=notes/shopping.md", None),
+        ("GET", "/api/file?path=notes/shopping.md", None),
+        ("POST", "/api/file?path=notes/new.md", {"content": "# New\n"}),
+        ("DELETE", "/api/file?path=notes/keys.md", None),
+        ("POST", "/api/memory/facts/set", {"subject": "owner", "attribute": "tea", "value": "green"}),
+        ("POST", "/memory/notes/new", None),
+        ("POST", "/file/delete", None),
+        ("GET", "/conversations", None),
+        ("GET", f"/conversations/{site.chat}/{site.day}", None),
+        ("GET", "/traces", None),
+        ("GET", f"/traces/{site.trace_id}", None),
+        ("GET", "/collectors", None),
+        ("POST", "/api/collectors/writer/run", None),
+        ("GET", "/usage", None),
+    ]
+
+
+def test_a_slow_search_or_disk_never_holds_the_rest_of_the_page(stalled):
+    """While any page waits for the disk or a search (11 s for a query of many short CJK words in the
+    report), the sign-in page and the stylesheet answer at once: that work is not on the event loop."""
+    site, stall = stalled
+    for method, path, body in _blocking_routes(site):
+        stall.release.clear()
+        stall.entered.clear()
+        form = {"path": "notes/shopping.md", "title": "Stalled"} if body is None and method == "POST" else None
+        slow, answers = _in_background(method, site.base + path, json=body, data=form)
+        try:
+            assert stall.entered.wait(10), (path, "the route never reached the disk or the search")
+            assert requests.get(f"{site.base}/login", timeout=5).status_code == 200, path
+            assert requests.get(f"{site.base}/static/style.css", timeout=5).status_code == 200, path
+        finally:
+            stall.release.set()
+            slow.join(30)
+        assert answers and answers[0] < 500, (method, path, answers)
+
+
+def test_searches_wait_in_a_bounded_line_and_the_rest_is_told_busy(stalled):
+    site, stall = stalled
+    stall.release.clear()
+    lane = site.server.state.offload.search
+    started = [
+        _in_background("GET", f"{site.base}/api/memory/search?q=bicycle") for _ in range(lane.workers + lane.waiting)
+    ]
+    threads = [thread for thread, _ in started]
+    try:
+        _wait(lambda: lane._taken == lane.workers + lane.waiting)
+        busy = requests.get(f"{site.base}/api/memory/search?q=bicycle", headers=BEARER, timeout=5)
+        assert busy.status_code == 503 and busy.headers["Retry-After"] == "2" and "busy" in busy.json()["error"]
+        assert requests.get(f"{site.base}/api/skills", headers=BEARER, timeout=10).status_code == 200  # other lanes
+    finally:
+        stall.release.set()
+        for thread in threads:
+            thread.join(30)
+    assert [answer for _, answers in started for answer in answers] == [200] * len(threads)

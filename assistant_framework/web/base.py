@@ -8,7 +8,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable, TypeVar
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -20,11 +20,13 @@ from ..redaction import redact_text
 from ..traces import TraceStore, redact_json_text, redact_secrets
 from . import csrf
 from .auth import COOKIE_NAME, SignInThrottle, bearer_of, new_session_id, session_of, token_matches
+from .offload import LaneFull, Offload
 from .parts import Parts
 from .screen import SESSION_DAYS
 from .views import jsonable
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: No script at all (the page needs none), styles and images from this server only, no framing.
 CSP = (
@@ -68,6 +70,8 @@ class WebState:
     host: str = "127.0.0.1"
     #: The bound on wrong tokens, all clients together.
     throttle: SignInThrottle = field(default_factory=SignInThrottle)
+    #: The threads that do the blocking work (files, store, index, searches, collector runs).
+    offload: Offload = field(default_factory=Offload)
 
     @property
     def traces(self) -> TraceStore:
@@ -104,6 +108,15 @@ class BaseHandler(tornado.web.RequestHandler):
     def set_default_headers(self) -> None:
         for name, value in SECURITY_HEADERS.items():
             self.set_header(name, value)
+
+    async def off_loop(self, lane: str, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a thread of the lane (``search``, ``files``, ``runs``), never on the event
+        loop; 503 with Retry-After when the lane is full."""
+        try:
+            return await getattr(self.state.offload, lane).run(fn, *args)
+        except LaneFull as exc:
+            self._retry_after = 2
+            raise tornado.web.HTTPError(503, str(exc)) from None
 
     # -- authentication ----------------------------------------------------------
 
@@ -242,7 +255,7 @@ class BaseHandler(tornado.web.RequestHandler):
         exc = kwargs.get("exc_info", (None, None, None))[1]
         if isinstance(exc, tornado.web.HTTPError) and exc.log_message:
             reason = exc.log_message
-        if status_code == 429 and getattr(self, "_retry_after", None):
+        if status_code in (429, 503) and getattr(self, "_retry_after", None):
             self.set_header("Retry-After", str(self._retry_after))
         if status_code == 401:
             reason = "sign in with the token (see the log of `assistant web`, or state/web/token)"

@@ -239,6 +239,14 @@ def empty(workspace: Workspace, rel: str) -> MemoryFile:
     )
 
 
+def load_or_empty(workspace: Workspace, rel: str) -> MemoryFile:
+    """The file as it is now, or an empty one to write when it does not exist (yet, or any more)."""
+    try:
+        return load(workspace, rel)
+    except FileNotFoundError:
+        return empty(workspace, rel)
+
+
 def new_note_path(workspace: Workspace, title: str) -> str:
     """A free ``notes/<slug>.md`` for a new note's title."""
     slug = slugify(title, "note")

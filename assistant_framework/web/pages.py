@@ -9,7 +9,6 @@ from urllib.parse import quote, urlencode
 from zoneinfo import ZoneInfo
 
 import tornado.web
-from tornado.ioloop import IOLoop
 
 from ..collectors.runner import outcome_dict
 from . import charts, memfiles, views
@@ -71,7 +70,7 @@ class HomeHandler(BaseHandler):
 class MemoryHandler(BaseHandler):
     """Search, and the list of what can be edited."""
 
-    def get(self) -> None:
+    async def get(self) -> None:
         query = self.get_query_argument("q", "").strip()
         source = self.get_query_argument("source", "").strip() or None
         since, until = self._day("since"), self._day("until", end=True)
@@ -81,14 +80,21 @@ class MemoryHandler(BaseHandler):
         if query and memory is None:
             problem = "memory is off (memory.enabled is false)"
         elif query:
-            memory.refresh()
             limit = self.int_argument("limit", 20, 1, 100)
-            found = memory.search(query, limit=limit, source=source, since=since, until=until)
-            hits = [{**vars(h), "link": hit_link(vars(h))} for h in found]
+
+            def search() -> list[dict]:
+                memory.refresh()
+                found = memory.search(query, limit=limit, source=source, since=since, until=until)
+                return [{**vars(h), "link": hit_link(vars(h))} for h in found]
+
+            hits = await self.off_loop("search", search)
         if self.api:
             self.send_json({"query": query, "source": source, "hits": hits, "problem": problem})
             return
-        counts = {c: len(memfiles.list_files(self.parts.workspace, c)) for c in memfiles.EDITABLE}
+        workspace = self.parts.workspace
+        counts = await self.off_loop(
+            "files", lambda: {c: len(memfiles.list_files(workspace, c)) for c in memfiles.EDITABLE}
+        )
         self.page(
             "memory.html",
             title="Memory",
@@ -116,12 +122,17 @@ class MemoryHandler(BaseHandler):
 
 
 class CategoryHandler(BaseHandler):
-    def get(self, category: str) -> None:
+    async def get(self, category: str) -> None:
         if category not in memfiles.EDITABLE:
             raise tornado.web.HTTPError(404, "no such memory category")
         workspace = self.parts.workspace
-        files = memfiles.list_files(workspace, category)
-        facts = memfiles.facts_view(workspace) if category == "facts" else None
+        files, facts = await self.off_loop(
+            "files",
+            lambda: (
+                memfiles.list_files(workspace, category),
+                memfiles.facts_view(workspace) if category == "facts" else None,
+            ),
+        )
         if self.api:
             self.send_json({"category": category, "files": files, "facts": facts})
             return
@@ -142,15 +153,19 @@ class FileHandler(BaseHandler):
     def _path(self) -> str:
         return self.raw_argument("path")
 
-    def get(self) -> None:
+    async def get(self) -> None:
+        workspace, rel = self.parts.workspace, self._path()
         try:
-            shown = memfiles.load(self.parts.workspace, self._path())
+            shown = await self.off_loop("files", memfiles.load, workspace, rel)
         except memfiles.FileRefused as exc:
             raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
         except FileNotFoundError:
             if self.api or self.get_query_argument("edit", "") != "1":
                 raise tornado.web.HTTPError(404, "no such file") from None
-            shown = memfiles.empty(self.parts.workspace, self._path())  # e.g. the first profile.md
+            try:  # e.g. the first profile.md
+                shown = await self.off_loop("files", memfiles.empty, workspace, rel)
+            except memfiles.FileRefused as exc:
+                raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
         if self.api:
             self.send_json(shown)
             return
@@ -165,7 +180,7 @@ class FileHandler(BaseHandler):
             anchor=anchor,
         )
 
-    def post(self) -> None:
+    async def post(self) -> None:
         body = self.json_body() if self.api else None
         content = body.get("content") if body is not None else self.get_body_argument("content", None)
         # The version the editor opened (scripts may leave it out: then the save is not checked).
@@ -174,14 +189,14 @@ class FileHandler(BaseHandler):
             raise tornado.web.HTTPError(400, "content is missing")
         if version is not None and not isinstance(version, str):
             raise tornado.web.HTTPError(400, "version must be a string")
-        self._save(self._path(), content, version)
+        await self._save(self._path(), content, version)
 
     put = post
 
-    def _save(self, rel: str, content: str, version: str | None) -> None:
-        workspace = self.parts.workspace
+    async def _save(self, rel: str, content: str, version: str | None) -> None:
+        workspace, memory, secrets = self.parts.workspace, self.parts.memory, self.state.secrets
         try:
-            real = memfiles.save(workspace, self.parts.memory, rel, content, self.state.secrets, expected=version)
+            real = await self.off_loop("files", memfiles.save, workspace, memory, rel, content, secrets, version)
         except memfiles.FileRefused as exc:
             raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
         except memfiles.EditConflict as exc:  # changed since the editor opened: nothing written, both texts shown
@@ -189,7 +204,7 @@ class FileHandler(BaseHandler):
                 self.send_json({"error": str(exc), "version": exc.current}, 409)
                 return
             self.set_status(409)
-            shown = memfiles.load(workspace, rel) if workspace.exists(rel) else memfiles.empty(workspace, rel)
+            shown = await self.off_loop("files", memfiles.load_or_empty, workspace, rel)
             self.page(
                 "file.html",
                 title=shown.path,
@@ -206,7 +221,7 @@ class FileHandler(BaseHandler):
                 self.send_json({"error": str(exc)}, 400)
                 return
             self.set_status(400)
-            shown = memfiles.load(workspace, rel) if workspace.exists(rel) else memfiles.MemoryFile(rel, "", True, "")
+            shown = await self.off_loop("files", memfiles.load_or_empty, workspace, rel)
             shown.version = version or shown.version  # still the version the draft was written against
             self.page(
                 "file.html",
@@ -224,9 +239,9 @@ class FileHandler(BaseHandler):
         else:
             self.redirect("/file?" + urlencode({"path": real}))
 
-    def delete(self) -> None:
+    async def delete(self) -> None:
         try:
-            gone = memfiles.delete(self.parts.workspace, self.parts.memory, self._path())
+            gone = await self.off_loop("files", memfiles.delete, self.parts.workspace, self.parts.memory, self._path())
         except memfiles.FileRefused as exc:
             raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
         self.send_json({"deleted": gone}, 200 if gone else 404)
@@ -235,35 +250,42 @@ class FileHandler(BaseHandler):
 class FileDeleteHandler(BaseHandler):
     """The form's delete: a whole file, or one record of a JSON list (``id``)."""
 
-    def post(self) -> None:
+    async def post(self) -> None:
         rel, record = self.raw_argument("path"), self.get_body_argument("id", "")
+        version = self.get_body_argument("version", None)
         workspace, memory = self.parts.workspace, self.parts.memory
-        try:
+
+        def delete() -> str:
             if record:
                 memfiles.delete_record(workspace, memory, rel, record)
                 real, source = memfiles.resolve(workspace, rel)
-                self.redirect(f"/memory/{source}" if source == "facts" else "/file?" + urlencode({"path": real}))
-                return
+                return f"/memory/{source}" if source == "facts" else "/file?" + urlencode({"path": real})
             _, source = memfiles.resolve(workspace, rel, edit=True)
-            memfiles.delete(workspace, memory, rel, expected=self.get_body_argument("version", None))
+            memfiles.delete(workspace, memory, rel, expected=version)
+            return f"/memory/{source}"
+
+        try:
+            where = await self.off_loop("files", delete)
         except memfiles.FileRefused as exc:
             raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
         except memfiles.EditConflict as exc:
             raise tornado.web.HTTPError(409, str(exc).replace("%", "%%")) from None
-        self.redirect(f"/memory/{source}")
+        self.redirect(where)
 
 
 class FactHandler(BaseHandler):
     """Add or correct a fact as the owner's; the old value stays in the file as superseded."""
 
-    def post(self) -> None:
+    async def post(self) -> None:
         values = (
             self.json_body()
             if self.api
             else {k: self.get_body_argument(k, "") for k in ("subject", "attribute", "value")}
         )
         try:
-            fact, action = memfiles.set_fact(
+            fact, action = await self.off_loop(
+                "files",
+                memfiles.set_fact,
                 self.parts.workspace,
                 self.parts.memory,
                 str(values.get("subject") or ""),
@@ -279,17 +301,22 @@ class FactHandler(BaseHandler):
 
 
 class NewNoteHandler(BaseHandler):
-    def post(self) -> None:
+    async def post(self) -> None:
         title = " ".join(self.get_body_argument("title", "").split()) or "Untitled"
-        workspace = self.parts.workspace
-        rel = memfiles.new_note_path(workspace, title)
-        memfiles.save(workspace, self.parts.memory, rel, f"# {title}\n")
+        workspace, memory = self.parts.workspace, self.parts.memory
+
+        def create() -> str:
+            rel = memfiles.new_note_path(workspace, title)
+            memfiles.save(workspace, memory, rel, f"# {title}\n")
+            return rel
+
+        rel = await self.off_loop("files", create)
         self.redirect("/file?" + urlencode({"path": rel, "edit": "1"}))
 
 
 class ConversationsHandler(BaseHandler):
-    def get(self) -> None:
-        chats = views.conversations(self.parts.workspace)
+    async def get(self) -> None:
+        chats = await self.off_loop("files", views.conversations, self.parts.workspace)
         if self.api:
             self.send_json({"conversations": chats})
             return
@@ -297,21 +324,24 @@ class ConversationsHandler(BaseHandler):
 
 
 class ConversationDayHandler(BaseHandler):
-    def get(self, chat: str, day: str) -> None:
+    async def get(self, chat: str, day: str) -> None:
+        workspace, traces = self.parts.workspace, self.state.traces
         try:
-            turns = views.conversation_day(self.parts.workspace, chat, day, self.state.traces)
+            turns = await self.off_loop("files", views.conversation_day, workspace, chat, day, traces)
         except KeyError:
             raise tornado.web.HTTPError(404, "no such conversation day") from None
         if self.api:
             self.send_json({"conversation": chat, "day": day, "turns": turns})
             return
-        days = next((c["days"] for c in views.conversations(self.parts.workspace) if c["id"] == chat), [])
+        chats = await self.off_loop("files", views.conversations, workspace)
+        days: list[str] = next((c["days"] for c in chats if c["id"] == chat), [])
         self.page("conversation.html", title=f"{chat} {day}", chat=chat, day=day, turns=turns, days=days, anchor=anchor)
 
 
 class TracesHandler(BaseHandler):
-    def get(self) -> None:
-        rows = views.trace_list(self.state.traces, limit=self.int_argument("limit", 50, 1, 1000))
+    async def get(self) -> None:
+        limit = self.int_argument("limit", 50, 1, 1000)
+        rows = await self.off_loop("files", views.trace_list, self.state.traces, limit)
         if self.api:
             self.send_json({"traces": rows})
             return
@@ -319,9 +349,9 @@ class TracesHandler(BaseHandler):
 
 
 class TraceHandler(BaseHandler):
-    def get(self, trace_id: str) -> None:
+    async def get(self, trace_id: str) -> None:
         try:
-            trace = self.state.traces.load(trace_id)
+            trace = await self.off_loop("files", self.state.traces.load, trace_id)
         except (KeyError, ValueError):
             raise tornado.web.HTTPError(404, "no such trace") from None
         if self.api:
@@ -340,8 +370,8 @@ class TraceHandler(BaseHandler):
 
 
 class CollectorsHandler(BaseHandler):
-    def get(self) -> None:
-        rows = views.collector_rows(self.parts)
+    async def get(self) -> None:
+        rows = await self.off_loop("files", views.collector_rows, self.parts)
         if self.api:
             self.send_json({"collectors": rows})
             return
@@ -363,8 +393,8 @@ class CollectorRunHandler(BaseHandler):
             runner.manager.get(name)
         except KeyError:
             raise tornado.web.HTTPError(404, "no such collector") from None
-        # The run blocks (up to the collector's timeout): keep it off the page's event loop.
-        outcome = await IOLoop.current().run_in_executor(None, runner.run_once, name)
+        # The run blocks (up to the collector's timeout): in its own lane, off the page's event loop.
+        outcome = await self.off_loop("runs", runner.run_once, name)
         if self.api:
             self.send_json(outcome_dict(outcome))
         else:
@@ -372,8 +402,8 @@ class CollectorRunHandler(BaseHandler):
 
 
 class UsageHandler(BaseHandler):
-    def get(self) -> None:
-        data = views.usage(self.state.traces, days=30, now=datetime.now(timezone.utc))
+    async def get(self) -> None:
+        data = await self.off_loop("files", views.usage, self.state.traces, 30, datetime.now(timezone.utc))
         if self.api:
             self.send_json(data)
             return
@@ -409,8 +439,8 @@ class UsageHandler(BaseHandler):
 
 
 class SkillsHandler(BaseHandler):
-    def get(self) -> None:
-        data = views.skill_rows(self.parts)
+    async def get(self) -> None:
+        data = await self.off_loop("files", views.skill_rows, self.parts)
         if self.api:
             self.send_json(data)
             return

@@ -165,6 +165,7 @@ class WebServer:
         def halt() -> None:
             if self._server is not None:
                 self._server.stop()
+            self.state.offload.close()
             loop.stop()
 
         try:
