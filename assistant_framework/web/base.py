@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import logging
@@ -17,6 +18,7 @@ import tornado.web
 from tornado.escape import xhtml_escape
 
 from ..redaction import redact_text
+from ..stores.provenance import is_untrusted
 from ..traces import TraceStore, redact_json_text, redact_secrets
 from . import csrf
 from .auth import COOKIE_NAME, SignInThrottle, bearer_of, new_session_id, session_of, token_matches
@@ -41,6 +43,8 @@ SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-store",
 }
+#: Errors of a path no file can have (the request's fault, answered 400).
+PATH_ERRNOS = (errno.ENAMETOOLONG, errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.EINVAL)
 #: The longest path the access log writes (the rest is cut: a long address must not fill the log).
 LOGGED_PATH_CHARS = 200
 
@@ -227,6 +231,23 @@ class BaseHandler(tornado.web.RequestHandler):
         if not self.public and self.current_user is None:
             raise tornado.web.HTTPError(401)
 
+    def _handle_request_exception(self, e: BaseException) -> None:
+        # A path no file can have (too long, through a file, a loop) is the request's fault: a clear 400,
+        # not a 500 with a traceback; out of descriptors is a moment's trouble: 503.
+        converted = None
+        if isinstance(e, OSError) and e.errno in PATH_ERRNOS:
+            converted = tornado.web.HTTPError(400, "no file can be at that path (%s)", e.strerror or "")
+        elif isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE):
+            self._retry_after = 5
+            converted = tornado.web.HTTPError(503, "the bot is short of open files: try again in a moment")
+        if converted is None:
+            super()._handle_request_exception(e)
+            return
+        try:
+            raise converted from e
+        except tornado.web.HTTPError as error:
+            super()._handle_request_exception(error)
+
     def _request_summary(self) -> str:
         # Tornado logs errors with the full URI; a ``?token=`` must not reach the log.
         return f"{self.request.method} {self.request.path[:LOGGED_PATH_CHARS]} ({self.request.remote_ip})"
@@ -240,6 +261,7 @@ class BaseHandler(tornado.web.RequestHandler):
 
     def page(self, template: str, **values: Any) -> None:
         values.setdefault("title", "")
+        values.setdefault("untrusted", is_untrusted)  # labels a record taken from outside content
         html = self.render_string(template, nav=self.request.path, local=self.local, **values).decode("utf-8")
         self.set_header("Content-Type", "text/html; charset=UTF-8")
         self.finish(self.redact(html))

@@ -16,10 +16,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..memory.recall import OUTSIDE_SOURCE_PREFIXES
 from ..memory.sources import source_for
 from ..policy import append_audit, audit_record
 from ..redaction import secret_spans
 from ..stores._common import JsonListFile, slugify
+from ..stores.provenance import is_marked_text, json_marked
 from ..workspace import Workspace, WorkspacePathError
 
 #: Memory the owner edits on the page: category -> (folder glob for listing, what it is).
@@ -34,6 +36,9 @@ EDITABLE: dict[str, tuple[str, str]] = {
     "profile": ("profile.md", "the profile of you in the system prompt"),
 }
 AUDIT_CHAT = "web:owner"
+#: A memory file's path: at most this long, each name at most this many bytes (what file systems take).
+MAX_PATH_CHARS = 1024
+MAX_NAME_BYTES = 255
 
 
 class FileRefused(ValueError):
@@ -62,10 +67,15 @@ class MemoryFile:
     version: str = ""
     #: False for bytes that are not UTF-8: shown with U+FFFD in their place, never saved from the editor.
     utf8: bool = True
+    #: Written from outside content as a whole: collector output, or a file marked ``untrusted`` (front
+    #: matter; every record of a JSON document). A record marked on its own is labelled by itself.
+    outside: bool = False
 
 
 def resolve(workspace: Workspace, rel: str, *, edit: bool = False) -> tuple[str, str]:
     """(canonical relative path, source) of a memory file; FileRefused otherwise."""
+    if len(rel) > MAX_PATH_CHARS or any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in rel.split("/")):
+        raise FileRefused(f"the path is too long (at most {MAX_PATH_CHARS} characters, {MAX_NAME_BYTES} bytes a name)")
     try:
         real = workspace.relative(workspace.path(rel))
     except (WorkspacePathError, ValueError) as exc:
@@ -115,7 +125,13 @@ def load(workspace: Workspace, rel: str) -> MemoryFile:
             parsed = None
         if isinstance(parsed, list) and all(isinstance(row, dict) for row in parsed):
             records = parsed
-    return MemoryFile(real, source, source in EDITABLE, text, records, text.splitlines(), _digest(data), utf8)
+        outside = isinstance(parsed, (dict, list)) and bool(parsed) and json_marked(parsed)
+    else:
+        outside = is_marked_text(text)
+    outside = outside or source.startswith(OUTSIDE_SOURCE_PREFIXES)
+    return MemoryFile(
+        real, source, source in EDITABLE, text, records, text.splitlines(), _digest(data), utf8, outside=outside
+    )
 
 
 def check_content(rel: str, text: str) -> str | None:

@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 import tornado.web
 
 from ..collectors.runner import outcome_dict
+from ..memory.recall import is_outside
 from . import charts, memfiles, views
 from .auth import COOKIE_NAME
 from .base import BaseHandler, WebState
@@ -85,7 +86,7 @@ class MemoryHandler(BaseHandler):
             def search() -> list[dict]:
                 memory.refresh()
                 found = memory.search(query, limit=limit, source=source, since=since, until=until)
-                return [{**vars(h), "link": hit_link(vars(h))} for h in found]
+                return [{**vars(h), "outside": is_outside(h), "link": hit_link(vars(h))} for h in found]
 
             hits = await self.off_loop("search", search)
         if self.api:
@@ -363,6 +364,7 @@ class TraceHandler(BaseHandler):
             "trace.html",
             title=f"Trace {trace_id}",
             trace=trace,
+            recalled=views.labelled_hits(trace.get("recalled") or []),
             sections=sections,
             chart=chart,
             pretty=lambda v: json.dumps(v, ensure_ascii=False, indent=2),

@@ -7,6 +7,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..memory.log import CONVERSATIONS_DIR
+from ..memory.recall import OUTSIDE_SOURCE_PREFIXES
+from ..stores.provenance import is_untrusted
 from ..traces import TraceStore
 from ..workspace import Workspace, WorkspacePathError
 from .parts import Parts
@@ -43,14 +45,26 @@ def conversation_day(workspace: Workspace, chat: str, day: str, traces: TraceSto
     turns = []
     for row in workspace.read_jsonl(rel):
         turn = {k: row.get(k) for k in ("time", "role", "text", "turn_id", "trace_id")}
+        turn["outside"] = is_untrusted(row)  # outside content entered this turn (a forward, an attachment...)
         if row.get("role") == "assistant" and row.get("trace_id"):
             try:
                 trace = traces.load(str(row["trace_id"]))
-                turn["recalled"] = trace.get("recalled") or []
+                turn["recalled"] = labelled_hits(trace.get("recalled") or [])
             except (KeyError, ValueError):
                 turn["recalled"] = None  # the trace was pruned: what was recalled is no longer known
         turns.append(turn)
     return turns
+
+
+def hit_is_outside(hit: dict) -> bool:
+    """Whether a found or recalled hit's text came from outside (``memory.recall.is_outside`` for a hit
+    kept as a dict: a collector item, or a turn, record or file marked ``untrusted``)."""
+    return str(hit.get("source") or "").startswith(OUTSIDE_SOURCE_PREFIXES) or bool(hit.get("outside"))
+
+
+def labelled_hits(hits: list) -> list[dict]:
+    """Hits as dicts, each with ``outside`` set as the page labels it."""
+    return [{**hit, "outside": hit_is_outside(hit)} for hit in hits if isinstance(hit, dict)]
 
 
 # -- traces --------------------------------------------------------------------
