@@ -123,17 +123,31 @@ class FakeHandler(BaseHTTPRequestHandler):
     def send_json(self, status: int, obj: Any, headers: dict | None = None) -> None:
         self.send(status, json.dumps(obj).encode("utf-8"), "application/json", headers)
 
+    #: The answer's body ends by closing the connection (no length, no chunks), as some servers send.
+    close_framed = False
+
     def start_chunked(self, content_type: str, headers: dict | None = None) -> None:
-        """The head of a 200 chunked answer; it leaves with the first ``send_chunk`` (or a ``wfile.flush()``)."""
+        """The head of a 200 chunked answer (or, ``close_framed``, one ended by closing the connection);
+        it leaves with the first ``send_chunk`` (or a ``wfile.flush()``)."""
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         for key, value in (headers or {}).items():
             self.send_header(key, str(value))
-        self.send_header("Transfer-Encoding", "chunked")
+        if self.close_framed:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
     def send_chunk(self, data: bytes) -> None:
-        """Write one chunk now (with anything buffered before it); ``b""`` ends the body."""
+        """Write one chunk now (with anything buffered before it); ``b""`` ends the body (closing the
+        connection ends a ``close_framed`` one, after the handler returns)."""
+        if self.close_framed:
+            if data:
+                self.wfile.write(data)
+                self.wfile.flush()
+            return
         self.wfile.write(f"{len(data):X}\r\n".encode("ascii") + data + b"\r\n")
         self.wfile.flush()
 

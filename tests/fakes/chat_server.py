@@ -142,27 +142,6 @@ def _words(content: str) -> list[str]:
 
 
 class _Handler(FakeHandler):
-    close_framed = False  # the current answer's body ends by closing the connection (no length, no chunks)
-
-    def start_chunked(self, content_type: str, headers: dict | None = None) -> None:
-        if not self.close_framed:
-            super().start_chunked(content_type, headers)
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", content_type)
-        for key, value in (headers or {}).items():
-            self.send_header(key, str(value))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
-
-    def send_chunk(self, data: bytes) -> None:
-        if not self.close_framed:
-            super().send_chunk(data)
-        elif data:  # b"" (the end) is the connection closing after the handler returns
-            self.wfile.write(data)
-            self.wfile.flush()
-
     def deliver(self, status: int, payload: bytes, content_type: str, trickle: dict | None = None) -> None:
         """One answer, sent at once or, with a ``trickle`` spec (see the module docstring), slowly."""
         if not trickle:
