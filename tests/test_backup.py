@@ -16,6 +16,7 @@ import pytest
 from assistant_framework.cli import main
 from assistant_framework.workspace import Workspace
 from tests.crash_bot import REPO, BotProcess, echo_reply, sent_texts, write_bot_config
+from tests.tmpfs import mounted_tmpfs
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -326,17 +327,8 @@ def test_a_small_archive_that_unpacks_to_a_gigabyte_is_refused_before_anything_i
 
 @pytest.fixture
 def small_disk(tmp_path: Path):
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    result = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mount_point)], capture_output=True, text=True
-    )
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "disk", "96m") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
 
 
 def test_a_restore_larger_than_the_free_disk_is_refused_before_anything_is_written(

@@ -18,21 +18,13 @@ import pytest
 from assistant_framework.inbox import Inbox
 from assistant_framework.workspace import Workspace
 from tests.telegram_harness import OWNER, RunningBot, make_runtime, telegram_config, texts
+from tests.tmpfs import mounted_tmpfs
 
 
 @pytest.fixture
 def small_disk(tmp_path):
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    result = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)], capture_output=True, text=True
-    )
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "disk", "2m") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
 
 
 def fill(path: Path) -> None:
