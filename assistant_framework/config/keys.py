@@ -14,20 +14,33 @@ _KEY_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 #: A name of a key may not hold these: its names become folder and file names below the config root.
 _NOT_IN_A_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
+#: The longest name of a key (the config's own are under 40 characters; a file name has at most 255 bytes).
+MAX_NAME_CHARS = 100
 
 
 def check_key_names(keys: tuple, dotted: str | tuple = "") -> None:
-    """Refuse (ConfigError) a key whose names could leave the config folder or name no file:
-    an empty name, ``.`` or ``..``, a path separator (``/etc/passwd``, ``/llm.model``) or a control character."""
+    """Refuse (ConfigError) a key whose names could leave the config folder or name no file: an empty
+    name, ``.`` or ``..``, a path separator (``/etc/passwd``, ``/llm.model``), a control character, or a
+    name longer than ``MAX_NAME_CHARS``."""
     for name in keys:
         if isinstance(name, int):
             continue
-        if not isinstance(name, str) or name.strip() in ("", ".", "..") or _NOT_IN_A_NAME.search(name):
+        if (
+            not isinstance(name, str)
+            or name.strip() in ("", ".", "..")
+            or _NOT_IN_A_NAME.search(name)
+            or len(name) > MAX_NAME_CHARS
+        ):
             shown = dotted if isinstance(dotted, str) and dotted else ".".join(str(k) for k in keys)
             raise ConfigError(
-                f"config key {shown!r}: {name!r} is not a config name (a key is names joined by dots, "
-                "e.g. llm.max_tokens or collectors.rss.enabled; no '/', '\\', '..' or empty names)"
+                f"config key {_short(shown)!r}: {_short(str(name))!r} is not a config name (a key is names joined "
+                f"by dots, e.g. llm.max_tokens or collectors.rss.enabled; no '/', '\\', '..', empty names or "
+                f"names over {MAX_NAME_CHARS} characters)"
             )
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def parse_key(dotted: str) -> tuple:
