@@ -113,6 +113,8 @@ def test_arrow_keys_recall_history_and_reminders_arrive(tmp_path: Path, chat_ser
     assert sum(m.startswith("hello there") for m in seen) == 2, seen
     assert all(r["status"] == "delivered" for r in store.list())
     assert "hello there" in (ws.root / "state" / "console_history").read_text()
+    # What was typed, the terminal's log and the rest are the owner's alone (issue 26.7).
+    assert [p for p in [ws.root, *ws.root.rglob("*")] if not p.is_symlink() and p.stat().st_mode & 0o077] == []
 
 
 def test_console_reminders_deliver_only_this_chats_due_reminders(tmp_path: Path) -> None:

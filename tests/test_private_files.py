@@ -239,3 +239,21 @@ def test_the_cli_under_umask_022_writes_nothing_others_can_read(tmp_path: Path) 
         assert cli("restore", str(loose_archive), "--workspace", str(tmp_path / "restored")).returncode == 0
     assert loose(ws.root) == []
     assert loose(tmp_path / "restored") == []
+
+
+def test_the_bots_log_file_is_private_also_after_a_rollover(tmp_path: Path) -> None:
+    """The log the bot writes into the workspace (state/logs/bot.log) under umask 022, and the new file each
+    rollover opens (the rotated ones keep their mode)."""
+    import logging
+
+    from messaging_llm_bot.__main__ import PrivateRotatingFileHandler
+
+    with umask(0o022):
+        handler = PrivateRotatingFileHandler(tmp_path / "bot.log", maxBytes=200, backupCount=2, encoding="utf-8")
+        try:
+            for n in range(20):
+                handler.emit(logging.makeLogRecord({"msg": f"line {n} " + "x" * 40}))
+        finally:
+            handler.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bot.log", "bot.log.1", "bot.log.2"]
+    assert [p.name for p in tmp_path.iterdir() if p.stat().st_mode & 0o077] == []
