@@ -167,7 +167,7 @@ def _add_file(tar: tarfile.TarFile, ws: Workspace, rel: str) -> int | None:
 @dataclass
 class _Plan:
     members: list[tarfile.TarInfo]
-    bytes: int  # what the files hold
+    bytes: int  # what the members unpack to (headers and blocks as in the tar stream)
     disk: int  # what they take on disk, at least
 
 
@@ -203,7 +203,9 @@ def _check_members(tar: tarfile.TarFile, archive_bytes: int, max_bytes: int | No
     for member in tar:
         _check_member(member)
         members.append(member)
-        total += member.size
+        # What the members unpack to as the tar stream holds them (a header and whole 512-byte blocks each):
+        # what gzip expanded, so a flood of empty files counts too, not only the bytes of the files.
+        total += tarfile.BLOCKSIZE + -(-member.size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
         disk += BLOCK + -(-member.size // BLOCK) * BLOCK
         if total > limit:
             how = "" if max_bytes is not None else f" ({_size(archive_bytes)} packed; at most {RESTORE_RATIO}x that)"

@@ -450,3 +450,18 @@ def test_restore_refuses_a_workspace_any_frontend_or_the_web_page_uses(
             proc.kill()
             proc.wait(10)
     assert main(["restore", str(tmp_path / "b.tar.gz"), "--workspace", str(ws.root), "--force"]) == 0
+
+
+def test_a_flood_of_empty_files_counts_toward_the_limit(tmp_path: Path) -> None:
+    """The limit is on what the archive unpacks to, headers included: 2,000 empty files are 1 MB of tar
+    stream (and 2,000 inodes) though they hold no byte."""
+    from assistant_framework.backup import BackupError, restore
+
+    empty = [(tarfile.TarInfo(f"workspace/notes/{n}.md"), b"") for n in range(2000)]
+    archive = _tar_with(tmp_path / "flood.tar.gz", *empty)
+    assert archive.stat().st_size < 100_000
+    with pytest.raises(BackupError, match="limit of a restore"):
+        restore(archive, tmp_path / "target", max_bytes=512 * 1024)
+    assert not (tmp_path / "target").exists()
+    assert restore(archive, tmp_path / "target", max_bytes=2 * 1024**2) is None
+    assert len(list((tmp_path / "target" / "notes").iterdir())) == 2001
