@@ -58,7 +58,7 @@ class BackgroundModel:
     """The model calls of background work (facts, episodes, profile), on the current client.
 
     ``/reload`` swaps ``llm``, so queued and later jobs go to the new runners. A json_schema
-    ``response_format`` goes through the per-runner format choice (llm/structured.py), so a
+    ``response_format`` goes through the client's per-runner format choice (llm/structured.py), so a
     server lacking one format does not fail every extraction. The calls yield model slots to
     user turns (llm/slots.py).
     """
@@ -68,16 +68,14 @@ class BackgroundModel:
 
     def __call__(self, messages: list[dict], **kwargs: Any) -> str:
         from messaging_llm_bot.llm.slots import background_calls
-        from messaging_llm_bot.llm.structured import complete_structured, schema_from_extra
+        from messaging_llm_bot.llm.structured import schema_from_extra
 
         # llm.background_extra_body, e.g. {"id_slot": 1} on llama-server with two slots (-np 2),
         # keeps background calls off the chat's slot and so off its cached prompt.
         background = self.llm.config.get("background_extra_body") or {}
         schema, name, rest = schema_from_extra({**background, **(kwargs.pop("extra", None) or {})})
         with background_calls():
-            if schema is None:
-                return self.llm.complete(messages, extra=rest or None, **kwargs).text
-            return complete_structured(self.llm, messages, schema, name, extra=rest or None, **kwargs).text
+            return self.llm.complete(messages, extra=rest or None, schema=schema, schema_name=name, **kwargs).text
 
 
 def _memory(config: dict, workspace: Workspace, model: BackgroundModel) -> Any:

@@ -15,7 +15,7 @@ from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
-from messaging_llm_bot.llm.structured import chooser_for, protocol_schema
+from messaging_llm_bot.llm.structured import protocol_schema
 from messaging_llm_bot.protocol import parse_model_output
 from messaging_llm_bot.runtime import BackgroundModel
 from tests.real_model import RealModelServer
@@ -90,7 +90,7 @@ def test_constrained_turn_gives_a_protocol_object_and_a_clean_reply(real_server,
     )
     assert result.ok, result.reply
     # The server takes json_object with a schema, not json_schema: auto found that out.
-    assert chooser_for(agent.llm).modes(agent.llm.runners[0])[0] == "json_object"
+    assert agent.llm.formats.modes(agent.llm.runners[0])[0] == "json_object"
     for request in agent.traces.load(result.trace_id)["requests"]:
         value = json.loads(request["text"])  # every raw model output is one JSON object...
         assert parse_model_output(request["text"], agent.skills.names()).calls or set(value) == {
@@ -110,7 +110,7 @@ def test_background_extraction_uses_the_format_the_server_takes(real_server, tmp
             svc.after_turn("1", "My sister Ann lives in Porto.", "Nice, Porto is lovely.")
             assert svc.drain(600)
         assert not [r for r in caplog.records if "fact extraction for 1 failed" in r.getMessage()]
-        assert chooser_for(llm).modes(llm.runners[0])[0] == "json_object"
+        assert llm.formats.modes(llm.runners[0])[0] == "json_object"
     finally:
         svc.close()
         llm.close()

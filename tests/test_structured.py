@@ -258,3 +258,38 @@ def test_a_format_rejection_is_one_warning_line_and_other_failures_still_warn(tm
             caplog.clear()
             assert not agent.handle_message("c", "again").ok
             assert any(r.getMessage().startswith("model call failed") for r in caplog.records)
+
+
+def test_format_and_runner_fallback_are_one_loop(tmp_path):
+    # Runner "a" rejects json_schema, then fails (503) with json_object: the call goes on to runner
+    # "b", which is asked with its own first format; what "a" rejected is remembered for "a" only.
+    with FakeChatServer(response_formats=LLAMA_CPP_PYTHON) as a, FakeChatServer() as b:
+        llm = LLMClient(
+            {
+                "runners": [
+                    {"name": "a", "base_url": a.base_url, "model": "m"},
+                    {"name": "b", "base_url": b.base_url, "model": "m"},
+                ],
+                "retries_per_runner": 0,
+            }
+        )
+        a.enqueue({"status": 503})
+        b.enqueue('{"reply": "from b"}')
+        completion = llm.complete([{"role": "user", "content": "hi"}], schema=REPLY_SCHEMA, schema_name="x")
+        assert (completion.runner, completion.text) == ("b", '{"reply": "from b"}')
+        assert [r["response_format"]["type"] for r in a.chat_requests] == ["json_schema", "json_object"]
+        assert [r["response_format"]["type"] for r in b.chat_requests] == ["json_schema"]
+        assert llm.formats.modes(llm.runners[0]) == ["json_object", "off"]
+        assert llm.formats.modes(llm.runners[1]) == ["json_schema", "json_object", "off"]
+
+
+def test_format_memory_belongs_to_the_client(tmp_path):
+    # Two clients of one server each learn for themselves (no process-wide table): a client built
+    # after /reload asks with json_schema once again, and a test's client is never steered by another's.
+    with FakeChatServer(response_formats=LLAMA_CPP_PYTHON) as server:
+        config = {"runners": [{"name": "fake", "base_url": server.base_url, "model": "m"}], "retries_per_runner": 0}
+        for _ in range(2):
+            server.enqueue('{"reply": "ok"}')
+            assert LLMClient(config).complete([{"role": "user", "content": "hi"}], schema=REPLY_SCHEMA).text
+        kinds = [r["response_format"]["type"] for r in server.chat_requests]
+        assert kinds == ["json_schema", "json_object", "json_schema", "json_object"]

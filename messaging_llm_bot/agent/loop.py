@@ -48,7 +48,7 @@ from messaging_llm_bot.agent.turn import (
     trace_of,
 )
 from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
-from messaging_llm_bot.llm.structured import REPLY_SCHEMA, complete_structured
+from messaging_llm_bot.llm.structured import REPLY_SCHEMA
 from messaging_llm_bot.llm.tools import tool_calls_of
 from messaging_llm_bot.protocol import (
     ParsedOutput,
@@ -481,7 +481,9 @@ class Agent:
     ) -> Completion:
         schema, tools = (REPLY_SCHEMA, None) if reply_only or not names else self._skill_formats(names)
         if not stream:
-            return complete_structured(self.llm, messages, schema, "skill_call", tools=tools, native_messages=native)
+            return self.llm.complete(
+                messages, schema=schema, schema_name="skill_call", tools=tools, native_messages=native
+            )
         guard = StreamGuard(names)
         shown = [""]
 
@@ -493,13 +495,12 @@ class Agent:
                 shown[0] = turn.shown = visible
                 emit(AgentEvent("delta", {"text": visible}))
 
-        return complete_structured(
-            self.llm,
+        return self.llm.complete(
             messages,
-            schema,
-            "skill_call",
             stream=True,
             on_delta=on_delta,
+            schema=schema,
+            schema_name="skill_call",
             tools=tools,
             native_messages=native,
         )

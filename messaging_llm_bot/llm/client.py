@@ -41,6 +41,7 @@ from messaging_llm_bot.llm.http import EnvironmentCache, drain, make_session
 from messaging_llm_bot.llm.runners import RESERVED_KEYS, RunnerConfig, runners_from_config
 from messaging_llm_bot.llm.slots import PrioritySlots
 from messaging_llm_bot.llm.stream import StreamAssembler, content_text, iter_sse_data
+from messaging_llm_bot.llm.structured import TOOLS, FormatChooser, format_fields, requested_format
 from messaging_llm_bot.llm.usage import (
     Usage,
     message_reasoning,
@@ -106,6 +107,8 @@ class LLMClient:
         # User turns first: calls inside slots.background_calls() wait while a user call waits.
         self._semaphore = PrioritySlots(self.max_concurrency)
         self._sleep = sleep
+        # Per runner: which answer formats the server takes (learnt once per process, llm/structured.py).
+        self.formats = FormatChooser()
         self._owns_session = session is None
         if session is None:
             session = make_session(self.max_concurrency)
@@ -151,6 +154,10 @@ class LLMClient:
         on_delta: Callable[[str], None] | None = None,
         runner: str | None = None,
         extra: dict | None = None,
+        schema: dict | None = None,
+        schema_name: str = "answer",
+        tools: list[dict] | None = None,
+        native_messages: Callable[[], list[dict]] | None = None,
     ) -> Completion:
         """Ask the runners in order until one answers; raises LLMError when none does.
 
@@ -159,23 +166,48 @@ class LLMClient:
         content delta; a leading `<think>` block is held back. If a runner fails mid-stream
         and the next one takes over, the accumulated text starts again from empty.
         `context_length`, `auth` and `client` errors are raised at once without fallback.
+
+        `schema` asks for an answer of that JSON schema; `tools` (OpenAI tool specs) offers
+        native tool calls to runners whose `tool_transport` is native/auto, with the messages
+        `native_messages()` gives (tool results as `role: tool`). Per runner the formats are
+        tried in order (`self.formats`, llm/structured.py): one the server rejects is dropped
+        for the process and the next one is tried on the same runner; the next runner is
+        tried only after a failure worth it.
         """
         failures: list[LLMError] = []
         for candidate in self._select(runner):
-            body = self.build_request(candidate, messages, stream=stream, extra=extra)
-            try:
-                return self._complete_on(candidate, body, stream, on_delta)
-            except LLMError as err:
-                failures.append(err)
-                # A server rejecting a response_format or tools is expected once per runner and is
-                # handled by the caller (structured.py logs it once); keep it off the user's screen.
-                asked = extra and (
-                    "tools" if "tools" in extra else "response_format" if "response_format" in extra else None
-                )
-                level = logging.INFO if asked and names_response_format(err, asked) else logging.WARNING
-                log.log(level, "model call failed: %s", err.user_message())
-                if not err.failover:
+            for mode in self.formats.modes(candidate, schema=schema is not None, tools=bool(tools)):
+                sent = native_messages() if mode == TOOLS and native_messages else messages
+                body_extra = format_fields(mode, schema, schema_name, tools, extra)
+                body = self.build_request(candidate, sent, stream=stream, extra=body_extra)
+                try:
+                    completion = self._complete_on(candidate, body, stream, on_delta)
+                except LLMError as err:
+                    # A server rejecting a response_format or tools is expected once per runner and is
+                    # handled here (self.formats logs it once); keep it off the user's screen.
+                    asked = requested_format(body_extra)
+                    rejected = asked is not None and names_response_format(err, asked)
+                    log.log(logging.INFO if rejected else logging.WARNING, "model call failed: %s", err.user_message())
+                    if mode != "off" and names_response_format(err, mode):
+                        self.formats.reject(candidate, mode, err)
+                        continue
+                    if mode == TOOLS and err.kind == "context_length" and candidate.tool_transport == "auto":
+                        # The tool specs (every skill's schema, in the prompt) made it too long for this
+                        # server; the JSON protocol's schema is a grammar, not prompt text. This request
+                        # only: a shorter conversation may fit with tools again.
+                        log.info(
+                            "runner %s: the prompt with tools is too long; this request uses the JSON protocol",
+                            candidate.name,
+                        )
+                        continue
+                    failures.append(err)
+                    if not err.failover:
+                        err.attempts = failures[:-1]
+                        raise
                     break
+                if schema is not None or tools:
+                    self.formats.worked(candidate, mode)
+                return completion
         last = failures[-1]
         last.attempts = failures[:-1]
         raise last

@@ -5,8 +5,8 @@ Servers turn the schema into a grammar, so a small model can only answer with a 
 object. Which format a server accepts differs (OpenAI, vLLM, llama.cpp's ``llama-server``, LM
 Studio and Ollama take ``json_schema``; llama-cpp-python takes ``json_object`` with a
 ``schema``), so ``auto`` tries them in order and remembers, per runner and for the process,
-the first one the server does not reject. Pure logic plus ``complete_structured``, a thin loop
-over ``LLMClient.complete``.
+the first one the server does not reject. Pure logic plus ``FormatChooser``, the format memory
+each ``LLMClient`` keeps; the client tries the formats in its runner loop (llm/client.py).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import weakref
-from typing import Any, Callable, Iterable
+from typing import Iterable
 
-from messaging_llm_bot.llm.errors import LLMError, names_response_format
+from messaging_llm_bot.llm.errors import LLMError
+from messaging_llm_bot.llm.runners import RunnerConfig
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +103,9 @@ def strict_strings(schema: object) -> object:
     if not isinstance(schema, dict):
         return schema
     out = {k: (strict_strings(v) if k in ("items", "anyOf") else v) for k, v in schema.items()}
-    if isinstance(out.get("properties"), dict):  # a map of names (one may be "type"), not a schema
-        out["properties"] = {name: strict_strings(sub) for name, sub in out["properties"].items()}
+    properties = out.get("properties")
+    if isinstance(properties, dict):  # a map of names (one may be "type"), not a schema
+        out["properties"] = {name: strict_strings(sub) for name, sub in properties.items()}
     if out.get("type") == "string" and "enum" not in out and "pattern" not in out:
         out["pattern"] = JSON_STRING_BODY
     return out
@@ -119,33 +120,54 @@ def response_format(mode: str, schema: dict, name: str) -> dict:
     return {}
 
 
+def format_fields(
+    mode: str, schema: dict | None, name: str, tools: list[dict] | None, extra: dict | None
+) -> dict | None:
+    """The request fields of one attempt in ``mode``: ``extra`` plus the tools or the response_format."""
+    if mode == TOOLS:
+        return {**(extra or {}), "tools": tools, "tool_choice": "auto"}
+    fields = {**(extra or {}), **(response_format(mode, schema, name) if schema is not None else {})}
+    return fields or None
+
+
+def requested_format(fields: dict | None) -> str | None:
+    """What a request asks the server for beyond plain text: ``tools``, ``response_format`` or None."""
+    if not fields:
+        return None
+    return "tools" if "tools" in fields else "response_format" if "response_format" in fields else None
+
+
 class FormatChooser:
-    """Per runner: the formats still worth trying, and which one worked (thread-safe)."""
+    """Per runner of one client: the formats still worth trying, and which one worked (thread-safe)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._rejected: dict[str, set[str]] = {}
         self._announced: set[tuple[str, str]] = set()
 
-    def modes(self, runner: Any, tools: bool = False) -> list[str]:
+    def modes(self, runner: RunnerConfig, *, schema: bool = True, tools: bool = False) -> list[str]:
         """Formats to try in order for this runner; always ends with ``off``. With ``tools``,
-        native tool calls come first when the runner's tool_transport asks for them."""
-        setting = getattr(runner, "structured_output", "auto") or "auto"
-        wanted = AUTO_ORDER if setting == "auto" else (() if setting == "off" else (setting,))
-        if tools and getattr(runner, "tool_transport", "json") in ("native", "auto"):
+        native tool calls come first when the runner's tool_transport asks for them; without
+        ``schema`` no response_format is tried."""
+        setting = runner.structured_output or "auto"
+        wanted: tuple[str, ...] = AUTO_ORDER if setting == "auto" else (() if setting == "off" else (setting,))
+        if not schema:
+            wanted = ()
+        if tools and runner.tool_transport in ("native", "auto"):
             wanted = (TOOLS, *wanted)
         with self._lock:
             rejected = self._rejected.get(runner.name, set())
         return [m for m in wanted if m not in rejected] + ["off"]
 
-    def reject(self, runner: Any, mode: str, err: LLMError) -> None:
+    def reject(self, runner: RunnerConfig, mode: str, err: LLMError) -> None:
+        """Drop ``mode`` for this runner (for the process): the server said it does not take it."""
         with self._lock:
             self._rejected.setdefault(runner.name, set()).add(mode)
         log.warning(
             "llm runner %r rejects response_format %s (HTTP %s); trying the next format", runner.name, mode, err.status
         )
 
-    def worked(self, runner: Any, mode: str) -> None:
+    def worked(self, runner: RunnerConfig, mode: str) -> None:
         """Say once per runner (and format) in the log which format is used."""
         key = (runner.name, mode)
         with self._lock:
@@ -158,82 +180,6 @@ class FormatChooser:
             log.info("llm runner %r: structured output off (prompted JSON only)", runner.name)
         else:
             log.info("llm runner %r: structured output via response_format %s", runner.name, mode)
-
-
-_CHOOSERS: "weakref.WeakKeyDictionary[Any, FormatChooser]" = weakref.WeakKeyDictionary()
-_CHOOSERS_LOCK = threading.Lock()
-
-
-def chooser_for(llm: Any) -> FormatChooser:
-    """The format memory of one client (shared by the chat and the background calls)."""
-    with _CHOOSERS_LOCK:
-        chooser = _CHOOSERS.get(llm)
-        if chooser is None:
-            chooser = _CHOOSERS[llm] = FormatChooser()
-        return chooser
-
-
-def complete_structured(
-    llm: Any,
-    messages: list[dict],
-    schema: dict | None,
-    name: str,
-    *,
-    stream: bool = False,
-    on_delta: Callable[[str], None] | None = None,
-    extra: dict | None = None,
-    tools: list[dict] | None = None,
-    native_messages: Callable[[], list[dict]] | None = None,
-) -> Any:
-    """``llm.complete`` asking for ``schema``; per runner, formats the server rejects are dropped.
-
-    With ``tools`` (OpenAI tool specs), runners whose ``tool_transport`` is native/auto get them
-    as ``tools`` first (no response_format: the answer may be tool_calls); ``native_messages``
-    gives the messages for that request (tool results as ``role: tool``).
-    Runner fallback follows the client's rule: the next runner only after a failure worth it.
-    """
-    if schema is None and not tools:
-        return llm.complete(messages, stream=stream, on_delta=on_delta, extra=extra)
-    chooser = chooser_for(llm)
-    failures: list[LLMError] = []
-    for runner in llm.runners:
-        for mode in chooser.modes(runner, tools=bool(tools)):
-            if mode == TOOLS:
-                body_extra = {**(extra or {}), "tools": tools, "tool_choice": "auto"}
-                sent = native_messages() if native_messages else messages
-            else:
-                body_extra = {**(extra or {}), **(response_format(mode, schema, name) if schema else {})}
-                sent = messages
-            try:
-                completion = llm.complete(
-                    sent, stream=stream, on_delta=on_delta, runner=runner.name, extra=body_extra or None
-                )
-            except LLMError as err:
-                if mode != "off" and names_response_format(err, mode):
-                    chooser.reject(runner, mode, err)
-                    continue
-                if (
-                    mode == TOOLS
-                    and err.kind == "context_length"
-                    and getattr(runner, "tool_transport", "json") == "auto"
-                ):
-                    # The tool specs (every skill's schema, in the prompt) made it too long for this
-                    # server; the JSON protocol's schema is a grammar, not prompt text. This request
-                    # only: a shorter conversation may fit with tools again.
-                    log.info(
-                        "runner %s: the prompt with tools is too long; this request uses the JSON protocol", runner.name
-                    )
-                    continue
-                failures.append(err)
-                if not err.failover:
-                    err.attempts = failures[:-1]
-                    raise
-                break
-            chooser.worked(runner, mode)
-            return completion
-    last = failures[-1]
-    last.attempts = failures[:-1]
-    raise last
 
 
 def schema_from_extra(extra: dict | None) -> tuple[dict | None, str, dict]:
