@@ -113,12 +113,18 @@ def test_ctrl_c_in_the_terminal_chat_stops_the_turn_and_the_chat_goes_on(bot_con
     from messaging_llm_bot.frontends import console
 
     bot_config["llm"]["stream"] = True
-    chat_server.enqueue({"content": json.dumps({"reply": WORDS}), "delay": 0.3})
+    chat_server.enqueue({"content": json.dumps({"reply": WORDS}), "delay": 1.0})
     runtime = make_runtime(bot_config, workspace, tmp_path)
     try:
         inbox = Inbox(workspace)
         main = threading.get_ident()
-        threading.Timer(0.15, lambda: signal.pthread_kill(main, signal.SIGINT)).start()  # Ctrl-C while it thinks
+
+        def ctrl_c_while_it_thinks() -> None:
+            # On the request's arrival, not after a fixed time: under load the turn may start late.
+            if chat_server.wait_for_requests(1, timeout=30, path="/chat/completions"):
+                signal.pthread_kill(main, signal.SIGINT)
+
+        threading.Thread(target=ctrl_c_while_it_thinks, daemon=True).start()
         progress = _Lines()
         reply, item_id = console.answer_stoppably(runtime, inbox, "tell me a long story", progress=progress)
         assert reply.startswith("⏹ Stopped.") and "word1" not in reply
