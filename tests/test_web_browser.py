@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.feed_server import StaticHTTPServer
 from tests.web_site import API_KEY, WEB_TOKEN, start_site
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -231,41 +232,11 @@ def test_6_no_console_errors_and_no_sideways_scrolling_at_phone_width(browser, s
 # -- another site in the same browser (issues 26.3, 26.4) ---------------------------------------
 
 
-class _Pages:
-    """Pages of another server on 127.0.0.1 (another port): what any site the owner visits can do."""
-
-    def __init__(self) -> None:
-        import http.server
-        import threading
-
-        pages = self.pages = {}
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                body = pages.get(self.path, "").encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def other_site():
-    pages = _Pages()
-    yield pages
-    pages.close()
+    """Pages of another server on 127.0.0.1 (another port): what any site the owner visits can do."""
+    with StaticHTTPServer() as server:
+        yield server
 
 
 def test_7_a_form_from_another_port_with_a_planted_cookie_changes_nothing(browser, site, other_site):
@@ -280,12 +251,14 @@ def test_7_a_form_from_another_port_with_a_planted_cookie_changes_nothing(browse
         ("fact", "/memory/facts/set", {"subject": "owner", "attribute": "city", "value": "PWNED"}),
     ]:
         inputs = "".join(f'<input name="{k}" value="{v}">' for k, v in {**fields, "_xsrf": planted}.items())
-        other_site.pages[f"/{name}"] = (
+        other_site.add(
+            f"/{name}",
             f'<script>document.cookie = "_xsrf={planted}; path=/";</script>'
             f'<form id="f" method="post" action="{site.base}{action}">{inputs}</form>'
-            '<script>document.getElementById("f").submit();</script>'
+            '<script>document.getElementById("f").submit();</script>',
+            content_type="text/html",
         )
-        browser.get(f"{other_site.base}/{name}")
+        browser.get(other_site.url(f"/{name}"))
         WebDriverWait(browser, 20).until(lambda d: d.current_url.startswith(site.base))
         assert "403" in wait_for_text(browser, "h1", "403").text
     assert not site.workspace.exists("notes/pwned-by-another-port.md")
@@ -297,8 +270,8 @@ def test_7_a_form_from_another_port_with_a_planted_cookie_changes_nothing(browse
 
 def test_8_another_site_making_the_browser_send_wrong_tokens_does_not_lock_the_owner_out(browser, site, other_site):
     images = "".join(f'<img src="{site.base}/memory?token=wrong-{n:03d}-xxxxxxxxxx" alt="">' for n in range(40))
-    other_site.pages["/images"] = f"<p>cat pictures</p>{images}"
-    browser.get(f"{other_site.base}/images")
+    other_site.add("/images", f"<p>cat pictures</p>{images}", content_type="text/html")
+    browser.get(other_site.url("/images"))
     WebDriverWait(browser, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
     browser.get(f"{site.base}/memory")
     browser.delete_all_cookies()  # signed out: the owner opens the sign-in link again

@@ -4,14 +4,13 @@ throttle that an attacker cannot turn against the owner (issue 26.3)."""
 from __future__ import annotations
 
 import http.client
-import http.server
 import logging
 import re
-import threading
 
 import pytest
 import requests
 
+from tests.fakes.feed_server import StaticHTTPServer
 from tests.web_site import WEB_TOKEN, start_site
 
 BEARER = {"Authorization": f"Bearer {WEB_TOKEN}"}
@@ -37,28 +36,13 @@ def form_token(session: requests.Session, site, path: str = "/memory") -> str:
     return re.search(r'name="_xsrf" value="([^"]+)"', page).group(1)
 
 
-class _OtherPort(http.server.BaseHTTPRequestHandler):
-    """Another server on the same host: any page it serves can set cookies the web page then receives."""
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        self.send_response(200)
-        self.send_header("Set-Cookie", f"_xsrf={PLANTED}; Path=/")
-        self.send_header("Set-Cookie", f"assistant_web_login={PLANTED}; Path=/")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def other_port():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _OtherPort)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    """Another server on the same host: any page it serves can set cookies the web page then receives."""
+    with StaticHTTPServer() as server:
+        cookies = (("Set-Cookie", f"_xsrf={PLANTED}; Path=/"), ("Set-Cookie", f"assistant_web_login={PLANTED}; Path=/"))
+        server.add("/", "<p>a page on another port</p>", content_type="text/html", headers=cookies)
+        yield server.url("/")
 
 
 #: Every form of the page, with what it would change.

@@ -108,14 +108,19 @@ class FakeHandler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def send(
-        self, status: int, body: bytes = b"", content_type: str | None = None, headers: dict | None = None
+        self,
+        status: int,
+        body: bytes = b"",
+        content_type: str | None = None,
+        headers: dict | list[tuple[str, str]] | None = None,
     ) -> None:
-        """One answer: status line, Server (and Date), Content-Type (unless None), Content-Length, ``headers``."""
+        """One answer: status line, Server (and Date), Content-Type (unless None), Content-Length, ``headers``
+        (a dict, or (name, value) pairs where a name may repeat)."""
         self.send_response(status)
         if content_type is not None:
             self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
-        for key, value in (headers or {}).items():
+        for key, value in headers.items() if isinstance(headers, dict) else headers or []:
             self.send_header(key, str(value))
         self.end_headers()
         self.wfile.write(body)

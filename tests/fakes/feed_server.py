@@ -13,7 +13,8 @@ conditional request. ``status`` serves an error; ``delay`` waits before answerin
 ``drip`` sends the body one byte at a time, ``drip`` seconds apart (a slow server);
 ``framing="close"`` leaves the length out of a dripped body (it ends when the connection closes);
 ``drip_head`` sends the status line, then a header line one byte every ``drip_head`` seconds (10,000
-bytes) before the rest: a server trickling its headers.
+bytes) before the rest: a server trickling its headers. ``headers`` adds answer headers (a cookie a
+page on another port sets, say).
 
 The plumbing is ``tests.fakes._http`` (HTTP/1.1 keep-alive, TCP_NODELAY, each answer in
 one write); ``requests`` records requests, not connections.
@@ -39,6 +40,8 @@ class Route:
     drip: float = 0.0
     framing: str = "length"
     drip_head: float = 0.0
+    #: More answer headers as (name, value) pairs: a name may repeat (two ``Set-Cookie``).
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -63,11 +66,11 @@ class _Handler(FakeHandler):
             return
         if route.delay:
             time.sleep(route.delay)
-        headers = {}
+        headers = list(route.headers)
         if route.etag:
-            headers["ETag"] = route.etag
+            headers.append(("ETag", route.etag))
         if route.last_modified:
-            headers["Last-Modified"] = route.last_modified
+            headers.append(("Last-Modified", route.last_modified))
         inm = self.headers.get("If-None-Match")
         ims = self.headers.get("If-Modified-Since")
         if route.status == 200 and (
@@ -85,10 +88,10 @@ class _Handler(FakeHandler):
             return
         self.send(route.status, route.body, route.content_type or None, headers)
 
-    def _not_modified(self, headers: dict) -> None:
+    def _not_modified(self, headers: list[tuple[str, str]]) -> None:
         # As before: no Content-Type, no Content-Length, no body (a 304 ends at its headers in HTTP/1.1 too).
         self.send_response(304)
-        for key, value in headers.items():
+        for key, value in headers:
             self.send_header(key, value)
         self.end_headers()
 
