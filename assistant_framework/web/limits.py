@@ -11,6 +11,7 @@ instead of spinning on the error.
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import resource
 import socket
@@ -105,8 +106,6 @@ Screen = Callable[[tornado.httputil.RequestStartLine, tornado.httputil.HTTPHeade
 
 def raw_response(refusal: Refusal, extra_headers: dict[str, str], json_body: bool) -> bytes:
     """The whole HTTP/1.1 answer of a refusal, closing the connection."""
-    import json
-
     if json_body:
         body = json.dumps({"error": refusal.message, "status": refusal.status}).encode("utf-8")
         kind = "application/json; charset=UTF-8"
@@ -125,41 +124,42 @@ def raw_response(refusal: Refusal, extra_headers: dict[str, str], json_body: boo
 LINGER_SECONDS = 2.0
 LINGER_BYTES = 256 * 1024
 MAX_LINGERING = 16
-_lingering = [0]
 
 
-async def _answer_and_close(stream: tornado.iostream.IOStream, data: bytes) -> None:
-    """Write a refusal and close the connection, gently when few others are being closed so."""
-    gentle = _lingering[0] < MAX_LINGERING
-    if gentle:
-        _lingering[0] += 1
-    try:
-        await stream.write(data)
-        if not gentle:
-            return
-        stream.socket.shutdown(socket.SHUT_WR)
-        deadline = IOLoop.current().time() + LINGER_SECONDS
-        drained = 0
-        while drained < LINGER_BYTES:
-            chunk = await gen.with_timeout(
-                deadline,
-                stream.read_bytes(65536, partial=True),
-                quiet_exceptions=(tornado.iostream.StreamClosedError,),
-            )
-            drained += len(chunk)
-    except (tornado.iostream.StreamClosedError, TimeoutError, OSError):
-        pass
-    finally:
-        if gentle:
-            _lingering[0] -= 1
-        stream.close()
+class _Closer:
+    """Answers refused connections and closes them, gently while few others are being closed so."""
 
+    def __init__(self) -> None:
+        self.lingering = 0  # only changed on the server's event loop
 
-def _write_and_close(stream: tornado.iostream.IOStream, data: bytes) -> None:
-    def settled(done: Any) -> None:
-        done.exception()  # retrieved: an error here is the client's going away, nothing to report
+    def answer(self, stream: tornado.iostream.IOStream, data: bytes) -> None:
+        def settled(done: Any) -> None:
+            done.exception()  # retrieved: an error here is the client's going away, nothing to report
 
-    IOLoop.current().add_future(gen.convert_yielded(_answer_and_close(stream, data)), settled)
+        IOLoop.current().add_future(gen.convert_yielded(self._answer(stream, data)), settled)
+
+    async def _answer(self, stream: tornado.iostream.IOStream, data: bytes) -> None:
+        gentle = self.lingering < MAX_LINGERING
+        self.lingering += gentle
+        try:
+            await stream.write(data)
+            if not gentle:
+                return
+            stream.socket.shutdown(socket.SHUT_WR)
+            deadline = IOLoop.current().time() + LINGER_SECONDS
+            drained = 0
+            while drained < LINGER_BYTES:
+                chunk = await gen.with_timeout(
+                    deadline,
+                    stream.read_bytes(65536, partial=True),
+                    quiet_exceptions=(tornado.iostream.StreamClosedError,),
+                )
+                drained += len(chunk)
+        except (tornado.iostream.StreamClosedError, TimeoutError, OSError):
+            pass
+        finally:
+            self.lingering -= gentle
+            stream.close()
 
 
 class GuardedHTTPServer(tornado.httpserver.HTTPServer):
@@ -178,6 +178,7 @@ class GuardedHTTPServer(tornado.httpserver.HTTPServer):
         """Set the bounds (call once, before ``add_sockets``)."""
         self.limits, self.screen, self.security_headers = limits, screen, security_headers
         self._idle: dict[HTTP1ServerConnection, float] = {}  # oldest first
+        self.closer = _Closer()
         self._accept_trouble = _Reporter(60.0)
 
     # -- connections -------------------------------------------------------------
@@ -190,7 +191,7 @@ class GuardedHTTPServer(tornado.httpserver.HTTPServer):
             victim = next(iter(self._idle), None)
             if victim is None:
                 busy = Refusal(503, "Service Unavailable", "the page is busy; try again", (("Retry-After", "5"),))
-                _write_and_close(stream, raw_response(busy, self.security_headers, json_body=False))
+                self.closer.answer(stream, raw_response(busy, self.security_headers, json_body=False))
                 return
             del self._idle[victim]
             victim.stream.close()  # its descriptor is free at once; Tornado forgets it when its loop ends
@@ -287,7 +288,7 @@ class _Screened(tornado.httputil.HTTPMessageDelegate):
         assert isinstance(self.request_conn, HTTP1Connection)
         stream = self.request_conn.detach()  # Tornado stops here: the body is never read
         wants_json = start_line.path.startswith("/api/") or "application/json" in headers.get("Accept", "")
-        _write_and_close(stream, raw_response(refusal, self.server.security_headers, json_body=wants_json))
+        self.server.closer.answer(stream, raw_response(refusal, self.server.security_headers, json_body=wants_json))
         return None
 
     def data_received(self, chunk: bytes) -> Any:

@@ -24,6 +24,7 @@ WEB_LOGGERS = (
     "assistant_framework.web.base",
     "assistant_framework.web.server",
     "assistant_framework.web.pages",
+    "assistant_framework.web.memory_pages",
 )
 PER_MINUTE = 20
 _MAX_KINDS = 1000

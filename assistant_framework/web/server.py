@@ -13,7 +13,7 @@ import tornado.netutil
 import tornado.web
 
 from ..traces import collect_secrets
-from . import logbudget, pages
+from . import logbudget, memory_pages, pages
 from .auth import AccessToken, cookie_secret, is_loopback, load_or_create_token
 from .base import SECURITY_HEADERS, WebState, log_request
 from .limits import GuardedHTTPServer, ServerLimits, http_server
@@ -34,16 +34,16 @@ def make_app(state: WebState) -> tornado.web.Application:
         (r"/", pages.HomeHandler, s),
         (r"/login", pages.LoginHandler, s),
         (r"/logout", pages.LogoutHandler, s),
-        (r"/memory", pages.MemoryHandler, s),
-        (r"/api/memory/search", pages.MemoryHandler, a),
-        (r"/memory/notes/new", pages.NewNoteHandler, s),
-        (r"/memory/facts/set", pages.FactHandler, s),
-        (r"/api/memory/facts/set", pages.FactHandler, a),
-        (r"/memory/([a-z]+)", pages.CategoryHandler, s),
-        (r"/api/memory/([a-z]+)", pages.CategoryHandler, a),
-        (r"/file", pages.FileHandler, s),
-        (r"/api/file", pages.FileHandler, a),
-        (r"/file/delete", pages.FileDeleteHandler, s),
+        (r"/memory", memory_pages.MemoryHandler, s),
+        (r"/api/memory/search", memory_pages.MemoryHandler, a),
+        (r"/memory/notes/new", memory_pages.NewNoteHandler, s),
+        (r"/memory/facts/set", memory_pages.FactHandler, s),
+        (r"/api/memory/facts/set", memory_pages.FactHandler, a),
+        (r"/memory/([a-z]+)", memory_pages.CategoryHandler, s),
+        (r"/api/memory/([a-z]+)", memory_pages.CategoryHandler, a),
+        (r"/file", memory_pages.FileHandler, s),
+        (r"/api/file", memory_pages.FileHandler, a),
+        (r"/file/delete", memory_pages.FileDeleteHandler, s),
         (r"/conversations", pages.ConversationsHandler, s),
         (r"/api/conversations", pages.ConversationsHandler, a),
         (r"/conversations/([^/]+)/(\d{4}-\d{2}-\d{2})", pages.ConversationDayHandler, s),

@@ -1,0 +1,286 @@
+"""The memory pages: search, each category, one file (view, edit, delete), facts and new notes; each also
+JSON under ``/api/...`` (the same handler with ``api=True``). Blocking work runs off the event loop."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, time
+from urllib.parse import quote, urlencode
+from zoneinfo import ZoneInfo
+
+import tornado.web
+
+from ..memory.recall import is_outside
+from . import memfiles, views
+from .base import BaseHandler
+
+
+def anchor(ref: str) -> str:
+    """The element id a memory hit's ref points at in the file view."""
+    if match := re.match(r"^L(\d+)", ref):
+        return f"L{match.group(1)}"
+    if match := re.match(r"^\[(\d+)\]$", ref):
+        return f"r{match.group(1)}"
+    return re.sub(r"[^A-Za-z0-9_.:-]", "-", ref)
+
+
+def hit_link(hit: dict) -> str:
+    """Where a hit opens: a conversation day at its turn, or the file at its line or record."""
+    path = str(hit.get("path") or "")
+    parts = path.split("/")
+    if len(parts) == 3 and parts[0] == "conversations" and parts[2].endswith(".jsonl"):
+        return f"/conversations/{quote(parts[1])}/{parts[2][:-6]}#{anchor(str(hit.get('ref') or ''))}"
+    return "/file?" + urlencode({"path": path}) + f"#{anchor(str(hit.get('ref') or ''))}"
+
+
+def turn_link(ref: object) -> str | None:
+    """The conversation day of a turn id ``<chat>:<YYYY-MM-DD>:<n>`` (where an extracted fact came from)."""
+    match = re.fullmatch(r"([^/:]+):(\d{4}-\d{2}-\d{2}):\d+", str(ref or ""))
+    return f"/conversations/{quote(match.group(1))}/{match.group(2)}#{anchor(str(ref))}" if match else None
+
+
+class MemoryHandler(BaseHandler):
+    """Search, and the list of what can be edited."""
+
+    async def get(self) -> None:
+        query = self.get_query_argument("q", "").strip()
+        source = self.get_query_argument("source", "").strip() or None
+        since, until = self._day("since"), self._day("until", end=True)
+        hits: list[dict] = []
+        problem = None
+        memory = self.parts.memory
+        if query and memory is None:
+            problem = "memory is off (memory.enabled is false)"
+        elif query:
+            limit = self.int_argument("limit", 20, 1, 100)
+
+            def search() -> list[dict]:
+                memory.refresh()
+                found = memory.search(query, limit=limit, source=source, since=since, until=until)
+                return [{**vars(h), "outside": is_outside(h), "link": hit_link(vars(h))} for h in found]
+
+            hits = await self.off_loop("search", search)
+        if self.api:
+            self.send_json({"query": query, "source": source, "hits": hits, "problem": problem})
+            return
+        workspace = self.parts.workspace
+        counts = await self.off_loop(
+            "files", lambda: {c: len(memfiles.list_files(workspace, c)) for c in memfiles.EDITABLE}
+        )
+        self.page(
+            "memory.html",
+            title="Memory",
+            query=query,
+            source=source or "",
+            hits=hits,
+            problem=problem,
+            since=self.get_query_argument("since", ""),
+            until=self.get_query_argument("until", ""),
+            sources=views.search_sources(),
+            categories=memfiles.EDITABLE,
+            counts=counts,
+        )
+
+    def _day(self, name: str, end: bool = False) -> datetime | None:
+        text = self.get_query_argument(name, "").strip()
+        if not text:
+            return None
+        try:
+            day = datetime.strptime(text, "%Y-%m-%d").date()
+        except ValueError:
+            raise tornado.web.HTTPError(400, "dates are YYYY-MM-DD") from None
+        zone = ZoneInfo((self.parts.config.get("runtime") or {}).get("timezone") or "UTC")
+        return datetime.combine(day, time.max if end else time.min, tzinfo=zone)
+
+
+class CategoryHandler(BaseHandler):
+    async def get(self, category: str) -> None:
+        if category not in memfiles.EDITABLE:
+            raise tornado.web.HTTPError(404, "no such memory category")
+        workspace = self.parts.workspace
+        files, facts = await self.off_loop(
+            "files",
+            lambda: (
+                memfiles.list_files(workspace, category),
+                memfiles.facts_view(workspace) if category == "facts" else None,
+            ),
+        )
+        if self.api:
+            self.send_json({"category": category, "files": files, "facts": facts})
+            return
+        self.page(
+            "category.html",
+            title=category.capitalize(),
+            category=category,
+            about=memfiles.EDITABLE[category][1],
+            files=files,
+            facts=facts,
+            turn_link=turn_link,
+        )
+
+
+class FileHandler(BaseHandler):
+    """View, edit (POST / PUT) and delete (DELETE) one memory file; every path is confined."""
+
+    def _path(self) -> str:
+        return self.raw_argument("path")
+
+    async def get(self) -> None:
+        workspace, rel = self.parts.workspace, self._path()
+        try:
+            shown = await self.off_loop("files", memfiles.load, workspace, rel)
+        except memfiles.FileRefused as exc:
+            raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
+        except FileNotFoundError:
+            if self.api or self.get_query_argument("edit", "") != "1":
+                raise tornado.web.HTTPError(404, "no such file") from None
+            try:  # e.g. the first profile.md
+                shown = await self.off_loop("files", memfiles.empty, workspace, rel)
+            except memfiles.FileRefused as exc:
+                raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
+        if self.api:
+            self.send_json(shown)
+            return
+        self.page(
+            "file.html",
+            title=shown.path,
+            file=shown,
+            edit=self.get_query_argument("edit", "") == "1",
+            error=None,
+            draft=None,
+            conflict=False,
+            anchor=anchor,
+        )
+
+    async def post(self) -> None:
+        body = self.json_body() if self.api else None
+        content = body.get("content") if body is not None else self.get_body_argument("content", None)
+        # The version the editor opened (scripts may leave it out: then the save is not checked).
+        version = body.get("version") if body is not None else self.get_body_argument("version", None)
+        if not isinstance(content, str):
+            raise tornado.web.HTTPError(400, "content is missing")
+        if version is not None and not isinstance(version, str):
+            raise tornado.web.HTTPError(400, "version must be a string")
+        await self._save(self._path(), content, version)
+
+    put = post
+
+    async def _save(self, rel: str, content: str, version: str | None) -> None:
+        workspace, memory, secrets = self.parts.workspace, self.parts.memory, self.state.secrets
+        try:
+            real = await self.off_loop("files", memfiles.save, workspace, memory, rel, content, secrets, version)
+        except memfiles.FileRefused as exc:
+            raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
+        except memfiles.EditConflict as exc:  # changed since the editor opened: nothing written, both texts shown
+            if self.api:
+                self.send_json({"error": str(exc), "version": exc.current}, 409)
+                return
+            self.set_status(409)
+            shown = await self.off_loop("files", memfiles.load_or_empty, workspace, rel)
+            self.page(
+                "file.html",
+                title=shown.path,
+                file=shown,
+                edit=True,
+                error=str(exc),
+                draft=content,
+                conflict=True,
+                anchor=anchor,
+            )
+            return
+        except ValueError as exc:  # bad JSON: nothing written, the draft is shown again
+            if self.api:
+                self.send_json({"error": str(exc)}, 400)
+                return
+            self.set_status(400)
+            shown = await self.off_loop("files", memfiles.load_or_empty, workspace, rel)
+            shown.version = version or shown.version  # still the version the draft was written against
+            self.page(
+                "file.html",
+                title=rel,
+                file=shown,
+                edit=True,
+                error=str(exc),
+                draft=content,
+                conflict=False,
+                anchor=anchor,
+            )
+            return
+        if self.api:
+            self.send_json({"saved": real})
+        else:
+            self.redirect("/file?" + urlencode({"path": real}))
+
+    async def delete(self) -> None:
+        try:
+            gone = await self.off_loop("files", memfiles.delete, self.parts.workspace, self.parts.memory, self._path())
+        except memfiles.FileRefused as exc:
+            raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
+        self.send_json({"deleted": gone}, 200 if gone else 404)
+
+
+class FileDeleteHandler(BaseHandler):
+    """The form's delete: a whole file, or one record of a JSON list (``id``)."""
+
+    async def post(self) -> None:
+        rel, record = self.raw_argument("path"), self.get_body_argument("id", "")
+        version = self.get_body_argument("version", None)
+        workspace, memory = self.parts.workspace, self.parts.memory
+
+        def delete() -> str:
+            if record:
+                memfiles.delete_record(workspace, memory, rel, record)
+                real, source = memfiles.resolve(workspace, rel)
+                return f"/memory/{source}" if source == "facts" else "/file?" + urlencode({"path": real})
+            _, source = memfiles.resolve(workspace, rel, edit=True)
+            memfiles.delete(workspace, memory, rel, expected=version)
+            return f"/memory/{source}"
+
+        try:
+            where = await self.off_loop("files", delete)
+        except memfiles.FileRefused as exc:
+            raise tornado.web.HTTPError(403, str(exc).replace("%", "%%")) from None
+        except memfiles.EditConflict as exc:
+            raise tornado.web.HTTPError(409, str(exc).replace("%", "%%")) from None
+        self.redirect(where)
+
+
+class FactHandler(BaseHandler):
+    """Add or correct a fact as the owner's; the old value stays in the file as superseded."""
+
+    async def post(self) -> None:
+        values = (
+            self.json_body()
+            if self.api
+            else {k: self.get_body_argument(k, "") for k in ("subject", "attribute", "value")}
+        )
+        try:
+            fact, action = await self.off_loop(
+                "files",
+                memfiles.set_fact,
+                self.parts.workspace,
+                self.parts.memory,
+                str(values.get("subject") or ""),
+                str(values.get("attribute") or ""),
+                str(values.get("value") or ""),
+            )
+        except ValueError as exc:
+            raise tornado.web.HTTPError(400, str(exc).replace("%", "%%")) from None
+        if self.api:
+            self.send_json({"fact": fact, "result": action})
+        else:
+            self.redirect("/memory/facts")
+
+
+class NewNoteHandler(BaseHandler):
+    async def post(self) -> None:
+        title = " ".join(self.get_body_argument("title", "").split()) or "Untitled"
+        workspace, memory = self.parts.workspace, self.parts.memory
+
+        def create() -> str:
+            rel = memfiles.new_note_path(workspace, title)
+            memfiles.save(workspace, memory, rel, f"# {title}\n")
+            return rel
+
+        rel = await self.off_loop("files", create)
+        self.redirect("/file?" + urlencode({"path": rel, "edit": "1"}))
