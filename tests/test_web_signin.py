@@ -149,7 +149,7 @@ def test_changing_the_source_address_does_not_escape_the_bound_on_wrong_tokens(s
     now = [1000.0]
     site.server.state.throttle.clock = lambda: now[0]
     statuses = []
-    with caplog.at_level(logging.WARNING, logger="assistant_framework.web.base"):
+    with caplog.at_level(logging.WARNING, logger="assistant_framework.web.auth"):
         for n in range(2, 42):  # a fresh address for every guess
             statuses.append(
                 _get(site, "/api/usage", f"127.0.0.{n}", {"Authorization": f"Bearer guess-{n:04d}-xxxxxxxxxx"})[0]
@@ -204,3 +204,21 @@ def test_the_bound_refills_at_its_rate_and_refused_guesses_do_not_push_it_out():
     assert throttle.report() == 3 and throttle.report() is None  # once a minute
     now[0] += 61
     assert throttle.missed() == 0  # (61 s refilled it)
+
+
+def test_wrong_tokens_on_large_bodies_count_too(site):
+    """A body over the unsigned-in limit is judged from its headers: a wrong token there is no way to
+    guess past the bound (it counts, then gets 429), and the right one still sends its body."""
+    big = {"content": "x" * 40_000}
+    statuses = [
+        requests.post(
+            f"{site.base}/api/file?path=notes/big.md", json=big, headers={"Authorization": f"Bearer guess-{n:04d}-xxxx"}
+        ).status_code
+        for n in range(14)
+    ]
+    assert statuses[:10] == [413] * 10 and set(statuses[10:]) == {429}
+    assert (
+        requests.get(f"{site.base}/api/usage", headers={"Authorization": "Bearer guess-other-xxxx"}).status_code == 429
+    )
+    saved = requests.post(f"{site.base}/api/file?path=notes/big.md", json=big, headers=BEARER)
+    assert saved.status_code == 200 and site.workspace.exists("notes/big.md")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import logging
 import os
 import re
 import secrets
@@ -20,6 +21,7 @@ from tornado.httputil import split_host_and_port
 
 from ..workspace import Workspace
 
+log = logging.getLogger(__name__)
 TOKEN_FILE = "state/web/token"
 COOKIE_NAME = "assistant_web"
 #: Tokens shorter than this are refused: the token is the only thing between the page and the network.
@@ -152,6 +154,14 @@ class SignInThrottle:
                 return 0.0
             self._refused += 1
             return (self._level + 1 - self.free) * self.refill_seconds
+
+    def wrong(self) -> float:
+        """``missed``, and the warning (at most once a minute) when wrong tokens were refused."""
+        wait = self.missed()
+        refused = self.report()
+        if refused:
+            log.warning("web page: %d wrong tokens refused in the last minute (someone is guessing)", refused)
+        return wait
 
     def report(self) -> int | None:
         """How many wrong tokens were refused since the last report, at most once a minute (else None)."""

@@ -131,10 +131,7 @@ class BaseHandler(tornado.web.RequestHandler):
             return False
         if token_matches(given, self.state.token):
             return True
-        wait = self.state.throttle.missed()
-        refused = self.state.throttle.report()
-        if refused:
-            log.warning("web page: %d wrong tokens refused in the last minute (someone is guessing)", refused)
+        wait = self.state.throttle.wrong()
         if wait > 0:
             self._retry_after = math.ceil(wait)
             raise tornado.web.HTTPError(

@@ -9,10 +9,12 @@ handlers, which check the token, the session and CSRF.
 
 from __future__ import annotations
 
+import math
+
 import tornado.httputil
 import tornado.web
 
-from .auth import COOKIE_NAME, bearer_of, host_allowed, session_of, token_matches
+from .auth import COOKIE_NAME, SignInThrottle, bearer_of, host_allowed, session_of, token_matches
 from .limits import ANONYMOUS_BODY_BYTES, Refusal, Screen, ServerLimits
 
 #: How long a session cookie is good for (days); the handlers sign them for this long.
@@ -33,8 +35,11 @@ def signed_in(headers: tornado.httputil.HTTPHeaders, token: str, secret: str) ->
     return session_of(verified) is not None
 
 
-def make_screen(limits: ServerLimits, *, listening_on: str, token: str, secret: str) -> Screen:
-    """The screen for one server (see the module docstring)."""
+def make_screen(
+    limits: ServerLimits, *, listening_on: str, token: str, secret: str, throttle: SignInThrottle
+) -> Screen:
+    """The screen for one server (see the module docstring). A wrong token that meets the screen counts
+    against ``throttle`` as in the handlers: the screen is no way around the bound on wrong tokens."""
 
     def screen(start_line: tornado.httputil.RequestStartLine, headers: tornado.httputil.HTTPHeaders) -> Refusal | None:
         if "Transfer-Encoding" in headers:
@@ -48,6 +53,10 @@ def make_screen(limits: ServerLimits, *, listening_on: str, token: str, secret: 
         if not host_allowed(headers.get("Host", ""), listening_on):
             return Refusal(403, "Forbidden", FOREIGN_HOST)
         if length > ANONYMOUS_BODY_BYTES and not signed_in(headers, token, secret):
+            if bearer_of(headers.get("Authorization")) and (wait := throttle.wrong()) > 0:
+                return Refusal(
+                    429, "Too Many Requests", "too many wrong tokens lately", (("Retry-After", str(math.ceil(wait))),)
+                )
             return Refusal(
                 413, "Content Too Large", f"without the token a body may be at most {ANONYMOUS_BODY_BYTES} bytes"
             )

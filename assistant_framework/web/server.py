@@ -116,7 +116,11 @@ class WebServer:
         sockets = tornado.netutil.bind_sockets(self.port, self.host)
         self.port = sockets[0].getsockname()[1]
         screen = make_screen(
-            self.limits, listening_on=self.host, token=self.access.value, secret=cookie_secret(self.access.value)
+            self.limits,
+            listening_on=self.host,
+            token=self.access.value,
+            secret=cookie_secret(self.access.value),
+            throttle=self.state.throttle,
         )
         self._server = http_server(self.app, self.limits, screen, SECURITY_HEADERS)
         self._server.add_sockets(sockets)
