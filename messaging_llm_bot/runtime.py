@@ -79,9 +79,10 @@ class BackgroundModel:
 
 
 def _memory(config: dict, workspace: Workspace, model: BackgroundModel) -> Any:
-    if not (config.get("memory") or {}).get("enabled", True):
+    from assistant_framework.memory import MemoryService, memory_enabled
+
+    if not memory_enabled(config):
         return None
-    from assistant_framework.memory import MemoryService
     from messaging_llm_bot.llm.embeddings import embedding_client
 
     return MemoryService(workspace, config, complete=model, embed=embedding_client(config.get("llm") or {}))
@@ -202,6 +203,7 @@ class BotRuntime:
             timezone=timezone,
             notify=self._notify,
             complete=self.ensure_built().background_model,
+            indexer=self.memory,  # a run's new items are searchable when it ends
         )
 
     def status_text(self) -> str:

@@ -9,6 +9,9 @@ everything; runs missed while the process was down coalesce into one.
 A collector's ``run(workspace)`` may return None or a dict with
 ``new_items`` (list of dicts: title/subject, from, feed, link, ...),
 ``summary`` (one line) and ``errors`` (partial failures, e.g. one feed).
+
+A run's files go to the memory index by call (``Indexer``) before the run is recorded as
+ended, so a search right after it finds the new items.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from assistant_framework.collectors.notify import matching_items, notify_text
 from assistant_framework.collectors.state import load_state, merge_sources, update_state
@@ -50,6 +53,14 @@ MIN_LOOP_SLEEP = 0.2
 MAX_LOOP_SLEEP = 30.0
 
 
+class Indexer(Protocol):
+    """What a run hands the files it wrote (and removed) to: the memory index (``MemoryService``)."""
+
+    def index_files(self, paths: Sequence[str]) -> int:
+        """Bring these workspace-relative files into the index now."""
+        ...
+
+
 @dataclass
 class RunOutcome:
     """What one run did: outcome, timing, files written and new items."""
@@ -60,6 +71,7 @@ class RunOutcome:
     duration_s: float = 0.0
     error: str | None = None
     written: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)  # files the run deleted
     new_items: list[dict] = field(default_factory=list)
     summary: str = ""
     errors: list[str] = field(default_factory=list)
@@ -85,6 +97,7 @@ class CollectorRunner:
         timezone: str = "UTC",
         notify: Callable[[str, str], None] | None = None,
         complete: Callable[..., str] | None = None,
+        indexer: Indexer | None = None,
         clock: Callable[[], datetime] | None = None,
         retry_base_seconds: float = DEFAULT_RETRY_BASE_SECONDS,
         max_backoff_seconds: float = DEFAULT_MAX_BACKOFF_SECONDS,
@@ -95,6 +108,7 @@ class CollectorRunner:
         self.timezone = timezone
         self.notify = notify
         self.complete = complete  # the model, for ``ask`` notify rules (collectors/triage.py); None: they ask nothing
+        self.indexer = indexer  # the memory index; None: memory is off (or its refresh finds the files later)
         self.clock = clock or (lambda: datetime.now(tz=_UTC))
         self.retry_base_seconds = retry_base_seconds
         self.max_backoff_seconds = max_backoff_seconds
@@ -143,7 +157,7 @@ class CollectorRunner:
             outcome.error = attempt.error
         else:
             _apply_result(outcome, attempt.result)
-            outcome.written = self._changed(name, before)
+            outcome.written, outcome.removed = self._changed(name, before)
         self._record(collector, outcome, started_at)
         return outcome
 
@@ -183,23 +197,6 @@ class CollectorRunner:
             )
             log.warning("collector %s: %s", name, outcome.error)
         outcome.next_run = to_iso(next_run)
-        extra = (
-            {"sources": merge_sources(state.sources, outcome.sources, outcome.started or to_iso(now))}
-            if outcome.sources
-            else {}
-        )
-        update_state(
-            self.workspace,
-            name,
-            **extra,
-            last_end=to_iso(now),
-            duration_s=outcome.duration_s,
-            outcome=outcome.outcome,
-            error=outcome.error,
-            next_run=outcome.next_run,
-            consecutive_failures=failures,
-            runs=state.runs + 1,
-        )
         base = f"collectors/{name}"
         if outcome.outcome == "ok":
             self.workspace.write_json(
@@ -224,6 +221,26 @@ class CollectorRunner:
                 ),
             },
         )
+        if outcome.outcome == "ok":
+            # Before the end is recorded: whoever sees the run ended can search its items.
+            self._index([*outcome.written, *outcome.removed, f"{base}/{NEW_FILE}", f"{base}/{RUNS_FILE}"], name)
+        extra = (
+            {"sources": merge_sources(state.sources, outcome.sources, outcome.started or to_iso(now))}
+            if outcome.sources
+            else {}
+        )
+        update_state(
+            self.workspace,
+            name,
+            **extra,
+            last_end=to_iso(now),
+            duration_s=outcome.duration_s,
+            outcome=outcome.outcome,
+            error=outcome.error,
+            next_run=outcome.next_run,
+            consecutive_failures=failures,
+            runs=state.runs + 1,
+        )
         log.info(
             "collector %s: %s in %.2fs, %d new, next run %s",
             name,
@@ -234,6 +251,14 @@ class CollectorRunner:
         )
         if outcome.outcome == "ok":
             self._notify(collector, outcome.new_items)
+
+    def _index(self, paths: list[str], name: str) -> None:
+        if self.indexer is None:
+            return
+        try:
+            self.indexer.index_files(paths)
+        except Exception as exc:  # noqa: BLE001 - the index is a cache: its refresh catches up later
+            log.warning("collector %s: indexing its files failed (memory's refresh retries): %s", name, exc)
 
     def _notify(self, collector: "Collector", items: list[dict]) -> None:
         if self.notify is None or not collector.notify:
@@ -277,9 +302,10 @@ class CollectorRunner:
             out[rel] = (st.st_mtime_ns, st.st_size)
         return out
 
-    def _changed(self, name: str, before: dict[str, tuple[int, int]]) -> list[str]:
+    def _changed(self, name: str, before: dict[str, tuple[int, int]]) -> tuple[list[str], list[str]]:
+        """The files written (new or changed) and removed since ``before``."""
         after = self._snapshot(name)
-        return sorted(rel for rel, sig in after.items() if before.get(rel) != sig)
+        return sorted(rel for rel, sig in after.items() if before.get(rel) != sig), sorted(before.keys() - after)
 
     # -- scheduling ----------------------------------------------------------
 

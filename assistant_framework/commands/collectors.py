@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
+from typing import Iterator
 
 from ..collectors import CollectorManager, CollectorRunner
 from ..config import load_config_detailed, validate_config
@@ -64,6 +66,21 @@ def _timezone(config: dict) -> str:
     return (config.get("runtime") or {}).get("timezone") or "UTC"
 
 
+@contextlib.contextmanager
+def _runner(config: dict, manager: CollectorManager) -> Iterator[CollectorRunner]:
+    """A runner that hands what each run wrote to the memory index (unless memory is off), so
+    ``memory search`` and the running bot find the new items as soon as the run ends."""
+    from ..memory import memory_enabled
+    from ..memory.index import MemoryIndex
+
+    index = MemoryIndex(manager.workspace) if memory_enabled(config) else None
+    try:
+        yield CollectorRunner(manager, manager.workspace, timezone=_timezone(config), indexer=index)
+    finally:
+        if index is not None:
+            index.close()
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     config, manager, problems = _open(args)
     failed = 1 if manager.errors or problems else 0
@@ -118,8 +135,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"note: {collector.name} is disabled in config (collectors.{collector.name}.enabled); running it once "
             "anyway"
         )
-    runner = CollectorRunner(manager, manager.workspace, timezone=_timezone(config))
-    outcome = runner.run_once(args.name)
+    with _runner(config, manager) as runner:
+        outcome = runner.run_once(args.name)
     print(f"{outcome.name}: {outcome.outcome} in {outcome.duration_s:.2f}s, {len(outcome.new_items)} new item(s)")
     if outcome.error:
         print(f"error: {outcome.error}")
@@ -220,11 +237,11 @@ def cmd_run_loop(args: argparse.Namespace) -> int:
         return 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     print(f"running collectors {', '.join(enabled)} (timezone {_timezone(config)}); Ctrl-C stops")
-    runner = CollectorRunner(manager, manager.workspace, timezone=_timezone(config))
-    try:
-        runner.run_forever()
-    except KeyboardInterrupt:
-        print("stopped")
+    with _runner(config, manager) as runner:
+        try:
+            runner.run_forever()
+        except KeyboardInterrupt:
+            print("stopped")
     return 0
 
 

@@ -5,6 +5,6 @@ See docs/memory.md. The bot uses ``MemoryService``; ``check_memory_claim`` guard
 
 from .claims import check_memory_claim
 from .search import MemoryHit
-from .service import MemoryService
+from .service import MemoryService, memory_enabled
 
-__all__ = ["MemoryHit", "MemoryService", "check_memory_claim"]
+__all__ = ["MemoryHit", "MemoryService", "check_memory_claim", "memory_enabled"]

@@ -23,7 +23,7 @@ import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from ..workspace import Workspace, WorkspacePathError
 from ..workspace.private import make_private_dirs
@@ -127,22 +127,32 @@ class MemoryIndex(IndexDatabase):
         with self.lock:
             known = {row[0]: (row[1], row[2]) for row in self.conn.execute("SELECT path, size, mtime_ns FROM files")}
         stale = [rel for rel, sig in seen.items() if known.get(rel) != sig] + [rel for rel in known if rel not in seen]
-        changed = 0
-        for start in range(0, len(stale), 200):  # short transactions: recall may run in between
+        self._in_batches(stale, lambda rel: self._update(rel) if rel in seen else self._remove(rel))
+        return len(stale)
+
+    def index_files(self, paths: Iterable[str]) -> int:
+        """Bring these workspace files up to date now, without walking the folders (a collector run
+        hands over the files it wrote or removed); files memory does not index are passed over.
+        Returns how many files that is."""
+        wanted = [rel for rel in dict.fromkeys(paths) if source_for(rel, self.sources)]
+        if wanted and self.reopen_if_replaced():
+            self.refresh()  # the new file is empty: read every file again, these included
+        else:
+            self._in_batches(wanted, self._update)
+        return len(wanted)
+
+    def _in_batches(self, paths: list[str], step: Callable[[str], object]) -> None:
+        """``step(rel)`` for each path, 200 to a transaction: recall may run in between."""
+        for start in range(0, len(paths), 200):
             with self.lock:
                 self.conn.execute("BEGIN")
                 try:
-                    for rel in stale[start : start + 200]:
-                        if rel in seen:
-                            self._update(rel)
-                        else:
-                            self._remove(rel)
-                        changed += 1
+                    for rel in paths[start : start + 200]:
+                        step(rel)
                     self.conn.execute("COMMIT")
                 except BaseException:
                     self.conn.execute("ROLLBACK")
                     raise
-        return changed
 
     def update_file(self, rel: str) -> int:
         """Bring one file up to date (cheap: reads only appended lines); returns entries added."""

@@ -8,7 +8,7 @@ import dataclasses
 import logging
 import threading
 from datetime import datetime, timedelta
-from typing import Callable
+from typing import Callable, Sequence
 from zoneinfo import ZoneInfo
 
 from ..background import BackgroundWorker
@@ -44,6 +44,11 @@ def ranking_from_config(memory_config: dict) -> Ranking:
         unscoped_cap=int(raw.get("unscoped_cap", default.unscoped_cap)),
         owner_cap=int(raw.get("owner_cap", default.owner_cap)),
     )
+
+
+def memory_enabled(config: dict) -> bool:
+    """``memory.enabled`` (on unless set false): whether the bot, the page and the CLI keep the index."""
+    return bool((config.get("memory") or {}).get("enabled", True))
 
 
 #: How many more newest matches per range an explicit search scores than recall does.
@@ -281,6 +286,11 @@ class MemoryService:
     def refresh(self) -> None:
         """Incremental index update from the workspace files."""
         self.index.refresh()
+
+    def index_files(self, paths: Sequence[str]) -> int:
+        """Index these files now (what a collector run wrote), so a search right after finds them;
+        returns how many are memory files. The periodic refresh would find them only up to a minute later."""
+        return self.index.index_files(paths)
 
     def reindex(self) -> int:
         """Rebuild the index from the files; returns the number of entries."""

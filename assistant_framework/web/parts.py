@@ -52,9 +52,9 @@ def standalone_parts(config_path: str | Path, workspace_path: str | Path) -> Sta
     skills = SkillManager.from_config(config, workspace)
     collectors = CollectorManager.from_config(config, workspace)
     memory = None
-    if (config.get("memory") or {}).get("enabled", True):
-        from ..memory import MemoryService
+    from ..memory import MemoryService, memory_enabled
 
+    if memory_enabled(config):
         memory = MemoryService(workspace, config, start_worker=False)
     return StandaloneParts(config, workspace, skills, collectors, None, memory)
 
@@ -66,7 +66,7 @@ def collector_runner(parts: Parts) -> CollectorRunner | None:
     if parts.collectors is None:
         return None
     timezone = (parts.config.get("runtime") or {}).get("timezone") or "UTC"
-    runner = CollectorRunner(parts.collectors, parts.workspace, timezone=timezone)
+    runner = CollectorRunner(parts.collectors, parts.workspace, timezone=timezone, indexer=parts.memory)
     if isinstance(parts, StandaloneParts):
         parts.collector_runner = runner  # one runner: its busy-slots keep two clicks from running it twice
     return runner
