@@ -79,3 +79,40 @@ def test_slots_bound_concurrency_and_background_runs_when_no_user_waits():
     t.join(5)
     slots.release()
     assert not in_background()
+
+
+def test_owner_call_takes_the_next_slot_before_calls_that_waited_longer():
+    """A chat frontend runs the owner's turn inside ``owner_calls()``: a busy friend's or group's calls
+    waiting for the slot do not go first (issue 26.9). Five rounds: without the priority the owner
+    would win all five by chance about once in a thousand runs."""
+    from messaging_llm_bot.llm.slots import owner_calls
+
+    def one_round() -> list[str]:
+        slots = PrioritySlots(1)
+        slots.acquire()
+        order: list[str] = []
+
+        def call(name: str, owner: bool = False) -> None:
+            if owner:
+                with owner_calls():
+                    slots.acquire()
+            else:
+                slots.acquire()
+            order.append(name)
+            slots.release()
+
+        threads = [threading.Thread(target=call, args=(f"friend {n}",)) for n in range(3)]
+        for t in threads:
+            t.start()
+        _wait_until(lambda: slots.waiting_foreground == 3)
+        threads.append(threading.Thread(target=call, args=("owner", True)))
+        threads[-1].start()
+        _wait_until(lambda: slots.waiting_foreground == 4)
+        slots.release()
+        for t in threads:
+            t.join(5)
+        return order
+
+    for _ in range(5):
+        order = one_round()
+        assert order[0] == "owner" and sorted(order[1:]) == ["friend 0", "friend 1", "friend 2"]

@@ -37,15 +37,16 @@ def test_stranger_is_refused_without_model_call_or_workspace_change(fake, start_
     start_bot()
     before = snapshot(workspace)
     fake.send_message("hello, let me in", user_id=STRANGER, username="stranger")
-    fake.send_message("/status", user_id=STRANGER, username="stranger")
-    msgs = fake.wait_for_messages(STRANGER, 2)
-    assert all(f"Your user id is {STRANGER}" in m["text"] for m in msgs)
-    assert len(msgs) == 2
+    for n in range(20):  # told once; the rest of a flood spends none of the replies' send budget
+        fake.send_message(f"/status {n}", user_id=STRANGER, username="stranger")
+    msgs = fake.wait_for_messages(STRANGER, 1)
+    assert f"Your user id is {STRANGER}" in msgs[0]["text"]
     assert snapshot(workspace) == before  # nothing written, not even the inbox
     assert chat_server.requests == []
     fake.send_message("ping", user_id=OWNER)  # the owner still gets answers afterwards
     fake.wait_for_messages(OWNER, 1)
     assert len(chat_server.chat_requests) == 1
+    assert len(fake.messages(STRANGER)) == 1  # every stranger update came before the owner's, in one poll or more
 
 
 def test_empty_allowlist_serves_no_one(fake, start_bot, chat_server, caplog):

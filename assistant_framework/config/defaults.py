@@ -46,6 +46,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "skill_result_limit_chars": 4000,
         "trace_keep": 200,
         "shutdown_timeout_seconds": 20,
+        "max_pending_per_chat": 20,
         "log_level": "INFO",
     },
     "memory": {

@@ -128,6 +128,7 @@ RUNTIME_SCHEMA = {
         "skill_result_limit_chars": {"type": "integer", "minimum": 100},
         "trace_keep": {"type": "integer", "minimum": 0},
         "shutdown_timeout_seconds": {"type": "number", "minimum": 0},
+        "max_pending_per_chat": {"type": "integer", "minimum": 1},
         "log_level": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR"]},
     },
     "additionalProperties": False,

@@ -47,6 +47,14 @@ def owner_only_text(command: str) -> str:
     return f"/{command} is only for the owner, in their private chat with me."
 
 
+def backlog_text(waiting: int) -> str:
+    """The one notice a chat gets when it sends more than ``runtime.max_pending_per_chat`` messages at once."""
+    return (
+        f"⏳ I still have {waiting} of your messages here to answer, so I'm skipping new ones until I have "
+        "caught up. Anything you send meanwhile is not answered: please send it again after my replies."
+    )
+
+
 def has_digest() -> bool:
     """True when the /now digest module is installed."""
     return importlib.util.find_spec("messaging_llm_bot.frontends.digest") is not None

@@ -28,8 +28,10 @@ import filelock
 from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.frontends import commands as texts
+from messaging_llm_bot.frontends.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.frontends.digest import build_digest
 from messaging_llm_bot.frontends.jobs import AsyncJobQueue, DailyJob
+from messaging_llm_bot.frontends.pool import pool_size
 from messaging_llm_bot.frontends.reminders import DeliveryRefused, ReminderScheduler
 from messaging_llm_bot.frontends.signal.approval import Approvals
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
@@ -87,7 +89,9 @@ class SignalService:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._stopping = False
-        self._locks: dict[str, asyncio.Lock] = {}
+        # Per chat: arrival order, at most runtime.max_pending_per_chat, the owner first; as many at once as
+        # the turn pool has threads.
+        self.queues = ChatQueues("signal", lambda: pool_size(runtime.config), lambda: max_pending(runtime.config))
         self._tasks: set[asyncio.Task] = set()
         self._refused: set[str] = set()
         self._connected_once = False
@@ -240,6 +244,7 @@ class SignalService:
             await asyncio.gather(*self._tasks, return_exceptions=True)
             await jobs.stop()
             await self.client.close()
+            self.turns.pool.shutdown()
 
     # -- the event stream ---------------------------------------------------------
 
@@ -293,13 +298,23 @@ class SignalService:
             await asyncio.to_thread(self.identities.pin, msg, sender)  # the number's first message with an account
         if sender.owner_chat(msg) and msg.kind() == "text" and self.approvals.resolve(msg.chat, msg.text):
             return  # the answer to an open confirmation question, not a new message
+        owner = sender.owner  # in any chat: never refused over the limit, and first for a free slot
         if msg.kind() == "text" and msg.text.startswith("/"):
             if msg.text.strip()[1:].partition(" ")[0].lower() == "stop":
                 await self._stop_turn(msg)  # about the turn this chat's queue waits for: not queued behind it
                 return
-            self._spawn(msg.chat, self._command(msg))
+            if not self._spawn(msg.chat, self._command(msg), owner=owner):
+                await self._over_limit(msg)
             return
         if not addressed_to_bot(msg, self.settings):
+            return
+        if self.inbox.seen(msg.source_id):
+            log.info(
+                "signal: message %s from %s was already accepted; skipping the duplicate", msg.timestamp, msg.sender
+            )
+            return
+        if not owner and self.queues.full(msg.chat):
+            await self._over_limit(msg)  # not stored: the chat's backlog is long enough
             return
         try:
             item = await asyncio.to_thread(self.inbox.accept, msg.source_id, msg.conversation_id, obj)
@@ -311,6 +326,8 @@ class SignalService:
                     msg,
                     f"⚠️ I could not save your message ({err.strerror}). Nothing was changed; please tell the owner.",
                 ),
+                owner=owner,
+                exempt=True,
             )
             return
         if item is None:
@@ -318,33 +335,44 @@ class SignalService:
                 "signal: message %s from %s was already accepted; skipping the duplicate", msg.timestamp, msg.sender
             )
             return
-        self._spawn(msg.chat, self.turns.answer(item))
+        # Not full a moment ago, and only this coroutine adds to the queue: admitted (exempt says so).
+        self._spawn(msg.chat, self.turns.answer(item), owner=owner, exempt=True)
 
-    def chat_lock(self, chat: str) -> asyncio.Lock:
-        """The lock that keeps one chat's messages in arrival order."""
-        return self._locks.setdefault(chat, asyncio.Lock())
+    def _spawn(self, chat: str, coro: Coroutine, *, owner: bool = False, exempt: bool = False) -> bool:
+        """Queue ``coro`` in ``chat`` (frontends/chatqueue.py: arrival order, the owner first); False (and
+        ``coro`` closed) when the chat already holds ``runtime.max_pending_per_chat`` jobs."""
+        job = self.queues.admit(chat, owner=owner, exempt=exempt)  # now, in arrival order
+        if job is None:
+            coro.close()
+            return False
 
-    def _spawn(self, chat: str, coro: Coroutine) -> None:
-        # Tasks start in creation order and asyncio.Lock wakes waiters FIFO: order holds per chat.
         async def in_order() -> None:
-            async with self.chat_lock(chat):
-                try:
-                    await coro
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # noqa: BLE001 - one failed message must not stop the chat
-                    log.exception("signal: handling a message in %s failed", chat)
+            try:
+                await self.queues.run(job, coro)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - one failed message must not stop the chat
+                log.exception("signal: handling a message in %s failed", chat)
 
         task = asyncio.get_running_loop().create_task(in_order())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return True
+
+    async def _over_limit(self, msg: Incoming) -> None:
+        """A message beyond its chat's ``runtime.max_pending_per_chat``: not answered, not stored; the chat
+        is told once per backlog."""
+        if self.queues.refused(msg.chat):
+            await self._say(msg, texts.backlog_text(self.queues.pending(msg.chat)))
 
     def _start_replay(self) -> None:
         items = self.inbox.pending(PREFIX)
         if items:
             log.info("signal: answering %d message(s) left unanswered by the last run", len(items))
-        for item in items:
-            self._spawn(chat_of_conversation(item.conversation_id), self.turns.answer(item))
+        for item in items:  # oldest first; accepted before, so never refused
+            msg = parse_event(item.payload)
+            owner = msg is not None and self.identities.judge(msg, self.settings).owner
+            self._spawn(chat_of_conversation(item.conversation_id), self.turns.answer(item), owner=owner, exempt=True)
 
     # -- strangers ----------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.frontends.attachments import VOICE_DISABLED, attachment_prompt
+from messaging_llm_bot.frontends.pool import TurnPool
 from messaging_llm_bot.frontends.signal import media
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.frontends.signal.format import render_signal
@@ -141,6 +142,8 @@ class TurnRunner:
         self.stopping = False
         self.stop_event = asyncio.Event()
         self._active = RunningTurns()
+        # Turns run here, not in asyncio's default pool (6 threads on 2 cores, also used for the inbox).
+        self.pool = TurnPool(lambda: self.runtime.config)
 
     @property
     def settings(self) -> SignalSettings:
@@ -245,11 +248,12 @@ class TurnRunner:
                 text, untrusted = quote_outside(text, f"Audio file {name} (transcript)"), True
         else:
             return media.unsupported_text(kind)
-        owner_chat = self.identities.judge(msg, self.settings).owner_chat(msg)
+        sender = self.identities.judge(msg, self.settings)
+        owner_chat = sender.owner_chat(msg)
         approve = None
         if self.approvals is not None and owner_chat:
             approve = self.approvals.approver(msg.chat, asyncio.get_running_loop())
-        result = await asyncio.to_thread(
+        result = await self.pool.run(
             self.runtime.agent.handle_message,
             item.conversation_id,
             text,
@@ -262,6 +266,7 @@ class TurnRunner:
             approve=approve,
             # Streamed from the model (not shown as it arrives): /stop can then cut the answer off at once.
             stream=self.runtime.agent.settings.stream,
+            owner_turn=sender.owner,  # the owner's model calls go first (llm/slots.py)
         )
         reply = result.reply or FAILED_REPLY
         if result.footer:

@@ -45,6 +45,8 @@ POLL_TIMEOUT_SECONDS = 10
 REMINDER_POLL_SECONDS = 30.0
 SHUTDOWN_TIMEOUT_SECONDS = 20.0
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+#: PTB's own limit on updates in progress; the chat queues are the bound (see ChatOrderedProcessor).
+UNBOUNDED_UPDATES = 1 << 20
 
 
 class InboxBot(ExtBot):
@@ -71,26 +73,36 @@ class InboxBot(ExtBot):
 
 
 class ChatOrderedProcessor(BaseUpdateProcessor):
-    """Concurrent across chats, strictly in arrival order within one chat."""
+    """Concurrent across chats, strictly in arrival order within one chat, through the frontend's chat
+    queues (frontends/chatqueue.py): a bound per chat, the owner's turns first, one slot kept for them."""
 
-    def __init__(self, frontend: Frontend, max_concurrent_updates: int = 256) -> None:
-        super().__init__(max_concurrent_updates)
+    def __init__(self, frontend: Frontend) -> None:
+        # The chat queues bound the work, not PTB's semaphore: with 256 places, one chat's backlog held
+        # them all (each waiting for its chat) and every other chat's updates waited behind it.
+        super().__init__(UNBOUNDED_UPDATES)
         self.frontend = frontend
 
     async def do_process_update(self, update: object, coroutine: Any) -> None:
         chat = update.effective_chat if isinstance(update, Update) else None
         # Button presses skip the queue: a turn may be waiting for one (confirmations); so does /stop,
-        # which is about the turn the queue is waiting for.
+        # which is about the turn the queue is waiting for; and a stranger's update, which the gate
+        # refuses at once (it takes no place in a chat's queue).
         if (
             chat is None
             or update.callback_query is not None
             or (update.message is not None and command_name(update.message) == "stop")
+            or not self.frontend.allowed(update.effective_user)
         ):
             await coroutine
             return
-        # Tasks start in arrival order and asyncio.Lock wakes waiters FIFO: order holds per chat.
-        async with self.frontend.chat_lock(chat.id):
-            await coroutine
+        fe = self.frontend
+        # Admitted in arrival order (PTB starts these tasks in that order): order holds per chat.
+        job = fe.queues.admit(chat.id, owner=fe.from_owner(update))
+        if job is None:
+            coroutine.close()
+            await fe.over_limit(update, update.get_bot())
+            return
+        await fe.queues.run(job, coroutine)
 
     async def initialize(self) -> None:
         """Nothing to set up."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -25,11 +26,13 @@ from telegram.ext import (
 from assistant_framework.access import OWNER_ONLY_COMMANDS, command_allowed, sees_owner_data
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.frontends import commands as texts
+from messaging_llm_bot.frontends.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.frontends.digest import build_digest
+from messaging_llm_bot.frontends.pool import pool_size
 from messaging_llm_bot.frontends.telegram.approval import CALLBACK_PATTERN as APPROVAL_PATTERN
 from messaging_llm_bot.frontends.telegram.approval import Approvals
 from messaging_llm_bot.frontends.telegram.media import message_kind, unsupported_text
-from messaging_llm_bot.frontends.telegram.send import send_markdown
+from messaging_llm_bot.frontends.telegram.send import TelegramDeliveryError, send_markdown
 from messaging_llm_bot.frontends.telegram.settings import (
     TelegramSettings,
     addressed_to_bot,
@@ -44,6 +47,8 @@ from messaging_llm_bot.llm.transcribe import transcription_config
 log = logging.getLogger(__name__)
 
 MODEL_KINDS = ("text", "document", "photo", "voice")
+#: A stranger is told at most this often that they are not allowed (the rest of their messages: silence).
+REFUSAL_EVERY_SECONDS = 60.0
 
 
 def refusal_text(user_id: int) -> str:
@@ -61,11 +66,16 @@ class Frontend:
         self.runtime = runtime
         self.settings = settings
         self.inbox = inbox
-        self.chat_locks: dict[int, asyncio.Lock] = {}
         self.items: dict[int, InboxItem] = {}  # update_id -> item persisted when fetched
         self.duplicates: set[int] = set()
         self.approvals = Approvals()
         self.turns = TurnRunner(runtime, inbox, lambda: self.settings, self.approvals)
+        # Per chat: arrival order, at most runtime.max_pending_per_chat, the owner first; as many at once
+        # as the turn pool has threads.
+        self.queues = ChatQueues(
+            "telegram", lambda: pool_size(self.runtime.config), lambda: max_pending(self.runtime.config)
+        )
+        self._refused_at: dict[int, float] = {}  # stranger -> when last told (monotonic)
 
     # -- rules ------------------------------------------------------------------
 
@@ -100,9 +110,29 @@ class Frontend:
 
         return checked
 
-    def chat_lock(self, chat_id: int) -> asyncio.Lock:
-        """The lock that keeps one chat's updates in arrival order."""
-        return self.chat_locks.setdefault(chat_id, asyncio.Lock())
+    def from_owner(self, update: Update) -> bool:
+        """True when the owner sent the update (in any chat): their turns go first, and are never refused."""
+        user = update.effective_user
+        return user is not None and user.id == self.settings.owner_id
+
+    async def over_limit(self, update: Update, bot: telegram.Bot) -> None:
+        """A message beyond its chat's ``runtime.max_pending_per_chat``: not answered and out of the inbox;
+        the chat is told once per backlog (frontends/chatqueue.py)."""
+        chat = update.effective_chat
+        tell, waiting = self.queues.refused(chat.id), self.queues.pending(chat.id)  # now, while the backlog is there
+        self.duplicates.discard(update.update_id)
+        item = self.items.pop(update.update_id, None)
+        if item is not None:
+            try:
+                await asyncio.to_thread(self.inbox.complete, item.item_id)
+            except OSError as err:  # it would be answered at the next start: no harm
+                log.warning("telegram: could not drop %s from the inbox: %s", item.item_id, err)
+        if not tell:
+            return
+        try:
+            await self._send(update, bot, texts.backlog_text(waiting))
+        except (telegram.error.TelegramError, TelegramDeliveryError) as err:
+            log.info("telegram: the backlog notice to chat %s failed: %s", chat.id, err)
 
     def for_model(self, update: Update, bot: telegram.Bot) -> bool:
         """True when an update is a message the model will answer (so it goes into the inbox)."""
@@ -190,9 +220,21 @@ class Frontend:
                 is_command(message) or addressed_to_bot(message, bot.username or "", bot.id, "mention")
             ):
                 return  # a group conversation not addressed to the bot: stay quiet
+            if not self._refusal_due(user.id):
+                return  # told a moment ago: a stranger's flood must not spend the replies' send budget
             await message.reply_text(refusal_text(user.id), do_quote=message.chat.type != "private")
         except telegram.error.TelegramError as err:
             log.info("telegram: refusal to %s failed: %s", user.id, err)
+
+    def _refusal_due(self, user_id: int) -> bool:
+        """True when a stranger was not told within ``REFUSAL_EVERY_SECONDS`` (and note that they are now)."""
+        now = time.monotonic()
+        if now - self._refused_at.get(user_id, float("-inf")) < REFUSAL_EVERY_SECONDS:
+            return False
+        if len(self._refused_at) >= 10_000:  # bounded: forget the ones told long ago
+            self._refused_at = {u: t for u, t in self._refused_at.items() if now - t < REFUSAL_EVERY_SECONDS}
+        self._refused_at[user_id] = now
+        return True
 
     # -- messages ---------------------------------------------------------------
 
@@ -232,31 +274,28 @@ class Frontend:
     async def start_replay(self, bot: telegram.Bot) -> asyncio.Future | None:
         """Answer items a crash left in the inbox, in order per chat.
 
-        Each affected chat's lock is taken here, before polling starts, so new messages of that chat
-        wait until the old ones are answered; the answering itself runs in the background.
+        Every item takes its place in its chat's queue here, before polling starts (never refused: it
+        was accepted), so new messages of that chat wait until the old ones are answered; the answering
+        itself runs in the background.
         """
-        by_chat: dict[int, list[InboxItem]] = {}
-        for item in self.inbox.pending("tg:"):  # other frontends replay their own
-            by_chat.setdefault(int(item.conversation_id.split(":", 1)[1]), []).append(item)
-        if not by_chat:
+        items = self.inbox.pending("tg:")  # other frontends replay their own; oldest first
+        if not items:
             return None
-        for chat in by_chat:
-            await self.chat_lock(chat).acquire()
-        log.info(
-            "telegram: answering %d message(s) left unanswered by the last run",
-            sum(len(items) for items in by_chat.values()),
-        )
+        log.info("telegram: answering %d message(s) left unanswered by the last run", len(items))
 
-        async def run_chat(chat: int, items: list[InboxItem]) -> None:
+        async def replay(item: InboxItem) -> None:
             try:
-                for item in items:
-                    await self.turns.answer(bot, item)
+                await self.turns.answer(bot, item)
             except Exception:  # noqa: BLE001 - a replay failure must not kill the bot
-                log.exception("telegram: replay in chat %s failed", chat)
-            finally:
-                self.chat_lock(chat).release()
+                log.exception("telegram: replay of %s failed", item.item_id)
 
-        return asyncio.gather(*(run_chat(chat, items) for chat, items in by_chat.items()))
+        runs = []
+        for item in items:
+            sender = ((item.payload.get("message") or {}).get("from") or {}).get("id")
+            chat = int(item.conversation_id.split(":", 1)[1])
+            job = self.queues.admit(chat, owner=sender == self.settings.owner_id, exempt=True)
+            runs.append(self.queues.run(job, replay(item)))
+        return asyncio.gather(*runs)
 
     # -- commands ---------------------------------------------------------------
 

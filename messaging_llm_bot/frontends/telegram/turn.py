@@ -19,6 +19,7 @@ from telegram.error import TelegramError
 
 from assistant_framework.access import sees_owner_data
 from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.frontends.pool import TurnPool
 from messaging_llm_bot.frontends.telegram.approval import Approvals
 from messaging_llm_bot.frontends.telegram.format import render_markdown
 from messaging_llm_bot.frontends.telegram.media import (
@@ -28,7 +29,6 @@ from messaging_llm_bot.frontends.telegram.media import (
     save_attachment,
     transcribe_voice,
 )
-from messaging_llm_bot.frontends.telegram.pool import TurnPool
 from messaging_llm_bot.frontends.telegram.progress import Progress
 from messaging_llm_bot.frontends.telegram.send import (
     TelegramDeliveryError,
@@ -181,9 +181,8 @@ class TurnRunner:
             text, untrusted = quote_outside(text, f"{what} {origin}"), True
         await progress.start()
         user = message.from_user
-        owner_chat = sees_owner_data(
-            user is not None and user.id == self.settings.owner_id, message.chat.type == "private"
-        )
+        from_owner = user is not None and user.id == self.settings.owner_id
+        owner_chat = sees_owner_data(from_owner, message.chat.type == "private")
         approve = None
         if self.approvals is not None and owner_chat:
             # Only the owner's private chat can confirm; elsewhere "ask" means no.
@@ -201,6 +200,7 @@ class TurnRunner:
             message_id=message.message_id,
             untrusted=untrusted,
             approve=approve,
+            owner_turn=from_owner,  # the owner's model calls go first (llm/slots.py)
         )
         reply = result.reply or FAILED_REPLY
         if result.footer:

@@ -3,17 +3,22 @@
 ``asyncio.to_thread`` uses the loop's default pool of min(32, cores + 4) threads: 6 on a 2-core
 machine, so at a model concurrency of 8 or 32 no more than 6 turns ever reached the model. Turns
 hold their thread for the whole turn (model calls, skills, waiting for a model slot), so the pool
-has one thread per model slot plus ``SKILL_ROOM`` for turns busy with skills or recall.
+has one thread per model slot plus ``SKILL_ROOM`` for turns busy with skills or recall. Every chat
+frontend runs its turns here (a turn in the loop's default pool also held back the frontend's own
+small jobs, such as writing the inbox), and its chat queues start at most that many at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, TypeVar
+
+from messaging_llm_bot.llm.slots import owner_calls
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +53,22 @@ class TurnPool:
         if self._executor is None or size != self._size:
             old, self._executor, self._size = self._executor, ThreadPoolExecutor(size, "turn"), size
             if old is not None:
-                log.info("telegram: turn pool resized to %d threads", size)
+                log.info("turn pool resized to %d threads", size)
                 old.shutdown(wait=False)
         return self._executor
 
-    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run ``fn`` in the pool with the caller's context variables (as ``asyncio.to_thread`` does)."""
-        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    async def run(self, fn: Callable[..., T], *args: Any, owner_turn: bool = False, **kwargs: Any) -> T:
+        """Run ``fn`` in the pool with the caller's context variables (as ``asyncio.to_thread`` does);
+        ``owner_turn``: the owner's turn, whose model calls go first (``llm.slots.owner_calls``)."""
+        call = functools.partial(contextvars.copy_context().run, _turn, owner_turn, fn, *args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(self.executor(), call)
 
     def shutdown(self) -> None:
         """Stop taking work; threads still in a turn finish on their own."""
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _turn(owner_turn: bool, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    with owner_calls() if owner_turn else contextlib.nullcontext():
+        return fn(*args, **kwargs)
