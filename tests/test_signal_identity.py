@@ -85,3 +85,21 @@ def test_an_account_on_record_cannot_claim_a_number_not_yet_pinned(start, daemon
     wait_for(lambda: len(daemon.sent_to(OWNER)) == 1, what="the owner's /now")
     assert len(daemon.sent) == 2 and OWNER_SECRET in daemon.sent_to(OWNER)[0]["message"]
     assert json.loads(workspace.read_text(IDENTITIES)) == {FRIEND: FRIEND_ACCOUNT, OWNER: OWNER_ACCOUNT}
+
+
+def test_another_account_with_the_owners_number_cannot_answer_the_owners_question(
+    start, daemon, chat_server, workspace
+):
+    chat_server.enqueue(
+        json.dumps({"skill": "save_note", "args": {"name": "groceries", "text": "bread"}}), '{"reply": "Not saved."}'
+    )
+    start(patch=lambda config: config.update(policy={"capabilities": {"write": "ask"}}))
+    daemon.message(OWNER, "note groceries: bread")  # pins the owner's account; the turn asks to write
+    assert daemon.wait_sent(1)[0]["message"].startswith("Confirm this action?")
+    daemon.message(OWNER, "yes", uuid=IMPOSTOR)  # refused: no answer to the question, nothing written
+    daemon.message(OWNER, "no")  # the owner's own answer
+    assert daemon.wait_sent(2)[1]["message"].startswith("Not saved.")
+    daemon.message(OWNER, "/help")  # behind anything of that chat still queued
+    assert "Commands:" in daemon.wait_sent(3)[2]["message"]
+    assert not workspace.exists("notes/groceries.md")
+    assert len(daemon.sent) == 3 and len(chat_server.chat_requests) == 2

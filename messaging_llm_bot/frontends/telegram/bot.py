@@ -85,13 +85,14 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
     async def do_process_update(self, update: object, coroutine: Any) -> None:
         chat = update.effective_chat if isinstance(update, Update) else None
         # Button presses skip the queue: a turn may be waiting for one (confirmations); so does /stop,
-        # which is about the turn the queue is waiting for; and a stranger's update, which the gate
-        # refuses at once (it takes no place in a chat's queue).
+        # which is about the turn the queue is waiting for; and what the gate drops at once, taking no
+        # place in a chat's queue: a stranger's update, an update delivered again (answered already).
         if (
             chat is None
             or update.callback_query is not None
             or (update.message is not None and command_name(update.message) == "stop")
             or not self.frontend.allowed(update.effective_user)
+            or update.update_id in self.frontend.duplicates
         ):
             await coroutine
             return
