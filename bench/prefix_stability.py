@@ -161,7 +161,7 @@ def run_scenario(
         failed = []
         for text, calls in plan:
             result = bot.agent.handle_message("owner", text)
-            done = [c["skill"] for c in result.skill_calls if c.get("ok")]
+            done = [c.skill for c in result.skill_calls if c.ok]
             if not result.ok or len(done) != len(calls):
                 failed.append(f"{text!r}: ok={result.ok}, skills run {done}, reply {result.reply[:80]!r}")
         requests = list(server.chat_requests)

@@ -42,7 +42,7 @@ def test_multi_round_write_then_answer(agent, chat_server, workspace):
     assert workspace.read_text("notes/milk.md") == "buy oat milk"
     assert result.reply.startswith("Your note says: buy oat milk")
     assert "(saved to notes/milk.md)" in result.reply
-    assert [c["skill"] for c in result.skill_calls] == ["save_note", "read_note"]
+    assert [c.skill for c in result.skill_calls] == ["save_note", "read_note"]
     requests = chat_server.chat_requests
     assert len(requests) == 3
     assert '"path": "notes/milk.md"' in last_content(requests[1])
@@ -65,7 +65,7 @@ def test_invalid_args_error_reaches_model_and_is_corrected(agent, chat_server):
     feedback = last_content(chat_server.chat_requests[1])
     assert "was not run" in feedback and "args.a" in feedback and "integer" in feedback
     assert '"sum": 5' in last_content(chat_server.chat_requests[2])
-    assert [c["ok"] for c in result.skill_calls] == [False, True]
+    assert [c.ok for c in result.skill_calls] == [False, True]
 
 
 def test_unknown_skill_names_closest(agent, chat_server):
@@ -74,7 +74,7 @@ def test_unknown_skill_names_closest(agent, chat_server):
     assert result.ok and result.reply == "It is 2."
     feedback = last_content(chat_server.chat_requests[1])
     assert "no skill named 'ad'" in feedback and "Did you mean" in feedback and "add" in feedback
-    assert result.skill_calls[0]["error_kind"] == "unknown_skill"
+    assert result.skill_calls[0].error_kind == "unknown_skill"
 
 
 @pytest.mark.parametrize(
@@ -90,7 +90,7 @@ def test_malformed_call_forms_still_run(agent, chat_server, output):
     chat_server.enqueue(output, '{"reply": "3"}')
     result = agent.handle_message("c1", "1+2")
     assert result.ok and result.reply == "3"
-    assert result.skill_calls[0]["skill"] == "add" and result.skill_calls[0]["ok"]
+    assert result.skill_calls[0].skill == "add" and result.skill_calls[0].ok
     assert '"sum": 3' in last_content(chat_server.chat_requests[1])
 
 
@@ -304,7 +304,7 @@ def test_builtin_notes_write_shows_location_and_read_does_not_count(agent, chat_
         '{"skill": "notes", "args": {"action": "add", "title": "gift", "body": "a red scarf"}}', "Saved your note."
     )
     saved = agent.handle_message("c1", "note: gift idea a red scarf")
-    assert saved.skill_calls[0]["ok"], saved.skill_calls
+    assert saved.skill_calls[0].ok, saved.skill_calls
     assert "(saved to notes/" in saved.reply and NOTHING_SAVED_NOTE not in saved.reply
     chat_server.enqueue('{"skill": "notes", "args": {"action": "list"}}', "I saved that for you.")
     listed = agent.handle_message("c1", "save it again")

@@ -34,7 +34,7 @@ def test_delete_needs_confirmation_and_is_refused_without_it(bot_config, importa
     assert important.exists("notes/important.md")
     fed_back = chat_server.chat_requests[1]["messages"][-1]["content"]
     assert "needs the owner's confirmation" in fed_back
-    assert result.skill_calls[0]["error_kind"] == "not_allowed"
+    assert result.skill_calls[0].error_kind == "not_allowed"
     audit = important.read_jsonl("state/audit.jsonl")
     assert audit[-1]["skill"] == "file" and audit[-1]["outcome"] == "no_confirmation" and audit[-1]["chat"] == 7
 
@@ -69,7 +69,7 @@ def test_reads_are_allowed_and_audited(bot_config, important, chat_server) -> No
         '{"skill": "file", "args": {"action": "read", "path": "notes/important.md"}}', '{"reply": "It says keep me."}'
     )
     result = agent.handle_message("c1", "read my important note")
-    assert result.skill_calls[0]["ok"] is True
+    assert result.skill_calls[0].ok is True
     assert important.read_jsonl("state/audit.jsonl")[-1] == {
         **important.read_jsonl("state/audit.jsonl")[-1],
         "decision": "allow",

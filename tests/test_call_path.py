@@ -181,7 +181,7 @@ def test_what_the_owner_is_asked_about_cannot_change_the_call_that_runs(bot_conf
     result = agent.handle_message("c1", "delete notes/other.md", approve=approve)
     assert shown == [["action", "path", "content"]]
     assert workspace.read_text("notes/keep.md") == NOTE
-    assert "notes/other.md" in result.skill_calls[0]["error"]  # it ran, on the path the gate checked
+    assert "notes/other.md" in result.skill_calls[0].error  # it ran, on the path the gate checked
     assert workspace.read_jsonl("state/audit.jsonl")[-1]["args"]["path"] == "notes/other.md"
 
 

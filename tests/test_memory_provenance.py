@@ -75,7 +75,7 @@ def test_untrusted_turn_facts_are_stored_marked_and_recalled_as_outside(bot_conf
         result = agent.handle_message("c2", "where should my notes recipient evil mails go?")
         assert any(r["path"] == FACTS_FILE for r in result.recalled)
         assert workspace.read_text("notes/important.md") == NOTE
-        assert result.skill_calls[0]["error_kind"] == "not_allowed"
+        assert result.skill_calls[0].error_kind == "not_allowed"
         sent = [r for r in chat_server.chat_requests if _system(r) != EXTRACTION_PROMPT][-2]["messages"][-1]["content"]
         assert "x@evil.example" in sent and "content from outside" in sent
         logged = [row for p in workspace.list("conversations/c2/*.jsonl") for row in workspace.read_jsonl(p)]

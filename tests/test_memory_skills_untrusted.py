@@ -61,7 +61,7 @@ def test_a_search_hit_from_an_untrusted_turn_makes_the_turn_untrusted(setup, cha
     assert any(OUTSIDE_LABEL not in line and "bikes stay outside" in line for line in lines)
     # The overwrite it then asks for (write: allow) needs the owner, who declines.
     assert asked and asked[0]["skill"] == "file" and "untrusted content" in asked[0]["reason"]
-    assert result.skill_calls[1]["error_kind"] == "not_allowed" and "did not confirm" in after_write
+    assert result.skill_calls[1].error_kind == "not_allowed" and "did not confirm" in after_write
     assert workspace.read_text("notes/important.md") == NOTE
 
 
@@ -82,7 +82,7 @@ def test_only_trusted_hits_leave_the_turn_trusted(setup, chat_server, search):
     assert "bikes stay outside" in after_search and "untrusted: true story" in after_search
     assert OUTSIDE_LABEL not in after_search and not after_search.startswith(UNTRUSTED_NOTE)
     # The same overwrite goes through without asking.
-    assert asked == [] and result.skill_calls[1]["ok"] is True
+    assert asked == [] and result.skill_calls[1].ok is True
     assert workspace.read_text("notes/important.md") == "pwned"
     assert not after_write.startswith(UNTRUSTED_NOTE)
     # Trusted because of where the hits came from: one logged outside turn beside them, and it asks.

@@ -228,7 +228,7 @@ def test_a_per_skill_allow_still_asks_for_a_delete_after_a_forwarded_message(fak
     # delete without a question.
     chat_server.enqueue(DELETE, '{"reply": "deleted it"}')
     result = bot.runtime.agent.handle_message("tg:control", "delete notes/important.md", approve=lambda r: False)
-    assert result.skill_calls[0]["ok"] and not workspace.exists("notes/important.md")
+    assert result.skill_calls[0].ok and not workspace.exists("notes/important.md")
 
 
 def test_a_per_skill_allow_still_asks_for_a_delete_after_a_fetched_page(fake, start_bot, chat_server, workspace):

@@ -46,7 +46,7 @@ def test_native_tool_calls_run_and_results_go_back_as_tool_messages(tmp_path, te
         server.enqueue({"tool_calls": TWO_CALLS}, "5 and 11.")
         result = agent.handle_message("c", "add 2+3 and 10+1", stream=stream)
         assert (result.reply, result.ok) == ("5 and 11.", True)
-        assert [(c["skill"], c["args"], c["ok"]) for c in result.skill_calls] == [
+        assert [(c.skill, c.args, c.ok) for c in result.skill_calls] == [
             ("add", {"a": 2, "b": 3}, True),
             ("add", {"a": 10, "b": 1}, True),
         ]
@@ -78,7 +78,7 @@ def test_auto_reads_a_protocol_call_written_as_text(tmp_path, test_skills_dir):
         agent = _agent(server, tmp_path, test_skills_dir, "auto")
         server.enqueue('{"skill": "add", "args": {"a": 4, "b": 4}}', "8.")
         result = agent.handle_message("c", "4+4?")
-        assert result.reply == "8." and result.skill_calls[0]["args"] == {"a": 4, "b": 4}
+        assert result.reply == "8." and result.skill_calls[0].args == {"a": 4, "b": 4}
         assert all("tools" in r for r in server.chat_requests)
         assert server.chat_requests[1]["messages"][-1]["role"] == "user"  # a text call's result is a user message
 
@@ -161,7 +161,7 @@ def test_streamed_calls_that_share_or_lack_an_index_stay_separate_calls(tmp_path
         server.enqueue({"tool_calls": TWO_CALLS, "tool_index": labels}, "5 and 11.")
         result = agent.handle_message("c", "add 2+3 and 10+1", stream=True)
         assert (result.reply, result.ok) == ("5 and 11.", True)
-        assert [(c["skill"], c["args"], c["ok"]) for c in result.skill_calls] == [
+        assert [(c.skill, c.args, c.ok) for c in result.skill_calls] == [
             ("add", {"a": 2, "b": 3}, True),
             ("add", {"a": 10, "b": 1}, True),
         ]
@@ -176,7 +176,7 @@ def test_a_name_repeated_in_every_streamed_delta_is_the_name_once(tmp_path, test
         agent = _agent(server, tmp_path, test_skills_dir, "native")
         server.enqueue({"tool_calls": TWO_CALLS, "tool_name_each_delta": True}, "5 and 11.")
         result = agent.handle_message("c", "add 2+3 and 10+1", stream=True)
-        assert [(c["skill"], c["args"], c["ok"]) for c in result.skill_calls] == [
+        assert [(c.skill, c.args, c.ok) for c in result.skill_calls] == [
             ("add", {"a": 2, "b": 3}, True),
             ("add", {"a": 10, "b": 1}, True),
         ]
@@ -193,7 +193,7 @@ def test_the_reasoning_of_a_tool_call_answer_goes_back_with_it(tmp_path, test_sk
         )
         result = agent.handle_message("c", "add 2+3", stream=stream)
         assert (result.reply, result.ok) == ("5.", True)
-        assert [c["skill"] for c in result.skill_calls] == ["add"]
+        assert [c.skill for c in result.skill_calls] == ["add"]
         back = server.chat_requests[1]["messages"][-2]
         assert back["tool_calls"][0]["id"] == "call_a" and back["reasoning_content"] == "2+3, use add"
 
@@ -225,7 +225,7 @@ def test_arguments_encoded_twice_run_as_their_object(tmp_path, test_skills_dir, 
         server.enqueue({"tool_calls": [{"id": "call_a", "name": "add", "arguments": twice}]}, "5.")
         result = agent.handle_message("c", "add 2+3", stream=stream)
         assert result.reply == "5."
-        assert [(c["skill"], c["args"], c["ok"]) for c in result.skill_calls] == [("add", {"a": 2, "b": 3}, True)]
+        assert [(c.skill, c.args, c.ok) for c in result.skill_calls] == [("add", {"a": 2, "b": 3}, True)]
 
 
 def test_a_skill_name_servers_refuse_as_a_function_name_is_offered_in_their_form_and_mapped_back():

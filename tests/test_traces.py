@@ -53,7 +53,11 @@ def test_trace_written_with_requests_sizes_and_redaction(bot_config, workspace):
     assert first["response"]["choices"][0]["message"]["content"].startswith('{"skill"')
     assert first["usage"]["prompt_tokens"] > 0 and first["elapsed_s"] >= 0.2
     assert trace["section_sizes"]["tools"]["chars"] > 0 and "total" in trace["section_sizes"]
-    assert trace["skill_calls"][0]["skill"] == "add"
+    # The call record keeps the trace's JSON form: the fields that were set, readable by older tools too.
+    [call] = trace["skill_calls"]
+    assert set(call) == {"skill", "args", "round", "ok", "decision", "elapsed_s"}
+    assert (call["skill"], call["args"], call["round"], call["ok"]) == ("add", {"a": 1, "b": 2}, 1, True)
+    assert call == result.skill_calls[0].as_dict()
     text = all_trace_text(workspace)
     assert API_KEY not in text and BOT_TOKEN not in text
     assert "Your token is *** and key ***" in text

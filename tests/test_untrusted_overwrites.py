@@ -123,14 +123,14 @@ def test_outside_content_cannot_change_owner_data_without_the_owner(agent, chat_
         "forwarded", FORWARD, chat_id=CHAT, untrusted=True, approve=lambda r: asked.append(r) or False
     )
     assert [(r["skill"], "untrusted" in r["reason"]) for r in asked] == [(skill, True)]
-    assert result.skill_calls[0]["error_kind"] == "not_allowed"
+    assert result.skill_calls[0].error_kind == "not_allowed"
     assert owner_data(workspace) == before  # the decline left every record as it was
     assert workspace.read_jsonl("state/audit.jsonl")[-1]["outcome"] == "declined"
 
     # The control: the owner's own request runs without a question and does change the data.
     chat_server.enqueue(call(skill, **args), '{"reply": "Done."}')
     result = agent.handle_message("own", "please do that", chat_id=CHAT, approve=lambda r: asked.append(r) or False)
-    assert len(asked) == 1 and result.skill_calls[0]["ok"], result.skill_calls
+    assert len(asked) == 1 and result.skill_calls[0].ok, result.skill_calls
     assert owner_data(workspace) != before
 
 

@@ -74,7 +74,7 @@ def _create(agent, chat_server, create: str, *, untrusted: bool) -> str:
     """One turn whose model call creates the item; returns the skill result fed back to the model."""
     chat_server.enqueue(create, DONE)
     result = agent.handle_message("c1", FORWARD if untrusted else "please save this for me", untrusted=untrusted)
-    assert result.skill_calls[0]["ok"], result.skill_calls
+    assert result.skill_calls[0].ok, result.skill_calls
     return chat_server.chat_requests[-1]["messages"][-1]["content"]
 
 
@@ -111,7 +111,7 @@ def test_written_in_an_untrusted_turn_is_marked_indexed_outside_and_marks_a_late
     assert hits and not any(h.outside for h in hits)
     result, asked, after_read = _read_then_overwrite(agent, chat_server, read("Garden shed"))
     assert "under the pot" in after_read and not after_read.startswith(UNTRUSTED_NOTE)
-    assert asked == [] and result.skill_calls[1]["ok"] is True and workspace.read_text("notes/important.md") == "pwned"
+    assert asked == [] and result.skill_calls[1].ok is True and workspace.read_text("notes/important.md") == "pwned"
     workspace.write_text("notes/important.md", NOTE)
 
     # Written in a turn with a forwarded mail: marked on disk, indexed as outside.
@@ -130,7 +130,7 @@ def test_written_in_an_untrusted_turn_is_marked_indexed_outside_and_marks_a_late
     result, asked, after_read = _read_then_overwrite(agent, chat_server, read("Zeppelin boarding"))
     assert "with the word pwned" in after_read and after_read.startswith(UNTRUSTED_NOTE)
     assert asked and asked[0]["skill"] == "file" and "untrusted content" in asked[0]["reason"]
-    assert result.skill_calls[1]["error_kind"] == "not_allowed"
+    assert result.skill_calls[1].error_kind == "not_allowed"
     assert workspace.read_text("notes/important.md") == NOTE
 
     # memory_search shows it with the outside label, and marks the turn the same way.

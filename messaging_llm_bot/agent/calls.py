@@ -15,7 +15,7 @@ from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import CallGate, touches_untrusted
 from messaging_llm_bot.agent.honesty import is_write_call, saved_location
 from messaging_llm_bot.agent.settings import BotSettings
-from messaging_llm_bot.agent.turn import AgentEvent, TurnRecord
+from messaging_llm_bot.agent.turn import AgentEvent, Emit, SkillCallRecord, TurnRecord
 from messaging_llm_bot.protocol import SkillCall, format_skill_error, format_skill_result, unknown_skill_hint
 
 #: Why a turn asks when the outside content is in the conversation's history, not in the turn.
@@ -57,27 +57,27 @@ class CallRunner:
         prepared = self.skills.prepare(call.skill, call.args) if not call.args_error else None
         return prepared.key() if isinstance(prepared, PreparedCall) else call_key(call)
 
-    def run(self, call: SkillCall, round_no: int, turn: TurnRecord, context: SkillContext, emit) -> str:
+    def run(self, call: SkillCall, round_no: int, turn: TurnRecord, context: SkillContext, emit: Emit) -> str:
         """Run one call and return the message fed back to the model; the turn records it."""
         skills = self.skills
         emit(AgentEvent("skill_call", {"skill": call.skill, "args": call.args, "round": round_no}))
-        record: dict = {"skill": call.skill, "args": call.args, "round": round_no}
+        record = SkillCallRecord(call.skill, call.args, round_no)
         if call.args_error:
             error = f"its args are not a JSON object: {call.args_error}"
             feedback = format_skill_error(call.skill, error, schema_hint(skills, call.skill))
-            record.update(ok=False, error=error, error_kind="invalid_args")
+            record.error, record.error_kind = error, "invalid_args"
         elif skills.get(call.skill) is None or (turn.guest is not None and call.skill not in turn.guest):
             error = f"there is no skill named {call.skill!r}" + (" in this chat" if turn.guest is not None else "")
             names = skills.names() if turn.guest is None else sorted(turn.guest.intersection(skills.names()))
             feedback = format_skill_error(call.skill, error, unknown_skill_hint(call.skill, names))
-            record.update(ok=False, error=error, error_kind="unknown_skill")
+            record.error, record.error_kind = error, "unknown_skill"
         else:
             # Checked before anyone is asked, so a malformed call is corrected, not confirmed; nothing runs.
             prepared = skills.prepare(call.skill, call.args)
             if isinstance(prepared, PreparedCall):
-                record["args"] = prepared.args  # what is checked and run (types fitted)
+                record.args = prepared.args  # what is checked and run (types fitted)
                 return self._run_prepared(prepared, record, turn, context, emit)
-            record.update(ok=False, error=prepared.error, error_kind=prepared.error_kind)
+            record.error, record.error_kind = prepared.error, prepared.error_kind
             feedback = format_skill_error(call.skill, prepared.error or "invalid args", schema_hint(skills, call.skill))
         return self._finish_call(call.skill, record, turn, feedback, emit)
 
@@ -89,14 +89,16 @@ class CallRunner:
             turn.area = guest_workspace(self.workspace, turn.conversation_id)
         return turn.area
 
-    def _run_prepared(self, call: PreparedCall, record: dict, turn: TurnRecord, context: SkillContext, emit) -> str:
+    def _run_prepared(
+        self, call: PreparedCall, record: SkillCallRecord, turn: TurnRecord, context: SkillContext, emit: Emit
+    ) -> str:
         """Run a prepared call through the repeat check and the policy gate; audit the outcome."""
         skill, args = call.skill, call.args
         limit = self.settings.skill_result_limit_chars
         key = call.key()
         if key in turn.writes_done and is_write_call(skill.capabilities, args):
             # A small model often answers a write's result with the same call: a second task, a reminder twice.
-            record.update(ok=True, repeated=True)
+            record.ok, record.repeated = True, True
             done = f"Not run again: the same call already ran in this turn and returned:\n{turn.writes_done[key]}"
             return self._finish_call(skill.name, record, turn, format_skill_result(skill.name, done, limit), emit)
         where = self.area(turn)
@@ -111,9 +113,9 @@ class CallRunner:
             workspace=where,
             guest=turn.guest is not None,
         )
-        record["decision"] = gate.decision.action
+        record.decision = gate.decision.action
         if not gate.allowed:
-            record.update(ok=False, error=gate.refusal, error_kind="not_allowed")
+            record.error, record.error_kind = gate.refusal, "not_allowed"
             feedback = format_skill_result(skill.name, f"Not done: {gate.refusal}", limit)
             return self._finish_call(skill.name, record, turn, feedback, emit)
         context.untrusted = turn.guarded
@@ -121,7 +123,7 @@ class CallRunner:
         self.gate.audit(
             context.chat_id, skill.name, args, gate.decision.action, "ok" if result.ok else "error", result.error
         )
-        record.update(ok=result.ok, elapsed_s=round(result.elapsed_s, 4))
+        record.ok, record.elapsed_s = result.ok, round(result.elapsed_s, 4)
         if result.ok:
             feedback = format_skill_result(skill.name, result.value, limit + 200)
             if touches_untrusted(args, result.value, skill.capabilities):
@@ -134,19 +136,14 @@ class CallRunner:
                 where_saved = saved_location(result.value)
                 if where_saved:
                     turn.saved_to.append(where_saved)
-                    record["saved_to"] = where_saved
+                    record.saved_to = where_saved
         else:
             feedback = format_skill_result(skill.name, f"Error: {result.error}", limit)
-            record.update(error=result.error, error_kind=result.error_kind)
+            record.error, record.error_kind = result.error, result.error_kind
         return self._finish_call(skill.name, record, turn, feedback, emit)
 
-    def _finish_call(self, skill: str, record: dict, turn: TurnRecord, feedback: str, emit) -> str:
+    def _finish_call(self, skill: str, record: SkillCallRecord, turn: TurnRecord, feedback: str, emit: Emit) -> str:
         turn.skill_calls.append(record)
-        summary = record.get("error") or (f"saved to {record['saved_to']}" if record.get("saved_to") else "done")
-        emit(
-            AgentEvent(
-                "skill_result",
-                {"skill": skill, "ok": bool(record.get("ok")), "summary": str(summary)[:SUMMARY_CHARS]},
-            )
-        )
+        summary = record.error or (f"saved to {record.saved_to}" if record.saved_to else "done")
+        emit(AgentEvent("skill_result", {"skill": skill, "ok": record.ok, "summary": str(summary)[:SUMMARY_CHARS]}))
         return feedback

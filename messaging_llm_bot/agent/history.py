@@ -100,7 +100,7 @@ class HistoryStore:
         self.workspace = workspace
         # conversation id -> (file stamp, messages, their JSON lines or None): the file is read
         # again only when it changed, and each message is encoded once, not on every append.
-        self._cache: dict[str, tuple[tuple, list[dict], list[str] | None]] = {}
+        self._cache: dict[str, tuple[tuple | None, list[dict], list[str] | None]] = {}
         self._cache_lock = threading.Lock()
 
     def _file(self, conversation_id: str) -> str:
@@ -155,7 +155,7 @@ class HistoryStore:
         derived messages alone writes plain ones, so the guard ends once both have left the window.
         """
         stamp = when.isoformat(timespec="seconds") if when else None
-        new = [{"role": "user", "content": user_text}, {"role": "assistant", "content": reply}]
+        new: list[dict] = [{"role": "user", "content": user_text}, {"role": "assistant", "content": reply}]
         for message in new:
             if stamp:
                 message["time"] = stamp

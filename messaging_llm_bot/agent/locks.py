@@ -1,4 +1,5 @@
-"""A re-entrant lock that admits waiting threads strictly in arrival order (FIFO).
+"""Per conversation: a re-entrant lock that admits waiting threads strictly in arrival order (FIFO),
+and the stop switch of the turn running now.
 
 ``threading.RLock`` wakes waiters in no particular order, so two messages of one chat sent
 close together could be answered out of order. Tickets fix the order.
@@ -6,7 +7,9 @@ close together could be answered out of order. Tickets fix the order.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from typing import Iterator
 
 
 class ConversationLock:
@@ -68,3 +71,44 @@ class ConversationLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+class Conversations:
+    """Per conversation: its FIFO lock, and the stop switch of the turn running in it now (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, ConversationLock] = {}
+        self._running: dict[str, threading.Event] = {}
+
+    def lock(self, conversation_id: str) -> ConversationLock:
+        """The conversation's lock (one per conversation for the life of the agent)."""
+        with self._guard:
+            return self._locks.setdefault(conversation_id, ConversationLock())
+
+    def pending(self, conversation_id: str) -> int:
+        """Messages of a conversation being answered or waiting their turn."""
+        with self._guard:
+            lock = self._locks.get(conversation_id)
+        return lock.pending if lock else 0
+
+    @contextlib.contextmanager
+    def running(self, conversation_id: str, switch: threading.Event) -> Iterator[None]:
+        """While the block runs, ``stop(conversation_id)`` sets ``switch`` (call it under the conversation's lock)."""
+        with self._guard:
+            self._running[conversation_id] = switch
+        try:
+            yield
+        finally:
+            with self._guard:
+                if self._running.get(conversation_id) is switch:
+                    del self._running[conversation_id]
+
+    def stop(self, conversation_id: str) -> bool:
+        """Set the stop switch of the turn running in the conversation; False when none runs (or it is set)."""
+        with self._guard:
+            switch = self._running.get(conversation_id)
+        if switch is None or switch.is_set():
+            return False
+        switch.set()
+        return True

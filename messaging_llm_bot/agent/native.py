@@ -1,6 +1,6 @@
 """Native tool calls inside the agent loop: the answer's tool_calls as skill calls, and the two
 message forms a round is kept in (JSON protocol, and tool_calls + ``role: tool`` results), so a
-request can go out either way (llm/structured.py picks per runner)."""
+request can go out either way (the model client picks per runner, llm/client.py)."""
 
 from __future__ import annotations
 

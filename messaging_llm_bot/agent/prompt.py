@@ -16,7 +16,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assistant_framework.skills.support import OUTSIDE_LABEL
 from assistant_framework.stores.provenance import quote_lines, split_marked
@@ -27,6 +27,7 @@ from messaging_llm_bot.protocol import protocol_instructions
 if TYPE_CHECKING:  # pragma: no cover - imports for type hints only
     from assistant_framework.collectors import CollectorManager
     from assistant_framework.skills import SkillManager
+    from messaging_llm_bot.agent.memory import Memory
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +199,7 @@ class PromptBuilder:
         skills: "SkillManager",
         *,
         collectors: "CollectorManager | None" = None,
-        memory: Any = None,
+        memory: Memory | None = None,
     ) -> None:
         self.settings = settings
         self.workspace = workspace

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import datetime
-from typing import Any
+from typing import Callable
 
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.agent.guard import ApproveCallback
 from messaging_llm_bot.llm.client import Completion, LLMError
 from messaging_llm_bot.protocol import ParsedOutput
 
+FAILED_TURN_REPLY = "Sorry, something went wrong while answering; the details are in the bot's log. Please try again."
 _USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens")
 
 
@@ -19,9 +22,38 @@ class TurnStopped(Exception):
 
 def stopped_reply(turn: "TurnRecord") -> str:
     """What the owner sees after stopping: the text streamed so far, and what already ran."""
-    done = list(dict.fromkeys(str(c.get("skill")) for c in turn.skill_calls if c.get("ok")))
+    done = list(dict.fromkeys(c.skill for c in turn.skill_calls if c.ok))
     note = "⏹ Stopped." + (f" Already done before the stop: {', '.join(done)}." if done else "")
     return f"{turn.shown.rstrip()}\n\n{note}" if turn.shown.strip() else note
+
+
+@dataclass
+class SkillCallRecord:
+    """One skill call of a turn: what was asked, what the gate decided and how it ended.
+
+    The trace keeps it as a JSON object of the fields that were set (``as_dict``), the form
+    earlier traces have; ``args`` are the prepared (type-fitted) arguments once the call could
+    be prepared, else as the model wrote them."""
+
+    skill: str
+    args: object
+    round: int
+    ok: bool = False
+    error: str | None = None
+    error_kind: str | None = None  # invalid_args, unknown_skill, not_allowed, or the skill's own
+    decision: str | None = None  # the policy gate's action (allow, ask, deny), when it was asked
+    elapsed_s: float | None = None  # how long the skill ran, when it ran
+    saved_to: str | None = None  # where a write call saved, as the reply may name it
+    repeated: bool = False  # the same write already ran in this turn: not run again
+
+    def as_dict(self) -> dict:
+        """The trace's form: every field that is set (``repeated`` only when true)."""
+        out: dict = {}
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            if spec.name in ("skill", "args", "round", "ok") or (value is not None and value is not False):
+                out[spec.name] = value
+        return out
 
 
 @dataclass
@@ -32,6 +64,10 @@ class AgentEvent:
     data: dict
 
 
+#: Where a turn's progress events go (the frontend's callback, wrapped so its failures never break the turn).
+Emit = Callable[[AgentEvent], None]
+
+
 @dataclass
 class TurnResult:
     """The outcome of one message; ``reply`` is never empty."""
@@ -39,7 +75,7 @@ class TurnResult:
     reply: str
     ok: bool
     rounds: int = 0
-    skill_calls: list[dict] = field(default_factory=list)
+    skill_calls: list[SkillCallRecord] = field(default_factory=list)
     usage: dict = field(default_factory=dict)
     elapsed_s: float = 0.0
     model_s: float = 0.0
@@ -58,20 +94,20 @@ class TurnRecord:
     text: str
     now: datetime
     requests: list[dict] = field(default_factory=list)
-    skill_calls: list[dict] = field(default_factory=list)
+    skill_calls: list[SkillCallRecord] = field(default_factory=list)
     saved_to: list[str] = field(default_factory=list)
     wrote_memory: bool = False
     recalled: list[dict] = field(default_factory=list)
     sizes: dict = field(default_factory=dict)
     rounds: int = 0
     error: str | None = None
-    log_ids: list = field(default_factory=list)
+    log_ids: list[str] = field(default_factory=list)  # the memory log's ids of this turn's lines
     untrusted: bool = False  # content from outside entered the turn: guarded calls need confirmation
     history_outside: bool = False  # the prompt's history holds outside content or a reply written beside it
     history_original: bool = False  # ... and of those, an earlier turn's outside content itself
-    approve: Any = None  # the frontend's confirmation callback for "ask" decisions, or None
+    approve: ApproveCallback | None = None  # the frontend's confirmation callback for "ask" decisions
     guest: frozenset[str] | None = None  # a guest turn (not the owner's own chat): the skills it may call
-    area: Any = None  # a guest turn's Workspace (the chat's own folder), made on first use
+    area: Workspace | None = None  # a guest turn's own folder, made on first use
     stop: threading.Event = field(default_factory=threading.Event)  # set by ``Agent.stop``
     shown: str = ""  # the reply text streamed to the user so far
     writes_done: dict[str, str] = field(default_factory=dict)  # a successful write call's key -> its result text
@@ -100,13 +136,20 @@ class TurnRecord:
         return sum(float(r.get("elapsed_s") or 0.0) for r in self.requests)
 
 
-def hit_dict(hit: Any) -> dict:
+def hit_dict(hit: object) -> dict:
     """A memory hit as a plain dict (for TurnResult.recalled and traces)."""
     if is_dataclass(hit) and not isinstance(hit, type):
         return asdict(hit)
     if isinstance(hit, dict):
         return dict(hit)
     return {"text": str(hit)}
+
+
+def reply_text(result: TurnResult) -> str:
+    """The text a frontend sends for a turn: the reply, and the footer (in italics) when the
+    settings ask for one. Markdown: each frontend renders it as its chat shows Markdown."""
+    reply = result.reply or FAILED_TURN_REPLY
+    return f"{reply}\n\n_{result.footer}_" if result.footer else reply
 
 
 def format_footer(usage: dict, rounds: int, elapsed_s: float, recalled: list[dict] | None = None) -> str:
@@ -166,7 +209,7 @@ def record_request(
 
 def trace_of(turn: TurnRecord, result: TurnResult) -> dict:
     """The trace document of a finished turn."""
-    last = next((r for r in reversed(turn.requests) if r.get("model")), {})
+    last: dict = next((r for r in reversed(turn.requests) if r.get("model")), {})
     return {
         "id": turn.trace_id,
         "conversation": turn.conversation_id,
@@ -182,7 +225,7 @@ def trace_of(turn: TurnRecord, result: TurnResult) -> dict:
         "recalled": turn.recalled,
         "user_text": turn.text,
         "reply": result.reply,
-        "skill_calls": turn.skill_calls,
+        "skill_calls": [call.as_dict() for call in turn.skill_calls],
         "error": turn.error,
         "requests": turn.requests,
     }

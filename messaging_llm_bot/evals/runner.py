@@ -88,10 +88,7 @@ def run_case(case: EvalCase, config: dict, llm: LLMClient) -> CaseResult:
         except Exception as exc:  # noqa: BLE001 - one broken case must not stop the suite
             return score_case(case, [], "", today=now.date(), error=f"{type(exc).__name__}: {exc}")
         latency = time.perf_counter() - started
-    calls = [
-        CallRecord(skill=c.get("skill", ""), args=c.get("args"), ok=bool(c.get("ok")), error_kind=c.get("error_kind"))
-        for c in result.skill_calls
-    ]
+    calls = [CallRecord(skill=c.skill, args=c.args, ok=c.ok, error_kind=c.error_kind) for c in result.skill_calls]
     usage = result.usage or {}
     tokens = None
     if usage.get("prompt_tokens") is not None or usage.get("completion_tokens") is not None:

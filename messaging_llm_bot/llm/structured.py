@@ -196,6 +196,6 @@ def schema_from_extra(extra: dict | None) -> tuple[dict | None, str, dict]:
     return grammar_safe(schema), str(spec.get("name") or "answer"), rest
 
 
-def schema_key(skills: Iterable[tuple[str, dict | None]]) -> str:
+def schema_key(skills: Iterable[tuple[object, ...]]) -> str:
     """A cache key for a skill set (names and args schemas)."""
     return json.dumps(list(skills), sort_keys=True, default=str)

@@ -1,0 +1,42 @@
+"""The message a frontend hands the agent: one record instead of loose parameters (nanobot's
+``InboundMessage`` is the model), the same from Telegram, Signal, the terminal and the evals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from messaging_llm_bot.agent.guard import ApproveCallback
+from messaging_llm_bot.agent.prompt import quote_outside
+from messaging_llm_bot.agent.turn import AgentEvent
+
+
+@dataclass
+class Incoming:
+    """One message to answer, with who sent it, how far it is trusted and where progress goes."""
+
+    conversation_id: str  # whose history and memory scope the turn uses ("tg:7", "signal:+49...")
+    text: str  # what the sender wrote, or the frontend's text for a file or a voice note
+    chat_id: int | str | None = None  # where the reply goes (for the skills: reminders, the audit line)
+    user_id: int | str | None = None  # the sender
+    message_id: int | str | None = None  # the chat's id of the message (logged with the turn)
+    # The owner's own private chat: the owner's notes, facts and other chats' logs, and every
+    # skill. False: a guest turn, with the guest skills on the chat's own folder only.
+    owner_chat: bool = True
+    untrusted: bool = False  # the text itself is outside content (an attachment's text)
+    # Where the text comes from when it is not the sender's own words ("Message forwarded from
+    # Mallory"): the model gets it quoted under this label, as outside content.
+    outside: str | None = None
+    approve: ApproveCallback | None = None  # asks the owner to confirm an "ask" call; None: refused
+    on_event: Callable[[AgentEvent], None] | None = None  # progress: thinking, skill calls, deltas, done
+    stream: bool = False  # read the model's answer as a stream (deltas; a stop cuts it off at once)
+
+    @property
+    def model_text(self) -> str:
+        """The text as the turn uses it: someone else's words quoted and labelled as outside content."""
+        return quote_outside(self.text, self.outside) if self.outside is not None else self.text
+
+    @property
+    def from_outside(self) -> bool:
+        """The message carries outside content (an attachment, a forward): the turn starts untrusted."""
+        return self.untrusted or self.outside is not None

@@ -1,0 +1,176 @@
+"""The rounds of one turn: ask the model, run the skill calls it makes, feed the results back, repeat.
+
+A round is one model request and the calls of its answer. The turn ends with the first answer
+that calls no skill (the reply), after ``max_skill_rounds`` rounds with a request for the final
+answer, on a failure (a sentence for the user), or at the owner's stop (``TurnStopped``). A
+request the model's context cannot hold is cut and sent again (agent/context_limit.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+from assistant_framework.skills import SkillContext, SkillManager
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.agent.calls import CallRunner
+from messaging_llm_bot.agent.context_limit import ContextCuts, failure_reply
+from messaging_llm_bot.agent.guard import CallGate
+from messaging_llm_bot.agent.history import prompt_messages
+from messaging_llm_bot.agent.native import SkillFormats, add_round, skill_calls
+from messaging_llm_bot.agent.settings import BotSettings
+from messaging_llm_bot.agent.turn import AgentEvent, Emit, TurnRecord, record_request
+from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
+from messaging_llm_bot.llm.structured import REPLY_SCHEMA
+from messaging_llm_bot.llm.tools import tool_calls_of
+from messaging_llm_bot.protocol import ParsedOutput, StreamGuard, final_answer_request, parse_model_output
+
+log = logging.getLogger(__name__)
+
+EMPTY_REPLY = "The model returned an empty answer. Please try again or rephrase."
+
+
+def _joined(head: list[dict], rounds: list[dict]) -> Callable[[], list[dict]]:
+    """The messages of a request in native form (asked for only when a runner sends native tools)."""
+    return lambda: [*head, *rounds]
+
+
+def offered_names(skills: SkillManager, guest: frozenset[str] | None) -> list[str]:
+    """The skill names a turn offers the model: all for the owner's own chat, a guest turn's own."""
+    names = skills.names()
+    return names if guest is None else [name for name in names if name in guest]
+
+
+@dataclass
+class TurnPrompt:
+    """What a turn's first request is made of: the system text, the history and the user's message."""
+
+    system: str
+    history: list[dict]
+    user_message: str
+    budget: int  # the history's budget, and how a message of it is measured
+    measure: Callable[[dict], int]
+
+
+@dataclass
+class Rounds:
+    """The agent's parts one turn's rounds use (built per turn: a /reload swaps them between turns)."""
+
+    llm: LLMClient
+    skills: SkillManager
+    gate: CallGate
+    workspace: Workspace
+    settings: BotSettings
+    formats: SkillFormats
+
+    def run(
+        self, turn: TurnRecord, prompt: TurnPrompt, context: SkillContext, emit: Emit, stream: bool
+    ) -> tuple[str, bool]:
+        """Run the turn's rounds; (reply, ok). Raises ``TurnStopped`` at a stop."""
+        # What the model is offered and what its answer is read against: a guest turn's skills only
+        # (the prompt, the answer schema, the native tools and the parser agree).
+        names = offered_names(self.skills, turn.guest)
+        max_rounds = self.settings.max_skill_rounds
+        history = prompt.history
+        turn_messages: list[dict] = [{"role": "user", "content": prompt.user_message}]
+        # The same rounds as native tool messages (tool_calls and ``role: tool`` results).
+        native_turn: list[dict] = [{"role": "user", "content": prompt.user_message}]
+        cuts = ContextCuts(turn.conversation_id, prompt.budget, prompt.measure)
+        repeated, last_calls = False, None
+        while True:
+            round_no = turn.rounds + 1
+            head = [{"role": "system", "content": prompt.system}, *prompt_messages(history)]
+            messages = [*head, *turn_messages]
+            turn.check_stop()
+            emit(AgentEvent("thinking", {"round": round_no}))
+            try:
+                # Asked for the final answer, or the model repeated its last calls: a constrained
+                # answer may then only be a reply (a small model otherwise loops on one call).
+                reply_only = round_no > max_rounds or repeated
+                completion = self._complete(
+                    turn,
+                    messages,
+                    names,
+                    stream,
+                    emit,
+                    native=_joined(head, native_turn),
+                    reply_only=reply_only,
+                )
+            except LLMError as err:
+                record_request(turn, round_no, messages, None, err)
+                shorter = cuts.cut_history(err, history)
+                if shorter is not None:
+                    history = shorter
+                    continue
+                if cuts.cut_results(err, turn_messages, native_turn):
+                    continue
+                turn.error = err.user_message()
+                return failure_reply(err, turn.text, messages), False
+            turn.rounds = round_no
+            turn.check_stop()  # a stop during a call that could not be cut short: its answer is dropped
+            native_calls = tool_calls_of(completion.raw)
+            if native_calls:
+                parsed = ParsedOutput(skill_calls(native_calls, names), None, ["native_tool_calls"])
+            else:
+                # With outside content in view a call the model only quotes must not run (protocol/framing.py).
+                parsed = parse_model_output(completion.text, names, guarded=turn.guarded)
+            record_request(turn, round_no, messages, completion, None, parsed)
+            if not parsed.calls:
+                reply = (parsed.reply or "").strip()
+                return (reply, True) if reply else (EMPTY_REPLY, False)
+            if round_no > max_rounds:
+                # The model was told to stop calling skills and did not.
+                return (
+                    f"I could not finish this within {max_rounds} skill rounds; please ask again more specifically.",
+                    True,
+                )
+            calls = CallRunner(self.skills, self.gate, self.workspace, self.settings)
+            signature = [calls.key(c) for c in parsed.calls]
+            repeated, last_calls = signature == last_calls, signature
+            feedbacks = []
+            for call in parsed.calls:
+                turn.check_stop()  # no further skill starts after a stop; one already run stays done
+                feedbacks.append(calls.run(call, round_no, turn, context, emit))
+            final = final_answer_request() if round_no == max_rounds else None
+            add_round(turn_messages, native_turn, completion.text, native_calls, parsed.calls, feedbacks, final)
+
+    def _complete(
+        self,
+        turn: TurnRecord,
+        messages: list[dict],
+        names: list[str],
+        stream: bool,
+        emit: Emit,
+        native: Callable[[], list[dict]],
+        reply_only: bool = False,
+    ) -> Completion:
+        """One model request of a round: the answer schema (and native tools) for ``names``, streamed
+        when asked, with only the reply's text shown as it arrives."""
+        schema, tools = (
+            (REPLY_SCHEMA, None) if reply_only or not names else self.formats.get(self.skills, self.llm.runners, names)
+        )
+        if not stream:
+            return self.llm.complete(
+                messages, schema=schema, schema_name="skill_call", tools=tools, native_messages=native
+            )
+        guard = StreamGuard(names)
+        shown = [""]
+
+        def on_delta(text_so_far: str) -> None:
+            # Raised inside the client's read loop: the response is closed, so the server stops generating.
+            turn.check_stop()
+            visible = guard.feed(text_so_far)
+            if visible and visible != shown[0]:
+                shown[0] = turn.shown = visible
+                emit(AgentEvent("delta", {"text": visible}))
+
+        return self.llm.complete(
+            messages,
+            stream=True,
+            on_delta=on_delta,
+            schema=schema,
+            schema_name="skill_call",
+            tools=tools,
+            native_messages=native,
+        )
