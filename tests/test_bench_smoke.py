@@ -43,7 +43,7 @@ def runs() -> dict[str, subprocess.CompletedProcess]:
         for name in SCRIPTS
     }
     done = {}
-    deadline = time.monotonic() + 100  # a hang guard only
+    deadline = time.monotonic() + 300  # a hang guard only (seven scripts at once took over 100 s on a loaded machine)
     for name, proc in procs.items():
         try:
             out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
