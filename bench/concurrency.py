@@ -1,10 +1,10 @@
 """Concurrency: 50 chats writing at once, a model that takes 200 ms per answer.
 
-One thread per message calls ``Agent.handle_message``; the wall time from the first thread
+One thread per message calls ``Agent.handle``; the wall time from the first thread
 start to the last reply is compared with the ideal for ``llm.max_concurrency`` = c:
 ``ceil(50 / c) x 0.2 s`` (whole batches of c model calls; the brief's 50 x 0.2 / c is the
 same for c = 1 and 8 and unreachable for 32, where two batches are needed). The baseline
-runs the same load through one global lock around ``handle_message`` (what a naive bot
+runs the same load through one global lock around ``handle`` (what a naive bot
 does). The order variant sends 2 messages per chat (the second once the first is queued)
 and checks that the model saw message 1 before message 2 and that message 2's request
 carries message 1 and its reply in the history.
@@ -25,6 +25,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from messaging_llm_bot.agent.incoming import Incoming
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -51,9 +53,9 @@ def run_load(bot, chats: int, per_chat: int, global_lock: bool) -> float:
         text = f"{chat} message {n}"
         if global_lock:
             with gate:
-                result = agent.handle_message(chat, text)
+                result = agent.handle(Incoming(chat, text))
         else:
-            result = agent.handle_message(chat, text)
+            result = agent.handle(Incoming(chat, text))
         if not result.ok:
             failures.append(f"{text}: {result.reply}")
 

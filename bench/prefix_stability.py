@@ -25,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from messaging_llm_bot.agent.incoming import Incoming
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import FAKE_SERVER_NOTE, bench_config, build_bot, fake_server, machine_line, percentile, table  # noqa: E402
@@ -160,7 +162,7 @@ def run_scenario(
     try:
         failed = []
         for text, calls in plan:
-            result = bot.agent.handle_message("owner", text)
+            result = bot.agent.handle(Incoming("owner", text))
             done = [c.skill for c in result.skill_calls if c.ok]
             if not result.ok or len(done) != len(calls):
                 failed.append(f"{text!r}: ok={result.ok}, skills run {done}, reply {result.reply[:80]!r}")

@@ -274,7 +274,7 @@ def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pau
     from assistant_framework.memory import MemoryService
     from assistant_framework.skills import SkillManager
     from assistant_framework.workspace import Workspace
-    from messaging_llm_bot.agent.loop import Agent
+    from messaging_llm_bot.agent.loop import Agent, Incoming
     from messaging_llm_bot.llm.client import LLMClient
     from messaging_llm_bot.runtime import BackgroundModel
 
@@ -300,7 +300,7 @@ def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pau
             rows = []
             background = []
             for n, text in enumerate(CONVERSATION[:turns], 1):
-                result = agent.handle_message("bench", text, chat_id=1, user_id=1)
+                result = agent.handle(Incoming("bench", text, chat_id=1, user_id=1))
                 chat = log.evaluated()
                 if setting == "immediate":
                     memory.drain(600)  # the old behaviour: extraction right after the turn, before the next one
@@ -490,7 +490,7 @@ def part_stop(server: RealModelServer, deltas: int = 10) -> str:
     """The same long answer in full, then stopped after ``deltas`` deltas and followed by a short turn."""
     from assistant_framework.skills import SkillManager
     from assistant_framework.workspace import Workspace
-    from messaging_llm_bot.agent.loop import Agent
+    from messaging_llm_bot.agent.loop import Agent, Incoming
     from messaging_llm_bot.llm.client import LLMClient
 
     rows = []
@@ -503,9 +503,9 @@ def part_stop(server: RealModelServer, deltas: int = 10) -> str:
         }
         workspace = Workspace(Path(tmp) / "ws")
         agent = Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
-        agent.handle_message("warm-up", "Hi.", stream=True)  # the system prompt is evaluated once, then cached
+        agent.handle(Incoming("warm-up", "Hi.", stream=True))  # the system prompt is evaluated once, then cached
         started = time.monotonic()
-        full = agent.handle_message("full", STORY, stream=True)
+        full = agent.handle(Incoming("full", STORY, stream=True))
         rows.append(["full answer", f"{time.monotonic() - started:.1f}", len(full.reply), "-", "-"])
         seen = [0]
 
@@ -516,10 +516,10 @@ def part_stop(server: RealModelServer, deltas: int = 10) -> str:
                     agent.stop("stopped")
 
         started = time.monotonic()
-        stopped = agent.handle_message("stopped", STORY, stream=True, on_event=on_event)
+        stopped = agent.handle(Incoming("stopped", STORY, stream=True, on_event=on_event))
         stop_s = time.monotonic() - started
         started = time.monotonic()
-        short = agent.handle_message("next", "Say hello in three words.", stream=True)
+        short = agent.handle(Incoming("next", "Say hello in three words.", stream=True))
         rows.append(
             [
                 f"stopped after {deltas} deltas",

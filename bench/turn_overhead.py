@@ -1,15 +1,15 @@
 """Turn overhead: what the framework adds to a turn on top of the model's own time.
 
 For each workspace size (files) and log size (L0 turns) a synthetic workspace is written,
-its memory index built, then ``Agent.handle_message`` is called repeatedly against the
+its memory index built, then ``Agent.handle`` is called repeatedly against the
 loopback fake model server (no latency, a plain JSON reply, so one model round per turn).
 Memory recall is ON: it is part of the turn.
 
-overhead = ``TurnResult.elapsed_s - TurnResult.model_s``: from ``handle_message`` being
+overhead = ``TurnResult.elapsed_s - TurnResult.model_s``: from ``handle`` being
 called to the reply being ready, minus the client-side time of the Chat Completions calls
 (``model_s``: from building the POST through the loopback HTTP exchange to the parsed JSON,
 as measured by ``LLMClient``). "incl. trace" uses the wall time of the whole
-``handle_message`` call instead, so it also counts the trace write and memory hand-off that
+``handle`` call instead, so it also counts the trace write and memory hand-off that
 happen after the reply is ready.
 
     python bench/turn_overhead.py            # 1k files/10k turns and 10k files/100k turns
@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from messaging_llm_bot.agent.incoming import Incoming
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -99,7 +101,7 @@ def measure(files: int, turns: int, messages: int, warmup: int, base: Path, serv
             first, second = query_words(rng)
             text = f"what did I say about {first} and {second}?"
             called = time.perf_counter()
-            result = bot.agent.handle_message(conversation, text)
+            result = bot.agent.handle(Incoming(conversation, text))
             wall = time.perf_counter() - called
             if not result.ok:
                 raise RuntimeError(f"turn {i} at {files} files/{turns} turns failed: {result.reply}")

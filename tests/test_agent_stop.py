@@ -9,6 +9,7 @@ import signal
 import threading
 
 from assistant_framework.inbox import Inbox
+from messaging_llm_bot.agent.incoming import Incoming
 from tests.telegram_harness import make_runtime
 from tests.test_agent_concurrency import make_agent, wait_until
 
@@ -27,11 +28,13 @@ def test_a_streamed_answer_stops_at_once_and_the_server_is_hung_up_on(bot_config
     agent = make_agent(bot_config, workspace)
     deltas: list[str] = []
     thread, box = run_in_thread(
-        lambda: agent.handle_message(
-            "c1",
-            "tell me a long story",
-            stream=True,
-            on_event=lambda e: deltas.append(e.data["text"]) if e.kind == "delta" else None,
+        lambda: agent.handle(
+            Incoming(
+                "c1",
+                "tell me a long story",
+                stream=True,
+                on_event=lambda e: deltas.append(e.data["text"]) if e.kind == "delta" else None,
+            )
         )
     )
     wait_until(lambda: any("word3" in d for d in deltas))
@@ -47,7 +50,7 @@ def test_a_streamed_answer_stops_at_once_and_the_server_is_hung_up_on(bot_config
 
     assert agent.stop("c1") is False  # nothing runs now
     chat_server.enqueue('{"reply": "short and sweet"}')
-    follow = agent.handle_message("c1", "a short one then", stream=True)
+    follow = agent.handle(Incoming("c1", "a short one then", stream=True))
     assert follow.ok and follow.reply == "short and sweet" and not follow.stopped
     sent = [m["content"] for m in chat_server.chat_requests[-1]["messages"][1:-1]]
     assert sent == []  # the stopped exchange did not enter the prompt's history
@@ -59,7 +62,7 @@ def test_a_stop_during_a_model_call_drops_its_answer_and_runs_no_skill(bot_confi
         {"content": json.dumps({"skill": "save_note", "args": {"name": "plan", "text": "x"}}), "delay": 0.5}
     )
     agent = make_agent(bot_config, workspace)
-    thread, box = run_in_thread(lambda: agent.handle_message("c1", "save my plan"))
+    thread, box = run_in_thread(lambda: agent.handle(Incoming("c1", "save my plan")))
     assert chat_server.wait_for_requests(1, timeout=10)
     assert agent.stop("c1") is True
     assert agent.stop("c1") is False  # already stopping
@@ -90,7 +93,7 @@ def test_skills_already_run_are_named_and_no_further_round_starts(bot_config, wo
         if event.kind == "skill_result":
             agent.stop("c1")  # the owner stops while the skill's result goes back to the model
 
-    result = agent.handle_message("c1", "save my plan", on_event=on_event)
+    result = agent.handle(Incoming("c1", "save my plan", on_event=on_event))
     assert result.stopped and result.reply == "⏹ Stopped. Already done before the stop: save_note."
     assert workspace.read_text("notes/plan.md") == "x"
     assert len(chat_server.chat_requests) == 1  # no second round
@@ -99,9 +102,9 @@ def test_skills_already_run_are_named_and_no_further_round_starts(bot_config, wo
 def test_a_stop_ends_only_the_running_turn_not_the_ones_waiting(bot_config, workspace, chat_server):
     chat_server.enqueue({"content": '{"reply": "first"}', "delay": 0.4}, '{"reply": "second"}')
     agent = make_agent(bot_config, workspace)
-    first, box1 = run_in_thread(lambda: agent.handle_message("c1", "one"))
+    first, box1 = run_in_thread(lambda: agent.handle(Incoming("c1", "one")))
     assert chat_server.wait_for_requests(1, timeout=10)
-    second, box2 = run_in_thread(lambda: agent.handle_message("c1", "two"))
+    second, box2 = run_in_thread(lambda: agent.handle(Incoming("c1", "two")))
     wait_until(lambda: agent.pending("c1") == 2)
     agent.stop("c1")
     first.join(10)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.frontends.commands import format_stats, help_text, run_command, skill_text, skills_text, why_text
 from messaging_llm_bot.frontends.markup import unescape_markdown
 from messaging_llm_bot.runtime import build_runtime
@@ -129,7 +130,7 @@ def test_runtime_commands_reload_and_status(tmp_path, chat_server, test_skills_d
         status = runtime.status_text()
         assert status.startswith("Model: OK") and "save_note" in status and "Collectors" in status
         chat_server.enqueue("first")
-        runtime.agent.handle_message("console", "hi")
+        runtime.agent.handle(Incoming("console", "hi"))
         assert "2 messages" in run_command(runtime, "console", "/reset")
         assert run_command(runtime, "console", "just text") is None
         # An invalid config is refused and the running one kept.
@@ -143,7 +144,7 @@ def test_runtime_commands_reload_and_status(tmp_path, chat_server, test_skills_d
         )
         assert run_command(runtime, "console", "/reload") == "Reloaded config, skills and collectors."
         chat_server.enqueue("second")
-        runtime.agent.handle_message("console", "hi again")
+        runtime.agent.handle(Incoming("console", "hi again"))
         assert chat_server.chat_requests[-1]["messages"][0]["content"].startswith("You are Reloaded.")
         assert "Usage, last 30 days" in run_command(runtime, "console", "/stats")
     finally:
@@ -152,6 +153,22 @@ def test_runtime_commands_reload_and_status(tmp_path, chat_server, test_skills_d
     runtime = build_runtime(config, tmp_path / "ws")
     try:
         assert runtime.status_text().startswith("Model: PROBLEM") and "not reachable" in runtime.status_text()
+    finally:
+        runtime.shutdown(timeout=5)
+
+
+def test_the_terminal_shows_the_reply_as_every_frontend_builds_it(tmp_path, chat_server, test_skills_dir):
+    from messaging_llm_bot.agent.turn import reply_text
+    from messaging_llm_bot.frontends import console
+
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir, reply_footer=True)
+    runtime = build_runtime(config, tmp_path / "ws")
+    try:
+        chat_server.enqueue('{"reply": "Hi."}', '{"reply": "Hi."}')
+        shown = console.answer(runtime, "hello")
+        assert shown.startswith("Hi.\n\n_— ") and shown.endswith("_") and " 1 round · " in shown
+        again = runtime.agent.handle(Incoming("other", "hello"))
+        assert reply_text(again).split(" · ")[:3] == shown.split(" · ")[:3]  # the same text, but for the time
     finally:
         runtime.shutdown(timeout=5)
 
@@ -181,7 +198,7 @@ def test_runtime_with_memory_background_and_shutdown(tmp_path, chat_server, test
         runtime.start_background(notify=lambda title, text: None)
         assert runtime.collector_runner is not None
         chat_server.enqueue("hello back")
-        result = runtime.agent.handle_message("console", "hello")
+        result = runtime.agent.handle(Incoming("console", "hello"))
         assert result.ok
         assert runtime.workspace.list("conversations/console/*.jsonl")
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from assistant_framework.skills import SkillManager
+from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.agent.prompt import estimate_tokens
 from messaging_llm_bot.llm.client import LLMClient
@@ -19,7 +20,7 @@ def test_history_in_the_prompt_stays_within_the_token_budget(bot_config, workspa
     agent = Agent(bot_config, workspace, SkillManager.from_config(bot_config, workspace), LLMClient(bot_config["llm"]))
     for i in range(8):
         chat_server.enqueue(f"{i} " + word * 20)
-        assert agent.handle_message("c1", f"{i} " + word * 20).ok
+        assert agent.handle(Incoming("c1", f"{i} " + word * 20)).ok
     history = chat_server.chat_requests[-1]["messages"][1:-1]
     assert history and history[0]["role"] == "user"  # something is kept, whole pairs
     assert sum(estimate_tokens(m["content"]) for m in history) <= BUDGET_TOKENS

@@ -21,6 +21,7 @@ from assistant_framework.memory.cjk import MAX_SHORT
 from assistant_framework.memory.readers import QueryTimeout, ReaderPool, time_limit
 from assistant_framework.memory.search import MAX_QUERY_CHARS
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.agent.incoming import Incoming
 from tests.telegram_harness import OWNER, texts
 
 # Two-character CJK words, all different: word n is chr(0x4E00 + 2n) + chr(0x4E01 + 2n).
@@ -77,7 +78,7 @@ def test_recall_of_a_long_cjk_message_is_bounded_through_the_bot(fake, start_bot
 
 def _ask_memory_search(agent, chat_server, query: str) -> str:
     chat_server.enqueue(json.dumps({"skill": "memory_search", "args": {"query": query}}), '{"reply": "done"}')
-    agent.handle_message("c1", "look it up")
+    agent.handle(Incoming("c1", "look it up"))
     return str(chat_server.chat_requests[-1]["messages"][-1]["content"])
 
 

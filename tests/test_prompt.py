@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 import pytest
 
 from assistant_framework.skills import SkillManager
+from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.agent.prompt import (
     PromptBuilder,
@@ -38,7 +39,7 @@ def test_system_message_byte_identical_across_turns_and_time_at_end(bot_config, 
     agent = Agent(bot_config, workspace, skills, LLMClient(bot_config["llm"]), clock=lambda: next(moments))
     for text in ("first", "second"):
         chat_server.enqueue("ok " + text)
-        agent.handle_message("c1", text)
+        agent.handle(Incoming("c1", text))
     first, second = chat_server.chat_requests
     assert first["messages"][0]["role"] == "system"
     assert first["messages"][0]["content"] == second["messages"][0]["content"]

@@ -13,6 +13,7 @@ import pytest
 from assistant_framework.memory import MemoryService
 from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
 from messaging_llm_bot.llm.structured import protocol_schema
@@ -82,11 +83,13 @@ def _agent(real_server, tmp_path, **runner) -> Agent:
 def test_constrained_turn_gives_a_protocol_object_and_a_clean_reply(real_server, tmp_path):
     agent = _agent(real_server, tmp_path)
     deltas: list[str] = []
-    result = agent.handle_message(
-        "t",
-        "add a task: buy milk tomorrow",
-        stream=True,
-        on_event=lambda e: e.kind == "delta" and deltas.append(e.data["text"]),
+    result = agent.handle(
+        Incoming(
+            "t",
+            "add a task: buy milk tomorrow",
+            stream=True,
+            on_event=lambda e: e.kind == "delta" and deltas.append(e.data["text"]),
+        )
     )
     assert result.ok, result.reply
     # The server takes json_object with a schema, not json_schema: auto found that out.

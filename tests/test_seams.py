@@ -11,6 +11,8 @@ import pytest
 
 from assistant_framework.memory import MemoryService
 from messaging_llm_bot.agent.memory import Memory
+from messaging_llm_bot.frontends.runtime import Runtime
+from messaging_llm_bot.runtime import BotRuntime
 
 
 def protocol_members(protocol: type) -> list[str]:
@@ -22,9 +24,20 @@ def protocol_members(protocol: type) -> list[str]:
     ]
 
 
+def protocol_attributes(protocol: type) -> list[str]:
+    """The attributes and properties a protocol declares."""
+    properties = [name for name, value in vars(protocol).items() if isinstance(value, property)]
+    return [*protocol.__annotations__, *properties]
+
+
 def missing_calls(protocol: type, implementation: type) -> list[str]:
     """What ``implementation`` lacks of ``protocol``: a method, or a parameter the protocol passes."""
-    problems = []
+    fields = getattr(implementation, "__dataclass_fields__", {})
+    problems = [
+        f"{name}: missing"
+        for name in protocol_attributes(protocol)
+        if name not in fields and not hasattr(implementation, name)
+    ]
     for name in protocol_members(protocol):
         wanted = inspect.signature(getattr(protocol, name))
         found = getattr(implementation, name, None)
@@ -45,7 +58,7 @@ def missing_calls(protocol: type, implementation: type) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("protocol,implementation", [(Memory, MemoryService)])
+@pytest.mark.parametrize("protocol,implementation", [(Memory, MemoryService), (Runtime, BotRuntime)])
 def test_the_implementation_has_every_call_of_its_protocol(protocol, implementation):
     assert protocol_members(protocol), protocol
     assert missing_calls(protocol, implementation) == []
@@ -58,3 +71,9 @@ def test_the_check_finds_a_missing_call_and_a_renamed_keyword():
 
     problems = missing_calls(Memory, Renamed)
     assert "log_turn: no parameter 'time'" in problems and "recall: missing" in problems
+
+    class NoAgent:
+        config: dict = {}
+        workspace = None
+
+    assert "agent: missing" in missing_calls(Runtime, NoAgent)

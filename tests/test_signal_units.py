@@ -22,7 +22,7 @@ from messaging_llm_bot.frontends.signal.client import (
 )
 from messaging_llm_bot.frontends.signal.format import inline_links, render_signal
 from messaging_llm_bot.frontends.signal.settings import (
-    Incoming,
+    SignalMessage,
     SignalSettings,
     addressed_to_bot,
     model_text,
@@ -125,16 +125,16 @@ def test_allowlist_is_deny_by_default_and_takes_numbers_or_uuids():
 
 def test_group_rules_and_mentions():
     settings = SignalSettings.from_config({"signal": {"account": BOT, "allowed": [OWNER]}})
-    plain = Incoming(OWNER, None, "", 1, "hello", group_id=GROUP)
+    plain = SignalMessage(OWNER, None, "", 1, "hello", group_id=GROUP)
     mention_bot = {"number": BOT, "uuid": None, "start": 0, "length": 1, "name": BOT}
     mention_anna = {"number": "+15552220000", "start": 6, "length": 1, "name": "Anna"}
-    asked = Incoming(
+    asked = SignalMessage(
         OWNER, None, "", 2, "\ufffc ask \ufffc please", group_id=GROUP, mentions=[mention_bot, mention_anna]
     )
-    quoted = Incoming(OWNER, None, "", 3, "and?", group_id=GROUP, quote={"authorNumber": BOT, "id": 5})
+    quoted = SignalMessage(OWNER, None, "", 3, "and?", group_id=GROUP, quote={"authorNumber": BOT, "id": 5})
     assert not addressed_to_bot(plain, settings)
     assert addressed_to_bot(asked, settings) and addressed_to_bot(quoted, settings)
-    assert addressed_to_bot(Incoming(OWNER, None, "", 4, "/help", group_id=GROUP), settings)
+    assert addressed_to_bot(SignalMessage(OWNER, None, "", 4, "/help", group_id=GROUP), settings)
     assert addressed_to_bot(plain, SignalSettings.from_config({"signal": {"account": BOT, "group_mode": "all"}}))
     assert model_text(asked, BOT) == "ask @Anna please"
     assert recipient_params(OWNER) == {"recipient": [OWNER]} and recipient_params(GROUP) == {"groupId": GROUP}

@@ -33,6 +33,17 @@ def test_hello_round_trip(fake, bot, chat_server):
     assert [c["command"] for c in fake.commands()][:2] == ["help", "now"]
 
 
+def test_the_reply_footer_reaches_the_chat_in_italics(fake, start_bot, chat_server):
+    # The reply text is the agent's reply_text (the same in every frontend): reply, blank line, footer.
+    start_bot(config_patch=lambda config: config["runtime"].update(reply_footer=True))
+    chat_server.enqueue('{"reply": "Hi."}')
+    fake.send_message("hello")
+    [msg] = fake.wait_for_messages(OWNER, 1)
+    assert msg["text"].startswith("Hi.\n\n— ") and " 1 round · " in msg["text"]
+    footer = msg["text"].index("— ")
+    assert {"type": "italic", "offset": footer, "length": len(msg["text"]) - footer} in msg["entities"]
+
+
 def test_stranger_is_refused_without_model_call_or_workspace_change(fake, start_bot, chat_server, workspace):
     start_bot()
     before = snapshot(workspace)

@@ -16,6 +16,7 @@ from assistant_framework.traces import (
     trace_path,
 )
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
 from tests.fakes.chat_server import FakeChatServer
@@ -42,7 +43,7 @@ def test_trace_written_with_requests_sizes_and_redaction(bot_config, workspace):
             {"content": '{"skill": "add", "args": {"a": 1, "b": 2}}', "delay": 0.2},
             f"Your token is {BOT_TOKEN} and key {API_KEY}",
         )
-        result = agent.handle_message("c1", f"tell me {BOT_TOKEN}")
+        result = agent.handle(Incoming("c1", f"tell me {BOT_TOKEN}"))
     assert result.ok and result.trace_id
     trace = TraceStore(workspace).load(result.trace_id)
     assert trace["conversation"] == "c1" and trace["model"] == "fake-model" and trace["runner"] == "fake"
@@ -65,7 +66,7 @@ def test_trace_written_with_requests_sizes_and_redaction(bot_config, workspace):
 
 def test_failed_turn_is_traced(bot_config, workspace, chat_server):
     chat_server.enqueue({"status": 500})
-    result = make_agent(bot_config, workspace).handle_message("c1", "hi")
+    result = make_agent(bot_config, workspace).handle(Incoming("c1", "hi"))
     trace = TraceStore(workspace).load(result.trace_id)
     assert trace["ok"] is False and trace["error"] and trace["requests"][0]["error"]["kind"] == "server"
 
@@ -73,7 +74,7 @@ def test_failed_turn_is_traced(bot_config, workspace, chat_server):
 def test_traces_pruned_to_keep(bot_config, workspace, chat_server):
     bot_config["runtime"]["trace_keep"] = 3
     agent = make_agent(bot_config, workspace)
-    ids = [agent.handle_message("c1", f"m{i}").trace_id for i in range(5)]
+    ids = [agent.handle(Incoming("c1", f"m{i}")).trace_id for i in range(5)]
     store = TraceStore(workspace)
     assert store.ids() == ids[-3:]
     assert len(workspace.list("traces/**/*.json")) == 3
@@ -102,8 +103,8 @@ def test_collect_and_redact_secrets():
 def test_cli_last_prompt_list_show(bot_config, workspace, chat_server, capsys):
     agent = make_agent(bot_config, workspace)
     chat_server.enqueue('{"skill": "add", "args": {"a": 1, "b": 2}}', "three", "second reply")
-    first = agent.handle_message("conv-a", "one plus two")
-    second = agent.handle_message("conv-b", "again")
+    first = agent.handle(Incoming("conv-a", "one plus two"))
+    second = agent.handle(Incoming("conv-b", "again"))
 
     assert cli_main(["trace", "last-prompt", "--workspace", str(workspace.root)]) == 0
     out = capsys.readouterr().out
@@ -273,7 +274,7 @@ def test_trace_show_and_last_prompt_mask_the_configs_secrets_even_in_an_old_trac
     """A trace written before a key was configured holds it in clear; printing it masks it."""
     agent = make_agent(bot_config, workspace)
     chat_server.enqueue('{"reply": "noted"}')
-    result = agent.handle_message("conv-a", "my new key is sk-live-0123456789abcdef, keep it")
+    result = agent.handle(Incoming("conv-a", "my new key is sk-live-0123456789abcdef, keep it"))
     assert "sk-live-0123456789abcdef" in workspace.read_text(trace_path(result.trace_id))  # not a secret back then
     config = tmp_path / "config.json"
     config.write_text(

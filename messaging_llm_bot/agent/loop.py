@@ -22,7 +22,7 @@ from assistant_framework.access import guest_skills
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.traces import TraceStore, collect_secrets, new_trace_id
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.agent.guard import ApproveCallback, CallGate
+from messaging_llm_bot.agent.guard import CallGate
 from messaging_llm_bot.agent.history import (
     HistoryStore,
     message_chars,
@@ -223,36 +223,6 @@ class Agent:
         self._turn_memory.signal(started=False)
         emit(AgentEvent("done", {"reply": reply}) if ok else AgentEvent("error", {"message": reply}))
         return result
-
-    def handle_message(
-        self,
-        conversation_id: str,
-        text: str,
-        *,
-        on_event: Callable[[AgentEvent], None] | None = None,
-        stream: bool = False,
-        chat_id: int | str | None = None,
-        user_id: int | str | None = None,
-        private: bool = True,
-        message_id: int | str | None = None,
-        untrusted: bool = False,
-        approve: ApproveCallback | None = None,
-    ) -> TurnResult:
-        """``handle`` with the message's fields as parameters (until the frontends hand an ``Incoming``)."""
-        return self.handle(
-            Incoming(
-                conversation_id,
-                text,
-                chat_id=chat_id,
-                user_id=user_id,
-                message_id=message_id,
-                owner_chat=private,
-                untrusted=untrusted,
-                approve=approve,
-                on_event=on_event,
-                stream=stream,
-            )
-        )
 
     # -- the transaction (under the conversation lock) ---------------------------
 

@@ -19,6 +19,7 @@ from assistant_framework.evals.scoring import CallRecord, CaseResult, score_case
 from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.history import HistoryStore
+from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
 
@@ -84,7 +85,7 @@ def run_case(case: EvalCase, config: dict, llm: LLMClient) -> CaseResult:
         _seed(workspace, case, agent.settings.history_budget_chars, now)
         started = time.perf_counter()
         try:
-            result = agent.handle_message("eval", case.message, chat_id=0, user_id=0)
+            result = agent.handle(Incoming("eval", case.message, chat_id=0, user_id=0))
         except Exception as exc:  # noqa: BLE001 - one broken case must not stop the suite
             return score_case(case, [], "", today=now.date(), error=f"{type(exc).__name__}: {exc}")
         latency = time.perf_counter() - started

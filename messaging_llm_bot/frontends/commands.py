@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assistant_framework.access import OWNER_ONLY_COMMANDS, command_allowed
 from assistant_framework.traces import TraceStore
@@ -16,7 +16,8 @@ from assistant_framework.workspace import Workspace
 from messaging_llm_bot.frontends.markup import escape_markdown
 
 if TYPE_CHECKING:  # pragma: no cover
-    from messaging_llm_bot.runtime import BotRuntime
+    from assistant_framework.skills import SkillManager
+    from messaging_llm_bot.frontends.runtime import Runtime
 
 #: (command, description) shown by /help.
 COMMANDS: list[tuple[str, str]] = [
@@ -74,7 +75,7 @@ def help_text(skill_names: list[str], *, with_now: bool | None = None) -> str:
     return "\n".join(lines)
 
 
-def skills_text(skills: Any) -> str:
+def skills_text(skills: SkillManager) -> str:
     """One line per loaded skill, plus the skills that failed to load."""
     catalog = skills.catalog()
     lines = (
@@ -88,7 +89,7 @@ def skills_text(skills: Any) -> str:
     return "\n".join(lines)
 
 
-def skill_text(skills: Any, name: str) -> str:
+def skill_text(skills: SkillManager, name: str) -> str:
     """A skill's help (its README's "What it does"), or the closest names for an unknown one."""
     name = name.strip()
     if not name:
@@ -153,7 +154,7 @@ def stats_text(workspace: Workspace, days: int = 30, now: datetime | None = None
     return format_stats(TraceStore(workspace).stats(days=days, now=now), days)
 
 
-def run_command(runtime: "BotRuntime", conversation_id: str, text: str, *, owner_data: bool = True) -> str | None:
+def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_data: bool = True) -> str | None:
     """The reply to a ``/command`` line, or None when ``text`` is not a known command.
 
     ``owner_data``: the turn is the owner's own one-to-one chat (``assistant_framework.access.sees_owner_data``);

@@ -17,16 +17,16 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from assistant_framework.inbox import Inbox
-from messaging_llm_bot.agent.loop import AgentEvent
+from messaging_llm_bot.agent.guard import ApproveCallback
+from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.turn import AgentEvent, reply_text
 from messaging_llm_bot.frontends.commands import run_command
 from messaging_llm_bot.frontends.console_extras import HISTORY_FILE, PROMPT, ConsoleReminders, LiveReply, line_reader
 from messaging_llm_bot.frontends.markup import unescape_markdown
-
-if TYPE_CHECKING:  # pragma: no cover
-    from messaging_llm_bot.runtime import BotRuntime
+from messaging_llm_bot.frontends.runtime import Runtime
 
 CONVERSATION_ID = "console"
 QUIT_COMMANDS = ("/quit", "/exit")
@@ -61,12 +61,12 @@ def terminal_approver(stdin: TextIO, stdout: TextIO):
 
 
 def answer(
-    runtime: "BotRuntime",
+    runtime: Runtime,
     text: str,
     *,
     progress: TextIO | None = None,
     conversation_id: str = CONVERSATION_ID,
-    approve=None,
+    approve: ApproveCallback | None = None,
     stream: bool = False,
     live: LiveReply | None = None,
 ) -> str:
@@ -88,25 +88,25 @@ def answer(
         if line and progress is not None:
             print(line, file=progress, flush=True)
 
-    result = runtime.agent.handle_message(
+    incoming = Incoming(
         conversation_id,
         text,
-        on_event=on_event,
         chat_id=conversation_id,
         user_id="owner",
         approve=approve,
+        on_event=on_event,
         stream=stream,
     )
-    return result.reply + (f"\n{result.footer}" if result.footer else "")
+    return reply_text(runtime.agent.handle(incoming))
 
 
 def answer_durably(
-    runtime: "BotRuntime",
+    runtime: Runtime,
     inbox: Inbox,
     text: str,
     *,
     progress: TextIO | None = None,
-    approve=None,
+    approve: ApproveCallback | None = None,
     stream: bool = False,
     live: LiveReply | None = None,
 ) -> tuple[str, str | None]:
@@ -128,7 +128,13 @@ def answer_durably(
 
 
 def answer_stoppably(
-    runtime: "BotRuntime", inbox: Inbox, text: str, *, progress: TextIO, ask=None, live: LiveReply | None = None
+    runtime: Runtime,
+    inbox: Inbox,
+    text: str,
+    *,
+    progress: TextIO,
+    ask: ApproveCallback | None = None,
+    live: LiveReply | None = None,
 ) -> tuple[str, str | None]:
     """``answer_durably`` in a worker thread: Ctrl-C stops the turn (``Agent.stop``) and the reply says so;
     a second Ctrl-C (or SIGTERM) leaves the chat, the message staying in the inbox as before.
@@ -188,7 +194,7 @@ def answer_stoppably(
     return box["out"]
 
 
-def _replay(runtime: "BotRuntime", inbox: Inbox, stdout: TextIO, stderr: TextIO, interactive: bool) -> None:
+def _replay(runtime: Runtime, inbox: Inbox, stdout: TextIO, stderr: TextIO, interactive: bool) -> None:
     for item in inbox.pending():
         if item.conversation_id != CONVERSATION_ID:
             continue
@@ -202,7 +208,7 @@ def _replay(runtime: "BotRuntime", inbox: Inbox, stdout: TextIO, stderr: TextIO,
 
 
 def run_console(
-    runtime: "BotRuntime",
+    runtime: Runtime,
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
@@ -260,7 +266,7 @@ def run_console(
     return 0
 
 
-def _start_reminders(runtime: "BotRuntime", stdout: TextIO) -> ConsoleReminders:
+def _start_reminders(runtime: Runtime, stdout: TextIO) -> ConsoleReminders:
     """Reminders set in the terminal chat are delivered there while it runs (late ones at the next start)."""
     from assistant_framework.stores.reminders import ReminderStore
 

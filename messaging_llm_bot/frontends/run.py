@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Any
+
+from messaging_llm_bot.frontends.runtime import Runtime
 
 SHUTDOWN_TIMEOUT_SECONDS = 20.0
 
@@ -24,7 +25,7 @@ def enabled_frontends(config: dict) -> list[str]:
     return names
 
 
-def run_chat_frontends(runtime: Any, names: list[str]) -> int:
+def run_chat_frontends(runtime: Runtime, names: list[str]) -> int:
     """Run ``names`` until stopped (SIGINT/SIGTERM); returns the worst exit code."""
     # Imported here: a Telegram-only start does not load the Signal frontend, and the reverse.
     if names == ["signal"]:

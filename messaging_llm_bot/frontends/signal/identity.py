@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from assistant_framework.access import sees_owner_data
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.frontends.signal.settings import Incoming, SignalSettings, normalize_id
+from messaging_llm_bot.frontends.signal.settings import SignalMessage, SignalSettings, normalize_id
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class Sender:
     #: What the record says when the message's number and account disagree with it (the message is refused).
     mismatch: str | None = None
 
-    def owner_chat(self, msg: Incoming) -> bool:
+    def owner_chat(self, msg: SignalMessage) -> bool:
         """True only for the owner in their own direct chat (assistant_framework.access)."""
         return sees_owner_data(self.owner, msg.group_id is None)
 
@@ -76,7 +76,7 @@ class Identities:
         with self._lock:
             return self._pins.get(number)
 
-    def judge(self, msg: Incoming, settings: SignalSettings) -> Sender:
+    def judge(self, msg: SignalMessage, settings: SignalSettings) -> Sender:
         """The sender of ``msg``. A number counts only with the account pinned to it (or when neither the
         number nor the account is pinned to another); a message whose number and account disagree with
         the record is refused whatever the allowlist says (its chat would be the number's)."""
@@ -99,7 +99,7 @@ class Identities:
             return Sender(ids=frozenset(), allowed=False, owner=False, mismatch=mismatch)
         return Sender(ids=frozenset(ids), allowed=settings.allows_any(ids), owner=settings.owner_in(ids))
 
-    def pin(self, msg: Incoming, sender: Sender) -> None:
+    def pin(self, msg: SignalMessage, sender: Sender) -> None:
         """Record the account of an allowed number's first message that carries one (blocking: writes a file)."""
         number, uuid = msg.number, msg.uuid
         if not (number and uuid and sender.allowed and number in sender.ids):

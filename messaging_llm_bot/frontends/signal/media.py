@@ -14,7 +14,7 @@ from datetime import date
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.frontends.attachments import SavedFile, sanitize_name, save_bytes
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
-from messaging_llm_bot.frontends.signal.settings import Incoming, attachment_kind
+from messaging_llm_bot.frontends.signal.settings import SignalMessage, attachment_kind
 from messaging_llm_bot.llm.transcribe import Transcription, transcribe
 
 MAX_ATTACHMENT_BYTES = 100 * 1024 * 1024  # Signal's own attachment limit
@@ -32,7 +32,7 @@ _EXT = {
 }
 
 
-def attachment_name(att: dict, msg: Incoming) -> str:
+def attachment_name(att: dict, msg: SignalMessage) -> str:
     """The file name to save under: the sender's name for it, else one made from kind and timestamp."""
     if att.get("filename"):
         return str(att["filename"])
@@ -43,7 +43,7 @@ def attachment_name(att: dict, msg: Incoming) -> str:
     return f"{attachment_kind(att)}-{msg.timestamp}.{ext}"
 
 
-async def fetch(client: SignalClient, att: dict, msg: Incoming) -> bytes | str:
+async def fetch(client: SignalClient, att: dict, msg: SignalMessage) -> bytes | str:
     """The attachment's bytes, or an error text for the user."""
     size = att.get("size")
     if isinstance(size, int) and size > MAX_ATTACHMENT_BYTES:
@@ -59,7 +59,9 @@ async def fetch(client: SignalClient, att: dict, msg: Incoming) -> bytes | str:
         return "signal-cli returned the file in a form I cannot read."
 
 
-async def save_attachments(client: SignalClient, ws: Workspace, msg: Incoming, today: date) -> list[SavedFile | str]:
+async def save_attachments(
+    client: SignalClient, ws: Workspace, msg: SignalMessage, today: date
+) -> list[SavedFile | str]:
     """Save every attachment of the message into ``inbox/<today>/`` (one message may carry several
     photos and files); per attachment the saved file or an error text. The caption goes with the first."""
     out: list[SavedFile | str] = []
@@ -91,7 +93,7 @@ def audio_file_name(att: dict) -> str | None:
     return sanitize_name(str(att["filename"])) if att.get("filename") else None
 
 
-async def transcribe_voice(client: SignalClient, msg: Incoming, config: dict) -> Transcription:
+async def transcribe_voice(client: SignalClient, msg: SignalMessage, config: dict) -> Transcription:
     """Fetch a voice note and send it to the configured transcription endpoint."""
     att = msg.attachments[0]
     data = await fetch(client, att, msg)

@@ -33,12 +33,13 @@ from messaging_llm_bot.frontends.digest import build_digest
 from messaging_llm_bot.frontends.jobs import AsyncJobQueue, DailyJob
 from messaging_llm_bot.frontends.pool import pool_size
 from messaging_llm_bot.frontends.reminders import DeliveryRefused, ReminderScheduler
+from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.signal.approval import Approvals
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.frontends.signal.identity import Identities
 from messaging_llm_bot.frontends.signal.settings import (
     PREFIX,
-    Incoming,
+    SignalMessage,
     SignalSettings,
     addressed_to_bot,
     chat_of_conversation,
@@ -65,7 +66,7 @@ class SignalService:
 
     def __init__(
         self,
-        runtime: Any,
+        runtime: Runtime,
         *,
         stop_signals: Sequence[int] | None = None,
         reminder_poll_seconds: float = REMINDER_POLL_SECONDS,
@@ -359,7 +360,7 @@ class SignalService:
         task.add_done_callback(self._tasks.discard)
         return True
 
-    async def _over_limit(self, msg: Incoming) -> None:
+    async def _over_limit(self, msg: SignalMessage) -> None:
         """A message beyond its chat's ``runtime.max_pending_per_chat``: not answered, not stored; the chat
         is told once per backlog."""
         if self.queues.refused(msg.chat):
@@ -381,7 +382,7 @@ class SignalService:
             ln.strip() for ln in self.runtime.workspace.read_text(REFUSED_LOG, default="").splitlines() if ln.strip()
         ]
 
-    async def _refuse(self, msg: Incoming) -> None:
+    async def _refuse(self, msg: SignalMessage) -> None:
         who = msg.uuid or msg.number or "?"
         if msg.group_id is not None and not addressed_to_bot(msg, SignalSettings(account=self.settings.account)):
             return  # a group conversation not addressed to the bot: stay quiet
@@ -396,7 +397,7 @@ class SignalService:
             log.warning("signal: could not remember the refusal of %s: %s", who, err)
         await self._say(msg, refusal_text(msg))
 
-    async def _say(self, msg: Incoming, text: str) -> None:
+    async def _say(self, msg: SignalMessage, text: str) -> None:
         try:
             await send_parts(self.client, msg.chat, text, quote=msg if msg.group_id else None)
         except (SignalRpcError, SignalUnavailable) as err:
@@ -404,14 +405,14 @@ class SignalService:
 
     # -- commands -----------------------------------------------------------------
 
-    async def _stop_turn(self, msg: Incoming) -> None:
+    async def _stop_turn(self, msg: SignalMessage) -> None:
         """Stop the turn running in this chat; an open confirmation question counts as declined."""
         stopped = self.runtime.agent.stop(msg.conversation_id)
         if stopped:
             self.approvals.resolve(msg.chat, "no")
         await self._say(msg, texts.STOPPING_TEXT if stopped else texts.NOTHING_TO_STOP_TEXT)
 
-    async def _command(self, msg: Incoming) -> None:
+    async def _command(self, msg: SignalMessage) -> None:
         text = msg.text.strip()
         name, _, rest = text[1:].partition(" ")
         name, rest = name.lower(), rest.strip()
@@ -487,6 +488,6 @@ class SignalService:
         await self.send_notice(None, await asyncio.to_thread(self.digest_text))
 
 
-def run_signal(runtime: Any, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:
+def run_signal(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:
     """Run the Signal frontend for ``runtime`` until interrupted; returns an exit code."""
     return SignalService(runtime, stop_signals=stop_signals).run()

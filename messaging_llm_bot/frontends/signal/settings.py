@@ -67,7 +67,7 @@ class SignalSettings:
 
 
 @dataclass
-class Incoming:
+class SignalMessage:
     """One data message from the event stream, in the fields the bot uses."""
 
     number: str | None
@@ -120,7 +120,7 @@ def attachment_kind(att: dict) -> str:
     return "document"
 
 
-def parse_event(obj: dict) -> Incoming | None:
+def parse_event(obj: dict) -> SignalMessage | None:
     """The data message of a receive object, or None (receipts, typing, sync, reactions, edits, group updates)."""
     env = obj.get("envelope") if isinstance(obj, dict) else None
     if not isinstance(env, dict):
@@ -136,7 +136,7 @@ def parse_event(obj: dict) -> Incoming | None:
     if not text and not attachments and not sticker:
         return None  # group updates, expiration timer changes, ...
     group = data.get("groupInfo") or {}
-    return Incoming(
+    return SignalMessage(
         number=env.get("sourceNumber") or (env.get("source") if E164_RE.match(str(env.get("source") or "")) else None),
         uuid=normalize_id(env.get("sourceUuid")) if env.get("sourceUuid") else None,
         name=str(env.get("sourceName") or ""),
@@ -155,7 +155,7 @@ def is_bot(number: str | None, uuid: str | None, account: str, account_uuid: str
     return bool((number and number == account) or (uuid and account_uuid and normalize_id(uuid) == account_uuid))
 
 
-def addressed_to_bot(msg: Incoming, settings: SignalSettings, account_uuid: str | None = None) -> bool:
+def addressed_to_bot(msg: SignalMessage, settings: SignalSettings, account_uuid: str | None = None) -> bool:
     """Direct chats always; groups when mode is "all", a /command, or the bot is mentioned or quoted."""
     if msg.group_id is None or settings.group_mode == "all" or msg.text.startswith("/"):
         return True
@@ -167,7 +167,7 @@ def addressed_to_bot(msg: Incoming, settings: SignalSettings, account_uuid: str 
     )
 
 
-def model_text(msg: Incoming, account: str, account_uuid: str | None = None) -> str:
+def model_text(msg: SignalMessage, account: str, account_uuid: str | None = None) -> str:
     """The message text with mentions spelled out (``@Name``) and the bot's own mention removed."""
     text = msg.text
     units = text.encode("utf-16-le", "surrogatepass")
@@ -195,7 +195,7 @@ def chat_of_conversation(conversation_id: str) -> str:
     return conversation_id[len(PREFIX) :] if conversation_id.startswith(PREFIX) else conversation_id
 
 
-def refusal_text(msg: Incoming) -> str:
+def refusal_text(msg: SignalMessage) -> str:
     """The one reply a stranger gets: their own ids, so the owner can allow them."""
     ids = " / ".join(x for x in (msg.number, msg.uuid) if x)
     return (

@@ -16,12 +16,14 @@ from zoneinfo import ZoneInfo
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.frontends.attachments import VOICE_DISABLED, attachment_prompt
 from messaging_llm_bot.frontends.pool import TurnPool
+from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.signal import media
+from messaging_llm_bot.frontends.signal.approval import Approvals
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.frontends.signal.format import render_signal
 from messaging_llm_bot.frontends.signal.identity import Identities
 from messaging_llm_bot.frontends.signal.settings import (
-    Incoming,
+    SignalMessage,
     SignalSettings,
     model_text,
     parse_event,
@@ -64,7 +66,7 @@ async def send_parts(
     chat: str,
     markdown: str,
     *,
-    quote: Incoming | None = None,
+    quote: SignalMessage | None = None,
     skip_parts: int = 0,
     on_part_sent: Callable[[int, int], None] | None = None,
 ) -> list[int]:
@@ -126,13 +128,13 @@ class TurnRunner:
 
     def __init__(
         self,
-        runtime: Any,
+        runtime: Runtime,
         inbox: Inbox,
         client: SignalClient,
         settings_ref: Callable[[], SignalSettings],
         outage: Outage,
         identities: Identities,
-        approvals: Any = None,
+        approvals: Approvals | None = None,
     ) -> None:
         self.runtime, self.inbox, self.client, self.outage = runtime, inbox, client, outage
         self.identities = identities
@@ -200,7 +202,7 @@ class TurnRunner:
             return  # stopping with the reply undelivered: it stays in the inbox, resent at the next start
         await asyncio.to_thread(self.inbox.complete, item.item_id)
 
-    async def _receipt_and_typing(self, msg: Incoming) -> bool:
+    async def _receipt_and_typing(self, msg: SignalMessage) -> bool:
         """Mark the message read and show "typing…", in one batch request; True when typing went out."""
         calls: list[tuple[str, dict | None]] = [
             ("sendReceipt", {"recipient": msg.uuid or msg.number, "targetTimestamp": [msg.timestamp], "type": "read"})
@@ -217,9 +219,9 @@ class TurnRunner:
                 log.debug("signal: %s for %s failed: %s", method, msg.timestamp, result)
         return len(results) > 1 and not isinstance(results[1], Exception)
 
-    async def _produce_reply(self, item: InboxItem, msg: Incoming, typing: Typing) -> str:
+    async def _produce_reply(self, item: InboxItem, msg: SignalMessage, typing: Typing) -> str:
         kind = msg.kind()
-        untrusted = False
+        untrusted, outside = False, None
         if kind in ("text", "document", "photo", "voice"):
             typing.start()  # fetching and transcribing take a while too
         if kind == "text":
@@ -243,9 +245,7 @@ class TurnRunner:
             await self._send_best_effort(msg.chat, f"🎙 {text}", msg if msg.group_id else None)
             name = media.audio_file_name(msg.attachments[0])
             if name is not None:  # a recording from elsewhere, passed on: someone else's words, not instructions
-                from messaging_llm_bot.agent.prompt import quote_outside  # on use, as in the Telegram turn
-
-                text, untrusted = quote_outside(text, f"Audio file {name} (transcript)"), True
+                outside = f"Audio file {name} (transcript)"  # the agent quotes it under this label
         else:
             return media.unsupported_text(kind)
         sender = self.identities.judge(msg, self.settings)
@@ -253,33 +253,35 @@ class TurnRunner:
         approve = None
         if self.approvals is not None and owner_chat:
             approve = self.approvals.approver(msg.chat, asyncio.get_running_loop())
-        result = await self.pool.run(
-            self.runtime.agent.handle_message,
+        from messaging_llm_bot.agent.incoming import Incoming  # on use, as in the Telegram turn
+        from messaging_llm_bot.agent.turn import reply_text
+
+        agent = self.runtime.agent
+        incoming = Incoming(
             item.conversation_id,
             text,
             chat_id=item.conversation_id,
             user_id=msg.sender,
-            # Only the owner's own direct chat sees the owner's notes, facts and other chats' logs.
-            private=owner_chat,
             message_id=msg.timestamp,
+            # Only the owner's own direct chat sees the owner's notes, facts and other chats' logs.
+            owner_chat=owner_chat,
             untrusted=untrusted,
+            outside=outside,
             approve=approve,
             # Streamed from the model (not shown as it arrives): /stop can then cut the answer off at once.
-            stream=self.runtime.agent.settings.stream,
-            owner_turn=sender.owner,  # the owner's model calls go first (llm/slots.py)
+            stream=agent.settings.stream,
         )
-        reply = result.reply or FAILED_REPLY
-        if result.footer:
-            reply = f"{reply}\n\n_{result.footer}_"
-        return reply
+        # The owner's model calls go first (llm/slots.py).
+        answered = await self.pool.run(agent.handle, incoming, owner_turn=sender.owner)
+        return reply_text(answered)
 
-    async def _send_best_effort(self, chat: str, text: str, quote: Incoming | None) -> None:
+    async def _send_best_effort(self, chat: str, text: str, quote: SignalMessage | None) -> None:
         try:
             await send_parts(self.client, chat, text, quote=quote)
         except (SignalRpcError, SignalUnavailable) as err:
             log.info("signal: could not echo the transcript to %s: %s", chat, err)
 
-    async def _deliver(self, item: InboxItem, msg: Incoming, reply: str, quote: Incoming | None) -> bool:
+    async def _deliver(self, item: InboxItem, msg: SignalMessage, reply: str, quote: SignalMessage | None) -> bool:
         """Send the missing parts; retries while the daemon is gone or cannot send for now (no network to
         the Signal server, rate limited). False when stopping first."""
         delay = 0.5

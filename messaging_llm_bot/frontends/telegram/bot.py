@@ -32,6 +32,7 @@ from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.frontends.commands import COMMANDS, collector_notice
 from messaging_llm_bot.frontends.jobs import DailyJob
 from messaging_llm_bot.frontends.reminders import DeliveryRefused, ReminderScheduler
+from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.telegram.handlers import Frontend
 from messaging_llm_bot.frontends.telegram.ratelimit import ReplyFirstRateLimiter
 from messaging_llm_bot.frontends.telegram.send import TelegramDeliveryError, refused_for_good, send_markdown
@@ -117,7 +118,7 @@ class TelegramService:
 
     def __init__(
         self,
-        runtime: Any,
+        runtime: Runtime,
         *,
         stop_signals: Any = None,
         poll_timeout: int = POLL_TIMEOUT_SECONDS,
@@ -442,6 +443,6 @@ class TelegramService:
             loop.call_soon_threadsafe(self.begin_shutdown)
 
 
-def run_telegram(runtime: Any, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:
+def run_telegram(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:
     """Run the Telegram frontend for ``runtime`` until interrupted; returns an exit code."""
     return TelegramService(runtime, stop_signals=stop_signals).run()

@@ -29,6 +29,7 @@ from messaging_llm_bot.frontends import commands as texts
 from messaging_llm_bot.frontends.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.frontends.digest import build_digest
 from messaging_llm_bot.frontends.pool import pool_size
+from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.telegram.approval import CALLBACK_PATTERN as APPROVAL_PATTERN
 from messaging_llm_bot.frontends.telegram.approval import Approvals
 from messaging_llm_bot.frontends.telegram.media import message_kind, unsupported_text
@@ -62,7 +63,7 @@ def refusal_text(user_id: int) -> str:
 class Frontend:
     """State and handlers of the Telegram frontend for one runtime."""
 
-    def __init__(self, runtime: Any, settings: TelegramSettings, inbox: Inbox) -> None:
+    def __init__(self, runtime: Runtime, settings: TelegramSettings, inbox: Inbox) -> None:
         self.runtime = runtime
         self.settings = settings
         self.inbox = inbox

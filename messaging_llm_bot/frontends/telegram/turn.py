@@ -10,7 +10,7 @@ import asyncio
 import errno
 import logging
 from datetime import datetime
-from typing import Any
+from typing import Callable
 from zoneinfo import ZoneInfo
 
 import telegram
@@ -20,6 +20,7 @@ from telegram.error import TelegramError
 from assistant_framework.access import sees_owner_data
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.frontends.pool import TurnPool
+from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.telegram.approval import Approvals
 from messaging_llm_bot.frontends.telegram.format import render_markdown
 from messaging_llm_bot.frontends.telegram.media import (
@@ -62,7 +63,13 @@ def storage_error_text(err: OSError) -> str:
 class TurnRunner:
     """Runs turns for the Telegram frontend; one instance per application."""
 
-    def __init__(self, runtime: Any, inbox: Inbox, settings_ref: Any, approvals: Approvals | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        inbox: Inbox,
+        settings_ref: Callable[[], TelegramSettings],
+        approvals: Approvals | None = None,
+    ) -> None:
         self.runtime = runtime
         self.inbox = inbox
         self.approvals = approvals
@@ -174,11 +181,10 @@ class TurnRunner:
                 log.warning("telegram: could not show the transcript in chat %s: %s", message.chat_id, err)
         else:
             return f"Sorry, I can't handle a {kind} message."
+        outside = None
         if origin is not None and kind in ("text", "voice"):
-            from messaging_llm_bot.agent.prompt import quote_outside  # on use: start-up does not need the agent
-
-            what = "Voice note (transcript)" if kind == "voice" else "Message"
-            text, untrusted = quote_outside(text, f"{what} {origin}"), True
+            # The agent quotes it under this label, as outside content.
+            outside = f"{'Voice note (transcript)' if kind == 'voice' else 'Message'} {origin}"
         await progress.start()
         user = message.from_user
         from_owner = user is not None and user.id == self.settings.owner_id
@@ -187,25 +193,26 @@ class TurnRunner:
         if self.approvals is not None and owner_chat:
             # Only the owner's private chat can confirm; elsewhere "ask" means no.
             approve = self.approvals.approver(bot, message.chat_id, asyncio.get_running_loop())
-        result = await self.pool.run(
-            self.runtime.agent.handle_message,
+        from messaging_llm_bot.agent.incoming import Incoming  # on use: start-up does not need the agent
+        from messaging_llm_bot.agent.turn import reply_text
+
+        incoming = Incoming(
             item.conversation_id,
             text,
-            on_event=progress.on_event,
-            stream=self.settings.stream,
             chat_id=message.chat_id,
             user_id=user.id if user else None,
-            # Only the owner's own private chat sees the owner's notes, facts and other chats' logs.
-            private=owner_chat,
             message_id=message.message_id,
+            # Only the owner's own private chat sees the owner's notes, facts and other chats' logs.
+            owner_chat=owner_chat,
             untrusted=untrusted,
+            outside=outside,
             approve=approve,
-            owner_turn=from_owner,  # the owner's model calls go first (llm/slots.py)
+            on_event=progress.on_event,
+            stream=self.settings.stream,
         )
-        reply = result.reply or FAILED_REPLY
-        if result.footer:
-            reply = f"{reply}\n\n_{result.footer}_"
-        return reply
+        # The owner's model calls go first (llm/slots.py).
+        answered = await self.pool.run(self.runtime.agent.handle, incoming, owner_turn=from_owner)
+        return reply_text(answered)
 
     async def _record_live(self, item: InboxItem, message_id: int) -> None:
         try:

@@ -1,0 +1,55 @@
+"""What the frontends use of the assembled bot: the ``Runtime`` protocol (``BotRuntime`` in
+messaging_llm_bot/runtime.py has it all; a test may hand a frontend anything that has these)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Protocol
+
+if TYPE_CHECKING:  # pragma: no cover - the parts load when the runtime builds them
+    from assistant_framework.skills import SkillManager
+    from assistant_framework.workspace import Workspace
+    from messaging_llm_bot.agent.loop import Agent
+
+#: ``notify(collector_name, text)``: a collector's notice for the owner.
+Notify = Callable[[str, str], None]
+
+
+class Runtime(Protocol):
+    """The runtime's parts and calls a chat frontend uses."""
+
+    config: dict  # the loaded config (replaced by /reload)
+    workspace: Workspace
+
+    @property
+    def agent(self) -> Agent:
+        """The agent that answers messages (built on first use when start-up deferred it)."""
+        ...
+
+    @property
+    def skills(self) -> SkillManager:
+        """The loaded skills (for /skills)."""
+        ...
+
+    def reload(self) -> str | None:
+        """Re-read the config and plugins; why not, or None when applied."""
+        ...
+
+    def status_text(self) -> str:
+        """The /status text."""
+        ...
+
+    def warm_up(self) -> None:
+        """Build what start-up deferred."""
+        ...
+
+    def start_background(self, notify: Notify | None = None) -> None:
+        """Start collectors and memory upkeep, once; ``notify`` gets collector notices."""
+        ...
+
+    def on_shutdown(self, hook: Callable[[float], None]) -> None:
+        """Run ``hook(timeout)`` first at shutdown."""
+        ...
+
+    def shutdown(self, timeout: float = 20) -> None:
+        """Stop background work and close the clients."""
+        ...
