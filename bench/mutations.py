@@ -70,7 +70,13 @@ POLICY = (
     "test_security.py",
 )
 REDACTION = ("test_redaction.py", "test_policy.py", "test_agent_policy.py", "test_security.py", "test_config.py")
-PATHS = ("test_workspace.py", "test_security.py", "test_security_guests.py", "test_memory_damage.py", "test_web_http.py")
+PATHS = (
+    "test_workspace.py",
+    "test_security.py",
+    "test_security_guests.py",
+    "test_memory_damage.py",
+    "test_web_http.py",
+)
 INBOX = (
     "test_inbox.py",
     "test_inbox_compaction.py",
@@ -183,16 +189,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "policy-untrusted-min",
         f"{AF}/policy.py",
-        "strictest = max(caps, key=lambda cap: _ORDER.get(rules.get(cap, \"ask\"), 1))",
-        "strictest = min(caps, key=lambda cap: _ORDER.get(rules.get(cap, \"ask\"), 1))",
+        'strictest = max(caps, key=lambda cap: _ORDER.get(rules.get(cap, "ask"), 1))',
+        'strictest = min(caps, key=lambda cap: _ORDER.get(rules.get(cap, "ask"), 1))',
         "the most lenient capability rule decides",
         POLICY,
     ),
     Mutation(
         "policy-unknown-capability-allowed",
         f"{AF}/policy.py",
-        "strictest = max(caps, key=lambda cap: _ORDER.get(rules.get(cap, \"ask\"), 1))",
-        "strictest = max(caps, key=lambda cap: _ORDER.get(rules.get(cap, \"allow\"), 1))",
+        'strictest = max(caps, key=lambda cap: _ORDER.get(rules.get(cap, "ask"), 1))',
+        'strictest = max(caps, key=lambda cap: _ORDER.get(rules.get(cap, "allow"), 1))',
         "a capability the policy does not name is ranked as allowed",
         POLICY,
     ),
@@ -393,8 +399,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "while count < len(item.parts):",
         "a reply part missing in the middle is never sent",
         INBOX,
-        equivalent="parts are sent and recorded in order, one at a time per chat, so the ledger never "
-        "holds a gap",
+        equivalent="parts are sent and recorded in order, one at a time per chat, so the ledger never holds a gap",
     ),
     # -- backup and restore (backup.py) ----------------------------------------------------------------
     Mutation(
@@ -519,7 +524,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "netguard-unpinned-host",
         f"{AF}/netguard.py",
-        "host_params[\"host\"] = checked.address",
+        'host_params["host"] = checked.address',
         "pass",
         "the connection resolves the name again (DNS rebinding)",
         NET,
@@ -608,8 +613,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "web-csrf-subject",
         f"{AF}/web/csrf.py",
-        "return hmac.compare_digest(given.encode(\"utf-8\", \"replace\"), form_token(key, subject).encode(\"ascii\"))",
-        "return hmac.compare_digest(given.encode(\"utf-8\", \"replace\"), form_token(key, subject.split(\":\")[0]).encode(\"ascii\"))",  # noqa: E501
+        'return hmac.compare_digest(given.encode("utf-8", "replace"), form_token(key, subject).encode("ascii"))',
+        'return hmac.compare_digest(given.encode("utf-8", "replace"), form_token(key, subject.split(":")[0]).encode("ascii"))',  # noqa: E501
         "one form token for every session",
         WEB,
     ),
@@ -760,7 +765,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "framing-open-quote",
         f"{BOT}/protocol/framing.py",
-        "return any(mark in _CLOSED_QUOTE_RE.sub(\"\", before) for mark in _OPENERS)",
+        'return any(mark in _CLOSED_QUOTE_RE.sub("", before) for mark in _OPENERS)',
         "return False",
         "a call after an opening quotation mark still open on its line runs",
         FRAMING,
@@ -915,10 +920,12 @@ def apply(root: Path, mutation: Mutation) -> str:
     return text
 
 
-def run_tests(root: Path, mutation: Mutation, timeout: float, workers: int) -> tuple[int, str]:
+def run_tests(root: Path, mutation: Mutation, timeout: float, workers: int, test_timeout: float) -> tuple[int, str]:
     """Run the mutation's test files in ``root``; (pytest's exit status, its output)."""
     tests = [f"tests/{name}" for name in dict.fromkeys(mutation.tests)]
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    # A broken guard often makes a test wait for something that never comes (a question nobody answers):
+    # a shorter per-test timeout than the suite's keeps such a run from costing minutes.
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", f"--timeout={test_timeout:g}", *tests]
     if workers > 1:
         cmd += ["-n", str(workers), "--dist", "loadfile"]
     env = {**os.environ, "PYTHONPATH": str(root)}  # the bot processes the tests start import the copy too
@@ -953,6 +960,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="FILE", help="also write the outcomes as JSON")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per mutation's test run (default 900)")
     parser.add_argument("--workers", type=int, default=1, help="pytest-xdist workers per run (default 1)")
+    parser.add_argument("--test-timeout", type=float, default=60, help="seconds per test (default 60)")
     parser.add_argument("--tree", metavar="DIR", help="mutate this checkout in place instead of a copy of HEAD")
     args = parser.parse_args(argv)
 
@@ -981,7 +989,7 @@ def main(argv: list[str] | None = None) -> int:
             original = apply(work, m)
             started = time.monotonic()
             try:
-                status, output = run_tests(work, m, args.timeout, args.workers)
+                status, output = run_tests(work, m, args.timeout, args.workers, args.test_timeout)
             finally:
                 (work / m.path).write_text(original, encoding="utf-8")
             seconds = time.monotonic() - started
