@@ -15,6 +15,7 @@ from messaging_llm_bot.frontends.signal.settings import parse_event
 from tests.crash_bot import echo_reply
 from tests.fakes.chat_server import FakeChatServer
 from tests.signal_harness import OWNER, wait_for
+from tests.test_reliability_disk import small_disk  # noqa: F401 - the fixture
 
 
 def _accept(inbox: Inbox, daemon, text: str):
@@ -120,3 +121,34 @@ def test_a_model_server_that_is_down_is_named_in_one_sentence(start, daemon):
     daemon.message(OWNER, "anyone there?")
     [reply] = daemon.wait_sent(1, timeout=20)
     assert "not reachable" in reply["message"] and url in reply["message"], reply
+
+
+def test_disk_full_is_told_in_one_sentence_and_the_next_message_works(
+    request, daemon, bot_config, tmp_path, chat_server, caplog
+):
+    from assistant_framework.workspace import Workspace
+    from tests.signal_harness import RunningSignal, signal_config
+    from tests.telegram_harness import make_runtime
+    from tests.test_reliability_disk import assert_no_torn_files, fill
+
+    disk = request.getfixturevalue("small_disk")  # a 2 MB tmpfs (skipped without permission to mount)
+    workspace = Workspace(disk / "ws")
+    chat_server.set_handler(echo_reply)
+    with RunningSignal(make_runtime(signal_config(bot_config, daemon), workspace, tmp_path)):
+        daemon.wait_connected()
+        daemon.message(OWNER, "first")
+        assert daemon.wait_sent(1, timeout=15)[0]["message"] == "re: first"
+        wait_for(lambda: not Inbox(workspace).pending(), what="the first turn done")
+        filler = disk / "filler"
+        with caplog.at_level(logging.ERROR):
+            fill(filler)
+            daemon.message(OWNER, "while full")
+            full = daemon.wait_sent(2, timeout=15)[1]["message"]
+            assert "could not save your message" in full and "No space left" in full, full
+            assert any("could not be stored in the inbox" in r.getMessage() for r in caplog.records)
+        filler.unlink()
+        daemon.message(OWNER, "after")
+        assert daemon.wait_sent(3, timeout=15)[2]["message"] == "re: after"
+    assert [r["messages"][-1]["content"].split("\n")[0] for r in chat_server.chat_requests] == ["first", "after"]
+    assert_no_torn_files(workspace.root)
+    assert Inbox(workspace).pending() == []
