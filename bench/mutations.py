@@ -69,9 +69,17 @@ POLICY = (
     "test_call_path.py",
     "test_security.py",
 )
-REDACTION = ("test_redaction.py", "test_policy.py", "test_agent_policy.py", "test_security.py", "test_config.py")
+REDACTION = (
+    "test_redaction.py",
+    "test_secret_keys.py",
+    "test_policy.py",
+    "test_agent_policy.py",
+    "test_security.py",
+    "test_config.py",
+)
 PATHS = (
     "test_workspace.py",
+    "test_paths_sibling_folder.py",
     "test_security.py",
     "test_security_guests.py",
     "test_memory_damage.py",
@@ -82,10 +90,17 @@ INBOX = (
     "test_inbox_compaction.py",
     "test_telegram_lifecycle.py",
     "test_reliability_state.py",
+    "test_signal_reliability.py",
     "test_signal.py",
 )
-BACKUP = ("test_backup.py", "test_private_files.py")
-NET = ("test_web_skill.py", "test_netguard_bypasses.py", "test_netguard_https.py", "test_policy.py")
+BACKUP = ("test_backup.py", "test_restore_paths.py", "test_private_files.py", "test_workspace_tightening.py")
+NET = (
+    "test_web_skill.py",
+    "test_netguard_bypasses.py",
+    "test_netguard_https.py",
+    "test_netguard_through_the_bot.py",
+    "test_policy.py",
+)
 WEB = ("test_web_signin.py", "test_web_http.py", "test_web_limits.py", "test_web_bot.py")
 GUARD = (
     "test_policy.py",
@@ -96,6 +111,7 @@ GUARD = (
     "test_memory_skills_untrusted.py",
     "test_untrusted_writes.py",
     "test_forwarded_media.py",
+    "test_outside_content_neighbours.py",
 )
 FRAMING = ("test_protocol.py", "test_quoted_calls.py")
 TELEGRAM = (
@@ -103,9 +119,16 @@ TELEGRAM = (
     "test_security_guests.py",
     "test_security_owner_commands.py",
     "test_telegram_basic.py",
+    "test_telegram_group_allowlist.py",
     "test_telegram_lifecycle.py",
 )
-SIGNAL = ("test_signal_identity.py", "test_security_owner_commands.py", "test_signal.py", "test_guest_skills.py")
+SIGNAL = (
+    "test_signal_identity.py",
+    "test_signal_allowlist.py",
+    "test_security_owner_commands.py",
+    "test_signal.py",
+    "test_guest_skills.py",
+)
 PREPARE = ("test_call_path.py", "test_skills_manager.py", "test_skills_small_model_args.py", "test_agent_policy.py")
 
 AF = "assistant_framework"
@@ -136,6 +159,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "return owner_data or command not in OWNER_ONLY_COMMANDS",
         "/NOW runs for a friend",
         ACCESS,
+        equivalent="every caller passes a lower-case name (Telegram the name it registered, run_command the name "
+        "it lowered), so the second lower() changes nothing; /NOW is tested through both bots",
     ),
     Mutation(
         "access-stats-not-owner-only",
@@ -168,6 +193,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         'rel = str(rel).replace("\\\\", "/")',
         "./context/x.md is not a prompt file",
         ACCESS + ("test_agent_policy.py",),
+        equivalent="the gate, its only caller, judges each path as written and as the workspace resolves it "
+        "(./context/x.md resolves to context/x.md), so the prompt-file rule still applies",
     ),
     Mutation(
         "access-plugin-dir-inside",
@@ -201,6 +228,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         'strictest = max(caps, key=lambda cap: _ORDER.get(rules.get(cap, "allow"), 1))',
         "a capability the policy does not name is ranked as allowed",
         POLICY,
+        equivalent="the skill loader refuses a capability it does not know and the defaults name all five, so "
+        "the default of rules.get is never used",
     ),
     Mutation(
         "policy-per-skill-skips-untrusted",
@@ -300,8 +329,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         'if text.startswith("/") or (len(text) > 1 and text[1] == ":"):',
         "~/x is taken as a relative name",
         PATHS,
-        equivalent="'~' is an ordinary file name: confined_path never expands it, so ~/x is the folder "
-        "'~' inside the workspace (the check only makes the message clearer)",
     ),
     Mutation(
         "paths-links-on-the-way",
@@ -920,14 +947,28 @@ def apply(root: Path, mutation: Mutation) -> str:
     return text
 
 
-def run_tests(root: Path, mutation: Mutation, timeout: float, workers: int, test_timeout: float) -> tuple[int, str]:
+def run_tests(
+    root: Path, mutation: Mutation, timeout: float, workers: int, test_timeout: float, deselect: list[str]
+) -> tuple[int, str]:
     """Run the mutation's test files in ``root``; (pytest's exit status, its output)."""
     tests = [f"tests/{name}" for name in dict.fromkeys(mutation.tests)]
     # A broken guard often makes a test wait for something that never comes (a question nobody answers):
     # a shorter per-test timeout than the suite's keeps such a run from costing minutes.
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", f"--timeout={test_timeout:g}", *tests]
+    cmd += [arg for node in deselect for arg in ("--deselect", node)]
     if workers > 1:
         cmd += ["-n", str(workers), "--dist", "loadfile"]
+    return _pytest(root, cmd, timeout)
+
+
+def fails_unmutated(root: Path, node: str, timeout: float) -> bool:
+    """Whether one test fails on the real code too (the machine's load, a flaky test): then its failure
+    under a mutation says nothing about the mutation."""
+    status, _ = _pytest(root, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node], timeout)
+    return status != 0
+
+
+def _pytest(root: Path, cmd: list[str], timeout: float) -> tuple[int, str]:
     env = {**os.environ, "PYTHONPATH": str(root)}  # the bot processes the tests start import the copy too
     try:
         proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
@@ -951,6 +992,33 @@ def copy_of_head(dest: Path) -> None:
             tar.extractall(dest, filter="data")
     if (ROOT / ".venv").exists():
         (dest / ".venv").symlink_to(ROOT / ".venv")
+
+
+def audit(work: Path, m: Mutation, args: argparse.Namespace) -> Outcome:
+    """Apply one mutation, run its tests, restore the file. A test that fails on the real code too is left
+    out and the run repeated (at most twice): only a failure the mutation causes counts as caught."""
+    started = time.monotonic()
+    deselected: list[str] = []
+    while True:
+        original = apply(work, m)
+        try:
+            status, output = run_tests(work, m, args.timeout, args.workers, args.test_timeout, deselected)
+        finally:
+            (work / m.path).write_text(original, encoding="utf-8")
+        failed = "" if status == 0 else first_failure(output)
+        if status != 1 or "::" not in failed or not fails_unmutated(work, failed, args.timeout):
+            break
+        deselected.append(failed)
+        if len(deselected) > 2:
+            status, failed = -2, "inconclusive: fails without the mutation too: " + ", ".join(deselected)
+            break
+    if status == 0:
+        result = "equivalent" if m.equivalent else "survived"
+    elif status == 1:
+        result = "equivalent-caught" if m.equivalent else "caught"
+    else:
+        result = {-1: "timeout", -2: "inconclusive"}.get(status, "error")
+    return Outcome(m.id, m.path, result, round(time.monotonic() - started, 1), failed)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -986,29 +1054,14 @@ def main(argv: list[str] | None = None) -> int:
         outcomes = []
         print(f"{len(chosen)} mutations in {work}", flush=True)
         for m in chosen:
-            original = apply(work, m)
-            started = time.monotonic()
-            try:
-                status, output = run_tests(work, m, args.timeout, args.workers, args.test_timeout)
-            finally:
-                (work / m.path).write_text(original, encoding="utf-8")
-            seconds = time.monotonic() - started
-            if status == 0:
-                result = "equivalent" if m.equivalent else "survived"
-            elif status == 1:
-                result = "equivalent-caught" if m.equivalent else "caught"
-            elif status == -1:
-                result = "timeout"
-            else:
-                result = "error"
-            outcome = Outcome(m.id, m.path, result, round(seconds, 1), "" if status == 0 else first_failure(output))
+            outcome = audit(work, m, args)
             outcomes.append(outcome)
-            print(f"{outcome.result:18} {seconds:6.0f}s  {m.id}  {outcome.failed}", flush=True)
+            print(f"{outcome.result:18} {outcome.seconds:6.0f}s  {m.id}  {outcome.failed}", flush=True)
     finally:
         if not args.tree:
             shutil.rmtree(work, ignore_errors=True)
 
-    survived = [o for o in outcomes if o.result == "survived"]
+    survived = [o for o in outcomes if o.result in ("survived", "inconclusive")]
     caught = sum(o.result in ("caught", "equivalent-caught", "timeout", "error") for o in outcomes)
     print(f"\n{caught} caught, {len(survived)} survived, {sum(o.result == 'equivalent' for o in outcomes)} equivalent")
     print("| mutation | file | result | first failing test |\n|---|---|---|---|")
