@@ -80,3 +80,41 @@ def test_signal_seen_log_is_compacted_while_running_and_keeps_the_newest(
     daemon.wait_sent(9)
     wait_for(lambda: daemon.pending() == 0, what="every event read")
     assert asked(chat_server) == [f"message {n}" for n in range(8)] + ["the last one"]
+
+
+def test_a_pending_messages_id_outlives_a_compaction_while_it_is_answered(
+    start, daemon, chat_server, workspace, monkeypatch
+):
+    """The neighbour of the test above (found by the mutation audit): the owner's message is still being
+    answered while a friend's messages push seen.log past twice the kept count; its id is kept (it is
+    pending), so the daemon delivering it again does not answer it twice."""
+    import threading
+
+    from tests.crash_bot import echo_reply
+    from tests.signal_harness import FRIEND
+
+    monkeypatch.setattr(inbox_module, "SEEN_KEEP", 3)
+    release = threading.Event()
+
+    def model(request):
+        if request["messages"][-1]["content"].startswith("slow question"):
+            release.wait(30)
+            return '{"reply": "slow answer"}'
+        return echo_reply(request)
+
+    chat_server.set_handler(model)
+    start()
+    slow = daemon.message(SIGNAL_OWNER, "slow question")
+    wait_for(lambda: asked(chat_server) == ["slow question"], what="the owner's turn to start")
+    for n in range(8):  # the friend's chat runs meanwhile: seen.log is compacted while the owner's item waits
+        daemon.message(FRIEND, f"message {n}")
+        wait_for(lambda n=n: len(daemon.sent_to(FRIEND)) == n + 1, what=f"the friend's message {n}")
+    assert len(seen_ids(workspace)) < 9  # compacted while the owner's message was still pending
+    daemon.deliver(json.loads(json.dumps(slow)))  # delivered again while it is still being answered
+    wait_for(lambda: daemon.pending() == 0, what="the event read")
+    release.set()
+    daemon.message(SIGNAL_OWNER, "the last one")
+    wait_for(lambda: len(daemon.sent_to(SIGNAL_OWNER)) == 2, what="the owner's two answers")
+    wait_for(lambda: not pending(workspace), what="every item completed")
+    assert [s["message"] for s in daemon.sent_to(SIGNAL_OWNER)] == ["slow answer", "re: the last one"]
+    assert asked(chat_server).count("slow question") == 1
