@@ -27,4 +27,4 @@ VOLUME ["/app/config", "/app/workspace"]
 HEALTHCHECK --interval=60s --timeout=30s --start-period=60s --retries=3 \
     CMD ["assistant", "doctor", "--quick", "--config", "/app/config", "--workspace", "/app/workspace"]
 
-CMD ["assistant-bot", "--config", "/app/config", "--workspace", "/app/workspace", "--frontend", "telegram"]
+CMD ["assistant", "run", "--config", "/app/config", "--workspace", "/app/workspace", "--frontend", "telegram"]

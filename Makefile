@@ -18,10 +18,10 @@ $(STAMP): pyproject.toml | $(PY)
 install: $(STAMP)
 
 run: $(STAMP)
-	$(PY) -m messaging_llm_bot --config $(CONFIG) --workspace $(WORKSPACE)
+	$(VENV)/bin/assistant run --config $(CONFIG) --workspace $(WORKSPACE)
 
 chat: $(STAMP)
-	$(PY) -m messaging_llm_bot --config $(CONFIG) --workspace $(WORKSPACE) --frontend console
+	$(VENV)/bin/assistant run --config $(CONFIG) --workspace $(WORKSPACE) --frontend console
 
 setup: $(STAMP)
 	$(VENV)/bin/assistant setup --config $(CONFIG) --workspace $(WORKSPACE)

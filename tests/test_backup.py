@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant_framework.cli import main
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.cli.main import main
 from tests.crash_bot import REPO, BotProcess, echo_reply, sent_texts, write_bot_config
 from tests.tmpfs import mounted_tmpfs
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant_framework.cli import main
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.cli.main import main
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from assistant_framework.cli import main
 from assistant_framework.traces import TraceStore
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.cli.main import main
 from tests.fakes.chat_server import FakeChatServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,7 +29,7 @@ def _closed_port() -> int:
 
 def _run(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "assistant_framework.cli", *argv],
+        [sys.executable, "-m", "messaging_llm_bot.cli", *argv],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -60,7 +60,7 @@ def _traces(workspace: Workspace, ids: list[str]) -> None:
 
 
 def test_version_on_both_commands(capsys) -> None:
-    from messaging_llm_bot.__main__ import main as bot_main
+    from messaging_llm_bot.cli.run import main as bot_main
 
     for entry in (main, bot_main):
         with pytest.raises(SystemExit) as exited:

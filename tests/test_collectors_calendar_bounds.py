@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant_framework.cli import main
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.cli.main import main
 
 PER_EVENT = 1_000  # collectors/calendar/bounds.py MAX_OCCURRENCES_PER_EVENT
 PER_RUN = 10_000  # MAX_OCCURRENCES_PER_RUN

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from assistant_framework.cli import main
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.cli.main import main
 from tests.fixtures.collectors.helpers import write_collector
 
 COUNTER = """

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from assistant_framework.cli import main
 from assistant_framework.config import ConfigError, get_key, load_config, owner_file, redact, set_key
+from messaging_llm_bot.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -238,7 +238,7 @@ def test_cli_set_refuses_an_invalid_value_and_keeps_the_file(
 def test_bad_config_exits_2_without_traceback(tmp_path: Path) -> None:
     tree = write_tree(tmp_path / "cfg", {"llm.json": "{ not json"})
     result = subprocess.run(
-        [sys.executable, "-m", "assistant_framework.cli", "config", "validate", "--config", str(tree)],
+        [sys.executable, "-m", "messaging_llm_bot.cli", "config", "validate", "--config", str(tree)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -296,7 +296,7 @@ def _validate_limited(tree: Path) -> subprocess.CompletedProcess:
         resource.setrlimit(resource.RLIMIT_AS, (512 * 2**20, 512 * 2**20))
 
     return subprocess.run(
-        [sys.executable, "-m", "assistant_framework.cli", "config", "validate", "--config", str(tree)],
+        [sys.executable, "-m", "messaging_llm_bot.cli", "config", "validate", "--config", str(tree)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -343,7 +343,7 @@ def test_a_yaml_anchor_without_alias_still_loads(tmp_path: Path) -> None:
 
 def _cli(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "assistant_framework.cli", *argv],
+        [sys.executable, "-m", "messaging_llm_bot.cli", *argv],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -516,7 +516,7 @@ def test_config_set_from_several_threads_at_once_loses_no_update(tmp_path: Path)
     one update was lost. They now take turns."""
     import threading
 
-    from assistant_framework.commands.config import write_setting
+    from assistant_framework.settings import write_setting
 
     tree = write_tree(tmp_path / "cfg", {"collectors/rss.json": ""})
     (tree / "runtime.json").write_text('{"timezone": "UTC"}\n')

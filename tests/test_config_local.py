@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from assistant_framework.cli import main
 from assistant_framework.config import load_config, parse_key
 from assistant_framework.config.defaults import DEFAULTS
+from messaging_llm_bot.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -223,8 +223,8 @@ def test_a_key_with_a_path_in_it_is_a_usage_error_that_writes_nothing(example: P
 )
 def test_write_setting_refuses_names_that_are_no_file_names(example: Path, tmp_path: Path, keys: tuple) -> None:
     """The same check for the framework API `assistant setup` uses (a tuple of names, not a dotted string)."""
-    from assistant_framework.commands.config import write_setting
     from assistant_framework.config import ConfigError, set_key
+    from assistant_framework.settings import write_setting
 
     before = _everything_under(tmp_path)
     with pytest.raises(ConfigError, match="is not a config name"):

@@ -36,10 +36,19 @@ def write_config(folder: Path, base_url: str, skills_dir: Path, **runtime) -> Pa
     return folder
 
 
-def run_bot(args: list[str], stdin: str, timeout: float = 60) -> subprocess.CompletedProcess:
+#: The ways to start the bot, as the installed commands run them: ``python -m messaging_llm_bot``,
+#: ``assistant run`` (``make run``, ``make chat``) and ``assistant-bot`` (the alias's entry point).
+ENTRIES = {
+    "python -m": ["-m", "messaging_llm_bot"],
+    "assistant run": ["-m", "messaging_llm_bot.cli", "run"],
+    "assistant-bot": ["-c", "from messaging_llm_bot.cli.run import run_and_exit; run_and_exit()"],
+}
+
+
+def run_bot(args: list[str], stdin: str, timeout: float = 60, entry: str = "python -m") -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
     return subprocess.run(
-        [sys.executable, "-m", "messaging_llm_bot", *args],
+        [sys.executable, *ENTRIES[entry], *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -49,7 +58,8 @@ def run_bot(args: list[str], stdin: str, timeout: float = 60) -> subprocess.Comp
     )
 
 
-def test_console_scripted_through_stdin(tmp_path, chat_server, test_skills_dir):
+@pytest.mark.parametrize("entry", ["python -m", "assistant run"])
+def test_console_scripted_through_stdin(tmp_path, chat_server, test_skills_dir, entry):
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     workspace = tmp_path / "ws"
     chat_server.enqueue(
@@ -58,7 +68,9 @@ def test_console_scripted_through_stdin(tmp_path, chat_server, test_skills_dir):
         "Hello there!\nSecond line.",
     )
     stdin = "remember oat milk\n\n/skills\nhi\n/skill add\n/nonsense\n/why\n"
-    proc = run_bot(["--frontend", "console", "--config", str(config), "--workspace", str(workspace)], stdin)
+    proc = run_bot(
+        ["--frontend", "console", "--config", str(config), "--workspace", str(workspace)], stdin, entry=entry
+    )
     assert proc.returncode == 0, proc.stderr
     blocks = proc.stdout.split("\n\n")
     assert blocks[0] == "Noted: oat milk."
@@ -76,9 +88,10 @@ def test_console_scripted_through_stdin(tmp_path, chat_server, test_skills_dir):
     assert len(traces) == 2 and all(API_KEY not in p.read_text() for p in traces)
 
 
-def test_no_token_without_terminal_exits_2(tmp_path, chat_server, test_skills_dir):
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_no_token_without_terminal_exits_2(tmp_path, chat_server, test_skills_dir, entry):
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
-    proc = run_bot(["--config", str(config), "--workspace", str(tmp_path / "ws")], "hello\n")
+    proc = run_bot(["--config", str(config), "--workspace", str(tmp_path / "ws")], "hello\n", entry=entry)
     assert proc.returncode == 2
     assert (
         "No Telegram bot token is configured" in proc.stderr
@@ -87,6 +100,21 @@ def test_no_token_without_terminal_exits_2(tmp_path, chat_server, test_skills_di
     )
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert chat_server.chat_requests == []
+
+
+def test_assistant_run_help_says_how_to_start_the_bot():
+    """``assistant run --help``: the options of ``python -m messaging_llm_bot`` and the commands to start with."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "messaging_llm_bot.cli", "run", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: assistant run [-h] [--config CONFIG] [--workspace WORKSPACE]")
+    assert "{telegram,signal,console}" in proc.stdout and "every enabled chat frontend" in proc.stdout
+    assert ".venv/bin/assistant run --frontend console" in proc.stdout and "make setup" in proc.stdout
+    listed = subprocess.run(
+        [sys.executable, "-m", "messaging_llm_bot.cli", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert "    run       start the bot" in listed.stdout
 
 
 def test_config_error_is_one_clear_line(tmp_path, chat_server, test_skills_dir):
@@ -108,7 +136,7 @@ def test_a_config_without_a_model_server_names_the_file_and_what_to_add(tmp_path
     assert f"{tmp_path / 'config' / 'llm.json'}: llm.runners: no model server is configured" in proc.stderr
     assert "make setup" in proc.stderr
     validate = subprocess.run(
-        [sys.executable, "-m", "assistant_framework", "config", "validate", "--config", str(tmp_path / "config")],
+        [sys.executable, "-m", "messaging_llm_bot.cli", "config", "validate", "--config", str(tmp_path / "config")],
         capture_output=True,
         text=True,
         timeout=60,
@@ -260,7 +288,7 @@ def test_log_lines_fold_library_tracebacks_to_their_cause():
     import logging
     import sys
 
-    from messaging_llm_bot.__main__ import OneLineRedactingFormatter
+    from messaging_llm_bot.cli.run import OneLineRedactingFormatter
 
     try:
         raise ConnectionError("Name or service not known for token 123:SECRET")

@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from assistant_framework.cli import build_parser, main
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.__main__ import build_parser as bot_parser
+from messaging_llm_bot.cli.main import build_parser, main
 from tests.fakes.chat_server import FakeChatServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,8 +40,8 @@ def test_systemd_unit_verifies(tmp_path: Path) -> None:
     text = re.sub(r"^Group=.*$", "", text, flags=re.M)
     unit = tmp_path / "assistant.service"
     unit.write_text(text)
-    if not (REPO / ".venv" / "bin" / "assistant-bot").exists():
-        pytest.skip("no .venv/bin/assistant-bot to point the unit at (run make install)")
+    if not (REPO / ".venv" / "bin" / "assistant").exists():
+        pytest.skip("no .venv/bin/assistant to point the unit at (run make install)")
     result = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
     ours = [line for line in (result.stdout + result.stderr).splitlines() if "assistant.service" in line]
     assert result.returncode == 0 and ours == [], result.stdout + result.stderr
@@ -51,8 +50,8 @@ def test_systemd_unit_verifies(tmp_path: Path) -> None:
 def test_systemd_commands_parse_and_config_errors_are_not_restarted() -> None:
     text = UNIT.read_text()
     start = shlex.split(re.search(r"^ExecStart=(.*)$", text, re.M).group(1))
-    assert start[0].endswith("/.venv/bin/assistant-bot")
-    bot_parser().parse_args(start[1:])
+    assert start[0].endswith("/.venv/bin/assistant")
+    assert build_parser().parse_args(start[1:]).func.__name__ == "cmd_run"
     pre = shlex.split(re.search(r"^ExecStartPre=(.*)$", text, re.M).group(1))
     assert build_parser().parse_args(pre[1:]).command == "validate"
     assert re.search(r"^RestartPreventExitStatus=2$", text, re.M)
@@ -73,8 +72,8 @@ def test_dockerfile_is_slim_non_root_with_volumes_and_doctor_health_check() -> N
     assert health[:3] == ["assistant", "doctor", "--quick"]
     assert build_parser().parse_args(health[1:]).quick
     cmd = json.loads(_instruction(text, "CMD")[-1])
-    assert cmd[0] == "assistant-bot"
-    bot_parser().parse_args(cmd[1:])
+    assert cmd[0] == "assistant"
+    assert build_parser().parse_args(cmd[1:]).func.__name__ == "cmd_run"
 
 
 def test_health_check_command_passes_when_healthy_and_fails_when_the_model_is_down(tmp_path: Path, capsys) -> None:

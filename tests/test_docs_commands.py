@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant_framework.cli import build_parser
+from messaging_llm_bot.cli.main import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = sorted(
@@ -71,8 +71,6 @@ def test_make_targets_run_the_venv_commands(target: str) -> None:
     import shutil
     import subprocess
 
-    from messaging_llm_bot.__main__ import build_parser as bot_parser
-
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
     dry = subprocess.run(
@@ -81,10 +79,10 @@ def test_make_targets_run_the_venv_commands(target: str) -> None:
     assert dry.returncode == 0, dry.stderr
     line = dry.stdout.strip().splitlines()[-1]
     argv = shlex.split(line)
-    assert argv[0].startswith(".venv/bin/"), line
-    if argv[0].endswith("/assistant"):
-        assert build_parser().parse_args(argv[1:]).func.__name__ == f"cmd_{target}"
+    assert argv[0] == ".venv/bin/assistant", line
+    args = build_parser().parse_args(argv[1:])
+    if target in ("run", "chat"):
+        assert args.func.__name__ == "cmd_run"
+        assert args.frontend == ("console" if target == "chat" else None)  # run: every enabled chat frontend
     else:
-        assert argv[1:3] == ["-m", "messaging_llm_bot"]
-        frontend = bot_parser().parse_args(argv[3:]).frontend
-        assert frontend == ("console" if target == "chat" else None)  # run: every enabled chat frontend
+        assert args.func.__name__ == f"cmd_{target}"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant_framework.cli import main
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.cli.main import main
 from tests.fakes.bot_api import FakeBotAPI
 from tests.fakes.chat_server import FakeChatServer
 
@@ -215,7 +215,7 @@ def test_a_failing_completion_is_said_once_not_also_as_a_log_line(servers, tmp_p
         [
             sys.executable,
             "-m",
-            "assistant_framework",
+            "messaging_llm_bot.cli",
             "doctor",
             "--config",
             str(config),

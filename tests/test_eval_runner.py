@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant_framework.cli import main
 from assistant_framework.evals.cases import BUILTIN_CASES_DIR, load_cases
+from messaging_llm_bot.cli.main import main
 from tests.fakes.chat_server import FakeChatServer
 
 CASES = [

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from assistant_framework.cli import main
 from assistant_framework.http_deadline import Deadline, deadline_session
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.cli.main import main
 from messaging_llm_bot.llm.embeddings import EmbeddingClient, EmbeddingError
 from tests.fakes.feed_server import StaticHTTPServer
 from tests.telegram_harness import OWNER, texts

@@ -1,4 +1,4 @@
-"""The package layout keeps its arrows: frontends -> agent -> protocol / model client -> framework.
+"""The package layout keeps its arrows: cli -> frontends -> agent -> protocol / model client -> framework.
 
 Every module's imports are read with ``ast`` (including imports inside functions and under
 ``TYPE_CHECKING``: a type-only arrow is still an arrow a reader has to follow).
@@ -24,15 +24,8 @@ ALLOWED = {
     "evals": {"evals", "agent", "llm", "protocol", "runtime"},
     "frontends": {"frontends", "agent", "llm", "protocol", "runtime"},
     "ops": {"ops", "frontends", "agent", "llm", "protocol", "runtime"},
-    "__main__": {"__main__", "frontends", "agent", "llm", "protocol", "runtime", "evals"},
-}
-
-# The framework loads the bot only where talking to the model is the command's job (on use).
-FRAMEWORK_MAY_LOAD_BOT = {
-    "assistant_framework/commands/eval.py",
-    "assistant_framework/commands/trace.py",
-    "assistant_framework/commands/doctor.py",
-    "assistant_framework/commands/setup.py",
+    "cli": {"cli", "ops", "evals", "frontends", "agent", "llm", "protocol", "runtime"},
+    "__main__": {"__main__", "cli"},
 }
 
 
@@ -68,6 +61,22 @@ def _imports(path: Path, module: str | None = None) -> list[tuple[int, str, bool
     return found
 
 
+def _dynamic_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) for ``importlib.import_module("...")`` / ``__import__("...")`` with a literal name."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        first = node.args[0]
+        if isinstance(first, ast.JoinedStr) and first.values:
+            first = first.values[0]  # f"messaging_llm_bot.{x}": its literal start
+        if name in ("import_module", "__import__") and isinstance(first, ast.Constant) and isinstance(first.value, str):
+            found.append((node.lineno, first.value))
+    return found
+
+
 def _part_of(module: str) -> str:
     """The bot's part a module belongs to: the first name under ``messaging_llm_bot``."""
     parts = module.split(".")
@@ -75,15 +84,16 @@ def _part_of(module: str) -> str:
 
 
 def test_the_framework_imports_nothing_from_the_bot() -> None:
+    """Not at module level, not inside a function, not for types: no exception."""
     wrong = []
     for path in _modules(FRAMEWORK):
         rel = path.relative_to(ROOT).as_posix()
-        for line, name, top in _imports(path):
-            if name.split(".")[0] != BOT:
-                continue
-            if rel in FRAMEWORK_MAY_LOAD_BOT and not top:
-                continue  # loaded on use by the command whose job is to talk to the model
-            wrong.append(f"{rel}:{line} imports {name}")
+        for line, name, _top in _imports(path):
+            if name.split(".")[0] == BOT:
+                wrong.append(f"{rel}:{line} imports {name}")
+        for line, name in _dynamic_imports(path):
+            if name.startswith(BOT):
+                wrong.append(f"{rel}:{line} imports {name} by name")
     assert not wrong, "assistant_framework must not depend on the bot:\n" + "\n".join(wrong)
 
 
@@ -131,3 +141,13 @@ def test_the_direction_check_sees_a_wrong_arrow(tmp_path: Path) -> None:
     found = _imports(probe, module=f"{BOT}.agent.probe")
     assert (4, "messaging_llm_bot.frontends.commands", False) in found
     assert _part_of("messaging_llm_bot.frontends.commands") not in ALLOWED["agent"]
+
+
+def test_the_framework_check_sees_an_import_by_name(tmp_path: Path) -> None:
+    """A lazy ``importlib.import_module("messaging_llm_bot...")`` is an arrow too (the old CLI loaded groups so)."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import importlib\n\ndef f(group):\n"
+        "    importlib.import_module(f'messaging_llm_bot.cli.{group}')\n    __import__('messaging_llm_bot')\n"
+    )
+    assert _dynamic_imports(probe) == [(4, "messaging_llm_bot.cli."), (5, "messaging_llm_bot")]

@@ -15,13 +15,13 @@ import sqlite3
 
 import pytest
 
-from assistant_framework.cli import main
 from assistant_framework.memory.candidates import MAX_QUERY_TERMS
 from assistant_framework.memory.cjk import MAX_SHORT
 from assistant_framework.memory.readers import QueryTimeout, ReaderPool, time_limit
 from assistant_framework.memory.search import MAX_QUERY_CHARS
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.cli.main import main
 from tests.telegram_harness import OWNER, texts
 
 # Two-character CJK words, all different: word n is chr(0x4E00 + 2n) + chr(0x4E01 + 2n).

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from assistant_framework.cli import main
 from assistant_framework.memory import MemoryService
 from assistant_framework.skills import SkillContext
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.cli.main import main
 
 UTC = timezone.utc
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _cli(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "assistant_framework.cli", *argv],
+        [sys.executable, "-m", "messaging_llm_bot.cli", *argv],
         capture_output=True,
         text=True,
         cwd=REPO,

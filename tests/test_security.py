@@ -212,7 +212,7 @@ def test_full_session_injected_mail_needs_the_owner_and_no_secret_leaks(tmp_path
     audit = [json.loads(line) for line in (workspace / "state" / "audit.jsonl").read_text().splitlines()]
     assert [(a["skill"], a["outcome"]) for a in audit][-1] == ("file", "declined")
     shown = subprocess.run(
-        [sys.executable, "-m", "assistant_framework", "config", "show", "--config", str(config)],
+        [sys.executable, "-m", "messaging_llm_bot.cli", "config", "show", "--config", str(config)],
         cwd=REPO,
         capture_output=True,
         text=True,

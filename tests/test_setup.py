@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant_framework.cli import main
+from messaging_llm_bot.cli.main import main
 from messaging_llm_bot.ops.setup import Answers, Console, Wizard, system_timezone
 from tests.crash_bot import BotProcess, echo_reply
 from tests.fakes.bot_api import FakeBotAPI

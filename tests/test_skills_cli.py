@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from assistant_framework.cli import main
 from assistant_framework.skills import BUILTIN_SKILLS_DIR
+from messaging_llm_bot.cli.main import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skills"
 

@@ -118,7 +118,15 @@ def test_short_webhook_secret_is_a_config_error(tmp_path):
 
     (tmp_path / "config.json").write_text(json.dumps({"telegram": {"webhook": {"secret_token": "abc"}}}))
     proc = subprocess.run(
-        [sys.executable, "-m", "assistant_framework", "config", "validate", "--config", str(tmp_path / "config.json")],
+        [
+            sys.executable,
+            "-m",
+            "messaging_llm_bot.cli",
+            "config",
+            "validate",
+            "--config",
+            str(tmp_path / "config.json"),
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -92,7 +92,7 @@ def test_replay_and_export_cli(bot_config, workspace, chat_server, tmp_path, cap
 
     import yaml
 
-    from assistant_framework.cli import main
+    from messaging_llm_bot.cli.main import main
 
     record_turns(bot_config, workspace, chat_server)
     config_dir = tmp_path / "cfg"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from assistant_framework.cli import main as cli_main
 from assistant_framework.skills import SkillManager
 from assistant_framework.traces import (
     TraceStore,
@@ -18,6 +17,7 @@ from assistant_framework.traces import (
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.loop import Agent
+from messaging_llm_bot.cli.main import main as cli_main
 from messaging_llm_bot.llm.client import LLMClient
 from tests.fakes.chat_server import FakeChatServer
 

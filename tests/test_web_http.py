@@ -421,7 +421,7 @@ def test_cli_refuses_a_short_token_with_exit_2(tmp_path):
         [
             sys.executable,
             "-m",
-            "assistant_framework.cli",
+            "messaging_llm_bot.cli",
             "web",
             "--config",
             str(tmp_path / "config"),
@@ -507,7 +507,7 @@ def test_assistant_web_serves_until_interrupted(tmp_path):
         [
             sys.executable,
             "-m",
-            "assistant_framework.cli",
+            "messaging_llm_bot.cli",
             "web",
             "--config",
             str(tmp_path / "config"),

@@ -5,6 +5,7 @@
 - ``runner``: ``CollectorRunner`` runs them on their schedules, with backoff, ``new.json`` and ``runs.jsonl``.
 - ``state``: per-collector state and the cursor a plugin keeps between runs.
 - ``notify``: which new items are worth a message to the owner.
+- ``check``: a whole config checked with the collectors' section schemas and names (``plugin_schema_errors``).
 
 The names below are the contract for plugin authors and the host; import them from here.
 """
@@ -25,6 +26,7 @@ _WHERE = {
     "CollectorRunner": "runner",
     "RunOutcome": "runner",
     "load_cursor": "state",
+    "plugin_schema_errors": "check",
     "save_cursor": "state",
 }
 
@@ -43,5 +45,6 @@ __all__ = [
     "CollectorRunner",
     "RunOutcome",
     "load_cursor",
+    "plugin_schema_errors",
     "save_cursor",
 ]

@@ -77,8 +77,12 @@ def format_json_path(path: tuple | list) -> str:
     return out or "(top level)"
 
 
-def _display(path: Path) -> str:
+def display_path(path: Path) -> str:
+    """A path as a message shows it: relative to the current folder where it can be."""
     try:
         return os.path.relpath(path)
     except ValueError:
         return str(path)
+
+
+_display = display_path

@@ -149,5 +149,5 @@ def setup(config: dict, workspace) -> int:
     print(f"Logged in to {config.get('host')} as {config.get('username')!r}. Folders:")
     for name in folders:
         print(f"  {name}")
-    print("Choose folders with: python -m assistant_framework.cli config set collectors.mail.folders '[\"INBOX\"]'")
+    print("Choose folders with: .venv/bin/assistant config set collectors.mail.folders '[\"INBOX\"]'")
     return 0

@@ -1,13 +1,21 @@
-"""CLI command groups; each module exposes ``register(subparsers)``."""
+"""The operator CLI (``assistant``): one module per command group, each exposing ``register(subparsers)``.
+
+``main`` builds the parser and runs a command; ``run`` starts the bot (also ``assistant-bot`` and
+``python -m messaging_llm_bot``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable
 
 
 class UsageError(Exception):
     """A wrong argument (a missing folder, an unknown name): the CLI prints it and exits 2."""
 
 
-def int_range(low: int, high: int | None = None):
+def int_range(low: int, high: int | None = None) -> Callable[[str], int]:
     """An argparse ``type`` for a whole number in [low, high]: a value outside is a usage error (exit 2)."""
-    import argparse
 
     def parse(text: str) -> int:
         try:

@@ -1,5 +1,7 @@
+"""``python -m messaging_llm_bot.cli``: the same as ``assistant``."""
+
 import sys
 
-from assistant_framework.cli import main
+from messaging_llm_bot.cli.main import main
 
 sys.exit(main())

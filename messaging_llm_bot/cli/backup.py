@@ -7,7 +7,7 @@ import json
 import re
 import sys
 
-from ..backup import BackupError, backup, restore
+from assistant_framework.backup import BackupError, backup, restore
 
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 

@@ -9,10 +9,10 @@ import logging
 import sys
 from typing import Iterator
 
-from ..collectors import CollectorManager, CollectorRunner
-from ..config import load_config_detailed, validate_config
-from ..schedules import from_iso, zone
-from ..workspace import existing_workspace
+from assistant_framework.collectors import CollectorManager, CollectorRunner
+from assistant_framework.config import load_config_detailed, validate_config
+from assistant_framework.schedules import from_iso, zone
+from assistant_framework.workspace import existing_workspace
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

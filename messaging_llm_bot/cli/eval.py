@@ -7,9 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from ..config import load_config
-from ..evals.cases import BUILTIN_CASES_DIR, CaseError, load_cases
-from ..evals.report import build_report, format_comparison, format_table
+from assistant_framework.config import load_config
+from assistant_framework.evals.cases import BUILTIN_CASES_DIR, CaseError, load_cases
+from assistant_framework.evals.report import build_report, format_comparison, format_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,7 +1,9 @@
-"""The framework CLI: ``python -m assistant_framework.cli <group> <command>``.
+"""The operator CLI: ``assistant <group> <command>`` (also ``python -m messaging_llm_bot.cli``).
 
-Each command group lives in ``assistant_framework/commands/<group>.py`` and
-exposes ``register(subparsers)``; its handlers return an exit status.
+Each command group lives in ``messaging_llm_bot/cli/<group>.py`` and exposes
+``register(subparsers)``; its handlers return an exit status. It sits beside the runtime, above
+every part of the bot, so ``setup``, ``doctor``, ``eval``, ``trace replay`` and ``run`` use the bot
+directly and the framework never imports the bot.
 """
 
 from __future__ import annotations
@@ -13,13 +15,25 @@ import sys
 from typing import Sequence
 
 from assistant_framework import version
-from assistant_framework.commands import UsageError
 from assistant_framework.config import ConfigError
 from assistant_framework.workspace import WorkspacePathError
 from assistant_framework.workspace.private import private_umask
+from messaging_llm_bot.cli import UsageError
 
 #: Command groups in help order; a group whose module is absent is skipped.
-COMMAND_GROUPS = ("setup", "doctor", "config", "skills", "collectors", "memory", "trace", "eval", "backup", "web")
+COMMAND_GROUPS = (
+    "run",
+    "setup",
+    "doctor",
+    "config",
+    "skills",
+    "collectors",
+    "memory",
+    "trace",
+    "eval",
+    "backup",
+    "web",
+)
 
 #: Set to 1 to see the Python traceback of an unexpected error.
 DEBUG_ENV = "ASSISTANT_DEBUG"
@@ -28,7 +42,7 @@ DEBUG_ENV = "ASSISTANT_DEBUG"
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="assistant",
-        description="Manage the assistant's config, skills, collectors, memory, traces and evals.",
+        description="Run the assistant and manage its config, skills, collectors, memory, traces and evals.",
         epilog="Exit status: 0 all good, 1 the command ran and found failures, 2 usage or config error.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
@@ -36,9 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.required = True
     for group in COMMAND_GROUPS:
         try:
-            module = importlib.import_module(f"assistant_framework.commands.{group}")
+            module = importlib.import_module(f"messaging_llm_bot.cli.{group}")
         except ModuleNotFoundError as exc:
-            if exc.name == f"assistant_framework.commands.{group}":
+            if exc.name == f"messaging_llm_bot.cli.{group}":
                 continue
             raise
         module.register(subparsers)

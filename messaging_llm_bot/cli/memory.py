@@ -7,10 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from ..config import load_config
-from ..workspace import existing_workspace
-from . import UsageError, int_range
-from .config import add_config_option
+from assistant_framework.config import load_config
+from assistant_framework.workspace import existing_workspace
+from messaging_llm_bot.cli import UsageError, int_range
+from messaging_llm_bot.cli.config import add_config_option
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _service(args: argparse.Namespace):
-    from ..memory.service import MemoryService
+    from assistant_framework.memory.service import MemoryService
 
     config = load_config(args.config) if Path(args.config).exists() else {}
     return MemoryService(existing_workspace(args.workspace), config, start_worker=False)
@@ -56,7 +56,7 @@ def _service(args: argparse.Namespace):
 
 def _check_source(source: str | None) -> None:
     """A typo in ``--source`` is a usage error, not "no memory matches"."""
-    from ..memory.sources import DEFAULT_SOURCES
+    from assistant_framework.memory.sources import DEFAULT_SOURCES
 
     if source is None:
         return
@@ -137,7 +137,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_purge(args: argparse.Namespace) -> int:
-    from ..collectors.loader import NAME_PATTERN
+    from assistant_framework.collectors.loader import NAME_PATTERN
 
     source = args.source
     name = source.split(":", 1)[1] if source.startswith("collector:") else ""

@@ -1,4 +1,7 @@
-"""``python -m messaging_llm_bot [--config config] [--workspace workspace] [--frontend telegram|console]``."""
+"""Start the bot: ``assistant run [--config config] [--workspace workspace] [--frontend telegram|signal|console]``.
+
+``assistant-bot`` and ``python -m messaging_llm_bot`` are the same command with the same options.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from assistant_framework import version
 from assistant_framework.config import ConfigError
@@ -99,8 +102,21 @@ def setup_logging(
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="assistant-bot", description="Run the personal assistant bot.")
+RUN_DESCRIPTION = """Start the bot: every enabled chat frontend (Telegram when telegram.token is set,
+Signal with signal.enabled; side by side), or the terminal chat with --frontend console.
+The same as assistant-bot and python -m messaging_llm_bot."""
+RUN_EXAMPLES = """examples:
+  .venv/bin/assistant run                       # what make run does
+  .venv/bin/assistant run --frontend console    # the terminal chat (make chat)
+  .venv/bin/assistant run --config /opt/assistant/config --workspace /opt/assistant/workspace
+
+first run: .venv/bin/assistant setup (make setup) asks for the Telegram token and the model server;
+.venv/bin/assistant doctor (make doctor) checks everything the bot needs.
+exit status: 2 for a config error (a service manager should not restart it)."""
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of every way to start the bot (``assistant run``, ``assistant-bot``, ``python -m``)."""
     parser.add_argument("--config", default="config", help="config file or directory (default: config)")
     parser.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
     parser.add_argument(
@@ -110,13 +126,50 @@ def build_parser() -> argparse.ArgumentParser:
         help="default: every enabled chat frontend (telegram with a token, signal with "
         "signal.enabled; both run side by side), else telegram",
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``assistant-bot``'s parser: the options of ``assistant run``."""
+    parser = argparse.ArgumentParser(
+        prog="assistant-bot",
+        description=RUN_DESCRIPTION,
+        epilog=RUN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_run_options(parser)
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     return parser
 
 
+def register(subparsers: argparse._SubParsersAction) -> None:
+    run = subparsers.add_parser(
+        "run",
+        help="start the bot (every enabled chat frontend, or --frontend console for the terminal chat)",
+        description=RUN_DESCRIPTION,
+        epilog=RUN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_run_options(run)
+    run.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> NoReturn:
+    """``assistant run``: start the bot; ends the process as ``python -m messaging_llm_bot`` does."""
+    exit_now(start(args))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Start the bot; returns the exit status (2 for config problems)."""
-    args = build_parser().parse_args(argv)
+    """Start the bot from ``assistant-bot``'s arguments; returns the exit status (2 for config problems)."""
+    return start(build_parser().parse_args(argv))
+
+
+def run_and_exit(argv: Sequence[str] | None = None) -> NoReturn:
+    """``assistant-bot`` and ``python -m messaging_llm_bot``: start the bot, then end the process (``exit_now``)."""
+    exit_now(main(argv))
+
+
+def start(args: argparse.Namespace) -> int:
+    """Start the bot with parsed run options; returns the exit status when it stops (2 for config problems)."""
     # Whatever the umask the bot was started with (022 is usual): nothing it or a plugin creates is
     # readable by other users of the machine.
     use_private_umask()
@@ -183,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_chat_frontends(runtime, chats or ["telegram"])
 
 
-def exit_now(code: int) -> None:
+def exit_now(code: int) -> NoReturn:
     """Exit with ``code`` without waiting for worker threads still blocked in a model call.
 
     Shutdown already waited its bound; whatever such a thread was doing is either in an atomic file
@@ -196,7 +249,3 @@ def exit_now(code: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
-
-
-if __name__ == "__main__":
-    exit_now(main())

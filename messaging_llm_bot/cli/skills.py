@@ -8,11 +8,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..config import load_config
-from ..skills import BUILTIN_SKILLS_DIR, SkillManager
-from ..workspace import Workspace
-from . import UsageError
-from .config import add_config_option
+from assistant_framework.config import load_config
+from assistant_framework.skills import BUILTIN_SKILLS_DIR, SkillManager
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.cli import UsageError
+from messaging_llm_bot.cli.config import add_config_option
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

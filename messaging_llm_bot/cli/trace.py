@@ -12,9 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-from ..traces import TraceStore, collect_secrets, redact_secrets
-from ..workspace import atomic_write_bytes, existing_workspace
-from . import int_range
+from assistant_framework.traces import TraceStore, collect_secrets, redact_secrets
+from assistant_framework.workspace import atomic_write_bytes, existing_workspace
+from messaging_llm_bot.cli import int_range
 
 
 def add_workspace_option(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +32,7 @@ def add_config_option(parser: argparse.ArgumentParser) -> None:
 def config_secrets(path: str) -> list[str]:
     """The secrets of the config at ``path``, to mask in what is printed: a trace written before a
     key was configured may hold it. [] when there is no readable config."""
-    from ..config import ConfigError, load_config
+    from assistant_framework.config import ConfigError, load_config
 
     try:
         return collect_secrets(load_config(path))
@@ -217,13 +217,12 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     # Imported here: replay talks to model servers, which the rest of this CLI never does.
+    from assistant_framework.config import load_config
     from messaging_llm_bot.evals.replay import format_replay, replay_trace
     from messaging_llm_bot.evals.runner import eval_llm_config
     from messaging_llm_bot.llm.client import LLMClient
     from messaging_llm_bot.llm.probe import check_runner
     from messaging_llm_bot.runtime import build_runtime
-
-    from ..config import load_config
 
     try:
         traces = _selected(args)

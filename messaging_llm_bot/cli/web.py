@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import int_range
-from .config import add_config_option
+from messaging_llm_bot.cli import int_range
+from messaging_llm_bot.cli.config import add_config_option
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,9 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_web(args: argparse.Namespace) -> int:
-    from ..web import WebServer, standalone_parts
-    from ..web.auth import TokenError
-    from ..workspace.inuse import hold_in_use
+    from assistant_framework.web import WebServer, standalone_parts
+    from assistant_framework.web.auth import TokenError
+    from assistant_framework.workspace.inuse import hold_in_use
 
     parts = standalone_parts(args.config, args.workspace)
     in_use = hold_in_use(parts.workspace.root)  # `restore` refuses the workspace while the page serves it

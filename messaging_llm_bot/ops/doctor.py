@@ -62,7 +62,7 @@ class Context:
 
 
 def check_config(ctx: Context) -> list[Check]:
-    from assistant_framework.commands.config import plugin_schema_errors
+    from assistant_framework.collectors.check import plugin_schema_errors
 
     try:
         loaded = load_config_detailed(ctx.config_path)

@@ -103,7 +103,7 @@ class Wizard:
     def check_config(self) -> None:
         """The config must load as it is: every answer is written into it, and a broken file
         would refuse the writes only at the end (after the owner's message was read and used up)."""
-        from assistant_framework.commands.config import plugin_schema_errors
+        from assistant_framework.collectors.check import plugin_schema_errors
 
         try:
             errors = plugin_schema_errors(load_config_detailed(self.a.config, env=False))
@@ -297,7 +297,7 @@ class Wizard:
 
     def run(self) -> int:
         """All steps, then the settings written to the local layer; returns the exit status."""
-        from assistant_framework.commands.config import write_setting
+        from assistant_framework.settings import write_setting
 
         self.check_config()
         telegram = self.telegram()

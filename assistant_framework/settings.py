@@ -1,0 +1,126 @@
+"""Changing the config from outside the running bot: ``write_setting`` puts one value into the git-ignored
+``local/`` layer of a config directory (or into a single-file config), and refuses a value that makes the
+config invalid, collectors' schemas included (``assistant config set``, ``assistant setup``).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from assistant_framework.collectors.check import plugin_schema_errors
+from assistant_framework.config import (
+    LOCAL_DIR,
+    ConfigError,
+    format_json_path,
+    get_key,
+    load_config_detailed,
+    owner_file,
+    parse_key,
+    set_in_file,
+)
+from assistant_framework.workspace import atomic_write_bytes
+
+
+def write_target(root: Path) -> Path:
+    """Where ``config set`` writes: the ``local/`` layer of a directory, or the single file itself."""
+    if root.is_file() or (not root.exists() and root.suffix in (".json", ".yaml", ".yml")):
+        return root
+    return root / LOCAL_DIR
+
+
+def _through_lists(root: Path, keys: tuple, value: Any) -> tuple[tuple, Any]:
+    """A key that goes through a list (``llm.runners[0].model``) becomes the whole list with one element changed."""
+    at = next((i for i, k in enumerate(keys) if isinstance(k, int)), None)
+    if at is None:
+        return keys, value
+    prefix = keys[:at]
+    try:
+        current = (
+            copy.deepcopy(get_key(load_config_detailed(root, validate=False, env=False).data, prefix))
+            if root.exists()
+            else None
+        )
+    except KeyError:
+        current = None
+    if not isinstance(current, list):
+        raise ConfigError(
+            f"config key {format_json_path(prefix)!r} is not a list, so {format_json_path(keys)!r} cannot be set"
+        )
+    node: Any = current
+    for depth, key in enumerate(keys[at:-1], start=at):
+        if isinstance(key, int):
+            if key >= len(node):
+                raise ConfigError(f"{format_json_path(keys[: depth + 1])}: the list has {len(node)} item(s)")
+            node = node[key]
+        else:
+            node = node.setdefault(key, {})
+        if not isinstance(node, (dict, list)):
+            raise ConfigError(
+                f"{format_json_path(keys[: depth + 1])}: is a {type(node).__name__}, cannot set inside it"
+            )
+    last = keys[-1]
+    if isinstance(last, int):
+        if last > len(node):
+            raise ConfigError(f"{format_json_path(keys)}: the list has {len(node)} item(s)")
+        node[last : last + 1] = [value]
+    else:
+        node[last] = value
+    return prefix, current
+
+
+def write_setting(root: Path, key: str | tuple, value: Any) -> Path:
+    """Write one value into the local layer of ``root`` (or the single-file config), validated.
+
+    A value that makes the config invalid is refused (ConfigError) and the file put back as it was.
+    """
+    keys = parse_key(key) if isinstance(key, str) else tuple(key)
+    if root.exists() and not root.is_dir() and root.suffix not in (".json", ".yaml", ".yml"):
+        raise ConfigError(f"{root}: not a config directory or .json/.yaml file")
+    if not root.exists() and root.suffix not in (".json", ".yaml", ".yml"):
+        # A wrong --config (or the wrong current folder) must not start a new config tree.
+        raise ConfigError(f"{root}: config directory does not exist (run from the checkout, or pass --config)")
+    # One `config set` at a time per config: two at once would each write back the file as read.
+    with FileLock(_set_lock_path(root), timeout=30):
+        return _write_setting_locked(root, keys, value)
+
+
+def _set_lock_path(root: Path) -> str:
+    """A lock file outside the config (no stray file in a tracked folder), one per config root."""
+    digest = hashlib.sha1(str(root.resolve()).encode("utf-8")).hexdigest()[:16]
+    return str(Path(tempfile.gettempdir()) / f"assistant-config-set-{digest}.lock")
+
+
+def _write_setting_locked(root: Path, keys: tuple, value: Any) -> Path:
+    target = write_target(root)
+    keys, value = _through_lists(root, keys, value)
+    file, inner = owner_file(target, keys)
+    if not file.exists() and target != root and root.is_dir():
+        # Mirror the tracked layout: collectors.rss.enabled -> local/collectors/rss.json.
+        base_file, inner = owner_file(root, keys)
+        file = target / base_file.relative_to(root)
+    before = file.read_bytes() if file.exists() else None
+    new_dirs = [p for p in file.parents if not p.exists()]
+    set_in_file(file, inner, value, keys)
+    if before is None and target != root:
+        os.chmod(file, 0o600)  # the local layer holds tokens and keys
+    try:
+        errors = plugin_schema_errors(load_config_detailed(root, env=False))
+        if errors:
+            raise ConfigError("\n".join(errors))
+    except ConfigError:
+        # Refuse a value that makes the config invalid: put the file back as it was.
+        if before is None:
+            file.unlink()
+            for folder in new_dirs:  # nearest first
+                folder.rmdir()
+        else:
+            atomic_write_bytes(file, before)
+        raise
+    return file
