@@ -70,8 +70,8 @@ def _timezone(config: dict) -> str:
 def _runner(config: dict, manager: CollectorManager) -> Iterator[CollectorRunner]:
     """A runner that hands what each run wrote to the memory index (unless memory is off), so
     ``memory search`` and the running bot find the new items as soon as the run ends."""
-    from ..memory import memory_enabled
-    from ..memory.index import MemoryIndex
+    from assistant_framework.memory import memory_enabled
+    from assistant_framework.memory.index import MemoryIndex
 
     index = MemoryIndex(manager.workspace) if memory_enabled(config) else None
     try:
