@@ -9,10 +9,10 @@ import json
 import subprocess
 from pathlib import Path
 
-from assistant_framework.cli import main
 from assistant_framework.collectors.state import load_state
 from assistant_framework.memory.index import MemoryIndex
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.cli.main import main
 from tests.fixtures.collectors.helpers import write_collector
 from tests.telegram_harness import OWNER
 
