@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from messaging_llm_bot.frontends.chatqueue import DEFAULT_MAX_PENDING
+from assistant_framework.config.settings import RuntimeSettings
 from tests.signal_harness import FRIEND as SIGNAL_FRIEND
 from tests.signal_harness import GROUP, wait_for
 from tests.signal_harness import OWNER as SIGNAL_OWNER
@@ -16,6 +16,8 @@ from tests.telegram_harness import OWNER
 
 FRIEND = 42
 NOTICE = "skipping new ones"
+
+DEFAULT_MAX_PENDING = RuntimeSettings().max_pending_per_chat  # 20, as config/README.md says
 
 
 def held_friend(chat_server) -> threading.Event:

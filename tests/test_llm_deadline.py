@@ -136,6 +136,7 @@ def test_keep_alives_before_an_answer_in_time_are_harmless(chat_server):
 def test_the_user_is_told_when_an_answer_that_is_not_streamed_trickles(fake, start_bot, chat_server):  # noqa: F811
     def short_timeout(config: dict) -> None:
         config["llm"]["runners"][0]["timeout_seconds"] = 1
+        config["llm"]["stream"] = False  # the model call is not streamed (telegram.stream only shows one)
 
     start_bot(config_patch=short_timeout, stream=False)
     chat_server.set_handler(lambda req: {"content": '{"reply": "late"}', "trickle": TRICKLE})

@@ -18,7 +18,8 @@ The parts:
 - ``errors``: ``ConfigError``, ``format_json_path``, ``LoadedConfig`` (which file supplied which key).
 - ``keys``: ``llm.runners[0].model`` parsed and looked up; CLI values.
 - ``write``: ``config set``: the file that owns a key, changed atomically in its own style.
-- ``defaults``: the documented defaults ``config get/show`` fill in.
+- ``settings``: one frozen record per section (``Settings.from_config(data)``), each key's default in its field.
+- ``defaults``: the defaults ``config get/show`` fill in, derived from the records.
 
 The names below are the API for the framework, the bot and plugins; import them from here.
 """

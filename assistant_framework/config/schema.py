@@ -12,17 +12,21 @@ _HTTP_URL = {"type": "string", "pattern": "^https?://"}
 # A phone number in E.164 form or a Signal ACI UUID.
 _SIGNAL_ID = "^(\\+[1-9][0-9]{6,14}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
 
-_ENDPOINT = {
+_ENDPOINT_KEYS = {
+    "enabled": {"type": "boolean"},
+    "base_url": _HTTP_URL,
+    "model": {"type": "string"},
+    "api_key": {"type": "string"},
+    "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+}
+_EMBEDDINGS = {
     "type": "object",
-    "properties": {
-        "enabled": {"type": "boolean"},
-        "base_url": _HTTP_URL,
-        "model": {"type": "string"},
-        "api_key": {"type": "string"},
-        "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
-        "language": {"type": ["string", "null"]},
-        "batch": {"type": "integer", "minimum": 1},
-    },
+    "properties": {**_ENDPOINT_KEYS, "batch": {"type": "integer", "minimum": 1}},
+    "additionalProperties": False,
+}
+_TRANSCRIPTION = {
+    "type": "object",
+    "properties": {**_ENDPOINT_KEYS, "language": {"type": ["string", "null"]}},
     "additionalProperties": False,
 }
 
@@ -56,8 +60,8 @@ LLM_SCHEMA = {
         "retry_max_wait_seconds": {"type": "number", "minimum": 0},
         "retry_backoff_seconds": {"type": "number", "minimum": 0},
         "background_extra_body": {"type": "object"},
-        "embeddings": _ENDPOINT,
-        "transcription": _ENDPOINT,
+        "embeddings": _EMBEDDINGS,
+        "transcription": _TRANSCRIPTION,
     },
     "additionalProperties": False,
 }

@@ -19,23 +19,21 @@ import asyncio
 import itertools
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine, Hashable
+from collections.abc import Callable, Coroutine, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from assistant_framework.config.settings import RuntimeSettings
+from assistant_framework.config.settings.fields import read_record
+
 log = logging.getLogger(__name__)
 
-#: Messages one chat may have waiting or being answered (``runtime.max_pending_per_chat``).
-DEFAULT_MAX_PENDING = 20
 T = TypeVar("T")
 
 
-def max_pending(config: dict) -> int:
+def max_pending(config: Mapping[str, object]) -> int:
     """``runtime.max_pending_per_chat``, at least 1."""
-    try:
-        return max(1, int((config.get("runtime") or {}).get("max_pending_per_chat") or DEFAULT_MAX_PENDING))
-    except (TypeError, ValueError):
-        return DEFAULT_MAX_PENDING
+    return max(1, read_record(RuntimeSettings, config.get("runtime")).max_pending_per_chat)
 
 
 @dataclass(eq=False)

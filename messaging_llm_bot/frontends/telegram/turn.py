@@ -208,7 +208,8 @@ class TurnRunner:
             outside=outside,
             approve=approve,
             on_event=progress.on_event,
-            stream=self.settings.stream,
+            # llm.stream asks the model for a stream; telegram.stream decides whether the message shows it.
+            stream=self.runtime.agent.settings.stream,
         )
         # The owner's model calls go first (llm/slots.py).
         answered = await self.pool.run(self.runtime.agent.handle, incoming, owner_turn=from_owner)

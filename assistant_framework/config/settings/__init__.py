@@ -1,0 +1,73 @@
+"""Typed settings: one frozen record per config section, built once per load or ``/reload``.
+
+Each record's fields are its section's keys, and each field's default is that key's default: the
+one place it is written. ``config get``/``show`` fill in defaults from these records
+(``config/defaults.py``), ``tests/test_config_defaults.py`` holds ``config/README.md`` to them, and
+the code reads ``settings.runtime.timezone`` instead of ``config.get("runtime", {}).get(...)``.
+
+Collectors' sections are not here: each collector declares and reads its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from assistant_framework.config.settings.chat import SignalSettings, TelegramSettings, WebhookSettings
+from assistant_framework.config.settings.fields import nests as _nests
+from assistant_framework.config.settings.fields import read_record
+from assistant_framework.config.settings.llm import (
+    EmbeddingsSettings,
+    LLMSettings,
+    RunnerSettings,
+    TranscriptionSettings,
+)
+from assistant_framework.config.settings.memory import (
+    EpisodesSettings,
+    MemorySettings,
+    ProfileSettings,
+    RankingSettings,
+    RecallSettings,
+)
+from assistant_framework.config.settings.policy import PolicySettings
+from assistant_framework.config.settings.runtime import RuntimeSettings
+from assistant_framework.config.settings.web import WebSettings
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every section the project owns, read from one merged config."""
+
+    llm: LLMSettings = field(default_factory=LLMSettings, metadata=_nests(LLMSettings))
+    telegram: TelegramSettings = field(default_factory=TelegramSettings, metadata=_nests(TelegramSettings))
+    signal: SignalSettings = field(default_factory=SignalSettings, metadata=_nests(SignalSettings))
+    runtime: RuntimeSettings = field(default_factory=RuntimeSettings, metadata=_nests(RuntimeSettings))
+    memory: MemorySettings = field(default_factory=MemorySettings, metadata=_nests(MemorySettings))
+    policy: PolicySettings = field(default_factory=PolicySettings, metadata=_nests(PolicySettings))
+    web: WebSettings = field(default_factory=WebSettings, metadata=_nests(WebSettings))
+
+    @classmethod
+    def from_config(cls, data: Mapping[str, object]) -> Settings:
+        """The records of a loaded config (``load_config``'s dict); a value a record cannot take is a
+        ConfigError naming the key (a validated config has none)."""
+        return read_record(cls, data)
+
+
+__all__ = [
+    "EmbeddingsSettings",
+    "EpisodesSettings",
+    "LLMSettings",
+    "MemorySettings",
+    "PolicySettings",
+    "ProfileSettings",
+    "RankingSettings",
+    "RecallSettings",
+    "RunnerSettings",
+    "RuntimeSettings",
+    "Settings",
+    "SignalSettings",
+    "TelegramSettings",
+    "TranscriptionSettings",
+    "WebSettings",
+    "WebhookSettings",
+]

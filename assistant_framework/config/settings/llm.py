@@ -1,0 +1,98 @@
+"""The ``llm`` section: model servers (runners), the call's knobs, embeddings and transcription."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from assistant_framework.config.settings.fields import (
+    flag,
+    frozen,
+    json_object,
+    lists,
+    maybe,
+    nests,
+    number,
+    one_of,
+    reads,
+    text,
+    whole,
+)
+
+#: How a runner's answer is held to the skill protocol (docs/agent.md).
+STRUCTURED_OUTPUT = ("auto", "json_schema", "json_object", "off")
+#: How the skills travel to a runner: the JSON protocol, native tools, or native when the server takes them.
+TOOL_TRANSPORTS = ("json", "native", "auto")
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    """One OpenAI-compatible model server (``llm.runners[i]``)."""
+
+    name: str = field(metadata=reads(text))
+    base_url: str = field(metadata=reads(text))
+    model: str = field(metadata=reads(text))
+    api_key: str = field(default="", metadata=reads(text))
+    #: The environment variable holding the key, when ``api_key`` is empty.
+    api_key_env: str = field(default="", metadata=reads(text))
+    extra_body: Mapping[str, object] = field(default_factory=frozen, metadata=reads(json_object))
+    timeout_seconds: float = field(default=120.0, metadata=reads(number))
+    structured_output: str = field(default="auto", metadata=reads(one_of(*STRUCTURED_OUTPUT)))
+    tool_transport: str = field(default="json", metadata=reads(one_of(*TOOL_TRANSPORTS)))
+
+    def __repr__(self) -> str:
+        # The default dataclass repr would print the API key into logs and tracebacks.
+        return (
+            f"RunnerSettings(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r}, "
+            f"api_key={'***' if self.api_key else ''!r})"
+        )
+
+
+@dataclass(frozen=True)
+class EmbeddingsSettings:
+    """``llm.embeddings``: an OpenAI-compatible ``/embeddings`` endpoint for semantic memory search."""
+
+    enabled: bool = field(default=False, metadata=reads(flag))
+    base_url: str = field(default="", metadata=reads(text))
+    model: str = field(default="", metadata=reads(text))
+    api_key: str = field(default="", repr=False, metadata=reads(text))
+    timeout_seconds: float = field(default=30.0, metadata=reads(number))
+    batch: int = field(default=64, metadata=reads(whole))
+
+
+@dataclass(frozen=True)
+class TranscriptionSettings:
+    """``llm.transcription``: an OpenAI-compatible ``/audio/transcriptions`` endpoint for voice notes."""
+
+    #: Used whenever base_url and model are set; false turns it off without removing them.
+    enabled: bool = field(default=True, metadata=reads(flag))
+    base_url: str = field(default="", metadata=reads(text))
+    model: str = field(default="", metadata=reads(text))
+    api_key: str = field(default="", repr=False, metadata=reads(text))
+    language: str | None = field(default=None, metadata=reads(maybe(text), null=True))
+    timeout_seconds: float = field(default=120.0, metadata=reads(number))
+
+    @property
+    def usable(self) -> bool:
+        """True when voice notes can be transcribed: enabled, with base_url and model."""
+        return self.enabled and bool(self.base_url) and bool(self.model)
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """The ``llm`` section."""
+
+    runners: tuple[RunnerSettings, ...] = field(default=(), metadata=lists(RunnerSettings))
+    temperature: float | None = field(default=0.3, metadata=reads(maybe(number), null=True))
+    max_tokens: int | None = field(default=800, metadata=reads(maybe(whole), null=True))
+    max_skill_rounds: int = field(default=5, metadata=reads(whole))
+    max_concurrency: int = field(default=1, metadata=reads(whole))
+    stream: bool = field(default=True, metadata=reads(flag))
+    retries_per_runner: int = field(default=1, metadata=reads(whole))
+    retry_max_wait_seconds: float = field(default=30.0, metadata=reads(number))
+    retry_backoff_seconds: float = field(default=1.0, metadata=reads(number))
+    background_extra_body: Mapping[str, object] = field(default_factory=frozen, metadata=reads(json_object))
+    embeddings: EmbeddingsSettings = field(default_factory=EmbeddingsSettings, metadata=nests(EmbeddingsSettings))
+    transcription: TranscriptionSettings = field(
+        default_factory=TranscriptionSettings, metadata=nests(TranscriptionSettings)
+    )

@@ -1,0 +1,32 @@
+"""The ``policy`` section: what a skill call may do without asking, and what guests are offered."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from assistant_framework.config.settings.fields import flag, frozen, mapping_of, one_of, reads, strings
+
+CAPABILITIES = ("read", "write", "delete", "network", "send")
+DECISIONS = ("allow", "ask", "deny")
+#: What each capability gets when ``policy.capabilities`` does not name it.
+DEFAULT_DECISIONS: Mapping[str, str] = frozen(
+    {"read": "allow", "write": "allow", "delete": "ask", "network": "ask", "send": "ask"}
+)
+#: Skills a guest turn may call unless ``policy.guest_skills`` says otherwise. They run on the chat's own
+#: area (assistant_framework/access.py), so even ``file`` cannot reach the owner's files.
+DEFAULT_GUEST_SKILLS = ("conversation_search", "file", "memory_search", "time", "web")
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    """The ``policy`` section."""
+
+    #: A capability the config names replaces its default; the others keep theirs.
+    capabilities: Mapping[str, str] = field(
+        default_factory=lambda: DEFAULT_DECISIONS,
+        metadata=reads(mapping_of(one_of(*DECISIONS), over=DEFAULT_DECISIONS)),
+    )
+    skills: Mapping[str, str] = field(default_factory=frozen, metadata=reads(mapping_of(one_of(*DECISIONS))))
+    allow_private_network: bool = field(default=False, metadata=reads(flag))
+    guest_skills: tuple[str, ...] = field(default=DEFAULT_GUEST_SKILLS, metadata=reads(strings))

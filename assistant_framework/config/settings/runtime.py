@@ -1,0 +1,53 @@
+"""The ``runtime`` section: time zone, plugin folders, the prompt's budgets, skill limits, traces, logging."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from assistant_framework.config.settings.fields import (
+    flag,
+    frozen,
+    mapping_of,
+    maybe,
+    number,
+    one_of,
+    reads,
+    strings,
+    text,
+    whole,
+)
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    """The ``runtime`` section."""
+
+    timezone: str = field(default="UTC", metadata=reads(text))
+    skills_dirs: tuple[str, ...] = field(default=(), metadata=reads(strings))
+    collectors_dirs: tuple[str, ...] = field(default=(), metadata=reads(strings))
+    reply_footer: bool = field(default=False, metadata=reads(flag))
+    #: null: the built-in base prompt (messaging_llm_bot/agent/settings.py).
+    base_prompt: str | None = field(default=None, metadata=reads(maybe(text), null=True))
+    history_budget_chars: int = field(default=12_000, metadata=reads(whole))
+    history_budget_tokens: int | None = field(default=None, metadata=reads(maybe(whole), null=True))
+    context_budget_chars: int = field(default=20_000, metadata=reads(whole))
+    learnings_budget_chars: int = field(default=4_000, metadata=reads(whole))
+    # 2000, as config/README.md has always said (the code read 1500 until issue 27): the profile the
+    # refresh writes is "at most about 400 words", which 1500 characters cut short.
+    profile_budget_chars: int = field(default=2_000, metadata=reads(whole))
+    section_caps: Mapping[str, int] = field(default_factory=frozen, metadata=reads(mapping_of(whole)))
+    skill_timeout_seconds: float = field(default=60.0, metadata=reads(number))
+    skill_timeouts: Mapping[str, float] = field(default_factory=frozen, metadata=reads(mapping_of(number)))
+    skill_result_limit_chars: int = field(default=4_000, metadata=reads(whole))
+    trace_keep: int = field(default=200, metadata=reads(whole))
+    shutdown_timeout_seconds: float = field(default=20.0, metadata=reads(number))
+    #: Messages one chat may have waiting or being answered (frontends/chatqueue.py).
+    max_pending_per_chat: int = field(default=20, metadata=reads(whole))
+    log_level: str = field(default="INFO", metadata=reads(one_of(*LOG_LEVELS)))
+
+    def skill_timeout(self, skill: str) -> float:
+        """The time limit of one call of ``skill``: its ``skill_timeouts`` entry, else ``skill_timeout_seconds``."""
+        return self.skill_timeouts.get(skill, self.skill_timeout_seconds)

@@ -1,0 +1,23 @@
+"""The ``web`` section: the owner's web page, its address, token and bounds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from assistant_framework.config.settings.fields import flag, number, reads, text, whole
+
+
+@dataclass(frozen=True)
+class WebSettings:
+    """The ``web`` section (docs/web.md)."""
+
+    enabled: bool = field(default=False, metadata=reads(flag))
+    host: str = field(default="127.0.0.1", metadata=reads(text))
+    #: 0 picks a free port.
+    port: int = field(default=8765, metadata=reads(whole))
+    #: Empty: one is generated into ``state/web/token`` on first use.
+    token: str = field(default="", repr=False, metadata=reads(text))
+    max_connections: int = field(default=64, metadata=reads(whole))
+    max_body_bytes: int = field(default=4 * 1024 * 1024, metadata=reads(whole))
+    header_timeout_seconds: float = field(default=10.0, metadata=reads(number))
+    body_timeout_seconds: float = field(default=30.0, metadata=reads(number))

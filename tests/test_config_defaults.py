@@ -1,0 +1,133 @@
+"""config/README.md and the settings records agree: every key, every default, both ways.
+
+The records (assistant_framework/config/settings/) are where each default is written; the README's
+tables are what users read. A default cell is read as JSON (its first `code` span when it has one;
+a cell of several keys separated by " / " holds as many defaults); an empty cell is a key without a
+default. Then, through the bot: with the key left out of the config, the running bot does what the
+README gives as the default.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.config import load_config
+from assistant_framework.config.defaults import DEFAULTS, default_of
+from assistant_framework.config.schema import ROOT_SCHEMA
+from assistant_framework.config.settings import Settings
+from assistant_framework.config.settings.fields import REQUIRED, documented
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "config" / "README.md"
+_SECTION = re.compile(r"^## `(\w+)`")
+_CODE = re.compile(r"`([^`]*)`")
+
+
+def readme_defaults(text: str) -> dict[str, object]:
+    """``section.key`` -> the default the README's table gives (REQUIRED for an empty cell)."""
+    found: dict[str, object] = {}
+    section = None
+    for line in text.splitlines():
+        heading = _SECTION.match(line)
+        if heading:
+            section = heading.group(1)
+            continue
+        if section is None or not line.startswith("| `"):
+            continue
+        key_cell, default_cell = (cell.strip() for cell in line.strip("|").split("|")[:2])
+        keys = _CODE.findall(key_cell)
+        parts = default_cell.split(" / ") if len(keys) > 1 else [default_cell]
+        assert len(parts) == len(keys), f"config/README.md: {key_cell}: {len(keys)} keys but {len(parts)} defaults"
+        for key, part in zip(keys, parts, strict=True):
+            assert f"{section}.{key}" not in found, f"config/README.md documents {section}.{key} twice"
+            found[f"{section}.{key}"] = _value(part.strip())
+    return found
+
+
+def _value(cell: str) -> object:
+    if not cell:
+        return REQUIRED
+    code = _CODE.search(cell)
+    literal = code.group(1) if code else cell
+    try:
+        return json.loads(literal)
+    except ValueError:
+        return literal
+
+
+def _same(documented_value: object, code_value: object) -> bool:
+    """Equal as JSON data (``30`` is ``30.0``, but ``1`` is not ``true``)."""
+    return documented_value == code_value and isinstance(documented_value, bool) == isinstance(code_value, bool)
+
+
+def test_every_key_of_the_records_is_documented_with_its_default() -> None:
+    documented_in_readme = readme_defaults(README.read_text(encoding="utf-8"))
+    in_code = dict(documented(Settings))
+    missing = sorted(set(in_code) - set(documented_in_readme))
+    assert not missing, f"keys the code reads but config/README.md does not document: {missing}"
+    unknown = sorted(set(documented_in_readme) - set(in_code))
+    assert not unknown, f"keys config/README.md documents but no settings record has: {unknown}"
+    wrong = {
+        key: (documented_in_readme[key], value)
+        for key, value in in_code.items()
+        if not _same(documented_in_readme[key], value)
+    }
+    assert not wrong, f"(README, code) defaults that differ: {wrong}"
+
+
+def test_the_readme_reader_sees_a_wrong_default() -> None:
+    """The comparison above can fail: a changed default in a table is seen."""
+    text = README.read_text(encoding="utf-8")
+    assert "| `profile_budget_chars` | 2000 |" in text
+    changed = readme_defaults(text.replace("| `profile_budget_chars` | 2000 |", "| `profile_budget_chars` | 1500 |"))
+    assert changed["runtime.profile_budget_chars"] == 1500 != dict(documented(Settings))["runtime.profile_budget_chars"]
+    both = readme_defaults(text)
+    assert both["memory.recall.limit"] == 5 and both["llm.runners[].model"] is REQUIRED
+    assert both["llm.stream"] is True and both["telegram.owner_id"] is None
+
+
+def _schema_keys(schema: dict, prefix: str) -> set[str]:
+    keys: set[str] = set()
+    for name, sub in (schema.get("properties") or {}).items():
+        keys.add(prefix + name)
+        for variant in [sub, *(sub.get("oneOf") or [])]:
+            if "properties" in variant:
+                keys |= _schema_keys(variant, f"{prefix}{name}.")
+            items = variant.get("items")
+            if isinstance(items, dict) and "properties" in items:
+                keys |= _schema_keys(items, f"{prefix}{name}[].")
+    return keys
+
+
+def test_the_schema_and_the_records_name_the_same_keys() -> None:
+    """A key the schema accepts but no record reads would be a setting that does nothing; a key a record
+    reads but the schema refuses could never be set."""
+    in_schema: set[str] = set()
+    for section in ("llm", "telegram", "signal", "runtime", "memory", "policy", "web"):
+        in_schema |= _schema_keys(ROOT_SCHEMA["properties"][section], section + ".")
+    in_code = set(dict(documented(Settings)))
+    # The schema names a nested object (memory.recall) as a key too; the records list the keys inside it.
+    nested = {key.rsplit(".", 1)[0] for key in in_code if key.count(".") > 1 and "[]" not in key}
+    assert sorted(in_schema - in_code - nested) == []
+    assert sorted(in_code - in_schema) == []
+
+
+def test_config_get_gives_the_records_defaults(tmp_path: Path) -> None:
+    assert default_of(("runtime", "profile_budget_chars")) == 2000
+    assert default_of(("llm", "stream")) is True
+    assert DEFAULTS["memory"]["episodes"] == {"enabled": True, "settle_minutes": 60.0, "max_per_run": 5, "min_turns": 2}
+    with pytest.raises(KeyError):
+        default_of(("runtime", "nonsense"))
+
+
+def test_an_empty_config_reads_as_the_defaults(tmp_path: Path) -> None:
+    empty = tmp_path / "config.json"
+    empty.write_text("{}")
+    settings = Settings.from_config(load_config(empty))
+    assert settings == Settings()
+    assert settings.runtime.profile_budget_chars == 2000 and settings.llm.stream is True
+    assert settings.memory.episodes.enabled and settings.policy.capabilities["delete"] == "ask"
