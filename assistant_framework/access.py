@@ -15,13 +15,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from assistant_framework.config.settings import PolicySettings, RuntimeSettings
 from assistant_framework.workspace import Workspace
 from assistant_framework.workspace.private import make_private_dirs
 
 GUEST_ROOT = "guests"
-#: Skills a guest turn may call unless ``policy.guest_skills`` says otherwise. They run on the
-#: chat's own area, so even ``file`` cannot reach the owner's files.
-DEFAULT_GUEST_SKILLS = ("conversation_search", "file", "memory_search", "time", "web")
 #: Commands that show or change the owner's data or the bot itself.
 OWNER_ONLY_COMMANDS = frozenset({"now", "reload", "stats"})
 
@@ -36,10 +34,10 @@ def command_allowed(command: str, owner_data: bool) -> bool:
     return owner_data or command.lower() not in OWNER_ONLY_COMMANDS
 
 
-def guest_skills(policy: dict | None) -> frozenset[str]:
-    """The skill names a guest turn may see and call."""
-    listed = (policy or {}).get("guest_skills")
-    return frozenset(DEFAULT_GUEST_SKILLS if listed is None else (str(name) for name in listed))
+def guest_skills(policy: PolicySettings) -> frozenset[str]:
+    """The skill names a guest turn may see and call (``policy.guest_skills``). They run on the chat's own
+    area, so even ``file`` cannot reach the owner's files."""
+    return frozenset(policy.guest_skills)
 
 
 def guest_area(conversation_id: str) -> str:
@@ -71,14 +69,13 @@ def feeds_prompt(rel: str) -> bool:
     return any(rel == p or rel.startswith(p) for p in PROMPT_FILES)
 
 
-def plugin_dir_problems(config: dict, workspace_root: Path) -> list[str]:
+def plugin_dir_problems(runtime: RuntimeSettings, workspace_root: Path) -> list[str]:
     """``runtime.skills_dirs`` / ``collectors_dirs`` entries the model could write code into: inside the
     workspace, or the folder that holds it (the workspace itself would be a plugin folder)."""
     root = Path(workspace_root).expanduser().resolve()
     problems = []
-    runtime = config.get("runtime") or {}
-    for key in ("skills_dirs", "collectors_dirs"):
-        for index, entry in enumerate(runtime.get(key) or []):
+    for key, entries in (("skills_dirs", runtime.skills_dirs), ("collectors_dirs", runtime.collectors_dirs)):
+        for index, entry in enumerate(entries):
             folder = Path(str(entry)).expanduser().resolve()
             if folder == root or root in folder.parents or folder == root.parent:
                 problems.append(

@@ -27,7 +27,8 @@ class BackgroundWorker:
         self.name = name
         self._queue: queue.Queue = queue.Queue()
         self._on_idle = on_idle
-        self._idle_seconds = idle_seconds
+        #: Read before each wait: a new value (``/reload``) holds from the next wait on.
+        self.idle_seconds = idle_seconds
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         if on_idle is not None:
@@ -47,7 +48,7 @@ class BackgroundWorker:
     def _run(self) -> None:
         while True:
             try:
-                item = self._queue.get(timeout=self._idle_seconds if self._on_idle else None)
+                item = self._queue.get(timeout=self.idle_seconds if self._on_idle else None)
             except queue.Empty:
                 self._safe(self._on_idle, "periodic upkeep")
                 continue

@@ -10,14 +10,15 @@ cannot steer it into destroying or sending the owner's data.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from assistant_framework.config import REDACTED, SECRET_KEY
+from assistant_framework.config.settings import PolicySettings
+from assistant_framework.config.settings.fields import read_record
 
-CAPABILITIES = ("read", "write", "delete", "network", "send")
-DEFAULT_DECISIONS = {"read": "allow", "write": "allow", "delete": "ask", "network": "ask", "send": "ask"}
 #: Capabilities that always need confirmation after untrusted content entered the turn.
 GUARDED_WHEN_UNTRUSTED = frozenset({"delete", "network", "send"})
 _ORDER = {"allow": 0, "ask": 1, "deny": 2}
@@ -39,7 +40,7 @@ UNTRUSTED_WHY = "this turn involved untrusted content"
 def decide(
     skill: str,
     capabilities: Iterable[str],
-    policy: dict | None = None,
+    policy: PolicySettings | Mapping[str, Any] | None = None,
     *,
     untrusted: bool = False,
     action_capabilities: Iterable[str] | None = None,
@@ -47,13 +48,14 @@ def decide(
 ) -> Decision:
     """The decision for a call: a per-skill rule wins, else the strictest capability rule.
 
+    ``policy``: the ``policy`` record (a section dict is read into one; absent: the defaults).
     ``action_capabilities`` narrows the declared capabilities to what this call
     does (e.g. a ``file`` read needs only ``read`` even though the skill can delete).
     """
-    policy = policy or {}
+    settings = policy if isinstance(policy, PolicySettings) else read_record(PolicySettings, policy)
     caps = list(action_capabilities if action_capabilities is not None else capabilities) or ["read"]
-    per_skill = (policy.get("skills") or {}).get(skill)
-    rules = {**DEFAULT_DECISIONS, **(policy.get("capabilities") or {})}
+    per_skill = settings.skills.get(skill)
+    rules = settings.capabilities  # the configured capabilities over their defaults
     if per_skill:
         decision = Decision(per_skill, f"policy for skill {skill!r} is {per_skill}")
     else:

@@ -19,6 +19,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.access import plugin_dir_problems
 from assistant_framework.config import ConfigError, load_config
+from assistant_framework.config.reloadable import ReloadReport, plan_reload
+from assistant_framework.config.settings import Settings
 from assistant_framework.workspace import Workspace
 from assistant_framework.workspace.private import tighten
 
@@ -45,11 +47,11 @@ def merge(base: dict, extra: dict) -> dict:
     return out
 
 
-def _llm_client(config: dict) -> "LLMClient":
+def _llm_client(settings: Settings) -> "LLMClient":
     from messaging_llm_bot.llm.client import LLMClient
 
     try:
-        return LLMClient(config.get("llm") or {})
+        return LLMClient(settings.llm)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -72,20 +74,19 @@ class BackgroundModel:
 
         # llm.background_extra_body, e.g. {"id_slot": 1} on llama-server with two slots (-np 2),
         # keeps background calls off the chat's slot and so off its cached prompt.
-        background = self.llm.config.get("background_extra_body") or {}
+        background = self.llm.settings.background_extra_body
         schema, name, rest = schema_from_extra({**background, **(kwargs.pop("extra", None) or {})})
         with background_calls():
             return self.llm.complete(messages, extra=rest or None, schema=schema, schema_name=name, **kwargs).text
 
 
-def _memory(config: dict, workspace: Workspace, model: BackgroundModel) -> Any:
-    from assistant_framework.memory import MemoryService, memory_enabled
-
-    if not memory_enabled(config):
+def _memory(settings: Settings, workspace: Workspace, model: BackgroundModel) -> Any:
+    if not settings.memory.enabled:
         return None
+    from assistant_framework.memory import MemoryService
     from messaging_llm_bot.llm.embeddings import embedding_client
 
-    return MemoryService(workspace, config, complete=model, embed=embedding_client(config.get("llm") or {}))
+    return MemoryService(workspace, settings, complete=model, embed=embedding_client(settings.llm.embeddings))
 
 
 @dataclass
@@ -100,18 +101,31 @@ class Parts:
     background_model: BackgroundModel | None = None
 
 
-def build_parts(config: dict, workspace: Workspace, *, defer_plugins: bool = False) -> Parts:
-    """Build every part from a checked config; plugin folders load later with ``defer_plugins``."""
+def build_parts(
+    config: dict, workspace: Workspace, *, settings: Settings | None = None, defer_plugins: bool = False
+) -> Parts:
+    """Build every part from a checked config (and its records, read from it when not given); plugin
+    folders load later with ``defer_plugins``."""
     from assistant_framework.collectors import CollectorManager
     from assistant_framework.skills import SkillManager
     from messaging_llm_bot.agent.loop import Agent
 
-    llm = _llm_client(config)
+    settings = settings if settings is not None else Settings.from_config(config)
+    llm = _llm_client(settings)
     skills = SkillManager.from_config(config, workspace, defer=defer_plugins)
     collectors = CollectorManager.from_config(config, workspace, defer=defer_plugins)
     background_model = BackgroundModel(llm)
-    memory = _memory(config, workspace, background_model)
-    agent = Agent(config, workspace, skills, llm, collectors=collectors, memory=memory, background_traces=True)
+    memory = _memory(settings, workspace, background_model)
+    agent = Agent(
+        config,
+        workspace,
+        skills,
+        llm,
+        collectors=collectors,
+        memory=memory,
+        background_traces=True,
+        settings=settings,
+    )
     return Parts(
         skills=skills, llm=llm, agent=agent, collectors=collectors, memory=memory, background_model=background_model
     )
@@ -136,6 +150,8 @@ class BotRuntime:
     config_path: Path
     config: dict
     workspace: Workspace
+    #: The config's records, built once per load or ``/reload`` (``runtime.settings.llm.stream``).
+    settings: Settings = field(default_factory=Settings)
     parts: Parts | None = None
     collector_runner: "CollectorRunner | None" = None
     overrides: dict = field(default_factory=dict)
@@ -159,26 +175,32 @@ class BotRuntime:
         if self.parts is None:
             with self._build_lock:
                 if self.parts is None:
-                    self.parts = build_parts(self.config, self.workspace, defer_plugins=True)
+                    self.parts = build_parts(self.config, self.workspace, settings=self.settings, defer_plugins=True)
         return self.parts
 
-    def reload(self) -> str | None:
-        """Re-read config, skills and collectors; on an invalid config keep the running one and return why."""
+    def reload(self) -> ReloadReport:
+        """Re-read config, skills and collectors. The keys ``/reload`` applies (config/reloadable.py) take
+        effect; a changed key that needs a restart keeps its running value. On an invalid config the running
+        one is kept and the report says why."""
         try:
-            config = merge(load_config(self.config_path), self.overrides)
-            _refuse_plugin_dirs_in_workspace(config, self.config_path, self.workspace.root)
+            plan = plan_reload(self.config, merge(load_config(self.config_path), self.overrides))
+            config = plan.config
+            settings = Settings.from_config(config)
+            _refuse_plugin_dirs_in_workspace(settings, self.config_path, self.workspace.root)
             from assistant_framework.collectors import CollectorManager
             from assistant_framework.skills import SkillManager
 
-            llm = _llm_client(config) if config.get("llm") != self.config.get("llm") else None
+            llm = _llm_client(settings) if settings.llm != self.settings.llm else None
             skills = SkillManager.from_config(config, self.workspace)
             collectors = CollectorManager.from_config(config, self.workspace)
-            self.agent.configure(config, skills=skills, collectors=collectors, llm=llm)
+            self.agent.configure(config, settings=settings, skills=skills, collectors=collectors, llm=llm)
         except (ConfigError, ValueError) as exc:
             log.warning("reload refused, keeping the running config: %s", exc)
-            return str(exc)
+            return ReloadReport(error=str(exc))
         old_llm = self.llm
-        self.config, self.skills, self.collectors = config, skills, collectors
+        self.config, self.settings, self.skills, self.collectors = config, settings, skills, collectors
+        if self.memory is not None:
+            self.memory.configure(settings.memory)
         if llm is not None:
             self.llm = llm
             if self.background_model is not None:
@@ -188,14 +210,20 @@ class BotRuntime:
             self.collector_runner.stop(timeout=5)
             self.collector_runner = self._make_runner()
             self.collector_runner.start()
-        log.info("reloaded: %d skills, %d collectors", len(skills.names()), len(collectors.enabled()))
+        log.info(
+            "reloaded: %d skills, %d collectors; applied %s; needs a restart: %s",
+            len(skills.names()),
+            len(collectors.enabled()),
+            ", ".join(plan.applied) or "no changed key",
+            ", ".join(plan.needs_restart) or "nothing",
+        )
         self.log_plugin_errors()
-        return None
+        return ReloadReport(applied=plan.applied, needs_restart=plan.needs_restart)
 
     def _make_runner(self) -> "CollectorRunner":
         from assistant_framework.collectors.runner import CollectorRunner
 
-        timezone = (self.config.get("runtime") or {}).get("timezone") or "UTC"
+        timezone = self.settings.runtime.timezone
         # ``ask`` notify rules call the model as background work (it yields to user turns).
         return CollectorRunner(
             self.collectors,
@@ -317,9 +345,9 @@ class BotRuntime:
         self.llm.close()
 
 
-def _refuse_plugin_dirs_in_workspace(config: dict, path: Path, workspace_root: Path) -> None:
+def _refuse_plugin_dirs_in_workspace(settings: Settings, path: Path, workspace_root: Path) -> None:
     """A model that can write files must never write code the bot imports later."""
-    problems = plugin_dir_problems(config, workspace_root)
+    problems = plugin_dir_problems(settings.runtime, workspace_root)
     if problems:
         where = path / "runtime.json" if path.is_dir() else path
         raise ConfigError("\n".join(f"{where}: {problem}" for problem in problems))
@@ -348,23 +376,27 @@ def build_runtime(
     path = Path(config_path)
     overrides = overrides or {}
     config = merge(load_config(path), overrides)
-    zone_name = (config.get("runtime") or {}).get("timezone") or "UTC"
+    try:
+        settings = Settings.from_config(config)
+    except ConfigError as exc:  # an override no record takes (the files were checked by load_config)
+        raise ConfigError(f"{path}: {exc}") from None
+    zone_name = settings.runtime.timezone
     try:
         ZoneInfo(zone_name)
     except (ZoneInfoNotFoundError, ValueError):
         raise ConfigError(f"{path}: runtime.timezone: unknown IANA time zone {zone_name!r}") from None
-    _refuse_plugin_dirs_in_workspace(config, path, Path(workspace_path))
+    _refuse_plugin_dirs_in_workspace(settings, path, Path(workspace_path))
     workspace = Workspace(workspace_path)
     _make_private(workspace)
     # A bad runner (no model, say) is a config error now, not at the first message.
     from messaging_llm_bot.llm.runners import runners_from_config
 
     try:
-        runners_from_config(config.get("llm") or {})
+        runners_from_config(settings.llm)
     except ValueError as exc:
         where = path / "llm.json" if path.is_dir() else path
         raise ConfigError(f"{where}: {exc}") from None
-    runtime = BotRuntime(config_path=path, config=config, workspace=workspace, overrides=overrides)
+    runtime = BotRuntime(config_path=path, config=config, settings=settings, workspace=workspace, overrides=overrides)
     if not defer:
         runtime.ensure_built()
         runtime.parts.skills.ensure_loaded()

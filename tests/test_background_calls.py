@@ -154,7 +154,7 @@ def test_reload_moves_background_calls_to_the_new_runner(tmp_path):
         runtime = build_runtime(config, tmp_path / "ws")
         try:
             write(new.base_url)
-            assert runtime.reload() is None
+            assert runtime.reload().error is None
             new.enqueue(_facts("tea"))
             runtime.memory.after_turn("1", "I like tea", "ok")
             assert runtime.memory.drain(10)

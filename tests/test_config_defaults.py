@@ -131,3 +131,20 @@ def test_an_empty_config_reads_as_the_defaults(tmp_path: Path) -> None:
     assert settings == Settings()
     assert settings.runtime.profile_budget_chars == 2000 and settings.llm.stream is True
     assert settings.memory.episodes.enabled and settings.policy.capabilities["delete"] == "ask"
+
+
+def test_the_readme_names_every_key_that_needs_a_restart() -> None:
+    """config/README.md lists the keys that need a restart; the table in config/reloadable.py decides."""
+    from assistant_framework.config.reloadable import APPLIED_BY, RELOAD, RESTART, applied_by
+
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## A running bot") : text.index("YAML aliases")]
+    for key, when in APPLIED_BY.items():
+        if when == RESTART and "." in key:
+            assert f"`{key}`" in section, f"config/README.md does not say {key} needs a restart"
+        if when == RELOAD and key.count(".") == 1:  # an exception inside a restart-only section
+            assert f"`{key.split('.', 1)[1]}`" in section or key.split(".")[0] in ("llm", "runtime", "memory"), key
+    assert "`web.*`" in section and "`telegram.*`" in section and "`signal.*`" in section
+    assert applied_by("telegram.allowed_user_ids") == RELOAD and applied_by("telegram.token") == RESTART
+    assert applied_by(("llm", "runners", 0, "model")) == RELOAD and applied_by("llm.embeddings.model") == RESTART
+    assert applied_by("collectors.rss.enabled") == RELOAD and applied_by("nonsense.key") == RESTART

@@ -149,12 +149,12 @@ def test_get_and_set_through_a_list(example: Path, capsys) -> None:
 
 def test_get_and_show_mark_defaults(example: Path, capsys) -> None:
     assert main(["config", "get", "runtime.log_level", "--config", str(example)]) == 0
-    assert capsys.readouterr().out.strip() == "INFO  (default)"
+    assert capsys.readouterr().out.strip() == "null  (default)"
     assert main(["config", "get", "runtime.nonsense", "--config", str(example)]) == 1
     assert "not set and has no default" in capsys.readouterr().out
     assert main(["config", "show", "--config", str(example)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "runtime.log_level = INFO  (default)" in lines
+    assert "runtime.log_level = null  (default)" in lines
     assert any(line.startswith("runtime.timezone = UTC  (") and "runtime.json" in line for line in lines)
     assert main(["config", "show", "--json", "--config", str(example)]) == 0
     assert json.loads(capsys.readouterr().out)["memory"]["recall"]["skip_recent_turns"] == 12

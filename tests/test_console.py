@@ -164,13 +164,14 @@ def test_runtime_commands_reload_and_status(tmp_path, chat_server, test_skills_d
         # An invalid config is refused and the running one kept.
         (config / "runtime.json").write_text('{"timezone": 5}')
         error = run_command(runtime, "console", "/reload")
-        assert error.startswith("Reload failed") and "timezone" in error
+        assert error.startswith("Reload refused") and "timezone" in error
         assert runtime.config["runtime"]["timezone"] == "UTC"
         # A valid change is applied: a new base prompt reaches the model.
         (config / "runtime.json").write_text(
             json.dumps({"timezone": "UTC", "skills_dirs": [str(test_skills_dir)], "base_prompt": "You are Reloaded."})
         )
-        assert run_command(runtime, "console", "/reload") == "Reloaded config, skills and collectors."
+        answer = run_command(runtime, "console", "/reload")
+        assert answer.startswith("Reloaded config, skills and collectors.\nApplied: ") and "`runtime.base_prompt`" in answer
         chat_server.enqueue("second")
         runtime.agent.handle(Incoming("console", "hi again"))
         assert chat_server.chat_requests[-1]["messages"][0]["content"].startswith("You are Reloaded.")

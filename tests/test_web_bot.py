@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from assistant_framework.config.settings import Settings
 from assistant_framework.web import start_if_enabled
 from messaging_llm_bot.runtime import build_runtime
 from tests.crash_bot import BotProcess, echo_reply, sent_texts, write_bot_config
@@ -114,7 +115,7 @@ def test_the_page_sees_the_runtime_after_a_reload(tmp_path, chat_server, test_sk
         names = {s["name"] for s in requests.get(f"{server.url}api/skills", headers=auth).json()["skills"]}
         assert "save_note" in names
         (config / "runtime.json").write_text(json.dumps({"timezone": "UTC"}))  # the test skills are gone
-        assert runtime.reload() is None
+        assert runtime.reload().error is None
         names = {s["name"] for s in requests.get(f"{server.url}api/skills", headers=auth).json()["skills"]}
         assert "save_note" not in names and "notes" in names
     finally:
@@ -127,7 +128,8 @@ def test_disabled_by_default_and_a_bad_token_does_not_stop_the_bot(tmp_path, cha
     runtime = build_runtime(config, tmp_path / "ws")
     try:
         assert start_if_enabled(runtime) is None
-        runtime.config["web"] = {"enabled": True, "token": "short", "port": 0}
+        web = {"enabled": True, "token": "short", "port": 0}
+        runtime.settings = Settings.from_config({**runtime.config, "web": web})
         with caplog.at_level(logging.ERROR):
             assert start_if_enabled(runtime) is None
         assert "web page not started: web.token must be at least 16 characters" in caplog.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import stat
@@ -397,7 +398,7 @@ def test_a_short_configured_token_is_refused(tmp_path):
     site = start_site(tmp_path)
     site.close()
     parts = standalone_parts(tmp_path / "config", site.root)
-    parts.config["web"]["token"] = "short"
+    parts.settings = dataclasses.replace(parts.settings, web=dataclasses.replace(parts.settings.web, token="short"))
     with pytest.raises(TokenError):
         WebServer(parts, port=0)
     parts.close()

@@ -19,6 +19,8 @@ from assistant_framework.collectors.loader import (
     section_schema,
 )
 from assistant_framework.collectors.state import load_state
+from assistant_framework.config.settings import RuntimeSettings
+from assistant_framework.config.settings.fields import read_record
 from assistant_framework.plugin_import import LoadOnce, loaded_attribute
 from assistant_framework.workspace import Workspace
 
@@ -54,9 +56,9 @@ class CollectorManager:
 
         With ``defer`` the folders are imported on first use (or by ``ensure_loaded`` from a thread).
         """
-        runtime = config.get("runtime") or {}
-        dirs = [builtin_dir or BUILTIN_DIR] + [Path(d) for d in runtime.get("collectors_dirs") or []]
-        tz_name = runtime.get("timezone") or "UTC"
+        runtime = read_record(RuntimeSettings, config.get("runtime"), where="runtime")
+        dirs = [builtin_dir or BUILTIN_DIR] + [Path(d) for d in runtime.collectors_dirs]
+        tz_name = runtime.timezone
         sections = {}
         for name, section in (config.get("collectors") or {}).items():
             # Collectors see the user's timezone unless their own section overrides it.

@@ -133,7 +133,7 @@ RUNTIME_SCHEMA = {
         "trace_keep": {"type": "integer", "minimum": 0},
         "shutdown_timeout_seconds": {"type": "number", "minimum": 0},
         "max_pending_per_chat": {"type": "integer", "minimum": 1},
-        "log_level": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR"]},
+        "log_level": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR", None]},
     },
     "additionalProperties": False,
 }

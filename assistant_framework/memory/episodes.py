@@ -18,10 +18,11 @@ import logging
 from datetime import datetime
 from typing import Any, Callable
 
+from ..config.settings import EpisodesSettings
 from ..stores.provenance import UNTRUSTED_FRONT_MATTER, is_untrusted
 from ..workspace import Workspace
 from .log import CONVERSATIONS_DIR
-from .modelcall import call_model, section
+from .modelcall import call_model
 
 log = logging.getLogger(__name__)
 EPISODES_DIR = "memory/episodes"
@@ -113,15 +114,14 @@ SERVER_DOWN_KINDS = frozenset({"connection", "timeout", "auth"})
 
 
 def write_settled_episodes(
-    workspace: Workspace, complete: Callable, memory_config: dict, now: datetime, tz: Any = None
+    workspace: Workspace, complete: Callable, settings: EpisodesSettings, now: datetime, tz: Any = None
 ) -> list[str]:
     """Write episodes for settled days (at most ``episodes.max_per_run``); returns their paths."""
-    settings = section(memory_config, "episodes")
-    if not settings.get("enabled", True):
+    if not settings.enabled:
         return []
     written = []
-    calls, max_calls, min_turns = 0, int(settings.get("max_per_run", 5)), int(settings.get("min_turns", 2))
-    for conv, day in settled_days(workspace, now, float(settings.get("settle_minutes", 60))):
+    calls, max_calls, min_turns = 0, settings.max_per_run, settings.min_turns
+    for conv, day in settled_days(workspace, now, settings.settle_minutes):
         if calls >= max_calls:
             break
         # A day too short for an episode stays pending; it must not take the place of one worth a call.

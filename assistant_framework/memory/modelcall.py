@@ -59,11 +59,3 @@ def parse_json_reply(text: str, schema: dict, what: str) -> Any | None:
         log.warning("%s: model output does not match the schema at %s: %s; skipped", what, where, exc.validator)
         return None
     return value
-
-
-def section(memory_config: dict, key: str) -> dict:
-    """A memory config section that may be a bool (``"episodes": false``) or an object."""
-    value = memory_config.get(key)
-    if isinstance(value, bool):
-        return {"enabled": value}
-    return value if isinstance(value, dict) else {}

@@ -24,11 +24,12 @@ import re
 from datetime import datetime, timedelta
 from typing import Callable
 
+from ..config.settings import ProfileSettings
 from ..skills.support import OUTSIDE_LABEL
 from ..stores.provenance import is_marked_text, is_untrusted, quote_lines, split_marked
 from ..workspace import Workspace
 from .episodes import EPISODES_DIR
-from .modelcall import call_model, section
+from .modelcall import call_model
 
 log = logging.getLogger(__name__)
 PROFILE_PATH = "profile.md"
@@ -127,17 +128,16 @@ def refresh_profile(workspace: Workspace, complete: Callable) -> str | None:
 
 
 def refresh_profile_if_due(
-    workspace: Workspace, complete: Callable, memory_config: dict, now: datetime, force: bool = False
+    workspace: Workspace, complete: Callable, settings: ProfileSettings, now: datetime, force: bool = False
 ) -> str | None:
-    """Refresh when ``profile.refresh_hours`` (default 24) passed, or after new episodes (at most hourly)."""
-    settings = section(memory_config, "profile")
-    if not settings.get("enabled", True):
+    """Refresh when ``profile.refresh_hours`` passed, or after new episodes (at most hourly)."""
+    if not settings.enabled:
         return None
     state = workspace.read_json(STATE_PATH, default={}) or {}
     last = state.get("refreshed")
     if last:
         elapsed = now - datetime.fromisoformat(last)
-        every = timedelta(hours=float(settings.get("refresh_hours", 24)))
+        every = timedelta(hours=settings.refresh_hours)
         if elapsed < every and not (force and elapsed >= timedelta(hours=1)):
             return None
     elif not force and not workspace.list(f"{EPISODES_DIR}/*/*.md") and not workspace.exists(FACTS_PATH):

@@ -8,36 +8,14 @@ listed in ``memory.share_owner_data_with``; excluded chats get nothing at all.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
 
+from ..config.settings import MemorySettings
 from ..skills.support import OUTSIDE_LABEL
 from .search import MemoryHit, Scope
 
 RECALL_HEADER = "[Recalled memory — may be relevant]"
 #: Sources whose text came from outside (feeds, mail, calendars): data, never the owner's instructions.
 OUTSIDE_SOURCE_PREFIXES = ("collector:",)
-DEFAULT_LIMIT = 5
-DEFAULT_BUDGET = 1500
-
-
-@dataclass
-class RecallSettings:
-    enabled: bool = True
-    limit: int = DEFAULT_LIMIT
-    budget_chars: int = DEFAULT_BUDGET
-    skip_recent_turns: int = 12
-    min_score: float = 0.0
-
-
-def recall_settings(memory_config: dict) -> RecallSettings:
-    raw = memory_config.get("recall") or {}
-    return RecallSettings(
-        enabled=bool(raw.get("enabled", True)),
-        limit=int(raw.get("limit", DEFAULT_LIMIT)),
-        budget_chars=int(raw.get("budget_chars", DEFAULT_BUDGET)),
-        skip_recent_turns=int(raw.get("skip_recent_turns", 12)),
-        min_score=float(raw.get("min_score", 0.0)),
-    )
 
 
 def matches_any(conversation_id: str | int, patterns: list) -> bool:
@@ -46,14 +24,14 @@ def matches_any(conversation_id: str | int, patterns: list) -> bool:
     return any(text == str(p) or fnmatch.fnmatchcase(text, str(p)) for p in patterns or ())
 
 
-def is_excluded(conversation_id: str | int, memory_config: dict) -> bool:
+def is_excluded(conversation_id: str | int, settings: MemorySettings) -> bool:
     """Chats listed in memory.exclude_chats are neither logged nor given recall."""
-    return matches_any(conversation_id, memory_config.get("exclude_chats") or [])
+    return matches_any(conversation_id, list(settings.exclude_chats))
 
 
-def recall_scope(conversation_id: str | int, memory_config: dict, private: bool) -> Scope:
+def recall_scope(conversation_id: str | int, settings: MemorySettings, private: bool) -> Scope:
     """This conversation's turns and episodes, plus owner data when allowed."""
-    shared = matches_any(conversation_id, memory_config.get("share_owner_data_with") or [])
+    shared = matches_any(conversation_id, list(settings.share_owner_data_with))
     return Scope(conversation=str(conversation_id), owner_data=private or shared)
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable
 
+from ..config.settings import MemorySettings, RankingSettings
 from .candidates import (
     Candidate,
     Scope,
@@ -51,40 +52,56 @@ class MemoryHit:
     outside: bool = False  # a turn logged ``untrusted``: its text came from outside
 
 
+#: The defaults of ``memory.ranking`` (and ``memory.semantic_weight``): the config record owns them.
+_CONFIGURED = RankingSettings()
+_MEMORY = MemorySettings()
+NEWEST_CAP = _CONFIGURED.newest_cap
+OWNER_CAP = _CONFIGURED.owner_cap
+UNSCOPED_CAP = _CONFIGURED.unscoped_cap
+
+
 @dataclass
 class Ranking:
-    """Stage-2 weights: segment context, neighbour context, semantic fusion."""
+    """Stage-2 weights: segment context, neighbour context, semantic fusion (``memory.ranking``; the caps'
+    reasons are with their defaults in ``assistant_framework/config/settings/memory.py``)."""
 
-    segment_weight: float = 0.5
-    neighbour_weight: float = 0.3
-    segment_top: int = 3
-    semantic_weight: float = 0.0
-    candidates: int = 200
-    time_weight: float = 0.3
-    date_weight: float = 1.0
-    whole_segment_weight: float = 0.3
-    # Per rowid range of a conversation scope, only the newest N matching rows get a BM25
-    # score (FTS5 scores every match before ORDER BY ... LIMIT, ~5 us a row). 0 = score all.
+    segment_weight: float = _CONFIGURED.segment_weight
+    neighbour_weight: float = _CONFIGURED.neighbour_weight
+    segment_top: int = _CONFIGURED.segment_top
+    semantic_weight: float = _MEMORY.semantic_weight
+    candidates: int = _CONFIGURED.candidates
+    time_weight: float = _CONFIGURED.time_weight
+    date_weight: float = _CONFIGURED.date_weight
+    whole_segment_weight: float = _CONFIGURED.whole_segment_weight
+    # Per rowid range of a conversation scope, only the newest N matching rows get a BM25 score. 0 = all.
     newest_cap: int = field(default_factory=lambda: NEWEST_CAP)
-    # Owner data (notes, facts, collector items: rows of no conversation) in a conversation's
-    # scope: only its newest N matches get a score (recall reads it before every answer).
+    # Owner data (rows of no conversation) in a conversation's scope: only its newest N matches get a score.
     owner_cap: int = field(default_factory=lambda: OWNER_CAP)
-    # An unscoped search (no conversation, no filter) scores at most this many matches in all,
-    # the newest of each conversation and of the owner data. 0 = score all.
+    # An unscoped search scores at most this many matches in all. 0 = score all.
     unscoped_cap: int = field(default_factory=lambda: UNSCOPED_CAP)
     # The index queries of one search stop after this many seconds; what was found by then is
     # ranked and returned (``Hits.partial``).
     time_limit_seconds: float = field(default_factory=lambda: MAX_SEARCH_SECONDS)
 
+    @classmethod
+    def from_settings(cls, memory: MemorySettings) -> Ranking:
+        """The ranking ``memory.ranking`` and ``memory.semantic_weight`` configure."""
+        ranking = memory.ranking
+        return cls(
+            segment_weight=ranking.segment_weight,
+            neighbour_weight=ranking.neighbour_weight,
+            segment_top=ranking.segment_top,
+            semantic_weight=memory.semantic_weight,
+            candidates=ranking.candidates,
+            time_weight=ranking.time_weight,
+            date_weight=ranking.date_weight,
+            whole_segment_weight=ranking.whole_segment_weight,
+            newest_cap=ranking.newest_cap,
+            owner_cap=ranking.owner_cap,
+            unscoped_cap=ranking.unscoped_cap,
+        )
 
-# Above the longest LoCoMo conversation (680 turns), so that benchmark never hits the cap.
-NEWEST_CAP = 1000
-# Owner data is not in LoCoMo; at 100k files its newest 300 matches kept recall at 1M turns
-# under 20 ms (docs/benchmarks.md, "Memory search at 1M turns").
-OWNER_CAP = 300
-# Keeps an unscoped search at 1M turns near 5,000 x ~2 us of bm25(); a workspace with fewer
-# matches for a query than this gets the full ranking.
-UNSCOPED_CAP = 5000
+
 # A search's index queries, all together (recall runs before every answer).
 MAX_SEARCH_SECONDS = 2.0
 # Only the start of a longer query is read (a pasted page is no search).

@@ -7,11 +7,14 @@ import contextlib
 import dataclasses
 import logging
 import threading
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Callable, Sequence
 from zoneinfo import ZoneInfo
 
 from ..background import BackgroundWorker
+from ..config.settings import MemorySettings, Settings
+from ..config.settings.fields import read_record
 from ..workspace import Workspace
 from . import recall as recall_policy
 from .batching import Exchange, IdleBatcher
@@ -28,27 +31,9 @@ log = logging.getLogger(__name__)
 Complete = Callable[..., str]
 
 
-def ranking_from_config(memory_config: dict) -> Ranking:
-    raw = memory_config.get("ranking") or {}
-    default = Ranking()
-    return Ranking(
-        segment_weight=float(raw.get("segment_weight", default.segment_weight)),
-        neighbour_weight=float(raw.get("neighbour_weight", default.neighbour_weight)),
-        segment_top=int(raw.get("segment_top", default.segment_top)),
-        semantic_weight=float(memory_config.get("semantic_weight", default.semantic_weight)),
-        candidates=int(raw.get("candidates", default.candidates)),
-        time_weight=float(raw.get("time_weight", default.time_weight)),
-        date_weight=float(raw.get("date_weight", default.date_weight)),
-        whole_segment_weight=float(raw.get("whole_segment_weight", default.whole_segment_weight)),
-        newest_cap=int(raw.get("newest_cap", default.newest_cap)),
-        unscoped_cap=int(raw.get("unscoped_cap", default.unscoped_cap)),
-        owner_cap=int(raw.get("owner_cap", default.owner_cap)),
-    )
-
-
-def memory_enabled(config: dict) -> bool:
-    """``memory.enabled`` (on unless set false): whether the bot, the page and the CLI keep the index."""
-    return bool((config.get("memory") or {}).get("enabled", True))
+def memory_enabled(config: Mapping[str, object]) -> bool:
+    """``memory.enabled``: whether the bot, the page and the CLI keep the index."""
+    return read_record(MemorySettings, config.get("memory")).enabled
 
 
 #: How many more newest matches per range an explicit search scores than recall does.
@@ -72,32 +57,23 @@ class MemoryService:
     def __init__(
         self,
         workspace: Workspace,
-        config: dict,
+        config: Settings | Mapping[str, object] | None,
         complete: Complete | None = None,
         embed: Embed | None = None,
         *,
         start_worker: bool = True,
     ) -> None:
+        """``config``: the settings records (a loaded config dict is read into them); the ``memory``
+        section, ``runtime.timezone`` and the ``llm.embeddings`` model are used."""
+        settings = config if isinstance(config, Settings) else Settings.from_config(config or {})
         self.workspace = workspace
-        self.config = config or {}
-        self.memory_config: dict = self.config.get("memory") or {}
-        runtime = self.config.get("runtime") or {}
-        self.tz = ZoneInfo(runtime.get("timezone") or "UTC")
+        self.tz = ZoneInfo(settings.runtime.timezone)
         self.complete = complete
         self.index = MemoryIndex(workspace)
         self.turns = TurnLog(workspace, self.tz)
-        self.ranking = ranking_from_config(self.memory_config)
-        # Recall runs before every model call and keeps the newest matches only (its budget);
-        # an explicit search (skills, CLI) may take longer to reach old matches in long chats.
-        self.search_ranking = dataclasses.replace(
-            self.ranking,
-            newest_cap=self.ranking.newest_cap * SEARCH_CAP_FACTOR,
-            owner_cap=self.ranking.owner_cap * SEARCH_CAP_FACTOR,
-        )
-        self.recall_settings = recall_policy.recall_settings(self.memory_config)
-        embed_config = (self.config.get("llm") or {}).get("embeddings") or {}
+        self._read(settings.memory)
         # Vectors are cached per model: the embedder's own name wins over the config's.
-        self.embed_model = str(getattr(embed, "model", None) or embed_config.get("model") or "default")
+        self.embed_model = str(getattr(embed, "model", None) or settings.llm.embeddings.model or "default")
         self._similarity = make_similarity(self.index, embed, self.embed_model) if embed else None
         self._recent: dict[str, collections.deque] = {}
         self._recent_lock = threading.Lock()
@@ -107,16 +83,17 @@ class MemoryService:
         # nobody on the index being a moment behind).
         self._searching = 0
         self._searches_done = threading.Condition()
-        refresh_seconds = float(self.memory_config.get("refresh_seconds", 60))
         self.worker = (
-            BackgroundWorker("memory", on_idle=self.refresh, idle_seconds=refresh_seconds) if start_worker else None
+            BackgroundWorker("memory", on_idle=self.refresh, idle_seconds=self.settings.refresh_seconds)
+            if start_worker
+            else None
         )
         # Fact extraction waits until the chat is idle and batches the turns since the last one,
         # so a one-slot local server keeps the chat's prompt cached (see batching.py).
         self.extraction = IdleBatcher(
             self._extract_batch,
             self.worker.submit if self.worker else (lambda job, label: job()),
-            idle_seconds=float(self.memory_config.get("extract_idle_seconds", 20)),
+            idle_seconds=self.settings.extract_idle_seconds,
         )
         self._closed = False
         if self.index.moved_aside:  # a broken index was replaced by an empty one: refill it now
@@ -124,6 +101,26 @@ class MemoryService:
                 self.worker.submit(self.refresh, "rebuild the memory index")
             else:
                 self.refresh()
+
+    def configure(self, settings: MemorySettings) -> None:
+        """(Re)apply the ``memory`` section: recall, ranking, extraction, episodes, profile, the chats excluded
+        or shared, the index's refresh. ``/reload`` calls it; ``memory.enabled`` needs a restart."""
+        self._read(settings)
+        if self.worker is not None:
+            self.worker.idle_seconds = settings.refresh_seconds
+        self.extraction.idle_seconds = max(0.0, settings.extract_idle_seconds)
+
+    def _read(self, settings: MemorySettings) -> None:
+        self.settings = settings
+        self.ranking = Ranking.from_settings(settings)
+        # Recall runs before every model call and keeps the newest matches only (its budget);
+        # an explicit search (skills, CLI) may take longer to reach old matches in long chats.
+        self.search_ranking = dataclasses.replace(
+            self.ranking,
+            newest_cap=self.ranking.newest_cap * SEARCH_CAP_FACTOR,
+            owner_cap=self.ranking.owner_cap * SEARCH_CAP_FACTOR,
+        )
+        self.recall_settings = settings.recall
 
     # -- L0 ------------------------------------------------------------------
 
@@ -139,7 +136,7 @@ class MemoryService:
     ) -> dict:
         """Append a turn to the L0 log (durable at return) and queue its indexing; returns the
         row ({} for excluded chats). ``search`` indexes pending turns first, so it sees them."""
-        if recall_policy.is_excluded(conversation_id, self.memory_config):
+        if recall_policy.is_excluded(conversation_id, self.settings):
             return {}
         rel, row = self.turns.append(conversation_id, role, text, time=time, message_id=message_id, meta=meta)
         self._index_later(rel, row["turn_id"])
@@ -210,9 +207,9 @@ class MemoryService:
     ) -> list[MemoryHit]:
         """Ranked hits. ``within`` applies the recall scope of that conversation (for skills)."""
         if within is not None:
-            if recall_policy.is_excluded(within, self.memory_config):
+            if recall_policy.is_excluded(within, self.settings):
                 return []
-            scope = recall_policy.recall_scope(within, self.memory_config, private)
+            scope = recall_policy.recall_scope(within, self.settings, private)
         else:
             scope = Scope(conversation=conversation)
         if conversation is not None:
@@ -248,7 +245,7 @@ class MemoryService:
     ) -> list[MemoryHit]:
         """Hits worth showing the model before it answers, within this conversation's scope."""
         settings = self.recall_settings
-        if not settings.enabled or not query.strip() or recall_policy.is_excluded(conversation_id, self.memory_config):
+        if not settings.enabled or not query.strip() or recall_policy.is_excluded(conversation_id, self.settings):
             return []
         want = limit or settings.limit
         key = safe_conversation_id(conversation_id)
@@ -261,7 +258,7 @@ class MemoryService:
             # Turns not indexed yet are fine while recall skips them anyway (the newest ones);
             # if the worker fell further behind (e.g. busy with fact extraction), catch up here.
             self.index_pending()
-        scope = recall_policy.recall_scope(conversation_id, self.memory_config, private)
+        scope = recall_policy.recall_scope(conversation_id, self.settings, private)
         prefer = self._date_preference(query, None, None, None)
         with self._searching_now():
             hits = search(self.index, query, scope, want + len(skip), self.ranking, self._similarity, prefer)
@@ -318,13 +315,9 @@ class MemoryService:
         """Queue fact extraction for the new turns (runs when the chat is idle); returns at once.
 
         ``untrusted``: outside content entered the turn; its facts are stored marked as such."""
-        if (
-            self.complete is None
-            or self.worker is None
-            or recall_policy.is_excluded(conversation_id, self.memory_config)
-        ):
+        if self.complete is None or self.worker is None or recall_policy.is_excluded(conversation_id, self.settings):
             return
-        if not self.memory_config.get("extract_facts", True):
+        if not self.settings.extract_facts:
             return
         self.extraction.add(Exchange(conversation_id, user_text, reply, list(turn_ids), untrusted=bool(untrusted)))
 
@@ -347,9 +340,9 @@ class MemoryService:
         moment = now or datetime.now(self.tz)
 
         def job() -> None:
-            written = write_settled_episodes(self.workspace, self.complete, self.memory_config, moment, self.tz)
+            written = write_settled_episodes(self.workspace, self.complete, self.settings.episodes, moment, self.tz)
             refreshed = refresh_profile_if_due(
-                self.workspace, self.complete, self.memory_config, moment, force=bool(written)
+                self.workspace, self.complete, self.settings.profile, moment, force=bool(written)
             )
             if written or refreshed:
                 self.index.refresh()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from assistant_framework.config.settings import RuntimeSettings, Settings
 from assistant_framework.plugin_import import LoadOnce, loaded_attribute
 from assistant_framework.skills.loader import (
     Skill,
@@ -32,8 +33,12 @@ from assistant_framework.workspace import Workspace
 #: The built-in skills shipped with the framework: ``<repo>/skills``.
 BUILTIN_SKILLS_DIR: Path = Path(__file__).resolve().parents[2] / "skills"
 
-DEFAULT_TIMEOUT_SECONDS = 60.0
-DEFAULT_RESULT_LIMIT_CHARS = 4000
+#: The ``runtime`` defaults a manager built without a config takes (the record owns them).
+_RUNTIME = RuntimeSettings()
+
+
+#: ``SkillContext.settings`` not given: read from its ``config``.
+_FROM_CONFIG = Settings()
 
 
 @dataclass
@@ -42,18 +47,25 @@ class SkillContext:
 
     ``services`` holds optional helpers injected by the host, read with ``.get()``:
     e.g. ``"memory"`` (a MemoryService) or ``"clock"`` (a callable returning an aware
-    ``datetime``; skills fall back to the real clock).
+    ``datetime``; skills fall back to the real clock). ``config`` is the loaded config and
+    ``settings`` its records (``context.settings.policy.allow_private_network``), read from
+    ``config`` when not given.
     """
 
     conversation_id: str = ""
     chat_id: int | str | None = None
     user_id: int | str | None = None
     config: dict = field(default_factory=dict)
-    timezone: str = "UTC"
+    timezone: str = _RUNTIME.timezone
     services: dict = field(default_factory=dict)
     untrusted: bool = False
     #: The owner's own private chat: may see the owner's data and other chats' logs.
     private: bool = True
+    settings: Settings = _FROM_CONFIG
+
+    def __post_init__(self) -> None:
+        if self.settings is _FROM_CONFIG:
+            self.settings = Settings.from_config(self.config)
 
 
 @dataclass
@@ -106,9 +118,9 @@ class SkillManager:
         dirs: Sequence[str | Path],
         workspace: Workspace,
         *,
-        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        timeout_seconds: float = _RUNTIME.skill_timeout_seconds,
         timeouts: dict[str, float] | None = None,
-        result_limit_chars: int = DEFAULT_RESULT_LIMIT_CHARS,
+        result_limit_chars: int = _RUNTIME.skill_result_limit_chars,
         defer: bool = False,
     ) -> None:
         self.dirs = [Path(d) for d in dirs]
@@ -134,18 +146,19 @@ class SkillManager:
 
         With ``defer`` the folders are imported on first use (or by ``ensure_loaded`` from a thread).
         """
-        runtime = config.get("runtime") or {}
+        settings = Settings.from_config(config)
+        runtime = settings.runtime
         dirs: list[Path] = [builtin_dir or BUILTIN_SKILLS_DIR]
-        dirs += [Path(d).expanduser() for d in runtime.get("skills_dirs") or []]
+        dirs += [Path(d).expanduser() for d in runtime.skills_dirs]
         manager = cls(
             dirs,
             workspace,
-            timeout_seconds=runtime.get("skill_timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
-            timeouts=runtime.get("skill_timeouts") or {},
-            result_limit_chars=runtime.get("skill_result_limit_chars", DEFAULT_RESULT_LIMIT_CHARS),
+            timeout_seconds=runtime.skill_timeout_seconds,
+            timeouts=dict(runtime.skill_timeouts),
+            result_limit_chars=runtime.skill_result_limit_chars,
             defer=defer,
         )
-        manager.default_context = SkillContext(config=config, timezone=runtime.get("timezone", "UTC"))
+        manager.default_context = SkillContext(config=config, timezone=runtime.timezone, settings=settings)
         return manager
 
     # -- loading ---------------------------------------------------------------

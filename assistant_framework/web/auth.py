@@ -14,11 +14,14 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from tornado.httputil import split_host_and_port
 
+from ..config.settings import WebSettings
+from ..config.settings.fields import read_record
 from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -44,9 +47,11 @@ class AccessToken:
         return self.origin == "generated"
 
 
-def load_or_create_token(web_config: dict, workspace: Workspace) -> AccessToken:
+def load_or_create_token(web: WebSettings | Mapping[str, Any], workspace: Workspace) -> AccessToken:
     """``web.token`` when set; else the token kept in ``state/web/token``, created on first use (mode 0600)."""
-    configured = str(web_config.get("token") or "").strip()
+    if not isinstance(web, WebSettings):
+        web = read_record(WebSettings, web, where="web")
+    configured = web.token.strip()
     if configured:
         if len(configured) < MIN_TOKEN_CHARS:
             raise TokenError(f"web.token must be at least {MIN_TOKEN_CHARS} characters")

@@ -311,7 +311,7 @@ class BaseHandler(tornado.web.RequestHandler):
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=timezone.utc)
         try:
-            zone = ZoneInfo((self.parts.config.get("runtime") or {}).get("timezone") or "UTC")
+            zone = ZoneInfo(self.parts.settings.runtime.timezone)
         except (ValueError, ZoneInfoNotFoundError):
             zone = ZoneInfo("UTC")
         return moment.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")

@@ -16,6 +16,7 @@ import logging
 import resource
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -26,13 +27,11 @@ from tornado import gen
 from tornado.http1connection import HTTP1Connection, HTTP1ServerConnection
 from tornado.ioloop import IOLoop
 
+from ..config.settings import WebSettings
+from ..config.settings.fields import read_record
+
 log = logging.getLogger(__name__)
 
-#: The defaults of the ``web.*`` limits (config/README.md names them).
-DEFAULT_MAX_CONNECTIONS = 64
-DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
-DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
-DEFAULT_BODY_TIMEOUT_SECONDS = 30.0
 #: A request without a valid token or session may send at most this much (the sign-in form needs less).
 ANONYMOUS_BODY_BYTES = 16 * 1024
 #: Request line and headers together.
@@ -63,15 +62,18 @@ def connection_cap(configured: int, fd_limit: int) -> int:
 class ServerLimits:
     """The bounds of the page's server (``web.max_connections`` and the others; the cap is the derived one)."""
 
-    max_connections: int = DEFAULT_MAX_CONNECTIONS
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    header_timeout_seconds: float = DEFAULT_HEADER_TIMEOUT_SECONDS
-    body_timeout_seconds: float = DEFAULT_BODY_TIMEOUT_SECONDS
+    max_connections: int
+    max_body_bytes: int
+    header_timeout_seconds: float
+    body_timeout_seconds: float
 
     @classmethod
-    def from_config(cls, web: dict, fd_limit: int | None = None) -> "ServerLimits":
-        """The limits of ``web`` (defaults where a key is absent), the cap fitted to the open-file limit."""
-        configured = int(web.get("max_connections") or DEFAULT_MAX_CONNECTIONS)
+    def from_config(cls, web: WebSettings | Mapping[str, Any], fd_limit: int | None = None) -> "ServerLimits":
+        """The limits of the ``web`` record (a section dict is read into one), the cap fitted to the open-file
+        limit."""
+        if not isinstance(web, WebSettings):
+            web = read_record(WebSettings, web, where="web")
+        configured = web.max_connections
         limit = open_file_limit() if fd_limit is None else fd_limit
         cap = connection_cap(configured, limit)
         if cap < configured:
@@ -84,9 +86,9 @@ class ServerLimits:
             )
         return cls(
             max_connections=cap,
-            max_body_bytes=int(web.get("max_body_bytes") or DEFAULT_MAX_BODY_BYTES),
-            header_timeout_seconds=float(web.get("header_timeout_seconds") or DEFAULT_HEADER_TIMEOUT_SECONDS),
-            body_timeout_seconds=float(web.get("body_timeout_seconds") or DEFAULT_BODY_TIMEOUT_SECONDS),
+            max_body_bytes=web.max_body_bytes,
+            header_timeout_seconds=web.header_timeout_seconds,
+            body_timeout_seconds=web.body_timeout_seconds,
         )
 
 

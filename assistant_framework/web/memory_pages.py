@@ -89,7 +89,7 @@ class MemoryHandler(BaseHandler):
             day = datetime.strptime(text, "%Y-%m-%d").date()
         except ValueError:
             raise tornado.web.HTTPError(400, "dates are YYYY-MM-DD") from None
-        zone = ZoneInfo((self.parts.config.get("runtime") or {}).get("timezone") or "UTC")
+        zone = ZoneInfo(self.parts.settings.runtime.timezone)
         return datetime.combine(day, time.max if end else time.min, tzinfo=zone)
 
 

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from ..collectors import CollectorManager, CollectorRunner
 from ..config import load_config
+from ..config.settings import Settings
 from ..skills import SkillManager
 from ..workspace import Workspace
 
@@ -21,6 +22,8 @@ class Parts(Protocol):
     """The attributes the page uses (``BotRuntime`` has them all)."""
 
     config: dict
+    #: The config's records (``settings.runtime.timezone``), rebuilt with it on ``/reload``.
+    settings: Settings
     workspace: Workspace
     skills: SkillManager
     collectors: CollectorManager | None
@@ -33,6 +36,7 @@ class StandaloneParts:
     """The parts of ``assistant web`` run on its own (no model: fact extraction stays with the bot)."""
 
     config: dict
+    settings: Settings
     workspace: Workspace
     skills: SkillManager
     collectors: CollectorManager | None
@@ -51,12 +55,13 @@ def standalone_parts(config_path: str | Path, workspace_path: str | Path) -> Sta
     workspace = Workspace(workspace_path)
     skills = SkillManager.from_config(config, workspace)
     collectors = CollectorManager.from_config(config, workspace)
+    settings = Settings.from_config(config)
     memory = None
-    from ..memory import MemoryService, memory_enabled
+    if settings.memory.enabled:
+        from ..memory import MemoryService
 
-    if memory_enabled(config):
-        memory = MemoryService(workspace, config, start_worker=False)
-    return StandaloneParts(config, workspace, skills, collectors, None, memory)
+        memory = MemoryService(workspace, settings, start_worker=False)
+    return StandaloneParts(config, settings, workspace, skills, collectors, None, memory)
 
 
 def collector_runner(parts: Parts) -> CollectorRunner | None:
@@ -65,8 +70,9 @@ def collector_runner(parts: Parts) -> CollectorRunner | None:
         return parts.collector_runner
     if parts.collectors is None:
         return None
-    timezone = (parts.config.get("runtime") or {}).get("timezone") or "UTC"
-    runner = CollectorRunner(parts.collectors, parts.workspace, timezone=timezone, indexer=parts.memory)
+    runner = CollectorRunner(
+        parts.collectors, parts.workspace, timezone=parts.settings.runtime.timezone, indexer=parts.memory
+    )
     if isinstance(parts, StandaloneParts):
         parts.collector_runner = runner  # one runner: its busy-slots keep two clicks from running it twice
     return runner

@@ -12,6 +12,7 @@ from typing import Iterable
 import tornado.netutil
 import tornado.web
 
+from ..config.settings import WebSettings
 from ..traces import collect_secrets
 from . import logbudget, memory_pages, pages
 from .auth import AccessToken, cookie_secret, is_loopback, load_or_create_token
@@ -22,8 +23,8 @@ from .screen import make_screen
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).resolve().parent
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
+#: ``web.port`` when the config leaves it out (the record owns it; `assistant web --port` shows it).
+DEFAULT_PORT = WebSettings().port
 
 
 def make_app(state: WebState) -> tornado.web.Application:
@@ -82,9 +83,9 @@ class WebServer:
     def __init__(
         self, parts: Parts, *, host: str | None = None, port: int | None = None, extra_secrets: Iterable[str] = ()
     ) -> None:
-        web = parts.config.get("web") or {}
-        self.host = host or web.get("host") or DEFAULT_HOST
-        self.port = int(port if port is not None else web.get("port", DEFAULT_PORT))
+        web = parts.settings.web
+        self.host = host or web.host
+        self.port = port if port is not None else web.port
         self.access: AccessToken = load_or_create_token(web, parts.workspace)
         secrets = collect_secrets(parts.config, [self.access.value, *extra_secrets])
         self.state = WebState(parts=parts, token=self.access.value, secrets=secrets, host=self.host)
@@ -182,7 +183,7 @@ class WebServer:
 
 def start_if_enabled(parts: Parts, extra_secrets: Iterable[str] = ()) -> WebServer | None:
     """For the bot: serve the page from this process when ``web.enabled``; a failure is logged, the bot runs on."""
-    if not (parts.config.get("web") or {}).get("enabled"):
+    if not parts.settings.web.enabled:
         return None
     from .auth import TokenError
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from assistant_framework.access import feeds_prompt
+from assistant_framework.config.settings import PolicySettings
 from assistant_framework.policy import UNTRUSTED_WHY, Decision, append_audit, audit_record, decide
 from assistant_framework.skills import OUTSIDE_LABEL
 from assistant_framework.stores.provenance import UNTRUSTED_RECORD
@@ -185,9 +186,9 @@ def touches_untrusted(args: Any, value: Any, capabilities: Any = ()) -> bool:
 class CallGate:
     """Applies the ``policy`` config to skill calls and writes the audit log."""
 
-    def __init__(self, workspace: Any, policy: dict | None) -> None:
+    def __init__(self, workspace: Any, policy: PolicySettings) -> None:
         self.workspace = workspace
-        self.policy = policy or {}
+        self.policy = policy
 
     def check(
         self,

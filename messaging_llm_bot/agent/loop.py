@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.access import guest_skills
+from assistant_framework.config.settings import Settings
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.traces import TraceStore, collect_secrets, new_trace_id
 from assistant_framework.workspace import Workspace
@@ -73,8 +74,10 @@ class Agent:
         memory: Memory | None = None,
         clock: Callable[[], datetime] | None = None,
         background_traces: bool = False,
+        settings: Settings | None = None,
     ) -> None:
-        """``background_traces``: hand traces to the trace writer thread instead of writing them
+        """``config``: the loaded config (skills get it in their context); ``settings``: its records, read from
+        it when not given. ``background_traces``: hand traces to the trace writer thread instead of writing them
         before ``handle`` returns; the owner must then call ``drain`` before it removes
         or leaves the workspace (the runtime does, at shutdown)."""
         self.workspace = workspace
@@ -89,7 +92,7 @@ class Agent:
         self.history = HistoryStore(workspace)
         self.skills = skills
         self.collectors = collectors
-        self.configure(config)
+        self.configure(config, settings=settings)
 
     # -- setup -----------------------------------------------------------------
 
@@ -97,25 +100,30 @@ class Agent:
         self,
         config: dict,
         *,
+        settings: Settings | None = None,
         skills: SkillManager | None = None,
         collectors: CollectorManager | None = None,
         llm: LLMClient | None = None,
     ) -> None:
-        """(Re)apply a config and optionally new components; the prompt is rebuilt on next use."""
-        settings = BotSettings.from_config(config)
+        """(Re)apply a config (and its records, built once by the runtime) and optionally new components; the
+        prompt is rebuilt on next use."""
+        records = settings if settings is not None else Settings.from_config(config)
+        settings = BotSettings.from_settings(records)
         try:
             zone = ZoneInfo(settings.timezone)
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"runtime.timezone: unknown IANA time zone {settings.timezone!r}") from None
         self.config = config
         self.settings = settings
+        self.records = records
+        self.policy = records.policy
         self.zone = zone
         self.skills = skills or self.skills
         self.collectors = collectors if collectors is not None else self.collectors
         self.llm = llm or self.llm
         runner_keys = [r.api_key for r in self.llm.runners]
         self.traces = TraceStore(self.workspace, keep=settings.trace_keep, secrets=collect_secrets(config, runner_keys))
-        self.gate = CallGate(self.workspace, config.get("policy"))
+        self.gate = CallGate(self.workspace, records.policy)
         self.prompt = PromptBuilder(
             settings, self.workspace, self.skills, collectors=self.collectors, memory=self.memory
         )
@@ -182,12 +190,13 @@ class Agent:
         )
         if not message.owner_chat:
             # Not the owner's own chat: only the guest skills, on the chat's own folder (assistant_framework.access).
-            turn.guest = guest_skills(self.config.get("policy"))
+            turn.guest = guest_skills(self.policy)
         context = SkillContext(
             conversation_id=conversation_id,
             chat_id=message.chat_id,
             user_id=message.user_id,
             config=self.config,
+            settings=self.records,
             timezone=self.settings.timezone,
             services={"memory": self.memory, "clock": self.now},
             untrusted=turn.untrusted,

@@ -11,6 +11,7 @@ from typing import Iterator
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.config import load_config_detailed, validate_config
+from assistant_framework.config.settings import Settings
 from assistant_framework.schedules import from_iso, zone
 from assistant_framework.workspace import existing_workspace
 
@@ -63,17 +64,16 @@ def _open(args: argparse.Namespace) -> tuple[dict, CollectorManager, list[str]]:
 
 
 def _timezone(config: dict) -> str:
-    return (config.get("runtime") or {}).get("timezone") or "UTC"
+    return Settings.from_config(config).runtime.timezone
 
 
 @contextlib.contextmanager
 def _runner(config: dict, manager: CollectorManager) -> Iterator[CollectorRunner]:
     """A runner that hands what each run wrote to the memory index (unless memory is off), so
     ``memory search`` and the running bot find the new items as soon as the run ends."""
-    from assistant_framework.memory import memory_enabled
     from assistant_framework.memory.index import MemoryIndex
 
-    index = MemoryIndex(manager.workspace) if memory_enabled(config) else None
+    index = MemoryIndex(manager.workspace) if Settings.from_config(config).memory.enabled else None
     try:
         yield CollectorRunner(manager, manager.workspace, timezone=_timezone(config), indexer=index)
     finally:

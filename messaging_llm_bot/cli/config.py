@@ -25,6 +25,7 @@ from assistant_framework.config import (
 )
 from assistant_framework.config.defaults import default_of, leaves, with_defaults
 from assistant_framework.config.errors import display_path
+from assistant_framework.config.reloadable import RELOAD, applied_by
 from assistant_framework.settings import write_setting, write_target
 
 
@@ -122,9 +123,20 @@ def cmd_set(args: argparse.Namespace) -> int:
     file = write_setting(root, keys, parse_cli_value(args.value))
     where = " (the git-ignored local layer)" if write_target(root) != root else ""
     print(f"{format_json_path(keys)} set in {display_path(file)}{where}")
+    print(when_applied(keys))
     if file.suffix in (".yaml", ".yml"):
         print("note: YAML files are rewritten by `config set`, so comments in it were not kept")
     return 0
+
+
+def when_applied(keys: tuple) -> str:
+    """How a running bot takes the key up: ``/reload`` or a restart (the table in config/reloadable.py)."""
+    if applied_by(keys) == RELOAD:
+        return "A running bot applies it when you send /reload in your chat with it (no restart)."
+    return (
+        "A running bot needs a restart for it (sudo systemctl restart assistant, or stop make run and start it "
+        "again); /reload keeps the running value."
+    )
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -187,23 +187,23 @@ def start(args: argparse.Namespace) -> int:
     except (WorkspacePathError, OSError) as exc:
         print(f"error: cannot open workspace {args.workspace!r}: {exc}", file=sys.stderr)
         return 2
-    runtime_config = runtime.config.get("runtime") or {}
+    configured = runtime.settings.runtime
     # The terminal chat keeps stderr for progress; only warnings and errors go there by default.
     default_level = "WARNING" if args.frontend == "console" else "INFO"
     setup_logging(
-        runtime_config.get("log_level") or default_level,
+        configured.log_level or default_level,
         collect_secrets(runtime.config, runner_secrets(runtime.config)),
     )
-    if (runtime.config.get("web") or {}).get("enabled"):  # the page in the same process; Tornado only then
+    if runtime.settings.web.enabled:  # the page in the same process; Tornado only then
         from assistant_framework.web import start_if_enabled
 
         start_if_enabled(runtime, runner_secrets(runtime.config))
 
     from messaging_llm_bot.frontends.run import enabled_frontends, run_chat_frontends
 
-    chats = enabled_frontends(runtime.config) if args.frontend is None else [args.frontend]
+    chats = enabled_frontends(runtime.settings) if args.frontend is None else [args.frontend]
     frontend = args.frontend or ("chat" if chats else "telegram")
-    if frontend == "telegram" and not (runtime.config.get("telegram") or {}).get("token"):
+    if frontend == "telegram" and not runtime.settings.telegram.token:
         if not sys.stdin.isatty():
             print(NO_TOKEN, file=sys.stderr)
             runtime.shutdown(timeout=5)
@@ -216,7 +216,7 @@ def start(args: argparse.Namespace) -> int:
         if sys.stdin.isatty():
             log_file = runtime.workspace.path(CONSOLE_LOG)
             setup_logging(
-                runtime_config.get("log_level") or "INFO",
+                configured.log_level or "INFO",
                 collect_secrets(runtime.config, runner_secrets(runtime.config)),
                 log_file=log_file,
             )
@@ -225,10 +225,10 @@ def start(args: argparse.Namespace) -> int:
         try:
             return run_console(runtime)
         finally:
-            runtime.shutdown(timeout=float(runtime_config.get("shutdown_timeout_seconds", 20)))
+            runtime.shutdown(timeout=configured.shutdown_timeout_seconds)
     # Also a rotating file in the workspace, as the terminal chat has: a service's stderr may go nowhere.
     setup_logging(
-        runtime_config.get("log_level") or default_level,
+        configured.log_level or default_level,
         collect_secrets(runtime.config, runner_secrets(runtime.config)),
         log_file=runtime.workspace.path(BOT_LOG),
         quiet_terminal=False,

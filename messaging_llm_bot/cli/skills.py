@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from assistant_framework.config import load_config
+from assistant_framework.config.settings import Settings
 from assistant_framework.skills import BUILTIN_SKILLS_DIR, SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.cli import UsageError
@@ -53,8 +54,8 @@ def skill_dirs(args: argparse.Namespace) -> list[Path]:
         return [Path(d) for d in args.skills]
     dirs = [BUILTIN_SKILLS_DIR]
     if Path(args.config).exists():
-        runtime = load_config(args.config).get("runtime") or {}
-        dirs += [Path(d).expanduser() for d in runtime.get("skills_dirs") or []]
+        runtime = Settings.from_config(load_config(args.config)).runtime
+        dirs += [Path(d).expanduser() for d in runtime.skills_dirs]
     return dirs
 
 

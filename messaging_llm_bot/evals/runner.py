@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Callable, Sequence
 from zoneinfo import ZoneInfo
 
+from assistant_framework.config.settings import Settings
 from assistant_framework.evals.cases import EvalCase
 from assistant_framework.evals.scoring import CallRecord, CaseResult, score_case
 from assistant_framework.skills import SkillManager
@@ -75,7 +76,7 @@ def _seed(workspace: Workspace, case: EvalCase, settings_budget: int, when: date
 
 def run_case(case: EvalCase, config: dict, llm: LLMClient) -> CaseResult:
     """Run one case in a fresh workspace and score it."""
-    zone = ZoneInfo((config.get("runtime") or {}).get("timezone") or "UTC")
+    zone = ZoneInfo(Settings.from_config(config).runtime.timezone)
     now = datetime.fromisoformat(case.now or DEFAULT_NOW)
     now = now if now.tzinfo else now.replace(tzinfo=zone)
     with tempfile.TemporaryDirectory(prefix="assistant-eval-") as tmp:

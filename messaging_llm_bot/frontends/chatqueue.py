@@ -19,21 +19,20 @@ import asyncio
 import itertools
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine, Hashable, Mapping
+from collections.abc import Callable, Coroutine, Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from assistant_framework.config.settings import RuntimeSettings
-from assistant_framework.config.settings.fields import read_record
+from assistant_framework.config.settings import Settings
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 
-def max_pending(config: Mapping[str, object]) -> int:
+def max_pending(settings: Settings) -> int:
     """``runtime.max_pending_per_chat``, at least 1."""
-    return max(1, read_record(RuntimeSettings, config.get("runtime")).max_pending_per_chat)
+    return max(1, settings.runtime.max_pending_per_chat)
 
 
 @dataclass(eq=False)

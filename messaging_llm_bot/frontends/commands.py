@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from assistant_framework.access import OWNER_ONLY_COMMANDS, command_allowed
+from assistant_framework.config.reloadable import ReloadReport
 from assistant_framework.traces import TraceStore
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.frontends.markup import escape_markdown
@@ -54,6 +55,24 @@ def backlog_text(waiting: int) -> str:
         f"⏳ I still have {waiting} of your messages here to answer, so I'm skipping new ones until I have "
         "caught up. Anything you send meanwhile is not answered: please send it again after my replies."
     )
+
+
+def reload_text(report: ReloadReport) -> str:
+    """The answer to ``/reload``: why it kept the running config, or the changed keys it applied and those
+    that wait for a restart (the table in ``assistant_framework/config/reloadable.py``)."""
+    if report.error is not None:
+        return f"Reload refused; the running configuration is kept.\n\n{report.error}"
+    lines = ["Reloaded config, skills and collectors."]
+    if report.applied:
+        lines.append("Applied: " + ", ".join(f"`{key}`" for key in report.applied))
+    if report.needs_restart:
+        lines.append(
+            "Needs a restart to take effect (until then the bot keeps the running value): "
+            + ", ".join(f"`{key}`" for key in report.needs_restart)
+        )
+    if not report.applied and not report.needs_restart:
+        lines.append("No setting changed.")
+    return "\n".join(lines)
 
 
 def has_digest() -> bool:
@@ -184,12 +203,7 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
     if name == "stats":
         return stats_text(runtime.workspace)
     if name == "reload":
-        error = runtime.reload()
-        return (
-            f"Reload failed; the running config is kept:\n{error}"
-            if error
-            else "Reloaded config, skills and collectors."
-        )
+        return reload_text(runtime.reload())
     if name == "now" and has_digest():
         from messaging_llm_bot.frontends.digest import build_digest
 

@@ -270,7 +270,7 @@ def _start_reminders(runtime: Runtime, stdout: TextIO) -> ConsoleReminders:
     """Reminders set in the terminal chat are delivered there while it runs (late ones at the next start)."""
     from assistant_framework.stores.reminders import ReminderStore
 
-    zone = (runtime.config.get("runtime") or {}).get("timezone") or "UTC"
+    zone = runtime.settings.runtime.timezone
 
     def emit(text: str) -> None:
         print(f"\n{text}\n{PROMPT}", end="", file=stdout, flush=True)

@@ -18,6 +18,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, TypeVar
 
+from assistant_framework.config.settings import Settings
 from messaging_llm_bot.llm.slots import owner_calls
 
 log = logging.getLogger(__name__)
@@ -26,20 +27,16 @@ SKILL_ROOM = 4
 T = TypeVar("T")
 
 
-def pool_size(config: dict) -> int:
-    """Threads for turns: the model concurrency plus room for turns in skills."""
-    try:
-        concurrency = int((config.get("llm") or {}).get("max_concurrency") or 1)
-    except (TypeError, ValueError):
-        concurrency = 1
-    return max(1, concurrency) + SKILL_ROOM
+def pool_size(settings: Settings) -> int:
+    """Threads for turns: the model concurrency (``llm.max_concurrency``) plus room for turns in skills."""
+    return max(1, settings.llm.max_concurrency) + SKILL_ROOM
 
 
 class TurnPool:
     """A ThreadPoolExecutor that follows the config (a /reload that changes the concurrency resizes it)."""
 
-    def __init__(self, config_ref: Callable[[], dict]) -> None:
-        self._config_ref = config_ref
+    def __init__(self, settings_ref: Callable[[], Settings]) -> None:
+        self._settings_ref = settings_ref
         self._size = 0
         self._executor: ThreadPoolExecutor | None = None
 
@@ -49,7 +46,7 @@ class TurnPool:
 
     def executor(self) -> ThreadPoolExecutor:
         """The current executor; a new one when the configured size changed (the old one finishes its work)."""
-        size = pool_size(self._config_ref())
+        size = pool_size(self._settings_ref())
         if self._executor is None or size != self._size:
             old, self._executor, self._size = self._executor, ThreadPoolExecutor(size, "turn"), size
             if old is not None:

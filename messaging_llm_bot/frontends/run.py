@@ -10,17 +10,16 @@ from __future__ import annotations
 import signal
 import threading
 
+from assistant_framework.config.settings import Settings
 from messaging_llm_bot.frontends.runtime import Runtime
 
-SHUTDOWN_TIMEOUT_SECONDS = 20.0
 
-
-def enabled_frontends(config: dict) -> list[str]:
+def enabled_frontends(settings: Settings) -> list[str]:
     """Chat frontends the config turns on: telegram when it has a token, signal when ``signal.enabled``."""
     names = []
-    if (config.get("telegram") or {}).get("token"):
+    if settings.telegram.token:
         names.append("telegram")
-    if (config.get("signal") or {}).get("enabled"):
+    if settings.signal.enabled:
         names.append("signal")
     return names
 
@@ -38,7 +37,7 @@ def run_chat_frontends(runtime: Runtime, names: list[str]) -> int:
         return run_telegram(runtime)
     from messaging_llm_bot.frontends.signal.service import SignalService
 
-    timeout = float((runtime.config.get("runtime") or {}).get("shutdown_timeout_seconds", SHUTDOWN_TIMEOUT_SECONDS))
+    timeout = runtime.settings.runtime.shutdown_timeout_seconds
     service = SignalService(runtime, manage_runtime=False)
     codes: list[int] = []
     thread = threading.Thread(target=lambda: codes.append(service.run()), name="signal-frontend", daemon=True)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Protocol
 
+from assistant_framework.config.reloadable import ReloadReport
+from assistant_framework.config.settings import Settings
+
 if TYPE_CHECKING:  # pragma: no cover - the parts load when the runtime builds them
     from assistant_framework.skills import SkillManager
     from assistant_framework.workspace import Workspace
@@ -18,6 +21,7 @@ class Runtime(Protocol):
     """The runtime's parts and calls a chat frontend uses."""
 
     config: dict  # the loaded config (replaced by /reload)
+    settings: Settings  # its records (replaced by /reload with it)
     workspace: Workspace
 
     @property
@@ -30,8 +34,8 @@ class Runtime(Protocol):
         """The loaded skills (for /skills)."""
         ...
 
-    def reload(self) -> str | None:
-        """Re-read the config and plugins; why not, or None when applied."""
+    def reload(self) -> ReloadReport:
+        """Re-read the config and plugins; the changed keys applied and those that need a restart, or why not."""
         ...
 
     def status_text(self) -> str:

@@ -14,12 +14,16 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import requests
 import urllib3
 
+from assistant_framework.config import ConfigError
+from assistant_framework.config.settings import LLMSettings
+from assistant_framework.config.settings.fields import read_record
 from assistant_framework.http_deadline import BodyTooLarge, Deadline, read_body
 from assistant_framework.http_deadline import DeadlineExceeded as HTTPDeadlineExceeded
 from messaging_llm_bot.llm.deadline import (
@@ -62,8 +66,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TEMPERATURE = 0.3
-DEFAULT_MAX_TOKENS = 800
 #: An answer that is not streamed and is larger than this is refused (a chat answer is far smaller).
 MAX_ANSWER_BYTES = 32 * 1024 * 1024
 #: How much of an error answer's body is read for its message.
@@ -86,24 +88,30 @@ class Completion:
 class LLMClient:
     """Chat Completions over HTTP with runner fallback, retries and a concurrency bound.
 
-    Extra `llm` config keys (all optional): `retries_per_runner` (1), `retry_max_wait_seconds`
-    (30), `retry_backoff_seconds` (1.0, used when no Retry-After is sent).
+    Built from the ``llm`` record (``LLMSettings``: the runners, retries, temperature, max_tokens and
+    the concurrency, with their defaults); a section dict is read into one.
     A session passed in is owned by the caller and not closed by `close()`.
     """
 
     def __init__(
         self,
-        llm_config: dict,
+        llm: LLMSettings | Mapping[str, Any],
         session: requests.Session | None = None,
         *,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.config = llm_config
-        self.runners: list[RunnerConfig] = runners_from_config(llm_config)
-        self.max_concurrency = max(1, int(llm_config.get("max_concurrency") or 1))
-        self.retries = max(0, int(llm_config.get("retries_per_runner", 1)))
-        self.retry_max_wait = float(llm_config.get("retry_max_wait_seconds", 30))
-        self.retry_backoff = float(llm_config.get("retry_backoff_seconds", 1.0))
+        self.runners: list[RunnerConfig] = runners_from_config(llm)
+        if isinstance(llm, LLMSettings):
+            self.settings = llm
+        else:
+            try:  # the runners were read above, leniently (unnamed ones are runnerN)
+                self.settings = read_record(LLMSettings, {k: v for k, v in llm.items() if k != "runners"}, where="llm")
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        self.max_concurrency = max(1, self.settings.max_concurrency)
+        self.retries = max(0, self.settings.retries_per_runner)
+        self.retry_max_wait = self.settings.retry_max_wait_seconds
+        self.retry_backoff = self.settings.retry_backoff_seconds
         # User turns first: calls inside slots.background_calls() wait while a user call waits.
         self._semaphore = PrioritySlots(self.max_concurrency)
         self._sleep = sleep
@@ -127,10 +135,11 @@ class LLMClient:
     ) -> dict:
         """The JSON body for one call (pure). A None value in extra_body/extra drops the field."""
         body: dict = {"model": runner.model, "messages": messages}
-        for key, default in (("temperature", DEFAULT_TEMPERATURE), ("max_tokens", DEFAULT_MAX_TOKENS)):
-            value = self.config.get(key, default)
-            if value is not None:
-                body[key] = value
+        # null in the config leaves the field out
+        if self.settings.temperature is not None:
+            body["temperature"] = self.settings.temperature
+        if self.settings.max_tokens is not None:
+            body["max_tokens"] = self.settings.max_tokens
         for overrides in (runner.extra_body or {}, extra or {}):
             for key, value in overrides.items():
                 if key in RESERVED_KEYS:

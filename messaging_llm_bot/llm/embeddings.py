@@ -6,8 +6,13 @@ the runtime builds it from ``llm.embeddings`` and hands it to ``MemoryService(em
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import requests
 
+from assistant_framework.config.settings import EmbeddingsSettings
+from assistant_framework.config.settings.fields import read_record
 from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request, deadline_session
 
 #: An embeddings answer larger than this is refused (a batch of 64 vectors of 4,096 floats is ~6 MB).
@@ -19,18 +24,22 @@ class EmbeddingError(RuntimeError):
 
 
 class EmbeddingClient:
-    """Calls ``{base_url}/embeddings``; config ``{"base_url", "model", "api_key", "timeout_seconds", "batch"}``.
+    """Calls ``{base_url}/embeddings`` as ``llm.embeddings`` (the record; a section dict is read into one) says.
 
     ``timeout_seconds`` bounds each batch's whole exchange (a trickling answer ends there too)."""
 
-    def __init__(self, config: dict, session: requests.Session | None = None) -> None:
-        if not config.get("base_url") or not config.get("model"):
+    def __init__(
+        self, settings: EmbeddingsSettings | Mapping[str, Any], session: requests.Session | None = None
+    ) -> None:
+        if not isinstance(settings, EmbeddingsSettings):
+            settings = read_record(EmbeddingsSettings, settings, where="llm.embeddings")
+        if not settings.base_url or not settings.model:
             raise ValueError("llm.embeddings needs base_url and model")
-        self.url = config["base_url"].rstrip("/") + "/embeddings"
-        self.model = str(config["model"])
-        self.timeout = float(config.get("timeout_seconds", 30))
-        self.batch = int(config.get("batch", 64))
-        self._headers = {"Authorization": f"Bearer {config['api_key']}"} if config.get("api_key") else {}
+        self.url = settings.base_url.rstrip("/") + "/embeddings"
+        self.model = settings.model
+        self.timeout = settings.timeout_seconds
+        self.batch = settings.batch
+        self._headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
         self._session = session or deadline_session()
 
     def __call__(self, texts: list[str]) -> list[list[float]]:
@@ -70,7 +79,6 @@ class EmbeddingClient:
         return vectors
 
 
-def embedding_client(llm_config: dict) -> EmbeddingClient | None:
+def embedding_client(settings: EmbeddingsSettings) -> EmbeddingClient | None:
     """The client for ``llm.embeddings`` when it is enabled, else None."""
-    section = (llm_config or {}).get("embeddings") or {}
-    return EmbeddingClient(section) if section.get("enabled") else None
+    return EmbeddingClient(settings) if settings.enabled else None

@@ -6,10 +6,11 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from assistant_framework.config.settings import LLMSettings, TranscriptionSettings
+
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-DEFAULT_TIMEOUT_SECONDS = 120.0
 #: A transcript answer larger than this is refused (hours of speech are far less).
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
 
@@ -35,18 +36,13 @@ class Transcription:
         return self.error is None and bool(self.text.strip())
 
 
-def transcription_config(llm_config: dict) -> dict | None:
-    """The ``llm.transcription`` section when it is usable (base_url and model set), else None."""
-    section = (llm_config or {}).get("transcription") or None
-    if not isinstance(section, dict) or not section.get("base_url") or not section.get("model"):
-        return None
-    if section.get("enabled") is False:
-        return None
-    return section
+def transcription_settings(llm: LLMSettings) -> TranscriptionSettings | None:
+    """The ``llm.transcription`` record when it is usable (enabled, base_url and model set), else None."""
+    return llm.transcription if llm.transcription.usable else None
 
 
 def transcribe(
-    config: dict,
+    settings: TranscriptionSettings,
     audio: bytes,
     file_name: str = "voice.ogg",
     content_type: str = "audio/ogg",
@@ -58,12 +54,12 @@ def transcribe(
 
     from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request
 
-    url = str(config["base_url"]).rstrip("/") + "/audio/transcriptions"
-    headers = {"Authorization": f"Bearer {config['api_key']}"} if config.get("api_key") else {}
-    timeout = float(config.get("timeout_seconds") or DEFAULT_TIMEOUT_SECONDS)
-    form = {"model": str(config["model"]), "response_format": "json"}
-    if config.get("language"):
-        form["language"] = str(config["language"])
+    url = settings.base_url.rstrip("/") + "/audio/transcriptions"
+    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+    timeout = settings.timeout_seconds
+    form = {"model": settings.model, "response_format": "json"}
+    if settings.language:
+        form["language"] = settings.language
     try:
         # ``timeout_seconds`` bounds the whole exchange: a server trickling its answer ends there too.
         resp = bounded_request(

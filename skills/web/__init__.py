@@ -14,6 +14,7 @@ import feedparser
 import requests
 import urllib3
 
+from assistant_framework.config.settings import Settings
 from assistant_framework.html_text import html_to_text
 from assistant_framework.http_deadline import BodyTooLarge, Deadline, DeadlineExceeded, read_body
 from assistant_framework.netguard import GuardedSession
@@ -34,13 +35,11 @@ TIMEOUT_SECONDS = 30
 MAX_BYTES = 2_000_000
 MAX_REDIRECTS = 5
 DEFAULT_CHARS = 6000
-RESULT_LIMIT_CHARS = 4000  # the skill manager's default runtime.skill_result_limit_chars
 USER_AGENT = "assistant-framework/0.1 (personal assistant)"
 
 
 def run(workspace, args, context=None):
-    policy = (getattr(context, "config", None) or {}).get("policy") or {}
-    allow_private = bool(policy.get("allow_private_network", False))
+    allow_private = settings_of(context).policy.allow_private_network
     url = args["url"]
     # A server dripping a byte at a time never trips a per-read timeout: the whole fetch has a
     # deadline inside the skill's own timeout, so it ends (with what arrived) instead of reading on
@@ -83,10 +82,7 @@ def run(workspace, args, context=None):
         text = decode(body, content_type)
     tail = "" if finished else f"\n[... the page was still loading after {seconds:g} s; this is what arrived]"
     # Cut here, with a note, to what the model is shown (the manager would cut the JSON mid-string).
-    budget = int(
-        ((getattr(context, "config", None) or {}).get("runtime") or {}).get("skill_result_limit_chars")
-        or RESULT_LIMIT_CHARS
-    )
+    budget = settings_of(context).runtime.skill_result_limit_chars
     shown = text[: int(args.get("max_chars") or DEFAULT_CHARS)]
     while True:
         note = f"\n[... {len(text) - len(shown)} more characters]" if len(shown) < len(text) else ""
@@ -150,10 +146,15 @@ def feed_text(body: bytes) -> str | None:
     return "\n\n".join(lines)
 
 
+def settings_of(context) -> Settings:
+    """The config's records the call runs under (the defaults when called without a context)."""
+    settings = getattr(context, "settings", None)
+    return settings if isinstance(settings, Settings) else Settings()
+
+
 def read_deadline(context) -> float:
     """Seconds for the whole fetch: 80% of the skill's timeout (``runtime.skill_timeouts.web`` or its own)."""
-    runtime = (getattr(context, "config", None) or {}).get("runtime") or {}
-    timeout = (runtime.get("skill_timeouts") or {}).get("web") or TIMEOUT_SECONDS
+    timeout = settings_of(context).runtime.skill_timeouts.get("web") or TIMEOUT_SECONDS
     return max(1.0, 0.8 * float(timeout))
 
 

@@ -46,7 +46,8 @@ class RuntimeSettings:
     shutdown_timeout_seconds: float = field(default=20.0, metadata=reads(number))
     #: Messages one chat may have waiting or being answered (frontends/chatqueue.py).
     max_pending_per_chat: int = field(default=20, metadata=reads(whole))
-    log_level: str = field(default="INFO", metadata=reads(one_of(*LOG_LEVELS)))
+    #: null: INFO, but only warnings and errors on the terminal chat's screen (its stderr shows progress).
+    log_level: str | None = field(default=None, metadata=reads(maybe(one_of(*LOG_LEVELS)), null=True))
 
     def skill_timeout(self, skill: str) -> float:
         """The time limit of one call of ``skill``: its ``skill_timeouts`` entry, else ``skill_timeout_seconds``."""

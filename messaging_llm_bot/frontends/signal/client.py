@@ -21,7 +21,6 @@ import httpx
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 RPC_TIMEOUT_SECONDS = 60.0  # a send with attachments may take a while on a slow uplink
 
 
@@ -93,9 +92,7 @@ def parse_sse(lines: list[str]) -> tuple[str, str] | None:
 class SignalClient:
     """One daemon connection pool; all methods are coroutines on the caller's event loop."""
 
-    def __init__(
-        self, base_url: str = DEFAULT_BASE_URL, account: str | None = None, *, timeout: float = RPC_TIMEOUT_SECONDS
-    ) -> None:
+    def __init__(self, base_url: str, account: str | None = None, *, timeout: float = RPC_TIMEOUT_SECONDS) -> None:
         self.base_url = base_url.rstrip("/")
         self.account = account or None
         self._ids = itertools.count(1)

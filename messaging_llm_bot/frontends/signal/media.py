@@ -11,6 +11,7 @@ import base64
 import binascii
 from datetime import date
 
+from assistant_framework.config.settings import TranscriptionSettings
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.frontends.attachments import SavedFile, sanitize_name, save_bytes
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
@@ -93,14 +94,14 @@ def audio_file_name(att: dict) -> str | None:
     return sanitize_name(str(att["filename"])) if att.get("filename") else None
 
 
-async def transcribe_voice(client: SignalClient, msg: SignalMessage, config: dict) -> Transcription:
+async def transcribe_voice(client: SignalClient, msg: SignalMessage, settings: TranscriptionSettings) -> Transcription:
     """Fetch a voice note and send it to the configured transcription endpoint."""
     att = msg.attachments[0]
     data = await fetch(client, att, msg)
     if isinstance(data, str):
         return Transcription(error=data)
     content = str(att.get("contentType") or "audio/aac")
-    return await asyncio.to_thread(transcribe, config, data, attachment_name(att, msg), content)
+    return await asyncio.to_thread(transcribe, settings, data, attachment_name(att, msg), content)
 
 
 def unsupported_text(kind: str) -> str:

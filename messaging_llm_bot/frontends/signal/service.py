@@ -13,6 +13,7 @@ and a turn in the chat's FIFO.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import signal
 import sys
@@ -25,6 +26,7 @@ from zoneinfo import ZoneInfo
 
 import filelock
 
+from assistant_framework.config.settings import Settings
 from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.frontends import commands as texts
@@ -54,7 +56,6 @@ log = logging.getLogger(__name__)
 LOCK_FILE = "state/signal.lock"
 REFUSED_LOG = "state/signal/refused.log"
 REMINDER_POLL_SECONDS = 30.0
-SHUTDOWN_TIMEOUT_SECONDS = 20.0
 BACKOFF_START_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 30.0
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -74,13 +75,12 @@ class SignalService:
         backoff_max: float = BACKOFF_MAX_SECONDS,
     ) -> None:
         self.runtime = runtime
-        self.settings = SignalSettings.from_config(runtime.config)
+        self._settings: tuple[Settings, SignalSettings] | None = None
         self.stop_signals = stop_signals
         self.reminder_poll_seconds = reminder_poll_seconds
         self.manage_runtime = manage_runtime  # False when another frontend shuts the runtime down
         self.backoff_max = backoff_max
-        runtime_config = runtime.config.get("runtime") or {}
-        self.shutdown_timeout = float(runtime_config.get("shutdown_timeout_seconds", SHUTDOWN_TIMEOUT_SECONDS))
+        self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
         self.ready = threading.Event()
         self.stopped = threading.Event()
         self.client: SignalClient | None = None
@@ -92,10 +92,20 @@ class SignalService:
         self._stopping = False
         # Per chat: arrival order, at most runtime.max_pending_per_chat, the owner first; as many at once as
         # the turn pool has threads.
-        self.queues = ChatQueues("signal", lambda: pool_size(runtime.config), lambda: max_pending(runtime.config))
+        self.queues = ChatQueues("signal", lambda: pool_size(runtime.settings), lambda: max_pending(runtime.settings))
         self._tasks: set[asyncio.Task] = set()
         self._refused: set[str] = set()
         self._connected_once = False
+
+    @property
+    def settings(self) -> SignalSettings:
+        """The ``signal`` settings of the runtime's current records: a ``/reload`` (from this chat or another
+        frontend) changes the allowlist, the owner, the group mode and typing at once; the keys that need a
+        restart keep their running value there (assistant_framework/config/reloadable.py)."""
+        current = self.runtime.settings
+        if self._settings is None or self._settings[0] is not current:
+            self._settings = (current, SignalSettings.from_settings(current))
+        return self._settings[1]
 
     # -- running ------------------------------------------------------------------
 
@@ -384,7 +394,9 @@ class SignalService:
 
     async def _refuse(self, msg: SignalMessage) -> None:
         who = msg.uuid or msg.number or "?"
-        if msg.group_id is not None and not addressed_to_bot(msg, SignalSettings(account=self.settings.account)):
+        # A stranger is told only when they address the bot, whatever signal.group_mode says.
+        mentioned_only = dataclasses.replace(self.settings, group_mode="mention")
+        if msg.group_id is not None and not addressed_to_bot(msg, mentioned_only):
             return  # a group conversation not addressed to the bot: stay quiet
         if who in self._refused:
             log.info("signal: ignored %s again (not in signal.allowed; already told)", who)
@@ -431,8 +443,6 @@ class SignalService:
             # The same owner-only rule as Telegram (assistant_framework.access): /now, /reload, /stats and
             # /status details only in the owner's own direct chat.
             reply = await asyncio.to_thread(texts.run_command, self.runtime, conversation, text, owner_data=owner_chat)
-            if name == "reload":
-                self.settings = SignalSettings.from_config(self.runtime.config)
             if reply is None:
                 reply = f"Unknown command /{name}. /help lists what I understand."
         await self._say(msg, reply)

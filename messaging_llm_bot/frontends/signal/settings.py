@@ -6,9 +6,10 @@ Pure functions only: no network, no files.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from messaging_llm_bot.frontends.signal.client import DEFAULT_BASE_URL
+from assistant_framework.config.settings import Settings
 
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 E164_RE = re.compile(r"^\+[1-9][0-9]{6,14}$")
@@ -26,36 +27,41 @@ def normalize_id(value: str) -> str:
 
 @dataclass(frozen=True)
 class SignalSettings:
-    """Frontend settings with defaults applied; see docs/signal.md for each key."""
+    """What the frontend uses of the ``signal`` record (and runtime.timezone), the defaults applied there;
+    see docs/signal.md for each key. Ids are normalized (``normalize_id``)."""
 
-    enabled: bool = False
-    base_url: str = DEFAULT_BASE_URL
-    account: str = ""
-    allowed: tuple[str, ...] = ()
-    owner: str | None = None  # whose direct chat sees the owner's data; default: first allowed
-    group_mode: str = "mention"
-    morning_digest: str | None = None
-    typing: bool = True
-    timezone: str = "UTC"
+    enabled: bool
+    base_url: str
+    account: str
+    allowed: tuple[str, ...]
+    owner: str | None  # whose direct chat sees the owner's data; default: first allowed
+    group_mode: str
+    morning_digest: str | None
+    typing: bool
+    timezone: str
 
     @classmethod
-    def from_config(cls, config: dict) -> "SignalSettings":
-        """Read ``config["signal"]`` (and runtime.timezone) with defaults."""
-        sig = config.get("signal") or {}
-        allowed = tuple(normalize_id(a) for a in sig.get("allowed") or [])
-        owner = sig.get("owner")
-        owner = normalize_id(owner) if owner else (allowed[0] if allowed else None)
+    def from_settings(cls, settings: Settings) -> SignalSettings:
+        """The frontend's view of the records built once per load or ``/reload``."""
+        sig = settings.signal
+        allowed = tuple(normalize_id(a) for a in sig.allowed)
+        owner = normalize_id(sig.owner) if sig.owner else (allowed[0] if allowed else None)
         return cls(
-            enabled=bool(sig.get("enabled", False)),
-            base_url=str(sig.get("base_url") or DEFAULT_BASE_URL),
-            account=str(sig.get("account") or ""),
+            enabled=sig.enabled,
+            base_url=sig.base_url,
+            account=sig.account,
             allowed=allowed,
             owner=owner,
-            group_mode=sig.get("group_mode") or "mention",
-            morning_digest=sig.get("morning_digest") or None,
-            typing=bool(sig.get("typing", True)),
-            timezone=str((config.get("runtime") or {}).get("timezone") or "UTC"),
+            group_mode=sig.group_mode,
+            morning_digest=sig.morning_digest or None,
+            typing=sig.typing,
+            timezone=settings.runtime.timezone,
         )
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, object]) -> SignalSettings:
+        """Read a loaded config's ``signal`` section (and runtime.timezone)."""
+        return cls.from_settings(Settings.from_config(config))
 
     def allows_any(self, ids: set[str] | frozenset[str]) -> bool:
         """Deny by default: one of the sender's trusted ids (identity.Identities.judge) is in signal.allowed."""

@@ -30,7 +30,7 @@ from messaging_llm_bot.frontends.signal.settings import (
     recipient_params,
 )
 from messaging_llm_bot.frontends.turns import RunningTurns
-from messaging_llm_bot.llm.transcribe import transcription_config
+from messaging_llm_bot.llm.transcribe import transcription_settings
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ class TurnRunner:
         self.stop_event = asyncio.Event()
         self._active = RunningTurns()
         # Turns run here, not in asyncio's default pool (6 threads on 2 cores, also used for the inbox).
-        self.pool = TurnPool(lambda: self.runtime.config)
+        self.pool = TurnPool(lambda: self.runtime.settings)
 
     @property
     def settings(self) -> SignalSettings:
@@ -235,7 +235,7 @@ class TurnRunner:
             failed = [f"[Attachment] Another file could not be fetched: {r}" for r in results if isinstance(r, str)]
             text, untrusted = "\n\n".join([attachment_prompt(s) for s in saved] + failed), True
         elif kind == "voice":
-            config = transcription_config(self.runtime.config.get("llm") or {})
+            config = transcription_settings(self.runtime.settings.llm)
             if config is None:
                 return VOICE_DISABLED
             result = await media.transcribe_voice(self.client, msg, config)

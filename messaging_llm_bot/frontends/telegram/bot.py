@@ -44,7 +44,6 @@ log = logging.getLogger(__name__)
 LOCK_FILE = "state/bot.lock"
 POLL_TIMEOUT_SECONDS = 10
 REMINDER_POLL_SECONDS = 30.0
-SHUTDOWN_TIMEOUT_SECONDS = 20.0
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 #: PTB's own limit on updates in progress; the chat queues are the bound (see ChatOrderedProcessor).
 UNBOUNDED_UPDATES = 1 << 20
@@ -125,7 +124,7 @@ class TelegramService:
         reminder_poll_seconds: float = REMINDER_POLL_SECONDS,
     ) -> None:
         self.runtime = runtime
-        self.settings = TelegramSettings.from_config(runtime.config)
+        self.settings = TelegramSettings.from_settings(runtime.settings)  # as at start (token, mode, digest)
         self.stop_signals = stop_signals
         self.poll_timeout = poll_timeout
         self.reminder_poll_seconds = reminder_poll_seconds
@@ -139,8 +138,7 @@ class TelegramService:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._replay: asyncio.Future | None = None
         self._rest: asyncio.Task | None = None
-        runtime_config = runtime.config.get("runtime") or {}
-        self.shutdown_timeout = float(runtime_config.get("shutdown_timeout_seconds", SHUTDOWN_TIMEOUT_SECONDS))
+        self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
         self._stopping = False
         self._deadline = 0.0
         self._watchdog: asyncio.TimerHandle | None = None
@@ -149,7 +147,7 @@ class TelegramService:
 
     def build(self) -> Application:
         """Build the Application pointed at ``telegram.base_url`` with rate limiter and JobQueue."""
-        self.frontend = Frontend(self.runtime, self.settings, Inbox(self.runtime.workspace))
+        self.frontend = Frontend(self.runtime, Inbox(self.runtime.workspace))
         bot = InboxBot(
             token=self.settings.token,
             base_url=self.settings.base_url,
@@ -386,12 +384,12 @@ class TelegramService:
             if self.settings.mode == "webhook":
                 hook = self.settings.webhook
                 # Never without a secret: a forged POST would otherwise run as any user it names.
-                secret = webhook_secret(hook.get("secret_token"), self.runtime.workspace)
+                secret = webhook_secret(hook.secret_token or None, self.runtime.workspace)
                 app.run_webhook(
-                    listen=hook.get("listen", "127.0.0.1"),
-                    port=int(hook.get("port", 8443)),
+                    listen=hook.listen,
+                    port=hook.port,
                     url_path="telegram",
-                    webhook_url=hook.get("url") or None,
+                    webhook_url=hook.url or None,
                     secret_token=secret,
                     allowed_updates=["message", "callback_query"],
                     stop_signals=None,

@@ -24,6 +24,7 @@ from telegram.ext import (
 )
 
 from assistant_framework.access import OWNER_ONLY_COMMANDS, command_allowed, sees_owner_data
+from assistant_framework.config.settings import Settings
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.frontends import commands as texts
 from messaging_llm_bot.frontends.chatqueue import ChatQueues, max_pending
@@ -43,7 +44,7 @@ from messaging_llm_bot.frontends.telegram.settings import (
     message_fingerprint,
 )
 from messaging_llm_bot.frontends.telegram.turn import TurnRunner, storage_error_text
-from messaging_llm_bot.llm.transcribe import transcription_config
+from messaging_llm_bot.llm.transcribe import transcription_settings
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +64,9 @@ def refusal_text(user_id: int) -> str:
 class Frontend:
     """State and handlers of the Telegram frontend for one runtime."""
 
-    def __init__(self, runtime: Runtime, settings: TelegramSettings, inbox: Inbox) -> None:
+    def __init__(self, runtime: Runtime, inbox: Inbox) -> None:
         self.runtime = runtime
-        self.settings = settings
+        self._settings: tuple[Settings, TelegramSettings] | None = None
         self.inbox = inbox
         self.items: dict[int, InboxItem] = {}  # update_id -> item persisted when fetched
         self.duplicates: set[int] = set()
@@ -74,9 +75,19 @@ class Frontend:
         # Per chat: arrival order, at most runtime.max_pending_per_chat, the owner first; as many at once
         # as the turn pool has threads.
         self.queues = ChatQueues(
-            "telegram", lambda: pool_size(self.runtime.config), lambda: max_pending(self.runtime.config)
+            "telegram", lambda: pool_size(self.runtime.settings), lambda: max_pending(self.runtime.settings)
         )
         self._refused_at: dict[int, float] = {}  # stranger -> when last told (monotonic)
+
+    @property
+    def settings(self) -> TelegramSettings:
+        """The ``telegram`` settings of the runtime's current records: a ``/reload`` (from this chat or another
+        frontend) changes the allowlist, the owner and the group mode at once; the keys that need a restart
+        keep their running value there (assistant_framework/config/reloadable.py)."""
+        current = self.runtime.settings
+        if self._settings is None or self._settings[0] is not current:
+            self._settings = (current, TelegramSettings.from_settings(current))
+        return self._settings[1]
 
     # -- rules ------------------------------------------------------------------
 
@@ -143,7 +154,7 @@ class Frontend:
         kind = message_kind(message)
         if kind not in MODEL_KINDS:
             return False
-        if kind == "voice" and transcription_config(self.runtime.config.get("llm") or {}) is None:
+        if kind == "voice" and transcription_settings(self.runtime.settings.llm) is None:
             return False
         return addressed_to_bot(message, bot.username or "", bot.id if bot.username else None, self.settings.group_mode)
 
@@ -329,12 +340,8 @@ class Frontend:
         return build_digest(self.runtime.workspace, datetime.now(ZoneInfo(tz)), tz)
 
     async def cmd_reload(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        error = await asyncio.to_thread(self.runtime.reload)
-        if error:
-            await self._send(update, context.bot, f"Reload refused; the running configuration is kept.\n\n{error}")
-            return
-        self.settings = TelegramSettings.from_config(self.runtime.config)
-        await self._send(update, context.bot, "Reloaded config, skills and collectors.")
+        report = await asyncio.to_thread(self.runtime.reload)
+        await self._send(update, context.bot, texts.reload_text(report))
 
     async def cmd_stats(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         await self._send(update, context.bot, await asyncio.to_thread(texts.stats_text, self.runtime.workspace))

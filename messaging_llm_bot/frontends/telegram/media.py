@@ -12,6 +12,7 @@ from datetime import date
 import telegram
 from telegram.constants import FileSizeLimit
 
+from assistant_framework.config.settings import TranscriptionSettings
 from assistant_framework.workspace import Workspace, atomic_write_bytes
 from messaging_llm_bot.frontends.attachments import (
     VOICE_DISABLED,
@@ -94,7 +95,9 @@ async def save_attachment(bot: telegram.Bot, ws: Workspace, message: telegram.Me
     return SavedFile(rel_path=rel, size=len(data), kind=kind, mime_type=mime, caption=message.caption or "")
 
 
-async def transcribe_voice(bot: telegram.Bot, message: telegram.Message, config: dict) -> Transcription:
+async def transcribe_voice(
+    bot: telegram.Bot, message: telegram.Message, settings: TranscriptionSettings
+) -> Transcription:
     """Download a voice note and send it to the configured transcription endpoint."""
     voice = message.voice
     if voice.file_size and voice.file_size > MAX_DOWNLOAD_BYTES:
@@ -103,7 +106,7 @@ async def transcribe_voice(bot: telegram.Bot, message: telegram.Message, config:
         data = bytes(await (await bot.get_file(voice.file_id)).download_as_bytearray())
     except telegram.error.TelegramError as err:
         return Transcription(error=f"downloading the voice note from Telegram failed: {err}")
-    return await asyncio.to_thread(transcribe, config, data, "voice.ogg", voice.mime_type or "audio/ogg")
+    return await asyncio.to_thread(transcribe, settings, data, "voice.ogg", voice.mime_type or "audio/ogg")
 
 
 def unsupported_text(kind: str) -> str:

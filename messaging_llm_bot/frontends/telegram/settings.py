@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import telegram
+
+from assistant_framework.config.settings import Settings, WebhookSettings
 
 OFFICIAL_BASE_URL = "https://api.telegram.org/bot"
 OFFICIAL_BASE_FILE_URL = "https://api.telegram.org/file/bot"
@@ -13,42 +16,45 @@ OFFICIAL_BASE_FILE_URL = "https://api.telegram.org/file/bot"
 
 @dataclass(frozen=True)
 class TelegramSettings:
-    """Frontend settings with defaults applied; see docs/telegram.md for each key."""
+    """What the frontend uses of the ``telegram`` record (and runtime.timezone), the defaults applied there;
+    see docs/telegram.md for each key."""
 
-    token: str = ""
-    allowed_user_ids: frozenset[int] = frozenset()
-    owner_id: int | None = None  # whose private chat sees the owner's data; default: first allowed id
-    base_url: str = OFFICIAL_BASE_URL
-    base_file_url: str = OFFICIAL_BASE_FILE_URL
-    mode: str = "polling"
-    group_mode: str = "mention"
-    stream: bool = True
-    progress: bool = True
-    morning_digest: str | None = None
-    webhook: dict = field(default_factory=dict)
-    timezone: str = "UTC"
+    token: str
+    allowed_user_ids: frozenset[int]
+    owner_id: int | None  # whose private chat sees the owner's data; default: first allowed id
+    base_url: str
+    base_file_url: str
+    mode: str
+    group_mode: str
+    stream: bool
+    progress: bool
+    morning_digest: str | None
+    webhook: WebhookSettings
+    timezone: str
 
     @classmethod
-    def from_config(cls, config: dict) -> "TelegramSettings":
-        """Read ``config["telegram"]`` (and runtime.timezone) with defaults."""
-        tg = config.get("telegram") or {}
-        listed = [int(i) for i in tg.get("allowed_user_ids") or []]
-        owner = tg.get("owner_id")
-        owner = int(owner) if owner is not None else (listed[0] if listed else None)
+    def from_settings(cls, settings: Settings) -> TelegramSettings:
+        """The frontend's view of the records built once per load or ``/reload``."""
+        tg = settings.telegram
         return cls(
-            token=str(tg.get("token") or ""),
-            allowed_user_ids=frozenset(listed),
-            owner_id=owner,
-            base_url=tg.get("base_url") or OFFICIAL_BASE_URL,
-            base_file_url=tg.get("base_file_url") or OFFICIAL_BASE_FILE_URL,
-            mode=tg.get("mode") or "polling",
-            group_mode=tg.get("group_mode") or "mention",
-            stream=bool(tg.get("stream", True)),
-            progress=bool(tg.get("progress", True)),
-            morning_digest=tg.get("morning_digest") or None,
-            webhook=dict(tg.get("webhook") or {}),
-            timezone=str((config.get("runtime") or {}).get("timezone") or "UTC"),
+            token=tg.token,
+            allowed_user_ids=frozenset(tg.allowed_user_ids),
+            owner_id=tg.owner,
+            base_url=tg.base_url or OFFICIAL_BASE_URL,
+            base_file_url=tg.base_file_url or OFFICIAL_BASE_FILE_URL,
+            mode=tg.mode,
+            group_mode=tg.group_mode,
+            stream=tg.stream,
+            progress=tg.progress,
+            morning_digest=tg.morning_digest or None,
+            webhook=tg.webhook,
+            timezone=settings.runtime.timezone,
         )
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, object]) -> TelegramSettings:
+        """Read a loaded config's ``telegram`` section (and runtime.timezone)."""
+        return cls.from_settings(Settings.from_config(config))
 
 
 def conversation_id(chat_id: int) -> str:

@@ -40,7 +40,7 @@ from messaging_llm_bot.frontends.telegram.send import (
 )
 from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, strip_mention
 from messaging_llm_bot.frontends.turns import RunningTurns
-from messaging_llm_bot.llm.transcribe import transcription_config
+from messaging_llm_bot.llm.transcribe import transcription_settings
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class TurnRunner:
         self.stopping = False  # set on shutdown: no new turns; their items stay in the inbox
         self._active = RunningTurns()
         # Turns run here, not in asyncio's default pool (6 threads on 2 cores): llm.max_concurrency limits.
-        self.pool = TurnPool(lambda: self.runtime.config)
+        self.pool = TurnPool(lambda: self.runtime.settings)
 
     @property
     def settings(self) -> TelegramSettings:
@@ -168,7 +168,7 @@ class TurnRunner:
                 return saved
             text, untrusted = attachment_prompt(saved, origin=origin or ""), True
         elif kind == "voice":
-            config = transcription_config((self.runtime.config.get("llm") or {}))
+            config = transcription_settings(self.runtime.settings.llm)
             if config is None:
                 return VOICE_DISABLED
             result = await transcribe_voice(bot, message, config)
