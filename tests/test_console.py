@@ -171,7 +171,10 @@ def test_runtime_commands_reload_and_status(tmp_path, chat_server, test_skills_d
             json.dumps({"timezone": "UTC", "skills_dirs": [str(test_skills_dir)], "base_prompt": "You are Reloaded."})
         )
         answer = run_command(runtime, "console", "/reload")
-        assert answer.startswith("Reloaded config, skills and collectors.\nApplied: ") and "`runtime.base_prompt`" in answer
+        assert (
+            answer.startswith("Reloaded config, skills and collectors.\nApplied: ")
+            and "`runtime.base_prompt`" in answer
+        )
         chat_server.enqueue("second")
         runtime.agent.handle(Incoming("console", "hi again"))
         assert chat_server.chat_requests[-1]["messages"][0]["content"].startswith("You are Reloaded.")
