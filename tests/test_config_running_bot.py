@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.frontends.commands import run_command
 from messaging_llm_bot.runtime import build_runtime
 from tests.signal_harness import FRIEND, STRANGER, RunningSignal, signal_config
@@ -164,7 +165,7 @@ def test_reload_applies_the_memory_section_and_memory_enabled_waits_for_a_restar
     folder = _config_dir(config, tmp_path / "config")
     runtime = build_runtime(folder, workspace.root)
     try:
-        runtime.agent.handle_message("private-chat", "the plums are in the fridge")
+        runtime.agent.handle(Incoming("private-chat", "the plums are in the fridge"))
         runtime.memory.drain(10)
         assert workspace.list("conversations/private-chat/*.jsonl")
         assert "/reload" in _config_set(folder, "memory.exclude_chats", '["private-*"]')
@@ -175,7 +176,7 @@ def test_reload_applies_the_memory_section_and_memory_enabled_waits_for_a_restar
         assert "Needs a restart" in answer and "`memory.enabled`" in answer
         assert runtime.memory is not None and runtime.memory.recall_settings.budget_chars == 300
         before = {rel: workspace.read_text(rel) for rel in workspace.list("conversations/private-chat/*.jsonl")}
-        runtime.agent.handle_message("private-chat", "and the pears too")
+        runtime.agent.handle(Incoming("private-chat", "and the pears too"))
         runtime.memory.drain(10)
         after = {rel: workspace.read_text(rel) for rel in workspace.list("conversations/private-chat/*.jsonl")}
         assert after == before and "pears" not in json.dumps(after)  # excluded now: not logged
