@@ -347,7 +347,11 @@ class TelegramService:
         """Collector callback (background thread): a short notice to the allowed users."""
         if self._loop is None or self._loop.is_closed():
             return
-        asyncio.run_coroutine_threadsafe(self.send_notice(None, collector_notice(collector_name, text)), self._loop)
+        notice = self.send_notice(None, collector_notice(collector_name, text))
+        try:
+            asyncio.run_coroutine_threadsafe(notice, self._loop)
+        except RuntimeError:  # closed meanwhile: the bot is stopping
+            notice.close()
 
     async def _morning_digest(self, context: ContextTypes.DEFAULT_TYPE) -> None:
         await self.send_notice(None, await asyncio.to_thread(self.frontend.digest_text))
@@ -411,6 +415,7 @@ class TelegramService:
             return EXIT_FAILED
         finally:
             self._shutdown_runtime()
+            self._close_loop()
         if self.conflict:
             print(
                 "telegram: stopped: another instance is polling with the same bot token "
@@ -426,6 +431,15 @@ class TelegramService:
         except Exception as err:  # noqa: BLE001 - shutting down: report, do not mask the exit code
             log.warning("runtime shutdown failed: %s", err)
 
+    def _close_loop(self) -> None:
+        """Close the loop PTB ran on once the runtime is down (``close_loop=False`` kept it for that):
+        left open, its selector and self-pipe leak with every run of the bot in one process."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+        asyncio.set_event_loop(None)
+
     def stop(self, timeout: float = 10.0) -> None:
         """Ask a running bot to stop (from another thread, e.g. a test or a supervisor)."""
         loop, app = self._loop, self.app
@@ -437,8 +451,10 @@ class TelegramService:
         while not app.running and time.monotonic() < deadline and not loop.is_closed():
             time.sleep(0.02)
         time.sleep(0.1)  # let run_polling move from start() into run_forever()
-        if not loop.is_closed():
+        try:
             loop.call_soon_threadsafe(self.begin_shutdown)
+        except RuntimeError:  # the loop is closed: the bot has stopped already
+            pass
 
 
 def run_telegram(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:
