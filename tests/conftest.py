@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
 
 from assistant_framework.workspace import Workspace
 from tests.fakes.chat_server import FakeChatServer
 
-# The harnesses' fixtures (Telegram: fake, start_bot; Signal: daemon, start; skills: manager, ctx).
-pytest_plugins = ["tests.telegram_harness", "tests.signal_harness", "tests.skills_harness"]
+if TYPE_CHECKING:
+    from assistant_framework.skills import SkillManager
+    from messaging_llm_bot.agent.loop import Agent
+    from messaging_llm_bot.llm.client import LLMClient
+
+# The harnesses' fixtures (Telegram: fake, start_bot; Signal: daemon, start; skills: manager, ctx), and the
+# guard that fails a test whose process reaches past loopback (tests/loopback_only.py).
+pytest_plugins = ["tests.telegram_harness", "tests.signal_harness", "tests.skills_harness", "tests.loopback_only"]
+
+# python-telegram-bot 22 warns that ``retry_after`` and media ``duration`` become ``timedelta``; our code takes
+# both forms (frontends/telegram/send.py: retry_after_seconds), so the tests run with the future form and
+# without the warning (warnings are errors: pyproject.toml). Subprocess bots inherit it.
+os.environ.setdefault("PTB_TIMEDELTA", "1")
 
 # Skills used by the agent tests, written into a temporary skills dir (not the built-ins,
 # whose set and schemas change as the project grows).
@@ -138,26 +151,51 @@ def dns(monkeypatch: pytest.MonkeyPatch):
 #: The clock of ``memory_agent``'s agent.
 AGENT_CLOCK = datetime(2026, 3, 3, 13, 5, tzinfo=timezone.utc)
 
+#: ``make_agent(config, workspace, *, skills=None, llm=None, **agent_kwargs) -> Agent``
+AgentFactory = Callable[..., "Agent"]
+
 
 @pytest.fixture
-def memory_agent(bot_config: dict, workspace: Workspace):
-    """(agent, memory, workspace): memory on with recall off (only skills bring stored text in),
-    ``write: allow``, the clock at ``AGENT_CLOCK``."""
-    from assistant_framework.memory import MemoryService
+def make_agent() -> Iterator[AgentFactory]:
+    """Factory: ``make_agent(config, workspace, **agent_kwargs)`` builds an ``Agent`` as the runtime does:
+    skills from the config, a model client on its ``llm`` section (``skills=``/``llm=`` give others;
+    ``clock=``, ``memory=``, ``background_traces=``... go to ``Agent``). The clients it made are closed
+    after the test."""
     from assistant_framework.skills import SkillManager
     from messaging_llm_bot.agent.loop import Agent
     from messaging_llm_bot.llm.client import LLMClient
 
+    made: list[LLMClient] = []
+
+    def make(
+        config: dict,
+        workspace: Workspace,
+        *,
+        skills: SkillManager | None = None,
+        llm: LLMClient | None = None,
+        **kwargs: Any,
+    ) -> Agent:
+        if llm is None:
+            llm = LLMClient(config["llm"])
+            made.append(llm)
+        if skills is None:
+            skills = SkillManager.from_config(config, workspace)
+        return Agent(config, workspace, skills, llm, **kwargs)
+
+    yield make
+    for llm in made:
+        llm.close()
+
+
+@pytest.fixture
+def memory_agent(bot_config: dict, workspace: Workspace, make_agent: AgentFactory):
+    """(agent, memory, workspace): memory on with recall off (only skills bring stored text in),
+    ``write: allow``, the clock at ``AGENT_CLOCK``."""
+    from assistant_framework.memory import MemoryService
+
     config = dict(bot_config, policy={"capabilities": {"write": "allow"}}, memory={"recall": {"enabled": False}})
     memory = MemoryService(workspace, config, start_worker=False)
-    agent = Agent(
-        config,
-        workspace,
-        SkillManager.from_config(config, workspace),
-        LLMClient(config["llm"]),
-        clock=lambda: AGENT_CLOCK,
-        memory=memory,
-    )
+    agent = make_agent(config, workspace, clock=lambda: AGENT_CLOCK, memory=memory)
     try:
         yield agent, memory, workspace
     finally:

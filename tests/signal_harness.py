@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import copy
 import threading
-import time
 from typing import Any
 
 import pytest
 
 from messaging_llm_bot.frontends.signal.service import SignalService
 from tests.fakes.signal_daemon import FakeSignalDaemon
+from tests.waiting import wait_until as wait_for  # noqa: F401 - the Signal tests' name for it
 
 BOT = "+15550000000"
 OWNER = "+15551110001"
@@ -65,15 +65,6 @@ class RunningSignal:
     def __exit__(self, *exc: object) -> None:
         if self._thread.is_alive():
             self.stop()
-
-
-def wait_for(predicate: Any, timeout: float = 10.0, what: str = "condition") -> None:
-    """Poll ``predicate`` until true (raises AssertionError naming ``what`` on timeout)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def styled(record: dict) -> list[tuple[str, str]]:

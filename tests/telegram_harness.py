@@ -107,7 +107,41 @@ def snapshot(workspace: Workspace) -> dict[str, float | None]:
     return {rel: workspace.mtime(rel) for rel in workspace.list("**/*")}
 
 
-# -- fixtures (import them into a test module to use them) -------------------------------------
+#: A delete the default policy asks the owner about.
+DELETE = '{"skill": "file", "args": {"action": "delete", "path": "notes/important.md"}}'
+
+
+def approval_question(fake: FakeBotAPI) -> tuple[dict, list[str]]:
+    """The bot's confirmation message and the callback data of its two buttons."""
+
+    def find():
+        for call in fake.calls("sendMessage"):
+            markup = call["params"].get("reply_markup")
+            if markup and "approve:" in json.dumps(markup):
+                return call
+        return None
+
+    call = fake.wait_for(find, timeout=10)
+    markup = call["params"]["reply_markup"]
+    markup = json.loads(markup) if isinstance(markup, str) else markup
+    buttons = [b["callback_data"] for row in markup["inline_keyboard"] for b in row]
+    message = next(m for m in fake.messages(OWNER) if m.get("text", "").startswith("Confirm this action?"))
+    return message, buttons
+
+
+def pending_question(fake: FakeBotAPI) -> dict | None:
+    """The Confirm/Decline message sent to the owner, or None (does not wait)."""
+    return next((m for m in fake.messages(OWNER) if m.get("text", "").startswith("Confirm this action?")), None)
+
+
+def decline(fake: FakeBotAPI, question: dict) -> None:
+    """The owner presses Decline on ``question``."""
+    markup = question["reply_markup"]
+    buttons = [b["callback_data"] for row in markup["inline_keyboard"] for b in row]
+    fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":no")), question["message_id"])
+
+
+# -- fixtures (every test module has them: pytest_plugins in conftest.py) -----------------------
 
 import pytest  # noqa: E402 - fixtures are an appendix to the helpers above
 

@@ -8,24 +8,17 @@ from datetime import datetime, timezone
 
 import pytest
 
-from assistant_framework.skills import SkillManager
 from messaging_llm_bot.agent.honesty import NOTHING_SAVED_NOTE
 from messaging_llm_bot.agent.incoming import Incoming
-from messaging_llm_bot.agent.loop import FAILED_TURN_REPLY, Agent, AgentEvent
-from messaging_llm_bot.llm.client import LLMClient
+from messaging_llm_bot.agent.loop import FAILED_TURN_REPLY, AgentEvent
 from messaging_llm_bot.protocol import final_answer_request
 
 FIXED = datetime(2026, 3, 3, 13, 5, 42, tzinfo=timezone.utc)  # a Tuesday; 14:05 in Berlin
 
 
-def make_agent(config, workspace, clock=lambda: FIXED, **kwargs) -> Agent:
-    skills = SkillManager.from_config(config, workspace)
-    return Agent(config, workspace, skills, LLMClient(config["llm"]), clock=clock, **kwargs)
-
-
 @pytest.fixture
-def agent(bot_config, workspace):
-    return make_agent(bot_config, workspace)
+def agent(bot_config, workspace, make_agent):
+    return make_agent(bot_config, workspace, clock=lambda: FIXED)
 
 
 def last_content(request) -> str:
@@ -156,9 +149,9 @@ def test_llm_server_error_then_recovery_keeps_history(agent, chat_server, worksp
     assert contents == ["first", "first answer"]  # the failed turn left no trace in history
 
 
-def test_llm_unreachable_short_message(bot_config, workspace, chat_server):
+def test_llm_unreachable_short_message(bot_config, workspace, chat_server, make_agent):
     chat_server.stop()
-    result = make_agent(bot_config, workspace).handle(Incoming("c1", "hello"))
+    result = make_agent(bot_config, workspace, clock=lambda: FIXED).handle(Incoming("c1", "hello"))
     assert not result.ok and "not reachable" in result.reply and "connection refused" in result.reply
     assert workspace.read_json("conversations/c1/history.json") is None
 
@@ -220,7 +213,7 @@ def test_failing_event_handler_does_not_break_turn(agent, chat_server):
     assert agent.handle(Incoming("c1", "hi", on_event=handler)).reply == "fine"
 
 
-def test_unexpected_exception_becomes_short_reply(bot_config, workspace, chat_server, caplog):
+def test_unexpected_exception_becomes_short_reply(bot_config, workspace, chat_server, caplog, make_agent):
     def broken_clock():
         raise OSError("clock unplugged")
 
@@ -243,7 +236,7 @@ def test_reset_clears_history(agent, chat_server, workspace):
     assert "no history" in agent.reset("c1")
 
 
-def test_footer_when_enabled(bot_config, workspace, chat_server):
+def test_footer_when_enabled(bot_config, workspace, chat_server, make_agent):
     bot_config["runtime"]["reply_footer"] = True
     chat_server.enqueue(
         {
@@ -251,12 +244,12 @@ def test_footer_when_enabled(bot_config, workspace, chat_server):
             "usage": {"prompt_tokens": 1200, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 1000}},
         }
     )
-    result = make_agent(bot_config, workspace).handle(Incoming("c1", "hello"))
+    result = make_agent(bot_config, workspace, clock=lambda: FIXED).handle(Incoming("c1", "hello"))
     assert result.footer.startswith("— 1200 in (1000 cached) · 7 out · 1 round · ")
     assert result.usage == {"prompt_tokens": 1200, "completion_tokens": 7, "cached_tokens": 1000}
 
 
-def test_skill_context_carries_ids(bot_config, workspace, chat_server, tmp_path):
+def test_skill_context_carries_ids(bot_config, workspace, chat_server, tmp_path, make_agent):
     skill = tmp_path / "ctx_skills" / "whoami"
     skill.mkdir(parents=True)
     (skill / "__init__.py").write_text(
@@ -267,20 +260,20 @@ def test_skill_context_carries_ids(bot_config, workspace, chat_server, tmp_path)
     )
     bot_config["runtime"]["skills_dirs"].append(str(tmp_path / "ctx_skills"))
     chat_server.enqueue('{"skill": "whoami", "args": {}}', "ok")
-    make_agent(bot_config, workspace).handle(Incoming("tg:7", "who?", chat_id=7, user_id=42))
+    make_agent(bot_config, workspace, clock=lambda: FIXED).handle(Incoming("tg:7", "who?", chat_id=7, user_id=42))
     fed_back = last_content(chat_server.chat_requests[1])
     payload = json.loads(fed_back.split("\n")[1])
     assert payload == {"conversation": "tg:7", "chat": 7, "user": 42, "tz": "Europe/Berlin", "has_memory_key": True}
 
 
-def test_memory_wired_log_recall_and_why(bot_config, workspace, chat_server):
+def test_memory_wired_log_recall_and_why(bot_config, workspace, chat_server, make_agent):
     from assistant_framework.memory import MemoryService
 
     memory = MemoryService(workspace, bot_config, start_worker=False)
     try:
         workspace.write_text("notes/dentist.md", "Dentist appointment with Dr Zhivago on Lindenstrasse")
         memory.refresh()
-        agent = make_agent(bot_config, workspace, memory=memory)
+        agent = make_agent(bot_config, workspace, clock=lambda: FIXED, memory=memory)
         chat_server.enqueue("It is with Dr Zhivago.")
         result = agent.handle(Incoming("c1", "who is my dentist Zhivago appointment?"))
         assert result.ok

@@ -5,15 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from assistant_framework.skills import SkillManager
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.locks import ConversationLock
-from messaging_llm_bot.agent.loop import Agent
-from messaging_llm_bot.llm.client import LLMClient
-
-
-def make_agent(config, workspace) -> Agent:
-    return Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
 
 
 def wait_until(predicate, timeout: float = 10.0) -> None:
@@ -23,7 +16,7 @@ def wait_until(predicate, timeout: float = 10.0) -> None:
         time.sleep(0.005)
 
 
-def test_one_conversation_is_answered_strictly_in_order(bot_config, workspace, chat_server):
+def test_one_conversation_is_answered_strictly_in_order(bot_config, workspace, chat_server, make_agent):
     chat_server.latency = 0.05
 
     def answer(request):
@@ -55,7 +48,7 @@ def test_one_conversation_is_answered_strictly_in_order(bot_config, workspace, c
     assert results == {i: f"answer to msg{i}" for i in range(5)}
 
 
-def test_conversations_call_the_model_in_parallel(bot_config, workspace, chat_server):
+def test_conversations_call_the_model_in_parallel(bot_config, workspace, chat_server, make_agent):
     bot_config["llm"]["max_concurrency"] = 4
     # Each model call waits until all four are in flight at once; serialised calls would never get
     # there and time out (start-up speed does not matter, only that the four overlap).
@@ -85,7 +78,7 @@ def test_conversations_call_the_model_in_parallel(bot_config, workspace, chat_se
     assert replies == {i: "done" for i in range(4)}  # each answered by its first call, none timed out
 
 
-def test_max_concurrency_one_serialises_model_calls(bot_config, workspace, chat_server):
+def test_max_concurrency_one_serialises_model_calls(bot_config, workspace, chat_server, make_agent):
     bot_config["llm"]["max_concurrency"] = 1
     intervals: list[tuple[float, float]] = []
     guard = threading.Lock()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from messaging_llm_bot.agent.incoming import Incoming
-from tests.test_agent import make_agent
 
 N_CTX = 4096  # tokens of the fake server's context; ~4 characters a token, as the fake counts
 LIMIT_CHARS = 16_000  # the same context in characters, for the skill-results test
@@ -40,7 +39,7 @@ OPENAI = {
 
 @pytest.mark.parametrize("wording", [LLAMA_CPP, OPENAI], ids=["llama.cpp", "openai"])
 def test_a_pasted_message_too_long_for_the_model_gets_one_sentence_saying_what_to_do(
-    bot_config, workspace, chat_server, wording
+    bot_config, workspace, chat_server, wording, make_agent
 ):
     chat_server.set_handler(small_context(wording))
     agent = make_agent(bot_config, workspace)
@@ -56,7 +55,7 @@ def test_a_pasted_message_too_long_for_the_model_gets_one_sentence_saying_what_t
     assert workspace.read_text("conversations/c1/history.json") == before
 
 
-def test_a_long_conversation_still_names_the_conversation(bot_config, workspace, chat_server):
+def test_a_long_conversation_still_names_the_conversation(bot_config, workspace, chat_server, make_agent):
     # Short message, but the rest of the request does not fit even after the history cut: the
     # message itself is not to blame, so the user is not told to shorten it.
     chat_server.set_handler(small_context(OPENAI))
@@ -66,7 +65,9 @@ def test_a_long_conversation_still_names_the_conversation(bot_config, workspace,
     assert not result.ok and "too long" in result.reply and "message is too long" not in result.reply
 
 
-def test_skill_results_that_outgrow_a_small_context_are_cut_and_the_turn_finishes(bot_config, workspace, chat_server):
+def test_skill_results_that_outgrow_a_small_context_are_cut_and_the_turn_finishes(
+    bot_config, workspace, chat_server, make_agent
+):
     """Three rounds of long skill results fit the first requests, not the last: the earlier results are
     cut and the request sent again, so the owner gets an answer instead of "too long"."""
     for name in ("alpha", "beta", "gamma"):

@@ -11,7 +11,7 @@ import threading
 from assistant_framework.inbox import Inbox
 from messaging_llm_bot.agent.incoming import Incoming
 from tests.telegram_harness import make_runtime
-from tests.test_agent_concurrency import make_agent, wait_until
+from tests.waiting import wait_until
 
 WORDS = " ".join(f"word{i}" for i in range(200))
 
@@ -23,7 +23,7 @@ def run_in_thread(fn):
     return thread, box
 
 
-def test_a_streamed_answer_stops_at_once_and_the_server_is_hung_up_on(bot_config, workspace, chat_server):
+def test_a_streamed_answer_stops_at_once_and_the_server_is_hung_up_on(bot_config, workspace, chat_server, make_agent):
     chat_server.enqueue({"content": json.dumps({"reply": WORDS}), "chunk_delay": 0.02})
     agent = make_agent(bot_config, workspace)
     deltas: list[str] = []
@@ -56,7 +56,7 @@ def test_a_streamed_answer_stops_at_once_and_the_server_is_hung_up_on(bot_config
     assert sent == []  # the stopped exchange did not enter the prompt's history
 
 
-def test_a_stop_during_a_model_call_drops_its_answer_and_runs_no_skill(bot_config, workspace, chat_server):
+def test_a_stop_during_a_model_call_drops_its_answer_and_runs_no_skill(bot_config, workspace, chat_server, make_agent):
     """Not streamed: the call cannot be cut short, but the skill call it brings is never run."""
     chat_server.enqueue(
         {"content": json.dumps({"skill": "save_note", "args": {"name": "plan", "text": "x"}}), "delay": 0.5}
@@ -73,7 +73,7 @@ def test_a_stop_during_a_model_call_drops_its_answer_and_runs_no_skill(bot_confi
     assert len(chat_server.chat_requests) == 1
 
 
-def test_skills_already_run_are_named_and_no_further_round_starts(bot_config, workspace, chat_server):
+def test_skills_already_run_are_named_and_no_further_round_starts(bot_config, workspace, chat_server, make_agent):
     agent = make_agent(bot_config, workspace)
     asked = threading.Event()
 
@@ -99,7 +99,7 @@ def test_skills_already_run_are_named_and_no_further_round_starts(bot_config, wo
     assert len(chat_server.chat_requests) == 1  # no second round
 
 
-def test_a_stop_ends_only_the_running_turn_not_the_ones_waiting(bot_config, workspace, chat_server):
+def test_a_stop_ends_only_the_running_turn_not_the_ones_waiting(bot_config, workspace, chat_server, make_agent):
     chat_server.enqueue({"content": '{"reply": "first"}', "delay": 0.4}, '{"reply": "second"}')
     agent = make_agent(bot_config, workspace)
     first, box1 = run_in_thread(lambda: agent.handle(Incoming("c1", "one")))

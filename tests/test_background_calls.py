@@ -10,7 +10,6 @@ import threading
 from assistant_framework.background import BackgroundWorker
 from assistant_framework.memory import MemoryService
 from assistant_framework.memory.extract import EXTRACTION_PROMPT
-from assistant_framework.skills import SkillManager
 from assistant_framework.stores.facts import FactStore
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.incoming import Incoming
@@ -28,7 +27,7 @@ def _facts(value: str) -> str:
     return json.dumps({"facts": [{"subject": "user", "attribute": "likes", "value": value}]})
 
 
-def _agent_with_memory(tmp_path, server, idle: float) -> Agent:
+def _agent_with_memory(make_agent, tmp_path, server, idle: float) -> Agent:
     config = {
         "llm": {
             "runners": [{"name": "fake", "base_url": server.base_url, "model": "m", "timeout_seconds": 10}],
@@ -40,13 +39,13 @@ def _agent_with_memory(tmp_path, server, idle: float) -> Agent:
     workspace = Workspace(tmp_path / "ws")
     llm = LLMClient(config["llm"])
     memory = MemoryService(workspace, config, complete=BackgroundModel(llm))
-    return Agent(config, workspace, SkillManager.from_config(config, workspace), llm, memory=memory)
+    return make_agent(config, workspace, llm=llm, memory=memory)
 
 
-def test_extraction_waits_for_idle_chat_and_batches_its_turns(tmp_path):
+def test_extraction_waits_for_idle_chat_and_batches_its_turns(tmp_path, make_agent):
     with FakeChatServer() as server:
         server.set_handler(lambda r: _facts("tea") if _is_extraction(r) else '{"reply": "ok"}')
-        agent = _agent_with_memory(tmp_path, server, idle=0.5)
+        agent = _agent_with_memory(make_agent, tmp_path, server, idle=0.5)
         try:
             for text in ("I like tea", "I like rain", "I like maps"):
                 assert agent.handle(Incoming("c", text)).ok
@@ -62,7 +61,7 @@ def test_extraction_waits_for_idle_chat_and_batches_its_turns(tmp_path):
             agent.memory.close()
 
 
-def test_extraction_never_runs_while_a_turn_is_being_answered(tmp_path):
+def test_extraction_never_runs_while_a_turn_is_being_answered(tmp_path, make_agent):
     with FakeChatServer() as server:
         release, arrived = threading.Event(), threading.Event()
 
@@ -75,7 +74,7 @@ def test_extraction_never_runs_while_a_turn_is_being_answered(tmp_path):
             return '{"reply": "ok"}'
 
         server.set_handler(handler)
-        agent = _agent_with_memory(tmp_path, server, idle=0.2)
+        agent = _agent_with_memory(make_agent, tmp_path, server, idle=0.2)
         try:
             agent.handle(Incoming("c", "I like tea"))
             worker = threading.Thread(target=agent.handle, args=(Incoming("c", "slow question"),))
@@ -164,7 +163,7 @@ def test_reload_moves_background_calls_to_the_new_runner(tmp_path):
             runtime.shutdown(timeout=5)
 
 
-def test_background_extra_body_goes_only_to_background_calls(tmp_path):
+def test_background_extra_body_goes_only_to_background_calls(tmp_path, make_agent):
     with FakeChatServer() as server:
         server.set_handler(lambda r: _facts("tea") if _is_extraction(r) else '{"reply": "ok"}')
         config = {
@@ -179,7 +178,7 @@ def test_background_extra_body_goes_only_to_background_calls(tmp_path):
         workspace = Workspace(tmp_path / "ws")
         llm = LLMClient(config["llm"])
         memory = MemoryService(workspace, config, complete=BackgroundModel(llm))
-        agent = Agent(config, workspace, SkillManager.from_config(config, workspace), llm, memory=memory)
+        agent = make_agent(config, workspace, llm=llm, memory=memory)
         try:
             agent.handle(Incoming("c", "I like tea"))
             assert memory.drain(10)

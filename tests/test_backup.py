@@ -448,6 +448,7 @@ def test_restore_refuses_a_workspace_any_frontend_or_the_web_page_uses(
             lock.release()
         if proc is not None:
             proc.kill()
+            proc.communicate()  # reaps it and closes its pipes
             proc.wait(10)
     assert main(["restore", str(tmp_path / "b.tar.gz"), "--workspace", str(ws.root), "--force"]) == 0
 

@@ -161,15 +161,12 @@ def test_a_reminder_asked_twice_in_two_spellings_is_stored_once(fake, start_bot,
 # -- nothing between the check and the run can change the call ----------------------------------------
 
 
-def test_what_the_owner_is_asked_about_cannot_change_the_call_that_runs(bot_config, workspace, chat_server):
+def test_what_the_owner_is_asked_about_cannot_change_the_call_that_runs(bot_config, workspace, chat_server, make_agent):
     """A confirmation path that edits the request it is shown (a frontend bug, a plugin) changes nothing:
     the call that runs is the prepared one, and the question shows the action and path before a long text."""
-    from assistant_framework.skills import SkillManager
-    from messaging_llm_bot.agent.loop import Agent
-    from messaging_llm_bot.llm.client import LLMClient
 
     workspace.write_text("notes/keep.md", NOTE)
-    agent = Agent(bot_config, workspace, SkillManager.from_config(bot_config, workspace), LLMClient(bot_config["llm"]))
+    agent = make_agent(bot_config, workspace)
     shown: list[list[str]] = []
 
     def approve(request: dict) -> bool:
@@ -186,15 +183,12 @@ def test_what_the_owner_is_asked_about_cannot_change_the_call_that_runs(bot_conf
     assert workspace.read_jsonl("state/audit.jsonl")[-1]["args"]["path"] == "notes/other.md"
 
 
-def test_a_read_call_repeated_in_another_spelling_counts_as_repeated(bot_config, workspace, chat_server):
+def test_a_read_call_repeated_in_another_spelling_counts_as_repeated(bot_config, workspace, chat_server, make_agent):
     """The loop's own repeat check (a model asking the same again gets a reply-only request) keys the
     prepared call too: ``{"a": "2"}`` then ``{"a": 2}`` is the same call."""
-    from assistant_framework.skills import SkillManager
-    from messaging_llm_bot.agent.loop import Agent
-    from messaging_llm_bot.llm.client import LLMClient
     from messaging_llm_bot.llm.structured import REPLY_SCHEMA
 
-    agent = Agent(bot_config, workspace, SkillManager.from_config(bot_config, workspace), LLMClient(bot_config["llm"]))
+    agent = make_agent(bot_config, workspace)
     chat_server.enqueue(call("add", a="2", b=3), call("add", a=2, b="3"), '{"reply": "5"}')
     assert agent.handle(Incoming("c1", "2+3?")).reply == "5"
     schemas = [r["response_format"]["json_schema"]["schema"] for r in chat_server.chat_requests]

@@ -17,7 +17,7 @@ import pytest
 from assistant_framework.stores.reminders import ReminderStore
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.frontends.console_extras import ConsoleReminders
-from tests.test_console import REPO, write_config
+from tests.console_harness import REPO, write_config
 
 pty = pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
 

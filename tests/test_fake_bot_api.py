@@ -216,7 +216,8 @@ def test_document_round_trip_via_get_file(fake: FakeBotAPI) -> None:
 
     async def on_voice(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         data = await (await update.message.voice.get_file()).download_as_bytearray()
-        await update.message.reply_text(f"voice {len(data)} bytes, {update.message.voice.duration}s")
+        seconds = update.message.voice.duration.total_seconds()  # a timedelta (PTB_TIMEDELTA, tests/conftest.py)
+        await update.message.reply_text(f"voice {len(data)} bytes, {seconds:g}s")
 
     async def scenario() -> None:
         app = build_app(fake)

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from assistant_framework.skills import SkillManager
 from messaging_llm_bot.agent.history import HistoryStore, conversation_dir, message_chars, trim_history
 from messaging_llm_bot.agent.incoming import Incoming
-from messaging_llm_bot.agent.loop import Agent
-from messaging_llm_bot.llm.client import LLMClient
 
 
 def pairs(n: int, size: int = 10) -> list[dict]:
@@ -91,9 +88,9 @@ def test_unreadable_history_counts_as_empty(workspace):
     assert store.load("c1") == [{"role": "user", "content": "ok"}]
 
 
-def test_prompt_history_respects_budget_and_skill_rounds_stay_compact(bot_config, workspace, chat_server):
+def test_prompt_history_respects_budget_and_skill_rounds_stay_compact(bot_config, workspace, chat_server, make_agent):
     bot_config["runtime"]["history_budget_chars"] = 150
-    agent = Agent(bot_config, workspace, SkillManager.from_config(bot_config, workspace), LLMClient(bot_config["llm"]))
+    agent = make_agent(bot_config, workspace)
     chat_server.enqueue('{"skill": "add", "args": {"a": 1, "b": 2}}', "three")
     agent.handle(Incoming("c1", "1+2?"))
     for i in range(5):

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from assistant_framework.skills import SkillManager
 from messaging_llm_bot.agent.incoming import Incoming
-from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.agent.prompt import estimate_tokens
-from messaging_llm_bot.llm.client import LLMClient
 
 BUDGET_TOKENS = 200
 
 
 @pytest.mark.parametrize("word", ["слово ", "言葉", "word "], ids=["cyrillic", "cjk", "ascii"])
-def test_history_in_the_prompt_stays_within_the_token_budget(bot_config, workspace, chat_server, word):
+def test_history_in_the_prompt_stays_within_the_token_budget(bot_config, workspace, chat_server, word, make_agent):
     bot_config["runtime"]["history_budget_tokens"] = BUDGET_TOKENS
-    agent = Agent(bot_config, workspace, SkillManager.from_config(bot_config, workspace), LLMClient(bot_config["llm"]))
+    agent = make_agent(bot_config, workspace)
     for i in range(8):
         chat_server.enqueue(f"{i} " + word * 20)
         assert agent.handle(Incoming("c1", f"{i} " + word * 20)).ok

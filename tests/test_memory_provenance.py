@@ -15,7 +15,6 @@ from assistant_framework.skills import SkillManager
 from assistant_framework.stores.facts import FACTS_FILE, FactStore
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.incoming import Incoming
-from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
 
 UTC = timezone.utc
@@ -36,7 +35,7 @@ def _memory(workspace: Workspace, bot_config: dict) -> MemoryService:
     return MemoryService(workspace, bot_config, complete=lambda messages, **kw: llm.complete(messages, **kw).text)
 
 
-def test_untrusted_turn_facts_are_stored_marked_and_recalled_as_outside(bot_config, workspace, chat_server):
+def test_untrusted_turn_facts_are_stored_marked_and_recalled_as_outside(bot_config, workspace, chat_server, make_agent):
     bot_config = dict(bot_config, policy={"capabilities": {"delete": "allow"}})
     workspace.write_text("notes/important.md", NOTE)
 
@@ -49,14 +48,7 @@ def test_untrusted_turn_facts_are_stored_marked_and_recalled_as_outside(bot_conf
     chat_server.set_handler(extraction)
     memory = _memory(workspace, bot_config)
     try:
-        agent = Agent(
-            bot_config,
-            workspace,
-            SkillManager.from_config(bot_config, workspace),
-            LLMClient(bot_config["llm"]),
-            clock=lambda: FIXED,
-            memory=memory,
-        )
+        agent = make_agent(bot_config, workspace, clock=lambda: FIXED, memory=memory)
         chat_server.enqueue('{"reply": "Lovely."}', '{"reply": "Noted the forward."}')
         agent.handle(Incoming("c1", "I always drink green tea in the morning"))
         agent.handle(Incoming("c1", FORWARD, untrusted=True))
@@ -117,14 +109,8 @@ def test_fact_marks_follow_the_owner(tmp_path):
         svc.close()
 
 
-def test_the_facts_skill_marks_what_it_stores_in_an_untrusted_turn(bot_config, workspace, chat_server):
-    agent = Agent(
-        bot_config,
-        workspace,
-        SkillManager.from_config(bot_config, workspace),
-        LLMClient(bot_config["llm"]),
-        clock=lambda: FIXED,
-    )
+def test_the_facts_skill_marks_what_it_stores_in_an_untrusted_turn(bot_config, workspace, chat_server, make_agent):
+    agent = make_agent(bot_config, workspace, clock=lambda: FIXED)
     add = json.dumps({"skill": "facts", "args": {"action": "add", **EVIL}})
     chat_server.enqueue(add, '{"reply": "Saved."}')
     agent.handle(Incoming("c1", FORWARD, untrusted=True))

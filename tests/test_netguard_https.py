@@ -161,10 +161,11 @@ class _TLSServer(ThreadingHTTPServer):
 
     def finish_request(self, request, client_address) -> None:  # in the request's own thread
         try:
-            request = self.context.wrap_socket(request, server_side=True)
+            tls = self.context.wrap_socket(request, server_side=True)
         except (ssl.SSLError, OSError):
             return  # the client refused the certificate (or went away) during the handshake
-        super().finish_request(request, client_address)
+        with tls:  # the server closes ``request``, which the wrap left without its descriptor
+            super().finish_request(tls, client_address)
 
     @property
     def port(self) -> int:

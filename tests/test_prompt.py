@@ -9,7 +9,6 @@ import pytest
 
 from assistant_framework.skills import SkillManager
 from messaging_llm_bot.agent.incoming import Incoming
-from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.agent.prompt import (
     PromptBuilder,
     cap_text,
@@ -19,7 +18,6 @@ from messaging_llm_bot.agent.prompt import (
     tools_section,
 )
 from messaging_llm_bot.agent.settings import DEFAULT_BASE_PROMPT, BotSettings
-from messaging_llm_bot.llm.client import LLMClient
 from messaging_llm_bot.protocol import protocol_instructions
 
 FIXED = datetime(2026, 3, 3, 13, 5, 42, tzinfo=timezone.utc)
@@ -34,9 +32,11 @@ def builder(bot_config, workspace, skills, **kwargs) -> PromptBuilder:
     return PromptBuilder(BotSettings.from_config(bot_config), workspace, skills, **kwargs)
 
 
-def test_system_message_byte_identical_across_turns_and_time_at_end(bot_config, workspace, skills, chat_server):
+def test_system_message_byte_identical_across_turns_and_time_at_end(
+    bot_config, workspace, skills, chat_server, make_agent
+):
     moments = iter([FIXED, FIXED.replace(minute=6), FIXED.replace(hour=23, minute=59)])
-    agent = Agent(bot_config, workspace, skills, LLMClient(bot_config["llm"]), clock=lambda: next(moments))
+    agent = make_agent(bot_config, workspace, skills=skills, clock=lambda: next(moments))
     for text in ("first", "second"):
         chat_server.enqueue("ok " + text)
         agent.handle(Incoming("c1", text))

@@ -14,7 +14,6 @@ from assistant_framework.memory import MemoryService
 from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.incoming import Incoming
-from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
 from messaging_llm_bot.llm.structured import protocol_schema
 from messaging_llm_bot.protocol import parse_model_output
@@ -63,8 +62,8 @@ def test_json_object_strings_keep_raw_newlines_out(real_server, tmp_path):
     assert not [c for c in text if ord(c) < 0x20], repr(text)  # cut at max_tokens or not: no raw control char
 
 
-def _agent(real_server, tmp_path, **runner) -> Agent:
-    config = {
+def _config(real_server, **runner) -> dict:
+    return {
         "llm": {
             "runners": [real_server.runner(**runner)],
             "max_skill_rounds": 2,
@@ -76,12 +75,10 @@ def _agent(real_server, tmp_path, **runner) -> Agent:
         "memory": {"enabled": False},
         "policy": {"capabilities": {"write": "allow"}},
     }
-    workspace = Workspace(tmp_path / "ws")
-    return Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
 
 
-def test_constrained_turn_gives_a_protocol_object_and_a_clean_reply(real_server, tmp_path):
-    agent = _agent(real_server, tmp_path)
+def test_constrained_turn_gives_a_protocol_object_and_a_clean_reply(real_server, tmp_path, make_agent):
+    agent = make_agent(_config(real_server), Workspace(tmp_path / "ws"))
     deltas: list[str] = []
     result = agent.handle(
         Incoming(

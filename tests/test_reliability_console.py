@@ -13,8 +13,8 @@ import pytest
 
 from assistant_framework.inbox import Inbox
 from assistant_framework.workspace import Workspace
+from tests.console_harness import run_bot, write_config
 from tests.crash_bot import REPO, echo_reply
-from tests.test_console import run_bot, write_config
 
 
 def start_console(config, workspace) -> subprocess.Popen:
@@ -43,16 +43,16 @@ def test_message_cut_off_by_sigkill_is_answered_at_the_next_start(tmp_path, chat
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     workspace = tmp_path / "ws"
     chat_server.enqueue({"content": json.dumps({"reply": "never shown"}), "delay": 5})
-    proc = start_console(config, workspace)
-    try:
-        proc.stdin.write("question one\n")
-        proc.stdin.flush()
-        assert chat_server.wait_for_requests(1, timeout=20, path="/chat/completions")
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    with start_console(config, workspace) as proc:
+        try:
+            proc.stdin.write("question one\n")
+            proc.stdin.flush()
+            assert chat_server.wait_for_requests(1, timeout=20, path="/chat/completions")
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
     assert [i.payload["text"] for i in Inbox(Workspace(workspace)).pending()] == ["question one"]
     chat_server.reset()
     chat_server.set_handler(echo_reply)
@@ -67,15 +67,15 @@ def test_message_cut_off_by_sigkill_is_answered_at_the_next_start(tmp_path, chat
 def test_sigterm_ends_the_terminal_chat_with_status_0(tmp_path, chat_server, test_skills_dir):
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     chat_server.set_handler(echo_reply)
-    proc = start_console(config, tmp_path / "ws")
-    try:
-        proc.stdin.write("hello\n")
-        proc.stdin.flush()
-        assert proc.stdout.readline() == "re: hello\n"
-        time.sleep(0.2)  # waiting for the next line now
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(20) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    with start_console(config, tmp_path / "ws") as proc:
+        try:
+            proc.stdin.write("hello\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline() == "re: hello\n"
+            time.sleep(0.2)  # waiting for the next line now
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(20) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
     assert Inbox(Workspace(tmp_path / "ws")).pending() == []

@@ -195,17 +195,19 @@ def test_client_single_batch_errors_and_unreachable():
 def test_fake_daemon_speaks_http_like_signal_cli():
     import http.client
 
+    def ask(method: str, path: str, body: bytes | None = None, **headers: str) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=5)
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            answer = conn.getresponse()
+            return answer.status, answer.read()
+        finally:
+            conn.close()
+
     with FakeSignalDaemon(BOT) as daemon:
-        conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=5)
-        conn.request("POST", "/api/v1/rpc", body=b"{}", headers={"Content-Type": "text/plain"})
-        assert conn.getresponse().status == 415
-        conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=5)
-        conn.request("POST", "/api/v1/rpc", body=b"not json", headers={"Content-Type": "application/json"})
-        assert json.loads(conn.getresponse().read())["error"]["code"] == -32700
-        conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=5)
+        assert ask("POST", "/api/v1/rpc", b"{}", **{"Content-Type": "text/plain"})[0] == 415
+        _, body = ask("POST", "/api/v1/rpc", b"not json", **{"Content-Type": "application/json"})
+        assert json.loads(body)["error"]["code"] == -32700
         note = json.dumps({"jsonrpc": "2.0", "method": "version"}).encode()  # no id: a notification
-        conn.request("POST", "/api/v1/rpc", body=note, headers={"Content-Type": "application/json"})
-        assert conn.getresponse().status == 201
-        conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=5)
-        conn.request("GET", "/api/v1/events", headers={"Host": "evil.example"})
-        assert conn.getresponse().status == 421
+        assert ask("POST", "/api/v1/rpc", note, **{"Content-Type": "application/json"})[0] == 201
+        assert ask("GET", "/api/v1/events", Host="evil.example")[0] == 421

@@ -15,7 +15,6 @@ from assistant_framework.skills import SkillManager
 from assistant_framework.stores.facts import FactStore
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.incoming import Incoming
-from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.llm.client import LLMClient
 from messaging_llm_bot.llm.structured import (
     JSON_STRING_BODY,
@@ -42,10 +41,6 @@ def _config(server: FakeChatServer, skills_dir, **runner) -> dict:
         "runtime": {"timezone": "UTC", "skills_dirs": [str(skills_dir)]},
         "telegram": {"token": ""},
     }
-
-
-def _agent(config: dict, workspace: Workspace) -> Agent:
-    return Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
 
 
 def test_grammar_safe_drops_keywords_that_break_grammars():
@@ -90,9 +85,9 @@ def test_protocol_schema_admits_every_skill_call_and_a_reply_only(tmp_path):
     assert len(schema["anyOf"]) == len(skills.names()) + 1
 
 
-def test_auto_falls_back_to_json_object_once_and_remembers(tmp_path, test_skills_dir, caplog):
+def test_auto_falls_back_to_json_object_once_and_remembers(tmp_path, test_skills_dir, caplog, make_agent):
     with FakeChatServer(response_formats=LLAMA_CPP_PYTHON) as server:
-        agent = _agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
+        agent = make_agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
         server.enqueue('{"skill": "add", "args": {"a": 2, "b": 3}}', '{"reply": "5"}', '{"reply": "again"}')
         with caplog.at_level(logging.INFO, logger="messaging_llm_bot.llm.structured"):
             first = agent.handle(Incoming("c", "what is 2+3?"))
@@ -113,9 +108,9 @@ def test_auto_falls_back_to_json_object_once_and_remembers(tmp_path, test_skills
         assert used == ["llm runner 'fake': structured output via response_format json_object"]
 
 
-def test_schema_request_is_byte_stable_between_turns(tmp_path, test_skills_dir):
+def test_schema_request_is_byte_stable_between_turns(tmp_path, test_skills_dir, make_agent):
     with FakeChatServer() as server:
-        agent = _agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
+        agent = make_agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
         agent.handle(Incoming("c", "one"))
         agent.handle(Incoming("c", "two"))
         formats = [json.dumps(r["response_format"]) for r in server.chat_requests]
@@ -128,24 +123,26 @@ def test_schema_request_is_byte_stable_between_turns(tmp_path, test_skills_dir):
 @pytest.mark.parametrize(
     "setting,expected", [("off", [None]), ("json_object", ["json_object"]), ("json_schema", ["json_schema"])]
 )
-def test_explicit_setting_is_used(tmp_path, test_skills_dir, setting, expected):
+def test_explicit_setting_is_used(tmp_path, test_skills_dir, setting, expected, make_agent):
     with FakeChatServer() as server:
-        agent = _agent(_config(server, test_skills_dir, structured_output=setting), Workspace(tmp_path / "ws"))
+        agent = make_agent(_config(server, test_skills_dir, structured_output=setting), Workspace(tmp_path / "ws"))
         agent.handle(Incoming("c", "hi"))
         assert [(r.get("response_format") or {}).get("type") for r in server.chat_requests] == expected
 
 
-def test_explicit_format_a_server_lacks_falls_back_to_prompted_json(tmp_path, test_skills_dir):
+def test_explicit_format_a_server_lacks_falls_back_to_prompted_json(tmp_path, test_skills_dir, make_agent):
     with FakeChatServer(response_formats=LLAMA_CPP_PYTHON) as server:
-        agent = _agent(_config(server, test_skills_dir, structured_output="json_schema"), Workspace(tmp_path / "ws"))
+        agent = make_agent(
+            _config(server, test_skills_dir, structured_output="json_schema"), Workspace(tmp_path / "ws")
+        )
         server.enqueue("Hello!")
         assert agent.handle(Incoming("c", "hi")).reply == "Hello!"
         assert [(r.get("response_format") or {}).get("type") for r in server.chat_requests] == ["json_schema", None]
 
 
-def test_streamed_reply_object_shows_only_its_text(tmp_path, test_skills_dir):
+def test_streamed_reply_object_shows_only_its_text(tmp_path, test_skills_dir, make_agent):
     with FakeChatServer() as server:
-        agent = _agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
+        agent = make_agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
         server.enqueue(
             {
                 "content": '{"reply": "Hello there, \\"friend\\"!"}',
@@ -184,9 +181,9 @@ def test_background_extraction_falls_back_instead_of_failing_every_turn(tmp_path
         assert [f["value"] for f in FactStore(svc.workspace).all()] == ["Porto"]
 
 
-def test_repeated_call_and_final_round_may_only_reply(tmp_path, test_skills_dir):
+def test_repeated_call_and_final_round_may_only_reply(tmp_path, test_skills_dir, make_agent):
     with FakeChatServer() as server:
-        agent = _agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
+        agent = make_agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
         same = '{"skill": "add", "args": {"a": 1, "b": 2}}'
         server.enqueue(same, same, '{"reply": "3"}')
         assert agent.handle(Incoming("c", "1+2?")).reply == "3"
@@ -242,11 +239,13 @@ def test_json_object_requests_limit_free_strings_to_json_string_text():
     assert "pattern" not in json.dumps(response_format("json_schema", schema, "answer"))
 
 
-def test_a_format_rejection_is_one_warning_line_and_other_failures_still_warn(tmp_path, test_skills_dir, caplog):
+def test_a_format_rejection_is_one_warning_line_and_other_failures_still_warn(
+    tmp_path, test_skills_dir, caplog, make_agent
+):
     # The terminal chat shows WARNING lines: a server's expected one-time rejection of json_schema
     # must not read as "model call failed" there; a real failure still must.
     with FakeChatServer(response_formats=LLAMA_CPP_PYTHON) as server:
-        agent = _agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
+        agent = make_agent(_config(server, test_skills_dir), Workspace(tmp_path / "ws"))
         server.enqueue(
             '{"reply": "hi"}', {"status": 500, "body": {"error": {"message": "boom", "type": "server_error"}}}
         )

@@ -2,29 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
-from tests.telegram_harness import OWNER, STRANGER, texts
-
-DELETE = '{"skill": "file", "args": {"action": "delete", "path": "notes/important.md"}}'
-
-
-def _question(fake):
-    """The bot's confirmation message and the callback data of its two buttons."""
-
-    def find():
-        for call in fake.calls("sendMessage"):
-            markup = call["params"].get("reply_markup")
-            if markup and "approve:" in json.dumps(markup):
-                return call
-        return None
-
-    call = fake.wait_for(find, timeout=10)
-    markup = call["params"]["reply_markup"]
-    markup = json.loads(markup) if isinstance(markup, str) else markup
-    buttons = [b["callback_data"] for row in markup["inline_keyboard"] for b in row]
-    message = next(m for m in fake.messages(OWNER) if m.get("text", "").startswith("Confirm this action?"))
-    return message, buttons
+from tests.telegram_harness import DELETE, OWNER, STRANGER, approval_question, texts
 
 
 def test_confirmed_delete_runs(fake, start_bot, chat_server, workspace):
@@ -32,7 +10,7 @@ def test_confirmed_delete_runs(fake, start_bot, chat_server, workspace):
     start_bot()
     chat_server.enqueue(DELETE, '{"reply": "Deleted notes/important.md."}')
     fake.send_message("delete notes/important.md")
-    message, buttons = _question(fake)
+    message, buttons = approval_question(fake)
     assert "skill: file" in message["text"] and "notes/important.md" in message["text"]
     assert workspace.exists("notes/important.md")  # nothing happens before the press
     fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":yes")), message["message_id"])
@@ -47,7 +25,7 @@ def test_declined_delete_does_not_run(fake, start_bot, chat_server, workspace):
     start_bot()
     chat_server.enqueue(DELETE, '{"reply": "Okay, I kept it."}')
     fake.send_message("delete notes/important.md")
-    message, buttons = _question(fake)
+    message, buttons = approval_question(fake)
     fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":no")), message["message_id"])
     fake.wait_for(lambda: any("I kept it" in t for t in texts(fake)), timeout=10)
     assert workspace.exists("notes/important.md")
@@ -59,7 +37,7 @@ def test_a_stranger_cannot_press_the_button(fake, start_bot, chat_server, worksp
     start_bot()
     chat_server.enqueue(DELETE, '{"reply": "Deleted."}')
     fake.send_message("delete notes/important.md")
-    message, buttons = _question(fake)
+    message, buttons = approval_question(fake)
     fake.callback_query(STRANGER, next(b for b in buttons if b.endswith(":yes")), message["message_id"], chat_id=OWNER)
     refusal = fake.wait_for(
         lambda: [c for c in fake.calls("answerCallbackQuery") if "not authorised" in str(c["params"].get("text"))],

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.telegram_harness import texts
-from tests.test_telegram_approval import DELETE, _question
+from tests.telegram_harness import DELETE, approval_question, texts
 
 WORDS = " ".join(f"word{i}" for i in range(300))
 
@@ -39,7 +38,7 @@ def test_stop_declines_an_open_confirmation(fake, start_bot, chat_server, worksp
     start_bot()
     chat_server.enqueue(DELETE)
     fake.send_message("delete notes/important.md")
-    _question(fake)
+    approval_question(fake)
     fake.send_message("/stop")
     fake.wait_for(lambda: any("⏹ Stopped." in t for t in texts(fake)), timeout=10)
     assert workspace.exists("notes/important.md")

@@ -9,8 +9,6 @@ import pytest
 from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.incoming import Incoming
-from messaging_llm_bot.agent.loop import Agent
-from messaging_llm_bot.llm.client import LLMClient
 from tests.fakes.chat_server import FakeChatServer
 
 TWO_CALLS = [
@@ -19,8 +17,8 @@ TWO_CALLS = [
 ]
 
 
-def _agent(server, tmp_path, skills_dir, transport: str) -> Agent:
-    config = {
+def _config(server, skills_dir, transport: str) -> dict:
+    return {
         "llm": {
             "runners": [
                 {
@@ -36,14 +34,12 @@ def _agent(server, tmp_path, skills_dir, transport: str) -> Agent:
         },
         "runtime": {"timezone": "UTC", "skills_dirs": [str(skills_dir)]},
     }
-    workspace = Workspace(tmp_path / "ws")
-    return Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_native_tool_calls_run_and_results_go_back_as_tool_messages(tmp_path, test_skills_dir, stream):
+def test_native_tool_calls_run_and_results_go_back_as_tool_messages(tmp_path, test_skills_dir, stream, make_agent):
     with FakeChatServer() as server:
-        agent = _agent(server, tmp_path, test_skills_dir, "native")
+        agent = make_agent(_config(server, test_skills_dir, "native"), Workspace(tmp_path / "ws"))
         server.enqueue({"tool_calls": TWO_CALLS}, "5 and 11.")
         result = agent.handle(Incoming("c", "add 2+3 and 10+1", stream=stream))
         assert (result.reply, result.ok) == ("5 and 11.", True)
@@ -63,9 +59,9 @@ def test_native_tool_calls_run_and_results_go_back_as_tool_messages(tmp_path, te
         assert '"sum": 5' in sent[-2]["content"] and '"sum": 11' in sent[-1]["content"]
 
 
-def test_auto_falls_back_to_the_json_protocol_when_tools_are_rejected(tmp_path, test_skills_dir):
+def test_auto_falls_back_to_the_json_protocol_when_tools_are_rejected(tmp_path, test_skills_dir, make_agent):
     with FakeChatServer(tools_supported=False) as server:
-        agent = _agent(server, tmp_path, test_skills_dir, "auto")
+        agent = make_agent(_config(server, test_skills_dir, "auto"), Workspace(tmp_path / "ws"))
         server.enqueue('{"skill": "add", "args": {"a": 1, "b": 1}}', '{"reply": "2"}', '{"reply": "again"}')
         assert agent.handle(Incoming("c", "1+1?")).reply == "2"
         assert agent.handle(Incoming("c", "again")).reply == "again"
@@ -73,10 +69,10 @@ def test_auto_falls_back_to_the_json_protocol_when_tools_are_rejected(tmp_path, 
         assert sent == [(True, None), (False, "json_schema"), (False, "json_schema"), (False, "json_schema")]
 
 
-def test_auto_reads_a_protocol_call_written_as_text(tmp_path, test_skills_dir):
+def test_auto_reads_a_protocol_call_written_as_text(tmp_path, test_skills_dir, make_agent):
     # llama-cpp-python with a plain chat format accepts `tools` and answers with text.
     with FakeChatServer() as server:
-        agent = _agent(server, tmp_path, test_skills_dir, "auto")
+        agent = make_agent(_config(server, test_skills_dir, "auto"), Workspace(tmp_path / "ws"))
         server.enqueue('{"skill": "add", "args": {"a": 4, "b": 4}}', "8.")
         result = agent.handle(Incoming("c", "4+4?"))
         assert result.reply == "8." and result.skill_calls[0].args == {"a": 4, "b": 4}
@@ -84,9 +80,9 @@ def test_auto_reads_a_protocol_call_written_as_text(tmp_path, test_skills_dir):
         assert server.chat_requests[1]["messages"][-1]["role"] == "user"  # a text call's result is a user message
 
 
-def test_json_transport_sends_no_tools(tmp_path, test_skills_dir):
+def test_json_transport_sends_no_tools(tmp_path, test_skills_dir, make_agent):
     with FakeChatServer() as server:
-        agent = _agent(server, tmp_path, test_skills_dir, "json")
+        agent = make_agent(_config(server, test_skills_dir, "json"), Workspace(tmp_path / "ws"))
         agent.handle(Incoming("c", "hi"))
         assert "tools" not in server.chat_requests[0]
         assert json.loads(server.chat_requests[0].body)["response_format"]["type"] == "json_schema"
@@ -124,7 +120,9 @@ def test_tool_parameters_are_the_grammar_safe_schema_and_keep_descriptions():
     }
 
 
-def test_auto_answers_with_the_json_protocol_when_the_tools_make_the_prompt_too_long(tmp_path, test_skills_dir):
+def test_auto_answers_with_the_json_protocol_when_the_tools_make_the_prompt_too_long(
+    tmp_path, test_skills_dir, make_agent
+):
     too_long = {
         "status": 400,
         "body": {
@@ -136,7 +134,7 @@ def test_auto_answers_with_the_json_protocol_when_the_tools_make_the_prompt_too_
         },
     }
     with FakeChatServer() as server:
-        agent = _agent(server, tmp_path, test_skills_dir, "auto")
+        agent = make_agent(_config(server, test_skills_dir, "auto"), Workspace(tmp_path / "ws"))
         server.enqueue(too_long, '{"reply": "fine"}', "also fine")
         assert agent.handle(Incoming("c", "hello")).reply == "fine"
         assert agent.handle(Incoming("c", "again")).reply == "also fine"  # tools are tried again next time
@@ -144,10 +142,10 @@ def test_auto_answers_with_the_json_protocol_when_the_tools_make_the_prompt_too_
         assert sent == [(True, None), (False, "json_schema"), (True, None)]
 
 
-def test_native_transport_reports_a_prompt_too_long_with_tools(tmp_path, test_skills_dir):
+def test_native_transport_reports_a_prompt_too_long_with_tools(tmp_path, test_skills_dir, make_agent):
     too_long = {"status": 400, "body": {"error": {"message": "This model's maximum context length is 4096 tokens."}}}
     with FakeChatServer() as server:
-        agent = _agent(server, tmp_path, test_skills_dir, "native")
+        agent = make_agent(_config(server, test_skills_dir, "native"), Workspace(tmp_path / "ws"))
         server.enqueue(too_long)
         result = agent.handle(Incoming("c", "hello"))
         assert not result.ok and "too long" in result.reply
@@ -155,10 +153,10 @@ def test_native_transport_reports_a_prompt_too_long_with_tools(tmp_path, test_sk
 
 
 @pytest.mark.parametrize("labels", ["zero", "none"])
-def test_streamed_calls_that_share_or_lack_an_index_stay_separate_calls(tmp_path, test_skills_dir, labels):
+def test_streamed_calls_that_share_or_lack_an_index_stay_separate_calls(tmp_path, test_skills_dir, labels, make_agent):
     # Ollama labels every streamed call index 0 (each with its own id); Gemini's endpoint sends no index.
     with FakeChatServer() as server:
-        agent = _agent(server, tmp_path, test_skills_dir, "native")
+        agent = make_agent(_config(server, test_skills_dir, "native"), Workspace(tmp_path / "ws"))
         server.enqueue({"tool_calls": TWO_CALLS, "tool_index": labels}, "5 and 11.")
         result = agent.handle(Incoming("c", "add 2+3 and 10+1", stream=True))
         assert (result.reply, result.ok) == ("5 and 11.", True)
@@ -171,10 +169,10 @@ def test_streamed_calls_that_share_or_lack_an_index_stay_separate_calls(tmp_path
         assert [(m["role"], m["tool_call_id"]) for m in sent[-2:]] == [("tool", "call_a"), ("tool", "call_b")]
 
 
-def test_a_name_repeated_in_every_streamed_delta_is_the_name_once(tmp_path, test_skills_dir):
+def test_a_name_repeated_in_every_streamed_delta_is_the_name_once(tmp_path, test_skills_dir, make_agent):
     # MiniMax M2.7 on NVIDIA NIM sends the whole name again with each arguments piece.
     with FakeChatServer() as server:
-        agent = _agent(server, tmp_path, test_skills_dir, "native")
+        agent = make_agent(_config(server, test_skills_dir, "native"), Workspace(tmp_path / "ws"))
         server.enqueue({"tool_calls": TWO_CALLS, "tool_name_each_delta": True}, "5 and 11.")
         result = agent.handle(Incoming("c", "add 2+3 and 10+1", stream=True))
         assert [(c.skill, c.args, c.ok) for c in result.skill_calls] == [
@@ -185,10 +183,10 @@ def test_a_name_repeated_in_every_streamed_delta_is_the_name_once(tmp_path, test
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_the_reasoning_of_a_tool_call_answer_goes_back_with_it(tmp_path, test_skills_dir, stream):
+def test_the_reasoning_of_a_tool_call_answer_goes_back_with_it(tmp_path, test_skills_dir, stream, make_agent):
     # DeepSeek's thinking mode answers HTTP 400 when an assistant turn with tool_calls comes back without it.
     with FakeChatServer(reasoning_back=True) as server:
-        agent = _agent(server, tmp_path, test_skills_dir, "native")
+        agent = make_agent(_config(server, test_skills_dir, "native"), Workspace(tmp_path / "ws"))
         server.enqueue(
             {"tool_calls": TWO_CALLS[:1], "reasoning": "2+3, use add"}, {"content": "5.", "reasoning": "done"}
         )
@@ -199,10 +197,10 @@ def test_the_reasoning_of_a_tool_call_answer_goes_back_with_it(tmp_path, test_sk
         assert back["tool_calls"][0]["id"] == "call_a" and back["reasoning_content"] == "2+3, use add"
 
 
-def test_reasoning_goes_back_in_the_field_the_server_used(tmp_path, test_skills_dir):
+def test_reasoning_goes_back_in_the_field_the_server_used(tmp_path, test_skills_dir, make_agent):
     # Ollama and vLLM name it `reasoning`; nothing is sent back for a <think> block the content held.
     with FakeChatServer() as server:
-        agent = _agent(server, tmp_path, test_skills_dir, "native")
+        agent = make_agent(_config(server, test_skills_dir, "native"), Workspace(tmp_path / "ws"))
         server.enqueue(
             {"tool_calls": TWO_CALLS[:1], "reasoning": "use add", "reasoning_field": "reasoning"},
             {
@@ -218,11 +216,11 @@ def test_reasoning_goes_back_in_the_field_the_server_used(tmp_path, test_skills_
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_arguments_encoded_twice_run_as_their_object(tmp_path, test_skills_dir, stream):
+def test_arguments_encoded_twice_run_as_their_object(tmp_path, test_skills_dir, stream, make_agent):
     # Granite 4 on vLLM's hermes parser: the arguments string decodes to another JSON string (vllm#54964).
     twice = json.dumps(json.dumps({"a": 2, "b": 3}))
     with FakeChatServer() as server:
-        agent = _agent(server, tmp_path, test_skills_dir, "native")
+        agent = make_agent(_config(server, test_skills_dir, "native"), Workspace(tmp_path / "ws"))
         server.enqueue({"tool_calls": [{"id": "call_a", "name": "add", "arguments": twice}]}, "5.")
         result = agent.handle(Incoming("c", "add 2+3", stream=stream))
         assert result.reply == "5."

@@ -10,17 +10,15 @@ from assistant_framework.evals.cases import CASE_SCHEMA
 from assistant_framework.skills import SkillManager
 from assistant_framework.traces import TraceStore
 from messaging_llm_bot.agent.incoming import Incoming
-from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.evals.replay import compare_actions, export_cases, format_replay, replay_trace
 from messaging_llm_bot.llm.client import LLMClient
 
 FIXED = datetime(2026, 3, 3, 13, 5, tzinfo=timezone.utc)
 
 
-def record_turns(bot_config, workspace, chat_server) -> list[dict]:
+def record_turns(make_agent, bot_config, workspace, chat_server) -> list[dict]:
     """Answer three messages for real so the workspace holds three traces."""
-    skills = SkillManager.from_config(bot_config, workspace)
-    agent = Agent(bot_config, workspace, skills, LLMClient(bot_config["llm"]), clock=lambda: FIXED)
+    agent = make_agent(bot_config, workspace, clock=lambda: FIXED)
     chat_server.enqueue(
         '{"skill": "add", "args": {"a": 2, "b": 3}}',
         '{"reply": "5"}',
@@ -45,8 +43,8 @@ def test_compare_actions() -> None:
     assert compare_actions({"calls": [], "reply": "a"}, {"calls": [], "reply": "b"}) == "same"
 
 
-def test_replay_reports_same_differ_and_changed(bot_config, workspace, chat_server) -> None:
-    traces = record_turns(bot_config, workspace, chat_server)
+def test_replay_reports_same_differ_and_changed(bot_config, workspace, chat_server, make_agent) -> None:
+    traces = record_turns(make_agent, bot_config, workspace, chat_server)
     assert [t["user_text"] for t in traces] == ["what is 2+3?", "note: buy milk", "hi"]
     names = SkillManager.from_config(bot_config, workspace).names()
     llm = LLMClient(bot_config["llm"])
@@ -66,8 +64,8 @@ def test_replay_reports_same_differ_and_changed(bot_config, workspace, chat_serv
     assert "add(a=2, b=3)" in table
 
 
-def test_replay_with_current_system_prompt(bot_config, workspace, chat_server) -> None:
-    traces = record_turns(bot_config, workspace, chat_server)
+def test_replay_with_current_system_prompt(bot_config, workspace, chat_server, make_agent) -> None:
+    traces = record_turns(make_agent, bot_config, workspace, chat_server)
     llm = LLMClient(bot_config["llm"])
     before = len(chat_server.chat_requests)
     chat_server.enqueue('{"reply": "5"}')
@@ -77,8 +75,8 @@ def test_replay_with_current_system_prompt(bot_config, workspace, chat_server) -
     assert sent[1:] == traces[0]["requests"][0]["messages"][1:]
 
 
-def test_export_cases_from_traces(bot_config, workspace, chat_server) -> None:
-    traces = record_turns(bot_config, workspace, chat_server)
+def test_export_cases_from_traces(bot_config, workspace, chat_server, make_agent) -> None:
+    traces = record_turns(make_agent, bot_config, workspace, chat_server)
     cases = export_cases(traces)
     assert [c["expect"]["skill"] for c in cases] == ["add", "save_note", None]
     assert cases[0]["message"] == "what is 2+3?"
@@ -87,14 +85,14 @@ def test_export_cases_from_traces(bot_config, workspace, chat_server) -> None:
         jsonschema.validate(case, CASE_SCHEMA)
 
 
-def test_replay_and_export_cli(bot_config, workspace, chat_server, tmp_path, capsys) -> None:
+def test_replay_and_export_cli(bot_config, workspace, chat_server, tmp_path, capsys, make_agent) -> None:
     import json
 
     import yaml
 
     from messaging_llm_bot.cli.main import main
 
-    record_turns(bot_config, workspace, chat_server)
+    record_turns(make_agent, bot_config, workspace, chat_server)
     config_dir = tmp_path / "cfg"
     config_dir.mkdir()
     for section in ("llm", "runtime"):

@@ -5,11 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from assistant_framework.skills import SkillManager
 from assistant_framework.traces import TraceStore, drain_traces, new_trace_id
 from messaging_llm_bot.agent.incoming import Incoming
-from messaging_llm_bot.agent.loop import Agent
-from messaging_llm_bot.llm.client import LLMClient
 
 
 def test_write_later_is_redacted_and_visible_to_any_store_of_the_workspace(workspace):
@@ -31,14 +28,8 @@ def test_a_failed_trace_write_is_logged_and_later_traces_still_written(workspace
     assert store.load(good)["id"] == good
 
 
-def test_turn_returns_before_its_trace_is_written(bot_config, workspace, chat_server):
-    agent = Agent(
-        bot_config,
-        workspace,
-        SkillManager.from_config(bot_config, workspace),
-        LLMClient(bot_config["llm"]),
-        background_traces=True,
-    )
+def test_turn_returns_before_its_trace_is_written(bot_config, workspace, chat_server, make_agent):
+    agent = make_agent(bot_config, workspace, background_traces=True)
     gate = threading.Event()
     agent.traces.write_later({"id": new_trace_id(), "time": "x"})  # warm the writer up
     assert agent.drain(5)

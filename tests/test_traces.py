@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from assistant_framework.skills import SkillManager
 from assistant_framework.traces import (
     TraceStore,
     aggregate_usage,
@@ -16,24 +15,18 @@ from assistant_framework.traces import (
 )
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.incoming import Incoming
-from messaging_llm_bot.agent.loop import Agent
 from messaging_llm_bot.cli.main import main as cli_main
-from messaging_llm_bot.llm.client import LLMClient
 from tests.fakes.chat_server import FakeChatServer
 
 API_KEY = "sk-test-0123456789abcdef"
 BOT_TOKEN = "123456:ABCdefGHIjklMNOpqr"
 
 
-def make_agent(config, workspace) -> Agent:
-    return Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
-
-
 def all_trace_text(workspace) -> str:
     return "".join(workspace.read_text(p) for p in workspace.list("traces/**/*.json"))
 
 
-def test_trace_written_with_requests_sizes_and_redaction(bot_config, workspace):
+def test_trace_written_with_requests_sizes_and_redaction(bot_config, workspace, make_agent):
     with FakeChatServer(api_key=API_KEY) as server:
         bot_config["llm"]["runners"][0].update(base_url=server.base_url, api_key=API_KEY)
         bot_config["telegram"]["token"] = BOT_TOKEN
@@ -64,14 +57,14 @@ def test_trace_written_with_requests_sizes_and_redaction(bot_config, workspace):
     assert "Your token is *** and key ***" in text
 
 
-def test_failed_turn_is_traced(bot_config, workspace, chat_server):
+def test_failed_turn_is_traced(bot_config, workspace, chat_server, make_agent):
     chat_server.enqueue({"status": 500})
     result = make_agent(bot_config, workspace).handle(Incoming("c1", "hi"))
     trace = TraceStore(workspace).load(result.trace_id)
     assert trace["ok"] is False and trace["error"] and trace["requests"][0]["error"]["kind"] == "server"
 
 
-def test_traces_pruned_to_keep(bot_config, workspace, chat_server):
+def test_traces_pruned_to_keep(bot_config, workspace, chat_server, make_agent):
     bot_config["runtime"]["trace_keep"] = 3
     agent = make_agent(bot_config, workspace)
     ids = [agent.handle(Incoming("c1", f"m{i}")).trace_id for i in range(5)]
@@ -100,7 +93,7 @@ def test_collect_and_redact_secrets():
     assert redacted == {"a": ["xx *** yy"], "***": 1, "n": 5}
 
 
-def test_cli_last_prompt_list_show(bot_config, workspace, chat_server, capsys):
+def test_cli_last_prompt_list_show(bot_config, workspace, chat_server, capsys, make_agent):
     agent = make_agent(bot_config, workspace)
     chat_server.enqueue('{"skill": "add", "args": {"a": 1, "b": 2}}', "three", "second reply")
     first = agent.handle(Incoming("conv-a", "one plus two"))
@@ -269,7 +262,7 @@ def test_stats_skip_ledger_rows_of_the_wrong_shape(workspace):
 
 
 def test_trace_show_and_last_prompt_mask_the_configs_secrets_even_in_an_old_trace(
-    bot_config, workspace, chat_server, tmp_path, capsys
+    bot_config, workspace, chat_server, tmp_path, capsys, make_agent
 ):
     """A trace written before a key was configured holds it in clear; printing it masks it."""
     agent = make_agent(bot_config, workspace)

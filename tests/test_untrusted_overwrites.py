@@ -10,10 +10,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from assistant_framework.skills import SkillContext, SkillManager
+from assistant_framework.skills import SkillContext
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.loop import Agent
-from messaging_llm_bot.llm.client import LLMClient
 
 CLOCK = datetime(2026, 3, 3, 13, 5, tzinfo=timezone.utc)
 CHAT = 7
@@ -99,11 +98,9 @@ def owner_data(workspace) -> dict[str, bytes]:
 
 
 @pytest.fixture
-def agent(bot_config, workspace):
+def agent(bot_config, workspace, make_agent):
     config = dict(bot_config, policy=ALLOW_ALL)
-    return Agent(
-        config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]), clock=lambda: CLOCK
-    )
+    return make_agent(config, workspace, clock=lambda: CLOCK)
 
 
 def seed(agent: Agent, seeds) -> None:
@@ -161,7 +158,9 @@ def run(workspace, args):
 """
 
 
-def test_a_read_action_that_goes_out_to_the_network_still_asks(bot_config, workspace, chat_server, tmp_path):
+def test_a_read_action_that_goes_out_to_the_network_still_asks(
+    bot_config, workspace, chat_server, tmp_path, make_agent
+):
     """Narrowing by action ("search" is a read) never drops what a call does beyond the workspace: after
     outside content a network skill's search would carry the query out, so it asks like a fetch."""
     (tmp_path / "more" / "websearch").mkdir(parents=True)
@@ -171,9 +170,7 @@ def test_a_read_action_that_goes_out_to_the_network_still_asks(bot_config, works
         **bot_config["runtime"],
         "skills_dirs": [*bot_config["runtime"]["skills_dirs"], str(tmp_path / "more")],
     }
-    agent = Agent(
-        config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]), clock=lambda: CLOCK
-    )
+    agent = make_agent(config, workspace, clock=lambda: CLOCK)
     asked: list[dict] = []
     search = call("websearch", action="search", query="the owner's bank PIN is 4711")
     chat_server.enqueue(search, '{"reply": "declined"}', search, '{"reply": "searched"}')

@@ -58,7 +58,7 @@ def test_the_console_bot_serves_the_page_with_its_live_conversation(tmp_path, ch
         '{"skill": "save_note", "args": {"name": "milk", "text": "oat milk"}}', '{"reply": "Noted: oat milk."}'
     )
     env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -76,32 +76,32 @@ def test_the_console_bot_serves_the_page_with_its_live_conversation(tmp_path, ch
         text=True,
         cwd=REPO,
         env=env,
-    )
-    try:
-        banner = ""
-        while not banner.startswith("web page:"):
-            banner = proc.stderr.readline()
-            assert banner, "the bot ended without serving the page"
-        url, token = re.match(r"web page: (http://127\.0\.0\.1:\d+/)\?token=(\S+)", banner).groups()
-        assert (tmp_path / "ws" / "state" / "web" / "token").read_text().strip() == token
-        proc.stdin.write("remember oat milk\n")
-        proc.stdin.flush()
-        assert proc.stdout.readline().strip() == "Noted: oat milk."
-        auth = {"Authorization": f"Bearer {token}"}
-        assert requests.get(f"{url}memory").status_code == 401
-        chats = requests.get(f"{url}api/conversations", headers=auth).json()["conversations"]
-        assert len(chats) == 1
-        traces = requests.get(f"{url}api/traces", headers=auth).json()["traces"]
-        assert traces and traces[0]["rounds"] == 2
-        hits = requests.get(f"{url}api/memory/search", params={"q": "oat milk"}, headers=auth).json()["hits"]
-        assert "notes/milk.md" in {h["path"] for h in hits}
-        trace = requests.get(f"{url}api/traces/{traces[0]['id']}", headers=auth).text
-        assert API_KEY not in trace
-    finally:
-        proc.stdin.close()
-        proc.wait(timeout=60)
-    assert proc.returncode == 0
-    assert API_KEY not in proc.stderr.read()
+    ) as proc:
+        try:
+            banner = ""
+            while not banner.startswith("web page:"):
+                banner = proc.stderr.readline()
+                assert banner, "the bot ended without serving the page"
+            url, token = re.match(r"web page: (http://127\.0\.0\.1:\d+/)\?token=(\S+)", banner).groups()
+            assert (tmp_path / "ws" / "state" / "web" / "token").read_text().strip() == token
+            proc.stdin.write("remember oat milk\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline().strip() == "Noted: oat milk."
+            auth = {"Authorization": f"Bearer {token}"}
+            assert requests.get(f"{url}memory").status_code == 401
+            chats = requests.get(f"{url}api/conversations", headers=auth).json()["conversations"]
+            assert len(chats) == 1
+            traces = requests.get(f"{url}api/traces", headers=auth).json()["traces"]
+            assert traces and traces[0]["rounds"] == 2
+            hits = requests.get(f"{url}api/memory/search", params={"q": "oat milk"}, headers=auth).json()["hits"]
+            assert "notes/milk.md" in {h["path"] for h in hits}
+            trace = requests.get(f"{url}api/traces/{traces[0]['id']}", headers=auth).text
+            assert API_KEY not in trace
+        finally:
+            proc.stdin.close()
+            proc.wait(timeout=60)
+        assert proc.returncode == 0
+        assert API_KEY not in proc.stderr.read()
 
 
 def test_the_page_sees_the_runtime_after_a_reload(tmp_path, chat_server, test_skills_dir):

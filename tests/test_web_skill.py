@@ -76,15 +76,13 @@ def test_non_text_and_errors_are_reported(workspace, site):
     assert not run(workspace, {"url": "file:///etc/passwd"}, allow_private=True).ok  # schema: http(s) only
 
 
-def test_a_fetch_marks_the_turn_untrusted(bot_config, workspace, chat_server, site):
-    from messaging_llm_bot.agent.loop import Agent
-    from messaging_llm_bot.llm.client import LLMClient
+def test_a_fetch_marks_the_turn_untrusted(bot_config, workspace, chat_server, site, make_agent):
 
     config = dict(
         bot_config, policy={"capabilities": {"network": "allow", "delete": "allow"}, "allow_private_network": True}
     )
     workspace.write_text("notes/keep.md", "keep")
-    agent = Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
+    agent = make_agent(config, workspace)
     chat_server.enqueue(
         f'{{"skill": "web", "args": {{"url": "{site}/page"}}}}',
         '{"skill": "file", "args": {"action": "delete", "path": "notes/keep.md"}}',

@@ -240,12 +240,12 @@ def test_sigkill_during_writes_never_leaves_a_torn_file(ws: Workspace) -> None:
     ws.write_json("state/big.json", {"n": 0, "body": [0] * 20000})
     env = dict(os.environ, PYTHONPATH=str(REPO))
     for round_no in range(8):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(ws.root)], stdout=subprocess.PIPE, env=env)
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == b"ready"
-        time.sleep(0.05 + 0.03 * round_no)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        with subprocess.Popen([sys.executable, "-c", WRITER, str(ws.root)], stdout=subprocess.PIPE, env=env) as proc:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == b"ready"
+            time.sleep(0.05 + 0.03 * round_no)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
         data = ws.read_json("state/big.json")
         assert data["body"] == [data["n"]] * 20000
     # Temp files of killed writers are hidden from listings.
