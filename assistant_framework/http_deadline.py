@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.cookiejar import DefaultCookiePolicy
-from typing import Any
+from typing import Any, Self
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -85,7 +85,7 @@ class Deadline:
         """True once the deadline has passed (whether or not a read was cut by it)."""
         return self.fired or self.remaining() <= 0
 
-    def __enter__(self) -> "Deadline":
+    def __enter__(self) -> Self:
         stack = getattr(_current, "stack", None)
         if stack is None:
             stack = _current.stack = []

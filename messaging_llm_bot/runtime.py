@@ -27,6 +27,7 @@ from assistant_framework.workspace.private import tighten
 if TYPE_CHECKING:  # pragma: no cover - the parts are imported when they are built
     from assistant_framework.collectors import CollectorManager
     from assistant_framework.collectors.runner import CollectorRunner
+    from assistant_framework.memory import MemoryService
     from assistant_framework.skills import SkillManager
     from messaging_llm_bot.agent.loop import Agent
     from messaging_llm_bot.llm.client import LLMClient
@@ -80,7 +81,7 @@ class BackgroundModel:
             return self.llm.complete(messages, extra=rest or None, schema=schema, schema_name=name, **kwargs).text
 
 
-def _memory(settings: Settings, workspace: Workspace, model: BackgroundModel) -> Any:
+def _memory(settings: Settings, workspace: Workspace, model: BackgroundModel) -> "MemoryService | None":
     if not settings.memory.enabled:
         return None
     from assistant_framework.memory import MemoryService
@@ -97,7 +98,7 @@ class Parts:
     llm: "LLMClient"
     agent: "Agent"
     collectors: "CollectorManager | None"
-    memory: Any
+    memory: "MemoryService | None"
     background_model: BackgroundModel | None = None
 
 
@@ -398,10 +399,10 @@ def build_runtime(
         raise ConfigError(f"{where}: {exc}") from None
     runtime = BotRuntime(config_path=path, config=config, settings=settings, workspace=workspace, overrides=overrides)
     if not defer:
-        runtime.ensure_built()
-        runtime.parts.skills.ensure_loaded()
-        if runtime.parts.collectors is not None:
-            runtime.parts.collectors.ensure_loaded()
+        parts = runtime.ensure_built()
+        parts.skills.ensure_loaded()
+        if parts.collectors is not None:
+            parts.collectors.ensure_loaded()
     return runtime
 
 

@@ -2,7 +2,9 @@
 
 One `LLMClient` per process: it tries the configured runners in order, retries
 408/429/5xx once on the same runner (honouring `Retry-After`), bounds concurrent provider
-calls with a semaphore, and normalises usage and reasoning across servers.
+calls with a semaphore, and normalises usage and reasoning across servers. Per runner it also
+tries the answer formats (llm/structured.py) in the same loop. Reading one answer's body and
+turning it into a `Completion` is llm/answer.py.
 
 Thread safety: one pooled `requests.Session` is shared by all threads. That is safe for
 our use (no cookies, no per-call session state; urllib3's pool is thread-safe) and keeps
@@ -11,48 +13,33 @@ connections warm; the pool is sized to `max_concurrency`.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import requests
-import urllib3
 
 from assistant_framework.config import ConfigError
 from assistant_framework.config.settings import LLMSettings
 from assistant_framework.config.settings.fields import read_record
-from assistant_framework.http_deadline import BodyTooLarge, Deadline, read_body
-from assistant_framework.http_deadline import DeadlineExceeded as HTTPDeadlineExceeded
-from messaging_llm_bot.llm.deadline import (
-    CallDeadline,
-    DeadlineExceeded,
-    answer_deadline_detail,
-    stream_deadline_detail,
+from assistant_framework.http_deadline import Deadline
+from messaging_llm_bot.llm.answer import (
+    Completion,
+    error_text,
+    read_json,
+    read_stream,
+    timeout_error,
+    to_completion,
+    transport_error,
 )
-from messaging_llm_bot.llm.errors import (
-    LLMError,
-    classify,
-    connection_reason,
-    http_error,
-    names_response_format,
-    parse_error_body,
-    redact,
-)
-from messaging_llm_bot.llm.http import EnvironmentCache, drain, make_session
+from messaging_llm_bot.llm.deadline import CallDeadline
+from messaging_llm_bot.llm.errors import LLMError, http_error, names_response_format
+from messaging_llm_bot.llm.http import EnvironmentCache, make_session
 from messaging_llm_bot.llm.runners import RESERVED_KEYS, RunnerConfig, runners_from_config
 from messaging_llm_bot.llm.slots import PrioritySlots
-from messaging_llm_bot.llm.stream import StreamAssembler, content_text, iter_sse_data
 from messaging_llm_bot.llm.structured import TOOLS, FormatChooser, format_fields, requested_format
-from messaging_llm_bot.llm.usage import (
-    Usage,
-    message_reasoning,
-    parse_usage,
-    split_think,
-    visible_stream_text,
-)
+from messaging_llm_bot.llm.usage import Usage, parse_usage
 
 __all__ = [
     "RunnerConfig",
@@ -65,24 +52,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-#: An answer that is not streamed and is larger than this is refused (a chat answer is far smaller).
-MAX_ANSWER_BYTES = 32 * 1024 * 1024
-#: How much of an error answer's body is read for its message.
-MAX_ERROR_BYTES = 64 * 1024
-
-
-@dataclass
-class Completion:
-    """One model answer: visible `text`, separate `reasoning`, usage and the raw JSON."""
-
-    text: str
-    reasoning: str | None
-    usage: Usage
-    runner: str
-    model: str
-    elapsed_s: float
-    raw: dict
 
 
 class LLMClient:
@@ -290,16 +259,16 @@ class LLMClient:
                 )
             except requests.RequestException as exc:
                 if deadline.expired:
-                    raise self._timeout(runner, b"") from None
-                raise self._transport_error(runner, exc) from None
+                    raise timeout_error(runner, b"") from None
+                raise transport_error(runner, exc) from None
             if deadline.fired:  # cut in the headers: what http.client read up to the cut is no answer
                 response.close()
-                raise self._timeout(runner, b"")
+                raise timeout_error(runner, b"")
             with response:
                 if not 200 <= response.status_code < 300:
                     raise http_error(
                         response.status_code,
-                        self._error_text(response, deadline),
+                        error_text(response, deadline),
                         response.headers,
                         runner=runner.name,
                         base_url=runner.base_url,
@@ -307,136 +276,13 @@ class LLMClient:
                     )
                 is_sse = "text/event-stream" in response.headers.get("Content-Type", "")
                 if stream and is_sse:
-                    raw = self._read_stream(response, runner, on_delta, deadline)
+                    raw = read_stream(response, runner, on_delta, deadline)
                 else:
-                    raw = self._read_json(response, runner, deadline)
-        completion = self._to_completion(raw, runner, time.monotonic() - started)
+                    raw = read_json(response, runner, deadline)
+        completion = to_completion(raw, runner, time.monotonic() - started)
         if stream and not is_sse and on_delta is not None and completion.text:
             on_delta(completion.text)  # the server ignored `stream`; show the answer once
         return completion
-
-    def _transport_error(self, runner: RunnerConfig, exc: BaseException) -> LLMError:
-        text = f"{type(exc).__name__} {exc}".lower()
-        if isinstance(exc, requests.Timeout) or "timed out" in text:
-            kind, detail = "timeout", f"no answer within {runner.timeout_seconds:g} s"
-        else:
-            kind, detail = "connection", connection_reason(exc)
-        return LLMError(kind, detail, runner=runner.name, base_url=runner.base_url)
-
-    def _timeout(self, runner: RunnerConfig, partial: bytes) -> LLMError:
-        detail = answer_deadline_detail(runner.timeout_seconds, partial)
-        return LLMError("timeout", detail, runner=runner.name, base_url=runner.base_url)
-
-    def _bad(self, runner: RunnerConfig, detail: str) -> LLMError:
-        return LLMError("bad_response", detail, runner=runner.name, base_url=runner.base_url)
-
-    def _error_text(self, response: requests.Response, deadline: CallDeadline) -> str:
-        """An error answer's body as text, as far as it arrives before the deadline (at most 64 KB)."""
-        try:
-            body = read_body(response, deadline, max_bytes=MAX_ERROR_BYTES)
-        except HTTPDeadlineExceeded as exc:
-            body = exc.partial
-        except (BodyTooLarge, requests.RequestException, urllib3.exceptions.HTTPError, OSError):
-            body = b""
-        return body.decode(response.encoding or "utf-8", errors="replace")
-
-    def _read_json(self, response: requests.Response, runner: RunnerConfig, deadline: CallDeadline) -> dict:
-        try:
-            body = read_body(response, deadline, max_bytes=MAX_ANSWER_BYTES)
-        except HTTPDeadlineExceeded as exc:
-            raise self._timeout(runner, exc.partial) from None
-        except BodyTooLarge:
-            raise self._bad(runner, f"the answer is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MB") from None
-        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
-            err = self._transport_error(runner, exc)
-            if err.kind == "connection":  # it answered, then went away: not "unreachable"
-                err = self._bad(runner, "the server closed the connection in the middle of the answer")
-            raise err from None
-        try:
-            raw = json.loads(body)  # whitespace keep-alives before the object are allowed
-        except ValueError:
-            snippet = redact(body[:60].decode("utf-8", errors="replace"), runner.api_key)
-            raise self._bad(runner, f"the body is not JSON: {snippet!r}") from None
-        if not isinstance(raw, dict):
-            raise self._bad(runner, "the body is not a JSON object")
-        return raw
-
-    def _read_stream(
-        self,
-        response: requests.Response,
-        runner: RunnerConfig,
-        on_delta: Callable[[str], None] | None,
-        deadline: CallDeadline | None = None,
-    ) -> dict:
-        assembler = StreamAssembler()
-        done = [False]
-        shown = ""
-        # Decode bytes ourselves: requests assumes ISO-8859-1 for text/* without a charset.
-        lines = (b.decode("utf-8", errors="replace") for b in response.iter_lines(chunk_size=None))
-        if deadline is not None:
-            lines = deadline.lines(response, lines)
-        try:
-            for payload in iter_sse_data(lines, done):
-                delta = assembler.feed_json(payload, runner.name, runner.base_url)
-                if delta and on_delta is not None:
-                    visible = visible_stream_text(assembler.text())
-                    if visible and visible != shown:
-                        shown = visible
-                        on_delta(visible)
-        except (DeadlineExceeded, requests.RequestException) as exc:
-            if deadline is not None and deadline.expired:
-                raise LLMError(
-                    "timeout",
-                    stream_deadline_detail(runner.timeout_seconds, assembler.text()),
-                    runner=runner.name,
-                    base_url=runner.base_url,
-                ) from None
-            err = self._transport_error(runner, exc)
-            if err.kind == "connection":  # it answered, then went away (crashed, killed): not "unreachable"
-                err = self._bad(runner, "the server closed the connection in the middle of the answer")
-            raise err from None
-        except LLMError as err:
-            err.detail = redact(err.detail, runner.api_key)
-            raise
-        drain(lines)  # read past [DONE] to the body's end: the connection goes back to the pool
-        if not assembler.saw_choice:
-            raise self._bad(runner, "the stream carried no choices")
-        if not done[0] and assembler.finish_reason is None:
-            raise self._bad(runner, "the stream ended before the answer was finished")
-        return assembler.result()
-
-    def _body_error(self, runner: RunnerConfig, error: object) -> LLMError:
-        """An LLMError for an error object sent in a 200 answer's body."""
-        message, codes = parse_error_body(json.dumps({"error": error}))
-        kind, quota = classify(None, message, codes)
-        return LLMError(
-            kind, redact(message, runner.api_key), runner=runner.name, base_url=runner.base_url, quota=quota
-        )
-
-    def _to_completion(self, raw: dict, runner: RunnerConfig, elapsed: float) -> Completion:
-        choices = raw.get("choices")
-        if not isinstance(choices, list) or not choices:
-            if raw.get("error"):
-                raise self._body_error(runner, raw["error"])
-            raise self._bad(runner, "the answer has no choices")
-        choice = choices[0]
-        if isinstance(choice, dict) and (choice.get("error") or choice.get("finish_reason") == "error"):
-            # OpenRouter: an error while the model wrote keeps HTTP 200; the text so far is no answer.
-            raise self._body_error(runner, choice.get("error") or "the model stopped with an error")
-        message = choice.get("message") if isinstance(choice, dict) else None
-        if not isinstance(message, dict):
-            raise self._bad(runner, "the first choice has no message")
-        text, think = split_think(content_text(message.get("content")))
-        reasoning = message_reasoning(message) or think
-        return Completion(
-            text=text,
-            reasoning=reasoning,
-            usage=parse_usage(raw.get("usage"), raw),
-            runner=runner.name,
-            model=str(raw.get("model") or runner.model),
-            elapsed_s=elapsed,
-            raw=raw,
-        )
 
     # ----- status -----------------------------------------------------------------
 
@@ -461,7 +307,7 @@ class LLMClient:
                     f"{runner.base_url}/models", headers=self._headers(runner), timeout=seconds, **self._net(runner)
                 )
             if deadline.fired:  # cut while the answer arrived: a short read is no answer
-                return False, self._timeout(runner, b"").user_message()
+                return False, timeout_error(runner, b"").user_message()
             with response:
                 if response.status_code != 200:
                     err = http_error(
@@ -476,8 +322,8 @@ class LLMClient:
             return True, f"The model server {where} is reachable."
         except requests.RequestException as exc:
             if deadline.expired:
-                return False, self._timeout(runner, b"").user_message()
-            return False, self._transport_error(runner, exc).user_message()
+                return False, timeout_error(runner, b"").user_message()
+            return False, transport_error(runner, exc).user_message()
         except Exception as exc:  # ping must never raise; report the type only
             return False, f"The model server {where} could not be checked: {type(exc).__name__}."
 
