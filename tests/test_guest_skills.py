@@ -134,3 +134,63 @@ def test_the_bot_starts_with_the_first_of_two_and_says_why_the_other_is_missing(
     assert tools.count("my_notes") == 1
     assert "my.notes ran" in json.dumps(chat_server.chat_requests[1]["messages"])
     assert any("offered to the model as the tool 'my_notes'" in r.getMessage() for r in caplog.records)
+
+
+# -- /help, /skills, /skill NAME show a chat only its own skills ----------------------------------------
+
+GROUP_CHAT = -1001234
+
+
+def _command(fake, text: str, *, user_id: int, chat_id: int | None = None, chat_type: str = "private") -> str:
+    """Send a command and return the bot's answer in that chat."""
+    chat = chat_id if chat_id is not None else user_id
+    before = len(texts(fake, chat))
+    fake.send_message(text, user_id=user_id, chat_id=chat, chat_type=chat_type)
+    fake.wait_for(lambda: len(texts(fake, chat)) > before, timeout=15)
+    return texts(fake, chat)[-1]
+
+
+def _listed(text: str) -> set[str]:
+    """The skill names a /skills answer lists (``- name — description``; Telegram shows ``⦁``)."""
+    return {line[2:].split(" — ")[0] for line in text.splitlines() if line[:2] in ("- ", "⦁ ")}
+
+
+def test_guests_see_only_their_skills_in_help_skills_and_skill_on_telegram(fake, start_bot):
+    start_bot(allowed_user_ids=[OWNER, FRIEND], owner_id=OWNER, config_patch=guests(["time", "add"]))
+    # A friend's private chat: the guest skills, nothing of the owner's.
+    assert _listed(_command(fake, "/skills", user_id=FRIEND)) == {"add", "time"}
+    help_text = _command(fake, "/help", user_id=FRIEND)
+    assert "add, time" in help_text and "notes" not in help_text and "/now" not in help_text
+    assert "There is no skill named 'notes'" in _command(fake, "/skill notes", user_id=FRIEND)
+    assert "Did you mean" not in _command(fake, "/skill tasks", user_id=FRIEND)  # not even a near name
+    assert _command(fake, "/skill time", user_id=FRIEND).startswith("time")
+    # A group is a guest chat even for the owner.
+    group = _listed(_command(fake, "/skills", user_id=OWNER, chat_id=GROUP_CHAT, chat_type="supergroup"))
+    assert group == {"add", "time"}
+    # The owner's own chat: everything.
+    owner = _listed(_command(fake, "/skills", user_id=OWNER))
+    assert {"notes", "tasks", "file", "add", "time"} <= owner
+    assert "notes" in _command(fake, "/help", user_id=OWNER) and "/now" in texts(fake, OWNER)[-1]
+    assert _command(fake, "/skill notes", user_id=OWNER).startswith("notes")
+
+
+def test_guests_see_only_their_skills_on_signal(start, daemon):
+    from tests.signal_harness import GROUP
+
+    daemon.add_group(GROUP, "friends", [SIGNAL_OWNER, SIGNAL_FRIEND, daemon.account])
+    start(patch=guests(["time"]), owner=SIGNAL_OWNER)
+    answers = []
+    for source, text, group in (
+        (SIGNAL_FRIEND, "/skills", None),
+        (SIGNAL_FRIEND, "/help", None),
+        (SIGNAL_FRIEND, "/skill notes", None),
+        (SIGNAL_OWNER, "/skills", GROUP),
+        (SIGNAL_OWNER, "/skills", None),
+    ):
+        daemon.message(source, text, group_id=group)
+        answers.append(daemon.wait_sent(len(answers) + 1)[-1]["message"])
+    friend_skills, friend_help, friend_skill, group_skills, owner_skills = answers
+    assert _listed(friend_skills) == {"time"} and _listed(group_skills) == {"time"}
+    assert "time" in friend_help and "notes" not in friend_help and "/reload" not in friend_help
+    assert "There is no skill named 'notes'" in friend_skill
+    assert {"notes", "tasks", "file", "time"} <= _listed(owner_skills)

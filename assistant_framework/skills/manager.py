@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from assistant_framework.config.settings import RuntimeSettings, Settings
 from assistant_framework.plugin_import import LoadOnce, loaded_attribute
@@ -253,9 +253,9 @@ class SkillManager:
     def get(self, name: str) -> Skill | None:
         return self.skills.get(name)
 
-    def closest(self, name: str, n: int = 3) -> list[str]:
-        """Skill names that look like ``name`` (for "did you mean")."""
-        names = self.names()
+    def closest(self, name: str, n: int = 3, among: Collection[str] | None = None) -> list[str]:
+        """Skill names that look like ``name`` (for "did you mean"), only from ``among`` when given."""
+        names = self.names() if among is None else [candidate for candidate in self.names() if candidate in among]
         lowered = {candidate.lower(): candidate for candidate in names}
         found = difflib.get_close_matches(str(name).lower(), list(lowered), n=n, cutoff=0.5)
         return [lowered[match] for match in found]

@@ -37,7 +37,7 @@ from messaging_llm_bot.agent.locks import Conversations
 from messaging_llm_bot.agent.memory import Memory, TurnMemory
 from messaging_llm_bot.agent.native import SkillFormats
 from messaging_llm_bot.agent.prompt import PromptBuilder, final_user_message, section_sizes
-from messaging_llm_bot.agent.rounds import Rounds, TurnPrompt
+from messaging_llm_bot.agent.rounds import Rounds, TurnPrompt, offered_names
 from messaging_llm_bot.agent.settings import BotSettings
 from messaging_llm_bot.agent.turn import (
     FAILED_TURN_REPLY,
@@ -158,6 +158,15 @@ class Agent:
             f"Cleared this conversation's history ({count} messages). Notes, learnings and other saved data are kept."
         )
 
+    def offered_skills(self, owner_chat: bool) -> list[str]:
+        """The skill names a chat's turns offer the model, which its /help, /skills and /skill show too:
+        every skill in the owner's own chat, the guest skills (``policy.guest_skills``) anywhere else."""
+        return offered_names(self.skills, self._guest_skills(owner_chat))
+
+    def _guest_skills(self, owner_chat: bool) -> frozenset[str] | None:
+        """None (no limit) for the owner's own chat, else the skills a guest turn may see and call."""
+        return None if owner_chat else guest_skills(self.policy)
+
     def stop(self, conversation_id: str) -> bool:
         """Ask the turn running in this conversation to stop; False when none is running.
 
@@ -188,9 +197,8 @@ class Agent:
             untrusted=message.from_outside,
             approve=message.approve,
         )
-        if not message.owner_chat:
-            # Not the owner's own chat: only the guest skills, on the chat's own folder (assistant_framework.access).
-            turn.guest = guest_skills(self.policy)
+        # Not the owner's own chat: only the guest skills, on the chat's own folder (assistant_framework.access).
+        turn.guest = self._guest_skills(message.owner_chat)
         context = SkillContext(
             conversation_id=conversation_id,
             chat_id=message.chat_id,

@@ -80,27 +80,36 @@ def has_digest() -> bool:
     return importlib.util.find_spec("messaging_llm_bot.frontends.digest") is not None
 
 
-def help_text(skill_names: list[str], *, with_now: bool | None = None) -> str:
-    """What the assistant does and the command list."""
-    show_now = has_digest() if with_now is None else with_now
-    skills = ", ".join(skill_names) if skill_names else "none loaded"
-    lines = [
-        "I'm your personal assistant. Write to me in plain language: I take notes, keep tasks, reminders "
-        f"and birthdays, remember what you tell me, and use my skills ({skills}).",
-        "",
-        "Commands:",
+def help_text(skill_names: list[str], *, with_now: bool | None = None, owner_data: bool = True) -> str:
+    """What the assistant does and the command list; ``skill_names`` are the ones this chat can use
+    (``Agent.offered_skills``), and only the owner's own chat hears of the owner-only commands."""
+    show_now = (has_digest() if with_now is None else with_now) and owner_data
+    skills = ", ".join(skill_names) if skill_names else "none here"
+    if owner_data:
+        intro = (
+            "I'm your personal assistant. Write to me in plain language: I take notes, keep tasks, reminders "
+            f"and birthdays, remember what you tell me, and use my skills ({skills})."
+        )
+    else:
+        intro = f"I'm an assistant. Write to me in plain language; the skills I can use in this chat: {skills}."
+    lines = [intro, "", "Commands:"]
+    lines += [
+        f"/{name} — {desc}"
+        for name, desc in COMMANDS
+        if (name != "now" or show_now) and command_allowed(name, owner_data)
     ]
-    lines += [f"/{name} — {desc}" for name, desc in COMMANDS if name != "now" or show_now]
     return "\n".join(lines)
 
 
-def skills_text(skills: SkillManager) -> str:
-    """One line per loaded skill, plus the skills that failed to load."""
-    catalog = skills.catalog()
-    lines = (
-        ["Skills:"] + [f"- {c['name']} — {c['description']}" for c in catalog] if catalog else ["No skills are loaded."]
-    )
-    errors = list(getattr(skills, "errors", []) or [])
+def skills_text(skills: SkillManager, offered: list[str] | None = None, *, owner_data: bool = True) -> str:
+    """One line per skill this chat can use (``offered``: ``Agent.offered_skills``; None: every loaded
+    skill), plus, for the owner's own chat only, the skills that failed to load (paths, errors)."""
+    catalog = [c for c in skills.catalog() if offered is None or c["name"] in offered]
+    if catalog:
+        lines = ["Skills:"] + [f"- {c['name']} — {c['description']}" for c in catalog]
+    else:
+        lines = ["No skills are loaded." if offered is None else "No skills are available in this chat."]
+    errors = list(getattr(skills, "errors", []) or []) if owner_data else []
     if errors:
         lines += ["", "Failed to load:"] + [f"- {e.name}: {e.error}" for e in errors]
     if catalog:
@@ -108,17 +117,17 @@ def skills_text(skills: SkillManager) -> str:
     return "\n".join(lines)
 
 
-def skill_text(skills: SkillManager, name: str) -> str:
-    """A skill's help (its README's "What it does"), or the closest names for an unknown one."""
+def skill_text(skills: SkillManager, name: str, offered: list[str] | None = None) -> str:
+    """A skill's help (its README's "What it does"), or the closest names for an unknown one. A skill
+    this chat cannot use (not in ``offered``) is unknown here: its name is not even confirmed."""
     name = name.strip()
     if not name:
         return "Usage: /skill NAME (see /skills for the names)."
-    skill = skills.get(name)
+    known = skills.names() if offered is None else offered
+    skill = skills.get(name) if name in known else None
     if skill is None:
-        close = skills.closest(name)
-        hint = (
-            f" Did you mean: {', '.join(close)}?" if close else f" Known skills: {', '.join(skills.names()) or 'none'}."
-        )
+        close = skills.closest(name, among=known)
+        hint = f" Did you mean: {', '.join(close)}?" if close else f" Known skills: {', '.join(known) or 'none'}."
         return f"There is no skill named {name!r}.{hint}"
     body = (skill.help_text or "").strip() or skill.description
     caps = ", ".join(skill.capabilities or [])
@@ -186,12 +195,13 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
         return owner_only_text(name)
     if name == "status" and not owner_data:
         return GUEST_STATUS
-    if name in ("help", "start"):
-        return help_text(runtime.skills.names())
-    if name == "skills":
-        return skills_text(runtime.skills)
-    if name == "skill":
-        return skill_text(runtime.skills, rest)
+    if name in ("help", "start", "skills", "skill"):
+        offered = runtime.agent.offered_skills(owner_data)  # what this chat's turns are offered, no more
+        if name == "skills":
+            return skills_text(runtime.skills, offered, owner_data=owner_data)
+        if name == "skill":
+            return skill_text(runtime.skills, rest, offered)
+        return help_text(offered, owner_data=owner_data)
     if name == "reset":
         return runtime.agent.reset(conversation_id)
     if name == "stop":

@@ -316,14 +316,21 @@ class Frontend:
         reply_to = update.effective_message.message_id if chat.type != "private" else None
         await send_markdown(bot, chat.id, markdown, reply_to_message_id=reply_to)
 
+    def _offered(self, update: Update) -> list[str]:
+        """The skills this chat's turns are offered (the agent decides): all only in the owner's own chat."""
+        return self.runtime.agent.offered_skills(self.owner_data(update))
+
     async def cmd_help(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        await self._send(update, context.bot, texts.help_text(self.runtime.skills.names()))
+        text = texts.help_text(self._offered(update), owner_data=self.owner_data(update))
+        await self._send(update, context.bot, text)
 
     async def cmd_skills(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        await self._send(update, context.bot, texts.skills_text(self.runtime.skills))
+        text = texts.skills_text(self.runtime.skills, self._offered(update), owner_data=self.owner_data(update))
+        await self._send(update, context.bot, text)
 
     async def cmd_skill(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        await self._send(update, context.bot, texts.skill_text(self.runtime.skills, " ".join(context.args or [])))
+        name = " ".join(context.args or [])
+        await self._send(update, context.bot, texts.skill_text(self.runtime.skills, name, self._offered(update)))
 
     async def cmd_status(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if not self.owner_data(update):  # model, skills and collector errors are the owner's business
