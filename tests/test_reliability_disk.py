@@ -2,7 +2,7 @@
 
 The workspace lives on a small tmpfs mounted by the test (as root, chmod does not stop writes);
 without permission to mount the test is skipped. The user gets one clear message, the log names
-the problem, no file is torn, and once space is back the next message is answered.
+the problem, no file is torn, and once space is back the message that waited is answered.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import pytest
 
 from assistant_framework.inbox import Inbox
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.frontends import held
+from tests.crash_bot import echo_reply
 from tests.telegram_harness import OWNER, RunningBot, make_runtime, telegram_config, texts
 from tests.tmpfs import mounted_tmpfs
 
@@ -53,11 +55,17 @@ def assert_no_torn_files(root: Path) -> None:
                 json.loads(line)
 
 
-def test_disk_full_then_read_only_then_space_again(small_disk, fake, bot_config, tmp_path, chat_server, caplog):
+def test_disk_full_then_read_only_then_space_again(
+    small_disk, fake, bot_config, tmp_path, chat_server, caplog, monkeypatch
+):
+    """A message that arrives while the disk is full (then read-only) waits unconfirmed: the user is told
+    once which, the log names it once, and it is answered once storage works again (issue 26 follow-up)."""
+    monkeypatch.setattr(held, "RETRY_FIRST_SECONDS", 0.1)
+    monkeypatch.setattr(held, "RETRY_MAX_SECONDS", 0.3)
     workspace = Workspace(small_disk / "ws")
     config = telegram_config(bot_config, fake, progress=False)
+    chat_server.set_handler(echo_reply)
     with RunningBot(make_runtime(config, workspace, tmp_path)):
-        chat_server.enqueue('{"reply": "before"}')
         fake.send_message("first", user_id=OWNER)
         fake.wait_for_messages(OWNER, 1)
         fake.wait_for(lambda: not workspace.list("state/inbox/pending/**/*.json"))  # first turn fully done
@@ -66,9 +74,10 @@ def test_disk_full_then_read_only_then_space_again(small_disk, fake, bot_config,
             fill(filler)
             fake.send_message("while full", user_id=OWNER)
             full = fake.wait_for_messages(OWNER, 2)[1]["text"]
-            assert "disk of my workspace is full" in full
+            assert "disk of my workspace is full" in full and "no need to send it again" in full
             assert any("No space left" in r.getMessage() for r in caplog.records)
             filler.unlink()
+            assert fake.wait_for_messages(OWNER, 3, timeout=15)[2]["text"] == "re: while full"
             # Remounting the whole disk read-only fails while the bot holds files open ("busy"), so a
             # read-only file system is mounted over the inbox folder, the first thing a message writes.
             pending = workspace.path("state/inbox/pending")
@@ -76,14 +85,19 @@ def test_disk_full_then_read_only_then_space_again(small_disk, fake, bot_config,
             subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(pending)], check=True)
             try:
                 fake.send_message("while read-only", user_id=OWNER)
-                assert "read-only" in fake.wait_for_messages(OWNER, 3)[2]["text"]
+                assert "read-only" in fake.wait_for_messages(OWNER, 4)[3]["text"]
             finally:
                 subprocess.run(["umount", str(pending)], check=True)
-        chat_server.enqueue('{"reply": "space again"}')
+            assert fake.wait_for_messages(OWNER, 5, timeout=15)[4]["text"] == "re: while read-only"
         fake.send_message("after", user_id=OWNER)
-        assert fake.wait_for_messages(OWNER, 4)[3]["text"] == "space again"
-    assert texts(fake)[0] == "before"
-    asked = [r["messages"][-1]["content"].split("\n")[0] for r in chat_server.chat_requests]
-    assert asked == ["first", "after"]  # the model never saw what could not be stored
+        assert fake.wait_for_messages(OWNER, 6)[5]["text"] == "re: after"
+    assert texts(fake)[0] == "re: first"
+    assert asked(chat_server) == ["first", "while full", "while read-only", "after"]  # each once
+    assert sum("cannot store messages" in r.getMessage() for r in caplog.records) == 2  # once per outage
     assert_no_torn_files(workspace.root)
     assert Inbox(workspace).pending() == []
+
+
+def asked(chat_server) -> list[str]:
+    """The user messages the model was asked to answer, in order."""
+    return [r["messages"][-1]["content"].split("\n")[0] for r in chat_server.chat_requests]

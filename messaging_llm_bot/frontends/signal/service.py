@@ -27,11 +27,12 @@ from zoneinfo import ZoneInfo
 import filelock
 
 from assistant_framework.config.settings import Settings
-from assistant_framework.inbox import Inbox
+from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.frontends import commands as texts
 from messaging_llm_bot.frontends.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.frontends.digest import build_digest
+from messaging_llm_bot.frontends.held import StorageOutage, held_text
 from messaging_llm_bot.frontends.jobs import AsyncJobQueue, DailyJob
 from messaging_llm_bot.frontends.pool import pool_size
 from messaging_llm_bot.frontends.reminders import DeliveryRefused, ReminderScheduler
@@ -87,6 +88,7 @@ class SignalService:
         self.turns: TurnRunner | None = None
         self.inbox: Inbox | None = None
         self.outage = Outage(self.settings.base_url)
+        self.storage = StorageOutage("signal")  # the inbox cannot store: the stream waits, the message is held
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._stopping = False
@@ -327,19 +329,8 @@ class SignalService:
         if not owner and self.queues.full(msg.chat):
             await self._over_limit(msg)  # not stored: the chat's backlog is long enough
             return
-        try:
-            item = await asyncio.to_thread(self.inbox.accept, msg.source_id, msg.conversation_id, obj)
-        except OSError as err:  # disk full, read-only: say so; the model would not see it anyway
-            log.error("signal: message %s from %s could not be stored in the inbox: %s", msg.timestamp, msg.sender, err)
-            self._spawn(
-                msg.chat,
-                self._say(
-                    msg,
-                    f"⚠️ I could not save your message ({err.strerror}). Nothing was changed; please tell the owner.",
-                ),
-                owner=owner,
-                exempt=True,
-            )
+        stored, item = await self._store(msg, obj, owner)
+        if not stored:
             return
         if item is None:
             log.info(
@@ -348,6 +339,42 @@ class SignalService:
             return
         # Not full a moment ago, and only this coroutine adds to the queue: admitted (exempt says so).
         self._spawn(msg.chat, self.turns.answer(item), owner=owner, exempt=True)
+
+    async def _store(self, msg: SignalMessage, obj: dict, owner: bool) -> tuple[bool, InboxItem | None]:
+        """Put the message into the inbox; (True, the item or None for a duplicate), (False, None) at a stop.
+
+        While the inbox cannot store it (disk full, read-only, out of descriptors) the stream is not read
+        further: the daemon keeps what follows (in the connection, and in manual receive mode on the Signal
+        server), this message is held here and tried again with a growing pause (frontends/held.py), its
+        chat told once. signal-cli cannot deliver it again: a stop meanwhile loses it (logged)."""
+        while True:
+            try:
+                item = await asyncio.to_thread(self.inbox.accept, msg.source_id, msg.conversation_id, obj)
+            except OSError as err:
+                pause = self.storage.failed(err, f"the message {msg.timestamp} from {msg.sender}")
+                if self.storage.tell(msg.chat):
+                    self._spawn(msg.chat, self._say(msg, held_text(err)), owner=owner, exempt=True)
+                try:
+                    if not self._stopping:
+                        await self._sleep(pause)
+                except asyncio.CancelledError:
+                    self._lost(msg)
+                    raise
+                if self._stopping:
+                    self._lost(msg)
+                    return False, None
+                continue
+            self.storage.ok()
+            return True, item
+
+    @staticmethod
+    def _lost(msg: SignalMessage) -> None:
+        log.warning(
+            "signal: stopped while the message %s from %s waited for the inbox: it is lost (signal-cli does not "
+            "deliver a message again); ask them to send it again",
+            msg.timestamp,
+            msg.sender,
+        )
 
     def _spawn(self, chat: str, coro: Coroutine, *, owner: bool = False, exempt: bool = False) -> bool:
         """Queue ``coro`` in ``chat`` (frontends/chatqueue.py: arrival order, the owner first); False (and

@@ -50,7 +50,8 @@ UNBOUNDED_UPDATES = 1 << 20
 
 
 class InboxBot(ExtBot):
-    """ExtBot whose getUpdates persists model-bound updates before they are confirmed (next offset)."""
+    """ExtBot whose getUpdates persists model-bound updates before they are confirmed (next offset), and
+    returns (so confirms) only those the inbox could store (``Frontend.take``)."""
 
     def __init__(self, *args: Any, on_updates: Any = None, on_first_poll: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -67,8 +68,9 @@ class InboxBot(ExtBot):
             asyncio.get_running_loop().call_soon(callback)
         updates = await super().get_updates(*args, **kwargs)
         if updates and self._on_updates is not None:
-            # An exception here (disk full) makes the Updater fetch the same batch again: nothing is lost.
-            await asyncio.to_thread(self._on_updates, updates, self)
+            # Only what the inbox holds is returned, so confirmed: the rest (the inbox cannot store it)
+            # comes again with the next call, whose offset stays below it.
+            return tuple(await self._on_updates(updates, self))
         return updates
 
 
@@ -155,7 +157,7 @@ class TelegramService:
             request=HTTPXRequest(connection_pool_size=64),
             get_updates_request=HTTPXRequest(read_timeout=self.poll_timeout + 10.0),
             rate_limiter=ReplyFirstRateLimiter(),
-            on_updates=self.frontend.persist,
+            on_updates=self.frontend.take,
             on_first_poll=self._start_the_rest,
         )
         app = (

@@ -29,12 +29,13 @@ from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.frontends import commands as texts
 from messaging_llm_bot.frontends.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.frontends.digest import build_digest
+from messaging_llm_bot.frontends.held import StorageOutage, held_text
 from messaging_llm_bot.frontends.pool import pool_size
 from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.telegram.approval import CALLBACK_PATTERN as APPROVAL_PATTERN
 from messaging_llm_bot.frontends.telegram.approval import Approvals
 from messaging_llm_bot.frontends.telegram.media import message_kind, unsupported_text
-from messaging_llm_bot.frontends.telegram.send import TelegramDeliveryError, send_markdown
+from messaging_llm_bot.frontends.telegram.send import TelegramDeliveryError, send_markdown, send_plain
 from messaging_llm_bot.frontends.telegram.settings import (
     TelegramSettings,
     addressed_to_bot,
@@ -78,6 +79,7 @@ class Frontend:
             "telegram", lambda: pool_size(self.runtime.settings), lambda: max_pending(self.runtime.settings)
         )
         self._refused_at: dict[int, float] = {}  # stranger -> when last told (monotonic)
+        self.outage = StorageOutage("telegram")  # the inbox cannot store: updates held unconfirmed
 
     @property
     def settings(self) -> TelegramSettings:
@@ -158,8 +160,32 @@ class Frontend:
             return False
         return addressed_to_bot(message, bot.username or "", bot.id if bot.username else None, self.settings.group_mode)
 
-    def persist(self, updates: Sequence[Update], bot: telegram.Bot) -> None:
-        """Write model-bound updates to the inbox before they are confirmed to Telegram."""
+    async def take(self, updates: Sequence[Update], bot: telegram.Bot) -> Sequence[Update]:
+        """The fetched updates that may be confirmed to Telegram: each model-bound one is in the inbox first.
+
+        At the first one the inbox cannot store (disk full, read-only, out of descriptors), that one and
+        the rest stay unconfirmed: Telegram delivers them again at the next ``getUpdates`` and storing is
+        tried again then, after a pause that grows while the outage lasts (frontends/held.py); its chat is
+        told once that the message waits."""
+        kept, err = await asyncio.to_thread(self.persist, updates, bot)
+        if err is None:
+            self.outage.ok()
+            return updates
+        held = updates[kept]
+        pause = self.outage.failed(err, f"update {held.update_id}")
+        chat = held.effective_chat
+        if chat is not None and self.outage.tell(chat.id):
+            try:
+                await send_plain(bot, chat.id, held_text(err))
+            except (telegram.error.TelegramError, TelegramDeliveryError) as send_err:
+                log.info("telegram: the notice to chat %s that its message waits failed: %s", chat.id, send_err)
+        if kept == 0 and not self.turns.stopping:
+            await asyncio.sleep(pause)  # nothing to hand on: wait before Telegram is asked (and storing tried) again
+        return updates[:kept]
+
+    def persist(self, updates: Sequence[Update], bot: telegram.Bot) -> tuple[int, OSError | None]:
+        """Write model-bound updates to the inbox; (how many leading updates may be confirmed, the error that
+        stopped the rest or None)."""
         try:
             wanted = [u for u in updates if u.update_id not in self.items and self.for_model(u, bot)]
         except Exception:  # noqa: BLE001 - fall back to one update at a time below
@@ -178,7 +204,9 @@ class Frontend:
                         for u in wanted
                     ]
                 )
-            except Exception:  # noqa: BLE001 - e.g. disk full: retry one by one (what went in is seen)
+            except OSError:  # e.g. disk full: one by one below, which finds (and reports) the one that fails
+                log.debug("telegram: batch write of %d updates to the inbox failed; one at a time", len(wanted))
+            except Exception:  # noqa: BLE001 - an odd update: one by one below
                 log.warning("telegram: batch write of %d updates to the inbox failed; one at a time", len(wanted))
             else:
                 for update, item in zip(wanted, accepted, strict=False):
@@ -186,7 +214,7 @@ class Frontend:
                         self.duplicates.add(update.update_id)
                     else:
                         self.items[update.update_id] = item
-        for update in updates:
+        for index, update in enumerate(updates):
             try:
                 if update.update_id in self.items or not self.for_model(update, bot):
                     continue
@@ -196,6 +224,8 @@ class Frontend:
                     update.to_dict(),
                     message_fingerprint(update.message),
                 )
+            except OSError as err:  # storage: this one and the rest are not confirmed (Telegram keeps them)
+                return index, err
             except Exception:  # noqa: BLE001 - one odd update must not stall polling; the handler retries
                 log.exception("telegram: could not persist update %s to the inbox", update.update_id)
                 continue
@@ -203,6 +233,7 @@ class Frontend:
                 self.duplicates.add(update.update_id)
             else:
                 self.items[update.update_id] = item
+        return len(updates), None
 
     # -- gate (group -2) --------------------------------------------------------
 

@@ -7,7 +7,6 @@ holds the chat's lock so the messages of one chat are answered in order.
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 from datetime import datetime
 from typing import Callable
@@ -19,6 +18,7 @@ from telegram.error import TelegramError
 
 from assistant_framework.access import sees_owner_data
 from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.frontends.held import storage_problem
 from messaging_llm_bot.frontends.pool import TurnPool
 from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.telegram.approval import Approvals
@@ -45,19 +45,13 @@ from messaging_llm_bot.llm.transcribe import transcription_settings
 log = logging.getLogger(__name__)
 
 FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
-_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 def storage_error_text(err: OSError) -> str:
     """The user's message when the workspace cannot be written (disk full, read-only)."""
-    if err.errno in _DISK_FULL:
-        why = "the disk of my workspace is full"
-    elif err.errno in _READ_ONLY:
-        why = "my workspace is read-only"
-    else:
-        why = f"my workspace cannot be written ({err.strerror or type(err).__name__})"
-    return f"⚠️ I could not save your message because {why}. Nothing was changed; please tell the owner."
+    return (
+        f"⚠️ I could not save your message because {storage_problem(err)}. Nothing was changed; please tell the owner."
+    )
 
 
 class TurnRunner:

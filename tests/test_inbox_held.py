@@ -1,0 +1,113 @@
+"""A message the inbox cannot store is held, never lost (issue 26 follow-up): not confirmed to Telegram,
+not read past on Signal's stream; the cause logged once; each chat told once; answered exactly once when
+storage works again. The real bots against the fake Bot API / signal-cli daemon and the fake model.
+
+Storage is broken by putting a file where the inbox's folder ``state/inbox/pending`` is (every write
+below it fails with ENOTDIR, also for root, whom ``chmod`` does not stop); the disk-full and read-only
+file systems are tests/test_reliability_disk.py (they need ``mount``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.inbox import PENDING_DIR, Inbox
+from messaging_llm_bot.frontends import held
+from tests.crash_bot import echo_reply
+from tests.signal_harness import FRIEND as SIGNAL_FRIEND
+from tests.signal_harness import OWNER as SIGNAL_OWNER
+from tests.signal_harness import wait_for
+from tests.telegram_harness import OWNER, texts
+
+FRIEND = 42
+CANNOT_STORE = "the inbox cannot store messages"
+
+
+@pytest.fixture(autouse=True)
+def quick_retries(monkeypatch):
+    monkeypatch.setattr(held, "RETRY_FIRST_SECONDS", 0.1)
+    monkeypatch.setattr(held, "RETRY_MAX_SECONDS", 0.3)
+
+
+def break_inbox(workspace) -> Path:
+    """Every inbox write fails from now on (ENOTDIR); returns the file to remove to repair it."""
+    pending = workspace.path(PENDING_DIR)
+    shutil.rmtree(pending, ignore_errors=True)
+    pending.write_text("not a folder\n")
+    return pending
+
+
+def repair_inbox(pending: Path) -> None:
+    pending.unlink()
+    pending.mkdir()
+
+
+def asked(chat_server) -> list[str]:
+    """The user messages the model was asked to answer, in order."""
+    return [r["messages"][-1]["content"].split("\n")[0] for r in chat_server.chat_requests]
+
+
+def test_telegram_holds_an_update_it_cannot_store_and_answers_it_once_storage_works(
+    fake, start_bot, chat_server, workspace, caplog
+):
+    chat_server.set_handler(echo_reply)
+    bot = start_bot(allowed_user_ids=[OWNER, FRIEND], owner_id=OWNER, progress=False)
+    fake.send_message("first")
+    fake.wait_for(lambda: "re: first" in texts(fake))
+    fake.wait_for(lambda: not Inbox(workspace).pending())
+    pending = break_inbox(workspace)
+    with caplog.at_level(logging.INFO):
+        fake.send_message("held one")
+        fake.send_message("held two")
+        fake.send_message("held too", user_id=FRIEND)
+        notice = "I cannot save messages right now"
+        fake.wait_for(lambda: any(notice in t for t in texts(fake)))
+        fake.wait_for(lambda: bot.service.frontend.outage.tries >= 3)  # tried again, and again
+        assert asked(chat_server) == ["first"]  # nothing of what waits reached the model
+        assert sum(notice in t for t in texts(fake)) == 1  # the owner's chat is told once
+        assert texts(fake, FRIEND) == []  # held behind the owner's: Telegram's order is kept
+        repair_inbox(pending)
+        fake.wait_for(lambda: "re: held too" in texts(fake, FRIEND), timeout=15)
+        fake.wait_for(lambda: "re: held two" in texts(fake), timeout=15)
+    assert asked(chat_server).count("held one") == 1 and asked(chat_server).count("held two") == 1
+    assert [t for t in texts(fake) if t.startswith("re:")] == ["re: first", "re: held one", "re: held two"]
+    assert texts(fake, FRIEND) == ["re: held too"]  # its notice came only when its update was tried
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum(CANNOT_STORE in m for m in messages) == 1, "the cause is logged once, not per try or update"
+    assert any("Not a directory" in m for m in messages if CANNOT_STORE in m)
+    assert any("stores messages again" in m for m in messages)
+    fake.wait_for(lambda: not Inbox(workspace).pending())
+
+
+def test_signal_holds_a_message_it_cannot_store_and_answers_it_once_storage_works(
+    start, daemon, chat_server, workspace, caplog
+):
+    chat_server.set_handler(echo_reply)
+    bot = start(owner=SIGNAL_OWNER)
+    daemon.message(SIGNAL_OWNER, "first")
+    daemon.wait_sent(1)
+    wait_for(lambda: not Inbox(workspace).pending(), what="the first message answered and completed")
+    pending = break_inbox(workspace)
+    with caplog.at_level(logging.INFO):
+        daemon.message(SIGNAL_OWNER, "held one")
+        daemon.message(SIGNAL_FRIEND, "held too")
+        [notice] = daemon.wait_sent(2)[1:]
+        assert "I cannot save messages right now" in notice["message"] and notice["recipient"] == [SIGNAL_OWNER]
+        wait_for(lambda: sum(CANNOT_STORE in r.getMessage() for r in caplog.records) == 1, what="the log line")
+        wait_for(lambda: bot.service.storage.tries >= 3, what="storing tried again, and again")
+        assert asked(chat_server) == ["first"]  # nothing of what waits reached the model
+        repair_inbox(pending)
+        daemon.wait_sent(4, timeout=15)
+    replies = {s["recipient"][0]: s["message"] for s in daemon.sent[2:]}
+    assert replies == {SIGNAL_OWNER: "re: held one", SIGNAL_FRIEND: "re: held too"}
+    assert sorted(asked(chat_server)) == ["first", "held one", "held too"]
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum(CANNOT_STORE in m for m in messages) == 1
+    assert any("stores messages again" in m for m in messages)
+    wait_for(lambda: not Inbox(workspace).pending(), what="the inbox emptied")
+    assert json.dumps(daemon.sent).count("I cannot save messages") == 1
