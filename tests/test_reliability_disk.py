@@ -78,6 +78,7 @@ def test_disk_full_then_read_only_then_space_again(
             assert any("No space left" in r.getMessage() for r in caplog.records)
             filler.unlink()
             assert fake.wait_for_messages(OWNER, 3, timeout=15)[2]["text"] == "re: while full"
+            fake.wait_for(lambda: not workspace.list("state/inbox/pending/**/*.json"))  # its item completed too
             # Remounting the whole disk read-only fails while the bot holds files open ("busy"), so a
             # read-only file system is mounted over the inbox folder, the first thing a message writes.
             pending = workspace.path("state/inbox/pending")
