@@ -31,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import FAKE_SERVER_NOTE, bench_config, build_bot, fake_server, machine_line, percentile, table  # noqa: E402
 
+from messaging_llm_bot.protocol.messages import ARGS_REQUEST_LEAD  # noqa: E402
+
 TARGET = 0.95
 REPLY_PAD = "Here is what I found, in a sentence or two so the history grows like a real chat does."
 
@@ -77,11 +79,13 @@ def script(turns: int, learnings_every: int = 0) -> list[tuple[str, list[dict]]]
 
 
 def make_handler(turns: list[tuple[str, list[dict]]]):
-    """The fake model: find the turn by its user text, then make its calls one round at a time."""
+    """The fake model: find the turn by its user text, then make its calls one round at a time (with
+    ``skill_choice: two_step``, the name first and the arguments when asked)."""
     by_text = {text: calls for text, calls in turns}
 
     def handler(request: dict) -> str:
         messages = request.get("messages") or []
+        two_step = '{"skill": "<skill name>"}\n' in str(messages[0].get("content") if messages else "")
         # The turn's first user message is the last one that is not skill feedback.
         rounds_done = 0
         user_text = ""
@@ -96,8 +100,10 @@ def make_handler(turns: list[tuple[str, list[dict]]]):
                     user_text = candidate
                     break
         calls = by_text.get(user_text, [])
+        if str(messages[-1].get("content") or "").startswith(ARGS_REQUEST_LEAD):
+            return json.dumps(calls[rounds_done - 1]["args"])  # the name is the last '{"skill"' answer
         if rounds_done < len(calls):
-            return json.dumps(calls[rounds_done])
+            return json.dumps({"skill": calls[rounds_done]["skill"]} if two_step else calls[rounds_done])
         return json.dumps({"reply": f"{REPLY_PAD} (answer to: {user_text[:40]})"})
 
     return handler
@@ -120,6 +126,7 @@ def analyse(requests: list) -> dict:
     """Per-request prefix shares and what broke the prefix where it fell below the target."""
     shares, causes = [], {"history trimmed": 0, "system message changed": 0, "new turn": 0}
     reused = total = 0
+    prompt_reused = prompt_total = 0  # the messages alone: what a server's prompt cache can reuse
     for previous, current in zip(requests, requests[1:], strict=False):
         body, before = bytes(current.body), bytes(previous.body)
         n = common_prefix(body, before)
@@ -127,6 +134,9 @@ def analyse(requests: list) -> dict:
         shares.append(share)
         reused += n
         total += len(body)
+        prompt, prompt_before = (json.dumps(r.get("messages") or []).encode() for r in (current, previous))
+        prompt_reused += common_prefix(prompt, prompt_before)
+        prompt_total += len(prompt)
         if share < TARGET:
             msgs, old = current.get("messages") or [], previous.get("messages") or []
             if msgs[:1] != old[:1]:
@@ -140,6 +150,7 @@ def analyse(requests: list) -> dict:
     return {
         "requests": len(requests),
         "weighted": reused / total if total else 1.0,
+        "prompt_weighted": prompt_reused / prompt_total if prompt_total else 1.0,
         "median": percentile(shares, 50),
         "p10": percentile(shares, 10),
         "min": min(shares) if shares else 1.0,
@@ -150,7 +161,15 @@ def analyse(requests: list) -> dict:
 
 
 def run_scenario(
-    server, base: Path, name: str, turns: int, budget: int | None, learnings_every: int, *, memory: bool = True
+    server,
+    base: Path,
+    name: str,
+    turns: int,
+    budget: int | None,
+    learnings_every: int,
+    *,
+    memory: bool = True,
+    skill_choice: str = "direct",
 ) -> dict:
     """One scripted conversation on a fresh workspace; returns the analysis."""
     plan = script(turns, learnings_every)
@@ -158,7 +177,9 @@ def run_scenario(
     server.set_handler(make_handler(plan))
     extra = {"history_budget_chars": budget} if budget is not None else {}
     root = base / name.replace(" ", "_")
-    bot = build_bot(bench_config(server.base_url, max_concurrency=1, memory=memory, extra_runtime=extra), root)
+    config = bench_config(server.base_url, max_concurrency=1, memory=memory, extra_runtime=extra)
+    config["llm"]["runners"][0]["skill_choice"] = skill_choice
+    bot = build_bot(config, root)
     try:
         failed = []
         for text, calls in plan:
@@ -187,15 +208,17 @@ def main(argv: list[str] | None = None) -> int:
         ("small budget (2000 chars)", 2_000, 0),
         ("learning written every 10 turns", None, 10),
         ("default budget, memory recall off", None, 0, False),
+        ("default budget, skill_choice two_step", None, 0, True, "two_step"),
     ]
     if args.quick:
-        scenarios = [scenarios[0], scenarios[2]]
+        scenarios = [scenarios[0], scenarios[2], scenarios[5]]
     server = fake_server(latency=0.0)
     base = Path(tempfile.mkdtemp(prefix="bench-prefix-"))
     rows = []
     try:
-        for name, budget, every, *memory in scenarios:
-            rows.append(run_scenario(server, base, name, turns, budget, every, memory=memory[0] if memory else True))
+        for name, budget, every, *more in scenarios:
+            memory, choice = (more + [True, "direct"][len(more) :])[:2]
+            rows.append(run_scenario(server, base, name, turns, budget, every, memory=memory, skill_choice=choice))
     finally:
         server.stop()
         shutil.rmtree(base, ignore_errors=True)
@@ -212,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
                 "requests",
                 "mean body bytes",
                 "reused bytes (weighted)",
+                "messages reused (weighted)",
                 "median",
                 "p10",
                 "min",
@@ -226,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                     r["requests"],
                     f"{r['mean_bytes']:.0f}",
                     f"{r['weighted']:.1%}",
+                    f"{r['prompt_weighted']:.1%}",
                     f"{r['median']:.1%}",
                     f"{r['p10']:.1%}",
                     f"{r['min']:.1%}",

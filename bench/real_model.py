@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,7 +126,44 @@ def _call_as_protocol(call) -> str:
     return json.dumps({"skill": call.name, "args": args})
 
 
-def part_eval(server: RealModelServer, subset: list[str] | None, modes: list[str]) -> str:
+@dataclass(frozen=True)
+class EvalSetting:
+    """One row of the eval table: how answers are constrained, how the skill is chosen, which examples."""
+
+    mode: str  # structured_output, or "native" (tool_transport)
+    choice: str = "direct"  # skill_choice
+    examples: str = ""  # protocol examples shown ("" = the shipped default)
+
+    @property
+    def label(self) -> str:
+        from messaging_llm_bot.protocol import messages
+
+        shipped = messages.CHOICE_EXAMPLES_SHOWN if self.choice != "direct" else messages.EXAMPLES_SHOWN
+        return f"{self.mode} / {self.choice} / examples {self.examples or shipped}"
+
+
+def eval_settings(modes: list[str], choices: list[str], examples: list[str]) -> list[EvalSetting]:
+    """Every combination, in the order given (mode, then choice, then examples)."""
+    return [EvalSetting(m, c, e) for m in modes for c in choices for e in examples]
+
+
+#: What a quick run (``first_answers``) answers, without the server, after a case's decisive requests.
+LOCAL_REPLY = '{"reply": "ok"}'
+
+
+def part_eval(
+    server: RealModelServer,
+    subset: list[str] | None,
+    settings: list[EvalSetting],
+    *,
+    case_dirs: list[Path] | None = None,
+    first_answers: bool = False,
+    log: "LogReader | None" = None,
+    skills_dirs: list[str] | None = None,
+) -> str:
+    """The eval per setting. ``first_answers``: only the requests that decide right skill, args valid
+    and no-skill ok go to the server (a case's first answer, and the arguments request after a
+    two_step choice); later rounds get ``{"reply": "ok"}`` at once, so pass rates are not measured."""
     import jsonschema
 
     from assistant_framework.evals.cases import load_cases
@@ -133,101 +171,150 @@ def part_eval(server: RealModelServer, subset: list[str] | None, modes: list[str
     from assistant_framework.skills import SkillManager
     from assistant_framework.workspace import Workspace
     from messaging_llm_bot.evals.runner import run_case
-    from messaging_llm_bot.llm.client import LLMClient
-    from messaging_llm_bot.llm.structured import protocol_schema
+    from messaging_llm_bot.llm.client import Completion, LLMClient
+    from messaging_llm_bot.llm.structured import choice_schema, protocol_schema
     from messaging_llm_bot.llm.tools import tool_calls_of
+    from messaging_llm_bot.llm.usage import Usage
+    from messaging_llm_bot.protocol import messages as protocol_messages
+    from messaging_llm_bot.protocol.messages import ARGS_REQUEST_LEAD
 
-    all_cases = {c.id: c for c in load_cases([ROOT / "assistant_framework" / "evals" / "cases"])}
-    if subset is None:  # every built-in case, in file order
+    dirs = case_dirs or [ROOT / "assistant_framework" / "evals" / "cases"]
+    all_cases = {c.id: c for c in load_cases(dirs)}
+    if subset is None:  # every case, in file order
         subset = list(all_cases)
     cases = [all_cases[i] for i in subset if i in all_cases]
     missing = [i for i in subset if i not in all_cases]
     with tempfile.TemporaryDirectory() as tmp:
         skills = SkillManager.from_config({"runtime": {}}, Workspace(tmp))
-        schema = protocol_schema((n, skills.get(n).args_schema) for n in skills.names())
+        names = skills.names()
+        schema = protocol_schema((n, skills.get(n).args_schema) for n in names)
+        choice = choice_schema(names)
+        args_schemas = {n: skills.get(n).args_schema for n in names}
 
     class Recording(LLMClient):
-        outputs: list[str] = []
+        outputs: list[tuple[str, str]] = []  # (kind: answer / choice / args:<skill>, text)
         cut: list[bool] = []  # finish_reason "length": the answer hit max_tokens
+        usage: list[dict] = []  # per request sent to the server
+        local = 0  # requests answered without the server (first_answers)
+        case_requests = 0
 
         def complete(self, messages, **kwargs):
+            last = str(messages[-1].get("content") or "")
+            asks_args = messages[-1].get("role") == "user" and last.startswith(ARGS_REQUEST_LEAD)
+            if first_answers and Recording.case_requests and not asks_args:
+                Recording.local += 1
+                return Completion(LOCAL_REPLY, None, Usage(), "local", "local", 0.0, {})
+            Recording.case_requests += 1
             completion = super().complete(messages, **kwargs)
             choices = (completion.raw or {}).get("choices") or [{}]
             calls = tool_calls_of(completion.raw or {})
             # A native tool call counts as the protocol object it stands for: {"skill", "args"}.
             texts = [_call_as_protocol(c) for c in calls] or [completion.text]
-            self.outputs.extend(texts)
+            kind = "args:" + last[len(ARGS_REQUEST_LEAD) :].split(" ", 1)[0] if asks_args else "answer"
+            self.outputs.extend((kind, t) for t in texts)
             self.cut.extend([choices[0].get("finish_reason") == "length"] * len(texts))
+            self.usage.append(completion.usage.as_dict())
             return completion
 
-    def valid(text: str, strict: bool = True) -> bool:
+    def valid(kind: str, text: str, strict: bool = True) -> bool:
         # strict=False lets raw control characters inside strings through (JSON forbids them;
         # llama-cpp-python's grammar emits raw newlines, and the protocol parser reads them).
         try:
-            jsonschema.validate(json.loads(text, strict=strict), schema)
-            return True
-        except (ValueError, jsonschema.ValidationError):
+            value = json.loads(text, strict=strict)
+        except ValueError:
             return False
+        if kind.startswith("args:"):
+            candidates = [args_schemas.get(kind[5:]) or {"type": "object"}]
+        else:
+            candidates = [schema, choice]
+        for candidate in candidates:
+            try:
+                jsonschema.validate(value, candidate)
+                return True
+            except jsonschema.ValidationError:
+                continue
+        return False
 
     lines = [
         f"Cases ({len(cases)}): {', '.join(c.id for c in cases)}" + (f"; missing: {missing}" if missing else ""),
         "",
     ]
     rows = []
-    for mode in modes:
+    shipped_examples = (protocol_messages.EXAMPLES_SHOWN, protocol_messages.CHOICE_EXAMPLES_SHOWN)
+    for setting in settings:
+        mode = setting.mode
         runner = (
-            {"structured_output": mode}
+            {"structured_output": mode, "skill_choice": setting.choice}
             if mode in ("off", "json_object", "auto", "json_schema")
-            else {"tool_transport": mode, "structured_output": "off"}
+            else {"tool_transport": mode, "structured_output": "off", "skill_choice": "direct"}
         )
         config = {
             "llm": llm_section(server, **runner),
-            "runtime": {"timezone": "UTC"},
+            "runtime": {"timezone": "UTC", **({"skills_dirs": skills_dirs} if skills_dirs else {})},
             "memory": {"enabled": False},
             "policy": {"capabilities": {c: "allow" for c in ("read", "write", "delete", "network", "send")}},
         }
+        protocol_messages.EXAMPLES_SHOWN = setting.examples or shipped_examples[0]
+        protocol_messages.CHOICE_EXAMPLES_SHOWN = setting.examples or shipped_examples[1]
         llm = Recording(config["llm"])
-        Recording.outputs, Recording.cut = [], []
+        Recording.outputs, Recording.cut, Recording.usage, Recording.local = [], [], [], 0
+        evaluated: list[int] = []
+        if log is not None:
+            log.evaluated()  # skip what earlier rows left in the log
         started = time.monotonic()
         results = []
         valid_cases = lenient_cases = 0
-        for case in cases:
-            before = len(Recording.outputs)
-            results.append(run_case(case, config, llm))
-            outs = Recording.outputs[before:]
-            valid_cases += bool(outs) and all(valid(o) for o in outs)
-            lenient_cases += bool(outs) and all(valid(o, strict=False) for o in outs)
-            for n, o in enumerate(outs):
-                if not valid(o):
-                    cut = Recording.cut[before + n]
-                    print(
-                        f"  [{mode}] {case.id}: not a protocol object ({len(o)} "
-                        f"chars{', cut at max_tokens' if cut else ''}): "
-                        f"{o[:120]!r}...{o[-60:]!r}",
-                        file=sys.stderr,
-                    )
-            print(
-                f"  [{mode}] {case.id}: {'pass' if results[-1].passed else 'FAIL'} {results[-1].problems[:1]}",
-                file=sys.stderr,
-                flush=True,
-            )
-        llm.close()
+        label = setting.label
+        try:
+            for case in cases:
+                before = len(Recording.outputs)
+                Recording.case_requests = 0
+                results.append(run_case(case, config, llm))
+                if log is not None:
+                    evaluated.extend(log.evaluated())
+                outs = Recording.outputs[before:]
+                valid_cases += bool(outs) and all(valid(k, o) for k, o in outs)
+                lenient_cases += bool(outs) and all(valid(k, o, strict=False) for k, o in outs)
+                for n, (kind, o) in enumerate(outs):
+                    if not valid(kind, o):
+                        cut = Recording.cut[before + n]
+                        print(
+                            f"  [{label}] {case.id}: not a protocol object ({kind}, {len(o)} "
+                            f"chars{', cut at max_tokens' if cut else ''}): "
+                            f"{o[:120]!r}...{o[-60:]!r}",
+                            file=sys.stderr,
+                        )
+                calls = [c.get("skill") for c in results[-1].calls]
+                print(
+                    f"  [{label}] {case.id}: {'pass' if results[-1].passed else 'FAIL'} calls {calls} "
+                    f"{results[-1].problems[:1]}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        finally:
+            protocol_messages.EXAMPLES_SHOWN, protocol_messages.CHOICE_EXAMPLES_SHOWN = shipped_examples
+            llm.close()
         report = build_report(results)
         o = report["overall"]
         pct = lambda v: "-" if v is None else f"{v * 100:.0f}%"  # noqa: E731
         outputs = Recording.outputs
+        sent = Recording.usage
+        mean = lambda values: f"{statistics.mean(values):.0f}" if values else "-"  # noqa: E731
         rows.append(
             [
-                mode,
-                f"{report['passed']}/{report['cases']}",
+                label,
+                "-" if first_answers else f"{report['passed']}/{report['cases']}",
                 pct(o["right_skill"]),
                 pct(o["args_valid"]),
-                pct(o["args_correct"]),
+                "-" if first_answers else pct(o["args_correct"]),
                 pct(o["no_skill_ok"]),
                 f"{valid_cases}/{len(cases)}",
-                f"{lenient_cases}/{len(cases)}",
-                f"{sum(valid(t) for t in outputs)}/{len(outputs)}",
+                f"{sum(valid(k, t) for k, t in outputs)}/{len(outputs)}",
                 f"{sum(Recording.cut)}",
+                f"{len(sent) / max(1, len(cases)):.1f}",
+                mean([u.get("prompt_tokens", 0) for u in sent]),
+                mean(evaluated),
+                mean([u.get("completion_tokens", 0) for u in sent]),
                 f"{o['median_latency_s']:.1f}",
                 f"{time.monotonic() - started:.0f}",
             ]
@@ -244,23 +331,26 @@ def part_eval(server: RealModelServer, subset: list[str] | None, modes: list[str
             for c, s in report["by_category"].items()
         ]
         lines += [
-            f"### {mode}: per category",
+            f"### {label}: per category",
             "",
             table(["category", "passed", "right skill", "args valid", "args correct", "no-skill ok"], cats),
             "",
         ]
-        print(f"[{mode}] " + " | ".join(str(c) for c in rows[-1]), flush=True)  # partial results as they come
+        print(f"[{label}] " + " | ".join(str(c) for c in rows[-1]), flush=True)  # partial results as they come
     head = [
-        "mode",
+        "structured_output / skill_choice / examples",
         "passed",
         "right skill",
         "args valid",
         "args correct",
         "no-skill ok",
         "cases all-valid",
-        "cases all-valid (control chars allowed)",
         "outputs valid",
         "outputs cut at max_tokens",
+        "requests / case",
+        "prompt tok / request",
+        "evaluated tok / request",
+        "completion tok / request",
         "median s",
         "total s",
     ]
@@ -551,6 +641,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--modes", default="off,json_object,auto", help="structured_output values (and 'native') for the eval"
     )
+    parser.add_argument("--choices", default="direct", help="skill_choice values for the eval (direct,two_step)")
+    parser.add_argument(
+        "--examples", default="", help="protocol examples for the eval: none,one,set (default: the shipped one)"
+    )
+    parser.add_argument(
+        "--case-dir",
+        action="append",
+        default=[],
+        help="eval cases from this folder instead of the built-in ones (e.g. bench/heldout_cases); repeatable",
+    )
+    parser.add_argument(
+        "--skills-dir",
+        action="append",
+        default=[],
+        help="runtime.skills_dirs for the eval: skills that override built-ins of the same name (other descriptions)",
+    )
+    parser.add_argument(
+        "--first-answers",
+        action="store_true",
+        help="quick eval: only the decisive requests go to the server (right skill, args valid, no-skill ok)",
+    )
     parser.add_argument("--settings", default="off,immediate,batched", help="extraction settings for the turns part")
     parser.add_argument("--max-tokens", type=int, default=160, help="llm.max_tokens for every call")
     parser.add_argument("--turns", type=int, default=10, help="turns of the conversation (turns part)")
@@ -575,7 +686,20 @@ def main(argv: list[str] | None = None) -> int:
                     if args.cases.isdigit()
                     else args.cases.split(",")
                 )
-                print(part_eval(server, subset, args.modes.split(",")), flush=True)
+                settings = eval_settings(args.modes.split(","), args.choices.split(","), args.examples.split(","))
+                dirs = [Path(d).resolve() for d in args.case_dir] or None
+                print(
+                    part_eval(
+                        server,
+                        subset,
+                        settings,
+                        case_dirs=dirs,
+                        first_answers=args.first_answers,
+                        log=log,
+                        skills_dirs=[str(Path(d).resolve()) for d in args.skills_dir],
+                    ),
+                    flush=True,
+                )
             if args.part in ("turns", "all"):
                 print("## turns\n")
                 print(part_turns(server, log, args.settings.split(","), args.pause, args.turns), flush=True)

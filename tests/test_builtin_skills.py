@@ -42,7 +42,8 @@ def test_catalog_is_short_and_strict(manager: SkillManager) -> None:
         f"{e['name']}: {e['description']} {json.dumps(without_examples(e['args_schema']), separators=(',', ':'))}"
         for e in entries
     )
-    assert len(rendered) < 3500, len(rendered)
+    # Descriptions say when to use a skill and which neighbour to use instead (issue 32): ~280 more.
+    assert len(rendered) < 3800, len(rendered)
     from messaging_llm_bot.agent.prompt import tools_section
 
     shown = tools_section(manager.catalog(), 100_000)

@@ -13,6 +13,7 @@ import pytest
 from assistant_framework.memory import MemoryService
 from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.agent.choice import shortlist, skill_choice
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.llm.client import LLMClient
 from messaging_llm_bot.llm.structured import protocol_schema
@@ -78,7 +79,7 @@ def _config(real_server, **runner) -> dict:
 
 
 def test_constrained_turn_gives_a_protocol_object_and_a_clean_reply(real_server, tmp_path, make_agent):
-    agent = make_agent(_config(real_server), Workspace(tmp_path / "ws"))
+    agent = make_agent(_config(real_server, skill_choice="direct"), Workspace(tmp_path / "ws"))
     deltas: list[str] = []
     result = agent.handle(
         Incoming(
@@ -98,6 +99,38 @@ def test_constrained_turn_gives_a_protocol_object_and_a_clean_reply(real_server,
         }  # ...of the protocol
     assert not result.reply.lstrip().startswith("{") and '"skill"' not in result.reply
     assert all("{" not in d for d in deltas)
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["Remind me in 20 minutes to take the laundry out.", "Add a task: renew the car insurance.", "Hi! How are you?"],
+)
+def test_two_step_names_a_matched_skill_then_fills_its_schema(real_server, tmp_path, message, make_agent):
+    agent = make_agent(_config(real_server), Workspace(tmp_path / "ws"))  # smollm2-135m: skill_choice auto is two_step
+    assert skill_choice(agent.llm.runners[0]) == "two_step"
+    result = agent.handle_message("t", message)
+    assert result.ok, result.reply
+    requests = agent.traces.load(result.trace_id)["requests"]
+    first = json.loads(requests[0]["text"])  # a name the message matches, or a reply
+    matched = shortlist(message, agent._choices._formats(agent.skills)[0])
+    assert (set(first) == {"skill"} and first["skill"] in matched) or set(first) == {"reply"}, first
+    if "skill" in first:
+        args = requests[1]
+        assert args["messages"][:-2] == requests[0]["messages"]  # the arguments request extends the choice
+        assert isinstance(json.loads(args["text"]), dict)
+        assert agent.skills.validate_args(first["skill"], json.loads(args["text"])) is None, args["text"]
+    assert not result.reply.lstrip().startswith("{") and '"skill"' not in result.reply
+
+
+def test_every_args_grammar_compiles(tmp_path):
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    from messaging_llm_bot.llm.structured import args_grammar, choice_schema, strict_strings
+
+    skills = SkillManager.from_config({"runtime": {}}, Workspace(tmp_path / "ws"))
+    assert '"\\"tasks\\""' in json_schema_to_gbnf(json.dumps(strict_strings(choice_schema(skills.names()))))
+    for name in skills.names():
+        assert "root" in json_schema_to_gbnf(json.dumps(strict_strings(args_grammar(skills.get(name).args_schema))))
 
 
 def test_background_extraction_uses_the_format_the_server_takes(real_server, tmp_path, caplog):

@@ -63,6 +63,16 @@ def semantic_errors(data: dict) -> list[tuple[tuple, str]]:
             )
         if isinstance(name, str):
             seen.add(name)
+        if isinstance(runner, dict) and runner.get("skill_choice") == "two_step":
+            transport = runner.get("tool_transport") or "json"
+            if transport != "json":
+                errors.append(
+                    (
+                        ("llm", "runners", index, "skill_choice"),
+                        f"two_step needs tool_transport json, not {transport!r} (native tool calls name the skill "
+                        "and its arguments in one answer)",
+                    )
+                )
     for part in ("embeddings", "transcription"):
         section = llm.get(part)
         if (

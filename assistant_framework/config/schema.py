@@ -43,6 +43,7 @@ RUNNER_SCHEMA = {
         "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
         "structured_output": {"enum": ["auto", "json_schema", "json_object", "off"]},
         "tool_transport": {"enum": ["json", "native", "auto"]},
+        "skill_choice": {"enum": ["auto", "direct", "two_step"]},
     },
     "additionalProperties": False,
 }

@@ -8,6 +8,7 @@ message naming the folder and what is wrong; the manager records it and goes on.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
@@ -111,15 +112,32 @@ def readme_schema(sections: dict[str, str], readme: Path) -> dict | None:
     return value
 
 
+def _schema_problem(schema: dict) -> str | None:
+    """Why ``schema`` is not valid JSON Schema (the path and the rule), or None."""
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        path = "/".join(str(p) for p in exc.path) or "(top level)"
+        return f"at {path}: {exc.message}"
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_problem_of_text(text: str) -> str | None:
+    # The metaschema check is most of a skill load; the eval loads the same skills once per case.
+    return _schema_problem(json.loads(text))
+
+
 def check_schema(schema: Any, where: str) -> dict:
     """Raise SkillDefinitionError unless ``schema`` is a valid JSON Schema object."""
     if not isinstance(schema, dict):
         raise SkillDefinitionError(f"{where}: args schema must be a JSON object, got {type(schema).__name__}")
     try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        path = "/".join(str(p) for p in exc.path) or "(top level)"
-        raise SkillDefinitionError(f"{where}: args schema is not valid JSON Schema at {path}: {exc.message}") from None
+        problem = _schema_problem_of_text(json.dumps(schema, sort_keys=True, allow_nan=False))
+    except (TypeError, ValueError):  # not plain JSON (a set, NaN...): checked as it is, not cached
+        problem = _schema_problem(schema)
+    if problem:
+        raise SkillDefinitionError(f"{where}: args schema is not valid JSON Schema {problem}")
     return schema
 
 

@@ -23,6 +23,7 @@ from assistant_framework.config.settings import Settings
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.traces import TraceStore, collect_secrets, new_trace_id
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.agent.choice import ChoiceFormats, skill_choice
 from messaging_llm_bot.agent.guard import CallGate
 from messaging_llm_bot.agent.history import (
     HistoryStore,
@@ -89,6 +90,7 @@ class Agent:
         self._conversations = Conversations()
         self._last_recall: dict[str, list[dict]] = {}
         self._formats = SkillFormats()
+        self._choices = ChoiceFormats()
         self.history = HistoryStore(workspace)
         self.skills = skills
         self.collectors = collectors
@@ -250,7 +252,12 @@ class Agent:
         self._turn_memory.log(turn, "user", turn.text, message_id=message.message_id, meta=meta)
         recall_block = self._turn_memory.recall(turn, message.owner_chat)
         self._last_recall[conversation_id] = turn.recalled
-        system = self.prompt.system_prompt() if turn.guest is None else self.prompt.guest_prompt(turn.guest)
+        # The first runner decides the protocol of the turn; a fallback runner gets the same requests.
+        two_step = bool(self.llm.runners) and skill_choice(self.llm.runners[0]) == "two_step"
+        if turn.guest is None:
+            system = self.prompt.system_prompt(two_step)
+        else:
+            system = self.prompt.guest_prompt(turn.guest, two_step)
         budget, measure = self._history_budget()
         history = trim_history(self.history.load(conversation_id), budget, measure=measure)
         # A forwarded mail two turns ago (or a reply that restated it) is still in the prompt: its
@@ -261,6 +268,8 @@ class Agent:
         )
         turn.sizes = section_sizes(system, history, user_message)
         rounds = Rounds(self.llm, self.skills, self.gate, self.workspace, self.settings, self._formats)
+        if two_step:
+            rounds.choices = self._choices
         try:
             reply, ok = rounds.run(
                 turn, TurnPrompt(system.text, history, user_message, budget, measure), context, emit, message.stream

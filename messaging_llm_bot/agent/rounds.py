@@ -15,6 +15,7 @@ from typing import Callable
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.calls import CallRunner
+from messaging_llm_bot.agent.choice import ChoiceFormats, call_from_args, chosen_skill
 from messaging_llm_bot.agent.context_limit import ContextCuts, failure_reply
 from messaging_llm_bot.agent.guard import CallGate
 from messaging_llm_bot.agent.history import prompt_messages
@@ -63,6 +64,8 @@ class Rounds:
     workspace: Workspace
     settings: BotSettings
     formats: SkillFormats
+    #: With ``skill_choice: two_step``: a round names its skill first and gets its arguments next.
+    choices: ChoiceFormats | None = None
 
     def run(
         self, turn: TurnRecord, prompt: TurnPrompt, context: SkillContext, emit: Emit, stream: bool
@@ -116,6 +119,15 @@ class Rounds:
                 # With outside content in view a call the model only quotes must not run (protocol/framing.py).
                 parsed = parse_model_output(completion.text, names, guarded=turn.guarded)
             record_request(turn, round_no, messages, completion, None, parsed)
+            asked: list[dict] = []
+            chosen = chosen_skill(parsed, names) if self.choices and not (native_calls or reply_only) else None
+            if chosen:
+                # two_step: the skill was named; its arguments are asked next, with its schema alone.
+                try:
+                    completion, parsed, asked = self._arguments(turn, round_no, messages, completion.text, chosen)
+                except LLMError as err:
+                    turn.error = err.user_message()
+                    return failure_reply(err, turn.text, messages), False
             if not parsed.calls:
                 reply = (parsed.reply or "").strip()
                 return (reply, True) if reply else (EMPTY_REPLY, False)
@@ -133,7 +145,28 @@ class Rounds:
                 turn.check_stop()  # no further skill starts after a stop; one already run stays done
                 feedbacks.append(calls.run(call, round_no, turn, context, emit))
             final = final_answer_request() if round_no == max_rounds else None
+            turn_messages.extend(asked)  # the choice and the arguments request stay: each request extends the last
+            native_turn.extend(asked)
             add_round(turn_messages, native_turn, completion.text, native_calls, parsed.calls, feedbacks, final)
+
+    def _arguments(
+        self, turn: TurnRecord, round_no: int, messages: list[dict], choice_text: str, skill: str
+    ) -> tuple[Completion, ParsedOutput, list[dict]]:
+        """The second request of a two_step round: ``skill``'s arguments, asked with its schema alone
+        after the choice; (its answer, the call it makes, the two messages it appended)."""
+        assert self.choices is not None
+        step = self.choices.args_step(self.skills, choice_text, skill)
+        sent = [*messages, *step.messages]
+        turn.check_stop()
+        try:
+            completion = self.llm.complete(sent, schema=step.schema, schema_name="skill_args")
+        except LLMError as err:
+            record_request(turn, round_no, sent, None, err)
+            raise
+        turn.check_stop()
+        parsed = ParsedOutput([call_from_args(skill, completion.text)], None, ["two_step"])
+        record_request(turn, round_no, sent, completion, None, parsed)
+        return completion, parsed, step.messages
 
     def _complete(
         self,
@@ -147,9 +180,12 @@ class Rounds:
     ) -> Completion:
         """One model request of a round: the answer schema (and native tools) for ``names``, streamed
         when asked, with only the reply's text shown as it arrives."""
-        schema, tools = (
-            (REPLY_SCHEMA, None) if reply_only or not names else self.formats.get(self.skills, self.llm.runners, names)
-        )
+        if reply_only or not names:
+            schema, tools = REPLY_SCHEMA, None
+        elif self.choices is not None:
+            schema, tools = self.choices.choice(self.skills, turn.text, names), None
+        else:
+            schema, tools = self.formats.get(self.skills, self.llm.runners, names)
         if not stream:
             return self.llm.complete(
                 messages, schema=schema, schema_name="skill_call", tools=tools, native_messages=native

@@ -35,6 +35,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--tool-transport", choices=("json", "native", "auto"), help="override the runner's tool_transport"
     )
     skills.add_argument(
+        "--skill-choice",
+        choices=("auto", "direct", "two_step"),
+        help="override the runner's skill_choice (the skill and its arguments in one answer, or in two)",
+    )
+    skills.add_argument(
         "--cases",
         action="append",
         default=[],
@@ -72,6 +77,7 @@ def cmd_skills(args: argparse.Namespace) -> int:
     # Imported here: the runner talks to model servers, which the rest of the CLI never does.
     from messaging_llm_bot.evals.runner import eval_llm_config, run_cases
     from messaging_llm_bot.llm.probe import check_runner
+    from messaging_llm_bot.llm.runners import runners_from_config
 
     config = load_config(args.config) if Path(args.config).exists() or not (args.base_url and args.model) else {}
     dirs = [] if args.no_builtin else [BUILTIN_CASES_DIR]
@@ -100,6 +106,13 @@ def cmd_skills(args: argparse.Namespace) -> int:
             entry["structured_output"] = args.structured_output
         if args.tool_transport:
             entry["tool_transport"] = args.tool_transport
+        if args.skill_choice:
+            entry["skill_choice"] = args.skill_choice
+    try:
+        runners_from_config(config["llm"])  # e.g. two_step with native tools: one line, not 67 failures
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     runner = config["llm"]["runners"][0]
     # One clear error before the first case, not 67 failures against nothing.
     problem = check_runner(runner)

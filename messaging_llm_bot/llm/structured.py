@@ -69,12 +69,18 @@ def grammar_safe(schema: object, descriptions: bool = False) -> dict:
 REPLY_SCHEMA: dict = {"type": "object", "properties": {"reply": {"type": "string"}}, "required": ["reply"]}
 
 
+def args_grammar(args_schema: dict | None) -> dict:
+    """A skill's args schema as the grammar-safe object schema a constrained answer follows."""
+    args = grammar_safe(args_schema or {}) or {"type": "object"}
+    args.setdefault("type", "object")
+    return args
+
+
 def protocol_schema(skills: Iterable[tuple[str, dict | None]]) -> dict:
     """The schema of one protocol answer: a call of one of ``skills`` (name, args schema) or a reply."""
     options = []
     for name, args_schema in skills:
-        args = grammar_safe(args_schema or {}) or {"type": "object"}
-        args.setdefault("type", "object")
+        args = args_grammar(args_schema)
         options.append(
             {
                 "type": "object",
@@ -84,6 +90,12 @@ def protocol_schema(skills: Iterable[tuple[str, dict | None]]) -> dict:
         )
     options.append(REPLY_SCHEMA)
     return {"anyOf": options}
+
+
+def choice_schema(names: Iterable[str]) -> dict:
+    """The first answer of a two_step round: a skill's name alone (no arguments), or a reply."""
+    skill = {"type": "object", "properties": {"skill": {"type": "string", "enum": list(names)}}, "required": ["skill"]}
+    return {"anyOf": [skill, REPLY_SCHEMA]}
 
 
 # The text between a JSON string's quotes. llama-cpp-python (the server that takes json_object

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from messaging_llm_bot.protocol.lenient_json import CODE_FENCE_LANGS, loads_lenient, strip_think
 from messaging_llm_bot.protocol.messages import (
+    args_request,
+    choice_instructions,
     final_answer_request,
     format_skill_error,
     format_skill_result,
@@ -45,6 +47,8 @@ __all__ = [
     "ParsedOutput",
     "SkillCall",
     "StreamGuard",
+    "args_request",
+    "choice_instructions",
     "final_answer_request",
     "format_skill_error",
     "format_skill_result",

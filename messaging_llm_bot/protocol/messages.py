@@ -9,19 +9,93 @@ from typing import Collection
 # ---------------------------------------------------------------- messages to the model
 
 
-def protocol_instructions() -> str:
+#: Which examples the protocol text shows: ``none``, ``one`` (a single call: a small model then
+#: calls that skill for everything) or ``set`` (the fixed ``EXAMPLES``). Fixed per process, so the
+#: prompt stays byte-stable; measured in docs/eval.md ("Choosing the skill").
+EXAMPLES_SHOWN = "one"
+#: The same for ``skill_choice: two_step``: none (SmolLM2-135M named the first example's skill for
+#: nearly every message, with one example or with a fixed set: docs/eval.md).
+CHOICE_EXAMPLES_SHOWN = "none"
+
+#: (user message, skill or None for a plain answer, args or the reply): different skills and one
+#: answer without a skill, in words of their own (none taken from the eval cases).
+EXAMPLES: tuple[tuple[str, str | None, object], ...] = (
+    (
+        "remind me in 45 minutes to move the car",
+        "reminders",
+        {"action": "add", "text": "move the car", "in_minutes": 45},
+    ),
+    (
+        "jot down that the spare key is with Ines",
+        "notes",
+        {"action": "add", "title": "Spare key", "body": "The spare key is with Ines."},
+    ),
+    ("write a haiku about rain", None, "Rain on the window, / a kettle starts to sing, / the cat stays inside."),
+)
+
+
+def _example_lines(two_step: bool, shown: str) -> list[str]:
+    if shown == "none":
+        return []
+    if shown == "one":
+        if two_step:
+            return [
+                "Example (the skill name is only an example):",
+                'User: what is on my list?  You: {"skill": "tasks"}',
+            ]
+        return [
+            "Example (the skill name is only an example):",
+            "User: what is on my list?",
+            'You: {"skill": "tasks", "args": {"action": "list"}}',
+            'Then, after the result: {"reply": "You have 2 tasks: ..."}',
+        ]
+    lines = ["Examples (the names and values are only examples):"]
+    for message, skill, value in EXAMPLES:
+        if skill is None:
+            answer: dict = {"reply": value}
+        else:
+            answer = {"skill": skill} if two_step else {"skill": skill, "args": value}
+        lines.append(f"User: {message}  You: {json.dumps(answer, ensure_ascii=False)}")
+    return lines
+
+
+def protocol_instructions(shown: str | None = None) -> str:
     """Fixed system-prompt text explaining how to call a skill or reply (short, byte-stable)."""
+    lines = [
+        "To use a skill, answer with exactly one JSON object and nothing else:",
+        '{"skill": "<skill name>", "args": {<arguments>}}',
+        "Use only the skills listed. args is a JSON object; use {} when there are none.",
+        "The skill's result comes back in the next message; then call another skill or answer.",
+        'To answer the user, write plain text or {"reply": "<text for the user>"}.',
+        "Never invent a skill result; if you need data, call the skill.",
+    ]
+    return "\n".join(lines + _example_lines(False, shown or EXAMPLES_SHOWN))
+
+
+def choice_instructions(shown: str | None = None) -> str:
+    """The protocol text of ``skill_choice: two_step``: the skill's name first, its arguments when asked."""
+    lines = [
+        "To use a skill, answer with only its name, as one JSON object and nothing else:",
+        '{"skill": "<skill name>"}',
+        "You are then asked for its arguments; its result comes back in the next message; "
+        "then choose another skill or answer.",
+        'To answer the user, write {"reply": "<text for the user>"}.',
+        "Use a skill only to save, look up, change or schedule the owner's things; answer anything else "
+        "yourself (greetings, thanks, questions of general knowledge, writing).",
+        "Never invent a skill result; if you need data, call the skill.",
+    ]
+    return "\n".join(lines + _example_lines(True, shown or CHOICE_EXAMPLES_SHOWN))
+
+
+#: How the second request of a two_step round starts (followed by the skill's name).
+ARGS_REQUEST_LEAD = "Now the arguments for "
+
+
+def args_request(skill: str, description: str, schema: str) -> str:
+    """The second request of a two_step round: the chosen skill's arguments, with its schema alone."""
     return (
-        "To use a skill, answer with exactly one JSON object and nothing else:\n"
-        '{"skill": "<skill name>", "args": {<arguments>}}\n'
-        "Use only the skills listed. args is a JSON object; use {} when there are none.\n"
-        "The skill's result comes back in the next message; then call another skill or answer.\n"
-        'To answer the user, write plain text or {"reply": "<text for the user>"}.\n'
-        "Never invent a skill result; if you need data, call the skill.\n"
-        "Example (the skill name is only an example):\n"
-        "User: what is on my list?\n"
-        'You: {"skill": "tasks", "args": {"action": "list"}}\n'
-        'Then, after the result: {"reply": "You have 2 tasks: ..."}'
+        f"{ARGS_REQUEST_LEAD}{skill} ({description.strip()}), from the user's message: "
+        f"one JSON object and nothing else.\nArgs schema: {schema}"
     )
 
 

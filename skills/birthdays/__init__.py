@@ -7,7 +7,9 @@ from assistant_framework.stores import BIRTHDAYS_FILE, BirthdayStore
 from assistant_framework.stores.provenance import is_untrusted, shown
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Birthdays (MM-DD or YYYY-MM-DD): add, update, find by name, list upcoming."
+DESCRIPTION = (
+    "Birthdays by person (MM-DD or YYYY-MM-DD): add, update, find one, list the upcoming ones. Phone, email: contacts."
+)
 CAPABILITIES = ["read", "write"]
 ARGS_SCHEMA = {
     "type": "object",

@@ -7,7 +7,10 @@ from assistant_framework.stores import CONTACTS_FILE, ContactStore
 from assistant_framework.stores.provenance import shown
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "The user's contacts (name, phone, email, notes): add, update or find."
+DESCRIPTION = (
+    "People's phone numbers, emails and addresses: add, update or find a person. Birthdays: "
+    "birthdays; other facts: facts."
+)
 CAPABILITIES = ["read", "write"]
 ARGS_SCHEMA = {
     "type": "object",

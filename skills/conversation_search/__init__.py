@@ -6,7 +6,9 @@ from assistant_framework.memory.skillsupport import format_hits, is_private, mem
 from assistant_framework.skills.support import context_now, need
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Search past messages of this chat by words, optionally between dates (since/until, ISO dates)."
+DESCRIPTION = (
+    "Search this chat's past messages by words, optionally between dates (since/until): what was said here, when."
+)
 CAPABILITIES = ["read"]
 ARGS_SCHEMA = {
     "type": "object",

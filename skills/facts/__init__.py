@@ -8,7 +8,9 @@ from assistant_framework.stores.facts import is_untrusted
 from assistant_framework.stores.provenance import shown
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Facts as subject/attribute/value (Anna/allergy/nuts): add, lookup, list all, or forget one by id."
+DESCRIPTION = (
+    "Facts about people and things as subject/attribute/value (Ben/shoe size/44): add, look up, list, forget one by id."
+)
 CAPABILITIES = ["read", "write", "delete"]
 ARGS_SCHEMA = {
     "type": "object",

@@ -23,7 +23,10 @@ from assistant_framework.stores.provenance import (
 )
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Read, write, append, list or delete workspace files (path, or paths for several)."
+DESCRIPTION = (
+    "Workspace files by path (notes/x.md): read, write, append, list a folder, delete. For a "
+    "file or folder the user names."
+)
 CAPABILITIES = ["read", "write", "delete"]
 ARGS_SCHEMA = {
     "type": "object",

@@ -6,7 +6,9 @@ from assistant_framework.skills.support import MARKED, context_untrusted, need, 
 from assistant_framework.stores import LearningStore
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Remember a lasting lesson or user preference; list or forget learnings."
+DESCRIPTION = (
+    "How the user wants you to behave: lasting preferences and lessons for your answers. Remember, list or forget one."
+)
 CAPABILITIES = ["read", "write", "delete"]
 ARGS_SCHEMA = {
     "type": "object",

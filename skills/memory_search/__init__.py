@@ -7,8 +7,7 @@ from assistant_framework.skills.support import context_now, need
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = (
-    "Search long-term memory (past chats, notes, facts, tasks, learnings, collector items) by words; "
-    "optional source filter."
+    "Search all that is remembered (past chats, notes, facts, tasks, mail, feeds) by words, when unsure where it is."
 )
 CAPABILITIES = ["read"]
 ARGS_SCHEMA = {

@@ -6,7 +6,10 @@ from assistant_framework.skills.support import MARKED, context_untrusted, need
 from assistant_framework.stores import NoteStore
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Save a note (title, body), search notes by words, read one by title, list all."
+DESCRIPTION = (
+    "Free-text notes with a title (lists, ideas, how-tos, anything to jot down): add, search "
+    "by words, read by title, list."
+)
 CAPABILITIES = ["read", "write"]
 ARGS_SCHEMA = {
     "type": "object",

@@ -9,7 +9,10 @@ from assistant_framework.stores import ReminderStore
 from assistant_framework.stores.provenance import is_untrusted
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Remind the user later: add at local time (at) or in_minutes; list; cancel by id."
+DESCRIPTION = (
+    "Alert the user later, at a time (at) or in N minutes: add ('remind me'), list, cancel. "
+    "To-dos without an alert: tasks."
+)
 CAPABILITIES = ["read", "write"]
 ARGS_SCHEMA = {
     "type": "object",

@@ -7,7 +7,9 @@ from assistant_framework.stores import ROUTINES_FILE, RoutineStore
 from assistant_framework.stores.provenance import shown
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Save the user's routines (name, when, steps), list or delete them."
+DESCRIPTION = (
+    "Recurring routines (name, when, steps), such as a daily habit: set, list or delete. One-off to-dos: tasks."
+)
 CAPABILITIES = ["read", "write", "delete"]
 ARGS_SCHEMA = {
     "type": "object",

@@ -7,7 +7,10 @@ from assistant_framework.stores import TASKS_FILE, TaskStore
 from assistant_framework.stores.provenance import shown
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "To-do list: add (optional due date), list open/done/due, complete or delete by title or id."
+DESCRIPTION = (
+    "To-do list: things to do, optionally with a due date but no alert: add, list, complete, "
+    "delete. Timed alerts: reminders."
+)
 CAPABILITIES = ["read", "write", "delete"]
 ARGS_SCHEMA = {
     "type": "object",

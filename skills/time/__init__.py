@@ -7,7 +7,9 @@ from datetime import date, timedelta
 from assistant_framework.skills.support import context_now
 from assistant_framework.workspace import Workspace
 
-DESCRIPTION = "Current date and time; date math: add days/weeks, weekday, days until a date, next friday."
+DESCRIPTION = (
+    "Current date and time, and date math: weekday of a date, days until a date, add days or weeks, the next weekday."
+)
 ARGS_SCHEMA = {
     "type": "object",
     "properties": {
