@@ -145,7 +145,7 @@ def test_two_step_asks_the_name_then_the_arguments_with_that_schema_alone(bot_co
     result = agent.handle_message("c1", "note that I need oat milk")
     assert result.ok and result.reply.startswith("Saved your note.")
     assert workspace.read_text("notes/milk.md") == "buy oat milk"
-    assert [c["skill"] for c in result.skill_calls] == ["save_note"] and result.rounds == 2  # a round: name + args
+    assert [c.skill for c in result.skill_calls] == ["save_note"] and result.rounds == 2  # a round: name + args
     choice, args, answer = chat_server.chat_requests
     # The choice: one of the skills the message matches (the word "note": save_note, read_note and
     # the built-in notes), or a reply; nothing of any argument schema, in the grammar or the prompt.
@@ -227,7 +227,7 @@ def test_two_step_whole_call_runs_without_asking_its_arguments(bot_config, works
     agent = make_agent(two_step_config(bot_config, structured_output="off"), workspace)
     chat_server.enqueue('{"skill": "add", "args": {"a": 2, "b": 2}}', '{"reply": "Four."}')
     result = agent.handle_message("c1", "2+2")
-    assert result.ok and result.reply == "Four." and result.skill_calls[0]["ok"]
+    assert result.ok and result.reply == "Four." and result.skill_calls[0].ok
     assert len(chat_server.chat_requests) == 2
     assert not any(ARGS_REQUEST_LEAD in m["content"] for m in chat_server.chat_requests[1]["messages"])
 
@@ -238,7 +238,7 @@ def test_two_step_arguments_that_are_not_json_run_nothing_and_are_fed_back(bot_c
     result = agent.handle_message("c1", "note that I need oat milk")
     assert result.reply.startswith("Sorry, that failed.")
     assert workspace.list("notes/*") == []
-    assert result.skill_calls[0]["error_kind"] == "invalid_args"
+    assert result.skill_calls[0].error_kind == "invalid_args"
     feedback = chat_server.chat_requests[2]["messages"][-1]["content"]
     assert "Skill call 'save_note' was not run" in feedback and "not one JSON object" in feedback
 
