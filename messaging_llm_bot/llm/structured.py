@@ -69,10 +69,28 @@ def grammar_safe(schema: object, descriptions: bool = False) -> dict:
 REPLY_SCHEMA: dict = {"type": "object", "properties": {"reply": {"type": "string"}}, "required": ["reply"]}
 
 
+def grammar_pattern(pattern: object) -> str | None:
+    """A string ``pattern`` in the form both kinds of converter read alike (anchored, ``\\d`` as
+    ``[0-9]``, no other escape and no quote), or None: llama-cpp-python's converter turned ``\\d``
+    into a broken rule and fell back to unconstrained JSON."""
+    if not isinstance(pattern, str) or not (pattern.startswith("^") and pattern.endswith("$")):
+        return None
+    body = pattern.replace("\\d", "[0-9]")
+    return None if "\\" in body or '"' in body else body
+
+
 def args_grammar(args_schema: dict | None) -> dict:
-    """A skill's args schema as the grammar-safe object schema a constrained answer follows."""
+    """A skill's args schema as the grammar-safe object schema a constrained answer follows; its
+    top-level string patterns kept where ``grammar_pattern`` can (dates in the form a skill takes:
+    the 135M model otherwise copied the prompt's "[Now] ... (UTC)" line into them)."""
     args = grammar_safe(args_schema or {}) or {"type": "object"}
     args.setdefault("type", "object")
+    source = (args_schema or {}).get("properties") or {}
+    for name, prop in (args.get("properties") or {}).items():
+        original = source.get(name) if isinstance(source, dict) else None
+        pattern = grammar_pattern(original.get("pattern")) if isinstance(original, dict) else None
+        if pattern and prop.get("type") == "string":
+            prop["pattern"] = pattern
     return args
 
 
