@@ -105,11 +105,12 @@ def test_concurrency_keeps_chat_order(runs):
 def test_prefix_stability(runs):
     out = check_ok(runs["prefix_stability"])
     header, rows = table_rows(out, "scenario")
-    assert "reused bytes (weighted)" in header
-    assert len(rows) == 2
-    # 6 scripted turns, 5 of them with one skill call: 6 final answers + 5 call rounds.
-    assert all(int(r[1]) == 11 for r in rows), rows
-    assert all(0 < float(r[3].rstrip("%")) <= 100 for r in rows)
+    assert "reused bytes (weighted)" in header and "messages reused (weighted)" in header
+    assert len(rows) == 3 and "two_step" in rows[2][0]
+    # 6 scripted turns, 5 of them with one skill call: 6 final answers + 5 call rounds;
+    # with skill_choice two_step each call round is two requests (the name, then the arguments).
+    assert [int(r[1]) for r in rows] == [11, 11, 16], rows
+    assert all(0 < float(r[3].rstrip("%")) <= 100 and 0 < float(r[4].rstrip("%")) <= 100 for r in rows)
     assert "warning" not in out, out
 
 
