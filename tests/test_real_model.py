@@ -108,7 +108,7 @@ def test_constrained_turn_gives_a_protocol_object_and_a_clean_reply(real_server,
 def test_two_step_names_a_matched_skill_then_fills_its_schema(real_server, tmp_path, message, make_agent):
     agent = make_agent(_config(real_server), Workspace(tmp_path / "ws"))  # smollm2-135m: skill_choice auto is two_step
     assert skill_choice(agent.llm.runners[0]) == "two_step"
-    result = agent.handle_message("t", message)
+    result = agent.handle(Incoming("t", message))
     assert result.ok, result.reply
     requests = agent.traces.load(result.trace_id)["requests"]
     first = json.loads(requests[0]["text"])  # a name the message matches, or a reply
