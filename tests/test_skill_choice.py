@@ -93,7 +93,7 @@ def test_auto_is_two_step_for_small_models_only_and_never_with_native_tools():
 
 def test_config_errors_name_the_runner_and_key(tmp_path):
     base = {"name": "small", "base_url": "http://127.0.0.1:9/v1", "model": "m"}
-    with pytest.raises(ValueError, match=r"llm.runners\[0\].skill_choice: must be one of"):
+    with pytest.raises(ValueError, match=r"llm.runners\[0\].skill_choice: .*must be one of"):
         runners_from_config({"runners": [{**base, "skill_choice": "twostep"}]})
     with pytest.raises(ValueError, match=r"skill_choice: two_step needs tool_transport json, not 'native'"):
         runners_from_config({"runners": [{**base, "skill_choice": "two_step", "tool_transport": "native"}]})
@@ -101,7 +101,7 @@ def test_config_errors_name_the_runner_and_key(tmp_path):
         json.dumps({"runners": [{**base, "skill_choice": "two_step", "tool_transport": "native"}]})
     )
     done = subprocess.run(
-        [sys.executable, "-m", "assistant_framework.cli", "config", "validate", "--config", str(tmp_path)],
+        [sys.executable, "-m", "messaging_llm_bot.cli", "config", "validate", "--config", str(tmp_path)],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -69,6 +69,12 @@ def _records(section: Mapping[str, Any]) -> tuple[RunnerSettings, ...]:
             )
         except ConfigError as exc:
             raise ValueError(f"{exc} (runner {name!r})") from None
+        if records[-1].skill_choice == "two_step" and records[-1].tool_transport != "json":
+            # Native tool calls carry name and arguments in one answer; two steps are for the JSON protocol.
+            raise ValueError(
+                f"llm.runners[{i}].skill_choice: two_step needs tool_transport json, "
+                f"not {records[-1].tool_transport!r} (runner {name!r})"
+            )
     return tuple(records)
 
 

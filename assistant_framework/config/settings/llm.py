@@ -23,6 +23,8 @@ from assistant_framework.config.settings.fields import (
 STRUCTURED_OUTPUT = ("auto", "json_schema", "json_object", "off")
 #: How the skills travel to a runner: the JSON protocol, native tools, or native when the server takes them.
 TOOL_TRANSPORTS = ("json", "native", "auto")
+#: How a skill call is asked for: in one answer, or the skill first and its arguments next (agent/choice.py).
+SKILL_CHOICES = ("auto", "direct", "two_step")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class RunnerSettings:
     timeout_seconds: float = field(default=120.0, metadata=reads(number))
     structured_output: str = field(default="auto", metadata=reads(one_of(*STRUCTURED_OUTPUT)))
     tool_transport: str = field(default="json", metadata=reads(one_of(*TOOL_TRANSPORTS)))
+    skill_choice: str = field(default="auto", metadata=reads(one_of(*SKILL_CHOICES)))
 
     def __repr__(self) -> str:
         # The default dataclass repr would print the API key into logs and tracebacks.
