@@ -10,6 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from tests.loopback_only import is_local
+
 REPO = Path(__file__).resolve().parent.parent
 
 INNER = """
@@ -79,3 +83,26 @@ def test_a_test_reaching_past_loopback_fails_naming_the_address(tmp_path):
     assert "connect to 192.0.2.7:80" in out or "open a connection to 192.0.2.7:80" in out
     assert "198.51.100.3:25" in out and "look up the name 'example.com'" in out
     assert "outside loopback" in out and "2 passed" in out
+
+
+@pytest.mark.parametrize(
+    ("host", "local"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("[::1]", True),
+        ("::ffff:127.0.0.1", True),
+        ("LOCALHOST.", True),
+        (b"localhost", True),
+        ("0.0.0.0", True),
+        ("10.0.0.1", False),
+        ("192.0.2.7", False),
+        ("::ffff:192.0.2.7", False),
+        ("localhost.example.com", False),
+        ("example.com", False),
+        (("127.0.0.1", 80), False),
+    ],
+)
+def test_what_counts_as_loopback(host, local):
+    """The guard's neighbour: a mapped or bracketed loopback stays usable, a mapped outside address does not."""
+    assert is_local(host) is local

@@ -124,13 +124,16 @@ def test_a_model_server_that_is_down_is_named_in_one_sentence(start, daemon):
 
 
 def test_disk_full_is_told_in_one_sentence_and_the_next_message_works(
-    request, daemon, bot_config, tmp_path, chat_server, caplog
+    request, daemon, bot_config, tmp_path, chat_server, caplog, monkeypatch
 ):
     from assistant_framework.workspace import Workspace
+    from messaging_llm_bot.frontends import held
     from tests.signal_harness import RunningSignal, signal_config
     from tests.telegram_harness import make_runtime
     from tests.test_reliability_disk import assert_no_torn_files, fill
 
+    monkeypatch.setattr(held, "RETRY_FIRST_SECONDS", 0.1)
+    monkeypatch.setattr(held, "RETRY_MAX_SECONDS", 0.3)
     disk = request.getfixturevalue("small_disk")  # a 2 MB tmpfs (skipped without permission to mount)
     workspace = Workspace(disk / "ws")
     chat_server.set_handler(echo_reply)
@@ -144,11 +147,17 @@ def test_disk_full_is_told_in_one_sentence_and_the_next_message_works(
             fill(filler)
             daemon.message(OWNER, "while full")
             full = daemon.wait_sent(2, timeout=15)[1]["message"]
-            assert "could not save your message" in full and "No space left" in full, full
-            assert any("could not be stored in the inbox" in r.getMessage() for r in caplog.records)
+            # One sentence naming the cause; the message is held, not lost, and no model call is made.
+            assert "cannot save messages right now" in full and "disk" in full and "Traceback" not in full, full
+            assert any("the inbox cannot store messages" in r.getMessage() for r in caplog.records)
+        assert [r["messages"][-1]["content"].split("\n")[0] for r in chat_server.chat_requests] == ["first"]
         filler.unlink()
+        # Space is back: the held message is answered once, then the next one.
+        assert daemon.wait_sent(3, timeout=15)[2]["message"] == "re: while full"
         daemon.message(OWNER, "after")
-        assert daemon.wait_sent(3, timeout=15)[2]["message"] == "re: after"
-    assert [r["messages"][-1]["content"].split("\n")[0] for r in chat_server.chat_requests] == ["first", "after"]
+        assert daemon.wait_sent(4, timeout=15)[3]["message"] == "re: after"
+        wait_for(lambda: not Inbox(workspace).pending(), what="the last turn done")
+    asked = [r["messages"][-1]["content"].split("\n")[0] for r in chat_server.chat_requests]
+    assert asked == ["first", "while full", "after"]
     assert_no_torn_files(workspace.root)
     assert Inbox(workspace).pending() == []
