@@ -4,6 +4,7 @@ throttle that an attacker cannot turn against the owner (issue 26.3)."""
 from __future__ import annotations
 
 import http.client
+import json
 import logging
 import re
 
@@ -222,3 +223,53 @@ def test_wrong_tokens_on_large_bodies_count_too(site):
     )
     saved = requests.post(f"{site.base}/api/file?path=notes/big.md", json=big, headers=BEARER)
     assert saved.status_code == 200 and site.workspace.exists("notes/big.md")
+
+
+def test_signing_out_ends_the_session_for_a_copy_of_its_cookie_too(site):
+    """A copied session cookie (another browser, a stolen cookie) stops counting once its browser signs out:
+    the page keeps the signed-in sessions, the cookie alone is not enough."""
+    owner = signed_in(site)
+    copy = requests.Session()
+    copy.cookies.update(owner.cookies)
+    assert copy.get(f"{site.base}/memory", allow_redirects=False).status_code == 200
+    owner.post(f"{site.base}/logout", data={"_xsrf": form_token(owner, site)})
+    assert copy.get(f"{site.base}/memory", allow_redirects=False).status_code == 401
+    assert copy.get(f"{site.base}/api/facts").status_code == 401
+    # Past the header screen too: a large body with the copied cookie is refused there as anonymous.
+    big = copy.post(f"{site.base}/api/file?path=notes/x.md", data=b"x" * 200_000, headers={"X-Xsrftoken": "x"})
+    assert big.status_code in (401, 403, 413) and not site.workspace.exists("notes/x.md")
+    # The owner signs in again: a new session, the old cookie stays dead.
+    assert signed_in(site).get(f"{site.base}/memory", allow_redirects=False).status_code == 200
+    assert copy.get(f"{site.base}/memory", allow_redirects=False).status_code == 401
+
+
+def test_sessions_are_kept_by_the_workspace_hashed_and_shared_by_its_pages(site, tmp_path):
+    """A page started later on the same workspace (the bot's page restarted, or `assistant web` beside it)
+    knows the session; a sign-out at one page ends it at the other; the file holds no usable id."""
+    import tornado.web
+
+    from assistant_framework.web.auth import COOKIE_NAME, cookie_secret
+    from assistant_framework.web.parts import standalone_parts
+    from assistant_framework.web.server import WebServer
+    from assistant_framework.web.sessions import SESSIONS_FILE
+
+    owner = signed_in(site)
+    copy = requests.Session()
+    copy.cookies.update(owner.cookies)
+    sid = tornado.web.decode_signed_value(
+        cookie_secret(WEB_TOKEN), COOKIE_NAME, owner.cookies.get(COOKIE_NAME).strip('"')
+    ).decode()
+    kept = site.workspace.read_text(SESSIONS_FILE)
+    assert sid not in kept and len(json.loads(kept)) == 1
+    assert oct(site.workspace.path(SESSIONS_FILE).stat().st_mode & 0o777) == "0o600"
+    parts = standalone_parts(tmp_path / "config", site.root)
+    other = WebServer(parts, host="127.0.0.1", port=0)
+    other.start()
+    try:
+        other_base = other.url.rstrip("/")
+        assert copy.get(f"{other_base}/memory", allow_redirects=False).status_code == 200
+        owner.post(f"{site.base}/logout", data={"_xsrf": form_token(owner, site)})
+        assert copy.get(f"{other_base}/memory", allow_redirects=False).status_code == 401
+    finally:
+        other.stop()
+        parts.close()

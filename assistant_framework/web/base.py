@@ -24,7 +24,7 @@ from . import csrf
 from .auth import COOKIE_NAME, SignInThrottle, bearer_of, new_session_id, session_of, token_matches
 from .offload import LaneFull, Offload
 from .parts import Parts
-from .screen import SESSION_DAYS
+from .sessions import SESSION_DAYS, SessionList
 from .views import jsonable
 
 log = logging.getLogger(__name__)
@@ -76,6 +76,8 @@ class WebState:
     throttle: SignInThrottle = field(default_factory=SignInThrottle)
     #: The threads that do the blocking work (files, store, index, searches, collector runs).
     offload: Offload = field(default_factory=Offload)
+    #: The sessions signed in (sign-out takes one off: a copied cookie no longer counts).
+    sessions: SessionList | None = None
 
     @property
     def traces(self) -> TraceStore:
@@ -152,14 +154,23 @@ class BaseHandler(tornado.web.RequestHandler):
         return "cookie" if self.session_id() else None
 
     def session_id(self) -> str | None:
-        """The id of the browser's signed-in session (from its signed cookie), else None."""
-        return session_of(self.get_signed_cookie(COOKIE_NAME, max_age_days=SESSION_DAYS))
+        """The id of the browser's signed-in session (from its signed cookie, still on the server's list of
+        sessions), else None."""
+        cached = getattr(self, "_session_id", False)
+        if cached is not False:
+            return cached
+        sid = session_of(self.get_signed_cookie(COOKIE_NAME, max_age_days=SESSION_DAYS))
+        if sid is not None and self.state.sessions is not None and not self.state.sessions.active(sid):
+            sid = None
+        self._session_id: str | None = sid
+        return sid
 
     def sign_in(self) -> None:
         """A new session for this browser (a new id each time: nothing of an earlier cookie carries over)."""
-        self.set_signed_cookie(
-            COOKIE_NAME, new_session_id(), expires_days=SESSION_DAYS, httponly=True, samesite="Strict", path="/"
-        )
+        sid = new_session_id()
+        if self.state.sessions is not None:
+            self.state.sessions.add(sid)
+        self.set_signed_cookie(COOKIE_NAME, sid, expires_days=SESSION_DAYS, httponly=True, samesite="Strict", path="/")
         self.clear_cookie(csrf.LOGIN_COOKIE, path="/")
 
     # -- CSRF: form tokens bound to the session (csrf.py) -------------------------

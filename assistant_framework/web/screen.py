@@ -16,15 +16,16 @@ import tornado.web
 
 from .auth import COOKIE_NAME, SignInThrottle, bearer_of, host_allowed, session_of, token_matches
 from .limits import ANONYMOUS_BODY_BYTES, Refusal, Screen, ServerLimits
+from .sessions import SESSION_DAYS, SessionList
 
-#: How long a session cookie is good for (days); the handlers sign them for this long.
-SESSION_DAYS = 30
 FOREIGN_HOST = "this page answers only at its loopback address (127.0.0.1, localhost)"
 
 
-def signed_in(headers: tornado.httputil.HTTPHeaders, token: str, secret: str) -> bool:
-    """Whether the headers carry the right token or a valid session cookie (nothing is counted here:
-    the handler's check, which counts wrong tokens, comes later)."""
+def signed_in(
+    headers: tornado.httputil.HTTPHeaders, token: str, secret: str, sessions: SessionList | None = None
+) -> bool:
+    """Whether the headers carry the right token or the cookie of a session still signed in (nothing is
+    counted here: the handler's check, which counts wrong tokens, comes later)."""
     if token_matches(bearer_of(headers.get("Authorization")), token):
         return True
     cookies = tornado.httputil.parse_cookie(headers.get("Cookie", ""))
@@ -32,11 +33,18 @@ def signed_in(headers: tornado.httputil.HTTPHeaders, token: str, secret: str) ->
     if not value:
         return False
     verified = tornado.web.decode_signed_value(secret, COOKIE_NAME, value, max_age_days=SESSION_DAYS)
-    return session_of(verified) is not None
+    sid = session_of(verified)
+    return sid is not None and (sessions is None or sessions.active(sid))
 
 
 def make_screen(
-    limits: ServerLimits, *, listening_on: str, token: str, secret: str, throttle: SignInThrottle
+    limits: ServerLimits,
+    *,
+    listening_on: str,
+    token: str,
+    secret: str,
+    throttle: SignInThrottle,
+    sessions: SessionList | None = None,
 ) -> Screen:
     """The screen for one server (see the module docstring). A wrong token that meets the screen counts
     against ``throttle`` as in the handlers: the screen is no way around the bound on wrong tokens."""
@@ -52,7 +60,7 @@ def make_screen(
             return Refusal(413, "Content Too Large", f"the body may be at most {limits.max_body_bytes} bytes")
         if not host_allowed(headers.get("Host", ""), listening_on):
             return Refusal(403, "Forbidden", FOREIGN_HOST)
-        if length > ANONYMOUS_BODY_BYTES and not signed_in(headers, token, secret):
+        if length > ANONYMOUS_BODY_BYTES and not signed_in(headers, token, secret, sessions):
             if bearer_of(headers.get("Authorization")) and (wait := throttle.wrong()) > 0:
                 return Refusal(
                     429, "Too Many Requests", "too many wrong tokens lately", (("Retry-After", str(math.ceil(wait))),)

@@ -20,6 +20,7 @@ from .base import SECURITY_HEADERS, WebState, log_request
 from .limits import GuardedHTTPServer, ServerLimits, http_server
 from .parts import Parts
 from .screen import make_screen
+from .sessions import SessionList
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).resolve().parent
@@ -88,7 +89,13 @@ class WebServer:
         self.port = port if port is not None else web.port
         self.access: AccessToken = load_or_create_token(web, parts.workspace)
         secrets = collect_secrets(parts.config, [self.access.value, *extra_secrets])
-        self.state = WebState(parts=parts, token=self.access.value, secrets=secrets, host=self.host)
+        self.state = WebState(
+            parts=parts,
+            token=self.access.value,
+            secrets=secrets,
+            host=self.host,
+            sessions=SessionList(parts.workspace),
+        )
         self.app = make_app(self.state)
         self.limits = ServerLimits.from_config(web)
         logbudget.install()
@@ -122,6 +129,7 @@ class WebServer:
             token=self.access.value,
             secret=cookie_secret(self.access.value),
             throttle=self.state.throttle,
+            sessions=self.state.sessions,
         )
         self._server = http_server(self.app, self.limits, screen, SECURITY_HEADERS)
         self._server.add_sockets(sockets)
