@@ -86,7 +86,8 @@ class CallRunner:
         if turn.guest is None:
             return self.workspace
         if turn.area is None:
-            turn.area = guest_workspace(self.workspace, turn.conversation_id)
+            # The chat's (or topic's) folder, the same in each of its sessions.
+            turn.area = guest_workspace(self.workspace, turn.place or turn.conversation_id)
         return turn.area
 
     def _run_prepared(

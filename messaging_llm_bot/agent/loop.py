@@ -39,6 +39,7 @@ from messaging_llm_bot.agent.memory import Memory, TurnMemory
 from messaging_llm_bot.agent.native import SkillFormats
 from messaging_llm_bot.agent.prompt import PromptBuilder, final_user_message, section_sizes
 from messaging_llm_bot.agent.rounds import Rounds, TurnPrompt, offered_names
+from messaging_llm_bot.agent.sessions import Session, Sessions
 from messaging_llm_bot.agent.settings import BotSettings
 from messaging_llm_bot.agent.turn import (
     FAILED_TURN_REPLY,
@@ -92,6 +93,7 @@ class Agent:
         self._formats = SkillFormats()
         self._choices = ChoiceFormats()
         self.history = HistoryStore(workspace)
+        self.sessions = Sessions(workspace)
         self.skills = skills
         self.collectors = collectors
         self.configure(config, settings=settings)
@@ -150,15 +152,37 @@ class Agent:
     # -- public calls ------------------------------------------------------------
 
     def reset(self, conversation_id: str) -> str:
-        """Clear this conversation's history; returns a sentence saying what was cleared."""
+        """Clear the history of this chat's (or topic's) active session; returns a sentence saying what was cleared."""
         with self._conversations.lock(conversation_id):
-            count = self.history.clear(conversation_id)
+            count = self.history.clear(self.sessions.active(conversation_id))
             self._last_recall.pop(conversation_id, None)
         if not count:
             return "This conversation had no history to clear. Notes, learnings and other saved data are kept."
         return (
             f"Cleared this conversation's history ({count} messages). Notes, learnings and other saved data are kept."
         )
+
+    def new_session(self, conversation_id: str) -> tuple[Session, bool]:
+        """Start a new session in this chat or topic: (it, True); (the active one, False) when that one has no
+        history yet. The earlier sessions keep their history, log and memory."""
+        with self._conversations.lock(conversation_id):
+            empty = not self.history.load(self.sessions.active(conversation_id))
+            made = self.sessions.new(conversation_id, current_empty=empty)
+            self._last_recall.pop(conversation_id, None)
+        return made
+
+    def session_list(self, conversation_id: str) -> tuple[int, list[Session]]:
+        """(the active session's number, the sessions of this chat or topic, oldest first)."""
+        # No lock: a listing need not wait for the turn running here (the list has its own).
+        return self.sessions.active_number(conversation_id), self.sessions.list(conversation_id)
+
+    def resume(self, conversation_id: str, number: int) -> Session | None:
+        """Make session ``number`` of this chat or topic the active one; None when there is no such session."""
+        with self._conversations.lock(conversation_id):
+            session = self.sessions.resume(conversation_id, number)
+            if session is not None:
+                self._last_recall.pop(conversation_id, None)
+            return session
 
     def offered_skills(self, owner_chat: bool) -> list[str]:
         """The skill names a chat's turns offer the model, which its /help, /skills and /skill show too:
@@ -189,7 +213,9 @@ class Agent:
         """
         started = time.monotonic()
         emit = _emitter(message.on_event)
-        conversation_id = message.conversation_id
+        # The chat or topic: its lock orders the turns; the turn itself runs in its active session.
+        place = message.conversation_id
+        conversation_id = place
         # The injected clock is only consulted inside the guarded block below.
         turn = TurnRecord(
             trace_id=new_trace_id(),
@@ -198,6 +224,7 @@ class Agent:
             now=datetime.now(self.zone),
             untrusted=message.from_outside,
             approve=message.approve,
+            place=place,
         )
         # Not the owner's own chat: only the guest skills, on the chat's own folder (assistant_framework.access).
         turn.guest = self._guest_skills(message.owner_chat)
@@ -214,12 +241,13 @@ class Agent:
         )
         self._turn_memory.signal(started=True)
         try:
-            with self._conversations.lock(conversation_id):
+            with self._conversations.lock(place):
                 turn.now = self.now()
-                with self._conversations.running(conversation_id, turn.stop):
+                turn.conversation_id = context.conversation_id = self.sessions.active(place)
+                with self._conversations.running(place, turn.stop):
                     reply, ok = self._transaction(turn, message, context, emit)
         except Exception as exc:  # the last line of defence: the user gets a sentence, the log the traceback
-            log.exception("turn %s of conversation %r failed", turn.trace_id, conversation_id)
+            log.exception("turn %s of conversation %r failed", turn.trace_id, turn.conversation_id)
             turn.error = f"{type(exc).__name__}: {exc}"
             reply, ok = FAILED_TURN_REPLY, False
         elapsed = time.monotonic() - started
@@ -251,7 +279,7 @@ class Agent:
         meta: dict = {"private": message.owner_chat, **({"untrusted": True} if turn.untrusted else {})}
         self._turn_memory.log(turn, "user", turn.text, message_id=message.message_id, meta=meta)
         recall_block = self._turn_memory.recall(turn, message.owner_chat)
-        self._last_recall[conversation_id] = turn.recalled
+        self._last_recall[turn.place] = turn.recalled
         # The first runner decides the protocol of the turn; a fallback runner gets the same requests.
         two_step = bool(self.llm.runners) and skill_choice(self.llm.runners[0]) == "two_step"
         if turn.guest is None:
@@ -290,10 +318,18 @@ class Agent:
                 derived=turn.history_original,
                 measure=measure,
             )
+            self._note_session(turn)
             # A reply written with outside content in view may restate it: logged (and extracted) as outside.
             meta = {"trace_id": turn.trace_id, **({"untrusted": True} if turn.guarded else {})}
             self._turn_memory.log(turn, "assistant", reply, message_id=None, meta=meta)
         return reply, ok
+
+    def _note_session(self, turn: TurnRecord) -> None:
+        """Note the answered message in the session list (/sessions); a failed write costs only the listing."""
+        try:
+            self.sessions.touch(turn.place, turn.conversation_id, turn.now, turn.text)
+        except OSError as err:
+            log.warning("could not note the message in the session list of %r: %s", turn.place, err)
 
     def _history_budget(self) -> tuple[int, Callable[[dict], int]]:
         """(budget, how a message is measured): estimated tokens when history_budget_tokens is set."""

@@ -111,6 +111,7 @@ class TurnRecord:
     stop: threading.Event = field(default_factory=threading.Event)  # set by ``Agent.stop``
     shown: str = ""  # the reply text streamed to the user so far
     writes_done: dict[str, str] = field(default_factory=dict)  # a successful write call's key -> its result text
+    place: str = ""  # the chat or topic the message came from (its sessions are agent/sessions.py)
 
     def check_stop(self) -> None:
         """Raise ``TurnStopped`` once the owner has asked to stop this turn."""

@@ -18,6 +18,7 @@ from messaging_llm_bot.frontends.markup import escape_markdown
 
 if TYPE_CHECKING:  # pragma: no cover
     from assistant_framework.skills import SkillManager
+    from messaging_llm_bot.agent.sessions import Session
     from messaging_llm_bot.frontends.runtime import Runtime
 
 #: (command, description) shown by /help.
@@ -27,6 +28,9 @@ COMMANDS: list[tuple[str, str]] = [
     ("skills", "List my skills"),
     ("skill", "Explain one skill: /skill NAME"),
     ("stop", "Stop the answer I am writing now"),
+    ("new", "Start a new conversation (the current one is kept)"),
+    ("sessions", "This chat's recent conversations"),
+    ("resume", "Continue an earlier conversation: /resume N"),
     ("reset", "Clear this conversation's history"),
     ("status", "Model, skills, collectors and health"),
     ("stats", "Token usage and model time, last 30 days"),
@@ -134,6 +138,67 @@ def skill_text(skills: SkillManager, name: str, offered: list[str] | None = None
     return f"{skill.name}\n\n{body}" + (f"\n\nCapabilities: {caps}" if caps else "")
 
 
+def new_text(session: "Session", made: bool) -> str:
+    """The answer to /new."""
+    if not made:
+        return f"This is already a new conversation (#{session.number}): write away."
+    return (
+        f"Started a new conversation (#{session.number}); I won't see the earlier messages in it. "
+        "The earlier one is kept: /sessions lists them, /resume N continues one."
+    )
+
+
+def _when(stamp: str | None) -> str:
+    return stamp[:16].replace("T", " ") if stamp else "?"
+
+
+def sessions_text(active: int, sessions: list["Session"], shown: int = 10) -> str:
+    """The answer to /sessions: this chat's (or topic's) recent conversations, newest first."""
+    if not sessions:
+        return "No conversations here yet."
+    lines = ["Conversations here (newest first):"]
+    for session in sorted(sessions, key=lambda s: s.number, reverse=True)[:shown]:
+        mark = " ← now" if session.number == active else ""
+        if session.started is None:
+            about = "no messages yet" if session.number != 1 else "from before sessions were listed"
+            lines.append(f"#{session.number} — {about}{mark}")
+            continue
+        first = f": “{escape_markdown(session.first)}”" if session.first else ""
+        lines.append(
+            f"#{session.number} — started {_when(session.started)}, last {_when(session.last)}, "
+            f"{session.messages} msgs{first}{mark}"
+        )
+    if len(sessions) > shown:
+        lines.append(f"({len(sessions) - shown} older not shown)")
+    lines += ["", "/resume N continues one; /new starts another."]
+    return "\n".join(lines)
+
+
+def resume_text(session: "Session | None", asked: str) -> str:
+    """The answer to /resume (``session`` None: there is no such conversation here)."""
+    if session is None:
+        return f"There is no conversation #{escape_markdown(asked)} here; /sessions lists them."
+    first = f" (“{escape_markdown(session.first)}”)" if session.first else ""
+    return f"Continuing conversation #{session.number}{first}."
+
+
+def resume_number(args: str) -> int | None:
+    """The N of ``/resume N`` (``#3`` and ``3`` alike); None when it is not a positive whole number."""
+    text = args.strip().lstrip("#")
+    return int(text) if text.isdigit() and 0 < len(text) <= 6 and int(text) > 0 else None
+
+
+RESUME_USAGE = "Usage: /resume N, with N from /sessions."
+
+
+def resume_command(runtime: "Runtime", conversation_id: str, args: str) -> str:
+    """/resume N for ``conversation_id`` (the chat or topic)."""
+    number = resume_number(args)
+    if number is None:
+        return RESUME_USAGE
+    return resume_text(runtime.agent.resume(conversation_id, number), str(number))
+
+
 def collector_notice(collector_name: str, text: str) -> str:
     """The push message for a collector's matched items (Markdown, the items' text escaped)."""
     return f"📬 {escape_markdown(collector_name)}: {escape_markdown(text)}"
@@ -204,6 +269,12 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
         return help_text(offered, owner_data=owner_data)
     if name == "reset":
         return runtime.agent.reset(conversation_id)
+    if name == "new":
+        return new_text(*runtime.agent.new_session(conversation_id))
+    if name == "sessions":
+        return sessions_text(*runtime.agent.session_list(conversation_id))
+    if name == "resume":
+        return resume_command(runtime, conversation_id, rest)
     if name == "stop":
         return STOPPING_TEXT if runtime.agent.stop(conversation_id) else NOTHING_TO_STOP_TEXT
     if name == "status":

@@ -103,6 +103,7 @@ class FakeBotAPI:
         self._update_ids = itertools.count(1)
         self._msg_ids: dict[int, itertools.count] = {}
         self._chats: dict[int, dict] = {}
+        self._topics: dict[int, set[int]] = {}  # chat -> its forum topics (message_thread_id)
         self._history: dict[int, dict[int, dict]] = {}  # chat -> message_id -> message (user and bot)
         self._bot_msgs: dict[int, list[int]] = {}  # chat -> bot message ids, in send order
         self._deleted: set[tuple[int, int]] = set()
@@ -170,10 +171,13 @@ class FakeBotAPI:
         reply_to: int | None = None,
         entities: list[dict] | None = None,
         forwarded_from: str | None = None,
+        topic: int | None = None,
     ) -> dict:
         """Push a text message from a user; commands get a ``bot_command`` entity. ``forwarded_from`` makes it
-        a forward of a message by a user of that name (``forward_origin``, Bot API 7.0)."""
-        msg = self._user_message(user_id, chat_id, chat_type, username, reply_to, forwarded_from)
+        a forward of a message by a user of that name (``forward_origin``, Bot API 7.0). ``topic`` sends it in
+        that forum topic of the chat (``message_thread_id`` and ``is_topic_message``, as Telegram does in forum
+        supergroups and in private chats with topics); the topic exists from then on."""
+        msg = self._user_message(user_id, chat_id, chat_type, username, reply_to, forwarded_from, topic)
         msg["text"] = text
         ents = list(entities or [])
         m = _COMMAND_RE.match(text)
@@ -334,6 +338,10 @@ class FakeBotAPI:
                 if (chat_id, mid) not in self._deleted
             ]
 
+    def topic_messages(self, chat_id: int, topic: int | None) -> list[dict]:
+        """The bot's live messages in one forum topic of ``chat_id`` (None: those outside any topic)."""
+        return [m for m in self.messages(chat_id) if m.get("message_thread_id") == topic]
+
     def wait_for(self, predicate: Callable[[], Any], timeout: float = 10) -> Any:
         """Poll ``predicate`` until it returns something truthy and return that; TimeoutError otherwise."""
         deadline = time.monotonic() + timeout
@@ -450,6 +458,7 @@ class FakeBotAPI:
         username: str,
         reply_to: int | None,
         forwarded_from: str | None = None,
+        topic: int | None = None,
     ) -> dict:
         chat = user_id if chat_id is None else chat_id
         with self._cond:
@@ -459,6 +468,12 @@ class FakeBotAPI:
                 "chat": self._chat(chat, chat_type, username),
                 "from": self._user(user_id, username),
             }
+            if topic is not None:
+                self._topics.setdefault(chat, set()).add(topic)
+                if chat_type != "private":
+                    self._chats[chat]["is_forum"] = True
+                    msg["chat"]["is_forum"] = True
+                msg.update(message_thread_id=topic, is_topic_message=True)
             if forwarded_from is not None:
                 msg["forward_origin"] = {
                     "type": "user",

@@ -65,11 +65,29 @@ def _store_bot_message(api: "FakeBotAPI", chat_id: int, params: dict, fields: di
                 raise _bad("message to be replied not found")
             if original is not None:
                 msg["reply_to_message"] = _copy(original)
+        topic = _topic(api, chat_id, params)
+        if topic is None and isinstance(msg.get("reply_to_message"), dict):
+            # A reply to a message in a topic lands in that topic, as in Telegram.
+            original = msg["reply_to_message"]
+            topic = original.get("message_thread_id") if original.get("is_topic_message") else None
+        if topic is not None:
+            msg.update(message_thread_id=topic, is_topic_message=True)
         if params.get("reply_markup"):
             msg["reply_markup"] = params["reply_markup"]
         api._history.setdefault(chat_id, {})[msg["message_id"]] = msg
         api._bot_msgs.setdefault(chat_id, []).append(msg["message_id"])
         return _copy(msg)
+
+
+def _topic(api: "FakeBotAPI", chat_id: int, params: dict) -> int | None:
+    """The forum topic a send names (``message_thread_id``); 400 for one the chat does not have (caller locks)."""
+    value = params.get("message_thread_id")
+    if value in (None, ""):
+        return None
+    topic = int(value)
+    if topic not in api._topics.get(chat_id, set()):
+        raise _bad("message thread not found")
+    return topic
 
 
 def _live_bot_message(api: "FakeBotAPI", params: dict, what: str) -> dict:
@@ -207,7 +225,9 @@ def delete_message(api: "FakeBotAPI", params: dict) -> bool:
 
 
 def send_chat_action(api: "FakeBotAPI", params: dict) -> bool:
-    _chat_id(params)
+    chat_id = _chat_id(params)
+    with api._cond:
+        _topic(api, chat_id, params)
     if not params.get("action"):
         raise _bad("action is empty")
     return True

@@ -44,11 +44,13 @@ class Approvals:
         self._pending: dict[str, asyncio.Future] = {}
         self._chats: dict[str, int] = {}  # token -> chat, so /stop can decline a chat's open questions
 
-    def approver(self, bot: telegram.Bot, chat_id: int, loop: asyncio.AbstractEventLoop) -> Callable[[dict], bool]:
-        """A blocking callback for the agent's worker thread."""
+    def approver(
+        self, bot: telegram.Bot, chat_id: int, loop: asyncio.AbstractEventLoop, topic: int | None = None
+    ) -> Callable[[dict], bool]:
+        """A blocking callback for the agent's worker thread (asking in ``topic`` when the message came from one)."""
 
         def approve(request: dict) -> bool:
-            future = asyncio.run_coroutine_threadsafe(self.ask(bot, chat_id, request), loop)
+            future = asyncio.run_coroutine_threadsafe(self.ask(bot, chat_id, request, topic), loop)
             try:
                 return future.result(self.timeout_seconds + 30)
             except Exception:  # noqa: BLE001 - fail closed
@@ -57,7 +59,7 @@ class Approvals:
 
         return approve
 
-    async def ask(self, bot: telegram.Bot, chat_id: int, request: dict) -> bool:
+    async def ask(self, bot: telegram.Bot, chat_id: int, request: dict, topic: int | None = None) -> bool:
         """Send the question with buttons and wait for the owner's press (False on timeout)."""
         token = secrets.token_hex(6)
         future = asyncio.get_running_loop().create_future()
@@ -72,7 +74,9 @@ class Approvals:
             ]
         )
         try:
-            message = await bot.send_message(chat_id, describe_request(request), reply_markup=keyboard)
+            message = await bot.send_message(
+                chat_id, describe_request(request), reply_markup=keyboard, message_thread_id=topic
+            )
         except TelegramError:
             self._pending.pop(token, None)
             log.exception("telegram: could not ask for confirmation in chat %s", chat_id)

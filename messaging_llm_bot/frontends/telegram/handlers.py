@@ -39,10 +39,12 @@ from messaging_llm_bot.frontends.telegram.send import TelegramDeliveryError, sen
 from messaging_llm_bot.frontends.telegram.settings import (
     TelegramSettings,
     addressed_to_bot,
-    conversation_id,
+    chat_of,
     for_other_bot,
     is_command,
+    message_conversation,
     message_fingerprint,
+    topic_of,
 )
 from messaging_llm_bot.frontends.telegram.turn import TurnRunner, storage_error_text
 from messaging_llm_bot.llm.transcribe import transcription_settings
@@ -197,7 +199,7 @@ class Frontend:
                     [
                         (
                             str(u.update_id),
-                            conversation_id(u.message.chat_id),
+                            message_conversation(u.message),
                             u.to_dict(),
                             message_fingerprint(u.message),
                         )
@@ -220,7 +222,7 @@ class Frontend:
                     continue
                 item = self.inbox.accept(
                     str(update.update_id),
-                    conversation_id(update.message.chat_id),
+                    message_conversation(update.message),
                     update.to_dict(),
                     message_fingerprint(update.message),
                 )
@@ -297,7 +299,7 @@ class Frontend:
                 item = await asyncio.to_thread(
                     self.inbox.accept,
                     str(update.update_id),
-                    conversation_id(message.chat_id),
+                    message_conversation(message),
                     update.to_dict(),
                     message_fingerprint(message),
                 )
@@ -335,7 +337,7 @@ class Frontend:
         runs = []
         for item in items:
             sender = ((item.payload.get("message") or {}).get("from") or {}).get("id")
-            chat = int(item.conversation_id.split(":", 1)[1])
+            chat = chat_of(item.conversation_id)
             job = self.queues.admit(chat, owner=sender == self.settings.owner_id, exempt=True)
             runs.append(self.queues.run(job, replay(item)))
         return asyncio.gather(*runs)
@@ -345,7 +347,13 @@ class Frontend:
     async def _send(self, update: Update, bot: telegram.Bot, markdown: str) -> None:
         chat = update.effective_chat
         reply_to = update.effective_message.message_id if chat.type != "private" else None
-        await send_markdown(bot, chat.id, markdown, reply_to_message_id=reply_to)
+        topic = topic_of(update.effective_message)  # a command in a forum topic is answered there
+        await send_markdown(bot, chat.id, markdown, reply_to_message_id=reply_to, topic=topic)
+
+    @staticmethod
+    def conversation(update: Update) -> str:
+        """The conversation id of the chat or forum topic an update came from."""
+        return message_conversation(update.effective_message)
 
     def _offered(self, update: Update) -> list[str]:
         """The skills this chat's turns are offered (the agent decides): all only in the owner's own chat."""
@@ -385,7 +393,7 @@ class Frontend:
         await self._send(update, context.bot, await asyncio.to_thread(texts.stats_text, self.runtime.workspace))
 
     async def cmd_why(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        recalled = self.runtime.agent.last_recall(conversation_id(update.effective_chat.id))
+        recalled = self.runtime.agent.last_recall(self.conversation(update))
         await self._send(update, context.bot, texts.why_text(recalled))
 
     async def on_unknown_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -398,7 +406,7 @@ class Frontend:
     async def cmd_stop(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Stop the turn running in this chat; an open confirmation question counts as declined."""
         chat = update.effective_chat
-        stopped = self.runtime.agent.stop(conversation_id(chat.id))
+        stopped = self.runtime.agent.stop(self.conversation(update))
         if stopped and self.approvals is not None:
             self.approvals.decline_all(chat.id)
         await self._send(update, context.bot, texts.STOPPING_TEXT if stopped else texts.NOTHING_TO_STOP_TEXT)
@@ -419,11 +427,25 @@ class Frontend:
             reply_markup=keyboard,
         )
 
+    async def cmd_new(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Start a new conversation in this chat or topic (the earlier one is kept)."""
+        made = await asyncio.to_thread(self.runtime.agent.new_session, self.conversation(update))
+        await self._send(update, context.bot, texts.new_text(*made))
+
+    async def cmd_sessions(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        listing = await asyncio.to_thread(self.runtime.agent.session_list, self.conversation(update))
+        await self._send(update, context.bot, texts.sessions_text(*listing))
+
+    async def cmd_resume(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        args = " ".join(context.args or [])
+        text = await asyncio.to_thread(texts.resume_command, self.runtime, self.conversation(update), args)
+        await self._send(update, context.bot, text)
+
     async def on_reset_choice(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         query = update.callback_query
         await query.answer()
         if query.data == "reset:yes":
-            text = await asyncio.to_thread(self.runtime.agent.reset, conversation_id(query.message.chat.id))
+            text = await asyncio.to_thread(self.runtime.agent.reset, message_conversation(query.message))
         else:
             text = "Kept the history."
         await query.edit_message_text(text)
@@ -442,6 +464,9 @@ class Frontend:
             ("skill", self.cmd_skill),
             ("stop", self.cmd_stop),
             ("reset", self.cmd_reset),
+            ("new", self.cmd_new),
+            ("sessions", self.cmd_sessions),
+            ("resume", self.cmd_resume),
             ("status", self.cmd_status),
             ("now", self.cmd_now),
             ("reload", self.cmd_reload),

@@ -62,9 +62,11 @@ class Progress:
         edit_interval: float = EDIT_INTERVAL_SECONDS,
         message_id: int | None = None,
         on_message: Callable[[int], Awaitable[None]] | None = None,
+        topic: int | None = None,
     ) -> None:
         self.bot = bot
         self.chat_id = chat_id
+        self.topic = topic  # the forum topic the message came from: status and typing show there
         self.show_status = show_status
         self.stream = stream
         self.reply_to = reply_to_message_id
@@ -137,7 +139,9 @@ class Progress:
         if self.message_id is None:
             try:
                 # Optional: under load the reply itself is sent instead, as one message.
-                msg = await self.bot.send_message(self.chat_id, text, **optional_call(self.bot))
+                msg = await self.bot.send_message(
+                    self.chat_id, text, message_thread_id=self.topic, **optional_call(self.bot)
+                )
             except BudgetSkipped:
                 self._last_edit = time.monotonic()
                 return
@@ -160,7 +164,9 @@ class Progress:
             await asyncio.wait_for(self._stop.wait(), timeout=TYPING_GRACE_SECONDS)
         while not self._stopping:
             try:
-                await self.bot.send_chat_action(self.chat_id, telegram.constants.ChatAction.TYPING)
+                await self.bot.send_chat_action(
+                    self.chat_id, telegram.constants.ChatAction.TYPING, message_thread_id=self.topic
+                )
             except BudgetSkipped:
                 pass  # replies need the budget now; the next refresh tries again
             except telegram.error.TelegramError as err:

@@ -69,12 +69,14 @@ async def send_markdown(
     reply_to_message_id: int | None = None,
     skip_parts: int = 0,
     on_part_sent: PartSentCallback | None = None,
+    topic: int | None = None,
 ) -> list[int]:
     """Render ``markdown`` and send its parts in order; returns the ids of the parts sent by this call.
 
     ``skip_parts`` resumes after a crash (parts already delivered are not re-sent);
     ``on_part_sent(index, message_id)`` runs after each delivery. Only part 0 replies to
-    ``reply_to_message_id``. Raises TelegramDeliveryError when a part cannot be delivered.
+    ``reply_to_message_id``. ``topic``: the forum topic the parts go to (``message_thread_id``).
+    Raises TelegramDeliveryError when a part cannot be delivered.
     """
     parts = render_markdown(markdown)
     sent: list[int] = []
@@ -82,7 +84,7 @@ async def send_markdown(
         if index < skip_parts:
             continue
         reply_to = reply_to_message_id if index == 0 else None
-        message_id = await _deliver_part(bot, chat_id, part, index, len(parts), reply_to)
+        message_id = await _deliver_part(bot, chat_id, part, index, len(parts), reply_to, topic)
         sent.append(message_id)
         if on_part_sent is not None:
             result = on_part_sent(index, message_id)
@@ -92,7 +94,7 @@ async def send_markdown(
 
 
 async def send_plain(
-    bot: telegram.Bot, chat_id: int, text: str, *, reply_to_message_id: int | None = None
+    bot: telegram.Bot, chat_id: int, text: str, *, reply_to_message_id: int | None = None, topic: int | None = None
 ) -> list[int]:
     """Send ``text`` as it is (no Markdown), in as many parts as it needs; only part 0 replies.
 
@@ -102,12 +104,18 @@ async def send_plain(
     sent = []
     for index, part in enumerate(parts):
         reply_to = reply_to_message_id if index == 0 else None
-        sent.append(await _deliver_part(bot, chat_id, MessagePart(part, []), index, len(parts), reply_to))
+        sent.append(await _deliver_part(bot, chat_id, MessagePart(part, []), index, len(parts), reply_to, topic))
     return sent
 
 
 async def _deliver_part(
-    bot: telegram.Bot, chat_id: int, part: MessagePart, index: int, count: int, reply_to: int | None
+    bot: telegram.Bot,
+    chat_id: int,
+    part: MessagePart,
+    index: int,
+    count: int,
+    reply_to: int | None,
+    topic: int | None = None,
 ) -> int:
     """Send one part, retrying flood waits and network errors; falls back to plain text on entity errors."""
     entities = [MessageEntity.de_json(dict(e), bot) for e in part.entities] or None
@@ -115,7 +123,9 @@ async def _deliver_part(
     network_failures = flood_waits = 0
     while True:
         try:
-            message = await bot.send_message(chat_id=chat_id, text=part.text, entities=entities, reply_parameters=reply)
+            message = await bot.send_message(
+                chat_id=chat_id, text=part.text, entities=entities, reply_parameters=reply, message_thread_id=topic
+            )
             return message.message_id
         except RetryAfter as err:
             flood_waits += 1

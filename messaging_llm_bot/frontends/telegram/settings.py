@@ -57,9 +57,29 @@ class TelegramSettings:
         return cls.from_settings(Settings.from_config(config))
 
 
-def conversation_id(chat_id: int) -> str:
-    """The Agent conversation id of a Telegram chat."""
-    return f"tg:{chat_id}"
+def conversation_id(chat_id: int, topic: int | None = None) -> str:
+    """The Agent conversation id of a Telegram chat (``tg:7``), or of a forum topic in it (``tg:-1005:12``)."""
+    return f"tg:{chat_id}" if topic is None else f"tg:{chat_id}:{topic}"
+
+
+def chat_of(conversation: str) -> int:
+    """The chat id of a conversation id (``tg:-1005:12`` -> ``-1005``); ValueError for another form."""
+    return int(conversation.removeprefix("tg:").split(":", 1)[0])
+
+
+def topic_of(message: telegram.Message | None) -> int | None:
+    """The forum topic a message was sent in (its ``message_thread_id``), or None for none.
+
+    Only a topic message counts: in a group without topics a reply also carries a ``message_thread_id``
+    (the thread of replies), which is no topic of its own."""
+    if message is None or not message.is_topic_message:
+        return None
+    return message.message_thread_id
+
+
+def message_conversation(message: telegram.Message) -> str:
+    """The conversation id of a message: its chat's, or its forum topic's."""
+    return conversation_id(message.chat_id, topic_of(message))
 
 
 def telegram_chat_id(chat_id: int | str) -> int:

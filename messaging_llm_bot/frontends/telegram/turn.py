@@ -38,7 +38,7 @@ from messaging_llm_bot.frontends.telegram.send import (
     send_markdown,
     send_plain,
 )
-from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, strip_mention
+from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, strip_mention, topic_of
 from messaging_llm_bot.frontends.turns import RunningTurns
 from messaging_llm_bot.llm.transcribe import transcription_settings
 
@@ -103,6 +103,7 @@ class TurnRunner:
         update = Update.de_json(item.payload, bot)
         message = update.effective_message
         chat_id = message.chat_id
+        topic = topic_of(message)  # a forum topic's message is answered in that topic
         # Quote the question only in groups, where several people talk; private chats stay clean.
         reply_to = message.message_id if message.chat.type != "private" else None
         progress: Progress | None = None
@@ -117,11 +118,12 @@ class TurnRunner:
                     stream=self.settings.stream,
                     message_id=item.live,
                     on_message=lambda mid: self._record_live(item, mid),
+                    topic=topic,
                 )
                 reply = await self._produce_reply(bot, item, message, progress)
                 await progress.stop()
                 await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
-            await self._deliver(bot, item, chat_id, reply, reply_to, progress)
+            await self._deliver(bot, item, chat_id, reply, reply_to, progress, topic)
         except TelegramDeliveryError as err:
             retry = isinstance(err.cause, telegram.error.NetworkError) and not isinstance(
                 err.cause, telegram.error.BadRequest
@@ -141,7 +143,11 @@ class TurnRunner:
             if progress is not None:
                 await progress.stop()
             try:
-                await bot.send_message(chat_id, storage_error_text(exc) if isinstance(exc, OSError) else FAILED_REPLY)
+                await bot.send_message(
+                    chat_id,
+                    storage_error_text(exc) if isinstance(exc, OSError) else FAILED_REPLY,
+                    message_thread_id=topic,
+                )
             except TelegramError:
                 log.error("telegram: could not even send the failure notice to chat %s", chat_id)
         await asyncio.to_thread(self.inbox.complete, item.item_id)
@@ -170,7 +176,9 @@ class TurnRunner:
                 return f"🎙 I could not transcribe that voice note: {result.error or 'the transcript was empty'}."
             text = result.text
             try:  # what was understood, as it is: a transcript longer than one message goes in parts
-                await send_plain(bot, message.chat_id, f"🎙 {text}", reply_to_message_id=message.message_id)
+                await send_plain(
+                    bot, message.chat_id, f"🎙 {text}", reply_to_message_id=message.message_id, topic=topic_of(message)
+                )
             except TelegramDeliveryError as err:  # the echo is a courtesy: the note is still answered
                 log.warning("telegram: could not show the transcript in chat %s: %s", message.chat_id, err)
         else:
@@ -186,7 +194,7 @@ class TurnRunner:
         approve = None
         if self.approvals is not None and owner_chat:
             # Only the owner's private chat can confirm; elsewhere "ask" means no.
-            approve = self.approvals.approver(bot, message.chat_id, asyncio.get_running_loop())
+            approve = self.approvals.approver(bot, message.chat_id, asyncio.get_running_loop(), topic_of(message))
         from messaging_llm_bot.agent.incoming import Incoming  # on use: start-up does not need the agent
         from messaging_llm_bot.agent.turn import reply_text
 
@@ -225,6 +233,7 @@ class TurnRunner:
         reply: str,
         reply_to: int | None,
         progress: Progress | None,
+        topic: int | None = None,
     ) -> None:
         skip = self.inbox.parts_sent(item.item_id)
         if progress is None and skip == 0 and item.live is not None:
@@ -258,6 +267,7 @@ class TurnRunner:
             reply_to_message_id=reply_to if skip == 0 else None,
             skip_parts=skip,
             on_part_sent=on_part_sent,
+            topic=topic,
         )
 
     async def _finalise_stream(self, bot: telegram.Bot, chat_id: int, message_id: int, reply: str) -> bool:

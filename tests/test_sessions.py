@@ -1,0 +1,130 @@
+"""Sessions: forum topics as conversations of their own, /new, /sessions and /resume (agent/sessions.py).
+
+Through the real bot and the fake Bot API (topics in the owner's private chat and in a forum group),
+through the terminal chat's command path, and the session list itself (a broken list, the bound).
+"""
+
+from __future__ import annotations
+
+import telegram
+
+from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.sessions import MAX_SESSIONS, Sessions
+from messaging_llm_bot.frontends.commands import resume_number, run_command
+from messaging_llm_bot.frontends.telegram.settings import message_conversation, topic_of
+from tests.telegram_harness import OWNER
+
+
+def _request_text(chat_server) -> str:
+    """Every message of the latest model request, as one text."""
+    return "\n".join(str(m.get("content")) for m in chat_server.chat_requests[-1]["messages"])
+
+
+def _say(fake, chat_server, text: str, topic: int | None, chat_id: int | None = None, **kw) -> str:
+    """Send ``text`` in ``topic`` and wait for the bot's answer there; returns the text of the model request."""
+    before = len(fake.topic_messages(chat_id or OWNER, topic))
+    asked = len(chat_server.chat_requests)
+    fake.send_message(text, chat_id=chat_id, topic=topic, **kw)
+    fake.wait_for(lambda: len(fake.topic_messages(chat_id or OWNER, topic)) > before)
+    return _request_text(chat_server) if len(chat_server.chat_requests) > asked else ""
+
+
+def _command(fake, text: str, topic: int | None, chat_id: int | None = None, **kw) -> str:
+    before = len(fake.topic_messages(chat_id or OWNER, topic))
+    fake.send_message(text, chat_id=chat_id, topic=topic, **kw)
+    return fake.wait_for(lambda: fake.topic_messages(chat_id or OWNER, topic)[before:])[-1]["text"]
+
+
+def test_two_topics_keep_separate_histories_and_new_and_resume_switch_sessions(fake, start_bot, chat_server):
+    start_bot(progress=False)
+    _say(fake, chat_server, "my cat is called Tomasz", topic=10)
+    _say(fake, chat_server, "the code word is zebra", topic=20)
+
+    # Each topic's request holds only its own earlier turns; each answer went to its topic.
+    seen = _say(fake, chat_server, "what is my cat called?", topic=10)
+    assert "Tomasz" in seen and "zebra" not in seen
+    seen = _say(fake, chat_server, "and the code word?", topic=20)
+    assert "zebra" in seen and "Tomasz" not in seen
+    assert len(fake.topic_messages(OWNER, 10)) == 2 and len(fake.topic_messages(OWNER, 20)) == 2
+    assert fake.topic_messages(OWNER, None) == []  # nothing landed outside the topics
+
+    # /new: a request without the earlier turns; the other topic is untouched.
+    assert "Started a new conversation (#2)" in _command(fake, "/new", topic=10)
+    seen = _say(fake, chat_server, "hello again", topic=10)
+    assert "Tomasz" not in seen and "hello again" in seen
+    assert "already a new conversation" not in _command(fake, "/new", topic=20)  # topic 20 had turns: a new one
+
+    listing = _command(fake, "/sessions", topic=10)
+    assert "#2" in listing and "#1" in listing and "my cat is called Tomasz" in listing
+    assert listing.index("#2") < listing.index("#1")  # newest first, the active one marked
+    assert "now" in listing.splitlines()[1]
+
+    # /resume 1 brings the earlier turns back (and not the new session's).
+    assert "Continuing conversation #1" in _command(fake, "/resume 1", topic=10)
+    seen = _say(fake, chat_server, "so what was the cat's name?", topic=10)
+    assert "Tomasz" in seen and "hello again" not in seen
+    assert "no conversation #7" in _command(fake, "/resume 7", topic=10)
+    assert "Usage: /resume N" in _command(fake, "/resume x", topic=10)
+
+
+def test_a_forum_groups_topics_are_separate_and_answered_in_their_topic(fake, start_bot, chat_server):
+    group = -100555
+    start_bot(progress=False, group_mode="all")
+    kw = {"chat_type": "supergroup", "user_id": OWNER}
+    _say(fake, chat_server, "remember apricot", topic=3, chat_id=group, **kw)
+    seen = _say(fake, chat_server, "what fruit?", topic=4, chat_id=group, **kw)
+    assert "apricot" not in seen
+    # The group's General (no topic) is a conversation of its own too.
+    seen = _say(fake, chat_server, "and here?", topic=None, chat_id=group, **kw)
+    assert "apricot" not in seen and "what fruit" not in seen
+    assert [m["message_thread_id"] for m in fake.topic_messages(group, 3)] == [3]
+    assert "Started a new conversation" in _command(fake, "/new", topic=3, chat_id=group, **kw)
+
+
+def _message(**fields) -> telegram.Message:
+    data = {"message_id": 5, "date": 0, "chat": {"id": -1007, "type": "supergroup"}, "text": "hi", **fields}
+    return telegram.Message.de_json(data, None)
+
+
+def test_only_a_topic_message_names_a_topic_not_a_reply_thread():
+    # In a group without topics a reply carries message_thread_id (the chain of replies): same conversation.
+    assert topic_of(_message(message_thread_id=2)) is None
+    assert message_conversation(_message(message_thread_id=2)) == "tg:-1007"
+    assert message_conversation(_message(message_thread_id=2, is_topic_message=True)) == "tg:-1007:2"
+
+
+def test_the_terminal_chat_has_new_sessions_and_resume(bot_config, workspace, chat_server, make_agent):
+    agent = make_agent(bot_config, workspace)
+
+    class Parts:  # what run_command uses of a runtime
+        pass
+
+    runtime = Parts()
+    runtime.agent = agent
+    agent.handle(Incoming("console", "my plant is a fern"))
+    assert "Started a new conversation (#2)" in run_command(runtime, "console", "/new")
+    assert "already a new conversation (#2)" in run_command(runtime, "console", "/new")
+    agent.handle(Incoming("console", "second topic"))
+    assert "fern" not in _request_text(chat_server)
+    assert "Continuing conversation #1" in run_command(runtime, "console", "/resume #1")
+    agent.handle(Incoming("console", "what plant?"))
+    assert "fern" in _request_text(chat_server) and "second topic" not in _request_text(chat_server)
+    # /reset clears the active session only.
+    assert "Cleared" in run_command(runtime, "console", "/reset")
+    run_command(runtime, "console", "/resume 2")
+    agent.handle(Incoming("console", "and now?"))
+    assert "second topic" in _request_text(chat_server)
+
+
+def test_a_broken_session_list_means_session_one_and_the_list_is_bounded(workspace):
+    sessions = Sessions(workspace)
+    workspace.write_text("conversations/console/sessions.json", "{not json")
+    assert sessions.active("console") == "console"
+    for _ in range(MAX_SESSIONS + 5):
+        sessions.new("console", current_empty=False)
+    listed = sessions.list("console")
+    assert len(listed) == MAX_SESSIONS and listed[-1].number == MAX_SESSIONS + 6
+    assert sessions.active("console") == f"console#{MAX_SESSIONS + 6}"
+    assert Sessions(workspace).active("console") == f"console#{MAX_SESSIONS + 6}"  # read back from the file
+    assert sessions.resume("console", 1) is None  # left the list (its log and history stay)
+    assert [resume_number(a) for a in ("3", "#3", "0", "-1", "x", "9999999")] == [3, 3, None, None, None, None]
