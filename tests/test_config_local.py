@@ -103,6 +103,11 @@ def test_typos_are_refused_with_file_path_and_suggestion(
         ),
         (
             "llm.json",
+            {"runners": [{"name": "main", "base_url": "http://x/v1", "model": "m"}], "vision_runner": "mian"},
+            "llm.json: vision_runner: names no runner: 'mian' (did you mean 'main'?)",
+        ),
+        (
+            "llm.json",
             {"embeddings": {"enabled": True}},
             "llm.json: embeddings: enabled but base_url or model is missing",
         ),

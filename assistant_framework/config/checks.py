@@ -73,6 +73,14 @@ def semantic_errors(data: dict) -> list[tuple[tuple, str]]:
                         "and its arguments in one answer)",
                     )
                 )
+    vision_runner = llm.get("vision_runner")
+    if isinstance(vision_runner, str) and vision_runner and runners and vision_runner not in seen:
+        errors.append(
+            (
+                ("llm", "vision_runner"),
+                f"names no runner: {vision_runner!r}{did_you_mean(vision_runner, seen)}",
+            )
+        )
     for part in ("embeddings", "transcription"):
         section = llm.get(part)
         if (

@@ -44,6 +44,7 @@ RUNNER_SCHEMA = {
         "structured_output": {"enum": ["auto", "json_schema", "json_object", "off"]},
         "tool_transport": {"enum": ["json", "native", "auto"]},
         "skill_choice": {"enum": ["auto", "direct", "two_step"]},
+        "vision": {"type": "boolean"},
     },
     "additionalProperties": False,
 }
@@ -63,6 +64,8 @@ LLM_SCHEMA = {
         "background_extra_body": {"type": "object"},
         "embeddings": _EMBEDDINGS,
         "transcription": _TRANSCRIPTION,
+        "vision_runner": {"type": "string"},
+        "image_max_side": {"type": "integer", "minimum": 64, "maximum": 8192},
     },
     "additionalProperties": False,
 }

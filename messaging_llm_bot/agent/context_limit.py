@@ -12,6 +12,7 @@ import logging
 from typing import Callable
 
 from messaging_llm_bot.agent.history import trim_history
+from messaging_llm_bot.agent.images import content_text
 from messaging_llm_bot.agent.native import shrink_earlier_results
 from messaging_llm_bot.agent.prompt import estimate_tokens
 from messaging_llm_bot.llm.client import LLMError
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 
 def message_is_most_of(text: str, messages: list[dict]) -> bool:
     """True when the user's own text makes up at least half of a request's characters."""
-    return len(text) * 2 >= sum(len(str(m.get("content") or "")) for m in messages)
+    return len(text) * 2 >= sum(len(content_text(m.get("content"))) for m in messages)
 
 
 def message_too_long_reply(err: LLMError, text: str) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from messaging_llm_bot.agent.guard import ApproveCallback
+from messaging_llm_bot.agent.images import ImageInput
 from messaging_llm_bot.agent.prompt import quote_outside
 from messaging_llm_bot.agent.turn import AgentEvent
 
@@ -30,6 +31,9 @@ class Incoming:
     approve: ApproveCallback | None = None  # asks the owner to confirm an "ask" call; None: refused
     on_event: Callable[[AgentEvent], None] | None = None  # progress: thinking, skill calls, deltas, done
     stream: bool = False  # read the model's answer as a stream (deltas; a stop cuts it off at once)
+    # Images the model sees in this turn's requests (a vision runner answers it); ``text`` holds their
+    # placeholder, which is all the history keeps of them (agent/images.py).
+    images: tuple[ImageInput, ...] = ()
 
     @property
     def model_text(self) -> str:

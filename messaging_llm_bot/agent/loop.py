@@ -52,7 +52,7 @@ from messaging_llm_bot.agent.turn import (
     stopped_reply,
     trace_of,
 )
-from messaging_llm_bot.llm.client import LLMClient
+from messaging_llm_bot.llm.client import LLMClient, RunnerConfig
 
 __all__ = ["Agent", "AgentEvent", "Incoming", "TurnResult", "FAILED_TURN_REPLY"]
 
@@ -281,7 +281,9 @@ class Agent:
         recall_block = self._turn_memory.recall(turn, message.owner_chat)
         self._last_recall[turn.place] = turn.recalled
         # The first runner decides the protocol of the turn; a fallback runner gets the same requests.
-        two_step = bool(self.llm.runners) and skill_choice(self.llm.runners[0]) == "two_step"
+        # A message with images goes to the runners that take them (llm.vision_runner first).
+        first = self._first_runner(bool(message.images))
+        two_step = first is not None and skill_choice(first) == "two_step"
         if turn.guest is None:
             system = self.prompt.system_prompt(two_step)
         else:
@@ -295,12 +297,18 @@ class Agent:
             turn.text, turn.now, self.settings.timezone, recall_block=recall_block, untrusted=turn.guarded
         )
         turn.sizes = section_sizes(system, history, user_message)
+        if message.images:
+            turn.sizes["images"] = [image.size() for image in message.images]
         rounds = Rounds(self.llm, self.skills, self.gate, self.workspace, self.settings, self._formats)
         if two_step:
             rounds.choices = self._choices
         try:
             reply, ok = rounds.run(
-                turn, TurnPrompt(system.text, history, user_message, budget, measure), context, emit, message.stream
+                turn,
+                TurnPrompt(system.text, history, user_message, budget, measure, message.images),
+                context,
+                emit,
+                message.stream,
             )
         except TurnStopped:
             # Not kept in the history: a small model copies a "Stopped." answer it sees there.
@@ -330,6 +338,13 @@ class Agent:
             self.sessions.touch(turn.place, turn.conversation_id, turn.now, turn.text)
         except OSError as err:
             log.warning("could not note the message in the session list of %r: %s", turn.place, err)
+
+    def _first_runner(self, images: bool) -> RunnerConfig | None:
+        """The runner a turn asks first: the first that takes images for a message with images."""
+        if images:
+            names = self.llm.vision_runners
+            return next((r for r in self.llm.runners if names and r.name == names[0]), None)
+        return self.llm.runners[0] if self.llm.runners else None
 
     def _history_budget(self) -> tuple[int, Callable[[dict], int]]:
         """(budget, how a message is measured): estimated tokens when history_budget_tokens is set."""

@@ -19,6 +19,7 @@ from messaging_llm_bot.agent.choice import ChoiceFormats, call_from_args, chosen
 from messaging_llm_bot.agent.context_limit import ContextCuts, failure_reply
 from messaging_llm_bot.agent.guard import CallGate
 from messaging_llm_bot.agent.history import prompt_messages
+from messaging_llm_bot.agent.images import ImageInput, user_content
 from messaging_llm_bot.agent.native import SkillFormats, add_round, skill_calls
 from messaging_llm_bot.agent.settings import BotSettings
 from messaging_llm_bot.agent.turn import AgentEvent, Emit, TurnRecord, record_request
@@ -52,6 +53,7 @@ class TurnPrompt:
     user_message: str
     budget: int  # the history's budget, and how a message of it is measured
     measure: Callable[[dict], int]
+    images: tuple[ImageInput, ...] = ()  # seen in this turn's requests only (agent/images.py)
 
 
 @dataclass
@@ -66,6 +68,7 @@ class Rounds:
     formats: SkillFormats
     #: With ``skill_choice: two_step``: a round names its skill first and gets its arguments next.
     choices: ChoiceFormats | None = None
+    vision: bool = False  # the turn's messages carry images: only the runners that take them are asked
 
     def run(
         self, turn: TurnRecord, prompt: TurnPrompt, context: SkillContext, emit: Emit, stream: bool
@@ -76,9 +79,11 @@ class Rounds:
         names = offered_names(self.skills, turn.guest)
         max_rounds = self.settings.max_skill_rounds
         history = prompt.history
-        turn_messages: list[dict] = [{"role": "user", "content": prompt.user_message}]
+        first = user_content(prompt.user_message, prompt.images)
+        self.vision = bool(prompt.images)
+        turn_messages: list[dict] = [{"role": "user", "content": first}]
         # The same rounds as native tool messages (tool_calls and ``role: tool`` results).
-        native_turn: list[dict] = [{"role": "user", "content": prompt.user_message}]
+        native_turn: list[dict] = [{"role": "user", "content": first}]
         cuts = ContextCuts(turn.conversation_id, prompt.budget, prompt.measure)
         repeated, last_calls = False, None
         while True:
@@ -159,7 +164,7 @@ class Rounds:
         sent = [*messages, *step.messages]
         turn.check_stop()
         try:
-            completion = self.llm.complete(sent, schema=step.schema, schema_name="skill_args")
+            completion = self.llm.complete(sent, schema=step.schema, schema_name="skill_args", vision=self.vision)
         except LLMError as err:
             record_request(turn, round_no, sent, None, err)
             raise
@@ -188,7 +193,12 @@ class Rounds:
             schema, tools = self.formats.get(self.skills, self.llm.runners, names)
         if not stream:
             return self.llm.complete(
-                messages, schema=schema, schema_name="skill_call", tools=tools, native_messages=native
+                messages,
+                schema=schema,
+                schema_name="skill_call",
+                tools=tools,
+                native_messages=native,
+                vision=self.vision,
             )
         guard = StreamGuard(names)
         shown = [""]
@@ -209,4 +219,5 @@ class Rounds:
             schema_name="skill_call",
             tools=tools,
             native_messages=native,
+            vision=self.vision,
         )

@@ -9,6 +9,7 @@ from typing import Callable
 
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import ApproveCallback
+from messaging_llm_bot.agent.images import without_pixels
 from messaging_llm_bot.llm.client import Completion, LLMError
 from messaging_llm_bot.protocol import ParsedOutput
 
@@ -184,7 +185,8 @@ def record_request(
     parsed: ParsedOutput | None = None,
 ) -> None:
     """Add one model request (what was sent, what came back or failed) to the turn record."""
-    entry: dict = {"round": round_no, "messages": [dict(m) for m in messages]}
+    # An image's data URI is its type and size here: a trace records sizes, not pixels.
+    entry: dict = {"round": round_no, "messages": without_pixels(messages)}
     if completion is not None:
         entry.update(
             runner=completion.runner,

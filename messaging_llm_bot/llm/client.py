@@ -36,7 +36,7 @@ from messaging_llm_bot.llm.answer import (
 from messaging_llm_bot.llm.deadline import CallDeadline
 from messaging_llm_bot.llm.errors import LLMError, http_error, names_response_format
 from messaging_llm_bot.llm.http import EnvironmentCache, make_session
-from messaging_llm_bot.llm.runners import RESERVED_KEYS, RunnerConfig, runners_from_config
+from messaging_llm_bot.llm.runners import RESERVED_KEYS, RunnerConfig, runners_from_config, vision_order
 from messaging_llm_bot.llm.slots import PrioritySlots
 from messaging_llm_bot.llm.structured import TOOLS, FormatChooser, format_fields, requested_format
 from messaging_llm_bot.llm.usage import Usage, parse_usage
@@ -136,10 +136,12 @@ class LLMClient:
         schema_name: str = "answer",
         tools: list[dict] | None = None,
         native_messages: Callable[[], list[dict]] | None = None,
+        vision: bool = False,
     ) -> Completion:
         """Ask the runners in order until one answers; raises LLMError when none does.
 
-        `runner` restricts the call to the named runner. With `stream=True`, `on_delta` is
+        `runner` restricts the call to the named runner; `vision` (the messages carry images) to the
+        runners that take images (`llm.runners.vision_order`), in their order. With `stream=True`, `on_delta` is
         called with the visible content accumulated so far (not the new piece) after each
         content delta; a leading `<think>` block is held back. If a runner fails mid-stream
         and the next one takes over, the accumulated text starts again from empty.
@@ -153,7 +155,7 @@ class LLMClient:
         tried only after a failure worth it.
         """
         failures: list[LLMError] = []
-        for candidate in self._select(runner):
+        for candidate in self._select(runner, vision):
             for mode in self.formats.modes(candidate, schema=schema is not None, tools=bool(tools)):
                 sent = native_messages() if mode == TOOLS and native_messages else messages
                 body_extra = format_fields(mode, schema, schema_name, tools, extra)
@@ -190,7 +192,18 @@ class LLMClient:
         last.attempts = failures[:-1]
         raise last
 
-    def _select(self, name: str | None) -> list[RunnerConfig]:
+    @property
+    def vision_runners(self) -> tuple[str, ...]:
+        """The names of the runners that take images, in the order a message with images tries them."""
+        return vision_order(self.settings.vision_runner, self.runners)
+
+    def _select(self, name: str | None, vision: bool = False) -> list[RunnerConfig]:
+        if vision and name is None:
+            by_name = {r.name: r for r in self.runners}
+            chosen = [by_name[n] for n in self.vision_runners if n in by_name]
+            if not chosen:
+                raise ValueError("no llm runner takes images (set vision: true on one, or llm.vision_runner)")
+            return chosen
         if name is None:
             return list(self.runners)
         chosen = [r for r in self.runners if r.name == name]

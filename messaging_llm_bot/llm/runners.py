@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from assistant_framework.config import ConfigError
@@ -25,7 +25,26 @@ RESERVED_KEYS = frozenset({"model", "messages", "stream"})
 #: A runner ready to call (the record, resolved); the old name of the type.
 RunnerConfig = RunnerSettings
 
-__all__ = ["RESERVED_KEYS", "STRUCTURED_OUTPUT", "TOOL_TRANSPORTS", "RunnerConfig", "runners_from_config"]
+__all__ = [
+    "RESERVED_KEYS",
+    "STRUCTURED_OUTPUT",
+    "TOOL_TRANSPORTS",
+    "RunnerConfig",
+    "runners_from_config",
+    "vision_runner_names",
+]
+
+
+def vision_runner_names(llm: LLMSettings) -> tuple[str, ...]:
+    """The runners a message with images goes to, in the order they are tried: ``llm.vision_runner`` first,
+    then every other runner with ``vision: true``; empty when no runner takes images."""
+    return vision_order(llm.vision_runner, llm.runners)
+
+
+def vision_order(vision_runner: str, runners: Sequence[RunnerSettings]) -> tuple[str, ...]:
+    """``vision_runner_names`` of a runner list (an unchecked section dict has none in its record)."""
+    named = (vision_runner,) if vision_runner and any(r.name == vision_runner for r in runners) else ()
+    return named + tuple(r.name for r in runners if r.vision and r.name not in named)
 
 
 def runners_from_config(llm: LLMSettings | Mapping[str, Any]) -> list[RunnerSettings]:

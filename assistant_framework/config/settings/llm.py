@@ -42,6 +42,8 @@ class RunnerSettings:
     structured_output: str = field(default="auto", metadata=reads(one_of(*STRUCTURED_OUTPUT)))
     tool_transport: str = field(default="json", metadata=reads(one_of(*TOOL_TRANSPORTS)))
     skill_choice: str = field(default="auto", metadata=reads(one_of(*SKILL_CHOICES)))
+    #: The model takes images (OpenAI ``image_url`` parts): photos go to it (docs/media.md).
+    vision: bool = field(default=False, metadata=reads(flag))
 
     def __repr__(self) -> str:
         # The default dataclass repr would print the API key into logs and tracebacks.
@@ -99,3 +101,7 @@ class LLMSettings:
     transcription: TranscriptionSettings = field(
         default_factory=TranscriptionSettings, metadata=nests(TranscriptionSettings)
     )
+    #: The runner that answers messages with images ("": the first runner with ``vision: true``).
+    vision_runner: str = field(default="", metadata=reads(text))
+    #: A photo is downscaled so neither side is longer (pixels) before it goes to the model.
+    image_max_side: int = field(default=1568, metadata=reads(whole))

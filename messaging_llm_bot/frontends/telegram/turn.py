@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import datetime
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 from zoneinfo import ZoneInfo
 
 import telegram
@@ -18,7 +18,17 @@ from telegram.error import TelegramError
 
 from assistant_framework.access import sees_owner_data
 from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.agent.images import ImageInput
 from messaging_llm_bot.frontends.held import storage_problem
+from messaging_llm_bot.frontends.images import (
+    VISION_MISSING,
+    ImageNotices,
+    area_for,
+    image_prompt,
+    is_image,
+    prepare,
+    sees_images,
+)
 from messaging_llm_bot.frontends.pool import TurnPool
 from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.telegram.approval import Approvals
@@ -41,6 +51,9 @@ from messaging_llm_bot.frontends.telegram.send import (
 from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, strip_mention, topic_of
 from messaging_llm_bot.frontends.turns import RunningTurns
 from messaging_llm_bot.llm.transcribe import transcription_settings
+
+if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from messaging_llm_bot.agent.images import ImageInput
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +83,7 @@ class TurnRunner:
         self._settings_ref = settings_ref  # callable returning the current TelegramSettings (changes on /reload)
         self.stopping = False  # set on shutdown: no new turns; their items stay in the inbox
         self._active = RunningTurns()
+        self.notices = ImageNotices(runtime.workspace)  # chats told that the model cannot see images
         # Turns run here, not in asyncio's default pool (6 threads on 2 cores): llm.max_concurrency limits.
         self.pool = TurnPool(lambda: self.runtime.settings)
 
@@ -157,16 +171,31 @@ class TurnRunner:
     ) -> str:
         kind = message_kind(message)
         untrusted = False
+        images: tuple[ImageInput, ...] = ()
+        notice = ""  # a sentence added to the reply (the model cannot see images)
         # Someone else's words passed on by the user (a forward, an inline bot's text): data, never instructions.
         origin = outside_origin(message)
+        user = message.from_user
+        from_owner = user is not None and user.id == self.settings.owner_id
+        owner_chat = sees_owner_data(from_owner, message.chat.type == "private")
         if kind == "text":
             text = strip_mention(message.text, bot.username or "")
         elif kind in ("document", "photo"):
             today = datetime.now(ZoneInfo(self.settings.timezone)).date()
-            saved = await save_attachment(bot, self.runtime.workspace, message, today)
+            # A guest's file goes to the chat's own area, never into the owner's inbox/.
+            area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
+            saved = await save_attachment(bot, area, message, today)
             if isinstance(saved, str):
                 return saved
             text, untrusted = attachment_prompt(saved, origin=origin or ""), True
+            if is_image(saved):
+                if sees_images(self.runtime.settings):
+                    seen = await prepare(area, saved, self.runtime.settings.llm.image_max_side)
+                    if isinstance(seen, str):
+                        return seen  # HEIC, too large, unreadable: one sentence
+                    text, images = image_prompt(saved, seen.image, origin or ""), (seen,)
+                elif await asyncio.to_thread(self.notices.first_time, item.conversation_id):
+                    notice = VISION_MISSING
         elif kind == "voice":
             config = transcription_settings(self.runtime.settings.llm)
             if config is None:
@@ -188,9 +217,6 @@ class TurnRunner:
             # The agent quotes it under this label, as outside content.
             outside = f"{'Voice note (transcript)' if kind == 'voice' else 'Message'} {origin}"
         await progress.start()
-        user = message.from_user
-        from_owner = user is not None and user.id == self.settings.owner_id
-        owner_chat = sees_owner_data(from_owner, message.chat.type == "private")
         approve = None
         if self.approvals is not None and owner_chat:
             # Only the owner's private chat can confirm; elsewhere "ask" means no.
@@ -212,10 +238,11 @@ class TurnRunner:
             on_event=progress.on_event,
             # llm.stream asks the model for a stream; telegram.stream decides whether the message shows it.
             stream=self.runtime.agent.settings.stream,
+            images=images,
         )
         # The owner's model calls go first (llm/slots.py).
         answered = await self.pool.run(self.runtime.agent.handle, incoming, owner_turn=from_owner)
-        return reply_text(answered)
+        return f"{reply_text(answered)}\n\n{notice}" if notice else reply_text(answered)
 
     async def _record_live(self, item: InboxItem, message_id: int) -> None:
         try:
