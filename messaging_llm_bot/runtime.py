@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover - the parts are imported when they are bui
     from assistant_framework.skills import SkillManager
     from messaging_llm_bot.agent.loop import Agent
     from messaging_llm_bot.llm.client import LLMClient
+    from messaging_llm_bot.llm.spending import CapUse
 
 log = logging.getLogger(__name__)
 
@@ -110,9 +111,11 @@ def build_parts(
     from assistant_framework.collectors import CollectorManager
     from assistant_framework.skills import SkillManager
     from messaging_llm_bot.agent.loop import Agent
+    from messaging_llm_bot.llm.spending import SpendingLedger
 
     settings = settings if settings is not None else Settings.from_config(config)
     llm = _llm_client(settings)
+    llm.spending = SpendingLedger(workspace, settings.runtime.timezone)  # the runners' caps (docs/sessions.md)
     skills = SkillManager.from_config(config, workspace, defer=defer_plugins)
     collectors = CollectorManager.from_config(config, workspace, defer=defer_plugins)
     background_model = BackgroundModel(llm)
@@ -203,6 +206,7 @@ class BotRuntime:
         if self.memory is not None:
             self.memory.configure(settings.memory)
         if llm is not None:
+            llm.spending = old_llm.spending  # the day's and month's counts go on with the new runners
             self.llm = llm
             if self.background_model is not None:
                 self.background_model.llm = llm  # background jobs follow the new runners
@@ -296,6 +300,8 @@ class BotRuntime:
             return
         self._background_started = True
         self._notify = self._notify_all
+        if self.llm.spending is not None:
+            self.llm.spending.capped = self._tell_capped
         if self.collectors is not None:
             self.collector_runner = self._make_runner()
             self.collector_runner.start()
@@ -303,6 +309,12 @@ class BotRuntime:
             self._stop.clear()
             self._maintenance = threading.Thread(target=self._maintenance_loop, name="memory-maintenance", daemon=True)
             self._maintenance.start()
+
+    def _tell_capped(self, use: "CapUse", next_runner: str | None) -> None:
+        """Tell the owner, once per runner and period, that a runner reached a spending cap."""
+        from messaging_llm_bot.llm.spending import capped_text
+
+        self._notify_all("spending", capped_text(use, next_runner))
 
     def _notify_all(self, collector_name: str, text: str) -> None:
         for notify in list(self._notifiers):

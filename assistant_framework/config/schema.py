@@ -30,6 +30,28 @@ _TRANSCRIPTION = {
     "additionalProperties": False,
 }
 
+_CAP = {"type": ["number", "null"], "minimum": 0}
+_WHOLE_CAP = {"type": ["integer", "null"], "minimum": 0}
+_LIMITS = {
+    "type": "object",
+    "properties": {
+        "daily_tokens": _WHOLE_CAP,
+        "monthly_tokens": _WHOLE_CAP,
+        "daily_cost": _CAP,
+        "monthly_cost": _CAP,
+    },
+    "additionalProperties": False,
+}
+_PRICE = {
+    "type": "object",
+    "properties": {
+        "input_per_mtok": {"type": "number", "minimum": 0},
+        "output_per_mtok": {"type": "number", "minimum": 0},
+        "cached_input_per_mtok": _CAP,
+    },
+    "additionalProperties": False,
+}
+
 RUNNER_SCHEMA = {
     "type": "object",
     "required": ["name", "base_url", "model"],
@@ -45,6 +67,8 @@ RUNNER_SCHEMA = {
         "tool_transport": {"enum": ["json", "native", "auto"]},
         "skill_choice": {"enum": ["auto", "direct", "two_step"]},
         "vision": {"type": "boolean"},
+        "limits": _LIMITS,
+        "price": _PRICE,
     },
     "additionalProperties": False,
 }

@@ -37,7 +37,8 @@ from messaging_llm_bot.llm.deadline import CallDeadline
 from messaging_llm_bot.llm.errors import LLMError, http_error, names_response_format
 from messaging_llm_bot.llm.http import EnvironmentCache, make_session
 from messaging_llm_bot.llm.runners import RESERVED_KEYS, RunnerConfig, runners_from_config, vision_order
-from messaging_llm_bot.llm.slots import PrioritySlots
+from messaging_llm_bot.llm.slots import PrioritySlots, in_background
+from messaging_llm_bot.llm.spending import CapUse, SpendingLedger, none_left_text
 from messaging_llm_bot.llm.structured import TOOLS, FormatChooser, format_fields, requested_format
 from messaging_llm_bot.llm.usage import Usage, parse_usage
 
@@ -52,6 +53,14 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+def _text_chars(message: dict) -> int:
+    """The characters of a message's text (an image part counts as none), to estimate its tokens."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return sum(len(str(p.get("text") or "")) for p in content if isinstance(p, dict))
+    return len(str(content or ""))
 
 
 class LLMClient:
@@ -86,6 +95,8 @@ class LLMClient:
         self._sleep = sleep
         # Per runner: which answer formats the server takes (learnt once per process, llm/structured.py).
         self.formats = FormatChooser()
+        #: The spending caps' counts (llm/spending.py); None: no caps are kept (the runtime sets it).
+        self.spending: SpendingLedger | None = None
         self._owns_session = session is None
         if session is None:
             session = make_session(self.max_concurrency)
@@ -155,7 +166,13 @@ class LLMClient:
         tried only after a failure worth it.
         """
         failures: list[LLMError] = []
-        for candidate in self._select(runner, vision):
+        capped: list[CapUse] = []
+        candidates = self._select(runner, vision)
+        for index, candidate in enumerate(candidates):
+            cap = self._blocking(candidate)
+            if cap is not None:  # at a spending cap (background work: at 80 %): the next runner answers
+                capped.append(cap)
+                continue
             for mode in self.formats.modes(candidate, schema=schema is not None, tools=bool(tools)):
                 sent = native_messages() if mode == TOOLS and native_messages else messages
                 body_extra = format_fields(mode, schema, schema_name, tools, extra)
@@ -187,10 +204,34 @@ class LLMClient:
                     break
                 if schema is not None or tools:
                     self.formats.worked(candidate, mode)
+                self._count(candidate, completion, sent, candidates[index + 1 :])
                 return completion
+        if not failures:
+            raise LLMError("spending_cap", none_left_text(capped))
         last = failures[-1]
         last.attempts = failures[:-1]
         raise last
+
+    def _blocking(self, runner: RunnerConfig) -> CapUse | None:
+        if self.spending is None:
+            return None
+        return self.spending.blocking(runner, in_background())
+
+    def _count(self, runner: RunnerConfig, completion: Completion, sent: list[dict], rest: list[RunnerConfig]) -> None:
+        """Add an answered call to the spending counts (naming the runner that would answer next)."""
+        if self.spending is None:
+            return
+        try:
+            following = next((r.name for r in rest if self.spending.blocking(r, False) is None), None)
+            self.spending.record(
+                runner,
+                completion.usage,
+                sent_chars=sum(_text_chars(m) for m in sent),
+                answer_chars=len(completion.text or "") + len(completion.reasoning or ""),
+                next_runner=following,
+            )
+        except Exception:  # noqa: BLE001 - bookkeeping must not cost the answer
+            log.exception("could not count the call to runner %r", runner.name)
 
     @property
     def vision_runners(self) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ KINDS = (
     "auth",
     "context_length",
     "bad_response",
+    "spending_cap",
 )
 # Failures after which the next runner is worth trying.
 FAILOVER_KINDS = frozenset({"connection", "timeout", "rate_limit", "server", "bad_response"})
@@ -42,7 +43,8 @@ class LLMError(Exception):
     """A failed model call; `kind` says what the caller can do about it.
 
     kind: 'connection', 'timeout', 'rate_limit', 'server', 'client', 'auth',
-    'context_length' (trim history and retry) or 'bad_response'.
+    'context_length' (trim history and retry), 'bad_response' or 'spending_cap' (every runner is at a
+    spending cap: nothing was sent; ``detail`` is the whole sentence).
     `attempts` holds the errors of runners tried before this one.
     """
 
@@ -60,7 +62,7 @@ class LLMError(Exception):
         if kind not in KINDS:
             raise ValueError(f"unknown LLMError kind {kind!r}")
         self.kind = kind
-        self.detail = one_line(detail)
+        self.detail = one_line(detail) if kind != "spending_cap" else " ".join(detail.split())
         self.runner = runner
         self.base_url = base_url
         self.status = status
@@ -76,6 +78,8 @@ class LLMError(Exception):
 
     def user_message(self) -> str:
         """One short sentence naming the endpoint (never the key) and what went wrong."""
+        if self.kind == "spending_cap":
+            return self.detail
         where = f"'{self.runner}' ({self.base_url})" if self.runner else f"({self.base_url})"
         server = f"The model server {where}"
         http = f" (HTTP {self.status})" if self.status else ""

@@ -28,6 +28,32 @@ SKILL_CHOICES = ("auto", "direct", "two_step")
 
 
 @dataclass(frozen=True)
+class LimitsSettings:
+    """``llm.runners[i].limits``: spending caps of one runner (null: no cap); the day and the month are
+    those of ``runtime.timezone`` (docs/sessions.md)."""
+
+    daily_tokens: int | None = field(default=None, metadata=reads(maybe(whole), null=True))
+    monthly_tokens: int | None = field(default=None, metadata=reads(maybe(whole), null=True))
+    daily_cost: float | None = field(default=None, metadata=reads(maybe(number), null=True))
+    monthly_cost: float | None = field(default=None, metadata=reads(maybe(number), null=True))
+
+    @property
+    def any(self) -> bool:
+        """True when at least one cap is set."""
+        return any(v is not None for v in (self.daily_tokens, self.monthly_tokens, self.daily_cost, self.monthly_cost))
+
+
+@dataclass(frozen=True)
+class PriceSettings:
+    """``llm.runners[i].price``: what a million tokens cost on this runner (for the cost caps and /stats)."""
+
+    input_per_mtok: float = field(default=0.0, metadata=reads(number))
+    output_per_mtok: float = field(default=0.0, metadata=reads(number))
+    #: A cached prompt token's price; null: the input price.
+    cached_input_per_mtok: float | None = field(default=None, metadata=reads(maybe(number), null=True))
+
+
+@dataclass(frozen=True)
 class RunnerSettings:
     """One OpenAI-compatible model server (``llm.runners[i]``)."""
 
@@ -44,6 +70,8 @@ class RunnerSettings:
     skill_choice: str = field(default="auto", metadata=reads(one_of(*SKILL_CHOICES)))
     #: The model takes images (OpenAI ``image_url`` parts): photos go to it (docs/media.md).
     vision: bool = field(default=False, metadata=reads(flag))
+    limits: LimitsSettings = field(default_factory=LimitsSettings, metadata=nests(LimitsSettings))
+    price: PriceSettings = field(default_factory=PriceSettings, metadata=nests(PriceSettings))
 
     def __repr__(self) -> str:
         # The default dataclass repr would print the API key into logs and tracebacks.
