@@ -51,6 +51,8 @@ APPLIED_BY: Mapping[str, str] = {
     "policy": RELOAD,
     # The page's server is started once, with its address, token and bounds.
     "web": RESTART,
+    # The web_search skill reads its section at each call.
+    "search": RELOAD,
     # The collector manager and runner are made again.
     "collectors": RELOAD,
 }

@@ -270,6 +270,20 @@ WEB_SCHEMA = {
     "additionalProperties": False,
 }
 
+SEARCH_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "backend": {"enum": ["searxng", "brave", "tavily", "duckduckgo"]},
+        "url": _HTTP_URL,
+        "api_key": {"type": "string"},
+        "api_key_env": {"type": "string"},
+        "max_results": {"type": "integer", "minimum": 1, "maximum": 10},
+        "timeout_seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 120},
+        "per_minute": {"type": "integer", "minimum": 1, "maximum": 1000},
+    },
+    "additionalProperties": False,
+}
+
 COLLECTORS_SCHEMA = {
     "type": "object",
     "additionalProperties": {
@@ -290,5 +304,6 @@ ROOT_SCHEMA = {
         "policy": POLICY_SCHEMA,
         "collectors": COLLECTORS_SCHEMA,
         "web": WEB_SCHEMA,
+        "search": SEARCH_SCHEMA,
     },
 }

@@ -31,6 +31,7 @@ from assistant_framework.config.settings.memory import (
 )
 from assistant_framework.config.settings.policy import PolicySettings
 from assistant_framework.config.settings.runtime import RuntimeSettings
+from assistant_framework.config.settings.search import SearchSettings
 from assistant_framework.config.settings.web import WebSettings
 
 
@@ -45,6 +46,7 @@ class Settings:
     memory: MemorySettings = field(default_factory=MemorySettings, metadata=_nests(MemorySettings))
     policy: PolicySettings = field(default_factory=PolicySettings, metadata=_nests(PolicySettings))
     web: WebSettings = field(default_factory=WebSettings, metadata=_nests(WebSettings))
+    search: SearchSettings = field(default_factory=SearchSettings, metadata=_nests(SearchSettings))
 
     @classmethod
     def from_config(cls, data: Mapping[str, object]) -> Settings:
@@ -64,6 +66,7 @@ __all__ = [
     "RecallSettings",
     "RunnerSettings",
     "RuntimeSettings",
+    "SearchSettings",
     "Settings",
     "SignalSettings",
     "TelegramSettings",

@@ -1,0 +1,24 @@
+"""The ``search`` section: the ``web_search`` skill's backend, its key and its bounds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from assistant_framework.config.settings.fields import number, one_of, reads, text, whole
+
+BACKENDS = ("searxng", "brave", "tavily", "duckduckgo")
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The ``search`` section (docs/skills.md, "Web search")."""
+
+    backend: str = field(default="duckduckgo", metadata=reads(one_of(*BACKENDS)))
+    #: searxng: the owner's instance; brave/tavily: another API base (empty: the public API).
+    url: str = field(default="", metadata=reads(text))
+    api_key: str = field(default="", repr=False, metadata=reads(text))
+    #: The name of an environment variable holding the key (instead of ``api_key``).
+    api_key_env: str = field(default="", metadata=reads(text))
+    max_results: int = field(default=5, metadata=reads(whole))
+    timeout_seconds: float = field(default=15.0, metadata=reads(number))
+    per_minute: int = field(default=20, metadata=reads(whole))

@@ -1,0 +1,202 @@
+"""The web_search skill against fake SearXNG, Brave and Tavily servers (their documented shapes and
+errors), the DuckDuckGo backend's error path through a local proxy, the rate limit, and one search
+through the real bot whose results reach the model as outside content."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+
+import pytest
+
+from assistant_framework.config import ConfigError, load_config
+from assistant_framework.skills import OUTSIDE_LABEL, SkillContext, SkillManager
+from tests.fakes.search_apis import FakeBrave, FakeSearXNG, FakeTavily
+from tests.telegram_harness import OWNER, texts
+
+RESULTS = [
+    {
+        "title": "Musée d'Orsay &amp; hours",
+        "url": "https://www.musee-orsay.fr/en/visit",
+        "content": "Open 9:30 to 18:00.",
+    },
+    {
+        "title": "Orsay <strong>tickets</strong>",
+        "url": "https://tickets.example/orsay",
+        "content": "Book online.\nNo queue.",
+    },
+    {"title": "Bad scheme", "url": "javascript:alert(1)", "content": "dropped"},
+]
+
+
+def search(workspace, section: dict, args: dict, chat: str = "tg:1"):
+    skills = SkillManager.from_config({}, workspace)
+    context = SkillContext(conversation_id=chat, config={"search": section})
+    return skills.run("web_search", args, context)
+
+
+@pytest.fixture
+def searx():
+    with FakeSearXNG(results=list(RESULTS)) as fake:
+        yield fake
+
+
+def test_searxng_results_are_titles_urls_and_snippets_labelled_outside(workspace, searx) -> None:
+    result = search(workspace, {"backend": "searxng", "url": searx.url}, {"query": "  orsay   opening hours "})
+    assert result.ok, result.error
+    text = result.value
+    assert text.startswith(OUTSIDE_LABEL)
+    assert "1. Musée d'Orsay & hours\n   https://www.musee-orsay.fr/en/visit\n   Open 9:30 to 18:00." in text
+    assert "2. Orsay tickets\n   https://tickets.example/orsay\n   Book online. No queue." in text  # tags, breaks gone
+    assert "javascript:" not in text and "dropped" not in text
+    (asked,) = searx.requests
+    assert asked.method == "GET" and asked.params == {"q": "orsay opening hours", "format": "json"}
+
+
+def test_max_results_is_honoured_and_no_results_is_said(workspace, searx) -> None:
+    two = search(workspace, {"backend": "searxng", "url": searx.url, "max_results": 1}, {"query": "orsay"}).value
+    assert "1. " in two and "2. " not in two
+    searx.results = []
+    none = search(workspace, {"backend": "searxng", "url": searx.url}, {"query": "zzqx"})
+    assert none.ok and none.value == "No web results for 'zzqx' (searxng)."
+
+
+@pytest.mark.parametrize(
+    ("setup", "expected"),
+    [
+        (lambda fake: setattr(fake, "json_enabled", False), "add json to search.formats in its settings.yml"),
+        (lambda fake: setattr(fake, "status", 502), "SearXNG is not working right now (HTTP 502)"),
+        (lambda fake: setattr(fake, "status", 429), "SearXNG says too many searches"),
+        (lambda fake: setattr(fake, "delay", 3), "did not answer within 1 s"),
+    ],
+)
+def test_searxng_failures_are_one_sentence(workspace, searx, setup, expected) -> None:
+    setup(searx)
+    result = search(workspace, {"backend": "searxng", "url": searx.url, "timeout_seconds": 1}, {"query": "orsay"})
+    assert not result.ok and expected in result.error
+    assert "Traceback" not in result.error and "\n" not in result.error
+
+
+def test_a_backend_that_is_not_there_and_a_missing_url(workspace) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    down = search(workspace, {"backend": "searxng", "url": f"http://127.0.0.1:{port}"}, {"query": "x"})
+    assert not down.ok and f"the searxng backend at http://127.0.0.1:{port}/search is not reachable" in down.error
+    unset = search(workspace, {"backend": "searxng"}, {"query": "x"})
+    assert not unset.ok and "search.url is not set" in unset.error
+
+
+def test_brave_sends_its_key_and_reads_web_results(workspace, monkeypatch) -> None:
+    monkeypatch.setenv("BRAVE_KEY_FOR_TEST", "brave-test-key-0123456789")
+    with FakeBrave(
+        results=[{"title": "A <strong>b</strong>", "url": "https://a.example/", "description": "c"}]
+    ) as brave:
+        section = {"backend": "brave", "url": brave.url, "api_key_env": "BRAVE_KEY_FOR_TEST"}
+        result = search(workspace, section, {"query": "ab", "max_results": 3})
+        assert result.ok, result.error
+        assert "1. A b\n   https://a.example/\n   c" in result.value
+        assert brave.requests[0].headers["x-subscription-token"] == "brave-test-key-0123456789"
+        assert brave.requests[0].params == {"q": "ab", "count": "3"}
+
+        wrong = search(workspace, {**section, "api_key_env": "", "api_key": "nope"}, {"query": "ab"})
+        assert (
+            not wrong.ok
+            and "Brave Search refused the API key (The provided subscription token is invalid)" in wrong.error
+        )
+        brave.rate_limited = True
+        busy = search(workspace, section, {"query": "ab"})
+        assert not busy.ok and "Brave Search says too many searches" in busy.error
+        asked = len(brave.requests)
+        keyless = search(workspace, {"backend": "brave", "url": brave.url}, {"query": "ab"})
+        assert not keyless.ok and "needs an API key" in keyless.error
+        assert len(brave.requests) == asked  # nothing sent without a key
+
+
+def test_tavily_posts_the_query_with_a_bearer_key(workspace) -> None:
+    with FakeTavily(results=[{"title": "T", "url": "https://t.example/x", "content": "tavily says"}]) as tavily:
+        section = {"backend": "tavily", "url": tavily.url, "api_key": tavily.api_key}
+        result = search(workspace, section, {"query": "what", "max_results": 2})
+        assert result.ok, result.error
+        assert "1. T\n   https://t.example/x\n   tavily says" in result.value
+        (asked,) = tavily.requests
+        assert asked.method == "POST" and asked.headers["authorization"] == f"Bearer {tavily.api_key}"
+        assert asked.body == {"query": "what", "max_results": 2, "search_depth": "basic"}
+
+        wrong = search(workspace, {**section, "api_key": "tvly-wrong"}, {"query": "what"})
+        assert not wrong.ok and "Tavily refused the API key" in wrong.error
+        tavily.usage_exceeded = True
+        spent = search(workspace, section, {"query": "what"})
+        assert not spent.ok and "the Tavily plan's usage limit is used up" in spent.error
+
+
+def test_the_rate_limit_is_per_minute_and_half_of_it_per_chat(workspace, searx) -> None:
+    skills = SkillManager.from_config({}, workspace)
+    section = {"backend": "searxng", "url": searx.url, "per_minute": 2}
+
+    def call(chat: str):
+        return skills.run("web_search", {"query": "q"}, SkillContext(conversation_id=chat, config={"search": section}))
+
+    assert call("a").ok
+    refused = call("a")  # one a minute for one chat
+    assert not refused.ok and "the search limit (2 a minute) is reached: try again in" in refused.error
+    assert call("b").ok  # another chat still gets its share
+    assert not call("c").ok  # and the whole is spent
+    assert len(searx.requests) == 2
+
+
+def test_duckduckgo_goes_through_ddgs_and_its_failure_is_one_sentence(workspace, monkeypatch) -> None:
+    """The library's own HTTP client is pointed at a local proxy that hangs up: no query leaves this
+    machine, and the failure comes back as one sentence."""
+    seen: list[bytes] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def refuse() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                try:
+                    seen.append(conn.recv(4096))
+                except OSError:
+                    pass
+
+    threading.Thread(target=refuse, daemon=True).start()
+    monkeypatch.setenv("DDGS_PROXY", f"http://127.0.0.1:{listener.getsockname()[1]}")
+    try:
+        result = search(workspace, {"backend": "duckduckgo", "timeout_seconds": 3}, {"query": "orsay"})
+    finally:
+        listener.close()
+    assert not result.ok and "DuckDuckGo" in result.error and "Traceback" not in result.error
+    assert seen and seen[0].startswith(b"CONNECT ") and b"duckduckgo" in seen[0]  # through the local proxy
+
+
+def test_an_unknown_backend_is_a_config_error_naming_file_and_key(tmp_path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"search": {"backend": "google"}}))
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert "config.json: search.backend: 'google' is not one of" in str(caught.value)
+
+
+def test_through_the_bot_results_reach_the_model_as_outside_content(start_bot, fake, chat_server, searx) -> None:
+    def patch(config: dict) -> None:
+        config["search"] = {"backend": "searxng", "url": searx.url}
+        config["policy"] = {"skills": {"web_search": "allow"}}
+
+    start_bot(config_patch=patch)
+    chat_server.enqueue(
+        json.dumps({"skill": "web_search", "args": {"query": "orsay hours"}}), '{"reply": "It opens at 9:30."}'
+    )
+    fake.send_message("when does the Musée d'Orsay open?")
+    fake.wait_for_messages(OWNER, 1)
+    assert texts(fake)[-1] == "It opens at 9:30."
+    fed_back = chat_server.chat_requests[1]["messages"][-1]["content"]
+    assert fed_back.startswith("[Untrusted content")  # the turn is untrusted from here on
+    assert OUTSIDE_LABEL in fed_back
+    assert "Musée d'Orsay & hours" in fed_back and "https://www.musee-orsay.fr/en/visit" in fed_back
+    assert searx.requests[0].params["q"] == "orsay hours"
