@@ -21,6 +21,7 @@ from typing import Callable
 
 from assistant_framework.memory.log import CONVERSATIONS_DIR, safe_conversation_id
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.agent.compaction import split_summary
 from messaging_llm_bot.agent.prompt import estimate_tokens
 
 
@@ -64,7 +65,18 @@ def trim_history(
 ) -> list[dict]:
     """Within budget: unchanged. Over it: drop whole pairs, oldest first, until the history
     fits ``low_water * budget_chars`` (the newest pair is kept if it fits the budget) (pure).
-    The budget is in the unit of ``measure`` (characters; ``message_tokens`` for a token budget)."""
+    The budget is in the unit of ``measure`` (characters; ``message_tokens`` for a token budget).
+    A summary at the head (agent/compaction.py) is kept and counts against the budget."""
+    head, rest = split_summary(messages)
+    if head:
+        room = max(0, budget_chars - sum(measure(m) for m in head))
+        return head + _trim_pairs(rest, room, low_water, measure)
+    return _trim_pairs(messages, budget_chars, low_water, measure)
+
+
+def _trim_pairs(
+    messages: list[dict], budget_chars: int, low_water: float, measure: Callable[[dict], int]
+) -> list[dict]:
     if sum(measure(m) for m in messages) <= budget_chars:
         return list(messages)
     groups = pair_groups(messages)
@@ -102,6 +114,8 @@ class HistoryStore:
         # again only when it changed, and each message is encoded once, not on every append.
         self._cache: dict[str, tuple[tuple | None, list[dict], list[str] | None]] = {}
         self._cache_lock = threading.Lock()
+        # One read-modify-write at a time: a turn's append and a background summary's write.
+        self._write_lock = threading.RLock()
 
     def _file(self, conversation_id: str) -> str:
         return f"{conversation_dir(conversation_id)}/history.json"
@@ -146,6 +160,7 @@ class HistoryStore:
         untrusted: bool = False,
         derived: bool = False,
         measure: Callable[[dict], int] = message_chars,
+        on_drop: Callable[[list[dict]], None] | None = None,
     ) -> list[dict]:
         """Add one user/assistant pair and store the history trimmed to the budget; returns it.
 
@@ -153,6 +168,7 @@ class HistoryStore:
         ``derived``: the turn ran with such a message in its prompt, so its reply may restate the
         outside text (``"derived": true`` on the reply). Only one generation: a turn that saw
         derived messages alone writes plain ones, so the guard ends once both have left the window.
+        ``on_drop`` gets the messages the budget dropped (for a summary of them, agent/compaction.py).
         """
         stamp = when.isoformat(timespec="seconds") if when else None
         new: list[dict] = [{"role": "user", "content": user_text}, {"role": "assistant", "content": reply}]
@@ -163,15 +179,28 @@ class HistoryStore:
                 message["untrusted"] = True
         if derived and not untrusted:
             new[1]["derived"] = True
-        old = self.load(conversation_id)
-        history = trim_history(old + new, budget_chars, measure=measure)
-        with self._cache_lock:
-            cached = self._cache.get(conversation_id)
-        # One message per line: readable, and encoded by the fast C encoder (no indent).
-        old_lines = cached[2] if cached is not None and cached[2] is not None and len(cached[2]) == len(old) else None
-        if old_lines is None:
-            old_lines = [json.dumps(m, ensure_ascii=False) for m in old]
-        lines = (old_lines + [json.dumps(m, ensure_ascii=False) for m in new])[len(old) + len(new) - len(history) :]
+        with self._write_lock:
+            old = self.load(conversation_id)
+            combined = old + new
+            history = trim_history(combined, budget_chars, measure=measure)
+            head = split_summary(combined)[0]
+            kept = len(history) - len(head)  # the newest messages after the summary
+            dropped = combined[len(head) : len(combined) - kept]
+            with self._cache_lock:
+                cached = self._cache.get(conversation_id)
+            old_lines = (
+                cached[2] if cached is not None and cached[2] is not None and len(cached[2]) == len(old) else None
+            )
+            if old_lines is None:
+                old_lines = [json.dumps(m, ensure_ascii=False) for m in old]
+            all_lines = old_lines + [json.dumps(m, ensure_ascii=False) for m in new]
+            self._store(conversation_id, history, all_lines[: len(head)] + all_lines[len(all_lines) - kept :])
+        if dropped and on_drop is not None:
+            on_drop(dropped)
+        return history
+
+    def _store(self, conversation_id: str, history: list[dict], lines: list[str]) -> None:
+        """Write the history (one message per line: readable, and encoded by the fast C encoder)."""
         body = ",\n".join(lines)
         # No fsync: a derived cache of the L0 log (see the module docstring for the trade-off).
         target = self.workspace.write_text(
@@ -179,13 +208,28 @@ class HistoryStore:
         )
         with self._cache_lock:
             self._cache[conversation_id] = (_stamp(target), [dict(m) for m in history], lines)
-        return history
+
+    def summary_head(self, conversation_id: str) -> list[dict]:
+        """The summary messages at the head of the history ([] for none)."""
+        return split_summary(self.load(conversation_id))[0]
+
+    def set_summary(self, conversation_id: str, pair: list[dict]) -> bool:
+        """Put ``pair`` at the head of the history in place of its summary; False (nothing written) when the
+        history is empty (cleared by /reset meanwhile)."""
+        with self._write_lock:
+            rest = split_summary(self.load(conversation_id))[1]
+            if not rest:
+                return False
+            history = [*pair, *rest]
+            self._store(conversation_id, history, [json.dumps(m, ensure_ascii=False) for m in history])
+        return True
 
     def clear(self, conversation_id: str) -> int:
         """Delete the history; returns how many messages it had."""
-        count = len(self.load(conversation_id))
-        self.workspace.delete(self._file(conversation_id))
-        self._forget(conversation_id)
+        with self._write_lock:
+            count = len(self.load(conversation_id))
+            self.workspace.delete(self._file(conversation_id))
+            self._forget(conversation_id)
         return count
 
     def _forget(self, conversation_id: str) -> None:

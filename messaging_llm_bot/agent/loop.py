@@ -24,6 +24,7 @@ from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.traces import TraceStore, collect_secrets, new_trace_id
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.choice import ChoiceFormats, skill_choice
+from messaging_llm_bot.agent.compaction import Compactor, split_summary
 from messaging_llm_bot.agent.guard import CallGate
 from messaging_llm_bot.agent.history import (
     HistoryStore,
@@ -53,6 +54,7 @@ from messaging_llm_bot.agent.turn import (
     trace_of,
 )
 from messaging_llm_bot.llm.client import LLMClient, RunnerConfig
+from messaging_llm_bot.llm.slots import background_calls
 
 __all__ = ["Agent", "AgentEvent", "Incoming", "TurnResult", "FAILED_TURN_REPLY"]
 
@@ -96,6 +98,14 @@ class Agent:
         self.sessions = Sessions(workspace)
         self.skills = skills
         self.collectors = collectors
+        self._last_summary: dict[str, str] = {}
+        self.compactor = Compactor(
+            self.history.summary_head,
+            self.history.set_summary,
+            self._background_complete,
+            idle_seconds=20.0,
+            clock=self.now,
+        )
         self.configure(config, settings=settings)
 
     # -- setup -----------------------------------------------------------------
@@ -128,13 +138,24 @@ class Agent:
         runner_keys = [r.api_key for r in self.llm.runners]
         self.traces = TraceStore(self.workspace, keep=settings.trace_keep, secrets=collect_secrets(config, runner_keys))
         self.gate = CallGate(self.workspace, records.policy)
+        # Summaries of dropped turns wait for the same idle time as fact extraction.
+        self.compactor.batcher.idle_seconds = max(0.0, records.memory.extract_idle_seconds)
         self.prompt = PromptBuilder(
             settings, self.workspace, self.skills, collectors=self.collectors, memory=self.memory
         )
 
     def drain(self, timeout: float) -> bool:
-        """Wait for queued trace writes (with ``background_traces``; call at shutdown); False on timeout."""
-        return self.traces.drain(timeout)
+        """Wait for queued trace writes (with ``background_traces``) and history summaries (call at shutdown);
+        False on timeout."""
+        started = time.monotonic()
+        traced = self.traces.drain(timeout)
+        return self.compactor.drain(max(0.0, timeout - (time.monotonic() - started))) and traced
+
+    def _background_complete(self, messages: list[dict]) -> str:
+        """A background model call (a history summary): it yields to every turn's calls (llm/slots.py)."""
+        extra = dict(self.llm.settings.background_extra_body) or None
+        with background_calls():
+            return self.llm.complete(messages, extra=extra).text
 
     def invalidate_prompt(self) -> None:
         """Forget the cached system prompt (after /reload or a skill change)."""
@@ -156,6 +177,7 @@ class Agent:
         with self._conversations.lock(conversation_id):
             count = self.history.clear(self.sessions.active(conversation_id))
             self._last_recall.pop(conversation_id, None)
+            self._last_summary.pop(conversation_id, None)
         if not count:
             return "This conversation had no history to clear. Notes, learnings and other saved data are kept."
         return (
@@ -205,6 +227,11 @@ class Agent:
         """The memory hits placed in the prompt of this conversation's last message."""
         return list(self._last_recall.get(conversation_id, []))
 
+    def last_summary(self, conversation_id: str) -> str | None:
+        """When the summary of earlier turns in the prompt of this conversation's last message was written
+        ('' when unknown); None when that prompt had no summary."""
+        return self._last_summary.get(conversation_id)
+
     def handle(self, message: Incoming) -> TurnResult:
         """Answer one message (blocking, thread-safe); never raises for model or skill failures.
 
@@ -240,6 +267,7 @@ class Agent:
             private=message.owner_chat,
         )
         self._turn_memory.signal(started=True)
+        self.compactor.turn_started()
         try:
             with self._conversations.lock(place):
                 turn.now = self.now()
@@ -268,6 +296,7 @@ class Agent:
         self._write_trace(turn, result)
         self._turn_memory.after_turn(turn, result)
         self._turn_memory.signal(started=False)
+        self.compactor.turn_finished()
         emit(AgentEvent("done", {"reply": reply}) if ok else AgentEvent("error", {"message": reply}))
         return result
 
@@ -293,6 +322,11 @@ class Agent:
         # A forwarded mail two turns ago (or a reply that restated it) is still in the prompt: its
         # text can steer this turn too.
         turn.history_original, turn.history_outside = outside_in_history(history)
+        head = split_summary(history)[0]  # a summary of dropped turns (agent/compaction.py): /why says so
+        if head:
+            self._last_summary[turn.place] = str(head[0].get("time") or "")
+        else:
+            self._last_summary.pop(turn.place, None)
         user_message = final_user_message(
             turn.text, turn.now, self.settings.timezone, recall_block=recall_block, untrusted=turn.guarded
         )
@@ -325,6 +359,9 @@ class Agent:
                 untrusted=turn.untrusted,
                 derived=turn.history_original,
                 measure=measure,
+                on_drop=lambda dropped: self.compactor.dropped(
+                    conversation_id, dropped, self.settings.history_budget_chars
+                ),
             )
             self._note_session(turn)
             # A reply written with outside content in view may restate it: logged (and extracted) as outside.

@@ -204,10 +204,21 @@ def collector_notice(collector_name: str, text: str) -> str:
     return f"📬 {escape_markdown(collector_name)}: {escape_markdown(text)}"
 
 
-def why_text(recalled: list[dict]) -> str:
-    """The memories placed in the prompt of the last reply, with where they came from."""
+def summary_line(written: str) -> str:
+    """/why's line for a prompt that had a summary of earlier messages (agent/compaction.py)."""
+    when = f" (written {written[:16].replace('T', ' ')})" if written else ""
+    return (
+        f"My last reply also saw a summary of earlier messages of this conversation{when}, in place of the "
+        "messages that no longer fit its history."
+    )
+
+
+def why_text(recalled: list[dict], summary: str | None = None) -> str:
+    """The memories placed in the prompt of the last reply, with where they came from; ``summary``: when the
+    summary of earlier messages in that prompt was written (None: it had none)."""
+    note = [summary_line(summary)] if summary is not None else []
     if not recalled:
-        return "No memories were recalled for my last reply."
+        return "\n\n".join(["No memories were recalled for my last reply.", *note])
     lines = ["Recalled for my last reply:"]
     for hit in recalled:
         where = hit.get("ref") or hit.get("path") or hit.get("source") or "?"
@@ -219,7 +230,7 @@ def why_text(recalled: list[dict]) -> str:
         if text:
             line += f": {escape_markdown(text[:160])}"  # recalled text may be a mail's: shown as typed
         lines.append(line)
-    return "\n".join(lines)
+    return "\n\n".join(["\n".join(lines), *note])
 
 
 def format_stats(stats: dict, days: int = 30) -> str:
@@ -280,7 +291,7 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
     if name == "status":
         return runtime.status_text()
     if name == "why":
-        return why_text(runtime.agent.last_recall(conversation_id))
+        return why_text(runtime.agent.last_recall(conversation_id), runtime.agent.last_summary(conversation_id))
     if name == "stats":
         return stats_text(runtime.workspace)
     if name == "reload":

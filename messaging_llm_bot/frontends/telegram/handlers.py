@@ -393,8 +393,11 @@ class Frontend:
         await self._send(update, context.bot, await asyncio.to_thread(texts.stats_text, self.runtime.workspace))
 
     async def cmd_why(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        recalled = self.runtime.agent.last_recall(self.conversation(update))
-        await self._send(update, context.bot, texts.why_text(recalled))
+        conversation = self.conversation(update)
+        agent = self.runtime.agent
+        await self._send(
+            update, context.bot, texts.why_text(agent.last_recall(conversation), agent.last_summary(conversation))
+        )
 
     async def on_unknown_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.message
