@@ -40,8 +40,8 @@ class BackgroundWorker:
                 self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
                 self._thread.start()
 
-    def submit(self, job: Callable[[], None], label: str) -> None:
-        """Queue a job; failures are logged with the label, never raised."""
+    def submit(self, job: Callable[[], object], label: str) -> None:
+        """Queue a job (what it returns is dropped); failures are logged with the label, never raised."""
         self._ensure_thread()
         self._queue.put((job, label))
 

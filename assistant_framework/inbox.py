@@ -34,6 +34,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Sequence
 
 from assistant_framework.workspace import Workspace
 
@@ -199,7 +200,7 @@ class Inbox:
         log.info("inbox: %s compacted to the %d newest ids", SEEN_LOG, len(kept))
         self._seen = kept
 
-    def _is_new(self, source_id: str, fingerprint: str, batch: list[InboxItem] = ()) -> bool:
+    def _is_new(self, source_id: str, fingerprint: str, batch: Sequence[InboxItem] = ()) -> bool:
         """False for a re-delivery (also within ``batch``); a reused id for another message is new."""
         if any(item.source_id == source_id for item in batch):
             return False

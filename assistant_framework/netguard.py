@@ -20,7 +20,7 @@ import ipaddress
 import re
 import socket
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import urlsplit
 
 import idna  # a dependency of requests: the IDNA encoder urllib3 and requests use
@@ -29,6 +29,9 @@ from urllib3.exceptions import LocationParseError, NewConnectionError
 from urllib3.util import parse_url
 
 from assistant_framework.http_deadline import DeadlineAdapter
+
+if TYPE_CHECKING:  # the stubs' names for what HTTPAdapter hands its pools
+    from requests.adapters import _HostParams, _PoolKwargs
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[..., list]
@@ -160,7 +163,7 @@ def check_url(url: str, *, allow_private: bool = False, resolve: bool = True) ->
     if not resolve:
         scheme, host, _ = parse_checked(url)
         try:
-            literal = ipaddress.ip_address(host)
+            literal: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
         except ValueError:
             literal = ipaddress.ip_address("127.0.0.1") if _is_localhost(host) else None
         if literal is not None and not allow_private and is_internal(literal):
@@ -215,18 +218,19 @@ class _PinnedAdapter(DeadlineAdapter):
 
     def build_connection_pool_key_attributes(
         self, request: requests.PreparedRequest, verify: Any, cert: Any = None
-    ) -> tuple[dict, dict]:
+    ) -> tuple[_HostParams, _PoolKwargs]:
         host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
         scheme = host_params["scheme"]
-        port = host_params["port"] or _DEFAULT_PORTS.get(scheme)  # requests passes None when the URL names no port
+        port = host_params["port"] or _DEFAULT_PORTS.get(scheme, 0)  # requests: None when the URL names no port
         key = (scheme, str(host_params["host"]).strip("[]").lower(), port)
         checked = self.pins.get(key)
         if checked is None:
             raise BlockedURLError(f"connection to {key[1]!r} was not checked; refused")
         host_params["host"] = checked.address
         if checked.scheme == "https":  # the certificate must still match the name, not the address
-            pool_kwargs["server_hostname"] = checked.host
-            pool_kwargs["assert_hostname"] = checked.host
+            # urllib3's pools take these; the stub's _PoolKwargs lists only the certificate keys requests sets.
+            pool_kwargs["server_hostname"] = checked.host  # type: ignore[typeddict-unknown-key]
+            pool_kwargs["assert_hostname"] = checked.host  # type: ignore[typeddict-unknown-key]
         return host_params, pool_kwargs
 
 

@@ -37,7 +37,7 @@ def _ensure_parent_packages(module_name: str) -> None:
         name = ".".join(parts[:depth])
         if name not in sys.modules:
             package = types.ModuleType(name)
-            package.__path__ = []  # type: ignore[attr-defined]
+            package.__path__ = []
             sys.modules[name] = package
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 if TYPE_CHECKING:
@@ -93,6 +93,10 @@ def as_utc(moment: datetime) -> datetime:
     return moment.astimezone(timezone.utc)
 
 
+@overload
+def to_iso(moment: datetime) -> str: ...
+@overload
+def to_iso(moment: None) -> None: ...
 def to_iso(moment: datetime | None) -> str | None:
     return None if moment is None else as_utc(moment).isoformat(timespec="seconds")
 

@@ -274,7 +274,7 @@ class TraceStore:
         ledgers = self.workspace.list(f"{USAGE_DIR}/*.jsonl")
         if ledgers:
             first, last = start.strftime("%Y-%m"), moment.strftime("%Y-%m")
-            rows = []
+            rows: list[dict] = []
             for rel in ledgers:
                 if first <= rel.rsplit("/", 1)[-1][:7] <= last:
                     rows.extend(r for r in self.workspace.read_jsonl(rel) if _after(r.get("time"), start))
@@ -329,7 +329,7 @@ def aggregate_usage(traces: Iterable[dict]) -> dict:
             if model not in models_seen:
                 by_model[model]["turns"] += 1
                 models_seen.add(model)
-            usage = request.get("usage") if isinstance(request.get("usage"), dict) else {}
+            usage = value if isinstance(value := request.get("usage"), dict) else {}
             for target in (by_day[day], by_model[model], total):
                 target["requests"] += 1
                 target["model_s"] += _number(request.get("elapsed_s"))

@@ -105,7 +105,7 @@ def schema_problem(schema: object) -> str | None:
 
 def section_schema(collector_schema: dict | None) -> dict:
     """The schema for ``collectors.<name>``: the collector's own plus the framework keys."""
-    schema = copy.deepcopy(collector_schema) if collector_schema else {"type": "object"}
+    schema: dict = copy.deepcopy(collector_schema) if collector_schema else {"type": "object"}
     if schema.get("type", "object") == "object":
         props = schema.setdefault("properties", {})
         for key, sub in FRAMEWORK_KEYS_SCHEMA.items():
@@ -231,7 +231,7 @@ def _build(name: str, folder: Path, module: ModuleType, spec: dict, section: dic
         description=str(spec.get("description") or "").strip(),
         file_structure=str(spec.get("file_structure") or "").strip(),
         generated_files=[str(g) for g in generated],
-        interval_seconds=None if cron else float(interval),
+        interval_seconds=None if cron or interval is None else float(interval),
         cron=cron or None,
         run=run,
         folder=folder,

@@ -264,7 +264,8 @@ class CollectorRunner:
         if self.notify is None or not collector.notify:
             return
         matched = matching_items(collector.notify, items)
-        rules = ask_rules(collector.notify) if self.complete is not None else []
+        complete = self.complete
+        rules = ask_rules(collector.notify) if complete is not None else []
         notices: list[str] = []
         if rules:
             # The cheap rules first; what they did not take goes to the model (collectors/triage.py).
@@ -273,8 +274,9 @@ class CollectorRunner:
             for rule in rules:
                 rest = [item for item in items if isinstance(item, dict) and id(item) not in taken]
                 if rest:
+                    assert complete is not None  # rules are only read when there is a model
                     triage = ask_model(
-                        self.complete,
+                        complete,
                         rule,
                         rest,
                         collector=collector.name,

@@ -86,7 +86,7 @@ def merge_sources(previous: dict, report: dict, when: str) -> dict:
     for name, result in report.items():
         if not isinstance(result, dict):
             continue
-        before = previous.get(name) if isinstance(previous.get(name), dict) else {}
+        before = value if isinstance(value := previous.get(name), dict) else {}
         row = {
             "ok": bool(result.get("ok")),
             "last_ok": before.get("last_ok"),

@@ -48,21 +48,21 @@ def semantic_errors(data: dict) -> list[tuple[tuple, str]]:
             name = shown_key(key)
             shown = f"{name!r}{did_you_mean(key, sections)}" if name == str(key) else name
             errors.append(((key,), f"unknown config section {shown}"))
-    runtime = data.get("runtime") if isinstance(data.get("runtime"), dict) else {}
+    runtime = value if isinstance(value := data.get("runtime"), dict) else {}
     problem = timezone_error(runtime.get("timezone"))
     if problem:
         errors.append((("runtime", "timezone"), problem))
-    llm = data.get("llm") if isinstance(data.get("llm"), dict) else {}
-    runners = llm.get("runners") if isinstance(llm.get("runners"), list) else []
+    llm = value if isinstance(value := data.get("llm"), dict) else {}
+    runners = value if isinstance(value := llm.get("runners"), list) else []
     seen: set[str] = set()
     for index, runner in enumerate(runners):
-        name = runner.get("name") if isinstance(runner, dict) else None
-        if isinstance(name, str) and name in seen:
+        runner_name = runner.get("name") if isinstance(runner, dict) else None
+        if isinstance(runner_name, str) and runner_name in seen:
             errors.append(
-                (("llm", "runners", index, "name"), f"runner name {name!r} is used twice; names pick a runner")
+                (("llm", "runners", index, "name"), f"runner name {runner_name!r} is used twice; names pick a runner")
             )
-        if isinstance(name, str):
-            seen.add(name)
+        if isinstance(runner_name, str):
+            seen.add(runner_name)
         if isinstance(runner, dict) and runner.get("skill_choice") == "two_step":
             transport = runner.get("tool_transport") or "json"
             if transport != "json":
@@ -89,9 +89,9 @@ def semantic_errors(data: dict) -> list[tuple[tuple, str]]:
             and not (section.get("base_url") and section.get("model"))
         ):
             errors.append((("llm", part), f"enabled but base_url or model is missing (llm.{part} needs both)"))
-    telegram = data.get("telegram") if isinstance(data.get("telegram"), dict) else {}
+    telegram = value if isinstance(value := data.get("telegram"), dict) else {}
     if telegram.get("mode") == "webhook":
-        webhook = telegram.get("webhook") if isinstance(telegram.get("webhook"), dict) else {}
+        webhook = value if isinstance(value := telegram.get("webhook"), dict) else {}
         if not webhook.get("url"):
             errors.append(
                 (

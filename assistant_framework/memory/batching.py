@@ -9,6 +9,7 @@ is retried after a growing pause.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -122,7 +123,7 @@ class IdleBatcher:
         self._pending = []
         for conversation_id, exchanges in batches.items():
             self._submit(
-                lambda c=conversation_id, e=exchanges: self._run(c, e), f"fact extraction for {conversation_id}"
+                functools.partial(self._run, conversation_id, exchanges), f"fact extraction for {conversation_id}"
             )
 
     def _run(self, conversation_id: str, exchanges: list[Exchange]) -> None:

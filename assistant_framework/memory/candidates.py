@@ -104,7 +104,8 @@ def scope_ranges(index: MemoryIndex, scope: Scope) -> list[tuple[int, int]] | No
 def _scope_sql(scope: Scope, conversation: bool = True) -> tuple[str, list]:
     """SQL filter clauses over ``entries e`` for the scope (``conversation=False``: all but
     the conversation filter, for queries already limited to the conversation's rowids)."""
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[object] = []
     if scope.sources:
         parts = []
         for s in scope.sources:
@@ -140,7 +141,13 @@ _SCORE = 10  # the column after _COLUMNS in queries that add a score
 
 def _candidate(row: tuple) -> Candidate:
     """A Candidate from a row of _COLUMNS followed by its score."""
-    return Candidate(*row[:_SCORE], bm25=row[_SCORE])
+    return _from_columns(row, bm25=row[_SCORE])
+
+
+def _from_columns(row: tuple, *, bm25: float = 0.0, score: float = 0.0) -> Candidate:
+    """A Candidate from a row of _COLUMNS (what follows them is not read)."""
+    id_, path, seq, source, ref, time, conversation, role, text, outside = row[:_SCORE]
+    return Candidate(id_, path, seq, source, ref, time, conversation, role, text, outside, bm25=bm25, score=score)
 
 
 def bm25_candidates(
@@ -236,7 +243,7 @@ def _joined(index: MemoryIndex, scored: list[tuple[int, float]]) -> list[Candida
         f"SELECT {_COLUMNS} FROM entries e WHERE e.id IN ({','.join('?' * len(scored))})", tuple(i for i, _ in scored)
     )
     by_id = {row[0]: row for row in rows}
-    return [Candidate(*by_id[i], bm25=score) for i, score in scored if i in by_id]
+    return [_from_columns(by_id[i], bm25=score) for i, score in scored if i in by_id]
 
 
 def slot_shares(counts: dict[int, int], budget: int) -> dict[int, int]:
@@ -374,7 +381,7 @@ def recent_entries(index: MemoryIndex, scope: Scope, limit: int) -> list[Candida
     rows = index.query(
         f"SELECT {_COLUMNS} FROM entries e WHERE 1=1{where} ORDER BY e.ts DESC LIMIT ?", (*params, limit)
     )
-    return [Candidate(*row, score=1.0 / (i + 1)) for i, row in enumerate(rows)]
+    return [_from_columns(row, score=1.0 / (i + 1)) for i, row in enumerate(rows)]
 
 
 def neighbours(index: MemoryIndex, pairs: set[tuple[str, int]]) -> list[Candidate]:

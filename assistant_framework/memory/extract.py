@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..stores.facts import FactStore
 from ..workspace import Workspace
@@ -56,7 +56,7 @@ EXTRACTION_PROMPT = (
 )
 
 
-def extraction_messages(user_text: str, reply: str, earlier: list[tuple[str, str]] = ()) -> list[dict]:
+def extraction_messages(user_text: str, reply: str, earlier: Sequence[tuple[str, str]] = ()) -> list[dict]:
     """The extraction request; ``earlier`` exchanges of the same batch come first."""
     pairs = [*earlier, (user_text, reply)]
     body = "\n\n---\n\n".join(f"User said:\n{u}\n\nAssistant replied:\n{r}" for u, r in pairs)
@@ -66,7 +66,9 @@ def extraction_messages(user_text: str, reply: str, earlier: list[tuple[str, str
     ]
 
 
-def extract_facts(complete: Callable, user_text: str, reply: str, earlier: list[tuple[str, str]] = ()) -> list[dict]:
+def extract_facts(
+    complete: Callable, user_text: str, reply: str, earlier: Sequence[tuple[str, str]] = ()
+) -> list[dict]:
     """Ask the model for facts; [] when it answers nothing usable. Model failures raise."""
     text = call_model(
         complete, extraction_messages(user_text, reply, earlier), json_schema_format("facts", FACTS_SCHEMA)

@@ -80,7 +80,7 @@ class MemoryIndex(IndexDatabase):
         make_private_dirs(self.db_path.parent)
         self.lock = threading.RLock()
         self.readers = ReaderPool(self.db_path)
-        self.moved_aside: str | None = None  # where a broken index file went; the caller refills
+        self.moved_aside = None  # where a broken index file went; the caller refills
         self._skipped: set[str] = set()  # files that could not be read, warned about once
         try:
             self.conn = self._open()
@@ -322,6 +322,7 @@ class MemoryIndex(IndexDatabase):
             elif conversation is not None:
                 conversation = safe_conversation_id(conversation)
             slot = self._slot(conversation, create=True)
+            assert slot is not None  # create=True always gives a slot
             row_id = next_ids.get(slot) or self._next_id("entries", slot)
             next_ids[slot] = row_id + 1
             cur.execute(

@@ -6,9 +6,15 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..workspace.private import make_private_dirs, private_file
 from .readers import ReaderPool
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +44,15 @@ CREATE TABLE IF NOT EXISTS vectors (hash TEXT, model TEXT, vec BLOB, PRIMARY KEY
 class IndexDatabase:
     """The SQLite side of ``MemoryIndex``: it sets ``workspace``, ``db_path``, ``lock``, ``readers``,
     ``conn``, ``moved_aside``, ``_rel`` and ``_file_id`` in its ``__init__``."""
+
+    workspace: Workspace
+    db_path: Path
+    lock: threading.RLock
+    readers: ReaderPool
+    conn: sqlite3.Connection
+    moved_aside: str | None
+    _rel: str
+    _file_id: tuple[int, int] | None
 
     def _identity(self) -> tuple[int, int] | None:
         try:

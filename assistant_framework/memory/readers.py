@@ -14,7 +14,7 @@ import queue
 import sqlite3
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -107,10 +107,12 @@ class ReaderPool:
             first = self.query(*queries[0])  # the caller's own thread takes one
         finally:
             results = [_outcome(future) for future in futures]
+        rows: list[list[tuple]] = [first]
         for result in results:
             if isinstance(result, BaseException):
                 raise result
-        return [first] + results
+            rows.append(result)
+        return rows
 
     def close(self) -> None:
         with self._lock:
@@ -124,7 +126,7 @@ class ReaderPool:
             self._opened.clear()
 
 
-def _outcome(future) -> object:
+def _outcome(future: Future[list[tuple]]) -> list[tuple] | BaseException:
     """A future's result, or the exception it raised (every future is waited for)."""
     try:
         return future.result()

@@ -261,8 +261,8 @@ class MemoryService:
         scope = recall_policy.recall_scope(conversation_id, self.settings, private)
         prefer = self._date_preference(query, None, None, None)
         with self._searching_now():
-            hits = search(self.index, query, scope, want + len(skip), self.ranking, self._similarity, prefer)
-        hits = [h for h in hits if h.ref not in skip and h.score >= settings.min_score]
+            found = search(self.index, query, scope, want + len(skip), self.ranking, self._similarity, prefer)
+        hits = [h for h in found if h.ref not in skip and h.score >= settings.min_score]
         return hits[:want]
 
     def outside_hits(self, hits: list[MemoryHit]) -> list[MemoryHit]:
@@ -324,25 +324,29 @@ class MemoryService:
     def _extract_batch(self, conversation_id: str, exchanges: list[Exchange]) -> None:
         # Untrusted exchanges get their own call, so the owner's facts of the same batch stay unmarked.
         # The owner's go first: an outside fact is then added beside them, never replacing them.
+        complete = self.complete
+        if complete is None:  # the model was taken away (a reload) after the turns were queued
+            return
         for untrusted in (False, True):
             group = [e for e in exchanges if e.untrusted == untrusted]
             if group:
                 pairs = [(e.user_text, e.reply) for e in group]
                 ids = [i for e in group for i in e.turn_ids]
                 extract_batch_and_store(
-                    self.workspace, self.complete, conversation_id, pairs, ids, self.tz, untrusted=untrusted
+                    self.workspace, complete, conversation_id, pairs, ids, self.tz, untrusted=untrusted
                 )
 
     def maintenance(self, now: datetime | None = None) -> None:
         """Write episodes for settled days and refresh the profile when due (runs in the worker)."""
-        if self.complete is None:
+        complete = self.complete
+        if complete is None:
             return
         moment = now or datetime.now(self.tz)
 
         def job() -> None:
-            written = write_settled_episodes(self.workspace, self.complete, self.settings.episodes, moment, self.tz)
+            written = write_settled_episodes(self.workspace, complete, self.settings.episodes, moment, self.tz)
             refreshed = refresh_profile_if_due(
-                self.workspace, self.complete, self.settings.profile, moment, force=bool(written)
+                self.workspace, complete, self.settings.profile, moment, force=bool(written)
             )
             if written or refreshed:
                 self.index.refresh()

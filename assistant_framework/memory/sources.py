@@ -245,15 +245,15 @@ def json_entries(data: bytes, rel: str, source: str, default_time: str | None) -
         return entries
     records = json_records(obj)
     if records is None:
-        entry = record_entry(obj, rel, "all", 1, source, default_time)
-        return [entry] if entry else []
+        whole = record_entry(obj, rel, "all", 1, source, default_time)
+        return [whole] if whole else []
     outer = is_untrusted(obj)  # a one-list object marked as a whole: every record in it is outside
     entries = []
     for i, record in enumerate(records):
-        entry = record_entry(record, rel, f"[{i}]", i + 1, source, default_time)
-        if entry is not None:
-            entry.outside = entry.outside or outer
-            entries.append(entry)
+        made = record_entry(record, rel, f"[{i}]", i + 1, source, default_time)
+        if made is not None:
+            made.outside = made.outside or outer
+            entries.append(made)
     return entries
 
 

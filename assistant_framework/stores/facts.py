@@ -63,7 +63,7 @@ class FactStore:
                 for row in current:
                     if row.get("source") == "user":
                         return row, "kept_user"
-            fact = {
+            fact: dict = {
                 "id": self.file.allocate_id(rows, "f"),
                 "subject": subject,
                 "attribute": attribute,

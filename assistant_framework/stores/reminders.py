@@ -6,6 +6,7 @@ delivering or cancelling it keeps the mark.
 
 from __future__ import annotations
 
+import builtins  # the stores have a list() method: their annotations name the type through builtins
 from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -77,11 +78,11 @@ class ReminderStore:
         ]
         return sorted(rows, key=_sort_key)
 
-    def pending(self) -> list[dict]:
+    def pending(self) -> builtins.list[dict]:
         """Pending reminders of every chat, earliest first."""
         return self.list(status="pending")
 
-    def due(self, now: datetime) -> list[dict]:
+    def due(self, now: datetime) -> builtins.list[dict]:
         """Pending reminders whose moment is ``now`` or earlier (``now`` must be aware)."""
         if now.tzinfo is None:
             raise ValueError(f"reminder check time {now!r} has no timezone")

@@ -6,6 +6,7 @@ completing it keeps the mark, removing the key by hand makes it the owner's.
 
 from __future__ import annotations
 
+import builtins  # the stores have a list() method: their annotations name the type through builtins
 import re
 from datetime import date, datetime
 
@@ -89,7 +90,7 @@ class TaskStore:
             return self.due_or_overdue(today or date.today())
         return [row for row in rows if row.get("status", "open") == status]
 
-    def due_or_overdue(self, today: date) -> list[dict]:
+    def due_or_overdue(self, today: date) -> builtins.list[dict]:
         """Open tasks due on ``today`` or earlier, earliest first."""
         found = [
             (d, row)

@@ -7,6 +7,7 @@ then holds outside text), a routine ``"untrusted": true``. Reads report the mark
 
 from __future__ import annotations
 
+import builtins  # the stores have a list() method: their annotations name the type through builtins
 import re
 
 from ..workspace import Workspace
@@ -148,7 +149,7 @@ class NoteStore:
         title, body, marked = self._parse(rel)
         return {**_mark(marked), "path": rel, "title": title, "body": body}
 
-    def search(self, query: str, limit: int = 10) -> list[dict]:
+    def search(self, query: str, limit: int = 10) -> builtins.list[dict]:
         """Notes containing ``query`` (or all its words), title hits first, with a snippet."""
         words = norm(query).split()
         if not words:

@@ -72,7 +72,7 @@ def column_chart(
         )
     for i, day in enumerate(days):
         x = left + i * col
-        base = top_pad + plot_h
+        base = float(top_pad + plot_h)
         tip = ", ".join(f"{name} {values[i]:g}" for name, values in series)
         parts.append(
             f'<g class="day"><title>{escape(day)}: {escape(tip)}{(" " + escape(unit)) if unit else ""}</title>'

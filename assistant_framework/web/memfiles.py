@@ -274,7 +274,7 @@ def new_note_path(workspace: Workspace, title: str) -> str:
 
 def facts_view(workspace: Workspace) -> list[dict]:
     """Every fact of ``facts/facts.json`` (current first, then superseded), with its file."""
-    out = []
+    out: list[dict] = []
     for rel in list_files(workspace, "facts"):
         try:
             rows = JsonListFile(workspace, rel).load()

@@ -7,7 +7,7 @@ import logging
 import sys
 import threading
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import tornado.netutil
 import tornado.web
@@ -30,9 +30,9 @@ DEFAULT_PORT = WebSettings().port
 
 def make_app(state: WebState) -> tornado.web.Application:
     """Every route; each page has its JSON twin under ``/api``."""
-    s = {"state": state}
-    a = {"state": state, "api": True}
-    routes = [
+    s: dict[str, Any] = {"state": state}
+    a: dict[str, Any] = {"state": state, "api": True}
+    routes: list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]] = [
         (r"/", pages.HomeHandler, s),
         (r"/login", pages.LoginHandler, s),
         (r"/logout", pages.LogoutHandler, s),

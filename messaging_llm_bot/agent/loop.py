@@ -122,13 +122,13 @@ class Agent:
         """(Re)apply a config (and its records, built once by the runtime) and optionally new components; the
         prompt is rebuilt on next use."""
         records = settings if settings is not None else Settings.from_config(config)
-        settings = BotSettings.from_settings(records)
+        bot_settings = BotSettings.from_settings(records)
         try:
-            zone = ZoneInfo(settings.timezone)
+            zone = ZoneInfo(bot_settings.timezone)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"runtime.timezone: unknown IANA time zone {settings.timezone!r}") from None
+            raise ValueError(f"runtime.timezone: unknown IANA time zone {bot_settings.timezone!r}") from None
         self.config = config
-        self.settings = settings
+        self.settings = bot_settings
         self.records = records
         self.policy = records.policy
         self.zone = zone
@@ -136,12 +136,14 @@ class Agent:
         self.collectors = collectors if collectors is not None else self.collectors
         self.llm = llm or self.llm
         runner_keys = [r.api_key for r in self.llm.runners]
-        self.traces = TraceStore(self.workspace, keep=settings.trace_keep, secrets=collect_secrets(config, runner_keys))
+        self.traces = TraceStore(
+            self.workspace, keep=bot_settings.trace_keep, secrets=collect_secrets(config, runner_keys)
+        )
         self.gate = CallGate(self.workspace, records.policy)
         # Summaries of dropped turns wait for the same idle time as fact extraction.
         self.compactor.batcher.idle_seconds = max(0.0, records.memory.extract_idle_seconds)
         self.prompt = PromptBuilder(
-            settings, self.workspace, self.skills, collectors=self.collectors, memory=self.memory
+            bot_settings, self.workspace, self.skills, collectors=self.collectors, memory=self.memory
         )
 
     def drain(self, timeout: float) -> bool:

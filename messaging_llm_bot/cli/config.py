@@ -145,7 +145,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if errors:
         raise ConfigError("\n".join(errors))
     print(f"{args.config}: valid")
-    llm = loaded.data.get("llm") if isinstance(loaded.data.get("llm"), dict) else {}
+    llm = value if isinstance(value := loaded.data.get("llm"), dict) else {}
     if not llm.get("runners") and not llm.get("base_url"):
         # Valid for the memory and web commands, but the bot has nothing to talk to.
         print("note: no llm.runners: the bot needs a model server to start (make setup writes one)")

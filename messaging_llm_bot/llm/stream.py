@@ -74,7 +74,7 @@ class StreamAssembler:
     def feed(self, chunk: dict, runner: str, base_url: str) -> str:
         """Take one decoded chunk; returns the content delta. A chunk with `error` raises."""
         self.chunks += 1
-        choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else []
+        choices = value if isinstance(value := chunk.get("choices"), list) else []
         # OpenRouter also puts an error that ends the answer on its choice (finish_reason "error").
         error = chunk.get("error") or next(
             (c["error"] for c in choices if isinstance(c, dict) and c.get("error")), None

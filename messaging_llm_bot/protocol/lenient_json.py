@@ -131,7 +131,8 @@ _COMPLETE_STRING_PART_RE = re.compile(r'[^"\\]*(?:(?:\\["\\/bfnrt]|\\u[0-9a-fA-F
 
 def decode_partial_string(s: str) -> str:
     """Decode the start of a JSON string body (no opening quote), stopping before any unfinished escape."""
-    done = _COMPLETE_STRING_PART_RE.match(s).group()
+    match = _COMPLETE_STRING_PART_RE.match(s)
+    done = match.group() if match else ""  # the pattern matches any text (all its parts are optional)
     try:
         decoded = json.loads('"' + done + '"', strict=False)
     except ValueError:

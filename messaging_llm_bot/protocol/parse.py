@@ -44,7 +44,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Collection
+from typing import Collection, TypeGuard
 
 from messaging_llm_bot.protocol.framing import quoted_calls
 from messaging_llm_bot.protocol.lenient_json import (
@@ -113,7 +113,7 @@ def _args_from(name: str, value: object) -> tuple[dict, str | None, list[str]]:
     return {}, f"args for skill '{name}' must be a JSON object, got {type(value).__name__}", []
 
 
-def _is_name(value: object) -> bool:
+def _is_name(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and _NAME_RE.fullmatch(value) is not None
 
 
@@ -188,9 +188,10 @@ def _legacy_call(value: dict, known: Collection[str], raw: str) -> tuple[list[Sk
         return None
     # "done" told the old loop whether more calls follow; here the next round decides.
     results = [_call_from_dict({k: v for k, v in b.items() if k != "done"}, known, raw) for b in bodies]
-    if not all(results):
+    found = [r for r in results if r is not None]
+    if len(found) != len(results):
         return None
-    return [r[0] for r in results], ["skill_call"] + [lab for r in results for lab in r[1]]
+    return [r[0] for r in found], ["skill_call"] + [lab for r in found for lab in r[1]]
 
 
 def calls_from_value(value: object, known: Collection[str], raw: str) -> tuple[list[SkillCall], list[str]]:
@@ -207,8 +208,9 @@ def calls_from_value(value: object, known: Collection[str], raw: str) -> tuple[l
         return ([one[0]], one[1]) if one else ([], [])
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         results = [_call_from_dict(v, known, json.dumps(v, ensure_ascii=False)) for v in value]
-        if all(results):
-            return [r[0] for r in results], ["list"] + [lab for r in results for lab in r[1]]
+        found = [r for r in results if r is not None]
+        if len(found) == len(results):
+            return [r[0] for r in found], ["list"] + [lab for r in found for lab in r[1]]
     return [], []
 
 
