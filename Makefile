@@ -34,10 +34,12 @@ test: $(STAMP)
 	# worker: some files share one browser or server across tests that build on each other.
 	$(PY) -m pytest -n 3 --dist loadfile
 
-# ruff (format and lint) over the whole tree; settings in pyproject.toml.
+# ruff (format and lint) and mypy (types) over the whole tree; settings in pyproject.toml. mypy keeps its
+# cache in .mypy_cache (a warm run takes about a second).
 lint: $(STAMP)
 	$(VENV)/bin/ruff format --check --quiet .
 	$(VENV)/bin/ruff check --quiet .
+	$(VENV)/bin/mypy
 
 # The real model server (llama-cpp-python, built from source with a portable instruction set: a
 # build for the CPU's native set crashed on the first request on the CI machines) and the model
@@ -57,4 +59,4 @@ test-model: model-server
 	ASSISTANT_MODEL_TESTS=1 $(PY) -m pytest -m model -p no:cacheprovider -q
 
 clean:
-	rm -rf $(VENV) .pytest_cache .cache
+	rm -rf $(VENV) .pytest_cache .cache .mypy_cache

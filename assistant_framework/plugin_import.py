@@ -14,7 +14,7 @@ import sys
 import threading
 import types
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 
 class PluginImportError(ImportError):
@@ -104,13 +104,3 @@ class LoadOnce:
             if not self.done:
                 self._load()
                 self.done = True
-
-
-def loaded_attribute(name: str, doc: str) -> property:
-    """A manager attribute kept in ``_<name>`` and read only after ``ensure_loaded()``."""
-
-    def get(self: Any) -> Any:
-        self.ensure_loaded()
-        return getattr(self, "_" + name)
-
-    return property(get, doc=doc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta, tzinfo
 
 
-def parse_moment(value: str, tz: tzinfo) -> date | datetime | None:
+def parse_moment(value: object, tz: tzinfo) -> date | datetime | None:
     """A ``YYYY-MM-DD`` date or an ISO date-time in ``tz`` (floating times are local); None if unreadable."""
     text = str(value or "")
     if not text:

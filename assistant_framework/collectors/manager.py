@@ -21,7 +21,7 @@ from assistant_framework.collectors.loader import (
 from assistant_framework.collectors.state import load_state
 from assistant_framework.config.settings import RuntimeSettings
 from assistant_framework.config.settings.fields import read_record
-from assistant_framework.plugin_import import LoadOnce, loaded_attribute
+from assistant_framework.plugin_import import LoadOnce
 from assistant_framework.workspace import Workspace
 
 #: The repository's ``collectors/`` folder (next to the package).
@@ -68,8 +68,17 @@ class CollectorManager:
             manager.load()
         return manager
 
-    collectors = loaded_attribute("collectors", "The loaded collectors by name (loaded first if loading was deferred).")
-    errors = loaded_attribute("errors", "Collector folders that failed to load, with why.")
+    @property
+    def collectors(self) -> dict[str, Collector]:
+        """The loaded collectors by name (loaded first if loading was deferred)."""
+        self.ensure_loaded()
+        return self._collectors
+
+    @property
+    def errors(self) -> list[CollectorLoadError]:
+        """Collector folders that failed to load, with why."""
+        self.ensure_loaded()
+        return self._errors
 
     def ensure_loaded(self) -> None:
         """Load now unless already loaded; a caller that arrives during a load waits for it."""
@@ -178,7 +187,7 @@ class CollectorManager:
                     "failing_sources": 0,
                 }
             )
-        rows.sort(key=lambda r: r["name"])
+        rows.sort(key=lambda r: str(r["name"]))
         return rows
 
 

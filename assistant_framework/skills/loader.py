@@ -95,8 +95,8 @@ def first_fenced_block(text: str) -> str | None:
     return None
 
 
-def readme_schema(sections: dict[str, str], readme: Path) -> dict | None:
-    """The JSON schema under ``## Args schema``, or None when the README has none."""
+def readme_schema(sections: dict[str, str], readme: Path) -> object:
+    """The JSON value under ``## Args schema`` (check_schema checks it), or None when the README has none."""
     body = sections.get("args schema")
     if body is None:
         return None

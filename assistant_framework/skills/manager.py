@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Collection, Sequence
 
 from assistant_framework.config.settings import RuntimeSettings, Settings
-from assistant_framework.plugin_import import LoadOnce, loaded_attribute
+from assistant_framework.plugin_import import LoadOnce
 from assistant_framework.skills.loader import (
     Skill,
     SkillDefinitionError,
@@ -163,8 +163,17 @@ class SkillManager:
 
     # -- loading ---------------------------------------------------------------
 
-    skills = loaded_attribute("skills", "The loaded skills by name (loaded first if loading was deferred).")
-    errors = loaded_attribute("errors", "Skill folders that failed to load, with why.")
+    @property
+    def skills(self) -> dict[str, Skill]:
+        """The loaded skills by name (loaded first if loading was deferred)."""
+        self.ensure_loaded()
+        return self._skills
+
+    @property
+    def errors(self) -> list[SkillLoadError]:
+        """Skill folders that failed to load, with why."""
+        self.ensure_loaded()
+        return self._errors
 
     def ensure_loaded(self) -> None:
         """Load now unless already loaded; a caller that arrives during a load waits for it."""

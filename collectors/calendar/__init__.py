@@ -166,6 +166,7 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
             report[name] = {"ok": False, "error": message}
             events.extend(_last_known(workspace, name, previous, today))
             continue
+        assert result is not None  # fetch_all gives a result when there is no error
         found, skipped = result.records, result.skipped
         for bad in skipped:
             errors.append(f"calendar {_label(source)}: event {bad.uid or '(no UID)'} skipped: {bad.reason}")
@@ -218,7 +219,8 @@ def _in(event: object, cut: set[tuple[str, str]]) -> bool:
 def _last_known(workspace, name: str, previous: list, today: str) -> list[dict]:
     """A failed source's events from its last good run (its own file, else events.json), still current."""
     saved = workspace.read_json(f"{SOURCES}/{_file_name(name)}.json", default=None)
-    known = saved.get("events") if isinstance(saved, dict) and isinstance(saved.get("events"), list) else previous
+    known = saved.get("events") if isinstance(saved, dict) else None
+    known = known if isinstance(known, list) else previous
     return [
         e for e in known if isinstance(e, dict) and e.get("calendar") == name and str(e.get("end", ""))[:10] >= today
     ]

@@ -307,8 +307,11 @@ def _entering(event: dict, until: datetime | None) -> bool:
 
 def _ahead(event: dict, now: datetime | None, until: datetime | None) -> bool:
     """Whether an occurrence has not ended by ``now`` and starts before ``until`` (unparseable: no)."""
+    anchor = now or until
+    if anchor is None:
+        return False
     try:
-        start, end = (_as_datetime(str(event.get(k, "")), (now or until).tzinfo) for k in ("start", "end"))
+        start, end = (_as_datetime(str(event.get(k, "")), anchor.tzinfo) for k in ("start", "end"))
     except (ValueError, AttributeError):
         return False
     return (now is None or end > now) and (until is None or start < until)

@@ -37,8 +37,9 @@ def _line(event: dict, day: date, tz: ZoneInfo) -> str:
     else:
         begin = parse_moment(event["start"], tz)
         end = parse_moment(event.get("end", ""), tz) or begin
-        starts = begin.strftime("%H:%M") if begin.date() == day else "00:00"
-        ends = end.strftime("%H:%M") if end.date() == day else "24:00"
+        # A time that does not read as a date-time (a bare date) spans the whole day.
+        starts = begin.strftime("%H:%M") if isinstance(begin, datetime) and begin.date() == day else "00:00"
+        ends = end.strftime("%H:%M") if isinstance(end, datetime) and end.date() == day else "24:00"
         when = "all day" if (starts, ends) == ("00:00", "24:00") else f"{starts}–{ends}"
     extra = f" ({event['location']})" if event.get("location") else ""
     cal = f" [{event['calendar']}]" if event.get("calendar") else ""

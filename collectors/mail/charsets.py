@@ -15,10 +15,7 @@ import re
 from dataclasses import dataclass
 from email import quoprimime
 
-try:  # a runtime dependency; without it detection is skipped, never fatal
-    import chardet
-except ImportError:  # pragma: no cover - exercised only without the dependency
-    chardet = None
+import chardet  # a dependency of the package (pyproject.toml)
 
 # Labels that mail software uses for text that is really in a bigger charset.
 SUPERSETS = {
@@ -67,7 +64,7 @@ def decode_bytes(data: bytes, declared: str | None = None) -> Decoded:
             return Decoded(data.decode(charset), charset)
         except (UnicodeDecodeError, LookupError):
             continue
-    detected = _normal((chardet.detect(data[:65536]) or {}).get("encoding")) if chardet is not None else ""
+    detected = _normal((chardet.detect(data[:65536]) or {}).get("encoding"))
     if detected:
         for charset in [detected, *SUPERSETS.get(detected, [])]:
             try:

@@ -122,7 +122,7 @@ def fetch_new(conn: imaplib.IMAP4, folder: str, cursor: dict, limit: int) -> Fol
     uidvalidity = int(conn.response("UIDVALIDITY")[1][0])
     reset = cursor.get("uidvalidity") not in (None, uidvalidity)
     last_uid = 0 if reset else int(cursor.get("last_uid", 0))
-    status, data = conn.uid("SEARCH", None, f"UID {last_uid + 1}:*")
+    status, data = conn.uid("SEARCH", f"UID {last_uid + 1}:*")
     if status != "OK":
         raise LookupError(f"IMAP folder {folder!r}: UID SEARCH failed: {_text(data)}")
     # "n:*" always matches the highest UID even when it is below n, so filter.

@@ -19,7 +19,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f]")
 
 
 def parse(raw: bytes) -> EmailMessage:
-    return email.message_from_bytes(raw, policy=email.policy.default)  # type: ignore[return-value]
+    return email.message_from_bytes(raw, policy=email.policy.default)
 
 
 def message_date(msg: EmailMessage, tz: ZoneInfo, fallback: datetime | None = None) -> datetime | None:

@@ -119,6 +119,7 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
             }
             workspace.write_json(f"{BASE}/feeds.json", status)
             continue
+        assert result is not None  # fetch_all gives a result when there is no error
         items, state, info = result
         seen = set(state.get("seen", []))
         fresh = []

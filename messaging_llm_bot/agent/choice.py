@@ -17,12 +17,15 @@ import json
 import re
 import sqlite3
 from dataclasses import dataclass
-from typing import Collection
+from typing import TYPE_CHECKING, Collection
 
 from assistant_framework.memory.candidates import or_terms, query_terms
 from messaging_llm_bot.agent.prompt import without_examples
 from messaging_llm_bot.llm.structured import REPLY_SCHEMA, args_grammar, choice_schema, schema_key
 from messaging_llm_bot.protocol import ARGS_KEYS, ParsedOutput, SkillCall, args_request, loads_lenient, strip_think
+
+if TYPE_CHECKING:
+    from assistant_framework.skills import SkillManager
 
 #: ``auto`` chooses two_step up to this size (billions of parameters, read from the model's name):
 #: measured on SmolLM2-135M only (docs/eval.md); larger small models are unmeasured here.
@@ -72,7 +75,7 @@ def call_from_args(skill: str, text: str) -> SkillCall:
     decoded = loads_lenient(body.strip())
     value = decoded[0] if decoded is not None else None
     if isinstance(value, dict) and value.get("skill") == skill:
-        inner = next((value[k] for k in ARGS_KEYS if k in value), {})
+        inner: object = next((value[k] for k in ARGS_KEYS if k in value), {})
         value = inner if isinstance(inner, dict) else value
     if not isinstance(value, dict):
         error = f"the arguments for '{skill}' were not one JSON object: {body.strip()[:80]!r}"
@@ -111,7 +114,7 @@ class ChoiceFormats:
     def __init__(self) -> None:
         self._cache: tuple[str, list[tuple[str, str]], dict[str, tuple[str, dict]]] | None = None
 
-    def _formats(self, skills) -> tuple[list[tuple[str, str]], dict[str, tuple[str, dict]]]:
+    def _formats(self, skills: SkillManager) -> tuple[list[tuple[str, str]], dict[str, tuple[str, dict]]]:
         loaded = [s for s in (skills.get(name) for name in skills.names()) if s is not None]
         key = schema_key((s.name, s.description, s.args_schema) for s in loaded)
         cache = self._cache
@@ -126,7 +129,7 @@ class ChoiceFormats:
             cache = self._cache = (key, docs, args)  # one assignment: thread-safe
         return cache[1], cache[2]
 
-    def choice(self, skills, text: str, offered: list[str] | None = None) -> dict:
+    def choice(self, skills: SkillManager, text: str, offered: list[str] | None = None) -> dict:
         """The schema of a round's first answer to the user's ``text``: one of the ``offered`` skills
         it matches (``shortlist``), or a reply; only a reply when it matches none. The prompt lists
         every skill, so it stays byte-stable; only the grammar narrows."""
@@ -134,7 +137,7 @@ class ChoiceFormats:
         names = shortlist(text, docs)
         return choice_schema(names) if names else REPLY_SCHEMA
 
-    def args_step(self, skills, choice_text: str, skill: str) -> ArgsStep:
+    def args_step(self, skills: SkillManager, choice_text: str, skill: str) -> ArgsStep:
         """The messages and schema asking for ``skill``'s arguments after the answer ``choice_text``."""
         request, schema = self._formats(skills)[1][skill]
         return ArgsStep([{"role": "assistant", "content": choice_text}, {"role": "user", "content": request}], schema)

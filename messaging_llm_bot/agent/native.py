@@ -5,11 +5,16 @@ request can go out either way (the model client picks per runner, llm/client.py)
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Sequence
 
 from messaging_llm_bot.llm.structured import protocol_schema, schema_key
 from messaging_llm_bot.llm.tools import ToolCall, assistant_message, result_message, tool_name, tool_specs
 from messaging_llm_bot.protocol import SkillCall
 from messaging_llm_bot.protocol.parse import calls_from_value
+
+if TYPE_CHECKING:
+    from assistant_framework.skills import SkillManager
+    from messaging_llm_bot.llm.runners import RunnerConfig
 
 
 def skill_calls(tool_calls: list[ToolCall], names: list[str]) -> list[SkillCall]:
@@ -86,7 +91,9 @@ class SkillFormats:
     def __init__(self) -> None:
         self._cache: dict[str, tuple[dict, list[dict]]] = {}
 
-    def get(self, skills, runners, names: list[str] | None = None) -> tuple[dict, list[dict] | None]:
+    def get(
+        self, skills: SkillManager, runners: Sequence[RunnerConfig], names: list[str] | None = None
+    ) -> tuple[dict, list[dict] | None]:
         """(schema, tool specs or None when no runner sends native tools) for ``names`` (default: all)."""
         offered = skills.names() if names is None else names
         loaded = [skills.get(name) for name in offered]

@@ -66,7 +66,7 @@ class OneLineRedactingFormatter(logging.Formatter):
 class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     """The bot's log in the workspace, created 0600 (at every rollover too) whatever the umask."""
 
-    def _open(self):  # type: ignore[no-untyped-def]
+    def _open(self):
         return open(  # noqa: SIM115 - the handler owns and closes the stream
             self.baseFilename, self.mode, encoding=self.encoding, errors=self.errors, opener=_private_opener
         )

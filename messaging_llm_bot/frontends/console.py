@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from assistant_framework.inbox import Inbox
@@ -115,6 +116,7 @@ def answer_durably(
         return answer(runtime, text, progress=progress), None
     try:
         item = inbox.accept(f"console:{time.time_ns()}", CONVERSATION_ID, {"text": text})
+        assert item is not None  # a new id each time: never a re-delivery
     except OSError as err:
         from messaging_llm_bot.frontends.telegram.turn import storage_error_text  # the same wording as in Telegram
 
@@ -125,6 +127,15 @@ def answer_durably(
     except OSError:
         pass  # the reply is printed right after; only a crash in between would ask the model again
     return reply, item.item_id
+
+
+@dataclass
+class _Question:
+    """A confirmation the worker thread waits on; the main thread answers it."""
+
+    request: dict
+    answer: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
 
 
 def answer_stoppably(
@@ -144,13 +155,13 @@ def answer_stoppably(
     box: dict = {}
     # An Event, not Thread.join: a join interrupted by Ctrl-C can leave is_alive() False while the thread runs.
     finished = threading.Event()
-    questions: queue.Queue = queue.Queue()
+    questions: queue.Queue[_Question] = queue.Queue()
 
     def approve_from_worker(request: dict) -> bool:
-        slot = {"request": request, "answer": False, "done": threading.Event()}
-        questions.put(slot)
-        slot["done"].wait()
-        return slot["answer"]
+        question = _Question(request)
+        questions.put(question)
+        question.done.wait()
+        return question.answer
 
     def work() -> None:
         try:
@@ -173,14 +184,14 @@ def answer_stoppably(
     while not finished.is_set():
         try:
             try:
-                slot = questions.get(timeout=0.1)
+                question = questions.get(timeout=0.1)
             except queue.Empty:
-                slot = None
-            if slot is not None:
+                question = None
+            if question is not None and ask is not None:  # only asked for when there is an ask
                 try:
-                    slot["answer"] = bool(ask(slot["request"])) and not stopping
+                    question.answer = bool(ask(question.request)) and not stopping
                 finally:
-                    slot["done"].set()  # answered, or declined by a Ctrl-C at the question
+                    question.done.set()  # answered, or declined by a Ctrl-C at the question
             if stopping:
                 runtime.agent.stop(CONVERSATION_ID)  # again: the turn may not have started when Ctrl-C came
         except KeyboardInterrupt as exc:

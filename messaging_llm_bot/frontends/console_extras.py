@@ -3,11 +3,13 @@ delivered in the terminal while it runs."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
+from types import ModuleType
 from typing import Callable, TextIO
 
 from assistant_framework.workspace.private import make_private_dirs, private_file
@@ -51,10 +53,10 @@ def line_reader(
     """(read one line, or "" at EOF; save the history). With a real terminal, ``input()`` under
     readline gives arrow-key editing and Up/Down history, kept in ``history`` across runs."""
     encoding = _tolerate_bad_bytes(stdin)
-    readline = None
+    readline: ModuleType | None = None
     if interactive and stdin is sys.stdin and stdout is sys.stdout:
         try:
-            import readline  # noqa: F401 - importing it is what makes input() editable
+            readline = importlib.import_module("readline")  # importing it is what makes input() editable
         except ImportError:  # pragma: no cover - Python built without readline (e.g. Windows)
             readline = None
     if readline is None:

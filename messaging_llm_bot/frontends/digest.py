@@ -151,7 +151,7 @@ def _calendar(workspace: Workspace, today: date, tz: ZoneInfo) -> str:
             continue
         if all_day:
             clock = "all day"
-        elif start.date() == today:
+        elif isinstance(start, datetime) and start.date() == today:
             clock = start.strftime("%H:%M")
         elif isinstance(end, datetime) and end.date() == today:
             clock = f"until {end.strftime('%H:%M')}"

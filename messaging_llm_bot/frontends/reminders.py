@@ -27,7 +27,7 @@ LATE_AFTER = timedelta(seconds=90)
 JOB_PREFIX = "reminder:"
 
 #: Sends a reminder: True when it arrived, False to try again at the next poll; raises DeliveryRefused.
-SendFn = Callable[[int | None, str], Awaitable[bool]]
+SendFn = Callable[[int | str | None, str], Awaitable[bool]]
 
 
 class DeliveryRefused(Exception):

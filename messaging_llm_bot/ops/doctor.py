@@ -79,6 +79,7 @@ def check_config(ctx: Context) -> list[Check]:
                 f"fix the file and key named, then `assistant config validate --config {ctx.config_path}`",
             )
         ]
+    assert loaded is not None  # no errors: the config loaded
     ctx.config = loaded.data
     local = ctx.config_path / "local"
     where = f" (with your settings in {local})" if local.is_dir() else ""

@@ -137,6 +137,8 @@ def decode_partial_string(s: str) -> str:
         decoded = json.loads('"' + done + '"', strict=False)
     except ValueError:
         return ""
+    if not isinstance(decoded, str):  # a string body always decodes to a string
+        return ""
     if decoded and 0xD800 <= ord(decoded[-1]) <= 0xDBFF:  # its surrogate pair is still on the way
         decoded = decoded[:-1]
     return decoded

@@ -237,8 +237,9 @@ def _reply_as_text(reply: object) -> str:
         return ""
     if isinstance(reply, list) and all(isinstance(item, (str, int, float)) for item in reply):
         return "\n".join(f"- {item}" for item in reply)
-    if isinstance(reply, dict) and len(reply) == 1 and isinstance(next(iter(reply.values())), str):
-        return next(iter(reply.values()))
+    only = next(iter(reply.values())) if isinstance(reply, dict) and len(reply) == 1 else None
+    if isinstance(only, str):
+        return only
     return reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
 
 

@@ -50,8 +50,8 @@ def run(workspace: Workspace, args: dict, context=None):
             raise ValueError(f"{exc.args[0]}; list or lookup the facts to see their ids") from None
         first = next(r for r in removed if str(r.get("id")) == str(args["id"]))
         older = f" and {len(removed) - 1} older value(s)" if len(removed) > 1 else ""
-        fact = f"{first['subject']} / {first['attribute']} = {first['value']}"
-        return f"forgot fact {args['id']}: {fact}{older} (removed from {FACTS_FILE})"
+        forgotten = f"{first['subject']} / {first['attribute']} = {first['value']}"
+        return f"forgot fact {args['id']}: {forgotten}{older} (removed from {FACTS_FILE})"
     if args["action"] == "list":
         found = store.lookup(args.get("subject"))
     else:

@@ -34,11 +34,11 @@ def run(workspace: Workspace, args: dict, context=None):
         saved = store.add(args["title"], args.get("body", ""), untrusted=untrusted)
         return f"saved note {saved['title']!r} to {saved['path']}{f' ({MARKED})' if untrusted else ''}"
     if action == "search":
-        query = args.get("query") or args.get("title")
+        query = str(args.get("query") or args.get("title") or "")
         need({"query": query}, action, "query")
         return store.search(query) or f"no note matches {query!r}"
     if action == "read":
-        name = args.get("title") or args.get("query")
+        name = str(args.get("title") or args.get("query") or "")
         need({"title": name}, action, "title")
         return store.read(name)
     return store.list() or "no notes yet"

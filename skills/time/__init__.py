@@ -35,7 +35,7 @@ def run(workspace: Workspace, args: dict, context=None):
             "timezone": str(now.tzinfo),
             "utc_offset": now.strftime("%z"),
         }
-    base = _date(args.get("date")) if args.get("date") else today
+    base = _date(str(args["date"])) if args.get("date") else today
     if action == "add":
         try:
             result = base + timedelta(days=args.get("days", 0), weeks=args.get("weeks", 0))

@@ -7,6 +7,7 @@ import json
 import re
 import socket
 from email.message import Message
+from email.utils import collapse_rfc2231_value
 from urllib.parse import urljoin
 
 import chardet
@@ -178,9 +179,9 @@ def decode(body: bytes, content_type: str | None, html: bool = False) -> str:
         match = _META_CHARSET.search(body[:4096])
         labels.append(match.group(1).decode("ascii") if match else None)
     for label in labels:
-        codec = _codec(label)
-        if codec:
-            return body.decode(codec, errors="replace")
+        found = _codec(label)
+        if found:
+            return body.decode(found, errors="replace")
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -206,7 +207,9 @@ def _header_charset(content_type: str | None) -> str | None:
         return None
     header = Message()
     header["content-type"] = content_type
-    return header.get_param("charset")
+    charset = header.get_param("charset")
+    # An RFC 2231 parameter comes as a (charset, language, value) triple.
+    return collapse_rfc2231_value(charset) if isinstance(charset, tuple) else charset
 
 
 def _read_capped(response: requests.Response, deadline: Deadline) -> tuple[bytes, bool]:

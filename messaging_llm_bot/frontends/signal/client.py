@@ -55,7 +55,7 @@ class SignalRpcError(RuntimeError):
         """The types of the send results signal-cli put in ``data`` (``UNREGISTERED_FAILURE``...), if any."""
         response = self.data.get("response") if isinstance(self.data, dict) else None
         results = response.get("results") if isinstance(response, dict) else None
-        return {r.get("type") for r in results if isinstance(r, dict)} if isinstance(results, list) else set()
+        return {str(r.get("type")) for r in results if isinstance(r, dict)} if isinstance(results, list) else set()
 
 
 def unwrap_event(obj: Any) -> dict | None:

@@ -80,7 +80,7 @@ def styles_of(entities: list[dict]) -> list[str]:
     """Signal ``textStyle`` strings for the entities that have a Signal style."""
     out = []
     for ent in entities:
-        style = STYLE_OF.get(ent.get("type"))
+        style = STYLE_OF.get(str(ent.get("type")))
         if style and ent["length"] > 0:
             item = f"{ent['offset']}:{ent['length']}:{style}"
             if item not in out:

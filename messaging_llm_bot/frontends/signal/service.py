@@ -21,7 +21,7 @@ import threading
 from collections.abc import Coroutine, Sequence
 from datetime import datetime
 from datetime import time as dtime
-from typing import Any
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 import filelock
@@ -54,6 +54,8 @@ from messaging_llm_bot.frontends.signal.turn import Outage, TurnRunner, send_par
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 LOCK_FILE = "state/signal.lock"
 REFUSED_LOG = "state/signal/refused.log"
 REMINDER_POLL_SECONDS = 30.0
@@ -84,9 +86,9 @@ class SignalService:
         self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
         self.ready = threading.Event()
         self.stopped = threading.Event()
-        self.client: SignalClient | None = None
-        self.turns: TurnRunner | None = None
-        self.inbox: Inbox | None = None
+        self._client: SignalClient | None = None
+        self._turns: TurnRunner | None = None
+        self._inbox: Inbox | None = None
         self.outage = Outage(self.settings.base_url)
         self.storage = StorageOutage("signal")  # the inbox cannot store: the stream waits, the message is held
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -98,6 +100,19 @@ class SignalService:
         self._tasks: set[asyncio.Task] = set()
         self._refused: set[str] = set()
         self._connected_once = False
+
+    # The parts made when the service starts (``_main``); the event handlers run only after that.
+    @property
+    def client(self) -> SignalClient:
+        return _started(self._client)
+
+    @property
+    def inbox(self) -> Inbox:
+        return _started(self._inbox)
+
+    @property
+    def turns(self) -> TurnRunner:
+        return _started(self._turns)
 
     @property
     def settings(self) -> SignalSettings:
@@ -171,11 +186,11 @@ class SignalService:
         if self._stop is None:
             return
         if self._stopping:  # a second Ctrl-C / SIGTERM: do not wait any longer
-            if self.turns is not None:
-                self.turns.cancel_all()
+            if self._turns is not None:
+                self._turns.cancel_all()
             return
         self._stopping = True
-        running = self.turns.active if self.turns is not None else 0
+        running = self._turns.active if self._turns is not None else 0
         log.info(
             "signal: %s: stopping; waiting up to %.0f s for %d turn(s) in flight; messages not yet "
             "answered stay in the inbox",
@@ -183,9 +198,9 @@ class SignalService:
             self.shutdown_timeout,
             running,
         )
-        if self.turns is not None:
-            self.turns.stopping = True
-            self.turns.stop_event.set()
+        if self._turns is not None:
+            self._turns.stopping = True
+            self._turns.stop_event.set()
         self._stop.set()
 
     async def _main(self) -> None:
@@ -195,12 +210,12 @@ class SignalService:
                 asyncio.get_running_loop().add_signal_handler(sig, self.begin_shutdown, signal.Signals(sig).name)
             except (NotImplementedError, RuntimeError, ValueError) as err:
                 log.warning("signal: cannot handle signal %s (%s); stop with stop()", sig, err)
-        self.client = SignalClient(self.settings.base_url, self.settings.account)
-        self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
+        self._client = client = SignalClient(self.settings.base_url, self.settings.account)
+        self._inbox = inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
         self.identities = await asyncio.to_thread(Identities, self.runtime.workspace)
-        self.approvals = Approvals(self.client)
-        self.turns = TurnRunner(
-            self.runtime, self.inbox, self.client, lambda: self.settings, self.outage, self.identities, self.approvals
+        self.approvals = Approvals(client)
+        self._turns = turns = TurnRunner(
+            self.runtime, inbox, client, lambda: self.settings, self.outage, self.identities, self.approvals
         )
         self._refused = set(await asyncio.to_thread(self._load_refused))
         if not self.settings.allowed:
@@ -243,21 +258,21 @@ class SignalService:
             await asyncio.gather(consumer, return_exceptions=True)
             if not self._stopping:  # a second call would count as a second Ctrl-C and cancel the turns at once
                 self.begin_shutdown()
-            if not await self.turns.wait_idle(self.shutdown_timeout):
-                cancelled = self.turns.cancel_all()
+            if not await turns.wait_idle(self.shutdown_timeout):
+                cancelled = turns.cancel_all()
                 log.warning(
                     "signal: %d turn(s) did not finish within %.0f s; their messages stay in the inbox "
                     "and are answered at the next start",
                     cancelled,
                     self.shutdown_timeout,
                 )
-                await self.turns.wait_idle(1.0)
+                await turns.wait_idle(1.0)
             for task in list(self._tasks):  # turns still waiting for their chat: their items stay pending
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
             await jobs.stop()
-            await self.client.close()
-            self.turns.pool.shutdown()
+            await client.close()
+            turns.pool.shutdown()
 
     # -- the event stream ---------------------------------------------------------
 
@@ -293,8 +308,9 @@ class SignalService:
                 delay = min(delay * 2, self.backoff_max)
 
     async def _sleep(self, seconds: float) -> None:
+        stop = _started(self._stop)
         try:
-            await asyncio.wait_for(self._stop.wait(), seconds)
+            await asyncio.wait_for(stop.wait(), seconds)
         except asyncio.TimeoutError:
             pass
 
@@ -469,9 +485,10 @@ class SignalService:
         else:
             # The same owner-only rule as Telegram (assistant_framework.access): /now, /reload, /stats and
             # /status details only in the owner's own direct chat.
-            reply = await asyncio.to_thread(texts.run_command, self.runtime, conversation, text, owner_data=owner_chat)
-            if reply is None:
-                reply = f"Unknown command /{name}. /help lists what I understand."
+            answered = await asyncio.to_thread(
+                texts.run_command, self.runtime, conversation, text, owner_data=owner_chat
+            )
+            reply = answered if answered is not None else f"Unknown command /{name}. /help lists what I understand."
         await self._say(msg, reply)
 
     # -- outgoing notices -----------------------------------------------------------
@@ -528,3 +545,9 @@ class SignalService:
 def run_signal(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:
     """Run the Signal frontend for ``runtime`` until interrupted; returns an exit code."""
     return SignalService(runtime, stop_signals=stop_signals).run()
+
+
+def _started(part: T | None) -> T:
+    if part is None:
+        raise RuntimeError("the Signal frontend is not started")
+    return part

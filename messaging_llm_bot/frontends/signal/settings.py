@@ -144,9 +144,9 @@ def parse_event(obj: dict) -> SignalMessage | None:
     group = data.get("groupInfo") or {}
     return SignalMessage(
         number=env.get("sourceNumber") or (env.get("source") if E164_RE.match(str(env.get("source") or "")) else None),
-        uuid=normalize_id(env.get("sourceUuid")) if env.get("sourceUuid") else None,
+        uuid=normalize_id(str(env["sourceUuid"])) if env.get("sourceUuid") else None,
         name=str(env.get("sourceName") or ""),
-        timestamp=int(data.get("timestamp") or env.get("timestamp")),
+        timestamp=int(data.get("timestamp") or env["timestamp"]),
         text=text,
         group_id=group.get("groupId") if isinstance(group, dict) else None,
         attachments=attachments,

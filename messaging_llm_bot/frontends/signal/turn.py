@@ -230,8 +230,9 @@ class TurnRunner:
             today = datetime.now(ZoneInfo(self.settings.timezone)).date()
             results = await media.save_attachments(self.client, self.runtime.workspace, msg, today)
             saved = [r for r in results if not isinstance(r, str)]
+            reasons = [r for r in results if isinstance(r, str)]
             if not saved:
-                return results[0]  # why the file could not be fetched
+                return reasons[0]  # why the file could not be fetched
             failed = [f"[Attachment] Another file could not be fetched: {r}" for r in results if isinstance(r, str)]
             text, untrusted = "\n\n".join([attachment_prompt(s) for s in saved] + failed), True
         elif kind == "voice":

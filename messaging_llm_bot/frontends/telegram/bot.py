@@ -85,7 +85,10 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
         self.frontend = frontend
 
     async def do_process_update(self, update: object, coroutine: Any) -> None:
-        chat = update.effective_chat if isinstance(update, Update) else None
+        if not isinstance(update, Update):
+            await coroutine
+            return
+        chat = update.effective_chat
         # Button presses skip the queue: a turn may be waiting for one (confirmations); so does /stop,
         # which is about the turn the queue is waiting for; and what the gate drops at once, taking no
         # place in a chat's queue: a stranger's update, an update delivered again (answered already).
@@ -328,7 +331,7 @@ class TelegramService:
                 ok = False
         return ok
 
-    async def send_reminder(self, chat_id: int | str, text: str) -> bool:
+    async def send_reminder(self, chat_id: int | str | None, text: str) -> bool:
         """Send a reminder to its chat: True when it arrived, False to try again later (network, 429, 5xx);
         DeliveryRefused when Telegram refused it for good (the user blocked the bot, chat not found)."""
         try:

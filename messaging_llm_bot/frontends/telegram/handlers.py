@@ -44,6 +44,7 @@ from messaging_llm_bot.frontends.telegram.settings import (
     is_command,
     message_conversation,
     message_fingerprint,
+    message_of,
     topic_of,
 )
 from messaging_llm_bot.frontends.telegram.turn import TurnRunner, storage_error_text
@@ -199,9 +200,9 @@ class Frontend:
                     [
                         (
                             str(u.update_id),
-                            message_conversation(u.message),
+                            message_conversation(message_of(u)),
                             u.to_dict(),
-                            message_fingerprint(u.message),
+                            message_fingerprint(message_of(u)),
                         )
                         for u in wanted
                     ]
@@ -222,9 +223,9 @@ class Frontend:
                     continue
                 item = self.inbox.accept(
                     str(update.update_id),
-                    message_conversation(update.message),
+                    message_conversation(message_of(update)),
                     update.to_dict(),
-                    message_fingerprint(update.message),
+                    message_fingerprint(message_of(update)),
                 )
             except OSError as err:  # storage: this one and the rest are not confirmed (Telegram keeps them)
                 return index, err
@@ -285,7 +286,7 @@ class Frontend:
 
     async def on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Any non-command message: through the inbox to the model, or a short 'not supported'."""
-        message = update.message
+        message = message_of(update)
         bot = context.bot
         kind = message_kind(message)
         if not addressed_to_bot(message, bot.username or "", bot.id, self.settings.group_mode):
@@ -339,6 +340,7 @@ class Frontend:
             sender = ((item.payload.get("message") or {}).get("from") or {}).get("id")
             chat = chat_of(item.conversation_id)
             job = self.queues.admit(chat, owner=sender == self.settings.owner_id, exempt=True)
+            assert job is not None  # exempt: never refused
             runs.append(self.queues.run(job, replay(item)))
         return asyncio.gather(*runs)
 
@@ -400,7 +402,7 @@ class Frontend:
         )
 
     async def on_unknown_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        message = update.message
+        message = message_of(update)
         command = (message.text or "").split()[0]
         if for_other_bot(message, context.bot.username):
             return  # meant for another bot in the group

@@ -70,6 +70,7 @@ def message_kind(message: telegram.Message) -> str:
 async def save_attachment(bot: telegram.Bot, ws: Workspace, message: telegram.Message, today: date) -> SavedFile | str:
     """Download a document or the largest photo size into ``inbox/<today>/``; an error text on failure."""
     kind = message_kind(message)
+    media: telegram.Document | telegram.PhotoSize | None
     if kind == "document":
         media = message.document
         name = sanitize_name(media.file_name or "", fallback=f"document-{message.message_id}")

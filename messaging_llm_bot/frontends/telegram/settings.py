@@ -82,11 +82,18 @@ def message_conversation(message: telegram.Message) -> str:
     return conversation_id(message.chat_id, topic_of(message))
 
 
-def telegram_chat_id(chat_id: int | str) -> int:
+def telegram_chat_id(chat_id: int | str | None) -> int:
     """A chat id as Telegram takes it: ``123``, ``"123"`` or ``"tg:123"`` (as a row typed by hand may say);
     ValueError otherwise."""
     text = str(chat_id).strip()
     return int(text[3:] if text.startswith("tg:") else text)
+
+
+def message_of(update: telegram.Update) -> telegram.Message:
+    """The update's message; ValueError for an update without one (the handlers' filters let only those in)."""
+    if update.message is None:
+        raise ValueError(f"update {update.update_id} carries no message")
+    return update.message
 
 
 def message_fingerprint(message: telegram.Message) -> str:

@@ -116,6 +116,8 @@ class TurnRunner:
         """Answer ``item`` and complete it; the user always gets a message, even on errors."""
         update = Update.de_json(item.payload, bot)
         message = update.effective_message
+        if message is None:
+            raise ValueError(f"inbox item {item.item_id} holds no message")
         chat_id = message.chat_id
         topic = topic_of(message)  # a forum topic's message is answered in that topic
         # Quote the question only in groups, where several people talk; private chats stay clean.
@@ -179,7 +181,7 @@ class TurnRunner:
         from_owner = user is not None and user.id == self.settings.owner_id
         owner_chat = sees_owner_data(from_owner, message.chat.type == "private")
         if kind == "text":
-            text = strip_mention(message.text, bot.username or "")
+            text = strip_mention(message.text or "", bot.username or "")
         elif kind in ("document", "photo"):
             today = datetime.now(ZoneInfo(self.settings.timezone)).date()
             # A guest's file goes to the chat's own area, never into the owner's inbox/.
