@@ -64,7 +64,8 @@ def decode_bytes(data: bytes, declared: str | None = None) -> Decoded:
             return Decoded(data.decode(charset), charset)
         except (UnicodeDecodeError, LookupError):
             continue
-    detected = _normal((chardet.detect(data[:65536]) or {}).get("encoding"))
+    # chardet is a dependency; the tests take it away to reach the last resort below
+    detected = _normal((chardet.detect(data[:65536]) or {}).get("encoding")) if chardet is not None else ""
     if detected:
         for charset in [detected, *SUPERSETS.get(detected, [])]:
             try:
