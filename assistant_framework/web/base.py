@@ -156,9 +156,8 @@ class BaseHandler(tornado.web.RequestHandler):
     def session_id(self) -> str | None:
         """The id of the browser's signed-in session (from its signed cookie, still on the server's list of
         sessions), else None."""
-        cached = getattr(self, "_session_id", False)
-        if cached is not False:
-            return cached
+        if hasattr(self, "_session_id"):  # read once per request
+            return self._session_id
         sid = session_of(self.get_signed_cookie(COOKIE_NAME, max_age_days=SESSION_DAYS))
         if sid is not None and self.state.sessions is not None and not self.state.sessions.active(sid):
             sid = None
