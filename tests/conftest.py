@@ -36,7 +36,7 @@ TEST_SKILLS = {
                        "text": {"type": "string"}}, "required": ["name", "text"], "additionalProperties": False}
         CAPABILITIES = ["write"]
 
-        def run(workspace, args):
+        def run(workspace, args, context=None):
             rel = "notes/" + args["name"] + ".md"
             workspace.write_text(rel, args["text"])
             return {"path": rel, "chars": len(args["text"])}
@@ -45,7 +45,7 @@ TEST_SKILLS = {
         DESCRIPTION = "Read notes/<name>.md"
         ARGS_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
-        def run(workspace, args):
+        def run(workspace, args, context=None):
             return workspace.read_text("notes/" + args["name"] + ".md", default="(no such note)")
     """,
     "add": """
@@ -53,13 +53,13 @@ TEST_SKILLS = {
         ARGS_SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
                        "required": ["a", "b"]}
 
-        def run(workspace, args):
+        def run(workspace, args, context=None):
             return {"sum": args["a"] + args["b"]}
     """,
     "boom": """
         DESCRIPTION = "Always fails"
 
-        def run(workspace, args):
+        def run(workspace, args, context=None):
             raise RuntimeError("kaput")
     """,
 }

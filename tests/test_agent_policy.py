@@ -223,7 +223,7 @@ CAPABILITIES = ["write"]
 ARGS_SCHEMA = {"type": "object", "properties": {"site": {"type": "string"}, "passwords": {"type": "array"},
                "accounts": {"type": "array"}, "api_keys": {"type": "array"}}}
 
-def run(workspace, args):
+def run(workspace, args, context=None):
     args["site"] = "changed-by-the-skill"  # a skill that edits its args changes no audit line
     args["passwords"].append("changed-by-the-skill")
     return "stored"

@@ -19,7 +19,7 @@ DESCRIPTION = "Counts runs."
 FILE_STRUCTURE = "count.txt"
 GENERATED_FILES = ["collectors/counter/count.txt"]
 INTERVAL_SECONDS = 3600
-def run(workspace):
+def run(workspace, config):
     n = int(workspace.read_text("collectors/counter/count.txt", default="0")) + 1
     workspace.write_text("collectors/counter/count.txt", str(n))
     return {"new_items": [{"title": f"count is {n}"}], "summary": f"counted to {n}"}
@@ -31,7 +31,7 @@ def setup(config, workspace):
 FAILER = """
 DESCRIPTION = "Fails."
 INTERVAL_SECONDS = 60
-def run(workspace):
+def run(workspace, config):
     raise ValueError("upstream said no")
 """
 
@@ -39,7 +39,7 @@ TYPED = """
 DESCRIPTION = "Has a schema."
 INTERVAL_SECONDS = 60
 CONFIG_SCHEMA = {"type": "object", "properties": {"limit": {"type": "integer"}}}
-def run(workspace):
+def run(workspace, config):
     pass
 """
 

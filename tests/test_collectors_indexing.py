@@ -23,7 +23,7 @@ ASSISTANT = str(REPO / ".venv" / "bin" / "assistant")
 NEWS = """
 DESCRIPTION = "Local news."
 INTERVAL_SECONDS = 3600
-def run(workspace):
+def run(workspace, config):
     if workspace.exists("notes/drop.md"):
         workspace.delete("collectors/news/items.jsonl")
         return {"summary": "dropped"}

@@ -38,7 +38,7 @@ DESCRIPTION = "Always fails."
 FILE_STRUCTURE = "nothing"
 GENERATED_FILES = []
 INTERVAL_SECONDS = 60
-def run(workspace):
+def run(workspace, config):
     raise RuntimeError("feed server exploded")
 """
 
@@ -64,7 +64,7 @@ def run(workspace, config):
 HANGER = """
 INTERVAL_SECONDS = 60
 DESCRIPTION = "Hangs until released."
-def run(workspace):
+def run(workspace, config):
     import tests.test_collectors_runner as t
     t.HANG_STARTED.set()
     t.HANG_RELEASE.wait(30)

@@ -21,7 +21,7 @@ DESCRIPTION = "New mail (test collector)."
 FILE_STRUCTURE = "nothing"
 GENERATED_FILES = []
 INTERVAL_SECONDS = 600
-def run(workspace):
+def run(workspace, config):
     return {"new_items": [
         {"subject": "Quarterly numbers", "from": "boss@example.org", "snippet": "see attached"},
         {
@@ -120,7 +120,7 @@ DESCRIPTION = "New mail from a file the test writes (test collector)."
 FILE_STRUCTURE = "nothing"
 GENERATED_FILES = []
 INTERVAL_SECONDS = 600
-def run(workspace):
+def run(workspace, config):
     return {"new_items": workspace.read_json("incoming.json", default=[])}
 """
 

@@ -96,7 +96,7 @@ def test_no_guest_skills_on_signal_either(start, daemon, chat_server, workspace)
 
 # -- two skills, one tool name -------------------------------------------------------------------------
 
-SKILL = 'DESCRIPTION = "{name}"\nNAME = "{name}"\n\ndef run(workspace, args):\n    return "{name} ran"\n'
+SKILL = 'DESCRIPTION = "{name}"\nNAME = "{name}"\n\ndef run(workspace, args, context=None):\n    return "{name} ran"\n'
 
 
 def _skill(folder, name: str) -> None:

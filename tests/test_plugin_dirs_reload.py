@@ -19,7 +19,7 @@ CAPABILITIES = ["read"]
 ARGS_SCHEMA = {"type": "object", "properties": {}}
 
 
-def run(workspace, args):
+def run(workspace, args, context=None):
     return "planted code ran"
 """
 

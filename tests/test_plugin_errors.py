@@ -95,9 +95,11 @@ def test_collectors_list_names_an_import_error_without_python_internals(tmp_path
 
 def test_two_skill_folders_of_one_directory_with_the_same_name_are_reported(tmp_path: Path) -> None:
     skills = tmp_path / "my_skills"
-    _plugin(skills, "notes", "DESCRIPTION = 'first'\ndef run(workspace, args):\n    return 'first'\n")
+    _plugin(skills, "notes", "DESCRIPTION = 'first'\ndef run(workspace, args, context=None):\n    return 'first'\n")
     second = _plugin(
-        skills, "notes_v2", "NAME = 'notes'\nDESCRIPTION = 'second'\ndef run(workspace, args):\n    return 'second'\n"
+        skills,
+        "notes_v2",
+        "NAME = 'notes'\nDESCRIPTION = 'second'\ndef run(workspace, args, context=None):\n    return 'second'\n",
     )
     result = _cli("skills", "list", "--json", "--skills", str(skills))
     assert result.returncode == 1, result.stdout
@@ -109,7 +111,11 @@ def test_two_skill_folders_of_one_directory_with_the_same_name_are_reported(tmp_
 
 def test_a_skill_in_a_later_directory_still_replaces_one_of_the_same_name(tmp_path: Path) -> None:
     mine = tmp_path / "my_skills"
-    _plugin(mine, "my_time", "NAME = 'time'\nDESCRIPTION = 'my time'\ndef run(workspace, args):\n    return 'mine'\n")
+    _plugin(
+        mine,
+        "my_time",
+        "NAME = 'time'\nDESCRIPTION = 'my time'\ndef run(workspace, args, context=None):\n    return 'mine'\n",
+    )
     result = _cli("skills", "list", "--json", "--skills", str(REPO / "skills"), "--skills", str(mine))
     assert result.returncode == 0, result.stdout
     rows = {row["name"]: row for row in json.loads(result.stdout)}
@@ -138,7 +144,10 @@ def test_a_collector_result_of_the_wrong_shape_is_a_failed_run_with_backoff(tmp_
 def test_a_skill_readme_that_is_not_utf8_is_named(tmp_path: Path) -> None:
     skills = tmp_path / "my_skills"
     folder = _plugin(
-        skills, "weather", "DESCRIPTION = 'w'\ndef run(workspace, args):\n    return 'sunny'\n", readme=None
+        skills,
+        "weather",
+        "DESCRIPTION = 'w'\ndef run(workspace, args, context=None):\n    return 'sunny'\n",
+        readme=None,
     )
     (folder / "README.md").write_bytes(b"# M\xe9t\xe9o\n")  # saved as Latin-1
     result = _cli("skills", "list", "--json", "--skills", str(skills))

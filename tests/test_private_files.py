@@ -53,7 +53,7 @@ def loose(root: Path) -> list[str]:
 PLAIN_SKILL = """
 import os
 DESCRIPTION = "Export a file with plain open()"
-def run(workspace, args):
+def run(workspace, args, context=None):
     folder = os.path.join(str(workspace.root), "skills-data", "plain", "deep")
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "export.txt"), "w") as handle:
@@ -199,7 +199,7 @@ PLAIN_COLLECTOR = """
 import os
 DESCRIPTION = "Writes with plain open()"
 INTERVAL_SECONDS = 3600
-def run(workspace):
+def run(workspace, config):
     folder = os.path.join(str(workspace.root), "collectors", "plain", "feed")
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "items.txt"), "w") as handle:

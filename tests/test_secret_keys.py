@@ -46,7 +46,7 @@ DESCRIPTION = "Store logins"
 CAPABILITIES = ["write"]
 ARGS_SCHEMA = {"type": "object", "additionalProperties": True, "properties": {"site": {"type": "string"}}}
 
-def run(workspace, args):
+def run(workspace, args, context=None):
     return "stored"
 """
 

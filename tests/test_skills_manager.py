@@ -78,12 +78,18 @@ def test_reload_picks_up_added_and_deleted_skill_folders(tmp_path: Path, ws: Wor
     monkeypatch.setattr(sys, "dont_write_bytecode", False)  # a stale .pyc must not win
     root = tmp_path / "user_skills"
     (root / "alpha").mkdir(parents=True)
-    (root / "alpha" / "__init__.py").write_text('DESCRIPTION = "v1"\n\ndef run(ws, args):\n    return "one"\n')
+    (root / "alpha" / "__init__.py").write_text(
+        'DESCRIPTION = "v1"\n\ndef run(ws, args, context=None):\n    return "one"\n'
+    )
     manager = SkillManager([root], ws)
     assert manager.run("alpha", {}).value == "one"
-    (root / "alpha" / "__init__.py").write_text('DESCRIPTION = "v2"\n\ndef run(ws, args):\n    return "two"\n')
+    (root / "alpha" / "__init__.py").write_text(
+        'DESCRIPTION = "v2"\n\ndef run(ws, args, context=None):\n    return "two"\n'
+    )
     (root / "beta").mkdir()
-    (root / "beta" / "__init__.py").write_text('DESCRIPTION = "b"\n\ndef run(ws, args):\n    return "b"\n')
+    (root / "beta" / "__init__.py").write_text(
+        'DESCRIPTION = "b"\n\ndef run(ws, args, context=None):\n    return "b"\n'
+    )
     manager.reload()
     assert manager.get("alpha").description == "v2"
     assert manager.run("alpha", {}).value == "two"

@@ -245,7 +245,7 @@ def test_a_skill_whose_name_a_model_cannot_write_back_is_a_load_error_with_a_sug
     folder = tmp_path / "skills" / "buecher"
     folder.mkdir(parents=True)
     (folder / "__init__.py").write_text(
-        'NAME = "bücher liste"\nDESCRIPTION = "Books"\ndef run(workspace, args):\n    return "ok"\n'
+        'NAME = "bücher liste"\nDESCRIPTION = "Books"\ndef run(workspace, args, context=None):\n    return "ok"\n'
     )
     (folder / "README.md").write_text("# bücher\n\n## What it does\n\nBooks.\n")
     manager = SkillManager([tmp_path / "skills"], Workspace(tmp_path / "ws"))

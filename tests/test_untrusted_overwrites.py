@@ -152,7 +152,7 @@ DESCRIPTION = "Search the web"
 CAPABILITIES = ["read", "network"]
 ARGS_SCHEMA = {"type": "object", "properties": {"action": {"enum": ["search"]}, "query": {"type": "string"}}}
 
-def run(workspace, args):
+def run(workspace, args, context=None):
     workspace.write_text("skills-data/searched.txt", args["query"])  # stands for the request going out
     return "results"
 """

@@ -28,7 +28,7 @@ DESCRIPTION = "Writes a counter (test collector)."
 FILE_STRUCTURE = "latest.md holds the last run"
 GENERATED_FILES = ["collectors/writer/latest.md"]
 INTERVAL_SECONDS = 3600
-def run(workspace):
+def run(workspace, config):
     n = len(workspace.read_jsonl("collectors/writer/items.jsonl"))
     workspace.append_jsonl("collectors/writer/items.jsonl", {"n": n})
     workspace.write_text("collectors/writer/latest.md", f"# run {n}\\n")
@@ -40,7 +40,7 @@ DESCRIPTION = "Always fails (test collector)."
 FILE_STRUCTURE = "nothing"
 GENERATED_FILES = []
 INTERVAL_SECONDS = 600
-def run(workspace):
+def run(workspace, config):
     raise RuntimeError("mail server refused the login")
 """
 

@@ -1,15 +1,16 @@
 """Loading one collector folder into a :class:`Collector` record.
 
-A collector is ``<dir>/<name>/__init__.py`` plus ``README.md``. Its module
-exposes ``register_collector(config)``, the older ``create_collector(config)``,
-or module constants with ``run(workspace[, config])``. Each folder is imported
-once under a unique module name; any failure becomes a CollectorLoadError.
+A collector is ``<dir>/<name>/__init__.py`` plus ``README.md``, checked against the contract in
+``collectors/spec.py`` (``register_collector(config)`` or module constants with ``run(workspace, config)``).
+Each folder is imported once under a unique module name; any failure becomes a CollectorLoadError. A
+deprecated form loads with a warning naming the form to use (``Collector.deprecated``).
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
+import logging
 import re
 import traceback
 from dataclasses import dataclass, field
@@ -19,9 +20,12 @@ from typing import Callable
 
 import jsonschema
 
+from assistant_framework.collectors.spec import DEPRECATED_FORMS, REGISTER
 from assistant_framework.config import format_json_path
 from assistant_framework.plugin_import import PluginImportError, import_plugin
 from assistant_framework.schedules import validate_cron
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -68,6 +72,8 @@ class Collector:
     setup: Callable | None = None
     config_schema: dict | None = None
     module: ModuleType | None = field(default=None, repr=False)
+    #: What the folder uses of ``spec.DEPRECATED_FORMS``: one sentence each, naming the form to use.
+    deprecated: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -143,6 +149,8 @@ def load_collector(folder: Path, section: dict | None) -> Collector | CollectorL
             raise ValueError(f"collector {name!r} has no README.md in {folder}")
         module = import_folder(folder)
         spec = _registration(module, section)
+        for sentence in spec.get("deprecated", []):
+            log.warning("collector %s (%s): %s", name, folder, sentence)
         schema = spec.get("config_schema") or getattr(module, "CONFIG_SCHEMA", None)
         problem = schema_problem(schema)
         if problem:
@@ -164,16 +172,21 @@ def load_collector(folder: Path, section: dict | None) -> Collector | CollectorL
 
 
 def _registration(module: ModuleType, section: dict) -> dict:
-    for factory_name in ("register_collector", "create_collector"):
+    """The collector's fields as a dict (``spec.py``), with ``"deprecated"``: the deprecated forms it uses."""
+    for factory_name in (REGISTER, "create_collector"):
         factory = getattr(module, factory_name, None)
         if callable(factory):
             spec = factory(section)
             if not isinstance(spec, dict):
                 raise TypeError(f"{factory_name}() returned {type(spec).__name__}, expected a dict")
-            return spec
+            deprecated = [DEPRECATED_FORMS["create_collector"]] if factory_name != REGISTER else []
+            return {**spec, "deprecated": deprecated}
     run = getattr(module, "run", None)
     if not callable(run):
-        raise TypeError("module has neither register_collector(), create_collector() nor run()")
+        raise TypeError(
+            f"module has neither {REGISTER}(config) nor run(workspace, config) (assistant_framework/collectors/spec.py)"
+        )
+    bound, takes_config = _bind_config(run, section)
     spec = {
         "description": getattr(module, "DESCRIPTION", ""),
         "file_structure": getattr(module, "FILE_STRUCTURE", ""),
@@ -181,7 +194,8 @@ def _registration(module: ModuleType, section: dict) -> dict:
         "interval_seconds": getattr(module, "INTERVAL_SECONDS", None),
         "cron": getattr(module, "CRON", None),
         "timeout_seconds": getattr(module, "TIMEOUT_SECONDS", None),
-        "run": _bind_config(run, section),
+        "run": bound,
+        "deprecated": [] if takes_config else [DEPRECATED_FORMS["run_without_config"]],
     }
     setup = getattr(module, "setup", None)
     if callable(setup):
@@ -189,8 +203,8 @@ def _registration(module: ModuleType, section: dict) -> dict:
     return spec
 
 
-def _bind_config(run: Callable, section: dict) -> Callable:
-    """``run(workspace, config)`` gets its config; ``run(workspace)`` is used as is."""
+def _bind_config(run: Callable, section: dict) -> tuple[Callable, bool]:
+    """``run(workspace, config)`` with its config bound, True; ``run(workspace)`` as is, False (deprecated)."""
     try:
         params = [
             p
@@ -198,10 +212,10 @@ def _bind_config(run: Callable, section: dict) -> Callable:
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
         ]
     except (TypeError, ValueError):
-        return run
+        return run, True  # a signature Python cannot read: taken as it is, without a warning
     if len(params) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params):
-        return lambda workspace: run(workspace, section)
-    return run
+        return lambda workspace: run(workspace, section), True
+    return run, False
 
 
 def _build(name: str, folder: Path, module: ModuleType, spec: dict, section: dict, schema: dict | None) -> Collector:
@@ -240,6 +254,7 @@ def _build(name: str, folder: Path, module: ModuleType, spec: dict, section: dic
         timeout_seconds=float(timeout),
         notify=list(section.get("notify") or []),
         setup=spec.get("setup") or getattr(module, "setup", None),
+        deprecated=list(spec.get("deprecated", [])),
         config_schema=schema,
         module=module,
     )

@@ -2,7 +2,8 @@
 
 - ``manager``: ``SkillManager`` loads them once and runs them safely (schema check, timeout, truncation).
 - ``prepare``: one call made ready to run (``PreparedCall``): arguments coerced, type-fitted, validated once.
-- ``loader``: one plugin folder into a ``Skill`` record (constants, ``register()`` or README schema).
+- ``spec``: the plugin contract (module constants, ``run(workspace, args, context)``, ``SkillContext``).
+- ``loader``: one plugin folder into a ``Skill`` record, checked against ``spec``.
 - ``support``: small helpers for skill authors (``need``, ``context_now``, ``context_zone``) and
   ``OUTSIDE_LABEL``, which marks outside text in a result.
 
@@ -11,12 +12,12 @@ The names below are the contract for plugin authors and the host; import them fr
 
 from assistant_framework.skills.manager import (
     BUILTIN_SKILLS_DIR,
-    SkillContext,
     SkillLoadError,
     SkillManager,
     SkillResult,
 )
 from assistant_framework.skills.prepare import PreparedCall
+from assistant_framework.skills.spec import SkillContext, SkillRun
 from assistant_framework.skills.support import OUTSIDE_LABEL, context_now, context_zone, need
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "SkillLoadError",
     "SkillManager",
     "SkillResult",
+    "SkillRun",
     "context_now",
     "context_zone",
     "need",

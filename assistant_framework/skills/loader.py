@@ -1,9 +1,8 @@
 """Loading skill plugins: import a skill folder once and turn it into a ``Skill`` record.
 
-A skill folder holds ``__init__.py`` and ``README.md``. The module exposes either
-``register()`` returning a dict, or the constants ``DESCRIPTION`` / ``NAME`` /
-``ARGS_SCHEMA`` plus ``run``. Every problem raises ``SkillDefinitionError`` with a
-message naming the folder and what is wrong; the manager records it and goes on.
+The folder is checked against the contract in ``skills/spec.py`` (module constants and ``run``). Every
+problem raises ``SkillDefinitionError`` with a message naming the folder and what is wrong; the manager
+records it and goes on. A deprecated form loads with a warning naming the form to use (``Skill.deprecated``).
 """
 
 from __future__ import annotations
@@ -11,20 +10,21 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import logging
 import re
 import types
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import jsonschema
 
 from assistant_framework.plugin_import import PluginImportError, forget_module, import_plugin  # noqa: F401 (forget_module re-exported)
+from assistant_framework.skills.spec import DEFAULT_CAPABILITIES, DEPRECATED_FORMS, KNOWN_CAPABILITIES
 
-#: Capabilities a skill may declare; the security policy decides on each.
-KNOWN_CAPABILITIES = ("read", "write", "delete", "network", "send")
-DEFAULT_CAPABILITIES = ("read",)
+log = logging.getLogger(__name__)
+
 DEFAULT_SCHEMA: dict = {"type": "object"}
 MODULE_ROOT = "assistant_skills"
 
@@ -53,6 +53,8 @@ class Skill:
     timeout_seconds: float | None
     wants_context: bool
     module_name: str
+    #: What the folder uses of ``spec.DEPRECATED_FORMS``: one sentence each, naming the form to use.
+    deprecated: list[str] = field(default_factory=list)
 
 
 # -- README parsing (pure) -----------------------------------------------------
@@ -273,6 +275,17 @@ def load_skill_folder(folder: Path) -> Skill:
         from_readme = readme_schema(sections, readme) if readme_path else None
         schema, source = (from_readme, "readme") if from_readme is not None else (dict(DEFAULT_SCHEMA), "default")
     check_schema(schema, f"{folder} (schema from {source})")
+    wants_context = accepts_context(run)
+    deprecated = [
+        DEPRECATED_FORMS[form]
+        for form, used in (
+            ("register", callable(getattr(module, "register", None))),
+            ("two_argument_run", not wants_context),
+        )
+        if used
+    ]
+    for sentence in deprecated:
+        log.warning("skill %s (%s): %s", name.strip(), folder, sentence)
 
     return Skill(
         name=name.strip(),
@@ -286,6 +299,7 @@ def load_skill_folder(folder: Path) -> Skill:
         schema_source=source,
         capabilities=_capabilities(raw["capabilities"], folder),
         timeout_seconds=_timeout(raw["timeout_seconds"], folder),
-        wants_context=accepts_context(run),
+        wants_context=wants_context,
         module_name=module.__name__,
+        deprecated=deprecated,
     )

@@ -13,7 +13,7 @@ import difflib
 import json
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
@@ -28,6 +28,7 @@ from assistant_framework.skills.loader import (
     tool_name,
 )
 from assistant_framework.skills.prepare import PreparedCall, prepare_args, schema_problems, validator_for
+from assistant_framework.skills.spec import SkillContext
 from assistant_framework.workspace import Workspace
 
 #: The built-in skills shipped with the framework: ``<repo>/skills``.
@@ -35,37 +36,6 @@ BUILTIN_SKILLS_DIR: Path = Path(__file__).resolve().parents[2] / "skills"
 
 #: The ``runtime`` defaults a manager built without a config takes (the record owns them).
 _RUNTIME = RuntimeSettings()
-
-
-#: ``SkillContext.settings`` not given: read from its ``config``.
-_FROM_CONFIG = Settings()
-
-
-@dataclass
-class SkillContext:
-    """What a three-argument ``run(workspace, args, context)`` receives.
-
-    ``services`` holds optional helpers injected by the host, read with ``.get()``:
-    e.g. ``"memory"`` (a MemoryService) or ``"clock"`` (a callable returning an aware
-    ``datetime``; skills fall back to the real clock). ``config`` is the loaded config and
-    ``settings`` its records (``context.settings.policy.allow_private_network``), read from
-    ``config`` when not given.
-    """
-
-    conversation_id: str = ""
-    chat_id: int | str | None = None
-    user_id: int | str | None = None
-    config: dict = field(default_factory=dict)
-    timezone: str = _RUNTIME.timezone
-    services: dict = field(default_factory=dict)
-    untrusted: bool = False
-    #: The owner's own private chat: may see the owner's data and other chats' logs.
-    private: bool = True
-    settings: Settings = _FROM_CONFIG
-
-    def __post_init__(self) -> None:
-        if self.settings is _FROM_CONFIG:
-            self.settings = Settings.from_config(self.config)
 
 
 @dataclass

@@ -1,0 +1,79 @@
+"""The skill plugin contract: what a folder under ``skills/`` gives and what its ``run`` receives.
+
+A skill is a folder with ``__init__.py`` and ``README.md``. The module gives:
+
+- ``DESCRIPTION: str`` (required): one line the model reads to decide when to call it.
+- ``ARGS_SCHEMA: dict`` (optional): the JSON Schema of its arguments; else the README's
+  ``## Args schema`` block; else ``{"type": "object"}``.
+- ``NAME: str`` (optional): default the folder name; ASCII letters, digits and ``_ - .``.
+- ``CAPABILITIES: list[str]`` (optional, default ``["read"]``): of ``KNOWN_CAPABILITIES``; the policy
+  decides on each.
+- ``TIMEOUT_SECONDS: float`` (optional): over the runtime's ``skill_timeout_seconds``.
+- ``run(workspace, args, context=None)`` (required, ``SkillRun``): returns the result the model reads (a
+  string, or any JSON value); raises ``ValueError`` with a sentence the model can act on.
+
+``skills.loader`` checks a folder against this contract. Two older forms still load this release, each
+with a warning that names the form above (``DEPRECATED_FORMS``): a ``register()`` function returning
+the same fields as a dict, and a ``run(workspace, args)`` without the context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from assistant_framework.config.settings import RuntimeSettings, Settings
+from assistant_framework.workspace import Workspace
+
+#: Capabilities a skill may declare; the security policy decides on each.
+KNOWN_CAPABILITIES = ("read", "write", "delete", "network", "send")
+DEFAULT_CAPABILITIES = ("read",)
+#: The module constants the loader reads (``run`` besides them).
+CONSTANTS = ("DESCRIPTION", "ARGS_SCHEMA", "NAME", "CAPABILITIES", "TIMEOUT_SECONDS")
+
+#: The forms that still load with a warning, and what to write instead.
+DEFAULT_FORM = "module constants DESCRIPTION, ARGS_SCHEMA (optional) and run(workspace, args, context=None)"
+DEPRECATED_FORMS = {
+    "register": f"register() is deprecated and will stop loading in the next release: use {DEFAULT_FORM}",
+    "two_argument_run": (
+        "run(workspace, args) without the context is deprecated and will stop loading in the next release: "
+        "use run(workspace, args, context=None)"
+    ),
+}
+
+#: ``SkillContext.settings`` not given: read from its ``config``.
+_FROM_CONFIG = Settings()
+
+
+@dataclass
+class SkillContext:
+    """What ``run(workspace, args, context)`` receives.
+
+    ``services`` holds optional helpers injected by the host, read with ``.get()``:
+    e.g. ``"memory"`` (a MemoryService) or ``"clock"`` (a callable returning an aware
+    ``datetime``; skills fall back to the real clock). ``config`` is the loaded config and
+    ``settings`` its records (``context.settings.policy.allow_private_network``), read from
+    ``config`` when not given.
+    """
+
+    conversation_id: str = ""
+    chat_id: int | str | None = None
+    user_id: int | str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    timezone: str = RuntimeSettings().timezone
+    services: dict[str, Any] = field(default_factory=dict)
+    #: Outside content (mail, pages, forwards) entered the turn: what the skill saves is marked untrusted.
+    untrusted: bool = False
+    #: The owner's own private chat: may see the owner's data and other chats' logs.
+    private: bool = True
+    settings: Settings = _FROM_CONFIG
+
+    def __post_init__(self) -> None:
+        if self.settings is _FROM_CONFIG:
+            self.settings = Settings.from_config(self.config)
+
+
+class SkillRun(Protocol):
+    """A skill's ``run``: the workspace, the validated arguments and the turn's context."""
+
+    def __call__(self, workspace: Workspace, args: dict[str, Any], context: SkillContext | None = None) -> object: ...
