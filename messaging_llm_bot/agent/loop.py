@@ -332,9 +332,10 @@ class Agent:
         user_message = final_user_message(
             turn.text, turn.now, self.settings.timezone, recall_block=recall_block, untrusted=turn.guarded
         )
-        turn.sizes = section_sizes(system, history, user_message)
+        sizes: dict[str, object] = dict(section_sizes(system, history, user_message))
         if message.images:
-            turn.sizes["images"] = [image.size() for image in message.images]
+            sizes["images"] = [image.size() for image in message.images]
+        turn.sizes = sizes
         rounds = Rounds(self.llm, self.skills, self.gate, self.workspace, self.settings, self._formats)
         if two_step:
             rounds.choices = self._choices

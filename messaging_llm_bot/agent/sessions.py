@@ -86,7 +86,7 @@ class Sessions:
                         started=row.get("started") if isinstance(row.get("started"), str) else None,
                         last=row.get("last") if isinstance(row.get("last"), str) else None,
                         first=str(row.get("first") or "")[:FIRST_WORDS_CHARS],
-                        messages=row.get("messages") if isinstance(row.get("messages"), int) else 0,
+                        messages=count if isinstance(count := row.get("messages"), int) else 0,
                     )
                 )
             if isinstance(data.get("active"), int) and any(s.number == data["active"] for s in sessions):

@@ -355,7 +355,10 @@ class Frontend:
     @staticmethod
     def conversation(update: Update) -> str:
         """The conversation id of the chat or forum topic an update came from."""
-        return message_conversation(update.effective_message)
+        message = update.effective_message
+        if message is None:  # every handler that asks has a message (or a button under one)
+            raise ValueError(f"update {update.update_id} carries no message")
+        return message_conversation(message)
 
     def _offered(self, update: Update) -> list[str]:
         """The skills this chat's turns are offered (the agent decides): all only in the owner's own chat."""
@@ -450,7 +453,7 @@ class Frontend:
         query = update.callback_query
         await query.answer()
         if query.data == "reset:yes":
-            text = await asyncio.to_thread(self.runtime.agent.reset, message_conversation(query.message))
+            text = await asyncio.to_thread(self.runtime.agent.reset, self.conversation(update))
         else:
             text = "Kept the history."
         await query.edit_message_text(text)
