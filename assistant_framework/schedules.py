@@ -1,19 +1,15 @@
-"""Pure schedule arithmetic for collectors: next fire time, backoff, time parsing.
+"""Pure schedule arithmetic for collectors and jobs: next fire time, backoff, time parsing.
 
-Cron expressions are evaluated by APScheduler's CronTrigger in the configured
-IANA timezone, so "0 7 * * *" stays at 07:00 local time across DST changes.
+Cron expressions are evaluated by croniter in the configured IANA timezone, so "0 7 * * *" stays at
+07:00 local time across DST changes, and the weekday field means what cron means (0 or 7 Sunday,
+``1-5`` Monday to Friday; APScheduler 3's ``CronTrigger.from_crontab`` read ``1-5`` as Tuesday to Saturday).
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from functools import lru_cache
-from typing import TYPE_CHECKING, overload
+from typing import overload
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-if TYPE_CHECKING:
-    from apscheduler.triggers.cron import CronTrigger
-
 
 DEFAULT_RETRY_BASE_SECONDS = 60.0
 DEFAULT_MAX_BACKOFF_SECONDS = 3600.0
@@ -27,32 +23,29 @@ def zone(name: str) -> ZoneInfo:
         raise ValueError(f"unknown timezone {name!r} (runtime.timezone): {exc}") from None
 
 
-@lru_cache(maxsize=128)
-def _cron_trigger(expr: str, tz_name: str) -> "CronTrigger":
-    # Imported on first use: start-up does not need the cron parser (about 0.1 s of imports).
-    from apscheduler.triggers.cron import CronTrigger
-
-    try:
-        return CronTrigger.from_crontab(expr, timezone=zone(tz_name))
-    except ValueError as exc:
-        raise ValueError(f"invalid cron expression {expr!r}: {exc}") from None
-
-
 def validate_cron(expr: str) -> None:
     """Raise ValueError naming the expression when it is not a five-field cron."""
-    _cron_trigger(expr, "UTC")
+    # Imported on first use: start-up does not need the cron parser.
+    from croniter import croniter
+
+    if len(str(expr).split()) != 5 or not croniter.is_valid(str(expr)):
+        raise ValueError(f"invalid cron expression {expr!r}: five fields (minute hour day month weekday) expected")
 
 
 def next_cron_time(expr: str, after: datetime, tz_name: str = "UTC") -> datetime:
     """The first fire time of ``expr`` strictly after ``after`` (returned in UTC)."""
-    trigger = _cron_trigger(expr, tz_name)
+    from croniter import CroniterError, croniter
+
+    validate_cron(expr)
     after = as_utc(after)
-    fire = trigger.get_next_fire_time(None, after)
-    if fire is not None and fire <= after:
-        fire = trigger.get_next_fire_time(None, after + timedelta(seconds=1))
-    if fire is None:
-        raise ValueError(f"cron expression {expr!r} never fires again after {after.isoformat()}")
-    return fire.astimezone(timezone.utc)
+    try:
+        fire = croniter(expr, after.astimezone(zone(tz_name))).get_next(datetime)
+    except (CroniterError, ValueError) as exc:
+        raise ValueError(f"cron expression {expr!r} never fires again after {after.isoformat()}: {exc}") from None
+    fire = as_utc(fire)
+    if fire <= after:  # croniter works in whole seconds: never hand back the moment asked about
+        return next_cron_time(expr, after + timedelta(seconds=1), tz_name)
+    return fire
 
 
 def next_regular_run(

@@ -53,6 +53,8 @@ APPLIED_BY: Mapping[str, str] = {
     "web": RESTART,
     # The web_search skill reads its section at each call.
     "search": RELOAD,
+    # The scheduler reads its limits at each look at jobs/jobs.json.
+    "jobs": RELOAD,
     # The collector manager and runner are made again.
     "collectors": RELOAD,
 }

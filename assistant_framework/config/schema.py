@@ -284,6 +284,18 @@ SEARCH_SCHEMA = {
     "additionalProperties": False,
 }
 
+JOBS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "max_jobs": {"type": "integer", "minimum": 0},
+        "min_prompt_interval_minutes": {"type": "integer", "minimum": 1},
+        "max_model_runs_per_day": {"type": "integer", "minimum": 0},
+        "catch_up_max": {"type": "integer", "minimum": 1},
+        "poll_seconds": {"type": "number", "exclusiveMinimum": 0},
+    },
+    "additionalProperties": False,
+}
+
 COLLECTORS_SCHEMA = {
     "type": "object",
     "additionalProperties": {
@@ -305,5 +317,6 @@ ROOT_SCHEMA = {
         "collectors": COLLECTORS_SCHEMA,
         "web": WEB_SCHEMA,
         "search": SEARCH_SCHEMA,
+        "jobs": JOBS_SCHEMA,
     },
 }

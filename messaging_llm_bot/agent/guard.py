@@ -40,13 +40,16 @@ KEEPING_ACTIONS = frozenset(
     {
         "add", "append", "create", "new", "insert", "put", "store", "save", "record", "log", "note", "remember",
         "write", "set", "update", "edit", "replace", "overwrite", "rename", "move", "mark", "tag", "import",
-        "complete", "done", "finish", "close", "archive", "reopen", "undo", "merge",
+        "complete", "done", "finish", "close", "archive", "reopen", "undo", "merge", "pause", "resume", "run_now",
     }
 )  # fmt: skip
 #: ``action`` values that change an existing record in place (a task marked done leaves the open list).
 CHANGE_ACTIONS = frozenset({"complete", "done", "finish", "close", "archive", "reopen", "undo", "merge"})
 #: Skills whose every change lands in a file of the system prompt.
 PROMPT_SKILLS = frozenset({"learnings"})
+#: Skills whose changes schedule work that runs later in the owner's name (a job's prompt is a turn with
+#: every skill): text the assistant read must not plant one.
+SCHEDULING_SKILLS = frozenset({"jobs"})
 _PATH_KEYS = ("path", "paths", "file", "folder")
 
 ApproveCallback = Callable[[dict], bool]
@@ -94,6 +97,8 @@ def untrusted_write(skill: Any, args: Any, caps: list[str], workspace: Any, *, g
         return None
     action = _action(args)
     paths = _arg_paths(args)
+    if skill.name in SCHEDULING_SKILLS and action not in READ_ACTIONS:
+        return "schedules work that runs later in the owner's name (a job)"
     if not guest and (skill.name in PROMPT_SKILLS or any(feeds_prompt(p) for p in _path_forms(workspace, paths))):
         return "writes a file that feeds every system prompt (context/, learnings/, profile)"
     if action in DELETE_ACTIONS:

@@ -38,6 +38,7 @@ DEPENDENCIES = (
     "recurring-ical-events",
     "tzdata",
     "apscheduler",
+    "croniter",
 )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from assistant_framework.config.settings.chat import SignalSettings, TelegramSettings, WebhookSettings
 from assistant_framework.config.settings.fields import nests as _nests
 from assistant_framework.config.settings.fields import read_record
+from assistant_framework.config.settings.jobs import JobsSettings
 from assistant_framework.config.settings.llm import (
     EmbeddingsSettings,
     LLMSettings,
@@ -47,6 +48,7 @@ class Settings:
     policy: PolicySettings = field(default_factory=PolicySettings, metadata=_nests(PolicySettings))
     web: WebSettings = field(default_factory=WebSettings, metadata=_nests(WebSettings))
     search: SearchSettings = field(default_factory=SearchSettings, metadata=_nests(SearchSettings))
+    jobs: JobsSettings = field(default_factory=JobsSettings, metadata=_nests(JobsSettings))
 
     @classmethod
     def from_config(cls, data: Mapping[str, object]) -> Settings:
@@ -58,6 +60,7 @@ class Settings:
 __all__ = [
     "EmbeddingsSettings",
     "EpisodesSettings",
+    "JobsSettings",
     "LLMSettings",
     "MemorySettings",
     "PolicySettings",

@@ -1,0 +1,168 @@
+"""When a job runs: its schedule (``cron``, ``every_minutes`` or ``at``) and the runs due at a moment.
+
+Cron expressions go through croniter in the job's IANA zone
+(``assistant_framework.schedules.next_cron_time``), so a daily 07:30 stays 07:30 local across DST. On
+top of it one rule, as Vixie cron has it: in the hour the clocks go back, the second pass of a wall
+time is not a new run (croniter would fire a daily 02:30 twice that night). A time the clocks skip
+(02:30 on the night they go forward) runs once, when the gap ends (03:00).
+``every_minutes`` counts elapsed time from the job's start, ``at`` is one local time.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+from assistant_framework.schedules import as_utc, next_cron_time, validate_cron, zone
+
+CATCH_UP = ("once", "skip", "all")
+#: A run started this long after its planned time still counts as on time (the scheduler looks every
+#: ``jobs.poll_seconds``); later ones were missed (the bot was down) and follow the job's ``catch_up``.
+ON_TIME = timedelta(seconds=90)
+#: The most fire times looked at in one go (a minute job after a year of downtime is 525600 of them).
+_SCAN = 100_000
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One job's schedule; ``anchor`` is where ``every_minutes`` counts from (UTC)."""
+
+    kind: str  # "cron" | "every" | "at"
+    tz: str
+    cron: str | None = None
+    minutes: int | None = None
+    at: datetime | None = None  # aware, in ``tz``
+    anchor: datetime | None = None
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return zone(self.tz)
+
+    def next_after(self, after: datetime) -> datetime | None:
+        """The first run strictly after ``after`` (UTC), or None when there is none (a past ``at``)."""
+        after = as_utc(after)
+        if self.kind == "at":
+            moment = as_utc(self.at)
+            return moment if moment > after else None
+        if self.kind == "every":
+            step = timedelta(minutes=self.minutes)
+            anchor = as_utc(self.anchor or after)
+            if after < anchor:
+                return anchor
+            return anchor + step * ((after - anchor) // step + 1)
+        fire = next_cron_time(self.cron, after, self.tz)
+        while _second_pass(fire, self.zone):
+            fire = next_cron_time(self.cron, fire, self.tz)
+        return fire
+
+    def describe(self) -> str:
+        """The schedule in words a user reads (``cron 30 7 * * 1-5 (Europe/Berlin)``)."""
+        if self.kind == "cron":
+            return f"cron {self.cron} ({self.tz})"
+        if self.kind == "every":
+            return f"every {self.minutes} minute{'s' if self.minutes != 1 else ''}"
+        return f"once at {self.at.strftime('%Y-%m-%d %H:%M')} ({self.tz})"
+
+
+def _second_pass(moment: datetime, tz: ZoneInfo) -> bool:
+    """True when ``moment`` is the second occurrence of its wall time (the hour the clocks go back)."""
+    local = moment.astimezone(tz)
+    first = local.replace(fold=0).astimezone(timezone.utc)
+    return first != moment.astimezone(timezone.utc)
+
+
+def local_time(text: str, tz: ZoneInfo) -> datetime:
+    """``YYYY-MM-DD HH:MM`` (or with ``T``) in ``tz`` as an aware datetime; a time the clocks skip moves on."""
+    naive = datetime.strptime(str(text).strip().replace("T", " ", 1), "%Y-%m-%d %H:%M")
+    return naive.replace(tzinfo=tz).astimezone(timezone.utc).astimezone(tz)
+
+
+def check_cron(expr: str) -> None:
+    """ValueError naming the expression when it is not five cron fields."""
+    if len(str(expr).split()) != 5:
+        raise ValueError(f"cron {expr!r} must have five fields (minute hour day month weekday)")
+    validate_cron(str(expr))
+
+
+def shortest_gap(schedule: Schedule, now: datetime, samples: int = 48) -> timedelta | None:
+    """The shortest time between two runs over the next ``samples`` runs (None for a one-time job)."""
+    if schedule.kind == "at":
+        return None
+    if schedule.kind == "every":
+        return timedelta(minutes=schedule.minutes)
+    times: list[datetime] = []
+    moment = as_utc(now)
+    for _ in range(samples):
+        moment = schedule.next_after(moment)
+        if moment is None:
+            break
+        times.append(moment)
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    return min(gaps) if gaps else None
+
+
+@dataclass
+class Due:
+    """What is due for one job at one look: the runs to make now and the planned runs let go."""
+
+    runs: list[tuple[datetime, bool]] = field(default_factory=list)  # (planned, late)
+    skipped: list[datetime] = field(default_factory=list)  # missed runs not made (catch_up), oldest first
+    skipped_count: int = 0  # all of them (``skipped`` keeps the newest few)
+    mark: datetime | None = None  # the newest planned time looked at: the next look starts after it
+
+
+def due_runs(
+    schedule: Schedule,
+    since: datetime,
+    now: datetime,
+    *,
+    catch_up: str = "once",
+    cap: int = 10,
+    on_time: timedelta = ON_TIME,
+) -> Due:
+    """The runs planned in ``(since, now]`` and what to do with them.
+
+    One planned less than ``on_time`` ago runs as usual. Older ones were missed (the bot was down):
+    ``once`` makes the newest of them, marked late (none when a run is on time now); ``skip`` makes none;
+    ``all`` makes the newest ``cap``. The rest are returned as skipped, to be recorded.
+    """
+    since, now = as_utc(since), as_utc(now)
+    due = Due(mark=None)
+    late: deque[datetime] = deque(maxlen=max(cap, 1) + 5)
+    fresh: list[datetime] = []
+    missed = 0
+    moment = since
+    if schedule.kind == "every" and schedule.anchor is not None:
+        step = timedelta(minutes=schedule.minutes)
+        behind = (now - since) // step
+        if behind > _SCAN:  # jump over what no catch-up makes: the count is still right
+            skipped_ahead = behind - late.maxlen
+            moment = since + step * skipped_ahead
+            missed += skipped_ahead
+    for _ in range(_SCAN):
+        fire = schedule.next_after(moment)
+        if fire is None or fire > now:
+            break
+        moment = fire
+        if now - fire <= on_time:
+            fresh.append(fire)
+        else:
+            if len(late) == late.maxlen:
+                missed += 1
+            late.append(fire)
+    if moment > since:
+        due.mark = moment
+    late_list = list(late)
+    if catch_up == "all":
+        made = late_list[-cap:]
+    elif catch_up == "once" and not fresh:
+        made = late_list[-1:]
+    else:
+        made = []
+    let_go = late_list[: len(late_list) - len(made)]
+    due.runs = [(when, True) for when in made] + [(when, False) for when in fresh]
+    due.skipped = let_go
+    due.skipped_count = missed + len(let_go)
+    return due

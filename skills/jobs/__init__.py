@@ -1,0 +1,152 @@
+"""Built-in skill: jobs the assistant runs on a schedule (a message sent as it is, or a prompt answered)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from assistant_framework.jobs import CATCH_UP, JobError, JobStore, as_row, describe_next
+from assistant_framework.jobs.schedule import shortest_gap
+from assistant_framework.jobs.store import EXAMPLES, PAYLOAD_KEYS, SCHEDULE_KEYS
+from assistant_framework.skills.support import MARKED, context_now, context_untrusted, context_zone, need
+from assistant_framework.workspace import Workspace
+
+DESCRIPTION = (
+    "Scheduled jobs: by cron, every N minutes or once (at), send a message or answer a prompt. One alert: reminders."
+)
+CAPABILITIES = ["read", "write"]
+ARGS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "action": {"enum": ["add", "list", "update", "pause", "resume", "remove", "run_now"]},
+        "id": {"type": "string"},
+        "name": {"type": "string"},
+        "cron": {"type": "string", "examples": ["30 7 * * 1-5"]},
+        "every_minutes": {"type": "integer"},
+        "at": {
+            "type": "string",
+            "pattern": "^\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}$",
+            "examples": ["2026-12-24 09:00"],
+        },
+        "timezone": {"type": "string"},
+        "message": {"type": "string"},
+        "prompt": {"type": "string"},
+        "catch_up": {"enum": list(CATCH_UP)},
+    },
+    "required": ["action"],
+    "additionalProperties": False,
+}
+
+NOT_HERE = (
+    "jobs belong to the owner and run in the owner's private chat; they cannot be made or changed from "
+    "this chat. Tell the user to ask in the owner's own chat."
+)
+
+
+def run(workspace: Workspace, args: dict, context=None):
+    if not getattr(context, "private", True):
+        raise PermissionError(NOT_HERE)
+    zone = context_zone(context)
+    now = context_now(context)
+    settings = getattr(context, "settings", None)
+    limits = getattr(settings, "jobs", None)
+    store = JobStore(workspace, default_tz=zone.key)
+    action = args["action"]
+    if action == "list":
+        jobs, problems = store.jobs()
+        rows = [_shown(as_row(job, now)) for job in jobs]
+        rows += [{"broken_row": problem} for problem in problems]
+        return rows or "no jobs yet"
+    if action == "add":
+        need(args, action, "name")
+        fields = _fields(args, zone.key)
+        fields["chat_id"] = getattr(context, "chat_id", None)
+        _check_interval(fields, limits, zone.key, now)
+        untrusted = context_untrusted(context)
+        job = store.add(fields, untrusted=untrusted, max_jobs=getattr(limits, "max_jobs", None), now=now)
+        marked = f" ({MARKED})" if untrusted else ""
+        return (
+            f"job {job.id} {job.name!r} added{marked}: {job.schedule.describe()}, {job.kind} "
+            f"{job.text[:80]!r}; next run {describe_next(job, now)}"
+        )
+    need(args, action, "id")
+    if action == "update":
+        changes = {
+            key: args[key] for key in ("name", "timezone", "catch_up", *SCHEDULE_KEYS, *PAYLOAD_KEYS) if key in args
+        }
+        if not changes:
+            raise JobError("action 'update' needs at least one field to change (name, a schedule, message or prompt)")
+        current = store.get(args["id"])
+        schedule = {} if any(key in changes for key in SCHEDULE_KEYS) else _schedule_of(current)
+        _check_interval(
+            {**schedule, **changes, "kind": "prompt" if "prompt" in changes else current.kind},
+            limits,
+            zone.key,
+            now,
+        )
+        job = store.update(current.id, changes, now=now)
+        return f"job {job.id} {job.name!r} updated: {job.schedule.describe()}; next run {describe_next(job, now)}"
+    if action in ("pause", "resume"):
+        job = store.set_paused(store.get(args["id"]).id, action == "pause", now=now)
+        state = "paused" if job.paused else f"resumed; next run {describe_next(job, now)}"
+        return f"job {job.id} {job.name!r} {state}"
+    if action == "remove":
+        row = store.remove(store.get(args["id"]).id)
+        return f"job {row.get('id')} {row.get('name')!r} removed"
+    if action == "run_now":
+        job = store.request_run(store.get(args["id"]).id, now)
+        return f"job {job.id} {job.name!r} will run within a minute; its result arrives in this chat"
+    raise JobError(f"unknown action {action!r}; use one of {', '.join(ARGS_SCHEMA['properties']['action']['enum'])}")
+
+
+def _fields(args: dict, default_tz: str) -> dict:
+    """The new job's row fields; JobError with the form and an example for what is missing or doubled."""
+    schedules = [key for key in SCHEDULE_KEYS if args.get(key) not in (None, "")]
+    if len(schedules) != 1:
+        got = "none" if not schedules else " and ".join(schedules)
+        raise JobError(
+            f"action 'add' needs exactly one schedule, got {got}; give one of: " + "; ".join(EXAMPLES.values())
+        )
+    payloads = [key for key in PAYLOAD_KEYS if str(args.get(key) or "").strip()]
+    if len(payloads) != 1:
+        got = "none" if not payloads else " and ".join(payloads)
+        raise JobError(
+            f"action 'add' needs exactly one of message or prompt, got {got}: message is sent as it is "
+            '(e.g. "Pay the rent"), prompt is answered by the assistant at each run (e.g. "Summarise today\'s mail")'
+        )
+    fields = {key: args[key] for key in ("name", "timezone", "catch_up", schedules[0], payloads[0]) if key in args}
+    fields.setdefault("timezone", default_tz)
+    return fields
+
+
+def _schedule_of(job) -> dict:
+    schedule = job.schedule
+    if schedule.kind == "cron":
+        return {"cron": schedule.cron}
+    if schedule.kind == "every":
+        return {"every_minutes": schedule.minutes}
+    return {"at": schedule.at.strftime("%Y-%m-%d %H:%M")}
+
+
+def _check_interval(fields: dict, limits, default_tz: str, now) -> None:
+    """A prompt job runs no more often than ``jobs.min_prompt_interval_minutes`` (each run is a model turn)."""
+    is_prompt = "prompt" in fields or fields.get("kind") == "prompt"
+    if not is_prompt or limits is None:
+        return
+    fields = {key: value for key, value in fields.items() if key != "message"}
+    from assistant_framework.jobs.store import schedule_of
+
+    schedule = schedule_of({**fields, "created_at": None}, default_tz)
+    gap = shortest_gap(schedule, now)
+    least = timedelta(minutes=limits.min_prompt_interval_minutes)
+    if gap is not None and gap < least:
+        minutes = int(gap.total_seconds() // 60)
+        raise JobError(
+            f"a prompt job may run at most every {limits.min_prompt_interval_minutes} minutes "
+            f"(jobs.min_prompt_interval_minutes); this schedule runs every {minutes} minute(s). "
+            f'Use a longer schedule, e.g. every_minutes {limits.min_prompt_interval_minutes} or cron "0 * * * *", '
+            "or a message job (no model call)"
+        )
+
+
+def _shown(row: dict) -> dict:
+    return {key: value for key, value in row.items() if key not in ("last_planned",)}
