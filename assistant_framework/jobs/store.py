@@ -61,6 +61,7 @@ class Job:
     last_planned: datetime | None
     failures: int
     untrusted: bool
+    run_requested: str | None = None  # ``run_now``: the moment it was asked for, until the scheduler takes it
 
     @property
     def kind(self) -> str:
@@ -145,6 +146,7 @@ def job_of(row: dict, default_tz: str) -> Job:
         last_planned=from_iso(row.get("last_planned")),
         failures=failures if isinstance(failures, int) and not isinstance(failures, bool) else 0,
         untrusted=is_untrusted(row),
+        run_requested=str(row["run_requested"]) if row.get("run_requested") else None,
     )
 
 

@@ -34,6 +34,7 @@ class Incoming:
     # Images the model sees in this turn's requests (a vision runner answers it); ``text`` holds their
     # placeholder, which is all the history keeps of them (agent/images.py).
     images: tuple[ImageInput, ...] = ()
+    job: str | None = None  # the scheduled job whose run this turn is (traced as a job turn)
 
     @property
     def model_text(self) -> str:

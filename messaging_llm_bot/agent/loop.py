@@ -254,6 +254,7 @@ class Agent:
             untrusted=message.from_outside,
             approve=message.approve,
             place=place,
+            job=message.job,
         )
         # Not the owner's own chat: only the guest skills, on the chat's own folder (assistant_framework.access).
         turn.guest = self._guest_skills(message.owner_chat)

@@ -108,6 +108,7 @@ class TurnRecord:
     history_original: bool = False  # ... and of those, an earlier turn's outside content itself
     approve: ApproveCallback | None = None  # the frontend's confirmation callback for "ask" decisions
     guest: frozenset[str] | None = None  # a guest turn (not the owner's own chat): the skills it may call
+    job: str | None = None  # the scheduled job whose run this turn is
     area: Workspace | None = None  # a guest turn's own folder, made on first use
     stop: threading.Event = field(default_factory=threading.Event)  # set by ``Agent.stop``
     shown: str = ""  # the reply text streamed to the user so far
@@ -230,5 +231,6 @@ def trace_of(turn: TurnRecord, result: TurnResult) -> dict:
         "reply": result.reply,
         "skill_calls": [call.as_dict() for call in turn.skill_calls],
         "error": turn.error,
+        **({"job": turn.job} if turn.job else {}),
         "requests": turn.requests,
     }

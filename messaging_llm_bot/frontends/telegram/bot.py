@@ -16,7 +16,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from datetime import time as dtime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -30,6 +31,7 @@ from telegram.request import HTTPXRequest
 from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.frontends.commands import COMMANDS, collector_notice
+from messaging_llm_bot.frontends.job_runs import JobScheduler
 from messaging_llm_bot.frontends.jobs import DailyJob
 from messaging_llm_bot.frontends.reminders import DeliveryRefused, ReminderScheduler
 from messaging_llm_bot.frontends.runtime import Runtime
@@ -134,6 +136,9 @@ class TelegramService:
         self.poll_timeout = poll_timeout
         self.reminder_poll_seconds = reminder_poll_seconds
         self.reminders: ReminderScheduler | None = None
+        self.jobs: JobScheduler | None = None
+        #: The jobs' clock (a test's controlled clock; None: the real one).
+        self.job_clock: Callable[[], datetime] | None = None
         self.frontend: Frontend | None = None
         self.app: Application | None = None
         self.conflict: str | None = None
@@ -214,6 +219,18 @@ class TelegramService:
             channel="telegram",
         )
         self.reminders.start()
+        fe = self.frontend
+        self.jobs = JobScheduler(
+            self.runtime.workspace,
+            fe.inbox,
+            app.job_queue,
+            claim=fe.claim_job,
+            start=lambda item: fe.start_job_item(app.bot, item),
+            settings=lambda: self.runtime.settings,
+            clock=self.job_clock,
+            prefix="tg:",
+        )
+        self.jobs.start()
         if self.settings.morning_digest:
             hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))
             # Not PTB's run_daily: its cron trigger sends a time in the hour the clocks go back twice.
@@ -298,6 +315,8 @@ class TelegramService:
             )
 
     async def _post_stop(self, app: Application) -> None:
+        if self.jobs is not None:
+            self.jobs.stop()
         if self._rest is not None and not self._rest.done():
             self._rest.cancel()  # stopped before the deferred start finished: start nothing more
             await asyncio.gather(self._rest, return_exceptions=True)

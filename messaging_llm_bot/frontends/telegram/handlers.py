@@ -26,11 +26,14 @@ from telegram.ext import (
 from assistant_framework.access import OWNER_ONLY_COMMANDS, command_allowed, sees_owner_data
 from assistant_framework.config.settings import Settings
 from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.jobs import Job
 from messaging_llm_bot.frontends import commands as texts
 from messaging_llm_bot.frontends.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.frontends.digest import build_digest
 from messaging_llm_bot.frontends.held import StorageOutage, held_text
+from messaging_llm_bot.frontends.job_runs import is_job_item
 from messaging_llm_bot.frontends.pool import pool_size
+from messaging_llm_bot.frontends.reminders import reminder_channel
 from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.telegram.approval import CALLBACK_PATTERN as APPROVAL_PATTERN
 from messaging_llm_bot.frontends.telegram.approval import Approvals
@@ -82,6 +85,7 @@ class Frontend:
             "telegram", lambda: pool_size(self.runtime.settings), lambda: max_pending(self.runtime.settings)
         )
         self._refused_at: dict[int, float] = {}  # stranger -> when last told (monotonic)
+        self.job_items: dict[str, asyncio.Future] = {}  # job runs waiting in the owner's queue or running
         self.outage = StorageOutage("telegram")  # the inbox cannot store: updates held unconfirmed
 
     @property
@@ -325,6 +329,9 @@ class Frontend:
         itself runs in the background.
         """
         items = self.inbox.pending("tg:")  # other frontends replay their own; oldest first
+        for item in [i for i in items if is_job_item(i)]:
+            self.start_job_item(bot, item)  # a job run left by a crash: in its place in the owner's queue
+        items = [i for i in items if not is_job_item(i)]
         if not items:
             return None
         log.info("telegram: answering %d message(s) left unanswered by the last run", len(items))
@@ -343,6 +350,24 @@ class Frontend:
             assert job is not None  # exempt: never refused
             runs.append(self.queues.run(job, replay(item)))
         return asyncio.gather(*runs)
+
+    def start_job_item(self, bot: telegram.Bot, item: InboxItem) -> None:
+        """Answer a job run's item in its chat's queue (the owner's: first, never refused); once at a time."""
+        if item.item_id in self.job_items:
+            return
+        chat = int(item.conversation_id.split(":", 1)[1])
+        job = self.queues.admit(chat, owner=True, exempt=True)
+        task = asyncio.ensure_future(self.queues.run(job, self.turns.answer(bot, item)))
+        self.job_items[item.item_id] = task
+        task.add_done_callback(lambda _t, key=item.item_id: self.job_items.pop(key, None))
+
+    def claim_job(self, job: Job) -> str | None:
+        """The conversation a job's runs go to here: the owner's private chat, for jobs made on Telegram or
+        by hand (no chat); a job's reply is the owner's data, so never another chat whatever the row says."""
+        owner = self.settings.owner_id
+        if owner is None or (job.chat_id not in (None, "") and reminder_channel(job.chat_id) != "telegram"):
+            return None
+        return conversation_id(owner)
 
     # -- commands ---------------------------------------------------------------
 

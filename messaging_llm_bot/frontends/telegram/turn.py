@@ -29,10 +29,12 @@ from messaging_llm_bot.frontends.images import (
     prepare,
     sees_images,
 )
+from messaging_llm_bot.frontends.job_runs import is_job_item
 from messaging_llm_bot.frontends.pool import TurnPool
 from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.telegram.approval import Approvals
 from messaging_llm_bot.frontends.telegram.format import render_markdown
+from messaging_llm_bot.frontends.telegram.job_turn import answer_job
 from messaging_llm_bot.frontends.telegram.media import (
     VOICE_DISABLED,
     attachment_prompt,
@@ -102,7 +104,10 @@ class TurnRunner:
             log.info("telegram: stopping; %s stays in the inbox for the next start", item.item_id)
             return
         with self._active.tracking():
-            await self._answer(bot, item)
+            if is_job_item(item):
+                await answer_job(self, bot, item)
+            else:
+                await self._answer(bot, item)
 
     async def wait_idle(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for running turns; True when none is left."""

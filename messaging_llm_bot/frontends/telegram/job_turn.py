@@ -1,0 +1,103 @@
+"""Answer a job run's inbox item in the owner's Telegram chat (frontends/job_runs.py has the rest).
+
+A ``message`` job's text is the reply; a ``prompt`` job's reply comes from a turn in the owner's private
+chat with the owner's policy and no confirmation (nobody is there to press a button: a call the policy
+asks about is refused), traced as a job turn. The reply is recorded, then delivered through the ledger,
+so a crash anywhere resumes it and it arrives once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+import telegram
+
+from assistant_framework.inbox import InboxItem
+from messaging_llm_bot.frontends.job_runs import (
+    JobRun,
+    finish_run,
+    message_reply,
+    over_budget,
+    paused_notice,
+    prompt_reply,
+    prompt_text,
+)
+from messaging_llm_bot.frontends.telegram.send import TelegramDeliveryError, refused_for_good, send_markdown
+from messaging_llm_bot.frontends.telegram.settings import telegram_chat_id
+
+if TYPE_CHECKING:
+    from messaging_llm_bot.frontends.telegram.turn import TurnRunner
+
+log = logging.getLogger(__name__)
+
+
+async def answer_job(runner: TurnRunner, bot: telegram.Bot, item: InboxItem) -> None:
+    """Make and deliver one job run, record it in jobs/runs.jsonl, complete the item."""
+    run = JobRun.of(item)
+    workspace = runner.runtime.workspace
+    owner = runner.settings.owner_id
+    if run is None or owner is None:
+        log.warning("jobs: %s cannot run (no owner chat or an unreadable item); dropped", item.item_id)
+        await asyncio.to_thread(runner.inbox.complete, item.item_id)
+        return
+    chat_id = telegram_chat_id(item.conversation_id.split(":", 1)[1])
+    started = datetime.now(timezone.utc)
+    ok, error, outcome = True, None, None
+    try:
+        reply = item.reply
+        if reply is None:
+            if run.kind == "message":
+                reply = message_reply(run, started)
+            elif await asyncio.to_thread(over_budget, workspace, runner.runtime.settings, started):
+                outcome, error = "skipped", "today's model runs for jobs are used up (jobs.max_model_runs_per_day)"
+                log.warning("jobs: %s not run: %s", run.run_id, error)
+            else:
+                reply, ok, error = await _prompt_turn(runner, run, chat_id, owner, item)
+                reply = prompt_reply(run, started, reply)
+            if reply is not None:
+                await asyncio.to_thread(runner.inbox.record_reply, item.item_id, reply)
+        if reply is not None:
+            await runner._deliver(bot, item, chat_id, reply, None, None)
+    except TelegramDeliveryError as err:
+        if not refused_for_good(err.cause) and isinstance(err.cause, telegram.error.NetworkError):
+            log.warning("jobs: %s not delivered yet (%s); it is sent again at the next look", run.run_id, err)
+            return  # stays in the inbox: the scheduler offers it again
+        ok, error = False, f"Telegram refused it: {err.cause}"
+    except Exception as exc:  # noqa: BLE001 - recorded as a failed run; three in a row pause the job
+        log.exception("jobs: run %s failed", run.run_id)
+        ok, error = False, f"{type(exc).__name__}: {exc}"
+    message_ids = [item.parts[index] for index in sorted(item.parts)]
+    paused_now = await asyncio.to_thread(
+        finish_run, workspace, run, started=started, ok=ok, message_ids=message_ids, error=error, outcome=outcome
+    )
+    if paused_now:
+        try:
+            await send_markdown(bot, owner, paused_notice(run, error))
+        except (TelegramDeliveryError, telegram.error.TelegramError) as err:
+            log.warning("jobs: could not tell the owner that job %s is paused: %s", run.job_id, err)
+    await asyncio.to_thread(runner.inbox.complete, item.item_id)
+
+
+async def _prompt_turn(
+    runner: TurnRunner, run: JobRun, chat_id: int, owner: int, item: InboxItem
+) -> tuple[str, bool, str | None]:
+    """The job's turn in the owner's private chat: (reply, ok, error)."""
+    from messaging_llm_bot.agent.incoming import Incoming
+    from messaging_llm_bot.agent.turn import reply_text
+
+    incoming = Incoming(
+        item.conversation_id,
+        prompt_text(run),
+        chat_id=chat_id,
+        user_id=owner,
+        message_id=run.run_id,
+        owner_chat=True,
+        untrusted=run.untrusted,
+        approve=None,
+        job=run.job_id,
+    )
+    result = await runner.pool.run(runner.runtime.agent.handle, incoming, owner_turn=True)
+    return reply_text(result), result.ok, None if result.ok else (result.reply or "the turn failed")

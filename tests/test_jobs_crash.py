@@ -1,0 +1,130 @@
+"""Jobs through the real bot process (``python -m messaging_llm_bot``, tests/crash_bot.py): a SIGKILL in the
+middle of a job's model call, and runs planned while the bot was down (``catch_up`` once and skip).
+
+"Down across a planned run" is the state the scheduler finds at start: a job whose newest planned run
+lies between its last run (``created_at`` here) and now. Durations (2 cores, idle): the kill test about
+4 s, the downtime test about 2 s.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from assistant_framework.inbox import Inbox
+from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
+from assistant_framework.workspace import Workspace
+from tests.crash_bot import BotProcess, sent_texts, write_bot_config
+from tests.fakes.bot_api import FakeBotAPI
+
+OWNER = 1
+
+
+@pytest.fixture
+def fake():
+    with FakeBotAPI() as api:
+        yield api
+
+
+def config_for(tmp_path, bot_config, fake):
+    return write_bot_config(
+        tmp_path / "config.json",
+        bot_config,
+        fake,
+        runtime={"shutdown_timeout_seconds": 5},
+        extra={"jobs": {"poll_seconds": 0.2}},
+    )
+
+
+def ago(**delta: float) -> str:
+    return (datetime.now(timezone.utc) - timedelta(**delta)).isoformat(timespec="seconds")
+
+
+@pytest.mark.timeout(60)
+def test_sigkill_during_a_jobs_model_call_delivers_the_reply_once_after_restart(
+    tmp_path, bot_config, fake, chat_server
+):
+    ws = Workspace(tmp_path / "ws")
+    # Due 10 s ago: the first look queues it.
+    ws.write_json(
+        JOBS_FILE,
+        [
+            {
+                "id": "j1",
+                "name": "digest",
+                "every_minutes": 60,
+                "prompt": "Summarise my day",
+                "created_at": ago(minutes=60, seconds=10),
+            }
+        ],
+    )
+    chat_server.enqueue({"content": json.dumps({"reply": "never sent: killed"}), "delay": 30})
+    config = config_for(tmp_path, bot_config, fake)
+    with BotProcess(config, ws.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+        bot.kill()
+    [left] = Inbox(ws).pending()  # the run's item waits for the next start
+    assert left.source_id.startswith("job:j1:")
+    assert ws.read_jsonl(RUNS_FILE) == [] and sent_texts(fake, OWNER) == []
+    chat_server.reset()
+    chat_server.set_handler(lambda request: json.dumps({"reply": "Your day: nothing planned."}))
+    with BotProcess(config, ws.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        fake.wait_for(lambda: len(ws.read_jsonl(RUNS_FILE)) == 1, timeout=15)
+        assert bot.terminate() == 0
+    assert sent_texts(fake, OWNER) == ["🗓 digest\n\nYour day: nothing planned."]
+    assert len(chat_server.chat_requests) == 1  # the replay's one call; the killed one never answered
+    line = ws.read_jsonl(RUNS_FILE)[0]
+    assert line["outcome"] == "delivered" and line["job"] == "j1" and len(line["message_ids"]) == 1
+    assert Inbox(ws).pending() == []
+
+
+@pytest.mark.timeout(60)
+def test_the_bot_down_across_a_planned_run_makes_one_late_run_with_once_and_none_with_skip(
+    tmp_path, bot_config, fake, chat_server
+):
+    ws = Workspace(tmp_path / "ws")
+    planned = datetime.now(timezone.utc).replace(second=0, microsecond=0) - timedelta(hours=1)
+    daily = f"{planned.minute} {planned.hour} * * *"
+    rows = [
+        {
+            "id": "j1",
+            "name": "once",
+            "cron": daily,
+            "timezone": "UTC",
+            "message": "Made up",
+            "created_at": ago(hours=2),
+        },
+        {
+            "id": "j2",
+            "name": "skip",
+            "cron": daily,
+            "timezone": "UTC",
+            "message": "Never",
+            "catch_up": "skip",
+            "created_at": ago(hours=2),
+        },
+    ]
+    ws.write_json(JOBS_FILE, rows)
+    config = config_for(tmp_path, bot_config, fake)
+    with BotProcess(config, ws.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        fake.wait_for(lambda: len(ws.read_jsonl(RUNS_FILE)) == 2, timeout=15)
+        assert bot.terminate() == 0
+    [sent] = sent_texts(fake, OWNER)
+    assert sent.startswith("🗓 Made up\n(late: planned " + planned.strftime("%H:%M") + ", run ")
+    lines = {line["job"]: line for line in ws.read_jsonl(RUNS_FILE)}
+    assert lines["j1"]["outcome"] == "delivered" and lines["j1"]["late"] is True
+    assert lines["j2"]["outcome"] == "skipped" and lines["j2"]["count"] == 1
+    assert lines["j2"]["planned"] == planned.isoformat(timespec="seconds")
+    # Both jobs moved on: a restart makes no run again.
+    marks = [row["last_planned"] for row in json.loads(ws.read_text(JOBS_FILE))]
+    assert marks == [planned.isoformat(timespec="seconds")] * 2
+    with BotProcess(config, ws.root, tmp_path / "bot.log") as bot:
+        bot.start().wait_ready()
+        fake.wait_for(lambda: "jobs: first look" in bot.run_log(), timeout=15)
+        assert bot.terminate() == 0
+    assert len(sent_texts(fake, OWNER)) == 1 and len(ws.read_jsonl(RUNS_FILE)) == 2
