@@ -177,3 +177,27 @@ def test_a_guest_cannot_create_a_job_even_when_given_the_skill(fake, chat_server
     fake.wait_for(lambda: "Could not." in texts(fake, 2))
     assert "belong to the owner" in chat_server.chat_requests[-1]["messages"][-1]["content"]
     assert workspace.list("**/jobs.json") == []
+
+
+def test_three_failed_runs_in_a_row_pause_the_job_and_tell_the_owner_once(fake, chat_server, job_bot, workspace):
+    clock = Clock()
+    created = datetime.now(timezone.utc) - timedelta(seconds=30)  # written with microseconds, as by hand
+    workspace.write_json(
+        JOBS_FILE,
+        [{"id": "j1", "name": "news", "every_minutes": 15, "prompt": "News?", "created_at": created.isoformat()}],
+    )
+    chat_server.set_handler(lambda request: {"status": 500, "body": {"error": {"message": "model down"}}})
+    bot = job_bot(clock)
+    for run in range(1, 4):
+        clock.advance(minutes=15)
+        fake.wait_for(lambda run=run: len(runs(workspace)) == run)
+    next_look(bot, fake)
+    row = json.loads(workspace.read_text(JOBS_FILE))[0]
+    assert row["paused"] is True and row["failures"] == 3
+    assert [line["outcome"] for line in runs(workspace)] == ["failed"] * 3
+    fake.wait_for(lambda: any("paused" in t for t in texts(fake, OWNER)))
+    clock.advance(minutes=15)
+    next_look(bot, fake, 5)
+    assert len(runs(workspace)) == 3  # paused: no fourth run
+    notices = [t for t in texts(fake, OWNER) if "failed three times" in t]
+    assert len(notices) == 1 and "jobs resume j1" in notices[0]

@@ -92,6 +92,8 @@ def schedule_of(row: dict, default_tz: str) -> Schedule:
         raise JobError(f'timezone {tz_name!r} is not an IANA zone name; e.g. "Europe/Berlin" or "UTC"') from None
     key = given[0]
     anchor = from_iso(row.get("created_at"))
+    if anchor is not None:  # whole seconds, as last_planned is stored: a run is never found due twice
+        anchor = anchor.replace(microsecond=0)
     if key == "cron":
         try:
             check_cron(str(row["cron"]))
@@ -129,7 +131,7 @@ def job_of(row: dict, default_tz: str) -> Job:
     if catch_up not in CATCH_UP:
         raise JobError(f"catch_up {catch_up!r} must be one of {', '.join(CATCH_UP)}")
     schedule = schedule_of(row, default_tz)
-    created = from_iso(row.get("created_at")) or now_utc()
+    created = (from_iso(row.get("created_at")) or now_utc()).replace(microsecond=0)
     if schedule.anchor is None:
         schedule = Schedule(schedule.kind, schedule.tz, schedule.cron, schedule.minutes, schedule.at, created)
     failures = row.get("failures")
