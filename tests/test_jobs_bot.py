@@ -48,8 +48,8 @@ def job_bot(fake, bot_config, workspace, tmp_path):
     """Factory: a bot whose job scheduler runs on a controlled clock, looking every 0.1 s."""
     running: list[RunningBot] = []
 
-    def start(clock: Clock) -> RunningBot:
-        config = telegram_config(bot_config, fake)
+    def start(clock: Clock, **overrides) -> RunningBot:
+        config = telegram_config(bot_config, fake, **overrides)
         config["jobs"] = {"poll_seconds": 0.1}
         bot = RunningBot(make_runtime(config, workspace, tmp_path))
         bot.service.job_clock = clock
@@ -201,3 +201,43 @@ def test_three_failed_runs_in_a_row_pause_the_job_and_tell_the_owner_once(fake, 
     assert len(runs(workspace)) == 3  # paused: no fourth run
     notices = [t for t in texts(fake, OWNER) if "failed three times" in t]
     assert len(notices) == 1 and "jobs resume j1" in notices[0]
+
+
+# -- seeing them: /jobs, /now, the CLI beside a running bot ---------------------------------------------
+
+
+def test_jobs_and_now_show_the_jobs_and_todays_runs_to_the_owner_only(fake, chat_server, job_bot, workspace):
+    clock = Clock()
+    created = (datetime.now(timezone.utc) - timedelta(seconds=30)).isoformat(timespec="seconds")
+    workspace.write_json(
+        JOBS_FILE, [{"id": "j1", "name": "water", "every_minutes": 1, "message": "Drink", "created_at": created}]
+    )
+    job_bot(clock, allowed_user_ids=[OWNER, 2])
+    clock.advance(seconds=31)
+    fake.wait_for(lambda: len(runs(workspace)) == 1)
+    fake.send_message("/jobs", user_id=OWNER)
+    listing = fake.wait_for(lambda: next((t for t in texts(fake, OWNER) if t.startswith("🗓 Jobs")), None))
+    assert "j1 water: every 1 minute, message; next " in listing
+    fake.send_message("/now", user_id=OWNER)
+    digest = fake.wait_for(lambda: next((t for t in texts(fake, OWNER) if "Jobs today" in t), None))
+    assert "water: delivered" in digest
+    fake.send_message("/jobs", user_id=2)  # another allowed user: the owner's jobs are not theirs to see
+    refused = fake.wait_for(lambda: texts(fake, 2))
+    assert "only for the owner" in refused[0] and "water" not in refused[0]
+
+
+def test_assistant_jobs_run_is_made_by_the_running_bot_once(fake, chat_server, job_bot, workspace, capsys):
+    from messaging_llm_bot.cli.main import main
+
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    workspace.write_json(
+        JOBS_FILE, [{"id": "j1", "name": "rent", "cron": "0 9 1 * *", "message": "Pay the rent", "created_at": created}]
+    )
+    bot = job_bot(Clock())
+    assert main(["jobs", "run", "j1", "--workspace", str(workspace.root), "--config", "/nonexistent"]) == 0
+    fake.wait_for(lambda: len(runs(workspace)) == 1)
+    next_look(bot, fake, 5)
+    assert delivered(fake, "🗓 Pay the rent") == ["🗓 Pay the rent"]
+    line = runs(workspace)[0]
+    assert line["requested"] is True and line["outcome"] == "delivered"
+    assert "run_requested" not in json.loads(workspace.read_text(JOBS_FILE))[0]

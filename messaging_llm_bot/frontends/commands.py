@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: (command, description) shown by /help.
 COMMANDS: list[tuple[str, str]] = [
     ("help", "What I can do and the commands"),
-    ("now", "Today at a glance: tasks, reminders, calendar, birthdays"),
+    ("now", "Today at a glance: tasks, reminders, jobs, calendar, birthdays"),
+    ("jobs", "Scheduled jobs and their next run"),
     ("skills", "List my skills"),
     ("skill", "Explain one skill: /skill NAME"),
     ("stop", "Stop the answer I am writing now"),
@@ -296,6 +297,10 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
         return stats_text(runtime.workspace)
     if name == "reload":
         return reload_text(runtime.reload())
+    if name == "jobs":
+        from messaging_llm_bot.frontends.job_texts import jobs_text
+
+        return jobs_text(runtime.workspace, runtime.agent.now(), runtime.agent.settings.timezone)
     if name == "now" and has_digest():
         from messaging_llm_bot.frontends.digest import build_digest
 

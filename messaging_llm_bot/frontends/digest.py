@@ -16,6 +16,7 @@ from assistant_framework.stores.provenance import is_untrusted
 from assistant_framework.stores.reminders import ReminderStore, due_at_of
 from assistant_framework.stores.tasks import TaskStore
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.frontends.job_texts import jobs_today
 from messaging_llm_bot.frontends.markup import escape_markdown
 from messaging_llm_bot.frontends.reminders import FROM_OUTSIDE
 
@@ -46,6 +47,7 @@ def build_digest(workspace: Workspace, now: datetime, timezone: str) -> str:
         _tasks(workspace, today),
         _reminders(workspace, local_now),
         _failed_reminders(workspace, local_now),
+        _jobs(workspace, local_now),
         _calendar(workspace, today, tz),
         _birthdays(workspace, today),
         _news(workspace),
@@ -130,6 +132,11 @@ def _failed_reminders(workspace: Workspace, local_now: datetime) -> str:
             f"{_md(reminder.get('error') or 'refused')}){_outside(reminder)}"
         )
     return "\n".join(["⚠️ **Reminders not delivered**", *rows]) if rows else ""
+
+
+@_safe
+def _jobs(workspace: Workspace, local_now: datetime) -> str:
+    return jobs_today(workspace, local_now)
 
 
 @_safe

@@ -32,6 +32,7 @@ from messaging_llm_bot.frontends.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.frontends.digest import build_digest
 from messaging_llm_bot.frontends.held import StorageOutage, held_text
 from messaging_llm_bot.frontends.job_runs import is_job_item
+from messaging_llm_bot.frontends.job_texts import jobs_text
 from messaging_llm_bot.frontends.pool import pool_size
 from messaging_llm_bot.frontends.reminders import reminder_channel
 from messaging_llm_bot.frontends.runtime import Runtime
@@ -410,6 +411,11 @@ class Frontend:
     async def cmd_now(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         await self._send(update, context.bot, await asyncio.to_thread(self.digest_text))
 
+    async def cmd_jobs(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        tz = self.settings.timezone
+        text = await asyncio.to_thread(jobs_text, self.runtime.workspace, datetime.now(ZoneInfo(tz)), tz)
+        await self._send(update, context.bot, text)
+
     def digest_text(self) -> str:
         """The /now digest for this moment (no model call)."""
         tz = self.settings.timezone
@@ -502,6 +508,7 @@ class Frontend:
             ("resume", self.cmd_resume),
             ("status", self.cmd_status),
             ("now", self.cmd_now),
+            ("jobs", self.cmd_jobs),
             ("reload", self.cmd_reload),
             ("stats", self.cmd_stats),
             ("why", self.cmd_why),

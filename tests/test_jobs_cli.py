@@ -1,0 +1,127 @@
+"""``assistant jobs list|show|run|pause|resume|remove`` as the operator runs it (a subprocess on a real
+workspace): ``--json`` gives each job's ``next_run`` in ISO 8601 with its offset; exit codes 0/1/2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
+from assistant_framework.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def cli(ws: Workspace, config: Path, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "messaging_llm_bot.cli",
+            "jobs",
+            *argv,
+            "--workspace",
+            str(ws.root),
+            "--config",
+            str(config),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+def setup(tmp_path: Path, rows: list) -> tuple[Workspace, Path]:
+    ws = Workspace(tmp_path / "ws")
+    ws.write_json(JOBS_FILE, rows)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"runtime": {"timezone": "Europe/Berlin"}}), encoding="utf-8")
+    return ws, config
+
+
+ROWS = [
+    {
+        "id": "j1",
+        "name": "morning",
+        "cron": "30 7 * * 1-5",
+        "prompt": "Weather?",
+        "created_at": "2026-11-01T00:00:00+00:00",
+    },
+    {
+        "id": "j2",
+        "name": "rent",
+        "cron": "0 9 1 * *",
+        "timezone": "UTC",
+        "message": "Pay",
+        "created_at": "2026-11-01T00:00:00+00:00",
+    },
+]
+
+
+def test_list_json_gives_next_run_in_iso_8601_with_offset(tmp_path: Path) -> None:
+    ws, config = setup(tmp_path, ROWS)
+    done = cli(ws, config, "list", "--json")
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)
+    assert listed["problems"] == []
+    by_id = {row["id"]: row for row in listed["jobs"]}
+    morning = datetime.fromisoformat(by_id["j1"]["next_run"])
+    assert morning.utcoffset() is not None and by_id["j1"]["next_run"][-6:] in ("+01:00", "+02:00")
+    assert morning.strftime("%H:%M") == "07:30" and morning.isoweekday() <= 5  # Berlin wall time, a weekday
+    rent = datetime.fromisoformat(by_id["j2"]["next_run"])
+    assert by_id["j2"]["next_run"].endswith("+00:00") and rent.day == 1 and rent.hour == 9
+
+
+def test_a_broken_row_is_reported_and_exits_1_the_others_listed(tmp_path: Path) -> None:
+    ws, config = setup(tmp_path, [*ROWS, {"id": "j3", "name": "bad", "every_minutes": 0, "message": "x"}])
+    done = cli(ws, config, "list", "--json")
+    assert done.returncode == 1
+    listed = json.loads(done.stdout)
+    assert [row["id"] for row in listed["jobs"]] == ["j1", "j2"] and "every_minutes 0" in listed["problems"][0]
+    text = cli(ws, config, "list")
+    assert (
+        text.returncode == 1
+        and "morning" in text.stdout
+        and "problem:" in text.stderr
+        and "Traceback" not in text.stderr
+    )
+
+
+class InProcess:
+    """``cli`` through ``main()`` in this process (the same parser and handlers, without a Python start each)."""
+
+    def __init__(self, capsys) -> None:
+        self.capsys = capsys
+
+    def __call__(self, ws: Workspace, config: Path, *argv: str) -> subprocess.CompletedProcess:
+        from messaging_llm_bot.cli.main import main
+
+        code = main(["jobs", *argv, "--workspace", str(ws.root), "--config", str(config)])
+        out, err = self.capsys.readouterr()
+        return subprocess.CompletedProcess(argv, code, out, err)
+
+
+def test_show_pause_resume_run_remove(tmp_path: Path, capsys) -> None:
+    cli = InProcess(capsys)
+    ws, config = setup(tmp_path, ROWS)
+    ws.append_jsonl(
+        RUNS_FILE, {"run": "job:j2:x", "job": "j2", "planned": "2026-11-01T09:00:00+00:00", "outcome": "delivered"}
+    )
+    shown = json.loads(cli(ws, config, "show", "rent", "--json").stdout)
+    assert shown["id"] == "j2" and shown["runs"][0]["outcome"] == "delivered"
+    assert cli(ws, config, "pause", "j1").returncode == 0
+    assert json.loads(cli(ws, config, "show", "j1", "--json").stdout)["next_run"] is None
+    resumed = json.loads(cli(ws, config, "resume", "j1", "--json").stdout)
+    assert resumed["paused"] is False and resumed["next_run"]
+    assert cli(ws, config, "run", "j1").returncode == 0
+    assert json.loads(ws.read_text(JOBS_FILE))[0]["run_requested"]
+    assert cli(ws, config, "remove", "j2").returncode == 0
+    assert [row["id"] for row in json.loads(ws.read_text(JOBS_FILE))] == ["j1"]
+    missing = cli(ws, config, "show", "j9")
+    assert missing.returncode == 2 and "no job 'j9'" in missing.stderr and "jobs list" in missing.stderr
