@@ -8,7 +8,7 @@ from assistant_framework.stores.provenance import shown
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = (
-    "Recurring routines (name, when, steps), such as a daily habit: set, list or delete. One-off to-dos: tasks."
+    "Notes on routines (name, when, steps), such as a daily habit; never run or alert (that: jobs). To-dos: tasks."
 )
 CAPABILITIES = ["read", "write", "delete"]
 ARGS_SCHEMA = {
