@@ -44,6 +44,7 @@ from messaging_llm_bot.frontends.telegram.settings import (
     TelegramSettings,
     addressed_to_bot,
     chat_of,
+    conversation_id,
     for_other_bot,
     is_command,
     message_conversation,
@@ -356,8 +357,7 @@ class Frontend:
         """Answer a job run's item in its chat's queue (the owner's: first, never refused); once at a time."""
         if item.item_id in self.job_items:
             return
-        chat = int(item.conversation_id.split(":", 1)[1])
-        job = self.queues.admit(chat, owner=True, exempt=True)
+        job = self.queues.admit(chat_of(item.conversation_id), owner=True, exempt=True)
         task = asyncio.ensure_future(self.queues.run(job, self.turns.answer(bot, item)))
         self.job_items[item.item_id] = task
         task.add_done_callback(lambda _t, key=item.item_id: self.job_items.pop(key, None))

@@ -26,7 +26,7 @@ from messaging_llm_bot.frontends.job_runs import (
     prompt_text,
 )
 from messaging_llm_bot.frontends.telegram.send import TelegramDeliveryError, refused_for_good, send_markdown
-from messaging_llm_bot.frontends.telegram.settings import telegram_chat_id
+from messaging_llm_bot.frontends.telegram.settings import chat_of
 
 if TYPE_CHECKING:
     from messaging_llm_bot.frontends.telegram.turn import TurnRunner
@@ -43,7 +43,7 @@ async def answer_job(runner: TurnRunner, bot: telegram.Bot, item: InboxItem) -> 
         log.warning("jobs: %s cannot run (no owner chat or an unreadable item); dropped", item.item_id)
         await asyncio.to_thread(runner.inbox.complete, item.item_id)
         return
-    chat_id = telegram_chat_id(item.conversation_id.split(":", 1)[1])
+    chat_id = chat_of(item.conversation_id)
     started = datetime.now(timezone.utc)
     ok, error, outcome = True, None, None
     try:
