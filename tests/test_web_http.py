@@ -39,6 +39,8 @@ PAGES = [
     "/collectors",
     "/usage",
     "/skills",
+    "/jobs",
+    "/api/jobs",
     "/api/memory/search?q=bicycle",
     "/api/memory/notes",
     "/api/file?path=notes/keys.md",
@@ -56,6 +58,8 @@ POSTS = [
     "/collectors/writer/run",
     "/api/collectors/writer/run",
     "/api/file?path=notes/shopping.md",
+    "/jobs/j1/pause",
+    "/api/jobs/j1/remove",
     "/logout",
 ]
 
@@ -103,6 +107,8 @@ def test_without_the_token_every_page_and_api_answers_401(site):
     assert requests.delete(f"{site.base}/api/file?path=notes/shopping.md").status_code == 401
     assert site.workspace.exists("notes/shopping.md")
     assert not site.workspace.exists("collectors/writer/latest.md")  # no collector ran
+    assert '"id": "j1"' in site.workspace.read_text("jobs/jobs.json")  # no job removed
+    assert '"paused"' not in site.workspace.read_text("jobs/jobs.json")  # nor paused
 
 
 def test_a_wrong_token_is_refused_everywhere(site):
@@ -175,6 +181,8 @@ def test_forms_refuse_a_post_without_the_csrf_token(site):
     )
     assert reply.status_code == 403
     assert session.post(f"{site.base}/collectors/writer/run", allow_redirects=False).status_code == 403
+    assert session.post(f"{site.base}/jobs/j1/remove", allow_redirects=False).status_code == 403
+    assert "j1" in site.workspace.read_text("jobs/jobs.json")
     assert site.workspace.read_text("notes/shopping.md") == before
     assert not site.workspace.exists("collectors/writer/latest.md")
 
@@ -363,6 +371,30 @@ def test_collectors_status_and_run_now(site):
     assert rows["writer"]["source_errors"] == ["feed b.example: HTTP 503"] and rows["writer"]["next_run"]
     assert rows["raiser"]["consecutive_failures"] == 1 and "refused the login" in rows["raiser"]["error"]
     assert requests.post(f"{site.base}/api/collectors/nosuch/run", headers=BEARER).status_code == 404
+
+
+def test_jobs_list_next_run_history_pause_run_now_and_delete(site):
+    site.workspace.append_jsonl(
+        "jobs/runs.jsonl",
+        {"run": "job:j1:a", "job": "j1", "planned": "2026-11-29T18:00:00+00:00", "outcome": "delivered"},
+    )
+    listed = requests.get(f"{site.base}/api/jobs", headers=BEARER).json()
+    [job] = listed["jobs"]
+    assert job["id"] == "j1" and job["next_run"] and job["runs"][0]["outcome"] == "delivered"
+    session = _session(site)
+    page = session.get(f"{site.base}/jobs").text
+    assert "Bins out" in page and "delivered" in page and 'action="/jobs/j1/pause"' in page
+    xsrf = _xsrf(session, site, "/jobs")
+    paused = session.post(f"{site.base}/jobs/j1/pause", data={"_xsrf": xsrf}, allow_redirects=False)
+    assert paused.status_code == 302 and "paused" in paused.headers["Location"]
+    assert requests.get(f"{site.base}/api/jobs", headers=BEARER).json()["jobs"][0]["paused"] is True
+    assert "Resume" in session.get(f"{site.base}/jobs").text
+    ran = requests.post(f"{site.base}/api/jobs/j1/run", headers=BEARER).json()
+    assert ran["done"] == "run" and '"run_requested"' in site.workspace.read_text("jobs/jobs.json")
+    assert requests.post(f"{site.base}/api/jobs/j9/run", headers=BEARER).status_code == 404
+    assert requests.post(f"{site.base}/api/jobs/j1/explode", headers=BEARER).status_code == 404
+    session.post(f"{site.base}/jobs/j1/remove", data={"_xsrf": xsrf}, allow_redirects=False)
+    assert requests.get(f"{site.base}/api/jobs", headers=BEARER).json()["jobs"] == []
 
 
 def test_usage_and_skills(site):

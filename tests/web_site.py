@@ -100,6 +100,18 @@ def fill_workspace(ws: Workspace) -> tuple[str, str, str]:
     facts.add("owner", "city", "Paris", source="user")
     facts.add("owner", "bicycle", "blue", source="extraction", source_ref="42:2026-11-29:1")
     TaskStore(ws).add("Repair the bicycle light")
+    ws.write_json(
+        "jobs/jobs.json",
+        [
+            {
+                "id": "j1",
+                "name": "bins",
+                "cron": "0 19 * * 0",
+                "message": "Bins out",
+                "created_at": "2026-11-01T00:00:00+00:00",
+            }
+        ],
+    )
     now = datetime.now(timezone.utc).replace(microsecond=0)
     day = now.date().isoformat()
     chat = "42"

@@ -14,7 +14,7 @@ import tornado.web
 
 from ..config.settings import WebSettings
 from ..traces import collect_secrets
-from . import logbudget, memory_pages, pages
+from . import jobs_page, logbudget, memory_pages, pages
 from .auth import AccessToken, cookie_secret, is_loopback, load_or_create_token
 from .base import SECURITY_HEADERS, WebState, log_request
 from .limits import GuardedHTTPServer, ServerLimits, http_server
@@ -58,6 +58,10 @@ def make_app(state: WebState) -> tornado.web.Application:
         (r"/api/collectors", pages.CollectorsHandler, a),
         (r"/collectors/([A-Za-z0-9_.-]+)/run", pages.CollectorRunHandler, s),
         (r"/api/collectors/([A-Za-z0-9_.-]+)/run", pages.CollectorRunHandler, a),
+        (r"/jobs", jobs_page.JobsHandler, s),
+        (r"/api/jobs", jobs_page.JobsHandler, a),
+        (r"/jobs/([A-Za-z0-9_.-]+)/([a-z]+)", jobs_page.JobActionHandler, s),
+        (r"/api/jobs/([A-Za-z0-9_.-]+)/([a-z]+)", jobs_page.JobActionHandler, a),
         (r"/usage", pages.UsageHandler, s),
         (r"/api/usage", pages.UsageHandler, a),
         (r"/skills", pages.SkillsHandler, s),

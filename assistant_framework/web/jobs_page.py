@@ -1,0 +1,69 @@
+"""The Jobs page (docs/jobs.md): every job with its next run and recent runs; pause, resume, run now and
+delete, each a POST with the page's CSRF token (``/api/jobs/...`` the same with the access token). The
+page changes ``jobs/jobs.json`` only: the running bot picks a change up at its next look."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from urllib.parse import urlencode
+
+import tornado.web
+
+from ..jobs import JobStore, RunLog, as_row
+from ..stores import NotFoundError
+from .base import BaseHandler
+
+#: Runs shown per job (all of them: `assistant jobs show ID` and jobs/runs.jsonl).
+RUNS_SHOWN = 5
+ACTIONS = ("pause", "resume", "run", "remove")
+
+
+def job_rows(parts) -> dict:
+    """Every readable job with its next run and newest runs, and the rows that cannot be read."""
+    store = JobStore(parts.workspace, parts.settings.runtime.timezone)
+    jobs, problems = store.jobs()
+    now = datetime.now(timezone.utc)
+    runs = RunLog(parts.workspace).records()
+    rows = []
+    for job in jobs:
+        mine = [record for record in runs if record.get("job") == job.id][-RUNS_SHOWN:]
+        rows.append({**as_row(job, now), "runs": list(reversed(mine))})
+    return {"jobs": rows, "problems": problems}
+
+
+def change(parts, job_id: str, action: str) -> str:
+    """Do one action on a job; the sentence the page shows. NotFoundError for an unknown job."""
+    store = JobStore(parts.workspace, parts.settings.runtime.timezone)
+    job = store.get(job_id)
+    now = datetime.now(timezone.utc)
+    if action == "run":
+        store.request_run(job.id, now)
+        return f"{job.id} {job.name}: runs at the bot's next look"
+    if action == "remove":
+        store.remove(job.id)
+        return f"{job.id} {job.name}: deleted"
+    store.set_paused(job.id, action == "pause", now=now)
+    return f"{job.id} {job.name}: {'paused' if action == 'pause' else 'resumed'}"
+
+
+class JobsHandler(BaseHandler):
+    async def get(self) -> None:
+        data = await self.off_loop("files", job_rows, self.parts)
+        if self.api:
+            self.send_json(data)
+            return
+        self.page("jobs.html", title="Jobs", data=data, done=self.get_query_argument("done", ""))
+
+
+class JobActionHandler(BaseHandler):
+    async def post(self, job_id: str, action: str) -> None:
+        if action not in ACTIONS:
+            raise tornado.web.HTTPError(404, "no such action")
+        try:
+            said = await self.off_loop("files", change, self.parts, job_id, action)
+        except NotFoundError:
+            raise tornado.web.HTTPError(404, "no such job") from None
+        if self.api:
+            self.send_json({"id": job_id, "done": action, "said": said})
+        else:
+            self.redirect("/jobs?" + urlencode({"done": said}))
