@@ -128,3 +128,29 @@ def test_the_bot_down_across_a_planned_run_makes_one_late_run_with_once_and_none
         fake.wait_for(lambda: "jobs: first look" in bot.run_log(), timeout=15)
         assert bot.terminate() == 0
     assert len(sent_texts(fake, OWNER)) == 1 and len(ws.read_jsonl(RUNS_FILE)) == 2
+
+
+def test_a_crash_between_queueing_a_run_and_moving_the_job_on_does_not_run_it_twice(tmp_path):
+    """The scheduler's look without a bot: the run is accepted into the inbox, then (a crash) the job's
+    ``last_planned`` is put back; after a restart (a new Inbox on the same files) the same planned run is
+    found due again and refused by the inbox: one item, one run."""
+    from assistant_framework.config.settings import Settings
+    from messaging_llm_bot.frontends.job_runs import JobRun, JobScheduler
+
+    ws = Workspace(tmp_path / "ws")
+    ws.write_json(
+        JOBS_FILE,
+        [{"id": "j1", "name": "m", "every_minutes": 60, "message": "hi", "created_at": ago(minutes=60, seconds=5)}],
+    )
+    before = ws.read_text(JOBS_FILE)
+
+    def scheduler() -> JobScheduler:
+        return JobScheduler(ws, Inbox(ws), None, claim=lambda job: "tg:1", start=lambda item: None, settings=Settings)
+
+    items, _wait = scheduler().look()
+    assert len(items) == 1 and JobRun.of(items[0]).job_id == "j1"
+    assert '"last_planned"' in ws.read_text(JOBS_FILE)
+    ws.write_text(JOBS_FILE, before)  # the crash: the job never moved on
+    again, _wait = scheduler().look()
+    pending = Inbox(ws).pending()
+    assert len(pending) == 1 and [i.item_id for i in again] == [pending[0].item_id]  # offered again, not a second run
