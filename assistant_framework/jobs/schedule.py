@@ -40,21 +40,42 @@ class Schedule:
     def zone(self) -> ZoneInfo:
         return zone(self.tz)
 
+    @property
+    def step(self) -> timedelta:
+        """The interval of an ``every`` schedule."""
+        if self.minutes is None:
+            raise ValueError(f"a {self.kind} schedule has no interval")
+        return timedelta(minutes=self.minutes)
+
+    @property
+    def moment(self) -> datetime:
+        """The one time of an ``at`` schedule."""
+        if self.at is None:
+            raise ValueError(f"a {self.kind} schedule has no single time")
+        return self.at
+
+    @property
+    def expression(self) -> str:
+        """The cron expression of a ``cron`` schedule."""
+        if self.cron is None:
+            raise ValueError(f"a {self.kind} schedule has no cron expression")
+        return self.cron
+
     def next_after(self, after: datetime) -> datetime | None:
         """The first run strictly after ``after`` (UTC), or None when there is none (a past ``at``)."""
         after = as_utc(after)
         if self.kind == "at":
-            moment = as_utc(self.at)
+            moment = as_utc(self.moment)
             return moment if moment > after else None
         if self.kind == "every":
-            step = timedelta(minutes=self.minutes)
+            step = self.step
             anchor = as_utc(self.anchor or after)
             if after < anchor:
                 return anchor
             return anchor + step * ((after - anchor) // step + 1)
-        fire = next_cron_time(self.cron, after, self.tz)
+        fire = next_cron_time(self.expression, after, self.tz)
         while _second_pass(fire, self.zone):
-            fire = next_cron_time(self.cron, fire, self.tz)
+            fire = next_cron_time(self.expression, fire, self.tz)
         return fire
 
     def describe(self) -> str:
@@ -63,7 +84,7 @@ class Schedule:
             return f"cron {self.cron} ({self.tz})"
         if self.kind == "every":
             return f"every {self.minutes} minute{'s' if self.minutes != 1 else ''}"
-        return f"once at {self.at.strftime('%Y-%m-%d %H:%M')} ({self.tz})"
+        return f"once at {self.moment.strftime('%Y-%m-%d %H:%M')} ({self.tz})"
 
 
 def _second_pass(moment: datetime, tz: ZoneInfo) -> bool:
@@ -91,11 +112,11 @@ def shortest_gap(schedule: Schedule, now: datetime, samples: int = 48) -> timede
     if schedule.kind == "at":
         return None
     if schedule.kind == "every":
-        return timedelta(minutes=schedule.minutes)
+        return schedule.step
     times: list[datetime] = []
-    moment = as_utc(now)
+    moment: datetime | None = as_utc(now)
     for _ in range(samples):
-        moment = schedule.next_after(moment)
+        moment = schedule.next_after(moment) if moment is not None else None
         if moment is None:
             break
         times.append(moment)
@@ -135,10 +156,10 @@ def due_runs(
     missed = 0
     moment = since
     if schedule.kind == "every" and schedule.anchor is not None:
-        step = timedelta(minutes=schedule.minutes)
+        step = schedule.step
         behind = (now - since) // step
         if behind > _SCAN:  # jump over what no catch-up makes: the count is still right
-            skipped_ahead = behind - late.maxlen
+            skipped_ahead = behind - (late.maxlen or 0)
             moment = since + step * skipped_ahead
             missed += skipped_ahead
     for _ in range(_SCAN):

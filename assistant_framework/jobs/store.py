@@ -308,7 +308,8 @@ class JobStore:
             if ok:
                 row.pop("failures", None)
                 return 0, False
-            failures = (row.get("failures") if isinstance(row.get("failures"), int) else 0) + 1
+            counted = row.get("failures")
+            failures = (counted if isinstance(counted, int) else 0) + 1
             row["failures"] = failures
             paused_now = failures >= PAUSE_AFTER_FAILURES and not row.get("paused")
             if paused_now:

@@ -14,10 +14,11 @@ DESCRIPTION = (
     "Scheduled jobs: by cron, every N minutes or once (at), send a message or answer a prompt. One alert: reminders."
 )
 CAPABILITIES = ["read", "write"]
+ACTIONS = ["add", "list", "update", "pause", "resume", "remove", "run_now"]
 ARGS_SCHEMA = {
     "type": "object",
     "properties": {
-        "action": {"enum": ["add", "list", "update", "pause", "resume", "remove", "run_now"]},
+        "action": {"enum": ACTIONS},
         "id": {"type": "string"},
         "name": {"type": "string"},
         "cron": {"type": "string", "examples": ["30 7 * * 1-5"]},
@@ -95,7 +96,7 @@ def run(workspace: Workspace, args: dict, context=None):
     if action == "run_now":
         job = store.request_run(store.get(args["id"]).id, now)
         return f"job {job.id} {job.name!r} will run within a minute; its result arrives in this chat"
-    raise JobError(f"unknown action {action!r}; use one of {', '.join(ARGS_SCHEMA['properties']['action']['enum'])}")
+    raise JobError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
 
 
 def _fields(args: dict, default_tz: str) -> dict:

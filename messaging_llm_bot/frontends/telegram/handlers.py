@@ -358,9 +358,15 @@ class Frontend:
         if item.item_id in self.job_items:
             return
         job = self.queues.admit(chat_of(item.conversation_id), owner=True, exempt=True)
+        assert job is not None  # exempt: never refused
         task = asyncio.ensure_future(self.queues.run(job, self.turns.answer(bot, item)))
         self.job_items[item.item_id] = task
-        task.add_done_callback(lambda _t, key=item.item_id: self.job_items.pop(key, None))
+        key = item.item_id
+
+        def forget(_task: asyncio.Future) -> None:
+            self.job_items.pop(key, None)
+
+        task.add_done_callback(forget)
 
     def claim_job(self, job: Job) -> str | None:
         """The conversation a job's runs go to here: the owner's private chat, for jobs made on Telegram or
