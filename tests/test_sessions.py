@@ -128,3 +128,27 @@ def test_a_broken_session_list_means_session_one_and_the_list_is_bounded(workspa
     assert Sessions(workspace).active("console") == f"console#{MAX_SESSIONS + 6}"  # read back from the file
     assert sessions.resume("console", 1) is None  # left the list (its log and history stay)
     assert [resume_number(a) for a in ("3", "#3", "0", "-1", "x", "9999999")] == [3, 3, None, None, None, None]
+
+
+def test_signal_has_new_sessions_and_resume(bot_config, workspace, chat_server, tmp_path):
+    from tests.fakes.signal_daemon import FakeSignalDaemon
+    from tests.signal_harness import BOT, RunningSignal, signal_config
+    from tests.signal_harness import OWNER as SIGNAL_OWNER
+    from tests.telegram_harness import make_runtime
+
+    with FakeSignalDaemon(BOT) as daemon:
+        with RunningSignal(make_runtime(signal_config(bot_config, daemon), workspace, tmp_path)):
+            daemon.wait_connected()
+
+            def say(text: str, n: int) -> str:
+                daemon.message(SIGNAL_OWNER, text)
+                return daemon.wait_sent(n)[n - 1]["message"]
+
+            say("my boat is the Albatross", 1)
+            assert "Started a new conversation (#2)" in say("/new", 2)
+            say("a different subject", 3)
+            assert "Albatross" not in _request_text(chat_server)
+            assert "#1" in say("/sessions", 4)
+            assert "Continuing conversation #1" in say("/resume 1", 5)
+            say("what is my boat called?", 6)
+            assert "Albatross" in _request_text(chat_server) and "different subject" not in _request_text(chat_server)
