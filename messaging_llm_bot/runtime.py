@@ -29,9 +29,9 @@ if TYPE_CHECKING:  # pragma: no cover - the parts are imported when they are bui
     from assistant_framework.collectors.runner import CollectorRunner
     from assistant_framework.memory import MemoryService
     from assistant_framework.skills import SkillManager
+    from assistant_framework.spending import CapUse
     from messaging_llm_bot.agent.loop import Agent
     from messaging_llm_bot.llm.client import LLMClient
-    from messaging_llm_bot.llm.spending import CapUse
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +110,8 @@ def build_parts(
     folders load later with ``defer_plugins``."""
     from assistant_framework.collectors import CollectorManager
     from assistant_framework.skills import SkillManager
+    from assistant_framework.spending import SpendingLedger
     from messaging_llm_bot.agent.loop import Agent
-    from messaging_llm_bot.llm.spending import SpendingLedger
 
     settings = settings if settings is not None else Settings.from_config(config)
     llm = _llm_client(settings)
@@ -312,7 +312,7 @@ class BotRuntime:
 
     def _tell_capped(self, use: "CapUse", next_runner: str | None) -> None:
         """Tell the owner, once per runner and period, that a runner reached a spending cap."""
-        from messaging_llm_bot.llm.spending import capped_text
+        from assistant_framework.spending import capped_text
 
         self._notify_all("spending", capped_text(use, next_runner))
 

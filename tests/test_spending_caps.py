@@ -1,4 +1,4 @@
-"""Spending caps (llm/spending.py): a runner at its cap is skipped for the period, the next one answers.
+"""Spending caps (assistant_framework/spending.py): a runner at its cap is skipped for the period, the next one answers.
 
 Through the real bot and the fake Bot API with runner A (capped) and runner B (the "local" one), both
 FakeChatServers; the day is the ledger's clock, which the test sets (``runtime.llm.spending.clock``).
@@ -12,10 +12,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from assistant_framework.spending import STATE_FILE, CallTokens, SpendingLedger, call_cost
 from messaging_llm_bot.llm.client import LLMClient, LLMError
 from messaging_llm_bot.llm.slots import background_calls
-from messaging_llm_bot.llm.spending import STATE_FILE, SpendingLedger, call_cost
-from messaging_llm_bot.llm.usage import Usage
 from tests.fakes.chat_server import FakeChatServer
 from tests.telegram_harness import OWNER, texts
 
@@ -129,7 +128,7 @@ def test_cost_uses_the_price_and_a_broken_ledger_starts_from_zero(workspace):
             "limits": {"daily_cost": 0.01},
         },
     )
-    usage = Usage(prompt_tokens=1000, completion_tokens=500, cached_tokens=400)
+    usage = CallTokens(prompt=1000, completion=500, cached=400)
     assert call_cost(usage, runner) == pytest.approx((600 * 2.0 + 400 * 0.5 + 500 * 8.0) / 1e6)
     workspace.write_text(STATE_FILE, "{broken")
     ledger = SpendingLedger(workspace, "Europe/Berlin")

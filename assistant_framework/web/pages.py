@@ -136,7 +136,9 @@ class CollectorRunHandler(BaseHandler):
 
 class UsageHandler(BaseHandler):
     async def get(self) -> None:
-        data = await self.off_loop("files", views.usage, self.state.traces, 30, datetime.now(timezone.utc))
+        data = await self.off_loop(
+            "files", views.usage, self.state.traces, 30, datetime.now(timezone.utc), self.state.parts.settings
+        )
         if self.api:
             self.send_json(data)
             return

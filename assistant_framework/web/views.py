@@ -6,8 +6,10 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from ..config.settings import Settings
 from ..memory.log import CONVERSATIONS_DIR
 from ..memory.recall import OUTSIDE_SOURCE_PREFIXES
+from ..spending import SpendingLedger, cap_rows
 from ..stores.provenance import is_untrusted
 from ..traces import TraceStore
 from ..workspace import Workspace, WorkspacePathError
@@ -134,8 +136,9 @@ def collector_rows(parts: Parts) -> list[dict]:
 # -- usage -------------------------------------------------------------------------
 
 
-def usage(traces: TraceStore, days: int = 30, now: datetime | None = None) -> dict:
-    """The /stats figures over ``days`` days, with every day present (zeros where nothing ran)."""
+def usage(traces: TraceStore, days: int = 30, now: datetime | None = None, settings: Settings | None = None) -> dict:
+    """The /stats figures over ``days`` days, with every day present (zeros where nothing ran), and the runners'
+    spending caps (``caps``: what is used and when it resets) when ``settings`` are given."""
     moment = now or datetime.now(timezone.utc)
     stats = traces.stats(days=days, now=moment)
     by_day = stats.get("by_day") or {}
@@ -154,7 +157,15 @@ def usage(traces: TraceStore, days: int = 30, now: datetime | None = None) -> di
         "by_day": {d: by_day.get(d, empty) for d in all_days},
         "by_model": stats.get("by_model") or {},
         "total": stats.get("total") or empty,
+        "caps": spending_caps(traces.workspace, settings) if settings is not None else [],
     }
+
+
+def spending_caps(workspace: Workspace, settings: Settings) -> list[dict]:
+    """The cap rows of every runner with caps, read from the ledger the bot writes (state/spending.json)."""
+    if not any(r.limits.any for r in settings.llm.runners):
+        return []
+    return cap_rows(SpendingLedger(workspace, settings.runtime.timezone), settings.llm.runners)
 
 
 # -- skills --------------------------------------------------------------------------

@@ -254,9 +254,29 @@ def format_stats(stats: dict, days: int = 30) -> str:
     return "\n".join(lines)
 
 
-def stats_text(workspace: Workspace, days: int = 30, now: datetime | None = None) -> str:
-    """/stats from the traces of the workspace."""
-    return format_stats(TraceStore(workspace).stats(days=days, now=now), days)
+def stats_text(
+    workspace: Workspace, days: int = 30, now: datetime | None = None, caps: list[dict] | None = None
+) -> str:
+    """/stats from the traces of the workspace, and the runners' spending caps (``cap_rows``) when any."""
+    text = format_stats(TraceStore(workspace).stats(days=days, now=now), days)
+    return f"{text}\n\n{caps_text(caps)}" if caps else text
+
+
+def caps_text(caps: list[dict]) -> str:
+    """The spending caps of /stats: per cap what is used, and when it resets (pure)."""
+    lines = ["Spending caps:"]
+    for row in caps:
+        state = "reached" if row["reached"] else f"{row['percent']:.0f} %"
+        lines.append(f"- {row['runner']}: {row['text']} ({state}), resets {row['resets'].replace('T', ' ')}")
+    return "\n".join(lines)
+
+
+def runtime_caps(runtime: "Runtime") -> list[dict]:
+    """The cap rows of the running model client (none without caps)."""
+    from assistant_framework.spending import cap_rows
+
+    llm = runtime.llm
+    return cap_rows(llm.spending, llm.runners) if getattr(llm, "spending", None) is not None else []
 
 
 def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_data: bool = True) -> str | None:
@@ -294,7 +314,7 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
     if name == "why":
         return why_text(runtime.agent.last_recall(conversation_id), runtime.agent.last_summary(conversation_id))
     if name == "stats":
-        return stats_text(runtime.workspace)
+        return stats_text(runtime.workspace, caps=runtime_caps(runtime))
     if name == "reload":
         return reload_text(runtime.reload())
     if name == "jobs":

@@ -24,6 +24,7 @@ from assistant_framework.config import ConfigError
 from assistant_framework.config.settings import LLMSettings
 from assistant_framework.config.settings.fields import read_record
 from assistant_framework.http_deadline import Deadline
+from assistant_framework.spending import CallTokens, CapUse, SpendingLedger, none_left_text
 from messaging_llm_bot.llm.answer import (
     Completion,
     error_text,
@@ -38,7 +39,6 @@ from messaging_llm_bot.llm.errors import LLMError, http_error, names_response_fo
 from messaging_llm_bot.llm.http import EnvironmentCache, make_session
 from messaging_llm_bot.llm.runners import RESERVED_KEYS, RunnerConfig, runners_from_config, vision_order
 from messaging_llm_bot.llm.slots import PrioritySlots, in_background
-from messaging_llm_bot.llm.spending import CapUse, SpendingLedger, none_left_text
 from messaging_llm_bot.llm.structured import TOOLS, FormatChooser, format_fields, requested_format
 from messaging_llm_bot.llm.usage import Usage, parse_usage
 
@@ -95,7 +95,7 @@ class LLMClient:
         self._sleep = sleep
         # Per runner: which answer formats the server takes (learnt once per process, llm/structured.py).
         self.formats = FormatChooser()
-        #: The spending caps' counts (llm/spending.py); None: no caps are kept (the runtime sets it).
+        #: The spending caps' counts (assistant_framework/spending.py); None: no caps are kept (the runtime sets it).
         self.spending: SpendingLedger | None = None
         self._owns_session = session is None
         if session is None:
@@ -223,9 +223,10 @@ class LLMClient:
             return
         try:
             following = next((r.name for r in rest if self.spending.blocking(r, False) is None), None)
+            usage = completion.usage
             self.spending.record(
                 runner,
-                completion.usage,
+                CallTokens(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens),
                 sent_chars=sum(_text_chars(m) for m in sent),
                 answer_chars=len(completion.text or "") + len(completion.reasoning or ""),
                 next_runner=following,

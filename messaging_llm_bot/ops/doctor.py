@@ -239,6 +239,31 @@ def _completion_report(runner: dict) -> tuple[bool, str]:
         client.close()
 
 
+def check_spending(ctx: Context) -> list[Check]:
+    """Each runner's spending caps: warn from 80 % (background work stops there), and when one is reached."""
+    from assistant_framework.config.settings import Settings
+    from assistant_framework.spending import BACKGROUND_SHARE, SpendingLedger, cap_rows
+    from assistant_framework.workspace import Workspace
+
+    settings = Settings.from_config(ctx.config or {})
+    if not any(r.limits.any for r in settings.llm.runners) or not (ctx.workspace_path / WORKSPACE_MARKER).is_dir():
+        return []
+    ledger = SpendingLedger(Workspace(ctx.workspace_path), settings.runtime.timezone)
+    checks = []
+    for row in cap_rows(ledger, settings.llm.runners):
+        when = row["resets"].replace("T", " ")
+        name = f"spending cap {row['runner']}"
+        if row["reached"]:
+            fix = f"it answers again at {when}; raise llm.runners[].limits.{row['cap']} to use it sooner"
+            checks.append(Check(name, WARN, f"{row['text']}: reached, the next runner answers", fix))
+        elif row["percent"] >= BACKGROUND_SHARE * 100:
+            fix = f"background work (facts, episodes, triage) waits for {when}; turns go on"
+            checks.append(Check(name, WARN, f"{row['text']} ({row['percent']:.0f} %)", fix))
+        else:
+            checks.append(Check(name, OK, f"{row['text']} ({row['percent']:.0f} %), resets {when}"))
+    return checks
+
+
 def check_workspace(ctx: Context) -> list[Check]:
     path = ctx.workspace_path
     if not (path / WORKSPACE_MARKER).is_dir():
@@ -382,11 +407,12 @@ CHECKS: tuple[Callable[[Context], list[Check]], ...] = (
     check_telegram,
     check_runners,
     check_workspace,
+    check_spending,
     check_plugins,
     check_python,
 )
 #: Checks that need a valid config.
-_NEEDS_CONFIG = {check_telegram, check_runners, check_plugins}
+_NEEDS_CONFIG = {check_telegram, check_runners, check_plugins, check_spending}
 
 
 def run_checks(config_path: str | Path, workspace_path: str | Path, *, quick: bool = False) -> list[Check]:

@@ -432,7 +432,9 @@ class Frontend:
         await self._send(update, context.bot, texts.reload_text(report))
 
     async def cmd_stats(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        await self._send(update, context.bot, await asyncio.to_thread(texts.stats_text, self.runtime.workspace))
+        caps = await asyncio.to_thread(texts.runtime_caps, self.runtime)
+        text = await asyncio.to_thread(texts.stats_text, self.runtime.workspace, caps=caps)
+        await self._send(update, context.bot, text)
 
     async def cmd_why(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         conversation = self.conversation(update)
