@@ -275,8 +275,8 @@ def runtime_caps(runtime: "Runtime") -> list[dict]:
     """The cap rows of the running model client (none without caps)."""
     from assistant_framework.spending import cap_rows
 
-    llm = runtime.llm
-    return cap_rows(llm.spending, llm.runners) if getattr(llm, "spending", None) is not None else []
+    llm = runtime.agent.llm  # the client the turns use (a /reload swaps it, the counts go on)
+    return cap_rows(llm.spending, llm.runners) if llm.spending is not None else []
 
 
 def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_data: bool = True) -> str | None:
