@@ -1,8 +1,10 @@
 """Collectors: plugins in ``collectors/<name>/`` that bring outside data into the workspace on schedules.
 
 - ``manager``: ``CollectorManager`` discovers, loads and describes the plugins (the ``[Collectors]`` text).
-- ``loader``: one plugin folder into a ``Collector`` record (constants or ``register()``), config sections.
+- ``loader``: one plugin folder into a ``Collector`` record, checked against ``spec``; config sections.
+- ``spec``: the plugin contract (the fields, ``run(workspace, config)``, ``CollectorResult``).
 - ``runner``: ``CollectorRunner`` runs them on their schedules, with backoff, ``new.json`` and ``runs.jsonl``.
+- ``outcome``: one run in its worker thread, what it returned (``RunOutcome``) and the files it changed.
 - ``state``: per-collector state and the cursor a plugin keeps between runs.
 - ``notify``: which new items are worth a message to the owner.
 - ``check``: a whole config checked with the collectors' section schemas and names (``plugin_schema_errors``).
@@ -24,7 +26,7 @@ _WHERE = {
     "CollectorLoadError": "loader",
     "CollectorManager": "manager",
     "CollectorRunner": "runner",
-    "RunOutcome": "runner",
+    "RunOutcome": "outcome",
     "load_cursor": "state",
     "plugin_schema_errors": "check",
     "save_cursor": "state",

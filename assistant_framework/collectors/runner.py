@@ -6,9 +6,8 @@ Failures back off exponentially. The schedule state is kept in
 ``state/collectors/<name>.json`` so a restart resumes rather than re-running
 everything; runs missed while the process was down coalesce into one.
 
-A collector's ``run(workspace)`` may return None or a dict with
-``new_items`` (list of dicts: title/subject, from, feed, link, ...),
-``summary`` (one line) and ``errors`` (partial failures, e.g. one feed).
+One run in its worker thread, what it returned and the files it changed are ``outcome.py``;
+what ``run`` may return is ``spec.CollectorResult``.
 
 A run's files go to the memory index by call (``Indexer``) before the run is recorded as
 ended, so a search right after it finds the new items.
@@ -19,12 +18,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import traceback
-from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from assistant_framework.collectors.notify import matching_items, notify_text
+from assistant_framework.collectors.outcome import (
+    NEW_FILE,
+    RUNS_FILE,
+    Attempt,
+    RunOutcome,
+    apply_result,
+    changed_files,
+    run_in_worker,
+    snapshot,
+)
 from assistant_framework.collectors.state import load_state, merge_sources, update_state
 from assistant_framework.collectors.triage import TriageBudget, ask_model, ask_rules
 from assistant_framework.schedules import (
@@ -45,10 +52,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: The runner's own files inside ``collectors/<name>/`` (not counted as "written").
-NEW_FILE = "new.json"
-RUNS_FILE = "runs.jsonl"
-MAX_ERROR_CHARS = 500
 MIN_LOOP_SLEEP = 0.2
 MAX_LOOP_SLEEP = 30.0
 
@@ -59,31 +62,6 @@ class Indexer(Protocol):
     def index_files(self, paths: Sequence[str]) -> int:
         """Bring these workspace-relative files into the index now."""
         ...
-
-
-@dataclass
-class RunOutcome:
-    """What one run did: outcome, timing, files written and new items."""
-
-    name: str
-    outcome: str  # "ok" | "error" | "timeout" | "skipped"
-    started: str | None = None
-    duration_s: float = 0.0
-    error: str | None = None
-    written: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)  # files the run deleted
-    new_items: list[dict] = field(default_factory=list)
-    summary: str = ""
-    errors: list[str] = field(default_factory=list)
-    next_run: str | None = None
-    sources: dict = field(default_factory=dict)  # per-source results the collector reported
-
-
-@dataclass
-class _Attempt:
-    result: object = None
-    error: str | None = None
-    done: threading.Event = field(default_factory=threading.Event)
 
 
 class CollectorRunner:
@@ -132,10 +110,10 @@ class CollectorRunner:
         try:
             started_at = self._now()
             update_state(self.workspace, name, last_start=to_iso(started_at))
-            before = self._snapshot(name)
-            attempt = _Attempt()
+            before = snapshot(self.workspace, name)
+            attempt = Attempt()
             worker = threading.Thread(
-                target=_work, args=(collector, self.workspace, attempt), name=f"collector-{name}", daemon=True
+                target=run_in_worker, args=(collector, self.workspace, attempt), name=f"collector-{name}", daemon=True
             )
             t0 = time.monotonic()
             worker.start()
@@ -156,8 +134,8 @@ class CollectorRunner:
             outcome.outcome = "error"
             outcome.error = attempt.error
         else:
-            _apply_result(outcome, attempt.result)
-            outcome.written, outcome.removed = self._changed(name, before)
+            apply_result(outcome, attempt.result)
+            outcome.written, outcome.removed = changed_files(self.workspace, name, before)
         self._record(collector, outcome, started_at)
         return outcome
 
@@ -292,23 +270,6 @@ class CollectorRunner:
             except Exception:  # noqa: BLE001 - a failing push must not fail the run
                 log.exception("collector %s: notify callback failed", collector.name)
 
-    def _snapshot(self, name: str) -> dict[str, tuple[int, int]]:
-        out: dict[str, tuple[int, int]] = {}
-        for rel in self.workspace.list(f"collectors/{name}/**/*"):
-            if rel.rsplit("/", 1)[-1] in (NEW_FILE, RUNS_FILE) and rel.count("/") == 2:
-                continue
-            try:
-                st = self.workspace.path(rel).stat()
-            except OSError:
-                continue
-            out[rel] = (st.st_mtime_ns, st.st_size)
-        return out
-
-    def _changed(self, name: str, before: dict[str, tuple[int, int]]) -> tuple[list[str], list[str]]:
-        """The files written (new or changed) and removed since ``before``."""
-        after = self._snapshot(name)
-        return sorted(rel for rel, sig in after.items() if before.get(rel) != sig), sorted(before.keys() - after)
-
     # -- scheduling ----------------------------------------------------------
 
     def due(self) -> list[str]:
@@ -429,43 +390,3 @@ class CollectorRunner:
 
 
 _UTC = timezone.utc
-
-
-def _work(collector: "Collector", workspace: Workspace, attempt: _Attempt) -> None:
-    try:
-        attempt.result = collector.run(workspace)
-    except BaseException as exc:  # noqa: BLE001 - report, never propagate out of the worker
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        attempt.error = f"collector {collector.name!r} raised {detail[:MAX_ERROR_CHARS]}"
-    finally:
-        attempt.done.set()
-
-
-#: The keys of a collector's result and the types they must have (each may be absent).
-_RESULT_TYPES: dict[str, tuple[type, ...]] = {"new_items": (list, tuple), "errors": (list, tuple), "sources": (dict,)}
-
-
-def _apply_result(outcome: RunOutcome, result: object) -> None:
-    """Take over what ``run`` returned; a key of the wrong type makes the run an error naming it."""
-    if not isinstance(result, dict):
-        return
-    for key, kinds in _RESULT_TYPES.items():
-        value = result.get(key)
-        if value is not None and not isinstance(value, kinds):
-            outcome.outcome = "error"
-            outcome.error = (
-                f"collector {outcome.name!r} returned {key!r} as {type(value).__name__}, expected a "
-                f"{kinds[0].__name__} (see 'Writing a collector' in docs/collectors.md)"
-            )
-            return
-    items = result.get("new_items") or []
-    outcome.new_items = [item for item in items if isinstance(item, dict)]
-    outcome.summary = str(result.get("summary") or "")
-    outcome.errors = [str(e)[:MAX_ERROR_CHARS] for e in (result.get("errors") or [])]
-    sources = result.get("sources")
-    if isinstance(sources, dict):
-        outcome.sources = {str(k): v for k, v in sources.items() if isinstance(v, dict)}
-
-
-def outcome_dict(outcome: RunOutcome) -> dict:
-    return asdict(outcome)

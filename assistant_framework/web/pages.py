@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import tornado.web
 
-from ..collectors.runner import outcome_dict
+from ..collectors.outcome import outcome_dict
 from . import charts, views
 from .auth import COOKIE_NAME
 from .base import BaseHandler, WebState
