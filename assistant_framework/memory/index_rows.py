@@ -1,0 +1,113 @@
+"""What a file's entries become in the index tables: the ``entries`` rows, their FTS5 (words) and trigram
+(CJK) rows, and for a conversation-day one ``segments`` document; and their removal.
+
+Row ids are laid out by conversation: each conversation gets a slot (rows of no
+conversation, the owner's data, are slot 0) and its rows take ids in
+``[slot << 32, (slot + 1) << 32)``. FTS5 seeks a MATCH to a rowid range, so a search scoped
+to one conversation reads and scores only that conversation's rows, however long the whole
+log grows, while BM25 statistics stay those of the whole table (ranking is unchanged).
+Which files to read and when is ``index.MemoryIndex``'s; every method here runs under its ``lock``.
+"""
+
+from __future__ import annotations
+
+from .cjk import fold_words, has_cjk
+from .index_db import IndexDatabase
+from .log import safe_conversation_id
+from .rowkeys import date_words, scope_token, slot_range
+from .sources import Entry, time_to_ts
+
+
+class IndexRows(IndexDatabase):
+    """The rows side of ``MemoryIndex`` (its writer connection ``conn``)."""
+
+    def _insert(self, entries: list[Entry]) -> None:
+        if not entries:
+            return
+        cur = self.conn.cursor()
+        next_ids: dict[int, int] = {}
+        for e in entries:
+            conversation = e.conversation
+            if conversation is None and e.source in ("conversation", "episodes"):
+                conversation = e.path.split("/")[-2]
+            elif conversation is not None:
+                conversation = safe_conversation_id(conversation)
+            slot = self._slot(conversation, create=True)
+            assert slot is not None  # create=True always gives a slot
+            row_id = next_ids.get(slot) or self._next_id("entries", slot)
+            next_ids[slot] = row_id + 1
+            cur.execute(
+                "INSERT INTO entries (id, path, source, ref, seq, time, ts, conversation, role, text, outside) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    row_id,
+                    e.path,
+                    e.source,
+                    e.ref,
+                    e.seq,
+                    e.time,
+                    time_to_ts(e.time),
+                    conversation,
+                    e.role,
+                    e.text,
+                    int(e.outside),
+                ),
+            )
+            cur.execute(
+                "INSERT INTO fts (rowid, body, date, scope) VALUES (?, ?, ?, ?)",
+                (row_id, fold_words(e.text), date_words(e.time), scope_token(conversation)),
+            )
+            if has_cjk(e.text):
+                # The word index cannot split CJK text into words; the trigram index finds substrings.
+                cur.execute("INSERT INTO cjkfts (rowid, body) VALUES (?, ?)", (row_id, e.text))
+
+    def _slot(self, conversation: str | None, create: bool = False) -> int | None:
+        """The id slot of a conversation (0 for owner data); None when unknown and not created."""
+        if conversation is None:
+            return 0
+        row = self.conn.execute("SELECT slot FROM slots WHERE conversation=?", (conversation,)).fetchone()
+        if row is not None:
+            return row[0]
+        if not create:
+            return None
+        slot = self.conn.execute("SELECT coalesce(max(slot), 0) + 1 FROM slots").fetchone()[0]
+        self.conn.execute("INSERT INTO slots (conversation, slot) VALUES (?, ?)", (conversation, slot))
+        return slot
+
+    def _next_id(self, table: str, slot: int) -> int:
+        # Read from the table, not cached: another MemoryIndex (CLI, a second service) may write too.
+        low, high = slot_range(slot)
+        top = self.conn.execute(f"SELECT max(id) FROM {table} WHERE id BETWEEN ? AND ?", (low, high)).fetchone()[0]
+        if top is not None and top >= high:
+            raise OverflowError(f"memory index: id slot {slot} of table {table} is full")
+        return (top + 1) if top is not None else low + 1
+
+    def _update_segment(self, rel: str, source: str) -> None:
+        """One conversation-day as a whole document, for ranking segments before turns."""
+        if source != "conversation":
+            return
+        rows = self.conn.execute("SELECT text, conversation FROM entries WHERE path=? ORDER BY seq", (rel,)).fetchall()
+        old = self.conn.execute("SELECT id FROM segments WHERE path=?", (rel,)).fetchone()
+        self._delete_segment(rel)
+        if rows:
+            # Keep the segment's id on re-insert, so its slot (its conversation's id range) holds.
+            seg_id = old[0] if old else self._next_id("segments", self._slot(rows[0][1], create=True) or 0)
+            self.conn.execute(
+                "INSERT INTO segments (id, path, conversation) VALUES (?, ?, ?)", (seg_id, rel, rows[0][1])
+            )
+            self.conn.execute(
+                "INSERT INTO segfts (rowid, body) VALUES (?, ?)", (seg_id, fold_words("\n".join(r[0] for r in rows)))
+            )
+
+    def _delete_segment(self, rel: str) -> None:
+        row = self.conn.execute("SELECT id FROM segments WHERE path=?", (rel,)).fetchone()
+        if row:
+            self.conn.execute("DELETE FROM segfts WHERE rowid=?", (row[0],))
+            self.conn.execute("DELETE FROM segments WHERE id=?", (row[0],))
+
+    def _delete_rows(self, rel: str) -> None:
+        self._delete_segment(rel)
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM entries WHERE path=?", (rel,))]
+        self.conn.executemany("DELETE FROM fts WHERE rowid=?", ((i,) for i in ids))
+        self.conn.executemany("DELETE FROM cjkfts WHERE rowid=?", ((i,) for i in ids))
+        self.conn.execute("DELETE FROM entries WHERE path=?", (rel,))
