@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any
 
 from assistant_framework.config.settings import PolicySettings, RuntimeSettings
 from assistant_framework.workspace import Workspace
@@ -52,11 +51,6 @@ def guest_workspace(workspace: Workspace, conversation_id: str) -> Workspace:
     root: Path = workspace.path(guest_area(conversation_id))
     make_private_dirs(root)
     return Workspace(root, create=False)
-
-
-def guest_catalog(catalog: list[dict[str, Any]], allowed: frozenset[str]) -> list[dict[str, Any]]:
-    """The skill catalog entries a guest turn may use."""
-    return [entry for entry in catalog if entry.get("name") in allowed]
 
 
 #: Workspace files that feed every later system prompt (owner context, learnings, the profile).

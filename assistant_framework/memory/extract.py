@@ -93,23 +93,6 @@ def extract_facts(
     return facts[:MAX_FACTS]
 
 
-def extract_and_store(
-    workspace: Workspace,
-    complete: Callable,
-    conversation_id: str,
-    user_text: str,
-    reply: str,
-    turn_ids: list[str],
-    tz: Any = None,
-    *,
-    untrusted: bool = False,
-) -> list[tuple[dict, str]]:
-    """Extract facts from one exchange and merge them; returns (fact, action) pairs."""
-    return extract_batch_and_store(
-        workspace, complete, conversation_id, [(user_text, reply)], turn_ids, tz, untrusted=untrusted
-    )
-
-
 def extract_batch_and_store(
     workspace: Workspace,
     complete: Callable,

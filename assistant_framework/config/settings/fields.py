@@ -149,15 +149,6 @@ def documented(record: type[Record], prefix: str = "") -> Iterator[tuple[str, ob
             yield from documented(items, key + "[].")
 
 
-def item_record(record: type[Record], name: str) -> type[Record] | None:
-    """The record of each item when key ``name`` of ``record`` is a list of records, else None."""
-    for item in dataclasses.fields(record):
-        if item.name == name:
-            found: type[Record] | None = item.metadata.get(_ITEMS)
-            return found
-    return None
-
-
 # -- readers of JSON values ------------------------------------------------------------------
 
 

@@ -48,7 +48,3 @@ class RuntimeSettings:
     max_pending_per_chat: int = field(default=20, metadata=reads(whole))
     #: null: INFO, but only warnings and errors on the terminal chat's screen (its stderr shows progress).
     log_level: str | None = field(default=None, metadata=reads(maybe(one_of(*LOG_LEVELS)), null=True))
-
-    def skill_timeout(self, skill: str) -> float:
-        """The time limit of one call of ``skill``: its ``skill_timeouts`` entry, else ``skill_timeout_seconds``."""
-        return self.skill_timeouts.get(skill, self.skill_timeout_seconds)
