@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -50,3 +52,66 @@ def run_bot(args: list[str], stdin: str, timeout: float = 60, entry: str = "pyth
         cwd=REPO,
         env=env,
     )
+
+
+def _own_terminal() -> None:
+    """In the child: a session of its own with the pty as its controlling terminal, so Ctrl-C typed
+    there is a SIGINT to it (as in a real terminal), and SIGINT handled even if the test runner ignores it."""
+    import fcntl
+    import signal
+    import termios
+
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class Terminal:
+    """The bot on a pty: ``type`` keys, ``wait_for`` output."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path = REPO) -> None:
+        import pty  # POSIX only: the tests using it skip elsewhere
+
+        self.master, slave = pty.openpty()
+        env = {**{k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}, **(env or {})}
+        env["TERM"] = "xterm"
+        self.proc = subprocess.Popen(
+            argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env, close_fds=True, preexec_fn=_own_terminal
+        )
+        os.close(slave)
+        self.output = ""
+
+    def _read(self, timeout: float) -> None:
+        ready, _, _ = select.select([self.master], [], [], timeout)
+        if ready:
+            try:
+                self.output += os.read(self.master, 65536).decode("utf-8", "replace")
+            except OSError:
+                pass
+
+    def wait_for(self, text: str, timeout: float = 30, start: int = 0) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.output[start:]:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} did not appear; output so far:\n{self.output[-3000:]}")
+            self._read(0.2)
+
+    def wait_for_any(self, texts: tuple[str, ...], timeout: float = 30, start: int = 0) -> str:
+        """The first of ``texts`` to appear (after ``start``)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for text in texts:
+                if text in self.output[start:]:
+                    return text
+            if time.monotonic() > deadline:
+                raise AssertionError(f"none of {texts!r} appeared; output so far:\n{self.output[-3000:]}")
+            self._read(0.2)
+
+    def type(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+        os.close(self.master)

@@ -4,9 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
-import select
-import subprocess
 import sys
 import time
 from datetime import datetime, timedelta, timezone
@@ -17,59 +14,9 @@ import pytest
 from assistant_framework.stores.reminders import ReminderStore
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.frontends.console_extras import ConsoleReminders
-from tests.console_harness import REPO, write_config
+from tests.console_harness import Terminal, write_config
 
-pty = pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
-
-
-def _own_terminal() -> None:
-    """In the child: a session of its own with the pty as its controlling terminal, so Ctrl-C typed
-    there is a SIGINT to it (as in a real terminal), and SIGINT handled even if the test runner ignores it."""
-    import fcntl
-    import signal
-    import termios
-
-    os.setsid()
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-class Terminal:
-    """The bot on a pty: ``type`` keys, ``wait_for`` output."""
-
-    def __init__(self, argv: list[str]) -> None:
-        self.master, slave = pty.openpty()
-        env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
-        env["TERM"] = "xterm"
-        self.proc = subprocess.Popen(
-            argv, stdin=slave, stdout=slave, stderr=slave, cwd=REPO, env=env, close_fds=True, preexec_fn=_own_terminal
-        )
-        os.close(slave)
-        self.output = ""
-
-    def _read(self, timeout: float) -> None:
-        ready, _, _ = select.select([self.master], [], [], timeout)
-        if ready:
-            try:
-                self.output += os.read(self.master, 65536).decode("utf-8", "replace")
-            except OSError:
-                pass
-
-    def wait_for(self, text: str, timeout: float = 30, start: int = 0) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.output[start:]:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} did not appear; output so far:\n{self.output[-3000:]}")
-            self._read(0.2)
-
-    def type(self, keys: str) -> None:
-        os.write(self.master, keys.encode())
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-        os.close(self.master)
+pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
 
 
 def test_arrow_keys_recall_history_and_reminders_arrive(tmp_path: Path, chat_server, test_skills_dir) -> None:

@@ -100,8 +100,9 @@ TELEGRAM_SCHEMA = {
         "token": {"type": "string"},
         "allowed_user_ids": {"type": "array", "items": {"type": "integer"}},
         "owner_id": {"type": ["integer", "null"]},
-        "base_url": {"type": ["string", "null"]},
-        "base_file_url": {"type": ["string", "null"]},
+        # An address as users write it (http://host:8081, with or without /bot), or empty: Telegram's own.
+        "base_url": {"type": ["string", "null"], "pattern": "^(https?://[^/\\s?#]+.*)?$"},
+        "base_file_url": {"type": ["string", "null"], "pattern": "^(https?://[^/\\s?#]+.*)?$"},
         "mode": {"enum": ["polling", "webhook"]},
         "group_mode": {"enum": ["mention", "all"]},
         "stream": {"type": "boolean"},

@@ -12,13 +12,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "setup",
         help="first run: Telegram token and your user id, the model server, time zone, a test turn",
         description="Asks for each setting (or takes it from the flags), checks it, and writes it to the "
-        "git-ignored local layer of the config (config/local/). Without a terminal, or with --yes, it never asks.",
+        "git-ignored local layer of the config (config/local/) once the test turn passed; values it does not ask "
+        "about are kept. Without a terminal, or with --yes, it never asks.",
     )
     setup.add_argument("--config", default="config", help="config directory (default: config)")
     setup.add_argument("--workspace", default="workspace", help="workspace folder to create (default: workspace)")
     setup.add_argument("--token", help="the bot token from @BotFather (checked with getMe)")
     setup.add_argument("--no-telegram", action="store_true", help="no Telegram: the terminal chat only")
-    setup.add_argument("--telegram-base-url", help="a self-hosted Bot API server (default: api.telegram.org)")
+    setup.add_argument(
+        "--telegram-base-url",
+        help="a self-hosted Bot API server, e.g. http://127.0.0.1:8081 (default: api.telegram.org)",
+    )
     setup.add_argument(
         "--owner-id", type=int, help="your numeric Telegram user id (else: write to the bot and it is read)"
     )
@@ -34,8 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     setup.add_argument("--model", help="the model name (else chosen from the server's /v1/models)")
     setup.add_argument("--api-key", help="the model server's API key, if it needs one")
-    setup.add_argument("--timezone", help="IANA time zone (default: the system's)")
-    setup.add_argument("--no-test", action="store_true", help="skip the test turn against the model")
+    setup.add_argument("--timezone", help="IANA time zone (default: the configured one, else the system's)")
+    setup.add_argument(
+        "--no-test", action="store_true", help="skip the test turn against the model (and save without it)"
+    )
     setup.add_argument("--yes", "-y", action="store_true", help="never ask; take the flags and defaults")
     setup.set_defaults(func=cmd_setup)
 
@@ -73,6 +79,6 @@ def cmd_setup(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         print("Nothing was written.", file=sys.stderr)
         return 2
-    except EOFError:
+    except (EOFError, KeyboardInterrupt):
         print("\nsetup cancelled; nothing was written", file=sys.stderr)
         return 2

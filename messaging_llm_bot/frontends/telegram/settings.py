@@ -14,6 +14,31 @@ OFFICIAL_BASE_URL = "https://api.telegram.org/bot"
 OFFICIAL_BASE_FILE_URL = "https://api.telegram.org/file/bot"
 
 
+class BotApiAddressError(ValueError):
+    """A Bot API server address that cannot be used; the message says what to write instead."""
+
+
+def bot_api_urls(address: str) -> tuple[str, str]:
+    """``(base_url, base_file_url)`` of a Bot API server from the address as users write it.
+
+    ``http://host:8081``, ``http://host:8081/`` and ``http://host:8081/bot`` all give
+    ``http://host:8081/bot`` and ``http://host:8081/file/bot`` (the layout of telegram-bot-api);
+    an address without http(s):// or a host raises ``BotApiAddressError``.
+    """
+    text = address.strip()
+    match = re.fullmatch(r"(https?)://([^/\s?#]+)(/[^\s?#]*)?", text)
+    if not match or not re.fullmatch(r"[A-Za-z0-9.\-\[\]:]+", match.group(2)) or match.group(2).startswith(":"):
+        raise BotApiAddressError(
+            f"{address!r} is not a Bot API server address (write it as http://HOST:PORT, e.g. http://127.0.0.1:8081; "
+            "the /bot at its end may be left out)"
+        )
+    root = f"{match.group(1)}://{match.group(2)}"
+    path = (match.group(3) or "").rstrip("/")
+    if path.endswith("/bot"):
+        path = path[: -len("/bot")]
+    return f"{root}{path}/bot", f"{root}{path}/file/bot"
+
+
 @dataclass(frozen=True)
 class TelegramSettings:
     """What the frontend uses of the ``telegram`` record (and runtime.timezone), the defaults applied there;
@@ -36,12 +61,18 @@ class TelegramSettings:
     def from_settings(cls, settings: Settings) -> TelegramSettings:
         """The frontend's view of the records built once per load or ``/reload``."""
         tg = settings.telegram
+        base_url, base_file_url = OFFICIAL_BASE_URL, OFFICIAL_BASE_FILE_URL
+        if tg.base_url:
+            try:
+                base_url, base_file_url = bot_api_urls(tg.base_url)
+            except BotApiAddressError:
+                base_url = tg.base_url  # `config validate` names it; the bot says it cannot reach it
         return cls(
             token=tg.token,
             allowed_user_ids=frozenset(tg.allowed_user_ids),
             owner_id=tg.owner,
-            base_url=tg.base_url or OFFICIAL_BASE_URL,
-            base_file_url=tg.base_file_url or OFFICIAL_BASE_FILE_URL,
+            base_url=base_url,
+            base_file_url=tg.base_file_url or base_file_url,
             mode=tg.mode,
             group_mode=tg.group_mode,
             stream=tg.stream,

@@ -1,0 +1,115 @@
+"""What ``assistant setup`` knows before it asks: the values already configured, and the checks of one answer.
+
+The values in the git-ignored ``config/local/`` layer (and a token or allowlist set anywhere) are the user's
+own: setup offers them as the answers' defaults and keeps every one it does not ask about. The example
+values of the tracked files are not the user's (the example's ``runtime.timezone`` is UTC), so they are
+never offered.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from assistant_framework.config import LOCAL_DIR, TOKEN_ENV, ConfigError, load_config_detailed
+
+#: A bot token as @BotFather gives it: the bot's id, a colon, then letters, digits, ``_`` and ``-``.
+TOKEN_FORM = re.compile(r"\d{1,20}:[A-Za-z0-9_-]{1,100}")
+
+
+@dataclass(frozen=True)
+class Current:
+    """The user's own values, as setup finds them (empty: none yet)."""
+
+    token: str = ""
+    allowed_user_ids: tuple[int, ...] = ()
+    telegram_base_url: str | None = None
+    runners: tuple[dict, ...] = ()
+    timezone: str | None = None
+
+    @property
+    def runner(self) -> dict | None:
+        """The first runner of the local layer (the one setup asks about), or None."""
+        return copy.deepcopy(self.runners[0]) if self.runners else None
+
+    @classmethod
+    def read(cls, config: Path) -> Current:
+        """Read a config directory that loads (setup checked it); never raises."""
+        local: dict = {}
+        if (config / LOCAL_DIR).is_dir():
+            try:
+                local = load_config_detailed(config / LOCAL_DIR, validate=False, env=False).data
+            except ConfigError:
+                local = {}
+        try:
+            effective = load_config_detailed(config, validate=False, env=False).data
+        except ConfigError:
+            effective = {}
+        telegram = effective.get("telegram") if isinstance(effective.get("telegram"), dict) else {}
+        token = os.environ.get(TOKEN_ENV) or telegram.get("token") or ""
+        if isinstance(token, str) and token.startswith("${") and token.endswith("}"):
+            token = os.environ.get(token[2:-1], "")  # "${NAME}": the value it names, when set
+        ids = telegram.get("allowed_user_ids") if isinstance(telegram.get("allowed_user_ids"), list) else []
+        llm = local.get("llm") if isinstance(local.get("llm"), dict) else {}
+        runners = llm.get("runners") if isinstance(llm.get("runners"), list) else []
+        runtime = local.get("runtime") if isinstance(local.get("runtime"), dict) else {}
+        zone = runtime.get("timezone")
+        base = telegram.get("base_url")
+        return cls(
+            token=token if isinstance(token, str) else "",
+            allowed_user_ids=tuple(i for i in ids if isinstance(i, int) and not isinstance(i, bool)),
+            telegram_base_url=base if isinstance(base, str) and base else None,
+            runners=tuple(r for r in runners if isinstance(r, dict)),
+            timezone=zone if isinstance(zone, str) and valid_zone(zone) else None,
+        )
+
+
+def token_problem(token: str) -> str | None:
+    """Why ``token`` cannot be a bot token (checked before it is sent anywhere), or None."""
+    if TOKEN_FORM.fullmatch(token):
+        return None
+    return (
+        "that does not look like a bot token (@BotFather's tokens are the bot's number, a colon, then letters "
+        "and digits, e.g. 123456789:AAH4x...); paste the whole token"
+    )
+
+
+def base_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a model server's base URL, or None."""
+    if not url:
+        return "the base URL is empty (e.g. http://127.0.0.1:11434/v1 for Ollama)"
+    if not url.startswith(("http://", "https://")) or len(url.split("://", 1)[1].strip("/")) == 0:
+        return f"{url!r} is not an http(s) URL (write e.g. http://127.0.0.1:11434/v1)"
+    return None
+
+
+def system_timezone() -> str:
+    """The system's IANA zone: $TZ, /etc/timezone, or the /etc/localtime link; UTC when unknown."""
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    try:
+        candidates.append(Path("/etc/timezone").read_text(encoding="utf-8").strip())
+    except OSError:
+        pass
+    try:
+        link = os.readlink("/etc/localtime")
+        if "zoneinfo/" in link:
+            candidates.append(link.split("zoneinfo/", 1)[1])
+    except OSError:
+        pass
+    for name in candidates:
+        if name and valid_zone(name):
+            return name
+    return "UTC"
+
+
+def valid_zone(name: str) -> bool:
+    """Whether ``name`` is an IANA time zone this machine knows."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
