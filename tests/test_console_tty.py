@@ -103,7 +103,7 @@ def test_ctrl_c_stops_an_answer_and_the_chat_goes_on(tmp_path: Path, chat_server
             "--config",
             str(config),
             "--workspace",
-            str(tmp_path / "ws"),
+            str(Workspace(tmp_path / "ws").root),  # an existing workspace: a new one would be asked about
         ]
     )
     try:
@@ -125,7 +125,7 @@ def test_ctrl_c_stops_an_answer_and_the_chat_goes_on(tmp_path: Path, chat_server
             time.sleep(0.02)
         mark = len(term.output)
         term.type("one more\r")
-        assert chat_server.wait_for_requests(3, timeout=30)
+        assert chat_server.wait_for_requests(3, timeout=30, path="/chat/completions")  # not the start's probe
         term.type("\x03")
         term.wait_for("Ctrl-C again", start=mark)
         term.type("\x03")
@@ -151,7 +151,7 @@ def test_ctrl_c_at_a_confirmation_question_declines_it_and_stops_without_enter(
             "--config",
             str(config),
             "--workspace",
-            str(tmp_path / "ws"),
+            str(Workspace(tmp_path / "ws").root),  # an existing workspace: a new one would be asked about
         ]
     )
     try:

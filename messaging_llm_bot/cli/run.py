@@ -174,19 +174,29 @@ def start(args: argparse.Namespace) -> int:
     # readable by other users of the machine.
     use_private_umask()
     setup_logging("WARNING")
+    from messaging_llm_bot.cli import first_run
     from messaging_llm_bot.runtime import build_runtime, runner_secrets  # after logging: import-time warnings formatted
 
+    at_terminal = sys.stdin.isatty()
+    new_workspace = not first_run.is_workspace(args.workspace)
+    if new_workspace and at_terminal and not first_run.is_default_workspace(args.workspace):
+        # Only the first run's default path is created unasked: a typo must not start on an empty memory.
+        if not first_run.confirm_new_workspace(args.workspace):
+            print("Nothing was created.", file=sys.stderr)
+            return 2
     try:
         # The parts are built once the frontend is up (Telegram: beside its first poll; terminal: first use).
         runtime = build_runtime(args.config, args.workspace, defer=True)
         # Held until the process ends: `assistant restore` refuses a workspace a bot is running on.
-        in_use = hold_in_use(runtime.workspace.root)  # noqa: F841 - kept for the process's lifetime
+        in_use = hold_in_use(runtime.workspace.root)  # kept for the process's lifetime
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
     except (WorkspacePathError, OSError) as exc:
         print(f"error: cannot open workspace {args.workspace!r}: {exc}", file=sys.stderr)
         return 2
+    if new_workspace:
+        first_run.say_new_workspace(runtime.workspace.root)
     configured = runtime.settings.runtime
     # The terminal chat keeps stderr for progress; only warnings and errors go there by default.
     default_level = "WARNING" if args.frontend == "console" else "INFO"
@@ -221,6 +231,11 @@ def start(args: argparse.Namespace) -> int:
                 log_file=log_file,
             )
             print(f"(the log goes to {log_file})", file=sys.stderr)
+            if first_run.setup_ran_and_passed(runtime, args):  # no model server answered; the user ran setup
+                runtime.shutdown(timeout=5)
+                in_use.release()
+                print("Setup done; starting with the new settings.", file=sys.stderr, flush=True)
+                return start(args)
 
         try:
             return run_console(runtime)

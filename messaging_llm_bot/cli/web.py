@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from assistant_framework.config import ConfigError
 from messaging_llm_bot.cli import int_range
 from messaging_llm_bot.cli.config import add_config_option
 
@@ -23,8 +25,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def cmd_web(args: argparse.Namespace) -> int:
     from assistant_framework.web import WebServer, standalone_parts
     from assistant_framework.web.auth import TokenError
+    from assistant_framework.workspace import existing_workspace
     from assistant_framework.workspace.inuse import hold_in_use
 
+    # Only the bot and setup create a workspace: a typo here must not serve a new, empty one.
+    existing_workspace(args.workspace)
+    if not Path(args.config).exists():
+        raise ConfigError(f"{args.config}: config file or directory does not exist (pass --config)")
     parts = standalone_parts(args.config, args.workspace)
     in_use = hold_in_use(parts.workspace.root)  # `restore` refuses the workspace while the page serves it
     try:

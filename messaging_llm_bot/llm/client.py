@@ -37,7 +37,13 @@ from messaging_llm_bot.llm.answer import (
 from messaging_llm_bot.llm.deadline import CallDeadline
 from messaging_llm_bot.llm.errors import LLMError, http_error, names_response_format
 from messaging_llm_bot.llm.http import EnvironmentCache, make_session
-from messaging_llm_bot.llm.runners import RESERVED_KEYS, RunnerConfig, runners_from_config, vision_order
+from messaging_llm_bot.llm.runners import (
+    RESERVED_KEYS,
+    RunnerConfig,
+    runners_from_config,
+    unset_key_variable,
+    vision_order,
+)
 from messaging_llm_bot.llm.slots import PrioritySlots, in_background
 from messaging_llm_bot.llm.structured import TOOLS, FormatChooser, format_fields, requested_format
 from messaging_llm_bot.llm.usage import Usage, parse_usage
@@ -328,6 +334,7 @@ class LLMClient:
                         runner=runner.name,
                         base_url=runner.base_url,
                         secret=runner.api_key,
+                        unset_key_env=unset_key_variable(runner),
                     )
                 is_sse = "text/event-stream" in response.headers.get("Content-Type", "")
                 if stream and is_sse:
@@ -372,6 +379,7 @@ class LLMClient:
                         runner=runner.name,
                         base_url=runner.base_url,
                         secret=runner.api_key,
+                        unset_key_env=unset_key_variable(runner),
                     )
                     return False, err.user_message()
             return True, f"The model server {where} is reachable."

@@ -194,11 +194,18 @@ def http_error(
     runner: str,
     base_url: str,
     secret: str = "",
+    unset_key_env: str = "",
 ) -> LLMError:
-    """An LLMError for a non-2xx HTTP answer."""
+    """An LLMError for a non-2xx HTTP answer; ``unset_key_env`` names the variable ``api_key_env`` names
+    when it is not set (a refused key then says so, not only "HTTP 401")."""
     message, codes = parse_error_body(body)
     kind, quota = classify(status, message, codes)
     detail = redact(message or f"HTTP {status}", secret)
+    if kind == "auth" and unset_key_env:
+        detail = (
+            f"no API key was sent: the environment variable {unset_key_env} (the runner's api_key_env) is not set "
+            f"where the bot runs ({detail.rstrip(' .')})"
+        )
     return LLMError(
         kind,
         detail,

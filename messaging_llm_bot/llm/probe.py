@@ -121,9 +121,12 @@ def probe(base_url: str, api_key: str = "", *, timeout: float = 5.0, session: re
 
 def check_runner(runner: dict, *, timeout: float = 5.0) -> str | None:
     """One clear error when a runner ({name, base_url, model, api_key}) cannot be used, else None."""
-    api_key = runner.get("api_key") or os.environ.get(str(runner.get("api_key_env") or ""), "")
+    env_name = str(runner.get("api_key_env") or "")
+    api_key = runner.get("api_key") or os.environ.get(env_name, "")
     result = probe(str(runner.get("base_url") or ""), str(api_key or ""), timeout=timeout)
     problem = result.model_problem(str(runner.get("model") or ""))
+    if problem and result.status in (401, 403) and env_name and not api_key:
+        problem += f": no key was sent, the variable {env_name} (its api_key_env) is not set"
     if problem:
         return f"runner {runner.get('name', '?')!r}: {problem}"
     return None

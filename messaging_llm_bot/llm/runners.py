@@ -31,6 +31,7 @@ __all__ = [
     "TOOL_TRANSPORTS",
     "RunnerConfig",
     "runners_from_config",
+    "unset_key_variable",
     "vision_runner_names",
 ]
 
@@ -95,6 +96,14 @@ def _records(section: Mapping[str, Any]) -> tuple[RunnerSettings, ...]:
                 f"not {records[-1].tool_transport!r} (runner {name!r})"
             )
     return tuple(records)
+
+
+def unset_key_variable(runner: RunnerSettings) -> str:
+    """The variable ``api_key_env`` names when no key came from it (unset or empty) and none is configured;
+    "" otherwise."""
+    if runner.api_key or not runner.api_key_env or os.environ.get(runner.api_key_env):
+        return ""
+    return runner.api_key_env
 
 
 def _resolved(runner: RunnerSettings) -> RunnerSettings:

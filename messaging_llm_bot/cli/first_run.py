@@ -1,0 +1,125 @@
+"""The first minutes of ``make run`` / ``make chat`` at a terminal: no dead end.
+
+- A workspace that does not exist yet is created only on a documented first-run path (the default
+  ``workspace/``, a service's first start) and said; at a terminal any other path is asked about first,
+  so ``make chat WORKSPACE=<typo>`` never starts on a new, empty memory without a word.
+- Before the first prompt the model runners are probed; when none answers, the user is told what was
+  tried and offered ``make setup``, which runs right there when they say yes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from assistant_framework.workspace import WORKSPACE_MARKER
+
+if TYPE_CHECKING:
+    from messaging_llm_bot.runtime import BotRuntime
+
+#: The workspace ``make run`` and ``assistant run`` use unless told otherwise: its first run is documented.
+DEFAULT_WORKSPACE = "workspace"
+
+
+def is_workspace(path: str | Path) -> bool:
+    """Whether ``path`` holds a workspace already (the bot's ``state/`` folder is in it)."""
+    return (Path(path).expanduser() / WORKSPACE_MARKER).is_dir()
+
+
+def is_default_workspace(path: str | Path) -> bool:
+    """Whether ``path`` is the default ``workspace/`` of the current folder (the checkout's)."""
+    return Path(path).expanduser().resolve() == Path(DEFAULT_WORKSPACE).resolve()
+
+
+def confirm_new_workspace(path: str, ask: Callable[[str], str] = input) -> bool:
+    """At a terminal: whether to create the workspace ``path`` that does not exist (default: no)."""
+    where = Path(path).expanduser().resolve()
+    print(
+        f"There is no workspace at {where} (memory, notes and settings live in one).\n"
+        "If you meant an existing one, answer n and check --workspace (WORKSPACE= for make).",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        reply = ask("Create a new, empty workspace there? [y/N] ").strip().lower()
+    except EOFError:
+        return False
+    return reply in ("y", "yes")
+
+
+def say_new_workspace(root: Path) -> None:
+    """Said whenever the bot created a workspace (first run), so a typo is seen at once."""
+    print(f"Created a new, empty workspace at {root} (first run).", file=sys.stderr, flush=True)
+
+
+def unreachable_runners(runners: list[dict], *, timeout: float = 3.0) -> list[str] | None:
+    """One line per runner that cannot be used, or None when one of them answers and lists its model."""
+    from messaging_llm_bot.llm.probe import check_runner
+
+    problems = []
+    for runner in runners:
+        problem = check_runner(runner, timeout=timeout)
+        if problem is None:
+            return None
+        problems.append(problem)
+    return problems
+
+
+def no_model_server_text(problems: list[str]) -> str:
+    """What was tried, what else answers on this machine, and what to run."""
+    from messaging_llm_bot.llm.probe import LOCAL_SERVERS, find_local_servers
+
+    lines = ["No model server answered, so messages would get no answer. Tried:"]
+    lines += [f"  {problem}" for problem in problems] or ["  (no model runner is configured: llm.runners)"]
+    found = find_local_servers()
+    if found:
+        for name, result in found:
+            models = ", ".join((result.models or [])[:5]) or "models not listed"
+            lines.append(f"A model server does answer: {name} at {result.base_url} ({models}).")
+    else:
+        ports = ", ".join(f"{name} {url.rsplit(':', 1)[1].split('/')[0]}" for name, url in LOCAL_SERVERS)
+        lines.append(f"Nothing answers on the usual local ports either ({ports}).")
+        lines.append("Start one (e.g. `ollama serve`, then `ollama pull qwen3:8b`), or use a hosted one.")
+    lines.append(
+        "`make setup` finds your model server (or takes its address and key), checks it with a test turn and "
+        "writes it to config/local/."
+    )
+    return "\n".join(lines)
+
+
+def setup_ran_and_passed(runtime: BotRuntime, args: argparse.Namespace) -> bool:
+    """Before the terminal chat's first prompt: when no runner answers, say what was tried and offer the
+    setup; True when it ran and passed (the caller starts again with the new settings)."""
+    llm = runtime.config.get("llm") if isinstance(runtime.config.get("llm"), dict) else {}
+    runners = [r for r in llm.get("runners") or [] if isinstance(r, dict)]
+    problems = unreachable_runners(runners)
+    if problems is None:
+        return False
+    print(no_model_server_text(problems), file=sys.stderr, flush=True)
+    if not Path(args.config).is_dir():  # setup writes the local layer of a config directory
+        print(f"(setup needs a config directory; {args.config} is a file)", file=sys.stderr)
+        return False
+    return offer_setup(args.config, args.workspace) == 0
+
+
+def offer_setup(config: str, workspace: str, ask: Callable[[str], str] = input) -> int | None:
+    """Ask to run the setup now; its exit status when it ran, None when the user declined."""
+    try:
+        reply = ask("Run the setup now? [Y/n] ").strip().lower()
+    except EOFError:
+        return None
+    if reply not in ("", "y", "yes"):
+        print("The chat starts anyway; run `make setup` when the model server is ready.", file=sys.stderr)
+        return None
+    from messaging_llm_bot.ops.setup import Answers, SetupError, Wizard
+
+    try:
+        return Wizard(Answers(config=Path(config), workspace=Path(workspace))).run()
+    except SetupError as exc:
+        print(f"error: {exc}\nNothing was written.", file=sys.stderr)
+        return 2
+    except (EOFError, KeyboardInterrupt):
+        print("\nsetup cancelled; nothing was written", file=sys.stderr)
+        return 2
