@@ -25,6 +25,8 @@ from assistant_framework.config import (
     parse_key,
     set_in_file,
 )
+from assistant_framework.config.checks import unknown_key
+from assistant_framework.config.keys import check_key_names
 from assistant_framework.workspace import atomic_write_bytes
 
 
@@ -81,6 +83,10 @@ def write_setting(root: Path, key: str | tuple, value: Any) -> Path:
     A value that makes the config invalid is refused (ConfigError) and the file put back as it was.
     """
     keys = parse_key(key) if isinstance(key, str) else tuple(key)
+    check_key_names(keys)  # names become paths below the root: checked before anything else
+    problem = unknown_key(keys)
+    if problem is not None:
+        raise ConfigError(f"{problem}; nothing was written")
     if root.exists() and not root.is_dir() and root.suffix not in (".json", ".yaml", ".yml"):
         raise ConfigError(f"{root}: not a config directory or .json/.yaml file")
     if not root.exists() and root.suffix not in (".json", ".yaml", ".yml"):
@@ -114,7 +120,7 @@ def _write_setting_locked(root: Path, keys: tuple, value: Any) -> Path:
         errors = plugin_schema_errors(load_config_detailed(root, env=False))
         if errors:
             raise ConfigError("\n".join(errors))
-    except ConfigError:
+    except ConfigError as exc:
         # Refuse a value that makes the config invalid: put the file back as it was.
         if before is None:
             file.unlink()
@@ -122,5 +128,5 @@ def _write_setting_locked(root: Path, keys: tuple, value: Any) -> Path:
                 folder.rmdir()
         else:
             atomic_write_bytes(file, before)
-        raise
+        raise ConfigError(f"{exc}\nnothing was written") from None
     return file

@@ -58,7 +58,10 @@ def test_json_commands_keep_stdout_json_free_of_messages_when_nothing_is_found(w
     assert captured.out == "" and "no traces" in captured.err
     config = tmp_path / "config"
     config.mkdir()
-    assert _exit(["config", "get", "runtime.nonsense", "--json", "--config", str(config)]) == 1
+    assert _exit(["config", "get", "runtime.nonsense", "--json", "--config", str(config)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "unknown config key 'runtime.nonsense'" in captured.err
+    assert _exit(["config", "get", "llm.runners[0].api_key_env", "--json", "--config", str(config)]) == 1
     captured = capsys.readouterr()
     assert captured.out == "" and "not set and has no default" in captured.err
 

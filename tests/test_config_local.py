@@ -155,7 +155,9 @@ def test_get_and_set_through_a_list(example: Path, capsys) -> None:
 def test_get_and_show_mark_defaults(example: Path, capsys) -> None:
     assert main(["config", "get", "runtime.log_level", "--config", str(example)]) == 0
     assert capsys.readouterr().out.strip() == "null  (default)"
-    assert main(["config", "get", "runtime.nonsense", "--config", str(example)]) == 1
+    assert main(["config", "get", "runtime.nonsense", "--config", str(example)]) == 2
+    assert "unknown config key 'runtime.nonsense'" in capsys.readouterr().err
+    assert main(["config", "get", "llm.runners[0].api_key_env", "--config", str(example)]) == 1  # known, unset
     assert "not set and has no default" in capsys.readouterr().out
     assert main(["config", "show", "--config", str(example)]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -10,7 +10,7 @@ import difflib
 from typing import Any, Iterable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from assistant_framework.config.errors import shown_key
+from assistant_framework.config.errors import format_json_path, shown_key
 from assistant_framework.config.schema import ROOT_SCHEMA
 
 
@@ -21,6 +21,38 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     if close:
         return f" (did you mean {close[0]!r}?)"
     return f" (known: {', '.join(options)})" if options else ""
+
+
+def unknown_key(path: tuple) -> str | None:
+    """Why ``path`` (``("llm", "max_token")``) names no config key, with a suggestion, or None when the schema
+    knows it (or cannot tell: a plugin's section, a map of names such as ``policy.skills``)."""
+    node: Any = ROOT_SCHEMA
+    for depth, part in enumerate(path):
+        if not isinstance(node, dict):
+            return None
+        if isinstance(part, int):
+            node = node.get("items")
+            continue
+        known = node.get("properties") or {}
+        if part in known:
+            node = known[part]
+            continue
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict):
+            node = extra
+            continue
+        if depth == 0:  # the top level takes only the known sections
+            return f"unknown config section {shown_key(part)!r}{did_you_mean(str(part), known)}"
+        if extra is False:
+            close = difflib.get_close_matches(part, sorted(known), n=1, cutoff=0.6)
+            if close:
+                hint = f" (did you mean {format_json_path(path[:depth] + (close[0],) + path[depth + 1 :])!r}?)"
+            else:
+                where = format_json_path(path[:depth]) if depth else "the config"
+                hint = f" ({where} has: {', '.join(sorted(known))})"
+            return f"unknown config key {format_json_path(path)!r}{hint}"
+        return None
+    return None
 
 
 def known_sections() -> list[str]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import jsonschema
 
 from assistant_framework.config.env import is_env_reference
-from assistant_framework.config.errors import LoadedConfig, _display, format_json_path
+from assistant_framework.config.errors import LoadedConfig, _display, format_json_path, shown_key
 from assistant_framework.config.keys import get_key
 from assistant_framework.config.schema import ROOT_SCHEMA
 
@@ -34,6 +35,9 @@ def validate_config(loaded: LoadedConfig, extra_schemas: dict[str, dict] | None 
             if is_env_reference(error.instance):
                 continue
             full = prefix + tuple(error.absolute_path)
+            if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+                messages += _unknown_keys(loaded, full, error)
+                continue
             file, rel = loaded.source_of(full)
             messages.append(f"{_display(file)}: {format_json_path(rel)}: {_describe(error)}")
     for path, message in semantic_errors(loaded.data):
@@ -42,6 +46,24 @@ def validate_config(loaded: LoadedConfig, extra_schemas: dict[str, dict] | None 
         file, rel = loaded.source_of(path)
         messages.append(f"{_display(file)}: {format_json_path(rel)}: {message}")
     return messages
+
+
+def _unknown_keys(loaded: LoadedConfig, at: tuple, error: jsonschema.ValidationError) -> list[str]:
+    """One line per unknown key, naming the file that holds it (a local layer's file, or the tracked one)
+    and the known key it is closest to."""
+    from assistant_framework.config.checks import did_you_mean
+
+    known = error.schema.get("properties") or {} if isinstance(error.schema, dict) else {}
+    patterns = list((error.schema.get("patternProperties") or {}) if isinstance(error.schema, dict) else {})
+    lines = []
+    for key in error.instance:
+        if key in known or any(re.search(p, str(key)) for p in patterns):
+            continue
+        file, rel = loaded.source_of(at + (key,))
+        name = shown_key(key)
+        hint = did_you_mean(str(key), known) if name == str(key) else ""
+        lines.append(f"{_display(file)}: {format_json_path(rel)}: unknown key{hint} (see config/README.md)")
+    return lines
 
 
 def _describe(error: jsonschema.ValidationError) -> str:

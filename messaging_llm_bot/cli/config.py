@@ -23,6 +23,7 @@ from assistant_framework.config import (
     parse_key,
     redact,
 )
+from assistant_framework.config.checks import unknown_key
 from assistant_framework.config.defaults import default_of, leaves, with_defaults
 from assistant_framework.config.errors import display_path
 from assistant_framework.config.reloadable import RELOAD, applied_by
@@ -92,6 +93,9 @@ def cmd_get(args: argparse.Namespace) -> int:
     try:
         value = get_key(loaded.data, keys)
     except KeyError:
+        problem = unknown_key(keys)
+        if problem is not None:  # a typo: exit 2 with the known key it is closest to
+            raise ConfigError(problem) from None
         try:
             value, is_default = default_of(keys), True
         except KeyError:
