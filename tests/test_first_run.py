@@ -153,3 +153,31 @@ def test_web_with_a_workspace_typo_exits_2_and_creates_nothing(tmp_path: Path) -
     assert result.returncode == 2, result.stderr
     assert "not a workspace" in result.stderr and "Traceback" not in result.stderr
     assert not typo.exists()
+
+
+def test_an_unset_api_key_env_is_said_as_unset_in_the_chat_and_by_doctor(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("ASSISTANT_TEST_UNSET_KEY", raising=False)
+    from tests.console_harness import write_config
+
+    (tmp_path / "skills").mkdir()
+    with FakeChatServer(api_key="sk-needed") as chat:
+        config = write_config(tmp_path / "config", chat.base_url, tmp_path / "skills")
+        llm = json.loads((config / "llm.json").read_text())
+        runner = {k: v for k, v in llm["runners"][0].items() if k != "api_key"}
+        llm["runners"] = [{**runner, "api_key_env": "ASSISTANT_TEST_UNSET_KEY"}]
+        (config / "llm.json").write_text(json.dumps(llm))
+        ws = Workspace(tmp_path / "ws")
+        chat_run = run_bot(["--frontend", "console", "--config", str(config), "--workspace", str(ws.root)], "hello\n")
+        env = {k: v for k, v in os.environ.items() if k != "ASSISTANT_TEST_UNSET_KEY"}
+        doctor = subprocess.run(
+            [sys.executable, "-m", "messaging_llm_bot.cli", "doctor", "--quick", "--config", str(config)]
+            + ["--workspace", str(ws.root)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=env,
+            timeout=120,
+        )
+    assert "ASSISTANT_TEST_UNSET_KEY (the runner's api_key_env) is not set" in chat_run.stdout, chat_run.stdout
+    assert doctor.returncode == 1
+    assert "the variable ASSISTANT_TEST_UNSET_KEY (its api_key_env) is not set" in doctor.stdout, doctor.stdout

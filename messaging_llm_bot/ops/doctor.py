@@ -179,7 +179,11 @@ def check_runners(ctx: Context) -> list[Check]:
         problem = result.model_problem(str(runner.get("model", "")))
         key = f"llm.runners[{index}]"
         if problem:
-            if result.status in (401, 403):
+            env_name = str(runner.get("api_key_env") or "")
+            if result.status in (401, 403) and env_name and not _runner_key(runner):
+                problem += f"; no key was sent: the variable {env_name} (its api_key_env) is not set"
+                fix = f"set {env_name} in the environment the bot runs in (or `{key}.api_key`)"
+            elif result.status in (401, 403):
                 fix = f"fix the API key: `assistant config set {key}.api_key KEY` (or {key}.api_key_env)"
             elif not result.reachable:
                 fix = f"start the server, or fix {key}.base_url"
