@@ -2,6 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 CONFIG ?= config
 WORKSPACE ?= workspace
 
@@ -10,10 +11,16 @@ WORKSPACE ?= workspace
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+# `make run` and the other commands install the package alone; the test tools (pytest, selenium, pymap)
+# come with `make test` / `make lint` (the dev extra), never into a venv that only runs the bot.
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e .
 	touch $(STAMP)
+
+$(DEV_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(DEV_STAMP)
 
 install: $(STAMP)
 
@@ -29,14 +36,14 @@ setup: $(STAMP)
 doctor: $(STAMP)
 	$(VENV)/bin/assistant doctor --config $(CONFIG) --workspace $(WORKSPACE)
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	# Three workers (most tests wait on sockets and subprocesses, so 3 fit 2 cores); a file stays in one
 	# worker: some files share one browser or server across tests that build on each other.
 	$(PY) -m pytest -n 3 --dist loadfile
 
 # ruff (format and lint) and mypy (types) over the whole tree; settings in pyproject.toml. mypy keeps its
 # cache in .mypy_cache (a warm run takes about a second).
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff format --check --quiet .
 	$(VENV)/bin/ruff check --quiet .
 	$(VENV)/bin/mypy
@@ -48,7 +55,7 @@ lint: $(STAMP)
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAVA_BUILD=OFF
 MODEL_STAMP := $(VENV)/.model-server
 
-$(MODEL_STAMP): $(STAMP)
+$(MODEL_STAMP): $(DEV_STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install --quiet 'llama-cpp-python[server]'
 	touch $(MODEL_STAMP)
 

@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 
 from assistant_framework.workspace import WORKSPACE_MARKER, Workspace, existing_workspace
 from assistant_framework.workspace.inuse import WorkspaceBusyError, exclusive
-from assistant_framework.workspace.private import FILE_MODE, tighten
+from assistant_framework.workspace.private import FILE_MODE, make_private_dirs, tighten
 
 #: Workspace-relative prefixes that are not data (rebuilt, or only useful while running).
 EXCLUDED = ("memory/index.sqlite3", "state/locks/", "state/logs/")
@@ -88,15 +88,29 @@ def _skipped(rel: str, include_traces: bool) -> bool:
     return not include_traces and rel.startswith(TRACES)
 
 
+#: Where archives go unless told otherwise, and where ``restore --force`` keeps the old workspace: a folder
+#: beside the workspace (``backups/`` in the checkout is git-ignored), never the current folder.
+BACKUPS_DIR = "backups"
+
+
+def backups_dir(workspace_root: Path) -> Path:
+    """``<the workspace's parent>/backups``: the default home of archives and of a replaced workspace."""
+    return workspace_root.parent / BACKUPS_DIR
+
+
 def backup(
     workspace: str | os.PathLike[str],
-    out: str | os.PathLike[str] = ".",
+    out: str | os.PathLike[str] | None = None,
     *,
     include_traces: bool = False,
     now: datetime | None = None,
 ) -> BackupResult:
-    """Write ``assistant-backup-YYYYMMDD-HHMMSS.tar.gz`` into the folder ``out`` (or to the file ``out``), mode 0600."""
+    """Write ``assistant-backup-YYYYMMDD-HHMMSS.tar.gz`` into the folder ``out`` (or to the file ``out``), mode 0600;
+    without ``out``, into ``backups/`` beside the workspace (made private when missing)."""
     ws = existing_workspace(workspace)
+    if out is None:
+        out = backups_dir(ws.root)
+        make_private_dirs(Path(out))
     target = Path(out)
     if target.is_dir() or str(out).endswith(os.sep):
         stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
@@ -182,7 +196,7 @@ def _size(n: float) -> str:
 def _check_member(member: tarfile.TarInfo) -> None:
     parts = PurePosixPath(member.name).parts
     if not parts or parts[0] != ARCHIVE_ROOT or ".." in parts or member.name.startswith("/"):
-        raise BackupError(f"{member.name!r}: not a file of an assistant backup")
+        raise BackupError(f"{member.name!r}: not a file of a backup made by `.venv/bin/assistant backup`")
     if member.issym() or member.islnk():
         raise BackupError(
             f"{member.name!r} is a {'symbolic' if member.issym() else 'hard'} link (to {member.linkname!r}): "
@@ -246,7 +260,8 @@ def restore(
     force: bool = False,
     max_bytes: int | None = None,
 ) -> Path | None:
-    """Restore ``archive`` into ``workspace``; an existing one is kept as ``<name>.before-restore-<time>``
+    """Restore ``archive`` into ``workspace``; an existing one is kept as ``backups/<name>.before-restore-<time>``
+    beside it
     (only with ``force``, and only when no bot or web page uses it). ``max_bytes`` is the most the
     archive may unpack to (default: ``RESTORE_RATIO`` times its size, at least ``MIN_RESTORE_BYTES``).
     Returns where the old workspace went, or None."""
@@ -273,13 +288,17 @@ def restore(
 
 def _unpack(tar: tarfile.TarFile, plan: _Plan, target: Path) -> Path | None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.restore-", dir=target.parent))
+    # Unpacked in, and the old workspace kept in, backups/ beside the target (the same file system, so the
+    # swap is a rename): nothing is left in the folder that holds the workspace (the checkout).
+    aside = backups_dir(target)
+    make_private_dirs(aside)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.restore-", dir=aside))
     try:
         tar.extractall(staging, members=plan.members, filter="data")
         tighten(staging / ARCHIVE_ROOT)  # private whatever modes the archive carries
         kept = None
         if target.exists():
-            kept = target.with_name(f"{target.name}.before-restore-{datetime.now():%Y%m%d-%H%M%S}")
+            kept = aside / f"{target.name}.before-restore-{datetime.now():%Y%m%d-%H%M%S}"
             os.replace(target, kept)
         os.replace(staging / ARCHIVE_ROOT, target)
         return kept
@@ -287,4 +306,4 @@ def _unpack(tar: tarfile.TarFile, plan: _Plan, target: Path) -> Path | None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-__all__ = ["BackupError", "BackupResult", "RestoreRefused", "backup", "restore"]
+__all__ = ["BACKUPS_DIR", "BackupError", "BackupResult", "RestoreRefused", "backup", "backups_dir", "restore"]

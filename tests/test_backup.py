@@ -66,7 +66,7 @@ def test_restore_over_an_existing_workspace_needs_force_and_keeps_the_old_one(tm
     assert "pass --force" in capsys.readouterr().err
     assert main(["restore", str(tmp_path / "b.tar.gz"), "--workspace", str(ws.root), "--force"]) == 0
     assert not (ws.root / "notes" / "new.md").exists()
-    kept = next(tmp_path.glob("ws.before-restore-*"))
+    kept = next((tmp_path / "backups").glob("ws.before-restore-*"))
     assert (kept / "notes" / "new.md").read_text() == "# New\n"
 
 
@@ -79,7 +79,7 @@ def test_restore_refuses_foreign_or_hostile_archives_and_changes_nothing(tmp_pat
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     assert main(["restore", str(hostile), "--workspace", str(tmp_path / "target")]) == 2
-    assert "not a file of an assistant backup" in capsys.readouterr().err
+    assert "not a file of a backup made by `.venv/bin/assistant backup`" in capsys.readouterr().err
     assert not (tmp_path / "escape.txt").exists() and not (tmp_path / "target").exists()
     (tmp_path / "junk.tar.gz").write_bytes(b"not gzip")
     assert main(["restore", str(tmp_path / "junk.tar.gz"), "--workspace", str(tmp_path / "target")]) == 2
@@ -104,7 +104,7 @@ def test_restore_into_the_current_folder_by_dot(tmp_path: Path, capsys, monkeypa
     assert "internal error" not in captured.err and "the previous workspace is in" in captured.out
     assert (tmp_path / "ws" / "notes" / "groceries.md").read_text() == "# Groceries\neggs\n"
     assert not (tmp_path / "ws" / "notes" / "new.md").exists()
-    kept = next(tmp_path.glob("ws.before-restore-*"))
+    kept = next((tmp_path / "backups").glob("ws.before-restore-*"))
     assert (kept / "notes" / "new.md").read_text() == "# New\n"
 
 
@@ -322,7 +322,7 @@ def test_a_small_archive_that_unpacks_to_a_gigabyte_is_refused_before_anything_i
     ws = _workspace(tmp_path / "ws")
     kept = _everything(ws.root)
     assert main(["restore", str(archive), "--workspace", str(ws.root), "--force"]) == 2
-    assert _everything(ws.root) == kept and not list(tmp_path.glob("ws.before-restore-*"))
+    assert _everything(ws.root) == kept and not list((tmp_path / "backups").glob("ws.before-restore-*"))
 
 
 @pytest.fixture
@@ -380,7 +380,7 @@ def test_restore_refuses_the_workspace_of_a_running_bot_and_a_bot_cannot_start_d
         assert refused.returncode == 1, refused.stderr
         assert "in use" in refused.stderr and "state/bot.lock" in refused.stderr and "stop it first" in refused.stderr
         assert "Traceback" not in refused.stderr
-        assert not list(tmp_path.glob("ws.before-restore-*")) and not list(tmp_path.glob(".ws.restore-*"))
+        assert not list((tmp_path / "backups").glob("ws.before-restore-*")) and not list((tmp_path / "backups").glob(".ws.restore-*"))
         after = _everything(ws.root)
         assert {k: v for k, v in after.items() if k.startswith("notes/")} == {
             k: v for k, v in before.items() if k.startswith("notes/")
@@ -442,7 +442,7 @@ def test_restore_refuses_a_workspace_any_frontend_or_the_web_page_uses(
         assert main(["restore", str(tmp_path / "b.tar.gz"), "--workspace", str(ws.root), "--force"]) == 1
         err = capsys.readouterr().err
         assert "in use" in err and expect in err
-        assert not list(tmp_path.glob("ws.before-restore-*"))
+        assert not list((tmp_path / "backups").glob("ws.before-restore-*"))
     finally:
         if lock is not None:
             lock.release()

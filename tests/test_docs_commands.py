@@ -86,3 +86,27 @@ def test_make_targets_run_the_venv_commands(target: str) -> None:
         assert args.frontend == ("console" if target == "chat" else None)  # run: every enabled chat frontend
     else:
         assert args.func.__name__ == f"cmd_{target}"
+
+
+def test_make_run_installs_no_dev_extra_and_make_test_does(tmp_path: Path) -> None:
+    """Issue 33.10: `make run` put pytest, selenium and pymap (59 packages) into the venv that runs the bot."""
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    for name in ("Makefile", "pyproject.toml"):  # a fresh clone: no .venv, so every install step is shown
+        shutil.copy(REPO / name, tmp_path / name)
+
+    def dry(target: str) -> str:
+        done = subprocess.run(
+            ["make", "-n", "--no-print-directory", target], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    for target in ("run", "chat", "setup", "doctor", "install"):
+        installs = [line for line in dry(target).splitlines() if "pip install" in line]
+        assert installs and not any("[dev]" in line for line in installs), (target, installs)
+    assert any("pip install" in line and "'.[dev]'" in line for line in dry("test").splitlines())
+    assert any("'.[dev]'" in line for line in dry("lint").splitlines())

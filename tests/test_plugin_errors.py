@@ -62,12 +62,12 @@ def test_the_bot_starts_and_logs_one_line_per_plugin_that_failed(tmp_path: Path,
     assert len(lines) == 2, log[-3000:]
     weather = next(line for line in lines if "weather" in line)
     assert "WARNING" in weather and "skill weather not loaded" in weather and "SyntaxError" in weather
-    assert "`assistant skills list`" in weather
+    assert "`.venv/bin/assistant skills list`" in weather
     news = next(line for line in lines if "news" in line)
     assert (
         "collector news not loaded" in news
         and "no API key in NEWS_KEY" in news
-        and "`assistant collectors list`" in news
+        and "`.venv/bin/assistant collectors list`" in news
     )
 
 

@@ -17,6 +17,7 @@ from assistant_framework.config import ConfigError, load_config
 from assistant_framework.policy import AUDIT_LOG
 from assistant_framework.web import WebServer, standalone_parts
 from assistant_framework.web.auth import TOKEN_FILE, TokenError, is_loopback
+from assistant_framework.workspace import Workspace
 from tests.web_site import API_KEY, BOT_TOKEN, WEB_TOKEN, start_site
 
 REPO = Path(__file__).resolve().parent.parent
@@ -450,6 +451,7 @@ def test_loopback_detection():
 def test_cli_refuses_a_short_token_with_exit_2(tmp_path):
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "web.json").write_text('{"token": "short"}')
+    Workspace(tmp_path / "ws")  # `web` never creates a workspace (a typo must not serve a new, empty one)
     proc = subprocess.run(
         [
             sys.executable,

@@ -287,7 +287,7 @@ class BaseHandler(tornado.web.RequestHandler):
         if status_code in (429, 503) and getattr(self, "_retry_after", None):
             self.set_header("Retry-After", str(self._retry_after))
         if status_code == 401:
-            reason = "sign in with the token (see the log of `assistant web`, or state/web/token)"
+            reason = "sign in with the token (see the log of `.venv/bin/assistant web`, or state/web/token)"
         if (
             self.api
             or self.request.path.startswith("/api/")

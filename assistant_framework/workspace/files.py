@@ -56,7 +56,7 @@ def existing_workspace(root: str | os.PathLike[str]) -> "Workspace":
     if not (path / WORKSPACE_MARKER).is_dir():
         raise NotAWorkspaceError(
             f"{root}: not a workspace (no {WORKSPACE_MARKER}/ folder in it). Check --workspace; "
-            "`make run` or `assistant setup` creates a new one."
+            "`make run` or `.venv/bin/assistant setup` creates a new one."
         )
     return Workspace(path)
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import re
 import sys
+from pathlib import Path
 
 from assistant_framework.backup import BackupError, backup, restore
 
@@ -23,11 +24,21 @@ def byte_size(text: str) -> int:
     return value
 
 
+def shown(path: Path) -> str:
+    """A path as the user reads it: relative to the current folder when inside it, else absolute."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     save = subparsers.add_parser("backup", help="write the workspace as a dated .tar.gz (no index, caches or traces)")
     save.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
     save.add_argument(
-        "--out", default=".", help="folder for assistant-backup-<date>.tar.gz, or a file name (default: .)"
+        "--out",
+        default=None,
+        help="folder for assistant-backup-<date>.tar.gz, or a file name (default: backups/ beside the workspace)",
     )
     save.add_argument("--include-traces", action="store_true", help="also the model-request traces")
     save.add_argument("--json", action="store_true", help="print {path, files, bytes} as JSON")
@@ -39,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     back.add_argument(
         "--force",
         action="store_true",
-        help="keep an existing workspace aside (<name>.before-restore-<time>) and restore",
+        help="keep an existing workspace aside (backups/<name>.before-restore-<time> beside it) and restore",
     )
     back.add_argument(
         "--max-size",
@@ -69,7 +80,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
             )
         )
     else:
-        print(f"{result.path}: {result.files} files, {result.bytes / 1024:.0f} KiB (readable only by you)")
+        print(f"{shown(result.path)}: {result.files} files, {result.bytes / 1024:.0f} KiB (readable only by you)")
     if result.secrets:
         print(
             f"note: left out {', '.join(result.secrets)} (secrets; the bot makes new ones at its next start)",
@@ -89,6 +100,9 @@ def cmd_restore(args: argparse.Namespace) -> int:
     except BackupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    print(f"restored {args.archive} into {args.workspace}" + (f"; the previous workspace is in {kept}" if kept else ""))
-    print("the search index is rebuilt on first use (or now: assistant memory reindex)")
+    print(
+        f"restored {args.archive} into {args.workspace}"
+        + (f"; the previous workspace is in {shown(kept)}" if kept else "")
+    )
+    print("the search index is rebuilt on first use (or now: .venv/bin/assistant memory reindex)")
     return 0

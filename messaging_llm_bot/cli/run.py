@@ -195,8 +195,6 @@ def start(args: argparse.Namespace) -> int:
     except (WorkspacePathError, OSError) as exc:
         print(f"error: cannot open workspace {args.workspace!r}: {exc}", file=sys.stderr)
         return 2
-    if new_workspace:
-        first_run.say_new_workspace(runtime.workspace.root)
     configured = runtime.settings.runtime
     # The terminal chat keeps stderr for progress; only warnings and errors go there by default.
     default_level = "WARNING" if args.frontend == "console" else "INFO"
@@ -220,6 +218,8 @@ def start(args: argparse.Namespace) -> int:
             return 2
         print(NO_TOKEN + " Starting the terminal chat instead.", file=sys.stderr)
         frontend = "console"
+    if new_workspace:  # said once the bot goes on with it (not before an exit for a missing token)
+        first_run.say_new_workspace(runtime.workspace.root)
     if frontend == "console":
         from messaging_llm_bot.frontends.console import run_console
 

@@ -87,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersActi
     replay.set_defaults(func=cmd_replay)
 
     export = commands.add_parser(
-        "export-cases", help="turn chosen traces into eval cases (YAML) for `assistant eval skills --cases`"
+        "export-cases", help="turn chosen traces into eval cases (YAML) for `.venv/bin/assistant eval skills --cases`"
     )
     _add_selection(export)
     export.add_argument("--out", required=True, help="the YAML file to write")
@@ -289,7 +289,7 @@ def cmd_export_cases(args: argparse.Namespace) -> int:
         print(f"error: cannot write {args.out}: {exc.strerror}", file=sys.stderr)
         return 2
     print(
-        f"{len(cases)} case(s) written to {args.out}; review the expectations, then run: assistant eval skills "
-        f"--cases {args.out}"
+        f"{len(cases)} case(s) written to {args.out}; review the expectations, then run: "
+        f".venv/bin/assistant eval skills --cases {args.out}"
     )
     return 0

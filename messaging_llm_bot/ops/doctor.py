@@ -77,7 +77,7 @@ def check_config(ctx: Context) -> list[Check]:
                 "config",
                 FAIL,
                 "; ".join(errors[:5]),
-                f"fix the file and key named, then `assistant config validate --config {ctx.config_path}`",
+                f"fix the file and key named, then `.venv/bin/assistant config validate --config {ctx.config_path}`",
             )
         ]
     assert loaded is not None  # no errors: the config loaded
@@ -109,7 +109,7 @@ def check_telegram(ctx: Context) -> list[Check]:
                 "telegram token",
                 WARN,
                 "no token: only the terminal chat (`make chat`) works",
-                "run `assistant setup`, or set TELEGRAM_BOT_TOKEN",
+                "run `.venv/bin/assistant setup`, or set TELEGRAM_BOT_TOKEN",
             )
         )
     else:
@@ -127,7 +127,7 @@ def check_telegram(ctx: Context) -> list[Check]:
                     "telegram token",
                     FAIL,
                     answer.error,
-                    "check telegram.token (`assistant setup --token ...`) and the network",
+                    "check telegram.token (`.venv/bin/assistant setup --token ...`) and the network",
                 )
             )
     allowed = telegram.get("allowed_user_ids") or []
@@ -137,7 +137,8 @@ def check_telegram(ctx: Context) -> list[Check]:
                 "allowlist",
                 FAIL if token else WARN,
                 "telegram.allowed_user_ids is empty: the bot answers no one",
-                "`assistant setup` finds your id, or `assistant config set telegram.allowed_user_ids '[ID]'`",
+                "`.venv/bin/assistant setup` finds your id, or "
+                "`.venv/bin/assistant config set telegram.allowed_user_ids '[ID]'`",
             )
         )
     else:
@@ -153,7 +154,7 @@ def check_telegram(ctx: Context) -> list[Check]:
                     FAIL,
                     "mode is webhook but telegram.webhook.secret_token is empty: anyone who finds the URL can post "
                     "updates",
-                    '`assistant config set telegram.webhook.secret_token "$(openssl rand -hex 32)"`',
+                    '`.venv/bin/assistant config set telegram.webhook.secret_token "$(openssl rand -hex 32)"`',
                 )
             )
         else:
@@ -171,7 +172,9 @@ def check_runners(ctx: Context) -> list[Check]:
     llm = (ctx.config or {}).get("llm") or {}
     runners = llm.get("runners") or []
     if not runners:
-        return [Check("model", FAIL, "no runner in llm.runners", "`assistant setup` finds a local model server")]
+        return [
+            Check("model", FAIL, "no runner in llm.runners", "`.venv/bin/assistant setup` finds a local model server")
+        ]
     checks = []
     for index, runner in enumerate(runners):
         name = f"model {runner.get('name', '?')}"
@@ -184,11 +187,11 @@ def check_runners(ctx: Context) -> list[Check]:
                 problem += f"; no key was sent: the variable {env_name} (its api_key_env) is not set"
                 fix = f"set {env_name} in the environment the bot runs in (or `{key}.api_key`)"
             elif result.status in (401, 403):
-                fix = f"fix the API key: `assistant config set {key}.api_key KEY` (or {key}.api_key_env)"
+                fix = f"fix the API key: `.venv/bin/assistant config set {key}.api_key KEY` (or {key}.api_key_env)"
             elif not result.reachable:
                 fix = f"start the server, or fix {key}.base_url"
             else:
-                fix = f"pull the model or pick one it offers: `assistant config set {key}.model NAME`"
+                fix = f"pull the model or pick one it offers: `.venv/bin/assistant config set {key}.model NAME`"
             checks.append(Check(name, FAIL, problem, fix))
             continue
         listed = "listed" if result.models is not None else "not checked (no /models list)"
@@ -276,7 +279,7 @@ def check_workspace(ctx: Context) -> list[Check]:
                 "workspace",
                 FAIL,
                 f"{path} is not a workspace",
-                "`make run` or `assistant setup` creates it; or pass --workspace",
+                "`make run` or `.venv/bin/assistant setup` creates it; or pass --workspace",
             )
         ]
     checks = []
@@ -322,7 +325,7 @@ def _index_check(path: Path) -> Check:
             "memory index",
             WARN,
             f"damaged ({answer[:120]})",
-            "`assistant memory reindex` rebuilds it from the files (nothing is lost)",
+            "`.venv/bin/assistant memory reindex` rebuilds it from the files (nothing is lost)",
         )
     return Check("memory index", OK, f"healthy ({index.stat().st_size / 1024:.0f} KiB)")
 
@@ -341,7 +344,7 @@ def check_plugins(ctx: Context) -> list[Check]:
                 "skills",
                 FAIL,
                 "; ".join(f"{e.name}: {e.error}" for e in skills.errors)[:400],
-                "`assistant skills list` shows each error",
+                "`.venv/bin/assistant skills list` shows each error",
             )
         )
     else:
@@ -354,7 +357,7 @@ def check_plugins(ctx: Context) -> list[Check]:
                 "collectors",
                 FAIL,
                 "; ".join(f"{e.name}: {e.error}" for e in collectors.errors)[:400],
-                "`assistant collectors list` shows each error",
+                "`.venv/bin/assistant collectors list` shows each error",
             )
         )
     else:
@@ -369,7 +372,7 @@ def check_plugins(ctx: Context) -> list[Check]:
                         f"collector {row['name']}",
                         WARN,
                         f"{row['consecutive_failures']} failed run(s) in a row: {str(row.get('error') or '')[:200]}",
-                        f"`assistant collectors run {row['name']}` shows the whole error",
+                        f"`.venv/bin/assistant collectors run {row['name']}` shows the whole error",
                     )
                 )
     return checks
