@@ -63,8 +63,8 @@ def test_rss_atom_and_rdf_are_collected_and_deduplicated(tmp_path, server):
     assert sorted(i["id"] for i in items) == sorted(
         ["town-news-1", "town-news-2", "urn:uuid:1225c695-cfb8-4ebb-aaaa-80da344efa6a", "https://old.example.org/a"]
     )
-    digests = [p for p in ws.list("collectors/rss/*.md")]
-    assert len(digests) == 1 and re.fullmatch(r"collectors/rss/\d{4}-\d{2}-\d{2}\.md", digests[0])
+    digests = [p for p in ws.list("collectors/rss/digest/*.md")]
+    assert len(digests) == 1 and re.fullmatch(r"collectors/rss/digest/\d{4}-\d{2}-\d{2}\.md", digests[0])
     digest = ws.read_text(digests[0])
     assert "### Town News" in digest and "- [Bridge reopens after repairs](https://news.example.org/bridge)" in digest
     assert digests[0] in first.written and "collectors/rss/items.jsonl" in first.written

@@ -45,7 +45,7 @@ def test_titles_are_plain_text_everywhere(tmp_path):
     assert items["entry_title_script_inline.xml"]["title"] == "safe description"
     assert items["entry_title_onabort.xml"]["title"] == "(untitled)"
     stored = [ws.read_jsonl("collectors/rss/items.jsonl"), ws.read_json("collectors/rss/new.json")["items"]]
-    digest = "".join(ws.read_text(rel) for rel in ws.list("collectors/rss/*.md"))
+    digest = "".join(ws.read_text(rel) for rel in ws.list("collectors/rss/digest/*.md"))
     for text in [repr(stored), digest]:
         for markup in ("<b>", "&#38;", "<img", "onabort=", "<script", "<div"):
             assert markup not in text
@@ -90,7 +90,7 @@ def test_xml_base_relative_to_the_document_is_resolved(tmp_path):
         outcome = runner_for(ws, [server.url("/feeds/b.atom")]).run_once("rss")
         expected = server.url("/blog/posts/one.html")
     assert [i["link"] for i in outcome.new_items] == [expected]
-    assert f"]({expected})" in "".join(ws.read_text(rel) for rel in ws.list("collectors/rss/*.md"))
+    assert f"]({expected})" in "".join(ws.read_text(rel) for rel in ws.list("collectors/rss/digest/*.md"))
 
 
 def test_entries_without_id_or_link_are_keyed_on_their_content_too(tmp_path):

@@ -33,6 +33,12 @@ DEFAULT_SOURCES: tuple[tuple[str, str], ...] = (
 )
 
 
+#: Files inside those folders that are not memory, so one item is found once: the collector runner's copy of
+#: a run's new items (``new.json``) and its run log, and a collector's digests (``digest/``: renderings for
+#: reading of the records it keeps, e.g. the rss collector's ``items.jsonl``).
+NOT_MEMORY: tuple[str, ...] = ("collectors/*/new.json", "collectors/*/runs.jsonl", "collectors/*/digest/*")
+
+
 #: Top-level folders (or files) a full refresh walks; everything else is never read.
 def walk_roots(sources: Iterable[tuple[str, str]]) -> list[str]:
     """The first path component of every source glob, deduplicated."""
@@ -86,6 +92,8 @@ def source_for(rel: str, sources: Iterable[tuple[str, str]] = DEFAULT_SOURCES) -
     if name.startswith(".") or name.endswith(".lock") or ".tmp-" in name:
         return None
     if not name.endswith(TEXT_SUFFIXES + JSON_SUFFIXES + JSONL_SUFFIXES):
+        return None
+    if any(fnmatch.fnmatchcase(rel, pattern) for pattern in NOT_MEMORY):
         return None
     for pattern, source in sources:
         if fnmatch.fnmatchcase(rel, pattern):

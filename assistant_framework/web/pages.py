@@ -1,4 +1,4 @@
-"""The other pages (sign-in, conversations, traces, collectors, usage, skills), each also JSON under
+"""The other pages (sign-in, conversations, traces, collectors, reminders, usage, skills), each also JSON under
 ``/api/...`` (the same handler with ``api=True``); the memory's pages are in ``memory_pages``."""
 
 from __future__ import annotations
@@ -171,6 +171,15 @@ class UsageHandler(BaseHandler):
             model_chart=model_chart,
             token_legend=charts.legend(["prompt (not cached)", "cached", "completion"]),
         )
+
+
+class RemindersHandler(BaseHandler):
+    async def get(self) -> None:
+        data = await self.off_loop("files", views.reminder_rows, self.parts.workspace)
+        if self.api:
+            self.send_json(data)
+            return
+        self.page("reminders.html", title="Reminders", data=data)
 
 
 class SkillsHandler(BaseHandler):

@@ -62,6 +62,8 @@ def make_app(state: WebState) -> tornado.web.Application:
         (r"/api/jobs", jobs_page.JobsHandler, a),
         (r"/jobs/([A-Za-z0-9_.-]+)/([a-z]+)", jobs_page.JobActionHandler, s),
         (r"/api/jobs/([A-Za-z0-9_.-]+)/([a-z]+)", jobs_page.JobActionHandler, a),
+        (r"/reminders", pages.RemindersHandler, s),
+        (r"/api/reminders", pages.RemindersHandler, a),
         (r"/usage", pages.UsageHandler, s),
         (r"/api/usage", pages.UsageHandler, a),
         (r"/skills", pages.SkillsHandler, s),

@@ -133,6 +133,36 @@ def collector_rows(parts: Parts) -> list[dict]:
     return rows
 
 
+# -- reminders ---------------------------------------------------------------------
+
+#: Reminders no longer pending shown at most (the newest), under the pending ones.
+PAST_REMINDERS = 100
+
+
+def reminder_rows(workspace: Workspace) -> dict:
+    """Every chat's reminders: the pending ones by due time, then the newest ``PAST_REMINDERS`` others
+    (delivered, failed, cancelled), each with whether it was written from outside content."""
+    from ..stores.reminders import ReminderStore
+
+    def row(reminder: dict) -> dict:
+        return {
+            "id": str(reminder.get("id", "")),
+            "chat": str(reminder.get("chat_id", "")),
+            "text": str(reminder.get("text", "")),
+            "due_at": str(reminder.get("due_at", "")),
+            "timezone": str(reminder.get("timezone", "")),
+            "status": str(reminder.get("status", "")),
+            "done_at": str(reminder.get("delivered_at") or reminder.get("failed_at") or ""),
+            "error": str(reminder.get("error") or ""),
+            "outside": is_untrusted(reminder),
+        }
+
+    rows = ReminderStore(workspace).list()
+    pending = [row(r) for r in rows if r.get("status") == "pending"]
+    past = [row(r) for r in reversed(rows) if r.get("status") != "pending"][:PAST_REMINDERS]
+    return {"pending": pending, "past": past}
+
+
 # -- usage -------------------------------------------------------------------------
 
 

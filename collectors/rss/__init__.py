@@ -96,7 +96,7 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
     feeds = feed_list(config)
     order = {feed["url"]: index for index, feed in enumerate(feeds)}
     day = now.date().isoformat()
-    digest_rel = f"{BASE}/{day}.md"
+    digest_rel = f"{BASE}/digest/{day}.md"  # for reading; the memory index keeps items.jsonl (one hit per item)
     digest_before = workspace.read_text(digest_rel, default=f"# Feeds digest {day}\n")
     stamp = now.isoformat(timespec="seconds")
 

@@ -26,7 +26,7 @@ from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.turn import AgentEvent, reply_text
 from messaging_llm_bot.frontends.commands import run_command
 from messaging_llm_bot.frontends.console_extras import HISTORY_FILE, PROMPT, ConsoleReminders, LiveReply, line_reader
-from messaging_llm_bot.frontends.markup import unescape_markdown
+from messaging_llm_bot.frontends.markup import terminal_text
 from messaging_llm_bot.frontends.runtime import Runtime
 
 CONVERSATION_ID = "console"
@@ -77,7 +77,7 @@ def answer(
     ``live``: print the answer there as it arrives."""
     reply = run_command(runtime, conversation_id, text)
     if reply is not None:
-        return unescape_markdown(reply)  # the terminal shows Markdown source: no escaping backslashes
+        return terminal_text(reply)  # a command's text without its markup (no ** or escaping backslashes)
     if text.startswith("/"):
         return f"Unknown command {text.split()[0]}; see /help."
 

@@ -89,6 +89,31 @@ def markdown_entities(markdown: str) -> tuple[str, list[dict]] | None:
     return text, [e.to_dict() for e in entity_objs]
 
 
+def terminal_text(markdown: str) -> str:
+    """Markdown as a terminal shows it: the text without its markup (``**Now**`` reads "Now", escapes
+    gone), a link followed by its address in brackets; the source with escapes removed when the
+    converter fails."""
+    converted = markdown_entities(markdown)
+    if converted is None:
+        return unescape_markdown(markdown)
+    text, entities = converted
+    # Entity offsets count UTF-16 units; map them to positions in the str.
+    positions, units = {0: 0}, 0
+    for index, ch in enumerate(text, 1):
+        units += utf16_units(ch)
+        positions[units] = index
+    links = sorted(
+        (e for e in entities if e.get("type") == "text_link" and e.get("url")),
+        key=lambda e: e["offset"] + e["length"],
+        reverse=True,
+    )
+    for entity in links:
+        end = positions.get(entity["offset"] + entity["length"])
+        if end is not None and entity["url"] not in text[max(0, end - len(entity["url"]) - 2) : end]:
+            text = f"{text[:end]} ({entity['url']}){text[end:]}"
+    return text
+
+
 def render_parts(markdown: str, limit: int, size: CharSize = utf16_units) -> list[MessagePart]:
     """Render Markdown to parts of at most ``limit`` units each; never returns an empty part."""
     check_limit(limit)
