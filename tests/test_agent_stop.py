@@ -57,7 +57,7 @@ def test_a_streamed_answer_stops_at_once_and_the_server_is_hung_up_on(bot_config
 
 
 def test_a_stop_during_a_model_call_drops_its_answer_and_runs_no_skill(bot_config, workspace, chat_server, make_agent):
-    """Not streamed: the call cannot be cut short, but the skill call it brings is never run."""
+    """Not streamed: the call is hung up too, and the skill call it would bring is never run."""
     chat_server.enqueue(
         {"content": json.dumps({"skill": "save_note", "args": {"name": "plan", "text": "x"}}), "delay": 0.5}
     )
@@ -168,3 +168,18 @@ def test_sigterm_still_leaves_the_terminal_chat_at_once(bot_config, workspace, c
     finally:
         signal.signal(signal.SIGTERM, previous)
         runtime.shutdown(5)
+
+
+def test_a_stop_while_the_model_still_reads_the_prompt_hangs_up_at_once(bot_config, workspace, chat_server, make_agent):
+    """A slow local model evaluating a long prompt sends nothing for many seconds: the stop closed the
+    connection only at the first token (13 s in the issue). Now it hangs up at once."""
+    chat_server.enqueue({"content": json.dumps({"reply": "too late"}), "delay": 8})
+    agent = make_agent(bot_config, workspace)
+    thread, box = run_in_thread(lambda: agent.handle(Incoming("c1", "a long question", stream=True)))
+    assert chat_server.wait_for_requests(1, timeout=10, path="/chat/completions")
+    assert agent.stop("c1") is True
+    thread.join(4)  # far less than the 8 s the server takes to start answering
+    assert not thread.is_alive(), "the stop waited for the model's first token"
+    result = box["result"]
+    assert result.stopped and result.reply == "⏹ Stopped." and "too late" not in result.reply
+    assert len(chat_server.chat_requests) == 1  # no other runner or format tried after the stop

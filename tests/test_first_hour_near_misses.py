@@ -82,3 +82,34 @@ def test_the_web_page_shows_the_reminders(tmp_path: Path) -> None:
         assert requests.get(f"{site.base}/api/reminders", timeout=30).status_code == 401  # signed in only
     finally:
         site.close()
+
+
+def test_ctrl_c_while_the_model_reads_the_prompt_gives_the_prompt_back_at_once(tmp_path: Path, chat_server) -> None:
+    import sys
+
+    from tests.console_harness import Terminal
+
+    (tmp_path / "skills").mkdir()
+    config = write_config(tmp_path / "config", chat_server.base_url, tmp_path / "skills")
+    llm = json.loads((config / "llm.json").read_text())
+    (config / "llm.json").write_text(json.dumps({**llm, "stream": True}))  # as the shipped config/llm.json
+    chat_server.enqueue({"content": '{"reply": "too late"}', "delay": 20}, '{"reply": "here again"}')
+    ws = Workspace(tmp_path / "ws")
+    argv = [sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config)]
+    term = Terminal([*argv, "--workspace", str(ws.root)])
+    try:
+        term.wait_for("you> ")
+        term.type("a long question\r")
+        assert chat_server.wait_for_requests(1, timeout=30, path="/chat/completions")
+        term.type("\x03")  # Ctrl-C while no token has come yet
+        term.wait_for("⏹ Stopped.", timeout=8)  # not after the server's 20 s
+        mark = term.output.index("⏹ Stopped.")
+        term.wait_for("you> ", start=mark)
+        term.type("still there?\r")
+        term.wait_for("here again", start=mark)
+        term.wait_for("you> ", start=term.output.index("here again", mark))
+        term.type("\x04")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+    assert "too late" not in term.output

@@ -220,9 +220,9 @@ class Agent:
     def stop(self, conversation_id: str) -> bool:
         """Ask the turn running in this conversation to stop; False when none is running.
 
-        It stops at the next safe point: at once while a streamed answer arrives (the connection is
-        closed, so the server stops generating), else when the model call in progress returns; a skill
-        already running finishes, no further one starts. Messages waiting behind it are answered."""
+        It stops at the next safe point: a model call in flight is hung up at once (streamed or not, also
+        while the server still reads the prompt; the server stops generating); a skill already running
+        finishes, no further one starts. Messages waiting behind it are answered."""
         return self._conversations.stop(conversation_id)
 
     def last_recall(self, conversation_id: str) -> list[dict]:

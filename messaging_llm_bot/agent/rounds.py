@@ -107,6 +107,7 @@ class Rounds:
                 )
             except LLMError as err:
                 record_request(turn, round_no, messages, None, err)
+                turn.check_stop()  # the call was hung up by the stop: a stop, not a failure to tell
                 shorter = cuts.cut_history(err, history)
                 if shorter is not None:
                     history = shorter
@@ -199,6 +200,7 @@ class Rounds:
                 tools=tools,
                 native_messages=native,
                 vision=self.vision,
+                stop=turn.stop,
             )
         guard = StreamGuard(names)
         shown = [""]
@@ -220,4 +222,5 @@ class Rounds:
             tools=tools,
             native_messages=native,
             vision=self.vision,
+            stop=turn.stop,
         )

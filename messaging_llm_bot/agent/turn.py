@@ -11,6 +11,7 @@ from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import ApproveCallback
 from messaging_llm_bot.agent.images import without_pixels
 from messaging_llm_bot.llm.client import Completion, LLMError
+from messaging_llm_bot.llm.hangup import StopSwitch
 from messaging_llm_bot.protocol import ParsedOutput
 
 FAILED_TURN_REPLY = "Sorry, something went wrong while answering; the details are in the bot's log. Please try again."
@@ -110,7 +111,7 @@ class TurnRecord:
     guest: frozenset[str] | None = None  # a guest turn (not the owner's own chat): the skills it may call
     job: str | None = None  # the scheduled job whose run this turn is
     area: Workspace | None = None  # a guest turn's own folder, made on first use
-    stop: threading.Event = field(default_factory=threading.Event)  # set by ``Agent.stop``
+    stop: threading.Event = field(default_factory=StopSwitch)  # set by ``Agent.stop``; hangs up the model call
     shown: str = ""  # the reply text streamed to the user so far
     writes_done: dict[str, str] = field(default_factory=dict)  # a successful write call's key -> its result text
     place: str = ""  # the chat or topic the message came from (its sessions are agent/sessions.py)

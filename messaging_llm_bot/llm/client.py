@@ -14,6 +14,7 @@ connections warm; the pool is sized to `max_concurrency`.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any, Callable
@@ -36,6 +37,7 @@ from messaging_llm_bot.llm.answer import (
 )
 from messaging_llm_bot.llm.deadline import CallDeadline
 from messaging_llm_bot.llm.errors import LLMError, http_error, names_response_format
+from messaging_llm_bot.llm.hangup import hang_up_on
 from messaging_llm_bot.llm.http import EnvironmentCache, make_session
 from messaging_llm_bot.llm.runners import (
     RESERVED_KEYS,
@@ -154,8 +156,12 @@ class LLMClient:
         tools: list[dict] | None = None,
         native_messages: Callable[[], list[dict]] | None = None,
         vision: bool = False,
+        stop: threading.Event | None = None,
     ) -> Completion:
         """Ask the runners in order until one answers; raises LLMError when none does.
+
+        ``stop`` (a ``StopSwitch``, the turn's): when set, the call in flight is hung up at once (also
+        while the server still reads the prompt) and no other runner is tried.
 
         `runner` restricts the call to the named runner; `vision` (the messages carry images) to the
         runners that take images (`llm.runners.vision_order`), in their order. With `stream=True`, `on_delta` is
@@ -184,8 +190,10 @@ class LLMClient:
                 body_extra = format_fields(mode, schema, schema_name, tools, extra)
                 body = self.build_request(candidate, sent, stream=stream, extra=body_extra)
                 try:
-                    completion = self._complete_on(candidate, body, stream, on_delta)
+                    completion = self._complete_on(candidate, body, stream, on_delta, stop)
                 except LLMError as err:
+                    if stop is not None and stop.is_set():
+                        raise  # the owner stopped the turn: no other format or runner
                     # A server rejecting a response_format or tools is expected once per runner and is
                     # handled here (self.formats logs it once); keep it off the user's screen.
                     asked = requested_format(body_extra)
@@ -266,11 +274,12 @@ class LLMClient:
         body: dict,
         stream: bool,
         on_delta: Callable[[str], None] | None,
+        stop: threading.Event | None = None,
     ) -> Completion:
         attempt = 0
         while True:
             try:
-                return self._call(runner, body, stream, on_delta)
+                return self._call(runner, body, stream, on_delta, stop)
             except LLMError as err:
                 retryable = (
                     err.status is not None
@@ -303,10 +312,15 @@ class LLMClient:
         body: dict,
         stream: bool,
         on_delta: Callable[[str], None] | None,
+        stop: threading.Event | None = None,
     ) -> Completion:
         url = f"{runner.base_url}/chat/completions"
         started = time.monotonic()
-        with self._semaphore, CallDeadline(runner.timeout_seconds) as deadline:  # the whole call, not each read
+        with (
+            self._semaphore,
+            CallDeadline(runner.timeout_seconds) as deadline,  # the whole call, not each read
+            hang_up_on(stop, deadline.fire),  # a stop cuts the connection as the deadline would
+        ):
             try:
                 # Always streamed at the HTTP level: the body is read under the deadline below, also
                 # when the answer is one JSON object (requests would read it with a per-read timeout).
