@@ -110,3 +110,63 @@ def test_make_run_installs_no_dev_extra_and_make_test_does(tmp_path: Path) -> No
         assert installs and not any("[dev]" in line for line in installs), (target, installs)
     assert any("pip install" in line and "'.[dev]'" in line for line in dry("test").splitlines())
     assert any("'.[dev]'" in line for line in dry("lint").splitlines())
+
+
+#: Top-level folders and files of the repository: a path a doc names from one of these must exist.
+REPO_ROOTS = (
+    "assistant_framework/",
+    "messaging_llm_bot/",
+    "tests/",
+    "docs/",
+    "config/",
+    "skills/",
+    "collectors/",
+    "bench/",
+    "deploy/",
+)
+REPO_FILES = ("Makefile", "Dockerfile", "compose.yaml", "pyproject.toml", "README.md", "CHANGELOG.md", "LICENSE")
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+#: Not files of the repository: the user's own layer, placeholders (`NAME`, `<name>`), examples of a layout.
+NOT_A_REPO_PATH = re.compile(r"[<>{}$?\[\]|]|^config/local(/|$)|\.\.\.|…|/[A-Z_]{3,}(/|$)|(^|/)index\.json$")
+#: Files of the workspace the docs describe by their bare name (not files of the repository).
+WORKSPACE_FILES = ("profile.md", "upcoming.md")
+BARE_MD = re.compile(r"^[\w.-]+\.md$")
+
+
+def _named_paths(page: Path) -> list[str]:
+    text = page.read_text(encoding="utf-8")
+    found = []
+    for span in INLINE.findall(text):
+        for word in span.split():
+            word = word.split("::")[0].rstrip(".,;:)").strip("'\"")
+            if word.startswith(REPO_ROOTS) or word in REPO_FILES or (BARE_MD.match(word) and word == span.strip()):
+                found.append(word)
+    for target in LINK.findall(text):
+        if "://" in target or target.startswith("mailto:"):
+            continue
+        resolved = (page.parent / target).resolve()
+        if resolved.is_relative_to(REPO):
+            found.append(str(resolved.relative_to(REPO)))
+    return [p for p in dict.fromkeys(found) if not NOT_A_REPO_PATH.search(p)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_file_path_a_doc_names_exists(page: Path) -> None:
+    """Issue 33.11: docs/agent.md named `messaging_llm_bot/protocol*.py` and a `policy.md` that do not exist."""
+    missing = [p for p in _named_paths(page) if not _exists(p.rstrip("/"), page)]
+    assert missing == [], f"{page.relative_to(REPO)} names paths that do not exist: {missing}"
+
+
+def _exists(path: str, page: Path) -> bool:
+    """Whether a path a page names is there: from the repository's root, the page's folder or a package
+    (`config/write.py` in a page about the framework), a glob that matches, a bare `NAME.md` anywhere."""
+    if "*" in path:
+        return any(REPO.glob(path))
+    if BARE_MD.match(path):
+        return path in WORKSPACE_FILES or (page.parent / path).exists() or any(REPO.rglob(path))
+    parts = path.split("/")
+    if parts[0] == "collectors" and len(parts) > 2 and (REPO / "collectors" / parts[1]).is_dir():
+        if not path.endswith(".py"):
+            return True  # a file the collector writes into the workspace (its README lists them)
+    bases = (REPO, page.parent, REPO / "assistant_framework", REPO / "messaging_llm_bot")
+    return any((base / path).exists() for base in bases)
