@@ -163,9 +163,9 @@ def check_telegram(ctx: Context) -> list[Check]:
 
 
 def _runner_key(runner: dict) -> str:
-    import os
+    from messaging_llm_bot.ops.setup_answers import runner_key  # one reading of a runner's key
 
-    return str(runner.get("api_key") or os.environ.get(str(runner.get("api_key_env") or ""), ""))
+    return runner_key(runner)
 
 
 def check_runners(ctx: Context) -> list[Check]:

@@ -24,6 +24,9 @@ from messaging_llm_bot.llm.probe import LOCAL_SERVERS, Probe, find_local_servers
 from messaging_llm_bot.ops.setup_answers import (
     Current,
     base_url_problem,
+    key_hint,
+    not_a_choice,
+    runner_key,
     system_timezone,
     token_problem,
     valid_zone,
@@ -245,7 +248,7 @@ class Wizard:
             return sender["id"]
         for index, sender in enumerate(found, 1):
             self.io.say(f"  {index}. {sender['name']} (id {sender['id']}): {sender['text'][:40]!r}")
-        choice = self._ask_until("Which one is you", "1", lambda c: _not_a_choice(c, len(found)))
+        choice = self._ask_until("Which one is you", "1", lambda c: not_a_choice(c, len(found)))
         return found[int(choice) - 1]["id"]
 
     def model_server(self) -> dict:
@@ -267,7 +270,7 @@ class Wizard:
                 self.io.say(f"Model: {problem}; try again.")
                 continue
             same_server = current is not None and current.get("base_url") == base_url
-            key = api_key if api_key is not None else (_runner_key(current) if same_server else "")
+            key = api_key if api_key is not None else (runner_key(current) if same_server else "")
             result = probe(base_url, key)
             if result.reachable and result.models is None and not base_url.rstrip("/").endswith("/v1"):
                 # The usual slip: the server's address without the /v1 of its OpenAI-compatible API.
@@ -277,7 +280,7 @@ class Wizard:
                     self.io.say(f"Model: {base_url} lists no models, {with_v1} does; using {with_v1}.")
                     base_url, result = with_v1, at_v1
             if not result.reachable:
-                error = f"Model: {result.error}{_key_hint(result, current if same_server else None)}"
+                error = f"Model: {result.error}{key_hint(result, current if same_server else None)}"
                 if not (asked and self.a.interactive):
                     raise SetupError(error)
                 self.io.say(error)
@@ -379,7 +382,7 @@ class Wizard:
         from messaging_llm_bot.llm.client import LLMClient
         from messaging_llm_bot.llm.errors import LLMError
 
-        tried = {**runner, "api_key": _runner_key(runner)}
+        tried = {**runner, "api_key": runner_key(runner)}
         tried.pop("api_key_env", None)
         client = LLMClient({"runners": [tried], "retries_per_runner": 0, "stream": False})
         try:
@@ -434,32 +437,3 @@ class Wizard:
             + f"; `make chat{paths}` talks to it in this terminal; `make doctor{paths}` checks everything."
         )
         return 0
-
-
-def _not_a_choice(choice: str, count: int) -> str | None:
-    if choice.isdigit() and 1 <= int(choice) <= count:
-        return None
-    return f"no such choice: {choice!r} (a number from 1 to {count})"
-
-
-def _runner_key(runner: dict | None) -> str:
-    """The API key a runner sends: ``api_key`` (a ``${NAME}`` read from the environment), else the
-    variable ``api_key_env`` names; "" for none."""
-    if not runner:
-        return ""
-    key = str(runner.get("api_key") or "")
-    if key.startswith("${") and key.endswith("}"):
-        key = os.environ.get(key[2:-1], "")
-    if not key and runner.get("api_key_env"):
-        key = os.environ.get(str(runner["api_key_env"]), "")
-    return key
-
-
-def _key_hint(result: Probe, runner: dict | None) -> str:
-    """What to do about a refused key: which flag gives it, or which variable is unset."""
-    if result.status not in (401, 403):
-        return ""
-    name = str((runner or {}).get("api_key_env") or "")
-    if name and not os.environ.get(name) and not (runner or {}).get("api_key"):
-        return f"; the variable {name} (llm.runners[0].api_key_env) is not set in this shell"
-    return "; give the right one with --api-key"

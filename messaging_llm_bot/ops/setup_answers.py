@@ -13,9 +13,13 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.config import LOCAL_DIR, TOKEN_ENV, ConfigError, load_config_detailed
+
+if TYPE_CHECKING:
+    from messaging_llm_bot.llm.probe import Probe
 
 #: A bot token as @BotFather gives it: the bot's id, a colon, then letters, digits, ``_`` and ``-``.
 TOKEN_FORM = re.compile(r"\d{1,20}:[A-Za-z0-9_-]{1,100}")
@@ -113,3 +117,33 @@ def valid_zone(name: str) -> bool:
     except (ZoneInfoNotFoundError, ValueError):
         return False
     return True
+
+
+def not_a_choice(choice: str, count: int) -> str | None:
+    """Why ``choice`` is not one of the numbers 1 to ``count``, or None."""
+    if choice.isdigit() and 1 <= int(choice) <= count:
+        return None
+    return f"no such choice: {choice!r} (a number from 1 to {count})"
+
+
+def runner_key(runner: dict | None) -> str:
+    """The API key a runner sends: ``api_key`` (a ``${NAME}`` read from the environment), else the
+    variable ``api_key_env`` names; "" for none."""
+    if not runner:
+        return ""
+    key = str(runner.get("api_key") or "")
+    if key.startswith("${") and key.endswith("}"):
+        key = os.environ.get(key[2:-1], "")
+    if not key and runner.get("api_key_env"):
+        key = os.environ.get(str(runner["api_key_env"]), "")
+    return key
+
+
+def key_hint(result: "Probe", runner: dict | None) -> str:
+    """What to do about a refused key: which flag gives it, or which variable is unset."""
+    if result.status not in (401, 403):
+        return ""
+    name = str((runner or {}).get("api_key_env") or "")
+    if name and not os.environ.get(name) and not (runner or {}).get("api_key"):
+        return f"; the variable {name} (llm.runners[0].api_key_env) is not set in this shell"
+    return "; give the right one with --api-key"
