@@ -281,7 +281,7 @@ class BotRuntime:
         for kind, errors in failed:
             for error in errors:
                 log.warning(
-                    "%s %s not loaded (the others work): %s; fix it, then /reload; `assistant %ss list` "
+                    "%s %s not loaded (the others work): %s; fix it, then /reload; `.venv/bin/assistant %ss list` "
                     "shows every load error",
                     kind,
                     error.name,

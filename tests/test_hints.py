@@ -14,7 +14,7 @@ from messaging_llm_bot.cli.main import main
 REPO = Path(__file__).resolve().parents[1]
 #: ``assistant <command>`` not preceded by a path (``.venv/bin/assistant``) or part of a longer name.
 BARE = re.compile(
-    r"(?<![\w/.-])assistant (setup|doctor|config|memory|restore|backup|run|web|skills|collectors|trace|eval)\b"
+    r"(?<![\w/.-])assistant (setup|doctor|config|memory|restore|backup|run|web|skills|collectors|trace|eval|%|\{)"
 )
 
 
