@@ -380,7 +380,9 @@ def test_restore_refuses_the_workspace_of_a_running_bot_and_a_bot_cannot_start_d
         assert refused.returncode == 1, refused.stderr
         assert "in use" in refused.stderr and "state/bot.lock" in refused.stderr and "stop it first" in refused.stderr
         assert "Traceback" not in refused.stderr
-        assert not list((tmp_path / "backups").glob("ws.before-restore-*")) and not list((tmp_path / "backups").glob(".ws.restore-*"))
+        assert not list((tmp_path / "backups").glob("ws.before-restore-*")) and not list(
+            (tmp_path / "backups").glob(".ws.restore-*")
+        )
         after = _everything(ws.root)
         assert {k: v for k, v in after.items() if k.startswith("notes/")} == {
             k: v for k, v in before.items() if k.startswith("notes/")

@@ -55,7 +55,9 @@ def _unknown_keys(loaded: LoadedConfig, at: tuple, error: jsonschema.ValidationE
 
     known = error.schema.get("properties") or {} if isinstance(error.schema, dict) else {}
     patterns = list((error.schema.get("patternProperties") or {}) if isinstance(error.schema, dict) else {})
-    lines = []
+    lines: list[str] = []
+    if not isinstance(error.instance, dict):
+        return lines
     for key in error.instance:
         if key in known or any(re.search(p, str(key)) for p in patterns):
             continue

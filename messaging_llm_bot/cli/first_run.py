@@ -92,8 +92,9 @@ def no_model_server_text(problems: list[str]) -> str:
 def setup_ran_and_passed(runtime: BotRuntime, args: argparse.Namespace) -> bool:
     """Before the terminal chat's first prompt: when no runner answers, say what was tried and offer the
     setup; True when it ran and passed (the caller starts again with the new settings)."""
-    llm = runtime.config.get("llm") if isinstance(runtime.config.get("llm"), dict) else {}
-    runners = [r for r in llm.get("runners") or [] if isinstance(r, dict)]
+    llm = runtime.config.get("llm")
+    listed = llm.get("runners") if isinstance(llm, dict) else None
+    runners = [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
     problems = unreachable_runners(runners)
     if problems is None:
         return False

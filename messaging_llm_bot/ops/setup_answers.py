@@ -53,23 +53,30 @@ class Current:
             effective = load_config_detailed(config, validate=False, env=False).data
         except ConfigError:
             effective = {}
-        telegram = effective.get("telegram") if isinstance(effective.get("telegram"), dict) else {}
+        telegram = _section(effective, "telegram")
         token = os.environ.get(TOKEN_ENV) or telegram.get("token") or ""
         if isinstance(token, str) and token.startswith("${") and token.endswith("}"):
             token = os.environ.get(token[2:-1], "")  # "${NAME}": the value it names, when set
-        ids = telegram.get("allowed_user_ids") if isinstance(telegram.get("allowed_user_ids"), list) else []
-        llm = local.get("llm") if isinstance(local.get("llm"), dict) else {}
-        runners = llm.get("runners") if isinstance(llm.get("runners"), list) else []
-        runtime = local.get("runtime") if isinstance(local.get("runtime"), dict) else {}
+        ids = telegram.get("allowed_user_ids")
+        runners = _section(local, "llm").get("runners")
+        runtime = _section(local, "runtime")
         zone = runtime.get("timezone")
         base = telegram.get("base_url")
         return cls(
             token=token if isinstance(token, str) else "",
-            allowed_user_ids=tuple(i for i in ids if isinstance(i, int) and not isinstance(i, bool)),
+            allowed_user_ids=tuple(
+                i for i in (ids if isinstance(ids, list) else []) if isinstance(i, int) and not isinstance(i, bool)
+            ),
             telegram_base_url=base if isinstance(base, str) and base else None,
-            runners=tuple(r for r in runners if isinstance(r, dict)),
+            runners=tuple(r for r in (runners if isinstance(runners, list) else []) if isinstance(r, dict)),
             timezone=zone if isinstance(zone, str) and valid_zone(zone) else None,
         )
+
+
+def _section(data: dict, name: str) -> dict:
+    """``data[name]`` when it is an object, else an empty one."""
+    value = data.get(name)
+    return value if isinstance(value, dict) else {}
 
 
 def token_problem(token: str) -> str | None:
