@@ -111,7 +111,7 @@ def terminal_text(markdown: str) -> str:
         end = positions.get(entity["offset"] + entity["length"])
         if end is not None and entity["url"] not in text[max(0, end - len(entity["url"]) - 2) : end]:
             text = f"{text[:end]} ({entity['url']}){text[end:]}"
-    return text
+    return re.sub(r"^⦁ ", "- ", text, flags=re.MULTILINE)  # a list as it was typed, not Telegram's bullet
 
 
 def render_parts(markdown: str, limit: int, size: CharSize = utf16_units) -> list[MessagePart]:
