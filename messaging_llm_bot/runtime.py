@@ -1,4 +1,6 @@
-"""Assembling the bot from config: workspace, skills, collectors, memory, LLM client and agent.
+"""The running bot: one ``BotRuntime`` built from config and a workspace; ``/reload``, ``/status``, the
+background jobs and shutdown. Each part (skills, model client, memory, collectors, agent) is built by
+``parts.py``.
 
 Frontends (Telegram, terminal) receive one ``BotRuntime`` and use only its parts and methods.
 ``build_runtime(..., defer=True)`` checks the config and opens the workspace at once but builds
@@ -23,15 +25,13 @@ from assistant_framework.config.reloadable import ReloadReport, plan_reload
 from assistant_framework.config.settings import Settings
 from assistant_framework.workspace import Workspace
 from assistant_framework.workspace.private import tighten
+from messaging_llm_bot.parts import BackgroundModel, Parts, build_parts, llm_client
+
+__all__ = ["BackgroundModel", "BotRuntime", "Parts", "build_parts", "build_runtime", "merge", "runner_secrets"]
 
 if TYPE_CHECKING:  # pragma: no cover - the parts are imported when they are built
-    from assistant_framework.collectors import CollectorManager
     from assistant_framework.collectors.runner import CollectorRunner
-    from assistant_framework.memory import MemoryService
-    from assistant_framework.skills import SkillManager
     from assistant_framework.spending import CapUse
-    from messaging_llm_bot.agent.loop import Agent
-    from messaging_llm_bot.llm.client import LLMClient
 
 log = logging.getLogger(__name__)
 
@@ -47,92 +47,6 @@ def merge(base: dict, extra: dict) -> dict:
         else:
             out[key] = copy.deepcopy(value)
     return out
-
-
-def _llm_client(settings: Settings) -> "LLMClient":
-    from messaging_llm_bot.llm.client import LLMClient
-
-    try:
-        return LLMClient(settings.llm)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-
-
-class BackgroundModel:
-    """The model calls of background work (facts, episodes, profile), on the current client.
-
-    ``/reload`` swaps ``llm``, so queued and later jobs go to the new runners. A json_schema
-    ``response_format`` goes through the client's per-runner format choice (llm/structured.py), so a
-    server lacking one format does not fail every extraction. The calls yield model slots to
-    user turns (llm/slots.py).
-    """
-
-    def __init__(self, llm: "LLMClient") -> None:
-        self.llm = llm
-
-    def __call__(self, messages: list[dict], **kwargs: Any) -> str:
-        from messaging_llm_bot.llm.slots import background_calls
-        from messaging_llm_bot.llm.structured import schema_from_extra
-
-        # llm.background_extra_body, e.g. {"id_slot": 1} on llama-server with two slots (-np 2),
-        # keeps background calls off the chat's slot and so off its cached prompt.
-        background = self.llm.settings.background_extra_body
-        schema, name, rest = schema_from_extra({**background, **(kwargs.pop("extra", None) or {})})
-        with background_calls():
-            return self.llm.complete(messages, extra=rest or None, schema=schema, schema_name=name, **kwargs).text
-
-
-def _memory(settings: Settings, workspace: Workspace, model: BackgroundModel) -> "MemoryService | None":
-    if not settings.memory.enabled:
-        return None
-    from assistant_framework.memory import MemoryService
-    from messaging_llm_bot.llm.embeddings import embedding_client
-
-    return MemoryService(workspace, settings, complete=model, embed=embedding_client(settings.llm.embeddings))
-
-
-@dataclass
-class Parts:
-    """The parts built from the config: skills, model client, memory, collectors and the agent."""
-
-    skills: "SkillManager"
-    llm: "LLMClient"
-    agent: "Agent"
-    collectors: "CollectorManager | None"
-    memory: "MemoryService | None"
-    background_model: BackgroundModel | None = None
-
-
-def build_parts(
-    config: dict, workspace: Workspace, *, settings: Settings | None = None, defer_plugins: bool = False
-) -> Parts:
-    """Build every part from a checked config (and its records, read from it when not given); plugin
-    folders load later with ``defer_plugins``."""
-    from assistant_framework.collectors import CollectorManager
-    from assistant_framework.skills import SkillManager
-    from assistant_framework.spending import SpendingLedger
-    from messaging_llm_bot.agent.loop import Agent
-
-    settings = settings if settings is not None else Settings.from_config(config)
-    llm = _llm_client(settings)
-    llm.spending = SpendingLedger(workspace, settings.runtime.timezone)  # the runners' caps (docs/sessions.md)
-    skills = SkillManager.from_config(config, workspace, defer=defer_plugins)
-    collectors = CollectorManager.from_config(config, workspace, defer=defer_plugins)
-    background_model = BackgroundModel(llm)
-    memory = _memory(settings, workspace, background_model)
-    agent = Agent(
-        config,
-        workspace,
-        skills,
-        llm,
-        collectors=collectors,
-        memory=memory,
-        background_traces=True,
-        settings=settings,
-    )
-    return Parts(
-        skills=skills, llm=llm, agent=agent, collectors=collectors, memory=memory, background_model=background_model
-    )
 
 
 def _part(name: str) -> property:
@@ -194,7 +108,7 @@ class BotRuntime:
             from assistant_framework.collectors import CollectorManager
             from assistant_framework.skills import SkillManager
 
-            llm = _llm_client(settings) if settings.llm != self.settings.llm else None
+            llm = llm_client(settings) if settings.llm != self.settings.llm else None
             skills = SkillManager.from_config(config, self.workspace)
             collectors = CollectorManager.from_config(config, self.workspace)
             self.agent.configure(config, settings=settings, skills=skills, collectors=collectors, llm=llm)
