@@ -43,6 +43,7 @@ class IdleBatcher:
         backoff_seconds: float = 30.0,
         max_backoff_seconds: float = 3600.0,
         clock: Callable[[], float] = time.monotonic,
+        what: str = "fact extraction",
     ) -> None:
         self._run_batch = run_batch
         self._submit = submit
@@ -51,6 +52,7 @@ class IdleBatcher:
         self.backoff_seconds = backoff_seconds
         self.max_backoff_seconds = max_backoff_seconds
         self._clock = clock
+        self.what = what  # the work's name in log lines and job labels ("history compaction")
         self._lock = threading.Lock()
         self._pending: list[Exchange] = []
         self._active = 0
@@ -80,7 +82,7 @@ class IdleBatcher:
             if len(self._pending) > self.max_pending:
                 dropped = len(self._pending) - self.max_pending
                 del self._pending[:dropped]
-                log.warning("fact extraction: %d old exchange(s) dropped; the model server keeps failing", dropped)
+                log.warning("%s: %d old exchange(s) dropped; the model server keeps failing", self.what, dropped)
             self._last_activity = self._clock() if self.idle_seconds else self._last_activity
         self._check()
 
@@ -122,9 +124,7 @@ class IdleBatcher:
             batches.setdefault(exchange.conversation_id, []).append(exchange)
         self._pending = []
         for conversation_id, exchanges in batches.items():
-            self._submit(
-                functools.partial(self._run, conversation_id, exchanges), f"fact extraction for {conversation_id}"
-            )
+            self._submit(functools.partial(self._run, conversation_id, exchanges), f"{self.what} for {conversation_id}")
 
     def _run(self, conversation_id: str, exchanges: list[Exchange]) -> None:
         try:
@@ -136,13 +136,14 @@ class IdleBatcher:
                 self._retry_at = self._clock() + pause
                 self._pending[:0] = exchanges
             log.warning(
-                "fact extraction for %s failed (%s); %d exchange(s) kept, next try in %.0f s",
+                "%s for %s failed (%s); %d exchange(s) kept, next try in %.0f s",
+                self.what,
                 conversation_id,
                 _short(exc),
                 len(exchanges),
                 pause,
             )
-            log.debug("fact extraction failure", exc_info=True)
+            log.debug("%s failure", self.what, exc_info=True)
             self._check()
             return
         with self._lock:

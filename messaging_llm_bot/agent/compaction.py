@@ -120,7 +120,9 @@ class Compactor:
         self.read_head, self.write, self.complete, self.clock = read_head, write, complete, clock
         self.worker = BackgroundWorker("history-compaction")
         self._limits: dict[str, int] = {}
-        self.batcher = IdleBatcher(self._summarise, self.worker.submit, idle_seconds=idle_seconds)
+        self.batcher = IdleBatcher(
+            self._summarise, self.worker.submit, idle_seconds=idle_seconds, what="history compaction"
+        )
 
     def dropped(self, conversation_id: str, messages: list[dict], budget_chars: int) -> None:
         """Queue the pairs a turn's trim dropped from ``conversation_id``'s history."""
