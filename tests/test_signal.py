@@ -210,17 +210,31 @@ def test_commands_use_the_shared_texts(start, daemon, chat_server, workspace):
     daemon.message(OWNER, "/reset yes")
     daemon.message(FRIEND, "/now")
     daemon.message(FRIEND, "/stats")  # owner-only too, as on Telegram (assistant_framework.access)
-    daemon.wait_sent(9)
-    sent = [s["message"] for s in daemon.sent_to(OWNER)] + [s["message"] for s in daemon.sent_to(FRIEND)]
+    # The owner's answers come in order; /skills may take more than one message (a long skill list is split).
+    wait_for(
+        lambda: (
+            len(daemon.sent_to(FRIEND)) == 2 and "/reset yes" in " ".join(s["message"] for s in daemon.sent_to(OWNER))
+        ),
+        what="the friend's answers and the /reset question",
+    )
+    wait_for(lambda: len(daemon.sent_to(OWNER)) >= 1 + _after_reset_question(daemon), what="the /reset yes answer")
+    sent = [s["message"] for s in daemon.sent_to(OWNER)]
     assert "Commands:" in sent[0] and "/skills" in sent[0] and "**" not in sent[0]
-    assert "add" in sent[1] and "Add two integers" in sent[1]
-    assert sent[2].startswith("add") and "Test skill add." in sent[2]
-    assert sent[3] == "Unknown command /frobnicate. /help lists what I understand."
-    assert sent[4].startswith("remembered")
-    assert "/reset yes" in sent[5]
-    assert "clear" in sent[6].lower() or "forgot" in sent[6].lower() or "history" in sent[6].lower()
-    assert sent[7:] == [owner_only_text("now"), owner_only_text("stats")]
+    skill = next(i for i, m in enumerate(sent) if m.startswith("add") and "Test skill add." in m)
+    assert "Add two integers" in "\n".join(sent[1:skill])  # the /skills list, in one message or more
+    sent = sent[skill:]
+    assert sent[1] == "Unknown command /frobnicate. /help lists what I understand."
+    assert sent[2].startswith("remembered")
+    assert "/reset yes" in sent[3]
+    assert "clear" in sent[4].lower() or "forgot" in sent[4].lower() or "history" in sent[4].lower()
+    assert [s["message"] for s in daemon.sent_to(FRIEND)] == [owner_only_text("now"), owner_only_text("stats")]
     assert len(chat_server.chat_requests) == 1  # commands never reach the model
+
+
+def _after_reset_question(daemon) -> int:
+    """How many messages the owner had once the /reset question was sent."""
+    sent = [s["message"] for s in daemon.sent_to(OWNER)]
+    return next(i for i, m in enumerate(sent) if "/reset yes" in m) + 1
 
 
 def test_reminder_is_delivered_on_signal_only_for_signal_chats(start, daemon, workspace):
