@@ -193,8 +193,8 @@ def test_through_the_bot_results_reach_the_model_as_outside_content(start_bot, f
         json.dumps({"skill": "web_search", "args": {"query": "orsay hours"}}), '{"reply": "It opens at 9:30."}'
     )
     fake.send_message("when does the Musée d'Orsay open?")
-    fake.wait_for_messages(OWNER, 1)
-    assert texts(fake)[-1] == "It opens at 9:30."
+    # Under load a status message may come first and be edited or followed: wait for the answer itself.
+    fake.wait_for(lambda: "It opens at 9:30." in texts(fake), timeout=30)
     fed_back = chat_server.chat_requests[1]["messages"][-1]["content"]
     assert fed_back.startswith("[Untrusted content")  # the turn is untrusted from here on
     assert OUTSIDE_LABEL in fed_back
