@@ -229,3 +229,39 @@ def test_a_failing_completion_is_said_once_not_also_as_a_log_line(servers, tmp_p
     assert proc.returncode == 1
     assert "one-token completion failed" in proc.stdout
     assert "model call failed" not in proc.stdout + proc.stderr
+
+
+def test_doctor_probes_a_vision_runner_with_a_picture(servers, tmp_path: Path, capsys) -> None:
+    """The probe sends a real red PNG as an image part; a model that sees it names the colour, one that
+    ignores images is a warning, and a server refusing images a failure with its fix."""
+    from tests.media_files import decoded, image_parts
+
+    tg, chat = servers
+    runners = [
+        {"name": "local", "base_url": chat.base_url, "model": "fake-model"},
+        {"name": "eyes", "base_url": chat.base_url, "model": "fake-model", "vision": True},
+    ]
+    config = _config(tmp_path / "config", tg, chat, llm={"runners": runners})
+    Workspace(tmp_path / "ws")
+
+    def sees(request):
+        parts = image_parts(request)
+        if not parts:
+            return "OK"
+        red, green, blue = decoded(parts[0]).convert("RGB").getpixel((5, 5))
+        return "Red." if red > 200 and green < 50 else "Blue."
+
+    chat.set_handler(sees)
+    code, checks = _doctor(capsys, config, tmp_path / "ws")
+    assert code == 0 and checks["vision eyes"]["status"] == "ok", [c for c in checks.values() if c["status"] != "ok"]
+    assert "'Red.'" in checks["vision eyes"]["detail"] and "vision local" not in checks
+
+    chat.set_handler(lambda request: "A picture." if image_parts(request) else "OK")
+    code, checks = _doctor(capsys, config, tmp_path / "ws")
+    assert checks["vision eyes"]["status"] == "warn" and "may not see images" in checks["vision eyes"]["detail"]
+
+    refused = {"status": 400, "body": {"error": {"message": "image input is not supported", "type": "invalid_request"}}}
+    chat.set_handler(lambda request: refused if image_parts(request) else "OK")
+    code, checks = _doctor(capsys, config, tmp_path / "ws")
+    assert code == 1 and checks["vision eyes"]["status"] == "fail"
+    assert "llm.runners[1].vision" in checks["vision eyes"]["fix"]

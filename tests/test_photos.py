@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from messaging_llm_bot.frontends.images import VISION_MISSING
-from tests.media_files import HEIC_HEAD, decoded, has_metadata, image_parts, jpeg_with_gps
+from tests.media_files import HEIC_HEAD, decoded, has_metadata, image_parts, jpeg_with_gps, png_bytes
 from tests.telegram_harness import OWNER, texts
 
 FRIEND = 2
@@ -117,3 +117,50 @@ def test_a_guests_photo_goes_to_their_own_area_not_the_owners_inbox(fake, start_
     text = chat_server.chat_requests[0]["messages"][-1]["content"][0]["text"]
     # The path the guest's skills understand: inside their own area.
     assert saved[0].removeprefix(area + "/") in text and area not in text and "untrusted" in text
+
+
+# -- Signal: one message may carry several photos (an album) and files ------------------------------------
+
+
+def test_a_signal_album_reaches_the_vision_runner_as_several_images_and_a_heic_is_named_not_sent(
+    start, daemon, chat_server, workspace
+):
+    from tests.signal_harness import OWNER as SIGNAL_OWNER
+
+    one = daemon.add_attachment(jpeg_with_gps(3000, 2000), "image/jpeg", filename="one.jpg")
+    two = daemon.add_attachment(png_bytes(2000, 1000), "image/png", filename="two.png")
+    heic = daemon.add_attachment(HEIC_HEAD, "image/heic", filename="three.heic")
+    menu = daemon.add_attachment(b"%PDF-1.4 menu", "application/pdf", filename="menu.pdf")
+    chat_server.enqueue('{"reply": "Two pictures and a menu."}')
+    start(patch=with_vision(chat_server))
+    daemon.message(SIGNAL_OWNER, "from the holiday", attachments=[one, two, heic, menu])
+    [sent] = daemon.wait_sent(1)
+    assert sent["message"] == "Two pictures and a menu."
+    request = chat_server.chat_requests[0]
+    assert request["model"] == "vision-model"
+    seen = [decoded(part) for part in image_parts(request)]
+    assert [(image.format, image.size) for image in seen] == [("JPEG", (800, 533)), ("PNG", (800, 400))]
+    assert not any(has_metadata(image) for image in seen)
+    text = request["messages"][-1]["content"][0]["text"]
+    assert "[photo: inbox/" in text and "one.jpg, 800x533]" in text and "two.png, 800x400]" in text
+    assert "three.heic" in text and "It is not shown to you: That image is HEIC" in text  # named, not sent
+    assert "menu.pdf" in text and "Caption: from the holiday" in text
+    assert len(workspace.list("inbox/**/*")) == 4  # every file kept as sent
+
+
+def test_a_signal_guests_photo_goes_to_their_own_area(start, daemon, chat_server, workspace):
+    from assistant_framework.access import guest_area
+    from tests.signal_harness import FRIEND as SIGNAL_FRIEND
+
+    photo = daemon.add_attachment(jpeg_with_gps(600, 400), "image/jpeg")
+    chat_server.enqueue('{"reply": "Nice view."}')
+    start(patch=with_vision(chat_server))
+    daemon.message(SIGNAL_FRIEND, None, attachments=[photo])
+    [sent] = daemon.wait_sent(1)
+    assert sent["message"] == "Nice view."
+    assert workspace.list("inbox/**/*") == []
+    area = guest_area(f"sig:{SIGNAL_FRIEND}")
+    [saved] = workspace.list(f"{area}/inbox/**/*.jpg")
+    request = chat_server.chat_requests[0]
+    assert request["model"] == "vision-model" and not has_metadata(decoded(image_parts(request)[0]))
+    assert saved.removeprefix(area + "/") in request["messages"][-1]["content"][0]["text"]

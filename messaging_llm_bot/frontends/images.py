@@ -35,6 +35,8 @@ VISION_MISSING = (
     "(see docs/media.md)."
 )
 _NOTICES = "notices.json"
+#: Images of one message the model sees (a Telegram album holds up to 10); the rest go as files.
+MAX_IMAGES = 10
 
 
 def area_for(workspace: Workspace, conversation_id: str, owner_chat: bool) -> Workspace:

@@ -39,6 +39,7 @@ DEPENDENCIES = (
     "tzdata",
     "apscheduler",
     "croniter",
+    "pillow",
 )
 
 
@@ -209,7 +210,64 @@ def check_runners(ctx: Context) -> list[Check]:
                 checks.append(Check(name, FAIL, detail, f"check {key}.base_url{hint} and {key}.model"))
                 continue
         checks.append(Check(name, OK, detail))
+        if not ctx.quick and runner.get("name") in _vision_names(llm):
+            checks.append(_vision_check(runner, key))
     return checks
+
+
+def _vision_names(llm: dict) -> tuple[str, ...]:
+    """The runners a message with images goes to (``llm.vision_runner``, ``vision: true``)."""
+    from messaging_llm_bot.llm.runners import runners_from_config, vision_order
+
+    try:
+        return vision_order(str(llm.get("vision_runner") or ""), runners_from_config(llm))
+    except ValueError:
+        return ()
+
+
+def _vision_check(runner: dict, key: str) -> Check:
+    """Send a small red picture and ask its colour: does the runner take images, and does it see them?"""
+    import io
+
+    from PIL import Image
+
+    from assistant_framework.media.images import PreparedImage, prepare_image
+    from messaging_llm_bot.agent.images import ImageInput, user_content
+    from messaging_llm_bot.llm.client import LLMClient
+    from messaging_llm_bot.llm.errors import LLMError
+
+    name = f"vision {runner.get('name', '?')}"
+    picture = io.BytesIO()
+    Image.new("RGB", (64, 64), (220, 20, 20)).save(picture, "PNG")
+    prepared = prepare_image(picture.getvalue(), 64)
+    assert isinstance(prepared, PreparedImage)
+    question = "What colour is this picture? Answer with one word."
+    content = user_content(question, (ImageInput("doctor-probe.png", prepared),))
+    client = LLMClient({"runners": [runner], "retries_per_runner": 0, "stream": False})
+    client_log = logging.getLogger("messaging_llm_bot.llm.client")
+    level = client_log.level
+    client_log.setLevel(logging.ERROR)  # the check's line reports a failure; the client's would say it twice
+    try:
+        done = client.complete([{"role": "user", "content": content}], extra={"max_tokens": 10})
+    except LLMError as err:
+        return Check(
+            name,
+            FAIL,
+            f"a picture was refused: {err.user_message()}",
+            f"use a model that takes images on this runner, or remove {key}.vision (and llm.vision_runner)",
+        )
+    finally:
+        client_log.setLevel(level)
+        client.close()
+    answer = " ".join(done.text.split())[:60]
+    if "red" not in answer.lower():
+        return Check(
+            name,
+            WARN,
+            f"a red picture was answered with {answer!r} in {done.elapsed_s:.2f} s: the model may not see images",
+            f"check that the server loaded the model's vision part (llama.cpp: --mmproj), or remove {key}.vision",
+        )
+    return Check(name, OK, f"a red picture was seen as {answer!r} in {done.elapsed_s:.2f} s")
 
 
 def _completion_report(runner: dict) -> tuple[bool, str]:

@@ -10,11 +10,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import datetime
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 from zoneinfo import ZoneInfo
 
 from assistant_framework.inbox import Inbox, InboxItem
-from messaging_llm_bot.frontends.attachments import VOICE_DISABLED, attachment_prompt
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.frontends.attachments import VOICE_DISABLED, SavedFile, attachment_prompt
+from messaging_llm_bot.frontends.images import (
+    MAX_IMAGES,
+    VISION_MISSING,
+    ImageNotices,
+    area_for,
+    image_prompt,
+    is_image,
+    prepare,
+    sees_images,
+)
 from messaging_llm_bot.frontends.pool import TurnPool
 from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.signal import media
@@ -31,6 +42,9 @@ from messaging_llm_bot.frontends.signal.settings import (
 )
 from messaging_llm_bot.frontends.turns import RunningTurns
 from messaging_llm_bot.llm.transcribe import transcription_settings
+
+if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from messaging_llm_bot.agent.images import ImageInput
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +158,7 @@ class TurnRunner:
         self.stopping = False
         self.stop_event = asyncio.Event()
         self._active = RunningTurns()
+        self.notices = ImageNotices(runtime.workspace)  # chats told that the model cannot see images
         # Turns run here, not in asyncio's default pool (6 threads on 2 cores, also used for the inbox).
         self.pool = TurnPool(lambda: self.runtime.settings)
 
@@ -222,19 +237,41 @@ class TurnRunner:
     async def _produce_reply(self, item: InboxItem, msg: SignalMessage, typing: Typing) -> str:
         kind = msg.kind()
         untrusted, outside = False, None
+        images: tuple[ImageInput, ...] = ()
+        notice = ""  # a sentence added to the reply (the model cannot see images)
         if kind in ("text", "document", "photo", "voice"):
             typing.start()  # fetching and transcribing take a while too
+        sender = self.identities.judge(msg, self.settings)
+        owner_chat = sender.owner_chat(msg)
         if kind == "text":
             text = model_text(msg, self.settings.account, self.account_uuid)
         elif kind in ("document", "photo"):
             today = datetime.now(ZoneInfo(self.settings.timezone)).date()
-            results = await media.save_attachments(self.client, self.runtime.workspace, msg, today)
+            # A guest's files go to the chat's own area, never into the owner's inbox/.
+            area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
+            results = await media.save_attachments(self.client, area, msg, today)
             saved = [r for r in results if not isinstance(r, str)]
             reasons = [r for r in results if isinstance(r, str)]
             if not saved:
                 return reasons[0]  # why the file could not be fetched
             failed = [f"[Attachment] Another file could not be fetched: {r}" for r in results if isinstance(r, str)]
-            text, untrusted = "\n\n".join([attachment_prompt(s) for s in saved] + failed), True
+            seen = await self._images(area, saved) if sees_images(self.runtime.settings) else {}
+            if seen and all(isinstance(v, str) for v in seen.values()) and len(seen) == len(saved):
+                return next(iter(seen.values()))  # every file was an image that cannot go (HEIC, too large)
+            parts = []
+            for one in saved:
+                got = seen.get(one.rel_path)
+                if got is None:
+                    parts.append(attachment_prompt(one))
+                elif isinstance(got, str):
+                    parts.append(f"{attachment_prompt(one)}\nIt is not shown to you: {got}")
+                else:
+                    parts.append(image_prompt(one, got.image))
+                    images += (got,)
+            text, untrusted = "\n\n".join(parts + failed), True
+            if not seen and any(is_image(one) for one in saved):
+                if await asyncio.to_thread(self.notices.first_time, item.conversation_id):
+                    notice = VISION_MISSING
         elif kind == "voice":
             config = transcription_settings(self.runtime.settings.llm)
             if config is None:
@@ -249,8 +286,6 @@ class TurnRunner:
                 outside = f"Audio file {name} (transcript)"  # the agent quotes it under this label
         else:
             return media.unsupported_text(kind)
-        sender = self.identities.judge(msg, self.settings)
-        owner_chat = sender.owner_chat(msg)
         approve = None
         if self.approvals is not None and owner_chat:
             approve = self.approvals.approver(msg.chat, asyncio.get_running_loop())
@@ -271,10 +306,19 @@ class TurnRunner:
             approve=approve,
             # Streamed from the model (not shown as it arrives): /stop can then cut the answer off at once.
             stream=agent.settings.stream,
+            images=images,
         )
         # The owner's model calls go first (llm/slots.py).
         answered = await self.pool.run(agent.handle, incoming, owner_turn=sender.owner)
-        return reply_text(answered)
+        return f"{reply_text(answered)}\n\n{notice}" if notice else reply_text(answered)
+
+    async def _images(self, area: Workspace, saved: list[SavedFile]) -> dict[str, ImageInput | str]:
+        """Per saved image (the first ``MAX_IMAGES`` of an album): ready for the model, or why it cannot go."""
+        max_side = self.runtime.settings.llm.image_max_side
+        out: dict[str, ImageInput | str] = {}
+        for one in [s for s in saved if is_image(s)][:MAX_IMAGES]:
+            out[one.rel_path] = await prepare(area, one, max_side)
+        return out
 
     async def _send_best_effort(self, chat: str, text: str, quote: SignalMessage | None) -> None:
         try:
