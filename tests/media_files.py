@@ -58,3 +58,17 @@ def has_metadata(image: Image.Image) -> bool:
     return bool(image.getexif()) or any(
         key in image.info for key in ("exif", "xmp", "icc_profile", "XML:com.adobe.xmp")
     )
+
+
+def ogg_opus_seconds(data: bytes) -> float:
+    """Check ``data`` is a valid OGG/Opus stream with mutagen (its pages start ``OggS``, the first page's packet
+    is the ``OpusHead`` identification header, the second the ``OpusTags``) and return its length in seconds."""
+    from mutagen.ogg import OggPage
+    from mutagen.oggopus import OggOpus
+
+    assert data[:4] == b"OggS", data[:16]
+    stream = io.BytesIO(data)
+    first = OggPage(stream)
+    assert first.first and first.packets[0].startswith(b"OpusHead"), first.packets[0][:16]
+    assert OggPage(stream).packets[0].startswith(b"OpusTags")
+    return OggOpus(io.BytesIO(data)).info.length

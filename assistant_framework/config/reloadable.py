@@ -55,6 +55,8 @@ APPLIED_BY: Mapping[str, str] = {
     "search": RELOAD,
     # The scheduler reads its limits at each look at jobs/jobs.json.
     "jobs": RELOAD,
+    # Read at each reply: when to speak, and the speech endpoint.
+    "voice": RELOAD,
     # The collector manager and runner are made again.
     "collectors": RELOAD,
 }

@@ -305,6 +305,27 @@ COLLECTORS_SCHEMA = {
     },
 }
 
+VOICE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "reply": {"enum": ["off", "mirror", "always"]},
+        "tts": {
+            "type": "object",
+            "properties": {
+                "base_url": _HTTP_URL,
+                "model": {"type": "string"},
+                "voice": {"type": "string"},
+                "api_key": {"type": "string"},
+                "api_key_env": {"type": "string"},
+                "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+            },
+            "additionalProperties": False,
+        },
+        "max_chars": {"type": "integer", "minimum": 1},
+    },
+    "additionalProperties": False,
+}
+
 ROOT_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -319,5 +340,6 @@ ROOT_SCHEMA = {
         "web": WEB_SCHEMA,
         "search": SEARCH_SCHEMA,
         "jobs": JOBS_SCHEMA,
+        "voice": VOICE_SCHEMA,
     },
 }

@@ -36,6 +36,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("status", "Model, skills, collectors and health"),
     ("stats", "Token usage and model time, last 30 days"),
     ("why", "Memories recalled for my last reply"),
+    ("voice", "Answer by voice too here: /voice on, /voice off"),
     ("reload", "Reload config, skills and collectors"),
 ]
 
@@ -307,6 +308,11 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
         return sessions_text(*runtime.agent.session_list(conversation_id))
     if name == "resume":
         return resume_command(runtime, conversation_id, rest)
+    if name == "voice":
+        from messaging_llm_bot.frontends.chatflags import ChatFlags
+        from messaging_llm_bot.frontends.voice import voice_command
+
+        return voice_command(ChatFlags(runtime.workspace), runtime.settings.voice, conversation_id, rest)
     if name == "stop":
         return STOPPING_TEXT if runtime.agent.stop(conversation_id) else NOTHING_TO_STOP_TEXT
     if name == "status":

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from typing import TYPE_CHECKING
 
 from assistant_framework.access import guest_workspace
 from assistant_framework.config.settings import Settings
 from assistant_framework.media.images import ImageRefused, PreparedImage, is_image_type, prepare_image
-from assistant_framework.memory.log import CONVERSATIONS_DIR, safe_conversation_id
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.frontends.attachments import SavedFile
 from messaging_llm_bot.llm.runners import vision_runner_names
@@ -34,7 +32,8 @@ VISION_MISSING = (
     'To let me see photos, set "vision": true on a runner whose model takes images, or llm.vision_runner '
     "(see docs/media.md)."
 )
-_NOTICES = "notices.json"
+#: The chat flag (frontends/chatflags.py) noting that the chat was told.
+VISION_MISSING_FLAG = "told_vision_missing"
 #: Images of one message the model sees (a Telegram album holds up to 10); the rest go as files.
 MAX_IMAGES = 10
 
@@ -81,27 +80,3 @@ def image_prompt(saved: SavedFile, image: PreparedImage, origin: str = "") -> st
         f"Caption: {saved.caption}" if saved.caption else "No caption.",
     ]
     return "\n".join(lines)
-
-
-class ImageNotices:
-    """Which chats were told that the model cannot see images (``conversations/<id>/notices.json``)."""
-
-    def __init__(self, workspace: Workspace) -> None:
-        self.workspace = workspace
-        self._lock = threading.Lock()
-
-    def first_time(self, conversation_id: str) -> bool:
-        """True the first time a chat is asked about (and noted then, so the next time is False)."""
-        rel = f"{CONVERSATIONS_DIR}/{safe_conversation_id(conversation_id)}/{_NOTICES}"
-        with self._lock:
-            try:
-                told = self.workspace.read_json(rel, default={})
-            except (ValueError, UnicodeDecodeError):
-                told = {}  # a damaged file: tell once more and write it anew
-            if isinstance(told, dict) and told.get("vision_missing"):
-                return False
-            try:
-                self.workspace.write_json(rel, {**(told if isinstance(told, dict) else {}), "vision_missing": True})
-            except OSError as err:  # telling twice is better than failing the answer
-                log.warning("could not note the image notice for %s: %s", conversation_id, err)
-            return True

@@ -23,6 +23,12 @@ Endpoints (under `base_url` == "http://127.0.0.1:PORT/v1"):
 - `POST /v1/audio/transcriptions` (multipart): `{"text": ...}` from `set_transcription`
   (plain text when `response_format=text`); the recorded request holds the form fields
   plus `file_name`, `file_size`, `file_content_type`.
+- `POST /v1/audio/speech` (JSON `{"model", "input", "voice", "response_format"}`): real audio of a tone,
+  0.05 s per input character (0.3-3 s), in the format asked for (`opus`: OGG/Opus, `mp3`, `wav`, `flac`;
+  the default `mp3`, as OpenAI), with OpenAI's Content-Type (`audio/opus`...); an unknown format or an
+  empty `input` gets HTTP 400 with an OpenAI-style error. `set_speech(...)` changes it: a reply dict with
+  `status`/`raw` (an error, garbage), or `{"format": "wav"}` to answer in that format whatever was asked
+  (a server without Opus, like some Piper front ends).
 - `GET /v1/models`: the `models` given to the constructor.
 
 Which chat answer is sent: the FIFO queue of `enqueue(...)` first, then `set_handler(fn)`
@@ -221,6 +227,8 @@ class _Handler(FakeHandler):
             self._embeddings(data)
         elif path == "/v1/audio/transcriptions":
             self._transcription(data)
+        elif path == "/v1/audio/speech":
+            self._speech(data)
         else:
             self._error(404, f"no route POST {path}")
 
@@ -430,6 +438,25 @@ class _Handler(FakeHandler):
         else:
             self.deliver(200, json.dumps({"text": text}).encode("utf-8"), "application/json", trickle)
 
+    def _speech(self, request: dict) -> None:
+        from tests.fakes.speech_audio import CONTENT_TYPES, encoded
+
+        fake = self.server.fake
+        with fake._lock:
+            reply = fake._speech
+        if isinstance(reply, dict) and self._custom(reply):
+            return
+        text = request.get("input")
+        fmt = (reply or {}).get("format") or request.get("response_format") or "mp3"
+        if not isinstance(text, str) or not text.strip():
+            self._error(400, "Input is required.", "invalid_request_error")
+            return
+        if fmt not in CONTENT_TYPES:
+            self._error(400, f"Unsupported response_format: {fmt}", "invalid_request_error")
+            return
+        seconds = min(3.0, max(0.3, 0.05 * len(text)))
+        self.deliver(200, encoded(fmt, seconds), CONTENT_TYPES[fmt])
+
 
 def _tool_call(spec: dict) -> dict:
     args = spec.get("arguments", {})
@@ -488,6 +515,7 @@ class FakeChatServer:
         self._handler: Callable[[dict], Reply | None] | None = None
         self._embeddings_handler: Callable[[list[str]], Any] | None = None
         self._transcription: str | dict = DEFAULT_TRANSCRIPTION
+        self._speech: dict | None = None
         self._records: list[RecordedRequest] = []
         self._counter = 0
         self.streams_cut = 0  # streamed answers the client hung up on before their end
@@ -547,6 +575,12 @@ class FakeChatServer:
         with self._lock:
             self._transcription = text
 
+    def set_speech(self, reply: dict | None) -> None:
+        """How /v1/audio/speech answers: None (real audio in the format asked for), ``{"format": "wav"}``
+        (that format whatever was asked), or a reply dict with `status`/`raw`."""
+        with self._lock:
+            self._speech = reply
+
     @property
     def pending(self) -> int:
         """Queued chat answers not yet sent."""
@@ -558,6 +592,7 @@ class FakeChatServer:
         with self._lock:
             self._queue.clear()
             self._handler = None
+            self._speech = None
             self._embeddings_handler = None
             self._transcription = DEFAULT_TRANSCRIPTION
             self._records.clear()

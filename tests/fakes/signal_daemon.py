@@ -19,7 +19,8 @@ event client is connected, then goes to every connected client. ``stop()`` drops
 
 Methods: ``send`` (recipient|groupId, message, textStyle, attachments, quoteTimestamp...),
 ``sendTyping``, ``sendReceipt``, ``getAttachment``, ``listGroups``, ``version``. Everything received
-is recorded: ``sent`` (send params + the assigned ``timestamp``), ``typing``, ``receipts``, ``rpc``,
+is recorded: ``sent`` (send params + the assigned ``timestamp``; attachments given as ``data:`` URIs, as
+signal-cli takes bytes, decoded under ``files``), ``typing``, ``receipts``, ``rpc``,
 ``batches``.
 Faults: ``send_errors`` (the next send calls fail with these RpcErrors, in order); a recipient in
 ``unregistered`` is not a Signal user: every send to them fails as signal-cli answers it (-1 with the
@@ -422,6 +423,7 @@ class FakeSignalDaemon:
         attachments = [attachments] if isinstance(attachments, str) else list(attachments)
         if not message and not attachments:
             raise RpcError(-1, "Sending empty message is not allowed, either a message or an attachment must be given.")
+        files = [_data_uri(a) for a in attachments if str(a).startswith("data:")]
         styles = params.get("textStyle") or params.get("textStyles") or []
         styles = [styles] if isinstance(styles, str) else list(styles)
         parsed = []
@@ -455,6 +457,7 @@ class FakeSignalDaemon:
             "styles": parsed,
             "timestamp": ts,
             "long_text": len(text.encode("utf-8")) > MAX_MESSAGE_SIZE_BYTES,
+            "files": files,
             "styles_in_range": all(s + n <= _utf16_len(text) for s, n, _ in parsed),
         }
         targets = recipients or self.groups[group]["members"]
@@ -504,3 +507,18 @@ def _uuid_for(source: str) -> str:
 
 def _error(rid: Any, code: int, message: str, data: Any = None) -> dict:
     return {"jsonrpc": "2.0", "error": {"code": code, "message": message, "data": data}, "id": rid}
+
+
+def _data_uri(uri: str) -> dict:
+    """An attachment given as ``data:<MIME-TYPE>[;filename=<NAME>];base64,<DATA>`` (how signal-cli takes bytes
+    over JSON-RPC): ``{"mime_type", "filename", "content"}``; a malformed one is refused as signal-cli does."""
+    head, comma, data = uri.partition(",")
+    fields = head.removeprefix("data:").split(";")
+    if not comma or fields[-1] != "base64" or "/" not in fields[0]:
+        raise RpcError(-1, f"Invalid attachment: {uri[:40]}")
+    names = [f.removeprefix("filename=") for f in fields[1:-1] if f.startswith("filename=")]
+    try:
+        content = base64.b64decode(data, validate=True)
+    except ValueError:
+        raise RpcError(-1, "Invalid attachment: bad base64") from None
+    return {"mime_type": fields[0], "filename": names[0] if names else None, "content": content}

@@ -33,6 +33,7 @@ from assistant_framework.config.settings.memory import (
 from assistant_framework.config.settings.policy import PolicySettings
 from assistant_framework.config.settings.runtime import RuntimeSettings
 from assistant_framework.config.settings.search import SearchSettings
+from assistant_framework.config.settings.voice import SpeechSettings, VoiceSettings
 from assistant_framework.config.settings.web import WebSettings
 
 
@@ -49,6 +50,7 @@ class Settings:
     web: WebSettings = field(default_factory=WebSettings, metadata=_nests(WebSettings))
     search: SearchSettings = field(default_factory=SearchSettings, metadata=_nests(SearchSettings))
     jobs: JobsSettings = field(default_factory=JobsSettings, metadata=_nests(JobsSettings))
+    voice: VoiceSettings = field(default_factory=VoiceSettings, metadata=_nests(VoiceSettings))
 
     @classmethod
     def from_config(cls, data: Mapping[str, object]) -> Settings:
@@ -72,8 +74,10 @@ __all__ = [
     "SearchSettings",
     "Settings",
     "SignalSettings",
+    "SpeechSettings",
     "TelegramSettings",
     "TranscriptionSettings",
+    "VoiceSettings",
     "WebSettings",
     "WebhookSettings",
 ]

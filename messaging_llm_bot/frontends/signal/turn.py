@@ -8,6 +8,7 @@ retried with backoff (the reply is already in the inbox), until the bot stops.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
@@ -16,10 +17,11 @@ from zoneinfo import ZoneInfo
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.frontends.attachments import VOICE_DISABLED, SavedFile, attachment_prompt
+from messaging_llm_bot.frontends.chatflags import ChatFlags
 from messaging_llm_bot.frontends.images import (
     MAX_IMAGES,
     VISION_MISSING,
-    ImageNotices,
+    VISION_MISSING_FLAG,
     area_for,
     image_prompt,
     is_image,
@@ -41,6 +43,7 @@ from messaging_llm_bot.frontends.signal.settings import (
     recipient_params,
 )
 from messaging_llm_bot.frontends.turns import RunningTurns
+from messaging_llm_bot.frontends.voice import VOICE_FLAG, voice_notes, wants_voice
 from messaging_llm_bot.llm.transcribe import transcription_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
@@ -158,7 +161,7 @@ class TurnRunner:
         self.stopping = False
         self.stop_event = asyncio.Event()
         self._active = RunningTurns()
-        self.notices = ImageNotices(runtime.workspace)  # chats told that the model cannot see images
+        self.flags = ChatFlags(runtime.workspace)  # /voice choices, notices told once
         # Turns run here, not in asyncio's default pool (6 threads on 2 cores, also used for the inbox).
         self.pool = TurnPool(lambda: self.runtime.settings)
 
@@ -194,6 +197,7 @@ class TurnRunner:
             return
         quote = msg if msg.group_id else None  # quote the question only in groups
         reply = item.reply
+        produced = reply is None  # answered in this run (a replay's reply was spoken, or not, before)
         if reply is None:
             shown = await self._receipt_and_typing(msg)
             typing = Typing(self.client, msg.chat, self.settings.typing, shown=shown)
@@ -215,7 +219,30 @@ class TurnRunner:
                 log.warning("signal: could not record the reply of %s: %s", item.item_id, err)
         if not await self._deliver(item, msg, reply, quote):
             return  # stopping with the reply undelivered: it stays in the inbox, resent at the next start
+        if produced:
+            await self._speak(item, msg, reply)
         await asyncio.to_thread(self.inbox.complete, item.item_id)
+
+    async def _speak(self, item: InboxItem, msg: SignalMessage, reply: str) -> None:
+        """Send the reply as voice attachments too when the chat wants it (frontends/voice.py); any failure
+        leaves the text, already delivered, as the answer, with one log line."""
+        voice = self.runtime.settings.voice
+        chosen = await asyncio.to_thread(self.flags.get, item.conversation_id, VOICE_FLAG)
+        if not wants_voice(voice, chosen, msg.kind() == "voice"):
+            return
+        notes = await asyncio.to_thread(voice_notes, voice, reply)
+        if isinstance(notes, str):
+            log.warning("signal: the reply in %s stays text only: %s", msg.chat, notes)
+            return
+        for index, note in enumerate(notes):
+            # signal-cli takes an attachment as a data URI (signal-cli-jsonrpc(5): "data:<type>;filename=...").
+            encoded = base64.b64encode(note.audio).decode("ascii")
+            attachment = f"data:audio/ogg;filename=reply-{index + 1}.ogg;base64,{encoded}"
+            try:
+                await self.client.rpc("send", {**recipient_params(msg.chat), "attachments": [attachment]})
+            except (SignalRpcError, SignalUnavailable) as err:
+                log.warning("signal: the voice reply in %s was not sent (the text was): %s", msg.chat, err)
+                return
 
     async def _receipt_and_typing(self, msg: SignalMessage) -> bool:
         """Mark the message read and show "typing…", in one batch request; True when typing went out."""
@@ -270,7 +297,7 @@ class TurnRunner:
                     images += (got,)
             text, untrusted = "\n\n".join(parts + failed), True
             if not seen and any(is_image(one) for one in saved):
-                if await asyncio.to_thread(self.notices.first_time, item.conversation_id):
+                if await asyncio.to_thread(self.flags.first_time, item.conversation_id, VISION_MISSING_FLAG):
                     notice = VISION_MISSING
         elif kind == "voice":
             config = transcription_settings(self.runtime.settings.llm)

@@ -53,6 +53,7 @@ from messaging_llm_bot.frontends.telegram.settings import (
     topic_of,
 )
 from messaging_llm_bot.frontends.telegram.turn import TurnRunner, storage_error_text
+from messaging_llm_bot.frontends.voice import voice_command
 from messaging_llm_bot.llm.transcribe import transcription_settings
 
 log = logging.getLogger(__name__)
@@ -443,6 +444,17 @@ class Frontend:
             update, context.bot, texts.why_text(agent.last_recall(conversation), agent.last_summary(conversation))
         )
 
+    async def cmd_voice(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/voice, /voice on, /voice off: whether this chat's replies are spoken too (frontends/voice.py)."""
+        text = await asyncio.to_thread(
+            voice_command,
+            self.turns.flags,
+            self.runtime.settings.voice,
+            self.conversation(update),
+            " ".join(context.args or []),
+        )
+        await self._send(update, context.bot, text)
+
     async def on_unknown_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = message_of(update)
         command = (message.text or "").split()[0]
@@ -520,6 +532,7 @@ class Frontend:
             ("reload", self.cmd_reload),
             ("stats", self.cmd_stats),
             ("why", self.cmd_why),
+            ("voice", self.cmd_voice),
         ):
             if name in OWNER_ONLY_COMMANDS:
                 callback = self.owner_only(name, callback)

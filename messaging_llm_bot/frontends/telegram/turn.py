@@ -8,21 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 from zoneinfo import ZoneInfo
 
 import telegram
-from telegram import MessageEntity, Update
+from telegram import InputFile, MessageEntity, Update
 from telegram.error import TelegramError
 
 from assistant_framework.access import sees_owner_data
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.agent.images import ImageInput
+from messaging_llm_bot.frontends.chatflags import ChatFlags
 from messaging_llm_bot.frontends.held import storage_problem
 from messaging_llm_bot.frontends.images import (
     VISION_MISSING,
-    ImageNotices,
+    VISION_MISSING_FLAG,
     area_for,
     image_prompt,
     is_image,
@@ -52,6 +54,7 @@ from messaging_llm_bot.frontends.telegram.send import (
 )
 from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, strip_mention, topic_of
 from messaging_llm_bot.frontends.turns import RunningTurns
+from messaging_llm_bot.frontends.voice import VOICE_FLAG, voice_notes, wants_voice
 from messaging_llm_bot.llm.transcribe import transcription_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
@@ -85,7 +88,7 @@ class TurnRunner:
         self._settings_ref = settings_ref  # callable returning the current TelegramSettings (changes on /reload)
         self.stopping = False  # set on shutdown: no new turns; their items stay in the inbox
         self._active = RunningTurns()
-        self.notices = ImageNotices(runtime.workspace)  # chats told that the model cannot see images
+        self.flags = ChatFlags(runtime.workspace)  # /voice choices, notices told once
         # Turns run here, not in asyncio's default pool (6 threads on 2 cores): llm.max_concurrency limits.
         self.pool = TurnPool(lambda: self.runtime.settings)
 
@@ -130,6 +133,7 @@ class TurnRunner:
         progress: Progress | None = None
         try:
             reply = item.reply
+            produced = reply is None  # answered in this run (a replay's reply was spoken, or not, before)
             if reply is None:
                 # A live message left by a crashed run is taken over (edited), never left behind beside a new one.
                 progress = Progress(
@@ -145,6 +149,8 @@ class TurnRunner:
                 await progress.stop()
                 await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
             await self._deliver(bot, item, chat_id, reply, reply_to, progress, topic)
+            if produced:
+                await self._speak(bot, item, message, reply)
         except TelegramDeliveryError as err:
             retry = isinstance(err.cause, telegram.error.NetworkError) and not isinstance(
                 err.cause, telegram.error.BadRequest
@@ -201,7 +207,7 @@ class TurnRunner:
                     if isinstance(seen, str):
                         return seen  # HEIC, too large, unreadable: one sentence
                     text, images = image_prompt(saved, seen.image, origin or ""), (seen,)
-                elif await asyncio.to_thread(self.notices.first_time, item.conversation_id):
+                elif await asyncio.to_thread(self.flags.first_time, item.conversation_id, VISION_MISSING_FLAG):
                     notice = VISION_MISSING
         elif kind == "voice":
             config = transcription_settings(self.runtime.settings.llm)
@@ -250,6 +256,28 @@ class TurnRunner:
         # The owner's model calls go first (llm/slots.py).
         answered = await self.pool.run(self.runtime.agent.handle, incoming, owner_turn=from_owner)
         return f"{reply_text(answered)}\n\n{notice}" if notice else reply_text(answered)
+
+    async def _speak(self, bot: telegram.Bot, item: InboxItem, message: telegram.Message, reply: str) -> None:
+        """Send the reply as voice notes too when the chat wants it (frontends/voice.py); any failure leaves
+        the text, already delivered, as the answer, with one log line."""
+        voice = self.runtime.settings.voice
+        chosen = await asyncio.to_thread(self.flags.get, item.conversation_id, VOICE_FLAG)
+        if not wants_voice(voice, chosen, message_kind(message) == "voice"):
+            return
+        notes = await asyncio.to_thread(voice_notes, voice, reply)
+        if isinstance(notes, str):
+            log.warning("telegram: the reply in chat %s stays text only: %s", message.chat_id, notes)
+            return
+        try:
+            for index, note in enumerate(notes):
+                await bot.send_voice(
+                    message.chat_id,
+                    InputFile(note.audio, filename=f"reply-{index + 1}.ogg"),
+                    duration=math.ceil(note.seconds) if note.seconds else None,
+                    message_thread_id=topic_of(message),
+                )
+        except TelegramError as err:
+            log.warning("telegram: the voice reply in chat %s was not sent (the text was): %s", message.chat_id, err)
 
     async def _record_live(self, item: InboxItem, message_id: int) -> None:
         try:
