@@ -48,7 +48,7 @@ def to_ogg_opus(data: bytes) -> bytes:
         raise AudioError(f"converting audio to OGG/Opus needs PyAV ({VOICE_EXTRA})") from None
     out = io.BytesIO()
     try:
-        with av.open(io.BytesIO(data)) as source, av.open(out, "w", format="ogg") as target:
+        with av.open(io.BytesIO(data), "r") as source, av.open(out, "w", format="ogg") as target:
             if not source.streams.audio:
                 raise AudioError("the speech server's answer holds no audio")
             stream = target.add_stream("libopus", rate=OPUS_RATE, layout="mono")

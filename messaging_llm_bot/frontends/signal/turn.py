@@ -283,8 +283,9 @@ class TurnRunner:
                 return reasons[0]  # why the file could not be fetched
             failed = [f"[Attachment] Another file could not be fetched: {r}" for r in results if isinstance(r, str)]
             seen = await self._images(area, saved) if sees_images(self.runtime.settings) else {}
-            if seen and all(isinstance(v, str) for v in seen.values()) and len(seen) == len(saved):
-                return next(iter(seen.values()))  # every file was an image that cannot go (HEIC, too large)
+            refused = [v for v in seen.values() if isinstance(v, str)]
+            if refused and len(refused) == len(saved):
+                return refused[0]  # every file was an image that cannot go (HEIC, too large)
             parts = []
             for one in saved:
                 got = seen.get(one.rel_path)
