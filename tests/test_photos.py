@@ -7,6 +7,7 @@ import json
 from messaging_llm_bot.frontends.images import VISION_MISSING
 from tests.media_files import HEIC_HEAD, decoded, has_metadata, image_parts, jpeg_with_gps, png_bytes
 from tests.telegram_harness import OWNER, texts
+from tests.waiting import wait_until
 
 FRIEND = 2
 MAX_SIDE = 800
@@ -146,6 +147,9 @@ def test_a_signal_album_reaches_the_vision_runner_as_several_images_and_a_heic_i
     assert "three.heic" in text and "It is not shown to you: That image is HEIC" in text  # named, not sent
     assert "menu.pdf" in text and "Caption: from the holiday" in text
     assert len(workspace.list("inbox/**/*")) == 4  # every file kept as sent
+    wait_until(lambda: workspace.list("traces/**/*.json"), what="the turn's trace")
+    trace = workspace.read_text(workspace.list("traces/**/*.json")[0])
+    assert "base64" not in trace and trace.count("image omitted from the trace") == 2  # sizes, not pixels
 
 
 def test_a_signal_guests_photo_goes_to_their_own_area(start, daemon, chat_server, workspace):
@@ -164,3 +168,29 @@ def test_a_signal_guests_photo_goes_to_their_own_area(start, daemon, chat_server
     request = chat_server.chat_requests[0]
     assert request["model"] == "vision-model" and not has_metadata(decoded(image_parts(request)[0]))
     assert saved.removeprefix(area + "/") in request["messages"][-1]["content"][0]["text"]
+
+
+def test_a_photo_is_found_by_its_caption_and_by_the_models_description(bot_config, workspace, make_agent, chat_server):
+    """Memory search finds the picture's file through what the owner wrote and what the model said it shows."""
+    from assistant_framework.media.images import prepare_image
+    from assistant_framework.memory import MemoryService
+    from messaging_llm_bot.agent.images import ImageInput
+    from messaging_llm_bot.agent.incoming import Incoming
+
+    config = dict(bot_config, memory={"recall": {"enabled": False}})
+    with_vision(chat_server)(config)
+    memory = MemoryService(workspace, config, start_worker=False)
+    try:
+        agent = make_agent(config, workspace, memory=memory)
+        path = "inbox/2026-12-01/photo-7.jpg"
+        seen = ImageInput(path, prepare_image(jpeg_with_gps(600, 400), MAX_SIDE))
+        chat_server.enqueue('{"reply": "A monstera with three yellowing leaves."}')
+        text = f"[photo: {path}, 600x400]\nCaption: my office plant"
+        result = agent.handle(Incoming("tg:1", text, chat_id=1, untrusted=True, images=(seen,)))
+        assert result.ok and chat_server.chat_requests[0]["model"] == "vision-model"
+        by_description = memory.search("monstera yellowing")
+        by_caption = memory.search("office plant")
+        assert by_description and path in by_description[0].snippet
+        assert by_caption and path in by_caption[0].snippet
+    finally:
+        memory.close()

@@ -137,3 +137,19 @@ def test_a_long_reply_is_spoken_in_parts_within_the_bound():
     assert len(parts) == 3 and all(len(p) <= PART_CHARS for p in parts)
     assert " ".join(parts).split() == reply[:2500].split()
     assert spoken_parts("```\nonly code\n```", 3000) == []  # nothing to say: no voice note
+
+
+def test_signal_text_reply_arrives_when_the_speech_server_is_down(start, daemon, chat_server, caplog):
+    from tests.signal_harness import OWNER as SIGNAL_OWNER
+
+    with FakeChatServer() as gone:
+        tts_url = gone.base_url
+    note = daemon.add_attachment(encoded("opus", 0.5), "audio/aac")
+    chat_server.set_transcription("what do I need to buy")
+    chat_server.enqueue(f'{{"reply": "{REPLY}"}}')
+    with caplog.at_level(logging.WARNING, logger="messaging_llm_bot.frontends.signal.turn"):
+        start(patch=voice_config(chat_server, tts_url=tts_url))
+        daemon.message(SIGNAL_OWNER, None, attachments=[note])
+        sent = daemon.wait_sent(2)  # the transcript and the text reply
+        wait_until(lambda: any("stays text only" in r.getMessage() for r in caplog.records), what="the log line")
+    assert sent[1]["message"] == REPLY and all(not s["files"] for s in daemon.sent)

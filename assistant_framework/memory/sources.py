@@ -151,6 +151,10 @@ def turn_text(row: dict) -> str:
     caption = row.get("caption")
     if caption:
         text = f"{text} [image: {caption}]"
+    images = row.get("images")
+    if isinstance(images, list) and images:
+        # A turn with pictures: its line names their files, so the model's description of one finds it.
+        text = f"{text} [images: {', '.join(str(path) for path in images)}]"
     return text
 
 

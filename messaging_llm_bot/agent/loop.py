@@ -309,7 +309,10 @@ class Agent:
         conversation_id = turn.conversation_id
         # "untrusted" in the log row: a later recall of this turn (or of the reply) is outside content too.
         meta: dict = {"private": message.owner_chat, **({"untrusted": True} if turn.untrusted else {})}
-        self._turn_memory.log(turn, "user", turn.text, message_id=message.message_id, meta=meta)
+        # The images' files go with both lines: memory search finds a picture by its caption and by what
+        # the model said it shows (memory/sources.py, turn_text).
+        images = {"images": [image.path for image in message.images]} if message.images else {}
+        self._turn_memory.log(turn, "user", turn.text, message_id=message.message_id, meta={**meta, **images})
         recall_block = self._turn_memory.recall(turn, message.owner_chat)
         self._last_recall[turn.place] = turn.recalled
         # The first runner decides the protocol of the turn; a fallback runner gets the same requests.
@@ -369,7 +372,7 @@ class Agent:
             )
             self._note_session(turn)
             # A reply written with outside content in view may restate it: logged (and extracted) as outside.
-            meta = {"trace_id": turn.trace_id, **({"untrusted": True} if turn.guarded else {})}
+            meta = {"trace_id": turn.trace_id, **({"untrusted": True} if turn.guarded else {}), **images}
             self._turn_memory.log(turn, "assistant", reply, message_id=None, meta=meta)
         return reply, ok
 
