@@ -18,7 +18,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from datetime import time as dtime
 from typing import Any, TypeVar
@@ -28,14 +28,17 @@ import filelock
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.jobs import Job
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.frontends import commands as texts
 from messaging_llm_bot.frontends.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.frontends.digest import build_digest
 from messaging_llm_bot.frontends.held import StorageOutage, held_text
+from messaging_llm_bot.frontends.job_runs import JobScheduler, is_job_item
 from messaging_llm_bot.frontends.jobs import AsyncJobQueue, DailyJob
 from messaging_llm_bot.frontends.pool import pool_size
-from messaging_llm_bot.frontends.reminders import DeliveryRefused, ReminderScheduler
+from messaging_llm_bot.frontends.reminders import DeliveryRefused, ReminderScheduler, reminder_channel
+from messaging_llm_bot.frontends.run import enabled_frontends
 from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.signal.approval import Approvals
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
@@ -98,6 +101,9 @@ class SignalService:
         # the turn pool has threads.
         self.queues = ChatQueues("signal", lambda: pool_size(runtime.settings), lambda: max_pending(runtime.settings))
         self._tasks: set[asyncio.Task] = set()
+        self.job_items: set[str] = set()  # job runs waiting in the owner's queue or running
+        #: The jobs' clock (a test's controlled clock; None: the real one).
+        self.job_clock: Callable[[], datetime] | None = None
         self._refused: set[str] = set()
         self._connected_once = False
 
@@ -240,6 +246,17 @@ class SignalService:
             channel="signal",
         )
         reminders.start()
+        scheduler = JobScheduler(
+            self.runtime.workspace,
+            inbox,
+            jobs,
+            claim=self.claim_job,
+            start=self.start_job_item,
+            settings=lambda: self.runtime.settings,
+            clock=self.job_clock,
+            prefix=PREFIX,
+        )
+        scheduler.start()
         if self.settings.morning_digest:
             hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))
             DailyJob(
@@ -270,6 +287,7 @@ class SignalService:
             for task in list(self._tasks):  # turns still waiting for their chat: their items stay pending
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
+            scheduler.stop()
             await jobs.stop()
             await client.close()
             turns.pool.shutdown()
@@ -419,8 +437,34 @@ class SignalService:
         if self.queues.refused(msg.chat):
             await self._say(msg, texts.backlog_text(self.queues.pending(msg.chat)))
 
+    def start_job_item(self, item: InboxItem) -> None:
+        """Answer a job run's item in the owner's queue (first, never refused); once at a time."""
+        if item.item_id in self.job_items:
+            return
+        self.job_items.add(item.item_id)
+
+        async def run() -> None:
+            try:
+                await self.turns.answer(item)
+            finally:
+                self.job_items.discard(item.item_id)
+
+        self._spawn(chat_of_conversation(item.conversation_id), run(), owner=True, exempt=True)
+
+    def claim_job(self, job: Job) -> str | None:
+        """The conversation a job's runs go to here: the owner's direct chat, for jobs made on Signal, or made
+        by hand (no chat) when Telegram is not running; never another chat whatever the row says."""
+        owner = self.settings.owner
+        if owner is None:
+            return None
+        if job.chat_id in (None, ""):
+            return None if "telegram" in enabled_frontends(self.runtime.settings) else PREFIX + owner
+        return PREFIX + owner if reminder_channel(job.chat_id) == "signal" else None
+
     def _start_replay(self) -> None:
-        items = self.inbox.pending(PREFIX)
+        for item in [i for i in self.inbox.pending(PREFIX) if is_job_item(i)]:
+            self.start_job_item(item)  # a job run left by a crash
+        items = [i for i in self.inbox.pending(PREFIX) if not is_job_item(i)]
         if items:
             log.info("signal: answering %d message(s) left unanswered by the last run", len(items))
         for item in items:  # oldest first; accepted before, so never refused

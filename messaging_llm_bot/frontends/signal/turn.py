@@ -28,6 +28,7 @@ from messaging_llm_bot.frontends.images import (
     prepare,
     sees_images,
 )
+from messaging_llm_bot.frontends.job_runs import is_job_item
 from messaging_llm_bot.frontends.pool import TurnPool
 from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.signal import media
@@ -35,6 +36,7 @@ from messaging_llm_bot.frontends.signal.approval import Approvals
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.frontends.signal.format import render_signal
 from messaging_llm_bot.frontends.signal.identity import Identities
+from messaging_llm_bot.frontends.signal.job_turn import answer_job
 from messaging_llm_bot.frontends.signal.settings import (
     SignalMessage,
     SignalSettings,
@@ -179,7 +181,10 @@ class TurnRunner:
             log.info("signal: stopping; %s stays in the inbox for the next start", item.item_id)
             return
         with self._active.tracking():
-            await self._answer(item)
+            if is_job_item(item):
+                await answer_job(self, item)
+            else:
+                await self._answer(item)
 
     async def wait_idle(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for running turns; True when none is left."""
@@ -217,7 +222,7 @@ class TurnRunner:
                 await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
             except OSError as err:
                 log.warning("signal: could not record the reply of %s: %s", item.item_id, err)
-        if not await self._deliver(item, msg, reply, quote):
+        if not await self._deliver(item, msg.chat, reply, quote):
             return  # stopping with the reply undelivered: it stays in the inbox, resent at the next start
         if produced:
             await self._speak(item, msg, reply)
@@ -354,7 +359,7 @@ class TurnRunner:
         except (SignalRpcError, SignalUnavailable) as err:
             log.info("signal: could not echo the transcript to %s: %s", chat, err)
 
-    async def _deliver(self, item: InboxItem, msg: SignalMessage, reply: str, quote: SignalMessage | None) -> bool:
+    async def _deliver(self, item: InboxItem, chat: str, reply: str, quote: SignalMessage | None) -> bool:
         """Send the missing parts; retries while the daemon is gone or cannot send for now (no network to
         the Signal server, rate limited). False when stopping first."""
         delay = 0.5
@@ -371,7 +376,7 @@ class TurnRunner:
             try:
                 await send_parts(
                     self.client,
-                    msg.chat,
+                    chat,
                     reply,
                     quote=quote if skip == 0 else None,
                     skip_parts=skip,
@@ -382,18 +387,18 @@ class TurnRunner:
             except SignalRpcError as err:
                 if not err.transient:  # refused (unknown group, unregistered user): retrying cannot help
                     log.error(
-                        "signal: the reply to %s in %s was refused by signal-cli: %s; giving up",
-                        msg.timestamp,
-                        msg.chat,
+                        "signal: the reply of %s in %s was refused by signal-cli: %s; giving up",
+                        item.item_id,
+                        chat,
                         err,
                     )
                     return True
                 if not held:
                     held = True
                     log.warning(
-                        "signal: the reply to %s in %s cannot be sent for now: %s; retrying",
-                        msg.timestamp,
-                        msg.chat,
+                        "signal: the reply of %s in %s cannot be sent for now: %s; retrying",
+                        item.item_id,
+                        chat,
                         err,
                     )
             except SignalUnavailable as err:

@@ -1,0 +1,94 @@
+"""Answer a job run's inbox item in the owner's Signal chat (frontends/job_runs.py has the rest).
+
+As on Telegram (telegram/job_turn.py): a ``message`` job's text is the reply, a ``prompt`` job's turn in
+the owner's direct chat makes it (the owner's policy, no confirmation, traced as a job turn); the reply
+is recorded, then delivered through the ledger, so it arrives once; the run gets its line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from assistant_framework.inbox import InboxItem
+from messaging_llm_bot.frontends.job_runs import (
+    JobRun,
+    finish_run,
+    message_reply,
+    over_budget,
+    paused_notice,
+    prompt_reply,
+    prompt_text,
+)
+from messaging_llm_bot.frontends.signal.client import SignalRpcError, SignalUnavailable
+from messaging_llm_bot.frontends.signal.settings import chat_of_conversation
+
+if TYPE_CHECKING:
+    from messaging_llm_bot.frontends.signal.turn import TurnRunner
+
+log = logging.getLogger(__name__)
+
+
+async def answer_job(runner: TurnRunner, item: InboxItem) -> None:
+    """Make and deliver one job run, record it in jobs/runs.jsonl, complete the item."""
+    from messaging_llm_bot.frontends.signal.turn import send_parts
+
+    run = JobRun.of(item)
+    workspace = runner.runtime.workspace
+    if run is None:
+        log.warning("jobs: %s holds no job run; dropped", item.item_id)
+        await asyncio.to_thread(runner.inbox.complete, item.item_id)
+        return
+    chat = chat_of_conversation(item.conversation_id)
+    started = datetime.now(timezone.utc)
+    ok, error, outcome = True, None, None
+    try:
+        reply = item.reply
+        if reply is None:
+            if run.kind == "message":
+                reply = message_reply(run, started)
+            elif await asyncio.to_thread(over_budget, workspace, runner.runtime.settings, started):
+                outcome, error = "skipped", "today's model runs for jobs are used up (jobs.max_model_runs_per_day)"
+                log.warning("jobs: %s not run: %s", run.run_id, error)
+            else:
+                reply, ok, error = await _prompt_turn(runner, run, chat, item)
+                reply = prompt_reply(run, started, reply)
+            if reply is not None:
+                await asyncio.to_thread(runner.inbox.record_reply, item.item_id, reply)
+        if reply is not None and not await runner._deliver(item, chat, reply, None):
+            return  # stopping with the reply undelivered: it stays in the inbox for the next start
+    except Exception as exc:  # noqa: BLE001 - recorded as a failed run; three in a row pause the job
+        log.exception("jobs: run %s failed", run.run_id)
+        ok, error = False, f"{type(exc).__name__}: {exc}"
+    message_ids = [item.parts[index] for index in sorted(item.parts)]
+    paused_now = await asyncio.to_thread(
+        finish_run, workspace, run, started=started, ok=ok, message_ids=message_ids, error=error, outcome=outcome
+    )
+    if paused_now:
+        try:
+            await send_parts(runner.client, chat, paused_notice(run, error))
+        except (SignalRpcError, SignalUnavailable) as err:
+            log.warning("jobs: could not tell the owner that job %s is paused: %s", run.job_id, err)
+    await asyncio.to_thread(runner.inbox.complete, item.item_id)
+
+
+async def _prompt_turn(runner: TurnRunner, run: JobRun, chat: str, item: InboxItem) -> tuple[str, bool, str | None]:
+    """The job's turn in the owner's direct chat: (reply, ok, error)."""
+    from messaging_llm_bot.agent.incoming import Incoming
+    from messaging_llm_bot.agent.turn import reply_text
+
+    incoming = Incoming(
+        item.conversation_id,
+        prompt_text(run),
+        chat_id=item.conversation_id,
+        user_id=chat,
+        message_id=run.run_id,
+        owner_chat=True,
+        untrusted=run.untrusted,
+        approve=None,
+        job=run.job_id,
+    )
+    result = await runner.pool.run(runner.runtime.agent.handle, incoming, owner_turn=True)
+    return reply_text(result), result.ok, None if result.ok else (result.reply or "the turn failed")

@@ -1,0 +1,42 @@
+"""Jobs through the real Signal frontend (FakeSignalDaemon, FakeChatServer): a prompt job runs in the
+owner's direct chat with a skill call and its reply arrives once; a message job made in a Signal chat is
+delivered there without a model call. Under a second each."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
+from tests.signal_harness import OWNER, wait_for
+
+
+def due_now(**row) -> list[dict]:
+    created = (datetime.now(timezone.utc) - timedelta(minutes=60, seconds=10)).isoformat(timespec="seconds")
+    return [{"id": "j1", "name": "task check", "every_minutes": 60, "created_at": created, **row}]
+
+
+def fast_jobs(config: dict) -> None:
+    config["jobs"] = {"poll_seconds": 0.1}
+
+
+def test_a_prompt_job_runs_in_the_owners_signal_chat_and_its_reply_arrives_once(start, daemon, chat_server, workspace):
+    workspace.write_json(JOBS_FILE, due_now(prompt="Which tasks are open?"))
+    chat_server.enqueue('{"skill": "tasks", "args": {"action": "list"}}', '{"reply": "No open tasks."}')
+    start(patch=fast_jobs)
+    [sent] = daemon.wait_sent(1)
+    assert sent["recipient"] == [OWNER] and sent["message"] == "🗓 task check\n\nNo open tasks."
+    wait_for(lambda: len(workspace.read_jsonl(RUNS_FILE)) == 1, what="the run's line")
+    line = workspace.read_jsonl(RUNS_FILE)[0]
+    assert line["outcome"] == "delivered" and line["kind"] == "prompt" and len(line["message_ids"]) == 1
+    assert len(chat_server.chat_requests) == 2 and "Which tasks are open?" in json.dumps(chat_server.chat_requests[0])
+    assert not list(workspace.root.glob("state/inbox/pending/*/*.json"))
+
+
+def test_a_message_job_made_in_a_signal_chat_is_delivered_there(start, daemon, chat_server, workspace):
+    workspace.write_json(JOBS_FILE, due_now(message="Stretch", chat_id=f"sig:{OWNER}"))
+    start(patch=fast_jobs)
+    [sent] = daemon.wait_sent(1)
+    assert sent["recipient"] == [OWNER] and sent["message"] == "🗓 Stretch"
+    wait_for(lambda: len(workspace.read_jsonl(RUNS_FILE)) == 1, what="the run's line")
+    assert chat_server.chat_requests == []  # a message job makes no model call
