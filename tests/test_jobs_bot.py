@@ -47,6 +47,9 @@ class Clock:
 def job_bot(fake, bot_config, workspace, tmp_path):
     """Factory: a bot whose job scheduler runs on a controlled clock, looking every 0.1 s."""
     running: list[RunningBot] = []
+    wait_for = fake.wait_for
+    # A turn under a loaded CI machine (four workers beside other suites) can take more than the default 10 s.
+    fake.wait_for = lambda predicate, timeout=30: wait_for(predicate, timeout)
 
     def start(clock: Clock, **overrides) -> RunningBot:
         config = telegram_config(bot_config, fake, **overrides)

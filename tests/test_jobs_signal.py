@@ -30,7 +30,7 @@ def test_a_prompt_job_runs_in_the_owners_signal_chat_and_its_reply_arrives_once(
     line = workspace.read_jsonl(RUNS_FILE)[0]
     assert line["outcome"] == "delivered" and line["kind"] == "prompt" and len(line["message_ids"]) == 1
     assert len(chat_server.chat_requests) == 2 and "Which tasks are open?" in json.dumps(chat_server.chat_requests[0])
-    assert not list(workspace.root.glob("state/inbox/pending/*/*.json"))
+    wait_for(lambda: not list(workspace.root.glob("state/inbox/pending/*/*.json")), what="the item completed")
 
 
 def test_a_message_job_made_in_a_signal_chat_is_delivered_there(start, daemon, chat_server, workspace):
