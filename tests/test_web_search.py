@@ -13,7 +13,7 @@ import pytest
 from assistant_framework.config import ConfigError, load_config
 from assistant_framework.skills import OUTSIDE_LABEL, SkillContext, SkillManager
 from tests.fakes.search_apis import FakeBrave, FakeSearXNG, FakeTavily
-from tests.telegram_harness import OWNER, texts
+from tests.telegram_harness import texts
 
 RESULTS = [
     {
