@@ -80,6 +80,7 @@ def build_parts(
     """Build every part from a checked config (and its records, read from it when not given); plugin
     folders load later with ``defer_plugins``."""
     from assistant_framework.collectors import CollectorManager
+    from assistant_framework.mcp import skill_sources
     from assistant_framework.skills import SkillManager
     from assistant_framework.spending import SpendingLedger
     from messaging_llm_bot.agent.loop import Agent
@@ -87,7 +88,7 @@ def build_parts(
     settings = settings if settings is not None else Settings.from_config(config)
     llm = llm_client(settings)
     llm.spending = SpendingLedger(workspace, settings.runtime.timezone)  # the runners' caps (docs/sessions.md)
-    skills = SkillManager.from_config(config, workspace, defer=defer_plugins)
+    skills = SkillManager.from_config(config, workspace, defer=defer_plugins, sources=skill_sources(settings.mcp))
     collectors = CollectorManager.from_config(config, workspace, defer=defer_plugins)
     background_model = BackgroundModel(llm)
     memory = _memory(settings, workspace, background_model)

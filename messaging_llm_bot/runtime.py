@@ -99,24 +99,29 @@ class BotRuntime:
     def reload(self) -> ReloadReport:
         """Re-read config, skills and collectors. The keys ``/reload`` applies (config/reloadable.py) take
         effect; a changed key that needs a restart keeps its running value. On an invalid config the running
-        one is kept and the report says why."""
+        one is kept and the report says why. MCP servers are started again."""
+        skills = None
         try:
             plan = plan_reload(self.config, merge(load_config(self.config_path), self.overrides))
             config = plan.config
             settings = Settings.from_config(config)
             _refuse_plugin_dirs_in_workspace(settings, self.config_path, self.workspace.root)
             from assistant_framework.collectors import CollectorManager
+            from assistant_framework.mcp import skill_sources
             from assistant_framework.skills import SkillManager
 
             llm = llm_client(settings) if settings.llm != self.settings.llm else None
-            skills = SkillManager.from_config(config, self.workspace)
+            skills = SkillManager.from_config(config, self.workspace, sources=skill_sources(settings.mcp))
             collectors = CollectorManager.from_config(config, self.workspace)
             self.agent.configure(config, settings=settings, skills=skills, collectors=collectors, llm=llm)
         except (ConfigError, ValueError) as exc:
+            if skills is not None:
+                skills.close()
             log.warning("reload refused, keeping the running config: %s", exc)
             return ReloadReport(error=str(exc))
-        old_llm = self.llm
+        old_llm, old_skills = self.llm, self.skills
         self.config, self.settings, self.skills, self.collectors = config, settings, skills, collectors
+        old_skills.close()  # the old MCP servers stop; a call still running on one ends with one sentence
         if self.memory is not None:
             self.memory.configure(settings.memory)
         if llm is not None:
@@ -269,6 +274,7 @@ class BotRuntime:
             self.memory.close()
         if not self.agent.drain(min(timeout, 10)):  # traces are written by a background thread
             log.warning("trace writes did not finish within %.0f s", min(timeout, 10))
+        self.skills.close()  # MCP servers stop with the bot
         self.llm.close()
 
 

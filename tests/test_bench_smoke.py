@@ -172,3 +172,23 @@ def test_percentile_and_table_helpers():
 )
 def test_common_prefix(a, b, expected):
     assert common_prefix(a, b) == expected
+
+
+def test_mcp_prompt_measures_10_and_50_tools():
+    """bench/mcp_prompt.py starts the real mcp-server-git and mcp-server-time and prints its rows."""
+    run = subprocess.run(
+        [sys.executable, str(BENCH / "mcp_prompt.py"), "--quick"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    out = check_ok(run)
+    assert "tools listed by the real servers: 14" in out
+    _, rows = table_rows(out, "skills offered")
+    by_label = {row[0]: row for row in rows}
+    assert int(by_label["+ 10 MCP tools"][1]) == int(by_label["built-in skills only"][1]) + 10
+    assert int(by_label["+ 50 MCP tools"][3]) > 0  # past the cap some are named only
+    capped = int(by_label["+ 50 MCP tools"][2].split(" / ")[0])
+    assert capped <= 8000  # the cap holds, the names-only line too

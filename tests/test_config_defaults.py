@@ -100,6 +100,9 @@ def _schema_keys(schema: dict, prefix: str) -> set[str]:
             items = variant.get("items")
             if isinstance(items, dict) and "properties" in items:
                 keys |= _schema_keys(items, f"{prefix}{name}[].")
+            by_name = variant.get("additionalProperties")
+            if isinstance(by_name, dict) and "properties" in by_name:
+                keys |= _schema_keys(by_name, f"{prefix}{name}.<name>.")
     return keys
 
 
@@ -107,7 +110,19 @@ def test_the_schema_and_the_records_name_the_same_keys() -> None:
     """A key the schema accepts but no record reads would be a setting that does nothing; a key a record
     reads but the schema refuses could never be set."""
     in_schema: set[str] = set()
-    for section in ("llm", "telegram", "signal", "runtime", "memory", "policy", "web", "search", "jobs", "voice"):
+    for section in (
+        "llm",
+        "telegram",
+        "signal",
+        "runtime",
+        "memory",
+        "policy",
+        "web",
+        "search",
+        "jobs",
+        "voice",
+        "mcp",
+    ):
         in_schema |= _schema_keys(ROOT_SCHEMA["properties"][section], section + ".")
     in_code = set(dict(documented(Settings)))
     # The schema names a nested object (memory.recall, llm.runners[].limits) as a key too; the records list the

@@ -154,9 +154,19 @@ def test_context_budget_truncates_with_marker(bot_config, workspace, skills):
 def test_tools_section_cap_keeps_names_callable():
     catalog = [{"name": f"skill{i:02d}", "description": "d" * 50, "args_schema": {"type": "object"}} for i in range(20)]
     text = tools_section(catalog, cap=400)
-    assert len(text.split("More skills")[0]) <= 400
+    assert len(text) <= 400  # the names-only line too
     assert "skill19" in text and text.index("skill00") < text.index("skill01")
     assert 'args: {"type":"object"}' in text
+
+
+def test_tools_section_names_past_the_cap_are_counted_not_grown_without_bound():
+    """Hundreds of MCP tools: the section keeps its cap; the names that do not fit are counted."""
+    catalog = [{"name": f"server_tool_{i:03d}", "description": "d", "args_schema": {}} for i in range(300)]
+    text = tools_section(catalog, cap=1000)
+    assert len(text) <= 1000
+    assert "server_tool_000" in text and "server_tool_299" not in text
+    shown = text.count("server_tool_")
+    assert text.endswith(f"… and {300 - shown} more")
 
 
 def test_section_caps_override(bot_config, workspace, skills):

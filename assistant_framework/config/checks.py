@@ -121,6 +121,7 @@ def semantic_errors(data: dict) -> list[tuple[tuple, str]]:
             and not (section.get("base_url") and section.get("model"))
         ):
             errors.append((("llm", part), f"enabled but base_url or model is missing (llm.{part} needs both)"))
+    errors += mcp_server_errors(data)
     telegram = value if isinstance(value := data.get("telegram"), dict) else {}
     if telegram.get("mode") == "webhook":
         webhook = value if isinstance(value := telegram.get("webhook"), dict) else {}
@@ -129,6 +130,38 @@ def semantic_errors(data: dict) -> list[tuple[tuple, str]]:
                 (
                     ("telegram", "webhook", "url"),
                     "mode is webhook, so webhook.url must be the public https:// address Telegram posts to",
+                )
+            )
+    return errors
+
+
+_STDIO_KEYS = ("command", "args", "env", "cwd")
+_HTTP_KEYS = ("url", "headers")
+
+
+def mcp_server_errors(data: dict) -> list[tuple[tuple, str]]:
+    """Each ``mcp.servers`` entry is either a command the assistant starts or a URL it connects to."""
+    mcp = value if isinstance(value := data.get("mcp"), dict) else {}
+    servers = value if isinstance(value := mcp.get("servers"), dict) else {}
+    errors: list[tuple[tuple, str]] = []
+    for name, server in servers.items():
+        if not isinstance(server, dict):
+            continue  # the schema reports the type
+        stdio = [key for key in _STDIO_KEYS if key in server]
+        http = [key for key in _HTTP_KEYS if key in server]
+        if "command" not in server and "url" not in server:
+            errors.append(
+                (
+                    ("mcp", "servers", name),
+                    "needs command (a server the assistant starts) or url (a streamable HTTP server)",
+                )
+            )
+        elif stdio and http:
+            errors.append(
+                (
+                    ("mcp", "servers", name),
+                    f"has both {', '.join(stdio)} (a server the assistant starts) and {', '.join(http)} "
+                    "(a server it connects to): keep one kind",
                 )
             )
     return errors

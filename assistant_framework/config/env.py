@@ -14,7 +14,8 @@ TOKEN_ENV = "TELEGRAM_BOT_TOKEN"
 _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 #: Config and argument keys whose values are secrets (shared by config show, traces and the audit log).
 SECRET_KEY = re.compile(
-    r"(token|api[_-]?key|password|passwd|passphrase|pwd|secret|credential|private[_-]?key)", re.IGNORECASE
+    r"(token|api[_-]?key|password|passwd|passphrase|pwd|secret|credential|private[_-]?key|authorization|cookie)",
+    re.IGNORECASE,
 )
 REDACTED = "***"
 

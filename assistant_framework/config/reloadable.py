@@ -57,6 +57,8 @@ APPLIED_BY: Mapping[str, str] = {
     "jobs": RELOAD,
     # Read at each reply: when to speak, and the speech endpoint.
     "voice": RELOAD,
+    # The MCP servers are stopped and started again (``/reload`` reconnects them).
+    "mcp": RELOAD,
     # The collector manager and runner are made again.
     "collectors": RELOAD,
 }

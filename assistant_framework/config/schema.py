@@ -297,6 +297,51 @@ JOBS_SCHEMA = {
     "additionalProperties": False,
 }
 
+_CAPABILITY_LIST = {
+    "type": "array",
+    "items": {"enum": ["read", "write", "delete", "network", "send"]},
+    "minItems": 1,
+    "uniqueItems": True,
+}
+_MCP_SERVER_KEYS = {
+    "enabled": {"type": "boolean"},
+    "tools": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True},
+    "capabilities": _CAPABILITY_LIST,
+    "tool_capabilities": {"type": "object", "additionalProperties": _CAPABILITY_LIST},
+    "trusted": {"type": "boolean"},
+    "timeout_seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 600},
+    "description_chars": {"type": "integer", "minimum": 0, "maximum": 2000},
+}
+MCP_SERVER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        **_MCP_SERVER_KEYS,
+        # stdio: the assistant starts the server as a child process.
+        "command": {"type": "string", "minLength": 1},
+        "args": _STR_LIST,
+        "env": {"type": "object", "additionalProperties": {"type": "string"}},
+        "cwd": {"type": "string", "minLength": 1},
+        # streamable HTTP: the server runs on its own (checks.py: one of command or url).
+        "url": _HTTP_URL,
+        "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+    "additionalProperties": False,
+}
+MCP_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "enabled": {"type": "boolean"},
+        "timeout_seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 600},
+        "servers": {
+            "type": "object",
+            # A server's name starts its tools' skill names: letters, digits and _ only.
+            "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9_]{0,23}$"},
+            "additionalProperties": MCP_SERVER_SCHEMA,
+        },
+    },
+    "additionalProperties": False,
+}
+
 COLLECTORS_SCHEMA = {
     "type": "object",
     "additionalProperties": {
@@ -341,5 +386,6 @@ ROOT_SCHEMA = {
         "search": SEARCH_SCHEMA,
         "jobs": JOBS_SCHEMA,
         "voice": VOICE_SCHEMA,
+        "mcp": MCP_SCHEMA,
     },
 }

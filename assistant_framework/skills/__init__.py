@@ -4,6 +4,8 @@
 - ``prepare``: one call made ready to run (``PreparedCall``): arguments coerced, type-fitted, validated once.
 - ``spec``: the plugin contract (module constants, ``run(workspace, args, context)``, ``SkillContext``).
 - ``loader``: one plugin folder into a ``Skill`` record, checked against ``spec``.
+- ``source``: the seam for skills that are not plugin folders (``SkillSource``: an MCP server's tools).
+- ``grammar``: the grammar-safe subset of JSON Schema (what a local server turns into a grammar).
 - ``support``: small helpers for skill authors (``need``, ``context_now``, ``context_zone``) and
   ``OUTSIDE_LABEL``, which marks outside text in a result.
 
@@ -17,6 +19,7 @@ from assistant_framework.skills.manager import (
     SkillResult,
 )
 from assistant_framework.skills.prepare import PreparedCall
+from assistant_framework.skills.source import SkillSource, SourceLoad
 from assistant_framework.skills.spec import SkillContext, SkillRun
 from assistant_framework.skills.support import OUTSIDE_LABEL, context_now, context_zone, need
 
@@ -29,6 +32,8 @@ __all__ = [
     "SkillManager",
     "SkillResult",
     "SkillRun",
+    "SkillSource",
+    "SourceLoad",
     "context_now",
     "context_zone",
     "need",

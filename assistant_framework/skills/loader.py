@@ -38,14 +38,18 @@ class SkillDefinitionError(Exception):
 
 @dataclass
 class Skill:
-    """A loaded skill: what the model sees, the help for humans, and how to call it."""
+    """A loaded skill: what the model sees, the help for humans, and how to call it.
+
+    A plugin folder's skill has ``folder``, ``source_path`` and ``module_name``; a skill from a
+    ``SkillSource`` (an MCP server's tool) has none of them and says where it comes from in ``origin``.
+    """
 
     name: str
     description: str
     args_schema: dict
     run: Callable
-    folder: Path
-    source_path: Path
+    folder: Path | None
+    source_path: Path | None
     readme_path: Path | None
     help_text: str
     schema_source: str
@@ -55,6 +59,16 @@ class Skill:
     module_name: str
     #: What the folder uses of ``spec.DEPRECATED_FORMS``: one sentence each, naming the form to use.
     deprecated: list[str] = field(default_factory=list)
+    #: Where a skill that is no plugin folder comes from (``MCP server 'time' tool 'get_current_time'``).
+    origin: str = ""
+    #: Whether its results are outside content: None as its capabilities say (``network`` is outside),
+    #: True always, False never (an outside server the owner marked trusted).
+    outside: bool | None = None
+
+    @property
+    def where(self) -> str:
+        """The folder a plugin skill was loaded from, or the origin of another skill."""
+        return str(self.folder) if self.folder is not None else self.origin
 
 
 # -- README parsing (pure) -----------------------------------------------------

@@ -28,6 +28,7 @@ from assistant_framework.skills.loader import (
     tool_name,
 )
 from assistant_framework.skills.prepare import PreparedCall, prepare_args, schema_problems, validator_for
+from assistant_framework.skills.source import SkillLoadError, SkillSource
 from assistant_framework.skills.spec import SkillContext
 from assistant_framework.workspace import Workspace
 
@@ -36,15 +37,6 @@ BUILTIN_SKILLS_DIR: Path = Path(__file__).resolve().parents[2] / "skills"
 
 #: The ``runtime`` defaults a manager built without a config takes (the record owns them).
 _RUNTIME = RuntimeSettings()
-
-
-@dataclass
-class SkillLoadError:
-    """A skill folder that failed to load; the other skills still load."""
-
-    name: str
-    folder: Path
-    error: str
 
 
 @dataclass
@@ -65,6 +57,11 @@ class SkillResult:
         return value_text(self.value)
 
 
+def _twin(skills: dict[str, Skill], spec: Skill) -> Skill | None:
+    """Another loaded skill that is offered to the model under ``spec``'s native tool name."""
+    return next((s for s in skills.values() if s.name != spec.name and tool_name(s.name) == tool_name(spec.name)), None)
+
+
 def value_text(value: Any) -> str:
     """A skill's return value as text: strings as they are, everything else as JSON."""
     if isinstance(value, str):
@@ -81,7 +78,8 @@ def truncate_text(text: str, limit: int) -> tuple[str, bool]:
 
 
 class SkillManager:
-    """Loads skills from folders (later folders override earlier ones) and runs them."""
+    """Loads skills from folders (later folders override earlier ones) and from ``sources`` (an MCP
+    server's tools), and runs them all the same way. ``close`` releases what the sources started."""
 
     def __init__(
         self,
@@ -92,8 +90,10 @@ class SkillManager:
         timeouts: dict[str, float] | None = None,
         result_limit_chars: int = _RUNTIME.skill_result_limit_chars,
         defer: bool = False,
+        sources: Sequence[SkillSource] = (),
     ) -> None:
         self.dirs = [Path(d) for d in dirs]
+        self.sources = list(sources)
         self.workspace = workspace
         self.timeout_seconds = float(timeout_seconds)
         self.timeouts = dict(timeouts or {})
@@ -110,11 +110,19 @@ class SkillManager:
 
     @classmethod
     def from_config(
-        cls, config: dict, workspace: Workspace, builtin_dir: Path | None = None, *, defer: bool = False
+        cls,
+        config: dict,
+        workspace: Workspace,
+        builtin_dir: Path | None = None,
+        *,
+        defer: bool = False,
+        sources: Sequence[SkillSource] = (),
     ) -> "SkillManager":
-        """Built-in skills first, then ``runtime.skills_dirs``; timeouts and limits from ``runtime``.
+        """Built-in skills first, then ``runtime.skills_dirs``, then ``sources``; timeouts and limits
+        from ``runtime``.
 
-        With ``defer`` the folders are imported on first use (or by ``ensure_loaded`` from a thread).
+        With ``defer`` the folders are imported (and the sources loaded) on first use, or by
+        ``ensure_loaded`` from a thread.
         """
         settings = Settings.from_config(config)
         runtime = settings.runtime
@@ -127,6 +135,7 @@ class SkillManager:
             timeouts=dict(runtime.skill_timeouts),
             result_limit_chars=runtime.skill_result_limit_chars,
             defer=defer,
+            sources=sources,
         )
         manager.default_context = SkillContext(config=config, timezone=runtime.timezone, settings=settings)
         return manager
@@ -163,7 +172,7 @@ class SkillManager:
                     )
                 )
                 continue
-            here: dict[str, Path] = {}  # a later directory replaces a name; within one it is a mistake
+            here: dict[str, Path | None] = {}  # a later directory replaces a name; within one it is a mistake
             for folder in sorted(directory.iterdir()):
                 if not is_skill_folder(folder):
                     continue
@@ -191,10 +200,7 @@ class SkillManager:
                         )
                     )
                     continue
-                twin = next(
-                    (s for s in skills.values() if s.name != spec.name and tool_name(s.name) == tool_name(spec.name)),
-                    None,
-                )
+                twin = _twin(skills, spec)
                 if twin is not None:
                     # Native tool calls name the tool, not the skill: both would be offered under one name.
                     forget_module(spec.module_name)
@@ -203,13 +209,34 @@ class SkillManager:
                             folder.name,
                             spec.folder,
                             f"{spec.folder}: skill name {spec.name!r} is offered to the model as the tool "
-                            f"{tool_name(spec.name)!r}, like skill {twin.name!r} ({twin.folder}); a tool call could "
+                            f"{tool_name(spec.name)!r}, like skill {twin.name!r} ({twin.where}); a tool call could "
                             "not tell them apart: rename one (NAME or the folder)",
                         )
                     )
                     continue
                 here[spec.name] = spec.folder
                 module_names.append(spec.module_name)
+                skills[spec.name] = spec
+                validators[spec.name] = validator_for(spec.args_schema)
+        for source in self.sources:
+            try:
+                loaded = source.load()
+            except Exception as exc:  # a source's bug must not stop the other skills
+                errors.append(SkillLoadError(type(source).__name__, None, f"{type(exc).__name__}: {exc}"))
+                continue
+            errors += loaded.errors
+            for spec in loaded.skills:
+                clash = skills.get(spec.name) or _twin(skills, spec)
+                if clash is not None:
+                    errors.append(
+                        SkillLoadError(
+                            spec.name,
+                            None,
+                            f"{spec.where}: skill name {spec.name!r} is already used by skill {clash.name!r} "
+                            f"({clash.where}); a call could not tell them apart: rename one",
+                        )
+                    )
+                    continue
                 skills[spec.name] = spec
                 validators[spec.name] = validator_for(spec.args_schema)
         self._skills = dict(sorted(skills.items()))
@@ -219,10 +246,15 @@ class SkillManager:
         self._once.done = True
 
     def reload(self) -> None:
-        """Forget the imported skill modules and load every folder again."""
+        """Forget the imported skill modules and load every folder and source again."""
         for name in self._module_names:
             forget_module(name)
         self.load()
+
+    def close(self) -> None:
+        """Release what the sources started (an MCP server is stopped); their skills stop working."""
+        for source in self.sources:
+            source.close()
 
     # -- lookup ----------------------------------------------------------------
 

@@ -214,7 +214,7 @@ def skill_rows(parts: Parts) -> dict:
                 "help": skill.help_text or "",
                 "capabilities": list(skill.capabilities),
                 "timeout_s": manager.timeout_for(name),
-                "source": str(skill.source_path),
+                "source": skill.where if skill.source_path is None else str(skill.source_path),
             }
         )
     errors = [{"name": e.name, "error": str(e.error)} for e in manager.errors]

@@ -127,7 +127,7 @@ class CallRunner:
         record.ok, record.elapsed_s = result.ok, round(result.elapsed_s, 4)
         if result.ok:
             feedback = format_skill_result(skill.name, result.value, limit + 200)
-            if touches_untrusted(args, result.value, skill.capabilities):
+            if touches_untrusted(args, result.value, skill.capabilities, skill.outside):
                 # Text from a mail, feed or attachment is data; it must not steer later calls.
                 turn.untrusted = True
                 feedback = UNTRUSTED_NOTE + "\n" + feedback

@@ -177,12 +177,13 @@ def _as_text(value: Any) -> str:
         return str(value)
 
 
-def touches_untrusted(args: Any, value: Any, capabilities: Any = ()) -> bool:
+def touches_untrusted(args: Any, value: Any, capabilities: Any = (), outside: bool | None = None) -> bool:
     """True when a call read content that came from outside (a mail, a feed item, an attachment, the web):
-    a path or source of outside content, the ``OUTSIDE_LABEL`` a skill puts on outside text, or a JSON
-    record marked ``"untrusted": true`` in its args or result. The result is already cut to the skill
-    result limit, so all of what the model sees is checked."""
-    if "network" in (capabilities or ()):
+    a skill whose results are outside content (``Skill.outside``; unset: any ``network`` skill), a path or
+    source of outside content, the ``OUTSIDE_LABEL`` a skill puts on outside text, or a JSON record marked
+    ``"untrusted": true`` in its args or result. The result is already cut to the skill result limit, so
+    all of what the model sees is checked."""
+    if outside or (outside is None and "network" in (capabilities or ())):
         return True
     text = _as_text(args) + "\n" + _as_text(value)
     return any(marker in text for marker in UNTRUSTED_MARKERS) or UNTRUSTED_RECORD.search(text) is not None

@@ -117,27 +117,52 @@ def without_examples(schema: object) -> object:
     return schema
 
 
+NAMES_ONLY = "More skills (descriptions cut for space): "
+
+
 def tools_section(catalog: list[dict], cap: int) -> str:
-    """[Tools]: name, description, compact args schema per skill; past the cap, names only."""
+    """[Tools]: name, description, compact args schema per skill; past the cap, names only. The whole
+    section, the names-only line too, stays within ``cap`` (many MCP tools must not grow it): a skill
+    is shown whole only while the names of those after it still fit; names that do not are counted."""
     if not catalog:
         return "[Tools]\n(no skills are loaded)"
+    entries = sorted(catalog, key=lambda e: e["name"])
+    names = [str(entry["name"]) for entry in entries]
+    # rest[i]: the length of the names-only line for entries[i:] (with its newline), 0 for none.
+    rest = [0] * (len(entries) + 1)
+    for i in range(len(entries) - 1, -1, -1):
+        rest[i] = rest[i + 1] + len(names[i]) + (2 if rest[i + 1] else 1 + len(NAMES_ONLY))
     lines = ["[Tools]"]
     used = len(lines[0])
-    skipped: list[str] = []
-    for entry in sorted(catalog, key=lambda e: e["name"]):
+    shown = 0
+    for i, entry in enumerate(entries):
         schema = json.dumps(
             without_examples(entry.get("args_schema") or {}), separators=(",", ":"), ensure_ascii=False, sort_keys=True
         )
         line = f"- {entry['name']}: {entry.get('description', '').strip()}\n  args: {schema}"
-        if skipped or used + len(line) + 1 > cap:
-            skipped.append(entry["name"])
-            continue
+        if used + len(line) + 1 + rest[i + 1] > cap:
+            break
         lines.append(line)
         used += len(line) + 1
-    if skipped:
+        shown += 1
+    if shown < len(entries):
         # The names stay callable; a wrong-args call comes back with the schema error.
-        lines.append("More skills (descriptions cut for space): " + ", ".join(skipped))
+        lines.append(NAMES_ONLY + _names_within(names[shown:], cap - used - 1 - len(NAMES_ONLY)))
     return "\n".join(lines)
+
+
+def _names_within(names: list[str], room: int) -> str:
+    """``names`` joined by commas within ``room`` characters; those cut are counted (``… and 12 more``)."""
+    joined = ", ".join(names)
+    if len(joined) <= room:
+        return joined
+    kept: list[str] = []
+    for n, name in enumerate(names):
+        tail = f"… and {len(names) - n} more"
+        if len(", ".join([*kept, name])) + 2 + len(f"… and {len(names) - n - 1} more") > room:
+            return ", ".join([*kept, tail]) if kept else tail
+        kept.append(name)
+    return joined
 
 
 def choice_tools_section(catalog: list[dict], cap: int) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from assistant_framework.config import load_config
 from assistant_framework.config.settings import Settings
+from assistant_framework.mcp import skill_sources
 from assistant_framework.skills import BUILTIN_SKILLS_DIR, SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.cli import UsageError
@@ -60,9 +61,14 @@ def skill_dirs(args: argparse.Namespace) -> list[Path]:
 
 
 def _manager(args: argparse.Namespace) -> SkillManager:
+    """The skills of the folders and, without ``--skills``, the config's MCP servers (started to list
+    their tools; ``close()`` stops them)."""
     # Listing runs no skill, so it gets a workspace that is never created or touched.
     unused = Workspace(Path(tempfile.gettempdir()) / "assistant-skills-inspect-unused", create=False)
-    return SkillManager(skill_dirs(args), unused)
+    sources = []
+    if not args.skills and Path(args.config).exists():
+        sources = skill_sources(Settings.from_config(load_config(args.config)).mcp)
+    return SkillManager(skill_dirs(args), unused, sources=sources)
 
 
 def _first_line(text: str) -> str:
@@ -71,8 +77,15 @@ def _first_line(text: str) -> str:
 
 def cmd_list(args: argparse.Namespace) -> int:
     manager = _manager(args)
-    rows = [(skill.name, "loaded", _first_line(skill.description)) for skill in manager.skills.values()]
-    rows += [(error.name, f"error: {error.error}", "") for error in manager.errors]
+    try:
+        return _list(manager, args)
+    finally:
+        manager.close()
+
+
+def _list(manager: SkillManager, args: argparse.Namespace) -> int:
+    rows = [(skill.name, "loaded", _first_line(skill.description), skill.where) for skill in manager.skills.values()]
+    rows += [(error.name, f"error: {error.error}", "", str(error.folder or "")) for error in manager.errors]
     if args.json:
         print(
             json.dumps(
@@ -82,8 +95,9 @@ def cmd_list(args: argparse.Namespace) -> int:
                         "loaded": state == "loaded",
                         "error": None if state == "loaded" else state[len("error: ") :],
                         "description": description,
+                        "from": where,
                     }
-                    for name, state, description in sorted(rows)
+                    for name, state, description, where in sorted(rows)
                 ],
                 indent=2,
                 ensure_ascii=False,
@@ -93,14 +107,21 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not rows:
         print("no skills found in: " + ", ".join(str(d) for d in manager.dirs))
         return 0
-    width = max(len(name) for name, _, _ in rows)
-    for name, state, description in sorted(rows, key=lambda row: row[0]):
+    width = max(len(name) for name, *_ in rows)
+    for name, state, description, _where in sorted(rows, key=lambda row: row[0]):
         print(f"{name:<{width}}  {state:<6}  {description}".rstrip())
     return 1 if manager.errors else 0
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     manager = _manager(args)
+    try:
+        return _inspect(manager, args)
+    finally:
+        manager.close()
+
+
+def _inspect(manager: SkillManager, args: argparse.Namespace) -> int:
     skill = manager.get(args.name)
     if skill is None:
         failed = [error for error in manager.errors if error.name == args.name]
@@ -120,7 +141,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                     "description": skill.description,
                     "args_schema": skill.args_schema,
                     "help": skill.help_text,
-                    "source": str(skill.source_path),
+                    "source": str(skill.source_path) if skill.source_path else skill.origin,
                     "readme": str(skill.readme_path) if skill.readme_path else None,
                     "schema_source": skill.schema_source,
                     "capabilities": list(skill.capabilities),
@@ -141,7 +162,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print(skill.help_text or "(no '## What it does' section in the README)")
     print()
     print("== Implementation ==")
-    print(f"source: {skill.source_path}")
+    print(f"source: {skill.source_path or skill.origin}")
     print(f"readme: {skill.readme_path or '(none)'}")
     print(f"schema source: {skill.schema_source}")
     print(f"capabilities: {', '.join(skill.capabilities)}")

@@ -16,6 +16,7 @@ import logging
 import threading
 from typing import Iterable
 
+from assistant_framework.skills.grammar import grammar_safe
 from messaging_llm_bot.llm.errors import LLMError
 from messaging_llm_bot.llm.runners import RunnerConfig
 
@@ -24,47 +25,8 @@ log = logging.getLogger(__name__)
 SETTINGS = ("auto", "json_schema", "json_object", "off")
 AUTO_ORDER = ("json_schema", "json_object")
 
-# The subset of JSON Schema that grammar converters (llama.cpp, llama-cpp-python, outlines,
-# xgrammar) turn into a grammar. Other keywords (const, pattern, minimum, additionalProperties,
-# format, ...) made llama-cpp-python fall back to unconstrained JSON without an error, so they
-# are left out here; the skill manager still validates the full schema before a skill runs.
-_KEEP = frozenset({"type", "properties", "required", "items", "enum", "anyOf"})
+# The grammar-safe subset (grammar_safe) lives in the framework: outside tools' schemas are cut to it there.
 TOOLS = "tools"  # the pseudo-format "send the skills as native tools" (llm/tools.py)
-
-
-def grammar_safe(schema: object, descriptions: bool = False) -> dict:
-    """``schema`` reduced to the grammar-safe subset (pure; ``const`` becomes a one-value enum).
-
-    ``descriptions`` keeps ``description`` texts (converters ignore them; a model reads them in
-    native tool specs, where a ``pattern`` broke llama-cpp-python's function-calling grammar).
-    """
-    if not isinstance(schema, dict):
-        return {}
-    out: dict = {}
-    for key, value in schema.items():
-        if key == "const":
-            out["enum"] = [value]
-        elif key == "description" and descriptions and isinstance(value, str):
-            out[key] = value
-        elif key == "oneOf" and "anyOf" not in schema:
-            out["anyOf"] = [grammar_safe(s, descriptions) for s in value if isinstance(s, dict)]
-        elif key not in _KEEP:
-            continue
-        elif key == "properties" and isinstance(value, dict):
-            out[key] = {name: grammar_safe(sub, descriptions) for name, sub in value.items()}
-        elif key == "items" and isinstance(value, dict):
-            out[key] = grammar_safe(value, descriptions)
-        elif key == "anyOf" and isinstance(value, list):
-            out[key] = [grammar_safe(s, descriptions) for s in value if isinstance(s, dict)]
-        elif key == "required" and isinstance(value, list):
-            props = schema.get("properties")
-            out[key] = [r for r in value if not isinstance(props, dict) or r in props]
-        elif key in ("type", "enum"):
-            out[key] = value
-    if out.get("type") == "object" and "properties" not in out:
-        out.pop("required", None)
-    return out
-
 
 REPLY_SCHEMA: dict = {"type": "object", "properties": {"reply": {"type": "string"}}, "required": ["reply"]}
 

@@ -11,9 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from assistant_framework.skills.grammar import grammar_safe
 from assistant_framework.skills.loader import tool_name
-
-from .structured import grammar_safe
 
 __all__ = ["ToolCall", "assistant_message", "result_message", "tool_calls_of", "tool_name", "tool_specs"]
 

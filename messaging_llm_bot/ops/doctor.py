@@ -436,6 +436,46 @@ def check_plugins(ctx: Context) -> list[Check]:
     return checks
 
 
+def check_mcp(ctx: Context) -> list[Check]:
+    """One line per configured MCP server: started (or reached), its tool count and the skills it offers."""
+    from assistant_framework.mcp import McpSkills, mcp_settings
+
+    settings = mcp_settings(ctx.config or {})
+    if not settings.servers:
+        return []
+    source = McpSkills(settings)
+    try:
+        loaded = source.load()
+        statuses = source.statuses()
+    finally:
+        source.close()
+    checks = []
+    for status in statuses:
+        name = f"mcp {status.name}"
+        key = f"mcp.servers.{status.name}"
+        if status.error == "disabled":
+            checks.append(Check(name, SKIP, f"disabled ({key}.enabled or mcp.enabled is false)"))
+            continue
+        if not status.answered:
+            checks.append(
+                Check(
+                    name,
+                    FAIL,
+                    f"{status.transport} {status.where}: did not answer: {status.error}"[:400],
+                    f"check {key} (command and args, or url and headers); run the command by hand to see why",
+                )
+            )
+            continue
+        offered = ", ".join(status.skills) or "none"
+        detail = f"{status.transport} {status.where}: answered, {status.tools} tools; offered as {offered}"[:400]
+        problems = [e.error for e in loaded.errors if e.name == f"mcp:{status.name}"]
+        if problems:
+            checks.append(Check(name, WARN, detail + "; " + "; ".join(problems)[:300], f"fix {key}.tools"))
+        else:
+            checks.append(Check(name, OK, detail))
+    return checks
+
+
 def check_python(ctx: Context) -> list[Check]:
     checks = []
     version = platform.python_version()
@@ -474,10 +514,11 @@ CHECKS: tuple[Callable[[Context], list[Check]], ...] = (
     check_workspace,
     check_spending,
     check_plugins,
+    check_mcp,
     check_python,
 )
 #: Checks that need a valid config.
-_NEEDS_CONFIG = {check_telegram, check_runners, check_plugins, check_spending}
+_NEEDS_CONFIG = {check_telegram, check_runners, check_plugins, check_spending, check_mcp}
 
 
 def run_checks(config_path: str | Path, workspace_path: str | Path, *, quick: bool = False) -> list[Check]:

@@ -23,6 +23,7 @@ from assistant_framework.config.settings.llm import (
     RunnerSettings,
     TranscriptionSettings,
 )
+from assistant_framework.config.settings.mcp import McpSettings, ServerSettings
 from assistant_framework.config.settings.memory import (
     EpisodesSettings,
     MemorySettings,
@@ -51,6 +52,7 @@ class Settings:
     search: SearchSettings = field(default_factory=SearchSettings, metadata=_nests(SearchSettings))
     jobs: JobsSettings = field(default_factory=JobsSettings, metadata=_nests(JobsSettings))
     voice: VoiceSettings = field(default_factory=VoiceSettings, metadata=_nests(VoiceSettings))
+    mcp: McpSettings = field(default_factory=McpSettings, metadata=_nests(McpSettings))
 
     @classmethod
     def from_config(cls, data: Mapping[str, object]) -> Settings:
@@ -64,6 +66,7 @@ __all__ = [
     "EpisodesSettings",
     "JobsSettings",
     "LLMSettings",
+    "McpSettings",
     "MemorySettings",
     "PolicySettings",
     "ProfileSettings",
@@ -72,6 +75,7 @@ __all__ = [
     "RunnerSettings",
     "RuntimeSettings",
     "SearchSettings",
+    "ServerSettings",
     "Settings",
     "SignalSettings",
     "SpeechSettings",

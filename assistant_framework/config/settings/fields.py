@@ -26,6 +26,8 @@ _NULL = "null"  # null is a value of its own (``temperature: null`` omits the fi
 _NESTED = "nested"  # the key holds a record of its own (``memory.recall``)
 _ITEMS = "items"  # the key holds a list of records (``llm.runners``)
 _SHORTHAND = "shorthand"  # the field of a nested record a bare boolean sets
+_KEYED = "keyed"  # the key holds an object of records by name (``mcp.servers``)
+_NAME = "name"  # the field holds the record's name in its keyed object, not a key of its own
 
 #: A key whose record field has no default (``runners[].model``): the key must be given.
 REQUIRED = object()
@@ -56,6 +58,17 @@ def lists(record: type[Record]) -> dict[str, object]:
     return {_ITEMS: record}
 
 
+def keyed(record: type[Record]) -> dict[str, object]:
+    """Field metadata: the key holds an object of records by name (``mcp.servers``), read into a
+    read-only mapping; the record's ``named()`` field gets each entry's name."""
+    return {_KEYED: record}
+
+
+def named() -> dict[str, object]:
+    """Field metadata: the record's name in its keyed object (not read from the entry, not documented)."""
+    return {_NAME: True}
+
+
 def read_record(record: type[R], section: object, *, where: str = "") -> R:
     """The record read from a config section (a dict; anything else reads as empty). A value the field
     cannot take is a ConfigError naming the key (``where`` is the section's own key); a required key that
@@ -63,6 +76,8 @@ def read_record(record: type[R], section: object, *, where: str = "") -> R:
     raw: Mapping[str, Any] = section if isinstance(section, Mapping) else {}
     values: dict[str, Any] = {}
     for item in dataclasses.fields(record):
+        if item.metadata.get(_NAME):
+            continue
         key = f"{where}.{item.name}" if where else item.name
         value = raw.get(item.name)
         if value is None and not (item.name in raw and item.metadata.get(_NULL)):
@@ -76,7 +91,12 @@ def read_record(record: type[R], section: object, *, where: str = "") -> R:
 def _read_value(item: dataclasses.Field[Any], value: Any, key: str) -> object:
     nested: type[Record] | None = item.metadata.get(_NESTED)
     items: type[Record] | None = item.metadata.get(_ITEMS)
+    by_name: type[Record] | None = item.metadata.get(_KEYED)
     try:
+        if by_name is not None:
+            if not isinstance(value, Mapping):
+                raise TypeError(f"expected an object, got {type(value).__name__}")
+            return frozen({str(name): _named(by_name, name, entry, f"{key}.{name}") for name, entry in value.items()})
         if nested is not None:
             shorthand = item.metadata.get(_SHORTHAND)
             if shorthand is not None and isinstance(value, bool):
@@ -92,6 +112,12 @@ def _read_value(item: dataclasses.Field[Any], value: Any, key: str) -> object:
         return read(value)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{key}: {_short(value)} cannot be read: {exc}") from None
+
+
+def _named(record: type[R], name: object, entry: object, where: str) -> R:
+    read = read_record(record, entry, where=where)
+    names = [item.name for item in dataclasses.fields(record) if item.metadata.get(_NAME)]
+    return dataclasses.replace(read, **{field_name: str(name) for field_name in names})
 
 
 def _short(value: object) -> str:
@@ -134,9 +160,11 @@ def record_defaults(record: type[Record]) -> dict[str, object]:
 
 def documented(record: type[Record], prefix: str = "") -> Iterator[tuple[str, object]]:
     """``(key, default as JSON)`` for every key of a record, as config/README.md writes them: nested keys
-    with dots (``recall.limit``), the keys of a list's records with ``[]`` (``runners[].model``); a key
-    without a default gives ``REQUIRED``."""
+    with dots (``recall.limit``), the keys of a list's records with ``[]`` (``runners[].model``), those of
+    records by name with ``<name>`` (``servers.<name>.url``); a key without a default gives ``REQUIRED``."""
     for item in dataclasses.fields(record):
+        if item.metadata.get(_NAME):
+            continue
         key = prefix + item.name
         nested = item.metadata.get(_NESTED)
         if nested is not None:
@@ -147,6 +175,9 @@ def documented(record: type[Record], prefix: str = "") -> Iterator[tuple[str, ob
         items = item.metadata.get(_ITEMS)
         if items is not None:
             yield from documented(items, key + "[].")
+        by_name = item.metadata.get(_KEYED)
+        if by_name is not None:
+            yield from documented(by_name, key + ".<name>.")
 
 
 # -- readers of JSON values ------------------------------------------------------------------
