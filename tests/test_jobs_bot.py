@@ -244,3 +244,42 @@ def test_assistant_jobs_run_is_made_by_the_running_bot_once(fake, chat_server, j
     line = runs(workspace)[0]
     assert line["requested"] is True and line["outcome"] == "delivered"
     assert "run_requested" not in json.loads(workspace.read_text(JOBS_FILE))[0]
+
+
+def test_a_prompt_job_stops_at_80_percent_of_a_cap_while_the_owners_turns_go_on(
+    fake, chat_server, bot_config, workspace, tmp_path
+):
+    """A prompt job's turn is background work for the spending caps (issue 31): with the only runner at 85 % of
+    its daily cap the job's turn sends nothing to the model, while the owner's own message is still answered."""
+    clock = Clock()
+    created = datetime.now(timezone.utc) - timedelta(minutes=60, seconds=10)
+    bot_config["llm"]["runners"][0]["limits"] = {"daily_tokens": 1000}
+    config = telegram_config(bot_config, fake)
+    config["jobs"] = {"poll_seconds": 0.1}
+    chat_server.enqueue({"content": '{"reply": "hello"}', "usage": {"prompt_tokens": 840, "completion_tokens": 10}})
+    bot = RunningBot(make_runtime(config, workspace, tmp_path))
+    bot.service.job_clock = clock
+    try:
+        bot.start()
+        fake.send_message("hi")
+        fake.wait_for(lambda: "hello" in texts(fake, OWNER), timeout=30)
+        workspace.write_json(
+            JOBS_FILE,
+            [
+                {
+                    "id": "j1",
+                    "name": "task check",
+                    "every_minutes": 60,
+                    "prompt": "Which tasks are open?",
+                    "created_at": created.isoformat(timespec="seconds"),
+                }
+            ],
+        )
+        fake.wait_for(lambda: len(runs(workspace)) == 1, timeout=30)
+        assert runs(workspace)[0]["outcome"] != "delivered"
+        assert len(chat_server.chat_requests) == 1  # the job's turn reached no model
+        chat_server.enqueue('{"reply": "still here for you"}')
+        fake.send_message("and now?")
+        fake.wait_for(lambda: "still here for you" in texts(fake, OWNER), timeout=30)
+    finally:
+        bot.stop()

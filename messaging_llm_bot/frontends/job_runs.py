@@ -24,8 +24,11 @@ from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job, JobStore, RunLog, due_runs, run_id
 from assistant_framework.jobs.schedule import ON_TIME
 from assistant_framework.schedules import as_utc, from_iso, to_iso, zone
+from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.turn import TurnResult
 from messaging_llm_bot.frontends.markup import escape_markdown
 from messaging_llm_bot.frontends.reminders import FROM_OUTSIDE
+from messaging_llm_bot.llm.slots import background_calls
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +99,14 @@ def prompt_reply(run: JobRun, started: datetime, reply: str) -> str:
     note = run.late_note(started)
     head = f"🗓 **{escape_markdown(run.name)}**" + (f" {escape_markdown(note)}" if note else "")
     return f"{head}\n\n{reply}"
+
+
+def background_turn(handle: Callable[[Incoming], TurnResult], incoming: Incoming) -> TurnResult:
+    """A prompt job's turn: its model calls are background work (``llm.slots.background_calls``), so they
+    yield to the chats' turns and stop at 80 % of a runner's spending cap, keeping the rest for the owner's
+    own turns (assistant_framework/spending.py)."""
+    with background_calls():
+        return handle(incoming)
 
 
 def prompt_text(run: JobRun) -> str:

@@ -18,6 +18,7 @@ import telegram
 from assistant_framework.inbox import InboxItem
 from messaging_llm_bot.frontends.job_runs import (
     JobRun,
+    background_turn,
     finish_run,
     message_reply,
     over_budget,
@@ -99,5 +100,5 @@ async def _prompt_turn(
         approve=None,
         job=run.job_id,
     )
-    result = await runner.pool.run(runner.runtime.agent.handle, incoming, owner_turn=True)
+    result = await runner.pool.run(background_turn, runner.runtime.agent.handle, incoming)
     return reply_text(result), result.ok, None if result.ok else (result.reply or "the turn failed")
