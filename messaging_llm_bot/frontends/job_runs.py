@@ -25,9 +25,11 @@ from assistant_framework.jobs import Job, JobStore, RunLog, due_runs, run_id
 from assistant_framework.jobs.schedule import ON_TIME
 from assistant_framework.schedules import as_utc, from_iso, to_iso, zone
 from messaging_llm_bot.agent.incoming import Incoming
-from messaging_llm_bot.agent.turn import TurnResult
+from messaging_llm_bot.agent.turn import TurnResult, reply_text
 from messaging_llm_bot.frontends.markup import escape_markdown
+from messaging_llm_bot.frontends.pool import TurnPool
 from messaging_llm_bot.frontends.reminders import FROM_OUTSIDE
+from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.llm.slots import background_calls
 
 log = logging.getLogger(__name__)
@@ -101,10 +103,61 @@ def prompt_reply(run: JobRun, started: datetime, reply: str) -> str:
     return f"{head}\n\n{reply}"
 
 
-def background_turn(handle: Callable[[Incoming], TurnResult], incoming: Incoming) -> TurnResult:
-    """A prompt job's turn: its model calls are background work (``llm.slots.background_calls``), so they
-    yield to the chats' turns and stop at 80 % of a runner's spending cap, keeping the rest for the owner's
-    own turns (assistant_framework/spending.py)."""
+@dataclass
+class JobReply:
+    """What a run made: the reply to deliver (None: nothing to deliver) and how the run is recorded."""
+
+    text: str | None
+    ok: bool = True
+    error: str | None = None
+    outcome: str | None = None
+
+
+async def make_job_reply(
+    runtime: Runtime,
+    pool: TurnPool,
+    inbox: Inbox,
+    run: JobRun,
+    item: InboxItem,
+    started: datetime,
+    *,
+    chat_id: Any,
+    user_id: Any,
+) -> JobReply:
+    """The run's reply, recorded in the inbox before any delivery (a crash resends it, never makes it again):
+    the reply recorded before, a ``message`` job's text, or a ``prompt`` job's turn in the owner's own chat
+    (the owner's policy, no confirmation, traced as a job turn; skipped past the day's budget)."""
+    if item.reply is not None:
+        return JobReply(item.reply)
+    if run.kind == "message":
+        made = JobReply(message_reply(run, started))
+    elif await asyncio.to_thread(over_budget, runtime.workspace, runtime.settings, started):
+        skipped = "today's model runs for jobs are used up (jobs.max_model_runs_per_day)"
+        log.warning("jobs: %s not run: %s", run.run_id, skipped)
+        return JobReply(None, error=skipped, outcome="skipped")
+    else:
+        incoming = Incoming(
+            item.conversation_id,
+            prompt_text(run),
+            chat_id=chat_id,
+            user_id=user_id,
+            message_id=run.run_id,
+            owner_chat=True,
+            untrusted=run.untrusted,
+            approve=None,
+            job=run.job_id,
+        )
+        result = await pool.run(_background_turn, runtime.agent.handle, incoming)
+        failed = None if result.ok else (result.reply or "the turn failed")
+        made = JobReply(prompt_reply(run, started, reply_text(result)), result.ok, failed)
+    text = made.text or ""
+    await asyncio.to_thread(inbox.record_reply, item.item_id, text)
+    return made
+
+
+def _background_turn(handle: Callable[[Incoming], TurnResult], incoming: Incoming) -> TurnResult:
+    # A prompt job's model calls are background work (llm.slots.background_calls): they yield to the chats'
+    # turns and stop at 80 % of a runner's spending cap, keeping the rest for the owner's own turns.
     with background_calls():
         return handle(incoming)
 

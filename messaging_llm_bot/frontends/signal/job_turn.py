@@ -15,13 +15,9 @@ from typing import TYPE_CHECKING
 from assistant_framework.inbox import InboxItem
 from messaging_llm_bot.frontends.job_runs import (
     JobRun,
-    background_turn,
     finish_run,
-    message_reply,
-    over_budget,
+    make_job_reply,
     paused_notice,
-    prompt_reply,
-    prompt_text,
 )
 from messaging_llm_bot.frontends.signal.client import SignalRpcError, SignalUnavailable
 from messaging_llm_bot.frontends.signal.settings import chat_of_conversation
@@ -46,19 +42,11 @@ async def answer_job(runner: TurnRunner, item: InboxItem) -> None:
     started = datetime.now(timezone.utc)
     ok, error, outcome = True, None, None
     try:
-        reply = item.reply
-        if reply is None:
-            if run.kind == "message":
-                reply = message_reply(run, started)
-            elif await asyncio.to_thread(over_budget, workspace, runner.runtime.settings, started):
-                outcome, error = "skipped", "today's model runs for jobs are used up (jobs.max_model_runs_per_day)"
-                log.warning("jobs: %s not run: %s", run.run_id, error)
-            else:
-                reply, ok, error = await _prompt_turn(runner, run, chat, item)
-                reply = prompt_reply(run, started, reply)
-            if reply is not None:
-                await asyncio.to_thread(runner.inbox.record_reply, item.item_id, reply)
-        if reply is not None and not await runner._deliver(item, chat, reply, None):
+        made = await make_job_reply(
+            runner.runtime, runner.pool, runner.inbox, run, item, started, chat_id=item.conversation_id, user_id=chat
+        )
+        ok, error, outcome = made.ok, made.error, made.outcome
+        if made.text is not None and not await runner._deliver(item, chat, made.text, None):
             return  # stopping with the reply undelivered: it stays in the inbox for the next start
     except Exception as exc:  # noqa: BLE001 - recorded as a failed run; three in a row pause the job
         log.exception("jobs: run %s failed", run.run_id)
@@ -73,23 +61,3 @@ async def answer_job(runner: TurnRunner, item: InboxItem) -> None:
         except (SignalRpcError, SignalUnavailable) as err:
             log.warning("jobs: could not tell the owner that job %s is paused: %s", run.job_id, err)
     await asyncio.to_thread(runner.inbox.complete, item.item_id)
-
-
-async def _prompt_turn(runner: TurnRunner, run: JobRun, chat: str, item: InboxItem) -> tuple[str, bool, str | None]:
-    """The job's turn in the owner's direct chat: (reply, ok, error)."""
-    from messaging_llm_bot.agent.incoming import Incoming
-    from messaging_llm_bot.agent.turn import reply_text
-
-    incoming = Incoming(
-        item.conversation_id,
-        prompt_text(run),
-        chat_id=item.conversation_id,
-        user_id=chat,
-        message_id=run.run_id,
-        owner_chat=True,
-        untrusted=run.untrusted,
-        approve=None,
-        job=run.job_id,
-    )
-    result = await runner.pool.run(background_turn, runner.runtime.agent.handle, incoming)
-    return reply_text(result), result.ok, None if result.ok else (result.reply or "the turn failed")

@@ -18,13 +18,9 @@ import telegram
 from assistant_framework.inbox import InboxItem
 from messaging_llm_bot.frontends.job_runs import (
     JobRun,
-    background_turn,
     finish_run,
-    message_reply,
-    over_budget,
+    make_job_reply,
     paused_notice,
-    prompt_reply,
-    prompt_text,
 )
 from messaging_llm_bot.frontends.telegram.send import TelegramDeliveryError, refused_for_good, send_markdown
 from messaging_llm_bot.frontends.telegram.settings import chat_of
@@ -48,20 +44,12 @@ async def answer_job(runner: TurnRunner, bot: telegram.Bot, item: InboxItem) -> 
     started = datetime.now(timezone.utc)
     ok, error, outcome = True, None, None
     try:
-        reply = item.reply
-        if reply is None:
-            if run.kind == "message":
-                reply = message_reply(run, started)
-            elif await asyncio.to_thread(over_budget, workspace, runner.runtime.settings, started):
-                outcome, error = "skipped", "today's model runs for jobs are used up (jobs.max_model_runs_per_day)"
-                log.warning("jobs: %s not run: %s", run.run_id, error)
-            else:
-                reply, ok, error = await _prompt_turn(runner, run, chat_id, owner, item)
-                reply = prompt_reply(run, started, reply)
-            if reply is not None:
-                await asyncio.to_thread(runner.inbox.record_reply, item.item_id, reply)
-        if reply is not None:
-            await runner._deliver(bot, item, chat_id, reply, None, None)
+        made = await make_job_reply(
+            runner.runtime, runner.pool, runner.inbox, run, item, started, chat_id=chat_id, user_id=owner
+        )
+        ok, error, outcome = made.ok, made.error, made.outcome
+        if made.text is not None:
+            await runner._deliver(bot, item, chat_id, made.text, None, None)
     except TelegramDeliveryError as err:
         if not refused_for_good(err.cause) and isinstance(err.cause, telegram.error.NetworkError):
             log.warning("jobs: %s not delivered yet (%s); it is sent again at the next look", run.run_id, err)
@@ -80,25 +68,3 @@ async def answer_job(runner: TurnRunner, bot: telegram.Bot, item: InboxItem) -> 
         except (TelegramDeliveryError, telegram.error.TelegramError) as err:
             log.warning("jobs: could not tell the owner that job %s is paused: %s", run.job_id, err)
     await asyncio.to_thread(runner.inbox.complete, item.item_id)
-
-
-async def _prompt_turn(
-    runner: TurnRunner, run: JobRun, chat_id: int, owner: int, item: InboxItem
-) -> tuple[str, bool, str | None]:
-    """The job's turn in the owner's private chat: (reply, ok, error)."""
-    from messaging_llm_bot.agent.incoming import Incoming
-    from messaging_llm_bot.agent.turn import reply_text
-
-    incoming = Incoming(
-        item.conversation_id,
-        prompt_text(run),
-        chat_id=chat_id,
-        user_id=owner,
-        message_id=run.run_id,
-        owner_chat=True,
-        untrusted=run.untrusted,
-        approve=None,
-        job=run.job_id,
-    )
-    result = await runner.pool.run(background_turn, runner.runtime.agent.handle, incoming)
-    return reply_text(result), result.ok, None if result.ok else (result.reply or "the turn failed")
