@@ -1,0 +1,30 @@
+"""bench/mutation_list.py stays true to the code: every line a mutation changes occurs exactly once in its
+file, the change changes something, and every test file it names exists. A refactor that moves a guard
+fails here (and says which mutation), instead of an hour into `bench/mutations.py`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from mutation_list import MUTATIONS  # noqa: E402
+
+
+def test_mutation_ids_are_unique():
+    ids = [m.id for m in MUTATIONS]
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS, ids=lambda m: m.id)
+def test_each_mutation_still_applies_to_one_line_and_names_existing_tests(mutation):
+    text = (ROOT / mutation.path).read_text(encoding="utf-8")
+    assert text.count(mutation.old) == 1, f"{mutation.id}: update bench/mutation_list.py for {mutation.path}"
+    assert mutation.new != mutation.old
+    assert mutation.tests, mutation.id
+    missing = [name for name in mutation.tests if not (ROOT / "tests" / name).is_file()]
+    assert not missing, f"{mutation.id}: no such test file {missing}"
