@@ -1,6 +1,6 @@
 """Secret-looking keys in every spelling (issue 34.12, found by the mutation audit): ``Password``,
 ``API_KEYS``, ``Api-Key`` are secret keys like their lower-case forms, and a list under one is hidden
-whole. ``config show`` (the real CLI, on a collector's section, which takes keys of the owner's
+whole, and so is a ``credentials`` key. ``config show`` (the real CLI, on a collector's section, which takes keys of the owner's
 choosing) and the audit line of a call the model makes through the Telegram bot show none of them."""
 
 from __future__ import annotations
@@ -12,7 +12,13 @@ import subprocess
 from tests.crash_bot import REPO
 from tests.telegram_harness import OWNER, texts
 
-SECRETS = ("Hunter2-mail-secret", "sk-first-secret-1", "sk-second-secret-2", "pass-phrase-secret-3")
+SECRETS = (
+    "Hunter2-mail-secret",
+    "sk-first-secret-1",
+    "sk-second-secret-2",
+    "pass-phrase-secret-3",
+    "oauth-credential-secret-4",
+)
 
 
 def test_config_show_hides_secret_keys_in_any_case_and_the_lists_under_them(tmp_path):
@@ -24,6 +30,7 @@ def test_config_show_hides_secret_keys_in_any_case_and_the_lists_under_them(tmp_
             "Password": SECRETS[0],
             "API_KEYS": [SECRETS[1], SECRETS[2]],
             "Accounts": [{"user": "ann", "PassPhrase": SECRETS[3]}],
+            "OAuth_Credentials": SECRETS[4],
             "Folder_Label": "visible-label",
         }
     )
@@ -65,6 +72,7 @@ def test_the_audit_line_hides_secret_keys_in_any_case(fake, start_bot, chat_serv
         "Password": SECRETS[0],
         "API_KEYS": [SECRETS[1], SECRETS[2]],
         "Accounts": [{"user": "ann", "PassPhrase": SECRETS[3]}],
+        "service_credential": SECRETS[4],
     }
     chat_server.enqueue(json.dumps({"skill": "login", "args": args}), '{"reply": "stored"}')
     fake.send_message("store my logins", user_id=OWNER)
@@ -75,3 +83,4 @@ def test_the_audit_line_hides_secret_keys_in_any_case(fake, start_bot, chat_serv
     assert not [s for s in SECRETS if s in logged], logged
     assert line["args"]["Password"] == line["args"]["API_KEYS"] == "***"
     assert line["args"]["Accounts"] == [{"user": "ann", "PassPhrase": "***"}]
+    assert line["args"]["service_credential"] == "***"
