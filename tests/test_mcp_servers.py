@@ -11,6 +11,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -57,6 +60,7 @@ def setup(tmp_path_factory, http_server):
         "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)]},
         "t": command("tools"),
         "crashy": {**command("tools"), "tools": ["die", "pid", "echo"]},
+        "sleepy": {**command("tools"), "tools": ["slow", "freeze", "pid", "echo"]},
         "mine": {**command("tools"), "trusted": True, "capabilities": ["read"], "tools": ["document", "echo"]},
         "web": {"url": http_server.url, "headers": {"Authorization": f"Bearer {TOKEN}"}},
         "locked": {"url": http_server.url, "timeout_seconds": 5},
@@ -198,6 +202,67 @@ def test_a_server_that_dies_in_a_call_is_restarted_and_the_next_call_works(setup
     assert len(outage) == 1 and "stopped answering" in outage[0].getMessage()
     assert any("answers again" in r.getMessage() for r in caplog.records)
     assert next(s for s in source.statuses() if s.name == "crashy").restarts == 1
+
+
+def test_a_call_that_hangs_costs_one_sentence_and_the_server_goes_on_answering(setup) -> None:
+    """A tool that does not answer in time (its work goes on in the server's worker thread): the call fails
+    at the server's timeout in one sentence; the server still answers, so it is not restarted."""
+    manager, source, *_ = setup
+    before = int(ok(manager, "sleepy_pid", {}).split()[-1])
+    with short_timeout(source, "sleepy", 3):
+        error = failed(manager, "sleepy_slow", {"seconds": 600})
+    assert "the MCP server 'sleepy' did not answer within 3 s" in error
+    assert ok(manager, "sleepy_echo", {"text": "still here"}).endswith("echo: still here")
+    assert int(ok(manager, "sleepy_pid", {}).split()[-1]) == before
+    assert next(s for s in source.statuses() if s.name == "sleepy").restarts == 0
+
+
+def test_a_call_that_freezes_the_server_costs_one_sentence_and_it_is_restarted(setup, monkeypatch) -> None:
+    """A tool that blocks the whole server: the call fails at the timeout in one sentence, the watcher's
+    ping finds the server stuck and restarts it, the stuck process is ended, and the next call is answered."""
+    manager, source, *_ = setup
+    monkeypatch.setattr(connection, "PING_TIMEOUT", 1.0)
+    stuck_pid = int(ok(manager, "sleepy_pid", {}).split()[-1])
+    restarts = next(s for s in source.statuses() if s.name == "sleepy").restarts
+    with short_timeout(source, "sleepy", 3):  # the restart then has the usual time to start
+        error = failed(manager, "sleepy_freeze", {"seconds": 600})
+    assert "the MCP server 'sleepy' did not answer within 3 s" in error
+    deadline = time.monotonic() + 30
+    while True:  # "is restarting: try again" until the new process answers
+        result = manager.run("sleepy_echo", {"text": "awake"}, SkillContext(conversation_id="t"))
+        if result.ok or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert result.ok and result.value.endswith("echo: awake"), result.error
+    assert int(ok(manager, "sleepy_pid", {}).split()[-1]) != stuck_pid
+    assert next(s for s in source.statuses() if s.name == "sleepy").restarts == restarts + 1
+    while time.monotonic() < deadline and _alive(stuck_pid):
+        time.sleep(0.1)
+    assert not _alive(stuck_pid), "the stuck server process was left running"
+
+
+@contextmanager
+def short_timeout(source: McpSkills, name: str, seconds: float) -> Iterator[None]:
+    """A call timeout of ``seconds`` for one server (started with the section's 20 s: a loaded machine
+    starts a Python server in more than a few seconds)."""
+    server = next(c for c in source._connections if c.name == name)
+    settings = server.settings
+    server.settings = replace(settings, timeout_seconds=seconds)
+    try:
+        yield
+    finally:
+        server.settings = settings
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (ended, not yet reaped) counts as ended
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_a_server_that_died_while_idle_is_restarted_before_the_call(setup, monkeypatch) -> None:

@@ -68,6 +68,12 @@ def tools_server() -> Any:
         return f"slept {seconds}"
 
     @server.tool()
+    async def freeze(seconds: float) -> str:
+        """Block the whole server (its event loop) for some seconds: it answers nothing, not even a ping."""
+        time.sleep(seconds)
+        return f"froze {seconds}"
+
+    @server.tool()
     def die() -> str:
         """Exit in the middle of the call."""
         os._exit(3)
