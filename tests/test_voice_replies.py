@@ -8,10 +8,11 @@ import logging
 
 import pytest
 
+from messaging_llm_bot.frontends.images import VISION_MISSING
 from messaging_llm_bot.frontends.voice import PART_CHARS, spoken_parts
 from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.speech_audio import encoded
-from tests.media_files import ogg_opus_seconds
+from tests.media_files import jpeg_with_gps, ogg_opus_seconds
 from tests.telegram_harness import OWNER, texts
 from tests.waiting import wait_until
 
@@ -22,10 +23,11 @@ def speech_requests(server: FakeChatServer) -> list[dict]:
     return [r for r in server.requests if r.path == "/v1/audio/speech"]
 
 
-def voice_config(chat_server: FakeChatServer, reply: str = "mirror", tts_url: str | None = None):
+def voice_config(chat_server: FakeChatServer, reply: str = "mirror", tts_url: str | None = None, footer: bool = False):
     """A config patch: transcription and speech at ``chat_server`` (speech elsewhere with ``tts_url``)."""
 
     def patch(config):
+        config["runtime"]["reply_footer"] = footer
         config["llm"]["transcription"] = {"base_url": chat_server.base_url, "model": "whisper-1"}
         config["voice"] = {
             "reply": reply,
@@ -114,6 +116,33 @@ def test_voice_on_and_off_per_chat_and_code_is_never_spoken(fake, start_bot, cha
     fake.send_message("and now?")
     fake.wait_for(lambda: "Quiet now." in texts(fake))
     assert len(fake.calls("sendVoice")) == 1
+
+
+def test_the_footer_and_the_no_vision_notice_are_shown_not_spoken(fake, start_bot, chat_server):
+    """The figures under a reply (runtime.reply_footer) and the "I cannot see images" notice are for the eye:
+    the text shows them, the voice note says the answer only."""
+    start_bot(config_patch=voice_config(chat_server, reply="always", footer=True))
+    chat_server.enqueue(f'{{"reply": "{REPLY}"}}')
+    fake.send_photo(OWNER, jpeg_with_gps(300, 200), caption="what is this?")  # no runner here takes images
+    fake.wait_for(lambda: fake.calls("sendVoice"))
+    [shown] = [t for t in texts(fake) if t.startswith(REPLY)]
+    assert "round" in shown and VISION_MISSING.split(":")[0] in shown  # the text has both
+    [request] = speech_requests(chat_server)
+    assert request["input"] == REPLY
+
+
+def test_signal_speaks_the_answer_without_the_footer(start, daemon, chat_server):
+    from tests.signal_harness import OWNER as SIGNAL_OWNER
+
+    note = daemon.add_attachment(encoded("opus", 0.5), "audio/aac")
+    chat_server.set_transcription("what do I need to buy")
+    chat_server.enqueue(f'{{"reply": "{REPLY}"}}')
+    start(patch=voice_config(chat_server, footer=True))
+    daemon.message(SIGNAL_OWNER, None, attachments=[note])
+    sent = daemon.wait_sent(3)  # the transcript, the text reply, the voice reply
+    assert sent[1]["message"].startswith(REPLY) and "round" in sent[1]["message"]
+    [request] = speech_requests(chat_server)
+    assert request["input"] == REPLY
 
 
 def test_signal_voice_note_is_answered_with_an_ogg_opus_attachment(start, daemon, chat_server):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import datetime
@@ -154,6 +155,15 @@ def reply_text(result: TurnResult) -> str:
     settings ask for one. Markdown: each frontend renders it as its chat shows Markdown."""
     reply = result.reply or FAILED_TURN_REPLY
     return f"{reply}\n\n_{result.footer}_" if result.footer else reply
+
+
+def without_footer(text: str) -> str:
+    """``text`` (as ``reply_text`` made it) without its footer: what is said, not the figures (spoken replies)."""
+    head, sep, last = text.rpartition("\n\n")
+    return head if sep and _FOOTER.fullmatch(last) else text
+
+
+_FOOTER = re.compile(r"_— [^\n]*_")
 
 
 def format_footer(usage: dict, rounds: int, elapsed_s: float, recalled: list[dict] | None = None) -> str:

@@ -2,7 +2,8 @@
 what of it is spoken, and the audio.
 
 ``voice.reply`` decides (``mirror``: a voice note is answered by voice; ``always``; ``off``), unless the
-chat chose with ``/voice on|off``. The spoken text is the reply without Markdown and without code blocks
+chat chose with ``/voice on|off``. The spoken text is the reply without Markdown and without code blocks,
+without the footer of figures and the notices a frontend adds
 (those stay in the text, which is always sent too), cut at ``voice.max_chars`` and split into parts of
 about ``PART_CHARS``, one voice note each. Each part is spoken by the ``voice.tts`` endpoint
 (llm/speech.py) as OGG/Opus, converted when the server sent another format
@@ -18,7 +19,9 @@ from dataclasses import dataclass
 
 from assistant_framework.config.settings import VoiceSettings
 from assistant_framework.media.voice import AudioError, is_ogg_opus, ogg_duration, to_ogg_opus
+from messaging_llm_bot.agent.turn import without_footer
 from messaging_llm_bot.frontends.chatflags import ChatFlags
+from messaging_llm_bot.frontends.images import VISION_MISSING
 from messaging_llm_bot.frontends.markup import markdown_entities, plain_parts
 from messaging_llm_bot.llm.speech import speak
 
@@ -69,10 +72,16 @@ def spoken_parts(markdown: str, max_chars: int) -> list[str]:
     return [part.strip() for part in plain_parts(text, PART_CHARS) if part.strip()]
 
 
+def speakable(reply: str) -> str:
+    """What of a sent reply is spoken: the answer, not the notice a frontend added after it (a photo the model
+    cannot see) nor the footer of figures (``runtime.reply_footer``)."""
+    return without_footer(reply.removesuffix(f"\n\n{VISION_MISSING}"))
+
+
 def voice_notes(voice: VoiceSettings, markdown: str) -> list[VoiceNote] | str:
     """The reply spoken as voice notes, or why not (one sentence for the log). Blocking: run it in a thread."""
     notes = []
-    for part in spoken_parts(markdown, voice.max_chars):
+    for part in spoken_parts(speakable(markdown), voice.max_chars):
         speech = speak(voice.tts, part)
         if speech.error is not None:
             return speech.error
