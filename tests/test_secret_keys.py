@@ -1,7 +1,8 @@
 """Secret-looking keys in every spelling (issue 34.12, found by the mutation audit): ``Password``,
 ``API_KEYS``, ``Api-Key`` are secret keys like their lower-case forms, and a list under one is hidden
-whole, and so is a ``credentials`` key. ``config show`` (the real CLI, on a collector's section, which takes keys of the owner's
-choosing) and the audit line of a call the model makes through the Telegram bot show none of them."""
+whole, and so is a ``credentials`` key. ``config show`` (the real CLI, on a collector's section, which
+takes keys of the owner's choosing) and the audit line of a call the model makes through the Telegram
+bot show none of them."""
 
 from __future__ import annotations
 
