@@ -51,9 +51,9 @@ def job_bot(fake, bot_config, workspace, tmp_path):
     # A turn under a loaded CI machine (four workers beside other suites) can take more than the default 10 s.
     fake.wait_for = lambda predicate, timeout=30: wait_for(predicate, timeout)
 
-    def start(clock: Clock, **overrides) -> RunningBot:
+    def start(clock: Clock, jobs: dict | None = None, **overrides) -> RunningBot:
         config = telegram_config(bot_config, fake, **overrides)
-        config["jobs"] = {"poll_seconds": 0.1}
+        config["jobs"] = {"poll_seconds": 0.1, **(jobs or {})}
         bot = RunningBot(make_runtime(config, workspace, tmp_path))
         bot.service.job_clock = clock
         running.append(bot)
@@ -204,6 +204,24 @@ def test_three_failed_runs_in_a_row_pause_the_job_and_tell_the_owner_once(fake, 
     assert len(runs(workspace)) == 3  # paused: no fourth run
     notices = [t for t in texts(fake, OWNER) if "failed three times" in t]
     assert len(notices) == 1 and "jobs resume j1" in notices[0]
+
+
+def test_past_the_days_budget_prompt_runs_are_skipped_and_the_owner_is_told_once(fake, chat_server, job_bot, workspace):
+    clock = Clock()
+    created = datetime.now(timezone.utc) - timedelta(seconds=30)
+    workspace.write_json(
+        JOBS_FILE,
+        [{"id": "j1", "name": "news", "every_minutes": 15, "prompt": "News?", "created_at": created.isoformat()}],
+    )
+    chat_server.enqueue('{"reply": "Nothing new."}')
+    job_bot(clock, jobs={"max_model_runs_per_day": 1})
+    for run in range(1, 4):
+        clock.advance(minutes=15)
+        fake.wait_for(lambda run=run: len(runs(workspace)) == run)
+    assert [line["outcome"] for line in runs(workspace)] == ["delivered", "skipped", "skipped"]
+    assert len(chat_server.chat_requests) == 1  # past the budget nothing goes to the model
+    notices = [t for t in texts(fake, OWNER) if "did not run" in t]
+    assert len(notices) == 1 and "news" in notices[0] and "max_model_runs_per_day" in notices[0]
 
 
 # -- seeing them: /jobs, /now, the CLI beside a running bot ---------------------------------------------

@@ -1,6 +1,7 @@
 """Jobs through the real Signal frontend (FakeSignalDaemon, FakeChatServer): a prompt job runs in the
 owner's direct chat with a skill call and its reply arrives once; a message job made in a Signal chat is
-delivered there without a model call. Under a second each."""
+delivered there without a model call; past the day's budget prompt runs are skipped and the owner is told
+once. Under a second each."""
 
 from __future__ import annotations
 
@@ -40,3 +41,25 @@ def test_a_message_job_made_in_a_signal_chat_is_delivered_there(start, daemon, c
     assert sent["recipient"] == [OWNER] and sent["message"] == "🗓 Stretch"
     wait_for(lambda: len(workspace.read_jsonl(RUNS_FILE)) == 1, what="the run's line")
     assert chat_server.chat_requests == []  # a message job makes no model call
+
+
+def test_past_the_days_budget_prompt_jobs_are_skipped_and_the_owner_is_told_once(start, daemon, chat_server, workspace):
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    workspace.write_text(  # today's one allowed model run is used already
+        RUNS_FILE, json.dumps({"run": "job:j0:x", "job": "j0", "kind": "prompt", "started": now}) + "\n"
+    )
+    [first] = due_now(prompt="News?")
+    second = {**first, "id": "j2", "name": "weather", "prompt": "Weather?"}
+    workspace.write_json(JOBS_FILE, [first, second])
+
+    def patch(config: dict) -> None:
+        config["jobs"] = {"poll_seconds": 0.1, "max_model_runs_per_day": 1}
+
+    start(patch=patch)
+    wait_for(lambda: len(workspace.read_jsonl(RUNS_FILE)) == 3, what="both runs' lines")
+    skipped = workspace.read_jsonl(RUNS_FILE)[1:]
+    assert [line["outcome"] for line in skipped] == ["skipped", "skipped"]
+    [sent] = daemon.sent  # one notice for the day, not one per run
+    assert sent["recipient"] == [OWNER] and "did not run" in sent["message"]
+    assert "config set jobs.max_model_runs_per_day 2" in sent["message"]
+    assert chat_server.chat_requests == []  # past the budget nothing goes to the model

@@ -132,9 +132,13 @@ async def make_job_reply(
     if run.kind == "message":
         made = JobReply(message_reply(run, started))
     elif await asyncio.to_thread(over_budget, runtime.workspace, runtime.settings, started):
-        skipped = "today's model runs for jobs are used up (jobs.max_model_runs_per_day)"
-        log.warning("jobs: %s not run: %s", run.run_id, skipped)
-        return JobReply(None, error=skipped, outcome="skipped")
+        log.warning("jobs: %s not run: %s", run.run_id, BUDGET_USED_UP)
+        if await asyncio.to_thread(told_budget_today, runtime.workspace, runtime.settings, started):
+            return JobReply(None, error=BUDGET_USED_UP, outcome="skipped")
+        # The day's first run the budget stops: the owner hears it once, so a silent schedule is not a mystery.
+        notice = budget_notice(run, runtime.settings.jobs.max_model_runs_per_day)
+        await asyncio.to_thread(inbox.record_reply, item.item_id, notice)
+        return JobReply(notice, error=BUDGET_USED_UP, outcome="skipped")
     else:
         incoming = Incoming(
             item.conversation_id,
@@ -165,6 +169,30 @@ def _background_turn(handle: Callable[[Incoming], TurnResult], incoming: Incomin
 def prompt_text(run: JobRun) -> str:
     """What a ``prompt`` job's turn asks the model."""
     return f"(Scheduled job {run.name!r}: do this now and answer for the owner.)\n{run.text}"
+
+
+#: The ``error`` of a run the day's budget stopped (``jobs/runs.jsonl``): also how the day's first one is found.
+BUDGET_USED_UP = "today's model runs for jobs are used up (jobs.max_model_runs_per_day)"
+
+
+def budget_notice(run: JobRun, allowed: int) -> str:
+    """What the owner is told at the day's first run the budget stops (later ones that day are silent)."""
+    return (
+        f"⏸ **{escape_markdown(run.name)}** did not run: today's {allowed} model runs for scheduled jobs are "
+        "used up. Prompt jobs run again tomorrow; message jobs go on. To allow more: "
+        f"`.venv/bin/assistant config set jobs.max_model_runs_per_day {allowed * 2}`"
+    )
+
+
+def told_budget_today(workspace: Any, settings: Settings, now: datetime) -> bool:
+    """True when a run was already stopped by the budget today (the owner was told then)."""
+    tz = zone(settings.runtime.timezone)
+    day = as_utc(now).astimezone(tz).date()
+    for record in RunLog(workspace).records():
+        started = from_iso(record.get("started"))
+        if record.get("error") == BUDGET_USED_UP and started is not None and started.astimezone(tz).date() == day:
+            return True
+    return False
 
 
 def over_budget(workspace: Any, settings: Settings, now: datetime) -> bool:
