@@ -1,4 +1,4 @@
-"""Redact secrets in text shown to users, written to logs or stored in traces.
+"""Redact secrets in text shown to users, written to logs or stored in traces, and in URLs kept as names.
 
 A server that echoes a key often cuts or masks part of it ("sk-abc…xyz", the key minus its last
 characters). So besides every whole secret, any run of ``MIN_RUN`` or more consecutive characters
@@ -8,9 +8,12 @@ replaced only whole: their fragments would shred ordinary words.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Iterable
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from assistant_framework.config import REDACTED
+from assistant_framework.config import REDACTED, SECRET_KEY
 
 #: The shortest run of a secret's characters that counts as a leak.
 MIN_RUN = 8
@@ -57,3 +60,42 @@ def redact_text(text: str, secrets: Iterable[str], min_run: int = MIN_RUN) -> st
         pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+#: Query parameters whose values are secrets in a URL (feed tokens, signed links), beside ``SECRET_KEY``'s names.
+_SECRET_PARAM = re.compile(r"^(key|auth|sig|signature|pass|passwd|session|sid|access|hash|code)$", re.IGNORECASE)
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secret parts of ``url``: a password in it (``user:pass@``) and the values of query parameters whose
+    names look secret (``token``, ``api_key``, ``key``, ``sig``...)."""
+    parts = urlsplit(url)
+    found = [parts.password] if parts.password else []
+    for name, value in parse_qsl(parts.query, keep_blank_values=False):
+        if value and (SECRET_KEY.search(name) or _SECRET_PARAM.match(name)):
+            found.append(value)
+    return found
+
+
+def url_without_secrets(url: str) -> str:
+    """``url`` as it may be shown, logged or stored: its secret parts (``url_secrets``) are ``***``."""
+    parts = urlsplit(url)
+    if not url_secrets(url):
+        return url
+    netloc = parts.netloc
+    if parts.password:
+        netloc = f"{parts.username or ''}:{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+    query = "&".join(
+        f"{name}={REDACTED}" if value and (SECRET_KEY.search(name) or _SECRET_PARAM.match(name)) else f"{name}={value}"
+        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def url_key(url: str) -> str:
+    """A name for ``url`` to key stored state by: the URL itself when it holds no secret, else the URL without
+    its secrets and a short hash of the whole (two feeds that differ only in their tokens stay apart)."""
+    shown = url_without_secrets(url)
+    if shown == url:
+        return url
+    return f"{shown} [{hashlib.sha256(url.encode('utf-8')).hexdigest()[:8]}]"

@@ -2,7 +2,9 @@
 
 Fetching uses ``requests`` (timeouts, ETag/Last-Modified) and parsing uses
 ``feedparser``. Entries are deduplicated by id across runs through the
-collector cursor in ``state/collectors/rss.json``.
+collector cursor in ``state/collectors/rss.json``. A feed URL's secrets (a token in its query, a password)
+are fetched with but never written: state, status, items and errors name the feed by the URL without them
+(``assistant_framework.redaction.url_key``), so they stay out of the workspace, its backups and the logs.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import feedparser
 
 from assistant_framework.collectors.fetch import FetchError, fetch, fetch_all
 from assistant_framework.collectors.state import load_cursor, save_cursor
+from assistant_framework.redaction import redact_text, url_key, url_secrets, url_without_secrets
 
 from .render import clean_text, digest_lines, entry_text
 
@@ -94,21 +97,26 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
     errors: list[str] = []
     report: dict[str, dict] = {}
     feeds = feed_list(config)
-    order = {feed["url"]: index for index, feed in enumerate(feeds)}
+    order = {url_without_secrets(feed["url"]): index for index, feed in enumerate(feeds)}
     day = now.date().isoformat()
     digest_rel = f"{BASE}/digest/{day}.md"  # for reading; the memory index keeps items.jsonl (one hit per item)
     digest_before = workspace.read_text(digest_rel, default=f"# Feeds digest {day}\n")
     stamp = now.isoformat(timespec="seconds")
 
     def work(feed: dict) -> tuple[list[dict], dict, dict]:
-        state = dict(feeds_cursor.get(feed["url"], {}))
+        # Keyed by the URL without its secrets; a cursor written before that is keyed by the whole URL.
+        state = dict(feeds_cursor.get(url_key(feed["url"])) or feeds_cursor.get(feed["url"]) or {})
         items, info = fetch_feed(feed, state, config)
         return items, state, info
 
     for feed, result, error in fetch_all(feeds, work):
-        url = feed["url"]
+        url, shown = url_key(feed["url"]), url_without_secrets(feed["url"])
+        if url != feed["url"]:  # the whole URL, as an older run keyed it, goes
+            feeds_cursor.pop(feed["url"], None)
+            status.pop(feed["url"], None)
         if error is not None:
-            message = str(error) if isinstance(error, FeedError) else f"feed {url}: {type(error).__name__}: {error}"
+            message = str(error) if isinstance(error, FeedError) else f"feed {shown}: {type(error).__name__}: {error}"
+            message = redact_text(message, url_secrets(feed["url"]))
             errors.append(message)
             report[url] = {"ok": False, "error": message}
             status[url] = {
@@ -145,7 +153,7 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
         feeds_cursor[url] = state
         save_cursor(workspace, NAME, cursor)
         for warning in info.get("warnings", []):
-            errors.append(f"feed {url}: {warning}")
+            errors.append(f"feed {shown}: {warning}")
         report[url] = {
             "ok": True,
             "error": None,
@@ -154,7 +162,7 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
             **({"warnings": info["warnings"]} if info.get("warnings") else {}),
         }
         status[url] = {
-            "name": items[0]["feed"] if items else feed["name"] or status.get(url, {}).get("name", url),
+            "name": items[0]["feed"] if items else feed["name"] or status.get(url, {}).get("name", shown),
             "last_ok": stamp,
             "last_error": None,
             "new": len(fresh),
@@ -173,13 +181,13 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
 
 
 class FeedError(Exception):
-    """One feed could not be fetched or parsed; the message names its URL."""
+    """One feed could not be fetched or parsed; the message names its URL (without its secrets)."""
 
 
 def fetch_feed(feed: dict, state: dict, config: dict) -> tuple[list[dict], dict]:
     """Entries of one feed (empty when unchanged: 304) and notes (encoding, warnings); updates ETag/Last-Modified
     in ``state``."""
-    url = feed["url"]
+    url, shown = feed["url"], url_without_secrets(feed["url"])
     headers = {
         "User-Agent": USER_AGENT,
         "Accept": "application/rss+xml, application/atom+xml, application/xml;q=0.9, */*;q=0.5",
@@ -192,11 +200,11 @@ def fetch_feed(feed: dict, state: dict, config: dict) -> tuple[list[dict], dict]
     try:
         answer = fetch(url, timeout=timeout, headers=headers)
     except FetchError as exc:
-        raise FeedError(f"feed {url}: {exc}") from None
+        raise FeedError(f"feed {shown}: {redact_text(str(exc), url_secrets(url))}") from None
     if answer.status == 304:
         return [], {}
     if answer.status >= 400:
-        raise FeedError(f"feed {url}: HTTP {answer.status}")
+        raise FeedError(f"feed {shown}: HTTP {answer.status}")
     # The document URL resolves relative links (feedparser reads it from Content-Location).
     response_headers = {
         **answer.headers,
@@ -206,12 +214,12 @@ def fetch_feed(feed: dict, state: dict, config: dict) -> tuple[list[dict], dict]
     parsed = feedparser.parse(io.BytesIO(answer.content), response_headers=response_headers)
     if parsed.get("bozo") and not parsed.entries:
         reason = parsed.get("bozo_exception")
-        raise FeedError(f"feed {url}: not a valid RSS/Atom feed: {reason}")
+        raise FeedError(f"feed {shown}: not a valid RSS/Atom feed: {reason}")
     if not parsed.get("version") and not parsed.entries:
-        raise FeedError(f"feed {url}: not a valid RSS/Atom feed (no entries, unknown format)")
+        raise FeedError(f"feed {shown}: not a valid RSS/Atom feed (no entries, unknown format)")
     state["etag"] = answer.headers.get("etag")
     state["last_modified"] = answer.headers.get("last-modified")
-    name = feed["name"] or clean_text(parsed.feed.get("title") or "", parsed.feed.get("title_detail")) or url
+    name = feed["name"] or clean_text(parsed.feed.get("title") or "", parsed.feed.get("title_detail")) or shown
     chars = int(config.get("summary_chars", 300))
     base = response_headers["content-location"]
     return [entry_record(entry, name, url, chars, base) for entry in parsed.entries], encoding_notes(
@@ -251,7 +259,7 @@ def entry_record(entry, feed_name: str, feed_url: str, summary_chars: int, base_
     record = {
         "id": entry_id,
         "feed": feed_name,
-        "feed_url": feed_url,
+        "feed_url": url_without_secrets(feed_url),
         "title": title,
         "link": link,
         "published": entry.get("published") or entry.get("updated") or "",

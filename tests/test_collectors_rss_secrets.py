@@ -1,0 +1,84 @@
+"""A feed URL's secrets (a token in its query, a password before the host) are used to fetch and never
+written: through the real CLI (`assistant collectors run rss`, then `assistant backup`), no file of the
+workspace, no line of the command's output or log and no byte of the backup archive holds them, also when
+the feed fails. A cursor an older version keyed by the whole URL is taken over and its key dropped."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.redaction import url_key, url_without_secrets
+from assistant_framework.workspace import Workspace
+from tests.crash_bot import REPO
+from tests.fakes.feed_server import StaticHTTPServer
+
+FIXTURES = Path(__file__).parent / "fixtures" / "collectors"
+TOKEN = "feedtoken-5f3a9c2e7b1d"
+PASSWORD = "hunter2-feed-password"
+KEY = "k3y-0f-the-blog-feed"
+
+
+@pytest.fixture
+def server():
+    with StaticHTTPServer() as srv:
+        srv.add("/news.xml", (FIXTURES / "news_rss2.xml").read_bytes(), content_type="application/rss+xml", etag='"n1"')
+        srv.add("/blog.atom", (FIXTURES / "blog_atom.xml").read_bytes(), content_type="application/atom+xml")
+        yield srv
+
+
+def assistant(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(REPO / ".venv" / "bin" / "assistant"), *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_feed_url_secrets_stay_out_of_the_workspace_the_output_and_the_backup(tmp_path, server):
+    news = server.url(f"/news.xml?token={TOKEN}")
+    blog = server.url(f"/blog.atom?key={KEY}&lang=en").replace("://", f"://reader:{PASSWORD}@")
+    missing = server.url(f"/gone.xml?access_token={TOKEN}")
+    config = tmp_path / "config"
+    (config / "collectors").mkdir(parents=True)
+    (config / "runtime.json").write_text(json.dumps({"timezone": "UTC", "log_level": "DEBUG"}))
+    (config / "collectors" / "rss.json").write_text(json.dumps({"enabled": True, "feeds": [news, blog, missing]}))
+    ws = Workspace(tmp_path / "ws")
+
+    run = assistant("collectors", "run", "rss", "--config", str(config), "--workspace", str(ws.root))
+    assert run.returncode in (0, 1), run.stderr
+    assert server.requests_to("/news.xml")[0].status == 200  # fetched with its token
+    items = ws.read_jsonl("collectors/rss/items.jsonl")
+    assert len(items) == 3 and {i["feed_url"] for i in items} == {url_without_secrets(news), url_without_secrets(blog)}
+    assert "HTTP 404" in run.stdout + run.stderr and "gone.xml?access_token=***" in run.stdout + run.stderr
+
+    backup = assistant("backup", "--workspace", str(ws.root), "--out", str(tmp_path / "b.tar.gz"))
+    assert backup.returncode == 0, backup.stderr
+    archive = gzip.decompress((tmp_path / "b.tar.gz").read_bytes()).decode("latin-1")
+    stored = "\n".join(p.read_text("latin-1") for p in ws.root.rglob("*") if p.is_file())
+    for secret in (TOKEN, PASSWORD, KEY):
+        assert secret not in stored and secret not in archive, secret
+        assert secret not in run.stdout + run.stderr + backup.stdout + backup.stderr, secret
+
+    # Two runs later the cursor is still the one feed's: its ETag is sent (a 304), nothing new.
+    again = assistant("collectors", "run", "rss", "--config", str(config), "--workspace", str(ws.root))
+    assert again.returncode in (0, 1), again.stderr
+    assert server.requests_to("/news.xml")[-1].status == 304
+
+
+def test_a_cursor_keyed_by_the_whole_url_is_taken_over_and_dropped(tmp_path, server):
+    news = server.url(f"/news.xml?token={TOKEN}")
+    ws = Workspace(tmp_path / "ws")
+    # As an older version wrote it: the whole URL as the key, the feed's ETag and what was seen.
+    ws.write_json("state/collectors/rss.json", {"cursor": {"feeds": {news: {"etag": '"n1"', "seen": ["town-news-1"]}}}})
+    config = tmp_path / "config"
+    (config / "collectors").mkdir(parents=True)
+    (config / "runtime.json").write_text(json.dumps({"timezone": "UTC"}))
+    (config / "collectors" / "rss.json").write_text(json.dumps({"enabled": True, "feeds": [news]}))
+    run = assistant("collectors", "run", "rss", "--config", str(config), "--workspace", str(ws.root))
+    assert run.returncode == 0, run.stderr
+    assert server.requests_to("/news.xml")[-1].headers.get("If-None-Match") == '"n1"'  # the old cursor was used
+    feeds = ws.read_json("state/collectors/rss.json")["cursor"]["feeds"]
+    assert list(feeds) == [url_key(news)] and TOKEN not in ws.read_text("state/collectors/rss.json")
