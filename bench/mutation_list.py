@@ -774,10 +774,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a call after many short lines of prose runs",
         FRAMING,
     ),
-    # -- Telegram: allowlist and owner-only commands (frontends/telegram/handlers.py) ------------------
+    # -- Telegram: allowlist and owner-only commands (frontends/telegram/access.py, intake.py, commands.py) -----
     Mutation(
         "telegram-group-is-owner",
-        f"{BOT}/frontends/telegram/handlers.py",
+        f"{BOT}/frontends/telegram/access.py",
         'user is not None and user.id == self.settings.owner_id, chat is not None and chat.type == "private"',
         'user is not None and user.id == self.settings.owner_id, chat is not None and chat.type != "channel"',
         "the owner's group chats see the owner's data",
@@ -785,7 +785,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "telegram-persist-strangers",
-        f"{BOT}/frontends/telegram/handlers.py",
+        f"{BOT}/frontends/telegram/intake.py",
         "if message is None or not self.allowed(message.from_user) or is_command(message):",
         "if message is None or is_command(message):",
         "a stranger's message is written to the inbox before the gate refuses it",
@@ -793,7 +793,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "telegram-status-details",
-        f"{BOT}/frontends/telegram/handlers.py",
+        f"{BOT}/frontends/telegram/commands.py",
         "if not self.owner_data(update):  # model, skills and collector errors are the owner's business",
         "if False:",
         "/status shows a friend the model, skills and collector errors",
@@ -801,7 +801,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "telegram-duplicate-not-dropped",
-        f"{BOT}/frontends/telegram/handlers.py",
+        f"{BOT}/frontends/telegram/access.py",
         "if update.update_id in self.duplicates:",
         "if False:",
         "an update delivered twice is answered twice",
@@ -809,7 +809,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "telegram-userless-passes",
-        f"{BOT}/frontends/telegram/handlers.py",
+        f"{BOT}/frontends/telegram/access.py",
         "            await self._refuse(update, context.bot, user)\n        raise ApplicationHandlerStop",
         "            await self._refuse(update, context.bot, user)\n            raise ApplicationHandlerStop",
         "an update without a user (a channel post) passes the gate",

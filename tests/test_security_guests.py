@@ -103,7 +103,7 @@ def test_collector_notices_go_to_the_owner_only(fake, start_bot):
     bot = friend_bot(start_bot)
     # The collectors' callback path, waited for to the end (send_notice sends to its targets in turn).
     sent = asyncio.run_coroutine_threadsafe(
-        bot.service.send_notice(None, f"📬 mail: about {OWNER_SECRET}"), bot.service._loop
+        bot.service.notices.send_notice(None, f"📬 mail: about {OWNER_SECRET}"), bot.service._loop
     )
     assert sent.result(10) is True
     assert any(OWNER_SECRET in t for t in texts(fake, OWNER))

@@ -202,5 +202,5 @@ def test_morning_digest_is_scheduled_daily_in_local_time(fake, start_bot):
 
 def test_collector_notice_reaches_the_allowed_users(fake, start_bot):
     bot = start_bot()
-    bot.service.notify_from_thread("rss", "3 new items")  # called from a collector thread
+    bot.service.notices.notify_from_thread("rss", "3 new items")  # called from a collector thread
     assert fake.wait_for_messages(OWNER, 1)[0]["text"] == "📬 rss: 3 new items"

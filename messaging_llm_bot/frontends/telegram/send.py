@@ -20,6 +20,7 @@ from messaging_llm_bot.frontends.telegram.format import (
     utf16_len,
 )
 from messaging_llm_bot.frontends.telegram.ratelimit import BudgetSkipped, optional_call
+from messaging_llm_bot.frontends.telegram.settings import topic_of
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +148,14 @@ async def _deliver_part(
             await asyncio.sleep(min(BACKOFF_BASE_SECONDS * 2 ** (network_failures - 1), BACKOFF_MAX_SECONDS))
         except TelegramError as err:  # Forbidden, ChatMigrated, InvalidToken...: retrying cannot help
             raise TelegramDeliveryError(chat_id, index, count, err) from err
+
+
+async def answer_update(update: telegram.Update, bot: telegram.Bot, markdown: str) -> None:
+    """Send ``markdown`` to the chat (and forum topic) an update came from; in a group it quotes the message."""
+    chat = update.effective_chat
+    reply_to = update.effective_message.message_id if chat.type != "private" else None
+    topic = topic_of(update.effective_message)  # a command in a forum topic is answered there
+    await send_markdown(bot, chat.id, markdown, reply_to_message_id=reply_to, topic=topic)
 
 
 def fit_plain_text(text: str, limit: int = MAX_MESSAGE_UTF16) -> str:
