@@ -267,3 +267,27 @@ def test_list_and_automated_mail_is_marked_bulk(tmp_path, imap_server, monkeypat
         "Dinner on Friday?": False,
         "Lunch?": False,
     }
+
+
+def test_memory_search_finds_a_collected_mail_once(tmp_path, imap_server, monkeypatch, capsys):
+    """A mail is one hit, its Markdown file: `index.jsonl` (the collector's catalogue of the files it wrote,
+    subject and snippet again) is not memory. It was found twice: the file and its catalogue line."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from messaging_llm_bot.cli.main import main
+
+    monkeypatch.setenv("TEST_MAIL_PASSWORD", PASSWORD)
+    uid = imap_server.append("INBOX", plain_message("Boiler service next Thursday", body="The plumber comes at 9."))
+    config = tmp_path / "config"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "config", config, ignore=shutil.ignore_patterns("local"))
+    (config / "collectors" / "mail.json").write_text(json.dumps(mail_config(imap_server)["collectors"]["mail"]))
+    ws = Workspace(tmp_path / "ws")
+    opts = ["--config", str(config), "--workspace", str(ws.root)]
+    assert main(["collectors", "run", "mail", *opts]) == 0
+    capsys.readouterr()
+    assert main(["memory", "search", "boiler service", "--json", *opts]) == 0
+    hits = [h for h in json.loads(capsys.readouterr().out) if "Boiler" in h["snippet"] or "boiler" in h["snippet"]]
+    assert [h["path"] for h in hits] == ws.list(f"collectors/mail/INBOX/*-{uid}.md"), hits
+    assert ws.read_jsonl("collectors/mail/index.jsonl")  # still written, for the collector and its readers

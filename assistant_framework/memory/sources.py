@@ -34,9 +34,15 @@ DEFAULT_SOURCES: tuple[tuple[str, str], ...] = (
 
 
 #: Files inside those folders that are not memory, so one item is found once: the collector runner's copy of
-#: a run's new items (``new.json``) and its run log, and a collector's digests (``digest/``: renderings for
-#: reading of the records it keeps, e.g. the rss collector's ``items.jsonl``).
-NOT_MEMORY: tuple[str, ...] = ("collectors/*/new.json", "collectors/*/runs.jsonl", "collectors/*/digest/*")
+#: a run's new items (``new.json``) and its run log, a collector's digests (``digest/``: renderings for
+#: reading of the records it keeps, e.g. the rss collector's ``items.jsonl``) and its catalogue of the files
+#: it wrote (``index.jsonl``: the mail collector's line per message file, subject and snippet again).
+NOT_MEMORY: tuple[str, ...] = (
+    "collectors/*/new.json",
+    "collectors/*/runs.jsonl",
+    "collectors/*/digest/*",
+    "collectors/*/index.jsonl",
+)
 
 
 #: Top-level folders (or files) a full refresh walks; everything else is never read.
