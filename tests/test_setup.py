@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from messaging_llm_bot.cli.main import main
-from messaging_llm_bot.ops.setup import Answers, Console, Wizard, system_timezone
+from messaging_llm_bot.ops.setup.answers import Answers, system_timezone
+from messaging_llm_bot.ops.setup.dialog import Console
+from messaging_llm_bot.ops.setup.wizard import Wizard
 from tests.crash_bot import BotProcess, echo_reply
 from tests.fakes.bot_api import FakeBotAPI
 from tests.fakes.chat_server import FakeChatServer

@@ -26,11 +26,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     # Imported here: the doctor talks to Telegram and to model servers (the bot's side).
-    from messaging_llm_bot.ops.doctor import FAIL, as_json, format_report, run_checks
+    from messaging_llm_bot.ops.doctor.report import as_json, exit_code, format_report
+    from messaging_llm_bot.ops.doctor.run import run_checks
 
     checks = run_checks(args.config, args.workspace, quick=args.quick)
     if args.json:
         print(json.dumps(as_json(checks), indent=2, ensure_ascii=False))
     else:
         print(format_report(checks))
-    return 1 if any(c.status == FAIL for c in checks) else 0
+    return exit_code(checks)

@@ -114,7 +114,9 @@ def offer_setup(config: str, workspace: str, ask: Callable[[str], str] = input) 
     if reply not in ("", "y", "yes"):
         print("The chat starts anyway; run `make setup` when the model server is ready.", file=sys.stderr)
         return None
-    from messaging_llm_bot.ops.setup import Answers, SetupError, Wizard
+    from messaging_llm_bot.ops.setup.answers import Answers
+    from messaging_llm_bot.ops.setup.dialog import SetupError
+    from messaging_llm_bot.ops.setup.wizard import Wizard
 
     try:
         return Wizard(Answers(config=Path(config), workspace=Path(workspace))).run()

@@ -48,7 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_setup(args: argparse.Namespace) -> int:
     # Imported here: setup talks to Telegram and to model servers (the bot's side).
-    from messaging_llm_bot.ops.setup import Answers, SetupError, Wizard
+    from messaging_llm_bot.ops.setup.answers import Answers
+    from messaging_llm_bot.ops.setup.dialog import SetupError
+    from messaging_llm_bot.ops.setup.wizard import Wizard
 
     config = Path(args.config)
     if not config.is_dir():

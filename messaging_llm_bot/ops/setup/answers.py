@@ -1,4 +1,5 @@
-"""What ``assistant setup`` knows before it asks: the values already configured, and the checks of one answer.
+"""The answers of ``assistant setup``: given as flags (``Answers``), already configured (``Current``), and the
+checks of one answer.
 
 The values in the git-ignored ``config/local/`` layer (and a token or allowlist set anywhere) are the user's
 own: setup offers them as the answers' defaults and keeps every one it does not ask about. The example
@@ -11,7 +12,7 @@ from __future__ import annotations
 import copy
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -23,6 +24,26 @@ if TYPE_CHECKING:
 
 #: A bot token as @BotFather gives it: the bot's id, a colon, then letters, digits, ``_`` and ``-``.
 TOKEN_FORM = re.compile(r"\d{1,20}:[A-Za-z0-9_-]{1,100}")
+
+
+@dataclass
+class Answers:
+    """The flags of ``assistant setup``; None means "ask" (or the default when not interactive)."""
+
+    config: Path
+    workspace: Path
+    token: str | None = None
+    no_telegram: bool = False
+    telegram_base_url: str | None = None
+    owner_id: int | None = None
+    wait_seconds: float = 120.0
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    timezone: str | None = None
+    test_turn: bool = True
+    interactive: bool = True
+    written: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,57 @@
+"""The doctor's plugin checks: skills and collectors load, and no enabled collector keeps failing."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from assistant_framework.workspace import WORKSPACE_MARKER, Workspace
+from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check, Context
+
+
+def check_plugins(ctx: Context) -> list[Check]:
+    from assistant_framework.collectors import CollectorManager
+    from assistant_framework.skills import SkillManager
+
+    config = ctx.config or {}
+    unused = Workspace(Path(tempfile.gettempdir()) / "assistant-doctor-unused", create=False)
+    skills = SkillManager.from_config(config, unused)
+    checks = []
+    if skills.errors:
+        checks.append(
+            Check(
+                "skills",
+                FAIL,
+                "; ".join(f"{e.name}: {e.error}" for e in skills.errors)[:400],
+                "`.venv/bin/assistant skills list` shows each error",
+            )
+        )
+    else:
+        checks.append(Check("skills", OK, f"{len(skills.names())} loaded"))
+    workspace = Workspace(ctx.workspace_path, create=False)
+    collectors = CollectorManager.from_config(config, workspace)
+    if collectors.errors:
+        checks.append(
+            Check(
+                "collectors",
+                FAIL,
+                "; ".join(f"{e.name}: {e.error}" for e in collectors.errors)[:400],
+                "`.venv/bin/assistant collectors list` shows each error",
+            )
+        )
+    else:
+        checks.append(
+            Check("collectors", OK, f"{len(collectors.collectors)} found, {len(collectors.enabled())} enabled")
+        )
+    if (ctx.workspace_path / WORKSPACE_MARKER).is_dir():
+        for row in collectors.status():
+            if row.get("enabled") and row.get("consecutive_failures"):
+                checks.append(
+                    Check(
+                        f"collector {row['name']}",
+                        WARN,
+                        f"{row['consecutive_failures']} failed run(s) in a row: {str(row.get('error') or '')[:200]}",
+                        f"`.venv/bin/assistant collectors run {row['name']}` shows the whole error",
+                    )
+                )
+    return checks

@@ -1,0 +1,48 @@
+"""The doctor's run: every check in order, each guarded (a crashing check is a failure, not the end)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from messaging_llm_bot.ops.doctor.check import FAIL, SKIP, Check, Context
+from messaging_llm_bot.ops.doctor.config import check_config
+from messaging_llm_bot.ops.doctor.mcp import check_mcp
+from messaging_llm_bot.ops.doctor.model import check_runners
+from messaging_llm_bot.ops.doctor.plugins import check_plugins
+from messaging_llm_bot.ops.doctor.python import check_python
+from messaging_llm_bot.ops.doctor.spending import check_spending
+from messaging_llm_bot.ops.doctor.telegram import check_telegram
+from messaging_llm_bot.ops.doctor.workspace import check_workspace
+
+CHECKS: tuple[Callable[[Context], list[Check]], ...] = (
+    check_config,
+    check_telegram,
+    check_runners,
+    check_workspace,
+    check_spending,
+    check_plugins,
+    check_mcp,
+    check_python,
+)
+#: Checks that need a valid config.
+_NEEDS_CONFIG = {check_telegram, check_runners, check_plugins, check_spending, check_mcp}
+
+
+def run_checks(config_path: str | Path, workspace_path: str | Path, *, quick: bool = False) -> list[Check]:
+    """Every check in order; a check that needs the config is skipped when it is invalid."""
+    ctx = Context(Path(config_path), Path(workspace_path).expanduser(), quick)
+    results: list[Check] = []
+    for check in CHECKS:
+        if check in _NEEDS_CONFIG and ctx.config is None:
+            results.append(Check(check.__name__.removeprefix("check_"), SKIP, "skipped: the config is not valid"))
+            continue
+        try:
+            results.extend(check(ctx))
+        except Exception as exc:  # a crashing check is a finding, not the end of the report
+            results.append(
+                Check(
+                    check.__name__.removeprefix("check_"), FAIL, f"the check itself failed: {type(exc).__name__}: {exc}"
+                )
+            )
+    return results

@@ -1,0 +1,74 @@
+"""The doctor's workspace checks: the folder is a workspace and writable, the disk's free space, the
+memory index's health."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from assistant_framework.workspace import WORKSPACE_MARKER
+from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check, Context
+
+MIN_FREE_BYTES = 200 * 1024 * 1024
+LOW_FREE_BYTES = 2 * 1024 * 1024 * 1024
+
+
+def check_workspace(ctx: Context) -> list[Check]:
+    path = ctx.workspace_path
+    if not (path / WORKSPACE_MARKER).is_dir():
+        return [
+            Check(
+                "workspace",
+                FAIL,
+                f"{path} is not a workspace",
+                "`make run` or `.venv/bin/assistant setup` creates it; or pass --workspace",
+            )
+        ]
+    checks = []
+    try:
+        with tempfile.NamedTemporaryFile(dir=path / WORKSPACE_MARKER, prefix=".doctor-"):
+            pass
+        checks.append(Check("workspace", OK, f"{path} is writable"))
+    except OSError as exc:
+        checks.append(
+            Check("workspace", FAIL, f"{path} is not writable: {exc.strerror}", "fix the folder's owner or permissions")
+        )
+    free = shutil.disk_usage(path).free
+    gib = free / 1024**3
+    if free < MIN_FREE_BYTES:
+        checks.append(
+            Check(
+                "disk space",
+                FAIL,
+                f"{gib:.2f} GiB free",
+                "free some space: writes fail cleanly, but nothing new is remembered",
+            )
+        )
+    elif free < LOW_FREE_BYTES:
+        checks.append(Check("disk space", WARN, f"{gib:.2f} GiB free", "free some space soon"))
+    else:
+        checks.append(Check("disk space", OK, f"{gib:.1f} GiB free"))
+    if not ctx.quick:
+        checks.append(_index_check(path))
+    return checks
+
+
+def _index_check(path: Path) -> Check:
+    index = path / "memory" / "index.sqlite3"
+    if not index.exists():
+        return Check("memory index", OK, "not built yet (built on first use)")
+    try:
+        with sqlite3.connect(f"file:{index}?mode=ro", uri=True, timeout=5) as conn:
+            answer = conn.execute("PRAGMA quick_check").fetchone()[0]
+    except sqlite3.Error as exc:
+        answer = str(exc)
+    if answer != "ok":
+        return Check(
+            "memory index",
+            WARN,
+            f"damaged ({answer[:120]})",
+            "`.venv/bin/assistant memory reindex` rebuilds it from the files (nothing is lost)",
+        )
+    return Check("memory index", OK, f"healthy ({index.stat().st_size / 1024:.0f} KiB)")

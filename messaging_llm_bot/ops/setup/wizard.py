@@ -1,0 +1,101 @@
+"""One run of ``assistant setup``: the config checked, the steps in order, then the settings written."""
+
+from __future__ import annotations
+
+from assistant_framework.config import ConfigError, load_config_detailed
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.llm.probe import LOCAL_SERVERS
+from messaging_llm_bot.ops.setup.answers import Answers, Current, system_timezone, valid_zone
+from messaging_llm_bot.ops.setup.dialog import Console, SetupError, Step
+from messaging_llm_bot.ops.setup.model import ModelSteps
+from messaging_llm_bot.ops.setup.telegram import TelegramSteps
+
+
+class Wizard(Step):
+    """One run of the setup; each step returns what it decided and says what it did."""
+
+    def __init__(self, answers: Answers, console: Console | None = None) -> None:
+        # What the config already holds is read in ``run``, once the config is known to load.
+        super().__init__(answers, console or Console(), Current(), [])
+        #: Where to look for a local model server (tests point this at their fake).
+        self.candidates = LOCAL_SERVERS
+
+    def check_config(self) -> None:
+        """The config must load as it is: every answer is written into it, and a broken file
+        would refuse the writes only at the end (after the owner's message was read and used up)."""
+        from assistant_framework.collectors.check import plugin_schema_errors
+
+        try:
+            errors = plugin_schema_errors(load_config_detailed(self.a.config, env=False))
+        except ConfigError as exc:
+            errors = str(exc).splitlines()
+        if errors:
+            raise SetupError(
+                "the config has errors; fix it first (`.venv/bin/assistant config validate` checks it):\n  "
+                + "\n  ".join(errors)
+            )
+
+    def timezone(self) -> str:
+        """The IANA zone: ``--timezone``, else the configured one (offered at a terminal), else the system's."""
+        default = self.current.timezone or system_timezone()
+        if self.a.timezone is not None:
+            zone = self.a.timezone
+            if not valid_zone(zone):
+                raise SetupError(f"unknown IANA time zone {zone!r} (e.g. Europe/Berlin, America/New_York, UTC)")
+        else:
+            zone = self._ask_until(
+                "Your time zone (IANA name)",
+                default,
+                lambda z: (
+                    None
+                    if valid_zone(z)
+                    else f"unknown IANA time zone {z!r} (e.g. Europe/Berlin, America/New_York, UTC)"
+                ),
+            )
+        self.io.say(f"Time zone: {zone}.")
+        self.settings.append(("runtime.timezone", zone))
+        return zone
+
+    def run(self) -> int:
+        """All steps, then (when the test turn passed) the settings written to the local layer."""
+        from assistant_framework.settings import write_setting
+
+        self.check_config()
+        self.current = Current.read(self.a.config)
+        telegram_steps = TelegramSteps(self.a, self.io, self.current, self.settings)
+        model_steps = ModelSteps(self.a, self.io, self.current, self.settings, self.candidates)
+        telegram = telegram_steps.telegram()
+        if telegram is not None:
+            allowed = telegram_steps.owner(*telegram)
+            self.io.say(f"Telegram: only user(s) {', '.join(map(str, allowed))} may talk to the bot.")
+            self.settings.append(("telegram.allowed_user_ids", allowed))
+        runner = model_steps.server()
+        self.timezone()
+        if self.a.test_turn and not model_steps.test_turn(runner):
+            found = telegram_steps.found_owner
+            owner = f" --owner-id {found}" if found is not None else ""
+            self.io.say(
+                "Nothing was written: the config is as it was. Check the model server and run setup again "
+                f"(`make setup`), or save these answers without the test turn: "
+                f"`.venv/bin/assistant setup --no-test{owner}`."
+            )
+            return 1
+        for key, value in self.settings:
+            try:
+                file = write_setting(self.a.config, key, value)
+            except ConfigError as exc:
+                raise SetupError(f"cannot write {key}: {exc}") from None
+            self.a.written.append(str(file))
+        Workspace(self.a.workspace)  # setup is one of the commands that creates a workspace
+        files = sorted(set(self.a.written))
+        self.io.say("Written (git-ignored, private): " + ", ".join(files))
+        self.io.say(f"Workspace: {self.a.workspace}")
+        paths = ""
+        if str(self.a.config) != "config" or str(self.a.workspace) != "workspace":
+            paths = f" CONFIG={self.a.config} WORKSPACE={self.a.workspace}"
+        self.io.say(
+            f"Next: `make run{paths}` starts the bot"
+            + (" in Telegram" if telegram or self.current.token else "")
+            + f"; `make chat{paths}` talks to it in this terminal; `make doctor{paths}` checks everything."
+        )
+        return 0
