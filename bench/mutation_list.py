@@ -355,10 +355,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a log file made 0644 stays readable by others",
         PATHS + ("test_private_files.py",),
     ),
-    # -- the durable inbox (inbox.py) ------------------------------------------------------------------
+    # -- the durable inbox (inbox/) --------------------------------------------------------------------
     Mutation(
         "inbox-batch-duplicates",
-        f"{AF}/inbox.py",
+        f"{AF}/inbox/seen.py",
         "if any(item.source_id == source_id for item in batch):",
         "if False:",
         "an update twice in one batch is answered twice",
@@ -366,7 +366,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "inbox-unknown-fingerprint-is-new",
-        f"{AF}/inbox.py",
+        f"{AF}/inbox/seen.py",
         "if not (fingerprint and known and known != fingerprint):",
         "if not (fingerprint and known != fingerprint):",
         "an id logged without a fingerprint (older seen.log) is answered again",
@@ -374,15 +374,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "inbox-compaction-drops-pending",
-        f"{AF}/inbox.py",
-        "newest = set(list(self._seen)[-SEEN_KEEP:]) | {item.source_id for item in self._items.values()}",
+        f"{AF}/inbox/seen.py",
+        "newest = set(list(self._seen)[-SEEN_KEEP:]) | {item.source_id for item in self._pending()}",
         "newest = set(list(self._seen)[-SEEN_KEEP:])",
         "a pending item's id is forgotten by a compaction while running",
         INBOX,
     ),
     Mutation(
         "inbox-crash-ids-not-logged",
-        f"{AF}/inbox.py",
+        f"{AF}/inbox/seen.py",
         "self.ws.append_line(SEEN_LOG, seen_line(source_id, unlogged[source_id]))",
         "pass",
         "an item written just before a kill is answered again after a re-delivery",
@@ -390,7 +390,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "inbox-parts-with-gaps",
-        f"{AF}/inbox.py",
+        f"{AF}/inbox/store.py",
         "while count in item.parts:",
         "while count < len(item.parts):",
         "a reply part missing in the middle is never sent",

@@ -170,7 +170,7 @@ def test_accept_many_persists_a_batch_dedupes_and_survives_restart(tmp_path):
 
 
 def test_accept_many_leaves_nothing_behind_when_the_batch_fails(tmp_path, monkeypatch):
-    from assistant_framework import inbox as inbox_module
+    from assistant_framework.inbox import store as inbox_store
 
     ws = Workspace(tmp_path)
     inbox = Inbox(ws)
@@ -178,7 +178,7 @@ def test_accept_many_leaves_nothing_behind_when_the_batch_fails(tmp_path, monkey
     def disk_full(paths):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(inbox_module, "_fsync_all", disk_full)
+    monkeypatch.setattr(inbox_store, "fsync_all", disk_full)
     import pytest
 
     with pytest.raises(OSError):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-import assistant_framework.inbox as inbox_module
+import assistant_framework.inbox.seen as seen_module
 from assistant_framework.inbox import SEEN_KEEP, SEEN_LOG
 from tests.signal_harness import OWNER as SIGNAL_OWNER
 from tests.signal_harness import wait_for
@@ -67,7 +67,7 @@ def test_signal_recent_message_stays_known_after_compaction(start, daemon, chat_
 def test_signal_seen_log_is_compacted_while_running_and_keeps_the_newest(
     start, daemon, chat_server, workspace, monkeypatch
 ):
-    monkeypatch.setattr(inbox_module, "SEEN_KEEP", 3)
+    monkeypatch.setattr(seen_module, "SEEN_KEEP", 3)
     start()
     events = []
     for n in range(8):  # past twice the kept count: compacted once, while the bot runs
@@ -93,7 +93,7 @@ def test_a_pending_messages_id_outlives_a_compaction_while_it_is_answered(
     from tests.crash_bot import echo_reply
     from tests.signal_harness import FRIEND
 
-    monkeypatch.setattr(inbox_module, "SEEN_KEEP", 3)
+    monkeypatch.setattr(seen_module, "SEEN_KEEP", 3)
     release = threading.Event()
 
     def model(request):

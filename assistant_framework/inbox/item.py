@@ -1,0 +1,69 @@
+"""One accepted message (``InboxItem``), its on-disk form, and where its file lives."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+PENDING_DIR = "state/inbox/pending"
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@dataclass
+class InboxItem:
+    """One accepted message: its ids, payload and the reply parts already sent."""
+
+    item_id: str
+    source_id: str
+    conversation_id: str
+    seq: int
+    payload: dict
+    accepted_at: str
+    parts: dict[int, int] = field(default_factory=dict)  # part index -> delivered message id
+    reply: str | None = None  # the reply text once produced, so a replay resends it instead of asking again
+    live: int | None = None  # the status/stream message shown while answering; a replay finishes that one
+    fingerprint: str = (
+        ""  # what the message is (e.g. chat/message id/date): tells a reused source id from a re-delivery
+    )
+
+    def to_json(self) -> dict:
+        """The on-disk form of the item."""
+        return {
+            "item_id": self.item_id,
+            "source_id": self.source_id,
+            "conversation_id": self.conversation_id,
+            "seq": self.seq,
+            "payload": self.payload,
+            "accepted_at": self.accepted_at,
+            "parts": {str(k): v for k, v in sorted(self.parts.items())},
+            "reply": self.reply,
+            "live": self.live,
+            "fingerprint": self.fingerprint,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "InboxItem":
+        """Rebuild an item from its on-disk form."""
+        return cls(
+            item_id=str(obj["item_id"]),
+            source_id=str(obj["source_id"]),
+            conversation_id=str(obj["conversation_id"]),
+            seq=int(obj["seq"]),
+            payload=dict(obj["payload"]),
+            accepted_at=str(obj.get("accepted_at", "")),
+            parts={int(k): int(v) for k, v in (obj.get("parts") or {}).items()},
+            reply=obj.get("reply") if isinstance(obj.get("reply"), str) else None,
+            live=obj["live"] if isinstance(obj.get("live"), int) and not isinstance(obj["live"], bool) else None,
+            fingerprint=str(obj.get("fingerprint") or ""),
+        )
+
+
+def conversation_dir(conversation_id: str) -> str:
+    """A file-name-safe folder name for a conversation id (``tg:-100`` -> ``tg_-100``)."""
+    safe = _SAFE.sub("_", conversation_id).strip(".") or "_"
+    return safe[:120]
+
+
+def item_rel(item_id: str) -> str:
+    """The item's file under the workspace (``state/inbox/pending/<conversation>/<seq>.json``)."""
+    return f"{PENDING_DIR}/{item_id}.json"

@@ -1,0 +1,215 @@
+"""The durable inbox (``Inbox``): accepting messages, the pending items a crash leaves behind, their
+ledgers, and completing them. The layout is in the package docstring."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import time
+from datetime import datetime, timezone
+
+from assistant_framework.inbox.fsync import fsync_all
+from assistant_framework.inbox.item import PENDING_DIR, InboxItem, conversation_dir, item_rel
+from assistant_framework.inbox.ledger import ledger_rel, read_ledger, write_ledger
+from assistant_framework.inbox.seen import SeenIds
+from assistant_framework.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+class Inbox:
+    """Durable inbox + outbound ledger in a workspace; thread-safe within one process."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.ws = workspace
+        self._lock = threading.Lock()
+        self._last_seq = 0
+        self._items: dict[str, InboxItem] = {}
+        for item in self._load_pending():
+            self._items[item.item_id] = item
+            self._last_seq = max(self._last_seq, item.seq)
+        self._seen = SeenIds(workspace, pending=lambda: self._items.values())
+        self._seen.log_missing(self._items.values())
+
+    # -- incoming -------------------------------------------------------------
+
+    def accept(self, source_id: str, conversation_id: str, payload: dict, fingerprint: str = "") -> InboxItem | None:
+        """Persist a new message before it is processed; None when ``source_id`` was already accepted.
+
+        With a ``fingerprint`` (what the message is), a known source id whose recorded fingerprint
+        differs is a new message under a reused id (the source restarted its id sequence, e.g. another
+        Telegram Bot API server): it is accepted, with a warning. A re-delivery has the same fingerprint.
+        """
+        source_id = str(source_id)
+        fingerprint = "".join(str(fingerprint).split())  # one token on its seen.log line
+        with self._lock:
+            if not self._seen.is_new(source_id, fingerprint):
+                return None
+            item = self._new_item(source_id, conversation_id, payload, fingerprint)
+            self.ws.write_json(item_rel(item.item_id), item.to_json())
+            # Seen is recorded after the item: a crash in between still finds the id in the pending file.
+            self._seen.record(source_id, fingerprint)
+            self._items[item.item_id] = item
+            return item
+
+    def accept_many(self, entries: list[tuple]) -> list[InboxItem | None]:
+        """``accept`` for a batch of ``(source_id, conversation_id, payload[, fingerprint])``, fsyncs together.
+
+        Every item file is written (atomic rename), then all files and folders are fsynced at once
+        (the file system commits concurrent fsyncs together: one journal commit, not two per item),
+        and only then are the ids logged as seen. The guarantee is ``accept``'s: when this returns,
+        every item is on disk; a crash before that leaves no id logged, so Telegram's re-delivery is
+        accepted again (an item file torn by a power loss is skipped as damaged).
+        """
+        results: list[InboxItem | None] = []
+        with self._lock:
+            fresh: list[InboxItem] = []
+            try:
+                for entry in entries:
+                    source_id, conversation_id, payload = str(entry[0]), entry[1], entry[2]
+                    fingerprint = "".join(str(entry[3] if len(entry) > 3 else "").split())
+                    if not self._seen.is_new(source_id, fingerprint, batch=fresh):
+                        results.append(None)
+                        continue
+                    item = self._new_item(source_id, conversation_id, payload, fingerprint)
+                    text = json.dumps(item.to_json(), indent=2, ensure_ascii=False) + "\n"
+                    self.ws.write_text(item_rel(item.item_id), text, durable=False)
+                    fresh.append(item)
+                    results.append(item)
+                paths = [self.ws.path(item_rel(i.item_id)) for i in fresh]
+                fsync_all(paths + sorted({p.parent for p in paths}))
+            except BaseException:
+                for item in fresh:  # nothing of a failed batch stays: the caller retries one by one
+                    with contextlib.suppress(OSError):
+                        self.ws.delete(item_rel(item.item_id))
+                raise
+            for item in fresh:
+                self._items[item.item_id] = item
+            for item in fresh:  # a crash before these lines is repaired at the next start (see __init__)
+                self._seen.record(item.source_id, item.fingerprint)
+        return results
+
+    def _new_item(self, source_id: str, conversation_id: str, payload: dict, fingerprint: str) -> InboxItem:
+        # Nanosecond clock keeps arrival order across restarts; max() keeps it strictly increasing.
+        seq = max(self._last_seq + 1, time.time_ns())
+        self._last_seq = seq
+        return InboxItem(
+            item_id=f"{conversation_dir(conversation_id)}/{seq:020d}",
+            source_id=source_id,
+            conversation_id=conversation_id,
+            seq=seq,
+            payload=payload,
+            accepted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            fingerprint=fingerprint,
+        )
+
+    def seen(self, source_id: str) -> bool:
+        """True when a message with this source id was accepted before."""
+        with self._lock:
+            return str(source_id) in self._seen
+
+    def pending(self, prefix: str = "") -> list[InboxItem]:
+        """Unanswered items, oldest first (so per conversation they are in arrival order).
+
+        ``prefix`` keeps the conversations of one frontend (``"tg:"``, ``"sig:"``): several
+        frontends share one workspace and each replays only its own items.
+        """
+        with self._lock:
+            items = [i for i in self._items.values() if i.conversation_id.startswith(prefix)]
+            return sorted(items, key=lambda i: (i.seq, i.item_id))
+
+    def get(self, item_id: str) -> InboxItem | None:
+        """The pending item with this id, or None when unknown or completed."""
+        with self._lock:
+            return self._items.get(item_id)
+
+    # -- outbound ledger ------------------------------------------------------
+
+    def record_reply(self, item_id: str, reply: str) -> None:
+        """Persist the reply text before sending it, so a crash mid-delivery resumes the same reply."""
+        with self._lock:
+            item = self._items.get(item_id)
+            if item is None:
+                raise KeyError(f"inbox: no pending item {item_id!r} to record a reply for")
+            item.reply = reply
+            write_ledger(self.ws, item)
+
+    def record_live(self, item_id: str, message_id: int) -> None:
+        """Record the message shown while answering (status or streamed text) as soon as it exists, so a
+        replay after a crash edits that message into the reply instead of leaving it and sending another."""
+        with self._lock:
+            item = self._items.get(item_id)
+            if item is None:
+                raise KeyError(f"inbox: no pending item {item_id!r} to record a live message for")
+            item.live = int(message_id)
+            # Within the moment after the send (a kill then would leave the message behind): the
+            # ledger is written without fsync, which a killed process survives.
+            write_ledger(self.ws, item)
+
+    def record_part(self, item_id: str, index: int, message_id: int) -> None:
+        """Record that reply part ``index`` of an item was delivered as ``message_id``."""
+        with self._lock:
+            item = self._items.get(item_id)
+            if item is None:
+                raise KeyError(f"inbox: no pending item {item_id!r} to record part {index} for")
+            item.parts[int(index)] = int(message_id)
+            write_ledger(self.ws, item)
+
+    def parts_sent(self, item_id: str) -> int:
+        """How many leading reply parts (0, 1, ... without gaps) were already delivered."""
+        with self._lock:
+            item = self._items.get(item_id)
+            if item is None:
+                return 0
+            count = 0
+            while count in item.parts:
+                count += 1
+            return count
+
+    def complete(self, item_id: str) -> None:
+        """Mark an item answered: its pending file is removed; unknown ids are ignored."""
+        with self._lock:
+            self._items.pop(item_id, None)
+            self.ws.delete(item_rel(item_id))
+            self.ws.delete(ledger_rel(item_id))
+
+    # -- internals ------------------------------------------------------------
+
+    def _load_pending(self) -> list[InboxItem]:
+        items = []
+        for rel in self.ws.list(f"{PENDING_DIR}/*/*.json"):
+            try:
+                item = InboxItem.from_json(self.ws.read_json(rel, default=None))
+            except (KeyError, TypeError, ValueError, AttributeError) as err:
+                self._move_damaged(rel, err)  # a foreign or damaged file: kept for a human, start-up goes on
+                continue
+            read_ledger(self.ws, item)
+            items.append(item)
+        known = {ledger_rel(i.item_id) for i in items}
+        for rel in self.ws.list(f"{PENDING_DIR}/*/*.ledger"):
+            if rel not in known:  # its item was completed just before a crash
+                self.ws.delete(rel)
+        return items
+
+    def _move_damaged(self, rel: str, err: Exception) -> None:
+        """Move an item file that cannot be read (and its ledger) aside, beside it, with one warning: the
+        message in it is not answered, but the owner can read it, and the next start does not meet it again."""
+        ledger = rel.removesuffix(".json") + ".ledger"
+        reason = f"{type(err).__name__}: {err}"
+        try:
+            aside = self.ws.move_aside(rel)
+            if self.ws.exists(ledger):
+                self.ws.move_aside(ledger)
+        except OSError as move_err:
+            log.warning(
+                "inbox: %s cannot be read (%s) and was left in place: %s; the message in it is not answered",
+                rel,
+                reason,
+                move_err,
+            )
+            return
+        log.warning(
+            "inbox: %s cannot be read (%s): moved aside to %s; the message in it is not answered", rel, reason, aside
+        )
