@@ -1,22 +1,14 @@
-"""Jobs the assistant schedules: their files (``store``) and when they run (``schedule``).
+"""Jobs the assistant schedules: a job read from its row and how it is shown (``job``), the jobs' file
+(``store``), the runs' log (``runs``) and when they run (``schedule``).
 
 The frontends' scheduler (messaging_llm_bot/frontends/job_runs.py) puts each due run into the durable
 inbox; docs/jobs.md describes the whole.
 """
 
+from assistant_framework.jobs.job import Job, JobError, as_row, describe_next
+from assistant_framework.jobs.runs import RUNS_FILE, RunLog, run_id
 from assistant_framework.jobs.schedule import CATCH_UP, Due, Schedule, due_runs
-from assistant_framework.jobs.store import (
-    JOBS_FILE,
-    PAUSE_AFTER_FAILURES,
-    RUNS_FILE,
-    Job,
-    JobError,
-    JobStore,
-    RunLog,
-    as_row,
-    describe_next,
-    run_id,
-)
+from assistant_framework.jobs.store import JOBS_FILE, PAUSE_AFTER_FAILURES, JobStore
 
 __all__ = [
     "CATCH_UP",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from assistant_framework.jobs import CATCH_UP, JobError, JobStore, as_row, describe_next
+from assistant_framework.jobs.job import EXAMPLES, PAYLOAD_KEYS, SCHEDULE_KEYS
 from assistant_framework.jobs.schedule import shortest_gap
-from assistant_framework.jobs.store import EXAMPLES, PAYLOAD_KEYS, SCHEDULE_KEYS
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, context_zone, need
 from assistant_framework.workspace import Workspace
 
@@ -134,7 +134,7 @@ def _check_interval(fields: dict, limits, default_tz: str, now) -> None:
     if not is_prompt or limits is None:
         return
     fields = {key: value for key, value in fields.items() if key != "message"}
-    from assistant_framework.jobs.store import schedule_of
+    from assistant_framework.jobs.job import schedule_of
 
     schedule = schedule_of({**fields, "created_at": None}, default_tz)
     gap = shortest_gap(schedule, now)
