@@ -187,7 +187,30 @@ def test_5_run_a_collector(browser, site):
     assert console_errors(browser) == []
 
 
+def test_5b_pause_resume_run_now_and_delete_a_job(browser, site):
+    browser.get(f"{site.base}/jobs")
+    card = wait_for_text(browser, "#j-j1", "Bins out")
+    assert "next run" in card.text and "paused" not in card.text
+    screenshot(browser, "jobs")
+    button = "#j-j1 form[action='/jobs/j1/{}'] button"
+    browser.find_element(By.CSS_SELECTOR, button.format("pause")).click()
+    wait_for_text(browser, ".flash", "j1 bins: paused")
+    assert browser.find_element(By.CSS_SELECTOR, button.format("resume")).text == "Resume"
+    assert '"paused": true' in site.workspace.read_text("jobs/jobs.json")
+    browser.find_element(By.CSS_SELECTOR, button.format("resume")).click()
+    wait_for_text(browser, ".flash", "j1 bins: resumed")
+    browser.find_element(By.CSS_SELECTOR, button.format("run")).click()
+    wait_for_text(browser, ".flash", "runs at the bot's next look")
+    assert '"run_requested"' in site.workspace.read_text("jobs/jobs.json")
+    browser.find_element(By.CSS_SELECTOR, button.format("remove")).click()
+    wait_for_text(browser, ".flash", "j1 bins: deleted")
+    assert "No jobs yet" in browser.find_element(By.CSS_SELECTOR, "p.empty").text
+    assert console_errors(browser) == []
+
+
 PAGES = [
+    "/jobs",
+    "/reminders",
     "/memory",
     "/memory/facts",
     "/memory/notes",
