@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import telegram
 from telegram import Update
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 #: A stranger is told at most this often that they are not allowed (the rest of their messages: silence).
 REFUSAL_EVERY_SECONDS = 60.0
 
-Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Awaitable[None]]
+Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
 
 
 def refusal_text(user_id: int) -> str:

@@ -15,7 +15,7 @@ from messaging_llm_bot.frontends import commands as texts
 from messaging_llm_bot.frontends.digest import build_digest
 from messaging_llm_bot.frontends.job_texts import jobs_text
 from messaging_llm_bot.frontends.runtime import Runtime
-from messaging_llm_bot.frontends.telegram.access import Access
+from messaging_llm_bot.frontends.telegram.access import Access, Handler
 from messaging_llm_bot.frontends.telegram.send import answer_update
 from messaging_llm_bot.frontends.telegram.settings import (
     TelegramSettings,
@@ -176,7 +176,7 @@ class Commands:
     def register(self, app: Application) -> None:
         """Add the command handlers (owner-only ones behind their check), /reset's buttons and the answer to
         an unknown command."""
-        for name, callback in (
+        commands: tuple[tuple[str, Handler], ...] = (
             ("start", self.cmd_help),
             ("help", self.cmd_help),
             ("skills", self.cmd_skills),
@@ -193,7 +193,8 @@ class Commands:
             ("stats", self.cmd_stats),
             ("why", self.cmd_why),
             ("voice", self.cmd_voice),
-        ):
+        )
+        for name, callback in commands:
             if name in OWNER_ONLY_COMMANDS:
                 callback = self.access.owner_only(name, callback)
             app.add_handler(CommandHandler(name, callback, filters=ONLY_NEW & ~filters.FORWARDED))
