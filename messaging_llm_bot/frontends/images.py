@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from assistant_framework.access import guest_workspace
 from assistant_framework.config.settings import Settings
 from assistant_framework.media.images import ImageRefused, PreparedImage, is_image_type, prepare_image
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.frontends.attachments import SavedFile
+from messaging_llm_bot.frontends.attachments import SavedFile, attachment_prompt
 from messaging_llm_bot.llm.runners import vision_runner_names
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn, not at start-up
@@ -80,3 +81,46 @@ def image_prompt(saved: SavedFile, image: PreparedImage, origin: str = "") -> st
         f"Caption: {saved.caption}" if saved.caption else "No caption.",
     ]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class FilesInput:
+    """What the model gets for the files of one message or album: the turn's text, the images it sees, and
+    whether images came that no runner can see (the chat is then told once, ``VISION_MISSING``)."""
+
+    text: str
+    images: tuple[ImageInput, ...] = ()
+    vision_missing: bool = False
+
+
+async def files_input(
+    area: Workspace, results: list[SavedFile | str], settings: Settings, origin: str = ""
+) -> FilesInput | str:
+    """The turn for saved files (an album's, in order), or the one sentence that answers instead when none
+    can go: the reason the only file could not be fetched, or why its image cannot be shown. The first
+    ``MAX_IMAGES`` images go to a runner that sees them; a file that could not be fetched is named."""
+    saved = [r for r in results if not isinstance(r, str)]
+    reasons = [r for r in results if isinstance(r, str)]
+    if not saved:
+        return reasons[0]  # why the file could not be fetched
+    seen: dict[str, ImageInput | str] = {}
+    if sees_images(settings):
+        for one in [s for s in saved if is_image(s)][:MAX_IMAGES]:
+            seen[one.rel_path] = await prepare(area, one, settings.llm.image_max_side)
+    refused = [v for v in seen.values() if isinstance(v, str)]
+    if refused and len(refused) == len(saved):
+        return refused[0]  # every file was an image that cannot go (HEIC, too large)
+    parts, images = [], ()
+    for one in saved:
+        got = seen.get(one.rel_path)
+        if got is None:
+            parts.append(attachment_prompt(one, origin=origin))
+        elif isinstance(got, str):
+            parts.append(f"{attachment_prompt(one, origin=origin)}\nIt is not shown to you: {got}")
+        else:
+            parts.append(image_prompt(one, got.image, origin))
+            images += (got,)
+    failed = [f"[Attachment] Another file could not be fetched: {r}" for r in reasons]
+    return FilesInput(
+        "\n\n".join(parts + failed), images, vision_missing=not seen and any(is_image(one) for one in saved)
+    )

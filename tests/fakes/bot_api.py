@@ -211,6 +211,7 @@ class FakeBotAPI:
         chat_id: int | None = None,
         chat_type: str = "private",
         forwarded_from: str | None = None,
+        media_group_id: str | None = None,
     ) -> dict:
         """Push a document message; the file can be fetched with getFile + download."""
         msg = self._user_message(user_id, chat_id, chat_type, "owner", None, forwarded_from)
@@ -218,6 +219,8 @@ class FakeBotAPI:
         msg["document"] = {**ref, "file_name": file_name, "mime_type": mime_type}
         if caption is not None:
             msg["caption"] = caption
+        if media_group_id is not None:  # a part of an album: sent together, one update each
+            msg["media_group_id"] = media_group_id
         return self._push("message", msg)
 
     def send_photo(
@@ -230,6 +233,7 @@ class FakeBotAPI:
         chat_id: int | None = None,
         chat_type: str = "private",
         forwarded_from: str | None = None,
+        media_group_id: str | None = None,
     ) -> dict:
         """Push a photo message: a thumbnail and the full size (largest last, as Telegram does)."""
         msg = self._user_message(user_id, chat_id, chat_type, "owner", None, forwarded_from)
@@ -241,6 +245,8 @@ class FakeBotAPI:
         ]
         if caption is not None:
             msg["caption"] = caption
+        if media_group_id is not None:  # a part of an album: sent together, one update each
+            msg["media_group_id"] = media_group_id
         return self._push("message", msg)
 
     def send_voice(

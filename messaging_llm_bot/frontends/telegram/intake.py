@@ -21,6 +21,7 @@ from messaging_llm_bot.frontends.job_runs import is_job_item
 from messaging_llm_bot.frontends.reminders import reminder_channel
 from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.telegram.access import Access
+from messaging_llm_bot.frontends.telegram.albums import MAX_ALBUM_PARTS, Albums, album_key
 from messaging_llm_bot.frontends.telegram.media import message_kind, unsupported_text
 from messaging_llm_bot.frontends.telegram.send import TelegramDeliveryError, answer_update, send_plain
 from messaging_llm_bot.frontends.telegram.settings import (
@@ -54,6 +55,7 @@ class Intake:
         self.duplicates = access.duplicates  # update ids the inbox holds as answered: the gate drops them
         self.job_items: dict[str, asyncio.Future] = {}  # job runs waiting in the owner's queue or running
         self.outage = StorageOutage("telegram")  # the inbox cannot store: updates held unconfirmed
+        self.albums = Albums()  # photos sent together: one turn (telegram/albums.py)
 
     @property
     def settings(self) -> TelegramSettings:
@@ -157,6 +159,7 @@ class Intake:
         chat = update.effective_chat
         tell, waiting = self.queues.refused(chat.id), self.queues.pending(chat.id)  # now, while the backlog is there
         self.duplicates.discard(update.update_id)
+        self.albums.dropped(update)
         item = self.items.pop(update.update_id, None)
         if item is not None:
             try:
@@ -180,28 +183,39 @@ class Intake:
         if not self.for_model(update, bot):
             await message.reply_text(unsupported_text(kind), do_quote=message.chat.type != "private")
             return
+        if self.albums.taken(update):
+            return  # answered with its album, in the turn of an earlier part
+        first, *others = await self.albums.gather(update)
+        item = await self._stored(first)
+        if item is None:
+            return
+        parts = [part for part in [await self._stored(other) for other in others] if part is not None]
+        await self.turns.answer(bot, item, parts)
+
+    async def _stored(self, update: Update) -> InboxItem | None:
+        """The inbox item of a model-bound update: stored when it was fetched, or now (webhook mode, a direct
+        process_update); None when the inbox held it as answered already, or cannot store it (the chat is told)."""
         item = self.items.pop(update.update_id, None)
-        if item is None:  # webhook mode or a direct process_update: persist now
-            try:
-                item = await asyncio.to_thread(
-                    self.inbox.accept,
-                    str(update.update_id),
-                    message_conversation(message),
-                    update.to_dict(),
-                    message_fingerprint(message),
-                )
-            except OSError as err:  # disk full, read-only: say so; the model would not see it anyway
-                log.error(
-                    "telegram: message %s in chat %s could not be stored in the inbox: %s",
-                    message.message_id,
-                    message.chat_id,
-                    err,
-                )
-                await message.reply_text(storage_error_text(err), do_quote=message.chat.type != "private")
-                return
-            if item is None:
-                return
-        await self.turns.answer(bot, item)
+        if item is not None:
+            return item
+        message = message_of(update)
+        try:
+            return await asyncio.to_thread(
+                self.inbox.accept,
+                str(update.update_id),
+                message_conversation(message),
+                update.to_dict(),
+                message_fingerprint(message),
+            )
+        except OSError as err:  # disk full, read-only: say so; the model would not see it anyway
+            log.error(
+                "telegram: message %s in chat %s could not be stored in the inbox: %s",
+                message.message_id,
+                message.chat_id,
+                err,
+            )
+            await message.reply_text(storage_error_text(err), do_quote=message.chat.type != "private")
+            return None
 
     async def start_replay(self, bot: telegram.Bot) -> asyncio.Future | None:
         """Answer items a crash left in the inbox, in order per chat.
@@ -218,19 +232,19 @@ class Intake:
             return None
         log.info("telegram: answering %d message(s) left unanswered by the last run", len(items))
 
-        async def replay(item: InboxItem) -> None:
+        async def replay(item: InboxItem, parts: list[InboxItem]) -> None:
             try:
-                await self.turns.answer(bot, item)
+                await self.turns.answer(bot, item, parts)
             except Exception:  # noqa: BLE001 - a replay failure must not kill the bot
                 log.exception("telegram: replay of %s failed", item.item_id)
 
         runs = []
-        for item in items:
+        for item, parts in stored_albums(items, bot):
             sender = ((item.payload.get("message") or {}).get("from") or {}).get("id")
             chat = chat_of(item.conversation_id)
             job = self.queues.admit(chat, owner=sender == self.settings.owner_id, exempt=True)
             assert job is not None  # exempt: never refused
-            runs.append(self.queues.run(job, replay(item)))
+            runs.append(self.queues.run(job, replay(item, parts)))
         return asyncio.gather(*runs)
 
     def start_job_item(self, bot: telegram.Bot, item: InboxItem) -> None:
@@ -255,3 +269,23 @@ class Intake:
         if owner is None or (job.chat_id not in (None, "") and reminder_channel(job.chat_id) != "telegram"):
             return None
         return conversation_id(owner)
+
+
+def stored_albums(items: Sequence[InboxItem], bot: telegram.Bot) -> list[tuple[InboxItem, list[InboxItem]]]:
+    """Stored items in order, each with the later parts of its album (those answered in its turn, at most
+    ``MAX_ALBUM_PARTS`` in all): the parts of an album the last run did not answer are one turn again."""
+    turns: list[tuple[InboxItem, list[InboxItem]]] = []
+    open_albums: dict[str, list[InboxItem]] = {}
+    for item in items:
+        try:
+            key = album_key(Update.de_json(item.payload, bot))
+        except Exception:  # noqa: BLE001 - an odd payload is answered (or reported) on its own
+            key = None
+        parts = open_albums.get(key) if key is not None else None
+        if parts is not None and len(parts) + 1 < MAX_ALBUM_PARTS:
+            parts.append(item)
+            continue
+        turns.append((item, []))
+        if key is not None:
+            open_albums[key] = turns[-1][1]
+    return turns

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 from zoneinfo import ZoneInfo
@@ -26,10 +27,7 @@ from messaging_llm_bot.frontends.images import (
     VISION_MISSING,
     VISION_MISSING_FLAG,
     area_for,
-    image_prompt,
-    is_image,
-    prepare,
-    sees_images,
+    files_input,
 )
 from messaging_llm_bot.frontends.job_runs import is_job_item
 from messaging_llm_bot.frontends.pool import TurnPool
@@ -39,7 +37,6 @@ from messaging_llm_bot.frontends.telegram.format import render_markdown
 from messaging_llm_bot.frontends.telegram.job_turn import answer_job
 from messaging_llm_bot.frontends.telegram.media import (
     VOICE_DISABLED,
-    attachment_prompt,
     message_kind,
     save_attachment,
     transcribe_voice,
@@ -101,8 +98,11 @@ class TurnRunner:
         """How many turns are running now."""
         return len(self._active)
 
-    async def answer(self, bot: telegram.Bot, item: InboxItem) -> None:
-        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
+    async def answer(self, bot: telegram.Bot, item: InboxItem, parts: Sequence[InboxItem] = ()) -> None:
+        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start.
+
+        ``parts``: the rest of ``item``'s album (telegram/albums.py), answered in the same turn; they are
+        completed once the reply is recorded on ``item`` (a crash after that resends the recorded reply)."""
         if self.stopping:
             log.info("telegram: stopping; %s stays in the inbox for the next start", item.item_id)
             return
@@ -110,7 +110,7 @@ class TurnRunner:
             if is_job_item(item):
                 await answer_job(self, bot, item)
             else:
-                await self._answer(bot, item)
+                await self._answer(bot, item, parts)
 
     async def wait_idle(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for running turns; True when none is left."""
@@ -120,7 +120,7 @@ class TurnRunner:
         """Cancel the running turns (their items stay pending: no completion happens); returns how many."""
         return self._active.cancel_all()
 
-    async def _answer(self, bot: telegram.Bot, item: InboxItem) -> None:
+    async def _answer(self, bot: telegram.Bot, item: InboxItem, parts: Sequence[InboxItem] = ()) -> None:
         """Answer ``item`` and complete it; the user always gets a message, even on errors."""
         update = Update.de_json(item.payload, bot)
         message = update.effective_message
@@ -145,9 +145,10 @@ class TurnRunner:
                     on_message=lambda mid: self._record_live(item, mid),
                     topic=topic,
                 )
-                reply = await self._produce_reply(bot, item, message, progress)
+                reply = await self._produce_reply(bot, item, message, progress, parts)
                 await progress.stop()
                 await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
+            await self._complete(parts)  # the reply recorded on ``item`` answers them too
             await self._deliver(bot, item, chat_id, reply, reply_to, progress, topic)
             if produced:
                 await self._speak(bot, item, message, reply)
@@ -177,10 +178,20 @@ class TurnRunner:
                 )
             except TelegramError:
                 log.error("telegram: could not even send the failure notice to chat %s", chat_id)
+        await self._complete(parts)
         await asyncio.to_thread(self.inbox.complete, item.item_id)
 
+    async def _complete(self, items: Sequence[InboxItem]) -> None:
+        for one in items:
+            await asyncio.to_thread(self.inbox.complete, one.item_id)
+
     async def _produce_reply(
-        self, bot: telegram.Bot, item: InboxItem, message: telegram.Message, progress: Progress
+        self,
+        bot: telegram.Bot,
+        item: InboxItem,
+        message: telegram.Message,
+        progress: Progress,
+        parts: Sequence[InboxItem] = (),
     ) -> str:
         kind = message_kind(message)
         untrusted = False
@@ -197,18 +208,16 @@ class TurnRunner:
             today = datetime.now(ZoneInfo(self.settings.timezone)).date()
             # A guest's file goes to the chat's own area, never into the owner's inbox/.
             area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
-            saved = await save_attachment(bot, area, message, today)
-            if isinstance(saved, str):
-                return saved
-            text, untrusted = attachment_prompt(saved, origin=origin or ""), True
-            if is_image(saved):
-                if sees_images(self.runtime.settings):
-                    seen = await prepare(area, saved, self.runtime.settings.llm.image_max_side)
-                    if isinstance(seen, str):
-                        return seen  # HEIC, too large, unreadable: one sentence
-                    text, images = image_prompt(saved, seen.image, origin or ""), (seen,)
-                elif await asyncio.to_thread(self.flags.first_time, item.conversation_id, VISION_MISSING_FLAG):
-                    notice = VISION_MISSING
+            album = [message, *(Update.de_json(part.payload, bot).effective_message for part in parts)]
+            saved = [await save_attachment(bot, area, one, today) for one in album]
+            files = await files_input(area, saved, self.runtime.settings, origin or "")
+            if isinstance(files, str):
+                return files  # not fetched, HEIC, too large, unreadable: one sentence
+            text, images, untrusted = files.text, files.images, True
+            if files.vision_missing and await asyncio.to_thread(
+                self.flags.first_time, item.conversation_id, VISION_MISSING_FLAG
+            ):
+                notice = VISION_MISSING
         elif kind == "voice":
             config = transcription_settings(self.runtime.settings.llm)
             if config is None:

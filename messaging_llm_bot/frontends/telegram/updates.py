@@ -70,6 +70,8 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
             await coroutine
             return
         fe = self.frontend
+        if fe.intake.for_model(update, update.get_bot()):
+            fe.intake.albums.arrived(update)  # before its chat's handlers run: the album's first turn waits for it
         # Admitted in arrival order (PTB starts these tasks in that order): order holds per chat.
         job = fe.queues.admit(chat.id, owner=access.from_owner(update))
         if job is None:
