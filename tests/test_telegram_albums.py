@@ -7,6 +7,7 @@ from assistant_framework.inbox import Inbox
 from tests.media_files import image_parts, png_bytes
 from tests.telegram_harness import OWNER, texts
 from tests.test_photos import with_vision
+from tests.waiting import wait_until
 
 
 def _user_text(request: dict) -> str:
@@ -33,7 +34,7 @@ def test_an_album_of_photos_is_one_turn_with_all_its_photos(fake, start_bot, cha
     text = _user_text(album_turn)
     assert all(f"[photo: {path}," in text for path in saved) and "what are these?" in text
     assert len(chat_server.chat_requests) == 2
-    assert Inbox(workspace).pending() == []  # every part answered
+    wait_until(lambda: Inbox(workspace).pending() == [])  # every part answered (completed after delivery)
 
 
 def test_an_album_of_files_is_one_turn_and_a_photo_alone_stays_its_own(fake, start_bot, chat_server, workspace):
@@ -72,4 +73,4 @@ def test_a_stop_mid_album_loses_no_photo_and_the_next_start_answers_the_album_on
     assert texts(fake) == ["All three, at last."]
     replayed = [r for r in chat_server.chat_requests if image_parts(r)][-1]
     assert len(image_parts(replayed)) == 3
-    assert Inbox(workspace).pending() == []
+    wait_until(lambda: Inbox(workspace).pending() == [])
