@@ -24,7 +24,7 @@ from assistant_framework.config import ConfigError, load_config
 from assistant_framework.config.reloadable import ReloadReport, plan_reload
 from assistant_framework.config.settings import Settings
 from assistant_framework.workspace import Workspace
-from assistant_framework.workspace.private import tighten
+from assistant_framework.workspace.private import make_workspace_private
 from messaging_llm_bot.parts import BackgroundModel, Parts, build_parts, llm_client
 
 __all__ = ["BackgroundModel", "BotRuntime", "Parts", "build_parts", "build_runtime", "merge", "runner_secrets"]
@@ -286,18 +286,6 @@ def _refuse_plugin_dirs_in_workspace(settings: Settings, path: Path, workspace_r
         raise ConfigError("\n".join(f"{where}: {problem}" for problem in problems))
 
 
-def _make_private(workspace: Workspace) -> None:
-    """A workspace made before files were private (or copied in by hand) is tightened at start: group and
-    other permissions come off every file and folder. Said once; the next start finds nothing to change."""
-    changed = tighten(workspace.root)
-    if changed:
-        log.warning(
-            "workspace %s: made %d files and folders private (0600/0700): other users of this machine could read them",
-            workspace.root,
-            len(changed),
-        )
-
-
 def build_runtime(
     config_path: str | Path, workspace_path: str | Path, *, overrides: dict | None = None, defer: bool = False
 ) -> BotRuntime:
@@ -320,7 +308,7 @@ def build_runtime(
         raise ConfigError(f"{path}: runtime.timezone: unknown IANA time zone {zone_name!r}") from None
     _refuse_plugin_dirs_in_workspace(settings, path, Path(workspace_path))
     workspace = Workspace(workspace_path)
-    _make_private(workspace)
+    make_workspace_private(workspace.root)
     # A bad runner (no model, say) is a config error now, not at the first message.
     from messaging_llm_bot.llm.runners import runners_from_config
 

@@ -16,6 +16,7 @@ from ..config import load_config
 from ..config.settings import Settings
 from ..skills import SkillManager
 from ..workspace import Workspace
+from ..workspace.private import make_workspace_private
 
 
 class Parts(Protocol):
@@ -53,6 +54,7 @@ def standalone_parts(config_path: str | Path, workspace_path: str | Path) -> Sta
     path = Path(config_path)
     config = load_config(path) if path.exists() else {}
     workspace = Workspace(workspace_path)
+    make_workspace_private(workspace.root)  # as the bot does at start: the page may be what runs alone
     skills = SkillManager.from_config(config, workspace)
     collectors = CollectorManager.from_config(config, workspace)
     settings = Settings.from_config(config)

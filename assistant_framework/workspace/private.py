@@ -5,16 +5,20 @@ Whatever the umask, the workspace's folders are created 0700 and its files 0600:
 the SQLite index is created by ``private_file`` first (SQLite gives its ``-wal``/``-shm`` files the
 database file's mode). The bot and the CLI also run under a ``0077`` umask (``private_umask``), so
 files a library or a plugin creates with plain ``open()`` are private too. ``tighten`` takes group
-and other permissions off a workspace made before (the bot does it once at start, with one log line).
+and other permissions off a workspace made before; ``make_workspace_private`` does it with one log line,
+at the start of whatever serves a workspace (the bot, ``assistant web`` alone).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -78,6 +82,18 @@ def tighten(root: str | os.PathLike[str]) -> list[str]:
         finally:
             os.close(fd)
     return changed
+
+
+def make_workspace_private(root: str | os.PathLike[str]) -> None:
+    """A workspace made before files were private (or copied in by hand) is tightened at start: group and
+    other permissions come off every file and folder. Said once; the next start finds nothing to change."""
+    changed = tighten(root)
+    if changed:
+        log.warning(
+            "workspace %s: made %d files and folders private (0600/0700): other users of this machine could read them",
+            root,
+            len(changed),
+        )
 
 
 def _entries(base: Path) -> Iterator[Path]:
