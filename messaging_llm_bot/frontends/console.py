@@ -7,6 +7,10 @@ followed by an empty line), nothing else on stdout; EOF ends with status 0.
 Messages for the model go through the durable inbox (``assistant_framework.inbox``) like Telegram's:
 a message a crash left unanswered is answered first at the next start (its reply block comes before
 the new ones; a note naming it goes to stderr).
+
+One terminal chat per workspace (``state/console.lock``): two would both answer the message a crash
+left unanswered, both deliver this conversation's reminders and interleave one conversation. A
+Telegram or Signal bot on the same workspace is no conflict (its own conversations, items, reminders).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+import filelock
+
 from assistant_framework.inbox import Inbox
 from messaging_llm_bot.agent.guard import ApproveCallback
 from messaging_llm_bot.agent.incoming import Incoming
@@ -31,6 +37,8 @@ from messaging_llm_bot.frontends.runtime import Runtime
 
 CONVERSATION_ID = "console"
 QUIT_COMMANDS = ("/quit", "/exit")
+LOCK_FILE = "state/console.lock"
+EXIT_USAGE = 2
 
 
 def progress_line(event: AgentEvent) -> str | None:
@@ -224,10 +232,28 @@ def run_console(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """Chat on the terminal until EOF or /quit; returns the exit status."""
+    """Chat on the terminal until EOF or /quit; returns the exit status (2 when another terminal chat runs
+    on the workspace: it holds ``LOCK_FILE``)."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
+    lock = filelock.FileLock(str(runtime.workspace.path(LOCK_FILE)), mode=0o600)
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        print(
+            f"chat: another terminal chat is already running on workspace {runtime.workspace.root} "
+            f"({LOCK_FILE} is held); leave it first (/quit), or pass another --workspace",
+            file=stderr,
+        )
+        return EXIT_USAGE
+    try:
+        return _chat(runtime, stdin, stdout, stderr)
+    finally:
+        lock.release()
+
+
+def _chat(runtime: Runtime, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     interactive = stdin.isatty()
     reminders = None
     if interactive:
