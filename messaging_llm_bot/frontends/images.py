@@ -110,7 +110,8 @@ async def files_input(
     refused = [v for v in seen.values() if isinstance(v, str)]
     if refused and len(refused) == len(saved):
         return refused[0]  # every file was an image that cannot go (HEIC, too large)
-    parts, images = [], ()
+    parts: list[str] = []
+    images: tuple[ImageInput, ...] = ()
     for one in saved:
         got = seen.get(one.rel_path)
         if got is None:

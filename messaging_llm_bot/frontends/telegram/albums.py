@@ -78,7 +78,7 @@ class Albums:
         """Forget a part that will not be answered (refused by its chat's bound)."""
         key = album_key(update)
         album = self._open.get(key) if key is not None else None
-        if album is not None:
+        if key is not None and album is not None:
             album.parts = [p for p in album.parts if p.update_id != update.update_id]
             if not album.parts:
                 del self._open[key]

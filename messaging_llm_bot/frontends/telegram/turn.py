@@ -49,7 +49,7 @@ from messaging_llm_bot.frontends.telegram.send import (
     send_markdown,
     send_plain,
 )
-from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, strip_mention, topic_of
+from messaging_llm_bot.frontends.telegram.settings import TelegramSettings, message_of, strip_mention, topic_of
 from messaging_llm_bot.frontends.turns import RunningTurns
 from messaging_llm_bot.frontends.voice import VOICE_FLAG, voice_notes, wants_voice
 from messaging_llm_bot.llm.transcribe import transcription_settings
@@ -208,7 +208,7 @@ class TurnRunner:
             today = datetime.now(ZoneInfo(self.settings.timezone)).date()
             # A guest's file goes to the chat's own area, never into the owner's inbox/.
             area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
-            album = [message, *(Update.de_json(part.payload, bot).effective_message for part in parts)]
+            album = [message, *(message_of(Update.de_json(part.payload, bot)) for part in parts)]
             saved = [await save_attachment(bot, area, one, today) for one in album]
             files = await files_input(area, saved, self.runtime.settings, origin or "")
             if isinstance(files, str):
