@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
+from assistant_framework.hints import CLI
 from assistant_framework.workspace import WORKSPACE_MARKER, Workspace, existing_workspace
 from assistant_framework.workspace.inuse import WorkspaceBusyError, exclusive
 from assistant_framework.workspace.private import FILE_MODE, make_private_dirs, tighten
@@ -196,7 +197,7 @@ def _size(n: float) -> str:
 def _check_member(member: tarfile.TarInfo) -> None:
     parts = PurePosixPath(member.name).parts
     if not parts or parts[0] != ARCHIVE_ROOT or ".." in parts or member.name.startswith("/"):
-        raise BackupError(f"{member.name!r}: not a file of a backup made by `.venv/bin/assistant backup`")
+        raise BackupError(f"{member.name!r}: not a file of a backup made by `{CLI} backup`")
     if member.issym() or member.islnk():
         raise BackupError(
             f"{member.name!r} is a {'symbolic' if member.issym() else 'hard'} link (to {member.linkname!r}): "

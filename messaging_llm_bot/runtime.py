@@ -23,6 +23,7 @@ from assistant_framework.access import plugin_dir_problems
 from assistant_framework.config import ConfigError, load_config
 from assistant_framework.config.reloadable import ReloadReport, plan_reload
 from assistant_framework.config.settings import Settings
+from assistant_framework.hints import CLI
 from assistant_framework.workspace import Workspace
 from assistant_framework.workspace.private import make_workspace_private
 from messaging_llm_bot.parts import BackgroundModel, Parts, build_parts, llm_client
@@ -200,7 +201,7 @@ class BotRuntime:
         for kind, errors in failed:
             for error in errors:
                 log.warning(
-                    "%s %s not loaded (the others work): %s; fix it, then /reload; `.venv/bin/assistant %ss list` "
+                    f"%s %s not loaded (the others work): %s; fix it, then /reload; `{CLI} %ss list` "
                     "shows every load error",
                     kind,
                     error.name,

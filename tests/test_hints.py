@@ -1,17 +1,22 @@
 """Hints name a command the user can run (issue 33.9): ``.venv/bin/assistant ...`` or a make target, as the
-README does; a bare ``assistant ...`` is not on PATH after ``make run``."""
+README does; a bare ``assistant ...`` is not on PATH after ``make run``. Where it is (the container image: /app
+has no .venv, `assistant` is on PATH) hints name it bare, and elsewhere this install's full path
+(assistant_framework/hints.py), through the real CLI (`assistant run --help`, whose examples are hints)."""
 
 from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 from messaging_llm_bot.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
+BIN = REPO / ".venv" / "bin"
 #: ``assistant <command>`` not preceded by a path (``.venv/bin/assistant``) or part of a longer name.
 BARE = re.compile(
     r"(?<![\w/.-])assistant (setup|doctor|config|memory|restore|backup|run|web|skills|collectors|trace|eval|%|\{)"
@@ -54,3 +59,28 @@ def test_doctor_on_a_fresh_clone_names_runnable_commands(tmp_path: Path, capsys,
     commands = re.findall(r"`([^`]+)`", out)
     assert "`.venv/bin/assistant setup`" in out, out
     assert [c for c in commands if BARE.match(c)] == [], out
+
+
+def examples(cwd: Path, path: str) -> str:
+    env = {**os.environ, "PATH": path}
+    shown = subprocess.run(
+        [str(BIN / "assistant"), "run", "--help"], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0, shown.stderr
+    return shown.stdout
+
+
+def test_in_the_checkout_hints_name_the_virtualenvs_command():
+    out = examples(REPO, "/usr/bin:/bin")
+    assert "\n  .venv/bin/assistant run --frontend console" in out and "first run: .venv/bin/assistant setup" in out
+
+
+def test_where_assistant_is_on_path_hints_name_it_bare(tmp_path):
+    out = examples(tmp_path, f"{BIN}:/usr/bin:/bin")  # as in the container: WORKDIR /app, assistant on PATH
+    assert "\n  assistant run --frontend console" in out and "first run: assistant setup" in out
+    assert ".venv/bin/assistant" not in out
+
+
+def test_elsewhere_hints_name_the_full_path(tmp_path):
+    out = examples(tmp_path, "/usr/bin:/bin")
+    assert f"first run: {BIN / 'assistant'} setup" in out

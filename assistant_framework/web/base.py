@@ -17,6 +17,8 @@ import tornado.httputil
 import tornado.web
 from tornado.escape import xhtml_escape
 
+from assistant_framework.hints import CLI
+
 from ..redaction import redact_text
 from ..stores.provenance import is_untrusted
 from ..traces import TraceStore, redact_json_text, redact_secrets
@@ -287,7 +289,7 @@ class BaseHandler(tornado.web.RequestHandler):
         if status_code in (429, 503) and getattr(self, "_retry_after", None):
             self.set_header("Retry-After", str(self._retry_after))
         if status_code == 401:
-            reason = "sign in with the token (see the log of `.venv/bin/assistant web`, or state/web/token)"
+            reason = f"sign in with the token (see the log of `{CLI} web`, or state/web/token)"
         if (
             self.api
             or self.request.path.startswith("/api/")

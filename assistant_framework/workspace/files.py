@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from assistant_framework.hints import CLI
 from assistant_framework.workspace.atomic import _write_all, atomic_write_bytes
 from assistant_framework.workspace.locks import _LOCK_SUFFIX, _CombinedLock, new_lock
 from assistant_framework.workspace.paths import WorkspacePathError, confined_path
@@ -56,7 +57,7 @@ def existing_workspace(root: str | os.PathLike[str]) -> "Workspace":
     if not (path / WORKSPACE_MARKER).is_dir():
         raise NotAWorkspaceError(
             f"{root}: not a workspace (no {WORKSPACE_MARKER}/ folder in it). Check --workspace; "
-            "`make run` or `.venv/bin/assistant setup` creates a new one."
+            f"`make run` or `{CLI} setup` creates a new one."
         )
     return Workspace(path)
 

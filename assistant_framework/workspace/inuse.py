@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from assistant_framework.hints import CLI
 from assistant_framework.workspace.paths import WorkspacePathError
 from assistant_framework.workspace.private import FILE_MODE, make_private_dirs
 
@@ -87,7 +88,7 @@ def exclusive(root: str | os.PathLike[str]) -> Iterator[None]:
                 busy.append(name)
         if busy:
             raise WorkspaceBusyError(
-                f"{root} is in use ({', '.join(busy)} held: a running bot or `.venv/bin/assistant web`); stop it first "
+                f"{root} is in use ({', '.join(busy)} held: a running bot or `{CLI} web`); stop it first "
                 "(e.g. `systemctl stop assistant` or `docker compose stop bot`), then run this again"
             )
         yield

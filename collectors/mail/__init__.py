@@ -10,6 +10,7 @@ import imaplib
 from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors.state import load_cursor, save_cursor
+from assistant_framework.hints import CLI
 
 from .imap_fetch import MailConfigError, connect, fetch_new, list_folders, logout
 from .render import folder_slug, parse, render
@@ -149,5 +150,5 @@ def setup(config: dict, workspace) -> int:
     print(f"Logged in to {config.get('host')} as {config.get('username')!r}. Folders:")
     for name in folders:
         print(f"  {name}")
-    print("Choose folders with: .venv/bin/assistant config set collectors.mail.folders '[\"INBOX\"]'")
+    print(f"Choose folders with: {CLI} config set collectors.mail.folders '[\"INBOX\"]'")
     return 0

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from assistant_framework.backup import BackupError, backup, restore
+from assistant_framework.hints import CLI
 
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
@@ -104,5 +105,5 @@ def cmd_restore(args: argparse.Namespace) -> int:
         f"restored {args.archive} into {args.workspace}"
         + (f"; the previous workspace is in {shown(kept)}" if kept else "")
     )
-    print("the search index is rebuilt on first use (or now: .venv/bin/assistant memory reindex)")
+    print(f"the search index is rebuilt on first use (or now: {CLI} memory reindex)")
     return 0

@@ -14,12 +14,13 @@ from pathlib import Path
 
 from assistant_framework.config import load_config
 from assistant_framework.config.settings import Settings
+from assistant_framework.hints import CLI
 from assistant_framework.jobs import Job, JobStore, RunLog, as_row
 from assistant_framework.stores import NotFoundError
 from assistant_framework.workspace import existing_workspace
 from messaging_llm_bot.cli.config import add_config_option
 
-HINT = "`.venv/bin/assistant jobs list` shows the ids"
+HINT = f"`{CLI} jobs list` shows the ids"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -16,6 +16,7 @@ from typing import NoReturn, Sequence
 
 from assistant_framework import version
 from assistant_framework.config import ConfigError
+from assistant_framework.hints import CLI
 from assistant_framework.redaction import redact_text
 from assistant_framework.traces import collect_secrets
 from assistant_framework.workspace import WorkspacePathError
@@ -105,13 +106,13 @@ def setup_logging(
 RUN_DESCRIPTION = """Start the bot: every enabled chat frontend (Telegram when telegram.token is set,
 Signal with signal.enabled; side by side), or the terminal chat with --frontend console.
 The same as assistant-bot and python -m messaging_llm_bot."""
-RUN_EXAMPLES = """examples:
-  .venv/bin/assistant run                       # what make run does
-  .venv/bin/assistant run --frontend console    # the terminal chat (make chat)
-  .venv/bin/assistant run --config /opt/assistant/config --workspace /opt/assistant/workspace
+RUN_EXAMPLES = f"""examples:
+  {CLI} run                       # what make run does
+  {CLI} run --frontend console    # the terminal chat (make chat)
+  {CLI} run --config /opt/assistant/config --workspace /opt/assistant/workspace
 
-first run: .venv/bin/assistant setup (make setup) asks for the Telegram token and the model server;
-.venv/bin/assistant doctor (make doctor) checks everything the bot needs.
+first run: {CLI} setup (make setup) asks for the Telegram token and the model server;
+{CLI} doctor (make doctor) checks everything the bot needs.
 exit status: 2 for a config error (a service manager should not restart it)."""
 
 

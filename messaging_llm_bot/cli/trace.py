@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from assistant_framework.hints import CLI
 from assistant_framework.traces import TraceStore, collect_secrets, redact_secrets
 from assistant_framework.workspace import atomic_write_bytes, existing_workspace
 from messaging_llm_bot.cli import int_range
@@ -87,7 +88,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersActi
     replay.set_defaults(func=cmd_replay)
 
     export = commands.add_parser(
-        "export-cases", help="turn chosen traces into eval cases (YAML) for `.venv/bin/assistant eval skills --cases`"
+        "export-cases", help=f"turn chosen traces into eval cases (YAML) for `{CLI} eval skills --cases`"
     )
     _add_selection(export)
     export.add_argument("--out", required=True, help="the YAML file to write")
@@ -290,6 +291,6 @@ def cmd_export_cases(args: argparse.Namespace) -> int:
         return 2
     print(
         f"{len(cases)} case(s) written to {args.out}; review the expectations, then run: "
-        f".venv/bin/assistant eval skills --cases {args.out}"
+        f"{CLI} eval skills --cases {args.out}"
     )
     return 0

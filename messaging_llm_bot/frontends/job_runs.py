@@ -20,6 +20,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from assistant_framework.config.settings import Settings
+from assistant_framework.hints import CLI
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job, JobStore, RunLog, due_runs, run_id
 from assistant_framework.jobs.schedule import ON_TIME
@@ -180,7 +181,7 @@ def budget_notice(run: JobRun, allowed: int) -> str:
     return (
         f"⏸ **{escape_markdown(run.name)}** did not run: today's {allowed} model runs for scheduled jobs are "
         "used up. Prompt jobs run again tomorrow; message jobs go on. To allow more: "
-        f"`.venv/bin/assistant config set jobs.max_model_runs_per_day {allowed * 2}`"
+        f"`{CLI} config set jobs.max_model_runs_per_day {allowed * 2}`"
     )
 
 
@@ -243,7 +244,7 @@ def paused_notice(run: JobRun, error: str | None) -> str:
     why = f" The last error: {escape_markdown(' '.join(str(error).split())[:200])}." if error else ""
     return (
         f"⚠️ Job {escape_markdown(run.job_id)} ({escape_markdown(run.name)}) failed three times in a row and is "
-        f"paused.{why} Resume it with `.venv/bin/assistant jobs resume {escape_markdown(run.job_id)}` or ask me."
+        f"paused.{why} Resume it with `{CLI} jobs resume {escape_markdown(run.job_id)}` or ask me."
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from assistant_framework.hints import CLI
 from assistant_framework.jobs import JobStore, RunLog, describe_next
 from assistant_framework.schedules import from_iso
 from assistant_framework.workspace import Workspace
@@ -29,7 +30,7 @@ def jobs_text(workspace: Workspace, now: datetime, timezone: str) -> str:
             f"{job.kind}; next {escape_markdown(describe_next(job, now))}{failing}{outside}"
         )
     if len(jobs) > SHOWN_JOBS:
-        lines.append(f"… and {len(jobs) - SHOWN_JOBS} more: `.venv/bin/assistant jobs list`")
+        lines.append(f"… and {len(jobs) - SHOWN_JOBS} more: `{CLI} jobs list`")
     for problem in problems[:5]:
         lines.append(f"⚠️ {escape_markdown(problem)}")
     return "\n".join(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from assistant_framework.config import ConfigError, load_config_detailed, redact
+from assistant_framework.hints import CLI
 from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check, Context
 
 
@@ -21,7 +22,7 @@ def check_config(ctx: Context) -> list[Check]:
                 "config",
                 FAIL,
                 "; ".join(errors[:5]),
-                f"fix the file and key named, then `.venv/bin/assistant config validate --config {ctx.config_path}`",
+                f"fix the file and key named, then `{CLI} config validate --config {ctx.config_path}`",
             )
         ]
     assert loaded is not None  # no errors: the config loaded

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from assistant_framework.hints import CLI
 from messaging_llm_bot.llm.probe import probe
 from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check, Context
 
@@ -19,9 +20,7 @@ def check_runners(ctx: Context) -> list[Check]:
     llm = (ctx.config or {}).get("llm") or {}
     runners = llm.get("runners") or []
     if not runners:
-        return [
-            Check("model", FAIL, "no runner in llm.runners", "`.venv/bin/assistant setup` finds a local model server")
-        ]
+        return [Check("model", FAIL, "no runner in llm.runners", f"`{CLI} setup` finds a local model server")]
     checks = []
     for index, runner in enumerate(runners):
         name = f"model {runner.get('name', '?')}"
@@ -34,11 +33,11 @@ def check_runners(ctx: Context) -> list[Check]:
                 problem += f"; no key was sent: the variable {env_name} (its api_key_env) is not set"
                 fix = f"set {env_name} in the environment the bot runs in (or `{key}.api_key`)"
             elif result.status in (401, 403):
-                fix = f"fix the API key: `.venv/bin/assistant config set {key}.api_key KEY` (or {key}.api_key_env)"
+                fix = f"fix the API key: `{CLI} config set {key}.api_key KEY` (or {key}.api_key_env)"
             elif not result.reachable:
                 fix = f"start the server, or fix {key}.base_url"
             else:
-                fix = f"pull the model or pick one it offers: `.venv/bin/assistant config set {key}.model NAME`"
+                fix = f"pull the model or pick one it offers: `{CLI} config set {key}.model NAME`"
             checks.append(Check(name, FAIL, problem, fix))
             continue
         listed = "listed" if result.models is not None else "not checked (no /models list)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from assistant_framework.hints import CLI
 from assistant_framework.workspace import WORKSPACE_MARKER, Workspace
 from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check, Context
 
@@ -23,7 +24,7 @@ def check_plugins(ctx: Context) -> list[Check]:
                 "skills",
                 FAIL,
                 "; ".join(f"{e.name}: {e.error}" for e in skills.errors)[:400],
-                "`.venv/bin/assistant skills list` shows each error",
+                f"`{CLI} skills list` shows each error",
             )
         )
     else:
@@ -36,7 +37,7 @@ def check_plugins(ctx: Context) -> list[Check]:
                 "collectors",
                 FAIL,
                 "; ".join(f"{e.name}: {e.error}" for e in collectors.errors)[:400],
-                "`.venv/bin/assistant collectors list` shows each error",
+                f"`{CLI} collectors list` shows each error",
             )
         )
     else:
@@ -51,7 +52,7 @@ def check_plugins(ctx: Context) -> list[Check]:
                         f"collector {row['name']}",
                         WARN,
                         f"{row['consecutive_failures']} failed run(s) in a row: {str(row.get('error') or '')[:200]}",
-                        f"`.venv/bin/assistant collectors run {row['name']}` shows the whole error",
+                        f"`{CLI} collectors run {row['name']}` shows the whole error",
                     )
                 )
     return checks

@@ -6,6 +6,7 @@ import platform
 import sys
 from importlib import metadata
 
+from assistant_framework.hints import CLI
 from messaging_llm_bot.ops.doctor.check import FAIL, OK, Check, Context
 
 #: Runtime dependencies whose versions doctor reports (a missing one fails).
@@ -49,9 +50,7 @@ def check_python(ctx: Context) -> list[Check]:
         except metadata.PackageNotFoundError:
             missing.append(name)
     if missing:
-        checks.append(
-            Check("dependencies", FAIL, f"missing: {', '.join(missing)}", "`make install` (or use .venv/bin/assistant)")
-        )
+        checks.append(Check("dependencies", FAIL, f"missing: {', '.join(missing)}", f"`make install` (or use {CLI})"))
     else:
         checks.append(Check("dependencies", OK, ", ".join(found)))
     return checks

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from assistant_framework.hints import CLI
 from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check, Context
 from messaging_llm_bot.ops.telegram_api import get_me
 
@@ -16,7 +17,7 @@ def check_telegram(ctx: Context) -> list[Check]:
                 "telegram token",
                 WARN,
                 "no token: only the terminal chat (`make chat`) works",
-                "run `.venv/bin/assistant setup`, or set TELEGRAM_BOT_TOKEN",
+                f"run `{CLI} setup`, or set TELEGRAM_BOT_TOKEN",
             )
         )
     else:
@@ -34,7 +35,7 @@ def check_telegram(ctx: Context) -> list[Check]:
                     "telegram token",
                     FAIL,
                     answer.error,
-                    "check telegram.token (`.venv/bin/assistant setup --token ...`) and the network",
+                    f"check telegram.token (`{CLI} setup --token ...`) and the network",
                 )
             )
     allowed = telegram.get("allowed_user_ids") or []
@@ -44,8 +45,7 @@ def check_telegram(ctx: Context) -> list[Check]:
                 "allowlist",
                 FAIL if token else WARN,
                 "telegram.allowed_user_ids is empty: the bot answers no one",
-                "`.venv/bin/assistant setup` finds your id, or "
-                "`.venv/bin/assistant config set telegram.allowed_user_ids '[ID]'`",
+                f"`{CLI} setup` finds your id, or `{CLI} config set telegram.allowed_user_ids '[ID]'`",
             )
         )
     else:
@@ -61,7 +61,7 @@ def check_telegram(ctx: Context) -> list[Check]:
                     FAIL,
                     "mode is webhook but telegram.webhook.secret_token is empty: anyone who finds the URL can post "
                     "updates",
-                    '`.venv/bin/assistant config set telegram.webhook.secret_token "$(openssl rand -hex 32)"`',
+                    f'`{CLI} config set telegram.webhook.secret_token "$(openssl rand -hex 32)"`',
                 )
             )
         else:

@@ -8,6 +8,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+from assistant_framework.hints import CLI
 from assistant_framework.workspace import WORKSPACE_MARKER
 from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check, Context
 
@@ -23,7 +24,7 @@ def check_workspace(ctx: Context) -> list[Check]:
                 "workspace",
                 FAIL,
                 f"{path} is not a workspace",
-                "`make run` or `.venv/bin/assistant setup` creates it; or pass --workspace",
+                f"`make run` or `{CLI} setup` creates it; or pass --workspace",
             )
         ]
     checks = []
@@ -69,6 +70,6 @@ def _index_check(path: Path) -> Check:
             "memory index",
             WARN,
             f"damaged ({answer[:120]})",
-            "`.venv/bin/assistant memory reindex` rebuilds it from the files (nothing is lost)",
+            f"`{CLI} memory reindex` rebuilds it from the files (nothing is lost)",
         )
     return Check("memory index", OK, f"healthy ({index.stat().st_size / 1024:.0f} KiB)")

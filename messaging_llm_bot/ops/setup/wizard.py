@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from assistant_framework.config import ConfigError, load_config_detailed
+from assistant_framework.hints import CLI
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.llm.probe import LOCAL_SERVERS
 from messaging_llm_bot.ops.setup.answers import Answers, Current, system_timezone, valid_zone
@@ -31,8 +32,7 @@ class Wizard(Step):
             errors = str(exc).splitlines()
         if errors:
             raise SetupError(
-                "the config has errors; fix it first (`.venv/bin/assistant config validate` checks it):\n  "
-                + "\n  ".join(errors)
+                f"the config has errors; fix it first (`{CLI} config validate` checks it):\n  " + "\n  ".join(errors)
             )
 
     def timezone(self) -> str:
@@ -77,7 +77,7 @@ class Wizard(Step):
             self.io.say(
                 "Nothing was written: the config is as it was. Check the model server and run setup again "
                 f"(`make setup`), or save these answers without the test turn: "
-                f"`.venv/bin/assistant setup --no-test{owner}`."
+                f"`{CLI} setup --no-test{owner}`."
             )
             return 1
         for key, value in self.settings:
