@@ -265,3 +265,36 @@ def test_doctor_probes_a_vision_runner_with_a_picture(servers, tmp_path: Path, c
     code, checks = _doctor(capsys, config, tmp_path / "ws")
     assert code == 1 and checks["vision eyes"]["status"] == "fail"
     assert "llm.runners[1].vision" in checks["vision eyes"]["fix"]
+
+
+def test_signal_is_checked_when_enabled_the_daemon_and_the_allowlist(servers, tmp_path: Path, capsys) -> None:
+    """With signal.enabled the doctor asks the signal-cli daemon (the fake, with the real HTTP API) for its
+    version, and says what to do when it does not answer or no one is allowed."""
+    from tests.fakes.signal_daemon import FakeSignalDaemon
+
+    tg, chat = servers
+    config = _config(tmp_path / "config", tg, chat)
+    Workspace(tmp_path / "ws")
+    with FakeSignalDaemon("+15550000000") as daemon:
+        signal = {"enabled": True, "base_url": daemon.base_url, "account": "+15550000000", "allowed": ["+15551234567"]}
+        (config / "signal.json").write_text(json.dumps(signal))
+        code, checks = _doctor(capsys, config, tmp_path / "ws")
+        assert code == 0, checks
+        assert checks["signal daemon"]["status"] == "ok" and "0.13.99-fake" in checks["signal daemon"]["detail"]
+        assert (
+            checks["signal allowlist"]["status"] == "ok"
+            and "owner +15551234567" in checks["signal allowlist"]["detail"]
+        )
+        gone = daemon.base_url
+    (config / "signal.json").write_text(json.dumps({**signal, "base_url": gone, "allowed": []}))
+    code, checks = _doctor(capsys, config, tmp_path / "ws")
+    assert code == 1
+    assert checks["signal daemon"]["status"] == "fail" and gone in checks["signal daemon"]["detail"]
+    assert "signal-cli -a +15550000000 daemon --http" in checks["signal daemon"]["fix"]
+    assert (
+        checks["signal allowlist"]["status"] == "fail"
+        and "config set signal.allowed" in checks["signal allowlist"]["fix"]
+    )
+    (config / "signal.json").write_text(json.dumps({**signal, "enabled": False}))
+    code, checks = _doctor(capsys, config, tmp_path / "ws")
+    assert code == 0 and not [name for name in checks if name.startswith("signal")]  # off: not checked

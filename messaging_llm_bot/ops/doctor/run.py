@@ -11,6 +11,7 @@ from messaging_llm_bot.ops.doctor.mcp import check_mcp
 from messaging_llm_bot.ops.doctor.model import check_runners
 from messaging_llm_bot.ops.doctor.plugins import check_plugins
 from messaging_llm_bot.ops.doctor.python import check_python
+from messaging_llm_bot.ops.doctor.signal import check_signal
 from messaging_llm_bot.ops.doctor.spending import check_spending
 from messaging_llm_bot.ops.doctor.telegram import check_telegram
 from messaging_llm_bot.ops.doctor.workspace import check_workspace
@@ -18,6 +19,7 @@ from messaging_llm_bot.ops.doctor.workspace import check_workspace
 CHECKS: tuple[Callable[[Context], list[Check]], ...] = (
     check_config,
     check_telegram,
+    check_signal,
     check_runners,
     check_workspace,
     check_spending,
@@ -26,7 +28,7 @@ CHECKS: tuple[Callable[[Context], list[Check]], ...] = (
     check_python,
 )
 #: Checks that need a valid config.
-_NEEDS_CONFIG = {check_telegram, check_runners, check_plugins, check_spending, check_mcp}
+_NEEDS_CONFIG = {check_telegram, check_signal, check_runners, check_plugins, check_spending, check_mcp}
 
 
 def run_checks(config_path: str | Path, workspace_path: str | Path, *, quick: bool = False) -> list[Check]:

@@ -1,0 +1,65 @@
+"""The doctor's Signal checks, when ``signal.enabled``: the signal-cli daemon (it answers ``/api/v1/check``
+and names its version over JSON-RPC, through the frontend's own client) and the allowlist. The config check
+already requires ``signal.account`` when Signal is enabled."""
+
+from __future__ import annotations
+
+import asyncio
+
+from assistant_framework.config.settings import Settings
+from assistant_framework.hints import CLI
+from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
+from messaging_llm_bot.ops.doctor.check import FAIL, OK, Check, Context
+
+#: Seconds the daemon has to answer each probe.
+PROBE_SECONDS = 5.0
+
+
+def check_signal(ctx: Context) -> list[Check]:
+    signal = Settings.from_config(ctx.config or {}).signal
+    if not signal.enabled:
+        return []
+    checks: list[Check] = []
+    answered, detail = asyncio.run(_probe(signal.base_url, signal.account))
+    if answered:
+        checks.append(Check("signal daemon", OK, f"{detail} answers at {signal.base_url}"))
+    else:
+        checks.append(
+            Check(
+                "signal daemon",
+                FAIL,
+                f"no signal-cli daemon answers at {signal.base_url}: {detail}",
+                f"start it: `signal-cli -a {signal.account} daemon --http 127.0.0.1:8080` "
+                "(docs/signal.md), or set signal.base_url",
+            )
+        )
+    if not signal.allowed:
+        checks.append(
+            Check(
+                "signal allowlist",
+                FAIL,
+                "signal.allowed is empty: the bot answers no one on Signal",
+                f"`{CLI} config set signal.allowed '[\"+4915112345678\"]'` (a stranger is told their id)",
+            )
+        )
+    else:
+        checks.append(
+            Check("signal allowlist", OK, f"{len(signal.allowed)} allowed; owner {signal.owner or signal.allowed[0]}")
+        )
+    return checks
+
+
+async def _probe(base_url: str, account: str) -> tuple[bool, str]:
+    """(answered, the daemon's version or why not) for the daemon at ``base_url``."""
+    client = SignalClient(base_url, account, timeout=PROBE_SECONDS)
+    try:
+        if not await client.check():
+            return False, "GET /api/v1/check did not answer 200"
+        try:
+            version = await client.rpc("version")
+        except (SignalRpcError, SignalUnavailable) as err:
+            return False, f"the version call failed: {err}"
+        number = version.get("version") if isinstance(version, dict) else None
+        return True, f"signal-cli {number or '(version unknown)'}"
+    finally:
+        await client.close()
