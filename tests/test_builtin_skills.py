@@ -345,6 +345,7 @@ def test_reminders_add_list_cancel(manager: SkillManager, ws: Workspace, ctx: Sk
     assert stored["r1"] | {"created_at": None} == {
         "id": "r1",
         "chat_id": 42,
+        "conversation_id": "tg:42",  # where it was set (a forum topic's: delivered in that topic)
         "text": "Call mum",
         "due_at": "2025-03-28T18:30:00+01:00",
         "timezone": "Europe/Berlin",

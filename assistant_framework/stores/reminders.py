@@ -42,9 +42,19 @@ class ReminderStore:
         # A row typed by hand that is not an object must not stop every other reminder.
         self.file = JsonListFile(workspace, REMINDERS_FILE)
 
-    def add(self, chat_id: int | str, text: str, due_at: datetime, timezone: str, *, untrusted: bool = False) -> dict:
+    def add(
+        self,
+        chat_id: int | str,
+        text: str,
+        due_at: datetime,
+        timezone: str,
+        *,
+        untrusted: bool = False,
+        conversation_id: str = "",
+    ) -> dict:
         """Store a pending reminder; ``due_at`` must be aware, kept with the offset of ``timezone``;
-        ``untrusted`` (written from outside content) marks it."""
+        ``untrusted`` (written from outside content) marks it; ``conversation_id`` is the conversation it was set
+        in (a Telegram forum topic's: delivered in that topic), kept when given."""
         if due_at.tzinfo is None or due_at.utcoffset() is None:
             raise ValueError(f"reminder due_at {due_at!r} has no timezone")
         text = one_line(text)
@@ -61,6 +71,8 @@ class ReminderStore:
             "status": "pending",
             "delivered_at": None,
         }
+        if conversation_id:
+            reminder["conversation_id"] = conversation_id
         if untrusted:
             mark_record(reminder)
         with self.file.edit() as rows:

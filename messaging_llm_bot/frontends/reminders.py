@@ -26,8 +26,10 @@ POLL_SECONDS = 30.0
 LATE_AFTER = timedelta(seconds=90)
 JOB_PREFIX = "reminder:"
 
-#: Sends a reminder: True when it arrived, False to try again at the next poll; raises DeliveryRefused.
-SendFn = Callable[[int | str | None, str], Awaitable[bool]]
+#: Sends a reminder: True when it arrived, False to try again at the next poll; raises DeliveryRefused. With
+#: ``ReminderScheduler(conversation=True)`` it also gets ``conversation=`` (the conversation the reminder was
+#: set in, or None for a row without one).
+SendFn = Callable[..., Awaitable[bool]]
 
 
 class DeliveryRefused(Exception):
@@ -123,8 +125,10 @@ class ReminderScheduler:
         poll_seconds: float = POLL_SECONDS,
         clock: Callable[[], datetime] | None = None,
         channel: str | None = None,
+        conversation: bool = False,
     ) -> None:
         self.store = store
+        self.conversation = conversation  # the send takes the reminder's conversation (Telegram: its topic)
         self.channel = channel  # only reminders set on this frontend (see reminder_channel); None: all
         self.job_queue = job_queue
         self.send = send
@@ -209,10 +213,10 @@ class ReminderScheduler:
             if due_time(current, self.default_tz) > now + timedelta(seconds=1):
                 return False  # moved to a later time; the next sync schedules it
             # The frontends send notices as Markdown; a reminder's text is shown as typed.
+            text = escape_markdown(delivery_text(current, now, self.default_tz))
+            where = {"conversation": field(current, "conversation_id")} if self.conversation else {}
             try:
-                sent = await self.send(
-                    field(current, "chat_id"), escape_markdown(delivery_text(current, now, self.default_tz))
-                )
+                sent = await self.send(field(current, "chat_id"), text, **where)
             except DeliveryRefused as err:
                 await asyncio.to_thread(self.store.mark_failed, rid, str(err), now)
                 log.warning("reminders: %s was refused for good (%s); marked failed, not sent again", rid, err)

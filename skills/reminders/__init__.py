@@ -55,7 +55,9 @@ def run(workspace: Workspace, args: dict, context=None):
     due = _due(args, now, zone)
     # In a turn with outside content the text may be that content's words: stored marked.
     untrusted = context_untrusted(context)
-    reminder = store.add(chat_id, args["text"], due, zone.key, untrusted=untrusted)
+    # The conversation it was set in: a Telegram forum topic's reminder is delivered in that topic.
+    conversation = str(getattr(context, "conversation_id", "") or "")
+    reminder = store.add(chat_id, args["text"], due, zone.key, untrusted=untrusted, conversation_id=conversation)
     marked = f" ({MARKED})" if untrusted else ""
     return f"reminder {reminder['id']} set for {due.strftime('%Y-%m-%d %H:%M')} {zone.key}: {reminder['text']}{marked}"
 

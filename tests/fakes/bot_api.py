@@ -104,6 +104,7 @@ class FakeBotAPI:
         self._msg_ids: dict[int, itertools.count] = {}
         self._chats: dict[int, dict] = {}
         self._topics: dict[int, set[int]] = {}  # chat -> its forum topics (message_thread_id)
+        self._closed_topics: dict[int, set[int]] = {}  # chat -> its topics closed (sends refused: TOPIC_CLOSED)
         self._history: dict[int, dict[int, dict]] = {}  # chat -> message_id -> message (user and bot)
         self._bot_msgs: dict[int, list[int]] = {}  # chat -> bot message ids, in send order
         self._deleted: set[tuple[int, int]] = set()
@@ -425,6 +426,17 @@ class FakeBotAPI:
                 or _DEFAULT_DESCRIPTIONS.get(status, f"Error {status}")
             )
             self._refused[str(chat_id)] = ApiError(status, desc)
+
+    def close_topic(self, chat_id: int, topic: int) -> None:
+        """Close a forum topic: a bot's send to it gets 400 ``TOPIC_CLOSED``, as a bot without the right to
+        manage topics gets from Telegram."""
+        with self._cond:
+            self._closed_topics.setdefault(chat_id, set()).add(topic)
+
+    def delete_topic(self, chat_id: int, topic: int) -> None:
+        """Delete a forum topic: a send to it gets 400 ``message thread not found``."""
+        with self._cond:
+            self._topics.get(chat_id, set()).discard(topic)
 
     def conflict_on_get_updates(self, enabled: bool = True) -> None:
         """While enabled every getUpdates gets 409 Conflict, as with a second polling instance."""

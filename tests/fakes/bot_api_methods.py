@@ -87,6 +87,8 @@ def _topic(api: "FakeBotAPI", chat_id: int, params: dict) -> int | None:
     topic = int(value)
     if topic not in api._topics.get(chat_id, set()):
         raise _bad("message thread not found")
+    if topic in api._closed_topics.get(chat_id, set()):
+        raise _bad("TOPIC_CLOSED")
     return topic
 
 

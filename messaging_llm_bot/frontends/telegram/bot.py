@@ -154,6 +154,7 @@ class TelegramService:
             default_tz=self.settings.timezone,
             poll_seconds=self.reminder_poll_seconds,
             channel="telegram",
+            conversation=True,  # a reminder set in a forum topic goes to that topic
         )
         self.reminders.start()
         fe = self.frontend

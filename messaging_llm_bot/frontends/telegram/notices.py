@@ -13,8 +13,13 @@ from telegram.ext import ContextTypes
 
 from messaging_llm_bot.frontends.commands import collector_notice
 from messaging_llm_bot.frontends.reminders import DeliveryRefused
-from messaging_llm_bot.frontends.telegram.send import TelegramDeliveryError, refused_for_good, send_markdown
-from messaging_llm_bot.frontends.telegram.settings import telegram_chat_id
+from messaging_llm_bot.frontends.telegram.send import (
+    TelegramDeliveryError,
+    refused_for_good,
+    send_markdown,
+    topic_gone,
+)
+from messaging_llm_bot.frontends.telegram.settings import telegram_chat_id, topic_in
 
 log = logging.getLogger(__name__)
 
@@ -48,15 +53,28 @@ class Notices:
                 ok = False
         return ok
 
-    async def send_reminder(self, chat_id: int | str | None, text: str) -> bool:
-        """Send a reminder to its chat: True when it arrived, False to try again later (network, 429, 5xx);
-        DeliveryRefused when Telegram refused it for good (the user blocked the bot, chat not found)."""
+    async def send_reminder(self, chat_id: int | str | None, text: str, conversation: object = None) -> bool:
+        """Send a reminder to its chat, in the forum topic it was set in (``conversation``): True when it
+        arrived, False to try again later (network, 429, 5xx); DeliveryRefused when Telegram refused it for good
+        (the user blocked the bot, chat not found). A topic closed or deleted since: the chat's General."""
         try:
             target = telegram_chat_id(chat_id)
         except ValueError:
             raise DeliveryRefused(f"{chat_id!r} is not a Telegram chat id") from None
+        topic = topic_in(conversation, target)
         try:
-            await send_markdown(self._bot(), target, text)
+            try:
+                await send_markdown(self._bot(), target, text, topic=topic)
+            except TelegramDeliveryError as err:
+                if topic is None or not topic_gone(err) or err.part_index > 0:
+                    raise
+                log.warning(
+                    "telegram: reminder for topic %s of chat %s goes to the chat's General: %s",
+                    topic,
+                    target,
+                    err.cause,
+                )
+                await send_markdown(self._bot(), target, text)
             return True
         except TelegramDeliveryError as err:
             if refused_for_good(err):

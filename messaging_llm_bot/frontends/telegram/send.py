@@ -29,6 +29,8 @@ BACKOFF_BASE_SECONDS = 0.25
 BACKOFF_MAX_SECONDS = 4.0
 MAX_FLOOD_WAITS = 5
 _ENTITY_ERROR_HINTS = ("entit", "parse", "can't find end")
+#: How Telegram says a forum topic cannot take messages: closed, deleted, or never there.
+_TOPIC_GONE_HINTS = ("thread not found", "topic_closed", "topic_deleted", "topic_id_invalid")
 
 PartSentCallback = Callable[[int, int], "Awaitable[None] | None"]
 
@@ -49,6 +51,12 @@ def refused_for_good(error: BaseException) -> bool:
     was removed from the group; BadRequest: chat not found); network errors, 429 and 5xx are temporary."""
     cause = error.cause if isinstance(error, TelegramDeliveryError) else error
     return isinstance(cause, (Forbidden, BadRequest))
+
+
+def topic_gone(error: BaseException) -> bool:
+    """True when Telegram refused a message because its forum topic is closed or deleted."""
+    cause = error.cause if isinstance(error, TelegramDeliveryError) else error
+    return isinstance(cause, BadRequest) and any(hint in str(cause).lower() for hint in _TOPIC_GONE_HINTS)
 
 
 def retry_after_seconds(value: int | float | timedelta) -> float:

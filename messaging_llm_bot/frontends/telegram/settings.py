@@ -98,6 +98,18 @@ def chat_of(conversation: str) -> int:
     return int(conversation.removeprefix("tg:").split(":", 1)[0])
 
 
+def topic_in(conversation: object, chat_id: int) -> int | None:
+    """The forum topic of a conversation id of ``chat_id`` (``tg:-1005:12`` -> 12); None for the chat itself,
+    another chat's conversation or anything else (a row typed by hand)."""
+    parts = str(conversation or "").removeprefix("tg:").split(":")
+    if len(parts) != 2 or parts[0] != str(chat_id):
+        return None
+    try:
+        return int(parts[1])
+    except ValueError:
+        return None
+
+
 def topic_of(message: telegram.Message | None) -> int | None:
     """The forum topic a message was sent in (its ``message_thread_id``), or None for none.
 
