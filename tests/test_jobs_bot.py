@@ -301,3 +301,24 @@ def test_a_prompt_job_stops_at_80_percent_of_a_cap_while_the_owners_turns_go_on(
         fake.wait_for(lambda: "still here for you" in texts(fake, OWNER), timeout=30)
     finally:
         bot.stop()
+
+
+def test_a_job_made_in_a_topic_of_the_owners_chat_runs_there_and_in_general_once_the_topic_is_gone(
+    fake, chat_server, job_bot, workspace
+):
+    clock = Clock()
+    bot = job_bot(clock, progress=False)
+    add = {"action": "add", "name": "stand", "every_minutes": 1, "message": "Stand up"}
+    chat_server.enqueue(json.dumps({"skill": "jobs", "args": add}), '{"reply": "Set: every minute."}')
+    fake.send_message("every minute tell me to stand up", user_id=OWNER, topic=10)
+    fake.wait_for(lambda: fake.topic_messages(OWNER, 10))
+    assert json.loads(workspace.read_text(JOBS_FILE))[0]["conversation_id"] == "tg:1:10"
+    clock.advance(seconds=61)
+    fake.wait_for(lambda: "🗓 Stand up" in [m["text"] for m in fake.topic_messages(OWNER, 10)])
+    fake.delete_topic(OWNER, 10)  # the owner deleted the topic: the next run goes to the chat's General
+    next_look(bot, fake)
+    clock.advance(seconds=60)
+    fake.wait_for(lambda: "🗓 Stand up" in [m["text"] for m in fake.topic_messages(OWNER, None)])
+    fake.wait_for(lambda: len(runs(workspace)) == 2)
+    assert [line["outcome"] for line in runs(workspace)] == ["delivered", "delivered"]
+    assert [m["text"] for m in fake.topic_messages(OWNER, None)] == ["🗓 Stand up"]  # nothing else left the topic

@@ -45,6 +45,8 @@ class Job:
     failures: int
     untrusted: bool
     run_requested: str | None = None  # ``run_now``: the moment it was asked for, until the scheduler takes it
+    #: The conversation it was made in (a Telegram forum topic of the owner's chat: its runs go there).
+    conversation_id: str = ""
 
     @property
     def kind(self) -> str:
@@ -132,6 +134,7 @@ def job_of(row: dict, default_tz: str) -> Job:
         failures=failures if isinstance(failures, int) and not isinstance(failures, bool) else 0,
         untrusted=is_untrusted(row),
         run_requested=str(row["run_requested"]) if row.get("run_requested") else None,
+        conversation_id=str(row.get("conversation_id") or ""),
     )
 
 

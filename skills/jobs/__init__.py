@@ -61,6 +61,8 @@ def run(workspace: Workspace, args: dict, context=None):
         need(args, action, "name")
         fields = _fields(args, zone.key)
         fields["chat_id"] = getattr(context, "chat_id", None)
+        # Where it was made: a job made in a Telegram forum topic of the owner's chat runs in that topic.
+        fields["conversation_id"] = getattr(context, "conversation_id", "") or ""
         _check_interval(fields, limits, zone.key, now)
         untrusted = context_untrusted(context)
         job = store.add(fields, untrusted=untrusted, max_jobs=getattr(limits, "max_jobs", None), now=now)

@@ -33,6 +33,7 @@ from messaging_llm_bot.frontends.telegram.settings import (
     message_conversation,
     message_fingerprint,
     message_of,
+    topic_in,
 )
 from messaging_llm_bot.frontends.telegram.turn import TurnRunner, storage_error_text
 from messaging_llm_bot.llm.transcribe import transcription_settings
@@ -263,12 +264,13 @@ class Intake:
         task.add_done_callback(forget)
 
     def claim_job(self, job: Job) -> str | None:
-        """The conversation a job's runs go to here: the owner's private chat, for jobs made on Telegram or
-        by hand (no chat); a job's reply is the owner's data, so never another chat whatever the row says."""
+        """The conversation a job's runs go to here: the owner's private chat (the topic of it the job was made
+        in), for jobs made on Telegram or by hand (no chat); a job's reply is the owner's data, so never another
+        chat whatever the row says."""
         owner = self.settings.owner_id
         if owner is None or (job.chat_id not in (None, "") and reminder_channel(job.chat_id) != "telegram"):
             return None
-        return conversation_id(owner)
+        return conversation_id(owner, topic_in(job.conversation_id, owner))
 
 
 def stored_albums(items: Sequence[InboxItem], bot: telegram.Bot) -> list[tuple[InboxItem, list[InboxItem]]]:

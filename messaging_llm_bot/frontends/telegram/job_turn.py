@@ -22,8 +22,8 @@ from messaging_llm_bot.frontends.job_runs import (
     make_job_reply,
     paused_notice,
 )
-from messaging_llm_bot.frontends.telegram.send import TelegramDeliveryError, refused_for_good, send_markdown
-from messaging_llm_bot.frontends.telegram.settings import chat_of
+from messaging_llm_bot.frontends.telegram.send import TelegramDeliveryError, refused_for_good, send_markdown, topic_gone
+from messaging_llm_bot.frontends.telegram.settings import chat_of, topic_in
 
 if TYPE_CHECKING:
     from messaging_llm_bot.frontends.telegram.turn import TurnRunner
@@ -41,6 +41,7 @@ async def answer_job(runner: TurnRunner, bot: telegram.Bot, item: InboxItem) -> 
         await asyncio.to_thread(runner.inbox.complete, item.item_id)
         return
     chat_id = chat_of(item.conversation_id)
+    topic = topic_in(item.conversation_id, chat_id)  # made in a topic of the owner's chat: delivered there
     started = datetime.now(timezone.utc)
     ok, error, outcome = True, None, None
     try:
@@ -49,7 +50,13 @@ async def answer_job(runner: TurnRunner, bot: telegram.Bot, item: InboxItem) -> 
         )
         ok, error, outcome = made.ok, made.error, made.outcome
         if made.text is not None:
-            await runner._deliver(bot, item, chat_id, made.text, None, None)
+            try:
+                await runner._deliver(bot, item, chat_id, made.text, None, None, topic)
+            except TelegramDeliveryError as err:
+                if topic is None or not topic_gone(err):
+                    raise
+                log.warning("jobs: run %s for topic %s goes to the chat's General: %s", run.run_id, topic, err.cause)
+                await runner._deliver(bot, item, chat_id, made.text, None, None)
     except TelegramDeliveryError as err:
         if not refused_for_good(err.cause) and isinstance(err.cause, telegram.error.NetworkError):
             log.warning("jobs: %s not delivered yet (%s); it is sent again at the next look", run.run_id, err)
