@@ -312,10 +312,10 @@ def test_collector_notices_and_the_digest_go_to_the_owner(start, daemon, workspa
     earlier = datetime.now(timezone.utc) - timedelta(hours=1)
     ReminderStore(workspace).add(12345, "dentist appointment", earlier, "Europe/Berlin")
     bot = start()
-    bot.service.notify_from_thread("rss", "3 new items")
+    bot.service.notices.notify_from_thread("rss", "3 new items")
     [notice] = daemon.wait_sent(1)
     assert notice["recipient"] == [OWNER] and notice["message"] == "📬 rss: 3 new items"
-    asyncio.run_coroutine_threadsafe(bot.service._morning_digest(None), bot.service._loop).result(10)
+    asyncio.run_coroutine_threadsafe(bot.service.notices.morning_digest(None), bot.service._loop).result(10)
     [_, digest] = daemon.wait_sent(2)
     assert digest["recipient"] == [OWNER] and "dentist appointment" in digest["message"]
 

@@ -20,6 +20,7 @@ from messaging_llm_bot.frontends.job_runs import (
     paused_notice,
 )
 from messaging_llm_bot.frontends.signal.client import SignalRpcError, SignalUnavailable
+from messaging_llm_bot.frontends.signal.send import send_parts
 from messaging_llm_bot.frontends.signal.settings import chat_of_conversation
 
 if TYPE_CHECKING:
@@ -30,8 +31,6 @@ log = logging.getLogger(__name__)
 
 async def answer_job(runner: TurnRunner, item: InboxItem) -> None:
     """Make and deliver one job run, record it in jobs/runs.jsonl, complete the item."""
-    from messaging_llm_bot.frontends.signal.turn import send_parts
-
     run = JobRun.of(item)
     workspace = runner.runtime.workspace
     if run is None:

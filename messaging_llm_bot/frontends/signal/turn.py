@@ -11,7 +11,7 @@ import asyncio
 import base64
 import logging
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 from zoneinfo import ZoneInfo
 
 from assistant_framework.inbox import Inbox, InboxItem
@@ -33,10 +33,10 @@ from messaging_llm_bot.frontends.pool import TurnPool
 from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.signal import media
 from messaging_llm_bot.frontends.signal.approval import Approvals
-from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
-from messaging_llm_bot.frontends.signal.format import render_signal
+from messaging_llm_bot.frontends.signal.client import Outage, SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.frontends.signal.identity import Identities
 from messaging_llm_bot.frontends.signal.job_turn import answer_job
+from messaging_llm_bot.frontends.signal.send import Typing, send_parts
 from messaging_llm_bot.frontends.signal.settings import (
     SignalMessage,
     SignalSettings,
@@ -54,92 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
 log = logging.getLogger(__name__)
 
 FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
-TYPING_EVERY_SECONDS = 10.0  # Signal clients drop a typing indicator after about 15 s
 RETRY_MAX_SECONDS = 30.0
-
-
-class Outage:
-    """Logs a daemon outage once (and its end), whoever notices it first."""
-
-    def __init__(self, base_url: str) -> None:
-        self.base_url = base_url
-        self.down = False
-
-    def failed(self, err: BaseException) -> None:
-        if not self.down:
-            self.down = True
-            log.warning(
-                "signal: the signal-cli daemon at %s is not reachable (%s); retrying until it is back",
-                self.base_url,
-                err,
-            )
-
-    def ok(self) -> None:
-        if self.down:
-            self.down = False
-            log.info("signal: the signal-cli daemon at %s is reachable again", self.base_url)
-
-
-async def send_parts(
-    client: SignalClient,
-    chat: str,
-    markdown: str,
-    *,
-    quote: SignalMessage | None = None,
-    skip_parts: int = 0,
-    on_part_sent: Callable[[int, int], None] | None = None,
-) -> list[int]:
-    """Send ``markdown`` as Signal parts in order; returns their timestamps. Raises SignalRpcError/Unavailable."""
-    sent = []
-    for index, part in enumerate(render_signal(markdown)):
-        if index < skip_parts:
-            continue
-        params: dict[str, Any] = {**recipient_params(chat), "message": part.text}
-        if part.styles:
-            params["textStyle"] = part.styles
-        if quote is not None and index == 0:
-            params.update(quoteTimestamp=quote.timestamp, quoteAuthor=quote.uuid or quote.number)
-        result = await client.rpc("send", params)
-        stamp = int((result or {}).get("timestamp") or 0)
-        sent.append(stamp)
-        if on_part_sent is not None:
-            on_part_sent(index, stamp)
-    return sent
-
-
-class Typing:
-    """Shows "typing…" in a chat while the model works (best effort, never raises)."""
-
-    def __init__(self, client: SignalClient, chat: str, enabled: bool = True, shown: bool = False) -> None:
-        self.client, self.chat, self.enabled = client, chat, enabled
-        self.shown = shown  # the first indicator already went out (batched with the read receipt)
-        self._task: asyncio.Task | None = None
-
-    async def _loop(self) -> None:
-        while True:
-            if not self.shown:
-                await self._send(False)
-            self.shown = False
-            await asyncio.sleep(TYPING_EVERY_SECONDS)
-
-    async def _send(self, stop: bool) -> None:
-        try:
-            await self.client.rpc("sendTyping", {**recipient_params(self.chat), **({"stop": True} if stop else {})})
-        except (SignalRpcError, SignalUnavailable) as err:
-            log.debug("signal: typing indicator in %s failed: %s", self.chat, err)
-
-    def start(self) -> None:
-        if self.enabled and self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._loop())
-
-    async def stop(self) -> None:
-        showing = self._task is not None or self.shown
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        self._task, self.shown = None, False
-        if showing:
-            await self._send(True)
 
 
 class TurnRunner:
