@@ -6,10 +6,11 @@ followed by an empty line), nothing else on stdout; EOF ends with status 0.
 
 Messages for the model go through the durable inbox (``assistant_framework.inbox``) like Telegram's:
 a message a crash left unanswered is answered first at the next start (its reply block comes before
-the new ones; a note naming it goes to stderr).
+the new ones; a note naming it goes to stderr). Interactive, the chat's reminders and scheduled jobs run
+while it is open (console_extras.py, console_jobs.py), printed between the user's lines.
 
 One terminal chat per workspace (``state/console.lock``): two would both answer the message a crash
-left unanswered, both deliver this conversation's reminders and interleave one conversation. A
+left unanswered, both deliver this conversation's reminders and jobs and interleave one conversation. A
 Telegram or Signal bot on the same workspace is no conflict (its own conversations, items, reminders).
 """
 
@@ -21,7 +22,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TextIO
 
 import filelock
@@ -31,7 +34,16 @@ from messaging_llm_bot.agent.guard import ApproveCallback
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.turn import AgentEvent, reply_text
 from messaging_llm_bot.frontends.commands import run_command
-from messaging_llm_bot.frontends.console_extras import HISTORY_FILE, PROMPT, ConsoleReminders, LiveReply, line_reader
+from messaging_llm_bot.frontends.console_extras import (
+    HISTORY_FILE,
+    PROMPT,
+    ConsoleReminders,
+    LiveReply,
+    line_reader,
+    typed_so_far,
+)
+from messaging_llm_bot.frontends.console_jobs import ConsoleJobs, Screen
+from messaging_llm_bot.frontends.job_runs import is_job_item
 from messaging_llm_bot.frontends.markup import terminal_text
 from messaging_llm_bot.frontends.runtime import Runtime
 
@@ -215,8 +227,8 @@ def answer_stoppably(
 
 def _replay(runtime: Runtime, inbox: Inbox, stdout: TextIO, stderr: TextIO, interactive: bool) -> None:
     for item in inbox.pending():
-        if item.conversation_id != CONVERSATION_ID:
-            continue
+        if item.conversation_id != CONVERSATION_ID or is_job_item(item):
+            continue  # another frontend's, or a job run (console_jobs.py answers those)
         text = str(item.payload.get("text", ""))
         print(f"(answering a message left unanswered by the last run: {text[:80]!r})", file=stderr, flush=True)
         reply = (
@@ -231,9 +243,11 @@ def run_console(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    *,
+    job_clock: Callable[[], datetime] | None = None,
 ) -> int:
     """Chat on the terminal until EOF or /quit; returns the exit status (2 when another terminal chat runs
-    on the workspace: it holds ``LOCK_FILE``)."""
+    on the workspace: it holds ``LOCK_FILE``). ``job_clock``: the jobs' clock (a test's; None: the real one)."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -248,12 +262,14 @@ def run_console(
         )
         return EXIT_USAGE
     try:
-        return _chat(runtime, stdin, stdout, stderr)
+        return _chat(runtime, stdin, stdout, stderr, job_clock)
     finally:
         lock.release()
 
 
-def _chat(runtime: Runtime, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+def _chat(
+    runtime: Runtime, stdin: TextIO, stdout: TextIO, stderr: TextIO, job_clock: Callable[[], datetime] | None
+) -> int:
     interactive = stdin.isatty()
     reminders = None
     if interactive:
@@ -266,13 +282,23 @@ def _chat(runtime: Runtime, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> in
         reminders = _start_reminders(runtime, stdout)
     read_line, save_history = line_reader(stdin, stdout, interactive, runtime.workspace.path(HISTORY_FILE))
     inbox = Inbox(runtime.workspace)
+    screen, jobs = None, None
+    if interactive:
+        screen = Screen(stdout, typed_so_far(stdin, stdout, interactive))
+        jobs = ConsoleJobs(runtime, inbox, screen, CONVERSATION_ID, clock=job_clock)
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         _replay(runtime, inbox, stdout, stderr, interactive)
+        if jobs is not None:
+            jobs.start()
         while True:
+            if screen is not None:
+                screen.before_prompt()  # job replies that came meanwhile, then the prompt
             line = read_line()
+            if screen is not None:
+                screen.after_prompt()
             if not line:
                 break
             text = line.strip()
@@ -299,6 +325,8 @@ def _chat(runtime: Runtime, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> in
             signal.signal(signal.SIGTERM, previous)
         if reminders is not None:
             reminders.stop()
+        if jobs is not None:
+            jobs.stop()
         save_history()
     return 0
 

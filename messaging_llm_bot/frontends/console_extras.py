@@ -93,6 +93,15 @@ def line_reader(
     return read_line, save
 
 
+def typed_so_far(stdin: TextIO, stdout: TextIO, interactive: bool) -> Callable[[], str] | None:
+    """What the user has typed at the prompt so far (readline's line buffer) when ``line_reader`` reads
+    through readline; None when that cannot be known."""
+    readline = sys.modules.get("readline")
+    if readline is None or not (interactive and stdin is sys.stdin and stdout is sys.stdout):
+        return None
+    return readline.get_line_buffer
+
+
 def _tolerate_bad_bytes(stdin: TextIO) -> str:
     """Let ``stdin`` pass bytes its encoding cannot decode (as lone surrogates) instead of raising
     UnicodeDecodeError, which ended the chat; returns the encoding to clean lines with."""

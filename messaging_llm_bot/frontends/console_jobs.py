@@ -1,0 +1,257 @@
+"""Scheduled jobs in the terminal chat (docs/jobs.md): while the chat is open at a terminal, due runs of
+its jobs are made and printed there, between prompts.
+
+The same once-only path as Telegram and Signal: ``JobScheduler`` (frontends/job_runs.py) accepts each due
+run into the durable inbox as ``job:<id>:<planned UTC>`` (an id is taken once), ``answer_job_run``
+(frontends/job_answer.py) makes the reply once and records it before it is printed, the printed reply is
+recorded as the item's part, then the run's line is written and the item completed. A run cut off by a
+crash or by leaving the chat is answered at the next start; a reply printed before is not printed again.
+One terminal chat per workspace (console.py holds ``state/console.lock``), so no other chat makes these runs.
+
+A reply is printed at once when the user sits at an empty prompt, else kept until the line typed is sent
+and answered, then printed before the next prompt (``Screen``): never into a line being typed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import TextIO
+
+from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.jobs import Job
+from messaging_llm_bot.frontends.console_extras import PROMPT
+from messaging_llm_bot.frontends.job_answer import answer_job_run
+from messaging_llm_bot.frontends.job_runs import JobScheduler
+from messaging_llm_bot.frontends.jobs import AsyncJobQueue
+from messaging_llm_bot.frontends.markup import terminal_text
+from messaging_llm_bot.frontends.pool import TurnPool
+from messaging_llm_bot.frontends.run import enabled_frontends
+from messaging_llm_bot.frontends.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+FINISH_SECONDS = 2.0  # at the chat's end, for a run being finished (a turn still running is not waited for)
+CLEAR_LINE = "\r\x1b[K"  # back to the line's start and clear it: the prompt is printed again below the text
+
+
+class _Waiting:
+    """A text waiting for the next gap between prompts."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.printed = False
+        self.done = threading.Event()
+
+
+class Screen:
+    """Prints the terminal chat's own messages between the user's lines: at once at an empty prompt, else
+    right before the next prompt. ``typed`` tells what the user has typed at the prompt so far (readline's
+    line buffer; None: unknown, taken as nothing)."""
+
+    def __init__(self, out: TextIO, typed: Callable[[], str] | None = None) -> None:
+        self.out = out
+        self.typed = typed
+        self._lock = threading.Lock()
+        self._waiting: list[_Waiting] = []
+        self._at_prompt = False
+        self._closed = False
+
+    def show(self, text: str) -> bool:
+        """Print ``text`` as a block of its own; waits until it is printed. False when the chat ended first."""
+        waiting = _Waiting(text)
+        with self._lock:
+            if self._closed:
+                return False
+            if self._at_prompt and not self._typing():
+                self.out.write(f"{CLEAR_LINE}{_block(text)}{PROMPT}")
+                self.out.flush()
+                return True
+            self._waiting.append(waiting)
+        waiting.done.wait()
+        return waiting.printed
+
+    def _typing(self) -> bool:
+        try:
+            return bool(self.typed is not None and self.typed())
+        except Exception:  # noqa: BLE001 - readline gone: take it that something is typed, and wait
+            return True
+
+    def before_prompt(self) -> None:
+        """The main thread is about to prompt: print what waits, then texts may come at the prompt."""
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+            for one in waiting:
+                self.out.write(_block(one.text))
+            if waiting:
+                self.out.flush()
+            for one in waiting:
+                one.printed = True
+                one.done.set()
+            self._at_prompt = True
+
+    def after_prompt(self) -> None:
+        """A line was read (or the input ended): texts wait for the next prompt."""
+        with self._lock:
+            self._at_prompt = False
+
+    @property
+    def closed(self) -> bool:
+        """True once the chat has ended."""
+        return self._closed
+
+    def close(self) -> None:
+        """The chat ends: nothing more is printed; waiting texts are left unprinted (``show`` says False)."""
+        with self._lock:
+            self._closed = True
+            waiting, self._waiting = self._waiting, []
+        for one in waiting:
+            one.done.set()
+
+
+def _block(text: str) -> str:
+    """A reply block as the chat prints one: the text, then an empty line."""
+    return terminal_text(text).rstrip("\n") + "\n\n"
+
+
+class ConsoleJobs:
+    """The terminal chat's job runs on an event loop of their own (a thread), one run at a time."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        inbox: Inbox,
+        screen: Screen,
+        conversation_id: str,
+        *,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.inbox = inbox
+        self.screen = screen
+        self.conversation_id = conversation_id
+        self.clock = clock
+        self.pool = TurnPool(lambda: runtime.settings)
+        self.scheduler: JobScheduler | None = None
+        self.running: set[str] = set()  # runs waiting or being answered
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._one_at_a_time: asyncio.Lock | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start running jobs: the first look now (it offers the runs a crash or a quit left, too)."""
+        ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(ready,), name="console-jobs", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+
+    def claim(self, job: Job) -> str | None:
+        """A job made in the terminal chat, or made by hand (no chat) when no chat frontend is configured."""
+        if job.chat_id in (None, ""):
+            return None if enabled_frontends(self.runtime.settings) else self.conversation_id
+        return self.conversation_id if str(job.chat_id) == self.conversation_id else None
+
+    def _run(self, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main(ready))
+        except Exception:  # noqa: BLE001 - the chat goes on without jobs; the log says why
+            log.exception("jobs: the terminal chat's jobs stopped")
+        finally:
+            ready.set()
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    async def _main(self, ready: threading.Event) -> None:
+        self._stop = asyncio.Event()
+        self._one_at_a_time = asyncio.Lock()
+        queue = AsyncJobQueue()
+        self.scheduler = JobScheduler(
+            self.runtime.workspace,
+            self.inbox,
+            queue,
+            claim=self.claim,
+            start=self.start_item,
+            settings=lambda: self.runtime.settings,
+            clock=self.clock,
+            prefix=self.conversation_id,
+        )
+        self.scheduler.start()  # its first look offers the runs a crash or a quit left, too
+        ready.set()
+        try:
+            await self._stop.wait()
+        finally:
+            self.scheduler.stop()
+            await queue.stop()
+            if self._tasks:  # a run printed a moment ago writes its line and completes; a reply not
+                # printed yet (the screen is closed) stays in the inbox at once
+                await asyncio.wait(set(self._tasks), timeout=FINISH_SECONDS)
+            for task in list(self._tasks):  # a turn still running is cut off: its run is made at the next start
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            self.pool.shutdown()
+
+    def start_item(self, item: InboxItem) -> None:
+        """Answer a run's item (on the jobs' loop); once at a time, in the order offered."""
+        if item.item_id in self.running:
+            return
+        self.running.add(item.item_id)
+        task = asyncio.get_running_loop().create_task(self._answer(item))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: self.running.discard(item.item_id))
+
+    async def _answer(self, item: InboxItem) -> None:
+        assert self._one_at_a_time is not None
+
+        async def deliver(text: str) -> bool:
+            return await asyncio.to_thread(self._print_reply, item, text)
+
+        async def tell(text: str) -> None:
+            await asyncio.to_thread(self.screen.show, text)
+
+        async with self._one_at_a_time:
+            if self.screen.closed:
+                return  # the chat ended while this run waited: it is made at the next start
+            await answer_job_run(
+                self.runtime,
+                self.pool,
+                self.inbox,
+                item,
+                chat_id=self.conversation_id,
+                user_id="owner",
+                deliver=deliver,
+                tell=tell,
+            )
+
+    def _print_reply(self, item: InboxItem, text: str) -> bool:
+        """Print a run's reply once: a reply the item's ledger shows as printed (before a crash) is not
+        printed again. False when the chat ended before it could be printed."""
+        if self.inbox.parts_sent(item.item_id) > 0:
+            return True
+        if not self.screen.show(text):
+            return False
+        try:
+            self.inbox.record_part(item.item_id, 0, time.time_ns() // 1_000_000)  # when it was shown
+        except OSError as err:  # printed; a crash before completion would only print it again
+            log.warning("jobs: could not record that %s was printed: %s", item.item_id, err)
+        return True
+
+    def stop(self) -> None:
+        """Stop running jobs (the chat ends); a run not printed yet stays in the inbox for the next start."""
+        self.screen.close()
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(stop.set)
+            except RuntimeError:
+                pass  # the loop closed meanwhile
+        if self._thread is not None:
+            self._thread.join(10)

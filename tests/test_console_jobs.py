@@ -1,0 +1,181 @@
+"""Scheduled jobs in the terminal chat, through the real chat on a pseudo-terminal (``python -m
+messaging_llm_bot --frontend console``): a job made there runs while the chat is open and its reply is
+printed between prompts, never into a line being typed; a run is made and printed once, also when the
+chat is left before the reply could be printed and after a crash; a scripted (piped) chat runs no jobs.
+
+The jobs are due at once when the test writes them (created an interval and ten seconds ago, as in
+tests/test_jobs_signal.py), and the chat looks at them every 0.1 s (``jobs.poll_seconds``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.inbox import Inbox
+from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.frontends.job_runs import JobRun
+from tests.console_harness import Terminal, run_bot, write_config
+
+pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
+
+PROMPT = "you> "
+
+
+def due_now(job_id: str, **row: object) -> dict:
+    """A job of the terminal chat whose run is due at the first look."""
+    created = (datetime.now(timezone.utc) - timedelta(minutes=60, seconds=10)).isoformat(timespec="seconds")
+    return {
+        "id": job_id,
+        "name": f"job {job_id}",
+        "every_minutes": 60,
+        "created_at": created,
+        "chat_id": "console",
+        **row,
+    }
+
+
+def chat_config(tmp_path: Path, chat_server, test_skills_dir: Path) -> Path:
+    config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
+    (config / "jobs.json").write_text(json.dumps({"poll_seconds": 0.1}))
+    return config
+
+
+def open_chat(config: Path, ws: Workspace) -> Terminal:
+    argv = [sys.executable, "-m", "messaging_llm_bot", "--frontend", "console", "--config", str(config)]
+    return Terminal([*argv, "--workspace", str(ws.root)])
+
+
+def pending_files(ws: Workspace) -> list[dict]:
+    """The inbox's pending items as stored (read as files: a second Inbox would write seen.log)."""
+    return [json.loads(p.read_text()) for p in sorted((ws.root / "state/inbox/pending").glob("*/*.json"))]
+
+
+def recorded_replies(ws: Workspace) -> list[str]:
+    """The replies recorded in the pending items' ledgers."""
+    ledgers = sorted((ws.root / "state/inbox/pending").glob("*/*.ledger"))
+    return [str(json.loads(p.read_text()).get("reply")) for p in ledgers if p.read_text().strip()]
+
+
+def wait_until(predicate, term: Terminal, what: str, timeout: float = 30) -> None:
+    """Wait for ``predicate`` while reading the terminal (its output must not fill the pty)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen; output so far:\n{term.output[-3000:]}")
+        term._read(0.1)
+
+
+def test_a_job_runs_while_the_chat_is_open_and_prints_between_prompts(tmp_path, chat_server, test_skills_dir):
+    config = chat_config(tmp_path, chat_server, test_skills_dir)
+    ws = Workspace(tmp_path / "ws")
+    asked: list[str] = []
+
+    def model(request: dict) -> str:
+        asked.append(request["messages"][-1]["content"])
+        return '{"reply": "No open tasks."}' if "Which tasks are open?" in asked[-1] else '{"reply": "ok!"}'
+
+    chat_server.set_handler(model)
+    term = open_chat(config, ws)
+    try:
+        term.wait_for(PROMPT)
+        ws.write_json(JOBS_FILE, [due_now("j1", message="Stretch")])
+        term.wait_for("🗓 Stretch")  # at an empty prompt: at once
+        term.wait_for(PROMPT, start=term.output.index("🗓 Stretch"))  # and the prompt again below it
+        term.type("hel")  # a line being typed, not sent
+        mark = len(term.output)
+        ws.write_json(JOBS_FILE, [*ws.read_json(JOBS_FILE), due_now("j2", prompt="Which tasks are open?")])
+        wait_until(
+            lambda: any("No open tasks." in reply for reply in recorded_replies(ws)),
+            term,
+            "the prompt job's reply made and recorded",
+        )
+        term._read(1.0)  # what the chat would print now
+        assert "No open tasks." not in term.output[mark:]  # not into the line being typed
+        term.type("lo\r")
+        term.wait_for("ok!", start=mark)
+        term.wait_for("No open tasks.", start=term.output.index("ok!", mark))  # after the answer to "hello"
+        term.wait_for(PROMPT, start=term.output.index("No open tasks.", mark))
+        term.type("\x04")  # Ctrl-D
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+    assert term.output.count("🗓 Stretch") == 1 and term.output.count("No open tasks.") == 1
+    assert sum(a.startswith("hello") for a in asked) == 1 and sum("Which tasks are open?" in a for a in asked) == 1
+    runs = ws.read_jsonl(RUNS_FILE)
+    assert sorted((r["job"], r["outcome"]) for r in runs) == [("j1", "delivered"), ("j2", "delivered")]
+    assert pending_files(ws) == []
+
+
+def test_a_reply_waiting_when_the_chat_is_left_is_printed_once_at_the_next_start(
+    tmp_path, chat_server, test_skills_dir
+):
+    config = chat_config(tmp_path, chat_server, test_skills_dir)
+    ws = Workspace(tmp_path / "ws")
+    chat_server.set_handler(lambda request: '{"reply": "Two tasks are open."}')
+    term = open_chat(config, ws)
+    try:
+        term.wait_for(PROMPT)
+        term.type("hel")  # the reply waits behind the line being typed
+        ws.write_json(JOBS_FILE, [due_now("j1", prompt="Which tasks are open?")])
+        wait_until(lambda: any("Two tasks" in r for r in recorded_replies(ws)), term, "the reply made and recorded")
+        term.proc.terminate()  # SIGTERM leaves the chat (status 0) with the reply not printed
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+    assert "Two tasks are open." not in term.output
+    assert ws.read_jsonl(RUNS_FILE) == [] and len(pending_files(ws)) == 1  # not lost: still in the inbox
+    again = open_chat(config, ws)
+    try:
+        again.wait_for("Two tasks are open.")
+        wait_until(lambda: not pending_files(ws), again, "the run completed")
+        again.type("\x04")
+        assert again.proc.wait(30) == 0
+    finally:
+        again.close()
+    assert again.output.count("Two tasks are open.") == 1
+    assert len(chat_server.chat_requests) == 1  # made once, before the chat was left
+    assert [(r["job"], r["outcome"]) for r in ws.read_jsonl(RUNS_FILE)] == [("j1", "delivered")]
+
+
+def test_a_run_left_by_a_crash_is_printed_once_at_the_next_start(tmp_path, chat_server, test_skills_dir):
+    config = chat_config(tmp_path, chat_server, test_skills_dir)
+    ws = Workspace(tmp_path / "ws")
+    planned = "2026-03-01T07:30:00+00:00"
+    inbox = Inbox(ws)
+    for job_id, printed in (("j1", False), ("j2", True)):  # cut off before it was printed, and after
+        run = JobRun(f"job:{job_id}:{planned}", job_id, f"job {job_id}", "prompt", "Sum up", planned, False, "UTC")
+        item = inbox.accept(run.run_id, "console", run.payload())
+        assert item is not None
+        inbox.record_reply(item.item_id, f"Summary of {job_id}")
+        if printed:
+            inbox.record_part(item.item_id, 0, 1)
+    del inbox
+    term = open_chat(config, ws)
+    try:
+        term.wait_for("Summary of j1")
+        wait_until(lambda: not pending_files(ws), term, "both runs completed")
+        term.type("\x04")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+    assert term.output.count("Summary of j1") == 1 and "Summary of j2" not in term.output
+    assert chat_server.chat_requests == []  # the replies were made before: not asked again
+    assert sorted(r["job"] for r in ws.read_jsonl(RUNS_FILE)) == ["j1", "j2"]
+
+
+def test_a_scripted_chat_runs_no_jobs_and_prints_only_reply_blocks(tmp_path, chat_server, test_skills_dir):
+    config = chat_config(tmp_path, chat_server, test_skills_dir)
+    ws = Workspace(tmp_path / "ws")
+    ws.write_json(JOBS_FILE, [due_now("j1", message="Stretch")])
+    chat_server.set_handler(lambda request: '{"reply": "ok!"}')
+    done = run_bot(["--frontend", "console", "--config", str(config), "--workspace", str(ws.root)], "hello\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "ok!\n\n"
+    assert ws.read_jsonl(RUNS_FILE) == [] and pending_files(ws) == []
