@@ -15,25 +15,16 @@ from typing import TYPE_CHECKING, Callable
 from zoneinfo import ZoneInfo
 
 from assistant_framework.inbox import Inbox, InboxItem
-from assistant_framework.workspace import Workspace
-from messaging_llm_bot.frontends.attachments import VOICE_DISABLED, SavedFile, attachment_prompt
+from messaging_llm_bot.frontends.attachments import VOICE_DISABLED
 from messaging_llm_bot.frontends.chatflags import ChatFlags
-from messaging_llm_bot.frontends.images import (
-    MAX_IMAGES,
-    VISION_MISSING,
-    VISION_MISSING_FLAG,
-    area_for,
-    image_prompt,
-    is_image,
-    prepare,
-    sees_images,
-)
+from messaging_llm_bot.frontends.images import VISION_MISSING, VISION_MISSING_FLAG, area_for
 from messaging_llm_bot.frontends.job_runs import is_job_item
 from messaging_llm_bot.frontends.pool import TurnPool
 from messaging_llm_bot.frontends.runtime import Runtime
 from messaging_llm_bot.frontends.signal import media
 from messaging_llm_bot.frontends.signal.approval import Approvals
 from messaging_llm_bot.frontends.signal.client import Outage, SignalClient, SignalRpcError, SignalUnavailable
+from messaging_llm_bot.frontends.signal.files import files_input
 from messaging_llm_bot.frontends.signal.identity import Identities
 from messaging_llm_bot.frontends.signal.job_turn import answer_job
 from messaging_llm_bot.frontends.signal.send import Typing, send_parts
@@ -196,28 +187,11 @@ class TurnRunner:
             today = datetime.now(ZoneInfo(self.settings.timezone)).date()
             # A guest's files go to the chat's own area, never into the owner's inbox/.
             area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
-            results = await media.save_attachments(self.client, area, msg, today)
-            saved = [r for r in results if not isinstance(r, str)]
-            reasons = [r for r in results if isinstance(r, str)]
-            if not saved:
-                return reasons[0]  # why the file could not be fetched
-            failed = [f"[Attachment] Another file could not be fetched: {r}" for r in results if isinstance(r, str)]
-            seen = await self._images(area, saved) if sees_images(self.runtime.settings) else {}
-            refused = [v for v in seen.values() if isinstance(v, str)]
-            if refused and len(refused) == len(saved):
-                return refused[0]  # every file was an image that cannot go (HEIC, too large)
-            parts = []
-            for one in saved:
-                got = seen.get(one.rel_path)
-                if got is None:
-                    parts.append(attachment_prompt(one))
-                elif isinstance(got, str):
-                    parts.append(f"{attachment_prompt(one)}\nIt is not shown to you: {got}")
-                else:
-                    parts.append(image_prompt(one, got.image))
-                    images += (got,)
-            text, untrusted = "\n\n".join(parts + failed), True
-            if not seen and any(is_image(one) for one in saved):
+            got = await files_input(self.client, area, msg, today, self.runtime.settings)
+            if isinstance(got, str):
+                return got  # no file could be fetched, or none can be shown
+            text, untrusted, images = got.text, True, got.images
+            if got.vision_missing:
                 if await asyncio.to_thread(self.flags.first_time, item.conversation_id, VISION_MISSING_FLAG):
                     notice = VISION_MISSING
         elif kind == "voice":
@@ -259,14 +233,6 @@ class TurnRunner:
         # The owner's model calls go first (llm/slots.py).
         answered = await self.pool.run(agent.handle, incoming, owner_turn=sender.owner)
         return f"{reply_text(answered)}\n\n{notice}" if notice else reply_text(answered)
-
-    async def _images(self, area: Workspace, saved: list[SavedFile]) -> dict[str, ImageInput | str]:
-        """Per saved image (the first ``MAX_IMAGES`` of an album): ready for the model, or why it cannot go."""
-        max_side = self.runtime.settings.llm.image_max_side
-        out: dict[str, ImageInput | str] = {}
-        for one in [s for s in saved if is_image(s)][:MAX_IMAGES]:
-            out[one.rel_path] = await prepare(area, one, max_side)
-        return out
 
     async def _send_best_effort(self, chat: str, text: str, quote: SignalMessage | None) -> None:
         try:
