@@ -133,3 +133,23 @@ def test_short_webhook_secret_is_a_config_error(tmp_path):
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "secret_token" in proc.stdout + proc.stderr
+
+
+def test_an_album_posted_to_the_webhook_is_one_turn(fake, start_bot, chat_server, workspace):
+    """Webhook mode stores each part when its handler runs: the album's first turn stores the rest itself."""
+    port, secret = free_port(), "s3cret-token-0123456789"
+    hook = {"listen": "127.0.0.1", "port": port, "url": f"http://127.0.0.1:{port}/telegram", "secret_token": secret}
+    start_bot(mode="webhook", webhook=hook)
+    chat_server.enqueue('{"reply": "Both files filed."}')
+    for number, name in ((910, "a.pdf"), (911, "b.pdf")):
+        part = update(number, "")
+        del part["message"]["text"]
+        ref = fake.add_file(f"%PDF-1.4 {name}".encode(), f"documents/{name}")
+        part["message"].update(document={**ref, "file_name": name}, media_group_id="W1")
+        assert post(port, part, secret=secret).status_code == 200
+    fake.wait_for(lambda: "Both files filed." in texts(fake), timeout=10)
+    (request,) = chat_server.chat_requests
+    prompt = request["messages"][-1]["content"]
+    assert "a.pdf" in prompt and "b.pdf" in prompt
+    assert texts(fake) == ["Both files filed."]
+    assert sorted(p.split("/")[-1] for p in workspace.list("inbox/**/*.pdf")) == ["a.pdf", "b.pdf"]
