@@ -194,3 +194,29 @@ def test_guests_see_only_their_skills_on_signal(start, daemon):
     assert "time" in friend_help and "notes" not in friend_help and "/reload" not in friend_help
     assert "There is no skill named 'notes'" in friend_skill
     assert {"notes", "tasks", "file", "time"} <= _listed(owner_skills)
+
+
+# -- reminders given to guests --------------------------------------------------------------------------
+
+REMIND = {"action": "add", "text": "call the plumber", "in_minutes": 5}
+
+
+def test_a_guests_reminder_is_refused_in_one_sentence_not_stored_where_it_never_arrives(
+    fake, start_bot, chat_server, workspace
+):
+    """A guest turn runs on the chat's own area, where no scheduler looks: the reminder was stored there and
+    never delivered. Given `reminders`, a guest's add is refused with the reason and nothing is stored."""
+    start_bot(allowed_user_ids=[OWNER, FRIEND], owner_id=OWNER, config_patch=guests(["reminders"]))
+    friend_turn(fake, chat_server, json.dumps({"skill": "reminders", "args": REMIND}))
+    assert "owner's own chat only" in json.dumps(chat_server.chat_requests[1]["messages"])
+    assert list(workspace.root.glob("**/reminders.json")) == []
+
+
+def test_a_reminder_asked_for_in_a_signal_group_is_refused_too(start, daemon, chat_server, workspace):
+    daemon.add_group("Z3JvdXAtZmFtaWx5", "Family", [SIGNAL_OWNER, SIGNAL_FRIEND])
+    chat_server.enqueue(json.dumps({"skill": "reminders", "args": REMIND}), '{"reply": "answered"}')
+    start(patch=guests(["reminders"]), owner=SIGNAL_OWNER, group_mode="all")
+    daemon.message(SIGNAL_OWNER, "remind us in 5 minutes to call the plumber", group_id="Z3JvdXAtZmFtaWx5")
+    daemon.wait_sent(1)
+    assert "owner's own chat only" in json.dumps(chat_server.chat_requests[1]["messages"])
+    assert list(workspace.root.glob("**/reminders.json")) == []

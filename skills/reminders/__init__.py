@@ -32,7 +32,16 @@ ARGS_SCHEMA = {
 }
 
 
+#: A guest's turn runs on the chat's own area, where no scheduler looks: a reminder stored there would never come.
+NOT_HERE = (
+    "reminders are delivered in the owner's own chat only; one set here would never arrive. Tell the user so "
+    "(a calendar or phone alarm can do it)."
+)
+
+
 def run(workspace: Workspace, args: dict, context=None):
+    if not getattr(context, "private", True):
+        raise PermissionError(NOT_HERE)
     chat_id = getattr(context, "chat_id", None)
     if chat_id is None:
         raise ValueError("reminders need a chat to deliver to; this conversation has no chat_id")
