@@ -167,3 +167,36 @@ def test_ctrl_c_at_a_confirmation_question_declines_it_and_stops_without_enter(
         term.close()
     assert not (tmp_path / "ws" / "notes" / "plan.md").exists()
     assert len(chat_server.chat_requests) == 1  # no round after the stop
+
+
+def test_a_reminder_due_while_a_line_is_typed_waits_for_the_gap_and_one_left_unshown_stays_due(tmp_path: Path) -> None:
+    import io
+    import threading
+
+    from messaging_llm_bot.frontends.console_extras import Screen
+
+    store = ReminderStore(Workspace(tmp_path / "ws"))
+    now = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+    store.add("console", "stretch *now*", now - timedelta(minutes=1), "UTC")
+    out, typed = io.StringIO(), ["hel"]
+    screen = Screen(out, lambda: typed[0])
+    screen.before_prompt()  # the user sits at the prompt, typing "hel"
+    reminders = ConsoleReminders(store, "console", screen.show, clock=lambda: now)
+    ticked = threading.Thread(target=reminders.tick)
+    ticked.start()
+    ticked.join(0.5)
+    assert ticked.is_alive() and out.getvalue() == ""  # not printed into the line being typed
+    screen.after_prompt()  # the line is sent
+    screen.before_prompt()  # answered: the gap before the next prompt
+    ticked.join(5)
+    assert out.getvalue() == "⏰ stretch *now*\n\n"  # as typed, between the lines
+    assert store.list()[0]["status"] == "delivered"
+    store.add("console", "drink water", now - timedelta(minutes=1), "UTC")
+    left = Screen(io.StringIO(), lambda: "typing")
+    left.before_prompt()
+    waiting = ConsoleReminders(store, "console", left.show, clock=lambda: now)
+    ticked = threading.Thread(target=waiting.tick)
+    ticked.start()
+    left.close()  # the chat ends while the reminder waits
+    ticked.join(5)
+    assert {r["text"]: r["status"] for r in store.list()}["drink water"] == "pending"  # shown at the next start

@@ -36,13 +36,13 @@ from messaging_llm_bot.agent.turn import AgentEvent, reply_text
 from messaging_llm_bot.frontends.commands import run_command
 from messaging_llm_bot.frontends.console_extras import (
     HISTORY_FILE,
-    PROMPT,
     ConsoleReminders,
     LiveReply,
+    Screen,
     line_reader,
     typed_so_far,
 )
-from messaging_llm_bot.frontends.console_jobs import ConsoleJobs, Screen
+from messaging_llm_bot.frontends.console_jobs import ConsoleJobs
 from messaging_llm_bot.frontends.job_runs import is_job_item
 from messaging_llm_bot.frontends.markup import terminal_text
 from messaging_llm_bot.frontends.runtime import Runtime
@@ -271,7 +271,6 @@ def _chat(
     runtime: Runtime, stdin: TextIO, stdout: TextIO, stderr: TextIO, job_clock: Callable[[], datetime] | None
 ) -> int:
     interactive = stdin.isatty()
-    reminders = None
     if interactive:
         runtime.start_background(notify=lambda title, text: print(f"\n[{title}] {text}", file=stderr, flush=True))
         print(
@@ -279,12 +278,13 @@ def _chat(
             file=stdout,
             flush=True,
         )
-        reminders = _start_reminders(runtime, stdout)
     read_line, save_history = line_reader(stdin, stdout, interactive, runtime.workspace.path(HISTORY_FILE))
     inbox = Inbox(runtime.workspace)
-    screen, jobs = None, None
+    screen, jobs, reminders = None, None, None
     if interactive:
+        # Reminders and job replies are printed between the user's lines, never into one being typed.
         screen = Screen(stdout, typed_so_far(stdin, stdout, interactive))
+        reminders = _start_reminders(runtime, screen)
         jobs = ConsoleJobs(runtime, inbox, screen, CONVERSATION_ID, clock=job_clock)
     previous = None
     if threading.current_thread() is threading.main_thread():
@@ -323,6 +323,8 @@ def _chat(
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if screen is not None:
+            screen.close()  # what waits for a gap is left for the next start
         if reminders is not None:
             reminders.stop()
         if jobs is not None:
@@ -331,16 +333,12 @@ def _chat(
     return 0
 
 
-def _start_reminders(runtime: Runtime, stdout: TextIO) -> ConsoleReminders:
+def _start_reminders(runtime: Runtime, screen: Screen) -> ConsoleReminders:
     """Reminders set in the terminal chat are delivered there while it runs (late ones at the next start)."""
     from assistant_framework.stores.reminders import ReminderStore
 
     zone = runtime.settings.runtime.timezone
-
-    def emit(text: str) -> None:
-        print(f"\n{text}\n{PROMPT}", end="", file=stdout, flush=True)
-
-    reminders = ConsoleReminders(ReminderStore(runtime.workspace), CONVERSATION_ID, emit, default_tz=zone)
+    reminders = ConsoleReminders(ReminderStore(runtime.workspace), CONVERSATION_ID, screen.show, default_tz=zone)
     reminders.start()
     return reminders
 

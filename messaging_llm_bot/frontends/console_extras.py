@@ -1,5 +1,5 @@
-"""The interactive terminal chat's comforts: line editing and history (readline), and reminders
-delivered in the terminal while it runs."""
+"""The interactive terminal chat's comforts: line editing and history (readline), the chat's own messages
+printed between the user's lines (``Screen``), and reminders delivered in the terminal while it runs."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 HISTORY_FILE = "state/console_history"
 HISTORY_LENGTH = 1000
 PROMPT = "you> "
+CLEAR_LINE = "\r\x1b[K"  # back to the line's start and clear it: the prompt is printed again below the text
 
 
 class LiveReply:
@@ -127,14 +128,94 @@ def _clean(line: str, encoding: str) -> str:
         return line.encode("utf-8", "replace").decode("utf-8")
 
 
+class _Waiting:
+    """A text waiting for the next gap between prompts."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.printed = False
+        self.done = threading.Event()
+
+
+class Screen:
+    """Prints the terminal chat's own messages (reminders, job replies; plain text) between the user's
+    lines: at once at an empty prompt, else right before the next prompt. ``typed`` tells what the user
+    has typed at the prompt so far (readline's line buffer; None: unknown, taken as nothing)."""
+
+    def __init__(self, out: TextIO, typed: Callable[[], str] | None = None) -> None:
+        self.out = out
+        self.typed = typed
+        self._lock = threading.Lock()
+        self._waiting: list[_Waiting] = []
+        self._at_prompt = False
+        self._closed = False
+
+    def show(self, text: str) -> bool:
+        """Print ``text`` as a block of its own; waits until it is printed. False when the chat ended first."""
+        waiting = _Waiting(text)
+        with self._lock:
+            if self._closed:
+                return False
+            if self._at_prompt and not self._typing():
+                self.out.write(f"{CLEAR_LINE}{_block(text)}{PROMPT}")
+                self.out.flush()
+                return True
+            self._waiting.append(waiting)
+        waiting.done.wait()
+        return waiting.printed
+
+    def _typing(self) -> bool:
+        try:
+            return bool(self.typed is not None and self.typed())
+        except Exception:  # noqa: BLE001 - readline gone: take it that something is typed, and wait
+            return True
+
+    def before_prompt(self) -> None:
+        """The main thread is about to prompt: print what waits, then texts may come at the prompt."""
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+            for one in waiting:
+                self.out.write(_block(one.text))
+            if waiting:
+                self.out.flush()
+            for one in waiting:
+                one.printed = True
+                one.done.set()
+            self._at_prompt = True
+
+    def after_prompt(self) -> None:
+        """A line was read (or the input ended): texts wait for the next prompt."""
+        with self._lock:
+            self._at_prompt = False
+
+    @property
+    def closed(self) -> bool:
+        """True once the chat has ended."""
+        return self._closed
+
+    def close(self) -> None:
+        """The chat ends: nothing more is printed; waiting texts are left unprinted (``show`` says False)."""
+        with self._lock:
+            self._closed = True
+            waiting, self._waiting = self._waiting, []
+        for one in waiting:
+            one.done.set()
+
+
+def _block(text: str) -> str:
+    """A block as the chat prints a reply: the text, then an empty line."""
+    return text.rstrip("\n") + "\n\n"
+
+
 class ConsoleReminders:
-    """Polls the reminder store and prints reminders of the terminal conversation when due."""
+    """Polls the reminder store and prints reminders of the terminal conversation when due; ``emit``
+    returning False (not shown: the chat ended) leaves a reminder due."""
 
     def __init__(
         self,
         store,
         chat_id: str,
-        emit: Callable[[str], None],
+        emit: Callable[[str], bool | None],
         *,
         default_tz: str = "UTC",
         poll_seconds: float = 5.0,
@@ -154,18 +235,22 @@ class ConsoleReminders:
         except Exception as err:  # noqa: BLE001 - a damaged store must not end the chat
             log.warning("reminders: cannot read the reminder store: %s", err)
             return 0
+        shown = 0
         for reminder in due:
-            self.emit(delivery_text(reminder, now, self.default_tz))
+            if self.emit(delivery_text(reminder, now, self.default_tz)) is False:
+                break  # the chat ended before it was shown: still due at the next start
             self.store.mark_delivered(reminder["id"], now)
-        return len(due)
+            shown += 1
+        return shown
 
     def start(self) -> None:
-        """Deliver now, then every ``poll_seconds`` until ``stop``."""
-        self.tick()
+        """Deliver now, then every ``poll_seconds`` until ``stop`` (in a thread: ``emit`` may wait for a gap
+        between the user's lines)."""
         self._thread = threading.Thread(target=self._loop, name="console-reminders", daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
+        self.tick()
         while not self._stop.wait(self.poll_seconds):
             self.tick()
 

@@ -9,7 +9,7 @@ crash or by leaving the chat is answered at the next start; a reply printed befo
 One terminal chat per workspace (console.py holds ``state/console.lock``), so no other chat makes these runs.
 
 A reply is printed at once when the user sits at an empty prompt, else kept until the line typed is sent
-and answered, then printed before the next prompt (``Screen``): never into a line being typed.
+and answered, then printed before the next prompt (console_extras.Screen): never into a line being typed.
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import TextIO
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
-from messaging_llm_bot.frontends.console_extras import PROMPT
+from messaging_llm_bot.frontends.console_extras import Screen
 from messaging_llm_bot.frontends.job_answer import answer_job_run
 from messaging_llm_bot.frontends.job_runs import JobScheduler
 from messaging_llm_bot.frontends.jobs import AsyncJobQueue
@@ -36,86 +35,6 @@ from messaging_llm_bot.frontends.runtime import Runtime
 log = logging.getLogger(__name__)
 
 FINISH_SECONDS = 2.0  # at the chat's end, for a run being finished (a turn still running is not waited for)
-CLEAR_LINE = "\r\x1b[K"  # back to the line's start and clear it: the prompt is printed again below the text
-
-
-class _Waiting:
-    """A text waiting for the next gap between prompts."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.printed = False
-        self.done = threading.Event()
-
-
-class Screen:
-    """Prints the terminal chat's own messages between the user's lines: at once at an empty prompt, else
-    right before the next prompt. ``typed`` tells what the user has typed at the prompt so far (readline's
-    line buffer; None: unknown, taken as nothing)."""
-
-    def __init__(self, out: TextIO, typed: Callable[[], str] | None = None) -> None:
-        self.out = out
-        self.typed = typed
-        self._lock = threading.Lock()
-        self._waiting: list[_Waiting] = []
-        self._at_prompt = False
-        self._closed = False
-
-    def show(self, text: str) -> bool:
-        """Print ``text`` as a block of its own; waits until it is printed. False when the chat ended first."""
-        waiting = _Waiting(text)
-        with self._lock:
-            if self._closed:
-                return False
-            if self._at_prompt and not self._typing():
-                self.out.write(f"{CLEAR_LINE}{_block(text)}{PROMPT}")
-                self.out.flush()
-                return True
-            self._waiting.append(waiting)
-        waiting.done.wait()
-        return waiting.printed
-
-    def _typing(self) -> bool:
-        try:
-            return bool(self.typed is not None and self.typed())
-        except Exception:  # noqa: BLE001 - readline gone: take it that something is typed, and wait
-            return True
-
-    def before_prompt(self) -> None:
-        """The main thread is about to prompt: print what waits, then texts may come at the prompt."""
-        with self._lock:
-            waiting, self._waiting = self._waiting, []
-            for one in waiting:
-                self.out.write(_block(one.text))
-            if waiting:
-                self.out.flush()
-            for one in waiting:
-                one.printed = True
-                one.done.set()
-            self._at_prompt = True
-
-    def after_prompt(self) -> None:
-        """A line was read (or the input ended): texts wait for the next prompt."""
-        with self._lock:
-            self._at_prompt = False
-
-    @property
-    def closed(self) -> bool:
-        """True once the chat has ended."""
-        return self._closed
-
-    def close(self) -> None:
-        """The chat ends: nothing more is printed; waiting texts are left unprinted (``show`` says False)."""
-        with self._lock:
-            self._closed = True
-            waiting, self._waiting = self._waiting, []
-        for one in waiting:
-            one.done.set()
-
-
-def _block(text: str) -> str:
-    """A reply block as the chat prints one: the text, then an empty line."""
-    return terminal_text(text).rstrip("\n") + "\n\n"
 
 
 class ConsoleJobs:
@@ -215,7 +134,7 @@ class ConsoleJobs:
             return await asyncio.to_thread(self._print_reply, item, text)
 
         async def tell(text: str) -> None:
-            await asyncio.to_thread(self.screen.show, text)
+            await asyncio.to_thread(self.screen.show, terminal_text(text))
 
         async with self._one_at_a_time:
             if self.screen.closed:
@@ -236,7 +155,7 @@ class ConsoleJobs:
         printed again. False when the chat ended before it could be printed."""
         if self.inbox.parts_sent(item.item_id) > 0:
             return True
-        if not self.screen.show(text):
+        if not self.screen.show(terminal_text(text)):  # a reply's Markdown as the terminal shows it
             return False
         try:
             self.inbox.record_part(item.item_id, 0, time.time_ns() // 1_000_000)  # when it was shown
