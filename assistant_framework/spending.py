@@ -3,15 +3,20 @@
 Per runner, ``limits`` (``daily_tokens``, ``monthly_tokens``, ``daily_cost``, ``monthly_cost``) and
 ``price`` (per million input, output and cached input tokens). The day and the month are those of
 ``runtime.timezone`` at the ledger's clock. Every answered call adds what the server reported (prompt
-plus completion tokens, the cost from the price); a server that reports no usage is counted from the
-characters sent and received (about four a token) and the ledger says those counts are estimated.
+plus completion tokens, the cost from the price); a server that reports no usage is counted from its text
+(``assistant_framework/tokens.py``) and the ledger says those counts are estimated.
 
-A runner at a cap is skipped until its period ends (the next runner answers); background work
-(``llm/slots.background_calls``) stops at ``BACKGROUND_SHARE`` of a cap so the owner's own turns keep
-the rest. ``capped`` is called once per runner and period with the cap reached (the runtime tells the
-owner). The counts live in ``state/spending.json`` (written without an fsync: a power loss may forget
-the last calls' counts; a broken file starts the counts again from zero). The model client records
-(messaging_llm_bot/llm/client.py); /stats, the web Usage page and doctor read (``cap_rows``).
+Before each call the client asks ``hold`` with the call's own estimate (``call_estimate``: its prompt plus
+the bound of its answer): a runner the call would take past a cap (or that has reached one) is refused and
+the next runner is asked; background work (``llm/slots.background_calls``) is refused past
+``BACKGROUND_SHARE`` of a cap so the owner's own turns keep the rest. A call that goes holds its estimate
+until it is recorded, so calls running at once cannot pass a cap together. ``capped`` is called once per
+runner, cap and period: the first time a turn's call is refused for that cap, or a call reached it (the
+runtime tells the owner). The counts live in ``state/spending.json``, read and written under the file's lock
+on each call (the bot and ``assistant eval``/``trace replay`` count into the same file; written without an
+fsync: a power loss may forget the last calls' counts; a broken file starts the counts again from zero).
+The model client records (messaging_llm_bot/llm/client.py); /stats, the web Usage page and doctor read
+(``cap_rows``).
 """
 
 from __future__ import annotations
@@ -19,12 +24,15 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Callable
 from zoneinfo import ZoneInfo
 
-from assistant_framework.config.settings import RunnerSettings
+from assistant_framework.config.settings import LLMSettings, RunnerSettings
+from assistant_framework.tokens import estimate_tokens
 from assistant_framework.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -32,14 +40,20 @@ log = logging.getLogger(__name__)
 STATE_FILE = "state/spending.json"
 #: Background work stops at this share of any cap.
 BACKGROUND_SHARE = 0.8
-#: Characters per token when a server reports no usage.
-CHARS_PER_TOKEN = 4
 CAPS = ("daily_tokens", "monthly_tokens", "daily_cost", "monthly_cost")
+#: Tokens a chat template adds around each message (its role markers), in a call's estimate.
+MESSAGE_TOKENS = 4
+#: The answer's bound in a call's estimate when the request sets none: the default of ``llm.max_tokens``
+#: (a request without a bound may answer longer, and then passes a cap by the rest).
+DEFAULT_ANSWER_TOKENS = int(next(f.default for f in fields(LLMSettings) if f.name == "max_tokens"))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
 class CapUse:
-    """One cap of one runner: its limit, what is used in the current period and when that period ends."""
+    """One cap of one runner: its limit, what is used in the current period and when that period ends.
+
+    Checked for one call: ``upcoming`` is that call's estimate and ``held`` what calls running in this
+    process hold (both in the cap's unit)."""
 
     runner: str
     cap: str  # one of CAPS
@@ -47,6 +61,9 @@ class CapUse:
     used: float
     resets: datetime
     estimated: bool  # some of the counts of this period were estimated (the server reported no usage)
+    held: float = 0.0
+    upcoming: float = 0.0
+    refused: int = 0  # calls of turns this cap kept from the runner in this period
 
     @property
     def share(self) -> float:
@@ -57,19 +74,30 @@ class CapUse:
     def reached(self) -> bool:
         return self.share >= 1.0
 
+    @property
+    def left(self) -> float:
+        """What is left of the cap (0 when reached)."""
+        return max(0.0, self.limit - self.used)
+
+    def blocks(self, share: float = 1.0) -> bool:
+        """True when the call would take the runner past ``share`` of the cap (or it is there already)."""
+        return self.share >= share or self.used + self.held + self.upcoming > self.limit * share
+
+    def amount(self, value: float) -> str:
+        """``1,200`` for a token cap, ``0.25`` for a cost cap."""
+        return f"{int(value):,}" if self.cap.endswith("tokens") else f"{value:.2f}"
+
     def describe(self) -> str:
         """``daily tokens 1,200 of 1,000`` (cost with two decimals)."""
         what = self.cap.replace("_", " ")
-        if self.cap.endswith("tokens"):
-            amount = f"{int(self.used):,} of {int(self.limit):,}"
-        else:
-            amount = f"{self.used:.2f} of {self.limit:.2f}"
-        return f"{what} {amount}" + (" (partly estimated)" if self.estimated else "")
+        return f"{what} {self.amount(self.used)} of {self.amount(self.limit)}" + (
+            " (partly estimated)" if self.estimated else ""
+        )
 
 
 @dataclass(frozen=True)
 class CallTokens:
-    """The tokens of one answered call, as the server reported them (None: not reported)."""
+    """The tokens of one call: as the server reported them (None: not reported), or estimated."""
 
     prompt: int | None = None
     completion: int | None = None
@@ -78,6 +106,19 @@ class CallTokens:
     @property
     def reported(self) -> bool:
         return self.prompt is not None or self.completion is not None
+
+    @property
+    def total(self) -> int:
+        return (self.prompt or 0) + (self.completion or 0)
+
+
+@dataclass(eq=False)
+class Hold:
+    """A call's estimate held against its runner's caps while the call runs."""
+
+    runner: str
+    tokens: int
+    cost: float
 
 
 def call_cost(tokens: CallTokens, runner: RunnerSettings) -> float:
@@ -93,13 +134,52 @@ def call_cost(tokens: CallTokens, runner: RunnerSettings) -> float:
     ) / 1_000_000
 
 
-def estimated_tokens(sent_chars: int, answer_chars: int) -> CallTokens:
-    """Token counts from characters, for a server that reported none."""
-    return CallTokens(max(1, sent_chars // CHARS_PER_TOKEN), max(0, answer_chars // CHARS_PER_TOKEN))
+def _message_text(message: Mapping) -> str:
+    """A message's text: its content (an image part counts as none) and the arguments of its tool calls."""
+    content = message.get("content")
+    if isinstance(content, list):
+        text = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    else:
+        text = str(content or "")
+    calls = message.get("tool_calls")
+    return text + (json.dumps(calls, ensure_ascii=False) if calls else "")
+
+
+def call_estimate(body: Mapping) -> CallTokens:
+    """What one Chat Completions request may cost, before it is sent: its prompt (each message's text, the tool
+    specs, ``MESSAGE_TOKENS`` a message; an image counts as none) and its answer's bound (``max_tokens`` or
+    ``max_completion_tokens``; without either, ``DEFAULT_ANSWER_TOKENS``). The one estimate of a call: the caps'
+    check uses it, and a call whose server reports no usage is counted with its prompt."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, Mapping)]
+    prompt = sum(estimate_tokens(_message_text(m)) + MESSAGE_TOKENS for m in messages)
+    if body.get("tools"):
+        prompt += estimate_tokens(json.dumps(body["tools"], ensure_ascii=False))
+    bounds = [
+        v
+        for k in ("max_tokens", "max_completion_tokens")
+        if isinstance(v := body.get(k), int) and not isinstance(v, bool)
+    ]
+    return CallTokens(prompt=max(1, prompt), completion=max(bounds) if bounds else DEFAULT_ANSWER_TOKENS)
+
+
+def _fresh(row: dict, day: str, month: str) -> dict:
+    """The runner's counts with the periods that ended set back to zero (changes ``row``)."""
+    if row.get("day") != day:
+        row.update(day=day, day_tokens=0, day_cost=0.0, day_estimated=False, day_refused={})
+    if row.get("month") != month:
+        row.update(month=month, month_tokens=0, month_cost=0.0, month_estimated=False, month_refused={})
+    for period in ("day", "month"):
+        if not isinstance(row.get(f"{period}_refused"), dict):
+            row[f"{period}_refused"] = {}
+    return row
+
+
+def _period(cap: str) -> str:
+    return "day" if cap.startswith("daily") else "month"
 
 
 class SpendingLedger:
-    """The per-runner counts of the current day and month, kept in the workspace (thread-safe)."""
+    """The per-runner counts of the current day and month, kept in the workspace (thread- and process-safe)."""
 
     def __init__(
         self,
@@ -110,13 +190,15 @@ class SpendingLedger:
         capped: Callable[[CapUse, str | None], None] | None = None,
     ) -> None:
         """``clock``: the current time (tests set it to reach the next day); ``capped(cap, next runner)`` is
-        called once per runner and period when a cap is reached."""
+        called once per runner, cap and period when a turn's call is refused for the cap or a call reached it;
+        without it nobody is told (and the first ledger that can tell still does)."""
         self.workspace = workspace
         self.zone = ZoneInfo(timezone)
         self.clock = clock
         self.capped = capped
-        self._lock = threading.Lock()
-        self._counts: dict[str, dict] | None = None
+        self._lock = threading.RLock()  # the holds, and a check with the hold it takes
+        self._held: list[Hold] = []
+        self._warned = False
 
     # -- periods -------------------------------------------------------------
 
@@ -141,124 +223,197 @@ class SpendingLedger:
 
     # -- counts --------------------------------------------------------------
 
-    def _load(self) -> dict[str, dict]:
-        if self._counts is None:
-            try:
-                data = self.workspace.read_json(STATE_FILE, default={})
-            except (ValueError, UnicodeDecodeError, OSError) as err:
-                log.warning("%s is unreadable (%s); the spending counts start again from zero", STATE_FILE, err)
-                data = {}
-            runners = data.get("runners") if isinstance(data, dict) else None
-            self._counts = {k: v for k, v in (runners or {}).items() if isinstance(v, dict)}
-        return self._counts
-
-    def _row(self, name: str, now: datetime) -> dict:
-        """The runner's counts, the periods that ended set back to zero (caller holds the lock)."""
-        day, month = self.periods(now)
-        row = self._load().setdefault(name, {})
-        if row.get("day") != day:
-            row.update(day=day, day_tokens=0, day_cost=0.0, day_estimated=False)
-        if row.get("month") != month:
-            row.update(month=month, month_tokens=0, month_cost=0.0, month_estimated=False)
-        return row
-
-    def _save(self) -> None:
+    def _read(self) -> dict[str, dict]:
         try:
-            self.workspace.write_text(
-                STATE_FILE, json.dumps({"runners": self._counts}, indent=1, sort_keys=True) + "\n", durable=False
-            )
-        except OSError as err:  # the counts stay in memory; the next call writes them again
-            log.warning("could not write %s: %s", STATE_FILE, err)
+            data = self.workspace.read_json(STATE_FILE, default={})
+        except (ValueError, UnicodeDecodeError, OSError) as err:
+            if not self._warned:
+                self._warned = True
+                log.warning("%s is unreadable (%s); the spending counts start again from zero", STATE_FILE, err)
+            data = {}
+        runners = data.get("runners") if isinstance(data, dict) else None
+        return {k: v for k, v in (runners or {}).items() if isinstance(v, dict)} if isinstance(runners, dict) else {}
 
-    def uses(self, runner: RunnerSettings) -> list[CapUse]:
-        """Each cap ``runner`` has, with its use in the current period."""
-        now = self.now()
+    @contextmanager
+    def _changing(self, name: str, now: datetime) -> Iterator[dict]:
+        """The runner's row to change, read and written back under the file's lock: the bot and a CLI command
+        (``eval skills``, ``trace replay``) count into the same file."""
+        with self.workspace.lock(STATE_FILE):
+            counts = self._read()
+            row = _fresh(counts.setdefault(name, {}), *self.periods(now))
+            yield row
+            try:
+                self.workspace.write_text(
+                    STATE_FILE, json.dumps({"runners": counts}, indent=1, sort_keys=True) + "\n", durable=False
+                )
+            except OSError as err:  # the next call counts again from what the file holds
+                log.warning("could not write %s: %s", STATE_FILE, err)
+
+    def _uses(self, runner: RunnerSettings, row: dict, now: datetime, upcoming: CallTokens | None) -> list[CapUse]:
         with self._lock:
-            row = dict(self._row(runner.name, now))
+            held = [h for h in self._held if h.runner == runner.name]
         out = []
         for cap in CAPS:
             limit = getattr(runner.limits, cap)
             if limit is None:
                 continue
-            period = "day" if cap.startswith("daily") else "month"
-            used = row[f"{period}_{'tokens' if cap.endswith('tokens') else 'cost'}"]
-            out.append(CapUse(runner.name, cap, limit, used, self.resets(cap, now), bool(row[f"{period}_estimated"])))
+            period = _period(cap)
+            ahead: float
+            coming: float
+            if cap.endswith("tokens"):
+                used, ahead = row[f"{period}_tokens"], float(sum(h.tokens for h in held))
+                coming = float(upcoming.total) if upcoming else 0.0
+            else:
+                used, ahead = row[f"{period}_cost"], sum(h.cost for h in held)
+                coming = call_cost(upcoming, runner) if upcoming else 0.0
+            out.append(
+                CapUse(
+                    runner.name,
+                    cap,
+                    limit,
+                    used,
+                    self.resets(cap, now),
+                    bool(row[f"{period}_estimated"]),
+                    held=ahead,
+                    upcoming=coming,
+                    refused=int(row[f"{period}_refused"].get(cap) or 0),
+                )
+            )
         return out
+
+    def uses(self, runner: RunnerSettings, upcoming: CallTokens | None = None) -> list[CapUse]:
+        """Each cap ``runner`` has, with its use in the current period (checked for a call: ``upcoming``)."""
+        now = self.now()
+        row = _fresh(self._read().get(runner.name) or {}, *self.periods(now))
+        return self._uses(runner, row, now, upcoming)
 
     def used(self, runner: str) -> dict:
         """The runner's counts of today and this month (``day_tokens``, ``month_cost``, ...)."""
-        with self._lock:
-            return dict(self._row(runner, self.now()))
+        now = self.now()
+        return _fresh(self._read().get(runner) or {}, *self.periods(now))
 
-    def blocking(self, runner: RunnerSettings, background: bool) -> CapUse | None:
-        """The cap that keeps ``runner`` from being asked now (reached; for background work at 80 %), or None."""
+    def blocking(self, runner: RunnerSettings, background: bool, upcoming: CallTokens | None = None) -> CapUse | None:
+        """The cap that keeps ``runner`` from being asked now: reached, or passed by the ``upcoming`` call (for
+        background work: ``BACKGROUND_SHARE`` of it), or None."""
         if not runner.limits.any:
             return None
         share = BACKGROUND_SHARE if background else 1.0
-        return next((use for use in self.uses(runner) if use.share >= share), None)
+        return next((use for use in self.uses(runner, upcoming) if use.blocks(share)), None)
+
+    def hold(self, runner: RunnerSettings, upcoming: CallTokens, *, background: bool) -> Hold | CapUse:
+        """Check a call before it is sent: the cap it would pass (nothing is held), or its ``Hold`` (the estimate
+        is held until ``record`` or ``release``)."""
+        with self._lock:
+            blocked = self.blocking(runner, background, upcoming)
+            if blocked is not None:
+                return blocked
+            hold = Hold(runner.name, upcoming.total, call_cost(upcoming, runner))
+            self._held.append(hold)
+            return hold
+
+    def release(self, hold: Hold | None) -> None:
+        """Drop a call's hold (it failed, or was counted)."""
+        with self._lock:
+            self._held = [h for h in self._held if h is not hold]
+
+    def skipped(self, use: CapUse, next_runner: str | None) -> None:
+        """A turn's call was kept from ``use.runner`` by ``use`` (``hold`` refused it): counted for /stats, and
+        the owner is told once per cap and period (``next_runner``: who answers it instead)."""
+        now = self.now()
+        with self._changing(use.runner, now) as row:
+            refused = row[f"{_period(use.cap)}_refused"]
+            refused[use.cap] = int(refused.get(use.cap) or 0) + 1
+            tell = self._tell_once(row, use.cap, now)
+        log.info("llm runner %r skipped for its cap: %s", use.runner, capped_text(use, next_runner))
+        if tell:
+            self._tell(use, next_runner)
 
     def record(
         self,
         runner: RunnerSettings,
         reported: CallTokens,
         *,
-        sent_chars: int,
-        answer_chars: int,
-        next_runner: str | None,
+        estimate: CallTokens | None = None,
+        answer: str = "",
+        hold: Hold | None = None,
+        next_runner: str | None = None,
     ) -> None:
-        """Add one answered call; tells ``capped`` when it made the runner reach a cap (once per period)."""
+        """Add one answered call (its ``hold`` dropped); a server that reported no usage is counted from the
+        ``estimate``'s prompt and the ``answer``'s text. Tells ``capped`` when the call reached a cap (once)."""
         estimated = not reported.reported
-        counted = estimated_tokens(sent_chars, answer_chars) if estimated else reported
-        tokens = (counted.prompt or 0) + (counted.completion or 0)
+        if estimated:
+            counted = CallTokens(max(1, (estimate.prompt or 0) if estimate else 0), estimate_tokens(answer))
+        else:
+            counted = reported
         cost = call_cost(counted, runner)
         now = self.now()
-        with self._lock:
-            row = self._row(runner.name, now)
-            for period in ("day", "month"):
-                row[f"{period}_tokens"] += tokens
-                row[f"{period}_cost"] = round(row[f"{period}_cost"] + cost, 6)
-                row[f"{period}_estimated"] = bool(row[f"{period}_estimated"] or estimated)
-            self._save()
-        if not runner.limits.any:
-            return
-        reached = next((use for use in self.uses(runner) if use.reached), None)
+        reached = None
+        try:
+            with self._changing(runner.name, now) as row:
+                self.release(hold)
+                for period in ("day", "month"):
+                    row[f"{period}_tokens"] += counted.total
+                    row[f"{period}_cost"] = round(row[f"{period}_cost"] + cost, 6)
+                    row[f"{period}_estimated"] = bool(row[f"{period}_estimated"] or estimated)
+                if runner.limits.any:
+                    reached = next((use for use in self._uses(runner, row, now, None) if use.reached), None)
+                tell = reached is not None and self._tell_once(row, reached.cap, now)
+        finally:
+            self.release(hold)
         if reached is None:
             return
-        key = f"{reached.cap}:{self.periods(now)[0 if reached.cap.startswith('daily') else 1]}"
-        with self._lock:
-            row = self._row(runner.name, now)
-            if row.get("told") == key:
-                return
-            row["told"] = key
-            self._save()
         log.warning("llm runner %r reached its cap: %s", runner.name, reached.describe())
-        if self.capped is not None:
-            try:
-                self.capped(reached, next_runner)
-            except Exception:  # noqa: BLE001 - telling the owner must not fail the call that answered
-                log.exception("could not tell the owner that runner %r reached its cap", runner.name)
+        if tell:
+            self._tell(reached, next_runner)
+
+    def _tell_once(self, row: dict, cap: str, now: datetime) -> bool:
+        """True the first time in ``cap``'s period that someone can be told (marks it told; caller holds the file)."""
+        if self.capped is None:
+            return False
+        told = row.get("told")
+        told = told if isinstance(told, dict) else {}
+        key = self.periods(now)[0 if cap.startswith("daily") else 1]
+        if told.get(cap) == key:
+            return False
+        row["told"] = {**told, cap: key}
+        return True
+
+    def _tell(self, use: CapUse, next_runner: str | None) -> None:
+        if self.capped is None:
+            return
+        try:
+            self.capped(use, next_runner)
+        except Exception:  # noqa: BLE001 - telling the owner must not fail the call
+            log.exception("could not tell the owner about the cap of runner %r", use.runner)
 
 
 def capped_text(use: CapUse, next_runner: str | None) -> str:
-    """The one notice to the owner when a runner reaches a cap."""
+    """The one notice to the owner when a runner reaches a cap, or a call would have passed it."""
     when = use.resets.strftime("%Y-%m-%d %H:%M")
-    then = f"'{next_runner}' answers until then" if next_runner else "no other runner is left, so I can't answer"
-    return f"The model runner '{use.runner}' reached its {use.describe()}; it is paused until {when}: {then}."
-
-
-def none_left_text(uses: list[CapUse]) -> str:
-    """The one sentence of a turn when every runner is at a cap (nothing is sent)."""
-    first = min(uses, key=lambda u: u.resets)
-    names = ", ".join(dict.fromkeys(f"'{u.runner}'" for u in uses))
+    if use.reached:
+        then = f"'{next_runner}' answers until then" if next_runner else "no other runner is left, so I can't answer"
+        return f"The model runner '{use.runner}' reached its {use.describe()}; it is paused until {when}: {then}."
+    then = f"'{next_runner}' answers such calls" if next_runner else "no other runner is left to answer such calls"
     return (
-        f"Every model runner ({names}) has reached its spending cap, so nothing was sent; "
-        f"the first is back at {first.resets.strftime('%Y-%m-%d %H:%M')}."
+        f"The model runner '{use.runner}' has {use.amount(use.left)} left of its {use.describe()}, too little for "
+        f"a call of about {use.amount(use.upcoming)}: {then} until {when}; smaller ones still go to '{use.runner}'."
     )
 
 
+def none_left_text(uses: list[CapUse]) -> str:
+    """The one sentence of a turn when every runner is at a cap or the call would pass it (nothing is sent)."""
+    first = min(uses, key=lambda u: u.resets)
+    names = ", ".join(dict.fromkeys(f"'{u.runner}'" for u in uses))
+    why = "has reached its spending cap"
+    if not all(u.reached for u in uses):
+        why += " or has too little of it left for this request"
+    back = first.resets.strftime("%Y-%m-%d %H:%M")
+    return f"Every model runner ({names}) {why}, so nothing was sent; the first is back at {back}."
+
+
 def cap_rows(ledger: SpendingLedger, runners: tuple[RunnerSettings, ...] | list[RunnerSettings]) -> list[dict]:
-    """Every cap of every runner as a row (runner, cap, limit, used, percent, reached, resets, estimated), for
-    /stats, the web Usage page and doctor."""
+    """Every cap of every runner as a row (runner, cap, limit, used, left, percent, reached, refused, resets,
+    estimated), for /stats, the web Usage page and doctor."""
     rows = []
     for runner in runners:
         if not runner.limits.any:
@@ -270,8 +425,10 @@ def cap_rows(ledger: SpendingLedger, runners: tuple[RunnerSettings, ...] | list[
                     "cap": use.cap,
                     "limit": use.limit,
                     "used": round(use.used, 6),
+                    "left": round(use.left, 6),
                     "percent": round(use.share * 100, 1),
                     "reached": use.reached,
+                    "refused": use.refused,
                     "resets": use.resets.isoformat(timespec="minutes"),
                     "estimated": use.estimated,
                     "text": use.describe(),

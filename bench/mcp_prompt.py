@@ -28,8 +28,9 @@ from _common import machine_line, table  # noqa: E402
 from assistant_framework.mcp import McpSkills, mcp_settings  # noqa: E402
 from assistant_framework.mcp.source import tool_skill  # noqa: E402
 from assistant_framework.skills import BUILTIN_SKILLS_DIR, SkillManager, SourceLoad  # noqa: E402
+from assistant_framework.tokens import estimate_tokens  # noqa: E402
 from assistant_framework.workspace import Workspace  # noqa: E402
-from messaging_llm_bot.agent.prompt import estimate_tokens, tools_section  # noqa: E402
+from messaging_llm_bot.agent.prompt import tools_section  # noqa: E402
 from messaging_llm_bot.llm.structured import protocol_schema  # noqa: E402
 from messaging_llm_bot.llm.tools import tool_specs  # noqa: E402
 

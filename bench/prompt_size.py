@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, bench_config, build_bot, machine_line, table  # noqa: E402
 
-from messaging_llm_bot.agent.prompt import estimate_tokens, final_user_message  # noqa: E402
+from assistant_framework.tokens import estimate_tokens  # noqa: E402
+from messaging_llm_bot.agent.prompt import final_user_message  # noqa: E402
 
 
 def builtin_collectors() -> list[str]:

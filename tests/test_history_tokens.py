@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from assistant_framework.tokens import estimate_tokens
 from messaging_llm_bot.agent.incoming import Incoming
-from messaging_llm_bot.agent.prompt import estimate_tokens
 
 BUDGET_TOKENS = 200
 

@@ -8,11 +8,11 @@ from datetime import datetime, timezone
 import pytest
 
 from assistant_framework.skills import SkillManager
+from assistant_framework.tokens import estimate_tokens
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.prompt import (
     PromptBuilder,
     cap_text,
-    estimate_tokens,
     final_user_message,
     section_sizes,
     tools_section,

@@ -12,11 +12,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from assistant_framework.spending import STATE_FILE, CallTokens, SpendingLedger, call_cost
+from assistant_framework.spending import STATE_FILE, CallTokens, SpendingLedger, call_cost, call_estimate
 from messaging_llm_bot.llm.client import LLMClient, LLMError
 from messaging_llm_bot.llm.slots import background_calls
 from tests.fakes.chat_server import FakeChatServer
-from tests.telegram_harness import OWNER, texts
+from tests.telegram_harness import texts
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -36,18 +36,20 @@ def _runners(a: FakeChatServer, b: FakeChatServer, limits: dict, b_limits: dict 
 
 def test_a_capped_runner_hands_over_to_the_next_until_the_next_day(fake, start_bot, chat_server, server_b):
     def two_runners(config: dict) -> None:
-        config["llm"]["runners"] = _runners(chat_server, server_b, {"daily_tokens": 300})
+        config["llm"]["runners"] = _runners(chat_server, server_b, {"daily_tokens": 20000})
 
     bot = start_bot(config_patch=two_runners, progress=False)
     day = [datetime(2026, 12, 1, 23, 50, tzinfo=BERLIN)]
     bot.runtime.llm.spending.clock = lambda: day[0]  # the test's clock: the ledger's day and month
 
-    chat_server.enqueue({"content": '{"reply": "from A"}', "usage": {"prompt_tokens": 250, "completion_tokens": 100}})
+    # The call's estimate fits in the cap; the server reports more than that (an estimate is no tokenizer).
+    reported = {"prompt_tokens": 19000, "completion_tokens": 1500}
+    chat_server.enqueue({"content": '{"reply": "from A"}', "usage": reported})
     fake.send_message("first")
     fake.wait_for(lambda: any("from A" in t for t in texts(fake)))
-    # 350 reported tokens passed the cap of 300: the owner is told once, naming who answers now.
+    # 20,500 reported tokens reached the cap of 20,000: the owner is told once, naming who answers now.
     notice = fake.wait_for(lambda: [t for t in texts(fake) if "reached its daily tokens" in t])
-    assert "'A'" in notice[0] and "350 of 300" in notice[0] and "'B' answers" in notice[0]
+    assert "'A'" in notice[0] and "20,500 of 20,000" in notice[0] and "'B' answers" in notice[0]
 
     server_b.enqueue('{"reply": "from B"}', '{"reply": "B again"}')
     fake.send_message("second")
@@ -63,7 +65,45 @@ def test_a_capped_runner_hands_over_to_the_next_until_the_next_day(fake, start_b
     fake.wait_for(lambda: any("A is back" in t for t in texts(fake)))
     assert len(server_b.chat_requests) == 2
     counts = bot.runtime.workspace.read_json(STATE_FILE)["runners"]["A"]
-    assert counts["day"] == "2026-12-02" and counts["month"] == "2026-12" and counts["month_tokens"] > 350
+    assert counts["day"] == "2026-12-02" and counts["month"] == "2026-12" and counts["month_tokens"] > 20500
+
+
+def test_a_runner_with_room_for_a_small_call_answers_it_and_hands_a_big_one_to_the_next(
+    fake, start_bot, chat_server, server_b
+):
+    """The check before a call includes the call's own estimate (its prompt plus its max_tokens): a call that
+    would pass the cap goes to the next runner, so the cap is not passed by one big call."""
+    limit = 1_000_000
+
+    def two_runners(config: dict) -> None:
+        config["llm"]["runners"] = _runners(chat_server, server_b, {"daily_tokens": limit})
+
+    bot = start_bot(config_patch=two_runners, progress=False)
+    ledger = bot.runtime.llm.spending
+    ledger.clock = lambda: datetime(2026, 12, 1, 12, 0, tzinfo=BERLIN)
+    small = {"prompt_tokens": 10, "completion_tokens": 10}
+    chat_server.enqueue({"content": '{"reply": "one from A"}', "usage": small})
+    fake.send_message("first")
+    fake.wait_for(lambda: any("one from A" in t for t in texts(fake)))
+    # What a small turn's request is estimated at (its prompt and max_tokens): leave room for it and 300 more.
+    estimate = call_estimate(chat_server.chat_requests[0]).total
+    ledger.record(bot.runtime.llm.runners[0], CallTokens(prompt=limit - 20 - estimate - 300))
+
+    chat_server.enqueue({"content": '{"reply": "two from A"}', "usage": small})
+    fake.send_message("second")  # a few tokens more than the first (its history): fits
+    fake.wait_for(lambda: any("two from A" in t for t in texts(fake)))
+    server_b.enqueue('{"reply": "the long one from B"}')
+    fake.send_message("long " * 800)  # ~1,000 tokens more: would pass the cap
+    fake.wait_for(lambda: any("the long one from B" in t for t in texts(fake)))
+    assert len(chat_server.chat_requests) == 2 and len(server_b.chat_requests) == 1
+    (use,) = ledger.uses(bot.runtime.llm.runners[0])
+    assert use.used <= limit and not use.reached and use.refused == 1
+    # The owner is told once that A had too little left for that call and that B answers such calls.
+    notice = fake.wait_for(lambda: [t for t in texts(fake) if "too little for a call of about" in t])
+    assert "'A' has" in notice[0] and "'B' answers such calls" in notice[0] and "still go to 'A'" in notice[0]
+    fake.send_message("/stats")  # says what the cap held back, not only the share
+    stats = fake.wait_for(lambda: [t for t in texts(fake) if "Spending caps" in t])[0]
+    assert "(99 %), resets 2026-12-02 00:00+01:00; 1 call held back by it" in stats
 
 
 def test_with_every_runner_capped_the_owner_gets_one_sentence_and_nothing_is_sent(
@@ -74,13 +114,18 @@ def test_with_every_runner_capped_the_owner_gets_one_sentence_and_nothing_is_sen
 
     start_bot(config_patch=capped, progress=False)
     fake.send_message("hello")
-    reply = fake.wait_for_messages(OWNER, 1)[0]["text"]
-    assert reply.startswith("Every model runner ('A', 'B') has reached its spending cap, so nothing was sent")
+    replies = fake.wait_for(lambda: [t for t in texts(fake) if t.startswith("Every model runner")])
+    assert replies[0].startswith("Every model runner ('A', 'B') has reached its spending cap, so nothing was sent")
     assert chat_server.chat_requests == [] and server_b.chat_requests == []
+    # The owner is told once per runner that it is paused (the counts of the period reached it before a call).
+    fake.send_message("again")
+    fake.wait_for(lambda: len([t for t in texts(fake) if t.startswith("Every model runner")]) == 2)
+    notices = [t for t in texts(fake) if "spending:" in t]
+    assert len(notices) == 2 and "'A' reached its daily cost" in notices[0] and "'B' reached" in notices[1]
 
 
 def _client(a: FakeChatServer, b: FakeChatServer, workspace, limits: dict, **kw) -> LLMClient:
-    client = LLMClient({"runners": _runners(a, b, limits, **kw), "retries_per_runner": 0})
+    client = LLMClient({"runners": _runners(a, b, limits, **kw), "retries_per_runner": 0, "max_tokens": 50})
     client.spending = SpendingLedger(workspace, "Europe/Berlin")
     return client
 
@@ -134,5 +179,5 @@ def test_cost_uses_the_price_and_a_broken_ledger_starts_from_zero(workspace):
     ledger = SpendingLedger(workspace, "Europe/Berlin")
     assert ledger.blocking(runner, background=False) is None
     for _ in range(2):
-        ledger.record(runner, usage, sent_chars=0, answer_chars=0, next_runner=None)
+        ledger.record(runner, usage)
     assert ledger.blocking(runner, background=False).cap == "daily_cost"

@@ -21,9 +21,7 @@ def _runner(limits: dict, base_url: str = "http://127.0.0.1:9/v1") -> RunnerSett
 
 
 def _spend(workspace: Workspace, runner: RunnerSettings, tokens: int, zone: str = "UTC") -> None:
-    SpendingLedger(workspace, zone).record(
-        runner, CallTokens(prompt=tokens, completion=0), sent_chars=0, answer_chars=0, next_runner=None
-    )
+    SpendingLedger(workspace, zone).record(runner, CallTokens(prompt=tokens, completion=0))
 
 
 def test_stats_shows_each_cap_what_is_used_and_when_it_resets(fake, start_bot, chat_server):
@@ -42,6 +40,13 @@ def test_stats_shows_each_cap_what_is_used_and_when_it_resets(fake, start_bot, c
     assert OWNER
 
 
+def _hold_back(workspace: Workspace, runner: RunnerSettings, tokens: int, zone: str = "UTC") -> None:
+    """A turn's call of ``tokens`` the runner's first cap kept from it, as the model client reports it."""
+    ledger = SpendingLedger(workspace, zone)
+    use = ledger.hold(runner, CallTokens(prompt=tokens, completion=0), background=False)
+    ledger.skipped(use, "B")
+
+
 def test_the_usage_page_shows_the_caps(tmp_path):
     from tests.web_site import WEB_TOKEN, start_site
 
@@ -52,12 +57,14 @@ def test_the_usage_page_shows_the_caps(tmp_path):
         parts = site.server.state.parts
         parts.settings = _with_runner(parts.settings, runner)
         _spend(site.workspace, runner, 850, parts.settings.runtime.timezone)
+        _hold_back(site.workspace, runner, 400, parts.settings.runtime.timezone)  # 850 + 400 would pass 1,000
         caps = requests.get(f"{site.base}/api/usage", headers=bearer, timeout=10).json()["caps"]
-        assert [(c["runner"], c["cap"], c["used"], c["percent"], c["reached"]) for c in caps] == [
-            ("A", "daily_tokens", 850, 85.0, False)
-        ]
+        assert [
+            (c["runner"], c["cap"], c["used"], c["left"], c["percent"], c["reached"], c["refused"]) for c in caps
+        ] == [("A", "daily_tokens", 850, 150, 85.0, False, 1)]
         page = requests.get(f"{site.base}/usage", headers=bearer, timeout=10).text
         assert "Spending caps" in page and "daily tokens" in page and "85 %" in page
+        assert "calls held back</th>" in page and '<td class="num">1</td>' in page
     finally:
         site.close()
 
@@ -75,6 +82,7 @@ def test_doctor_warns_from_80_percent_and_when_a_cap_is_reached(tmp_path: Path, 
         {"name": "A", "base_url": "http://127.0.0.1:9/v1", "model": "m", "limits": {"daily_tokens": 1000}},
         {"name": "B", "base_url": "http://127.0.0.1:9/v1", "model": "m", "limits": {"monthly_tokens": 1000}},
         {"name": "C", "base_url": "http://127.0.0.1:9/v1", "model": "m", "limits": {"monthly_tokens": 1000}},
+        {"name": "D", "base_url": "http://127.0.0.1:9/v1", "model": "m", "limits": {"monthly_tokens": 1000}},
     ]
     (config / "llm.json").write_text(json.dumps({"runners": runners}))
     (config / "runtime.json").write_text(json.dumps({"timezone": "UTC"}))
@@ -83,10 +91,14 @@ def test_doctor_warns_from_80_percent_and_when_a_cap_is_reached(tmp_path: Path, 
     _spend(ws, records[0], 850)
     _spend(ws, records[1], 1200)
     _spend(ws, records[2], 100)
+    _spend(ws, records[3], 300)
+    _hold_back(ws, records[3], 900)  # far below 80 %, but a call of 900 would have passed the cap
     main(["doctor", "--json", "--quick", "--config", str(config), "--workspace", str(ws.root)])
     checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
     assert checks["spending cap A"]["status"] == "warn" and "85 %" in checks["spending cap A"]["detail"]
     assert "background work" in checks["spending cap A"]["fix"]
     assert checks["spending cap B"]["status"] == "warn" and "reached" in checks["spending cap B"]["detail"]
     assert checks["spending cap C"]["status"] == "ok"
+    held = checks["spending cap D"]
+    assert held["status"] == "warn" and "1 call(s) held back" in held["detail"] and "700 left" in held["fix"]
     assert datetime.now().year  # the ledger's day is today's

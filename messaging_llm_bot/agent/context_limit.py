@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
+from assistant_framework.tokens import estimate_tokens
 from messaging_llm_bot.agent.history import trim_history
 from messaging_llm_bot.agent.images import content_text
 from messaging_llm_bot.agent.native import shrink_earlier_results
-from messaging_llm_bot.agent.prompt import estimate_tokens
 from messaging_llm_bot.llm.client import LLMError
 
 log = logging.getLogger(__name__)

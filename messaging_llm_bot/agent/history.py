@@ -20,9 +20,9 @@ from datetime import datetime
 from typing import Callable
 
 from assistant_framework.memory.log import CONVERSATIONS_DIR, safe_conversation_id
+from assistant_framework.tokens import estimate_tokens
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.compaction import split_summary
-from messaging_llm_bot.agent.prompt import estimate_tokens
 
 
 def conversation_dir(conversation_id: str) -> str:

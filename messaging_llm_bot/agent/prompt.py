@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 
 from assistant_framework.skills.support import OUTSIDE_LABEL
 from assistant_framework.stores.provenance import quote_lines, split_marked
+from assistant_framework.tokens import estimate_tokens
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.agent.settings import CHARS_PER_TOKEN, BotSettings
+from messaging_llm_bot.agent.settings import BotSettings
 from messaging_llm_bot.protocol import choice_instructions, protocol_instructions
 
 if TYPE_CHECKING:  # pragma: no cover - imports for type hints only
@@ -54,16 +55,6 @@ GUEST_DESCRIPTION = (
 GUEST_FILE_NOTE = " The file skill works in this chat's own folder only."
 #: The [Tools] section of a guest turn the owner gave no skills (``policy.guest_skills: []``).
 NO_GUEST_SKILLS = "[Tools]\n(no skills in this chat: answer with a reply)"
-
-
-def estimate_tokens(text: str) -> int:
-    """Rough token count without a vocabulary: ~4 characters a token, non-ASCII counted heavier."""
-    if not text:
-        return 0
-    # Counted in C: the characters an ASCII encoding drops are the non-ASCII ones.
-    non_ascii = 0 if text.isascii() else len(text) - len(text.encode("ascii", "ignore"))
-    # Non-Latin scripts tokenize at ~1-2 chars a token; ASCII prose at ~4.
-    return max(1, round((len(text) - non_ascii) / CHARS_PER_TOKEN + non_ascii / 1.5))
 
 
 def size_of(text: str) -> dict:

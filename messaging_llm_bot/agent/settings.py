@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from assistant_framework.config.settings import Settings
+from assistant_framework.tokens import CHARS_PER_TOKEN
 
 DEFAULT_BASE_PROMPT = (
     "You are the owner's personal assistant, running on their own machine.\n"
@@ -20,7 +21,6 @@ DEFAULT_BASE_PROMPT = (
     "Be concise: short, direct answers in the user's language."
 )
 
-CHARS_PER_TOKEN = 4
 
 #: Caps of the system-prompt sections no key of their own sets (characters); runtime.section_caps overrides any
 #: of them. ``context``, ``learnings`` and ``profile`` come from their ``runtime.*_budget_chars``.

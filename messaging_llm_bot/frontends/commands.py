@@ -267,9 +267,15 @@ def caps_text(caps: list[dict]) -> str:
     """The spending caps of /stats: per cap what is used, and when it resets (pure)."""
     lines = ["Spending caps:"]
     for row in caps:
-        state = "reached" if row["reached"] else f"{row['percent']:.0f} %"
-        lines.append(f"- {row['runner']}: {row['text']} ({state}), resets {row['resets'].replace('T', ' ')}")
+        state = "reached" if row["reached"] else f"{int(row['percent'])} %"  # 99.7 % is not 100
+        # Calls a turn did not send to the runner for this cap (reached, or they would have passed it).
+        skipped = f"; {_calls(row['refused'])} held back by it" if row["refused"] else ""
+        lines.append(f"- {row['runner']}: {row['text']} ({state}), resets {row['resets'].replace('T', ' ')}{skipped}")
     return "\n".join(lines)
+
+
+def _calls(count: int) -> str:
+    return "1 call" if count == 1 else f"{count} calls"
 
 
 def runtime_caps(runtime: "Runtime") -> list[dict]:

@@ -25,7 +25,7 @@ from assistant_framework.config import ConfigError
 from assistant_framework.config.settings import LLMSettings
 from assistant_framework.config.settings.fields import read_record
 from assistant_framework.http_deadline import Deadline
-from assistant_framework.spending import CallTokens, CapUse, SpendingLedger, none_left_text
+from assistant_framework.spending import CallTokens, CapUse, Hold, SpendingLedger, call_estimate, none_left_text
 from messaging_llm_bot.llm.answer import (
     Completion,
     error_text,
@@ -61,14 +61,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-def _text_chars(message: dict) -> int:
-    """The characters of a message's text (an image part counts as none), to estimate its tokens."""
-    content = message.get("content")
-    if isinstance(content, list):
-        return sum(len(str(p.get("text") or "")) for p in content if isinstance(p, dict))
-    return len(str(content or ""))
 
 
 class LLMClient:
@@ -181,17 +173,18 @@ class LLMClient:
         capped: list[CapUse] = []
         candidates = self._select(runner, vision)
         for index, candidate in enumerate(candidates):
-            cap = self._blocking(candidate)
-            if cap is not None:  # at a spending cap (background work: at 80 %): the next runner answers
-                capped.append(cap)
-                continue
             for mode in self.formats.modes(candidate, schema=schema is not None, tools=bool(tools)):
                 sent = native_messages() if mode == TOOLS and native_messages else messages
                 body_extra = format_fields(mode, schema, schema_name, tools, extra)
                 body = self.build_request(candidate, sent, stream=stream, extra=body_extra)
+                held = self._hold(candidate, body, candidates[index + 1 :])
+                if isinstance(held, CapUse):  # this call would pass a spending cap: the next runner answers
+                    capped.append(held)
+                    break
                 try:
                     completion = self._complete_on(candidate, body, stream, on_delta, stop)
                 except LLMError as err:
+                    self._release(held)
                     if stop is not None and stop.is_set():
                         raise  # the owner stopped the turn: no other format or runner
                     # A server rejecting a response_format or tools is expected once per runner and is
@@ -216,9 +209,12 @@ class LLMClient:
                         err.attempts = failures[:-1]
                         raise
                     break
+                except BaseException:
+                    self._release(held)
+                    raise
                 if schema is not None or tools:
                     self.formats.worked(candidate, mode)
-                self._count(candidate, completion, sent, candidates[index + 1 :])
+                self._count(candidate, completion, body, held, candidates[index + 1 :])
                 return completion
         if not failures:
             raise LLMError("spending_cap", none_left_text(capped))
@@ -226,12 +222,37 @@ class LLMClient:
         last.attempts = failures[:-1]
         raise last
 
-    def _blocking(self, runner: RunnerConfig) -> CapUse | None:
+    def _hold(self, runner: RunnerConfig, body: dict, rest: list[RunnerConfig]) -> Hold | CapUse | None:
+        """Check the request against ``runner``'s caps with its own estimate (``call_estimate``): the cap it would
+        pass (a turn's refusal is told to the owner once, naming the runner that would answer it), or its hold."""
         if self.spending is None:
             return None
-        return self.spending.blocking(runner, in_background())
+        background = in_background()
+        estimate = call_estimate(body)
+        held = self.spending.hold(runner, estimate, background=background)
+        if isinstance(held, CapUse) and not background:
+            try:
+                following = next((r.name for r in rest if self.spending.blocking(r, False, estimate) is None), None)
+                self.spending.skipped(held, following)
+            except Exception:  # noqa: BLE001 - bookkeeping must not cost the turn
+                log.exception("could not count the skip of runner %r", runner.name)
+        return held
 
-    def _count(self, runner: RunnerConfig, completion: Completion, sent: list[dict], rest: list[RunnerConfig]) -> None:
+    def _release(self, held: Hold | CapUse | None) -> None:
+        if self.spending is not None and isinstance(held, Hold):
+            self.spending.release(held)
+
+    def refusal(self) -> str | None:
+        """The sentence a call gets now when every runner has reached a spending cap (None: one may answer)."""
+        if self.spending is None:
+            return None
+        background = in_background()
+        uses = [self.spending.blocking(r, background) for r in self.runners]
+        return none_left_text([u for u in uses if u is not None]) if uses and all(uses) else None
+
+    def _count(
+        self, runner: RunnerConfig, completion: Completion, body: dict, held: Hold | CapUse | None, rest: list
+    ) -> None:
         """Add an answered call to the spending counts (naming the runner that would answer next)."""
         if self.spending is None:
             return
@@ -241,11 +262,13 @@ class LLMClient:
             self.spending.record(
                 runner,
                 CallTokens(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens),
-                sent_chars=sum(_text_chars(m) for m in sent),
-                answer_chars=len(completion.text or "") + len(completion.reasoning or ""),
+                estimate=call_estimate(body),
+                answer=(completion.text or "") + (completion.reasoning or ""),
+                hold=held if isinstance(held, Hold) else None,
                 next_runner=following,
             )
         except Exception:  # noqa: BLE001 - bookkeeping must not cost the answer
+            self._release(held)
             log.exception("could not count the call to runner %r", runner.name)
 
     @property

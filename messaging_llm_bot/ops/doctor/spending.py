@@ -23,9 +23,13 @@ def check_spending(ctx: Context) -> list[Check]:
         if row["reached"]:
             fix = f"it answers again at {when}; raise llm.runners[].limits.{row['cap']} to use it sooner"
             checks.append(Check(name, WARN, f"{row['text']}: reached, the next runner answers", fix))
-        elif row["percent"] >= BACKGROUND_SHARE * 100:
-            fix = f"background work (facts, episodes, triage) waits for {when}; turns go on"
-            checks.append(Check(name, WARN, f"{row['text']} ({row['percent']:.0f} %)", fix))
+        elif row["refused"] or row["percent"] >= BACKGROUND_SHARE * 100:
+            left = f"{row['left']:,.0f}" if row["cap"].endswith("tokens") else f"{row['left']:.2f}"
+            held = f", {row['refused']} call(s) held back: they would have passed it" if row["refused"] else ""
+            fix = f"turns that fit in the {left} left go on, larger ones to the next runner, until {when}"
+            if row["percent"] >= BACKGROUND_SHARE * 100:
+                fix += "; background work (facts, episodes, triage) waits"
+            checks.append(Check(name, WARN, f"{row['text']} ({int(row['percent'])} %{held})", fix))
         else:
-            checks.append(Check(name, OK, f"{row['text']} ({row['percent']:.0f} %), resets {when}"))
+            checks.append(Check(name, OK, f"{row['text']} ({int(row['percent'])} %), resets {when}"))
     return checks
