@@ -23,6 +23,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "print a table per category, optionally write a JSON report; or compare two reports.",
     )
     skills.add_argument("--config", default="config", help="config file or directory (default: config)")
+    skills.add_argument(
+        "--workspace",
+        default="workspace",
+        help="workspace whose spending caps the calls count against (default: workspace)",
+    )
     skills.add_argument("--runner", help="use this runner from llm.runners")
     skills.add_argument("--base-url", help="an OpenAI-compatible base URL instead of the configured runner")
     skills.add_argument("--model", help="the model name to send")
@@ -75,7 +80,8 @@ def cmd_skills(args: argparse.Namespace) -> int:
             return 2
         return 0
     # Imported here: the runner talks to model servers, which the rest of the CLI never does.
-    from messaging_llm_bot.evals.runner import eval_llm_config, run_cases
+    from assistant_framework.workspace import NotAWorkspaceError
+    from messaging_llm_bot.evals.runner import counted_client, eval_llm_config, run_cases
     from messaging_llm_bot.llm.probe import check_runner
     from messaging_llm_bot.llm.runners import runners_from_config
 
@@ -127,7 +133,20 @@ def cmd_skills(args: argparse.Namespace) -> int:
         mark = "ok  " if result.passed else "FAIL"
         print(f"[{index:>3}/{total}] {mark} {result.id}", file=sys.stderr, flush=True)
 
-    results = run_cases(cases, config, progress=progress)
+    try:  # the runners' spending caps, counted in the workspace the bot counts them in
+        llm = counted_client(config["llm"], config, args.workspace)
+    except NotAWorkspaceError as exc:
+        print(f"error: {exc} (the runner has spending caps, counted there)", file=sys.stderr)
+        return 2
+    try:
+        refusal = llm.refusal()
+        if refusal is not None:
+            print(refusal, file=sys.stderr)
+            return 1
+        results = run_cases(cases, config, progress=progress, llm=llm)
+        refusal = llm.refusal() if len(results) < len(cases) else None
+    finally:
+        llm.close()
     report = build_report(
         results, model=runner.get("model", ""), runner=runner.get("name", ""), base_url=runner.get("base_url", "")
     )
@@ -138,4 +157,7 @@ def cmd_skills(args: argparse.Namespace) -> int:
     failed = sum(1 for r in results if not r.passed)
     if failed:
         print(f"\n{failed} of {len(results)} case(s) failed", file=sys.stderr)
+    if refusal is not None:
+        print(f"\n{len(cases) - len(results)} case(s) not run: {refusal}", file=sys.stderr)
+        return 1
     return 1 if failed else 0

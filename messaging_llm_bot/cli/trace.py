@@ -219,9 +219,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     # Imported here: replay talks to model servers, which the rest of this CLI never does.
     from assistant_framework.config import load_config
+    from assistant_framework.workspace import NotAWorkspaceError
     from messaging_llm_bot.evals.replay import format_replay, replay_trace
-    from messaging_llm_bot.evals.runner import eval_llm_config
-    from messaging_llm_bot.llm.client import LLMClient
+    from messaging_llm_bot.evals.runner import counted_client, eval_llm_config
     from messaging_llm_bot.llm.probe import check_runner
     from messaging_llm_bot.runtime import build_runtime
 
@@ -251,8 +251,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
         system = runtime.agent.prompt.system_prompt().text if args.current_prompt else None
     finally:
         runtime.shutdown(timeout=5)
-    llm = LLMClient(llm_config)
+    try:  # the runners' spending caps, counted in this workspace as the bot counts them
+        llm = counted_client(llm_config, config, args.workspace)
+    except NotAWorkspaceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
+        refusal = llm.refusal()
+        if refusal is not None:
+            print(refusal, file=sys.stderr)
+            return 1
         outcomes = [
             o
             for trace in traces

@@ -18,7 +18,8 @@ from assistant_framework.config.settings import Settings
 from assistant_framework.evals.cases import EvalCase
 from assistant_framework.evals.scoring import CallRecord, CaseResult, score_case
 from assistant_framework.skills import SkillManager
-from assistant_framework.workspace import Workspace
+from assistant_framework.spending import SpendingLedger
+from assistant_framework.workspace import NotAWorkspaceError, Workspace, existing_workspace
 from messaging_llm_bot.agent.history import HistoryStore
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.loop import Agent
@@ -56,6 +57,23 @@ def eval_llm_config(
         raise ValueError("no model runner configured: set llm.runners or pass --base-url and --model")
     config["runners"] = runners[:1] if (runner or base_url or model) else runners
     return config
+
+
+def counted_client(llm_config: dict, config: dict, workspace: str) -> LLMClient:
+    """The model client of ``eval skills`` or ``trace replay``: its calls count against the runners' spending
+    caps in ``workspace`` (the bot's ledger: they spend the same money), and a capped runner refuses as it
+    does for the bot. Raises NotAWorkspaceError when a runner has caps and ``workspace`` is no workspace;
+    without caps a missing workspace counts nothing."""
+    llm = LLMClient(llm_config)
+    try:
+        found = existing_workspace(workspace)
+    except NotAWorkspaceError:
+        if any(r.limits.any for r in llm.runners):
+            llm.close()
+            raise
+        return llm
+    llm.spending = SpendingLedger(found, Settings.from_config(config).runtime.timezone)
+    return llm
 
 
 def _seed(workspace: Workspace, case: EvalCase, settings_budget: int, when: datetime) -> None:
@@ -112,21 +130,26 @@ def run_cases(
     config: dict,
     *,
     progress: Callable[[int, int, CaseResult], None] | None = None,
+    llm: LLMClient | None = None,
 ) -> list[CaseResult]:
-    """Run every case against ``config['llm']`` (one client shared by all cases)."""
+    """Run every case against ``config['llm']`` (one client shared by all cases: ``llm`` when given, which the
+    caller closes). Stops before a case when every runner has reached a spending cap (``llm.refusal()``)."""
     config = copy.deepcopy(config)
     # Memory extraction would add model calls of its own; the eval measures skill calling only.
     config.setdefault("memory", {})["enabled"] = False
     # Nobody is there to confirm "ask" calls: the eval measures choosing and filling calls.
     config["policy"] = {"capabilities": {cap: "allow" for cap in ("read", "write", "delete", "network", "send")}}
-    llm = LLMClient(config.get("llm") or {})
+    client = llm if llm is not None else LLMClient(config.get("llm") or {})
     results: list[CaseResult] = []
     try:
         for index, case in enumerate(cases, 1):
-            outcome = run_case(case, config, llm)
+            if client.refusal() is not None:
+                break
+            outcome = run_case(case, config, client)
             results.append(outcome)
             if progress:
                 progress(index, len(cases), outcome)
     finally:
-        llm.close()
+        if llm is None:
+            client.close()
     return results
