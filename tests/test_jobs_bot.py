@@ -271,10 +271,11 @@ def test_a_prompt_job_stops_at_80_percent_of_a_cap_while_the_owners_turns_go_on(
     its daily cap the job's turn sends nothing to the model, while the owner's own message is still answered."""
     clock = Clock()
     created = datetime.now(timezone.utc) - timedelta(minutes=60, seconds=10)
-    bot_config["llm"]["runners"][0]["limits"] = {"daily_tokens": 1000}
+    # Room for the owner's turns (each call's estimate, its prompt plus max_tokens, must fit) past 80 %.
+    bot_config["llm"]["runners"][0]["limits"] = {"daily_tokens": 100000}
     config = telegram_config(bot_config, fake)
     config["jobs"] = {"poll_seconds": 0.1}
-    chat_server.enqueue({"content": '{"reply": "hello"}', "usage": {"prompt_tokens": 840, "completion_tokens": 10}})
+    chat_server.enqueue({"content": '{"reply": "hello"}', "usage": {"prompt_tokens": 85000, "completion_tokens": 10}})
     bot = RunningBot(make_runtime(config, workspace, tmp_path))
     bot.service.job_clock = clock
     try:
