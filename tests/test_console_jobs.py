@@ -61,6 +61,19 @@ def recorded_replies(ws: Workspace) -> list[str]:
     return [str(json.loads(p.read_text()).get("reply")) for p in ledgers if p.read_text().strip()]
 
 
+def start_until_done(config: Path, ws: Workspace, text: str) -> Terminal:
+    """The chat started, ``text`` printed, the inbox emptied, the chat left with Ctrl-D (status 0)."""
+    term = open_chat(config, ws)
+    try:
+        term.wait_for(text)
+        wait_until(lambda: not pending_files(ws), term, "the runs completed")
+        term.type("\x04")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+    return term
+
+
 def wait_until(predicate, term: Terminal, what: str, timeout: float = 30) -> None:
     """Wait for ``predicate`` while reading the terminal (its output must not fill the pty)."""
     import time
@@ -131,14 +144,7 @@ def test_a_reply_waiting_when_the_chat_is_left_is_printed_once_at_the_next_start
         term.close()
     assert "Two tasks are open." not in term.output
     assert ws.read_jsonl(RUNS_FILE) == [] and len(pending_files(ws)) == 1  # not lost: still in the inbox
-    again = open_chat(config, ws)
-    try:
-        again.wait_for("Two tasks are open.")
-        wait_until(lambda: not pending_files(ws), again, "the run completed")
-        again.type("\x04")
-        assert again.proc.wait(30) == 0
-    finally:
-        again.close()
+    again = start_until_done(config, ws, "Two tasks are open.")
     assert again.output.count("Two tasks are open.") == 1
     assert len(chat_server.chat_requests) == 1  # made once, before the chat was left
     assert [(r["job"], r["outcome"]) for r in ws.read_jsonl(RUNS_FILE)] == [("j1", "delivered")]
@@ -157,14 +163,7 @@ def test_a_run_left_by_a_crash_is_printed_once_at_the_next_start(tmp_path, chat_
         if printed:
             inbox.record_part(item.item_id, 0, 1)
     del inbox
-    term = open_chat(config, ws)
-    try:
-        term.wait_for("Summary of j1")
-        wait_until(lambda: not pending_files(ws), term, "both runs completed")
-        term.type("\x04")
-        assert term.proc.wait(30) == 0
-    finally:
-        term.close()
+    term = start_until_done(config, ws, "Summary of j1")
     assert term.output.count("Summary of j1") == 1 and "Summary of j2" not in term.output
     assert chat_server.chat_requests == []  # the replies were made before: not asked again
     assert sorted(r["job"] for r in ws.read_jsonl(RUNS_FILE)) == ["j1", "j2"]
