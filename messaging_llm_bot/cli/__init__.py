@@ -7,7 +7,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+import sys
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:  # pragma: no cover - imports for type hints only
+    from messaging_llm_bot.llm.client import LLMClient
 
 
 class UsageError(Exception):
@@ -29,3 +33,12 @@ def int_range(low: int, high: int | None = None) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def refused_by_caps(llm: "LLMClient") -> bool:
+    """True when every runner of ``llm`` is at a spending cap: the sentence a turn gets is printed (the command
+    then exits 1 having sent nothing)."""
+    refusal = llm.refusal()
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+    return refusal is not None

@@ -80,7 +80,7 @@ def cmd_skills(args: argparse.Namespace) -> int:
             return 2
         return 0
     # Imported here: the runner talks to model servers, which the rest of the CLI never does.
-    from assistant_framework.workspace import NotAWorkspaceError
+    from messaging_llm_bot.cli import refused_by_caps
     from messaging_llm_bot.evals.runner import counted_client, eval_llm_config, run_cases
     from messaging_llm_bot.llm.probe import check_runner
     from messaging_llm_bot.llm.runners import runners_from_config
@@ -133,15 +133,10 @@ def cmd_skills(args: argparse.Namespace) -> int:
         mark = "ok  " if result.passed else "FAIL"
         print(f"[{index:>3}/{total}] {mark} {result.id}", file=sys.stderr, flush=True)
 
-    try:  # the runners' spending caps, counted in the workspace the bot counts them in
-        llm = counted_client(config["llm"], config, args.workspace)
-    except NotAWorkspaceError as exc:
-        print(f"error: {exc} (the runner has spending caps, counted there)", file=sys.stderr)
-        return 2
+    # The runners' spending caps, counted in the workspace the bot counts them in (none there: exit 2).
+    llm = counted_client(config["llm"], config, args.workspace)
     try:
-        refusal = llm.refusal()
-        if refusal is not None:
-            print(refusal, file=sys.stderr)
+        if refused_by_caps(llm):
             return 1
         results = run_cases(cases, config, progress=progress, llm=llm)
         refusal = llm.refusal() if len(results) < len(cases) else None

@@ -15,7 +15,7 @@ from pathlib import Path
 from assistant_framework.hints import CLI
 from assistant_framework.traces import TraceStore, collect_secrets, redact_secrets
 from assistant_framework.workspace import atomic_write_bytes, existing_workspace
-from messaging_llm_bot.cli import int_range
+from messaging_llm_bot.cli import int_range, refused_by_caps
 
 
 def add_workspace_option(parser: argparse.ArgumentParser) -> None:
@@ -219,7 +219,6 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     # Imported here: replay talks to model servers, which the rest of this CLI never does.
     from assistant_framework.config import load_config
-    from assistant_framework.workspace import NotAWorkspaceError
     from messaging_llm_bot.evals.replay import format_replay, replay_trace
     from messaging_llm_bot.evals.runner import counted_client, eval_llm_config
     from messaging_llm_bot.llm.probe import check_runner
@@ -251,15 +250,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         system = runtime.agent.prompt.system_prompt().text if args.current_prompt else None
     finally:
         runtime.shutdown(timeout=5)
-    try:  # the runners' spending caps, counted in this workspace as the bot counts them
-        llm = counted_client(llm_config, config, args.workspace)
-    except NotAWorkspaceError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    llm = counted_client(llm_config, config, args.workspace)  # counted against the caps, as the bot's calls
     try:
-        refusal = llm.refusal()
-        if refusal is not None:
-            print(refusal, file=sys.stderr)
+        if refused_by_caps(llm):
             return 1
         outcomes = [
             o

@@ -67,10 +67,10 @@ def counted_client(llm_config: dict, config: dict, workspace: str) -> LLMClient:
     llm = LLMClient(llm_config)
     try:
         found = existing_workspace(workspace)
-    except NotAWorkspaceError:
+    except NotAWorkspaceError as exc:
         if any(r.limits.any for r in llm.runners):
             llm.close()
-            raise
+            raise NotAWorkspaceError(f"{exc} A runner has spending caps, which are counted there.") from None
         return llm
     llm.spending = SpendingLedger(found, Settings.from_config(config).runtime.timezone)
     return llm
