@@ -7,6 +7,7 @@ Then the client alone: no runner left, background work at 80 %, a server that re
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -144,6 +145,33 @@ def test_background_work_stops_at_80_percent_while_the_owners_turns_go_on(chat_s
         assert client.complete([{"role": "user", "content": "hi again"}]).text == "for the owner"
         assert len(chat_server.chat_requests) == 2 and server_b.chat_requests == []
     finally:
+        client.close()
+
+
+def test_calls_running_at_once_cannot_pass_a_cap_together(chat_server, server_b, workspace):
+    """A call in flight holds its estimate: a second call that fits alone but not beside it goes to the next
+    runner, and nothing is held once the first is counted."""
+    config = {"runners": _runners(chat_server, server_b, {"daily_tokens": 1000}), "max_tokens": 50}
+    client = LLMClient({**config, "retries_per_runner": 0, "max_concurrency": 2})
+    client.spending = SpendingLedger(workspace, "Europe/Berlin")
+    release = threading.Event()
+    chat_server.set_handler(lambda request: "first from A" if release.wait(10) else "late")
+    server_b.enqueue("second from B")
+    message = [{"role": "user", "content": "x" * 2400}]  # about 600 + 4 + 50 tokens: one fits in 1,000, two do not
+    answers: list[str] = []
+    first = threading.Thread(target=lambda: answers.append(client.complete(message).text))
+    try:
+        first.start()
+        assert chat_server.wait_for_requests(1, path="/chat/completions")
+        assert client.complete(message).text == "second from B"
+        release.set()
+        first.join(10)
+        assert answers == ["first from A"] and len(chat_server.chat_requests) == 1
+        (use,) = client.spending.uses(client.runners[0])
+        assert use.held == 0 and 0 < use.used <= 1000  # the first call's hold went when it was counted
+    finally:
+        release.set()
+        first.join(10)
         client.close()
 
 
