@@ -102,3 +102,20 @@ def test_doctor_warns_from_80_percent_and_when_a_cap_is_reached(tmp_path: Path, 
     held = checks["spending cap D"]
     assert held["status"] == "warn" and "1 call(s) held back" in held["detail"] and "700 left" in held["fix"]
     assert datetime.now().year  # the ledger's day is today's
+
+
+def test_doctor_warns_when_a_capped_runners_answers_have_no_bound(tmp_path: Path, capsys) -> None:
+    """The estimate before a call bounds its answer by max_tokens: without one, doctor says a cap can be passed."""
+    config = tmp_path / "config"
+    config.mkdir()
+    base = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "limits": {"daily_tokens": 1000}}
+    runners = [{"name": "A", **base}, {"name": "B", **base, "extra_body": {"max_completion_tokens": 500}}]
+    (config / "llm.json").write_text(json.dumps({"runners": runners, "max_tokens": None}))
+    main(["doctor", "--json", "--quick", "--config", str(config), "--workspace", str(tmp_path / "ws")])
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
+    bound = checks["spending caps bound"]
+    assert bound["status"] == "warn" and "'A'" in bound["detail"] and "'B'" not in bound["detail"]
+    assert "config set llm.max_tokens" in bound["fix"]
+    (config / "llm.json").write_text(json.dumps({"runners": runners}))  # the default max_tokens: bounded
+    main(["doctor", "--json", "--quick", "--config", str(config), "--workspace", str(tmp_path / "ws")])
+    assert "spending caps bound" not in {c["name"] for c in json.loads(capsys.readouterr().out)}
