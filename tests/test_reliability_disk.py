@@ -68,7 +68,9 @@ def test_disk_full_then_read_only_then_space_again(
     with RunningBot(make_runtime(config, workspace, tmp_path)):
         fake.send_message("first", user_id=OWNER)
         fake.wait_for_messages(OWNER, 1)
-        fake.wait_for(lambda: not workspace.list("state/inbox/pending/**/*.json"))  # first turn fully done
+        # The first turn fully done: its item and then its ledger deleted (a ledger deleted after the disk
+        # was filled freed the room the next message was stored in, and the turn failed instead).
+        fake.wait_for(lambda: inbox_empty(workspace))
         filler = small_disk / "filler"
         with caplog.at_level(logging.ERROR):
             fill(filler)
@@ -78,7 +80,7 @@ def test_disk_full_then_read_only_then_space_again(
             assert any("No space left" in r.getMessage() for r in caplog.records)
             filler.unlink()
             assert fake.wait_for_messages(OWNER, 3, timeout=15)[2]["text"] == "re: while full"
-            fake.wait_for(lambda: not workspace.list("state/inbox/pending/**/*.json"))  # its item completed too
+            fake.wait_for(lambda: inbox_empty(workspace))  # its item completed too
             # Remounting the whole disk read-only fails while the bot holds files open ("busy"), so a
             # read-only file system is mounted over the inbox folder, the first thing a message writes.
             pending = workspace.path("state/inbox/pending")
@@ -97,6 +99,11 @@ def test_disk_full_then_read_only_then_space_again(
     assert sum("cannot store messages" in r.getMessage() for r in caplog.records) == 2  # once per outage
     assert_no_torn_files(workspace.root)
     assert Inbox(workspace).pending() == []
+
+
+def inbox_empty(workspace: Workspace) -> bool:
+    """No pending item and no ledger left in the inbox."""
+    return not workspace.list("state/inbox/pending/**/*.json") and not workspace.list("state/inbox/pending/**/*.ledger")
 
 
 def asked(chat_server) -> list[str]:
