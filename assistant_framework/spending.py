@@ -350,7 +350,6 @@ class SpendingLedger:
         reached = None
         try:
             with self._changing(runner.name, now) as row:
-                self.release(hold)
                 for period in ("day", "month"):
                     row[f"{period}_tokens"] += counted.total
                     row[f"{period}_cost"] = round(row[f"{period}_cost"] + cost, 6)
@@ -358,7 +357,7 @@ class SpendingLedger:
                 if runner.limits.any:
                     reached = next((use for use in self._uses(runner, row, now, None) if use.reached), None)
                 tell = reached is not None and self._tell_once(row, reached.cap, now)
-        finally:
+        finally:  # once the count is written: no moment where the call is neither held nor counted
             self.release(hold)
         if reached is None:
             return

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from assistant_framework.spending import STATE_FILE, CallTokens, SpendingLedger, call_cost, call_estimate
+from assistant_framework.spending import STATE_FILE, CallTokens, CapUse, SpendingLedger, call_cost, call_estimate
 from messaging_llm_bot.llm.client import LLMClient, LLMError
 from messaging_llm_bot.llm.slots import background_calls
 from tests.fakes.chat_server import FakeChatServer
@@ -209,3 +209,22 @@ def test_cost_uses_the_price_and_a_broken_ledger_starts_from_zero(workspace):
     for _ in range(2):
         ledger.record(runner, usage)
     assert ledger.blocking(runner, background=False).cap == "daily_cost"
+
+
+def test_two_ledgers_on_one_workspace_add_up_as_the_bot_and_a_cli_command_do(workspace):
+    """The bot and ``eval skills``/``trace replay`` (another process) count into one state/spending.json: each
+    call reads and writes it under its lock, so neither erases the other's calls (a cached copy did)."""
+    from assistant_framework.config.settings import RunnerSettings
+    from assistant_framework.config.settings.fields import read_record
+
+    runner = read_record(
+        RunnerSettings,
+        {"name": "A", "base_url": "http://127.0.0.1:1/v1", "model": "m", "limits": {"daily_tokens": 1000}},
+    )
+    bot, cli = SpendingLedger(workspace, "Europe/Berlin"), SpendingLedger(workspace, "Europe/Berlin")
+    bot.record(runner, CallTokens(prompt=100, completion=0))
+    cli.record(runner, CallTokens(prompt=700, completion=0))
+    bot.record(runner, CallTokens(prompt=50, completion=0))
+    assert workspace.read_json(STATE_FILE)["runners"]["A"]["day_tokens"] == 850
+    held = bot.hold(runner, CallTokens(prompt=100, completion=100), background=False)
+    assert isinstance(held, CapUse) and held.used == 850  # the bot sees the CLI's calls: 850 + 200 would pass
