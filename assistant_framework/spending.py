@@ -43,6 +43,9 @@ BACKGROUND_SHARE = 0.8
 CAPS = ("daily_tokens", "monthly_tokens", "daily_cost", "monthly_cost")
 #: Tokens a chat template adds around each message (its role markers), in a call's estimate.
 MESSAGE_TOKENS = 4
+#: Tokens of one picture in a call's estimate: a photo is downscaled to ``llm.image_max_side`` (1,568 px) and
+#: vision models take from ~256 (Gemma 3) through ~765 (OpenAI's tiles) to ~1,600-3,300 (w·h/750) tokens for it.
+IMAGE_TOKENS = 1600
 #: The answer's bound in a call's estimate when the request sets none: the default of ``llm.max_tokens``
 #: (a request without a bound may answer longer, and then passes a cap by the rest).
 DEFAULT_ANSWER_TOKENS = int(next(f.default for f in fields(LLMSettings) if f.name == "max_tokens"))  # type: ignore[arg-type]
@@ -134,24 +137,29 @@ def call_cost(tokens: CallTokens, runner: RunnerSettings) -> float:
     ) / 1_000_000
 
 
-def _message_text(message: Mapping) -> str:
-    """A message's text: its content (an image part counts as none) and the arguments of its tool calls."""
+def _message_tokens(message: Mapping) -> int:
+    """A message's estimated tokens: its text, the arguments of its tool calls, ``IMAGE_TOKENS`` a picture and
+    ``MESSAGE_TOKENS`` for the chat template."""
     content = message.get("content")
+    pictures = 0
     if isinstance(content, list):
-        text = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+        parts = [p for p in content if isinstance(p, dict)]
+        text = "".join(str(p.get("text") or "") for p in parts)
+        pictures = sum(1 for p in parts if p.get("type") == "image_url")
     else:
         text = str(content or "")
     calls = message.get("tool_calls")
-    return text + (json.dumps(calls, ensure_ascii=False) if calls else "")
+    text += json.dumps(calls, ensure_ascii=False) if calls else ""
+    return estimate_tokens(text) + pictures * IMAGE_TOKENS + MESSAGE_TOKENS
 
 
 def call_estimate(body: Mapping) -> CallTokens:
-    """What one Chat Completions request may cost, before it is sent: its prompt (each message's text, the tool
-    specs, ``MESSAGE_TOKENS`` a message; an image counts as none) and its answer's bound (``max_tokens`` or
+    """What one Chat Completions request may cost, before it is sent: its prompt (each message's text and pictures,
+    the tool specs, ``MESSAGE_TOKENS`` a message) and its answer's bound (``max_tokens`` or
     ``max_completion_tokens``; without either, ``DEFAULT_ANSWER_TOKENS``). The one estimate of a call: the caps'
     check uses it, and a call whose server reports no usage is counted with its prompt."""
     messages = [m for m in body.get("messages") or [] if isinstance(m, Mapping)]
-    prompt = sum(estimate_tokens(_message_text(m)) + MESSAGE_TOKENS for m in messages)
+    prompt = sum(_message_tokens(m) for m in messages)
     if body.get("tools"):
         prompt += estimate_tokens(json.dumps(body["tools"], ensure_ascii=False))
     bounds = [

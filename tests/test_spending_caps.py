@@ -175,6 +175,24 @@ def test_calls_running_at_once_cannot_pass_a_cap_together(chat_server, server_b,
         client.close()
 
 
+def test_a_picture_counts_in_the_estimate_so_a_photo_turn_goes_where_it_fits(chat_server, server_b, workspace):
+    """A picture is tokens too (``IMAGE_TOKENS`` in the estimate): the text alone fits in A's 1,000, with a photo
+    the call goes to B."""
+    runners = [dict(r, vision=True) for r in _runners(chat_server, server_b, {"daily_tokens": 1000})]
+    client = LLMClient({"runners": runners, "retries_per_runner": 0, "max_tokens": 50})
+    client.spending = SpendingLedger(workspace, "Europe/Berlin")
+    pixel = "data:image/png;base64,iVBORw0KGgo="  # the bytes do not matter: the fake reads no picture
+    photo = [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": pixel}}]
+    try:
+        chat_server.enqueue("words from A")
+        assert client.complete([{"role": "user", "content": "what is this?"}], vision=True).text == "words from A"
+        server_b.enqueue("a picture from B")
+        assert client.complete([{"role": "user", "content": photo}], vision=True).text == "a picture from B"
+        assert len(chat_server.chat_requests) == 1 and len(server_b.chat_requests) == 1
+    finally:
+        client.close()
+
+
 def test_a_server_without_usage_is_counted_from_the_characters_and_said_so(chat_server, server_b, workspace):
     client = _client(chat_server, server_b, workspace, {"daily_tokens": 100000})
     try:
