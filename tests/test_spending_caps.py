@@ -121,7 +121,7 @@ def test_with_every_runner_capped_the_owner_gets_one_sentence_and_nothing_is_sen
     # The owner is told once per runner that it is paused (the counts of the period reached it before a call).
     fake.send_message("again")
     fake.wait_for(lambda: len([t for t in texts(fake) if t.startswith("Every model runner")]) == 2)
-    notices = [t for t in texts(fake) if "spending:" in t]
+    notices = fake.wait_for(lambda: [t for t in texts(fake) if "spending:" in t] if len(texts(fake)) >= 4 else None)
     assert len(notices) == 2  # in either order: each is sent on its own
     assert any("'A' reached its daily cost" in t for t in notices) and any("'B' reached" in t for t in notices)
 
