@@ -21,6 +21,7 @@ class Mutation:
 
 
 # Test files by the guard they cover (the mutation loop runs only these, to keep the machine usable).
+CAPS = ("test_spending_caps.py", "test_spending_cli.py")
 ACCESS = (
     "test_security_guests.py",
     "test_security_owner_commands.py",
@@ -892,5 +893,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         "where = self.workspace",
         "a guest's prepared call runs on the owner's workspace",
         PREPARE + ("test_security_guests.py",),
+    ),
+    Mutation(
+        "caps-without-the-calls-estimate",
+        f"{AF}/spending.py",
+        "return self.share >= share or self.used + self.held + self.upcoming > self.limit * share",
+        "return self.share >= share",
+        "a runner is asked until its counts reach the cap: one big call passes it far",
+        CAPS,
+    ),
+    Mutation(
+        "caps-no-hold-in-flight",
+        f"{AF}/spending.py",
+        "self._held.append(hold)",
+        "pass",
+        "calls running at once pass a cap together",
+        CAPS,
+    ),
+    Mutation(
+        "caps-not-counted-by-the-cli",
+        f"{BOT}/evals/runner.py",
+        "llm.spending = SpendingLedger(found, Settings.from_config(config).runtime.timezone)",
+        "llm.spending = None",
+        "eval skills and trace replay spend past the caps, uncounted",
+        CAPS,
     ),
 )
