@@ -224,6 +224,32 @@ def test_past_the_days_budget_prompt_runs_are_skipped_and_the_owner_is_told_once
     assert len(notices) == 1 and "news" in notices[0] and "max_model_runs_per_day" in notices[0]
 
 
+def test_a_run_telegram_refuses_for_good_is_recorded_failed_with_the_reason(fake, chat_server, job_bot, workspace):
+    """The owner blocked the bot: the run's reply cannot arrive, so the run is a failure naming Telegram's
+    answer (it counts toward the pause), not a run left in the inbox to be offered again forever."""
+    clock = Clock()
+    created = datetime.now(timezone.utc) - timedelta(seconds=30)
+    workspace.write_json(
+        JOBS_FILE,
+        [
+            {
+                "id": "j1",
+                "name": "water",
+                "every_minutes": 1,
+                "message": "Drink water",
+                "created_at": created.isoformat(),
+            }
+        ],
+    )
+    fake.refuse_chat(OWNER)
+    job_bot(clock)
+    clock.advance(minutes=1)
+    fake.wait_for(lambda: len(runs(workspace)) == 1)
+    [line] = runs(workspace)
+    assert line["outcome"] == "failed" and "Telegram refused it" in line["error"] and "blocked" in line["error"]
+    fake.wait_for(lambda: workspace.list("state/inbox/pending/*/*.json") == [])  # completed, not offered again
+
+
 # -- seeing them: /jobs, /now, the CLI beside a running bot ---------------------------------------------
 
 

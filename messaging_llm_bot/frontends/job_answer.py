@@ -17,7 +17,13 @@ from messaging_llm_bot.frontends.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
-#: Sends a run's reply; True when it arrived (or can never arrive), False to leave the item in the inbox.
+
+class DeliveryRefused(Exception):
+    """The chat refused a run's reply for good (blocked, chat gone): the run failed, for this reason."""
+
+
+#: Sends a run's reply; True when it arrived, False to leave the item in the inbox (the next look or start sends
+#: it); raises ``DeliveryRefused`` when it never can (the run is recorded failed, with the reason).
 Deliver = Callable[[str], Awaitable[bool]]
 #: Tells the owner a sentence (best effort: it logs its own failure).
 Tell = Callable[[str], Awaitable[None]]
@@ -48,6 +54,8 @@ async def answer_job_run(
         ok, error, outcome = made.ok, made.error, made.outcome
         if made.text is not None and not await deliver(made.text):
             return  # not delivered now (stopping, no connection): it stays in the inbox
+    except DeliveryRefused as err:
+        ok, error = False, str(err)
     except Exception as exc:  # noqa: BLE001 - recorded as a failed run; three in a row pause the job
         log.exception("jobs: run %s failed", run.run_id)
         ok, error = False, f"{type(exc).__name__}: {exc}"
