@@ -1,5 +1,5 @@
 """Token counts estimated without a model's vocabulary: one rule for the prompt's section sizes, the history
-budget in tokens, and the spending caps' estimate of a call (``assistant_framework/spending.py``)."""
+budget in tokens, and the spending caps' estimate of a call (``assistant_framework/spending/``)."""
 
 from __future__ import annotations
 

@@ -896,7 +896,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "caps-without-the-calls-estimate",
-        f"{AF}/spending.py",
+        f"{AF}/spending/caps.py",
         "return self.share >= share or self.used + self.held + self.upcoming > self.limit * share",
         "return self.share >= share",
         "a runner is asked until its counts reach the cap: one big call passes it far",
@@ -904,7 +904,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "caps-no-hold-in-flight",
-        f"{AF}/spending.py",
+        f"{AF}/spending/ledger.py",
         "self._held.append(hold)",
         "pass",
         "calls running at once pass a cap together",

@@ -1,4 +1,4 @@
-"""Spending caps (assistant_framework/spending.py): a runner at its cap is skipped for the period, the next one answers.
+"""Spending caps (assistant_framework/spending/): a runner at its cap is skipped for the period, the next one answers.
 
 Through the real bot and the fake Bot API with runner A (capped) and runner B (the "local" one), both
 FakeChatServers; the day is the ledger's clock, which the test sets (``runtime.llm.spending.clock``).

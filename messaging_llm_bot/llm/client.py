@@ -95,7 +95,7 @@ class LLMClient:
         self._sleep = sleep
         # Per runner: which answer formats the server takes (learnt once per process, llm/structured.py).
         self.formats = FormatChooser()
-        #: The spending caps' counts (assistant_framework/spending.py); None: no caps are kept (the runtime sets it).
+        #: The spending caps' counts (assistant_framework/spending/); None: no caps are kept (the runtime sets it).
         self.spending: SpendingLedger | None = None
         self._owns_session = session is None
         if session is None:

@@ -1,118 +1,27 @@
-"""Spending caps: what each model runner used today and this month, and whether it may be asked again.
-
-Per runner, ``limits`` (``daily_tokens``, ``monthly_tokens``, ``daily_cost``, ``monthly_cost``) and
-``price`` (per million input, output and cached input tokens). The day and the month are those of
-``runtime.timezone`` at the ledger's clock. Every answered call adds what the server reported (prompt
-plus completion tokens, the cost from the price); a server that reports no usage is counted from its text
-(``assistant_framework/tokens.py``) and the ledger says those counts are estimated.
-
-Before each call the client asks ``hold`` with the call's own estimate (``call_estimate``: its prompt plus
-the bound of its answer): a runner the call would take past a cap (or that has reached one) is refused and
-the next runner is asked; background work (``llm/slots.background_calls``) is refused past
-``BACKGROUND_SHARE`` of a cap so the owner's own turns keep the rest. A call that goes holds its estimate
-until it is recorded, so calls running at once cannot pass a cap together. ``capped`` is called once per
-runner, cap and period: the first time a turn's call is refused for that cap, or a call reached it (the
-runtime tells the owner). The counts live in ``state/spending.json``, read and written under the file's lock
-on each call (the bot and ``assistant eval``/``trace replay`` count into the same file; written without an
-fsync: a power loss may forget the last calls' counts; a broken file starts the counts again from zero).
-The model client records (messaging_llm_bot/llm/client.py); /stats, the web Usage page and doctor read
-(``cap_rows``).
-"""
+"""The ledger: each runner's counts of the current day and month in ``state/spending.json`` (read and written
+under the file's lock on each call), the holds of calls in flight, and the caps' rows for the views."""
 
 from __future__ import annotations
 
 import json
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Callable
 from zoneinfo import ZoneInfo
 
-from assistant_framework.config.settings import LLMSettings, RunnerSettings
+from assistant_framework.config.settings import RunnerSettings
+from assistant_framework.spending.calls import CallTokens, call_cost
+from assistant_framework.spending.caps import BACKGROUND_SHARE, CAPS, CapUse, capped_text
 from assistant_framework.tokens import estimate_tokens
 from assistant_framework.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
 STATE_FILE = "state/spending.json"
-#: Background work stops at this share of any cap.
-BACKGROUND_SHARE = 0.8
-CAPS = ("daily_tokens", "monthly_tokens", "daily_cost", "monthly_cost")
-#: Tokens a chat template adds around each message (its role markers), in a call's estimate.
-MESSAGE_TOKENS = 4
-#: Tokens of one picture in a call's estimate: a photo is downscaled to ``llm.image_max_side`` (1,568 px) and
-#: vision models take from ~256 (Gemma 3) through ~765 (OpenAI's tiles) to ~1,600-3,300 (w·h/750) tokens for it.
-IMAGE_TOKENS = 1600
-#: The answer's bound in a call's estimate when the request sets none: the default of ``llm.max_tokens``
-#: (a request without a bound may answer longer, and then passes a cap by the rest).
-DEFAULT_ANSWER_TOKENS = int(next(f.default for f in fields(LLMSettings) if f.name == "max_tokens"))  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True)
-class CapUse:
-    """One cap of one runner: its limit, what is used in the current period and when that period ends.
-
-    Checked for one call: ``upcoming`` is that call's estimate and ``held`` what calls running in this
-    process hold (both in the cap's unit)."""
-
-    runner: str
-    cap: str  # one of CAPS
-    limit: float
-    used: float
-    resets: datetime
-    estimated: bool  # some of the counts of this period were estimated (the server reported no usage)
-    held: float = 0.0
-    upcoming: float = 0.0
-    refused: int = 0  # calls of turns this cap kept from the runner in this period
-
-    @property
-    def share(self) -> float:
-        """Used / limit (1.0 and more: reached; a limit of 0 is reached at once)."""
-        return self.used / self.limit if self.limit > 0 else 1.0
-
-    @property
-    def reached(self) -> bool:
-        return self.share >= 1.0
-
-    @property
-    def left(self) -> float:
-        """What is left of the cap (0 when reached)."""
-        return max(0.0, self.limit - self.used)
-
-    def blocks(self, share: float = 1.0) -> bool:
-        """True when the call would take the runner past ``share`` of the cap (or it is there already)."""
-        return self.share >= share or self.used + self.held + self.upcoming > self.limit * share
-
-    def amount(self, value: float) -> str:
-        """``1,200`` for a token cap, ``0.25`` for a cost cap."""
-        return f"{int(value):,}" if self.cap.endswith("tokens") else f"{value:.2f}"
-
-    def describe(self) -> str:
-        """``daily tokens 1,200 of 1,000`` (cost with two decimals)."""
-        what = self.cap.replace("_", " ")
-        return f"{what} {self.amount(self.used)} of {self.amount(self.limit)}" + (
-            " (partly estimated)" if self.estimated else ""
-        )
-
-
-@dataclass(frozen=True)
-class CallTokens:
-    """The tokens of one call: as the server reported them (None: not reported), or estimated."""
-
-    prompt: int | None = None
-    completion: int | None = None
-    cached: int | None = None
-
-    @property
-    def reported(self) -> bool:
-        return self.prompt is not None or self.completion is not None
-
-    @property
-    def total(self) -> int:
-        return (self.prompt or 0) + (self.completion or 0)
 
 
 @dataclass(eq=False)
@@ -122,52 +31,6 @@ class Hold:
     runner: str
     tokens: int
     cost: float
-
-
-def call_cost(tokens: CallTokens, runner: RunnerSettings) -> float:
-    """The price of one call's tokens on ``runner`` (0 without a price)."""
-    price = runner.price
-    prompt = tokens.prompt or 0
-    cached = min(tokens.cached or 0, prompt)
-    cached_price = price.input_per_mtok if price.cached_input_per_mtok is None else price.cached_input_per_mtok
-    return (
-        (prompt - cached) * price.input_per_mtok
-        + cached * cached_price
-        + (tokens.completion or 0) * price.output_per_mtok
-    ) / 1_000_000
-
-
-def _message_tokens(message: Mapping) -> int:
-    """A message's estimated tokens: its text, the arguments of its tool calls, ``IMAGE_TOKENS`` a picture and
-    ``MESSAGE_TOKENS`` for the chat template."""
-    content = message.get("content")
-    pictures = 0
-    if isinstance(content, list):
-        parts = [p for p in content if isinstance(p, dict)]
-        text = "".join(str(p.get("text") or "") for p in parts)
-        pictures = sum(1 for p in parts if p.get("type") == "image_url")
-    else:
-        text = str(content or "")
-    calls = message.get("tool_calls")
-    text += json.dumps(calls, ensure_ascii=False) if calls else ""
-    return estimate_tokens(text) + pictures * IMAGE_TOKENS + MESSAGE_TOKENS
-
-
-def call_estimate(body: Mapping) -> CallTokens:
-    """What one Chat Completions request may cost, before it is sent: its prompt (each message's text and pictures,
-    the tool specs, ``MESSAGE_TOKENS`` a message) and its answer's bound (``max_tokens`` or
-    ``max_completion_tokens``; without either, ``DEFAULT_ANSWER_TOKENS``). The one estimate of a call: the caps'
-    check uses it, and a call whose server reports no usage is counted with its prompt."""
-    messages = [m for m in body.get("messages") or [] if isinstance(m, Mapping)]
-    prompt = sum(_message_tokens(m) for m in messages)
-    if body.get("tools"):
-        prompt += estimate_tokens(json.dumps(body["tools"], ensure_ascii=False))
-    bounds = [
-        v
-        for k in ("max_tokens", "max_completion_tokens")
-        if isinstance(v := body.get(k), int) and not isinstance(v, bool)
-    ]
-    return CallTokens(prompt=max(1, prompt), completion=max(bounds) if bounds else DEFAULT_ANSWER_TOKENS)
 
 
 def _fresh(row: dict, day: str, month: str) -> dict:
@@ -392,30 +255,6 @@ class SpendingLedger:
             self.capped(use, next_runner)
         except Exception:  # noqa: BLE001 - telling the owner must not fail the call
             log.exception("could not tell the owner about the cap of runner %r", use.runner)
-
-
-def capped_text(use: CapUse, next_runner: str | None) -> str:
-    """The one notice to the owner when a runner reaches a cap, or a call would have passed it."""
-    when = use.resets.strftime("%Y-%m-%d %H:%M")
-    if use.reached:
-        then = f"'{next_runner}' answers until then" if next_runner else "no other runner is left, so I can't answer"
-        return f"The model runner '{use.runner}' reached its {use.describe()}; it is paused until {when}: {then}."
-    then = f"'{next_runner}' answers such calls" if next_runner else "no other runner is left to answer such calls"
-    return (
-        f"The model runner '{use.runner}' has {use.amount(use.left)} left of its {use.describe()}, too little for "
-        f"a call of about {use.amount(use.upcoming)}: {then} until {when}; smaller ones still go to '{use.runner}'."
-    )
-
-
-def none_left_text(uses: list[CapUse]) -> str:
-    """The one sentence of a turn when every runner is at a cap or the call would pass it (nothing is sent)."""
-    first = min(uses, key=lambda u: u.resets)
-    names = ", ".join(dict.fromkeys(f"'{u.runner}'" for u in uses))
-    why = "has reached its spending cap"
-    if not all(u.reached for u in uses):
-        why += " or has too little of it left for this request"
-    back = first.resets.strftime("%Y-%m-%d %H:%M")
-    return f"Every model runner ({names}) {why}, so nothing was sent; the first is back at {back}."
 
 
 def cap_rows(ledger: SpendingLedger, runners: tuple[RunnerSettings, ...] | list[RunnerSettings]) -> list[dict]:
