@@ -10,7 +10,7 @@ import difflib
 from typing import Any, Iterable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from assistant_framework.config.errors import format_json_path, shown_key
+from assistant_framework.config.errors import ConfigData, JsonPath, format_json_path, shown_key
 from assistant_framework.config.schema import ROOT_SCHEMA
 
 
@@ -23,7 +23,7 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     return f" (known: {', '.join(options)})" if options else ""
 
 
-def unknown_key(path: tuple) -> str | None:
+def unknown_key(path: JsonPath) -> str | None:
     """Why ``path`` (``("llm", "max_token")``) names no config key, with a suggestion, or None when the schema
     knows it (or cannot tell: a plugin's section, a map of names such as ``policy.skills``)."""
     node: Any = ROOT_SCHEMA
@@ -71,9 +71,9 @@ def timezone_error(name: Any) -> str | None:
     return None
 
 
-def semantic_errors(data: dict) -> list[tuple[tuple, str]]:
+def semantic_errors(data: ConfigData) -> list[tuple[JsonPath, str]]:
     """Unknown sections, time zones, and the start-up checks of the runners, embeddings and webhook."""
-    errors: list[tuple[tuple, str]] = []
+    errors: list[tuple[JsonPath, str]] = []
     sections = known_sections()
     for key in data:
         if key not in sections:
@@ -139,11 +139,11 @@ _STDIO_KEYS = ("command", "args", "env", "cwd")
 _HTTP_KEYS = ("url", "headers")
 
 
-def mcp_server_errors(data: dict) -> list[tuple[tuple, str]]:
+def mcp_server_errors(data: ConfigData) -> list[tuple[JsonPath, str]]:
     """Each ``mcp.servers`` entry is either a command the assistant starts or a URL it connects to."""
     mcp = value if isinstance(value := data.get("mcp"), dict) else {}
     servers = value if isinstance(value := mcp.get("servers"), dict) else {}
-    errors: list[tuple[tuple, str]] = []
+    errors: list[tuple[JsonPath, str]] = []
     for name, server in servers.items():
         if not isinstance(server, dict):
             continue  # the schema reports the type

@@ -8,7 +8,7 @@ import os
 import re
 from typing import Any
 
-from assistant_framework.config.errors import ConfigError, LoadedConfig, _display, format_json_path
+from assistant_framework.config.errors import ConfigError, JsonPath, LoadedConfig, _display, format_json_path
 
 TOKEN_ENV = "TELEGRAM_BOT_TOKEN"
 _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
@@ -20,7 +20,7 @@ SECRET_KEY = re.compile(
 REDACTED = "***"
 
 
-def _substitute_env(value: Any, path: tuple, loaded: LoadedConfig) -> Any:
+def _substitute_env(value: Any, path: JsonPath, loaded: LoadedConfig) -> Any:
     if isinstance(value, dict):
         return {k: _substitute_env(v, path + (k,), loaded) for k, v in value.items()}
     if isinstance(value, list):

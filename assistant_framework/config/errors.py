@@ -10,7 +10,12 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
+
+#: Where a value sits in the config: section and key names, list indexes (``("llm", "runners", 0, "model")``).
+JsonPath = tuple[str | int, ...]
+#: A parsed config (or one file of it): JSON objects, lists and scalars under string keys.
+ConfigData = dict[str, Any]
 
 
 class ConfigError(Exception):
@@ -21,14 +26,14 @@ class ConfigError(Exception):
 class LoadedConfig:
     """A merged config plus where each part came from (for error messages and ``config set``)."""
 
-    data: dict
+    data: ConfigData
     root: Path
     #: file -> key prefix it supplies, e.g. config/llm.json -> ("llm",), in merge order
     sources: dict[Path, tuple[str, ...]] = field(default_factory=dict)
     #: file -> its parsed content, to tell which layer holds a key
     raw: dict[Path, Any] = field(default_factory=dict)
 
-    def source_of(self, path: tuple) -> tuple[Path, tuple]:
+    def source_of(self, path: JsonPath) -> tuple[Path, JsonPath]:
         """The file that supplied a JSON path, and the path relative to that file.
 
         The deepest prefix wins; between files with the same prefix (a tracked file and its
@@ -49,7 +54,7 @@ class LoadedConfig:
         return best[0], tuple(path[len(best[1]) :])
 
 
-def _holds(data: Any, path: tuple) -> bool:
+def _holds(data: Any, path: JsonPath) -> bool:
     """Whether ``data`` has a value at the first step of ``path`` (any value when path is empty)."""
     if not path:
         return data is not None
@@ -66,7 +71,7 @@ def shown_key(key: object) -> str:
     return text if _NAME_LIKE.fullmatch(text) else f"<a {len(text)}-character key that is no config name>"
 
 
-def format_json_path(path: tuple | list) -> str:
+def format_json_path(path: Sequence[str | int]) -> str:
     """``("runners", 0, "base_url")`` -> ``runners[0].base_url``."""
     out = ""
     for part in path:

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from assistant_framework.config.errors import ConfigError, format_json_path
+from assistant_framework.config.errors import ConfigData, ConfigError, JsonPath, format_json_path
 from assistant_framework.config.limits import MAX_DEPTH, json_too_deep
 from assistant_framework.config.parse import FINITE_JSON
 
@@ -18,7 +18,7 @@ _NOT_IN_A_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
 MAX_NAME_CHARS = 100
 
 
-def check_key_names(keys: tuple, dotted: str | tuple = "") -> None:
+def check_key_names(keys: JsonPath, dotted: str | JsonPath = "") -> None:
     """Refuse (ConfigError) a key whose names could leave the config folder or name no file: an empty
     name, ``.`` or ``..``, a path separator (``/etc/passwd``, ``/llm.model``), a control character, or a
     name longer than ``MAX_NAME_CHARS``."""
@@ -43,10 +43,10 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def parse_key(dotted: str) -> tuple:
+def parse_key(dotted: str) -> JsonPath:
     """``llm.runners[0].model`` (or ``llm.runners.0.model``) -> ``("llm", "runners", 0, "model")``."""
     text = dotted.strip()
-    parts: list = []
+    parts: list[str | int] = []
     pos = 0
     while pos < len(text):
         if text[pos] == "." and parts:
@@ -65,7 +65,7 @@ def parse_key(dotted: str) -> tuple:
     return tuple(parts)
 
 
-def get_key(data: dict, dotted: str | tuple, default: Any = KeyError) -> Any:
+def get_key(data: ConfigData, dotted: str | JsonPath, default: Any = KeyError) -> Any:
     """The value at a key such as ``llm.runners[0].model``; raises KeyError naming it when missing."""
     node: Any = data
     parts = parse_key(dotted) if isinstance(dotted, str) else dotted

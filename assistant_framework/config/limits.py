@@ -61,9 +61,9 @@ def json_too_deep(text: str, limit: int = MAX_DEPTH) -> tuple[int, int] | None:
     return None
 
 
-def too_deep(value: Any, limit: int = MAX_DEPTH) -> tuple | None:
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> tuple[str | int, ...] | None:
     """The JSON path of a value nested deeper than ``limit`` levels, or None (iterative: no recursion)."""
-    stack: list[tuple[Any, tuple, int]] = [(value, (), 0)]
+    stack: list[tuple[Any, tuple[str | int, ...], int]] = [(value, (), 0)]
     while stack:
         node, path, depth = stack.pop()
         if not isinstance(node, (dict, list)):

@@ -6,13 +6,15 @@ import os
 from pathlib import Path
 
 from assistant_framework.config.env import TOKEN_ENV, _substitute_env
-from assistant_framework.config.errors import ConfigError, LoadedConfig, _display
+from assistant_framework.config.errors import ConfigData, ConfigError, LoadedConfig, _display
 from assistant_framework.config.parse import _parse_file
 from assistant_framework.config.tree import LOCAL_DIR, _config_files, _set_path
 from assistant_framework.config.validate import validate_config
 
 
-def load_config(path: str | os.PathLike[str], *, validate: bool = True, env: bool = True, local: bool = True) -> dict:
+def load_config(
+    path: str | os.PathLike[str], *, validate: bool = True, env: bool = True, local: bool = True
+) -> ConfigData:
     """Load, merge, substitute and validate a config; raises ConfigError with file and path.
 
     ``local=False`` leaves out the ``local/`` layer (the tests of the example config do, so

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from assistant_framework.config.errors import ConfigError, _display, format_json_path
+from assistant_framework.config.errors import ConfigData, ConfigError, JsonPath, _display, format_json_path
 from assistant_framework.config.limits import MAX_DEPTH, MAX_FILE_BYTES, NoAliasLoader, json_too_deep, too_deep
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
@@ -24,7 +24,7 @@ class _ConfigLoader(NoAliasLoader):
     """``NoAliasLoader`` that refuses a key given twice in one mapping (PyYAML keeps the last)."""
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:  # noqa: D102 - PyYAML hook
-        seen: set = set()
+        seen: set[Any] = set()
         for key_node, _value in node.value if isinstance(node, yaml.MappingNode) else ():
             key = self.construct_object(key_node, deep=True)
             try:
@@ -130,9 +130,9 @@ def _parse_file(path: Path) -> Any:
     return value
 
 
-def _not_json(value: Any) -> tuple[tuple, str] | None:
+def _not_json(value: Any) -> tuple[JsonPath, str] | None:
     """(path, why) of the first YAML value JSON cannot hold (a date, a set, .nan, a key that is no text), or None."""
-    stack: list[tuple[Any, tuple]] = [(value, ())]
+    stack: list[tuple[Any, JsonPath]] = [(value, ())]
     while stack:
         node, where = stack.pop()
         if isinstance(node, dict):
@@ -159,7 +159,7 @@ def _load_json(text: str) -> tuple[Any, bool]:
     """The value of JSON text, and whether some object in it has a key twice (found where, only then)."""
     repeated = False
 
-    def pairs(items: list[tuple[str, Any]]) -> dict:
+    def pairs(items: list[tuple[str, Any]]) -> ConfigData:
         nonlocal repeated
         value = dict(items)
         repeated = repeated or len(value) != len(items)

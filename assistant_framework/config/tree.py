@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assistant_framework.config.errors import ConfigError, _display
+from assistant_framework.config.errors import ConfigData, ConfigError, _display
 from assistant_framework.config.parse import CONFIG_SUFFIXES
 
 INDEX_STEM = "index"
@@ -46,7 +46,7 @@ def _config_files(root: Path, *, skip_local: bool = True) -> list[tuple[Path, tu
     return found
 
 
-def _set_path(target: dict, keys: tuple[str, ...], value: Any, file: Path) -> None:
+def _set_path(target: ConfigData, keys: tuple[str, ...], value: Any, file: Path) -> None:
     node = target
     for depth, key in enumerate(keys[:-1]):
         child = node.setdefault(key, {})
@@ -67,7 +67,7 @@ def _set_path(target: dict, keys: tuple[str, ...], value: Any, file: Path) -> No
         node[keys[-1]] = value
 
 
-def _deep_merge(base: dict, extra: dict) -> None:
+def _deep_merge(base: ConfigData, extra: ConfigData) -> None:
     for key, value in extra.items():
         if isinstance(base.get(key), dict) and isinstance(value, dict):
             _deep_merge(base[key], value)

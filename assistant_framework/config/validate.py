@@ -8,12 +8,12 @@ from typing import Any
 import jsonschema
 
 from assistant_framework.config.env import is_env_reference
-from assistant_framework.config.errors import LoadedConfig, _display, format_json_path, shown_key
+from assistant_framework.config.errors import JsonPath, LoadedConfig, _display, format_json_path, shown_key
 from assistant_framework.config.keys import get_key
 from assistant_framework.config.schema import ROOT_SCHEMA
 
 
-def validate_config(loaded: LoadedConfig, extra_schemas: dict[str, dict] | None = None) -> list[str]:
+def validate_config(loaded: LoadedConfig, extra_schemas: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """All schema violations as ``file: json.path: message`` lines (empty when valid).
 
     ``extra_schemas`` maps a dotted key (``collectors.rss``) to a schema declared by a plugin.
@@ -23,7 +23,7 @@ def validate_config(loaded: LoadedConfig, extra_schemas: dict[str, dict] | None 
     from assistant_framework.config.checks import semantic_errors  # checks beyond JSON Schema
 
     messages: list[str] = []
-    checks: list[tuple[tuple, dict, Any]] = [((), ROOT_SCHEMA, loaded.data)]
+    checks: list[tuple[JsonPath, dict[str, Any], Any]] = [((), ROOT_SCHEMA, loaded.data)]
     for dotted, schema in (extra_schemas or {}).items():
         keys = tuple(dotted.split("."))
         value = get_key(loaded.data, dotted, default=None)
@@ -48,7 +48,7 @@ def validate_config(loaded: LoadedConfig, extra_schemas: dict[str, dict] | None 
     return messages
 
 
-def _unknown_keys(loaded: LoadedConfig, at: tuple, error: jsonschema.ValidationError) -> list[str]:
+def _unknown_keys(loaded: LoadedConfig, at: JsonPath, error: jsonschema.ValidationError) -> list[str]:
     """One line per unknown key, naming the file that holds it (a local layer's file, or the tracked one)
     and the known key it is closest to."""
     from assistant_framework.config.checks import did_you_mean

@@ -11,14 +11,14 @@ from typing import Any
 
 import yaml
 
-from assistant_framework.config.errors import ConfigError, _display, format_json_path
+from assistant_framework.config.errors import ConfigError, JsonPath, _display, format_json_path
 from assistant_framework.config.keys import check_key_names
 from assistant_framework.config.parse import CONFIG_SUFFIXES, _parse_file
 from assistant_framework.config.tree import INDEX_STEM
 from assistant_framework.workspace import atomic_write_bytes
 
 
-def owner_file(config_root: Path, dotted: str | tuple) -> tuple[Path, tuple[str, ...]]:
+def owner_file(config_root: Path, dotted: str | tuple[str, ...]) -> tuple[Path, tuple[str, ...]]:
     """The file of a config tree that owns a key, and the key path inside that file.
 
     A missing ``config_root`` ending in ``.json``/``.yaml`` is a single-file config (to be created).
@@ -57,7 +57,7 @@ def owner_file(config_root: Path, dotted: str | tuple) -> tuple[Path, tuple[str,
     return folder / f"{keys[depth]}.json", keys[depth + 1 :]
 
 
-def set_key(config_root: str | os.PathLike[str], dotted: str | tuple, value: Any) -> Path:
+def set_key(config_root: str | os.PathLike[str], dotted: str | tuple[str, ...], value: Any) -> Path:
     """Write one value into the file that owns the key, atomically, keeping the file's style.
 
     JSON keeps its indentation and key order; a YAML file is rewritten without its comments.
@@ -66,7 +66,7 @@ def set_key(config_root: str | os.PathLike[str], dotted: str | tuple, value: Any
     return set_in_file(file, inner, value, dotted)
 
 
-def set_in_file(file: Path, inner: tuple, value: Any, dotted: str | tuple = "") -> Path:
+def set_in_file(file: Path, inner: JsonPath, value: Any, dotted: str | JsonPath = "") -> Path:
     """Write ``value`` at the key path ``inner`` of one config file (created when missing), atomically."""
     data: Any = _parse_file(file) if file.exists() else {}
     if not inner:

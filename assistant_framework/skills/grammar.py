@@ -10,10 +10,12 @@ checks the rest).
 
 from __future__ import annotations
 
+from typing import Any
+
 _KEEP = frozenset({"type", "properties", "required", "items", "enum", "anyOf"})
 
 
-def grammar_safe(schema: object, descriptions: bool = False) -> dict:
+def grammar_safe(schema: object, descriptions: bool = False) -> dict[str, Any]:
     """``schema`` reduced to the grammar-safe subset (pure; ``const`` becomes a one-value enum).
 
     ``descriptions`` keeps ``description`` texts (converters ignore them; a model reads them in
@@ -21,7 +23,7 @@ def grammar_safe(schema: object, descriptions: bool = False) -> dict:
     """
     if not isinstance(schema, dict):
         return {}
-    out: dict = {}
+    out: dict[str, Any] = {}
     for key, value in schema.items():
         if key == "const":
             out["enum"] = [value]

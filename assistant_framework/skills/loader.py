@@ -21,11 +21,11 @@ from typing import Any, Callable
 import jsonschema
 
 from assistant_framework.plugin_import import PluginImportError, forget_module, import_plugin  # noqa: F401 (forget_module re-exported)
-from assistant_framework.skills.spec import DEFAULT_CAPABILITIES, DEPRECATED_FORMS, KNOWN_CAPABILITIES
+from assistant_framework.skills.spec import DEFAULT_CAPABILITIES, DEPRECATED_FORMS, KNOWN_CAPABILITIES, JsonSchema
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SCHEMA: dict = {"type": "object"}
+DEFAULT_SCHEMA: JsonSchema = {"type": "object"}
 MODULE_ROOT = "assistant_skills"
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -46,8 +46,9 @@ class Skill:
 
     name: str
     description: str
-    args_schema: dict
-    run: Callable
+    args_schema: JsonSchema
+    #: ``run(workspace, args)`` or ``run(workspace, args, context)`` (``wants_context``); returns the result
+    run: Callable[..., Any]
     folder: Path | None
     source_path: Path | None
     readme_path: Path | None
@@ -128,7 +129,7 @@ def readme_schema(sections: dict[str, str], readme: Path) -> object:
     return value
 
 
-def _schema_problem(schema: dict) -> str | None:
+def _schema_problem(schema: JsonSchema) -> str | None:
     """Why ``schema`` is not valid JSON Schema (the path and the rule), or None."""
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
@@ -144,7 +145,7 @@ def _schema_problem_of_text(text: str) -> str | None:
     return _schema_problem(json.loads(text))
 
 
-def check_schema(schema: Any, where: str) -> dict:
+def check_schema(schema: Any, where: str) -> JsonSchema:
     """Raise SkillDefinitionError unless ``schema`` is a valid JSON Schema object."""
     if not isinstance(schema, dict):
         raise SkillDefinitionError(f"{where}: args schema must be a JSON object, got {type(schema).__name__}")
@@ -157,7 +158,7 @@ def check_schema(schema: Any, where: str) -> dict:
     return schema
 
 
-def accepts_context(func: Callable) -> bool:
+def accepts_context(func: Callable[..., Any]) -> bool:
     """True when ``func`` takes a third positional parameter (the SkillContext)."""
     try:
         params = inspect.signature(func).parameters.values()
@@ -188,7 +189,7 @@ def import_skill_module(folder: Path) -> types.ModuleType:
         raise SkillDefinitionError(str(exc)) from exc.__cause__
 
 
-def _definition(module: types.ModuleType, folder: Path) -> dict:
+def _definition(module: types.ModuleType, folder: Path) -> dict[str, Any]:
     """The skill's raw definition from ``register()`` or from module constants."""
     register = getattr(module, "register", None)
     if callable(register):

@@ -29,7 +29,7 @@ from assistant_framework.skills.loader import (
 )
 from assistant_framework.skills.prepare import PreparedCall, prepare_args, schema_problems, validator_for
 from assistant_framework.skills.source import SkillLoadError, SkillSource
-from assistant_framework.skills.spec import SkillContext
+from assistant_framework.skills.spec import CatalogEntry, SkillContext
 from assistant_framework.workspace import Workspace
 
 #: The built-in skills shipped with the framework: ``<repo>/skills``.
@@ -111,7 +111,7 @@ class SkillManager:
     @classmethod
     def from_config(
         cls,
-        config: dict,
+        config: dict[str, Any],
         workspace: Workspace,
         builtin_dir: Path | None = None,
         *,
@@ -271,7 +271,7 @@ class SkillManager:
         found = difflib.get_close_matches(str(name).lower(), list(lowered), n=n, cutoff=0.5)
         return [lowered[match] for match in found]
 
-    def catalog(self) -> list[dict]:
+    def catalog(self) -> list[CatalogEntry]:
         """Exactly what the prompt shows: name, description and args schema, sorted by name."""
         return [
             {"name": skill.name, "description": skill.description, "args_schema": skill.args_schema}
@@ -344,12 +344,14 @@ class SkillManager:
         skill = call.skill
         where = workspace if workspace is not None else self.workspace
         args = call.args_copy()
-        call_args: tuple = (where, args, context or self.default_context) if skill.wants_context else (where, args)
+        call_args: tuple[Any, ...] = (
+            (where, args, context or self.default_context) if skill.wants_context else (where, args)
+        )
         result = self._call_with_timeout(skill, call_args, self.timeout_for(skill.name))
         result.elapsed_s = time.monotonic() - started
         return result
 
-    def _call_with_timeout(self, skill: Skill, call_args: tuple, timeout: float) -> SkillResult:
+    def _call_with_timeout(self, skill: Skill, call_args: tuple[Any, ...], timeout: float) -> SkillResult:
         outcome: dict[str, Any] = {}
 
         def target() -> None:

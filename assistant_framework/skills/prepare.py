@@ -18,6 +18,7 @@ from typing import Any
 import jsonschema
 
 from assistant_framework.skills.loader import Skill
+from assistant_framework.skills.spec import JsonSchema, SkillArgs
 
 _MAX_REPORTED_ERRORS = 3
 _INTEGER_TEXT = re.compile(r"[+-]?\d{1,18}")
@@ -29,13 +30,13 @@ class PreparedCall:
     arguments. ``args`` is the host's copy; a skill receives its own (``args_copy``)."""
 
     skill: Skill
-    args: dict
+    args: SkillArgs
 
     @property
     def name(self) -> str:
         return self.skill.name
 
-    def args_copy(self) -> dict:
+    def args_copy(self) -> SkillArgs:
         """A deep copy of the arguments, for anyone who might change what they are given."""
         return copy.deepcopy(self.args)
 
@@ -61,7 +62,7 @@ def coerce_args(args: Any) -> Any:
     return args
 
 
-def fit_scalar_types(args: Any, schema: dict | None) -> Any:
+def fit_scalar_types(args: Any, schema: JsonSchema | None) -> Any:
     """Top-level arguments in the scalar type their schema declares, when the model wrote the same
     value in another: ``{"id": 3}`` for a string id, ``"5"`` for an integer, ``"true"`` for a boolean.
     Anything else is left for the schema check to name."""
@@ -124,7 +125,7 @@ def schema_problems(validator: Any, args: Any) -> str | None:
     return "; ".join(lines)
 
 
-def validator_for(schema: dict) -> Any:
+def validator_for(schema: JsonSchema) -> Any:
     """A jsonschema validator for a skill's args schema (the draft the schema names, else the latest)."""
     return jsonschema.validators.validator_for(schema)(schema)
 

@@ -20,12 +20,26 @@ the same fields as a dict, and a ``run(workspace, args)`` without the context.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from assistant_framework.config.settings import RuntimeSettings, Settings
 from assistant_framework.workspace import Workspace
 
 #: Capabilities a skill may declare; the security policy decides on each.
+#: The arguments of one skill call: the JSON object the model wrote (after the schema check, the skill's).
+SkillArgs = dict[str, Any]
+#: A JSON Schema document (a skill's args schema).
+JsonSchema = dict[str, Any]
+
+
+class CatalogEntry(TypedDict):
+    """One skill as the prompt shows it (``SkillManager.catalog``)."""
+
+    name: str
+    description: str
+    args_schema: JsonSchema
+
+
 KNOWN_CAPABILITIES = ("read", "write", "delete", "network", "send")
 DEFAULT_CAPABILITIES = ("read",)
 #: The module constants the loader reads (``run`` besides them).

@@ -3,6 +3,7 @@ and the label that marks outside content in a result."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -50,7 +51,7 @@ def context_now(context: Any) -> datetime:
     return moment.astimezone(zone)
 
 
-def need(args: dict, action: str, *keys: str) -> None:
+def need(args: Mapping[str, Any], action: str, *keys: str) -> None:
     """Raise ValueError naming the missing fields an action requires."""
     missing = [key for key in keys if args.get(key) in (None, "", [])]
     if missing:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from assistant_framework.skills.spec import CatalogEntry
 from assistant_framework.skills.support import OUTSIDE_LABEL
 from assistant_framework.stores.provenance import quote_lines, split_marked
 from assistant_framework.tokens import estimate_tokens
@@ -111,7 +112,7 @@ def without_examples(schema: object) -> object:
 NAMES_ONLY = "More skills (descriptions cut for space): "
 
 
-def tools_section(catalog: list[dict], cap: int) -> str:
+def tools_section(catalog: list[CatalogEntry], cap: int) -> str:
     """[Tools]: name, description, compact args schema per skill; past the cap, names only. The whole
     section, the names-only line too, stays within ``cap`` (many MCP tools must not grow it): a skill
     is shown whole only while the names of those after it still fit; names that do not are counted."""
@@ -156,7 +157,7 @@ def _names_within(names: list[str], room: int) -> str:
     return joined
 
 
-def choice_tools_section(catalog: list[dict], cap: int) -> str:
+def choice_tools_section(catalog: list[CatalogEntry], cap: int) -> str:
     """[Tools] of ``skill_choice: two_step``: one line per skill, name and description, no schemas
     (the chosen skill's schema comes with the request for its arguments)."""
     if not catalog:

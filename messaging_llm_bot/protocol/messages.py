@@ -52,7 +52,7 @@ def _example_lines(two_step: bool, shown: str) -> list[str]:
     lines = ["Examples (the names and values are only examples):"]
     for message, skill, value in EXAMPLES:
         if skill is None:
-            answer: dict = {"reply": value}
+            answer: dict[str, object] = {"reply": value}
         else:
             answer = {"skill": skill} if two_step else {"skill": skill, "args": value}
         lines.append(f"User: {message}  You: {json.dumps(answer, ensure_ascii=False)}")

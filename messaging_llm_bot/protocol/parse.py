@@ -44,8 +44,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Collection, TypeGuard
+from typing import Any, Collection, TypeGuard
 
+from assistant_framework.skills.spec import SkillArgs
 from messaging_llm_bot.protocol.framing import quoted_calls
 from messaging_llm_bot.protocol.lenient_json import (
     REPLY_PREFIX_RE,
@@ -76,7 +77,7 @@ class SkillCall:
     """One skill call read from model output; args_error is fed back to the model when set."""
 
     skill: str
-    args: dict
+    args: SkillArgs
     raw: str = ""
     args_error: str | None = None
 
@@ -90,7 +91,7 @@ class ParsedOutput:
     recovered: list[str] = field(default_factory=list)
 
 
-def _args_from(name: str, value: object) -> tuple[dict, str | None, list[str]]:
+def _args_from(name: str, value: object) -> tuple[SkillArgs, str | None, list[str]]:
     """Normalise an args value to a dict; errors are returned for the model to fix."""
     if value is None:
         return {}, None, []
@@ -117,7 +118,7 @@ def _is_name(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and _NAME_RE.fullmatch(value) is not None
 
 
-def _call_from_dict(obj: dict, known: Collection[str], raw: str) -> tuple[SkillCall, list[str]] | None:
+def _call_from_dict(obj: dict[str, Any], known: Collection[str], raw: str) -> tuple[SkillCall, list[str]] | None:
     """Apply the module docstring's rule to one object; None when it is content."""
     fn = obj.get("function")
     if isinstance(fn, dict) and set(obj) - {"function"} <= META_KEYS:
@@ -156,7 +157,9 @@ def _call_from_dict(obj: dict, known: Collection[str], raw: str) -> tuple[SkillC
     return SkillCall(name, args, raw, err), ["synonym:name"] + labels + more
 
 
-def _action_beside_known_name(obj: dict, known: Collection[str], raw: str = "") -> tuple[SkillCall, list[str]] | None:
+def _action_beside_known_name(
+    obj: dict[str, Any], known: Collection[str], raw: str = ""
+) -> tuple[SkillCall, list[str]] | None:
     """``{"name"|"function": "<known skill>", "action": "<not a skill>", ...}``: the action (and any
     other keys, or the args object) are that skill's arguments; None for any other object."""
     action = obj.get("action")
@@ -178,7 +181,7 @@ def _action_beside_known_name(obj: dict, known: Collection[str], raw: str = "") 
     return SkillCall(obj[name_key], args, raw, err), labels + more
 
 
-def _legacy_call(value: dict, known: Collection[str], raw: str) -> tuple[list[SkillCall], list[str]] | None:
+def _legacy_call(value: dict[str, Any], known: Collection[str], raw: str) -> tuple[list[SkillCall], list[str]] | None:
     """``{"skill_call": {"name": ..., "args": {...}, "done": true}}`` (or a list of such bodies)."""
     if LEGACY_CALL_KEY not in value or set(value) - {LEGACY_CALL_KEY} - META_KEYS:
         return None
