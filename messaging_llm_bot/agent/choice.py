@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Collection
 from assistant_framework.memory.candidates import or_terms, query_terms
 from messaging_llm_bot.agent.prompt import without_examples
 from messaging_llm_bot.llm.structured import REPLY_SCHEMA, args_grammar, choice_schema, schema_key
+from messaging_llm_bot.llm.wire import JsonObject, Message
 from messaging_llm_bot.protocol import ARGS_KEYS, ParsedOutput, SkillCall, args_request, loads_lenient, strip_think
 
 if TYPE_CHECKING:
@@ -87,8 +88,8 @@ def call_from_args(skill: str, text: str) -> SkillCall:
 class ArgsStep:
     """The second request of a two_step round: the messages it appends and the schema it asks for."""
 
-    messages: list[dict]
-    schema: dict
+    messages: list[Message]
+    schema: JsonObject
 
 
 def shortlist(text: str, docs: list[tuple[str, str]], limit: int = SHORTLIST) -> list[str]:
@@ -112,9 +113,9 @@ class ChoiceFormats:
     set (the same texts each time, so requests stay byte-stable)."""
 
     def __init__(self) -> None:
-        self._cache: tuple[str, list[tuple[str, str]], dict[str, tuple[str, dict]]] | None = None
+        self._cache: tuple[str, list[tuple[str, str]], dict[str, tuple[str, JsonObject]]] | None = None
 
-    def _formats(self, skills: SkillManager) -> tuple[list[tuple[str, str]], dict[str, tuple[str, dict]]]:
+    def _formats(self, skills: SkillManager) -> tuple[list[tuple[str, str]], dict[str, tuple[str, JsonObject]]]:
         loaded = [s for s in (skills.get(name) for name in skills.names()) if s is not None]
         key = schema_key((s.name, s.description, s.args_schema) for s in loaded)
         cache = self._cache
@@ -129,7 +130,7 @@ class ChoiceFormats:
             cache = self._cache = (key, docs, args)  # one assignment: thread-safe
         return cache[1], cache[2]
 
-    def choice(self, skills: SkillManager, text: str, offered: list[str] | None = None) -> dict:
+    def choice(self, skills: SkillManager, text: str, offered: list[str] | None = None) -> JsonObject:
         """The schema of a round's first answer to the user's ``text``: one of the ``offered`` skills
         it matches (``shortlist``), or a reply; only a reply when it matches none. The prompt lists
         every skill, so it stays byte-stable; only the grammar narrows."""

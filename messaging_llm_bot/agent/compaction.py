@@ -20,6 +20,7 @@ from typing import Callable
 
 from assistant_framework.background import BackgroundWorker
 from assistant_framework.memory.batching import Exchange, IdleBatcher
+from messaging_llm_bot.llm.wire import Message
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ INSTRUCTIONS = (
 )
 
 
-def split_summary(messages: list[dict]) -> tuple[list[dict], list[dict]]:
+def split_summary(messages: list[Message]) -> tuple[list[Message], list[Message]]:
     """(the summary messages at the head of a history, the rest) (pure)."""
     count = 0
     while count < len(messages) and messages[count].get("summary") is True:
@@ -48,7 +49,7 @@ def split_summary(messages: list[dict]) -> tuple[list[dict], list[dict]]:
     return messages[:count], messages[count:]
 
 
-def summary_text(head: list[dict]) -> str:
+def summary_text(head: list[Message]) -> str:
     """The summary a history's head carries ('' for none), without its header."""
     if not head:
         return ""
@@ -56,7 +57,7 @@ def summary_text(head: list[dict]) -> str:
     return "\n".join(line for line in lines if line not in (SUMMARY_HEADER, OUTSIDE_NOTE)).strip()
 
 
-def summary_pair(text: str, *, when: datetime | None, untrusted: bool) -> list[dict]:
+def summary_pair(text: str, *, when: datetime | None, untrusted: bool) -> list[Message]:
     """The two head messages that carry a summary (marked; ``untrusted`` when outside content went into it)."""
     body = "\n".join([SUMMARY_HEADER, *([OUTSIDE_NOTE] if untrusted else []), text.strip()])
     pair = [
@@ -76,7 +77,7 @@ def summary_limit(budget_chars: int) -> int:
     return max(SUMMARY_MIN_CHARS, min(SUMMARY_MAX_CHARS, int(budget_chars * SUMMARY_SHARE)))
 
 
-def summary_request(previous: str, dropped: list[Exchange], limit_chars: int) -> list[dict]:
+def summary_request(previous: str, dropped: list[Exchange], limit_chars: int) -> list[Message]:
     """The background request for one summary (pure)."""
     lines = [f"User: {e.user_text}\nAssistant: {e.reply}" for e in dropped]
     text = "\n\n".join(lines)
@@ -110,9 +111,9 @@ class Compactor:
 
     def __init__(
         self,
-        read_head: Callable[[str], list[dict]],
-        write: Callable[[str, list[dict]], bool],
-        complete: Callable[[list[dict]], str],
+        read_head: Callable[[str], list[Message]],
+        write: Callable[[str, list[Message]], bool],
+        complete: Callable[[list[Message]], str],
         *,
         idle_seconds: float,
         clock: Callable[[], datetime],
@@ -124,7 +125,7 @@ class Compactor:
             self._summarise, self.worker.submit, idle_seconds=idle_seconds, what="history compaction"
         )
 
-    def dropped(self, conversation_id: str, messages: list[dict], budget_chars: int) -> None:
+    def dropped(self, conversation_id: str, messages: list[Message], budget_chars: int) -> None:
         """Queue the pairs a turn's trim dropped from ``conversation_id``'s history."""
         self._limits[conversation_id] = summary_limit(budget_chars)
         pending: Exchange | None = None

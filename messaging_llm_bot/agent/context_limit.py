@@ -16,11 +16,12 @@ from messaging_llm_bot.agent.history import trim_history
 from messaging_llm_bot.agent.images import content_text
 from messaging_llm_bot.agent.native import shrink_earlier_results
 from messaging_llm_bot.llm.client import LLMError
+from messaging_llm_bot.llm.wire import Message
 
 log = logging.getLogger(__name__)
 
 
-def message_is_most_of(text: str, messages: list[dict]) -> bool:
+def message_is_most_of(text: str, messages: list[Message]) -> bool:
     """True when the user's own text makes up at least half of a request's characters."""
     return len(text) * 2 >= sum(len(content_text(m.get("content"))) for m in messages)
 
@@ -34,7 +35,7 @@ def message_too_long_reply(err: LLMError, text: str) -> str:
     )
 
 
-def failure_reply(err: LLMError, text: str, messages: list[dict]) -> str:
+def failure_reply(err: LLMError, text: str, messages: list[Message]) -> str:
     """What the user reads when a model call failed for good."""
     if err.kind == "context_length" and message_is_most_of(text, messages):
         # Cutting the history cannot help and /reset would not either: say what will.
@@ -45,12 +46,12 @@ def failure_reply(err: LLMError, text: str, messages: list[dict]) -> str:
 class ContextCuts:
     """The cuts one turn may still make to fit the model's context (each at most once)."""
 
-    def __init__(self, conversation_id: str, budget: int, measure: Callable[[dict], int]) -> None:
+    def __init__(self, conversation_id: str, budget: int, measure: Callable[[Message], int]) -> None:
         self.conversation_id = conversation_id
         self.budget, self.measure = budget, measure
         self.history_cut = self.results_cut = False
 
-    def cut_history(self, err: LLMError, history: list[dict]) -> list[dict] | None:
+    def cut_history(self, err: LLMError, history: list[Message]) -> list[Message] | None:
         """The history cut to half of what was sent, when this error asks for it and it was not cut yet."""
         if err.kind != "context_length" or self.history_cut or not history:
             return None
@@ -64,7 +65,7 @@ class ContextCuts:
         )
         return history
 
-    def cut_results(self, err: LLMError, turn_messages: list[dict], native_turn: list[dict]) -> bool:
+    def cut_results(self, err: LLMError, turn_messages: list[Message], native_turn: list[Message]) -> bool:
         """Cut earlier rounds' skill results short (in both message forms); True when the request should go again."""
         if err.kind != "context_length" or self.results_cut:
             return False

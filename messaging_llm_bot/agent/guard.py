@@ -52,7 +52,7 @@ PROMPT_SKILLS = frozenset({"learnings"})
 SCHEDULING_SKILLS = frozenset({"jobs"})
 _PATH_KEYS = ("path", "paths", "file", "folder")
 
-ApproveCallback = Callable[[dict], bool]
+ApproveCallback = Callable[[dict[str, Any]], bool]
 
 
 def _arg_paths(args: Any) -> list[str]:
@@ -131,7 +131,7 @@ def shown_args(args: Any) -> Any:
     def size(item: tuple[str, Any]) -> int:
         return len(json.dumps(item[1], ensure_ascii=False, default=str))
 
-    shown: dict = {}
+    shown: dict[str, Any] = {}
     for key, value in sorted(args.items(), key=lambda item: (item[0] != "action", size(item))):
         if isinstance(value, str) and len(value) > SHOWN_ARG_CHARS:
             value = value[:SHOWN_ARG_CHARS] + f"[... {len(value) - SHOWN_ARG_CHARS} more characters]"

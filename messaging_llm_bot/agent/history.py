@@ -23,6 +23,7 @@ from assistant_framework.memory.log import CONVERSATIONS_DIR, safe_conversation_
 from assistant_framework.tokens import estimate_tokens
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.compaction import split_summary
+from messaging_llm_bot.llm.wire import Message
 
 
 def conversation_dir(conversation_id: str) -> str:
@@ -30,19 +31,19 @@ def conversation_dir(conversation_id: str) -> str:
     return f"{CONVERSATIONS_DIR}/{safe_conversation_id(conversation_id)}"
 
 
-def message_chars(message: dict) -> int:
+def message_chars(message: Message) -> int:
     """Size of one message for budgeting (its content plus a small per-message overhead)."""
     return len(str(message.get("content") or "")) + 8
 
 
-def message_tokens(message: dict) -> int:
+def message_tokens(message: Message) -> int:
     """Size of one message in estimated tokens (non-ASCII counted heavier), for a token budget."""
     return estimate_tokens(str(message.get("content") or "")) + 2
 
 
-def pair_groups(messages: list[dict]) -> list[list[dict]]:
+def pair_groups(messages: list[Message]) -> list[list[Message]]:
     """Split history into groups that start at each user message (a user/assistant pair)."""
-    groups: list[list[dict]] = []
+    groups: list[list[Message]] = []
     for message in messages:
         if message.get("role") == "user" or not groups:
             groups.append([message])
@@ -58,11 +59,11 @@ TRIM_LOW_WATER = 0.6
 
 
 def trim_history(
-    messages: list[dict],
+    messages: list[Message],
     budget_chars: int,
     low_water: float = TRIM_LOW_WATER,
-    measure: Callable[[dict], int] = message_chars,
-) -> list[dict]:
+    measure: Callable[[Message], int] = message_chars,
+) -> list[Message]:
     """Within budget: unchanged. Over it: drop whole pairs, oldest first, until the history
     fits ``low_water * budget_chars`` (the newest pair is kept if it fits the budget) (pure).
     The budget is in the unit of ``measure`` (characters; ``message_tokens`` for a token budget).
@@ -75,8 +76,8 @@ def trim_history(
 
 
 def _trim_pairs(
-    messages: list[dict], budget_chars: int, low_water: float, measure: Callable[[dict], int]
-) -> list[dict]:
+    messages: list[Message], budget_chars: int, low_water: float, measure: Callable[[Message], int]
+) -> list[Message]:
     if sum(measure(m) for m in messages) <= budget_chars:
         return list(messages)
     groups = pair_groups(messages)
@@ -92,14 +93,14 @@ def _trim_pairs(
     return [m for g in groups[start:] for m in g]
 
 
-def outside_in_history(history: list[dict]) -> tuple[bool, bool]:
+def outside_in_history(history: list[Message]) -> tuple[bool, bool]:
     """(any message from a turn outside content entered, any such message or one written while
     such a message was in the prompt) for ``history`` (pure). See ``HistoryStore.append_pair``."""
     original = any(m.get("untrusted") is True for m in history)
     return original, original or any(m.get("derived") is True for m in history)
 
 
-def prompt_messages(history: list[dict]) -> list[dict]:
+def prompt_messages(history: list[Message]) -> list[Message]:
     """History entries as Chat Completions messages (role and content only)."""
     return [{"role": m["role"], "content": m["content"]} for m in history]
 
@@ -112,7 +113,7 @@ class HistoryStore:
         self.workspace = workspace
         # conversation id -> (file stamp, messages, their JSON lines or None): the file is read
         # again only when it changed, and each message is encoded once, not on every append.
-        self._cache: dict[str, tuple[tuple | None, list[dict], list[str] | None]] = {}
+        self._cache: dict[str, tuple[tuple[int, int, int] | None, list[Message], list[str] | None]] = {}
         self._cache_lock = threading.Lock()
         # One read-modify-write at a time: a turn's append and a background summary's write.
         self._write_lock = threading.RLock()
@@ -120,7 +121,7 @@ class HistoryStore:
     def _file(self, conversation_id: str) -> str:
         return f"{conversation_dir(conversation_id)}/history.json"
 
-    def load(self, conversation_id: str) -> list[dict]:
+    def load(self, conversation_id: str) -> list[Message]:
         """The stored history (oldest first); an unreadable file counts as empty."""
         target = self.workspace.path(self._file(conversation_id))
         stamp = _stamp(target)
@@ -136,7 +137,7 @@ class HistoryStore:
             self._cache[conversation_id] = (stamp, messages, None)
         return [dict(m) for m in messages]
 
-    def _read(self, conversation_id: str) -> list[dict]:
+    def _read(self, conversation_id: str) -> list[Message]:
         try:
             data = self.workspace.read_json(self._file(conversation_id), default=[])
         except (ValueError, UnicodeDecodeError):
@@ -159,9 +160,9 @@ class HistoryStore:
         when: datetime | None = None,
         untrusted: bool = False,
         derived: bool = False,
-        measure: Callable[[dict], int] = message_chars,
-        on_drop: Callable[[list[dict]], None] | None = None,
-    ) -> list[dict]:
+        measure: Callable[[Message], int] = message_chars,
+        on_drop: Callable[[list[Message]], None] | None = None,
+    ) -> list[Message]:
         """Add one user/assistant pair and store the history trimmed to the budget; returns it.
 
         ``untrusted``: outside content entered that turn (``"untrusted": true`` on both messages).
@@ -171,7 +172,7 @@ class HistoryStore:
         ``on_drop`` gets the messages the budget dropped (for a summary of them, agent/compaction.py).
         """
         stamp = when.isoformat(timespec="seconds") if when else None
-        new: list[dict] = [{"role": "user", "content": user_text}, {"role": "assistant", "content": reply}]
+        new: list[Message] = [{"role": "user", "content": user_text}, {"role": "assistant", "content": reply}]
         for message in new:
             if stamp:
                 message["time"] = stamp
@@ -199,7 +200,7 @@ class HistoryStore:
             on_drop(dropped)
         return history
 
-    def _store(self, conversation_id: str, history: list[dict], lines: list[str]) -> None:
+    def _store(self, conversation_id: str, history: list[Message], lines: list[str]) -> None:
         """Write the history (one message per line: readable, and encoded by the fast C encoder)."""
         body = ",\n".join(lines)
         # No fsync: a derived cache of the L0 log (see the module docstring for the trade-off).
@@ -209,11 +210,11 @@ class HistoryStore:
         with self._cache_lock:
             self._cache[conversation_id] = (_stamp(target), [dict(m) for m in history], lines)
 
-    def summary_head(self, conversation_id: str) -> list[dict]:
+    def summary_head(self, conversation_id: str) -> list[Message]:
         """The summary messages at the head of the history ([] for none)."""
         return split_summary(self.load(conversation_id))[0]
 
-    def set_summary(self, conversation_id: str, pair: list[dict]) -> bool:
+    def set_summary(self, conversation_id: str, pair: list[Message]) -> bool:
         """Put ``pair`` at the head of the history in place of its summary; False (nothing written) when the
         history is empty (cleared by /reset meanwhile)."""
         with self._write_lock:
@@ -237,7 +238,7 @@ class HistoryStore:
             self._cache.pop(conversation_id, None)
 
 
-def _stamp(path: os.PathLike) -> tuple | None:
+def _stamp(path: os.PathLike[str]) -> tuple[int, int, int] | None:
     """What identifies a version of the file: mtime, size and inode (an atomic replace makes
     a new inode); None when it does not exist."""
     try:

@@ -9,8 +9,10 @@ later prompts do not grow; the trace keeps each image's type, size and bytes, no
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from assistant_framework.media.images import PreparedImage
+from messaging_llm_bot.llm.wire import Message
 
 #: What an image part's URL becomes in a trace.
 OMITTED = "[image omitted from the trace: {}]"
@@ -24,7 +26,7 @@ class ImageInput:
     path: str
     image: PreparedImage
 
-    def size(self) -> dict:
+    def size(self) -> dict[str, object]:
         """What the trace records of it."""
         image = self.image
         return {
@@ -37,11 +39,11 @@ class ImageInput:
         }
 
 
-def user_content(text: str, images: tuple[ImageInput, ...]) -> str | list[dict]:
+def user_content(text: str, images: tuple[ImageInput, ...]) -> str | list[dict[str, Any]]:
     """A user message's ``content``: the text alone, or a text part followed by one ``image_url`` part per image."""
     if not images:
         return text
-    parts: list[dict] = [{"type": "text", "text": text}]
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
     for item in images:
         parts.append({"type": "image_url", "image_url": {"url": item.image.data_uri, "detail": "auto"}})
     return parts
@@ -54,7 +56,7 @@ def content_text(content: object) -> str:
     return str(content or "")
 
 
-def without_pixels(messages: list[dict]) -> list[dict]:
+def without_pixels(messages: list[Message]) -> list[Message]:
     """Copies of ``messages`` with every image part's data URI replaced by its type and size (for traces)."""
     out = []
     for message in messages:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.access import guest_skills
@@ -46,6 +46,7 @@ from messaging_llm_bot.agent.turn import (
     FAILED_TURN_REPLY,
     AgentEvent,
     Emit,
+    Hit,
     TurnRecord,
     TurnResult,
     TurnStopped,
@@ -55,6 +56,7 @@ from messaging_llm_bot.agent.turn import (
 )
 from messaging_llm_bot.llm.client import LLMClient, RunnerConfig
 from messaging_llm_bot.llm.slots import background_calls
+from messaging_llm_bot.llm.wire import Message
 
 __all__ = ["Agent", "AgentEvent", "Incoming", "TurnResult", "FAILED_TURN_REPLY"]
 
@@ -69,7 +71,7 @@ class Agent:
 
     def __init__(
         self,
-        config: dict,
+        config: dict[str, Any],
         workspace: Workspace,
         skills: SkillManager,
         llm: LLMClient,
@@ -91,7 +93,7 @@ class Agent:
         self._turn_memory = TurnMemory(memory, self.now)
         self._clock = clock
         self._conversations = Conversations()
-        self._last_recall: dict[str, list[dict]] = {}
+        self._last_recall: dict[str, list[Hit]] = {}
         self._formats = SkillFormats()
         self._choices = ChoiceFormats()
         self.history = HistoryStore(workspace)
@@ -112,7 +114,7 @@ class Agent:
 
     def configure(
         self,
-        config: dict,
+        config: dict[str, Any],
         *,
         settings: Settings | None = None,
         skills: SkillManager | None = None,
@@ -153,7 +155,7 @@ class Agent:
         traced = self.traces.drain(timeout)
         return self.compactor.drain(max(0.0, timeout - (time.monotonic() - started))) and traced
 
-    def _background_complete(self, messages: list[dict]) -> str:
+    def _background_complete(self, messages: list[Message]) -> str:
         """A background model call (a history summary): it yields to every turn's calls (llm/slots.py)."""
         extra = dict(self.llm.settings.background_extra_body) or None
         with background_calls():
@@ -225,7 +227,7 @@ class Agent:
         finishes, no further one starts. Messages waiting behind it are answered."""
         return self._conversations.stop(conversation_id)
 
-    def last_recall(self, conversation_id: str) -> list[dict]:
+    def last_recall(self, conversation_id: str) -> list[Hit]:
         """The memory hits placed in the prompt of this conversation's last message."""
         return list(self._last_recall.get(conversation_id, []))
 
@@ -308,7 +310,7 @@ class Agent:
     def _transaction(self, turn: TurnRecord, message: Incoming, context: SkillContext, emit: Emit) -> tuple[str, bool]:
         conversation_id = turn.conversation_id
         # "untrusted" in the log row: a later recall of this turn (or of the reply) is outside content too.
-        meta: dict = {"private": message.owner_chat, **({"untrusted": True} if turn.untrusted else {})}
+        meta: dict[str, object] = {"private": message.owner_chat, **({"untrusted": True} if turn.untrusted else {})}
         # The images' files go with both lines: memory search finds a picture by its caption and by what
         # the model said it shows (memory/sources.py, turn_text).
         images = {"images": [image.path for image in message.images]} if message.images else {}
@@ -390,7 +392,7 @@ class Agent:
             return next((r for r in self.llm.runners if names and r.name == names[0]), None)
         return self.llm.runners[0] if self.llm.runners else None
 
-    def _history_budget(self) -> tuple[int, Callable[[dict], int]]:
+    def _history_budget(self) -> tuple[int, Callable[[Message], int]]:
         """(budget, how a message is measured): estimated tokens when history_budget_tokens is set."""
         tokens = self.settings.history_budget_tokens
         return (tokens, message_tokens) if tokens is not None else (self.settings.history_budget_chars, message_chars)

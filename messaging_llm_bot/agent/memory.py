@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from messaging_llm_bot.agent.turn import TurnRecord, TurnResult, hit_dict
 
@@ -32,8 +32,8 @@ class Memory(Protocol):
         *,
         time: datetime | None = None,
         message_id: str | int | None = None,
-        meta: dict | None = None,
-    ) -> dict:
+        meta: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Append one line to the turn log; returns its row (with ``turn_id``), {} when not logged."""
         ...
 
@@ -65,7 +65,7 @@ class Memory(Protocol):
         user_text: str,
         reply: str,
         *,
-        turn_ids: list[str] | tuple = (),
+        turn_ids: list[str] | tuple[str, ...] = (),
         untrusted: bool = False,
     ) -> None:
         """Queue fact extraction for an answered turn; returns at once."""
@@ -83,7 +83,9 @@ class TurnMemory:
         self.memory = memory
         self.clock = clock  # the time a line is logged at (asked only when a line is logged)
 
-    def log(self, turn: TurnRecord, role: str, text: str, *, message_id: int | str | None, meta: dict) -> None:
+    def log(
+        self, turn: TurnRecord, role: str, text: str, *, message_id: int | str | None, meta: dict[str, Any]
+    ) -> None:
         """Log one line of the turn; its id goes to the turn (for the facts taken from it)."""
         if self.memory is None:
             return

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from messaging_llm_bot.llm.structured import protocol_schema, schema_key
 from messaging_llm_bot.llm.tools import ToolCall, assistant_message, result_message, tool_name, tool_specs
+from messaging_llm_bot.llm.wire import JsonObject, Message
 from messaging_llm_bot.protocol import SkillCall
 from messaging_llm_bot.protocol.parse import calls_from_value
 
@@ -36,8 +37,8 @@ def skill_calls(tool_calls: list[ToolCall], names: list[str]) -> list[SkillCall]
 
 
 def add_round(
-    json_turn: list[dict],
-    native_turn: list[dict],
+    json_turn: list[Message],
+    native_turn: list[Message],
     text: str,
     tool_calls: list[ToolCall],
     calls: list[SkillCall],
@@ -64,7 +65,7 @@ def add_round(
 KEPT_RESULT_CHARS = 600
 
 
-def shrink_earlier_results(json_turn: list[dict], native_turn: list[dict], keep: int = KEPT_RESULT_CHARS) -> bool:
+def shrink_earlier_results(json_turn: list[Message], native_turn: list[Message], keep: int = KEPT_RESULT_CHARS) -> bool:
     """Cut the skill results of every round but the last to ``keep`` characters, in both message forms
     (the user's message and the model's calls stay whole); True when anything was cut."""
     cut = False
@@ -89,11 +90,11 @@ class SkillFormats:
     KEEP = 4
 
     def __init__(self) -> None:
-        self._cache: dict[str, tuple[dict, list[dict]]] = {}
+        self._cache: dict[str, tuple[JsonObject, list[JsonObject]]] = {}
 
     def get(
         self, skills: SkillManager, runners: Sequence[RunnerConfig], names: list[str] | None = None
-    ) -> tuple[dict, list[dict] | None]:
+    ) -> tuple[JsonObject, list[JsonObject] | None]:
         """(schema, tool specs or None when no runner sends native tools) for ``names`` (default: all)."""
         offered = skills.names() if names is None else names
         loaded = [skills.get(name) for name in offered]

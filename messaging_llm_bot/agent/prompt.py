@@ -24,6 +24,7 @@ from assistant_framework.stores.provenance import quote_lines, split_marked
 from assistant_framework.tokens import estimate_tokens
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.settings import BotSettings
+from messaging_llm_bot.llm.wire import Message
 from messaging_llm_bot.protocol import choice_instructions, protocol_instructions
 
 if TYPE_CHECKING:  # pragma: no cover - imports for type hints only
@@ -58,7 +59,7 @@ GUEST_FILE_NOTE = " The file skill works in this chat's own folder only."
 NO_GUEST_SKILLS = "[Tools]\n(no skills in this chat: answer with a reply)"
 
 
-def size_of(text: str) -> dict:
+def size_of(text: str) -> dict[str, int]:
     """{"chars", "tokens"} of one piece of prompt text."""
     return {"chars": len(text), "tokens": estimate_tokens(text)}
 
@@ -193,16 +194,16 @@ class SystemPrompt:
 
     text: str
     sections: dict[str, str]
-    _sizes: dict[str, dict] | None = field(default=None, repr=False, compare=False)
+    _sizes: dict[str, dict[str, int]] | None = field(default=None, repr=False, compare=False)
 
-    def sizes(self) -> dict[str, dict]:
+    def sizes(self) -> dict[str, dict[str, int]]:
         """Characters and estimated tokens per section (computed once: the prompt is cached)."""
         if self._sizes is None:
             self._sizes = {name: size_of(body) for name, body in self.sections.items()}
         return {name: dict(size) for name, size in self._sizes.items()}
 
 
-def section_sizes(system: SystemPrompt, history: list[dict], user_message: str) -> dict[str, dict]:
+def section_sizes(system: SystemPrompt, history: list[Message], user_message: str) -> dict[str, dict[str, int]]:
     """Characters and estimated tokens of every system section, the history and the final user message."""
     sizes = system.sizes()
     history_text = "\n".join(str(m.get("content") or "") for m in history)
@@ -235,9 +236,9 @@ class PromptBuilder:
         self._lock = threading.Lock()
         # Per variant: False for the direct protocol, True for skill_choice two_step.
         self._cached: dict[bool, SystemPrompt] = {}
-        self._signature: dict[bool, tuple] = {}
+        self._signature: dict[bool, tuple[object, ...]] = {}
         self._stable: dict[bool, dict[str, str]] = {}
-        self._guest: dict[tuple, SystemPrompt] = {}
+        self._guest: dict[tuple[str, frozenset[str], bool], SystemPrompt] = {}
 
     def invalidate(self) -> None:
         """Forget the cached prompt (after a reload of config, skills or collectors)."""
@@ -247,7 +248,7 @@ class PromptBuilder:
             self._stable = {}
             self._guest = {}
 
-    def _folder_stamp(self, folder: str) -> tuple:
+    def _folder_stamp(self, folder: str) -> tuple[tuple[str, int, int], ...]:
         try:
             entries = sorted(os.scandir(self.workspace.path(folder)), key=lambda e: e.name)
         except FileNotFoundError:

@@ -26,6 +26,7 @@ from messaging_llm_bot.agent.turn import AgentEvent, Emit, TurnRecord, record_re
 from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
 from messaging_llm_bot.llm.structured import REPLY_SCHEMA
 from messaging_llm_bot.llm.tools import tool_calls_of
+from messaging_llm_bot.llm.wire import Message
 from messaging_llm_bot.protocol import ParsedOutput, StreamGuard, final_answer_request, parse_model_output
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ log = logging.getLogger(__name__)
 EMPTY_REPLY = "The model returned an empty answer. Please try again or rephrase."
 
 
-def _joined(head: list[dict], rounds: list[dict]) -> Callable[[], list[dict]]:
+def _joined(head: list[Message], rounds: list[Message]) -> Callable[[], list[Message]]:
     """The messages of a request in native form (asked for only when a runner sends native tools)."""
     return lambda: [*head, *rounds]
 
@@ -49,10 +50,10 @@ class TurnPrompt:
     """What a turn's first request is made of: the system text, the history and the user's message."""
 
     system: str
-    history: list[dict]
+    history: list[Message]
     user_message: str
     budget: int  # the history's budget, and how a message of it is measured
-    measure: Callable[[dict], int]
+    measure: Callable[[Message], int]
     images: tuple[ImageInput, ...] = ()  # seen in this turn's requests only (agent/images.py)
 
 
@@ -81,9 +82,9 @@ class Rounds:
         history = prompt.history
         first = user_content(prompt.user_message, prompt.images)
         self.vision = bool(prompt.images)
-        turn_messages: list[dict] = [{"role": "user", "content": first}]
+        turn_messages: list[Message] = [{"role": "user", "content": first}]
         # The same rounds as native tool messages (tool_calls and ``role: tool`` results).
-        native_turn: list[dict] = [{"role": "user", "content": first}]
+        native_turn: list[Message] = [{"role": "user", "content": first}]
         cuts = ContextCuts(turn.conversation_id, prompt.budget, prompt.measure)
         repeated, last_calls = False, None
         while True:
@@ -125,7 +126,7 @@ class Rounds:
                 # With outside content in view a call the model only quotes must not run (protocol/framing.py).
                 parsed = parse_model_output(completion.text, names, guarded=turn.guarded)
             record_request(turn, round_no, messages, completion, None, parsed)
-            asked: list[dict] = []
+            asked: list[Message] = []
             chosen = chosen_skill(parsed, names) if self.choices and not (native_calls or reply_only) else None
             if chosen:
                 # two_step: the skill was named; its arguments are asked next, with its schema alone.
@@ -156,8 +157,8 @@ class Rounds:
             add_round(turn_messages, native_turn, completion.text, native_calls, parsed.calls, feedbacks, final)
 
     def _arguments(
-        self, turn: TurnRecord, round_no: int, messages: list[dict], choice_text: str, skill: str
-    ) -> tuple[Completion, ParsedOutput, list[dict]]:
+        self, turn: TurnRecord, round_no: int, messages: list[Message], choice_text: str, skill: str
+    ) -> tuple[Completion, ParsedOutput, list[Message]]:
         """The second request of a two_step round: ``skill``'s arguments, asked with its schema alone
         after the choice; (its answer, the call it makes, the two messages it appended)."""
         assert self.choices is not None
@@ -177,11 +178,11 @@ class Rounds:
     def _complete(
         self,
         turn: TurnRecord,
-        messages: list[dict],
+        messages: list[Message],
         names: list[str],
         stream: bool,
         emit: Emit,
-        native: Callable[[], list[dict]],
+        native: Callable[[], list[Message]],
         reply_only: bool = False,
     ) -> Completion:
         """One model request of a round: the answer schema (and native tools) for ``names``, streamed

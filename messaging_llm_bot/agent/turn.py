@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import datetime
-from typing import Callable
+from typing import Any, Callable
 
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import ApproveCallback
 from messaging_llm_bot.agent.images import without_pixels
 from messaging_llm_bot.llm.client import Completion, LLMError
 from messaging_llm_bot.llm.hangup import StopSwitch
+from messaging_llm_bot.llm.wire import Message
 from messaging_llm_bot.protocol import ParsedOutput
 
 FAILED_TURN_REPLY = "Sorry, something went wrong while answering; the details are in the bot's log. Please try again."
+#: A memory hit as a plain dict (``hit_dict``): what a turn recalled, for its result and its trace.
+Hit = dict[str, Any]
+#: One model request of a turn as the trace records it (``record_request``): what was sent and what came back.
+RequestEntry = dict[str, Any]
+
 _USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens")
 
 
@@ -49,9 +56,9 @@ class SkillCallRecord:
     saved_to: str | None = None  # where a write call saved, as the reply may name it
     repeated: bool = False  # the same write already ran in this turn: not run again
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The trace's form: every field that is set (``repeated`` only when true)."""
-        out: dict = {}
+        out: dict[str, Any] = {}
         for spec in fields(self):
             value = getattr(self, spec.name)
             if spec.name in ("skill", "args", "round", "ok") or (value is not None and value is not False):
@@ -64,7 +71,7 @@ class AgentEvent:
     """Progress of a turn: thinking, skill_call, skill_result, delta, done, error."""
 
     kind: str
-    data: dict
+    data: dict[str, Any]
 
 
 #: Where a turn's progress events go (the frontend's callback, wrapped so its failures never break the turn).
@@ -79,10 +86,10 @@ class TurnResult:
     ok: bool
     rounds: int = 0
     skill_calls: list[SkillCallRecord] = field(default_factory=list)
-    usage: dict = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=dict)
     elapsed_s: float = 0.0
     model_s: float = 0.0
-    recalled: list[dict] = field(default_factory=list)
+    recalled: list[Hit] = field(default_factory=list)
     trace_id: str | None = None
     footer: str | None = None
     stopped: bool = False  # the owner stopped the turn (/stop, Ctrl-C) before it finished
@@ -96,12 +103,12 @@ class TurnRecord:
     conversation_id: str
     text: str
     now: datetime
-    requests: list[dict] = field(default_factory=list)
+    requests: list[RequestEntry] = field(default_factory=list)
     skill_calls: list[SkillCallRecord] = field(default_factory=list)
     saved_to: list[str] = field(default_factory=list)
     wrote_memory: bool = False
-    recalled: list[dict] = field(default_factory=list)
-    sizes: dict = field(default_factory=dict)
+    recalled: list[Hit] = field(default_factory=list)
+    sizes: dict[str, object] = field(default_factory=dict)
     rounds: int = 0
     error: str | None = None
     log_ids: list[str] = field(default_factory=list)  # the memory log's ids of this turn's lines
@@ -129,7 +136,7 @@ class TurnRecord:
         the owner's own message is logged as theirs."""
         return self.untrusted or self.history_outside
 
-    def usage(self) -> dict:
+    def usage(self) -> dict[str, int]:
         total: dict[str, int] = {}
         for request in self.requests:
             for key, value in (request.get("usage") or {}).items():
@@ -141,7 +148,7 @@ class TurnRecord:
         return sum(float(r.get("elapsed_s") or 0.0) for r in self.requests)
 
 
-def hit_dict(hit: object) -> dict:
+def hit_dict(hit: object) -> Hit:
     """A memory hit as a plain dict (for TurnResult.recalled and traces)."""
     if is_dataclass(hit) and not isinstance(hit, type):
         return asdict(hit)
@@ -166,7 +173,7 @@ def without_footer(text: str) -> str:
 _FOOTER = re.compile(r"_— [^\n]*_")
 
 
-def format_footer(usage: dict, rounds: int, elapsed_s: float, recalled: list[dict] | None = None) -> str:
+def format_footer(usage: Mapping[str, int], rounds: int, elapsed_s: float, recalled: list[Hit] | None = None) -> str:
     """``— 1200 in (800 cached) · 40 out · 2 rounds · 3.1 s · recalled: notes/a.md`` with only what was reported."""
     parts = []
     if "prompt_tokens" in usage:
@@ -191,14 +198,14 @@ def format_footer(usage: dict, rounds: int, elapsed_s: float, recalled: list[dic
 def record_request(
     turn: TurnRecord,
     round_no: int,
-    messages: list[dict],
+    messages: list[Message],
     completion: Completion | None,
     error: LLMError | None,
     parsed: ParsedOutput | None = None,
 ) -> None:
     """Add one model request (what was sent, what came back or failed) to the turn record."""
     # An image's data URI is its type and size here: a trace records sizes, not pixels.
-    entry: dict = {"round": round_no, "messages": without_pixels(messages)}
+    entry: RequestEntry = {"round": round_no, "messages": without_pixels(messages)}
     if completion is not None:
         entry.update(
             runner=completion.runner,
@@ -222,9 +229,9 @@ def record_request(
     turn.requests.append(entry)
 
 
-def trace_of(turn: TurnRecord, result: TurnResult) -> dict:
+def trace_of(turn: TurnRecord, result: TurnResult) -> dict[str, Any]:
     """The trace document of a finished turn."""
-    last: dict = next((r for r in reversed(turn.requests) if r.get("model")), {})
+    last: RequestEntry = next((r for r in reversed(turn.requests) if r.get("model")), {})
     return {
         "id": turn.trace_id,
         "conversation": turn.conversation_id,

@@ -27,6 +27,7 @@ from messaging_llm_bot.llm.http import drain
 from messaging_llm_bot.llm.runners import RunnerConfig
 from messaging_llm_bot.llm.stream import StreamAssembler, content_text, iter_sse_data
 from messaging_llm_bot.llm.usage import Usage, message_reasoning, parse_usage, split_think, visible_stream_text
+from messaging_llm_bot.llm.wire import JsonObject
 
 #: An answer that is not streamed and is larger than this is refused (a chat answer is far smaller).
 MAX_ANSWER_BYTES = 32 * 1024 * 1024
@@ -44,7 +45,7 @@ class Completion:
     runner: str
     model: str
     elapsed_s: float
-    raw: dict
+    raw: JsonObject
 
 
 def transport_error(runner: RunnerConfig, exc: BaseException) -> LLMError:
@@ -79,7 +80,7 @@ def error_text(response: requests.Response, deadline: CallDeadline) -> str:
     return body.decode(response.encoding or "utf-8", errors="replace")
 
 
-def read_json(response: requests.Response, runner: RunnerConfig, deadline: CallDeadline) -> dict:
+def read_json(response: requests.Response, runner: RunnerConfig, deadline: CallDeadline) -> JsonObject:
     """A JSON answer's object, read whole under the deadline (at most ``MAX_ANSWER_BYTES``)."""
     try:
         body = read_body(response, deadline, max_bytes=MAX_ANSWER_BYTES)
@@ -107,7 +108,7 @@ def read_stream(
     runner: RunnerConfig,
     on_delta: Callable[[str], None] | None,
     deadline: CallDeadline | None = None,
-) -> dict:
+) -> JsonObject:
     """A streamed (SSE) answer assembled into one answer object; ``on_delta`` gets the visible text so far."""
     assembler = StreamAssembler()
     done = [False]
@@ -154,7 +155,7 @@ def body_error(runner: RunnerConfig, error: object) -> LLMError:
     return LLMError(kind, redact(message, runner.api_key), runner=runner.name, base_url=runner.base_url, quota=quota)
 
 
-def to_completion(raw: dict, runner: RunnerConfig, elapsed: float) -> Completion:
+def to_completion(raw: JsonObject, runner: RunnerConfig, elapsed: float) -> Completion:
     """The Completion of an answer object; an error carried in a 200 answer is raised."""
     choices = raw.get("choices")
     if not isinstance(choices, list) or not choices:

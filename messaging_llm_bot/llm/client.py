@@ -49,6 +49,7 @@ from messaging_llm_bot.llm.runners import (
 from messaging_llm_bot.llm.slots import PrioritySlots, in_background
 from messaging_llm_bot.llm.structured import TOOLS, FormatChooser, format_fields, requested_format
 from messaging_llm_bot.llm.usage import Usage, parse_usage
+from messaging_llm_bot.llm.wire import JsonObject, Message
 
 __all__ = [
     "RunnerConfig",
@@ -109,12 +110,12 @@ class LLMClient:
     def build_request(
         self,
         runner: RunnerConfig,
-        messages: list[dict],
+        messages: list[Message],
         stream: bool = False,
-        extra: dict | None = None,
-    ) -> dict:
+        extra: JsonObject | None = None,
+    ) -> JsonObject:
         """The JSON body for one call (pure). A None value in extra_body/extra drops the field."""
-        body: dict = {"model": runner.model, "messages": messages}
+        body: JsonObject = {"model": runner.model, "messages": messages}
         # null in the config leaves the field out
         if self.settings.temperature is not None:
             body["temperature"] = self.settings.temperature
@@ -137,16 +138,16 @@ class LLMClient:
 
     def complete(
         self,
-        messages: list[dict],
+        messages: list[Message],
         *,
         stream: bool = False,
         on_delta: Callable[[str], None] | None = None,
         runner: str | None = None,
-        extra: dict | None = None,
-        schema: dict | None = None,
+        extra: JsonObject | None = None,
+        schema: JsonObject | None = None,
         schema_name: str = "answer",
-        tools: list[dict] | None = None,
-        native_messages: Callable[[], list[dict]] | None = None,
+        tools: list[JsonObject] | None = None,
+        native_messages: Callable[[], list[Message]] | None = None,
         vision: bool = False,
         stop: threading.Event | None = None,
     ) -> Completion:
@@ -222,7 +223,7 @@ class LLMClient:
         last.attempts = failures[:-1]
         raise last
 
-    def _hold(self, runner: RunnerConfig, body: dict, rest: list[RunnerConfig]) -> Hold | CapUse | None:
+    def _hold(self, runner: RunnerConfig, body: JsonObject, rest: list[RunnerConfig]) -> Hold | CapUse | None:
         """Check the request against ``runner``'s caps with its own estimate (``call_estimate``): the cap it would
         pass (a turn's refusal is told to the owner once, naming the runner that would answer it), or its hold."""
         if self.spending is None:
@@ -251,7 +252,12 @@ class LLMClient:
         return none_left_text([u for u in uses if u is not None]) if uses and all(uses) else None
 
     def _count(
-        self, runner: RunnerConfig, completion: Completion, body: dict, held: Hold | CapUse | None, rest: list
+        self,
+        runner: RunnerConfig,
+        completion: Completion,
+        body: JsonObject,
+        held: Hold | CapUse | None,
+        rest: list[RunnerConfig],
     ) -> None:
         """Add an answered call to the spending counts (naming the runner that would answer next)."""
         if self.spending is None:
@@ -294,7 +300,7 @@ class LLMClient:
     def _complete_on(
         self,
         runner: RunnerConfig,
-        body: dict,
+        body: JsonObject,
         stream: bool,
         on_delta: Callable[[str], None] | None,
         stop: threading.Event | None = None,
@@ -320,10 +326,10 @@ class LLMClient:
                 self._sleep(delay)
                 attempt += 1
 
-    def _net(self, runner: RunnerConfig) -> dict:
+    def _net(self, runner: RunnerConfig) -> dict[str, Any]:
         return self._env.get(runner.base_url) if self._env is not None else {}
 
-    def _headers(self, runner: RunnerConfig, stream: bool = False) -> dict:
+    def _headers(self, runner: RunnerConfig, stream: bool = False) -> dict[str, str]:
         headers = {"Accept": "text/event-stream" if stream else "application/json"}
         if runner.api_key:
             headers["Authorization"] = f"Bearer {runner.api_key}"
@@ -332,7 +338,7 @@ class LLMClient:
     def _call(
         self,
         runner: RunnerConfig,
-        body: dict,
+        body: JsonObject,
         stream: bool,
         on_delta: Callable[[str], None] | None,
         stop: threading.Event | None = None,

@@ -38,7 +38,7 @@ class StopSwitch(threading.Event):
                 self._hooks.remove(hook)
 
 
-def hang_up_on(stop: threading.Event | None, hang_up: Callable[[], None]) -> contextlib.AbstractContextManager:
+def hang_up_on(stop: threading.Event | None, hang_up: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
     """``stop.on_set(hang_up)`` for a ``StopSwitch``; nothing for a plain Event or None (a stop is then seen
     at the next streamed piece, or when the call returns)."""
     if isinstance(stop, StopSwitch):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import requests
 from requests.utils import get_environ_proxies
@@ -31,9 +32,9 @@ def make_session(pool_size: int) -> requests.Session:
     return session
 
 
-def environment_settings(url: str) -> dict:
+def environment_settings(url: str) -> dict[str, Any]:
     """``proxies`` and ``verify`` for calls to ``url`` as `requests` would take them from the environment."""
-    settings: dict = {"proxies": get_environ_proxies(url) or {}}
+    settings: dict[str, Any] = {"proxies": get_environ_proxies(url) or {}}
     bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
     if bundle:
         settings["verify"] = bundle
@@ -44,10 +45,10 @@ class EnvironmentCache:
     """``environment_settings`` per base URL, computed at first use."""
 
     def __init__(self) -> None:
-        self._by_url: dict[str, dict] = {}
+        self._by_url: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
-    def get(self, url: str) -> dict:
+    def get(self, url: str) -> dict[str, Any]:
         found = self._by_url.get(url)
         if found is None:
             with self._lock:
@@ -55,7 +56,7 @@ class EnvironmentCache:
         return found
 
 
-def drain(lines: Iterator, limit: int = 64) -> None:
+def drain(lines: Iterator[str], limit: int = 64) -> None:
     """Read what follows ``data: [DONE]`` (the chunked body's end) so `requests` releases the
     connection to the pool instead of closing it: without this every streamed call opened a new
     TCP connection. At most ``limit`` more lines; errors are ignored (the answer is complete)."""

@@ -9,7 +9,9 @@ from __future__ import annotations
 import functools
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import requests
 
@@ -44,7 +46,7 @@ class Probe:
     error: str | None = None
     status: int | None = None
     elapsed_s: float = 0.0
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def model_problem(self, model: str) -> str | None:
         """Why ``model`` cannot be used on this server, or None (unknown when the list is not offered)."""
@@ -119,7 +121,7 @@ def probe(base_url: str, api_key: str = "", *, timeout: float = 5.0, session: re
     return Probe(base_url, True, models=models, status=200, elapsed_s=elapsed)
 
 
-def check_runner(runner: dict, *, timeout: float = 5.0) -> str | None:
+def check_runner(runner: Mapping[str, Any], *, timeout: float = 5.0) -> str | None:
     """One clear error when a runner ({name, base_url, model, api_key}) cannot be used, else None."""
     env_name = str(runner.get("api_key_env") or "")
     api_key = runner.get("api_key") or os.environ.get(env_name, "")

@@ -9,6 +9,7 @@ import json
 from typing import Iterable, Iterator
 
 from messaging_llm_bot.llm.errors import LLMError, classify, parse_error_body
+from messaging_llm_bot.llm.wire import JsonObject, Message
 
 
 def iter_sse_data(lines: Iterable[str], done: list[bool] | None = None) -> Iterator[str]:
@@ -47,14 +48,14 @@ class StreamAssembler:
         self.content: list[str] = []
         self.reasoning: list[str] = []
         self.reasoning_key = "reasoning_content"  # the field the server streams it in (Ollama, vLLM: reasoning)
-        self.usage: dict | None = None
+        self.usage: JsonObject | None = None
         self.finish_reason: str | None = None
-        self.meta: dict = {}
+        self.meta: JsonObject = {}
         self.saw_choice = False
         self.chunks = 0
-        self.timings: dict | None = None
-        self.tool_calls: list[dict] = []  # streamed native tool calls in the order they began
-        self._open_calls: dict[int | None, dict] = {}  # the call each index (None: no index) continues
+        self.timings: JsonObject | None = None
+        self.tool_calls: list[JsonObject] = []  # streamed native tool calls in the order they began
+        self._open_calls: dict[int | None, JsonObject] = {}  # the call each index (None: no index) continues
 
     def feed_json(self, payload: str, runner: str, base_url: str) -> str:
         """Parse one data payload; returns the content delta ('' if none). Raises LLMError."""
@@ -71,7 +72,7 @@ class StreamAssembler:
             raise LLMError("bad_response", "a stream event is not a JSON object", runner=runner, base_url=base_url)
         return self.feed(chunk, runner, base_url)
 
-    def feed(self, chunk: dict, runner: str, base_url: str) -> str:
+    def feed(self, chunk: JsonObject, runner: str, base_url: str) -> str:
         """Take one decoded chunk; returns the content delta. A chunk with `error` raises."""
         self.chunks += 1
         choices = value if isinstance(value := chunk.get("choices"), list) else []
@@ -154,9 +155,9 @@ class StreamAssembler:
         """All content received so far."""
         return "".join(self.content)
 
-    def result(self) -> dict:
+    def result(self) -> JsonObject:
         """The assembled response in the non-streamed `chat.completion` shape."""
-        message: dict = {"role": "assistant", "content": self.text()}
+        message: Message = {"role": "assistant", "content": self.text()}
         if self.reasoning:
             message[self.reasoning_key] = "".join(self.reasoning)
         if self.tool_calls:
@@ -172,7 +173,7 @@ class StreamAssembler:
         return raw
 
 
-def _starts_another_call(call: dict, part: dict) -> bool:
+def _starts_another_call(call: JsonObject, part: JsonObject) -> bool:
     """True when a fragment for an open call's index is the start of a new call (Ollama's index 0)."""
     fn = part.get("function")
     if not (part.get("id") and call["id"] and part["id"] != call["id"] and isinstance(fn, dict) and fn.get("name")):

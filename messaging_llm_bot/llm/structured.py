@@ -19,6 +19,7 @@ from typing import Iterable
 from assistant_framework.skills.grammar import grammar_safe
 from messaging_llm_bot.llm.errors import LLMError
 from messaging_llm_bot.llm.runners import RunnerConfig
+from messaging_llm_bot.llm.wire import JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ AUTO_ORDER = ("json_schema", "json_object")
 # The grammar-safe subset (grammar_safe) lives in the framework: outside tools' schemas are cut to it there.
 TOOLS = "tools"  # the pseudo-format "send the skills as native tools" (llm/tools.py)
 
-REPLY_SCHEMA: dict = {"type": "object", "properties": {"reply": {"type": "string"}}, "required": ["reply"]}
+REPLY_SCHEMA: JsonObject = {"type": "object", "properties": {"reply": {"type": "string"}}, "required": ["reply"]}
 
 
 def grammar_pattern(pattern: object) -> str | None:
@@ -41,7 +42,7 @@ def grammar_pattern(pattern: object) -> str | None:
     return None if "\\" in body or '"' in body else body
 
 
-def args_grammar(args_schema: dict | None) -> dict:
+def args_grammar(args_schema: JsonObject | None) -> JsonObject:
     """A skill's args schema as the grammar-safe object schema a constrained answer follows; its
     top-level string patterns kept where ``grammar_pattern`` can (dates in the form a skill takes:
     the 135M model otherwise copied the prompt's "[Now] ... (UTC)" line into them)."""
@@ -56,7 +57,7 @@ def args_grammar(args_schema: dict | None) -> dict:
     return args
 
 
-def protocol_schema(skills: Iterable[tuple[str, dict | None]]) -> dict:
+def protocol_schema(skills: Iterable[tuple[str, JsonObject | None]]) -> JsonObject:
     """The schema of one protocol answer: a call of one of ``skills`` (name, args schema) or a reply."""
     options = []
     for name, args_schema in skills:
@@ -72,7 +73,7 @@ def protocol_schema(skills: Iterable[tuple[str, dict | None]]) -> dict:
     return {"anyOf": options}
 
 
-def choice_schema(names: Iterable[str]) -> dict:
+def choice_schema(names: Iterable[str]) -> JsonObject:
     """The first answer of a two_step round: a skill's name alone (no arguments), or a reply."""
     skill = {"type": "object", "properties": {"skill": {"type": "string", "enum": list(names)}}, "required": ["skill"]}
     return {"anyOf": [skill, REPLY_SCHEMA]}
@@ -103,7 +104,7 @@ def strict_strings(schema: object) -> object:
     return out
 
 
-def response_format(mode: str, schema: dict, name: str) -> dict:
+def response_format(mode: str, schema: JsonObject, name: str) -> JsonObject:
     """The request fields asking for ``schema`` in ``mode`` ({} for ``off``)."""
     if mode == "json_schema":
         return {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}}
@@ -113,8 +114,8 @@ def response_format(mode: str, schema: dict, name: str) -> dict:
 
 
 def format_fields(
-    mode: str, schema: dict | None, name: str, tools: list[dict] | None, extra: dict | None
-) -> dict | None:
+    mode: str, schema: JsonObject | None, name: str, tools: list[JsonObject] | None, extra: JsonObject | None
+) -> JsonObject | None:
     """The request fields of one attempt in ``mode``: ``extra`` plus the tools or the response_format."""
     if mode == TOOLS:
         return {**(extra or {}), "tools": tools, "tool_choice": "auto"}
@@ -122,7 +123,7 @@ def format_fields(
     return fields or None
 
 
-def requested_format(fields: dict | None) -> str | None:
+def requested_format(fields: JsonObject | None) -> str | None:
     """What a request asks the server for beyond plain text: ``tools``, ``response_format`` or None."""
     if not fields:
         return None
@@ -174,7 +175,7 @@ class FormatChooser:
             log.info("llm runner %r: structured output via response_format %s", runner.name, mode)
 
 
-def schema_from_extra(extra: dict | None) -> tuple[dict | None, str, dict]:
+def schema_from_extra(extra: JsonObject | None) -> tuple[JsonObject | None, str, JsonObject]:
     """Split a ``json_schema`` response_format out of ``extra``: (schema, name, the rest)."""
     rest = dict(extra or {})
     fmt = rest.get("response_format")

@@ -13,6 +13,7 @@ from typing import Iterable
 
 from assistant_framework.skills.grammar import grammar_safe
 from assistant_framework.skills.loader import tool_name
+from messaging_llm_bot.llm.wire import JsonObject, Message
 
 __all__ = ["ToolCall", "assistant_message", "result_message", "tool_calls_of", "tool_name", "tool_specs"]
 
@@ -32,10 +33,10 @@ class ToolCall:
     id: str
     name: str
     arguments: object
-    reasoning: dict = field(default_factory=dict)
+    reasoning: dict[str, str] = field(default_factory=dict)
 
 
-def tool_specs(skills: Iterable[tuple[str, str, dict | None]]) -> list[dict]:
+def tool_specs(skills: Iterable[tuple[str, str, JsonObject | None]]) -> list[JsonObject]:
     """``tools`` entries for (name, description, args schema) triples.
 
     The parameters are the grammar-safe subset of each args schema (descriptions kept): local
@@ -57,7 +58,7 @@ def tool_specs(skills: Iterable[tuple[str, str, dict | None]]) -> list[dict]:
     return specs
 
 
-def tool_calls_of(raw: dict) -> list[ToolCall]:
+def tool_calls_of(raw: JsonObject) -> list[ToolCall]:
     """The tool calls of a completion body (streamed ones are assembled into the same shape)."""
     try:
         message = raw["choices"][0]["message"]
@@ -82,7 +83,7 @@ def tool_calls_of(raw: dict) -> list[ToolCall]:
     return calls
 
 
-def assistant_message(text: str, calls: list[ToolCall]) -> dict:
+def assistant_message(text: str, calls: list[ToolCall]) -> Message:
     """The assistant turn that made ``calls`` (sent back before their results).
 
     ``content`` is a string even when empty: OpenAI also takes null there, but
@@ -109,6 +110,6 @@ def assistant_message(text: str, calls: list[ToolCall]) -> dict:
     }
 
 
-def result_message(call: ToolCall, content: str) -> dict:
+def result_message(call: ToolCall, content: str) -> Message:
     """A ``role: tool`` message with one call's result."""
     return {"role": "tool", "tool_call_id": call.id, "content": content}

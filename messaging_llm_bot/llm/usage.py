@@ -7,6 +7,7 @@ never guessed and never defaulted to 0, so traces can tell "0 cached" from "unkn
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ class Usage:
     cache_write_tokens: int | None = None
     reasoning_tokens: int | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, int]:
         """Only the fields the server reported (non-None)."""
         return {k: v for k, v in asdict(self).items() if v is not None}
 
@@ -45,12 +46,12 @@ def _first(*values: Any) -> int | None:
     return None
 
 
-def _sub(obj: Any, key: str) -> dict:
+def _sub(obj: Any, key: str) -> dict[str, Any]:
     value = obj.get(key) if isinstance(obj, dict) else None
     return value if isinstance(value, dict) else {}
 
 
-def parse_usage(usage: dict | None, raw: dict | None = None) -> Usage:
+def parse_usage(usage: dict[str, Any] | None, raw: dict[str, Any] | None = None) -> Usage:
     """Normalise a `usage` object (plus llama.cpp `timings` from `raw`) into a Usage.
 
     Shapes understood: OpenAI `prompt_tokens_details.cached_tokens` and
@@ -114,7 +115,7 @@ def visible_stream_text(content_so_far: str) -> str | None:
     return content_so_far
 
 
-def message_reasoning(message: dict) -> str | None:
+def message_reasoning(message: Mapping[str, Any]) -> str | None:
     """Reasoning text from `reasoning_content` (DeepSeek, llama.cpp) or `reasoning` (Ollama, vLLM)."""
     for key in ("reasoning_content", "reasoning"):
         value = message.get(key)
