@@ -13,10 +13,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from .cjk import fold_words
 from .index import MemoryIndex
 from .log import safe_conversation_id
+from .readers import Row
 from .rowkeys import SLOT_BITS, slot_of, slot_range
 
 STOPWORDS = frozenset(
@@ -62,7 +64,7 @@ class Candidate:
     outside: bool = False
     bm25: float = 0.0
     score: float = 0.0
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 #: The content words of a query that are looked up (the first ones): each is one more doclist to read.
@@ -101,7 +103,7 @@ def scope_ranges(index: MemoryIndex, scope: Scope) -> list[tuple[int, int]] | No
     return ranges
 
 
-def _scope_sql(scope: Scope, conversation: bool = True) -> tuple[str, list]:
+def _scope_sql(scope: Scope, conversation: bool = True) -> tuple[str, list[Any]]:
     """SQL filter clauses over ``entries e`` for the scope (``conversation=False``: all but
     the conversation filter, for queries already limited to the conversation's rowids)."""
     clauses: list[str] = []
@@ -139,12 +141,12 @@ _COLUMNS = "e.id, e.path, e.seq, e.source, e.ref, e.time, e.conversation, e.role
 _SCORE = 10  # the column after _COLUMNS in queries that add a score
 
 
-def _candidate(row: tuple) -> Candidate:
+def _candidate(row: Row) -> Candidate:
     """A Candidate from a row of _COLUMNS followed by its score."""
     return _from_columns(row, bm25=row[_SCORE])
 
 
-def _from_columns(row: tuple, *, bm25: float = 0.0, score: float = 0.0) -> Candidate:
+def _from_columns(row: Row, *, bm25: float = 0.0, score: float = 0.0) -> Candidate:
     """A Candidate from a row of _COLUMNS (what follows them is not read)."""
     id_, path, seq, source, ref, time, conversation, role, text, outside = row[:_SCORE]
     return Candidate(id_, path, seq, source, ref, time, conversation, role, text, outside, bm25=bm25, score=score)
@@ -268,7 +270,7 @@ def slot_shares(counts: dict[int, int], budget: int) -> dict[int, int]:
     return shares
 
 
-def _newest_filter(index: MemoryIndex, match: str, budget: int) -> tuple[str, list]:
+def _newest_filter(index: MemoryIndex, match: str, budget: int) -> tuple[str, list[Any]]:
     """SQL (and its parameters) keeping only about ``budget`` matches: each slot's newest.
 
     One walk counts the matches per slot (no scoring, cheap). A slot with more matches than
@@ -278,7 +280,9 @@ def _newest_filter(index: MemoryIndex, match: str, budget: int) -> tuple[str, li
     """
     if budget <= 0:
         return "", []
-    counts = dict(index.query(f"SELECT rowid >> {SLOT_BITS}, count(*) FROM fts WHERE fts MATCH ? GROUP BY 1", (match,)))
+    counts: dict[int, int] = dict(
+        index.query(f"SELECT rowid >> {SLOT_BITS}, count(*) FROM fts WHERE fts MATCH ? GROUP BY 1", (match,))
+    )
     if sum(counts.values()) <= budget:
         return "", []
     cases, params = [], []
@@ -355,7 +359,9 @@ def segment_scores(
     paths = sorted({c.path for c in candidates if c.source == "conversation"})
     if not terms or not paths:
         return {}
-    ids = dict(index.query(f"SELECT id, path FROM segments WHERE path IN ({','.join('?' * len(paths))})", tuple(paths)))
+    ids: dict[int, str] = dict(
+        index.query(f"SELECT id, path FROM segments WHERE path IN ({','.join('?' * len(paths))})", tuple(paths))
+    )
     by_slot: dict[int | None, list[int]] = {}
     for row_id in ids:
         by_slot.setdefault(slot_of(row_id), []).append(row_id)
@@ -390,7 +396,7 @@ def neighbours(index: MemoryIndex, pairs: set[tuple[str, int]]) -> list[Candidat
     for path, seq in sorted(pairs):
         by_path.setdefault(path, []).append(seq)
     items = list(by_path.items())
-    rows: list[tuple] = []
+    rows: list[Row] = []
     for start in range(0, len(items), 200):  # SQLite allows 500 compound SELECT terms
         parts, params = [], []
         for path, seqs in items[start : start + 200]:

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from ..config.settings import EpisodesSettings
 from ..stores.provenance import UNTRUSTED_FRONT_MATTER, is_untrusted
 from ..workspace import Workspace
 from .log import CONVERSATIONS_DIR
-from .modelcall import call_model
+from .modelcall import Complete, call_model
 
 log = logging.getLogger(__name__)
 EPISODES_DIR = "memory/episodes"
@@ -63,7 +63,7 @@ def settled_days(workspace: Workspace, now: datetime, settle_minutes: float) -> 
     return found
 
 
-def _written(workspace: Workspace) -> dict:
+def _written(workspace: Workspace) -> dict[str, Any]:
     """Which log state each episode was written from; {} when the file is missing or damaged (only a
     deleted episode may then come back once)."""
     try:
@@ -73,7 +73,7 @@ def _written(workspace: Workspace) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def transcript(rows: list[dict], max_chars: int = MAX_INPUT_CHARS) -> str:
+def transcript(rows: list[dict[str, Any]], max_chars: int = MAX_INPUT_CHARS) -> str:
     """The day's turns as 'HH:MM role: text' lines; the middle is cut when too long."""
     lines = [f"{str(r.get('time', ''))[11:16]} {r.get('speaker') or r.get('role')}: {r.get('text', '')}" for r in rows]
     text = "\n".join(lines)
@@ -83,7 +83,7 @@ def transcript(rows: list[dict], max_chars: int = MAX_INPUT_CHARS) -> str:
     return text[:half] + "\n[…]\n" + text[-half:]
 
 
-def write_episode(workspace: Workspace, complete: Callable, conv: str, day: str, min_turns: int = 2) -> str | None:
+def write_episode(workspace: Workspace, complete: Complete, conv: str, day: str, min_turns: int = 2) -> str | None:
     """Summarise one day; returns the episode path, or None when skipped."""
     rows = workspace.read_jsonl(f"{CONVERSATIONS_DIR}/{conv}/{day}.jsonl")
     if len(rows) < min_turns:
@@ -114,7 +114,7 @@ SERVER_DOWN_KINDS = frozenset({"connection", "timeout", "auth"})
 
 
 def write_settled_episodes(
-    workspace: Workspace, complete: Callable, settings: EpisodesSettings, now: datetime, tz: Any = None
+    workspace: Workspace, complete: Complete, settings: EpisodesSettings, now: datetime, tz: Any = None
 ) -> list[str]:
     """Write episodes for settled days (at most ``episodes.max_per_run``); returns their paths."""
     if not settings.enabled:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from ..stores.facts import FactStore
 from ..workspace import Workspace
-from .modelcall import call_model, json_schema_format, parse_json_reply
+from .modelcall import Complete, Messages, call_model, json_schema_format, parse_json_reply
 
 log = logging.getLogger(__name__)
 MAX_FACTS = 10
@@ -23,7 +23,7 @@ MAX_VALUE_CHARS = 300
 #: A subject ("user", a name) or an attribute ("favourite drink") longer than this is no fact.
 MAX_KEY_CHARS = 100
 
-FACTS_SCHEMA: dict = {
+FACTS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "facts": {
@@ -56,7 +56,7 @@ EXTRACTION_PROMPT = (
 )
 
 
-def extraction_messages(user_text: str, reply: str, earlier: Sequence[tuple[str, str]] = ()) -> list[dict]:
+def extraction_messages(user_text: str, reply: str, earlier: Sequence[tuple[str, str]] = ()) -> Messages:
     """The extraction request; ``earlier`` exchanges of the same batch come first."""
     pairs = [*earlier, (user_text, reply)]
     body = "\n\n---\n\n".join(f"User said:\n{u}\n\nAssistant replied:\n{r}" for u, r in pairs)
@@ -67,8 +67,8 @@ def extraction_messages(user_text: str, reply: str, earlier: Sequence[tuple[str,
 
 
 def extract_facts(
-    complete: Callable, user_text: str, reply: str, earlier: Sequence[tuple[str, str]] = ()
-) -> list[dict]:
+    complete: Complete, user_text: str, reply: str, earlier: Sequence[tuple[str, str]] = ()
+) -> list[dict[str, Any]]:
     """Ask the model for facts; [] when it answers nothing usable. Model failures raise."""
     text = call_model(
         complete, extraction_messages(user_text, reply, earlier), json_schema_format("facts", FACTS_SCHEMA)
@@ -95,14 +95,14 @@ def extract_facts(
 
 def extract_batch_and_store(
     workspace: Workspace,
-    complete: Callable,
+    complete: Complete,
     conversation_id: str,
     pairs: list[tuple[str, str]],
     turn_ids: list[str],
     tz: Any = None,
     *,
     untrusted: bool = False,
-) -> list[tuple[dict, str]]:
+) -> list[tuple[dict[str, Any], str]]:
     """One extraction call for several (user text, reply) exchanges of one conversation;
     ``untrusted`` (outside content in any of them) stores every fact marked."""
     if not pairs:

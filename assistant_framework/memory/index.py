@@ -20,12 +20,12 @@ import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ..workspace import Workspace, WorkspacePathError
 from ..workspace.private import make_private_dirs
 from .index_rows import IndexRows
-from .readers import ReaderPool
+from .readers import ReaderPool, Row
 from .rowkeys import content_hash, default_time
 from .sources import (
     DEFAULT_SOURCES,
@@ -309,7 +309,7 @@ class MemoryIndex(IndexRows):
 
     # -- reading -------------------------------------------------------------
 
-    def query(self, sql: str, params: tuple = ()) -> list[tuple]:
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[Row]:
         """Run a read query on a reader connection (sees the last committed state)."""
         try:
             return self.readers.query(sql, params)
@@ -318,7 +318,7 @@ class MemoryIndex(IndexRows):
                 raise
             return self.readers.query(sql, params)
 
-    def query_many(self, queries: list[tuple[str, tuple]]) -> list[list[tuple]]:
+    def query_many(self, queries: list[tuple[str, tuple[Any, ...]]]) -> list[list[Row]]:
         """Several read queries at once (in parallel: SQLite works without the GIL); results in order."""
         try:
             return self.readers.query_many(queries)
@@ -341,11 +341,13 @@ class MemoryIndex(IndexRows):
 
     def stats(self) -> IndexStats:
         files = self.query("SELECT count(*) FROM files")[0][0]
-        by_source = dict(self.query("SELECT source, count(*) FROM entries GROUP BY source ORDER BY source"))
+        by_source: dict[str, int] = dict(
+            self.query("SELECT source, count(*) FROM entries GROUP BY source ORDER BY source")
+        )
         size = self.db_path.stat().st_size if self.db_path.exists() else 0
         return IndexStats(files=files, entries=sum(by_source.values()), by_source=by_source, bytes=size)
 
-    def snapshot(self) -> list[tuple]:
+    def snapshot(self) -> list[Row]:
         """Every entry as a comparable tuple (path, ref, source, time, conversation, text)."""
         return self.query("SELECT path, ref, source, time, conversation, text FROM entries ORDER BY path, seq, ref")
 

@@ -65,8 +65,8 @@ class TurnLog:
         *,
         time: datetime | None = None,
         message_id: str | int | None = None,
-        meta: dict | None = None,
-    ) -> tuple[str, dict]:
+        meta: dict[str, Any] | None = None,
+    ) -> tuple[str, dict[str, Any]]:
         """Append one turn; returns (workspace path, row written)."""
         if role not in ROLES:
             raise ValueError(f"turn role {role!r} is not one of {ROLES}")

@@ -11,11 +11,16 @@ from typing import Any, Callable
 import jsonschema
 
 log = logging.getLogger(__name__)
+
+#: The model call of memory work: ``complete(messages)`` or ``complete(messages, extra=...)`` -> the answer's text.
+Complete = Callable[..., str]
+#: A request's messages: ``{"role": ..., "content": ...}`` with text content.
+Messages = list[dict[str, str]]
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 _FENCED_BLOCK = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.IGNORECASE | re.DOTALL)
 
 
-def accepts_extra(complete: Callable) -> bool:
+def accepts_extra(complete: Complete) -> bool:
     """True when ``complete`` takes an ``extra=`` keyword (or **kwargs)."""
     try:
         params = inspect.signature(complete).parameters.values()
@@ -24,19 +29,19 @@ def accepts_extra(complete: Callable) -> bool:
     return any(p.name == "extra" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
-def call_model(complete: Callable, messages: list[dict], extra: dict | None = None) -> str:
+def call_model(complete: Complete, messages: Messages, extra: dict[str, Any] | None = None) -> str:
     """The model's text; ``extra`` (e.g. response_format) only when the callable takes it."""
     if extra and accepts_extra(complete):
         return complete(messages, extra=extra) or ""
     return complete(messages) or ""
 
 
-def json_schema_format(name: str, schema: dict) -> dict:
+def json_schema_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
     """The ``response_format`` body asking an OpenAI-compatible server for schema-shaped JSON."""
     return {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}}
 
 
-def parse_json_reply(text: str, schema: dict, what: str) -> Any | None:
+def parse_json_reply(text: str, schema: dict[str, Any], what: str) -> Any | None:
     """Parse and validate a JSON reply; None (logged, content not echoed) when malformed."""
     cleaned = _FENCE.sub("", (text or "").strip())
     try:

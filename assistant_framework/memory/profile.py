@@ -22,14 +22,13 @@ import hashlib
 import logging
 import re
 from datetime import datetime, timedelta
-from typing import Callable
 
 from ..config.settings import ProfileSettings
 from ..skills.support import OUTSIDE_LABEL
 from ..stores.provenance import is_marked_text, is_untrusted, quote_lines, split_marked
 from ..workspace import Workspace
 from .episodes import EPISODES_DIR
-from .modelcall import call_model
+from .modelcall import Complete, call_model
 
 log = logging.getLogger(__name__)
 PROFILE_PATH = "profile.md"
@@ -95,7 +94,7 @@ def _unfenced(text: str) -> str:
     return match.group(1).strip() if match else text
 
 
-def refresh_profile(workspace: Workspace, complete: Callable) -> str | None:
+def refresh_profile(workspace: Workspace, complete: Complete) -> str | None:
     """Ask the model for a new profile and write it unless the user edited the file; returns the path written.
     A profile.md marked as written from outside content is replaced (kept in ``REPLACED_PATH``)."""
     messages = [{"role": "system", "content": PROFILE_PROMPT}, {"role": "user", "content": profile_inputs(workspace)}]
@@ -128,7 +127,7 @@ def refresh_profile(workspace: Workspace, complete: Callable) -> str | None:
 
 
 def refresh_profile_if_due(
-    workspace: Workspace, complete: Callable, settings: ProfileSettings, now: datetime, force: bool = False
+    workspace: Workspace, complete: Complete, settings: ProfileSettings, now: datetime, force: bool = False
 ) -> str | None:
     """Refresh when ``profile.refresh_hours`` passed, or after new episodes (at most hourly)."""
     if not settings.enabled:

@@ -18,7 +18,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
+
+#: One row of an SQLite result.
+Row = tuple[Any, ...]
 
 #: SQLite virtual machine steps between two looks at the clock (about a millisecond of work).
 PROGRESS_STEPS = 10_000
@@ -49,7 +52,7 @@ class ReaderPool:
         self.db_path = db_path
         self.parallel = parallel
         self._lock = threading.Lock()
-        self._idle: queue.SimpleQueue = queue.SimpleQueue()
+        self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._opened: list[sqlite3.Connection] = []
         self._closed = False
         self._executor: ThreadPoolExecutor | None = None
@@ -72,7 +75,7 @@ class ReaderPool:
         finally:
             self._idle.put(conn)
 
-    def query(self, sql: str, params: tuple = (), deadline: float | None = None) -> list[tuple]:
+    def query(self, sql: str, params: tuple[Any, ...] = (), deadline: float | None = None) -> list[Row]:
         """Run one read query (sees the last committed state), interrupted at ``deadline`` (monotonic
         seconds; default: the enclosing ``time_limit``)."""
         deadline = _deadline.get() if deadline is None else deadline
@@ -92,7 +95,7 @@ class ReaderPool:
             finally:
                 conn.set_progress_handler(None, 0)
 
-    def query_many(self, queries: list[tuple[str, tuple]]) -> list[list[tuple]]:
+    def query_many(self, queries: list[tuple[str, tuple[Any, ...]]]) -> list[list[Row]]:
         """Several read queries at once, each on its own connection; results in the given order."""
         if len(queries) < 2 or self.parallel < 2:
             return [self.query(sql, params) for sql, params in queries]
@@ -107,7 +110,7 @@ class ReaderPool:
             first = self.query(*queries[0])  # the caller's own thread takes one
         finally:
             results = [_outcome(future) for future in futures]
-        rows: list[list[tuple]] = [first]
+        rows: list[list[Row]] = [first]
         for result in results:
             if isinstance(result, BaseException):
                 raise result
@@ -126,7 +129,7 @@ class ReaderPool:
             self._opened.clear()
 
 
-def _outcome(future: Future[list[tuple]]) -> list[tuple] | BaseException:
+def _outcome(future: Future[list[Row]]) -> list[Row] | BaseException:
     """A future's result, or the exception it raised (every future is waited for)."""
     try:
         return future.result()

@@ -18,7 +18,7 @@ RECALL_HEADER = "[Recalled memory — may be relevant]"
 OUTSIDE_SOURCE_PREFIXES = ("collector:",)
 
 
-def matches_any(conversation_id: str | int, patterns: list) -> bool:
+def matches_any(conversation_id: str | int, patterns: list[str]) -> bool:
     """True when the id equals or fnmatch-matches one of the patterns (ids may be ints)."""
     text = str(conversation_id)
     return any(text == str(p) or fnmatch.fnmatchcase(text, str(p)) for p in patterns or ())

@@ -108,7 +108,7 @@ MAX_SEARCH_SECONDS = 2.0
 MAX_QUERY_CHARS = 1000
 
 
-class Hits(list):
+class Hits(list[MemoryHit]):
     """A search's hits, best first; ``partial`` when the time limit cut the index queries short."""
 
     partial: bool = False

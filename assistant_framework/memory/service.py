@@ -9,7 +9,7 @@ import logging
 import threading
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Callable, Sequence
+from typing import Any, Sequence
 from zoneinfo import ZoneInfo
 
 from ..background import BackgroundWorker
@@ -23,12 +23,12 @@ from .episodes import write_settled_episodes
 from .extract import extract_batch_and_store
 from .index import MemoryIndex
 from .log import CONVERSATIONS_DIR, TurnLog, safe_conversation_id
+from .modelcall import Complete
 from .profile import profile_text, refresh_profile_if_due
 from .search import MAX_QUERY_CHARS, MemoryHit, Ranking, Scope, search
 from .timeparse import parse_date_range
 
 log = logging.getLogger(__name__)
-Complete = Callable[..., str]
 
 
 def memory_enabled(config: Mapping[str, object]) -> bool:
@@ -75,7 +75,7 @@ class MemoryService:
         # Vectors are cached per model: the embedder's own name wins over the config's.
         self.embed_model = str(getattr(embed, "model", None) or settings.llm.embeddings.model or "default")
         self._similarity = make_similarity(self.index, embed, self.embed_model) if embed else None
-        self._recent: dict[str, collections.deque] = {}
+        self._recent: dict[str, collections.deque[str]] = {}
         self._recent_lock = threading.Lock()
         self._pending: dict[str, list[str]] = {}  # log file -> turn ids appended, not indexed yet
         self._pending_lock = threading.Lock()
@@ -132,8 +132,8 @@ class MemoryService:
         *,
         time: datetime | None = None,
         message_id: str | int | None = None,
-        meta: dict | None = None,
-    ) -> dict:
+        meta: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Append a turn to the L0 log (durable at return) and queue its indexing; returns the
         row ({} for excluded chats). ``search`` indexes pending turns first, so it sees them."""
         if recall_policy.is_excluded(conversation_id, self.settings):
@@ -309,7 +309,7 @@ class MemoryService:
         user_text: str,
         reply: str,
         *,
-        turn_ids: list[str] | tuple = (),
+        turn_ids: list[str] | tuple[str, ...] = (),
         untrusted: bool = False,
     ) -> None:
         """Queue fact extraction for the new turns (runs when the chat is idle); returns at once.

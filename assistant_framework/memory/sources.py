@@ -148,7 +148,7 @@ def time_to_ts(iso: str | None) -> float | None:
     return moment.timestamp()
 
 
-def turn_text(row: dict) -> str:
+def turn_text(row: dict[str, Any]) -> str:
     """What a logged turn contributes to search: speaker, text and any attachment caption."""
     text = str(row.get("text") or "")
     speaker = row.get("speaker")
@@ -164,7 +164,7 @@ def turn_text(row: dict) -> str:
     return text
 
 
-def turn_entry(row: dict, rel: str, seq: int, source: str = "conversation") -> Entry | None:
+def turn_entry(row: dict[str, Any], rel: str, seq: int, source: str = "conversation") -> Entry | None:
     """An Entry for one L0 row; None for rows without text."""
     text = turn_text(row)
     if not text.strip():

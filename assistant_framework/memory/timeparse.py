@@ -105,11 +105,11 @@ def _rules(now: datetime):
     month_start = today.replace(day=1)
     year_start = today.replace(month=1, day=1)
 
-    def number(m: re.Match) -> int:
+    def number(m: re.Match[str]) -> int:
         raw = m.group("n").lower()
         return _NUM_WORDS.get(raw) or int(raw)
 
-    def ago(m: re.Match):
+    def ago(m: re.Match[str]):
         n, unit = number(m), m.group("unit").lower()
         if unit == "day":
             start = today - timedelta(days=n)
@@ -122,7 +122,7 @@ def _rules(now: datetime):
             return start, _add_months(start, 1)
         return _month_range(now.year - n, 1, now)[0], _month_range(now.year - n + 1, 1, now)[0]
 
-    def past_n(m: re.Match):
+    def past_n(m: re.Match[str]):
         n, unit = number(m), m.group("unit").lower()
         if unit in ("day", "week"):
             start = today - timedelta(days=n if unit == "day" else 7 * n)
@@ -132,7 +132,7 @@ def _rules(now: datetime):
             start = year_start.replace(year=now.year - n)
         return start, today + timedelta(days=1)
 
-    def last_unit(m: re.Match):
+    def last_unit(m: re.Match[str]):
         which, unit = m.group("which").lower(), m.group("unit").lower()
         back = 1 if which in ("last", "previous") else 0
         if unit == "week":
@@ -147,7 +147,7 @@ def _rules(now: datetime):
         start = today - timedelta(days=back)
         return start, start + timedelta(days=1)
 
-    def weekday(m: re.Match):
+    def weekday(m: re.Match[str]):
         target = WEEKDAYS[m.group("weekday").lower()]
         delta = (today.weekday() - target) % 7
         if m.group("last") and delta == 0:
@@ -155,7 +155,7 @@ def _rules(now: datetime):
         start = today - timedelta(days=delta)
         return start, start + timedelta(days=1)
 
-    def day_month(m: re.Match):
+    def day_month(m: re.Match[str]):
         month, day = MONTHS[m.group("month").lower()], int(m.group("day"))
         year = int(m.group("year")) if m.group("year") else _past_year_for(month, day, now)
         try:
@@ -164,19 +164,19 @@ def _rules(now: datetime):
             return None
         return start, start + timedelta(days=1)
 
-    def month_only(m: re.Match):
+    def month_only(m: re.Match[str]):
         month = MONTHS[m.group("month").lower()]
         year = int(m.group("year")) if m.group("year") else _past_year_for(month, 1, now)
         return _month_range(year, month, now)
 
-    def iso_day(m: re.Match):
+    def iso_day(m: re.Match[str]):
         try:
             start = today.replace(year=int(m.group("year")), month=int(m.group("mm")), day=int(m.group("dd")))
         except ValueError:
             return None
         return start, start + timedelta(days=1)
 
-    def year_only(m: re.Match):
+    def year_only(m: re.Match[str]):
         year = int(m.group("year"))
         return today.replace(year=year, month=1, day=1), today.replace(year=year + 1, month=1, day=1)
 
@@ -216,7 +216,7 @@ def parse_date_range(text: str, now: datetime) -> DateRange | None:
     return None
 
 
-def _result(text: str, match: re.Match, span: tuple[datetime, datetime]) -> DateRange:
+def _result(text: str, match: re.Match[str], span: tuple[datetime, datetime]) -> DateRange:
     rest = (text[: match.start()] + " " + text[match.end() :]).strip()
     rest = re.sub(r"\s+", " ", rest)
     return DateRange(since=span[0], until=span[1], rest=rest, phrase=match.group(0).strip())
