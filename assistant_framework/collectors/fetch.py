@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 import requests
 
@@ -35,11 +35,11 @@ class Fetched:
 
     status: int
     url: str
-    headers: dict = field(default_factory=dict)
+    headers: dict[str, Any] = field(default_factory=dict)
     content: bytes = b""
 
 
-def fetch(url: str, *, timeout: float, headers: dict | None = None, max_bytes: int = MAX_BYTES) -> Fetched:
+def fetch(url: str, *, timeout: float, headers: dict[str, Any] | None = None, max_bytes: int = MAX_BYTES) -> Fetched:
     """GET ``url`` with ``timeout`` seconds for everything from connect to the last byte."""
     try:
         # The deadline session cuts the connection at the deadline: a server trickling its headers
@@ -86,7 +86,7 @@ def fetch_all(
     with ThreadPoolExecutor(
         max_workers=max(1, min(pool_size, len(jobs))), thread_name_prefix="collector-fetch"
     ) as pool:
-        futures: dict[Future, S] = {pool.submit(work, job): job for job in jobs}
+        futures: dict[Future[Any], S] = {pool.submit(work, job): job for job in jobs}
         for future in as_completed(futures):
             error = future.exception()
             yield futures[future], (None if error else future.result()), error

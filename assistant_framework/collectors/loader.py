@@ -16,7 +16,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
+from typing import Any, Callable
 
 import jsonschema
 
@@ -31,7 +31,7 @@ DEFAULT_TIMEOUT_SECONDS = 300.0
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 #: Keys of ``collectors.<name>`` the framework itself reads.
-FRAMEWORK_KEYS_SCHEMA: dict[str, dict] = {
+FRAMEWORK_KEYS_SCHEMA: dict[str, dict[str, Any]] = {
     "enabled": {"type": "boolean"},
     "interval_seconds": {"type": "number", "exclusiveMinimum": 0},
     "cron": {"type": "string"},
@@ -63,14 +63,14 @@ class Collector:
     generated_files: list[str]
     interval_seconds: float | None
     cron: str | None
-    run: Callable
+    run: Callable[..., Any]
     folder: Path
-    config: dict
+    config: dict[str, Any]
     enabled: bool
     timeout_seconds: float
-    notify: list[dict]
-    setup: Callable | None = None
-    config_schema: dict | None = None
+    notify: list[dict[str, Any]]
+    setup: Callable[..., Any] | None = None
+    config_schema: dict[str, Any] | None = None
     module: ModuleType | None = field(default=None, repr=False)
     #: What the folder uses of ``spec.DEPRECATED_FORMS``: one sentence each, naming the form to use.
     deprecated: list[str] = field(default_factory=list)
@@ -84,7 +84,7 @@ class CollectorLoadError:
     folder: Path
     error: str
     #: The collector's declared schema when only its config was wrong (for file-named errors).
-    config_schema: dict | None = None
+    config_schema: dict[str, Any] | None = None
 
 
 def schema_problem(schema: object) -> str | None:
@@ -109,9 +109,9 @@ def schema_problem(schema: object) -> str | None:
     return None
 
 
-def section_schema(collector_schema: dict | None) -> dict:
+def section_schema(collector_schema: dict[str, Any] | None) -> dict[str, Any]:
     """The schema for ``collectors.<name>``: the collector's own plus the framework keys."""
-    schema: dict = copy.deepcopy(collector_schema) if collector_schema else {"type": "object"}
+    schema: dict[str, Any] = copy.deepcopy(collector_schema) if collector_schema else {"type": "object"}
     if schema.get("type", "object") == "object":
         props = schema.setdefault("properties", {})
         for key, sub in FRAMEWORK_KEYS_SCHEMA.items():
@@ -119,7 +119,7 @@ def section_schema(collector_schema: dict | None) -> dict:
     return schema
 
 
-def schema_errors(name: str, schema: dict, section: dict) -> list[str]:
+def schema_errors(name: str, schema: dict[str, Any], section: dict[str, Any]) -> list[str]:
     """Violations of a collector's section as ``collectors.<name>.path: message`` lines."""
     validator = jsonschema.Draft202012Validator(schema)
     out = []
@@ -138,7 +138,7 @@ def import_folder(folder: Path) -> ModuleType:
     return import_plugin(folder, "assistant_collectors")
 
 
-def load_collector(folder: Path, section: dict | None) -> Collector | CollectorLoadError:
+def load_collector(folder: Path, section: dict[str, Any] | None) -> Collector | CollectorLoadError:
     """Import and register one collector folder; every failure is returned as a value."""
     name = folder.name
     section = dict(section or {})
@@ -171,7 +171,7 @@ def load_collector(folder: Path, section: dict | None) -> Collector | CollectorL
         return CollectorLoadError(name=name, folder=folder, error=detail)
 
 
-def _registration(module: ModuleType, section: dict) -> dict:
+def _registration(module: ModuleType, section: dict[str, Any]) -> dict[str, Any]:
     """The collector's fields as a dict (``spec.py``), with ``"deprecated"``: the deprecated forms it uses."""
     for factory_name in (REGISTER, "create_collector"):
         factory = getattr(module, factory_name, None)
@@ -203,7 +203,7 @@ def _registration(module: ModuleType, section: dict) -> dict:
     return spec
 
 
-def _bind_config(run: Callable, section: dict) -> tuple[Callable, bool]:
+def _bind_config(run: Callable[..., Any], section: dict[str, Any]) -> tuple[Callable[..., Any], bool]:
     """``run(workspace, config)`` with its config bound, True; ``run(workspace)`` as is, False (deprecated)."""
     try:
         params = [
@@ -218,7 +218,14 @@ def _bind_config(run: Callable, section: dict) -> tuple[Callable, bool]:
     return run, False
 
 
-def _build(name: str, folder: Path, module: ModuleType, spec: dict, section: dict, schema: dict | None) -> Collector:
+def _build(
+    name: str,
+    folder: Path,
+    module: ModuleType,
+    spec: dict[str, Any],
+    section: dict[str, Any],
+    schema: dict[str, Any] | None,
+) -> Collector:
     run = spec.get("run")
     if not callable(run):
         raise TypeError("registration has no callable 'run'")

@@ -9,7 +9,7 @@ per message. Scheduling lives in :mod:`.runner`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from assistant_framework.collectors.loader import (
     Collector,
@@ -39,7 +39,7 @@ _PROMPT_INTRO = (
 class CollectorManager:
     """Loads collector folders and answers questions about them."""
 
-    def __init__(self, dirs: Sequence[Path], collectors_config: dict, workspace: Workspace) -> None:
+    def __init__(self, dirs: Sequence[Path], collectors_config: dict[str, Any], workspace: Workspace) -> None:
         self.dirs = [Path(d) for d in dirs]
         self.collectors_config = dict(collectors_config or {})
         self.workspace = workspace
@@ -50,7 +50,7 @@ class CollectorManager:
 
     @classmethod
     def from_config(
-        cls, config: dict, workspace: Workspace, builtin_dir: Path | None = None, *, defer: bool = False
+        cls, config: dict[str, Any], workspace: Workspace, builtin_dir: Path | None = None, *, defer: bool = False
     ) -> "CollectorManager":
         """A loaded manager over the built-in folder plus ``runtime.collectors_dirs``.
 
@@ -113,7 +113,7 @@ class CollectorManager:
         self._prompt_cache = None
         self._once.done = True
 
-    def reload(self, collectors_config: dict | None = None) -> None:
+    def reload(self, collectors_config: dict[str, Any] | None = None) -> None:
         """Load again, optionally with a new ``collectors`` config section."""
         if collectors_config is not None:
             self.collectors_config = dict(collectors_config)
@@ -133,7 +133,7 @@ class CollectorManager:
         known = ", ".join(sorted(self.collectors)) or "none"
         raise KeyError(f"no collector named {name!r} (loaded: {known})")
 
-    def schemas(self) -> dict[str, dict]:
+    def schemas(self) -> dict[str, dict[str, Any]]:
         """``{"collectors.<name>": schema}`` for config validation that names files."""
         schemas = {f"collectors.{c.name}": section_schema(c.config_schema) for c in self.collectors.values()}
         for error in self.errors:
@@ -147,7 +147,7 @@ class CollectorManager:
             self._prompt_cache = render_prompt_section(self.enabled())
         return self._prompt_cache
 
-    def status(self) -> list[dict]:
+    def status(self) -> list[dict[str, Any]]:
         """Per collector (loaded or failed): schedule state as stored in the workspace."""
         rows = []
         for name, collector in sorted(self.collectors.items()):

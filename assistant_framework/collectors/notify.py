@@ -6,7 +6,7 @@ is a case-insensitive substring test on the item's fields. No rules, no pushes.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 MAX_LISTED = 5
 
@@ -17,7 +17,7 @@ _FIELDS = {
 }
 
 
-def item_matches(rule: dict, item: dict) -> bool:
+def item_matches(rule: dict[str, Any], item: dict[str, Any]) -> bool:
     """True when one rule matches one item."""
     needle = str(rule.get("value") or "").casefold()
     keys = _FIELDS.get(str(rule.get("match")))
@@ -26,7 +26,7 @@ def item_matches(rule: dict, item: dict) -> bool:
     return any(needle in str(item.get(key) or "").casefold() for key in keys)
 
 
-def matching_items(rules: Iterable[dict], items: Iterable[dict]) -> list[dict]:
+def matching_items(rules: Iterable[dict[str, Any]], items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """New items matched by any rule, in their original order."""
     rules = list(rules)
     if not rules:
@@ -34,14 +34,14 @@ def matching_items(rules: Iterable[dict], items: Iterable[dict]) -> list[dict]:
     return [item for item in items if isinstance(item, dict) and any(item_matches(r, item) for r in rules)]
 
 
-def item_title(item: dict) -> str:
+def item_title(item: dict[str, Any]) -> str:
     for key in ("title", "subject", "summary"):
         if item.get(key):
             return " ".join(str(item[key]).split())
     return "(untitled)"
 
 
-def notify_text(collector_name: str, items: list[dict]) -> str:
+def notify_text(collector_name: str, items: list[dict[str, Any]]) -> str:
     """One short push message for the matched items of a run."""
     lines = [f"{collector_name}: {len(items)} new matching item{'s' if len(items) != 1 else ''}"]
     for item in items[:MAX_LISTED]:

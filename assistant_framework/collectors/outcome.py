@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from assistant_framework.workspace import Workspace
 
@@ -30,11 +30,11 @@ class RunOutcome:
     error: str | None = None
     written: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)  # files the run deleted
-    new_items: list[dict] = field(default_factory=list)
+    new_items: list[dict[str, Any]] = field(default_factory=list)
     summary: str = ""
     errors: list[str] = field(default_factory=list)
     next_run: str | None = None
-    sources: dict = field(default_factory=dict)  # per-source results the collector reported
+    sources: dict[str, Any] = field(default_factory=dict)  # per-source results the collector reported
 
 
 @dataclass
@@ -83,7 +83,7 @@ def apply_result(outcome: RunOutcome, result: object) -> None:
         outcome.sources = {str(k): v for k, v in sources.items() if isinstance(v, dict)}
 
 
-def outcome_dict(outcome: RunOutcome) -> dict:
+def outcome_dict(outcome: RunOutcome) -> dict[str, Any]:
     return asdict(outcome)
 
 

@@ -29,10 +29,10 @@ class CollectorState:
     next_run: str | None = None
     consecutive_failures: int = 0
     runs: int = 0
-    cursor: dict = field(default_factory=dict)
+    cursor: dict[str, Any] = field(default_factory=dict)
     # Per source (feed URL, calendar name, mail folder): ok, last_ok, last_error, last_error_at, failures, items,
     # skipped.
-    sources: dict = field(default_factory=dict)
+    sources: dict[str, Any] = field(default_factory=dict)
 
 
 def state_path(name: str) -> str:
@@ -70,19 +70,19 @@ def update_state(workspace: Workspace, name: str, **changes: Any) -> CollectorSt
     return state
 
 
-def load_cursor(workspace: Workspace, name: str) -> dict:
+def load_cursor(workspace: Workspace, name: str) -> dict[str, Any]:
     """The collector's own cursor (empty dict on first run)."""
     return dict(load_state(workspace, name).cursor)
 
 
-def save_cursor(workspace: Workspace, name: str, cursor: dict) -> None:
+def save_cursor(workspace: Workspace, name: str, cursor: dict[str, Any]) -> None:
     """Replace the collector's cursor; never put secrets in it."""
     update_state(workspace, name, cursor=dict(cursor))
 
 
-def merge_sources(previous: dict, report: dict, when: str) -> dict:
+def merge_sources(previous: dict[str, Any], report: dict[str, Any], when: str) -> dict[str, Any]:
     """The per-source record after a run that reported ``report`` (sources it no longer lists are dropped)."""
-    merged: dict = {}
+    merged: dict[str, Any] = {}
     for name, result in report.items():
         if not isinstance(result, dict):
             continue

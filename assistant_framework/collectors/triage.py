@@ -24,7 +24,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Callable
+from typing import Any, Callable
 
 from assistant_framework.memory.modelcall import call_model, json_schema_format, parse_json_reply
 from assistant_framework.workspace import Workspace
@@ -47,17 +47,17 @@ TRIAGE_SCHEMA = {
 Complete = Callable[..., str]
 
 
-def ask_rules(rules: list[dict]) -> list[dict]:
+def ask_rules(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The ``ask`` rules among a collector's notify rules."""
     return [rule for rule in rules if isinstance(rule, dict) and rule.get("match") == ASK and rule.get("value")]
 
 
-def _first(item: dict, keys: tuple[str, ...]) -> str:
+def _first(item: dict[str, Any], keys: tuple[str, ...]) -> str:
     value = next((str(item[k]) for k in keys if item.get(k)), "")
     return " ".join(value.split())[:ITEM_CHARS]
 
 
-def item_line(number: int, item: dict) -> str:
+def item_line(number: int, item: dict[str, Any]) -> str:
     """One item as the model sees it: its number, title, origin and the start of its text, on one line."""
     title = _first(item, ("title", "subject", "summary"))
     origin = _first(item, ("from", "sender", "feed"))
@@ -68,7 +68,7 @@ def item_line(number: int, item: dict) -> str:
     return f"{number}. " + (" | ".join(parts) or "(no text)")
 
 
-def triage_messages(question: str, items: list[dict]) -> list[dict]:
+def triage_messages(question: str, items: list[dict[str, Any]]) -> list[dict[str, str]]:
     """The request: the owner's question, then the items, numbered from 1, marked as outside content."""
     system = (
         "You sort new items for the owner of a personal assistant. For each item, answer the owner's "
@@ -130,12 +130,12 @@ class TriageBudget:
             return grant
 
 
-def triage_status(workspace: Workspace, today: date) -> dict[str, dict]:
+def triage_status(workspace: Workspace, today: date) -> dict[str, dict[str, Any]]:
     """Today's ask-rule counts per collector: ``asked``, ``not_asked``, ``limit`` (for ``/now``)."""
     return _load(workspace, today)[1]
 
 
-def _load(workspace: Workspace, today: date) -> tuple[str, dict[str, dict]]:
+def _load(workspace: Workspace, today: date) -> tuple[str, dict[str, dict[str, Any]]]:
     day = today.isoformat()
     data = workspace.read_json(BUDGET_FILE, default={}) or {}
     if not isinstance(data, dict):
@@ -152,7 +152,7 @@ def _count(value: object) -> int:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def _notice(collector: str, counts: dict, limit: int, now: datetime) -> str:
+def _notice(collector: str, counts: dict[str, Any], limit: int, now: datetime) -> str:
     return (
         f"{collector}: {counts['not_asked']} new item(s) were not sorted for you (nor pushed): the ask rule's "
         f"budget is spent for now ({counts['asked']} of {limit} asked today, spread over the day; more are asked "
@@ -165,18 +165,24 @@ def _notice(collector: str, counts: dict, limit: int, now: datetime) -> str:
 class Triage:
     """One ask rule's outcome for one run: the items to push, and the owner's notice if one is due."""
 
-    picked: list[dict] = field(default_factory=list)
+    picked: list[dict[str, Any]] = field(default_factory=list)
     not_asked: int = 0
     notice: str | None = None
 
 
-def personal_first(items: list[dict]) -> list[dict]:
+def personal_first(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The items with those that look personal first (``bulk`` ones, e.g. newsletters, last), else in order."""
     return sorted(items, key=lambda item: bool(item.get("bulk")))
 
 
 def ask_model(
-    complete: Complete, rule: dict, items: list[dict], *, collector: str, budget: TriageBudget, now: datetime
+    complete: Complete,
+    rule: dict[str, Any],
+    items: list[dict[str, Any]],
+    *,
+    collector: str,
+    budget: TriageBudget,
+    now: datetime,
 ) -> Triage:
     """The items the model says yes to for one ``ask`` rule, within the budget's share by ``now`` (local);
     no picks on any model failure."""

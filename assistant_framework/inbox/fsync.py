@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 
-def fsync_all(paths: list) -> None:
+def fsync_all(paths: list[Path]) -> None:
     """fsync files and folders concurrently (one journal commit for the lot on ext4/xfs)."""
     if not paths:
         return

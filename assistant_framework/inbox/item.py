@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 PENDING_DIR = "state/inbox/pending"
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -17,7 +18,7 @@ class InboxItem:
     source_id: str
     conversation_id: str
     seq: int
-    payload: dict
+    payload: dict[str, Any]
     accepted_at: str
     parts: dict[int, int] = field(default_factory=dict)  # part index -> delivered message id
     reply: str | None = None  # the reply text once produced, so a replay resends it instead of asking again
@@ -26,7 +27,7 @@ class InboxItem:
         ""  # what the message is (e.g. chat/message id/date): tells a reused source id from a re-delivery
     )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The on-disk form of the item."""
         return {
             "item_id": self.item_id,
@@ -42,7 +43,7 @@ class InboxItem:
         }
 
     @classmethod
-    def from_json(cls, obj: dict) -> "InboxItem":
+    def from_json(cls, obj: dict[str, Any]) -> "InboxItem":
         """Rebuild an item from its on-disk form."""
         return cls(
             item_id=str(obj["item_id"]),

@@ -9,6 +9,7 @@ import logging
 import threading
 import time
 from datetime import datetime, timezone
+from typing import Any
 
 from assistant_framework.inbox.fsync import fsync_all
 from assistant_framework.inbox.item import PENDING_DIR, InboxItem, conversation_dir, item_rel
@@ -35,7 +36,9 @@ class Inbox:
 
     # -- incoming -------------------------------------------------------------
 
-    def accept(self, source_id: str, conversation_id: str, payload: dict, fingerprint: str = "") -> InboxItem | None:
+    def accept(
+        self, source_id: str, conversation_id: str, payload: dict[str, Any], fingerprint: str = ""
+    ) -> InboxItem | None:
         """Persist a new message before it is processed; None when ``source_id`` was already accepted.
 
         With a ``fingerprint`` (what the message is), a known source id whose recorded fingerprint
@@ -54,7 +57,7 @@ class Inbox:
             self._items[item.item_id] = item
             return item
 
-    def accept_many(self, entries: list[tuple]) -> list[InboxItem | None]:
+    def accept_many(self, entries: list[tuple[Any, ...]]) -> list[InboxItem | None]:
         """``accept`` for a batch of ``(source_id, conversation_id, payload[, fingerprint])``, fsyncs together.
 
         Every item file is written (atomic rename), then all files and folders are fsynced at once
@@ -91,7 +94,7 @@ class Inbox:
                 self._seen.record(item.source_id, item.fingerprint)
         return results
 
-    def _new_item(self, source_id: str, conversation_id: str, payload: dict, fingerprint: str) -> InboxItem:
+    def _new_item(self, source_id: str, conversation_id: str, payload: dict[str, Any], fingerprint: str) -> InboxItem:
         # Nanosecond clock keeps arrival order across restarts; max() keeps it strictly increasing.
         seq = max(self._last_seq + 1, time.time_ns())
         self._last_seq = seq

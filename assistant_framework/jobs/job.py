@@ -64,7 +64,7 @@ class Job:
         return self.schedule.next_after(after)
 
 
-def schedule_of(row: dict, default_tz: str) -> Schedule:
+def schedule_of(row: dict[str, Any], default_tz: str) -> Schedule:
     """The schedule a row names; JobError saying what to write when it names none or several."""
     given = [key for key in SCHEDULE_KEYS if row.get(key) not in (None, "")]
     if len(given) != 1:
@@ -101,7 +101,7 @@ def schedule_of(row: dict, default_tz: str) -> Schedule:
     return Schedule("at", tz_name, at=at, anchor=anchor)
 
 
-def job_of(row: dict, default_tz: str) -> Job:
+def job_of(row: dict[str, Any], default_tz: str) -> Job:
     """A readable job from a row; JobError naming the row and what is wrong."""
     job_id = str(row.get("id") or "").strip()
     if not job_id:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.schedules import as_utc, from_iso
@@ -21,7 +22,7 @@ class RunLog:
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
-    def append(self, record: dict) -> None:
+    def append(self, record: dict[str, Any]) -> None:
         """Append a line; the file is cut to its newest lines once it grows past ``RUNS_MAX_BYTES``."""
         self.workspace.append_jsonl(RUNS_FILE, record)
         try:
@@ -33,7 +34,7 @@ class RunLog:
                 lines = self.workspace.read_text(RUNS_FILE, default="").splitlines()[-RUNS_KEEP_LINES:]
                 self.workspace.write_text(RUNS_FILE, "\n".join(lines) + "\n")
 
-    def records(self) -> list[dict]:
+    def records(self) -> list[dict[str, Any]]:
         """Every readable line, oldest first (a torn or hand-broken line is skipped)."""
         return self.workspace.read_jsonl(RUNS_FILE)
 
@@ -41,11 +42,11 @@ class RunLog:
         """True when a run with this id has its line already (a replay after a crash must not add one)."""
         return any(record.get("run") == run_id for record in self.records()[-RUNS_KEEP_LINES:])
 
-    def for_job(self, job_id: str, limit: int = 20) -> list[dict]:
+    def for_job(self, job_id: str, limit: int = 20) -> list[dict[str, Any]]:
         """The newest ``limit`` lines of one job, oldest first."""
         return [record for record in self.records() if record.get("job") == job_id][-limit:]
 
-    def on_day(self, day: date, tz: ZoneInfo) -> list[dict]:
+    def on_day(self, day: date, tz: ZoneInfo) -> list[dict[str, Any]]:
         """The lines of runs planned on local ``day``."""
         out = []
         for record in self.records():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from typing import Any
 
 from assistant_framework.jobs.job import PAYLOAD_KEYS, SCHEDULE_KEYS, Job, JobError, job_of
 from assistant_framework.schedules import as_utc, from_iso
@@ -39,7 +40,7 @@ class JobStore:
         self.default_tz = default_tz
         self.file = JsonListFile(workspace, JOBS_FILE)
 
-    def rows(self) -> list[dict]:
+    def rows(self) -> list[dict[str, Any]]:
         """The rows as they are in the file (objects only)."""
         return self.file.load()
 
@@ -87,7 +88,12 @@ class JobStore:
         raise NotFoundError(f"no job {query!r}; the jobs are: {known}")
 
     def add(
-        self, fields: dict, *, untrusted: bool = False, max_jobs: int | None = None, now: datetime | None = None
+        self,
+        fields: dict[str, Any],
+        *,
+        untrusted: bool = False,
+        max_jobs: int | None = None,
+        now: datetime | None = None,
     ) -> Job:
         """Store a new job from ``fields`` (checked as a row first); its id is returned in the Job."""
         row = {key: value for key, value in fields.items() if value not in (None, "")}
@@ -112,7 +118,7 @@ class JobStore:
             rows.append(row)
         return job
 
-    def update(self, job_id: str, changes: dict, now: datetime | None = None) -> Job:
+    def update(self, job_id: str, changes: dict[str, Any], now: datetime | None = None) -> Job:
         """Change fields of a job (a new schedule replaces the old one, a new payload the old one)."""
         with self.file.edit() as rows:
             row = _row(rows, job_id)
@@ -144,7 +150,7 @@ class JobStore:
             job = job_of(row, self.default_tz)
         return job
 
-    def remove(self, job_id: str) -> dict:
+    def remove(self, job_id: str) -> dict[str, Any]:
         """Delete a job row and return it."""
         with self.file.edit() as rows:
             row = _row(rows, job_id)
@@ -193,7 +199,7 @@ class JobStore:
         return failures, paused_now
 
 
-def _row(rows: list[dict], job_id: str) -> dict:
+def _row(rows: list[dict[str, Any]], job_id: str) -> dict[str, Any]:
     wanted = str(job_id or "").strip()
     for row in rows:
         if str(row.get("id")) == wanted:

@@ -107,7 +107,7 @@ class ServerConnection:
         self._loop = loop
         self._stderr = StderrTail(settings.name)
         self._client: Client | None = None
-        self._supervisor: asyncio.Task | None = None
+        self._supervisor: asyncio.Task[Any] | None = None
         self._ready: asyncio.Event | None = None
         self._wake: asyncio.Event | None = None
         self._stop: asyncio.Event | None = None
@@ -132,7 +132,7 @@ class ServerConnection:
         except TimeoutError:
             raise ToolError(f"did not answer within {timeout:g} s") from None
 
-    def call(self, tool: str, arguments: dict) -> Any:
+    def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """One ``tools/call``: the SDK's result, or ToolError (one sentence) when the call did not work."""
         timeout = self.settings.timeout
         try:
@@ -149,7 +149,7 @@ class ServerConnection:
     async def _start(self) -> list[Any]:
         if self._supervisor is None:
             self._ready, self._wake, self._stop = asyncio.Event(), asyncio.Event(), asyncio.Event()
-            first: asyncio.Future = asyncio.get_running_loop().create_future()
+            first: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             self._supervisor = asyncio.create_task(self._supervise(first), name=f"mcp-{self.name}")
             await first
         elif not self.answered:
@@ -171,12 +171,12 @@ class ServerConnection:
         except Exception:  # noqa: BLE001 - stopping: the error was reported when it happened
             pass
 
-    async def _supervise(self, first: asyncio.Future) -> None:
+    async def _supervise(self, first: asyncio.Future[Any]) -> None:
         assert self._stop is not None
         backoff = FIRST_BACKOFF
         outage: float | None = None
         while not self._stop.is_set():
-            started: asyncio.Future = asyncio.get_running_loop().create_future()
+            started: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             session = asyncio.create_task(self._session(started), name=f"mcp-{self.name}-session")
             error = await self._until_started(session, started)
             if not error:
@@ -215,7 +215,7 @@ class ServerConnection:
             backoff = min(backoff * 2, MAX_BACKOFF)
             self.restarts += 1
 
-    async def _until_started(self, session: asyncio.Task, started: asyncio.Future) -> str:
+    async def _until_started(self, session: asyncio.Task[Any], started: asyncio.Future[Any]) -> str:
         """ "" once the session listed the tools, else why it did not (the session is over then)."""
         timeout = self.settings.timeout
         done, _ = await asyncio.wait({session, started}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
@@ -227,11 +227,11 @@ class ServerConnection:
         await asyncio.gather(session, return_exceptions=True)
         return self._with_stderr(f"did not answer within {timeout:g} s")
 
-    async def _until_ended(self, session: asyncio.Task) -> str:
+    async def _until_ended(self, session: asyncio.Task[Any]) -> str:
         await asyncio.gather(session, return_exceptions=True)
         return self._why(session)
 
-    def _why(self, session: asyncio.Task) -> str:
+    def _why(self, session: asyncio.Task[Any]) -> str:
         if session.cancelled():
             return "stopped"
         exc = session.exception()
@@ -290,7 +290,7 @@ class ServerConnection:
             log.warning("mcp server %r lists %d tools; the first %d are used", self.name, len(tools), MAX_TOOLS)
         return tools[:MAX_TOOLS]
 
-    async def _session(self, started: asyncio.Future) -> None:
+    async def _session(self, started: asyncio.Future[Any]) -> None:
         """One connection: open, list, then watch until it is lost or the server is stopped."""
         assert self._ready is not None and self._wake is not None and self._stop is not None
         async with AsyncExitStack() as stack:
@@ -347,7 +347,7 @@ class ServerConnection:
             raise ToolError(f"the MCP server {self.name!r} is restarting: try again in a moment")
         return self._client
 
-    async def _call(self, tool: str, arguments: dict, timeout: float) -> Any:
+    async def _call(self, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
         assert self._wake is not None
         if self._supervisor is None or self._supervisor.done():
             raise ToolError(f"the MCP server {self.name!r} is not running ({self.error or 'stopped'})")

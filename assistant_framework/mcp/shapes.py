@@ -59,7 +59,7 @@ def short_description(text: Any, limit: int, fallback: str) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def _resolve(schema: Any, root: dict, depth: int, seen: tuple[str, ...] = ()) -> Any:
+def _resolve(schema: Any, root: dict[str, Any], depth: int, seen: tuple[str, ...] = ()) -> Any:
     """``schema`` with local ``$ref``s (``#/$defs/X``, ``#/definitions/X``) replaced by their target and
     everything below ``depth`` levels replaced by ``{}`` (any value): bounded however the server nests."""
     if not isinstance(schema, dict):
@@ -73,7 +73,7 @@ def _resolve(schema: Any, root: dict, depth: int, seen: tuple[str, ...] = ()) ->
             return {k: v for k, v in schema.items() if k == "description"}
         merged = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
         return _resolve(merged, root, depth, (*seen, ref))
-    out: dict = {}
+    out: dict[str, Any] = {}
     for key, value in schema.items():
         if key in ("$defs", "definitions"):
             continue
@@ -88,7 +88,7 @@ def _resolve(schema: Any, root: dict, depth: int, seen: tuple[str, ...] = ()) ->
     return out
 
 
-def _ref_target(ref: str, root: dict) -> dict | None:
+def _ref_target(ref: str, root: dict[str, Any]) -> dict[str, Any] | None:
     for prefix in ("#/$defs/", "#/definitions/"):
         if ref.startswith(prefix):
             defs = root.get(prefix[2:-1])
@@ -97,17 +97,17 @@ def _ref_target(ref: str, root: dict) -> dict | None:
     return None
 
 
-def _size(schema: dict) -> int:
+def _size(schema: dict[str, Any]) -> int:
     return len(json.dumps(schema, separators=(",", ":"), ensure_ascii=False))
 
 
-def _types_only(schema: dict) -> dict:
+def _types_only(schema: dict[str, Any]) -> dict[str, Any]:
     properties = value if isinstance(value := schema.get("properties"), dict) else {}
     kept = {
         name: {"type": sub["type"]} if isinstance(sub, dict) and isinstance(sub.get("type"), str) else {}
         for name, sub in list(properties.items())[:MAX_FIELDS]
     }
-    out: dict = {"type": "object", "properties": kept}
+    out: dict[str, Any] = {"type": "object", "properties": kept}
     required = [r for r in schema.get("required") or [] if r in kept]
     if required:
         out["required"] = required
@@ -126,7 +126,7 @@ def _strip_descriptions(schema: Any) -> Any:
     return schema
 
 
-def shown_schema(input_schema: Any) -> tuple[dict, str]:
+def shown_schema(input_schema: Any) -> tuple[dict[str, Any], str]:
     """The args schema the model sees and the manager checks, and how it was cut (``""`` when it was not).
 
     Always an object schema; a property list of a hostile size or depth never reaches the prompt."""

@@ -43,7 +43,7 @@ class ToolCall:
         # Files from an outside server are outside content too: inbox/ is where the workspace keeps it.
         self.folder = f"inbox/mcp/{server.name}" if self.outside else f"mcp/{server.name}"
 
-    def __call__(self, workspace: Any, args: dict, context: Any = None) -> str:
+    def __call__(self, workspace: Any, args: dict[str, Any], context: Any = None) -> str:
         try:
             result = self.connection.call(self.tool, args)
             text = result_text(result, PartSaver(workspace, self.folder, self.tool))

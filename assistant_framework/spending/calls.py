@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from assistant_framework.config.settings import LLMSettings, RunnerSettings
 from assistant_framework.tokens import estimate_tokens
@@ -51,7 +51,7 @@ def call_cost(tokens: CallTokens, runner: RunnerSettings) -> float:
     ) / 1_000_000
 
 
-def _message_tokens(message: Mapping) -> int:
+def _message_tokens(message: Mapping[str, Any]) -> int:
     """A message's estimated tokens: its text, the arguments of its tool calls, ``IMAGE_TOKENS`` a picture and
     ``MESSAGE_TOKENS`` for the chat template."""
     content = message.get("content")
@@ -67,7 +67,7 @@ def _message_tokens(message: Mapping) -> int:
     return estimate_tokens(text) + pictures * IMAGE_TOKENS + MESSAGE_TOKENS
 
 
-def call_estimate(body: Mapping) -> CallTokens:
+def call_estimate(body: Mapping[str, Any]) -> CallTokens:
     """What one Chat Completions request may cost, before it is sent: its prompt (each message's text and pictures,
     the tool specs, ``MESSAGE_TOKENS`` a message) and its answer's bound (``max_tokens`` or
     ``max_completion_tokens``; without either, ``DEFAULT_ANSWER_TOKENS``). The one estimate of a call: the caps'

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Callable
+from typing import Any, Callable
 from zoneinfo import ZoneInfo
 
 from assistant_framework.config.settings import RunnerSettings
@@ -33,7 +33,7 @@ class Hold:
     cost: float
 
 
-def _fresh(row: dict, day: str, month: str) -> dict:
+def _fresh(row: dict[str, Any], day: str, month: str) -> dict[str, Any]:
     """The runner's counts with the periods that ended set back to zero (changes ``row``)."""
     if row.get("day") != day:
         row.update(day=day, day_tokens=0, day_cost=0.0, day_estimated=False, day_refused={})
@@ -94,7 +94,7 @@ class SpendingLedger:
 
     # -- counts --------------------------------------------------------------
 
-    def _read(self) -> dict[str, dict]:
+    def _read(self) -> dict[str, dict[str, Any]]:
         try:
             data = self.workspace.read_json(STATE_FILE, default={})
         except (ValueError, UnicodeDecodeError, OSError) as err:
@@ -106,7 +106,7 @@ class SpendingLedger:
         return {k: v for k, v in (runners or {}).items() if isinstance(v, dict)} if isinstance(runners, dict) else {}
 
     @contextmanager
-    def _changing(self, name: str, now: datetime) -> Iterator[dict]:
+    def _changing(self, name: str, now: datetime) -> Iterator[dict[str, Any]]:
         """The runner's row to change, read and written back under the file's lock: the bot and a CLI command
         (``eval skills``, ``trace replay``) count into the same file."""
         with self.workspace.lock(STATE_FILE):
@@ -120,7 +120,9 @@ class SpendingLedger:
             except OSError as err:  # the next call counts again from what the file holds
                 log.warning("could not write %s: %s", STATE_FILE, err)
 
-    def _uses(self, runner: RunnerSettings, row: dict, now: datetime, upcoming: CallTokens | None) -> list[CapUse]:
+    def _uses(
+        self, runner: RunnerSettings, row: dict[str, Any], now: datetime, upcoming: CallTokens | None
+    ) -> list[CapUse]:
         with self._lock:
             held = [h for h in self._held if h.runner == runner.name]
         out = []
@@ -158,7 +160,7 @@ class SpendingLedger:
         row = _fresh(self._read().get(runner.name) or {}, *self.periods(now))
         return self._uses(runner, row, now, upcoming)
 
-    def used(self, runner: str) -> dict:
+    def used(self, runner: str) -> dict[str, Any]:
         """The runner's counts of today and this month (``day_tokens``, ``month_cost``, ...)."""
         now = self.now()
         return _fresh(self._read().get(runner) or {}, *self.periods(now))
@@ -236,7 +238,7 @@ class SpendingLedger:
         if tell:
             self._tell(reached, next_runner)
 
-    def _tell_once(self, row: dict, cap: str, now: datetime) -> bool:
+    def _tell_once(self, row: dict[str, Any], cap: str, now: datetime) -> bool:
         """True the first time in ``cap``'s period that someone can be told (marks it told; caller holds the file)."""
         if self.capped is None:
             return False
@@ -257,7 +259,9 @@ class SpendingLedger:
             log.exception("could not tell the owner about the cap of runner %r", use.runner)
 
 
-def cap_rows(ledger: SpendingLedger, runners: tuple[RunnerSettings, ...] | list[RunnerSettings]) -> list[dict]:
+def cap_rows(
+    ledger: SpendingLedger, runners: tuple[RunnerSettings, ...] | list[RunnerSettings]
+) -> list[dict[str, Any]]:
     """Every cap of every runner as a row (runner, cap, limit, used, left, percent, reached, refused, resets,
     estimated), for /stats, the web Usage page and doctor."""
     rows = []
