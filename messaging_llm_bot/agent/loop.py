@@ -40,7 +40,8 @@ from messaging_llm_bot.agent.memory import Memory, TurnMemory
 from messaging_llm_bot.agent.native import SkillFormats
 from messaging_llm_bot.agent.prompt import PromptBuilder, final_user_message, section_sizes
 from messaging_llm_bot.agent.rounds import Rounds, TurnPrompt, offered_names
-from messaging_llm_bot.agent.sessions import Session, Sessions
+from messaging_llm_bot.agent.session_calls import SessionCalls
+from messaging_llm_bot.agent.sessions import Sessions
 from messaging_llm_bot.agent.settings import BotSettings
 from messaging_llm_bot.agent.turn import (
     FAILED_TURN_REPLY,
@@ -66,7 +67,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
-class Agent:
+class Agent(SessionCalls):
     """Answers messages with the model and the skills; see the module docstring."""
 
     def __init__(
@@ -176,40 +177,6 @@ class Agent:
 
     # -- public calls ------------------------------------------------------------
 
-    def reset(self, conversation_id: str) -> str:
-        """Clear the history of this chat's (or topic's) active session; returns a sentence saying what was cleared."""
-        with self._conversations.lock(conversation_id):
-            count = self.history.clear(self.sessions.active(conversation_id))
-            self._last_recall.pop(conversation_id, None)
-            self._last_summary.pop(conversation_id, None)
-        if not count:
-            return "This conversation had no history to clear. Notes, learnings and other saved data are kept."
-        return (
-            f"Cleared this conversation's history ({count} messages). Notes, learnings and other saved data are kept."
-        )
-
-    def new_session(self, conversation_id: str) -> tuple[Session, bool]:
-        """Start a new session in this chat or topic: (it, True); (the active one, False) when that one has no
-        history yet. The earlier sessions keep their history, log and memory."""
-        with self._conversations.lock(conversation_id):
-            empty = not self.history.load(self.sessions.active(conversation_id))
-            made = self.sessions.new(conversation_id, current_empty=empty)
-            self._last_recall.pop(conversation_id, None)
-        return made
-
-    def session_list(self, conversation_id: str) -> tuple[int, list[Session]]:
-        """(the active session's number, the sessions of this chat or topic, oldest first)."""
-        # No lock: a listing need not wait for the turn running here (the list has its own).
-        return self.sessions.active_number(conversation_id), self.sessions.list(conversation_id)
-
-    def resume(self, conversation_id: str, number: int) -> Session | None:
-        """Make session ``number`` of this chat or topic the active one; None when there is no such session."""
-        with self._conversations.lock(conversation_id):
-            session = self.sessions.resume(conversation_id, number)
-            if session is not None:
-                self._last_recall.pop(conversation_id, None)
-            return session
-
     def offered_skills(self, owner_chat: bool) -> list[str]:
         """The skill names a chat's turns offer the model, which its /help, /skills and /skill show too:
         every skill in the owner's own chat, the guest skills (``policy.guest_skills``) anywhere else."""
@@ -226,15 +193,6 @@ class Agent:
         while the server still reads the prompt; the server stops generating); a skill already running
         finishes, no further one starts. Messages waiting behind it are answered."""
         return self._conversations.stop(conversation_id)
-
-    def last_recall(self, conversation_id: str) -> list[Hit]:
-        """The memory hits placed in the prompt of this conversation's last message."""
-        return list(self._last_recall.get(conversation_id, []))
-
-    def last_summary(self, conversation_id: str) -> str | None:
-        """When the summary of earlier turns in the prompt of this conversation's last message was written
-        ('' when unknown); None when that prompt had no summary."""
-        return self._last_summary.get(conversation_id)
 
     def handle(self, message: Incoming) -> TurnResult:
         """Answer one message (blocking, thread-safe); never raises for model or skill failures.
