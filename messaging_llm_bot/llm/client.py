@@ -25,7 +25,7 @@ from assistant_framework.config import ConfigError
 from assistant_framework.config.settings import LLMSettings
 from assistant_framework.config.settings.fields import read_record
 from assistant_framework.http_deadline import Deadline
-from assistant_framework.spending import CallTokens, CapUse, Hold, SpendingLedger, call_estimate, none_left_text
+from assistant_framework.spending import CapUse, SpendingLedger, none_left_text
 from messaging_llm_bot.llm.answer import (
     Completion,
     error_text,
@@ -35,6 +35,7 @@ from messaging_llm_bot.llm.answer import (
     to_completion,
     transport_error,
 )
+from messaging_llm_bot.llm.caps import count_call, hold_call, refusal, release_call
 from messaging_llm_bot.llm.deadline import CallDeadline
 from messaging_llm_bot.llm.errors import LLMError, http_error, names_response_format
 from messaging_llm_bot.llm.hangup import hang_up_on
@@ -46,7 +47,7 @@ from messaging_llm_bot.llm.runners import (
     unset_key_variable,
     vision_order,
 )
-from messaging_llm_bot.llm.slots import PrioritySlots, in_background
+from messaging_llm_bot.llm.slots import PrioritySlots
 from messaging_llm_bot.llm.structured import TOOLS, FormatChooser, format_fields, requested_format
 from messaging_llm_bot.llm.usage import Usage, parse_usage
 from messaging_llm_bot.llm.wire import JsonObject, Message
@@ -178,14 +179,14 @@ class LLMClient:
                 sent = native_messages() if mode == TOOLS and native_messages else messages
                 body_extra = format_fields(mode, schema, schema_name, tools, extra)
                 body = self.build_request(candidate, sent, stream=stream, extra=body_extra)
-                held = self._hold(candidate, body, candidates[index + 1 :])
+                held = hold_call(self.spending, candidate, body, candidates[index + 1 :])
                 if isinstance(held, CapUse):  # this call would pass a spending cap: the next runner answers
                     capped.append(held)
                     break
                 try:
                     completion = self._complete_on(candidate, body, stream, on_delta, stop)
                 except LLMError as err:
-                    self._release(held)
+                    release_call(self.spending, held)
                     if stop is not None and stop.is_set():
                         raise  # the owner stopped the turn: no other format or runner
                     # A server rejecting a response_format or tools is expected once per runner and is
@@ -211,11 +212,11 @@ class LLMClient:
                         raise
                     break
                 except BaseException:
-                    self._release(held)
+                    release_call(self.spending, held)
                     raise
                 if schema is not None or tools:
                     self.formats.worked(candidate, mode)
-                self._count(candidate, completion, body, held, candidates[index + 1 :])
+                count_call(self.spending, candidate, completion, body, held, candidates[index + 1 :])
                 return completion
         if not failures:
             raise LLMError("spending_cap", none_left_text(capped))
@@ -223,59 +224,9 @@ class LLMClient:
         last.attempts = failures[:-1]
         raise last
 
-    def _hold(self, runner: RunnerConfig, body: JsonObject, rest: list[RunnerConfig]) -> Hold | CapUse | None:
-        """Check the request against ``runner``'s caps with its own estimate (``call_estimate``): the cap it would
-        pass (a turn's refusal is told to the owner once, naming the runner that would answer it), or its hold."""
-        if self.spending is None:
-            return None
-        background = in_background()
-        estimate = call_estimate(body)
-        held = self.spending.hold(runner, estimate, background=background)
-        if isinstance(held, CapUse) and not background:
-            try:
-                following = next((r.name for r in rest if self.spending.blocking(r, False, estimate) is None), None)
-                self.spending.skipped(held, following)
-            except Exception:  # noqa: BLE001 - bookkeeping must not cost the turn
-                log.exception("could not count the skip of runner %r", runner.name)
-        return held
-
-    def _release(self, held: Hold | CapUse | None) -> None:
-        if self.spending is not None and isinstance(held, Hold):
-            self.spending.release(held)
-
     def refusal(self) -> str | None:
         """The sentence a call gets now when every runner has reached a spending cap (None: one may answer)."""
-        if self.spending is None:
-            return None
-        background = in_background()
-        uses = [self.spending.blocking(r, background) for r in self.runners]
-        return none_left_text([u for u in uses if u is not None]) if uses and all(uses) else None
-
-    def _count(
-        self,
-        runner: RunnerConfig,
-        completion: Completion,
-        body: JsonObject,
-        held: Hold | CapUse | None,
-        rest: list[RunnerConfig],
-    ) -> None:
-        """Add an answered call to the spending counts (naming the runner that would answer next)."""
-        if self.spending is None:
-            return
-        try:
-            following = next((r.name for r in rest if self.spending.blocking(r, False) is None), None)
-            usage = completion.usage
-            self.spending.record(
-                runner,
-                CallTokens(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens),
-                estimate=call_estimate(body),
-                answer=(completion.text or "") + (completion.reasoning or ""),
-                hold=held if isinstance(held, Hold) else None,
-                next_runner=following,
-            )
-        except Exception:  # noqa: BLE001 - bookkeeping must not cost the answer
-            self._release(held)
-            log.exception("could not count the call to runner %r", runner.name)
+        return refusal(self.spending, self.runners)
 
     @property
     def vision_runners(self) -> tuple[str, ...]:

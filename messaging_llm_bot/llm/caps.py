@@ -1,0 +1,77 @@
+"""The model client's side of the spending caps (assistant_framework/spending/): before a call, hold its own
+estimate against the runner's caps (or get the cap it would pass); after it, count what the server reported;
+and the sentence a call gets when no runner may answer. ``spending`` None: no caps are kept."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from assistant_framework.spending import CallTokens, CapUse, Hold, SpendingLedger, call_estimate, none_left_text
+from messaging_llm_bot.llm.answer import Completion
+from messaging_llm_bot.llm.runners import RunnerConfig
+from messaging_llm_bot.llm.slots import in_background
+from messaging_llm_bot.llm.wire import JsonObject
+
+log = logging.getLogger(__name__)
+
+
+def hold_call(
+    spending: SpendingLedger | None, runner: RunnerConfig, body: JsonObject, rest: Sequence[RunnerConfig]
+) -> Hold | CapUse | None:
+    """Check the request against ``runner``'s caps with its own estimate (``call_estimate``): the cap it would
+    pass (a turn's refusal is told to the owner once, naming the runner that would answer it), or its hold."""
+    if spending is None:
+        return None
+    background = in_background()
+    estimate = call_estimate(body)
+    held = spending.hold(runner, estimate, background=background)
+    if isinstance(held, CapUse) and not background:
+        try:
+            following = next((r.name for r in rest if spending.blocking(r, False, estimate) is None), None)
+            spending.skipped(held, following)
+        except Exception:  # noqa: BLE001 - bookkeeping must not cost the turn
+            log.exception("could not count the skip of runner %r", runner.name)
+    return held
+
+
+def release_call(spending: SpendingLedger | None, held: Hold | CapUse | None) -> None:
+    """Give back a call's hold (the call failed: nothing is counted)."""
+    if spending is not None and isinstance(held, Hold):
+        spending.release(held)
+
+
+def refusal(spending: SpendingLedger | None, runners: Sequence[RunnerConfig]) -> str | None:
+    """The sentence a call gets now when every runner has reached a spending cap (None: one may answer)."""
+    if spending is None:
+        return None
+    background = in_background()
+    uses = [spending.blocking(r, background) for r in runners]
+    return none_left_text([u for u in uses if u is not None]) if uses and all(uses) else None
+
+
+def count_call(
+    spending: SpendingLedger | None,
+    runner: RunnerConfig,
+    completion: Completion,
+    body: JsonObject,
+    held: Hold | CapUse | None,
+    rest: Sequence[RunnerConfig],
+) -> None:
+    """Add an answered call to the spending counts (naming the runner that would answer next)."""
+    if spending is None:
+        return
+    try:
+        following = next((r.name for r in rest if spending.blocking(r, False) is None), None)
+        usage = completion.usage
+        spending.record(
+            runner,
+            CallTokens(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens),
+            estimate=call_estimate(body),
+            answer=(completion.text or "") + (completion.reasoning or ""),
+            hold=held if isinstance(held, Hold) else None,
+            next_runner=following,
+        )
+    except Exception:  # noqa: BLE001 - bookkeeping must not cost the answer
+        release_call(spending, held)
+        log.exception("could not count the call to runner %r", runner.name)
