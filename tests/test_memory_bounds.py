@@ -15,10 +15,10 @@ import sqlite3
 
 import pytest
 
-from assistant_framework.memory.candidates import MAX_QUERY_TERMS
 from assistant_framework.memory.cjk import MAX_SHORT
 from assistant_framework.memory.readers import QueryTimeout, ReaderPool, time_limit
 from assistant_framework.memory.search import MAX_QUERY_CHARS
+from assistant_framework.memory.terms import MAX_QUERY_TERMS
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.cli.main import main

@@ -24,7 +24,6 @@ from .candidates import (
     cjk_candidates,
     merge_candidates,
     neighbours,
-    query_terms,
     recent_entries,
     segment_scores,
 )
@@ -32,6 +31,7 @@ from .cjk import cjk_pieces
 from .index import MemoryIndex
 from .readers import QueryTimeout, time_limit
 from .sources import time_to_ts
+from .terms import query_terms
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Collection
 
-from assistant_framework.memory.candidates import or_terms, query_terms
+from assistant_framework.memory.terms import or_terms, query_terms
 from messaging_llm_bot.agent.prompt import without_examples
 from messaging_llm_bot.llm.structured import REPLY_SCHEMA, args_grammar, choice_schema, schema_key
 from messaging_llm_bot.llm.wire import JsonObject, Message
