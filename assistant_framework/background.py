@@ -10,7 +10,7 @@ import logging
 import queue
 import threading
 import time
-from typing import Callable
+from typing import Any, Callable
 
 log = logging.getLogger(__name__)
 _STOP = object()
@@ -25,7 +25,7 @@ class BackgroundWorker:
 
     def __init__(self, name: str, on_idle: Callable[[], None] | None = None, idle_seconds: float = 60.0) -> None:
         self.name = name
-        self._queue: queue.Queue = queue.Queue()
+        self._queue: queue.Queue[Any] = queue.Queue()
         self._on_idle = on_idle
         #: Read before each wait: a new value (``/reload``) holds from the next wait on.
         self.idle_seconds = idle_seconds

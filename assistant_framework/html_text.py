@@ -41,7 +41,7 @@ class _TextParser(HTMLParser):
         self._row_text = False  # the current row has shown text
         self._separate = False  # a new cell began after text: a separator before its first text
 
-    def handle_starttag(self, tag: str, attrs: list) -> None:
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "tr":
             self._row_text = self._separate = False
         elif tag in ("td", "th"):

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the stubs' names for what HTTPAdapter hands its pools
     from requests.adapters import _HostParams, _PoolKwargs
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-Resolver = Callable[..., list]
+Resolver = Callable[..., list[Any]]
 
 #: Characters the URL parsers read differently (or that never belong in a fetched URL).
 _AMBIGUOUS = re.compile(r"[\\\s\x00-\x1f\x7f]")

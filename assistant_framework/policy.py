@@ -95,7 +95,7 @@ def audit_record(
     outcome: str,
     error: str | None = None,
     time: datetime | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """One audit line: time, chat, skill, redacted args, decision, outcome."""
     record = {
         "time": (time or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
@@ -110,6 +110,6 @@ def audit_record(
     return record
 
 
-def append_audit(workspace: Any, record: dict) -> None:
+def append_audit(workspace: Any, record: dict[str, Any]) -> None:
     """Append one record to the workspace audit log (JSONL)."""
     workspace.append_jsonl(AUDIT_LOG, record)

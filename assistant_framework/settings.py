@@ -37,7 +37,7 @@ def write_target(root: Path) -> Path:
     return root / LOCAL_DIR
 
 
-def _through_lists(root: Path, keys: tuple, value: Any) -> tuple[tuple, Any]:
+def _through_lists(root: Path, keys: tuple[Any, ...], value: Any) -> tuple[tuple[Any, ...], Any]:
     """A key that goes through a list (``llm.runners[0].model``) becomes the whole list with one element changed."""
     at = next((i for i, k in enumerate(keys) if isinstance(k, int)), None)
     if at is None:
@@ -77,7 +77,7 @@ def _through_lists(root: Path, keys: tuple, value: Any) -> tuple[tuple, Any]:
     return prefix, current
 
 
-def write_setting(root: Path, key: str | tuple, value: Any) -> Path:
+def write_setting(root: Path, key: str | tuple[Any, ...], value: Any) -> Path:
     """Write one value into the local layer of ``root`` (or the single-file config), validated.
 
     A value that makes the config invalid is refused (ConfigError) and the file put back as it was.
@@ -103,7 +103,7 @@ def _set_lock_path(root: Path) -> str:
     return str(Path(tempfile.gettempdir()) / f"assistant-config-set-{digest}.lock")
 
 
-def _write_setting_locked(root: Path, keys: tuple, value: Any) -> Path:
+def _write_setting_locked(root: Path, keys: tuple[Any, ...], value: Any) -> Path:
     target = write_target(root)
     keys, value = _through_lists(root, keys, value)
     file, inner = owner_file(target, keys)

@@ -136,7 +136,7 @@ class TraceStore:
         # so pruning costs no directory walk per turn.
         self._known: list[str] | None = None
 
-    def write(self, trace: dict) -> str:
+    def write(self, trace: dict[str, Any]) -> str:
         """Redact and write a trace (its ``id`` is created when missing), prune; returns the id."""
         trace_id = trace.get("id") or new_trace_id()
         # Compact JSON: the C encoder is ~10x faster than the indented one; `trace show` pretty-prints.
@@ -150,7 +150,7 @@ class TraceStore:
         self.prune()
         return trace_id
 
-    def _record_usage(self, trace: dict) -> None:
+    def _record_usage(self, trace: dict[str, Any]) -> None:
         """Append the turn's usage to ``state/usage/<YYYY-MM>.jsonl``: /stats outlives trace pruning."""
         time_text = str(trace.get("time") or datetime.now(timezone.utc).isoformat(timespec="seconds"))
         requests = [
@@ -159,7 +159,7 @@ class TraceStore:
         ]
         self.workspace.append_jsonl(f"{USAGE_DIR}/{time_text[:7]}.jsonl", {"time": time_text, "requests": requests})
 
-    def write_later(self, trace: dict) -> str:
+    def write_later(self, trace: dict[str, Any]) -> str:
         """Queue a trace for the background writer (redaction, write, prune); returns its id."""
         trace_id = trace.get("id") or new_trace_id()
         record = {**trace, "id": trace_id}
@@ -205,7 +205,7 @@ class TraceStore:
                     self.workspace.delete(day)
         return len(doomed)
 
-    def load(self, trace_id: str) -> dict:
+    def load(self, trace_id: str) -> dict[str, Any]:
         """One trace; KeyError naming the id when it does not exist, ValueError when its file is damaged."""
         self._settled()
         rel = trace_path(trace_id)
@@ -219,7 +219,7 @@ class TraceStore:
             raise ValueError(f"workspace file {rel!r} is not a trace (not a JSON object)")
         return data
 
-    def _readable(self, ids: Iterable[str], damaged: list[str] | None) -> Iterator[tuple[str, dict]]:
+    def _readable(self, ids: Iterable[str], damaged: list[str] | None) -> Iterator[tuple[str, dict[str, Any]]]:
         # A damaged file (cut in half, hand-edited) costs only itself; ``damaged`` collects why.
         for trace_id in ids:
             try:
@@ -240,7 +240,7 @@ class TraceStore:
         shown = "\n  ".join(matches[:20]) + ("\n  ..." if len(matches) > 20 else "")
         raise KeyError(f"{len(matches)} trace ids start with {prefix!r}; give more of the id:\n  {shown}")
 
-    def last(self, damaged: list[str] | None = None) -> dict | None:
+    def last(self, damaged: list[str] | None = None) -> dict[str, Any] | None:
         """The newest readable trace, or None when there are none (damaged newer ones are named in ``damaged``)."""
         return next((trace for _, trace in self._readable(reversed(self.ids()), damaged)), None)
 
@@ -266,7 +266,7 @@ class TraceStore:
                 break
         return out
 
-    def stats(self, days: int = 30, now: datetime | None = None) -> dict:
+    def stats(self, days: int = 30, now: datetime | None = None) -> dict[str, Any]:
         """Totals per day and per model over the last ``days`` days (for /stats)."""
         moment = now or datetime.now(timezone.utc)
         start = moment - timedelta(days=days)
@@ -274,7 +274,7 @@ class TraceStore:
         ledgers = self.workspace.list(f"{USAGE_DIR}/*.jsonl")
         if ledgers:
             first, last = start.strftime("%Y-%m"), moment.strftime("%Y-%m")
-            rows: list[dict] = []
+            rows: list[dict[str, Any]] = []
             for rel in ledgers:
                 if first <= rel.rsplit("/", 1)[-1][:7] <= last:
                     rows.extend(r for r in self.workspace.read_jsonl(rel) if _after(r.get("time"), start))
@@ -306,14 +306,14 @@ def _number(value: Any) -> float:
     return number if math.isfinite(number) else 0.0
 
 
-def _empty_row() -> dict:
+def _empty_row() -> dict[str, Any]:
     return {"turns": 0, "requests": 0, "model_s": 0.0, **{f: 0 for f in _STAT_FIELDS}}
 
 
-def aggregate_usage(traces: Iterable[dict]) -> dict:
+def aggregate_usage(traces: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """{"by_day": {day: row}, "by_model": {model: row}, "total": row} summed over model requests (pure)."""
-    by_day: dict[str, dict] = defaultdict(_empty_row)
-    by_model: dict[str, dict] = defaultdict(_empty_row)
+    by_day: dict[str, dict[str, Any]] = defaultdict(_empty_row)
+    by_model: dict[str, dict[str, Any]] = defaultdict(_empty_row)
     total = _empty_row()
     for trace in traces:
         day = str(trace.get("time", ""))[:10] or "unknown"

@@ -52,9 +52,9 @@ class EvalCase:
     id: str
     category: str
     message: str
-    expect: dict
+    expect: dict[str, Any]
     workspace: dict[str, Any] = field(default_factory=dict)
-    history: list[dict] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
     now: str | None = None
     description: str = ""
     source: str = ""
@@ -104,7 +104,7 @@ def load_cases(dirs: list[Path]) -> list[EvalCase]:
     return cases
 
 
-def _read(path: Path) -> list[dict]:
+def _read(path: Path) -> list[dict[str, Any]]:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import statistics
-from typing import Iterable
+from typing import Any, Iterable
 
 from .scoring import CaseResult
 
 
-def build_report(results: Iterable[CaseResult], *, model: str = "", runner: str = "", base_url: str = "") -> dict:
+def build_report(
+    results: Iterable[CaseResult], *, model: str = "", runner: str = "", base_url: str = ""
+) -> dict[str, Any]:
     """``{"cases", "passed", "by_category": {name: {...}}, "results": [...]}`` plus the model used."""
     rows = list(results)
-    by_category: dict[str, dict] = {}
+    by_category: dict[str, dict[str, Any]] = {}
     for category in sorted({r.category for r in rows}):
         by_category[category] = _summary([r for r in rows if r.category == category])
     report = {
@@ -32,7 +34,7 @@ def _rate(values: list[bool | None]) -> float | None:
     return round(sum(known) / len(known), 3) if known else None
 
 
-def _summary(rows: list[CaseResult]) -> dict:
+def _summary(rows: list[CaseResult]) -> dict[str, Any]:
     latencies = [r.latency_s for r in rows]
     tokens = [r.tokens for r in rows if r.tokens is not None]
     return {
@@ -66,7 +68,7 @@ COLUMNS = (
 )
 
 
-def _row(name: str, s: dict) -> list[str]:
+def _row(name: str, s: dict[str, Any]) -> list[str]:
     return [
         name,
         str(s["cases"]),
@@ -81,7 +83,7 @@ def _row(name: str, s: dict) -> list[str]:
     ]
 
 
-def format_table(report: dict) -> str:
+def format_table(report: dict[str, Any]) -> str:
     """The per-category table, then the overall line and the failed case ids."""
     rows = [list(COLUMNS)] + [_row(name, s) for name, s in report["by_category"].items()]
     rows.append(_row("overall", report["overall"]))
@@ -100,7 +102,7 @@ def format_table(report: dict) -> str:
     return "\n".join([head, ""] + lines + tail)
 
 
-def format_comparison(a: dict, b: dict, name_a: str = "A", name_b: str = "B") -> str:
+def format_comparison(a: dict[str, Any], b: dict[str, Any], name_a: str = "A", name_b: str = "B") -> str:
     """Two reports side by side: passed per category, then the cases whose outcome changed."""
     categories = sorted(set(a["by_category"]) | set(b["by_category"]))
     header = ["category", f"{name_a} passed", f"{name_b} passed", "change"]

@@ -30,7 +30,7 @@ class CaseResult:
     args_correct: bool | None
     repair_round: bool
     no_skill_ok: bool | None  # only for no-skill cases
-    calls: list[dict] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
     reply: str = ""
     problems: list[str] = field(default_factory=list)
     latency_s: float = 0.0
@@ -38,7 +38,7 @@ class CaseResult:
     rounds: int = 0
     error: str | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -115,7 +115,7 @@ def score_case(
     return result
 
 
-def _check_args(expectations: dict, args: Any, today: date) -> list[str]:
+def _check_args(expectations: dict[str, Any], args: Any, today: date) -> list[str]:
     if not isinstance(args, dict):
         return [f"args are not an object: {args!r}"]
     problems = []
@@ -127,7 +127,7 @@ def _check_args(expectations: dict, args: Any, today: date) -> list[str]:
     return problems
 
 
-def _lookup(args: dict, dotted: str) -> Any:
+def _lookup(args: dict[str, Any], dotted: str) -> Any:
     node: Any = args
     for part in dotted.split("."):
         if isinstance(node, dict):

@@ -51,7 +51,7 @@ def slugify(text: str, fallback: str = "untitled") -> str:
     return slug[:60].strip("-") or fallback
 
 
-def next_id(rows: list[dict], prefix: str) -> str:
+def next_id(rows: list[dict[str, Any]], prefix: str) -> str:
     """``prefix`` + one more than the largest number used so far (ids are never reused)."""
     pattern = re.compile(rf"^{re.escape(prefix)}(\d+)$")
     numbers = [int(m.group(1)) for row in rows if (m := pattern.match(str(row.get("id", ""))))]
@@ -74,11 +74,11 @@ class JsonListFile:
         self.workspace = workspace
         self.rel = rel
 
-    def load(self) -> list[dict]:
+    def load(self) -> list[dict[str, Any]]:
         """All records; [] when the file does not exist yet."""
         return self._read()[0]
 
-    def _read(self) -> tuple[list[dict], dict[int, Any]]:
+    def _read(self) -> tuple[list[dict[str, Any]], dict[int, Any]]:
         """The object rows, and the other rows by their index."""
         data = self.workspace.read_json(self.rel, default=[])
         if data is None:
@@ -105,7 +105,7 @@ class JsonListFile:
                 key[2][:80],
             )
 
-    def allocate_id(self, rows: list[dict], prefix: str) -> str:
+    def allocate_id(self, rows: list[dict[str, Any]], prefix: str) -> str:
         """A fresh id; call inside ``edit``. A high-water mark in ``state/ids/`` keeps
         the id of a deleted last record from being handed out again."""
         mark_rel = f"state/ids/{self.rel.replace('/', '__')}.txt"
@@ -124,7 +124,7 @@ class JsonListFile:
         return f"{prefix}{number}"
 
     @contextmanager
-    def edit(self) -> Iterator[list[dict]]:
+    def edit(self) -> Iterator[list[dict[str, Any]]]:
         """Load, let the caller change the list in place, then write it atomically if it changed."""
         with self.workspace.lock(self.rel):
             rows, bad = self._read()
@@ -134,15 +134,15 @@ class JsonListFile:
                 self.workspace.write_json(self.rel, _with_rows_put_back(rows, bad))
 
 
-def _with_rows_put_back(rows: list[dict], bad: dict[int, Any]) -> list:
+def _with_rows_put_back(rows: list[dict[str, Any]], bad: dict[int, Any]) -> list[Any]:
     """``rows`` with the skipped rows back at their old index (the owner's data is never dropped)."""
-    out: list = list(rows)
+    out: list[Any] = list(rows)
     for index in sorted(bad):
         out.insert(min(index, len(out)), bad[index])
     return out
 
 
-def pick_one(rows: list[dict], query: str, kind: str, label: str = "title") -> dict:
+def pick_one(rows: list[dict[str, Any]], query: str, kind: str, label: str = "title") -> dict[str, Any]:
     """The one record whose id or ``label`` matches ``query`` (exact first, then substring)."""
     wanted = norm(query)
     if not wanted:
@@ -161,5 +161,5 @@ def pick_one(rows: list[dict], query: str, kind: str, label: str = "title") -> d
     raise AmbiguousError(f"{len(partial)} {kind}s match {query!r}: {options}; say which one")
 
 
-def _label(row: dict, label: str) -> str:
+def _label(row: dict[str, Any], label: str) -> str:
     return f"{row['id']} {row.get(label, '')!s}".strip() if row.get("id") else str(row.get(label, ""))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, timedelta
+from typing import Any
 
 from ..workspace import Workspace
 from ._common import JsonListFile, norm, one_line, pick_one
@@ -50,7 +51,7 @@ def next_occurrence(birthday: str, today: date) -> date | None:
     return None
 
 
-def _matches(row: dict, query: str) -> bool:
+def _matches(row: dict[str, Any], query: str) -> bool:
     wanted = norm(query)
     return any(
         wanted in norm(value)
@@ -65,12 +66,12 @@ class ContactStore:
     def __init__(self, workspace: Workspace) -> None:
         self.file = JsonListFile(workspace, CONTACTS_FILE)
 
-    def all(self) -> list[dict]:
+    def all(self) -> list[dict[str, Any]]:
         return self.file.load()
 
     def add(
         self, name: str, phone: str = "", email: str = "", notes: str = "", *, untrusted: bool = False, **fields: str
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Store a new contact; ValueError if one with that name exists (use update). ``untrusted``
         (written from outside content) marks it."""
         name = one_line(name)
@@ -85,7 +86,7 @@ class ContactStore:
             rows.append(contact)
         return contact
 
-    def update(self, name: str, *, untrusted: bool = False, **fields: str) -> dict:
+    def update(self, name: str, *, untrusted: bool = False, **fields: str) -> dict[str, Any]:
         """Change fields of the contact matching ``name``; empty values are ignored. ``untrusted``
         marks the contact when a value changed (it now holds outside text); otherwise a mark stays."""
         with self.file.edit() as rows:
@@ -98,7 +99,7 @@ class ContactStore:
                 mark_record(contact)
         return contact
 
-    def find(self, query: str) -> list[dict]:
+    def find(self, query: str) -> list[dict[str, Any]]:
         """Contacts where any field contains ``query`` (case-insensitive); all when empty."""
         rows = self.file.load()
         return rows if not norm(query) else [row for row in rows if _matches(row, query)]
@@ -110,10 +111,10 @@ class BirthdayStore:
     def __init__(self, workspace: Workspace) -> None:
         self.file = JsonListFile(workspace, BIRTHDAYS_FILE)
 
-    def all(self) -> list[dict]:
+    def all(self) -> list[dict[str, Any]]:
         return self.file.load()
 
-    def add(self, name: str, date: str, notes: str = "", *, untrusted: bool = False) -> dict:
+    def add(self, name: str, date: str, notes: str = "", *, untrusted: bool = False) -> dict[str, Any]:
         """Store a birthday; ValueError if that person already has one (use update). ``untrusted``
         (written from outside content) marks it."""
         name = one_line(name)
@@ -128,7 +129,9 @@ class BirthdayStore:
             rows.append(entry)
         return entry
 
-    def update(self, name: str, date: str | None = None, notes: str | None = None, *, untrusted: bool = False) -> dict:
+    def update(
+        self, name: str, date: str | None = None, notes: str | None = None, *, untrusted: bool = False
+    ) -> dict[str, Any]:
         """Change the date and/or notes of the person matching ``name``; ``untrusted`` marks the entry
         when something changed (otherwise a mark stays)."""
         with self.file.edit() as rows:
@@ -142,12 +145,12 @@ class BirthdayStore:
                 mark_record(entry)
         return entry
 
-    def find(self, query: str) -> list[dict]:
+    def find(self, query: str) -> list[dict[str, Any]]:
         """Birthdays whose name, date or notes contain ``query``; all when empty."""
         rows = self.file.load()
         return rows if not norm(query) else [row for row in rows if _matches(row, query)]
 
-    def upcoming(self, today: date, days: int = 30) -> list[tuple[date, dict]]:
+    def upcoming(self, today: date, days: int = 30) -> list[tuple[date, dict[str, Any]]]:
         """Birthdays from ``today`` through ``today + days``, soonest first."""
         end = today + timedelta(days=days)
         found = [

@@ -104,13 +104,13 @@ def mark_text(text: str) -> str:
     return bom + UNTRUSTED_FRONT_MATTER + body
 
 
-def mark_record(record: dict) -> dict:
+def mark_record(record: dict[str, Any]) -> dict[str, Any]:
     """Set the mark on a record in place and return it."""
     record[UNTRUSTED_KEY] = True
     return record
 
 
-def shown(record: dict) -> dict:
+def shown(record: dict[str, Any]) -> dict[str, Any]:
     """A record for a skill result: a marked one with ``"untrusted": true`` first, so the mark is
     still in the text when a long result is cut (the bot then treats the turn as untrusted)."""
     if not is_untrusted(record):

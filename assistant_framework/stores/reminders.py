@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins  # the stores have a list() method: their annotations name the type through builtins
 from datetime import datetime
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..workspace import Workspace
@@ -17,7 +18,7 @@ from .provenance import mark_record
 REMINDERS_FILE = "reminders/reminders.json"
 
 
-def due_at_of(reminder: dict) -> datetime | None:
+def due_at_of(reminder: dict[str, Any]) -> datetime | None:
     """The reminder's due moment as an aware datetime, or None if the stored value is unusable.
 
     A time without a UTC offset (typed by hand) is wall time in the reminder's ``timezone``, as the
@@ -51,7 +52,7 @@ class ReminderStore:
         *,
         untrusted: bool = False,
         conversation_id: str = "",
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Store a pending reminder; ``due_at`` must be aware, kept with the offset of ``timezone``;
         ``untrusted`` (written from outside content) marks it; ``conversation_id`` is the conversation it was set
         in (a Telegram forum topic's: delivered in that topic), kept when given."""
@@ -80,7 +81,7 @@ class ReminderStore:
             rows.append(reminder)
         return reminder
 
-    def list(self, chat_id: int | str | None = None, status: str | None = None) -> list[dict]:
+    def list(self, chat_id: int | str | None = None, status: str | None = None) -> list[dict[str, Any]]:
         """Reminders, optionally only one chat's and/or one status, by due time."""
         rows = [
             row
@@ -90,17 +91,17 @@ class ReminderStore:
         ]
         return sorted(rows, key=_sort_key)
 
-    def pending(self) -> builtins.list[dict]:
+    def pending(self) -> builtins.list[dict[str, Any]]:
         """Pending reminders of every chat, earliest first."""
         return self.list(status="pending")
 
-    def due(self, now: datetime) -> builtins.list[dict]:
+    def due(self, now: datetime) -> builtins.list[dict[str, Any]]:
         """Pending reminders whose moment is ``now`` or earlier (``now`` must be aware)."""
         if now.tzinfo is None:
             raise ValueError(f"reminder check time {now!r} has no timezone")
         return [row for row in self.pending() if (moment := due_at_of(row)) is not None and moment <= now]
 
-    def mark_delivered(self, reminder_id: str, at: datetime) -> dict:
+    def mark_delivered(self, reminder_id: str, at: datetime) -> dict[str, Any]:
         """Record delivery (idempotent: an already delivered reminder keeps its first time)."""
         with self.file.edit() as rows:
             reminder = _by_id(rows, reminder_id)
@@ -109,7 +110,7 @@ class ReminderStore:
                 reminder["delivered_at"] = iso(at)
         return reminder
 
-    def mark_failed(self, reminder_id: str, reason: str, at: datetime) -> dict:
+    def mark_failed(self, reminder_id: str, reason: str, at: datetime) -> dict[str, Any]:
         """Record that the chat refused the reminder for good (the user blocked the bot, the chat does not
         exist): ``status`` "failed" with ``error`` and ``failed_at``; it is not sent again."""
         with self.file.edit() as rows:
@@ -120,7 +121,7 @@ class ReminderStore:
                 reminder["error"] = one_line(reason)
         return reminder
 
-    def cancel(self, reminder_id: str) -> dict:
+    def cancel(self, reminder_id: str) -> dict[str, Any]:
         """Cancel a pending reminder and return it."""
         with self.file.edit() as rows:
             reminder = _by_id(rows, reminder_id)
@@ -129,7 +130,7 @@ class ReminderStore:
         return reminder
 
 
-def _by_id(rows: list[dict], reminder_id: str) -> dict:
+def _by_id(rows: list[dict[str, Any]], reminder_id: str) -> dict[str, Any]:
     """The row with this id; of rows sharing it (a line copied by hand), the pending one ``pending()`` lists first."""
     matches = [row for row in rows if str(row.get("id")) == str(reminder_id).strip()]
     if not matches:
@@ -138,6 +139,6 @@ def _by_id(rows: list[dict], reminder_id: str) -> dict:
     return min(pending, key=_sort_key) if pending else matches[0]
 
 
-def _sort_key(row: dict) -> tuple:
+def _sort_key(row: dict[str, Any]) -> tuple[Any, ...]:
     moment = due_at_of(row)
     return (moment is None, moment.timestamp() if moment else 0.0, str(row.get("id")))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins  # the stores have a list() method: their annotations name the type through builtins
 import re
 from datetime import date, datetime
+from typing import Any
 
 from ..workspace import Workspace
 from ._common import JsonListFile, iso, now_utc, one_line, pick_one
@@ -38,7 +39,7 @@ def parse_due(value: str | date | None) -> str | None:
     return text
 
 
-def due_day(task: dict) -> date | None:
+def due_day(task: dict[str, Any]) -> date | None:
     """The calendar day a task is due, or None (also for a hand-edited value that does not parse)."""
     due = task.get("due")
     if not due:
@@ -55,10 +56,12 @@ class TaskStore:
     def __init__(self, workspace: Workspace) -> None:
         self.file = JsonListFile(workspace, TASKS_FILE)
 
-    def all(self) -> list[dict]:
+    def all(self) -> list[dict[str, Any]]:
         return self.file.load()
 
-    def add(self, title: str, due: str | date | None = None, notes: str = "", *, untrusted: bool = False) -> dict:
+    def add(
+        self, title: str, due: str | date | None = None, notes: str = "", *, untrusted: bool = False
+    ) -> dict[str, Any]:
         """Store a new open task and return it; ``untrusted`` (written from outside content) marks it."""
         title = one_line(title)
         if not title:
@@ -79,7 +82,7 @@ class TaskStore:
             rows.append(task)
         return task
 
-    def list(self, status: str = "open", today: date | None = None) -> list[dict]:
+    def list(self, status: str = "open", today: date | None = None) -> list[dict[str, Any]]:
         """Tasks by status: open, done, due (open and due today or earlier) or all."""
         if status not in STATUSES:
             raise ValueError(f"task status {status!r} is not one of {', '.join(STATUSES)}")
@@ -90,7 +93,7 @@ class TaskStore:
             return self.due_or_overdue(today or date.today())
         return [row for row in rows if row.get("status", "open") == status]
 
-    def due_or_overdue(self, today: date) -> builtins.list[dict]:
+    def due_or_overdue(self, today: date) -> builtins.list[dict[str, Any]]:
         """Open tasks due on ``today`` or earlier, earliest first."""
         found = [
             (d, row)
@@ -99,7 +102,7 @@ class TaskStore:
         ]
         return [row for _, row in sorted(found, key=lambda pair: (pair[0], str(pair[1].get("due"))))]
 
-    def complete(self, id_or_title: str) -> dict:
+    def complete(self, id_or_title: str) -> dict[str, Any]:
         """Mark one open task done (by id or title) and return it; LookupError when none or several match."""
         with self.file.edit() as rows:
             open_rows = [row for row in rows if row.get("status", "open") == "open"]
@@ -108,7 +111,7 @@ class TaskStore:
             task["done_at"] = iso(now_utc())
         return task
 
-    def delete(self, id_or_title: str) -> dict:
+    def delete(self, id_or_title: str) -> dict[str, Any]:
         """Remove one task (by id or title) and return it."""
         with self.file.edit() as rows:
             task = pick_one(rows, id_or_title, "task")

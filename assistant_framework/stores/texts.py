@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins  # the stores have a list() method: their annotations name the type through builtins
 import re
+from typing import Any
 
 from ..workspace import Workspace
 from ._common import AmbiguousError, JsonListFile, NotFoundError, norm, one_line, pick_one, slugify
@@ -48,7 +49,7 @@ class LearningStore:
                 return rel
         return slug
 
-    def add(self, text: str, topic: str | None = None, *, untrusted: bool = False) -> dict:
+    def add(self, text: str, topic: str | None = None, *, untrusted: bool = False) -> dict[str, Any]:
         """Append a learning; ``added`` is False when the same line is already there. ``untrusted``
         (written from outside content) marks the topic file when a line was added."""
         line = one_line(text)
@@ -70,7 +71,7 @@ class LearningStore:
             **({UNTRUSTED_KEY: True} if untrusted else {}),
         }
 
-    def list(self, topic: str | None = None) -> list[dict]:
+    def list(self, topic: str | None = None) -> list[dict[str, Any]]:
         """Every learning as ``{"topic", "text"}``, optionally of one topic; those of a marked topic
         file start with ``"untrusted": true``."""
         rels = [self._rel(topic)] if topic else self.workspace.list(f"{LEARNINGS_DIR}/*.md")
@@ -84,7 +85,7 @@ class LearningStore:
                     found.append({**mark, "topic": _topic_of(rel), "text": match.group(1)})
         return found
 
-    def forget(self, query: str, topic: str | None = None) -> dict:
+    def forget(self, query: str, topic: str | None = None) -> dict[str, Any]:
         """Remove the learning matching ``query`` (exact text first, else one substring match)."""
         candidates = self.list(topic)
         exact = [item for item in candidates if norm(item["text"]) == norm(query)]
@@ -119,7 +120,7 @@ class NoteStore:
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
-    def add(self, title: str, body: str = "", *, untrusted: bool = False) -> dict:
+    def add(self, title: str, body: str = "", *, untrusted: bool = False) -> dict[str, Any]:
         """Write a new note and return its path; a taken slug gets ``-2``, ``-3``... ``untrusted``
         (written from outside content) starts it with the front matter ``untrusted: true``."""
         title = one_line(title)
@@ -134,7 +135,7 @@ class NoteStore:
         self.workspace.write_text(rel, mark_text(text) if untrusted else text)
         return {**({UNTRUSTED_KEY: True} if untrusted else {}), "path": rel, "title": title}
 
-    def list(self) -> list[dict]:
+    def list(self) -> list[dict[str, Any]]:
         """All notes as ``{"path", "title"}``; a marked note's starts with ``"untrusted": true``."""
         found = []
         for rel in self.workspace.list(f"{NOTES_DIR}/**/*.md"):
@@ -142,14 +143,14 @@ class NoteStore:
             found.append({**_mark(marked), "path": rel, "title": title})
         return found
 
-    def read(self, name: str) -> dict:
+    def read(self, name: str) -> dict[str, Any]:
         """One note by path, slug or title: ``{"path", "title", "body"}``, after ``"untrusted": true``
         for a marked note (its front matter is not part of the body)."""
         rel = self._resolve(name)
         title, body, marked = self._parse(rel)
         return {**_mark(marked), "path": rel, "title": title, "body": body}
 
-    def search(self, query: str, limit: int = 10) -> builtins.list[dict]:
+    def search(self, query: str, limit: int = 10) -> builtins.list[dict[str, Any]]:
         """Notes containing ``query`` (or all its words), title hits first, with a snippet."""
         words = norm(query).split()
         if not words:
@@ -187,7 +188,7 @@ class NoteStore:
         return pick_one(rows, wanted, "note")["path"]
 
 
-def _mark(marked: bool) -> dict:
+def _mark(marked: bool) -> dict[str, Any]:
     """The mark to put first in a result record (so a result cut short still shows it)."""
     return {UNTRUSTED_KEY: True} if marked else {}
 
@@ -206,7 +207,7 @@ class RoutineStore:
     def __init__(self, workspace: Workspace) -> None:
         self.file = JsonListFile(workspace, ROUTINES_FILE)
 
-    def set(self, name: str, steps: str, when: str = "", *, untrusted: bool = False) -> tuple[dict, str]:
+    def set(self, name: str, steps: str, when: str = "", *, untrusted: bool = False) -> tuple[dict[str, Any], str]:
         """Add or replace a routine by name; returns ``(routine, "added"|"updated")``. ``untrusted``
         (written from outside content) marks it; a trusted update keeps an existing mark."""
         name = one_line(name)
@@ -225,10 +226,10 @@ class RoutineStore:
             rows.append(routine)
         return routine, "added"
 
-    def list(self) -> list[dict]:
+    def list(self) -> list[dict[str, Any]]:
         return self.file.load()
 
-    def delete(self, name: str) -> dict:
+    def delete(self, name: str) -> dict[str, Any]:
         """Remove the routine matching ``name`` and return it."""
         with self.file.edit() as rows:
             routine = pick_one(rows, name, "routine", label="name")

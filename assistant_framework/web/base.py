@@ -337,7 +337,7 @@ class BaseHandler(tornado.web.RequestHandler):
         except UnicodeDecodeError:
             raise tornado.web.HTTPError(400, "arguments must be UTF-8") from None
 
-    def json_body(self) -> dict:
+    def json_body(self) -> dict[str, Any]:
         """The request body as a JSON object (400 otherwise)."""
         try:
             body = json.loads(self.request.body or b"{}")

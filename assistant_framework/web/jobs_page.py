@@ -5,6 +5,7 @@ page changes ``jobs/jobs.json`` only: the running bot picks a change up at its n
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Any
 from urllib.parse import urlencode
 
 import tornado.web
@@ -18,7 +19,7 @@ RUNS_SHOWN = 5
 ACTIONS = ("pause", "resume", "run", "remove")
 
 
-def job_rows(parts) -> dict:
+def job_rows(parts) -> dict[str, Any]:
     """Every readable job with its next run and newest runs, and the rows that cannot be read."""
     store = JobStore(parts.workspace, parts.settings.runtime.timezone)
     jobs, problems = store.jobs()

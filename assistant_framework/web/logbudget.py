@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Callable
+from typing import Any, Callable
 
 #: The loggers the page's server writes to (Tornado's and ours); asyncio's too, where a callback error lands.
 WEB_LOGGERS = (
@@ -36,7 +36,7 @@ class LogBudget(logging.Filter):
     def __init__(self, per_minute: int = PER_MINUTE, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.per_minute, self.clock = per_minute, clock
-        self._kinds: OrderedDict[tuple, list] = OrderedDict()  # kind -> [window start, shown, left out]
+        self._kinds: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()  # kind -> [window start, shown, left out]
         self._lock = threading.Lock()
 
     def filter(self, record: logging.LogRecord) -> bool:

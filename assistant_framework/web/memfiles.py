@@ -61,7 +61,7 @@ class MemoryFile:
     source: str
     editable: bool
     text: str
-    records: list[dict] | None = None
+    records: list[dict[str, Any]] | None = None
     lines: list[str] = field(default_factory=list)
     #: ``file_version`` when it was read: the editor sends it back, so a save over a newer file is refused.
     version: str = ""
@@ -147,7 +147,7 @@ def check_content(rel: str, text: str) -> str | None:
     return None
 
 
-def _after_change(workspace: Workspace, memory: Any, rel: str, action: str, details: dict) -> None:
+def _after_change(workspace: Workspace, memory: Any, rel: str, action: str, details: dict[str, Any]) -> None:
     append_audit(
         workspace,
         audit_record(
@@ -237,7 +237,7 @@ def delete_record(workspace: Workspace, memory: Any, rel: str, record_id: str) -
     return found
 
 
-def set_fact(workspace: Workspace, memory: Any, subject: str, attribute: str, value: str) -> tuple[dict, str]:
+def set_fact(workspace: Workspace, memory: Any, subject: str, attribute: str, value: str) -> tuple[dict[str, Any], str]:
     """Add or correct a fact as the owner's (``source: user``): the current value is superseded, kept in history."""
     from ..stores import FACTS_FILE, FactStore
 
@@ -272,9 +272,9 @@ def new_note_path(workspace: Workspace, title: str) -> str:
     return rel
 
 
-def facts_view(workspace: Workspace) -> list[dict]:
+def facts_view(workspace: Workspace) -> list[dict[str, Any]]:
     """Every fact of ``facts/facts.json`` (current first, then superseded), with its file."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     for rel in list_files(workspace, "facts"):
         try:
             rows = JsonListFile(workspace, rel).load()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, time
+from typing import Any
 from urllib.parse import quote, urlencode
 from zoneinfo import ZoneInfo
 
@@ -24,7 +25,7 @@ def anchor(ref: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.:-]", "-", ref)
 
 
-def hit_link(hit: dict) -> str:
+def hit_link(hit: dict[str, Any]) -> str:
     """Where a hit opens: a conversation day at its turn, or the file at its line or record."""
     path = str(hit.get("path") or "")
     parts = path.split("/")
@@ -46,7 +47,7 @@ class MemoryHandler(BaseHandler):
         query = self.get_query_argument("q", "").strip()
         source = self.get_query_argument("source", "").strip() or None
         since, until = self._day("since"), self._day("until", end=True)
-        hits: list[dict] = []
+        hits: list[dict[str, Any]] = []
         problem = None
         memory = self.parts.memory
         if query and memory is None:
@@ -54,7 +55,7 @@ class MemoryHandler(BaseHandler):
         elif query:
             limit = self.int_argument("limit", 20, 1, 100)
 
-            def search() -> list[dict]:
+            def search() -> list[dict[str, Any]]:
                 memory.refresh()
                 found = memory.search(query, limit=limit, source=source, since=since, until=until)
                 return [{**vars(h), "outside": is_outside(h), "link": hit_link(vars(h))} for h in found]

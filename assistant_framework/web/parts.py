@@ -22,7 +22,7 @@ from ..workspace.private import make_workspace_private
 class Parts(Protocol):
     """The attributes the page uses (``BotRuntime`` has them all)."""
 
-    config: dict
+    config: dict[str, Any]
     #: The config's records (``settings.runtime.timezone``), rebuilt with it on ``/reload``.
     settings: Settings
     workspace: Workspace
@@ -36,7 +36,7 @@ class Parts(Protocol):
 class StandaloneParts:
     """The parts of ``assistant web`` run on its own (no model: fact extraction stays with the bot)."""
 
-    config: dict
+    config: dict[str, Any]
     settings: Settings
     workspace: Workspace
     skills: SkillManager

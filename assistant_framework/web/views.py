@@ -21,7 +21,7 @@ _DAY_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl$")
 # -- conversations -------------------------------------------------------------
 
 
-def conversations(workspace: Workspace) -> list[dict]:
+def conversations(workspace: Workspace) -> list[dict[str, Any]]:
     """Each chat with its days (newest first) and turn count."""
     chats: dict[str, list[str]] = {}
     for rel in workspace.list(f"{CONVERSATIONS_DIR}/*/*.jsonl"):
@@ -33,7 +33,7 @@ def conversations(workspace: Workspace) -> list[dict]:
     return sorted(out, key=lambda c: c["last_day"], reverse=True)
 
 
-def conversation_day(workspace: Workspace, chat: str, day: str, traces: TraceStore) -> list[dict]:
+def conversation_day(workspace: Workspace, chat: str, day: str, traces: TraceStore) -> list[dict[str, Any]]:
     """The turns of one chat's day; each reply with what was recalled for it (from its trace)."""
     if "/" in chat or chat.startswith(".") or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", day):
         raise KeyError(f"no conversation {chat!r} on {day!r}")
@@ -58,13 +58,13 @@ def conversation_day(workspace: Workspace, chat: str, day: str, traces: TraceSto
     return turns
 
 
-def hit_is_outside(hit: dict) -> bool:
+def hit_is_outside(hit: dict[str, Any]) -> bool:
     """Whether a found or recalled hit's text came from outside (``memory.recall.is_outside`` for a hit
     kept as a dict: a collector item, or a turn, record or file marked ``untrusted``)."""
     return str(hit.get("source") or "").startswith(OUTSIDE_SOURCE_PREFIXES) or bool(hit.get("outside"))
 
 
-def labelled_hits(hits: list) -> list[dict]:
+def labelled_hits(hits: list[Any]) -> list[dict[str, Any]]:
     """Hits as dicts, each with ``outside`` set as the page labels it."""
     return [{**hit, "outside": hit_is_outside(hit)} for hit in hits if isinstance(hit, dict)]
 
@@ -72,7 +72,7 @@ def labelled_hits(hits: list) -> list[dict]:
 # -- traces --------------------------------------------------------------------
 
 
-def trace_list(traces: TraceStore, limit: int = 50) -> list[dict]:
+def trace_list(traces: TraceStore, limit: int = 50) -> list[dict[str, Any]]:
     """Newest traces first, with the figures of ``trace list`` plus duration."""
     rows = []
     for trace_id in list(reversed(traces.ids()))[:limit]:
@@ -97,7 +97,7 @@ def trace_list(traces: TraceStore, limit: int = 50) -> list[dict]:
     return rows
 
 
-def section_rows(trace: dict) -> list[tuple[str, float]]:
+def section_rows(trace: dict[str, Any]) -> list[tuple[str, float]]:
     """(section, characters) of a trace's prompt, in prompt order."""
     sizes = trace.get("section_sizes") or {}
     return [
@@ -108,7 +108,7 @@ def section_rows(trace: dict) -> list[tuple[str, float]]:
 # -- collectors ------------------------------------------------------------------
 
 
-def collector_rows(parts: Parts) -> list[dict]:
+def collector_rows(parts: Parts) -> list[dict[str, Any]]:
     """``collectors status`` plus the last run's per-source problems and whether a run is going on."""
     manager = parts.collectors
     if manager is None:
@@ -139,12 +139,12 @@ def collector_rows(parts: Parts) -> list[dict]:
 PAST_REMINDERS = 100
 
 
-def reminder_rows(workspace: Workspace) -> dict:
+def reminder_rows(workspace: Workspace) -> dict[str, Any]:
     """Every chat's reminders: the pending ones by due time, then the newest ``PAST_REMINDERS`` others
     (delivered, failed, cancelled), each with whether it was written from outside content."""
     from ..stores.reminders import ReminderStore
 
-    def row(reminder: dict) -> dict:
+    def row(reminder: dict[str, Any]) -> dict[str, Any]:
         return {
             "id": str(reminder.get("id", "")),
             "chat": str(reminder.get("chat_id", "")),
@@ -166,7 +166,9 @@ def reminder_rows(workspace: Workspace) -> dict:
 # -- usage -------------------------------------------------------------------------
 
 
-def usage(traces: TraceStore, days: int = 30, now: datetime | None = None, settings: Settings | None = None) -> dict:
+def usage(
+    traces: TraceStore, days: int = 30, now: datetime | None = None, settings: Settings | None = None
+) -> dict[str, Any]:
     """The /stats figures over ``days`` days, with every day present (zeros where nothing ran), and the runners'
     spending caps (``caps``: what is used and when it resets) when ``settings`` are given."""
     moment = now or datetime.now(timezone.utc)
@@ -191,7 +193,7 @@ def usage(traces: TraceStore, days: int = 30, now: datetime | None = None, setti
     }
 
 
-def spending_caps(workspace: Workspace, settings: Settings) -> list[dict]:
+def spending_caps(workspace: Workspace, settings: Settings) -> list[dict[str, Any]]:
     """The cap rows of every runner with caps, read from the ledger the bot writes (state/spending.json)."""
     if not any(r.limits.any for r in settings.llm.runners):
         return []
@@ -201,7 +203,7 @@ def spending_caps(workspace: Workspace, settings: Settings) -> list[dict]:
 # -- skills --------------------------------------------------------------------------
 
 
-def skill_rows(parts: Parts) -> dict:
+def skill_rows(parts: Parts) -> dict[str, Any]:
     """What ``skills inspect`` shows of each skill, and the load errors."""
     manager = parts.skills
     skills = []

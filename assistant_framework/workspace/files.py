@@ -127,14 +127,14 @@ class Workspace:
                 f"workspace file {rel!r} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
             ) from None
 
-    def read_jsonl(self, rel: str) -> list[dict]:
+    def read_jsonl(self, rel: str) -> list[dict[str, Any]]:
         """All JSON objects of a JSONL file, skipping blank, torn or non-UTF-8 lines."""
         target = self.path(rel)
         try:
             data = target.read_bytes()
         except FileNotFoundError:
             return []
-        rows: list[dict] = []
+        rows: list[dict[str, Any]] = []
         for raw in data.splitlines():
             raw = raw.strip()
             if not raw:
