@@ -41,7 +41,7 @@ class BackgroundModel:
     def __init__(self, llm: "LLMClient") -> None:
         self.llm = llm
 
-    def __call__(self, messages: list[dict], **kwargs: Any) -> str:
+    def __call__(self, messages: list[dict[str, Any]], **kwargs: Any) -> str:
         from messaging_llm_bot.llm.slots import background_calls
         from messaging_llm_bot.llm.structured import schema_from_extra
 
@@ -75,7 +75,7 @@ class Parts:
 
 
 def build_parts(
-    config: dict, workspace: Workspace, *, settings: Settings | None = None, defer_plugins: bool = False
+    config: dict[str, Any], workspace: Workspace, *, settings: Settings | None = None, defer_plugins: bool = False
 ) -> Parts:
     """Build every part from a checked config (and its records, read from it when not given); plugin
     folders load later with ``defer_plugins``."""

@@ -11,6 +11,7 @@ import hashlib
 import re
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
@@ -54,7 +55,7 @@ CONFIG_SCHEMA = {
 }
 
 
-def register_collector(config: dict) -> dict:
+def register_collector(config: dict[str, Any]) -> dict[str, Any]:
     """The collector registration (see docs/collectors.md)."""
     return {
         "name": NAME,
@@ -70,7 +71,7 @@ def register_collector(config: dict) -> dict:
     }
 
 
-def source_list(config: dict) -> list[dict]:
+def source_list(config: dict[str, Any]) -> list[dict[str, Any]]:
     """Normalise ``sources`` to ``{"url"|"path", "name"}`` dicts with unique names.
 
     The name keys a source's last known events, so it must be unique: the configured
@@ -99,7 +100,7 @@ def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
-def read_source(source: dict, timeout: float) -> bytes:
+def read_source(source: dict[str, Any], timeout: float) -> bytes:
     """The raw ICS bytes of one source; OSError names what went wrong (the caller adds the source)."""
     if "path" in source:
         return Path(source["path"]).expanduser().read_bytes()
@@ -113,7 +114,7 @@ def read_source(source: dict, timeout: float) -> bytes:
     return answer.content
 
 
-def _label(source: dict) -> str:
+def _label(source: dict[str, Any]) -> str:
     """How errors name a source: its name and path, or its URL without the query (tokens live there)."""
     if source.get("path"):
         return f"{source['name']} ({source['path']})"
@@ -123,7 +124,7 @@ def _label(source: dict) -> str:
     return f"{source['name']} ({url.scheme}://{url.netloc}/{'…/' if url.path.count('/') > 1 else ''}{tail})"
 
 
-def collect(workspace, config: dict, now: datetime | None = None) -> dict:
+def collect(workspace, config: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
     """Expand every source over the window and write events.json and upcoming.md.
 
     Sources are fetched in a small pool; each one's events are saved to
@@ -139,9 +140,9 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
     sources = source_list(config)
     previous = workspace.read_json(f"{BASE}/events.json", default=[]) or []
     today = start.date().isoformat()
-    events: list[dict] = []
+    events: list[dict[str, Any]] = []
     errors: list[str] = []
-    report: dict[str, dict] = {}
+    report: dict[str, dict[str, Any]] = {}
     failed = 0
     skipped_total = 0
     checked: set[str] = set()  # sources read fine, with no broken event: their missing occurrences are gone
@@ -149,7 +150,7 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
     budget = RunBudget()  # occurrences listed by the whole run, all sources together
     cut: set[tuple[str, str]] = set()  # (calendar, uid) of events not listed in full: no change report
 
-    def work(source: dict) -> Expansion:
+    def work(source: dict[str, Any]) -> Expansion:
         cal = parse_calendar(read_source(source, timeout), _label(source))
         return expand(cal, start, end, tz, source["name"], budget)
 
@@ -216,7 +217,7 @@ def _in(event: object, cut: set[tuple[str, str]]) -> bool:
     return isinstance(event, dict) and (event.get("calendar"), event.get("uid")) in cut
 
 
-def _last_known(workspace, name: str, previous: list, today: str) -> list[dict]:
+def _last_known(workspace, name: str, previous: list[Any], today: str) -> list[dict[str, Any]]:
     """A failed source's events from its last good run (its own file, else events.json), still current."""
     saved = workspace.read_json(f"{SOURCES}/{_file_name(name)}.json", default=None)
     known = saved.get("events") if isinstance(saved, dict) else None
@@ -226,7 +227,7 @@ def _last_known(workspace, name: str, previous: list, today: str) -> list[dict]:
     ]
 
 
-def _save_source(workspace, name: str, events: list[dict]) -> None:
+def _save_source(workspace, name: str, events: list[dict[str, Any]]) -> None:
     """The source's events as last known (rewritten only when they changed)."""
     rel = f"{SOURCES}/{_file_name(name)}.json"
     saved = workspace.read_json(rel, default=None)
@@ -234,8 +235,8 @@ def _save_source(workspace, name: str, events: list[dict]) -> None:
         workspace.write_json(rel, {"name": name, "events": events})
 
 
-def _unique(events: list[dict]) -> list[dict]:
-    seen: set[tuple] = set()
+def _unique(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: set[tuple[Any, ...]] = set()
     out = []
     for event in events:
         key = (event.get("calendar"), event.get("uid"), event.get("start"), event.get("summary"))

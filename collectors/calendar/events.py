@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import icalendar
@@ -56,7 +57,7 @@ def window(now: datetime, days: int) -> tuple[datetime, datetime]:
 class Expansion:
     """One calendar's occurrences in the window, the events skipped, and the events cut short."""
 
-    records: list[dict] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)  # broken, or repeating too often to expand
     cut: list[str] = field(default_factory=list)  # warnings: events whose occurrences were not all listed
     cut_uids: set[str] = field(default_factory=set)  # their UIDs (left out of the change report)
@@ -126,14 +127,14 @@ def _without_dense_events(
     return kept, out
 
 
-def _rules(event) -> list:
+def _rules(event) -> list[Any]:
     rules = event.get("RRULE")
     return [] if rules is None else rules if isinstance(rules, list) else [rules]
 
 
-def _queries_per_uid(cal: icalendar.Calendar, out: Expansion) -> list:
+def _queries_per_uid(cal: icalendar.Calendar, out: Expansion) -> list[Any]:
     timezones = [c for c in cal.subcomponents if c.name == "VTIMEZONE"]
-    groups: dict[str, list] = {}
+    groups: dict[str, list[Any]] = {}
     for index, event in enumerate(cal.walk("VEVENT")):
         groups.setdefault(_uid(event) or f"#{index}", []).append(event)
     queries = []
@@ -152,7 +153,7 @@ def _expand_series(
     series, start: datetime, end: datetime, tz: ZoneInfo, calendar_name: str, budget: RunBudget, out: Expansion
 ) -> None:
     """One event's occurrences, taken one at a time up to the event's and the run's bounds."""
-    taken: list = []
+    taken: list[Any] = []
     limit = None
     try:
         for occurrence in series.between(start, end):
@@ -177,8 +178,8 @@ def _expand_series(
         out.cut_uids.add(uid)
 
 
-def _records(occurrences: list, tz: ZoneInfo, calendar_name: str) -> tuple[list[dict], list[Skipped]]:
-    records: list[dict] = []
+def _records(occurrences: list[Any], tz: ZoneInfo, calendar_name: str) -> tuple[list[dict[str, Any]], list[Skipped]]:
+    records: list[dict[str, Any]] = []
     skipped: dict[str, Skipped] = {}
     for event in occurrences:
         try:
@@ -203,7 +204,7 @@ def reason_text(exc: BaseException) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
-def event_record(event, tz: ZoneInfo) -> dict | None:
+def event_record(event, tz: ZoneInfo) -> dict[str, Any] | None:
     """One occurrence as a record (None when cancelled); raises on a broken DTSTART/DTEND (the caller skips the
     event)."""
     dtstart = event.get("DTSTART")
@@ -239,19 +240,19 @@ def _iso(value: date | datetime, tz: ZoneInfo) -> str:
     return value.isoformat()
 
 
-def sort_key(record: dict) -> tuple:
+def sort_key(record: dict[str, Any]) -> tuple[Any, ...]:
     # All-day events sort first on their day; timed ones by their local start.
     return (record["start"][:10], 0 if record["all_day"] else 1, record["start"], record["summary"])
 
 
 def changes(
-    previous: list[dict],
-    current: list[dict],
+    previous: list[dict[str, Any]],
+    current: list[dict[str, Any]],
     *,
     checked: set[str] | None = None,
     now: datetime | None = None,
     until: datetime | None = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Occurrences that are new, changed, moved or gone since the last run, as notify-ready items.
 
     Gone ones count only for the calendars in ``checked`` (read fine this run: a failed source keeps
@@ -268,7 +269,7 @@ def changes(
         for key, e in before.items()
         if key not in now_keys and checked is not None and e.get("calendar") in checked and _ahead(e, now, until)
     ]
-    gone_by_uid: dict[tuple, list[dict]] = {}
+    gone_by_uid: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for event in gone:
         gone_by_uid.setdefault((event.get("calendar"), event.get("uid")), []).append(event)
     out = []
@@ -295,7 +296,7 @@ def changes(
     return out
 
 
-def _entering(event: dict, until: datetime | None) -> bool:
+def _entering(event: dict[str, Any], until: datetime | None) -> bool:
     """Whether an occurrence starts in the last day before ``until`` (it may just have come into view)."""
     if until is None:
         return False
@@ -305,7 +306,7 @@ def _entering(event: dict, until: datetime | None) -> bool:
         return False
 
 
-def _ahead(event: dict, now: datetime | None, until: datetime | None) -> bool:
+def _ahead(event: dict[str, Any], now: datetime | None, until: datetime | None) -> bool:
     """Whether an occurrence has not ended by ``now`` and starts before ``until`` (unparseable: no)."""
     anchor = now or until
     if anchor is None:

@@ -7,6 +7,7 @@ they are never written into the workspace, the state file or logs.
 from __future__ import annotations
 
 import imaplib
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors.state import load_cursor, save_cursor
@@ -38,7 +39,7 @@ CONFIG_SCHEMA = {
 }
 
 
-def register_collector(config: dict) -> dict:
+def register_collector(config: dict[str, Any]) -> dict[str, Any]:
     """The collector registration (see docs/collectors.md)."""
     return {
         "name": NAME,
@@ -55,17 +56,17 @@ def register_collector(config: dict) -> dict:
     }
 
 
-def collect(workspace, config: dict) -> dict:
+def collect(workspace, config: dict[str, Any]) -> dict[str, Any]:
     """Fetch new messages of every configured folder; a failing folder does not stop the others."""
     tz = ZoneInfo(config.get("timezone") or "UTC")
     folders = config.get("folders") or ["INBOX"]
     limit = int(config.get("max_messages_per_run", 200))
     body_limit = int(config.get("body_chars", 20000))
     cursor = load_cursor(workspace, NAME)
-    folder_cursors: dict = cursor.setdefault("folders", {})
-    new_items: list[dict] = []
+    folder_cursors: dict[str, Any] = cursor.setdefault("folders", {})
+    new_items: list[dict[str, Any]] = []
     errors: list[str] = []
-    report: dict[str, dict] = {}
+    report: dict[str, dict[str, Any]] = {}
     conn = connect(config)
     try:
         for folder in folders:
@@ -122,7 +123,7 @@ def collect(workspace, config: dict) -> dict:
 
 def _store(
     workspace, msg, folder: str, uid: int, uidvalidity: int, tz: ZoneInfo, body_limit: int, received=None
-) -> dict:
+) -> dict[str, Any]:
     text, record = render(msg, folder=folder, uid=uid, tz=tz, body_limit=body_limit, received=received)
     day = record["date"][:10] if record["date"] else "undated"
     rel = f"{BASE}/{folder_slug(folder)}/{day}-{uid}.md"
@@ -132,7 +133,7 @@ def _store(
     return record
 
 
-def setup(config: dict, workspace) -> int:
+def setup(config: dict[str, Any], workspace) -> int:
     """Interactive check: log in, list the folders, print the config to use (no secrets)."""
     try:
         conn = connect(config)

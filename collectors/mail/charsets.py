@@ -92,7 +92,7 @@ def decode_header_value(raw: str, hint: str | None = None) -> Decoded:
     # Whitespace between two adjacent encoded words is not part of the text (RFC 2047 6.2).
     raw = _BETWEEN_WORDS.sub(r"\1\2", raw)
 
-    def word(match: re.Match) -> str:
+    def word(match: re.Match[str]) -> str:
         nonlocal replaced
         charset, kind, payload = match.group(1).split("*", 1)[0], match.group(2).upper(), match.group(3)
         try:

@@ -10,6 +10,7 @@ import re
 import ssl
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 DEFAULT_PORTS = {"tls": 993, "starttls": 143, "plain": 143}
 
@@ -32,7 +33,7 @@ class FolderBatch:
 _INTERNALDATE = re.compile(rb'INTERNALDATE "([^"]+)"')
 
 
-def internaldate(parts: list) -> datetime | None:
+def internaldate(parts: list[Any]) -> datetime | None:
     """The INTERNALDATE of a FETCH answer (it may come before or after the literal); None if absent."""
     for piece in parts or []:
         for chunk in piece if isinstance(piece, tuple) else (piece,):
@@ -47,7 +48,7 @@ def internaldate(parts: list) -> datetime | None:
     return None
 
 
-def password_from(config: dict) -> str:
+def password_from(config: dict[str, Any]) -> str:
     """The IMAP password from ``password_env`` (preferred) or ``password``."""
     env_name = config.get("password_env")
     if env_name:
@@ -60,7 +61,7 @@ def password_from(config: dict) -> str:
     raise MailConfigError("collectors.mail: no password: set password_env (an environment variable name) or password")
 
 
-def ssl_context(config: dict) -> ssl.SSLContext:
+def ssl_context(config: dict[str, Any]) -> ssl.SSLContext:
     ctx = ssl.create_default_context(cafile=config.get("ca_file") or None)
     if config.get("tls_verify", True) is False:
         # Only for a local server with a self-made certificate, by explicit config.
@@ -69,7 +70,7 @@ def ssl_context(config: dict) -> ssl.SSLContext:
     return ctx
 
 
-def connect(config: dict) -> imaplib.IMAP4:
+def connect(config: dict[str, Any]) -> imaplib.IMAP4:
     """A logged-in connection; errors name the host and never include the password."""
     host = config.get("host")
     if not host:
@@ -114,7 +115,7 @@ def list_folders(conn: imaplib.IMAP4) -> list[str]:
     return names
 
 
-def fetch_new(conn: imaplib.IMAP4, folder: str, cursor: dict, limit: int) -> FolderBatch:
+def fetch_new(conn: imaplib.IMAP4, folder: str, cursor: dict[str, Any], limit: int) -> FolderBatch:
     """Messages of ``folder`` with a UID above the cursor's (all of them after a UIDVALIDITY change)."""
     status, data = conn.select(quote(folder_to_wire(folder)), readonly=True)
     if status != "OK":
@@ -184,7 +185,7 @@ def folder_to_wire(folder: str) -> str:
 def folder_from_wire(name: str) -> str:
     """A folder name from the server (modified UTF-7) as text; ValueError when a shift is not valid."""
 
-    def unshift(match: re.Match) -> str:
+    def unshift(match: re.Match[str]) -> str:
         payload = match.group(1)
         if not payload:
             return "&"

@@ -8,6 +8,7 @@ import re
 from datetime import datetime, timezone
 from email.message import EmailMessage
 from email.utils import parsedate_to_datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.html_text import html_to_text
@@ -123,7 +124,7 @@ def header_decoded(msg: EmailMessage, name: str, hint: str | None = None) -> Dec
 
 def render(
     msg: EmailMessage, *, folder: str, uid: int, tz: ZoneInfo, body_limit: int, received: datetime | None = None
-) -> tuple[str, dict]:
+) -> tuple[str, dict[str, Any]]:
     """Markdown text of a message and its index record (without the file path).
 
     ``received`` (the server's INTERNALDATE) dates a message without a usable Date header.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 from datetime import datetime
+from typing import Any
 from urllib.parse import urljoin
 from zoneinfo import ZoneInfo
 
@@ -53,7 +54,7 @@ CONFIG_SCHEMA = {
 }
 
 
-def register_collector(config: dict) -> dict:
+def register_collector(config: dict[str, Any]) -> dict[str, Any]:
     """The collector registration (see docs/collectors.md)."""
     return {
         "name": NAME,
@@ -70,7 +71,7 @@ def register_collector(config: dict) -> dict:
     }
 
 
-def feed_list(config: dict) -> list[dict]:
+def feed_list(config: dict[str, Any]) -> list[dict[str, Any]]:
     """Normalise ``feeds`` entries to ``{"url", "name"}`` dicts."""
     out = []
     for item in config.get("feeds") or []:
@@ -81,7 +82,7 @@ def feed_list(config: dict) -> list[dict]:
     return out
 
 
-def collect(workspace, config: dict, now: datetime | None = None) -> dict:
+def collect(workspace, config: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
     """One run over every feed; per-feed failures are reported, not raised.
 
     Feeds are fetched in a small pool, each within ``fetch_timeout_seconds`` from connect
@@ -91,11 +92,11 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
     tz = ZoneInfo(config.get("timezone") or "UTC")
     now = (now or datetime.now(tz)).astimezone(tz)
     cursor = load_cursor(workspace, NAME)
-    feeds_cursor: dict = cursor.setdefault("feeds", {})
+    feeds_cursor: dict[str, Any] = cursor.setdefault("feeds", {})
     status = workspace.read_json(f"{BASE}/feeds.json", default={}) or {}
-    new_items: list[dict] = []
+    new_items: list[dict[str, Any]] = []
     errors: list[str] = []
-    report: dict[str, dict] = {}
+    report: dict[str, dict[str, Any]] = {}
     feeds = feed_list(config)
     order = {url_without_secrets(feed["url"]): index for index, feed in enumerate(feeds)}
     day = now.date().isoformat()
@@ -103,7 +104,7 @@ def collect(workspace, config: dict, now: datetime | None = None) -> dict:
     digest_before = workspace.read_text(digest_rel, default=f"# Feeds digest {day}\n")
     stamp = now.isoformat(timespec="seconds")
 
-    def work(feed: dict) -> tuple[list[dict], dict, dict]:
+    def work(feed: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
         # Keyed by the URL without its secrets; a cursor written before that is keyed by the whole URL.
         state = dict(feeds_cursor.get(url_key(feed["url"])) or feeds_cursor.get(feed["url"]) or {})
         items, info = fetch_feed(feed, state, config)
@@ -184,7 +185,9 @@ class FeedError(Exception):
     """One feed could not be fetched or parsed; the message names its URL (without its secrets)."""
 
 
-def fetch_feed(feed: dict, state: dict, config: dict) -> tuple[list[dict], dict]:
+def fetch_feed(
+    feed: dict[str, Any], state: dict[str, Any], config: dict[str, Any]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Entries of one feed (empty when unchanged: 304) and notes (encoding, warnings); updates ETag/Last-Modified
     in ``state``."""
     url, shown = feed["url"], url_without_secrets(feed["url"])
@@ -227,7 +230,7 @@ def fetch_feed(feed: dict, state: dict, config: dict) -> tuple[list[dict], dict]
     )
 
 
-def encoding_notes(parsed, headers: dict) -> dict:
+def encoding_notes(parsed, headers: dict[str, Any]) -> dict[str, Any]:
     """The encoding feedparser used, and a warning when it had to guess (no declaration, or a wrong one)."""
     encoding = str(parsed.get("encoding") or "")
     warnings = []
@@ -242,7 +245,7 @@ def encoding_notes(parsed, headers: dict) -> dict:
     return {"encoding": encoding, "warnings": warnings}
 
 
-def entry_record(entry, feed_name: str, feed_url: str, summary_chars: int, base_url: str = "") -> dict:
+def entry_record(entry, feed_name: str, feed_url: str, summary_chars: int, base_url: str = "") -> dict[str, Any]:
     """A plain dict for one feed entry, with a stable id; every text field is plain text, links absolute."""
     title = clean_text(entry.get("title") or "", entry.get("title_detail")) or "(untitled)"
     summary_html = entry.get("summary") or ""

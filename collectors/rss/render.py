@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Any
 
 from assistant_framework.html_text import html_to_text
 
@@ -28,10 +29,10 @@ def entry_text(summary: str, limit: int) -> str:
     return text if limit else ""
 
 
-def digest_lines(items: list[dict], now: datetime) -> list[str]:
+def digest_lines(items: list[dict[str, Any]], now: datetime) -> list[str]:
     """One section per run: a heading with the local time, then entries grouped by feed."""
     lines = [f"## {now.strftime('%H:%M')} ({len(items)} new)"]
-    by_feed: dict[str, list[dict]] = {}
+    by_feed: dict[str, list[dict[str, Any]]] = {}
     for item in items:
         by_feed.setdefault(item["feed"], []).append(item)
     for feed, entries in by_feed.items():

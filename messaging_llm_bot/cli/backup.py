@@ -10,6 +10,7 @@ from pathlib import Path
 
 from assistant_framework.backup import BackupError, backup, restore
 from assistant_framework.hints import CLI
+from messaging_llm_bot.cli.config import Subparsers
 
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
@@ -33,7 +34,7 @@ def shown(path: Path) -> str:
         return str(path)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subparsers) -> None:
     save = subparsers.add_parser("backup", help="write the workspace as a dated .tar.gz (no index, caches or traces)")
     save.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
     save.add_argument(

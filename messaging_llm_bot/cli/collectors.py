@@ -7,13 +7,14 @@ import contextlib
 import json
 import logging
 import sys
-from typing import Iterator
+from typing import Any, Iterator
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.config import load_config_detailed, validate_config
 from assistant_framework.config.settings import Settings
 from assistant_framework.schedules import from_iso, zone
 from assistant_framework.workspace import existing_workspace
+from messaging_llm_bot.cli.config import Subparsers
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +22,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subparsers) -> None:
     group = subparsers.add_parser("collectors", help="list, run and inspect background collectors")
     commands = group.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
@@ -54,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     setup.set_defaults(func=cmd_setup)
 
 
-def _open(args: argparse.Namespace) -> tuple[dict, CollectorManager, list[str]]:
+def _open(args: argparse.Namespace) -> tuple[dict[str, Any], CollectorManager, list[str]]:
     """The config, a loaded manager, and config problems that name their file."""
     loaded = load_config_detailed(args.config)
     workspace = existing_workspace(args.workspace)
@@ -63,12 +64,12 @@ def _open(args: argparse.Namespace) -> tuple[dict, CollectorManager, list[str]]:
     return loaded.data, manager, problems
 
 
-def _timezone(config: dict) -> str:
+def _timezone(config: dict[str, Any]) -> str:
     return Settings.from_config(config).runtime.timezone
 
 
 @contextlib.contextmanager
-def _runner(config: dict, manager: CollectorManager) -> Iterator[CollectorRunner]:
+def _runner(config: dict[str, Any], manager: CollectorManager) -> Iterator[CollectorRunner]:
     """A runner that hands what each run wrote to the memory index (unless memory is off), so
     ``memory search`` and the running bot find the new items as soon as the run ends."""
     from assistant_framework.memory.index import MemoryIndex
@@ -205,7 +206,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_sources(sources: dict, tz) -> None:
+def _print_sources(sources: dict[str, Any], tz) -> None:
     """The failing sources with their last error, then sources that skipped items."""
     failing = {k: v for k, v in sources.items() if not v.get("ok")}
     print()

@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any, TypeAlias
 
 from assistant_framework.collectors.check import plugin_schema_errors
 from assistant_framework.config import (
@@ -29,12 +30,15 @@ from assistant_framework.config.errors import display_path
 from assistant_framework.config.reloadable import RELOAD, applied_by
 from assistant_framework.settings import write_setting, write_target
 
+#: What each command group's ``register`` adds its subcommand to (argparse's class is generic only in typeshed).
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default="config", help="config file or directory (default: config)")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subparsers) -> None:
     group = subparsers.add_parser("config", help="show, read, change and validate the config")
     commands = group.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
@@ -65,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     validate.set_defaults(func=cmd_validate)
 
 
-def _mark(loaded: LoadedConfig, path: tuple) -> str:
+def _mark(loaded: LoadedConfig, path: tuple[Any, ...]) -> str:
     """Where an effective value comes from: ``(default)`` or the file that sets it."""
     try:
         get_key(loaded.data, path)
@@ -133,7 +137,7 @@ def cmd_set(args: argparse.Namespace) -> int:
     return 0
 
 
-def when_applied(keys: tuple) -> str:
+def when_applied(keys: tuple[Any, ...]) -> str:
     """How a running bot takes the key up: ``/reload`` or a restart (the table in config/reloadable.py)."""
     if applied_by(keys) == RELOAD:
         return "A running bot applies it when you send /reload in your chat with it (no restart)."

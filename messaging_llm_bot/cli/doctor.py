@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from messaging_llm_bot.cli.config import Subparsers
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+
+def register(subparsers: Subparsers) -> None:
     doctor = subparsers.add_parser(
         "doctor",
         help="check everything the bot needs; ok / warn / fail with what to do (exit 1 on a failure)",

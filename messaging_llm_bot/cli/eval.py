@@ -10,9 +10,10 @@ from pathlib import Path
 from assistant_framework.config import load_config
 from assistant_framework.evals.cases import BUILTIN_CASES_DIR, CaseError, load_cases
 from assistant_framework.evals.report import build_report, format_comparison, format_table
+from messaging_llm_bot.cli.config import Subparsers
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subparsers) -> None:
     group = subparsers.add_parser("eval", help="measure how well a model calls the assistant's skills")
     commands = group.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True

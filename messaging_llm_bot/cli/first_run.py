@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from assistant_framework.workspace import WORKSPACE_MARKER
 
@@ -54,7 +54,7 @@ def say_new_workspace(root: Path) -> None:
     print(f"Created a new, empty workspace at {root} (first run).", file=sys.stderr, flush=True)
 
 
-def unreachable_runners(runners: list[dict], *, timeout: float = 3.0) -> list[str] | None:
+def unreachable_runners(runners: list[dict[str, Any]], *, timeout: float = 3.0) -> list[str] | None:
     """One line per runner that cannot be used, or None when one of them answers and lists its model."""
     from messaging_llm_bot.llm.probe import check_runner
 

@@ -18,12 +18,12 @@ from assistant_framework.hints import CLI
 from assistant_framework.jobs import Job, JobStore, RunLog, as_row
 from assistant_framework.stores import NotFoundError
 from assistant_framework.workspace import existing_workspace
-from messaging_llm_bot.cli.config import add_config_option
+from messaging_llm_bot.cli.config import Subparsers, add_config_option
 
 HINT = f"`{CLI} jobs list` shows the ids"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subparsers) -> None:
     group = subparsers.add_parser("jobs", help="list, show, run, pause, resume and remove scheduled jobs")
     commands = group.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True

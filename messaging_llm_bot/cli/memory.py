@@ -10,7 +10,7 @@ from pathlib import Path
 from assistant_framework.config import load_config
 from assistant_framework.workspace import existing_workspace
 from messaging_llm_bot.cli import UsageError, int_range
-from messaging_llm_bot.cli.config import add_config_option
+from messaging_llm_bot.cli.config import Subparsers, add_config_option
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +18,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subparsers) -> None:
     group = subparsers.add_parser("memory", help="search and maintain long-term memory")
     commands = group.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True

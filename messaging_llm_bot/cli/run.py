@@ -22,6 +22,7 @@ from assistant_framework.traces import collect_secrets
 from assistant_framework.workspace import WorkspacePathError
 from assistant_framework.workspace.inuse import hold_in_use
 from assistant_framework.workspace.private import make_private_dirs, use_private_umask
+from messaging_llm_bot.cli.config import Subparsers
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 CONSOLE_LOG = "state/logs/console.log"
@@ -142,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subparsers) -> None:
     run = subparsers.add_parser(
         "run",
         help="start the bot (every enabled chat frontend, or --frontend console for the terminal chat)",

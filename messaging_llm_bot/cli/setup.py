@@ -6,8 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from messaging_llm_bot.cli.config import Subparsers
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+
+def register(subparsers: Subparsers) -> None:
     setup = subparsers.add_parser(
         "setup",
         help="first run: Telegram token and your user id, the model server, time zone, a test turn",

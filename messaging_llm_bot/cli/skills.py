@@ -14,10 +14,10 @@ from assistant_framework.mcp import skill_sources
 from assistant_framework.skills import BUILTIN_SKILLS_DIR, SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.cli import UsageError
-from messaging_llm_bot.cli.config import add_config_option
+from messaging_llm_bot.cli.config import Subparsers, add_config_option
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subparsers) -> None:
     group = subparsers.add_parser("skills", help="list skills and inspect what the model sees of them")
     commands = group.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True

@@ -11,11 +11,13 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from assistant_framework.hints import CLI
 from assistant_framework.traces import TraceStore, collect_secrets, redact_secrets
 from assistant_framework.workspace import atomic_write_bytes, existing_workspace
 from messaging_llm_bot.cli import int_range, refused_by_caps
+from messaging_llm_bot.cli.config import Subparsers
 
 
 def add_workspace_option(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +43,9 @@ def config_secrets(path: str) -> list[str]:
         return []
 
 
-def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersAction:
+def register(
+    subparsers: Subparsers,
+) -> Subparsers:
     """Add the ``trace`` group; returns its sub-parsers so later commands can join it."""
     group = subparsers.add_parser("trace", help="inspect what the model received and answered")
     commands = group.add_subparsers(dest="command", metavar="COMMAND")
@@ -105,7 +109,7 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _selected(args: argparse.Namespace) -> list[dict]:
+def _selected(args: argparse.Namespace) -> list[dict[str, Any]]:
     store = _store(args)
     ids = [store.find(i) for i in args.ids]
     if args.last or not ids:
@@ -130,7 +134,7 @@ def _store(args: argparse.Namespace) -> TraceStore:
     return TraceStore(existing_workspace(args.workspace))
 
 
-def format_messages(messages: list[dict]) -> str:
+def format_messages(messages: list[dict[str, Any]]) -> str:
     """Messages with ``=== role ===`` headers, contents verbatim."""
     parts = []
     for message in messages:
@@ -141,7 +145,7 @@ def format_messages(messages: list[dict]) -> str:
     return "\n\n".join(parts)
 
 
-def format_section_sizes(sizes: dict) -> str:
+def format_section_sizes(sizes: dict[str, Any]) -> str:
     """A small table of prompt sections: characters and estimated tokens."""
     if not sizes:
         return "(no section sizes recorded)"

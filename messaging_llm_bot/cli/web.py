@@ -8,10 +8,10 @@ from pathlib import Path
 
 from assistant_framework.config import ConfigError
 from messaging_llm_bot.cli import int_range
-from messaging_llm_bot.cli.config import add_config_option
+from messaging_llm_bot.cli.config import Subparsers, add_config_option
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subparsers) -> None:
     web = subparsers.add_parser(
         "web", help="serve the web page: memory, conversations, traces, collectors, usage, skills"
     )

@@ -11,7 +11,7 @@ import copy
 import tempfile
 import time
 from datetime import datetime
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 from zoneinfo import ZoneInfo
 
 from assistant_framework.config.settings import Settings
@@ -30,8 +30,8 @@ DEFAULT_NOW = "2026-06-10T10:00:00"
 
 
 def eval_llm_config(
-    llm_config: dict, *, runner: str | None = None, base_url: str | None = None, model: str | None = None
-) -> dict:
+    llm_config: dict[str, Any], *, runner: str | None = None, base_url: str | None = None, model: str | None = None
+) -> dict[str, Any]:
     """The llm section to evaluate: one named runner, or an ad-hoc base URL and model."""
     config = copy.deepcopy(llm_config or {})
     runners = list(config.get("runners") or [])
@@ -59,7 +59,7 @@ def eval_llm_config(
     return config
 
 
-def counted_client(llm_config: dict, config: dict, workspace: str) -> LLMClient:
+def counted_client(llm_config: dict[str, Any], config: dict[str, Any], workspace: str) -> LLMClient:
     """The model client of ``eval skills`` or ``trace replay``: its calls count against the runners' spending
     caps in ``workspace`` (the bot's ledger: they spend the same money), and a capped runner refuses as it
     does for the bot. Raises NotAWorkspaceError when a runner has caps and ``workspace`` is no workspace;
@@ -92,7 +92,7 @@ def _seed(workspace: Workspace, case: EvalCase, settings_budget: int, when: date
             pending_user = None
 
 
-def run_case(case: EvalCase, config: dict, llm: LLMClient) -> CaseResult:
+def run_case(case: EvalCase, config: dict[str, Any], llm: LLMClient) -> CaseResult:
     """Run one case in a fresh workspace and score it."""
     zone = ZoneInfo(Settings.from_config(config).runtime.timezone)
     now = datetime.fromisoformat(case.now or DEFAULT_NOW)
@@ -127,7 +127,7 @@ def run_case(case: EvalCase, config: dict, llm: LLMClient) -> CaseResult:
 
 def run_cases(
     cases: Sequence[EvalCase],
-    config: dict,
+    config: dict[str, Any],
     *,
     progress: Callable[[int, int, CaseResult], None] | None = None,
     llm: LLMClient | None = None,

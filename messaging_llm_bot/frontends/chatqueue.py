@@ -42,12 +42,12 @@ class Job:
     chat: Hashable
     owner: bool
     seq: int
-    start: asyncio.Future = field(repr=False)
+    start: asyncio.Future[Any] = field(repr=False)
 
 
 @dataclass(eq=False)
 class _Chat:
-    jobs: deque = field(default_factory=deque)  # admitted, not started yet, in arrival order
+    jobs: deque[Any] = field(default_factory=deque)  # admitted, not started yet, in arrival order
     running: bool = False
     served: int = 0  # when this chat last started a job (dispatch counter): round robin
     refused: int = 0  # messages over the limit in the current backlog

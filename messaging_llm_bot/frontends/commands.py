@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from assistant_framework.access import OWNER_ONLY_COMMANDS, command_allowed
 from assistant_framework.config.reloadable import ReloadReport
@@ -215,7 +215,7 @@ def summary_line(written: str) -> str:
     )
 
 
-def why_text(recalled: list[dict], summary: str | None = None) -> str:
+def why_text(recalled: list[dict[str, Any]], summary: str | None = None) -> str:
     """The memories placed in the prompt of the last reply, with where they came from; ``summary``: when the
     summary of earlier messages in that prompt was written (None: it had none)."""
     note = [summary_line(summary)] if summary is not None else []
@@ -235,13 +235,13 @@ def why_text(recalled: list[dict], summary: str | None = None) -> str:
     return "\n\n".join(["\n".join(lines), *note])
 
 
-def format_stats(stats: dict, days: int = 30) -> str:
+def format_stats(stats: dict[str, Any], days: int = 30) -> str:
     """/stats text from ``TraceStore.stats()`` output (pure)."""
     total = stats.get("total") or {}
     if not total.get("turns"):
         return f"No model usage recorded in the last {days} days."
 
-    def row(label: str, r: dict) -> str:
+    def row(label: str, r: dict[str, Any]) -> str:
         cached = f", {r['cached_tokens']} cached" if r.get("cached_tokens") else ""
         return (
             f"- {label}: {r['turns']} msgs, {r['prompt_tokens']} in{cached}, "
@@ -256,14 +256,14 @@ def format_stats(stats: dict, days: int = 30) -> str:
 
 
 def stats_text(
-    workspace: Workspace, days: int = 30, now: datetime | None = None, caps: list[dict] | None = None
+    workspace: Workspace, days: int = 30, now: datetime | None = None, caps: list[dict[str, Any]] | None = None
 ) -> str:
     """/stats from the traces of the workspace, and the runners' spending caps (``cap_rows``) when any."""
     text = format_stats(TraceStore(workspace).stats(days=days, now=now), days)
     return f"{text}\n\n{caps_text(caps)}" if caps else text
 
 
-def caps_text(caps: list[dict]) -> str:
+def caps_text(caps: list[dict[str, Any]]) -> str:
     """The spending caps of /stats: per cap what is used, and when it resets (pure)."""
     lines = ["Spending caps:"]
     for row in caps:
@@ -278,7 +278,7 @@ def _calls(count: int) -> str:
     return "1 call" if count == 1 else f"{count} calls"
 
 
-def runtime_caps(runtime: "Runtime") -> list[dict]:
+def runtime_caps(runtime: "Runtime") -> list[dict[str, Any]]:
     """The cap rows of the running model client (none without caps)."""
     from assistant_framework.spending import cap_rows
 

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TextIO
+from typing import Any, TextIO
 
 import filelock
 
@@ -67,7 +67,7 @@ def progress_line(event: AgentEvent) -> str | None:
 def terminal_approver(stdin: TextIO, stdout: TextIO):
     """Ask the owner at the terminal to confirm a call the policy marks ``ask`` (anything but y means no)."""
 
-    def approve(request: dict) -> bool:
+    def approve(request: dict[str, Any]) -> bool:
         args = json.dumps(request.get("args") or {}, ensure_ascii=False)[:500]
         print(
             f"\nConfirm this action? skill: {request.get('skill')} args: {args}\n(why: {request.get('reason')}) [y/N] ",
@@ -153,7 +153,7 @@ def answer_durably(
 class _Question:
     """A confirmation the worker thread waits on; the main thread answers it."""
 
-    request: dict
+    request: dict[str, Any]
     answer: bool = False
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -172,12 +172,12 @@ def answer_stoppably(
 
     ``ask(request) -> bool`` confirms a call; it runs here in the main thread, where Ctrl-C lands, so a
     Ctrl-C at an open question declines it and stops the turn (no Enter needed)."""
-    box: dict = {}
+    box: dict[str, Any] = {}
     # An Event, not Thread.join: a join interrupted by Ctrl-C can leave is_alive() False while the thread runs.
     finished = threading.Event()
     questions: queue.Queue[_Question] = queue.Queue()
 
-    def approve_from_worker(request: dict) -> bool:
+    def approve_from_worker(request: dict[str, Any]) -> bool:
         question = _Question(request)
         questions.put(question)
         question.done.wait()

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
@@ -60,7 +61,7 @@ class ConsoleJobs:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._one_at_a_time: asyncio.Lock | None = None
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from datetime import date, datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors.days import covered_days, parse_moment
@@ -80,7 +81,7 @@ def _md(value: object) -> str:
     return escape_markdown(str(value))
 
 
-def _outside(record: dict) -> str:
+def _outside(record: dict[str, Any]) -> str:
     """A short flag for an item saved from outside content, so it never reads as the owner's own."""
     return f" {FROM_OUTSIDE}" if is_untrusted(record) else ""
 

@@ -54,7 +54,7 @@ class JobRun:
     untrusted: bool = False
     requested: bool = False  # run_now
 
-    def payload(self) -> dict:
+    def payload(self) -> dict[str, Any]:
         return {JOB_KEY: asdict(self)}
 
     @classmethod

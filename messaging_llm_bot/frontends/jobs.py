@@ -109,7 +109,7 @@ class AsyncJobQueue:
 
     def __init__(self) -> None:
         self._jobs: list[Job] = []
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     def _schedule(self, job: Job, delay: float, callback: Callback, then: Callable[[], float | None]) -> None:
         loop = asyncio.get_running_loop()

@@ -15,6 +15,7 @@ import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from telegramify_markdown import convert
 
@@ -56,7 +57,7 @@ class MessagePart:
     """One message: plain text and entity dicts (offsets in UTF-16 units)."""
 
     text: str
-    entities: list[dict] = field(default_factory=list)
+    entities: list[dict[str, Any]] = field(default_factory=list)
 
 
 def utf16_len(text: str) -> int:
@@ -80,7 +81,7 @@ def unescape_markdown(text: str) -> str:
     return re.sub(r"\\([\\`*_{}\]#+\-.!|~<>&=$])", r"\1", text or "")
 
 
-def markdown_entities(markdown: str) -> tuple[str, list[dict]] | None:
+def markdown_entities(markdown: str) -> tuple[str, list[dict[str, Any]]] | None:
     """Convert Markdown to (plain text, entity dicts); None when the converter fails."""
     try:
         text, entity_objs = convert(markdown or "")
@@ -150,7 +151,9 @@ def check_limit(limit: int) -> None:
         raise ValueError(f"markup: part limit {limit} is below the minimum of {_MIN_LIMIT}")
 
 
-def split_rendered(text: str, entities: list[dict], limit: int, size: CharSize = utf16_units) -> list[MessagePart]:
+def split_rendered(
+    text: str, entities: list[dict[str, Any]], limit: int, size: CharSize = utf16_units
+) -> list[MessagePart]:
     """Split rendered text and clip its entities (UTF-16 offsets) into each part."""
     units = _table(text, utf16_units)
     index_of = {u: i for i, u in enumerate(units)}

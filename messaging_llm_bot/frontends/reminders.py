@@ -150,7 +150,7 @@ class ReminderScheduler:
     async def _poll_job(self, context: Any) -> None:
         self.sync(await asyncio.to_thread(self._pending_safely))
 
-    def _pending_safely(self) -> list:
+    def _pending_safely(self) -> list[Any]:
         try:
             return [
                 r
@@ -161,7 +161,7 @@ class ReminderScheduler:
             log.warning("reminders: cannot read the reminder store: %s", err)
             return []
 
-    def sync(self, reminders: list | None = None) -> int:
+    def sync(self, reminders: list[Any] | None = None) -> int:
         """Schedule new or changed pending reminders, cancel removed ones; returns how many were scheduled."""
         now = self.clock()
         if reminders is None:

@@ -3,7 +3,7 @@ messaging_llm_bot/runtime.py has it all; a test may hand a frontend anything tha
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from assistant_framework.config.reloadable import ReloadReport
 from assistant_framework.config.settings import Settings
@@ -20,7 +20,7 @@ Notify = Callable[[str, str], None]
 class Runtime(Protocol):
     """The runtime's parts and calls a chat frontend uses."""
 
-    config: dict  # the loaded config (replaced by /reload)
+    config: dict[str, Any]  # the loaded config (replaced by /reload)
     settings: Settings  # its records (replaced by /reload with it)
     workspace: Workspace
 

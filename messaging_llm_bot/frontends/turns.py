@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 
 class RunningTurns:
     """The asyncio tasks answering a message right now."""
 
     def __init__(self) -> None:
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     def __len__(self) -> int:
         return len(self._tasks)

@@ -34,7 +34,7 @@ class ApiAnswer:
 
 
 def call(
-    token: str, method: str, params: dict | None = None, *, base_url: str | None = None, timeout: float = 10.0
+    token: str, method: str, params: dict[str, Any] | None = None, *, base_url: str | None = None, timeout: float = 10.0
 ) -> ApiAnswer:
     """POST ``{base_url}{token}/{method}``; never raises, never puts the token in the error."""
     base = base_url or OFFICIAL_BASE_URL
@@ -77,9 +77,9 @@ def get_me(token: str, *, base_url: str | None = None, timeout: float = 10.0) ->
     return call(token, "getMe", base_url=base_url, timeout=timeout)
 
 
-def senders(updates: list) -> list[dict]:
+def senders(updates: list[Any]) -> list[dict[str, Any]]:
     """The distinct private-chat senders of ``getUpdates`` results: ``{"id", "name", "text"}``, newest last."""
-    found: dict[int, dict] = {}
+    found: dict[int, dict[str, Any]] = {}
     for update in updates or []:
         message = update.get("message") or update.get("edited_message") or {}
         user = message.get("from") or {}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, need
 from assistant_framework.stores import BIRTHDAYS_FILE, BirthdayStore
 from assistant_framework.stores.provenance import is_untrusted, shown
@@ -29,7 +31,7 @@ ARGS_SCHEMA = {
 }
 
 
-def run(workspace: Workspace, args: dict, context=None):
+def run(workspace: Workspace, args: dict[str, Any], context=None):
     store = BirthdayStore(workspace)
     action = args["action"]
     if action == "upcoming":
@@ -67,7 +69,7 @@ def _not_after(text: str, today) -> None:
         )
 
 
-def _upcoming_row(when, entry: dict, today) -> dict:
+def _upcoming_row(when, entry: dict[str, Any], today) -> dict[str, Any]:
     mark = {"untrusted": True} if is_untrusted(entry) else {}  # first, so a result cut short still shows it
     row = {**mark, "name": entry.get("name"), "date": when.isoformat(), "in_days": (when - today).days}
     born = str(entry.get("date", ""))

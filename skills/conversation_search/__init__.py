@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from assistant_framework.memory.skillsupport import format_hits, is_private, memory_for, parse_when
 from assistant_framework.skills.support import context_now, need
 from assistant_framework.workspace import Workspace
@@ -24,7 +26,7 @@ ARGS_SCHEMA = {
 }
 
 
-def run(workspace: Workspace, args: dict, context=None) -> str:
+def run(workspace: Workspace, args: dict[str, Any], context=None) -> str:
     need(args, "search", "query")
     query = args["query"]
     current = getattr(context, "conversation_id", None) or None

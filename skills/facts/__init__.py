@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from assistant_framework.skills.support import need
 from assistant_framework.stores import FACTS_FILE, FactStore
 from assistant_framework.stores.facts import is_untrusted
@@ -27,7 +29,7 @@ ARGS_SCHEMA = {
 }
 
 
-def run(workspace: Workspace, args: dict, context=None):
+def run(workspace: Workspace, args: dict[str, Any], context=None):
     store = FactStore(workspace)
     if args["action"] == "add":
         need(args, "add", "subject", "attribute", "value")

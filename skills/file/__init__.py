@@ -12,6 +12,8 @@ owner's. ``read`` of a file with the mark (front matter or a marked record) star
 
 from __future__ import annotations
 
+from typing import Any
+
 from assistant_framework.memory.sources import source_for
 from assistant_framework.skills.support import MARKED, OUTSIDE_LABEL, context_untrusted, need
 from assistant_framework.stores.provenance import (
@@ -44,7 +46,7 @@ LIST_LIMIT = 200
 READ_ONLY_FOLDERS = ("state", "memory")
 
 
-def run(workspace: Workspace, args: dict, context=None):
+def run(workspace: Workspace, args: dict[str, Any], context=None):
     action = args["action"]
     if action == "list":
         return _list(workspace, args.get("path") or "")
@@ -70,7 +72,7 @@ def run(workspace: Workspace, args: dict, context=None):
     return results
 
 
-def _paths(args: dict, action: str) -> list[str]:
+def _paths(args: dict[str, Any], action: str) -> list[str]:
     paths = ([args["path"]] if args.get("path") else []) + list(args.get("paths") or [])
     if not paths:
         need(args, action, "path")
@@ -147,7 +149,7 @@ def _delete(workspace: Workspace, rel: str) -> str:
     return f"deleted {rel}"
 
 
-def _list(workspace: Workspace, folder: str) -> dict:
+def _list(workspace: Workspace, folder: str) -> dict[str, Any]:
     folder = folder.strip().strip("/")
     if folder:
         base = workspace.path(folder)  # refuses paths leaving the workspace
@@ -158,7 +160,7 @@ def _list(workspace: Workspace, folder: str) -> dict:
         pattern = "**/*"
     files = [rel for rel in workspace.list(pattern) if not rel.startswith("state/locks/")]
     shown = files[:LIST_LIMIT]
-    result: dict = {"folder": folder or ".", "files": shown}
+    result: dict[str, Any] = {"folder": folder or ".", "files": shown}
     if len(files) > len(shown):
         result["more"] = len(files) - len(shown)
     return result

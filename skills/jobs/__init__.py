@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from assistant_framework.jobs import CATCH_UP, JobError, JobStore, as_row, describe_next
 from assistant_framework.jobs.job import EXAMPLES, PAYLOAD_KEYS, SCHEDULE_KEYS
@@ -43,7 +44,7 @@ NOT_HERE = (
 )
 
 
-def run(workspace: Workspace, args: dict, context=None):
+def run(workspace: Workspace, args: dict[str, Any], context=None):
     if not getattr(context, "private", True):
         raise PermissionError(NOT_HERE)
     zone = context_zone(context)
@@ -101,7 +102,7 @@ def run(workspace: Workspace, args: dict, context=None):
     raise JobError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
 
 
-def _fields(args: dict, default_tz: str) -> dict:
+def _fields(args: dict[str, Any], default_tz: str) -> dict[str, Any]:
     """The new job's row fields; JobError with the form and an example for what is missing or doubled."""
     schedules = [key for key in SCHEDULE_KEYS if args.get(key) not in (None, "")]
     if len(schedules) != 1:
@@ -121,7 +122,7 @@ def _fields(args: dict, default_tz: str) -> dict:
     return fields
 
 
-def _schedule_of(job) -> dict:
+def _schedule_of(job) -> dict[str, Any]:
     schedule = job.schedule
     if schedule.kind == "cron":
         return {"cron": schedule.cron}
@@ -130,7 +131,7 @@ def _schedule_of(job) -> dict:
     return {"at": schedule.at.strftime("%Y-%m-%d %H:%M")}
 
 
-def _check_interval(fields: dict, limits, default_tz: str, now) -> None:
+def _check_interval(fields: dict[str, Any], limits, default_tz: str, now) -> None:
     """A prompt job runs no more often than ``jobs.min_prompt_interval_minutes`` (each run is a model turn)."""
     is_prompt = "prompt" in fields or fields.get("kind") == "prompt"
     if not is_prompt or limits is None:
@@ -151,5 +152,5 @@ def _check_interval(fields: dict, limits, default_tz: str, now) -> None:
         )
 
 
-def _shown(row: dict) -> dict:
+def _shown(row: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in row.items() if key not in ("last_planned",)}

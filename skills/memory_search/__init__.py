@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from assistant_framework.memory.skillsupport import format_hits, is_private, memory_for
 from assistant_framework.skills.support import context_now, need
 from assistant_framework.workspace import Workspace
@@ -22,7 +24,7 @@ ARGS_SCHEMA = {
 }
 
 
-def run(workspace: Workspace, args: dict, context=None) -> str:
+def run(workspace: Workspace, args: dict[str, Any], context=None) -> str:
     need(args, "search", "query")
     query = args["query"]
     conversation = getattr(context, "conversation_id", None) or None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from assistant_framework.skills.support import MARKED, context_untrusted, need
 from assistant_framework.stores import NoteStore
 from assistant_framework.workspace import Workspace
@@ -24,7 +26,7 @@ ARGS_SCHEMA = {
 }
 
 
-def run(workspace: Workspace, args: dict, context=None):
+def run(workspace: Workspace, args: dict[str, Any], context=None):
     store = NoteStore(workspace)
     action = args["action"]
     if action == "add":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, context_zone, need, outside_label
 from assistant_framework.stores import ReminderStore
@@ -39,7 +40,7 @@ NOT_HERE = (
 )
 
 
-def run(workspace: Workspace, args: dict, context=None):
+def run(workspace: Workspace, args: dict[str, Any], context=None):
     if not getattr(context, "private", True):
         raise PermissionError(NOT_HERE)
     chat_id = getattr(context, "chat_id", None)
@@ -79,7 +80,7 @@ def local_time(text: str, zone) -> datetime:
     return naive.replace(tzinfo=zone).astimezone(timezone.utc).astimezone(zone)
 
 
-def _due(args: dict, now: datetime, zone) -> datetime:
+def _due(args: dict[str, Any], now: datetime, zone) -> datetime:
     if bool(args.get("at")) == (args.get("in_minutes") is not None):
         raise ValueError("action 'add' needs exactly one of at ('YYYY-MM-DD HH:MM' local time) or in_minutes")
     if args.get("in_minutes") is not None:
@@ -100,19 +101,19 @@ def _due(args: dict, now: datetime, zone) -> datetime:
     return due
 
 
-def _own(store: ReminderStore, chat_id, reminder_id: str) -> dict:
+def _own(store: ReminderStore, chat_id, reminder_id: str) -> dict[str, Any]:
     for reminder in store.list(chat_id):
         if str(reminder.get("id")) == str(reminder_id).strip():
             return reminder
     raise LookupError(f"no reminder {reminder_id!r} in this chat")
 
 
-def _not_pending(reminder: dict) -> str:
+def _not_pending(reminder: dict[str, Any]) -> str:
     status = reminder.get("status")
     when = f" at {reminder['delivered_at']}" if status == "delivered" and reminder.get("delivered_at") else ""
     return f"reminder {reminder['id']} was already {status}{when}; nothing to cancel"
 
 
-def _row(reminder: dict) -> dict:
+def _row(reminder: dict[str, Any]) -> dict[str, Any]:
     mark = {"untrusted": True} if is_untrusted(reminder) else {}  # first, so a result cut short still shows it
     return {**mark, "id": reminder["id"], "text": reminder["text"], "due_at": reminder["due_at"]}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, need, outside_label
 from assistant_framework.stores import TASKS_FILE, TaskStore
 from assistant_framework.stores.provenance import shown
@@ -29,7 +31,7 @@ ARGS_SCHEMA = {
 }
 
 
-def run(workspace: Workspace, args: dict, context=None):
+def run(workspace: Workspace, args: dict[str, Any], context=None):
     store = TaskStore(workspace)
     action = args["action"]
     if action == "list":

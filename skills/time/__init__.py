@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, timedelta
+from typing import Any
 
 from assistant_framework.skills.support import context_now
 from assistant_framework.workspace import Workspace
@@ -24,7 +25,7 @@ ARGS_SCHEMA = {
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
-def run(workspace: Workspace, args: dict, context=None):
+def run(workspace: Workspace, args: dict[str, Any], context=None):
     now = context_now(context)
     today = now.date()
     action = args.get("action", "now")
@@ -72,7 +73,7 @@ def _date(text: str) -> date:
         raise ValueError(f"date {text!r} is not a real YYYY-MM-DD date") from None
 
 
-def _describe(day: date, today: date) -> dict:
+def _describe(day: date, today: date) -> dict[str, Any]:
     return {
         "date": day.isoformat(),
         "weekday": WEEKDAYS[day.weekday()].capitalize(),

@@ -50,7 +50,7 @@ class Backend:
     timeout: float
 
 
-def _rows(value: Any) -> list[dict]:
+def _rows(value: Any) -> list[dict[str, Any]]:
     return [row for row in value if isinstance(row, dict)] if isinstance(value, list) else []
 
 
@@ -136,7 +136,7 @@ def _exchange(backend: Backend, method: str, url: str, **kwargs: Any) -> Any:
     return body
 
 
-def _headers(extra: dict | None = None) -> dict:
+def _headers(extra: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"User-Agent": USER_AGENT, "Accept": "application/json", **(extra or {})}
 
 

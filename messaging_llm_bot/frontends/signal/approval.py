@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Callable
+from typing import Any, Callable
 
 from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.frontends.signal.settings import recipient_params
@@ -22,7 +22,7 @@ YES = {"yes", "y", "ok", "confirm", "ja", "oui"}
 NO = {"no", "n", "cancel", "decline", "nein", "non"}
 
 
-def question_text(request: dict) -> str:
+def question_text(request: dict[str, Any]) -> str:
     """The question shown to the owner: which skill, what it would do, and why it asks."""
     args = json.dumps(request.get("args") or {}, ensure_ascii=False)
     if len(args) > 600:
@@ -40,12 +40,12 @@ class Approvals:
     def __init__(self, client: SignalClient, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
         self.client = client
         self.timeout_seconds = timeout_seconds
-        self._pending: dict[str, asyncio.Future] = {}
+        self._pending: dict[str, asyncio.Future[Any]] = {}
 
-    def approver(self, chat: str, loop: asyncio.AbstractEventLoop) -> Callable[[dict], bool]:
+    def approver(self, chat: str, loop: asyncio.AbstractEventLoop) -> Callable[[dict[str, Any]], bool]:
         """A blocking callback for the agent's worker thread."""
 
-        def approve(request: dict) -> bool:
+        def approve(request: dict[str, Any]) -> bool:
             future = asyncio.run_coroutine_threadsafe(self.ask(chat, request), loop)
             try:
                 return future.result(self.timeout_seconds + 30)
@@ -55,7 +55,7 @@ class Approvals:
 
         return approve
 
-    async def ask(self, chat: str, request: dict) -> bool:
+    async def ask(self, chat: str, request: dict[str, Any]) -> bool:
         """Send the question and wait for the owner's yes/no (False on timeout or error)."""
         future = asyncio.get_running_loop().create_future()
         self._pending[chat] = future

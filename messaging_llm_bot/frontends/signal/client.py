@@ -58,7 +58,7 @@ class SignalRpcError(RuntimeError):
         return {str(r.get("type")) for r in results if isinstance(r, dict)} if isinstance(results, list) else set()
 
 
-def unwrap_event(obj: Any) -> dict | None:
+def unwrap_event(obj: Any) -> dict[str, Any] | None:
     """The receive object of one event: plain, a JSON-RPC notification, or a subscription result."""
     if not isinstance(obj, dict):
         return None
@@ -125,7 +125,7 @@ class SignalClient:
         """Close the connection pool."""
         await self._http.aclose()
 
-    def _request(self, method: str, params: dict | None) -> dict:
+    def _request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         body = {"jsonrpc": "2.0", "method": method, "id": next(self._ids)}
         params = {k: v for k, v in (params or {}).items() if v is not None}
         if self.account and "account" not in params:
@@ -161,11 +161,11 @@ class SignalClient:
             raise SignalRpcError(int(error.get("code", 0)), str(error.get("message", "")), method, error.get("data"))
         return answer.get("result")
 
-    async def rpc(self, method: str, params: dict | None = None) -> Any:
+    async def rpc(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """Call one method; returns its result, raises SignalRpcError / SignalUnavailable."""
         return self._result(await self._post(self._request(method, params)), method)
 
-    async def batch(self, calls: list[tuple[str, dict | None]]) -> list[Any]:
+    async def batch(self, calls: list[tuple[str, dict[str, Any] | None]]) -> list[Any]:
         """Call several methods in one request; each result or its SignalRpcError, in call order."""
         bodies = [self._request(m, p) for m, p in calls]
         answers = await self._post(bodies) or []
@@ -188,7 +188,7 @@ class SignalClient:
 
     async def events(
         self, read_timeout: float = 60.0, on_open: Callable[[], None] | None = None
-    ) -> AsyncIterator[dict]:
+    ) -> AsyncIterator[dict[str, Any]]:
         """Yield receive objects from the event stream until it ends; raises SignalUnavailable on errors.
 
         The daemon sends a keep-alive every 15 s, so ``read_timeout`` without any byte means it is gone.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from assistant_framework.inbox import InboxItem
 from messaging_llm_bot.frontends import commands as texts
@@ -76,7 +76,7 @@ class EventReader:
                 await service.sleep(delay)
                 delay = min(delay * 2, service.backoff_max)
 
-    async def on_event(self, obj: dict) -> None:
+    async def on_event(self, obj: dict[str, Any]) -> None:
         """One event of the stream: gate it, then a command, an approval's answer, or a stored message."""
         service = self.service
         msg = parse_event(obj)
@@ -120,7 +120,7 @@ class EventReader:
         # Not full a moment ago, and only this coroutine adds to the queue: admitted (exempt says so).
         service.tasks.spawn(msg.chat, service.turns.answer(item), owner=owner, exempt=True)
 
-    async def _store(self, msg: SignalMessage, obj: dict, owner: bool) -> tuple[bool, InboxItem | None]:
+    async def _store(self, msg: SignalMessage, obj: dict[str, Any], owner: bool) -> tuple[bool, InboxItem | None]:
         """Put the message into the inbox; (True, the item or None for a duplicate), (False, None) at a stop.
 
         While the inbox cannot store it (disk full, read-only, out of descriptors) the stream is not read

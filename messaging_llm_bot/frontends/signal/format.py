@@ -9,6 +9,7 @@ attachment, so replies are split below that on paragraph, line, sentence and wor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from messaging_llm_bot.frontends.markup import (
     EMPTY_PLACEHOLDER,
@@ -39,7 +40,7 @@ class SignalPart:
     styles: list[str] = field(default_factory=list)
 
 
-def inline_links(text: str, entities: list[dict]) -> tuple[str, list[dict]]:
+def inline_links(text: str, entities: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
     """Write each link's URL after its label (``label (url)``), shifting the other ranges (pure)."""
     links = sorted(
         (e for e in entities if e.get("type") == "text_link" and e.get("url")),
@@ -76,7 +77,7 @@ def inline_links(text: str, entities: list[dict]) -> tuple[str, list[dict]]:
     return text, entities
 
 
-def styles_of(entities: list[dict]) -> list[str]:
+def styles_of(entities: list[dict[str, Any]]) -> list[str]:
     """Signal ``textStyle`` strings for the entities that have a Signal style."""
     out = []
     for ent in entities:

@@ -10,6 +10,7 @@ import asyncio
 import base64
 import binascii
 from datetime import date
+from typing import Any
 
 from assistant_framework.config.settings import TranscriptionSettings
 from assistant_framework.workspace import Workspace
@@ -33,7 +34,7 @@ _EXT = {
 }
 
 
-def attachment_name(att: dict, msg: SignalMessage) -> str:
+def attachment_name(att: dict[str, Any], msg: SignalMessage) -> str:
     """The file name to save under: the sender's name for it, else one made from kind and timestamp."""
     if att.get("filename"):
         return str(att["filename"])
@@ -44,7 +45,7 @@ def attachment_name(att: dict, msg: SignalMessage) -> str:
     return f"{attachment_kind(att)}-{msg.timestamp}.{ext}"
 
 
-async def fetch(client: SignalClient, att: dict, msg: SignalMessage) -> bytes | str:
+async def fetch(client: SignalClient, att: dict[str, Any], msg: SignalMessage) -> bytes | str:
     """The attachment's bytes, or an error text for the user."""
     size = att.get("size")
     if isinstance(size, int) and size > MAX_ATTACHMENT_BYTES:
@@ -86,7 +87,7 @@ async def save_attachments(
     return out
 
 
-def audio_file_name(att: dict) -> str | None:
+def audio_file_name(att: dict[str, Any]) -> str | None:
     """The (safe) file name of an audio attachment that is a file passed on, not a voice note.
 
     Signal marks no forwards; what it does tell apart: a voice note recorded in the chat travels

@@ -57,7 +57,7 @@ class Typing:
     def __init__(self, client: SignalClient, chat: str, enabled: bool = True, shown: bool = False) -> None:
         self.client, self.chat, self.enabled = client, chat, enabled
         self.shown = shown  # the first indicator already went out (batched with the read receipt)
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[Any] | None = None
 
     async def _loop(self) -> None:
         while True:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from assistant_framework.config.settings import Settings
 
@@ -82,9 +83,9 @@ class SignalMessage:
     timestamp: int
     text: str
     group_id: str | None = None
-    attachments: list[dict] = field(default_factory=list)
-    mentions: list[dict] = field(default_factory=list)
-    quote: dict | None = None
+    attachments: list[dict[str, Any]] = field(default_factory=list)
+    mentions: list[dict[str, Any]] = field(default_factory=list)
+    quote: dict[str, Any] | None = None
     sticker: bool = False
 
     @property
@@ -116,7 +117,7 @@ class SignalMessage:
         return "sticker" if self.sticker else "other"
 
 
-def attachment_kind(att: dict) -> str:
+def attachment_kind(att: dict[str, Any]) -> str:
     """voice, photo or document, by the attachment's content type."""
     content = str(att.get("contentType") or "")
     if content.startswith("audio/"):
@@ -126,7 +127,7 @@ def attachment_kind(att: dict) -> str:
     return "document"
 
 
-def parse_event(obj: dict) -> SignalMessage | None:
+def parse_event(obj: dict[str, Any]) -> SignalMessage | None:
     """The data message of a receive object, or None (receipts, typing, sync, reactions, edits, group updates)."""
     env = obj.get("envelope") if isinstance(obj, dict) else None
     if not isinstance(env, dict):
@@ -189,7 +190,7 @@ def model_text(msg: SignalMessage, account: str, account_uuid: str | None = None
     return re.sub(r"[ \t]{2,}", " ", text).strip() or msg.text.strip()
 
 
-def recipient_params(chat: str) -> dict:
+def recipient_params(chat: str) -> dict[str, Any]:
     """``send``/``sendTyping`` params addressing a chat id (a number/UUID or a group id)."""
     if E164_RE.match(chat) or UUID_RE.match(chat):
         return {"recipient": [chat]}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
+from typing import Any
 
 from messaging_llm_bot.frontends.chatqueue import ChatQueues
 
@@ -17,9 +18,9 @@ class ChatTasks:
 
     def __init__(self, queues: ChatQueues) -> None:
         self.queues = queues
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
 
-    def spawn(self, chat: str, coro: Coroutine, *, owner: bool = False, exempt: bool = False) -> bool:
+    def spawn(self, chat: str, coro: Coroutine[Any, Any, Any], *, owner: bool = False, exempt: bool = False) -> bool:
         """Queue ``coro`` in ``chat``; False (and ``coro`` closed) when the chat already holds
         ``runtime.max_pending_per_chat`` jobs."""
         job = self.queues.admit(chat, owner=owner, exempt=exempt)  # now, in arrival order

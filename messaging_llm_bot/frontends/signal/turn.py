@@ -11,7 +11,7 @@ import asyncio
 import base64
 import logging
 from datetime import datetime
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 from zoneinfo import ZoneInfo
 
 from assistant_framework.inbox import Inbox, InboxItem
@@ -157,7 +157,7 @@ class TurnRunner:
 
     async def _receipt_and_typing(self, msg: SignalMessage) -> bool:
         """Mark the message read and show "typing…", in one batch request; True when typing went out."""
-        calls: list[tuple[str, dict | None]] = [
+        calls: list[tuple[str, dict[str, Any] | None]] = [
             ("sendReceipt", {"recipient": msg.uuid or msg.number, "targetTimestamp": [msg.timestamp], "type": "read"})
         ]
         if self.settings.typing:

@@ -25,7 +25,7 @@ DEFAULT_TIMEOUT_SECONDS = 300.0
 CALLBACK_PATTERN = r"^approve:[0-9a-f]+:(yes|no)$"
 
 
-def describe_request(request: dict) -> str:
+def describe_request(request: dict[str, Any]) -> str:
     """The question shown to the owner: which skill, what it would do, and why it asks."""
     args = json.dumps(request.get("args") or {}, ensure_ascii=False)
     if len(args) > 600:
@@ -41,15 +41,15 @@ class Approvals:
 
     def __init__(self, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
         self.timeout_seconds = timeout_seconds
-        self._pending: dict[str, asyncio.Future] = {}
+        self._pending: dict[str, asyncio.Future[Any]] = {}
         self._chats: dict[str, int] = {}  # token -> chat, so /stop can decline a chat's open questions
 
     def approver(
         self, bot: telegram.Bot, chat_id: int, loop: asyncio.AbstractEventLoop, topic: int | None = None
-    ) -> Callable[[dict], bool]:
+    ) -> Callable[[dict[str, Any]], bool]:
         """A blocking callback for the agent's worker thread (asking in ``topic`` when the message came from one)."""
 
-        def approve(request: dict) -> bool:
+        def approve(request: dict[str, Any]) -> bool:
             future = asyncio.run_coroutine_threadsafe(self.ask(bot, chat_id, request, topic), loop)
             try:
                 return future.result(self.timeout_seconds + 30)
@@ -59,7 +59,7 @@ class Approvals:
 
         return approve
 
-    async def ask(self, bot: telegram.Bot, chat_id: int, request: dict, topic: int | None = None) -> bool:
+    async def ask(self, bot: telegram.Bot, chat_id: int, request: dict[str, Any], topic: int | None = None) -> bool:
         """Send the question with buttons and wait for the owner's press (False on timeout)."""
         token = secrets.token_hex(6)
         future = asyncio.get_running_loop().create_future()

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from datetime import time as dtime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import filelock
@@ -78,8 +79,8 @@ class TelegramService:
         self.ready = threading.Event()
         self.started = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._replay: asyncio.Future | None = None
-        self._rest: asyncio.Task | None = None
+        self._replay: asyncio.Future[Any] | None = None
+        self._rest: asyncio.Task[Any] | None = None
         self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
         self.shutdown = GracefulStop(self.shutdown_timeout)
         self.notices = Notices(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import telegram
 from telegram import Update
@@ -54,7 +55,7 @@ class Intake:
         self.queues = queues
         self.items: dict[int, InboxItem] = {}  # update_id -> item persisted when fetched
         self.duplicates = access.duplicates  # update ids the inbox holds as answered: the gate drops them
-        self.job_items: dict[str, asyncio.Future] = {}  # job runs waiting in the owner's queue or running
+        self.job_items: dict[str, asyncio.Future[Any]] = {}  # job runs waiting in the owner's queue or running
         self.outage = StorageOutage("telegram")  # the inbox cannot store: updates held unconfirmed
         self.albums = Albums()  # photos sent together: one turn (telegram/albums.py)
 
@@ -218,7 +219,7 @@ class Intake:
             await message.reply_text(storage_error_text(err), do_quote=message.chat.type != "private")
             return None
 
-    async def start_replay(self, bot: telegram.Bot) -> asyncio.Future | None:
+    async def start_replay(self, bot: telegram.Bot) -> asyncio.Future[Any] | None:
         """Answer items a crash left in the inbox, in order per chat.
 
         Every item takes its place in its chat's queue here, before polling starts (never refused: it
@@ -258,7 +259,7 @@ class Intake:
         self.job_items[item.item_id] = task
         key = item.item_id
 
-        def forget(_task: asyncio.Future) -> None:
+        def forget(_task: asyncio.Future[Any]) -> None:
             self.job_items.pop(key, None)
 
         task.add_done_callback(forget)

@@ -84,7 +84,7 @@ class Progress:
         self._wake = asyncio.Event()
         self._stop = asyncio.Event()  # set by stop(): interrupts the edit-interval wait at once
         self._stopping = False
-        self._tasks: list[asyncio.Task] = []
+        self._tasks: list[asyncio.Task[Any]] = []
 
     async def start(self) -> None:
         """Start the typing refresher and the edit worker."""
@@ -98,7 +98,7 @@ class Progress:
             return
         self._loop.call_soon_threadsafe(self._apply, event.kind, dict(event.data or {}))
 
-    def _apply(self, kind: str, data: dict) -> None:
+    def _apply(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "skill_call" and self.show_status:
             self._status = status_line(str(data.get("skill", "?")), data.get("args"), data.get("round", 1))
             self._stream_text = ""  # a new round: text shown so far was not the answer

@@ -92,14 +92,14 @@ def is_optional(endpoint: str, rate_limit_args: Any) -> bool:
     return isinstance(rate_limit_args, dict) and bool(rate_limit_args.get("optional"))
 
 
-def optional_call(bot: Any) -> dict:
+def optional_call(bot: Any) -> dict[str, Any]:
     """Keyword arguments that mark a Bot call optional (empty when the bot has no such limiter)."""
     return (
         {"rate_limit_args": OPTIONAL} if isinstance(getattr(bot, "rate_limiter", None), ReplyFirstRateLimiter) else {}
     )
 
 
-class ReplyFirstRateLimiter(BaseRateLimiter[dict]):
+class ReplyFirstRateLimiter(BaseRateLimiter[dict[str, Any]]):
     """Telegram's limits with replies first; see the module docstring."""
 
     def __init__(
@@ -145,7 +145,7 @@ class ReplyFirstRateLimiter(BaseRateLimiter[dict]):
         kwargs: dict[str, Any],
         endpoint: str,
         data: dict[str, Any],
-        rate_limit_args: dict | None,
+        rate_limit_args: dict[str, Any] | None,
     ) -> Any:
         """Apply the limits to one Bot API call (see the module docstring)."""
         chat_id = data.get("chat_id")
@@ -169,7 +169,7 @@ class ReplyFirstRateLimiter(BaseRateLimiter[dict]):
     def _paused(self) -> bool:
         return time.monotonic() < self._resume_at
 
-    async def _call(self, callback: Callable[..., Coroutine[Any, Any, Any]], args: Any, kwargs: dict) -> Any:
+    async def _call(self, callback: Callable[..., Coroutine[Any, Any, Any]], args: Any, kwargs: dict[str, Any]) -> Any:
         wait = self._resume_at - time.monotonic()
         if wait > 0:
             await asyncio.sleep(wait)

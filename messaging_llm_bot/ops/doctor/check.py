@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 
@@ -25,4 +26,4 @@ class Context:
     config_path: Path
     workspace_path: Path
     quick: bool
-    config: dict | None = None
+    config: dict[str, Any] | None = None

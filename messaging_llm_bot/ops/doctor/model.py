@@ -4,13 +4,14 @@ structured-output forms it accepts, and whether a vision runner sees a picture."
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from assistant_framework.hints import CLI
 from messaging_llm_bot.llm.probe import probe
 from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check, Context
 
 
-def _runner_key(runner: dict) -> str:
+def _runner_key(runner: dict[str, Any]) -> str:
     from messaging_llm_bot.ops.setup.answers import runner_key  # one reading of a runner's key
 
     return runner_key(runner)
@@ -60,7 +61,7 @@ def check_runners(ctx: Context) -> list[Check]:
     return checks
 
 
-def _vision_names(llm: dict) -> tuple[str, ...]:
+def _vision_names(llm: dict[str, Any]) -> tuple[str, ...]:
     """The runners a message with images goes to (``llm.vision_runner``, ``vision: true``)."""
     from messaging_llm_bot.llm.runners import runners_from_config, vision_order
 
@@ -70,7 +71,7 @@ def _vision_names(llm: dict) -> tuple[str, ...]:
         return ()
 
 
-def _vision_check(runner: dict, key: str) -> Check:
+def _vision_check(runner: dict[str, Any], key: str) -> Check:
     """Send a small red picture and ask its colour: does the runner take images, and does it see them?"""
     import io
 
@@ -115,7 +116,7 @@ def _vision_check(runner: dict, key: str) -> Check:
     return Check(name, OK, f"a red picture was seen as {answer!r} in {done.elapsed_s:.2f} s")
 
 
-def _completion_report(runner: dict) -> tuple[bool, str]:
+def _completion_report(runner: dict[str, Any]) -> tuple[bool, str]:
     """Whether a one-token completion worked, and a report: its time and the structured-output forms accepted."""
     from messaging_llm_bot.llm.client import LLMClient
     from messaging_llm_bot.llm.errors import LLMError

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check
 
@@ -20,7 +21,7 @@ def format_report(checks: list[Check]) -> str:
     return "\n".join(lines)
 
 
-def as_json(checks: list[Check]) -> list[dict]:
+def as_json(checks: list[Check]) -> list[dict[str, Any]]:
     """The checks as JSON-ready dicts."""
     return [asdict(c) for c in checks]
 

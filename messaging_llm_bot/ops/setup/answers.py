@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.config import LOCAL_DIR, TOKEN_ENV, ConfigError, load_config_detailed
@@ -53,18 +53,18 @@ class Current:
     token: str = ""
     allowed_user_ids: tuple[int, ...] = ()
     telegram_base_url: str | None = None
-    runners: tuple[dict, ...] = ()
+    runners: tuple[dict[str, Any], ...] = ()
     timezone: str | None = None
 
     @property
-    def runner(self) -> dict | None:
+    def runner(self) -> dict[str, Any] | None:
         """The first runner of the local layer (the one setup asks about), or None."""
         return copy.deepcopy(self.runners[0]) if self.runners else None
 
     @classmethod
     def read(cls, config: Path) -> Current:
         """Read a config directory that loads (setup checked it); never raises."""
-        local: dict = {}
+        local: dict[str, Any] = {}
         if (config / LOCAL_DIR).is_dir():
             try:
                 local = load_config_detailed(config / LOCAL_DIR, validate=False, env=False).data
@@ -94,7 +94,7 @@ class Current:
         )
 
 
-def _section(data: dict, name: str) -> dict:
+def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
     """``data[name]`` when it is an object, else an empty one."""
     value = data.get(name)
     return value if isinstance(value, dict) else {}
@@ -154,7 +154,7 @@ def not_a_choice(choice: str, count: int) -> str | None:
     return f"no such choice: {choice!r} (a number from 1 to {count})"
 
 
-def runner_key(runner: dict | None) -> str:
+def runner_key(runner: dict[str, Any] | None) -> str:
     """The API key a runner sends: ``api_key`` (a ``${NAME}`` read from the environment), else the
     variable ``api_key_env`` names; "" for none."""
     if not runner:
@@ -167,7 +167,7 @@ def runner_key(runner: dict | None) -> str:
     return key
 
 
-def key_hint(result: "Probe", runner: dict | None) -> str:
+def key_hint(result: "Probe", runner: dict[str, Any] | None) -> str:
     """What to do about a refused key: which flag gives it, or which variable is unset."""
     if result.status not in (401, 403):
         return ""

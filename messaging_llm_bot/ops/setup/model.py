@@ -3,6 +3,8 @@ each checked by a probe, and the short test turn against the chosen runner."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from messaging_llm_bot.llm.probe import LOCAL_SERVERS, Probe, find_local_servers, probe
 from messaging_llm_bot.ops.setup.answers import Answers, Current, base_url_problem, key_hint, runner_key
 from messaging_llm_bot.ops.setup.dialog import Console, SetupError, Step
@@ -23,7 +25,7 @@ class ModelSteps(Step):
         #: Where to look for a local model server (tests point this at their fake).
         self.candidates = candidates
 
-    def server(self) -> dict:
+    def server(self) -> dict[str, Any]:
         """The runner to write: the server and model given or chosen (at a terminal asked again until
         the server answers and lists the model), the other keys of the configured runner kept."""
         current = self.current.runner
@@ -73,7 +75,7 @@ class ModelSteps(Step):
             self.settings.append(("llm.runners", [runner, *self.current.runners[1:]]))
             return runner
 
-    def _choose_server(self, current: dict | None) -> tuple[str, str | None]:
+    def _choose_server(self, current: dict[str, Any] | None) -> tuple[str, str | None]:
         """(base URL, API key typed or None): the configured server without a terminal, else one of the
         local servers found or one typed."""
         if current is not None and not self.a.interactive:
@@ -101,7 +103,7 @@ class ModelSteps(Step):
             return urls[int(choice) - 1], None
         return choice, None
 
-    def _model(self, result: Probe, current: dict | None) -> str | None:
+    def _model(self, result: Probe, current: dict[str, Any] | None) -> str | None:
         """The model: ``--model``, or chosen from the server's list (shown first); None at a terminal when
         the server should be chosen again."""
         configured = str(current.get("model") or "") if current else ""
@@ -128,7 +130,7 @@ class ModelSteps(Step):
             return models[int(choice) - 1]
         return choice
 
-    def test_turn(self, runner: dict) -> bool:
+    def test_turn(self, runner: dict[str, Any]) -> bool:
         """One short completion against the chosen runner; prints the answer and the time it took."""
         from messaging_llm_bot.llm.client import LLMClient
         from messaging_llm_bot.llm.errors import LLMError

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 from assistant_framework.config import TOKEN_ENV
 from messaging_llm_bot.frontends.telegram.settings import BotApiAddressError, bot_api_urls
@@ -37,7 +38,7 @@ class TelegramSteps(Step):
         except BotApiAddressError as exc:
             raise SetupError(f"--telegram-base-url: {exc}") from None
 
-    def telegram(self) -> tuple[str, dict] | None:
+    def telegram(self) -> tuple[str, dict[str, Any]] | None:
         """The token checked with getMe; None to run without Telegram (terminal chat only) or to keep
         the token (and the allowlist) already configured."""
         if self.a.no_telegram:
@@ -91,7 +92,7 @@ class TelegramSteps(Step):
             self.io.say(f"Telegram: {answer.error}")
             token = None
 
-    def owner(self, token: str, me: dict) -> list[int]:
+    def owner(self, token: str, me: dict[str, Any]) -> list[int]:
         """The allowlist: the owner's numeric id first (given, typed, or read from the first private
         message sent to the bot), then whoever the allowlist already held."""
         current = list(self.current.allowed_user_ids)
@@ -114,7 +115,7 @@ class TelegramSteps(Step):
             owner = int(typed) if typed not in ("", "find") else self._read_owner(token, me)
         return [owner, *(i for i in current if i != owner)]
 
-    def _read_owner(self, token: str, me: dict) -> int:
+    def _read_owner(self, token: str, me: dict[str, Any]) -> int:
         """The id of the first private message sent to the bot within ``--wait`` seconds."""
         base_url = self.telegram_base_url()
         self.io.say(
@@ -142,7 +143,7 @@ class TelegramSteps(Step):
             if time.monotonic() >= deadline:
                 raise SetupError("Telegram: no message arrived; run setup again, or pass --owner-id ID")
 
-    def _pick_sender(self, found: list[dict]) -> int:
+    def _pick_sender(self, found: list[dict[str, Any]]) -> int:
         if len(found) == 1 or not self.a.interactive:
             if len(found) > 1:
                 names = ", ".join(f"{s['name']} ({s['id']})" for s in found)
