@@ -115,7 +115,10 @@ def test_the_bot_down_across_a_planned_run_makes_one_late_run_with_once_and_none
         fake.wait_for(lambda: len(ws.read_jsonl(RUNS_FILE)) == 2, timeout=15)
         assert bot.terminate() == 0
     [sent] = sent_texts(fake, OWNER)
-    assert sent.startswith("🗓 Made up\n(late: planned " + planned.strftime("%H:%M") + ", run ")
+    # In the hour after midnight (UTC, the jobs' zone) the planned time was yesterday: the note gives its date too.
+    same_day = planned.date() == datetime.now(timezone.utc).date()
+    shown = planned.strftime("%H:%M" if same_day else "%Y-%m-%d %H:%M")
+    assert sent.startswith("🗓 Made up\n(late: planned " + shown + ", run "), sent
     lines = {line["job"]: line for line in ws.read_jsonl(RUNS_FILE)}
     assert lines["j1"]["outcome"] == "delivered" and lines["j1"]["late"] is True
     assert lines["j2"]["outcome"] == "skipped" and lines["j2"]["count"] == 1
