@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from assistant_framework.hints import CLI
 from assistant_framework.workspace import WORKSPACE_MARKER, Workspace
@@ -17,33 +19,14 @@ def check_plugins(ctx: Context) -> list[Check]:
     config = ctx.config or {}
     unused = Workspace(Path(tempfile.gettempdir()) / "assistant-doctor-unused", create=False)
     skills = SkillManager.from_config(config, unused)
-    checks = []
-    if skills.errors:
-        checks.append(
-            Check(
-                "skills",
-                FAIL,
-                "; ".join(f"{e.name}: {e.error}" for e in skills.errors)[:400],
-                f"`{CLI} skills list` shows each error",
-            )
-        )
-    else:
-        checks.append(Check("skills", OK, f"{len(skills.names())} loaded"))
     workspace = Workspace(ctx.workspace_path, create=False)
     collectors = CollectorManager.from_config(config, workspace)
-    if collectors.errors:
-        checks.append(
-            Check(
-                "collectors",
-                FAIL,
-                "; ".join(f"{e.name}: {e.error}" for e in collectors.errors)[:400],
-                f"`{CLI} collectors list` shows each error",
-            )
-        )
-    else:
-        checks.append(
-            Check("collectors", OK, f"{len(collectors.collectors)} found, {len(collectors.enabled())} enabled")
-        )
+    checks = [
+        _loaded("skills", skills.errors, f"{len(skills.names())} loaded"),
+        _loaded(
+            "collectors", collectors.errors, f"{len(collectors.collectors)} found, {len(collectors.enabled())} enabled"
+        ),
+    ]
     if (ctx.workspace_path / WORKSPACE_MARKER).is_dir():
         for row in collectors.status():
             if row.get("enabled") and row.get("consecutive_failures"):
@@ -56,3 +39,17 @@ def check_plugins(ctx: Context) -> list[Check]:
                     )
                 )
     return checks
+
+
+class _LoadError(Protocol):
+    name: str
+    error: str
+
+
+def _loaded(kind: str, errors: Sequence[_LoadError], loaded: str) -> Check:
+    """One kind of plugin: what failed to load (the list command shows each error), else how many loaded."""
+    if errors:
+        return Check(
+            kind, FAIL, "; ".join(f"{e.name}: {e.error}" for e in errors)[:400], f"`{CLI} {kind} list` shows each error"
+        )
+    return Check(kind, OK, loaded)
