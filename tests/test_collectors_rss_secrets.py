@@ -82,3 +82,25 @@ def test_a_cursor_keyed_by_the_whole_url_is_taken_over_and_dropped(tmp_path, ser
     assert server.requests_to("/news.xml")[-1].headers.get("If-None-Match") == '"n1"'  # the old cursor was used
     feeds = ws.read_json("state/collectors/rss.json")["cursor"]["feeds"]
     assert list(feeds) == [url_key(news)] and TOKEN not in ws.read_text("state/collectors/rss.json")
+
+
+def test_a_secret_calendar_urls_token_and_password_stay_out_of_its_errors(tmp_path):
+    """A calendar URL carries its secret in the path (Google's private-<hex>), the query or the user:password;
+    a failing fetch is reported by host and file name only, through the real CLI."""
+    with StaticHTTPServer() as gone:
+        port = gone.url("/").split(":")[2].split("/")[0]
+    url = f"http://reader:{PASSWORD}@127.0.0.1:{port}/calendar/ical/private-{TOKEN}/basic.ics?key={KEY}"
+    config = tmp_path / "config"
+    (config / "collectors").mkdir(parents=True)
+    (config / "runtime.json").write_text(json.dumps({"timezone": "UTC"}))
+    (config / "collectors" / "calendar.json").write_text(
+        json.dumps({"enabled": True, "sources": [{"url": url, "name": "work"}]})
+    )
+    ws = Workspace(tmp_path / "ws")
+    run = assistant("collectors", "run", "calendar", "--config", str(config), "--workspace", str(ws.root))
+    assert run.returncode == 1, run.stdout + run.stderr  # nothing listens there: the run failed
+    said = run.stdout + run.stderr
+    assert f"work (http://127.0.0.1:{port}/…/basic.ics)" in said, said
+    stored = "\n".join(p.read_text("latin-1") for p in ws.root.rglob("*") if p.is_file())
+    for secret in (TOKEN, PASSWORD, KEY):
+        assert secret not in said and secret not in stored, secret

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors.fetch import FetchError, fetch, fetch_all
+from assistant_framework.redaction import redact_text
 
 from .bounds import RunBudget
 from .events import Expansion, changes, expand, parse_calendar, reason_text, sort_key, window
@@ -108,7 +109,9 @@ def read_source(source: dict[str, Any], timeout: float) -> bytes:
     try:
         answer = fetch(url, timeout=timeout, headers={"Accept": "text/calendar, */*;q=0.5"})
     except FetchError as exc:
-        raise OSError(str(exc)) from None
+        # The HTTP library's message may quote the URL: its path and query hold a secret calendar's token.
+        parts = urlsplit(url)
+        raise OSError(redact_text(str(exc), [s for s in (parts.path, parts.query, parts.password) if s])) from None
     if answer.status >= 400:
         raise OSError(f"HTTP {answer.status}")
     return answer.content
@@ -121,7 +124,9 @@ def _label(source: dict[str, Any]) -> str:
     # Secret calendar URLs carry their token in the path or query: show host and file name only.
     url = urlsplit(str(source.get("url", "")))
     tail = url.path.rsplit("/", 1)[-1]
-    return f"{source['name']} ({url.scheme}://{url.netloc}/{'…/' if url.path.count('/') > 1 else ''}{tail})"
+    host = url.hostname or ""
+    where = f"{host}:{url.port}" if url.port else host  # never the user:password@ of the netloc
+    return f"{source['name']} ({url.scheme}://{where}/{'…/' if url.path.count('/') > 1 else ''}{tail})"
 
 
 def collect(workspace, config: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
