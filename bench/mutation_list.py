@@ -99,6 +99,7 @@ SIGNAL = (
     "test_signal.py",
     "test_guest_skills.py",
 )
+JOBS = ("test_jobs_guard.py", "test_jobs_bot.py", "test_jobs_skill.py", "test_jobs_schedule.py")
 PREPARE = ("test_call_path.py", "test_skills_manager.py", "test_skills_small_model_args.py", "test_agent_policy.py")
 
 AF = "assistant_framework"
@@ -860,6 +861,55 @@ MUTATIONS: tuple[Mutation, ...] = (
         SIGNAL,
         equivalent="SignalSettings.from_config makes the first allowed id the owner when none is set, so "
         "owner is None only when nobody is allowed, and then no message gets this far",
+    ),
+    # -- scheduled jobs (jobs/, skills/jobs, agent/guard.py SCHEDULING_SKILLS) -------------------------
+    Mutation(
+        "jobs-untrusted-any-change",
+        f"{BOT}/agent/guard.py",
+        "if skill.name in SCHEDULING_SKILLS and action not in READ_ACTIONS:",
+        "if skill.name in () and action not in READ_ACTIONS:",
+        "outside text adds a job (a prompt run in the owner's name) without the owner",
+        JOBS,
+    ),
+    Mutation(
+        "jobs-untrusted-only-add",
+        f"{BOT}/agent/guard.py",
+        "if skill.name in SCHEDULING_SKILLS and action not in READ_ACTIONS:",
+        'if skill.name in SCHEDULING_SKILLS and action == "add":',
+        "outside text runs, resumes or rewrites an existing job without the owner",
+        JOBS,
+    ),
+    Mutation(
+        "jobs-update-not-marked",
+        f"{AF}/jobs/store.py",
+        "            if untrusted:\n                mark_record(new)\n",
+        "",
+        "a job rewritten from outside content runs as the owner's own (trusted) prompt",
+        JOBS,
+    ),
+    Mutation(
+        "jobs-interval-only-on-add",
+        "skills/jobs/__init__.py",
+        "        _check_interval(\n            {**schedule",
+        "        (\n            {**schedule",
+        "a prompt job's schedule shortened by update (or a message job made a prompt job) runs every minute",
+        JOBS,
+    ),
+    Mutation(
+        "jobs-failures-not-reset-by-a-success",
+        f"{AF}/jobs/store.py",
+        'row.pop("failures", None)',
+        "pass",
+        "failures spread over days (a success between them) pause a working job",
+        JOBS,
+    ),
+    Mutation(
+        "jobs-dst-second-pass-once",
+        f"{AF}/jobs/schedule.py",
+        "while _second_pass(fire, self.zone):",
+        "if _second_pass(fire, self.zone):",
+        "a sub-hourly cron runs its repeated wall times twice on the night the clocks go back",
+        JOBS,
     ),
     # -- preparing a call (skills/manager.py, skills/prepare.py) ---------------------------------------
     Mutation(

@@ -130,3 +130,19 @@ def test_shortest_gap_finds_the_busiest_part_of_a_cron_schedule() -> None:
     now = datetime(2026, 12, 1, tzinfo=UTC)
     assert shortest_gap(Schedule("cron", "UTC", cron="0,5 9 * * *"), now) == timedelta(minutes=5)
     assert shortest_gap(Schedule("every", "UTC", minutes=30), now) == timedelta(minutes=30)
+
+
+def test_a_quarter_hourly_job_runs_once_per_wall_time_when_the_clocks_go_back() -> None:
+    """25 October 2026, Berlin: 02:00-02:59 happens twice. A ``*/15`` cron runs 02:00, 02:15, 02:30 and 02:45
+    once (the first pass), not again in the second pass: each repeated wall time is one run, as for a daily
+    or hourly job (a sub-hourly cron is the case where the second pass has several fire times in a row)."""
+    quarter = Schedule("cron", "Europe/Berlin", cron="*/15 * * * *")
+    start = datetime(2026, 10, 25, 1, 0, tzinfo=BERLIN)
+    end = datetime(2026, 10, 25, 4, 0, tzinfo=BERLIN)
+    runs = runs_between(quarter, start.astimezone(UTC), end.astimezone(UTC), step=timedelta(minutes=1))
+    walls = [r.astimezone(BERLIN).strftime("%H:%M") for r in runs]
+    expected = [f"{hour:02d}:{minute:02d}" for hour in (1, 2, 3, 4) for minute in (0, 15, 30, 45)][1:-3]
+    assert walls == expected  # 01:15 ... 04:00, each wall time once
+    # Real time between 02:45 (first pass) and 03:00 is 1 h 15 min: the second pass made nothing.
+    gap = runs[walls.index("03:00")] - runs[walls.index("02:45")]
+    assert gap == timedelta(hours=1, minutes=15)

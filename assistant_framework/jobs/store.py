@@ -118,8 +118,11 @@ class JobStore:
             rows.append(row)
         return job
 
-    def update(self, job_id: str, changes: dict[str, Any], now: datetime | None = None) -> Job:
-        """Change fields of a job (a new schedule replaces the old one, a new payload the old one)."""
+    def update(
+        self, job_id: str, changes: dict[str, Any], now: datetime | None = None, *, untrusted: bool = False
+    ) -> Job:
+        """Change fields of a job (a new schedule replaces the old one, a new payload the old one); a change
+        made in a turn with outside content marks the job, as ``add`` does (its runs then start untrusted)."""
         with self.file.edit() as rows:
             row = _row(rows, job_id)
             new = dict(row)
@@ -134,6 +137,8 @@ class JobStore:
             for key, value in changes.items():
                 if value not in (None, ""):
                     new[key] = value
+            if untrusted:
+                mark_record(new)
             job = job_of(new, self.default_tz)
             row.clear()
             row.update(new)

@@ -87,8 +87,12 @@ def run(workspace: Workspace, args: dict[str, Any], context=None):
             zone.key,
             now,
         )
-        job = store.update(current.id, changes, now=now)
-        return f"job {job.id} {job.name!r} updated: {job.schedule.describe()}; next run {describe_next(job, now)}"
+        untrusted = context_untrusted(context)
+        job = store.update(current.id, changes, now=now, untrusted=untrusted)
+        marked = f" ({MARKED})" if untrusted else ""
+        return (
+            f"job {job.id} {job.name!r} updated{marked}: {job.schedule.describe()}; next run {describe_next(job, now)}"
+        )
     if action in ("pause", "resume"):
         job = store.set_paused(store.get(args["id"]).id, action == "pause", now=now)
         state = "paused" if job.paused else f"resumed; next run {describe_next(job, now)}"
