@@ -1,5 +1,5 @@
-"""docs/reliability.md and docs/security.md stay true (issue 34.12): every test a row names exists, and every guarantee names at
-least two tests (a guard tested in one mode only is how a one-line regression slips through: name the
+"""docs/reliability.md and docs/security.md stay true (issue 34.12): every test a row names exists, and every
+guarantee names at least two tests (a guard tested in one mode only is how a one-line regression slips through: name the
 neighbouring case too, another frontend, chat type, skill or store)."""
 
 from __future__ import annotations
@@ -55,6 +55,6 @@ def test_every_test_the_reliability_doc_names_exists() -> None:
 def test_every_guarantee_names_at_least_two_tests() -> None:
     alone = [f"{guarantee} -> {refs}" for guarantee, refs in rows() if len(refs) < 2]
     assert alone == [], (
-        "these rows of docs/reliability.md or security.md name one test: add the neighbouring case (another frontend, chat type, "
-        "skill, store or collector) and name it:\n" + "\n".join(alone)
+        "these rows of docs/reliability.md or security.md name one test: add the neighbouring case (another "
+        "frontend, chat type, skill, store or collector) and name it:\n" + "\n".join(alone)
     )
