@@ -968,4 +968,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "eval skills and trace replay spend past the caps, uncounted",
         CAPS,
     ),
+    Mutation(
+        "web-long-head-dropped",
+        f"{AF}/web/limits.py",
+        "stream.on_long_head = self._answer_long_head",
+        "stream.on_long_head = None",
+        "a request line or headers over the bound drop the connection without a status",
+        ("test_web_limits.py",),
+    ),
+    Mutation(
+        "web-long-line-called-headers",
+        f"{AF}/web/limits.py",
+        'if b"\\n" not in head[: MAX_HEADER_BYTES + 1]:',
+        "if False:",
+        "an over-long request line is answered 431 as if its headers were too large",
+        ("test_web_limits.py",),
+    ),
 )

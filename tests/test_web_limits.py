@@ -8,6 +8,7 @@ message must still be answered) is in tests/test_web_bot.py.
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import resource
@@ -378,3 +379,72 @@ def test_searches_wait_in_a_bounded_line_and_the_rest_is_told_busy(stalled):
         for thread in threads:
             thread.join(30)
     assert [answer for _, answers in started for answer in answers] == [200] * len(threads)
+
+
+# -- an over-long head is answered, not dropped (issue 39.8) ------------------------------------------------
+
+
+def _sent_in_background(port: int, data: bytes) -> bytes:
+    """``data`` sent from a thread (the server stops reading early: a large head must not block the test's
+    own send), the answer read until the server closes the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sender = threading.Thread(target=lambda: _send_quietly(sock, data), daemon=True)
+        sender.start()
+        chunks = []
+        try:
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+        except ConnectionResetError:
+            pass
+        sender.join(10)
+        return b"".join(chunks)
+
+
+def _send_quietly(sock: socket.socket, data: bytes) -> None:
+    try:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)  # all sent: the server's gentle close need not wait for more
+    except OSError:
+        pass  # the server closed its side after answering
+
+
+def _refused(port: int, data: bytes, expected: int) -> bytes:
+    from assistant_framework.web.limits import MAX_HEADER_BYTES
+
+    answer = _sent_in_background(port, data)
+    assert answer, f"dropped without a status ({expected} expected)"
+    assert _status(answer) == expected, answer[:300]
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert b"Connection: close" in head and b"Content-Security-Policy: default-src 'none'" in head
+    assert str(MAX_HEADER_BYTES).encode() in body and len(body) < 300
+    return body
+
+
+def test_an_over_long_request_line_is_answered_414(site):
+    """A request line over the head's bound (16 KiB) gets 414 and a short body (JSON under /api/), not a dropped
+    connection, at any size; a line just under the bound is served, and the page goes on answering."""
+    from assistant_framework.web.limits import MAX_HEADER_BYTES
+
+    port = site.server.port
+    _refused(port, _request("GET", "/memory?q=" + "a" * (MAX_HEADER_BYTES + 100), {}), 414)
+    _refused(port, _request("POST", "/memory/notes/new?q=" + "a" * 300_000, BEARER, b"title=x"), 414)
+    api = _refused(port, _request("GET", "/api/usage?q=" + "e" * 20_000, BEARER), 414)
+    assert json.loads(api)["status"] == 414
+    fits = _exchange(port, _request("GET", "/api/usage?q=" + "f" * (MAX_HEADER_BYTES - 500), BEARER))
+    assert _status(fits) == 200
+    assert requests.get(f"{site.base}/api/usage", headers=BEARER).status_code == 200
+
+
+def test_over_long_headers_are_answered_431(site):
+    """Headers that take the head over its bound get 431 (one long header, many headers, a request with a
+    body): nothing of the request is handled, and the page goes on answering."""
+    from assistant_framework.web.limits import MAX_HEADER_BYTES
+
+    port = site.server.port
+    _refused(port, _request("GET", "/memory", {**BEARER, "X-Long": "b" * (MAX_HEADER_BYTES + 100)}), 431)
+    _refused(port, _request("GET", "/memory", {**BEARER, **{f"X-Many-{n}": "c" * 100 for n in range(200)}}), 431)
+    body = b'{"content": "PWNED"}'
+    big = {**BEARER, "X-Long": "d" * 100_000, "Content-Length": str(len(body))}
+    _refused(port, _request("POST", "/api/file?path=notes/head.md", big, body), 431)
+    assert not site.workspace.exists("notes/head.md")
+    assert requests.get(f"{site.base}/api/usage", headers=BEARER).status_code == 200

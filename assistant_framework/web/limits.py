@@ -3,7 +3,8 @@
 The page runs inside the bot's process (``web.enabled``), so every descriptor, byte and log line it
 uses is the bot's. Here: how many connections at once (derived from the open-file limit, with a
 reserve left for the bot's own work), how long a connection may take to send its headers and its
-body, how large a body may be (refused from its ``Content-Length``, before it is read), and an
+body, how large a body may be (refused from its ``Content-Length``, before it is read), how large
+a request's head may be (answered 414 or 431, not dropped), and an
 accept loop that, when the process is out of descriptors anyway, pauses and says so once a minute
 instead of spinning on the error.
 """
@@ -34,7 +35,7 @@ log = logging.getLogger(__name__)
 
 #: A request without a valid token or session may send at most this much (the sign-in form needs less).
 ANONYMOUS_BODY_BYTES = 16 * 1024
-#: Request line and headers together.
+#: Request line and headers together; a longer head is answered 414 (its request line alone is longer) or 431.
 MAX_HEADER_BYTES = 16 * 1024
 #: Descriptors always left to the bot (its chats, model calls, files, the index): at least this many,
 #: and at least half of the open-file limit.
@@ -164,6 +165,46 @@ class _Closer:
             stream.close()
 
 
+def head_refusal(start: bytes) -> Refusal:
+    """The answer to a request whose head outgrew ``MAX_HEADER_BYTES``, from the head's first bytes: 414 when
+    the request line alone does not end within the bound, else 431 (the headers are too large)."""
+    head = start[: MAX_HEADER_BYTES + 2].lstrip(b"\r\n")
+    if b"\n" not in head[: MAX_HEADER_BYTES + 1]:
+        return Refusal(414, "URI Too Long", f"the request line may be at most {MAX_HEADER_BYTES} bytes")
+    return Refusal(
+        431,
+        "Request Header Fields Too Large",
+        f"the request line and headers may be at most {MAX_HEADER_BYTES} bytes together",
+    )
+
+
+class _HeadStream(tornado.iostream.IOStream):
+    """A connection's stream that, when a request's head outgrows Tornado's bound, is answered instead of dropped.
+
+    Tornado closes the stream when the head does not end within ``max_header_size`` (an unsatisfiable
+    read), so the client sees the connection drop with no status. Here that close keeps a duplicate of the
+    socket and hands it, with the head's first bytes, to ``on_long_head``, which answers 414 or 431 on it.
+    """
+
+    on_long_head: Callable[[tornado.iostream.IOStream, bytes], None] | None = None
+
+    def close(self, exc_info: Any = False) -> None:
+        hook = self.on_long_head
+        overflow = isinstance(exc_info, tornado.iostream.UnsatisfiableReadError) and self._read_regex is not None
+        if hook is None or not overflow or self.closed():
+            super().close(exc_info)
+            return
+        self.on_long_head = None
+        start = bytes(self._read_buffer[: MAX_HEADER_BYTES + 2])  # the unread head: its first line decides
+        try:
+            kept: socket.socket | None = self.socket.dup()
+        except OSError:
+            kept = None  # out of descriptors: dropped as before
+        super().close(exc_info)
+        if kept is not None:
+            hook(tornado.iostream.IOStream(kept), start)
+
+
 class GuardedHTTPServer(tornado.httpserver.HTTPServer):
     """Tornado's server with a connection cap, a screen before the body, and a calm accept loop.
 
@@ -213,6 +254,19 @@ class GuardedHTTPServer(tornado.httpserver.HTTPServer):
     def busy(self, server_conn: object) -> None:
         self._idle.pop(server_conn, None)  # type: ignore[call-overload]
 
+    def _serve(self, connection: socket.socket, address: Any) -> None:
+        """Tornado's ``_handle_connection`` (no TLS here), on a stream whose over-long heads are answered."""
+        stream = _HeadStream(connection, max_buffer_size=self.max_buffer_size, read_chunk_size=self.read_chunk_size)
+        stream.on_long_head = self._answer_long_head
+        self.handle_stream(stream, address)
+
+    def _answer_long_head(self, stream: tornado.iostream.IOStream, start: bytes) -> None:
+        refusal = head_refusal(start)
+        target = start.lstrip(b"\r\n").split(b" ", 2)[1:2]
+        log.info("%d: a request's head over %d bytes (refused)", refusal.status, MAX_HEADER_BYTES)
+        wants_json = bool(target) and target[0].startswith(b"/api/")
+        self.closer.answer(stream, raw_response(refusal, self.security_headers, json_body=wants_json))
+
     # -- accepting ---------------------------------------------------------------
 
     def add_sockets(self, sockets: Any) -> None:
@@ -248,7 +302,7 @@ class GuardedHTTPServer(tornado.httpserver.HTTPServer):
                     loop.remove_handler(sock)
                     loop.call_later(ACCEPT_PAUSE_SECONDS, resume)
                     return
-                self._handle_connection(connection, address)
+                self._serve(connection, address)
 
         def resume() -> None:
             if not state["removed"] and state["paused"]:
