@@ -100,6 +100,7 @@ SIGNAL = (
     "test_guest_skills.py",
 )
 JOBS = ("test_jobs_guard.py", "test_jobs_bot.py", "test_jobs_skill.py", "test_jobs_schedule.py")
+IMAGES = ("test_photos_bounds.py", "test_photos.py")
 PREPARE = ("test_call_path.py", "test_skills_manager.py", "test_skills_small_model_args.py", "test_agent_policy.py")
 
 AF = "assistant_framework"
@@ -983,5 +984,46 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if False:",
         "an over-long request line is answered 431 as if its headers were too large",
         ("test_web_limits.py",),
+    ),
+    # -- images for the model (media/images.py) ---------------------------------------------------------
+    Mutation(
+        "image-pixel-bound-as-before",
+        f"{AF}/media/images.py",
+        "MAX_IMAGE_PIXELS = 50_000_000",
+        "MAX_IMAGE_PIXELS = 200_000_000",
+        "a 0.5 MB PNG of 13300x13300 (177 MP) is decoded: 1.4 GB of the bot's memory",
+        IMAGES,
+    ),
+    Mutation(
+        "image-pixel-bound-one-format",
+        f"{AF}/media/images.py",
+        "if width * height > MAX_IMAGE_PIXELS:",
+        'if opened.format == "PNG" and width * height > MAX_IMAGE_PIXELS:',
+        "a GIF (WebP, JPEG) of any canvas is decoded whole: a 40-byte GIF fills 177 MP",
+        IMAGES,
+    ),
+    Mutation(
+        "image-byte-bound-gone",
+        f"{AF}/media/images.py",
+        "if size <= MAX_IMAGE_BYTES:",
+        "if True:",
+        "an image file of any size is read and decoded",
+        IMAGES,
+    ),
+    Mutation(
+        "image-byte-bound-only-past-the-pixels",
+        f"{AF}/media/images.py",
+        "if size <= MAX_IMAGE_BYTES:",
+        "if size <= 4 * MAX_IMAGE_BYTES:",
+        "a file between the byte bound and what the pixel bound catches is read and decoded",
+        IMAGES,
+    ),
+    Mutation(
+        "image-metadata-crosses",
+        f"{AF}/media/images.py",
+        "return Image.frombytes(image.mode, image.size, image.tobytes())",
+        "return image",
+        "a JPEG comment, PNG text chunk or colour profile reaches the model",
+        IMAGES,
     ),
 )

@@ -53,11 +53,15 @@ def decoded(part: dict) -> Image.Image:
     return Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1], validate=True)))
 
 
+#: What Pillow reads of a file's own structure (the JFIF header its JPEG encoder writes, a WebP's loop and
+#: background): not metadata of the original.
+STRUCTURE = {"jfif", "jfif_version", "jfif_unit", "jfif_density", "dpi", "loop", "background", "version"}
+
+
 def has_metadata(image: Image.Image) -> bool:
-    """True when the image carries EXIF (any tag, the GPS position included) or an XMP/ICC block."""
-    return bool(image.getexif()) or any(
-        key in image.info for key in ("exif", "xmp", "icc_profile", "XML:com.adobe.xmp")
-    )
+    """True when the image carries EXIF (any tag, the GPS position included) or anything else beside its pixels:
+    XMP, a colour profile, a JPEG or GIF comment, PNG text chunks."""
+    return bool(image.getexif()) or any(key not in STRUCTURE for key in image.info)
 
 
 def ogg_opus_seconds(data: bytes) -> float:
@@ -72,3 +76,54 @@ def ogg_opus_seconds(data: bytes) -> float:
     assert first.first and first.packets[0].startswith(b"OpusHead"), first.packets[0][:16]
     assert OggPage(stream).packets[0].startswith(b"OpusTags")
     return OggOpus(io.BytesIO(data)).info.length
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    import struct
+    import zlib
+
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def png_bomb(side: int = 13300) -> bytes:
+    """A real, valid RGB PNG of ``side`` x ``side`` black pixels: the default 13300x13300 is 0.5 MB of file and
+    177 megapixels, over 700 MB once Pillow decodes it. Its zlib stream repeats one self-contained deflate block of
+    zeros (each ends with a full flush), so it is built without compressing the half gigabyte it holds."""
+    import struct
+    import zlib
+
+    total = side * (1 + 3 * side)  # each row: the filter byte "none", then its RGB bytes; all zero
+    piece = 1 << 20
+
+    def deflated(size: int, end: int) -> bytes:
+        packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+        return packer.compress(bytes(size)) + packer.flush(end)
+
+    whole, rest = divmod(total, piece)
+    stream = deflated(piece, zlib.Z_FULL_FLUSH) * whole + deflated(rest, zlib.Z_FINISH)
+    adler = ((total % 65521) << 16) | 1  # Adler-32 of zero bytes: a stays 1, b grows by 1 a byte
+    data = b"\x78\xda" + stream + struct.pack(">I", adler)
+    header = struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)  # 8 bits, RGB, deflate, no filter, no interlace
+    return b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", data) + _png_chunk(b"IEND", b"")
+
+
+def gif_canvas_bomb(width: int = 13300, height: int = 13300) -> bytes:
+    """A 40-byte GIF whose first frame is one pixel on a canvas of ``width`` x ``height``: decoding that frame
+    fills the whole canvas (177 megapixels by default)."""
+    import struct
+
+    screen = b"GIF89a" + struct.pack("<HHBBB", width, height, 0, 0, 0)  # no global colour table
+    frame = b"\x2c" + struct.pack("<HHHHB", 0, 0, 1, 1, 0x80)  # one pixel, a local table of 2 colours follows
+    table = b"\x00\x00\x00\xff\xff\xff"
+    lzw = b"\x02\x02\x44\x01\x00"  # minimum code size 2; one block: clear, index 0, end
+    return screen + frame + table + lzw + b"\x3b"
+
+
+def png_noise(width: int, height: int) -> bytes:
+    """A real RGB PNG of random pixels, stored without compression: about ``3 * width * height`` bytes of file for
+    few pixels (a file over the byte bound whose pixel count no pixel bound would catch)."""
+    import os
+
+    out = io.BytesIO()
+    Image.frombytes("RGB", (width, height), os.urandom(3 * width * height)).save(out, "PNG", compress_level=0)
+    return out.getvalue()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from assistant_framework.access import guest_workspace
 from assistant_framework.config.settings import Settings
-from assistant_framework.media.images import ImageRefused, PreparedImage, is_image_type, prepare_image
+from assistant_framework.media.images import ImageRefused, PreparedImage, is_image_type, prepare_image_file
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.frontends.attachments import SavedFile, attachment_prompt
 from messaging_llm_bot.llm.runners import vision_runner_names
@@ -59,7 +59,7 @@ async def prepare(area: Workspace, saved: SavedFile, max_side: int) -> ImageInpu
     sentence saying why it cannot go (HEIC, too large, unreadable)."""
 
     def work() -> PreparedImage | ImageRefused:
-        return prepare_image(area.path(saved.rel_path).read_bytes(), max_side)
+        return prepare_image_file(area.path(saved.rel_path), max_side)
 
     from messaging_llm_bot.agent.images import ImageInput  # on use, as the agent's other records
 
