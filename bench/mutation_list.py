@@ -1025,6 +1025,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "return image",
         "a JPEG comment, PNG text chunk or colour profile reaches the model",
         IMAGES,
+    ),
     Mutation(
         "web-screen-counts-revoked-session",
         f"{AF}/web/screen.py",
