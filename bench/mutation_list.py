@@ -84,6 +84,7 @@ GUARD = (
     "test_outside_content_neighbours.py",
 )
 FRAMING = ("test_protocol.py", "test_quoted_calls.py")
+OUTSIDE_ERRORS = ("test_outside_errors.py", "test_mcp_bot.py")
 TELEGRAM = (
     "test_security.py",
     "test_security_guests.py",
@@ -1057,5 +1058,54 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if False:",
         "a signed-out cookie still opens every page",
         ("test_web_signin.py",),
+    ),
+    # -- outside text in a skill's error (issue 39.1) --------------------------------------------------
+    Mutation(
+        "outside-error-not-marked",
+        f"{BOT}/agent/calls.py",
+        "elif not result.own_words and touches_untrusted(args, result.error, skill.capabilities, skill.outside):",
+        "elif False:",
+        "a redirect target or a server's error detail plants a prompt job with no question",
+        OUTSIDE_ERRORS,
+    ),
+    Mutation(
+        "outside-error-own-words-ignored",
+        f"{BOT}/agent/calls.py",
+        "elif not result.own_words and touches_untrusted(args, result.error, skill.capabilities, skill.outside):",
+        "elif touches_untrusted(args, result.error, skill.capabilities, skill.outside):",
+        "an error in the skill's own words (an empty query, a restart) makes every later call ask",
+        OUTSIDE_ERRORS,
+    ),
+    Mutation(
+        "outside-error-mcp-all-own-words",
+        f"{AF}/mcp/source.py",
+        "raise (OwnWordsError if exc.own_words else ValueError)(str(exc)) from None",
+        "raise OwnWordsError(str(exc)) from None",
+        "an MCP tool's isError text plants a prompt job with no question",
+        OUTSIDE_ERRORS,
+    ),
+    Mutation(
+        "outside-error-mcp-restart-not-own",
+        f"{AF}/mcp/connection.py",
+        "own_words=True,",
+        "own_words=False,",
+        "a server restart's sentence (the host's words) makes the next turn's calls ask",
+        OUTSIDE_ERRORS,
+    ),
+    Mutation(
+        "outside-error-search-detail-own-words",
+        "skills/web_search/__init__.py",
+        "raise ValueError(str(exc)) from None",
+        "raise OwnWordsError(str(exc)) from None",
+        "a search backend's error detail plants a prompt job with no question",
+        OUTSIDE_ERRORS,
+    ),
+    Mutation(
+        "web-search-not-network",
+        "skills/web_search/__init__.py",
+        'CAPABILITIES = ["network"]',
+        'CAPABILITIES = ["read"]',
+        "after outside content a search (which carries the query out) runs unasked",
+        ("test_web_search.py",),
     ),
 )

@@ -130,7 +130,7 @@ class ServerConnection:
         try:
             return self._loop.call(self._start(), timeout + 10)
         except TimeoutError:
-            raise ToolError(f"did not answer within {timeout:g} s") from None
+            raise ToolError(f"did not answer within {timeout:g} s", own_words=True) from None
 
     def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """One ``tools/call``: the SDK's result, or ToolError (one sentence) when the call did not work."""
@@ -138,7 +138,9 @@ class ServerConnection:
         try:
             return self._loop.call(self._call(tool, arguments, timeout), timeout + 5)
         except TimeoutError:
-            raise ToolError(f"the MCP server {self.name!r} did not answer within {timeout:g} s") from None
+            raise ToolError(
+                f"the MCP server {self.name!r} did not answer within {timeout:g} s", own_words=True
+            ) from None
 
     def status(self) -> ServerStatus:
         s = self.settings
@@ -318,7 +320,7 @@ class ServerConnection:
             if self._stop.is_set():
                 return
             if self._lost:
-                raise ToolError("the connection was lost during a call")
+                raise ToolError("the connection was lost during a call", own_words=True)
             try:
                 await asyncio.wait_for(_probe(client), PING_TIMEOUT)
             except Exception as exc:  # noqa: BLE001 - any failure means the server is gone or stuck
@@ -344,7 +346,7 @@ class ServerConnection:
                 + (f" ({self.error})" if self.error else "")
             ) from None
         if self._client is None:
-            raise ToolError(f"the MCP server {self.name!r} is restarting: try again in a moment")
+            raise ToolError(f"the MCP server {self.name!r} is restarting: try again in a moment", own_words=True)
         return self._client
 
     async def _call(self, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
@@ -365,7 +367,9 @@ class ServerConnection:
             result = await asyncio.wait_for(client.call_tool(tool, arguments), max(0.1, deadline - time.monotonic()))
         except TimeoutError:
             self._wake.set()  # the watcher pings it: a stuck server is restarted
-            raise ToolError(f"the MCP server {self.name!r} did not answer within {timeout:g} s") from None
+            raise ToolError(
+                f"the MCP server {self.name!r} did not answer within {timeout:g} s", own_words=True
+            ) from None
         except MCPError as exc:
             if exc.code != CONNECTION_CLOSED:
                 raise ToolError(
@@ -373,7 +377,8 @@ class ServerConnection:
                 ) from None
             self._mark_lost(client)
             raise ToolError(
-                f"the MCP server {self.name!r} stopped during the call; it is being restarted: try again"
+                f"the MCP server {self.name!r} stopped during the call; it is being restarted: try again",
+                own_words=True,
             ) from None
         except Exception as exc:  # noqa: BLE001 - a transport failure: the connection is gone
             self._mark_lost(client)

@@ -30,7 +30,14 @@ _counter = 0
 
 
 class ToolError(Exception):
-    """A tool call that did not work; the message is one sentence for the model."""
+    """A tool call that did not work; the message is one sentence for the model.
+
+    ``own_words``: the sentence is this host's alone (a timeout, a restart); unset, it may carry the
+    server's words (its error content, its refusal, an exception's text) and is outside content."""
+
+    def __init__(self, message: str, *, own_words: bool = False) -> None:
+        super().__init__(message)
+        self.own_words = own_words
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from assistant_framework.mcp.shapes import short_description, shown_schema, skil
 from assistant_framework.mcp.status import ServerStatus
 from assistant_framework.skills.loader import Skill
 from assistant_framework.skills.source import SkillLoadError, SourceLoad
-from assistant_framework.skills.support import OUTSIDE_LABEL
+from assistant_framework.skills.support import OUTSIDE_LABEL, OwnWordsError
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,8 @@ class ToolCall:
             result = self.connection.call(self.tool, args)
             text = result_text(result, PartSaver(workspace, self.folder, self.tool))
         except ToolError as exc:
-            raise ValueError(str(exc)) from None
+            # The server's words in an error (its error content, its refusal) are outside content too.
+            raise (OwnWordsError if exc.own_words else ValueError)(str(exc)) from None
         return f"{OUTSIDE_LABEL} {text}" if self.outside else text
 
 

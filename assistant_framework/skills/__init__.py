@@ -6,8 +6,9 @@
 - ``loader``: one plugin folder into a ``Skill`` record, checked against ``spec``.
 - ``source``: the seam for skills that are not plugin folders (``SkillSource``: an MCP server's tools).
 - ``grammar``: the grammar-safe subset of JSON Schema (what a local server turns into a grammar).
-- ``support``: small helpers for skill authors (``need``, ``context_now``, ``context_zone``) and
-  ``OUTSIDE_LABEL``, which marks outside text in a result.
+- ``support``: small helpers for skill authors (``need``, ``context_now``, ``context_zone``),
+  ``OUTSIDE_LABEL``, which marks outside text in a result, and ``OwnWordsError``, an error that
+  carries no outside text.
 
 The names below are the contract for plugin authors and the host; import them from here.
 """
@@ -21,11 +22,12 @@ from assistant_framework.skills.manager import (
 from assistant_framework.skills.prepare import PreparedCall
 from assistant_framework.skills.source import SkillSource, SourceLoad
 from assistant_framework.skills.spec import SkillContext, SkillRun
-from assistant_framework.skills.support import OUTSIDE_LABEL, context_now, context_zone, need
+from assistant_framework.skills.support import OUTSIDE_LABEL, OwnWordsError, context_now, context_zone, need
 
 __all__ = [
     "BUILTIN_SKILLS_DIR",
     "OUTSIDE_LABEL",
+    "OwnWordsError",
     "PreparedCall",
     "SkillContext",
     "SkillLoadError",

@@ -30,6 +30,7 @@ from assistant_framework.skills.loader import (
 from assistant_framework.skills.prepare import PreparedCall, prepare_args, schema_problems, validator_for
 from assistant_framework.skills.source import SkillLoadError, SkillSource
 from assistant_framework.skills.spec import CatalogEntry, SkillContext
+from assistant_framework.skills.support import OwnWordsError
 from assistant_framework.workspace import Workspace
 
 #: The built-in skills shipped with the framework: ``<repo>/skills``.
@@ -49,6 +50,9 @@ class SkillResult:
     error_kind: str | None = None  # "unknown_skill" | "invalid_args" | "timeout" | "exception"
     truncated: bool = False
     elapsed_s: float = 0.0
+    #: The error's text is the host's or the skill's own words only (a timeout, ``OwnWordsError``):
+    #: unset, an outside skill's error may carry the outside server's words (agent/calls.py).
+    own_words: bool = False
 
     def text(self) -> str:
         """The value as text for the model (JSON for non-strings), or ``Error: ...``."""
@@ -368,11 +372,15 @@ class SkillManager:
                 ok=False,
                 error=f"skill {skill.name!r} timed out after {timeout:g} s (it may still finish in the background)",
                 error_kind="timeout",
+                own_words=True,
             )
         if "error" in outcome:
             exc = outcome["error"]
             return SkillResult(
-                ok=False, error=f"skill {skill.name!r} failed: {type(exc).__name__}: {exc}", error_kind="exception"
+                ok=False,
+                error=f"skill {skill.name!r} failed: {type(exc).__name__}: {exc}",
+                error_kind="exception",
+                own_words=isinstance(exc, OwnWordsError),
             )
         value = outcome.get("value")
         try:

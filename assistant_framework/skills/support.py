@@ -18,6 +18,15 @@ OUTSIDE_LABEL = "[outside content]"
 MARKED = "marked as outside content"
 
 
+class OwnWordsError(ValueError):
+    """A skill's error whose sentence holds only the skill's own words: no text from a server, a page,
+    a file or a mail (a rate limit reached, an empty query, "restarting: try again").
+
+    The error of a skill whose results are outside content is outside content too (a server's error
+    detail, a redirect's target URL): it marks the turn as a result would. Raise this instead of
+    ``ValueError`` only when nothing outside went into the sentence, so the turn stays as it was."""
+
+
 def context_untrusted(context: Any) -> bool:
     """True when outside content entered the turn (``context.untrusted``): what a skill stores now may
     be that content's words and should carry the mark (``"untrusted": true`` in a JSON record, the

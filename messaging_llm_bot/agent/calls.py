@@ -10,7 +10,7 @@ import json
 
 from assistant_framework.access import guest_workspace
 from assistant_framework.policy import UNTRUSTED_WHY
-from assistant_framework.skills import PreparedCall, SkillContext, SkillManager
+from assistant_framework.skills import OUTSIDE_LABEL, PreparedCall, SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import CallGate, touches_untrusted
 from messaging_llm_bot.agent.honesty import is_write_call, saved_location
@@ -138,6 +138,13 @@ class CallRunner:
                 if where_saved:
                     turn.saved_to.append(where_saved)
                     record.saved_to = where_saved
+        elif not result.own_words and touches_untrusted(args, result.error, skill.capabilities, skill.outside):
+            # An outside skill's error is the server's words as much as its result is (an MCP tool's
+            # error content, a redirect's target, a search backend's detail): the same mark and label.
+            turn.untrusted = True
+            error = f"{OUTSIDE_LABEL} {result.error}"
+            feedback = UNTRUSTED_NOTE + "\n" + format_skill_result(skill.name, f"Error: {error}", limit)
+            record.error, record.error_kind = result.error, result.error_kind
         else:
             feedback = format_skill_result(skill.name, f"Error: {result.error}", limit)
             record.error, record.error_kind = result.error, result.error_kind

@@ -9,7 +9,7 @@ from collections import deque
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.html_text import html_to_text
-from assistant_framework.skills import OUTSIDE_LABEL
+from assistant_framework.skills import OUTSIDE_LABEL, OwnWordsError
 
 from .backends import SEARCHES, Backend, Hit, SearchError, api_key
 
@@ -101,15 +101,16 @@ def run(workspace, args, context=None):
     section = settings_of(context).search
     query = _SPACE.sub(" ", args["query"]).strip()
     if not query:
-        raise ValueError("the query is empty")
+        raise OwnWordsError("the query is empty")
     count = int(args.get("max_results") or section.max_results)
     chat = str(getattr(context, "conversation_id", "") or "")
     wait = LIMIT.take(chat, section.per_minute)
     if wait:
-        raise ValueError(f"the search limit ({section.per_minute} a minute) is reached: try again in {wait:.0f} s")
+        raise OwnWordsError(f"the search limit ({section.per_minute} a minute) is reached: try again in {wait:.0f} s")
     backend = Backend(name=section.backend, url=section.url, api_key=api_key(section), timeout=deadline(context))
     try:
         hits = SEARCHES[section.backend](backend, query, count)
     except SearchError as exc:
+        # The backend's words (its error detail) are outside content: a plain error marks the turn.
         raise ValueError(str(exc)) from None
     return shown(hits[:count], query, section.backend)

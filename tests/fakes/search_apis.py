@@ -16,7 +16,8 @@
 - ``FakeTavily``: ``POST /search`` with ``Authorization: Bearer <key>`` and ``{"query", "max_results"}``:
   ``{"query", "answer", "images", "results": [{"title", "url", "content", "score", "raw_content"}],
   "response_time"}``; a wrong key is 401 and ``usage_exceeded = True`` is 432, both
-  ``{"detail": {"error": ...}}``.
+  ``{"detail": {"error": ...}}``; ``refusal`` set answers 400 with that text as the error detail (a
+  backend's words in an error).
 
 Every fake records what it was asked (``requests``: method, path, query parameters, headers, JSON
 body). ``status``/``delay`` set on any of them answer every request with that HTTP status (an error
@@ -149,10 +150,13 @@ class FakeBrave(_Fake):
 class FakeTavily(_Fake):
     api_key: str = "tvly-test-0123456789"
     usage_exceeded: bool = False
+    refusal: str | None = None
 
     def answer(self, request: SearchRequest) -> tuple[int, str, bytes]:
         if request.method != "POST" or request.path != "/search":
             return _json(404, {"detail": "Not Found"})
+        if self.refusal is not None:
+            return _json(400, {"detail": {"error": self.refusal}})
         if request.headers.get("authorization") != f"Bearer {self.api_key}":
             return _json(401, {"detail": {"error": "Unauthorized: missing or invalid API key."}})
         if self.usage_exceeded:
