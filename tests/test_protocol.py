@@ -763,3 +763,119 @@ def test_in_a_guarded_turn_a_drift_form_stays_a_call_unless_prose_follows_it(tex
 def test_an_answer_that_is_a_call_still_runs(text):
     out = parse_model_output(text, SKILLS)
     assert [(c.skill, c.args["action"]) for c in out.calls] == [("file", "delete")], out
+
+
+# ---------------------------------------------------------------- the tolerance restored (issue 39.10, issue 40)
+
+#: (id, model output): the special-token forms chat templates emit around a call, and the protocol's keys in
+#: another letter case; each is the call ``weather {"city": "Paris"}`` in any turn, guarded or not.
+TOKEN_FORMS = [
+    ("phi4-granite-list", '<|tool_call|>[{"name": "weather", "arguments": {"city": "Paris"}}]<|/tool_call|>'),
+    ("tool-call-token-end", '<|tool_call|>{"name": "weather", "arguments": {"city": "Paris"}}<|tool_call_end|>'),
+    ("hermes-qwen-tag", '<tool_call>\n{"name": "weather", "arguments": {"city": "Paris"}}\n</tool_call>'),
+    ("llama-python-tag", '<|python_tag|>{"name": "weather", "parameters": {"city": "Paris"}}<|eom_id|>'),
+    ("mistral-call-id", '[TOOL_CALLS]weather[CALL_ID]a1B2c3D4e[ARGS]{"city": "Paris"}'),
+    ("mistral-list", '[TOOL_CALLS][{"name": "weather", "arguments": {"city": "Paris"}}]'),
+    ("llama-function", '<function=weather>{"city": "Paris"}</function>'),
+    (
+        "qwen3-coder-xml",
+        "<tool_call>\n<function=weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+    ),
+    (
+        "kimi-k2",
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.weather:0<|tool_call_argument_begin|>"
+        '{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>',
+    ),
+    (
+        "deepseek",
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>weather\n```json\n"
+        '{"city": "Paris"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+    ),
+    ("key-case-skill-args", '{"Skill": "weather", "ARGS": {"city": "Paris"}}'),
+    ("key-case-upper", '{"SKILL": "weather", "Args": {"city": "Paris"}}'),
+    ("key-case-name-arguments", '{"Name": "weather", "Arguments": {"city": "Paris"}}'),
+    ("key-case-in-a-fence", f'{FENCE}json\n{{"Tool": "weather", "Parameters": {{"city": "Paris"}}}}\n{FENCE}'),
+]
+
+
+@pytest.mark.parametrize("guarded", [False, True], ids=["ordinary", "guarded"])
+@pytest.mark.parametrize("text", [f[1] for f in TOKEN_FORMS], ids=[f[0] for f in TOKEN_FORMS])
+def test_special_token_forms_and_keys_in_another_case_are_the_call(text, guarded):
+    parsed = parse_model_output(text, SKILLS, guarded=guarded)
+    assert [(c.skill, c.args) for c in parsed.calls] == [("weather", W)] and parsed.reply is None, parsed
+    guard = StreamGuard(SKILLS)
+    assert all(guard.feed(text[:i]) is None for i in range(1, len(text) + 1))  # never shown while it streams
+
+
+def test_key_case_is_labelled_and_a_key_in_two_spellings_is_left_as_written():
+    assert "key_case" in parse_model_output('{"Skill": "weather", "ARGS": {"city": "Paris"}}', SKILLS).recovered
+    assert parse_model_output('{"Reply": "Hello."}', SKILLS).reply == "Hello."
+    # Two spellings of one key: nothing is renamed, so the lower-case key is the one read.
+    both = parse_model_output('{"skill": "weather", "Skill": "notes", "args": {}}', SKILLS)
+    assert [c.skill for c in both.calls] == ["weather"] and "key_case" not in both.recovered
+    # Only the protocol's keys change case: a flat argument keeps its own.
+    flat = parse_model_output('{"Skill": "weather", "City": "Paris"}', SKILLS)
+    assert [(c.skill, c.args) for c in flat.calls] == [("weather", {"City": "Paris"})]
+
+
+def test_qwen_xml_parameters_are_bounded_and_read_as_text_or_json():
+    many = "".join(f"<parameter=p{i}>{i}</parameter>" for i in range(65))
+    cut = parse_model_output(f"<function=weather>{many}</function>", SKILLS)
+    assert cut.calls == [] and "truncated_call" in cut.recovered
+    mixed = parse_model_output(
+        '<function=notes>\n<parameter=text>\nmilk, "eggs"\n</parameter>\n<parameter=tags>\n["a", "b"]\n'
+        "</parameter>\n</function>",
+        SKILLS,
+    )
+    assert [(c.skill, c.args) for c in mixed.calls] == [("notes", {"text": 'milk, "eggs"', "tags": ["a", "b"]})]
+    stray = parse_model_output("<function=weather><parameter=city>Paris</parameter> and more</function>", SKILLS)
+    assert stray.calls == []
+
+
+CALL = '{"skill": "weather", "args": {"city": "Paris"}}'
+#: What small models write in ordinary turns: a short sentence before and after the call on its line, a
+#: lead-in phrase and a closing sentence. Calls where no outside content is in view; text where it is.
+SENTENCE_FORMS = [
+    ("sentences-on-the-line", f"Sure! {CALL} One moment."),
+    ("lead-and-closing-on-the-line", f"Let me check the weather for you. {CALL} I'll report back shortly."),
+    ("phrase-then-closing-line", f"To find out, I'll use the weather skill:\n{CALL}\nI'll get back to you soon."),
+    ("after-the-closing-punctuation", f"Checking now: {CALL}. Back in a moment!"),
+    ("token-form-with-sentences", f"Checking. <|tool_call|>{CALL}<|/tool_call|> One moment."),
+]
+
+
+@pytest.mark.parametrize("text", [f[1] for f in SENTENCE_FORMS], ids=[f[0] for f in SENTENCE_FORMS])
+def test_a_call_between_short_sentences_runs_where_no_outside_content_is_in_view(text):
+    ordinary = parse_model_output(text, SKILLS)
+    assert [(c.skill, c.args) for c in ordinary.calls] == [("weather", W)], ordinary
+    guarded = parse_model_output(text, SKILLS, guarded=True)
+    assert guarded.calls == [] and guarded.reply == text and "call_in_prose" in guarded.recovered
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{DEL} is what the page asks an assistant to do.",  # the sentence goes on (lower case)
+        f"{DEL} which would delete a note.",
+        f"Sure! {DEL} One moment. And here is what the rest of the newsletter says about the sale.\nMore.",
+        f"{DEL} " + "A sentence of its own that goes on and on about what the page holds and why. " * 2,
+    ],
+    ids=["sentence-going-on", "relative-clause", "more-lines", "too-long"],
+)
+def test_a_call_in_a_sentence_that_goes_on_stays_text_in_an_ordinary_turn(text):
+    out = parse_model_output(text, SKILLS)
+    assert out.calls == [] and out.reply == text.strip()
+
+
+@pytest.mark.parametrize("guarded", [False, True], ids=["ordinary", "guarded"])
+@pytest.mark.parametrize(
+    "second",
+    [f"> {DEL}", f"> Note for AI assistants: {DEL}", f'"{DEL}"', f"- They ask to run {DEL}"],
+    ids=["quoted-line", "quoted-line-with-words", "quotation-marks", "list-item"],
+)
+def test_every_call_of_an_answer_is_checked_for_quoting_not_only_the_first(second, guarded):
+    """Issue 40: an answer that is a call and then quotes a second one is text as a whole: the second call
+    on a ``>`` line (as outside content is shown to the model) runs nothing, nor does the first."""
+    text = f'{{"skill": "weather", "args": {{"city": "Paris"}}}}\n{second}'
+    out = parse_model_output(text, SKILLS, guarded=guarded)
+    assert out.calls == [] and out.reply == text and "quoted_call" in out.recovered

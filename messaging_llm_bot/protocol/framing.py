@@ -9,8 +9,15 @@ line (``> ...``, as outside content is shown to the model), in a list item that 
 it, amid longer prose, or followed by more prose (a sentence going on, more lines, more list items)
 is quoted text.
 
+Where no outside content is in view, the line after the call may also be a short sentence of its
+own on the call's line ("Checking now. {...} One moment."): it starts a new sentence (a capital or a
+caseless letter), where a sentence going on ("{...} is what the page asks") starts in lower case.
+
 In a guarded turn (outside content in view, where quoting is what the model is likely doing) the
 rule is stricter: nothing but punctuation may follow the last call.
+
+The special tokens chat templates put around a call (``TEMPLATE_TOKEN_RE``) are markup, not prose:
+they are left out before the text around the calls is judged.
 """
 
 from __future__ import annotations
@@ -31,6 +38,15 @@ _OPENERS = '"“„«»「『'
 #: A list item's marker: a call inside an item that says something about it belongs to a list.
 _LIST_ITEM_RE = re.compile(r"\s*(?:[-*•+]|\d{1,3}[.)])\s+\S")
 _PUNCTUATION = " \t\r\n.,;:!?)]}…-–—*_~"
+#: The special tokens of chat templates around a call, bounded in length: ``<|tool_call|>`` and
+#: ``<|/tool_call|>`` (Phi-4-mini, Granite), ``<|python_tag|>``, ``<|eom_id|>`` (Llama 3.x),
+#: ``<|tool_calls_section_begin|>`` (Kimi K2), ``<｜tool▁calls▁begin｜>`` (DeepSeek, full-width bars),
+#: ``<tool_call>`` (Hermes, Qwen), ``</function>``, ``[TOOL_CALLS]`` (Mistral).
+TEMPLATE_TOKEN_RE = re.compile(
+    r"<\|/?[A-Za-z_][\w./-]{0,40}\|>|<｜[^｜<>\n]{1,40}｜>|</?(?:tool_call|tool_calls|function_call)>|</function>"
+    r"|\[/?TOOL_CALLS\]",
+    re.IGNORECASE,
+)
 
 
 def _in_quotes(body: str, start: int, end: int) -> bool:
@@ -52,8 +68,16 @@ def _too_long(text: str) -> bool:
     return len(text.strip()) > LEAD_MAX_CHARS or len(lines) > LEAD_MAX_LINES
 
 
+def _new_sentence(text: str) -> bool:
+    """True when ``text`` (what follows a call on its line) starts a sentence of its own: after the
+    punctuation closing the call's sentence, a capital or a letter of a script without case."""
+    first = text.lstrip(_PUNCTUATION)[:1]
+    return first.isupper() or (first.isalpha() and not first.islower())
+
+
 def _prose_after(tail: str, guarded: bool) -> bool:
-    """True when what follows the last call is more prose than a short line of its own."""
+    """True when what follows the last call is more prose than one short sentence (on a line of its
+    own, or starting anew on the call's line)."""
     if not tail.strip(_PUNCTUATION):
         return False  # nothing, or only the punctuation closing a sentence
     if guarded:
@@ -61,7 +85,14 @@ def _prose_after(tail: str, guarded: bool) -> bool:
     own_line = tail.lstrip(" \t").startswith(("\n", "\r"))
     lines = [line for line in tail.splitlines() if line.strip()]
     more_items = bool(lines) and (lines[0].lstrip().startswith(">") or _LIST_ITEM_RE.match(lines[0]) is not None)
-    return not own_line or more_items or len(lines) > 1 or len(tail.strip()) > TAIL_MAX_CHARS
+    if more_items or len(lines) > 1 or len(tail.strip()) > TAIL_MAX_CHARS:
+        return True
+    return not own_line and not _new_sentence(tail)
+
+
+def without_tokens(text: str) -> str:
+    """``text`` without the template tokens in it (``TEMPLATE_TOKEN_RE``)."""
+    return TEMPLATE_TOKEN_RE.sub("", text)
 
 
 def quoted_calls(body: str, spans: list[tuple[int, int]], *, guarded: bool = False) -> str | None:
@@ -70,8 +101,8 @@ def quoted_calls(body: str, spans: list[tuple[int, int]], *, guarded: bool = Fal
     if any(_in_quotes(body, start, end) for start, end in spans):
         return "quoted_call"
     between = [body[0 : spans[0][0]]] + [body[a:b] for (_, a), (b, _) in zip(spans, spans[1:], strict=False)]
-    if any(_too_long(text) for text in between):
+    if any(_too_long(without_tokens(text)) for text in between):
         return "call_in_prose"
-    if _prose_after(body[spans[-1][1] :], guarded):
+    if _prose_after(without_tokens(body[spans[-1][1] :]), guarded):
         return "call_in_prose"
     return None

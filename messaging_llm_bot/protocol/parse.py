@@ -4,10 +4,13 @@ The model answers with one JSON object: ``{"skill": "<name>", "args": {...}}`` t
 skill, or ``{"reply": "<text>"}`` (or plain text) to answer. Weak models drift, so the
 parser recovers calls from fences, ``<tool_call>`` tags, surrounding prose, synonyms,
 OpenAI shapes, JSON-string args, Python-literal / single-quoted / trailing-comma / commented JSON,
-and arrays or runs of call objects, and a call missing only its last ``}``; also the text forms
-of chat templates (Mistral ``[TOOL_CALLS]name[ARGS]{...}``, Llama ``<function=name>{...}</function>``)
-and an OpenAI-style ``functions.`` prefix on a known skill's name. A leading
-``<think>...</think>`` block is dropped.
+and arrays or runs of call objects, and a call missing only its last ``}``; the protocol's keys in
+another letter case (``"Skill"``, ``"ARGS"``); also the text forms of chat templates (``TEMPLATE_FORMS``
+below: Mistral ``[TOOL_CALLS]name[ARGS]{...}``, Llama ``<function=name>{...}</function>``, Qwen3-Coder's
+``<function=name><parameter=key>value</parameter></function>``, Kimi K2's ``<|tool_call_begin|>``,
+DeepSeek's ``<｜tool▁call▁begin｜>``; Phi-4-mini's and Granite's ``<|tool_call|>[...]`` and Hermes'
+``<tool_call>`` hold plain JSON) and an OpenAI-style ``functions.`` prefix on a known skill's name. A
+leading ``<think>...</think>`` block is dropped.
 
 When is a JSON object a call? (precision first: content must never run a skill)
 
@@ -28,9 +31,11 @@ When is a JSON object a call? (precision first: content must never run a skill)
    project replaces (``done`` is dropped), when its body is a call by the rules above.
 
 6. The answer must BE the calls (``framing.quoted_calls``): a short lead-in, short words between
-   calls and one short line after them are allowed; a call in quotation marks, on a ``>`` line, in a
-   list item about it, amid longer prose or followed by more prose is quoted text, never run (in a
-   guarded turn nothing but punctuation may follow it).
+   calls and one short sentence after them (on its own line, or starting anew on the call's line)
+   are allowed; a call in quotation marks, on a ``>`` line, in a list item about it, amid longer
+   prose or followed by more prose is quoted text, never run (in a guarded turn nothing but
+   punctuation may follow it). Every call of the answer is checked: one quoted call makes the
+   whole answer text.
 
 So ``{"name": "Bob", "age": 3}``, ``{"notes": "..."}`` (one key named like a skill) and
 ``{"action": "buy", "price": 3}`` are content. An array is calls only if every element
@@ -70,6 +75,10 @@ _CALL_PREFIX_RE = re.compile(
     r"\A\s*(?:```(?:json)?\s*\n)?\s*\{\s*[\"']?(?:skill|skill_call|tool|tool_name|function)[\"']?\s*:"
 )
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/\-]{0,63}")
+#: The keys the protocol reads, matched in any letter case (``"Skill"``, ``"ARGS"``, ``"Name"``).
+_PROTOCOL_KEYS = frozenset(
+    {*SKILL_KEYS, *ARGS_KEYS, *META_KEYS, "name", "done", "reply", *REPLY_SYNONYMS, *CALL_LIST_KEYS, LEGACY_CALL_KEY}
+)
 
 
 @dataclass
@@ -118,8 +127,27 @@ def _is_name(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and _NAME_RE.fullmatch(value) is not None
 
 
+def protocol_keys(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """``obj`` with the protocol's keys in lower case (``"Skill"`` -> ``skill``), other keys as written,
+    and whether any key changed; an object that has one key in two spellings is left as it is."""
+    renamed: dict[str, Any] = {}
+    changed = False
+    for key, value in obj.items():
+        low = key.lower() if isinstance(key, str) else key
+        if low != key and low in _PROTOCOL_KEYS:
+            if low in obj or low in renamed:
+                return obj, False
+            key, changed = low, True
+        renamed[key] = value
+    return renamed, changed
+
+
 def _call_from_dict(obj: dict[str, Any], known: Collection[str], raw: str) -> tuple[SkillCall, list[str]] | None:
-    """Apply the module docstring's rule to one object; None when it is content."""
+    """Apply the module docstring's rule to one object (its keys in any letter case); None when it is content."""
+    obj, recased = protocol_keys(obj)
+    if recased:
+        found = _call_from_dict(obj, known, raw)
+        return (found[0], ["key_case"] + found[1]) if found else None
     fn = obj.get("function")
     if isinstance(fn, dict) and set(obj) - {"function"} <= META_KEYS:
         inner = _call_from_dict(fn, known, raw) if "name" in fn else None
@@ -201,6 +229,10 @@ def calls_from_value(value: object, known: Collection[str], raw: str) -> tuple[l
     """Calls held by one parsed value (an object, an array of objects, {"tool_calls": [...]}
     or the legacy {"skill_call": {...}})."""
     if isinstance(value, dict):
+        value, recased = protocol_keys(value)
+        if recased:
+            calls, labels = calls_from_value(value, known, raw)
+            return calls, (["key_case"] + labels) if calls else []
         legacy = _legacy_call(value, known, raw)
         if legacy is not None:
             return legacy
@@ -221,6 +253,7 @@ def _reply_from_value(value: object) -> tuple[str, list[str]] | None:
     """Unwrap {"reply": "..."} (meta keys allowed) or a sole reply-synonym key."""
     if not isinstance(value, dict):
         return None
+    value = protocol_keys(value)[0]
     value = {k: v for k, v in value.items() if not (k in SKILL_KEYS and v in (None, "", "none", "null"))}
     if isinstance(value.get("reply"), str) and set(value) - {"reply"} <= META_KEYS:
         return value["reply"], []
@@ -273,17 +306,71 @@ def _unclosed_call(text: str, known: frozenset[str]) -> tuple[list[SkillCall], l
     return (calls, parsed[1] + labels + ["unclosed"]) if calls else None
 
 
-# Chat templates that write calls as text when the server does not parse them: Mistral (v11+)
-# ``[TOOL_CALLS]name[ARGS]{...}`` and Llama 3.x ``<function=name>{...}</function>``.
-#: The call markers of those templates (and Llama's ``<|python_tag|>``): what follows is a call, not text.
-TEMPLATE_CALL_MARKERS = ("[TOOL_CALLS]", "<function=", "<|python_tag|>")
-_TEMPLATE_CALL_RE = re.compile(
-    r"\[TOOL_CALLS\]\s*(?P<m>[A-Za-z_][\w.\-]{0,63})\s*\[ARGS\]\s*(?=\{)"
-    r"|<function=(?P<l>[A-Za-z_][\w.\-]{0,63})>\s*(?=\{)"
+# Chat templates that write calls as text when the server does not parse them. Each form is a marker,
+# the skill's name, and the arguments right after it (JSON, or Qwen3-Coder's parameter tags):
+#: ``TEMPLATE_FORMS``: the forms read here, by their recovered label.
+TEMPLATE_FORMS = {
+    "mistral_tool_calls": "[TOOL_CALLS]name[ARGS]{...} (Mistral v11+, also with [CALL_ID]id before [ARGS])",
+    "llama_function_tag": "<function=name>{...}</function> (Llama 3.x)",
+    "qwen_xml_function": "<function=name><parameter=key>value</parameter></function> (Qwen3-Coder)",
+    "kimi_tool_call": "<|tool_call_begin|>functions.name:0<|tool_call_argument_begin|>{...} (Kimi K2)",
+    "deepseek_tool_call": "<｜tool▁call▁begin｜>function<｜tool▁sep｜>name ```json {...}``` (DeepSeek V3/R1)",
+}
+#: The call markers of those templates (and Llama's ``<|python_tag|>``, Phi-4-mini's and Granite's
+#: ``<|tool_call|>``): what follows is a call, not text (the stream guard holds it back).
+TEMPLATE_CALL_MARKERS = (
+    "[TOOL_CALLS]",
+    "<function=",
+    "<|python_tag|>",
+    "<|tool_call|>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_call_begin|>",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁call▁begin｜>",
 )
+_NAME = r"[A-Za-z_][\w.\-]{0,63}"
+_TEMPLATE_CALL_RE = re.compile(
+    rf"\[TOOL_CALLS\]\s*(?P<mistral_tool_calls>{_NAME})\s*(?:\[CALL_ID\]\s*[\w-]{{1,64}}\s*)?\[ARGS\]\s*(?=\{{)"
+    rf"|<function=(?P<llama_function_tag>{_NAME})>\s*(?=\{{)"
+    rf"|<function=(?P<qwen_xml_function>{_NAME})>\s*(?=<parameter=|</function>)"
+    rf"|<\|tool_call_begin\|>\s*(?P<kimi_tool_call>{_NAME})(?::\d{{1,4}})?\s*<\|tool_call_argument_begin\|>\s*(?=\{{)"
+    rf"|<｜tool▁call▁begin｜>\s*function\s*<｜tool▁sep｜>\s*(?P<deepseek_tool_call>{_NAME})\s*(?:```(?:json)?\s*)?(?=\{{)"
+)
+#: What closes a form after its arguments, taken into the call's span.
+_TEMPLATE_CLOSE_RE = {
+    "llama_function_tag": re.compile(r"\s*</function>"),
+    "deepseek_tool_call": re.compile(r"\s*```"),
+}
+#: Qwen3-Coder's parameters: at most this many in one call (a longer list is not a call).
+MAX_XML_PARAMETERS = 64
+_PARAMETER_RE = re.compile(r"\s*<parameter=([A-Za-z_][\w.\-]{0,63})>\n?(.*?)\n?</parameter>\s*", re.S)
 
 
-_FUNCTION_CLOSE_RE = re.compile(r"\s*</function>")
+def _xml_value(text: str) -> Any:
+    """A parameter's value: an object or array as JSON when it is one, else the text (the prepare step
+    fits a string to the scalar type the schema declares)."""
+    if text.lstrip().startswith(("{", "[")):
+        parsed = loads_lenient(text)
+        if parsed is not None and isinstance(parsed[0], (dict, list)):
+            return parsed[0]
+    return text
+
+
+def _xml_args(body: str, start: int) -> tuple[dict[str, Any], int] | None:
+    """Qwen3-Coder's ``<parameter=key>value</parameter>`` run from ``start`` to ``</function>``: the
+    args and where the call ends, or None when anything else is inside or the run is too long."""
+    close = body.find("</function>", start)
+    if close == -1:
+        return None
+    args: dict[str, Any] = {}
+    at = start
+    while at < close:
+        match = _PARAMETER_RE.match(body, at, close)
+        if match is None or len(args) >= MAX_XML_PARAMETERS:
+            return None
+        args[match.group(1)] = _xml_value(match.group(2))
+        at = match.end()
+    return args, close + len("</function>")
 
 
 def _template_calls(
@@ -293,18 +380,30 @@ def _template_calls(
     are none."""
     calls: list[SkillCall] = []
     spans: list[tuple[int, int]] = []
-    labels = ["mistral_tool_calls" if "[TOOL_CALLS]" in body else "llama_function_tag"]
+    labels: list[str] = []
     for match in _TEMPLATE_CALL_RE.finditer(body):
-        # The arguments right after the marker, read as leniently as any call (single quotes, trailing commas).
-        args = next((c for c in scan(body[match.end() :], match.end()) if c.outer[0] == match.end()), None)
-        if args is None or not isinstance(args.value, dict):
-            # Cut off by max_tokens or broken: a call was meant, nothing in it is for the user.
-            return [], ["truncated_call"], []
-        name = _strip_namespace(match.group("m") or match.group("l"), known)
-        calls.append(SkillCall(name, args.value, body[match.start() : args.outer[1]]))
-        closing = _FUNCTION_CLOSE_RE.match(body, args.outer[1]) if match.group("l") else None
-        spans.append((match.start(), closing.end() if closing else args.outer[1]))
-        labels += args.labels
+        form = next(key for key, value in match.groupdict().items() if value is not None)
+        labels.append(form)
+        if form == "qwen_xml_function":
+            xml = _xml_args(body, match.end())
+            if xml is None:
+                return [], ["truncated_call"], []
+            args_value: Any = xml[0]
+            end = xml[1]
+        else:
+            # The arguments right after the marker, read as leniently as any call (single quotes, trailing commas).
+            args = next((c for c in scan(body[match.end() :], match.end()) if c.outer[0] == match.end()), None)
+            if args is None or not isinstance(args.value, dict):
+                # Cut off by max_tokens or broken: a call was meant, nothing in it is for the user.
+                return [], ["truncated_call"], []
+            args_value, end = args.value, args.outer[1]
+            labels += args.labels
+            closer = _TEMPLATE_CLOSE_RE.get(form)
+            closing = closer.match(body, end) if closer else None
+            end = closing.end() if closing else end
+        name = _strip_namespace(match.group(form), known)
+        calls.append(SkillCall(name, args_value, body[match.start() : end]))
+        spans.append((match.start(), end))
     return (calls, _dedupe(labels), spans) if calls else None
 
 
