@@ -778,10 +778,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a call after many short lines of prose runs",
         FRAMING,
     ),
-    # -- Telegram: allowlist and owner-only commands (frontends/telegram/access.py, intake.py, commands.py) -----
+    # -- Telegram: allowlist and owner-only commands (channels/telegram/access.py, intake.py, commands.py) -----
     Mutation(
         "telegram-group-is-owner",
-        f"{BOT}/frontends/telegram/access.py",
+        f"{BOT}/channels/telegram/access.py",
         'user is not None and user.id == self.settings.owner_id, chat is not None and chat.type == "private"',
         'user is not None and user.id == self.settings.owner_id, chat is not None and chat.type != "channel"',
         "the owner's group chats see the owner's data",
@@ -789,7 +789,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "telegram-persist-strangers",
-        f"{BOT}/frontends/telegram/intake.py",
+        f"{BOT}/channels/telegram/intake.py",
         "if message is None or not self.allowed(message.from_user) or is_command(message):",
         "if message is None or is_command(message):",
         "a stranger's message is written to the inbox before the gate refuses it",
@@ -797,7 +797,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "telegram-status-details",
-        f"{BOT}/frontends/telegram/commands.py",
+        f"{BOT}/channels/telegram/commands.py",
         "if not self.owner_data(update):  # model, skills and collector errors are the owner's business",
         "if False:",
         "/status shows a friend the model, skills and collector errors",
@@ -805,7 +805,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "telegram-duplicate-not-dropped",
-        f"{BOT}/frontends/telegram/access.py",
+        f"{BOT}/channels/telegram/access.py",
         "if update.update_id in self.duplicates:",
         "if False:",
         "an update delivered twice is answered twice",
@@ -813,16 +813,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "telegram-userless-passes",
-        f"{BOT}/frontends/telegram/access.py",
+        f"{BOT}/channels/telegram/access.py",
         "            await self._refuse(update, context.bot, user)\n        raise ApplicationHandlerStop",
         "            await self._refuse(update, context.bot, user)\n            raise ApplicationHandlerStop",
         "an update without a user (a channel post) passes the gate",
         TELEGRAM,
     ),
-    # -- Signal: allowlist and identity (frontends/signal/) --------------------------------------------
+    # -- Signal: allowlist and identity (channels/signal/) --------------------------------------------
     Mutation(
         "signal-number-without-account",
-        f"{BOT}/frontends/signal/identity.py",
+        f"{BOT}/channels/signal/identity.py",
         "if pinned is not None and pinned != uuid:",
         "if pinned is not None and uuid and pinned != uuid:",
         "a message with a pinned number and no account passes as that number",
@@ -830,7 +830,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "signal-group-is-owner",
-        f"{BOT}/frontends/signal/identity.py",
+        f"{BOT}/channels/signal/identity.py",
         "return sees_owner_data(self.owner, msg.group_id is None)",
         "return sees_owner_data(self.owner, True)",
         "the owner's Signal groups see the owner's data",
@@ -838,7 +838,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "signal-repin",
-        f"{BOT}/frontends/signal/identity.py",
+        f"{BOT}/channels/signal/identity.py",
         "if number in self._pins:\n                return",
         "if False:\n                return",
         "a number is pinned again to another account",
@@ -848,7 +848,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "signal-allowed-any-id",
-        f"{BOT}/frontends/signal/settings.py",
+        f"{BOT}/channels/signal/settings.py",
         "return bool({normalize_id(x) for x in ids if x} & set(self.allowed))",
         "return bool(ids)",
         "every sender is allowed",
@@ -856,7 +856,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "signal-owner-unchecked",
-        f"{BOT}/frontends/signal/settings.py",
+        f"{BOT}/channels/signal/settings.py",
         "return self.owner is not None and self.owner in {normalize_id(x) for x in ids if x} and self.allows_any(ids)",
         "return self.owner is None or self.owner in {normalize_id(x) for x in ids if x}",
         "with no owner configured every allowed sender is the owner",

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 pytest_plugins = ["tests.telegram_harness", "tests.signal_harness", "tests.skills_harness", "tests.loopback_only"]
 
 # python-telegram-bot 22 warns that ``retry_after`` and media ``duration`` become ``timedelta``; our code takes
-# both forms (frontends/telegram/send.py: retry_after_seconds), so the tests run with the future form and
+# both forms (channels/telegram/send.py: retry_after_seconds), so the tests run with the future form and
 # without the warning (warnings are errors: pyproject.toml). Subprocess bots inherit it.
 os.environ.setdefault("PTB_TIMEDELTA", "1")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from messaging_llm_bot.frontends.signal.service import SignalService
+from messaging_llm_bot.channels.signal.service import SignalService
 from tests.fakes.signal_daemon import FakeSignalDaemon
 from tests.waiting import wait_until as wait_for  # noqa: F401 - the Signal tests' name for it
 

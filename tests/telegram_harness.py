@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.frontends.telegram.bot import TelegramService
+from messaging_llm_bot.channels.telegram.bot import TelegramService
 from tests.fakes.bot_api import FakeBotAPI
 
 OWNER = 1

@@ -113,7 +113,7 @@ def test_a_stop_ends_only_the_running_turn_not_the_ones_waiting(bot_config, work
 
 
 def test_ctrl_c_in_the_terminal_chat_stops_the_turn_and_the_chat_goes_on(bot_config, workspace, chat_server, tmp_path):
-    from messaging_llm_bot.frontends import console
+    from messaging_llm_bot.channels.console import chat as console
 
     bot_config["llm"]["stream"] = True
     chat_server.enqueue({"content": json.dumps({"reply": WORDS}), "delay": 1.0})
@@ -155,7 +155,7 @@ class _Lines:
 def test_sigterm_still_leaves_the_terminal_chat_at_once(bot_config, workspace, chat_server, tmp_path):
     import pytest
 
-    from messaging_llm_bot.frontends import console
+    from messaging_llm_bot.channels.console import chat as console
 
     chat_server.enqueue({"content": '{"reply": "late"}', "delay": 1.0})
     runtime = make_runtime(bot_config, workspace, tmp_path)

@@ -177,7 +177,7 @@ def _everything(folder: Path) -> dict[str, bytes | None]:
 def _secret_workspace(root: Path) -> tuple[Workspace, list[str]]:
     """A workspace holding every secret and lock the bot keeps in state/, written by the real code."""
     from assistant_framework.web.auth import load_or_create_token
-    from messaging_llm_bot.frontends.telegram.webhook import webhook_secret
+    from messaging_llm_bot.channels.telegram.webhook import webhook_secret
 
     ws = _workspace(root)
     token = load_or_create_token({}, ws).value
@@ -223,7 +223,7 @@ def test_the_secrets_left_out_are_the_files_the_bot_keeps_them_in() -> None:
     backup leaves out (a renamed file would otherwise land in every archive)."""
     from assistant_framework.backup import _is_secret
     from assistant_framework.web.auth import TOKEN_FILE
-    from messaging_llm_bot.frontends.telegram.webhook import SECRET_FILE
+    from messaging_llm_bot.channels.telegram.webhook import SECRET_FILE
 
     assert _is_secret(TOKEN_FILE) and _is_secret(SECRET_FILE)
     assert not _is_secret("state/website.json") and not _is_secret("notes/state/web/token")

@@ -1,4 +1,4 @@
-"""The chat queues' rules on their own (frontends/chatqueue.py): arrival order per chat, round robin
+"""The chat queues' rules on their own (conversation/chatqueue.py): arrival order per chat, round robin
 between chats, the owner's jobs first with a slot kept for them, the bound per chat and its one
 notice per backlog. The bots' end-to-end behaviour is in tests/test_chat_fairness.py."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from messaging_llm_bot.frontends.chatqueue import ChatQueues
+from messaging_llm_bot.conversation.chatqueue import ChatQueues
 
 
 async def _settle() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.incoming import Incoming
-from messaging_llm_bot.frontends.commands import run_command
+from messaging_llm_bot.conversation.commands import run_command
 from messaging_llm_bot.runtime import build_runtime
 from tests.signal_harness import FRIEND, STRANGER, RunningSignal, signal_config
 from tests.signal_harness import OWNER as SIGNAL_OWNER

@@ -10,8 +10,15 @@ import sys
 import pytest
 
 from messaging_llm_bot.agent.incoming import Incoming
-from messaging_llm_bot.frontends.commands import format_stats, help_text, run_command, skill_text, skills_text, why_text
-from messaging_llm_bot.frontends.markup import unescape_markdown
+from messaging_llm_bot.conversation.commands import (
+    format_stats,
+    help_text,
+    run_command,
+    skill_text,
+    skills_text,
+    why_text,
+)
+from messaging_llm_bot.conversation.markup import unescape_markdown
 from messaging_llm_bot.runtime import build_runtime
 from tests.console_harness import API_KEY, ENTRIES, REPO, run_bot, write_config
 
@@ -149,7 +156,7 @@ def test_runtime_commands_reload_and_status(tmp_path, chat_server, test_skills_d
 
 def test_the_terminal_shows_the_reply_as_every_frontend_builds_it(tmp_path, chat_server, test_skills_dir):
     from messaging_llm_bot.agent.turn import reply_text
-    from messaging_llm_bot.frontends import console
+    from messaging_llm_bot.channels.console import chat as console
 
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir, reply_footer=True)
     runtime = build_runtime(config, tmp_path / "ws")
@@ -212,7 +219,7 @@ class _Tty:
 def test_terminal_owner_confirms_or_declines_a_delete(tmp_path, chat_server, test_skills_dir, answer, kept):
     import io
 
-    from messaging_llm_bot.frontends.console import run_console
+    from messaging_llm_bot.channels.console.chat import run_console
 
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     runtime = build_runtime(config, tmp_path / "ws")
@@ -298,7 +305,7 @@ def test_console_survives_input_that_is_not_utf8(tmp_path, chat_server, test_ski
 def test_live_reply_prints_only_what_is_new_and_then_the_rest_of_the_block():
     import io
 
-    from messaging_llm_bot.frontends.console_extras import LiveReply
+    from messaging_llm_bot.channels.console.extras import LiveReply
 
     out = io.StringIO()
     live = LiveReply(out)

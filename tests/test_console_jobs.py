@@ -18,7 +18,7 @@ import pytest
 from assistant_framework.inbox import Inbox
 from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.frontends.job_runs import JobRun
+from messaging_llm_bot.conversation.job_runs import JobRun
 from tests.console_harness import Terminal, run_bot, write_config
 
 pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")

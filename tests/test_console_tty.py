@@ -13,7 +13,7 @@ import pytest
 
 from assistant_framework.stores.reminders import ReminderStore
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.frontends.console_extras import ConsoleReminders
+from messaging_llm_bot.channels.console.extras import ConsoleReminders
 from tests.console_harness import Terminal, write_config
 
 pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
@@ -173,7 +173,7 @@ def test_a_reminder_due_while_a_line_is_typed_waits_for_the_gap_and_one_left_uns
     import io
     import threading
 
-    from messaging_llm_bot.frontends.console_extras import Screen
+    from messaging_llm_bot.channels.console.extras import Screen
 
     store = ReminderStore(Workspace(tmp_path / "ws"))
     now = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)

@@ -9,7 +9,7 @@ from assistant_framework.stores.people import BirthdayStore
 from assistant_framework.stores.reminders import ReminderStore
 from assistant_framework.stores.tasks import TaskStore
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.frontends.digest import build_digest
+from messaging_llm_bot.conversation.digest import build_digest
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -116,7 +116,7 @@ def test_an_event_belongs_to_the_days_its_span_overlaps_end_exclusive(tmp_path):
 
 def test_items_saved_from_outside_content_are_flagged(tmp_path):
     # A task or reminder written from a forwarded mail must not read as the owner's own.
-    from messaging_llm_bot.frontends.reminders import FROM_OUTSIDE, delivery_text
+    from messaging_llm_bot.conversation.reminders import FROM_OUTSIDE, delivery_text
 
     ws = _ws(tmp_path)
     TaskStore(ws).add("wire 900 EUR to the new IBAN", due="2025-03-30", untrusted=True)
@@ -135,7 +135,7 @@ def test_items_saved_from_outside_content_are_flagged(tmp_path):
     )
 
 
-# -- the morning digest's daily schedule (messaging_llm_bot/frontends/jobs.py), with an injected clock ---------
+# -- the morning digest's daily schedule (messaging_llm_bot/conversation/jobs.py), with an injected clock ---------
 
 UTC = ZoneInfo("UTC")
 
@@ -156,7 +156,7 @@ def test_a_morning_digest_in_the_hour_the_clocks_go_back_is_sent_once():
     from datetime import time as dtime
     from datetime import timedelta
 
-    from messaging_llm_bot.frontends.jobs import DailyJob
+    from messaging_llm_bot.conversation.jobs import DailyJob
 
     clock = [datetime(2025, 10, 25, 12, 0, tzinfo=UTC)]
     sent: list[datetime] = []
@@ -185,7 +185,7 @@ def test_a_morning_digest_in_the_hour_the_clocks_go_back_is_sent_once():
 def test_a_start_in_the_repeated_hour_after_the_digest_went_out_waits_for_the_next_day():
     from datetime import time as dtime
 
-    from messaging_llm_bot.frontends.jobs import next_daily
+    from messaging_llm_bot.conversation.jobs import next_daily
 
     at = dtime(2, 30, tzinfo=BERLIN)
     before = next_daily(at, datetime(2025, 10, 26, 0, 10, tzinfo=UTC))  # 02:10 CEST: the first 02:30 is ahead

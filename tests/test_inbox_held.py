@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from assistant_framework.inbox import PENDING_DIR, Inbox
-from messaging_llm_bot.frontends import held
+from messaging_llm_bot.conversation import held
 from tests.crash_bot import echo_reply
 from tests.signal_harness import FRIEND as SIGNAL_FRIEND
 from tests.signal_harness import OWNER as SIGNAL_OWNER

@@ -1,4 +1,5 @@
-"""The package layout keeps its arrows: cli -> frontends -> agent -> protocol / model client -> framework.
+"""The package layout keeps its arrows: cli -> channels -> conversation -> agent -> protocol / model client ->
+framework; a channel (one folder under channels/) never imports another channel.
 
 Every module's imports are read with ``ast`` (including imports inside functions and under
 ``TYPE_CHECKING``: a type-only arrow is still an arrow a reader has to follow).
@@ -23,9 +24,10 @@ ALLOWED = {
     "parts": {"parts", "agent", "llm", "protocol"},
     "runtime": {"runtime", "parts", "agent", "llm", "protocol"},
     "evals": {"evals", "agent", "llm", "protocol", "runtime"},
-    "frontends": {"frontends", "agent", "llm", "protocol", "runtime"},
-    "ops": {"ops", "frontends", "agent", "llm", "protocol", "runtime"},
-    "cli": {"cli", "ops", "evals", "frontends", "agent", "llm", "protocol", "runtime"},
+    "conversation": {"conversation", "agent", "llm", "protocol", "runtime"},
+    "channels": {"channels", "conversation", "agent", "llm", "protocol", "runtime"},
+    "ops": {"ops", "channels", "conversation", "agent", "llm", "protocol", "runtime"},
+    "cli": {"cli", "ops", "evals", "channels", "conversation", "agent", "llm", "protocol", "runtime"},
     "__main__": {"__main__", "cli"},
 }
 
@@ -116,6 +118,44 @@ def test_the_bot_parts_import_only_downwards() -> None:
     assert not wrong, "imports against the layout's direction:\n" + "\n".join(wrong)
 
 
+CHANNELS = f"{BOT}.channels"
+
+
+def _channel_of(module: str) -> str:
+    """The channel folder a module belongs to (``telegram`` for channels.telegram.send), "" for channels' own
+    top-level modules (the contract, the registry) and for modules outside channels/."""
+    parts = module.split(".")
+    if module.startswith(CHANNELS + ".") and len(parts) > 3:
+        return parts[2]
+    if module.startswith(CHANNELS + ".") and len(parts) == 3 and (ROOT / BOT / "channels" / parts[2]).is_dir():
+        return parts[2]
+    return ""
+
+
+def test_a_channel_imports_no_other_channel() -> None:
+    """Each channel is an adapter on the conversation service: it may import channels' top-level modules and the
+    conversation service's modules, never another channel's folder nor a private (``_``) conversation module."""
+    wrong = []
+    for path in _modules(f"{BOT}/channels"):
+        module = _module_name(path)
+        own = _channel_of(module)
+        if not own:
+            continue
+        for line, name, _top in _imports(path):
+            other = _channel_of(name)
+            private = name.startswith(f"{BOT}.conversation.") and name.rsplit(".", 1)[-1].startswith("_")
+            if (other and other != own) or private:
+                wrong.append(f"{path.relative_to(ROOT)}:{line} ({own}) imports {name}")
+    assert not wrong, "a channel reaches into another channel or the conversation's internals:\n" + "\n".join(wrong)
+
+
+def test_the_channel_check_sees_a_cross_channel_import() -> None:
+    assert _channel_of(f"{CHANNELS}.telegram.turn") == "telegram"
+    assert _channel_of(f"{CHANNELS}.signal") == "signal"
+    assert _channel_of(f"{CHANNELS}.run") == ""
+    assert _channel_of(f"{BOT}.conversation.held") == ""
+
+
 def test_plugins_import_only_the_framework() -> None:
     """Built-in skills and collectors are written as users write theirs: against the framework only."""
     wrong = []
@@ -136,12 +176,13 @@ def test_no_prefixed_module_left_at_the_top(package: str) -> None:
 
 
 def test_the_direction_check_sees_a_wrong_arrow(tmp_path: Path) -> None:
-    """The reader resolves relative imports inside functions, so a lazy ``from ..frontends`` in the agent is caught."""
+    """The reader resolves relative imports inside functions: a lazy ``from ..conversation`` in the agent is caught."""
     probe = tmp_path / "probe.py"
-    probe.write_text("import os\n\ndef f():\n    from ..frontends.commands import x\n")
+    probe.write_text("import os\n\ndef f():\n    from ..conversation.commands import x\n")
     found = _imports(probe, module=f"{BOT}.agent.probe")
-    assert (4, "messaging_llm_bot.frontends.commands", False) in found
-    assert _part_of("messaging_llm_bot.frontends.commands") not in ALLOWED["agent"]
+    assert (4, "messaging_llm_bot.conversation.commands", False) in found
+    assert _part_of("messaging_llm_bot.conversation.commands") not in ALLOWED["agent"]
+    assert _part_of("messaging_llm_bot.channels.run") not in ALLOWED["conversation"]
 
 
 def test_the_framework_check_sees_an_import_by_name(tmp_path: Path) -> None:

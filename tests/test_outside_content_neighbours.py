@@ -12,7 +12,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 from assistant_framework.stores.reminders import ReminderStore
-from messaging_llm_bot.frontends.reminders import FROM_OUTSIDE
+from messaging_llm_bot.conversation.reminders import FROM_OUTSIDE
 from tests.fakes.feed_server import StaticHTTPServer
 from tests.signal_harness import OWNER as SIGNAL_OWNER
 from tests.signal_harness import wait_for

@@ -11,10 +11,10 @@ import pytest
 from assistant_framework.stores.reminders import ReminderStore
 from assistant_framework.stores.tasks import TaskStore
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.frontends.commands import collector_notice, why_text
-from messaging_llm_bot.frontends.digest import build_digest
-from messaging_llm_bot.frontends.markup import escape_markdown, markdown_entities, unescape_markdown
-from messaging_llm_bot.frontends.reminders import ReminderScheduler
+from messaging_llm_bot.conversation.commands import collector_notice, why_text
+from messaging_llm_bot.conversation.digest import build_digest
+from messaging_llm_bot.conversation.markup import escape_markdown, markdown_entities, unescape_markdown
+from messaging_llm_bot.conversation.reminders import ReminderScheduler
 
 TRICKY = [
     "[Verify your account](https://evil.example/login)",

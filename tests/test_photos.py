@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from messaging_llm_bot.frontends.images import VISION_MISSING
+from messaging_llm_bot.conversation.images import VISION_MISSING
 from tests.media_files import HEIC_HEAD, decoded, has_metadata, image_parts, jpeg_with_gps, png_bytes
 from tests.telegram_harness import OWNER, texts
 from tests.waiting import wait_until

@@ -17,7 +17,7 @@ import pytest
 
 from assistant_framework.inbox import Inbox
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.frontends import held
+from messaging_llm_bot.conversation import held
 from tests.crash_bot import echo_reply
 from tests.telegram_harness import OWNER, RunningBot, make_runtime, telegram_config, texts
 from tests.tmpfs import mounted_tmpfs

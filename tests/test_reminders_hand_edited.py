@@ -62,8 +62,8 @@ def test_a_row_written_without_an_utc_offset_is_in_the_digest_and_the_terminal_c
     # /now and the terminal chat did not see it at all.
     from zoneinfo import ZoneInfo
 
-    from messaging_llm_bot.frontends.console_extras import ConsoleReminders
-    from messaging_llm_bot.frontends.digest import build_digest
+    from messaging_llm_bot.channels.console.extras import ConsoleReminders
+    from messaging_llm_bot.conversation.digest import build_digest
 
     workspace.write_json(
         REMINDERS_FILE,
@@ -90,7 +90,7 @@ def test_a_row_written_without_an_utc_offset_is_in_the_digest_and_the_terminal_c
 
 
 def test_a_row_with_an_unreadable_time_is_reported_once_not_at_every_poll(start, daemon, workspace, caplog):
-    caplog.set_level(logging.WARNING, logger="messaging_llm_bot.frontends.reminders")
+    caplog.set_level(logging.WARNING, logger="messaging_llm_bot.conversation.reminders")
     now = datetime.now(timezone.utc)
     workspace.write_json(
         REMINDERS_FILE,

@@ -11,7 +11,7 @@ import pytest
 
 from assistant_framework.memory import MemoryService
 from messaging_llm_bot.agent.memory import Memory
-from messaging_llm_bot.frontends.runtime import Runtime
+from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.runtime import BotRuntime
 
 

@@ -112,8 +112,8 @@ def test_collector_notices_go_to_the_owner_only(fake, start_bot):
 
 def test_shared_command_dispatcher_applies_the_same_owner_rule(bot_config, workspace, tmp_path):
     """The frontend-neutral path (terminal chat today, Signal next) refuses the same commands."""
-    from messaging_llm_bot.frontends.commands import GUEST_STATUS, run_command
-    from messaging_llm_bot.frontends.markup import unescape_markdown
+    from messaging_llm_bot.conversation.commands import GUEST_STATUS, run_command
+    from messaging_llm_bot.conversation.markup import unescape_markdown
     from tests.telegram_harness import make_runtime
 
     owner_data(workspace)

@@ -10,8 +10,8 @@ import telegram
 
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.sessions import MAX_SESSIONS, Sessions
-from messaging_llm_bot.frontends.commands import resume_number, run_command
-from messaging_llm_bot.frontends.telegram.settings import message_conversation, topic_of
+from messaging_llm_bot.channels.telegram.settings import message_conversation, topic_of
+from messaging_llm_bot.conversation.commands import resume_number, run_command
 from tests.telegram_harness import OWNER
 
 

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from assistant_framework.stores.reminders import ReminderStore
-from messaging_llm_bot.frontends.commands import owner_only_text
+from messaging_llm_bot.conversation.commands import owner_only_text
 from tests.fakes.signal_daemon import RpcError
 from tests.signal_harness import BOT, FRIEND, GROUP, OWNER, STRANGER, RunningSignal, signal_config, styled, wait_for
 from tests.telegram_harness import make_runtime
@@ -137,7 +137,7 @@ def test_files_are_saved_into_the_workspace_as_untrusted(
 
 
 def test_daemon_restart_mid_conversation(start, daemon, chat_server, caplog):
-    caplog.set_level(logging.INFO, logger="messaging_llm_bot.frontends.signal")
+    caplog.set_level(logging.INFO, logger="messaging_llm_bot.channels.signal")
     chat_server.enqueue('{"reply": "one"}', {"content": '{"reply": "two"}', "delay": 1.0}, '{"reply": "three"}')
     start()
     daemon.message(OWNER, "first")
@@ -159,7 +159,7 @@ def test_daemon_restart_mid_conversation(start, daemon, chat_server, caplog):
 
 
 def test_daemon_down_at_start_is_retried_not_fatal(bot_config, daemon, workspace, tmp_path, chat_server, caplog):
-    caplog.set_level(logging.INFO, logger="messaging_llm_bot.frontends.signal")
+    caplog.set_level(logging.INFO, logger="messaging_llm_bot.channels.signal")
     daemon.stop()
     chat_server.enqueue('{"reply": "hello late"}')
     bot = RunningSignal(make_runtime(signal_config(bot_config, daemon), workspace, tmp_path)).start()

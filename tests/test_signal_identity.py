@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 
-from messaging_llm_bot.frontends.signal.identity import IDENTITIES
+from messaging_llm_bot.channels.signal.identity import IDENTITIES
 from tests.signal_harness import BOT, FRIEND, GROUP, OWNER, wait_for
 
 OWNER_SECRET = "owner-secret-code-4711"
@@ -34,7 +34,7 @@ def test_owner_number_from_another_account_is_refused_and_logged(start, daemon, 
 
     daemon.message(FRIEND, "hello")  # the friend's own account: served, and pinned
     daemon.wait_sent(2)
-    caplog.set_level(logging.INFO, logger="messaging_llm_bot.frontends.signal")
+    caplog.set_level(logging.INFO, logger="messaging_llm_bot.channels.signal")
     daemon.message(OWNER, "/now", uuid=IMPOSTOR)
     daemon.message(OWNER, "what is my PIN?", uuid=IMPOSTOR)
     daemon.message(OWNER, "/now", uuid=IMPOSTOR, group_id=GROUP)

@@ -11,7 +11,7 @@ import json
 import logging
 
 from assistant_framework.inbox import Inbox
-from messaging_llm_bot.frontends.signal.settings import parse_event
+from messaging_llm_bot.channels.signal.settings import parse_event
 from tests.crash_bot import echo_reply
 from tests.fakes.chat_server import FakeChatServer
 from tests.signal_harness import OWNER, wait_for
@@ -127,7 +127,7 @@ def test_disk_full_is_told_in_one_sentence_and_the_next_message_works(
     request, daemon, bot_config, tmp_path, chat_server, caplog, monkeypatch
 ):
     from assistant_framework.workspace import Workspace
-    from messaging_llm_bot.frontends import held
+    from messaging_llm_bot.conversation import held
     from tests.signal_harness import RunningSignal, signal_config
     from tests.telegram_harness import make_runtime
     from tests.test_reliability_disk import assert_no_torn_files, fill

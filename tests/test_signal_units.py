@@ -11,17 +11,15 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from messaging_llm_bot.frontends.jobs import next_daily
-from messaging_llm_bot.frontends.reminders import reminder_channel
-from messaging_llm_bot.frontends.signal.client import (
+from messaging_llm_bot.channels.signal.client import (
     SignalClient,
     SignalRpcError,
     SignalUnavailable,
     parse_sse,
     unwrap_event,
 )
-from messaging_llm_bot.frontends.signal.format import inline_links, render_signal
-from messaging_llm_bot.frontends.signal.settings import (
+from messaging_llm_bot.channels.signal.format import inline_links, render_signal
+from messaging_llm_bot.channels.signal.settings import (
     SignalMessage,
     SignalSettings,
     addressed_to_bot,
@@ -29,6 +27,8 @@ from messaging_llm_bot.frontends.signal.settings import (
     parse_event,
     recipient_params,
 )
+from messaging_llm_bot.conversation.jobs import next_daily
+from messaging_llm_bot.conversation.reminders import reminder_channel
 from tests.fakes.signal_daemon import FakeSignalDaemon
 from tests.signal_harness import BOT, GROUP, OWNER
 

@@ -31,7 +31,7 @@ def test_every_command_answers_without_the_model(fake, start_bot, chat_server, w
     # /status pings the model server (a models call), but nothing asks it for a chat completion
     assert chat_server.chat_requests == []
     assert [c["command"] for c in fake.commands()] == [
-        c[0] for c in __import__("messaging_llm_bot.frontends.commands", fromlist=["COMMANDS"]).COMMANDS
+        c[0] for c in __import__("messaging_llm_bot.conversation.commands", fromlist=["COMMANDS"]).COMMANDS
     ]
 
 

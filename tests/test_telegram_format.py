@@ -10,14 +10,14 @@ import pytest
 import telegram
 from telegramify_markdown import convert
 
-from messaging_llm_bot.frontends.telegram.format import (
+from messaging_llm_bot.channels.telegram.format import (
     EMPTY_PLACEHOLDER,
     MessagePart,
     plain_parts,
     render_markdown,
     utf16_len,
 )
-from messaging_llm_bot.frontends.telegram.send import (
+from messaging_llm_bot.channels.telegram.send import (
     TelegramDeliveryError,
     edit_text_safely,
     fit_plain_text,

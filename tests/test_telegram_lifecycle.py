@@ -197,7 +197,7 @@ def test_no_token_exits_2_with_one_clear_line(bot_config, tmp_path):
 def test_morning_digest_is_scheduled_daily_in_local_time(fake, start_bot):
     bot = start_bot(morning_digest="07:30")
     [job] = bot.service.app.job_queue.get_jobs_by_name("morning-digest")
-    # Planned one run at a time (frontends/jobs.DailyJob; its DST nights in tests/test_digest.py).
+    # Planned one run at a time (conversation/jobs.DailyJob; its DST nights in tests/test_digest.py).
     local = job.next_t.astimezone(ZoneInfo("Europe/Berlin"))
     assert (local.hour, local.minute) == (7, 30)
     assert timedelta(0) < job.next_t - datetime.now(timezone.utc) <= timedelta(hours=25)

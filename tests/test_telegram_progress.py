@@ -87,7 +87,7 @@ def test_stop_wakes_the_edit_loop_at_once_instead_of_waiting_out_the_interval(mo
     edit of every streamed reply went out up to a second late."""
     import asyncio
 
-    from messaging_llm_bot.frontends.telegram import progress as progress_mod
+    from messaging_llm_bot.channels.telegram import progress as progress_mod
 
     monkeypatch.setattr(progress_mod, "STOP_WAIT_SECONDS", 3600.0)  # the old code's cap would hide the stall
     monkeypatch.setattr(progress_mod, "FIRST_MESSAGE_GRACE_SECONDS", 0.0, raising=False)
@@ -119,7 +119,7 @@ def test_a_turn_done_within_the_grace_needs_no_live_message():
     """A quick streamed answer: no stream message (the reply is then one sendMessage, not a send plus an edit)."""
     import asyncio
 
-    from messaging_llm_bot.frontends.telegram import progress as progress_mod
+    from messaging_llm_bot.channels.telegram import progress as progress_mod
 
     async def scenario() -> list:
         bot = _RecordingBot()

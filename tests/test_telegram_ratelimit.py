@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from messaging_llm_bot.frontends.telegram.ratelimit import OPTIONAL, BudgetSkipped, ReplyFirstRateLimiter
+from messaging_llm_bot.channels.telegram.ratelimit import OPTIONAL, BudgetSkipped, ReplyFirstRateLimiter
 
 
 def _run(coro):

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from messaging_llm_bot.frontends.reminders import delivery_text, due_time, plan
+from messaging_llm_bot.conversation.reminders import delivery_text, due_time, plan
 
 BERLIN = ZoneInfo("Europe/Berlin")
 UTC = ZoneInfo("UTC")

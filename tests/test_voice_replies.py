@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from messaging_llm_bot.frontends.images import VISION_MISSING
-from messaging_llm_bot.frontends.voice import PART_CHARS, spoken_parts
+from messaging_llm_bot.conversation.images import VISION_MISSING
+from messaging_llm_bot.conversation.voice import PART_CHARS, spoken_parts
 from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.speech_audio import encoded
 from tests.media_files import jpeg_with_gps, ogg_opus_seconds
@@ -81,7 +81,7 @@ def test_telegram_text_reply_arrives_when_the_speech_cannot_be_made(fake, start_
     start_bot(config_patch=patch)
     chat_server.set_transcription("what do I need to buy")
     chat_server.enqueue(f'{{"reply": "{REPLY}"}}')
-    with caplog.at_level(logging.WARNING, logger="messaging_llm_bot.frontends.telegram.turn"):
+    with caplog.at_level(logging.WARNING, logger="messaging_llm_bot.channels.telegram.turn"):
         fake.send_voice(OWNER, encoded("opus", 0.5))
         fake.wait_for(lambda: REPLY in texts(fake))
         wait_until(lambda: any("stays text only" in r.getMessage() for r in caplog.records), what="the log line")
@@ -176,7 +176,7 @@ def test_signal_text_reply_arrives_when_the_speech_server_is_down(start, daemon,
     note = daemon.add_attachment(encoded("opus", 0.5), "audio/aac")
     chat_server.set_transcription("what do I need to buy")
     chat_server.enqueue(f'{{"reply": "{REPLY}"}}')
-    with caplog.at_level(logging.WARNING, logger="messaging_llm_bot.frontends.signal.turn"):
+    with caplog.at_level(logging.WARNING, logger="messaging_llm_bot.channels.signal.turn"):
         start(patch=voice_config(chat_server, tts_url=tts_url))
         daemon.message(SIGNAL_OWNER, None, attachments=[note])
         sent = daemon.wait_sent(2)  # the transcript and the text reply

@@ -1,7 +1,7 @@
 """Jobs the assistant schedules: a job read from its row and how it is shown (``job``), the jobs' file
 (``store``), the runs' log (``runs``) and when they run (``schedule``).
 
-The frontends' scheduler (messaging_llm_bot/frontends/job_runs.py) puts each due run into the durable
+The frontends' scheduler (messaging_llm_bot/conversation/job_runs.py) puts each due run into the durable
 inbox; docs/jobs.md describes the whole.
 """
 

@@ -88,7 +88,7 @@ def part_frontends(server: RealModelServer) -> str:
 
 def _telegram(server: RealModelServer, tmp_path: Path) -> list:
     from assistant_framework.workspace import Workspace
-    from messaging_llm_bot.frontends.telegram.settings import conversation_id
+    from messaging_llm_bot.channels.telegram.settings import conversation_id
     from tests.fakes.bot_api import FakeBotAPI
     from tests.telegram_harness import OWNER, RunningBot, make_runtime, texts
 

@@ -209,7 +209,7 @@ def start(args: argparse.Namespace) -> int:
 
         start_if_enabled(runtime, runner_secrets(runtime.config))
 
-    from messaging_llm_bot.frontends.run import enabled_frontends, run_chat_frontends
+    from messaging_llm_bot.channels.run import enabled_frontends, run_chat_frontends
 
     chats = enabled_frontends(runtime.settings) if args.frontend is None else [args.frontend]
     frontend = args.frontend or ("chat" if chats else "telegram")
@@ -223,7 +223,7 @@ def start(args: argparse.Namespace) -> int:
     if new_workspace:  # said once the bot goes on with it (not before an exit for a missing token)
         first_run.say_new_workspace(runtime.workspace.root)
     if frontend == "console":
-        from messaging_llm_bot.frontends.console import run_console
+        from messaging_llm_bot.channels.console.chat import run_console
 
         if sys.stdin.isatty():
             log_file = runtime.workspace.path(CONSOLE_LOG)

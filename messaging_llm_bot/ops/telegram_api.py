@@ -12,7 +12,7 @@ from typing import Any
 import requests
 
 from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request, deadline_session
-from messaging_llm_bot.frontends.telegram.settings import OFFICIAL_BASE_URL
+from messaging_llm_bot.channels.telegram.settings import OFFICIAL_BASE_URL
 
 #: A Bot API answer to getMe/getUpdates larger than this is refused.
 MAX_ANSWER_BYTES = 8 * 1024 * 1024

@@ -44,7 +44,7 @@ class RuntimeSettings:
     skill_result_limit_chars: int = field(default=4_000, metadata=reads(whole))
     trace_keep: int = field(default=200, metadata=reads(whole))
     shutdown_timeout_seconds: float = field(default=20.0, metadata=reads(number))
-    #: Messages one chat may have waiting or being answered (frontends/chatqueue.py).
+    #: Messages one chat may have waiting or being answered (conversation/chatqueue.py).
     max_pending_per_chat: int = field(default=20, metadata=reads(whole))
     #: null: INFO, but only warnings and errors on the terminal chat's screen (its stderr shows progress).
     log_level: str | None = field(default=None, metadata=reads(maybe(one_of(*LOG_LEVELS)), null=True))

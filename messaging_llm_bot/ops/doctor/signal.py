@@ -8,7 +8,7 @@ import asyncio
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
-from messaging_llm_bot.frontends.signal.client import SignalClient, SignalRpcError, SignalUnavailable
+from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.ops.doctor.check import FAIL, OK, Check, Context
 
 #: Seconds the daemon has to answer each probe.

@@ -1,0 +1,1 @@
+"""The terminal chat: chat.py (the loop), extras.py (the screen, notices), jobs.py (its scheduled jobs)."""

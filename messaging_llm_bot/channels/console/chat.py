@@ -1,0 +1,352 @@
+"""The terminal chat: the same agent and commands as Telegram, on stdin/stdout.
+
+Interactive (stdin is a terminal): a prompt, progress on stderr, collectors running.
+Scripted (stdin is a pipe): one message per line, one reply block per message (the reply
+followed by an empty line), nothing else on stdout; EOF ends with status 0.
+
+Messages for the model go through the durable inbox (``assistant_framework.inbox``) like Telegram's:
+a message a crash left unanswered is answered first at the next start (its reply block comes before
+the new ones; a note naming it goes to stderr). Interactive, the chat's reminders and scheduled jobs run
+while it is open (extras.py, jobs.py), printed between the user's lines.
+
+One terminal chat per workspace (``state/console.lock``): two would both answer the message a crash
+left unanswered, both deliver this conversation's reminders and jobs and interleave one conversation. A
+Telegram or Signal bot on the same workspace is no conflict (its own conversations, items, reminders).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TextIO
+
+import filelock
+
+from assistant_framework.inbox import Inbox
+from messaging_llm_bot.agent.guard import ApproveCallback
+from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.turn import AgentEvent, reply_text
+from messaging_llm_bot.channels.console.extras import (
+    HISTORY_FILE,
+    ConsoleReminders,
+    LiveReply,
+    Screen,
+    line_reader,
+    typed_so_far,
+)
+from messaging_llm_bot.channels.console.jobs import ConsoleJobs
+from messaging_llm_bot.conversation.commands import run_command
+from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.markup import terminal_text
+from messaging_llm_bot.conversation.runtime import Runtime
+
+CONVERSATION_ID = "console"
+QUIT_COMMANDS = ("/quit", "/exit")
+LOCK_FILE = "state/console.lock"
+EXIT_USAGE = 2
+
+
+def progress_line(event: AgentEvent) -> str | None:
+    """A short stderr line for a progress event, or None for events not worth showing."""
+    if event.kind == "thinking":
+        return f"… thinking (round {event.data.get('round')})"
+    if event.kind == "skill_call":
+        return f"… running skill {event.data.get('skill')}"
+    if event.kind == "skill_result" and not event.data.get("ok"):
+        return f"… skill {event.data.get('skill')} failed: {event.data.get('summary')}"
+    return None
+
+
+def terminal_approver(stdin: TextIO, stdout: TextIO):
+    """Ask the owner at the terminal to confirm a call the policy marks ``ask`` (anything but y means no)."""
+
+    def approve(request: dict[str, Any]) -> bool:
+        args = json.dumps(request.get("args") or {}, ensure_ascii=False)[:500]
+        print(
+            f"\nConfirm this action? skill: {request.get('skill')} args: {args}\n(why: {request.get('reason')}) [y/N] ",
+            end="",
+            file=stdout,
+            flush=True,
+        )
+        answer_line = stdin.readline()
+        return answer_line.strip().lower() in ("y", "yes")
+
+    return approve
+
+
+def answer(
+    runtime: Runtime,
+    text: str,
+    *,
+    progress: TextIO | None = None,
+    conversation_id: str = CONVERSATION_ID,
+    approve: ApproveCallback | None = None,
+    stream: bool = False,
+    live: LiveReply | None = None,
+) -> str:
+    """The reply block for one input line: a command's text or the agent's reply (with footer).
+
+    ``stream``: read the model's answer as a stream (``llm.stream``), so a stop cuts it off at once;
+    ``live``: print the answer there as it arrives."""
+    reply = run_command(runtime, conversation_id, text)
+    if reply is not None:
+        return terminal_text(reply)  # a command's text without its markup (no ** or escaping backslashes)
+    if text.startswith("/"):
+        return f"Unknown command {text.split()[0]}; see /help."
+
+    def on_event(event: AgentEvent) -> None:
+        if event.kind == "delta" and live is not None:
+            live.delta(str(event.data.get("text", "")))
+            return
+        line = progress_line(event)
+        if line and progress is not None:
+            print(line, file=progress, flush=True)
+
+    incoming = Incoming(
+        conversation_id,
+        text,
+        chat_id=conversation_id,
+        user_id="owner",
+        approve=approve,
+        on_event=on_event,
+        stream=stream,
+    )
+    return reply_text(runtime.agent.handle(incoming))
+
+
+def answer_durably(
+    runtime: Runtime,
+    inbox: Inbox,
+    text: str,
+    *,
+    progress: TextIO | None = None,
+    approve: ApproveCallback | None = None,
+    stream: bool = False,
+    live: LiveReply | None = None,
+) -> tuple[str, str | None]:
+    """Like ``answer`` but a model-bound message is kept in the inbox; returns (reply, item id to complete)."""
+    if text.startswith("/"):
+        return answer(runtime, text, progress=progress), None
+    try:
+        item = inbox.accept(f"console:{time.time_ns()}", CONVERSATION_ID, {"text": text})
+        assert item is not None  # a new id each time: never a re-delivery
+    except OSError as err:
+        from messaging_llm_bot.conversation.held import storage_error_text  # the same wording in every channel
+
+        return storage_error_text(err), None
+    reply = answer(runtime, text, progress=progress, approve=approve, stream=stream, live=live)
+    try:
+        inbox.record_reply(item.item_id, reply)
+    except OSError:
+        pass  # the reply is printed right after; only a crash in between would ask the model again
+    return reply, item.item_id
+
+
+@dataclass
+class _Question:
+    """A confirmation the worker thread waits on; the main thread answers it."""
+
+    request: dict[str, Any]
+    answer: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+def answer_stoppably(
+    runtime: Runtime,
+    inbox: Inbox,
+    text: str,
+    *,
+    progress: TextIO,
+    ask: ApproveCallback | None = None,
+    live: LiveReply | None = None,
+) -> tuple[str, str | None]:
+    """``answer_durably`` in a worker thread: Ctrl-C stops the turn (``Agent.stop``) and the reply says so;
+    a second Ctrl-C (or SIGTERM) leaves the chat, the message staying in the inbox as before.
+
+    ``ask(request) -> bool`` confirms a call; it runs here in the main thread, where Ctrl-C lands, so a
+    Ctrl-C at an open question declines it and stops the turn (no Enter needed)."""
+    box: dict[str, Any] = {}
+    # An Event, not Thread.join: a join interrupted by Ctrl-C can leave is_alive() False while the thread runs.
+    finished = threading.Event()
+    questions: queue.Queue[_Question] = queue.Queue()
+
+    def approve_from_worker(request: dict[str, Any]) -> bool:
+        question = _Question(request)
+        questions.put(question)
+        question.done.wait()
+        return question.answer
+
+    def work() -> None:
+        try:
+            box["out"] = answer_durably(
+                runtime,
+                inbox,
+                text,
+                progress=progress,
+                approve=approve_from_worker if ask is not None else None,
+                stream=runtime.agent.settings.stream,
+                live=live,
+            )
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+        finally:
+            finished.set()
+
+    threading.Thread(target=work, name="console-turn", daemon=True).start()
+    stopping = False
+    while not finished.is_set():
+        try:
+            try:
+                question = questions.get(timeout=0.1)
+            except queue.Empty:
+                question = None
+            if question is not None and ask is not None:  # only asked for when there is an ask
+                try:
+                    question.answer = bool(ask(question.request)) and not stopping
+                finally:
+                    question.done.set()  # answered, or declined by a Ctrl-C at the question
+            if stopping:
+                runtime.agent.stop(CONVERSATION_ID)  # again: the turn may not have started when Ctrl-C came
+        except KeyboardInterrupt as exc:
+            if stopping or isinstance(exc, Terminated):
+                raise
+            stopping = True
+            runtime.agent.stop(CONVERSATION_ID)
+            print("\n… stopping (Ctrl-C again to leave the chat)", file=progress, flush=True)
+    if "error" in box:
+        raise box["error"]
+    return box["out"]
+
+
+def _replay(runtime: Runtime, inbox: Inbox, stdout: TextIO, stderr: TextIO, interactive: bool) -> None:
+    for item in inbox.pending():
+        if item.conversation_id != CONVERSATION_ID or is_job_item(item):
+            continue  # another frontend's, or a job run (jobs.py answers those)
+        text = str(item.payload.get("text", ""))
+        print(f"(answering a message left unanswered by the last run: {text[:80]!r})", file=stderr, flush=True)
+        reply = (
+            item.reply if item.reply is not None else answer(runtime, text, progress=stderr if interactive else None)
+        )
+        print(reply.rstrip("\n") + "\n", file=stdout, flush=True)
+        inbox.complete(item.item_id)
+
+
+def run_console(
+    runtime: Runtime,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    *,
+    job_clock: Callable[[], datetime] | None = None,
+) -> int:
+    """Chat on the terminal until EOF or /quit; returns the exit status (2 when another terminal chat runs
+    on the workspace: it holds ``LOCK_FILE``). ``job_clock``: the jobs' clock (a test's; None: the real one)."""
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    lock = filelock.FileLock(str(runtime.workspace.path(LOCK_FILE)), mode=0o600)
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        print(
+            f"chat: another terminal chat is already running on workspace {runtime.workspace.root} "
+            f"({LOCK_FILE} is held); leave it first (/quit), or pass another --workspace",
+            file=stderr,
+        )
+        return EXIT_USAGE
+    try:
+        return _chat(runtime, stdin, stdout, stderr, job_clock)
+    finally:
+        lock.release()
+
+
+def _chat(
+    runtime: Runtime, stdin: TextIO, stdout: TextIO, stderr: TextIO, job_clock: Callable[[], datetime] | None
+) -> int:
+    interactive = stdin.isatty()
+    if interactive:
+        runtime.start_background(notify=lambda title, text: print(f"\n[{title}] {text}", file=stderr, flush=True))
+        print(
+            "Terminal chat with your assistant. /help for commands, Ctrl-C stops an answer, /quit or Ctrl-D to leave.",
+            file=stdout,
+            flush=True,
+        )
+    read_line, save_history = line_reader(stdin, stdout, interactive, runtime.workspace.path(HISTORY_FILE))
+    inbox = Inbox(runtime.workspace)
+    screen, jobs, reminders = None, None, None
+    if interactive:
+        # Reminders and job replies are printed between the user's lines, never into one being typed.
+        screen = Screen(stdout, typed_so_far(stdin, stdout, interactive))
+        reminders = _start_reminders(runtime, screen)
+        jobs = ConsoleJobs(runtime, inbox, screen, CONVERSATION_ID, clock=job_clock)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        _replay(runtime, inbox, stdout, stderr, interactive)
+        if jobs is not None:
+            jobs.start()
+        while True:
+            if screen is not None:
+                screen.before_prompt()  # job replies that came meanwhile, then the prompt
+            line = read_line()
+            if screen is not None:
+                screen.after_prompt()
+            if not line:
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text.lower() in QUIT_COMMANDS:
+                break
+            # Only someone at a terminal can confirm; a scripted (piped) chat refuses "ask" calls.
+            if interactive:
+                live = LiveReply(stdout)  # the answer appears as it is written, then the rest of the block
+                reply, item_id = answer_stoppably(
+                    runtime, inbox, text, progress=stderr, ask=terminal_approver(stdin, stdout), live=live
+                )
+                reply = live.rest(reply)
+            else:
+                reply, item_id = answer_durably(runtime, inbox, text)
+            print(reply.rstrip("\n") + "\n", file=stdout, flush=True)
+            if item_id is not None:
+                inbox.complete(item_id)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a message being answered stays in the inbox
+        print("", file=stdout)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        if screen is not None:
+            screen.close()  # what waits for a gap is left for the next start
+        if reminders is not None:
+            reminders.stop()
+        if jobs is not None:
+            jobs.stop()
+        save_history()
+    return 0
+
+
+def _start_reminders(runtime: Runtime, screen: Screen) -> ConsoleReminders:
+    """Reminders set in the terminal chat are delivered there while it runs (late ones at the next start)."""
+    from assistant_framework.stores.reminders import ReminderStore
+
+    zone = runtime.settings.runtime.timezone
+    reminders = ConsoleReminders(ReminderStore(runtime.workspace), CONVERSATION_ID, screen.show, default_tz=zone)
+    reminders.start()
+    return reminders
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: leave the chat (a first Ctrl-C only stops the turn being answered)."""
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM ends the terminal chat like a second Ctrl-C."""
+    raise Terminated

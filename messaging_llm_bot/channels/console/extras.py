@@ -1,0 +1,260 @@
+"""The interactive terminal chat's comforts: line editing and history (readline), the chat's own messages
+printed between the user's lines (``Screen``), and reminders delivered in the terminal while it runs."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from types import ModuleType
+from typing import Callable, TextIO
+
+from assistant_framework.workspace.private import make_private_dirs, private_file
+from messaging_llm_bot.conversation.reminders import delivery_text
+
+log = logging.getLogger(__name__)
+
+HISTORY_FILE = "state/console_history"
+HISTORY_LENGTH = 1000
+PROMPT = "you> "
+CLEAR_LINE = "\r\x1b[K"  # back to the line's start and clear it: the prompt is printed again below the text
+
+
+class LiveReply:
+    """The answer printed as it streams in (interactive terminal, ``llm.stream`` on); ``rest(block)``
+    is what of the final reply block is still to print."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.shown = ""
+
+    def delta(self, text: str) -> None:
+        """Print what ``text`` (the visible answer so far) adds to what is shown."""
+        # A later round starts its answer afresh: it goes on a new line rather than being glued on.
+        piece = text[len(self.shown) :] if text.startswith(self.shown) else "\n" + text
+        self.shown = text
+        if piece:
+            self.out.write(piece)
+            self.out.flush()
+
+    def rest(self, block: str) -> str:
+        """The part of the reply block not shown yet (all of it when nothing was streamed)."""
+        shown = self.shown.rstrip()  # the final reply is stripped; a space already printed does no harm
+        if not shown:
+            return block
+        return block[len(shown) :] if block.startswith(shown) else "\n" + block
+
+
+def line_reader(
+    stdin: TextIO, stdout: TextIO, interactive: bool, history: Path | None
+) -> tuple[Callable[[], str], Callable[[], None]]:
+    """(read one line, or "" at EOF; save the history). With a real terminal, ``input()`` under
+    readline gives arrow-key editing and Up/Down history, kept in ``history`` across runs."""
+    encoding = _tolerate_bad_bytes(stdin)
+    readline: ModuleType | None = None
+    if interactive and stdin is sys.stdin and stdout is sys.stdout:
+        try:
+            readline = importlib.import_module("readline")  # importing it is what makes input() editable
+        except ImportError:  # pragma: no cover - Python built without readline (e.g. Windows)
+            readline = None
+    if readline is None:
+
+        def read_plain() -> str:
+            if interactive:
+                print(PROMPT, end="", file=stdout, flush=True)
+            return _clean(stdin.readline(), encoding)
+
+        return read_plain, lambda: None
+    if history is not None:
+        try:
+            readline.read_history_file(str(history))
+        except OSError:
+            pass  # no history yet
+    readline.set_history_length(HISTORY_LENGTH)
+
+    def read_line() -> str:
+        try:
+            return _clean(input(PROMPT), encoding) + "\n"
+        except EOFError:
+            return ""
+
+    def save() -> None:
+        if history is None:
+            return
+        try:
+            make_private_dirs(history.parent)
+            private_file(history)  # what was typed is private: 0600 before readline writes it
+            readline.write_history_file(str(history))
+        except OSError as err:
+            log.warning("console: could not save the line history: %s", err)
+
+    return read_line, save
+
+
+def typed_so_far(stdin: TextIO, stdout: TextIO, interactive: bool) -> Callable[[], str] | None:
+    """What the user has typed at the prompt so far (readline's line buffer) when ``line_reader`` reads
+    through readline; None when that cannot be known."""
+    readline = sys.modules.get("readline")
+    if readline is None or not (interactive and stdin is sys.stdin and stdout is sys.stdout):
+        return None
+    return readline.get_line_buffer
+
+
+def _tolerate_bad_bytes(stdin: TextIO) -> str:
+    """Let ``stdin`` pass bytes its encoding cannot decode (as lone surrogates) instead of raising
+    UnicodeDecodeError, which ended the chat; returns the encoding to clean lines with."""
+    encoding = getattr(stdin, "encoding", None) or "utf-8"
+    if getattr(stdin, "errors", "strict") not in ("surrogateescape", "replace"):
+        try:
+            stdin.reconfigure(errors="surrogateescape")  # type: ignore[attr-defined]
+        except (AttributeError, ValueError, OSError):
+            pass  # not a TextIOWrapper: its lines are cleaned below all the same
+    return encoding
+
+
+def _clean(line: str, encoding: str) -> str:
+    """``line`` with undecodable bytes (lone surrogates) as U+FFFD: such text cannot be stored or sent."""
+    try:
+        line.encode("utf-8")
+        return line
+    except UnicodeEncodeError:
+        pass
+    try:
+        return line.encode(encoding, "surrogateescape").decode(encoding, "replace")
+    except (LookupError, UnicodeError):
+        return line.encode("utf-8", "replace").decode("utf-8")
+
+
+class _Waiting:
+    """A text waiting for the next gap between prompts."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.printed = False
+        self.done = threading.Event()
+
+
+class Screen:
+    """Prints the terminal chat's own messages (reminders, job replies; plain text) between the user's
+    lines: at once at an empty prompt, else right before the next prompt. ``typed`` tells what the user
+    has typed at the prompt so far (readline's line buffer; None: unknown, taken as nothing)."""
+
+    def __init__(self, out: TextIO, typed: Callable[[], str] | None = None) -> None:
+        self.out = out
+        self.typed = typed
+        self._lock = threading.Lock()
+        self._waiting: list[_Waiting] = []
+        self._at_prompt = False
+        self._closed = False
+
+    def show(self, text: str) -> bool:
+        """Print ``text`` as a block of its own; waits until it is printed. False when the chat ended first."""
+        waiting = _Waiting(text)
+        with self._lock:
+            if self._closed:
+                return False
+            if self._at_prompt and not self._typing():
+                self.out.write(f"{CLEAR_LINE}{_block(text)}{PROMPT}")
+                self.out.flush()
+                return True
+            self._waiting.append(waiting)
+        waiting.done.wait()
+        return waiting.printed
+
+    def _typing(self) -> bool:
+        try:
+            return bool(self.typed is not None and self.typed())
+        except Exception:  # noqa: BLE001 - readline gone: take it that something is typed, and wait
+            return True
+
+    def before_prompt(self) -> None:
+        """The main thread is about to prompt: print what waits, then texts may come at the prompt."""
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+            for one in waiting:
+                self.out.write(_block(one.text))
+            if waiting:
+                self.out.flush()
+            for one in waiting:
+                one.printed = True
+                one.done.set()
+            self._at_prompt = True
+
+    def after_prompt(self) -> None:
+        """A line was read (or the input ended): texts wait for the next prompt."""
+        with self._lock:
+            self._at_prompt = False
+
+    @property
+    def closed(self) -> bool:
+        """True once the chat has ended."""
+        return self._closed
+
+    def close(self) -> None:
+        """The chat ends: nothing more is printed; waiting texts are left unprinted (``show`` says False)."""
+        with self._lock:
+            self._closed = True
+            waiting, self._waiting = self._waiting, []
+        for one in waiting:
+            one.done.set()
+
+
+def _block(text: str) -> str:
+    """A block as the chat prints a reply: the text, then an empty line."""
+    return text.rstrip("\n") + "\n\n"
+
+
+class ConsoleReminders:
+    """Polls the reminder store and prints reminders of the terminal conversation when due; ``emit``
+    returning False (not shown: the chat ended) leaves a reminder due."""
+
+    def __init__(
+        self,
+        store,
+        chat_id: str,
+        emit: Callable[[str], bool | None],
+        *,
+        default_tz: str = "UTC",
+        poll_seconds: float = 5.0,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.store, self.chat_id, self.emit = store, chat_id, emit
+        self.default_tz, self.poll_seconds = default_tz, poll_seconds
+        self.clock = clock or (lambda: datetime.now(timezone.utc))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def tick(self) -> int:
+        """Deliver every due reminder of this chat (late ones with a note); returns how many."""
+        now = self.clock()
+        try:
+            due = [r for r in self.store.due(now) if str(r.get("chat_id")) == str(self.chat_id)]
+        except Exception as err:  # noqa: BLE001 - a damaged store must not end the chat
+            log.warning("reminders: cannot read the reminder store: %s", err)
+            return 0
+        shown = 0
+        for reminder in due:
+            if self.emit(delivery_text(reminder, now, self.default_tz)) is False:
+                break  # the chat ended before it was shown: still due at the next start
+            self.store.mark_delivered(reminder["id"], now)
+            shown += 1
+        return shown
+
+    def start(self) -> None:
+        """Deliver now, then every ``poll_seconds`` until ``stop`` (in a thread: ``emit`` may wait for a gap
+        between the user's lines)."""
+        self._thread = threading.Thread(target=self._loop, name="console-reminders", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        self.tick()
+        while not self._stop.wait(self.poll_seconds):
+            self.tick()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)

@@ -1,0 +1,177 @@
+"""Scheduled jobs in the terminal chat (docs/jobs.md): while the chat is open at a terminal, due runs of
+its jobs are made and printed there, between prompts.
+
+The same once-only path as Telegram and Signal: ``JobScheduler`` (conversation/job_runs.py) accepts each due
+run into the durable inbox as ``job:<id>:<planned UTC>`` (an id is taken once), ``answer_job_run``
+(conversation/job_answer.py) makes the reply once and records it before it is printed, the printed reply is
+recorded as the item's part, then the run's line is written and the item completed. A run cut off by a
+crash or by leaving the chat is answered at the next start; a reply printed before is not printed again.
+One terminal chat per workspace (console.py holds ``state/console.lock``), so no other chat makes these runs.
+
+A reply is printed at once when the user sits at an empty prompt, else kept until the line typed is sent
+and answered, then printed before the next prompt (extras.Screen): never into a line being typed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.jobs import Job
+from messaging_llm_bot.channels.console.extras import Screen
+from messaging_llm_bot.channels.run import enabled_frontends
+from messaging_llm_bot.conversation.job_answer import answer_job_run
+from messaging_llm_bot.conversation.job_runs import JobScheduler
+from messaging_llm_bot.conversation.jobs import AsyncJobQueue
+from messaging_llm_bot.conversation.markup import terminal_text
+from messaging_llm_bot.conversation.pool import TurnPool
+from messaging_llm_bot.conversation.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+FINISH_SECONDS = 2.0  # at the chat's end, for a run being finished (a turn still running is not waited for)
+
+
+class ConsoleJobs:
+    """The terminal chat's job runs on an event loop of their own (a thread), one run at a time."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        inbox: Inbox,
+        screen: Screen,
+        conversation_id: str,
+        *,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.inbox = inbox
+        self.screen = screen
+        self.conversation_id = conversation_id
+        self.clock = clock
+        self.pool = TurnPool(lambda: runtime.settings)
+        self.scheduler: JobScheduler | None = None
+        self.running: set[str] = set()  # runs waiting or being answered
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._one_at_a_time: asyncio.Lock | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start running jobs: the first look now (it offers the runs a crash or a quit left, too)."""
+        ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(ready,), name="console-jobs", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+
+    def claim(self, job: Job) -> str | None:
+        """A job made in the terminal chat, or made by hand (no chat) when no chat frontend is configured."""
+        if job.chat_id in (None, ""):
+            return None if enabled_frontends(self.runtime.settings) else self.conversation_id
+        return self.conversation_id if str(job.chat_id) == self.conversation_id else None
+
+    def _run(self, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main(ready))
+        except Exception:  # noqa: BLE001 - the chat goes on without jobs; the log says why
+            log.exception("jobs: the terminal chat's jobs stopped")
+        finally:
+            ready.set()
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    async def _main(self, ready: threading.Event) -> None:
+        self._stop = asyncio.Event()
+        self._one_at_a_time = asyncio.Lock()
+        queue = AsyncJobQueue()
+        self.scheduler = JobScheduler(
+            self.runtime.workspace,
+            self.inbox,
+            queue,
+            claim=self.claim,
+            start=self.start_item,
+            settings=lambda: self.runtime.settings,
+            clock=self.clock,
+            prefix=self.conversation_id,
+        )
+        self.scheduler.start()  # its first look offers the runs a crash or a quit left, too
+        ready.set()
+        try:
+            await self._stop.wait()
+        finally:
+            self.scheduler.stop()
+            await queue.stop()
+            if self._tasks:  # a run printed a moment ago writes its line and completes; a reply not
+                # printed yet (the screen is closed) stays in the inbox at once
+                await asyncio.wait(set(self._tasks), timeout=FINISH_SECONDS)
+            for task in list(self._tasks):  # a turn still running is cut off: its run is made at the next start
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            self.pool.shutdown()
+
+    def start_item(self, item: InboxItem) -> None:
+        """Answer a run's item (on the jobs' loop); once at a time, in the order offered."""
+        if item.item_id in self.running:
+            return
+        self.running.add(item.item_id)
+        task = asyncio.get_running_loop().create_task(self._answer(item))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: self.running.discard(item.item_id))
+
+    async def _answer(self, item: InboxItem) -> None:
+        assert self._one_at_a_time is not None
+
+        async def deliver(text: str) -> bool:
+            return await asyncio.to_thread(self._print_reply, item, text)
+
+        async def tell(text: str) -> None:
+            await asyncio.to_thread(self.screen.show, terminal_text(text))
+
+        async with self._one_at_a_time:
+            if self.screen.closed:
+                return  # the chat ended while this run waited: it is made at the next start
+            await answer_job_run(
+                self.runtime,
+                self.pool,
+                self.inbox,
+                item,
+                chat_id=self.conversation_id,
+                user_id="owner",
+                deliver=deliver,
+                tell=tell,
+            )
+
+    def _print_reply(self, item: InboxItem, text: str) -> bool:
+        """Print a run's reply once: a reply the item's ledger shows as printed (before a crash) is not
+        printed again. False when the chat ended before it could be printed."""
+        if self.inbox.parts_sent(item.item_id) > 0:
+            return True
+        if not self.screen.show(terminal_text(text)):  # a reply's Markdown as the terminal shows it
+            return False
+        try:
+            self.inbox.record_part(item.item_id, 0, time.time_ns() // 1_000_000)  # when it was shown
+        except OSError as err:  # printed; a crash before completion would only print it again
+            log.warning("jobs: could not record that %s was printed: %s", item.item_id, err)
+        return True
+
+    def stop(self) -> None:
+        """Stop running jobs (the chat ends); a run not printed yet stays in the inbox for the next start."""
+        self.screen.close()
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(stop.set)
+            except RuntimeError:
+                pass  # the loop closed meanwhile
+        if self._thread is not None:
+            self._thread.join(10)

@@ -1,0 +1,76 @@
+"""Slash commands in a Signal chat: ``/stop`` at once, the rest in the chat's order (conversation/commands.py
+has their texts, the same as Telegram's)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from messaging_llm_bot.channels.signal.approval import Approvals
+from messaging_llm_bot.channels.signal.identity import Identities
+from messaging_llm_bot.channels.signal.settings import SignalMessage, SignalSettings
+from messaging_llm_bot.conversation import commands as texts
+from messaging_llm_bot.conversation.runtime import Runtime
+
+RESET_CONFIRM = "yes"
+
+
+def is_command(msg: SignalMessage) -> bool:
+    """A text message starting with ``/``."""
+    return msg.kind() == "text" and msg.text.startswith("/")
+
+
+def is_stop(msg: SignalMessage) -> bool:
+    """``/stop``: about the turn the chat's queue waits for, so it is not queued behind it."""
+    return msg.text.strip()[1:].partition(" ")[0].lower() == "stop"
+
+
+class Commands:
+    """Answers a chat's commands; the owner-only ones (/now, /reload, /stats, /status details) only in the
+    owner's own direct chat, by the same rule as Telegram (assistant_framework.access)."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        identities: Identities,
+        approvals: Approvals,
+        settings: Callable[[], SignalSettings],
+        say: Callable[[SignalMessage, str], Awaitable[None]],
+    ) -> None:
+        self.runtime = runtime
+        self.identities = identities
+        self.approvals = approvals
+        self._settings = settings
+        self._say = say
+
+    async def stop_turn(self, msg: SignalMessage) -> None:
+        """Stop the turn running in this chat; an open confirmation question counts as declined."""
+        stopped = self.runtime.agent.stop(msg.conversation_id)
+        if stopped:
+            self.approvals.resolve(msg.chat, "no")
+        await self._say(msg, texts.STOPPING_TEXT if stopped else texts.NOTHING_TO_STOP_TEXT)
+
+    async def answer(self, msg: SignalMessage) -> None:
+        """Run the command in ``msg`` and send its text."""
+        text = msg.text.strip()
+        name, _, rest = text[1:].partition(" ")
+        name, rest = name.lower(), rest.strip()
+        owner_chat = self.identities.judge(msg, self._settings()).owner_chat(msg)
+        conversation = msg.conversation_id
+        if name == "reset":
+            if rest.lower() == RESET_CONFIRM:
+                reply = await asyncio.to_thread(self.runtime.agent.reset, conversation)
+            else:
+                reply = (
+                    "This clears the message history of this conversation, so I forget what we talked about "
+                    "here. Notes, tasks, reminders, learnings and other saved data are kept.\n\n"
+                    f"Send /reset {RESET_CONFIRM} to clear it."
+                )
+        else:
+            # The same owner-only rule as Telegram (assistant_framework.access): /now, /reload, /stats and
+            # /status details only in the owner's own direct chat.
+            answered = await asyncio.to_thread(
+                texts.run_command, self.runtime, conversation, text, owner_data=owner_chat
+            )
+            reply = answered if answered is not None else f"Unknown command /{name}. /help lists what I understand."
+        await self._say(msg, reply)

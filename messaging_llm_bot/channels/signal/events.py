@@ -1,0 +1,179 @@
+"""Incoming Signal events: read from the signal-cli stream, judged, and stored in the durable inbox.
+
+Each message: the allowlist first (a stranger is told their id once: strangers.py); the answer to an
+open confirmation question; commands (commands.py); otherwise the durable inbox, written before the next
+event is read, and a turn in the chat's FIFO. A daemon that is down or goes away is logged once per
+outage and retried with backoff. At start, the items a crash left are answered first (``replay``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from assistant_framework.inbox import InboxItem
+from messaging_llm_bot.channels.signal.client import SignalUnavailable
+from messaging_llm_bot.channels.signal.commands import is_command, is_stop
+from messaging_llm_bot.channels.signal.send import say
+from messaging_llm_bot.channels.signal.settings import (
+    PREFIX,
+    SignalMessage,
+    addressed_to_bot,
+    chat_of_conversation,
+    is_bot,
+    parse_event,
+)
+from messaging_llm_bot.conversation import commands as texts
+from messaging_llm_bot.conversation.held import held_text
+from messaging_llm_bot.conversation.job_runs import is_job_item
+
+if TYPE_CHECKING:
+    from messaging_llm_bot.channels.signal.service import SignalService
+
+log = logging.getLogger(__name__)
+
+BACKOFF_START_SECONDS = 0.5
+
+
+class EventReader:
+    """Reads the running ``service``'s event stream until it stops, and hands each message on."""
+
+    def __init__(self, service: SignalService) -> None:
+        self.service = service
+        self._connected_once = False
+
+    def _on_open(self) -> None:
+        service = self.service
+        service.outage.ok()
+        if not self._connected_once:
+            self._connected_once = True
+            log.info("signal: connected to the signal-cli event stream at %s", service.settings.base_url)
+
+    async def consume(self) -> None:
+        """Read events until stopped; reconnect with backoff, logging an outage once."""
+        service = self.service
+        delay = BACKOFF_START_SECONDS
+        while not service.stopping:
+            opened = False
+
+            def on_open() -> None:
+                nonlocal opened, delay
+                opened, delay = True, BACKOFF_START_SECONDS
+                self._on_open()
+
+            try:
+                async for obj in service.client.events(on_open=on_open):
+                    await self.on_event(obj)
+                raise SignalUnavailable("the event stream ended")
+            except SignalUnavailable as err:
+                service.outage.failed(err)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a bug in one event must not end the stream for good
+                log.exception("signal: reading the event stream failed")
+            if not opened or service.outage.down:
+                await service.sleep(delay)
+                delay = min(delay * 2, service.backoff_max)
+
+    async def on_event(self, obj: dict[str, Any]) -> None:
+        """One event of the stream: gate it, then a command, an approval's answer, or a stored message."""
+        service = self.service
+        msg = parse_event(obj)
+        if msg is None or is_bot(msg.number, msg.uuid, service.settings.account, None):
+            return
+        sender = service.identities.judge(msg, service.settings)
+        if not sender.allowed:
+            if sender.mismatch is None:  # a number that belongs to another account gets no answer at all
+                await service.strangers.refuse(msg)
+            return
+        if msg.number and msg.uuid and service.identities.pinned(msg.number) is None:
+            await asyncio.to_thread(service.identities.pin, msg, sender)  # the number's first message with an account
+        if sender.owner_chat(msg) and msg.kind() == "text" and service.approvals.resolve(msg.chat, msg.text):
+            return  # the answer to an open confirmation question, not a new message
+        owner = sender.owner  # in any chat: never refused over the limit, and first for a free slot
+        if is_command(msg):
+            if is_stop(msg):
+                await service.commands.stop_turn(msg)  # about the turn the queue waits for: not queued behind it
+                return
+            if not service.tasks.spawn(msg.chat, service.commands.answer(msg), owner=owner):
+                await self._over_limit(msg)
+            return
+        if not addressed_to_bot(msg, service.settings):
+            return
+        if service.inbox.seen(msg.source_id):
+            log.info(
+                "signal: message %s from %s was already accepted; skipping the duplicate", msg.timestamp, msg.sender
+            )
+            return
+        if not owner and service.queues.full(msg.chat):
+            await self._over_limit(msg)  # not stored: the chat's backlog is long enough
+            return
+        stored, item = await self._store(msg, obj, owner)
+        if not stored:
+            return
+        if item is None:
+            log.info(
+                "signal: message %s from %s was already accepted; skipping the duplicate", msg.timestamp, msg.sender
+            )
+            return
+        # Not full a moment ago, and only this coroutine adds to the queue: admitted (exempt says so).
+        service.tasks.spawn(msg.chat, service.turns.answer(item), owner=owner, exempt=True)
+
+    async def _store(self, msg: SignalMessage, obj: dict[str, Any], owner: bool) -> tuple[bool, InboxItem | None]:
+        """Put the message into the inbox; (True, the item or None for a duplicate), (False, None) at a stop.
+
+        While the inbox cannot store it (disk full, read-only, out of descriptors) the stream is not read
+        further: the daemon keeps what follows (in the connection, and in manual receive mode on the Signal
+        server), this message is held here and tried again with a growing pause (conversation/held.py), its
+        chat told once. signal-cli cannot deliver it again: a stop meanwhile loses it (logged)."""
+        service = self.service
+        while True:
+            try:
+                item = await asyncio.to_thread(service.inbox.accept, msg.source_id, msg.conversation_id, obj)
+            except OSError as err:
+                pause = service.storage.failed(err, f"the message {msg.timestamp} from {msg.sender}")
+                if service.storage.tell(msg.chat):
+                    service.tasks.spawn(msg.chat, say(service.client, msg, held_text(err)), owner=owner, exempt=True)
+                try:
+                    if not service.stopping:
+                        await service.sleep(pause)
+                except asyncio.CancelledError:
+                    _lost(msg)
+                    raise
+                if service.stopping:
+                    _lost(msg)
+                    return False, None
+                continue
+            service.storage.ok()
+            return True, item
+
+    async def _over_limit(self, msg: SignalMessage) -> None:
+        """A message beyond its chat's ``runtime.max_pending_per_chat``: not answered, not stored; the chat
+        is told once per backlog."""
+        queues = self.service.queues
+        if queues.refused(msg.chat):
+            await say(self.service.client, msg, texts.backlog_text(queues.pending(msg.chat)))
+
+    def replay(self) -> None:
+        """Answer what the last run left in the inbox: job runs, then messages oldest first (never refused)."""
+        service = self.service
+        for item in [i for i in service.inbox.pending(PREFIX) if is_job_item(i)]:
+            service.job_items.start(item)  # a job run left by a crash
+        items = [i for i in service.inbox.pending(PREFIX) if not is_job_item(i)]
+        if items:
+            log.info("signal: answering %d message(s) left unanswered by the last run", len(items))
+        for item in items:  # oldest first; accepted before, so never refused
+            msg = parse_event(item.payload)
+            owner = msg is not None and service.identities.judge(msg, service.settings).owner
+            chat = chat_of_conversation(item.conversation_id)
+            service.tasks.spawn(chat, service.turns.answer(item), owner=owner, exempt=True)
+
+
+def _lost(msg: SignalMessage) -> None:
+    log.warning(
+        "signal: stopped while the message %s from %s waited for the inbox: it is lost (signal-cli does not "
+        "deliver a message again); ask them to send it again",
+        msg.timestamp,
+        msg.sender,
+    )

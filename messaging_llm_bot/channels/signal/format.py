@@ -1,0 +1,105 @@
+"""Model Markdown as a Signal message: plain text plus ``textStyle`` ranges, in parts Signal sends inline.
+
+Signal styles are ``"start:length:STYLE"`` in UTF-16 code units (BOLD, ITALIC, STRIKETHROUGH,
+MONOSPACE, SPOILER). Signal has no link entity, so ``[label](url)`` becomes ``label (url)``.
+signal-cli turns a body over 2000 UTF-8 bytes into a truncated message plus a long-text
+attachment, so replies are split below that on paragraph, line, sentence and word boundaries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from messaging_llm_bot.conversation.markup import (
+    EMPTY_PLACEHOLDER,
+    check_limit,
+    markdown_entities,
+    plain_parts,
+    split_rendered,
+    utf8_bytes,
+    utf16_len,
+)
+
+MAX_MESSAGE_BYTES = 2000  # signal-cli ServiceConfig.MAX_MESSAGE_SIZE_BYTES
+STYLE_OF = {
+    "bold": "BOLD",
+    "italic": "ITALIC",
+    "strikethrough": "STRIKETHROUGH",
+    "spoiler": "SPOILER",
+    "code": "MONOSPACE",
+    "pre": "MONOSPACE",
+}
+
+
+@dataclass
+class SignalPart:
+    """One Signal message: its text and ``textStyle`` strings."""
+
+    text: str
+    styles: list[str] = field(default_factory=list)
+
+
+def inline_links(text: str, entities: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """Write each link's URL after its label (``label (url)``), shifting the other ranges (pure)."""
+    links = sorted(
+        (e for e in entities if e.get("type") == "text_link" and e.get("url")),
+        key=lambda e: e["offset"] + e["length"],
+        reverse=True,
+    )
+    if not links:
+        return text, entities
+    entities = [dict(e) for e in entities]
+    for link in links:
+        link = next(
+            e
+            for e in entities
+            if e.get("type") == "text_link"
+            and e.get("url") == link["url"]
+            and e["offset"] == link["offset"]
+            and e["length"] == link["length"]
+        )
+        label = _slice16(text, link["offset"], link["offset"] + link["length"])
+        if label.strip() == link["url"]:
+            continue
+        pos = link["offset"] + link["length"]
+        suffix = f" ({link['url']})"
+        width = utf16_len(suffix)
+        text = _slice16(text, 0, pos) + suffix + _slice16(text, pos, None)
+        for ent in entities:
+            if ent is link:
+                continue
+            if ent["offset"] >= pos:
+                ent["offset"] += width
+            elif ent["offset"] + ent["length"] > pos:
+                ent["length"] += width
+        link["length"] += width  # label and URL stay in one part
+    return text, entities
+
+
+def styles_of(entities: list[dict[str, Any]]) -> list[str]:
+    """Signal ``textStyle`` strings for the entities that have a Signal style."""
+    out = []
+    for ent in entities:
+        style = STYLE_OF.get(str(ent.get("type")))
+        if style and ent["length"] > 0:
+            item = f"{ent['offset']}:{ent['length']}:{style}"
+            if item not in out:
+                out.append(item)
+    return out
+
+
+def render_signal(markdown: str, limit: int = MAX_MESSAGE_BYTES) -> list[SignalPart]:
+    """Render Markdown to Signal parts of at most ``limit`` UTF-8 bytes; never returns an empty part."""
+    check_limit(limit)
+    converted = markdown_entities(markdown)
+    if converted is None:
+        return [SignalPart(p) for p in plain_parts(markdown, limit, utf8_bytes)]
+    text, entities = inline_links(*converted)
+    parts = [SignalPart(p.text, styles_of(p.entities)) for p in split_rendered(text, entities, limit, utf8_bytes)]
+    return parts or [SignalPart(EMPTY_PLACEHOLDER)]
+
+
+def _slice16(text: str, start: int, end: int | None) -> str:
+    raw = text.encode("utf-16-le", "surrogatepass")
+    return raw[2 * start : None if end is None else 2 * end].decode("utf-16-le", "surrogatepass")

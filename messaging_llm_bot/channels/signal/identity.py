@@ -1,0 +1,130 @@
+"""Who sent a Signal message: the account (ACI UUID) is the identity; a phone number is only a claim.
+
+Signal authenticates the sender's account UUID; the number beside it is what signal-cli's own
+store says that account's number is, and a number can change hands (a recycled number, a new SIM,
+a confused store). So an allowed number is pinned to the account UUID of its first message that
+carries one (``state/signal/identities.json``, one number per account). From then on:
+
+- a message with that number from another account, or from a pinned account with another number,
+  is refused whatever the allowlist says (its chat would be the number's) and logged (WARNING once
+  per number and account, then INFO); it gets no answer;
+- a number with no account on record (and an account with no number on record) is trusted as it is;
+- a message whose number is hidden is matched by its UUID, and counts as the number pinned to it.
+
+To accept a new account for a number (the owner re-registered Signal), delete the number's entry
+from the file; the next message from the number pins it again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass
+
+from assistant_framework.access import sees_owner_data
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.channels.signal.settings import SignalMessage, SignalSettings, normalize_id
+
+log = logging.getLogger(__name__)
+
+IDENTITIES = "state/signal/identities.json"
+
+
+@dataclass(frozen=True)
+class Sender:
+    """The verdict on one message's sender: the ids the bot trusts, and what they may do."""
+
+    ids: frozenset[str]
+    allowed: bool
+    owner: bool
+    #: What the record says when the message's number and account disagree with it (the message is refused).
+    mismatch: str | None = None
+
+    def owner_chat(self, msg: SignalMessage) -> bool:
+        """True only for the owner in their own direct chat (assistant_framework.access)."""
+        return sees_owner_data(self.owner, msg.group_id is None)
+
+
+class Identities:
+    """The number -> account UUID pins of one workspace; thread-safe."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.ws = workspace
+        self._lock = threading.Lock()
+        self._pins: dict[str, str] = self._load()
+        self._warned: set[tuple[str, str]] = set()
+
+    def _load(self) -> dict[str, str]:
+        try:
+            data = json.loads(self.ws.read_text(IDENTITIES, default="") or "{}")
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            return {str(number): normalize_id(str(uuid)) for number, uuid in data.items() if number and uuid}
+        except (ValueError, UnicodeDecodeError) as err:
+            aside = self.ws.move_aside(IDENTITIES)
+            log.warning(
+                "signal: %s cannot be read (%s): moved aside to %s; numbers are pinned to accounts anew",
+                IDENTITIES,
+                err,
+                aside,
+            )
+            return {}
+
+    def pinned(self, number: str) -> str | None:
+        """The account UUID on record for ``number``, or None."""
+        with self._lock:
+            return self._pins.get(number)
+
+    def judge(self, msg: SignalMessage, settings: SignalSettings) -> Sender:
+        """The sender of ``msg``. A number counts only with the account pinned to it (or when neither the
+        number nor the account is pinned to another); a message whose number and account disagree with
+        the record is refused whatever the allowlist says (its chat would be the number's)."""
+        number, uuid = msg.number, msg.uuid
+        ids: set[str] = {uuid} if uuid else set()
+        mismatch = None
+        with self._lock:
+            if uuid:
+                ids.update(n for n, u in self._pins.items() if u == uuid)  # the account's number, also when hidden
+            if number:
+                pinned = self._pins.get(number)
+                if pinned is not None and pinned != uuid:
+                    mismatch = f"{number} is account {pinned}"
+                elif pinned is None and ids - {uuid}:  # the account is on record with another number
+                    mismatch = f"account {uuid} is {', '.join(sorted(ids - {uuid}))}"
+                else:
+                    ids.add(number)
+        if mismatch is not None:
+            self._warn(number or "?", uuid, mismatch)
+            return Sender(ids=frozenset(), allowed=False, owner=False, mismatch=mismatch)
+        return Sender(ids=frozenset(ids), allowed=settings.allows_any(ids), owner=settings.owner_in(ids))
+
+    def pin(self, msg: SignalMessage, sender: Sender) -> None:
+        """Record the account of an allowed number's first message that carries one (blocking: writes a file)."""
+        number, uuid = msg.number, msg.uuid
+        if not (number and uuid and sender.allowed and number in sender.ids):
+            return
+        with self._lock:
+            if number in self._pins:
+                return
+            self._pins[number] = uuid  # kept for this run even when the file cannot be written
+            try:
+                self.ws.write_json(IDENTITIES, dict(sorted(self._pins.items())))
+            except OSError as err:
+                log.warning("signal: could not record that %s is account %s in %s: %s", number, uuid, IDENTITIES, err)
+                return
+        log.info("signal: %s is Signal account %s; pinned in %s", number, uuid, IDENTITIES)
+
+    def _warn(self, number: str, uuid: str | None, record: str) -> None:
+        key = (number, uuid or "")
+        level = logging.INFO if key in self._warned else logging.WARNING
+        self._warned.add(key)
+        log.log(
+            level,
+            "signal: refused a message that names %s but comes from account %s; on record %s (%s). If the "
+            "number now belongs to another account of yours, delete its entry there.",
+            number,
+            uuid or "(none)",
+            record,
+            IDENTITIES,
+        )

@@ -1,0 +1,52 @@
+"""Scheduled jobs on Signal (conversation/job_runs.py plans them): which runs are this frontend's, and each
+run's inbox item answered in the owner's chat queue, once at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from assistant_framework.inbox import InboxItem
+from assistant_framework.jobs import Job
+from messaging_llm_bot.channels.run import enabled_frontends
+from messaging_llm_bot.channels.signal.settings import PREFIX, SignalSettings, chat_of_conversation
+from messaging_llm_bot.channels.signal.tasks import ChatTasks
+from messaging_llm_bot.channels.signal.turn import TurnRunner
+from messaging_llm_bot.conversation.reminders import reminder_channel
+from messaging_llm_bot.conversation.runtime import Runtime
+
+
+class JobItems:
+    """``claim`` and ``start`` for the JobScheduler; ``running`` holds the runs waiting or running."""
+
+    def __init__(
+        self, runtime: Runtime, settings: Callable[[], SignalSettings], turns: TurnRunner, tasks: ChatTasks
+    ) -> None:
+        self.runtime = runtime
+        self._settings = settings
+        self.turns = turns
+        self.tasks = tasks
+        self.running: set[str] = set()  # job runs waiting in the owner's queue or running
+
+    def start(self, item: InboxItem) -> None:
+        """Answer a job run's item in the owner's queue (first, never refused); once at a time."""
+        if item.item_id in self.running:
+            return
+        self.running.add(item.item_id)
+
+        async def run() -> None:
+            try:
+                await self.turns.answer(item)
+            finally:
+                self.running.discard(item.item_id)
+
+        self.tasks.spawn(chat_of_conversation(item.conversation_id), run(), owner=True, exempt=True)
+
+    def claim(self, job: Job) -> str | None:
+        """The conversation a job's runs go to here: the owner's direct chat, for jobs made on Signal, or made
+        by hand (no chat) when Telegram is not running; never another chat whatever the row says."""
+        owner = self._settings().owner
+        if owner is None:
+            return None
+        if job.chat_id in (None, ""):
+            return None if "telegram" in enabled_frontends(self.runtime.settings) else PREFIX + owner
+        return PREFIX + owner if reminder_channel(job.chat_id) == "signal" else None

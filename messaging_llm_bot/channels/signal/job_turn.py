@@ -1,0 +1,50 @@
+"""Answer a job run's inbox item in the owner's Signal chat (conversation/job_answer.py has the rest).
+
+As on Telegram (telegram/job_turn.py): a ``message`` job's text is the reply, a ``prompt`` job's turn in
+the owner's direct chat makes it (the owner's policy, no confirmation, traced as a job turn); the reply
+is recorded, then delivered through the ledger, so it arrives once; the run gets its line.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from assistant_framework.inbox import InboxItem
+from messaging_llm_bot.channels.signal.client import SignalRpcError, SignalUnavailable
+from messaging_llm_bot.channels.signal.send import send_parts
+from messaging_llm_bot.channels.signal.settings import chat_of_conversation
+from messaging_llm_bot.conversation.job_answer import answer_job_run
+from messaging_llm_bot.conversation.job_runs import JobRun
+
+if TYPE_CHECKING:
+    from messaging_llm_bot.channels.signal.turn import TurnRunner
+
+log = logging.getLogger(__name__)
+
+
+async def answer_job(runner: TurnRunner, item: InboxItem) -> None:
+    """Make and deliver one job run, record it in jobs/runs.jsonl, complete the item."""
+    chat = chat_of_conversation(item.conversation_id)
+
+    async def deliver(text: str) -> bool:
+        return await runner._deliver(item, chat, text, None)
+
+    async def tell(text: str) -> None:
+        try:
+            await send_parts(runner.client, chat, text)
+        except (SignalRpcError, SignalUnavailable) as err:
+            run = JobRun.of(item)
+            job = run.job_id if run is not None else item.item_id
+            log.warning("jobs: could not tell the owner that job %s is paused: %s", job, err)
+
+    await answer_job_run(
+        runner.runtime,
+        runner.pool,
+        runner.inbox,
+        item,
+        chat_id=item.conversation_id,
+        user_id=chat,
+        deliver=deliver,
+        tell=tell,
+    )

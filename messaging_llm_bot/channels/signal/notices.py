@@ -1,0 +1,87 @@
+"""What the Signal bot sends on its own: notices to the owner (collectors, the morning digest) and
+reminders to their chats."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
+from messaging_llm_bot.channels.signal.send import send_parts
+from messaging_llm_bot.channels.signal.settings import SignalSettings, chat_of_conversation
+from messaging_llm_bot.conversation import commands as texts
+from messaging_llm_bot.conversation.digest import build_digest
+from messaging_llm_bot.conversation.reminders import DeliveryRefused
+from messaging_llm_bot.conversation.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+class Notices:
+    """Sends notices and reminders through ``client`` on the bot's event ``loop``."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        client: SignalClient,
+        settings: Callable[[], SignalSettings],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.runtime = runtime
+        self.client = client
+        self._settings = settings
+        self._loop = loop
+
+    async def send_notice(self, chat_id: Any, text: str) -> bool:
+        """Send text to a ``sig:`` chat, or to the owner when ``chat_id`` is empty; True if it arrived."""
+        chat = chat_of_conversation(str(chat_id)) if chat_id not in (None, "") else self._settings().owner
+        if not chat:
+            return False
+        try:
+            await send_parts(self.client, chat, text)
+            return True
+        except (SignalRpcError, SignalUnavailable) as err:
+            log.warning("signal: notice to %s failed: %s", chat, err)
+            return False
+
+    async def send_reminder(self, chat_id: Any, text: str) -> bool:
+        """Send a reminder to its ``sig:`` chat: True when it arrived, False to try again later (daemon gone,
+        rate limited, no network); DeliveryRefused when signal-cli refused it for good (not a Signal user)."""
+        chat = chat_of_conversation(str(chat_id))
+        try:
+            await send_parts(self.client, chat, text)
+            return True
+        except SignalRpcError as err:
+            if not err.transient:
+                types = ", ".join(sorted(t for t in err.result_types if t))
+                reason = f"signal-cli refused it: {err.message}" + (f" ({types})" if types else "")
+                raise DeliveryRefused(reason) from err
+            # The scheduler warns once per reminder; each retry's cause goes to the log at INFO.
+            log.info("signal: reminder to %s cannot be sent for now: %s", chat, err)
+        except SignalUnavailable as err:
+            log.info("signal: reminder to %s failed: %s", chat, err)
+        return False
+
+    def notify_from_thread(self, collector_name: str, text: str) -> None:
+        """Collector callback (background thread): a short notice to the owner."""
+        loop = self._loop
+        if loop.is_closed():
+            return
+        notice = self.send_notice(None, texts.collector_notice(collector_name, text))
+        try:
+            asyncio.run_coroutine_threadsafe(notice, loop)
+        except RuntimeError:  # the loop is closing
+            notice.close()
+
+    def digest_text(self) -> str:
+        """The /now digest for this moment (no model call)."""
+        tz = self._settings().timezone
+        return build_digest(self.runtime.workspace, datetime.now(ZoneInfo(tz)), tz)
+
+    async def morning_digest(self, context: Any) -> None:
+        """The DailyJob's callback: the digest to the owner."""
+        await self.send_notice(None, await asyncio.to_thread(self.digest_text))

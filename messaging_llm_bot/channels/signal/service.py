@@ -1,0 +1,323 @@
+"""The Signal bot: starts its parts, reads the signal-cli event stream until stopped, and stops cleanly.
+
+Start-up: a lock file in the workspace (one Signal bot per workspace), replay of inbox items a
+crash left unanswered, reminders, scheduled jobs and the morning digest on an asyncio job queue,
+collectors in the background, then the event stream. The parts, one concept each: incoming events
+read, gated and stored (events), strangers (strangers), commands (commands), notices and reminders
+sent on the bot's own (notices), job runs (job_items), one turn (turn), the chats' queues (tasks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from datetime import time as dtime
+from typing import TypeVar
+from zoneinfo import ZoneInfo
+
+import filelock
+
+from assistant_framework.config.settings import Settings
+from assistant_framework.inbox import Inbox
+from assistant_framework.stores.reminders import ReminderStore
+from messaging_llm_bot.channels.signal.approval import Approvals
+from messaging_llm_bot.channels.signal.client import Outage, SignalClient
+from messaging_llm_bot.channels.signal.commands import Commands
+from messaging_llm_bot.channels.signal.events import EventReader
+from messaging_llm_bot.channels.signal.identity import Identities
+from messaging_llm_bot.channels.signal.job_items import JobItems
+from messaging_llm_bot.channels.signal.notices import Notices
+from messaging_llm_bot.channels.signal.send import say
+from messaging_llm_bot.channels.signal.settings import PREFIX, SignalMessage, SignalSettings
+from messaging_llm_bot.channels.signal.strangers import Strangers
+from messaging_llm_bot.channels.signal.tasks import ChatTasks
+from messaging_llm_bot.channels.signal.turn import TurnRunner
+from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
+from messaging_llm_bot.conversation.held import StorageOutage
+from messaging_llm_bot.conversation.job_runs import JobScheduler
+from messaging_llm_bot.conversation.jobs import AsyncJobQueue, DailyJob
+from messaging_llm_bot.conversation.pool import pool_size
+from messaging_llm_bot.conversation.reminders import ReminderScheduler
+from messaging_llm_bot.conversation.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+LOCK_FILE = "state/signal.lock"
+REMINDER_POLL_SECONDS = 30.0
+BACKOFF_MAX_SECONDS = 30.0
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class SignalService:
+    """One running Signal bot: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is thread-safe."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        stop_signals: Sequence[int] | None = None,
+        reminder_poll_seconds: float = REMINDER_POLL_SECONDS,
+        manage_runtime: bool = True,
+        backoff_max: float = BACKOFF_MAX_SECONDS,
+    ) -> None:
+        self.runtime = runtime
+        self._settings: tuple[Settings, SignalSettings] | None = None
+        self.stop_signals = stop_signals
+        self.reminder_poll_seconds = reminder_poll_seconds
+        self.manage_runtime = manage_runtime  # False when another frontend shuts the runtime down
+        self.backoff_max = backoff_max
+        self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
+        self.ready = threading.Event()
+        self.stopped = threading.Event()
+        self.outage = Outage(self.settings.base_url)
+        self.storage = StorageOutage("signal")  # the inbox cannot store: the stream waits, the message is held
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._stopping = False
+        # Per chat: arrival order, at most runtime.max_pending_per_chat, the owner first; as many at once as
+        # the turn pool has threads.
+        self.queues = ChatQueues("signal", lambda: pool_size(runtime.settings), lambda: max_pending(runtime.settings))
+        self.tasks = ChatTasks(self.queues)
+        #: The jobs' clock (a test's controlled clock; None: the real one).
+        self.job_clock: Callable[[], datetime] | None = None
+        # The parts made when the service starts (``_main``); the event handlers run only after that.
+        self._client: SignalClient | None = None
+        self._inbox: Inbox | None = None
+        self._turns: TurnRunner | None = None
+        self._notices: Notices | None = None
+        self._job_items: JobItems | None = None
+        self.identities: Identities
+        self.approvals: Approvals
+        self.strangers: Strangers
+        self.commands: Commands
+
+    @property
+    def client(self) -> SignalClient:
+        return _started(self._client)
+
+    @property
+    def inbox(self) -> Inbox:
+        return _started(self._inbox)
+
+    @property
+    def turns(self) -> TurnRunner:
+        return _started(self._turns)
+
+    @property
+    def notices(self) -> Notices:
+        return _started(self._notices)
+
+    @property
+    def job_items(self) -> JobItems:
+        return _started(self._job_items)
+
+    @property
+    def stopping(self) -> bool:
+        """True once a stop began: no more events are read."""
+        return self._stopping
+
+    @property
+    def settings(self) -> SignalSettings:
+        """The ``signal`` settings of the runtime's current records: a ``/reload`` (from this chat or another
+        frontend) changes the allowlist, the owner, the group mode and typing at once; the keys that need a
+        restart keep their running value there (assistant_framework/config/reloadable.py)."""
+        current = self.runtime.settings
+        if self._settings is None or self._settings[0] is not current:
+            self._settings = (current, SignalSettings.from_settings(current))
+        return self._settings[1]
+
+    # -- running ------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Run until stopped; returns the process exit code."""
+        if not self.settings.account:
+            print(
+                "signal: no account: set signal.account to the bot's number (E.164, e.g. +4915112345678)",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        lock = filelock.FileLock(str(self.runtime.workspace.path(LOCK_FILE)), mode=0o600)
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            print(
+                f"signal: another Signal bot is already running on workspace {self.runtime.workspace.root} "
+                f"({LOCK_FILE} is held); stop it first",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        code = EXIT_OK
+        try:
+            loop.run_until_complete(self._main())
+        except Exception as err:  # noqa: BLE001 - a clear line, not a traceback on the owner's screen
+            log.error("signal: the Signal frontend stopped after an error: %s: %s", type(err).__name__, err)
+            log.debug("signal: the error's traceback", exc_info=err)
+            code = EXIT_FAILED
+        finally:
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+                lock.release()
+                if self.manage_runtime:
+                    self._shutdown_runtime()
+                self.stopped.set()
+        return code
+
+    def _shutdown_runtime(self) -> None:
+        try:
+            self.runtime.shutdown(self.shutdown_timeout)
+        except Exception as err:  # noqa: BLE001 - shutting down: report, do not mask the exit code
+            log.warning("runtime shutdown failed: %s", err)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Ask a running bot to stop (any thread); with ``timeout``, wait that long for it to end."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self.begin_shutdown)
+            except RuntimeError:
+                pass  # the loop closed meanwhile
+        if timeout is not None and self._loop is not None:
+            self.stopped.wait(timeout)
+
+    def begin_shutdown(self, reason: str = "stop requested") -> None:
+        """Stop reading events, give running turns ``shutdown_timeout`` seconds (loop thread)."""
+        if self._stop is None:
+            return
+        if self._stopping:  # a second Ctrl-C / SIGTERM: do not wait any longer
+            if self._turns is not None:
+                self._turns.cancel_all()
+            return
+        self._stopping = True
+        running = self._turns.active if self._turns is not None else 0
+        log.info(
+            "signal: %s: stopping; waiting up to %.0f s for %d turn(s) in flight; messages not yet "
+            "answered stay in the inbox",
+            reason,
+            self.shutdown_timeout,
+            running,
+        )
+        if self._turns is not None:
+            self._turns.stopping = True
+            self._turns.stop_event.set()
+        self._stop.set()
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds``, or less when a stop begins."""
+        stop = _started(self._stop)
+        try:
+            await asyncio.wait_for(stop.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    async def say(self, msg: SignalMessage, text: str) -> None:
+        """Answer ``msg`` in its chat, best effort."""
+        await say(self.client, msg, text)
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        for sig in self.stop_signals or ():
+            try:
+                asyncio.get_running_loop().add_signal_handler(sig, self.begin_shutdown, signal.Signals(sig).name)
+            except (NotImplementedError, RuntimeError, ValueError) as err:
+                log.warning("signal: cannot handle signal %s (%s); stop with stop()", sig, err)
+        workspace = self.runtime.workspace
+        self._client = client = SignalClient(self.settings.base_url, self.settings.account)
+        self._inbox = inbox = await asyncio.to_thread(Inbox, workspace)
+        self.identities = await asyncio.to_thread(Identities, workspace)
+        self.approvals = Approvals(client)
+        self._turns = turns = TurnRunner(
+            self.runtime, inbox, client, lambda: self.settings, self.outage, self.identities, self.approvals
+        )
+        self.strangers = Strangers(workspace, lambda: self.settings, self.say)
+        await self.strangers.load()
+        self.commands = Commands(self.runtime, self.identities, self.approvals, lambda: self.settings, self.say)
+        self._notices = notices = Notices(self.runtime, client, lambda: self.settings, asyncio.get_running_loop())
+        self._job_items = job_items = JobItems(self.runtime, lambda: self.settings, turns, self.tasks)
+        events = EventReader(self)
+        if not self.settings.allowed:
+            log.warning(
+                "signal.allowed is empty: the bot answers no one. Send it a message to see your "
+                'Signal id, then add it with: config set signal.allowed ["+NUMBER"]'
+            )
+        log.info(
+            "signal: serving %s through signal-cli at %s for %s",
+            self.settings.account,
+            self.settings.base_url,
+            list(self.settings.allowed),
+        )
+        events.replay()
+        jobs = AsyncJobQueue()
+        reminders = ReminderScheduler(
+            ReminderStore(workspace),
+            jobs,
+            notices.send_reminder,
+            default_tz=self.settings.timezone,
+            poll_seconds=self.reminder_poll_seconds,
+            channel="signal",
+        )
+        reminders.start()
+        scheduler = JobScheduler(
+            workspace,
+            inbox,
+            jobs,
+            claim=job_items.claim,
+            start=job_items.start,
+            settings=lambda: self.runtime.settings,
+            clock=self.job_clock,
+            prefix=PREFIX,
+        )
+        scheduler.start()
+        if self.settings.morning_digest:
+            hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))
+            DailyJob(
+                jobs,
+                notices.morning_digest,
+                dtime(hour, minute, tzinfo=ZoneInfo(self.settings.timezone)),
+                "signal:morning-digest",
+            ).start()
+        self.runtime.start_background(notify=notices.notify_from_thread)
+        consumer = asyncio.get_running_loop().create_task(events.consume())
+        self.ready.set()
+        try:
+            await self._stop.wait()
+        finally:
+            consumer.cancel()
+            await asyncio.gather(consumer, return_exceptions=True)
+            if not self._stopping:  # a second call would count as a second Ctrl-C and cancel the turns at once
+                self.begin_shutdown()
+            if not await turns.wait_idle(self.shutdown_timeout):
+                cancelled = turns.cancel_all()
+                log.warning(
+                    "signal: %d turn(s) did not finish within %.0f s; their messages stay in the inbox "
+                    "and are answered at the next start",
+                    cancelled,
+                    self.shutdown_timeout,
+                )
+                await turns.wait_idle(1.0)
+            await self.tasks.cancel_waiting()  # turns still waiting for their chat: their items stay pending
+            scheduler.stop()
+            await jobs.stop()
+            await client.close()
+            turns.pool.shutdown()
+
+
+def run_signal(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:
+    """Run the Signal frontend for ``runtime`` until interrupted; returns an exit code."""
+    return SignalService(runtime, stop_signals=stop_signals).run()
+
+
+def _started(part: T | None) -> T:
+    if part is None:
+        raise RuntimeError("the Signal frontend is not started")
+    return part

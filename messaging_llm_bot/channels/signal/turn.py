@@ -1,0 +1,293 @@
+"""Answer one durable inbox item from Signal: run the Agent with a typing indicator, deliver with a ledger.
+
+Used for live messages and for the start-up replay; the caller holds the chat's lock so the
+messages of one chat are answered in order. A daemon that is gone while a reply waits is
+retried with backoff (the reply is already in the inbox), until the bot stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Callable
+from zoneinfo import ZoneInfo
+
+from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.channels.signal import media
+from messaging_llm_bot.channels.signal.approval import Approvals
+from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalRpcError, SignalUnavailable
+from messaging_llm_bot.channels.signal.files import files_input
+from messaging_llm_bot.channels.signal.identity import Identities
+from messaging_llm_bot.channels.signal.job_turn import answer_job
+from messaging_llm_bot.channels.signal.send import Typing, send_parts
+from messaging_llm_bot.channels.signal.settings import (
+    SignalMessage,
+    SignalSettings,
+    model_text,
+    parse_event,
+    recipient_params,
+)
+from messaging_llm_bot.conversation.attachments import VOICE_DISABLED
+from messaging_llm_bot.conversation.chatflags import ChatFlags
+from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, area_for
+from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.pool import TurnPool
+from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.turns import RunningTurns
+from messaging_llm_bot.conversation.voice import VOICE_FLAG, voice_notes, wants_voice
+from messaging_llm_bot.llm.transcribe import transcription_settings
+
+if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from messaging_llm_bot.agent.images import ImageInput
+
+log = logging.getLogger(__name__)
+
+FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
+RETRY_MAX_SECONDS = 30.0
+
+
+class TurnRunner:
+    """Runs turns for the Signal frontend; one instance per service."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        inbox: Inbox,
+        client: SignalClient,
+        settings_ref: Callable[[], SignalSettings],
+        outage: Outage,
+        identities: Identities,
+        approvals: Approvals | None = None,
+    ) -> None:
+        self.runtime, self.inbox, self.client, self.outage = runtime, inbox, client, outage
+        self.identities = identities
+        self.approvals = approvals
+        self._settings_ref = settings_ref
+        self.account_uuid: str | None = None
+        self.stopping = False
+        self.stop_event = asyncio.Event()
+        self._active = RunningTurns()
+        self.flags = ChatFlags(runtime.workspace)  # /voice choices, notices told once
+        # Turns run here, not in asyncio's default pool (6 threads on 2 cores, also used for the inbox).
+        self.pool = TurnPool(lambda: self.runtime.settings)
+
+    @property
+    def settings(self) -> SignalSettings:
+        return self._settings_ref()
+
+    @property
+    def active(self) -> int:
+        return len(self._active)
+
+    async def answer(self, item: InboxItem) -> None:
+        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
+        if self.stopping:
+            log.info("signal: stopping; %s stays in the inbox for the next start", item.item_id)
+            return
+        with self._active.tracking():
+            if is_job_item(item):
+                await answer_job(self, item)
+            else:
+                await self._answer(item)
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for running turns; True when none is left."""
+        return await self._active.wait_idle(timeout)
+
+    def cancel_all(self) -> int:
+        """Cancel the running turns (their items stay pending: no completion happens); returns how many."""
+        return self._active.cancel_all()
+
+    async def _answer(self, item: InboxItem) -> None:
+        msg = parse_event(item.payload)
+        if msg is None:  # cannot happen for items this frontend wrote; a foreign file is left alone
+            log.error("signal: inbox item %s holds no Signal message; completing it", item.item_id)
+            await asyncio.to_thread(self.inbox.complete, item.item_id)
+            return
+        quote = msg if msg.group_id else None  # quote the question only in groups
+        reply = item.reply
+        produced = reply is None  # answered in this run (a replay's reply was spoken, or not, before)
+        if reply is None:
+            shown = await self._receipt_and_typing(msg)
+            typing = Typing(self.client, msg.chat, self.settings.typing, shown=shown)
+            try:
+                reply = await self._produce_reply(item, msg, typing)
+            except asyncio.CancelledError:
+                raise
+            except OSError as exc:
+                log.exception("signal: answering %s failed", item.item_id)
+                reply = f"⚠️ I could not handle your message: my workspace cannot be written ({exc.strerror})."
+            except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
+                log.exception("signal: answering %s in %s failed", item.item_id, msg.chat)
+                reply = FAILED_REPLY
+            finally:
+                await typing.stop()
+            try:
+                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
+            except OSError as err:
+                log.warning("signal: could not record the reply of %s: %s", item.item_id, err)
+        if not await self._deliver(item, msg.chat, reply, quote):
+            return  # stopping with the reply undelivered: it stays in the inbox, resent at the next start
+        if produced:
+            await self._speak(item, msg, reply)
+        await asyncio.to_thread(self.inbox.complete, item.item_id)
+
+    async def _speak(self, item: InboxItem, msg: SignalMessage, reply: str) -> None:
+        """Send the reply as voice attachments too when the chat wants it (conversation/voice.py); any failure
+        leaves the text, already delivered, as the answer, with one log line."""
+        voice = self.runtime.settings.voice
+        chosen = await asyncio.to_thread(self.flags.get, item.conversation_id, VOICE_FLAG)
+        if not wants_voice(voice, chosen, msg.kind() == "voice"):
+            return
+        notes = await asyncio.to_thread(voice_notes, voice, reply)
+        if isinstance(notes, str):
+            log.warning("signal: the reply in %s stays text only: %s", msg.chat, notes)
+            return
+        for index, note in enumerate(notes):
+            # signal-cli takes an attachment as a data URI (signal-cli-jsonrpc(5): "data:<type>;filename=...").
+            encoded = base64.b64encode(note.audio).decode("ascii")
+            attachment = f"data:audio/ogg;filename=reply-{index + 1}.ogg;base64,{encoded}"
+            try:
+                await self.client.rpc("send", {**recipient_params(msg.chat), "attachments": [attachment]})
+            except (SignalRpcError, SignalUnavailable) as err:
+                log.warning("signal: the voice reply in %s was not sent (the text was): %s", msg.chat, err)
+                return
+
+    async def _receipt_and_typing(self, msg: SignalMessage) -> bool:
+        """Mark the message read and show "typing…", in one batch request; True when typing went out."""
+        calls: list[tuple[str, dict[str, Any] | None]] = [
+            ("sendReceipt", {"recipient": msg.uuid or msg.number, "targetTimestamp": [msg.timestamp], "type": "read"})
+        ]
+        if self.settings.typing:
+            calls.append(("sendTyping", recipient_params(msg.chat)))
+        try:
+            results = await self.client.batch(calls)
+        except SignalUnavailable as err:
+            log.debug("signal: read receipt for %s failed: %s", msg.timestamp, err)
+            return False
+        for (method, _), result in zip(calls, results, strict=False):
+            if isinstance(result, Exception):
+                log.debug("signal: %s for %s failed: %s", method, msg.timestamp, result)
+        return len(results) > 1 and not isinstance(results[1], Exception)
+
+    async def _produce_reply(self, item: InboxItem, msg: SignalMessage, typing: Typing) -> str:
+        kind = msg.kind()
+        untrusted, outside = False, None
+        images: tuple[ImageInput, ...] = ()
+        notice = ""  # a sentence added to the reply (the model cannot see images)
+        if kind in ("text", "document", "photo", "voice"):
+            typing.start()  # fetching and transcribing take a while too
+        sender = self.identities.judge(msg, self.settings)
+        owner_chat = sender.owner_chat(msg)
+        if kind == "text":
+            text = model_text(msg, self.settings.account, self.account_uuid)
+        elif kind in ("document", "photo"):
+            today = datetime.now(ZoneInfo(self.settings.timezone)).date()
+            # A guest's files go to the chat's own area, never into the owner's inbox/.
+            area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
+            got = await files_input(self.client, area, msg, today, self.runtime.settings)
+            if isinstance(got, str):
+                return got  # no file could be fetched, or none can be shown
+            text, untrusted, images = got.text, True, got.images
+            if got.vision_missing:
+                if await asyncio.to_thread(self.flags.first_time, item.conversation_id, VISION_MISSING_FLAG):
+                    notice = VISION_MISSING
+        elif kind == "voice":
+            config = transcription_settings(self.runtime.settings.llm)
+            if config is None:
+                return VOICE_DISABLED
+            result = await media.transcribe_voice(self.client, msg, config)
+            if not result.ok:
+                return f"🎙 I could not transcribe that voice note: {result.error or 'the transcript was empty'}."
+            text = result.text
+            await self._send_best_effort(msg.chat, f"🎙 {text}", msg if msg.group_id else None)
+            name = media.audio_file_name(msg.attachments[0])
+            if name is not None:  # a recording from elsewhere, passed on: someone else's words, not instructions
+                outside = f"Audio file {name} (transcript)"  # the agent quotes it under this label
+        else:
+            return media.unsupported_text(kind)
+        approve = None
+        if self.approvals is not None and owner_chat:
+            approve = self.approvals.approver(msg.chat, asyncio.get_running_loop())
+        from messaging_llm_bot.agent.incoming import Incoming  # on use, as in the Telegram turn
+        from messaging_llm_bot.agent.turn import reply_text
+
+        agent = self.runtime.agent
+        incoming = Incoming(
+            item.conversation_id,
+            text,
+            chat_id=item.conversation_id,
+            user_id=msg.sender,
+            message_id=msg.timestamp,
+            # Only the owner's own direct chat sees the owner's notes, facts and other chats' logs.
+            owner_chat=owner_chat,
+            untrusted=untrusted,
+            outside=outside,
+            approve=approve,
+            # Streamed from the model (not shown as it arrives): /stop can then cut the answer off at once.
+            stream=agent.settings.stream,
+            images=images,
+        )
+        # The owner's model calls go first (llm/slots.py).
+        answered = await self.pool.run(agent.handle, incoming, owner_turn=sender.owner)
+        return f"{reply_text(answered)}\n\n{notice}" if notice else reply_text(answered)
+
+    async def _send_best_effort(self, chat: str, text: str, quote: SignalMessage | None) -> None:
+        try:
+            await send_parts(self.client, chat, text, quote=quote)
+        except (SignalRpcError, SignalUnavailable) as err:
+            log.info("signal: could not echo the transcript to %s: %s", chat, err)
+
+    async def _deliver(self, item: InboxItem, chat: str, reply: str, quote: SignalMessage | None) -> bool:
+        """Send the missing parts; retries while the daemon is gone or cannot send for now (no network to
+        the Signal server, rate limited). False when stopping first."""
+        delay = 0.5
+        held = False  # "cannot send for now" logged for this reply
+        while True:
+            skip = self.inbox.parts_sent(item.item_id)
+
+            def on_part_sent(index: int, stamp: int) -> None:
+                try:
+                    self.inbox.record_part(item.item_id, index, stamp)
+                except OSError as err:  # the part is out; a crash before completion would only resend it
+                    log.warning("signal: could not record part %d of %s: %s", index, item.item_id, err)
+
+            try:
+                await send_parts(
+                    self.client,
+                    chat,
+                    reply,
+                    quote=quote if skip == 0 else None,
+                    skip_parts=skip,
+                    on_part_sent=on_part_sent,
+                )
+                self.outage.ok()
+                return True
+            except SignalRpcError as err:
+                if not err.transient:  # refused (unknown group, unregistered user): retrying cannot help
+                    log.error(
+                        "signal: the reply of %s in %s was refused by signal-cli: %s; giving up",
+                        item.item_id,
+                        chat,
+                        err,
+                    )
+                    return True
+                if not held:
+                    held = True
+                    log.warning(
+                        "signal: the reply of %s in %s cannot be sent for now: %s; retrying",
+                        item.item_id,
+                        chat,
+                        err,
+                    )
+            except SignalUnavailable as err:
+                self.outage.failed(err)
+            if self.stopping:
+                return False
+            try:
+                await asyncio.wait_for(self.stop_event.wait(), delay)
+                return False
+            except asyncio.TimeoutError:
+                delay = min(delay * 2, RETRY_MAX_SECONDS)

@@ -1,0 +1,128 @@
+"""Who the Telegram bot serves: the allowlist gate before every handler, strangers' one short refusal,
+the owner's own private chat for the owner's data and owner-only commands."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import telegram
+from telegram import Update
+from telegram.ext import ApplicationHandlerStop, ContextTypes
+
+from assistant_framework.access import command_allowed, sees_owner_data
+from messaging_llm_bot.channels.telegram.send import answer_update
+from messaging_llm_bot.channels.telegram.settings import TelegramSettings, addressed_to_bot, for_other_bot, is_command
+from messaging_llm_bot.conversation import commands as texts
+
+log = logging.getLogger(__name__)
+
+#: A stranger is told at most this often that they are not allowed (the rest of their messages: silence).
+REFUSAL_EVERY_SECONDS = 60.0
+
+Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
+
+
+def refusal_text(user_id: int) -> str:
+    """The one reply an unknown user gets."""
+    return (
+        f"Sorry, you are not authorised to use this bot. Your user id is {user_id}; "
+        "the owner can add it to telegram.allowed_user_ids."
+    )
+
+
+class Access:
+    """The allowlist and the owner's rules, read from the current settings (a ``/reload`` changes them)."""
+
+    def __init__(self, settings: Callable[[], TelegramSettings], duplicates: set[int]) -> None:
+        self._settings = settings
+        #: Updates the inbox holds as answered already: the gate drops them (filled by the intake).
+        self.duplicates = duplicates
+        self._refused_at: dict[int, float] = {}  # stranger -> when last told (monotonic)
+
+    @property
+    def settings(self) -> TelegramSettings:
+        """The current ``telegram`` settings."""
+        return self._settings()
+
+    def allowed(self, user: telegram.User | None) -> bool:
+        """Deny by default: only numeric ids in telegram.allowed_user_ids."""
+        return user is not None and user.id in self.settings.allowed_user_ids
+
+    def owner_data(self, update: Update) -> bool:
+        """True only in the owner's own private chat (assistant_framework.access: the rule of every frontend)."""
+        user, chat = update.effective_user, update.effective_chat
+        return sees_owner_data(
+            user is not None and user.id == self.settings.owner_id, chat is not None and chat.type == "private"
+        )
+
+    def from_owner(self, update: Update) -> bool:
+        """True when the owner sent the update (in any chat): their turns go first, and are never refused."""
+        user = update.effective_user
+        return user is not None and user.id == self.settings.owner_id
+
+    def owner_only(self, name: str, callback: Handler) -> Handler:
+        """``callback`` of an owner-only command, run only in the owner's own private chat.
+
+        The check sits in the handler PTB chose, so whatever spelling PTB matched (``/NOW``, ``/now!``,
+        ``/now@Bot``) is the command checked: no second parser that could read it differently."""
+
+        async def checked(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+            if command_allowed(name, self.owner_data(update)):
+                await callback(update, context)
+                return
+            log.info(
+                "telegram: /%s refused for user %s in chat %s (owner only)",
+                name,
+                update.effective_user.id if update.effective_user else None,
+                update.effective_chat.id if update.effective_chat else None,
+            )
+            await answer_update(update, context.bot, texts.owner_only_text(name))
+
+        return checked
+
+    # -- gate (group -2) --------------------------------------------------------
+
+    async def gate(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Stop updates from unknown users (one short refusal) and duplicates, before any other handler."""
+        if update.update_id in self.duplicates:
+            self.duplicates.discard(update.update_id)
+            log.info("telegram: update %s was already answered; skipping the duplicate", update.update_id)
+            raise ApplicationHandlerStop
+        user = update.effective_user
+        if self.allowed(user):
+            return
+        if user is not None:
+            await self._refuse(update, context.bot, user)
+        raise ApplicationHandlerStop
+
+    async def _refuse(self, update: Update, bot: telegram.Bot, user: telegram.User) -> None:
+        log.info("telegram: refused user id %s (not in telegram.allowed_user_ids)", user.id)
+        try:
+            if update.callback_query is not None:
+                await update.callback_query.answer(refusal_text(user.id), show_alert=True)
+                return
+            message = update.message
+            if message is None or for_other_bot(message, bot.username):
+                return  # /cmd@otherbot: for another bot in the group, not a request to this one
+            if message.chat.type != "private" and not (
+                is_command(message) or addressed_to_bot(message, bot.username or "", bot.id, "mention")
+            ):
+                return  # a group conversation not addressed to the bot: stay quiet
+            if not self._refusal_due(user.id):
+                return  # told a moment ago: a stranger's flood must not spend the replies' send budget
+            await message.reply_text(refusal_text(user.id), do_quote=message.chat.type != "private")
+        except telegram.error.TelegramError as err:
+            log.info("telegram: refusal to %s failed: %s", user.id, err)
+
+    def _refusal_due(self, user_id: int) -> bool:
+        """True when a stranger was not told within ``REFUSAL_EVERY_SECONDS`` (and note that they are now)."""
+        now = time.monotonic()
+        if now - self._refused_at.get(user_id, float("-inf")) < REFUSAL_EVERY_SECONDS:
+            return False
+        if len(self._refused_at) >= 10_000:  # bounded: forget the ones told long ago
+            self._refused_at = {u: t for u, t in self._refused_at.items() if now - t < REFUSAL_EVERY_SECONDS}
+        self._refused_at[user_id] = now
+        return True

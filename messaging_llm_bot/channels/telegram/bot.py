@@ -1,0 +1,307 @@
+"""The Telegram bot, assembled: builds the PTB Application from the frontend's parts, starts it (polling or
+webhook) and stops it cleanly (telegram/shutdown.py).
+
+Start-up: a lock file in the workspace (one bot per workspace), getMe, replay of inbox items a crash
+left unanswered, then long polling. Once the first getUpdates is on its way, the rest starts beside
+it: the skill and collector plugins load (a message that arrives first waits for them), setMyCommands,
+reminders and the morning digest on the JobQueue, collectors and memory upkeep in the background.
+A 409 Conflict (another instance polls the same token) stops the
+bot with a clear message and exit code 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from datetime import time as dtime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import filelock
+from telegram import BotCommand
+from telegram.error import Conflict, InvalidToken, NetworkError, TelegramError
+from telegram.ext import Application, ApplicationBuilder, ContextTypes
+from telegram.request import HTTPXRequest
+
+from assistant_framework.inbox import Inbox
+from assistant_framework.stores.reminders import ReminderStore
+from messaging_llm_bot.channels.telegram.frontend import Frontend
+from messaging_llm_bot.channels.telegram.notices import Notices
+from messaging_llm_bot.channels.telegram.ratelimit import ReplyFirstRateLimiter
+from messaging_llm_bot.channels.telegram.settings import TelegramSettings
+from messaging_llm_bot.channels.telegram.shutdown import GracefulStop
+from messaging_llm_bot.channels.telegram.updates import ChatOrderedProcessor, InboxBot
+from messaging_llm_bot.channels.telegram.webhook import webhook_secret
+from messaging_llm_bot.conversation.commands import COMMANDS
+from messaging_llm_bot.conversation.job_runs import JobScheduler
+from messaging_llm_bot.conversation.jobs import DailyJob
+from messaging_llm_bot.conversation.reminders import ReminderScheduler
+from messaging_llm_bot.conversation.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE = "state/bot.lock"
+POLL_TIMEOUT_SECONDS = 10
+REMINDER_POLL_SECONDS = 30.0
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class TelegramService:
+    """One running bot: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is thread-safe."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        stop_signals: Sequence[int] | None = None,
+        poll_timeout: int = POLL_TIMEOUT_SECONDS,
+        reminder_poll_seconds: float = REMINDER_POLL_SECONDS,
+    ) -> None:
+        self.runtime = runtime
+        self.settings = TelegramSettings.from_settings(runtime.settings)  # as at start (token, mode, digest)
+        self.stop_signals = stop_signals
+        self.poll_timeout = poll_timeout
+        self.reminder_poll_seconds = reminder_poll_seconds
+        self.reminders: ReminderScheduler | None = None
+        self.jobs: JobScheduler | None = None
+        #: The jobs' clock (a test's controlled clock; None: the real one).
+        self.job_clock: Callable[[], datetime] | None = None
+        self.frontend: Frontend | None = None
+        self.app: Application | None = None
+        self.conflict: str | None = None
+        #: Set when updates are taken (post_init done); ``started`` once the deferred start is done too.
+        self.ready = threading.Event()
+        self.started = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._replay: asyncio.Future[Any] | None = None
+        self._rest: asyncio.Task[Any] | None = None
+        self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
+        self.shutdown = GracefulStop(self.shutdown_timeout)
+        self.notices = Notices(
+            lambda: self.app.bot,
+            lambda: self._loop,
+            lambda: self.frontend.settings.owner_id,
+            lambda: self.frontend.commands.digest_text(),
+        )
+
+    # -- building ---------------------------------------------------------------
+
+    def build(self) -> Application:
+        """Build the Application pointed at ``telegram.base_url`` with rate limiter and JobQueue."""
+        self.frontend = Frontend(self.runtime, Inbox(self.runtime.workspace))
+        bot = InboxBot(
+            token=self.settings.token,
+            base_url=self.settings.base_url,
+            base_file_url=self.settings.base_file_url,
+            request=HTTPXRequest(connection_pool_size=64),
+            get_updates_request=HTTPXRequest(read_timeout=self.poll_timeout + 10.0),
+            rate_limiter=ReplyFirstRateLimiter(),
+            on_updates=self.frontend.intake.take,
+            on_first_poll=self._start_the_rest,
+        )
+        app = (
+            ApplicationBuilder()
+            .bot(bot)
+            .concurrent_updates(ChatOrderedProcessor(self.frontend))
+            .post_init(self._post_init)
+            .post_stop(self._post_stop)
+            .build()
+        )
+        self.frontend.register(app)
+        app.add_error_handler(self._on_error)
+        self.app = self.shutdown.app = app
+        self.shutdown.turns = self.frontend.turns
+        return app
+
+    async def _post_init(self, app: Application) -> None:
+        self._loop = self.shutdown.loop = asyncio.get_running_loop()
+        bot, fe = app.bot, self.frontend
+        ids = sorted(self.settings.allowed_user_ids)
+        log.info("Serving @%s for user ids %s", bot.username, ids)
+        if not ids:
+            log.warning(
+                "telegram.allowed_user_ids is empty: the bot answers no one. Send it a message to "
+                "see your numeric user id, then add it with: config set telegram.allowed_user_ids [ID]"
+            )
+        self._replay = await fe.intake.start_replay(bot)
+        if self.settings.mode == "webhook":
+            self._loop.call_soon(self._start_the_rest)
+        self.ready.set()
+
+    def _start_the_rest(self) -> None:
+        if not self.shutdown.stopping:
+            self._rest = self._loop.create_task(self._after_start())
+
+    async def _after_start(self) -> None:
+        """What the first poll does not need: plugins, commands menu, reminders, digest, background work."""
+        app = self.app
+        await asyncio.to_thread(self.runtime.warm_up)
+        try:
+            await app.bot.set_my_commands([BotCommand(name, desc) for name, desc in COMMANDS])
+        except TelegramError as err:
+            log.warning("telegram: setMyCommands failed: %s", err)
+        if self.shutdown.stopping:
+            return
+        self.reminders = ReminderScheduler(
+            ReminderStore(self.runtime.workspace),
+            app.job_queue,
+            self.notices.send_reminder,
+            default_tz=self.settings.timezone,
+            poll_seconds=self.reminder_poll_seconds,
+            channel="telegram",
+            conversation=True,  # a reminder set in a forum topic goes to that topic
+        )
+        self.reminders.start()
+        fe = self.frontend
+        self.jobs = JobScheduler(
+            self.runtime.workspace,
+            fe.intake.inbox,
+            app.job_queue,
+            claim=fe.intake.claim_job,
+            start=lambda item: fe.intake.start_job_item(app.bot, item),
+            settings=lambda: self.runtime.settings,
+            clock=self.job_clock,
+            prefix="tg:",
+        )
+        self.jobs.start()
+        if self.settings.morning_digest:
+            hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))
+            # Not PTB's run_daily: its cron trigger sends a time in the hour the clocks go back twice.
+            DailyJob(
+                app.job_queue,
+                self.notices.morning_digest,
+                dtime(hour, minute, tzinfo=ZoneInfo(self.settings.timezone)),
+                "morning-digest",
+            ).start()
+        self.runtime.start_background(notify=self.notices.notify_from_thread)
+        self.started.set()
+
+    async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        err = context.error
+        if isinstance(err, Conflict):
+            self.conflict = str(err)
+            log.error("telegram: another instance is using this bot token (%s); stopping", err)
+            self.shutdown.begin()
+            return
+        log.error("telegram: error while handling an update: %s", err, exc_info=err)
+
+    async def _post_stop(self, app: Application) -> None:
+        if self.jobs is not None:
+            self.jobs.stop()
+        if self._rest is not None and not self._rest.done():
+            self._rest.cancel()  # stopped before the deferred start finished: start nothing more
+            await asyncio.gather(self._rest, return_exceptions=True)
+        # PTB's stop waited for update handlers; start-up replay turns run outside PTB: wait for them too.
+        await self.shutdown.finish_turns()
+
+    # -- running ------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Run until stopped; returns the process exit code."""
+        if not self.settings.token:
+            print("telegram: no bot token: set telegram.token or TELEGRAM_BOT_TOKEN", file=sys.stderr)
+            return EXIT_USAGE
+        lock = filelock.FileLock(str(self.runtime.workspace.path(LOCK_FILE)), mode=0o600)
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            print(
+                f"telegram: another bot is already running on workspace {self.runtime.workspace.root} "
+                f"({LOCK_FILE} is held); stop it first",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+        try:
+            return self._run_app()
+        finally:
+            lock.release()
+
+    def _run_app(self) -> int:
+        app = self.build()
+        # PTB runs on the thread's current loop: create it here so signals are handled from the first moment.
+        self._loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self._loop)
+        self.shutdown.loop = self._loop
+        self.shutdown.install_signal_handlers(self.stop_signals)
+        try:
+            if self.settings.mode == "webhook":
+                hook = self.settings.webhook
+                # Never without a secret: a forged POST would otherwise run as any user it names.
+                secret = webhook_secret(hook.secret_token or None, self.runtime.workspace)
+                app.run_webhook(
+                    listen=hook.listen,
+                    port=hook.port,
+                    url_path="telegram",
+                    webhook_url=hook.url or None,
+                    secret_token=secret,
+                    allowed_updates=["message", "callback_query"],
+                    stop_signals=None,
+                    close_loop=False,
+                )
+            else:
+                app.run_polling(
+                    poll_interval=0.0,
+                    timeout=self.poll_timeout,
+                    allowed_updates=["message", "callback_query"],
+                    stop_signals=None,
+                    close_loop=False,
+                )
+        except InvalidToken:
+            print("telegram: the bot token was refused by the Bot API (check telegram.token)", file=sys.stderr)
+            return EXIT_FAILED
+        except NetworkError as err:
+            print(f"telegram: cannot reach the Bot API at {self.settings.base_url}: {err}", file=sys.stderr)
+            return EXIT_FAILED
+        finally:
+            self._shutdown_runtime()
+            self._close_loop()
+        if self.conflict:
+            print(
+                "telegram: stopped: another instance is polling with the same bot token "
+                "(409 Conflict); run only one bot per token",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+        return EXIT_OK
+
+    def _shutdown_runtime(self) -> None:
+        try:
+            self.runtime.shutdown(self.shutdown_timeout)
+        except Exception as err:  # noqa: BLE001 - shutting down: report, do not mask the exit code
+            log.warning("runtime shutdown failed: %s", err)
+
+    def _close_loop(self) -> None:
+        """Close the loop PTB ran on once the runtime is down (``close_loop=False`` kept it for that):
+        left open, its selector and self-pipe leak with every run of the bot in one process."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+        asyncio.set_event_loop(None)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Ask a running bot to stop (from another thread, e.g. a test or a supervisor)."""
+        loop, app = self._loop, self.app
+        if loop is None or app is None:
+            return
+        # stop_running() before the application runs only sets a marker PTB checks right after
+        # post_init; wait until it runs so the request is not lost.
+        deadline = time.monotonic() + timeout
+        while not app.running and time.monotonic() < deadline and not loop.is_closed():
+            time.sleep(0.02)
+        time.sleep(0.1)  # let run_polling move from start() into run_forever()
+        try:
+            loop.call_soon_threadsafe(self.shutdown.begin)
+        except RuntimeError:  # the loop is closed: the bot has stopped already
+            pass
+
+
+def run_telegram(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:
+    """Run the Telegram frontend for ``runtime`` until interrupted; returns an exit code."""
+    return TelegramService(runtime, stop_signals=stop_signals).run()

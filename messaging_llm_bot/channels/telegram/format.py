@@ -1,0 +1,32 @@
+"""Telegram-safe rendering of model Markdown: plain text plus Bot API entities, in 4096-unit parts.
+
+The conversion and the splitting rules are shared with the other chat frontends
+(``conversation/markup.py``); Telegram counts its limit in UTF-16 code units.
+"""
+
+from __future__ import annotations
+
+from messaging_llm_bot.conversation.markup import (
+    EMPTY_PLACEHOLDER,
+    MessagePart,
+    render_parts,
+    utf16_len,
+    utf16_units,
+)
+from messaging_llm_bot.conversation.markup import (
+    plain_parts as _plain_parts,
+)
+
+MAX_MESSAGE_UTF16 = 4096
+
+__all__ = ["EMPTY_PLACEHOLDER", "MAX_MESSAGE_UTF16", "MessagePart", "plain_parts", "render_markdown", "utf16_len"]
+
+
+def render_markdown(markdown: str, limit: int = MAX_MESSAGE_UTF16) -> list[MessagePart]:
+    """Render Markdown to parts of at most ``limit`` UTF-16 units each; never returns an empty part."""
+    return render_parts(markdown, limit, utf16_units)
+
+
+def plain_parts(text: str, limit: int = MAX_MESSAGE_UTF16) -> list[str]:
+    """Split plain text on paragraph/line/word boundaries; fenced code cut in two is closed and reopened."""
+    return _plain_parts(text, limit, utf16_units)

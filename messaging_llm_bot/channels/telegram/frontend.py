@@ -1,0 +1,58 @@
+"""The Telegram frontend of one runtime: its parts made once and their handlers added to the Application.
+
+The allowlist gate (telegram/access.py) runs before every handler; commands (telegram/commands.py); button
+presses of confirmations (telegram/approval.py); every other message through the durable inbox to a turn
+(telegram/intake.py, telegram/turn.py), in its chat's queue (conversation/chatqueue.py)."""
+
+from __future__ import annotations
+
+from telegram import Update
+from telegram.ext import Application, CallbackQueryHandler, MessageHandler, TypeHandler
+
+from assistant_framework.config.settings import Settings
+from assistant_framework.inbox import Inbox
+from messaging_llm_bot.channels.telegram.access import Access
+from messaging_llm_bot.channels.telegram.approval import CALLBACK_PATTERN as APPROVAL_PATTERN
+from messaging_llm_bot.channels.telegram.approval import Approvals
+from messaging_llm_bot.channels.telegram.commands import COMMAND, ONLY_NEW, Commands
+from messaging_llm_bot.channels.telegram.intake import Intake
+from messaging_llm_bot.channels.telegram.settings import TelegramSettings
+from messaging_llm_bot.channels.telegram.turn import TurnRunner
+from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
+from messaging_llm_bot.conversation.pool import pool_size
+from messaging_llm_bot.conversation.runtime import Runtime
+
+
+class Frontend:
+    """State and handlers of the Telegram frontend for one runtime."""
+
+    def __init__(self, runtime: Runtime, inbox: Inbox) -> None:
+        self.runtime = runtime
+        self._settings: tuple[Settings, TelegramSettings] | None = None
+        self.approvals = Approvals()
+        self.turns = TurnRunner(runtime, inbox, lambda: self.settings, self.approvals)
+        # Per chat: arrival order, at most runtime.max_pending_per_chat, the owner first; as many at once
+        # as the turn pool has threads.
+        self.queues = ChatQueues(
+            "telegram", lambda: pool_size(self.runtime.settings), lambda: max_pending(self.runtime.settings)
+        )
+        self.access = Access(lambda: self.settings, set())
+        self.intake = Intake(runtime, inbox, self.access, self.turns, self.queues)
+        self.commands = Commands(runtime, self.access, self.turns)
+
+    @property
+    def settings(self) -> TelegramSettings:
+        """The ``telegram`` settings of the runtime's current records: a ``/reload`` (from this chat or another
+        frontend) changes the allowlist, the owner and the group mode at once; the keys that need a restart
+        keep their running value there (assistant_framework/config/reloadable.py)."""
+        current = self.runtime.settings
+        if self._settings is None or self._settings[0] is not current:
+            self._settings = (current, TelegramSettings.from_settings(current))
+        return self._settings[1]
+
+    def register(self, app: Application) -> None:
+        """Add the gate, command, callback and message handlers to ``app``."""
+        app.add_handler(TypeHandler(Update, self.access.gate), group=-2)
+        self.commands.register(app)
+        app.add_handler(CallbackQueryHandler(self.approvals.on_choice, pattern=APPROVAL_PATTERN))
+        app.add_handler(MessageHandler(ONLY_NEW & ~COMMAND, self.intake.on_message))

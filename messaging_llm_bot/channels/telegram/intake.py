@@ -1,0 +1,294 @@
+"""Messages into the durable inbox: each model-bound update is stored before Telegram is told it arrived
+(the next ``getUpdates`` offset), answered in its chat's order, and answered again after a crash; job runs
+take their place in the owner's queue the same way."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import telegram
+from telegram import Update
+from telegram.ext import ContextTypes
+
+from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.jobs import Job
+from messaging_llm_bot.channels.telegram.access import Access
+from messaging_llm_bot.channels.telegram.albums import MAX_ALBUM_PARTS, Albums, album_key
+from messaging_llm_bot.channels.telegram.media import message_kind, unsupported_text
+from messaging_llm_bot.channels.telegram.send import TelegramDeliveryError, answer_update, send_plain
+from messaging_llm_bot.channels.telegram.settings import (
+    TelegramSettings,
+    addressed_to_bot,
+    chat_of,
+    conversation_id,
+    is_command,
+    message_conversation,
+    message_fingerprint,
+    message_of,
+    topic_in,
+)
+from messaging_llm_bot.channels.telegram.turn import TurnRunner
+from messaging_llm_bot.conversation import commands as texts
+from messaging_llm_bot.conversation.chatqueue import ChatQueues
+from messaging_llm_bot.conversation.held import StorageOutage, held_text, storage_error_text
+from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.reminders import reminder_channel
+from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.llm.transcribe import transcription_settings
+
+log = logging.getLogger(__name__)
+
+MODEL_KINDS = ("text", "document", "photo", "voice")
+
+
+class Intake:
+    """The inbox side of the Telegram frontend: what is stored, confirmed, queued and answered."""
+
+    def __init__(self, runtime: Runtime, inbox: Inbox, access: Access, turns: TurnRunner, queues: ChatQueues) -> None:
+        self.runtime = runtime
+        self.inbox = inbox
+        self.access = access
+        self.turns = turns
+        self.queues = queues
+        self.items: dict[int, InboxItem] = {}  # update_id -> item persisted when fetched
+        self.duplicates = access.duplicates  # update ids the inbox holds as answered: the gate drops them
+        self.job_items: dict[str, asyncio.Future[Any]] = {}  # job runs waiting in the owner's queue or running
+        self.outage = StorageOutage("telegram")  # the inbox cannot store: updates held unconfirmed
+        self.albums = Albums()  # photos sent together: one turn (telegram/albums.py)
+
+    @property
+    def settings(self) -> TelegramSettings:
+        """The current ``telegram`` settings."""
+        return self.access.settings
+
+    def allowed(self, user: telegram.User | None) -> bool:
+        """The allowlist (telegram/access.py): a stranger's message is never stored."""
+        return self.access.allowed(user)
+
+    def for_model(self, update: Update, bot: telegram.Bot) -> bool:
+        """True when an update is a message the model will answer (so it goes into the inbox)."""
+        message = update.message
+        if message is None or not self.allowed(message.from_user) or is_command(message):
+            return False
+        kind = message_kind(message)
+        if kind not in MODEL_KINDS:
+            return False
+        if kind == "voice" and transcription_settings(self.runtime.settings.llm) is None:
+            return False
+        return addressed_to_bot(message, bot.username or "", bot.id if bot.username else None, self.settings.group_mode)
+
+    async def take(self, updates: Sequence[Update], bot: telegram.Bot) -> Sequence[Update]:
+        """The fetched updates that may be confirmed to Telegram: each model-bound one is in the inbox first.
+
+        At the first one the inbox cannot store (disk full, read-only, out of descriptors), that one and
+        the rest stay unconfirmed: Telegram delivers them again at the next ``getUpdates`` and storing is
+        tried again then, after a pause that grows while the outage lasts (conversation/held.py); its chat is
+        told once that the message waits."""
+        kept, err = await asyncio.to_thread(self.persist, updates, bot)
+        if err is None:
+            self.outage.ok()
+            return updates
+        held = updates[kept]
+        pause = self.outage.failed(err, f"update {held.update_id}")
+        chat = held.effective_chat
+        if chat is not None and self.outage.tell(chat.id):
+            try:
+                await send_plain(bot, chat.id, held_text(err))
+            except (telegram.error.TelegramError, TelegramDeliveryError) as send_err:
+                log.info("telegram: the notice to chat %s that its message waits failed: %s", chat.id, send_err)
+        if kept == 0 and not self.turns.stopping:
+            await asyncio.sleep(pause)  # nothing to hand on: wait before Telegram is asked (and storing tried) again
+        return updates[:kept]
+
+    def persist(self, updates: Sequence[Update], bot: telegram.Bot) -> tuple[int, OSError | None]:
+        """Write model-bound updates to the inbox; (how many leading updates may be confirmed, the error that
+        stopped the rest or None)."""
+        try:
+            wanted = [u for u in updates if u.update_id not in self.items and self.for_model(u, bot)]
+        except Exception:  # noqa: BLE001 - fall back to one update at a time below
+            wanted = []
+        if len(wanted) > 1:
+            # A burst: one batch whose fsyncs the file system commits together.
+            try:
+                accepted = self.inbox.accept_many(
+                    [
+                        (
+                            str(u.update_id),
+                            message_conversation(message_of(u)),
+                            u.to_dict(),
+                            message_fingerprint(message_of(u)),
+                        )
+                        for u in wanted
+                    ]
+                )
+            except OSError:  # e.g. disk full: one by one below, which finds (and reports) the one that fails
+                log.debug("telegram: batch write of %d updates to the inbox failed; one at a time", len(wanted))
+            except Exception:  # noqa: BLE001 - an odd update: one by one below
+                log.warning("telegram: batch write of %d updates to the inbox failed; one at a time", len(wanted))
+            else:
+                for update, item in zip(wanted, accepted, strict=False):
+                    if item is None:
+                        self.duplicates.add(update.update_id)
+                    else:
+                        self.items[update.update_id] = item
+        for index, update in enumerate(updates):
+            try:
+                if update.update_id in self.items or not self.for_model(update, bot):
+                    continue
+                item = self.inbox.accept(
+                    str(update.update_id),
+                    message_conversation(message_of(update)),
+                    update.to_dict(),
+                    message_fingerprint(message_of(update)),
+                )
+            except OSError as err:  # storage: this one and the rest are not confirmed (Telegram keeps them)
+                return index, err
+            except Exception:  # noqa: BLE001 - one odd update must not stall polling; the handler retries
+                log.exception("telegram: could not persist update %s to the inbox", update.update_id)
+                continue
+            if item is None:
+                self.duplicates.add(update.update_id)
+            else:
+                self.items[update.update_id] = item
+        return len(updates), None
+
+    async def over_limit(self, update: Update, bot: telegram.Bot) -> None:
+        """A message beyond its chat's ``runtime.max_pending_per_chat``: not answered and out of the inbox;
+        the chat is told once per backlog (conversation/chatqueue.py)."""
+        chat = update.effective_chat
+        tell, waiting = self.queues.refused(chat.id), self.queues.pending(chat.id)  # now, while the backlog is there
+        self.duplicates.discard(update.update_id)
+        self.albums.dropped(update)
+        item = self.items.pop(update.update_id, None)
+        if item is not None:
+            try:
+                await asyncio.to_thread(self.inbox.complete, item.item_id)
+            except OSError as err:  # it would be answered at the next start: no harm
+                log.warning("telegram: could not drop %s from the inbox: %s", item.item_id, err)
+        if not tell:
+            return
+        try:
+            await answer_update(update, bot, texts.backlog_text(waiting))
+        except (telegram.error.TelegramError, TelegramDeliveryError) as err:
+            log.info("telegram: the backlog notice to chat %s failed: %s", chat.id, err)
+
+    async def on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Any non-command message: through the inbox to the model, or a short 'not supported'."""
+        message = message_of(update)
+        bot = context.bot
+        kind = message_kind(message)
+        if not addressed_to_bot(message, bot.username or "", bot.id, self.settings.group_mode):
+            return
+        if not self.for_model(update, bot):
+            await message.reply_text(unsupported_text(kind), do_quote=message.chat.type != "private")
+            return
+        if self.albums.taken(update):
+            return  # answered with its album, in the turn of an earlier part
+        first, *others = await self.albums.gather(update)
+        item = await self._stored(first)
+        if item is None:
+            return
+        parts = [part for part in [await self._stored(other) for other in others] if part is not None]
+        await self.turns.answer(bot, item, parts)
+
+    async def _stored(self, update: Update) -> InboxItem | None:
+        """The inbox item of a model-bound update: stored when it was fetched, or now (webhook mode, a direct
+        process_update); None when the inbox held it as answered already, or cannot store it (the chat is told)."""
+        item = self.items.pop(update.update_id, None)
+        if item is not None:
+            return item
+        message = message_of(update)
+        try:
+            return await asyncio.to_thread(
+                self.inbox.accept,
+                str(update.update_id),
+                message_conversation(message),
+                update.to_dict(),
+                message_fingerprint(message),
+            )
+        except OSError as err:  # disk full, read-only: say so; the model would not see it anyway
+            log.error(
+                "telegram: message %s in chat %s could not be stored in the inbox: %s",
+                message.message_id,
+                message.chat_id,
+                err,
+            )
+            await message.reply_text(storage_error_text(err), do_quote=message.chat.type != "private")
+            return None
+
+    async def start_replay(self, bot: telegram.Bot) -> asyncio.Future[Any] | None:
+        """Answer items a crash left in the inbox, in order per chat.
+
+        Every item takes its place in its chat's queue here, before polling starts (never refused: it
+        was accepted), so new messages of that chat wait until the old ones are answered; the answering
+        itself runs in the background.
+        """
+        items = self.inbox.pending("tg:")  # other frontends replay their own; oldest first
+        for item in [i for i in items if is_job_item(i)]:
+            self.start_job_item(bot, item)  # a job run left by a crash: in its place in the owner's queue
+        items = [i for i in items if not is_job_item(i)]
+        if not items:
+            return None
+        log.info("telegram: answering %d message(s) left unanswered by the last run", len(items))
+
+        async def replay(item: InboxItem, parts: list[InboxItem]) -> None:
+            try:
+                await self.turns.answer(bot, item, parts)
+            except Exception:  # noqa: BLE001 - a replay failure must not kill the bot
+                log.exception("telegram: replay of %s failed", item.item_id)
+
+        runs = []
+        for item, parts in stored_albums(items, bot):
+            sender = ((item.payload.get("message") or {}).get("from") or {}).get("id")
+            chat = chat_of(item.conversation_id)
+            job = self.queues.admit(chat, owner=sender == self.settings.owner_id, exempt=True)
+            assert job is not None  # exempt: never refused
+            runs.append(self.queues.run(job, replay(item, parts)))
+        return asyncio.gather(*runs)
+
+    def start_job_item(self, bot: telegram.Bot, item: InboxItem) -> None:
+        """Answer a job run's item in its chat's queue (the owner's: first, never refused); once at a time."""
+        if item.item_id in self.job_items:
+            return
+        job = self.queues.admit(chat_of(item.conversation_id), owner=True, exempt=True)
+        assert job is not None  # exempt: never refused
+        task = asyncio.ensure_future(self.queues.run(job, self.turns.answer(bot, item)))
+        self.job_items[item.item_id] = task
+        key = item.item_id
+
+        def forget(_task: asyncio.Future[Any]) -> None:
+            self.job_items.pop(key, None)
+
+        task.add_done_callback(forget)
+
+    def claim_job(self, job: Job) -> str | None:
+        """The conversation a job's runs go to here: the owner's private chat (the topic of it the job was made
+        in), for jobs made on Telegram or by hand (no chat); a job's reply is the owner's data, so never another
+        chat whatever the row says."""
+        owner = self.settings.owner_id
+        if owner is None or (job.chat_id not in (None, "") and reminder_channel(job.chat_id) != "telegram"):
+            return None
+        return conversation_id(owner, topic_in(job.conversation_id, owner))
+
+
+def stored_albums(items: Sequence[InboxItem], bot: telegram.Bot) -> list[tuple[InboxItem, list[InboxItem]]]:
+    """Stored items in order, each with the later parts of its album (those answered in its turn, at most
+    ``MAX_ALBUM_PARTS`` in all): the parts of an album the last run did not answer are one turn again."""
+    turns: list[tuple[InboxItem, list[InboxItem]]] = []
+    open_albums: dict[str, list[InboxItem]] = {}
+    for item in items:
+        try:
+            key = album_key(Update.de_json(item.payload, bot))
+        except Exception:  # noqa: BLE001 - an odd payload is answered (or reported) on its own
+            key = None
+        parts = open_albums.get(key) if key is not None else None
+        if parts is not None and len(parts) + 1 < MAX_ALBUM_PARTS:
+            parts.append(item)
+            continue
+        turns.append((item, []))
+        if key is not None:
+            open_albums[key] = turns[-1][1]
+    return turns

@@ -1,0 +1,210 @@
+"""Deliver model replies to Telegram: parts with entities, plain fallback, flood-wait and network retries."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+import telegram
+from telegram import MessageEntity, ReplyParameters
+from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
+
+from messaging_llm_bot.channels.telegram.format import (
+    MAX_MESSAGE_UTF16,
+    MessagePart,
+    plain_parts,
+    render_markdown,
+    utf16_len,
+)
+from messaging_llm_bot.channels.telegram.ratelimit import BudgetSkipped, optional_call
+from messaging_llm_bot.channels.telegram.settings import topic_of
+
+log = logging.getLogger(__name__)
+
+NETWORK_TRIES = 4
+BACKOFF_BASE_SECONDS = 0.25
+BACKOFF_MAX_SECONDS = 4.0
+MAX_FLOOD_WAITS = 5
+_ENTITY_ERROR_HINTS = ("entit", "parse", "can't find end")
+#: How Telegram says a forum topic cannot take messages: closed, deleted, or never there.
+_TOPIC_GONE_HINTS = ("thread not found", "topic_closed", "topic_deleted", "topic_id_invalid")
+
+PartSentCallback = Callable[[int, int], "Awaitable[None] | None"]
+
+
+class TelegramDeliveryError(RuntimeError):
+    """A reply part could not be delivered; names the chat and the part index."""
+
+    def __init__(self, chat_id: int, part_index: int, part_count: int, cause: BaseException) -> None:
+        super().__init__(
+            f"telegram: could not deliver part {part_index + 1}/{part_count} (index {part_index}) "
+            f"to chat {chat_id}: {type(cause).__name__}: {cause}"
+        )
+        self.chat_id, self.part_index, self.part_count, self.cause = chat_id, part_index, part_count, cause
+
+
+def refused_for_good(error: BaseException) -> bool:
+    """True when Telegram refused a message to its chat for good (Forbidden: the user blocked the bot or it
+    was removed from the group; BadRequest: chat not found); network errors, 429 and 5xx are temporary."""
+    cause = error.cause if isinstance(error, TelegramDeliveryError) else error
+    return isinstance(cause, (Forbidden, BadRequest))
+
+
+def topic_gone(error: BaseException) -> bool:
+    """True when Telegram refused a message because its forum topic is closed or deleted."""
+    cause = error.cause if isinstance(error, TelegramDeliveryError) else error
+    return isinstance(cause, BadRequest) and any(hint in str(cause).lower() for hint in _TOPIC_GONE_HINTS)
+
+
+def retry_after_seconds(value: int | float | timedelta) -> float:
+    """Normalise ``RetryAfter.retry_after`` (an int or, with PTB_TIMEDELTA, a timedelta) to seconds."""
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+def is_entity_error(error: BaseException) -> bool:
+    """True when Telegram rejected the formatting (entities/markup) rather than the message itself."""
+    text = str(error).lower()
+    return any(hint in text for hint in _ENTITY_ERROR_HINTS)
+
+
+async def send_markdown(
+    bot: telegram.Bot,
+    chat_id: int,
+    markdown: str,
+    *,
+    reply_to_message_id: int | None = None,
+    skip_parts: int = 0,
+    on_part_sent: PartSentCallback | None = None,
+    topic: int | None = None,
+) -> list[int]:
+    """Render ``markdown`` and send its parts in order; returns the ids of the parts sent by this call.
+
+    ``skip_parts`` resumes after a crash (parts already delivered are not re-sent);
+    ``on_part_sent(index, message_id)`` runs after each delivery. Only part 0 replies to
+    ``reply_to_message_id``. ``topic``: the forum topic the parts go to (``message_thread_id``).
+    Raises TelegramDeliveryError when a part cannot be delivered.
+    """
+    parts = render_markdown(markdown)
+    sent: list[int] = []
+    for index, part in enumerate(parts):
+        if index < skip_parts:
+            continue
+        reply_to = reply_to_message_id if index == 0 else None
+        message_id = await _deliver_part(bot, chat_id, part, index, len(parts), reply_to, topic)
+        sent.append(message_id)
+        if on_part_sent is not None:
+            result = on_part_sent(index, message_id)
+            if inspect.isawaitable(result):
+                await result
+    return sent
+
+
+async def send_plain(
+    bot: telegram.Bot, chat_id: int, text: str, *, reply_to_message_id: int | None = None, topic: int | None = None
+) -> list[int]:
+    """Send ``text`` as it is (no Markdown), in as many parts as it needs; only part 0 replies.
+
+    Same retries as ``send_markdown``; raises TelegramDeliveryError when a part cannot be delivered.
+    """
+    parts = plain_parts(text)
+    sent = []
+    for index, part in enumerate(parts):
+        reply_to = reply_to_message_id if index == 0 else None
+        sent.append(await _deliver_part(bot, chat_id, MessagePart(part, []), index, len(parts), reply_to, topic))
+    return sent
+
+
+async def _deliver_part(
+    bot: telegram.Bot,
+    chat_id: int,
+    part: MessagePart,
+    index: int,
+    count: int,
+    reply_to: int | None,
+    topic: int | None = None,
+) -> int:
+    """Send one part, retrying flood waits and network errors; falls back to plain text on entity errors."""
+    entities = [MessageEntity.de_json(dict(e), bot) for e in part.entities] or None
+    reply = ReplyParameters(message_id=reply_to, allow_sending_without_reply=True) if reply_to else None
+    network_failures = flood_waits = 0
+    while True:
+        try:
+            message = await bot.send_message(
+                chat_id=chat_id, text=part.text, entities=entities, reply_parameters=reply, message_thread_id=topic
+            )
+            return message.message_id
+        except RetryAfter as err:
+            flood_waits += 1
+            if flood_waits > MAX_FLOOD_WAITS:
+                raise TelegramDeliveryError(chat_id, index, count, err) from err
+            await asyncio.sleep(retry_after_seconds(err.retry_after))
+        except BadRequest as err:  # before NetworkError: BadRequest subclasses it
+            if entities and is_entity_error(err):
+                log.warning(
+                    "telegram: chat %s part %d rejected formatting (%s); resending as plain text", chat_id, index, err
+                )
+                entities = None
+                continue
+            raise TelegramDeliveryError(chat_id, index, count, err) from err
+        except NetworkError as err:  # includes TimedOut; a timed-out send may rarely have landed already
+            network_failures += 1
+            if network_failures >= NETWORK_TRIES:
+                raise TelegramDeliveryError(chat_id, index, count, err) from err
+            await asyncio.sleep(min(BACKOFF_BASE_SECONDS * 2 ** (network_failures - 1), BACKOFF_MAX_SECONDS))
+        except TelegramError as err:  # Forbidden, ChatMigrated, InvalidToken...: retrying cannot help
+            raise TelegramDeliveryError(chat_id, index, count, err) from err
+
+
+async def answer_update(update: telegram.Update, bot: telegram.Bot, markdown: str) -> None:
+    """Send ``markdown`` to the chat (and forum topic) an update came from; in a group it quotes the message."""
+    chat = update.effective_chat
+    reply_to = update.effective_message.message_id if chat.type != "private" else None
+    topic = topic_of(update.effective_message)  # a command in a forum topic is answered there
+    await send_markdown(bot, chat.id, markdown, reply_to_message_id=reply_to, topic=topic)
+
+
+def fit_plain_text(text: str, limit: int = MAX_MESSAGE_UTF16) -> str:
+    """Shorten ``text`` to ``limit`` UTF-16 units, ending with an ellipsis when cut."""
+    if utf16_len(text) <= limit:
+        return text
+    out, used = [], 1  # room for the ellipsis
+    for ch in text:
+        width = 2 if ord(ch) > 0xFFFF else 1
+        if used + width > limit:
+            break
+        out.append(ch)
+        used += width
+    return "".join(out) + "…"
+
+
+async def edit_text_safely(bot: telegram.Bot, chat_id: int, message_id: int, text: str, optional: bool = False) -> bool:
+    """Edit a progress/stream message to plain ``text``; True if it shows that text, never raises.
+
+    ``optional`` edits give way to replies under load (``ratelimit.BudgetSkipped``: False, nothing sent).
+    """
+    text = fit_plain_text(text)
+    if not text.strip():
+        return False
+    extra = optional_call(bot) if optional else {}
+    for attempt in range(2):
+        try:
+            await bot.edit_message_text(text=text, chat_id=chat_id, message_id=message_id, **extra)
+            return True
+        except BudgetSkipped:
+            return False
+        except RetryAfter as err:
+            if attempt:
+                return False
+            await asyncio.sleep(retry_after_seconds(err.retry_after))
+        except BadRequest as err:
+            if "not modified" in str(err).lower():
+                return True
+            log.info("telegram: edit of message %s in chat %s refused: %s", message_id, chat_id, err)
+            return False
+        except Exception as err:  # noqa: BLE001 - progress edits are best effort by contract
+            log.info("telegram: edit of message %s in chat %s failed: %s", message_id, chat_id, type(err).__name__)
+            return False
+    return False

@@ -1,0 +1,390 @@
+"""Answer one durable inbox item: prepare the model input, run the Agent with progress, deliver with a ledger.
+
+Used for live messages and for the start-up replay of items a crash left unanswered; the caller
+holds the chat's lock so the messages of one chat are answered in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Callable
+from zoneinfo import ZoneInfo
+
+import telegram
+from telegram import InputFile, MessageEntity, Update
+from telegram.error import TelegramError
+
+from assistant_framework.access import sees_owner_data
+from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.agent.images import ImageInput
+from messaging_llm_bot.channels.telegram.approval import Approvals
+from messaging_llm_bot.channels.telegram.format import render_markdown
+from messaging_llm_bot.channels.telegram.job_turn import answer_job
+from messaging_llm_bot.channels.telegram.media import (
+    VOICE_DISABLED,
+    message_kind,
+    save_attachment,
+    transcribe_voice,
+)
+from messaging_llm_bot.channels.telegram.progress import Progress
+from messaging_llm_bot.channels.telegram.send import (
+    TelegramDeliveryError,
+    is_entity_error,
+    retry_after_seconds,
+    send_markdown,
+    send_plain,
+)
+from messaging_llm_bot.channels.telegram.settings import TelegramSettings, message_of, strip_mention, topic_of
+from messaging_llm_bot.conversation.chatflags import ChatFlags
+from messaging_llm_bot.conversation.held import storage_error_text
+from messaging_llm_bot.conversation.images import (
+    VISION_MISSING,
+    VISION_MISSING_FLAG,
+    area_for,
+    files_input,
+)
+from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.pool import TurnPool
+from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.turns import RunningTurns
+from messaging_llm_bot.conversation.voice import VOICE_FLAG, voice_notes, wants_voice
+from messaging_llm_bot.llm.transcribe import transcription_settings
+
+if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from messaging_llm_bot.agent.images import ImageInput
+
+log = logging.getLogger(__name__)
+
+FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
+
+
+class TurnRunner:
+    """Runs turns for the Telegram frontend; one instance per application."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        inbox: Inbox,
+        settings_ref: Callable[[], TelegramSettings],
+        approvals: Approvals | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.inbox = inbox
+        self.approvals = approvals
+        self._settings_ref = settings_ref  # callable returning the current TelegramSettings (changes on /reload)
+        self.stopping = False  # set on shutdown: no new turns; their items stay in the inbox
+        self._active = RunningTurns()
+        self.flags = ChatFlags(runtime.workspace)  # /voice choices, notices told once
+        # Turns run here, not in asyncio's default pool (6 threads on 2 cores): llm.max_concurrency limits.
+        self.pool = TurnPool(lambda: self.runtime.settings)
+
+    @property
+    def settings(self) -> TelegramSettings:
+        return self._settings_ref()
+
+    @property
+    def active(self) -> int:
+        """How many turns are running now."""
+        return len(self._active)
+
+    async def answer(self, bot: telegram.Bot, item: InboxItem, parts: Sequence[InboxItem] = ()) -> None:
+        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start.
+
+        ``parts``: the rest of ``item``'s album (telegram/albums.py), answered in the same turn; they are
+        completed once the reply is recorded on ``item`` (a crash after that resends the recorded reply)."""
+        if self.stopping:
+            log.info("telegram: stopping; %s stays in the inbox for the next start", item.item_id)
+            return
+        with self._active.tracking():
+            if is_job_item(item):
+                await answer_job(self, bot, item)
+            else:
+                await self._answer(bot, item, parts)
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for running turns; True when none is left."""
+        return await self._active.wait_idle(timeout)
+
+    def cancel_all(self) -> int:
+        """Cancel the running turns (their items stay pending: no completion happens); returns how many."""
+        return self._active.cancel_all()
+
+    async def _answer(self, bot: telegram.Bot, item: InboxItem, parts: Sequence[InboxItem] = ()) -> None:
+        """Answer ``item`` and complete it; the user always gets a message, even on errors."""
+        update = Update.de_json(item.payload, bot)
+        message = update.effective_message
+        if message is None:
+            raise ValueError(f"inbox item {item.item_id} holds no message")
+        chat_id = message.chat_id
+        topic = topic_of(message)  # a forum topic's message is answered in that topic
+        # Quote the question only in groups, where several people talk; private chats stay clean.
+        reply_to = message.message_id if message.chat.type != "private" else None
+        progress: Progress | None = None
+        try:
+            reply = item.reply
+            produced = reply is None  # answered in this run (a replay's reply was spoken, or not, before)
+            if reply is None:
+                # A live message left by a crashed run is taken over (edited), never left behind beside a new one.
+                progress = Progress(
+                    bot,
+                    chat_id,
+                    show_status=self.settings.progress,
+                    stream=self.settings.stream,
+                    message_id=item.live,
+                    on_message=lambda mid: self._record_live(item, mid),
+                    topic=topic,
+                )
+                reply = await self._produce_reply(bot, item, message, progress, parts)
+                await progress.stop()
+                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
+            await self._complete(parts)  # the reply recorded on ``item`` answers them too
+            await self._deliver(bot, item, chat_id, reply, reply_to, progress, topic)
+            if produced:
+                await self._speak(bot, item, message, reply)
+        except TelegramDeliveryError as err:
+            retry = isinstance(err.cause, telegram.error.NetworkError) and not isinstance(
+                err.cause, telegram.error.BadRequest
+            )
+            log.error(
+                "telegram: the reply to message %s (%s, %r) was not delivered: %s; %s",
+                message.message_id,
+                item.item_id,
+                _excerpt(message),
+                err,
+                "it stays in the inbox and is resent at the next start" if retry else "giving up",
+            )
+            if retry:
+                return  # leave it pending: the next start-up resends the missing parts
+        except Exception as exc:  # noqa: BLE001 - last line of defence: say so instead of going silent
+            log.exception("telegram: answering %s in chat %s failed", item.item_id, chat_id)
+            if progress is not None:
+                await progress.stop()
+            try:
+                await bot.send_message(
+                    chat_id,
+                    storage_error_text(exc) if isinstance(exc, OSError) else FAILED_REPLY,
+                    message_thread_id=topic,
+                )
+            except TelegramError:
+                log.error("telegram: could not even send the failure notice to chat %s", chat_id)
+        await self._complete(parts)
+        await asyncio.to_thread(self.inbox.complete, item.item_id)
+
+    async def _complete(self, items: Sequence[InboxItem]) -> None:
+        for one in items:
+            await asyncio.to_thread(self.inbox.complete, one.item_id)
+
+    async def _produce_reply(
+        self,
+        bot: telegram.Bot,
+        item: InboxItem,
+        message: telegram.Message,
+        progress: Progress,
+        parts: Sequence[InboxItem] = (),
+    ) -> str:
+        kind = message_kind(message)
+        untrusted = False
+        images: tuple[ImageInput, ...] = ()
+        notice = ""  # a sentence added to the reply (the model cannot see images)
+        # Someone else's words passed on by the user (a forward, an inline bot's text): data, never instructions.
+        origin = outside_origin(message)
+        user = message.from_user
+        from_owner = user is not None and user.id == self.settings.owner_id
+        owner_chat = sees_owner_data(from_owner, message.chat.type == "private")
+        if kind == "text":
+            text = strip_mention(message.text or "", bot.username or "")
+        elif kind in ("document", "photo"):
+            today = datetime.now(ZoneInfo(self.settings.timezone)).date()
+            # A guest's file goes to the chat's own area, never into the owner's inbox/.
+            area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
+            album = [message, *(message_of(Update.de_json(part.payload, bot)) for part in parts)]
+            saved = [await save_attachment(bot, area, one, today) for one in album]
+            files = await files_input(area, saved, self.runtime.settings, origin or "")
+            if isinstance(files, str):
+                return files  # not fetched, HEIC, too large, unreadable: one sentence
+            text, images, untrusted = files.text, files.images, True
+            if files.vision_missing and await asyncio.to_thread(
+                self.flags.first_time, item.conversation_id, VISION_MISSING_FLAG
+            ):
+                notice = VISION_MISSING
+        elif kind == "voice":
+            config = transcription_settings(self.runtime.settings.llm)
+            if config is None:
+                return VOICE_DISABLED
+            result = await transcribe_voice(bot, message, config)
+            if not result.ok:
+                return f"🎙 I could not transcribe that voice note: {result.error or 'the transcript was empty'}."
+            text = result.text
+            try:  # what was understood, as it is: a transcript longer than one message goes in parts
+                await send_plain(
+                    bot, message.chat_id, f"🎙 {text}", reply_to_message_id=message.message_id, topic=topic_of(message)
+                )
+            except TelegramDeliveryError as err:  # the echo is a courtesy: the note is still answered
+                log.warning("telegram: could not show the transcript in chat %s: %s", message.chat_id, err)
+        else:
+            return f"Sorry, I can't handle a {kind} message."
+        outside = None
+        if origin is not None and kind in ("text", "voice"):
+            # The agent quotes it under this label, as outside content.
+            outside = f"{'Voice note (transcript)' if kind == 'voice' else 'Message'} {origin}"
+        await progress.start()
+        approve = None
+        if self.approvals is not None and owner_chat:
+            # Only the owner's private chat can confirm; elsewhere "ask" means no.
+            approve = self.approvals.approver(bot, message.chat_id, asyncio.get_running_loop(), topic_of(message))
+        from messaging_llm_bot.agent.incoming import Incoming  # on use: start-up does not need the agent
+        from messaging_llm_bot.agent.turn import reply_text
+
+        incoming = Incoming(
+            item.conversation_id,
+            text,
+            chat_id=message.chat_id,
+            user_id=user.id if user else None,
+            message_id=message.message_id,
+            # Only the owner's own private chat sees the owner's notes, facts and other chats' logs.
+            owner_chat=owner_chat,
+            untrusted=untrusted,
+            outside=outside,
+            approve=approve,
+            on_event=progress.on_event,
+            # llm.stream asks the model for a stream; telegram.stream decides whether the message shows it.
+            stream=self.runtime.agent.settings.stream,
+            images=images,
+        )
+        # The owner's model calls go first (llm/slots.py).
+        answered = await self.pool.run(self.runtime.agent.handle, incoming, owner_turn=from_owner)
+        return f"{reply_text(answered)}\n\n{notice}" if notice else reply_text(answered)
+
+    async def _speak(self, bot: telegram.Bot, item: InboxItem, message: telegram.Message, reply: str) -> None:
+        """Send the reply as voice notes too when the chat wants it (conversation/voice.py); any failure leaves
+        the text, already delivered, as the answer, with one log line."""
+        voice = self.runtime.settings.voice
+        chosen = await asyncio.to_thread(self.flags.get, item.conversation_id, VOICE_FLAG)
+        if not wants_voice(voice, chosen, message_kind(message) == "voice"):
+            return
+        notes = await asyncio.to_thread(voice_notes, voice, reply)
+        if isinstance(notes, str):
+            log.warning("telegram: the reply in chat %s stays text only: %s", message.chat_id, notes)
+            return
+        try:
+            for index, note in enumerate(notes):
+                await bot.send_voice(
+                    message.chat_id,
+                    InputFile(note.audio, filename=f"reply-{index + 1}.ogg"),
+                    duration=math.ceil(note.seconds) if note.seconds else None,
+                    message_thread_id=topic_of(message),
+                )
+        except TelegramError as err:
+            log.warning("telegram: the voice reply in chat %s was not sent (the text was): %s", message.chat_id, err)
+
+    async def _record_live(self, item: InboxItem, message_id: int) -> None:
+        try:
+            # In the event loop, not a worker thread: the thread pool may be busy with turns, and every
+            # millisecond between the send and this record is a moment where a kill leaves the message.
+            self.inbox.record_live(item.item_id, message_id)
+        except (OSError, KeyError) as err:  # best effort: without it a crash may leave this message behind
+            log.warning("telegram: could not record live message %s of %s: %s", message_id, item.item_id, err)
+
+    async def _deliver(
+        self,
+        bot: telegram.Bot,
+        item: InboxItem,
+        chat_id: int,
+        reply: str,
+        reply_to: int | None,
+        progress: Progress | None,
+        topic: int | None = None,
+    ) -> None:
+        skip = self.inbox.parts_sent(item.item_id)
+        if progress is None and skip == 0 and item.live is not None:
+            # Replay of a reply produced before a crash: the live message shown then becomes its first part.
+            if await self._finalise_stream(bot, chat_id, item.live, reply):
+                await asyncio.to_thread(self.inbox.record_part, item.item_id, 0, item.live)
+                skip = 1
+        elif progress is not None and progress.message_id is not None:
+            if (
+                skip == 0
+                and progress.showing_stream
+                and await self._finalise_stream(bot, chat_id, progress.message_id, reply)
+            ):
+                await asyncio.to_thread(self.inbox.record_part, item.item_id, 0, progress.message_id)
+                skip = 1
+            else:
+                await progress.discard()
+
+        async def on_part_sent(index: int, message_id: int) -> None:
+            try:
+                # In a worker thread: the ledger write fsyncs, which must not stall the event loop
+                # (every other chat's sends and edits wait on it).
+                await asyncio.to_thread(self.inbox.record_part, item.item_id, index, message_id)
+            except OSError as err:  # the part is out; a crash before completion would only resend it
+                log.warning("telegram: could not record part %d of %s in the ledger: %s", index, item.item_id, err)
+
+        await send_markdown(
+            bot,
+            chat_id,
+            reply,
+            reply_to_message_id=reply_to if skip == 0 else None,
+            skip_parts=skip,
+            on_part_sent=on_part_sent,
+            topic=topic,
+        )
+
+    async def _finalise_stream(self, bot: telegram.Bot, chat_id: int, message_id: int, reply: str) -> bool:
+        """Replace the streamed text with the formatted first part; False if the edit did not land."""
+        part = render_markdown(reply)[0]
+        entities = [MessageEntity.de_json(dict(e), bot) for e in part.entities] or None
+        for _attempt in range(3):
+            try:
+                await bot.edit_message_text(part.text, chat_id=chat_id, message_id=message_id, entities=entities)
+                return True
+            except telegram.error.RetryAfter as err:
+                await asyncio.sleep(retry_after_seconds(err.retry_after))
+            except telegram.error.BadRequest as err:
+                if "not modified" in str(err).lower():
+                    return True
+                if entities and is_entity_error(err):
+                    entities = None
+                    continue
+                log.info("telegram: final edit of streamed message %s failed: %s", message_id, err)
+                return False
+            except TelegramError as err:
+                log.info("telegram: final edit of streamed message %s failed: %s", message_id, err)
+                return False
+        return False
+
+
+def outside_origin(message: telegram.Message) -> str | None:
+    """Where a message's content comes from when it is not the sender's own words: ``"forwarded from
+    Mallory"``, ``"forwarded from channel News"``, ``"sent via @somebot"``; None for the sender's own."""
+    origin = message.forward_origin
+    if origin is not None:
+        user = getattr(origin, "sender_user", None)
+        chat = getattr(origin, "sender_chat", None) or getattr(origin, "chat", None)
+        if user is not None:
+            who = user.full_name or "a user"
+        elif chat is not None:
+            who = f"{chat.type} {chat.title or chat.username or chat.id}"
+        else:
+            who = getattr(origin, "sender_user_name", None) or "someone"
+        return f"forwarded from {_label(who)}"
+    if message.is_automatic_forward:  # a channel post copied into its discussion group
+        return "forwarded from the linked channel"
+    if message.via_bot is not None:  # an inline bot wrote it; the user only picked it
+        return f"sent via @{_label(message.via_bot.username or str(message.via_bot.id))}"
+    return None
+
+
+def _label(name: str) -> str:
+    """A sender's name as it may stand in the outside-content label: one line, no brackets (names are theirs)."""
+    return " ".join(str(name).replace("[", "(").replace("]", ")").split())[:80] or "someone"
+
+
+def _excerpt(message: telegram.Message, limit: int = 60) -> str:
+    """The start of a user's message, to name it in a log line."""
+    text = " ".join((message.text or message.caption or f"<{message_kind(message)}>").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,87 @@
+"""How updates reach the handlers: ``getUpdates`` confirms only what the durable inbox holds, and the
+updates run concurrently across chats, in arrival order within one."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from telegram import Update
+from telegram.ext import BaseUpdateProcessor, ExtBot
+
+from messaging_llm_bot.channels.telegram.frontend import Frontend
+from messaging_llm_bot.channels.telegram.settings import command_name
+
+#: PTB's own limit on updates in progress; the chat queues are the bound (see ChatOrderedProcessor).
+UNBOUNDED_UPDATES = 1 << 20
+
+
+class InboxBot(ExtBot):
+    """ExtBot whose getUpdates persists model-bound updates before they are confirmed (next offset), and
+    returns (so confirms) only those the inbox could store (``Intake.take``)."""
+
+    def __init__(self, *args: Any, on_updates: Any = None, on_first_poll: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        with self._unfrozen():
+            self._on_updates = on_updates
+            self._on_first_poll = on_first_poll
+
+    async def get_updates(self, *args: Any, **kwargs: Any) -> tuple[Update, ...]:
+        if self._on_first_poll is not None:
+            callback = self._on_first_poll
+            with self._unfrozen():
+                self._on_first_poll = None
+            # Runs once this task waits for the network: the first poll goes out before the rest starts.
+            asyncio.get_running_loop().call_soon(callback)
+        updates = await super().get_updates(*args, **kwargs)
+        if updates and self._on_updates is not None:
+            # Only what the inbox holds is returned, so confirmed: the rest (the inbox cannot store it)
+            # comes again with the next call, whose offset stays below it.
+            return tuple(await self._on_updates(updates, self))
+        return updates
+
+
+class ChatOrderedProcessor(BaseUpdateProcessor):
+    """Concurrent across chats, strictly in arrival order within one chat, through the frontend's chat
+    queues (conversation/chatqueue.py): a bound per chat, the owner's turns first, one slot kept for them."""
+
+    def __init__(self, frontend: Frontend) -> None:
+        # The chat queues bound the work, not PTB's semaphore: with 256 places, one chat's backlog held
+        # them all (each waiting for its chat) and every other chat's updates waited behind it.
+        super().__init__(UNBOUNDED_UPDATES)
+        self.frontend = frontend
+
+    async def do_process_update(self, update: object, coroutine: Any) -> None:
+        if not isinstance(update, Update):
+            await coroutine
+            return
+        chat = update.effective_chat
+        access = self.frontend.access
+        # Button presses skip the queue: a turn may be waiting for one (confirmations); so does /stop,
+        # which is about the turn the queue is waiting for; and what the gate drops at once, taking no
+        # place in a chat's queue: a stranger's update, an update delivered again (answered already).
+        if (
+            chat is None
+            or update.callback_query is not None
+            or (update.message is not None and command_name(update.message) == "stop")
+            or not access.allowed(update.effective_user)
+            or update.update_id in access.duplicates
+        ):
+            await coroutine
+            return
+        fe = self.frontend
+        if fe.intake.for_model(update, update.get_bot()):
+            fe.intake.albums.arrived(update)  # before its chat's handlers run: the album's first turn waits for it
+        # Admitted in arrival order (PTB starts these tasks in that order): order holds per chat.
+        job = fe.queues.admit(chat.id, owner=access.from_owner(update))
+        if job is None:
+            coroutine.close()
+            await fe.intake.over_limit(update, update.get_bot())
+            return
+        await fe.queues.run(job, coroutine)
+
+    async def initialize(self) -> None:
+        """Nothing to set up."""
+
+    async def shutdown(self) -> None:
+        """Nothing to free."""

@@ -1,0 +1,384 @@
+"""Runs of scheduled jobs (docs/jobs.md): each due run enters the durable inbox as the job's own item.
+
+``JobScheduler`` looks at ``jobs/jobs.json`` on the frontend's JobQueue (every ``jobs.poll_seconds``,
+sooner when a run is due sooner), plans the due runs with the job's ``catch_up``
+(``assistant_framework.jobs.due_runs``) and accepts each into the inbox under its run id
+(``job:<id>:<planned time>``): the inbox takes an id once, so two runs of one planned time never both
+happen, and an item a crash left is answered at the next start like any message. Only then is the job's
+``last_planned`` moved on. The frontend answers the item in the owner's chat queue: a ``message`` job's
+text is the reply, a ``prompt`` job's turn (the owner's policy, no confirmation possible) makes it; the
+reply goes out through the ledger and the run gets its line in ``jobs/runs.jsonl``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from assistant_framework.config.settings import Settings
+from assistant_framework.hints import CLI
+from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.jobs import Job, JobStore, RunLog, due_runs, run_id
+from assistant_framework.jobs.schedule import ON_TIME
+from assistant_framework.schedules import as_utc, from_iso, to_iso, zone
+from messaging_llm_bot.agent.incoming import Incoming
+from messaging_llm_bot.agent.turn import TurnResult, reply_text
+from messaging_llm_bot.conversation.markup import escape_markdown
+from messaging_llm_bot.conversation.pool import TurnPool
+from messaging_llm_bot.conversation.reminders import FROM_OUTSIDE
+from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.llm.slots import background_calls
+
+log = logging.getLogger(__name__)
+
+#: The payload key of a job run's inbox item (a chat message's payload never has it).
+JOB_KEY = "job_run"
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """One run of a job as its inbox item holds it: what the job was when the run was queued."""
+
+    run_id: str
+    job_id: str
+    name: str
+    kind: str  # "message" | "prompt"
+    text: str
+    planned: str  # ISO, UTC
+    late: bool
+    timezone: str
+    untrusted: bool = False
+    requested: bool = False  # run_now
+
+    def payload(self) -> dict[str, Any]:
+        return {JOB_KEY: asdict(self)}
+
+    @classmethod
+    def of(cls, item: InboxItem) -> JobRun | None:
+        """The run an inbox item holds, or None for a chat message."""
+        data = item.payload.get(JOB_KEY)
+        if not isinstance(data, dict):
+            return None
+        try:
+            return cls(**{key: data[key] for key in cls.__dataclass_fields__ if key in data})
+        except TypeError:
+            return None
+
+    @property
+    def planned_at(self) -> datetime:
+        return from_iso(self.planned) or datetime.now(timezone.utc)
+
+    def late_note(self, started: datetime) -> str:
+        """``(late: planned 07:30, run 09:12)`` for a run made after downtime, else ""."""
+        if not self.late:
+            return ""
+        tz = zone(self.timezone)
+        planned, now = self.planned_at.astimezone(tz), as_utc(started).astimezone(tz)
+        form = "%H:%M" if planned.date() == now.date() else "%Y-%m-%d %H:%M"
+        return f"(late: planned {planned.strftime(form)}, run {now.strftime('%H:%M')})"
+
+
+def is_job_item(item: InboxItem) -> bool:
+    """True for the inbox item of a job run."""
+    return JOB_KEY in item.payload
+
+
+def message_reply(run: JobRun, started: datetime) -> str:
+    """A ``message`` job's text as it is sent (Markdown-escaped: shown as typed), with the late note."""
+    lines = [f"🗓 {run.text.strip()}"]
+    if run.untrusted:
+        lines.append(FROM_OUTSIDE)
+    if note := run.late_note(started):
+        lines.append(note)
+    return escape_markdown("\n".join(lines))
+
+
+def prompt_reply(run: JobRun, started: datetime, reply: str) -> str:
+    """A ``prompt`` job's reply under a header naming the job (and the late note)."""
+    note = run.late_note(started)
+    head = f"🗓 **{escape_markdown(run.name)}**" + (f" {escape_markdown(note)}" if note else "")
+    return f"{head}\n\n{reply}"
+
+
+@dataclass
+class JobReply:
+    """What a run made: the reply to deliver (None: nothing to deliver) and how the run is recorded."""
+
+    text: str | None
+    ok: bool = True
+    error: str | None = None
+    outcome: str | None = None
+
+
+async def make_job_reply(
+    runtime: Runtime,
+    pool: TurnPool,
+    inbox: Inbox,
+    run: JobRun,
+    item: InboxItem,
+    started: datetime,
+    *,
+    chat_id: Any,
+    user_id: Any,
+) -> JobReply:
+    """The run's reply, recorded in the inbox before any delivery (a crash resends it, never makes it again):
+    the reply recorded before, a ``message`` job's text, or a ``prompt`` job's turn in the owner's own chat
+    (the owner's policy, no confirmation, traced as a job turn; skipped past the day's budget)."""
+    if item.reply is not None:
+        return JobReply(item.reply)
+    if run.kind == "message":
+        made = JobReply(message_reply(run, started))
+    elif await asyncio.to_thread(over_budget, runtime.workspace, runtime.settings, started):
+        log.warning("jobs: %s not run: %s", run.run_id, BUDGET_USED_UP)
+        if await asyncio.to_thread(told_budget_today, runtime.workspace, runtime.settings, started):
+            return JobReply(None, error=BUDGET_USED_UP, outcome="skipped")
+        # The day's first run the budget stops: the owner hears it once, so a silent schedule is not a mystery.
+        notice = budget_notice(run, runtime.settings.jobs.max_model_runs_per_day)
+        await asyncio.to_thread(inbox.record_reply, item.item_id, notice)
+        return JobReply(notice, error=BUDGET_USED_UP, outcome="skipped")
+    else:
+        incoming = Incoming(
+            item.conversation_id,
+            prompt_text(run),
+            chat_id=chat_id,
+            user_id=user_id,
+            message_id=run.run_id,
+            owner_chat=True,
+            untrusted=run.untrusted,
+            approve=None,
+            job=run.job_id,
+        )
+        result = await pool.run(_background_turn, runtime.agent.handle, incoming)
+        failed = None if result.ok else (result.reply or "the turn failed")
+        made = JobReply(prompt_reply(run, started, reply_text(result)), result.ok, failed)
+    text = made.text or ""
+    await asyncio.to_thread(inbox.record_reply, item.item_id, text)
+    return made
+
+
+def _background_turn(handle: Callable[[Incoming], TurnResult], incoming: Incoming) -> TurnResult:
+    # A prompt job's model calls are background work (llm.slots.background_calls): they yield to the chats'
+    # turns and stop at 80 % of a runner's spending cap, keeping the rest for the owner's own turns.
+    with background_calls():
+        return handle(incoming)
+
+
+def prompt_text(run: JobRun) -> str:
+    """What a ``prompt`` job's turn asks the model."""
+    return f"(Scheduled job {run.name!r}: do this now and answer for the owner.)\n{run.text}"
+
+
+#: The ``error`` of a run the day's budget stopped (``jobs/runs.jsonl``): also how the day's first one is found.
+BUDGET_USED_UP = "today's model runs for jobs are used up (jobs.max_model_runs_per_day)"
+
+
+def budget_notice(run: JobRun, allowed: int) -> str:
+    """What the owner is told at the day's first run the budget stops (later ones that day are silent)."""
+    return (
+        f"⏸ **{escape_markdown(run.name)}** did not run: today's {allowed} model runs for scheduled jobs are "
+        "used up. Prompt jobs run again tomorrow; message jobs go on. To allow more: "
+        f"`{CLI} config set jobs.max_model_runs_per_day {allowed * 2}`"
+    )
+
+
+def told_budget_today(workspace: Any, settings: Settings, now: datetime) -> bool:
+    """True when a run was already stopped by the budget today (the owner was told then)."""
+    tz = zone(settings.runtime.timezone)
+    day = as_utc(now).astimezone(tz).date()
+    for record in RunLog(workspace).records():
+        started = from_iso(record.get("started"))
+        if record.get("error") == BUDGET_USED_UP and started is not None and started.astimezone(tz).date() == day:
+            return True
+    return False
+
+
+def over_budget(workspace: Any, settings: Settings, now: datetime) -> bool:
+    """True when today's ``prompt`` job runs reached ``jobs.max_model_runs_per_day``."""
+    tz = zone(settings.runtime.timezone)
+    used = RunLog(workspace).model_runs_on(as_utc(now).astimezone(tz).date(), tz)
+    return used >= settings.jobs.max_model_runs_per_day
+
+
+def finish_run(
+    workspace: Any,
+    run: JobRun,
+    *,
+    started: datetime,
+    ok: bool,
+    message_ids: list[int],
+    error: str | None = None,
+    outcome: str | None = None,
+) -> bool:
+    """Record a run's line in ``jobs/runs.jsonl`` (once, also when a replay finishes it again) and count it
+    for the job; True when this failure paused the job (the owner is told once)."""
+    runs = RunLog(workspace)
+    if runs.has_run(run.run_id):
+        return False
+    record = {
+        "run": run.run_id,
+        "job": run.job_id,
+        "name": run.name,
+        "kind": run.kind,
+        "planned": run.planned,
+        "started": to_iso(started),
+        "finished": to_iso(datetime.now(timezone.utc)),
+        "outcome": outcome or ("delivered" if ok else "failed"),
+        **({"late": True} if run.late else {}),
+        **({"requested": True} if run.requested else {}),
+        **({"message_ids": message_ids} if message_ids else {}),
+        **({"error": " ".join(str(error).split())[:300]} if error else {}),
+    }
+    runs.append(record)
+    if outcome == "skipped":
+        return False
+    _failures, paused_now = JobStore(workspace).record_outcome(run.job_id, ok)
+    return paused_now
+
+
+def paused_notice(run: JobRun, error: str | None) -> str:
+    """What the owner is told, once, when a job is paused after failing three times in a row."""
+    why = f" The last error: {escape_markdown(' '.join(str(error).split())[:200])}." if error else ""
+    return (
+        f"⚠️ Job {escape_markdown(run.job_id)} ({escape_markdown(run.name)}) failed three times in a row and is "
+        f"paused.{why} Resume it with `{CLI} jobs resume {escape_markdown(run.job_id)}` or ask me."
+    )
+
+
+class JobScheduler:
+    """Puts due job runs into the inbox and hands them to the frontend; on a PTB JobQueue or AsyncJobQueue."""
+
+    def __init__(
+        self,
+        workspace: Any,
+        inbox: Inbox,
+        job_queue: Any,
+        *,
+        claim: Callable[[Job], str | None],
+        start: Callable[[InboxItem], None],
+        settings: Callable[[], Settings],
+        clock: Callable[[], datetime] | None = None,
+        prefix: str = "",
+    ) -> None:
+        self.workspace = workspace
+        self.inbox = inbox
+        self.job_queue = job_queue
+        self.claim = claim  # the conversation a job's runs go to on this frontend, or None (not ours)
+        self.start_item = start
+        self.settings = settings
+        self.clock = clock or (lambda: datetime.now(timezone.utc))
+        self.prefix = prefix  # this frontend's conversations in the inbox ("tg:")
+        self.stopped = False
+        self.looks = 0  # how many looks are done (a test waits for the next one)
+
+    def start(self) -> None:
+        """Look now, then again and again."""
+        self._plan(0.0)
+
+    def _plan(self, delay: float) -> None:
+        if not self.stopped:
+            self.job_queue.run_once(self._tick, when=max(0.05, delay), name="jobs:look")
+
+    async def _tick(self, context: Any) -> None:
+        poll = self.settings().jobs.poll_seconds
+        try:
+            items, wait = await asyncio.to_thread(self.look)
+        except Exception as err:  # noqa: BLE001 - a damaged file or a full disk must not end the schedule
+            log.warning("jobs: looking at the jobs failed: %s", err)
+            items, wait = [], poll
+        if self.looks == 1:
+            log.info("jobs: first look done; %d run(s) to make now", len(items))
+        for item in items:
+            try:
+                self.start_item(item)
+            except Exception:  # noqa: BLE001 - one run must not stop the others
+                log.exception("jobs: could not start %s", item.item_id)
+        self._plan(wait)
+
+    def look(self) -> tuple[list[InboxItem], float]:
+        """Queue every due run in the inbox; (the items to answer, seconds until the next look)."""
+        settings = self.settings()
+        poll = settings.jobs.poll_seconds
+        now = as_utc(self.clock())
+        store = JobStore(self.workspace, settings.runtime.timezone)
+        jobs, _problems = store.jobs()
+        items: list[InboxItem] = []
+        soonest = now + timedelta(seconds=poll)
+        on_time = max(ON_TIME, timedelta(seconds=2 * poll))
+        for job in jobs:
+            conversation = self.claim(job)
+            if conversation is None:
+                continue
+            if job.run_requested:
+                requested = from_iso(job.run_requested) or now
+                stamp = run_id(job.id, requested).replace(f"job:{job.id}:", f"job:{job.id}:now-")
+                item = self._queue(job, conversation, stamp, requested, late=False, requested=True)
+                if item is not None:
+                    items.append(item)
+                store.mark(job.id, None, clear_request=job.run_requested)
+            if job.paused:
+                continue
+            since = job.last_planned or job.created_at
+            due = due_runs(
+                job.schedule, since, now, catch_up=job.catch_up, cap=settings.jobs.catch_up_max, on_time=on_time
+            )
+            for planned, late in due.runs:
+                item = self._queue(job, conversation, run_id(job.id, planned), planned, late=late)
+                if item is not None:
+                    items.append(item)
+            if due.skipped_count:
+                self._skipped(job, due.skipped, due.skipped_count)
+            if due.mark is not None:
+                store.mark(job.id, due.mark)
+            upcoming = job.schedule.next_after(max(due.mark or since, now))
+            if upcoming is not None:
+                soonest = min(soonest, upcoming)
+        # A run whose delivery failed (network) stays in the inbox: offered again (the frontend skips running ones).
+        items += [item for item in self.inbox.pending(self.prefix) if is_job_item(item) and item not in items]
+        self.looks += 1
+        return items, (soonest - now).total_seconds()
+
+    def _queue(
+        self, job: Job, conversation: str, rid: str, planned: datetime, *, late: bool, requested: bool = False
+    ) -> InboxItem | None:
+        run = JobRun(
+            run_id=rid,
+            job_id=job.id,
+            name=job.name,
+            kind=job.kind,
+            text=job.text,
+            planned=to_iso(planned) or "",
+            late=late,
+            timezone=job.schedule.tz,
+            untrusted=job.untrusted,
+            requested=requested,
+        )
+        item = self.inbox.accept(rid, conversation, run.payload())
+        if item is None:
+            log.info("jobs: run %s was queued before; not again", rid)
+        else:
+            log.info("jobs: run %s of %r queued%s", rid, job.name, " (late)" if late else "")
+        return item
+
+    def _skipped(self, job: Job, skipped: list[datetime], count: int) -> None:
+        first = skipped[0] if skipped else None
+        log.info("jobs: %d missed run(s) of %s (%r) not made (catch_up %s)", count, job.id, job.name, job.catch_up)
+        RunLog(self.workspace).append(
+            {
+                "run": f"job:{job.id}:skipped-{(to_iso(skipped[-1]) if skipped else '')}",
+                "job": job.id,
+                "name": job.name,
+                "kind": job.kind,
+                "planned": to_iso(skipped[-1]) if skipped else None,
+                **({"first_planned": to_iso(first)} if first is not None and len(skipped) > 1 else {}),
+                "outcome": "skipped",
+                "count": count,
+                "reason": f"missed while the bot was down (catch_up {job.catch_up})",
+            }
+        )
+
+    def stop(self) -> None:
+        self.stopped = True
