@@ -21,7 +21,7 @@ class Mutation:
 
 
 # Test files by the guard they cover (the mutation loop runs only these, to keep the machine usable).
-CAPS = ("test_spending_caps.py", "test_spending_cli.py")
+CAPS = ("test_spending_caps.py", "test_spending_cli.py", "test_spending_cut_calls.py")
 ACCESS = (
     "test_security_guests.py",
     "test_security_owner_commands.py",
@@ -985,6 +985,38 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if False:",
         "an over-long request line is answered 431 as if its headers were too large",
         ("test_web_limits.py",),
+    ),
+    Mutation(
+        "caps-cut-call-not-counted",
+        f"{BOT}/llm/caps.py",
+        "if not err.sent:  # refused with an error status, or never reached the server: nothing to count",
+        "if True:",
+        "calls cut by /stop or a timeout count nothing: any number of them go to a capped runner",
+        CAPS,
+    ),
+    Mutation(
+        "caps-cut-before-the-answer-not-sent",
+        f"{BOT}/llm/answer.py",
+        "return not isinstance(reason, urllib3.exceptions.ConnectTimeoutError)  # NewConnectionError is one",
+        "return False",
+        "a call cut while the server reads the prompt (no byte of the answer yet) counts nothing",
+        CAPS,
+    ),
+    Mutation(
+        "caps-cut-mid-answer-not-sent",
+        f"{BOT}/llm/client.py",
+        "err.sent = True  # the server took the request and answered 2xx: cut, or broke off",
+        "pass",
+        "a call cut in the middle of its answer counts nothing",
+        CAPS,
+    ),
+    Mutation(
+        "caps-failed-call-keeps-its-hold",
+        f"{BOT}/llm/caps.py",
+        "        spending.release(held)\n        return\n",
+        "        return\n",
+        "after a call refused with an error status, the next is refused as if the failed one still held its share",
+        CAPS,
     ),
     # -- images for the model (media/images.py) ---------------------------------------------------------
     Mutation(

@@ -210,11 +210,16 @@ class SpendingLedger:
         answer: str = "",
         hold: Hold | None = None,
         next_runner: str | None = None,
+        whole_estimate: bool = False,
     ) -> None:
         """Add one answered call (its ``hold`` dropped); a server that reported no usage is counted from the
-        ``estimate``'s prompt and the ``answer``'s text. Tells ``capped`` when the call reached a cap (once)."""
-        estimated = not reported.reported
-        if estimated:
+        ``estimate``'s prompt and the ``answer``'s text. ``whole_estimate``: ``reported`` is the estimate of a
+        call that was cut (its prompt and its answer's bound), counted as it is and marked estimated. Tells
+        ``capped`` when the call reached a cap (once)."""
+        estimated = whole_estimate or not reported.reported
+        if whole_estimate:
+            counted = reported
+        elif estimated:
             counted = CallTokens(max(1, (estimate.prompt or 0) if estimate else 0), estimate_tokens(answer))
         else:
             counted = reported

@@ -58,6 +58,15 @@ def transport_error(runner: RunnerConfig, exc: BaseException) -> LLMError:
     return LLMError(kind, detail, runner=runner.name, base_url=runner.base_url)
 
 
+def reached_server(exc: BaseException) -> bool:
+    """False when ``exc`` says the connection was never made (refused, no route, no name, connect timeout):
+    nothing of the request reached the server. True otherwise (it may have read the prompt and worked on it)."""
+    if isinstance(exc, requests.ConnectTimeout):
+        return False
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return not isinstance(reason, urllib3.exceptions.ConnectTimeoutError)  # NewConnectionError is one
+
+
 def timeout_error(runner: RunnerConfig, partial: bytes) -> LLMError:
     """The error for an answer the call's deadline cut (``partial``: what had arrived)."""
     detail = answer_deadline_detail(runner.timeout_seconds, partial)

@@ -1,6 +1,7 @@
 """The model client's side of the spending caps (assistant_framework/spending/): before a call, hold its own
-estimate against the runner's caps (or get the cap it would pass); after it, count what the server reported;
-and the sentence a call gets when no runner may answer. ``spending`` None: no caps are kept."""
+estimate against the runner's caps (or get the cap it would pass); after it, count what the server reported
+(a call cut by its deadline or a stop: its estimate; one refused with an error status: nothing); and the
+sentence a call gets when no runner may answer. ``spending`` None: no caps are kept."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 
 from assistant_framework.spending import CallTokens, CapUse, Hold, SpendingLedger, call_estimate, none_left_text
 from messaging_llm_bot.llm.answer import Completion
+from messaging_llm_bot.llm.errors import LLMError
 from messaging_llm_bot.llm.runners import RunnerConfig
 from messaging_llm_bot.llm.slots import in_background
 from messaging_llm_bot.llm.wire import JsonObject
@@ -39,6 +41,30 @@ def release_call(spending: SpendingLedger | None, held: Hold | CapUse | None) ->
     """Give back a call's hold (the call failed: nothing is counted)."""
     if spending is not None and isinstance(held, Hold):
         spending.release(held)
+
+
+def settle_failed_call(
+    spending: SpendingLedger | None,
+    runner: RunnerConfig,
+    err: LLMError,
+    body: JsonObject,
+    held: Hold | CapUse | None,
+    rest: Sequence[RunnerConfig],
+) -> None:
+    """A call that failed: one the server took and was cut (deadline, ``/stop``) or broke off is counted at its
+    estimate (the server may have read the whole prompt and written up to ``max_tokens``); one it never took,
+    or refused with an error status, is not. Either way its hold is given back."""
+    if spending is None or not isinstance(held, Hold):
+        return
+    if not err.sent:  # refused with an error status, or never reached the server: nothing to count
+        spending.release(held)
+        return
+    try:
+        following = next((r.name for r in rest if spending.blocking(r, False) is None), None)
+        spending.record(runner, call_estimate(body), hold=held, next_runner=following, whole_estimate=True)
+    except Exception:  # noqa: BLE001 - bookkeeping must not hide the call's own error
+        release_call(spending, held)
+        log.exception("could not count the cut call to runner %r", runner.name)
 
 
 def refusal(spending: SpendingLedger | None, runners: Sequence[RunnerConfig]) -> str | None:

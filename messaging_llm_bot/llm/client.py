@@ -29,13 +29,14 @@ from assistant_framework.spending import CapUse, SpendingLedger, none_left_text
 from messaging_llm_bot.llm.answer import (
     Completion,
     error_text,
+    reached_server,
     read_json,
     read_stream,
     timeout_error,
     to_completion,
     transport_error,
 )
-from messaging_llm_bot.llm.caps import count_call, hold_call, refusal, release_call
+from messaging_llm_bot.llm.caps import count_call, hold_call, refusal, release_call, settle_failed_call
 from messaging_llm_bot.llm.deadline import CallDeadline
 from messaging_llm_bot.llm.errors import LLMError, http_error, names_response_format
 from messaging_llm_bot.llm.hangup import hang_up_on
@@ -186,7 +187,7 @@ class LLMClient:
                 try:
                     completion = self._complete_on(candidate, body, stream, on_delta, stop)
                 except LLMError as err:
-                    release_call(self.spending, held)
+                    settle_failed_call(self.spending, candidate, err, body, held, candidates[index + 1 :])
                     if stop is not None and stop.is_set():
                         raise  # the owner stopped the turn: no other format or runner
                     # A server rejecting a response_format or tools is expected once per runner and is
@@ -314,11 +315,15 @@ class LLMClient:
                 )
             except requests.RequestException as exc:
                 if deadline.expired:
-                    raise timeout_error(runner, b"") from None
+                    cut = timeout_error(runner, b"")
+                    cut.sent = reached_server(exc)  # cut while the server read the prompt or worked on it
+                    raise cut from None
                 raise transport_error(runner, exc) from None
             if deadline.fired:  # cut in the headers: what http.client read up to the cut is no answer
                 response.close()
-                raise timeout_error(runner, b"")
+                cut = timeout_error(runner, b"")
+                cut.sent = True
+                raise cut
             with response:
                 if not 200 <= response.status_code < 300:
                     raise http_error(
@@ -331,10 +336,14 @@ class LLMClient:
                         unset_key_env=unset_key_variable(runner),
                     )
                 is_sse = "text/event-stream" in response.headers.get("Content-Type", "")
-                if stream and is_sse:
-                    raw = read_stream(response, runner, on_delta, deadline)
-                else:
-                    raw = read_json(response, runner, deadline)
+                try:
+                    if stream and is_sse:
+                        raw = read_stream(response, runner, on_delta, deadline)
+                    else:
+                        raw = read_json(response, runner, deadline)
+                except LLMError as err:
+                    err.sent = True  # the server took the request and answered 2xx: cut, or broke off
+                    raise
         completion = to_completion(raw, runner, time.monotonic() - started)
         if stream and not is_sse and on_delta is not None and completion.text:
             on_delta(completion.text)  # the server ignored `stream`; show the answer once

@@ -69,6 +69,9 @@ class LLMError(Exception):
         self.retry_after = retry_after
         self.quota = quota
         self.attempts: list[LLMError] = []
+        #: The request reached the server, which may have worked on it: the call was cut (its deadline, a
+        #: stop) or broke off after a 2xx status. Its estimate is counted against the caps (llm/caps.py).
+        self.sent = False
         super().__init__(self.detail)
 
     @property
