@@ -6,6 +6,7 @@ No model call and no tokens: everything is read from the workspace stores and co
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -61,10 +62,10 @@ def build_digest(workspace: Workspace, now: datetime, timezone: str) -> str:
     return head + "\n\n" + "\n\n".join(body)
 
 
-def _safe(section):
+def _safe(section: Callable[..., str]) -> Callable[..., str]:
     """Decorator: a damaged file shows a one-line note instead of breaking the whole digest."""
 
-    def wrapper(workspace: Workspace, *args):
+    def wrapper(workspace: Workspace, *args: Any) -> str:
         try:
             return section(workspace, *args)
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import errno
 import logging
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class StorageOutage:
     """The inbox of one frontend cannot store messages: one log line per outage and one at its end, the
     pause before the next try, and which chats were told. Used from one event loop (or one thread)."""
 
-    def __init__(self, frontend: str, clock=time.monotonic) -> None:
+    def __init__(self, frontend: str, clock: Callable[[], float] = time.monotonic) -> None:
         self.frontend = frontend
         self.clock = clock
         self.down = False

@@ -42,12 +42,16 @@ from messaging_llm_bot.channels.console.extras import (
     typed_so_far,
 )
 from messaging_llm_bot.channels.console.jobs import ConsoleJobs
+from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.commands import run_command
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.markup import terminal_text
 from messaging_llm_bot.conversation.runtime import Runtime
 
 CONVERSATION_ID = "console"
+#: What the terminal chat can do (channels/contract.py): one reader, text only, the answer printed as it
+#: streams (appended, never edited), a reply printed whole (a bound, not a platform limit), approvals typed y/n.
+CAPABILITIES = Capabilities(max_message_length=1_000_000, length_unit="chars")
 QUIT_COMMANDS = ("/quit", "/exit")
 LOCK_FILE = "state/console.lock"
 EXIT_USAGE = 2
@@ -64,7 +68,7 @@ def progress_line(event: AgentEvent) -> str | None:
     return None
 
 
-def terminal_approver(stdin: TextIO, stdout: TextIO):
+def terminal_approver(stdin: TextIO, stdout: TextIO) -> Callable[[dict[str, Any]], bool]:
     """Ask the owner at the terminal to confirm a call the policy marks ``ask`` (anything but y means no)."""
 
     def approve(request: dict[str, Any]) -> bool:
@@ -222,7 +226,8 @@ def answer_stoppably(
             print("\n… stopping (Ctrl-C again to leave the chat)", file=progress, flush=True)
     if "error" in box:
         raise box["error"]
-    return box["out"]
+    out: tuple[str, str | None] = box["out"]
+    return out
 
 
 def _replay(runtime: Runtime, inbox: Inbox, stdout: TextIO, stderr: TextIO, interactive: bool) -> None:

@@ -10,10 +10,13 @@ import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, TextIO
+from typing import TYPE_CHECKING, Callable, TextIO
 
 from assistant_framework.workspace.private import make_private_dirs, private_file
 from messaging_llm_bot.conversation.reminders import delivery_text
+
+if TYPE_CHECKING:
+    from assistant_framework.stores.reminders import ReminderStore
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +103,8 @@ def typed_so_far(stdin: TextIO, stdout: TextIO, interactive: bool) -> Callable[[
     readline = sys.modules.get("readline")
     if readline is None or not (interactive and stdin is sys.stdin and stdout is sys.stdout):
         return None
-    return readline.get_line_buffer
+    buffer: Callable[[], str] = readline.get_line_buffer
+    return buffer
 
 
 def _tolerate_bad_bytes(stdin: TextIO) -> str:
@@ -213,7 +217,7 @@ class ConsoleReminders:
 
     def __init__(
         self,
-        store,
+        store: ReminderStore,
         chat_id: str,
         emit: Callable[[str], bool | None],
         *,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.markup import (
     EMPTY_PLACEHOLDER,
     check_limit,
@@ -22,6 +23,18 @@ from messaging_llm_bot.conversation.markup import (
 )
 
 MAX_MESSAGE_BYTES = 2000  # signal-cli ServiceConfig.MAX_MESSAGE_SIZE_BYTES
+
+#: What the Signal channel can do (channels/contract.py); its replies are split by ``render_signal``.
+CAPABILITIES = Capabilities(
+    max_message_length=MAX_MESSAGE_BYTES,
+    length_unit="utf8",
+    can_edit=False,  # a reply is sent whole when the turn ends
+    typing=True,
+    groups=True,
+    buttons=False,  # approvals are answered by a reply "yes" / "no" (signal/approval.py)
+    media_in=frozenset({"photo", "file", "voice"}),
+    media_out=frozenset({"voice"}),
+)
 STYLE_OF = {
     "bold": "BOLD",
     "italic": "ITALIC",

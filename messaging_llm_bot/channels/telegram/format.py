@@ -6,6 +6,7 @@ The conversion and the splitting rules are shared with the other chat frontends
 
 from __future__ import annotations
 
+from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.markup import (
     EMPTY_PLACEHOLDER,
     MessagePart,
@@ -19,7 +20,28 @@ from messaging_llm_bot.conversation.markup import (
 
 MAX_MESSAGE_UTF16 = 4096
 
-__all__ = ["EMPTY_PLACEHOLDER", "MAX_MESSAGE_UTF16", "MessagePart", "plain_parts", "render_markdown", "utf16_len"]
+#: What the Telegram channel can do (channels/contract.py); its replies are split by ``render_markdown``.
+CAPABILITIES = Capabilities(
+    max_message_length=MAX_MESSAGE_UTF16,
+    length_unit="utf16",
+    can_edit=True,  # a streamed reply grows in one message (telegram/progress.py)
+    typing=True,
+    threads=True,  # forum topics
+    groups=True,
+    buttons=True,  # approvals are Yes/No buttons (telegram/approval.py)
+    media_in=frozenset({"photo", "file", "voice"}),
+    media_out=frozenset({"voice"}),
+)
+
+__all__ = [
+    "CAPABILITIES",
+    "EMPTY_PLACEHOLDER",
+    "MAX_MESSAGE_UTF16",
+    "MessagePart",
+    "plain_parts",
+    "render_markdown",
+    "utf16_len",
+]
 
 
 def render_markdown(markdown: str, limit: int = MAX_MESSAGE_UTF16) -> list[MessagePart]:

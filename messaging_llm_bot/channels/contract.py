@@ -1,0 +1,177 @@
+"""The channel contract (docs/channels.md): what a chat surface is to the rest of the bot.
+
+A channel is an adapter between one platform (Telegram, Signal, the terminal, ...) and the conversation
+service (messaging_llm_bot/conversation/). It turns the platform's events into ``Incoming`` records and
+carries the service's replies back: text split to the platform's limit, edits for streaming where the
+platform can, typing, files out, a yes/no question for ``ask`` approvals. What it can do is data
+(``Capabilities``), so the service asks the record instead of the channel's name. Identity, addressing
+(mentions, group modes) and the platform's own errors stay inside the adapter.
+
+Only these dataclasses cross the contract, never ``dict[str, Any]``: a platform's payload stays in its
+adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+#: What a message can carry besides text; a channel lists the kinds it reads and the kinds it sends.
+MediaKind = Literal["photo", "file", "voice", "audio", "video", "sticker"]
+MEDIA_KINDS: tuple[MediaKind, ...] = ("photo", "file", "voice", "audio", "video", "sticker")
+
+#: How a platform counts its message limit: Telegram in UTF-16 code units, Signal in UTF-8 bytes.
+LengthUnit = Literal["utf16", "utf8", "chars"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a channel can do, as data: the conversation service reads this, never the channel's name."""
+
+    max_message_length: int  # one message's limit; longer replies are split (conversation/markup.py)
+    length_unit: LengthUnit = "chars"
+    can_edit: bool = False  # a sent message can be edited: a streamed reply grows in place
+    typing: bool = False  # the platform shows "typing..."
+    threads: bool = False  # conversations inside a chat (Telegram forum topics)
+    groups: bool = False  # chats with more than the bot and one person
+    buttons: bool = False  # a yes/no question has buttons (else it is answered by a reply)
+    media_in: frozenset[MediaKind] = frozenset()
+    media_out: frozenset[MediaKind] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.max_message_length < 1:
+            raise ValueError(f"max_message_length must be at least 1, not {self.max_message_length}")
+        unknown = (self.media_in | self.media_out) - set(MEDIA_KINDS)
+        if unknown:
+            raise ValueError(f"unknown media kinds: {sorted(unknown)}")
+
+
+@dataclass(frozen=True)
+class Address:
+    """Where a message goes: a chat, and the thread (forum topic) inside it when the platform has them."""
+
+    chat_id: str
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Sender:
+    """Who sent a message, as the platform proves it (Telegram's numeric id, Signal's account UUID)."""
+
+    user_id: str
+    name: str = ""  # for display only: never an identity
+    is_bot: bool = False
+
+
+@dataclass(frozen=True)
+class Media:
+    """One attachment of an incoming message; its bytes are fetched by the adapter (``Channel.fetch``)."""
+
+    kind: MediaKind
+    ref: str  # the platform's handle for it (a file id, an attachment id)
+    name: str = ""
+    mime: str = ""
+    size: int | None = None  # bytes, when the platform says (the service refuses what is too big before fetching)
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """One message from a chat, the same record from every channel."""
+
+    channel: str  # the registry's name of the channel ("telegram")
+    message_id: str  # the platform's id of the message: the durable inbox takes it once (dedup)
+    sender: Sender
+    address: Address
+    conversation_id: str  # whose history and memory scope the turn uses ("tg:7", "tg:7:12", "sig:<uuid>")
+    text: str = ""
+    media: tuple[Media, ...] = ()
+    is_group: bool = False
+    reply_to: str | None = None  # the platform's id of the message this one answers
+    quoted: str | None = None  # the text of that message, when the platform sends it along
+    forwarded_from: str | None = None  # "Mallory" for a forward: the text is someone else's (outside content)
+    album: str | None = None  # the platform's group id of messages sent together (answered in one turn)
+
+
+@dataclass(frozen=True)
+class Sent:
+    """The platform's ids of the messages one send made (one per part of a split reply)."""
+
+    message_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OutgoingFile:
+    """A file the bot sends: a photo, a document or a voice note from the workspace."""
+
+    kind: MediaKind
+    path: Path
+    caption: str = ""
+
+
+#: Called with each part's index and the platform's message id as soon as that part is out (the ledger).
+PartSent = Callable[[int, str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class TextOut:
+    """A reply to send: Markdown, split by the channel to its limit; ``skip_parts`` already sent (a replay)."""
+
+    markdown: str
+    reply_to: str | None = None
+    skip_parts: int = 0
+    on_part_sent: PartSent | None = field(default=None, compare=False)
+
+
+@runtime_checkable
+class Channel(Protocol):
+    """One chat surface. Every method is called on the channel's own event loop."""
+
+    @property
+    def name(self) -> str:
+        """The registry's name ("telegram"): the prefix of its conversations is the registry's."""
+        ...
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    async def start(self) -> None:
+        """Connect and begin handing ``Incoming`` records to the conversation service."""
+        ...
+
+    async def stop(self, timeout: float) -> None:
+        """Stop taking messages; turns running get ``timeout`` seconds, the rest stays in the inbox."""
+        ...
+
+    async def send_text(self, to: Address, text: TextOut) -> Sent:
+        """Send a reply split to ``capabilities.max_message_length``; raises ``DeliveryError`` when it cannot."""
+        ...
+
+    async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
+        """Replace a sent message's text (a streamed reply); False when the platform cannot or refused."""
+        ...
+
+    async def typing(self, to: Address) -> None:
+        """Show "typing..." once (the service repeats it while a turn runs); nothing where there is none."""
+        ...
+
+    async def send_file(self, to: Address, file: OutgoingFile) -> Sent:
+        """Send a photo, document or voice note; raises ``DeliveryError`` when it cannot."""
+        ...
+
+    async def fetch(self, media: Media, folder: Path, limit_bytes: int) -> Path:
+        """Save an incoming attachment under ``folder`` (at most ``limit_bytes``); its path."""
+        ...
+
+    async def ask_yes_no(self, to: Address, question: str, timeout: float) -> bool:
+        """Ask the owner a yes/no question (an ``ask`` approval); False when declined or not answered in time."""
+        ...
+
+
+class DeliveryError(Exception):
+    """A channel could not deliver; ``for_good`` when sending again cannot help (blocked, chat gone)."""
+
+    def __init__(self, message: str, *, for_good: bool = False) -> None:
+        super().__init__(message)
+        self.for_good = for_good

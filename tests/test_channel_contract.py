@@ -1,0 +1,118 @@
+"""The channel contract (channels/contract.py, docs/channels.md): its records are typed data, and every
+channel's declared capabilities are what its own code does.
+
+The start of the contract test kit (issue 42): one parametrized module every channel passes. Today it checks
+the records and the split of a long reply to the channel's declared limit; the turns through each channel's
+fake (one reply, stream edits, approvals, strangers, a restart mid-turn) follow as the adapters move onto
+the contract.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Callable
+
+import pytest
+
+from messaging_llm_bot.channels import contract
+from messaging_llm_bot.channels.contract import Capabilities
+from messaging_llm_bot.conversation.markup import terminal_text, utf16_len
+
+RECORDS = [
+    contract.Capabilities,
+    contract.Address,
+    contract.Sender,
+    contract.Media,
+    contract.Incoming,
+    contract.Sent,
+    contract.OutgoingFile,
+    contract.TextOut,
+]
+
+
+def _loose(hint: object) -> list[str]:
+    """The parts of a type hint that are untyped JSON: Any, or a dict of any kind."""
+    if hint is typing.Any:
+        return ["Any"]
+    origin = typing.get_origin(hint)
+    found = ["dict"] if hint is dict or origin is dict else []
+    for arg in typing.get_args(hint):
+        found += _loose(arg)
+    return found
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=lambda r: r.__name__)
+def test_a_contract_record_is_a_frozen_dataclass_without_loose_json(record: type) -> None:
+    assert dataclasses.is_dataclass(record)
+    assert record.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    hints = typing.get_type_hints(record, vars(contract))
+    loose = {name: _loose(hint) for name, hint in hints.items() if _loose(hint)}
+    assert loose == {}
+
+
+def test_the_channel_protocol_takes_and_gives_only_contract_records() -> None:
+    methods = [name for name in dir(contract.Channel) if not name.startswith("_")]
+    assert {"start", "stop", "send_text", "edit_text", "typing", "send_file", "fetch", "ask_yes_no"} <= set(methods)
+    for name in methods:
+        member = getattr(contract.Channel, name)
+        target = member.fget if isinstance(member, property) else member
+        hints = typing.get_type_hints(target, vars(contract))
+        assert not [h for h in hints.values() if _loose(h)], name
+
+
+def test_capabilities_refuse_a_limit_below_one_and_unknown_media() -> None:
+    with pytest.raises(ValueError, match="max_message_length"):
+        Capabilities(max_message_length=0)
+    with pytest.raises(ValueError, match="unknown media kinds"):
+        Capabilities(max_message_length=10, media_in=frozenset({"hologram"}))  # type: ignore[arg-type]
+
+
+def _telegram() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.telegram.format import CAPABILITIES, render_markdown
+
+    return CAPABILITIES, lambda text: [part.text for part in render_markdown(text)]
+
+
+def _signal() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.signal.format import CAPABILITIES, render_signal
+
+    return CAPABILITIES, lambda text: [part.text for part in render_signal(text)]
+
+
+def _console() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.console.chat import CAPABILITIES
+
+    return CAPABILITIES, lambda text: [terminal_text(text)]
+
+
+CHANNELS = {"telegram": _telegram, "signal": _signal, "console": _console}
+MEASURE: dict[str, Callable[[str], int]] = {
+    "utf16": utf16_len,
+    "utf8": lambda text: len(text.encode("utf-8")),
+    "chars": len,
+}
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_a_long_reply_is_split_to_the_declared_limit_and_nothing_is_lost(channel: str) -> None:
+    capabilities, split = CHANNELS[channel]()
+    measure = MEASURE[capabilities.length_unit]
+    # Wide characters (an emoji is 2 UTF-16 units and 4 UTF-8 bytes) and bold spans across the cut points.
+    line = "**Paris** 🗼 ist die Hauptstadt — 東京 is far away."
+    count = min(3 * capabilities.max_message_length // measure(line) + 1, 5_000)
+    reply = "\n".join(f"{n}. {line}" for n in range(count))
+    parts = split(reply)
+    assert all(measure(part) <= capabilities.max_message_length for part in parts)
+    if measure(reply) > capabilities.max_message_length:
+        assert len(parts) > 1
+    # Every word arrives once, in order (whitespace at the cuts may go).
+    assert "".join("".join(parts).split()) == "".join(reply.replace("**", "").split())
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_a_channel_declares_its_capabilities_in_the_contracts_terms(channel: str) -> None:
+    capabilities, _split = CHANNELS[channel]()
+    assert isinstance(capabilities, Capabilities)
+    assert capabilities.length_unit in MEASURE
+    assert capabilities.media_in <= set(contract.MEDIA_KINDS)
