@@ -138,12 +138,14 @@ def _decoded_small(opened: Image.Image, fmt: str, max_side: int) -> Image.Image:
     image: Image.Image = opened
     if image.mode in ("P", "PA", "1"):  # palette indices cannot be averaged
         image = image.convert("L" if image.mode == "1" else "RGBA" if _has_alpha(image) else "RGB")
+    elif image.mode.startswith("I;16"):  # Pillow reduces and resamples 32-bit greys, not 16-bit ones
+        image = image.convert("I")
     factor = max(image.size) // (2 * max_side)
-    if factor > 1:  # a whole-number reduction first: no full-size copy (as Pillow's RGBA resize makes)
+    if image.mode in ("RGBA", "LA") and factor > 1:
+        # A whole-number reduction first: Pillow's own resize of these copies the whole image (premultiplied).
         image = image.reduce(factor)
-    image = _plain(_in_srgb(image, icc))
-    image.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
-    image = _upright(image, orientation)
+    image.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)  # reduces by whole factors, then resamples
+    image = _upright(_plain(_in_srgb(image, icc)), orientation)
     # Only the pixels cross: no info (EXIF, XMP, comment, text chunks, the colour profile) of the original.
     return Image.frombytes(image.mode, image.size, image.tobytes())
 
