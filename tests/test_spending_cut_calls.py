@@ -74,17 +74,28 @@ def _used(bot) -> tuple[float, bool]:
     return use.used, use.estimated
 
 
+def _shown(fake) -> list[str]:
+    """Every text the owner's chat showed: sent messages and their edits."""
+    return [call["params"].get("text", "") for call in fake.calls("sendMessage") + fake.calls("editMessageText")]
+
+
+@pytest.mark.parametrize("where", ["before the answer", "in the middle of the answer"])
 def test_a_call_ended_by_stop_counts_its_estimate_so_the_next_does_not_pass_the_cap(
-    fake, start_bot, chat_server, hanging
+    fake, start_bot, chat_server, hanging, where
 ):
-    bot = start_bot(config_patch=_capped_runner(chat_server), progress=False)
+    bot = start_bot(config_patch=_capped_runner(chat_server), stream=True, progress=True)
     _first_turn_and_room(fake, bot, chat_server, 1.5)
     before, _ = _used(bot)
-    _hang(chat_server, hanging)
-    fake.send_message("write me a long story")
-    assert chat_server.wait_for_requests(2, timeout=10)  # the server has it and works on it
+    if where == "before the answer":  # the server reads the prompt: no byte of the answer yet
+        _hang(chat_server, hanging)
+        fake.send_message("write me a long story")
+        assert chat_server.wait_for_requests(2, timeout=10)
+    else:  # a few words streamed and shown, then only keep-alives: the server is still at it
+        chat_server.enqueue({"content": '{"reply": "Once upon a time', "keepalive_every": 0.2, "keepalive_for": 30})
+        fake.send_message("write me a long story")
+        fake.wait_for(lambda: any("Once upon" in t for t in _shown(fake)), timeout=10)
     fake.send_message("/stop")
-    fake.wait_for(lambda: any("Stopped" in t for t in texts(fake)), timeout=10)
+    fake.wait_for(lambda: any("Stopped" in t for t in _shown(fake)), timeout=10)
     cut = call_estimate(chat_server.chat_requests[1]).total
     used, estimated = _used(bot)
     assert used == before + cut and estimated  # the cut call counted at its estimate, said to be estimated
@@ -94,17 +105,13 @@ def test_a_call_ended_by_stop_counts_its_estimate_so_the_next_does_not_pass_the_
     assert len(refusal) == 1 and len(chat_server.chat_requests) == 2  # nothing more was sent to A
 
 
-@pytest.mark.parametrize("where", ["before the answer", "in the middle of the answer"])
 def test_a_call_cut_by_its_timeout_counts_its_estimate_so_the_next_does_not_pass_the_cap(
-    fake, start_bot, chat_server, hanging, where
+    fake, start_bot, chat_server, hanging
 ):
     bot = start_bot(config_patch=_capped_runner(chat_server, timeout=2), progress=False)
     _first_turn_and_room(fake, bot, chat_server, 1.5)
     before, _ = _used(bot)
-    if where == "before the answer":
-        _hang(chat_server, hanging)
-    else:  # a few words streamed, then only keep-alives: the server took the call and is still at it
-        chat_server.enqueue({"content": '{"reply": "Once upon', "keepalive_every": 0.2, "keepalive_for": 30})
+    _hang(chat_server, hanging)
     fake.send_message("write me a long story")
     fake.wait_for(lambda: any("timed out" in t for t in texts(fake)), timeout=15)
     used, estimated = _used(bot)
