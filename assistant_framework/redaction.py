@@ -1,4 +1,5 @@
-"""Redact secrets in text shown to users, written to logs or stored in traces, and in URLs kept as names.
+"""Redact secrets in text shown to users, written to logs or stored in traces, and in URLs kept as names
+(``url_secrets`` and ``url_without_secrets`` live beside the config's ``redact``, which uses them).
 
 A server that echoes a key often cuts or masks part of it ("sk-abc…xyz", the key minus its last
 characters). So besides every whole secret, any run of ``MIN_RUN`` or more consecutive characters
@@ -9,11 +10,12 @@ replaced only whole: their fragments would shred ordinary words.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from assistant_framework.config import REDACTED, SECRET_KEY
+from assistant_framework.config import REDACTED
+from assistant_framework.config.env import url_secrets, url_without_secrets
+
+__all__ = ["MIN_RUN", "redact_text", "secret_spans", "url_key", "url_secrets", "url_without_secrets"]
 
 #: The shortest run of a secret's characters that counts as a leak.
 MIN_RUN = 8
@@ -60,36 +62,6 @@ def redact_text(text: str, secrets: Iterable[str], min_run: int = MIN_RUN) -> st
         pos = end
     out.append(text[pos:])
     return "".join(out)
-
-
-#: Query parameters whose values are secrets in a URL (feed tokens, signed links), beside ``SECRET_KEY``'s names.
-_SECRET_PARAM = re.compile(r"^(key|auth|sig|signature|pass|passwd|session|sid|access|hash|code)$", re.IGNORECASE)
-
-
-def url_secrets(url: str) -> list[str]:
-    """The secret parts of ``url``: a password in it (``user:pass@``) and the values of query parameters whose
-    names look secret (``token``, ``api_key``, ``key``, ``sig``...)."""
-    parts = urlsplit(url)
-    found = [parts.password] if parts.password else []
-    for name, value in parse_qsl(parts.query, keep_blank_values=False):
-        if value and (SECRET_KEY.search(name) or _SECRET_PARAM.match(name)):
-            found.append(value)
-    return found
-
-
-def url_without_secrets(url: str) -> str:
-    """``url`` as it may be shown, logged or stored: its secret parts (``url_secrets``) are ``***``."""
-    parts = urlsplit(url)
-    if not url_secrets(url):
-        return url
-    netloc = parts.netloc
-    if parts.password:
-        netloc = f"{parts.username or ''}:{REDACTED}@{netloc.rsplit('@', 1)[1]}"
-    query = "&".join(
-        f"{name}={REDACTED}" if value and (SECRET_KEY.search(name) or _SECRET_PARAM.match(name)) else f"{name}={value}"
-        for name, value in parse_qsl(parts.query, keep_blank_values=True)
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def url_key(url: str) -> str:

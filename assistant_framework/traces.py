@@ -28,7 +28,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Iterator
 
 from assistant_framework.background import BackgroundWorker
-from assistant_framework.config import SECRET_KEY
+from assistant_framework.config.env import value_secrets
 from assistant_framework.redaction import redact_text
 from assistant_framework.workspace import Workspace
 
@@ -43,7 +43,8 @@ _MIN_SECRET_LEN = 4
 
 
 def collect_secrets(config: Any, extra: Iterable[str] = ()) -> list[str]:
-    """Every secret string of a config (values under token/api_key/password... keys), longest first."""
+    """Every secret string of a config, longest first: values under token/api_key/password... keys, and what
+    looks secret under any key (a URL's password or ``?api_key=``, a token under ``OPENAI_KEY``: ``value_secrets``)."""
     found: set[str] = {s for s in extra if isinstance(s, str) and len(s) >= _MIN_SECRET_LEN}
 
     def walk(value: Any, key: str) -> None:
@@ -53,8 +54,8 @@ def collect_secrets(config: Any, extra: Iterable[str] = ()) -> list[str]:
         elif isinstance(value, list):
             for v in value:
                 walk(v, key)
-        elif isinstance(value, str) and key and SECRET_KEY.search(key) and len(value) >= _MIN_SECRET_LEN:
-            found.add(value)
+        elif isinstance(value, str):
+            found.update(secret for secret in value_secrets(value, key) if len(secret) >= _MIN_SECRET_LEN)
 
     walk(config, "")
     return sorted(found, key=len, reverse=True)

@@ -102,6 +102,7 @@ SIGNAL = (
 )
 JOBS = ("test_jobs_guard.py", "test_jobs_bot.py", "test_jobs_skill.py", "test_jobs_schedule.py")
 IMAGES = ("test_photos_bounds.py", "test_photos.py")
+MCP_SECRETS = ("test_mcp_shapes.py", "test_mcp_secrets.py")
 PREPARE = ("test_call_path.py", "test_skills_manager.py", "test_skills_small_model_args.py", "test_agent_policy.py")
 
 AF = "assistant_framework"
@@ -252,6 +253,55 @@ MUTATIONS: tuple[Mutation, ...] = (
         "|secret|private[_-]?key|",
         "a credentials field is shown and logged in clear",
         REDACTION,
+    ),
+    # -- secrets by what they look like: URLs and token-like values (config/env.py, MCP servers) ---------
+    Mutation(
+        "env-url-secrets-shown",
+        f"{AF}/config/env.py",
+        "            return url_without_secrets(value)",
+        "            return value",
+        "config show prints an MCP server URL's password and ?api_key=",
+        MCP_SECRETS,
+    ),
+    Mutation(
+        "env-key-word-token-shown",
+        f"{AF}/config/env.py",
+        "    if key and _KEY_WORD.search(key) and _TOKEN_LIKE.match(value):",
+        "    if False:",
+        "config show prints a token under OPENAI_KEY (a key named by look, not by SECRET_KEY)",
+        MCP_SECRETS,
+    ),
+    Mutation(
+        "traces-secrets-by-name-only",
+        f"{AF}/traces.py",
+        "found.update(secret for secret in value_secrets(value, key) if len(secret) >= _MIN_SECRET_LEN)",
+        "found.update(secret for secret in value_secrets(value, key) if secret == value and len(secret) >= 4)",
+        "logs and traces keep a URL's password and ?api_key= (only whole values are hidden)",
+        MCP_SECRETS,
+    ),
+    Mutation(
+        "mcp-where-shows-the-url",
+        f"{AF}/config/settings/mcp.py",
+        "            return url_without_secrets(self.url)",
+        "            return self.url",
+        "skills list, doctor and the bot log show an MCP server URL's password and token",
+        MCP_SECRETS,
+    ),
+    Mutation(
+        "mcp-connection-errors-keep-secrets",
+        f"{AF}/mcp/connection.py",
+        "        return redact_text(text, self._secrets)",
+        "        return text",
+        "a server that quotes its key on stderr (or in an error) shows it in skills list and to the model",
+        MCP_SECRETS,
+    ),
+    Mutation(
+        "mcp-result-keeps-secrets",
+        f"{AF}/mcp/source.py",
+        "text = redact_text(result_text(result, PartSaver(workspace, self.folder, self.tool)), self.secrets)",
+        "text = result_text(result, PartSaver(workspace, self.folder, self.tool))",
+        "a server that says back its key gives it to the model, the trace and the history",
+        MCP_SECRETS,
     ),
     # -- redaction of echoed secrets (redaction.py) ----------------------------------------------------
     Mutation(
@@ -1111,8 +1161,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "outside-error-mcp-all-own-words",
         f"{AF}/mcp/source.py",
-        "raise (OwnWordsError if exc.own_words else ValueError)(str(exc)) from None",
-        "raise OwnWordsError(str(exc)) from None",
+        "raise (OwnWordsError if exc.own_words else ValueError)(redact_text(str(exc), self.secrets)) from None",
+        "raise OwnWordsError(redact_text(str(exc), self.secrets)) from None",
         "an MCP tool's isError text plants a prompt job with no question",
         OUTSIDE_ERRORS,
     ),

@@ -190,10 +190,17 @@ def test_header_and_env_secrets_are_redacted() -> None:
             "servers": {
                 "web": {"url": "http://h/mcp", "headers": {"Authorization": "Bearer abcdefgh12345678", "X-Trace": "1"}},
                 "gh": {"command": "x", "env": {"GITHUB_TOKEN": "ghp_0123456789abcdef"}},
+                "ai": {"command": "x", "env": {"OPENAI_KEY": "sk-0123456789abcdefgh", "MODE": "fast", "KEYMAP": "us"}},
+                "home": {"url": "https://me:pa55-w0rd-home@h.example/mcp?api_key=k3y-0123456789&lang=en"},
             }
         }
     }
     shown = redact(config)["mcp"]["servers"]
     assert shown["web"]["headers"] == {"Authorization": "***", "X-Trace": "1"}
     assert shown["gh"]["env"] == {"GITHUB_TOKEN": "***"}
-    assert {"Bearer abcdefgh12345678", "ghp_0123456789abcdef"} <= set(collect_secrets(config))
+    # By what it looks like: a token under a key naming a key, a URL's password and secret query value.
+    assert shown["ai"]["env"] == {"OPENAI_KEY": "***", "MODE": "fast", "KEYMAP": "us"}
+    assert shown["home"]["url"] == "https://me:***@h.example/mcp?api_key=***&lang=en"
+    found = set(collect_secrets(config))
+    assert {"Bearer abcdefgh12345678", "ghp_0123456789abcdef", "sk-0123456789abcdefgh"} <= found
+    assert {"pa55-w0rd-home", "k3y-0123456789"} <= found and "fast" not in found and "en" not in found

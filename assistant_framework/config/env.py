@@ -1,5 +1,11 @@
 """Secrets in config: how they get in (``${VAR}`` references, ``TELEGRAM_BOT_TOKEN``) and how
 they stay out of what is shown (``redact``; ``SECRET_KEY`` is shared with traces and the audit log).
+
+A value is a secret by its key's name (``api_key``, ``Authorization``) or by what it looks like: a
+URL's password or a query parameter named like a secret (``?api_key=``), or a long token-like string
+under a key that names a key (``OPENAI_KEY``). ``value_secrets`` says which parts of one value are
+secret; ``redact`` (what ``config show`` prints) and ``traces.collect_secrets`` (what logs and
+traces hide) both ask it.
 """
 
 from __future__ import annotations
@@ -7,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from assistant_framework.config.errors import ConfigError, JsonPath, LoadedConfig, _display, format_json_path
 
@@ -18,6 +25,13 @@ SECRET_KEY = re.compile(
     re.IGNORECASE,
 )
 REDACTED = "***"
+#: Query parameters whose values are secrets in a URL (feed tokens, signed links), beside ``SECRET_KEY``'s names.
+_SECRET_PARAM = re.compile(r"^(key|auth|sig|signature|pass|passwd|session|sid|access|hash|code)$", re.IGNORECASE)
+#: A key that names a key without saying "api key" (``OPENAI_KEY``, ``license-key``, ``key``): its value is a
+#: secret when it looks like a token (``_TOKEN_LIKE``), not when it is a word or a setting.
+_KEY_WORD = re.compile(r"(?:^|[^a-z0-9])(?:key|pat|auth)(?:$|[^a-z0-9])", re.IGNORECASE)
+_TOKEN_LIKE = re.compile(r"^(?=[^\s]*[0-9])(?=[^\s]*[A-Za-z])[A-Za-z0-9_\-.+/=:~]{16,}$")
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
 def _substitute_env(value: Any, path: JsonPath, loaded: LoadedConfig) -> Any:
@@ -41,12 +55,69 @@ def is_env_reference(value: Any) -> bool:
     return isinstance(value, str) and _ENV_REF.match(value.strip()) is not None
 
 
+def _secret_param(name: str) -> bool:
+    return bool(SECRET_KEY.search(name) or _SECRET_PARAM.match(name))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secret parts of ``url``: a password in it (``user:pass@``) and the values of query parameters whose
+    names look secret (``token``, ``api_key``, ``key``, ``sig``...)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # not a URL after all (a bad port, a stray bracket): nothing to find in it
+        return []
+    found = [password] if password else []
+    for name, value in parse_qsl(parts.query, keep_blank_values=False):
+        if value and _secret_param(name):
+            found.append(value)
+    return found
+
+
+def url_without_secrets(url: str) -> str:
+    """``url`` as it may be shown, logged or stored: its secret parts (``url_secrets``) are ``***``."""
+    if not url_secrets(url):
+        return url
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password:
+        netloc = f"{parts.username or ''}:{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+    query = "&".join(
+        f"{name}={REDACTED}" if value and _secret_param(name) else f"{name}={value}"
+        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _key_names_a_secret(key: str) -> bool:
+    return bool(key) and SECRET_KEY.search(key) is not None
+
+
+def value_secrets(value: str, key: str = "") -> list[str]:
+    """The secret parts of one string value under ``key``: the whole value when the key names a secret
+    (``api_key``); the secrets a URL carries (its password, ``?api_key=``); the whole value when the key
+    names a key and the value looks like a token (``OPENAI_KEY: sk-...``); else none."""
+    if not value:
+        return []
+    if _key_names_a_secret(key):
+        return [value]
+    if _URL.match(value):
+        return url_secrets(value)
+    if key and _KEY_WORD.search(key) and _TOKEN_LIKE.match(value):
+        return [value]
+    return []
+
+
 def redact(value: Any, key: str = "") -> Any:
-    """A copy with secrets (tokens, keys, passwords) replaced by ``***``."""
+    """A copy with secrets (tokens, keys, passwords, a URL's password or token) replaced by ``***``."""
     if isinstance(value, dict):
         return {k: redact(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v, key) for v in value]
-    if key and SECRET_KEY.search(key) and isinstance(value, str) and value:
-        return REDACTED
+    if isinstance(value, str) and value:
+        found = value_secrets(value, key)
+        if found == [value]:
+            return REDACTED
+        if found:
+            return url_without_secrets(value)
     return value

@@ -34,6 +34,7 @@ from assistant_framework.config.settings import ServerSettings
 from assistant_framework.mcp.loop import LoopThread
 from assistant_framework.mcp.results import ToolError, first_sentence
 from assistant_framework.mcp.status import ServerStatus
+from assistant_framework.redaction import redact_text
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ class StderrTail:
                 if not line:
                     return
                 text = line.decode("utf-8", "replace").rstrip()
-                if text:
+                if text:  # the bot's log formatter hides the config's secrets; what is shown, _with_stderr
                     log.debug("mcp server %r says: %s", self.name, text)
                     with self._lock:
                         self._lines.append(text)
@@ -105,6 +106,9 @@ class ServerConnection:
     def __init__(self, settings: ServerSettings, loop: LoopThread) -> None:
         self.settings = settings
         self._loop = loop
+        #: Its URL's password and token, its secret headers and environment: never in an error, a log line or
+        #: what the model reads (a server or its HTTP library may quote the URL it was given).
+        self._secrets = settings.secrets
         self._stderr = StderrTail(settings.name)
         self._client: Client | None = None
         self._supervisor: asyncio.Task[Any] | None = None
@@ -131,6 +135,8 @@ class ServerConnection:
             return self._loop.call(self._start(), timeout + 10)
         except TimeoutError:
             raise ToolError(f"did not answer within {timeout:g} s", own_words=True) from None
+        except ToolError as exc:
+            raise ToolError(self.without_secrets(str(exc)), own_words=exc.own_words) from None
 
     def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """One ``tools/call``: the SDK's result, or ToolError (one sentence) when the call did not work."""
@@ -141,6 +147,12 @@ class ServerConnection:
             raise ToolError(
                 f"the MCP server {self.name!r} did not answer within {timeout:g} s", own_words=True
             ) from None
+        except ToolError as exc:  # the server's own words too: it may quote what it was sent
+            raise ToolError(self.without_secrets(str(exc)), own_words=exc.own_words) from None
+
+    def without_secrets(self, text: str) -> str:
+        """``text`` with this server's secrets (and runs of 8+ of their characters) as ``***``."""
+        return redact_text(text, self._secrets)
 
     def status(self) -> ServerStatus:
         s = self.settings
@@ -242,9 +254,14 @@ class ServerConnection:
     def _with_stderr(self, error: str) -> str:
         """A start failure with the last line the server wrote to stderr (its own reason, often)."""
         last = self._stderr.last() if self.settings.transport == "stdio" else ""
-        return f"{error} (its last output: {first_sentence(last, 200)})" if last else error
+        return self.without_secrets(f"{error} (its last output: {first_sentence(last, 200)})" if last else error)
 
     def _describe(self, exc: BaseException) -> str:
+        """Why ``exc`` ended a connection or a call, in one sentence without the server's secrets (an HTTP
+        error quotes the URL it was sent to)."""
+        return self.without_secrets(self._cause(exc))
+
+    def _cause(self, exc: BaseException) -> str:
         leaf = _leaf(exc)
         if isinstance(leaf, FileNotFoundError):
             return f"the command {self.settings.command!r} was not found"
@@ -259,7 +276,7 @@ class ServerConnection:
         if isinstance(leaf, ToolError):
             return str(leaf)
         if isinstance(leaf, httpx2.HTTPError) or "connect" in type(leaf).__name__.lower():
-            return f"{self.settings.url} is not reachable ({type(leaf).__name__}: {first_sentence(str(leaf), 160)})"
+            return f"{self.settings.where} is not reachable ({type(leaf).__name__}: {first_sentence(str(leaf), 160)})"
         return first_sentence(f"{type(leaf).__name__}: {leaf}")
 
     async def _open(self, stack: AsyncExitStack) -> Client:

@@ -22,6 +22,7 @@ from assistant_framework.config.settings import McpSettings, ServerSettings
 from assistant_framework.mcp.results import PartSaver, ToolError, result_text
 from assistant_framework.mcp.shapes import short_description, shown_schema, skill_name
 from assistant_framework.mcp.status import ServerStatus
+from assistant_framework.redaction import redact_text
 from assistant_framework.skills.loader import Skill
 from assistant_framework.skills.source import SkillLoadError, SourceLoad
 from assistant_framework.skills.support import OUTSIDE_LABEL, OwnWordsError
@@ -40,16 +41,18 @@ class ToolCall:
         self.connection = connection
         self.tool = tool
         self.outside = not server.trusted
+        self.secrets = server.secrets
         # Files from an outside server are outside content too: inbox/ is where the workspace keeps it.
         self.folder = f"inbox/mcp/{server.name}" if self.outside else f"mcp/{server.name}"
 
     def __call__(self, workspace: Any, args: dict[str, Any], context: Any = None) -> str:
         try:
             result = self.connection.call(self.tool, args)
-            text = result_text(result, PartSaver(workspace, self.folder, self.tool))
+            # A server that echoes what it was sent (its URL's token, a header) gives it to no one.
+            text = redact_text(result_text(result, PartSaver(workspace, self.folder, self.tool)), self.secrets)
         except ToolError as exc:
             # The server's words in an error (its error content, its refusal) are outside content too.
-            raise (OwnWordsError if exc.own_words else ValueError)(str(exc)) from None
+            raise (OwnWordsError if exc.own_words else ValueError)(redact_text(str(exc), self.secrets)) from None
         return f"{OUTSIDE_LABEL} {text}" if self.outside else text
 
 
@@ -218,4 +221,4 @@ def _started(connection: Any) -> list[Any] | str:
         return str(exc) or "did not start"
     except Exception as exc:  # noqa: BLE001 - one server's surprise must not stop the others
         log.exception("mcp server %r failed to start", connection.settings.name)
-        return f"{type(exc).__name__}: {exc}"[:300]
+        return redact_text(f"{type(exc).__name__}: {exc}", connection.settings.secrets)[:300]

@@ -5,9 +5,11 @@ Run one as a stdio server (the assistant starts it as it starts any configured s
     [sys.executable, "-m", "tests.fakes.mcp_servers", MODE]
 
 - ``tools``: ``echo(text)``; ``fail(reason)`` (the tool reports an error); ``slow(seconds)``;
-  ``die()`` (the process exits in the middle of the call); ``pid()``; ``env_names()``; ``picture()`` (a PNG image);
-  ``document()`` (an embedded text resource); ``traceback()`` (an error whose text is a traceback).
-- ``crash``: says why on stderr and exits before answering anything.
+  ``die()`` (the process exits in the middle of the call); ``pid()``; ``env_names()``; ``getenv(name)``;
+  ``picture()`` (a PNG image); ``document()`` (an embedded text resource); ``traceback()`` (an error whose
+  text is a traceback).
+- ``crash``: says why on stderr and exits before answering anything; ``crash-env``: the same, quoting
+  its ``OPENAI_KEY``.
 - ``hang``: starts and never answers.
 - ``hostile``: lists tools with hostile names and descriptions and one with a huge, deep schema
   (the low-level ``Server``, so nothing cleans them up on the way).
@@ -82,6 +84,11 @@ def tools_server() -> Any:
     def pid() -> int:
         """This process's id."""
         return os.getpid()
+
+    @server.tool()
+    def getenv(name: str) -> str:
+        """One environment variable's value (a server that says back the key it was given)."""
+        return f"{name}={os.environ.get(name, '')}"
 
     @server.tool()
     def env_names() -> str:
@@ -207,6 +214,9 @@ def main(mode: str) -> None:
         tools_server().run()
     elif mode == "crash":
         print("fatal: the test server refuses to start (no database at /nowhere)", file=sys.stderr, flush=True)
+        sys.exit(1)
+    elif mode == "crash-env":  # a server that quotes its configuration when it gives up
+        print(f"fatal: the key {os.environ.get('OPENAI_KEY')} was refused", file=sys.stderr, flush=True)
         sys.exit(1)
     elif mode == "hang":
         time.sleep(3600)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from assistant_framework.config.env import url_without_secrets, value_secrets
 from assistant_framework.config.settings.fields import (
     flag,
     frozen,
@@ -57,10 +58,23 @@ class ServerSettings:
 
     @property
     def where(self) -> str:
-        """The server as the owner configured it, for messages (no header values, no environment)."""
+        """The server as the owner configured it, for messages: no header values, no environment, and a URL's
+        password and secret query values (``?api_key=``) as ``***``."""
         if self.url:
-            return self.url
+            return url_without_secrets(self.url)
         return " ".join([self.command, *self.args])[:200]
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What must never be shown of this server, longest first: its URL's secrets, its secret header
+        and environment values (by key name or by look, as ``config show`` hides them)."""
+        found = set(value_secrets(self.url, "url"))
+        for values in (self.headers, self.env):
+            for key, value in values.items():
+                found.update(value_secrets(value, key))
+        for arg in self.args:
+            found.update(value_secrets(arg))
+        return tuple(sorted(found, key=len, reverse=True))
 
     @property
     def timeout(self) -> float:
