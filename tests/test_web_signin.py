@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from tests.fakes.feed_server import StaticHTTPServer
-from tests.web_site import WEB_TOKEN, start_site
+from tests.web_site import WEB_TOKEN, start_site, write_config
 
 BEARER = {"Authorization": f"Bearer {WEB_TOKEN}"}
 PLANTED = "planted-from-another-port-0123456789abcdef"
@@ -217,12 +217,88 @@ def test_wrong_tokens_on_large_bodies_count_too(site):
         ).status_code
         for n in range(14)
     ]
-    assert statuses[:10] == [413] * 10 and set(statuses[10:]) == {429}
+    assert statuses[:5] == [413] * 5 and set(statuses[5:]) == {429}  # this client's bound (5)
     assert (
         requests.get(f"{site.base}/api/usage", headers={"Authorization": "Bearer guess-other-xxxx"}).status_code == 429
     )
     saved = requests.post(f"{site.base}/api/file?path=notes/big.md", json=big, headers=BEARER)
     assert saved.status_code == 200 and site.workspace.exists("notes/big.md")
+
+
+def _guesses(site, source: str, forwarded: list[str], how: str = "bearer") -> list[int]:
+    """A wrong token from ``source`` for each ``X-Forwarded-For`` value; the statuses."""
+    statuses = []
+    for n, value in enumerate(forwarded):
+        headers = {"X-Forwarded-For": value} if value else {}
+        if how == "bearer":
+            statuses.append(
+                _get(site, "/api/usage", source, {**headers, "Authorization": f"Bearer guess-{n:04d}-xx"})[0]
+            )
+        else:
+            statuses.append(_get(site, f"/memory?token=guess-{n:04d}-xxxxxxxxxx", source, headers)[0])
+    return statuses
+
+
+def test_rotating_x_forwarded_for_does_not_escape_a_clients_bound(site):
+    """Eight wrong tokens in a row from one address, each with another ``X-Forwarded-For``: the header is
+    not believed from a peer that is no configured proxy, so they all count against that address's bound
+    (5): the rest are refused (429), by header and by link alike, while the right token still works."""
+    site.server.state.throttle.free = 1000  # the bound over all clients out of the way: this is the client's
+    rotated = [f"203.0.113.{n}" for n in range(1, 9)]
+    assert _guesses(site, "127.0.0.1", rotated) == [401] * 5 + [429] * 3
+    assert _guesses(site, "127.0.0.2", rotated, how="link") == [401] * 5 + [429] * 3
+    status, headers = _get(site, "/api/usage", "127.0.0.1", {"X-Forwarded-For": "198.51.100.1", **BEARER})
+    assert status == 200
+    # Another address is another client (the bound over all clients still holds them together).
+    assert _guesses(site, "127.0.0.3", ["203.0.113.1"]) == [401]
+
+
+def test_a_configured_proxys_forwarded_address_is_used(tmp_path):
+    """Behind a proxy named in ``web.trusted_proxies`` each client forwarded is bounded on its own (the
+    right-most address not itself a proxy: what the client wrote to the left of it proves nothing); a peer
+    that is no proxy is its own client whatever it forwards."""
+    site = start_site(tmp_path, web={"trusted_proxies": ["127.0.0.1/32", "10.9.8.7"]})
+    try:
+        site.server.state.throttle.free = 1000
+        a, b = "203.0.113.7", "203.0.113.8"
+        assert _guesses(site, "127.0.0.1", [a] * 5) == [401] * 5
+        assert _guesses(site, "127.0.0.1", [a, f"{b}, {a}", f"{b}, {a}, 10.9.8.7"]) == [429] * 3
+        assert _guesses(site, "127.0.0.1", [b, f"{a}, {b}"]) == [401] * 2  # b: another client
+        assert _guesses(site, "127.0.0.1", ["", "not-an-address", "", "", "", ""]) == [401] * 5 + [429]
+        # A peer that is no proxy: its forwarded address is not believed (a is refused, b is not asked about).
+        assert _guesses(site, "127.0.0.5", [b] * 5) == [401] * 5
+        assert _guesses(site, "127.0.0.5", ["198.51.100.9"]) == [429]
+    finally:
+        site.close()
+
+
+def test_trusted_proxies_that_are_not_addresses_are_a_config_error(tmp_path):
+    import subprocess
+    import sys
+
+    config = tmp_path / "config"
+    start_site(tmp_path / "first").close()
+    write_config(config, tmp_path / "plugins", web={"trusted_proxies": ["10.0.0.0/8", "my-proxy"]})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "messaging_llm_bot.cli",
+            "web",
+            "--config",
+            str(config),
+            "--workspace",
+            str(tmp_path / "first" / "ws"),
+            "--port",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "web.json" in result.stderr and "trusted_proxies" in result.stderr and "my-proxy" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_signing_out_ends_the_session_for_a_copy_of_its_cookie_too(site):

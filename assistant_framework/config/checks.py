@@ -7,6 +7,7 @@ the file that holds it, so ``config validate`` names file and key for every one 
 from __future__ import annotations
 
 import difflib
+import ipaddress
 from typing import Any, Iterable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -122,6 +123,7 @@ def semantic_errors(data: ConfigData) -> list[tuple[JsonPath, str]]:
         ):
             errors.append((("llm", part), f"enabled but base_url or model is missing (llm.{part} needs both)"))
     errors += mcp_server_errors(data)
+    errors += trusted_proxy_errors(data)
     telegram = value if isinstance(value := data.get("telegram"), dict) else {}
     if telegram.get("mode") == "webhook":
         webhook = value if isinstance(value := telegram.get("webhook"), dict) else {}
@@ -132,6 +134,19 @@ def semantic_errors(data: ConfigData) -> list[tuple[JsonPath, str]]:
                     "mode is webhook, so webhook.url must be the public https:// address Telegram posts to",
                 )
             )
+    return errors
+
+
+def trusted_proxy_errors(data: ConfigData) -> list[tuple[JsonPath, str]]:
+    """Each ``web.trusted_proxies`` entry that is neither an address nor a network (``10.0.0.0/8``)."""
+    web = value if isinstance(value := data.get("web"), dict) else {}
+    entries = value if isinstance(value := web.get("trusted_proxies"), list) else []
+    errors: list[tuple[JsonPath, str]] = []
+    for index, entry in enumerate(entries):
+        try:
+            ipaddress.ip_network(str(entry).strip(), strict=False)
+        except ValueError:
+            errors.append((("web", "trusted_proxies", index), f"{entry!r} is not an IP address or network"))
     return errors
 
 

@@ -267,6 +267,7 @@ WEB_SCHEMA = {
         "max_body_bytes": {"type": "integer", "minimum": 1024},
         "header_timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
         "body_timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+        "trusted_proxies": {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 64},
     },
     "additionalProperties": False,
 }

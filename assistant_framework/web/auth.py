@@ -123,46 +123,82 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+#: Clients the throttle remembers at once (the least recently heard are forgotten first).
+MAX_CLIENTS = 1024
+
+
+@dataclass
+class _Bucket:
+    """Wrong tokens "in the bucket", draining at one per ``refill`` seconds."""
+
+    level: float = 0.0
+    at: float | None = None
+
+    def drain(self, now: float, refill: float) -> None:
+        if self.at is not None:
+            self.level = max(0.0, self.level - (now - self.at) / refill)
+        self.at = now
+
+    def wait(self, free: int, refill: float) -> float:
+        """0 when one more fits, else the seconds until it would."""
+        return 0.0 if self.level + 1 <= free else (self.level + 1 - free) * refill
+
+
 @dataclass
 class SignInThrottle:
     """A bound on wrong tokens over all clients together (a client is free to change its address:
-    127.0.0.2, 127.0.0.3 ... are all this machine).
+    127.0.0.2, 127.0.0.3 ... are all this machine), and a smaller one for each client.
 
-    A token bucket: ``free`` wrong tokens at once, one more every ``refill_seconds``. Beyond it a
-    wrong token is refused (429) without more work, and a warning says so at most once a minute. It
-    never refuses the right token: a web page the owner visits can make the browser send wrong
-    tokens, and they must not lock the owner out; a signed-in session is never asked for one. What
-    stops guessing is the token itself (generated: 256 random bits; configured: 16 characters or more).
+    Token buckets: ``free`` wrong tokens at once from all clients, ``per_client`` from one client
+    (its address: ``clients.ClientAddresses``, which believes ``X-Forwarded-For`` only from a
+    configured proxy), one more every ``refill_seconds``. Beyond either a wrong token is refused (429)
+    without more work, and a warning says so at most once a minute. It never refuses the right
+    token: a web page the owner visits can make the browser send wrong tokens, and they must not lock
+    the owner out; a signed-in session is never asked for one. What stops guessing is the token
+    itself (generated: 256 random bits; configured: 16 characters or more).
     """
 
     free: int = 10
+    per_client: int = 5
     refill_seconds: float = 6.0
     clock: Callable[[], float] = time.monotonic
-    _level: float = field(default=0.0, repr=False)  # wrong tokens "in the bucket"
-    _at: float | None = field(default=None, repr=False)
+    _all: _Bucket = field(default_factory=_Bucket, repr=False)
+    _clients: dict[str, _Bucket] = field(default_factory=dict, repr=False)  # least recently heard first
     _refused: int = field(default=0, repr=False)
     _reported: float | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def _drain(self, now: float) -> None:
-        if self._at is not None:
-            self._level = max(0.0, self._level - (now - self._at) / self.refill_seconds)
-        self._at = now
+    def _client(self, client: str, now: float) -> _Bucket | None:
+        if not client:
+            return None
+        bucket = self._clients.pop(client, None) or _Bucket()
+        bucket.drain(now, self.refill_seconds)
+        self._clients[client] = bucket
+        while len(self._clients) > MAX_CLIENTS:
+            del self._clients[next(iter(self._clients))]
+        return bucket
 
-    def missed(self) -> float:
-        """Count a wrong token; the seconds until another would be heard (0: this one is answered 401)."""
+    def missed(self, client: str = "") -> float:
+        """Count a wrong token from ``client`` (an address; empty: counted over all clients only); the
+        seconds until another would be heard (0: this one is answered 401)."""
         with self._lock:
             now = self.clock()
-            self._drain(now)
-            if self._level + 1 <= self.free:
-                self._level += 1
+            self._all.drain(now, self.refill_seconds)
+            mine = self._client(client, now)
+            wait = self._all.wait(self.free, self.refill_seconds)
+            if mine is not None:
+                wait = max(wait, mine.wait(self.per_client, self.refill_seconds))
+            if wait <= 0:
+                self._all.level += 1
+                if mine is not None:
+                    mine.level += 1
                 return 0.0
             self._refused += 1
-            return (self._level + 1 - self.free) * self.refill_seconds
+            return wait
 
-    def wrong(self) -> float:
+    def wrong(self, client: str = "") -> float:
         """``missed``, and the warning (at most once a minute) when wrong tokens were refused."""
-        wait = self.missed()
+        wait = self.missed(client)
         refused = self.report()
         if refused:
             log.warning("web page: %d wrong tokens refused in the last minute (someone is guessing)", refused)

@@ -24,6 +24,7 @@ from ..stores.provenance import is_untrusted
 from ..traces import TraceStore, redact_json_text, redact_secrets
 from . import csrf
 from .auth import COOKIE_NAME, SignInThrottle, bearer_of, new_session_id, session_of, token_matches
+from .clients import ClientAddresses
 from .offload import LaneFull, Offload
 from .parts import Parts
 from .sessions import SESSION_DAYS, SessionList
@@ -80,6 +81,8 @@ class WebState:
     offload: Offload = field(default_factory=Offload)
     #: The sessions signed in (sign-out takes one off: a copied cookie no longer counts).
     sessions: SessionList | None = None
+    #: Who sent a request, for the bound on wrong tokens of each client (``web.trusted_proxies``).
+    clients: ClientAddresses = field(default_factory=ClientAddresses)
 
     @property
     def traces(self) -> TraceStore:
@@ -135,13 +138,17 @@ class BaseHandler(tornado.web.RequestHandler):
             return False
         if token_matches(given, self.state.token):
             return True
-        wait = self.state.throttle.wrong()
+        wait = self.state.throttle.wrong(self.client_address())
         if wait > 0:
             self._retry_after = math.ceil(wait)
             raise tornado.web.HTTPError(
                 429, f"too many wrong tokens lately: try again in {self._retry_after} s (the right token always works)"
             )
         return False
+
+    def client_address(self) -> str:
+        """Who sent this request: the peer, or behind a configured proxy the address it forwarded (clients.py)."""
+        return self.state.clients.client(self.request.remote_ip or "", self.request.headers)
 
     def _bearer_ok(self) -> bool:
         # Checked once per request (a POST asks for it twice: the CSRF check runs before ``prepare``).

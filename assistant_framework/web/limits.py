@@ -103,8 +103,9 @@ class Refusal:
     headers: tuple[tuple[str, str], ...] = ()
 
 
-#: ``screen(start_line, headers)``: a Refusal for a request that must not be read further, else None.
-Screen = Callable[[tornado.httputil.RequestStartLine, tornado.httputil.HTTPHeaders], "Refusal | None"]
+#: ``screen(start_line, headers, peer)``: a Refusal for a request that must not be read further, else None
+#: (``peer``: the address of the connection's other end).
+Screen = Callable[[tornado.httputil.RequestStartLine, tornado.httputil.HTTPHeaders, str], "Refusal | None"]
 
 
 def raw_response(refusal: Refusal, extra_headers: dict[str, str], json_body: bool) -> bytes:
@@ -337,7 +338,8 @@ class _Screened(tornado.httputil.HTTPMessageDelegate):
     ) -> Any:
         self.server.busy(self.server_conn)
         assert isinstance(start_line, tornado.httputil.RequestStartLine)
-        refusal = self.server.screen(start_line, headers)
+        peer = str(getattr(getattr(self.request_conn, "context", None), "remote_ip", ""))
+        refusal = self.server.screen(start_line, headers, peer)
         if refusal is None:
             return self.inner.headers_received(start_line, headers)
         log.info("%d %s %s (refused from its headers)", refusal.status, start_line.method, start_line.path[:200])

@@ -15,6 +15,7 @@ import tornado.httputil
 import tornado.web
 
 from .auth import COOKIE_NAME, SignInThrottle, bearer_of, host_allowed, session_of, token_matches
+from .clients import ClientAddresses
 from .limits import ANONYMOUS_BODY_BYTES, Refusal, Screen, ServerLimits
 from .sessions import SESSION_DAYS, SessionList
 
@@ -45,11 +46,15 @@ def make_screen(
     secret: str,
     throttle: SignInThrottle,
     sessions: SessionList | None = None,
+    clients: ClientAddresses | None = None,
 ) -> Screen:
     """The screen for one server (see the module docstring). A wrong token that meets the screen counts
     against ``throttle`` as in the handlers: the screen is no way around the bound on wrong tokens."""
+    clients = clients or ClientAddresses()
 
-    def screen(start_line: tornado.httputil.RequestStartLine, headers: tornado.httputil.HTTPHeaders) -> Refusal | None:
+    def screen(
+        start_line: tornado.httputil.RequestStartLine, headers: tornado.httputil.HTTPHeaders, peer: str
+    ) -> Refusal | None:
         if "Transfer-Encoding" in headers:
             return Refusal(411, "Length Required", "send the body with a Content-Length")
         given = headers.get("Content-Length", "0").strip() or "0"
@@ -61,7 +66,7 @@ def make_screen(
         if not host_allowed(headers.get("Host", ""), listening_on):
             return Refusal(403, "Forbidden", FOREIGN_HOST)
         if length > ANONYMOUS_BODY_BYTES and not signed_in(headers, token, secret, sessions):
-            if bearer_of(headers.get("Authorization")) and (wait := throttle.wrong()) > 0:
+            if bearer_of(headers.get("Authorization")) and (wait := throttle.wrong(clients.client(peer, headers))) > 0:
                 return Refusal(
                     429, "Too Many Requests", "too many wrong tokens lately", (("Retry-After", str(math.ceil(wait))),)
                 )

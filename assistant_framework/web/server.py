@@ -17,6 +17,7 @@ from ..traces import collect_secrets
 from . import jobs_page, logbudget, memory_pages, pages
 from .auth import AccessToken, cookie_secret, is_loopback, load_or_create_token
 from .base import SECURITY_HEADERS, WebState, log_request
+from .clients import ClientAddresses
 from .limits import GuardedHTTPServer, ServerLimits, http_server
 from .parts import Parts
 from .screen import make_screen
@@ -101,6 +102,7 @@ class WebServer:
             secrets=secrets,
             host=self.host,
             sessions=SessionList(parts.workspace),
+            clients=ClientAddresses.trusting(web.trusted_proxies),
         )
         self.app = make_app(self.state)
         self.limits = ServerLimits.from_config(web)
@@ -136,6 +138,7 @@ class WebServer:
             secret=cookie_secret(self.access.value),
             throttle=self.state.throttle,
             sessions=self.state.sessions,
+            clients=self.state.clients,
         )
         self._server = http_server(self.app, self.limits, screen, SECURITY_HEADERS)
         self._server.add_sockets(sockets)

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
+from typing import Any
 
-from assistant_framework.config.settings.fields import flag, number, reads, text, whole
+from assistant_framework.config.settings.fields import flag, number, reads, strings, text, whole
+
+
+def proxy_addresses(value: Any) -> tuple[str, ...]:
+    """A list of addresses or networks (``10.0.0.0/8``); an entry that is neither is an error naming it."""
+    entries = tuple(entry.strip() for entry in strings(value))
+    for entry in entries:
+        ipaddress.ip_network(entry, strict=False)
+    return entries
 
 
 @dataclass(frozen=True)
@@ -21,3 +31,5 @@ class WebSettings:
     max_body_bytes: int = field(default=4 * 1024 * 1024, metadata=reads(whole))
     header_timeout_seconds: float = field(default=10.0, metadata=reads(number))
     body_timeout_seconds: float = field(default=30.0, metadata=reads(number))
+    #: The proxies whose ``X-Forwarded-For`` names the client (addresses or networks); none: the header is ignored.
+    trusted_proxies: tuple[str, ...] = field(default=(), metadata=reads(proxy_addresses))
