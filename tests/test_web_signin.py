@@ -204,7 +204,13 @@ def test_the_bound_refills_at_its_rate_and_refused_guesses_do_not_push_it_out():
     assert throttle.missed() == 0 and throttle.missed() == 10
     assert throttle.report() == 3 and throttle.report() is None  # once a minute
     now[0] += 61
-    assert throttle.missed() == 0  # (61 s refilled it)
+    # 61 s refilled it, and no further: a quiet minute banks no credit for a later burst.
+    assert [throttle.missed() for _ in range(4)] == [0, 0, 0, 10]
+    # One client's bound (here 2) is smaller: another client is still heard until the bound over all.
+    now[0] += 100
+    throttle.per_client = 2
+    assert [throttle.missed("10.0.0.1") for _ in range(3)] == [0, 0, 10]
+    assert throttle.missed("10.0.0.2") == 0 and throttle.missed("10.0.0.3") == 10  # all clients: 3
 
 
 def test_wrong_tokens_on_large_bodies_count_too(site):
