@@ -48,6 +48,17 @@ def next_cron_time(expr: str, after: datetime, tz_name: str = "UTC") -> datetime
     return fire
 
 
+def previous_cron_time(expr: str, before: datetime, tz_name: str = "UTC") -> datetime | None:
+    """The last fire time of ``expr`` strictly before ``before`` (in UTC), or None when there is none."""
+    from croniter import CroniterError, croniter
+
+    try:
+        fire = croniter(expr, as_utc(before).astimezone(zone(tz_name))).get_prev(datetime)
+    except (CroniterError, ValueError, OverflowError):
+        return None
+    return as_utc(fire)
+
+
 def next_regular_run(
     *,
     interval_seconds: float | None,
@@ -100,5 +111,5 @@ def from_iso(text: str | None) -> datetime | None:
         return None
     try:
         return as_utc(datetime.fromisoformat(text))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a date at the calendar's end, moved to UTC
         return None

@@ -963,6 +963,48 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a sub-hourly cron runs its repeated wall times twice on the night the clocks go back",
         JOBS,
     ),
+    Mutation(
+        "jobs-never-firing-cron-stored",
+        f"{AF}/jobs/job.py",
+        "            next_cron_time(cron, now_utc(), tz_name)",
+        "            pass",
+        "a cron no date matches is stored by the skill and named only vaguely",
+        JOBS + ("test_jobs_bad_rows.py",),
+    ),
+    Mutation(
+        "jobs-unplannable-row-read",
+        f"{AF}/jobs/job.py",
+        "        job.schedule.next_after(job.last_planned or job.created_at)",
+        "        pass",
+        "a row whose last_planned overflows in UTC reaches the scheduler and /jobs",
+        JOBS + ("test_jobs_bad_rows.py",),
+    ),
+    Mutation(
+        "jobs-overflowing-date-raises",
+        f"{AF}/schedules.py",
+        "except (TypeError, ValueError, OverflowError):",
+        "except (TypeError, ValueError):",
+        "one created_at at the calendar's start stops every job and /jobs",
+        JOBS + ("test_jobs_bad_rows.py",),
+    ),
+    Mutation(
+        "jobs-look-walks-every-missed-run",
+        f"{AF}/jobs/schedule.py",
+        "recent = schedule.newest_until(now, late.maxlen or 1, after=moment)",
+        "recent = []",
+        "a minute cron dated years back costs a bounded walk at every look for thousands of looks",
+        ("test_jobs_schedule.py", "test_jobs_bad_rows.py"),
+    ),
+    Mutation(
+        "jobs-one-row-stops-the-look",
+        f"{BOT}/conversation/job_runs.py",
+        "except Exception as err:  # noqa: BLE001 - one row that cannot be planned",
+        "except OSError as err:  # noqa: BLE001 - one row that cannot be planned",
+        "a row the look cannot plan stops every job",
+        ("test_jobs_bad_rows.py",),
+        equivalent="job_of plans every row (its next run from last_planned and from now) before the scheduler "
+        "sees it, so no row that reads reaches a look that cannot plan it; the guard is for what is not known yet",
+    ),
     # -- preparing a call (skills/manager.py, skills/prepare.py) ---------------------------------------
     Mutation(
         "prepare-integer-prefix",

@@ -146,3 +146,21 @@ def test_a_quarter_hourly_job_runs_once_per_wall_time_when_the_clocks_go_back() 
     # Real time between 02:45 (first pass) and 03:00 is 1 h 15 min: the second pass made nothing.
     gap = runs[walls.index("03:00")] - runs[walls.index("02:45")]
     assert gap == timedelta(hours=1, minutes=15)
+
+
+@pytest.mark.parametrize("catch_up", ["once", "all", "skip"])
+def test_a_minute_cron_years_behind_is_planned_in_one_look(catch_up) -> None:
+    """A look walks at most a bounded number of runs; past it, it finds the newest runs backwards from now,
+    so a row five years behind is caught up in one look with what its catch_up makes (a count of the rest
+    that is a floor), not in 26 looks of 100,000 croniter steps each."""
+    minute = Schedule("cron", "Europe/Berlin", cron="* * * * *")
+    now = datetime(2026, 12, 2, 7, 0, 30, tzinfo=UTC)
+    due = due_runs(minute, now - timedelta(days=5 * 365), now, catch_up=catch_up, cap=10)
+    assert due.mark == datetime(2026, 12, 2, 7, 0, tzinfo=UTC)  # caught up: the next look starts at now
+    assert due.runs[-1] == (datetime(2026, 12, 2, 7, 0, tzinfo=UTC), False)  # this minute's run, on time
+    late = [planned for planned, was_late in due.runs if was_late]
+    expected_late = {"once": 0, "all": 10, "skip": 0}[catch_up]  # once: a run on time now is the one made
+    assert len(late) == expected_late and late == sorted(late)
+    if late:
+        assert late[-1] == datetime(2026, 12, 2, 6, 58, tzinfo=UTC)  # the newest missed ones (06:59 is on time)
+    assert not due.counted_all and due.skipped_count >= 200

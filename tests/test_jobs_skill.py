@@ -93,7 +93,12 @@ def test_a_broken_row_costs_only_itself(manager: SkillManager, ctx: SkillContext
     rows = ok(manager, "jobs", {"action": "list"}, ctx)
     assert [row.get("id") for row in rows if "id" in row] == ["j1"]
     broken = [row["broken_row"] for row in rows if "broken_row" in row]
-    assert len(broken) == 2 and "(j2)" in broken[0] and "(j3)" in broken[1] and "five fields" in broken[1]
+    assert (
+        len(broken) == 2
+        and "(j2 'two payloads')" in broken[0]
+        and "(j3 'bad cron')" in broken[1]
+        and "five fields" in broken[1]
+    )
     # Adding keeps every row as it was, the unreadable ones too.
     ok(manager, "jobs", {"action": "add", "name": "new", "every_minutes": 60, "message": "n"}, ctx)
     data = json.loads(ws.read_text(JOBS_FILE))

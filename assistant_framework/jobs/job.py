@@ -10,7 +10,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.jobs.schedule import CATCH_UP, Schedule, check_cron, local_time
-from assistant_framework.schedules import as_utc, from_iso, zone
+from assistant_framework.schedules import as_utc, from_iso, next_cron_time, zone
 from assistant_framework.stores._common import now_utc, one_line
 from assistant_framework.stores.provenance import is_untrusted
 
@@ -76,7 +76,7 @@ def schedule_of(row: dict[str, Any], default_tz: str) -> Schedule:
     except ValueError:
         raise JobError(f'timezone {tz_name!r} is not an IANA zone name; e.g. "Europe/Berlin" or "UTC"') from None
     key = given[0]
-    anchor = from_iso(row.get("created_at"))
+    anchor = _moment(row, "created_at")
     if anchor is not None:  # whole seconds, as last_planned is stored: a run is never found due twice
         anchor = anchor.replace(microsecond=0)
     if key == "cron":
@@ -84,7 +84,15 @@ def schedule_of(row: dict[str, Any], default_tz: str) -> Schedule:
             check_cron(str(row["cron"]))
         except ValueError as err:
             raise JobError(f"{err}; {EXAMPLES['cron']}") from None
-        return Schedule("cron", tz_name, cron=" ".join(str(row["cron"]).split()), anchor=anchor)
+        cron = " ".join(str(row["cron"]).split())
+        try:  # valid fields that no date matches (30 February) never fire: croniter gives up looking
+            next_cron_time(cron, now_utc(), tz_name)
+        except (ValueError, OverflowError):
+            raise JobError(
+                f"cron {cron!r} never fires: no date matches its day, month and weekday together "
+                f"(e.g. 30 February); {EXAMPLES['cron']}"
+            ) from None
+        return Schedule("cron", tz_name, cron=cron, anchor=anchor)
     if key == "every_minutes":
         minutes = row["every_minutes"]
         if isinstance(minutes, str) and minutes.strip().isdigit():
@@ -98,6 +106,8 @@ def schedule_of(row: dict[str, Any], default_tz: str) -> Schedule:
         at = local_time(str(row["at"]), ZoneInfo(tz_name))
     except ValueError:
         raise JobError(f"at {row['at']!r} is not a date and time; {EXAMPLES['at']}") from None
+    except OverflowError:  # a time at the calendar's end, moved to UTC
+        raise JobError(f"at {row['at']!r} is too far ahead to plan; {EXAMPLES['at']}") from None
     return Schedule("at", tz_name, at=at, anchor=anchor)
 
 
@@ -116,11 +126,11 @@ def job_of(row: dict[str, Any], default_tz: str) -> Job:
     if catch_up not in CATCH_UP:
         raise JobError(f"catch_up {catch_up!r} must be one of {', '.join(CATCH_UP)}")
     schedule = schedule_of(row, default_tz)
-    created = (from_iso(row.get("created_at")) or now_utc()).replace(microsecond=0)
+    created = (_moment(row, "created_at") or now_utc()).replace(microsecond=0)
     if schedule.anchor is None:
         schedule = Schedule(schedule.kind, schedule.tz, schedule.cron, schedule.minutes, schedule.at, created)
     failures = row.get("failures")
-    return Job(
+    job = Job(
         id=job_id,
         name=one_line(row.get("name")) or job_id,
         schedule=schedule,
@@ -130,12 +140,34 @@ def job_of(row: dict[str, Any], default_tz: str) -> Job:
         paused=bool(row.get("paused")),
         chat_id=row.get("chat_id"),
         created_at=created,
-        last_planned=from_iso(row.get("last_planned")),
+        last_planned=_moment(row, "last_planned"),
         failures=failures if isinstance(failures, int) and not isinstance(failures, bool) else 0,
         untrusted=is_untrusted(row),
         run_requested=str(row["run_requested"]) if row.get("run_requested") else None,
         conversation_id=str(row.get("conversation_id") or ""),
     )
+    try:  # what the scheduler will compute: a row it cannot plan is refused here, where it costs only itself
+        job.schedule.next_after(job.last_planned or job.created_at)
+        job.next_run(now_utc())
+    except (ValueError, OverflowError) as err:
+        raise JobError(f"its schedule cannot be planned ({err}); {EXAMPLES[_key(schedule)]}") from None
+    return job
+
+
+def _moment(row: dict[str, Any], key: str) -> datetime | None:
+    """A row's stored moment (``created_at``, ``last_planned``) in UTC, None when absent; JobError when it is
+    there but not a usable date (unreadable, or at the calendar's end where moving it to UTC overflows)."""
+    value = row.get(key)
+    if value in (None, ""):
+        return None
+    moment = from_iso(str(value))
+    if moment is None:
+        raise JobError(f'{key} {value!r} is not a date and time; e.g. "2026-12-01T07:30:00+00:00", or leave it out')
+    return moment
+
+
+def _key(schedule: Schedule) -> str:
+    return {"cron": "cron", "every": "every_minutes", "at": "at"}[schedule.kind]
 
 
 def describe_next(job: Job, now: datetime) -> str:

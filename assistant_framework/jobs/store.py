@@ -15,7 +15,7 @@ from typing import Any
 
 from assistant_framework.jobs.job import PAYLOAD_KEYS, SCHEDULE_KEYS, Job, JobError, job_of
 from assistant_framework.schedules import as_utc, from_iso
-from assistant_framework.stores._common import JsonListFile, NotFoundError, iso, now_utc
+from assistant_framework.stores._common import JsonListFile, NotFoundError, iso, now_utc, one_line
 from assistant_framework.stores.provenance import mark_record
 from assistant_framework.workspace import Workspace
 
@@ -57,7 +57,7 @@ class JobStore:
             try:
                 job = job_of(row, self.default_tz)
             except JobError as err:
-                problems.append(f"{JOBS_FILE} row {index} ({row.get('id') or 'no id'}): {err}")
+                problems.append(f"{JOBS_FILE} row {index} ({_label(row)}): {err}")
                 continue
             if job.id in seen:
                 problems.append(f"{JOBS_FILE} row {index}: id {job.id!r} is used twice; only the first runs")
@@ -202,6 +202,12 @@ class JobStore:
                 row["paused"] = True
                 row["paused_reason"] = f"{failures} failed runs in a row"
         return failures, paused_now
+
+
+def _label(row: dict[str, Any]) -> str:
+    """``j2 'feb30'``: a row's id and name as a problem names it (a name cut short: it may be anyone's text)."""
+    name = one_line(row.get("name"))[:60]
+    return f"{row.get('id') or 'no id'}" + (f" {name!r}" if name else "")
 
 
 def _row(rows: list[dict[str, Any]], job_id: str) -> dict[str, Any]:

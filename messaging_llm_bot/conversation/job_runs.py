@@ -22,7 +22,7 @@ from typing import Any
 from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
 from assistant_framework.inbox import Inbox, InboxItem
-from assistant_framework.jobs import Job, JobStore, RunLog, due_runs, run_id
+from assistant_framework.jobs import JOBS_FILE, Job, JobStore, RunLog, due_runs, run_id
 from assistant_framework.jobs.schedule import ON_TIME
 from assistant_framework.schedules import as_utc, from_iso, to_iso, zone
 from messaging_llm_bot.agent.incoming import Incoming
@@ -273,6 +273,8 @@ class JobScheduler:
         self.prefix = prefix  # this frontend's conversations in the inbox ("tg:")
         self.stopped = False
         self.looks = 0  # how many looks are done (a test waits for the next one)
+        #: Jobs a look could not plan (each logged once; the others ran): one sentence each.
+        self.failed: set[str] = set()
 
     def start(self) -> None:
         """Look now, then again and again."""
@@ -309,37 +311,56 @@ class JobScheduler:
         soonest = now + timedelta(seconds=poll)
         on_time = max(ON_TIME, timedelta(seconds=2 * poll))
         for job in jobs:
-            conversation = self.claim(job)
-            if conversation is None:
+            try:
+                upcoming = self._look_at(job, store, settings, now, on_time, items)
+            except Exception as err:  # noqa: BLE001 - one row that cannot be planned must not stop the others
+                problem = f"{JOBS_FILE}: job {job.id} ({job.name}) could not be planned: {err}"
+                if problem not in self.failed:
+                    log.warning("jobs: %s; the other jobs run", problem)
+                    if len(self.failed) >= 100:  # bounded: a problem whose words change is not kept forever
+                        self.failed.clear()
+                    self.failed.add(problem)
                 continue
-            if job.run_requested:
-                requested = from_iso(job.run_requested) or now
-                stamp = run_id(job.id, requested).replace(f"job:{job.id}:", f"job:{job.id}:now-")
-                item = self._queue(job, conversation, stamp, requested, late=False, requested=True)
-                if item is not None:
-                    items.append(item)
-                store.mark(job.id, None, clear_request=job.run_requested)
-            if job.paused:
-                continue
-            since = job.last_planned or job.created_at
-            due = due_runs(
-                job.schedule, since, now, catch_up=job.catch_up, cap=settings.jobs.catch_up_max, on_time=on_time
-            )
-            for planned, late in due.runs:
-                item = self._queue(job, conversation, run_id(job.id, planned), planned, late=late)
-                if item is not None:
-                    items.append(item)
-            if due.skipped_count:
-                self._skipped(job, due.skipped, due.skipped_count)
-            if due.mark is not None:
-                store.mark(job.id, due.mark)
-            upcoming = job.schedule.next_after(max(due.mark or since, now))
             if upcoming is not None:
                 soonest = min(soonest, upcoming)
         # A run whose delivery failed (network) stays in the inbox: offered again (the frontend skips running ones).
         items += [item for item in self.inbox.pending(self.prefix) if is_job_item(item) and item not in items]
         self.looks += 1
         return items, (soonest - now).total_seconds()
+
+    def _look_at(
+        self,
+        job: Job,
+        store: JobStore,
+        settings: Settings,
+        now: datetime,
+        on_time: timedelta,
+        items: list[InboxItem],
+    ) -> datetime | None:
+        """Queue one job's due runs (and a ``run_now``) into ``items``; its next run after now, or None."""
+        conversation = self.claim(job)
+        if conversation is None:
+            return None
+        if job.run_requested:
+            requested = from_iso(job.run_requested) or now
+            stamp = run_id(job.id, requested).replace(f"job:{job.id}:", f"job:{job.id}:now-")
+            item = self._queue(job, conversation, stamp, requested, late=False, requested=True)
+            if item is not None:
+                items.append(item)
+            store.mark(job.id, None, clear_request=job.run_requested)
+        if job.paused:
+            return None
+        since = job.last_planned or job.created_at
+        due = due_runs(job.schedule, since, now, catch_up=job.catch_up, cap=settings.jobs.catch_up_max, on_time=on_time)
+        for planned, late in due.runs:
+            item = self._queue(job, conversation, run_id(job.id, planned), planned, late=late)
+            if item is not None:
+                items.append(item)
+        if due.skipped_count:
+            self._skipped(job, due.skipped, due.skipped_count, counted_all=due.counted_all)
+        if due.mark is not None:
+            store.mark(job.id, due.mark)
+        return job.schedule.next_after(max(due.mark or since, now))
 
     def _queue(
         self, job: Job, conversation: str, rid: str, planned: datetime, *, late: bool, requested: bool = False
@@ -363,7 +384,7 @@ class JobScheduler:
             log.info("jobs: run %s of %r queued%s", rid, job.name, " (late)" if late else "")
         return item
 
-    def _skipped(self, job: Job, skipped: list[datetime], count: int) -> None:
+    def _skipped(self, job: Job, skipped: list[datetime], count: int, *, counted_all: bool = True) -> None:
         first = skipped[0] if skipped else None
         log.info("jobs: %d missed run(s) of %s (%r) not made (catch_up %s)", count, job.id, job.name, job.catch_up)
         RunLog(self.workspace).append(
@@ -376,6 +397,7 @@ class JobScheduler:
                 **({"first_planned": to_iso(first)} if first is not None and len(skipped) > 1 else {}),
                 "outcome": "skipped",
                 "count": count,
+                **({"count_is_a_floor": True} if not counted_all else {}),
                 "reason": f"missed while the bot was down (catch_up {job.catch_up})",
             }
         )

@@ -14,6 +14,8 @@ from messaging_llm_bot.conversation.reminders import FROM_OUTSIDE
 
 #: Jobs /jobs lists at most (the rest: `assistant jobs list`).
 SHOWN_JOBS = 30
+#: Rows that do not run /jobs names at most (each is a sentence with the fix).
+SHOWN_PROBLEMS = 10
 
 
 def jobs_text(workspace: Workspace, now: datetime, timezone: str) -> str:
@@ -31,8 +33,10 @@ def jobs_text(workspace: Workspace, now: datetime, timezone: str) -> str:
         )
     if len(jobs) > SHOWN_JOBS:
         lines.append(f"… and {len(jobs) - SHOWN_JOBS} more: `{CLI} jobs list`")
-    for problem in problems[:5]:
+    for problem in problems[:SHOWN_PROBLEMS]:
         lines.append(f"⚠️ {escape_markdown(problem)}")
+    if len(problems) > SHOWN_PROBLEMS:
+        lines.append(f"⚠️ … and {len(problems) - SHOWN_PROBLEMS} more rows that do not run: `{CLI} jobs list`")
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ from typing import Callable
 
 from messaging_llm_bot.ops.doctor.check import FAIL, SKIP, Check, Context
 from messaging_llm_bot.ops.doctor.config import check_config
+from messaging_llm_bot.ops.doctor.jobs import check_jobs
 from messaging_llm_bot.ops.doctor.mcp import check_mcp
 from messaging_llm_bot.ops.doctor.model import check_runners
 from messaging_llm_bot.ops.doctor.plugins import check_plugins
@@ -23,12 +24,13 @@ CHECKS: tuple[Callable[[Context], list[Check]], ...] = (
     check_runners,
     check_workspace,
     check_spending,
+    check_jobs,
     check_plugins,
     check_mcp,
     check_python,
 )
 #: Checks that need a valid config.
-_NEEDS_CONFIG = {check_telegram, check_signal, check_runners, check_plugins, check_spending, check_mcp}
+_NEEDS_CONFIG = {check_telegram, check_signal, check_runners, check_plugins, check_spending, check_jobs, check_mcp}
 
 
 def run_checks(config_path: str | Path, workspace_path: str | Path, *, quick: bool = False) -> list[Check]:
