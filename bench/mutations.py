@@ -91,7 +91,8 @@ def _pytest(root: Path, cmd: list[str], timeout: float) -> tuple[int, str]:
 
 
 def first_failure(output: str) -> str:
-    match = re.search(r"^(?:FAILED|ERROR) (\S+)", output, re.M)
+    # A node id may hold spaces (a parametrized test's id); pytest ends it with " - " and the message.
+    match = re.search(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", output, re.M)
     return match.group(1) if match else (output.strip().splitlines() or [""])[-1][:200]
 
 

@@ -119,6 +119,29 @@ def gif_canvas_bomb(width: int = 13300, height: int = 13300) -> bytes:
     return screen + frame + table + lzw + b"\x3b"
 
 
+def webp_canvas_bomb(width: int = 13300, height: int = 13300) -> bytes:
+    """A 92-byte animated WebP whose one frame is one pixel on a canvas of ``width`` x ``height`` (at most 16384):
+    decoding it fills the whole canvas, 4 bytes a pixel, more than once (3.4 GB at the default, measured)."""
+    import struct
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return kind + struct.pack("<I", len(data)) + data + (b"\0" if len(data) % 2 else b"")
+
+    def u24(value: int) -> bytes:
+        return struct.pack("<I", value)[:3]
+
+    one = io.BytesIO()
+    Image.new("RGBA", (1, 1), (255, 0, 0, 255)).save(one, "WEBP", lossless=True)
+    single = one.getvalue()
+    at = single.index(b"VP8L")
+    size = struct.unpack("<I", single[at + 4 : at + 8])[0]
+    pixel = single[at : at + 8 + size + size % 2]  # the one pixel's VP8L chunk
+    canvas = chunk(b"VP8X", bytes([0x02 | 0x10]) + b"\0\0\0" + u24(width - 1) + u24(height - 1))  # animated, alpha
+    frame = chunk(b"ANMF", u24(0) * 4 + u24(100) + b"\0" + pixel)  # at 0,0; 1x1; 100 ms
+    body = b"WEBP" + canvas + chunk(b"ANIM", bytes(6)) + frame
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
 def png_noise(width: int, height: int) -> bytes:
     """A real RGB PNG of random pixels, stored without compression: about ``3 * width * height`` bytes of file for
     few pixels (a file over the byte bound whose pixel count no pixel bound would catch)."""

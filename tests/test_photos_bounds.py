@@ -11,11 +11,20 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from PIL import Image, ImageCms, PngImagePlugin
 
 from assistant_framework.media.images import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS
 from tests.crash_bot import BotProcess, sent_texts, write_bot_config
-from tests.media_files import decoded, gif_canvas_bomb, has_metadata, image_parts, png_bomb, png_noise
+from tests.media_files import (
+    decoded,
+    gif_canvas_bomb,
+    has_metadata,
+    image_parts,
+    png_bomb,
+    png_noise,
+    webp_canvas_bomb,
+)
 from tests.telegram_harness import OWNER, texts
 from tests.test_photos import with_vision
 
@@ -54,10 +63,18 @@ def test_a_png_bomb_is_refused_from_its_header_and_the_bot_process_never_decodes
     assert workspace.list("inbox/**/bomb.png")  # the file is kept as sent, like any other
 
 
-def test_a_gif_whose_one_pixel_frame_sits_on_a_bomb_sized_canvas_is_refused(fake, start_bot, chat_server):
-    """Every format is checked from its header: a 40-byte GIF's first frame fills a 13300x13300 canvas."""
+@pytest.mark.parametrize(
+    ("name", "mime_type", "bomb"),
+    [("tiny.gif", "image/gif", gif_canvas_bomb), ("tiny.webp", "image/webp", webp_canvas_bomb)],
+    ids=["gif", "animated-webp"],
+)
+def test_a_one_pixel_frame_on_a_bomb_sized_canvas_is_refused(fake, start_bot, chat_server, name, mime_type, bomb):
+    """Every format is checked from its header: a 40-byte GIF's or a 92-byte animated WebP's first frame is one
+    pixel on a 13300x13300 canvas, which decoding fills (the WebP took 3.4 GB before, measured)."""
+    data = bomb()
+    assert len(data) < 100
     start_bot(config_patch=with_vision(chat_server))
-    fake.send_document(OWNER, "tiny.gif", gif_canvas_bomb(), mime_type="image/gif")
+    fake.send_document(OWNER, name, data, mime_type=mime_type)
     fake.wait_for(lambda: texts(fake))
     assert texts(fake) == [BOMB_REFUSAL]
     assert chat_server.chat_requests == []

@@ -79,14 +79,14 @@ def _shown(fake) -> list[str]:
     return [call["params"].get("text", "") for call in fake.calls("sendMessage") + fake.calls("editMessageText")]
 
 
-@pytest.mark.parametrize("where", ["before the answer", "in the middle of the answer"])
+@pytest.mark.parametrize("where", ["before-the-answer", "mid-answer"])
 def test_a_call_ended_by_stop_counts_its_estimate_so_the_next_does_not_pass_the_cap(
     fake, start_bot, chat_server, hanging, where
 ):
     bot = start_bot(config_patch=_capped_runner(chat_server), stream=True, progress=True)
     _first_turn_and_room(fake, bot, chat_server, 1.5)
     before, _ = _used(bot)
-    if where == "before the answer":  # the server reads the prompt: no byte of the answer yet
+    if where == "before-the-answer":  # the server reads the prompt: no byte of the answer yet
         _hang(chat_server, hanging)
         fake.send_message("write me a long story")
         assert chat_server.wait_for_requests(2, timeout=10)
