@@ -1144,6 +1144,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         IMAGES,
     ),
     Mutation(
+        "image-decodes-at-once",
+        f"{AF}/media/images.py",
+        "with _DECODING, warnings.catch_warnings():",
+        "with threading.Lock(), warnings.catch_warnings():",
+        "images of several chats are decoded at once: their peaks add up",
+        IMAGES,
+    ),
+    Mutation(
         "image-metadata-crosses",
         f"{AF}/media/images.py",
         "return Image.frombytes(image.mode, image.size, image.tobytes())",
