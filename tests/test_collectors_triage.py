@@ -163,7 +163,8 @@ URGENT = {"subject": "Your flight is cancelled: call us", "from": "ana@example.n
 
 
 def test_early_junk_does_not_silence_the_rest_of_the_day(tmp_path, ws, chat_server):
-    """30 junk mails at 08:00 (Berlin) with 24 a day: only the morning's share is spent on them; an
+    """30 junk mails at 08:00 (Berlin) with 24 a day: only the morning's share is spent on them (never the
+    reserve); an
     urgent mail at 15:00 is still asked and pushed. The owner hears once that items went unsorted."""
     chat_server.set_handler(_says_yes_to("cancelled"))
     pushed: list[str] = []
@@ -172,9 +173,9 @@ def test_early_junk_does_not_silence_the_rest_of_the_day(tmp_path, ws, chat_serv
     ws.write_json("incoming.json", JUNK)
     runner.run_once("inbox")
     asked = sum(r["messages"][-1]["content"].count(". title:") for r in chat_server.chat_requests)
-    assert asked == 9  # hours 0-8 of 24 a day
+    assert asked == 7  # hours 0-8 of the 18 a day left beside the reserve (6) for items that stand out
     [notice] = pushed
-    assert "21 new item(s) were not sorted for you" in notice and "once a day" in notice
+    assert "23 new item(s) were not sorted for you" in notice and "once a day" in notice
     clock.set(datetime(2026, 11, 30, 8, 30, tzinfo=timezone.utc))  # more junk at 09:30: one more hour's share
     runner.run_once("inbox")
     assert len(pushed) == 1  # no second notice today
@@ -252,3 +253,136 @@ def test_the_rule_is_checked_by_the_config_schema(tmp_path, ws):
     )
     bad.load()
     assert "mail_test" not in bad.collectors and "max_per_day" in bad.errors[0].error
+
+
+# -- junk feed items and the reserve (issue 39.8): through the rss collector against a real feed server -----
+
+
+def _feed(entries: list[tuple[str, str]]) -> str:
+    items = "".join(
+        f"<item><guid>{guid}</guid><title>{title}</title><link>https://news.example/{guid}</link>"
+        f"<description>{title}</description></item>"
+        for guid, title in entries
+    )
+    return f'<?xml version="1.0"?><rss version="2.0"><channel><title>Deals and News</title>{items}</channel></rss>'
+
+
+def _rss_runner(ws, chat_server, feed_url: str, pushed: list[str], clock, max_per_day: int):
+    from messaging_llm_bot.llm.client import LLMClient as Client
+
+    config = {
+        "collectors": {
+            "rss": {
+                "enabled": True,
+                "feeds": [feed_url],
+                "notify": [{"match": "ask", "value": "Is it urgent or important for me?", "max_per_day": max_per_day}],
+            }
+        }
+    }
+    manager = CollectorManager.from_config(config, ws)
+    assert "rss" in manager.collectors, manager.errors
+    llm = Client(
+        {
+            "runners": [
+                {"name": "fake", "base_url": chat_server.base_url, "model": "fake-model", "timeout_seconds": 10}
+            ],
+            "retries_per_runner": 0,
+        }
+    )
+    return CollectorRunner(
+        manager,
+        ws,
+        notify=lambda name, text: pushed.append(text),
+        complete=BackgroundModel(llm),
+        clock=clock,
+        timezone="Europe/Berlin",
+    )
+
+
+def _asked_titles(chat_server) -> list[str]:
+    return [
+        line.split("title: ", 1)[1].split(" | ")[0]
+        for request in chat_server.chat_requests
+        for line in request["messages"][-1]["content"].split("\n")
+        if ". title: " in line
+    ]
+
+
+RSS_JUNK = [(f"deal-{n}", f"Deal {n}: 70% off everything, buy now") for n in range(30)]
+RSS_URGENT = ("alert-1", "Security alert: outage at your bank, action required")
+
+
+def test_junk_feed_items_leave_the_reserve_for_an_urgent_item_that_follows(tmp_path, ws, chat_server):
+    """30 junk feed entries at 23:00 (the whole day's ordinary share, 18 of 24) are asked up to that share
+    only; the urgent entry of the next run is asked from the reserve and pushed, though the day's junk
+    had been more than the budget (before, the junk took all 24 and the urgent entry was never asked, with
+    no word to the owner: the day's notice had gone out already)."""
+    from tests.fakes.feed_server import StaticHTTPServer
+
+    chat_server.set_handler(_says_yes_to("Security alert"))
+    pushed: list[str] = []
+    clock = FakeClock(datetime(2026, 11, 30, 22, 0, tzinfo=timezone.utc))  # 23:00 in Berlin
+    with StaticHTTPServer() as feeds:
+        feeds.add("/deals.xml", _feed(RSS_JUNK), content_type="application/rss+xml")
+        runner = _rss_runner(ws, chat_server, feeds.url("/deals.xml"), pushed, clock, max_per_day=24)
+        runner.run_once("rss")
+        assert len(_asked_titles(chat_server)) == 18
+        [notice] = pushed
+        assert "12 new item(s) were not sorted for you" in notice
+        more_junk = [(f"deal-{n}", f"Deal {n}: 70% off everything, buy now") for n in range(30, 40)]
+        feeds.add("/deals.xml", _feed(RSS_JUNK + more_junk + [RSS_URGENT]), content_type="application/rss+xml")
+        clock.advance(minutes=20)
+        runner.run_once("rss")
+    asked = _asked_titles(chat_server)
+    assert asked[18:] == [RSS_URGENT[1]]  # the junk of this run is not asked: the reserve is not for it
+    assert len(pushed) == 2 and RSS_URGENT[1] in pushed[1]
+    saved = json.loads(ws.read_text("state/collectors/triage.json"))["collectors"]["rss"]
+    assert saved["asked"] == 19 and saved["reserve_used"] == 1 and saved["not_asked"] == 22
+
+
+def test_when_the_reserve_is_spent_too_the_owner_is_told_once_naming_an_item(tmp_path, ws, chat_server):
+    """Entries that look urgent spend the reserve (8 a day: 6 shared, 2 in reserve); the next one that looks
+    urgent is not asked, and the owner hears it once, with its title: a second such entry adds no message."""
+    from tests.fakes.feed_server import StaticHTTPServer
+
+    chat_server.set_handler(lambda request: '{"yes": []}')
+    pushed: list[str] = []
+    clock = FakeClock(datetime(2026, 11, 30, 22, 0, tzinfo=timezone.utc))
+    with StaticHTTPServer() as feeds:
+        entries = RSS_JUNK[:6]
+        feeds.add("/deals.xml", _feed(entries), content_type="application/rss+xml")
+        runner = _rss_runner(ws, chat_server, feeds.url("/deals.xml"), pushed, clock, max_per_day=8)
+        runner.run_once("rss")
+        assert len(_asked_titles(chat_server)) == 6 and pushed == []
+        loud = [(f"loud-{n}", f"URGENT warning {n}: your account") for n in range(3)]
+        entries = entries + loud
+        feeds.add("/deals.xml", _feed(entries), content_type="application/rss+xml")
+        runner.run_once("rss")
+        assert _asked_titles(chat_server)[6:] == [loud[0][1], loud[1][1]]
+        [notice] = pushed
+        assert "1 new item(s) that look urgent" in notice and "URGENT warning 2: your account" in notice
+        entries = entries + [RSS_URGENT, ("deal-x", "Deal x: 70% off everything, buy now")]
+        feeds.add("/deals.xml", _feed(entries), content_type="application/rss+xml")
+        runner.run_once("rss")
+    assert len(_asked_titles(chat_server)) == 8 and len(pushed) == 1  # said once a day
+
+
+def test_cheap_signals_rank_what_stands_out_first_and_a_not_part_of_the_question_counts_nothing():
+    from assistant_framework.collectors.ranking import ranked
+
+    items = [
+        {"subject": "Our weekly newsletter", "from": "news@club.example"},
+        {"subject": "Weekly deals: 50% off", "snippet": "unsubscribe here"},
+        {"subject": "Dinner on Friday?", "from": "ana@example.net"},
+        {"subject": "Your flight is cancelled: call us", "snippet": "urgent"},
+        {"subject": "A note from a person you know", "snippet": "personal"},
+        {"subject": "Security alert", "bulk": True},
+    ]
+    order, standing = ranked(items, QUESTION)  # "(not a newsletter, an ad or a notification)"
+    assert [item["subject"] for item in order[:standing]] == [
+        "Your flight is cancelled: call us",
+        "A note from a person you know",
+    ]
+    assert order[-1]["subject"] == "Weekly deals: 50% off" and "Our weekly newsletter" not in [
+        item["subject"] for item in order[:standing]
+    ]

@@ -8,14 +8,17 @@ numbers for which the answer is yes (``{"yes": [2, 5]}``). So a mail that says "
 everything" can at most cause a ping, never an action or a leak. Without a model (``collectors
 run`` on the command line) the rule asks nothing.
 
-The budget: ``max_per_day`` items asked per collector and local day, spread over the day so that
-early junk cannot silence the rest of it. By the end of local hour ``h`` at most
-``ceil(max_per_day * (h + 1) / 24)`` items have been asked that day: what a quiet hour leaves
-carries over, a burst spends only what has accrued, and every later hour brings its own share.
-When a run has more items than its share, those that look personal go first (``bulk`` items:
-mailing lists, newsletters, automated mail, last). Items beyond the share are not asked and not
-pushed; the owner is told once a day per collector (a push), and ``/now`` shows it
-(``triage_status``). Counts live in ``state/collectors/triage.json``.
+The budget: ``max_per_day`` items asked per collector and local day. A quarter of it is held in
+reserve for items that stand out by cheap signals (collectors/ranking.py: the question's own words,
+words of trouble or a deadline; junk words and ``bulk`` count against); the rest is spread over the
+day so that early junk cannot silence the rest of it: by the end of local hour ``h`` at most
+``ceil((max_per_day - reserve) * (h + 1) / 24)`` items have been asked from it that day. What a
+quiet hour leaves carries over, a burst spends only what has accrued, and every later hour brings
+its own share. A run's items are ranked before the budget is spent: those that stand out first
+(drawing on the reserve once the share is spent), then the rest. Items beyond it are not asked and
+not pushed; the owner is told once a day per collector (a push), and once more that day when an
+item that stood out was among them (it names one); ``/now`` shows the count (``triage_status``).
+Counts live in ``state/collectors/triage.json``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Callable
 
+from assistant_framework.collectors.ranking import ranked
 from assistant_framework.memory.modelcall import call_model, json_schema_format, parse_json_reply
 from assistant_framework.workspace import Workspace
 
@@ -95,37 +99,64 @@ def hourly_share(limit: int, hour: int) -> int:
     return min(limit, math.ceil(limit * (min(max(hour, 0), 23) + 1) / 24))
 
 
+def reserve_of(limit: int) -> int:
+    """The part of a day's ``limit`` that only items that stand out may spend (a quarter)."""
+    return limit // 4
+
+
 @dataclass
 class Grant:
-    """What one run may ask: ``granted`` items now; ``notice`` is the owner's once-a-day message, if due."""
+    """What one run may ask: the first ``standing`` of the items that stand out and the first ``ordinary`` of the
+    rest; ``notice`` is the owner's message, if one is due."""
 
-    granted: int
+    standing: int
+    ordinary: int
     not_asked: int = 0
-    notice: str | None = None
+    standing_not_asked: int = 0
+    #: The owner's message, if one is due: about items that stood out ("standing"), or any ("skipped").
+    notice_due: str | None = None
+    #: Today's counts after this run (for the notice).
+    today: dict[str, Any] = field(default_factory=dict)
 
 
 class TriageBudget:
-    """Items asked per collector and local day, spread over the day; kept in ``state/collectors/triage.json``
-    as ``{"day": "YYYY-MM-DD", "collectors": {name: {"asked", "not_asked", "limit", "noticed"}}}``."""
+    """Items asked per collector and local day, a reserve for items that stand out and the rest spread over the
+    day; kept in ``state/collectors/triage.json`` as ``{"day": "YYYY-MM-DD", "collectors": {name: {"asked",
+    "reserve_used", "not_asked", "limit", "noticed", "noticed_standing"}}}``."""
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
-    def take(self, collector: str, now: datetime, wanted: int, limit: int) -> Grant:
-        """Reserve up to ``wanted`` items of what the day's ``limit`` allows by ``now`` (local time)."""
+    def take(self, collector: str, now: datetime, standing: int, ordinary: int, limit: int) -> Grant:
+        """Reserve what the day's ``limit`` allows by ``now`` (local time) of ``standing`` items that stand out and
+        ``ordinary`` others."""
+        reserve = reserve_of(limit)
         with self.workspace.lock(BUDGET_FILE):
             day, counts = _load(self.workspace, now.date())
             mine = counts.setdefault(collector, {})
             used = _count(mine.get("asked"))
-            granted = max(0, min(wanted, hourly_share(limit, now.hour) - used))
-            grant = Grant(granted, wanted - granted)
-            mine.update(asked=used + granted, limit=limit)
+            reserve_used = min(_count(mine.get("reserve_used")), used)
+            shared_left = max(0, hourly_share(limit - reserve, now.hour) - (used - reserve_used))
+            reserve_left = max(0, reserve - reserve_used)
+            standing_granted = min(standing, shared_left + reserve_left)
+            from_reserve = max(0, standing_granted - shared_left)
+            shared_left -= standing_granted - from_reserve
+            grant = Grant(standing_granted, min(ordinary, shared_left))
+            grant.standing_not_asked = standing - grant.standing
+            grant.not_asked = grant.standing_not_asked + ordinary - grant.ordinary
+            mine.update(
+                asked=used + grant.standing + grant.ordinary, reserve_used=reserve_used + from_reserve, limit=limit
+            )
             if grant.not_asked:
                 mine["not_asked"] = _count(mine.get("not_asked")) + grant.not_asked
-                if not mine.get("noticed"):
+                if grant.standing_not_asked and not mine.get("noticed_standing"):
+                    mine["noticed"] = mine["noticed_standing"] = True
+                    grant.notice_due = "standing"
+                elif not mine.get("noticed"):
                     mine["noticed"] = True
-                    grant.notice = _notice(collector, mine, limit, now)
-            if granted or grant.not_asked:
+                    grant.notice_due = "skipped"
+            grant.today = dict(mine)
+            if grant.standing or grant.ordinary or grant.not_asked:
                 self.workspace.write_json(BUDGET_FILE, {"day": day, "collectors": counts})
             return grant
 
@@ -152,6 +183,22 @@ def _count(value: object) -> int:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
+#: The longest title a notice quotes.
+NOTICE_TITLE_CHARS = 80
+
+
+def _standing_notice(collector: str, counts: dict[str, Any], limit: int, skipped: int, example: str) -> str:
+    title = " ".join(example.split())
+    title = title if len(title) <= NOTICE_TITLE_CHARS else title[: NOTICE_TITLE_CHARS - 1] + "…"
+    named = f" (such as \u201c{title}\u201d)" if title else ""
+    return (
+        f"{collector}: {skipped} new item(s) that look urgent or match your question{named} were not sorted for "
+        f"you (nor pushed): the ask rule's budget, its reserve for such items included, is spent for today "
+        f"({counts['asked']} of {limit} asked). Check {collector} yourself, or raise max_per_day of the ask rule in "
+        f"config/collectors/{collector}.json. /now shows today's count; this is said once a day."
+    )
+
+
 def _notice(collector: str, counts: dict[str, Any], limit: int, now: datetime) -> str:
     return (
         f"{collector}: {counts['not_asked']} new item(s) were not sorted for you (nor pushed): the ask rule's "
@@ -170,11 +217,6 @@ class Triage:
     notice: str | None = None
 
 
-def personal_first(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The items with those that look personal first (``bulk`` ones, e.g. newsletters, last), else in order."""
-    return sorted(items, key=lambda item: bool(item.get("bulk")))
-
-
 def ask_model(
     complete: Complete,
     rule: dict[str, Any],
@@ -187,17 +229,28 @@ def ask_model(
     """The items the model says yes to for one ``ask`` rule, within the budget's share by ``now`` (local);
     no picks on any model failure."""
     limit = int(rule.get("max_per_day") or DEFAULT_MAX_PER_DAY)
-    grant = budget.take(collector, now, len(items), limit)
-    out = Triage(not_asked=grant.not_asked, notice=grant.notice)
+    # Ranked before the budget is spent: what stands out first, and only that may draw on the reserve.
+    order, standing = ranked(items, str(rule["value"]))
+    grant = budget.take(collector, now, standing, len(order) - standing, limit)
+    out = Triage(not_asked=grant.not_asked)
+    if grant.notice_due == "standing":
+        skipped = order[grant.standing]  # the first item that stood out and was not asked
+        example = str(skipped.get("title") or skipped.get("subject") or "")
+        out.notice = _standing_notice(collector, grant.today, limit, grant.standing_not_asked, example)
+    elif grant.notice_due == "skipped":
+        out.notice = _notice(collector, grant.today, limit, now)
     if grant.not_asked:
         log.info(
-            "collector %s: %d new item(s) not asked: the ask rule's budget (max_per_day %d, %d by this hour) is spent",
+            "collector %s: %d new item(s) not asked (%d that stand out): the ask rule's budget (max_per_day %d, "
+            "%d in reserve) is spent for now",
             collector,
             grant.not_asked,
+            grant.standing_not_asked,
             limit,
-            hourly_share(limit, now.hour),
+            reserve_of(limit),
         )
-    asked = personal_first(items)[: grant.granted] if grant.not_asked else items
+    # All of them: in the run's order; a part: best first.
+    asked = order[: grant.standing] + order[standing : standing + grant.ordinary] if grant.not_asked else items
     for start in range(0, len(asked), MAX_PER_CALL):
         batch = asked[start : start + MAX_PER_CALL]
         try:
