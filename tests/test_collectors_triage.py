@@ -371,7 +371,7 @@ def test_cheap_signals_rank_what_stands_out_first_and_a_not_part_of_the_question
     from assistant_framework.collectors.ranking import ranked
 
     items = [
-        {"subject": "Our weekly newsletter", "from": "news@club.example"},
+        {"subject": "A notification of your order", "from": "shop@club.example"},
         {"subject": "Weekly deals: 50% off", "snippet": "unsubscribe here"},
         {"subject": "Dinner on Friday?", "from": "ana@example.net"},
         {"subject": "Your flight is cancelled: call us", "snippet": "urgent"},
@@ -383,6 +383,6 @@ def test_cheap_signals_rank_what_stands_out_first_and_a_not_part_of_the_question
         "Your flight is cancelled: call us",
         "A note from a person you know",
     ]
-    assert order[-1]["subject"] == "Weekly deals: 50% off" and "Our weekly newsletter" not in [
+    assert order[-1]["subject"] == "Weekly deals: 50% off" and "A notification of your order" not in [
         item["subject"] for item in order[:standing]
     ]
