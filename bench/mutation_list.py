@@ -101,6 +101,7 @@ SIGNAL = (
     "test_guest_skills.py",
 )
 JOBS = ("test_jobs_guard.py", "test_jobs_bot.py", "test_jobs_skill.py", "test_jobs_schedule.py")
+JOB_ROUTING = ("test_jobs_one_scheduler.py", "test_jobs_signal.py", "test_console_jobs.py")
 IMAGES = ("test_photos_bounds.py", "test_photos.py")
 MCP_SECRETS = ("test_mcp_shapes.py", "test_mcp_secrets.py")
 PREPARE = ("test_call_path.py", "test_skills_manager.py", "test_skills_small_model_args.py", "test_agent_policy.py")
@@ -915,6 +916,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         "owner is None only when nobody is allowed, and then no message gets this far",
     ),
     # -- scheduled jobs (jobs/, skills/jobs, agent/guard.py SCHEDULING_SKILLS) -------------------------
+    Mutation(
+        "jobs-route-ignores-chat",
+        f"{BOT}/conversation/job_router.py",
+        'channel = channel_of(job.chat_id) if job.chat_id not in (None, "") else home_channel(self.runtime.settings)',
+        "channel = home_channel(self.runtime.settings)",
+        "a job made in a Signal chat runs on Telegram (another channel's owner chat) when both run in one process",
+        JOB_ROUTING,
+    ),
+    Mutation(
+        "jobs-hand-made-last-channel",
+        f"{BOT}/conversation/routes.py",
+        "        return configured[0]",
+        "        return configured[-1]",
+        "a job made by hand runs on Signal, not on the first configured channel (Telegram)",
+        JOB_ROUTING,
+    ),
+    Mutation(
+        "jobs-scheduler-per-channel",
+        f"{BOT}/conversation/job_router.py",
+        "        if router is None or router.runtime is not runtime:",
+        "        if True:",
+        "each channel runs a scheduler of its own: two schedulers look at one jobs file in one process",
+        JOB_ROUTING,
+    ),
     Mutation(
         "jobs-untrusted-any-change",
         f"{BOT}/agent/guard.py",

@@ -28,7 +28,7 @@ from messaging_llm_bot.channels.signal.settings import (
     recipient_params,
 )
 from messaging_llm_bot.conversation.jobs import next_daily
-from messaging_llm_bot.conversation.reminders import reminder_channel
+from messaging_llm_bot.conversation.routes import channel_of
 from tests.fakes.signal_daemon import FakeSignalDaemon
 from tests.signal_harness import BOT, GROUP, OWNER
 
@@ -141,7 +141,7 @@ def test_group_rules_and_mentions():
 
 
 def test_reminder_channels_and_daily_jobs():
-    assert [reminder_channel(c) for c in (12345, "-100", f"sig:{OWNER}", "console", None)] == [
+    assert [channel_of(c) for c in (12345, "-100", f"sig:{OWNER}", "console", None)] == [
         "telegram",
         "telegram",
         "signal",

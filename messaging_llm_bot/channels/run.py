@@ -11,17 +11,14 @@ import signal
 import threading
 
 from assistant_framework.config.settings import Settings
+from messaging_llm_bot.conversation.routes import configured_channels
 from messaging_llm_bot.conversation.runtime import Runtime
 
 
 def enabled_frontends(settings: Settings) -> list[str]:
-    """Chat frontends the config turns on: telegram when it has a token, signal when ``signal.enabled``."""
-    names = []
-    if settings.telegram.token:
-        names.append("telegram")
-    if settings.signal.enabled:
-        names.append("signal")
-    return names
+    """Chat channels the config turns on (conversation/routes.py): telegram when it has a token, signal when
+    ``signal.enabled``."""
+    return configured_channels(settings)
 
 
 def run_chat_frontends(runtime: Runtime, names: list[str]) -> int:

@@ -1,11 +1,12 @@
 """Runs of scheduled jobs (docs/jobs.md): each due run enters the durable inbox as the job's own item.
 
-``JobScheduler`` looks at ``jobs/jobs.json`` on the frontend's JobQueue (every ``jobs.poll_seconds``,
+``JobScheduler`` (one per process: conversation/job_router.py) looks at ``jobs/jobs.json`` on its job queue
+(every ``jobs.poll_seconds``,
 sooner when a run is due sooner), plans the due runs with the job's ``catch_up``
 (``assistant_framework.jobs.due_runs``) and accepts each into the inbox under its run id
 (``job:<id>:<planned time>``): the inbox takes an id once, so two runs of one planned time never both
 happen, and an item a crash left is answered at the next start like any message. Only then is the job's
-``last_planned`` moved on. The frontend answers the item in the owner's chat queue: a ``message`` job's
+``last_planned`` moved on. The job's channel answers the item in the owner's chat queue: a ``message`` job's
 text is the reply, a ``prompt`` job's turn (the owner's policy, no confirmation possible) makes it; the
 reply goes out through the ledger and the run gets its line in ``jobs/runs.jsonl``.
 """
@@ -17,7 +18,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
@@ -248,13 +249,21 @@ def paused_notice(run: JobRun, error: str | None) -> str:
     )
 
 
+class RunInbox(Protocol):
+    """The part of the durable inbox the scheduler uses (an ``Inbox``, or the router's inbox of every channel)."""
+
+    def accept(self, source_id: str, conversation_id: str, payload: dict[str, Any]) -> InboxItem | None: ...
+
+    def pending(self, prefix: str = "") -> list[InboxItem]: ...
+
+
 class JobScheduler:
-    """Puts due job runs into the inbox and hands them to the frontend; on a PTB JobQueue or AsyncJobQueue."""
+    """Puts due job runs into the inbox and hands them to their channel; on a PTB JobQueue or AsyncJobQueue."""
 
     def __init__(
         self,
         workspace: Any,
-        inbox: Inbox,
+        inbox: RunInbox,
         job_queue: Any,
         *,
         claim: Callable[[Job], str | None],
@@ -266,31 +275,46 @@ class JobScheduler:
         self.workspace = workspace
         self.inbox = inbox
         self.job_queue = job_queue
-        self.claim = claim  # the conversation a job's runs go to on this frontend, or None (not ours)
+        self.claim = claim  # the conversation a job's runs go to, or None (no channel here runs it)
         self.start_item = start
         self.settings = settings
         self.clock = clock or (lambda: datetime.now(timezone.utc))
-        self.prefix = prefix  # this frontend's conversations in the inbox ("tg:")
+        self.prefix = prefix  # the conversations whose left-over runs are offered again ("": every one)
         self.stopped = False
         self.looks = 0  # how many looks are done (a test waits for the next one)
         #: Jobs a look could not plan (each logged once; the others ran): one sentence each.
         self.failed: set[str] = set()
+        self._next: Any = None  # the planned look (its job on the queue)
+        self._looking = False
+        self._again = False  # look again right after the look running now
 
     def start(self) -> None:
         """Look now, then again and again."""
         self._plan(0.0)
 
+    def look_soon(self) -> None:
+        """Look at once instead of at the planned time (a channel joined); on the job queue's loop."""
+        if self._looking:
+            self._again = True
+            return
+        if self._next is not None:
+            self._next.schedule_removal()
+        self._plan(0.0)
+
     def _plan(self, delay: float) -> None:
         if not self.stopped:
-            self.job_queue.run_once(self._tick, when=max(0.05, delay), name="jobs:look")
+            self._next = self.job_queue.run_once(self._tick, when=max(0.05, delay), name="jobs:look")
 
     async def _tick(self, context: Any) -> None:
         poll = self.settings().jobs.poll_seconds
+        self._looking, self._next = True, None
         try:
             items, wait = await asyncio.to_thread(self.look)
         except Exception as err:  # noqa: BLE001 - a damaged file or a full disk must not end the schedule
             log.warning("jobs: looking at the jobs failed: %s", err)
             items, wait = [], poll
+        finally:
+            self._looking = False
         if self.looks == 1:
             log.info("jobs: first look done; %d run(s) to make now", len(items))
         for item in items:
@@ -298,6 +322,8 @@ class JobScheduler:
                 self.start_item(item)
             except Exception:  # noqa: BLE001 - one run must not stop the others
                 log.exception("jobs: could not start %s", item.item_id)
+        if self._again:
+            self._again, wait = False, 0.0
         self._plan(wait)
 
     def look(self) -> tuple[list[InboxItem], float]:
@@ -323,7 +349,7 @@ class JobScheduler:
                 continue
             if upcoming is not None:
                 soonest = min(soonest, upcoming)
-        # A run whose delivery failed (network) stays in the inbox: offered again (the frontend skips running ones).
+        # A run whose delivery failed (network) stays in the inbox: offered again (the channel skips running ones).
         items += [item for item in self.inbox.pending(self.prefix) if is_job_item(item) and item not in items]
         self.looks += 1
         return items, (soonest - now).total_seconds()

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.stores.provenance import is_untrusted
 from messaging_llm_bot.conversation.markup import escape_markdown
+from messaging_llm_bot.conversation.routes import channel_of
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +47,6 @@ def field(record: Any, name: str, default: Any = None) -> Any:
     if isinstance(record, dict):
         return record.get(name, default)
     return getattr(record, name, default)
-
-
-def reminder_channel(chat_id: Any) -> str:
-    """The frontend a reminder's chat belongs to: the prefix of ``sig:...`` ids, "telegram" for numeric ids."""
-    text = str(chat_id if chat_id is not None else "")
-    if ":" in text:
-        return {"sig": "signal", "tg": "telegram"}.get(text.split(":", 1)[0], text.split(":", 1)[0])
-    return "telegram" if text.lstrip("-").isdigit() else text or "none"
 
 
 def _zone(name: str | None, fallback: str = "UTC") -> ZoneInfo:
@@ -129,7 +122,7 @@ class ReminderScheduler:
     ) -> None:
         self.store = store
         self.conversation = conversation  # the send takes the reminder's conversation (Telegram: its topic)
-        self.channel = channel  # only reminders set on this frontend (see reminder_channel); None: all
+        self.channel = channel  # only reminders set on this channel (conversation/routes.py); None: all
         self.job_queue = job_queue
         self.send = send
         self.default_tz = default_tz
@@ -155,7 +148,7 @@ class ReminderScheduler:
             return [
                 r
                 for r in self.store.pending()
-                if self.channel is None or reminder_channel(field(r, "chat_id")) == self.channel
+                if self.channel is None or channel_of(field(r, "chat_id")) == self.channel
             ]
         except Exception as err:  # noqa: BLE001 - a damaged store must not stop the bot
             log.warning("reminders: cannot read the reminder store: %s", err)

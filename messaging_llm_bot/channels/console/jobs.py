@@ -1,12 +1,13 @@
 """Scheduled jobs in the terminal chat (docs/jobs.md): while the chat is open at a terminal, due runs of
 its jobs are made and printed there, between prompts.
 
-The same once-only path as Telegram and Signal: ``JobScheduler`` (conversation/job_runs.py) accepts each due
-run into the durable inbox as ``job:<id>:<planned UTC>`` (an id is taken once), ``answer_job_run``
-(conversation/job_answer.py) makes the reply once and records it before it is printed, the printed reply is
-recorded as the item's part, then the run's line is written and the item completed. A run cut off by a
-crash or by leaving the chat is answered at the next start; a reply printed before is not printed again.
-One terminal chat per workspace (console.py holds ``state/console.lock``), so no other chat makes these runs.
+The same once-only path as Telegram and Signal: the process's one ``JobScheduler`` (conversation/job_runs.py,
+joined through conversation/job_router.py) accepts each due run into the durable inbox as
+``job:<id>:<planned UTC>`` (an id is taken once), ``answer_job_run`` (conversation/job_answer.py) makes the
+reply once and records it before it is printed, the printed reply is recorded as the item's part, then the
+run's line is written and the item completed. A run cut off by a crash or by leaving the chat is answered at
+the next start; a reply printed before is not printed again.
+One terminal chat per workspace (chat.py holds ``state/console.lock``), so no other chat makes these runs.
 
 A reply is printed at once when the user sits at an empty prompt, else kept until the line typed is sent
 and answered, then printed before the next prompt (extras.Screen): never into a line being typed.
@@ -25,10 +26,9 @@ from typing import Any
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.console.extras import Screen
-from messaging_llm_bot.channels.run import enabled_frontends
 from messaging_llm_bot.conversation.job_answer import answer_job_run
+from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
 from messaging_llm_bot.conversation.job_runs import JobScheduler
-from messaging_llm_bot.conversation.jobs import AsyncJobQueue
 from messaging_llm_bot.conversation.markup import terminal_text
 from messaging_llm_bot.conversation.pool import TurnPool
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -71,11 +71,10 @@ class ConsoleJobs:
         self._thread.start()
         ready.wait(10)
 
-    def claim(self, job: Job) -> str | None:
-        """A job made in the terminal chat, or made by hand (no chat) when no chat frontend is configured."""
-        if job.chat_id in (None, ""):
-            return None if enabled_frontends(self.runtime.settings) else self.conversation_id
-        return self.conversation_id if str(job.chat_id) == self.conversation_id else None
+    def job_conversation(self, job: Job) -> str | None:
+        """The terminal chat's conversation, for the jobs the router finds are the terminal's (made there, or
+        made by hand when no chat channel is configured)."""
+        return self.conversation_id
 
     def _run(self, ready: threading.Event) -> None:
         loop = asyncio.new_event_loop()
@@ -92,24 +91,16 @@ class ConsoleJobs:
     async def _main(self, ready: threading.Event) -> None:
         self._stop = asyncio.Event()
         self._one_at_a_time = asyncio.Lock()
-        queue = AsyncJobQueue()
-        self.scheduler = JobScheduler(
-            self.runtime.workspace,
-            self.inbox,
-            queue,
-            claim=self.claim,
-            start=self.start_item,
-            settings=lambda: self.runtime.settings,
-            clock=self.clock,
-            prefix=self.conversation_id,
+        jobs = ChannelJobs(
+            asyncio.get_running_loop(), self.inbox, owner_conversation=self.job_conversation, start=self.start_item
         )
-        self.scheduler.start()  # its first look offers the runs a crash or a quit left, too
+        # Its first look (or the next, when another channel started it) offers the runs a crash or a quit left.
+        self.scheduler = await asyncio.to_thread(job_router(self.runtime).attach, "console", jobs, self.clock)
         ready.set()
         try:
             await self._stop.wait()
         finally:
-            self.scheduler.stop()
-            await queue.stop()
+            await asyncio.to_thread(job_router(self.runtime).detach, "console")
             if self._tasks:  # a run printed a moment ago writes its line and completes; a reply not
                 # printed yet (the screen is closed) stays in the inbox at once
                 await asyncio.wait(set(self._tasks), timeout=FINISH_SECONDS)

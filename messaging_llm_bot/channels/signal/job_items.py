@@ -1,5 +1,5 @@
-"""Scheduled jobs on Signal (conversation/job_runs.py plans them): which runs are this frontend's, and each
-run's inbox item answered in the owner's chat queue, once at a time."""
+"""Scheduled jobs on Signal (conversation/job_runs.py plans them, conversation/job_router.py routes them): the
+conversation of Signal's runs, and each run's inbox item answered in the owner's chat queue, once at a time."""
 
 from __future__ import annotations
 
@@ -7,11 +7,9 @@ from collections.abc import Callable
 
 from assistant_framework.inbox import InboxItem
 from assistant_framework.jobs import Job
-from messaging_llm_bot.channels.run import enabled_frontends
 from messaging_llm_bot.channels.signal.settings import PREFIX, SignalSettings, chat_of_conversation
 from messaging_llm_bot.channels.signal.tasks import ChatTasks
 from messaging_llm_bot.channels.signal.turn import TurnRunner
-from messaging_llm_bot.conversation.reminders import reminder_channel
 from messaging_llm_bot.conversation.runtime import Runtime
 
 
@@ -41,12 +39,8 @@ class JobItems:
 
         self.tasks.spawn(chat_of_conversation(item.conversation_id), run(), owner=True, exempt=True)
 
-    def claim(self, job: Job) -> str | None:
-        """The conversation a job's runs go to here: the owner's direct chat, for jobs made on Signal, or made
-        by hand (no chat) when Telegram is not running; never another chat whatever the row says."""
+    def conversation(self, job: Job) -> str | None:
+        """The conversation a Signal job's runs go to (conversation/job_router.py decides which jobs are
+        Signal's): the owner's direct chat, never another chat whatever the row says."""
         owner = self._settings().owner
-        if owner is None:
-            return None
-        if job.chat_id in (None, ""):
-            return None if "telegram" in enabled_frontends(self.runtime.settings) else PREFIX + owner
-        return PREFIX + owner if reminder_channel(job.chat_id) == "signal" else None
+        return None if owner is None else PREFIX + owner

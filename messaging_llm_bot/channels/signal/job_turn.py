@@ -8,27 +8,37 @@ is recorded, then delivered through the ledger, so it arrives once; the run gets
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from assistant_framework.inbox import InboxItem
-from messaging_llm_bot.channels.signal.client import SignalRpcError, SignalUnavailable
+from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.send import send_parts
-from messaging_llm_bot.channels.signal.settings import chat_of_conversation
+from messaging_llm_bot.channels.signal.settings import SignalMessage, chat_of_conversation
 from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.job_runs import JobRun
-
-if TYPE_CHECKING:
-    from messaging_llm_bot.channels.signal.turn import TurnRunner
+from messaging_llm_bot.conversation.pool import TurnPool
+from messaging_llm_bot.conversation.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 
-async def answer_job(runner: TurnRunner, item: InboxItem) -> None:
+class Delivery(Protocol):
+    """What a job run uses of the turn runner (signal/turn.py): its parts and its public delivery path."""
+
+    runtime: Runtime
+    inbox: Inbox
+    pool: TurnPool
+    client: SignalClient
+
+    async def deliver(self, item: InboxItem, chat: str, reply: str, quote: SignalMessage | None) -> bool: ...
+
+
+async def answer_job(runner: Delivery, item: InboxItem) -> None:
     """Make and deliver one job run, record it in jobs/runs.jsonl, complete the item."""
     chat = chat_of_conversation(item.conversation_id)
 
     async def deliver(text: str) -> bool:
-        return await runner._deliver(item, chat, text, None)
+        return await runner.deliver(item, chat, text, None)
 
     async def tell(text: str) -> None:
         try:

@@ -33,12 +33,13 @@ from messaging_llm_bot.channels.signal.identity import Identities
 from messaging_llm_bot.channels.signal.job_items import JobItems
 from messaging_llm_bot.channels.signal.notices import Notices
 from messaging_llm_bot.channels.signal.send import say
-from messaging_llm_bot.channels.signal.settings import PREFIX, SignalMessage, SignalSettings
+from messaging_llm_bot.channels.signal.settings import SignalMessage, SignalSettings
 from messaging_llm_bot.channels.signal.strangers import Strangers
 from messaging_llm_bot.channels.signal.tasks import ChatTasks
 from messaging_llm_bot.channels.signal.turn import TurnRunner
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.conversation.held import StorageOutage
+from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
 from messaging_llm_bot.conversation.job_runs import JobScheduler
 from messaging_llm_bot.conversation.jobs import AsyncJobQueue, DailyJob
 from messaging_llm_bot.conversation.pool import pool_size
@@ -87,6 +88,7 @@ class SignalService:
         self.tasks = ChatTasks(self.queues)
         #: The jobs' clock (a test's controlled clock; None: the real one).
         self.job_clock: Callable[[], datetime] | None = None
+        self.jobs: JobScheduler | None = None  # the process's one scheduler, once Signal joined it
         # The parts made when the service starts (``_main``); the event handlers run only after that.
         self._client: SignalClient | None = None
         self._inbox: Inbox | None = None
@@ -267,17 +269,10 @@ class SignalService:
             channel="signal",
         )
         reminders.start()
-        scheduler = JobScheduler(
-            workspace,
-            inbox,
-            jobs,
-            claim=job_items.claim,
-            start=job_items.start,
-            settings=lambda: self.runtime.settings,
-            clock=self.job_clock,
-            prefix=PREFIX,
+        channel_jobs = ChannelJobs(
+            asyncio.get_running_loop(), inbox, owner_conversation=job_items.conversation, start=job_items.start
         )
-        scheduler.start()
+        self.jobs = await asyncio.to_thread(job_router(self.runtime).attach, "signal", channel_jobs, self.job_clock)
         if self.settings.morning_digest:
             hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))
             DailyJob(
@@ -306,7 +301,7 @@ class SignalService:
                 )
                 await turns.wait_idle(1.0)
             await self.tasks.cancel_waiting()  # turns still waiting for their chat: their items stay pending
-            scheduler.stop()
+            await asyncio.to_thread(job_router(self.runtime).detach, "signal")
             await jobs.stop()
             await client.close()
             turns.pool.shutdown()

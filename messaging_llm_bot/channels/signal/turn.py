@@ -128,7 +128,7 @@ class TurnRunner:
                 await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
             except OSError as err:
                 log.warning("signal: could not record the reply of %s: %s", item.item_id, err)
-        if not await self._deliver(item, msg.chat, reply, quote):
+        if not await self.deliver(item, msg.chat, reply, quote):
             return  # stopping with the reply undelivered: it stays in the inbox, resent at the next start
         if produced:
             await self._speak(item, msg, reply)
@@ -240,8 +240,9 @@ class TurnRunner:
         except (SignalRpcError, SignalUnavailable) as err:
             log.info("signal: could not echo the transcript to %s: %s", chat, err)
 
-    async def _deliver(self, item: InboxItem, chat: str, reply: str, quote: SignalMessage | None) -> bool:
-        """Send the missing parts; retries while the daemon is gone or cannot send for now (no network to
+    async def deliver(self, item: InboxItem, chat: str, reply: str, quote: SignalMessage | None) -> bool:
+        """The one delivery path of chat turns and job runs (signal/job_turn.py): send the missing parts, each
+        recorded in the ledger as it goes out; retries while the daemon is gone or cannot send for now (no network to
         the Signal server, rate limited). False when stopping first."""
         delay = 0.5
         held = False  # "cannot send for now" logged for this reply

@@ -39,6 +39,7 @@ from messaging_llm_bot.channels.telegram.shutdown import GracefulStop
 from messaging_llm_bot.channels.telegram.updates import ChatOrderedProcessor, InboxBot
 from messaging_llm_bot.channels.telegram.webhook import webhook_secret
 from messaging_llm_bot.conversation.commands import COMMANDS
+from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
 from messaging_llm_bot.conversation.job_runs import JobScheduler
 from messaging_llm_bot.conversation.jobs import DailyJob
 from messaging_llm_bot.conversation.reminders import ReminderScheduler
@@ -159,17 +160,13 @@ class TelegramService:
         )
         self.reminders.start()
         fe = self.frontend
-        self.jobs = JobScheduler(
-            self.runtime.workspace,
+        channel_jobs = ChannelJobs(
+            asyncio.get_running_loop(),
             fe.intake.inbox,
-            app.job_queue,
-            claim=fe.intake.claim_job,
+            owner_conversation=fe.intake.job_conversation,
             start=lambda item: fe.intake.start_job_item(app.bot, item),
-            settings=lambda: self.runtime.settings,
-            clock=self.job_clock,
-            prefix="tg:",
         )
-        self.jobs.start()
+        self.jobs = await asyncio.to_thread(job_router(self.runtime).attach, "telegram", channel_jobs, self.job_clock)
         if self.settings.morning_digest:
             hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))
             # Not PTB's run_daily: its cron trigger sends a time in the hour the clocks go back twice.
@@ -192,11 +189,10 @@ class TelegramService:
         log.error("telegram: error while handling an update: %s", err, exc_info=err)
 
     async def _post_stop(self, app: Application) -> None:
-        if self.jobs is not None:
-            self.jobs.stop()
         if self._rest is not None and not self._rest.done():
             self._rest.cancel()  # stopped before the deferred start finished: start nothing more
             await asyncio.gather(self._rest, return_exceptions=True)
+        await asyncio.to_thread(job_router(self.runtime).detach, "telegram")  # no new job run starts here
         # PTB's stop waited for update handlers; start-up replay turns run outside PTB: wait for them too.
         await self.shutdown.finish_turns()
 

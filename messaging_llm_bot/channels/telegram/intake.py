@@ -35,7 +35,6 @@ from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.held import StorageOutage, held_text, storage_error_text
 from messaging_llm_bot.conversation.job_runs import is_job_item
-from messaging_llm_bot.conversation.reminders import reminder_channel
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.llm.transcribe import transcription_settings
 
@@ -264,12 +263,12 @@ class Intake:
 
         task.add_done_callback(forget)
 
-    def claim_job(self, job: Job) -> str | None:
-        """The conversation a job's runs go to here: the owner's private chat (the topic of it the job was made
-        in), for jobs made on Telegram or by hand (no chat); a job's reply is the owner's data, so never another
-        chat whatever the row says."""
+    def job_conversation(self, job: Job) -> str | None:
+        """The conversation a Telegram job's runs go to (conversation/job_router.py decides which jobs are
+        Telegram's): the owner's private chat, in the topic of it the job was made in; a job's reply is the
+        owner's data, so never another chat whatever the row says."""
         owner = self.settings.owner_id
-        if owner is None or (job.chat_id not in (None, "") and reminder_channel(job.chat_id) != "telegram"):
+        if owner is None:
             return None
         return conversation_id(owner, topic_in(job.conversation_id, owner))
 

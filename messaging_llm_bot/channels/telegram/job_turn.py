@@ -10,22 +10,44 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import telegram
 
-from assistant_framework.inbox import InboxItem
+from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.channels.telegram.progress import Progress
 from messaging_llm_bot.channels.telegram.send import TelegramDeliveryError, refused_for_good, send_markdown, topic_gone
-from messaging_llm_bot.channels.telegram.settings import chat_of, topic_in
+from messaging_llm_bot.channels.telegram.settings import TelegramSettings, chat_of, topic_in
 from messaging_llm_bot.conversation.job_answer import DeliveryRefused, answer_job_run
-
-if TYPE_CHECKING:
-    from messaging_llm_bot.channels.telegram.turn import TurnRunner
+from messaging_llm_bot.conversation.pool import TurnPool
+from messaging_llm_bot.conversation.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 
-async def answer_job(runner: TurnRunner, bot: telegram.Bot, item: InboxItem) -> None:
+class Delivery(Protocol):
+    """What a job run uses of the turn runner (telegram/turn.py): its parts and its public delivery path."""
+
+    runtime: Runtime
+    inbox: Inbox
+    pool: TurnPool
+
+    @property
+    def settings(self) -> TelegramSettings: ...
+
+    async def deliver(
+        self,
+        bot: telegram.Bot,
+        item: InboxItem,
+        chat_id: int,
+        reply: str,
+        reply_to: int | None,
+        progress: Progress | None,
+        topic: int | None = None,
+    ) -> None: ...
+
+
+async def answer_job(runner: Delivery, bot: telegram.Bot, item: InboxItem) -> None:
     """Make and deliver one job run, record it in jobs/runs.jsonl, complete the item (conversation/job_answer.py);
     Telegram's part is the delivery: in the topic the job was made in (the chat's General once that topic is
     gone), left for the next look on a network error, a failed run when Telegram refuses it for good."""
@@ -40,12 +62,12 @@ async def answer_job(runner: TurnRunner, bot: telegram.Bot, item: InboxItem) -> 
     async def deliver(text: str) -> bool:
         try:
             try:
-                await runner._deliver(bot, item, chat_id, text, None, None, topic)
+                await runner.deliver(bot, item, chat_id, text, None, None, topic)
             except TelegramDeliveryError as err:
                 if topic is None or not topic_gone(err):
                     raise
                 log.warning("jobs: %s for topic %s goes to the chat's General: %s", item.item_id, topic, err.cause)
-                await runner._deliver(bot, item, chat_id, text, None, None)
+                await runner.deliver(bot, item, chat_id, text, None, None)
         except TelegramDeliveryError as err:
             if not refused_for_good(err.cause) and isinstance(err.cause, telegram.error.NetworkError):
                 log.warning("jobs: %s not delivered yet (%s); it is sent again at the next look", item.item_id, err)

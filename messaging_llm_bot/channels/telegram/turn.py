@@ -142,7 +142,7 @@ class TurnRunner:
                 await progress.stop()
                 await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
             await self._complete(parts)  # the reply recorded on ``item`` answers them too
-            await self._deliver(bot, item, chat_id, reply, reply_to, progress, topic)
+            await self.deliver(bot, item, chat_id, reply, reply_to, progress, topic)
             if produced:
                 await self._speak(bot, item, message, reply)
         except TelegramDeliveryError as err:
@@ -289,7 +289,7 @@ class TurnRunner:
         except (OSError, KeyError) as err:  # best effort: without it a crash may leave this message behind
             log.warning("telegram: could not record live message %s of %s: %s", message_id, item.item_id, err)
 
-    async def _deliver(
+    async def deliver(
         self,
         bot: telegram.Bot,
         item: InboxItem,
@@ -299,6 +299,9 @@ class TurnRunner:
         progress: Progress | None,
         topic: int | None = None,
     ) -> None:
+        """Send ``reply`` through the ledger: the parts not sent yet, each recorded as it goes out (a crash
+        resends only the rest); the streamed message, when there is one, becomes the first part. The one
+        delivery path of chat turns and job runs (telegram/job_turn.py)."""
         skip = self.inbox.parts_sent(item.item_id)
         if progress is None and skip == 0 and item.live is not None:
             # Replay of a reply produced before a crash: the live message shown then becomes its first part.

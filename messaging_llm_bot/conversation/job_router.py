@@ -1,0 +1,184 @@
+"""The process's one job scheduler, whatever channels run: each run goes to the channel its job belongs to.
+
+Each channel attaches when it starts (``job_router(runtime).attach``) with its event loop, its inbox, which
+conversation a job of its own goes to (the owner's chat) and how it answers a run's item; it detaches when
+it stops. The first to attach starts the one ``JobScheduler`` (conversation/job_runs.py) on a thread of its
+own; the last to detach stops it. A job's channel is found once, by the registry of chat-id prefixes
+(conversation/routes.py): the channel its chat id names, or for a job made without a chat (by hand) the
+first configured channel. A job whose channel does not run in this process is left alone: its runs are
+made when that channel runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.jobs import Job
+from messaging_llm_bot.conversation.job_runs import JobScheduler
+from messaging_llm_bot.conversation.jobs import AsyncJobQueue
+from messaging_llm_bot.conversation.routes import channel_of, home_channel, prefix_of, route_of_conversation
+from messaging_llm_bot.conversation.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+STOP_SECONDS = 10.0  # for the scheduler's thread to end when the last channel stops
+
+
+@dataclass(frozen=True)
+class ChannelJobs:
+    """What a channel gives the scheduler: where its runs are stored and answered."""
+
+    loop: asyncio.AbstractEventLoop  # ``start`` is called on this loop
+    inbox: Inbox  # the channel's inbox: a run is accepted into the inbox that answers it
+    owner_conversation: Callable[[Job], str | None]  # the owner's conversation for a job of this channel
+    start: Callable[[InboxItem], None]  # answer a run's item (in the owner's chat queue)
+
+
+class _ChannelInboxes:
+    """The scheduler's inbox: a run is accepted into its channel's inbox; left-over runs of every channel here."""
+
+    def __init__(self, channels: Callable[[], dict[str, ChannelJobs]]) -> None:
+        self._channels = channels
+
+    def accept(self, source_id: str, conversation_id: str, payload: dict[str, Any]) -> InboxItem | None:
+        route = route_of_conversation(conversation_id)
+        jobs = self._channels().get(route.channel) if route is not None else None
+        if jobs is None:  # the channel stopped since the claim: the run is planned again at the next look
+            raise RuntimeError(f"no channel runs {conversation_id} now")
+        return jobs.inbox.accept(source_id, conversation_id, payload)
+
+    def pending(self, prefix: str = "") -> list[InboxItem]:
+        items: list[InboxItem] = []
+        for name, jobs in self._channels().items():
+            items += jobs.inbox.pending(prefix_of(name))
+        return sorted(items, key=lambda item: (item.seq, item.item_id))
+
+
+class JobRouter:
+    """The one scheduler of a process (of one runtime), shared by the channels running in it."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.scheduler: JobScheduler | None = None
+        self._channels: dict[str, ChannelJobs] = {}
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._done: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    def attach(self, channel: str, jobs: ChannelJobs, clock: Callable[[], datetime] | None = None) -> JobScheduler:
+        """Run ``channel``'s jobs from now on; starts the scheduler for the first channel (with its ``clock``)."""
+        prefix_of(channel)  # a channel not in the registry cannot be routed to: fail at its start
+        with self._lock:
+            self._channels[channel] = jobs
+            if self.scheduler is None:
+                ready = threading.Event()
+                self._thread = threading.Thread(target=self._run, args=(ready, clock), name="jobs", daemon=True)
+                self._thread.start()
+                ready.wait(STOP_SECONDS)
+            elif self._loop is not None:  # its left-over runs and due ones now, not at the next planned look
+                self._loop.call_soon_threadsafe(self._look_soon)
+            assert self.scheduler is not None
+            log.info("jobs: %s joined the scheduler", channel)
+            return self.scheduler
+
+    def detach(self, channel: str) -> None:
+        """Stop handing runs to ``channel``; the last one out stops the scheduler (blocks until it ended)."""
+        with self._lock:
+            self._channels.pop(channel, None)
+            if self._channels or self._thread is None:
+                return
+            loop, done, thread = self._loop, self._done, self._thread
+            # A channel attaching from now on starts a new scheduler.
+            self._thread = self.scheduler = self._loop = self._done = None
+        _forget(self)
+        if loop is not None and done is not None:
+            try:
+                loop.call_soon_threadsafe(done.set)
+            except RuntimeError:
+                pass  # the loop ended already
+        thread.join(STOP_SECONDS)
+
+    def claim(self, job: Job) -> str | None:
+        """The conversation a job's runs go to: its channel's owner conversation, when that channel runs here."""
+        channel = channel_of(job.chat_id) if job.chat_id not in (None, "") else home_channel(self.runtime.settings)
+        jobs = self._attached().get(channel)
+        return jobs.owner_conversation(job) if jobs is not None else None
+
+    def dispatch(self, item: InboxItem) -> None:
+        """Hand a run's item to its channel, on the channel's loop; an item of no channel here waits."""
+        route = route_of_conversation(item.conversation_id)
+        jobs = self._attached().get(route.channel) if route is not None else None
+        if jobs is None:
+            return
+        try:
+            jobs.loop.call_soon_threadsafe(jobs.start, item)
+        except RuntimeError:  # the channel's loop closed while it stopped: the item waits for the next start
+            log.info("jobs: %s not started: its channel stopped", item.item_id)
+
+    def _attached(self) -> dict[str, ChannelJobs]:
+        with self._lock:
+            return dict(self._channels)
+
+    def _look_soon(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.look_soon()
+
+    def _run(self, ready: threading.Event, clock: Callable[[], datetime] | None) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main(ready, clock))
+        except Exception:  # noqa: BLE001 - the chats go on without jobs; the log says why
+            log.exception("jobs: the scheduler stopped")
+        finally:
+            ready.set()
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    async def _main(self, ready: threading.Event, clock: Callable[[], datetime] | None) -> None:
+        self._done = done = asyncio.Event()
+        queue = AsyncJobQueue()
+        self.scheduler = scheduler = JobScheduler(
+            self.runtime.workspace,
+            _ChannelInboxes(self._attached),
+            queue,
+            claim=self.claim,
+            start=self.dispatch,
+            settings=lambda: self.runtime.settings,
+            clock=clock,
+        )
+        scheduler.start()
+        ready.set()
+        try:
+            await done.wait()
+        finally:
+            scheduler.stop()
+            await queue.stop()
+
+
+#: The routers in use, by ``id`` of their runtime (a runtime is not hashable); one leaves with its last channel.
+_ROUTERS: dict[int, JobRouter] = {}
+_ROUTERS_LOCK = threading.Lock()
+
+
+def job_router(runtime: Runtime) -> JobRouter:
+    """The job router of ``runtime`` (one runtime per process: one scheduler per process)."""
+    with _ROUTERS_LOCK:
+        router = _ROUTERS.get(id(runtime))
+        if router is None or router.runtime is not runtime:
+            router = _ROUTERS[id(runtime)] = JobRouter(runtime)
+        return router
+
+
+def _forget(router: JobRouter) -> None:
+    with _ROUTERS_LOCK:
+        if _ROUTERS.get(id(router.runtime)) is router:
+            del _ROUTERS[id(router.runtime)]

@@ -1,0 +1,74 @@
+"""The one registry of chat-id prefixes: which channel a chat id or a conversation belongs to.
+
+Reminders, jobs and the morning digest are stored with the chat id they were made in ("tg:7", "sig:<uuid>",
+"console", or a bare Telegram number in older rows). Everything that routes them asks this module; no other
+module knows the prefixes of another channel. A new channel is one ``Route`` here (docs/channels.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from assistant_framework.config.settings import Settings
+
+
+@dataclass(frozen=True)
+class Route:
+    """One channel's place in the registry."""
+
+    channel: str  # the channel's name ("telegram"), also its folder under messaging_llm_bot/channels/
+    prefix: str  # its conversation ids start with this ("tg:"); an inbox item's channel is found by it
+    # When the config turns the channel on; None: the terminal chat, which runs when started by hand and
+    # takes the jobs made without a chat only when no other channel is configured.
+    configured: Callable[[Settings], bool] | None = None
+    bare_numbers: bool = False  # a chat id that is only a number is this channel's (older Telegram rows)
+
+
+ROUTES: tuple[Route, ...] = (
+    Route("telegram", "tg:", configured=lambda settings: bool(settings.telegram.token), bare_numbers=True),
+    Route("signal", "sig:", configured=lambda settings: settings.signal.enabled),
+    Route("console", "console"),
+)
+
+
+def channel_of(chat_id: object) -> str:
+    """The channel a stored chat id belongs to: by its prefix, "telegram" for a bare number; an unknown
+    ``name:...`` id gives ``name`` (no channel runs it), an empty one "none"."""
+    text = str(chat_id if chat_id is not None else "")
+    for route in ROUTES:
+        # "tg:" takes "tg:7"; a prefix that is a whole id ("console") takes only itself
+        if text.startswith(route.prefix) if route.prefix.endswith(":") else text == route.prefix:
+            return route.channel
+    if ":" in text:
+        return text.split(":", 1)[0]
+    if text.lstrip("-").isdigit():
+        return next((route.channel for route in ROUTES if route.bare_numbers), text)
+    return text or "none"
+
+
+def route_of_conversation(conversation_id: str) -> Route | None:
+    """The route whose prefix a conversation id (an inbox item's) starts with, or None."""
+    return next((route for route in ROUTES if conversation_id.startswith(route.prefix)), None)
+
+
+def prefix_of(channel: str) -> str:
+    """The conversation id prefix of ``channel``; KeyError for a channel not in the registry."""
+    for route in ROUTES:
+        if route.channel == channel:
+            return route.prefix
+    raise KeyError(channel)
+
+
+def configured_channels(settings: Settings) -> list[str]:
+    """The chat channels the config turns on, in the registry's order (the terminal chat is not one)."""
+    return [route.channel for route in ROUTES if route.configured is not None and route.configured(settings)]
+
+
+def home_channel(settings: Settings) -> str:
+    """The channel that runs a job made without a chat (by hand, or by the CLI): the first configured one,
+    else the terminal chat."""
+    configured = configured_channels(settings)
+    if configured:
+        return configured[0]
+    return next(route.channel for route in ROUTES if route.configured is None)

@@ -1,0 +1,88 @@
+"""One job scheduler per process, whatever channels run (issue 42): Telegram and Signal in one process on one
+runtime (as ``assistant run`` starts both) share one ``JobScheduler``, and each job's runs go to the channel
+its chat id names (conversation/routes.py), once; a job made without a chat goes to the first configured
+channel. Through the real services against FakeBotAPI and FakeSignalDaemon."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from datetime import datetime, timedelta, timezone
+
+from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
+from messaging_llm_bot.conversation.job_runs import JobScheduler
+from messaging_llm_bot.conversation.routes import channel_of, home_channel
+from tests.signal_harness import OWNER as SIGNAL_OWNER
+from tests.signal_harness import RunningSignal, signal_config, wait_for
+from tests.telegram_harness import OWNER as TELEGRAM_OWNER
+from tests.telegram_harness import RunningBot, make_runtime, telegram_config, texts
+
+
+def _job(job_id: str, message: str, chat_id: object) -> dict:
+    created = (datetime.now(timezone.utc) - timedelta(minutes=60, seconds=10)).isoformat(timespec="seconds")
+    row = {"id": job_id, "name": job_id, "every_minutes": 60, "created_at": created, "message": message}
+    return row if chat_id is None else {**row, "chat_id": chat_id}
+
+
+def _schedulers() -> list[JobScheduler]:
+    gc.collect()
+    return [o for o in gc.get_objects() if isinstance(o, JobScheduler) and not o.stopped]
+
+
+def test_telegram_and_signal_in_one_process_share_one_scheduler_and_each_run_goes_to_its_channel(
+    fake, daemon, bot_config, workspace, tmp_path
+):
+    config = signal_config(telegram_config(bot_config, fake), daemon)
+    config["jobs"] = {"poll_seconds": 0.1}
+    workspace.write_json(
+        JOBS_FILE,
+        [
+            _job("tgjob", "Water the plants", TELEGRAM_OWNER),
+            _job("sigjob", "Stretch", f"sig:{SIGNAL_OWNER}"),
+            _job("handjob", "Made by hand", None),  # no chat: the first configured channel, Telegram
+        ],
+    )
+    runtime = make_runtime(config, workspace, tmp_path)
+    assert home_channel(runtime.settings) == "telegram"
+    telegram = RunningBot(runtime)
+    signal = RunningSignal(runtime, manage_runtime=False)
+    try:
+        telegram.start()
+        signal.start()
+        daemon.wait_connected()
+        [sent] = daemon.wait_sent(1)
+        assert sent["recipient"] == [SIGNAL_OWNER] and sent["message"] == "🗓 Stretch"
+        fake.wait_for(lambda: {"🗓 Water the plants", "🗓 Made by hand"} <= set(texts(fake)), timeout=30)
+        wait_for(lambda: len(workspace.read_jsonl(RUNS_FILE)) == 3, what="the three runs' lines")
+
+        # One scheduler for both channels: the same object, the only one running, on one thread.
+        assert telegram.service.jobs is not None and telegram.service.jobs is signal.service.jobs
+        assert _schedulers() == [telegram.service.jobs]
+        assert [t.name for t in threading.enumerate()].count("jobs") == 1
+
+        looks = telegram.service.jobs.looks
+        wait_for(lambda: telegram.service.jobs.looks >= looks + 3, what="three more looks")
+        assert sorted(texts(fake)) == ["🗓 Made by hand", "🗓 Water the plants"]  # each once
+        assert [m["message"] for m in daemon.sent] == ["🗓 Stretch"]
+        lines = workspace.read_jsonl(RUNS_FILE)
+        assert sorted(line["job"] for line in lines) == ["handjob", "sigjob", "tgjob"]
+        assert all(line["outcome"] == "delivered" for line in lines)
+    finally:
+        signal.stop()
+        telegram.stop()
+    wait_for(lambda: not _schedulers(), what="the scheduler to stop with the last channel")
+
+
+def test_the_registry_routes_every_stored_chat_id_form() -> None:
+    """Rows made by every version: Telegram's bare numbers and ``tg:`` ids, Signal's ``sig:``, the terminal's."""
+    assert [channel_of(c) for c in (7, "-1001", "tg:7", "tg:7:12", "sig:+4915", "console", "mail:x", None, "")] == [
+        "telegram",
+        "telegram",
+        "telegram",
+        "telegram",
+        "signal",
+        "console",
+        "mail",
+        "none",
+        "none",
+    ]
