@@ -1,6 +1,7 @@
 """Changing the config from outside the running bot: ``write_setting`` puts one value into the git-ignored
 ``local/`` layer of a config directory (or into a single-file config), and refuses a value that makes the
-config invalid, collectors' schemas included (``assistant config set``, ``assistant setup``).
+config invalid, collectors' schemas included (``assistant config set``, ``assistant setup``, ``assistant mcp
+add``); ``remove_setting`` takes one key out of that layer again (``assistant mcp remove``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from assistant_framework.config import (
     set_in_file,
 )
 from assistant_framework.config.checks import unknown_key
+from assistant_framework.config.errors import display_path
 from assistant_framework.config.keys import check_key_names
+from assistant_framework.config.parse import _parse_file
 from assistant_framework.workspace import atomic_write_bytes
 
 
@@ -101,6 +104,71 @@ def _set_lock_path(root: Path) -> str:
     """A lock file outside the config (no stray file in a tracked folder), one per config root."""
     digest = hashlib.sha1(str(root.resolve()).encode("utf-8")).hexdigest()[:16]
     return str(Path(tempfile.gettempdir()) / f"assistant-config-set-{digest}.lock")
+
+
+def remove_setting(root: Path, key: str | tuple[str, ...]) -> list[Path]:
+    """Take one key out of the local layer of ``root`` (or out of the single-file config), validated.
+
+    A key that a tracked file sets is refused (ConfigError naming the file): that file is the owner's to edit,
+    and removing only the local part would leave the tracked value in force. Returns the files changed.
+    """
+    keys = parse_key(key) if isinstance(key, str) else tuple(key)
+    check_key_names(keys)
+    with FileLock(_set_lock_path(root), timeout=30):
+        target = write_target(root)
+        holders = setting_files(root, keys)
+        if not holders:
+            raise ConfigError(f"{format_json_path(keys)} is not set in {display_path(root)}; nothing was changed")
+        tracked = [file for file in holders if file != target and target not in file.parents]
+        if tracked:
+            raise ConfigError(
+                f"{display_path(tracked[0])}: {format_json_path(keys)} is set in this tracked file, not in the local "
+                "layer; edit that file (nothing was changed)"
+            )
+        sources = load_config_detailed(root, validate=False, env=False).sources
+        before = {file: file.read_bytes() for file in holders}
+        for file in holders:
+            _remove_from_file(file, sources[file], keys)
+        try:
+            errors = plugin_schema_errors(load_config_detailed(root, env=False))
+            if errors:
+                raise ConfigError("\n".join(errors))
+        except ConfigError as exc:
+            for file, data in before.items():  # put every file back as it was
+                atomic_write_bytes(file, data)
+            raise ConfigError(f"{exc}\nnothing was changed") from None
+        return holders
+
+
+def setting_files(root: Path, key: str | tuple[Any, ...]) -> list[Path]:
+    """The files of the config at ``root`` that set ``key`` (or a part of it), in merge order (the local layer
+    last)."""
+    keys = parse_key(key) if isinstance(key, str) else tuple(key)
+    loaded = load_config_detailed(root, validate=False, env=False)
+    # Each file read again on its own: the merge folds a later layer into the earlier file's parsed value.
+    return [file for file, prefix in loaded.sources.items() if _file_holds(_parse_file(file), prefix, keys)]
+
+
+def _file_holds(data: Any, prefix: tuple[str, ...], keys: tuple[Any, ...]) -> bool:
+    """Whether a file that supplies ``prefix`` sets ``keys`` (or a part of it, for a file below the key)."""
+    if tuple(keys[: len(prefix)]) != prefix:
+        return tuple(prefix[: len(keys)]) == keys  # the whole file lies inside the key
+    try:
+        get_key(data if isinstance(data, dict) else {}, keys[len(prefix) :])
+    except KeyError:
+        return False
+    return True
+
+
+def _remove_from_file(file: Path, prefix: tuple[str, ...], keys: tuple[Any, ...]) -> None:
+    inner = keys[len(prefix) :]
+    if len(prefix) >= len(keys):
+        file.unlink()  # the file holds nothing but (a part of) the key
+        return
+    data = _parse_file(file)
+    node = get_key(data, inner[:-1]) if len(inner) > 1 else data
+    del node[inner[-1]]
+    set_in_file(file, (), data)
 
 
 def _write_setting_locked(root: Path, keys: tuple[Any, ...], value: Any) -> Path:

@@ -21,6 +21,7 @@ class Mutation:
 
 
 # Test files by the guard they cover (the mutation loop runs only these, to keep the machine usable).
+MCP_CLI = ("test_mcp_cli.py",)
 CAPS = ("test_spending_caps.py", "test_spending_cli.py", "test_spending_cut_calls.py")
 ACCESS = (
     "test_security_guests.py",
@@ -1433,5 +1434,61 @@ MUTATIONS: tuple[Mutation, ...] = (
         "kept = question",
         'a newsletter stands out for a question that says "not a newsletter"',
         ("test_collectors_triage.py",),
+    ),
+    Mutation(
+        "mcp-list-url-with-its-secret",
+        f"{BOT}/cli/mcp.py",
+        '"url": url_without_secrets(server.url) if server.url else None,',
+        '"url": server.url or None,',
+        "mcp list --json prints a token in an MCP server's URL",
+        MCP_CLI,
+    ),
+    Mutation(
+        "mcp-list-text-url-with-its-secret",
+        f"{BOT}/cli/mcp.py",
+        "return url_without_secrets(server.url) if server.url else server.where",
+        "return server.where",
+        "mcp list (text) and mcp test print a token in an MCP server's URL",
+        MCP_CLI,
+    ),
+    Mutation(
+        "mcp-list-header-values",
+        f"{BOT}/cli/mcp.py",
+        '"headers": redact({"headers": dict(server.headers)})["headers"],',
+        '"headers": dict(server.headers),',
+        "mcp list --json prints an MCP server's Authorization header",
+        MCP_CLI,
+    ),
+    Mutation(
+        "mcp-test-error-with-url-secret",
+        f"{BOT}/cli/mcp.py",
+        "error = redact_text(status.error, secrets)",
+        "error = status.error",
+        "mcp test prints the token of an unreachable server's URL, quoted in the connection error",
+        MCP_CLI,
+    ),
+    Mutation(
+        "mcp-test-load-errors-with-url-secret",
+        f"{BOT}/cli/mcp.py",
+        "problems = [redact_text(error.error, secrets) for error in loaded.errors]",
+        "problems = [error.error for error in loaded.errors]",
+        "mcp test --json prints the token of an unreachable server's URL in its errors",
+        MCP_CLI,
+    ),
+    Mutation(
+        "mcp-add-over-a-configured-server",
+        f"{BOT}/cli/mcp.py",
+        "if args.name in existing:",
+        "if False:",
+        "mcp add merges a new server into a configured one (a disabled tracked server stays disabled, half-changed)",
+        MCP_CLI,
+    ),
+    Mutation(
+        "remove-setting-from-a-tracked-file",
+        f"{AF}/settings.py",
+        "        if tracked:\n",
+        "        if False:\n",
+        "mcp remove edits a tracked config file (or reports success while the tracked value stays in force)",
+        MCP_CLI,
     ),
 )

@@ -8,7 +8,8 @@
 - ``results``: a tool's answer as text; images and resources saved to the workspace.
 - ``status``: what ``doctor`` and ``skills list`` say of a server.
 
-Importing this package does not import the SDK (an optional extra): only a configured server does.
+Importing this package does not import the SDK (a base dependency, but heavy to import): only a configured
+server does.
 """
 
 from collections.abc import Mapping

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 HELP_CHARS = 2000
 CLOSE_SECONDS = 10.0
-INSTALL_HINT = "the mcp package is not installed: .venv/bin/pip install -e '.[mcp]' (make install has it)"
+INSTALL_HINT = "the mcp package is not installed: run make install in the checkout (or .venv/bin/pip install -e .)"
 
 
 class ToolCall:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from ..collectors import CollectorManager, CollectorRunner
 from ..config import load_config
 from ..config.settings import Settings
+from ..mcp import skill_sources
 from ..skills import SkillManager
 from ..workspace import Workspace
 from ..workspace.private import make_workspace_private
@@ -45,6 +46,7 @@ class StandaloneParts:
     memory: Any
 
     def close(self) -> None:
+        self.skills.close()  # the MCP servers it started for the Skills page
         if self.memory is not None:
             self.memory.close()
 
@@ -55,9 +57,10 @@ def standalone_parts(config_path: str | Path, workspace_path: str | Path) -> Sta
     config = load_config(path) if path.exists() else {}
     workspace = Workspace(workspace_path)
     make_workspace_private(workspace.root)  # as the bot does at start: the page may be what runs alone
-    skills = SkillManager.from_config(config, workspace)
-    collectors = CollectorManager.from_config(config, workspace)
     settings = Settings.from_config(config)
+    # The MCP servers' tools are skills too: their servers start when the Skills page is first asked for.
+    skills = SkillManager.from_config(config, workspace, defer=True, sources=skill_sources(settings.mcp))
+    collectors = CollectorManager.from_config(config, workspace)
     memory = None
     if settings.memory.enabled:
         from ..memory import MemoryService

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..config.settings import Settings
+from ..mcp import McpSkills
 from ..memory.log import CONVERSATIONS_DIR
 from ..memory.recall import OUTSIDE_SOURCE_PREFIXES
 from ..spending import SpendingLedger, cap_rows
@@ -204,8 +205,16 @@ def spending_caps(workspace: Workspace, settings: Settings) -> list[dict[str, An
 
 
 def skill_rows(parts: Parts) -> dict[str, Any]:
-    """What ``skills inspect`` shows of each skill, and the load errors."""
+    """What ``skills inspect`` shows of each skill (an MCP tool with its server), and the load errors."""
     manager = parts.skills
+    manager.ensure_loaded()  # before the servers are asked which skills they offer
+    server_of = {
+        skill: status.name
+        for source in manager.sources
+        if isinstance(source, McpSkills)
+        for status in source.statuses()
+        for skill in status.skills
+    }
     skills = []
     for name, skill in sorted(manager.skills.items()):
         skills.append(
@@ -217,6 +226,7 @@ def skill_rows(parts: Parts) -> dict[str, Any]:
                 "capabilities": list(skill.capabilities),
                 "timeout_s": manager.timeout_for(name),
                 "source": skill.where if skill.source_path is None else str(skill.source_path),
+                "mcp_server": server_of.get(name),
             }
         )
     errors = [{"name": e.name, "error": str(e.error)} for e in manager.errors]

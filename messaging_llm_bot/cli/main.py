@@ -27,6 +27,7 @@ COMMAND_GROUPS = (
     "doctor",
     "config",
     "skills",
+    "mcp",
     "collectors",
     "jobs",
     "memory",
@@ -43,7 +44,9 @@ DEBUG_ENV = "ASSISTANT_DEBUG"
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="assistant",
-        description="Run the assistant and manage its config, skills, collectors, jobs, memory, traces and evals.",
+        description=(
+            "Run the assistant and manage its config, skills, MCP servers, collectors, jobs, memory, traces and evals."
+        ),
         epilog="Exit status: 0 all good, 1 the command ran and found failures, 2 usage or config error.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")

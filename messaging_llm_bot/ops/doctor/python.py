@@ -24,6 +24,7 @@ DEPENDENCIES = (
     "apscheduler",
     "croniter",
     "pillow",
+    "mcp",
 )
 
 
