@@ -22,6 +22,7 @@ class Mutation:
 
 # Test files by the guard they cover (the mutation loop runs only these, to keep the machine usable).
 MCP_CLI = ("test_mcp_cli.py",)
+DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
 CAPS = ("test_spending_caps.py", "test_spending_cli.py", "test_spending_cut_calls.py")
 ACCESS = (
     "test_security_guests.py",
@@ -1490,5 +1491,37 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if False:\n",
         "mcp remove edits a tracked config file (or reports success while the tracked value stays in force)",
         MCP_CLI,
+    ),
+    Mutation(
+        "doctor-search-not-checked",
+        f"{BOT}/ops/doctor/services.py",
+        'if "search" in ctx.config:',
+        "if False:",
+        "doctor says nothing of a search backend that cannot be reached",
+        DOCTOR_SERVICES,
+    ),
+    Mutation(
+        "doctor-services-on-quick",
+        f"{BOT}/ops/doctor/services.py",
+        "if ctx.quick or ctx.config is None:",
+        "if ctx.config is None:",
+        "doctor --quick (the container's health check) sends a search to a backend that may count it",
+        DOCTOR_SERVICES,
+    ),
+    Mutation(
+        "search-unreachable-without-what-to-check",
+        "skills/web_search/backends.py",
+        'f"{what_to_check(backend)}"\n            ) from None',
+        '""\n            ) from None',
+        "an unreachable search backend is named without what the owner should check",
+        DOCTOR_SERVICES,
+    ),
+    Mutation(
+        "duckduckgo-raw-error",
+        "skills/web_search/backends.py",
+        'raise SearchError(f"DuckDuckGo is not reachable ({_why(exc)}): {DDG_CHECK}") from None\n    except Exception',
+        'raise SearchError(f"DuckDuckGo search failed ({str(exc)[:160]})") from None\n    except Exception',
+        "DuckDuckGo's failure is the library's raw, cut-off text (a DNS error) with nothing to check",
+        ("test_web_search.py",),
     ),
 )

@@ -83,7 +83,10 @@ def test_a_backend_that_is_not_there_and_a_missing_url(workspace) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     down = search(workspace, {"backend": "searxng", "url": f"http://127.0.0.1:{port}"}, {"query": "x"})
-    assert not down.ok and f"the searxng backend at http://127.0.0.1:{port}/search is not reachable" in down.error
+    assert not down.ok and down.error.endswith(
+        f"SearXNG at http://127.0.0.1:{port}/search is not reachable (connection refused): check that the instance "
+        "runs and search.url"
+    )
     unset = search(workspace, {"backend": "searxng"}, {"query": "x"})
     assert not unset.ok and "search.url is not set" in unset.error
 
@@ -172,6 +175,9 @@ def test_duckduckgo_goes_through_ddgs_and_its_failure_is_one_sentence(workspace,
     finally:
         listener.close()
     assert not result.ok and "DuckDuckGo" in result.error and "Traceback" not in result.error
+    # One sentence naming the backend and what to check, not the library's raw, cut-off text.
+    assert "check this machine's internet connection" in result.error and "\n" not in result.error
+    assert "DDGSException" not in result.error and "Error(" not in result.error
     assert seen and seen[0].startswith(b"CONNECT ") and b"duckduckgo" in seen[0]  # through the local proxy
 
 

@@ -90,9 +90,28 @@ def _code(body: Any) -> str:
     return str(error.get("code") or "") if isinstance(error, dict) else ""
 
 
+LABELS = {"searxng": "SearXNG", "brave": "Brave Search", "tavily": "Tavily", "duckduckgo": "DuckDuckGo"}
+#: What the owner checks when a backend cannot be reached.
+DDG_CHECK = "check this machine's internet connection and DNS (and DDGS_PROXY if you use a proxy)"
+
+
+def label_of(backend: str) -> str:
+    """The backend as a sentence names it (``SearXNG``, ``Brave Search``)."""
+    return LABELS.get(backend, backend)
+
+
+def what_to_check(backend: Backend) -> str:
+    """Where the owner looks when ``backend`` is not reachable (pure)."""
+    if backend.name == "searxng":
+        return "check that the instance runs and search.url"
+    if backend.url:
+        return "check search.url and that the server runs"
+    return "check this machine's internet connection"
+
+
 def refusal(backend: str, status: int, body: Any) -> str:
     """One sentence for an HTTP error answer of ``backend`` (pure)."""
-    label = {"searxng": "SearXNG", "brave": "Brave Search", "tavily": "Tavily"}.get(backend, backend)
+    label = label_of(backend)
     detail = _detail(body).strip().rstrip(".")
     said = f" ({detail[:160]})" if detail else ""
     if backend == "searxng" and status == 403:
@@ -118,12 +137,15 @@ def _exchange(backend: Backend, method: str, url: str, **kwargs: Any) -> Any:
                 session, method, url, seconds=backend.timeout, max_bytes=MAX_BYTES, allow_redirects=False, **kwargs
             )
         except DeadlineExceeded:
-            raise SearchError(f"the {backend.name} backend did not answer within {backend.timeout:g} s") from None
+            raise SearchError(
+                f"{label_of(backend.name)} did not answer within {backend.timeout:g} s: {what_to_check(backend)}"
+            ) from None
         except BodyTooLarge:
-            raise SearchError(f"the {backend.name} backend sent an answer over {MAX_BYTES} bytes") from None
+            raise SearchError(f"{label_of(backend.name)} sent an answer over {MAX_BYTES} bytes") from None
         except Exception as exc:  # a refused connection, a bad address: the backend is not reachable
             raise SearchError(
-                f"the {backend.name} backend at {url.split('?')[0]} is not reachable ({type(exc).__name__})"
+                f"{label_of(backend.name)} at {url.split('?')[0]} is not reachable ({_why(exc)}): "
+                f"{what_to_check(backend)}"
             ) from None
     try:
         body = answer.json()
@@ -132,8 +154,25 @@ def _exchange(backend: Backend, method: str, url: str, **kwargs: Any) -> Any:
     if answer.status >= 400:
         raise SearchError(refusal(backend.name, answer.status, body))
     if body is None:
-        raise SearchError(f"the {backend.name} backend did not answer with JSON (HTTP {answer.status})")
+        raise SearchError(
+            f"{label_of(backend.name)} did not answer with JSON (HTTP {answer.status}): "
+            f"{what_to_check(backend)} (is it the search API?)"
+        )
     return body
+
+
+def _why(exc: BaseException) -> str:
+    """A failed connection in a few words (never the library's raw, cut-off text)."""
+    text = f"{type(exc).__name__} {exc}".lower()
+    if any(word in text for word in ("name or service", "nodename", "resolv", "dns", "getaddrinfo")):
+        return "the name did not resolve"
+    if "refused" in text:
+        return "connection refused"
+    if "timed out" in text or "timeout" in text:
+        return "the connection timed out"
+    if "ssl" in text or "certificate" in text:
+        return "the TLS handshake failed"
+    return "the connection failed"
 
 
 def _headers(extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -185,20 +224,21 @@ def search_duckduckgo(backend: Backend, query: str, count: int) -> list[Hit]:
         from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
     except ImportError:
         raise SearchError(
-            "the duckduckgo backend needs the ddgs package: the owner must run .venv/bin/pip install -e '.[search]'"
+            "the DuckDuckGo backend needs the ddgs package, which make install brings: the owner must run make "
+            "install in the checkout (or choose another search.backend)"
         ) from None
     try:
         rows = DDGS(timeout=max(1, int(backend.timeout))).text(query, max_results=count, backend="duckduckgo")
     except RatelimitException:
         raise SearchError("DuckDuckGo says too many searches: try again later") from None
     except TimeoutException:
-        raise SearchError(f"DuckDuckGo did not answer within {backend.timeout:g} s") from None
+        raise SearchError(f"DuckDuckGo did not answer within {backend.timeout:g} s: {DDG_CHECK}") from None
     except DDGSException as exc:
         if "no results" in str(exc).lower():
             return []
-        raise SearchError(f"DuckDuckGo search failed ({str(exc)[:160] or type(exc).__name__})") from None
+        raise SearchError(f"DuckDuckGo is not reachable ({_why(exc)}): {DDG_CHECK}") from None
     except Exception as exc:  # the library's HTTP client fails in its own ways
-        raise SearchError(f"DuckDuckGo search failed ({type(exc).__name__})") from None
+        raise SearchError(f"DuckDuckGo is not reachable ({_why(exc)}): {DDG_CHECK}") from None
     return [Hit(str(r.get("title") or ""), str(r.get("href") or ""), str(r.get("body") or "")) for r in _rows(rows)]
 
 

@@ -25,6 +25,7 @@ DEPENDENCIES = (
     "croniter",
     "pillow",
     "mcp",
+    "ddgs",
 )
 
 

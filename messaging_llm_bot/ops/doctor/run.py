@@ -12,6 +12,7 @@ from messaging_llm_bot.ops.doctor.mcp import check_mcp
 from messaging_llm_bot.ops.doctor.model import check_runners
 from messaging_llm_bot.ops.doctor.plugins import check_plugins
 from messaging_llm_bot.ops.doctor.python import check_python
+from messaging_llm_bot.ops.doctor.services import check_services
 from messaging_llm_bot.ops.doctor.signal import check_signal
 from messaging_llm_bot.ops.doctor.spending import check_spending
 from messaging_llm_bot.ops.doctor.telegram import check_telegram
@@ -27,10 +28,20 @@ CHECKS: tuple[Callable[[Context], list[Check]], ...] = (
     check_jobs,
     check_plugins,
     check_mcp,
+    check_services,
     check_python,
 )
 #: Checks that need a valid config.
-_NEEDS_CONFIG = {check_telegram, check_signal, check_runners, check_plugins, check_spending, check_jobs, check_mcp}
+_NEEDS_CONFIG = {
+    check_telegram,
+    check_signal,
+    check_runners,
+    check_plugins,
+    check_spending,
+    check_jobs,
+    check_mcp,
+    check_services,
+}
 
 
 def run_checks(config_path: str | Path, workspace_path: str | Path, *, quick: bool = False) -> list[Check]:
