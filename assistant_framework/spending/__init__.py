@@ -16,7 +16,7 @@ runtime tells the owner). The counts live in ``state/spending.json``, read and w
 on each call (the bot and ``assistant eval``/``trace replay`` count into the same file; written without an
 fsync: a power loss may forget the last calls' counts; a broken file starts the counts again from zero).
 The model client records (messaging_llm_bot/llm/client.py); /stats, the web Usage page and doctor read
-(``cap_rows``).
+(``cap_rows``); /stats and ``assistant usage`` show each runner's day and month (``usage``: ``runner_usage``).
 """
 
 from assistant_framework.spending.calls import (
@@ -29,6 +29,7 @@ from assistant_framework.spending.calls import (
 )
 from assistant_framework.spending.caps import BACKGROUND_SHARE, CAPS, CapUse, capped_text, none_left_text
 from assistant_framework.spending.ledger import STATE_FILE, Hold, SpendingLedger, cap_rows
+from assistant_framework.spending.usage import PeriodUsage, RunnerUsage, runner_usage, usage_json, usage_text
 
 __all__ = [
     "BACKGROUND_SHARE",
@@ -40,10 +41,15 @@ __all__ = [
     "CallTokens",
     "CapUse",
     "Hold",
+    "PeriodUsage",
+    "RunnerUsage",
     "SpendingLedger",
     "call_cost",
     "call_estimate",
     "cap_rows",
     "capped_text",
     "none_left_text",
+    "runner_usage",
+    "usage_json",
+    "usage_text",
 ]

@@ -7,11 +7,13 @@ frontends decide how to render it. ``run_command`` maps ``/name args`` to a buil
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from assistant_framework.access import OWNER_ONLY_COMMANDS, command_allowed
 from assistant_framework.config.reloadable import ReloadReport
+from assistant_framework.spending.usage import RunnerUsage, runner_usage, usage_text
 from assistant_framework.traces import TraceStore
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.markup import escape_markdown
@@ -243,10 +245,12 @@ def format_stats(stats: dict[str, Any], days: int = 30) -> str:
 
     def row(label: str, r: dict[str, Any]) -> str:
         cached = f", {r['cached_tokens']} cached" if r.get("cached_tokens") else ""
-        return (
-            f"- {label}: {r['turns']} msgs, {r['prompt_tokens']} in{cached}, "
-            f"{r['completion_tokens']} out, model {r['model_s']:.1f} s"
-        )
+        if not r.get("prompt_tokens") and not r.get("completion_tokens"):
+            # A server that reports no usage (llama.cpp without it): not "0 in, 0 out".
+            tokens = "tokens not reported by the server"
+        else:
+            tokens = f"{r['prompt_tokens']} in{cached}, {r['completion_tokens']} out"
+        return f"- {label}: {r['turns']} msgs, {tokens}, model {r['model_s']:.1f} s"
 
     lines = [f"Usage, last {days} days:", row("total", total), "", "Per model:"]
     lines += [row(model, r) for model, r in (stats.get("by_model") or {}).items()]
@@ -256,11 +260,19 @@ def format_stats(stats: dict[str, Any], days: int = 30) -> str:
 
 
 def stats_text(
-    workspace: Workspace, days: int = 30, now: datetime | None = None, caps: list[dict[str, Any]] | None = None
+    workspace: Workspace,
+    days: int = 30,
+    now: datetime | None = None,
+    caps: list[dict[str, Any]] | None = None,
+    usage: Sequence[RunnerUsage] = (),
 ) -> str:
-    """/stats from the traces of the workspace, and the runners' spending caps (``cap_rows``) when any."""
-    text = format_stats(TraceStore(workspace).stats(days=days, now=now), days)
-    return f"{text}\n\n{caps_text(caps)}" if caps else text
+    """/stats: each runner's tokens and cost today and this month (``usage``, estimated ones marked), the runners'
+    spending caps (``cap_rows``) when any, then the traces of the workspace over ``days``."""
+    parts = [usage_text(usage)] if usage else []
+    if caps:
+        parts.append(caps_text(caps))
+    parts.append(format_stats(TraceStore(workspace).stats(days=days, now=now), days))
+    return "\n\n".join(parts)
 
 
 def caps_text(caps: list[dict[str, Any]]) -> str:
@@ -276,6 +288,17 @@ def caps_text(caps: list[dict[str, Any]]) -> str:
 
 def _calls(count: int) -> str:
     return "1 call" if count == 1 else f"{count} calls"
+
+
+def runtime_stats(runtime: "Runtime") -> str:
+    """/stats of the running bot (every frontend's): its runners' use and caps, and the traces."""
+    return stats_text(runtime.workspace, caps=runtime_caps(runtime), usage=runtime_usage(runtime))
+
+
+def runtime_usage(runtime: "Runtime") -> list[RunnerUsage]:
+    """Each runner's counts of today and this month in the running model client's ledger."""
+    llm = runtime.agent.llm
+    return runner_usage(llm.spending, llm.runners) if llm.spending is not None else []
 
 
 def runtime_caps(runtime: "Runtime") -> list[dict[str, Any]]:
@@ -326,7 +349,7 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
     if name == "why":
         return why_text(runtime.agent.last_recall(conversation_id), runtime.agent.last_summary(conversation_id))
     if name == "stats":
-        return stats_text(runtime.workspace, caps=runtime_caps(runtime))
+        return runtime_stats(runtime)
     if name == "reload":
         return reload_text(runtime.reload())
     if name == "jobs":

@@ -97,8 +97,7 @@ class Commands:
         await answer_update(update, context.bot, texts.reload_text(report))
 
     async def cmd_stats(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        caps = await asyncio.to_thread(texts.runtime_caps, self.runtime)
-        text = await asyncio.to_thread(texts.stats_text, self.runtime.workspace, caps=caps)
+        text = await asyncio.to_thread(texts.runtime_stats, self.runtime)
         await answer_update(update, context.bot, text)
 
     async def cmd_why(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
