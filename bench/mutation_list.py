@@ -87,6 +87,7 @@ GUARD = (
 )
 FRAMING = ("test_protocol.py", "test_quoted_calls.py")
 OUTSIDE_ERRORS = ("test_outside_errors.py", "test_mcp_bot.py")
+ALLOWANCE = ("test_outside_allowance.py", "test_agent_policy.py")
 TELEGRAM = (
     "test_security.py",
     "test_security_guests.py",
@@ -723,8 +724,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "guard-approve-truthy",
         f"{BOT}/agent/guard.py",
-        "approved = bool(approve(request))",
-        "approved = approve(request) is not False",
+        "if answer:",
+        "if answer is not False:",
         "a confirmation path that answers None (timed out) approves",
         GUARD,
         equivalent="every frontend's approve returns a bool (Telegram, Signal and the terminal answer "
@@ -1523,5 +1524,86 @@ MUTATIONS: tuple[Mutation, ...] = (
         'raise SearchError(f"DuckDuckGo search failed ({str(exc)[:160]})") from None\n    except Exception',
         "DuckDuckGo's failure is the library's raw, cut-off text (a DNS error) with nothing to check",
         ("test_web_search.py",),
+    ),
+    # -- the guard's reach and its words, "allow for this conversation" (issue 39.9) ---------------------
+    Mutation(
+        "allowance-covers-new-content",
+        f"{BOT}/agent/outside.py",
+        "return allowed is not None and bool(wanted) and wanted <= allowed",
+        "return allowed is not None",
+        "after 'allow for this conversation' a forwarded message's fetch runs unasked",
+        ALLOWANCE,
+    ),
+    Mutation(
+        "allowance-never-covers",
+        f"{BOT}/agent/outside.py",
+        "return allowed is not None and bool(wanted) and wanted <= allowed",
+        "return False",
+        "'allow for this conversation' changes nothing: every later fetch asks again",
+        ALLOWANCE,
+    ),
+    Mutation(
+        "allowance-offered-for-policy-asks",
+        f"{BOT}/agent/guard.py",
+        "and self._allowed_but_for_outside(skill, caps, args, workspace, guest)",
+        "and True",
+        "a fetch the owner's own policy asks for (network: ask) can be allowed for the whole conversation",
+        ALLOWANCE,
+    ),
+    Mutation(
+        "allowance-offered-for-deletes",
+        f"{BOT}/agent/guard.py",
+        'and GUARDED_WHEN_UNTRUSTED.intersection(caps) == {"network"}',
+        "and True",
+        "a delete after outside content can be allowed for the whole conversation",
+        ALLOWANCE,
+    ),
+    Mutation(
+        "allowance-plain-confirm-grants",
+        f"{BOT}/agent/guard.py",
+        "if offer and answer == ALLOW_CONVERSATION:",
+        "if offer and answer:",
+        "a plain confirm allows the skill for the rest of the conversation",
+        ALLOWANCE,
+    ),
+    Mutation(
+        "allowance-reads-not-covered",
+        f"{BOT}/agent/calls.py",
+        "if gate.conversation_allowed:",
+        "if False:",
+        "the page an allowed fetch read makes the next fetch ask again",
+        ALLOWANCE,
+    ),
+    Mutation(
+        "allowance-kept-after-reset",
+        f"{BOT}/agent/session_calls.py",
+        "self.gate.allowances.forget(session)",
+        "pass",
+        "after /reset the same recalled item's fetch still runs unasked",
+        ALLOWANCE,
+    ),
+    Mutation(
+        "recall-unshown-hit-marks",
+        f"{BOT}/agent/memory.py",
+        "outside = self.memory.outside_hits(self.memory.shown_hits(hits)) if block else []",
+        "outside = self.memory.outside_hits(hits) if block else []",
+        "a recalled item the budget left out of the prompt makes every guarded call ask",
+        ALLOWANCE,
+    ),
+    Mutation(
+        "recall-turn-pair-marked",
+        f"{BOT}/agent/loop.py",
+        "untrusted=turn.read_outside,",
+        "untrusted=turn.untrusted,",
+        "a turn with recalled content stores the owner's own message as outside content",
+        ALLOWANCE,
+    ),
+    Mutation(
+        "recall-why-claims-reset",
+        f"{BOT}/agent/outside.py",
+        'holds outside content ({_labels(recall)}), in this turn only"',
+        'holds outside content ({_labels(recall)}; /reset clears it)"',
+        "the question says /reset clears content that came from memory",
+        ALLOWANCE,
     ),
 )

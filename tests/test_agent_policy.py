@@ -141,9 +141,8 @@ def test_outside_content_still_in_the_history_guards_the_next_turns(
     chat_server.enqueue(DELETE, '{"reply": "You declined, so it stays."}')
     result = agent.handle(Incoming("c1", "ok, thanks", approve=lambda request: asked.append(request) or False))
     assert len(asked) == 1 and important.exists("notes/important.md")
-    assert asked[0]["reason"].startswith(
-        "outside content from earlier in this chat is still in view (/reset clears it)"
-    )
+    assert asked[0]["reason"].startswith("outside content from earlier in this chat is still in view: ")
+    assert "(/reset clears it)" in asked[0]["reason"]  # true here: the history holds it
     request = chat_server.chat_requests[1]
     assert "content from outside" in request["messages"][-1]["content"]
     assert all(set(m) == {"role", "content"} for m in request["messages"])  # the mark never goes to the server

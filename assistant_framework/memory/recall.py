@@ -35,11 +35,12 @@ def recall_scope(conversation_id: str | int, settings: MemorySettings, private: 
     return Scope(conversation=str(conversation_id), owner_data=private or shared)
 
 
-def format_recall(hits: list[MemoryHit], budget_chars: int) -> str:
-    """The marked recall block, whole lines only, within ``budget_chars``; '' when nothing fits."""
+def recall_lines(hits: list[MemoryHit], budget_chars: int) -> list[tuple[MemoryHit, str]]:
+    """Each hit that fits the block within ``budget_chars``, with its line (a long one cut); the rest
+    are left out, so they are not in the prompt."""
     if not hits or budget_chars <= len(RECALL_HEADER) + 10:
-        return ""
-    lines = [RECALL_HEADER]
+        return []
+    shown: list[tuple[MemoryHit, str]] = []
     used = len(RECALL_HEADER)
     for hit in hits:
         date = (hit.time or "")[:10]
@@ -51,9 +52,15 @@ def format_recall(hits: list[MemoryHit], budget_chars: int) -> str:
             if room < 40:
                 break
             line = line[: room - 1] + "…"
-        lines.append(line)
+        shown.append((hit, line))
         used += len(line) + 1
-    return "\n".join(lines) if len(lines) > 1 else ""
+    return shown
+
+
+def format_recall(hits: list[MemoryHit], budget_chars: int) -> str:
+    """The marked recall block, whole lines only, within ``budget_chars``; '' when nothing fits."""
+    lines = [line for _, line in recall_lines(hits, budget_chars)]
+    return "\n".join([RECALL_HEADER, *lines]) if lines else ""
 
 
 def is_outside(hit: MemoryHit) -> bool:

@@ -272,6 +272,11 @@ class MemoryService:
         """
         return [hit for hit in hits if recall_policy.is_outside(hit)]
 
+    def shown_hits(self, hits: list[MemoryHit], budget_chars: int | None = None) -> list[MemoryHit]:
+        """The hits ``format_recall`` puts into the block within the same budget (the rest are left out)."""
+        budget = budget_chars if budget_chars is not None else self.recall_settings.budget_chars
+        return [hit for hit, _ in recall_policy.recall_lines(hits, budget)]
+
     def format_recall(self, hits: list[MemoryHit], budget_chars: int | None = None) -> str:
         """The marked block for the end of the final user message; '' when no hits."""
         return recall_policy.format_recall(

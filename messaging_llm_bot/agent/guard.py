@@ -16,10 +16,18 @@ from typing import Any, Callable
 
 from assistant_framework.access import feeds_prompt
 from assistant_framework.config.settings import PolicySettings
-from assistant_framework.policy import UNTRUSTED_WHY, Decision, append_audit, audit_record, decide
+from assistant_framework.policy import (
+    GUARDED_WHEN_UNTRUSTED,
+    UNTRUSTED_WHY,
+    Decision,
+    append_audit,
+    audit_record,
+    decide,
+)
 from assistant_framework.skills import OUTSIDE_LABEL
 from assistant_framework.stores.provenance import UNTRUSTED_RECORD
 from messaging_llm_bot.agent.honesty import READ_ACTIONS
+from messaging_llm_bot.agent.outside import Allowances
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +60,11 @@ PROMPT_SKILLS = frozenset({"learnings"})
 SCHEDULING_SKILLS = frozenset({"jobs"})
 _PATH_KEYS = ("path", "paths", "file", "folder")
 
-ApproveCallback = Callable[[dict[str, Any]], bool]
+#: The owner's third answer, "allow for this conversation" (``approve`` returns it instead of True); a
+#: frontend offers it when the question says ``allow_conversation``.
+ALLOW_CONVERSATION = "conversation"
+#: Asks the owner about one call: True (confirm), False (decline) or ``ALLOW_CONVERSATION``.
+ApproveCallback = Callable[[dict[str, Any]], "bool | str"]
 
 
 def _arg_paths(args: Any) -> list[str]:
@@ -146,6 +158,8 @@ class GateResult:
     allowed: bool
     decision: Decision
     refusal: str | None = None
+    #: Runs under the owner's "allow for this conversation": what it reads is covered by it too.
+    conversation_allowed: bool = False
 
 
 def capabilities_for(skill: Any, args: Any) -> list[str]:
@@ -195,6 +209,7 @@ class CallGate:
     def __init__(self, workspace: Any, policy: PolicySettings) -> None:
         self.workspace = workspace
         self.policy = policy
+        self.allowances = Allowances()
 
     def check(
         self,
@@ -207,10 +222,15 @@ class CallGate:
         workspace: Any = None,
         guest: bool = False,
         untrusted_why: str = UNTRUSTED_WHY,
+        conversation: str | None = None,
+        outside: tuple[str, ...] = (),
     ) -> GateResult:
         """Decide, asking the owner when needed; a refused call is audited here.
 
-        ``workspace``: where the call runs (a guest chat's folder), to tell an overwrite from a new file."""
+        ``workspace``: where the call runs (a guest chat's folder), to tell an overwrite from a new file.
+        ``conversation`` and ``outside`` (the keys of the outside content in view, agent/outside.py): a
+        call that asks only because outside content is in view and only for ``network`` may be allowed
+        by the owner for this conversation; it then runs unasked while that content is all there is."""
         caps = capabilities_for(skill, args)
         decision = decide(
             skill.name,
@@ -224,6 +244,16 @@ class CallGate:
             why = untrusted_write(skill, args, caps, workspace or self.workspace, guest=guest)
             if why:
                 decision = Decision("ask", f"{untrusted_why} and the call {why}")
+        offer = (
+            conversation is not None
+            and bool(outside)
+            and decision.action == "ask"
+            and GUARDED_WHEN_UNTRUSTED.intersection(caps) == {"network"}
+            and self._allowed_but_for_outside(skill, caps, args, workspace, guest)
+        )
+        if offer and self.allowances.covers(str(conversation), skill.name, outside):
+            allowed = Decision("allow", f"{decision.reason}; the owner allowed it for this conversation")
+            return GateResult(True, allowed, conversation_allowed=True)
         if decision.action == "allow":
             return GateResult(True, decision)
         if decision.action == "deny":
@@ -239,14 +269,19 @@ class CallGate:
             "capabilities": caps,
             "reason": decision.reason,
             "chat": chat,
+            "allow_conversation": offer,
         }
-        approved = False
+        answer: bool | str = False
         if approve is not None:
             try:
-                approved = bool(approve(request))
+                answer = approve(request)
             except Exception:  # a broken confirmation path must fail closed
                 log.exception("asking the owner to confirm %s failed", skill.name)
-        if approved:
+        if offer and answer == ALLOW_CONVERSATION:
+            self.allowances.grant(str(conversation), skill.name, outside)
+            granted = Decision("ask", decision.reason + "; the owner allowed it for this conversation")
+            return GateResult(True, granted, conversation_allowed=True)
+        if answer:
             return GateResult(True, Decision("ask", decision.reason + "; the owner confirmed"))
         outcome = "declined" if approve is not None else "no_confirmation"
         self.audit(chat, skill.name, args, "ask", outcome)
@@ -261,6 +296,16 @@ class CallGate:
                 "Do not retry it unless the user asks again."
             )
         return GateResult(False, decision, refusal)
+
+    def _allowed_but_for_outside(self, skill: Any, caps: list[str], args: Any, workspace: Any, guest: bool) -> bool:
+        """True when the policy alone would run the call (it asks only because outside content is in view)."""
+        plain = decide(
+            skill.name, getattr(skill, "capabilities", None) or ["read"], self.policy, action_capabilities=caps
+        )
+        return (
+            plain.action == "allow"
+            and untrusted_write(skill, args, caps, workspace or self.workspace, guest=guest) is None
+        )
 
     def audit(self, chat: Any, skill: str, args: Any, decision: str, outcome: str, error: str | None = None) -> None:
         """Append one audit line; a failed audit write is logged, never fatal."""

@@ -160,6 +160,7 @@ class HistoryStore:
         when: datetime | None = None,
         untrusted: bool = False,
         derived: bool = False,
+        outside: list[dict[str, str]] | None = None,
         measure: Callable[[Message], int] = message_chars,
         on_drop: Callable[[list[Message]], None] | None = None,
     ) -> list[Message]:
@@ -169,6 +170,8 @@ class HistoryStore:
         ``derived``: the turn ran with such a message in its prompt, so its reply may restate the
         outside text (``"derived": true`` on the reply). Only one generation: a turn that saw
         derived messages alone writes plain ones, so the guard ends once both have left the window.
+        ``outside``: the keys and labels of the outside content the turn had in view (agent/outside.py),
+        kept on each marked message (an allowance of the owner's names them).
         ``on_drop`` gets the messages the budget dropped (for a summary of them, agent/compaction.py).
         """
         stamp = when.isoformat(timespec="seconds") if when else None
@@ -180,6 +183,9 @@ class HistoryStore:
                 message["untrusted"] = True
         if derived and not untrusted:
             new[1]["derived"] = True
+        for message in new:
+            if outside and (message.get("untrusted") or message.get("derived")):
+                message["outside"] = list(outside)
         with self._write_lock:
             old = self.load(conversation_id)
             combined = old + new

@@ -38,6 +38,7 @@ from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.locks import Conversations
 from messaging_llm_bot.agent.memory import Memory, TurnMemory
 from messaging_llm_bot.agent.native import SkillFormats
+from messaging_llm_bot.agent.outside import TURN, OutsideSource, history_sources, stored_sources
 from messaging_llm_bot.agent.prompt import PromptBuilder, final_user_message, section_sizes
 from messaging_llm_bot.agent.rounds import Rounds, TurnPrompt, offered_names
 from messaging_llm_bot.agent.session_calls import SessionCalls
@@ -211,11 +212,13 @@ class Agent(SessionCalls):
             conversation_id=conversation_id,
             text=message.model_text,
             now=datetime.now(self.zone),
-            untrusted=message.from_outside,
             approve=message.approve,
             place=place,
             job=message.job,
         )
+        if message.from_outside:
+            what = message.outside or "the text of an attachment"
+            turn.mark_outside(OutsideSource(f"message:{turn.trace_id}", what, TURN))
         # Not the owner's own chat: only the guest skills, on the chat's own folder (assistant_framework.access).
         turn.guest = self._guest_skills(message.owner_chat)
         context = SkillContext(
@@ -288,6 +291,8 @@ class Agent(SessionCalls):
         # A forwarded mail two turns ago (or a reply that restated it) is still in the prompt: its
         # text can steer this turn too.
         turn.history_original, turn.history_outside = outside_in_history(history)
+        for source in history_sources(history):
+            turn.mark_outside(source)
         head = split_summary(history)[0]  # a summary of dropped turns (agent/compaction.py): /why says so
         if head:
             self._last_summary[turn.place] = str(head[0].get("time") or "")
@@ -323,8 +328,11 @@ class Agent(SessionCalls):
                 reply,
                 budget_chars=budget,
                 when=turn.now,
-                untrusted=turn.untrusted,
-                derived=turn.history_original,
+                # The message or a call's result is kept marked; memory recalled into the turn is not in
+                # the history, only the reply written beside it (derived, one generation).
+                untrusted=turn.read_outside,
+                derived=turn.history_original or turn.untrusted,
+                outside=stored_sources(turn.outside.values()),
                 measure=measure,
                 on_drop=lambda dropped: self.compactor.dropped(
                     conversation_id, dropped, self.settings.history_budget_chars

@@ -13,6 +13,7 @@ import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from messaging_llm_bot.agent.outside import RECALL, OutsideSource
 from messaging_llm_bot.agent.turn import TurnRecord, TurnResult, hit_dict
 
 if TYPE_CHECKING:  # pragma: no cover - the memory package loads with the memory service
@@ -49,6 +50,10 @@ class Memory(Protocol):
 
     def outside_hits(self, hits: list[MemoryHit]) -> list[MemoryHit]:
         """The hits whose text came from outside."""
+        ...
+
+    def shown_hits(self, hits: list[MemoryHit], budget_chars: int | None = None) -> list[MemoryHit]:
+        """The hits ``format_recall`` puts into the block (the budget leaves the rest out)."""
         ...
 
     def turn_started(self) -> None:
@@ -107,14 +112,16 @@ class TurnMemory:
         try:
             hits = self.memory.recall(turn.text, turn.conversation_id, private=private)
             block = self.memory.format_recall(hits) if hits else ""
-            outside = bool(block) and bool(self.memory.outside_hits(hits))
+            # Only what the block shows is in the turn's context: a hit the budget left out is not.
+            outside = self.memory.outside_hits(self.memory.shown_hits(hits)) if block else []
         except Exception:  # recall is an aid: answer without it rather than not at all
             log.exception("memory recall failed for conversation %r; answering without it", turn.conversation_id)
             return ""
         turn.recalled = [hit_dict(h) for h in hits]
-        if outside:
+        for hit in outside:
             # Recalled feed items, mails or forwarded text are outside content, as if a skill had read them.
-            turn.untrusted = True
+            date = f", {hit.time[:10]}" if hit.time else ""
+            turn.mark_outside(OutsideSource(f"recall:{hit.path}#{hit.ref}", f"{hit.source}{date}", RECALL))
         return block
 
     def signal(self, started: bool) -> None:

@@ -4,6 +4,7 @@ running there and the next turn sees the change."""
 
 from __future__ import annotations
 
+from messaging_llm_bot.agent.guard import CallGate
 from messaging_llm_bot.agent.history import HistoryStore
 from messaging_llm_bot.agent.locks import Conversations
 from messaging_llm_bot.agent.sessions import Session, Sessions
@@ -14,6 +15,7 @@ class SessionCalls:
     """Part of ``Agent`` (agent/loop.py): these calls use its conversation locks, history and session list."""
 
     _conversations: Conversations
+    gate: CallGate
     history: HistoryStore
     sessions: Sessions
     _last_recall: dict[str, list[Hit]]
@@ -22,7 +24,10 @@ class SessionCalls:
     def reset(self, conversation_id: str) -> str:
         """Clear the history of this chat's (or topic's) active session; returns a sentence saying what was cleared."""
         with self._conversations.lock(conversation_id):
-            count = self.history.clear(self.sessions.active(conversation_id))
+            session = self.sessions.active(conversation_id)
+            count = self.history.clear(session)
+            # What the owner allowed for this conversation was allowed for the content now cleared.
+            self.gate.allowances.forget(session)
             self._last_recall.pop(conversation_id, None)
             self._last_summary.pop(conversation_id, None)
         if not count:

@@ -12,6 +12,7 @@ from typing import Any, Callable
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import ApproveCallback
 from messaging_llm_bot.agent.images import without_pixels
+from messaging_llm_bot.agent.outside import HISTORY, TURN, OutsideSource
 from messaging_llm_bot.llm.client import Completion, LLMError
 from messaging_llm_bot.llm.hangup import StopSwitch
 from messaging_llm_bot.llm.wire import Message
@@ -123,11 +124,26 @@ class TurnRecord:
     shown: str = ""  # the reply text streamed to the user so far
     writes_done: dict[str, str] = field(default_factory=dict)  # a successful write call's key -> its result text
     place: str = ""  # the chat or topic the message came from (its sessions are agent/sessions.py)
+    # The outside content in the turn's context, by key (agent/outside.py): what the owner's question names.
+    outside: dict[str, OutsideSource] = field(default_factory=dict)
 
     def check_stop(self) -> None:
         """Raise ``TurnStopped`` once the owner has asked to stop this turn."""
         if self.stop.is_set():
             raise TurnStopped
+
+    def mark_outside(self, source: OutsideSource) -> None:
+        """Outside content is in the turn's context: this turn's or recalled into it (the turn is untrusted),
+        or the history's (``history_outside`` says so); named in the owner's question."""
+        self.outside.setdefault(source.key, source)
+        if source.where != HISTORY:
+            self.untrusted = True
+
+    @property
+    def read_outside(self) -> bool:
+        """Outside content entered by the message itself or a call's result: the history keeps the turn
+        marked. Memory recalled into the turn is not kept there (only the reply written beside it)."""
+        return any(source.where == TURN for source in self.outside.values())
 
     @property
     def guarded(self) -> bool:

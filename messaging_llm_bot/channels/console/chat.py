@@ -30,7 +30,7 @@ from typing import Any, TextIO
 import filelock
 
 from assistant_framework.inbox import Inbox
-from messaging_llm_bot.agent.guard import ApproveCallback
+from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, ApproveCallback
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.turn import AgentEvent, reply_text
 from messaging_llm_bot.channels.console.extras import (
@@ -68,19 +68,31 @@ def progress_line(event: AgentEvent) -> str | None:
     return None
 
 
-def terminal_approver(stdin: TextIO, stdout: TextIO) -> Callable[[dict[str, Any]], bool]:
-    """Ask the owner at the terminal to confirm a call the policy marks ``ask`` (anything but y means no)."""
+def terminal_approver(stdin: TextIO, stdout: TextIO) -> Callable[[dict[str, Any]], bool | str]:
+    """Ask the owner at the terminal to confirm a call the policy marks ``ask`` (anything but y means no;
+    c allows it for this conversation where the question offers that)."""
 
-    def approve(request: dict[str, Any]) -> bool:
+    def approve(request: dict[str, Any]) -> bool | str:
         args = json.dumps(request.get("args") or {}, ensure_ascii=False)[:500]
+        offer = bool(request.get("allow_conversation"))
+        choices = "[y/N/c]" if offer else "[y/N]"
+        note = (
+            "\n(c: allow for this conversation: this skill's calls then run without asking while the outside "
+            "content named is all that is in view; new outside content asks again, /reset ends it)"
+            if offer
+            else ""
+        )
         print(
-            f"\nConfirm this action? skill: {request.get('skill')} args: {args}\n(why: {request.get('reason')}) [y/N] ",
+            f"\nConfirm this action? skill: {request.get('skill')} args: {args}\n(why: {request.get('reason')})"
+            f"{note} {choices} ",
             end="",
             file=stdout,
             flush=True,
         )
-        answer_line = stdin.readline()
-        return answer_line.strip().lower() in ("y", "yes")
+        word = stdin.readline().strip().lower()
+        if offer and word in ("c", "chat"):
+            return ALLOW_CONVERSATION
+        return word in ("y", "yes")
 
     return approve
 
@@ -158,7 +170,7 @@ class _Question:
     """A confirmation the worker thread waits on; the main thread answers it."""
 
     request: dict[str, Any]
-    answer: bool = False
+    answer: bool | str = False
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -181,7 +193,7 @@ def answer_stoppably(
     finished = threading.Event()
     questions: queue.Queue[_Question] = queue.Queue()
 
-    def approve_from_worker(request: dict[str, Any]) -> bool:
+    def approve_from_worker(request: dict[str, Any]) -> bool | str:
         question = _Question(request)
         questions.put(question)
         question.done.wait()
@@ -213,7 +225,8 @@ def answer_stoppably(
                 question = None
             if question is not None and ask is not None:  # only asked for when there is an ask
                 try:
-                    question.answer = bool(ask(question.request)) and not stopping
+                    said = ask(question.request)
+                    question.answer = False if stopping else (said if said == ALLOW_CONVERSATION else bool(said))
                 finally:
                     question.done.set()  # answered, or declined by a Ctrl-C at the question
             if stopping:
