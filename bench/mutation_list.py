@@ -1524,6 +1524,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         'raise SearchError(f"DuckDuckGo search failed ({str(exc)[:160]})") from None\n    except Exception',
         "DuckDuckGo's failure is the library's raw, cut-off text (a DNS error) with nothing to check",
         ("test_web_search.py",),
+        "sessions-cleaned-ids-share-a-folder",
+        f"{AF}/memory/log.py",
+        "if cleaned != text or len(cleaned) > 80:",
+        "if len(cleaned) > 80:",
+        "session #2 of a chat (tg:7#2) and its topic 2 (tg:7:2) share one folder: history, log and session list",
+        ("test_sessions.py",),
+    ),
+    Mutation(
+        "sessions-resume-unknown-switches",
+        f"{BOT}/agent/sessions.py",
+        "return None  # not a session of this place: the active one stays",
+        "pass",
+        "/resume of a number this chat does not have makes its newest session the active one",
+        ("test_sessions.py",),
+    ),
+    Mutation(
+        "sessions-resume-any-number",
+        f"{BOT}/agent/sessions.py",
+        "session = next((s for s in sessions if s.number == number), None)",
+        "session = next((s for s in sessions if s.number == number), sessions[-1])",
+        "/resume of a number this chat does not have continues its newest session instead of refusing",
+        ("test_sessions.py",),
     ),
     # -- the guard's reach and its words, "allow for this conversation" (issue 39.9) ---------------------
     Mutation(

@@ -65,6 +65,44 @@ def test_two_topics_keep_separate_histories_and_new_and_resume_switch_sessions(f
     assert "Tomasz" in seen and "hello again" not in seen
     assert "no conversation #7" in _command(fake, "/resume 7", topic=10)
     assert "Usage: /resume N" in _command(fake, "/resume x", topic=10)
+    # A number this topic does not have (topic 20 has a #3) changes nothing: #1 stays the active session
+    # here (it did not become the newest, #2).
+    _say(fake, chat_server, "topic twenty again", topic=20)
+    assert "Started a new conversation (#3)" in _command(fake, "/new", topic=20)
+    for number in ("3", "7"):
+        assert f"no conversation #{number}" in _command(fake, f"/resume {number}", topic=10)
+        seen = _say(fake, chat_server, f"still the cat? ({number})", topic=10)
+        assert "Tomasz" in seen and "hello again" not in seen
+    listing = _command(fake, "/sessions", topic=10)
+    assert "#3" not in listing and [line for line in listing.splitlines() if "now" in line][0].lstrip().startswith(
+        "#1"
+    ), listing
+
+
+def test_a_session_and_a_topic_whose_ids_clean_to_one_folder_name_share_nothing(
+    fake, start_bot, chat_server, workspace
+):
+    """Session #2 of the owner's chat is ``tg:OWNER#2`` and its topic 2 is ``tg:OWNER:2``: both clean to the
+    folder name ``tg_OWNER_2``. They keep their own history, log and session list all the same."""
+    start_bot(progress=False)
+    _say(fake, chat_server, "my cat is called Tomasz", topic=None)
+    assert "Started a new conversation (#2)" in _command(fake, "/new", topic=None)
+    _say(fake, chat_server, "the code word is zebra", topic=None)  # in session tg:OWNER#2
+    seen = _say(fake, chat_server, "what do you know about me?", topic=2)
+    assert "zebra" not in seen and "Tomasz" not in seen
+    listing = _command(fake, "/sessions", topic=2)
+    assert "#2" not in listing and "zebra" not in listing and "what do you know" in listing
+    seen = _say(fake, chat_server, "and the code word?", topic=None)
+    assert "zebra" in seen and "what do you know" not in seen
+    # On disk: each conversation's history (and log, where memory keeps one) in a folder of its own.
+    kept = {
+        folder.name: "".join(f.read_text() for f in folder.iterdir() if f.name != "sessions.json")
+        for folder in (workspace.root / "conversations").iterdir()
+        if folder.is_dir()
+    }
+    holding_zebra = [name for name, text in kept.items() if "zebra" in text]
+    holding_topic = [name for name, text in kept.items() if "what do you know" in text]
+    assert len(holding_zebra) == 1 and len(holding_topic) == 1 and holding_zebra != holding_topic, kept
 
 
 def test_a_forum_groups_topics_are_separate_and_answered_in_their_topic(fake, start_bot, chat_server):

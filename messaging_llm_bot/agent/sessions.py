@@ -151,8 +151,9 @@ class Sessions:
         """Make session ``number`` the active one; None when the place has no such session."""
         _, sessions = self._read(place)
         session = next((s for s in sessions if s.number == number), None)
-        if session is not None:
-            self._write(place, number, sessions)
+        if session is None:
+            return None  # not a session of this place: the active one stays
+        self._write(place, number, sessions)
         return session
 
     def forget_cache(self, place: str) -> None:
