@@ -1524,6 +1524,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         'raise SearchError(f"DuckDuckGo search failed ({str(exc)[:160]})") from None\n    except Exception',
         "DuckDuckGo's failure is the library's raw, cut-off text (a DNS error) with nothing to check",
         ("test_web_search.py",),
+    ),
+    Mutation(
         "sessions-cleaned-ids-share-a-folder",
         f"{AF}/memory/log.py",
         "if cleaned != text or len(cleaned) > 80:",
