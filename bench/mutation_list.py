@@ -1630,4 +1630,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the question says /reset clears content that came from memory",
         ALLOWANCE,
     ),
+    Mutation(
+        "memory-cjk-substrings-unbounded",
+        f"{AF}/memory/cjk.py",
+        "return list(dict.fromkeys(matches))[:MAX_SUBSTRINGS], list(dict.fromkeys(short))[:MAX_SHORT]",
+        "return list(dict.fromkeys(matches)), list(dict.fromkeys(short))[:MAX_SHORT]",
+        "a long CJK message is looked up by every trigram of it before every answer",
+        ("test_memory_bounds.py",),
+    ),
+    Mutation(
+        "memory-cjk-short-unbounded",
+        f"{AF}/memory/cjk.py",
+        "return list(dict.fromkeys(matches))[:MAX_SUBSTRINGS], list(dict.fromkeys(short))[:MAX_SHORT]",
+        "return list(dict.fromkeys(matches))[:MAX_SUBSTRINGS], list(dict.fromkeys(short))",
+        "a message of hundreds of short CJK words scans every CJK row once per word",
+        ("test_memory_bounds.py",),
+    ),
+    Mutation(
+        "memory-query-chars-unbounded",
+        f"{AF}/memory/search.py",
+        "query = query[:MAX_QUERY_CHARS]",
+        "query = query",
+        "a pasted page is searched whole",
+        ("test_memory_bounds.py",),
+    ),
 )

@@ -76,6 +76,48 @@ def test_recall_of_a_long_cjk_message_is_bounded_through_the_bot(fake, start_bot
     assert "棚の上" not in asked
 
 
+#: A 3,000-character CJK message without spaces (as Chinese and Japanese are written): all different
+#: characters, so that none of its trigrams repeats.
+LONG_CJK = "".join(chr(0x6000 + n) for n in range(3000))
+
+
+def test_recall_of_a_3000_character_cjk_message_is_bounded_through_the_bot(fake, start_bot, chat_server, workspace):
+    """A 3,000-character CJK message to the bot is answered, and its recall looked up only the start of it:
+    the first MAX_SUBSTRINGS trigrams of its first MAX_QUERY_CHARS characters. A note holding its first
+    characters is recalled; notes holding characters 500 and 2,500 on are not (every trigram of the message
+    would be one lookup each, before every answer)."""
+    from assistant_framework.memory import MemoryService
+    from assistant_framework.memory.cjk import MAX_SUBSTRINGS
+
+    assert MAX_SUBSTRINGS + 2 < 500 < MAX_QUERY_CHARS < 2500
+    workspace.write_text("notes/start.md", f"# 記録\n\n{LONG_CJK[:6]}は青い箱の中。\n")
+    workspace.write_text("notes/middle.md", f"# 記録\n\n{LONG_CJK[500:506]}は棚の上。\n")
+    workspace.write_text("notes/end.md", f"# 記録\n\n{LONG_CJK[2500:2506]}は机の下。\n")
+    for n in range(30):  # other CJK rows
+        workspace.write_text(f"notes/other-{n}.md", f"# 雑記\n\n今日は{'雨' * (n % 5 + 1)}でした。\n")
+    indexed = MemoryService(workspace, {}, start_worker=False)  # a workspace the bot has indexed before
+    indexed.refresh()
+    indexed.close()
+
+    def memory_on(config):
+        config["memory"] = {
+            "enabled": True,
+            "extract_facts": False,
+            "episodes": False,
+            "profile": False,
+            "recall": {"enabled": True, "skip_recent_turns": 0},
+        }
+
+    start_bot(config_patch=memory_on)
+    chat_server.enqueue('{"reply": "読みました"}')
+    fake.send_message(LONG_CJK, user_id=OWNER)
+    fake.wait_for(lambda: "読みました" in texts(fake, OWNER), timeout=30)
+    asked = chat_server.chat_requests[-1]["messages"][-1]["content"]
+    assert LONG_CJK[:100] in asked  # the message itself reached the model
+    assert "[Recalled memory" in asked and "青い箱" in asked
+    assert "棚の上" not in asked and "机の下" not in asked
+
+
 def _ask_memory_search(agent, chat_server, query: str) -> str:
     chat_server.enqueue(json.dumps({"skill": "memory_search", "args": {"query": query}}), '{"reply": "done"}')
     agent.handle(Incoming("c1", "look it up"))
