@@ -11,6 +11,7 @@ import errno
 import json
 import logging
 import os
+import re
 import resource
 import socket
 import threading
@@ -433,6 +434,31 @@ def test_an_over_long_request_line_is_answered_414(site):
     fits = _exchange(port, _request("GET", "/api/usage?q=" + "f" * (MAX_HEADER_BYTES - 500), BEARER))
     assert _status(fits) == 200
     assert requests.get(f"{site.base}/api/usage", headers=BEARER).status_code == 200
+
+
+def test_an_over_long_head_after_a_kept_alive_request_is_answered_too(site):
+    """The second request on a kept-alive connection is screened like the first: after a request that was
+    answered 200, an over-long one is answered 414 (not dropped)."""
+    from assistant_framework.web.limits import MAX_HEADER_BYTES
+
+    first = _request("GET", "/api/usage", BEARER, keep_alive=True)
+    second = _request("GET", "/memory?q=" + "a" * (MAX_HEADER_BYTES + 100), BEARER)
+    with socket.create_connection(("127.0.0.1", site.server.port), timeout=10) as sock:
+        sock.sendall(first)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += sock.recv(65536)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+        while len(body) < length:
+            body += sock.recv(65536)
+        assert _status(head) == 200
+        sock.sendall(second)
+        sock.shutdown(socket.SHUT_WR)
+        rest = b""
+        while chunk := sock.recv(65536):
+            rest += chunk
+    assert _status(rest) == 414, rest[:200]
 
 
 def test_over_long_headers_are_answered_431(site):
