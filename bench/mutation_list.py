@@ -1654,4 +1654,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a pasted page is searched whole",
         ("test_memory_bounds.py",),
     ),
+    Mutation(
+        "web-throttle-clients-unbounded",
+        f"{AF}/web/auth.py",
+        "while len(self._clients) > MAX_CLIENTS:",
+        "while False:",
+        "every address that ever sent a wrong token stays in memory",
+        ("test_web_signin.py",),
+    ),
 )

@@ -213,6 +213,21 @@ def test_the_bound_refills_at_its_rate_and_refused_guesses_do_not_push_it_out():
     assert throttle.missed("10.0.0.2") == 0 and throttle.missed("10.0.0.3") == 10  # all clients: 3
 
 
+def test_the_throttle_remembers_a_bounded_number_of_clients():
+    """The clients' bounds are kept for at most MAX_CLIENTS addresses, the least recently heard forgotten
+    first: a flood of addresses cannot grow the process's memory (the bound over all clients still holds)."""
+    from assistant_framework.web.auth import MAX_CLIENTS, SignInThrottle
+
+    throttle = SignInThrottle(free=10**6, per_client=2, clock=lambda: 0.0)
+    assert [throttle.missed("10.0.0.1") for _ in range(3)] == [0, 0, 6]
+    for n in range(MAX_CLIENTS - 1):
+        throttle.missed(f"fd00::{n:x}")
+    assert throttle.missed("10.0.0.1") == 6  # still remembered: MAX_CLIENTS addresses in all
+    for n in range(MAX_CLIENTS):
+        throttle.missed(f"fd01::{n:x}")
+    assert throttle.missed("10.0.0.1") == 0  # forgotten: heard again
+
+
 def test_wrong_tokens_on_large_bodies_count_too(site):
     """A body over the unsigned-in limit is judged from its headers: a wrong token there is no way to
     guess past the bound (it counts, then gets 429), and the right one still sends its body."""
