@@ -918,6 +918,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         equivalent="SignalSettings.from_config makes the first allowed id the owner when none is set, so "
         "owner is None only when nobody is allowed, and then no message gets this far",
     ),
+    # -- approvals, once for every channel (conversation/approvals.py, telegram/approval.py) --------------
+    Mutation(
+        "approval-no-counts-as-yes",
+        f"{BOT}/conversation/approvals.py",
+        "return True if word in YES else False if word in NO else None",
+        "return True if word in YES | NO else None",
+        "the owner's 'no' on Signal confirms the call",
+        ("test_channel_contract.py", "test_signal.py"),
+    ),
+    Mutation(
+        "approval-press-always-yes",
+        f"{BOT}/channels/telegram/approval.py",
+        'answer: Answer = ALLOW_CONVERSATION if allowance else choice in ("yes", "chat")',
+        "answer: Answer = ALLOW_CONVERSATION if allowance else True",
+        "the owner's Decline button confirms the call",
+        ("test_channel_contract.py", "test_telegram_approval.py"),
+    ),
     # -- scheduled jobs (jobs/, skills/jobs, agent/guard.py SCHEDULING_SKILLS) -------------------------
     Mutation(
         "jobs-route-ignores-chat",

@@ -2,14 +2,15 @@
 channel's declared capabilities are what its own code does.
 
 The start of the contract test kit (issue 42): one parametrized module every channel passes. Today it checks
-the records and the split of a long reply to the channel's declared limit; the turns through each channel's
-fake (one reply, stream edits, approvals, strangers, a restart mid-turn) follow as the adapters move onto
-the contract.
+the records, the split of a long reply to the channel's declared limit, and an ``ask`` approval answered yes
+and no through each channel's real service and fake (FakeBotAPI, FakeSignalDaemon, a terminal); message in ->
+one reply, stream edits, strangers, a restart mid-turn and files follow as the adapters move onto the contract.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import typing
 from collections.abc import Callable
 
@@ -116,3 +117,81 @@ def test_a_channel_declares_its_capabilities_in_the_contracts_terms(channel: str
     assert isinstance(capabilities, Capabilities)
     assert capabilities.length_unit in MEASURE
     assert capabilities.media_in <= set(contract.MEDIA_KINDS)
+
+
+# -- an ``ask`` approval through each channel (the default policy asks before a delete) ---------------------
+
+DELETE = '{"skill": "file", "args": {"action": "delete", "path": "notes/important.md"}}'
+
+
+class _Tty:
+    """Lines typed at a terminal (the terminal chat asks only a terminal)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = list(lines)
+
+    def isatty(self) -> bool:
+        return True
+
+    def readline(self) -> str:
+        return self.lines.pop(0) if self.lines else ""
+
+
+def _approve_on_telegram(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    from tests.telegram_harness import OWNER, approval_question, texts
+
+    fake, workspace = request.getfixturevalue("fake"), request.getfixturevalue("workspace")
+    request.getfixturevalue("start_bot")()
+    fake.send_message("delete notes/important.md")
+    message, buttons = approval_question(fake)
+    assert workspace.exists("notes/important.md")  # nothing happens before the answer
+    fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":yes" if yes else ":no")), message["message_id"])
+    reply = fake.wait_for(lambda: next((t for t in texts(fake) if "Handled." in t), None), timeout=30)
+    return message["text"], reply
+
+
+def _approve_on_signal(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    from tests.signal_harness import OWNER
+
+    daemon, workspace = request.getfixturevalue("daemon"), request.getfixturevalue("workspace")
+    request.getfixturevalue("start")()
+    daemon.message(OWNER, "delete notes/important.md")
+    [question] = daemon.wait_sent(1)
+    assert workspace.exists("notes/important.md")
+    daemon.message(OWNER, "yes" if yes else "no")  # the answer, not a new message for the model
+    reply = daemon.wait_sent(2)[1]
+    return question["message"], reply["message"]
+
+
+def _approve_on_the_terminal(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    from messaging_llm_bot.channels.console.chat import run_console
+    from tests.telegram_harness import make_runtime
+
+    workspace = request.getfixturevalue("workspace")
+    config = {**request.getfixturevalue("bot_config"), "memory": {"enabled": False}}  # as the other two run
+    runtime = make_runtime(config, workspace, request.getfixturevalue("tmp_path"))
+    out = io.StringIO()
+    try:
+        typed = _Tty(["delete notes/important.md\n", "y\n" if yes else "n\n"])
+        assert run_console(runtime, typed, out, io.StringIO()) == 0
+    finally:
+        runtime.shutdown(5)
+    text = out.getvalue()
+    return text[text.index("Confirm this action?") :], text
+
+
+APPROVE = {"telegram": _approve_on_telegram, "signal": _approve_on_signal, "console": _approve_on_the_terminal}
+
+
+@pytest.mark.parametrize("yes", [True, False], ids=["yes", "no"])
+@pytest.mark.parametrize("channel", APPROVE)
+def test_an_ask_call_waits_for_the_owners_yes_or_no(
+    channel: str, yes: bool, request: pytest.FixtureRequest, chat_server, workspace
+) -> None:
+    workspace.write_text("notes/important.md", "# Important\n")
+    chat_server.enqueue(DELETE, '{"reply": "Handled."}')
+    question, reply = APPROVE[channel](request, yes)
+    assert question.startswith("Confirm this action?") and "skill: file" in question and "important.md" in question
+    assert "Handled." in reply
+    assert workspace.exists("notes/important.md") is not yes
+    assert len(chat_server.chat_requests) == 2  # the call, then the answer after it: the owner's word is no turn

@@ -1,0 +1,139 @@
+"""Approvals, once for every channel: the owner confirms a skill call the policy marks ``ask``.
+
+The agent runs in a worker thread and calls ``approve(request) -> bool``. What every channel shares lives
+here: the question's words, the words that answer it, the open questions and their timeout (no answer in
+time means no), declining a chat's open questions when the owner stops the turn, and the bridge from the
+worker thread to the channel's event loop, which fails closed. An answer is True (confirm), False (decline)
+or ``ALLOW_CONVERSATION``, which only a question that offers it can get (a call that asks only because
+outside content is in view; agent/guard.py). A channel only sends the question and hands the owner's
+answer back: Telegram with buttons, Signal by the owner's next message (telegram/approval.py,
+signal/approval.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Coroutine, Hashable
+from typing import Any
+
+from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION
+
+log = logging.getLogger(__name__)
+
+TIMEOUT_SECONDS = 300.0
+#: What the owner is told when a question times out.
+NO_ANSWER = "No answer in time: not done."
+#: A question shows this much of the call's arguments (the rest is cut with "…").
+MAX_ARGS_CHARS = 600
+YES = frozenset({"yes", "y", "ok", "confirm", "ja", "oui"})
+NO = frozenset({"no", "n", "cancel", "decline", "nein", "non"})
+#: "Allow for this conversation" (only where the question offers it; elsewhere it confirms this call).
+CHAT = frozenset({"chat", "always", "allow", "allow for this conversation"})
+
+#: The owner's answer: True, False or ``ALLOW_CONVERSATION``.
+Answer = bool | str
+#: Asks the owner on the channel's loop.
+Ask = Callable[[dict[str, Any]], Coroutine[Any, Any, Answer]]
+
+
+def offers_conversation(request: dict[str, Any]) -> bool:
+    """The question may be answered "allow for this conversation" (the guard says so in the request)."""
+    return bool(request.get("allow_conversation"))
+
+
+def question_text(request: dict[str, Any], how_to_answer: str = "") -> str:
+    """The question shown to the owner: which skill, what it would do, and why it asks."""
+    args = json.dumps(request.get("args") or {}, ensure_ascii=False)
+    if len(args) > MAX_ARGS_CHARS:
+        args = args[:MAX_ARGS_CHARS] + "…"
+    text = (
+        f"Confirm this action?\n\nskill: {request.get('skill')}\nargs: {args}\n\n"
+        f"Why I ask: {request.get('reason', 'the policy asks for confirmation')}."
+    )
+    return f"{text}\n\n{how_to_answer}" if how_to_answer else text
+
+
+def answer_of(text: str, offered: bool) -> Answer | None:
+    """The answer a typed word gives: True for a yes, False for a no, ``ALLOW_CONVERSATION`` for "chat" where
+    it is offered (else a yes for this call); None for a message that is no answer."""
+    word = text.strip().strip(".!").lower()
+    if word in CHAT:
+        return ALLOW_CONVERSATION if offered else True
+    return True if word in YES else False if word in NO else None
+
+
+def fail_closed(answer: object) -> Answer:
+    """Only a confirm or an allowance passes; anything else (an error's value, None) is a decline."""
+    return answer if answer is True or answer == ALLOW_CONVERSATION else False
+
+
+class OpenQuestions:
+    """The questions waiting for the owner's answer, each under a key, with the chat it was asked in.
+
+    Used from the channel's event loop only (``approver`` is the one call from another thread)."""
+
+    def __init__(self, timeout_seconds: float = TIMEOUT_SECONDS) -> None:
+        self.timeout_seconds = timeout_seconds
+        self._futures: dict[str, asyncio.Future[Answer]] = {}
+        self._chats: dict[str, Hashable] = {}
+        self._offers: set[str] = set()  # keys whose question offers "allow for this conversation"
+
+    def open(self, key: str, chat: Hashable, request: dict[str, Any]) -> asyncio.Future[Answer]:
+        """A new question under ``key`` about ``request``; its answer is the future's result."""
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        self._futures[key] = future
+        self._chats[key] = chat
+        if offers_conversation(request):
+            self._offers.add(key)
+        return future
+
+    def close(self, key: str) -> None:
+        self._futures.pop(key, None)
+        self._chats.pop(key, None)
+        self._offers.discard(key)
+
+    def offered(self, key: str) -> bool:
+        """The open question under ``key`` offers "allow for this conversation"."""
+        return key in self._offers
+
+    def is_open(self, key: str) -> bool:
+        future = self._futures.get(key)
+        return future is not None and not future.done()
+
+    def answer(self, key: str, answer: Answer) -> bool:
+        """Answer the question under ``key``; False when there is none open (expired, answered). An allowance
+        the question did not offer confirms this call only."""
+        future = self._futures.get(key)
+        if future is None or future.done():
+            return False
+        if answer == ALLOW_CONVERSATION and key not in self._offers:
+            answer = True
+        future.set_result(answer)
+        return True
+
+    def decline_all(self, chat: Hashable) -> int:
+        """Answer no to every open question in ``chat`` (the owner stopped the turn); how many there were."""
+        keys = [key for key, asked_in in self._chats.items() if asked_in == chat]
+        return sum(self.answer(key, False) for key in keys)
+
+    async def wait(self, future: asyncio.Future[Answer]) -> Answer | None:
+        """The owner's answer, or None when none came within the timeout."""
+        try:
+            return await asyncio.wait_for(future, self.timeout_seconds)
+        except asyncio.TimeoutError:
+            return None
+
+    def approver(self, ask: Ask, loop: asyncio.AbstractEventLoop, where: str) -> Callable[[dict[str, Any]], Answer]:
+        """A blocking ``approve`` for the agent's worker thread: ``ask`` runs on ``loop``; any failure is a no."""
+
+        def approve(request: dict[str, Any]) -> Answer:
+            future = asyncio.run_coroutine_threadsafe(ask(request), loop)
+            try:
+                return fail_closed(future.result(self.timeout_seconds + 30))
+            except Exception:  # noqa: BLE001 - fail closed
+                log.exception("approvals: the confirmation in %s failed", where)
+                return False
+
+        return approve
