@@ -107,6 +107,7 @@ JOBS = ("test_jobs_guard.py", "test_jobs_bot.py", "test_jobs_skill.py", "test_jo
 JOB_ROUTING = ("test_jobs_one_scheduler.py", "test_jobs_signal.py", "test_console_jobs.py")
 IMAGES = ("test_photos_bounds.py", "test_photos.py")
 MCP_SECRETS = ("test_mcp_shapes.py", "test_mcp_secrets.py")
+MCP_TOOLS = ("test_mcp_shapes.py", "test_mcp_servers.py")
 PREPARE = ("test_call_path.py", "test_skills_manager.py", "test_skills_small_model_args.py", "test_agent_policy.py")
 
 AF = "assistant_framework"
@@ -306,6 +307,95 @@ MUTATIONS: tuple[Mutation, ...] = (
         "text = result_text(result, PartSaver(workspace, self.folder, self.tool))",
         "a server that says back its key gives it to the model, the trace and the history",
         MCP_SECRETS,
+    ),
+    # -- MCP servers' tools (mcp/, skills/manager.py: a source's skill beside the loaded ones) ----------
+    Mutation(
+        "mcp-description-unlabelled",
+        f"{AF}/mcp/shapes.py",
+        'return f"[MCP server {server[:40]!r} says] {description}"',
+        "return description",
+        "a server's description (its instructions) sits in the prompt as if the owner wrote it",
+        MCP_TOOLS,
+    ),
+    Mutation(
+        "mcp-description-help-length",
+        f"{AF}/mcp/source.py",
+        'server.name, short_description(raw_description, server.description_chars, f"{tool_name[:80]}")',
+        'server.name, short_description(raw_description, HELP_CHARS, f"{tool_name[:80]}")',
+        "a tool's description reaches the model at 2,000 characters whatever description_chars says",
+        MCP_TOOLS,
+    ),
+    Mutation(
+        "mcp-allow-list-ignored",
+        f"{AF}/mcp/source.py",
+        'if allowed is not None and tool_name not in allowed and getattr(made, "name", None) not in allowed:',
+        "if False:",
+        "every tool of a server is offered whatever its allow-list says",
+        MCP_TOOLS,
+    ),
+    Mutation(
+        "mcp-empty-allow-list-is-all",
+        f"{AF}/mcp/source.py",
+        "allowed = set(server.tools) if server.tools is not None else None",
+        "allowed = set(server.tools) if server.tools else None",
+        "tools: [] offers every tool of the server",
+        MCP_TOOLS,
+    ),
+    Mutation(
+        "mcp-parts-unbounded",
+        f"{AF}/mcp/results.py",
+        "pieces = [_part_text(part, saver) for part in parts[:MAX_PARTS]]",
+        "pieces = [_part_text(part, saver) for part in parts]",
+        "an answer of thousands of parts is read and saved whole",
+        MCP_TOOLS,
+    ),
+    Mutation(
+        "mcp-parts-one-past-the-bound",
+        f"{AF}/mcp/results.py",
+        "pieces = [_part_text(part, saver) for part in parts[:MAX_PARTS]]",
+        "pieces = [_part_text(part, saver) for part in parts[: MAX_PARTS + 1]]",
+        "the 51st part of an answer is read",
+        MCP_TOOLS,
+    ),
+    Mutation(
+        "mcp-built-in-replaced",
+        f"{AF}/skills/manager.py",
+        "                if clash is not None:",
+        "                if False:",
+        "a tool named web or file replaces the built-in skill",
+        MCP_TOOLS,
+    ),
+    Mutation(
+        "mcp-lookalike-by-case-only",
+        f"{AF}/skills/manager.py",
+        'return re.sub(r"[^0-9a-z]", "", name.lower())',
+        "return name.lower()",
+        "a tool websearch sits beside the built-in web_search",
+        MCP_TOOLS,
+    ),
+    Mutation(
+        "mcp-timeout-no-check",
+        f"{AF}/mcp/connection.py",
+        "self._wake.set()  # the watcher pings it: a stuck server is restarted",
+        "pass",
+        "a server a call froze is left stuck until the next ping or call",
+        MCP_TOOLS,
+    ),
+    Mutation(
+        "mcp-strays-left",
+        f"{AF}/mcp/connection.py",
+        "stack.push_async_callback(asyncio.to_thread, end_marked, mark)",
+        "pass",
+        "a server's helper that called setsid() outlives the server and the bot",
+        MCP_TOOLS + ("test_mcp_bot.py",),
+    ),
+    Mutation(
+        "mcp-strays-no-kill",
+        f"{AF}/mcp/strays.py",
+        "    _signal(left, signal.SIGKILL)",
+        "    pass",
+        "a server's helper that ignores SIGTERM outlives the server",
+        MCP_TOOLS,
     ),
     # -- redaction of echoed secrets (redaction.py) ----------------------------------------------------
     Mutation(

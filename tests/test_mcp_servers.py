@@ -69,6 +69,7 @@ def setup(tmp_path_factory, http_server):
         "absent": {"command": str(root / "no-such-server")},
         "hostile": command("hostile"),
         "picky": {**command("tools"), "tools": ["echo", "teleport"], "tool_capabilities": {"echo": ["read"]}},
+        "none": {**command("tools"), "tools": []},  # an empty allow-list: no tool, not every tool
         "off": {**command("tools"), "enabled": False},
     }
     servers["t"]["env"] = {"GIVEN_TO_THE_SERVER": "yes"}
@@ -173,12 +174,34 @@ def test_servers_that_do_not_start_are_load_errors_saying_why(setup) -> None:
     assert not [name for name in manager.names() if name.startswith(("broken", "stuck", "absent", "off"))]
 
 
+def test_an_empty_allow_list_offers_no_tool_of_its_server(setup) -> None:
+    manager, source, *_ = setup
+    status = next(s for s in source.statuses() if s.name == "none")
+    assert status.answered and status.tools > 5  # the server runs and lists its tools...
+    assert status.skills == () and not [n for n in manager.names() if n.startswith("none_")]  # ...none is offered
+    assert not [e for e in manager.errors if e.name == "mcp:none"]
+
+
+def test_an_answer_of_more_than_50_parts_is_cut_at_the_bound(setup) -> None:
+    """60 parts (text and pictures in turn): the first 50 are read and saved, the 10 after them are counted."""
+    manager, _, workspace, _ = setup
+    before = set(workspace.root.glob("inbox/mcp/t/*/*"))
+    text = ok(manager, "t_many", {"count": 60})
+    assert "part 49" in text and "part 51" not in text and "[... 10 more parts left out]" in text
+    assert text.count("[image saved to inbox/mcp/t/") == 25
+    saved = set(workspace.root.glob("inbox/mcp/t/*/*")) - before
+    assert len(saved) == 25 and all(path.read_bytes().startswith(b"\x89PNG") for path in saved)
+    whole = ok(manager, "t_many", {"count": 50})  # at the bound: nothing left out
+    assert "part 49" in whole and whole.count("[image saved to") == 25 and "left out" not in whole
+
+
 def test_hostile_names_and_a_huge_schema_are_tamed(setup) -> None:
     manager, *_ = setup
     hostile = [manager.get(name) for name in manager.names() if name.startswith("hostile_")]
     assert len(hostile) >= 7
     for skill in hostile:
-        assert len(skill.name) <= 64 and len(skill.description) <= 200 and "\n" not in skill.description
+        said = skill.description.removeprefix("[MCP server 'hostile' says] ")  # labelled as the server's words
+        assert said != skill.description and len(said) <= 200 and "\n" not in skill.description
         assert len(json.dumps(skill.args_schema)) <= 2000
     huge = manager.get("hostile_huge")
     assert "cut" in huge.help_text and len(huge.args_schema["properties"]) <= 40
@@ -265,6 +288,46 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def test_a_call_that_timed_out_makes_the_connection_check_the_server_at_once(tmp_path, monkeypatch) -> None:
+    """No regular ping and no call after it: only the timed-out call can make the watcher look, and it
+    does at once; the frozen server is found stuck and restarted with nothing else asked of it."""
+    monkeypatch.setattr(connection, "PING_SECONDS", 3600.0)
+    monkeypatch.setattr(connection, "IDLE_PING_SECONDS", 3600.0)
+    monkeypatch.setattr(connection, "PING_TIMEOUT", 1.0)
+    source = McpSkills(mcp_settings({"mcp": {"servers": {"t": {**command("tools"), "tools": ["freeze", "pid"]}}}}))
+    manager = SkillManager([], Workspace(tmp_path / "ws"), sources=[source])
+    try:
+        stuck = int(ok(manager, "t_pid", {}).split()[-1])
+        with short_timeout(source, "t", 3):
+            assert "did not answer within 3 s" in failed(manager, "t_freeze", {"seconds": 600})
+        deadline = time.monotonic() + 60
+        while source.statuses()[0].restarts == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert source.statuses()[0].restarts == 1, "the server was not checked after the timeout"
+        assert int(ok(manager, "t_pid", {}).split()[-1]) != stuck
+    finally:
+        manager.close()
+
+
+def test_a_helper_a_server_started_in_its_own_session_ends_with_the_server(tmp_path) -> None:
+    """``setsid()`` takes a helper out of the server's process group; closing still ends it, and one that
+    ignores SIGTERM too (SIGKILL after the grace)."""
+    source = McpSkills(mcp_settings({"mcp": {"servers": {"t": {**command("tools"), "tools": ["setsid_child"]}}}}))
+    manager = SkillManager([], Workspace(tmp_path / "ws"), sources=[source])
+    helpers = [int(ok(manager, "t_setsid_child", {"stubborn": s}).split()[-1]) for s in (False, True)]
+    try:
+        assert all(_alive(pid) and os.getsid(pid) == pid for pid in helpers)  # each in its own session
+        manager.close()
+        deadline = time.monotonic() + 15
+        while any(_alive(pid) for pid in helpers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [pid for pid in helpers if _alive(pid)], "a helper of the server outlived it"
+    finally:
+        for pid in helpers:
+            if _alive(pid):
+                os.kill(pid, 9)
+
+
 def test_a_server_that_died_while_idle_is_restarted_before_the_call(setup, monkeypatch) -> None:
     manager, *_ = setup
     pid = int(ok(manager, "crashy_pid", {}).split()[-1])
@@ -318,11 +381,34 @@ def test_skills_list_json_names_the_outside_tools(cli_config) -> None:
     rows = {row["name"]: row for row in json.loads(run.stdout)}
     for name in ("time_get_current_time", "time_convert_time", "web_echo", "web_pid"):
         assert rows[name]["loaded"] and rows[name]["from"].startswith("MCP server"), rows[name]
-    assert rows["web_echo"]["description"] == "Say the text back."
+    assert rows["web_echo"]["description"] == "[MCP server 'web' says] Say the text back."
     assert "web_slow" not in rows and not [n for n in rows if n.startswith("off_")]
     assert "no database at /nowhere" in rows["mcp:broken"]["error"]
     assert rows["time"]["loaded"] and rows["time"]["from"].endswith("skills/time")  # the built-in is still there
     assert "Traceback" not in run.stderr
+
+
+def test_a_tool_named_like_a_built_in_never_replaces_it(tmp_path) -> None:
+    """``Web``, ``web-search``, ``FILE`` become ``web``, ``web_search``, ``file``: the built-ins stay, the tools are
+    load errors; ``websearch`` differs from ``web_search`` only by a separator and is refused too."""
+    folder = tmp_path / "config"
+    folder.mkdir()
+    servers = {
+        "web": {**command("shadow"), "tools": ["Web", "web-search", "echo"]},
+        "file": {**command("shadow"), "tools": ["FILE"]},
+        "websearch": {**command("shadow"), "tools": ["websearch"]},
+    }
+    (folder / "mcp.json").write_text(json.dumps({"servers": servers}))
+    run = _cli("skills", "list", "--json", "--config", str(folder))
+    rows = json.loads(run.stdout)
+    loaded = {row["name"]: row for row in rows if row["loaded"]}
+    for name in ("web", "web_search", "file"):
+        assert loaded[name]["from"].endswith(f"skills/{name}"), loaded[name]  # the built-in
+    assert loaded["web_echo"]["from"].startswith("MCP server")  # the server's other tool is offered
+    assert "websearch" not in loaded
+    refused = {row["name"]: row["error"] for row in rows if not row["loaded"]}
+    for name, like in (("web", "web"), ("web_search", "web_search"), ("file", "file"), ("websearch", "web_search")):
+        assert f"skill name {name!r} is already used by skill {like!r}" in refused[name], refused
 
 
 def test_doctor_json_reports_each_server(cli_config, tmp_path) -> None:

@@ -34,6 +34,7 @@ from assistant_framework.config.settings import ServerSettings
 from assistant_framework.mcp.loop import LoopThread
 from assistant_framework.mcp.results import ToolError, first_sentence
 from assistant_framework.mcp.status import ServerStatus
+from assistant_framework.mcp.strays import MARK, end_marked, new_mark
 from assistant_framework.redaction import redact_text
 
 log = logging.getLogger(__name__)
@@ -289,7 +290,12 @@ class ServerConnection:
             return await stack.enter_async_context(Client(transport, client_info=CLIENT, cache=None))
         errlog = self._stderr.open()
         stack.callback(errlog.close)
-        params = StdioServerParameters(command=s.command, args=list(s.args), env=dict(s.env) or None, cwd=s.cwd or None)
+        # Runs after the SDK ended the server (the stack unwinds last in, first out): what it started and
+        # took out of its process group (setsid, a double fork) is found by the mark and ended too.
+        mark = new_mark()
+        stack.push_async_callback(asyncio.to_thread, end_marked, mark)
+        env = {**s.env, MARK: mark}
+        params = StdioServerParameters(command=s.command, args=list(s.args), env=env, cwd=s.cwd or None)
         client = await stack.enter_async_context(
             Client(stdio_client(params, errlog=errlog), client_info=CLIENT, cache=None)
         )

@@ -7,7 +7,8 @@ schemas of any size and depth); what reaches the prompt is bounded here:
   becomes snake_case; a tool named after its server keeps one prefix: ``git_status``), at most 64
   characters: what small models write back reliably and what OpenAI-style servers accept as a
   function name (``^[a-zA-Z0-9_-]{1,64}$``);
-- the description is one line, cut to the server's ``description_chars``;
+- the description is one line, cut to the server's ``description_chars`` (at most 2,000: the config's
+  schema), and labelled as the server's words (``server_says``);
 - the schema is the grammar-safe subset the built-ins use for structured output, with local
   ``$ref``s inlined, at most ``MAX_DEPTH`` levels deep, and at most ``MAX_SCHEMA_CHARS`` characters
   of JSON (past that: descriptions dropped, then only the top-level fields' types, then any object).
@@ -49,6 +50,12 @@ def skill_name(server: str, tool: str) -> str | None:
     if rest == prefix or rest.startswith(prefix + "_"):  # git + git_status: git_status, not git_git_status
         return rest[:MAX_NAME].rstrip("_")
     return f"{prefix}_{rest}"[:MAX_NAME].rstrip("_")
+
+
+def server_says(server: str, description: str) -> str:
+    """A tool's description as the model sees it: labelled as the server's own words (a server the owner does
+    not control can write instructions there), its length already bounded by ``short_description``."""
+    return f"[MCP server {server[:40]!r} says] {description}"
 
 
 def short_description(text: Any, limit: int, fallback: str) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 from assistant_framework.config.settings import McpSettings, ServerSettings
 from assistant_framework.mcp.results import PartSaver, ToolError, result_text
-from assistant_framework.mcp.shapes import short_description, shown_schema, skill_name
+from assistant_framework.mcp.shapes import server_says, short_description, shown_schema, skill_name
 from assistant_framework.mcp.status import ServerStatus
 from assistant_framework.redaction import redact_text
 from assistant_framework.skills.loader import Skill
@@ -72,7 +72,9 @@ def tool_skill(server: ServerSettings, tool: Any, connection: Any) -> Skill | Sk
         help_text += f" Its input schema was cut for the prompt: {cut}."
     return Skill(
         name=name,
-        description=short_description(raw_description, server.description_chars, f"{tool_name[:80]} ({server.name})"),
+        description=server_says(
+            server.name, short_description(raw_description, server.description_chars, f"{tool_name[:80]}")
+        ),
         args_schema=schema,
         run=ToolCall(connection, server, tool_name),
         folder=None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -64,6 +65,18 @@ class SkillResult:
 def _twin(skills: dict[str, Skill], spec: Skill) -> Skill | None:
     """Another loaded skill that is offered to the model under ``spec``'s native tool name."""
     return next((s for s in skills.values() if s.name != spec.name and tool_name(s.name) == tool_name(spec.name)), None)
+
+
+def _folded(name: str) -> str:
+    """A name as a model might misremember it: lower case, without separators (``Web-Search`` -> ``websearch``)."""
+    return re.sub(r"[^0-9a-z]", "", name.lower())
+
+
+def _lookalike(skills: dict[str, Skill], spec: Skill) -> Skill | None:
+    """A loaded skill of ``spec``'s name, or one that differs from it only in case or separators (the native
+    tool names of the two included)."""
+    key = _folded(spec.name)
+    return next((s for s in skills.values() if _folded(s.name) == key), None)
 
 
 def value_text(value: Any) -> str:
@@ -230,14 +243,17 @@ class SkillManager:
                 continue
             errors += loaded.errors
             for spec in loaded.skills:
-                clash = skills.get(spec.name) or _twin(skills, spec)
+                # A source's skill never replaces a loaded one, nor sits beside one a model could take it for
+                # (``Web``, ``web-search``, ``websearch`` beside ``web`` and ``web_search``).
+                clash = _lookalike(skills, spec)
                 if clash is not None:
                     errors.append(
                         SkillLoadError(
                             spec.name,
                             None,
                             f"{spec.where}: skill name {spec.name!r} is already used by skill {clash.name!r} "
-                            f"({clash.where}); a call could not tell them apart: rename one",
+                            f"({clash.where}), or differs from it only in case or separators; a call could not "
+                            "tell them apart: rename one",
                         )
                     )
                     continue
