@@ -19,7 +19,7 @@ from typing import Any
 #: The fields whose text is scored (title first), and how much of each.
 TEXT_FIELDS = ("title", "subject", "summary", "snippet", "description")
 SCORED_CHARS = 600
-#: Words (or word starts) that mean trouble, a change of plan or a deadline.
+#: Words (or word starts) that mean trouble, a change of plan or a deadline (matched anywhere in the text).
 URGENT_WORDS = (
     "urgent",
     "asap",
@@ -41,6 +41,33 @@ URGENT_WORDS = (
     "evacuat",
     "recall",
     "action required",
+    "hospital",
+    "accident",
+    "police",
+    "earthquake",
+    "flood",
+    "delay",
+    "gate change",
+    "fraud",
+    "suspicious",
+    "stolen",
+    "expire",
+    "declined",
+    "overdrawn",
+    "missed call",
+    # German, French, Spanish, Italian: the commonest of the same
+    "dringend",
+    "wichtig",
+    "abgesagt",
+    "storniert",
+    "störung",
+    "ausfall",
+    "warnung",
+    "urgence",
+    "annulé",
+    "urgente",
+    "cancelado",
+    "annullato",
 )
 #: Words of a sale or a mailing.
 JUNK_WORDS = (
