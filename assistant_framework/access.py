@@ -57,6 +57,19 @@ def guest_workspace(workspace: Workspace, conversation_id: str) -> Workspace:
 PROMPT_FILES = ("context/", "learnings/", "profile.md")
 
 
+#: Folders whose files schedule work that runs later in the owner's name: a write there is a jobs or reminders
+#: change, whichever skill makes it (``file`` writing ``jobs/jobs.json`` adds jobs as the ``jobs`` skill does).
+SCHEDULE_FOLDERS = ("jobs/", "reminders/")
+
+
+def schedules_work(rel: str) -> bool:
+    """True when a workspace-relative path is in a folder of scheduled work (``SCHEDULE_FOLDERS``)."""
+    rel = str(rel).replace("\\", "/")
+    while rel.startswith(("./", "/")):
+        rel = rel[1:] if rel.startswith("/") else rel[2:]
+    return any(rel == folder.rstrip("/") or rel.startswith(folder) for folder in SCHEDULE_FOLDERS)
+
+
 def feeds_prompt(rel: str) -> bool:
     """True when a workspace-relative path is read into the system prompt."""
     rel = str(rel).replace("\\", "/").lstrip("./")

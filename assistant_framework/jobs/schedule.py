@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from assistant_framework.schedules import as_utc, next_cron_time, previous_cron_time, validate_cron, zone
@@ -135,8 +136,15 @@ def shortest_gap(schedule: Schedule, now: datetime, samples: int = 48) -> timede
         return None
     if schedule.kind == "every":
         return schedule.step
+    # Looked at on every scheduler look, for every prompt job: one walk of the cron per day is enough.
+    return _cron_gap(schedule.expression, schedule.tz, as_utc(now).date(), samples)
+
+
+@lru_cache(maxsize=256)
+def _cron_gap(expression: str, tz: str, day: date, samples: int) -> timedelta | None:
+    schedule = Schedule("cron", tz, cron=expression)
     times: list[datetime] = []
-    moment: datetime | None = as_utc(now)
+    moment: datetime | None = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
     for _ in range(samples):
         moment = schedule.next_after(moment) if moment is not None else None
         if moment is None:

@@ -13,7 +13,9 @@ import logging
 from datetime import datetime
 from typing import Any
 
+from assistant_framework.config.settings.jobs import JobsSettings
 from assistant_framework.jobs.job import PAYLOAD_KEYS, SCHEDULE_KEYS, Job, JobError, job_of
+from assistant_framework.jobs.limits import within_limits
 from assistant_framework.schedules import as_utc, from_iso
 from assistant_framework.stores._common import JsonListFile, NotFoundError, iso, now_utc, one_line
 from assistant_framework.stores.provenance import mark_record
@@ -35,9 +37,10 @@ _reported: set[str] = set()
 class JobStore:
     """``jobs/jobs.json`` under the workspace lock; every reader gets the readable jobs and the problems."""
 
-    def __init__(self, workspace: Workspace, default_tz: str = "UTC") -> None:
+    def __init__(self, workspace: Workspace, default_tz: str = "UTC", limits: JobsSettings | None = None) -> None:
         self.workspace = workspace
         self.default_tz = default_tz
+        self.limits = limits  # given: jobs() keeps only the jobs within them (``limits``), naming the rest
         self.file = JsonListFile(workspace, JOBS_FILE)
 
     def rows(self) -> list[dict[str, Any]]:
@@ -64,6 +67,9 @@ class JobStore:
                 continue
             seen.add(job.id)
             jobs.append(job)
+        if self.limits is not None:
+            jobs, over = within_limits(jobs, self.limits, now_utc(), JOBS_FILE)
+            problems += over
         self._report(problems)
         return jobs, problems
 

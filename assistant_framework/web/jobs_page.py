@@ -21,7 +21,7 @@ ACTIONS = ("pause", "resume", "run", "remove")
 
 def job_rows(parts) -> dict[str, Any]:
     """Every readable job with its next run and newest runs, and the rows that cannot be read."""
-    store = JobStore(parts.workspace, parts.settings.runtime.timezone)
+    store = JobStore(parts.workspace, parts.settings.runtime.timezone, parts.settings.jobs)
     jobs, problems = store.jobs()
     now = datetime.now(timezone.utc)
     runs = RunLog(parts.workspace).records()

@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from assistant_framework.access import feeds_prompt
+from assistant_framework.access import feeds_prompt, schedules_work
 from assistant_framework.config.settings import PolicySettings
 from assistant_framework.policy import (
     GUARDED_WHEN_UNTRUSTED,
@@ -56,8 +56,9 @@ CHANGE_ACTIONS = frozenset({"complete", "done", "finish", "close", "archive", "r
 #: Skills whose every change lands in a file of the system prompt.
 PROMPT_SKILLS = frozenset({"learnings"})
 #: Skills whose changes schedule work that runs later in the owner's name (a job's prompt is a turn with
-#: every skill): text the assistant read must not plant one.
-SCHEDULING_SKILLS = frozenset({"jobs"})
+#: every skill, a reminder a message in the owner's chat): text the assistant read must not plant one. Any
+#: other skill's write into their files (``access.SCHEDULE_FOLDERS``) is judged by its path.
+SCHEDULING_SKILLS = frozenset({"jobs", "reminders"})
 _PATH_KEYS = ("path", "paths", "file", "folder")
 
 #: The owner's third answer, "allow for this conversation" (``approve`` returns it instead of True); a
@@ -110,7 +111,9 @@ def untrusted_write(skill: Any, args: Any, caps: list[str], workspace: Any, *, g
     action = _action(args)
     paths = _arg_paths(args)
     if skill.name in SCHEDULING_SKILLS and action not in READ_ACTIONS:
-        return "schedules work that runs later in the owner's name (a job)"
+        return "schedules work that runs later in the owner's name (a job or a reminder)"
+    if action not in READ_ACTIONS and any(schedules_work(p) for p in _path_forms(workspace, paths)):
+        return "schedules work that runs later in the owner's name: it changes a file of jobs/ or reminders/"
     if not guest and (skill.name in PROMPT_SKILLS or any(feeds_prompt(p) for p in _path_forms(workspace, paths))):
         return "writes a file that feeds every system prompt (context/, learnings/, profile)"
     if action in DELETE_ACTIONS:

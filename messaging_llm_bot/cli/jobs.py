@@ -49,11 +49,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="JSON output")
 
 
-def _store(args: argparse.Namespace) -> JobStore:
-    tz = "UTC"
-    if Path(args.config).exists():
-        tz = Settings.from_config(load_config(args.config)).runtime.timezone
-    return JobStore(existing_workspace(args.workspace), tz)
+def _store(args: argparse.Namespace, *, within_limits: bool = False) -> JobStore:
+    """The jobs' store; ``within_limits``: its ``jobs()`` keeps what the scheduler runs (for ``list``), while
+    ``show``, ``pause`` and ``remove`` reach every readable row, also one past the limits."""
+    settings = Settings.from_config(load_config(args.config)) if Path(args.config).exists() else Settings()
+    limits = settings.jobs if within_limits else None
+    return JobStore(existing_workspace(args.workspace), settings.runtime.timezone, limits)
 
 
 def _now() -> datetime:
@@ -61,7 +62,7 @@ def _now() -> datetime:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    store = _store(args)
+    store = _store(args, within_limits=True)
     jobs, problems = store.jobs()
     now = _now()
     if args.json:

@@ -355,7 +355,7 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
     if name == "jobs":
         from messaging_llm_bot.conversation.job_texts import jobs_text
 
-        return jobs_text(runtime.workspace, runtime.agent.now(), runtime.agent.settings.timezone)
+        return jobs_text(runtime.workspace, runtime.agent.now(), runtime.agent.settings.timezone, runtime.settings.jobs)
     if name == "now" and has_digest():
         from messaging_llm_bot.conversation.digest import build_digest
 

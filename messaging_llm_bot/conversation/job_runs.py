@@ -14,6 +14,7 @@ reply goes out through the ledger and the run gets its line in ``jobs/runs.jsonl
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -23,7 +24,7 @@ from typing import Any, Protocol
 from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
 from assistant_framework.inbox import Inbox, InboxItem
-from assistant_framework.jobs import JOBS_FILE, Job, JobStore, RunLog, due_runs, run_id
+from assistant_framework.jobs import JOBS_FILE, Job, JobStore, RunLog, Schedule, due_runs, run_id
 from assistant_framework.jobs.schedule import ON_TIME
 from assistant_framework.schedules import as_utc, from_iso, to_iso, zone
 from messaging_llm_bot.agent.incoming import Incoming
@@ -38,6 +39,12 @@ log = logging.getLogger(__name__)
 
 #: The payload key of a job run's inbox item (a chat message's payload never has it).
 JOB_KEY = "job_run"
+#: The ``kind`` of the item that tells the owner of rows that do not run (delivered like a run, once).
+NOTICE = "notice"
+#: Which problems the owner was told of (their hashes): each is told once, and again only after it was gone.
+TOLD_FILE = "state/jobs-problems-told.json"
+#: Problems one notice lists (the rest are counted: /jobs names them).
+NOTICE_PROBLEMS = 5
 
 
 @dataclass(frozen=True)
@@ -47,7 +54,7 @@ class JobRun:
     run_id: str
     job_id: str
     name: str
-    kind: str  # "message" | "prompt"
+    kind: str  # "message" | "prompt" | "notice" (rows that do not run, told to the owner)
     text: str
     planned: str  # ISO, UTC
     late: bool
@@ -131,7 +138,9 @@ async def make_job_reply(
     (the owner's policy, no confirmation, traced as a job turn; skipped past the day's budget)."""
     if item.reply is not None:
         return JobReply(item.reply)
-    if run.kind == "message":
+    if run.kind == NOTICE:
+        made = JobReply(run.text, outcome=NOTICE)  # made by the scheduler, Markdown already
+    elif run.kind == "message":
         made = JobReply(message_reply(run, started))
     elif await asyncio.to_thread(over_budget, runtime.workspace, runtime.settings, started):
         log.warning("jobs: %s not run: %s", run.run_id, BUDGET_USED_UP)
@@ -216,6 +225,8 @@ def finish_run(
 ) -> bool:
     """Record a run's line in ``jobs/runs.jsonl`` (once, also when a replay finishes it again) and count it
     for the job; True when this failure paused the job (the owner is told once)."""
+    if run.kind == NOTICE:  # a notice about the file, not a run of a job: no line, nothing counted
+        return False
     runs = RunLog(workspace)
     if runs.has_run(run.run_id):
         return False
@@ -255,6 +266,33 @@ class RunInbox(Protocol):
     def accept(self, source_id: str, conversation_id: str, payload: dict[str, Any]) -> InboxItem | None: ...
 
     def pending(self, prefix: str = "") -> list[InboxItem]: ...
+
+
+def problems_notice(problems: list[str]) -> str:
+    """What the owner is told of rows of jobs/jobs.json that do not run (Markdown; each problem as written)."""
+    lines = ["⚠️ **Scheduled jobs**: some rows do not run (the others do):"]
+    lines += [f"- {escape_markdown(problem[:300])}" for problem in problems[:NOTICE_PROBLEMS]]
+    if len(problems) > NOTICE_PROBLEMS:
+        lines.append(f"- … and {len(problems) - NOTICE_PROBLEMS} more")
+    lines.append(f"/jobs or `{CLI} jobs list` names them; fix or remove those rows in {escape_markdown(JOBS_FILE)}.")
+    return "\n".join(lines)
+
+
+#: A job as written by hand (no chat): ``claim`` of it names the owner's chat on the frontend that runs such jobs.
+_OWNERS_JOB = Job(
+    id="",
+    name="",
+    schedule=Schedule("at", "UTC", at=datetime(2000, 1, 1, tzinfo=timezone.utc)),
+    message="",
+    prompt=None,
+    catch_up="skip",
+    paused=True,
+    chat_id=None,
+    created_at=datetime(2000, 1, 1, tzinfo=timezone.utc),
+    last_planned=None,
+    failures=0,
+    untrusted=False,
+)
 
 
 class JobScheduler:
@@ -331,8 +369,8 @@ class JobScheduler:
         settings = self.settings()
         poll = settings.jobs.poll_seconds
         now = as_utc(self.clock())
-        store = JobStore(self.workspace, settings.runtime.timezone)
-        jobs, _problems = store.jobs()
+        store = JobStore(self.workspace, settings.runtime.timezone, settings.jobs)  # the limits hold here too
+        jobs, problems = store.jobs()
         items: list[InboxItem] = []
         soonest = now + timedelta(seconds=poll)
         on_time = max(ON_TIME, timedelta(seconds=2 * poll))
@@ -349,6 +387,9 @@ class JobScheduler:
                 continue
             if upcoming is not None:
                 soonest = min(soonest, upcoming)
+        notice = self._tell(problems + sorted(self.failed), now)
+        if notice is not None:
+            items.append(notice)
         # A run whose delivery failed (network) stays in the inbox: offered again (the channel skips running ones).
         items += [item for item in self.inbox.pending(self.prefix) if is_job_item(item) and item not in items]
         self.looks += 1
@@ -387,6 +428,25 @@ class JobScheduler:
         if due.mark is not None:
             store.mark(job.id, due.mark)
         return job.schedule.next_after(max(due.mark or since, now))
+
+    def _tell(self, problems: list[str], now: datetime) -> InboxItem | None:
+        """The owner's notice of rows that do not run (a broken file, a bad row, a limit), queued once for the
+        problems not told before; None when there is nothing new, or the owner's chat is not this frontend's."""
+        conversation = self.claim(_OWNERS_JOB)  # where a job written by hand runs: the owner's own chat
+        if conversation is None:
+            return None
+        hashes = {hashlib.sha256(problem.encode()).hexdigest()[:16]: problem for problem in problems}
+        told = self.workspace.read_json(TOLD_FILE, default=[])
+        told = set(told) if isinstance(told, list) else set()
+        new = [problem for digest, problem in hashes.items() if digest not in told]
+        item = None
+        if new:
+            rid = "job:notice:" + hashlib.sha256("\n".join(sorted(new)).encode()).hexdigest()[:16]
+            run = JobRun(rid, "", "jobs", NOTICE, problems_notice(new), to_iso(now) or "", False, "UTC")
+            item = self.inbox.accept(rid, conversation, run.payload())  # None: told before a crash
+        if set(hashes) != told:  # a problem gone is forgotten: told again if it comes back
+            self.workspace.write_json(TOLD_FILE, sorted(hashes))
+        return item
 
     def _queue(
         self, job: Job, conversation: str, rid: str, planned: datetime, *, late: bool, requested: bool = False

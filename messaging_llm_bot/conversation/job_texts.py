@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from assistant_framework.config.settings.jobs import JobsSettings
 from assistant_framework.hints import CLI
 from assistant_framework.jobs import JobStore, RunLog, describe_next
 from assistant_framework.schedules import from_iso
@@ -18,9 +19,9 @@ SHOWN_JOBS = 30
 SHOWN_PROBLEMS = 10
 
 
-def jobs_text(workspace: Workspace, now: datetime, timezone: str) -> str:
-    """/jobs: every job with its schedule and next run, and the rows that cannot be read."""
-    jobs, problems = JobStore(workspace, timezone).jobs()
+def jobs_text(workspace: Workspace, now: datetime, timezone: str, limits: JobsSettings) -> str:
+    """/jobs: every job with its schedule and next run, and the rows that cannot be read or are past the limits."""
+    jobs, problems = JobStore(workspace, timezone, limits).jobs()
     if not jobs and not problems:
         return "🗓 No jobs yet. Ask me, e.g. “every weekday at 7:30 tell me the weather”."
     lines = ["🗓 **Jobs**"]

@@ -12,6 +12,7 @@ owner's. ``read`` of a file with the mark (front matter or a marked record) star
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from assistant_framework.memory.sources import source_for
@@ -98,6 +99,27 @@ def _check_writable(workspace: Workspace, rel: str):
     return target
 
 
+#: Files of scheduled work the framework reads as one JSON list of rows (jobs/jobs.json, reminders/...).
+_SCHEDULE_LISTS = ("jobs/", "reminders/")
+
+
+def _check_schedule_list(rel: str, text: str, append: bool) -> None:
+    """ValueError when a write would leave a file of jobs or reminders that is not a JSON list: the scheduler
+    could then read none of its rows, and every job or reminder in it would stop."""
+    if not (rel.startswith(_SCHEDULE_LISTS) and rel.lower().endswith(".json")):
+        return
+    try:
+        data = json.loads(text) if text.strip() else []
+    except ValueError as err:
+        why = "an append leaves two JSON documents in one file" if append else f"it is not JSON ({err})"
+        raise ValueError(
+            f"nothing {'appended' if append else 'written'} to {rel}: {why}; this file must stay one JSON list of "
+            "rows, or every row in it stops. Read it and write the whole list, or use the jobs or reminders skill"
+        ) from None
+    if not isinstance(data, list):
+        raise ValueError(f"nothing written to {rel}: it must stay one JSON list of rows (got {type(data).__name__})")
+
+
 def _write(workspace: Workspace, rel: str, content: str, append: bool, untrusted: bool = False) -> str:
     target = _check_writable(workspace, rel)
     if target.is_dir():
@@ -130,6 +152,7 @@ def _write(workspace: Workspace, rel: str, content: str, append: bool, untrusted
                 )
                 + ")"
             )
+    _check_schedule_list(workspace.relative(target), text, append)
     if untrusted:
         note = (
             f" ({MARKED})"

@@ -84,7 +84,8 @@ class Commands:
 
     async def cmd_jobs(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         tz = self.settings.timezone
-        text = await asyncio.to_thread(jobs_text, self.runtime.workspace, datetime.now(ZoneInfo(tz)), tz)
+        limits = self.runtime.settings.jobs
+        text = await asyncio.to_thread(jobs_text, self.runtime.workspace, datetime.now(ZoneInfo(tz)), tz, limits)
         await answer_update(update, context.bot, text)
 
     def digest_text(self) -> str:

@@ -20,7 +20,7 @@ def check_jobs(ctx: Context) -> list[Check]:
     if not (ctx.workspace_path / WORKSPACE_MARKER).is_dir():
         return []
     settings = Settings.from_config(ctx.config or {})
-    jobs, problems = JobStore(Workspace(ctx.workspace_path), settings.runtime.timezone).jobs()
+    jobs, problems = JobStore(Workspace(ctx.workspace_path), settings.runtime.timezone, settings.jobs).jobs()
     if not problems:
         return [Check("jobs", OK, f"{len(jobs)} job(s) in {JOBS_FILE}" if jobs else "no jobs")]
     shown = "; ".join(problems[:SHOWN]) + (f"; and {len(problems) - SHOWN} more" if len(problems) > SHOWN else "")
