@@ -6,7 +6,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 CONFIG ?= config
 WORKSPACE ?= workspace
 
-.PHONY: run chat setup doctor test lint test-model model-server install clean
+.PHONY: run chat setup doctor test check lint test-model model-server install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,13 @@ test: $(DEV_STAMP)
 	# docs/benchmarks.md); a file stays in one
 	# worker: some files share one browser or server across tests that build on each other.
 	$(PY) -m pytest -n 4 --dist loadfile
+
+# The edit loop's tier: lint, then every test that starts no process, serves on no socket, drives no browser
+# and is not marked slow (tests/tiers.py sets the markers from what each test uses; make test runs them all).
+FAST_TIER := not subprocess and not server and not browser and not slow
+
+check: lint
+	$(PY) -m pytest -n 2 --dist loadfile -q -m "$(FAST_TIER)"
 
 # ruff (format and lint) and mypy (types) over the whole tree; settings in pyproject.toml. mypy keeps its
 # cache in .mypy_cache (a warm run takes about a second).

@@ -262,8 +262,20 @@ class Bot:
         self.runtime.shutdown(timeout=5)
 
 
+def end_children_when_killed() -> None:
+    """SIGTERM and SIGHUP end a bench as Ctrl-C does, by raising KeyboardInterrupt: its ``finally`` blocks
+    run and stop the processes it started (killed with the default handlers, a bench left its bot running)."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, interrupt)
+
+
 def stop_process(proc: subprocess.Popen) -> None:
-    """SIGTERM (the bot's orderly shutdown), then SIGKILL after 30 s."""
+    """SIGTERM (the bot's orderly shutdown), then SIGKILL after 30 s, or at once when the bench itself is
+    interrupted meanwhile (the process is never left running)."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -271,6 +283,10 @@ def stop_process(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
 
 
 def write_config_dir(config: dict, folder: Path) -> Path:

@@ -35,7 +35,16 @@ from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ROOT, bench_config, machine_line, percentile, stop_process, table, write_config_dir  # noqa: E402
+from _common import (  # noqa: E402
+    ROOT,
+    bench_config,
+    end_children_when_killed,
+    machine_line,
+    percentile,
+    stop_process,
+    table,
+    write_config_dir,
+)
 
 from tests.fakes.bot_api import FakeBotAPI  # noqa: E402
 from tests.fakes.chat_server import FakeChatServer  # noqa: E402
@@ -233,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=None, help="sequential turns per mode (default 100)")
     parser.add_argument("--runs", type=int, default=None, help="bursts per row, median reported (default 3)")
     args = parser.parse_args(argv)
+    end_children_when_killed()
     turns = args.turns or (5 if args.quick else 100)
     runs = args.runs or (1 if args.quick else 3)
     base = Path(tempfile.mkdtemp(prefix="bench-e2e-"))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine_line, table  # noqa: E402
+from _common import end_children_when_killed, machine_line, table  # noqa: E402
 
 from assistant_framework.mcp import McpSkills, mcp_settings  # noqa: E402
 from assistant_framework.mcp.source import tool_skill  # noqa: E402
@@ -105,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="same as the default (kept for the smoke test)")
     parser.parse_args(argv)
+    end_children_when_killed()
     with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp:
         root = Path(tmp)
         listed = real_tools(root)

@@ -1833,4 +1833,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         "every address that ever sent a wrong token stays in memory",
         ("test_web_signin.py",),
     ),
+    # -- the suite's tiers and per-test bound (tests/tiers.py, issue 41) -------------------------------------
+    Mutation(
+        "tiers-bound-unchecked",
+        "tests/tiers.py",
+        'if report.duration > _bound[0] and item.get_closest_marker("slow") is None:',
+        'if report.duration > _bound[0] and item.get_closest_marker("slow") is not None:',
+        "a test over the per-test bound passes unless marked slow (the bound keeps nothing)",
+        ("test_tiers.py",),
+    ),
+    Mutation(
+        "tiers-unseen-process-passes",
+        "tests/tiers.py",
+        'if spawned and item.get_closest_marker("subprocess") is None:',
+        "if False:",
+        "a test that starts a process the markers missed stays in make check's tier",
+        ("test_tiers.py",),
+    ),
+    Mutation(
+        "tiers-helpers-not-followed",
+        "tests/tiers.py",
+        "                    found |= causes_of(value, seen)",
+        "                    pass",
+        "a process started through a helper of tests/ leaves the test in the fast tier",
+        ("test_tiers.py",),
+    ),
 )

@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._common import machine_line  # noqa: E402
+from bench._common import end_children_when_killed, machine_line  # noqa: E402
 from bench.realmodel.eval import EVAL_SUBSET, eval_settings, part_eval  # noqa: E402
 from bench.realmodel.frontends import part_frontends  # noqa: E402
 from bench.realmodel.server import MAX_TOKENS, LogReader, start_server  # noqa: E402
@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=10, help="turns of the conversation (turns part)")
     parser.add_argument("--pause", type=float, default=2.0, help="seconds between user turns (turns part)")
     args = parser.parse_args(argv)
+    end_children_when_killed()
     MAX_TOKENS[0] = args.max_tokens
     reason = missing_reason()
     if reason:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import pytest
 
 from assistant_framework.workspace import Workspace
+from tests import tiers
 from tests.fakes.chat_server import FakeChatServer
 
 if TYPE_CHECKING:
@@ -205,13 +206,22 @@ def memory_agent(bot_config: dict, workspace: Workspace, make_agent: AgentFactor
 MODEL_TESTS_ENV = "ASSISTANT_MODEL_TESTS"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    for name, meaning in tiers.MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {meaning}")
+    tiers.start_session()
+
+
 def pytest_collection_modifyitems(config, items) -> None:
-    """Tests marked ``model`` need the real llama.cpp server: they run under ``make test-model``
-    (which sets ASSISTANT_MODEL_TESTS=1) and skip with a one-line reason otherwise."""
+    """The tiers' markers (tests/tiers.py: what each test uses), then: tests marked ``model`` need the
+    real llama.cpp server: they run under ``make test-model`` (which sets ASSISTANT_MODEL_TESTS=1) and
+    skip with a one-line reason otherwise."""
     import os
 
     from tests.real_model import missing_reason
 
+    for item in items:
+        tiers.mark(item)
     marked = [item for item in items if item.get_closest_marker("model")]
     if not marked:
         return
@@ -223,3 +233,16 @@ def pytest_collection_modifyitems(config, items) -> None:
     skip = pytest.mark.skip(reason=reason)
     for item in marked:
         item.add_marker(skip)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[pytest.TestReport]:
+    """Each phase's report carries what it cost by cause, and fails a test that broke its tier's promises
+    (a process the markers did not foresee, more than the per-test bound without ``slow``)."""
+    report = yield
+    tiers.judge(item, report)
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    tiers.summary(terminalreporter)

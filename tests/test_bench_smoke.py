@@ -1,17 +1,17 @@
 """Smoke test of the benchmark scripts: each runs at its ``--quick`` size, exits 0 and prints its table.
 
-Behaviour only, never timing: the scripts run in parallel (they mostly wait on loopback
-HTTP and fsync), and each check looks at the table's header, its rows and the facts a
-script reports besides figures (chat order kept, skills loaded, replies answered).
+Behaviour only, never timing: each check runs its script and looks at the table's header, its
+rows and the facts a script reports besides figures (chat order kept, skills loaded, replies
+answered).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,36 +23,19 @@ sys.path.insert(0, str(BENCH))
 from _common import percentile, table  # noqa: E402
 from prefix_stability import common_prefix  # noqa: E402
 
-SCRIPTS = ("turn_overhead", "concurrency", "prefix_stability", "memory_search", "startup", "prompt_size", "e2e")
 
-
-@pytest.fixture(scope="module")
-def runs() -> dict[str, subprocess.CompletedProcess]:
-    """Every script started at once with --quick; their finished processes by name."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = {
-        name: subprocess.Popen(
-            [sys.executable, str(BENCH / f"{name}.py"), "--quick"],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for name in SCRIPTS
-    }
-    done = {}
-    deadline = time.monotonic() + 300  # a hang guard only (seven scripts at once took over 100 s on a loaded machine)
-    for name, proc in procs.items():
-        try:
-            out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-            err += f"\n(killed: {name} did not finish)"
-        done[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-    return done
+def bench(name: str) -> subprocess.CompletedProcess:
+    """``bench/<name>.py --quick``, its smallest size, finished (each test runs its own script: a test
+    stays within the per-test bound, and a failure names its script)."""
+    return subprocess.run(
+        [sys.executable, str(BENCH / f"{name}.py"), "--quick"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,  # a hang guard only
+    )
 
 
 def table_rows(stdout: str, first_header: str) -> tuple[list[str], list[list[str]]]:
@@ -75,8 +58,8 @@ def check_ok(run: subprocess.CompletedProcess) -> str:
     return run.stdout
 
 
-def test_turn_overhead(runs):
-    out = check_ok(runs["turn_overhead"])
+def test_turn_overhead():
+    out = check_ok(bench("turn_overhead"))
     header, rows = table_rows(out, "files")
     assert "overhead p50 ms" in header and "recall p50 ms" in header
     assert [r[:2] for r in rows] == [["30", "100"], ["100", "500"]]
@@ -86,8 +69,8 @@ def test_turn_overhead(runs):
     assert "largest/smallest p50 overhead" in out
 
 
-def test_concurrency_keeps_chat_order(runs):
-    out = check_ok(runs["concurrency"])
+def test_concurrency_keeps_chat_order():
+    out = check_ok(bench("concurrency"))
     header, rows = table_rows(out, "scenario")
     assert header[-1] == "order kept (chats)"
     names = [r[0] for r in rows]
@@ -102,8 +85,8 @@ def test_concurrency_keeps_chat_order(runs):
     assert all(float(r[3]) > 0 for r in rows)
 
 
-def test_prefix_stability(runs):
-    out = check_ok(runs["prefix_stability"])
+def test_prefix_stability():
+    out = check_ok(bench("prefix_stability"))
     header, rows = table_rows(out, "scenario")
     assert "reused bytes (weighted)" in header and "messages reused (weighted)" in header
     assert len(rows) == 3 and "two_step" in rows[2][0]
@@ -114,15 +97,15 @@ def test_prefix_stability(runs):
     assert "warning" not in out, out
 
 
-def test_memory_search(runs):
-    out = check_ok(runs["memory_search"])
+def test_memory_search():
+    out = check_ok(bench("memory_search"))
     header, rows = table_rows(out, "turns")
     assert "search p50 ms" in header
     assert [(r[0], r[1]) for r in rows] == [("500", "500"), ("2k", "2000")]
 
 
-def test_startup_answers_every_message(runs):
-    out = check_ok(runs["startup"])
+def test_startup_answers_every_message():
+    out = check_ok(bench("startup"))
     _, rows = table_rows(out, "figure")
     figures = dict((r[0], r[1]) for r in rows)
     assert figures["process start to first getUpdates, bot (median of 1)"].endswith(" s")
@@ -132,8 +115,8 @@ def test_startup_answers_every_message(runs):
     assert float(figures["resident memory after 10 messages answered (VmRSS)"].split()[0]) > 10
 
 
-def test_e2e_prints_every_row_with_ideal_and_ratio(runs):
-    out = check_ok(runs["e2e"])
+def test_e2e_prints_every_row_with_ideal_and_ratio():
+    out = check_ok(bench("e2e"))
     header, rows = table_rows(out, "figure")
     assert header == ["figure", "value", "ideal", "ratio", "target"]
     names = [r[0] for r in rows]
@@ -144,8 +127,8 @@ def test_e2e_prints_every_row_with_ideal_and_ratio(runs):
     assert "Bot API calls per reply" in out
 
 
-def test_prompt_size_lists_sections_and_skills(runs):
-    out = check_ok(runs["prompt_size"])
+def test_prompt_size_lists_sections_and_skills():
+    out = check_ok(bench("prompt_size"))
     _, rows = table_rows(out, "section")
     names = [r[0] for r in rows]
     for section in ("[base]", "[protocol]", "[tools]", "[collectors]", "system prompt total"):
@@ -192,3 +175,50 @@ def test_mcp_prompt_measures_10_and_50_tools():
     assert int(by_label["+ 50 MCP tools"][3]) > 0  # past the cap some are named only
     capped = int(by_label["+ 50 MCP tools"][2].split(" / ")[0])
     assert capped <= 8000  # the cap holds, the names-only line too
+
+
+def _children(pid: int) -> set[int]:
+    """The processes ``pid`` started that still run (Linux: /proc/<pid>/task/<tid>/children)."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found |= {int(c) for c in (task / "children").read_text().split()}
+        except OSError:
+            continue
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads child processes from /proc (Linux)")
+def test_a_killed_startup_bench_stops_the_bot_it_started() -> None:
+    """SIGTERM to bench/startup.py while its bot runs: the bench ends, and so does its bot (it was left
+    running before)."""
+    from tests.waiting import wait_until
+
+    proc = subprocess.Popen(
+        [sys.executable, str(BENCH / "startup.py"), "--quick"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: _children(proc.pid), timeout=120, what="the bench's first bot")
+        bots = _children(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        # The bench stops (and reaps) its bot before it exits: none may still run now. (Left behind, a bot
+        # gives up on its own later, when the bench's fake Bot API is gone: that is not waited for.)
+        assert [pid for pid in bots if _running(pid)] == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

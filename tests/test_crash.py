@@ -61,6 +61,7 @@ def unexcused_extras(fake: FakeBotAPI, chat: int, expected: list[str], kills: li
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.slow(reason="three bot processes SIGKILLed mid-burst and started again (about 15 s idle)")
 def test_sigkill_three_times_loses_nothing_and_keeps_order(tmp_path, bot_config):
     rng = random.Random(SEED)
     with FakeBotAPI() as fake, FakeChatServer(latency=0.03) as model:
@@ -133,6 +134,7 @@ def streamed_echo(request: dict) -> dict:
 
 
 @pytest.mark.timeout(150)
+@pytest.mark.slow(reason="bot processes SIGKILLed while streaming, started again each time")
 def test_streamed_replies_are_not_duplicated_by_sigkills(tmp_path, bot_config):
     rng = random.Random(SEED + 1)
     with FakeBotAPI() as fake, FakeChatServer(latency=0.02) as model:

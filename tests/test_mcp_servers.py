@@ -411,6 +411,7 @@ def test_a_tool_named_like_a_built_in_never_replaces_it(tmp_path) -> None:
         assert f"skill name {name!r} is already used by skill {like!r}" in refused[name], refused
 
 
+@pytest.mark.slow(reason="doctor starts every configured real MCP server in its own process")
 def test_doctor_json_reports_each_server(cli_config, tmp_path) -> None:
     run = _cli("doctor", "--quick", "--json", "--config", str(cli_config), "--workspace", str(tmp_path / "ws"))
     checks = {check["name"]: check for check in json.loads(run.stdout)}

@@ -273,6 +273,7 @@ def test_big_model_keeps_the_direct_protocol_and_native_tools_are_unaffected(bot
 # ------------------------------------------------------------------ the built-in eval, ideal model
 
 
+@pytest.mark.slow(reason="every built-in eval case, through the real agent, in both protocols (about 15 s idle)")
 def test_every_builtin_case_passes_with_an_ideal_model_in_both_protocols(chat_server):
     cases = load_cases([BUILTIN_CASES_DIR])
     chat_server.set_handler(ideal_handler(cases))

@@ -1,0 +1,125 @@
+"""The suite's tiers (tests/tiers.py): the markers follow what a test uses, a process or a server the
+markers did not foresee fails the test, so does a phase over the per-test bound unless marked slow, and
+the run ends with its wall time, the load and the time by cause."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from tests import tiers
+from tests.fakes.chat_server import FakeChatServer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _runs_the_cli() -> None:
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+
+def _helper_of_a_helper() -> None:
+    _runs_the_cli()
+
+
+def _starts_a_fake() -> None:
+    with FakeChatServer():
+        pass
+
+
+def _imports_a_fake_inside() -> None:
+    from tests.fakes.feed_server import StaticHTTPServer
+
+    StaticHTTPServer()
+
+
+def _command_line_of_this_python() -> dict:
+    return {"command": sys.executable, "args": ["-m", "x"]}
+
+
+def _plain_work() -> int:
+    return sum(range(10))
+
+
+#: By name, so that these tests themselves name none of them (they start nothing).
+SAMPLES = {
+    "cli": _runs_the_cli,
+    "helper": _helper_of_a_helper,
+    "fake": _starts_a_fake,
+    "import inside": _imports_a_fake_inside,
+    "command line": _command_line_of_this_python,
+    "plain": _plain_work,
+    "fake class": FakeChatServer,
+}
+
+
+def test_the_markers_follow_what_a_test_uses_through_helpers_and_imports() -> None:
+    found = {name: tiers.causes_of(sample) for name, sample in SAMPLES.items()}
+    assert found == {
+        "cli": {"subprocess"},
+        "helper": {"subprocess"},
+        "fake": {"server"},
+        "import inside": {"server"},
+        "command line": {"subprocess"},
+        "plain": set(),
+        "fake class": {"server"},
+    }
+
+
+def test_the_project_s_web_server_is_a_server() -> None:
+    from assistant_framework.web import WebServer
+
+    assert tiers._serves(WebServer)
+    assert not tiers._serves(tiers.causes_of)
+
+
+GUARDED = """
+import importlib
+import time
+
+import pytest
+
+
+def test_quick():
+    assert True
+
+
+def test_over_the_bound():
+    time.sleep(1.5)
+
+
+@pytest.mark.slow(reason="the guard's own test: allowed past the bound")
+def test_marked_slow():
+    time.sleep(1.5)
+
+
+def test_a_process_the_markers_did_not_see():
+    getattr(importlib.import_module("sub" + "process"), "run")(["true"], check=True)
+"""
+
+
+def test_the_guard_fails_an_unseen_process_and_a_phase_over_the_bound_and_prints_the_time(tmp_path: Path) -> None:
+    """A pytest run of its own on four tests, under this conftest, with a 1 s bound."""
+    (tmp_path / "tests").symlink_to(ROOT / "tests")
+    (tmp_path / "test_guarded.py").write_text(textwrap.dedent(GUARDED), encoding="utf-8")
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.conftest"]\n', encoding="utf-8")
+    env = {**os.environ, tiers.BOUND_ENV: "1", "PYTHONPATH": str(tmp_path)}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", str(tmp_path / "test_guarded.py")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = run.stdout
+    assert "PASSED test_guarded.py::test_quick" in out, out
+    assert "PASSED test_guarded.py::test_marked_slow" in out, out
+    assert "FAILED test_guarded.py::test_over_the_bound" in out, out
+    assert "more than the per-test bound of" in out and "mark it pytest.mark.slow(reason=...)" in out, out
+    assert "FAILED test_guarded.py::test_a_process_the_markers_did_not_see" in out, out
+    assert "did not mark it `subprocess`" in out, out
+    assert "wall time " in out and "load average now " in out, out
+    assert "marked slow, in-process | 1 |" in out and "the rest: make check's tier | 3 |" in out, out
