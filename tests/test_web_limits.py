@@ -436,6 +436,21 @@ def test_an_over_long_request_line_is_answered_414(site):
     assert requests.get(f"{site.base}/api/usage", headers=BEARER).status_code == 200
 
 
+def test_many_over_long_heads_do_not_flood_the_log(site, caplog):
+    """Each over-long head is answered, and the lines it logs (the page's and Tornado's) stay within the log
+    budget, without a traceback."""
+    from assistant_framework.web.limits import MAX_HEADER_BYTES
+
+    data = _request("GET", "/memory", {"X-Long": "z" * (MAX_HEADER_BYTES + 10)})
+    with caplog.at_level(logging.DEBUG):
+        for _ in range(40):
+            assert _status(_sent_in_background(site.server.port, data)) == 431
+    ours = [r for r in caplog.records if "head over" in r.getMessage()]
+    tornados = [r for r in caplog.records if r.name == "tornado.general"]
+    assert len(ours) <= 20 and len(tornados) <= 20
+    assert not any(r.exc_info for r in caplog.records)
+
+
 def test_an_over_long_head_after_a_kept_alive_request_is_answered_too(site):
     """The second request on a kept-alive connection is screened like the first: after a request that was
     answered 200, an over-long one is answered 414 (not dropped)."""
