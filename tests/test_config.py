@@ -13,6 +13,7 @@ import yaml
 
 from assistant_framework.config import ConfigError, get_key, load_config, owner_file, redact, set_key
 from messaging_llm_bot.cli.main import main
+from tests.cli_inprocess import CliRun, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -341,15 +342,9 @@ def test_a_yaml_anchor_without_alias_still_loads(tmp_path: Path) -> None:
 # -- file encodings, duplicate keys, ${ENV} during `config set` --
 
 
-def _cli(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "messaging_llm_bot.cli", *argv],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
-        timeout=60,
-    )
+def _cli(*argv: str, env: dict | None = None) -> CliRun:
+    """The command's behaviour (exit status, output, files), in this process (tests/cli_inprocess.py)."""
+    return run_cli(*argv, env=env, cwd=REPO)
 
 
 @pytest.mark.parametrize(

@@ -4,29 +4,22 @@ starts with the others, the user is told which plugin and what to do, and the li
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.cli_inprocess import CliRun, run_cli
 from tests.crash_bot import BotProcess, echo_reply, sent_texts, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "messaging_llm_bot.cli", *argv],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=60,
-    )
+def _cli(*argv: str) -> CliRun:
+    """The command's behaviour (exit status, output), in this process (tests/cli_inprocess.py)."""
+    return run_cli(*argv, cwd=REPO)
 
 
 def _plugin(root: Path, name: str, code: str, readme: str | None = "# x\n") -> Path:
@@ -178,7 +171,6 @@ def test_a_plugin_folder_in_the_config_that_does_not_exist_is_reported(tmp_path:
 def test_forgetting_a_plugin_module_survives_another_thread_importing(tmp_path: Path) -> None:
     """The bot loads skills and collectors while other threads import: a plugin's own error must be
     reported, not "RuntimeError: dictionary changed size during iteration" (seen at start-up)."""
-    import sys
     import threading
     import types
 

@@ -1,0 +1,68 @@
+"""The ``assistant`` command run inside the test process: ``main(argv)`` with its output captured.
+
+A fresh Python process costs about 0.4 s of interpreter start and imports on an idle machine (several
+seconds on a loaded one); a test that checks what a command says, writes or exits with does not need one.
+Where the process boundary is the point (exit codes seen by a shell, signals, locks held by another
+process, start-up), the tests still start the real command.
+
+``run_cli`` answers like a finished process (``returncode``, ``stdout``, ``stderr``): ``main``'s return
+value, or the code of a ``SystemExit`` (argparse's usage errors exit 2). ``sys.argv[0]`` is the installed
+command for the call, as when a user runs it; ``env`` and ``cwd`` apply for the call and are restored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+ASSISTANT = str(ROOT / ".venv" / "bin" / "assistant")
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """What one command did: its exit status and everything it printed."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@contextlib.contextmanager
+def _environment(env: dict[str, str] | None, cwd: Path | str | None) -> Iterator[None]:
+    saved_env = dict(os.environ)
+    saved_cwd = os.getcwd()
+    saved_argv = list(sys.argv)
+    try:
+        if env:
+            os.environ.update(env)
+        if cwd is not None:
+            os.chdir(cwd)
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+        sys.argv[:] = saved_argv
+
+
+def run_cli(*argv: str, env: dict[str, str] | None = None, cwd: Path | str | None = None) -> CliRun:
+    """``assistant <argv>`` in this process; its exit status and output."""
+    from messaging_llm_bot.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with _environment(env, cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        sys.argv[:] = [ASSISTANT, *argv]
+        try:
+            code = main(list(argv))
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+            if isinstance(exit_.code, str):
+                print(exit_.code, file=sys.stderr)
+    return CliRun([ASSISTANT, *argv], int(code or 0), out.getvalue(), err.getvalue())
