@@ -397,6 +397,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a server's helper that ignores SIGTERM outlives the server",
         MCP_TOOLS,
     ),
+    # -- web_search's rate limit (skills/web_search) ------------------------------------------------------
+    Mutation(
+        "web-search-limit-by-session",
+        "skills/web_search/__init__.py",
+        'chat = str(getattr(context, "place", "") or getattr(context, "conversation_id", "") or "")',
+        'chat = str(getattr(context, "conversation_id", "") or "")',
+        "/new gives a chat (a guest's) a fresh share of searches",
+        ("test_web_search.py",),
+    ),
+    Mutation(
+        "web-search-per-chat-all-but-one",
+        "skills/web_search/__init__.py",
+        "per_chat = max(1, per_minute // 2)",
+        "per_chat = max(1, per_minute - 1)",
+        "one chat spends all but one of the minute's searches",
+        ("test_web_search.py",),
+    ),
     # -- redaction of echoed secrets (redaction.py) ----------------------------------------------------
     Mutation(
         "redaction-whole-secrets-only",

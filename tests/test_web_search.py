@@ -229,3 +229,29 @@ def test_after_outside_content_a_search_asks_the_owner_like_web(start_bot, fake,
     decline(fake, question)
     fake.wait_for(lambda: "Not searched." in texts(fake), timeout=30)
     assert searx.requests == []
+
+
+def test_one_chat_gets_half_the_searches_and_new_sessions_share_it(start_bot, fake, chat_server, searx) -> None:
+    """Issue 39.7 and 40: at ``per_minute: 10`` (where half, 5, differs from all but one, 9) a guest's chat
+    gets 5 searches a minute, though each runs in a fresh session (``/new``: no outside content in view, so
+    none asks); the sixth is refused, and the owner's chat still has its own share."""
+    friend = 7
+
+    def patch(config: dict) -> None:
+        config["search"] = {"backend": "searxng", "url": searx.url, "per_minute": 10}
+        config["policy"] = {"skills": {"web_search": "allow"}, "guest_skills": ["web_search"]}
+
+    start_bot(config_patch=patch, allowed_user_ids=[1, friend], owner_id=1)
+    for n in range(1, 7):
+        chat_server.enqueue(json.dumps({"skill": "web_search", "args": {"query": f"q{n}"}}), f'{{"reply": "done {n}"}}')
+        fake.send_message(f"search {n}", user_id=friend, chat_id=friend)
+        fake.wait_for(lambda n=n: f"done {n}" in texts(fake, friend), timeout=30)
+        fake.send_message("/new", user_id=friend, chat_id=friend)
+        fake.wait_for(lambda n=n: f"Started a new conversation (#{n + 1})" in " ".join(texts(fake, friend)), timeout=30)
+    refused = chat_server.chat_requests[-1]["messages"][-1]["content"]
+    assert "the search limit (10 a minute) is reached: try again in" in refused
+    assert [r.params["q"] for r in searx.requests] == ["q1", "q2", "q3", "q4", "q5"]
+    chat_server.enqueue(json.dumps({"skill": "web_search", "args": {"query": "mine"}}), '{"reply": "owner done"}')
+    fake.send_message("search mine", user_id=1, chat_id=1)
+    fake.wait_for(lambda: "owner done" in texts(fake, 1), timeout=30)
+    assert searx.requests[-1].params["q"] == "mine"  # the whole (10) is not spent: the owner's share is there

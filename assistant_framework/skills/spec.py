@@ -71,6 +71,8 @@ class SkillContext:
     """
 
     conversation_id: str = ""
+    #: The chat or forum topic the turn is in: its sessions (``/new``) share it. Empty: ``conversation_id``.
+    place: str = ""
     chat_id: int | str | None = None
     user_id: int | str | None = None
     config: dict[str, Any] = field(default_factory=dict)

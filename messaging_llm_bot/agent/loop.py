@@ -223,6 +223,7 @@ class Agent(SessionCalls):
         turn.guest = self._guest_skills(message.owner_chat)
         context = SkillContext(
             conversation_id=conversation_id,
+            place=place,
             chat_id=message.chat_id,
             user_id=message.user_id,
             config=self.config,

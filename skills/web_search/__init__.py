@@ -103,7 +103,8 @@ def run(workspace, args, context=None):
     if not query:
         raise OwnWordsError("the query is empty")
     count = int(args.get("max_results") or section.max_results)
-    chat = str(getattr(context, "conversation_id", "") or "")
+    # The chat, not its session: /new must not give a chat a fresh share.
+    chat = str(getattr(context, "place", "") or getattr(context, "conversation_id", "") or "")
     wait = LIMIT.take(chat, section.per_minute)
     if wait:
         raise OwnWordsError(f"the search limit ({section.per_minute} a minute) is reached: try again in {wait:.0f} s")
