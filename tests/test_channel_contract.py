@@ -1,16 +1,19 @@
 """The channel contract (channels/contract.py, docs/channels.md): its records are typed data, and every
 channel's declared capabilities are what its own code does.
 
-The start of the contract test kit (issue 42): one parametrized module every channel passes. Today it checks
-the records, the split of a long reply to the channel's declared limit, and an ``ask`` approval answered yes
-and no through each channel's real service and fake (FakeBotAPI, FakeSignalDaemon, a terminal); message in ->
-one reply, stream edits, strangers, a restart mid-turn and files follow as the adapters move onto the contract.
+The contract test kit (issue 42): one parametrized module every channel passes, through its real service and
+its fake (FakeBotAPI, FakeSignalDaemon, a terminal): the records are typed data; a message in gets one reply
+out and one model call; a long reply arrives whole, in parts within the declared limit; an ``ask`` approval
+waits for the owner's yes or no; a stranger is told once and reaches no model (not on the terminal, which
+has no strangers). Still to come: stream edits or one final message, a restart mid-turn answered once, a
+photo and a file in, a file out.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import typing
 from collections.abc import Callable
 
@@ -195,3 +198,117 @@ def test_an_ask_call_waits_for_the_owners_yes_or_no(
     assert "Handled." in reply
     assert workspace.exists("notes/important.md") is not yes
     assert len(chat_server.chat_requests) == 2  # the call, then the answer after it: the owner's word is no turn
+
+
+# -- a message in, its reply out; a long reply split; a stranger told once ---------------------------------
+
+
+def _words(text: str) -> str:
+    return "".join(text.split())
+
+
+def _chat_on_telegram(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    """The owner sends ``lines``; the bot's messages in the owner's chat once the last reply is in."""
+    from tests.telegram_harness import texts
+
+    fake = request.getfixturevalue("fake")
+    request.getfixturevalue("start_bot")()
+    chat_server = request.getfixturevalue("chat_server")
+    for line in lines:
+        fake.send_message(line)
+    fake.wait_for(lambda: len(chat_server.chat_requests) >= len(lines) and texts(fake), timeout=30)
+    fake.wait_for(lambda: "END" in "".join(texts(fake)), timeout=30)
+    return texts(fake)
+
+
+def _chat_on_signal(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    from tests.signal_harness import OWNER, wait_for
+
+    daemon = request.getfixturevalue("daemon")
+    request.getfixturevalue("start")()
+    for line in lines:
+        daemon.message(OWNER, line)
+    wait_for(lambda: "END" in "".join(s["message"] for s in daemon.sent_to(OWNER)), what="the reply", timeout=30)
+    return [s["message"] for s in daemon.sent_to(OWNER)]
+
+
+def _chat_on_the_terminal(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    from messaging_llm_bot.channels.console.chat import run_console
+    from tests.telegram_harness import make_runtime
+
+    config = {**request.getfixturevalue("bot_config"), "memory": {"enabled": False}}
+    runtime = make_runtime(config, request.getfixturevalue("workspace"), request.getfixturevalue("tmp_path"))
+    out = io.StringIO()
+    try:
+        assert run_console(runtime, _Tty([f"{line}\n" for line in lines]), out, io.StringIO()) == 0
+    finally:
+        runtime.shutdown(5)
+    return [out.getvalue()]  # one screen: what the owner sees
+
+
+CHAT = {"telegram": _chat_on_telegram, "signal": _chat_on_signal, "console": _chat_on_the_terminal}
+
+
+@pytest.mark.parametrize("channel", CHAT)
+def test_a_message_in_gets_one_reply_out(channel: str, request: pytest.FixtureRequest, chat_server) -> None:
+    chat_server.enqueue('{"reply": "Paris is the capital. END"}')
+    shown = CHAT[channel](request, ["What is the capital of France?"])
+    assert sum(text.count("Paris is the capital.") for text in shown) == 1
+    assert len(chat_server.chat_requests) == 1
+    assert "What is the capital of France?" in str(chat_server.chat_requests[0]["messages"][-1])
+
+
+@pytest.mark.parametrize("channel", CHAT)
+def test_a_long_reply_arrives_whole_in_parts_within_the_channels_limit(
+    channel: str, request: pytest.FixtureRequest, chat_server
+) -> None:
+    capabilities, _split = CHANNELS[channel]()
+    measure = MEASURE[capabilities.length_unit]
+    line = "Paris 🗼 ist die Hauptstadt, 東京 is far away."
+    count = min(5 * 2_000 // len(line), 2 * capabilities.max_message_length // measure(line) + 1)
+    reply = " ".join(f"{n}. {line}" for n in range(count)) + " END"
+    chat_server.enqueue(json.dumps({"reply": reply}))
+    shown = CHAT[channel](request, ["Tell me a lot."])
+    if channel != "console":
+        parts = [text for text in shown if "Paris" in text or "END" in text]
+        assert len(parts) > 1 and all(measure(part) <= capabilities.max_message_length for part in parts)
+    assert _words(reply) in _words("".join(shown))
+
+
+def _strangers_on_telegram(request: pytest.FixtureRequest) -> int:
+    from tests.telegram_harness import OWNER, STRANGER
+
+    fake = request.getfixturevalue("fake")
+    request.getfixturevalue("start_bot")()
+    request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
+    for n in range(3):
+        fake.send_message(f"let me in {n}", user_id=STRANGER, username="stranger")
+    fake.send_message("ping", user_id=OWNER)  # after the strangers' messages: all of theirs are handled
+    fake.wait_for_messages(OWNER, 1, timeout=30)
+    return len(fake.messages(STRANGER))
+
+
+def _strangers_on_signal(request: pytest.FixtureRequest) -> int:
+    from tests.signal_harness import OWNER, STRANGER, wait_for
+
+    daemon = request.getfixturevalue("daemon")
+    request.getfixturevalue("start")()
+    request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
+    for n in range(3):
+        daemon.message(STRANGER, f"let me in {n}")
+    daemon.message(OWNER, "ping")
+    wait_for(lambda: daemon.sent_to(OWNER), what="the owner's reply", timeout=30)
+    return len(daemon.sent_to(STRANGER))
+
+
+STRANGERS = {"telegram": _strangers_on_telegram, "signal": _strangers_on_signal}
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_a_stranger_is_told_once_and_reaches_no_model(
+    channel: str, request: pytest.FixtureRequest, chat_server
+) -> None:
+    if channel not in STRANGERS:
+        pytest.skip("the terminal chat has one user, its owner: no strangers")
+    assert STRANGERS[channel](request) == 1
+    assert len(chat_server.chat_requests) == 1  # the owner's ping only
