@@ -92,3 +92,21 @@ def test_an_error_in_the_skills_own_words_leaves_the_turn_trusted(fake, start_bo
     assert "the query is empty" in fed and not fed.startswith(UNTRUSTED_NOTE) and "[outside content]" not in fed
     [row] = json.loads(workspace.read_text(JOBS_FILE))
     assert row["name"] == "digest" and not row.get("untrusted")
+
+
+def test_the_guards_refusal_of_the_models_own_url_leaves_the_turn_trusted(fake, start_bot, chat_server, workspace):
+    """The guard's refusal names the URL it refused. The model's own URL (an internal address) is the
+    model's words: the turn stays trusted and the job is added without a question (it asked before:
+    every refused URL marked the turn, and every later network call of the chat asked). A refusal of a
+    redirect's target names the server's Location and stays outside content, as the 404 above does."""
+    with StaticHTTPServer() as site:
+        start_bot(config_patch=lambda c: c.update(policy={"skills": {"web": "allow"}}))
+        own = json.dumps({"skill": "web", "args": {"url": site.url("/admin")}})
+        chat_server.enqueue(own, JOB, json.dumps({"reply": "Job added."}))
+        fake.send_message("read my router page, then add my digest job")
+        fake.wait_for(lambda: any("Job added." in t for t in texts(fake)), timeout=20)
+        assert pending_question(fake) is None
+        fed = _fed_back_after(chat_server, "web")
+        assert "internal" in fed and not fed.startswith(UNTRUSTED_NOTE), fed
+        [row] = json.loads(workspace.read_text(JOBS_FILE))
+        assert not row.get("untrusted")

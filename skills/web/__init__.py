@@ -18,7 +18,8 @@ import urllib3
 from assistant_framework.config.settings import Settings
 from assistant_framework.html_text import html_to_text
 from assistant_framework.http_deadline import BodyTooLarge, Deadline, DeadlineExceeded, read_body
-from assistant_framework.netguard import GuardedSession
+from assistant_framework.netguard import BlockedURLError, GuardedSession
+from assistant_framework.skills import OwnWordsError
 
 DESCRIPTION = "Fetch a web page (http/https URL) and return its text; use for links the user gives."
 ARGS_SCHEMA = {
@@ -52,6 +53,12 @@ def run(workspace, args, context=None):
             # must not redirect (or a name rebind) into the owner's network.
             try:
                 response = _get(session, url, deadline)
+            except BlockedURLError as exc:
+                # The model's own URL refused is the guard's words about the model's words; a redirect's
+                # target came from the server (its Location header), so that refusal stays outside content.
+                if url == args["url"]:
+                    raise OwnWordsError(str(exc)) from None
+                raise
             except requests.RequestException:
                 if deadline.expired:  # cut while the headers were still arriving
                     raise ValueError(f"{url} did not answer within {seconds:g} s") from None
