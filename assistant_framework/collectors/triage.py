@@ -193,7 +193,7 @@ def _standing_notice(collector: str, counts: dict[str, Any], limit: int, skipped
     named = f" (such as \u201c{title}\u201d)" if title else ""
     return (
         f"{collector}: {skipped} new item(s) that look urgent or match your question{named} were not sorted for "
-        f"you (nor pushed): the ask rule's budget, its reserve for such items included, is spent for today "
+        f"you (nor pushed): the ask rule's budget, its reserve for such items included, is spent for now "
         f"({counts['asked']} of {limit} asked). Check {collector} yourself, or raise max_per_day of the ask rule in "
         f"config/collectors/{collector}.json. /now shows today's count; this is said once a day."
     )
