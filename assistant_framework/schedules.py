@@ -23,13 +23,55 @@ def zone(name: str) -> ZoneInfo:
         raise ValueError(f"unknown timezone {name!r} (runtime.timezone): {exc}") from None
 
 
+#: The five cron fields in order: name, lowest, highest, and the names allowed for their numbers.
+CRON_FIELDS = (
+    ("minute", 0, 59, ()),
+    ("hour", 0, 23, ()),
+    ("day", 1, 31, ()),
+    ("month", 1, 12, ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")),
+    ("weekday", 0, 7, ("sun", "mon", "tue", "wed", "thu", "fri", "sat")),
+)
+
+
 def validate_cron(expr: str) -> None:
-    """Raise ValueError naming the expression when it is not a five-field cron."""
+    """Raise ValueError naming the expression and what is wrong (``hour 25 is out of 0-23``) when it is not a
+    five-field cron."""
     # Imported on first use: start-up does not need the cron parser.
     from croniter import croniter
 
-    if len(str(expr).split()) != 5 or not croniter.is_valid(str(expr)):
-        raise ValueError(f"invalid cron expression {expr!r}: five fields (minute hour day month weekday) expected")
+    fields = str(expr).split()
+    if len(fields) != 5:
+        raise ValueError(
+            f"invalid cron expression {expr!r}: it has {len(fields)} field(s); five expected "
+            "(minute hour day month weekday)"
+        )
+    if not croniter.is_valid(str(expr)):
+        why = next((problem for problem in map(_cron_field_problem, CRON_FIELDS, fields) if problem), None)
+        raise ValueError(
+            f"invalid cron expression {expr!r}: {why or 'croniter cannot read it'} "
+            "(fields: minute hour day month weekday)"
+        )
+
+
+def _cron_field_problem(spec: tuple[str, int, int, tuple[str, ...]], text: str) -> str | None:
+    """What is wrong with one cron field (``hour 25 is out of 0-23``), or None when this check finds nothing
+    (croniter's own forms, such as ``L`` or ``1#2``, are left to it)."""
+    name, low, high, names = spec
+    for part in text.split(","):
+        body, _, step = part.partition("/")
+        if step and (not step.isdigit() or int(step) == 0):
+            return f"{name} step {step!r} must be a whole number from 1"
+        if body in ("*", "?"):
+            continue
+        for value in body.split("-", 1):
+            if value.isdigit():
+                if not low <= int(value) <= high:
+                    return f"{name} {int(value)} is out of {low}-{high}"
+            elif value.lower() not in names and not any(mark in value.upper() for mark in ("L", "W", "#")):
+                return f"{name} {value!r} is not a number from {low} to {high}" + (
+                    f" or a name ({names[0]}, {names[1]}, ...)" if names else ""
+                )
+    return None
 
 
 def next_cron_time(expr: str, after: datetime, tz_name: str = "UTC") -> datetime:

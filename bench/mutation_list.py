@@ -1221,6 +1221,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         "an append to jobs/jobs.json leaves two documents: every job stops",
         ("test_jobs_planted.py",),
     ),
+    Mutation(
+        "jobs-hand-row-not-filled-in",
+        f"{BOT}/conversation/job_runs.py",
+        "for given in store.fill_in(now):",
+        "for given in []:",
+        "a row written by hand without id or created_at never runs",
+        ("test_jobs_by_hand.py",),
+    ),
+    Mutation(
+        "jobs-hand-row-without-created-at",
+        f"{AF}/jobs/store.py",
+        '                if not row.get("created_at"):',
+        "                if False:",
+        "a row given an id but no created_at: an every_minutes job's first run moves on at every look",
+        ("test_jobs_by_hand.py",),
+    ),
+    Mutation(
+        "cron-errors-vague",
+        f"{AF}/schedules.py",
+        "why = next((problem for problem in map(_cron_field_problem, CRON_FIELDS, fields) if problem), None)",
+        "why = None",
+        "'30 25 * * 1-5' is refused without saying the hour is wrong",
+        ("test_jobs_by_hand.py",),
+    ),
     # -- preparing a call (skills/manager.py, skills/prepare.py) ---------------------------------------
     Mutation(
         "prepare-integer-prefix",

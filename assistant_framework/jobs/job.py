@@ -115,7 +115,7 @@ def job_of(row: dict[str, Any], default_tz: str) -> Job:
     """A readable job from a row; JobError naming the row and what is wrong."""
     job_id = str(row.get("id") or "").strip()
     if not job_id:
-        raise JobError("a job row has no id")
+        raise JobError("a job row has no id (the running bot gives it one, and its created_at, at its next look)")
     payloads = [key for key in PAYLOAD_KEYS if isinstance(row.get(key), str) and row[key].strip()]
     if len(payloads) != 1:
         raise JobError(

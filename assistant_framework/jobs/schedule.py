@@ -124,9 +124,7 @@ def local_time(text: str, tz: ZoneInfo) -> datetime:
 
 
 def check_cron(expr: str) -> None:
-    """ValueError naming the expression when it is not five cron fields."""
-    if len(str(expr).split()) != 5:
-        raise ValueError(f"cron {expr!r} must have five fields (minute hour day month weekday)")
+    """ValueError naming the expression and the field that is wrong (``hour 25 is out of 0-23``)."""
     validate_cron(str(expr))
 
 

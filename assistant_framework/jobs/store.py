@@ -80,6 +80,27 @@ class JobStore:
                 _reported.add(problem)
                 log.warning("jobs: %s; the other jobs run", problem)
 
+    def fill_in(self, now: datetime) -> list[str]:
+        """Give each row written by hand what only the store makes: an ``id`` and a ``created_at`` (``now``;
+        without it an ``every_minutes`` job's first run would move on at every read). Written back atomically,
+        and only when a row lacked one; the ids given."""
+        try:
+            rows = self.rows()
+        except ValueError:
+            return []  # not a list: jobs() reports it
+        if all(str(row.get("id") or "").strip() and row.get("created_at") for row in rows):
+            return []
+        given = []
+        with self.file.edit() as rows:
+            for index, row in enumerate(rows):
+                if not row.get("created_at"):
+                    row["created_at"] = iso(as_utc(now))
+                if not str(row.get("id") or "").strip():
+                    row.pop("id", None)
+                    rows[index] = {"id": self.file.allocate_id(rows, "j"), **row}
+                    given.append(rows[index]["id"])
+        return given
+
     def get(self, query: str) -> Job:
         """The job with this id, else the one with this name (case-insensitive); NotFoundError listing them."""
         jobs, _ = self.jobs()

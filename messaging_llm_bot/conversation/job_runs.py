@@ -370,6 +370,8 @@ class JobScheduler:
         poll = settings.jobs.poll_seconds
         now = as_utc(self.clock())
         store = JobStore(self.workspace, settings.runtime.timezone, settings.jobs)  # the limits hold here too
+        for given in store.fill_in(now):
+            log.info("jobs: a row written by hand is job %s now (its id and created_at written in)", given)
         jobs, problems = store.jobs()
         items: list[InboxItem] = []
         soonest = now + timedelta(seconds=poll)
