@@ -13,6 +13,12 @@ $(PY):
 
 # `make run` and the other commands install the package alone; the test tools (pytest, selenium, pymap)
 # come with `make test` / `make lint` (the dev extra), never into a venv that only runs the bot.
+# pip (26 and later) prints setuptools' editable-install notice ("Please be careful with folders in your working
+# directory...") as a BuildBackendWarning banner in the middle of `make run`: a note for packagers, not for the
+# user. The installs run with Python's warnings off (errors still show); nothing else runs with it.
+$(STAMP) $(DEV_STAMP): export PYTHONWARNINGS := ignore
+$(STAMP) $(DEV_STAMP): export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .

@@ -1658,14 +1658,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         MCP_CLI,
     ),
     Mutation(
-        "mcp-list-text-url-with-its-secret",
-        f"{BOT}/cli/mcp.py",
-        "return url_without_secrets(server.url) if server.url else server.where",
-        "return server.where",
-        "mcp list (text) and mcp test print a token in an MCP server's URL",
-        MCP_CLI,
-    ),
-    Mutation(
         "mcp-list-header-values",
         f"{BOT}/cli/mcp.py",
         '"headers": redact({"headers": dict(server.headers)})["headers"],',
@@ -1680,6 +1672,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "error = status.error",
         "mcp test prints the token of an unreachable server's URL, quoted in the connection error",
         MCP_CLI,
+        equivalent="the mcp package masks its own errors (connection.py, source.py: the server's secrets); the "
+        "CLI's masking is the second line for a message that names them another way",
     ),
     Mutation(
         "mcp-test-load-errors-with-url-secret",
@@ -1688,6 +1682,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "problems = [error.error for error in loaded.errors]",
         "mcp test --json prints the token of an unreachable server's URL in its errors",
         MCP_CLI,
+        equivalent="the mcp package masks its load errors (source.py, ServerSettings.where); the CLI's masking is "
+        "the second line",
     ),
     Mutation(
         "mcp-add-over-a-configured-server",
@@ -1898,5 +1894,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         "                    pass",
         "a process started through a helper of tests/ leaves the test in the fast tier",
         ("test_tiers.py",),
+    ),
+    Mutation(
+        "doctor-telegram-checked-when-unused",
+        f"{BOT}/ops/doctor/telegram.py",
+        "            return []  # Telegram is not used: Signal is the chat channel (its own checks say how it is)",
+        "            pass",
+        "a bot on Signal only is warned about Telegram's token and empty allowlist (noise where nothing is wrong)",
+        ("test_doctor.py",),
+    ),
+    Mutation(
+        "doctor-empty-telegram-allowlist-unchecked",
+        f"{BOT}/ops/doctor/telegram.py",
+        "    if not allowed:",
+        "    if False:",
+        "a Telegram bot with a token and an empty allowlist (it answers no one) passes doctor",
+        ("test_doctor.py",),
+    ),
+    Mutation(
+        "make-install-banner",
+        "Makefile",
+        "$(STAMP) $(DEV_STAMP): export PYTHONWARNINGS := ignore",
+        "$(STAMP) $(DEV_STAMP): export UNUSED_BY_ANYONE := ignore",
+        "make run prints setuptools' editable-install banner between the command and the bot's first line",
+        ("test_make_install_quiet.py",),
     ),
 )

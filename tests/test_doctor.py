@@ -135,7 +135,10 @@ def test_no_token_warns_and_a_collector_failing_warns(servers, tmp_path: Path, c
         },
     )
     code, checks = _doctor(capsys, config, ws.root, "--quick")
-    assert checks["telegram token"]["status"] == "warn" and checks["allowlist"]["status"] == "warn"
+    assert (
+        checks["telegram token"]["status"] == "warn" and "only the terminal chat" in checks["telegram token"]["detail"]
+    )
+    assert "allowlist" not in checks  # Telegram is not used: its empty allowlist is nobody's concern
     assert (
         checks["collector rss"]["status"] == "warn"
         and "3 failed run(s) in a row: feed unreachable" in checks["collector rss"]["detail"]
@@ -298,3 +301,24 @@ def test_signal_is_checked_when_enabled_the_daemon_and_the_allowlist(servers, tm
     (config / "signal.json").write_text(json.dumps({**signal, "enabled": False}))
     code, checks = _doctor(capsys, config, tmp_path / "ws")
     assert code == 0 and not [name for name in checks if name.startswith("signal")]  # off: not checked
+
+
+def test_a_bot_on_signal_only_gets_no_telegram_check(servers, tmp_path: Path, capsys) -> None:
+    """Quiet when nothing is wrong: Signal enabled, no Telegram token and an empty Telegram allowlist (the
+    bot does not use Telegram) is no warning at all; with a token the empty allowlist fails again."""
+    from tests.fakes.signal_daemon import FakeSignalDaemon
+
+    tg, chat = servers
+    config = _config(tmp_path / "config", tg, chat, telegram={"token": "", "allowed_user_ids": []})
+    Workspace(tmp_path / "ws")
+    with FakeSignalDaemon("+15550000000") as daemon:
+        signal = {"enabled": True, "base_url": daemon.base_url, "account": "+15550000000", "allowed": ["+15551234567"]}
+        (config / "signal.json").write_text(json.dumps(signal))
+        code, checks = _doctor(capsys, config, tmp_path / "ws", "--quick")
+        assert code == 0, checks
+        assert {c["status"] for c in checks.values()} == {"ok"}, checks
+        assert "allowlist" not in checks and "telegram token" not in checks
+        assert checks["signal daemon"]["status"] == "ok"
+    _config(tmp_path / "config", tg, chat, telegram={"allowed_user_ids": []})  # a token: Telegram is used
+    code, checks = _doctor(capsys, config, tmp_path / "ws", "--quick")
+    assert checks["allowlist"]["status"] == "fail" and code == 1

@@ -181,11 +181,6 @@ def _file_of(root: Path, name: str) -> str:
     return ", ".join(display_path(file) for file in files)
 
 
-def _shown(server: ServerSettings) -> str:
-    """A server as ``list`` and ``test`` show it: the command line, or the URL without its secrets."""
-    return url_without_secrets(server.url) if server.url else server.where
-
-
 def cmd_list(args: argparse.Namespace) -> int:
     root = Path(args.config)
     if not root.exists():
@@ -216,7 +211,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     width = max(len(row["name"]) for row in rows)
     for server, row in zip(settings.servers.values(), rows, strict=True):
         state = "enabled " if row["enabled"] else "disabled"
-        print(f"{server.name:<{width}}  {state}  {server.transport:<5}  {_shown(server)}  ({row['file']})")
+        print(f"{server.name:<{width}}  {state}  {server.transport:<5}  {server.where}  ({row['file']})")
     return 0
 
 
@@ -263,7 +258,7 @@ def cmd_test(args: argparse.Namespace) -> int:
                 {
                     "name": server.name,
                     "transport": server.transport,
-                    "where": _shown(server),
+                    "where": server.where,
                     "enabled": not disabled,
                     "answered": status.answered,
                     "error": error or None,
@@ -276,7 +271,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         )
         return 0 if status.answered and not problems else 1
     if not status.answered:
-        print(f"MCP server {server.name!r} ({server.transport} {_shown(server)}) did not answer: {error}")
+        print(f"MCP server {server.name!r} ({server.transport} {server.where}) did not answer: {error}")
         if server.url:
             print("Check that the server runs at that URL and that its headers are right (mcp list shows them).")
         else:

@@ -1,0 +1,65 @@
+"""``make run`` installs the package quietly: no setuptools banner ("Editable installation... Please be careful
+with folders in your working directory", which pip 26 prints as a BuildBackendWarning) between the user's
+command and the bot's first line. The Makefile's own install recipe runs for real in a copy of the project
+whose dependency list is emptied (so only the package itself is built and installed, in a fresh venv)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BANNER = ("BuildBackendWarning", "Please be careful with folders", "!!")
+
+
+def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONWARNINGS", "VIRTUAL_ENV", "PYTHONPATH")}
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def _project(root: Path) -> Path:
+    """The project as `make install` sees it, without its dependencies (they are not what prints the banner)."""
+    src = root / "src"
+    src.mkdir()
+    for name in ("Makefile", "README.md", "LICENSE"):
+        shutil.copy(REPO / name, src / name)
+    for package in ("assistant_framework", "messaging_llm_bot"):
+        shutil.copytree(REPO / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    pyproject, count = re.subn(r"(?ms)^dependencies = \[.*?^\]", "dependencies = []", pyproject)
+    assert count == 1
+    (src / "pyproject.toml").write_text(pyproject, encoding="utf-8")
+    return src
+
+
+@pytest.mark.timeout(600)  # a venv, pip's own upgrade and an isolated build: minutes on a busy machine
+def test_make_install_prints_no_installer_banner(tmp_path) -> None:
+    if shutil.which("make") is None or shutil.which("python3") is None:
+        pytest.skip("no make or python3")
+    src = _project(tmp_path)
+    # The build needs setuptools>=77 from the package index (pip's build isolation): without one, skip.
+    venv = _run(["python3", "-m", "venv", ".venv"], src)
+    assert venv.returncode == 0, venv.stderr
+    probe = _run([".venv/bin/python", "-m", "pip", "download", "--no-deps", "-q", "-d", "dl", "setuptools>=77"], src)
+    if probe.returncode != 0:
+        pytest.skip("no package index reachable for the build requirements")
+
+    made = _run(["make", "install"], src)
+    assert made.returncode == 0, made.stdout + made.stderr
+    shown = made.stdout + made.stderr
+    assert not [banner for banner in BANNER if banner in shown], shown
+    assert (src / ".venv" / ".installed").exists()
+    found = "import importlib.util as u; assert u.find_spec('messaging_llm_bot.cli.main')"
+    check = _run([".venv/bin/python", "-c", found], src)  # installed (its dependencies were left out)
+    assert check.returncode == 0, check.stderr
+
+    # The same install without the Makefile's setting prints the banner with this pip: the test can fail.
+    plain = _run(
+        [".venv/bin/python", "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", "-e", "."], src
+    )
+    assert plain.returncode == 0 and "Please be careful with folders" in plain.stdout + plain.stderr
