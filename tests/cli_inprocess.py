@@ -40,6 +40,9 @@ def _environment(env: dict[str, str] | None, cwd: Path | str | None) -> Iterator
     saved_cwd = os.getcwd()
     saved_argv = list(sys.argv)
     try:
+        # A process whose output is a pipe formats help for 80 columns unless COLUMNS says otherwise; in
+        # this process argparse would ask the terminal pytest runs in.
+        os.environ.setdefault("COLUMNS", "80")
         if env:
             os.environ.update(env)
         if cwd is not None:

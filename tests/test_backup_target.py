@@ -7,23 +7,19 @@ a message naming the place, and nothing is written; a folder beside the workspac
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
 
 from assistant_framework.workspace import Workspace
+from tests.cli_inprocess import CliRun, run_cli
 from tests.crash_bot import REPO
 
 ASSISTANT = str(REPO / ".venv" / "bin" / "assistant")
 
 
-def _backup(ws: Workspace, out) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [ASSISTANT, "backup", "--workspace", str(ws.root), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def _backup(ws: Workspace, out) -> CliRun:
+    """`assistant backup` in this process (tests/cli_inprocess.py): its exit status, messages and files."""
+    return run_cli("backup", "--workspace", str(ws.root), "--out", str(out))
 
 
 @pytest.mark.parametrize("where", ["folder", "file", "link-back-in"])

@@ -13,6 +13,7 @@ import pytest
 from assistant_framework.config import load_config, parse_key
 from assistant_framework.config.defaults import DEFAULTS
 from messaging_llm_bot.cli.main import main
+from tests.cli_inprocess import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -212,12 +213,7 @@ def test_a_key_with_a_path_in_it_is_a_usage_error_that_writes_nothing(example: P
     config. A key's names become file names below the config root, so a separator or '..' is refused first."""
     key = key.replace("/ESCAPE", str(tmp_path / "outside"))
     before = _everything_under(tmp_path)
-    result = subprocess.run(
-        [str(REPO / ".venv/bin/assistant"), "config", "set", "--config", str(example), key, "1"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_cli("config", "set", "--config", str(example), key, "1")
     assert result.returncode == 2, result.stderr
     assert "is not a config name" in result.stderr and "internal error" not in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr) < 500

@@ -20,6 +20,7 @@ from messaging_llm_bot.conversation.commands import (
 )
 from messaging_llm_bot.conversation.markup import unescape_markdown
 from messaging_llm_bot.runtime import build_runtime
+from tests.cli_inprocess import run_cli
 from tests.console_harness import API_KEY, ENTRIES, REPO, run_bot, write_config
 
 
@@ -69,16 +70,12 @@ def test_no_token_without_terminal_exits_2(tmp_path, chat_server, test_skills_di
 
 def test_assistant_run_help_says_how_to_start_the_bot():
     """``assistant run --help``: the options of ``python -m messaging_llm_bot`` and the commands to start with."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "messaging_llm_bot.cli", "run", "--help"], capture_output=True, text=True, timeout=60
-    )
+    proc = run_cli("run", "--help")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: assistant run [-h] [--config CONFIG] [--workspace WORKSPACE]")
     assert "{telegram,signal,console}" in proc.stdout and "every enabled chat frontend" in proc.stdout
     assert ".venv/bin/assistant run --frontend console" in proc.stdout and "make setup" in proc.stdout
-    listed = subprocess.run(
-        [sys.executable, "-m", "messaging_llm_bot.cli", "--help"], capture_output=True, text=True, timeout=60
-    )
+    listed = run_cli("--help")
     assert "    run       start the bot" in listed.stdout
 
 
@@ -100,13 +97,7 @@ def test_a_config_without_a_model_server_names_the_file_and_what_to_add(tmp_path
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"{tmp_path / 'config' / 'llm.json'}: llm.runners: no model server is configured" in proc.stderr
     assert "make setup" in proc.stderr
-    validate = subprocess.run(
-        [sys.executable, "-m", "messaging_llm_bot.cli", "config", "validate", "--config", str(tmp_path / "config")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=REPO,
-    )
+    validate = run_cli("config", "validate", "--config", str(tmp_path / "config"), cwd=REPO)
     assert validate.returncode == 0 and "note: no llm.runners" in validate.stdout
 
 
