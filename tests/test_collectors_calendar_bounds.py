@@ -103,6 +103,7 @@ def test_one_event_lists_at_most_its_bound_and_is_named(tmp_path, capsys):
     assert {i["uid"] for i in items} == {"lunch-1"}, items
 
 
+@pytest.mark.slow(reason="expands 10,000 occurrences, the run's bound itself (out of make check's tier)")
 def test_the_whole_run_lists_at_most_its_bound_over_all_sources(tmp_path, capsys):
     """Eleven sources with an event every minute each: 11,000 occurrences would be listed; the run
     stops at its bound, and each source whose events it cut says so."""
