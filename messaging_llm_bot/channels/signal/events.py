@@ -10,36 +10,75 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from assistant_framework.inbox import InboxItem
-from messaging_llm_bot.channels.signal.client import SignalUnavailable
-from messaging_llm_bot.channels.signal.commands import is_command, is_stop
+from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.channels.signal.approval import Approvals
+from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalUnavailable
+from messaging_llm_bot.channels.signal.commands import Commands, is_command, is_stop
+from messaging_llm_bot.channels.signal.identity import Identities
+from messaging_llm_bot.channels.signal.job_items import JobItems
 from messaging_llm_bot.channels.signal.send import say
 from messaging_llm_bot.channels.signal.settings import (
     PREFIX,
     SignalMessage,
+    SignalSettings,
     addressed_to_bot,
     chat_of_conversation,
     is_bot,
     parse_event,
 )
+from messaging_llm_bot.channels.signal.strangers import Strangers
+from messaging_llm_bot.channels.signal.tasks import ChatTasks
+from messaging_llm_bot.channels.signal.turn import TurnRunner
 from messaging_llm_bot.conversation import commands as texts
-from messaging_llm_bot.conversation.held import held_text
+from messaging_llm_bot.conversation.chatqueue import ChatQueues
+from messaging_llm_bot.conversation.held import StorageOutage, held_text
 from messaging_llm_bot.conversation.job_runs import is_job_item
-
-if TYPE_CHECKING:
-    from messaging_llm_bot.channels.signal.service import SignalService
 
 log = logging.getLogger(__name__)
 
 BACKOFF_START_SECONDS = 0.5
 
 
+class EventHost(Protocol):
+    """What the reader uses of the running Signal service (signal/service.py), which owns the reader."""
+
+    backoff_max: float
+    outage: Outage
+    storage: StorageOutage
+    queues: ChatQueues
+    tasks: ChatTasks
+    identities: Identities
+    approvals: Approvals
+    strangers: Strangers
+    commands: Commands
+
+    @property
+    def settings(self) -> SignalSettings: ...
+
+    @property
+    def stopping(self) -> bool: ...
+
+    @property
+    def client(self) -> SignalClient: ...
+
+    @property
+    def inbox(self) -> Inbox: ...
+
+    @property
+    def turns(self) -> TurnRunner: ...
+
+    @property
+    def job_items(self) -> JobItems: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
 class EventReader:
     """Reads the running ``service``'s event stream until it stops, and hands each message on."""
 
-    def __init__(self, service: SignalService) -> None:
+    def __init__(self, service: EventHost) -> None:
         self.service = service
         self._connected_once = False
 
