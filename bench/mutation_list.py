@@ -1245,6 +1245,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "'30 25 * * 1-5' is refused without saying the hour is wrong",
         ("test_jobs_by_hand.py",),
     ),
+    Mutation(
+        "jobs-cli-add-without-the-interval",
+        f"{AF}/jobs/store.py",
+        "            if why:",
+        "            if False:",
+        "`assistant jobs add` stores a prompt job every 5 minutes (the skill refuses it)",
+        ("test_jobs_cli.py",),
+    ),
     # -- preparing a call (skills/manager.py, skills/prepare.py) ---------------------------------------
     Mutation(
         "prepare-integer-prefix",

@@ -72,3 +72,14 @@ def test_cron_errors_name_the_field_and_its_range(expr, said):
     assert said in str(err.value)
     for fine in ("30 7 * * 1-5", "0 0 L * *", "0 9 * JAN MON", "*/15 * * * *", "0 0 * * 7"):
         validate_cron(fine)
+
+
+def test_a_job_added_by_the_cli_is_delivered_by_the_running_bot(fake, chat_server, job_bot, workspace):  # noqa: F811
+    from messaging_llm_bot.cli.main import main
+
+    clock = Clock()
+    job_bot(clock)
+    argv = ["jobs", "add", "tick", "--every-minutes", "1", "--message", "TICK"]
+    assert main([*argv, "--workspace", str(workspace.root), "--config", "/nonexistent"]) == 0
+    clock.advance(seconds=61)
+    fake.wait_for(lambda: delivered(fake, "🗓 TICK") == ["🗓 TICK"])

@@ -125,3 +125,21 @@ def test_show_pause_resume_run_remove(tmp_path: Path, capsys) -> None:
     assert [row["id"] for row in json.loads(ws.read_text(JOBS_FILE))] == ["j1"]
     missing = cli(ws, config, "show", "j9")
     assert missing.returncode == 2 and "no job 'j9'" in missing.stderr and "jobs list" in missing.stderr
+
+
+def test_add_without_the_model_checks_as_the_skill_does(tmp_path: Path) -> None:
+    """``jobs add`` (issue 46): a job from the command line, listed with its next run; a wrong cron field, a
+    prompt job more often than the minimum, a second schedule each exit 2 saying what to fix, nothing stored."""
+    ws, config = setup(tmp_path, [])
+    added = cli(ws, config, "add", "tick", "--every-minutes", "1", "--message", "TICK")
+    assert added.returncode == 0 and "job j1 (tick) added: every 1 minute, message; next run " in added.stdout
+    [job] = json.loads(cli(ws, config, "list", "--json").stdout)["jobs"]
+    assert job["id"] == "j1" and job["text"] == "TICK" and datetime.fromisoformat(job["next_run"]).utcoffset()
+    before = ws.read_text(JOBS_FILE)
+    wrong = cli(ws, config, "add", "x", "--cron", "30 25 * * 1-5", "--message", "m")
+    assert wrong.returncode == 2 and "hour 25 is out of 0-23" in wrong.stderr and "Traceback" not in wrong.stderr
+    often = cli(ws, config, "add", "news", "--every-minutes", "5", "--prompt", "News?")
+    assert often.returncode == 2 and "at most every 15 minutes" in often.stderr
+    two = cli(ws, config, "add", "y", "--every-minutes", "5", "--cron", "0 7 * * *", "--message", "m")
+    assert two.returncode == 2 and "not allowed with argument" in two.stderr
+    assert ws.read_text(JOBS_FILE) == before

@@ -27,8 +27,7 @@ def too_often(job: Job, limits: JobsSettings, now: datetime) -> str | None:
     minutes = int(gap.total_seconds() // 60)
     return (
         f"a prompt job runs at most every {limits.min_prompt_interval_minutes} minutes "
-        f"(jobs.min_prompt_interval_minutes) and this one every {minutes} minute(s): it does not run until its "
-        "schedule is longer"
+        f"(jobs.min_prompt_interval_minutes) and this one every {minutes} minute(s)"
     )
 
 
@@ -48,5 +47,7 @@ def within_limits(jobs: list[Job], limits: JobsSettings, now: datetime, where: s
         if why is None:
             runnable.append(job)
         else:
-            problems.append(f"{where}: job {job.id} {job.name[:60]!r}: {why}")
+            problems.append(
+                f"{where}: job {job.id} {job.name[:60]!r}: {why}: it does not run until its schedule is longer"
+            )
     return runnable, problems

@@ -15,7 +15,7 @@ from typing import Any
 
 from assistant_framework.config.settings.jobs import JobsSettings
 from assistant_framework.jobs.job import PAYLOAD_KEYS, SCHEDULE_KEYS, Job, JobError, job_of
-from assistant_framework.jobs.limits import within_limits
+from assistant_framework.jobs.limits import too_often, within_limits
 from assistant_framework.schedules import as_utc, from_iso
 from assistant_framework.stores._common import JsonListFile, NotFoundError, iso, now_utc, one_line
 from assistant_framework.stores.provenance import mark_record
@@ -140,6 +140,10 @@ class JobStore:
                     f"there are already {len(rows)} jobs, the most jobs.max_jobs allows; remove one first "
                     '(action "remove" with its id)'
                 )
+            job = job_of({"id": "new", **row}, self.default_tz)
+            why = too_often(job, self.limits, now or now_utc()) if self.limits is not None else None
+            if why:
+                raise JobError(f"{why}; use a longer schedule, or a message job (no model call)")
             row = {"id": self.file.allocate_id(rows, "j"), **row}
             job = job_of(row, self.default_tz)
             rows.append(row)

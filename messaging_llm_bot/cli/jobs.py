@@ -1,4 +1,4 @@
-"""``jobs list|show|run|pause|resume|remove``: the jobs the assistant schedules (docs/jobs.md).
+"""``jobs list|add|show|run|pause|resume|remove``: the jobs the assistant schedules (docs/jobs.md).
 
 They work on the files (``jobs/jobs.json``, ``jobs/runs.jsonl``), so a running bot picks a change up at
 its next look (``jobs.poll_seconds``); ``run`` asks it for one run now.
@@ -15,7 +15,7 @@ from pathlib import Path
 from assistant_framework.config import load_config
 from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
-from assistant_framework.jobs import Job, JobStore, RunLog, as_row
+from assistant_framework.jobs import CATCH_UP, Job, JobError, JobStore, RunLog, as_row, describe_next
 from assistant_framework.stores import NotFoundError
 from assistant_framework.workspace import existing_workspace
 from messaging_llm_bot.cli.config import Subparsers, add_config_option
@@ -24,12 +24,27 @@ HINT = f"`{CLI} jobs list` shows the ids"
 
 
 def register(subparsers: Subparsers) -> None:
-    group = subparsers.add_parser("jobs", help="list, show, run, pause, resume and remove scheduled jobs")
+    group = subparsers.add_parser("jobs", help="list, add, show, run, pause, resume and remove scheduled jobs")
     commands = group.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
     list_ = commands.add_parser("list", help="every job with its next run (exit 1 if a row cannot be read)")
     _common(list_)
     list_.set_defaults(func=cmd_list)
+    add = commands.add_parser(
+        "add", help="add a job without the model: a name, one schedule, one payload (checked as the skill checks)"
+    )
+    add.add_argument("name", help="the job's name (shown with each run)")
+    when = add.add_mutually_exclusive_group(required=True)
+    when.add_argument("--cron", metavar="EXPR", help='five fields "minute hour day month weekday", e.g. "30 7 * * 1-5"')
+    when.add_argument("--every-minutes", type=int, metavar="N", help="every N minutes, counted from now")
+    when.add_argument("--at", metavar="'YYYY-MM-DD HH:MM'", help="once, at this local time")
+    what = add.add_mutually_exclusive_group(required=True)
+    what.add_argument("--message", metavar="TEXT", help="text sent as it is (no model call)")
+    what.add_argument("--prompt", metavar="TEXT", help="a request the assistant answers at each run")
+    add.add_argument("--timezone", metavar="ZONE", help="an IANA zone (default: runtime.timezone)")
+    add.add_argument("--catch-up", choices=CATCH_UP, help="runs missed while the bot was down (default: once)")
+    _common(add)
+    add.set_defaults(func=cmd_add)
     for name, helptext, func in (
         ("show", "one job with its recent runs", cmd_show),
         ("run", "ask the running bot for one run now (at its next look)", cmd_run),
@@ -79,6 +94,35 @@ def cmd_list(args: argparse.Namespace) -> int:
     for problem in problems:
         print(f"problem: {problem}", file=sys.stderr)
     return 1 if problems else 0
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    """A job as the skill makes it (the same checks: schedule, payload, zone, the limits); exit 2 saying what to
+    fix. It runs where a job written by hand runs: the owner's chat on the first configured channel."""
+    store = _store(args, within_limits=True)
+    fields = {
+        "name": args.name,
+        "cron": args.cron,
+        "every_minutes": args.every_minutes,
+        "at": args.at,
+        "message": args.message,
+        "prompt": args.prompt,
+        "timezone": args.timezone or store.default_tz,
+        "catch_up": args.catch_up,
+    }
+    now = _now()
+    limits = store.limits
+    try:
+        job = store.add(fields, max_jobs=limits.max_jobs if limits is not None else None, now=now)
+    except JobError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(as_row(job, now), indent=2, ensure_ascii=False))
+    else:
+        when = describe_next(job, now)
+        print(f"job {job.id} ({job.name}) added: {job.schedule.describe()}, {job.kind}; next run {when}")
+    return 0
 
 
 def _job(store: JobStore, query: str) -> Job | None:
