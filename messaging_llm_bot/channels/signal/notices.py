@@ -6,15 +6,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.send import send_parts
 from messaging_llm_bot.channels.signal.settings import SignalSettings, chat_of_conversation
-from messaging_llm_bot.conversation import commands as texts
-from messaging_llm_bot.conversation.digest import build_digest
+from messaging_llm_bot.conversation.notices import notify_from_thread, send_digest
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
 
@@ -66,22 +63,13 @@ class Notices:
             log.info("signal: reminder to %s failed: %s", chat, err)
         return False
 
-    def notify_from_thread(self, collector_name: str, text: str) -> None:
-        """Collector callback (background thread): a short notice to the owner."""
-        loop = self._loop
-        if loop.is_closed():
-            return
-        notice = self.send_notice(None, texts.collector_notice(collector_name, text))
-        try:
-            asyncio.run_coroutine_threadsafe(notice, loop)
-        except RuntimeError:  # the loop is closing
-            notice.close()
+    async def _to_owner(self, text: str) -> bool:
+        return await self.send_notice(None, text)
 
-    def digest_text(self) -> str:
-        """The /now digest for this moment (no model call)."""
-        tz = self._settings().timezone
-        return build_digest(self.runtime.workspace, datetime.now(ZoneInfo(tz)), tz)
+    def notify_from_thread(self, collector_name: str, text: str) -> None:
+        """Collector callback (background thread): a short notice to the owner (conversation/notices.py)."""
+        notify_from_thread(self._loop, self._to_owner, collector_name, text)
 
     async def morning_digest(self, context: Any) -> None:
         """The DailyJob's callback: the digest to the owner."""
-        await self.send_notice(None, await asyncio.to_thread(self.digest_text))
+        await send_digest(self.runtime.workspace, self._settings().timezone, self._to_owner)

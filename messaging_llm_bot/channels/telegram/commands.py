@@ -21,8 +21,8 @@ from messaging_llm_bot.channels.telegram.settings import (
 )
 from messaging_llm_bot.channels.telegram.turn import TurnRunner
 from messaging_llm_bot.conversation import commands as texts
-from messaging_llm_bot.conversation.digest import build_digest
 from messaging_llm_bot.conversation.job_texts import jobs_text
+from messaging_llm_bot.conversation.notices import digest_now
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.voice import voice_command
 
@@ -90,8 +90,7 @@ class Commands:
 
     def digest_text(self) -> str:
         """The /now digest for this moment (no model call)."""
-        tz = self.settings.timezone
-        return build_digest(self.runtime.workspace, datetime.now(ZoneInfo(tz)), tz)
+        return digest_now(self.runtime.workspace, self.settings.timezone)
 
     async def cmd_reload(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         report = await asyncio.to_thread(self.runtime.reload)

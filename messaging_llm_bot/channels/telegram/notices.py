@@ -18,7 +18,7 @@ from messaging_llm_bot.channels.telegram.send import (
     topic_gone,
 )
 from messaging_llm_bot.channels.telegram.settings import telegram_chat_id, topic_in
-from messaging_llm_bot.conversation.commands import collector_notice
+from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 
 log = logging.getLogger(__name__)
@@ -83,17 +83,13 @@ class Notices:
             log.info("telegram: reminder to chat %s failed: %s", chat_id, err)
             return False
 
+    async def _to_owner(self, text: str) -> bool:
+        return await self.send_notice(None, text)
+
     def notify_from_thread(self, collector_name: str, text: str) -> None:
-        """Collector callback (background thread): a short notice to the owner."""
-        loop = self._loop()
-        if loop is None or loop.is_closed():
-            return
-        notice = self.send_notice(None, collector_notice(collector_name, text))
-        try:
-            asyncio.run_coroutine_threadsafe(notice, loop)
-        except RuntimeError:  # closed meanwhile: the bot is stopping
-            notice.close()
+        """Collector callback (background thread): a short notice to the owner (conversation/notices.py)."""
+        notify_from_thread(self._loop(), self._to_owner, collector_name, text)
 
     async def morning_digest(self, context: ContextTypes.DEFAULT_TYPE | None) -> None:
         """The JobQueue's daily callback: the digest to the owner."""
-        await self.send_notice(None, await asyncio.to_thread(self._digest))
+        await self._to_owner(await asyncio.to_thread(self._digest))
