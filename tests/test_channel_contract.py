@@ -5,8 +5,8 @@ The contract test kit (issue 42): one parametrized module every channel passes, 
 its fake (FakeBotAPI, FakeSignalDaemon, a terminal): the records are typed data; a message in gets one reply
 out and one model call; a long reply arrives whole, in parts within the declared limit; an ``ask`` approval
 waits for the owner's yes or no; a stranger is told once and reaches no model (not on the terminal, which
-has no strangers). Still to come: stream edits or one final message, a restart mid-turn answered once, a
-photo and a file in, a file out.
+has no strangers); a streamed reply grows by edits where the channel declares it can edit, else arrives as
+one message. Still to come: a restart mid-turn answered once, a photo and a file in, a file out.
 """
 
 from __future__ import annotations
@@ -312,3 +312,51 @@ def test_a_stranger_is_told_once_and_reaches_no_model(
         pytest.skip("the terminal chat has one user, its owner: no strangers")
     assert STRANGERS[channel](request) == 1
     assert len(chat_server.chat_requests) == 1  # the owner's ping only
+
+
+# -- a streamed reply: edits where the channel can edit, else one final message ---------------------------
+
+WORDS = [f"word{i} " for i in range(14)]
+STREAMED = {"content": "".join(WORDS) + "END", "stream_chunks": [*WORDS, "END"], "chunk_delay": 0.15}
+
+
+def _stream_on_telegram(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+    """(partial texts shown by edits, the messages left in the owner's chat)."""
+    from tests.telegram_harness import texts
+
+    fake = request.getfixturevalue("fake")
+    request.getfixturevalue("start_bot")(stream=True)
+    fake.send_message("stream please")
+    fake.wait_for(lambda: any(t.endswith("END") for t in texts(fake)), timeout=30)
+    edits = [c["params"]["text"] for c in fake.calls("editMessageText") if c["status"] == 200]
+    return len([e for e in edits if e.startswith("word0") and not e.endswith("END")]), texts(fake)
+
+
+def _stream_on_signal(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+    from tests.signal_harness import OWNER, wait_for
+
+    daemon = request.getfixturevalue("daemon")
+    request.getfixturevalue("start")(patch=lambda config: config["llm"].update(stream=True))
+    daemon.message(OWNER, "stream please")
+    wait_for(lambda: any(s["message"].endswith("END") for s in daemon.sent_to(OWNER)), what="the reply", timeout=30)
+    return 0, [s["message"] for s in daemon.sent_to(OWNER)]  # signal-cli cannot edit a sent message
+
+
+STREAM = {"telegram": _stream_on_telegram, "signal": _stream_on_signal}
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_a_streamed_reply_grows_by_edits_where_the_channel_can_edit_else_arrives_as_one_message(
+    channel: str, request: pytest.FixtureRequest, chat_server
+) -> None:
+    if channel not in STREAM:
+        pytest.skip("the terminal prints the stream as it comes: nothing to edit, nothing sent")
+    capabilities, _split = CHANNELS[channel]()
+    chat_server.enqueue(STREAMED)
+    partial, shown = STREAM[channel](request)
+    assert chat_server.chat_requests[0]["stream"] is True
+    assert [text for text in shown if "word0" in text] == [shown[-1]] and shown[-1].endswith("word13 END")
+    if capabilities.can_edit:
+        assert partial >= 2  # the answer grew in place, then became the reply
+    else:
+        assert partial == 0 and len(shown) == 1  # no partial message: one final message
