@@ -6,7 +6,8 @@ its fake (FakeBotAPI, FakeSignalDaemon, a terminal): the records are typed data;
 out and one model call; a long reply arrives whole, in parts within the declared limit; an ``ask`` approval
 waits for the owner's yes or no; a stranger is told once and reaches no model (not on the terminal, which
 has no strangers); a streamed reply grows by edits where the channel declares it can edit, else arrives as
-one message. Still to come: a restart mid-turn answered once, a photo and a file in, a file out.
+one message; a photo reaches the vision runner and a file is saved as sent and named to the model (where
+``media_in`` has them). Still to come: a restart mid-turn answered once, a file out.
 """
 
 from __future__ import annotations
@@ -360,3 +361,60 @@ def test_a_streamed_reply_grows_by_edits_where_the_channel_can_edit_else_arrives
         assert partial >= 2  # the answer grew in place, then became the reply
     else:
         assert partial == 0 and len(shown) == 1  # no partial message: one final message
+
+
+# -- a photo and a file in ------------------------------------------------------------------------------
+
+MENU = b"%PDF-1.4 the menu of the day"
+
+
+def _media_on_telegram(request: pytest.FixtureRequest, photo: bytes) -> None:
+    from tests.telegram_harness import OWNER, texts
+
+    fake = request.getfixturevalue("fake")
+    request.getfixturevalue("start_bot")(config_patch=_with_vision(request.getfixturevalue("chat_server")))
+    fake.send_photo(OWNER, photo, caption="what is this?", width=600, height=400)
+    fake.wait_for(lambda: "Seen. END" in texts(fake), timeout=30)
+    fake.send_document(OWNER, "menu.pdf", MENU, caption="the menu", mime_type="application/pdf")
+    fake.wait_for(lambda: "Filed. END" in texts(fake), timeout=30)
+
+
+def _media_on_signal(request: pytest.FixtureRequest, photo: bytes) -> None:
+    from tests.signal_harness import OWNER
+
+    daemon = request.getfixturevalue("daemon")
+    request.getfixturevalue("start")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    daemon.message(OWNER, "what is this?", attachments=[daemon.add_attachment(photo, "image/jpeg", filename="p.jpg")])
+    daemon.wait_sent(1, timeout=30)
+    menu = daemon.add_attachment(MENU, "application/pdf", filename="menu.pdf")
+    daemon.message(OWNER, "the menu", attachments=[menu])
+    daemon.wait_sent(2, timeout=30)
+
+
+def _with_vision(chat_server: typing.Any) -> Callable[[dict[str, typing.Any]], None]:
+    def patch(config: dict[str, typing.Any]) -> None:
+        eyes = {"name": "eyes", "base_url": chat_server.base_url, "model": "vision-model", "vision": True}
+        config["llm"]["runners"].append(eyes)
+
+    return patch
+
+
+MEDIA = {"telegram": _media_on_telegram, "signal": _media_on_signal}
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_a_photo_reaches_the_vision_runner_and_a_file_is_saved_and_named_to_the_model(
+    channel: str, request: pytest.FixtureRequest, chat_server, workspace
+) -> None:
+    capabilities, _split = CHANNELS[channel]()
+    if not {"photo", "file"} <= capabilities.media_in:
+        pytest.skip(f"{channel} takes no photos or files in")
+    from tests.media_files import image_parts, jpeg_with_gps
+
+    chat_server.enqueue('{"reply": "Seen. END"}', '{"reply": "Filed. END"}')
+    MEDIA[channel](request, jpeg_with_gps(600, 400))
+    photo_turn, file_turn = chat_server.chat_requests
+    assert photo_turn["model"] == "vision-model" and len(image_parts(photo_turn)) == 1
+    assert "image_url" not in json.dumps(file_turn) and "menu.pdf" in json.dumps(file_turn["messages"][-1])
+    saved = [workspace.path(rel).read_bytes() for rel in workspace.list("inbox/**/*.pdf")]
+    assert saved == [MENU]  # the file kept as sent
