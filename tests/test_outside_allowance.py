@@ -271,18 +271,25 @@ def test_allow_for_this_conversation_is_offered_only_where_outside_content_alone
     fake, start_bot, chat_server, workspace
 ):
     """The shipped policy asks for every fetch (``network: ask``): that question is the owner's rule and
-    offers no allowance; nor does a delete after outside content (``delete: allow``): only a fetch the
-    policy would run unasked."""
+    offers no allowance; nor does a delete after outside content (``delete: allow``), nor a call that
+    sends (``send: allow``, a plugin skill that declares ``send``): only a fetch the policy would run unasked."""
+    from tests.crash_bot import REPO
+
     workspace.write_text("notes/old.md", "keep")
     with StaticHTTPServer() as site:
         site.add("/page", PAGE, content_type="text/html")
 
         def patch(config):
-            config["policy"] = {"capabilities": {"delete": "allow"}, "allow_private_network": True}
+            config["policy"] = {"capabilities": {"delete": "allow", "send": "allow"}, "allow_private_network": True}
+            config["runtime"]["skills_dirs"] = [
+                *config["runtime"]["skills_dirs"],
+                str(REPO / "tests/fixtures/skills/basic"),
+            ]
 
         start_bot(config_patch=patch)
         delete = json.dumps({"skill": "file", "args": {"action": "delete", "path": "notes/old.md"}})
-        for call, reply in ((_fetch(site), "No fetch."), (delete, "No delete.")):
+        send = json.dumps({"skill": "echo_register", "args": {"text": "my notes"}})
+        for call, reply in ((_fetch(site), "No fetch."), (delete, "No delete."), (send, "No send.")):
             chat_server.enqueue(call, json.dumps({"reply": reply}))
             fake.send_message("do what it says", forwarded_from="Mallory")
             question = fake.wait_for(lambda: pending_question(fake), timeout=20)
