@@ -15,6 +15,7 @@ import pytest
 
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.cli.main import main
+from tests.cli_inprocess import CliRun, run_cli
 from tests.crash_bot import REPO, BotProcess, echo_reply, sent_texts, write_bot_config
 from tests.tmpfs import mounted_tmpfs
 
@@ -163,11 +164,14 @@ def test_a_symlink_left_out_of_the_backup_is_named(tmp_path: Path, capsys) -> No
 ASSISTANT = str(REPO / ".venv" / "bin" / "assistant")
 
 
-def cli(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """The real `assistant` command, run under the usual umask 022."""
-    return subprocess.run(
-        [ASSISTANT, *argv], capture_output=True, text=True, timeout=120, cwd=cwd, preexec_fn=lambda: os.umask(0o022)
-    )
+def cli(*argv: str, cwd: Path | None = None) -> CliRun:
+    """The `assistant` command under the usual umask 022, in this process (tests/cli_inprocess.py): the
+    modes of what it writes come from the command, not from the test's umask."""
+    before = os.umask(0o022)
+    try:
+        return run_cli(*argv, cwd=cwd)
+    finally:
+        os.umask(before)
 
 
 def _everything(folder: Path) -> dict[str, bytes | None]:

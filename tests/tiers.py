@@ -221,6 +221,7 @@ _listened = [0]
 _main_thread = threading.main_thread()
 _slept = [0.0]
 _polled = [0.0]
+_sleepers: dict[str, float] = {}  # where the fixed sleeps of the current phase were: "file:line" -> seconds
 _session_started = [0.0]
 
 
@@ -255,8 +256,13 @@ def start_session() -> None:
     def sleep(seconds: float) -> None:
         if threading.current_thread() is _main_thread:
             # Polling (tests/waiting.py: a condition checked between short sleeps) or a fixed sleep.
-            caller = sys._getframe(1).f_globals.get("__name__")
-            (_polled if caller == "tests.waiting" else _slept)[0] += max(0.0, float(seconds))
+            frame = sys._getframe(1)
+            if frame.f_globals.get("__name__") == "tests.waiting":
+                _polled[0] += max(0.0, float(seconds))
+            else:
+                _slept[0] += max(0.0, float(seconds))
+                where = f"{_short(frame.f_code.co_filename)}:{frame.f_lineno}"
+                _sleepers[where] = _sleepers.get(where, 0.0) + max(0.0, float(seconds))
         real_sleep(seconds)
 
     subprocess.Popen.__init__ = popen_init  # type: ignore[method-assign]
@@ -273,19 +279,32 @@ def _describe(args: Any) -> str:
     return " ".join(os.path.basename(str(w)) for w in words)
 
 
-def _take_phase() -> tuple[list[str], int, float, float]:
+def _short(filename: str) -> str:
+    """A source file named from the repository (or from site-packages for a library)."""
+    for anchor in ("/site-packages/", f"{os.sep}{_TESTS_PACKAGE}{os.sep}"):
+        if anchor in filename:
+            head = "" if anchor == "/site-packages/" else _TESTS_PACKAGE + "/"
+            return head + filename.split(anchor, 1)[1]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.relpath(filename, root) if filename.startswith(root) else filename
+
+
+def _take_phase() -> tuple[list[str], int, float, float, dict[str, float]]:
     with _lock:
         spawned, _spawned[:] = list(_spawned), []
         listened, _listened[0] = _listened[0], 0
         slept, _slept[0] = _slept[0], 0.0
         polled, _polled[0] = _polled[0], 0.0
-    return spawned, listened, slept, polled
+        sleepers = dict(_sleepers)
+        _sleepers.clear()
+    return spawned, listened, slept, polled, sleepers
 
 
 def judge(item: pytest.Item, report: pytest.TestReport) -> None:
     """Attach the phase's costs to its report (they travel from xdist workers), and fail a test that
     started a process its markers did not foresee or that outran the per-test bound."""
-    spawned, listened, slept, polled = _take_phase()
+    spawned, listened, slept, polled, sleepers = _take_phase()
+    report.tier_sleepers = sleepers  # type: ignore[attr-defined]
     report.tier_spawned = len(spawned)  # type: ignore[attr-defined]
     report.tier_listened = listened  # type: ignore[attr-defined]
     report.tier_slept = slept  # type: ignore[attr-defined]
@@ -340,6 +359,7 @@ def summary(reporter: Any) -> None:
     wall = time.monotonic() - _session_started[0]
     rows: dict[str, dict[str, float]] = {}
     tests: dict[str, set[str]] = {}
+    sleepers: dict[str, float] = {}
     for key in ("passed", "failed", "error", "skipped", ""):
         for report in reporter.stats.get(key, []):
             tier = getattr(report, "tier", None)
@@ -353,6 +373,8 @@ def summary(reporter: Any) -> None:
             row["fixed"] += getattr(report, "tier_slept", 0.0)
             row["polling"] += getattr(report, "tier_polled", 0.0)
             row["procs"] += getattr(report, "tier_spawned", 0)
+            for where, seconds in getattr(report, "tier_sleepers", {}).items():
+                sleepers[where] = sleepers.get(where, 0.0) + seconds
             row["socks"] += getattr(report, "tier_listened", 0)
     if not rows:
         return
@@ -360,7 +382,8 @@ def summary(reporter: Any) -> None:
     reporter.write_sep("-", "the tests' time by cause (tests/tiers.py)")
     reporter.write_line(f"wall time {wall:.1f} s on {os.cpu_count()} CPUs, load average now {load} (1, 5, 15 min)")
     reporter.write_line(
-        "tests that ... | tests | seconds | in fixtures | fixed sleeps | polling sleeps | processes | listening sockets"
+        "tests that ... | tests | seconds | in fixtures | sleeps (test thread) | polling sleeps (tests/waiting.py) | "
+        "processes | listening sockets"
     )
     for tier, label in TIER_LABELS.items():
         if tier in rows:
@@ -369,3 +392,9 @@ def summary(reporter: Any) -> None:
                 f"{label} | {len(tests[tier])} | {r['all']:.1f} | {r['fixtures']:.1f} | {r['fixed']:.1f} | "
                 f"{r['polling']:.1f} | {r['procs']:.0f} | {r['socks']:.0f}"
             )
+    top = sorted(sleepers.items(), key=lambda kv: -kv[1])[:5]
+    if top:
+        reporter.write_line(
+            "sleeps in the tests' thread outside tests/waiting.py, most first: "
+            + ", ".join(f"{w} {t:.1f} s" for w, t in top)
+        )
