@@ -22,6 +22,7 @@ class Mutation:
 
 # Test files by the guard they cover (the mutation loop runs only these, to keep the machine usable).
 MCP_CLI = ("test_mcp_cli.py",)
+SERVE = ("test_serve_clients.py",)
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
 CAPS = ("test_spending_caps.py", "test_spending_cli.py", "test_spending_cut_calls.py")
 ACCESS = (
@@ -1926,5 +1927,38 @@ MUTATIONS: tuple[Mutation, ...] = (
         "$(STAMP) $(DEV_STAMP): export UNUSED_BY_ANYONE := ignore",
         "make run prints setuptools' editable-install banner between the command and the bot's first line",
         ("test_make_install_quiet.py",),
+    ),
+    # -- serve.clients: who a bearer token belongs to (issue 48) -------------------------------------------
+    Mutation(
+        "serve-any-token-opens",
+        "assistant_framework/serve/clients.py",
+        'if hmac.compare_digest(given, client.token.encode("utf-8")):',
+        "if given:",
+        "any bearer token is taken for a configured client",
+        SERVE,
+    ),
+    Mutation(
+        "serve-scheme-unchecked",
+        "assistant_framework/serve/clients.py",
+        'if scheme.lower() != "bearer" or not token.strip():',
+        "if not token.strip():",
+        "a token under another scheme (Basic) is taken as a bearer token",
+        SERVE,
+    ),
+    Mutation(
+        "serve-unset-token-env",
+        "assistant_framework/serve/clients.py",
+        "    if not value.strip():\n",
+        "    if False:\n",
+        "a client whose variable is unset is not named as such",
+        SERVE,
+    ),
+    Mutation(
+        "serve-short-token",
+        "assistant_framework/serve/clients.py",
+        "if len(value.strip()) < MIN_TOKEN_CHARS:",
+        "if False:",
+        "a short, guessable token opens the server",
+        SERVE,
     ),
 )

@@ -122,6 +122,7 @@ def test_the_schema_and_the_records_name_the_same_keys() -> None:
         "jobs",
         "voice",
         "mcp",
+        "serve",
     ):
         in_schema |= _schema_keys(ROOT_SCHEMA["properties"][section], section + ".")
     in_code = set(dict(documented(Settings)))

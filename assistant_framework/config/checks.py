@@ -124,6 +124,7 @@ def semantic_errors(data: ConfigData) -> list[tuple[JsonPath, str]]:
             errors.append((("llm", part), f"enabled but base_url or model is missing (llm.{part} needs both)"))
     errors += mcp_server_errors(data)
     errors += trusted_proxy_errors(data)
+    errors += serve_client_errors(data)
     telegram = value if isinstance(value := data.get("telegram"), dict) else {}
     if telegram.get("mode") == "webhook":
         webhook = value if isinstance(value := telegram.get("webhook"), dict) else {}
@@ -147,6 +148,21 @@ def trusted_proxy_errors(data: ConfigData) -> list[tuple[JsonPath, str]]:
             ipaddress.ip_network(str(entry).strip(), strict=False)
         except ValueError:
             errors.append((("web", "trusted_proxies", index), f"{entry!r} is not an IP address or network"))
+    return errors
+
+
+def serve_client_errors(data: ConfigData) -> list[tuple[JsonPath, str]]:
+    """Two ``serve.clients`` of one name would share a source and a conversation: each name once."""
+    serve = value if isinstance(value := data.get("serve"), dict) else {}
+    clients = value if isinstance(value := serve.get("clients"), list) else []
+    errors: list[tuple[JsonPath, str]] = []
+    seen: set[str] = set()
+    for index, client in enumerate(clients):
+        name = client.get("name") if isinstance(client, dict) else None
+        if isinstance(name, str) and name.lower() in seen:
+            errors.append((("serve", "clients", index, "name"), f"{name!r} is already a client's name"))
+        if isinstance(name, str):
+            seen.add(name.lower())
     return errors
 
 

@@ -343,6 +343,31 @@ MCP_SCHEMA = {
     "additionalProperties": False,
 }
 
+SERVE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "clients": {
+            "type": "array",
+            "maxItems": 64,
+            "items": {
+                "type": "object",
+                "properties": {
+                    # The source of its writes and its conversation id (api:<name>): no separators.
+                    "name": {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_-]{0,31}$"},
+                    "token_env": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,127}$"},
+                    "write": {"type": "boolean"},
+                    "skills": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True},
+                },
+                "required": ["name", "token_env"],
+                "additionalProperties": False,
+            },
+        },
+        "per_minute": {"type": "integer", "minimum": 1, "maximum": 10000},
+        "max_results": {"type": "integer", "minimum": 1, "maximum": 500},
+    },
+    "additionalProperties": False,
+}
+
 COLLECTORS_SCHEMA = {
     "type": "object",
     "additionalProperties": {
@@ -388,5 +413,6 @@ ROOT_SCHEMA = {
         "jobs": JOBS_SCHEMA,
         "voice": VOICE_SCHEMA,
         "mcp": MCP_SCHEMA,
+        "serve": SERVE_SCHEMA,
     },
 }

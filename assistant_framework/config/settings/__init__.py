@@ -34,6 +34,7 @@ from assistant_framework.config.settings.memory import (
 from assistant_framework.config.settings.policy import PolicySettings
 from assistant_framework.config.settings.runtime import RuntimeSettings
 from assistant_framework.config.settings.search import SearchSettings
+from assistant_framework.config.settings.serve import ClientSettings, ServeSettings
 from assistant_framework.config.settings.voice import SpeechSettings, VoiceSettings
 from assistant_framework.config.settings.web import WebSettings
 
@@ -53,6 +54,7 @@ class Settings:
     jobs: JobsSettings = field(default_factory=JobsSettings, metadata=_nests(JobsSettings))
     voice: VoiceSettings = field(default_factory=VoiceSettings, metadata=_nests(VoiceSettings))
     mcp: McpSettings = field(default_factory=McpSettings, metadata=_nests(McpSettings))
+    serve: ServeSettings = field(default_factory=ServeSettings, metadata=_nests(ServeSettings))
 
     @classmethod
     def from_config(cls, data: Mapping[str, object]) -> Settings:
@@ -62,6 +64,7 @@ class Settings:
 
 
 __all__ = [
+    "ClientSettings",
     "EmbeddingsSettings",
     "EpisodesSettings",
     "JobsSettings",
@@ -75,6 +78,7 @@ __all__ = [
     "RunnerSettings",
     "RuntimeSettings",
     "SearchSettings",
+    "ServeSettings",
     "ServerSettings",
     "Settings",
     "SignalSettings",

@@ -1,0 +1,37 @@
+"""The ``serve`` section: the programs the assistant serves (MCP, the OpenAI-compatible endpoint; docs/serve.md).
+
+A client is configured once and used by both servers: its name (the source of what it writes, its
+conversation id), the environment variable holding its bearer token (never the token itself: the config is
+in git), whether it may write, and the skills its chat turns may call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from assistant_framework.config.settings.fields import flag, lists, reads, strings, text, whole
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """One entry of ``serve.clients``."""
+
+    #: Letters, digits, ``_`` and ``-``: the source of its writes (``mcp:<name>``), its chats' ``api:<name>``.
+    name: str = field(metadata=reads(text))
+    #: The environment variable holding its bearer token; unset or short is a config error naming it.
+    token_env: str = field(metadata=reads(text))
+    #: Its MCP writes (``note_add``, ``task_add``, ``fact_add``) run; false: refused.
+    write: bool = field(default=False, metadata=reads(flag))
+    #: The skills its chat turns (``/v1/chat/completions``) may call; empty: none.
+    skills: tuple[str, ...] = field(default=(), metadata=reads(strings))
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """The ``serve`` section."""
+
+    clients: tuple[ClientSettings, ...] = field(default=(), metadata=lists(ClientSettings))
+    #: Calls a minute one client may make (MCP tool calls and chat requests together).
+    per_minute: int = field(default=120, metadata=reads(whole))
+    #: The most results a search or a list gives back.
+    max_results: int = field(default=50, metadata=reads(whole))
