@@ -7,7 +7,8 @@ out and one model call; a long reply arrives whole, in parts within the declared
 waits for the owner's yes or no; a stranger is told once and reaches no model (not on the terminal, which
 has no strangers); a streamed reply grows by edits where the channel declares it can edit, else arrives as
 one message; a photo reaches the vision runner and a file is saved as sent and named to the model (where
-``media_in`` has them). Still to come: a restart mid-turn answered once, a file out.
+``media_in`` has them); a restart mid-turn leaves the message to the next start, which answers it once.
+Still to come: a file out.
 """
 
 from __future__ import annotations
@@ -418,3 +419,66 @@ def test_a_photo_reaches_the_vision_runner_and_a_file_is_saved_and_named_to_the_
     assert "image_url" not in json.dumps(file_turn) and "menu.pdf" in json.dumps(file_turn["messages"][-1])
     saved = [workspace.path(rel).read_bytes() for rel in workspace.list("inbox/**/*.pdf")]
     assert saved == [MENU]  # the file kept as sent
+
+
+# -- a restart mid-turn: the message is answered once, by the next start ------------------------------------
+
+
+def _slow_turns(config: dict[str, typing.Any]) -> None:
+    config.setdefault("runtime", {})["shutdown_timeout_seconds"] = 1
+    config["llm"]["runners"][0]["timeout_seconds"] = 30
+
+
+def _restart_on_telegram(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    """(what the chat saw before the restart, what it saw after the next start answered)."""
+    from tests.telegram_harness import texts
+
+    fake, chat_server = request.getfixturevalue("fake"), request.getfixturevalue("chat_server")
+    start = request.getfixturevalue("start_bot")
+    bot = start(config_patch=_slow_turns)
+    fake.send_message("very slow question")
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    bot.stop(timeout=20)
+    before = texts(fake)
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    start(config_patch=_slow_turns)
+    fake.wait_for(lambda: "answered now" in texts(fake), timeout=30)
+    return before, texts(fake)
+
+
+def _restart_on_signal(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    from tests.signal_harness import OWNER, wait_for
+
+    daemon, chat_server = request.getfixturevalue("daemon"), request.getfixturevalue("chat_server")
+    start = request.getfixturevalue("start")
+    bot = start(patch=_slow_turns)
+    daemon.message(OWNER, "very slow question")
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    bot.stop(timeout=20)
+    before = [s["message"] for s in daemon.sent_to(OWNER)]
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    start(patch=_slow_turns)
+    wait_for(lambda: daemon.sent_to(OWNER), what="the answer after the restart", timeout=30)
+    return before, [s["message"] for s in daemon.sent_to(OWNER)]
+
+
+RESTART = {"telegram": _restart_on_telegram, "signal": _restart_on_signal}
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_a_restart_mid_turn_leaves_the_message_to_the_next_start_which_answers_it_once(
+    channel: str, request: pytest.FixtureRequest, chat_server, workspace
+) -> None:
+    if channel not in RESTART:
+        pytest.skip("the terminal chat's typed line is answered while it waits; its jobs' replay is tested apart")
+    from assistant_framework.inbox import Inbox
+    from tests.waiting import wait_until
+
+    chat_server.enqueue({"content": json.dumps({"reply": "too late"}), "delay": 20})
+    before, after = RESTART[channel](request)
+    assert not [text for text in before if "too late" in text]
+    assert [text for text in after if "answered now" in text] == ["answered now"]
+    assert len(chat_server.chat_requests) == 1  # asked once more, by the next start
+    wait_until(lambda: not Inbox(workspace).pending(), what="the item completed after the reply")
