@@ -1254,6 +1254,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "`assistant jobs add` stores a prompt job every 5 minutes (the skill refuses it)",
         ("test_jobs_cli.py",),
     ),
+    Mutation(
+        "jobs-cli-update-without-the-interval",
+        f"{AF}/jobs/store.py",
+        "            if too_often_now:",
+        "            if False:",
+        "`assistant jobs update` makes an every-minute message job a prompt job (the skill refuses it)",
+        ("test_jobs_cli.py",),
+    ),
     # -- preparing a call (skills/manager.py, skills/prepare.py) ---------------------------------------
     Mutation(
         "prepare-integer-prefix",

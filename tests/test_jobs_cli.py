@@ -143,3 +143,22 @@ def test_add_without_the_model_checks_as_the_skill_does(tmp_path: Path) -> None:
     two = cli(ws, config, "add", "y", "--every-minutes", "5", "--cron", "0 7 * * *", "--message", "m")
     assert two.returncode == 2 and "not allowed with argument" in two.stderr
     assert ws.read_text(JOBS_FILE) == before
+
+
+def test_update_without_the_model_checks_as_the_skill_does(tmp_path: Path) -> None:
+    """``jobs update`` (issue 46): a message job made a prompt job on its every-minute schedule is refused (the
+    minimum interval holds on update too), as is a wrong cron field; with a longer schedule it is changed."""
+    ws, config = setup(tmp_path, [])
+    assert cli(ws, config, "add", "tick", "--every-minutes", "1", "--message", "TICK").returncode == 0
+    before = ws.read_text(JOBS_FILE)
+    often = cli(ws, config, "update", "tick", "--prompt", "News?")
+    assert often.returncode == 2 and "at most every 15 minutes" in often.stderr
+    wrong = cli(ws, config, "update", "j1", "--cron", "0 24 * * *")
+    assert wrong.returncode == 2 and "hour 24 is out of 0-23" in wrong.stderr
+    assert cli(ws, config, "update", "j1").returncode == 2  # nothing to change
+    assert cli(ws, config, "update", "j9", "--name", "x").returncode == 2
+    assert ws.read_text(JOBS_FILE) == before
+    changed = cli(ws, config, "update", "j1", "--every-minutes", "30", "--prompt", "News?", "--json")
+    assert changed.returncode == 0, changed.stderr
+    row = json.loads(changed.stdout)
+    assert row["kind"] == "prompt" and row["schedule"] == "every 30 minutes" and row["next_run"]

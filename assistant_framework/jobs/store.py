@@ -171,6 +171,9 @@ class JobStore:
             if untrusted:
                 mark_record(new)
             job = job_of(new, self.default_tz)
+            too_often_now = too_often(job, self.limits, now or now_utc()) if self.limits is not None else None
+            if too_often_now:
+                raise JobError(f"{too_often_now}; use a longer schedule, or a message job (no model call)")
             row.clear()
             row.update(new)
         return job

@@ -1,4 +1,4 @@
-"""``jobs list|add|show|run|pause|resume|remove``: the jobs the assistant schedules (docs/jobs.md).
+"""``jobs list|add|update|show|run|pause|resume|remove``: the jobs the assistant schedules (docs/jobs.md).
 
 They work on the files (``jobs/jobs.json``, ``jobs/runs.jsonl``), so a running bot picks a change up at
 its next look (``jobs.poll_seconds``); ``run`` asks it for one run now.
@@ -24,7 +24,7 @@ HINT = f"`{CLI} jobs list` shows the ids"
 
 
 def register(subparsers: Subparsers) -> None:
-    group = subparsers.add_parser("jobs", help="list, add, show, run, pause, resume and remove scheduled jobs")
+    group = subparsers.add_parser("jobs", help="list, add, update, show, run, pause, resume and remove scheduled jobs")
     commands = group.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
     list_ = commands.add_parser("list", help="every job with its next run (exit 1 if a row cannot be read)")
@@ -34,17 +34,13 @@ def register(subparsers: Subparsers) -> None:
         "add", help="add a job without the model: a name, one schedule, one payload (checked as the skill checks)"
     )
     add.add_argument("name", help="the job's name (shown with each run)")
-    when = add.add_mutually_exclusive_group(required=True)
-    when.add_argument("--cron", metavar="EXPR", help='five fields "minute hour day month weekday", e.g. "30 7 * * 1-5"')
-    when.add_argument("--every-minutes", type=int, metavar="N", help="every N minutes, counted from now")
-    when.add_argument("--at", metavar="'YYYY-MM-DD HH:MM'", help="once, at this local time")
-    what = add.add_mutually_exclusive_group(required=True)
-    what.add_argument("--message", metavar="TEXT", help="text sent as it is (no model call)")
-    what.add_argument("--prompt", metavar="TEXT", help="a request the assistant answers at each run")
-    add.add_argument("--timezone", metavar="ZONE", help="an IANA zone (default: runtime.timezone)")
-    add.add_argument("--catch-up", choices=CATCH_UP, help="runs missed while the bot was down (default: once)")
-    _common(add)
+    _fields(add, required=True)
     add.set_defaults(func=cmd_add)
+    update = commands.add_parser("update", help="change a job's name, schedule, payload, zone or catch_up")
+    update.add_argument("id", help="the job's id (or its name)")
+    update.add_argument("--name", help="a new name")
+    _fields(update, required=False)
+    update.set_defaults(func=cmd_update)
     for name, helptext, func in (
         ("show", "one job with its recent runs", cmd_show),
         ("run", "ask the running bot for one run now (at its next look)", cmd_run),
@@ -56,6 +52,20 @@ def register(subparsers: Subparsers) -> None:
         command.add_argument("id", help="the job's id (or its name)")
         _common(command)
         command.set_defaults(func=func)
+
+
+def _fields(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    """A job's schedule and payload options (one of each; ``required`` for ``add``), its zone and catch_up."""
+    when = parser.add_mutually_exclusive_group(required=required)
+    when.add_argument("--cron", metavar="EXPR", help='five fields "minute hour day month weekday", e.g. "30 7 * * 1-5"')
+    when.add_argument("--every-minutes", type=int, metavar="N", help="every N minutes, counted from now")
+    when.add_argument("--at", metavar="'YYYY-MM-DD HH:MM'", help="once, at this local time")
+    what = parser.add_mutually_exclusive_group(required=required)
+    what.add_argument("--message", metavar="TEXT", help="text sent as it is (no model call)")
+    what.add_argument("--prompt", metavar="TEXT", help="a request the assistant answers at each run")
+    parser.add_argument("--timezone", metavar="ZONE", help="an IANA zone (default: runtime.timezone)")
+    parser.add_argument("--catch-up", choices=CATCH_UP, help="runs missed while the bot was down (default: once)")
+    _common(parser)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -122,6 +132,35 @@ def cmd_add(args: argparse.Namespace) -> int:
     else:
         when = describe_next(job, now)
         print(f"job {job.id} ({job.name}) added: {job.schedule.describe()}, {job.kind}; next run {when}")
+    return 0
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    """Change what the options give (a new schedule replaces the old one and starts from now, a new payload the
+    old one), checked as the skill checks; exit 2 saying what to fix, the job unchanged."""
+    store = _store(args, within_limits=True)
+    keys = ("name", "cron", "every_minutes", "at", "message", "prompt", "timezone", "catch_up")
+    changes = {key: getattr(args, key) for key in keys if getattr(args, key) not in (None, "")}
+    if not changes:
+        print(
+            "error: nothing to change: give --name, a schedule, --message or --prompt, --timezone or --catch-up",
+            file=sys.stderr,
+        )
+        return 2
+    job = _job(store, args.id)
+    if job is None:
+        return 2
+    now = _now()
+    try:
+        job = store.update(job.id, changes, now=now)
+    except JobError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(as_row(job, now), indent=2, ensure_ascii=False))
+    else:
+        when = describe_next(job, now)
+        print(f"job {job.id} ({job.name}) updated: {job.schedule.describe()}, {job.kind}; next run {when}")
     return 0
 
 
