@@ -1969,4 +1969,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a short, guessable token opens the server",
         SERVE,
     ),
+    # -- the calendar skill (skills/calendar, issue 44) ---------------------------------------------------------
+    Mutation(
+        "calendar-guest-reaches",
+        "skills/calendar/__init__.py",
+        'if context is None or not getattr(context, "private", False):',
+        "if context is None:",
+        "a guest chat given the calendar skill lists, moves or deletes the owner's events",
+        ("test_calendar_skill.py",),
+    ),
+    Mutation(
+        "calendar-list-trusted",
+        "skills/calendar/__init__.py",
+        'return f"{OUTSIDE_LABEL} events ({zone.key}):\\n"',
+        'return f"events ({zone.key}):\\n"',
+        "an invitation's words in the list leave the turn trusted: a move it asks for runs without the owner",
+        ("test_calendar_skill.py",),
+    ),
+    Mutation(
+        "calendar-dst-gap",
+        "skills/calendar/times.py",
+        "if moment.astimezone(timezone.utc).astimezone(zone).replace(tzinfo=None) != naive:",
+        "if False:",
+        "a time the clocks skip is written as another time than the owner said",
+        ("test_calendar_skill.py",),
+    ),
 )

@@ -59,6 +59,8 @@ APPLIED_BY: Mapping[str, str] = {
     "voice": RELOAD,
     # The MCP servers are stopped and started again (``/reload`` reconnects them).
     "mcp": RELOAD,
+    # The calendar skill reads its section at each call.
+    "calendar": RELOAD,
     # The collector manager and runner are made again.
     "collectors": RELOAD,
 }

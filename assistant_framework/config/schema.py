@@ -397,6 +397,20 @@ VOICE_SCHEMA = {
     "additionalProperties": False,
 }
 
+CALENDAR_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "url": _HTTP_URL,
+        "username": {"type": "string"},
+        "password": {"type": "string"},
+        "password_env": {"type": "string"},
+        "calendar": {"type": "string"},
+        "timeout_seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 120},
+        "days": {"type": "integer", "minimum": 1, "maximum": 366},
+    },
+    "additionalProperties": False,
+}
+
 ROOT_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -414,5 +428,6 @@ ROOT_SCHEMA = {
         "voice": VOICE_SCHEMA,
         "mcp": MCP_SCHEMA,
         "serve": SERVE_SCHEMA,
+        "calendar": CALENDAR_SCHEMA,
     },
 }

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from assistant_framework.config.settings.calendar import CalendarSettings
 from assistant_framework.config.settings.chat import SignalSettings, TelegramSettings, WebhookSettings
 from assistant_framework.config.settings.fields import nests as _nests
 from assistant_framework.config.settings.fields import read_record
@@ -55,6 +56,7 @@ class Settings:
     voice: VoiceSettings = field(default_factory=VoiceSettings, metadata=_nests(VoiceSettings))
     mcp: McpSettings = field(default_factory=McpSettings, metadata=_nests(McpSettings))
     serve: ServeSettings = field(default_factory=ServeSettings, metadata=_nests(ServeSettings))
+    calendar: CalendarSettings = field(default_factory=CalendarSettings, metadata=_nests(CalendarSettings))
 
     @classmethod
     def from_config(cls, data: Mapping[str, object]) -> Settings:
@@ -65,6 +67,7 @@ class Settings:
 
 __all__ = [
     "ClientSettings",
+    "CalendarSettings",
     "EmbeddingsSettings",
     "EpisodesSettings",
     "JobsSettings",

@@ -1,0 +1,148 @@
+"""Built-in skill: list, create, move and delete events in the owner's CalDAV calendar (``calendar`` config).
+
+The owner's only: a guest turn is refused whatever ``policy.guest_skills`` says (it is the owner's
+diary). Times are the owner's wall-clock times in ``runtime.timezone`` (DST included); events are
+written with that zone's TZID, so other calendar apps show them right. What ``list`` shows is outside
+content (invitations carry other people's words): a move or delete after it asks the owner.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+import icalendar
+
+from assistant_framework.skills.support import OUTSIDE_LABEL, context_now, context_zone, need
+
+from .server import event_by_uid, owner_calendar
+from .times import local_moment, shown
+
+DESCRIPTION = (
+    "The owner's calendar: list upcoming events (with their uid), create one, move one to a new start, or "
+    "delete one. start is local time YYYY-MM-DD HH:MM."
+)
+CAPABILITIES = ["read", "write", "delete"]
+TIMEOUT_SECONDS = 60
+ARGS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "action": {"enum": ["list", "create", "move", "delete"]},
+        "title": {"type": "string", "maxLength": 200},
+        "start": {"type": "string", "maxLength": 40},
+        "minutes": {"type": "integer", "minimum": 1, "maximum": 10080},
+        "uid": {"type": "string", "maxLength": 300},
+    },
+    "required": ["action"],
+    "additionalProperties": False,
+}
+
+#: Events ``list`` shows at most (the nearest first).
+MAX_LISTED = 50
+DEFAULT_MINUTES = 60
+OWNER_ONLY = "the calendar is the owner's: it works only in the owner's own chat"
+
+
+def run(workspace, args: dict[str, Any], context=None):
+    if context is None or not getattr(context, "private", False):
+        raise ValueError(OWNER_ONLY)
+    settings = context.settings.calendar
+    zone = context_zone(context)
+    action = args["action"]
+    if action in ("create", "move"):
+        need(args, action, *(("title", "start") if action == "create" else ("uid", "start")))
+        start = local_moment(args["start"], zone)
+    if action in ("move", "delete"):
+        need(args, action, "uid")
+    with owner_calendar(settings) as calendar:
+        if action == "list":
+            return _list(calendar, context, settings.days, args.get("title"))
+        if action == "create":
+            return _create(calendar, args["title"], start, int(args.get("minutes") or DEFAULT_MINUTES), zone)
+        event = event_by_uid(calendar, args["uid"])
+        component = _single(event, args["uid"])
+        title = str(component.get("summary", ""))
+        if action == "delete":
+            event.delete()
+            return f"deleted {title!r} (uid {args['uid']}), which was on {shown(component.decoded('dtstart'), zone)}"
+        was = component.decoded("dtstart")
+        minutes = args.get("minutes")
+        length = timedelta(minutes=int(minutes)) if minutes else _length(component)
+        _set_times(component, start, length)
+        event.save()
+        return f"moved {title!r} (uid {args['uid']}) from {shown(was, zone)} to {shown(start, zone)} ({zone.key})"
+
+
+def _list(calendar: Any, context: Any, days: int, title: str | None) -> str:
+    zone = context_zone(context)
+    today = context_now(context).replace(hour=0, minute=0, second=0, microsecond=0)
+    found = calendar.search(start=today, end=today + timedelta(days=days), event=True, expand=True)
+    rows: list[tuple[str, str]] = []
+    for event in found:
+        component = event.icalendar_component
+        summary = str(component.get("summary", ""))
+        if title and title.casefold() not in summary.casefold():
+            continue
+        start = component.decoded("dtstart")
+        repeats = " (repeats)" if component.get("recurrence-id") or component.get("rrule") else ""
+        key = start.astimezone(zone).isoformat() if isinstance(start, datetime) else start.isoformat()
+        rows.append(
+            (key, f"- {shown(start, zone)}, {_minutes(component)} min: {summary}{repeats} (uid {component.get('uid')})")
+        )
+    rows.sort()
+    if not rows:
+        return f"no events in the next {days} days" + (f" matching {title!r}" if title else "")
+    more = f"\n({len(rows) - MAX_LISTED} more not shown)" if len(rows) > MAX_LISTED else ""
+    # Titles come from whoever sent an invitation: outside content.
+    return f"{OUTSIDE_LABEL} events ({zone.key}):\n" + "\n".join(row for _, row in rows[:MAX_LISTED]) + more
+
+
+def _create(calendar: Any, title: str, start: datetime, minutes: int, zone: Any) -> str:
+    uid = f"{uuid.uuid4()}@assistant"
+    event = icalendar.Event()
+    event.add("uid", uid)
+    event.add("summary", title)
+    event.add("dtstamp", datetime.now(start.tzinfo))
+    _set_times(event, start, timedelta(minutes=minutes))
+    document = icalendar.Calendar()
+    document.add("prodid", "-//assistant-framework//calendar skill//EN")
+    document.add("version", "2.0")
+    document.add_component(event)
+    document.add_missing_timezones()
+    calendar.save_event(document.to_ical().decode("utf-8"))
+    return f"created {title!r} on {shown(start, zone)}, {minutes} min ({zone.key}); uid {uid}"
+
+
+def _single(event: Any, uid: str) -> Any:
+    """The event's one VEVENT; a recurring series is refused (moving its first start would move them all)."""
+    components = [c for c in event.icalendar_instance.walk("VEVENT")]
+    if len(components) != 1 or components[0].get("rrule"):
+        raise ValueError(f"event {uid!r} repeats: change a recurring series in your calendar app")
+    component = components[0]
+    if not isinstance(component.decoded("dtstart"), datetime):
+        raise ValueError(f"event {uid!r} is an all-day event: change it in your calendar app")
+    return component
+
+
+def _length(component: Any) -> timedelta:
+    start = component.decoded("dtstart")
+    if component.get("dtend"):
+        return component.decoded("dtend") - start
+    if component.get("duration"):
+        return component.decoded("duration")
+    return timedelta(minutes=DEFAULT_MINUTES)
+
+
+def _minutes(component: Any) -> int:
+    start = component.decoded("dtstart")
+    if not isinstance(start, datetime):
+        return 24 * 60
+    return int(_length(component).total_seconds() // 60)
+
+
+def _set_times(component: Any, start: datetime, length: timedelta) -> None:
+    for key in ("dtstart", "dtend", "duration"):
+        component.pop(key, None)
+    component.add("dtstart", start)
+    component.add("dtend", start + length)

@@ -1,0 +1,63 @@
+"""The owner's CalDAV calendar as the skill reaches it: the connection, the calendar by its display name,
+and one event by its UID. Every failure is a ValueError in one sentence."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import caldav
+import requests
+from caldav.lib import error as caldav_error
+
+from assistant_framework.config.settings.calendar import CalendarSettings
+
+NOT_SET_UP = "the calendar is not set up: the owner sets calendar.url in the config (docs/actions.md)"
+
+
+def password(settings: CalendarSettings) -> str:
+    """``calendar.password``, else the environment variable ``calendar.password_env`` names."""
+    if settings.password:
+        return settings.password
+    return os.environ.get(settings.password_env, "") if settings.password_env else ""
+
+
+@contextmanager
+def owner_calendar(settings: CalendarSettings) -> Iterator[Any]:
+    """The configured calendar (a ``caldav.Calendar``), its connection closed afterwards."""
+    if not settings.url:
+        raise ValueError(NOT_SET_UP)
+    try:
+        with caldav.DAVClient(
+            settings.url,
+            username=settings.username or None,
+            password=password(settings) or None,
+            timeout=int(settings.timeout_seconds),
+        ) as client:
+            yield _find(client, settings)
+    except (requests.RequestException, caldav_error.DAVError, OSError) as exc:
+        raise ValueError(f"the calendar server did not answer as expected ({type(exc).__name__})") from None
+
+
+def _find(client: Any, settings: CalendarSettings) -> Any:
+    calendars = client.principal().calendars()
+    if not calendars:
+        raise ValueError("the calendar server has no calendar for this user")
+    if not settings.calendar:
+        return calendars[0]
+    wanted = settings.calendar.casefold()
+    for calendar in calendars:
+        if str(calendar.name or "").casefold() == wanted:
+            return calendar
+    names = ", ".join(repr(str(c.name)) for c in calendars[:10])
+    raise ValueError(f"no calendar named {settings.calendar!r} (calendar.calendar); the server has {names}")
+
+
+def event_by_uid(calendar: Any, uid: str) -> Any:
+    """The event with this UID; ValueError when there is none (the model should list first)."""
+    try:
+        return calendar.event_by_uid(uid)
+    except caldav_error.NotFoundError:
+        raise ValueError(f"no event with uid {uid!r}: list the events and use a uid from there") from None
