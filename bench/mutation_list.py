@@ -1994,4 +1994,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a time the clocks skip is written as another time than the owner said",
         ("test_calendar_skill.py",),
     ),
+    # -- the mail skill (skills/mail, issue 44) -----------------------------------------------------------------
+    Mutation(
+        "mail-guest-sends",
+        "skills/mail/__init__.py",
+        'if context is None or not getattr(context, "private", False):',
+        "if context is None:",
+        "a guest chat given the mail skill sends mail in the owner's name",
+        ("test_mail_skill.py",),
+    ),
+    Mutation(
+        "mail-sent-twice",
+        "skills/mail/__init__.py",
+        "    earlier = _recorded(workspace, key)",
+        "    earlier = None",
+        "the same call run again after a crash sends the mail a second time",
+        ("test_mail_skill.py",),
+    ),
+    Mutation(
+        "mail-recipients-unbounded",
+        "skills/mail/compose.py",
+        "    if len(pairs) > limit:",
+        "    if False:",
+        "one call mails any number of recipients",
+        ("test_mail_skill.py",),
+    ),
 )

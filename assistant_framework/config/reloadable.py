@@ -61,6 +61,8 @@ APPLIED_BY: Mapping[str, str] = {
     "mcp": RELOAD,
     # The calendar skill reads its section at each call.
     "calendar": RELOAD,
+    # The mail skill reads its section at each call.
+    "mail": RELOAD,
     # The collector manager and runner are made again.
     "collectors": RELOAD,
 }

@@ -411,6 +411,28 @@ CALENDAR_SCHEMA = {
     "additionalProperties": False,
 }
 
+MAIL_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "from": {"type": "string"},
+        "smtp": {
+            "type": "object",
+            "properties": {
+                "host": {"type": "string"},
+                "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+                "security": {"enum": ["ssl", "starttls", "none"]},
+                "user": {"type": "string"},
+                "password": {"type": "string"},
+                "password_env": {"type": "string"},
+                "timeout_seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 120},
+            },
+            "additionalProperties": False,
+        },
+        "max_recipients": {"type": "integer", "minimum": 1, "maximum": 50},
+    },
+    "additionalProperties": False,
+}
+
 ROOT_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -429,5 +451,6 @@ ROOT_SCHEMA = {
         "mcp": MCP_SCHEMA,
         "serve": SERVE_SCHEMA,
         "calendar": CALENDAR_SCHEMA,
+        "mail": MAIL_SCHEMA,
     },
 }

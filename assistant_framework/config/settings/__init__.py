@@ -24,6 +24,7 @@ from assistant_framework.config.settings.llm import (
     RunnerSettings,
     TranscriptionSettings,
 )
+from assistant_framework.config.settings.mail import MailSettings, SmtpSettings
 from assistant_framework.config.settings.mcp import McpSettings, ServerSettings
 from assistant_framework.config.settings.memory import (
     EpisodesSettings,
@@ -57,6 +58,7 @@ class Settings:
     mcp: McpSettings = field(default_factory=McpSettings, metadata=_nests(McpSettings))
     serve: ServeSettings = field(default_factory=ServeSettings, metadata=_nests(ServeSettings))
     calendar: CalendarSettings = field(default_factory=CalendarSettings, metadata=_nests(CalendarSettings))
+    mail: MailSettings = field(default_factory=MailSettings, metadata=_nests(MailSettings))
 
     @classmethod
     def from_config(cls, data: Mapping[str, object]) -> Settings:
@@ -72,6 +74,7 @@ __all__ = [
     "EpisodesSettings",
     "JobsSettings",
     "LLMSettings",
+    "MailSettings",
     "McpSettings",
     "MemorySettings",
     "PolicySettings",
@@ -85,6 +88,7 @@ __all__ = [
     "ServerSettings",
     "Settings",
     "SignalSettings",
+    "SmtpSettings",
     "SpeechSettings",
     "TelegramSettings",
     "TranscriptionSettings",

@@ -28,6 +28,7 @@ _ITEMS = "items"  # the key holds a list of records (``llm.runners``)
 _SHORTHAND = "shorthand"  # the field of a nested record a bare boolean sets
 _KEYED = "keyed"  # the key holds an object of records by name (``mcp.servers``)
 _NAME = "name"  # the field holds the record's name in its keyed object, not a key of its own
+_KEY = "key"  # the config key when it cannot be the field's name (``mail.from``: a Python keyword)
 
 #: A key whose record field has no default (``runners[].model``): the key must be given.
 REQUIRED = object()
@@ -42,9 +43,15 @@ class Record(Protocol):
 R = TypeVar("R", bound=Record)
 
 
-def reads(read: Callable[[Any], object], *, null: bool = False) -> dict[str, object]:
-    """Field metadata: the key's JSON value goes through ``read``; with ``null`` a null is kept as None."""
-    return {_READ: read, _NULL: null}
+def reads(read: Callable[[Any], object], *, null: bool = False, key: str | None = None) -> dict[str, object]:
+    """Field metadata: the key's JSON value goes through ``read``; with ``null`` a null is kept as None;
+    ``key`` is the config key when it cannot be the field's name (a Python keyword such as ``from``)."""
+    return {_READ: read, _NULL: null, _KEY: key}
+
+
+def key_of(item: dataclasses.Field[Any]) -> str:
+    """The config key a record's field reads: its ``key`` metadata, else the field's name."""
+    return item.metadata.get(_KEY) or item.name
 
 
 def nests(record: type[Record], *, shorthand: str | None = None) -> dict[str, object]:
@@ -78,9 +85,9 @@ def read_record(record: type[R], section: object, *, where: str = "") -> R:
     for item in dataclasses.fields(record):
         if item.metadata.get(_NAME):
             continue
-        key = f"{where}.{item.name}" if where else item.name
-        value = raw.get(item.name)
-        if value is None and not (item.name in raw and item.metadata.get(_NULL)):
+        key = f"{where}.{key_of(item)}" if where else key_of(item)
+        value = raw.get(key_of(item))
+        if value is None and not (key_of(item) in raw and item.metadata.get(_NULL)):
             if _default_of(item) is REQUIRED:
                 raise ConfigError(f"{key}: missing (it has no default)")
             continue
@@ -136,7 +143,7 @@ def _default_of(item: dataclasses.Field[Any]) -> object:
 def as_json(value: object) -> object:
     """A record or a field's value as JSON data: records and mappings as dicts, tuples as lists."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {item.name: as_json(getattr(value, item.name)) for item in dataclasses.fields(value)}
+        return {key_of(item): as_json(getattr(value, item.name)) for item in dataclasses.fields(value)}
     if isinstance(value, Mapping):
         return {str(key): as_json(item) for key, item in value.items()}
     if isinstance(value, (tuple, list, frozenset)):
@@ -154,7 +161,7 @@ def record_defaults(record: type[Record]) -> dict[str, object]:
             continue
         default = _default_of(item)
         if default is not REQUIRED:
-            out[item.name] = as_json(default)
+            out[key_of(item)] = as_json(default)
     return out
 
 
@@ -165,7 +172,7 @@ def documented(record: type[Record], prefix: str = "") -> Iterator[tuple[str, ob
     for item in dataclasses.fields(record):
         if item.metadata.get(_NAME):
             continue
-        key = prefix + item.name
+        key = prefix + key_of(item)
         nested = item.metadata.get(_NESTED)
         if nested is not None:
             yield from documented(nested, key + ".")

@@ -1,0 +1,176 @@
+"""The ``mail`` skill against a real SMTP server (aiosmtpd) and the real IMAP server the mail collector
+reads (pymap): Anna's mail is fetched by the mail collector, then through the real bot (fake Bot API,
+fake model server) "reply to Anna's mail that I'll come" sends, after the owner approves, one mail whose
+``In-Reply-To`` is Anna's ``Message-ID``; declined, nothing is sent. The same call again sends nothing
+(recorded before the send); a guest never sends; recipients are bounded."""
+
+from __future__ import annotations
+
+import json
+from email.message import EmailMessage
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.collectors import CollectorManager, CollectorRunner
+from assistant_framework.skills.loader import load_skill_folder
+from assistant_framework.skills.spec import SkillContext
+from assistant_framework.workspace import Workspace
+from tests.fakes.imap_server import FakeIMAPServer
+from tests.fakes.smtp_server import FakeSMTPServer
+from tests.telegram_harness import OWNER, approval_question, texts
+
+SKILL = load_skill_folder(Path(__file__).resolve().parent.parent / "skills" / "mail")
+PASSWORD = "s3cret-Pa55word"
+ANNA_ID = "<party-2026-anna@example.org>"
+FRIEND = 42
+
+
+def anna_mail() -> bytes:
+    msg = EmailMessage()
+    msg["From"] = "Anna Berg <anna@example.org>"
+    msg["To"] = "Owner <owner@example.org>"
+    msg["Subject"] = "Party on Saturday"
+    msg["Date"] = "Mon, 06 Jan 2025 10:00:00 +0000"
+    msg["Message-ID"] = ANNA_ID
+    msg.set_content("Will you come to my party on Saturday?")
+    return msg.as_bytes()
+
+
+@pytest.fixture(scope="module")
+def imap_server():
+    with FakeIMAPServer(user="owner", password=PASSWORD) as server:
+        server.append("INBOX", anna_mail())
+        yield server
+
+
+@pytest.fixture
+def smtp():
+    with FakeSMTPServer() as server:
+        yield server
+
+
+def fetch_mail(workspace: Workspace, imap_server) -> None:
+    """The mail collector's real run: Anna's mail in collectors/mail/index.jsonl."""
+    config = {
+        "runtime": {"timezone": "Europe/Berlin"},
+        "collectors": {
+            "mail": {
+                "enabled": True,
+                "host": "127.0.0.1",
+                "port": imap_server.port,
+                "security": "plain",
+                "username": "owner",
+                "password": PASSWORD,
+            }
+        },
+    }
+    manager = CollectorManager.from_config(config, workspace)
+    result = CollectorRunner(manager, workspace, timezone="Europe/Berlin").run_once("mail")
+    assert result.outcome == "ok", result.error
+
+
+def mail_config(smtp) -> dict:
+    return {"from": "Owner <owner@example.org>", "smtp": {"host": "127.0.0.1", "port": smtp.port, "security": "none"}}
+
+
+def _reply_turn(fake, start_bot, chat_server, workspace, imap_server, smtp, *, yes: bool) -> None:
+    fetch_mail(workspace, imap_server)
+    start_bot(config_patch=lambda c: c.update(mail=mail_config(smtp)))
+    call = {"skill": "mail", "args": {"action": "reply", "reply_to": ANNA_ID, "body": "I'll come!"}}
+    chat_server.enqueue(json.dumps(call), json.dumps({"reply": "Answered Anna."}))
+    fake.send_message("reply to Anna's mail that I'll come")
+    message, buttons = approval_question(fake)
+    assert "mail" in message["text"] and "I'll come!" in message["text"]
+    assert smtp.messages == []  # nothing goes out before the answer
+    fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":yes" if yes else ":no")), message["message_id"])
+    fake.wait_for(lambda: any("Answered Anna." in t for t in texts(fake)), timeout=30)
+
+
+def test_the_owner_approves_and_one_threaded_reply_reaches_the_smtp_server(
+    fake, start_bot, chat_server, workspace, imap_server, smtp
+):
+    _reply_turn(fake, start_bot, chat_server, workspace, imap_server, smtp, yes=True)
+    [sent] = smtp.messages
+    assert sent["In-Reply-To"] == ANNA_ID and sent["References"] == ANNA_ID
+    assert sent["Subject"] == "Re: Party on Saturday"
+    assert smtp.recipients == [["anna@example.org"]]
+    assert sent.get_content().strip() == "I'll come!"
+    [saved] = workspace.list("mail/sent/*.eml")
+    assert ANNA_ID in workspace.read_text(saved)
+
+
+def test_declined_nothing_is_sent(fake, start_bot, chat_server, workspace, imap_server, smtp):
+    _reply_turn(fake, start_bot, chat_server, workspace, imap_server, smtp, yes=False)
+    assert smtp.messages == [] and not workspace.exists("mail/sent.jsonl")
+
+
+def test_a_guest_never_sends(fake, start_bot, chat_server, smtp):
+    def patch(config):
+        config["mail"] = mail_config(smtp)
+        config["policy"] = {"guest_skills": ["mail"], "skills": {"mail": "allow"}}
+
+    start_bot(allowed_user_ids=[OWNER, FRIEND], owner_id=OWNER, config_patch=patch)
+    call = {"skill": "mail", "args": {"action": "send", "to": "x@example.org", "subject": "hi", "body": "hi"}}
+    chat_server.enqueue(json.dumps(call), json.dumps({"reply": "guest answered"}))
+    fake.send_message("mail x for me", user_id=FRIEND)
+    fake.wait_for(lambda: any("guest answered" in t for t in texts(fake, FRIEND)), timeout=20)
+    assert "only in the owner's own chat" in json.dumps(chat_server.chat_requests[-1]["messages"][-1])
+    assert smtp.messages == []
+
+
+# -- the skill on its own ---------------------------------------------------------------------
+
+
+def owner_context(server, **mail) -> SkillContext:
+    return SkillContext(conversation_id="tg:1", config={"mail": {**mail_config(server), **mail}})
+
+
+def test_the_same_call_again_sends_nothing(tmp_path, smtp):
+    """A turn run again after a crash right after the send makes the same call: one mail, not two."""
+    workspace = Workspace(tmp_path / "ws")
+    args = {"action": "send", "to": "anna@example.org", "subject": "Saturday", "body": "I'll come."}
+    first = SKILL.run(workspace, dict(args), owner_context(smtp))
+    again = SKILL.run(workspace, dict(args), owner_context(smtp))
+    assert first.startswith("sent to anna@example.org") and again.startswith("not sent again")
+    assert len(smtp.messages) == 1
+
+
+def test_a_refused_send_can_be_tried_again(tmp_path, smtp):
+    workspace = Workspace(tmp_path / "ws")
+    args = {"action": "send", "to": "anna@example.org", "subject": "Saturday", "body": "I'll come."}
+    closed = FakeSMTPServer()  # a port nobody listens on
+    with pytest.raises(ValueError, match="could not be sent"):
+        SKILL.run(
+            workspace,
+            dict(args),
+            owner_context(smtp, smtp={"host": "127.0.0.1", "port": closed.port, "security": "none"}),
+        )
+    assert SKILL.run(workspace, dict(args), owner_context(smtp)).startswith("sent to")
+    assert len(smtp.messages) == 1
+
+
+def test_recipients_are_bounded_and_checked(tmp_path, smtp):
+    workspace = Workspace(tmp_path / "ws")
+    many = ", ".join(f"p{i}@example.org" for i in range(4))
+    with pytest.raises(ValueError, match="4 recipients: at most 3"):
+        SKILL.run(
+            workspace,
+            {"action": "send", "to": many, "subject": "s", "body": "b"},
+            owner_context(smtp, max_recipients=3),
+        )
+    with pytest.raises(ValueError, match="not a mail address"):
+        SKILL.run(workspace, {"action": "send", "to": "anna", "subject": "s", "body": "b"}, owner_context(smtp))
+    with pytest.raises(ValueError, match="no fetched mail has Message-ID"):
+        SKILL.run(workspace, {"action": "reply", "reply_to": "<nope@x>", "body": "b"}, owner_context(smtp))
+    assert smtp.messages == []
+
+
+def test_a_draft_is_saved_and_not_sent(tmp_path, smtp):
+    workspace = Workspace(tmp_path / "ws")
+    said = SKILL.run(
+        workspace, {"action": "draft", "to": "anna@example.org", "subject": "s", "body": "later"}, owner_context(smtp)
+    )
+    assert "nothing was sent" in said and smtp.messages == []
+    [draft] = workspace.list("mail/drafts/*.eml")
+    assert "later" in workspace.read_text(draft)
