@@ -45,7 +45,8 @@ MARKERS = {
 PROCESS_MODULES = ("subprocess", "pty", "multiprocessing", "asyncio.subprocess")
 BROWSER_MODULES = ("selenium",)
 #: Modules that serve on a socket: the fakes' ``http.server``, the web page's Tornado, the MCP SDK's
-#: uvicorn, pymap's IMAP server, aiosmtpd's SMTP server. Code of the project counts when its own module imports one of them.
+#: uvicorn, pymap's IMAP server, aiosmtpd's SMTP server. Code of the project counts when its own module
+#: imports one of them.
 SERVER_MODULES = ("http.server", "socketserver", "tornado", "uvicorn", "pymap", "aiosmtpd")
 #: Calls that open a listening socket with the standard library alone.
 SERVING_NAMES = frozenset({"create_server", "listen", "start_server", "serve_forever"})
