@@ -23,6 +23,7 @@ class Mutation:
 # Test files by the guard they cover (the mutation loop runs only these, to keep the machine usable).
 MCP_CLI = ("test_mcp_cli.py",)
 SERVE = ("test_serve_clients.py",)
+SERVE_MCP = ("test_serve_mcp.py",)
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
 CAPS = ("test_spending_caps.py", "test_spending_cli.py", "test_spending_cut_calls.py")
 ACCESS = (
@@ -2018,5 +2019,45 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if False:",
         "one call mails any number of recipients",
         ("test_mail_skill.py",),
+    ),
+    Mutation(
+        "serve-mcp-no-token-runs",
+        "assistant_framework/serve/http.py",
+        "        if found is None:",
+        "        if False:",
+        "a request without a client's token reaches the MCP server",
+        SERVE_MCP,
+    ),
+    Mutation(
+        "serve-mcp-wrong-tokens-uncounted",
+        "assistant_framework/serve/http.py",
+        "            if bearer_of(header):",
+        "            if False:",
+        "wrong client tokens are not counted against the bound on guessing",
+        SERVE_MCP,
+    ),
+    Mutation(
+        "serve-mcp-write-unchecked",
+        "assistant_framework/serve/memory_tools.py",
+        "        if not caller.write:",
+        "        if False:",
+        "a read-only client (or stdio without --write) writes notes, tasks and facts",
+        SERVE_MCP,
+    ),
+    Mutation(
+        "serve-mcp-guest-chats-served",
+        "assistant_framework/serve/memory_tools.py",
+        "        return [hit for hit in hits if hit.conversation is None or self.owner_conversation(hit.conversation)]",
+        "        return hits",
+        "a served client searches guests' chats",
+        SERVE_MCP,
+    ),
+    Mutation(
+        "serve-mcp-write-unmarked",
+        "assistant_framework/serve/memory_tools.py",
+        '            _bounded(title, "title"), _bounded(body, "body"), untrusted=True, source=caller.source',
+        '            _bounded(title, "title"), _bounded(body, "body")',
+        "a client's note is stored as the owner's own words",
+        SERVE_MCP,
     ),
 )

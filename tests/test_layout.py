@@ -26,8 +26,9 @@ ALLOWED = {
     "evals": {"evals", "agent", "llm", "protocol", "runtime"},
     "conversation": {"conversation", "agent", "llm", "protocol", "runtime"},
     "channels": {"channels", "conversation", "agent", "llm", "protocol", "runtime"},
-    "ops": {"ops", "channels", "conversation", "agent", "llm", "protocol", "runtime"},
-    "cli": {"cli", "ops", "evals", "channels", "conversation", "agent", "llm", "protocol", "runtime"},
+    "serve": {"serve", "conversation", "agent", "llm", "protocol", "runtime"},
+    "ops": {"ops", "serve", "channels", "conversation", "agent", "llm", "protocol", "runtime"},
+    "cli": {"cli", "ops", "serve", "evals", "channels", "conversation", "agent", "llm", "protocol", "runtime"},
     "__main__": {"__main__", "cli"},
 }
 

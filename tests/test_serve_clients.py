@@ -90,3 +90,36 @@ def test_per_minute_counts_each_client_apart() -> None:
     assert limit.allow("b")
     now[0] = 60.0
     assert limit.allow("a")
+
+
+def test_doctor_shows_the_servers_and_names_a_clients_unset_variable(tmp_path: Path, monkeypatch, capsys) -> None:
+    from messaging_llm_bot.cli.main import main
+    from tests.fakes.bot_api import FakeBotAPI
+    from tests.fakes.chat_server import FakeChatServer
+
+    with FakeBotAPI() as tg, FakeChatServer() as chat:
+        root = _config(
+            tmp_path,
+            {
+                "clients": [
+                    {"name": "desk", "token_env": "DESK_TOKEN_T"},
+                    {"name": "scripts", "token_env": "SCRIPTS_TOKEN_T", "write": True},
+                ]
+            },
+        )
+        (root / "telegram.json").write_text(
+            json.dumps({"token": tg.token, "base_url": tg.base_url, "allowed_user_ids": [42]})
+        )
+        (root / "llm.json").write_text(
+            json.dumps({"runners": [{"name": "local", "base_url": chat.base_url, "model": "fake-model"}]})
+        )
+        monkeypatch.setenv("DESK_TOKEN_T", TOKEN)
+        monkeypatch.delenv("SCRIPTS_TOKEN_T", raising=False)
+        code = main(["doctor", "--json", "--config", str(root), "--workspace", str(tmp_path / "ws")])
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
+    assert code == 1
+    assert checks["serve mcp"]["status"] == "ok" and "assistant mcp serve" in checks["serve mcp"]["detail"]
+    assert "/mcp" in checks["serve mcp"]["detail"]
+    assert checks["serve client desk"]["status"] == "ok" and "reads only" in checks["serve client desk"]["detail"]
+    failed = checks["serve client scripts"]
+    assert failed["status"] == "fail" and "SCRIPTS_TOKEN_T is not set" in failed["detail"]

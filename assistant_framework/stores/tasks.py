@@ -60,9 +60,10 @@ class TaskStore:
         return self.file.load()
 
     def add(
-        self, title: str, due: str | date | None = None, notes: str = "", *, untrusted: bool = False
+        self, title: str, due: str | date | None = None, notes: str = "", *, untrusted: bool = False, source: str = ""
     ) -> dict[str, Any]:
-        """Store a new open task and return it; ``untrusted`` (written from outside content) marks it."""
+        """Store a new open task and return it; ``untrusted`` (written from outside content) marks it; ``source``
+        (who wrote it, e.g. ``mcp:desktop``) is kept in it."""
         title = one_line(title)
         if not title:
             raise ValueError("task title is empty")
@@ -75,6 +76,8 @@ class TaskStore:
             "done_at": None,
             "notes": notes or "",
         }
+        if source:
+            task["source"] = one_line(source)
         if untrusted:
             mark_record(task)
         with self.file.edit() as rows:

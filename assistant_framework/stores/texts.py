@@ -120,9 +120,10 @@ class NoteStore:
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
-    def add(self, title: str, body: str = "", *, untrusted: bool = False) -> dict[str, Any]:
+    def add(self, title: str, body: str = "", *, untrusted: bool = False, source: str = "") -> dict[str, Any]:
         """Write a new note and return its path; a taken slug gets ``-2``, ``-3``... ``untrusted``
-        (written from outside content) starts it with the front matter ``untrusted: true``."""
+        (written from outside content) starts it with the front matter ``untrusted: true``; ``source`` (who
+        wrote it, e.g. ``mcp:desktop``) goes into that front matter too."""
         title = one_line(title)
         if not title:
             raise ValueError("note title is empty")
@@ -132,6 +133,8 @@ class NoteStore:
             n += 1
             rel = f"{NOTES_DIR}/{base}-{n}.md"
         text = f"# {title}\n\n{body.strip()}\n" if body.strip() else f"# {title}\n"
+        if source:
+            text = f"---\nsource: {one_line(source)}\n---\n{text}"
         self.workspace.write_text(rel, mark_text(text) if untrusted else text)
         return {**({UNTRUSTED_KEY: True} if untrusted else {}), "path": rel, "title": title}
 

@@ -7,7 +7,7 @@ import logging
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import tornado.netutil
 import tornado.web
@@ -27,13 +27,16 @@ log = logging.getLogger(__name__)
 HERE = Path(__file__).resolve().parent
 #: ``web.port`` when the config leaves it out (the record owns it; `assistant web --port` shows it).
 DEFAULT_PORT = WebSettings().port
+#: Routes another part mounts on the same server (the served endpoints: /mcp, /v1/), made with its state.
+Mount = Callable[[WebState], list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]]]
 
 
-def make_app(state: WebState) -> tornado.web.Application:
-    """Every route; each page has its JSON twin under ``/api``."""
+def make_app(state: WebState, mounts: Iterable[Mount] = ()) -> tornado.web.Application:
+    """Every route; each page has its JSON twin under ``/api``; the mounted ones first."""
     s: dict[str, Any] = {"state": state}
     a: dict[str, Any] = {"state": state, "api": True}
-    routes: list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]] = [
+    mounted = [route for mount in mounts for route in mount(state)]
+    routes: list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]] = mounted + [
         (r"/", pages.HomeHandler, s),
         (r"/login", pages.LoginHandler, s),
         (r"/logout", pages.LogoutHandler, s),
@@ -89,7 +92,13 @@ class WebServer:
     """The page on its own event loop in a daemon thread; ``port`` is known once ``start`` returns."""
 
     def __init__(
-        self, parts: Parts, *, host: str | None = None, port: int | None = None, extra_secrets: Iterable[str] = ()
+        self,
+        parts: Parts,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        extra_secrets: Iterable[str] = (),
+        mounts: Iterable[Mount] = (),
     ) -> None:
         web = parts.settings.web
         self.host = host or web.host
@@ -104,7 +113,7 @@ class WebServer:
             sessions=SessionList(parts.workspace),
             clients=ClientAddresses.trusting(web.trusted_proxies),
         )
-        self.app = make_app(self.state)
+        self.app = make_app(self.state, mounts)
         self.limits = ServerLimits.from_config(web)
         logbudget.install()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -198,14 +207,14 @@ class WebServer:
             self._thread.join(timeout)
 
 
-def start_if_enabled(parts: Parts, extra_secrets: Iterable[str] = ()) -> WebServer | None:
+def start_if_enabled(parts: Parts, extra_secrets: Iterable[str] = (), mounts: Iterable[Mount] = ()) -> WebServer | None:
     """For the bot: serve the page from this process when ``web.enabled``; a failure is logged, the bot runs on."""
     if not parts.settings.web.enabled:
         return None
     from .auth import TokenError
 
     try:
-        server = WebServer(parts, extra_secrets=extra_secrets)
+        server = WebServer(parts, extra_secrets=extra_secrets, mounts=mounts)
         server.start()
     except (TokenError, OSError) as exc:
         log.error("web page not started: %s", exc)

@@ -23,13 +23,16 @@ from assistant_framework.redaction import redact_text, url_secrets, url_without_
 from assistant_framework.settings import remove_setting, setting_files, write_setting, write_target
 from messaging_llm_bot.cli import UsageError
 from messaging_llm_bot.cli.config import Subparsers, add_config_option, when_applied
+from messaging_llm_bot.cli.mcp_serve import add_serve
 
 #: At most this many ``--header`` / ``--env`` pairs (a bound on every input).
 MAX_PAIRS = 50
 
 
 def register(subparsers: Subparsers) -> None:
-    group = subparsers.add_parser("mcp", help="add, list, remove and test MCP servers (their tools become skills)")
+    group = subparsers.add_parser(
+        "mcp", help="add, list, remove and test MCP servers (their tools become skills); serve the memory over MCP"
+    )
     commands = group.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
@@ -63,6 +66,8 @@ def register(subparsers: Subparsers) -> None:
     add_config_option(test)
     test.add_argument("--json", action="store_true", help="the outcome as one JSON object")
     test.set_defaults(func=cmd_test)
+
+    add_serve(commands)
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:

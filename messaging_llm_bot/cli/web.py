@@ -27,6 +27,7 @@ def cmd_web(args: argparse.Namespace) -> int:
     from assistant_framework.web.auth import TokenError
     from assistant_framework.workspace import existing_workspace
     from assistant_framework.workspace.inuse import hold_in_use
+    from messaging_llm_bot.serve.memory import served_mounts
 
     # Only the bot and setup create a workspace: a typo here must not serve a new, empty one.
     existing_workspace(args.workspace)
@@ -36,7 +37,12 @@ def cmd_web(args: argparse.Namespace) -> int:
     in_use = hold_in_use(parts.workspace.root)  # `restore` refuses the workspace while the page serves it
     try:
         try:
-            server = WebServer(parts, host=args.host, port=args.port)
+            server = WebServer(
+                parts,
+                host=args.host,
+                port=args.port,
+                mounts=served_mounts(parts.settings, parts.workspace, parts.memory, 2.0),
+            )
         except TokenError as exc:
             print(f"config error: {exc}", file=sys.stderr)
             return 2

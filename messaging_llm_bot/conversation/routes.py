@@ -72,3 +72,23 @@ def home_channel(settings: Settings) -> str:
     if configured:
         return configured[0]
     return next(route.channel for route in ROUTES if route.configured is None)
+
+
+def owner_conversation_ids(settings: Settings) -> frozenset[str]:
+    """The owner's own one-to-one chats: the Telegram owner's private chat, the Signal owner's, the terminal.
+    What a served client may search of the chats (never a guest's, a group's or another client's)."""
+    ids = {"console"}
+    owner = settings.telegram.owner
+    if owner is not None:
+        ids |= {f"{prefix_of('telegram')}{owner}", str(owner)}  # bare numbers: older logs
+    if settings.signal.owner or settings.signal.allowed:
+        ids.add(f"{prefix_of('signal')}{settings.signal.owner or settings.signal.allowed[0]}")
+    return frozenset(ids)
+
+
+def home_conversation(settings: Settings) -> str:
+    """The owner's chat on the home channel: what a served client's ``recall`` recalls for."""
+    channel = home_channel(settings)
+    ids = sorted(owner_conversation_ids(settings))
+    prefix = prefix_of(channel)
+    return next((one for one in ids if one.startswith(prefix)), "console")

@@ -12,6 +12,7 @@ from messaging_llm_bot.ops.doctor.mcp import check_mcp
 from messaging_llm_bot.ops.doctor.model import check_runners
 from messaging_llm_bot.ops.doctor.plugins import check_plugins
 from messaging_llm_bot.ops.doctor.python import check_python
+from messaging_llm_bot.ops.doctor.serve import check_serve
 from messaging_llm_bot.ops.doctor.services import check_services
 from messaging_llm_bot.ops.doctor.signal import check_signal
 from messaging_llm_bot.ops.doctor.spending import check_spending
@@ -28,6 +29,7 @@ CHECKS: tuple[Callable[[Context], list[Check]], ...] = (
     check_jobs,
     check_plugins,
     check_mcp,
+    check_serve,
     check_services,
     check_python,
 )
@@ -40,6 +42,7 @@ _NEEDS_CONFIG = {
     check_spending,
     check_jobs,
     check_mcp,
+    check_serve,
     check_services,
 }
 

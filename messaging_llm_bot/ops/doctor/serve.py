@@ -1,0 +1,39 @@
+"""The doctor's serve check: the served endpoints' state (docs/serve.md). Quiet when no client is configured
+(only ``assistant mcp serve``, the owner's own stdio client, then works): one line per server and per client,
+a client whose token cannot be read a failure naming its variable."""
+
+from __future__ import annotations
+
+import os
+
+from messaging_llm_bot.ops.doctor.check import FAIL, OK, SKIP, Check, Context
+
+
+def check_serve(ctx: Context) -> list[Check]:
+    from assistant_framework.config.settings import Settings
+    from assistant_framework.serve.clients import token_problem
+
+    settings = Settings.from_config(ctx.config or {})
+    clients = settings.serve.clients
+    if not clients:
+        return []
+    web = settings.web
+    where = f"http://{web.host}:{web.port}"
+    runs = "runs with the bot (web.enabled)" if web.enabled else "runs with `assistant web` (web.enabled is false)"
+    checks = [
+        Check(
+            "serve mcp",
+            OK if settings.memory.enabled else SKIP,
+            f"stdio: `assistant mcp serve` (read-only unless --write); HTTP: {where}/mcp, {runs}"
+            + ("" if settings.memory.enabled else "; memory is off (memory.enabled): searches find nothing"),
+        )
+    ]
+    for client in clients:
+        name = f"serve client {client.name}"
+        problem = token_problem(client, os.environ)
+        if problem is not None:
+            checks.append(Check(name, FAIL, problem, f"set {client.token_env} in the assistant's environment (.env)"))
+            continue
+        can = "reads and writes" if client.write else "reads only"
+        checks.append(Check(name, OK, f"token from {client.token_env}; {can}"))
+    return checks
