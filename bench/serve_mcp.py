@@ -8,6 +8,7 @@ thread hop, the search, the JSON of the hits).
 
     .venv/bin/python bench/serve_mcp.py                 # 10k files, 200 calls
     .venv/bin/python bench/serve_mcp.py --files 1000 --calls 50
+    .venv/bin/python bench/serve_mcp.py --quick         # 500 files, 20 calls (smoke test)
 """
 
 from __future__ import annotations
@@ -59,7 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--quick", action="store_true", help="500 files, 20 calls (smoke test)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.files, args.calls = 500, 20
     rng = random.Random(7)
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         base = Path(tmp)

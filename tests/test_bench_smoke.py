@@ -104,6 +104,14 @@ def test_memory_search():
     assert [(r[0], r[1]) for r in rows] == [("500", "500"), ("2k", "2000")]
 
 
+def test_serve_mcp_memory_search():
+    out = check_ok(bench("serve_mcp"))
+    header, rows = table_rows(out, "files")
+    assert "p50 ms" in header
+    assert [(r[0], r[1]) for r in rows] == [("500", "20")]
+    assert float(rows[0][2]) > 0
+
+
 def test_startup_answers_every_message():
     out = check_ok(bench("startup"))
     _, rows = table_rows(out, "figure")
