@@ -459,6 +459,7 @@ def test_restore_refuses_a_workspace_any_frontend_or_the_web_page_uses(
     assert main(["restore", str(tmp_path / "b.tar.gz"), "--workspace", str(ws.root), "--force"]) == 0
 
 
+@pytest.mark.slow(reason="writes and archives a flood of empty files (the limit's own size) (out of make check's tier)")
 def test_a_flood_of_empty_files_counts_toward_the_limit(tmp_path: Path) -> None:
     """The limit is on what the archive unpacks to, headers included: 2,000 empty files are 1 MB of tar
     stream (and 2,000 inodes) though they hold no byte."""

@@ -67,6 +67,7 @@ def _today(hour: int = 6) -> datetime:
     return datetime(today.year, today.month, today.day, hour, tzinfo=timezone.utc)
 
 
+@pytest.mark.slow(reason="prices a rule repeating every second over months, per rule form (out of make check's tier)")
 @pytest.mark.parametrize("rule", list(EVERY_SECOND.values()), ids=list(EVERY_SECOND))
 def test_an_event_repeating_every_second_since_months_ago_is_skipped_by_name(tmp_path, capsys, rule):
     months_ago = _today() - timedelta(days=120)

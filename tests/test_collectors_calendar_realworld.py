@@ -7,6 +7,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.workspace import Workspace
 from tests.fakes.feed_server import StaticHTTPServer
@@ -28,6 +30,7 @@ def collect_at(manager, ws, when: datetime) -> dict:
     return collector.module.collect(ws, collector.config, now=when)
 
 
+@pytest.mark.slow(reason="expands every broken real-world calendar of the fixtures (out of make check's tier)")
 def test_broken_events_are_skipped_with_source_uid_and_reason(tmp_path):
     ws = Workspace(tmp_path / "ws")
     bad = ["pacific_fiji.ics", "issue_464_invalid_rdate.ics", "multiple_timezones.ics"]

@@ -16,6 +16,7 @@ from assistant_framework.memory.index import MemoryIndex
 from tests.telegram_harness import OWNER, texts
 
 
+@pytest.mark.slow(reason="waits out SQLite's busy timeout on a held index (out of make check's tier)")
 def test_a_busy_index_is_not_taken_for_a_broken_one(workspace):
     MemoryIndex(workspace).close()
     writer = sqlite3.connect(str(workspace.path("memory/index.sqlite3")), isolation_level=None)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from tests.telegram_harness import OWNER, texts
 
 GARBAGE = b"\xff\xfe this is not a database \x00\x81\xc3" * 64
@@ -67,6 +69,7 @@ def test_seen_log_with_bad_bytes_keeps_its_readable_ids(fake, start_bot, workspa
     assert len(warned) == 1 and aside[0] in warned[0]
 
 
+@pytest.mark.slow(reason="waits out SQLite's busy timeout on a locked index (out of make check's tier)")
 def test_a_locked_index_is_not_taken_for_a_broken_one(workspace):
     import sqlite3
 

@@ -6,6 +6,7 @@ through the terminal chat's command path, and the session list itself (a broken 
 
 from __future__ import annotations
 
+import pytest
 import telegram
 
 from messaging_llm_bot.agent.incoming import Incoming
@@ -154,6 +155,7 @@ def test_the_terminal_chat_has_new_sessions_and_resume(bot_config, workspace, ch
     assert "second topic" in _request_text(chat_server)
 
 
+@pytest.mark.slow(reason="fills the session list to its bound (out of make check's tier)")
 def test_a_broken_session_list_means_session_one_and_the_list_is_bounded(workspace):
     sessions = Sessions(workspace)
     workspace.write_text("conversations/console/sessions.json", "{not json")
