@@ -23,6 +23,9 @@ sys.path.insert(0, str(BENCH))
 from _common import percentile, table  # noqa: E402
 from prefix_stability import common_prefix  # noqa: E402
 
+# A script at its smallest size takes seconds idle; on a machine busy with other runs e2e took over 120 s.
+pytestmark = pytest.mark.timeout(300)
+
 
 def bench(name: str) -> subprocess.CompletedProcess:
     """``bench/<name>.py --quick``, its smallest size, finished (each test runs its own script: a test

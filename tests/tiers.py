@@ -193,6 +193,15 @@ def _closure(function: Callable[..., Any]) -> dict[str, Any]:
     return out
 
 
+def _fixtures_asked_by_name(function: Callable[..., Any]) -> set[str]:
+    """The string constants of a function that calls ``getfixturevalue``: the fixtures it may ask for."""
+    names: set[str] = set()
+    for code in _codes(inspect.unwrap(function).__code__):
+        if "getfixturevalue" in code.co_names:
+            names |= {c for c in code.co_consts if isinstance(c, str) and c.isidentifier()}
+    return names
+
+
 def mark(item: pytest.Item) -> None:
     """Add the ``subprocess``/``browser`` markers ``item`` earns by what it and its fixtures use."""
     if not isinstance(item, pytest.Function):
@@ -204,6 +213,9 @@ def mark(item: pytest.Item) -> None:
         for definitions in fixtures.name2fixturedefs.values():
             for definition in definitions:
                 found |= causes_of(definition.func, seen)
+    for name in _fixtures_asked_by_name(item.function):  # request.getfixturevalue("small_disk")
+        for definition in item.session._fixturemanager.getfixturedefs(name, item) or ():
+            found |= causes_of(definition.func, seen)
     if "browser" in found:
         found.add("subprocess")  # the driver and Chromium are processes
     for cause in sorted(found):
