@@ -2060,4 +2060,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a client's note is stored as the owner's own words",
         SERVE_MCP,
     ),
+    Mutation(
+        "action-capabilities-ignored",
+        f"{BOT}/agent/guard.py",
+        "    if action in per_action:",
+        "    if False:",
+        "a skill's own word on what an action needs is ignored: a mail draft asks as a send does",
+        ("test_mail_skill.py",),
+    ),
+    Mutation(
+        "action-capabilities-unchecked",
+        "assistant_framework/skills/loader.py",
+        "        if outside:",
+        "        if False:",
+        "a skill says an action needs a capability it never declared (less than it does, past the gate's narrowing)",
+        ("test_plugin_contract.py",),
+    ),
 )

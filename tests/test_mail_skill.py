@@ -119,6 +119,19 @@ def test_a_guest_never_sends(fake, start_bot, chat_server, smtp):
     assert smtp.messages == []
 
 
+def test_a_draft_needs_no_question_and_sends_nothing(fake, start_bot, chat_server, workspace, smtp):
+    """A draft stays in the workspace (``ACTION_CAPABILITIES``: ``write``): the default policy lets it run
+    unasked, while a send or reply asks (above)."""
+    start_bot(config_patch=lambda c: c.update(mail=mail_config(smtp)))
+    call = {"skill": "mail", "args": {"action": "draft", "to": "anna@example.org", "subject": "Sat", "body": "Maybe"}}
+    chat_server.enqueue(json.dumps(call), json.dumps({"reply": "Draft saved."}))
+    fake.send_message("draft a mail to Anna")
+    fake.wait_for(lambda: any("Draft saved." in t for t in texts(fake)), timeout=30)
+    assert not any(t.startswith("Confirm this action?") for t in texts(fake))
+    [draft] = workspace.list("mail/drafts/*.eml")
+    assert "Maybe" in workspace.read_text(draft) and smtp.messages == []
+
+
 # -- the skill on its own ---------------------------------------------------------------------
 
 

@@ -162,3 +162,25 @@ def test_an_older_collector_form_still_runs_and_warns_naming_the_new_one(
 def test_the_guides_point_to_the_written_contracts():
     assert "assistant_framework/skills/spec.py" in (ROOT / "docs" / "skills.md").read_text(encoding="utf-8")
     assert "assistant_framework/collectors/spec.py" in (ROOT / "docs" / "collectors.md").read_text(encoding="utf-8")
+
+
+def test_action_capabilities_must_be_a_part_of_the_declared_ones(tmp_path):
+    """``ACTION_CAPABILITIES`` may only narrow: an action said to need less is taken at its word, one naming a
+    capability the skill does not declare is a load error."""
+    from assistant_framework.skills.loader import SkillDefinitionError, load_skill_folder
+
+    folder = tmp_path / "outbox"
+    folder.mkdir()
+    (folder / "README.md").write_text("# Outbox\n")
+    source = (
+        'DESCRIPTION = "outbox"\nCAPABILITIES = ["write", "send"]\nACTION_CAPABILITIES = {ACTIONS}\n'
+        "def run(workspace, args, context=None):\n    return 'ok'\n"
+    )
+    (folder / "__init__.py").write_text(source.replace("{ACTIONS}", '{"Draft": ["write"]}'))
+    assert load_skill_folder(folder).action_capabilities == {"draft": ["write"]}
+    other = tmp_path / "outbox2"
+    other.mkdir()
+    (other / "README.md").write_text("# Outbox\n")
+    (other / "__init__.py").write_text(source.replace("{ACTIONS}", '{"draft": ["delete"]}'))
+    with pytest.raises(SkillDefinitionError, match="CAPABILITIES does not declare"):
+        load_skill_folder(other)

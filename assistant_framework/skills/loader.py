@@ -62,6 +62,8 @@ class Skill:
     deprecated: list[str] = field(default_factory=list)
     #: Where a skill that is no plugin folder comes from (``MCP server 'time' tool 'get_current_time'``).
     origin: str = ""
+    #: What a call with a given ``action`` needs (``ACTION_CAPABILITIES``), each a part of ``capabilities``.
+    action_capabilities: dict[str, list[str]] = field(default_factory=dict)
     #: Whether its results are outside content: None as its capabilities say (``network`` is outside),
     #: True always, False never (an outside server the owner marked trusted).
     outside: bool | None = None
@@ -205,6 +207,7 @@ def _definition(module: types.ModuleType, folder: Path) -> dict[str, Any]:
             "args_schema": data.get("args_schema"),
             "run": data.get("run"),
             "capabilities": data.get("capabilities"),
+            "action_capabilities": data.get("action_capabilities"),
             "timeout_seconds": data.get("timeout_seconds"),
         }
     return {
@@ -213,6 +216,7 @@ def _definition(module: types.ModuleType, folder: Path) -> dict[str, Any]:
         "args_schema": getattr(module, "ARGS_SCHEMA", None),
         "run": getattr(module, "run", None),
         "capabilities": getattr(module, "CAPABILITIES", None),
+        "action_capabilities": getattr(module, "ACTION_CAPABILITIES", None),
         "timeout_seconds": getattr(module, "TIMEOUT_SECONDS", None),
     }
 
@@ -226,6 +230,25 @@ def _capabilities(value: Any, folder: Path) -> list[str]:
     if unknown:
         raise SkillDefinitionError(f"{folder}: unknown capabilities {unknown}; known: {list(KNOWN_CAPABILITIES)}")
     return list(dict.fromkeys(value))
+
+
+def _action_capabilities(value: Any, declared: list[str], folder: Path) -> dict[str, list[str]]:
+    """``ACTION_CAPABILITIES`` checked: each action's list a non-empty part of the declared capabilities."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SkillDefinitionError(f"{folder}: action_capabilities must be an object, got {value!r}")
+    checked: dict[str, list[str]] = {}
+    for action, caps in value.items():
+        if not isinstance(action, str) or isinstance(caps, str) or not isinstance(caps, (list, tuple)) or not caps:
+            raise SkillDefinitionError(f"{folder}: action_capabilities[{action!r}] must be a non-empty list")
+        outside = [c for c in caps if c not in declared]
+        if outside:
+            raise SkillDefinitionError(
+                f"{folder}: action_capabilities[{action!r}] names {outside}, which CAPABILITIES does not declare"
+            )
+        checked[action.strip().lower()] = list(dict.fromkeys(caps))
+    return checked
 
 
 def _timeout(value: Any, folder: Path) -> float | None:
@@ -312,7 +335,8 @@ def load_skill_folder(folder: Path) -> Skill:
         readme_path=readme_path,
         help_text=sections.get("what it does", ""),
         schema_source=source,
-        capabilities=_capabilities(raw["capabilities"], folder),
+        capabilities=(capabilities := _capabilities(raw["capabilities"], folder)),
+        action_capabilities=_action_capabilities(raw["action_capabilities"], capabilities, folder),
         timeout_seconds=_timeout(raw["timeout_seconds"], folder),
         wants_context=wants_context,
         module_name=module.__name__,

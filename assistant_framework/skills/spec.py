@@ -8,6 +8,9 @@ A skill is a folder with ``__init__.py`` and ``README.md``. The module gives:
 - ``NAME: str`` (optional): default the folder name; ASCII letters, digits and ``_ - .``.
 - ``CAPABILITIES: list[str]`` (optional, default ``["read"]``): of ``KNOWN_CAPABILITIES``; the policy
   decides on each.
+- ``ACTION_CAPABILITIES: dict[str, list[str]]`` (optional): what a call with that ``action`` needs, each
+  list a part of ``CAPABILITIES`` (the ``mail`` skill's ``draft`` needs ``write``, its ``send`` ``send``);
+  an action it does not name is narrowed by the gate from its words (``read``, ``delete``, ``add``...).
 - ``TIMEOUT_SECONDS: float`` (optional): over the runtime's ``skill_timeout_seconds``.
 - ``run(workspace, args, context=None)`` (required, ``SkillRun``): returns the result the model reads (a
   string, or any JSON value); raises ``ValueError`` with a sentence the model can act on.
@@ -43,7 +46,7 @@ class CatalogEntry(TypedDict):
 KNOWN_CAPABILITIES = ("read", "write", "delete", "network", "send")
 DEFAULT_CAPABILITIES = ("read",)
 #: The module constants the loader reads (``run`` besides them).
-CONSTANTS = ("DESCRIPTION", "ARGS_SCHEMA", "NAME", "CAPABILITIES", "TIMEOUT_SECONDS")
+CONSTANTS = ("DESCRIPTION", "ARGS_SCHEMA", "NAME", "CAPABILITIES", "ACTION_CAPABILITIES", "TIMEOUT_SECONDS")
 
 #: The forms that still load with a warning, and what to write instead.
 DEFAULT_FORM = "module constants DESCRIPTION, ARGS_SCHEMA (optional) and run(workspace, args, context=None)"

@@ -169,11 +169,15 @@ def capabilities_for(skill: Any, args: Any) -> list[str]:
     """The capabilities this call needs, narrowed by its ``action``: a read of the workspace needs only
     ``read``, a delete only ``delete``, an add or change no ``delete``. What a call does beyond the
     workspace (``network``, ``send``) is never narrowed away, and an action the gate does not know
-    needs everything the skill declares."""
+    needs everything the skill declares. A skill that says what an action needs (``ACTION_CAPABILITIES``:
+    the mail skill's ``draft`` is a ``write``) is taken at its word for that action."""
     declared = list(getattr(skill, "capabilities", None) or ["read"])
     action = _action(args)
     if not action:
         return declared
+    per_action = getattr(skill, "action_capabilities", None) or {}
+    if action in per_action:
+        return list(per_action[action])
     reach = [c for c in declared if c in ("network", "send")]
     if action in READ_ACTIONS:
         return ["read", *reach]

@@ -23,6 +23,8 @@ DESCRIPTION = (
     "asks the owner unless they allowed it."
 )
 CAPABILITIES = ["write", "send"]
+#: A draft stays in the workspace: only sending asks.
+ACTION_CAPABILITIES = {"draft": ["write"], "send": ["send"], "reply": ["send"]}
 TIMEOUT_SECONDS = 60
 ARGS_SCHEMA = {
     "type": "object",
