@@ -22,6 +22,8 @@ from pathlib import Path
 
 import requests
 
+from tests.waiting import wait_until
+
 _MKCALENDAR = """<?xml version="1.0" encoding="utf-8"?>
 <C:mkcalendar xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav">
   <D:set><D:prop><D:displayname>{name}</D:displayname></D:prop></D:set>
@@ -69,23 +71,19 @@ class CalDAVServer:
         return self
 
     def _wait_ready(self) -> None:
-        for _ in range(600):  # the server's own start, checked by connecting (no fixed sleep)
+        """Until the server accepts a connection (its own start; no fixed sleep); its log if it exits."""
+
+        def listening() -> bool:
             assert self._process is not None
             if self._process.poll() is not None:
                 raise RuntimeError(f"radicale exited: {(self.root / 'radicale.log').read_text()}")
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
+                return True
             except OSError:
-                self._process_wait(0.05)
-        raise RuntimeError("radicale did not start")
+                return False
 
-    def _process_wait(self, seconds: float) -> None:
-        assert self._process is not None
-        try:
-            self._process.wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            pass
+        wait_until(listening, timeout=60, what="radicale to listen")
 
     def __exit__(self, *exc: object) -> None:
         if self._process is not None and self._process.poll() is None:
