@@ -8,9 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import caldav
 import requests
-from caldav.lib import error as caldav_error
 
 from assistant_framework.config.settings.calendar import CalendarSettings
 
@@ -29,6 +27,12 @@ def owner_calendar(settings: CalendarSettings) -> Iterator[Any]:
     """The configured calendar (a ``caldav.Calendar``), its connection closed afterwards."""
     if not settings.url:
         raise ValueError(NOT_SET_UP)
+    # Imported here: a venv made before caldav became a dependency still loads every skill.
+    try:
+        import caldav
+        from caldav.lib import error as caldav_error
+    except ImportError:
+        raise ValueError("the caldav library is missing: run make install") from None
     try:
         with caldav.DAVClient(
             settings.url,
@@ -57,6 +61,8 @@ def _find(client: Any, settings: CalendarSettings) -> Any:
 
 def event_by_uid(calendar: Any, uid: str) -> Any:
     """The event with this UID; ValueError when there is none (the model should list first)."""
+    from caldav.lib import error as caldav_error
+
     try:
         return calendar.event_by_uid(uid)
     except caldav_error.NotFoundError:
