@@ -22,6 +22,7 @@ class Mutation:
 
 # Test files by the guard they cover (the mutation loop runs only these, to keep the machine usable).
 MCP_CLI = ("test_mcp_cli.py",)
+MEMORY_JOURNAL = ("test_memory_journal.py", "test_console_quit.py")
 SERVE = ("test_serve_clients.py",)
 SERVE_MCP = ("test_serve_mcp.py",)
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
@@ -2075,5 +2076,54 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if False:",
         "a skill says an action needs a capability it never declared (less than it does, past the gate's narrowing)",
         ("test_plugin_contract.py",),
+    ),
+    # -- leaving the terminal chat at once; the extraction queue's journal (issue 46) --------------------
+    Mutation(
+        "journal-not-resumed",
+        f"{AF}/memory/service.py",
+        "            for exchange in self.journal.load():",
+        "            for exchange in []:",
+        "an exchange queued for fact extraction when the bot stopped is never extracted",
+        MEMORY_JOURNAL,
+    ),
+    Mutation(
+        "journal-not-removed-when-stored",
+        f"{AF}/memory/service.py",
+        "                self.journal.remove(group)  # stored: not extracted again at the next start",
+        "                pass",
+        "every start extracts the same exchanges again, and the journal fills to its bound",
+        MEMORY_JOURNAL,
+    ),
+    Mutation(
+        "journal-drops-untrusted-mark",
+        f"{AF}/memory/journal.py",
+        '                untrusted=e["untrusted"],',
+        "                untrusted=False,",
+        "after a restart, facts from outside content are stored as the owner's own",
+        MEMORY_JOURNAL,
+    ),
+    Mutation(
+        "journal-marks-everything-untrusted",
+        f"{AF}/memory/journal.py",
+        '                untrusted=e["untrusted"],',
+        "                untrusted=True,",
+        "after a restart, the owner's own facts are stored marked as outside content",
+        MEMORY_JOURNAL,
+    ),
+    Mutation(
+        "console-exit-waits-for-memory",
+        f"{BOT}/cli/run.py",
+        "if not runtime.shutdown(timeout=min(configured.shutdown_timeout_seconds, CONSOLE_EXIT_SECONDS)):",
+        "if not runtime.shutdown(timeout=configured.shutdown_timeout_seconds):",
+        "/quit in the terminal chat waits up to 20 s for a background model call",
+        MEMORY_JOURNAL,
+    ),
+    Mutation(
+        "console-exit-says-the-wrong-thing",
+        f"{BOT}/cli/run.py",
+        "if not runtime.shutdown(timeout=min(configured.shutdown_timeout_seconds, CONSOLE_EXIT_SECONDS)):",
+        "if runtime.shutdown(timeout=min(configured.shutdown_timeout_seconds, CONSOLE_EXIT_SECONDS)):",
+        "leaving the terminal chat says work continues when none was left, and nothing when some was",
+        MEMORY_JOURNAL,
     ),
 )

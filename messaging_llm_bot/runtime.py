@@ -254,8 +254,11 @@ class BotRuntime:
             except Exception:  # keep the timer alive; the next hour may work
                 log.exception("memory maintenance failed")
 
-    def shutdown(self, timeout: float = 20) -> None:
-        """Stop background work, wait for memory jobs (up to ``timeout``), close clients."""
+    def shutdown(self, timeout: float = 20) -> bool:
+        """Stop background work, wait for memory jobs (up to ``timeout``), close clients.
+
+        False when memory work was still under way: its exchanges stay in the extraction journal
+        (memory/journal.py) and are extracted at the next start, so a short ``timeout`` loses nothing."""
         hooks, self._shutdown_hooks = self._shutdown_hooks, []
         for hook in hooks:
             try:
@@ -266,17 +269,20 @@ class BotRuntime:
         if self.parts is None:
             with self._build_lock:  # a build under way finishes first, then is shut down below
                 if self.parts is None:
-                    return
+                    return True
         if self.collector_runner is not None:
             self.collector_runner.stop(timeout=min(timeout, 10))
+        finished = True
         if self.memory is not None:
-            if not self.memory.drain(timeout):
-                log.warning("memory work did not finish within %.0f s", timeout)
-            self.memory.close()
+            finished = self.memory.drain(timeout)
+            if not finished:
+                log.warning("memory work did not finish within %.0f s; the rest resumes at the next start", timeout)
+            self.memory.close(wait=min(timeout, 5) if finished else 0)
         if not self.agent.drain(min(timeout, 10)):  # traces are written by a background thread
             log.warning("trace writes did not finish within %.0f s", min(timeout, 10))
         self.skills.close()  # MCP servers stop with the bot
         self.llm.close()
+        return finished
 
 
 def _refuse_plugin_dirs_in_workspace(settings: Settings, path: Path, workspace_root: Path) -> None:

@@ -28,6 +28,7 @@ class Exchange:
     reply: str
     turn_ids: list[str] = field(default_factory=list)
     untrusted: bool = False  # outside content entered the turn: its facts are stored marked
+    journal_id: str = ""  # its entry in the on-disk queue (journal.py), removed once its facts are stored
 
 
 class IdleBatcher:

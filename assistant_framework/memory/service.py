@@ -22,6 +22,7 @@ from .embeddings import Embed, make_similarity
 from .episodes import write_settled_episodes
 from .extract import extract_batch_and_store
 from .index import MemoryIndex
+from .journal import ExtractionJournal
 from .log import CONVERSATIONS_DIR, TurnLog, safe_conversation_id
 from .modelcall import Complete
 from .profile import profile_text, refresh_profile_if_due
@@ -95,6 +96,15 @@ class MemoryService:
             self.worker.submit if self.worker else (lambda job, label: job()),
             idle_seconds=self.settings.extract_idle_seconds,
         )
+        # The queue is also on disk, so a stop that does not wait for it loses nothing: what an
+        # earlier run left is queued again now (journal.py).
+        self.journal = ExtractionJournal(workspace)
+        if self.complete is not None and self.worker is not None:
+            for exchange in self.journal.load():
+                if self._extracts(exchange.conversation_id):
+                    self.extraction.add(exchange)
+                else:  # the config changed since: extraction is off, or this chat is excluded now
+                    self.journal.remove([exchange])
         self._closed = False
         if self.index.moved_aside:  # a broken index was replaced by an empty one: refill it now
             if self.worker is not None:
@@ -320,11 +330,18 @@ class MemoryService:
         """Queue fact extraction for the new turns (runs when the chat is idle); returns at once.
 
         ``untrusted``: outside content entered the turn; its facts are stored marked as such."""
-        if self.complete is None or self.worker is None or recall_policy.is_excluded(conversation_id, self.settings):
+        if self.complete is None or self.worker is None or not self._extracts(conversation_id):
             return
-        if not self.settings.extract_facts:
-            return
-        self.extraction.add(Exchange(conversation_id, user_text, reply, list(turn_ids), untrusted=bool(untrusted)))
+        exchange = Exchange(conversation_id, user_text, reply, list(turn_ids), untrusted=bool(untrusted))
+        try:
+            self.journal.add(exchange)
+        except OSError as exc:  # a full disk: extraction still runs in this run, only a restart would lose it
+            log.warning("memory: the extraction queue could not be written (%s)", exc)
+        self.extraction.add(exchange)
+
+    def _extracts(self, conversation_id: str) -> bool:
+        """Facts are extracted from this chat's turns (the setting is on, the chat not excluded)."""
+        return self.settings.extract_facts and not recall_policy.is_excluded(conversation_id, self.settings)
 
     def _extract_batch(self, conversation_id: str, exchanges: list[Exchange]) -> None:
         # Untrusted exchanges get their own call, so the owner's facts of the same batch stay unmarked.
@@ -340,6 +357,7 @@ class MemoryService:
                 extract_batch_and_store(
                     self.workspace, complete, conversation_id, pairs, ids, self.tz, untrusted=untrusted
                 )
+                self.journal.remove(group)  # stored: not extracted again at the next start
 
     def maintenance(self, now: datetime | None = None) -> None:
         """Write episodes for settled days and refresh the profile when due (runs in the worker)."""
@@ -371,11 +389,13 @@ class MemoryService:
         self.extraction.flush()
         return self.worker.drain(timeout) if self.worker else True
 
-    def close(self) -> None:
+    def close(self, wait: float = 5.0) -> None:
+        """Stop the background work, waiting at most ``wait`` seconds for a job under way (what it leaves
+        in the extraction queue is in the journal, for the next start)."""
         if self._closed:
             return
         self._closed = True
         self.extraction.close()
         if self.worker:
-            self.worker.stop()
+            self.worker.stop(wait)
         self.index.close()

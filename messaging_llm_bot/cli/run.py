@@ -27,6 +27,10 @@ from messaging_llm_bot.cli.config import Subparsers
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 CONSOLE_LOG = "state/logs/console.log"
 BOT_LOG = "state/logs/bot.log"
+#: How long leaving the terminal chat (/quit, Ctrl-D) waits for background work: memory work left over is
+#: in the extraction journal and resumes at the next start, so the user need not wait for a model call.
+CONSOLE_EXIT_SECONDS = 1.0
+LEFT_FOR_NEXT_START = "Memory work still under way continues at the next start."
 _LIBRARY_LOGGERS = ("telegram", "httpx", "httpcore", "apscheduler")
 NO_TOKEN = (
     "No Telegram bot token is configured (set telegram.token in the config, "
@@ -244,7 +248,8 @@ def start(args: argparse.Namespace) -> int:
         try:
             return run_console(runtime)
         finally:
-            runtime.shutdown(timeout=configured.shutdown_timeout_seconds)
+            if not runtime.shutdown(timeout=min(configured.shutdown_timeout_seconds, CONSOLE_EXIT_SECONDS)):
+                print(LEFT_FOR_NEXT_START, file=sys.stderr, flush=True)
     # Also a rotating file in the workspace, as the terminal chat has: a service's stderr may go nowhere.
     setup_logging(
         configured.log_level or default_level,

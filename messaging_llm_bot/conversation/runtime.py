@@ -54,6 +54,6 @@ class Runtime(Protocol):
         """Run ``hook(timeout)`` first at shutdown."""
         ...
 
-    def shutdown(self, timeout: float = 20) -> None:
-        """Stop background work and close the clients."""
+    def shutdown(self, timeout: float = 20) -> bool:
+        """Stop background work and close the clients; False when memory work was left for the next start."""
         ...
