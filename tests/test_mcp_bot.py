@@ -60,7 +60,9 @@ def env(tmp_path_factory):
                 "max_skill_rounds": 3,
                 "retries_per_runner": 0,
             },
-            "runtime": {"timezone": "Europe/Berlin"},
+            # [Tools] wide enough for every built-in and the servers' tools with their descriptions (past the
+            # default 8,000 characters descriptions are cut, which the calendar and mail skills now reach).
+            "runtime": {"timezone": "Europe/Berlin", "section_caps": {"tools": 20000}},
         }
         config = telegram_config(base, api, allowed_user_ids=[OWNER, GUEST])
         config["mcp"] = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from assistant_framework.hints import CLI
 from messaging_llm_bot.ops.doctor.check import FAIL, OK, SKIP, Check, Context
 
 
@@ -19,12 +20,12 @@ def check_serve(ctx: Context) -> list[Check]:
         return []
     web = settings.web
     where = f"http://{web.host}:{web.port}"
-    runs = "runs with the bot (web.enabled)" if web.enabled else "runs with `assistant web` (web.enabled is false)"
+    runs = "runs with the bot (web.enabled)" if web.enabled else f"runs with `{CLI} web` (web.enabled is false)"
     checks = [
         Check(
             "serve mcp",
             OK if settings.memory.enabled else SKIP,
-            f"stdio: `assistant mcp serve` (read-only unless --write); HTTP: {where}/mcp, {runs}"
+            f"stdio: `{CLI} mcp serve` (read-only unless --write); HTTP: {where}/mcp, {runs}"
             + ("" if settings.memory.enabled else "; memory is off (memory.enabled): searches find nothing"),
         )
     ]
