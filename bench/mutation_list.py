@@ -2126,4 +2126,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "leaving the terminal chat says work continues when none was left, and nothing when some was",
         MEMORY_JOURNAL,
     ),
+    Mutation(
+        "chat-jobs-add-past-max-jobs",
+        f"{BOT}/conversation/job_add.py",
+        "        job = store.add(fields, max_jobs=limits.max_jobs, now=now)",
+        "        job = store.add(fields, max_jobs=None, now=now)",
+        "/jobs add in chat adds jobs past jobs.max_jobs",
+        ("test_jobs_bot.py",),
+    ),
+    Mutation(
+        "chat-jobs-add-prompt-too-often",
+        f"{BOT}/conversation/job_add.py",
+        "    store = JobStore(workspace, default_tz, limits)",
+        "    store = JobStore(workspace, default_tz, None)",
+        "/jobs add in chat makes a prompt job (a model turn) run more often than jobs.min_prompt_interval_minutes",
+        ("test_jobs_bot.py",),
+    ),
 )

@@ -349,3 +349,37 @@ def test_a_job_made_in_a_topic_of_the_owners_chat_runs_there_and_in_general_once
     fake.wait_for(lambda: len(runs(workspace)) == 2)
     assert [line["outcome"] for line in runs(workspace)] == ["delivered", "delivered"]
     assert [m["text"] for m in fake.topic_messages(OWNER, None)] == ["🗓 Stand up"]  # nothing else left the topic
+
+
+# -- /jobs add: a job without the model, in any chat (conversation/job_add.py) ---------------------------
+
+
+def test_jobs_add_in_chat_makes_a_job_delivered_there_without_the_model(fake, chat_server, job_bot, workspace):
+    clock = Clock()
+    job_bot(clock, {"max_jobs": 2}, allowed_user_ids=[OWNER, 2])
+    fake.send_message("/jobs add tick --every-minutes 1 --message TICK", user_id=OWNER)
+    added = fake.wait_for(lambda: next((t for t in texts(fake, OWNER) if "tick" in t), None))
+    assert added.startswith("Job j1 (tick) added: every 1 minute, message; next run "), added
+    clock.advance(seconds=61)
+    fake.wait_for(lambda: delivered(fake, "🗓 TICK"))
+    assert chat_server.chat_requests == []  # no model call for any of it
+    # Checked as the skill checks, answered in one sentence; nothing stored.
+    fake.send_message('/jobs add x --cron "30 25 * * 1-5" --message m', user_id=OWNER)
+    wrong = fake.wait_for(lambda: next((t for t in texts(fake, OWNER) if t.startswith("Job not added")), None))
+    assert "hour" in wrong and "0-23" in wrong, wrong
+    fake.send_message("/jobs add y --every-minutes 5", user_id=OWNER)
+    missing = fake.wait_for(lambda: [t for t in texts(fake, OWNER) if t.startswith("Job not added")][1:])
+    assert "--message" in missing[0] and "Usage: /jobs add NAME" in missing[0], missing
+    refusals = lambda: [t for t in texts(fake, OWNER) if t.startswith("Job not added")]  # noqa: E731
+    fake.send_message("/jobs add often --every-minutes 1 --prompt hi", user_id=OWNER)  # the jobs.* limits too
+    too_often = fake.wait_for(lambda: refusals()[2:])
+    assert "at most every 15 minutes" in too_often[0], too_often
+    fake.send_message("/jobs add second --every-minutes 5 --message hi", user_id=OWNER)
+    fake.wait_for(lambda: [t for t in texts(fake, OWNER) if t.startswith("Job j2 (second) added")])
+    fake.send_message("/jobs add third --every-minutes 5 --message hi", user_id=OWNER)
+    full = fake.wait_for(lambda: refusals()[3:])
+    assert "jobs.max_jobs" in full[0], full
+    fake.send_message("/jobs add z --every-minutes 1 --message hi", user_id=2)  # not the owner: refused
+    refused = fake.wait_for(lambda: texts(fake, 2))
+    assert "only for the owner" in refused[0]
+    assert [row["name"] for row in json.loads(workspace.read_text(JOBS_FILE))] == ["tick", "second"]

@@ -15,10 +15,11 @@ from pathlib import Path
 from assistant_framework.config import load_config
 from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
-from assistant_framework.jobs import CATCH_UP, Job, JobError, JobStore, RunLog, as_row, describe_next
+from assistant_framework.jobs import Job, JobError, JobStore, RunLog, as_row, describe_next
 from assistant_framework.stores import NotFoundError
 from assistant_framework.workspace import existing_workspace
 from messaging_llm_bot.cli.config import Subparsers, add_config_option
+from messaging_llm_bot.conversation.job_add import add_job_options, job_fields
 
 HINT = f"`{CLI} jobs list` shows the ids"
 
@@ -55,16 +56,8 @@ def register(subparsers: Subparsers) -> None:
 
 
 def _fields(parser: argparse.ArgumentParser, *, required: bool) -> None:
-    """A job's schedule and payload options (one of each; ``required`` for ``add``), its zone and catch_up."""
-    when = parser.add_mutually_exclusive_group(required=required)
-    when.add_argument("--cron", metavar="EXPR", help='five fields "minute hour day month weekday", e.g. "30 7 * * 1-5"')
-    when.add_argument("--every-minutes", type=int, metavar="N", help="every N minutes, counted from now")
-    when.add_argument("--at", metavar="'YYYY-MM-DD HH:MM'", help="once, at this local time")
-    what = parser.add_mutually_exclusive_group(required=required)
-    what.add_argument("--message", metavar="TEXT", help="text sent as it is (no model call)")
-    what.add_argument("--prompt", metavar="TEXT", help="a request the assistant answers at each run")
-    parser.add_argument("--timezone", metavar="ZONE", help="an IANA zone (default: runtime.timezone)")
-    parser.add_argument("--catch-up", choices=CATCH_UP, help="runs missed while the bot was down (default: once)")
+    """A job's options (the chat's ``/jobs add`` has the same: conversation/job_add.py) and the common ones."""
+    add_job_options(parser, required=required)
     _common(parser)
 
 
@@ -110,16 +103,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     """A job as the skill makes it (the same checks: schedule, payload, zone, the limits); exit 2 saying what to
     fix. It runs where a job written by hand runs: the owner's chat on the first configured channel."""
     store = _store(args, within_limits=True)
-    fields = {
-        "name": args.name,
-        "cron": args.cron,
-        "every_minutes": args.every_minutes,
-        "at": args.at,
-        "message": args.message,
-        "prompt": args.prompt,
-        "timezone": args.timezone or store.default_tz,
-        "catch_up": args.catch_up,
-    }
+    fields = job_fields(args, store.default_tz)
     now = _now()
     limits = store.limits
     try:

@@ -352,6 +352,12 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
         return runtime_stats(runtime)
     if name == "reload":
         return reload_text(runtime.reload())
+    if name == "jobs" and rest.strip().split(" ", 1)[0].lower() == "add":
+        from messaging_llm_bot.conversation.job_add import chat_add
+
+        line = rest.strip()[len("add") :]
+        zone = runtime.agent.settings.timezone
+        return chat_add(runtime.workspace, conversation_id, line, runtime.agent.now(), zone, runtime.settings.jobs)
     if name == "jobs":
         from messaging_llm_bot.conversation.job_texts import jobs_text
 

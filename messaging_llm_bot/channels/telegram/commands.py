@@ -83,6 +83,14 @@ class Commands:
         await answer_update(update, context.bot, await asyncio.to_thread(self.digest_text))
 
     async def cmd_jobs(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        message = update.effective_message
+        if context.args and context.args[0].lower() == "add" and message is not None and message.text:
+            # /jobs add ...: the conversation service's, as in every channel (conversation/job_add.py)
+            conversation, owner = self.conversation(update), self.owner_data(update)
+            run = texts.run_command
+            text = await asyncio.to_thread(run, self.runtime, conversation, message.text, owner_data=owner)
+            await answer_update(update, context.bot, text or "")
+            return
         tz = self.settings.timezone
         limits = self.runtime.settings.jobs
         text = await asyncio.to_thread(jobs_text, self.runtime.workspace, datetime.now(ZoneInfo(tz)), tz, limits)
