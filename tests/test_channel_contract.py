@@ -319,7 +319,9 @@ def test_a_stranger_is_told_once_and_reaches_no_model(
 # -- a streamed reply: edits where the channel can edit, else one final message ---------------------------
 
 WORDS = [f"word{i} " for i in range(14)]
-STREAMED = {"content": "".join(WORDS) + "END", "stream_chunks": [*WORDS, "END"], "chunk_delay": 0.15}
+# 14 words over about 4 s: Telegram edits at most once a second (EDIT_INTERVAL_SECONDS), so the growing answer
+# is shown at least twice before the final text whatever the stream guard holds back at the start.
+STREAMED = {"content": "".join(WORDS) + "END", "stream_chunks": [*WORDS, "END"], "chunk_delay": 0.3}
 
 
 def _stream_on_telegram(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
