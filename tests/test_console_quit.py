@@ -29,8 +29,9 @@ def _console(config: Path, ws: Path) -> Terminal:
     return Terminal([*argv, "--workspace", str(ws)])
 
 
+@pytest.mark.parametrize("leave", ["/quit\r", "\x04"], ids=["quit", "ctrl-d"])
 def test_quit_during_an_extraction_returns_at_once_and_the_next_start_extracts_it(
-    tmp_path: Path, chat_server: FakeChatServer, test_skills_dir: Path
+    tmp_path: Path, chat_server: FakeChatServer, test_skills_dir: Path, leave: str
 ) -> None:
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     (config / "memory.json").write_text(json.dumps({"enabled": True, "extract_idle_seconds": 0}))
@@ -53,8 +54,9 @@ def test_quit_during_an_extraction_returns_at_once_and_the_next_start_extracts_i
         term.type("I always drink green tea in the morning\r")
         term.wait_for("Lovely!")
         assert extracting.wait(30), "no extraction was started"
+        term.wait_for("you> ", start=term.output.index("Lovely!"))  # reading again: Ctrl-D is an end of input
         mark = len(term.output)
-        term.type("/quit\r")
+        term.type(leave)
         term.wait_for(LEFT_FOR_NEXT_START, timeout=10, start=mark)  # generous for 1 s, shorter than the old 20 s
         assert term.proc.wait(10) == 0  # gone without waiting for the model
     finally:
