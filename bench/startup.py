@@ -39,6 +39,7 @@ from _common import (  # noqa: E402
     end_children_when_killed,
     fake_server,
     machine_line,
+    start_process,
     stop_process,
     table,
     write_config_dir,
@@ -93,7 +94,7 @@ def time_to_first_poll(
     ``config`` the bot's config is written to ``config_dir`` pointing at it. The process is stopped after.
     """
     fake = FakeBotAPI().start()
-    proc = None
+    children: list[subprocess.Popen] = []
     address = {"token": fake.token, "base_url": fake.base_url, "base_file_url": fake.base_file_url}
     try:
         if config is not None and config_dir is not None:
@@ -102,7 +103,8 @@ def time_to_first_poll(
             write_config_dir(config, config_dir)
         with open(log_path, "ab") as log:
             started = time.perf_counter()
-            proc = subprocess.Popen(
+            proc = start_process(
+                children,
                 [arg.format(**address) for arg in command],
                 cwd=ROOT,
                 env=env,
@@ -113,7 +115,7 @@ def time_to_first_poll(
             wait(fake.polls_started, 60, "getUpdates call", proc)  # when it arrives, not when it returns
             return time.perf_counter() - started, cpu_seconds(proc.pid)
     finally:
-        if proc is not None:
+        for proc in children:
             stop_process(proc)
         fake.stop()
 
@@ -170,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     base = Path(tempfile.mkdtemp(prefix="bench-startup-"))
     model = fake_server(latency=0.0)
     fake = FakeBotAPI().start()
-    proc = None
+    children: list[subprocess.Popen] = []
     log_path = base / "bot.log"
     try:
         config = bench_config(model.base_url, max_concurrency=4, extra_runtime={"max_pending_per_chat": per_chat})
@@ -186,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         config_dir = write_config_dir(config, base / "config")
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
+            proc = start_process(
+                children,
                 [
                     sys.executable,
                     "-m",
@@ -220,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"startup benchmark failed: {exc}\n--- bot log tail ---\n{tail}", file=sys.stderr)
         return 1
     finally:
-        if proc is not None:
+        for proc in children:
             stop_process(proc)
         fake.stop()
         model.stop()
