@@ -38,6 +38,7 @@ def _project(root: Path) -> Path:
 
 
 @pytest.mark.timeout(600)  # a venv, pip's own upgrade and an isolated build: minutes on a busy machine
+@pytest.mark.slow(reason="makes a venv and runs the real make install (pip upgrade, an isolated build) twice")
 def test_make_install_prints_no_installer_banner(tmp_path) -> None:
     if shutil.which("make") is None or shutil.which("python3") is None:
         pytest.skip("no make or python3")

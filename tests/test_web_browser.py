@@ -36,6 +36,10 @@ from selenium.common.exceptions import StaleElementReferenceException  # noqa: E
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
+# One Chromium for the module, started in the first test's setup (26 s once beside the rest of make test's
+# four workers), and a page walk that builds on it: its phases may pass the per-test bound of tests/tiers.py.
+pytestmark = pytest.mark.slow(reason="starts headless Chromium once for the module; the walk builds on it")
+
 if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
     pytest.skip(
         f"no Chromium at {CHROMIUM} or chromedriver at {CHROMEDRIVER} (apt-get install chromium chromium-driver)",
