@@ -1566,7 +1566,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "parse-xml-parameters-unbounded",
-        f"{BOT}/protocol/parse.py",
+        f"{BOT}/protocol/templates.py",
         "if match is None or len(args) >= MAX_XML_PARAMETERS:",
         "if match is None:",
         "a Qwen3-Coder call with any number of parameters is read",

@@ -11,7 +11,8 @@ from typing import Collection
 from messaging_llm_bot.protocol.lenient_json import REPLY_PREFIX_RE as _REPLY_PREFIX_RE
 from messaging_llm_bot.protocol.lenient_json import decode_partial_string as _decode_partial_string
 from messaging_llm_bot.protocol.lenient_json import open_region, scan, strip_think
-from messaging_llm_bot.protocol.parse import TEMPLATE_CALL_MARKERS, calls_from_value, parse_model_output
+from messaging_llm_bot.protocol.parse import calls_from_value, parse_model_output
+from messaging_llm_bot.protocol.templates import TEMPLATE_CALL_MARKERS
 
 #: Chat templates' call markers, lower-cased as ``feed`` compares them.
 _TEMPLATE_MARKERS = tuple(marker.lower() for marker in TEMPLATE_CALL_MARKERS)
