@@ -14,6 +14,7 @@ Still to come: a file out.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import io
 import json
 import typing
@@ -24,6 +25,7 @@ import pytest
 from messaging_llm_bot.channels import contract
 from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.markup import terminal_text, utf16_len
+from messaging_llm_bot.conversation.routes import ROUTES, Route
 
 RECORDS = [
     contract.Capabilities,
@@ -34,6 +36,7 @@ RECORDS = [
     contract.Sent,
     contract.OutgoingFile,
     contract.TextOut,
+    contract.RunOptions,
 ]
 
 
@@ -122,6 +125,27 @@ def test_a_channel_declares_its_capabilities_in_the_contracts_terms(channel: str
     assert isinstance(capabilities, Capabilities)
     assert capabilities.length_unit in MEASURE
     assert capabilities.media_in <= set(contract.MEDIA_KINDS)
+
+
+# -- registration: one Route line and the channel's own files --------------------------------------------
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.channel)
+def test_every_registered_channel_has_an_entry_the_run_can_start(route: Route) -> None:
+    """``assistant run`` starts a channel from its Route alone: its folder's entry.py has ``runner`` (the
+    terminal chat is started by ``--frontend console`` itself, which owns the terminal), and the name is one
+    of ``--frontend``'s choices."""
+    from messaging_llm_bot.channels.run import runner_factory
+    from messaging_llm_bot.cli.run import build_parser
+
+    [frontend] = [a for a in build_parser()._actions if a.dest == "frontend"]
+    assert route.channel in (frontend.choices or ())
+    if route.configured is None:
+        assert route.channel == "console"
+        return
+    factory = runner_factory(route.channel)
+    assert list(inspect.signature(factory).parameters) == ["runtime", "options"]
+    assert inspect.signature(factory).return_annotation in ("ChannelRunner", contract.ChannelRunner)
 
 
 # -- an ``ask`` approval through each channel (the default policy asks before a delete) ---------------------

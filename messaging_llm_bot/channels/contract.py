@@ -169,6 +169,28 @@ class Channel(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How ``channels/run.py`` starts a channel's runner: the first channel of a process keeps the main
+    thread, its stop signals and the runtime's shutdown; the others run in threads beside it."""
+
+    stop_signals: tuple[int, ...] = ()  # the signals it stops on (only the main thread can take them)
+    manage_runtime: bool = True  # it shuts the runtime down when it ends
+
+
+class ChannelRunner(Protocol):
+    """One channel running in a process: what ``runner(runtime, options)`` in ``channels/<name>/entry.py``
+    returns (docs/channels.md, "Writing a channel")."""
+
+    def run(self) -> int:
+        """Serve until stopped (blocks the calling thread); the exit code: 0 stopped, 1 failed, 2 usage."""
+        ...
+
+    def stop(self, timeout: float) -> None:
+        """Ask it to stop, from any thread; turns running get ``timeout`` seconds."""
+        ...
+
+
 class DeliveryError(Exception):
     """A channel could not deliver; ``for_good`` when sending again cannot help (blocked, chat gone)."""
 

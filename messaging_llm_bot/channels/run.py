@@ -1,48 +1,71 @@
-"""Run every enabled chat frontend in one process: one workspace, memory and skill set, separate chats.
+"""Run every enabled chat channel in one process: one workspace, memory and skill set, separate chats.
 
-Telegram keeps the main thread (its library wants the main thread's signals); Signal then runs in a
-thread of its own with its own event loop. Whoever shuts the runtime down stops Signal first
-(``BotRuntime.on_shutdown``), so no turn uses the model client after it is closed.
+Which channels there are is the registry's (conversation/routes.py, one ``Route`` each); how one starts is
+its folder's ``entry.py`` (``runner(runtime, options)``), found by the route's name, so a new channel is
+new files plus its ``Route`` line. The first channel named keeps the main thread (its stop signals: Telegram's
+library wants them there) and shuts the runtime down; each other runs in a thread of its own with its own
+event loop and is stopped first at shutdown (``BotRuntime.on_shutdown``), so no turn uses the model client
+after it is closed.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import signal
 import threading
+from collections.abc import Callable
 
 from assistant_framework.config.settings import Settings
+from messaging_llm_bot.channels.contract import ChannelRunner, RunOptions
 from messaging_llm_bot.conversation.routes import configured_channels
 from messaging_llm_bot.conversation.runtime import Runtime
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+JOIN_SECONDS = 5.0  # a side channel's thread, once it was told to stop and the runtime is down
+
+#: ``runner(runtime, options)`` in ``channels/<name>/entry.py``.
+RunnerFactory = Callable[[Runtime, RunOptions], ChannelRunner]
+
 
 def enabled_frontends(settings: Settings) -> list[str]:
-    """Chat channels the config turns on (conversation/routes.py): telegram when it has a token, signal when
-    ``signal.enabled``."""
+    """Chat channels the config turns on, in the registry's order (conversation/routes.py)."""
     return configured_channels(settings)
+
+
+def runner_factory(name: str) -> RunnerFactory:
+    """The ``runner`` of ``channels/<name>/entry.py``; imported only when that channel starts (a Telegram-only
+    start does not load Signal's modules, and the reverse)."""
+    entry = importlib.import_module(f"{__package__}.{name}.entry")
+    factory: RunnerFactory = entry.runner
+    return factory
 
 
 def run_chat_frontends(runtime: Runtime, names: list[str]) -> int:
     """Run ``names`` until stopped (SIGINT/SIGTERM); returns the worst exit code."""
-    # Imported here: a Telegram-only start does not load the Signal frontend, and the reverse.
-    if names == ["signal"]:
-        from messaging_llm_bot.channels.signal.service import run_signal
-
-        return run_signal(runtime)
-    from messaging_llm_bot.channels.telegram.bot import run_telegram
-
-    if "signal" not in names:
-        return run_telegram(runtime)
-    from messaging_llm_bot.channels.signal.service import SignalService
-
+    first, *others = names
     timeout = runtime.settings.runtime.shutdown_timeout_seconds
-    service = SignalService(runtime, manage_runtime=False)
+    side = [runner_factory(name)(runtime, RunOptions(manage_runtime=False)) for name in others]
     codes: list[int] = []
-    thread = threading.Thread(target=lambda: codes.append(service.run()), name="signal-frontend", daemon=True)
-    runtime.on_shutdown(lambda t: service.stop(t))
-    thread.start()
-    code = run_telegram(runtime, (signal.SIGINT, signal.SIGTERM))
-    if not service.stopped.is_set():  # Telegram ended before it shut the runtime down (e.g. a bad token)
-        service.stop(timeout)
-        runtime.shutdown(timeout)
-    thread.join(5)
+    threads: list[threading.Thread] = []
+    for name, runner in zip(others, side, strict=True):
+        thread = threading.Thread(target=_run_into, args=(runner, codes), name=f"{name}-channel", daemon=True)
+        runtime.on_shutdown(functools.partial(_stop_and_wait, runner, thread))
+        threads.append(thread)
+        thread.start()
+    code = runner_factory(first)(runtime, RunOptions(stop_signals=STOP_SIGNALS)).run()
+    if any(thread.is_alive() for thread in threads):  # the first ended before it shut the runtime down
+        runtime.shutdown(timeout)  # its hooks stop the others first
+    for thread in threads:
+        thread.join(JOIN_SECONDS)
     return max([code, *codes])
+
+
+def _run_into(runner: ChannelRunner, codes: list[int]) -> None:
+    codes.append(runner.run())
+
+
+def _stop_and_wait(runner: ChannelRunner, thread: threading.Thread, timeout: float) -> None:
+    """A side channel stopped first at shutdown, and waited for: its turns end before the model client closes."""
+    runner.stop(timeout)
+    thread.join(timeout)

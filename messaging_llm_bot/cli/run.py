@@ -1,4 +1,5 @@
-"""Start the bot: ``assistant run [--config config] [--workspace workspace] [--frontend telegram|signal|console]``.
+"""Start the bot: ``assistant run [--config config] [--workspace workspace] [--frontend NAME]`` (a channel of the
+registry, conversation/routes.py: telegram, signal, console, ...).
 
 ``assistant-bot`` and ``python -m messaging_llm_bot`` are the same command with the same options.
 """
@@ -23,6 +24,7 @@ from assistant_framework.workspace import WorkspacePathError
 from assistant_framework.workspace.inuse import hold_in_use
 from assistant_framework.workspace.private import make_private_dirs, use_private_umask
 from messaging_llm_bot.cli.config import Subparsers
+from messaging_llm_bot.conversation.routes import channel_names
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 CONSOLE_LOG = "state/logs/console.log"
@@ -127,7 +129,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
     parser.add_argument(
         "--frontend",
-        choices=("telegram", "signal", "console"),
+        choices=channel_names(),
         default=None,
         help="default: every enabled chat frontend (telegram with a token, signal with "
         "signal.enabled; both run side by side), else telegram",

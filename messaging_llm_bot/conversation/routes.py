@@ -2,7 +2,8 @@
 
 Reminders, jobs and the morning digest are stored with the chat id they were made in ("tg:7", "sig:<uuid>",
 "console", or a bare Telegram number in older rows). Everything that routes them asks this module; no other
-module knows the prefixes of another channel. A new channel is one ``Route`` here (docs/channels.md).
+module knows the prefixes of another channel. A new channel is one ``Route`` here and its folder under
+channels/ (with ``entry.py``, which channels/run.py starts by the route's name): docs/channels.md.
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ def prefix_of(channel: str) -> str:
         if route.channel == channel:
             return route.prefix
     raise KeyError(channel)
+
+
+def channel_names() -> tuple[str, ...]:
+    """Every channel in the registry, in its order (``assistant run --frontend``'s choices)."""
+    return tuple(route.channel for route in ROUTES)
 
 
 def configured_channels(settings: Settings) -> list[str]:

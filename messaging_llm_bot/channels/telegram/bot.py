@@ -63,8 +63,10 @@ class TelegramService:
         stop_signals: Sequence[int] | None = None,
         poll_timeout: int = POLL_TIMEOUT_SECONDS,
         reminder_poll_seconds: float = REMINDER_POLL_SECONDS,
+        manage_runtime: bool = True,
     ) -> None:
         self.runtime = runtime
+        self.manage_runtime = manage_runtime  # False when another channel shuts the runtime down
         self.settings = TelegramSettings.from_settings(runtime.settings)  # as at start (token, mode, digest)
         self.stop_signals = stop_signals
         self.poll_timeout = poll_timeout
@@ -255,7 +257,8 @@ class TelegramService:
             print(f"telegram: cannot reach the Bot API at {self.settings.base_url}: {err}", file=sys.stderr)
             return EXIT_FAILED
         finally:
-            self._shutdown_runtime()
+            if self.manage_runtime:
+                self._shutdown_runtime()
             self._close_loop()
         if self.conflict:
             print(
