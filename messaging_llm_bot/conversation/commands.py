@@ -47,6 +47,12 @@ COMMANDS: list[tuple[str, str]] = [
 GUEST_STATUS = "I'm running. Details are only for the owner."
 
 
+#: /reset's question before the history is cleared (Telegram asks with buttons, the others for a word).
+RESET_QUESTION = (
+    "This clears the message history of this conversation, so I forget what we talked about here. "
+    "Notes, tasks, reminders, learnings and other saved data are kept."
+)
+
 #: The replies to /stop.
 STOPPING_TEXT = "Stopping the answer I was writing."
 NOTHING_TO_STOP_TEXT = "I'm not writing an answer here right now; nothing to stop."

@@ -61,11 +61,7 @@ class Commands:
             if rest.lower() == RESET_CONFIRM:
                 reply = await asyncio.to_thread(self.runtime.agent.reset, conversation)
             else:
-                reply = (
-                    "This clears the message history of this conversation, so I forget what we talked about "
-                    "here. Notes, tasks, reminders, learnings and other saved data are kept.\n\n"
-                    f"Send /reset {RESET_CONFIRM} to clear it."
-                )
+                reply = f"{texts.RESET_QUESTION}\n\nSend /reset {RESET_CONFIRM} to clear it."
         else:
             # The same owner-only rule as Telegram (assistant_framework.access): /now, /reload, /stats and
             # /status details only in the owner's own direct chat.

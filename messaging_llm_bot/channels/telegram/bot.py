@@ -42,6 +42,7 @@ from messaging_llm_bot.conversation.commands import COMMANDS
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
 from messaging_llm_bot.conversation.job_runs import JobScheduler
 from messaging_llm_bot.conversation.jobs import DailyJob
+from messaging_llm_bot.conversation.notices import digest_now
 from messaging_llm_bot.conversation.reminders import ReminderScheduler
 from messaging_llm_bot.conversation.runtime import Runtime
 
@@ -90,7 +91,7 @@ class TelegramService:
             lambda: self.app.bot,
             lambda: self._loop,
             lambda: self.frontend.settings.owner_id,
-            lambda: self.frontend.commands.digest_text(),
+            lambda: digest_now(self.runtime.workspace, self.frontend.settings.timezone),
         )
 
     # -- building ---------------------------------------------------------------
