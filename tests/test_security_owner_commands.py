@@ -33,6 +33,8 @@ SPELLINGS = [
     "/stats.",
     "/now@testbot,please",
     "/reload, please",
+    "/Model small",
+    "/model@testbot default",
 ]
 
 

@@ -41,6 +41,7 @@ from messaging_llm_bot.agent.native import SkillFormats
 from messaging_llm_bot.agent.outside import TURN, OutsideSource, history_sources, stored_sources
 from messaging_llm_bot.agent.prompt import PromptBuilder, final_user_message, section_sizes
 from messaging_llm_bot.agent.rounds import Rounds, TurnPrompt, offered_names
+from messaging_llm_bot.agent.runner_choice import RunnerChoices
 from messaging_llm_bot.agent.session_calls import SessionCalls
 from messaging_llm_bot.agent.sessions import Sessions
 from messaging_llm_bot.agent.settings import BotSettings
@@ -100,6 +101,7 @@ class Agent(SessionCalls):
         self._choices = ChoiceFormats()
         self.history = HistoryStore(workspace)
         self.sessions = Sessions(workspace)
+        self.runner_choices = RunnerChoices(workspace)
         self.skills = skills
         self.collectors = collectors
         self._last_summary: dict[str, str] = {}
@@ -257,7 +259,9 @@ class Agent(SessionCalls):
             model_s=turn.model_s(),
             recalled=turn.recalled,
             trace_id=turn.trace_id,
-            footer=format_footer(usage, turn.rounds, elapsed, turn.recalled) if self.settings.reply_footer else None,
+            footer=format_footer(usage, turn.rounds, elapsed, turn.recalled, _answered_by(turn))
+            if self.settings.reply_footer
+            else None,
             stopped=turn.stop.is_set() and not ok,
         )
         self._write_trace(turn, result)
@@ -280,8 +284,11 @@ class Agent(SessionCalls):
         recall_block = self._turn_memory.recall(turn, message.owner_chat)
         self._last_recall[turn.place] = turn.recalled
         # The first runner decides the protocol of the turn; a fallback runner gets the same requests.
-        # A message with images goes to the runners that take them (llm.vision_runner first).
-        first = self._first_runner(bool(message.images))
+        # A message with images goes to the runners that take them (llm.vision_runner first). The chat's
+        # /model choice is read now, for this turn's every request: a switch applies to the next message.
+        prefer = self.chosen_runner(turn.place)
+        turn.chosen_runner = prefer
+        first = self._first_runner(bool(message.images), prefer)
         two_step = first is not None and skill_choice(first) == "two_step"
         if turn.guest is None:
             system = self.prompt.system_prompt(two_step)
@@ -306,7 +313,7 @@ class Agent(SessionCalls):
         if message.images:
             sizes["images"] = [image.size() for image in message.images]
         turn.sizes = sizes
-        rounds = Rounds(self.llm, self.skills, self.gate, self.workspace, self.settings, self._formats)
+        rounds = Rounds(self.llm, self.skills, self.gate, self.workspace, self.settings, self._formats, prefer=prefer)
         if two_step:
             rounds.choices = self._choices
         try:
@@ -352,12 +359,21 @@ class Agent(SessionCalls):
         except OSError as err:
             log.warning("could not note the message in the session list of %r: %s", turn.place, err)
 
-    def _first_runner(self, images: bool) -> RunnerConfig | None:
-        """The runner a turn asks first: the first that takes images for a message with images."""
-        if images:
-            names = self.llm.vision_runners
-            return next((r for r in self.llm.runners if names and r.name == names[0]), None)
-        return self.llm.runners[0] if self.llm.runners else None
+    def chosen_runner(self, place: str) -> str | None:
+        """The runner a chat or topic chose with /model when the config still has it, else None (the default)."""
+        name = self.runner_choices.get(place)
+        if name is not None and not any(r.name == name for r in self.llm.runners):
+            log.warning("the model runner %r chosen in %r is not configured; the default answers", name, place)
+            return None
+        return name
+
+    def _first_runner(self, images: bool, prefer: str | None = None) -> RunnerConfig | None:
+        """The runner a turn asks first: the chat's choice (``prefer``) when it may answer, else the first
+        configured one; the first that takes images for a message with images."""
+        names = self.llm.vision_runners if images else tuple(r.name for r in self.llm.runners)
+        if prefer in names:
+            names = (prefer, *names)
+        return next((r for r in self.llm.runners if names and r.name == names[0]), None)
 
     def _history_budget(self) -> tuple[int, Callable[[Message], int]]:
         """(budget, how a message is measured): estimated tokens when history_budget_tokens is set."""
@@ -378,6 +394,14 @@ class Agent(SessionCalls):
         except Exception:  # a full disk must not cost the user the reply
             log.exception("could not write trace %s", turn.trace_id)
             result.trace_id = None
+
+
+def _answered_by(turn: TurnRecord) -> str | None:
+    """The runner that answered the turn's last request, when the chat chose one with /model (else None: the
+    footer stays as it was)."""
+    if turn.chosen_runner is None:
+        return None
+    return next((str(r["runner"]) for r in reversed(turn.requests) if r.get("model") and r.get("runner")), None)
 
 
 def _emitter(on_event: Callable[[AgentEvent], None] | None) -> Emit:

@@ -70,6 +70,8 @@ class Rounds:
     #: With ``skill_choice: two_step``: a round names its skill first and gets its arguments next.
     choices: ChoiceFormats | None = None
     vision: bool = False  # the turn's messages carry images: only the runners that take them are asked
+    #: The chat's ``/model`` choice (agent/runner_choice.py): asked first in every request of the turn.
+    prefer: str | None = None
 
     def run(
         self, turn: TurnRecord, prompt: TurnPrompt, context: SkillContext, emit: Emit, stream: bool
@@ -166,7 +168,9 @@ class Rounds:
         sent = [*messages, *step.messages]
         turn.check_stop()
         try:
-            completion = self.llm.complete(sent, schema=step.schema, schema_name="skill_args", vision=self.vision)
+            completion = self.llm.complete(
+                sent, schema=step.schema, schema_name="skill_args", vision=self.vision, prefer=self.prefer
+            )
         except LLMError as err:
             record_request(turn, round_no, sent, None, err)
             raise
@@ -202,6 +206,7 @@ class Rounds:
                 native_messages=native,
                 vision=self.vision,
                 stop=turn.stop,
+                prefer=self.prefer,
             )
         guard = StreamGuard(names)
         shown = [""]
@@ -224,4 +229,5 @@ class Rounds:
             native_messages=native,
             vision=self.vision,
             stop=turn.stop,
+            prefer=self.prefer,
         )

@@ -124,6 +124,7 @@ class TurnRecord:
     shown: str = ""  # the reply text streamed to the user so far
     writes_done: dict[str, str] = field(default_factory=dict)  # a successful write call's key -> its result text
     place: str = ""  # the chat or topic the message came from (its sessions are agent/sessions.py)
+    chosen_runner: str | None = None  # the chat's /model choice, asked first (agent/runner_choice.py)
     # The outside content in the turn's context, by key (agent/outside.py): what the owner's question names.
     outside: dict[str, OutsideSource] = field(default_factory=dict)
 
@@ -189,9 +190,16 @@ def without_footer(text: str) -> str:
 _FOOTER = re.compile(r"_— [^\n]*_")
 
 
-def format_footer(usage: Mapping[str, int], rounds: int, elapsed_s: float, recalled: list[Hit] | None = None) -> str:
-    """``— 1200 in (800 cached) · 40 out · 2 rounds · 3.1 s · recalled: notes/a.md`` with only what was reported."""
-    parts = []
+def format_footer(
+    usage: Mapping[str, int],
+    rounds: int,
+    elapsed_s: float,
+    recalled: list[Hit] | None = None,
+    runner: str | None = None,
+) -> str:
+    """``— small · 1200 in (800 cached) · 40 out · 2 rounds · 3.1 s · recalled: notes/a.md`` with only what was
+    reported; ``runner``: the runner that answered, named when the chat chose one with /model."""
+    parts = [runner] if runner else []
     if "prompt_tokens" in usage:
         extra = [
             f"{usage[k]} {label}"
@@ -255,6 +263,7 @@ def trace_of(turn: TurnRecord, result: TurnResult) -> dict[str, Any]:
         "ok": result.ok,
         "runner": last.get("runner"),
         "model": last.get("model"),
+        **({"chosen_runner": turn.chosen_runner} if turn.chosen_runner else {}),
         "rounds": result.rounds,
         "elapsed_s": round(result.elapsed_s, 4),
         "model_s": round(result.model_s, 4),

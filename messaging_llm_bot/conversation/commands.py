@@ -37,6 +37,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("reset", "Clear this conversation's history"),
     ("status", "Model, skills, collectors and health"),
     ("stats", "Token usage and model time, last 30 days"),
+    ("model", "The models I can use; switch this chat's: /model NAME, /model default"),
     ("why", "Memories recalled for my last reply"),
     ("voice", "Answer by voice too here: /voice on, /voice off"),
     ("reload", "Reload config, skills and collectors"),
@@ -296,9 +297,15 @@ def _calls(count: int) -> str:
     return "1 call" if count == 1 else f"{count} calls"
 
 
-def runtime_stats(runtime: "Runtime") -> str:
-    """/stats of the running bot (every frontend's): its runners' use and caps, and the traces."""
-    return stats_text(runtime.workspace, caps=runtime_caps(runtime), usage=runtime_usage(runtime))
+def runtime_stats(runtime: "Runtime", conversation_id: str | None = None) -> str:
+    """/stats of the running bot (every frontend's): the chat's model (its /model choice), its runners' use and
+    caps, and the traces."""
+    text = stats_text(runtime.workspace, caps=runtime_caps(runtime), usage=runtime_usage(runtime))
+    if conversation_id is None:
+        return text
+    from messaging_llm_bot.conversation.model_choice import stats_line
+
+    return f"{stats_line(runtime, conversation_id)}\n\n{text}"
 
 
 def runtime_usage(runtime: "Runtime") -> list[RunnerUsage]:
@@ -355,7 +362,11 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
     if name == "why":
         return why_text(runtime.agent.last_recall(conversation_id), runtime.agent.last_summary(conversation_id))
     if name == "stats":
-        return runtime_stats(runtime)
+        return runtime_stats(runtime, conversation_id)
+    if name == "model":
+        from messaging_llm_bot.conversation.model_choice import model_command
+
+        return model_command(runtime, conversation_id, rest)
     if name == "reload":
         return reload_text(runtime.reload())
     if name == "jobs" and rest.strip().split(" ", 1)[0].lower() == "add":

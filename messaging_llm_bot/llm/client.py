@@ -66,6 +66,12 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+def preferred_first(runners: list[RunnerConfig], prefer: str | None) -> list[RunnerConfig]:
+    """``runners`` with the one named ``prefer`` moved to the front (unchanged when none has that name)."""
+    chosen = [r for r in runners if r.name == prefer]
+    return chosen + [r for r in runners if r.name != prefer] if chosen else runners
+
+
 class LLMClient:
     """Chat Completions over HTTP with runner fallback, retries and a concurrency bound.
 
@@ -152,8 +158,13 @@ class LLMClient:
         native_messages: Callable[[], list[Message]] | None = None,
         vision: bool = False,
         stop: threading.Event | None = None,
+        prefer: str | None = None,
     ) -> Completion:
         """Ask the runners in order until one answers; raises LLMError when none does.
+
+        ``prefer`` (a chat's ``/model`` choice) is asked first, the others after it in their order (the
+        fallback still applies); a name no runner has, or one that takes no images for ``vision``, changes
+        nothing.
 
         ``stop`` (a ``StopSwitch``, the turn's): when set, the call in flight is hung up at once (also
         while the server still reads the prompt) and no other runner is tried.
@@ -174,7 +185,7 @@ class LLMClient:
         """
         failures: list[LLMError] = []
         capped: list[CapUse] = []
-        candidates = self._select(runner, vision)
+        candidates = preferred_first(self._select(runner, vision), prefer)
         for index, candidate in enumerate(candidates):
             for mode in self.formats.modes(candidate, schema=schema is not None, tools=bool(tools)):
                 sent = native_messages() if mode == TOOLS and native_messages else messages
