@@ -961,8 +961,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "telegram-status-details",
-        f"{BOT}/channels/telegram/commands.py",
-        "if not self.owner_data(update):  # model, skills and collector errors are the owner's business",
+        f"{BOT}/conversation/commands.py",
+        'if name == "status" and not owner_data:',
         "if False:",
         "/status shows a friend the model, skills and collector errors",
         TELEGRAM,
