@@ -25,6 +25,7 @@ MCP_CLI = ("test_mcp_cli.py",)
 MEMORY_JOURNAL = ("test_memory_journal.py", "test_console_quit.py")
 SERVE = ("test_serve_clients.py",)
 SERVE_MCP = ("test_serve_mcp.py",)
+SERVE_CHAT = ("test_serve_openai.py",)
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
 CAPS = ("test_spending_caps.py", "test_spending_cli.py", "test_spending_cut_calls.py")
 ACCESS = (
@@ -861,7 +862,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "calls-guest-any-skill",
         f"{BOT}/agent/calls.py",
-        "elif skills.get(call.skill) is None or (turn.guest is not None and call.skill not in turn.guest):",
+        "elif skills.get(call.skill) is None or (turn.offered is not None and call.skill not in turn.offered):",
         "elif skills.get(call.skill) is None:",
         "a guest's model calls an owner skill (notes, tasks) anyway",
         ACCESS,
@@ -2021,13 +2022,54 @@ MUTATIONS: tuple[Mutation, ...] = (
         "one call mails any number of recipients",
         ("test_mail_skill.py",),
     ),
+    # -- the OpenAI-compatible endpoint (serve/openai_api.py, serve/mounts.py; the skills limit in agent/) -------
+    Mutation(
+        "serve-chat-skill-limit-unchecked",
+        f"{BOT}/agent/calls.py",
+        "        elif skills.get(call.skill) is None or (turn.offered is not None and call.skill not in turn.offered):",
+        "        elif skills.get(call.skill) is None or (turn.guest is not None and call.skill not in turn.guest):",
+        "a served client's turn runs a skill its skills list leaves out when the model names it",
+        SERVE_CHAT,
+    ),
+    Mutation(
+        "serve-chat-skills-all-offered",
+        f"{BOT}/agent/rounds.py",
+        "        names = offered_names(self.skills, turn.offered)",
+        "        names = offered_names(self.skills, turn.guest)",
+        "a served client's turn is offered every skill in the answer schema and the native tools",
+        SERVE_CHAT,
+    ),
+    Mutation(
+        "serve-chat-in-the-owners-chat",
+        f"{BOT}/serve/mounts.py",
+        "            return home if client.settings.owner else client.conversation_id",
+        "            return home",
+        "a client that is not the owner talks in the owner's chat: its turns in the owner's history and recall",
+        SERVE_CHAT,
+    ),
+    Mutation(
+        "serve-chat-facts-taken",
+        f"{BOT}/agent/memory.py",
+        "        if self.memory is None or not result.ok or not turn.extract_facts:",
+        "        if self.memory is None or not result.ok:",
+        "facts are taken from a served client's turns into the owner's memory",
+        SERVE_CHAT,
+    ),
+    Mutation(
+        "serve-chat-unbounded",
+        f"{BOT}/serve/openai_api.py",
+        "        if not self.service.per_minute.allow(self.client.name):",
+        "        if False:",
+        "a client's chat requests are not counted against serve.per_minute",
+        SERVE_CHAT,
+    ),
     Mutation(
         "serve-mcp-no-token-runs",
         "assistant_framework/serve/http.py",
         "        if found is None:",
         "        if False:",
-        "a request without a client's token reaches the MCP server",
-        SERVE_MCP,
+        "a request without a client's token reaches the MCP server or gets a turn of the assistant",
+        SERVE_MCP + SERVE_CHAT,
     ),
     Mutation(
         "serve-mcp-wrong-tokens-uncounted",

@@ -102,7 +102,7 @@ def test_doctor_shows_the_servers_and_names_a_clients_unset_variable(tmp_path: P
             tmp_path,
             {
                 "clients": [
-                    {"name": "desk", "token_env": "DESK_TOKEN_T"},
+                    {"name": "desk", "token_env": "DESK_TOKEN_T", "skills": ["time", "notes"], "owner": True},
                     {"name": "scripts", "token_env": "SCRIPTS_TOKEN_T", "write": True},
                 ]
             },
@@ -120,6 +120,12 @@ def test_doctor_shows_the_servers_and_names_a_clients_unset_variable(tmp_path: P
     assert code == 1
     assert checks["serve mcp"]["status"] == "ok" and "assistant mcp serve" in checks["serve mcp"]["detail"]
     assert "/mcp" in checks["serve mcp"]["detail"]
-    assert checks["serve client desk"]["status"] == "ok" and "reads only" in checks["serve client desk"]["detail"]
+    desk = checks["serve client desk"]
+    assert desk["status"] == "ok" and "reads only" in desk["detail"]
+    assert "chat skills: time, notes" in desk["detail"] and "the owner's own chat" in desk["detail"]
+    # The chat endpoint is the bot's: without web.enabled doctor says how to get it.
+    chat_line = checks["serve chat"]
+    assert chat_line["status"] == "skip" and "web.enabled is false" in chat_line["detail"], chat_line
+    assert "config set web.enabled true" in chat_line["fix"]
     failed = checks["serve client scripts"]
     assert failed["status"] == "fail" and "SCRIPTS_TOKEN_T is not set" in failed["detail"]

@@ -357,6 +357,7 @@ SERVE_SCHEMA = {
                     "token_env": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,127}$"},
                     "write": {"type": "boolean"},
                     "skills": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True},
+                    "owner": {"type": "boolean"},
                 },
                 "required": ["name", "token_env"],
                 "additionalProperties": False,

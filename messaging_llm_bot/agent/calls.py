@@ -64,9 +64,9 @@ class CallRunner:
             error = f"its args are not a JSON object: {call.args_error}"
             feedback = format_skill_error(call.skill, error, schema_hint(skills, call.skill))
             record.error, record.error_kind = error, "invalid_args"
-        elif skills.get(call.skill) is None or (turn.guest is not None and call.skill not in turn.guest):
-            error = f"there is no skill named {call.skill!r}" + (" in this chat" if turn.guest is not None else "")
-            names = skills.names() if turn.guest is None else sorted(turn.guest.intersection(skills.names()))
+        elif skills.get(call.skill) is None or (turn.offered is not None and call.skill not in turn.offered):
+            error = f"there is no skill named {call.skill!r}" + (" in this chat" if turn.offered is not None else "")
+            names = skills.names() if turn.offered is None else sorted(turn.offered.intersection(skills.names()))
             feedback = format_skill_error(call.skill, error, unknown_skill_hint(call.skill, names))
             record.error, record.error_kind = error, "unknown_skill"
         else:

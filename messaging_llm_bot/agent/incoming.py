@@ -35,6 +35,12 @@ class Incoming:
     # placeholder, which is all the history keeps of them (agent/images.py).
     images: tuple[ImageInput, ...] = ()
     job: str | None = None  # the scheduled job whose run this turn is (traced as a job turn)
+    # The skills the turn may see and call, within the chat's own (a served client's ``skills``, docs/serve.md);
+    # None: no further limit. A skill left out is neither in the prompt nor run when the model names it.
+    skills: frozenset[str] | None = None
+    # Facts may be taken from the turn into the owner's memory. False: a served client's turn, whose words are
+    # not the owner's and whose memory stays apart from the owner's chats.
+    extract_facts: bool = True
 
     @property
     def model_text(self) -> str:

@@ -223,6 +223,7 @@ class Agent(SessionCalls):
             turn.mark_outside(OutsideSource(f"message:{turn.trace_id}", what, TURN))
         # Not the owner's own chat: only the guest skills, on the chat's own folder (assistant_framework.access).
         turn.guest = self._guest_skills(message.owner_chat)
+        turn.limit, turn.extract_facts = message.skills, message.extract_facts
         context = SkillContext(
             conversation_id=conversation_id,
             place=place,
@@ -291,9 +292,9 @@ class Agent(SessionCalls):
         first = self._first_runner(bool(message.images), prefer)
         two_step = first is not None and skill_choice(first) == "two_step"
         if turn.guest is None:
-            system = self.prompt.system_prompt(two_step)
+            system = self.prompt.system_prompt(two_step, turn.limit)
         else:
-            system = self.prompt.guest_prompt(turn.guest, two_step)
+            system = self.prompt.guest_prompt(turn.guest if turn.limit is None else turn.guest & turn.limit, two_step)
         budget, measure = self._history_budget()
         history = trim_history(self.history.load(conversation_id), budget, measure=measure)
         # A forwarded mail two turns ago (or a reply that restated it) is still in the prompt: its

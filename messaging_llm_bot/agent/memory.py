@@ -134,8 +134,9 @@ class TurnMemory:
             log.exception("memory %s signal failed", "turn_started" if started else "turn_finished")
 
     def after_turn(self, turn: TurnRecord, result: TurnResult) -> None:
-        """Queue the facts of an answered turn (an untrusted turn's facts are stored marked)."""
-        if self.memory is None or not result.ok:
+        """Queue the facts of an answered turn (an untrusted turn's facts are stored marked); none from a turn
+        that keeps its memory apart (a served client's)."""
+        if self.memory is None or not result.ok or not turn.extract_facts:
             return
         try:
             # An untrusted turn's facts are stored marked: outside text never becomes an owner fact.

@@ -55,8 +55,9 @@ GUEST_DESCRIPTION = (
     "do not claim to know it."
 )
 GUEST_FILE_NOTE = " The file skill works in this chat's own folder only."
-#: The [Tools] section of a guest turn the owner gave no skills (``policy.guest_skills: []``).
-NO_GUEST_SKILLS = "[Tools]\n(no skills in this chat: answer with a reply)"
+#: The [Tools] section of a turn without skills: a guest chat the owner gave none (``policy.guest_skills: []``),
+#: a served client without ``skills``.
+NO_SKILLS = NO_GUEST_SKILLS = "[Tools]\n(no skills in this chat: answer with a reply)"
 
 
 def size_of(text: str) -> dict[str, int]:
@@ -303,9 +304,21 @@ class PromptBuilder:
             self._guest = {key: prompt}
             return prompt
 
-    def system_prompt(self, two_step: bool = False) -> SystemPrompt:
+    def system_prompt(self, two_step: bool = False, limit: frozenset[str] | None = None) -> SystemPrompt:
         """The system message, rebuilt only when its inputs changed; ``two_step``: the variant of
-        ``skill_choice: two_step`` (the protocol and [Tools] without argument schemas)."""
+        ``skill_choice: two_step`` (the protocol and [Tools] without argument schemas); ``limit``: only these
+        skills in [Tools] (a served client's turn; the rest of the owner's prompt is the same)."""
+        prompt = self._owner_prompt(two_step)
+        if limit is None:
+            return prompt
+        catalog = [entry for entry in self.skills.catalog() if entry["name"] in limit]
+        tools = choice_tools_section if two_step else tools_section
+        limited = tools(catalog, self.settings.section_caps.get("tools", 8000)) if catalog else NO_SKILLS
+        sections = {name: limited if name == "tools" else prompt.sections.get(name, "") for name in SECTION_ORDER}
+        sections = {name: text for name, text in sections.items() if text}
+        return SystemPrompt(text="\n\n".join(sections.values()), sections=sections)
+
+    def _owner_prompt(self, two_step: bool) -> SystemPrompt:
         profile = self._profile_text()
         signature = (self._folder_stamp("context"), self._folder_stamp("learnings"), profile)
         with self._lock:

@@ -77,9 +77,9 @@ class Rounds:
         self, turn: TurnRecord, prompt: TurnPrompt, context: SkillContext, emit: Emit, stream: bool
     ) -> tuple[str, bool]:
         """Run the turn's rounds; (reply, ok). Raises ``TurnStopped`` at a stop."""
-        # What the model is offered and what its answer is read against: a guest turn's skills only
-        # (the prompt, the answer schema, the native tools and the parser agree).
-        names = offered_names(self.skills, turn.guest)
+        # What the model is offered and what its answer is read against: a guest turn's skills only, within a
+        # served client's (the prompt, the answer schema, the native tools and the parser agree).
+        names = offered_names(self.skills, turn.offered)
         max_rounds = self.settings.max_skill_rounds
         history = prompt.history
         first = user_content(prompt.user_message, prompt.images)

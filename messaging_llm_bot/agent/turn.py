@@ -118,6 +118,8 @@ class TurnRecord:
     history_original: bool = False  # ... and of those, an earlier turn's outside content itself
     approve: ApproveCallback | None = None  # the frontend's confirmation callback for "ask" decisions
     guest: frozenset[str] | None = None  # a guest turn (not the owner's own chat): the skills it may call
+    limit: frozenset[str] | None = None  # a served client's skills: the turn may call no other (Incoming.skills)
+    extract_facts: bool = True  # False: no facts are taken from the turn (Incoming.extract_facts)
     job: str | None = None  # the scheduled job whose run this turn is
     area: Workspace | None = None  # a guest turn's own folder, made on first use
     stop: threading.Event = field(default_factory=StopSwitch)  # set by ``Agent.stop``; hangs up the model call
@@ -127,6 +129,13 @@ class TurnRecord:
     chosen_runner: str | None = None  # the chat's /model choice, asked first (agent/runner_choice.py)
     # The outside content in the turn's context, by key (agent/outside.py): what the owner's question names.
     outside: dict[str, OutsideSource] = field(default_factory=dict)
+
+    @property
+    def offered(self) -> frozenset[str] | None:
+        """The skills the turn may see and call: a guest turn's, within a served client's limit; None: every one."""
+        if self.limit is None:
+            return self.guest
+        return self.limit if self.guest is None else self.guest & self.limit
 
     def check_stop(self) -> None:
         """Raise ``TurnStopped`` once the owner has asked to stop this turn."""

@@ -212,9 +212,9 @@ def start(args: argparse.Namespace) -> int:
     )
     if runtime.settings.web.enabled:  # the page in the same process; Tornado only then
         from assistant_framework.web import start_if_enabled
-        from messaging_llm_bot.serve.memory import served_mounts
+        from messaging_llm_bot.serve.mounts import served_mounts
 
-        mounts = served_mounts(runtime.settings, runtime.workspace, runtime.memory)
+        mounts = served_mounts(runtime.settings, runtime.workspace, runtime.memory, runtime=runtime)
         start_if_enabled(runtime, runner_secrets(runtime.config), mounts)
 
     from messaging_llm_bot.channels.run import enabled_frontends, run_chat_frontends

@@ -27,7 +27,7 @@ def cmd_web(args: argparse.Namespace) -> int:
     from assistant_framework.web.auth import TokenError
     from assistant_framework.workspace import existing_workspace
     from assistant_framework.workspace.inuse import hold_in_use
-    from messaging_llm_bot.serve.memory import served_mounts
+    from messaging_llm_bot.serve.mounts import served_mounts
 
     # Only the bot and setup create a workspace: a typo here must not serve a new, empty one.
     existing_workspace(args.workspace)

@@ -8,9 +8,7 @@ from typing import Any
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.memory.log import safe_conversation_id
-from assistant_framework.serve.clients import PerMinute, read_clients
 from assistant_framework.serve.memory_tools import MemoryTools
-from assistant_framework.web.server import Mount
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.digest import build_digest
 from messaging_llm_bot.conversation.routes import home_conversation, owner_conversation_ids
@@ -36,15 +34,3 @@ def memory_tools(
         now_digest=now_digest,
         refresh_seconds=refresh_seconds,
     )
-
-
-def served_mounts(
-    settings: Settings, workspace: Workspace, memory: Any, refresh_seconds: float | None = None
-) -> list[Mount]:
-    """The served endpoints for the web server; a client without a usable token is a ConfigError naming it.
-    ``refresh_seconds``: set when the bot runs elsewhere (``assistant web`` alone; see MemoryTools)."""
-    from assistant_framework.serve.http import mcp_mount
-
-    clients = read_clients(settings.serve)
-    per_minute = PerMinute(settings.serve.per_minute)
-    return [mcp_mount(clients, memory_tools(settings, workspace, memory, refresh_seconds), per_minute)]

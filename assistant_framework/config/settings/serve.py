@@ -24,6 +24,9 @@ class ClientSettings:
     write: bool = field(default=False, metadata=reads(flag))
     #: The skills its chat turns (``/v1/chat/completions``) may call; empty: none.
     skills: tuple[str, ...] = field(default=(), metadata=reads(strings))
+    #: Its chat turns are the owner's own: in the owner's home chat (its history, its facts); false: in its own
+    #: conversation ``api:<name>``, kept apart from the owner's chats.
+    owner: bool = field(default=False, metadata=reads(flag))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The doctor's serve check: the served endpoints' state (docs/serve.md). Quiet when no client is configured
-(only ``assistant mcp serve``, the owner's own stdio client, then works): one line per server and per client,
-a client whose token cannot be read a failure naming its variable."""
+(only ``assistant mcp serve``, the owner's own stdio client, then works): one line per server (MCP, the
+OpenAI-compatible chat) and per client, a client whose token cannot be read a failure naming its variable."""
 
 from __future__ import annotations
 
@@ -27,7 +27,16 @@ def check_serve(ctx: Context) -> list[Check]:
             OK if settings.memory.enabled else SKIP,
             f"stdio: `{CLI} mcp serve` (read-only unless --write); HTTP: {where}/mcp, {runs}"
             + ("" if settings.memory.enabled else "; memory is off (memory.enabled): searches find nothing"),
-        )
+        ),
+        Check(
+            "serve chat",
+            OK if web.enabled else SKIP,
+            f"OpenAI-compatible: {where}/v1/chat/completions and /v1/models, runs with the bot (web.enabled)"
+            if web.enabled
+            else f"OpenAI-compatible {where}/v1/ needs the bot's page: web.enabled is false "
+            f"(`{CLI} web` alone answers it 503)",
+            "" if web.enabled else f"`{CLI} config set web.enabled true`, then restart the bot",
+        ),
     ]
     for client in clients:
         name = f"serve client {client.name}"
@@ -36,5 +45,7 @@ def check_serve(ctx: Context) -> list[Check]:
             checks.append(Check(name, FAIL, problem, f"set {client.token_env} in the assistant's environment (.env)"))
             continue
         can = "reads and writes" if client.write else "reads only"
-        checks.append(Check(name, OK, f"token from {client.token_env}; {can}"))
+        skills = f"chat skills: {', '.join(client.skills)}" if client.skills else "chats without skills"
+        where_chats = "in the owner's own chat" if client.owner else f"in its own conversation api:{client.name}"
+        checks.append(Check(name, OK, f"token from {client.token_env}; {can}; {skills}, {where_chats}"))
     return checks
