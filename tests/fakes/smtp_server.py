@@ -43,11 +43,17 @@ class FakeSMTPServer:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port = int(sock.getsockname()[1])
-        self._controller = Controller(_Keep(self), hostname="127.0.0.1", port=self.port)
+        # Made when started, not here: the Controller opens its event loop as it is made and closes it only in
+        # stop(), so a server made and never started (a port nobody listens on) left an unclosed loop for the
+        # garbage collector to find during some later test of the same worker (issue 41).
+        self._controller: Controller | None = None
 
     def __enter__(self) -> FakeSMTPServer:
+        self._controller = Controller(_Keep(self), hostname="127.0.0.1", port=self.port)
         self._controller.start()  # returns when the server answers
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._controller.stop()
+        if self._controller is not None:
+            self._controller.stop()
+            self._controller = None
