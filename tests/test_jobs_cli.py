@@ -1,40 +1,24 @@
-"""``assistant jobs list|show|run|pause|resume|remove`` as the operator runs it (a subprocess on a real
-workspace): ``--json`` gives each job's ``next_run`` in ISO 8601 with its offset; exit codes 0/1/2."""
+"""``assistant jobs list|show|run|pause|resume|remove`` as the operator runs it (in-process:
+tests/cli_inprocess.py, on a real workspace): ``--json`` gives each job's ``next_run`` in ISO 8601 with its offset;
+exit codes 0/1/2."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
 from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
 from assistant_framework.workspace import Workspace
+from tests.cli_inprocess import CliRun, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def cli(ws: Workspace, config: Path, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "messaging_llm_bot.cli",
-            "jobs",
-            *argv,
-            "--workspace",
-            str(ws.root),
-            "--config",
-            str(config),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+def cli(ws: Workspace, config: Path, *argv: str) -> CliRun:
+    """``assistant jobs <argv>`` on ``ws`` in this process (tests/cli_inprocess.py): what is checked is the
+    command's answer and exit status, not a process start."""
+    return run_cli("jobs", *argv, "--workspace", str(ws.root), "--config", str(config), cwd=REPO)
 
 
 def setup(tmp_path: Path, rows: list) -> tuple[Workspace, Path]:
@@ -93,22 +77,7 @@ def test_a_broken_row_is_reported_and_exits_1_the_others_listed(tmp_path: Path) 
     )
 
 
-class InProcess:
-    """``cli`` through ``main()`` in this process (the same parser and handlers, without a Python start each)."""
-
-    def __init__(self, capsys) -> None:
-        self.capsys = capsys
-
-    def __call__(self, ws: Workspace, config: Path, *argv: str) -> subprocess.CompletedProcess:
-        from messaging_llm_bot.cli.main import main
-
-        code = main(["jobs", *argv, "--workspace", str(ws.root), "--config", str(config)])
-        out, err = self.capsys.readouterr()
-        return subprocess.CompletedProcess(argv, code, out, err)
-
-
-def test_show_pause_resume_run_remove(tmp_path: Path, capsys) -> None:
-    cli = InProcess(capsys)
+def test_show_pause_resume_run_remove(tmp_path: Path) -> None:
     ws, config = setup(tmp_path, ROWS)
     ws.append_jsonl(
         RUNS_FILE, {"run": "job:j2:x", "job": "j2", "planned": "2026-11-01T09:00:00+00:00", "outcome": "delivered"}
