@@ -8,12 +8,18 @@ process, start-up), the tests still start the real command.
 ``run_cli`` answers like a finished process (``returncode``, ``stdout``, ``stderr``): ``main``'s return
 value, or the code of a ``SystemExit`` (argparse's usage errors exit 2). ``sys.argv[0]`` is the installed
 command for the call, as when a user runs it; ``env`` and ``cwd`` apply for the call and are restored.
+
+Logging is as in a fresh process too: the root logger without pytest's handlers, at WARNING, so a warning
+the command or a library logs reaches the captured stderr (Python's last-resort handler, or the handler a
+command's ``basicConfig`` adds) as the user would see it; a test that scans the output for a secret sees
+what the log would have shown.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -55,12 +61,27 @@ def _environment(env: dict[str, str] | None, cwd: Path | str | None) -> Iterator
         sys.argv[:] = saved_argv
 
 
+@contextlib.contextmanager
+def _fresh_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    saved_handlers, saved_level = list(root.handlers), root.level
+    root.handlers = []
+    root.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for handler in root.handlers:  # what the command added (basicConfig): on the captured stream
+            handler.close()
+        root.handlers = saved_handlers
+        root.setLevel(saved_level)
+
+
 def run_cli(*argv: str, env: dict[str, str] | None = None, cwd: Path | str | None = None) -> CliRun:
     """``assistant <argv>`` in this process; its exit status and output."""
     from messaging_llm_bot.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
-    with _environment(env, cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with _environment(env, cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _fresh_logging():
         sys.argv[:] = [ASSISTANT, *argv]
         try:
             code = main(list(argv))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,17 +13,23 @@ import pytest
 import requests
 
 from assistant_framework.web import WebServer, standalone_parts
+from tests.cli_inprocess import CliRun, run_cli
 from tests.fakes.mcp_servers import command
 
-ASSISTANT = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "assistant")
 REPO = Path(__file__).resolve().parents[1]
-TIME_SERVER = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
 TRACKED = {"servers": {"time": {"enabled": False, "command": "uvx", "args": ["mcp-server-time"]}}}
 WEB_TOKEN = "web-token-for-the-mcp-skills-page-0123"
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([ASSISTANT, *args], capture_output=True, text=True, timeout=180)
+def time_server() -> list[str]:
+    """The command line of the real ``mcp-server-time`` (a process the CLI starts: tests/tiers.py sees it here)."""
+    return [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
+
+
+def cli(*args: str) -> CliRun:
+    """The command in this process (tests/cli_inprocess.py): what is checked is what it says, writes and exits
+    with; the MCP servers it starts are real processes."""
+    return run_cli(*args)
 
 
 @pytest.fixture
@@ -38,12 +43,12 @@ def config(tmp_path) -> Path:
 
 
 def test_mcp_add_then_skills_list_names_its_tools_and_mcp_test_exits_0(config) -> None:
-    added = cli("mcp", "add", "clock", "--config", str(config), "--capability", "read", "--", *TIME_SERVER)
+    added = cli("mcp", "add", "clock", "--config", str(config), "--capability", "read", "--", *time_server())
     assert added.returncode == 0, added.stderr
     local = config / "local" / "mcp.json"
     assert "local layer" in added.stdout and "mcp test clock" in added.stdout
     entry = json.loads(local.read_text())["servers"]["clock"]
-    assert entry == {"command": sys.executable, "args": TIME_SERVER[1:], "capabilities": ["read"]}
+    assert entry == {"command": sys.executable, "args": time_server()[1:], "capabilities": ["read"]}
     assert stat.S_IMODE(os.stat(local).st_mode) == 0o600  # the local layer holds tokens and keys
     assert json.loads((config / "mcp.json").read_text()) == TRACKED  # the tracked file is untouched
 
@@ -79,7 +84,7 @@ def test_mcp_list_shows_each_server_with_its_file_and_no_secret(config) -> None:
         str(config),
     )
     assert added.returncode == 0, added.stderr
-    assert cli("mcp", "add", "clock", "--config", str(config), "--", *TIME_SERVER).returncode == 0
+    assert cli("mcp", "add", "clock", "--config", str(config), "--", *time_server()).returncode == 0
     listed = cli("mcp", "list", "--json", "--config", str(config))
     assert listed.returncode == 0, listed.stderr
     rows = {row["name"]: row for row in json.loads(listed.stdout)}
@@ -106,7 +111,7 @@ def test_mcp_test_of_an_unreachable_url_says_so_without_its_secrets(config) -> N
 
 
 def test_mcp_remove_takes_it_out_of_the_local_layer_and_refuses_a_tracked_one(config) -> None:
-    assert cli("mcp", "add", "clock", "--config", str(config), "--", *TIME_SERVER).returncode == 0
+    assert cli("mcp", "add", "clock", "--config", str(config), "--", *time_server()).returncode == 0
     removed = cli("mcp", "remove", "clock", "--config", str(config))
     assert removed.returncode == 0, removed.stderr
     assert "clock" not in json.loads((config / "local" / "mcp.json").read_text())["servers"]
@@ -146,13 +151,7 @@ def test_mcp_test_exits_1_with_one_sentence_when_the_server_fails_and_2_for_no_s
     added = cli("mcp", "add", "broken", "--config", str(config), "--", broken["command"], *broken["args"])
     assert added.returncode == 0, added.stderr
     # The fake server is a module of this checkout: run it from here.
-    run = subprocess.run(
-        [ASSISTANT, "mcp", "test", "broken", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        cwd=REPO,
-    )
+    run = run_cli("mcp", "test", "broken", "--config", str(config), cwd=REPO)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "did not answer" in run.stdout and "no database at /nowhere" in run.stdout
     assert "Traceback" not in run.stdout + run.stderr
@@ -161,7 +160,7 @@ def test_mcp_test_exits_1_with_one_sentence_when_the_server_fails_and_2_for_no_s
 
 
 def test_the_web_pages_skills_list_shows_mcp_tools_with_their_server(config, tmp_path) -> None:
-    assert cli("mcp", "add", "clock", "--config", str(config), "--", *TIME_SERVER).returncode == 0
+    assert cli("mcp", "add", "clock", "--config", str(config), "--", *time_server()).returncode == 0
     (config / "web.json").write_text(json.dumps({"enabled": False, "token": WEB_TOKEN}))
     parts = standalone_parts(config, tmp_path / "ws")
     server = WebServer(parts, host="127.0.0.1", port=0)

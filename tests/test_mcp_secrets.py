@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.crash_bot import REPO, BotProcess, sent_texts, write_bot_config
+from tests.cli_inprocess import CliRun, run_cli
+from tests.crash_bot import BotProcess, sent_texts, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
 from tests.fakes.mcp_servers import HttpMcpServer, command
 
@@ -52,10 +52,10 @@ def _leaks(text: str) -> list[str]:
     return [s for s in SECRETS if any(s[i : i + 8] in text for i in range(len(s) - 7))]
 
 
-def _assistant(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(REPO / ".venv" / "bin" / "assistant"), *args], capture_output=True, text=True, timeout=180
-    )
+def _assistant(*args: str) -> CliRun:
+    """The command in this process (tests/cli_inprocess.py: its output and what it logs, captured); the MCP
+    servers it lists or checks are real processes (tests/fakes/mcp_servers.py)."""
+    return run_cli(*args)
 
 
 @pytest.fixture(scope="module")

@@ -1,23 +1,20 @@
 """``restore`` refuses a member whose path leaves the workspace, whatever the spelling (issue 34.12: the
 neighbours of test_backup.py's in-process test): an absolute path, ``..`` at the top or deep in the
-path, after good members, through the real ``assistant`` command, over an existing workspace with
+path, after good members, through the ``assistant`` command (its ``main`` in-process: tests/cli_inprocess.py), over an existing workspace with
 ``--force``. Exit 2 naming the member, and nothing is written anywhere: the workspace is as it was,
 no file lands outside it, no staging folder is left."""
 
 from __future__ import annotations
 
 import io
-import os
-import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from assistant_framework.hints import CLI
 from assistant_framework.workspace import Workspace
-from tests.crash_bot import REPO
-
-ASSISTANT = str(REPO / ".venv" / "bin" / "assistant")
+from tests.cli_inprocess import run_cli
 
 
 def _archive(path: Path, hostile: str) -> Path:
@@ -55,19 +52,11 @@ def test_restore_refuses_a_path_out_of_the_workspace_through_the_cli(tmp_path: P
     hostile = hostile.format(outside=outside)
     archive = _archive(tmp_path / "hostile.tar.gz", hostile)
     before = _everything(tmp_path)
-    result = subprocess.run(
-        [ASSISTANT, "restore", str(archive), "--workspace", str(ws.root), "--force"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ},
-    )
+    result = run_cli("restore", str(archive), "--workspace", str(ws.root), "--force")
     assert result.returncode == 2, result.stderr
     assert (
-        # run outside the checkout: the hint names this install's full path (assistant_framework/hints.py)
-        hostile in result.stderr
-        and "not a file of a backup made by `/" in result.stderr
-        and ".venv/bin/assistant backup`" in result.stderr
+        # the hint names the command as this install's hints do (their form: tests/test_hints.py)
+        hostile in result.stderr and f"not a file of a backup made by `{CLI} backup`" in result.stderr
     ), result.stderr
     assert "Traceback" not in result.stderr
     assert _everything(tmp_path) == before  # the workspace as it was, nothing outside it, no staging folder
