@@ -1,8 +1,8 @@
 """``restore`` refuses a member whose path leaves the workspace, whatever the spelling (issue 34.12: the
-neighbours of test_backup.py's in-process test): an absolute path, ``..`` at the top or deep in the
-path, after good members, through the ``assistant`` command (its ``main`` in-process: tests/cli_inprocess.py), over an existing workspace with
-``--force``. Exit 2 naming the member, and nothing is written anywhere: the workspace is as it was,
-no file lands outside it, no staging folder is left."""
+neighbours of test_backup.py's in-process test): an absolute path, ``..`` at the top or deep in the path,
+after good members, through the ``assistant`` command (its ``main`` in-process: tests/cli_inprocess.py), over
+an existing workspace with ``--force``. Exit 2 naming the member, and nothing is written anywhere: the
+workspace is as it was, no file lands outside it, no staging folder is left."""
 
 from __future__ import annotations
 
