@@ -14,8 +14,9 @@ from ..skills.support import OUTSIDE_LABEL
 from .search import MemoryHit, Scope
 
 RECALL_HEADER = "[Recalled memory — may be relevant]"
-#: Sources whose text came from outside (feeds, mail, calendars): data, never the owner's instructions.
-OUTSIDE_SOURCE_PREFIXES = ("collector:",)
+#: Sources whose text came from outside (feeds, mail, calendars, documents sent in a chat): data, never the
+#: owner's instructions.
+OUTSIDE_SOURCE_PREFIXES = ("collector:", "documents")
 
 
 def matches_any(conversation_id: str | int, patterns: list[str]) -> bool:

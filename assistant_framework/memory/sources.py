@@ -28,6 +28,8 @@ DEFAULT_SOURCES: tuple[tuple[str, str], ...] = (
     ("birthdays/**", "birthdays"),
     ("routines/**", "routines"),
     ("reminders/**", "reminders"),
+    # The text of a document the owner sent (conversation/documents.py), not the file itself.
+    ("inbox/*/*.text.md", "documents"),
     ("collectors/*/**", "collector:{1}"),
     ("skills-data/*/**", "skill:{1}"),
 )

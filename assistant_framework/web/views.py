@@ -247,6 +247,7 @@ def search_sources() -> list[str]:
         "birthdays",
         "routines",
         "reminders",
+        "documents",
     ]
 
 

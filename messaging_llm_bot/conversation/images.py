@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING
 
 from assistant_framework.access import guest_workspace
 from assistant_framework.config.settings import Settings
+from assistant_framework.media.documents import DocumentRefused
 from assistant_framework.media.images import ImageRefused, PreparedImage, is_image_type, prepare_image_file
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.attachments import SavedFile, attachment_prompt
+from messaging_llm_bot.conversation.documents import DocumentIndex, document_prompt, is_document, refused_text
 from messaging_llm_bot.llm.runners import vision_runner_names
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn, not at start-up
@@ -94,11 +96,17 @@ class FilesInput:
 
 
 async def files_input(
-    area: Workspace, results: list[SavedFile | str], settings: Settings, origin: str = ""
+    area: Workspace,
+    results: list[SavedFile | str],
+    settings: Settings,
+    origin: str = "",
+    index: DocumentIndex | None = None,
 ) -> FilesInput | str:
     """The turn for saved files (an album's, in order), or the one sentence that answers instead when none
-    can go: the reason the only file could not be fetched, or why its image cannot be shown. The first
-    ``MAX_IMAGES`` images go to a runner that sees them; a file that could not be fetched is named."""
+    can go: the reason the only file could not be fetched, why its image cannot be shown, or why its text
+    cannot be read. The first ``MAX_IMAGES`` images go to a runner that sees them; a document's text is read
+    (conversation/documents.py) and indexed in ``index`` (the owner's memory; None in a guest's chat); a file
+    that could not be fetched is named."""
     saved = [r for r in results if not isinstance(r, str)]
     reasons = [r for r in results if isinstance(r, str)]
     if not saved:
@@ -110,11 +118,25 @@ async def files_input(
     refused = [v for v in seen.values() if isinstance(v, str)]
     if refused and len(refused) == len(saved):
         return refused[0]  # every file was an image that cannot go (HEIC, too large)
+    documents: dict[str, str | DocumentRefused] = {}
+    for one in saved:
+        if one.rel_path not in seen and is_document(one):
+            documents[one.rel_path] = await document_prompt(area, one, index, origin)
+    only = documents.get(saved[0].rel_path) if len(saved) == 1 and not saved[0].caption else None
+    if isinstance(only, DocumentRefused):
+        # The one file, saved, its text unreadable, and nothing asked of it: one sentence, no model turn. With a
+        # caption the model answers it, told that the text could not be read.
+        return refused_text(saved[0], only)
     parts: list[str] = []
     images: tuple[ImageInput, ...] = ()
     for one in saved:
         got = seen.get(one.rel_path)
-        if got is None:
+        document = documents.get(one.rel_path)
+        if isinstance(document, str):
+            parts.append(document)
+        elif isinstance(document, DocumentRefused):
+            parts.append(f"{attachment_prompt(one, origin=origin)}\nIts text could not be read: {document.reason}.")
+        elif got is None:
             parts.append(attachment_prompt(one, origin=origin))
         elif isinstance(got, str):
             parts.append(f"{attachment_prompt(one, origin=origin)}\nIt is not shown to you: {got}")

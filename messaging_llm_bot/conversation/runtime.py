@@ -9,6 +9,7 @@ from assistant_framework.config.reloadable import ReloadReport
 from assistant_framework.config.settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover - the parts load when the runtime builds them
+    from assistant_framework.memory.service import MemoryService
     from assistant_framework.skills import SkillManager
     from assistant_framework.workspace import Workspace
     from messaging_llm_bot.agent.loop import Agent
@@ -27,6 +28,11 @@ class Runtime(Protocol):
     @property
     def agent(self) -> Agent:
         """The agent that answers messages (built on first use when start-up deferred it)."""
+        ...
+
+    @property
+    def memory(self) -> MemoryService | None:
+        """The owner's memory (None when it is off): a document's text is indexed in it as it arrives."""
         ...
 
     @property

@@ -38,6 +38,8 @@ ARGS_SCHEMA = {
         "path": {"type": "string"},
         "paths": {"type": "array", "items": {"type": "string"}},
         "content": {"type": "string"},
+        # read from this character on: the rest of a long file (a document's text) after the part already read
+        "offset": {"type": "integer", "minimum": 0},
     },
     "required": ["action"],
     "additionalProperties": False,
@@ -60,6 +62,10 @@ def run(workspace: Workspace, args: dict[str, Any], context=None):
         return _write(
             workspace, paths[0], args["content"], append=action == "append", untrusted=context_untrusted(context)
         )
+    if action == "read" and args.get("offset"):
+        if len(paths) != 1:
+            raise ValueError(f"an offset reads one path, got {len(paths)}")
+        return _read(workspace, paths[0], int(args["offset"]))
     handler = _read if action == "read" else _delete
     if len(paths) == 1:
         return handler(workspace, paths[0])
@@ -80,12 +86,16 @@ def _paths(args: dict[str, Any], action: str) -> list[str]:
     return paths
 
 
-def _read(workspace: Workspace, rel: str) -> str:
+def _read(workspace: Workspace, rel: str, offset: int = 0) -> str:
     target = workspace.path(rel)
     if target.is_dir():
         raise IsADirectoryError(f"workspace path {rel!r} is a folder; use action list")
     text = workspace.read_text(rel)
-    if is_marked_text(text) or UNTRUSTED_RECORD.search(text):
+    marked = is_marked_text(text) or UNTRUSTED_RECORD.search(text)  # of the whole file, whatever part is read
+    if offset:
+        total = len(text)
+        text = f"[characters {min(offset, total):,} to {total:,} of {total:,}]\n{text[offset:]}"
+    if marked:
         # The label first: a result cut at the skill result limit still carries it.
         return f"{OUTSIDE_LABEL} {rel} holds text marked untrusted (written from outside content):\n{text}"
     return text

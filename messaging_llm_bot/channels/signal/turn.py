@@ -187,7 +187,8 @@ class TurnRunner:
             today = datetime.now(ZoneInfo(self.settings.timezone)).date()
             # A guest's files go to the chat's own area, never into the owner's inbox/.
             area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
-            got = await files_input(self.client, area, msg, today, self.runtime.settings)
+            index = self.runtime.memory if owner_chat else None  # a guest's documents stay out of the owner's memory
+            got = await files_input(self.client, area, msg, today, self.runtime.settings, index)
             if isinstance(got, str):
                 return got  # no file could be fetched, or none can be shown
             text, untrusted, images = got.text, True, got.images

@@ -203,7 +203,8 @@ class TurnRunner:
             area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
             album = [message, *(message_of(Update.de_json(part.payload, bot)) for part in parts)]
             saved = [await save_attachment(bot, area, one, today) for one in album]
-            files = await files_input(area, saved, self.runtime.settings, origin or "")
+            index = self.runtime.memory if owner_chat else None  # a guest's documents stay out of the owner's memory
+            files = await files_input(area, saved, self.runtime.settings, origin or "", index)
             if isinstance(files, str):
                 return files  # not fetched, HEIC, too large, unreadable: one sentence
             text, images, untrusted = files.text, files.images, True

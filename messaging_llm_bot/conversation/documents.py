@@ -1,0 +1,92 @@
+"""Documents from any chat frontend: their text read (assistant_framework/media/documents.py, in a worker
+thread; a PDF or office file in a worker process with a time bound), indexed for memory search in the owner's chat, and
+the turn's text: the attachment note, the start of the text and how much more there is.
+
+The text is outside content like the file: the turn that carries it is untrusted (every file makes it so), the
+saved text is marked ``untrusted`` in its front matter, and memory search shows its hits as outside content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Protocol, Sequence
+
+from assistant_framework.media.documents import (
+    DocumentLimits,
+    DocumentRefused,
+    DocumentText,
+    document_kind,
+    read_document,
+)
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.conversation.attachments import SavedFile, attachment_prompt
+
+log = logging.getLogger(__name__)
+DEFAULT_LIMITS = DocumentLimits()
+
+
+class DocumentIndex(Protocol):
+    """Where a document's saved text goes so memory search finds it at once (the owner's ``MemoryService``)."""
+
+    def index_files(self, paths: Sequence[str]) -> int:
+        """Bring these workspace-relative files into the index now."""
+        ...
+
+
+def is_document(saved: SavedFile) -> bool:
+    """True for a saved file whose text can be read (PDF, Word, Excel, PowerPoint, OpenDocument, HTML, CSV, text)."""
+    return document_kind(saved.mime_type, saved.rel_path) is not None
+
+
+def refused_text(saved: SavedFile, refused: DocumentRefused) -> str:
+    """The one sentence for a document whose text could not be read (the file itself stays saved)."""
+    name = saved.rel_path.rsplit("/", 1)[-1]
+    return f"📄 I saved {name} at {saved.rel_path}, but I cannot read it: {refused.reason}."
+
+
+def text_prompt(saved: SavedFile, read: DocumentText, origin: str = "") -> str:
+    """The turn's text for a document read: the attachment note, then the start of its text and how to read on."""
+    pages = f"{read.pages} pages, " if read.pages else ""
+    lines = [
+        attachment_prompt(saved, origin=origin),
+        f"[Document text] {pages}{read.chars:,} characters, saved at {read.text_path}"
+        + (f" (only the first {read.pages_read} pages were read)" if read.pages_read < read.pages else "")
+        + (" (cut at the size bound)" if read.cut else "")
+        + (f". The first {len(read.head):,} characters:" if len(read.head) < read.chars else ". The whole text:"),
+        read.head,
+    ]
+    rest = read.chars - len(read.head)
+    if rest > 0:
+        lines.append(
+            f"[{rest:,} more characters: read them with the file skill, "
+            f'{{"action": "read", "path": "{read.text_path}", "offset": {read.rest_offset}}}]'
+        )
+    return "\n".join(lines)
+
+
+async def document_prompt(
+    area: Workspace,
+    saved: SavedFile,
+    index: DocumentIndex | None,
+    origin: str = "",
+    limits: DocumentLimits = DEFAULT_LIMITS,
+) -> str | DocumentRefused:
+    """The turn's text for one saved document, or why its text could not be read. ``index``: the owner's memory
+    index (None in a guest's chat: a guest's files stay out of the owner's memory)."""
+    kind = document_kind(saved.mime_type, saved.rel_path)
+    if kind is None:
+        return attachment_prompt(saved, origin=origin)
+    try:
+        read = await asyncio.to_thread(read_document, area, saved.rel_path, kind, limits)
+    except OSError as err:
+        log.warning("documents: could not read %s: %s", saved.rel_path, err)
+        return DocumentRefused(f"the file could not be read back ({err.strerror or err})")
+    if isinstance(read, DocumentRefused):
+        return read
+    if index is not None:
+        try:
+            await asyncio.to_thread(index.index_files, [read.text_path])
+        except Exception as err:  # noqa: BLE001 - the periodic refresh finds it later; the turn goes on
+            log.warning("documents: indexing %s failed (the next refresh tries again): %s", read.text_path, err)
+    return text_prompt(saved, read, origin)
