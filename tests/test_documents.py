@@ -45,7 +45,7 @@ def test_a_30_page_pdf_goes_into_the_turn_and_memory_search_finds_page_27(fake, 
     assert saved.startswith("---\nuntrusted: true\n---\n") and HERON in saved  # ...but saved, marked
     found = chat_server.chat_requests[1]["messages"][-1]["content"]
     assert HERON in found and text_file in found  # ...and memory search finds it at once,
-    assert "(documents, " in found and "[outside content]" in found  # as outside content
+    assert "[documents, " in found and "[outside content]" in found  # as outside content
     assert workspace.path("inbox").exists() and any(
         p.endswith("/garden report.pdf") for p in workspace.list("inbox/**/*")
     )
