@@ -1072,6 +1072,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         JOB_ROUTING,
     ),
     Mutation(
+        "reminders-route-ignores-chat",
+        f"{BOT}/conversation/job_router.py",
+        "        jobs = self._attached().get(channel_of(chat_id))",
+        "        jobs = self._attached().get(home_channel(self.runtime.settings))",
+        "a reminder set in a Signal chat is sent through Telegram when both run in one process",
+        JOB_ROUTING,
+    ),
+    Mutation(
+        "reminders-of-channels-not-running",
+        f"{BOT}/conversation/job_router.py",
+        "            channels=self._reminder_channels,",
+        "            channels=None,",
+        "a reminder of a channel not running in this process is tried (and warned about) at every poll",
+        ("test_signal_beside_telegram.py", *JOB_ROUTING),
+    ),
+    Mutation(
         "jobs-untrusted-any-change",
         f"{BOT}/agent/guard.py",
         "if skill.name in SCHEDULING_SKILLS and action not in READ_ACTIONS:",

@@ -1,7 +1,8 @@
-"""One job scheduler per process, whatever channels run (issue 42): Telegram and Signal in one process on one
-runtime (as ``assistant run`` starts both) share one ``JobScheduler``, and each job's runs go to the channel
-its chat id names (conversation/routes.py), once; a job made without a chat goes to the first configured
-channel. Through the real services against FakeBotAPI and FakeSignalDaemon."""
+"""One scheduler per process, whatever channels run (issue 42): Telegram and Signal in one process on one
+runtime (as ``assistant run`` starts both) share one ``JobScheduler`` and one ``ReminderScheduler``, and each
+job's runs and each reminder go to the channel its chat id names (conversation/routes.py), once; a job made
+without a chat goes to the first configured channel. Through the real services against FakeBotAPI and
+FakeSignalDaemon."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import threading
 from datetime import datetime, timedelta, timezone
 
 from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
+from assistant_framework.stores.reminders import ReminderStore
+from messaging_llm_bot.conversation.job_router import job_router
 from messaging_llm_bot.conversation.job_runs import JobScheduler
+from messaging_llm_bot.conversation.reminders import ReminderScheduler
 from messaging_llm_bot.conversation.routes import channel_of, home_channel
 from tests.signal_harness import OWNER as SIGNAL_OWNER
 from tests.signal_harness import RunningSignal, signal_config, wait_for
@@ -29,6 +33,11 @@ def _schedulers() -> list[JobScheduler]:
     return [o for o in gc.get_objects() if isinstance(o, JobScheduler) and not o.stopped]
 
 
+def _reminder_schedulers() -> list[ReminderScheduler]:
+    gc.collect()
+    return [o for o in gc.get_objects() if isinstance(o, ReminderScheduler)]
+
+
 def test_telegram_and_signal_in_one_process_share_one_scheduler_and_each_run_goes_to_its_channel(
     fake, daemon, bot_config, workspace, tmp_path
 ):
@@ -42,6 +51,10 @@ def test_telegram_and_signal_in_one_process_share_one_scheduler_and_each_run_goe
             _job("handjob", "Made by hand", None),  # no chat: the first configured channel, Telegram
         ],
     )
+    due = datetime.now(timezone.utc) - timedelta(seconds=5)
+    reminders = ReminderStore(workspace)
+    reminders.add(f"sig:{SIGNAL_OWNER}", "Signal's reminder", due, "UTC")
+    reminders.add(f"tg:{TELEGRAM_OWNER}", "Telegram's reminder", due, "UTC")
     runtime = make_runtime(config, workspace, tmp_path)
     assert home_channel(runtime.settings) == "telegram"
     telegram = RunningBot(runtime)
@@ -50,20 +63,27 @@ def test_telegram_and_signal_in_one_process_share_one_scheduler_and_each_run_goe
         telegram.start()
         signal.start()
         daemon.wait_connected()
-        [sent] = daemon.wait_sent(1)
-        assert sent["recipient"] == [SIGNAL_OWNER] and sent["message"] == "🗓 Stretch"
-        fake.wait_for(lambda: {"🗓 Water the plants", "🗓 Made by hand"} <= set(texts(fake)), timeout=30)
+        sent = daemon.wait_sent(2)
+        assert sorted((one["recipient"], one["message"]) for one in sent) == [
+            ([SIGNAL_OWNER], "⏰ Signal's reminder"),
+            ([SIGNAL_OWNER], "🗓 Stretch"),
+        ]
+        expected = {"🗓 Water the plants", "🗓 Made by hand", "⏰ Telegram's reminder"}
+        fake.wait_for(lambda: expected <= set(texts(fake)), timeout=30)
         wait_for(lambda: len(workspace.read_jsonl(RUNS_FILE)) == 3, what="the three runs' lines")
 
         # One scheduler for both channels: the same object, the only one running, on one thread.
         assert telegram.service.jobs is not None and telegram.service.jobs is signal.service.jobs
         assert _schedulers() == [telegram.service.jobs]
+        # and one reminder scheduler, which sent each reminder through its own channel
+        assert _reminder_schedulers() == [job_router(runtime).reminders]
         assert [t.name for t in threading.enumerate()].count("jobs") == 1
 
         looks = telegram.service.jobs.looks
         wait_for(lambda: telegram.service.jobs.looks >= looks + 3, what="three more looks")
-        assert sorted(texts(fake)) == ["🗓 Made by hand", "🗓 Water the plants"]  # each once
-        assert [m["message"] for m in daemon.sent] == ["🗓 Stretch"]
+        assert sorted(texts(fake)) == ["⏰ Telegram's reminder", "🗓 Made by hand", "🗓 Water the plants"]  # each once
+        assert sorted(m["message"] for m in daemon.sent) == ["⏰ Signal's reminder", "🗓 Stretch"]
+        assert reminders.pending() == []
         lines = workspace.read_jsonl(RUNS_FILE)
         assert sorted(line["job"] for line in lines) == ["handjob", "sigjob", "tgjob"]
         assert all(line["outcome"] == "delivered" for line in lines)
@@ -71,6 +91,7 @@ def test_telegram_and_signal_in_one_process_share_one_scheduler_and_each_run_goe
         signal.stop()
         telegram.stop()
     wait_for(lambda: not _schedulers(), what="the scheduler to stop with the last channel")
+    assert _reminder_schedulers() == []
 
 
 def test_the_registry_routes_every_stored_chat_id_form() -> None:

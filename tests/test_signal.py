@@ -315,7 +315,7 @@ def test_collector_notices_and_the_digest_go_to_the_owner(start, daemon, workspa
     bot.service.notices.notify_from_thread("rss", "3 new items")
     [notice] = daemon.wait_sent(1)
     assert notice["recipient"] == [OWNER] and notice["message"] == "📬 rss: 3 new items"
-    asyncio.run_coroutine_threadsafe(bot.service.notices.morning_digest(None), bot.service._loop).result(10)
+    asyncio.run_coroutine_threadsafe(bot.service.notices.morning_digest(), bot.service._loop).result(10)
     [_, digest] = daemon.wait_sent(2)
     assert digest["recipient"] == [OWNER] and "dentist appointment" in digest["message"]
 

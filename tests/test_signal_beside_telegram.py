@@ -33,3 +33,6 @@ def test_telegram_leaves_signal_items_and_reminders_to_signal(fake, start_bot, w
     assert chat_server.chat_requests == []
     errors = [r.getMessage() for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
     assert errors == []  # Telegram did not try to answer the Signal item as a Telegram update
+    # The process's reminder scheduler left Signal's reminder alone: no failed try, no warning.
+    tries = [r.getMessage() for r in caplog.records if r.name.endswith("reminders") and r.levelname == "WARNING"]
+    assert tries == []

@@ -16,6 +16,7 @@ import requests
 
 from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
+from messaging_llm_bot.conversation.job_router import job_router
 from tests.telegram_harness import OWNER, texts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -196,11 +197,14 @@ def test_no_token_exits_2_with_one_clear_line(bot_config, tmp_path):
 
 def test_morning_digest_is_scheduled_daily_in_local_time(fake, start_bot):
     bot = start_bot(morning_digest="07:30")
-    [job] = bot.service.app.job_queue.get_jobs_by_name("morning-digest")
-    # Planned one run at a time (conversation/jobs.DailyJob; its DST nights in tests/test_digest.py).
-    local = job.next_t.astimezone(ZoneInfo("Europe/Berlin"))
+    bot.service.started.wait(10)
+    # On the process's one scheduler (conversation/job_router.py), planned one run at a time
+    # (conversation/jobs.DailyJob; its DST nights in tests/test_digest.py).
+    due = job_router(bot.service.runtime).digest_due("telegram")
+    assert due is not None
+    local = due.astimezone(ZoneInfo("Europe/Berlin"))
     assert (local.hour, local.minute) == (7, 30)
-    assert timedelta(0) < job.next_t - datetime.now(timezone.utc) <= timedelta(hours=25)
+    assert timedelta(0) < due - datetime.now(timezone.utc) <= timedelta(hours=25)
 
 
 def test_collector_notice_reaches_the_allowed_users(fake, start_bot):

@@ -1,4 +1,5 @@
-"""The process's one job scheduler, whatever channels run: each run goes to the channel its job belongs to.
+"""The process's one scheduler, whatever channels run: jobs, reminders and the morning digest, each handed to
+the channel it belongs to.
 
 Each channel attaches when it starts (``job_router(runtime).attach``) with its event loop, its inbox, which
 conversation a job of its own goes to (the owner's chat) and how it answers a run's item; it detaches when
@@ -7,22 +8,32 @@ own; the last to detach stops it. A job's channel is found once, by the registry
 (conversation/routes.py): the channel its chat id names, or for a job made without a chat (by hand) the
 first configured channel. A job whose channel does not run in this process is left alone: its runs are
 made when that channel runs.
+
+Reminders are planned here too, once for the process (conversation/reminders.py on the scheduler's loop):
+each due one is sent by the channel its chat id names (``ChannelJobs.send_reminder``, on that channel's
+loop); one of a channel not running here stays pending until it runs. Each channel's morning digest (its
+own time, from its config) is a daily job here that the channel sends to its owner.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime
+from datetime import time as dtime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
+from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.conversation.job_runs import JobScheduler
-from messaging_llm_bot.conversation.jobs import AsyncJobQueue
+from messaging_llm_bot.conversation.jobs import AsyncJobQueue, DailyJob
+from messaging_llm_bot.conversation.reminders import POLL_SECONDS, ReminderScheduler
 from messaging_llm_bot.conversation.routes import channel_of, home_channel, prefix_of, route_of_conversation
 from messaging_llm_bot.conversation.runtime import Runtime
 
@@ -39,6 +50,20 @@ class ChannelJobs:
     inbox: Inbox  # the channel's inbox: a run is accepted into the inbox that answers it
     owner_conversation: Callable[[Job], str | None]  # the owner's conversation for a job of this channel
     start: Callable[[InboxItem], None]  # answer a run's item (in the owner's chat queue)
+    # Sends a due reminder to its chat (chat id, Markdown, the conversation it was set in): True when it
+    # arrived, False to try again; raises DeliveryRefused when the chat refused it for good. None: the
+    # channel takes no reminders (they stay pending).
+    send_reminder: Callable[[object, str, object], Coroutine[Any, Any, bool]] | None = None
+    digest: OwnerDigest | None = None  # the owner's morning digest, when the channel's config asks for one
+    reminder_poll_seconds: float = POLL_SECONDS  # how often the store is read for new reminders (tests: less)
+
+
+@dataclass(frozen=True)
+class OwnerDigest:
+    """A channel's morning digest: when (a wall time with its zone) and how it is sent to the owner."""
+
+    at: dtime
+    send: Callable[[], Coroutine[Any, Any, None]]  # on the channel's loop
 
 
 class _ChannelInboxes:
@@ -72,6 +97,9 @@ class JobRouter:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
+        self._queue: AsyncJobQueue | None = None
+        self.reminders: ReminderScheduler | None = None
+        self._digests: dict[str, DailyJob] = {}  # each channel's morning digest (on the scheduler's loop)
 
     def attach(self, channel: str, jobs: ChannelJobs, clock: Callable[[], datetime] | None = None) -> JobScheduler:
         """Run ``channel``'s jobs from now on; starts the scheduler for the first channel (with its ``clock``)."""
@@ -84,7 +112,7 @@ class JobRouter:
                 self._thread.start()
                 ready.wait(STOP_SECONDS)
             elif self._loop is not None:  # its left-over runs and due ones now, not at the next planned look
-                self._loop.call_soon_threadsafe(self._look_soon)
+                self._loop.call_soon_threadsafe(self._joined, channel, jobs)
             assert self.scheduler is not None
             log.info("jobs: %s joined the scheduler", channel)
             return self.scheduler
@@ -94,10 +122,12 @@ class JobRouter:
         with self._lock:
             self._channels.pop(channel, None)
             if self._channels or self._thread is None:
+                if self._loop is not None:  # its reminders stay pending; its digest is no longer sent
+                    self._loop.call_soon_threadsafe(self._left, channel)
                 return
             loop, done, thread = self._loop, self._done, self._thread
             # A channel attaching from now on starts a new scheduler.
-            self._thread = self.scheduler = self._loop = self._done = None
+            self._thread = self.scheduler = self._loop = self._done = self._queue = self.reminders = None
         _forget(self)
         if loop is not None and done is not None:
             try:
@@ -127,9 +157,51 @@ class JobRouter:
         with self._lock:
             return dict(self._channels)
 
-    def _look_soon(self) -> None:
+    def _joined(self, channel: str, jobs: ChannelJobs) -> None:
+        """On the scheduler's loop: a channel joined a running scheduler."""
         if self.scheduler is not None:
             self.scheduler.look_soon()
+        if self.reminders is not None:
+            self.reminders.sync()  # its pending reminders are planned now
+        self._plan_digest(channel, jobs)
+
+    def _left(self, channel: str) -> None:
+        self._digests.pop(channel, None)
+        if self._queue is not None:
+            for job in self._queue.get_jobs_by_name(_digest_name(channel)):
+                job.schedule_removal()
+
+    def _plan_digest(self, channel: str, jobs: ChannelJobs) -> None:
+        digest = jobs.digest
+        if digest is None or self._queue is None:
+            return
+        self._left(channel)  # one daily digest per channel, whatever attached before
+        loop = jobs.loop
+
+        async def send(context: object) -> None:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(digest.send(), loop))
+
+        self._digests[channel] = DailyJob(self._queue, send, digest.at, _digest_name(channel)).start()
+
+    def digest_due(self, channel: str) -> datetime | None:
+        """When ``channel``'s next morning digest is sent; None when it has none here."""
+        daily = self._digests.get(channel)
+        return daily.due if daily is not None else None
+
+    def attached_channels(self) -> frozenset[str]:
+        """The channels running in this process now."""
+        return frozenset(self._attached())
+
+    async def send_reminder(self, chat_id: object, text: str, conversation: object = None) -> bool:
+        """A due reminder sent by the channel its chat id names, on that channel's loop; False (try again)
+        when that channel left meanwhile."""
+        jobs = self._attached().get(channel_of(chat_id))
+        if jobs is None or jobs.send_reminder is None:
+            return False
+        sent: concurrent.futures.Future[bool] = asyncio.run_coroutine_threadsafe(
+            jobs.send_reminder(chat_id, text, conversation), jobs.loop
+        )
+        return await asyncio.wrap_future(sent)
 
     def _run(self, ready: threading.Event, clock: Callable[[], datetime] | None) -> None:
         loop = asyncio.new_event_loop()
@@ -156,12 +228,42 @@ class JobRouter:
             clock=clock,
         )
         scheduler.start()
-        ready.set()
+        self._queue = queue
+        ready.set()  # attach() holds the lock until here: what follows reads the channels
+        first = self._attached()
+        poll = min((jobs.reminder_poll_seconds for jobs in first.values()), default=POLL_SECONDS)
+        self.reminders = ReminderScheduler(
+            ReminderStore(self.runtime.workspace),
+            queue,
+            self.send_reminder,
+            default_tz=self.runtime.settings.runtime.timezone,
+            poll_seconds=poll,
+            channels=self._reminder_channels,
+            conversation=True,  # Telegram: a reminder set in a forum topic goes to that topic
+        )
+        self.reminders.start()
+        for channel, jobs in first.items():
+            self._plan_digest(channel, jobs)
         try:
             await done.wait()
         finally:
             scheduler.stop()
             await queue.stop()
+
+    def _reminder_channels(self) -> frozenset[str]:
+        return frozenset(name for name, jobs in self._attached().items() if jobs.send_reminder is not None)
+
+
+def owner_digest(at: str | None, timezone: str, send: Callable[[], Coroutine[Any, Any, None]]) -> OwnerDigest | None:
+    """A channel's ``morning_digest`` ("07:30", or empty for none) in ``timezone``, sent by ``send``."""
+    if not at:
+        return None
+    hour, minute = (int(x) for x in at.split(":"))
+    return OwnerDigest(dtime(hour, minute, tzinfo=ZoneInfo(timezone)), send)
+
+
+def _digest_name(channel: str) -> str:
+    return f"{channel}:morning-digest"
 
 
 #: The routers in use, by ``id`` of their runtime (a runtime is not hashable); one leaves with its last channel.

@@ -118,11 +118,13 @@ class ReminderScheduler:
         poll_seconds: float = POLL_SECONDS,
         clock: Callable[[], datetime] | None = None,
         channel: str | None = None,
+        channels: Callable[[], frozenset[str]] | None = None,
         conversation: bool = False,
     ) -> None:
         self.store = store
         self.conversation = conversation  # the send takes the reminder's conversation (Telegram: its topic)
         self.channel = channel  # only reminders set on this channel (conversation/routes.py); None: all
+        self.channels = channels  # or only those of the channels running now (the process's one scheduler)
         self.job_queue = job_queue
         self.send = send
         self.default_tz = default_tz
@@ -145,10 +147,12 @@ class ReminderScheduler:
 
     def _pending_safely(self) -> list[Any]:
         try:
+            running = self.channels() if self.channels is not None else None
             return [
                 r
                 for r in self.store.pending()
-                if self.channel is None or channel_of(field(r, "chat_id")) == self.channel
+                if (self.channel is None or channel_of(field(r, "chat_id")) == self.channel)
+                and (running is None or channel_of(field(r, "chat_id")) in running)
             ]
         except Exception as err:  # noqa: BLE001 - a damaged store must not stop the bot
             log.warning("reminders: cannot read the reminder store: %s", err)

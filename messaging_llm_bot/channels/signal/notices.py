@@ -45,7 +45,7 @@ class Notices:
             log.warning("signal: notice to %s failed: %s", chat, err)
             return False
 
-    async def send_reminder(self, chat_id: Any, text: str) -> bool:
+    async def send_reminder(self, chat_id: object, text: str, conversation: object = None) -> bool:
         """Send a reminder to its ``sig:`` chat: True when it arrived, False to try again later (daemon gone,
         rate limited, no network); DeliveryRefused when signal-cli refused it for good (not a Signal user)."""
         chat = chat_of_conversation(str(chat_id))
@@ -70,6 +70,6 @@ class Notices:
         """Collector callback (background thread): a short notice to the owner (conversation/notices.py)."""
         notify_from_thread(self._loop, self._to_owner, collector_name, text)
 
-    async def morning_digest(self, context: Any) -> None:
-        """The DailyJob's callback: the digest to the owner."""
+    async def morning_digest(self) -> None:
+        """The digest to the owner (the process's scheduler calls it daily: conversation/job_router.py)."""
         await send_digest(self.runtime.workspace, self._settings().timezone, self._to_owner)

@@ -16,15 +16,12 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from datetime import time as dtime
 from typing import TypeVar
-from zoneinfo import ZoneInfo
 
 import filelock
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.inbox import Inbox
-from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.channels.signal.approval import Approvals
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient
 from messaging_llm_bot.channels.signal.commands import Commands
@@ -39,11 +36,9 @@ from messaging_llm_bot.channels.signal.tasks import ChatTasks
 from messaging_llm_bot.channels.signal.turn import TurnRunner
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.conversation.held import StorageOutage
-from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
+from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router, owner_digest
 from messaging_llm_bot.conversation.job_runs import JobScheduler
-from messaging_llm_bot.conversation.jobs import AsyncJobQueue, DailyJob
 from messaging_llm_bot.conversation.pool import pool_size
-from messaging_llm_bot.conversation.reminders import ReminderScheduler
 from messaging_llm_bot.conversation.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -259,28 +254,16 @@ class SignalService:
             list(self.settings.allowed),
         )
         events.replay()
-        jobs = AsyncJobQueue()
-        reminders = ReminderScheduler(
-            ReminderStore(workspace),
-            jobs,
-            notices.send_reminder,
-            default_tz=self.settings.timezone,
-            poll_seconds=self.reminder_poll_seconds,
-            channel="signal",
-        )
-        reminders.start()
         channel_jobs = ChannelJobs(
-            asyncio.get_running_loop(), inbox, owner_conversation=job_items.conversation, start=job_items.start
+            asyncio.get_running_loop(),
+            inbox,
+            owner_conversation=job_items.conversation,
+            start=job_items.start,
+            send_reminder=notices.send_reminder,
+            digest=owner_digest(self.settings.morning_digest, self.settings.timezone, notices.morning_digest),
+            reminder_poll_seconds=self.reminder_poll_seconds,
         )
         self.jobs = await asyncio.to_thread(job_router(self.runtime).attach, "signal", channel_jobs, self.job_clock)
-        if self.settings.morning_digest:
-            hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))
-            DailyJob(
-                jobs,
-                notices.morning_digest,
-                dtime(hour, minute, tzinfo=ZoneInfo(self.settings.timezone)),
-                "signal:morning-digest",
-            ).start()
         self.runtime.start_background(notify=notices.notify_from_thread)
         consumer = asyncio.get_running_loop().create_task(events.consume())
         self.ready.set()
@@ -302,7 +285,6 @@ class SignalService:
                 await turns.wait_idle(1.0)
             await self.tasks.cancel_waiting()  # turns still waiting for their chat: their items stay pending
             await asyncio.to_thread(job_router(self.runtime).detach, "signal")
-            await jobs.stop()
             await client.close()
             turns.pool.shutdown()
 

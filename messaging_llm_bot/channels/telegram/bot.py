@@ -19,9 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from datetime import time as dtime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import filelock
 from telegram import BotCommand
@@ -30,7 +28,6 @@ from telegram.ext import Application, ApplicationBuilder, ContextTypes
 from telegram.request import HTTPXRequest
 
 from assistant_framework.inbox import Inbox
-from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.channels.telegram.frontend import Frontend
 from messaging_llm_bot.channels.telegram.notices import Notices
 from messaging_llm_bot.channels.telegram.ratelimit import ReplyFirstRateLimiter
@@ -39,11 +36,9 @@ from messaging_llm_bot.channels.telegram.shutdown import GracefulStop
 from messaging_llm_bot.channels.telegram.updates import ChatOrderedProcessor, InboxBot
 from messaging_llm_bot.channels.telegram.webhook import webhook_secret
 from messaging_llm_bot.conversation.commands import COMMANDS
-from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
+from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router, owner_digest
 from messaging_llm_bot.conversation.job_runs import JobScheduler
-from messaging_llm_bot.conversation.jobs import DailyJob
 from messaging_llm_bot.conversation.notices import digest_now
-from messaging_llm_bot.conversation.reminders import ReminderScheduler
 from messaging_llm_bot.conversation.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -72,7 +67,6 @@ class TelegramService:
         self.stop_signals = stop_signals
         self.poll_timeout = poll_timeout
         self.reminder_poll_seconds = reminder_poll_seconds
-        self.reminders: ReminderScheduler | None = None
         self.jobs: JobScheduler | None = None
         #: The jobs' clock (a test's controlled clock; None: the real one).
         self.job_clock: Callable[[], datetime] | None = None
@@ -152,33 +146,17 @@ class TelegramService:
             log.warning("telegram: setMyCommands failed: %s", err)
         if self.shutdown.stopping:
             return
-        self.reminders = ReminderScheduler(
-            ReminderStore(self.runtime.workspace),
-            app.job_queue,
-            self.notices.send_reminder,
-            default_tz=self.settings.timezone,
-            poll_seconds=self.reminder_poll_seconds,
-            channel="telegram",
-            conversation=True,  # a reminder set in a forum topic goes to that topic
-        )
-        self.reminders.start()
         fe = self.frontend
         channel_jobs = ChannelJobs(
             asyncio.get_running_loop(),
             fe.intake.inbox,
             owner_conversation=fe.intake.job_conversation,
             start=lambda item: fe.intake.start_job_item(app.bot, item),
+            send_reminder=self.notices.send_reminder,
+            digest=owner_digest(self.settings.morning_digest, self.settings.timezone, self.notices.morning_digest),
+            reminder_poll_seconds=self.reminder_poll_seconds,
         )
         self.jobs = await asyncio.to_thread(job_router(self.runtime).attach, "telegram", channel_jobs, self.job_clock)
-        if self.settings.morning_digest:
-            hour, minute = (int(x) for x in self.settings.morning_digest.split(":"))
-            # Not PTB's run_daily: its cron trigger sends a time in the hour the clocks go back twice.
-            DailyJob(
-                app.job_queue,
-                self.notices.morning_digest,
-                dtime(hour, minute, tzinfo=ZoneInfo(self.settings.timezone)),
-                "morning-digest",
-            ).start()
         self.runtime.start_background(notify=self.notices.notify_from_thread)
         self.started.set()
 

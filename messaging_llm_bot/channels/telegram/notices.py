@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 import telegram
 from telegram.error import TelegramError
-from telegram.ext import ContextTypes
 
 from messaging_llm_bot.channels.telegram.send import (
     TelegramDeliveryError,
@@ -53,12 +52,12 @@ class Notices:
                 ok = False
         return ok
 
-    async def send_reminder(self, chat_id: int | str | None, text: str, conversation: object = None) -> bool:
+    async def send_reminder(self, chat_id: object, text: str, conversation: object = None) -> bool:
         """Send a reminder to its chat, in the forum topic it was set in (``conversation``): True when it
         arrived, False to try again later (network, 429, 5xx); DeliveryRefused when Telegram refused it for good
         (the user blocked the bot, chat not found). A topic closed or deleted since: the chat's General."""
         try:
-            target = telegram_chat_id(chat_id)
+            target = telegram_chat_id(str(chat_id))
         except ValueError:
             raise DeliveryRefused(f"{chat_id!r} is not a Telegram chat id") from None
         topic = topic_in(conversation, target)
@@ -90,6 +89,6 @@ class Notices:
         """Collector callback (background thread): a short notice to the owner (conversation/notices.py)."""
         notify_from_thread(self._loop(), self._to_owner, collector_name, text)
 
-    async def morning_digest(self, context: ContextTypes.DEFAULT_TYPE | None) -> None:
-        """The JobQueue's daily callback: the digest to the owner."""
+    async def morning_digest(self) -> None:
+        """The digest to the owner (the process's scheduler calls it daily: conversation/job_router.py)."""
         await self._to_owner(await asyncio.to_thread(self._digest))
