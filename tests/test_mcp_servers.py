@@ -21,6 +21,7 @@ import pytest
 from assistant_framework.mcp import McpSkills, connection, mcp_settings
 from assistant_framework.skills import OUTSIDE_LABEL, SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
+from tests.cli_inprocess import CliRun, run_cli
 from tests.fakes.mcp_servers import HttpMcpServer, command
 
 TOKEN = "mcp-test-token-0123456789"
@@ -353,9 +354,6 @@ def test_closing_stops_every_server(tmp_path) -> None:
     assert "not running" in failed(manager, "t_echo", {"text": "x"})
 
 
-ASSISTANT = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "assistant")
-
-
 @pytest.fixture(scope="module")
 def cli_config(tmp_path_factory, http_server) -> Path:
     """A config directory with the time server, the HTTP server and one that cannot start."""
@@ -371,8 +369,9 @@ def cli_config(tmp_path_factory, http_server) -> Path:
     return folder
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([ASSISTANT, *args], capture_output=True, text=True, timeout=180)
+def _cli(*args: str) -> CliRun:
+    """The command in this process (tests/cli_inprocess.py); the MCP servers it starts are real processes."""
+    return run_cli(*args)
 
 
 def test_skills_list_json_names_the_outside_tools(cli_config) -> None:
