@@ -6,18 +6,15 @@ index's idle refresh a minute later."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 from assistant_framework.collectors.state import load_state
 from assistant_framework.memory.index import MemoryIndex
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.cli.main import main
+from tests.cli_inprocess import CliRun, run_cli
 from tests.fixtures.collectors.helpers import write_collector
 from tests.telegram_harness import OWNER
-
-REPO = Path(__file__).resolve().parent.parent
-ASSISTANT = str(REPO / ".venv" / "bin" / "assistant")
 
 # Each run writes items.jsonl; a run with ``drop`` in the workspace removes it again.
 NEWS = """
@@ -46,8 +43,9 @@ def _config(tmp_path: Path, memory: dict | None = None) -> Path:
     return config
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([ASSISTANT, *args], capture_output=True, text=True, timeout=60)
+def _cli(*args: str) -> CliRun:
+    """The command in this process (tests/cli_inprocess.py)."""
+    return run_cli(*args)
 
 
 def _indexed(workspace: Workspace, word: str) -> list[str]:

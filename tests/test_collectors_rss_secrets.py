@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from assistant_framework.redaction import url_key, url_without_secrets
 from assistant_framework.workspace import Workspace
-from tests.crash_bot import REPO
+from tests.cli_inprocess import CliRun, run_cli
 from tests.fakes.feed_server import StaticHTTPServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "collectors"
@@ -31,10 +30,9 @@ def server():
         yield srv
 
 
-def assistant(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(REPO / ".venv" / "bin" / "assistant"), *args], capture_output=True, text=True, timeout=120
-    )
+def assistant(*args: str) -> CliRun:
+    """The command in this process (tests/cli_inprocess.py): its output and its log, captured as a user sees them."""
+    return run_cli(*args)
 
 
 def test_feed_url_secrets_stay_out_of_the_workspace_the_output_and_the_backup(tmp_path, server):

@@ -5,7 +5,6 @@ needs a restart (issue 27.7)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.conversation.commands import run_command
 from messaging_llm_bot.runtime import build_runtime
+from tests.cli_inprocess import run_cli
 from tests.signal_harness import FRIEND, STRANGER, RunningSignal, signal_config
 from tests.signal_harness import OWNER as SIGNAL_OWNER
 from tests.telegram_harness import OWNER, RunningBot, telegram_config, texts
@@ -65,7 +65,6 @@ def test_profile_budget_left_out_puts_2000_characters_of_the_profile_in_the_prom
 # -- config set, then /reload (issue 27.7) ------------------------------------------------------------------
 
 NEWCOMER = 42
-ASSISTANT = str(Path(__file__).resolve().parent.parent / ".venv" / "bin" / "assistant")
 
 
 def _config_dir(config: dict, folder: Path) -> Path:
@@ -77,12 +76,7 @@ def _config_dir(config: dict, folder: Path) -> Path:
 
 
 def _config_set(folder: Path, key: str, value: str) -> str:
-    done = subprocess.run(
-        [ASSISTANT, "config", "set", "--config", str(folder), key, value],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_cli("config", "set", "--config", str(folder), key, value)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -3,15 +3,15 @@
 the machine. Now every file the bot, the CLI or the Workspace API writes is 0600 and every folder 0700,
 whatever the umask, and a workspace made before is tightened once at start with one log line.
 
-Each test walks the whole tree afterwards; the real bot and the real CLI run as subprocesses started
-under umask 022 (and the in-process bot too, which does not pass through the bot's ``main``)."""
+Each test walks the whole tree afterwards; the real bot runs as a subprocess started under umask 022, the
+CLI's ``main`` in this process under umask 022 (tests/cli_inprocess.py: the umask it sets is its own), and
+the in-process bot too, which does not pass through the bot's ``main``."""
 
 from __future__ import annotations
 
 import json
 import os
 import stat
-import subprocess
 import tarfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 
 from assistant_framework.workspace import Workspace
-from tests.crash_bot import REPO, BotProcess, echo_reply, sent_texts, write_bot_config
+from tests.cli_inprocess import CliRun, run_cli
+from tests.crash_bot import BotProcess, echo_reply, sent_texts, write_bot_config
 from tests.telegram_harness import OWNER, texts
-
-ASSISTANT = str(REPO / ".venv" / "bin" / "assistant")
 
 
 @contextmanager
@@ -224,8 +223,8 @@ def test_the_cli_under_umask_022_writes_nothing_others_can_read(tmp_path: Path) 
         ws = Workspace(tmp_path / "ws")
         ws.write_text("notes/a.md", "# apples\n\nred apples\n")
 
-        def cli(*argv: str) -> subprocess.CompletedProcess:
-            return subprocess.run([ASSISTANT, *argv], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        def cli(*argv: str) -> CliRun:  # in this process, under the umask above (tests/cli_inprocess.py)
+            return run_cli(*argv, cwd=tmp_path)
 
         assert cli("memory", "reindex", "--workspace", str(ws.root)).returncode == 0
         assert (ws.root / "memory" / "index.sqlite3").exists()

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from email.message import EmailMessage
 
 import pytest
 
 from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
+from tests.cli_inprocess import run_cli
 from tests.crash_bot import REPO, BotProcess, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
 from tests.fakes.chat_server import FakeChatServer
@@ -211,13 +210,7 @@ def test_full_session_injected_mail_needs_the_owner_and_no_secret_leaks(tmp_path
     assert (workspace / "notes" / "important.md").read_text() == "# Important\nkeep me\n"
     audit = [json.loads(line) for line in (workspace / "state" / "audit.jsonl").read_text().splitlines()]
     assert [(a["skill"], a["outcome"]) for a in audit][-1] == ("file", "declined")
-    shown = subprocess.run(
-        [sys.executable, "-m", "messaging_llm_bot.cli", "config", "show", "--config", str(config)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    shown = run_cli("config", "show", "--config", str(config), cwd=REPO)
     assert shown.returncode == 0, shown.stderr
     places = {"log": bot.log_text(), "telegram messages": "\n".join(sent), "config show": shown.stdout + shown.stderr}
     for path in workspace.rglob("*"):

@@ -5,8 +5,6 @@ fake model server, and the built-in eval against an ideal fake model in both pro
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from messaging_llm_bot.llm.runners import RunnerConfig, runners_from_config
 from messaging_llm_bot.llm.structured import args_grammar
 from messaging_llm_bot.protocol import parse_model_output
 from messaging_llm_bot.protocol.messages import ARGS_REQUEST_LEAD
+from tests.cli_inprocess import run_cli
 from tests.fakes.ideal_model import ideal_handler
 
 FIXED = datetime(2026, 3, 3, 13, 5, 42, tzinfo=timezone.utc)
@@ -100,12 +99,7 @@ def test_config_errors_name_the_runner_and_key(tmp_path):
     (tmp_path / "llm.json").write_text(
         json.dumps({"runners": [{**base, "skill_choice": "two_step", "tool_transport": "native"}]})
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "messaging_llm_bot.cli", "config", "validate", "--config", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    done = run_cli("config", "validate", "--config", str(tmp_path), cwd=ROOT)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "llm.json" in done.stderr and "skill_choice" in done.stderr and "two_step needs" in done.stderr
 

@@ -113,24 +113,11 @@ def test_webhook_secret_is_reused_across_restarts(fake, start_bot, workspace):
 
 def test_short_webhook_secret_is_a_config_error(tmp_path):
     import json
-    import subprocess
-    import sys
+
+    from tests.cli_inprocess import run_cli
 
     (tmp_path / "config.json").write_text(json.dumps({"telegram": {"webhook": {"secret_token": "abc"}}}))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "messaging_llm_bot.cli",
-            "config",
-            "validate",
-            "--config",
-            str(tmp_path / "config.json"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_cli("config", "validate", "--config", str(tmp_path / "config.json"))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "secret_token" in proc.stdout + proc.stderr
 
