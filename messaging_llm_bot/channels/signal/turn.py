@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-from datetime import datetime
+from datetime import date
 from typing import TYPE_CHECKING, Any, Callable
-from zoneinfo import ZoneInfo
 
 from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.signal import media
 from messaging_llm_bot.channels.signal.approval import Approvals
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalRpcError, SignalUnavailable
@@ -30,25 +30,23 @@ from messaging_llm_bot.channels.signal.settings import (
     recipient_params,
 )
 from messaging_llm_bot.conversation.attachments import VOICE_DISABLED
-from messaging_llm_bot.conversation.chatflags import ChatFlags
-from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, area_for
+from messaging_llm_bot.conversation.images import FilesInput
 from messaging_llm_bot.conversation.job_runs import is_job_item
-from messaging_llm_bot.conversation.pool import TurnPool
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turns import RunningTurns
-from messaging_llm_bot.conversation.voice import VOICE_FLAG, voice_notes, wants_voice
+from messaging_llm_bot.conversation.turn import FAILED_REPLY, ChannelTurns, TurnRequest, transcript_failed
+from messaging_llm_bot.conversation.voice import VoiceNote
 from messaging_llm_bot.llm.transcribe import transcription_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from assistant_framework.memory.service import MemoryService
     from messaging_llm_bot.agent.images import ImageInput
 
 log = logging.getLogger(__name__)
 
-FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
 RETRY_MAX_SECONDS = 30.0
 
 
-class TurnRunner:
+class TurnRunner(ChannelTurns):
     """Runs turns for the Signal frontend; one instance per service."""
 
     def __init__(
@@ -61,25 +59,17 @@ class TurnRunner:
         identities: Identities,
         approvals: Approvals | None = None,
     ) -> None:
-        self.runtime, self.inbox, self.client, self.outage = runtime, inbox, client, outage
+        super().__init__(runtime, inbox, "signal")
+        self.client, self.outage = client, outage
         self.identities = identities
         self.approvals = approvals
         self._settings_ref = settings_ref
         self.account_uuid: str | None = None
-        self.stopping = False
         self.stop_event = asyncio.Event()
-        self._active = RunningTurns()
-        self.flags = ChatFlags(runtime.workspace)  # /voice choices, notices told once
-        # Turns run here, not in asyncio's default pool (6 threads on 2 cores, also used for the inbox).
-        self.pool = TurnPool(lambda: self.runtime.settings)
 
     @property
     def settings(self) -> SignalSettings:
         return self._settings_ref()
-
-    @property
-    def active(self) -> int:
-        return len(self._active)
 
     async def answer(self, item: InboxItem) -> None:
         """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
@@ -91,14 +81,6 @@ class TurnRunner:
                 await answer_job(self, item)
             else:
                 await self._answer(item)
-
-    async def wait_idle(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for running turns; True when none is left."""
-        return await self._active.wait_idle(timeout)
-
-    def cancel_all(self) -> int:
-        """Cancel the running turns (their items stay pending: no completion happens); returns how many."""
-        return self._active.cancel_all()
 
     async def _answer(self, item: InboxItem) -> None:
         msg = parse_event(item.payload)
@@ -135,25 +117,18 @@ class TurnRunner:
         await asyncio.to_thread(self.inbox.complete, item.item_id)
 
     async def _speak(self, item: InboxItem, msg: SignalMessage, reply: str) -> None:
-        """Send the reply as voice attachments too when the chat wants it (conversation/voice.py); any failure
-        leaves the text, already delivered, as the answer, with one log line."""
-        voice = self.runtime.settings.voice
-        chosen = await asyncio.to_thread(self.flags.get, item.conversation_id, VOICE_FLAG)
-        if not wants_voice(voice, chosen, msg.kind() == "voice"):
-            return
-        notes = await asyncio.to_thread(voice_notes, voice, reply)
-        if isinstance(notes, str):
-            log.warning("signal: the reply in %s stays text only: %s", msg.chat, notes)
-            return
-        for index, note in enumerate(notes):
+        """The reply as voice attachments too when the chat wants it (conversation/turn.py)."""
+
+        async def send(index: int, note: VoiceNote) -> None:
             # signal-cli takes an attachment as a data URI (signal-cli-jsonrpc(5): "data:<type>;filename=...").
             encoded = base64.b64encode(note.audio).decode("ascii")
             attachment = f"data:audio/ogg;filename=reply-{index + 1}.ogg;base64,{encoded}"
-            try:
-                await self.client.rpc("send", {**recipient_params(msg.chat), "attachments": [attachment]})
-            except (SignalRpcError, SignalUnavailable) as err:
-                log.warning("signal: the voice reply in %s was not sent (the text was): %s", msg.chat, err)
-                return
+            await self.client.rpc("send", {**recipient_params(msg.chat), "attachments": [attachment]})
+
+        try:
+            await self.speak(item.conversation_id, msg.kind() == "voice", reply, send)
+        except (SignalRpcError, SignalUnavailable) as err:
+            log.warning("signal: the voice reply in %s was not sent (the text was): %s", msg.chat, err)
 
     async def _receipt_and_typing(self, msg: SignalMessage) -> bool:
         """Mark the message read and show "typing…", in one batch request; True when typing went out."""
@@ -176,7 +151,7 @@ class TurnRunner:
         kind = msg.kind()
         untrusted, outside = False, None
         images: tuple[ImageInput, ...] = ()
-        notice = ""  # a sentence added to the reply (the model cannot see images)
+        notice = ""
         if kind in ("text", "document", "photo", "voice"):
             typing.start()  # fetching and transcribing take a while too
         sender = self.identities.judge(msg, self.settings)
@@ -184,24 +159,21 @@ class TurnRunner:
         if kind == "text":
             text = model_text(msg, self.settings.account, self.account_uuid)
         elif kind in ("document", "photo"):
-            today = datetime.now(ZoneInfo(self.settings.timezone)).date()
-            # A guest's files go to the chat's own area, never into the owner's inbox/.
-            area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
-            index = self.runtime.memory if owner_chat else None  # a guest's documents stay out of the owner's memory
-            got = await files_input(self.client, area, msg, today, self.runtime.settings, index)
+
+            async def save(area: Workspace, today: date, index: MemoryService | None) -> FilesInput | str:
+                return await files_input(self.client, area, msg, today, self.runtime.settings, index)
+
+            got, notice = await self.files(item.conversation_id, owner_chat, self.settings.timezone, save)
             if isinstance(got, str):
                 return got  # no file could be fetched, or none can be shown
             text, untrusted, images = got.text, True, got.images
-            if got.vision_missing:
-                if await asyncio.to_thread(self.flags.first_time, item.conversation_id, VISION_MISSING_FLAG):
-                    notice = VISION_MISSING
         elif kind == "voice":
             config = transcription_settings(self.runtime.settings.llm)
             if config is None:
                 return VOICE_DISABLED
             result = await media.transcribe_voice(self.client, msg, config)
             if not result.ok:
-                return f"🎙 I could not transcribe that voice note: {result.error or 'the transcript was empty'}."
+                return transcript_failed(result.error)
             text = result.text
             await self._send_best_effort(msg.chat, f"🎙 {text}", msg if msg.group_id else None)
             name = media.audio_file_name(msg.attachments[0])
@@ -212,28 +184,20 @@ class TurnRunner:
         approve = None
         if self.approvals is not None and owner_chat:
             approve = self.approvals.approver(msg.chat, asyncio.get_running_loop())
-        from messaging_llm_bot.agent.incoming import Incoming  # on use, as in the Telegram turn
-        from messaging_llm_bot.agent.turn import reply_text
-
-        agent = self.runtime.agent
-        incoming = Incoming(
+        request = TurnRequest(
             item.conversation_id,
             text,
             chat_id=item.conversation_id,
             user_id=msg.sender,
             message_id=msg.timestamp,
-            # Only the owner's own direct chat sees the owner's notes, facts and other chats' logs.
             owner_chat=owner_chat,
+            from_owner=sender.owner,
             untrusted=untrusted,
             outside=outside,
-            approve=approve,
-            # Streamed from the model (not shown as it arrives): /stop can then cut the answer off at once.
-            stream=agent.settings.stream,
             images=images,
+            notice=notice,
         )
-        # The owner's model calls go first (llm/slots.py).
-        answered = await self.pool.run(agent.handle, incoming, owner_turn=sender.owner)
-        return f"{reply_text(answered)}\n\n{notice}" if notice else reply_text(answered)
+        return await self.ask_agent(request, approve=approve)
 
     async def _send_best_effort(self, chat: str, text: str, quote: SignalMessage | None) -> None:
         try:

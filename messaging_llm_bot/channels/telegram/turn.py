@@ -10,9 +10,8 @@ import asyncio
 import logging
 import math
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import date
 from typing import TYPE_CHECKING, Callable
-from zoneinfo import ZoneInfo
 
 import telegram
 from telegram import InputFile, MessageEntity, Update
@@ -20,7 +19,7 @@ from telegram.error import TelegramError
 
 from assistant_framework.access import sees_owner_data
 from assistant_framework.inbox import Inbox, InboxItem
-from messaging_llm_bot.agent.images import ImageInput
+from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.telegram.approval import Approvals
 from messaging_llm_bot.channels.telegram.format import render_markdown
 from messaging_llm_bot.channels.telegram.job_turn import answer_job
@@ -39,30 +38,22 @@ from messaging_llm_bot.channels.telegram.send import (
     send_plain,
 )
 from messaging_llm_bot.channels.telegram.settings import TelegramSettings, message_of, strip_mention, topic_of
-from messaging_llm_bot.conversation.chatflags import ChatFlags
 from messaging_llm_bot.conversation.held import storage_error_text
-from messaging_llm_bot.conversation.images import (
-    VISION_MISSING,
-    VISION_MISSING_FLAG,
-    area_for,
-    files_input,
-)
+from messaging_llm_bot.conversation.images import FilesInput, files_input
 from messaging_llm_bot.conversation.job_runs import is_job_item
-from messaging_llm_bot.conversation.pool import TurnPool
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turns import RunningTurns
-from messaging_llm_bot.conversation.voice import VOICE_FLAG, voice_notes, wants_voice
+from messaging_llm_bot.conversation.turn import FAILED_REPLY, ChannelTurns, TurnRequest, transcript_failed
+from messaging_llm_bot.conversation.voice import VoiceNote
 from messaging_llm_bot.llm.transcribe import transcription_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from assistant_framework.memory.service import MemoryService
     from messaging_llm_bot.agent.images import ImageInput
 
 log = logging.getLogger(__name__)
 
-FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
 
-
-class TurnRunner:
+class TurnRunner(ChannelTurns):
     """Runs turns for the Telegram frontend; one instance per application."""
 
     def __init__(
@@ -72,24 +63,13 @@ class TurnRunner:
         settings_ref: Callable[[], TelegramSettings],
         approvals: Approvals | None = None,
     ) -> None:
-        self.runtime = runtime
-        self.inbox = inbox
+        super().__init__(runtime, inbox, "telegram")
         self.approvals = approvals
         self._settings_ref = settings_ref  # callable returning the current TelegramSettings (changes on /reload)
-        self.stopping = False  # set on shutdown: no new turns; their items stay in the inbox
-        self._active = RunningTurns()
-        self.flags = ChatFlags(runtime.workspace)  # /voice choices, notices told once
-        # Turns run here, not in asyncio's default pool (6 threads on 2 cores): llm.max_concurrency limits.
-        self.pool = TurnPool(lambda: self.runtime.settings)
 
     @property
     def settings(self) -> TelegramSettings:
         return self._settings_ref()
-
-    @property
-    def active(self) -> int:
-        """How many turns are running now."""
-        return len(self._active)
 
     async def answer(self, bot: telegram.Bot, item: InboxItem, parts: Sequence[InboxItem] = ()) -> None:
         """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start.
@@ -104,14 +84,6 @@ class TurnRunner:
                 await answer_job(self, bot, item)
             else:
                 await self._answer(bot, item, parts)
-
-    async def wait_idle(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for running turns; True when none is left."""
-        return await self._active.wait_idle(timeout)
-
-    def cancel_all(self) -> int:
-        """Cancel the running turns (their items stay pending: no completion happens); returns how many."""
-        return self._active.cancel_all()
 
     async def _answer(self, bot: telegram.Bot, item: InboxItem, parts: Sequence[InboxItem] = ()) -> None:
         """Answer ``item`` and complete it; the user always gets a message, even on errors."""
@@ -198,27 +170,23 @@ class TurnRunner:
         if kind == "text":
             text = strip_mention(message.text or "", bot.username or "")
         elif kind in ("document", "photo"):
-            today = datetime.now(ZoneInfo(self.settings.timezone)).date()
-            # A guest's file goes to the chat's own area, never into the owner's inbox/.
-            area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
             album = [message, *(message_of(Update.de_json(part.payload, bot)) for part in parts)]
-            saved = [await save_attachment(bot, area, one, today) for one in album]
-            index = self.runtime.memory if owner_chat else None  # a guest's documents stay out of the owner's memory
-            files = await files_input(area, saved, self.runtime.settings, origin or "", index)
+
+            async def save(area: Workspace, today: date, index: MemoryService | None) -> FilesInput | str:
+                saved = [await save_attachment(bot, area, one, today) for one in album]
+                return await files_input(area, saved, self.runtime.settings, origin or "", index)
+
+            files, notice = await self.files(item.conversation_id, owner_chat, self.settings.timezone, save)
             if isinstance(files, str):
                 return files  # not fetched, HEIC, too large, unreadable: one sentence
             text, images, untrusted = files.text, files.images, True
-            if files.vision_missing and await asyncio.to_thread(
-                self.flags.first_time, item.conversation_id, VISION_MISSING_FLAG
-            ):
-                notice = VISION_MISSING
         elif kind == "voice":
             config = transcription_settings(self.runtime.settings.llm)
             if config is None:
                 return VOICE_DISABLED
             result = await transcribe_voice(bot, message, config)
             if not result.ok:
-                return f"🎙 I could not transcribe that voice note: {result.error or 'the transcript was empty'}."
+                return transcript_failed(result.error)
             text = result.text
             try:  # what was understood, as it is: a transcript longer than one message goes in parts
                 await send_plain(
@@ -237,48 +205,35 @@ class TurnRunner:
         if self.approvals is not None and owner_chat:
             # Only the owner's private chat can confirm; elsewhere "ask" means no.
             approve = self.approvals.approver(bot, message.chat_id, asyncio.get_running_loop(), topic_of(message))
-        from messaging_llm_bot.agent.incoming import Incoming  # on use: start-up does not need the agent
-        from messaging_llm_bot.agent.turn import reply_text
-
-        incoming = Incoming(
+        request = TurnRequest(
             item.conversation_id,
             text,
             chat_id=message.chat_id,
             user_id=user.id if user else None,
             message_id=message.message_id,
-            # Only the owner's own private chat sees the owner's notes, facts and other chats' logs.
             owner_chat=owner_chat,
+            from_owner=from_owner,
             untrusted=untrusted,
             outside=outside,
-            approve=approve,
-            on_event=progress.on_event,
-            # llm.stream asks the model for a stream; telegram.stream decides whether the message shows it.
-            stream=self.runtime.agent.settings.stream,
             images=images,
+            notice=notice,
         )
-        # The owner's model calls go first (llm/slots.py).
-        answered = await self.pool.run(self.runtime.agent.handle, incoming, owner_turn=from_owner)
-        return f"{reply_text(answered)}\n\n{notice}" if notice else reply_text(answered)
+        # llm.stream asks the model for a stream; telegram.stream decides whether the message shows it.
+        return await self.ask_agent(request, approve=approve, on_event=progress.on_event)
 
     async def _speak(self, bot: telegram.Bot, item: InboxItem, message: telegram.Message, reply: str) -> None:
-        """Send the reply as voice notes too when the chat wants it (conversation/voice.py); any failure leaves
-        the text, already delivered, as the answer, with one log line."""
-        voice = self.runtime.settings.voice
-        chosen = await asyncio.to_thread(self.flags.get, item.conversation_id, VOICE_FLAG)
-        if not wants_voice(voice, chosen, message_kind(message) == "voice"):
-            return
-        notes = await asyncio.to_thread(voice_notes, voice, reply)
-        if isinstance(notes, str):
-            log.warning("telegram: the reply in chat %s stays text only: %s", message.chat_id, notes)
-            return
+        """The reply as voice notes too when the chat wants it (conversation/turn.py)."""
+
+        async def send(index: int, note: VoiceNote) -> None:
+            await bot.send_voice(
+                message.chat_id,
+                InputFile(note.audio, filename=f"reply-{index + 1}.ogg"),
+                duration=math.ceil(note.seconds) if note.seconds else None,
+                message_thread_id=topic_of(message),
+            )
+
         try:
-            for index, note in enumerate(notes):
-                await bot.send_voice(
-                    message.chat_id,
-                    InputFile(note.audio, filename=f"reply-{index + 1}.ogg"),
-                    duration=math.ceil(note.seconds) if note.seconds else None,
-                    message_thread_id=topic_of(message),
-                )
+            await self.speak(item.conversation_id, message_kind(message) == "voice", reply, send)
         except TelegramError as err:
             log.warning("telegram: the voice reply in chat %s was not sent (the text was): %s", message.chat_id, err)
 
@@ -321,12 +276,7 @@ class TurnRunner:
                 await progress.discard()
 
         async def on_part_sent(index: int, message_id: int) -> None:
-            try:
-                # In a worker thread: the ledger write fsyncs, which must not stall the event loop
-                # (every other chat's sends and edits wait on it).
-                await asyncio.to_thread(self.inbox.record_part, item.item_id, index, message_id)
-            except OSError as err:  # the part is out; a crash before completion would only resend it
-                log.warning("telegram: could not record part %d of %s in the ledger: %s", index, item.item_id, err)
+            await self.record_part(item.item_id, index, message_id)
 
         await send_markdown(
             bot,

@@ -1,0 +1,165 @@
+"""One chat turn's steps that are the same on every channel (docs/channels.md, "The life of a message").
+
+A channel's turn runner reads its platform's message (who, where, what kind) and sends the answer its own
+way; everything between is here, once: the files of a message saved in the right area and read for the
+model (a guest's never into the owner's workspace or memory), a voice note's transcript or the sentence
+that answers instead, the agent's ``Incoming`` and its call on the turn pool (the owner's first), the
+notice that the model cannot see images (once per chat), the spoken reply when the chat asked for one,
+and the ledger's records as parts go out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
+
+from assistant_framework.inbox import Inbox
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.conversation.chatflags import ChatFlags
+from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, FilesInput, area_for
+from messaging_llm_bot.conversation.pool import TurnPool
+from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.turns import RunningTurns
+from messaging_llm_bot.conversation.voice import VOICE_FLAG, VoiceNote, voice_notes, wants_voice
+
+if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from assistant_framework.memory.service import MemoryService
+    from messaging_llm_bot.agent.guard import ApproveCallback
+    from messaging_llm_bot.agent.images import ImageInput
+    from messaging_llm_bot.agent.turn import AgentEvent
+
+log = logging.getLogger(__name__)
+
+FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
+
+#: Saves a message's files under ``area`` (dated ``today``) and builds the model's input, with the owner's
+#: memory as the documents' ``index`` (None in a guest's chat); the sentence that answers instead when none can go.
+SaveFiles = Callable[[Workspace, date, "MemoryService | None"], Awaitable["FilesInput | str"]]
+
+
+def transcript_failed(error: str | None) -> str:
+    """The answer to a voice note that could not be transcribed."""
+    return f"🎙 I could not transcribe that voice note: {error or 'the transcript was empty'}."
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """What a channel read from one message for the model: who, where, and the text the model gets."""
+
+    conversation_id: str
+    text: str
+    chat_id: int | str | None  # the platform's chat, as the agent's records show it
+    user_id: int | str | None
+    message_id: int | str | None
+    owner_chat: bool  # the owner's own one-to-one chat: the only one that sees the owner's data
+    from_owner: bool  # the owner sent it (in any chat): their model calls go first
+    untrusted: bool = False  # files: someone else's words
+    outside: str | None = None  # the label of outside content quoted in the turn (a forward, a recording)
+    images: tuple[ImageInput, ...] = ()
+    notice: str = ""  # a sentence added to the reply (the model cannot see images)
+
+
+class ChannelTurns:
+    """The shared part of a channel's turn runner: the turns running now, the turn pool, the chat's flags."""
+
+    def __init__(self, runtime: Runtime, inbox: Inbox, channel: str) -> None:
+        self.runtime = runtime
+        self.inbox = inbox
+        self.channel = channel  # for the log lines
+        self.stopping = False  # set on shutdown: no new turns; their items stay in the inbox
+        self._active = RunningTurns()
+        self.flags = ChatFlags(runtime.workspace)  # /voice choices, notices told once
+        # Turns run here, not in asyncio's default pool (6 threads on 2 cores, also the inbox's):
+        # llm.max_concurrency limits.
+        self.pool = TurnPool(lambda: self.runtime.settings)
+
+    @property
+    def active(self) -> int:
+        """How many turns are running now."""
+        return len(self._active)
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for running turns; True when none is left."""
+        return await self._active.wait_idle(timeout)
+
+    def cancel_all(self) -> int:
+        """Cancel the running turns (their items stay pending: no completion happens); returns how many."""
+        return self._active.cancel_all()
+
+    async def files(
+        self, conversation_id: str, owner_chat: bool, timezone: str, save: SaveFiles
+    ) -> tuple[FilesInput | str, str]:
+        """A message's files for the model, and the notice the reply carries (the model cannot see images,
+        said once per chat). A guest's files go to the chat's own area and stay out of the owner's memory."""
+        today = datetime.now(ZoneInfo(timezone)).date()
+        area = area_for(self.runtime.workspace, conversation_id, owner_chat)
+        got = await save(area, today, self.runtime.memory if owner_chat else None)
+        notice = ""
+        if isinstance(got, FilesInput) and got.vision_missing:
+            if await asyncio.to_thread(self.flags.first_time, conversation_id, VISION_MISSING_FLAG):
+                notice = VISION_MISSING
+        return got, notice
+
+    async def ask_agent(
+        self,
+        request: TurnRequest,
+        *,
+        approve: ApproveCallback | None = None,
+        on_event: Callable[[AgentEvent], None] | None = None,
+    ) -> str:
+        """The agent's answer to ``request`` (on the turn pool; the owner's model calls first), as the reply text."""
+        from messaging_llm_bot.agent.incoming import Incoming  # on use: start-up does not need the agent
+        from messaging_llm_bot.agent.turn import reply_text
+
+        agent = self.runtime.agent
+        incoming = Incoming(
+            request.conversation_id,
+            request.text,
+            chat_id=request.chat_id,
+            user_id=request.user_id,
+            message_id=request.message_id,
+            # Only the owner's own one-to-one chat sees the owner's notes, facts and other chats' logs.
+            owner_chat=request.owner_chat,
+            untrusted=request.untrusted,
+            outside=request.outside,
+            approve=approve,
+            on_event=on_event,
+            # llm.stream asks the model for a stream (/stop then cuts it off at once); the channel decides
+            # whether the message shows it.
+            stream=agent.settings.stream,
+            images=request.images,
+        )
+        answered = await self.pool.run(agent.handle, incoming, owner_turn=request.from_owner)
+        text = reply_text(answered)
+        return f"{text}\n\n{request.notice}" if request.notice else text
+
+    async def speak(
+        self, conversation_id: str, answered_voice: bool, reply: str, send: Callable[[int, VoiceNote], Awaitable[None]]
+    ) -> None:
+        """Send the reply as voice notes too when the chat wants it (conversation/voice.py); the text is
+        already delivered, so a failure to make the audio leaves it as the answer with one log line. ``send``
+        raises on a failed send, which ends the voice reply."""
+        voice = self.runtime.settings.voice
+        chosen = await asyncio.to_thread(self.flags.get, conversation_id, VOICE_FLAG)
+        if not wants_voice(voice, chosen, answered_voice):
+            return
+        notes = await asyncio.to_thread(voice_notes, voice, reply)
+        if isinstance(notes, str):
+            log.warning("%s: the reply in %s stays text only: %s", self.channel, conversation_id, notes)
+            return
+        for index, note in enumerate(notes):
+            await send(index, note)
+
+    async def record_part(self, item_id: str, index: int, message_id: int) -> None:
+        """Note in the ledger that part ``index`` of ``item_id``'s reply is out (a crash resends only the rest)."""
+        try:
+            # In a worker thread: the ledger write fsyncs, which must not stall the event loop
+            # (every other chat's sends and edits wait on it).
+            await asyncio.to_thread(self.inbox.record_part, item_id, index, message_id)
+        except OSError as err:  # the part is out; a crash before completion would only resend it
+            log.warning("%s: could not record part %d of %s in the ledger: %s", self.channel, index, item_id, err)
