@@ -22,6 +22,7 @@ class Mutation:
 
 # Test files by the guard they cover (the mutation loop runs only these, to keep the machine usable).
 MCP_CLI = ("test_mcp_cli.py",)
+PAIRING = ("test_pairing.py",)
 MEMORY_JOURNAL = ("test_memory_journal.py", "test_console_quit.py")
 SERVE = ("test_serve_clients.py",)
 SERVE_MCP = ("test_serve_mcp.py",)
@@ -148,8 +149,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "access-stats-not-owner-only",
         f"{AF}/access.py",
-        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "model"})',
-        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "model"})',
+        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "model", "pair"})',
+        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "model", "pair"})',
         "/stats shows a friend the owner's usage",
         ACCESS,
     ),
@@ -2227,8 +2228,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "model-not-owner-only",
         f"{AF}/access.py",
-        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "model"})',
-        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats"})',
+        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "model", "pair"})',
+        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "pair"})',
         "a friend or a group changes which model (and whose spending) answers a chat",
         ("test_security_owner_commands.py", "test_model_choice.py"),
     ),
@@ -2272,5 +2273,69 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        for number in range(pages):",
         "every page of a PDF of any length is read",
         ("test_documents.py",),
+    ),
+    Mutation(
+        "pairing-code-reused",
+        f"{BOT}/conversation/pairing.py",
+        "                state.pending.remove(found)",
+        "                pass",
+        "a pairing code lets a second person (or the same one again) in: not single use",
+        PAIRING,
+    ),
+    Mutation(
+        "pairing-expired-accepted",
+        f"{BOT}/conversation/pairing.py",
+        "        state.pending = [p for p in state.pending if _when(p.expires) > now]",
+        "        state.pending = list(state.pending)",
+        "an expired pairing code is still approved",
+        PAIRING,
+    ),
+    Mutation(
+        "pairing-wrong-code-matches",
+        f"{BOT}/conversation/pairing.py",
+        "        return hmac.compare_digest(self.digest, _digest(self.salt, raw))",
+        "        return True",
+        "any code the owner types lets the oldest waiting stranger in",
+        PAIRING,
+    ),
+    Mutation(
+        "pairing-code-every-message",
+        f"{BOT}/conversation/pairing.py",
+        "            if who in state.issued:",
+        "            if False:",
+        "a stranger gets a new code with every message (no bound per sender)",
+        PAIRING,
+    ),
+    Mutation(
+        "pairing-no-global-bound",
+        f"{BOT}/conversation/pairing.py",
+        "            if len(state.issued) >= GLOBAL_PER_HOUR or len(state.pending) >= MAX_PENDING:",
+        "            if len(state.pending) >= MAX_PENDING:",
+        "a flood of new senders gets codes without a bound an hour",
+        PAIRING,
+    ),
+    Mutation(
+        "pairing-guest-becomes-owner",
+        f"{BOT}/conversation/pairing.py",
+        '    if role == "guest" and owner is None:',
+        "    if False:",
+        "a stranger approved as guest on a channel without an owner becomes its owner (first allowed id)",
+        PAIRING,
+    ),
+    Mutation(
+        "pairing-replaces-the-owner",
+        f"{BOT}/conversation/pairing.py",
+        '    if role == "owner" and owner is not None and str(owner) != sender:',
+        "    if False:",
+        "an approval as owner makes a stranger the owner where one is configured",
+        PAIRING,
+    ),
+    Mutation(
+        "pairing-off-ignored",
+        f"{BOT}/conversation/pairing.py",
+        "        if not settings.pairing:",
+        "        if False:",
+        "runtime.pairing: false still hands out codes instead of telling the stranger their id",
+        ("test_telegram_basic.py", "test_signal.py"),
     ),
 )

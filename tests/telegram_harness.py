@@ -35,6 +35,11 @@ def telegram_config(base: dict, fake: FakeBotAPI, **overrides: Any) -> dict:
     return config
 
 
+def pairing_off(config: dict) -> None:
+    """A config patch: strangers are told their id instead of given a pairing code (``runtime.pairing: false``)."""
+    config.setdefault("runtime", {})["pairing"] = False
+
+
 def make_runtime(config: dict, workspace: Workspace, tmp_path: Path) -> Any:
     """The project's BotRuntime built from a config file, as ``python -m messaging_llm_bot`` does."""
     from messaging_llm_bot.runtime import build_runtime

@@ -16,7 +16,7 @@ from messaging_llm_bot.runtime import build_runtime
 from tests.cli_inprocess import run_cli
 from tests.signal_harness import FRIEND, STRANGER, RunningSignal, signal_config
 from tests.signal_harness import OWNER as SIGNAL_OWNER
-from tests.telegram_harness import OWNER, RunningBot, telegram_config, texts
+from tests.telegram_harness import OWNER, RunningBot, pairing_off, telegram_config, texts
 
 PROFILE_LINE = "x" * 99  # 100 characters with its newline
 
@@ -84,7 +84,9 @@ def _config_set(folder: Path, key: str, value: str) -> str:
 @pytest.fixture
 def dir_bot(fake, bot_config, workspace, tmp_path):
     """A Telegram bot whose config is a directory with a local/ layer (the docs' layout)."""
-    folder = _config_dir(telegram_config(bot_config, fake), tmp_path / "config")
+    config = telegram_config(bot_config, fake)
+    pairing_off(config)  # the docs' path for runtime.pairing: false (pairing codes: tests/test_pairing.py)
+    folder = _config_dir(config, tmp_path / "config")
     bot = RunningBot(build_runtime(folder, workspace.root))
     bot.start()
     yield bot, folder
@@ -135,7 +137,9 @@ def test_signal_too_serves_a_new_number_after_config_set_and_reload(
     daemon, bot_config, workspace, tmp_path, chat_server
 ) -> None:
     """The same path on Signal: signal.allowed set with `config set`, /reload from the owner's chat."""
-    folder = _config_dir(signal_config(bot_config, daemon), tmp_path / "config")
+    config = signal_config(bot_config, daemon)
+    pairing_off(config)
+    folder = _config_dir(config, tmp_path / "config")
     with RunningSignal(build_runtime(folder, workspace.root)):
         daemon.wait_connected()
         daemon.message(STRANGER, "hello")

@@ -17,7 +17,7 @@ from tests.crash_bot import REPO, BotProcess, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
 from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.imap_server import FakeIMAPServer
-from tests.telegram_harness import OWNER, STRANGER, all_bot_texts, snapshot, texts
+from tests.telegram_harness import OWNER, STRANGER, all_bot_texts, pairing_off, snapshot, texts
 
 BOT_TOKEN = "987654:AAH-secret-bot-token-do-not-leak"
 API_KEY = "sk-model-secret-key-do-not-leak-0123"
@@ -32,7 +32,7 @@ SECRETS = (BOT_TOKEN, API_KEY, IMAP_PASSWORD)
     "command", ["/start", "/status", "/reset", "/reload", "/now", "/why", "/skill file", "/nonsense"]
 )
 def test_stranger_commands_are_refused_before_anything_runs(fake, start_bot, chat_server, workspace, command):
-    start_bot()
+    start_bot(config_patch=pairing_off)
     before = snapshot(workspace)
     fake.send_message(command, user_id=STRANGER)
     refusal = fake.wait_for_messages(STRANGER, 1)

@@ -11,7 +11,7 @@ from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.conversation.commands import owner_only_text
 from tests.fakes.signal_daemon import RpcError
 from tests.signal_harness import BOT, FRIEND, GROUP, OWNER, STRANGER, RunningSignal, signal_config, styled, wait_for
-from tests.telegram_harness import make_runtime
+from tests.telegram_harness import make_runtime, pairing_off
 
 
 @pytest.mark.parametrize("wrap", ["plain", "jsonrpc"])
@@ -38,7 +38,7 @@ def test_conversation_with_a_skill_call(start, daemon, chat_server, workspace, w
 
 
 def test_stranger_is_told_their_id_once_and_nothing_reaches_the_model(start, daemon, chat_server, workspace):
-    start()
+    start(patch=pairing_off)
     daemon.message(STRANGER, "hello?")
     [refusal] = daemon.wait_sent(1)
     assert refusal["recipient"] == [STRANGER]

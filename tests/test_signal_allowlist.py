@@ -9,7 +9,7 @@ import json
 import logging
 
 from tests.signal_harness import BOT, GROUP, OWNER, STRANGER, wait_for
-from tests.telegram_harness import snapshot
+from tests.telegram_harness import pairing_off, snapshot
 
 REFUSED_LOG = "state/signal/refused.log"  # the stranger ids already told (kept across restarts)
 OWNER_SECRET = "owner-secret-code-4711"
@@ -26,7 +26,7 @@ def owner_data(workspace) -> None:
 def test_signal_stranger_commands_are_refused_before_anything_runs(start, daemon, chat_server, workspace):
     owner_data(workspace)
     chat_server.enqueue('{"reply": "hello owner"}')
-    bot = start()
+    bot = start(patch=pairing_off)
     config_before = bot.service.runtime.config
     before = {rel: t for rel, t in snapshot(workspace).items() if rel != REFUSED_LOG}
     for command in COMMANDS:
@@ -69,7 +69,7 @@ def test_signal_stranger_in_a_group_runs_no_command(start, daemon, chat_server, 
 def test_signal_empty_allowlist_serves_no_one(start, daemon, chat_server, workspace, caplog):
     caplog.set_level(logging.INFO)
     owner_data(workspace)
-    start(allowed=[])
+    start(patch=pairing_off, allowed=[])
     daemon.message(OWNER, "hi")
     daemon.message(OWNER, "/now")
     [refusal] = daemon.wait_sent(1)

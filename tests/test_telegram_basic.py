@@ -9,6 +9,7 @@ from tests.telegram_harness import (
     STRANGER,
     RunningBot,
     make_runtime,  # noqa: F401
+    pairing_off,
     snapshot,
     telegram_config,
     texts,
@@ -45,7 +46,7 @@ def test_the_reply_footer_reaches_the_chat_in_italics(fake, start_bot, chat_serv
 
 
 def test_stranger_is_refused_without_model_call_or_workspace_change(fake, start_bot, chat_server, workspace):
-    start_bot()
+    start_bot(config_patch=pairing_off)
     before = snapshot(workspace)
     fake.send_message("hello, let me in", user_id=STRANGER, username="stranger")
     for n in range(20):  # told once; the rest of a flood spends none of the replies' send budget
@@ -62,7 +63,7 @@ def test_stranger_is_refused_without_model_call_or_workspace_change(fake, start_
 
 def test_empty_allowlist_serves_no_one(fake, start_bot, chat_server, caplog):
     caplog.set_level("INFO")
-    start_bot(allowed_user_ids=[])
+    start_bot(config_patch=pairing_off, allowed_user_ids=[])
     fake.send_message("hi")
     msgs = fake.wait_for_messages(OWNER, 1)
     assert "not authorised" in msgs[0]["text"] and "Your user id is 1" in msgs[0]["text"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from tests.telegram_harness import OWNER, STRANGER, all_bot_texts
+from tests.telegram_harness import OWNER, STRANGER, all_bot_texts, pairing_off
 
 GROUP = -100777
 IN_GROUP = {"chat_id": GROUP, "chat_type": "supergroup"}
@@ -51,7 +51,7 @@ def test_a_strangers_commands_in_a_group_run_nothing(fake, start_bot, chat_serve
 
 
 def test_an_empty_allowlist_serves_no_one_in_a_group(fake, start_bot, chat_server, workspace):
-    start_bot(allowed_user_ids=[], group_mode="all")
+    start_bot(config_patch=pairing_off, allowed_user_ids=[], group_mode="all")
     fake.send_message("hello everyone", user_id=OWNER, **IN_GROUP)
     fake.send_message("/now", user_id=OWNER, **IN_GROUP)
     fake.send_message("/help", user_id=STRANGER)  # after the group's updates (another user: told once too)

@@ -31,6 +31,7 @@ COMMAND_GROUPS = (
     "collectors",
     "jobs",
     "usage",
+    "pair",
     "memory",
     "trace",
     "eval",

@@ -38,6 +38,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("status", "Model, skills, collectors and health"),
     ("stats", "Token usage and model time, last 30 days"),
     ("model", "The models I can use; switch this chat's: /model NAME, /model default"),
+    ("pair", "Let someone in by the code I gave them: /pair CODE"),
     ("why", "Memories recalled for my last reply"),
     ("voice", "Answer by voice too here: /voice on, /voice off"),
     ("reload", "Reload config, skills and collectors"),
@@ -367,6 +368,10 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
         from messaging_llm_bot.conversation.model_choice import model_command
 
         return model_command(runtime, conversation_id, rest)
+    if name == "pair":
+        from messaging_llm_bot.conversation.pairing import pair_command
+
+        return pair_command(runtime, rest)
     if name == "reload":
         return reload_text(runtime.reload())
     if name == "jobs" and rest.strip().split(" ", 1)[0].lower() == "add":

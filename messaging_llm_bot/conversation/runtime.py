@@ -3,6 +3,7 @@ messaging_llm_bot/runtime.py has it all; a test may hand a frontend anything tha
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from assistant_framework.config.reloadable import ReloadReport
@@ -24,6 +25,7 @@ class Runtime(Protocol):
     config: dict[str, Any]  # the loaded config (replaced by /reload)
     settings: Settings  # its records (replaced by /reload with it)
     workspace: Workspace
+    config_path: Path  # the config it was loaded from (pairing writes its local layer: conversation/pairing.py)
 
     @property
     def agent(self) -> Agent:

@@ -46,5 +46,10 @@ class RuntimeSettings:
     shutdown_timeout_seconds: float = field(default=20.0, metadata=reads(number))
     #: Messages one chat may have waiting or being answered (conversation/chatqueue.py).
     max_pending_per_chat: int = field(default=20, metadata=reads(whole))
+    #: A stranger gets a one-time code the owner approves (/pair CODE; conversation/pairing.py); off: a stranger
+    #: is told their id, as before.
+    pairing: bool = field(default=True, metadata=reads(flag))
+    #: Minutes a pairing code can be approved.
+    pairing_code_minutes: int = field(default=60, metadata=reads(whole))
     #: null: INFO, but only warnings and errors on the terminal chat's screen (its stderr shows progress).
     log_level: str | None = field(default=None, metadata=reads(maybe(one_of(*LOG_LEVELS)), null=True))

@@ -38,6 +38,7 @@ from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.conversation.held import StorageOutage
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router, owner_digest
 from messaging_llm_bot.conversation.job_runs import JobScheduler
+from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.runtime import Runtime
 
@@ -236,7 +237,7 @@ class SignalService:
         self._turns = turns = TurnRunner(
             self.runtime, inbox, client, lambda: self.settings, self.outage, self.identities, self.approvals
         )
-        self.strangers = Strangers(workspace, lambda: self.settings, self.say)
+        self.strangers = Strangers(workspace, lambda: self.settings, self.say, Pairing(self.runtime))
         await self.strangers.load()
         self.commands = Commands(self.runtime, self.identities, self.approvals, lambda: self.settings, self.say)
         self._notices = notices = Notices(self.runtime, client, lambda: self.settings, asyncio.get_running_loop())

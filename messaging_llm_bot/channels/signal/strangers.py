@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.signal.settings import SignalMessage, SignalSettings, addressed_to_bot, refusal_text
+from messaging_llm_bot.conversation.pairing import Pairing
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +28,11 @@ class Strangers:
         workspace: Workspace,
         settings: Callable[[], SignalSettings],
         say: Callable[[SignalMessage, str], Awaitable[None]],
+        pairing: Pairing | None = None,
     ) -> None:
         self.workspace = workspace
+        #: A stranger's code in a direct chat (conversation/pairing.py); None: told their id once.
+        self.pairing = pairing
         self._settings = settings
         self._say = say
         self._refused: set[str] = set()
@@ -47,6 +51,12 @@ class Strangers:
         mentioned_only = dataclasses.replace(self._settings(), group_mode="mention")
         if msg.group_id is not None and not addressed_to_bot(msg, mentioned_only):
             return  # a group conversation not addressed to the bot: stay quiet
+        if self.pairing is not None and msg.group_id is None:
+            answer = await asyncio.to_thread(self.pairing.stranger, "signal", msg.number or msg.uuid or "")
+            if answer is not None:  # pairing is on: a code (once an hour), a welcome, or nothing
+                if answer:
+                    await self._say(msg, answer)
+                return
         if who in self._refused:
             log.info("signal: ignored %s again (not in signal.allowed; already told)", who)
             return

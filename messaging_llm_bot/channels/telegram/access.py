@@ -3,6 +3,7 @@ the owner's own private chat for the owner's data and owner-only commands."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Coroutine
@@ -16,6 +17,7 @@ from assistant_framework.access import command_allowed, sees_owner_data
 from messaging_llm_bot.channels.telegram.send import answer_update
 from messaging_llm_bot.channels.telegram.settings import TelegramSettings, addressed_to_bot, for_other_bot, is_command
 from messaging_llm_bot.conversation import commands as texts
+from messaging_llm_bot.conversation.pairing import Pairing
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +38,12 @@ def refusal_text(user_id: int) -> str:
 class Access:
     """The allowlist and the owner's rules, read from the current settings (a ``/reload`` changes them)."""
 
-    def __init__(self, settings: Callable[[], TelegramSettings], duplicates: set[int]) -> None:
+    def __init__(
+        self, settings: Callable[[], TelegramSettings], duplicates: set[int], pairing: Pairing | None = None
+    ) -> None:
         self._settings = settings
+        #: A stranger's code in a private chat (conversation/pairing.py); None: told their id only.
+        self.pairing = pairing
         #: Updates the inbox holds as answered already: the gate drops them (filled by the intake).
         self.duplicates = duplicates
         self._refused_at: dict[int, float] = {}  # stranger -> when last told (monotonic)
@@ -111,6 +117,12 @@ class Access:
                 is_command(message) or addressed_to_bot(message, bot.username or "", bot.id, "mention")
             ):
                 return  # a group conversation not addressed to the bot: stay quiet
+            if self.pairing is not None and message.chat.type == "private":
+                answer = await asyncio.to_thread(self.pairing.stranger, "telegram", str(user.id))
+                if answer is not None:  # pairing is on: a code (once an hour), a welcome, or nothing
+                    if answer:
+                        await message.reply_text(answer, do_quote=False)
+                    return
             if not self._refusal_due(user.id):
                 return  # told a moment ago: a stranger's flood must not spend the replies' send budget
             await message.reply_text(refusal_text(user.id), do_quote=message.chat.type != "private")

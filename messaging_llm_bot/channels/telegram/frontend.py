@@ -19,6 +19,7 @@ from messaging_llm_bot.channels.telegram.intake import Intake
 from messaging_llm_bot.channels.telegram.settings import TelegramSettings
 from messaging_llm_bot.channels.telegram.turn import TurnRunner
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
+from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.runtime import Runtime
 
@@ -36,7 +37,7 @@ class Frontend:
         self.queues = ChatQueues(
             "telegram", lambda: pool_size(self.runtime.settings), lambda: max_pending(self.runtime.settings)
         )
-        self.access = Access(lambda: self.settings, set())
+        self.access = Access(lambda: self.settings, set(), Pairing(runtime))
         self.intake = Intake(runtime, inbox, self.access, self.turns, self.queues)
         self.commands = Commands(runtime, self.access, self.turns)
 

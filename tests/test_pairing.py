@@ -1,0 +1,146 @@
+"""Pairing codes (issue 45): a stranger gets a code once; the owner's /pair CODE (or `assistant pair approve`)
+lets them in without a restart; a wrong, reused or expired code does nothing; the allowlist change lands in
+the config's local layer, never in a tracked file. Real bots against the fake Bot API and the fake Signal
+daemon, a config directory as `make run` has it."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.conversation.pairing import PAIRING_FILE, PairingRefused, PairingStore, allow
+from messaging_llm_bot.runtime import build_runtime
+from tests.cli_inprocess import run_cli
+from tests.fakes.signal_daemon import FakeSignalDaemon
+from tests.signal_harness import BOT, RunningSignal, signal_config
+from tests.signal_harness import OWNER as SIGNAL_OWNER
+from tests.signal_harness import STRANGER as SIGNAL_STRANGER
+from tests.telegram_harness import OWNER, STRANGER, RunningBot, telegram_config, texts
+from tests.waiting import wait_until
+
+CODE = re.compile(r"approve code ([A-Z0-9]{3}-[A-Z0-9]{3})")
+OTHER_STRANGER = 777
+
+
+def config_dir(root: Path, config: dict) -> Path:
+    """``config`` as a config directory, one tracked file per section (as config/ in the checkout)."""
+    root.mkdir()
+    for section, value in config.items():
+        (root / f"{section}.json").write_text(json.dumps(value), encoding="utf-8")
+    return root
+
+
+def tracked(root: Path) -> dict[str, str]:
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(root.glob("*.json"))}
+
+
+def code_in(messages: list[str]) -> str:
+    return next(m.group(1) for m in map(CODE.search, messages) if m)
+
+
+def test_a_stranger_gets_a_code_once_and_the_owners_pair_lets_them_in_without_a_restart(
+    fake, bot_config, chat_server, workspace, tmp_path
+):
+    root = config_dir(tmp_path / "config", telegram_config(bot_config, fake))
+    before = tracked(root)
+    with RunningBot(build_runtime(root, workspace.root)):
+        fake.send_message("hello?", user_id=STRANGER)
+        fake.wait_for(lambda: any(CODE.search(t) for t in texts(fake, STRANGER)), timeout=10)
+        code = code_in(texts(fake, STRANGER))
+        fake.send_message("hello again?", user_id=STRANGER)  # no second code within the hour
+        fake.send_message("/pair AAA-AAA")
+        fake.wait_for(lambda: any("No waiting code matches" in t for t in texts(fake)), timeout=10)
+        fake.send_message(f"/pair {code.lower().replace('-', ' ')}")  # as typed on a phone: the same code
+        fake.wait_for(lambda: any("Approved: telegram user 666" in t for t in texts(fake)), timeout=10)
+        assert len(texts(fake, STRANGER)) == 1 and chat_server.chat_requests == []
+        local = json.loads((root / "local" / "telegram.json").read_text(encoding="utf-8"))
+        assert local["allowed_user_ids"] == [OWNER, STRANGER]
+        assert tracked(root) == before  # nothing written into a tracked file
+
+        chat_server.enqueue('{"reply": "welcome aboard"}')
+        fake.send_message("now?", user_id=STRANGER)  # in, without a restart
+        fake.wait_for(lambda: "welcome aboard" in texts(fake, STRANGER), timeout=10)
+
+        fake.send_message(f"/pair {code}")  # used once
+        fake.wait_for(lambda: sum("No waiting code matches" in t for t in texts(fake)) == 2, timeout=10)
+
+        fake.send_message("let me in", user_id=OTHER_STRANGER)  # an expired code does nothing
+        fake.wait_for(lambda: any(CODE.search(t) for t in texts(fake, OTHER_STRANGER)), timeout=10)
+        late = code_in(texts(fake, OTHER_STRANGER))
+        state = workspace.read_json(PAIRING_FILE)
+        assert late.replace("-", "") not in json.dumps(state)  # kept hashed only
+        for row in state["pending"]:
+            row["expires"] = (datetime.now(timezone.utc) - timedelta(minutes=1)).isoformat(timespec="seconds")
+        workspace.write_json(PAIRING_FILE, state)
+        fake.send_message(f"/pair {late}")
+        fake.wait_for(lambda: sum("No waiting code matches" in t for t in texts(fake)) == 3, timeout=10)
+        local = json.loads((root / "local" / "telegram.json").read_text(encoding="utf-8"))
+        assert local["allowed_user_ids"] == [OWNER, STRANGER]
+
+
+def test_a_code_approved_with_the_cli_lets_a_signal_stranger_in_at_their_next_message(
+    bot_config, chat_server, workspace, tmp_path
+):
+    with FakeSignalDaemon(BOT) as daemon:
+        root = config_dir(tmp_path / "config", signal_config(bot_config, daemon, allowed=[SIGNAL_OWNER]))
+        before = tracked(root)
+        with RunningSignal(build_runtime(root, workspace.root)):
+            daemon.wait_connected()
+            daemon.message(SIGNAL_STRANGER, "hi, who is this?")
+            daemon.wait_sent(1)
+            code = code_in([s["message"] for s in daemon.sent_to(SIGNAL_STRANGER)])
+            args = ("--config", str(root), "--workspace", str(workspace.root))
+            listed = run_cli("pair", "list", "--json", *args)
+            assert listed.returncode == 0
+            assert [(r["channel"], r["sender"]) for r in json.loads(listed.stdout)] == [("signal", SIGNAL_STRANGER)]
+            assert run_cli("pair", "approve", "ZZZ-ZZZ", *args).returncode == 1  # wrong: nothing changes
+            assert not (root / "local").exists()
+            done = run_cli("pair", "approve", code, *args)
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert json.loads((root / "local" / "signal.json").read_text(encoding="utf-8"))["allowed"] == [
+                SIGNAL_OWNER,
+                SIGNAL_STRANGER,
+            ]
+            assert tracked(root) == before
+            assert run_cli("pair", "approve", code, *args).returncode == 1  # used once
+
+            daemon.message(SIGNAL_STRANGER, "and now?")  # the bot reloads and says so
+            daemon.wait_sent(2)
+            assert "let you in" in daemon.sent_to(SIGNAL_STRANGER)[-1]["message"]
+            chat_server.enqueue('{"reply": "hello, friend"}')
+            daemon.message(SIGNAL_STRANGER, "what can you do?")
+            wait_until(lambda: any(s["message"] == "hello, friend" for s in daemon.sent_to(SIGNAL_STRANGER)))
+
+
+def test_codes_expire_are_bounded_per_sender_and_in_all_and_revoke(tmp_path):
+    now = [datetime(2026, 12, 2, 9, 0, tzinfo=timezone.utc)]
+    store = PairingStore(Workspace(tmp_path / "ws"), clock=lambda: now[0])
+    first = store.issue("telegram", "5", minutes=60)
+    assert first and store.issue("telegram", "5", minutes=60) is None  # once an hour per sender
+    now[0] += timedelta(minutes=61)
+    assert store.take(first) is None  # expired
+    second = store.issue("telegram", "5", minutes=60)  # a new hour: a new code
+    assert second and store.revoke(second) == 1 and store.take(second) is None
+    given = [store.issue("signal", f"+4915{i:06d}", minutes=60) for i in range(30)]
+    assert sum(1 for code in given if code) == 19  # 20 an hour in all, the second code above included
+    assert store.take("") is None and store.take("A" * 500) is None
+
+
+def test_an_approval_never_makes_a_guest_the_owner_nor_replaces_the_owner(tmp_path):
+    root = config_dir(tmp_path / "config", {"telegram": {"token": "x", "allowed_user_ids": []}})
+    # With no owner the first allowed id would be the owner: a guest must not be let in first.
+    with pytest.raises(PairingRefused, match="no owner yet"):
+        allow(root, "telegram", "5", "guest")
+    allow(root, "telegram", "5", "owner")
+    local = json.loads((root / "local" / "telegram.json").read_text(encoding="utf-8"))
+    assert local["allowed_user_ids"] == [5] and local["owner_id"] == 5
+    with pytest.raises(PairingRefused, match="already has an owner"):
+        allow(root, "telegram", "6", "owner")
+    allow(root, "telegram", "6", "guest")
+    local = json.loads((root / "local" / "telegram.json").read_text(encoding="utf-8"))
+    assert local["allowed_user_ids"] == [5, 6] and local["owner_id"] == 5
