@@ -6,9 +6,9 @@ its fake (FakeBotAPI, FakeSignalDaemon, a terminal): the records are typed data;
 out and one model call; a long reply arrives whole, in parts within the declared limit; an ``ask`` approval
 waits for the owner's yes or no; a stranger is told once and reaches no model (not on the terminal, which
 has no strangers); a streamed reply grows by edits where the channel declares it can edit, else arrives as
-one message; a photo reaches the vision runner and a file is saved as sent and named to the model (where
-``media_in`` has them); a restart mid-turn leaves the message to the next start, which answers it once.
-Still to come: a file out.
+one message (the terminal prints it as it comes, once); a photo reaches the vision runner and a file is
+saved as sent and named to the model (where ``media_in`` has them); a restart mid-turn leaves the message to
+the next start, which answers it once. Still to come: a file out (no channel sends files yet).
 """
 
 from __future__ import annotations
@@ -17,6 +17,10 @@ import dataclasses
 import inspect
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
 import typing
 from collections.abc import Callable
 
@@ -370,20 +374,48 @@ def _stream_on_signal(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
     return 0, [s["message"] for s in daemon.sent_to(OWNER)]  # signal-cli cannot edit a sent message
 
 
-STREAM = {"telegram": _stream_on_telegram, "signal": _stream_on_signal}
+class _Screen(io.StringIO):
+    """The terminal's stdout, with the answer's pieces counted as they are written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pieces = 0
+
+    def write(self, text: str) -> int:
+        self.pieces += "word" in text
+        return super().write(text)
+
+
+def _stream_on_the_terminal(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+    """The terminal cannot edit; it prints the answer as it streams in, then the rest of the block."""
+    from messaging_llm_bot.channels.console.chat import run_console
+    from tests.telegram_harness import make_runtime
+
+    config = {**request.getfixturevalue("bot_config"), "memory": {"enabled": False}}
+    config["llm"] = {**config["llm"], "stream": True}
+    runtime = make_runtime(config, request.getfixturevalue("workspace"), request.getfixturevalue("tmp_path"))
+    screen = _Screen()
+    try:
+        assert run_console(runtime, _Tty(["stream please\n"]), screen, io.StringIO()) == 0
+    finally:
+        runtime.shutdown(5)
+    assert screen.pieces >= 2  # shown as it came, not only at the end
+    return 0, [screen.getvalue().strip().removesuffix("you>").strip()]  # the next prompt is not part of the answer
+
+
+STREAM = {"telegram": _stream_on_telegram, "signal": _stream_on_signal, "console": _stream_on_the_terminal}
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
 def test_a_streamed_reply_grows_by_edits_where_the_channel_can_edit_else_arrives_as_one_message(
     channel: str, request: pytest.FixtureRequest, chat_server
 ) -> None:
-    if channel not in STREAM:
-        pytest.skip("the terminal prints the stream as it comes: nothing to edit, nothing sent")
     capabilities, _split = CHANNELS[channel]()
     chat_server.enqueue(STREAMED)
     partial, shown = STREAM[channel](request)
     assert chat_server.chat_requests[0]["stream"] is True
     assert [text for text in shown if "word0" in text] == [shown[-1]] and shown[-1].endswith("word13 END")
+    assert shown[-1].count("word0") == 1  # the answer once, not the stream and then the reply again
     if capabilities.can_edit:
         assert partial >= 2  # the answer grew in place, then became the reply
     else:
@@ -490,15 +522,50 @@ def _restart_on_signal(request: pytest.FixtureRequest) -> tuple[list[str], list[
     return before, [s["message"] for s in daemon.sent_to(OWNER)]
 
 
-RESTART = {"telegram": _restart_on_telegram, "signal": _restart_on_signal}
+def _restart_on_the_terminal(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    """The terminal chat stopped by SIGTERM while the model works (its own process: a signal ends it), then
+    started again with nothing typed: it answers the message left first."""
+    from messaging_llm_bot.channels.console.chat import run_console
+    from tests.telegram_harness import make_runtime
+
+    chat_server, workspace = request.getfixturevalue("chat_server"), request.getfixturevalue("workspace")
+    config = {**request.getfixturevalue("bot_config"), "memory": {"enabled": False}}
+    _slow_turns(config)
+    config_file = request.getfixturevalue("tmp_path") / "config.json"
+    config_file.write_text(json.dumps(config))
+    args = ["--frontend", "console", "--config", str(config_file), "--workspace", str(workspace.root)]
+    env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_BOT_TOKEN"}
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with subprocess.Popen([sys.executable, "-m", "messaging_llm_bot", *args], text=True, env=env, **pipes) as proc:
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write("very slow question\n")
+            proc.stdin.flush()
+            assert chat_server.wait_for_requests(1, timeout=20, path="/chat/completions")
+            proc.send_signal(signal.SIGTERM)
+            before, _ = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    runtime = make_runtime(config, workspace, request.getfixturevalue("tmp_path"))
+    after = io.StringIO()
+    try:
+        assert run_console(runtime, io.StringIO(""), after, io.StringIO()) == 0
+    finally:
+        runtime.shutdown(5)
+    return [before], after.getvalue().split("\n\n")
 
 
+RESTART = {"telegram": _restart_on_telegram, "signal": _restart_on_signal, "console": _restart_on_the_terminal}
+
+
+@pytest.mark.subprocess  # the terminal chat is stopped by a signal in a process of its own
 @pytest.mark.parametrize("channel", CHANNELS)
 def test_a_restart_mid_turn_leaves_the_message_to_the_next_start_which_answers_it_once(
     channel: str, request: pytest.FixtureRequest, chat_server, workspace
 ) -> None:
-    if channel not in RESTART:
-        pytest.skip("the terminal chat's typed line is answered while it waits; its jobs' replay is tested apart")
     from assistant_framework.inbox import Inbox
     from tests.waiting import wait_until
 
