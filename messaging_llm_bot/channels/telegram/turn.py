@@ -29,7 +29,7 @@ from messaging_llm_bot.channels.telegram.media import (
     save_attachment,
     transcribe_voice,
 )
-from messaging_llm_bot.channels.telegram.progress import Progress
+from messaging_llm_bot.channels.telegram.progress import telegram_progress
 from messaging_llm_bot.channels.telegram.send import (
     TelegramDeliveryError,
     is_entity_error,
@@ -41,6 +41,7 @@ from messaging_llm_bot.channels.telegram.settings import TelegramSettings, messa
 from messaging_llm_bot.conversation.held import storage_error_text
 from messaging_llm_bot.conversation.images import FilesInput, files_input
 from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.progress import Progress
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import FAILED_REPLY, ChannelTurns, TurnRequest, transcript_failed
 from messaging_llm_bot.conversation.voice import VoiceNote
@@ -101,7 +102,7 @@ class TurnRunner(ChannelTurns):
             produced = reply is None  # answered in this run (a replay's reply was spoken, or not, before)
             if reply is None:
                 # A live message left by a crashed run is taken over (edited), never left behind beside a new one.
-                progress = Progress(
+                progress = telegram_progress(
                     bot,
                     chat_id,
                     show_status=self.settings.progress,

@@ -1,0 +1,197 @@
+"""Progress while the model works, on any channel that can edit a sent message: typing, one status line
+while skills run, and the answer growing in one message as it streams (Capabilities.can_edit).
+
+The agent runs in a worker thread and reports ``AgentEvent``s; ``Progress.on_event`` may be called from
+that thread. One asyncio task applies the newest state to the chat, at most one edit per ``edit_interval``
+seconds, so bursts of deltas never flood it. Only ``delta`` events are shown as answer text: skill calls
+never are. The channel gives the four platform calls (``LiveMessage``); each is best effort and never raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+TYPING_EVERY_SECONDS = 4.0
+# The first typing action waits this long: a reply ready sooner needs none (one platform call and its
+# event-loop time saved per quick turn); a slower one shows "typing…" after a pause no one sees.
+TYPING_GRACE_SECONDS = 0.3
+# Likewise the first status/stream message: a turn done within this needs no live message, so its reply is
+# one send instead of a send plus a final edit (half the rate budget).
+FIRST_MESSAGE_GRACE_SECONDS = 0.3
+EDIT_INTERVAL_SECONDS = 1.0
+STREAM_CURSOR = " ▍"
+STOP_WAIT_SECONDS = 5.0
+_SKILL_ICONS = {"notes": "📝", "memory": "🧠", "tasks": "✅", "reminders": "⏰", "web": "🌐", "calendar": "📅"}
+
+
+def status_line(skill: str, args: Any, round_no: int) -> str:
+    """A one-line description of a running skill call, e.g. ``🔎 notes: search…``."""
+    action = ""
+    if isinstance(args, dict):
+        for key in ("action", "op", "command", "mode"):
+            if isinstance(args.get(key), str) and args[key].strip():
+                action = args[key].strip()[:40]
+                break
+    icon = _SKILL_ICONS.get(skill, "🔎")
+    step = f" (step {round_no})" if isinstance(round_no, int) and round_no > 1 else ""
+    return f"{icon} {skill}: {action}…{step}" if action else f"{icon} {skill}…{step}"
+
+
+class LiveMessage(Protocol):
+    """A channel's calls for one chat's live message; best effort: none raises."""
+
+    def fit(self, text: str) -> str:
+        """``text`` cut to one message of the platform (plain text)."""
+        ...
+
+    async def send(self, text: str) -> int | None:
+        """Send a new message; its id, or None when it was not sent (skipped under load, refused)."""
+        ...
+
+    async def edit(self, message_id: int, text: str) -> bool:
+        """Replace a sent message's text; True when it shows ``text``."""
+        ...
+
+    async def typing(self) -> None:
+        """Show "typing…" once."""
+        ...
+
+    async def delete(self, message_id: int) -> None:
+        """Delete a sent message."""
+        ...
+
+
+class Progress:
+    """Typing refresher + status/stream message for one turn in one chat."""
+
+    def __init__(
+        self,
+        live: LiveMessage,
+        *,
+        show_status: bool = True,
+        stream: bool = True,
+        edit_interval: float = EDIT_INTERVAL_SECONDS,
+        message_id: int | None = None,
+        on_message: Callable[[int], Awaitable[None]] | None = None,
+    ) -> None:
+        self.live = live
+        self.show_status = show_status
+        self.stream = stream
+        self.edit_interval = edit_interval
+        #: The live status/stream message; given when resuming one a crashed run left (it is edited, not resent).
+        self.message_id: int | None = message_id
+        self.on_message = on_message  # awaited with the id of a newly sent live message (the ledger records it)
+        self.showing_stream = False  # True once the live message holds answer text
+        self._status = ""
+        self._stream_text = ""
+        self._shown = ""
+        self._last_edit = 0.0
+        self._started = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake = asyncio.Event()
+        self._stop = asyncio.Event()  # set by stop(): interrupts the edit-interval wait at once
+        self._stopping = False
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    async def start(self) -> None:
+        """Start the typing refresher and the edit worker."""
+        self._loop = asyncio.get_running_loop()
+        self._started = time.monotonic()
+        self._tasks = [asyncio.create_task(self._typing()), asyncio.create_task(self._worker())]
+
+    def on_event(self, event: Any) -> None:
+        """Thread-safe sink for AgentEvents."""
+        if self._loop is None:
+            return
+        self._loop.call_soon_threadsafe(self._apply, event.kind, dict(event.data or {}))
+
+    def _apply(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "skill_call" and self.show_status:
+            self._status = status_line(str(data.get("skill", "?")), data.get("args"), data.get("round", 1))
+            self._stream_text = ""  # a new round: text shown so far was not the answer
+        elif kind == "delta" and self.stream and isinstance(data.get("text"), str):
+            self._stream_text = data["text"]
+        else:
+            return
+        self._wake.set()
+
+    def _wanted(self) -> str:
+        if self._stream_text.strip():
+            return self.live.fit(self._stream_text + STREAM_CURSOR)
+        return self._status
+
+    async def _worker(self) -> None:
+        while not self._stopping:
+            await self._wake.wait()
+            self._wake.clear()
+            if self._stopping:
+                break
+            if self.message_id is None:
+                wait = self._started + FIRST_MESSAGE_GRACE_SECONDS - time.monotonic()
+            else:
+                wait = self._last_edit + self.edit_interval - time.monotonic()
+            if wait > 0:
+                # Wait out the edit interval, but wake at once on stop(): the final edit must not
+                # sit behind this sleep (up to a second at the end of every streamed reply).
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), timeout=wait)
+                if self._stopping:
+                    break
+            await self._show(self._wanted())
+
+    async def _show(self, text: str) -> None:
+        if not text.strip() or text == self._shown:
+            return
+        streaming = bool(self._stream_text.strip())
+        if self.message_id is None:
+            sent = await self.live.send(text)
+            self._last_edit = time.monotonic()
+            if sent is None:
+                return
+            self.message_id = sent
+            ok = True
+            if self.on_message is not None:
+                await self.on_message(sent)
+        else:
+            ok = await self.live.edit(self.message_id, text)
+            self._last_edit = time.monotonic()
+        if ok:
+            self._shown = text
+            self.showing_stream = streaming
+
+    async def _typing(self) -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), timeout=TYPING_GRACE_SECONDS)
+        while not self._stopping:
+            await self.live.typing()
+            await asyncio.sleep(TYPING_EVERY_SECONDS)
+
+    async def stop(self) -> None:
+        """Stop typing and editing; the live message stays for the caller to finalise or discard."""
+        self._stopping = True
+        self._stop.set()
+        self._wake.set()
+        typing, worker = self._tasks or (None, None)
+        self._tasks = []
+        if typing is not None:
+            typing.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await typing
+        if worker is not None:
+            # Let an in-flight send finish so its message id is known (no orphan status message).
+            try:
+                await asyncio.wait_for(worker, timeout=STOP_WAIT_SECONDS)
+            except (asyncio.TimeoutError, asyncio.CancelledError, Exception):  # noqa: BLE001 - best effort
+                pass
+
+    async def discard(self) -> None:
+        """Delete the live message (a status line that should not stay above the answer)."""
+        if self.message_id is None:
+            return
+        await self.live.delete(self.message_id)
+        self.message_id = None
+        self.showing_stream = False
