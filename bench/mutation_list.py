@@ -2338,4 +2338,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         "runtime.pairing: false still hands out codes instead of telling the stranger their id",
         ("test_telegram_basic.py", "test_signal.py"),
     ),
+    # -- files out: the send_file skill (assistant_framework/media/files_out.py, issue 44) ------------------------
+    Mutation(
+        "files-out-sent-twice",
+        "assistant_framework/media/files_out.py",
+        "        earlier = self._recorded(key)",
+        "        earlier = None",
+        "a turn run again after a crash right after the send sends the file a second time",
+        ("test_files_out.py",),
+    ),
+    Mutation(
+        "files-out-state-sent",
+        "assistant_framework/media/files_out.py",
+        'NEVER_SENT = ("state",)',
+        "NEVER_SENT: tuple[str, ...] = ()",
+        "the model sends the web page's token or the webhook secret from state/ to the chat",
+        ("test_files_out.py",),
+    ),
+    Mutation(
+        "files-out-unbounded",
+        "assistant_framework/media/files_out.py",
+        "        if info.st_size > self.max_bytes:",
+        "        if False:",
+        "a file over the platform's limit is uploaded (and fails after a long upload)",
+        ("test_files_out.py",),
+    ),
 )

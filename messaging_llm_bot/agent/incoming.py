@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from assistant_framework.media.files_out import FileSender
 from messaging_llm_bot.agent.guard import ApproveCallback
 from messaging_llm_bot.agent.images import ImageInput
 from messaging_llm_bot.agent.prompt import quote_outside
@@ -41,6 +42,9 @@ class Incoming:
     # Facts may be taken from the turn into the owner's memory. False: a served client's turn, whose words are
     # not the owner's and whose memory stays apart from the owner's chats.
     extract_facts: bool = True
+    # The chat's way to receive a file from the ``send_file`` skill (assistant_framework/media/files_out.py);
+    # None: this turn has no chat to send to.
+    send_file: FileSender | None = None
 
     @property
     def model_text(self) -> str:

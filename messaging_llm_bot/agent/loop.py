@@ -232,7 +232,11 @@ class Agent(SessionCalls):
             config=self.config,
             settings=self.records,
             timezone=self.settings.timezone,
-            services={"memory": self.memory, "clock": self.now},
+            services={
+                "memory": self.memory,
+                "clock": self.now,
+                **({"send_file": message.send_file} if message.send_file else {}),
+            },
             untrusted=turn.untrusted,
             private=message.owner_chat,
         )

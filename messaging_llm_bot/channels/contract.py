@@ -39,6 +39,7 @@ class Capabilities:
     buttons: bool = False  # a yes/no question has buttons (else it is answered by a reply)
     media_in: frozenset[MediaKind] = frozenset()
     media_out: frozenset[MediaKind] = frozenset()
+    max_file_bytes: int = 0  # the largest file the bot may send (the ``send_file`` skill); 0: none
 
     def __post_init__(self) -> None:
         if self.max_message_length < 1:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from assistant_framework.inbox import Inbox
+from assistant_framework.media.files_out import FileSender
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.chatflags import ChatFlags
 from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, FilesInput, area_for
@@ -62,6 +63,7 @@ class TurnRequest:
     outside: str | None = None  # the label of outside content quoted in the turn (a forward, a recording)
     images: tuple[ImageInput, ...] = ()
     notice: str = ""  # a sentence added to the reply (the model cannot see images)
+    send_file: FileSender | None = None  # the chat's way to receive a file from the send_file skill
 
 
 class ChannelTurns:
@@ -133,6 +135,7 @@ class ChannelTurns:
             # whether the message shows it.
             stream=agent.settings.stream,
             images=request.images,
+            send_file=request.send_file,
         )
         answered = await self.pool.run(agent.handle, incoming, owner_turn=request.from_owner)
         text = reply_text(answered)

@@ -13,6 +13,9 @@ DECISIONS = ("allow", "ask", "deny")
 DEFAULT_DECISIONS: Mapping[str, str] = frozen(
     {"read": "allow", "write": "allow", "delete": "ask", "network": "ask", "send": "ask"}
 )
+#: Per-skill rules when ``policy.skills`` does not name the skill. ``send_file`` sends a workspace file to the
+#: chat the turn answers: unasked in a trusted turn, and like every ``send`` asked in one with outside content.
+DEFAULT_SKILL_DECISIONS: Mapping[str, str] = frozen({"send_file": "allow"})
 #: Skills a guest turn may call unless ``policy.guest_skills`` says otherwise. They run on the chat's own
 #: area (assistant_framework/access.py), so even ``file`` cannot reach the owner's files.
 DEFAULT_GUEST_SKILLS = ("conversation_search", "file", "memory_search", "time", "web")
@@ -27,6 +30,10 @@ class PolicySettings:
         default_factory=lambda: DEFAULT_DECISIONS,
         metadata=reads(mapping_of(one_of(*DECISIONS), over=DEFAULT_DECISIONS)),
     )
-    skills: Mapping[str, str] = field(default_factory=frozen, metadata=reads(mapping_of(one_of(*DECISIONS))))
+    #: A skill the config names replaces its default; the others keep theirs.
+    skills: Mapping[str, str] = field(
+        default_factory=lambda: DEFAULT_SKILL_DECISIONS,
+        metadata=reads(mapping_of(one_of(*DECISIONS), over=DEFAULT_SKILL_DECISIONS)),
+    )
     allow_private_network: bool = field(default=False, metadata=reads(flag))
     guest_skills: tuple[str, ...] = field(default=DEFAULT_GUEST_SKILLS, metadata=reads(strings))

@@ -30,6 +30,7 @@ from typing import Any, TextIO
 import filelock
 
 from assistant_framework.inbox import Inbox
+from assistant_framework.media.files_out import FileSender, FileToSend
 from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, ApproveCallback
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.turn import AgentEvent, reply_text
@@ -51,7 +52,10 @@ from messaging_llm_bot.conversation.runtime import Runtime
 CONVERSATION_ID = "console"
 #: What the terminal chat can do (channels/contract.py): one reader, text only, the answer printed as it
 #: streams (appended, never edited), a reply printed whole (a bound, not a platform limit), approvals typed y/n.
-CAPABILITIES = Capabilities(max_message_length=1_000_000, length_unit="chars")
+#: A file "sent" to the terminal is its path printed: nothing is copied, so no size bound beyond the workspace's.
+CAPABILITIES = Capabilities(
+    max_message_length=1_000_000, length_unit="chars", media_out=frozenset({"file"}), max_file_bytes=1 << 40
+)
 QUIT_COMMANDS = ("/quit", "/exit")
 LOCK_FILE = "state/console.lock"
 EXIT_USAGE = 2
@@ -125,6 +129,12 @@ def answer(
         if line and progress is not None:
             print(line, file=progress, flush=True)
 
+    def show_file(one: FileToSend) -> str:
+        # The terminal is on the workspace's machine: the file is where it is, its path is what to show.
+        caption = f" ({one.caption})" if one.caption else ""
+        print(f"📎 {one.path}{caption}", file=progress or sys.stdout, flush=True)
+        return str(one.path)
+
     incoming = Incoming(
         conversation_id,
         text,
@@ -133,6 +143,7 @@ def answer(
         approve=approve,
         on_event=on_event,
         stream=stream,
+        send_file=FileSender(runtime.workspace, f"console:{time.time_ns()}", show_file, CAPABILITIES.max_file_bytes),
     )
     return reply_text(runtime.agent.handle(incoming))
 

@@ -33,7 +33,8 @@ CAPABILITIES = Capabilities(
     groups=True,
     buttons=False,  # approvals are answered by a reply "yes" / "no" (signal/approval.py)
     media_in=frozenset({"photo", "file", "voice"}),
-    media_out=frozenset({"voice"}),
+    media_out=frozenset({"voice", "photo", "file"}),
+    max_file_bytes=100 * 1024 * 1024,  # Signal's attachment limit
 )
 STYLE_OF = {
     "bold": "BOLD",

@@ -19,6 +19,8 @@ from messaging_llm_bot.channels.signal import media
 from messaging_llm_bot.channels.signal.approval import Approvals
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.files import files_input
+from messaging_llm_bot.channels.signal.files_out import send_workspace_file
+from messaging_llm_bot.channels.signal.format import CAPABILITIES
 from messaging_llm_bot.channels.signal.identity import Identities
 from messaging_llm_bot.channels.signal.job_turn import answer_job
 from messaging_llm_bot.channels.signal.send import Typing, send_parts
@@ -30,6 +32,7 @@ from messaging_llm_bot.channels.signal.settings import (
     recipient_params,
 )
 from messaging_llm_bot.conversation.attachments import VOICE_DISABLED
+from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import FilesInput
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -184,6 +187,14 @@ class TurnRunner(ChannelTurns):
         approve = None
         if self.approvals is not None and owner_chat:
             approve = self.approvals.approver(msg.chat, asyncio.get_running_loop())
+        client, chat = self.client, msg.chat
+        send_file = file_sender(
+            self.runtime.workspace,
+            item.item_id,
+            asyncio.get_running_loop(),
+            lambda one: send_workspace_file(client, chat, one),
+            CAPABILITIES.max_file_bytes,
+        )
         request = TurnRequest(
             item.conversation_id,
             text,
@@ -196,6 +207,7 @@ class TurnRunner(ChannelTurns):
             outside=outside,
             images=images,
             notice=notice,
+            send_file=send_file,
         )
         return await self.ask_agent(request, approve=approve)
 

@@ -30,7 +30,8 @@ CAPABILITIES = Capabilities(
     groups=True,
     buttons=True,  # approvals are Yes/No buttons (telegram/approval.py)
     media_in=frozenset({"photo", "file", "voice"}),
-    media_out=frozenset({"voice"}),
+    media_out=frozenset({"voice", "photo", "file"}),
+    max_file_bytes=50_000_000,  # the Bot API's upload limit for sendDocument (sendPhoto: 10 MB, else a document)
 )
 
 __all__ = [

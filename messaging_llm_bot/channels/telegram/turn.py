@@ -21,7 +21,8 @@ from assistant_framework.access import sees_owner_data
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.telegram.approval import Approvals
-from messaging_llm_bot.channels.telegram.format import render_markdown
+from messaging_llm_bot.channels.telegram.files import send_workspace_file
+from messaging_llm_bot.channels.telegram.format import CAPABILITIES, render_markdown
 from messaging_llm_bot.channels.telegram.job_turn import answer_job
 from messaging_llm_bot.channels.telegram.media import (
     VOICE_DISABLED,
@@ -38,6 +39,7 @@ from messaging_llm_bot.channels.telegram.send import (
     send_plain,
 )
 from messaging_llm_bot.channels.telegram.settings import TelegramSettings, message_of, strip_mention, topic_of
+from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.held import storage_error_text
 from messaging_llm_bot.conversation.images import FilesInput, files_input
 from messaging_llm_bot.conversation.job_runs import is_job_item
@@ -206,6 +208,14 @@ class TurnRunner(ChannelTurns):
         if self.approvals is not None and owner_chat:
             # Only the owner's private chat can confirm; elsewhere "ask" means no.
             approve = self.approvals.approver(bot, message.chat_id, asyncio.get_running_loop(), topic_of(message))
+        loop, chat, topic = asyncio.get_running_loop(), message.chat_id, topic_of(message)
+        send_file = file_sender(
+            self.runtime.workspace,
+            item.item_id,
+            loop,
+            lambda one: send_workspace_file(bot, chat, topic, one),
+            CAPABILITIES.max_file_bytes,
+        )
         request = TurnRequest(
             item.conversation_id,
             text,
@@ -218,6 +228,7 @@ class TurnRunner(ChannelTurns):
             outside=outside,
             images=images,
             notice=notice,
+            send_file=send_file,
         )
         # llm.stream asks the model for a stream; telegram.stream decides whether the message shows it.
         return await self.ask_agent(request, approve=approve, on_event=progress.on_event)

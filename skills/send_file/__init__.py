@@ -1,0 +1,38 @@
+"""Built-in skill: send a workspace file or picture to the chat the turn answers (docs/actions.md, "Files out").
+
+The channel sends it (Telegram ``sendDocument``/``sendPhoto``, a Signal attachment, the terminal prints the
+path) through the ``send_file`` service the channel gives the turn (``assistant_framework/media/files_out.py``:
+confined to the turn's workspace, never ``state/``, bounded by the channel's ``max_file_bytes``, recorded in
+``state/files_out.jsonl`` before it goes so a turn run again after a crash does not send it twice).
+Capability ``send``: by default it runs unasked in a trusted turn (``policy.skills.send_file``) and asks the
+owner in a turn with outside content.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DESCRIPTION = (
+    "Send a workspace file or picture (an export, a report, a chart you wrote) to this chat, with a caption. "
+    "Only files in the workspace."
+)
+CAPABILITIES = ["send"]
+TIMEOUT_SECONDS = 150  # a 50 MB upload on a slow line
+ARGS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "maxLength": 1000},
+        "caption": {"type": "string", "maxLength": 1000},
+    },
+    "required": ["path"],
+    "additionalProperties": False,
+}
+NO_CHANNEL = "this chat cannot receive files from a skill (no channel to send through)"
+
+
+def run(workspace, args: dict[str, Any], context=None):
+    services = getattr(context, "services", None) or {}
+    sender = services.get("send_file")
+    if sender is None:
+        raise ValueError(NO_CHANNEL)
+    return sender(workspace, args["path"], args.get("caption") or "")
