@@ -1,9 +1,9 @@
 """Capability policy for skill calls, and the audit log of every call.
 
-Each skill declares capabilities (read, write, delete, network, send). The
+Each skill declares capabilities (read, write, delete, network, send, exec). The
 ``policy`` config maps a capability, or a skill by name, to allow, ask or
 deny. In a turn that involved untrusted content (a mail, a feed item, an
-attachment, a fetched page), every delete, network or send call needs the
+attachment, a fetched page), every delete, network, send or exec call needs the
 owner's confirmation whatever the policy says, so text the assistant read
 cannot steer it into destroying or sending the owner's data.
 """
@@ -20,7 +20,7 @@ from assistant_framework.config.settings import PolicySettings
 from assistant_framework.config.settings.fields import read_record
 
 #: Capabilities that always need confirmation after untrusted content entered the turn.
-GUARDED_WHEN_UNTRUSTED = frozenset({"delete", "network", "send"})
+GUARDED_WHEN_UNTRUSTED = frozenset({"delete", "network", "send", "exec"})
 _ORDER = {"allow": 0, "ask": 1, "deny": 2}
 AUDIT_LOG = "state/audit.jsonl"
 

@@ -28,6 +28,7 @@ SERVE = ("test_serve_clients.py",)
 SERVE_MCP = ("test_serve_mcp.py",)
 SERVE_CHAT = ("test_serve_openai.py",)
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
+AGENT_SKILLS = ("test_agent_skills.py", "test_agent_skills_bot.py")
 CAPS = ("test_spending_caps.py", "test_spending_cli.py", "test_spending_cut_calls.py")
 ACCESS = (
     "test_security_guests.py",
@@ -192,8 +193,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "policy-send-not-guarded",
         f"{AF}/policy.py",
-        'GUARDED_WHEN_UNTRUSTED = frozenset({"delete", "network", "send"})',
-        'GUARDED_WHEN_UNTRUSTED = frozenset({"delete", "network"})',
+        'GUARDED_WHEN_UNTRUSTED = frozenset({"delete", "network", "send", "exec"})',
+        'GUARDED_WHEN_UNTRUSTED = frozenset({"delete", "network", "exec"})',
         "a send after outside content runs without the owner",
         POLICY,
     ),
@@ -2362,5 +2363,78 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if False:",
         "a file over the platform's limit is uploaded (and fails after a long upload)",
         ("test_files_out.py",),
+    ),
+    # -- SKILL.md skills (assistant_framework/agentskills, agent/guard.py) -----------------------------
+    Mutation(
+        "agent-skill-guest-runs-scripts",
+        f"{BOT}/agent/guard.py",
+        "        if guest and EXEC in caps:",
+        "        if False and guest and EXEC in caps:",
+        "a guest chat offered run_script is asked about (or, with an allow, runs) a script instead of refused",
+        AGENT_SKILLS,
+    ),
+    Mutation(
+        "agent-skill-exec-allowed-by-default",
+        f"{AF}/config/settings/policy.py",
+        '"send": "ask", "exec": "ask"}',
+        '"send": "ask", "exec": "allow"}',
+        "a SKILL.md skill's script runs without the owner's confirmation",
+        AGENT_SKILLS,
+    ),
+    Mutation(
+        "agent-skill-rule-by-tool-name",
+        f"{BOT}/agent/guard.py",
+        "    return named(args) if callable(named) else str(skill.name)",
+        "    return str(skill.name)",
+        "policy.skills.<skill> no longer decides its scripts: a denied skill's script is asked about",
+        AGENT_SKILLS,
+    ),
+    Mutation(
+        "agent-skill-exec-not-guarded",
+        f"{AF}/policy.py",
+        'GUARDED_WHEN_UNTRUSTED = frozenset({"delete", "network", "send", "exec"})',
+        'GUARDED_WHEN_UNTRUSTED = frozenset({"delete", "network", "send"})',
+        "after a mail or a page in the turn, an allowed skill's script runs without asking",
+        AGENT_SKILLS,
+    ),
+    Mutation(
+        "agent-skill-dotdot-path",
+        f"{AF}/agentskills/library.py",
+        '    if not parts or PurePosixPath(rel).is_absolute() or ".." in parts or "\\x00" in rel:',
+        '    if not parts or PurePosixPath(rel).is_absolute() or "\\x00" in rel:',
+        "a referenced file with ../ is resolved (caught later only by where it lands)",
+        AGENT_SKILLS,
+    ),
+    Mutation(
+        "agent-skill-link-out",
+        f"{AF}/agentskills/library.py",
+        "    if path != root and root not in path.parents:",
+        "    if False:",
+        "a link in a skill's folder reads a file outside it",
+        AGENT_SKILLS,
+    ),
+    Mutation(
+        "agent-skill-script-outside-scripts",
+        f"{AF}/agentskills/scripts.py",
+        '    if skill.folder.resolve() / "scripts" not in path.parents or not path.is_file():',
+        "    if not path.is_file():",
+        "a link in scripts/ runs another file of the skill's folder as a script",
+        AGENT_SKILLS,
+    ),
+    Mutation(
+        "agent-skill-script-env-secrets",
+        f"{AF}/agentskills/scripts.py",
+        "    env = {key: os.environ[key] for key in PASSED_ENV if key in os.environ}",
+        "    env = dict(os.environ)",
+        "a script sees the bot's tokens and keys in its environment",
+        AGENT_SKILLS,
+    ),
+    Mutation(
+        "agent-skill-script-group-not-ended",
+        f"{AF}/agentskills/scripts.py",
+        "            start_new_session=True,  # its own process group: the limit ends what it started too",
+        "            start_new_session=False,",
+        "a script past its limit is not ended (nor what it started): killpg finds no group of its id",
+        AGENT_SKILLS,
     ),
 )

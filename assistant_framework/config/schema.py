@@ -248,7 +248,7 @@ POLICY_SCHEMA = {
     "properties": {
         "capabilities": {
             "type": "object",
-            "propertyNames": {"enum": ["read", "write", "delete", "network", "send"]},
+            "propertyNames": {"enum": ["read", "write", "delete", "network", "send", "exec"]},
             "additionalProperties": _DECISION,
         },
         "skills": {"type": "object", "additionalProperties": _DECISION},
@@ -302,7 +302,7 @@ JOBS_SCHEMA = {
 
 _CAPABILITY_LIST = {
     "type": "array",
-    "items": {"enum": ["read", "write", "delete", "network", "send"]},
+    "items": {"enum": ["read", "write", "delete", "network", "send", "exec"]},
     "minItems": 1,
     "uniqueItems": True,
 }

@@ -67,6 +67,9 @@ class Skill:
     #: Whether its results are outside content: None as its capabilities say (``network`` is outside),
     #: True always, False never (an outside server the owner marked trusted).
     outside: bool | None = None
+    #: The name the policy's per-skill rule is read under for one call, from its arguments (``run_script``:
+    #: the ``SKILL.md`` skill whose script it runs, ``policy.skills.<that name>``); None: ``name``.
+    policy_name: Callable[[Any], str] | None = None
 
     @property
     def where(self) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
+from assistant_framework.agentskills.library import WORKSPACE_SKILLS, AgentSkillLibrary
 from assistant_framework.config.settings import RuntimeSettings, Settings
 from assistant_framework.plugin_import import LoadOnce
 from assistant_framework.skills.loader import (
@@ -79,6 +80,12 @@ def _lookalike(skills: dict[str, Skill], spec: Skill) -> Skill | None:
     return next((s for s in skills.values() if _folded(s.name) == key), None)
 
 
+def agent_skill_dirs(skills_dirs: Sequence[str | Path], workspace: Workspace) -> list[Path]:
+    """Where ``SKILL.md`` skills are found: the configured skills dirs, then the workspace's ``.agents/skills/``
+    (installed and approved skills; a later folder replaces a name)."""
+    return [*(Path(d).expanduser() for d in skills_dirs), workspace.root / WORKSPACE_SKILLS]
+
+
 def value_text(value: Any) -> str:
     """A skill's return value as text: strings as they are, everything else as JSON."""
     if isinstance(value, str):
@@ -108,8 +115,11 @@ class SkillManager:
         result_limit_chars: int = _RUNTIME.skill_result_limit_chars,
         defer: bool = False,
         sources: Sequence[SkillSource] = (),
+        agent_skill_dirs: Sequence[str | Path] = (),
     ) -> None:
         self.dirs = [Path(d) for d in dirs]
+        #: The ``SKILL.md`` skills of ``agent_skill_dirs``, offered through ``skill_doc`` and ``run_script``.
+        self.library = AgentSkillLibrary([Path(d) for d in agent_skill_dirs])
         self.sources = list(sources)
         self.workspace = workspace
         self.timeout_seconds = float(timeout_seconds)
@@ -120,6 +130,10 @@ class SkillManager:
         self._skills: dict[str, Skill] = {}
         self._errors: list[SkillLoadError] = []
         self._validators: dict[str, Any] = {}
+        # What the folders and sources gave, before the SKILL.md skills' tools are added.
+        self._plain: dict[str, Skill] = {}
+        self._plain_errors: list[SkillLoadError] = []
+        self._plain_validators: dict[str, Any] = {}
         self._module_names: list[str] = []
         self._once = LoadOnce(self.load)
         if not defer:
@@ -153,6 +167,7 @@ class SkillManager:
             result_limit_chars=runtime.skill_result_limit_chars,
             defer=defer,
             sources=sources,
+            agent_skill_dirs=agent_skill_dirs(runtime.skills_dirs, workspace),
         )
         manager.default_context = SkillContext(config=config, timezone=runtime.timezone, settings=settings)
         return manager
@@ -259,11 +274,48 @@ class SkillManager:
                     continue
                 skills[spec.name] = spec
                 validators[spec.name] = validator_for(spec.args_schema)
+        self._plain = dict(sorted(skills.items()))
+        self._plain_errors = errors
+        self._plain_validators = validators
+        self._module_names = module_names
+        self.library.refresh(taken=self._plain)
+        self._with_agent_skills()
+        self._once.done = True
+
+    def _with_agent_skills(self) -> None:
+        """The skills and errors with the ``SKILL.md`` skills' tools and problems, as the library has them now."""
+        skills = dict(self._plain)
+        validators = dict(self._plain_validators)
+        errors = list(self._plain_errors)
+        errors += [SkillLoadError(p.name, p.folder, p.error) for p in self.library.errors]
+        if self.library.skills:
+            from assistant_framework.agentskills.tools import agent_skill_tools  # it imports this package
+
+            for tool in agent_skill_tools(self.library, self.timeout_for):
+                if tool.name in skills:
+                    errors.append(
+                        SkillLoadError(
+                            tool.name,
+                            None,
+                            f"{skills[tool.name].where}: skill name {tool.name!r} is the SKILL.md skills' tool; the "
+                            "SKILL.md skills cannot be offered: rename that skill",
+                        )
+                    )
+                    continue
+                skills[tool.name] = tool
+                validators[tool.name] = validator_for(tool.args_schema)
         self._skills = dict(sorted(skills.items()))
         self._errors = errors
         self._validators = validators
-        self._module_names = module_names
-        self._once.done = True
+
+    def refresh_agent_skills(self) -> bool:
+        """Read the ``SKILL.md`` folders again if one changed (an install, an approved draft); True when
+        the skills changed, so the prompt is built again. Cheap when nothing changed (a stat per skill)."""
+        self.ensure_loaded()
+        if not self.library.refresh(taken=self._plain):
+            return False
+        self._with_agent_skills()
+        return True
 
     def reload(self) -> None:
         """Forget the imported skill modules and load every folder and source again."""

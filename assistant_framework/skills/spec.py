@@ -43,7 +43,7 @@ class CatalogEntry(TypedDict):
     args_schema: JsonSchema
 
 
-KNOWN_CAPABILITIES = ("read", "write", "delete", "network", "send")
+KNOWN_CAPABILITIES = ("read", "write", "delete", "network", "send", "exec")
 DEFAULT_CAPABILITIES = ("read",)
 #: The module constants the loader reads (``run`` besides them).
 CONSTANTS = ("DESCRIPTION", "ARGS_SCHEMA", "NAME", "CAPABILITIES", "ACTION_CAPABILITIES", "TIMEOUT_SECONDS")

@@ -165,6 +165,17 @@ class GateResult:
     conversation_allowed: bool = False
 
 
+#: The capability of a call that runs a program (a SKILL.md skill's script): never in a guest chat.
+EXEC = "exec"
+
+
+def rule_name(skill: Any, args: Any) -> str:
+    """The name ``policy.skills`` is read under for this call: the skill's, or the one it names for its
+    calls (``run_script`` runs a script of the skill in its arguments: that skill's rule decides)."""
+    named = getattr(skill, "policy_name", None)
+    return named(args) if callable(named) else str(skill.name)
+
+
 def capabilities_for(skill: Any, args: Any) -> list[str]:
     """The capabilities this call needs, narrowed by its ``action``: a read of the workspace needs only
     ``read``, a delete only ``delete``, an add or change no ``delete``. What a call does beyond the
@@ -178,7 +189,7 @@ def capabilities_for(skill: Any, args: Any) -> list[str]:
     per_action = getattr(skill, "action_capabilities", None) or {}
     if action in per_action:
         return list(per_action[action])
-    reach = [c for c in declared if c in ("network", "send")]
+    reach = [c for c in declared if c in ("network", "send", "exec")]
     if action in READ_ACTIONS:
         return ["read", *reach]
     if action in DELETE_ACTIONS and "delete" in declared:
@@ -239,8 +250,13 @@ class CallGate:
         call that asks only because outside content is in view and only for ``network`` may be allowed
         by the owner for this conversation; it then runs unasked while that content is all there is."""
         caps = capabilities_for(skill, args)
+        if guest and EXEC in caps:
+            # A guest never runs a program on the owner's machine, whatever the policy or guest_skills say.
+            decision = Decision("deny", f"capability {EXEC!r} is never allowed in a guest chat")
+            self.audit(chat, skill.name, args, "deny", "denied")
+            return GateResult(False, decision, f"This chat may not run programs ({decision.reason}). Tell the user.")
         decision = decide(
-            skill.name,
+            rule_name(skill, args),
             getattr(skill, "capabilities", None) or ["read"],
             self.policy,
             untrusted=untrusted,
@@ -307,7 +323,10 @@ class CallGate:
     def _allowed_but_for_outside(self, skill: Any, caps: list[str], args: Any, workspace: Any, guest: bool) -> bool:
         """True when the policy alone would run the call (it asks only because outside content is in view)."""
         plain = decide(
-            skill.name, getattr(skill, "capabilities", None) or ["read"], self.policy, action_capabilities=caps
+            rule_name(skill, args),
+            getattr(skill, "capabilities", None) or ["read"],
+            self.policy,
+            action_capabilities=caps,
         )
         return (
             plain.action == "allow"

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover - imports for type hints only
 
 log = logging.getLogger(__name__)
 
-SECTION_ORDER = ("base", "context", "protocol", "tools", "workspace", "collectors", "profile", "learnings")
+SECTION_ORDER = ("base", "context", "protocol", "tools", "skills", "workspace", "collectors", "profile", "learnings")
 
 WORKSPACE_DESCRIPTION = (
     "[Workspace]\n"
@@ -159,6 +159,32 @@ def _names_within(names: list[str], room: int) -> str:
     return joined
 
 
+#: Characters of one SKILL.md skill's description in [Skills] (the spec allows 1,024; the prompt is for all).
+SKILL_DESCRIPTION_CHARS = 300
+SKILLS_HEADER = "[Skills]\nInstructions for tasks, by their authors. Before such a task, call skill_doc with the name:"
+
+
+def agent_skills_section(skills: list[tuple[str, str]], cap: int) -> str:
+    """[Skills]: each ``SKILL.md`` skill's name and description (cut); past ``cap`` names only, counted."""
+    if not skills or cap <= 0:
+        return ""
+    lines = [SKILLS_HEADER]
+    used = len(SKILLS_HEADER)
+    names = [name for name, _ in skills]
+    for i, (name, description) in enumerate(skills):
+        text = " ".join(description.split())
+        if len(text) > SKILL_DESCRIPTION_CHARS:
+            text = text[: SKILL_DESCRIPTION_CHARS - 1].rstrip() + "…"
+        line = f"- {name}: {text}"
+        rest = len(NAMES_ONLY) + len(", ".join(names[i + 1 :])) + 1 if i + 1 < len(names) else 0
+        if used + 1 + len(line) + rest > cap:
+            lines.append(NAMES_ONLY + _names_within(names[i:], cap - used - 1 - len(NAMES_ONLY)))
+            break
+        lines.append(line)
+        used += 1 + len(line)
+    return "\n".join(lines)
+
+
 def choice_tools_section(catalog: list[CatalogEntry], cap: int) -> str:
     """[Tools] of ``skill_choice: two_step``: one line per skill, name and description, no schemas
     (the chosen skill's schema comes with the request for its arguments)."""
@@ -272,10 +298,14 @@ class PromptBuilder:
             collectors = self.collectors.prompt_section() if self.collectors is not None else ""
             protocol = choice_instructions() if two_step else protocol_instructions()
             tools = choice_tools_section if two_step else tools_section
+            library = self.skills.library.skills if "skill_doc" in self.skills.skills else {}
             self._stable[two_step] = {
                 "base": cap_text(self.settings.base_prompt.strip(), caps.get("base", 4000), "base prompt"),
                 "protocol": cap_text(protocol, caps.get("protocol", 3000), "protocol"),
                 "tools": tools(self.skills.catalog(), caps.get("tools", 8000)),
+                "skills": agent_skills_section(
+                    [(skill.name, skill.description) for skill in library.values()], caps.get("skills", 3000)
+                ),
                 "workspace": cap_text(WORKSPACE_DESCRIPTION, caps.get("workspace", 1500), "workspace"),
                 "collectors": cap_text(collectors.strip(), caps.get("collectors", 3000), "collectors")
                 if collectors.strip()
@@ -298,8 +328,10 @@ class PromptBuilder:
                 "base": stable["base"],
                 "protocol": stable["protocol"],
                 "tools": tools(catalog, caps.get("tools", 8000)) if catalog else NO_GUEST_SKILLS,
+                "skills": stable["skills"] if "skill_doc" in allowed else "",
                 "workspace": GUEST_DESCRIPTION + (GUEST_FILE_NOTE if "file" in allowed else ""),
             }
+            sections = {name: text for name, text in sections.items() if text}
             prompt = SystemPrompt(text="\n\n".join(sections.values()), sections=sections)
             self._guest = {key: prompt}
             return prompt
@@ -321,6 +353,8 @@ class PromptBuilder:
     def _owner_prompt(self, two_step: bool) -> SystemPrompt:
         profile = self._profile_text()
         signature = (self._folder_stamp("context"), self._folder_stamp("learnings"), profile)
+        if self.skills.refresh_agent_skills():  # a SKILL.md skill installed, approved or removed
+            self.invalidate()
         with self._lock:
             cached = self._cached.get(two_step)
             if cached is not None and signature == self._signature.get(two_step):
@@ -337,6 +371,7 @@ class PromptBuilder:
                 ),
                 "protocol": stable["protocol"],
                 "tools": stable["tools"],
+                "skills": stable["skills"],
                 "workspace": stable["workspace"],
                 "collectors": stable["collectors"],
                 "profile": f"[Profile]\n{cap_text(profile.strip(), caps.get('profile', 0), 'profile')}"

@@ -28,6 +28,7 @@ BUILT_IN_SECTION_CAPS: dict[str, int] = {
     "base": 4_000,
     "protocol": 3_000,
     "tools": 8_000,
+    "skills": 3_000,
     "workspace": 1_500,
     "collectors": 3_000,
 }

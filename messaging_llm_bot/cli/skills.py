@@ -12,6 +12,7 @@ from assistant_framework.config import load_config
 from assistant_framework.config.settings import Settings
 from assistant_framework.mcp import skill_sources
 from assistant_framework.skills import BUILTIN_SKILLS_DIR, SkillManager
+from assistant_framework.skills.manager import agent_skill_dirs
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.cli import UsageError
 from messaging_llm_bot.cli.config import Subparsers, add_config_option
@@ -43,6 +44,11 @@ def _add_dir_options(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="skill folder to load (repeatable); replaces the built-ins plus runtime.skills_dirs",
     )
+    parser.add_argument(
+        "--workspace",
+        default="workspace",
+        help="workspace whose .agents/skills/ holds SKILL.md skills (default: workspace)",
+    )
     add_config_option(parser)
 
 
@@ -66,9 +72,14 @@ def _manager(args: argparse.Namespace) -> SkillManager:
     # Listing runs no skill, so it gets a workspace that is never created or touched.
     unused = Workspace(Path(tempfile.gettempdir()) / "assistant-skills-inspect-unused", create=False)
     sources = []
+    configured: list[str] = []
     if not args.skills and Path(args.config).exists():
-        sources = skill_sources(Settings.from_config(load_config(args.config)).mcp)
-    return SkillManager(skill_dirs(args), unused, sources=sources)
+        settings = Settings.from_config(load_config(args.config))
+        sources = skill_sources(settings.mcp)
+        configured = list(settings.runtime.skills_dirs)
+    # SKILL.md folders sit in the same skills dirs, and in the workspace's .agents/skills/ (only read).
+    documents = agent_skill_dirs(args.skills or configured, Workspace(args.workspace, create=False))
+    return SkillManager(skill_dirs(args), unused, sources=sources, agent_skill_dirs=documents)
 
 
 def _first_line(text: str) -> str:
@@ -84,8 +95,27 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _list(manager: SkillManager, args: argparse.Namespace) -> int:
-    rows = [(skill.name, "loaded", _first_line(skill.description), skill.where) for skill in manager.skills.values()]
-    rows += [(error.name, f"error: {error.error}", "", str(error.folder or "")) for error in manager.errors]
+    # (name, state, description, from, form): a SKILL.md skill is read by the model through skill_doc,
+    # a plugin or a tool (an MCP server's, skill_doc itself) is called.
+    rows = [
+        (skill.name, "loaded", _first_line(skill.description), skill.where, "plugin" if skill.folder else "tool")
+        for skill in manager.skills.values()
+    ]
+    rows += [
+        (skill.name, "loaded", " ".join(skill.description.split()), str(skill.folder), "SKILL.md")
+        for skill in manager.library.skills.values()
+    ]
+    broken = {problem.folder for problem in manager.library.errors}
+    rows += [
+        (
+            error.name,
+            f"error: {error.error}",
+            "",
+            str(error.folder or ""),
+            "SKILL.md" if error.folder in broken else "plugin" if error.folder else "tool",
+        )
+        for error in manager.errors
+    ]
     if args.json:
         print(
             json.dumps(
@@ -96,8 +126,9 @@ def _list(manager: SkillManager, args: argparse.Namespace) -> int:
                         "error": None if state == "loaded" else state[len("error: ") :],
                         "description": description,
                         "from": where,
+                        "form": form,
                     }
-                    for name, state, description, where in sorted(rows)
+                    for name, state, description, where, form in sorted(rows)
                 ],
                 indent=2,
                 ensure_ascii=False,
@@ -108,7 +139,7 @@ def _list(manager: SkillManager, args: argparse.Namespace) -> int:
         print("no skills found in: " + ", ".join(str(d) for d in manager.dirs))
         return 0
     width = max(len(name) for name, *_ in rows)
-    for name, state, description, _where in sorted(rows, key=lambda row: row[0]):
+    for name, state, description, _where, _form in sorted(rows, key=lambda row: row[0]):
         print(f"{name:<{width}}  {state:<6}  {description}".rstrip())
     return 1 if manager.errors else 0
 

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 
 from assistant_framework.config.settings.fields import flag, frozen, mapping_of, one_of, reads, strings
 
-CAPABILITIES = ("read", "write", "delete", "network", "send")
+CAPABILITIES = ("read", "write", "delete", "network", "send", "exec")
 DECISIONS = ("allow", "ask", "deny")
 #: What each capability gets when ``policy.capabilities`` does not name it.
 DEFAULT_DECISIONS: Mapping[str, str] = frozen(
-    {"read": "allow", "write": "allow", "delete": "ask", "network": "ask", "send": "ask"}
+    # exec: a program runs (a SKILL.md skill's script): the owner is asked unless policy.skills.<skill> says.
+    {"read": "allow", "write": "allow", "delete": "ask", "network": "ask", "send": "ask", "exec": "ask"}
 )
 #: Per-skill rules when ``policy.skills`` does not name the skill. ``send_file`` sends a workspace file to the
 #: chat the turn answers: unasked in a trusted turn, and like every ``send`` asked in one with outside content.

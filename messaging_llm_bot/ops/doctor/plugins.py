@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Protocol
 
+from assistant_framework.agentskills.library import AgentSkillLibrary
 from assistant_framework.hints import CLI
 from assistant_framework.workspace import WORKSPACE_MARKER, Workspace
 from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check, Context
@@ -17,12 +16,14 @@ def check_plugins(ctx: Context) -> list[Check]:
     from assistant_framework.skills import SkillManager
 
     config = ctx.config or {}
-    unused = Workspace(Path(tempfile.gettempdir()) / "assistant-doctor-unused", create=False)
-    skills = SkillManager.from_config(config, unused)
     workspace = Workspace(ctx.workspace_path, create=False)
+    # Loading runs no skill; the workspace is read for its .agents/skills/ only.
+    skills = SkillManager.from_config(config, workspace)
     collectors = CollectorManager.from_config(config, workspace)
+    broken = {problem.folder for problem in skills.library.errors}
     checks = [
-        _loaded("skills", skills.errors, f"{len(skills.names())} loaded"),
+        _loaded("skills", [e for e in skills.errors if e.folder not in broken], f"{len(skills.names())} loaded"),
+        *_agent_skills(skills.library),
         _loaded(
             "collectors", collectors.errors, f"{len(collectors.collectors)} found, {len(collectors.enabled())} enabled"
         ),
@@ -38,6 +39,17 @@ def check_plugins(ctx: Context) -> list[Check]:
                         f"`{CLI} collectors run {row['name']}` shows the whole error",
                     )
                 )
+    return checks
+
+
+def _agent_skills(library: AgentSkillLibrary) -> list[Check]:
+    """The ``SKILL.md`` skills: how many loaded, and one line per folder that did not (it costs only itself)."""
+    checks = [
+        Check(f"SKILL.md {problem.name}", WARN, problem.error[:400], f"fix its front matter or remove {problem.folder}")
+        for problem in library.errors
+    ]
+    if library.skills:
+        checks.insert(0, Check("SKILL.md skills", OK, f"{len(library.skills)} loaded: {', '.join(library.skills)}"))
     return checks
 
 
