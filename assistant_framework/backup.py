@@ -180,7 +180,7 @@ def _add_file(tar: tarfile.TarFile, ws: Workspace, rel: str) -> int | None:
 
 
 @dataclass
-class _Plan:
+class ArchivePlan:
     members: list[tarfile.TarInfo]
     bytes: int  # what the members unpack to (headers and blocks as in the tar stream)
     disk: int  # what they take on disk, at least
@@ -194,29 +194,48 @@ def _size(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
-def _check_member(member: tarfile.TarInfo) -> None:
-    parts = PurePosixPath(member.name).parts
-    if not parts or parts[0] != ARCHIVE_ROOT or ".." in parts or member.name.startswith("/"):
-        raise BackupError(f"{member.name!r}: not a file of a backup made by `{CLI} backup`")
+def check_member_name(name: str, root: str | None, what: str) -> None:
+    """A member's name stays inside what is unpacked: relative, no ``..``, under ``root`` when given (a
+    backup's members are all under ``workspace/``). ``what`` names the archive's kind in the message."""
+    parts = PurePosixPath(name).parts
+    if not parts or (root is not None and parts[0] != root) or ".." in parts or name.startswith(("/", "\\")):
+        raise BackupError(f"{name!r}: not a file of {what}")
+
+
+def check_member(member: tarfile.TarInfo, root: str | None = ARCHIVE_ROOT, what: str = "") -> None:
+    """One tar member: its name (``check_member_name``), and a plain file or folder (no link, device or
+    sparse file)."""
+    check_member_name(member.name, root, what or f"a backup made by `{CLI} backup`")
     if member.issym() or member.islnk():
         raise BackupError(
             f"{member.name!r} is a {'symbolic' if member.issym() else 'hard'} link (to {member.linkname!r}): "
-            "restore refuses links, a backup never holds one"
+            + ("restore refuses links, a backup never holds one" if root == ARCHIVE_ROOT else "links are refused")
         )
     if member.type not in (tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.DIRTYPE) or member.sparse is not None:
-        raise BackupError(f"{member.name!r}: links, devices and sparse files are not restored")
+        done = "restored" if root == ARCHIVE_ROOT else "unpacked"
+        raise BackupError(f"{member.name!r}: links, devices and sparse files are not {done}")
 
 
-def _check_members(tar: tarfile.TarFile, archive_bytes: int, max_bytes: int | None, target: Path) -> _Plan:
+def check_members(
+    tar: tarfile.TarFile,
+    archive_bytes: int,
+    max_bytes: int | None,
+    target: Path,
+    *,
+    root: str | None = ARCHIVE_ROOT,
+    max_members: int = MAX_MEMBERS,
+    what: str = "",
+) -> ArchivePlan:
     """Every member checked, and what they unpack to bounded by the limit and the free disk, before anything
     is written. Headers are read one by one and the sums checked at each, so a bomb is refused at its
-    header, before its data is unpacked even to be skipped."""
+    header, before its data is unpacked even to be skipped. ``root``, ``max_members`` and ``what``: a
+    backup's by default; a skill's archive (``agentskills/install.py``) has its own."""
     limit = max_bytes if max_bytes is not None else max(MIN_RESTORE_BYTES, RESTORE_RATIO * archive_bytes)
     disk_at, free = _free_disk(target)
     members: list[tarfile.TarInfo] = []
     total = disk = 0
     for member in tar:
-        _check_member(member)
+        check_member(member, root, what)
         members.append(member)
         # What the members unpack to as the tar stream holds them (a header and whole 512-byte blocks each):
         # what gzip expanded, so a flood of empty files counts too, not only the bytes of the files.
@@ -233,11 +252,9 @@ def _check_members(tar: tarfile.TarFile, archive_bytes: int, max_bytes: int | No
                 f"not enough free disk for the restore: it unpacks to at least {_size(total)} and {disk_at} has "
                 f"{_size(free)} free (keeping {_size(DISK_RESERVE)}): nothing written; make room first"
             )
-        if len(members) > MAX_MEMBERS:
-            raise BackupError(f"the archive holds more than {MAX_MEMBERS} files: refused, nothing written")
-    if not any(PurePosixPath(m.name).parts[1:2] == (WORKSPACE_MARKER,) for m in members):
-        raise BackupError("the archive holds no workspace (no state/ folder)")
-    return _Plan(members, total, disk)
+        if len(members) > max_members:
+            raise BackupError(f"the archive holds more than {max_members} files: refused, nothing written")
+    return ArchivePlan(members, total, disk)
 
 
 def _free_disk(target: Path) -> tuple[Path, int]:
@@ -275,7 +292,9 @@ def restore(
         raise BackupError(f"{target} exists and is not empty: pass --force to keep it aside and restore over it")
     try:
         with tarfile.open(source, "r:gz") as tar:
-            plan = _check_members(tar, source.stat().st_size, max_bytes, target)
+            plan = check_members(tar, source.stat().st_size, max_bytes, target)
+            if not any(PurePosixPath(m.name).parts[1:2] == (WORKSPACE_MARKER,) for m in plan.members):
+                raise BackupError("the archive holds no workspace (no state/ folder)")
             try:
                 with exclusive(target):  # held through the swap: no bot starts on the workspace meanwhile
                     return _unpack(tar, plan, target)
@@ -287,7 +306,7 @@ def restore(
         raise BackupError(f"{source}: could not be restored ({exc}); {target} is as it was") from None
 
 
-def _unpack(tar: tarfile.TarFile, plan: _Plan, target: Path) -> Path | None:
+def _unpack(tar: tarfile.TarFile, plan: ArchivePlan, target: Path) -> Path | None:
     target.parent.mkdir(parents=True, exist_ok=True)
     # Unpacked in, and the old workspace kept in, backups/ beside the target (the same file system, so the
     # swap is a rename): nothing is left in the folder that holds the workspace (the checkout).
@@ -307,4 +326,16 @@ def _unpack(tar: tarfile.TarFile, plan: _Plan, target: Path) -> Path | None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-__all__ = ["BACKUPS_DIR", "BackupError", "BackupResult", "RestoreRefused", "backup", "backups_dir", "restore"]
+__all__ = [
+    "BACKUPS_DIR",
+    "ArchivePlan",
+    "BackupError",
+    "BackupResult",
+    "RestoreRefused",
+    "backup",
+    "backups_dir",
+    "check_member",
+    "check_member_name",
+    "check_members",
+    "restore",
+]

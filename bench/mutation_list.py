@@ -28,7 +28,8 @@ SERVE = ("test_serve_clients.py",)
 SERVE_MCP = ("test_serve_mcp.py",)
 SERVE_CHAT = ("test_serve_openai.py",)
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
-AGENT_SKILLS = ("test_agent_skills.py", "test_agent_skills_bot.py")
+AGENT_SKILLS = ("test_agent_skills.py", "test_agent_skills_bot.py", "test_agent_skills_install.py")
+AGENT_SKILLS_INSTALL = ("test_agent_skills_install.py",)
 CAPS = ("test_spending_caps.py", "test_spending_cli.py", "test_spending_cut_calls.py")
 ACCESS = (
     "test_security_guests.py",
@@ -606,10 +607,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "restore-dotdot",
         f"{AF}/backup.py",
-        'if not parts or parts[0] != ARCHIVE_ROOT or ".." in parts or member.name.startswith("/"):',
-        'if not parts or parts[0] != ARCHIVE_ROOT or member.name.startswith("/"):',
-        "workspace/../x is unpacked beside the target",
-        BACKUP,
+        'if not parts or (root is not None and parts[0] != root) or ".." in parts or name.startswith(("/", "\\\\")):',
+        'if not parts or (root is not None and parts[0] != root) or name.startswith(("/", "\\\\")):',
+        "workspace/../x is unpacked beside the target (and a skill archive's ../x beside its staging folder)",
+        (*BACKUP, *AGENT_SKILLS),
     ),
     Mutation(
         "restore-hard-links",
@@ -2436,5 +2437,37 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            start_new_session=False,",
         "a script past its limit is not ended (nor what it started): killpg finds no group of its id",
         AGENT_SKILLS,
+    ),
+    Mutation(
+        "agent-skill-install-without-yes",
+        f"{BOT}/cli/skills.py",
+        '        if not yes and not _confirmed("Install it? [y/N] "):',
+        "        if not yes and False:",
+        "skills install installs without the owner's yes",
+        AGENT_SKILLS_INSTALL,
+    ),
+    Mutation(
+        "agent-skill-install-file-bound",
+        f"{AF}/agentskills/install.py",
+        'tar, archive.stat().st_size, MAX_BYTES, into, root=None, max_members=MAX_FILES, what="a skill"',
+        'tar, archive.stat().st_size, MAX_BYTES, into, root=None, max_members=10**6, what="a skill"',
+        "an archive of 10,000 files is unpacked",
+        AGENT_SKILLS_INSTALL,
+    ),
+    Mutation(
+        "agent-skill-install-zip-dotdot",
+        f"{AF}/agentskills/install.py",
+        '                check_member_name(member.filename, None, "a skill")',
+        "                pass",
+        "a .zip with ../ paths is unpacked (zipfile drops the ../, the skill comes with files it did not say)",
+        AGENT_SKILLS_INSTALL,
+    ),
+    Mutation(
+        "agent-skill-install-links",
+        f"{AF}/agentskills/install.py",
+        "            if path.is_symlink():",
+        "            if False:",
+        "a skill folder's link to /etc/passwd is installed (and read by skill_doc... refused there, a second fence)",
+        AGENT_SKILLS_INSTALL,
     ),
 )

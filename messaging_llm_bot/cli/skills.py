@@ -1,4 +1,5 @@
-"""``skills list|inspect``: what skills exist, and what the model sees of each."""
+"""``skills list|inspect``: what skills exist, and what the model sees of each; ``skills install|update|remove``:
+SKILL.md skills from elsewhere, after a review (assistant_framework/agentskills/install.py)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from assistant_framework.agentskills.install import InstallError, install, read_records, stage
+from assistant_framework.agentskills.install import remove as remove_skill
 from assistant_framework.config import load_config
 from assistant_framework.config.settings import Settings
 from assistant_framework.mcp import skill_sources
 from assistant_framework.skills import BUILTIN_SKILLS_DIR, SkillManager
 from assistant_framework.skills.manager import agent_skill_dirs
-from assistant_framework.workspace import Workspace
+from assistant_framework.workspace import Workspace, existing_workspace
 from messaging_llm_bot.cli import UsageError
 from messaging_llm_bot.cli.config import Subparsers, add_config_option
 
@@ -29,6 +32,29 @@ def register(subparsers: Subparsers) -> None:
     _add_dir_options(list_)
     list_.add_argument("--json", action="store_true", help="the rows as a JSON list")
     list_.set_defaults(func=cmd_list)
+
+    install = commands.add_parser(
+        "install",
+        help="install a SKILL.md skill from a git repository, a folder, a .zip or a .tar.gz, after a review",
+    )
+    install.add_argument("source", help="a git URL or repository folder, a skill folder, or an archive")
+    install.add_argument("--ref", help="git: the tag, branch or commit to install (pinned to its commit)")
+    install.add_argument("--skill", metavar="NAME", help="the skill to install when the source holds several")
+    _add_install_options(install)
+    install.set_defaults(func=cmd_install)
+
+    update = commands.add_parser(
+        "update", help="fetch an installed skill again from where it came from, after a review"
+    )
+    update.add_argument("name")
+    update.add_argument("--ref", help="git: another tag, branch or commit (default: the one installed)")
+    _add_install_options(update)
+    update.set_defaults(func=cmd_update)
+
+    remove = commands.add_parser("remove", help="remove an installed SKILL.md skill")
+    remove.add_argument("name")
+    remove.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
+    remove.set_defaults(func=cmd_remove)
 
     inspect = commands.add_parser("inspect", help="prompt-visible metadata, help text and implementation of one skill")
     inspect.add_argument("name")
@@ -50,6 +76,66 @@ def _add_dir_options(parser: argparse.ArgumentParser) -> None:
         help="workspace whose .agents/skills/ holds SKILL.md skills (default: workspace)",
     )
     add_config_option(parser)
+
+
+def _add_install_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--yes", action="store_true", help="install without asking (after printing the review)")
+    parser.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    workspace = existing_workspace(args.workspace)
+    return _review_and_install(workspace, args.source, args.ref, args.skill, args.yes)
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    workspace = existing_workspace(args.workspace)
+    record = read_records(workspace).get(args.name)
+    if record is None:
+        print(
+            f"skills update: {args.name!r} was not installed with `skills install` (no record of its source)",
+            file=sys.stderr,
+        )
+        return 1
+    return _review_and_install(workspace, str(record["source"]), args.ref or record.get("ref"), args.name, args.yes)
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    workspace = existing_workspace(args.workspace)
+    try:
+        remove_skill(workspace, args.name)
+    except InstallError as exc:
+        print(f"skills remove: {exc}", file=sys.stderr)
+        return 1
+    print(f"Removed {args.name}; the bot stops offering it at its next turn.")
+    return 0
+
+
+def _review_and_install(workspace: Workspace, source: str, ref: str | None, name: str | None, yes: bool) -> int:
+    try:
+        staged = stage(workspace, source, ref=ref, name=name)
+    except InstallError as exc:
+        print(f"skills install: {exc}; nothing installed", file=sys.stderr)
+        return 1
+    try:
+        print(staged.review.text())
+        if not yes and not _confirmed("Install it? [y/N] "):
+            print("Not installed: nothing written.")
+            return 1
+        target = install(workspace, staged)
+    finally:
+        staged.close()
+    print(f"Installed {staged.review.skill.name} into {target}; the bot offers it from its next turn.")
+    return 0
+
+
+def _confirmed(question: str) -> bool:
+    try:
+        answer = input(question)
+    except EOFError:
+        print()
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 def skill_dirs(args: argparse.Namespace) -> list[Path]:
