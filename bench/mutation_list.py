@@ -27,6 +27,7 @@ MEMORY_JOURNAL = ("test_memory_journal.py", "test_console_quit.py")
 SERVE = ("test_serve_clients.py",)
 SERVE_MCP = ("test_serve_mcp.py",)
 SERVE_CHAT = ("test_serve_openai.py",)
+HOOKS = ("test_hooks.py",)
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
 AGENT_SKILLS = ("test_agent_skills.py", "test_agent_skills_bot.py", "test_agent_skills_install.py")
 AGENT_SKILLS_INSTALL = ("test_agent_skills_install.py",)
@@ -2040,6 +2041,103 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if False:",
         "one call mails any number of recipients",
         ("test_mail_skill.py",),
+    ),
+    # -- hooks: outside events start turns (assistant_framework/hooks/, conversation/hook_runs.py) -----------
+    Mutation(
+        "hooks-signature-unchecked",
+        "assistant_framework/hooks/listener.py",
+        '        if not authentic(hook, body, headers.get(SIGNATURE_HEADER), headers.get("Authorization")):',
+        "        if False:",
+        "an unsigned call to a hook runs its prompt",
+        HOOKS,
+    ),
+    Mutation(
+        "hooks-signature-any",
+        "assistant_framework/hooks/auth.py",
+        'signature_of(hook.secret, body).encode("utf-8"))',
+        'signature.strip().encode("utf-8"))',
+        "any X-Hub-Signature-256 value opens a hook",
+        HOOKS,
+    ),
+    Mutation(
+        "hooks-bearer-any",
+        "assistant_framework/hooks/auth.py",
+        '    return hmac.compare_digest(token.strip().encode("utf-8"), hook.secret.encode("utf-8"))',
+        "    return True",
+        "any bearer token (another hook's secret) opens a hook",
+        HOOKS,
+    ),
+    Mutation(
+        "hooks-bad-unbounded",
+        "assistant_framework/hooks/listener.py",
+        "            if not listener.bad.allow(name):",
+        "            if False:",
+        "wrong signatures are never bounded: a guesser may try without end",
+        HOOKS,
+    ),
+    Mutation(
+        "hooks-secret-unset",
+        "assistant_framework/hooks/auth.py",
+        "        if not value:",
+        "        if False:",
+        "a hook whose secret_env is unset is not named as such",
+        HOOKS,
+    ),
+    Mutation(
+        "hooks-short-secret",
+        "assistant_framework/hooks/auth.py",
+        "    if len(value) < MIN_SECRET_CHARS:",
+        "    if False:",
+        "a hook with a guessable secret starts",
+        HOOKS,
+    ),
+    Mutation(
+        "hooks-unbounded",
+        "assistant_framework/hooks/listener.py",
+        "        if not listener.per_minute.allow(name):",
+        "        if False:",
+        "a hook's calls are not bounded per minute",
+        HOOKS,
+    ),
+    Mutation(
+        "hooks-body-size-unchecked",
+        "assistant_framework/hooks/listener.py",
+        "        if int(given) > limits.max_body_bytes:",
+        "        if False:",
+        "a body over hooks.max_body_bytes is read instead of refused with 413",
+        HOOKS,
+    ),
+    Mutation(
+        "hooks-replay-runs-again",
+        "assistant_framework/hooks/listener.py",
+        "            if self.deliveries.taken(call.delivery):",
+        "            if False:",
+        "a delivery sent again after a restart runs again",
+        HOOKS,
+    ),
+    Mutation(
+        "hooks-delivery-not-recorded",
+        "assistant_framework/hooks/listener.py",
+        "            if outcome.taken:",
+        "            if False:",
+        "the deliveries taken are not remembered: a replay runs again",
+        HOOKS,
+    ),
+    Mutation(
+        "hooks-body-trusted",
+        f"{BOT}/conversation/hook_runs.py",
+        '        text, untrusted = f"{hook.prompt}\\n\\n{quoted}", True',
+        '        text, untrusted = f"{hook.prompt}\\n\\n{quoted}", False',
+        "a hook's posted body steers the turn as if the owner wrote it (the turn is not untrusted)",
+        HOOKS,
+    ),
+    Mutation(
+        "hooks-body-unquoted",
+        f"{BOT}/conversation/hook_runs.py",
+        '        quoted = quote_outside(body_text(call.body), f"the body posted to hook {hook.name!r}")',
+        "        quoted = body_text(call.body)",
+        "a hook's posted body reaches the model unlabelled, as the owner's words",
+        HOOKS,
     ),
     # -- the OpenAI-compatible endpoint (serve/openai_api.py, serve/mounts.py; the skills limit in agent/) -------
     Mutation(

@@ -125,6 +125,7 @@ def semantic_errors(data: ConfigData) -> list[tuple[JsonPath, str]]:
     errors += mcp_server_errors(data)
     errors += trusted_proxy_errors(data)
     errors += serve_client_errors(data)
+    errors += hook_errors(data)
     telegram = value if isinstance(value := data.get("telegram"), dict) else {}
     if telegram.get("mode") == "webhook":
         webhook = value if isinstance(value := telegram.get("webhook"), dict) else {}
@@ -163,6 +164,27 @@ def serve_client_errors(data: ConfigData) -> list[tuple[JsonPath, str]]:
             errors.append((("serve", "clients", index, "name"), f"{name!r} is already a client's name"))
         if isinstance(name, str):
             seen.add(name.lower())
+    return errors
+
+
+def hook_errors(data: ConfigData) -> list[tuple[JsonPath, str]]:
+    """Each ``hooks.endpoints`` entry has one secret (``secret`` or ``secret_env``) and does one thing
+    (exactly one of ``message``, ``prompt``, ``job``)."""
+    hooks = value if isinstance(value := data.get("hooks"), dict) else {}
+    endpoints = value if isinstance(value := hooks.get("endpoints"), dict) else {}
+    errors: list[tuple[JsonPath, str]] = []
+    for name, entry in endpoints.items():
+        if not isinstance(entry, dict):
+            continue
+        secrets = [key for key in ("secret", "secret_env") if entry.get(key)]
+        if len(secrets) != 1:
+            errors.append(
+                (("hooks", "endpoints", name), "needs exactly one of secret or secret_env (prefer secret_env)")
+            )
+        does = [key for key in ("message", "prompt", "job") if entry.get(key)]
+        if len(does) != 1:
+            found = f" (it has {', '.join(does)})" if does else ""
+            errors.append((("hooks", "endpoints", name), f"needs exactly one of message, prompt or job{found}"))
     return errors
 
 

@@ -63,6 +63,8 @@ APPLIED_BY: Mapping[str, str] = {
     "calendar": RELOAD,
     # The mail skill reads its section at each call.
     "mail": RELOAD,
+    # The hooks listener is started once, with its address, secrets and endpoints.
+    "hooks": RESTART,
     # The collector manager and runner are made again.
     "collectors": RELOAD,
 }

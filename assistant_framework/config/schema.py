@@ -436,6 +436,35 @@ MAIL_SCHEMA = {
     "additionalProperties": False,
 }
 
+HOOKS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "listen": {"type": "string", "minLength": 1},
+        "port": {"type": "integer", "minimum": 0, "maximum": 65535},
+        "max_body_bytes": {"type": "integer", "minimum": 1, "maximum": 4194304},
+        "per_minute": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "endpoints": {
+            "type": "object",
+            "maxProperties": 64,
+            # The path's last part: no separators, nothing to escape.
+            "propertyNames": {"pattern": "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"},
+            "additionalProperties": {
+                "type": "object",
+                "properties": {
+                    "secret": {"type": "string"},
+                    "secret_env": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,127}$"},
+                    "message": {"type": "string", "minLength": 1, "maxLength": 4000},
+                    "prompt": {"type": "string", "minLength": 1, "maxLength": 8000},
+                    "job": {"type": "string", "minLength": 1},
+                    "chat": {"type": "string"},
+                },
+                "additionalProperties": False,
+            },
+        },
+    },
+    "additionalProperties": False,
+}
+
 ROOT_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -455,5 +484,6 @@ ROOT_SCHEMA = {
         "serve": SERVE_SCHEMA,
         "calendar": CALENDAR_SCHEMA,
         "mail": MAIL_SCHEMA,
+        "hooks": HOOKS_SCHEMA,
     },
 }

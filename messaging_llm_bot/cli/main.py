@@ -30,6 +30,7 @@ COMMAND_GROUPS = (
     "mcp",
     "collectors",
     "jobs",
+    "hooks",
     "usage",
     "pair",
     "memory",

@@ -217,6 +217,16 @@ def start(args: argparse.Namespace) -> int:
         mounts = served_mounts(runtime.settings, runtime.workspace, runtime.memory, runtime=runtime)
         start_if_enabled(runtime, runner_secrets(runtime.config), mounts)
 
+    if runtime.settings.hooks.endpoints:  # outside events start turns (docs/actions.md); Tornado only then
+        from messaging_llm_bot.conversation.hook_runs import start_hooks
+
+        try:
+            start_hooks(runtime)
+        except ConfigError as exc:
+            print(f"config error: {exc}", file=sys.stderr)
+            runtime.shutdown(timeout=5)
+            return 2
+
     from messaging_llm_bot.channels.run import enabled_frontends, run_chat_frontends
 
     chats = enabled_frontends(runtime.settings) if args.frontend is None else [args.frontend]

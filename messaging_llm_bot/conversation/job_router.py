@@ -31,7 +31,7 @@ from zoneinfo import ZoneInfo
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
 from assistant_framework.stores.reminders import ReminderStore
-from messaging_llm_bot.conversation.job_runs import JobScheduler
+from messaging_llm_bot.conversation.job_runs import JobRun, JobScheduler, outside_job
 from messaging_llm_bot.conversation.jobs import AsyncJobQueue, DailyJob
 from messaging_llm_bot.conversation.reminders import POLL_SECONDS, ReminderScheduler
 from messaging_llm_bot.conversation.routes import channel_of, home_channel, prefix_of, route_of_conversation
@@ -40,6 +40,10 @@ from messaging_llm_bot.conversation.runtime import Runtime
 log = logging.getLogger(__name__)
 
 STOP_SECONDS = 10.0  # for the scheduler's thread to end when the last channel stops
+
+
+class NotRunning(RuntimeError):
+    """No channel that could take a run runs in this process now."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,32 @@ class JobRouter:
         channel = channel_of(job.chat_id) if job.chat_id not in (None, "") else home_channel(self.runtime.settings)
         jobs = self._attached().get(channel)
         return jobs.owner_conversation(job) if jobs is not None else None
+
+    def submit(self, chat: str | None, run: JobRun) -> InboxItem | None:
+        """Accept a run made outside the schedule (a hook's) into the inbox of ``chat``'s channel (None: the
+        home channel) in its owner's chat, and start it; None when its id was accepted before (a replay).
+        Raises ``NotRunning`` when no channel here runs that chat."""
+        job = outside_job(chat)
+        conversation = self.claim(job)
+        if conversation is None:
+            raise NotRunning(f"no channel runs {chat or 'the home chat'} in this process now")
+        item = _ChannelInboxes(self._attached).accept(run.run_id, conversation, run.payload())
+        if item is not None:
+            self.dispatch(item)
+        return item
+
+    def look_soon(self) -> None:
+        """Look at the jobs now (a run was asked for), not at the planned time."""
+        loop = self._loop
+        if loop is not None:
+            try:
+                loop.call_soon_threadsafe(self._look_now)
+            except RuntimeError:  # the scheduler stopped: its next start looks
+                pass
+
+    def _look_now(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.look_soon()
 
     def dispatch(self, item: InboxItem) -> None:
         """Hand a run's item to its channel, on the channel's loop; an item of no channel here waits."""

@@ -17,7 +17,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
@@ -61,6 +61,7 @@ class JobRun:
     timezone: str
     untrusted: bool = False
     requested: bool = False  # run_now
+    hook: bool = False  # made by a call to a hook (conversation/hook_runs.py), not by the schedule
 
     def payload(self) -> dict[str, Any]:
         return {JOB_KEY: asdict(self)}
@@ -75,6 +76,11 @@ class JobRun:
             return cls(**{key: data[key] for key in cls.__dataclass_fields__ if key in data})
         except TypeError:
             return None
+
+    @property
+    def icon(self) -> str:
+        """What its reply starts with: a bell for a hook's run, a calendar for a scheduled one."""
+        return "🔔" if self.hook else "🗓"
 
     @property
     def planned_at(self) -> datetime:
@@ -97,7 +103,7 @@ def is_job_item(item: InboxItem) -> bool:
 
 def message_reply(run: JobRun, started: datetime) -> str:
     """A ``message`` job's text as it is sent (Markdown-escaped: shown as typed), with the late note."""
-    lines = [f"🗓 {run.text.strip()}"]
+    lines = [f"{run.icon} {run.text.strip()}"]
     if run.untrusted:
         lines.append(FROM_OUTSIDE)
     if note := run.late_note(started):
@@ -108,7 +114,7 @@ def message_reply(run: JobRun, started: datetime) -> str:
 def prompt_reply(run: JobRun, started: datetime, reply: str) -> str:
     """A ``prompt`` job's reply under a header naming the job (and the late note)."""
     note = run.late_note(started)
-    head = f"🗓 **{escape_markdown(run.name)}**" + (f" {escape_markdown(note)}" if note else "")
+    head = f"{run.icon} **{escape_markdown(run.name)}**" + (f" {escape_markdown(note)}" if note else "")
     return f"{head}\n\n{reply}"
 
 
@@ -178,7 +184,9 @@ def _background_turn(handle: Callable[[Incoming], TurnResult], incoming: Incomin
 
 
 def prompt_text(run: JobRun) -> str:
-    """What a ``prompt`` job's turn asks the model."""
+    """What a ``prompt`` job's turn asks the model (a hook's: its prompt, then the posted body quoted)."""
+    if run.hook:
+        return f"(Hook {run.name!r} was called from outside: do this now and answer for the owner.)\n{run.text}"
     return f"(Scheduled job {run.name!r}: do this now and answer for the owner.)\n{run.text}"
 
 
@@ -276,6 +284,12 @@ def problems_notice(problems: list[str]) -> str:
         lines.append(f"- … and {len(problems) - NOTICE_PROBLEMS} more")
     lines.append(f"/jobs or `{CLI} jobs list` names them; fix or remove those rows in {escape_markdown(JOBS_FILE)}.")
     return "\n".join(lines)
+
+
+def outside_job(chat: str | None) -> Job:
+    """A job made without a row (a hook's run) that belongs to ``chat`` (None: the home channel): what
+    ``claim`` takes to name the owner's chat of that channel."""
+    return replace(_OWNERS_JOB, chat_id=chat or None, conversation_id=chat or "")
 
 
 #: A job as written by hand (no chat): ``claim`` of it names the owner's chat on the frontend that runs such jobs.

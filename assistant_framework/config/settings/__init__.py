@@ -17,6 +17,7 @@ from assistant_framework.config.settings.calendar import CalendarSettings
 from assistant_framework.config.settings.chat import SignalSettings, TelegramSettings, WebhookSettings
 from assistant_framework.config.settings.fields import nests as _nests
 from assistant_framework.config.settings.fields import read_record
+from assistant_framework.config.settings.hooks import HookSettings, HooksSettings
 from assistant_framework.config.settings.jobs import JobsSettings
 from assistant_framework.config.settings.llm import (
     EmbeddingsSettings,
@@ -59,6 +60,7 @@ class Settings:
     serve: ServeSettings = field(default_factory=ServeSettings, metadata=_nests(ServeSettings))
     calendar: CalendarSettings = field(default_factory=CalendarSettings, metadata=_nests(CalendarSettings))
     mail: MailSettings = field(default_factory=MailSettings, metadata=_nests(MailSettings))
+    hooks: HooksSettings = field(default_factory=HooksSettings, metadata=_nests(HooksSettings))
 
     @classmethod
     def from_config(cls, data: Mapping[str, object]) -> Settings:
@@ -72,6 +74,8 @@ __all__ = [
     "CalendarSettings",
     "EmbeddingsSettings",
     "EpisodesSettings",
+    "HookSettings",
+    "HooksSettings",
     "JobsSettings",
     "LLMSettings",
     "MailSettings",

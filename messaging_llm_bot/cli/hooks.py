@@ -1,0 +1,131 @@
+"""``assistant hooks list|test``: the hooks outside events call (``POST /hooks/<name>``; docs/actions.md).
+
+``list`` shows each hook: what it does, where its answer goes, its URL and where its secret comes from (never
+the secret). ``test NAME`` signs a small body with the hook's secret and posts it to the running bot's
+listener, as a sender would: the hook runs for real (a ``prompt`` hook's turn, a ``message``, a job run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import urllib.error
+import urllib.request
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from assistant_framework.config import ConfigError, load_config
+from assistant_framework.config.settings import HookSettings, HooksSettings, Settings
+from messaging_llm_bot.cli.config import Subparsers, add_config_option
+
+#: How long ``test`` waits for the listener's answer (it answers once the run is accepted, not when it is done).
+TEST_TIMEOUT_SECONDS = 30.0
+
+
+def register(subparsers: Subparsers) -> None:
+    group = subparsers.add_parser("hooks", help="list the hooks outside events call, and call one to test it")
+    commands = group.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    list_ = commands.add_parser("list", help="the configured hooks: what each does, its URL, its secret's source")
+    add_config_option(list_)
+    list_.add_argument("--json", action="store_true", help="the hooks as a JSON list")
+    list_.set_defaults(func=cmd_list)
+
+    test = commands.add_parser(
+        "test", help="post a signed test body to the running bot's hook NAME (it runs for real: a turn, a message)"
+    )
+    test.add_argument("name", help="the hook's name in hooks.endpoints")
+    add_config_option(test)
+    test.add_argument("--body", default=None, help="the body to post (default: a small JSON object naming the test)")
+    test.set_defaults(func=cmd_test)
+
+
+def _settings(config: str) -> HooksSettings:
+    if not Path(config).exists():
+        raise ConfigError(f"{config}: config file or directory does not exist (pass --config)")
+    return Settings.from_config(load_config(config)).hooks
+
+
+def hook_url(settings: HooksSettings, name: str) -> str:
+    """Where the hook is called on this machine (a listener on every address is reached on loopback)."""
+    host = "127.0.0.1" if settings.listen in ("0.0.0.0", "") else "::1" if settings.listen == "::" else settings.listen
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{settings.port}/hooks/{name}"
+
+
+def describe(hook: HookSettings) -> dict[str, Any]:
+    """One hook as ``list`` shows it (the secret's source, never the secret)."""
+    from assistant_framework.hooks.auth import secret_problem
+
+    does = {"message": hook.message, "prompt": hook.prompt, "job": hook.job}[hook.kind]
+    return {
+        "name": hook.name,
+        "kind": hook.kind,
+        "does": does,
+        "chat": hook.chat or "the owner's home chat",
+        "secret": f"environment variable {hook.secret_env}" if hook.secret_env else "secret in the config",
+        "problem": secret_problem(hook, os.environ),
+    }
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    settings = _settings(args.config)
+    hooks = [{**describe(hook), "url": hook_url(settings, hook.name)} for hook in settings.endpoints.values()]
+    if args.json:
+        print(json.dumps(hooks, indent=2, ensure_ascii=False))
+        return 1 if any(hook["problem"] for hook in hooks) else 0
+    if not hooks:
+        print("No hooks configured (hooks.endpoints; docs/actions.md).")
+        return 0
+    for hook in hooks:
+        does = " ".join(str(hook["does"]).split())
+        does = does if len(does) <= 70 else does[:69] + "…"
+        print(f"{hook['name']}: {hook['kind']} {does!r} -> {hook['chat']}")
+        print(f"  POST {hook['url']}  (secret: {hook['secret']})")
+        if hook["problem"]:
+            print(f"  problem: {hook['problem']}")
+    return 1 if any(hook["problem"] for hook in hooks) else 0
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    from assistant_framework.hooks.auth import read_hooks, signature_of
+
+    settings = _settings(args.config)
+    if args.name not in settings.endpoints:
+        known = ", ".join(sorted(settings.endpoints)) or "none"
+        raise ConfigError(f"no hook named {args.name!r} in hooks.endpoints (the hooks: {known})")
+    hook = read_hooks(settings)[args.name]
+    sent = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    body = (
+        args.body if args.body is not None else json.dumps({"test": True, "hook": args.name, "sent": sent})
+    ).encode()
+    url = hook_url(settings, args.name)
+    request = urllib.request.Request(
+        url,
+        body,
+        {
+            "Content-Type": "application/json",
+            "X-Hub-Signature-256": signature_of(hook.secret, body),
+            "X-Delivery-Id": f"test-{uuid.uuid4()}",
+        },
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=TEST_TIMEOUT_SECONDS) as answer:
+            status, text = answer.status, answer.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        status, text = exc.code, exc.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        print(f"Nothing answered at {url} ({reason}): is the bot running with this config?")
+        return 1
+    try:
+        message = json.loads(text).get("message", text)
+    except (ValueError, AttributeError):
+        message = text
+    print(f"{status}: {message}")
+    return 0 if 200 <= status < 300 else 1
