@@ -2568,4 +2568,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a skill folder's link to /etc/passwd is installed (and read by skill_doc... refused there, a second fence)",
         AGENT_SKILLS_INSTALL,
     ),
+    Mutation(
+        "skills-offered-unconfigured",
+        "assistant_framework/skills/manager.py",
+        "        return not skill.requires_config or config_is_set(self.default_context.config, skill.requires_config)",
+        "        return True",
+        "the calendar and mail skills cost every prompt about 1,000 characters though neither is set up",
+        ("test_skill_availability.py",),
+    ),
 )

@@ -64,6 +64,8 @@ class Skill:
     origin: str = ""
     #: What a call with a given ``action`` needs (``ACTION_CAPABILITIES``), each a part of ``capabilities``.
     action_capabilities: dict[str, list[str]] = field(default_factory=dict)
+    #: The config key that must be set for the skill to be offered (``REQUIRES_CONFIG``, ``"calendar.url"``).
+    requires_config: str = ""
     #: Whether its results are outside content: None as its capabilities say (``network`` is outside),
     #: True always, False never (an outside server the owner marked trusted).
     outside: bool | None = None
@@ -212,6 +214,7 @@ def _definition(module: types.ModuleType, folder: Path) -> dict[str, Any]:
             "capabilities": data.get("capabilities"),
             "action_capabilities": data.get("action_capabilities"),
             "timeout_seconds": data.get("timeout_seconds"),
+            "requires_config": data.get("requires_config"),
         }
     return {
         "name": getattr(module, "NAME", None) or folder.name,
@@ -221,6 +224,7 @@ def _definition(module: types.ModuleType, folder: Path) -> dict[str, Any]:
         "capabilities": getattr(module, "CAPABILITIES", None),
         "action_capabilities": getattr(module, "ACTION_CAPABILITIES", None),
         "timeout_seconds": getattr(module, "TIMEOUT_SECONDS", None),
+        "requires_config": getattr(module, "REQUIRES_CONFIG", None),
     }
 
 
@@ -252,6 +256,18 @@ def _action_capabilities(value: Any, declared: list[str], folder: Path) -> dict[
             )
         checked[action.strip().lower()] = list(dict.fromkeys(caps))
     return checked
+
+
+_CONFIG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _requires_config(value: Any, folder: Path) -> str:
+    """``REQUIRES_CONFIG`` checked: a dotted config key (``"mail.smtp.host"``), or nothing."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or not _CONFIG_KEY.match(value):
+        raise SkillDefinitionError(f"{folder}: requires_config must be a dotted config key, got {value!r}")
+    return value
 
 
 def _timeout(value: Any, folder: Path) -> float | None:
@@ -341,6 +357,7 @@ def load_skill_folder(folder: Path) -> Skill:
         capabilities=(capabilities := _capabilities(raw["capabilities"], folder)),
         action_capabilities=_action_capabilities(raw["action_capabilities"], capabilities, folder),
         timeout_seconds=_timeout(raw["timeout_seconds"], folder),
+        requires_config=_requires_config(raw["requires_config"], folder),
         wants_context=wants_context,
         module_name=module.__name__,
         deprecated=deprecated,

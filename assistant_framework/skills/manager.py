@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Collection, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from assistant_framework.agentskills.library import WORKSPACE_SKILLS, AgentSkillLibrary
 from assistant_framework.config.settings import RuntimeSettings, Settings
@@ -91,6 +91,16 @@ def value_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def config_is_set(config: Mapping[str, Any], dotted: str) -> bool:
+    """True when ``dotted`` (``"mail.smtp.host"``) names a value in ``config`` that is not empty."""
+    value: Any = config
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return False
+        value = value[part]
+    return value not in (None, "", [], {})
 
 
 def truncate_text(text: str, limit: int) -> tuple[str, bool]:
@@ -344,11 +354,21 @@ class SkillManager:
         return [lowered[match] for match in found]
 
     def catalog(self) -> list[CatalogEntry]:
-        """Exactly what the prompt shows: name, description and args schema, sorted by name."""
+        """Exactly what the prompt shows: name, description and args schema, sorted by name; a skill whose
+        ``REQUIRES_CONFIG`` key is not set is left out (``offered``)."""
         return [
             {"name": skill.name, "description": skill.description, "args_schema": skill.args_schema}
             for skill in self.skills.values()
+            if self.offered(skill)
         ]
+
+    def offered_names(self) -> list[str]:
+        """The names of the skills the model is offered (``names`` less those ``offered`` leaves out)."""
+        return [name for name in self.names() if self.offered(self.skills[name])]
+
+    def offered(self, skill: Skill) -> bool:
+        """True unless the skill needs a config key (``REQUIRES_CONFIG``) that the loaded config leaves unset."""
+        return not skill.requires_config or config_is_set(self.default_context.config, skill.requires_config)
 
     def timeout_for(self, name: str) -> float:
         """Config ``skill_timeouts[name]`` over the skill's own timeout over the default."""

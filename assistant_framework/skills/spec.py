@@ -12,6 +12,9 @@ A skill is a folder with ``__init__.py`` and ``README.md``. The module gives:
   list a part of ``CAPABILITIES`` (the ``mail`` skill's ``draft`` needs ``write``, its ``send`` ``send``);
   an action it does not name is narrowed by the gate from its words (``read``, ``delete``, ``add``...).
 - ``TIMEOUT_SECONDS: float`` (optional): over the runtime's ``skill_timeout_seconds``.
+- ``REQUIRES_CONFIG: str`` (optional): a dotted config key (``"calendar.url"``); the skill is offered to the
+  model (``SkillManager.catalog``) only when that key is set to a non-empty value, so a skill for a service
+  the owner has not set up costs no prompt. A call that names it anyway runs and says what to set.
 - ``run(workspace, args, context=None)`` (required, ``SkillRun``): returns the result the model reads (a
   string, or any JSON value); raises ``ValueError`` with a sentence the model can act on.
 
@@ -46,7 +49,15 @@ class CatalogEntry(TypedDict):
 KNOWN_CAPABILITIES = ("read", "write", "delete", "network", "send", "exec")
 DEFAULT_CAPABILITIES = ("read",)
 #: The module constants the loader reads (``run`` besides them).
-CONSTANTS = ("DESCRIPTION", "ARGS_SCHEMA", "NAME", "CAPABILITIES", "ACTION_CAPABILITIES", "TIMEOUT_SECONDS")
+CONSTANTS = (
+    "DESCRIPTION",
+    "ARGS_SCHEMA",
+    "NAME",
+    "CAPABILITIES",
+    "ACTION_CAPABILITIES",
+    "TIMEOUT_SECONDS",
+    "REQUIRES_CONFIG",
+)
 
 #: The forms that still load with a warning, and what to write instead.
 DEFAULT_FORM = "module constants DESCRIPTION, ARGS_SCHEMA (optional) and run(workspace, args, context=None)"

@@ -116,7 +116,7 @@ class ChoiceFormats:
         self._cache: tuple[str, list[tuple[str, str]], dict[str, tuple[str, JsonObject]]] | None = None
 
     def _formats(self, skills: SkillManager) -> tuple[list[tuple[str, str]], dict[str, tuple[str, JsonObject]]]:
-        loaded = [s for s in (skills.get(name) for name in skills.names()) if s is not None]
+        loaded = [s for s in (skills.get(name) for name in skills.offered_names()) if s is not None]
         key = schema_key((s.name, s.description, s.args_schema) for s in loaded)
         cache = self._cache
         if cache is None or cache[0] != key:

@@ -96,7 +96,7 @@ class SkillFormats:
         self, skills: SkillManager, runners: Sequence[RunnerConfig], names: list[str] | None = None
     ) -> tuple[JsonObject, list[JsonObject] | None]:
         """(schema, tool specs or None when no runner sends native tools) for ``names`` (default: all)."""
-        offered = skills.names() if names is None else names
+        offered = skills.offered_names() if names is None else names
         loaded = [skills.get(name) for name in offered]
         triples = [(s.name, s.description, s.args_schema) for s in loaded if s is not None]
         key = schema_key(triples)

@@ -41,7 +41,7 @@ def _joined(head: list[Message], rounds: list[Message]) -> Callable[[], list[Mes
 
 def offered_names(skills: SkillManager, guest: frozenset[str] | None) -> list[str]:
     """The skill names a turn offers the model: all for the owner's own chat, a guest turn's own."""
-    names = skills.names()
+    names = skills.offered_names()
     return names if guest is None else [name for name in names if name in guest]
 
 

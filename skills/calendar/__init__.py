@@ -24,6 +24,8 @@ DESCRIPTION = (
     "delete one. start is local time YYYY-MM-DD HH:MM."
 )
 CAPABILITIES = ["read", "write", "delete"]
+#: Offered to the model only when a CalDAV server is configured.
+REQUIRES_CONFIG = "calendar.url"
 TIMEOUT_SECONDS = 60
 ARGS_SCHEMA = {
     "type": "object",

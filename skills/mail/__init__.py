@@ -23,6 +23,8 @@ DESCRIPTION = (
     "asks the owner unless they allowed it."
 )
 CAPABILITIES = ["write", "send"]
+#: Offered to the model only when the SMTP server is set up (a draft alone is no reason to cost every prompt).
+REQUIRES_CONFIG = "mail.smtp.host"
 #: A draft stays in the workspace: only sending asks.
 ACTION_CAPABILITIES = {"draft": ["write"], "send": ["send"], "reply": ["send"]}
 TIMEOUT_SECONDS = 60
