@@ -1,5 +1,5 @@
 """The interactive terminal chat on a real pseudo-terminal: arrow keys edit and recall lines
-(no ``^[[A``), and reminders set in the terminal are delivered there."""
+(no ``^[[A``), and reminders set in the terminal are delivered there (by the process's one scheduler)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 
 from assistant_framework.stores.reminders import ReminderStore
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.channels.console.extras import ConsoleReminders
 from tests.console_harness import Terminal, write_config
 
 pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
@@ -64,21 +63,44 @@ def test_arrow_keys_recall_history_and_reminders_arrive(tmp_path: Path, chat_ser
     assert [p for p in [ws.root, *ws.root.rglob("*")] if not p.is_symlink() and p.stat().st_mode & 0o077] == []
 
 
-def test_console_reminders_deliver_only_this_chats_due_reminders(tmp_path: Path) -> None:
-    store = ReminderStore(Workspace(tmp_path / "ws"))
-    now = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+def _console_jobs(bot_config: dict, workspace: Workspace, tmp_path: Path, screen):
+    """The terminal chat's part of the process's one scheduler (console/jobs.py), as the chat starts it."""
+    from assistant_framework.inbox import Inbox
+    from messaging_llm_bot.channels.console.jobs import ConsoleJobs
+    from tests.telegram_harness import make_runtime
+
+    runtime = make_runtime(bot_config, workspace, tmp_path)
+    jobs = ConsoleJobs(runtime, Inbox(workspace), screen, "console")
+    jobs.start()
+    return runtime, jobs
+
+
+def _statuses(store: ReminderStore) -> dict[str, str]:
+    return {r["text"]: r["status"] for r in store.list()}
+
+
+def test_console_reminders_deliver_only_this_chats_due_reminders(bot_config, workspace, tmp_path: Path) -> None:
+    import io
+
+    from messaging_llm_bot.channels.console.extras import Screen
+    from tests.waiting import wait_until
+
+    store = ReminderStore(workspace)
+    now = datetime.now(timezone.utc)
     store.add("console", "due", now - timedelta(minutes=1), "UTC")
     store.add("console", "later", now + timedelta(hours=1), "UTC")
     store.add(12345, "telegram's", now - timedelta(minutes=1), "UTC")
-    shown: list[str] = []
-    reminders = ConsoleReminders(store, "console", shown.append, clock=lambda: now)
-    assert reminders.tick() == 1 and shown == ["⏰ due"]
-    assert reminders.tick() == 0  # delivered once
-    assert {r["text"]: r["status"] for r in store.list()} == {
-        "due": "delivered",
-        "later": "pending",
-        "telegram's": "pending",
-    }
+    out = io.StringIO()
+    screen = Screen(out, lambda: "")
+    screen.before_prompt()  # at an empty prompt: printed at once
+    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, screen)
+    try:
+        wait_until(lambda: _statuses(store)["due"] == "delivered", what="the due reminder printed")
+    finally:
+        jobs.stop()
+        runtime.shutdown(5)
+    assert out.getvalue().count("⏰ due") == 1 and "later" not in out.getvalue()
+    assert _statuses(store) == {"due": "delivered", "later": "pending", "telegram's": "pending"}
 
 
 def test_ctrl_c_stops_an_answer_and_the_chat_goes_on(tmp_path: Path, chat_server, test_skills_dir) -> None:
@@ -169,34 +191,36 @@ def test_ctrl_c_at_a_confirmation_question_declines_it_and_stops_without_enter(
     assert len(chat_server.chat_requests) == 1  # no round after the stop
 
 
-def test_a_reminder_due_while_a_line_is_typed_waits_for_the_gap_and_one_left_unshown_stays_due(tmp_path: Path) -> None:
+def test_a_reminder_due_while_a_line_is_typed_waits_for_the_gap_and_one_left_unshown_stays_due(
+    bot_config, workspace, tmp_path: Path
+) -> None:
     import io
-    import threading
 
     from messaging_llm_bot.channels.console.extras import Screen
+    from tests.waiting import wait_until
 
-    store = ReminderStore(Workspace(tmp_path / "ws"))
-    now = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+    store = ReminderStore(workspace)
+    now = datetime.now(timezone.utc)
     store.add("console", "stretch *now*", now - timedelta(minutes=1), "UTC")
     out, typed = io.StringIO(), ["hel"]
     screen = Screen(out, lambda: typed[0])
     screen.before_prompt()  # the user sits at the prompt, typing "hel"
-    reminders = ConsoleReminders(store, "console", screen.show, clock=lambda: now)
-    ticked = threading.Thread(target=reminders.tick)
-    ticked.start()
-    ticked.join(0.5)
-    assert ticked.is_alive() and out.getvalue() == ""  # not printed into the line being typed
-    screen.after_prompt()  # the line is sent
-    screen.before_prompt()  # answered: the gap before the next prompt
-    ticked.join(5)
-    assert out.getvalue() == "⏰ stretch *now*\n\n"  # as typed, between the lines
-    assert store.list()[0]["status"] == "delivered"
-    store.add("console", "drink water", now - timedelta(minutes=1), "UTC")
-    left = Screen(io.StringIO(), lambda: "typing")
-    left.before_prompt()
-    waiting = ConsoleReminders(store, "console", left.show, clock=lambda: now)
-    ticked = threading.Thread(target=waiting.tick)
-    ticked.start()
-    left.close()  # the chat ends while the reminder waits
-    ticked.join(5)
-    assert {r["text"]: r["status"] for r in store.list()}["drink water"] == "pending"  # shown at the next start
+    runtime, jobs = _console_jobs(bot_config, workspace, tmp_path, screen)
+    try:
+        wait_until(lambda: screen._waiting, what="the reminder waiting for a gap")
+        assert out.getvalue() == ""  # not printed into the line being typed
+        typed[0] = ""
+        screen.after_prompt()  # the line is sent
+        screen.before_prompt()  # answered: the gap before the next prompt
+        wait_until(lambda: _statuses(store)["stretch *now*"] == "delivered", what="the reminder delivered")
+        assert "⏰ stretch *now*\n\n" in out.getvalue()  # as typed, between the lines
+        store.add("console", "drink water", now - timedelta(minutes=1), "UTC")
+        typed[0] = "typing"
+        screen.after_prompt()
+        screen.before_prompt()
+        wait_until(lambda: screen._waiting, timeout=15, what="the next reminder waiting for a gap")
+        jobs.stop()  # the chat ends while the reminder waits
+    finally:
+        jobs.stop()
+        runtime.shutdown(5)
+    assert _statuses(store)["drink water"] == "pending"  # shown at the next start

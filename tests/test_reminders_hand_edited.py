@@ -60,10 +60,11 @@ def test_a_copied_row_due_later_does_not_hold_back_the_one_due_now(start, daemon
 def test_a_row_written_without_an_utc_offset_is_in_the_digest_and_the_terminal_chat(workspace):
     # "2025-03-30 18:30" typed by hand: the Telegram and Signal schedulers read it in the row's time zone;
     # /now and the terminal chat did not see it at all.
+    import asyncio
     from zoneinfo import ZoneInfo
 
-    from messaging_llm_bot.channels.console.extras import ConsoleReminders
     from messaging_llm_bot.conversation.digest import build_digest
+    from messaging_llm_bot.conversation.reminders import ReminderScheduler
 
     workspace.write_json(
         REMINDERS_FILE,
@@ -78,14 +79,21 @@ def test_a_row_written_without_an_utc_offset_is_in_the_digest_and_the_terminal_c
     morning = datetime(2025, 3, 30, 9, 15, tzinfo=ZoneInfo("Europe/Berlin"))
     assert "18:30 feed the cat" in build_digest(workspace, morning, "Europe/Berlin")
     shown: list[str] = []
-    terminal = ConsoleReminders(
+
+    async def show(chat_id: object, text: str, conversation: object = None) -> bool:
+        shown.append(text)
+        return True
+
+    # The terminal chat's reminders as the process's one scheduler delivers them (conversation/job_router.py).
+    terminal = ReminderScheduler(
         ReminderStore(workspace),
-        "console",
-        shown.append,
+        None,
+        show,
         default_tz="Europe/Berlin",
-        clock=lambda: datetime(2025, 3, 30, 16, 31, tzinfo=timezone.utc),
-    )  # 18:31 CEST
-    assert terminal.tick() == 1 and shown == ["⏰ feed the cat"]
+        clock=lambda: datetime(2025, 3, 30, 16, 31, tzinfo=timezone.utc),  # 18:31 CEST
+        channels=lambda: frozenset({"console"}),
+    )
+    assert asyncio.run(terminal.deliver("r7")) and shown == ["⏰ feed the cat"]
     assert not ReminderStore(workspace).pending()
 
 

@@ -40,6 +40,7 @@ from messaging_llm_bot.conversation.runtime import Runtime
 log = logging.getLogger(__name__)
 
 STOP_SECONDS = 10.0  # for the scheduler's thread to end when the last channel stops
+FINISH_SECONDS = 2.0  # then for a reminder or digest being sent to be sent and marked
 
 
 class NotRunning(RuntimeError):
@@ -278,7 +279,7 @@ class JobRouter:
             await done.wait()
         finally:
             scheduler.stop()
-            await queue.stop()
+            await queue.stop(finish_seconds=FINISH_SECONDS)
 
     def _reminder_channels(self) -> frozenset[str]:
         return frozenset(name for name, jobs in self._attached().items() if jobs.send_reminder is not None)

@@ -169,8 +169,11 @@ class AsyncJobQueue:
         """The live jobs called ``name``."""
         return tuple(j for j in self._jobs if j.name == name and not j.removed)
 
-    async def stop(self) -> None:
-        """Cancel every job and wait for running callbacks to end."""
+    async def stop(self, finish_seconds: float = 0.0) -> None:
+        """Cancel every job; callbacks running get ``finish_seconds`` to end (a reminder sent a moment ago is
+        then marked delivered, not shown again at the next start), the rest are cancelled and waited for."""
+        if self._tasks and finish_seconds > 0:
+            await asyncio.wait(set(self._tasks), timeout=finish_seconds)
         for job in self._jobs:
             job.schedule_removal()
         self._jobs.clear()

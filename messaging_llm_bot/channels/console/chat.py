@@ -36,7 +36,6 @@ from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.turn import AgentEvent, reply_text
 from messaging_llm_bot.channels.console.extras import (
     HISTORY_FILE,
-    ConsoleReminders,
     LiveReply,
     Screen,
     line_reader,
@@ -309,11 +308,10 @@ def _chat(
         )
     read_line, save_history = line_reader(stdin, stdout, interactive, runtime.workspace.path(HISTORY_FILE))
     inbox = Inbox(runtime.workspace)
-    screen, jobs, reminders = None, None, None
+    screen, jobs = None, None
     if interactive:
         # Reminders and job replies are printed between the user's lines, never into one being typed.
         screen = Screen(stdout, typed_so_far(stdin, stdout, interactive))
-        reminders = _start_reminders(runtime, screen)
         jobs = ConsoleJobs(runtime, inbox, screen, CONVERSATION_ID, clock=job_clock)
     previous = None
     if threading.current_thread() is threading.main_thread():
@@ -354,22 +352,10 @@ def _chat(
             signal.signal(signal.SIGTERM, previous)
         if screen is not None:
             screen.close()  # what waits for a gap is left for the next start
-        if reminders is not None:
-            reminders.stop()
         if jobs is not None:
             jobs.stop()
         save_history()
     return 0
-
-
-def _start_reminders(runtime: Runtime, screen: Screen) -> ConsoleReminders:
-    """Reminders set in the terminal chat are delivered there while it runs (late ones at the next start)."""
-    from assistant_framework.stores.reminders import ReminderStore
-
-    zone = runtime.settings.runtime.timezone
-    reminders = ConsoleReminders(ReminderStore(runtime.workspace), CONVERSATION_ID, screen.show, default_tz=zone)
-    reminders.start()
-    return reminders
 
 
 class Terminated(KeyboardInterrupt):

@@ -1,5 +1,5 @@
 """The interactive terminal chat's comforts: line editing and history (readline), the chat's own messages
-printed between the user's lines (``Screen``), and reminders delivered in the terminal while it runs."""
+printed between the user's lines (``Screen``: job replies and reminders, console/jobs.py)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,14 @@ import importlib
 import logging
 import sys
 import threading
-from datetime import datetime, timezone
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Callable, TextIO
 
 from assistant_framework.workspace.private import make_private_dirs, private_file
-from messaging_llm_bot.conversation.reminders import delivery_text
 
 if TYPE_CHECKING:
-    from assistant_framework.stores.reminders import ReminderStore
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -209,56 +207,3 @@ class Screen:
 def _block(text: str) -> str:
     """A block as the chat prints a reply: the text, then an empty line."""
     return text.rstrip("\n") + "\n\n"
-
-
-class ConsoleReminders:
-    """Polls the reminder store and prints reminders of the terminal conversation when due; ``emit``
-    returning False (not shown: the chat ended) leaves a reminder due."""
-
-    def __init__(
-        self,
-        store: ReminderStore,
-        chat_id: str,
-        emit: Callable[[str], bool | None],
-        *,
-        default_tz: str = "UTC",
-        poll_seconds: float = 5.0,
-        clock: Callable[[], datetime] | None = None,
-    ) -> None:
-        self.store, self.chat_id, self.emit = store, chat_id, emit
-        self.default_tz, self.poll_seconds = default_tz, poll_seconds
-        self.clock = clock or (lambda: datetime.now(timezone.utc))
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def tick(self) -> int:
-        """Deliver every due reminder of this chat (late ones with a note); returns how many."""
-        now = self.clock()
-        try:
-            due = [r for r in self.store.due(now) if str(r.get("chat_id")) == str(self.chat_id)]
-        except Exception as err:  # noqa: BLE001 - a damaged store must not end the chat
-            log.warning("reminders: cannot read the reminder store: %s", err)
-            return 0
-        shown = 0
-        for reminder in due:
-            if self.emit(delivery_text(reminder, now, self.default_tz)) is False:
-                break  # the chat ended before it was shown: still due at the next start
-            self.store.mark_delivered(reminder["id"], now)
-            shown += 1
-        return shown
-
-    def start(self) -> None:
-        """Deliver now, then every ``poll_seconds`` until ``stop`` (in a thread: ``emit`` may wait for a gap
-        between the user's lines)."""
-        self._thread = threading.Thread(target=self._loop, name="console-reminders", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        self.tick()
-        while not self._stop.wait(self.poll_seconds):
-            self.tick()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)

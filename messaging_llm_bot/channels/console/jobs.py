@@ -1,5 +1,6 @@
-"""Scheduled jobs in the terminal chat (docs/jobs.md): while the chat is open at a terminal, due runs of
-its jobs are made and printed there, between prompts.
+"""Scheduled jobs and reminders in the terminal chat (docs/jobs.md): while the chat is open at a terminal, due
+runs of its jobs and its due reminders are printed there, between prompts (both planned by the process's one
+scheduler, conversation/job_router.py; a reminder not printed before the chat ends stays due).
 
 The same once-only path as Telegram and Signal: the process's one ``JobScheduler`` (conversation/job_runs.py,
 joined through conversation/job_router.py) accepts each due run into the durable inbox as
@@ -35,6 +36,7 @@ from messaging_llm_bot.conversation.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
+REMINDER_POLL_SECONDS = 5.0  # a reminder set in the chat is planned within this (then it is timed exactly)
 FINISH_SECONDS = 2.0  # at the chat's end, for a run being finished (a turn still running is not waited for)
 
 
@@ -92,7 +94,12 @@ class ConsoleJobs:
         self._stop = asyncio.Event()
         self._one_at_a_time = asyncio.Lock()
         jobs = ChannelJobs(
-            asyncio.get_running_loop(), self.inbox, owner_conversation=self.job_conversation, start=self.start_item
+            asyncio.get_running_loop(),
+            self.inbox,
+            owner_conversation=self.job_conversation,
+            start=self.start_item,
+            send_reminder=self.show_reminder,
+            reminder_poll_seconds=REMINDER_POLL_SECONDS,
         )
         # Its first look (or the next, when another channel started it) offers the runs a crash or a quit left.
         self.scheduler = await asyncio.to_thread(job_router(self.runtime).attach, "console", jobs, self.clock)
@@ -108,6 +115,11 @@ class ConsoleJobs:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
             self.pool.shutdown()
+
+    async def show_reminder(self, chat_id: object, text: str, conversation: object = None) -> bool:
+        """A due reminder of the terminal chat (the process's one scheduler routes it here), printed between
+        the user's lines; False (still due) when the chat ended before it could be printed."""
+        return await asyncio.to_thread(self.screen.show, terminal_text(text))
 
     def start_item(self, item: InboxItem) -> None:
         """Answer a run's item (on the jobs' loop); once at a time, in the order offered."""
