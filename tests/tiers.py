@@ -20,6 +20,7 @@ and the tests' time grouped by cause (docs/benchmarks.md).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import os
@@ -73,6 +74,9 @@ def _within(module_name: str, modules: tuple[str, ...]) -> bool:
     return any(module_name == m or module_name.startswith(m + ".") for m in modules)
 
 
+# Collecting reads the same helpers, fixtures and module names for thousands of tests, in every xdist worker:
+# what a module name, a module or a whole function leads to is worked out once (it was half of collecting).
+@functools.lru_cache(maxsize=None)
 def _module_cause(module_name: str) -> str | None:
     if _within(module_name, BROWSER_MODULES):
         return "browser"
@@ -85,7 +89,12 @@ def _module_cause(module_name: str) -> str | None:
 
 def _serves(obj: object) -> bool:
     """A class or function of the project or a library whose module imports a server module."""
-    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    return _module_serves(getattr(obj, "__module__", None) or "")
+
+
+@functools.lru_cache(maxsize=None)
+def _module_serves(module_name: str) -> bool:
+    module = sys.modules.get(module_name)
     if module is None:
         return False
     if _within(module.__name__, SERVER_MODULES):
@@ -204,20 +213,32 @@ def _fixtures_asked_by_name(function: Callable[..., Any]) -> set[str]:
     return names
 
 
+_reached: dict[int, tuple[object, frozenset[str]]] = {}  # id -> (the function, what it reaches), kept alive
+
+
+def _causes_of_root(obj: object) -> frozenset[str]:
+    """``causes_of(obj)`` from a fresh start, once per function (a test function shared by its parameters,
+    a fixture shared by hundreds of tests)."""
+    known = _reached.get(id(obj))
+    if known is None or known[0] is not obj:
+        known = (obj, frozenset(causes_of(obj)))
+        _reached[id(obj)] = known
+    return known[1]
+
+
 def mark(item: pytest.Item) -> None:
     """Add the ``subprocess``/``browser`` markers ``item`` earns by what it and its fixtures use."""
     if not isinstance(item, pytest.Function):
         return
-    seen: set[int] = set()
-    found = causes_of(item.function, seen)
+    found = set(_causes_of_root(item.function))
     fixtures = getattr(item, "_fixtureinfo", None)
     if fixtures is not None:
         for definitions in fixtures.name2fixturedefs.values():
             for definition in definitions:
-                found |= causes_of(definition.func, seen)
+                found |= _causes_of_root(definition.func)
     for name in _fixtures_asked_by_name(item.function):  # request.getfixturevalue("small_disk")
         for definition in item.session._fixturemanager.getfixturedefs(name, item) or ():
-            found |= causes_of(definition.func, seen)
+            found |= _causes_of_root(definition.func)
     if "browser" in found:
         found.add("subprocess")  # the driver and Chromium are processes
     for cause in sorted(found):
