@@ -25,6 +25,13 @@ MCP_CLI = ("test_mcp_cli.py",)
 PAIRING = ("test_pairing.py",)
 MEMORY_JOURNAL = ("test_memory_journal.py", "test_console_quit.py")
 SERVE = ("test_serve_clients.py",)
+EMAIL = (
+    "test_email_units.py",
+    "test_email_channel.py",
+    "test_email_process.py",
+    "test_email_doctor.py",
+    "test_channel_contract.py",
+)
 SERVE_MCP = ("test_serve_mcp.py",)
 SERVE_CHAT = ("test_serve_openai.py",)
 HOOKS = ("test_hooks.py",)
@@ -2575,5 +2582,77 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        return True",
         "the calendar and mail skills cost every prompt about 1,000 characters though neither is set up",
         ("test_skill_availability.py",),
+    ),
+    Mutation(
+        "email-trusts-any-from",
+        f"{BOT}/channels/email/intake.py",
+        '        if settings.trust != "any":',
+        '        if settings.trust == "any":',
+        "a mail with the owner's From and no passing Authentication-Results is answered as the owner's",
+        EMAIL,
+    ),
+    Mutation(
+        "email-dkim-unaligned",
+        f"{BOT}/channels/email/authres.py",
+        '        if method == "dkim" and _aligned(signer, domain):',
+        '        if method == "dkim":',
+        "a DKIM pass for any domain proves any From address",
+        EMAIL,
+    ),
+    Mutation(
+        "email-spf-unaligned",
+        f"{BOT}/channels/email/authres.py",
+        '        if method == "spf" and _aligned(_domain(props.get("smtp.mailfrom", "")), domain):',
+        '        if method == "spf":',
+        "an SPF pass for any envelope sender proves any From address",
+        EMAIL,
+    ),
+    Mutation(
+        "email-lower-header-trusted",
+        f"{BOT}/channels/email/authres.py",
+        "    for header in headers:",
+        "    for header in reversed(headers):",
+        "the sender's own Authentication-Results, added below the receiving server's, is believed",
+        EMAIL,
+    ),
+    Mutation(
+        "email-stranger-answered",
+        f"{BOT}/channels/email/intake.py",
+        "        if not mail.sender or mail.sender not in allowed or mail.sender == settings.address.strip().lower():",
+        "        if not mail.sender or mail.sender == settings.address.strip().lower():",
+        "a stranger's mail reaches the model and is answered (backscatter)",
+        EMAIL,
+    ),
+    Mutation(
+        "email-automated-answered",
+        f"{BOT}/channels/email/intake.py",
+        "        if mail.automated:",
+        "        if False:",
+        "an auto-reply, a bounce or a list mail is answered: two robots answer each other",
+        EMAIL,
+    ),
+    Mutation(
+        "email-guest-is-owner",
+        f"{BOT}/channels/email/turn.py",
+        "        owner_chat = mail.sender == settings.owner_address",
+        "        owner_chat = True",
+        "an allowed guest's mail gets the owner's notes, facts, skills and confirmation questions",
+        EMAIL,
+    ),
+    Mutation(
+        "email-html-unescaped",
+        f"{BOT}/channels/email/format.py",
+        '        out.append("<br>\\n" if ch == "\\n" else html.escape(ch))',
+        '        out.append("<br>\\n" if ch == "\\n" else ch)',
+        "the model's text becomes markup in the reply's HTML part",
+        EMAIL,
+    ),
+    Mutation(
+        "email-no-replay",
+        f"{BOT}/channels/email/service.py",
+        "        self._replay(inbox, turns)",
+        "        pass",
+        "a mail stored before a crash or a stop mid-turn is never answered",
+        EMAIL,
     ),
 )

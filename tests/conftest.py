@@ -19,9 +19,16 @@ if TYPE_CHECKING:
     from messaging_llm_bot.agent.loop import Agent
     from messaging_llm_bot.llm.client import LLMClient
 
-# The harnesses' fixtures (Telegram: fake, start_bot; Signal: daemon, start; skills: manager, ctx), and the
+# The harnesses' fixtures (Telegram: fake, start_bot; Signal: daemon, start; email: email_imap, email_smtp,
+# start_email; skills: manager, ctx), and the
 # guard that fails a test whose process reaches past loopback (tests/loopback_only.py).
-pytest_plugins = ["tests.telegram_harness", "tests.signal_harness", "tests.skills_harness", "tests.loopback_only"]
+pytest_plugins = [
+    "tests.telegram_harness",
+    "tests.signal_harness",
+    "tests.email_harness",
+    "tests.skills_harness",
+    "tests.loopback_only",
+]
 
 # python-telegram-bot 22 warns that ``retry_after`` and media ``duration`` become ``timedelta``; our code takes
 # both forms (channels/telegram/send.py: retry_after_seconds), so the tests run with the future form and

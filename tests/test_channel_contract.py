@@ -1,14 +1,15 @@
 """The channel contract (channels/contract.py, docs/channels.md): its records are typed data, and every
 channel's declared capabilities are what its own code does.
 
-The contract test kit (issue 42): one parametrized module every channel passes, through its real service and
-its fake (FakeBotAPI, FakeSignalDaemon, a terminal): the records are typed data; a message in gets one reply
-out and one model call; a long reply arrives whole, in parts within the declared limit; an ``ask`` approval
-waits for the owner's yes or no; a stranger is told once and reaches no model (not on the terminal, which
-has no strangers); a streamed reply grows by edits where the channel declares it can edit, else arrives as
-one message (the terminal prints it as it comes, once); a photo reaches the vision runner and a file is
-saved as sent and named to the model (where ``media_in`` has them); a restart mid-turn leaves the message to
-the next start, which answers it once. Still to come: a file out (no channel sends files yet).
+The contract test kit (issue 42): one parametrized module every channel passes, through its real service and its
+fake (FakeBotAPI, FakeSignalDaemon, a terminal, real IMAP and SMTP servers for email): the records are typed
+data; a message in gets one reply out and one model call; a long reply arrives whole, in parts within the
+declared limit; an ``ask`` approval waits for the owner's yes or no; a stranger is told once (by mail never:
+that is backscatter) and reaches no model (not on the terminal, which has no strangers); a streamed reply grows
+by edits where the channel declares it can edit, else arrives as one message (the terminal prints it as it
+comes, once); a photo reaches the vision runner and a file is saved as sent and named to the model (where
+``media_in`` has them); a restart mid-turn leaves the message to the next start, which answers it once. Still to
+come: a file out (no channel sends files yet).
 """
 
 from __future__ import annotations
@@ -99,7 +100,13 @@ def _console() -> tuple[Capabilities, Callable[[str], list[str]]]:
     return CAPABILITIES, lambda text: [terminal_text(text)]
 
 
-CHANNELS = {"telegram": _telegram, "signal": _signal, "console": _console}
+def _email() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.email.format import CAPABILITIES, plain_text
+
+    return CAPABILITIES, lambda text: [plain_text(text)]  # a mail is one part: the limit only bounds a runaway
+
+
+CHANNELS = {"telegram": _telegram, "signal": _signal, "email": _email, "console": _console}
 MEASURE: dict[str, Callable[[str], int]] = {
     "utf16": utf16_len,
     "utf8": lambda text: len(text.encode("utf-8")),
@@ -213,7 +220,31 @@ def _approve_on_the_terminal(request: pytest.FixtureRequest, yes: bool) -> tuple
     return text[text.index("Confirm this action?") :], text
 
 
-APPROVE = {"telegram": _approve_on_telegram, "signal": _approve_on_signal, "console": _approve_on_the_terminal}
+def _approve_on_email(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    from tests.email_harness import body, mail, wait_mails
+
+    imap, smtp, workspace = (request.getfixturevalue(name) for name in ("email_imap", "email_smtp", "workspace"))
+    request.getfixturevalue("start_email")()
+    imap.append("INBOX", mail("delete notes/important.md", message_id="<ask-1@example.org>"))
+    [question] = wait_mails(smtp, 1)
+    assert workspace.exists("notes/important.md")
+    answer = "yes" if yes else "no"  # the answer in the thread, not a new mail for the model
+    imap.append("INBOX", mail(answer, message_id="<ask-2@example.org>", headers=_in_thread(question)))
+    reply = wait_mails(smtp, 2)[1]
+    return body(question), body(reply)
+
+
+def _in_thread(sent: typing.Any) -> dict[str, str]:
+    """The headers of a reply to the bot's mail ``sent``."""
+    return {"In-Reply-To": sent["Message-ID"], "References": f"{sent['References']} {sent['Message-ID']}"}
+
+
+APPROVE = {
+    "telegram": _approve_on_telegram,
+    "signal": _approve_on_signal,
+    "email": _approve_on_email,
+    "console": _approve_on_the_terminal,
+}
 
 
 @pytest.mark.parametrize("yes", [True, False], ids=["yes", "no"])
@@ -276,7 +307,24 @@ def _chat_on_the_terminal(request: pytest.FixtureRequest, lines: list[str]) -> l
     return [out.getvalue()]  # one screen: what the owner sees
 
 
-CHAT = {"telegram": _chat_on_telegram, "signal": _chat_on_signal, "console": _chat_on_the_terminal}
+def _chat_on_email(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    from tests.email_harness import body, mail
+    from tests.waiting import wait_until
+
+    imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
+    request.getfixturevalue("start_email")()
+    for n, line in enumerate(lines):
+        imap.append("INBOX", mail(line, message_id=f"<chat-{n}@example.org>"))
+    wait_until(lambda: "END" in "".join(body(m) for m in smtp.messages), 30, "the reply")
+    return [body(m).strip() for m in smtp.messages]
+
+
+CHAT = {
+    "telegram": _chat_on_telegram,
+    "signal": _chat_on_signal,
+    "email": _chat_on_email,
+    "console": _chat_on_the_terminal,
+}
 
 
 @pytest.mark.parametrize("channel", CHAT)
@@ -299,7 +347,7 @@ def test_a_long_reply_arrives_whole_in_parts_within_the_channels_limit(
     reply = " ".join(f"{n}. {line}" for n in range(count)) + " END"
     chat_server.enqueue(json.dumps({"reply": reply}))
     shown = CHAT[channel](request, ["Tell me a lot."])
-    if channel != "console":
+    if channel != "console" and measure(reply) > capabilities.max_message_length:
         parts = [text for text in shown if "Paris" in text or "END" in text]
         assert len(parts) > 1 and all(measure(part) <= capabilities.max_message_length for part in parts)
     assert _words(reply) in _words("".join(shown))
@@ -331,7 +379,24 @@ def _strangers_on_signal(request: pytest.FixtureRequest) -> int:
     return len(daemon.sent_to(STRANGER))
 
 
-STRANGERS = {"telegram": _strangers_on_telegram, "signal": _strangers_on_signal}
+def _strangers_on_email(request: pytest.FixtureRequest) -> int:
+    from tests.email_harness import OWNER, STRANGER, mail, wait_mails
+
+    imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
+    request.getfixturevalue("start_email")()
+    request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
+    stranger_passed = "mx.example.org; dkim=pass header.d=evil.example"  # proven, and still a stranger
+    for n in range(3):
+        imap.append("INBOX", mail(f"let me in {n}", sender=STRANGER, message_id=f"<in-{n}@evil>", auth=stranger_passed))
+    imap.append("INBOX", mail("ping", message_id="<ping@example.org>"))
+    wait_mails(smtp, 1)
+    assert smtp.recipients == [[OWNER]]
+    return 0
+
+
+STRANGERS = {"telegram": _strangers_on_telegram, "signal": _strangers_on_signal, "email": _strangers_on_email}
+#: How often a stranger is told: once, but never by mail (an answer to a forged sender is backscatter).
+TOLD = {"email": 0}
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
@@ -340,7 +405,7 @@ def test_a_stranger_is_told_once_and_reaches_no_model(
 ) -> None:
     if channel not in STRANGERS:
         pytest.skip("the terminal chat has one user, its owner: no strangers")
-    assert STRANGERS[channel](request) == 1
+    assert STRANGERS[channel](request) == TOLD.get(channel, 1)
     assert len(chat_server.chat_requests) == 1  # the owner's ping only
 
 
@@ -403,7 +468,23 @@ def _stream_on_the_terminal(request: pytest.FixtureRequest) -> tuple[int, list[s
     return 0, [screen.getvalue().strip().removesuffix("you>").strip()]  # the next prompt is not part of the answer
 
 
-STREAM = {"telegram": _stream_on_telegram, "signal": _stream_on_signal, "console": _stream_on_the_terminal}
+def _stream_on_email(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+    from tests.email_harness import body, mail
+    from tests.waiting import wait_until
+
+    imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
+    request.getfixturevalue("start_email")(patch=lambda config: config["llm"].update(stream=True))
+    imap.append("INBOX", mail("stream please", message_id="<stream@example.org>"))
+    wait_until(lambda: any(body(m).strip().endswith("END") for m in smtp.messages), 30, "the reply")
+    return 0, [body(m).strip() for m in smtp.messages]  # a sent mail cannot be edited
+
+
+STREAM = {
+    "telegram": _stream_on_telegram,
+    "signal": _stream_on_signal,
+    "email": _stream_on_email,
+    "console": _stream_on_the_terminal,
+}
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
@@ -458,7 +539,21 @@ def _with_vision(chat_server: typing.Any) -> Callable[[dict[str, typing.Any]], N
     return patch
 
 
-MEDIA = {"telegram": _media_on_telegram, "signal": _media_on_signal}
+def _media_on_email(request: pytest.FixtureRequest, photo: bytes) -> None:
+    from tests.email_harness import mail, wait_mails
+
+    imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
+    request.getfixturevalue("start_email")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    imap.append(
+        "INBOX", mail("what is this?", message_id="<p@example.org>", attachments=[("p.jpg", "image/jpeg", photo)])
+    )
+    wait_mails(smtp, 1, timeout=30)
+    menu = [("menu.pdf", "application/pdf", MENU)]
+    imap.append("INBOX", mail("the menu", message_id="<menu@example.org>", attachments=menu))
+    wait_mails(smtp, 2, timeout=30)
+
+
+MEDIA = {"telegram": _media_on_telegram, "signal": _media_on_signal, "email": _media_on_email}
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
@@ -558,7 +653,30 @@ def _restart_on_the_terminal(request: pytest.FixtureRequest) -> tuple[list[str],
     return [before], after.getvalue().split("\n\n")
 
 
-RESTART = {"telegram": _restart_on_telegram, "signal": _restart_on_signal, "console": _restart_on_the_terminal}
+def _restart_on_email(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    from tests.email_harness import body, mail
+    from tests.waiting import wait_until
+
+    imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
+    chat_server, start = request.getfixturevalue("chat_server"), request.getfixturevalue("start_email")
+    bot = start(patch=_slow_turns)
+    imap.append("INBOX", mail("very slow question", message_id="<slow@example.org>"))
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    bot.stop(timeout=20)
+    before = [body(m).strip() for m in smtp.messages]
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    start(patch=_slow_turns)
+    wait_until(lambda: smtp.messages, 30, "the answer after the restart")
+    return before, [body(m).strip() for m in smtp.messages]
+
+
+RESTART = {
+    "telegram": _restart_on_telegram,
+    "signal": _restart_on_signal,
+    "email": _restart_on_email,
+    "console": _restart_on_the_terminal,
+}
 
 
 @pytest.mark.subprocess  # the terminal chat is stopped by a signal in a process of its own

@@ -96,14 +96,14 @@ def test_telegram_and_signal_in_one_process_share_one_scheduler_and_each_run_goe
 
 def test_the_registry_routes_every_stored_chat_id_form() -> None:
     """Rows made by every version: Telegram's bare numbers and ``tg:`` ids, Signal's ``sig:``, the terminal's."""
-    assert [channel_of(c) for c in (7, "-1001", "tg:7", "tg:7:12", "sig:+4915", "console", "mail:x", None, "")] == [
+    assert [channel_of(c) for c in (7, "-1001", "tg:7", "tg:7:12", "sig:+4915", "console", "wa:x", None, "")] == [
         "telegram",
         "telegram",
         "telegram",
         "telegram",
         "signal",
         "console",
-        "mail",
+        "wa",
         "none",
         "none",
     ]

@@ -65,6 +65,12 @@ APPLIED_BY: Mapping[str, str] = {
     "mail": RELOAD,
     # The hooks listener is started once, with its address, secrets and endpoints.
     "hooks": RESTART,
+    # The mailbox, the servers and the poll are set at start; who may write is read at each mail.
+    "email": RESTART,
+    "email.allowed": RELOAD,
+    "email.owner": RELOAD,
+    "email.trust": RELOAD,
+    "email.authserv_id": RELOAD,
     # The collector manager and runner are made again.
     "collectors": RELOAD,
 }

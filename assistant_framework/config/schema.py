@@ -465,6 +465,48 @@ HOOKS_SCHEMA = {
     "additionalProperties": False,
 }
 
+_MAIL_SERVER = {
+    "type": "object",
+    "properties": {
+        "host": {"type": "string"},
+        "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+        "security": {"enum": ["ssl", "starttls", "none"]},
+        "user": {"type": "string"},
+        "password": {"type": "string"},
+        "password_env": {"type": "string"},
+        "timeout_seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 120},
+    },
+    "additionalProperties": False,
+}
+_ADDRESS = "^[^@\\s<>]+@[^@\\s<>]+$"
+EMAIL_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "enabled": {"type": "boolean"},
+        "address": {"type": "string", "pattern": "^$|" + _ADDRESS},
+        "imap": _MAIL_SERVER,
+        "smtp": _MAIL_SERVER,
+        "allowed": {"type": "array", "items": {"type": "string", "pattern": _ADDRESS}, "maxItems": 100},
+        "owner": {"type": ["string", "null"], "pattern": _ADDRESS},
+        "folder": {"type": "string", "minLength": 1},
+        "poll_seconds": {"type": "number", "minimum": 0.5, "maximum": 3600},
+        "trust": {"enum": ["auth-results", "any"]},
+        "authserv_id": {"type": "string"},
+        "max_mail_bytes": {"type": "integer", "minimum": 10000, "maximum": 50000000},
+    },
+    # The channel needs its own address (its replies come from it) and both servers.
+    "if": {"properties": {"enabled": {"const": True}}, "required": ["enabled"]},
+    "then": {
+        "required": ["address", "imap", "smtp"],
+        "properties": {
+            "address": {"minLength": 3},
+            "imap": {"required": ["host"], "properties": {"host": {"minLength": 1}}},
+            "smtp": {"required": ["host"], "properties": {"host": {"minLength": 1}}},
+        },
+    },
+    "additionalProperties": False,
+}
+
 ROOT_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -485,5 +527,6 @@ ROOT_SCHEMA = {
         "calendar": CALENDAR_SCHEMA,
         "mail": MAIL_SCHEMA,
         "hooks": HOOKS_SCHEMA,
+        "email": EMAIL_SCHEMA,
     },
 }

@@ -44,6 +44,18 @@ def register(subparsers: Subparsers) -> None:
     setup.add_argument(
         "--no-test", action="store_true", help="skip the test turn against the model (and save without it)"
     )
+    setup.add_argument(
+        "--email",
+        dest="email_address",
+        metavar="ADDRESS",
+        help="the assistant's own email address (the email channel; docs/email.md)",
+    )
+    setup.add_argument("--email-imap", metavar="HOST[:PORT]", help="its IMAP server (default imap.<domain>)")
+    setup.add_argument("--email-smtp", metavar="HOST[:PORT]", help="its SMTP server (default smtp.<domain>)")
+    setup.add_argument("--email-security", choices=("ssl", "starttls", "none"), help="TLS for both (default ssl)")
+    setup.add_argument("--email-user", help="the login (default the address)")
+    setup.add_argument("--email-password-env", metavar="NAME", help="the environment variable holding the password")
+    setup.add_argument("--email-owner", metavar="ADDRESS", help="your own address: whose mail it answers")
     setup.add_argument("--yes", "-y", action="store_true", help="never ask; take the flags and defaults")
     setup.set_defaults(func=cmd_setup)
 
@@ -75,6 +87,13 @@ def cmd_setup(args: argparse.Namespace) -> int:
         api_key=args.api_key,
         timezone=args.timezone,
         test_turn=not args.no_test,
+        email_address=args.email_address,
+        email_imap=args.email_imap,
+        email_smtp=args.email_smtp,
+        email_security=args.email_security,
+        email_user=args.email_user,
+        email_password_env=args.email_password_env,
+        email_owner=args.email_owner,
         interactive=not args.yes and sys.stdin.isatty(),
     )
     try:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from assistant_framework.config.settings.calendar import CalendarSettings
 from assistant_framework.config.settings.chat import SignalSettings, TelegramSettings, WebhookSettings
+from assistant_framework.config.settings.email import EmailSettings, ImapSettings
 from assistant_framework.config.settings.fields import nests as _nests
 from assistant_framework.config.settings.fields import read_record
 from assistant_framework.config.settings.hooks import HookSettings, HooksSettings
@@ -61,6 +62,7 @@ class Settings:
     calendar: CalendarSettings = field(default_factory=CalendarSettings, metadata=_nests(CalendarSettings))
     mail: MailSettings = field(default_factory=MailSettings, metadata=_nests(MailSettings))
     hooks: HooksSettings = field(default_factory=HooksSettings, metadata=_nests(HooksSettings))
+    email: EmailSettings = field(default_factory=EmailSettings, metadata=_nests(EmailSettings))
 
     @classmethod
     def from_config(cls, data: Mapping[str, object]) -> Settings:
@@ -72,10 +74,12 @@ class Settings:
 __all__ = [
     "ClientSettings",
     "CalendarSettings",
+    "EmailSettings",
     "EmbeddingsSettings",
     "EpisodesSettings",
     "HookSettings",
     "HooksSettings",
+    "ImapSettings",
     "JobsSettings",
     "LLMSettings",
     "MailSettings",

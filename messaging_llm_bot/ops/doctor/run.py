@@ -7,6 +7,7 @@ from typing import Callable
 
 from messaging_llm_bot.ops.doctor.check import FAIL, SKIP, Check, Context
 from messaging_llm_bot.ops.doctor.config import check_config
+from messaging_llm_bot.ops.doctor.email import check_email
 from messaging_llm_bot.ops.doctor.jobs import check_jobs
 from messaging_llm_bot.ops.doctor.mcp import check_mcp
 from messaging_llm_bot.ops.doctor.model import check_runners
@@ -23,6 +24,7 @@ CHECKS: tuple[Callable[[Context], list[Check]], ...] = (
     check_config,
     check_telegram,
     check_signal,
+    check_email,
     check_runners,
     check_workspace,
     check_spending,
@@ -37,6 +39,7 @@ CHECKS: tuple[Callable[[Context], list[Check]], ...] = (
 _NEEDS_CONFIG = {
     check_telegram,
     check_signal,
+    check_email,
     check_runners,
     check_plugins,
     check_spending,

@@ -42,6 +42,14 @@ class Answers:
     api_key: str | None = None
     timezone: str | None = None
     test_turn: bool = True
+    #: The email channel (ops/setup/email.py); None: asked (an empty address: no email channel).
+    email_address: str | None = None
+    email_imap: str | None = None
+    email_smtp: str | None = None
+    email_security: str | None = None
+    email_user: str | None = None
+    email_password_env: str | None = None
+    email_owner: str | None = None
     interactive: bool = True
     written: list[str] = field(default_factory=list)
 

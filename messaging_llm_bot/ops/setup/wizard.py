@@ -8,6 +8,7 @@ from assistant_framework.workspace import Workspace
 from messaging_llm_bot.llm.probe import LOCAL_SERVERS
 from messaging_llm_bot.ops.setup.answers import Answers, Current, system_timezone, valid_zone
 from messaging_llm_bot.ops.setup.dialog import Console, SetupError, Step
+from messaging_llm_bot.ops.setup.email import EmailSteps
 from messaging_llm_bot.ops.setup.model import ModelSteps
 from messaging_llm_bot.ops.setup.telegram import TelegramSteps
 
@@ -71,6 +72,7 @@ class Wizard(Step):
             self.settings.append(("telegram.allowed_user_ids", allowed))
         runner = model_steps.server()
         self.timezone()
+        EmailSteps(self.a, self.io, self.current, self.settings).email()
         if self.a.test_turn and not model_steps.test_turn(runner):
             found = telegram_steps.found_owner
             owner = f" --owner-id {found}" if found is not None else ""

@@ -1,0 +1,345 @@
+"""The email channel's bot: looks at the folder every ``email.poll_seconds``, answers, and stops cleanly.
+
+Start-up: a lock file in the workspace (one email bot per workspace), the inbox items a crash left answered
+first, reminders and the owner's jobs, collectors' notices, then the looks at the folder. Each look takes the
+mail above the cursor (email/cursor.py), judges and stores each one (email/intake.py) and queues its turn
+(email/turn.py) in its sender's chat. A server that is away is logged once and tried again at each look.
+(IMAP IDLE needs Python 3.14's imaplib; until then the folder is polled.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Coroutine, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+import filelock
+
+from assistant_framework.config.settings.email import EmailSettings
+from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.jobs import Job
+from messaging_llm_bot.channels.email.approval import Approvals
+from messaging_llm_bot.channels.email.cursor import Cursor
+from messaging_llm_bot.channels.email.intake import Intake
+from messaging_llm_bot.channels.email.mailitem import PREFIX, MailItem, address_of
+from messaging_llm_bot.channels.email.outbox import Outbox
+from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError
+from messaging_llm_bot.channels.email.tasks import ChatTasks
+from messaging_llm_bot.channels.email.turn import TurnRunner
+from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
+from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
+from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.notices import notify_from_thread
+from messaging_llm_bot.conversation.pool import pool_size
+from messaging_llm_bot.conversation.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+LOCK_FILE = "state/email.lock"
+REMINDER_POLL_SECONDS = 30.0
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def config_problem(settings: EmailSettings) -> str | None:
+    """Why the channel cannot start with ``settings`` (one sentence naming the key), or None."""
+    if not settings.address.strip():
+        return "email.address is not set: the assistant's own address, its replies come from it"
+    if not settings.imap.host:
+        return "email.imap.host is not set: the server the assistant reads its mail from"
+    if not settings.smtp.host:
+        return "email.smtp.host is not set: the server the assistant sends its replies through"
+    return None
+
+
+class EmailService:
+    """One running email bot: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is thread-safe."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        stop_signals: Sequence[int] | None = None,
+        manage_runtime: bool = True,
+        reminder_poll_seconds: float = REMINDER_POLL_SECONDS,
+    ) -> None:
+        self.runtime = runtime
+        self.stop_signals = stop_signals
+        self.manage_runtime = manage_runtime  # False when another channel shuts the runtime down
+        self.reminder_poll_seconds = reminder_poll_seconds
+        self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
+        self.ready = threading.Event()
+        self.stopped = threading.Event()
+        self.job_clock: Callable[[], datetime] | None = None  # a test's clock for the jobs
+        self.queues = ChatQueues("email", lambda: pool_size(runtime.settings), lambda: max_pending(runtime.settings))
+        self.tasks = ChatTasks(self.queues)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._stopping = False
+        self._turns: TurnRunner | None = None
+        self._down: str | None = None  # the server's failure, logged once per outage
+
+    @property
+    def settings(self) -> EmailSettings:
+        """The ``email`` settings of the runtime's current records (``/reload`` changes who may write)."""
+        return self.runtime.settings.email
+
+    # -- running ------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Run until stopped; returns the process exit code."""
+        problem = config_problem(self.settings)
+        if problem:
+            print(f"email: {problem} (docs/email.md)", file=sys.stderr)
+            return EXIT_USAGE
+        lock = filelock.FileLock(str(self.runtime.workspace.path(LOCK_FILE)), mode=0o600)
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            print(
+                f"email: another email bot is already running on workspace {self.runtime.workspace.root} "
+                f"({LOCK_FILE} is held); stop it first",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        code = EXIT_OK
+        try:
+            loop.run_until_complete(self._main())
+        except Exception as err:  # noqa: BLE001 - a clear line, not a traceback on the owner's screen
+            log.error("email: the email channel stopped after an error: %s: %s", type(err).__name__, err)
+            log.debug("email: the error's traceback", exc_info=err)
+            code = EXIT_FAILED
+        finally:
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+                lock.release()
+                if self.manage_runtime:
+                    try:
+                        self.runtime.shutdown(self.shutdown_timeout)
+                    except Exception as err:  # noqa: BLE001 - shutting down: report, keep the exit code
+                        log.warning("runtime shutdown failed: %s", err)
+                self.stopped.set()
+        return code
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Ask a running bot to stop (any thread); with ``timeout``, wait that long for it to end."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self.begin_shutdown)
+            except RuntimeError:
+                pass  # the loop closed meanwhile
+        if timeout is not None and self._loop is not None:
+            self.stopped.wait(timeout)
+
+    def begin_shutdown(self, reason: str = "stop requested") -> None:
+        """Stop looking at the folder, give running turns ``shutdown_timeout`` seconds (loop thread)."""
+        if self._stop is None:
+            return
+        if self._stopping:  # a second Ctrl-C / SIGTERM: do not wait any longer
+            if self._turns is not None:
+                self._turns.cancel_all()
+            return
+        self._stopping = True
+        log.info(
+            "email: %s: stopping; waiting up to %.0f s for turns in flight; mail not yet answered stays in the inbox",
+            reason,
+            self.shutdown_timeout,
+        )
+        if self._turns is not None:
+            self._turns.stopping = True
+            self._turns.stop_event.set()
+        self._stop.set()
+
+    async def _main(self) -> None:
+        self._stop = stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in self.stop_signals or ():
+            try:
+                loop.add_signal_handler(sig, self.begin_shutdown, signal.Signals(sig).name)
+            except (NotImplementedError, RuntimeError, ValueError) as err:
+                log.warning("email: cannot handle signal %s (%s); stop with stop()", sig, err)
+        workspace = self.runtime.workspace
+        settings = self.settings
+        inbox = await asyncio.to_thread(Inbox, workspace)
+        outbox = Outbox(lambda: self.settings)
+        approvals = Approvals(outbox)
+        self._turns = turns = TurnRunner(self.runtime, inbox, outbox, lambda: self.settings, approvals)
+        intake = Intake(workspace, inbox, lambda: self.runtime.settings, approvals)
+        mailbox = Mailbox(settings.imap, settings.folder, settings.max_mail_bytes)
+        cursor = await asyncio.to_thread(Cursor, workspace, settings.folder)
+        if not settings.allowed:
+            log.warning("email.allowed is empty: the assistant answers no one's mail (docs/email.md)")
+        if settings.trust == "any":
+            log.warning(
+                'email.trust is "any": a mail counts as its From address\'s on the From header alone, which '
+                'anyone can forge; set it to "auth-results" (docs/email.md)'
+            )
+        log.info(
+            "email: serving %s (%s on %s) for %s",
+            settings.address,
+            settings.folder,
+            settings.imap.host,
+            list(settings.allowed),
+        )
+        self._replay(inbox, turns)
+        channel_jobs = ChannelJobs(
+            loop,
+            inbox,
+            owner_conversation=self._job_conversation,
+            start=self._start_job(turns),
+            send_reminder=self._reminder(turns),
+            reminder_poll_seconds=self.reminder_poll_seconds,
+        )
+        await asyncio.to_thread(job_router(self.runtime).attach, "email", channel_jobs, self.job_clock)
+        self.runtime.start_background(
+            notify=lambda name, text: notify_from_thread(loop, self._to_owner(turns), name, text)
+        )
+        looking = loop.create_task(self._look_until_stopped(mailbox, cursor, intake, turns))
+        self.ready.set()
+        try:
+            await stop.wait()
+        finally:
+            looking.cancel()
+            await asyncio.gather(looking, return_exceptions=True)
+            if not self._stopping:
+                self.begin_shutdown()
+            if not await turns.wait_idle(self.shutdown_timeout):
+                cancelled = turns.cancel_all()
+                log.warning(
+                    "email: %d turn(s) did not finish within %.0f s; their mail stays in the inbox and is "
+                    "answered at the next start",
+                    cancelled,
+                    self.shutdown_timeout,
+                )
+                await turns.wait_idle(1.0)
+            await self.tasks.cancel_waiting()
+            await asyncio.to_thread(job_router(self.runtime).detach, "email")
+            await asyncio.to_thread(mailbox.close)
+            turns.pool.shutdown()
+
+    # -- the folder ---------------------------------------------------------------
+
+    async def _look_until_stopped(self, mailbox: Mailbox, cursor: Cursor, intake: Intake, turns: TurnRunner) -> None:
+        stop = self._stop
+        assert stop is not None
+        while not self._stopping:
+            try:
+                await self._look(mailbox, cursor, intake, turns)
+            except MailServerError as err:
+                if self._down != str(err):
+                    log.warning("email: %s; trying again at the next look", err)
+                self._down = str(err)
+            except OSError as err:  # the inbox or the cursor cannot be written: the mail stays on the server
+                log.warning("email: cannot store mail now (%s); trying again at the next look", err)
+            try:
+                await asyncio.wait_for(stop.wait(), self.settings.poll_seconds)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _look(self, mailbox: Mailbox, cursor: Cursor, intake: Intake, turns: TurnRunner) -> None:
+        position = cursor.position
+        batch = await asyncio.to_thread(
+            mailbox.poll,
+            position.uidvalidity if position else None,
+            position.last_uid if position else None,
+            position.since() if position else None,
+        )
+        if self._down is not None:
+            log.info("email: %s answers again", mailbox.where)
+            self._down = None
+        if position is None:
+            log.info(
+                "email: first look at %s: mail already there (up to UID %d) is left alone; new mail is answered",
+                cursor.folder,
+                batch.highest,
+            )
+        elif position.uidvalidity != batch.uidvalidity:
+            log.warning(
+                "email: %s was rebuilt (UIDVALIDITY %d -> %d): reading its mail since %s again; mail already "
+                "taken is known by its Message-ID",
+                cursor.folder,
+                position.uidvalidity,
+                batch.uidvalidity,
+                position.since(),
+            )
+        for fetched in batch.mails:
+            if self._stopping:
+                return
+            item = await intake.take(fetched, batch.uidvalidity)
+            await asyncio.to_thread(cursor.advance, batch.uidvalidity, fetched.uid)
+            if item is not None:
+                self._queue(item, turns)
+        await asyncio.to_thread(cursor.advance, batch.uidvalidity, max(batch.highest, _last(cursor)))
+
+    def _queue(self, item: InboxItem, turns: TurnRunner) -> None:
+        mail = MailItem.from_json(item.payload)
+        sender = mail.sender if mail is not None else item.conversation_id
+        self.tasks.spawn(sender, turns.answer(item), owner=sender == self.settings.owner_address)
+
+    def _replay(self, inbox: Inbox, turns: TurnRunner) -> None:
+        """Answer what the last run left in the inbox, oldest first: job runs, then mail."""
+        pending = inbox.pending(PREFIX)
+        for item in [i for i in pending if is_job_item(i)]:
+            self._start_job(turns)(item)
+        mails = [i for i in pending if not is_job_item(i)]
+        if mails:
+            log.info("email: answering %d mail(s) left unanswered by the last run", len(mails))
+        for item in mails:
+            self._queue(item, turns)
+
+    # -- the owner's jobs, reminders and notices --------------------------------------
+
+    def _job_conversation(self, job: Job) -> str | None:
+        owner = self.settings.owner_address
+        return None if owner is None else PREFIX + owner
+
+    def _start_job(self, turns: TurnRunner) -> Callable[[InboxItem], None]:
+        running: set[str] = set()
+
+        def start(item: InboxItem) -> None:
+            if item.item_id in running:
+                return
+            running.add(item.item_id)
+
+            async def run() -> None:
+                try:
+                    await turns.answer(item)
+                finally:
+                    running.discard(item.item_id)
+
+            self.tasks.spawn(address_of(item.conversation_id), run(), owner=True)
+
+        return start
+
+    def _reminder(self, turns: TurnRunner) -> Callable[[object, str, object], Coroutine[Any, Any, bool]]:
+        """A due reminder mailed to the address of the chat it was set in (a new mail, subject "Reminder")."""
+
+        async def send(chat_id: object, text: str, conversation: object) -> bool:
+            to = address_of(str(chat_id))
+            return await turns.send_notice(to, text, subject="Reminder", key=f"reminder:{chat_id}:{text}")
+
+        return send
+
+    def _to_owner(self, turns: TurnRunner) -> Callable[[str], Any]:
+        async def send(text: str) -> bool:
+            owner = self.settings.owner_address
+            if owner is None:
+                return False
+            return await turns.send_notice(owner, text, subject="A notice from your assistant", key=f"notice:{text}")
+
+        return send
+
+
+def _last(cursor: Cursor) -> int:
+    return cursor.position.last_uid if cursor.position else 0

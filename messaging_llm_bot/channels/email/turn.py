@@ -1,0 +1,213 @@
+"""Answer one durable inbox item of the email channel: the turn, then the reply mail through the ledger.
+
+Used for live mail, for the start-up replay and for job runs. The reply is recorded in the inbox before it
+is sent, and the sent mail recorded as the item's one part: a crash before the send makes the next start
+send the recorded reply (no second model call), a crash after it completes the item without a second mail
+(only a kill between the server's acceptance and the record can repeat it, with the same Message-ID). A
+server that is down is retried with backoff until the bot stops; a refused recipient is given up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from assistant_framework.config.settings.email import EmailSettings
+from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.channels.email.approval import Approvals
+from messaging_llm_bot.channels.email.mailitem import MailItem, address_of
+from messaging_llm_bot.channels.email.message import NEW_THREAD, Thread
+from messaging_llm_bot.channels.email.outbox import Outbox
+from messaging_llm_bot.channels.email.servers import MailServerError
+from messaging_llm_bot.conversation.images import area_for
+from messaging_llm_bot.conversation.images import files_input as input_of_files
+from messaging_llm_bot.conversation.job_answer import answer_job_run
+from messaging_llm_bot.conversation.job_runs import JobRun, is_job_item
+from messaging_llm_bot.conversation.pool import TurnPool
+from messaging_llm_bot.conversation.reminders import DeliveryRefused
+from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.turns import RunningTurns
+
+if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from messaging_llm_bot.agent.images import ImageInput
+
+log = logging.getLogger(__name__)
+
+FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
+RETRY_MAX_SECONDS = 60.0
+JOB_SUBJECT = "From your assistant: {job}"
+
+
+class TurnRunner:
+    """Runs the email channel's turns; one per service."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        inbox: Inbox,
+        outbox: Outbox,
+        settings: Callable[[], EmailSettings],
+        approvals: Approvals,
+    ) -> None:
+        self.runtime, self.inbox, self.outbox, self.approvals = runtime, inbox, outbox, approvals
+        self._settings = settings
+        self.stopping = False
+        self.stop_event = asyncio.Event()
+        self._active = RunningTurns()
+        self.pool = TurnPool(lambda: self.runtime.settings)
+
+    @property
+    def active(self) -> int:
+        return len(self._active)
+
+    async def answer(self, item: InboxItem) -> None:
+        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
+        if self.stopping:
+            log.info("email: stopping; %s stays in the inbox for the next start", item.item_id)
+            return
+        with self._active.tracking():
+            if is_job_item(item):
+                await self._answer_job(item)
+            else:
+                await self._answer(item)
+
+    async def wait_idle(self, timeout: float) -> bool:
+        return await self._active.wait_idle(timeout)
+
+    def cancel_all(self) -> int:
+        return self._active.cancel_all()
+
+    async def _answer(self, item: InboxItem) -> None:
+        mail = MailItem.from_json(item.payload)
+        if mail is None:  # not this channel's item: left alone would block nothing, but say so once
+            log.error("email: inbox item %s holds no mail; completing it", item.item_id)
+            await asyncio.to_thread(self.inbox.complete, item.item_id)
+            return
+        reply = item.reply
+        if reply is None:
+            try:
+                reply = await self._produce(item, mail)
+            except asyncio.CancelledError:
+                raise
+            except OSError as exc:
+                log.exception("email: answering %s failed", item.item_id)
+                reply = f"I could not handle your mail: my workspace cannot be written ({exc.strerror})."
+            except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
+                log.exception("email: answering %s failed", item.item_id)
+                reply = FAILED_REPLY
+            try:
+                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
+            except OSError as err:
+                log.warning("email: could not record the reply of %s: %s", item.item_id, err)
+        if await self.deliver(item, mail.sender, reply, thread=mail.thread):
+            await asyncio.to_thread(self.inbox.complete, item.item_id)
+
+    async def _produce(self, item: InboxItem, mail: MailItem) -> str:
+        from messaging_llm_bot.agent.incoming import Incoming  # on use, as the other channels' turns
+        from messaging_llm_bot.agent.turn import reply_text
+
+        settings = self._settings()
+        owner_chat = mail.sender == settings.owner_address
+        text = f"(mail, subject: {mail.subject})\n\n{mail.text}" if mail.subject else mail.text
+        untrusted: bool = False
+        images: tuple[ImageInput, ...] = ()
+        if mail.files:  # the mail's words are the first file's caption (email/intake.py)
+            area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
+            index = self.runtime.memory if owner_chat else None  # a guest's documents stay out of the owner's memory
+            got = await input_of_files(area, list(mail.files), self.runtime.settings, index=index)
+            if isinstance(got, str):
+                return got
+            text, untrusted, images = got.text, True, got.images
+        approve = None
+        if owner_chat:
+            approve = self.approvals.approver(
+                item.conversation_id, mail.sender, mail.thread, asyncio.get_running_loop()
+            )
+        agent = self.runtime.agent
+        incoming = Incoming(
+            item.conversation_id,
+            text,
+            chat_id=item.conversation_id,
+            user_id=mail.sender,
+            message_id=mail.message_id or item.item_id,
+            # Only the owner's proven mail sees the owner's notes, facts and other chats' logs.
+            owner_chat=owner_chat,
+            untrusted=untrusted,
+            approve=approve,
+            stream=agent.settings.stream,
+            images=images,
+        )
+        answered = await self.pool.run(agent.handle, incoming, owner_turn=owner_chat)
+        return reply_text(answered)
+
+    async def _answer_job(self, item: InboxItem) -> None:
+        to = address_of(item.conversation_id)
+        run = JobRun.of(item)
+        subject = JOB_SUBJECT.format(job=run.job_id if run is not None else "a scheduled job")
+
+        async def deliver(text: str) -> bool:
+            return await self.deliver(item, to, text, subject=subject)
+
+        async def tell(text: str) -> None:
+            try:
+                await self.outbox.send(to, text, key=f"tell:{item.item_id}", subject=subject)
+            except MailServerError as err:
+                log.warning("jobs: could not tell the owner about %s: %s", item.item_id, err)
+
+        await answer_job_run(
+            self.runtime,
+            self.pool,
+            self.inbox,
+            item,
+            chat_id=item.conversation_id,
+            user_id=to,
+            deliver=deliver,
+            tell=tell,
+        )
+
+    async def deliver(
+        self, item: InboxItem, to: str, reply: str, *, thread: Thread = NEW_THREAD, subject: str = ""
+    ) -> bool:
+        """The one delivery path of mail turns and job runs: the reply mail, sent once (the ledger's part 0),
+        retried while the server is away. False when stopping first (the item stays in the inbox); a refused
+        recipient is logged and given up (True: sending again cannot help)."""
+        delay = 1.0
+        held = False
+        while self.inbox.parts_sent(item.item_id) < 1:
+            try:
+                await self.outbox.send(to, reply, key=item.item_id, thread=thread, subject=subject)
+            except MailServerError as err:
+                if err.for_good:
+                    log.error("email: the reply of %s to %s was refused: %s; giving up", item.item_id, to, err)
+                    return True
+                if not held:
+                    held = True
+                    log.warning("email: the reply of %s cannot be sent for now: %s; retrying", item.item_id, err)
+                if self.stopping:
+                    return False
+                try:
+                    await asyncio.wait_for(self.stop_event.wait(), delay)
+                    return False
+                except asyncio.TimeoutError:
+                    delay = min(delay * 2, RETRY_MAX_SECONDS)
+                continue
+            try:
+                await asyncio.to_thread(self.inbox.record_part, item.item_id, 0, 1)
+            except (OSError, KeyError) as err:  # the mail is out; a crash before completion could only resend it
+                log.warning("email: could not record the sent reply of %s: %s", item.item_id, err)
+                return True
+        return True
+
+    async def send_notice(self, to: str, text: str, *, subject: str, key: str) -> bool:
+        """A mail the bot sends on its own (a reminder, a notice): True when the server took it; DeliveryRefused
+        when the recipient was refused for good."""
+        try:
+            await self.outbox.send(to, text, key=key, subject=subject)
+            return True
+        except MailServerError as err:
+            if err.for_good:
+                raise DeliveryRefused(str(err)) from err
+            log.info("email: %s to %s cannot be sent for now: %s", subject, to, err)
+            return False

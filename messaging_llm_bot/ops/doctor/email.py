@@ -1,0 +1,72 @@
+"""The doctor's email checks, when ``email.enabled``: the IMAP server answers and takes the login and the
+folder opens, the SMTP server answers and takes the login (through the channel's own code), the allowlist is
+set, and ``email.trust: "any"`` is said loudly (anyone can write a From header)."""
+
+from __future__ import annotations
+
+from assistant_framework.config.settings import Settings
+from assistant_framework.hints import CLI
+from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError, check_smtp
+from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check, Context
+
+
+def check_email(ctx: Context) -> list[Check]:
+    email = Settings.from_config(ctx.config or {}).email
+    if not email.enabled:
+        return []
+    checks: list[Check] = []
+    mailbox = Mailbox(email.imap, email.folder, email.max_mail_bytes)
+    try:
+        batch = mailbox.poll(None, None)
+        checks.append(
+            Check(
+                "email imap",
+                OK,
+                f"{mailbox.where}: logged in as {email.imap.user!r}; {email.folder} opens "
+                f"(UIDVALIDITY {batch.uidvalidity})",
+            )
+        )
+    except MailServerError as err:
+        checks.append(
+            Check(
+                "email imap", FAIL, str(err), "check email.imap (host, port, security, user, password) (docs/email.md)"
+            )
+        )
+    finally:
+        mailbox.close()
+    try:
+        check_smtp(email.smtp)
+        checks.append(Check("email smtp", OK, f"SMTP {email.smtp.host}:{email.smtp.port} answers and takes the login"))
+    except MailServerError as err:
+        checks.append(
+            Check(
+                "email smtp", FAIL, str(err), "check email.smtp (host, port, security, user, password) (docs/email.md)"
+            )
+        )
+    if not email.allowed:
+        checks.append(
+            Check(
+                "email allowlist",
+                FAIL,
+                "email.allowed is empty: the assistant answers no one's mail",
+                f"`{CLI} config set email.allowed '[\"you@example.org\"]'`",
+            )
+        )
+    else:
+        checks.append(Check("email allowlist", OK, f"{len(email.allowed)} allowed; owner {email.owner_address}"))
+    if email.trust == "any":
+        checks.append(
+            Check(
+                "email trust",
+                WARN,
+                'email.trust is "any": ANYONE can write a From header, so a forged mail "from" the owner gets '
+                "the owner's notes, facts and skills",
+                f'`{CLI} config set email.trust "auth-results"` (your provider adds Authentication-Results)',
+            )
+        )
+    else:
+        where = email.authserv_id or "the topmost header"
+        checks.append(
+            Check("email trust", OK, f"a sender counts only with dkim or spf pass in Authentication-Results ({where})")
+        )
+    return checks
