@@ -159,3 +159,19 @@ def test_a_job_of_the_email_channel_is_mailed_to_the_owner_once(start_email, ema
     assert email_smtp.recipients == [[OWNER]] and "Stretch" in body(sent) and sent["In-Reply-To"] is None
     wait_until(lambda: len(workspace.read_jsonl(RUNS_FILE)) == 1, what="the run's line")
     assert workspace.read_jsonl(RUNS_FILE)[0]["outcome"] == "delivered" and chat_server.chat_requests == []
+
+
+def test_a_file_the_model_sends_arrives_attached_in_the_thread(
+    start_email, email_imap, email_smtp, chat_server, workspace
+):
+    workspace.path("exports").mkdir()
+    workspace.path("exports/expenses.csv").write_bytes(b"date,amount\n2026-11-02,12.50\n")
+    call = {"skill": "send_file", "args": {"path": "exports/expenses.csv", "caption": "November"}}
+    chat_server.enqueue(json.dumps(call), '{"reply": "Sent."}')
+    start_email()
+    email_imap.append("INBOX", mail("send me November's expenses", message_id="<f1@example.org>"))
+    upload, reply = wait_mails(email_smtp, 2)
+    [attached] = list(upload.iter_attachments())
+    assert attached.get_filename() == "expenses.csv" and attached.get_content() == "date,amount\n2026-11-02,12.50\n"
+    assert body(upload).strip() == "November" and upload["In-Reply-To"] == "<f1@example.org>"
+    assert body(reply).strip() == "Sent." and reply["In-Reply-To"] == "<f1@example.org>"

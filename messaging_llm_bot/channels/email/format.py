@@ -28,6 +28,8 @@ CAPABILITIES = Capabilities(
     buttons=False,  # an ``ask`` question is answered by replying yes or no (email/approval.py)
     media_in=frozenset({"photo", "file"}),
     media_out=frozenset({"photo", "file"}),
+    # Providers take about 25 MB a mail; an attachment grows by a third in base64.
+    max_file_bytes=15_000_000,
 )
 
 _TAGS = {"bold": "b", "italic": "i", "underline": "u", "strikethrough": "s", "code": "code", "pre": "pre"}

@@ -16,11 +16,15 @@ from typing import TYPE_CHECKING
 
 from assistant_framework.config.settings.email import EmailSettings
 from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.media.files_out import FileToSend
+from messaging_llm_bot.channels.contract import OutgoingFile
 from messaging_llm_bot.channels.email.approval import Approvals
+from messaging_llm_bot.channels.email.format import CAPABILITIES
 from messaging_llm_bot.channels.email.mailitem import MailItem, address_of
 from messaging_llm_bot.channels.email.message import NEW_THREAD, Thread
 from messaging_llm_bot.channels.email.outbox import Outbox
 from messaging_llm_bot.channels.email.servers import MailServerError
+from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import area_for
 from messaging_llm_bot.conversation.images import files_input as input_of_files
 from messaging_llm_bot.conversation.job_answer import answer_job_run
@@ -125,6 +129,14 @@ class TurnRunner:
             approve = self.approvals.approver(
                 item.conversation_id, mail.sender, mail.thread, asyncio.get_running_loop()
             )
+        loop = asyncio.get_running_loop()
+        send_file = file_sender(
+            self.runtime.workspace,
+            item.item_id,
+            loop,
+            lambda one: self._send_file(item, mail, one),
+            CAPABILITIES.max_file_bytes,
+        )
         agent = self.runtime.agent
         incoming = Incoming(
             item.conversation_id,
@@ -138,9 +150,19 @@ class TurnRunner:
             approve=approve,
             stream=agent.settings.stream,
             images=images,
+            send_file=send_file,
         )
         answered = await self.pool.run(agent.handle, incoming, owner_turn=owner_chat)
         return reply_text(answered)
+
+    async def _send_file(self, item: InboxItem, mail: MailItem, one: FileToSend) -> str:
+        """The ``send_file`` skill's file as a mail in the thread with the file attached; its Message-ID (the
+        file's key: sent again after a crash it keeps the id)."""
+        file = OutgoingFile("photo" if one.photo else "file", one.path, one.caption)
+        text = one.caption or one.path.name
+        return await self.outbox.send(
+            mail.sender, text, key=f"file:{item.item_id}:{one.rel}", thread=mail.thread, files=(file,)
+        )
 
     async def _answer_job(self, item: InboxItem) -> None:
         to = address_of(item.conversation_id)
