@@ -2180,6 +2180,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         SERVE_CHAT,
     ),
     Mutation(
+        "serve-chat-approver-dropped",
+        f"{BOT}/serve/openai_api.py",
+        "            approve=self.approver(client),",
+        "            approve=None,",
+        "a client with approve_in_chat never gets its ask calls confirmed by the owner",
+        SERVE_CHAT,
+    ),
+    Mutation(
+        "serve-chat-approve-for-all",
+        f"{BOT}/serve/openai_api.py",
+        "        if not client.settings.approve_in_chat:",
+        "        if False:",
+        "every client's ask calls are put to the owner in their chat (a flood of questions), not refused",
+        SERVE_CHAT,
+    ),
+    Mutation(
         "serve-chat-unbounded",
         f"{BOT}/serve/openai_api.py",
         "        if not self.service.per_minute.allow(self.client.name):",

@@ -4,6 +4,7 @@ a Telegram owner beside it (fake Bot API)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import re
 from pathlib import Path
@@ -15,15 +16,18 @@ import pytest
 from messaging_llm_bot.serve.openai_api import BadRequest, message_text, turn_text
 from tests.crash_bot import BotProcess, echo_reply, sent_texts, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
+from tests.telegram_harness import approval_question
 from tests.waiting import wait_until
 
 OWNER = 1
 DESK_TOKEN = "desk-token-" + "d" * 24
 BARE_TOKEN = "bare-token-" + "b" * 24
+ASKER_TOKEN = "asker-token-" + "a" * 24
 CLIENTS = {
     "clients": [
         {"name": "desk", "token_env": "DESK_TOKEN", "skills": ["add", "save_note"]},
         {"name": "bare", "token_env": "BARE_TOKEN"},
+        {"name": "asker", "token_env": "ASKER_TOKEN", "skills": ["save_note"], "approve_in_chat": True},
     ],
     "per_minute": 3,
 }
@@ -89,7 +93,7 @@ def test_openai_client_gets_the_assistant_with_its_skills_in_its_own_conversatio
                 "serve": CLIENTS,
             },
         )
-        env = {"DESK_TOKEN": DESK_TOKEN, "BARE_TOKEN": BARE_TOKEN}
+        env = {"DESK_TOKEN": DESK_TOKEN, "BARE_TOKEN": BARE_TOKEN, "ASKER_TOKEN": ASKER_TOKEN}
         with BotProcess(config, workspace, tmp_path / "bot.log", env=env) as bot:
             bot.start().wait_ready()
             port = re.search(r"web page: http://127\.0\.0\.1:(\d+)/", bot.run_log())
@@ -147,6 +151,23 @@ def test_openai_client_gets_the_assistant_with_its_skills_in_its_own_conversatio
             assert "no skill named 'add'" in (refused.choices[0].message.content or "")
             assert not mentions(turns(chat_server)[before], "add 2 and 3"), "each client its own history"
 
+            # With approve_in_chat the `ask` call is asked in the owner's Telegram chat, naming the client; confirmed,
+            # it runs and the client gets the answer.
+            asker = openai.OpenAI(base_url=base, api_key=ASKER_TOKEN, max_retries=0, timeout=60)
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                pending = pool.submit(
+                    asker.chat.completions.create,
+                    model="assistant",
+                    messages=[{"role": "user", "content": "save a note please"}],
+                )
+                question, buttons = approval_question(fake)
+                assert "save_note" in question["text"] and "served client 'asker'" in question["text"]
+                assert not (workspace / "notes" / "intruder.md").exists()
+                fake.callback_query(OWNER, next(b for b in buttons if b.endswith(":yes")), question["message_id"])
+                confirmed = pending.result(timeout=60)
+            assert "Result of skill 'save_note'" in (confirmed.choices[0].message.content or "")
+            assert (workspace / "notes" / "intruder.md").exists()
+
             # A wrong token: 401, and nothing runs (no model request).
             before = len(turns(chat_server))
             stranger = openai.OpenAI(base_url=base, api_key="x" * 40, max_retries=0, timeout=30)
@@ -163,7 +184,7 @@ def test_openai_client_gets_the_assistant_with_its_skills_in_its_own_conversatio
             # The owner's Telegram chat: none of the clients' turns in its history or its recall.
             before = len(turns(chat_server))
             fake.send_message("what did we add today?", user_id=OWNER)
-            fake.wait_for(lambda: sent_texts(fake, OWNER), timeout=30)
+            fake.wait_for(lambda: any("what did we add today" in t for t in sent_texts(fake, OWNER)), timeout=30)
             owner_turn = turns(chat_server)[before]
             assert mentions(owner_turn, "what did we add today?")
             for text in ("add 2 and 3", "add 4 and 5", "add 1 and 1", "after the call"):

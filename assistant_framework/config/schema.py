@@ -360,6 +360,7 @@ SERVE_SCHEMA = {
                     "write": {"type": "boolean"},
                     "skills": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True},
                     "owner": {"type": "boolean"},
+                    "approve_in_chat": {"type": "boolean"},
                 },
                 "required": ["name", "token_env"],
                 "additionalProperties": False,

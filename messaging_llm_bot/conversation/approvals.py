@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from collections.abc import Callable, Coroutine, Hashable
 from typing import Any
 
@@ -137,3 +138,27 @@ class OpenQuestions:
                 return False
 
         return approve
+
+
+#: The running channels' ways to ask their owner from outside a chat (a served client's ``ask`` call, with
+#: ``serve.clients[].approve_in_chat``), by runtime (``id``) and channel name; a channel offers one when it
+#: starts and withdraws it when it stops.
+_OWNER_ASKERS: dict[tuple[int, str], Callable[[dict[str, Any]], Answer]] = {}
+_OWNER_ASKERS_LOCK = threading.Lock()
+
+
+def offer_owner_approver(runtime: object, channel: str, approve: Callable[[dict[str, Any]], Answer]) -> None:
+    """``channel`` can ask its owner now: ``approve`` blocks its caller's thread until the owner answers."""
+    with _OWNER_ASKERS_LOCK:
+        _OWNER_ASKERS[(id(runtime), channel)] = approve
+
+
+def withdraw_owner_approver(runtime: object, channel: str) -> None:
+    with _OWNER_ASKERS_LOCK:
+        _OWNER_ASKERS.pop((id(runtime), channel), None)
+
+
+def owner_approver(runtime: object, channel: str) -> Callable[[dict[str, Any]], Answer] | None:
+    """How to ask the owner in ``channel`` now, or None when that channel does not run (a call then is refused)."""
+    with _OWNER_ASKERS_LOCK:
+        return _OWNER_ASKERS.get((id(runtime), channel))

@@ -9,7 +9,8 @@ from assistant_framework.config.settings import Settings
 from assistant_framework.serve.clients import Client, PerMinute, read_clients
 from assistant_framework.web.server import Mount
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.conversation.routes import home_conversation
+from messaging_llm_bot.conversation.approvals import owner_approver
+from messaging_llm_bot.conversation.routes import home_channel, home_conversation
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.serve.memory import memory_tools
 
@@ -43,6 +44,7 @@ def served_mounts(
             conversation_of=conversation_of,
             owner_client=lambda client: client.settings.owner,
             per_minute=per_minute,
+            owner_approver=lambda: owner_approver(runtime, home_channel(runtime.settings)),
         )
         runtime.on_shutdown(lambda _timeout: service.threads.shutdown(wait=False, cancel_futures=True))
     return [

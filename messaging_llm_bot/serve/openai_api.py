@@ -4,9 +4,10 @@ connection speak it.
 
 A request is one turn of the agent in the client's own conversation (``api:<name>``; the owner's home chat
 for a client configured with ``"owner": true``): the owner's policy and memory recall, the skills the
-client's ``skills`` list names and no other, and no one to confirm with, so a call the policy marks ``ask``
-is refused in a sentence the model passes on. Only the request's last user message is taken: the
-conversation's history is the assistant's own, kept as in every chat. A client that is not the owner gets no
+client's ``skills`` list names and no other; a call the policy marks ``ask`` is refused in a sentence the
+model passes on (no one at the endpoint can confirm it), or with ``approve_in_chat`` asked in the owner's
+chat. Only the request's last user message is taken: the conversation's history is the assistant's own,
+kept as in every chat. A client that is not the owner gets no
 facts taken from its turns, and its turns never enter the owner's chats' history or recall.
 
 The bearer token is checked before anything is read (``ClientHandler``: 401, nothing runs); each request
@@ -31,8 +32,10 @@ from assistant_framework.serve.clients import Client, PerMinute
 from assistant_framework.serve.http import ClientHandler, Route
 from assistant_framework.web.base import WebState
 from assistant_framework.web.server import Mount
+from messaging_llm_bot.agent.guard import ApproveCallback
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.turn import AgentEvent, TurnResult
+from messaging_llm_bot.conversation.approvals import Answer
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads with the runtime's parts
     from messaging_llm_bot.agent.loop import Agent
@@ -93,6 +96,8 @@ class ChatService:
     conversation_of: Callable[[Client], str]
     owner_client: Callable[[Client], bool]
     per_minute: PerMinute
+    #: How to ask the owner now for a client with ``approve_in_chat`` (None: no channel can ask: refused).
+    owner_approver: Callable[[], ApproveCallback | None] = lambda: None
     threads: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(TURN_THREADS, thread_name_prefix="api-turn")
     )
@@ -108,12 +113,27 @@ class ChatService:
             chat_id=conversation if owner else None,
             user_id=f"api:{client.name}",
             owner_chat=True,
-            approve=None,  # an ``ask`` call is refused: no one here can confirm it
+            approve=self.approver(client),
             on_event=on_event,
             stream=on_event is not None,
             skills=frozenset(client.settings.skills),
             extract_facts=owner,
         )
+
+    def approver(self, client: Client) -> ApproveCallback | None:
+        """Who confirms the client's ``ask`` calls: the owner in their chat with ``approve_in_chat`` (the
+        question names the client), else no one (refused: no one at the endpoint can confirm)."""
+        if not client.settings.approve_in_chat:
+            return None
+        ask_owner = self.owner_approver()
+        if ask_owner is None:
+            return None
+
+        def approve(request: dict[str, Any]) -> Answer:
+            reason = request.get("reason") or "the policy asks for confirmation"
+            return ask_owner({**request, "reason": f"{reason}; asked for the served client {client.name!r}"})
+
+        return approve
 
     async def run(self, incoming: Incoming) -> TurnResult:
         return await asyncio.get_running_loop().run_in_executor(self.threads, self._handle, incoming)

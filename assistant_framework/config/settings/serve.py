@@ -27,6 +27,9 @@ class ClientSettings:
     #: Its chat turns are the owner's own: in the owner's home chat (its history, its facts); false: in its own
     #: conversation ``api:<name>``, kept apart from the owner's chats.
     owner: bool = field(default=False, metadata=reads(flag))
+    #: A call its chat turn makes that the policy marks ``ask`` is asked in the owner's chat (Telegram), the
+    #: request waiting for the answer; false: such a call is refused.
+    approve_in_chat: bool = field(default=False, metadata=reads(flag))
 
 
 @dataclass(frozen=True)
