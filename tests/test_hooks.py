@@ -255,3 +255,31 @@ def test_a_hook_without_a_usable_secret_is_a_config_error_naming_it(tmp_path: Pa
     )
     checked = run_cli("config", "validate", "--config", str(tmp_path / "config.json"))
     assert checked.returncode == 2 and "exactly one of message, prompt or job" in checked.stdout + checked.stderr
+
+
+def test_doctor_shows_the_listener_and_names_a_hooks_unset_secret(tmp_path: Path) -> None:
+    from tests.fakes.chat_server import FakeChatServer
+
+    with FakeBotAPI() as tg, FakeChatServer() as chat:
+        root = tmp_path / "config"
+        root.mkdir()
+        endpoints = {
+            "build": {"secret_env": "BUILD_SECRET_T", "prompt": PROMPT},
+            "note": {"secret_env": "NOTE_SECRET_T", "message": "hi", "chat": "tg:42"},
+        }
+        (root / "hooks.json").write_text(json.dumps({"port": 8799, "endpoints": endpoints}))
+        (root / "telegram.json").write_text(
+            json.dumps({"token": tg.token, "base_url": tg.base_url, "allowed_user_ids": [42]})
+        )
+        (root / "llm.json").write_text(
+            json.dumps({"runners": [{"name": "local", "base_url": chat.base_url, "model": "fake-model"}]})
+        )
+        env = {"BUILD_SECRET_T": SECRET}
+        done = run_cli("doctor", "--json", "--config", str(root), "--workspace", str(tmp_path / "ws"), env=env)
+    checks = {c["name"]: c for c in json.loads(done.stdout)}
+    assert done.returncode == 1
+    assert checks["hooks"]["status"] == "ok" and "127.0.0.1:8799/hooks/" in checks["hooks"]["detail"]
+    assert checks["hook build"]["status"] == "ok" and "BUILD_SECRET_T" in checks["hook build"]["detail"]
+    failed = checks["hook note"]
+    assert failed["status"] == "fail" and "NOTE_SECRET_T is not set" in failed["detail"]
+    assert SECRET not in done.stdout

@@ -8,6 +8,7 @@ from typing import Callable
 from messaging_llm_bot.ops.doctor.check import FAIL, SKIP, Check, Context
 from messaging_llm_bot.ops.doctor.config import check_config
 from messaging_llm_bot.ops.doctor.email import check_email
+from messaging_llm_bot.ops.doctor.hooks import check_hooks
 from messaging_llm_bot.ops.doctor.jobs import check_jobs
 from messaging_llm_bot.ops.doctor.mcp import check_mcp
 from messaging_llm_bot.ops.doctor.model import check_runners
@@ -32,6 +33,7 @@ CHECKS: tuple[Callable[[Context], list[Check]], ...] = (
     check_plugins,
     check_mcp,
     check_serve,
+    check_hooks,
     check_services,
     check_python,
 )
@@ -46,6 +48,7 @@ _NEEDS_CONFIG = {
     check_jobs,
     check_mcp,
     check_serve,
+    check_hooks,
     check_services,
 }
 
