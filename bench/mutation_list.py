@@ -2671,4 +2671,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a mail stored before a crash or a stop mid-turn is never answered",
         EMAIL,
     ),
+    Mutation(
+        "calendar-change-twice",
+        "skills/calendar/ledger.py",
+        '    if last is not None and last.get("status") != "failed":',
+        "    if False:",
+        "a calendar change run again after a crash is sent to the server a second time",
+        ("test_calendar_skill.py",),
+    ),
 )

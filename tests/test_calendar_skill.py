@@ -128,23 +128,25 @@ def owner_context(radicale, name: str, now: datetime, **overrides) -> SkillConte
 NOW = datetime(2026, 3, 23, 9, 0, tzinfo=timezone.utc)
 
 
-def test_create_list_and_delete_across_the_spring_forward_night(radicale, calendar):
+def test_create_list_and_delete_across_the_spring_forward_night(radicale, calendar, workspace):
     name, url = calendar
     context = owner_context(radicale, name, NOW)
     # 2026-03-29: Berlin goes from +01:00 to +02:00 at 02:00.
-    before = SKILL.run(None, {"action": "create", "title": "Choir", "start": "2026-03-28 19:00"}, context)
-    after = SKILL.run(None, {"action": "create", "title": "Run", "start": "2026-03-30 07:00", "minutes": 30}, context)
+    before = SKILL.run(workspace, {"action": "create", "title": "Choir", "start": "2026-03-28 19:00"}, context)
+    after = SKILL.run(
+        workspace, {"action": "create", "title": "Run", "start": "2026-03-30 07:00", "minutes": 30}, context
+    )
     assert "Sat 2026-03-28 19:00" in before and "Mon 2026-03-30 07:00, 30 min" in after
     starts = {str(v.astimezone(timezone.utc)) for v in stored(radicale, url).values()}
     assert starts == {"2026-03-28 18:00:00+00:00", "2026-03-30 05:00:00+00:00"}
-    listed = SKILL.run(None, {"action": "list"}, context)
+    listed = SKILL.run(workspace, {"action": "list"}, context)
     assert listed.index("Choir") < listed.index("Run") and "2026-03-30 07:00, 30 min: Run" in listed
     uid = after.rsplit("uid ", 1)[1]
-    assert "deleted 'Run'" in SKILL.run(None, {"action": "delete", "uid": uid}, context)
+    assert "deleted 'Run'" in SKILL.run(workspace, {"action": "delete", "uid": uid}, context)
     assert len(stored(radicale, url)) == 1
 
 
-def test_a_time_the_clocks_skip_is_refused_and_nothing_is_written(radicale, calendar):
+def test_a_time_the_clocks_skip_is_refused_and_nothing_is_written(radicale, calendar, workspace):
     name, url = calendar
     with pytest.raises(ValueError, match="does not exist in Europe/Berlin"):
         SKILL.run(
@@ -153,25 +155,62 @@ def test_a_time_the_clocks_skip_is_refused_and_nothing_is_written(radicale, cale
     assert stored(radicale, url) == {}
 
 
-def test_a_move_keeps_the_length_and_a_repeating_series_is_refused(radicale, calendar):
+def test_a_move_keeps_the_length_and_a_repeating_series_is_refused(radicale, calendar, workspace):
     name, url = calendar
     context = owner_context(radicale, name, NOW)
     radicale.put_event(url, "walk", "Walk", "20260324T080000", 90, ZONE)
-    said = SKILL.run(None, {"action": "move", "uid": "walk", "start": "2026-03-31 09:00"}, context)
+    said = SKILL.run(workspace, {"action": "move", "uid": "walk", "start": "2026-03-31 09:00"}, context)
     assert "from Tue 2026-03-24 08:00 to Tue 2026-03-31 09:00" in said
-    listed = SKILL.run(None, {"action": "list", "title": "walk"}, context)
+    listed = SKILL.run(workspace, {"action": "list", "title": "walk"}, context)
     assert "Tue 2026-03-31 09:00, 90 min: Walk" in listed
     with pytest.raises(ValueError, match="no event with uid 'nope'"):
-        SKILL.run(None, {"action": "delete", "uid": "nope"}, context)
+        SKILL.run(workspace, {"action": "delete", "uid": "nope"}, context)
 
 
-def test_bad_setup_is_one_sentence(radicale, calendar, tmp_path):
+def test_bad_setup_is_one_sentence(radicale, calendar, tmp_path, workspace):
     name, _ = calendar
     with pytest.raises(ValueError, match="not set up"):
-        SKILL.run(None, {"action": "list"}, SkillContext(config={}, timezone=ZONE))
+        SKILL.run(workspace, {"action": "list"}, SkillContext(config={}, timezone=ZONE))
     with pytest.raises(ValueError, match="no calendar named 'Nope'"):
-        SKILL.run(None, {"action": "list"}, owner_context(radicale, name, NOW, calendar="Nope"))
+        SKILL.run(workspace, {"action": "list"}, owner_context(radicale, name, NOW, calendar="Nope"))
     with pytest.raises(ValueError, match="only in the owner's own chat"):
-        SKILL.run(None, {"action": "list"}, SkillContext(config={}, private=False))
+        SKILL.run(workspace, {"action": "list"}, SkillContext(config={}, private=False))
     with pytest.raises(ValueError, match="YYYY-MM-DD HH:MM"):
-        SKILL.run(None, {"action": "create", "title": "x", "start": "Friday"}, owner_context(radicale, name, NOW))
+        SKILL.run(workspace, {"action": "create", "title": "x", "start": "Friday"}, owner_context(radicale, name, NOW))
+
+
+def test_a_change_run_again_for_the_same_message_is_not_made_twice(radicale, calendar, workspace):
+    """The turn run again after a crash right after the server call asks for the same change: the ledger
+    (calendar/changes.jsonl) says it was made, and the server is not asked again; a later message may."""
+    name, url = calendar
+    context = owner_context(radicale, name, NOW)
+    context.conversation_id, context.message_id = "tg:1", 41
+    create = {"action": "create", "title": "Piano", "start": "2026-03-26 17:00"}
+    first = SKILL.run(workspace, create, context)
+    again = SKILL.run(workspace, create, context)
+    assert again.startswith("not done again: this create was made at") and first in again
+    assert len(stored(radicale, url)) == 1
+    uid = first.rsplit("uid ", 1)[1]
+    move = {"action": "move", "uid": uid, "start": "2026-03-27 18:00"}
+    SKILL.run(workspace, move, context)
+    radicale.put_event(url, uid, "Piano", "20260326T170000", 60, ZONE)  # moved back by hand since
+    assert "not done again" in SKILL.run(workspace, move, context)
+    assert stored(radicale, url)[uid].hour == 17  # the repeated move did not touch it
+    delete = {"action": "delete", "uid": uid}
+    SKILL.run(workspace, delete, context)
+    assert "not done again" in SKILL.run(workspace, delete, context) and stored(radicale, url) == {}
+    context.message_id = 42  # the owner asks again in a new message: a new change
+    SKILL.run(workspace, create, context)
+    assert len(stored(radicale, url)) == 1
+
+
+def test_a_change_the_server_refused_may_be_tried_again(radicale, calendar, workspace):
+    name, url = calendar
+    context = owner_context(radicale, name, NOW)
+    context.message_id = 7
+    with pytest.raises(ValueError, match="no event with uid 'gone'"):
+        SKILL.run(workspace, {"action": "delete", "uid": "gone"}, context)
+    radicale.put_event(url, "gone", "Gone", "20260326T170000", 60, ZONE)
+    assert "deleted 'Gone'" in SKILL.run(workspace, {"action": "delete", "uid": "gone"}, context)
+    statuses = [row["status"] for row in workspace.read_jsonl("calendar/changes.jsonl")]
+    assert statuses == ["begun", "failed", "begun", "done"]

@@ -7,6 +7,7 @@ fake model server) "reply to Anna's mail that I'll come" sends, after the owner 
 from __future__ import annotations
 
 import json
+import threading
 from email.message import EmailMessage
 from pathlib import Path
 
@@ -16,9 +17,13 @@ from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.skills.loader import load_skill_folder
 from assistant_framework.skills.spec import SkillContext
 from assistant_framework.workspace import Workspace
+from tests.crash_bot import BotProcess, sent_texts, write_bot_config
+from tests.fakes.bot_api import FakeBotAPI
+from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.imap_server import FakeIMAPServer
 from tests.fakes.smtp_server import FakeSMTPServer
 from tests.telegram_harness import OWNER, approval_question, texts
+from tests.waiting import wait_until
 
 SKILL = load_skill_folder(Path(__file__).resolve().parent.parent / "skills" / "mail")
 PASSWORD = "s3cret-Pa55word"
@@ -117,6 +122,42 @@ def test_a_guest_never_sends(fake, start_bot, chat_server, smtp):
     fake.wait_for(lambda: any("guest answered" in t for t in texts(fake, FRIEND)), timeout=20)
     assert "only in the owner's own chat" in json.dumps(chat_server.chat_requests[-1]["messages"][-1])
     assert smtp.messages == []
+
+
+@pytest.mark.timeout(90)
+def test_a_sigkill_right_after_the_smtp_server_has_the_mail_sends_no_second_one(tmp_path, bot_config, smtp):
+    """The bot process is killed as soon as the SMTP server has the mail (the model's answer after the send held
+    back); the restart runs the turn again, the model asks for the same mail, and mail/sent.jsonl sends none."""
+    release, results = threading.Event(), []
+    call = {"skill": "mail", "args": {"action": "send", "to": "anna@example.org", "subject": "Sat", "body": "Yes!"}}
+
+    def model(request: dict) -> str:
+        last = str(request["messages"][-1]["content"])
+        if "Result of skill 'mail'" not in last:
+            return json.dumps(call)
+        results.append(last)
+        if len(results) == 1:
+            release.wait(30)  # the first run is killed while it waits here
+        return '{"reply": "Mailed Anna."}'
+
+    with FakeBotAPI() as fake, FakeChatServer() as server:
+        server.set_handler(model)
+        runner = {"name": "fake", "base_url": server.base_url, "model": "fake-model", "timeout_seconds": 60}
+        base = dict(bot_config, llm={**bot_config["llm"], "runners": [runner]})
+        # A trusted turn and policy.skills.mail "allow": it sends unasked (the question is tested above).
+        extra = {"mail": mail_config(smtp), "policy": {"skills": {"mail": "allow"}}}
+        config = write_bot_config(tmp_path / "config.json", base, fake, extra=extra)
+        with BotProcess(config, tmp_path / "workspace", tmp_path / "bot.log") as bot:
+            bot.start().wait_ready()
+            fake.send_message("mail Anna that I'll come on Saturday", user_id=OWNER)
+            wait_until(lambda: smtp.messages, timeout=30)
+            bot.kill()
+            release.set()
+            bot.start().wait_ready()
+            fake.wait_for(lambda: "Mailed Anna." in sent_texts(fake, OWNER), timeout=30)
+            assert bot.terminate() == 0
+        assert len(smtp.messages) == 1 and smtp.recipients == [["anna@example.org"]]
+        assert results[-1].count("not sent again") == 1
 
 
 def test_a_draft_needs_no_question_and_sends_nothing(fake, start_bot, chat_server, workspace, smtp):

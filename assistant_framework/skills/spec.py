@@ -89,6 +89,9 @@ class SkillContext:
     place: str = ""
     chat_id: int | str | None = None
     user_id: int | str | None = None
+    #: The chat's id of the message the turn answers: the same when a restart answers it again (a skill that
+    #: changes something outside keys its at-most-once record with it, as the calendar skill does).
+    message_id: int | str | None = None
     config: dict[str, Any] = field(default_factory=dict)
     timezone: str = RuntimeSettings().timezone
     services: dict[str, Any] = field(default_factory=dict)

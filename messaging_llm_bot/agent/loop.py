@@ -229,6 +229,7 @@ class Agent(SessionCalls):
             place=place,
             chat_id=message.chat_id,
             user_id=message.user_id,
+            message_id=message.message_id,
             config=self.config,
             settings=self.records,
             timezone=self.settings.timezone,

@@ -16,6 +16,7 @@ import icalendar
 
 from assistant_framework.skills.support import OUTSIDE_LABEL, context_now, context_zone, need
 
+from .ledger import once
 from .server import event_by_uid, owner_calendar
 from .times import local_moment, shown
 
@@ -57,23 +58,34 @@ def run(workspace, args: dict[str, Any], context=None):
         start = local_moment(args["start"], zone)
     if action in ("move", "delete"):
         need(args, action, "uid")
-    with owner_calendar(settings) as calendar:
-        if action == "list":
+    if action == "list":
+        with owner_calendar(settings) as calendar:
             return _list(calendar, context, settings.days, args.get("title"))
-        if action == "create":
-            return _create(calendar, args["title"], start, int(args.get("minutes") or DEFAULT_MINUTES), zone)
-        event = event_by_uid(calendar, args["uid"])
-        component = _single(event, args["uid"])
-        title = str(component.get("summary", ""))
-        if action == "delete":
-            event.delete()
-            return f"deleted {title!r} (uid {args['uid']}), which was on {shown(component.decoded('dtstart'), zone)}"
-        was = component.decoded("dtstart")
-        minutes = args.get("minutes")
-        length = timedelta(minutes=int(minutes)) if minutes else _length(component)
-        _set_times(component, start, length)
-        event.save()
-        return f"moved {title!r} (uid {args['uid']}) from {shown(was, zone)} to {shown(start, zone)} ({zone.key})"
+
+    def change() -> str:
+        with owner_calendar(settings) as calendar:
+            if action == "create":
+                return _create(calendar, args["title"], start, int(args.get("minutes") or DEFAULT_MINUTES), zone)
+            return _change(calendar, args, start if action == "move" else None, zone)
+
+    # A create, move or delete is made at most once, also when a restart runs the turn again (ledger.py).
+    return once(workspace, context, args, change)
+
+
+def _change(calendar: Any, args: dict[str, Any], start: datetime | None, zone: Any) -> str:
+    """Move (to ``start``) or delete the event ``args["uid"]``; the sentence the model reads."""
+    event = event_by_uid(calendar, args["uid"])
+    component = _single(event, args["uid"])
+    title = str(component.get("summary", ""))
+    if start is None:
+        event.delete()
+        return f"deleted {title!r} (uid {args['uid']}), which was on {shown(component.decoded('dtstart'), zone)}"
+    was = component.decoded("dtstart")
+    minutes = args.get("minutes")
+    length = timedelta(minutes=int(minutes)) if minutes else _length(component)
+    _set_times(component, start, length)
+    event.save()
+    return f"moved {title!r} (uid {args['uid']}) from {shown(was, zone)} to {shown(start, zone)} ({zone.key})"
 
 
 def _list(calendar: Any, context: Any, days: int, title: str | None) -> str:
