@@ -173,3 +173,22 @@ def test_an_unreadable_document_with_a_caption_goes_to_the_model_told_so(workspa
     got = asyncio.run(files_input(workspace, [saved], Settings.from_config(bot_config)))
     assert isinstance(got, FilesInput) and "Caption: what is on it?" in got.text
     assert got.text.endswith("Its text could not be read: it is not a PDF I can read (no PDF header or end).")
+
+
+@pytest.mark.subprocess  # the document reader's worker process
+def test_a_word_file_sent_on_signal_goes_into_the_turn(start, daemon, chat_server, workspace):
+    """The same reading for every channel (conversation/images.py files_input): a DOCX on Signal."""
+    from tests.signal_harness import OWNER as SIGNAL_OWNER
+
+    start()
+    chat_server.enqueue('{"reply": "Read it."}')
+    minutes = daemon.add_attachment(
+        docx_bytes("Anna brings the cake on Friday"),
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        filename="minutes.docx",
+    )
+    daemon.message(SIGNAL_OWNER, "what do the minutes say?", attachments=[minutes])
+    daemon.wait_sent(1, timeout=20)
+    turn = chat_server.chat_requests[0]["messages"][-1]["content"]
+    assert "[Document text]" in turn and "Owner | Anna brings the cake on Friday" in turn and "untrusted" in turn
+    assert any(p.endswith("minutes.docx.text.md") for p in workspace.list("inbox/**/*"))
