@@ -20,7 +20,7 @@ from assistant_framework.workspace.private import make_private_dirs
 
 GUEST_ROOT = "guests"
 #: Commands that show or change the owner's data or the bot itself.
-OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "model", "pair"})
+OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "model", "pair", "drafts"})
 
 
 def sees_owner_data(is_owner: bool, one_to_one: bool) -> bool:

@@ -159,8 +159,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "access-stats-not-owner-only",
         f"{AF}/access.py",
-        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "model", "pair"})',
-        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "model", "pair"})',
+        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "model", "pair", "drafts"})',
+        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "model", "pair", "drafts"})',
         "/stats shows a friend the owner's usage",
         ACCESS,
     ),
@@ -2351,8 +2351,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "model-not-owner-only",
         f"{AF}/access.py",
-        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "model", "pair"})',
-        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "pair"})',
+        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "model", "pair", "drafts"})',
+        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "pair", "drafts"})',
         "a friend or a group changes which model (and whose spending) answers a chat",
         ("test_security_owner_commands.py", "test_model_choice.py"),
     ),
@@ -2678,5 +2678,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if False:",
         "a calendar change run again after a crash is sent to the server a second time",
         ("test_calendar_skill.py",),
+    ),
+    Mutation(
+        "agent-skill-drafts-loaded",
+        f"{AF}/skills/manager.py",
+        "    return [*(Path(d).expanduser() for d in skills_dirs), workspace.root / WORKSPACE_SKILLS]",
+        "    return [*(Path(d).expanduser() for d in skills_dirs), workspace.root / WORKSPACE_SKILLS, "
+        'workspace.root / "skills-drafts"]',
+        "a skill the model drafted is offered before the owner approved it",
+        AGENT_SKILLS,
+    ),
+    Mutation(
+        "agent-skill-drafts-not-owner-only",
+        f"{AF}/access.py",
+        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "model", "pair", "drafts"})',
+        'OWNER_ONLY_COMMANDS = frozenset({"now", "jobs", "reload", "stats", "model", "pair"})',
+        "a guest approves a drafted skill with /drafts approve",
+        AGENT_SKILLS,
+    ),
+    Mutation(
+        "agent-skill-draft-with-scripts",
+        f"{AF}/agentskills/drafts.py",
+        "    if extra:",
+        "    if False:",
+        "a draft with a planted scripts/ folder is approved with its scripts",
+        AGENT_SKILLS,
     ),
 )

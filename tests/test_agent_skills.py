@@ -148,3 +148,23 @@ def test_the_owners_rule_for_the_skill_decides_its_scripts_and_outside_content_a
     assert not check({}).allowed and asked[-1]["capabilities"] == ["exec"]  # exec asks by default
     # A mail read in the turn may not run an allowed skill's script unasked.
     assert not check({"env-check": "allow"}, untrusted=True).allowed and len(asked) == 2
+
+
+def test_a_draft_is_instructions_only_and_approval_moves_it_into_the_loaded_skills(tmp_path: Path) -> None:
+    from assistant_framework.agentskills.drafts import DraftError, approve, write_draft
+
+    workspace = Workspace(tmp_path / "ws")
+    manager = SkillManager.from_config({}, workspace)
+    write_draft(workspace, "weekly-report", "Writes the weekly report.", "1. List the week's done tasks.")
+    planted = workspace.root / "skills-drafts" / "weekly-report" / "scripts" / "run.py"
+    planted.parent.mkdir()
+    planted.write_text("print('planted')\n", encoding="utf-8")
+    with pytest.raises(DraftError, match="drafts are instructions only"):
+        approve(workspace, "weekly-report")
+    assert not manager.refresh_agent_skills() and "skill_doc" not in manager.names()
+    shutil.rmtree(planted.parent)
+    for bad in ("../evil", "Weekly", ""):
+        with pytest.raises(DraftError, match="no skill name"):
+            write_draft(workspace, bad, "d", "i")
+    approve(workspace, "weekly-report")
+    assert manager.refresh_agent_skills() and "weekly-report" in manager.library.skills

@@ -220,3 +220,48 @@ def test_a_script_past_its_limit_is_ended_with_one_sentence(env) -> None:
         f"{SCRIPT_TIMEOUT - 1} s and was stopped." in fed
     )
     assert _processes_with(marker) == []
+
+
+def test_a_drafted_skill_is_not_loaded_until_approved_and_is_after_without_a_restart(env) -> None:
+    draft = {
+        "name": "weekly-report",
+        "description": "Writes the owner's weekly report from the week's done tasks.",
+        "instructions": "1. List the tasks done this week.\n2. Group them by project.\n3. End with next week's plan.",
+    }
+    _turn(
+        env,
+        _call("skill_draft", draft),
+        '{"reply": "Drafted it."}',
+        text="make a skill for my weekly report",
+        expect="Drafted it.",
+    )
+    assert "/drafts approve weekly-report" in _fed_back(env)
+    assert (env.workspace.root / "skills-drafts" / "weekly-report" / "SKILL.md").is_file()
+
+    _turn(
+        env,
+        _call("skill_doc", {"name": "weekly-report"}),
+        '{"reply": "Not yet."}',
+        text="weekly report",
+        expect="Not yet.",
+    )
+    assert "no SKILL.md skill named 'weekly-report'" in _fed_back(env)
+    assert "- weekly-report:" not in env.chat.chat_requests[-2]["messages"][0]["content"]
+
+    env.api.send_message("/drafts", user_id=GUEST, chat_id=GUEST)
+    env.api.wait_for(lambda: any("/drafts is only for the owner" in t for t in texts(env.api, GUEST)), timeout=30)
+    env.api.send_message("/drafts", user_id=OWNER)
+    env.api.wait_for(lambda: any("waiting for you" in t and "weekly-report" in t for t in texts(env.api)), timeout=30)
+    env.api.send_message("/drafts approve weekly-report", user_id=OWNER)
+    env.api.wait_for(lambda: any("Approved: weekly-report" in t for t in texts(env.api)), timeout=30)
+
+    _turn(
+        env,
+        _call("skill_doc", {"name": "weekly-report"}),
+        '{"reply": "Report."}',
+        text="weekly report",
+        expect="Report.",
+    )
+    assert "- weekly-report: Writes the owner's weekly report" in env.chat.chat_requests[-2]["messages"][0]["content"]
+    assert "Group them by project." in _fed_back(env)
+    assert not (env.workspace.root / "skills-drafts" / "weekly-report").exists()

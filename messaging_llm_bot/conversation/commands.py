@@ -39,6 +39,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("stats", "Token usage and model time, last 30 days"),
     ("model", "The models I can use; switch this chat's: /model NAME, /model default"),
     ("pair", "Let someone in by the code I gave them: /pair CODE"),
+    ("drafts", "Skills I drafted for you: /drafts show|approve|discard NAME"),
     ("why", "Memories recalled for my last reply"),
     ("voice", "Answer by voice too here: /voice on, /voice off"),
     ("reload", "Reload config, skills and collectors"),
@@ -372,6 +373,10 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
         from messaging_llm_bot.conversation.pairing import pair_command
 
         return pair_command(runtime, rest)
+    if name == "drafts":
+        from messaging_llm_bot.conversation.skill_drafts import drafts_command
+
+        return drafts_command(runtime.workspace, rest)
     if name == "reload":
         return reload_text(runtime.reload())
     if name == "jobs" and rest.strip().split(" ", 1)[0].lower() == "add":
