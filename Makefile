@@ -6,7 +6,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 CONFIG ?= config
 WORKSPACE ?= workspace
 
-.PHONY: run chat setup doctor test check lint test-model model-server install clean
+.PHONY: run chat setup doctor test check lint test-model model-server install clean synapse
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +42,21 @@ setup: $(STAMP)
 doctor: $(STAMP)
 	$(VENV)/bin/assistant doctor --config $(CONFIG) --workspace $(WORKSPACE)
 
-test: $(DEV_STAMP)
+# The Matrix channel's tests start a real homeserver: Synapse from PyPI in a venv of its own under the
+# git-ignored .cache/ (its Twisted stack is not the bot's). About 100 s the first time on 2 busy cores, then
+# nothing; tests/matrix_harness.py starts it once per test session (about 5 s).
+SYNAPSE_VENV := .cache/synapse-venv
+SYNAPSE_STAMP := $(SYNAPSE_VENV)/.installed
+
+$(SYNAPSE_STAMP): export PIP_DISABLE_PIP_VERSION_CHECK := 1
+$(SYNAPSE_STAMP):
+	$(PYTHON) -m venv $(SYNAPSE_VENV)
+	$(SYNAPSE_VENV)/bin/pip install --quiet 'matrix-synapse>=1.100'
+	touch $(SYNAPSE_STAMP)
+
+synapse: $(SYNAPSE_STAMP)
+
+test: $(DEV_STAMP) $(SYNAPSE_STAMP)
 	# Four workers (most tests wait on sockets and subprocesses: on 2 idle cores 4 took 248 s where 3 took 270 s,
 	# docs/benchmarks.md); a file stays in one
 	# worker: some files share one browser or server across tests that build on each other.

@@ -26,6 +26,7 @@ pytest_plugins = [
     "tests.telegram_harness",
     "tests.signal_harness",
     "tests.email_harness",
+    "tests.matrix_harness",
     "tests.skills_harness",
     "tests.loopback_only",
 ]

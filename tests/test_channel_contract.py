@@ -106,7 +106,13 @@ def _email() -> tuple[Capabilities, Callable[[str], list[str]]]:
     return CAPABILITIES, lambda text: [plain_text(text)]  # a mail is one part: the limit only bounds a runaway
 
 
-CHANNELS = {"telegram": _telegram, "signal": _signal, "email": _email, "console": _console}
+def _matrix() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.matrix.format import CAPABILITIES, render_matrix
+
+    return CAPABILITIES, lambda text: [part.body for part in render_matrix(text)]
+
+
+CHANNELS = {"telegram": _telegram, "signal": _signal, "email": _email, "console": _console, "matrix": _matrix}
 MEASURE: dict[str, Callable[[str], int]] = {
     "utf16": utf16_len,
     "utf8": lambda text: len(text.encode("utf-8")),
@@ -239,11 +245,50 @@ def _in_thread(sent: typing.Any) -> dict[str, str]:
     return {"In-Reply-To": sent["Message-ID"], "References": f"{sent['References']} {sent['Message-ID']}"}
 
 
+def _matrix_world(request: pytest.FixtureRequest) -> typing.Any:
+    """This test's people on the session's Synapse (tests/matrix_harness.py), which the first such test starts."""
+    from tests.matrix_harness import Synapse
+
+    world = request.getfixturevalue("matrix")
+    assert isinstance(world.server, Synapse)  # named here: a test using it may start a process (tests/tiers.py)
+    return world
+
+
+def _matrix_room(request: pytest.FixtureRequest, **start: typing.Any) -> typing.Any:
+    """The owner's direct room with the bot running and joined; (world, room)."""
+    from tests.waiting import wait_until
+
+    world = _matrix_world(request)
+    room = world.direct_room()
+    request.getfixturevalue("start_matrix")(**start)
+    wait_until(lambda: world.joined(room), timeout=20, what="the bot to join the owner's direct room")
+    return world, room
+
+
+def _bot_texts_until(world: typing.Any, room: str, done: Callable[[list[str]], bool]) -> list[str]:
+    from tests.waiting import wait_until
+
+    wait_until(lambda: done(world.owner.texts(room, world.bot.user_id)), timeout=30, what="the bot's reply")
+    return list(world.owner.texts(room, world.bot.user_id))
+
+
+def _approve_on_matrix(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    world, room = _matrix_room(request)
+    workspace = request.getfixturevalue("workspace")
+    world.owner.send(room, "delete notes/important.md")
+    [question] = _bot_texts_until(world, room, lambda texts: any(t.startswith("Confirm") for t in texts))
+    assert workspace.exists("notes/important.md")
+    world.owner.send(room, "yes" if yes else "no")  # the answer, not a new message for the model
+    texts = _bot_texts_until(world, room, lambda texts: any("Handled." in t for t in texts))
+    return question, texts[-1]
+
+
 APPROVE = {
     "telegram": _approve_on_telegram,
     "signal": _approve_on_signal,
     "email": _approve_on_email,
     "console": _approve_on_the_terminal,
+    "matrix": _approve_on_matrix,
 }
 
 
@@ -319,11 +364,19 @@ def _chat_on_email(request: pytest.FixtureRequest, lines: list[str]) -> list[str
     return [body(m).strip() for m in smtp.messages]
 
 
+def _chat_on_matrix(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    world, room = _matrix_room(request)
+    for line in lines:
+        world.owner.send(room, line)
+    return _bot_texts_until(world, room, lambda texts: "END" in "".join(texts))
+
+
 CHAT = {
     "telegram": _chat_on_telegram,
     "signal": _chat_on_signal,
     "email": _chat_on_email,
     "console": _chat_on_the_terminal,
+    "matrix": _chat_on_matrix,
 }
 
 
@@ -394,7 +447,30 @@ def _strangers_on_email(request: pytest.FixtureRequest) -> int:
     return 0
 
 
-STRANGERS = {"telegram": _strangers_on_telegram, "signal": _strangers_on_signal, "email": _strangers_on_email}
+def _strangers_on_matrix(request: pytest.FixtureRequest) -> int:
+    from tests.waiting import wait_until
+
+    world = _matrix_world(request)
+    group = world.owner.create_room([world.bot.user_id, world.stranger.user_id], name="club")
+    world.stranger.join(group)
+    request.getfixturevalue("start_matrix")()
+    wait_until(lambda: world.joined(group), timeout=20, what="the bot to join the owner's group")
+    request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
+    mention = {"m.mentions": {"user_ids": [world.bot.user_id]}}
+    for n in range(3):
+        world.stranger.send(group, f"{world.bot.user_id} let me in {n}", **mention)
+    world.owner.send(group, f"{world.bot.user_id} ping", **mention)  # after the stranger's, in the same room
+    bot = world.bot.user_id
+    wait_until(lambda: "pong" in world.owner.texts(group, bot), timeout=30, what="the owner's reply")
+    return len([t for t in world.owner.texts(group, bot) if world.stranger.user_id in t])
+
+
+STRANGERS = {
+    "telegram": _strangers_on_telegram,
+    "signal": _strangers_on_signal,
+    "email": _strangers_on_email,
+    "matrix": _strangers_on_matrix,
+}
 #: How often a stranger is told: once, but never by mail (an answer to a forged sender is backscatter).
 TOLD = {"email": 0}
 
@@ -479,11 +555,20 @@ def _stream_on_email(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
     return 0, [body(m).strip() for m in smtp.messages]  # a sent mail cannot be edited
 
 
+def _stream_on_matrix(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+    world, room = _matrix_room(request, patch=lambda config: config["llm"].update(stream=True))
+    world.owner.send(room, "stream please")
+    shown = _bot_texts_until(world, room, lambda texts: any(t.endswith("END") for t in texts))
+    edits = world.owner.edits(room, world.bot.user_id)
+    return len([e for e in edits if e.startswith("word0") and not e.endswith("END")]), shown
+
+
 STREAM = {
     "telegram": _stream_on_telegram,
     "signal": _stream_on_signal,
     "email": _stream_on_email,
     "console": _stream_on_the_terminal,
+    "matrix": _stream_on_matrix,
 }
 
 
@@ -553,7 +638,25 @@ def _media_on_email(request: pytest.FixtureRequest, photo: bytes) -> None:
     wait_mails(smtp, 2, timeout=30)
 
 
-MEDIA = {"telegram": _media_on_telegram, "signal": _media_on_signal, "email": _media_on_email}
+def _media_on_matrix(request: pytest.FixtureRequest, photo: bytes) -> None:
+    world, room = _matrix_room(request, patch=_with_vision(request.getfixturevalue("chat_server")))
+    owner = world.owner
+    url = owner.upload(photo, "image/jpeg", "p.jpg")
+    info = {"mimetype": "image/jpeg", "size": len(photo), "w": 600, "h": 400}
+    owner.send(room, "what is this?", msgtype="m.image", filename="p.jpg", url=url, info=info)
+    _bot_texts_until(world, room, lambda texts: "Seen. END" in texts)
+    url = owner.upload(MENU, "application/pdf", "menu.pdf")
+    info = {"mimetype": "application/pdf", "size": len(MENU)}
+    owner.send(room, "the menu", msgtype="m.file", filename="menu.pdf", url=url, info=info)
+    _bot_texts_until(world, room, lambda texts: "Filed. END" in texts)
+
+
+MEDIA = {
+    "telegram": _media_on_telegram,
+    "signal": _media_on_signal,
+    "email": _media_on_email,
+    "matrix": _media_on_matrix,
+}
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
@@ -671,11 +774,25 @@ def _restart_on_email(request: pytest.FixtureRequest) -> tuple[list[str], list[s
     return before, [body(m).strip() for m in smtp.messages]
 
 
+def _restart_on_matrix(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    chat_server = request.getfixturevalue("chat_server")
+    world, room = _matrix_room(request, patch=_slow_turns)
+    world.owner.send(room, "very slow question")
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    request.getfixturevalue("start_matrix").running[-1].stop(timeout=20)
+    before = world.owner.texts(room, world.bot.user_id)
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    request.getfixturevalue("start_matrix")(patch=_slow_turns)
+    return before, _bot_texts_until(world, room, lambda texts: "answered now" in texts)
+
+
 RESTART = {
     "telegram": _restart_on_telegram,
     "signal": _restart_on_signal,
     "email": _restart_on_email,
     "console": _restart_on_the_terminal,
+    "matrix": _restart_on_matrix,
 }
 
 

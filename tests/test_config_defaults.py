@@ -114,6 +114,7 @@ def test_the_schema_and_the_records_name_the_same_keys() -> None:
         "llm",
         "telegram",
         "signal",
+        "matrix",
         "runtime",
         "memory",
         "policy",

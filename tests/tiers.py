@@ -162,6 +162,11 @@ def causes_of(obj: object, seen: set[int] | None = None) -> set[str]:
                         found.add(cause)
                     continue
                 value = namespace[name]
+                if isinstance(value, (dict, list, tuple)):  # a table of drivers (the channel contract kit)
+                    for one in value.values() if isinstance(value, dict) else value:
+                        if (inspect.isfunction(one) or inspect.isclass(one)) and _ours(one):
+                            found |= causes_of(one, seen)
+                    continue
                 if isinstance(value, types.ModuleType):
                     cause = _module_cause(value.__name__)
                 elif not (inspect.isfunction(value) or inspect.isclass(value)):

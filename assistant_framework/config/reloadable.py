@@ -38,6 +38,12 @@ APPLIED_BY: Mapping[str, str] = {
     "signal.owner": RELOAD,
     "signal.group_mode": RELOAD,
     "signal.typing": RELOAD,
+    # The homeserver login (server, account, credentials, device) and the scheduled digest are made at start.
+    "matrix": RESTART,
+    "matrix.allowed": RELOAD,
+    "matrix.owner": RELOAD,
+    "matrix.group_mode": RELOAD,
+    "matrix.typing": RELOAD,
     # The prompt's budgets, plugin folders, skill limits and traces are read again.
     "runtime": RELOAD,
     # The turn log, the scheduled digests and the chats' clocks take the zone at start.

@@ -142,6 +142,36 @@ SIGNAL_SCHEMA = {
     "additionalProperties": False,
 }
 
+# A Matrix user id: @localpart:server.
+_MATRIX_USER = "^@[^:\\s]+:[^\\s]+$"
+_ENV_NAME = {"type": "string", "pattern": "^([A-Za-z_][A-Za-z0-9_]{0,127})?$"}
+
+MATRIX_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "enabled": {"type": "boolean"},
+        "homeserver": {"type": "string", "pattern": "^(https?://[^/\\s?#]+.*)?$"},
+        "user_id": {"type": "string", "pattern": "^(|@[^:\\s]+:[^\\s]+)$"},
+        "password": {"type": "string"},
+        "password_env": _ENV_NAME,
+        "access_token": {"type": "string"},
+        "access_token_env": _ENV_NAME,
+        "device_name": {"type": "string", "minLength": 1, "maxLength": 100},
+        "allowed": {"type": "array", "items": {"type": "string", "pattern": _MATRIX_USER}},
+        "owner": {"type": ["string", "null"], "pattern": _MATRIX_USER},
+        "group_mode": {"enum": ["mention", "all"]},
+        "typing": {"type": "boolean"},
+        "morning_digest": {"type": ["string", "null"], "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"},
+    },
+    # The bot needs its server and its own account to log in.
+    "if": {"properties": {"enabled": {"const": True}}, "required": ["enabled"]},
+    "then": {
+        "required": ["homeserver", "user_id"],
+        "properties": {"homeserver": {"minLength": 8}, "user_id": {"minLength": 3}},
+    },
+    "additionalProperties": False,
+}
+
 RUNTIME_SCHEMA = {
     "type": "object",
     "properties": {
@@ -515,6 +545,7 @@ ROOT_SCHEMA = {
         "llm": LLM_SCHEMA,
         "telegram": TELEGRAM_SCHEMA,
         "signal": SIGNAL_SCHEMA,
+        "matrix": MATRIX_SCHEMA,
         "runtime": RUNTIME_SCHEMA,
         "memory": MEMORY_SCHEMA,
         "policy": POLICY_SCHEMA,

@@ -123,6 +123,9 @@ class TextOut:
     reply_to: str | None = None
     skip_parts: int = 0
     on_part_sent: PartSent | None = field(default=None, compare=False)
+    # A stable id of this reply (its inbox item): a platform that takes a client's id for a send (Matrix's
+    # transaction ids) gets the same id for the same part when it is sent again after a crash, and keeps one.
+    key: str = ""
 
 
 @runtime_checkable

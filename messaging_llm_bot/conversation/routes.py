@@ -30,6 +30,7 @@ ROUTES: tuple[Route, ...] = (
     Route("telegram", "tg:", configured=lambda settings: bool(settings.telegram.token), bare_numbers=True),
     Route("signal", "sig:", configured=lambda settings: settings.signal.enabled),
     Route("email", "mail:", configured=lambda settings: settings.email.enabled),
+    Route("matrix", "mx:", configured=lambda settings: settings.matrix.enabled),
     Route("console", "console"),
 )
 

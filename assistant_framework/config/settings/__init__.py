@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from assistant_framework.config.settings.calendar import CalendarSettings
-from assistant_framework.config.settings.chat import SignalSettings, TelegramSettings, WebhookSettings
+from assistant_framework.config.settings.chat import MatrixSettings, SignalSettings, TelegramSettings, WebhookSettings
 from assistant_framework.config.settings.email import EmailSettings, ImapSettings
 from assistant_framework.config.settings.fields import nests as _nests
 from assistant_framework.config.settings.fields import read_record
@@ -50,6 +50,7 @@ class Settings:
     llm: LLMSettings = field(default_factory=LLMSettings, metadata=_nests(LLMSettings))
     telegram: TelegramSettings = field(default_factory=TelegramSettings, metadata=_nests(TelegramSettings))
     signal: SignalSettings = field(default_factory=SignalSettings, metadata=_nests(SignalSettings))
+    matrix: MatrixSettings = field(default_factory=MatrixSettings, metadata=_nests(MatrixSettings))
     runtime: RuntimeSettings = field(default_factory=RuntimeSettings, metadata=_nests(RuntimeSettings))
     memory: MemorySettings = field(default_factory=MemorySettings, metadata=_nests(MemorySettings))
     policy: PolicySettings = field(default_factory=PolicySettings, metadata=_nests(PolicySettings))
@@ -83,6 +84,7 @@ __all__ = [
     "JobsSettings",
     "LLMSettings",
     "MailSettings",
+    "MatrixSettings",
     "McpSettings",
     "MemorySettings",
     "PolicySettings",

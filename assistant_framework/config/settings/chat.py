@@ -60,3 +60,28 @@ class SignalSettings:
     group_mode: str = field(default="mention", metadata=reads(one_of(*GROUP_MODES)))
     typing: bool = field(default=True, metadata=reads(flag))
     morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True))
+
+
+@dataclass(frozen=True)
+class MatrixSettings:
+    """The ``matrix`` section (docs/matrix.md)."""
+
+    enabled: bool = field(default=False, metadata=reads(flag))
+    #: The homeserver's client-server address (``https://matrix.example.org``).
+    homeserver: str = field(default="", metadata=reads(text))
+    #: The bot's own account (``@assistant:example.org``).
+    user_id: str = field(default="", metadata=reads(text))
+    password: str = field(default="", repr=False, metadata=reads(text))
+    #: The name of an environment variable holding the password (instead of ``password``).
+    password_env: str = field(default="", metadata=reads(text))
+    #: An access token instead of a password (an existing device's).
+    access_token: str = field(default="", repr=False, metadata=reads(text))
+    access_token_env: str = field(default="", metadata=reads(text))
+    #: The name of the bot's device (one device, kept across restarts).
+    device_name: str = field(default="assistant", metadata=reads(text))
+    allowed: tuple[str, ...] = field(default=(), metadata=reads(strings))
+    #: null: the first of ``allowed``.
+    owner: str | None = field(default=None, metadata=reads(maybe(text), null=True))
+    group_mode: str = field(default="mention", metadata=reads(one_of(*GROUP_MODES)))
+    typing: bool = field(default=True, metadata=reads(flag))
+    morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True))

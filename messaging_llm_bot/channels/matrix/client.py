@@ -1,0 +1,231 @@
+"""The homeserver through matrix-nio: login on one kept device, sync, send, edit, typing, join and leave, and
+media up and down with a bound.
+
+nio answers a failed call with an error object; here it becomes ``MatrixUnavailable`` (the server is
+unreachable, overloaded or rate limiting: try again later) or ``DeliveryError(for_good=True)`` (forbidden, no
+such room: sending again cannot help). nio's own retry loops are limited (``AsyncClientConfig``) so a call
+never waits forever; the channel retries with backoff itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import nio
+
+from messaging_llm_bot.channels.contract import DeliveryError
+from messaging_llm_bot.channels.matrix.settings import MatrixConfig
+
+log = logging.getLogger(__name__)
+
+SYNC_TIMEOUT_MS = 10_000
+REQUEST_TIMEOUT_SECONDS = 30.0
+#: Sync filter: the timeline of each room (bounded), no presence, no account data the bot never reads.
+SYNC_FILTER: dict[str, Any] = {
+    "presence": {"not_types": ["*"]},
+    "account_data": {"not_types": ["*"]},
+    "room": {"timeline": {"limit": 50}, "account_data": {"not_types": ["*"]}},
+}
+#: The first sync of a workspace: state and invites only; what was said before the bot ran is not answered.
+FIRST_SYNC_FILTER: dict[str, Any] = {**SYNC_FILTER, "room": {**SYNC_FILTER["room"], "timeline": {"limit": 0}}}
+# Error codes after which a retry cannot succeed.
+_FOR_GOOD = {"M_FORBIDDEN", "M_NOT_FOUND", "M_UNKNOWN_TOKEN", "M_BAD_JSON", "M_NOT_JSON", "M_TOO_LARGE"}
+
+
+class MatrixUnavailable(Exception):
+    """The homeserver could not be reached or could not answer now (network, 5xx, rate limit)."""
+
+
+class LoginFailed(Exception):
+    """The homeserver refused the bot's credentials: one sentence for the owner."""
+
+
+@dataclass(frozen=True)
+class Download:
+    """A file from the media repository: its bytes and the type the server gave."""
+
+    data: bytes
+    mime: str
+
+
+def _failed(answer: nio.ErrorResponse, what: str) -> Exception:
+    code = answer.status_code or ""
+    status = getattr(answer.transport_response, "status", 0) or 0
+    text = f"{what}: {answer}"
+    if code in _FOR_GOOD or (400 <= status < 500 and status != 429 and code != "M_LIMIT_EXCEEDED"):
+        return DeliveryError(text, for_good=True)
+    return MatrixUnavailable(text)
+
+
+class MatrixClient:
+    """One logged-in device of the bot's account."""
+
+    def __init__(self, config: MatrixConfig, device_id: str | None) -> None:
+        self.config = config
+        nio_config = nio.AsyncClientConfig(
+            max_limit_exceeded=2,  # nio waits out a 429 twice, then the channel's own backoff takes over
+            max_timeouts=0,
+            request_timeout=REQUEST_TIMEOUT_SECONDS,
+            store_sync_tokens=False,  # the channel keeps next_batch itself, after the inbox has the events
+            encryption_enabled=False,
+        )
+        self.nio = nio.AsyncClient(config.homeserver, config.user_id, device_id=device_id or "", config=nio_config)
+
+    @property
+    def user_id(self) -> str:
+        return str(self.nio.user_id)
+
+    @property
+    def device_id(self) -> str:
+        return str(self.nio.device_id or "")
+
+    async def login(self) -> None:
+        """Log in with the access token (its device) or the password (on the kept device); LoginFailed when
+        refused, MatrixUnavailable when the server cannot be reached."""
+        try:
+            if self.config.access_token:
+                self.nio.access_token = self.config.access_token
+                who = await self.nio.whoami()
+                if isinstance(who, nio.WhoamiError):
+                    raise LoginFailed(f"the homeserver refused matrix.access_token: {who}")
+                self.nio.user_id = who.user_id
+                self.nio.device_id = who.device_id or ""
+                return
+            answer = await self.nio.login(self.config.password, device_name=self.config.device_name)
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as err:
+            raise MatrixUnavailable(f"cannot reach {self.config.homeserver}: {err}") from err
+        if isinstance(answer, nio.LoginError):
+            if answer.status_code in ("M_FORBIDDEN", "M_USER_DEACTIVATED", "M_INVALID_PARAM"):
+                raise LoginFailed(f"the homeserver refused the login of {self.config.user_id}: {answer.message}")
+            raise MatrixUnavailable(f"login: {answer}")
+
+    async def _call(self, what: str, call: Any) -> Any:
+        try:
+            answer = await call
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as err:
+            raise MatrixUnavailable(f"{what}: {type(err).__name__}: {err}") from err
+        if isinstance(answer, nio.ErrorResponse):
+            raise _failed(answer, what)
+        return answer
+
+    async def sync(self, since: str | None, *, first: bool, full_state: bool) -> nio.SyncResponse:
+        answer: nio.SyncResponse = await self._call(
+            "sync",
+            self.nio.sync(
+                timeout=0 if full_state else SYNC_TIMEOUT_MS,
+                sync_filter=FIRST_SYNC_FILTER if first else SYNC_FILTER,
+                since=since,
+                full_state=full_state,
+            ),
+        )
+        return answer
+
+    async def send(self, room_id: str, content: dict[str, Any], txn_id: str) -> str:
+        """Send ``content``; the homeserver takes one message per ``txn_id`` of this device (a resend after a
+        crash is the same event). The event id."""
+        answer = await self._call("send", self.nio.room_send(room_id, "m.room.message", content, tx_id=txn_id))
+        return str(answer.event_id)
+
+    async def typing(self, room_id: str, on: bool = True) -> None:
+        await self._call("typing", self.nio.room_typing(room_id, on, timeout=30_000))
+
+    async def join(self, room_id: str) -> None:
+        await self._call("join", self.nio.join(room_id))
+
+    async def leave(self, room_id: str, reason: str = "") -> None:
+        """Leave (or refuse an invite to) ``room_id``, with ``reason`` shown to the room."""
+        path = f"/_matrix/client/v3/rooms/{quote(room_id)}/leave"
+        await self._raw("POST", path, {"reason": reason} if reason else {})
+
+    async def joined_encrypted(self, room_id: str) -> bool:
+        """Whether ``room_id`` has end-to-end encryption turned on (its ``m.room.encryption`` state)."""
+        path = f"/_matrix/client/v3/rooms/{quote(room_id)}/state/m.room.encryption/"
+        try:
+            await self._raw("GET", path, None)
+        except DeliveryError:
+            return False  # M_NOT_FOUND: no such state event
+        return True
+
+    async def _raw(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        session = await self._session()
+        try:
+            async with session.request(
+                method,
+                self.config.homeserver + path,
+                json=body,
+                headers={"Authorization": f"Bearer {self.nio.access_token}"},
+                timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_SECONDS),
+            ) as answer:
+                data = await answer.json(content_type=None)
+                if answer.status >= 400:
+                    code = data.get("errcode", "") if isinstance(data, dict) else ""
+                    text = f"{method} {path}: {answer.status} {code}"
+                    if answer.status == 429 or answer.status >= 500:
+                        raise MatrixUnavailable(text)
+                    raise DeliveryError(text, for_good=True)
+                return data if isinstance(data, dict) else {}
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as err:
+            raise MatrixUnavailable(f"{method} {path}: {type(err).__name__}: {err}") from err
+
+    async def _session(self) -> aiohttp.ClientSession:
+        if self.nio.client_session is None:
+            self.nio.client_session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_SECONDS)
+            )
+        session: aiohttp.ClientSession = self.nio.client_session
+        return session
+
+    async def upload(self, data: bytes, mime: str, name: str) -> str:
+        """Put ``data`` into the media repository; its ``mxc://`` address."""
+        session = await self._session()
+        try:
+            async with session.post(
+                f"{self.config.homeserver}/_matrix/media/v3/upload",
+                params={"filename": name},
+                data=data,
+                headers={"Authorization": f"Bearer {self.nio.access_token}", "Content-Type": mime},
+                timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_SECONDS * 4),
+            ) as answer:
+                body = await answer.json(content_type=None)
+                if answer.status >= 400 or not isinstance(body, dict) or "content_uri" not in body:
+                    text = f"upload: {answer.status} {str(body)[:200]}"
+                    if answer.status == 429 or answer.status >= 500:
+                        raise MatrixUnavailable(text)
+                    raise DeliveryError(text, for_good=True)
+                return str(body["content_uri"])
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as err:
+            raise MatrixUnavailable(f"upload: {type(err).__name__}: {err}") from err
+
+    async def download(self, mxc: str, limit_bytes: int) -> Download | str:
+        """The file behind ``mxc`` (authenticated media, spec v1.11), read up to ``limit_bytes``; a sentence
+        for the user instead when it is larger, gone or cannot be fetched."""
+        server, _, media_id = mxc.removeprefix("mxc://").partition("/")
+        if not mxc.startswith("mxc://") or not server or not media_id or "/" in media_id:
+            return "The file's address is not a Matrix media address."
+        session = await self._session()
+        url = f"{self.config.homeserver}/_matrix/client/v1/media/download/{quote(server)}/{quote(media_id)}"
+        try:
+            async with session.get(
+                url,
+                headers={"Authorization": f"Bearer {self.nio.access_token}"},
+                timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_SECONDS * 4),
+            ) as answer:
+                if answer.status >= 400:
+                    return f"The homeserver did not give the file (HTTP {answer.status})."
+                chunks, size = [], 0
+                async for chunk in answer.content.iter_chunked(64 * 1024):
+                    size += len(chunk)
+                    if size > limit_bytes:
+                        return f"That file is larger than {limit_bytes // 1_000_000} MB; I take at most that."
+                    chunks.append(chunk)
+                return Download(b"".join(chunks), answer.headers.get("Content-Type", "application/octet-stream"))
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as err:
+            return f"Getting the file from the homeserver failed: {type(err).__name__}."
+
+    async def close(self) -> None:
+        await self.nio.close()

@@ -1,0 +1,314 @@
+"""The sync loop: invites judged, messages gated and stored in the durable inbox, then the sync position kept.
+
+Order of each message: the bot's own events are skipped; an encrypted room is told once that the bot cannot
+read it; the allowlist comes first (a stranger who addresses the bot is told once, nothing of theirs is
+stored or reaches the model); then the answer to an open yes/no question, ``/stop`` at once, the other
+commands in the chat's order; then the durable inbox (the event id taken once) and a turn in the chat's queue.
+Only when every event of a sync answer is in the inbox is its ``next_batch`` written (state.py), so a crash
+between the two gives the same events again, and the inbox drops the ones it has.
+
+Invites: joined only when the inviter is in ``matrix.allowed``; any other invite is refused (left), with a
+reason the inviter sees, and nothing else happens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Protocol
+
+import nio
+
+from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
+from messaging_llm_bot.channels.matrix.channel import MatrixChannel
+from messaging_llm_bot.channels.matrix.client import MatrixUnavailable
+from messaging_llm_bot.channels.matrix.message import MatrixMessage, command_name, is_command, parse_message
+from messaging_llm_bot.channels.matrix.settings import PREFIX, MatrixConfig
+from messaging_llm_bot.channels.matrix.state import StateFile
+from messaging_llm_bot.channels.matrix.tasks import ChatTasks
+from messaging_llm_bot.channels.matrix.turn import TurnRunner
+from messaging_llm_bot.conversation import commands as texts
+from messaging_llm_bot.conversation.chatqueue import ChatQueues
+from messaging_llm_bot.conversation.held import StorageOutage, held_text
+from messaging_llm_bot.conversation.job_runs import is_job_item
+
+log = logging.getLogger(__name__)
+
+BACKOFF_START_SECONDS = 0.5
+ENCRYPTED_TEXT = (
+    "This room is end-to-end encrypted, and I cannot read encrypted messages. Please talk to me in a room "
+    "without encryption (start a new direct chat with encryption turned off)."
+)
+INVITE_REFUSED = "This assistant joins only rooms its owner allowed."
+RESET_CONFIRM = "yes"
+
+
+def stranger_text(user_id: str) -> str:
+    return (
+        f"Sorry, you are not authorised to use this assistant. Your Matrix id is {user_id}; "
+        "the owner can add it to matrix.allowed."
+    )
+
+
+class SyncHost(Protocol):
+    """What the reader uses of the running service (service.py)."""
+
+    runtime: Any
+    inbox: Inbox
+    channel: MatrixChannel
+    turns: TurnRunner
+    queues: ChatQueues
+    tasks: ChatTasks
+    state: StateFile
+    storage: StorageOutage
+    backoff_max: float
+
+    @property
+    def config(self) -> MatrixConfig: ...
+
+    @property
+    def stopping(self) -> bool: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class SyncReader:
+    """Runs the sync loop of a started service until it stops."""
+
+    def __init__(self, host: SyncHost) -> None:
+        self.host = host
+        self.synced = asyncio.Event()  # set after the first sync answer was handled (tests, doctor)
+        self._down = False
+
+    @property
+    def bot(self) -> str:
+        return self.host.channel.client.user_id
+
+    async def consume(self) -> None:
+        host = self.host
+        delay = BACKOFF_START_SECONDS
+        full_state = True  # the first answer of a run brings every room's members and encryption
+        while not host.stopping:
+            first = host.state.state.next_batch is None
+            try:
+                answer = await host.channel.client.sync(host.state.state.next_batch, first=first, full_state=full_state)
+            except (MatrixUnavailable, DeliveryError) as err:
+                if not self._down:
+                    self._down = True
+                    log.warning("matrix: the homeserver cannot be reached: %s; retrying", err)
+                await host.sleep(delay)
+                delay = min(delay * 2, host.backoff_max)
+                continue
+            except asyncio.CancelledError:
+                raise
+            if self._down:
+                self._down = False
+                log.info("matrix: the homeserver answers again")
+            delay = BACKOFF_START_SECONDS
+            full_state = False
+            try:
+                stored = await self.handle(answer, skip_timeline=first)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - one bad answer must not end the channel; its position is not kept
+                log.exception("matrix: handling a sync answer failed")
+                await host.sleep(delay)
+                continue
+            if not stored:
+                return  # stopped while the inbox could not store: the position stays before these events
+            await asyncio.to_thread(host.state.update, next_batch=answer.next_batch)
+            self.synced.set()
+
+    async def handle(self, answer: nio.SyncResponse, *, skip_timeline: bool) -> bool:
+        """Every invite and message of one sync answer; False when a stop came before all were stored."""
+        for room_id, invite in answer.rooms.invite.items():
+            await self.on_invite(room_id, [e.source for e in invite.invite_state if hasattr(e, "source")])
+        if skip_timeline:
+            if answer.rooms.join:
+                log.info(
+                    "matrix: first start on this workspace: earlier messages in %d room(s) are not answered",
+                    len(answer.rooms.join),
+                )
+            return True
+        for room_id, info in answer.rooms.join.items():
+            sources = [e.source for e in info.timeline.events if isinstance(getattr(e, "source", None), dict)]
+            if info.timeline.limited and not any(self._joined_now(e) for e in sources):
+                log.warning(
+                    "matrix: more messages came in %s while I was away than one sync gives; the earliest were skipped",
+                    room_id,
+                )
+            for source in sources:
+                if not await self.on_event(room_id, source):
+                    return False
+        return True
+
+    def _joined_now(self, event: dict[str, Any]) -> bool:
+        """The bot's own join: a room joined in this answer brings its history, not missed messages."""
+        content = event.get("content") if isinstance(event.get("content"), dict) else {}
+        return (
+            event.get("type") == "m.room.member"
+            and event.get("state_key") == self.bot
+            and isinstance(content, dict)
+            and content.get("membership") == "join"
+        )
+
+    # -- invites ------------------------------------------------------------------------
+
+    async def on_invite(self, room_id: str, invite_state: list[dict[str, Any]]) -> None:
+        host = self.host
+        inviter = next(
+            (
+                e.get("sender")
+                for e in invite_state
+                if e.get("type") == "m.room.member" and e.get("state_key") == self.bot
+            ),
+            None,
+        )
+        if isinstance(inviter, str) and host.config.allows(inviter):
+            try:
+                await host.channel.client.join(room_id)
+            except (MatrixUnavailable, DeliveryError) as err:
+                log.warning("matrix: could not join %s (invited by %s): %s", room_id, inviter, err)
+                return
+            log.info("matrix: joined %s, invited by %s", room_id, inviter)
+            return
+        log.info("matrix: refused the invite to %s from %s (not in matrix.allowed)", room_id, inviter or "?")
+        try:
+            await host.channel.client.leave(room_id, INVITE_REFUSED)
+        except (MatrixUnavailable, DeliveryError) as err:
+            log.info("matrix: could not refuse the invite to %s: %s", room_id, err)
+
+    # -- messages -----------------------------------------------------------------------
+
+    def _direct(self, room_id: str) -> bool:
+        """A room of the bot and one person (joined or invited): a private chat."""
+        room = self.host.channel.client.nio.rooms.get(room_id)
+        return room is not None and room.member_count <= 2
+
+    async def on_event(self, room_id: str, event: dict[str, Any]) -> bool:
+        """One timeline event; False only when a stop came while the inbox could not store it."""
+        host = self.host
+        sender = event.get("sender")
+        if sender == self.bot or not isinstance(sender, str):
+            return True
+        if event.get("type") == "m.room.encrypted":
+            if host.config.allows(sender) and await asyncio.to_thread(host.state.tell_once, f"e2ee:{room_id}"):
+                log.warning("matrix: %s is end-to-end encrypted; told the room that I cannot read it", room_id)
+                await self.say(Address(room_id), ENCRYPTED_TEXT)
+            return True
+        msg = parse_message(room_id, event, self._direct(room_id), self.bot)
+        if msg is None:
+            return True
+        config = host.config
+        if not config.allows(sender):
+            await self.refuse(msg)
+            return True
+        owner = config.is_owner(sender)
+        if msg.direct and owner:
+            await asyncio.to_thread(host.state.update, owner_room=room_id)
+            if host.channel.resolve(room_id, msg.text):
+                return True  # the answer to an open yes/no question, not a new message
+        chat = msg.conversation_id
+        if is_command(msg):
+            if command_name(msg) == "stop":
+                await self.stop_turn(msg)
+                return True
+            if not host.tasks.spawn(chat, self.command(msg), owner=owner):
+                await self.over_limit(msg)
+            return True
+        if not (msg.direct or config.group_mode == "all" or msg.mentions_bot):
+            return True
+        if host.inbox.seen(msg.event_id):
+            return True
+        if not owner and host.queues.full(chat):
+            await self.over_limit(msg)
+            return True
+        stored, item = await self.store(msg, event)
+        if not stored:
+            return False
+        if item is not None:
+            host.tasks.spawn(chat, host.turns.answer(item), owner=owner, exempt=True)
+        return True
+
+    async def store(self, msg: MatrixMessage, event: dict[str, Any]) -> tuple[bool, InboxItem | None]:
+        """The message into the inbox: (True, its item or None for a duplicate); (False, None) at a stop while
+        the inbox could not store it (the sync position stays before it: the next start gets it again)."""
+        host = self.host
+        payload = {"room": msg.room_id, "event": event, "direct": msg.direct}
+        while True:
+            try:
+                item = await asyncio.to_thread(host.inbox.accept, msg.event_id, msg.conversation_id, payload)
+            except OSError as err:
+                pause = host.storage.failed(err, f"the message {msg.event_id} from {msg.sender}")
+                if host.storage.tell(msg.room_id):
+                    await self.say(msg.address, held_text(err))
+                if not host.stopping:
+                    await host.sleep(pause)
+                if host.stopping:
+                    return False, None
+                continue
+            host.storage.ok()
+            return True, item
+
+    async def refuse(self, msg: MatrixMessage) -> None:
+        """A stranger in a room the bot is in: told once, when they address the bot; nothing else."""
+        if not (msg.direct or msg.mentions_bot):
+            return
+        if not await asyncio.to_thread(self.host.state.tell_once, f"stranger:{msg.sender}"):
+            log.info("matrix: ignored %s again (not in matrix.allowed; already told)", msg.sender)
+            return
+        log.info("matrix: refused %s (not in matrix.allowed)", msg.sender)
+        await self.say(msg.address, stranger_text(msg.sender))
+
+    async def say(self, to: Address, text: str) -> None:
+        try:
+            await self.host.channel.send_text(to, TextOut(text))
+        except (MatrixUnavailable, DeliveryError) as err:
+            log.info("matrix: could not say %r in %s: %s", text[:40], to.chat_id, err)
+
+    async def over_limit(self, msg: MatrixMessage) -> None:
+        queues = self.host.queues
+        if queues.refused(msg.conversation_id):
+            await self.say(msg.address, texts.backlog_text(queues.pending(msg.conversation_id)))
+
+    async def stop_turn(self, msg: MatrixMessage) -> None:
+        stopped = self.host.runtime.agent.stop(msg.conversation_id)
+        if stopped:
+            self.host.channel.questions.decline_all(msg.room_id)
+        await self.say(msg.address, texts.STOPPING_TEXT if stopped else texts.NOTHING_TO_STOP_TEXT)
+
+    async def command(self, msg: MatrixMessage) -> None:
+        """A /command, answered in the chat's order; the owner-only ones only in the owner's direct room."""
+        host = self.host
+        text = msg.text.strip()
+        name, _, rest = text[1:].partition(" ")
+        owner_chat = msg.direct and host.config.is_owner(msg.sender)
+        if name.lower() == "reset":
+            if rest.strip().lower() == RESET_CONFIRM:
+                reply = await asyncio.to_thread(host.runtime.agent.reset, msg.conversation_id)
+            else:
+                reply = (
+                    "This clears the message history of this conversation, so I forget what we talked about "
+                    f"here. Notes, tasks, reminders and other saved data are kept.\n\nSend /reset {RESET_CONFIRM} "
+                    "to clear it."
+                )
+        else:
+            answered = await asyncio.to_thread(
+                texts.run_command, host.runtime, msg.conversation_id, text, owner_data=owner_chat
+            )
+            reply = answered if answered is not None else f"Unknown command /{name}. /help lists what I understand."
+        await self.say(msg.address, reply)
+
+    def replay(self) -> None:
+        """Answer what the last run left in the inbox: job runs, then messages oldest first (never refused)."""
+        host = self.host
+        items = host.inbox.pending(PREFIX)
+        jobs = [i for i in items if is_job_item(i)]
+        messages = [i for i in items if not is_job_item(i)]
+        if messages:
+            log.info("matrix: answering %d message(s) left unanswered by the last run", len(messages))
+        for item in jobs + messages:
+            msg = host.turns.message_of(item)
+            owner = is_job_item(item) or (msg is not None and host.config.is_owner(msg.sender))
+            host.tasks.spawn(item.conversation_id, host.turns.answer(item), owner=owner, exempt=True)

@@ -1,0 +1,287 @@
+"""Answer one durable inbox item from Matrix: the agent's turn (with typing and the growing answer), then the
+reply delivered through the ledger.
+
+Used for live messages, the start-up replay and job runs; the caller holds the chat's queue, so one chat's
+messages are answered in order. Each reply part goes out with a transaction id made from the item and the
+part's index, and is recorded in the ledger as it goes: a crash resends only what is not recorded, and a
+part that was out but not yet recorded is the same event again (the homeserver de-duplicates it). While the
+homeserver cannot be reached the reply waits (it is in the inbox) and is retried with backoff until a stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
+
+from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
+from messaging_llm_bot.channels.matrix.channel import MatrixChannel, in_thread, txn_id
+from messaging_llm_bot.channels.matrix.client import MatrixUnavailable
+from messaging_llm_bot.channels.matrix.format import MatrixPart, edit_content, render_matrix, text_content
+from messaging_llm_bot.channels.matrix.live import LIVE_PART, LiveReply, Typing
+from messaging_llm_bot.channels.matrix.message import MatrixMessage, parse_message
+from messaging_llm_bot.channels.matrix.settings import MatrixConfig, address_of
+from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, offers_conversation, question_text
+from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
+from messaging_llm_bot.conversation.chatflags import ChatFlags
+from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, area_for, files_input
+from messaging_llm_bot.conversation.job_answer import answer_job_run
+from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.pool import TurnPool
+from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.turns import RunningTurns
+
+if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from messaging_llm_bot.agent.images import ImageInput
+
+log = logging.getLogger(__name__)
+
+FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
+RETRY_MAX_SECONDS = 30.0
+MAX_FILE_IN_BYTES = 50 * 1024 * 1024  # Synapse's default max_upload_size
+HOW_TO_ANSWER = "Reply yes to confirm or no to decline."
+HOW_TO_ANSWER_OR_ALLOW = (
+    "Reply yes to confirm, no to decline, or chat to allow it for this conversation (this skill's calls "
+    "then run without asking while the outside content named above is all that is in view; new outside "
+    "content asks again, /reset ends it)."
+)
+UNSUPPORTED = "I cannot take {kind} messages here yet: send text, a picture, a file or a voice message."
+
+
+class TurnRunner:
+    """Runs turns for the Matrix channel; one per running channel."""
+
+    def __init__(
+        self, runtime: Runtime, inbox: Inbox, channel: MatrixChannel, config: Callable[[], MatrixConfig]
+    ) -> None:
+        self.runtime, self.inbox, self.channel = runtime, inbox, channel
+        self._config = config
+        self.stopping = False
+        self.stop_event = asyncio.Event()
+        self._active = RunningTurns()
+        self.flags = ChatFlags(runtime.workspace)  # notices told once per chat
+        self.pool = TurnPool(lambda: self.runtime.settings)
+
+    @property
+    def config(self) -> MatrixConfig:
+        return self._config()
+
+    @property
+    def active(self) -> int:
+        return len(self._active)
+
+    async def wait_idle(self, timeout: float) -> bool:
+        return await self._active.wait_idle(timeout)
+
+    def cancel_all(self) -> int:
+        return self._active.cancel_all()
+
+    async def answer(self, item: InboxItem) -> None:
+        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
+        if self.stopping:
+            log.info("matrix: stopping; %s stays in the inbox for the next start", item.item_id)
+            return
+        with self._active.tracking():
+            if is_job_item(item):
+                await self._answer_job(item)
+            else:
+                await self._answer(item)
+
+    def message_of(self, item: InboxItem) -> MatrixMessage | None:
+        payload = item.payload
+        room, event = payload.get("room"), payload.get("event")
+        if not isinstance(room, str) or not isinstance(event, dict):
+            return None
+        return parse_message(room, event, bool(payload.get("direct")), self.channel.client.user_id)
+
+    async def _answer(self, item: InboxItem) -> None:
+        msg = self.message_of(item)
+        if msg is None:  # cannot happen for items this channel wrote; a foreign file is completed, not retried
+            log.error("matrix: inbox item %s holds no Matrix message; completing it", item.item_id)
+            await asyncio.to_thread(self.inbox.complete, item.item_id)
+            return
+        reply = item.reply
+        live: LiveReply | None = None
+        if reply is None:
+            typing = Typing(self.channel, msg.room_id, self.config.typing)
+            live = LiveReply(self.channel, msg.address, item.item_id, on_message=lambda _id: self._live_sent(item))
+            typing.start()
+            live.start()
+            try:
+                reply = await self._produce(item, msg, live)
+            except asyncio.CancelledError:
+                raise
+            except OSError as exc:
+                log.exception("matrix: answering %s failed", item.item_id)
+                reply = f"⚠️ I could not handle your message: my workspace cannot be written ({exc.strerror})."
+            except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
+                log.exception("matrix: answering %s in %s failed", item.item_id, msg.room_id)
+                reply = FAILED_REPLY
+            finally:
+                await live.stop()
+                await typing.stop()
+            try:
+                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
+            except OSError as err:
+                log.warning("matrix: could not record the reply of %s: %s", item.item_id, err)
+        live_id = live.event_id if live is not None else None
+        if await self.deliver(item, msg.address, reply, live_id):
+            await asyncio.to_thread(self.inbox.complete, item.item_id)
+
+    async def _live_sent(self, item: InboxItem) -> None:
+        try:
+            await asyncio.to_thread(self.inbox.record_live, item.item_id, 1)  # its id: the transaction id's
+        except (OSError, KeyError) as err:
+            log.warning("matrix: could not record the live message of %s: %s", item.item_id, err)
+
+    async def _produce(self, item: InboxItem, msg: MatrixMessage, live: LiveReply) -> str:
+        config = self.config
+        owner_chat = msg.direct and config.is_owner(msg.sender)
+        untrusted = False
+        images: tuple[ImageInput, ...] = ()
+        notice = ""
+        text = msg.text
+        if msg.media is not None:
+            if msg.media.kind == "video":
+                return UNSUPPORTED.format(kind="video")
+            area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
+            got = await files_input(area, [await self._save(area, msg)], self.runtime.settings)
+            if isinstance(got, str):
+                return got
+            text, untrusted, images = got.text, True, got.images
+            if got.vision_missing and await asyncio.to_thread(
+                self.flags.first_time, item.conversation_id, VISION_MISSING_FLAG
+            ):
+                notice = VISION_MISSING
+        approve = None
+        if owner_chat:
+            approve = self.channel.questions.approver(
+                lambda request: self._ask(msg.address, request), asyncio.get_running_loop(), msg.room_id
+            )
+        from messaging_llm_bot.agent.incoming import Incoming  # on use, as in the other channels
+        from messaging_llm_bot.agent.turn import reply_text
+
+        agent = self.runtime.agent
+        incoming = Incoming(
+            item.conversation_id,
+            text,
+            chat_id=item.conversation_id,
+            user_id=msg.sender,
+            message_id=msg.event_id,
+            owner_chat=owner_chat,  # only the owner's own direct room sees the owner's data
+            untrusted=untrusted,
+            approve=approve,
+            on_event=live.on_event,
+            stream=agent.settings.stream,
+            images=images,
+        )
+        answered = await self.pool.run(agent.handle, incoming, owner_turn=config.is_owner(msg.sender))
+        return f"{reply_text(answered)}\n\n{notice}" if notice else reply_text(answered)
+
+    async def _save(self, area: Any, msg: MatrixMessage) -> SavedFile | str:
+        media = msg.media
+        assert media is not None
+        got = await self.channel.download(media, MAX_FILE_IN_BYTES)
+        if isinstance(got, str):
+            return got
+        today = datetime.now(ZoneInfo(self.config.timezone)).date()
+        kind = "photo" if media.kind == "photo" else "voice note" if media.kind == "voice" else media.kind
+        return await asyncio.to_thread(
+            save_bytes, area, got.data, media.name, today, kind=kind, mime_type=media.mime or got.mime, caption=msg.text
+        )
+
+    async def _ask(self, to: Address, request: dict[str, Any]) -> Answer:
+        """Ask the owner in the room and wait for the reply yes/no/chat (False on timeout or error)."""
+        questions = self.channel.questions
+        future = questions.open(to.chat_id, to.chat_id, request)
+        how = HOW_TO_ANSWER_OR_ALLOW if offers_conversation(request) else HOW_TO_ANSWER
+        try:
+            content = in_thread(text_content(render_matrix(question_text(request, how))[0]), to)
+            await self.channel.client.send(to.chat_id, content, txn_id("", 0))
+            answer = await questions.wait(future)
+            if answer is None:
+                await self._say(to, NO_ANSWER)
+                return False
+            return answer
+        except (MatrixUnavailable, DeliveryError) as err:
+            log.warning("matrix: could not ask for confirmation in %s: %s", to.chat_id, err)
+            return False
+        finally:
+            questions.close(to.chat_id)
+
+    async def _say(self, to: Address, text: str) -> None:
+        try:
+            await self.channel.send_text(to, TextOut(text))
+        except (MatrixUnavailable, DeliveryError) as err:
+            log.info("matrix: could not say %r in %s: %s", text[:40], to.chat_id, err)
+
+    async def deliver(self, item: InboxItem, to: Address, reply: str, live_id: str | None = None) -> bool:
+        """The one delivery path of chat turns and job runs: the parts not in the ledger, each recorded as it
+        goes out; a live message (streaming) becomes the first part by an edit. Retries while the homeserver
+        cannot be reached; False when stopping first (the item stays)."""
+        delay = 0.5
+        held = False
+        while True:
+            skip = self.inbox.parts_sent(item.item_id)
+
+            async def on_part_sent(index: int, _event_id: str) -> None:
+                try:
+                    await asyncio.to_thread(self.inbox.record_part, item.item_id, index, index + 1)
+                except (OSError, KeyError) as err:  # the part is out; a resend would be the same event
+                    log.warning("matrix: could not record part %d of %s: %s", index, item.item_id, err)
+
+            try:
+                if skip == 0 and live_id is None and item.live is not None:
+                    # a crash left a live message: the same transaction id gives back its event, edited below
+                    placeholder = in_thread(text_content(MatrixPart("…")), to)
+                    live_id = await self.channel.client.send(to.chat_id, placeholder, txn_id(item.item_id, LIVE_PART))
+                if skip == 0 and live_id is not None:
+                    first = render_matrix(reply)[0]
+                    await self.channel.client.send(
+                        to.chat_id, edit_content(live_id, first), txn_id(item.item_id, "edit")
+                    )
+                    await on_part_sent(0, live_id)
+                    skip = 1
+                await self.channel.send_text(
+                    to, TextOut(reply, skip_parts=skip, on_part_sent=on_part_sent, key=item.item_id)
+                )
+                return True
+            except DeliveryError as err:
+                log.error("matrix: the reply of %s in %s was refused: %s; giving up", item.item_id, to.chat_id, err)
+                return True
+            except MatrixUnavailable as err:
+                if not held:
+                    held = True
+                    log.warning("matrix: the reply of %s cannot be sent for now: %s; retrying", item.item_id, err)
+            if self.stopping:
+                return False
+            try:
+                await asyncio.wait_for(self.stop_event.wait(), delay)
+                return False
+            except asyncio.TimeoutError:
+                delay = min(delay * 2, RETRY_MAX_SECONDS)
+
+    async def _answer_job(self, item: InboxItem) -> None:
+        room, thread = address_of(item.conversation_id)
+        to = Address(room, thread)
+
+        async def deliver(text: str) -> bool:
+            return await self.deliver(item, to, text)
+
+        async def tell(text: str) -> None:
+            await self._say(to, text)
+
+        await answer_job_run(
+            self.runtime,
+            self.pool,
+            self.inbox,
+            item,
+            chat_id=item.conversation_id,
+            user_id=room,
+            deliver=deliver,
+            tell=tell,
+        )

@@ -1,0 +1,393 @@
+"""A real Matrix homeserver for the Matrix channel's tests: Synapse on loopback, started once per test session.
+
+Synapse lives in its own venv (``make synapse``: .cache/synapse-venv, git-ignored; its Twisted stack is not
+the bot's). The session fixture ``synapse`` writes a small homeserver.yaml (SQLite, loopback, registration by
+shared secret, rate limits out of the way, cheap password hashes), starts it and waits for
+``/_matrix/client/versions``. Each test registers users of its own (``matrix`` fixture): a bot, the owner, a
+friend and a stranger with fresh names, so tests share the server but no rooms, no sync tokens, no devices.
+People are driven through the client-server API (``MatrixUser``); the bot is the code under test.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import hmac
+import itertools
+import os
+import secrets
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+import requests
+
+from tests.waiting import wait_until
+
+ROOT = Path(__file__).resolve().parent.parent
+SYNAPSE_PYTHON = ROOT / ".cache" / "synapse-venv" / "bin" / "python"
+SHARED_SECRET = "matrix-tests-shared-secret"
+PASSWORD = "correct horse battery staple"
+START_TIMEOUT = 60.0
+
+_CONFIG = """\
+server_name: "localhost"
+pid_file: {dir}/homeserver.pid
+listeners:
+  - port: {port}
+    bind_addresses: ['127.0.0.1']
+    type: http
+    tls: false
+    x_forwarded: false
+    resources:
+      - names: [client]
+        compress: false
+database:
+  name: sqlite3
+  args:
+    database: {dir}/homeserver.db
+log_config: {dir}/log.yaml
+media_store_path: {dir}/media
+registration_shared_secret: "{secret}"
+report_stats: false
+signing_key_path: {dir}/signing.key
+trusted_key_servers: []
+suppress_key_server_warning: true
+bcrypt_rounds: 4
+enable_metrics: false
+presence:
+  enabled: false
+url_preview_enabled: false
+rc_message: {{per_second: 10000, burst_count: 10000}}
+rc_login:
+  address: {{per_second: 10000, burst_count: 10000}}
+  account: {{per_second: 10000, burst_count: 10000}}
+  failed_attempts: {{per_second: 10000, burst_count: 10000}}
+rc_joins:
+  local: {{per_second: 10000, burst_count: 10000}}
+  remote: {{per_second: 10000, burst_count: 10000}}
+rc_invites:
+  per_room: {{per_second: 10000, burst_count: 10000}}
+  per_user: {{per_second: 10000, burst_count: 10000}}
+  per_issuer: {{per_second: 10000, burst_count: 10000}}
+rc_registration: {{per_second: 10000, burst_count: 10000}}
+rc_room_creation: {{per_second: 10000, burst_count: 10000}}
+"""
+
+_LOG = """\
+version: 1
+formatters:
+  precise:
+    format: '%(asctime)s - %(name)s - %(levelname)s - %(message)s'
+handlers:
+  file:
+    class: logging.FileHandler
+    formatter: precise
+    filename: {dir}/homeserver.log
+root:
+  level: WARNING
+  handlers: [file]
+disable_existing_loggers: false
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Synapse:
+    """One Synapse process on loopback with a data folder of its own."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.started_in = 0.0
+        self._names = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def start(self) -> Synapse:
+        if not SYNAPSE_PYTHON.exists():
+            pytest.fail("Synapse is not installed for the tests: run `make synapse` (make test does)")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        config = self.folder / "homeserver.yaml"
+        config.write_text(_CONFIG.format(dir=self.folder, port=self.port, secret=SHARED_SECRET), encoding="utf-8")
+        (self.folder / "log.yaml").write_text(_LOG.format(dir=self.folder), encoding="utf-8")
+        # Synapse's key format ("ed25519 <version> <unpadded base64 seed>"), written here: its own
+        # --generate-keys run costs a second start-up.
+        seed = base64.b64encode(os.urandom(32)).decode("ascii").rstrip("=")
+        (self.folder / "signing.key").write_text(f"ed25519 a_test {seed}\n", encoding="utf-8")
+        began = time.monotonic()
+        with open(self.folder / "stdout.log", "wb") as out:
+            self.process = subprocess.Popen(
+                [str(SYNAPSE_PYTHON), "-m", "synapse.app.homeserver", "-c", str(config)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.folder,
+            )
+        wait_until(self._answers, timeout=START_TIMEOUT, what=f"Synapse to answer on {self.url}")
+        self.started_in = time.monotonic() - began
+        return self
+
+    def _answers(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            log = (self.folder / "stdout.log").read_text(errors="replace")[-3000:]
+            raise AssertionError(f"Synapse exited with {self.process.returncode}:\n{log}")
+        try:
+            return requests.get(f"{self.url}/_matrix/client/versions", timeout=1).ok
+        except requests.RequestException:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+    def register(self, name: str) -> MatrixUser:
+        """A new user ``@<name>-<n>:localhost`` (unique in the session), registered by the shared secret."""
+        with self._lock:
+            localpart = f"{name}-{next(self._names)}-{secrets.token_hex(2)}"
+        endpoint = f"{self.url}/_synapse/admin/v1/register"
+        nonce = requests.get(endpoint, timeout=10).json()["nonce"]
+        mac = hmac.new(SHARED_SECRET.encode(), digestmod=hashlib.sha1)
+        mac.update(f"{nonce}\x00{localpart}\x00{PASSWORD}\x00notadmin".encode())
+        body = {"nonce": nonce, "username": localpart, "password": PASSWORD, "admin": False, "mac": mac.hexdigest()}
+        answer = requests.post(endpoint, json=body, timeout=10)
+        answer.raise_for_status()
+        data = answer.json()
+        return MatrixUser(self.url, data["user_id"], data["access_token"])
+
+
+class MatrixUser:
+    """A person on the homeserver, through the client-server API."""
+
+    def __init__(self, url: str, user_id: str, token: str) -> None:
+        self.url = url
+        self.user_id = user_id
+        self.token = token
+        self._txn = itertools.count(1)
+
+    def _call(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+        answer = requests.request(
+            method,
+            f"{self.url}/_matrix/client/v3{path}",
+            json=body,
+            params=params or None,
+            headers={"Authorization": f"Bearer {self.token}"},
+            timeout=30,
+        )
+        if not answer.ok:
+            raise AssertionError(f"{method} {path}: {answer.status_code} {answer.text[:300]}")
+        return answer.json()
+
+    def create_room(
+        self, invite: list[str] = (), *, direct: bool = False, encrypted: bool = False, name: str = ""
+    ) -> str:
+        body: dict[str, Any] = {"invite": list(invite), "is_direct": direct, "preset": "private_chat"}
+        if name:
+            body["name"] = name
+        if encrypted:
+            body["initial_state"] = [
+                {"type": "m.room.encryption", "state_key": "", "content": {"algorithm": "m.megolm.v1.aes-sha2"}}
+            ]
+        return str(self._call("POST", "/createRoom", body)["room_id"])
+
+    def join(self, room: str) -> None:
+        self._call("POST", f"/join/{quote(room)}", {})
+
+    def invite(self, room: str, user_id: str) -> None:
+        self._call("POST", f"/rooms/{quote(room)}/invite", {"user_id": user_id})
+
+    def send(self, room: str, text: str = "", **content: Any) -> str:
+        body = {"msgtype": "m.text", "body": text, **content}
+        path = f"/rooms/{quote(room)}/send/m.room.message/t{next(self._txn)}-{secrets.token_hex(4)}"
+        return str(self._call("PUT", path, body)["event_id"])
+
+    def upload(self, data: bytes, mime: str, name: str) -> str:
+        answer = requests.post(
+            f"{self.url}/_matrix/media/v3/upload",
+            params={"filename": name},
+            data=data,
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": mime},
+            timeout=30,
+        )
+        answer.raise_for_status()
+        return str(answer.json()["content_uri"])
+
+    def download(self, mxc: str) -> bytes:
+        server, media = mxc.removeprefix("mxc://").split("/", 1)
+        answer = requests.get(
+            f"{self.url}/_matrix/client/v1/media/download/{server}/{media}",
+            headers={"Authorization": f"Bearer {self.token}"},
+            timeout=30,
+        )
+        answer.raise_for_status()
+        return answer.content
+
+    def members(self, room: str) -> dict[str, str]:
+        """user id -> membership ("join", "invite", "leave") of everyone in ``room``."""
+        events = self._call("GET", f"/rooms/{quote(room)}/members")["chunk"]
+        return {event["state_key"]: event["content"]["membership"] for event in events}
+
+    def events(self, room: str) -> list[dict[str, Any]]:
+        """The room's m.room.message events, oldest first (edits included as their own events)."""
+        found = self._call("GET", f"/rooms/{quote(room)}/messages", dir="b", limit=1000)["chunk"]
+        return [e for e in reversed(found) if e.get("type") == "m.room.message"]
+
+    def shown(self, room: str, sender: str) -> list[dict[str, Any]]:
+        """What ``sender``'s messages in ``room`` read as now: each original with its newest edit applied."""
+        events = [e for e in self.events(room) if e["sender"] == sender]
+        latest: dict[str, dict[str, Any]] = {}
+        originals = []
+        for event in events:
+            relation = event["content"].get("m.relates_to") or {}
+            if relation.get("rel_type") == "m.replace":
+                latest[relation["event_id"]] = event["content"].get("m.new_content") or {}
+            else:
+                originals.append(event)
+        out = []
+        for event in originals:
+            content = copy.deepcopy(event["content"])
+            content.update(latest.get(event["event_id"], {}))
+            out.append({**event, "content": content})
+        return out
+
+    def texts(self, room: str, sender: str) -> list[str]:
+        return [str(e["content"].get("body", "")) for e in self.shown(room, sender)]
+
+    def edits(self, room: str, sender: str) -> list[str]:
+        """The texts ``sender``'s edits in ``room`` set, in order."""
+        out = []
+        for event in self.events(room):
+            relation = event["content"].get("m.relates_to") or {}
+            if event["sender"] == sender and relation.get("rel_type") == "m.replace":
+                out.append(str((event["content"].get("m.new_content") or {}).get("body", "")))
+        return out
+
+
+@dataclass
+class MatrixWorld:
+    """One test's people on the session's homeserver."""
+
+    server: Synapse
+    bot: MatrixUser
+    owner: MatrixUser
+    friend: MatrixUser
+    stranger: MatrixUser
+
+    def config(self, base: dict[str, Any], **overrides: Any) -> dict[str, Any]:
+        """``base`` (the conftest bot_config) plus a matrix section for this world's bot."""
+        config = copy.deepcopy(base)
+        config["matrix"] = {
+            "enabled": True,
+            "homeserver": self.server.url,
+            "user_id": self.bot.user_id,
+            "password": PASSWORD,
+            "allowed": [self.owner.user_id, self.friend.user_id],
+            **overrides,
+        }
+        config.setdefault("memory", {"enabled": False})
+        return config
+
+    def direct_room(self) -> str:
+        """A direct room the owner made and the bot was invited to (the bot joins it when it runs)."""
+        return self.owner.create_room([self.bot.user_id], direct=True)
+
+    def joined(self, room: str) -> bool:
+        return self.owner.members(room).get(self.bot.user_id) == "join"
+
+
+@pytest.fixture(scope="session")
+def synapse(tmp_path_factory: pytest.TempPathFactory):
+    """The session's Synapse (import it into a test module to use it)."""
+    server = Synapse(tmp_path_factory.mktemp("synapse")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def matrix(synapse: Synapse) -> MatrixWorld:
+    """Fresh users for one test: the bot's account, the owner, a friend (allowed) and a stranger."""
+    assert isinstance(synapse, Synapse)  # named here: the test starts the Synapse process (tests/tiers.py)
+    return MatrixWorld(
+        synapse,
+        synapse.register("bot"),
+        synapse.register("owner"),
+        synapse.register("friend"),
+        synapse.register("stranger"),
+    )
+
+
+class RunningMatrix:
+    """A MatrixService running in a thread; use as a context manager."""
+
+    def __init__(self, runtime: Any, **kwargs: Any) -> None:
+        from messaging_llm_bot.channels.matrix.service import MatrixService
+
+        kwargs.setdefault("reminder_poll_seconds", 0.3)
+        kwargs.setdefault("backoff_max", 0.5)
+        self.service = MatrixService(runtime, stop_signals=None, **kwargs)
+        self.exit_code: int | None = None
+        self._thread = threading.Thread(target=self._run, name="matrix-bot-under-test", daemon=True)
+
+    def _run(self) -> None:
+        self.exit_code = self.service.run()
+
+    def start(self) -> RunningMatrix:
+        self._thread.start()
+        if not self.service.ready.wait(30):
+            raise TimeoutError(f"the Matrix bot did not become ready (exit code {self.exit_code})")
+        return self
+
+    def stop(self, timeout: float = 20) -> int | None:
+        self.service.stop()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError("the Matrix bot's thread did not stop")
+        return self.exit_code
+
+    def __enter__(self) -> RunningMatrix:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread.is_alive():
+            self.stop()
+
+
+@pytest.fixture
+def start_matrix(bot_config, matrix, workspace, tmp_path):
+    """Factory: ``start_matrix(patch=None, **matrix_overrides)`` runs the bot in-process against the session's
+    Synapse; all stop after the test. ``patch(config)`` may change the config before the bot is built."""
+    from tests.telegram_harness import make_runtime
+
+    bots: list[RunningMatrix] = []
+
+    def run(patch=None, **overrides: Any) -> RunningMatrix:
+        config = matrix.config(bot_config, **overrides)
+        if patch:
+            patch(config)
+        bot = RunningMatrix(make_runtime(config, workspace, tmp_path)).start()
+        bots.append(bot)
+        return bot
+
+    run.running = bots  # type: ignore[attr-defined]  # the bots started, newest last
+    yield run
+    for bot in bots:
+        bot.__exit__()
