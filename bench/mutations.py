@@ -97,7 +97,7 @@ def first_failure(output: str) -> str:
 
 
 def copy_of_head(dest: Path) -> None:
-    """The committed tree (``git archive HEAD``) under ``dest``, with the checkout's virtualenv linked in."""
+    """The committed tree (``git archive HEAD``) under ``dest``, with the checkout's virtualenvs linked in."""
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD"], capture_output=True, check=True).stdout
     with tempfile.TemporaryFile() as handle:
         handle.write(archive)
@@ -106,6 +106,9 @@ def copy_of_head(dest: Path) -> None:
             tar.extractall(dest, filter="data")
     if (ROOT / ".venv").exists():
         (dest / ".venv").symlink_to(ROOT / ".venv")
+    if (ROOT / ".cache" / "synapse-venv").exists():  # the Matrix tests' homeserver (make synapse)
+        (dest / ".cache").mkdir(exist_ok=True)
+        (dest / ".cache" / "synapse-venv").symlink_to(ROOT / ".cache" / "synapse-venv")
 
 
 def audit(work: Path, m: Mutation, args: argparse.Namespace) -> Outcome:

@@ -218,6 +218,13 @@ class MatrixUser:
         path = f"/rooms/{quote(room)}/send/m.room.message/t{next(self._txn)}-{secrets.token_hex(4)}"
         return str(self._call("PUT", path, body)["event_id"])
 
+    def send_event(self, room: str, event_type: str, content: dict[str, Any]) -> str:
+        path = f"/rooms/{quote(room)}/send/{event_type}/t{next(self._txn)}-{secrets.token_hex(4)}"
+        return str(self._call("PUT", path, content)["event_id"])
+
+    def leave(self, room: str) -> None:
+        self._call("POST", f"/rooms/{quote(room)}/leave", {})
+
     def upload(self, data: bytes, mime: str, name: str) -> str:
         answer = requests.post(
             f"{self.url}/_matrix/media/v3/upload",

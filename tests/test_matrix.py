@@ -1,17 +1,193 @@
-"""The Matrix channel against a real Synapse (tests/matrix_harness.py): in-process for the variations."""
+"""The Matrix channel against a real Synapse (tests/matrix_harness.py), in-process: invites, strangers,
+encrypted rooms, threads, the HTML of replies. The real bot process: tests/test_matrix_bot.py; the channel
+contract kit: tests/test_channel_contract.py."""
 
 from __future__ import annotations
 
+import re
+
+from assistant_framework.inbox import Inbox
+from messaging_llm_bot.channels.matrix.events import ENCRYPTED_TEXT
+from messaging_llm_bot.channels.matrix.format import html_of, render_matrix
 from tests.matrix_harness import MatrixWorld
 from tests.waiting import wait_until
 
 
-def test_the_owner_in_a_direct_room_gets_one_answer_there(matrix: MatrixWorld, start_matrix, chat_server) -> None:
-    room = matrix.direct_room()
-    chat_server.enqueue('{"reply": "Paris is the capital."}')
+def _bot_texts(world: MatrixWorld, room: str) -> list[str]:
+    return world.owner.texts(room, world.bot.user_id)
+
+
+def test_an_invite_from_an_allowed_friend_is_joined_and_a_strangers_group_invite_is_not(
+    matrix: MatrixWorld, start_matrix
+) -> None:
+    bot = matrix.bot.user_id
     start_matrix()
-    wait_until(lambda: matrix.joined(room), timeout=20, what="the bot to join the owner's room")
-    matrix.owner.send(room, "What is the capital of France?")
-    wait_until(lambda: matrix.owner.texts(room, matrix.bot.user_id), timeout=30, what="the answer")
-    assert matrix.owner.texts(room, matrix.bot.user_id) == ["Paris is the capital."]
-    assert len(chat_server.chat_requests) == 1
+    friends = matrix.friend.create_room([bot], name="friends")
+    strangers = matrix.stranger.create_room([bot, matrix.owner.user_id], name="not yours")
+    wait_until(lambda: matrix.friend.members(friends).get(bot) == "join", timeout=20, what="the friend's room joined")
+    wait_until(lambda: matrix.stranger.members(strangers).get(bot) == "leave", timeout=20, what="the refusal")
+
+
+def test_a_strangers_message_in_a_direct_room_is_refused_once_and_stored_nowhere(
+    matrix: MatrixWorld, start_matrix, chat_server, workspace
+) -> None:
+    room = matrix.owner.create_room([matrix.bot.user_id, matrix.stranger.user_id])
+    matrix.stranger.join(room)
+    start_matrix()
+    wait_until(lambda: matrix.joined(room), timeout=20, what="the bot to join")
+    matrix.owner.leave(room)  # the bot and the stranger alone: a direct room with someone not allowed
+    for n in range(3):
+        matrix.stranger.send(room, f"hello {n}")
+    bot = matrix.bot.user_id
+    wait_until(lambda: matrix.stranger.texts(room, bot), timeout=20, what="the refusal")
+    matrix.stranger.send(room, "are you there?")
+    # the fourth message is handled after the third: the bot's state file has it as told, nothing more said
+    wait_until(lambda: "stranger:" in workspace.read_text("state/matrix/state.json", default=""), what="told")
+    [told] = matrix.stranger.texts(room, bot)
+    assert matrix.stranger.user_id in told and "not authorised" in told
+    assert chat_server.chat_requests == [] and Inbox(workspace).pending() == []
+    assert not workspace.list("conversations/**/*")
+
+
+def test_an_encrypted_room_is_told_once_that_the_bot_cannot_read_it(
+    matrix: MatrixWorld, start_matrix, workspace
+) -> None:
+    room = matrix.owner.create_room([matrix.bot.user_id], direct=True, encrypted=True)
+    start_matrix()
+    wait_until(lambda: matrix.joined(room), timeout=20, what="the bot to join")
+    sealed = {
+        "algorithm": "m.megolm.v1.aes-sha2",
+        "ciphertext": "AwgA",
+        "sender_key": "k",
+        "session_id": "s",
+        "device_id": "D",
+    }
+    matrix.owner.send_event(room, "m.room.encrypted", sealed)
+    matrix.owner.send_event(room, "m.room.encrypted", sealed)
+    matrix.owner.send_event(room, "m.room.encrypted", sealed)
+    wait_until(lambda: _bot_texts(matrix, room), timeout=20, what="the sentence")
+    wait_until(lambda: "e2ee:" in workspace.read_text("state/matrix/state.json", default=""), what="told")
+    assert _bot_texts(matrix, room) == [ENCRYPTED_TEXT]
+
+
+def test_a_message_in_a_thread_is_answered_in_that_thread_as_its_own_conversation(
+    matrix: MatrixWorld, start_matrix, chat_server, workspace
+) -> None:
+    room = matrix.direct_room()
+    chat_server.enqueue('{"reply": "in the room"}', '{"reply": "in the thread"}')
+    start_matrix()
+    wait_until(lambda: matrix.joined(room), timeout=20, what="the bot to join")
+    root = matrix.owner.send(room, "first")
+    wait_until(lambda: _bot_texts(matrix, room), timeout=20, what="the first answer")
+    matrix.owner.send(room, "second", **{"m.relates_to": {"rel_type": "m.thread", "event_id": root}})
+    wait_until(lambda: len(_bot_texts(matrix, room)) == 2, timeout=20, what="the answer in the thread")
+    answer = matrix.owner.shown(room, matrix.bot.user_id)[-1]
+    assert answer["content"]["body"] == "in the thread"
+    assert answer["content"]["m.relates_to"]["rel_type"] == "m.thread"
+    assert answer["content"]["m.relates_to"]["event_id"] == root
+    folders = workspace.list("conversations/*", files_only=False)
+    assert len({f.split("/")[1] for f in folders}) == 2  # the room's conversation and the thread's
+
+
+def test_markup_in_a_reply_arrives_escaped(matrix: MatrixWorld, start_matrix, chat_server) -> None:
+    room = matrix.direct_room()
+    hostile = "**bold** <img src=x onerror=alert(1)> [x](javascript:alert(1)) & `<b>code</b>`"
+    chat_server.enqueue({"content": '{"reply": ' + __import__("json").dumps(hostile) + "}"})
+    start_matrix()
+    wait_until(lambda: matrix.joined(room), timeout=20, what="the bot to join")
+    matrix.owner.send(room, "say something")
+    wait_until(lambda: _bot_texts(matrix, room), timeout=20, what="the answer")
+    content = matrix.owner.shown(room, matrix.bot.user_id)[-1]["content"]
+    html = content["formatted_body"]
+    assert content["format"] == "org.matrix.custom.html"
+    assert "<strong>bold</strong>" in html and "<code>&lt;b&gt;code&lt;/b&gt;</code>" in html
+    assert "<img" not in html and "javascript:" not in html and "<b>" not in html
+    assert set(re.findall(r"<(/?[a-z]+)", html)) <= {"strong", "/strong", "code", "/code"}
+
+
+def test_the_formatted_body_has_only_the_tags_of_the_styles() -> None:
+    text = "b i u s sp c pre q l bad\nnext"
+    entities = [
+        {"type": "bold", "offset": 0, "length": 1},
+        {"type": "italic", "offset": 2, "length": 1},
+        {"type": "underline", "offset": 4, "length": 1},
+        {"type": "strikethrough", "offset": 6, "length": 1},
+        {"type": "spoiler", "offset": 8, "length": 2},
+        {"type": "code", "offset": 11, "length": 1},
+        {"type": "pre", "offset": 13, "length": 3, "language": 'py"><script>'},
+        {"type": "blockquote", "offset": 17, "length": 1},
+        {"type": "text_link", "offset": 19, "length": 1, "url": 'https://example.org/?a="1"&b=<2>'},
+        {"type": "text_link", "offset": 21, "length": 3, "url": "javascript:alert(1)"},
+        {"type": "custom_emoji", "offset": 0, "length": 1, "custom_emoji_id": "1"},
+    ]
+    html = html_of(text, entities)
+    assert html is not None
+    tags = set(re.findall(r"</?([a-z]+)", html))
+    assert tags <= {"strong", "em", "u", "del", "span", "code", "pre", "blockquote", "a", "br"}
+    assert '<pre><code class="language-pyscript">' in html  # only letters, digits and +-_ of a language
+    assert 'href="https://example.org/?a=&quot;1&quot;&amp;b=&lt;2&gt;"' in html
+    assert "javascript" not in html and "bad" in html
+    assert html_of("plain", []) is None and render_matrix("plain")[0].html is None
+
+
+DELETE = '{"skill": "file", "args": {"action": "delete", "path": "notes/important.md"}}'
+
+
+def test_the_owner_in_a_group_room_gets_a_guest_turn_that_asks_nothing(
+    matrix: MatrixWorld, start_matrix, chat_server, workspace
+) -> None:
+    workspace.write_text("notes/important.md", "# Important\n")
+    group = matrix.owner.create_room([matrix.bot.user_id, matrix.friend.user_id], name="family")
+    matrix.friend.join(group)
+    chat_server.enqueue(DELETE, '{"reply": "Handled."}')
+    start_matrix()
+    wait_until(lambda: matrix.joined(group), timeout=20, what="the bot to join the group")
+    bot = matrix.bot.user_id
+    matrix.owner.send(group, f"{bot} delete notes/important.md", **{"m.mentions": {"user_ids": [bot]}})
+    wait_until(lambda: "Handled." in matrix.owner.texts(group, bot), timeout=30, what="the answer")
+    assert not [t for t in matrix.owner.texts(group, bot) if t.startswith("Confirm")]  # nothing asked in a group
+    assert workspace.exists("notes/important.md")  # a guest turn cannot reach the owner's files
+
+
+def test_a_part_sent_again_with_the_same_key_is_one_message(matrix: MatrixWorld) -> None:
+    """What a crash between a send and its ledger record does: the part goes again with the same key, and the
+    homeserver keeps one event (the transaction id is the item's and the part's)."""
+    import asyncio
+
+    from messaging_llm_bot.channels.contract import Address, TextOut
+    from messaging_llm_bot.channels.matrix.channel import MatrixChannel
+    from messaging_llm_bot.channels.matrix.client import MatrixClient
+    from messaging_llm_bot.channels.matrix.settings import MatrixConfig
+    from tests.matrix_harness import PASSWORD
+
+    room = matrix.direct_room()
+    matrix.bot.join(room)
+    config = MatrixConfig(
+        homeserver=matrix.server.url,
+        user_id=matrix.bot.user_id,
+        password=PASSWORD,
+        access_token="",
+        device_name="test",
+        allowed=(matrix.owner.user_id,),
+        owner=None,
+        group_mode="mention",
+        typing=False,
+        morning_digest=None,
+        timezone="UTC",
+    )
+
+    async def twice() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        channel = MatrixChannel(MatrixClient(config, None))
+        await channel.start()
+        try:
+            reply = "first part " * 900 + "\n\nsecond part"  # two parts
+            first = await channel.send_text(Address(room), TextOut(reply, key="mx_room/000001"))
+            again = await channel.send_text(Address(room), TextOut(reply, key="mx_room/000001", skip_parts=1))
+            other = await channel.send_text(Address(room), TextOut("another reply", key="mx_room/000002"))
+            return first.message_ids, again.message_ids, other.message_ids
+        finally:
+            await channel.stop(5)
+
+    first, again, other = asyncio.run(twice())
+    assert len(first) == 2 and again == first[1:] and other[0] not in first
+    assert len(matrix.owner.texts(room, matrix.bot.user_id)) == 3

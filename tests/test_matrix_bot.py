@@ -1,0 +1,115 @@
+"""The real bot process (``python -m messaging_llm_bot``) on Matrix, against the session's real Synapse: the
+owner's message in a direct room gets one answer there; a stranger's invite is not joined; a SIGKILL during
+the model's call answers the message once after the restart. One bot process for the module (killed and
+started again by the last test); the variations run in-process in tests/test_matrix.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.crash_bot import BotProcess
+from tests.fakes.chat_server import FakeChatServer
+from tests.matrix_harness import PASSWORD, MatrixWorld, Synapse
+from tests.waiting import wait_until
+
+
+@dataclass
+class Running:
+    world: MatrixWorld
+    room: str  # the owner's direct room
+    bot: BotProcess
+    model: FakeChatServer
+    workspace: Path
+
+
+def _ready(bot: BotProcess) -> bool:
+    if bot.proc is not None and bot.proc.poll() is not None:
+        raise AssertionError(f"the bot exited with {bot.proc.returncode}:\n{bot.run_log()[-3000:]}")
+    return "matrix: serving @" in bot.run_log()
+
+
+@pytest.fixture(scope="module")
+def running(synapse: Synapse, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    folder = tmp_path_factory.mktemp("matrix-bot")
+    world = MatrixWorld(
+        synapse,
+        synapse.register("bot"),
+        synapse.register("owner"),
+        synapse.register("friend"),
+        synapse.register("stranger"),
+    )
+    with FakeChatServer() as model:
+        config = {
+            "llm": {
+                "runners": [{"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 30}],
+                "max_skill_rounds": 3,
+                "retries_per_runner": 0,
+                "stream": False,
+            },
+            "runtime": {"timezone": "Europe/Berlin", "log_level": "INFO", "shutdown_timeout_seconds": 2},
+            "telegram": {"token": ""},
+            "memory": {"enabled": False},
+            "matrix": {
+                "enabled": True,
+                "homeserver": synapse.url,
+                "user_id": world.bot.user_id,
+                "password_env": "MATRIX_TEST_PASSWORD",
+                "allowed": [world.owner.user_id],
+            },
+        }
+        path = folder / "config.json"
+        path.write_text(json.dumps(config), encoding="utf-8")
+        room = world.direct_room()
+        bot = BotProcess(path, folder / "workspace", folder / "bot.log", env={"MATRIX_TEST_PASSWORD": PASSWORD})
+        with bot:
+            bot.start()
+            wait_until(lambda: _ready(bot), timeout=60, what="the bot process to log in")
+            wait_until(lambda: world.joined(room), timeout=30, what="the bot to join the owner's direct room")
+            yield Running(world, room, bot, model, folder / "workspace")
+        assert PASSWORD not in bot.log_text()  # the password from the environment is never logged
+
+
+def _answers(running: Running) -> list[str]:
+    return running.world.owner.texts(running.room, running.world.bot.user_id)
+
+
+def test_the_owners_message_in_a_direct_room_gets_one_answer_there(running: Running) -> None:
+    running.model.enqueue('{"reply": "Paris is the capital."}')
+    running.world.owner.send(running.room, "What is the capital of France?")
+    wait_until(lambda: _answers(running), timeout=30, what="the answer")
+    wait_until(lambda: not list((running.workspace / "state/inbox/pending").rglob("*.json")), what="the item done")
+    assert _answers(running) == ["Paris is the capital."]
+    assert len(running.model.chat_requests) == 1
+    assert "What is the capital of France?" in str(running.model.chat_requests[0]["messages"][-1])
+
+
+def test_a_strangers_invite_is_not_joined(running: Running) -> None:
+    world = running.world
+    room = world.stranger.create_room([world.bot.user_id], direct=True)
+    # refused: the bot's membership goes from "invite" to "leave"; it never joins
+    wait_until(lambda: world.stranger.members(room).get(world.bot.user_id) == "leave", timeout=30, what="a refusal")
+    assert "refused the invite" in running.bot.run_log()
+    with pytest.raises(AssertionError, match="403"):  # not a member: the bot's account cannot write there
+        world.bot.send(room, "I should not be able to write here")
+
+
+def test_a_sigkill_during_the_model_call_answers_once_after_the_restart(running: Running) -> None:
+    world, model, bot = running.world, running.model, running.bot
+    model.reset()
+    model.enqueue({"content": json.dumps({"reply": "too late"}), "delay": 30})
+    world.owner.send(running.room, "a slow question")
+    assert model.wait_for_requests(1, timeout=30, path="/chat/completions")
+    bot.kill()
+    model.reset()
+    model.enqueue('{"reply": "answered after the restart"}')
+    bot.start()
+    wait_until(lambda: "answered after the restart" in _answers(running), timeout=60, what="the answer")
+    wait_until(lambda: not list((running.workspace / "state/inbox/pending").rglob("*.json")), what="the item done")
+    answers = _answers(running)
+    assert answers.count("answered after the restart") == 1 and "too late" not in answers
+    assert len(model.chat_requests) == 1  # asked once more, by the next start
