@@ -439,11 +439,16 @@ def _strangers_on_email(request: pytest.FixtureRequest) -> int:
     request.getfixturevalue("start_email")()
     request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
     stranger_passed = "mx.example.org; dkim=pass header.d=evil.example"  # proven, and still a stranger
+    files = [("invoice.pdf", "application/pdf", b"%PDF-1.4 open me")]
     for n in range(3):
-        imap.append("INBOX", mail(f"let me in {n}", sender=STRANGER, message_id=f"<in-{n}@evil>", auth=stranger_passed))
+        raw = mail(
+            f"let me in {n}", sender=STRANGER, message_id=f"<in-{n}@evil>", auth=stranger_passed, attachments=files
+        )
+        imap.append("INBOX", raw)
     imap.append("INBOX", mail("ping", message_id="<ping@example.org>"))
     wait_mails(smtp, 1)
     assert smtp.recipients == [[OWNER]]
+    assert request.getfixturevalue("workspace").list("**/invoice*") == []  # nothing of theirs is saved
     return 0
 
 

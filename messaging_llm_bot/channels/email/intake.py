@@ -62,7 +62,9 @@ class Intake:
                 self.settings.max_mail_bytes,
             )
             return None
-        mail = await asyncio.to_thread(parse, fetched.raw)
+        # The header block alone until the sender is known to be allowed: a stranger's text and files are
+        # never decoded, let alone saved.
+        mail = await asyncio.to_thread(parse, fetched.raw, body=False)
         settings = self.settings
         allowed = {one.strip().lower() for one in settings.allowed}
         if not mail.sender or mail.sender not in allowed or mail.sender == settings.address.strip().lower():
@@ -83,6 +85,7 @@ class Intake:
                     judged.reason,
                 )
                 return None
+        mail = await asyncio.to_thread(parse, fetched.raw)
         conversation = conversation_of(mail)
         owner = mail.sender == settings.owner_address
         if owner and self.approvals.resolve(conversation, mail.text):

@@ -12,6 +12,7 @@ text and an HTML part, ``Auto-Submitted: auto-replied``, and the files as attach
 from __future__ import annotations
 
 import email
+import email.parser
 import email.policy
 import email.utils
 import hashlib
@@ -68,9 +69,13 @@ class MailIn:
         return hashlib.sha256(self.thread_root.encode("utf-8", "replace")).hexdigest()[:12]
 
 
-def parse(raw: bytes) -> MailIn:
-    """Read one mail's bytes (never raises: a broken header reads as empty)."""
-    msg = email.message_from_bytes(raw, policy=email.policy.default)
+def parse(raw: bytes, *, body: bool = True) -> MailIn:
+    """Read one mail's bytes (never raises: a broken header reads as empty); without ``body`` only its header
+    block is read (no text, no attachments decoded): enough to judge who sent it."""
+    if body:
+        msg = email.message_from_bytes(raw, policy=email.policy.default)
+    else:
+        msg = email.parser.BytesHeaderParser(policy=email.policy.default).parsebytes(raw)
     senders = email.utils.getaddresses([_header(msg, "From")])
     sender, name = ("", "")
     if len(senders) == 1 and "@" in senders[0][1]:
@@ -82,8 +87,8 @@ def parse(raw: bytes) -> MailIn:
         subject=" ".join(_header(msg, "Subject").split())[:500],
         in_reply_to=_first_id(_header(msg, "In-Reply-To")),
         references=tuple(_MESSAGE_ID.findall(_header(msg, "References")))[:200],
-        text=_text(msg),
-        attachments=_attachments(msg),
+        text=_text(msg) if body else "",
+        attachments=_attachments(msg) if body else (),
         auth_results=tuple(str(value) for value in (msg.get_all("Authentication-Results") or [])),
         automated=_automated(msg),
     )
