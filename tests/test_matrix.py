@@ -191,3 +191,36 @@ def test_a_part_sent_again_with_the_same_key_is_one_message(matrix: MatrixWorld)
     first, again, other = asyncio.run(twice())
     assert len(first) == 2 and again == first[1:] and other[0] not in first
     assert len(matrix.owner.texts(room, matrix.bot.user_id)) == 3
+
+
+def test_doctor_checks_the_homeserver_the_login_and_names_encrypted_rooms(matrix: MatrixWorld, tmp_path) -> None:
+    from messaging_llm_bot.ops.doctor.check import Context
+    from messaging_llm_bot.ops.doctor.matrix import check_matrix
+    from tests.matrix_harness import PASSWORD
+
+    def doctor(**matrix_keys: object) -> dict[str, tuple[str, str]]:
+        section = {"enabled": True, "homeserver": matrix.server.url, "user_id": matrix.bot.user_id}
+        config = {"matrix": {**section, "password": PASSWORD, "allowed": [matrix.owner.user_id], **matrix_keys}}
+        checks = check_matrix(Context(tmp_path / "config", tmp_path / "workspace", False, config))
+        return {check.name: (check.status, check.detail) for check in checks}
+
+    plain = matrix.owner.create_room([matrix.bot.user_id], direct=True)
+    matrix.bot.join(plain)
+    found = doctor()
+    assert [found[n][0] for n in ("matrix allowlist", "matrix homeserver", "matrix login", "matrix encryption")] == [
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+    ]
+    sealed = matrix.owner.create_room([matrix.bot.user_id], direct=True, encrypted=True)
+    matrix.bot.join(sealed)
+    status, detail = doctor()["matrix encryption"]
+    assert status == "warn" and sealed in detail and "cannot read" in detail
+    assert matrix.bot.members(plain)  # the bot's own session still works: the doctor logged in on its own device
+    assert doctor(password="wrong")["matrix login"][0] == "fail"
+    assert doctor(allowed=[])["matrix allowlist"][0] == "fail"
+    unreachable = doctor(homeserver="http://127.0.0.1:9")
+    assert unreachable["matrix homeserver"][0] == "fail" and "matrix login" not in unreachable
+    missing = doctor(password="", password_env="MATRIX_DOCTOR_TEST_UNSET")
+    assert missing["matrix login"] == ("fail", "matrix.password_env names MATRIX_DOCTOR_TEST_UNSET, which is not set")

@@ -56,6 +56,15 @@ def register(subparsers: Subparsers) -> None:
     setup.add_argument("--email-user", help="the login (default the address)")
     setup.add_argument("--email-password-env", metavar="NAME", help="the environment variable holding the password")
     setup.add_argument("--email-owner", metavar="ADDRESS", help="your own address: whose mail it answers")
+    setup.add_argument(
+        "--matrix",
+        dest="matrix_user_id",
+        metavar="USER_ID",
+        help="the assistant's own Matrix account, @name:server (the Matrix channel; docs/matrix.md)",
+    )
+    setup.add_argument("--matrix-homeserver", metavar="URL", help="its homeserver (default https://<server>)")
+    setup.add_argument("--matrix-password-env", metavar="NAME", help="the environment variable holding its password")
+    setup.add_argument("--matrix-owner", metavar="USER_ID", help="your own Matrix id: whose invites it takes")
     setup.add_argument("--yes", "-y", action="store_true", help="never ask; take the flags and defaults")
     setup.set_defaults(func=cmd_setup)
 
@@ -94,6 +103,10 @@ def cmd_setup(args: argparse.Namespace) -> int:
         email_user=args.email_user,
         email_password_env=args.email_password_env,
         email_owner=args.email_owner,
+        matrix_user_id=args.matrix_user_id,
+        matrix_homeserver=args.matrix_homeserver,
+        matrix_password_env=args.matrix_password_env,
+        matrix_owner=args.matrix_owner,
         interactive=not args.yes and sys.stdin.isatty(),
     )
     try:

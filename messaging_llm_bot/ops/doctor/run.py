@@ -10,6 +10,7 @@ from messaging_llm_bot.ops.doctor.config import check_config
 from messaging_llm_bot.ops.doctor.email import check_email
 from messaging_llm_bot.ops.doctor.hooks import check_hooks
 from messaging_llm_bot.ops.doctor.jobs import check_jobs
+from messaging_llm_bot.ops.doctor.matrix import check_matrix
 from messaging_llm_bot.ops.doctor.mcp import check_mcp
 from messaging_llm_bot.ops.doctor.model import check_runners
 from messaging_llm_bot.ops.doctor.plugins import check_plugins
@@ -26,6 +27,7 @@ CHECKS: tuple[Callable[[Context], list[Check]], ...] = (
     check_telegram,
     check_signal,
     check_email,
+    check_matrix,
     check_runners,
     check_workspace,
     check_spending,
@@ -42,6 +44,7 @@ _NEEDS_CONFIG = {
     check_telegram,
     check_signal,
     check_email,
+    check_matrix,
     check_runners,
     check_plugins,
     check_spending,

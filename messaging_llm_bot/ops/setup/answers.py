@@ -50,6 +50,11 @@ class Answers:
     email_user: str | None = None
     email_password_env: str | None = None
     email_owner: str | None = None
+    #: The Matrix channel (ops/setup/matrix.py); None: not set up.
+    matrix_user_id: str | None = None
+    matrix_homeserver: str | None = None
+    matrix_password_env: str | None = None
+    matrix_owner: str | None = None
     interactive: bool = True
     written: list[str] = field(default_factory=list)
 

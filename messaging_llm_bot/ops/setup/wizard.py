@@ -9,6 +9,7 @@ from messaging_llm_bot.llm.probe import LOCAL_SERVERS
 from messaging_llm_bot.ops.setup.answers import Answers, Current, system_timezone, valid_zone
 from messaging_llm_bot.ops.setup.dialog import Console, SetupError, Step
 from messaging_llm_bot.ops.setup.email import EmailSteps
+from messaging_llm_bot.ops.setup.matrix import MatrixSteps
 from messaging_llm_bot.ops.setup.model import ModelSteps
 from messaging_llm_bot.ops.setup.telegram import TelegramSteps
 
@@ -73,6 +74,7 @@ class Wizard(Step):
         runner = model_steps.server()
         self.timezone()
         EmailSteps(self.a, self.io, self.current, self.settings).email()
+        MatrixSteps(self.a, self.io, self.current, self.settings).matrix()
         if self.a.test_turn and not model_steps.test_turn(runner):
             found = telegram_steps.found_owner
             owner = f" --owner-id {found}" if found is not None else ""

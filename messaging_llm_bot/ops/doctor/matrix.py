@@ -1,0 +1,63 @@
+"""The doctor's Matrix checks, when ``matrix.enabled``: the credentials are there, the homeserver answers and
+takes the login (on a device of the doctor's own, through the channel's client: channels/matrix/probe.py),
+the allowlist is set, and joined rooms with end-to-end encryption are named (the channel cannot read them)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from assistant_framework.config.settings import Settings
+from assistant_framework.hints import CLI
+from messaging_llm_bot.channels.matrix.probe import probe
+from messaging_llm_bot.channels.matrix.settings import MatrixConfig
+from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check, Context
+
+DOCS = "docs/matrix.md"
+
+
+def check_matrix(ctx: Context) -> list[Check]:
+    settings = Settings.from_config(ctx.config or {})
+    if not settings.matrix.enabled:
+        return []
+    config = MatrixConfig.from_settings(settings)
+    checks: list[Check] = []
+    if not config.allowed:
+        checks.append(
+            Check(
+                "matrix allowlist",
+                FAIL,
+                "matrix.allowed is empty: the assistant joins no room and answers no one",
+                f"`{CLI} config set matrix.allowed '[\"@you:example.org\"]'`",
+            )
+        )
+    else:
+        checks.append(Check("matrix allowlist", OK, f"{len(config.allowed)} allowed; owner {config.owner}"))
+    if config.problem:
+        checks.append(Check("matrix login", FAIL, config.problem, f"set the bot's password or token ({DOCS})"))
+        return checks
+    found = asyncio.run(probe(config))
+    if not found.reached:
+        checks.append(Check("matrix homeserver", FAIL, found.problem, f"check matrix.homeserver ({DOCS})"))
+        return checks
+    checks.append(
+        Check("matrix homeserver", OK, f"{config.homeserver} answers (spec {', '.join(found.versions[-1:])})")
+    )
+    if not found.logged_in:
+        checks.append(Check("matrix login", FAIL, found.problem, f"check matrix.user_id and its password ({DOCS})"))
+        return checks
+    checks.append(Check("matrix login", OK, f"logged in as {config.user_id}; in {found.rooms} room(s)"))
+    if found.encrypted:
+        checks.append(
+            Check(
+                "matrix encryption",
+                WARN,
+                f"{len(found.encrypted)} joined room(s) are end-to-end encrypted, which this assistant cannot read "
+                f"({', '.join(found.encrypted[:3])}): it said so there once",
+                f"talk to it in a room with encryption turned off ({DOCS})",
+            )
+        )
+    else:
+        checks.append(
+            Check("matrix encryption", OK, "no joined room is end-to-end encrypted (encrypted rooms are not supported)")
+        )
+    return checks
