@@ -13,6 +13,7 @@ Each row prints the figure, the ideal (where one exists) and their ratio, and th
     python bench/e2e.py            # every row (about 2 minutes)
     python bench/e2e.py --quick    # fewer turns and one run per burst (smoke test)
     python bench/e2e.py --runs 5   # medians over 5 bursts
+    python bench/e2e.py --single   # only the single-turn rows (the turn's own cost against the floor)
 """
 
 from __future__ import annotations
@@ -150,6 +151,9 @@ class Setup:
             ]
         else:
             config = bench_config(self.model.base_url, max_concurrency=concurrency, extract_facts=extract_facts)
+            # "streaming on" as the shipped config has it: the model is asked for a stream (llm.stream) and the
+            # message shows it (telegram.stream). With llm.stream off the streamed-answer row streamed nothing.
+            config["llm"]["stream"] = stream
             config["telegram"] = {
                 "token": self.api.token,
                 "base_url": self.api.base_url,
@@ -241,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="10 turns, one run per burst (smoke test)")
     parser.add_argument("--turns", type=int, default=None, help="sequential turns per mode (default 100)")
     parser.add_argument("--runs", type=int, default=None, help="bursts per row, median reported (default 3)")
+    parser.add_argument("--single", action="store_true", help="only the single-turn rows (no bursts)")
     args = parser.parse_args(argv)
     end_children_when_killed()
     turns = args.turns or (5 if args.quick else 100)
@@ -261,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
         ("c32", 50, 0.2, 32, "<= 2.0 s"),
         ("c1", 4 if args.quick else 16, 0.5, 1, ""),
     ]
+    if args.single:
+        bursts = []
     spans: dict[int, list[float]] = {}
     try:
         with setup.bot("floor", stream=False, concurrency=8, floor=True):
@@ -268,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         with setup.bot("stream-off", stream=False, concurrency=8):
             off = sequential(setup, turns)
         for name, stream, conc, extract in (("c8", True, 8, False), ("c32", True, 32, False), ("c1", True, 1, True)):
+            if args.single and name != "c8":
+                continue
             with setup.bot(name, stream=stream, concurrency=conc, extract_facts=extract):
                 if name == "c8":
                     setup.api.reset_counts()
