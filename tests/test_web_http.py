@@ -807,3 +807,29 @@ def test_a_note_that_is_not_utf8_is_shown_and_not_overwritten_by_the_editor(site
     assert reply.status_code == 400 and "not UTF-8" in reply.json()["error"]
     assert site.workspace.path("notes/latin.md").read_bytes() == raw
     assert requests.delete(f"{site.base}/api/file?path=notes/latin.md", headers=BEARER).json() == {"deleted": True}
+
+
+def test_drafted_skills_are_shown_and_approved_or_discarded_with_the_form_token(site):
+    from assistant_framework.agentskills.drafts import write_draft
+
+    write_draft(site.workspace, "weekly-report", "Writes the weekly report.", "1. List the week's done tasks.")
+    write_draft(site.workspace, "bad-idea", "Something the owner does not want.", "Do it.")
+    listed = requests.get(f"{site.base}/api/skills/drafts", headers=BEARER).json()
+    assert [d["name"] for d in listed["drafts"]] == ["bad-idea", "weekly-report"]
+    session = _session(site)
+    page = session.get(f"{site.base}/skills/drafts").text
+    assert (
+        "done tasks." in page
+        and "Writes the weekly report." in page
+        and 'action="/skills/drafts/weekly-report/approve"' in page
+    )
+    forged = session.post(f"{site.base}/skills/drafts/weekly-report/approve", allow_redirects=False)
+    assert forged.status_code == 403 and not (site.workspace.root / ".agents" / "skills" / "weekly-report").exists()
+    xsrf = _xsrf(session, site, "/skills/drafts")
+    done = session.post(f"{site.base}/skills/drafts/weekly-report/approve", data={"_xsrf": xsrf}, allow_redirects=False)
+    assert done.status_code == 302 and "approved" in done.headers["Location"]
+    assert (site.workspace.root / ".agents" / "skills" / "weekly-report" / "SKILL.md").is_file()
+    assert requests.post(f"{site.base}/api/skills/drafts/bad-idea/discard", headers=BEARER).json()["done"] == "discard"
+    assert requests.get(f"{site.base}/api/skills/drafts", headers=BEARER).json()["drafts"] == []
+    assert requests.post(f"{site.base}/api/skills/drafts/nothing/approve", headers=BEARER).status_code == 409
+    assert requests.post(f"{site.base}/skills/drafts/weekly-report/approve").status_code == 401  # no token

@@ -14,7 +14,7 @@ import tornado.web
 
 from ..config.settings import WebSettings
 from ..traces import collect_secrets
-from . import jobs_page, logbudget, memory_pages, pages
+from . import drafts_page, jobs_page, logbudget, memory_pages, pages
 from .auth import AccessToken, cookie_secret, is_loopback, load_or_create_token
 from .base import SECURITY_HEADERS, WebState, log_request
 from .clients import ClientAddresses
@@ -72,6 +72,10 @@ def make_app(state: WebState, mounts: Iterable[Mount] = ()) -> tornado.web.Appli
         (r"/api/usage", pages.UsageHandler, a),
         (r"/skills", pages.SkillsHandler, s),
         (r"/api/skills", pages.SkillsHandler, a),
+        (r"/skills/drafts", drafts_page.DraftsHandler, s),
+        (r"/api/skills/drafts", drafts_page.DraftsHandler, a),
+        (r"/skills/drafts/([a-z0-9-]+)/([a-z]+)", drafts_page.DraftActionHandler, s),
+        (r"/api/skills/drafts/([a-z0-9-]+)/([a-z]+)", drafts_page.DraftActionHandler, a),
         (r"/static/(style\.css|favicon\.svg)", pages.StaticHandler, {"path": str(HERE / "static"), "state": state}),
     ]
     return tornado.web.Application(
