@@ -192,3 +192,19 @@ def test_a_word_file_sent_on_signal_goes_into_the_turn(start, daemon, chat_serve
     turn = chat_server.chat_requests[0]["messages"][-1]["content"]
     assert "[Document text]" in turn and "Owner | Anna brings the cake on Friday" in turn and "untrusted" in turn
     assert any(p.endswith("minutes.docx.text.md") for p in workspace.list("inbox/**/*"))
+
+
+def test_the_documents_section_sets_the_bounds(workspace, bot_config):
+    """``documents.prompt_chars`` and ``documents.max_mb`` as configured (config/README.md)."""
+    from assistant_framework.config.settings import Settings
+
+    text = _saved(workspace, "notes.txt", ("word " * 400).encode(), "text/plain")
+    settings = Settings.from_config({**bot_config, "documents": {"prompt_chars": 50, "max_mb": 0.001}})
+    got = asyncio.run(files_input(workspace, [text], settings))
+    assert got == (
+        "📄 I saved notes.txt at inbox/2026-12-02/notes.txt, but I cannot read it: it is 2 KB and I read "
+        "documents of at most 1 KB."
+    )
+    settings = Settings.from_config({**bot_config, "documents": {"prompt_chars": 50}})
+    got = asyncio.run(files_input(workspace, [text], settings))
+    assert isinstance(got, FilesInput) and "The first 50 characters:" in got.text

@@ -77,6 +77,8 @@ APPLIED_BY: Mapping[str, str] = {
     "email.owner": RELOAD,
     "email.trust": RELOAD,
     "email.authserv_id": RELOAD,
+    # Read at each document sent in a chat.
+    "documents": RELOAD,
     # The collector manager and runner are made again.
     "collectors": RELOAD,
 }

@@ -318,6 +318,18 @@ SEARCH_SCHEMA = {
     "additionalProperties": False,
 }
 
+DOCUMENTS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "max_mb": {"type": "number", "exclusiveMinimum": 0, "maximum": 2000},
+        "max_pages": {"type": "integer", "minimum": 1, "maximum": 100000},
+        "max_chars": {"type": "integer", "minimum": 1000, "maximum": 50000000},
+        "prompt_chars": {"type": "integer", "minimum": 0, "maximum": 200000},
+        "timeout_seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600},
+    },
+    "additionalProperties": False,
+}
+
 JOBS_SCHEMA = {
     "type": "object",
     "properties": {
@@ -560,5 +572,6 @@ ROOT_SCHEMA = {
         "mail": MAIL_SCHEMA,
         "hooks": HOOKS_SCHEMA,
         "email": EMAIL_SCHEMA,
+        "documents": DOCUMENTS_SCHEMA,
     },
 }

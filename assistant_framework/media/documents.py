@@ -19,6 +19,7 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
+from assistant_framework.config.settings import DocumentSettings
 from assistant_framework.media.document_text import KIND_BY_SUFFIX, KIND_BY_TYPE, extract
 from assistant_framework.stores.provenance import UNTRUSTED_FRONT_MATTER
 from assistant_framework.workspace import Workspace, atomic_write_bytes
@@ -33,13 +34,23 @@ TEXT_SUFFIX = ".text.md"
 @dataclass(frozen=True)
 class DocumentLimits:
     """The bounds on one document: its size, the PDF pages read, the characters kept, those put into the turn,
-    and the seconds the worker may take."""
+    and the seconds the worker may take (the ``documents`` config section, ``from_settings``)."""
 
     max_bytes: int = 20_000_000
     max_pages: int = 300
     max_chars: int = 500_000
     prompt_chars: int = 3_000
     timeout_seconds: float = 60.0
+
+    @classmethod
+    def from_settings(cls, settings: DocumentSettings) -> DocumentLimits:
+        return cls(
+            max_bytes=int(settings.max_mb * 1_000_000),
+            max_pages=settings.max_pages,
+            max_chars=settings.max_chars,
+            prompt_chars=settings.prompt_chars,
+            timeout_seconds=settings.timeout_seconds,
+        )
 
 
 @dataclass(frozen=True)
@@ -74,7 +85,7 @@ def document_kind(mime_type: str | None, name: str) -> str | None:
 
 
 def _size_text(size: int) -> str:
-    return f"{size / 1e6:.1f} MB"
+    return f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size / 1000:.0f} KB"
 
 
 def _not_the_format(path: Path, kind: str, size: int) -> DocumentRefused | None:

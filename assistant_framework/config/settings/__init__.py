@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from assistant_framework.config.settings.calendar import CalendarSettings
 from assistant_framework.config.settings.chat import MatrixSettings, SignalSettings, TelegramSettings, WebhookSettings
+from assistant_framework.config.settings.documents import DocumentSettings
 from assistant_framework.config.settings.email import EmailSettings, ImapSettings
 from assistant_framework.config.settings.fields import nests as _nests
 from assistant_framework.config.settings.fields import read_record
@@ -64,6 +65,7 @@ class Settings:
     mail: MailSettings = field(default_factory=MailSettings, metadata=_nests(MailSettings))
     hooks: HooksSettings = field(default_factory=HooksSettings, metadata=_nests(HooksSettings))
     email: EmailSettings = field(default_factory=EmailSettings, metadata=_nests(EmailSettings))
+    documents: DocumentSettings = field(default_factory=DocumentSettings, metadata=_nests(DocumentSettings))
 
     @classmethod
     def from_config(cls, data: Mapping[str, object]) -> Settings:
@@ -73,6 +75,7 @@ class Settings:
 
 
 __all__ = [
+    "DocumentSettings",
     "ClientSettings",
     "CalendarSettings",
     "EmailSettings",

@@ -1,0 +1,23 @@
+"""The ``documents`` section: the bounds on reading a document sent in a chat (docs/documents.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from assistant_framework.config.settings.fields import number, reads, whole
+
+
+@dataclass(frozen=True)
+class DocumentSettings:
+    """The ``documents`` section; read at each document (``/reload`` applies it)."""
+
+    #: A file larger than this is refused in one sentence before it is read.
+    max_mb: float = field(default=20.0, metadata=reads(number))
+    #: A PDF's pages read (the first ones); the turn says when there were more.
+    max_pages: int = field(default=300, metadata=reads(whole))
+    #: Characters of text kept (saved and indexed); the turn says when the text was cut.
+    max_chars: int = field(default=500_000, metadata=reads(whole))
+    #: Characters of the text put into the turn; the rest is read with the ``file`` skill.
+    prompt_chars: int = field(default=3_000, metadata=reads(whole))
+    #: Seconds the reader process may take before it is ended.
+    timeout_seconds: float = field(default=60.0, metadata=reads(number))
