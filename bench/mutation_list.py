@@ -2779,4 +2779,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a draft with a planted scripts/ folder is approved with its scripts",
         AGENT_SKILLS,
     ),
+    Mutation(
+        "agent-skill-allowed-tools-ignored",
+        f"{BOT}/agent/calls.py",
+        "        elif turn.narrowed is not None and call.skill not in turn.narrowed[1]:",
+        "        elif False:",
+        "a SKILL.md skill's allowed-tools do not narrow what the model calls while it is active",
+        AGENT_SKILLS,
+    ),
 )

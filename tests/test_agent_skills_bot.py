@@ -265,3 +265,25 @@ def test_a_drafted_skill_is_not_loaded_until_approved_and_is_after_without_a_res
     assert "- weekly-report: Writes the owner's weekly report" in env.chat.chat_requests[-2]["messages"][0]["content"]
     assert "Group them by project." in _fed_back(env)
     assert not (env.workspace.root / "skills-drafts" / "weekly-report").exists()
+
+
+def test_allowed_tools_narrow_the_calls_while_the_skill_is_active(env) -> None:
+    folder = env.tmp / "skills" / "clock-only"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(
+        "---\nname: clock-only\ndescription: Says the time.\nallowed-tools: time Bash(git:*)\n---\nCall time.\n",
+        encoding="utf-8",
+    )
+    _turn(
+        env,
+        _call("notes", {"action": "list"}),  # before any skill is active: runs
+        _call("skill_doc", {"name": "clock-only"}),
+        _call("notes", {"action": "list"}),
+        '{"reply": "Narrowed."}',
+        text="what time is it",
+        expect="Narrowed.",
+    )
+    assert "allowed-tools do not include" not in _fed_back(env, 3)
+    refused = _fed_back(env)
+    assert "skill 'clock-only' is active and its allowed-tools do not include 'notes'" in refused
+    assert "it allows: run_script, skill_doc, time" in refused

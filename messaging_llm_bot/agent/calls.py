@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from assistant_framework.access import guest_workspace
+from assistant_framework.agentskills.tools import RUN_SCRIPT, SKILL_DOC
 from assistant_framework.skills import OUTSIDE_LABEL, PreparedCall, SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import CallGate, GateResult, touches_untrusted
@@ -69,6 +70,14 @@ class CallRunner:
             names = skills.names() if turn.offered is None else sorted(turn.offered.intersection(skills.names()))
             feedback = format_skill_error(call.skill, error, unknown_skill_hint(call.skill, names))
             record.error, record.error_kind = error, "unknown_skill"
+        elif turn.narrowed is not None and call.skill not in turn.narrowed[1]:
+            active, allowed = turn.narrowed
+            error = (
+                f"skill {active!r} is active and its allowed-tools do not include {call.skill!r}; "
+                f"it allows: {', '.join(sorted(allowed))}"
+            )
+            feedback = format_skill_error(call.skill, error, None)
+            record.error, record.error_kind = error, "not_allowed"
         else:
             # Checked before anyone is asked, so a malformed call is corrected, not confirmed; nothing runs.
             prepared = skills.prepare(call.skill, call.args)
@@ -130,6 +139,8 @@ class CallRunner:
                 # Text from a mail, feed or attachment is data; it must not steer later calls.
                 self._mark(turn, gate, skill.name, f"the result of {skill.name}")
                 feedback = UNTRUSTED_NOTE + "\n" + feedback
+            if skill.name == SKILL_DOC and not args.get("file"):
+                self._narrow(turn, str(args.get("name", "")).strip())
             if is_write_call(skill.capabilities, args):
                 turn.writes_done[key] = result.text()
                 turn.wrote_memory = True
@@ -148,6 +159,15 @@ class CallRunner:
             feedback = format_skill_result(skill.name, f"Error: {result.error}", limit)
             record.error, record.error_kind = result.error, result.error_kind
         return self._finish_call(skill.name, record, turn, feedback, emit)
+
+    def _narrow(self, turn: TurnRecord, name: str) -> None:
+        """The SKILL.md skill just read is active: its ``allowed-tools`` (those that name our skills) narrow
+        the turn's later calls to them, ``skill_doc`` and ``run_script``. Without the key nothing narrows."""
+        read = self.skills.library.get(name)
+        if read is None or not read.allowed_tools:
+            return
+        allowed = frozenset(t for t in read.allowed_tools if t in self.skills.skills) | {SKILL_DOC, RUN_SCRIPT}
+        turn.narrowed = (name, allowed)
 
     def _mark(self, turn: TurnRecord, gate: GateResult, skill: str, label: str) -> None:
         """This call's result or error entered the turn as outside content (its key: the turn and the call).

@@ -118,6 +118,9 @@ class TurnRecord:
     history_original: bool = False  # ... and of those, an earlier turn's outside content itself
     approve: ApproveCallback | None = None  # the frontend's confirmation callback for "ask" decisions
     guest: frozenset[str] | None = None  # a guest turn (not the owner's own chat): the skills it may call
+    #: A SKILL.md skill read in this turn whose ``allowed-tools`` narrow what the model may call: (its name,
+    #: the skills it allows). None: no narrowing.
+    narrowed: tuple[str, frozenset[str]] | None = None
     limit: frozenset[str] | None = None  # a served client's skills: the turn may call no other (Incoming.skills)
     extract_facts: bool = True  # False: no facts are taken from the turn (Incoming.extract_facts)
     job: str | None = None  # the scheduled job whose run this turn is
