@@ -224,3 +224,25 @@ def test_doctor_checks_the_homeserver_the_login_and_names_encrypted_rooms(matrix
     assert unreachable["matrix homeserver"][0] == "fail" and "matrix login" not in unreachable
     missing = doctor(password="", password_env="MATRIX_DOCTOR_TEST_UNSET")
     assert missing["matrix login"] == ("fail", "matrix.password_env names MATRIX_DOCTOR_TEST_UNSET, which is not set")
+
+
+def test_the_send_file_skill_sends_a_workspace_file_into_the_room(
+    matrix: MatrixWorld, start_matrix, chat_server, workspace
+) -> None:
+    import json
+
+    csv = b"date,amount,what\n2026-11-02,12.50,bread\n"
+    workspace.path("exports").mkdir()
+    workspace.path("exports/expenses.csv").write_bytes(csv)
+    call = json.dumps({"skill": "send_file", "args": {"path": "exports/expenses.csv", "caption": "November"}})
+    chat_server.enqueue(call, '{"reply": "Sent."}')
+    room = matrix.direct_room()
+    start_matrix()
+    wait_until(lambda: matrix.joined(room), timeout=20, what="the bot to join")
+    matrix.owner.send(room, "send me November's expenses")
+    wait_until(lambda: "Sent." in _bot_texts(matrix, room), timeout=30, what="the answer")
+    [upload] = [e for e in matrix.owner.shown(room, matrix.bot.user_id) if e["content"]["msgtype"] == "m.file"]
+    content = upload["content"]
+    assert content["body"] == "November" and content["filename"] == "expenses.csv"
+    assert content["info"] == {"mimetype": "text/csv", "size": len(csv)}
+    assert matrix.owner.download(content["url"]) == csv

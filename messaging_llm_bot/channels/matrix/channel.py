@@ -29,7 +29,7 @@ from messaging_llm_bot.channels.matrix.client import Download, MatrixClient
 from messaging_llm_bot.channels.matrix.format import CAPABILITIES, MatrixPart, edit_content, render_matrix, text_content
 from messaging_llm_bot.conversation.approvals import OpenQuestions, answer_of
 
-MAX_FILE_OUT_BYTES = 50 * 1024 * 1024  # Synapse's default max_upload_size
+MAX_FILE_OUT_BYTES = CAPABILITIES.max_file_bytes
 _MSGTYPE: dict[MediaKind, str] = {
     "photo": "m.image",
     "file": "m.file",

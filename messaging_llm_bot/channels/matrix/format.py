@@ -32,6 +32,7 @@ CAPABILITIES = Capabilities(
     buttons=False,  # approvals are answered by a reply "yes" / "no"
     media_in=frozenset({"photo", "file", "audio", "voice"}),
     media_out=frozenset({"photo", "file", "audio", "voice"}),
+    max_file_bytes=50 * 1024 * 1024,  # Synapse's default max_upload_size
 )
 
 _TAGS: dict[str, tuple[str, str]] = {

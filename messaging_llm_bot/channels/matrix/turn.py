@@ -18,16 +18,24 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.inbox import Inbox, InboxItem
-from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
+from assistant_framework.media.files_out import FileToSend
+from messaging_llm_bot.channels.contract import Address, DeliveryError, OutgoingFile, TextOut
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel, in_thread, txn_id
 from messaging_llm_bot.channels.matrix.client import MatrixUnavailable
-from messaging_llm_bot.channels.matrix.format import MatrixPart, edit_content, render_matrix, text_content
+from messaging_llm_bot.channels.matrix.format import (
+    CAPABILITIES,
+    MatrixPart,
+    edit_content,
+    render_matrix,
+    text_content,
+)
 from messaging_llm_bot.channels.matrix.live import LIVE_PART, LiveReply, Typing
 from messaging_llm_bot.channels.matrix.message import MatrixMessage, parse_message
 from messaging_llm_bot.channels.matrix.settings import MatrixConfig, address_of
 from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, offers_conversation, question_text
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
 from messaging_llm_bot.conversation.chatflags import ChatFlags
+from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, area_for, files_input
 from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.job_runs import is_job_item
@@ -162,6 +170,13 @@ class TurnRunner:
             approve = self.channel.questions.approver(
                 lambda request: self._ask(msg.address, request), asyncio.get_running_loop(), msg.room_id
             )
+        send_file = file_sender(
+            self.runtime.workspace,
+            item.item_id,
+            asyncio.get_running_loop(),
+            lambda one: self._send_workspace_file(msg.address, item.item_id, one),
+            CAPABILITIES.max_file_bytes,
+        )
         from messaging_llm_bot.agent.incoming import Incoming  # on use, as in the other channels
         from messaging_llm_bot.agent.turn import reply_text
 
@@ -178,9 +193,17 @@ class TurnRunner:
             on_event=live.on_event,
             stream=agent.settings.stream,
             images=images,
+            send_file=send_file,
         )
         answered = await self.pool.run(agent.handle, incoming, owner_turn=config.is_owner(msg.sender))
         return f"{reply_text(answered)}\n\n{notice}" if notice else reply_text(answered)
+
+    async def _send_workspace_file(self, to: Address, key: str, one: FileToSend) -> str:
+        """The ``send_file`` skill's file into the turn's room (through the media repository); its event id. The
+        transaction id is the item's and the file's: the same call after a crash is the same event."""
+        out = OutgoingFile("photo" if one.photo else "file", one.path, one.caption)
+        sent = await self.channel.send_file(to, out, key=f"{key}:{one.rel}")
+        return sent.message_ids[0]
 
     async def _save(self, area: Any, msg: MatrixMessage) -> SavedFile | str:
         media = msg.media
