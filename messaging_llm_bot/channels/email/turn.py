@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from datetime import date
 from typing import TYPE_CHECKING
 
 from assistant_framework.config.settings.email import EmailSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileToSend
+from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.contract import OutgoingFile
 from messaging_llm_bot.channels.email.approval import Approvals
 from messaging_llm_bot.channels.email.format import CAPABILITIES
@@ -25,27 +27,26 @@ from messaging_llm_bot.channels.email.message import NEW_THREAD, Thread
 from messaging_llm_bot.channels.email.outbox import Outbox
 from messaging_llm_bot.channels.email.servers import MailServerError
 from messaging_llm_bot.conversation.files_out import file_sender
-from messaging_llm_bot.conversation.images import area_for
+from messaging_llm_bot.conversation.images import FilesInput
 from messaging_llm_bot.conversation.images import files_input as input_of_files
 from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.job_runs import JobRun, is_job_item
-from messaging_llm_bot.conversation.pool import TurnPool
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turns import RunningTurns
+from messaging_llm_bot.conversation.turn import FAILED_REPLY, ChannelTurns, TurnRequest
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from assistant_framework.memory.service import MemoryService
     from messaging_llm_bot.agent.images import ImageInput
 
 log = logging.getLogger(__name__)
 
-FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
 RETRY_MAX_SECONDS = 60.0
 JOB_SUBJECT = "From your assistant: {job}"
 
 
-class TurnRunner:
-    """Runs the email channel's turns; one per service."""
+class TurnRunner(ChannelTurns):
+    """Runs the email channel's turns; one per service (the shared steps: conversation/turn.py)."""
 
     def __init__(
         self,
@@ -55,16 +56,10 @@ class TurnRunner:
         settings: Callable[[], EmailSettings],
         approvals: Approvals,
     ) -> None:
-        self.runtime, self.inbox, self.outbox, self.approvals = runtime, inbox, outbox, approvals
+        super().__init__(runtime, inbox, "email")
+        self.outbox, self.approvals = outbox, approvals
         self._settings = settings
-        self.stopping = False
         self.stop_event = asyncio.Event()
-        self._active = RunningTurns()
-        self.pool = TurnPool(lambda: self.runtime.settings)
-
-    @property
-    def active(self) -> int:
-        return len(self._active)
 
     async def answer(self, item: InboxItem) -> None:
         """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
@@ -76,12 +71,6 @@ class TurnRunner:
                 await self._answer_job(item)
             else:
                 await self._answer(item)
-
-    async def wait_idle(self, timeout: float) -> bool:
-        return await self._active.wait_idle(timeout)
-
-    def cancel_all(self) -> int:
-        return self._active.cancel_all()
 
     async def _answer(self, item: InboxItem) -> None:
         mail = MailItem.from_json(item.payload)
@@ -109,27 +98,24 @@ class TurnRunner:
             await asyncio.to_thread(self.inbox.complete, item.item_id)
 
     async def _produce(self, item: InboxItem, mail: MailItem) -> str:
-        from messaging_llm_bot.agent.incoming import Incoming  # on use, as the other channels' turns
-        from messaging_llm_bot.agent.turn import reply_text
-
         settings = self._settings()
         owner_chat = mail.sender == settings.owner_address
         text = f"(mail, subject: {mail.subject})\n\n{mail.text}" if mail.subject else mail.text
-        untrusted: bool = False
+        untrusted, notice = False, ""
         images: tuple[ImageInput, ...] = ()
-        if mail.files:  # the mail's words are the first file's caption (email/intake.py)
-            area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
-            index = self.runtime.memory if owner_chat else None  # a guest's documents stay out of the owner's memory
-            got = await input_of_files(area, list(mail.files), self.runtime.settings, index=index)
+        if mail.files:  # saved at intake; the mail's words are the first file's caption (email/intake.py)
+
+            async def read(area: Workspace, today: date, index: MemoryService | None) -> FilesInput | str:
+                return await input_of_files(area, list(mail.files), self.runtime.settings, index=index)
+
+            got, notice = await self.files(
+                item.conversation_id, owner_chat, self.runtime.settings.runtime.timezone, read
+            )
             if isinstance(got, str):
                 return got
             text, untrusted, images = got.text, True, got.images
-        approve = None
-        if owner_chat:
-            approve = self.approvals.approver(
-                item.conversation_id, mail.sender, mail.thread, asyncio.get_running_loop()
-            )
         loop = asyncio.get_running_loop()
+        approve = self.approvals.approver(item.conversation_id, mail.sender, mail.thread, loop) if owner_chat else None
         send_file = file_sender(
             self.runtime.workspace,
             item.item_id,
@@ -137,8 +123,7 @@ class TurnRunner:
             lambda one: self._send_file(item, mail, one),
             CAPABILITIES.max_file_bytes,
         )
-        agent = self.runtime.agent
-        incoming = Incoming(
+        request = TurnRequest(
             item.conversation_id,
             text,
             chat_id=item.conversation_id,
@@ -146,14 +131,13 @@ class TurnRunner:
             message_id=mail.message_id or item.item_id,
             # Only the owner's proven mail sees the owner's notes, facts and other chats' logs.
             owner_chat=owner_chat,
+            from_owner=owner_chat,
             untrusted=untrusted,
-            approve=approve,
-            stream=agent.settings.stream,
             images=images,
+            notice=notice,
             send_file=send_file,
         )
-        answered = await self.pool.run(agent.handle, incoming, owner_turn=owner_chat)
-        return reply_text(answered)
+        return await self.ask_agent(request, approve=approve)
 
     async def _send_file(self, item: InboxItem, mail: MailItem, one: FileToSend) -> str:
         """The ``send_file`` skill's file as a mail in the thread with the file attached; its Message-ID (the
