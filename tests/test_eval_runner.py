@@ -261,3 +261,37 @@ def test_structured_output_and_tool_transport_flags_reach_the_requests(eval_setu
         ]
     ) in (0, 1)
     assert [("response_format" in r, "tools" in r) for r in server.chat_requests] == [(False, False)]
+
+
+def test_the_eval_with_and_without_the_published_skill_md_skills(eval_setup, tmp_path: Path) -> None:
+    """The same cases and answers with ``runtime.skills_dirs`` holding the three published SKILL.md skills:
+    the prompt lists them in [Skills] (skill_doc offered) and the scores are comparable row for row
+    (bench/real_model.py --skills-dir tests/data/agent_skills is the same on the real model)."""
+    cases_dir, config_dir, server = eval_setup
+    reports = {}
+    for label in ("without", "with"):
+        if label == "with":
+            published = str(Path(__file__).parent / "data" / "agent_skills")
+            (config_dir / "runtime.json").write_text(json.dumps({"timezone": "UTC", "skills_dirs": [published]}))
+        path = tmp_path / f"{label}.json"
+        before = len(server.chat_requests)
+        main(
+            [
+                "eval",
+                "skills",
+                "--config",
+                str(config_dir),
+                "--cases",
+                str(cases_dir),
+                "--no-builtin",
+                "--report",
+                str(path),
+            ]
+        )
+        reports[label] = json.loads(path.read_text())
+        system = server.chat_requests[before]["messages"][0]["content"]
+        listed = "- internal-comms: A set of resources" in system and "skill_doc:" in system
+        assert listed == (label == "with"), label
+    assert reports["with"]["passed"] == reports["without"]["passed"] == 4
+    right = {label: [r["chose_right_skill"] for r in report["results"]] for label, report in reports.items()}
+    assert right["with"] == right["without"]
