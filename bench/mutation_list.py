@@ -23,6 +23,7 @@ class Mutation:
 # Test files by the guard they cover (the mutation loop runs only these, to keep the machine usable).
 MCP_CLI = ("test_mcp_cli.py",)
 PAIRING = ("test_pairing.py",)
+BUSY = ("test_busy_modes.py",)
 MEMORY_JOURNAL = ("test_memory_journal.py", "test_console_quit.py")
 SERVE = ("test_serve_clients.py",)
 EMAIL = (
@@ -2786,5 +2787,55 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        elif False:",
         "a SKILL.md skill's allowed-tools do not narrow what the model calls while it is active",
         AGENT_SKILLS,
+    ),
+    Mutation(
+        "busy-never-joins",
+        f"{BOT}/channels/telegram/updates.py",
+        "        if fe.intake.join_running(update, update.get_bot()):",
+        "        if False:",
+        "busy mode steer does nothing: a correction waits behind the answer it was meant to change",
+        BUSY,
+    ),
+    Mutation(
+        "busy-steered-dropped-at-reply",
+        f"{BOT}/agent/rounds.py",
+        "                if more:",
+        "                if False:",
+        "a message taken into the turn as the model answered is lost: the reply answers the first message only",
+        BUSY,
+    ),
+    Mutation(
+        "busy-interrupt-not-cut",
+        f"{BOT}/agent/rounds.py",
+        "                if steer is not None and steer.interrupted():",
+        "                if False:",
+        "busy mode interrupt ends the turn with a failure sentence instead of going on with the new message",
+        BUSY,
+    ),
+    Mutation(
+        "busy-group-joins",
+        f"{BOT}/channels/telegram/turn.py",
+        '    return message.chat.type == "private" and message_kind(message) == "text"',
+        '    return message_kind(message) == "text"',
+        "messages in a group are merged into a running turn",
+        BUSY,
+    ),
+    Mutation(
+        "busy-replay-answers-merged-again",
+        f"{BOT}/channels/telegram/intake.py",
+        "        joined = {m for i in items if i.reply is not None for m in i.merged if m in by_id}",
+        "        joined = set()",
+        "after a crash, a message the recorded reply already answers is answered a second time",
+        BUSY,
+    ),
+    Mutation(
+        "busy-other-sender-joins",
+        f"{BOT}/agent/steering.py",
+        "            if self._closed or self.user_id is None or str(user_id) != str(self.user_id):",
+        "            if self._closed or self.user_id is None:",
+        "another person's message enters someone's running turn",
+        BUSY,
+        equivalent="unreachable from a chat: only a private chat's turn takes messages (joinable), and there the "
+        "one sender is the turn's; kept as the second wall (conversation/busy.py checks the sender too)",
     ),
 )

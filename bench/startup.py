@@ -175,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     children: list[subprocess.Popen] = []
     log_path = base / "bot.log"
     try:
-        config = bench_config(model.base_url, max_concurrency=4, extra_runtime={"max_pending_per_chat": per_chat})
+        config = bench_config(
+            model.base_url, max_concurrency=4, extra_runtime={"max_pending_per_chat": per_chat, "busy_mode": "queue"}
+        )
         config["telegram"] = {
             "token": fake.token,
             "base_url": fake.base_url,

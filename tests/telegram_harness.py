@@ -40,6 +40,12 @@ def pairing_off(config: dict) -> None:
     config.setdefault("runtime", {})["pairing"] = False
 
 
+def busy_queue(config: dict) -> None:
+    """A config patch: every message is its own turn, in order (``runtime.busy_mode: queue``), for tests of
+    per-message answers that send bursts (busy modes: tests/test_busy_modes.py)."""
+    config.setdefault("runtime", {})["busy_mode"] = "queue"
+
+
 def make_runtime(config: dict, workspace: Workspace, tmp_path: Path) -> Any:
     """The project's BotRuntime built from a config file, as ``python -m messaging_llm_bot`` does."""
     from messaging_llm_bot.runtime import build_runtime

@@ -12,7 +12,7 @@ from assistant_framework.config.settings import RuntimeSettings
 from tests.signal_harness import FRIEND as SIGNAL_FRIEND
 from tests.signal_harness import GROUP, wait_for
 from tests.signal_harness import OWNER as SIGNAL_OWNER
-from tests.telegram_harness import OWNER
+from tests.telegram_harness import OWNER, busy_queue
 
 FRIEND = 42
 NOTICE = "skipping new ones"
@@ -50,7 +50,7 @@ def pending(workspace) -> list[str]:
 
 def test_telegram_friend_flood_does_not_hold_back_the_owner(fake, start_bot, chat_server, workspace):
     release = held_friend(chat_server)
-    start_bot(allowed_user_ids=[OWNER, FRIEND], owner_id=OWNER)
+    start_bot(config_patch=busy_queue, allowed_user_ids=[OWNER, FRIEND], owner_id=OWNER)
     for n in range(300):  # more than PTB's 256 places for updates in progress
         fake.send_message(f"flood {n}", user_id=FRIEND)
     try:

@@ -74,7 +74,11 @@ def test_sigkill_three_times_loses_nothing_and_keeps_order(tmp_path, bot_config)
             },
         )
         config = write_bot_config(
-            tmp_path / "config.json", base, fake, allowed=CHATS, runtime={"shutdown_timeout_seconds": 10}
+            tmp_path / "config.json",
+            base,
+            fake,
+            allowed=CHATS,
+            runtime={"shutdown_timeout_seconds": 10, "busy_mode": "queue"},
         )
         workspace = tmp_path / "workspace"
         expected: dict[int, list[str]] = {chat: [] for chat in CHATS}
@@ -153,7 +157,7 @@ def test_streamed_replies_are_not_duplicated_by_sigkills(tmp_path, bot_config):
             fake,
             allowed=STREAM_CHATS,
             telegram={"stream": True, "progress": True},
-            runtime={"shutdown_timeout_seconds": 10},
+            runtime={"shutdown_timeout_seconds": 10, "busy_mode": "queue"},
         )
         workspace = tmp_path / "workspace"
         expected = {chat: [f"re: m{i} in chat {chat}" for i in range(STREAM_PER_CHAT)] for chat in STREAM_CHATS}

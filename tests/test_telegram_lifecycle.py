@@ -17,7 +17,7 @@ import requests
 from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.conversation.job_router import job_router
-from tests.telegram_harness import OWNER, texts
+from tests.telegram_harness import OWNER, busy_queue, texts
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -137,7 +137,7 @@ def test_reused_update_ids_after_moving_to_another_bot_api_server_are_answered(
 
     from tests.fakes.bot_api import FakeBotAPI
 
-    old = start_bot()
+    old = start_bot(config_patch=busy_queue)
     fake.push_update(_raw_message(3, 40, "old question"))
     fake.push_update(_raw_message(90000, 41, "newest on the old server"))
     fake.wait_for_messages(OWNER, 2)

@@ -192,6 +192,7 @@ RUNTIME_SCHEMA = {
         "trace_keep": {"type": "integer", "minimum": 0},
         "shutdown_timeout_seconds": {"type": "number", "minimum": 0},
         "max_pending_per_chat": {"type": "integer", "minimum": 1},
+        "busy_mode": {"enum": ["steer", "queue", "interrupt"]},
         "pairing": {"type": "boolean"},
         "pairing_code_minutes": {"type": "integer", "minimum": 1, "maximum": 10080},
         "log_level": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR", None]},

@@ -26,6 +26,9 @@ class InboxItem:
     fingerprint: str = (
         ""  # what the message is (e.g. chat/message id/date): tells a reused source id from a re-delivery
     )
+    #: Items of later messages the recorded reply answers too (they entered this item's turn: busy mode
+    #: steer); recorded with the reply, in the same ledger write, so a replay completes them with it.
+    merged: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The on-disk form of the item."""

@@ -18,7 +18,12 @@ def ledger_rel(item_id: str) -> str:
 def write_ledger(ws: Workspace, item: InboxItem) -> None:
     """Write the item's reply, live message and delivered parts to its ledger."""
     # No fsync: see the package docstring (process crashes lose nothing; a power loss may).
-    ledger = {"reply": item.reply, "live": item.live, "parts": {str(k): v for k, v in sorted(item.parts.items())}}
+    ledger = {
+        "reply": item.reply,
+        "live": item.live,
+        "parts": {str(k): v for k, v in sorted(item.parts.items())},
+        **({"merged": item.merged} if item.merged else {}),
+    }
     ws.write_text(ledger_rel(item.item_id), json.dumps(ledger, ensure_ascii=False), durable=False)
 
 
@@ -37,3 +42,6 @@ def read_ledger(ws: Workspace, item: InboxItem) -> None:
     if isinstance(live, int) and not isinstance(live, bool):
         item.live = live
     item.parts.update(parts)
+    merged = ledger.get("merged")
+    if isinstance(ledger.get("reply"), str) and isinstance(merged, list):
+        item.merged = [str(x) for x in merged if isinstance(x, str)]

@@ -130,13 +130,15 @@ class Inbox:
 
     # -- outbound ledger ------------------------------------------------------
 
-    def record_reply(self, item_id: str, reply: str) -> None:
-        """Persist the reply text before sending it, so a crash mid-delivery resumes the same reply."""
+    def record_reply(self, item_id: str, reply: str, merged: list[str] | None = None) -> None:
+        """Persist the reply text before sending it, so a crash mid-delivery resumes the same reply; ``merged``:
+        the pending items whose messages this reply answers too (one write: a replay completes them with it)."""
         with self._lock:
             item = self._items.get(item_id)
             if item is None:
                 raise KeyError(f"inbox: no pending item {item_id!r} to record a reply for")
             item.reply = reply
+            item.merged = list(merged or [])
             write_ledger(self.ws, item)
 
     def record_live(self, item_id: str, message_id: int) -> None:

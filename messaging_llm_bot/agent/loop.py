@@ -12,8 +12,11 @@ what the turn takes from memory and gives back is agent/memory.py.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -45,6 +48,7 @@ from messaging_llm_bot.agent.runner_choice import RunnerChoices
 from messaging_llm_bot.agent.session_calls import SessionCalls
 from messaging_llm_bot.agent.sessions import Sessions
 from messaging_llm_bot.agent.settings import BotSettings
+from messaging_llm_bot.agent.steering import SteerBox, Steered
 from messaging_llm_bot.agent.turn import (
     FAILED_TURN_REPLY,
     AgentEvent,
@@ -102,6 +106,8 @@ class Agent(SessionCalls):
         self.history = HistoryStore(workspace)
         self.sessions = Sessions(workspace)
         self.runner_choices = RunnerChoices(workspace)
+        self._steer_boxes: dict[str, SteerBox] = {}  # the running turn's box per place (agent/steering.py)
+        self._steer_lock = threading.Lock()
         self.skills = skills
         self.collectors = collectors
         self._last_summary: dict[str, str] = {}
@@ -197,6 +203,35 @@ class Agent(SessionCalls):
         finishes, no further one starts. Messages waiting behind it are answered."""
         return self._conversations.stop(conversation_id)
 
+    def steer(
+        self,
+        conversation_id: str,
+        text: str,
+        user_id: int | str | None,
+        message_id: int | str | None = None,
+        *,
+        interrupt: bool = False,
+    ) -> Steered | None:
+        """Add a message to the turn running in this conversation (busy mode steer; ``interrupt`` also hangs
+        up its model call); None when no turn runs there, the sender is another, or the turn is done (the
+        channel then answers it in its own turn). The handle's ``taken`` says, once the turn has ended,
+        whether the reply answered it."""
+        with self._steer_lock:
+            box = self._steer_boxes.get(conversation_id)
+        return box.offer(text, user_id, message_id, interrupt) if box is not None else None
+
+    @contextlib.contextmanager
+    def _steering(self, place: str, box: SteerBox) -> Iterator[None]:
+        with self._steer_lock:
+            self._steer_boxes[place] = box
+        try:
+            yield
+        finally:
+            box.close()
+            with self._steer_lock:
+                if self._steer_boxes.get(place) is box:
+                    del self._steer_boxes[place]
+
     def handle(self, message: Incoming) -> TurnResult:
         """Answer one message (blocking, thread-safe); never raises for model or skill failures.
 
@@ -218,6 +253,8 @@ class Agent(SessionCalls):
             place=place,
             job=message.job,
         )
+        # Only the sender's own messages in this place may enter the turn meanwhile; a job run takes none.
+        turn.steer = SteerBox(message.user_id if message.job is None else None)
         if message.from_outside:
             what = message.outside or "the text of an attachment"
             turn.mark_outside(OutsideSource(f"message:{turn.trace_id}", what, TURN))
@@ -247,7 +284,7 @@ class Agent(SessionCalls):
             with self._conversations.lock(place):
                 turn.now = self.now()
                 turn.conversation_id = context.conversation_id = self.sessions.active(place)
-                with self._conversations.running(place, turn.stop):
+                with self._conversations.running(place, turn.stop), self._steering(place, turn.steer):
                     reply, ok = self._transaction(turn, message, context, emit)
         except Exception as exc:  # the last line of defence: the user gets a sentence, the log the traceback
             log.exception("turn %s of conversation %r failed", turn.trace_id, turn.conversation_id)
@@ -336,9 +373,13 @@ class Agent(SessionCalls):
             return stopped_reply(turn), False
         if ok:
             reply = honest_reply(reply, turn.saved_to, turn.wrote_memory)
+            # Messages that entered the turn meanwhile (busy mode steer) are the user's side of it too.
+            steered = [one.text for one in turn.steer.taken()] if turn.steer is not None else []
+            for text in steered:
+                self._turn_memory.log(turn, "user", text, message_id=None, meta=meta)
             self.history.append_pair(
                 conversation_id,
-                turn.text,
+                "\n\n".join([turn.text, *steered]),
                 reply,
                 budget_chars=budget,
                 when=turn.now,

@@ -8,7 +8,10 @@ request the model's context cannot hold is cut and sent again (agent/context_lim
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Callable
 
@@ -22,8 +25,10 @@ from messaging_llm_bot.agent.history import prompt_messages
 from messaging_llm_bot.agent.images import ImageInput, user_content
 from messaging_llm_bot.agent.native import SkillFormats, add_round, skill_calls
 from messaging_llm_bot.agent.settings import BotSettings
+from messaging_llm_bot.agent.steering import Steered
 from messaging_llm_bot.agent.turn import AgentEvent, Emit, TurnRecord, record_request
 from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
+from messaging_llm_bot.llm.hangup import StopSwitch, hang_up_on
 from messaging_llm_bot.llm.structured import REPLY_SCHEMA
 from messaging_llm_bot.llm.tools import tool_calls_of
 from messaging_llm_bot.llm.wire import Message
@@ -37,6 +42,13 @@ EMPTY_REPLY = "The model returned an empty answer. Please try again or rephrase.
 def _joined(head: list[Message], rounds: list[Message]) -> Callable[[], list[Message]]:
     """The messages of a request in native form (asked for only when a runner sends native tools)."""
     return lambda: [*head, *rounds]
+
+
+def _add_steered(steered: list[Steered], turn_messages: list[Message], native_turn: list[Message]) -> None:
+    """Messages that entered the turn, as new user messages of its requests (both forms)."""
+    for one in steered:
+        turn_messages.append({"role": "user", "content": one.text})
+        native_turn.append({"role": "user", "content": one.text})
 
 
 def offered_names(skills: SkillManager, guest: frozenset[str] | None) -> list[str]:
@@ -89,8 +101,13 @@ class Rounds:
         native_turn: list[Message] = [{"role": "user", "content": first}]
         cuts = ContextCuts(turn.conversation_id, prompt.budget, prompt.measure)
         repeated, last_calls = False, None
+        steer = turn.steer
         while True:
             round_no = turn.rounds + 1
+            if steer is not None:
+                # A round boundary: what the same person wrote meanwhile enters as a new user message.
+                _add_steered(steer.take(round_no), turn_messages, native_turn)
+                steer.interrupted()  # an interrupt before this request cut nothing: forget it
             head = [{"role": "system", "content": prompt.system}, *prompt_messages(history)]
             messages = [*head, *turn_messages]
             turn.check_stop()
@@ -111,6 +128,8 @@ class Rounds:
             except LLMError as err:
                 record_request(turn, round_no, messages, None, err)
                 turn.check_stop()  # the call was hung up by the stop: a stop, not a failure to tell
+                if steer is not None and steer.interrupted():
+                    continue  # hung up by a new message (busy mode interrupt): asked again with it
                 shorter = cuts.cut_history(err, history)
                 if shorter is not None:
                     history = shorter
@@ -137,6 +156,12 @@ class Rounds:
                 except LLMError as err:
                     turn.error = err.user_message()
                     return failure_reply(err, turn.text, messages), False
+            if not parsed.calls and steer is not None:
+                # The answer would end the turn: a message sent meanwhile is asked about with it instead.
+                more = steer.take(round_no + 1, close_if_empty=True)
+                if more:
+                    _add_steered(more, turn_messages, native_turn)
+                    continue
             if not parsed.calls:
                 reply = (parsed.reply or "").strip()
                 return (reply, True) if reply else (EMPTY_REPLY, False)
@@ -191,6 +216,30 @@ class Rounds:
     ) -> Completion:
         """One model request of a round: the answer schema (and native tools) for ``names``, streamed
         when asked, with only the reply's text shown as it arrives."""
+        with self._cut_on_interrupt(turn) as cut:
+            return self._request(turn, messages, names, stream, emit, native, reply_only, cut)
+
+    @contextlib.contextmanager
+    def _cut_on_interrupt(self, turn: TurnRecord) -> Iterator[threading.Event]:
+        """The switch that hangs up this request: the owner's stop, or a message in busy mode interrupt."""
+        if turn.steer is None:
+            yield turn.stop
+            return
+        cut = StopSwitch()
+        with hang_up_on(turn.stop, cut.set), turn.steer.on_interrupt(cut.set):
+            yield cut
+
+    def _request(
+        self,
+        turn: TurnRecord,
+        messages: list[Message],
+        names: list[str],
+        stream: bool,
+        emit: Emit,
+        native: Callable[[], list[Message]],
+        reply_only: bool,
+        cut: threading.Event,
+    ) -> Completion:
         if reply_only or not names:
             schema, tools = REPLY_SCHEMA, None
         elif self.choices is not None:
@@ -205,7 +254,7 @@ class Rounds:
                 tools=tools,
                 native_messages=native,
                 vision=self.vision,
-                stop=turn.stop,
+                stop=cut,
                 prefer=self.prefer,
             )
         guard = StreamGuard(names)
@@ -228,6 +277,6 @@ class Rounds:
             tools=tools,
             native_messages=native,
             vision=self.vision,
-            stop=turn.stop,
+            stop=cut,
             prefer=self.prefer,
         )

@@ -13,6 +13,7 @@ from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import ApproveCallback
 from messaging_llm_bot.agent.images import without_pixels
 from messaging_llm_bot.agent.outside import HISTORY, TURN, OutsideSource
+from messaging_llm_bot.agent.steering import SteerBox
 from messaging_llm_bot.llm.client import Completion, LLMError
 from messaging_llm_bot.llm.hangup import StopSwitch
 from messaging_llm_bot.llm.wire import Message
@@ -130,6 +131,7 @@ class TurnRecord:
     writes_done: dict[str, str] = field(default_factory=dict)  # a successful write call's key -> its result text
     place: str = ""  # the chat or topic the message came from (its sessions are agent/sessions.py)
     chosen_runner: str | None = None  # the chat's /model choice, asked first (agent/runner_choice.py)
+    steer: SteerBox | None = None  # messages the same person sends meanwhile (agent/steering.py)
     # The outside content in the turn's context, by key (agent/outside.py): what the owner's question names.
     outside: dict[str, OutsideSource] = field(default_factory=dict)
 
@@ -265,6 +267,11 @@ def record_request(
     turn.requests.append(entry)
 
 
+def steered_trace(box: SteerBox) -> list[dict[str, Any]]:
+    """Where each message added to the running turn entered: the round whose request first carried it."""
+    return [{"round": one.round, "message_id": one.message_id, "text": one.text} for one in box.taken()]
+
+
 def trace_of(turn: TurnRecord, result: TurnResult) -> dict[str, Any]:
     """The trace document of a finished turn."""
     last: RequestEntry = next((r for r in reversed(turn.requests) if r.get("model")), {})
@@ -276,6 +283,7 @@ def trace_of(turn: TurnRecord, result: TurnResult) -> dict[str, Any]:
         "runner": last.get("runner"),
         "model": last.get("model"),
         **({"chosen_runner": turn.chosen_runner} if turn.chosen_runner else {}),
+        **({"steered": steered_trace(turn.steer)} if turn.steer is not None and steered_trace(turn.steer) else {}),
         "rounds": result.rounds,
         "elapsed_s": round(result.elapsed_s, 4),
         "model_s": round(result.model_s, 4),

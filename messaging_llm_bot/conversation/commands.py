@@ -40,6 +40,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("model", "The models I can use; switch this chat's: /model NAME, /model default"),
     ("pair", "Let someone in by the code I gave them: /pair CODE"),
     ("drafts", "Skills I drafted for you: /drafts show|approve|discard NAME"),
+    ("busy", "What a message does while I answer: /busy steer, /busy interrupt, /busy queue"),
     ("why", "Memories recalled for my last reply"),
     ("voice", "Answer by voice too here: /voice on, /voice off"),
     ("reload", "Reload config, skills and collectors"),
@@ -369,6 +370,11 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
         from messaging_llm_bot.conversation.model_choice import model_command
 
         return model_command(runtime, conversation_id, rest)
+    if name == "busy":
+        from messaging_llm_bot.conversation.busy import busy_command
+        from messaging_llm_bot.conversation.chatflags import ChatFlags
+
+        return busy_command(runtime, ChatFlags(runtime.workspace), conversation_id, rest)
     if name == "pair":
         from messaging_llm_bot.conversation.pairing import pair_command
 

@@ -18,9 +18,10 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from assistant_framework.inbox import Inbox
+from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileSender
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.conversation.busy import BusyTurns
 from messaging_llm_bot.conversation.chatflags import ChatFlags
 from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, FilesInput, area_for
 from messaging_llm_bot.conversation.pool import TurnPool
@@ -76,6 +77,8 @@ class ChannelTurns:
         self.stopping = False  # set on shutdown: no new turns; their items stay in the inbox
         self._active = RunningTurns()
         self.flags = ChatFlags(runtime.workspace)  # /voice choices, notices told once
+        #: The turns a new message of the same person may join (busy modes, conversation/busy.py).
+        self.busy: BusyTurns[InboxItem] = BusyTurns()
         # Turns run here, not in asyncio's default pool (6 threads on 2 cores, also the inbox's):
         # llm.max_concurrency limits.
         self.pool = TurnPool(lambda: self.runtime.settings)

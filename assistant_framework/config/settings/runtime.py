@@ -19,6 +19,7 @@ from assistant_framework.config.settings.fields import (
 )
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+BUSY_MODES = ("steer", "queue", "interrupt")
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,9 @@ class RuntimeSettings:
     shutdown_timeout_seconds: float = field(default=20.0, metadata=reads(number))
     #: Messages one chat may have waiting or being answered (conversation/chatqueue.py).
     max_pending_per_chat: int = field(default=20, metadata=reads(whole))
+    #: A message from the same person while a turn runs in that chat (conversation/busy.py): ``steer`` adds it
+    #: to the running turn, ``interrupt`` also cuts the model call in flight, ``queue`` answers it after.
+    busy_mode: str = field(default="steer", metadata=reads(one_of(*BUSY_MODES)))
     #: A stranger gets a one-time code the owner approves (/pair CODE; conversation/pairing.py); off: a stranger
     #: is told their id, as before.
     pairing: bool = field(default=True, metadata=reads(flag))

@@ -28,10 +28,12 @@ from messaging_llm_bot.channels.telegram.settings import (
     message_conversation,
     message_fingerprint,
     message_of,
+    strip_mention,
     topic_in,
 )
-from messaging_llm_bot.channels.telegram.turn import TurnRunner
+from messaging_llm_bot.channels.telegram.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation import commands as texts
+from messaging_llm_bot.conversation.busy import busy_mode
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.held import StorageOutage, held_text, storage_error_text
 from messaging_llm_bot.conversation.job_runs import is_job_item
@@ -174,6 +176,27 @@ class Intake:
         except (telegram.error.TelegramError, TelegramDeliveryError) as err:
             log.info("telegram: the backlog notice to chat %s failed: %s", chat.id, err)
 
+    def join_running(self, update: Update, bot: telegram.Bot) -> bool:
+        """Hand a message to the turn of the same person running in its chat (busy mode steer or interrupt,
+        conversation/busy.py) instead of queueing it; False when it waits its turn. Synchronous, in arrival
+        order: the chat's flags are read only while a turn runs there."""
+        message = update.message
+        if message is None or message.from_user is None or not joinable(message):
+            return False
+        conversation = message_conversation(message)
+        item = self.items.get(update.update_id)  # stored when it was fetched
+        if item is None or not self.turns.busy.running(conversation) or not self.for_model(update, bot):
+            return False
+        mode = busy_mode(self.runtime, self.turns.flags, conversation)
+        text = strip_mention(message.text or "", bot.username or "")
+        joined = self.turns.busy.offer(
+            self.runtime, mode, conversation, message.from_user.id, text, message.message_id, item
+        )
+        if joined:
+            self.items.pop(update.update_id, None)
+            log.info("telegram: message %s joined the turn running in %s (%s)", message.message_id, conversation, mode)
+        return joined
+
     async def on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Any non-command message: through the inbox to the model, or a short 'not supported'."""
         message = message_of(update)
@@ -239,8 +262,12 @@ class Intake:
             except Exception:  # noqa: BLE001 - a replay failure must not kill the bot
                 log.exception("telegram: replay of %s failed", item.item_id)
 
+        # Messages that joined a turn whose reply was recorded are answered by that reply (busy modes).
+        by_id = {i.item_id: i for i in items}
+        joined = {m for i in items if i.reply is not None for m in i.merged if m in by_id}
         runs = []
-        for item, parts in stored_albums(items, bot):
+        for item, album in stored_albums([i for i in items if i.item_id not in joined], bot):
+            parts = [*album, *(by_id[m] for m in item.merged if m in joined)]
             sender = ((item.payload.get("message") or {}).get("from") or {}).get("id")
             chat = chat_of(item.conversation_id)
             job = self.queues.admit(chat, owner=sender == self.settings.owner_id, exempt=True)

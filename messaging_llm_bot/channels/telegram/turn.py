@@ -39,6 +39,7 @@ from messaging_llm_bot.channels.telegram.send import (
     send_plain,
 )
 from messaging_llm_bot.channels.telegram.settings import TelegramSettings, message_of, strip_mention, topic_of
+from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.held import storage_error_text
 from messaging_llm_bot.conversation.images import FilesInput, files_input
@@ -99,9 +100,13 @@ class TurnRunner(ChannelTurns):
         # Quote the question only in groups, where several people talk; private chats stay clean.
         reply_to = message.message_id if message.chat.type != "private" else None
         progress: Progress | None = None
+        running: RunningTurn[InboxItem] | None = None  # the turn a later message may join (busy modes)
+        later: list[InboxItem] = []  # messages offered to this turn that it did not answer: answered after it
         try:
             reply = item.reply
             produced = reply is None  # answered in this run (a replay's reply was spoken, or not, before)
+            if reply is None and joinable(message):
+                running = self.busy.started(item.conversation_id, message.from_user.id if message.from_user else None)
             if reply is None:
                 # A live message left by a crashed run is taken over (edited), never left behind beside a new one.
                 progress = telegram_progress(
@@ -113,9 +118,17 @@ class TurnRunner(ChannelTurns):
                     on_message=lambda mid: self._record_live(item, mid),
                     topic=topic,
                 )
-                reply = await self._produce_reply(bot, item, message, progress, parts)
+                try:
+                    reply = await self._produce_reply(bot, item, message, progress, parts)
+                finally:
+                    if running is not None:
+                        self.busy.ended(item.conversation_id, running)
+                        later = running.left()
+                merged = running.merged() if running is not None else []
                 await progress.stop()
-                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
+                # One write: the reply and the later messages it answers (a replay completes them with it).
+                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, [m.item_id for m in merged])
+                parts, running = [*parts, *merged], None  # recorded: the reply answers them whatever comes
             await self._complete(parts)  # the reply recorded on ``item`` answers them too
             await self.deliver(bot, item, chat_id, reply, reply_to, progress, topic)
             if produced:
@@ -146,8 +159,12 @@ class TurnRunner(ChannelTurns):
                 )
             except TelegramError:
                 log.error("telegram: could not even send the failure notice to chat %s", chat_id)
+            if running is not None:  # no reply was recorded for the messages that joined: each is answered
+                later = [one for one, _ in running.offered]
         await self._complete(parts)
         await asyncio.to_thread(self.inbox.complete, item.item_id)
+        for one in later:  # offered, but the turn ended first: each answered in its own turn, in order
+            await self._answer(bot, one)
 
     async def _complete(self, items: Sequence[InboxItem]) -> None:
         for one in items:
@@ -322,6 +339,11 @@ class TurnRunner(ChannelTurns):
                 log.info("telegram: final edit of streamed message %s failed: %s", message_id, err)
                 return False
         return False
+
+
+def joinable(message: telegram.Message) -> bool:
+    """A turn later messages may join (busy modes): a text of a person's own, in a private chat."""
+    return message.chat.type == "private" and message_kind(message) == "text" and outside_origin(message) is None
 
 
 def outside_origin(message: telegram.Message) -> str | None:

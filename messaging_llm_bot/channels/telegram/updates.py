@@ -72,6 +72,9 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
         fe = self.frontend
         if fe.intake.for_model(update, update.get_bot()):
             fe.intake.albums.arrived(update)  # before its chat's handlers run: the album's first turn waits for it
+        if fe.intake.join_running(update, update.get_bot()):
+            coroutine.close()  # it entered the turn running in its chat (busy modes): that turn answers it
+            return
         # Admitted in arrival order (PTB starts these tasks in that order): order holds per chat.
         job = fe.queues.admit(chat.id, owner=access.from_owner(update))
         if job is None:

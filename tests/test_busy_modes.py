@@ -1,0 +1,194 @@
+"""Busy modes (issue 45): a message the same person sends while the model works on their last one.
+
+steer (the default): it is in the next model request of the same turn, one reply answers both, no second
+turn runs; queue: two turns in order; interrupt: the request in flight is hung up and one turn answers both.
+A SIGKILL after the joined message was in a request but before the reply went out: after the restart both
+messages are answered, each once. The Telegram bot against the fake Bot API and the fake model server."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from assistant_framework.inbox import Inbox
+from assistant_framework.workspace import Workspace
+from tests.crash_bot import BotProcess, sent_texts, write_bot_config
+from tests.fakes.bot_api import FakeBotAPI
+from tests.fakes.chat_server import FakeChatServer
+from tests.telegram_harness import OWNER, texts
+
+CHAT = f"tg:{OWNER}"
+
+
+def user_texts(request: dict) -> list[str]:
+    """The user messages of a request's current turn (after the last assistant message of the history)."""
+    out = []
+    for message in request["messages"]:
+        if message["role"] == "assistant":
+            out = []
+        elif message["role"] == "user":
+            out.append(str(message["content"]))
+    return out
+
+
+class HeldModel:
+    """A model whose answer to the first message waits until the test releases it (or the client hangs up)."""
+
+    def __init__(self, server: FakeChatServer) -> None:
+        self.release = threading.Event()
+        server.set_handler(self.answer)
+
+    def answer(self, request: dict) -> str:
+        turn = user_texts(request)
+        if len(turn) == 1 and "first" in turn[0]:
+            self.release.wait(20)
+            return json.dumps({"reply": "answer to the first only"})
+        return json.dumps({"reply": "answer to: " + " + ".join(t.split("\n")[0] for t in turn)})
+
+
+def joined(bot, count: int = 1) -> bool:
+    return bot.service.frontend.turns.busy.joined(CHAT) >= count
+
+
+def test_steer_adds_the_second_message_to_the_running_turn_and_one_reply_answers_both(
+    fake, start_bot, chat_server, workspace
+):
+    model = HeldModel(chat_server)
+    bot = start_bot()
+    fake.send_message("first: book the table for Anna")
+    assert chat_server.wait_for_requests(1, timeout=10)
+    fake.send_message("no, the other Anna")
+    fake.wait_for(lambda: joined(bot), timeout=10)
+    model.release.set()
+    fake.wait_for(lambda: any(t.startswith("answer to:") for t in texts(fake)), timeout=10)
+    requests = chat_server.chat_requests
+    assert len(requests) == 2  # the first answer was not sent: the turn went on with the new message
+    assert user_texts(requests[1])[-1] == "no, the other Anna" and "first: book" in user_texts(requests[1])[0]
+    assert texts(fake) == ["answer to: first: book the table for Anna + no, the other Anna"]
+    fake.wait_for(lambda: Inbox(workspace).pending() == [], timeout=10)  # both answered, no second turn
+    assert len(chat_server.chat_requests) == 2
+    trace = json.loads(next(iter(sorted((workspace.root / "traces").rglob("*.json")))).read_text())
+    assert [(s["round"], s["text"]) for s in trace["steered"]] == [(2, "no, the other Anna")]
+
+
+def test_queue_answers_the_second_message_in_a_turn_of_its_own(fake, start_bot, chat_server, workspace):
+    model = HeldModel(chat_server)
+    bot = start_bot()
+    fake.send_message("/busy queue")
+    fake.wait_for(lambda: any("Busy mode here: queue" in t for t in texts(fake)), timeout=10)
+    fake.send_message("first question")
+    assert chat_server.wait_for_requests(1, timeout=10)
+    polls = fake.polls_started()
+    fake.send_message("second question")
+    fake.wait_for(lambda: fake.polls_started() >= polls + 2, timeout=10)  # fetched and queued behind the first
+    assert not joined(bot)
+    model.release.set()
+    fake.wait_for(lambda: len(texts(fake)) == 3, timeout=10)
+    assert texts(fake)[1:] == ["answer to the first only", "answer to: second question"]
+    assert [user_texts(r)[-1].split("\n")[0] for r in chat_server.chat_requests] == [
+        "first question",
+        "second question",
+    ]
+
+
+def test_interrupt_hangs_up_the_request_in_flight_and_one_turn_answers_both(fake, start_bot, chat_server, workspace):
+    model = HeldModel(chat_server)
+    start_bot()
+    fake.send_message("/busy interrupt")
+    fake.wait_for(lambda: any("Busy mode here: interrupt" in t for t in texts(fake)), timeout=10)
+    fake.send_message("first: a long story please")
+    assert chat_server.wait_for_requests(1, timeout=10)
+    fake.send_message("make it short")
+    fake.wait_for(lambda: any(t.startswith("answer to:") for t in texts(fake)), timeout=10)  # not released
+    assert texts(fake)[1:] == ["answer to: first: a long story please + make it short"]
+    assert len(chat_server.chat_requests) == 2
+    model.release.set()
+    fake.wait_for(lambda: Inbox(workspace).pending() == [], timeout=10)
+
+
+def test_another_persons_message_in_the_chat_is_never_merged(fake, start_bot, chat_server, workspace):
+    model = HeldModel(chat_server)
+    bot = start_bot(allowed_user_ids=[OWNER, 5])
+    fake.send_message("first question")
+    assert chat_server.wait_for_requests(1, timeout=10)
+    fake.send_message("a friend's question", user_id=5)  # their own chat: its own turn at once
+    fake.wait_for(lambda: texts(fake, 5) == ["answer to: a friend's question"], timeout=10)
+    assert not joined(bot)
+    model.release.set()
+    fake.wait_for(lambda: texts(fake) == ["answer to the first only"], timeout=10)
+
+
+@pytest.mark.timeout(90)
+def test_a_sigkill_after_the_joined_message_was_asked_answers_both_once_after_restart(tmp_path, bot_config):
+    asked, release = threading.Event(), threading.Event()
+
+    def model_answer(request: dict) -> str | dict:
+        turn = user_texts(request)
+        if len(turn) == 1 and "first" in turn[0] and not asked.is_set():
+            release.wait(20)  # until the second message has joined the turn
+            return json.dumps({"reply": "answer to the first only"})
+        if len(turn) == 2 and not asked.is_set():
+            asked.set()  # both in one request: the bot is killed before this answer comes
+            return {"content": json.dumps({"reply": "never delivered"}), "delay": 30}
+        return json.dumps({"reply": "re: " + " + ".join(t.split("\n")[0] for t in turn)})
+
+    with FakeBotAPI() as fake, FakeChatServer() as model:
+        model.set_handler(model_answer)
+        base = dict(
+            bot_config,
+            llm={**bot_config["llm"], "runners": [{"name": "fake", "base_url": model.base_url, "model": "m"}]},
+        )
+        config = write_bot_config(tmp_path / "config.json", base, fake)
+        workspace = tmp_path / "workspace"
+        with BotProcess(config, workspace, tmp_path / "bot.log") as bot:
+            bot.start().wait_ready()
+            fake.send_message("first message")
+            assert model.wait_for_requests(1, timeout=20)
+            fake.send_message("second message")
+            fake.wait_for(lambda: "joined the turn running" in bot.run_log(), timeout=20)
+            release.set()
+            assert asked.wait(20), bot.run_log()[-2000:]
+            bot.kill()
+            assert sent_texts(fake, OWNER) == []
+            bot.start().wait_ready()
+            fake.wait_for(lambda: len(sent_texts(fake, OWNER)) >= 2, timeout=30)
+            assert bot.terminate() == 0
+        assert sent_texts(fake, OWNER) == ["re: first message", "re: second message"]
+        assert Inbox(Workspace(workspace)).pending() == []
+        assert "Traceback" not in bot.log_text()
+
+
+def test_a_reply_recorded_for_a_joined_message_is_resent_once_and_completes_both(
+    fake, start_bot, chat_server, workspace
+):
+    """The crash after the reply that answers both was recorded: the next start sends it once and asks nothing."""
+    first = fake.send_message("first message")
+    second = fake.send_message("second message")
+    inbox = Inbox(workspace)
+    items = []
+    for update in (first, second):
+        message = update["message"]
+        fingerprint = f"{message['chat']['id']}/{message['message_id']}/{message['date']}"
+        items.append(inbox.accept(str(update["update_id"]), CHAT, update, fingerprint))
+    inbox.record_reply(items[0].item_id, "one answer to both", [items[1].item_id])
+    start_bot()
+    fake.wait_for(lambda: texts(fake) == ["one answer to both"], timeout=10)
+    fake.wait_for(lambda: Inbox(workspace).pending() == [], timeout=10)
+    assert chat_server.chat_requests == [] and texts(fake) == ["one answer to both"]
+
+
+def test_messages_in_a_group_are_never_merged(fake, start_bot, chat_server, workspace):
+    """A group: each message is its own turn, in order, even from the one person writing (guests' turns)."""
+    model = HeldModel(chat_server)
+    start_bot(group_mode="all", allowed_user_ids=[OWNER, 5])
+    group = {"chat_id": -100500, "chat_type": "supergroup"}
+    fake.send_message("first question", user_id=5, **group)
+    assert chat_server.wait_for_requests(1, timeout=10)
+    polls = fake.polls_started()
+    fake.send_message("second question", user_id=5, **group)
+    fake.wait_for(lambda: fake.polls_started() >= polls + 2, timeout=10)  # fetched: queued, or joined if wrong
+    model.release.set()
+    fake.wait_for(lambda: len(fake.messages(-100500)) == 2, timeout=10)
+    assert [m["text"] for m in fake.messages(-100500)] == ["answer to the first only", "answer to: second question"]
