@@ -69,7 +69,9 @@ def test_steer_adds_the_second_message_to_the_running_turn_and_one_reply_answers
     assert texts(fake) == ["answer to: first: book the table for Anna + no, the other Anna"]
     fake.wait_for(lambda: Inbox(workspace).pending() == [], timeout=10)  # both answered, no second turn
     assert len(chat_server.chat_requests) == 2
-    trace = json.loads(next(iter(sorted((workspace.root / "traces").rglob("*.json")))).read_text())
+    traces = lambda: list((workspace.root / "traces").glob("*/*.json"))  # noqa: E731 - written in the background
+    fake.wait_for(lambda: len(traces()) == 1, timeout=10)
+    trace = json.loads(traces()[0].read_text(encoding="utf-8"))
     assert [(s["round"], s["text"]) for s in trace["steered"]] == [(2, "no, the other Anna")]
 
 
