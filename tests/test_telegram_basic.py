@@ -8,6 +8,7 @@ from tests.telegram_harness import (
     OWNER,
     STRANGER,
     RunningBot,
+    busy_queue,
     make_runtime,  # noqa: F401
     pairing_off,
     snapshot,
@@ -150,7 +151,7 @@ def test_edited_message_is_not_answered_again(fake, start_bot, chat_server):
 
 
 def test_one_chat_in_order_while_other_chats_run_concurrently(fake, start_bot, chat_server):
-    start_bot(allowed_user_ids=[1, 2])
+    start_bot(config_patch=busy_queue, allowed_user_ids=[1, 2])  # the queue's order (steer: test_busy_modes.py)
 
     def handler(req):
         text = req["messages"][-1]["content"].split("\n")[0]
