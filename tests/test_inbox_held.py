@@ -22,7 +22,7 @@ from tests.crash_bot import echo_reply
 from tests.signal_harness import FRIEND as SIGNAL_FRIEND
 from tests.signal_harness import OWNER as SIGNAL_OWNER
 from tests.signal_harness import wait_for
-from tests.telegram_harness import OWNER, texts
+from tests.telegram_harness import OWNER, busy_queue, texts
 
 FRIEND = 42
 CANNOT_STORE = "the inbox cannot store messages"
@@ -56,7 +56,8 @@ def test_telegram_holds_an_update_it_cannot_store_and_answers_it_once_storage_wo
     fake, start_bot, chat_server, workspace, caplog
 ):
     chat_server.set_handler(echo_reply)
-    bot = start_bot(allowed_user_ids=[OWNER, FRIEND], owner_id=OWNER, progress=False)
+    # Each message its own turn (busy_mode queue): the answers per message are the point.
+    bot = start_bot(config_patch=busy_queue, allowed_user_ids=[OWNER, FRIEND], owner_id=OWNER, progress=False)
     fake.send_message("first")
     fake.wait_for(lambda: "re: first" in texts(fake))
     fake.wait_for(lambda: not Inbox(workspace).pending())
