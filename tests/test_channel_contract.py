@@ -416,6 +416,8 @@ def _strangers_on_telegram(request: pytest.FixtureRequest) -> int:
     request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
     for n in range(3):
         fake.send_message(f"let me in {n}", user_id=STRANGER, username="stranger")
+    # The answer (a pairing code, conversation/pairing.py) is written off the event loop: wait for it.
+    fake.wait_for(lambda: fake.messages(STRANGER), timeout=30)
     fake.send_message("ping", user_id=OWNER)  # after the strangers' messages: all of theirs are handled
     fake.wait_for_messages(OWNER, 1, timeout=30)
     return len(fake.messages(STRANGER))
