@@ -8,8 +8,8 @@ declared limit; an ``ask`` approval waits for the owner's yes or no; a stranger 
 that is backscatter) and reaches no model (not on the terminal, which has no strangers); a streamed reply grows
 by edits where the channel declares it can edit, else arrives as one message (the terminal prints it as it
 comes, once); a photo reaches the vision runner and a file is saved as sent and named to the model (where
-``media_in`` has them); a restart mid-turn leaves the message to the next start, which answers it once. Still to
-come: a file out (no channel sends files yet).
+``media_in`` has them); a restart mid-turn leaves the message to the next start, which answers it once. A file
+the send_file skill sends arrives once, as it is in the workspace.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import subprocess
 import sys
 import typing
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -684,6 +685,69 @@ def test_a_photo_reaches_the_vision_runner_and_a_file_is_saved_and_named_to_the_
     assert "image_url" not in json.dumps(file_turn) and "menu.pdf" in json.dumps(file_turn["messages"][-1])
     saved = [workspace.path(rel).read_bytes() for rel in workspace.list("inbox/**/*.pdf")]
     assert saved == [MENU]  # the file kept as sent
+
+
+# -- a file out: the send_file skill's file arrives in the chat, once, as it is in the workspace ----------------
+
+EXPENSES = b"date,amount\n2026-11-02,12.50\n"
+SEND = json.dumps({"skill": "send_file", "args": {"path": "exports/expenses.csv", "caption": "November"}})
+
+
+def _file_out_on_telegram(request: pytest.FixtureRequest) -> list[bytes]:
+    from tests.telegram_harness import texts
+
+    fake = request.getfixturevalue("fake")
+    request.getfixturevalue("start_bot")()
+    fake.send_message("send me the expenses")
+    fake.wait_for(lambda: "Sent. END" in texts(fake), timeout=30)
+    return [c["params"]["document"]["content"] for c in fake.calls("sendDocument") if c["status"] == 200]
+
+
+def _file_out_on_signal(request: pytest.FixtureRequest) -> list[bytes]:
+    from tests.signal_harness import OWNER, wait_for
+
+    daemon = request.getfixturevalue("daemon")
+    request.getfixturevalue("start")()
+    daemon.message(OWNER, "send me the expenses")
+    wait_for(lambda: any(s["message"] == "Sent. END" for s in daemon.sent_to(OWNER)), what="the reply", timeout=30)
+    return [f["content"] for s in daemon.sent_to(OWNER) for f in s.get("files") or []]
+
+
+def _file_out_on_the_terminal(request: pytest.FixtureRequest) -> list[bytes]:
+    """The terminal is on the workspace's machine: the file is shown by its path, which must be the file."""
+    from messaging_llm_bot.channels.console.chat import run_console
+    from tests.telegram_harness import make_runtime
+
+    workspace = request.getfixturevalue("workspace")
+    config = {**request.getfixturevalue("bot_config"), "memory": {"enabled": False}}
+    runtime = make_runtime(config, workspace, request.getfixturevalue("tmp_path"))
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        assert run_console(runtime, _Tty(["send me the expenses\n"]), out, err) == 0
+    finally:
+        runtime.shutdown(5)
+    assert "Sent. END" in out.getvalue()
+    shown = [line.removeprefix("📎 ").split(" (")[0] for line in err.getvalue().splitlines() if line.startswith("📎")]
+    return [(Path(path) if os.path.isabs(path) else workspace.path(path)).read_bytes() for path in shown]
+
+
+FILE_OUT = {"telegram": _file_out_on_telegram, "signal": _file_out_on_signal, "console": _file_out_on_the_terminal}
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_a_file_out_arrives_once_as_it_is_in_the_workspace(
+    channel: str, request: pytest.FixtureRequest, chat_server, workspace
+) -> None:
+    capabilities, _split = CHANNELS[channel]()
+    if "file" not in capabilities.media_out:
+        pytest.skip(f"{channel} sends no files")
+    if channel not in FILE_OUT:
+        pytest.skip(f"{channel} has no file-out driver in this kit yet (add one to FILE_OUT)")
+    workspace.path("exports").mkdir()
+    workspace.path("exports/expenses.csv").write_bytes(EXPENSES)
+    chat_server.enqueue(SEND, '{"reply": "Sent. END"}')
+    assert FILE_OUT[channel](request) == [EXPENSES]
+    assert len(chat_server.chat_requests) == 2  # the call, then the answer after it
 
 
 # -- a restart mid-turn: the message is answered once, by the next start ------------------------------------
