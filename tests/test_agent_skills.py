@@ -168,3 +168,21 @@ def test_a_draft_is_instructions_only_and_approval_moves_it_into_the_loaded_skil
             write_draft(workspace, bad, "d", "i")
     approve(workspace, "weekly-report")
     assert manager.refresh_agent_skills() and "weekly-report" in manager.library.skills
+
+
+def test_doctor_says_which_skill_md_loaded_and_one_line_per_broken_one(tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    shutil.copytree(PUBLISHED / "brand-guidelines", skills / "brand-guidelines")
+    _skill(skills, "wrong-folder", "name: other-name\ndescription: x")
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "runtime.json").write_text(json.dumps({"skills_dirs": [str(skills)]}), encoding="utf-8")
+    done = run_cli("doctor", "--json", "--quick", "--config", str(config), "--workspace", str(tmp_path / "ws"))
+    checks = {c["name"]: c for c in json.loads(done.stdout)}
+    assert (
+        checks["SKILL.md skills"]["status"] == "ok"
+        and "1 loaded: brand-guidelines" in checks["SKILL.md skills"]["detail"]
+    )
+    broken = checks["SKILL.md wrong-folder"]
+    assert broken["status"] == "warn" and "must equal the folder's name 'wrong-folder'" in broken["detail"]
+    assert checks["skills"]["status"] == "ok"  # the plugins are not failed by it
