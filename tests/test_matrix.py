@@ -246,3 +246,73 @@ def test_the_send_file_skill_sends_a_workspace_file_into_the_room(
     assert content["body"] == "November" and content["filename"] == "expenses.csv"
     assert content["info"] == {"mimetype": "text/csv", "size": len(csv)}
     assert matrix.owner.download(content["url"]) == csv
+
+
+def test_a_voice_message_is_transcribed_and_answered_as_text(
+    matrix: MatrixWorld, start_matrix, chat_server, workspace
+) -> None:
+    def with_transcription(config: dict) -> None:
+        config["llm"]["transcription"] = {"base_url": chat_server.base_url, "model": "whisper-1"}
+
+    chat_server.set_transcription("what is the capital of France")
+    chat_server.enqueue('{"reply": "Paris."}')
+    room = matrix.direct_room()
+    start_matrix(patch=with_transcription)
+    wait_until(lambda: matrix.joined(room), timeout=20, what="the bot to join")
+    audio = b"OggS fake voice"
+    url = matrix.owner.upload(audio, "audio/ogg", "voice.ogg")
+    info = {"mimetype": "audio/ogg", "size": len(audio), "duration": 1200}
+    matrix.owner.send(room, "voice.ogg", msgtype="m.audio", url=url, info=info, **{"org.matrix.msc3245.voice": {}})
+    wait_until(lambda: _bot_texts(matrix, room), timeout=30, what="the answer")
+    assert _bot_texts(matrix, room) == ["Paris."]
+    assert "what is the capital of France" in str(chat_server.chat_requests[0]["messages"][-1])
+    assert not workspace.list("inbox/**/*")  # transcribed, not saved as a file
+
+
+def test_setup_writes_the_matrix_channel_and_doctor_logs_in(tmp_path, capsys, monkeypatch, matrix: MatrixWorld) -> None:
+    """``assistant setup --matrix`` by flags: the login tried with the password from the named variable (never
+    written), nothing written when refused, ``enabled`` last; ``doctor`` then logs in."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from messaging_llm_bot.cli.main import main
+    from tests.fakes.chat_server import FakeChatServer
+    from tests.matrix_harness import PASSWORD
+
+    config = tmp_path / "config"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "config", config, ignore=shutil.ignore_patterns("local"))
+
+    def setup() -> int:
+        return main(
+            [
+                *("setup", "--yes", "--no-telegram", "--no-test", "--config", str(config)),
+                *("--workspace", str(tmp_path / "ws"), "--base-url", chat.base_url, "--timezone", "UTC"),
+                *("--matrix", matrix.bot.user_id, "--matrix-homeserver", matrix.server.url),
+                *("--matrix-password-env", "ASSISTANT_TEST_MATRIX_PASSWORD", "--matrix-owner", matrix.owner.user_id),
+            ]
+        )
+
+    with FakeChatServer() as chat:
+        chat.set_handler(lambda request: "OK")
+        monkeypatch.setenv("ASSISTANT_TEST_MATRIX_PASSWORD", PASSWORD + "-wrong")
+        assert setup() == 2
+        assert "refused the login" in capsys.readouterr().err and not (config / "local" / "matrix.json").exists()
+
+        monkeypatch.setenv("ASSISTANT_TEST_MATRIX_PASSWORD", PASSWORD)
+        assert setup() == 0, capsys.readouterr()
+        out = capsys.readouterr().out
+        assert "takes the login" in out and f"joins the rooms {matrix.owner.user_id} invites it to" in out
+        written = json.loads((config / "local" / "matrix.json").read_text())
+        assert written == {
+            "homeserver": matrix.server.url,
+            "user_id": matrix.bot.user_id,
+            "password_env": "ASSISTANT_TEST_MATRIX_PASSWORD",
+            "allowed": [matrix.owner.user_id],
+            "enabled": True,
+        }
+        assert PASSWORD not in (config / "local" / "matrix.json").read_text()
+        main(["doctor", "--json", "--quick", "--config", str(config), "--workspace", str(tmp_path / "ws")])
+        checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
+    assert checks["matrix login"]["status"] == "ok" and matrix.bot.user_id in checks["matrix login"]["detail"]
+    assert checks["matrix homeserver"]["status"] == "ok" and checks["matrix allowlist"]["status"] == "ok"

@@ -41,7 +41,9 @@ from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.pool import TurnPool
 from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.turn import transcript_failed
 from messaging_llm_bot.conversation.turns import RunningTurns
+from messaging_llm_bot.llm.transcribe import transcribe, transcription_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
     from messaging_llm_bot.agent.images import ImageInput
@@ -153,7 +155,17 @@ class TurnRunner:
         images: tuple[ImageInput, ...] = ()
         notice = ""
         text = msg.text
-        if msg.media is not None:
+        voice = transcription_settings(self.runtime.settings.llm) if msg.media and msg.media.kind == "voice" else None
+        if msg.media is not None and voice is not None:
+            got_audio = await self.channel.download(msg.media, MAX_FILE_IN_BYTES)
+            if isinstance(got_audio, str):
+                return got_audio
+            mime = msg.media.mime or got_audio.mime
+            heard = await asyncio.to_thread(transcribe, voice, got_audio.data, msg.media.name or "voice.ogg", mime)
+            if not heard.ok:
+                return transcript_failed(heard.error)
+            text = heard.text
+        elif msg.media is not None:  # without transcription a voice message is saved like any file
             if msg.media.kind == "video":
                 return UNSUPPORTED.format(kind="video")
             area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
