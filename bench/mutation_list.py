@@ -2748,6 +2748,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         EMAIL,
     ),
     Mutation(
+        "email-dropped-connection-reported",
+        f"{BOT}/channels/email/servers.py",
+        "        for fresh in (self._conn is None, True):",
+        "        for fresh in (True, True):",
+        "an IMAP connection the server closed while idle is an outage in the log at each look, not reopened",
+        EMAIL,
+    ),
+    Mutation(
         "calendar-change-twice",
         "skills/calendar/ledger.py",
         '    if last is not None and last.get("status") != "failed":',

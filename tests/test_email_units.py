@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from messaging_llm_bot.channels.contract import OutgoingFile
 from messaging_llm_bot.channels.email.authres import verdict
 from messaging_llm_bot.channels.email.format import html_body
@@ -79,3 +81,24 @@ def test_a_reply_carries_files_as_attachments_and_its_thread(tmp_path: Path) -> 
 def test_a_conversation_names_the_address_its_mail_goes_to() -> None:
     assert address_of("mail:owner@example.org:0123456789ab") == OWNER
     assert address_of("mail:owner@example.org") == OWNER
+
+
+def test_a_kept_imap_connection_the_server_dropped_is_opened_again_not_reported(email_imap) -> None:
+    from assistant_framework.config.settings.email import ImapSettings
+    from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError
+    from tests.email_harness import PASSWORD
+
+    settings = ImapSettings(
+        host="127.0.0.1", port=email_imap.port, security="none", user=email_imap.user, password=PASSWORD
+    )
+    mailbox = Mailbox(settings, "INBOX", 1_000_000)
+    try:
+        first = mailbox.poll(None, None)
+        conn = mailbox.connect()
+        conn.shutdown()  # the server's side of an idle timeout: the kept socket is gone
+        assert mailbox.poll(first.uidvalidity, first.highest).uidvalidity == first.uidvalidity
+        wrong = Mailbox(ImapSettings(**{**vars(settings), "password": "wrong"}), "INBOX", 1_000_000)
+        with pytest.raises(MailServerError, match="refused the login"):
+            wrong.poll(None, None)  # a fresh connection that fails is reported at once
+    finally:
+        mailbox.close()

@@ -101,12 +101,16 @@ class Mailbox:
     def poll(self, uidvalidity: int | None, last_uid: int | None, since: str | None = None) -> Batch:
         """The mail above ``last_uid`` (with ``uidvalidity`` unchanged); none on a first look (``last_uid`` None),
         which only learns where the folder is. After a UIDVALIDITY change, the mail since ``since`` (IMAP's
-        ``01-Jan-2026``), or none without it."""
-        try:
-            return self._poll(uidvalidity, last_uid, since)
-        except (OSError, imaplib.IMAP4.error, ValueError, IndexError) as err:
-            self.close()
-            raise MailServerError(f"{self.where}: reading {self.folder!r} failed: {_reason(err)}") from None
+        ``01-Jan-2026``), or none without it. A kept connection the server closed meanwhile (an idle timeout)
+        is opened again once before it counts as a failure."""
+        for fresh in (self._conn is None, True):
+            try:
+                return self._poll(uidvalidity, last_uid, since)
+            except (OSError, imaplib.IMAP4.error, imaplib.IMAP4.abort, ValueError, IndexError) as err:
+                self.close()
+                if fresh:
+                    raise MailServerError(f"{self.where}: reading {self.folder!r} failed: {_reason(err)}") from None
+        raise AssertionError("unreachable")  # the second pass always returns or raises
 
     def _poll(self, uidvalidity: int | None, last_uid: int | None, since: str | None) -> Batch:
         conn = self.connect()
