@@ -70,7 +70,7 @@ def _console_jobs(bot_config: dict, workspace: Workspace, tmp_path: Path, screen
     from tests.telegram_harness import make_runtime
 
     runtime = make_runtime(bot_config, workspace, tmp_path)
-    jobs = ConsoleJobs(runtime, Inbox(workspace), screen, "console")
+    jobs = ConsoleJobs(runtime, Inbox(workspace), screen, "console", reminder_poll_seconds=0.2)
     jobs.start()
     return runtime, jobs
 

@@ -51,8 +51,10 @@ class ConsoleJobs:
         conversation_id: str,
         *,
         clock: Callable[[], datetime] | None = None,
+        reminder_poll_seconds: float = REMINDER_POLL_SECONDS,
     ) -> None:
         self.runtime = runtime
+        self.reminder_poll_seconds = reminder_poll_seconds
         self.inbox = inbox
         self.screen = screen
         self.conversation_id = conversation_id
@@ -99,7 +101,7 @@ class ConsoleJobs:
             owner_conversation=self.job_conversation,
             start=self.start_item,
             send_reminder=self.show_reminder,
-            reminder_poll_seconds=REMINDER_POLL_SECONDS,
+            reminder_poll_seconds=self.reminder_poll_seconds,
         )
         # Its first look (or the next, when another channel started it) offers the runs a crash or a quit left.
         self.scheduler = await asyncio.to_thread(job_router(self.runtime).attach, "console", jobs, self.clock)
