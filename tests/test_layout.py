@@ -8,6 +8,7 @@ Every module's imports are read with ``ast`` (including imports inside functions
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -44,9 +45,20 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def _tree(path: Path) -> ast.Module:
+    """The file's syntax tree, parsed once for all the checks of this module (they read the same 400 files)."""
+    stat = path.stat()
+    return _parsed(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _parsed(path: Path, mtime_ns: int, size: int) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
 def _imports(path: Path, module: str | None = None) -> list[tuple[int, str, bool]]:
     """(line, imported module, at module level) for every import in the file, relative ones resolved."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = _tree(path)
     package = (module or _module_name(path)).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
@@ -68,7 +80,7 @@ def _imports(path: Path, module: str | None = None) -> list[tuple[int, str, bool
 def _dynamic_imports(path: Path) -> list[tuple[int, str]]:
     """(line, module) for ``importlib.import_module("...")`` / ``__import__("...")`` with a literal name."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    for node in ast.walk(_tree(path)):
         if not isinstance(node, ast.Call) or not node.args:
             continue
         func = node.func
