@@ -64,7 +64,6 @@ def http():
         yield server
 
 
-@pytest.mark.slow(reason="six CLI commands, each starting the MCP server it lists or checks (20.5 s once in make test)")
 def test_the_cli_shows_no_secret_of_an_mcp_server(tmp_path, http) -> None:
     config = tmp_path / "config"
     config.mkdir()
