@@ -210,10 +210,13 @@ class EmailService:
         try:
             await stop.wait()
         finally:
-            looking.cancel()
-            await asyncio.gather(looking, return_exceptions=True)
+            # A look in progress runs in a thread that a cancel cannot stop: let it end (it stops between mails)
+            # before the connection is closed, so no thread keeps a socket open behind the close.
             if not self._stopping:
                 self.begin_shutdown()
+            await asyncio.wait({looking}, timeout=self.settings.imap.timeout_seconds)
+            looking.cancel()
+            await asyncio.gather(looking, return_exceptions=True)
             if not await turns.wait_idle(self.shutdown_timeout):
                 cancelled = turns.cancel_all()
                 log.warning(
