@@ -35,6 +35,7 @@ EMAIL = (
 )
 SERVE_MCP = ("test_serve_mcp.py",)
 SERVE_CHAT = ("test_serve_openai.py",)
+WEBCHAT = ("test_web_chat_browser.py",)
 HOOKS = ("test_hooks.py",)
 MATRIX = ("test_matrix.py",)
 MATRIX_BOT = ("test_matrix_bot.py", "test_matrix.py")
@@ -2270,6 +2271,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if False:",
         "every client's ask calls are put to the owner in their chat (a flood of questions), not refused",
         SERVE_CHAT,
+    ),
+    Mutation(
+        "webchat-page-public",
+        f"{BOT}/channels/webchat/page.py",
+        "    public = False  # every route needs the sign-in: base.py's prepare answers 401 before anything runs",
+        "    public = True",
+        "the Chat page, its history, its stream and its send are open without the sign-in",
+        WEBCHAT,
+    ),
+    Mutation(
+        "webchat-text-unbounded",
+        f"{BOT}/channels/webchat/page.py",
+        "        if len(text) > MAX_TEXT_CHARS:",
+        "        if False:",
+        "a message of any length (up to the body's bound) is stored and sent to the model",
+        WEBCHAT,
+    ),
+    Mutation(
+        "webchat-any-message-id",
+        f"{BOT}/channels/webchat/page.py",
+        "        if not isinstance(client_id, str) or not (8 <= len(client_id) <= MAX_CLIENT_ID and client_id.isalnum()):",  # noqa: E501
+        "        if not isinstance(client_id, str):",
+        "a page's message id of any length and characters becomes part of the inbox's source id",
+        WEBCHAT,
     ),
     Mutation(
         "serve-chat-unbounded",

@@ -293,6 +293,7 @@ WEB_SCHEMA = {
     "type": "object",
     "properties": {
         "enabled": {"type": "boolean"},
+        "chat": {"type": "boolean"},
         "host": {"type": "string", "minLength": 1},
         "port": {"type": "integer", "minimum": 0, "maximum": 65535},
         "token": {"type": "string"},

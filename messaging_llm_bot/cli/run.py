@@ -215,6 +215,10 @@ def start(args: argparse.Namespace) -> int:
         from messaging_llm_bot.serve.mounts import served_mounts
 
         mounts = served_mounts(runtime.settings, runtime.workspace, runtime.memory, runtime=runtime)
+        if runtime.settings.web.chat:  # the Chat page: the webchat channel's routes (docs/web.md#chat)
+            from messaging_llm_bot.channels.webchat.page import chat_mount
+
+            mounts.append(chat_mount(runtime))
         start_if_enabled(runtime, runner_secrets(runtime.config), mounts)
 
     if runtime.settings.hooks.endpoints:  # outside events start turns (docs/actions.md); Tornado only then

@@ -31,6 +31,7 @@ ROUTES: tuple[Route, ...] = (
     Route("signal", "sig:", configured=lambda settings: settings.signal.enabled),
     Route("email", "mail:", configured=lambda settings: settings.email.enabled),
     Route("matrix", "mx:", configured=lambda settings: settings.matrix.enabled),
+    Route("webchat", "web:", configured=lambda settings: settings.web.enabled and settings.web.chat),
     Route("console", "console"),
 )
 

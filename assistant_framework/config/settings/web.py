@@ -22,6 +22,8 @@ class WebSettings:
     """The ``web`` section (docs/web.md)."""
 
     enabled: bool = field(default=False, metadata=reads(flag))
+    #: The Chat page (messaging_llm_bot/channels/webchat/): the owner talks to the assistant on the page.
+    chat: bool = field(default=False, metadata=reads(flag))
     host: str = field(default="127.0.0.1", metadata=reads(text))
     #: 0 picks a free port.
     port: int = field(default=8765, metadata=reads(whole))

@@ -1,0 +1,313 @@
+"""The web chat's bot: the owner's messages from the page, answered in order through the durable inbox.
+
+A message from the page is stored in the inbox (and the page's transcript) before the page is told it
+arrived; the turn runs on the turn pool with its answer streamed to the open pages (hub.py); the reply is
+recorded in the inbox, then written to the transcript part by part, each part recorded in the ledger, so a
+restart answers a message left unanswered once and writes no part twice. Jobs and reminders of ``web:``
+chats are delivered here too. The web server's handlers (page.py) find the running service by the runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.jobs import Job
+from messaging_llm_bot.channels.webchat.format import CONVERSATION, split
+from messaging_llm_bot.channels.webchat.hub import Hub
+from messaging_llm_bot.channels.webchat.transcript import Message, Transcript
+from messaging_llm_bot.conversation.approvals import (
+    NO_ANSWER,
+    Answer,
+    OpenQuestions,
+    offer_owner_approver,
+    question_text,
+    withdraw_owner_approver,
+)
+from messaging_llm_bot.conversation.commands import run_command
+from messaging_llm_bot.conversation.job_answer import answer_job_run
+from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
+from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.pool import TurnPool
+from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.turns import RunningTurns
+
+log = logging.getLogger(__name__)
+
+NAME = "webchat"
+#: The longest message the page takes (characters).
+MAX_TEXT_CHARS = 16_000
+FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
+EXIT_OK, EXIT_FAILED = 0, 1
+
+_RUNNING: dict[int, WebChatService] = {}
+_RUNNING_LOCK = threading.Lock()
+
+
+def running(runtime: object) -> WebChatService | None:
+    """The web chat running with ``runtime``, or None (the page then says the chat is off)."""
+    with _RUNNING_LOCK:
+        return _RUNNING.get(id(runtime))
+
+
+class WebChatService:
+    """One running web chat: ``run()`` blocks until stopped; ``stop()`` from any thread."""
+
+    def __init__(self, runtime: Runtime, *, stop_signals: Sequence[int] = (), manage_runtime: bool = True) -> None:
+        self.runtime = runtime
+        self.stop_signals = stop_signals
+        self.manage_runtime = manage_runtime
+        self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
+        self.hub = Hub()
+        self.transcript = Transcript(runtime.workspace)
+        self.questions = OpenQuestions()
+        self.asking: dict[str, str] = {}  # open questions by id: a reloaded page shows them again
+        self.live = ""  # the answer being written now, as far as it came (a reloaded page shows it)
+        self.pool = TurnPool(lambda: self.runtime.settings)
+        self.ready = threading.Event()
+        self.stopped = threading.Event()
+        self._active = RunningTurns()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._inbox: Inbox | None = None
+        self._order: asyncio.Lock | None = None
+        self._stopping = False
+
+    # -- running ------------------------------------------------------------------
+
+    def run(self) -> int:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        code = EXIT_OK
+        try:
+            loop.run_until_complete(self._main())
+        except Exception as err:  # noqa: BLE001 - one line, not a traceback on the owner's screen
+            log.error("webchat: the web chat stopped after an error: %s: %s", type(err).__name__, err)
+            code = EXIT_FAILED
+        finally:
+            with _RUNNING_LOCK:
+                if _RUNNING.get(id(self.runtime)) is self:
+                    del _RUNNING[id(self.runtime)]
+            loop.close()
+            if self.manage_runtime:
+                try:
+                    self.runtime.shutdown(self.shutdown_timeout)
+                except Exception as err:  # noqa: BLE001 - shutting down: report, keep the exit code
+                    log.warning("runtime shutdown failed: %s", err)
+            self.stopped.set()
+        return code
+
+    def stop(self, timeout: float | None = None) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._begin_stop)
+            except RuntimeError:
+                pass
+        if timeout is not None and loop is not None:
+            self.stopped.wait(timeout)
+
+    def _begin_stop(self) -> None:
+        self._stopping = True
+        if self._stop is not None:
+            self._stop.set()
+
+    async def _main(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        self._order = asyncio.Lock()
+        for sig in self.stop_signals:
+            loop.add_signal_handler(sig, self._begin_stop)
+        self._inbox = inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
+        for item in inbox.pending(CONVERSATION.split(":")[0] + ":"):
+            (self._start_job if is_job_item(item) else self._spawn)(item)
+        jobs = ChannelJobs(
+            loop,
+            inbox,
+            owner_conversation=self._job_conversation,
+            start=self._start_job,
+            send_reminder=self._reminder,
+        )
+        await asyncio.to_thread(job_router(self.runtime).attach, NAME, jobs)
+        offer_owner_approver(self.runtime, NAME, self.questions.approver(self._ask, loop, "the web chat"))
+        with _RUNNING_LOCK:
+            _RUNNING[id(self.runtime)] = self
+        log.info("webchat: the Chat page answers in %s", CONVERSATION)
+        self.ready.set()
+        try:
+            await self._stop.wait()
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.pop(id(self.runtime), None)
+            withdraw_owner_approver(self.runtime, NAME)
+            self.questions.decline_all(CONVERSATION)
+            if not await self._active.wait_idle(self.shutdown_timeout):
+                log.warning("webchat: turns still running at the stop stay in the inbox for the next start")
+                self._active.cancel_all()
+                await self._active.wait_idle(1.0)
+            await asyncio.to_thread(job_router(self.runtime).detach, NAME)
+            self.pool.shutdown()
+
+    # -- from the page (the web server's loop) --------------------------------------
+
+    async def take(self, client_id: str, text: str) -> Message | None:
+        """The owner's message, stored in the inbox and the transcript, its turn queued; None for one the
+        inbox already took (the page sent it again)."""
+        loop, inbox = self._loop, self._inbox
+        if loop is None or inbox is None or self._stopping:
+            raise RuntimeError("the web chat is stopping")
+        if text.strip().lower() == "/stop":  # at once, not behind the turn it stops
+            self.questions.decline_all(CONVERSATION)
+            stopped = self.runtime.agent.stop(CONVERSATION)
+            await self.say("Stopping the answer I was writing." if stopped else "Nothing to stop.")
+            return None
+        item = await asyncio.to_thread(inbox.accept, f"web:{client_id}", CONVERSATION, {"text": text}, text)
+        if item is None:
+            return None
+        message, _ = await asyncio.to_thread(self.transcript.append, "owner", text, f"in:{item.item_id}")
+        self.hub.publish({"type": "message", "message": dict(message)})
+        loop.call_soon_threadsafe(self._spawn, item)
+        return message
+
+    async def answer(self, question_id: str, yes: bool) -> bool:
+        """The owner's button; False when the question is no longer open."""
+        loop = self._loop
+        if loop is None:
+            return False
+
+        async def give() -> bool:
+            return self.questions.answer(question_id, yes)
+
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(give(), loop))
+
+    async def say(self, text: str, key: str = "") -> None:
+        """A message of the assistant's that is no turn's reply (a notice, /stop's answer)."""
+        message, fresh = await asyncio.to_thread(self.transcript.append, "notice", text, key)
+        if fresh:
+            self.hub.publish({"type": "message", "message": dict(message)})
+
+    # -- turns (the channel's loop) -------------------------------------------------
+
+    def _spawn(self, item: InboxItem) -> None:
+        asyncio.get_running_loop().create_task(self._answer(item))
+
+    async def _answer(self, item: InboxItem) -> None:
+        assert self._order is not None and self._inbox is not None
+        inbox = self._inbox
+        with self._active.tracking():
+            async with self._order:  # one turn at a time in the owner's one chat, in order
+                if self._stopping:
+                    return
+                reply = item.reply
+                if reply is None:
+                    try:
+                        reply = await self._produce(item)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:  # noqa: BLE001 - say so instead of going silent
+                        log.exception("webchat: answering %s failed", item.item_id)
+                        reply = FAILED_REPLY
+                    finally:
+                        self.live = ""
+                    await asyncio.to_thread(inbox.record_reply, item.item_id, reply)
+                await self.deliver(item, reply)
+                await asyncio.to_thread(inbox.complete, item.item_id)
+
+    async def _produce(self, item: InboxItem) -> str:
+        from messaging_llm_bot.agent.incoming import Incoming  # on use, as the other channels' turns
+        from messaging_llm_bot.agent.turn import AgentEvent, reply_text
+
+        text = str(item.payload.get("text", ""))
+        if text.startswith("/"):
+            answered = await asyncio.to_thread(run_command, self.runtime, CONVERSATION, text)
+            if answered is not None:
+                return answered
+        self.hub.publish({"type": "typing"})
+
+        def on_event(event: AgentEvent) -> None:  # on the turn's thread
+            if event.kind == "delta":
+                self.live = str(event.data.get("text", ""))
+                self.hub.publish({"type": "live", "text": self.live})
+
+        loop = asyncio.get_running_loop()
+        incoming = Incoming(
+            CONVERSATION,
+            text,
+            chat_id=CONVERSATION,
+            user_id="owner",
+            message_id=item.item_id,
+            owner_chat=True,  # only the signed-in owner reaches the page
+            approve=self.questions.approver(self._ask, loop, "the web chat"),
+            on_event=on_event,
+            stream=True,
+        )
+        result = await self.pool.run(self.runtime.agent.handle, incoming, owner_turn=True)
+        return reply_text(result)
+
+    async def deliver(self, item: InboxItem, reply: str) -> bool:
+        """The one delivery path of turns and job runs: each part not yet recorded in the ledger is written to
+        the transcript (once: it knows the part by its key) and recorded."""
+        assert self._inbox is not None
+        inbox = self._inbox
+        parts = split(reply) or [reply]
+        for index in range(inbox.parts_sent(item.item_id), len(parts)):
+            message, _ = await asyncio.to_thread(self.transcript.append, "assistant", parts[index], item.item_id, index)
+            self.hub.publish({"type": "message", "message": dict(message)})
+            await asyncio.to_thread(inbox.record_part, item.item_id, index, message["id"])
+        return True
+
+    async def _ask(self, request: dict[str, Any]) -> Answer:
+        key = uuid.uuid4().hex
+        future = self.questions.open(key, CONVERSATION, request)
+        text = question_text(request)
+        self.asking[key] = text
+        self.hub.publish({"type": "ask", "id": key, "text": text})
+        try:
+            answer = await self.questions.wait(future)
+        finally:
+            self.questions.close(key)
+            self.asking.pop(key, None)
+            self.hub.publish({"type": "asked", "id": key})
+        if answer is None:
+            await self.say(NO_ANSWER)
+            return False
+        return answer
+
+    # -- jobs and reminders -----------------------------------------------------------
+
+    def _job_conversation(self, job: Job) -> str | None:
+        return CONVERSATION
+
+    def _start_job(self, item: InboxItem) -> None:
+        assert self._inbox is not None
+        inbox = self._inbox
+
+        async def deliver(text: str) -> bool:
+            return await self.deliver(item, text)
+
+        async def tell(text: str) -> None:
+            await self.say(text, key=f"tell:{item.item_id}")
+
+        async def run() -> None:
+            with self._active.tracking():
+                await answer_job_run(
+                    self.runtime,
+                    self.pool,
+                    inbox,
+                    item,
+                    chat_id=CONVERSATION,
+                    user_id="owner",
+                    deliver=deliver,
+                    tell=tell,
+                )
+
+        asyncio.get_running_loop().create_task(run())
+
+    async def _reminder(self, chat_id: object, text: str, conversation: object) -> bool:
+        await self.say(text)
+        return True

@@ -1,0 +1,129 @@
+// The Chat page: the history, the owner's messages, the answer streaming in (server-sent events) and the
+// Yes / No buttons of a question. No library; text is set as text (never as HTML).
+"use strict";
+(function () {
+  const csrf = document.querySelector('meta[name="csrf"]').content;
+  const list = document.getElementById("messages");
+  const live = document.getElementById("live");
+  const status = document.getElementById("status");
+  const form = document.getElementById("composer");
+  const input = document.getElementById("text");
+  const shown = new Set();
+
+  function post(path, body) {
+    return fetch(path, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-XSRFToken": csrf },
+      body: JSON.stringify(body),
+    }).then(async (answer) => {
+      if (!answer.ok) {
+        const error = await answer.json().catch(() => ({}));
+        throw new Error(error.error || answer.statusText);
+      }
+      return answer.json();
+    });
+  }
+
+  function add(message) {
+    if (shown.has(message.id)) return;
+    shown.add(message.id);
+    const item = document.createElement("li");
+    item.className = message.role;
+    item.dataset.id = message.id;
+    item.textContent = message.text;
+    list.appendChild(item);
+    item.scrollIntoView({ block: "end" });
+  }
+
+  function ask(id, text) {
+    if (document.getElementById("ask-" + id)) return;
+    const item = document.createElement("li");
+    item.className = "ask";
+    item.id = "ask-" + id;
+    item.textContent = text;
+    const buttons = document.createElement("div");
+    for (const [label, yes] of [["Yes", true], ["No", false]]) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = label;
+      button.addEventListener("click", () => {
+        buttons.querySelectorAll("button").forEach((b) => (b.disabled = true));
+        post("/chat/answer", { id: id, yes: yes }).catch((error) => (status.textContent = error.message));
+      });
+      buttons.appendChild(button);
+    }
+    item.appendChild(buttons);
+    list.appendChild(item);
+    item.scrollIntoView({ block: "end" });
+  }
+
+  function showLive(text) {
+    live.hidden = !text;
+    live.textContent = text;
+  }
+
+  function handle(event) {
+    if (event.type === "message") {
+      add(event.message);
+      if (event.message.role === "assistant") showLive("");
+      status.textContent = "";
+    } else if (event.type === "live") {
+      showLive(event.text);
+    } else if (event.type === "typing") {
+      status.textContent = "writing…";
+    } else if (event.type === "ask") {
+      ask(event.id, event.text);
+    } else if (event.type === "asked") {
+      const item = document.getElementById("ask-" + event.id);
+      if (item) item.remove();
+    }
+  }
+
+  function load() {
+    return fetch("/chat/history", { credentials: "same-origin" })
+      .then((answer) => answer.json())
+      .then((history) => {
+        (history.messages || []).forEach(add);
+        (history.asking || []).forEach((q) => ask(q.id, q.text));
+        showLive(history.live || "");
+      });
+  }
+
+  function listen() {
+    const stream = new EventSource("/chat/events");
+    stream.onmessage = (message) => handle(JSON.parse(message.data));
+    stream.onopen = () => load().catch(() => {});
+    stream.onerror = () => (status.textContent = "reconnecting…");
+  }
+
+  function newId() {
+    const bytes = new Uint8Array(16);
+    crypto.getRandomValues(bytes);
+    return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  form.addEventListener("submit", (submit) => {
+    submit.preventDefault();
+    const text = input.value;
+    if (!text.trim()) return;
+    input.disabled = true;
+    post("/chat/send", { id: newId(), text: text })
+      .then((answer) => {
+        if (answer.message) add(answer.message);
+        input.value = "";
+      })
+      .catch((error) => (status.textContent = error.message))
+      .finally(() => {
+        input.disabled = false;
+        input.focus();
+      });
+  });
+  input.addEventListener("keydown", (key) => {
+    if (key.key === "Enter" && !key.shiftKey) {
+      key.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  listen();
+})();

@@ -1,0 +1,93 @@
+"""The page's message store (``state/webchat/messages.jsonl``): what the owner and the assistant said on the
+page, as a messenger's server keeps a chat. A reload shows it; the ledger's parts are written here once.
+
+Each line is one message: ``id`` (its line number, from 1), ``role`` (``owner``, ``assistant``, ``notice``),
+``text``, ``at`` and, for a reply's part, ``key`` (the inbox item) and ``part``: the same part written again
+after a crash is found by them and not written twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from datetime import datetime, timezone
+from typing import TypedDict
+
+from assistant_framework.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+REL = "state/webchat/messages.jsonl"
+#: The most messages a page load shows (the conversation's older days are on the Conversations page).
+HISTORY_LIMIT = 200
+
+
+class Message(TypedDict):
+    id: int
+    role: str
+    text: str
+    at: str
+    key: str
+    part: int
+
+
+class Transcript:
+    """Append-only, fsynced, one writer per process (a lock); read back at start."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.path = workspace.path(REL)
+        self._lock = threading.Lock()
+        self._messages: list[Message] = []
+        self._parts: dict[tuple[str, int], int] = {}
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return
+        for line in lines:
+            try:
+                message: Message = json.loads(line)
+                int(message["id"])
+            except (ValueError, KeyError, TypeError):
+                log.warning("webchat: a damaged line in %s is left out", REL)
+                continue
+            self._keep(message)
+
+    def _keep(self, message: Message) -> None:
+        self._messages.append(message)
+        if message.get("key"):
+            self._parts[(message["key"], message.get("part", 0))] = message["id"]
+        if len(self._messages) > HISTORY_LIMIT:
+            del self._messages[0]
+
+    def append(self, role: str, text: str, key: str = "", part: int = 0) -> tuple[Message, bool]:
+        """The message written (True), or the one a ``key`` and ``part`` already wrote (False)."""
+        with self._lock:
+            if key and (key, part) in self._parts:
+                known = self._parts[(key, part)]
+                found = next((m for m in self._messages if m["id"] == known), None)
+                return (found or Message(id=known, role=role, text=text, at="", key=key, part=part)), False
+            last = self._messages[-1]["id"] if self._messages else 0
+            message = Message(
+                id=last + 1,
+                role=role,
+                text=text,
+                at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                key=key,
+                part=part,
+            )
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as out:
+                out.write(json.dumps(message, ensure_ascii=False) + "\n")
+                out.flush()
+                os.fsync(out.fileno())
+            self._keep(message)
+            return message, True
+
+    def recent(self) -> list[Message]:
+        with self._lock:
+            return list(self._messages)

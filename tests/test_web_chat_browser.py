@@ -1,0 +1,250 @@
+"""The Chat page (issue 43, messaging_llm_bot/channels/webchat/) through the real bot process, in headless
+Chromium: a message gets its answer streamed in, an ``ask`` call is approved with a button, a reload shows
+the history, and the page fits a phone; plus its guarantees over HTTP (no sign-in, CSRF, bounds).
+
+One bot process (the web chat its only channel, the fake model server behind it) and one Chromium for the
+module; skipped with a one-line reason when Chromium, chromedriver or Selenium are missing."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import write_test_skills
+from tests.crash_bot import BotProcess, echo_reply
+from tests.fakes.chat_server import FakeChatServer
+from tests.test_web_browser import CHROMEDRIVER, CHROMIUM, FLAGS
+from tests.waiting import wait_until
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+pytestmark = [
+    pytest.mark.slow(reason="starts the bot and headless Chromium once for the module; the steps build on it"),
+    pytest.mark.timeout(180),
+]
+
+TOKEN = "chat-page-token-" + "c" * 24
+READY = "webchat: the Chat page answers"
+STREAMED = ['{"reply": "The answer ', "grows ", "word ", "by ", "word ", "on ", "the ", 'page."}']
+
+
+def model(request: dict) -> Any:
+    """The fake model: a slowly streamed answer to 'hello', a save_note call for 'save a note', else an echo."""
+    last = request["messages"][-1]["content"]
+    if last.startswith(("Result of skill", "Skill call")):
+        return json.dumps({"reply": "after the call: " + last.split("\n")[0]})
+    if last.startswith("save a note"):
+        return json.dumps({"skill": "save_note", "args": {"name": "frompage", "text": "kept"}})
+    if "hello" in last:
+        return {"content": "".join(STREAMED), "stream_chunks": STREAMED, "chunk_delay": 0.4}
+    return echo_reply(request)
+
+
+@pytest.fixture(scope="module")
+def bot(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("webchat")
+    with FakeChatServer() as chat_server:
+        chat_server.set_handler(model)
+        config = {
+            "llm": {
+                "runners": [
+                    {"name": "fake", "base_url": chat_server.base_url, "model": "fake-model", "timeout_seconds": 10}
+                ],
+                "max_skill_rounds": 3,
+                "retries_per_runner": 0,
+                "stream": True,
+            },
+            "runtime": {
+                "timezone": "Europe/Berlin",
+                "skills_dirs": [str(write_test_skills(root / "skills"))],
+                "log_level": "INFO",
+            },
+            "telegram": {"token": ""},
+            "memory": {"enabled": False},
+            "policy": {"skills": {"save_note": "ask"}},
+            "web": {"enabled": True, "chat": True, "port": 0, "token": TOKEN},
+        }
+        path = root / "config.json"
+        path.write_text(json.dumps(config), encoding="utf-8")
+        process = BotProcess(path, root / "workspace", root / "bot.log")
+        with process:
+            process.start()
+            wait_until(lambda: READY in process.run_log() or process.proc.poll() is not None, timeout=60)
+            assert READY in process.run_log(), process.run_log()[-3000:]
+            port = re.search(r"web page: http://127\.0\.0\.1:(\d+)/", process.run_log())
+            assert port, process.run_log()[-3000:]
+            process.base = f"http://127.0.0.1:{port.group(1)}"  # type: ignore[attr-defined]
+            process.chat_server = chat_server  # type: ignore[attr-defined]
+            yield process
+
+
+@pytest.fixture(scope="module")
+def browser():
+    import os
+
+    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+        pytest.skip(f"no Chromium at {CHROMIUM} or chromedriver at {CHROMEDRIVER}")
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    options.add_argument("--window-size=390,844")  # a phone's width
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    try:
+        driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    except Exception as exc:  # a broken Chromium install: say why in one line
+        shutil.rmtree(profile, ignore_errors=True)
+        pytest.skip(f"Chromium did not start: {str(exc).splitlines()[0]}")
+    driver.implicitly_wait(0)
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+def texts(driver, css: str) -> list[str]:
+    try:
+        return [element.text for element in driver.find_elements(By.CSS_SELECTOR, css)]
+    except StaleElementReferenceException:
+        return []
+
+
+def until(driver, condition, what: str, timeout: float = 30):
+    return WebDriverWait(
+        driver, timeout, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,)
+    ).until(lambda d: condition(d), what)
+
+
+def send(driver, text: str) -> None:
+    box = driver.find_element(By.ID, "text")
+    box.send_keys(text)
+    driver.find_element(By.ID, "send").click()
+
+
+def severe(driver) -> list[str]:
+    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+# -- HTTP: the guarantees -----------------------------------------------------------
+
+
+def signed_in(bot, request: pytest.FixtureRequest) -> tuple[httpx.Client, str]:
+    """A client with the page's session cookie (signed in by ?token=) and its form token from the page."""
+    client = httpx.Client(base_url=bot.base, timeout=10)
+    request.addfinalizer(client.close)
+    client.get(f"/chat?token={TOKEN}", follow_redirects=True)
+    page = client.get("/chat")
+    token = re.search(r'<meta name="csrf" content="([0-9a-f]+)">', page.text)
+    assert page.status_code == 200 and token, page.text[:500]
+    return client, token.group(1)
+
+
+def test_without_sign_in_the_chat_is_refused(bot, request: pytest.FixtureRequest) -> None:
+    bare = httpx.Client(base_url=bot.base, timeout=10)
+    request.addfinalizer(bare.close)
+    for method, path in [("GET", "/chat"), ("GET", "/chat/history"), ("GET", "/chat/events"), ("GET", "/chat/chat.js")]:
+        assert bare.request(method, path).status_code == 401, path
+    answer = bare.post("/chat/send", json={"id": "a" * 16, "text": "hello from nobody"})
+    assert answer.status_code == 401
+    client, _ = signed_in(bot, request)
+    assert all("hello from nobody" not in m["text"] for m in client.get("/chat/history").json()["messages"])
+
+
+def test_a_post_without_the_sessions_form_token_changes_nothing(bot, request: pytest.FixtureRequest) -> None:
+    client, token = signed_in(bot, request)
+    refused = client.post("/chat/send", json={"id": "b" * 16, "text": "forged message"})
+    assert refused.status_code == 403
+    other = client.post(
+        "/chat/send", json={"id": "b" * 16, "text": "forged message"}, headers={"X-XSRFToken": "0" * 64}
+    )
+    assert other.status_code == 403
+    history = client.get("/chat/history").json()["messages"]
+    assert all("forged" not in m["text"] for m in history)
+    assert client.post("/chat/answer", json={"id": "x", "yes": True}).status_code == 403
+    page = client.get("/chat")
+    assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+    assert token
+
+
+def test_a_message_over_the_bound_or_without_an_id_is_refused(bot, request: pytest.FixtureRequest) -> None:
+    client, token = signed_in(bot, request)
+    headers = {"X-XSRFToken": token}
+    before = client.get("/chat/history").json()["messages"]
+    long = client.post("/chat/send", json={"id": "c" * 16, "text": "x" * 16_001}, headers=headers)
+    assert long.status_code == 413 and "16000" in long.json()["error"]
+    assert client.post("/chat/send", json={"id": "../x", "text": "hi"}, headers=headers).status_code == 400
+    assert client.post("/chat/send", json={"id": "d" * 16, "text": "  "}, headers=headers).status_code == 400
+    assert client.post("/chat/answer", json={"id": "nope", "yes": True}, headers=headers).status_code == 409
+    assert client.get("/chat/history").json()["messages"] == before, "nothing refused was stored"
+
+
+# -- the browser ----------------------------------------------------------------------
+
+
+def test_1_a_message_gets_its_answer_streamed_in(bot, browser) -> None:
+    browser.get(f"{bot.base}/chat?token={TOKEN}")
+    until(browser, lambda d: d.current_url == f"{bot.base}/chat", "the sign-in redirect")
+    until(browser, lambda d: d.find_elements(By.ID, "text"), "the composer")
+    send(browser, "hello there")
+    until(browser, lambda d: "hello there" in texts(d, "#messages li.owner"), "the owner's message shown")
+    # While the model streams, the answer grows in the live line, before it arrives as a message.
+    until(
+        browser,
+        lambda d: (lambda live: "The answer" in live and not live.endswith("page."))(
+            d.find_element(By.ID, "live").text
+        ),
+        "part of the answer streamed in",
+    )
+    assert not any("The answer grows" in t for t in texts(browser, "#messages li.assistant"))
+    until(
+        browser,
+        lambda d: "The answer grows word by word on the page." in texts(d, "#messages li.assistant"),
+        "the whole answer as a message",
+    )
+    assert browser.find_element(By.ID, "live").get_attribute("hidden") is not None
+    # A phone's width: nothing wider than the screen.
+    assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+    assert severe(browser) == []
+
+
+def test_2_an_ask_call_is_approved_with_a_button(bot, browser) -> None:
+    send(browser, "save a note please")
+    question = until(
+        browser, lambda d: [e for e in d.find_elements(By.CSS_SELECTOR, "#messages li.ask")], "the question"
+    )[0]
+    assert "save_note" in question.text
+    note = bot.workspace / "notes" / "frompage.md"
+    assert not note.exists(), "nothing runs before the owner's yes"
+    question.find_element(By.XPATH, ".//button[text()='Yes']").click()
+    until(browser, lambda d: any("after the call" in t for t in texts(d, "#messages li.assistant")), "the reply")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#messages li.ask"), "the answered question is gone"
+    wait_until(note.exists, what="the note the approved call saved")
+
+
+def test_3_a_reload_shows_the_history(bot, browser) -> None:
+    browser.refresh()
+    until(
+        browser,
+        lambda d: (
+            len(texts(d, "#messages li.owner")) >= 2
+            and any("after the call" in t for t in texts(d, "#messages li.assistant"))
+        ),
+        "the history after the reload",
+    )
+    owner = texts(browser, "#messages li.owner")
+    assert owner[:2] == ["hello there", "save a note please"]
+    assert texts(browser, "#messages li.assistant")[0] == "The answer grows word by word on the page."
+    # One conversation, kept by the agent as a Telegram chat's is: the second turn's model call had the first.
+    asked = [r for r in bot.chat_server.chat_requests if json.dumps(r["messages"]).count("save a note please")]
+    assert asked and "The answer grows word by word" in json.dumps(asked[0]["messages"])
+    assert severe(browser) == []
