@@ -42,6 +42,7 @@ MATRIX_BOT = ("test_matrix_bot.py", "test_matrix.py")
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
 AGENT_SKILLS = ("test_agent_skills.py", "test_agent_skills_bot.py", "test_agent_skills_install.py")
 AGENT_SKILLS_INSTALL = ("test_agent_skills_install.py",)
+WEB_SKILLS_INSTALL = ("test_web_skills_install.py",)
 CAPS = ("test_spending_caps.py", "test_spending_cli.py", "test_spending_cut_calls.py")
 ACCESS = (
     "test_security_guests.py",
@@ -2820,6 +2821,38 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        elif False:",
         "a SKILL.md skill's allowed-tools do not narrow what the model calls while it is active",
         AGENT_SKILLS,
+    ),
+    Mutation(
+        "web-skill-install-refetches",
+        f"{AF}/web/skills_install.py",
+        "                install(self.parts.workspace, staged)",
+        "                install(self.parts.workspace, stage(self.parts.workspace, staged.review.source))",
+        "the web page's Install fetches the source again: what lands is not what the owner reviewed",
+        WEB_SKILLS_INSTALL,
+    ),
+    Mutation(
+        "web-skill-cancel-installs",
+        f"{AF}/web/skills_install.py",
+        '                if action == "cancel":',
+        "                if False:",
+        "Cancel on the web page's review installs the skill",
+        WEB_SKILLS_INSTALL,
+    ),
+    Mutation(
+        "web-skill-review-twice",
+        f"{AF}/web/skills_install.py",
+        "            pending = self._items.pop(review_id, None)",
+        "            pending = self._items.get(review_id)",
+        "one review is installed twice (the second confirm finds the staged copy gone: a 500)",
+        WEB_SKILLS_INSTALL,
+    ),
+    Mutation(
+        "web-skill-source-unbounded",
+        f"{AF}/web/skills_install.py",
+        "    if len(value) > bound:",
+        "    if False:",
+        "the install form takes a source of any length",
+        WEB_SKILLS_INSTALL,
     ),
     Mutation(
         "busy-never-joins",

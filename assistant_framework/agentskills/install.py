@@ -61,6 +61,16 @@ class Review:
         """What using it needs: reading its instructions, and ``exec`` when it has scripts."""
         return ["read", "exec"] if self.scripts else ["read"]
 
+    def capability_notes(self) -> list[str]:
+        """Each capability with what it lets the skill do (the CLI's review and the web page's)."""
+        notes = ["read (the model reads its instructions with skill_doc)"]
+        if self.scripts:
+            notes.append(
+                "exec (run_script runs its scripts; you are asked each time unless "
+                f"policy.skills.{self.skill.name} says)"
+            )
+        return notes
+
     def text(self) -> str:
         """The review as the CLI prints it."""
         s = self.skill
@@ -76,12 +86,7 @@ class Review:
             lines.append(f"Compatibility: {s.compatibility}")
         if s.allowed_tools:
             lines.append(f"Allowed tools: {' '.join(s.allowed_tools)}")
-        caps = ["read (the model reads its instructions with skill_doc)"]
-        if self.scripts:
-            caps.append(
-                f"exec (run_script runs its scripts; you are asked each time unless policy.skills.{s.name} says)"
-            )
-        lines.append("Capabilities: " + "; ".join(caps))
+        lines.append("Capabilities: " + "; ".join(self.capability_notes()))
         total = sum(size for _, size in self.files)
         lines.append(f"Files ({len(self.files)}, {total} bytes):")
         lines += [f"  {rel}  {size} bytes" for rel, size in self.files[:60]]
@@ -105,17 +110,17 @@ class Staged:
         shutil.rmtree(self.staging, ignore_errors=True)
 
 
-def _git(args: list[str], cwd: Path | None = None) -> str:
+def _git(args: list[str], cwd: Path | None = None, seconds: float = GIT_SECONDS) -> str:
     env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG") if key in os.environ}
     env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"})
     try:
         done = subprocess.run(
-            ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=GIT_SECONDS, check=False
+            ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=seconds, check=False
         )
     except FileNotFoundError:
         raise InstallError("git is not installed; install it or give a folder or an archive") from None
     except subprocess.TimeoutExpired:
-        raise InstallError(f"git {args[0]} took more than {GIT_SECONDS} s; nothing installed") from None
+        raise InstallError(f"git {args[0]} took more than {seconds:g} s; nothing installed") from None
     if done.returncode != 0:
         detail = (done.stderr.strip().splitlines() or ["failed"])[-1][:300]
         raise InstallError(f"git {args[0]} failed: {detail}")
@@ -129,12 +134,12 @@ def is_git_source(source: str) -> bool:
     return (Path(source).expanduser() / ".git").exists()
 
 
-def _fetch_git(source: str, ref: str | None, into: Path) -> tuple[str, str]:
+def _fetch_git(source: str, ref: str | None, into: Path, seconds: float) -> tuple[str, str]:
     """Clone ``source`` into ``into`` at ``ref`` (default: its default branch); (ref, commit)."""
-    _git(["clone", "--quiet", "--no-checkout", "--", source, str(into)])
+    _git(["clone", "--quiet", "--no-checkout", "--", source, str(into)], seconds=seconds)
     target = ref or "HEAD"
-    commit = _git(["rev-parse", "--verify", "--quiet", f"{target}^{{commit}}"], cwd=into)
-    _git(["-c", "advice.detachedHead=false", "checkout", "--quiet", commit], cwd=into)
+    commit = _git(["rev-parse", "--verify", "--quiet", f"{target}^{{commit}}"], cwd=into, seconds=seconds)
+    _git(["-c", "advice.detachedHead=false", "checkout", "--quiet", commit], cwd=into, seconds=seconds)
     shutil.rmtree(into / ".git", ignore_errors=True)
     return target if ref else "", commit
 
@@ -217,8 +222,16 @@ def _skill_folder(tree: Path, name: str | None) -> Path:
     raise InstallError(f"the source holds several skills ({names}): choose one with --skill NAME")
 
 
-def stage(workspace: Workspace, source: str, *, ref: str | None = None, name: str | None = None) -> Staged:
-    """Fetch ``source`` into a staging folder of the workspace and review it; nothing is installed yet."""
+def stage(
+    workspace: Workspace,
+    source: str,
+    *,
+    ref: str | None = None,
+    name: str | None = None,
+    git_seconds: float = GIT_SECONDS,
+) -> Staged:
+    """Fetch ``source`` into a staging folder of the workspace and review it; nothing is installed yet.
+    ``git_seconds`` bounds each git command (the web page waits less than a terminal)."""
     staging_root = workspace.root / _STAGING
     staging_root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="skill-", dir=staging_root))
@@ -228,11 +241,14 @@ def stage(workspace: Workspace, source: str, *, ref: str | None = None, name: st
         commit = None
         if is_git_source(source):
             kind = "git"
-            ref, commit = _fetch_git(source if "://" in source or "@" in source else str(path.resolve()), ref, tree)
+            where = source if "://" in source or "@" in source else str(path.resolve())
+            tree = tree / _source_name(where)
+            ref, commit = _fetch_git(where, ref, tree, git_seconds)
         elif ref:
             raise InstallError(f"{source}: --ref is for a git repository; this is no repository")
         elif path.is_dir():
             kind = "folder"
+            tree = tree / _source_name(str(path.resolve()))
             _copy_folder(path, tree)
         elif path.is_file() and path.name.endswith((".tar.gz", ".tgz", ".tar")):
             kind = "archive"
@@ -262,6 +278,13 @@ def stage(workspace: Workspace, source: str, *, ref: str | None = None, name: st
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _source_name(where: str) -> str:
+    """The folder name a repository or folder has at its source: a skill at its top must be named as it
+    (``name`` in its front matter equals its folder's name), so it is staged under that name."""
+    name = where.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git")
+    return name if name not in ("", ".", "..") else "source"
 
 
 def skill_label(folder: Path, tree: Path) -> str:

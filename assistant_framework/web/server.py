@@ -14,7 +14,7 @@ import tornado.web
 
 from ..config.settings import WebSettings
 from ..traces import collect_secrets
-from . import drafts_page, jobs_page, logbudget, memory_pages, pages
+from . import drafts_page, jobs_page, logbudget, memory_pages, pages, skills_install
 from .auth import AccessToken, cookie_secret, is_loopback, load_or_create_token
 from .base import SECURITY_HEADERS, WebState, log_request
 from .clients import ClientAddresses
@@ -76,6 +76,7 @@ def make_app(state: WebState, mounts: Iterable[Mount] = ()) -> tornado.web.Appli
         (r"/api/skills/drafts", drafts_page.DraftsHandler, a),
         (r"/skills/drafts/([a-z0-9-]+)/([a-z]+)", drafts_page.DraftActionHandler, s),
         (r"/api/skills/drafts/([a-z0-9-]+)/([a-z]+)", drafts_page.DraftActionHandler, a),
+        *skills_install.routes(state),
         (r"/static/(style\.css|favicon\.svg)", pages.StaticHandler, {"path": str(HERE / "static"), "state": state}),
     ]
     return tornado.web.Application(

@@ -1,0 +1,229 @@
+"""Installing, updating and removing ``SKILL.md`` skills from the web page (docs/skills.md), on the CLI's
+installer (``agentskills/install.py``: staging, review, pinning, provenance, archive checks).
+
+A source (a git URL or repository folder with an optional ref, a skill folder or an archive on this
+machine) is fetched into a staging folder in a worker thread, each git command bounded by
+``GIT_SECONDS``, and shown as the CLI shows it. The staged copy waits under a random id (at most
+``MAX_PENDING``, each for ``PENDING_SECONDS``); only a confirm that names it (a POST with the form
+token) installs it: what is installed is what was reviewed, not a second fetch. A source that fails
+a check is refused in one sentence and nothing stays written.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import tornado.web
+
+from ..agentskills.format import SKILL_FILE
+from ..agentskills.install import InstallError, Review, Staged, install, read_records, remove, stage
+from ..agentskills.library import WORKSPACE_SKILLS
+from ..workspace import Workspace
+from .base import BaseHandler, WebState
+
+#: Each git command of a fetch from the page (the CLI allows longer: a terminal shows it working).
+GIT_SECONDS = 60
+#: Reviews waiting for a confirm; a new one past this ends the oldest.
+MAX_PENDING = 4
+#: A review not confirmed within this is dropped (its staging folder removed).
+PENDING_SECONDS = 15 * 60
+#: The longest source, ref and skill name the form takes.
+MAX_SOURCE = 2000
+MAX_REF = 200
+MAX_NAME = 64
+
+
+@dataclass
+class _Pending:
+    staged: Staged
+    since: float
+
+
+class PendingReviews:
+    """The staged skills shown for review, by id, bounded in number and age. Used from worker threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[str, _Pending] = {}
+
+    def add(self, staged: Staged) -> str:
+        with self._lock:
+            dropped = self._expired()
+            while len(self._items) >= MAX_PENDING:
+                oldest = min(self._items, key=lambda key: self._items[key].since)
+                dropped.append(self._items.pop(oldest).staged)
+            review_id = secrets.token_urlsafe(16)
+            self._items[review_id] = _Pending(staged, time.monotonic())
+        for old in dropped:
+            old.close()
+        return review_id
+
+    def take(self, review_id: str) -> Staged | None:
+        """The staged skill of a review, once (a second confirm finds nothing); None when unknown or too old."""
+        with self._lock:
+            dropped = self._expired()
+            pending = self._items.pop(review_id, None)
+        for old in dropped:
+            old.close()
+        return pending.staged if pending is not None else None
+
+    def _expired(self) -> list[Staged]:
+        now = time.monotonic()
+        old = [key for key, item in self._items.items() if now - item.since > PENDING_SECONDS]
+        return [self._items.pop(key).staged for key in old]
+
+
+def review_view(review: Review) -> dict[str, Any]:
+    """What the review page shows: what the CLI's review prints."""
+    skill = review.skill
+    return {
+        "name": skill.name,
+        "description": skill.description,
+        "licence": skill.license or "(none given)",
+        "licence_files": review.licence_files,
+        "source": review.source,
+        "kind": review.kind,
+        "ref": review.ref,
+        "commit": review.commit,
+        "compatibility": skill.compatibility,
+        "allowed_tools": list(skill.allowed_tools or []),
+        "capabilities": review.capability_notes(),
+        "files": review.files,
+        "bytes": sum(size for _, size in review.files),
+        "scripts": review.scripts,
+        "replaces": review.replaces,
+    }
+
+
+def installed_rows(workspace: Workspace) -> list[dict[str, Any]]:
+    """The skills in ``.agents/skills/``, with where each came from when it was installed from a source."""
+    records = read_records(workspace)
+    folder = workspace.root / WORKSPACE_SKILLS
+    names = sorted(p.parent.name for p in folder.glob(f"*/{SKILL_FILE}")) if folder.is_dir() else []
+    rows = []
+    for name in names:
+        record = records.get(name) or {}
+        rows.append(
+            {
+                "name": name,
+                "source": record.get("source"),
+                "ref": record.get("ref"),
+                "commit": record.get("commit"),
+                "installed": record.get("installed"),
+            }
+        )
+    return rows
+
+
+def _field(handler: BaseHandler, name: str, bound: int) -> str:
+    value = handler.get_body_argument(name, "").strip()
+    if len(value) > bound:
+        raise tornado.web.HTTPError(400, f"{name} is longer than {bound} characters")
+    return value
+
+
+class _Handler(BaseHandler):
+    def initialize(self, state: WebState, reviews: PendingReviews, api: bool = False) -> None:  # type: ignore[override]
+        super().initialize(state, api)
+        self.reviews = reviews
+
+    async def _form(
+        self, *, done: str = "", error: str = "", source: str = "", ref: str = "", status: int = 200
+    ) -> None:
+        rows = await self.off_loop("files", installed_rows, self.parts.workspace)
+        self.set_status(status)
+        self.page(
+            "skills_install.html",
+            title="Install a skill",
+            installed=rows,
+            done=done,
+            error=error,
+            source=source,
+            ref=ref,
+        )
+
+    async def _review(self, source: str, ref: str, name: str) -> None:
+        """Stage ``source`` off the loop and show it with a confirm form; refused in one sentence."""
+
+        def fetch() -> tuple[str, dict[str, Any]]:
+            staged = stage(self.parts.workspace, source, ref=ref or None, name=name or None, git_seconds=GIT_SECONDS)
+            return self.reviews.add(staged), review_view(staged.review)
+
+        try:
+            review_id, view = await self.off_loop("runs", fetch)
+        except InstallError as exc:
+            await self._form(error=f"Not installed: {exc}; nothing written.", source=source, ref=ref, status=400)
+            return
+        self.page("skills_review.html", title=f"Review {view['name']}", review=view, review_id=review_id)
+
+
+class InstallFormHandler(_Handler):
+    async def get(self) -> None:
+        await self._form(done=self.get_query_argument("done", "")[:500])
+
+
+class ReviewHandler(_Handler):
+    async def post(self) -> None:
+        source = _field(self, "source", MAX_SOURCE)
+        if not source:
+            await self._form(error="Give a source: a git URL, or a folder or archive on this machine.", status=400)
+            return
+        await self._review(source, _field(self, "ref", MAX_REF), _field(self, "skill", MAX_NAME))
+
+
+class ConfirmHandler(_Handler):
+    async def post(self, action: str) -> None:
+        review_id = _field(self, "review", 64)
+
+        def finish() -> str:
+            staged = self.reviews.take(review_id)
+            if staged is None:
+                return "Not installed: that review is no longer waiting (too old, or done); review it again."
+            name = staged.review.skill.name
+            try:
+                if action == "cancel":
+                    return f"{name}: not installed; nothing written."
+                install(self.parts.workspace, staged)
+                return f"Installed {name}; the assistant offers it from its next message."
+            finally:
+                staged.close()
+
+        said = await self.off_loop("files", finish)
+        self.redirect("/skills/install?" + urlencode({"done": said}))
+
+
+class InstalledActionHandler(_Handler):
+    async def post(self, name: str, action: str) -> None:
+        if action == "update":
+            record = read_records(self.parts.workspace).get(name)
+            if record is None:
+                await self._form(
+                    error=f"{name} was not installed from a source: nothing to update it from.", status=409
+                )
+                return
+            ref = _field(self, "ref", MAX_REF) or str(record.get("ref") or "")
+            await self._review(str(record["source"]), ref, name)
+            return
+        try:
+            await self.off_loop("files", remove, self.parts.workspace, name)
+        except InstallError as exc:
+            await self._form(error=f"Not removed: {exc}.", status=409)
+            return
+        said = f"Removed {name}; the assistant stops offering it at its next message."
+        self.redirect("/skills/install?" + urlencode({"done": said}))
+
+
+def routes(state: WebState) -> list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]]:
+    """The install pages' routes, sharing one list of waiting reviews."""
+    s: dict[str, Any] = {"state": state, "reviews": PendingReviews()}
+    return [
+        (r"/skills/install", InstallFormHandler, s),
+        (r"/skills/install/review", ReviewHandler, s),
+        (r"/skills/install/(confirm|cancel)", ConfirmHandler, s),
+        (r"/skills/installed/([a-z0-9-]{1,64})/(update|remove)", InstalledActionHandler, s),
+    ]
