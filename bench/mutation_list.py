@@ -144,6 +144,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         MATRIX_BOT,
     ),
     Mutation(
+        "matrix-no-relogin",
+        "messaging_llm_bot/channels/matrix/events.py",
+        '                if "M_UNKNOWN_TOKEN" in str(err) and await self.login_again(err):',
+        "                if False:",
+        "a session the homeserver ended leaves the bot retrying a dead token forever: nothing is answered",
+        MATRIX,
+    ),
+    Mutation(
         "matrix-allowlist-message",
         "messaging_llm_bot/channels/matrix/events.py",
         "        if not config.allows(sender):",

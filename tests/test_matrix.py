@@ -316,3 +316,25 @@ def test_setup_writes_the_matrix_channel_and_doctor_logs_in(tmp_path, capsys, mo
         checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
     assert checks["matrix login"]["status"] == "ok" and matrix.bot.user_id in checks["matrix login"]["detail"]
     assert checks["matrix homeserver"]["status"] == "ok" and checks["matrix allowlist"]["status"] == "ok"
+
+
+def test_a_session_ended_elsewhere_is_logged_in_again_and_the_owner_still_answered(
+    matrix: MatrixWorld, start_matrix, chat_server
+) -> None:
+    import requests
+
+    room = matrix.direct_room()
+    chat_server.enqueue('{"reply": "still here"}')
+    start_matrix()
+    wait_until(lambda: matrix.joined(room), timeout=20, what="the bot to join")
+    # Every session of the bot's account ends (as "sign out all devices" does): the running bot's too.
+    ended = requests.post(
+        f"{matrix.server.url}/_matrix/client/v3/logout/all",
+        json={},
+        headers={"Authorization": f"Bearer {matrix.bot.token}"},
+        timeout=10,
+    )
+    assert ended.ok
+    matrix.owner.send(room, "are you there?")
+    wait_until(lambda: _bot_texts(matrix, room), timeout=40, what="the answer after the new login")
+    assert _bot_texts(matrix, room) == ["still here"]

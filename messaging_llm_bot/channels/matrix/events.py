@@ -22,7 +22,7 @@ import nio
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel
-from messaging_llm_bot.channels.matrix.client import MatrixUnavailable
+from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixUnavailable
 from messaging_llm_bot.channels.matrix.message import MatrixMessage, command_name, is_command, parse_message
 from messaging_llm_bot.channels.matrix.settings import PREFIX, MatrixConfig
 from messaging_llm_bot.channels.matrix.state import StateFile
@@ -94,6 +94,8 @@ class SyncReader:
             try:
                 answer = await host.channel.client.sync(host.state.state.next_batch, first=first, full_state=full_state)
             except (MatrixUnavailable, DeliveryError) as err:
+                if "M_UNKNOWN_TOKEN" in str(err) and await self.login_again(err):
+                    continue
                 if not self._down:
                     self._down = True
                     log.warning("matrix: the homeserver cannot be reached: %s; retrying", err)
@@ -119,6 +121,20 @@ class SyncReader:
                 return  # stopped while the inbox could not store: the position stays before these events
             await asyncio.to_thread(host.state.update, next_batch=answer.next_batch)
             self.synced.set()
+
+    async def login_again(self, err: Exception) -> bool:
+        """The session ended (the password changed, the device was logged out elsewhere): log in again on the
+        same device with the configured password; False when that is refused too (said once)."""
+        try:
+            await self.host.channel.client.login()
+        except (LoginFailed, MatrixUnavailable) as again:
+            if not self._down:
+                self._down = True
+                log.error("matrix: the homeserver ended the bot's session (%s) and refused a new login: %s", err, again)
+            return False
+        log.warning("matrix: the homeserver ended the bot's session (%s); logged in again", err)
+        self._down = False
+        return True
 
     async def handle(self, answer: nio.SyncResponse, *, skip_timeline: bool) -> bool:
         """Every invite and message of one sync answer; False when a stop came before all were stored."""
