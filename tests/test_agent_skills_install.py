@@ -136,13 +136,16 @@ def test_a_folder_with_a_link_out_is_refused(workspace, tmp_path) -> None:
     assert done.returncode == 1 and "notes.md is a link: links are refused" in done.stderr
 
 
-def test_a_skill_folder_given_itself_is_installed_under_its_name(workspace, tmp_path) -> None:
+def test_a_skill_folder_given_itself_is_installed_under_its_name(workspace, tmp_path, monkeypatch) -> None:
     folder = tmp_path / "notes-helper"
     folder.mkdir()
     (folder / "SKILL.md").write_text("---\nname: notes-helper\ndescription: Tidies notes.\n---\nTidy.\n")
-    done = run_cli("skills", "install", str(folder), "--yes", "--workspace", str(workspace.root))
+    monkeypatch.chdir(tmp_path)  # given relative, recorded absolute: update may run from anywhere (the web page)
+    done = run_cli("skills", "install", "notes-helper", "--yes", "--workspace", str(workspace.root))
     assert done.returncode == 0, done.stderr
-    assert "Skill:        notes-helper" in done.stdout and "Source:       " + str(folder) in done.stdout
+    assert "Skill:        notes-helper" in done.stdout and "Source:       " + str(folder.resolve()) in done.stdout
+    record = json.loads((workspace.root / "state" / "agent_skills.json").read_text(encoding="utf-8"))
+    assert record["notes-helper"]["source"] == str(folder.resolve())
     assert (workspace.root / ".agents" / "skills" / "notes-helper" / "SKILL.md").read_text() == (
         folder / "SKILL.md"
     ).read_text()

@@ -212,7 +212,29 @@ def test_5b_pause_resume_run_now_and_delete_a_job(browser, site):
     assert console_errors(browser) == []
 
 
+def test_5c_review_and_install_a_skill_folder(browser, site, tmp_path):
+    folder = tmp_path / "notes-helper"
+    (folder / "scripts").mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: notes-helper\ndescription: Tidies notes.\n---\nTidy.\n")
+    (folder / "scripts" / "tidy.py").write_text("print('tidy')\n")
+    browser.get(f"{site.base}/skills/install")
+    browser.find_element(By.NAME, "source").send_keys(str(folder))
+    browser.find_element(By.CSS_SELECTOR, "form.install button[type=submit]").click()
+    review = wait_for_text(browser, "main", "Review: notes-helper")
+    assert "scripts/tidy.py" in review.text and "exec (run_script runs its scripts" in review.text
+    assert not (site.root / ".agents" / "skills" / "notes-helper").exists()
+    screenshot(browser, "skill-review")
+    browser.find_element(By.CSS_SELECTOR, "form[action='/skills/install/confirm'] button").click()
+    wait_for_text(browser, ".flash", "Installed notes-helper")
+    assert (site.root / ".agents" / "skills" / "notes-helper" / "scripts" / "tidy.py").is_file()
+    browser.find_element(By.CSS_SELECTOR, "#i-notes-helper form[action$='/remove'] button").click()
+    wait_for_text(browser, ".flash", "Removed notes-helper")
+    assert not (site.root / ".agents" / "skills" / "notes-helper").exists()
+    assert console_errors(browser) == []
+
+
 PAGES = [
+    "/skills/install",
     "/jobs",
     "/reminders",
     "/memory",

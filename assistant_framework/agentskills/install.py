@@ -239,6 +239,7 @@ def stage(
         tree = staging / "tree"
         path = Path(source).expanduser()
         commit = None
+        where = source
         if is_git_source(source):
             kind = "git"
             where = source if "://" in source or "@" in source else str(path.resolve())
@@ -268,7 +269,9 @@ def stage(
             skill = read_skill_folder(folder)
         except AgentSkillError as exc:
             raise InstallError(str(exc).replace(str(folder), skill_label(folder, tree))) from None
-        review = Review(skill, source, kind, ref or None, commit, files)
+        # A local source is recorded absolute: ``update`` may run elsewhere (the web page, another folder).
+        origin = where if kind == "git" else str(path.resolve())
+        review = Review(skill, origin, kind, ref or None, commit, files)
         review.scripts = [(rel, _interpreter_note(folder / rel)) for rel in skill.scripts]
         review.licence_files = [
             rel for rel, _ in files if rel.split("/")[-1].upper().startswith(("LICENSE", "COPYING"))
