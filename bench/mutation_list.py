@@ -2290,6 +2290,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         WEBCHAT,
     ),
     Mutation(
+        "webchat-no-replay",
+        f"{BOT}/channels/webchat/service.py",
+        '        for item in inbox.pending(CONVERSATION.split(":")[0] + ":"):',
+        "        for item in []:",
+        "a message the page stored but the bot did not answer before a crash is never answered",
+        WEBCHAT,
+    ),
+    Mutation(
+        "webchat-message-taken-twice",
+        f"{BOT}/channels/webchat/service.py",
+        "        if item is None:",
+        "        if False:",
+        "a message the browser sends again (the same id) is shown twice",
+        WEBCHAT,
+    ),
+    Mutation(
         "webchat-text-unbounded",
         f"{BOT}/channels/webchat/page.py",
         "        if len(text) > MAX_TEXT_CHARS:",

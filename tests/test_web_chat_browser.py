@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from assistant_framework.inbox import Inbox
+from assistant_framework.workspace import Workspace
 from tests.conftest import write_test_skills
 from tests.crash_bot import BotProcess, echo_reply
 from tests.fakes.chat_server import FakeChatServer
@@ -37,9 +39,18 @@ READY = "webchat: the Chat page answers"
 STREAMED = ['{"reply": "The answer ', "grows ", "word ", "by ", "word ", "on ", "the ", 'page."}']
 
 
+SLOW_ASKED: list[str] = []
+
+
 def model(request: dict) -> Any:
-    """The fake model: a slowly streamed answer to 'hello', a save_note call for 'save a note', else an echo."""
+    """The fake model: a slowly streamed answer to 'hello', a save_note call for 'save a note', a first answer to
+    'slow question' that takes a minute (the bot is killed meanwhile), else an echo."""
     last = request["messages"][-1]["content"]
+    if last.startswith("slow question"):
+        SLOW_ASKED.append(last)
+        if len(SLOW_ASKED) == 1:
+            return {"content": json.dumps({"reply": "too late"}), "delay": 60}
+        return json.dumps({"reply": "answered now"})
     if last.startswith(("Result of skill", "Skill call")):
         return json.dumps({"reply": "after the call: " + last.split("\n")[0]})
     if last.startswith("save a note"):
@@ -85,6 +96,16 @@ def bot(tmp_path_factory: pytest.TempPathFactory):
             process.base = f"http://127.0.0.1:{port.group(1)}"  # type: ignore[attr-defined]
             process.chat_server = chat_server  # type: ignore[attr-defined]
             yield process
+
+
+def restart(process: BotProcess) -> None:
+    """Start the killed bot again and wait for its web chat (the page's port is a new one)."""
+    process.start()
+    wait_until(lambda: READY in process.run_log() or process.proc.poll() is not None, timeout=60)
+    assert READY in process.run_log(), process.run_log()[-3000:]
+    port = re.search(r"web page: http://127\.0\.0\.1:(\d+)/", process.run_log())
+    assert port, process.run_log()[-3000:]
+    process.base = f"http://127.0.0.1:{port.group(1)}"  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="module")
@@ -248,3 +269,27 @@ def test_3_a_reload_shows_the_history(bot, browser) -> None:
     asked = [r for r in bot.chat_server.chat_requests if json.dumps(r["messages"]).count("save a note please")]
     assert asked and "The answer grows word by word" in json.dumps(asked[0]["messages"])
     assert severe(browser) == []
+
+
+def test_4_a_sigkill_mid_turn_answers_the_message_once_after_the_restart(bot, request: pytest.FixtureRequest) -> None:
+    client, token = signed_in(bot, request)
+    sent = client.post("/chat/send", json={"id": "e" * 16, "text": "slow question"}, headers={"X-XSRFToken": token})
+    assert sent.status_code == 202
+    wait_until(lambda: len(SLOW_ASKED) == 1, what="the model asked the slow question")
+    bot.kill()
+    restart(bot)
+    client, token = signed_in(bot, request)
+
+    def history() -> list[dict]:
+        return client.get("/chat/history").json()["messages"]
+
+    wait_until(lambda: any(m["text"] == "answered now" for m in history()), what="the answer after the restart")
+    texts = [m["text"] for m in history()]
+    assert texts.count("slow question") == 1 and texts.count("answered now") == 1 and "too late" not in texts
+    assert len(SLOW_ASKED) == 2  # asked once more, by the next start
+    # The item is completed, and the same message sent again (a browser repeating its POST) is not taken twice.
+    wait_until(lambda: not Inbox(Workspace(bot.workspace)).pending(), what="the item completed")
+    again = client.post("/chat/send", json={"id": "e" * 16, "text": "slow question"}, headers={"X-XSRFToken": token})
+    assert again.status_code == 202 and again.json()["message"] is None
+    assert [m["text"] for m in history()].count("slow question") == 1
+    assert len(SLOW_ASKED) == 2
