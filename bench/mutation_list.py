@@ -2879,6 +2879,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         WEB_SKILLS_INSTALL,
     ),
     Mutation(
+        "web-skill-staging-left",
+        f"{AF}/web/skills_install.py",
+        "    sweep_staging(state.parts.workspace)",
+        "    pass",
+        "what a stopped web page left staged for a review stays in the workspace for good",
+        WEB_SKILLS_INSTALL,
+    ),
+    Mutation(
+        "web-skill-staging-sweeps-waiting",
+        f"{AF}/web/skills_install.py",
+        "        if now - entry.lstat().st_mtime > PENDING_SECONDS:",
+        "        if True:",
+        "a page starting on the workspace removes another page's review still waiting (its Install then fails)",
+        WEB_SKILLS_INSTALL,
+    ),
+    Mutation(
         "busy-never-joins",
         f"{BOT}/channels/telegram/updates.py",
         "        if fe.intake.join_running(update, update.get_bot()):",

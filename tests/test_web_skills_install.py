@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -65,7 +67,7 @@ def repo(tmp_path_factory) -> tuple[Path, str]:
 
 def _staging_empty(site) -> bool:
     staging = site.root / ".agents" / ".staging"
-    return not staging.exists() or not any(staging.iterdir())
+    return not staging.exists() or not any(p for p in staging.rglob("*") if p.name != "web")
 
 
 def _review_id(page: str) -> str:
@@ -167,3 +169,17 @@ def test_a_source_that_fails_a_check_is_refused_in_one_sentence_with_nothing_wri
     assert not (tmp_path / "outside.txt").exists() and not (site.root / "outside.txt").exists()
     missing = session.post(f"{site.base}/skills/installed/nothing/remove", data={"_xsrf": xsrf})
     assert missing.status_code == 409 and "no installed skill 'nothing'" in html.unescape(missing.text)
+
+
+def test_what_a_stopped_page_left_staged_is_removed_at_its_next_start(site):
+    from assistant_framework.web.skills_install import PENDING_SECONDS, routes
+
+    web = site.root / ".agents" / ".staging" / "web"
+    (web / "skill-left").mkdir(parents=True)
+    (web / "skill-left" / "SKILL.md").write_text("left by a page that stopped")
+    (web / "skill-waiting").mkdir()
+    old = time.time() - PENDING_SECONDS - 60
+    os.utime(web / "skill-left", (old, old))
+    routes(site.server.state)  # as a server starting on this workspace
+    assert not (web / "skill-left").exists() and (web / "skill-waiting").is_dir()  # another page's, waiting
+    shutil.rmtree(web / "skill-waiting")

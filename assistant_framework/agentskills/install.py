@@ -35,7 +35,8 @@ MAX_BYTES = 64 * 1024**2
 #: One git command (a clone of a large repository over a slow link) may take this long.
 GIT_SECONDS = 300
 RECORDS = "state/agent_skills.json"
-_STAGING = ".agents/.staging"
+#: Where sources are fetched to before they are installed (a folder per fetch).
+STAGING = ".agents/.staging"
 
 
 class InstallError(Exception):
@@ -229,10 +230,12 @@ def stage(
     ref: str | None = None,
     name: str | None = None,
     git_seconds: float = GIT_SECONDS,
+    staging_dir: str = STAGING,
 ) -> Staged:
     """Fetch ``source`` into a staging folder of the workspace and review it; nothing is installed yet.
-    ``git_seconds`` bounds each git command (the web page waits less than a terminal)."""
-    staging_root = workspace.root / _STAGING
+    ``git_seconds`` bounds each git command (the web page waits less than a terminal); ``staging_dir`` is
+    the workspace folder the fetch goes to (the web page has its own, swept at its start)."""
+    staging_root = workspace.root / staging_dir
     staging_root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="skill-", dir=staging_root))
     try:

@@ -12,6 +12,7 @@ a check is refused in one sentence and nothing stays written.
 from __future__ import annotations
 
 import secrets
+import shutil
 import threading
 import time
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from urllib.parse import urlencode
 import tornado.web
 
 from ..agentskills.format import SKILL_FILE
-from ..agentskills.install import InstallError, Review, Staged, install, read_records, remove, stage
+from ..agentskills.install import STAGING, InstallError, Review, Staged, install, read_records, remove, stage
 from ..agentskills.library import WORKSPACE_SKILLS
 from ..workspace import Workspace
 from .base import BaseHandler, WebState
@@ -32,6 +33,8 @@ GIT_SECONDS = 60
 MAX_PENDING = 4
 #: A review not confirmed within this is dropped (its staging folder removed).
 PENDING_SECONDS = 15 * 60
+#: The page's own staging folder: what a stopped page left there is removed at the next start.
+WEB_STAGING = f"{STAGING}/web"
 #: The longest source, ref and skill name the form takes.
 MAX_SOURCE = 2000
 MAX_REF = 200
@@ -218,8 +221,24 @@ class InstalledActionHandler(_Handler):
         self.redirect("/skills/install?" + urlencode({"done": said}))
 
 
+def sweep_staging(workspace: Workspace, now: float | None = None) -> list[str]:
+    """Remove what a stopped page left staged (older than a review may wait; a younger one may be another
+    page's on the same workspace, still waiting). Returns the names removed."""
+    folder = workspace.root / WEB_STAGING
+    if not folder.is_dir():
+        return []
+    now = time.time() if now is None else now
+    removed = []
+    for entry in folder.iterdir():
+        if now - entry.lstat().st_mtime > PENDING_SECONDS:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry.name)
+    return sorted(removed)
+
+
 def routes(state: WebState) -> list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]]:
-    """The install pages' routes, sharing one list of waiting reviews."""
+    """The install pages' routes, sharing one list of waiting reviews (made as the server starts)."""
+    sweep_staging(state.parts.workspace)
     s: dict[str, Any] = {"state": state, "reviews": PendingReviews()}
     return [
         (r"/skills/install", InstallFormHandler, s),
