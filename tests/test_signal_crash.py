@@ -59,7 +59,9 @@ def test_telegram_and_signal_in_one_process_survive_sigkill(tmp_path, bot_config
             base,
             telegram_api,
             allowed=[1],
-            runtime={"shutdown_timeout_seconds": 10},
+            # queue: each message its own answer (with steer, the default, "telegram after the kills" joins the
+            # replayed turn of "hello from telegram" when it is still running, and one reply answers both).
+            runtime={"shutdown_timeout_seconds": 10, "busy_mode": "queue"},
             extra={"signal": {"enabled": True, "base_url": daemon.base_url, "account": BOT, "allowed": USERS}},
         )
         workspace = tmp_path / "workspace"
