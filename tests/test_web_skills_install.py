@@ -96,6 +96,7 @@ def test_a_git_repository_at_a_tag_is_reviewed_installed_on_confirm_updated_and_
     assert "exec (run_script runs its scripts; you are asked each time unless policy.skills.webapp-testing" in page
     assert "<code>SKILL.md</code>" in page
     assert not installed.exists()  # shown, not installed
+    assert len(list((site.root / ".agents" / ".staging" / "web").iterdir())) == 1  # the page's own staging
 
     review_id = _review_id(page)
     no_token = session.post(f"{site.base}/skills/install/confirm", data={"review": review_id})

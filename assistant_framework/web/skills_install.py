@@ -154,7 +154,14 @@ class _Handler(BaseHandler):
         """Stage ``source`` off the loop and show it with a confirm form; refused in one sentence."""
 
         def fetch() -> tuple[str, dict[str, Any]]:
-            staged = stage(self.parts.workspace, source, ref=ref or None, name=name or None, git_seconds=GIT_SECONDS)
+            staged = stage(
+                self.parts.workspace,
+                source,
+                ref=ref or None,
+                name=name or None,
+                git_seconds=GIT_SECONDS,
+                staging_dir=WEB_STAGING,
+            )
             return self.reviews.add(staged), review_view(staged.review)
 
         try:
