@@ -2903,6 +2903,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         BUSY,
     ),
     Mutation(
+        "busy-signal-never-joins",
+        f"{BOT}/channels/signal/events.py",
+        "        if joinable(msg) and service.turns.busy.running(msg.conversation_id):",
+        "        if False:",
+        "busy mode steer does nothing on Signal",
+        BUSY,
+    ),
+    Mutation(
         "busy-steered-dropped-at-reply",
         f"{BOT}/agent/rounds.py",
         "                if more:",

@@ -194,3 +194,22 @@ def test_messages_in_a_group_are_never_merged(fake, start_bot, chat_server, work
     model.release.set()
     fake.wait_for(lambda: len(fake.messages(-100500)) == 2, timeout=10)
     assert [m["text"] for m in fake.messages(-100500)] == ["answer to the first only", "answer to: second question"]
+
+
+def test_signal_steer_adds_the_second_message_and_one_reply_answers_both(daemon, start, chat_server, workspace):
+    from tests.signal_harness import OWNER as SIGNAL_OWNER
+    from tests.signal_harness import wait_for
+
+    model = HeldModel(chat_server)
+    bot = start()
+    daemon.message(SIGNAL_OWNER, "first: book the table for Anna")
+    assert chat_server.wait_for_requests(1, timeout=10)
+    daemon.message(SIGNAL_OWNER, "no, the other Anna")
+    wait_for(lambda: bot.service.turns.busy.joined(f"sig:{SIGNAL_OWNER}") == 1, what="the message to join")
+    model.release.set()
+    wait_for(lambda: daemon.sent_to(SIGNAL_OWNER), what="the reply")
+    wait_for(lambda: Inbox(workspace).pending() == [], what="both messages answered")
+    assert [s["message"] for s in daemon.sent_to(SIGNAL_OWNER)] == [
+        "answer to: first: book the table for Anna + no, the other Anna"
+    ]
+    assert len(chat_server.chat_requests) == 2

@@ -11,7 +11,7 @@ from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.conversation.commands import owner_only_text
 from tests.fakes.signal_daemon import RpcError
 from tests.signal_harness import BOT, FRIEND, GROUP, OWNER, STRANGER, RunningSignal, signal_config, styled, wait_for
-from tests.telegram_harness import make_runtime, pairing_off
+from tests.telegram_harness import busy_queue, make_runtime, pairing_off
 
 
 @pytest.mark.parametrize("wrap", ["plain", "jsonrpc"])
@@ -191,7 +191,7 @@ def test_redelivered_message_is_answered_once(start, daemon, chat_server):
 
 def test_per_chat_order_with_a_slow_first_turn(start, daemon, chat_server):
     chat_server.enqueue({"content": '{"reply": "a1"}', "delay": 0.6}, '{"reply": "a2"}')
-    start()
+    start(patch=busy_queue)  # the queue's order (steer joins q2 to q1's turn: test_busy_modes.py)
     daemon.message(OWNER, "q1")
     daemon.message(OWNER, "q2")
     sent = daemon.wait_sent(2)
@@ -253,7 +253,7 @@ def test_reminder_is_delivered_on_signal_only_for_signal_chats(start, daemon, wo
 
 def test_send_refused_by_the_daemon_is_logged_and_the_item_completed(start, daemon, chat_server, workspace):
     chat_server.enqueue('{"reply": "lost"}', '{"reply": "fine"}')
-    start()
+    start(patch=busy_queue)  # each message its own turn: the first reply is the one refused
     daemon.send_errors.append(RpcError(-1, f"The user {OWNER} is not registered."))
     daemon.message(OWNER, "first")
     daemon.message(OWNER, "second")

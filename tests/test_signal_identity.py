@@ -10,6 +10,7 @@ import logging
 
 from messaging_llm_bot.channels.signal.identity import IDENTITIES
 from tests.signal_harness import BOT, FRIEND, GROUP, OWNER, wait_for
+from tests.telegram_harness import pairing_off
 
 OWNER_SECRET = "owner-secret-code-4711"
 OWNER_ACCOUNT = "00000000-0000-4000-8000-015551110001"  # the fake daemon's UUID for OWNER
@@ -65,7 +66,7 @@ def test_owner_account_with_its_number_hidden_is_the_owner_and_an_unpinned_numbe
     start, daemon, chat_server, workspace
 ):
     owner_data(workspace)
-    start()
+    start(patch=pairing_off)  # the unknown account is told it is not allowed (pairing codes: test_pairing.py)
     daemon.message(OWNER, "/now", uuid=OWNER_ACCOUNT, number=False)  # nothing pinned yet: the UUID is unknown
     assert "not authorised" in daemon.wait_sent(1)[0]["message"]
     daemon.message(OWNER, "/stats")  # a number with no account on record is trusted, and pinned now

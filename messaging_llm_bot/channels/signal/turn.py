@@ -32,6 +32,7 @@ from messaging_llm_bot.channels.signal.settings import (
     recipient_params,
 )
 from messaging_llm_bot.conversation.attachments import VOICE_DISABLED
+from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import FilesInput
 from messaging_llm_bot.conversation.job_runs import is_job_item
@@ -94,9 +95,12 @@ class TurnRunner(ChannelTurns):
         quote = msg if msg.group_id else None  # quote the question only in groups
         reply = item.reply
         produced = reply is None  # answered in this run (a replay's reply was spoken, or not, before)
+        merged = list(item.merged)  # later messages this reply answers too (busy modes; a replay's from the ledger)
+        later: list[InboxItem] = []  # offered to this turn but not answered by it: each answered after it
         if reply is None:
             shown = await self._receipt_and_typing(msg)
             typing = Typing(self.client, msg.chat, self.settings.typing, shown=shown)
+            running = self.busy.started(item.conversation_id, msg.sender) if joinable(msg) else None
             try:
                 reply = await self._produce_reply(item, msg, typing)
             except asyncio.CancelledError:
@@ -104,20 +108,40 @@ class TurnRunner(ChannelTurns):
             except OSError as exc:
                 log.exception("signal: answering %s failed", item.item_id)
                 reply = f"⚠️ I could not handle your message: my workspace cannot be written ({exc.strerror})."
+                self._left_all(item, running, later)
+                running = None
             except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
                 log.exception("signal: answering %s in %s failed", item.item_id, msg.chat)
                 reply = FAILED_REPLY
+                self._left_all(item, running, later)
+                running = None
             finally:
                 await typing.stop()
+                if running is not None:
+                    self.busy.ended(item.conversation_id, running)
+            if running is not None:
+                merged, later = [one.item_id for one in running.merged()], running.left()
             try:
-                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
+                # One write: the reply and the later messages it answers (a replay completes them with it).
+                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, merged)
             except OSError as err:
                 log.warning("signal: could not record the reply of %s: %s", item.item_id, err)
         if not await self.deliver(item, msg.chat, reply, quote):
             return  # stopping with the reply undelivered: it stays in the inbox, resent at the next start
         if produced:
             await self._speak(item, msg, reply)
+        for one in merged:
+            await asyncio.to_thread(self.inbox.complete, one)
         await asyncio.to_thread(self.inbox.complete, item.item_id)
+        for other in later:  # offered, but the turn ended first: each answered in its own turn, in order
+            await self._answer(other)
+
+    def _left_all(self, item: InboxItem, running: RunningTurn[InboxItem] | None, later: list[InboxItem]) -> None:
+        """A turn that failed answers none of the messages that joined it: each is answered in its own turn."""
+        if running is not None:
+            self.busy.ended(item.conversation_id, running)
+            later.extend(one for one, _ in running.offered)
+        return None
 
     async def _speak(self, item: InboxItem, msg: SignalMessage, reply: str) -> None:
         """The reply as voice attachments too when the chat wants it (conversation/turn.py)."""
@@ -269,3 +293,8 @@ class TurnRunner(ChannelTurns):
                 return False
             except asyncio.TimeoutError:
                 delay = min(delay * 2, RETRY_MAX_SECONDS)
+
+
+def joinable(msg: SignalMessage) -> bool:
+    """A turn later messages may join (busy modes): a text in a direct chat."""
+    return msg.group_id is None and msg.kind() == "text"
