@@ -184,3 +184,31 @@ def test_what_a_stopped_page_left_staged_is_removed_at_its_next_start(site):
     routes(site.server.state)  # as a server starting on this workspace
     assert not (web / "skill-left").exists() and (web / "skill-waiting").is_dir()  # another page's, waiting
     shutil.rmtree(web / "skill-waiting")
+
+
+def test_the_json_twins_review_install_and_remove_with_the_access_token(site, web, repo):
+    source, tagged = repo
+    bearer = {"Authorization": f"Bearer {WEB_TOKEN}"}
+    api = f"{site.base}/api/skills"
+    assert requests.post(f"{api}/install/review", json={"source": str(source)}).status_code == 401
+    review = requests.post(f"{api}/install/review", json={"source": str(source), "ref": "v1"}, headers=bearer)
+    assert review.status_code == 200, review.text
+    shown = review.json()["review"]
+    assert shown["name"] == "webapp-testing" and shown["commit"] == tagged and shown["ref"] == "v1"
+    assert any(rel == "scripts/with_server.py" and "runs with python" in how for rel, how in shown["scripts"])
+    assert any("exec (run_script" in note for note in shown["capabilities"])
+    assert not (site.root / ".agents" / "skills" / "webapp-testing").exists()
+    done = requests.post(f"{api}/install/confirm", json={"review": review.json()["id"]}, headers=bearer)
+    assert done.json() == {
+        "said": "Installed webapp-testing; the assistant offers it from its next message.",
+        "name": "webapp-testing",
+        "done": "confirm",
+    }
+    again = requests.post(f"{api}/install/confirm", json={"review": review.json()["id"]}, headers=bearer)
+    assert again.status_code == 409 and again.json()["name"] is None
+    listed = requests.get(f"{api}/install", headers=bearer).json()["installed"]
+    assert [(r["name"], r["commit"]) for r in listed] == [("webapp-testing", tagged)]
+    refused = requests.post(f"{api}/install/review", json={"source": str(source / "nowhere")}, headers=bearer)
+    assert refused.status_code == 400 and "nothing written" in refused.json()["error"]
+    removed = requests.post(f"{api}/installed/webapp-testing/remove", headers=bearer)
+    assert removed.json()["done"] == "remove" and not (site.root / ".agents" / "skills" / "webapp-testing").exists()

@@ -124,7 +124,14 @@ def installed_rows(workspace: Workspace) -> list[dict[str, Any]]:
 
 
 def _field(handler: BaseHandler, name: str, bound: int) -> str:
-    value = handler.get_body_argument(name, "").strip()
+    """A form field (a JSON body's key under ``/api``), stripped; 400 past its bound."""
+    if handler.api:
+        value = handler.json_body().get(name) or ""
+        if not isinstance(value, str):
+            raise tornado.web.HTTPError(400, f"{name} must be a string")
+    else:
+        value = handler.get_body_argument(name, "")
+    value = value.strip()
     if len(value) > bound:
         raise tornado.web.HTTPError(400, f"{name} is longer than {bound} characters")
     return value
@@ -139,6 +146,9 @@ class _Handler(BaseHandler):
         self, *, done: str = "", error: str = "", source: str = "", ref: str = "", status: int = 200
     ) -> None:
         rows = await self.off_loop("files", installed_rows, self.parts.workspace)
+        if self.api:  # the sentence as the answer (not an HTTPError: its message, a source, would be logged)
+            self.send_json({"installed": rows, **({"error": error} if error else {})}, status)
+            return
         self.set_status(status)
         self.page(
             "skills_install.html",
@@ -169,6 +179,9 @@ class _Handler(BaseHandler):
         except InstallError as exc:
             await self._form(error=f"Not installed: {exc}; nothing written.", source=source, ref=ref, status=400)
             return
+        if self.api:
+            self.send_json({"review": view, "id": review_id})
+            return
         self.page("skills_review.html", title=f"Review {view['name']}", review=view, review_id=review_id)
 
 
@@ -190,20 +203,23 @@ class ConfirmHandler(_Handler):
     async def post(self, action: str) -> None:
         review_id = _field(self, "review", 64)
 
-        def finish() -> str:
+        def finish() -> tuple[str, str | None]:
             staged = self.reviews.take(review_id)
             if staged is None:
-                return "Not installed: that review is no longer waiting (too old, or done); review it again."
+                return "Not installed: that review is no longer waiting (too old, or done); review it again.", None
             name = staged.review.skill.name
             try:
                 if action == "cancel":
-                    return f"{name}: not installed; nothing written."
+                    return f"{name}: not installed; nothing written.", name
                 install(self.parts.workspace, staged)
-                return f"Installed {name}; the assistant offers it from its next message."
+                return f"Installed {name}; the assistant offers it from its next message.", name
             finally:
                 staged.close()
 
-        said = await self.off_loop("files", finish)
+        said, name = await self.off_loop("files", finish)
+        if self.api:
+            self.send_json({"said": said, "name": name, "done": action if name else None}, 200 if name else 409)
+            return
         self.redirect("/skills/install?" + urlencode({"done": said}))
 
 
@@ -225,6 +241,9 @@ class InstalledActionHandler(_Handler):
             await self._form(error=f"Not removed: {exc}.", status=409)
             return
         said = f"Removed {name}; the assistant stops offering it at its next message."
+        if self.api:
+            self.send_json({"said": said, "name": name, "done": "remove"})
+            return
         self.redirect("/skills/install?" + urlencode({"done": said}))
 
 
@@ -247,9 +266,14 @@ def routes(state: WebState) -> list[tuple[str, type[tornado.web.RequestHandler],
     """The install pages' routes, sharing one list of waiting reviews (made as the server starts)."""
     sweep_staging(state.parts.workspace)
     s: dict[str, Any] = {"state": state, "reviews": PendingReviews()}
+    a: dict[str, Any] = {**s, "api": True}
     return [
         (r"/skills/install", InstallFormHandler, s),
+        (r"/api/skills/install", InstallFormHandler, a),
         (r"/skills/install/review", ReviewHandler, s),
+        (r"/api/skills/install/review", ReviewHandler, a),
         (r"/skills/install/(confirm|cancel)", ConfirmHandler, s),
+        (r"/api/skills/install/(confirm|cancel)", ConfirmHandler, a),
         (r"/skills/installed/([a-z0-9-]{1,64})/(update|remove)", InstalledActionHandler, s),
+        (r"/api/skills/installed/([a-z0-9-]{1,64})/(update|remove)", InstalledActionHandler, a),
     ]
