@@ -2316,8 +2316,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "webchat-any-message-id",
         f"{BOT}/channels/webchat/page.py",
-        "        if not isinstance(client_id, str) or not (8 <= len(client_id) <= MAX_CLIENT_ID and client_id.isalnum()):",  # noqa: E501
-        "        if not isinstance(client_id, str):",
+        "    if not isinstance(client_id, str) or not (8 <= len(client_id) <= MAX_CLIENT_ID and client_id.isalnum()):",
+        "    if not isinstance(client_id, str):",
         "a page's message id of any length and characters becomes part of the inbox's source id",
         WEBCHAT,
     ),

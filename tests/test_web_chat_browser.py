@@ -53,6 +53,10 @@ def model(request: dict) -> Any:
         return json.dumps({"reply": "answered now"})
     if last.startswith(("Result of skill", "Skill call")):
         return json.dumps({"reply": "after the call: " + last.split("\n")[0]})
+    if last.startswith("[Attachment]"):
+        return json.dumps({"reply": "I see your picture."})
+    if last.startswith("send me the note"):
+        return json.dumps({"skill": "send_file", "args": {"path": "notes/frompage.md", "caption": "your note"}})
     if last.startswith("save a note"):
         return json.dumps({"skill": "save_note", "args": {"name": "frompage", "text": "kept"}})
     if "hello" in last:
@@ -173,12 +177,20 @@ def signed_in(bot, request: pytest.FixtureRequest) -> tuple[httpx.Client, str]:
 def test_without_sign_in_the_chat_is_refused(bot, request: pytest.FixtureRequest) -> None:
     bare = httpx.Client(base_url=bot.base, timeout=10)
     request.addfinalizer(bare.close)
-    for method, path in [("GET", "/chat"), ("GET", "/chat/history"), ("GET", "/chat/events"), ("GET", "/chat/chat.js")]:
+    for method, path in [
+        ("GET", "/chat"),
+        ("GET", "/chat/history"),
+        ("GET", "/chat/events"),
+        ("GET", "/chat/chat.js"),
+        ("GET", "/chat/file/1"),
+    ]:
         assert bare.request(method, path).status_code == 401, path
     answer = bare.post("/chat/send", json={"id": "a" * 16, "text": "hello from nobody"})
     assert answer.status_code == 401
+    assert bare.post(f"/chat/upload?id={'a' * 16}&name=x.txt", content=b"nobody's file").status_code == 401
     client, _ = signed_in(bot, request)
     assert all("hello from nobody" not in m["text"] for m in client.get("/chat/history").json()["messages"])
+    assert not list((bot.workspace / "inbox").glob("*/x.txt")), "no file was saved"
 
 
 def test_a_post_without_the_sessions_form_token_changes_nothing(bot, request: pytest.FixtureRequest) -> None:
@@ -192,6 +204,8 @@ def test_a_post_without_the_sessions_form_token_changes_nothing(bot, request: py
     history = client.get("/chat/history").json()["messages"]
     assert all("forged" not in m["text"] for m in history)
     assert client.post("/chat/answer", json={"id": "x", "yes": True}).status_code == 403
+    assert client.post(f"/chat/upload?id={'b' * 16}&name=forged.txt", content=b"forged file").status_code == 403
+    assert not list((bot.workspace / "inbox").glob("*/forged.txt")), "no file was saved"
     page = client.get("/chat")
     assert "script-src 'self'" in page.headers["Content-Security-Policy"]
     assert token
@@ -268,6 +282,46 @@ def test_3_a_reload_shows_the_history(bot, browser) -> None:
     # One conversation, kept by the agent as a Telegram chat's is: the second turn's model call had the first.
     asked = [r for r in bot.chat_server.chat_requests if json.dumps(r["messages"]).count("save a note please")]
     assert asked and "The answer grows word by word" in json.dumps(asked[0]["messages"])
+    assert severe(browser) == []
+
+
+def test_3b_a_picture_in_and_a_file_out(bot, browser, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    from PIL import Image
+
+    picture = tmp_path / "garden.png"
+    Image.new("RGB", (40, 30), (20, 160, 60)).save(picture)
+    browser.find_element(By.ID, "text").send_keys("what is this picture")
+    browser.find_element(By.ID, "file").send_keys(str(picture))
+    shown = until(
+        browser,
+        lambda d: [
+            i
+            for i in d.find_elements(By.CSS_SELECTOR, "#messages li.owner img")
+            if i.get_attribute("naturalWidth") == "40"
+        ],
+        "the picture shown from the page's store",
+    )
+    assert shown
+    until(browser, lambda d: "I see your picture." in texts(d, "#messages li.assistant"), "the answer to the picture")
+    saved = list((bot.workspace / "inbox").glob("*/garden.png"))
+    assert len(saved) == 1 and saved[0].read_bytes() == picture.read_bytes()
+    asked = [r for r in bot.chat_server.chat_requests if "garden.png" in json.dumps(r["messages"])]
+    assert asked and "untrusted" in json.dumps(asked[0]["messages"][-1]), "the file is outside content"
+
+    send(browser, "send me the note")
+
+    def sent_file(d):
+        for question in d.find_elements(By.CSS_SELECTOR, "#messages li.ask button"):  # after outside content it asks
+            if question.text == "Yes" and question.is_enabled():
+                question.click()
+        return [a for a in d.find_elements(By.CSS_SELECTOR, "#messages li.assistant a.file") if "frompage.md" in a.text]
+
+    link = until(browser, sent_file, "the file sent to the page")[0]
+    client, _ = signed_in(bot, request)
+    got = client.get(link.get_attribute("href").replace(bot.base, ""))
+    assert got.status_code == 200 and got.content == b"kept"
+    assert got.headers["Content-Disposition"].startswith("attachment")
+    assert client.get("/chat/file/99999").status_code == 404
     assert severe(browser) == []
 
 

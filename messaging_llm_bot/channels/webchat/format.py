@@ -14,6 +14,9 @@ CAPABILITIES = Capabilities(
     can_edit=False,  # the answer streams in as live text, then arrives once as the message
     typing=True,
     buttons=True,  # an ``ask`` approval is answered with Yes / No buttons
+    media_in=frozenset({"photo", "file"}),  # up to the web server's body bound (web.max_body_bytes)
+    media_out=frozenset({"photo", "file"}),
+    max_file_bytes=50 * 1024 * 1024,  # the page downloads it from the workspace: only a bound on a runaway
 )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import mimetypes
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,13 @@ from tornado.escape import xhtml_escape
 
 from assistant_framework.web.base import CSP, BaseHandler, WebState
 from assistant_framework.web.server import Mount
-from messaging_llm_bot.channels.webchat.service import MAX_TEXT_CHARS, WebChatService, running
+from messaging_llm_bot.channels.webchat.service import (
+    MAX_TEXT_CHARS,
+    PICTURE_TYPES,
+    Upload,
+    WebChatService,
+    running,
+)
 
 HERE = Path(__file__).resolve().parent
 #: The page's own policy: the base one, plus this server's script and event stream.
@@ -90,13 +97,60 @@ class SendHandler(ChatHandler):
             raise tornado.web.HTTPError(400, "the message has no text")
         if len(text) > MAX_TEXT_CHARS:
             raise tornado.web.HTTPError(413, f"the message is longer than {MAX_TEXT_CHARS} characters")
-        if not isinstance(client_id, str) or not (8 <= len(client_id) <= MAX_CLIENT_ID and client_id.isalnum()):
-            raise tornado.web.HTTPError(400, "the message needs an id of 8 to 64 letters and digits")
         try:
-            message = await self.service().take(client_id, text)
+            message = await self.service().take(checked_id(client_id), text)
         except RuntimeError as exc:
             raise tornado.web.HTTPError(503, str(exc)) from None
         self.send_json({"message": message}, 202)
+
+
+def checked_id(client_id: object) -> str:
+    """The page's id of its message (the inbox's source id): 8 to 64 letters and digits, else 400."""
+    if not isinstance(client_id, str) or not (8 <= len(client_id) <= MAX_CLIENT_ID and client_id.isalnum()):
+        raise tornado.web.HTTPError(400, "the message needs an id of 8 to 64 letters and digits")
+    return client_id
+
+
+class UploadHandler(ChatHandler):
+    """``POST /chat/upload?id=...&name=...&text=...``: a picture or file (the body, within the server's bound
+    ``web.max_body_bytes``) with its caption, stored like a message before it is answered 202."""
+
+    async def post(self) -> None:
+        client_id = checked_id(self.get_query_argument("id", None))
+        name = self.get_query_argument("name", "") or "file"
+        text = self.get_query_argument("text", "")
+        if len(text) > MAX_TEXT_CHARS:
+            raise tornado.web.HTTPError(413, f"the caption is longer than {MAX_TEXT_CHARS} characters")
+        if not self.request.body:
+            raise tornado.web.HTTPError(400, "the file is empty")
+        mime = self.request.headers.get("Content-Type", "application/octet-stream").split(";")[0].strip().lower()
+        upload = Upload(name=name[:255], mime=mime[:100], data=self.request.body)
+        try:
+            message = await self.service().take(client_id, text, upload)
+        except RuntimeError as exc:
+            raise tornado.web.HTTPError(503, str(exc)) from None
+        self.send_json({"message": message}, 202)
+
+
+class FileHandler(ChatHandler):
+    """``GET /chat/file/<message id>``: the file a shown message carries (no other path can be asked for);
+    a picture inline, anything else as a download."""
+
+    async def get(self, message_id: str) -> None:
+        chat = self.service()
+        ref = chat.transcript.file_of(int(message_id))
+        if ref is None:
+            raise tornado.web.HTTPError(404, "no message with a file by that id")
+        workspace = chat.runtime.workspace
+        data = await self.off_loop("files", lambda: workspace.path(ref["rel"]).read_bytes())
+        mime = ref["mime"] or mimetypes.guess_type(ref["name"])[0] or "application/octet-stream"
+        if mime in PICTURE_TYPES:
+            self.set_header("Content-Type", mime)
+        else:
+            self.set_header("Content-Type", "application/octet-stream")
+            safe = "".join(ch for ch in ref["name"] if ch.isalnum() or ch in "._- ")[:100] or "file"
+            self.set_header("Content-Disposition", f'attachment; filename="{safe}"')
+        self.finish(data)
 
 
 class AnswerHandler(ChatHandler):
@@ -164,6 +218,8 @@ def chat_mount(runtime: object) -> Mount:
             (r"/chat/history", HistoryHandler, {**shared, "api": True}),
             (r"/chat/send", SendHandler, {**shared, "api": True}),
             (r"/chat/answer", AnswerHandler, {**shared, "api": True}),
+            (r"/chat/upload", UploadHandler, {**shared, "api": True}),
+            (r"/chat/file/(\d{1,12})", FileHandler, shared),
             (r"/chat/events", EventsHandler, {**shared, "api": True}),
         ]
 

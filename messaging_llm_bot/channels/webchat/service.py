@@ -14,13 +14,15 @@ import logging
 import threading
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from datetime import date
+from typing import TYPE_CHECKING, Any
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
-from messaging_llm_bot.channels.webchat.format import CONVERSATION, split
+from messaging_llm_bot.channels.webchat.format import CAPABILITIES, CONVERSATION, split
 from messaging_llm_bot.channels.webchat.hub import Hub
-from messaging_llm_bot.channels.webchat.transcript import Message, Transcript
+from messaging_llm_bot.channels.webchat.transcript import FileRef, Message, Transcript
 from messaging_llm_bot.conversation.approvals import (
     NO_ANSWER,
     Answer,
@@ -29,13 +31,20 @@ from messaging_llm_bot.conversation.approvals import (
     question_text,
     withdraw_owner_approver,
 )
+from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
 from messaging_llm_bot.conversation.commands import run_command
+from messaging_llm_bot.conversation.files_out import file_sender
+from messaging_llm_bot.conversation.images import files_input
 from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.pool import TurnPool
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turns import RunningTurns
+
+if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from assistant_framework.media.files_out import FileToSend
+    from messaging_llm_bot.agent.images import ImageInput
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +53,19 @@ NAME = "webchat"
 MAX_TEXT_CHARS = 16_000
 FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
 EXIT_OK, EXIT_FAILED = 0, 1
+
+#: Types the page shows as pictures (and the model sees as images where a runner can).
+PICTURE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A file the page sent: its name (made safe when saved), its type and its bytes (the server's body bound)."""
+
+    name: str
+    mime: str
+    data: bytes
+
 
 _RUNNING: dict[int, WebChatService] = {}
 _RUNNING_LOCK = threading.Lock()
@@ -155,9 +177,9 @@ class WebChatService:
 
     # -- from the page (the web server's loop) --------------------------------------
 
-    async def take(self, client_id: str, text: str) -> Message | None:
-        """The owner's message, stored in the inbox and the transcript, its turn queued; None for one the
-        inbox already took (the page sent it again)."""
+    async def take(self, client_id: str, text: str, upload: Upload | None = None) -> Message | None:
+        """The owner's message (with a file the page sent), stored in the inbox and the transcript, its turn
+        queued; None for one the inbox already took (the page sent it again)."""
         loop, inbox = self._loop, self._inbox
         if loop is None or inbox is None or self._stopping:
             raise RuntimeError("the web chat is stopping")
@@ -166,13 +188,30 @@ class WebChatService:
             stopped = self.runtime.agent.stop(CONVERSATION)
             await self.say("Stopping the answer I was writing." if stopped else "Nothing to stop.")
             return None
-        item = await asyncio.to_thread(inbox.accept, f"web:{client_id}", CONVERSATION, {"text": text}, text)
+        source = f"web:{client_id}"
+        if upload is not None and await asyncio.to_thread(inbox.seen, source):
+            return None  # the page sent the file again: not saved twice
+        payload: dict[str, Any] = {"text": text}
+        ref: FileRef | None = None
+        if upload is not None:
+            saved = await asyncio.to_thread(self._save, upload, text)
+            payload["files"] = [vars(saved)]
+            ref = FileRef(rel=saved.rel_path, name=upload.name, mime=upload.mime, photo=saved.kind == "photo")
+        item = await asyncio.to_thread(inbox.accept, source, CONVERSATION, payload, text)
         if item is None:
             return None
-        message, _ = await asyncio.to_thread(self.transcript.append, "owner", text, f"in:{item.item_id}")
+        shown = text or (upload.name if upload is not None else "")
+        message, _ = await asyncio.to_thread(self.transcript.append, "owner", shown, f"in:{item.item_id}", 0, ref)
         self.hub.publish({"type": "message", "message": dict(message)})
         loop.call_soon_threadsafe(self._spawn, item)
         return message
+
+    def _save(self, upload: Upload, caption: str) -> SavedFile:
+        kind = "photo" if upload.mime in PICTURE_TYPES else "file"
+        today = date.today()
+        return save_bytes(
+            self.runtime.workspace, upload.data, upload.name, today, kind=kind, mime_type=upload.mime, caption=caption
+        )
 
     async def answer(self, question_id: str, yes: bool) -> bool:
         """The owner's button; False when the question is no longer open."""
@@ -223,7 +262,17 @@ class WebChatService:
         from messaging_llm_bot.agent.turn import AgentEvent, reply_text
 
         text = str(item.payload.get("text", ""))
-        if text.startswith("/"):
+        files = [SavedFile(**one) for one in item.payload.get("files") or [] if isinstance(one, dict)]
+        untrusted = False
+        images: tuple[ImageInput, ...] = ()
+        if files:  # the words are the file's caption; the file is outside content (conversation/images.py)
+            got = await files_input(
+                self.runtime.workspace, list(files), self.runtime.settings, index=self.runtime.memory
+            )
+            if isinstance(got, str):
+                return got
+            text, untrusted, images = got.text, True, got.images
+        elif text.startswith("/"):
             answered = await asyncio.to_thread(run_command, self.runtime, CONVERSATION, text)
             if answered is not None:
                 return answered
@@ -245,6 +294,15 @@ class WebChatService:
             approve=self.questions.approver(self._ask, loop, "the web chat"),
             on_event=on_event,
             stream=True,
+            untrusted=untrusted,
+            images=images,
+            send_file=file_sender(
+                self.runtime.workspace,
+                item.item_id,
+                loop,
+                lambda one: self._send_file(item.item_id, one),
+                CAPABILITIES.max_file_bytes,
+            ),
         )
         result = await self.pool.run(self.runtime.agent.handle, incoming, owner_turn=True)
         return reply_text(result)
@@ -260,6 +318,15 @@ class WebChatService:
             self.hub.publish({"type": "message", "message": dict(message)})
             await asyncio.to_thread(inbox.record_part, item.item_id, index, message["id"])
         return True
+
+    async def _send_file(self, answering: str, one: FileToSend) -> str:
+        """The ``send_file`` skill's file as a message of the assistant's (the page shows or offers it); its id."""
+        ref = FileRef(rel=one.rel, name=one.path.name, mime="", photo=one.photo)
+        message, _ = await asyncio.to_thread(
+            self.transcript.append, "assistant", one.caption or one.path.name, f"file:{answering}:{one.rel}", 0, ref
+        )
+        self.hub.publish({"type": "message", "message": dict(message)})
+        return str(message["id"])
 
     async def _ask(self, request: dict[str, Any]) -> Answer:
         key = uuid.uuid4().hex

@@ -24,13 +24,24 @@ REL = "state/webchat/messages.jsonl"
 HISTORY_LIMIT = 200
 
 
-class Message(TypedDict):
+class FileRef(TypedDict):
+    """A file a message carries: its workspace path (the page serves only files a message names), its name and
+    type, and whether the page shows it as a picture."""
+
+    rel: str
+    name: str
+    mime: str
+    photo: bool
+
+
+class Message(TypedDict, total=False):
     id: int
     role: str
     text: str
     at: str
     key: str
     part: int
+    file: FileRef
 
 
 class Transcript:
@@ -60,11 +71,13 @@ class Transcript:
     def _keep(self, message: Message) -> None:
         self._messages.append(message)
         if message.get("key"):
-            self._parts[(message["key"], message.get("part", 0))] = message["id"]
+            self._parts[(message.get("key", ""), message.get("part", 0))] = message["id"]
         if len(self._messages) > HISTORY_LIMIT:
             del self._messages[0]
 
-    def append(self, role: str, text: str, key: str = "", part: int = 0) -> tuple[Message, bool]:
+    def append(
+        self, role: str, text: str, key: str = "", part: int = 0, file: FileRef | None = None
+    ) -> tuple[Message, bool]:
         """The message written (True), or the one a ``key`` and ``part`` already wrote (False)."""
         with self._lock:
             if key and (key, part) in self._parts:
@@ -80,6 +93,8 @@ class Transcript:
                 key=key,
                 part=part,
             )
+            if file is not None:
+                message["file"] = file
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "a", encoding="utf-8") as out:
                 out.write(json.dumps(message, ensure_ascii=False) + "\n")
@@ -87,6 +102,12 @@ class Transcript:
                 os.fsync(out.fileno())
             self._keep(message)
             return message, True
+
+    def file_of(self, message_id: int) -> FileRef | None:
+        """The file a shown message carries, or None (no such message among the recent ones, or no file)."""
+        with self._lock:
+            found = next((m for m in self._messages if m["id"] == message_id), None)
+        return None if found is None else found.get("file")
 
     def recent(self) -> list[Message]:
         with self._lock:

@@ -32,6 +32,21 @@
     item.className = message.role;
     item.dataset.id = message.id;
     item.textContent = message.text;
+    if (message.file) {
+      const href = "/chat/file/" + message.id;
+      if (message.file.photo) {
+        const picture = document.createElement("img");
+        picture.src = href;
+        picture.alt = message.file.name;
+        item.appendChild(picture);
+      } else {
+        const link = document.createElement("a");
+        link.className = "file";
+        link.href = href;
+        link.textContent = "⬇ " + message.file.name;
+        item.appendChild(link);
+      }
+    }
     list.appendChild(item);
     item.scrollIntoView({ block: "end" });
   }
@@ -117,6 +132,30 @@
       .finally(() => {
         input.disabled = false;
         input.focus();
+      });
+  });
+  const picker = document.getElementById("file");
+  picker.addEventListener("change", () => {
+    const file = picker.files[0];
+    if (!file) return;
+    const query = new URLSearchParams({ id: newId(), name: file.name, text: input.value });
+    picker.disabled = true;
+    fetch("/chat/upload?" + query, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": file.type || "application/octet-stream", "X-XSRFToken": csrf },
+      body: file,
+    })
+      .then(async (answer) => {
+        const body = await answer.json().catch(() => ({}));
+        if (!answer.ok) throw new Error(body.error || answer.statusText);
+        if (body.message) add(body.message);
+        input.value = "";
+      })
+      .catch((error) => (status.textContent = error.message))
+      .finally(() => {
+        picker.value = "";
+        picker.disabled = false;
       });
   });
   input.addEventListener("keydown", (key) => {
