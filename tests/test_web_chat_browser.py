@@ -11,6 +11,7 @@ import json
 import re
 import shutil
 import tempfile
+from pathlib import Path
 from typing import Any
 
 import httpx

@@ -119,7 +119,7 @@ class UploadHandler(ChatHandler):
         client_id = checked_id(self.get_query_argument("id", None))
         name = self.get_query_argument("name", "") or "file"
         text = self.get_query_argument("text", "")
-        if len(text) > MAX_TEXT_CHARS:
+        if MAX_TEXT_CHARS < len(text):  # a caption: the same bound as a message
             raise tornado.web.HTTPError(413, f"the caption is longer than {MAX_TEXT_CHARS} characters")
         if not self.request.body:
             raise tornado.web.HTTPError(400, "the file is empty")
