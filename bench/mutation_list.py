@@ -2694,6 +2694,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         AGENT_SKILLS_INSTALL,
     ),
     Mutation(
+        "agent-skill-install-url-token-kept",
+        f"{AF}/agentskills/install.py",
+        "if parts.password is not None or (parts.username is not None and parts.scheme in (\"https\", \"http\")):",
+        "if False:",
+        "a git URL with a token in it is fetched, shown in the review and stored with the skill",
+        AGENT_SKILLS_INSTALL,
+    ),
+    Mutation(
+        "agent-skill-install-url-any-user",
+        f"{AF}/agentskills/install.py",
+        "if parts.password is not None or (parts.username is not None and parts.scheme in (\"https\", \"http\")):",
+        "if parts.password is not None:",
+        "a token given as the URL's user name (https://TOKEN@host) is stored with the skill",
+        AGENT_SKILLS_INSTALL,
+    ),
+    Mutation(
         "agent-skill-install-file-bound",
         f"{AF}/agentskills/install.py",
         'tar, archive.stat().st_size, MAX_BYTES, into, root=None, max_members=MAX_FILES, what="a skill"',

@@ -149,3 +149,24 @@ def test_a_skill_folder_given_itself_is_installed_under_its_name(workspace, tmp_
     assert (workspace.root / ".agents" / "skills" / "notes-helper" / "SKILL.md").read_text() == (
         folder / "SKILL.md"
     ).read_text()
+
+
+@pytest.mark.parametrize(
+    "url", ["https://me:ghp_S3CRETtoken@example.invalid/skills.git", "https://ghp_S3CRETtoken@example.invalid/s.git"]
+)
+def test_a_git_url_with_a_token_in_it_is_refused_and_the_token_is_not_shown_or_stored(workspace, url) -> None:
+    done = run_cli("skills", "install", url, "--yes", "--workspace", str(workspace.root))
+    assert done.returncode == 1 and "with a user name or token in it is refused" in done.stderr
+    assert "S3CRET" not in done.stdout + done.stderr
+    assert not (workspace.root / ".agents").exists() or not any(
+        "S3CRET" in p.read_text(errors="replace") for p in workspace.root.rglob("*") if p.is_file()
+    )
+
+
+def test_an_ssh_url_with_a_password_is_refused_before_git_runs(workspace) -> None:
+    from assistant_framework.agentskills.install import InstallError, stage
+
+    with pytest.raises(InstallError, match="with a user name or token in it is refused") as refused:
+        stage(workspace, "ssh://me:hunter2pass@example.invalid/skills.git")
+    assert "hunter2pass" not in str(refused.value)
+    assert not (workspace.root / ".agents").exists()

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from assistant_framework.agentskills.format import SKILL_FILE, AgentSkill, AgentSkillError, read_skill_folder
 from assistant_framework.agentskills.library import WORKSPACE_SKILLS
@@ -135,6 +136,20 @@ def is_git_source(source: str) -> bool:
     return (Path(source).expanduser() / ".git").exists()
 
 
+def _refuse_credentials(source: str) -> None:
+    """A git URL holding a user name or token (``https://user:token@host/...``) is refused: the source is
+    shown in the review and recorded with the skill (state/agent_skills.json, in backups), so the token
+    would be too. ``ssh://git@host`` and ``git@host:`` name no secret."""
+    if not source.startswith(("https://", "http://", "ssh://", "git://")):
+        return
+    parts = urlsplit(source)
+    if parts.password is not None or (parts.username is not None and parts.scheme in ("https", "http")):
+        raise InstallError(
+            "a git URL with a user name or token in it is refused (it would be shown and stored with the "
+            "skill); use a git credential helper or an SSH key, and give the URL without it"
+        )
+
+
 def _fetch_git(source: str, ref: str | None, into: Path, seconds: float) -> tuple[str, str]:
     """Clone ``source`` into ``into`` at ``ref`` (default: its default branch); (ref, commit)."""
     _git(["clone", "--quiet", "--no-checkout", "--", source, str(into)], seconds=seconds)
@@ -235,6 +250,7 @@ def stage(
     """Fetch ``source`` into a staging folder of the workspace and review it; nothing is installed yet.
     ``git_seconds`` bounds each git command (the web page waits less than a terminal); ``staging_dir`` is
     the workspace folder the fetch goes to (the web page has its own, swept at its start)."""
+    _refuse_credentials(source)
     staging_root = workspace.root / staging_dir
     staging_root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="skill-", dir=staging_root))
