@@ -32,6 +32,7 @@ from messaging_llm_bot.channels import contract
 from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.markup import terminal_text, utf16_len
 from messaging_llm_bot.conversation.routes import ROUTES, Route
+from tests.webchat_harness import start_webchat  # noqa: F401 - the web chat's fixture (its own harness module)
 
 RECORDS = [
     contract.Capabilities,
@@ -119,10 +120,14 @@ def _webchat() -> tuple[Capabilities, Callable[[str], list[str]]]:
     return CAPABILITIES, split
 
 
-CHANNELS = {"telegram": _telegram, "signal": _signal, "email": _email, "console": _console, "matrix": _matrix}
-#: Channels whose split and capabilities the kit checks here, and whose turns it drives elsewhere: the web chat
-#: through the real bot process and a browser (tests/test_web_chat_browser.py).
-SPLIT_ONLY = {"webchat": _webchat}
+CHANNELS = {
+    "telegram": _telegram,
+    "signal": _signal,
+    "email": _email,
+    "console": _console,
+    "matrix": _matrix,
+    "webchat": _webchat,
+}
 MEASURE: dict[str, Callable[[str], int]] = {
     "utf16": utf16_len,
     "utf8": lambda text: len(text.encode("utf-8")),
@@ -130,9 +135,9 @@ MEASURE: dict[str, Callable[[str], int]] = {
 }
 
 
-@pytest.mark.parametrize("channel", {**CHANNELS, **SPLIT_ONLY})
+@pytest.mark.parametrize("channel", CHANNELS)
 def test_a_long_reply_is_split_to_the_declared_limit_and_nothing_is_lost(channel: str) -> None:
-    capabilities, split = {**CHANNELS, **SPLIT_ONLY}[channel]()
+    capabilities, split = CHANNELS[channel]()
     measure = MEASURE[capabilities.length_unit]
     # Wide characters (an emoji is 2 UTF-16 units and 4 UTF-8 bytes) and bold spans across the cut points.
     line = "**Paris** 🗼 ist die Hauptstadt — 東京 is far away."
@@ -146,9 +151,9 @@ def test_a_long_reply_is_split_to_the_declared_limit_and_nothing_is_lost(channel
     assert "".join("".join(parts).split()) == "".join(reply.replace("**", "").split())
 
 
-@pytest.mark.parametrize("channel", {**CHANNELS, **SPLIT_ONLY})
+@pytest.mark.parametrize("channel", CHANNELS)
 def test_a_channel_declares_its_capabilities_in_the_contracts_terms(channel: str) -> None:
-    capabilities, _split = {**CHANNELS, **SPLIT_ONLY}[channel]()
+    capabilities, _split = CHANNELS[channel]()
     assert isinstance(capabilities, Capabilities)
     assert capabilities.length_unit in MEASURE
     assert capabilities.media_in <= set(contract.MEDIA_KINDS)
@@ -293,7 +298,22 @@ def _approve_on_matrix(request: pytest.FixtureRequest, yes: bool) -> tuple[str, 
     return question, texts[-1]
 
 
+def _approve_on_webchat(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    from tests.waiting import wait_until
+
+    workspace = request.getfixturevalue("workspace")
+    chat = request.getfixturevalue("start_webchat")()
+    chat.send("delete notes/important.md")
+    wait_until(lambda: chat.history()["asking"], 30, "the question with its buttons")
+    [question] = chat.history()["asking"]
+    assert workspace.exists("notes/important.md")
+    chat.answer(question["id"], yes)  # the button: no message, no turn
+    replies = chat.replies_until(lambda texts: any("Handled." in t for t in texts))
+    return question["text"], replies[-1]
+
+
 APPROVE = {
+    "webchat": _approve_on_webchat,
     "telegram": _approve_on_telegram,
     "signal": _approve_on_signal,
     "email": _approve_on_email,
@@ -383,7 +403,15 @@ def _chat_on_matrix(request: pytest.FixtureRequest, lines: list[str]) -> list[st
     return _bot_texts_until(world, room, lambda texts: "END" in "".join(texts))
 
 
+def _chat_on_webchat(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    chat = request.getfixturevalue("start_webchat")()
+    for line in lines:
+        chat.send(line)
+    return chat.replies_until(lambda texts: "END" in "".join(texts))
+
+
 CHAT = {
+    "webchat": _chat_on_webchat,
     "telegram": _chat_on_telegram,
     "signal": _chat_on_signal,
     "email": _chat_on_email,
@@ -490,6 +518,12 @@ STRANGERS = {
     "email": _strangers_on_email,
     "matrix": _strangers_on_matrix,
 }
+#: Why a channel has no strangers to tell.
+NO_STRANGERS = {
+    "console": "the terminal chat has one user, its owner: no strangers",
+    "webchat": "the Chat page has one user, the owner signed in to the page: a request without the sign-in is "
+    "refused 401 before anything is stored (tests/test_web_chat_browser.py::test_without_sign_in_the_chat_is_refused)",
+}
 #: How often a stranger is told: once, but never by mail (an answer to a forged sender is backscatter).
 TOLD = {"email": 0}
 
@@ -499,7 +533,7 @@ def test_a_stranger_is_told_once_and_reaches_no_model(
     channel: str, request: pytest.FixtureRequest, chat_server
 ) -> None:
     if channel not in STRANGERS:
-        pytest.skip("the terminal chat has one user, its owner: no strangers")
+        pytest.skip(NO_STRANGERS[channel])
     assert STRANGERS[channel](request) == TOLD.get(channel, 1)
     assert len(chat_server.chat_requests) == 1  # the owner's ping only
 
@@ -582,7 +616,15 @@ def _stream_on_matrix(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
     return len([e for e in edits if e.startswith("word0") and not e.endswith("END")]), shown
 
 
+def _stream_on_webchat(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+    """The page shows the growing answer as live text, never as a message: the messages are the final one."""
+    chat = request.getfixturevalue("start_webchat")()
+    chat.send("stream please")
+    return 0, chat.replies_until(lambda texts: any(t.endswith("END") for t in texts))
+
+
 STREAM = {
+    "webchat": _stream_on_webchat,
     "telegram": _stream_on_telegram,
     "signal": _stream_on_signal,
     "email": _stream_on_email,
@@ -670,7 +712,24 @@ def _media_on_matrix(request: pytest.FixtureRequest, photo: bytes) -> None:
     _bot_texts_until(world, room, lambda texts: "Filed. END" in texts)
 
 
+def _media_on_webchat(request: pytest.FixtureRequest, photo: bytes) -> None:
+    chat = request.getfixturevalue("start_webchat")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    assert chat.client is not None
+    for name, mime, data, caption, done in [
+        ("p.jpg", "image/jpeg", photo, "what is this?", "Seen. END"),
+        ("menu.pdf", "application/pdf", MENU, "the menu", "Filed. END"),
+    ]:
+        sent = chat.client.post(
+            f"/chat/upload?id={name.replace('.', '') * 4}&name={name}&text={caption}",
+            content=data,
+            headers={"Content-Type": mime, "X-XSRFToken": chat.form_token},
+        )
+        assert sent.status_code == 202, sent.text
+        chat.replies_until(lambda texts, done=done: done in texts)
+
+
 MEDIA = {
+    "webchat": _media_on_webchat,
     "telegram": _media_on_telegram,
     "signal": _media_on_signal,
     "email": _media_on_email,
@@ -740,7 +799,22 @@ def _file_out_on_the_terminal(request: pytest.FixtureRequest) -> list[bytes]:
     return [(Path(path) if os.path.isabs(path) else workspace.path(path)).read_bytes() for path in shown]
 
 
-FILE_OUT = {"telegram": _file_out_on_telegram, "signal": _file_out_on_signal, "console": _file_out_on_the_terminal}
+def _file_out_on_webchat(request: pytest.FixtureRequest) -> list[bytes]:
+    """The page downloads a sent file from its message (``/chat/file/<id>``)."""
+    chat = request.getfixturevalue("start_webchat")()
+    chat.send("send me the expenses")
+    chat.replies_until(lambda texts: "Sent. END" in texts)
+    assert chat.client is not None
+    files = [m for m in chat.history()["messages"] if m.get("file")]
+    return [chat.client.get(f"/chat/file/{m['id']}").content for m in files]
+
+
+FILE_OUT = {
+    "telegram": _file_out_on_telegram,
+    "signal": _file_out_on_signal,
+    "console": _file_out_on_the_terminal,
+    "webchat": _file_out_on_webchat,
+}
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
@@ -869,7 +943,21 @@ def _restart_on_matrix(request: pytest.FixtureRequest) -> tuple[list[str], list[
     return before, _bot_texts_until(world, room, lambda texts: "answered now" in texts)
 
 
+def _restart_on_webchat(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    chat_server = request.getfixturevalue("chat_server")
+    start = request.getfixturevalue("start_webchat")
+    chat = start(patch=_slow_turns)
+    chat.send("very slow question")
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    before = chat.replies()
+    chat.stop(timeout=20)
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    return before, start(patch=_slow_turns).replies_until(lambda texts: "answered now" in texts)
+
+
 RESTART = {
+    "webchat": _restart_on_webchat,
     "telegram": _restart_on_telegram,
     "signal": _restart_on_signal,
     "email": _restart_on_email,
