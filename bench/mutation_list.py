@@ -2696,7 +2696,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "agent-skill-install-url-token-kept",
         f"{AF}/agentskills/install.py",
-        "if parts.password is not None or (parts.username is not None and parts.scheme in (\"https\", \"http\")):",
+        'if parts.password is not None or (parts.username is not None and parts.scheme in ("https", "http")):',
         "if False:",
         "a git URL with a token in it is fetched, shown in the review and stored with the skill",
         AGENT_SKILLS_INSTALL,
@@ -2704,7 +2704,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "agent-skill-install-url-any-user",
         f"{AF}/agentskills/install.py",
-        "if parts.password is not None or (parts.username is not None and parts.scheme in (\"https\", \"http\")):",
+        'if parts.password is not None or (parts.username is not None and parts.scheme in ("https", "http")):',
         "if parts.password is not None:",
         "a token given as the URL's user name (https://TOKEN@host) is stored with the skill",
         AGENT_SKILLS_INSTALL,
