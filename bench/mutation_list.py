@@ -36,6 +36,7 @@ EMAIL = (
 SERVE_MCP = ("test_serve_mcp.py",)
 SERVE_CHAT = ("test_serve_openai.py",)
 WEBCHAT = ("test_web_chat_browser.py",)
+WEBCHAT_JOBS = ("test_webchat_jobs.py",)
 HOOKS = ("test_hooks.py",)
 MATRIX = ("test_matrix.py",)
 MATRIX_BOT = ("test_matrix_bot.py", "test_matrix.py")
@@ -2304,6 +2305,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if False:",
         "a message the browser sends again (the same id) is shown twice",
         WEBCHAT,
+    ),
+    Mutation(
+        "webchat-no-reminders",
+        f"{BOT}/channels/webchat/service.py",
+        "            send_reminder=self._reminder,",
+        "            send_reminder=None,",
+        "a reminder set in the web chat is never shown there (it stays pending)",
+        WEBCHAT_JOBS,
+    ),
+    Mutation(
+        "webchat-no-jobs",
+        f"{BOT}/channels/webchat/service.py",
+        "            start=self._start_job,",
+        "            start=lambda item: None,",
+        "a job made in the web chat is never run or delivered there",
+        WEBCHAT_JOBS,
     ),
     Mutation(
         "webchat-text-unbounded",

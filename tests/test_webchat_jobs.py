@@ -1,0 +1,31 @@
+"""The web chat takes the work the scheduler routes to ``web:`` chats (issue 43): a due reminder set in the web
+chat is shown there, and a job made there is delivered there once (in-process: tests/webchat_harness.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from tests.waiting import wait_until
+from tests.webchat_harness import start_webchat  # noqa: F401 - the fixture
+
+
+def test_a_reminder_set_in_the_web_chat_is_shown_there(start_webchat, workspace) -> None:  # noqa: F811
+    from assistant_framework.stores.reminders import ReminderStore
+
+    ReminderStore(workspace).add("web:owner", "Call Anna", datetime.now(timezone.utc) - timedelta(seconds=5), "UTC")
+    chat = start_webchat()
+    shown = chat.replies_until(lambda texts: any("Call Anna" in t for t in texts))
+    assert len([t for t in shown if "Call Anna" in t]) == 1
+
+
+def test_a_job_of_the_web_chat_is_delivered_there_once(start_webchat, chat_server, workspace) -> None:  # noqa: F811
+    from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
+
+    created = (datetime.now(timezone.utc) - timedelta(minutes=60, seconds=10)).isoformat(timespec="seconds")
+    row = {"id": "j1", "name": "stretch", "every_minutes": 60, "created_at": created, "message": "Stretch"}
+    workspace.write_json(JOBS_FILE, [{**row, "chat_id": "web:owner"}])
+    chat = start_webchat(patch=lambda config: config.update(jobs={"poll_seconds": 0.1}))
+    shown = chat.replies_until(lambda texts: any("Stretch" in t for t in texts))
+    wait_until(lambda: len(workspace.read_jsonl(RUNS_FILE)) == 1, what="the run's line")
+    assert workspace.read_jsonl(RUNS_FILE)[0]["outcome"] == "delivered" and chat_server.chat_requests == []
+    assert len([t for t in chat.replies() if "Stretch" in t]) == 1 and shown
