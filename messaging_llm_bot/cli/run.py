@@ -212,9 +212,11 @@ def start(args: argparse.Namespace) -> int:
     )
     if runtime.settings.web.enabled:  # the page in the same process; Tornado only then
         from assistant_framework.web import start_if_enabled
+        from messaging_llm_bot.serve.control_page import control_mount
         from messaging_llm_bot.serve.mounts import served_mounts
 
         mounts = served_mounts(runtime.settings, runtime.workspace, runtime.memory, runtime=runtime)
+        mounts.append(control_mount(runtime.config_path, runtime))  # the Control section: /model, /pair
         if runtime.settings.web.chat:  # the Chat page: the webchat channel's routes (docs/web.md#chat)
             from messaging_llm_bot.channels.webchat.page import chat_mount
 

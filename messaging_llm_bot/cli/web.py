@@ -27,6 +27,7 @@ def cmd_web(args: argparse.Namespace) -> int:
     from assistant_framework.web.auth import TokenError
     from assistant_framework.workspace import existing_workspace
     from assistant_framework.workspace.inuse import hold_in_use
+    from messaging_llm_bot.serve.control_page import control_mount
     from messaging_llm_bot.serve.mounts import served_mounts
 
     # Only the bot and setup create a workspace: a typo here must not serve a new, empty one.
@@ -41,7 +42,10 @@ def cmd_web(args: argparse.Namespace) -> int:
                 parts,
                 host=args.host,
                 port=args.port,
-                mounts=served_mounts(parts.settings, parts.workspace, parts.memory, 2.0),
+                mounts=[
+                    *served_mounts(parts.settings, parts.workspace, parts.memory, 2.0),
+                    control_mount(args.config),
+                ],
             )
         except TokenError as exc:
             print(f"config error: {exc}", file=sys.stderr)

@@ -7,11 +7,13 @@ list, as is a name the config does not have. Owner only, as every command that c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from assistant_framework.config.settings import RunnerSettings
 from assistant_framework.spending import SpendingLedger
+from messaging_llm_bot.agent.runner_choice import RunnerChoices
 from messaging_llm_bot.conversation.markup import escape_markdown
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,10 +73,6 @@ def list_text(lines: list[RunnerLine], current: str | None) -> str:
     )
 
 
-def _names(lines: list[RunnerLine]) -> str:
-    return ", ".join(escape_markdown(line.name) for line in lines)
-
-
 def model_command(runtime: Runtime, conversation_id: str, args: str) -> str:
     """``/model``, ``/model NAME`` or ``/model default`` in the chat or topic ``conversation_id``."""
     agent = runtime.agent
@@ -83,29 +81,42 @@ def model_command(runtime: Runtime, conversation_id: str, args: str) -> str:
     asked = args.strip()
     if not asked:
         return list_text(lines, agent.chosen_runner(conversation_id))
+    return choose(agent.runner_choices, lines, conversation_id, asked)
+
+
+def choose(
+    choices: RunnerChoices,
+    lines: list[RunnerLine],
+    conversation_id: str,
+    asked: str,
+    esc: Callable[[str], str] = escape_markdown,
+) -> str:
+    """Switch ``conversation_id`` to the runner named ``asked`` (or back to the default): the sentence saying
+    what happened. The one check of a switch, for ``/model`` and the web page's Control section (``esc``:
+    how a name is written in the answer; the page's template escapes, so it passes ``str``)."""
+    asked = asked.strip()
     if asked.lower() in DEFAULT_WORDS:
         try:
-            agent.runner_choices.set(conversation_id, None)
+            choices.set(conversation_id, None)
         except OSError as err:
             return f"I could not save the choice ({err}); this chat keeps its model."
         default = lines[0].name if lines else "?"
-        return f"This chat uses the default again: {escape_markdown(default)} first, then the others in order."
+        return f"This chat uses the default again: {esc(default)} first, then the others in order."
     line = next((line for line in lines if line.name == asked), None) if len(asked) <= MAX_ARG_CHARS else None
     if line is None:
-        shown = escape_markdown(asked[:40])
-        return f"There is no model named {shown}. Choose one of: {_names(lines)} (or /model default)."
+        shown = esc(asked[:40])
+        names = ", ".join(esc(one.name) for one in lines)
+        return f"There is no model named {shown}. Choose one of: {names} (or /model default)."
     if line.at_cap:
         others = [other for other in lines if not other.at_cap]
-        choose = f" Choose one of: {_names(others)}." if others else " Every runner is at a cap now."
-        return f"{escape_markdown(line.name)} is {line.caps_left}; this chat keeps its model.{choose}"
+        choose_one = f" Choose one of: {', '.join(esc(o.name) for o in others)}." if others else ""
+        choose_one = choose_one or " Every runner is at a cap now."
+        return f"{esc(line.name)} is {line.caps_left}; this chat keeps its model.{choose_one}"
     try:
-        agent.runner_choices.set(conversation_id, line.name)
+        choices.set(conversation_id, line.name)
     except OSError as err:
         return f"I could not save the choice ({err}); this chat keeps its model."
-    return (
-        f"This chat now uses {escape_markdown(line.name)} ({escape_markdown(line.model)}) from your next message; "
-        "/model default goes back."
-    )
+    return f"This chat now uses {esc(line.name)} ({esc(line.model)}) from your next message; /model default goes back."
 
 
 def stats_line(runtime: Runtime, conversation_id: str) -> str:
