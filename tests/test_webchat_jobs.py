@@ -1,5 +1,6 @@
 """The web chat takes the work the scheduler routes to ``web:`` chats (issue 43): a due reminder set in the web
-chat is shown there, and a job made there is delivered there once (in-process: tests/webchat_harness.py)."""
+chat is shown there, and a job made there is delivered there once; and its commands are the shared ones, /stop
+at once (in-process: tests/webchat_harness.py)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,22 @@ def test_a_job_of_the_web_chat_is_delivered_there_once(start_webchat, chat_serve
     wait_until(lambda: len(workspace.read_jsonl(RUNS_FILE)) == 1, what="the run's line")
     assert workspace.read_jsonl(RUNS_FILE)[0]["outcome"] == "delivered" and chat_server.chat_requests == []
     assert len([t for t in chat.replies() if "Stretch" in t]) == 1 and shown
+
+
+def test_the_chats_commands_are_answered_without_the_model_and_stop_ends_the_turn_at_once(
+    start_webchat,  # noqa: F811
+    chat_server,
+) -> None:
+    from messaging_llm_bot.conversation.commands import STOPPING_TEXT
+
+    chat = start_webchat()
+    chat.send("/new")
+    shown = chat.replies_until(lambda texts: any("conversation (#" in t for t in texts))
+    assert chat_server.chat_requests == []  # a command is no turn
+    # /stop is answered at once, not behind the turn it stops (that one waits a minute for the model).
+    chat_server.enqueue({"content": '{"reply": "too late"}', "delay": 60})
+    chat.send("a slow question")
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    chat.send("/stop")
+    shown = chat.replies_until(lambda texts: STOPPING_TEXT in texts)
+    assert "too late" not in shown

@@ -32,7 +32,7 @@ from messaging_llm_bot.conversation.approvals import (
     withdraw_owner_approver,
 )
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
-from messaging_llm_bot.conversation.commands import run_command
+from messaging_llm_bot.conversation.commands import NOTHING_TO_STOP_TEXT, STOPPING_TEXT, run_command
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import files_input
 from messaging_llm_bot.conversation.job_answer import answer_job_run
@@ -186,7 +186,7 @@ class WebChatService:
         if text.strip().lower() == "/stop":  # at once, not behind the turn it stops
             self.questions.decline_all(CONVERSATION)
             stopped = self.runtime.agent.stop(CONVERSATION)
-            await self.say("Stopping the answer I was writing." if stopped else "Nothing to stop.")
+            await self.say(STOPPING_TEXT if stopped else NOTHING_TO_STOP_TEXT)
             return None
         source = f"web:{client_id}"
         if upload is not None and await asyncio.to_thread(inbox.seen, source):
