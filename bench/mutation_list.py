@@ -2323,6 +2323,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         WEBCHAT_JOBS,
     ),
     Mutation(
+        "webchat-store-open-to-all",
+        f"{BOT}/channels/webchat/transcript.py",
+        "            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)",
+        "            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)",
+        "the web chat's message store (the owner's words) is readable by others under umask 022",
+        WEBCHAT_JOBS,
+    ),
+    Mutation(
         "webchat-text-unbounded",
         f"{BOT}/channels/webchat/page.py",
         "        if len(text) > MAX_TEXT_CHARS:",

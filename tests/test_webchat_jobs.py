@@ -49,3 +49,18 @@ def test_the_chats_commands_are_answered_without_the_model_and_stop_ends_the_tur
     chat.send("/stop")
     shown = chat.replies_until(lambda texts: STOPPING_TEXT in texts)
     assert "too late" not in shown
+
+
+def test_the_chats_message_store_is_private_whatever_the_umask(start_webchat, chat_server, workspace) -> None:  # noqa: F811
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        chat = start_webchat()
+        chat.send("hello")
+        chat.replies_until(lambda texts: bool(texts))
+    finally:
+        os.umask(old)
+    store = workspace.path("state/webchat/messages.jsonl")
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600

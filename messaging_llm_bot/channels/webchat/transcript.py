@@ -95,8 +95,10 @@ class Transcript:
             )
             if file is not None:
                 message["file"] = file
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as out:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # The owner's words: private whatever the umask (0600), as every file of the workspace.
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as out:
                 out.write(json.dumps(message, ensure_ascii=False) + "\n")
                 out.flush()
                 os.fsync(out.fileno())
