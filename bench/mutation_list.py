@@ -44,6 +44,7 @@ DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
 AGENT_SKILLS = ("test_agent_skills.py", "test_agent_skills_bot.py", "test_agent_skills_install.py")
 AGENT_SKILLS_INSTALL = ("test_agent_skills_install.py",)
 WEB_SKILLS_INSTALL = ("test_web_skills_install.py",)
+WEB_CONTROL = ("test_web_control.py",)
 CAPS = ("test_spending_caps.py", "test_spending_cli.py", "test_spending_cut_calls.py")
 ACCESS = (
     "test_security_guests.py",
@@ -2992,5 +2993,37 @@ MUTATIONS: tuple[Mutation, ...] = (
         BUSY,
         equivalent="unreachable from a chat: only a private chat's turn takes messages (joinable), and there the "
         "one sender is the turn's; kept as the second wall (conversation/busy.py checks the sender too)",
+    ),
+    Mutation(
+        "web-control-shows-code-hash",
+        f"{BOT}/serve/control_page.py",
+        '                {"channel": p.channel, "sender": p.sender, "created": p.created, "expires": p.expires} for p in waiting',
+        '                {"channel": p.channel, "sender": p.sender, "created": p.created, "expires": p.expires, "digest": p.digest} for p in waiting',
+        "the web page's Control section shows a pairing code's hash",
+        WEB_CONTROL,
+    ),
+    Mutation(
+        "web-control-switch-unchecked",
+        f"{BOT}/serve/control_page.py",
+        "        return choose(RunnerChoices(parts.workspace), self._lines(parts), chat, name, esc=str)",
+        "        return RunnerChoices(parts.workspace).set(chat, name) or name",
+        "the page stores any runner name as the owner's chat's model, not only a configured one (not /model's check)",
+        WEB_CONTROL,
+    ),
+    Mutation(
+        "web-control-approval-not-noted",
+        f"{BOT}/serve/control_page.py",
+        "            store.note_approved(entry.channel, entry.sender)  # the bot reloads at the stranger's next message",
+        "            pass",
+        "an approval on 'assistant web' alone is not applied by the running bot at the stranger's next message",
+        WEB_CONTROL,
+    ),
+    Mutation(
+        "web-control-revoke-ignored",
+        f"{BOT}/serve/control_page.py",
+        "        removed = pairing.PairingStore(parts.workspace).revoke(sender)",
+        '        removed = pairing.PairingStore(parts.workspace).revoke("")',
+        "Revoke on the page leaves the stranger's code waiting (it can still be approved)",
+        WEB_CONTROL,
     ),
 )
