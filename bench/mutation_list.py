@@ -2997,8 +2997,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "web-control-shows-code-hash",
         f"{BOT}/serve/control_page.py",
-        '                {"channel": p.channel, "sender": p.sender, "created": p.created, "expires": p.expires} for p in waiting',
-        '                {"channel": p.channel, "sender": p.sender, "created": p.created, "expires": p.expires, "digest": p.digest} for p in waiting',
+        '                {"channel": p.channel, "sender": p.sender, "created": p.created, "expires": p.expires} for p in waiting',  # noqa: E501
+        '                {"channel": p.channel, "sender": p.sender, "created": p.created, "expires": p.expires, "digest": p.digest} for p in waiting',  # noqa: E501
         "the web page's Control section shows a pairing code's hash",
         WEB_CONTROL,
     ),
@@ -3013,7 +3013,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "web-control-approval-not-noted",
         f"{BOT}/serve/control_page.py",
-        "            store.note_approved(entry.channel, entry.sender)  # the bot reloads at the stranger's next message",
+        "            store.note_approved(entry.channel, entry.sender)  # the bot applies it at their next message",
         "            pass",
         "an approval on 'assistant web' alone is not applied by the running bot at the stranger's next message",
         WEB_CONTROL,

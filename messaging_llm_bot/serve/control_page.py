@@ -77,7 +77,7 @@ class Control:
         if entry is None:
             return text
         if self.runtime is None:
-            store.note_approved(entry.channel, entry.sender)  # the bot reloads at the stranger's next message
+            store.note_approved(entry.channel, entry.sender)  # the bot applies it at their next message
             return text
         report = self.runtime.reload()
         return text if report.error is None else f"{text} But the running config could not be reloaded: {report.error}"
