@@ -8,6 +8,7 @@ module; skipped with a one-line reason when Chromium, chromedriver or Selenium a
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -115,8 +116,6 @@ def restart(process: BotProcess) -> None:
 
 @pytest.fixture(scope="module")
 def browser():
-    import os
-
     if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
         pytest.skip(f"no Chromium at {CHROMIUM} or chromedriver at {CHROMEDRIVER}")
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
@@ -279,6 +278,9 @@ def test_3_a_reload_shows_the_history(bot, browser) -> None:
     )
     owner = texts(browser, "#messages li.owner")
     assert owner[:2] == ["hello there", "save a note please"]
+    folder = os.environ.get("WEB_SCREENSHOTS")  # docs/web.md's picture: WEB_SCREENSHOTS=docs/images
+    if folder:
+        browser.save_screenshot(str(Path(folder) / "web-chat.png"))
     assert texts(browser, "#messages li.assistant")[0] == "The answer grows word by word on the page."
     # One conversation, kept by the agent as a Telegram chat's is: the second turn's model call had the first.
     asked = [r for r in bot.chat_server.chat_requests if json.dumps(r["messages"]).count("save a note please")]
