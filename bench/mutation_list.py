@@ -3026,4 +3026,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "Revoke on the page leaves the stranger's code waiting (it can still be approved)",
         WEB_CONTROL,
     ),
+    Mutation(
+        "web-control-approval-not-reloaded",
+        f"{BOT}/serve/control_page.py",
+        "        if self.runtime is None:",
+        "        if True:",
+        "an approval on the bot's own page is not applied at once (the stranger's next message is not answered)",
+        PAIRING,
+    ),
 )

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+import requests
 
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.pairing import PAIRING_FILE, PairingRefused, PairingStore, allow
@@ -144,3 +145,35 @@ def test_an_approval_never_makes_a_guest_the_owner_nor_replaces_the_owner(tmp_pa
     allow(root, "telegram", "6", "guest")
     local = json.loads((root / "local" / "telegram.json").read_text(encoding="utf-8"))
     assert local["allowed_user_ids"] == [5, 6] and local["owner_id"] == 5
+
+
+def test_a_code_approved_on_the_bots_web_page_lets_the_stranger_in_without_a_restart(
+    fake, bot_config, chat_server, workspace, tmp_path
+):
+    from assistant_framework.web import WebServer
+    from messaging_llm_bot.serve.control_page import control_mount
+    from tests.web_site import WEB_TOKEN
+
+    root = config_dir(tmp_path / "config", {**telegram_config(bot_config, fake), "web": {"token": WEB_TOKEN}})
+    before = tracked(root)
+    runtime = build_runtime(root, workspace.root)
+    server = WebServer(runtime, host="127.0.0.1", port=0, mounts=[control_mount(root, runtime)])
+    server.start()
+    try:
+        with RunningBot(runtime):
+            fake.send_message("hello?", user_id=STRANGER)
+            fake.wait_for(lambda: any(CODE.search(t) for t in texts(fake, STRANGER)), timeout=10)
+            code = code_in(texts(fake, STRANGER))
+            auth = {"Authorization": f"Bearer {WEB_TOKEN}"}
+            waiting = requests.get(f"{server.url}api/control", headers=auth).json()["pairing"]
+            assert [(p["channel"], p["sender"]) for p in waiting] == [("telegram", str(STRANGER))]
+            said = requests.post(f"{server.url}api/control/approve", data={"code": code}, headers=auth).json()["said"]
+            assert said.startswith(f"Approved: telegram user {STRANGER}")
+            local = json.loads((root / "local" / "telegram.json").read_text(encoding="utf-8"))
+            assert local["allowed_user_ids"] == [OWNER, STRANGER] and tracked(root) == before
+
+            chat_server.enqueue('{"reply": "welcome aboard"}')
+            fake.send_message("now?", user_id=STRANGER)  # in at once: the page's approval reloaded the bot
+            fake.wait_for(lambda: "welcome aboard" in texts(fake, STRANGER), timeout=10)
+    finally:
+        server.stop()
