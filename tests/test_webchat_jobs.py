@@ -64,3 +64,10 @@ def test_the_chats_message_store_is_private_whatever_the_umask(start_webchat, ch
         os.umask(old)
     store = workspace.path("state/webchat/messages.jsonl")
     assert stat.S_IMODE(store.stat().st_mode) == 0o600
+
+
+def test_a_collectors_notice_reaches_the_web_chat(start_webchat) -> None:  # noqa: F811
+    chat = start_webchat()
+    chat.runtime._notify_all("rss", "A new post on the garden blog")  # what a collector's run calls
+    shown = chat.replies_until(lambda texts: any("garden blog" in t for t in texts))
+    assert len([t for t in shown if "garden blog" in t]) == 1

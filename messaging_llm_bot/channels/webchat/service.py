@@ -38,6 +38,7 @@ from messaging_llm_bot.conversation.images import files_input
 from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
 from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.pool import TurnPool
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turns import RunningTurns
@@ -156,6 +157,9 @@ class WebChatService:
             send_reminder=self._reminder,
         )
         await asyncio.to_thread(job_router(self.runtime).attach, NAME, jobs)
+        # Collectors' notices and spending caps reach the owner here too (started once per process, whichever
+        # channel comes first: the web chat may be the only one).
+        self.runtime.start_background(notify=lambda name, text: notify_from_thread(loop, self._notice, name, text))
         offer_owner_approver(self.runtime, NAME, self.questions.approver(self._ask, loop, "the web chat"))
         with _RUNNING_LOCK:
             _RUNNING[id(self.runtime)] = self
@@ -374,6 +378,10 @@ class WebChatService:
                 )
 
         asyncio.get_running_loop().create_task(run())
+
+    async def _notice(self, text: str) -> bool:
+        await self.say(text)
+        return True
 
     async def _reminder(self, chat_id: object, text: str, conversation: object) -> bool:
         await self.say(text)
