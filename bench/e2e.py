@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
                     on = sequential(setup, turns)
                     calls_per_reply["stream on, 1 chat"] = _per_reply(dict(setup.api.counts), turns)
                     setup.suffix, setup.chunk_delay = " " + " ".join(f"w{i}" for i in range(8)), 0.12
-                    slow = sequential(setup, max(3, turns // 5))
+                    slow = sequential(setup, max(1 if args.quick else 3, turns // 5))
                     setup.suffix, setup.chunk_delay = "", 0.0
                 for k, (bot_name, chats, delay, _, _) in enumerate(bursts):
                     if bot_name != name:

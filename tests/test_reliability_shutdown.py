@@ -23,9 +23,13 @@ def fake():
 
 
 def _config(tmp_path, bot_config, fake, timeout: float, model_timeout: float = 10):
+    # busy_mode queue: a message sent during a turn waits for its own (steer would join it to the turn).
     llm = {**bot_config["llm"], "runners": [{**bot_config["llm"]["runners"][0], "timeout_seconds": model_timeout}]}
     return write_bot_config(
-        tmp_path / "config.json", dict(bot_config, llm=llm), fake, runtime={"shutdown_timeout_seconds": timeout}
+        tmp_path / "config.json",
+        dict(bot_config, llm=llm),
+        fake,
+        runtime={"shutdown_timeout_seconds": timeout, "busy_mode": "queue"},
     )
 
 

@@ -146,7 +146,7 @@ def test_reused_update_ids_after_moving_to_another_bot_api_server_are_answered(
     with FakeBotAPI() as moved:  # e.g. a local Bot API server: its update ids start again
         moved.push_update(_raw_message(3, 42, "hello from the new server"))  # id 3 again, another message
         moved.push_update(_raw_message(4, 43, "and a second one"))
-        start_bot(base_url=moved.base_url, base_file_url=moved.base_file_url)
+        start_bot(base_url=moved.base_url, base_file_url=moved.base_file_url, config_patch=busy_queue)
         moved.wait_for_messages(OWNER, 2)
         moved.wait_for(lambda: not workspace.list("state/inbox/pending/*/*.json"))
     asked = [r["messages"][-1]["content"].split("\n")[0] for r in chat_server.chat_requests]
@@ -200,8 +200,8 @@ def test_morning_digest_is_scheduled_daily_in_local_time(fake, start_bot):
     bot.service.started.wait(10)
     # On the process's one scheduler (conversation/job_router.py), planned one run at a time
     # (conversation/jobs.DailyJob; its DST nights in tests/test_digest.py).
-    due = job_router(bot.service.runtime).digest_due("telegram")
-    assert due is not None
+    # Planned on the scheduler's own loop once the channel attaches: wait for it.
+    due = fake.wait_for(lambda: job_router(bot.service.runtime).digest_due("telegram"))
     local = due.astimezone(ZoneInfo("Europe/Berlin"))
     assert (local.hour, local.minute) == (7, 30)
     assert timedelta(0) < due - datetime.now(timezone.utc) <= timedelta(hours=25)

@@ -41,7 +41,7 @@ async def probe(config: MatrixConfig, timeout: float = 20.0) -> Probe:
 
 async def _probe(config: MatrixConfig) -> Probe:
     result = Probe()
-    doctor = dataclasses.replace(config, device_name="assistant doctor")
+    doctor = dataclasses.replace(config, device_name="doctor (assistant)")
     client = MatrixClient(doctor, None if config.access_token else DOCTOR_DEVICE)
     try:
         try:
