@@ -126,6 +126,10 @@ def test_startup_answers_every_message():
     assert float(figures["resident memory after 10 messages answered (VmRSS)"].split()[0]) > 10
 
 
+@pytest.mark.slow(
+    reason="starts the bare PTB bot and four of ours against the fakes and times eight rows, as the bench does "
+    "(25-55 s as the machine's load goes)"
+)
 def test_e2e_prints_every_row_with_ideal_and_ratio():
     out = check_ok(bench("e2e"))
     header, rows = table_rows(out, "figure")
