@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
@@ -79,6 +80,20 @@ def _outside_the_checkout(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     """Every test runs in an empty folder, so a command's default ``--config config`` never reads the
     user's own settings (``config/local/``) or workspace; tests name the repository by its path."""
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """Ctrl-C (SIGINT) raising KeyboardInterrupt in this test, as in a terminal: pytest-xdist's workers start
+    with SIGINT ignored, and whether an earlier test of the worker set it back was a matter of placement."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def sigint_as_in_a_terminal() -> None:
+    """A ``preexec_fn``: the child takes SIGINT as a terminal's Ctrl-C, though the worker ignores it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def write_test_skills(folder: Path) -> Path:

@@ -112,7 +112,9 @@ def test_a_stop_ends_only_the_running_turn_not_the_ones_waiting(bot_config, work
     assert box1["result"].stopped and box2["result"].reply == "second" and box2["result"].ok
 
 
-def test_ctrl_c_in_the_terminal_chat_stops_the_turn_and_the_chat_goes_on(bot_config, workspace, chat_server, tmp_path):
+def test_ctrl_c_in_the_terminal_chat_stops_the_turn_and_the_chat_goes_on(
+    bot_config, workspace, chat_server, tmp_path, ctrl_c
+):
     from messaging_llm_bot.channels.console import chat as console
 
     bot_config["llm"]["stream"] = True

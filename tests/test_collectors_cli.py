@@ -117,7 +117,7 @@ def test_setup_calls_the_collectors_setup(setup_dirs, capsys):
     assert "needs no interactive setup" in capsys.readouterr().out
 
 
-def test_run_loop_runs_due_collectors_and_ctrl_c_exits_0(setup_dirs, capsys):
+def test_run_loop_runs_due_collectors_and_ctrl_c_exits_0(setup_dirs, capsys, ctrl_c):
     opts, tmp_path = setup_dirs
     marker = tmp_path / "ws" / "collectors" / "counter" / "count.txt"
 

@@ -18,6 +18,7 @@ from assistant_framework.policy import AUDIT_LOG
 from assistant_framework.web import WebServer, standalone_parts
 from assistant_framework.web.auth import TOKEN_FILE, TokenError, is_loopback
 from assistant_framework.workspace import Workspace
+from tests.conftest import sigint_as_in_a_terminal
 from tests.web_site import API_KEY, BOT_TOKEN, WEB_TOKEN, start_site
 
 REPO = Path(__file__).resolve().parent.parent
@@ -557,6 +558,7 @@ def test_assistant_web_serves_until_interrupted(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
+        preexec_fn=sigint_as_in_a_terminal,
     )
     try:
         banner = proc.stdout.readline()
