@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests import tiers
 from tests.fakes.chat_server import FakeChatServer
 
@@ -100,6 +102,10 @@ def test_a_process_the_markers_did_not_see():
 """
 
 
+@pytest.mark.slow(
+    reason="runs a pytest of its own that sleeps past its bound twice: 5.5 s idle, 43 s in a CI run at load 3, "
+    "where its child process competed with four workers"
+)
 def test_the_guard_fails_an_unseen_process_and_a_phase_over_the_bound_and_prints_the_time(tmp_path: Path) -> None:
     """A pytest run of its own on four tests, under this conftest, with a 1 s bound."""
     (tmp_path / "tests").symlink_to(ROOT / "tests")
