@@ -135,10 +135,10 @@ def test_no_token_warns_and_a_collector_failing_warns(servers, tmp_path: Path, c
         },
     )
     code, checks = _doctor(capsys, config, ws.root, "--quick")
+    assert checks["chat channels"]["status"] == "warn" and "only the terminal chat" in checks["chat channels"]["detail"]
     assert (
-        checks["telegram token"]["status"] == "warn" and "only the terminal chat" in checks["telegram token"]["detail"]
-    )
-    assert "allowlist" not in checks  # Telegram is not used: its empty allowlist is nobody's concern
+        "telegram token" not in checks and "allowlist" not in checks
+    )  # Telegram is not used: its empty allowlist is nobody's concern
     assert (
         checks["collector rss"]["status"] == "warn"
         and "3 failed run(s) in a row: feed unreachable" in checks["collector rss"]["detail"]
@@ -322,3 +322,31 @@ def test_a_bot_on_signal_only_gets_no_telegram_check(servers, tmp_path: Path, ca
     _config(tmp_path / "config", tg, chat, telegram={"allowed_user_ids": []})  # a token: Telegram is used
     code, checks = _doctor(capsys, config, tmp_path / "ws", "--quick")
     assert checks["allowlist"]["status"] == "fail" and code == 1
+
+
+def test_the_web_chat_doctor_lines_say_the_page_its_address_and_the_sign_in(servers, tmp_path: Path, capsys) -> None:
+    """The web chat's checks come from its folder (channels/webchat/doctor.py) through the registry: on
+    loopback with a generated token all is well; beyond loopback it warns, a short token fails (exit 1), and
+    web.chat without web.enabled says there is no page."""
+    tg, chat = servers
+    config = _config(tmp_path / "config", tg, chat, telegram={"token": "", "allowed_user_ids": []})
+    ws = Workspace(tmp_path / "ws")
+    web = config / "web.json"
+    web.write_text(json.dumps({"enabled": True, "chat": True, "port": 8799}))
+    code, checks = _doctor(capsys, config, ws.root, "--quick")
+    assert code == 0, checks
+    assert checks["chat channels"] == {**checks["chat channels"], "status": "ok", "detail": "webchat"}
+    assert checks["webchat"]["detail"] == "the Chat page is http://127.0.0.1:8799/chat, served by the bot"
+    assert checks["webchat address"]["status"] == "ok" and "this machine only" in checks["webchat address"]["detail"]
+    assert checks["webchat sign-in"]["status"] == "ok" and "generated into" in checks["webchat sign-in"]["detail"]
+    web.write_text(json.dumps({"enabled": True, "chat": True, "host": "0.0.0.0", "token": "too-short"}))
+    code, checks = _doctor(capsys, config, ws.root, "--quick")
+    assert code == 1
+    assert (
+        checks["webchat address"]["status"] == "warn" and "beyond this machine" in checks["webchat address"]["detail"]
+    )
+    assert checks["webchat sign-in"]["status"] == "fail" and "9 characters" in checks["webchat sign-in"]["detail"]
+    web.write_text(json.dumps({"enabled": False, "chat": True}))
+    code, checks = _doctor(capsys, config, ws.root, "--quick")
+    assert checks["webchat"]["status"] == "warn" and "web.enabled is off" in checks["webchat"]["detail"]
+    assert checks["chat channels"]["status"] == "warn" and "webchat address" not in checks

@@ -195,8 +195,8 @@ def test_a_part_sent_again_with_the_same_key_is_one_message(matrix: MatrixWorld)
 
 
 def test_doctor_checks_the_homeserver_the_login_and_names_encrypted_rooms(matrix: MatrixWorld, tmp_path) -> None:
-    from messaging_llm_bot.ops.doctor.check import Context
-    from messaging_llm_bot.ops.doctor.matrix import check_matrix
+    from messaging_llm_bot.channels.doctor import Context
+    from messaging_llm_bot.channels.matrix.doctor import checks as check_matrix
     from tests.matrix_harness import PASSWORD
 
     def doctor(**matrix_keys: object) -> dict[str, tuple[str, str]]:

@@ -7,8 +7,8 @@ import logging
 from typing import Any
 
 from assistant_framework.hints import CLI
+from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context
 from messaging_llm_bot.llm.probe import probe
-from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check, Context
 
 
 def _runner_key(runner: dict[str, Any]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check
+from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check
 
 
 def format_report(checks: list[Check]) -> str:

@@ -8,10 +8,10 @@ import time
 from typing import Any
 
 from assistant_framework.config import TOKEN_ENV
+from messaging_llm_bot.channels.telegram.probe import call, get_me, senders
 from messaging_llm_bot.channels.telegram.settings import BotApiAddressError, bot_api_urls
 from messaging_llm_bot.ops.setup.answers import Answers, Current, not_a_choice, token_problem
 from messaging_llm_bot.ops.setup.dialog import Console, SetupError, Step
-from messaging_llm_bot.ops.telegram_api import call, get_me, senders
 
 
 class TelegramSteps(Step):

@@ -1,39 +1,28 @@
 """The doctor's Telegram checks: the token (getMe), the allowlist, the webhook's secret. Only when Telegram is
-used (it has a token): without one, the allowlist and webhook are nobody's concern, so a bot on Signal only is
-not warned about Telegram at all, and one with no chat channel gets one line saying only the terminal chat
-works."""
+used (it has a token): without one, the allowlist and webhook are nobody's concern (ops/doctor says so once when
+no chat channel is configured at all)."""
 
 from __future__ import annotations
 
-from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
-from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check, Context
-from messaging_llm_bot.ops.telegram_api import get_me
+from messaging_llm_bot.channels.doctor import FAIL, OK, Check, Context
+from messaging_llm_bot.channels.telegram.probe import get_me
 
 
-def check_telegram(ctx: Context) -> list[Check]:
+def checks(ctx: Context) -> list[Check]:
     telegram = (ctx.config or {}).get("telegram") or {}
     token = telegram.get("token") or ""
-    checks: list[Check] = []
+    found: list[Check] = []
     if not token:
-        if Settings.from_config(ctx.config or {}).signal.enabled:
-            return []  # Telegram is not used: Signal is the chat channel (its own checks say how it is)
-        return [
-            Check(
-                "telegram token",
-                WARN,
-                "no chat channel: no telegram.token and Signal is off, so only the terminal chat (`make chat`) works",
-                f"run `{CLI} setup`, or set TELEGRAM_BOT_TOKEN",
-            )
-        ]
+        return []  # Telegram is not used
     answer = get_me(token, base_url=telegram.get("base_url") or None, timeout=10)
     if answer.ok:
         me = answer.result or {}
-        checks.append(
+        found.append(
             Check("telegram token", OK, f"valid: the bot is @{me.get('username', '?')} ({me.get('first_name', '')})")
         )
     else:
-        checks.append(
+        found.append(
             Check(
                 "telegram token",
                 FAIL,
@@ -43,7 +32,7 @@ def check_telegram(ctx: Context) -> list[Check]:
         )
     allowed = telegram.get("allowed_user_ids") or []
     if not allowed:
-        checks.append(
+        found.append(
             Check(
                 "allowlist",
                 FAIL,
@@ -52,13 +41,13 @@ def check_telegram(ctx: Context) -> list[Check]:
             )
         )
     else:
-        checks.append(
+        found.append(
             Check("allowlist", OK, f"{len(allowed)} user(s) allowed; owner {telegram.get('owner_id') or allowed[0]}")
         )
     if telegram.get("mode") == "webhook":
         secret = (telegram.get("webhook") or {}).get("secret_token")
         if not secret:
-            checks.append(
+            found.append(
                 Check(
                     "webhook secret",
                     FAIL,
@@ -68,5 +57,5 @@ def check_telegram(ctx: Context) -> list[Check]:
                 )
             )
         else:
-            checks.append(Check("webhook secret", OK, "set"))
-    return checks
+            found.append(Check("webhook secret", OK, "set"))
+    return found

@@ -6,23 +6,22 @@ from __future__ import annotations
 
 import asyncio
 
-from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
+from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context
 from messaging_llm_bot.channels.matrix.probe import probe
 from messaging_llm_bot.channels.matrix.settings import MatrixConfig
-from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check, Context
 
 DOCS = "docs/matrix.md"
 
 
-def check_matrix(ctx: Context) -> list[Check]:
-    settings = Settings.from_config(ctx.config or {})
+def checks(ctx: Context) -> list[Check]:
+    settings = ctx.settings
     if not settings.matrix.enabled:
         return []
     config = MatrixConfig.from_settings(settings)
-    checks: list[Check] = []
+    lines: list[Check] = []
     if not config.allowed:
-        checks.append(
+        lines.append(
             Check(
                 "matrix allowlist",
                 FAIL,
@@ -31,23 +30,21 @@ def check_matrix(ctx: Context) -> list[Check]:
             )
         )
     else:
-        checks.append(Check("matrix allowlist", OK, f"{len(config.allowed)} allowed; owner {config.owner}"))
+        lines.append(Check("matrix allowlist", OK, f"{len(config.allowed)} allowed; owner {config.owner}"))
     if config.problem:
-        checks.append(Check("matrix login", FAIL, config.problem, f"set the bot's password or token ({DOCS})"))
-        return checks
+        lines.append(Check("matrix login", FAIL, config.problem, f"set the bot's password or token ({DOCS})"))
+        return lines
     found = asyncio.run(probe(config))
     if not found.reached:
-        checks.append(Check("matrix homeserver", FAIL, found.problem, f"check matrix.homeserver ({DOCS})"))
-        return checks
-    checks.append(
-        Check("matrix homeserver", OK, f"{config.homeserver} answers (spec {', '.join(found.versions[-1:])})")
-    )
+        lines.append(Check("matrix homeserver", FAIL, found.problem, f"check matrix.homeserver ({DOCS})"))
+        return lines
+    lines.append(Check("matrix homeserver", OK, f"{config.homeserver} answers (spec {', '.join(found.versions[-1:])})"))
     if not found.logged_in:
-        checks.append(Check("matrix login", FAIL, found.problem, f"check matrix.user_id and its password ({DOCS})"))
-        return checks
-    checks.append(Check("matrix login", OK, f"logged in as {config.user_id}; in {found.rooms} room(s)"))
+        lines.append(Check("matrix login", FAIL, found.problem, f"check matrix.user_id and its password ({DOCS})"))
+        return lines
+    lines.append(Check("matrix login", OK, f"logged in as {config.user_id}; in {found.rooms} room(s)"))
     if found.encrypted:
-        checks.append(
+        lines.append(
             Check(
                 "matrix encryption",
                 WARN,
@@ -57,7 +54,7 @@ def check_matrix(ctx: Context) -> list[Check]:
             )
         )
     else:
-        checks.append(
+        lines.append(
             Check("matrix encryption", OK, "no joined room is end-to-end encrypted (encrypted rooms are not supported)")
         )
-    return checks
+    return lines

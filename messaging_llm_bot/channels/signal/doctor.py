@@ -1,30 +1,29 @@
 """The doctor's Signal checks, when ``signal.enabled``: the signal-cli daemon (it answers ``/api/v1/check``
-and names its version over JSON-RPC, through the frontend's own client) and the allowlist. The config check
+and names its version over JSON-RPC, through the channel's own client) and the allowlist. The config check
 already requires ``signal.account`` when Signal is enabled."""
 
 from __future__ import annotations
 
 import asyncio
 
-from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
+from messaging_llm_bot.channels.doctor import FAIL, OK, Check, Context
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
-from messaging_llm_bot.ops.doctor.check import FAIL, OK, Check, Context
 
 #: Seconds the daemon has to answer each probe.
 PROBE_SECONDS = 5.0
 
 
-def check_signal(ctx: Context) -> list[Check]:
-    signal = Settings.from_config(ctx.config or {}).signal
+def checks(ctx: Context) -> list[Check]:
+    signal = ctx.settings.signal
     if not signal.enabled:
         return []
-    checks: list[Check] = []
+    found: list[Check] = []
     answered, detail = asyncio.run(_probe(signal.base_url, signal.account))
     if answered:
-        checks.append(Check("signal daemon", OK, f"{detail} answers at {signal.base_url}"))
+        found.append(Check("signal daemon", OK, f"{detail} answers at {signal.base_url}"))
     else:
-        checks.append(
+        found.append(
             Check(
                 "signal daemon",
                 FAIL,
@@ -34,7 +33,7 @@ def check_signal(ctx: Context) -> list[Check]:
             )
         )
     if not signal.allowed:
-        checks.append(
+        found.append(
             Check(
                 "signal allowlist",
                 FAIL,
@@ -43,10 +42,10 @@ def check_signal(ctx: Context) -> list[Check]:
             )
         )
     else:
-        checks.append(
+        found.append(
             Check("signal allowlist", OK, f"{len(signal.allowed)} allowed; owner {signal.owner or signal.allowed[0]}")
         )
-    return checks
+    return found
 
 
 async def _probe(base_url: str, account: str) -> tuple[bool, str]:

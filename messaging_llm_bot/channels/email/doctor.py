@@ -4,21 +4,20 @@ set, and ``email.trust: "any"`` is said loudly (anyone can write a From header).
 
 from __future__ import annotations
 
-from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
+from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context
 from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError, check_smtp
-from messaging_llm_bot.ops.doctor.check import FAIL, OK, WARN, Check, Context
 
 
-def check_email(ctx: Context) -> list[Check]:
-    email = Settings.from_config(ctx.config or {}).email
+def checks(ctx: Context) -> list[Check]:
+    email = ctx.settings.email
     if not email.enabled:
         return []
-    checks: list[Check] = []
+    found: list[Check] = []
     mailbox = Mailbox(email.imap, email.folder, email.max_mail_bytes)
     try:
         batch = mailbox.poll(None, None)
-        checks.append(
+        found.append(
             Check(
                 "email imap",
                 OK,
@@ -27,7 +26,7 @@ def check_email(ctx: Context) -> list[Check]:
             )
         )
     except MailServerError as err:
-        checks.append(
+        found.append(
             Check(
                 "email imap", FAIL, str(err), "check email.imap (host, port, security, user, password) (docs/email.md)"
             )
@@ -36,15 +35,15 @@ def check_email(ctx: Context) -> list[Check]:
         mailbox.close()
     try:
         check_smtp(email.smtp)
-        checks.append(Check("email smtp", OK, f"SMTP {email.smtp.host}:{email.smtp.port} answers and takes the login"))
+        found.append(Check("email smtp", OK, f"SMTP {email.smtp.host}:{email.smtp.port} answers and takes the login"))
     except MailServerError as err:
-        checks.append(
+        found.append(
             Check(
                 "email smtp", FAIL, str(err), "check email.smtp (host, port, security, user, password) (docs/email.md)"
             )
         )
     if not email.allowed:
-        checks.append(
+        found.append(
             Check(
                 "email allowlist",
                 FAIL,
@@ -53,9 +52,9 @@ def check_email(ctx: Context) -> list[Check]:
             )
         )
     else:
-        checks.append(Check("email allowlist", OK, f"{len(email.allowed)} allowed; owner {email.owner_address}"))
+        found.append(Check("email allowlist", OK, f"{len(email.allowed)} allowed; owner {email.owner_address}"))
     if email.trust == "any":
-        checks.append(
+        found.append(
             Check(
                 "email trust",
                 WARN,
@@ -66,7 +65,7 @@ def check_email(ctx: Context) -> list[Check]:
         )
     else:
         where = email.authserv_id or "the topmost header"
-        checks.append(
+        found.append(
             Check("email trust", OK, f"a sender counts only with dkim or spf pass in Authentication-Results ({where})")
         )
-    return checks
+    return found

@@ -1,0 +1,64 @@
+"""What a channel gives ``assistant doctor``: its lines of the report (docs/channels.md, "Writing a channel").
+
+A channel with checks has ``channels/<name>/doctor.py`` with ``checks(ctx: Context) -> list[Check]``: nothing
+when the config does not turn it on, else whether its server answers, the login works and the allowlist is
+set. ops/doctor finds the module by the registry's name (conversation/routes.py), so a new channel's checks
+are a new file, and ops/ names no channel. The record and what the checks share are here, below ops/, so a
+channel's folder can build them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assistant_framework.config.settings import Settings
+from messaging_llm_bot.conversation.routes import channel_names
+
+OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
+
+
+@dataclass
+class Check:
+    """One line of the doctor's report."""
+
+    name: str
+    status: str  # ok | warn | fail | skip
+    detail: str
+    fix: str = ""
+
+
+@dataclass
+class Context:
+    """What the checks share: the paths, the loaded config (None when invalid), the mode."""
+
+    config_path: Path
+    workspace_path: Path
+    quick: bool
+    config: dict[str, Any] | None = None
+
+    @property
+    def settings(self) -> Settings:
+        """The config's typed records (the defaults where the config is not loaded)."""
+        return Settings.from_config(self.config or {})
+
+
+#: ``checks`` in ``channels/<name>/doctor.py``.
+ChannelChecks = Callable[[Context], list[Check]]
+
+
+def channel_checks() -> list[tuple[str, ChannelChecks]]:
+    """(channel, its ``checks``) for every channel of the registry that has a ``doctor.py``, in the registry's
+    order (a channel without one has nothing to check)."""
+    found: list[tuple[str, ChannelChecks]] = []
+    for name in channel_names():
+        module = f"{__package__}.{name}.doctor"
+        if importlib.util.find_spec(module) is None:
+            continue
+        checks: ChannelChecks = importlib.import_module(module).checks
+        found.append((name, checks))
+    return found
