@@ -24,6 +24,8 @@ class Mutation:
 MCP_CLI = ("test_mcp_cli.py",)
 PAIRING = ("test_pairing.py",)
 BUSY = ("test_busy_modes.py",)
+#: The channel contract kit's busy-mode cases (every channel, in-process).
+BUSY_KIT = ("test_channel_contract.py",)
 MEMORY_JOURNAL = ("test_memory_journal.py", "test_console_quit.py")
 SERVE = ("test_serve_clients.py",)
 EMAIL = (
@@ -2294,7 +2296,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "webchat-no-replay",
         f"{BOT}/channels/webchat/service.py",
-        '        for item in inbox.pending(CONVERSATION.split(":")[0] + ":"):',
+        "        for item in [one for one in pending if one.item_id not in answered]:",
         "        for item in []:",
         "a message the page stored but the bot did not answer before a crash is never answered",
         WEBCHAT,
@@ -2947,8 +2949,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "busy-signal-never-joins",
         f"{BOT}/channels/signal/events.py",
-        "        if joinable(msg) and service.turns.busy.running(msg.conversation_id):",
-        "        if False:",
+        "        if joinable(msg) and turns.busy.join(",
+        "        if False and turns.busy.join(",
         "busy mode steer does nothing on Signal",
         BUSY,
     ),
@@ -2978,9 +2980,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "busy-replay-answers-merged-again",
-        f"{BOT}/channels/telegram/intake.py",
-        "        joined = {m for i in items if i.reply is not None for m in i.merged if m in by_id}",
-        "        joined = set()",
+        f"{BOT}/conversation/busy.py",
+        "    return {one for item in pending if item.reply is not None for one in item.merged if one in ids}",
+        "    return set()",
         "after a crash, a message the recorded reply already answers is answered a second time",
         BUSY,
     ),
@@ -3033,5 +3035,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if True:",
         "an approval on the bot's own page is not applied at once (the stranger's next message is not answered)",
         PAIRING,
+    ),
+    Mutation(
+        "busy-webchat-never-joins",
+        f"{BOT}/channels/webchat/service.py",
+        "        if joinable(item) and self.busy.join(",
+        "        if False and self.busy.join(",
+        "busy mode steer does nothing in the web chat: a message sent meanwhile waits its turn",
+        BUSY_KIT,
     ),
 )

@@ -17,35 +17,10 @@ from assistant_framework.workspace import Workspace
 from tests.crash_bot import BotProcess, sent_texts, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
 from tests.fakes.chat_server import FakeChatServer
+from tests.held_model import HeldModel, user_texts
 from tests.telegram_harness import OWNER, texts
 
 CHAT = f"tg:{OWNER}"
-
-
-def user_texts(request: dict) -> list[str]:
-    """The user messages of a request's current turn (after the last assistant message of the history)."""
-    out = []
-    for message in request["messages"]:
-        if message["role"] == "assistant":
-            out = []
-        elif message["role"] == "user":
-            out.append(str(message["content"]))
-    return out
-
-
-class HeldModel:
-    """A model whose answer to the first message waits until the test releases it (or the client hangs up)."""
-
-    def __init__(self, server: FakeChatServer) -> None:
-        self.release = threading.Event()
-        server.set_handler(self.answer)
-
-    def answer(self, request: dict) -> str:
-        turn = user_texts(request)
-        if len(turn) == 1 and "first" in turn[0]:
-            self.release.wait(20)
-            return json.dumps({"reply": "answer to the first only"})
-        return json.dumps({"reply": "answer to: " + " + ".join(t.split("\n")[0] for t in turn)})
 
 
 def joined(bot, count: int = 1) -> bool:

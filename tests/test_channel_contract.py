@@ -980,3 +980,121 @@ def test_a_restart_mid_turn_leaves_the_message_to_the_next_start_which_answers_i
     assert [text for text in after if "answered now" in text] == ["answered now"]
     assert len(chat_server.chat_requests) == 1  # asked once more, by the next start
     wait_until(lambda: not Inbox(workspace).pending(), what="the item completed after the reply")
+
+
+# -- busy modes: a message the same person sends while the model works on their last one ----------------------
+#
+# steer (the default): it is in the next model request of the same turn and one reply answers both; interrupt:
+# the request in flight is hung up and one turn answers both at once; queue: two turns in order
+# (conversation/busy.py). The fake model holds the first request until the test releases it (tests/held_model.py).
+
+FIRST, SECOND = "first: book the table for Anna", "no, the other Anna"
+
+
+@dataclasses.dataclass
+class _BusyChat:
+    """One chat of a channel under test: send a message, how many joined the running turn, the bot's messages."""
+
+    send: Callable[[str], None]
+    joined: Callable[[], int]
+    replies: Callable[[], list[str]]
+    waiting: Callable[[], bool]  # the second message waits its turn (stored, or read and held)
+
+
+def _busy_mode(mode: str) -> Callable[[dict[str, typing.Any]], None]:
+    def patch(config: dict[str, typing.Any]) -> None:
+        config.setdefault("runtime", {})["busy_mode"] = mode
+
+    return patch
+
+
+def _two_stored(request: pytest.FixtureRequest) -> Callable[[], bool]:
+    from assistant_framework.inbox import Inbox
+
+    workspace = request.getfixturevalue("workspace")
+    return lambda: len(Inbox(workspace).pending()) == 2
+
+
+def _busy_on_telegram(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    from tests.telegram_harness import OWNER, texts
+
+    fake = request.getfixturevalue("fake")
+    bot = request.getfixturevalue("start_bot")(config_patch=_busy_mode(mode))
+    busy = bot.service.frontend.turns.busy
+    return _BusyChat(
+        lambda text: fake.send_message(text),
+        lambda: busy.joined(f"tg:{OWNER}"),
+        lambda: texts(fake),
+        _two_stored(request),
+    )
+
+
+def _busy_on_signal(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    from tests.signal_harness import OWNER
+
+    daemon = request.getfixturevalue("daemon")
+    busy = request.getfixturevalue("start")(patch=_busy_mode(mode)).service.turns.busy
+    return _BusyChat(
+        lambda text: daemon.message(OWNER, text),
+        lambda: busy.joined(f"sig:{OWNER}"),
+        lambda: [s["message"] for s in daemon.sent_to(OWNER)],
+        _two_stored(request),
+    )
+
+
+def _busy_on_webchat(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    from messaging_llm_bot.channels.webchat.format import CONVERSATION
+
+    chat = request.getfixturevalue("start_webchat")(patch=_busy_mode(mode))
+    return _BusyChat(chat.send, lambda: chat.service.busy.joined(CONVERSATION), chat.replies, _two_stored(request))
+
+
+BUSY: dict[str, Callable[[pytest.FixtureRequest, str], _BusyChat]] = {
+    "webchat": _busy_on_webchat,
+    "telegram": _busy_on_telegram,
+    "signal": _busy_on_signal,
+}
+
+
+@pytest.mark.parametrize("mode", ["steer", "interrupt", "queue"])
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_a_message_sent_while_the_model_works_follows_the_busy_mode(
+    channel: str, mode: str, request: pytest.FixtureRequest, chat_server, workspace
+) -> None:
+    from assistant_framework.inbox import Inbox
+    from tests.held_model import HeldModel, user_texts
+    from tests.waiting import wait_until
+
+    if channel not in BUSY:
+        pytest.skip(f"{channel} has no busy-mode driver in this kit yet (add one to BUSY)")
+    model = HeldModel(chat_server)
+    try:
+        chat = BUSY[channel](request, mode)
+        chat.send(FIRST)
+        assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+        chat.send(SECOND)
+        if mode == "queue":
+            wait_until(chat.waiting, 15, "the second message to wait its turn")
+            assert chat.joined() == 0
+            model.release.set()
+        elif mode == "steer":  # held until released: the turn runs, so the join is seen
+            wait_until(lambda: chat.joined() == 1, 15, "the second message to join the running turn")
+            model.release.set()
+        # interrupt hangs up the held request and the turn goes on at once: its reply is the proof
+        expected = (
+            ["answer to the first only", f"answer to: {SECOND}"]
+            if mode == "queue"
+            else [f"answer to: {FIRST} + {SECOND}"]
+        )
+        wait_until(lambda: [r for r in chat.replies() if "answer to" in r] == expected, 30, f"the replies {expected}")
+    finally:
+        model.release.set()
+    requests = chat_server.chat_requests
+    assert len(requests) == 2  # steer and interrupt: no second turn; queue: one turn each
+    if mode == "queue":
+        assert SECOND not in str(requests[0]["messages"]) and SECOND in user_texts(requests[1])[-1]
+    else:
+        turn = user_texts(requests[1])
+        assert FIRST in turn[0] and turn[-1].strip() == SECOND  # the same turn, the new message last
+    wait_until(lambda: not Inbox(workspace).pending(), 15, "both messages completed")
+    assert [r for r in chat.replies() if "answer to" in r] == expected  # and nothing more came

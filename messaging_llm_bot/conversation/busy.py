@@ -5,16 +5,21 @@
 turn goes on at once with it; ``queue``: it waits its turn in the chat's queue, as every message did before.
 ``/busy queue|steer|interrupt`` sets it for one chat (its flags, conversation/chatflags.py).
 
-A channel asks ``BusyTurns.offer`` before it queues a message; a message that entered a turn is recorded on
-that turn's inbox item with the reply (``Inbox.record_reply(merged=...)``), so it leaves the inbox only when
-the reply that answers it was delivered, and a replay after a crash completes it with that reply. One that
-was offered but never entered (the turn failed or ended first) is answered in its own turn right after.
-Other people's messages, other chats, group chats, files and job runs are never merged.
+Every channel does it with the same three calls, here: at intake, a stored message is handed to the
+sender's running turn (``BusyTurns.join``) instead of being queued; a turn that later messages may join runs
+inside ``BusyTurns.turn``, and its ``RunningTurn.outcome`` says which items its reply answers (recorded with the
+reply on the turn's inbox item, ``Inbox.record_reply(merged=...)``, so each leaves the inbox only when the reply
+that answers it was delivered) and which were offered but never entered (the turn failed or ended first:
+each answered in its own turn right after, in order); at start, ``answered_by_recorded`` names the items a
+recorded reply answers, completed with it rather than answered again. Other people's messages, other chats,
+group chats, files and job runs are never merged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -23,6 +28,7 @@ from messaging_llm_bot.conversation.chatflags import ChatFlags
 from messaging_llm_bot.conversation.chatqueue import max_pending
 
 if TYPE_CHECKING:  # pragma: no cover
+    from assistant_framework.inbox import InboxItem
     from messaging_llm_bot.agent.steering import Steered
     from messaging_llm_bot.conversation.runtime import Runtime
 
@@ -76,6 +82,13 @@ class RunningTurn(Generic[T]):
         """The items offered that never entered (the turn ended first): to be answered in their own turns."""
         return [item for item, handle in self.offered if not handle.taken]
 
+    def outcome(self, failed: bool) -> tuple[list[T], list[T]]:
+        """(the items the turn's reply answers, those to answer each in its own turn after it). A turn that
+        failed answers none: its reply is an apology, so every message offered to it gets a turn of its own."""
+        if failed:
+            return [], [item for item, _ in self.offered]
+        return self.merged(), self.left()
+
 
 class BusyTurns(Generic[T]):
     """The turns running in one channel's chats, to which a new message may be added (thread-safe)."""
@@ -90,6 +103,19 @@ class BusyTurns(Generic[T]):
         with self._lock:
             self._running[conversation_id] = turn
         return turn
+
+    @contextlib.contextmanager
+    def turn(self, conversation_id: str, user_id: int | str | None, joinable: bool) -> Iterator[RunningTurn[T] | None]:
+        """A turn runs in the block; later messages of ``user_id`` may join it when ``joinable`` (a person's own
+        text in a private chat), else the block gets None and nothing joins."""
+        if not joinable:
+            yield None
+            return
+        running = self.started(conversation_id, user_id)
+        try:
+            yield running
+        finally:
+            self.ended(conversation_id, running)
 
     def ended(self, conversation_id: str, turn: RunningTurn[T]) -> None:
         with self._lock:
@@ -106,6 +132,25 @@ class BusyTurns(Generic[T]):
         """True while a turn runs in the chat (cheap: asked for every message before it is queued)."""
         with self._lock:
             return conversation_id in self._running
+
+    def join(
+        self,
+        runtime: Runtime,
+        flags: ChatFlags,
+        conversation_id: str,
+        user_id: int | str | None,
+        text: str,
+        message_id: int | str | None,
+        item: T,
+    ) -> bool:
+        """Hand a stored message (``item``) to the turn of the same person running in its chat, by the chat's
+        busy mode, instead of queueing it; False when it waits its turn. The chat's flags are read only while a
+        turn runs there. Call it in arrival order, and only for a joinable message (a text of the sender's own
+        in a private chat: no file, command, forward, group or job run)."""
+        if not self.running(conversation_id):
+            return False
+        mode = busy_mode(runtime, flags, conversation_id)
+        return self.offer(runtime, mode, conversation_id, user_id, text, message_id, item)
 
     def offer(
         self,
@@ -132,3 +177,11 @@ class BusyTurns(Generic[T]):
                 return False
             turn.offered.append((item, handle))
         return True
+
+
+def answered_by_recorded(items: Iterable[InboxItem]) -> set[str]:
+    """The ids of ``items`` that a reply recorded on another of them answers (they joined its turn): a replay
+    at start completes them with that reply instead of answering them again."""
+    pending = list(items)
+    ids = {item.item_id for item in pending}
+    return {one for item in pending if item.reply is not None for one in item.merged if one in ids}

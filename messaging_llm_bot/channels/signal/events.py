@@ -32,7 +32,7 @@ from messaging_llm_bot.channels.signal.strangers import Strangers
 from messaging_llm_bot.channels.signal.tasks import ChatTasks
 from messaging_llm_bot.channels.signal.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation import commands as texts
-from messaging_llm_bot.conversation.busy import busy_mode
+from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.held import StorageOutage, held_text
 from messaging_llm_bot.conversation.job_runs import is_job_item
@@ -157,13 +157,13 @@ class EventReader:
                 "signal: message %s from %s was already accepted; skipping the duplicate", msg.timestamp, msg.sender
             )
             return
-        if joinable(msg) and service.turns.busy.running(msg.conversation_id):
-            # Busy modes (conversation/busy.py): stored first, then handed to the sender's running turn.
-            mode = busy_mode(service.turns.runtime, service.turns.flags, msg.conversation_id)
-            busy = service.turns.busy
-            if busy.offer(service.turns.runtime, mode, msg.conversation_id, msg.sender, msg.text, msg.timestamp, item):
-                log.info("signal: message %s joined the turn running in %s (%s)", msg.timestamp, msg.chat, mode)
-                return
+        turns = service.turns
+        # Busy modes (conversation/busy.py): stored first, then handed to the sender's running turn.
+        if joinable(msg) and turns.busy.join(
+            turns.runtime, turns.flags, msg.conversation_id, msg.sender, msg.text, msg.timestamp, item
+        ):
+            log.info("signal: message %s joined the turn running in %s", msg.timestamp, msg.chat)
+            return
         # Not full a moment ago, and only this coroutine adds to the queue: admitted (exempt says so).
         service.tasks.spawn(msg.chat, service.turns.answer(item), owner=owner, exempt=True)
 
@@ -209,7 +209,7 @@ class EventReader:
             service.job_items.start(item)  # a job run left by a crash
         items = [i for i in service.inbox.pending(PREFIX) if not is_job_item(i)]
         # Messages that joined a turn whose reply was recorded are completed with that reply (busy modes).
-        joined = {m for i in items if i.reply is not None for m in i.merged}
+        joined = answered_by_recorded(items)
         items = [i for i in items if i.item_id not in joined]
         if items:
             log.info("signal: answering %d message(s) left unanswered by the last run", len(items))

@@ -33,7 +33,7 @@ from messaging_llm_bot.channels.telegram.settings import (
 )
 from messaging_llm_bot.channels.telegram.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation import commands as texts
-from messaging_llm_bot.conversation.busy import busy_mode
+from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.held import StorageOutage, held_text, storage_error_text
 from messaging_llm_bot.conversation.job_runs import is_job_item
@@ -187,14 +187,13 @@ class Intake:
         item = self.items.get(update.update_id)  # stored when it was fetched
         if item is None or not self.turns.busy.running(conversation) or not self.for_model(update, bot):
             return False
-        mode = busy_mode(self.runtime, self.turns.flags, conversation)
         text = strip_mention(message.text or "", bot.username or "")
-        joined = self.turns.busy.offer(
-            self.runtime, mode, conversation, message.from_user.id, text, message.message_id, item
+        joined = self.turns.busy.join(
+            self.runtime, self.turns.flags, conversation, message.from_user.id, text, message.message_id, item
         )
         if joined:
             self.items.pop(update.update_id, None)
-            log.info("telegram: message %s joined the turn running in %s (%s)", message.message_id, conversation, mode)
+            log.info("telegram: message %s joined the turn running in %s", message.message_id, conversation)
         return joined
 
     async def on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -264,7 +263,7 @@ class Intake:
 
         # Messages that joined a turn whose reply was recorded are answered by that reply (busy modes).
         by_id = {i.item_id: i for i in items}
-        joined = {m for i in items if i.reply is not None for m in i.merged if m in by_id}
+        joined = answered_by_recorded(items)
         runs = []
         for item, album in stored_albums([i for i in items if i.item_id not in joined], bot):
             parts = [*album, *(by_id[m] for m in item.merged if m in joined)]

@@ -32,6 +32,8 @@ from messaging_llm_bot.conversation.approvals import (
     withdraw_owner_approver,
 )
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
+from messaging_llm_bot.conversation.busy import BusyTurns, RunningTurn, answered_by_recorded
+from messaging_llm_bot.conversation.chatflags import ChatFlags
 from messaging_llm_bot.conversation.commands import NOTHING_TO_STOP_TEXT, STOPPING_TEXT, run_command
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import files_input
@@ -92,6 +94,9 @@ class WebChatService:
         self.asking: dict[str, str] = {}  # open questions by id: a reloaded page shows them again
         self.live = ""  # the answer being written now, as far as it came (a reloaded page shows it)
         self.pool = TurnPool(lambda: self.runtime.settings)
+        #: The running turn a new message may join (busy modes, conversation/busy.py), and /busy's choice.
+        self.busy: BusyTurns[InboxItem] = BusyTurns()
+        self.flags = ChatFlags(runtime.workspace)
         self.ready = threading.Event()
         self.stopped = threading.Event()
         self._active = RunningTurns()
@@ -147,7 +152,9 @@ class WebChatService:
         for sig in self.stop_signals:
             loop.add_signal_handler(sig, self._begin_stop)
         self._inbox = inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
-        for item in inbox.pending(CONVERSATION.split(":")[0] + ":"):
+        pending = inbox.pending(CONVERSATION.split(":")[0] + ":")
+        answered = answered_by_recorded(pending)  # joined a turn whose reply was recorded: completed with it
+        for item in [one for one in pending if one.item_id not in answered]:
             (self._start_job if is_job_item(item) else self._spawn)(item)
         jobs = ChannelJobs(
             loop,
@@ -237,29 +244,52 @@ class WebChatService:
     # -- turns (the channel's loop) -------------------------------------------------
 
     def _spawn(self, item: InboxItem) -> None:
+        """A stored message: handed to the running turn by the busy mode (in arrival order, on this loop), else
+        its own turn in order."""
+        if joinable(item) and self.busy.join(
+            self.runtime, self.flags, CONVERSATION, "owner", str(item.payload.get("text", "")), item.item_id, item
+        ):
+            log.info("webchat: message %s joined the turn running in %s", item.item_id, CONVERSATION)
+            return
         asyncio.get_running_loop().create_task(self._answer(item))
 
     async def _answer(self, item: InboxItem) -> None:
-        assert self._order is not None and self._inbox is not None
-        inbox = self._inbox
+        assert self._order is not None
         with self._active.tracking():
             async with self._order:  # one turn at a time in the owner's one chat, in order
-                if self._stopping:
-                    return
-                reply = item.reply
-                if reply is None:
-                    try:
-                        reply = await self._produce(item)
-                    except asyncio.CancelledError:
-                        raise
-                    except Exception:  # noqa: BLE001 - say so instead of going silent
-                        log.exception("webchat: answering %s failed", item.item_id)
-                        reply = FAILED_REPLY
-                    finally:
-                        self.live = ""
-                    await asyncio.to_thread(inbox.record_reply, item.item_id, reply)
-                await self.deliver(item, reply)
-                await asyncio.to_thread(inbox.complete, item.item_id)
+                await self._answer_in_order(item)
+
+    async def _answer_in_order(self, item: InboxItem) -> None:
+        """One turn (the order held); the messages offered to it but not answered by it right after, in order."""
+        assert self._inbox is not None
+        inbox = self._inbox
+        if self._stopping:
+            return
+        reply, merged = item.reply, list(item.merged)  # a replay's merged: from the ledger
+        later: list[InboxItem] = []  # offered to this turn but not answered by it
+        if reply is None:
+            running: RunningTurn[InboxItem] | None = None
+            failed = False
+            try:
+                with self.busy.turn(CONVERSATION, "owner", joinable(item)) as running:
+                    reply = await self._produce(item)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - say so instead of going silent
+                log.exception("webchat: answering %s failed", item.item_id)
+                reply, failed = FAILED_REPLY, True
+            finally:
+                self.live = ""
+            if running is not None:
+                joined, later = running.outcome(failed)
+                merged = [one.item_id for one in joined]
+            # One write: the reply and the later messages it answers (a replay completes them with it).
+            await asyncio.to_thread(inbox.record_reply, item.item_id, reply, merged)
+        await self.deliver(item, reply)
+        for one in [*merged, item.item_id]:
+            await asyncio.to_thread(inbox.complete, one)
+        for other in later:
+            await self._answer_in_order(other)
 
     async def _produce(self, item: InboxItem) -> str:
         from messaging_llm_bot.agent.incoming import Incoming  # on use, as the other channels' turns
@@ -386,3 +416,10 @@ class WebChatService:
     async def _reminder(self, chat_id: object, text: str, conversation: object) -> bool:
         await self.say(text)
         return True
+
+
+def joinable(item: InboxItem) -> bool:
+    """A message that may join the running turn, or be joined (busy modes): the owner's words, no file, no
+    command, no job run."""
+    text = str(item.payload.get("text", ""))
+    return not is_job_item(item) and not item.payload.get("files") and bool(text) and not text.startswith("/")
