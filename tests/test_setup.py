@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from messaging_llm_bot.channels.setup import default_flags
 from messaging_llm_bot.cli.main import main
 from messaging_llm_bot.ops.setup.answers import Answers, system_timezone
-from messaging_llm_bot.ops.setup.dialog import Console
+from messaging_llm_bot.ops.setup.dialog import Dialog
 from messaging_llm_bot.ops.setup.wizard import Wizard
 from tests.crash_bot import BotProcess, echo_reply
 from tests.fakes.bot_api import FakeBotAPI
@@ -209,8 +210,10 @@ def test_interactive_run_finds_the_local_server_and_lists_its_models(fresh: Path
     said: list[str] = []
     with FakeChatServer(models=("small:1b", "fake-model")) as chat:
         chat.set_handler(lambda request: "Hello from the fake model")
-        answers = Answers(config=fresh, workspace=tmp_path / "ws", no_telegram=True, interactive=True)
-        wizard = Wizard(answers, Console(say=said.append, ask=lambda prompt: next(replies), secret=lambda prompt: ""))
+        no_telegram = default_flags()
+        no_telegram.no_telegram = True
+        answers = Answers(config=fresh, workspace=tmp_path / "ws", flags=no_telegram, interactive=True)
+        wizard = Wizard(answers, Dialog(say=said.append, ask=lambda prompt: next(replies), secret=lambda prompt: ""))
         wizard.candidates = (("Fake server", chat.base_url), ("Nothing here", "http://127.0.0.1:9/v1"))
         replies = iter(["1", "2", ""])  # server 1, model 2, time zone: the default
         assert wizard.run() == 0

@@ -7,7 +7,7 @@ from typing import Any
 
 from messaging_llm_bot.llm.probe import LOCAL_SERVERS, Probe, find_local_servers, probe
 from messaging_llm_bot.ops.setup.answers import Answers, Current, base_url_problem, key_hint, runner_key
-from messaging_llm_bot.ops.setup.dialog import Console, SetupError, Step
+from messaging_llm_bot.ops.setup.dialog import Dialog, SetupError, Step
 
 
 class ModelSteps(Step):
@@ -16,12 +16,12 @@ class ModelSteps(Step):
     def __init__(
         self,
         answers: Answers,
-        console: Console,
+        dialog: Dialog,
         current: Current,
         settings: list[tuple[str, object]],
         candidates: tuple[tuple[str, str], ...] = LOCAL_SERVERS,
     ) -> None:
-        super().__init__(answers, console, current, settings)
+        super().__init__(answers, dialog, current, settings)
         #: Where to look for a local model server (tests point this at their fake).
         self.candidates = candidates
 

@@ -5,21 +5,20 @@ from __future__ import annotations
 from assistant_framework.config import ConfigError, load_config_detailed
 from assistant_framework.hints import CLI
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.channels.setup import ChannelSetup, channel_setups, default_flags
 from messaging_llm_bot.llm.probe import LOCAL_SERVERS
 from messaging_llm_bot.ops.setup.answers import Answers, Current, system_timezone, valid_zone
-from messaging_llm_bot.ops.setup.dialog import Console, SetupError, Step
-from messaging_llm_bot.ops.setup.email import EmailSteps
-from messaging_llm_bot.ops.setup.matrix import MatrixSteps
+from messaging_llm_bot.ops.setup.dialog import Dialog, SetupError, Step
 from messaging_llm_bot.ops.setup.model import ModelSteps
-from messaging_llm_bot.ops.setup.telegram import TelegramSteps
 
 
 class Wizard(Step):
     """One run of the setup; each step returns what it decided and says what it did."""
 
-    def __init__(self, answers: Answers, console: Console | None = None) -> None:
+    def __init__(self, answers: Answers, dialog: Dialog | None = None) -> None:
         # What the config already holds is read in ``run``, once the config is known to load.
-        super().__init__(answers, console or Console(), Current(), [])
+        super().__init__(answers, dialog or Dialog(), Current(), [])
+        self.io.interactive = answers.interactive
         #: Where to look for a local model server (tests point this at their fake).
         self.candidates = LOCAL_SERVERS
 
@@ -58,30 +57,35 @@ class Wizard(Step):
         self.settings.append(("runtime.timezone", zone))
         return zone
 
+    def channels(self) -> ChannelSetup:
+        """Each channel's steps (channels/<name>/setup.py), in the registry's order; their settings join the
+        run's list."""
+        try:
+            configured = load_config_detailed(self.a.config, validate=False, env=False).data
+        except ConfigError:
+            configured = {}
+        flags = self.a.flags if self.a.flags is not None else default_flags()
+        setup = ChannelSetup(self.a.config, flags, self.io, configured, settings=self.settings)
+        for hooks in channel_setups():
+            hooks.steps(setup)
+        return setup
+
     def run(self) -> int:
         """All steps, then (when the test turn passed) the settings written to the local layer."""
         from assistant_framework.settings import write_setting
 
         self.check_config()
         self.current = Current.read(self.a.config)
-        telegram_steps = TelegramSteps(self.a, self.io, self.current, self.settings)
+        channels = self.channels()
         model_steps = ModelSteps(self.a, self.io, self.current, self.settings, self.candidates)
-        telegram = telegram_steps.telegram()
-        if telegram is not None:
-            allowed = telegram_steps.owner(*telegram)
-            self.io.say(f"Telegram: only user(s) {', '.join(map(str, allowed))} may talk to the bot.")
-            self.settings.append(("telegram.allowed_user_ids", allowed))
         runner = model_steps.server()
         self.timezone()
-        EmailSteps(self.a, self.io, self.current, self.settings).email()
-        MatrixSteps(self.a, self.io, self.current, self.settings).matrix()
         if self.a.test_turn and not model_steps.test_turn(runner):
-            found = telegram_steps.found_owner
-            owner = f" --owner-id {found}" if found is not None else ""
+            again = "".join(f" {flag}" for flag in channels.again)
             self.io.say(
                 "Nothing was written: the config is as it was. Check the model server and run setup again "
                 f"(`make setup`), or save these answers without the test turn: "
-                f"`{CLI} setup --no-test{owner}`."
+                f"`{CLI} setup --no-test{again}`."
             )
             return 1
         for key, value in self.settings:
@@ -91,6 +95,10 @@ class Wizard(Step):
                 raise SetupError(f"cannot write {key}: {exc}") from None
             self.a.written.append(str(file))
         Workspace(self.a.workspace)  # setup is one of the commands that creates a workspace
+        self._say_next(channels.reached)
+        return 0
+
+    def _say_next(self, reached: list[str]) -> None:
         files = sorted(set(self.a.written))
         self.io.say("Written (git-ignored, private): " + ", ".join(files))
         self.io.say(f"Workspace: {self.a.workspace}")
@@ -99,7 +107,6 @@ class Wizard(Step):
             paths = f" CONFIG={self.a.config} WORKSPACE={self.a.workspace}"
         self.io.say(
             f"Next: `make run{paths}` starts the bot"
-            + (" in Telegram" if telegram or self.current.token else "")
+            + (f" in {' and '.join(reached)}" if reached else "")
             + f"; `make chat{paths}` talks to it in this terminal; `make doctor{paths}` checks everything."
         )
-        return 0

@@ -1,8 +1,8 @@
-"""Setup's Matrix steps (``assistant setup --matrix @assistant:example.org``, docs/matrix.md): the bot's
-account, its homeserver, the login (a password is never written: the name of an environment variable holding
-it) and whose invites and messages it takes. The login is tried when the password is there (on a device of
-its own, logged out again: channels/matrix/probe.py); the settings are written with ``matrix.enabled`` last
-(the config refuses an enabled channel without its homeserver and account)."""
+"""Matrix's part of ``assistant setup`` (``--matrix @assistant:example.org``, docs/matrix.md;
+channels/setup.py): the bot's account, its homeserver, the login (a password is never written: the name of an
+environment variable holding it) and whose invites and messages it takes. The login is tried when the password
+is there (on a device of its own, logged out again: channels/matrix/probe.py); the settings are written with
+``matrix.enabled`` last (the config refuses an enabled channel without its homeserver and account)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,36 @@ import asyncio
 import os
 import re
 
-from messaging_llm_bot.ops.setup.dialog import SetupError, Step
+from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError
 
 USER_ID = re.compile(r"@[^:\s]+:[^\s]+")
 PASSWORD_ENV = "MATRIX_PASSWORD"
 
 
-class MatrixSteps(Step):
+def add_arguments(parser: Flags) -> None:
+    parser.add_argument(
+        "--matrix",
+        dest="matrix_user_id",
+        metavar="USER_ID",
+        help="the assistant's own Matrix account, @name:server (the Matrix channel; docs/matrix.md)",
+    )
+    parser.add_argument("--matrix-homeserver", metavar="URL", help="its homeserver (default https://<server>)")
+    parser.add_argument("--matrix-password-env", metavar="NAME", help="the environment variable holding its password")
+    parser.add_argument("--matrix-owner", metavar="USER_ID", help="your own Matrix id: whose invites it takes")
+
+
+def steps(setup: ChannelSetup) -> None:
+    if MatrixSteps(setup).matrix():
+        setup.reached.append("Matrix")
+
+
+class MatrixSteps:
+    def __init__(self, setup: ChannelSetup) -> None:
+        self.a = setup.flags
+        self.io = setup.dialog
+        self._ask = setup.dialog.answer
+        self.settings = setup.settings
+
     def matrix(self) -> bool:
         """Set up the Matrix channel when ``--matrix USER_ID`` is given (the rest is asked, or taken from the
         flags); True when it was set up. Without the flag the first run asks nothing about Matrix."""

@@ -1,38 +1,108 @@
-"""Setup's Telegram steps: the token checked with getMe, the owner's id (given, typed, or read from
-the first private message sent to the bot), the Bot API server."""
+"""Telegram's part of ``assistant setup`` (channels/setup.py): the token checked with getMe, the owner's id
+(given, typed, or read from the first private message sent to the bot), the Bot API server. What the config
+holds already (a token, the allowlist, the server) is offered as the default and kept when not asked about."""
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any
 
 from assistant_framework.config import TOKEN_ENV
-from messaging_llm_bot.channels.telegram.probe import call, get_me, senders
-from messaging_llm_bot.channels.telegram.settings import BotApiAddressError, bot_api_urls
-from messaging_llm_bot.ops.setup.answers import Answers, Current, not_a_choice, token_problem
-from messaging_llm_bot.ops.setup.dialog import Console, SetupError, Step
+from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError
+
+# The Bot API calls (channels/telegram/probe.py) are imported by the steps that make them: every `assistant`
+# command reads this module for its flags.
+
+#: A bot token as @BotFather gives it: the bot's id, a colon, then letters, digits, ``_`` and ``-``.
+TOKEN_FORM = re.compile(r"\d{1,20}:[A-Za-z0-9_-]{1,100}")
 
 
-class TelegramSteps(Step):
+def add_arguments(parser: Flags) -> None:
+    parser.add_argument("--token", help="the bot token from @BotFather (checked with getMe)")
+    parser.add_argument("--no-telegram", action="store_true", help="no Telegram: the terminal chat only")
+    parser.add_argument(
+        "--telegram-base-url",
+        help="a self-hosted Bot API server, e.g. http://127.0.0.1:8081 (default: api.telegram.org)",
+    )
+    parser.add_argument(
+        "--owner-id", type=int, help="your numeric Telegram user id (else: write to the bot and it is read)"
+    )
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="how long to wait for your message to the bot (default 120)",
+    )
+
+
+def steps(setup: ChannelSetup) -> None:
+    """The token, then the allowlist with the owner first; the found owner's flag is kept for a run that
+    writes nothing."""
+    telegram = TelegramSteps(setup)
+    checked = telegram.telegram()
+    if checked is not None:
+        allowed = telegram.owner(*checked)
+        setup.dialog.say(f"Telegram: only user(s) {', '.join(map(str, allowed))} may talk to the bot.")
+        setup.settings.append(("telegram.allowed_user_ids", allowed))
+    if telegram.found_owner is not None:
+        setup.again.append(f"--owner-id {telegram.found_owner}")
+    if checked is not None or telegram.current_token:
+        setup.reached.append("Telegram")
+
+
+def token_problem(token: str) -> str | None:
+    """Why ``token`` cannot be a bot token (checked before it is sent anywhere), or None."""
+    if TOKEN_FORM.fullmatch(token):
+        return None
+    return (
+        "that does not look like a bot token (@BotFather's tokens are the bot's number, a colon, then letters "
+        "and digits, e.g. 123456789:AAH4x...); paste the whole token"
+    )
+
+
+def not_a_choice(choice: str, count: int) -> str | None:
+    """Why ``choice`` is not one of the numbers 1 to ``count``, or None."""
+    if choice.isdigit() and 1 <= int(choice) <= count:
+        return None
+    return f"no such choice: {choice!r} (a number from 1 to {count})"
+
+
+class TelegramSteps:
     """The token and the allowlist's owner."""
 
-    def __init__(
-        self, answers: Answers, console: Console, current: Current, settings: list[tuple[str, object]]
-    ) -> None:
-        super().__init__(answers, console, current, settings)
+    def __init__(self, setup: ChannelSetup) -> None:
+        self.a = setup.flags
+        self.io = setup.dialog
+        self.settings = setup.settings
+        section = setup.configured.get("telegram")
+        telegram: dict[str, Any] = section if isinstance(section, dict) else {}
+        token = os.environ.get(TOKEN_ENV) or telegram.get("token") or ""
+        if isinstance(token, str) and token.startswith("${") and token.endswith("}"):
+            token = os.environ.get(token[2:-1], "")  # "${NAME}": the value it names, when set
+        self.current_token = token if isinstance(token, str) else ""
+        ids = telegram.get("allowed_user_ids")
+        self.current_ids = [
+            i for i in (ids if isinstance(ids, list) else []) if isinstance(i, int) and not isinstance(i, bool)
+        ]
+        base = telegram.get("base_url")
+        self.current_base_url = base if isinstance(base, str) and base else None
         #: The owner's id when it was read from a message (said again if nothing is written).
         self.found_owner: int | None = None
 
     def telegram_base_url(self) -> str | None:
         """The Bot API server: ``--telegram-base-url`` as users write it (http://host:8081, with or
         without /bot), else the one configured; None for Telegram's own."""
+        from messaging_llm_bot.channels.telegram.settings import BotApiAddressError, bot_api_urls
+
         given = self.a.telegram_base_url
         if given is None:
             try:
-                return bot_api_urls(self.current.telegram_base_url)[0] if self.current.telegram_base_url else None
+                return bot_api_urls(self.current_base_url)[0] if self.current_base_url else None
             except BotApiAddressError:
-                return self.current.telegram_base_url
+                return self.current_base_url
         try:
             return bot_api_urls(given)[0]
         except BotApiAddressError as exc:
@@ -41,6 +111,9 @@ class TelegramSteps(Step):
     def telegram(self) -> tuple[str, dict[str, Any]] | None:
         """The token checked with getMe; None to run without Telegram (terminal chat only) or to keep
         the token (and the allowlist) already configured."""
+        from messaging_llm_bot.channels.telegram.probe import get_me
+        from messaging_llm_bot.channels.telegram.settings import bot_api_urls
+
         if self.a.no_telegram:
             self.io.say("Telegram: skipped (the terminal chat works without it: `make chat`).")
             return None
@@ -49,16 +122,16 @@ class TelegramSteps(Step):
         from_env = kept = False
         if token is None and os.environ.get(TOKEN_ENV):
             token, from_env = os.environ[TOKEN_ENV], True
-        if token is None and self.current.token:
-            if not self.a.interactive:
+        if token is None and self.current_token:
+            if not self.io.interactive:
                 self.io.say("Telegram: no --token given; the configured token and allowlist are kept.")
                 return None
             self.io.say("Telegram: a bot token is configured; press Enter to keep it, or paste a new one.")
             typed = self.io.secret("Bot token (empty: keep the current one): ").strip()
-            token, kept = (typed, False) if typed else (self.current.token, True)
+            token, kept = (typed, False) if typed else (self.current_token, True)
         while True:
             if token is None:
-                if not self.a.interactive:
+                if not self.io.interactive:
                     self.io.say("Telegram: no --token given; skipped (the terminal chat works: `make chat`).")
                     return None
                 self.io.say("Telegram: create a bot with @BotFather (/newbot) and paste its token (empty: skip).")
@@ -67,7 +140,7 @@ class TelegramSteps(Step):
                     return None
             problem = token_problem(token)
             if problem is not None:
-                if not self.a.interactive:
+                if not self.io.interactive:
                     raise SetupError(f"Telegram: {problem}")
                 self.io.say(f"Telegram: {problem}.")
                 token = None
@@ -87,7 +160,7 @@ class TelegramSteps(Step):
             if kept:
                 self.io.say(f"Telegram: the configured token: {answer.error}; kept as it is, with its allowlist.")
                 return None
-            if not self.a.interactive:
+            if not self.io.interactive:
                 raise SetupError(f"Telegram: {answer.error}")
             self.io.say(f"Telegram: {answer.error}")
             token = None
@@ -95,10 +168,10 @@ class TelegramSteps(Step):
     def owner(self, token: str, me: dict[str, Any]) -> list[int]:
         """The allowlist: the owner's numeric id first (given, typed, or read from the first private
         message sent to the bot), then whoever the allowlist already held."""
-        current = list(self.current.allowed_user_ids)
+        current = list(self.current_ids)
         if self.a.owner_id is not None:
             owner = self.a.owner_id
-        elif current and not self.a.interactive:
+        elif current and not self.io.interactive:
             return current
         else:
 
@@ -111,18 +184,20 @@ class TelegramSteps(Step):
                 question = "Your numeric Telegram user id ('find': write to the bot and it is read)"
             else:
                 question = "Your numeric Telegram user id (empty: find it by writing to the bot)"
-            typed = self._ask_until(question, str(current[0]) if current else "", not_an_id)
+            typed = self.io.answer_until(question, str(current[0]) if current else "", not_an_id)
             owner = int(typed) if typed not in ("", "find") else self._read_owner(token, me)
         return [owner, *(i for i in current if i != owner)]
 
     def _read_owner(self, token: str, me: dict[str, Any]) -> int:
         """The id of the first private message sent to the bot within ``--wait`` seconds."""
+        from messaging_llm_bot.channels.telegram.probe import call, senders
+
         base_url = self.telegram_base_url()
         self.io.say(
             f"Now send any message to @{me.get('username')} from your own Telegram account "
-            f"(waiting up to {self.a.wait_seconds:g} s)..."
+            f"(waiting up to {self.a.wait:g} s)..."
         )
-        deadline = time.monotonic() + self.a.wait_seconds
+        deadline = time.monotonic() + self.a.wait
         while True:
             answer = call(
                 token, "getUpdates", {"timeout": 2, "allowed_updates": ["message"]}, base_url=base_url, timeout=15
@@ -144,14 +219,14 @@ class TelegramSteps(Step):
                 raise SetupError("Telegram: no message arrived; run setup again, or pass --owner-id ID")
 
     def _pick_sender(self, found: list[dict[str, Any]]) -> int:
-        if len(found) == 1 or not self.a.interactive:
+        if len(found) == 1 or not self.io.interactive:
             if len(found) > 1:
                 names = ", ".join(f"{s['name']} ({s['id']})" for s in found)
                 raise SetupError(f"Telegram: several people wrote to the bot ({names}); pass --owner-id ID")
             sender = found[0]
             self.io.say(f"Telegram: got a message from {sender['name']} (id {sender['id']}): {sender['text'][:40]!r}")
-            return sender["id"]
+            return int(sender["id"])
         for index, sender in enumerate(found, 1):
             self.io.say(f"  {index}. {sender['name']} (id {sender['id']}): {sender['text'][:40]!r}")
-        choice = self._ask_until("Which one is you", "1", lambda c: not_a_choice(c, len(found)))
-        return found[int(choice) - 1]["id"]
+        choice = self.io.answer_until("Which one is you", "1", lambda c: not_a_choice(c, len(found)))
+        return int(found[int(choice) - 1]["id"])

@@ -1,15 +1,15 @@
-"""Setup's email steps (``assistant setup --email ADDRESS``, docs/email.md): the assistant's own address, its
-IMAP and SMTP servers, the login (a password is never written: the name of an environment variable holding
-it), and whose mail it answers. The IMAP login is tried when the password is there; the settings are written
-with ``email.enabled`` last (the config refuses an enabled channel without its servers)."""
+"""The email channel's part of ``assistant setup`` (``--email ADDRESS``, docs/email.md; channels/setup.py):
+the assistant's own address, its IMAP and SMTP servers, the login (a password is never written: the name of an
+environment variable holding it), and whose mail it answers. The IMAP login is tried when the password is
+there; the settings are written with ``email.enabled`` last (the config refuses an enabled channel without its
+servers)."""
 
 from __future__ import annotations
 
 import os
 import re
 
-from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError
-from messaging_llm_bot.ops.setup.dialog import SetupError, Step
+from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError
 
 ADDRESS = re.compile(r"[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+")
 PORTS = {"ssl": (993, 465), "starttls": (143, 587), "none": (143, 25)}
@@ -26,7 +26,33 @@ def _server(text: str, default_port: int) -> tuple[str, int]:
     return host, int(port)
 
 
-class EmailSteps(Step):
+def add_arguments(parser: Flags) -> None:
+    parser.add_argument(
+        "--email",
+        dest="email_address",
+        metavar="ADDRESS",
+        help="the assistant's own email address (the email channel; docs/email.md)",
+    )
+    parser.add_argument("--email-imap", metavar="HOST[:PORT]", help="its IMAP server (default imap.<domain>)")
+    parser.add_argument("--email-smtp", metavar="HOST[:PORT]", help="its SMTP server (default smtp.<domain>)")
+    parser.add_argument("--email-security", choices=("ssl", "starttls", "none"), help="TLS for both (default ssl)")
+    parser.add_argument("--email-user", help="the login (default the address)")
+    parser.add_argument("--email-password-env", metavar="NAME", help="the environment variable holding the password")
+    parser.add_argument("--email-owner", metavar="ADDRESS", help="your own address: whose mail it answers")
+
+
+def steps(setup: ChannelSetup) -> None:
+    if EmailSteps(setup).email():
+        setup.reached.append("email")
+
+
+class EmailSteps:
+    def __init__(self, setup: ChannelSetup) -> None:
+        self.a = setup.flags
+        self.io = setup.dialog
+        self._ask = setup.dialog.answer
+        self.settings = setup.settings
+
     def email(self) -> bool:
         """Set up the email channel when ``--email ADDRESS`` is given (the rest is asked, or taken from the
         flags); True when it was set up. Without the flag the first run asks nothing about email."""
@@ -65,6 +91,7 @@ class EmailSteps(Step):
 
     def _try_login(self, imap: tuple[str, int], security: str, user: str, env: str) -> None:
         from assistant_framework.config.settings.email import ImapSettings
+        from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError
 
         if not os.environ.get(env):
             self.io.say(f"Email: set {env} to the password before `make run`; `make doctor` then logs in.")
