@@ -506,8 +506,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "web-search-limit-by-session",
         "skills/web_search/__init__.py",
-        'chat = str(getattr(context, "place", "") or getattr(context, "conversation_id", "") or "")',
-        'chat = str(getattr(context, "conversation_id", "") or "")',
+        'chat = (context.place or context.conversation_id) if context is not None else ""',
+        'chat = context.conversation_id if context is not None else ""',
         "/new gives a chat (a guest's) a fresh share of searches",
         ("test_web_search.py",),
     ),
@@ -2093,7 +2093,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "calendar-guest-reaches",
         "skills/calendar/__init__.py",
-        'if context is None or not getattr(context, "private", False):',
+        "if context is None or not context.private:",
         "if context is None:",
         "a guest chat given the calendar skill lists, moves or deletes the owner's events",
         ("test_calendar_skill.py",),
@@ -2118,7 +2118,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "mail-guest-sends",
         "skills/mail/__init__.py",
-        'if context is None or not getattr(context, "private", False):',
+        "if context is None or not context.private:",
         "if context is None:",
         "a guest chat given the mail skill sends mail in the owner's name",
         ("test_mail_skill.py",),

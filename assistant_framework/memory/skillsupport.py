@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 from zoneinfo import ZoneInfo
 
 from ..skills.support import OUTSIDE_LABEL
@@ -12,18 +12,20 @@ from ..workspace import Workspace
 from .recall import is_outside
 from .search import MemoryHit
 
+if TYPE_CHECKING:
+    from ..skills.spec import MemorySearch, SkillContext
+
 
 @contextmanager
-def memory_for(workspace: Workspace, context: Any) -> Iterator[Any]:
+def memory_for(workspace: Workspace, context: SkillContext | None) -> Iterator[MemorySearch]:
     """The bot's MemoryService from ``context.services['memory']``, else one opened on the workspace."""
-    services = getattr(context, "services", None) or {}
-    service = services.get("memory") if isinstance(services, dict) else None
+    service = context.services.get("memory") if context is not None else None
     if service is not None:
         yield service
         return
     from .service import MemoryService
 
-    opened = MemoryService(workspace, getattr(context, "config", None) or {}, start_worker=False)
+    opened = MemoryService(workspace, context.config if context is not None else {}, start_worker=False)
     try:
         opened.refresh()
         yield opened
@@ -31,11 +33,9 @@ def memory_for(workspace: Workspace, context: Any) -> Iterator[Any]:
         opened.close()
 
 
-def is_private(context: Any) -> bool:
+def is_private(context: SkillContext | None) -> bool:
     """The owner's own private chat (``context.private``, set by the bot); no context means a local call."""
-    if context is None:
-        return True
-    return bool(getattr(context, "private", False))
+    return context is None or context.private
 
 
 def parse_when(value: str | None, tz: str, name: str, end: bool = False) -> datetime | None:

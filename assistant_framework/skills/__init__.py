@@ -21,7 +21,7 @@ from assistant_framework.skills.manager import (
 )
 from assistant_framework.skills.prepare import PreparedCall
 from assistant_framework.skills.source import SkillSource, SourceLoad
-from assistant_framework.skills.spec import SkillContext, SkillRun
+from assistant_framework.skills.spec import SkillArgs, SkillContext, SkillRun, SkillServices
 from assistant_framework.skills.support import OUTSIDE_LABEL, OwnWordsError, context_now, context_zone, need
 
 __all__ = [
@@ -29,11 +29,13 @@ __all__ = [
     "OUTSIDE_LABEL",
     "OwnWordsError",
     "PreparedCall",
+    "SkillArgs",
     "SkillContext",
     "SkillLoadError",
     "SkillManager",
     "SkillResult",
     "SkillRun",
+    "SkillServices",
     "SkillSource",
     "SourceLoad",
     "context_now",

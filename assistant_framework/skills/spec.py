@@ -15,8 +15,11 @@ A skill is a folder with ``__init__.py`` and ``README.md``. The module gives:
 - ``REQUIRES_CONFIG: str`` (optional): a dotted config key (``"calendar.url"``); the skill is offered to the
   model (``SkillManager.catalog``) only when that key is set to a non-empty value, so a skill for a service
   the owner has not set up costs no prompt. A call that names it anyway runs and says what to set.
-- ``run(workspace, args, context=None)`` (required, ``SkillRun``): returns the result the model reads (a
-  string, or any JSON value); raises ``ValueError`` with a sentence the model can act on.
+- ``run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None)`` (required,
+  ``SkillRun``): returns the result the model reads (a string, or any JSON value); raises ``ValueError`` with
+  a sentence the model can act on. The bot always passes a context; ``None`` is a direct call (a test, a
+  script). Read the context's fields as attributes (``context.private``, ``context.services.get("clock")``):
+  every field has a type and a default.
 
 ``skills.loader`` checks a folder against this contract. Two older forms still load this release, each
 with a warning that names the form above (``DEPRECATED_FORMS``): a ``register()`` function returning
@@ -25,17 +28,22 @@ the same fields as a dict, and a ``run(workspace, args)`` without the context.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypedDict
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from assistant_framework.config.settings import RuntimeSettings, Settings
+from assistant_framework.json_types import JsonObject
 from assistant_framework.workspace import Workspace
 
-#: Capabilities a skill may declare; the security policy decides on each.
+if TYPE_CHECKING:
+    from assistant_framework.memory.search import MemoryHit
+
 #: The arguments of one skill call: the JSON object the model wrote (after the schema check, the skill's).
-SkillArgs = dict[str, Any]
+SkillArgs = JsonObject
 #: A JSON Schema document (a skill's args schema).
-JsonSchema = dict[str, Any]
+JsonSchema = JsonObject
 
 
 class CatalogEntry(TypedDict):
@@ -46,6 +54,7 @@ class CatalogEntry(TypedDict):
     args_schema: JsonSchema
 
 
+#: Capabilities a skill may declare; the security policy decides on each.
 KNOWN_CAPABILITIES = ("read", "write", "delete", "network", "send", "exec")
 DEFAULT_CAPABILITIES = ("read",)
 #: The module constants the loader reads (``run`` besides them).
@@ -73,15 +82,49 @@ DEPRECATED_FORMS = {
 _FROM_CONFIG = Settings()
 
 
+class SendFile(Protocol):
+    """The ``send_file`` service of a turn (``assistant_framework.media.files_out.FileSender``): sends ``path``
+    of ``area`` (the turn's workspace) to the chat and returns the sentence the model reads."""
+
+    def __call__(self, area: Workspace, path: str, caption: str = "") -> str: ...
+
+
+class MemorySearch(Protocol):
+    """What the search skills use of the bot's memory (``assistant_framework.memory.MemoryService``)."""
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        source: str | None = None,
+        conversation: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        within: str | None = None,
+        private: bool = True,
+        now: datetime | None = None,
+    ) -> list[MemoryHit]: ...
+
+
+class SkillServices(TypedDict, total=False):
+    """The helpers the host gives a turn's skills, each optional: read with ``.get()``."""
+
+    #: The bot's memory (the search skills open one on the workspace without it).
+    memory: MemorySearch
+    #: Now, an aware ``datetime`` (tests fix it; skills fall back to the real clock).
+    clock: Callable[[], datetime]
+    #: Files out to the turn's chat; absent where the channel cannot send files.
+    send_file: SendFile
+
+
 @dataclass
 class SkillContext:
     """What ``run(workspace, args, context)`` receives.
 
-    ``services`` holds optional helpers injected by the host, read with ``.get()``:
-    e.g. ``"memory"`` (a MemoryService) or ``"clock"`` (a callable returning an aware
-    ``datetime``; skills fall back to the real clock). ``config`` is the loaded config and
-    ``settings`` its records (``context.settings.policy.allow_private_network``), read from
-    ``config`` when not given.
+    ``services`` holds optional helpers injected by the host (``SkillServices``), read with ``.get()``.
+    ``config`` is the loaded config and ``settings`` its records
+    (``context.settings.policy.allow_private_network``), read from ``config`` when not given.
     """
 
     conversation_id: str = ""
@@ -92,9 +135,9 @@ class SkillContext:
     #: The chat's id of the message the turn answers: the same when a restart answers it again (a skill that
     #: changes something outside keys its at-most-once record with it, as the calendar skill does).
     message_id: int | str | None = None
-    config: dict[str, Any] = field(default_factory=dict)
+    config: JsonObject = field(default_factory=dict)
     timezone: str = RuntimeSettings().timezone
-    services: dict[str, Any] = field(default_factory=dict)
+    services: SkillServices = field(default_factory=lambda: SkillServices())
     #: Outside content (mail, pages, forwards) entered the turn: what the skill saves is marked untrusted.
     untrusted: bool = False
     #: The owner's own private chat: may see the owner's data and other chats' logs.
@@ -109,4 +152,4 @@ class SkillContext:
 class SkillRun(Protocol):
     """A skill's ``run``: the workspace, the validated arguments and the turn's context."""
 
-    def __call__(self, workspace: Workspace, args: dict[str, Any], context: SkillContext | None = None) -> object: ...
+    def __call__(self, workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> object: ...

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.stores.provenance import is_untrusted
+
+if TYPE_CHECKING:
+    from assistant_framework.skills.spec import SkillContext
 
 #: Put before each piece of a result whose text came from outside (a mail, a feed item, a forwarded
 #: message, a web page): the bot then treats the turn as untrusted, as after any outside read. A JSON
@@ -27,11 +30,11 @@ class OwnWordsError(ValueError):
     ``ValueError`` only when nothing outside went into the sentence, so the turn stays as it was."""
 
 
-def context_untrusted(context: Any) -> bool:
+def context_untrusted(context: SkillContext | None) -> bool:
     """True when outside content entered the turn (``context.untrusted``): what a skill stores now may
     be that content's words and should carry the mark (``"untrusted": true`` in a JSON record, the
     front matter ``untrusted: true`` in a text file; ``assistant_framework.stores.provenance``)."""
-    return bool(getattr(context, "untrusted", False))
+    return context is not None and context.untrusted
 
 
 def outside_label(record: Any) -> str:
@@ -40,21 +43,20 @@ def outside_label(record: Any) -> str:
     return f"{OUTSIDE_LABEL} " if is_untrusted(record) else ""
 
 
-def context_zone(context: Any) -> ZoneInfo:
+def context_zone(context: SkillContext | None) -> ZoneInfo:
     """The context's IANA timezone (UTC without a context); ValueError names a bad zone."""
-    name = getattr(context, "timezone", None) or "UTC"
+    name = (context.timezone if context is not None else "") or "UTC"
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"timezone {name!r} (runtime.timezone) is not a known IANA zone") from None
 
 
-def context_now(context: Any) -> datetime:
+def context_now(context: SkillContext | None) -> datetime:
     """Now in the context's timezone; a ``services["clock"]`` callable replaces the real clock."""
     zone = context_zone(context)
-    services = getattr(context, "services", None) or {}
-    clock = services.get("clock") if isinstance(services, dict) else None
-    moment = clock() if callable(clock) else datetime.now(zone)
+    clock = context.services.get("clock") if context is not None else None
+    moment = clock() if clock is not None else datetime.now(zone)
     if moment.tzinfo is None:
         raise ValueError(f"services['clock'] returned a naive datetime {moment!r}")
     return moment.astimezone(zone)

@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from assistant_framework.access import guest_skills
 from assistant_framework.config.settings import Settings
 from assistant_framework.skills import SkillContext, SkillManager
+from assistant_framework.skills.spec import SkillServices
 from assistant_framework.traces import TraceStore, collect_secrets, new_trace_id
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.choice import ChoiceFormats, skill_choice
@@ -191,6 +192,15 @@ class Agent(SessionCalls):
         every skill in the owner's own chat, the guest skills (``policy.guest_skills``) anywhere else."""
         return offered_names(self.skills, self._guest_skills(owner_chat))
 
+    def _services(self, message: Incoming) -> SkillServices:
+        """The helpers a turn's skills get: the memory, the clock, the chat's file sender where it has one."""
+        services = SkillServices(clock=self.now)
+        if self.memory is not None:
+            services["memory"] = self.memory
+        if message.send_file:
+            services["send_file"] = message.send_file
+        return services
+
     def _guest_skills(self, owner_chat: bool) -> frozenset[str] | None:
         """None (no limit) for the owner's own chat, else the skills a guest turn may see and call."""
         return None if owner_chat else guest_skills(self.policy)
@@ -270,11 +280,7 @@ class Agent(SessionCalls):
             config=self.config,
             settings=self.records,
             timezone=self.settings.timezone,
-            services={
-                "memory": self.memory,
-                "clock": self.now,
-                **({"send_file": message.send_file} if message.send_file else {}),
-            },
+            services=self._services(message),
             untrusted=turn.untrusted,
             private=message.owner_chat,
         )

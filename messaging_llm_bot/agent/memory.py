@@ -13,6 +13,7 @@ import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from assistant_framework.skills.spec import MemorySearch
 from messaging_llm_bot.agent.outside import RECALL, OutsideSource
 from messaging_llm_bot.agent.turn import TurnRecord, TurnResult, hit_dict
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover - the memory package loads with the memory
 log = logging.getLogger(__name__)
 
 
-class Memory(Protocol):
+class Memory(MemorySearch, Protocol):
     """The memory calls the agent makes (``assistant_framework.memory.MemoryService``)."""
 
     def log_turn(

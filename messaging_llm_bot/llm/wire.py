@@ -6,10 +6,12 @@ by ``extra`` from the config); these names say which shape a function takes or r
 
 from __future__ import annotations
 
-from typing import Any
+from assistant_framework.json_types import JsonObject
+
+__all__ = ["JsonObject", "Message"]
 
 #: One chat message as sent to the model: ``{"role": ..., "content": ...}`` where content is text or a
 #: list of parts (text, images), plus ``tool_calls`` / ``tool_call_id`` / ``name`` on native tool turns.
-Message = dict[str, Any]
-#: A JSON object of the API: a request body, a decoded answer or chunk, a tool spec, a JSON Schema.
-JsonObject = dict[str, Any]
+Message = JsonObject
+# JsonObject (the framework's one name for arbitrary JSON) is a JSON object of the API here: a request body,
+# a decoded answer or chunk, a tool spec, a JSON Schema.

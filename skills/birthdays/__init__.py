@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, need
 from assistant_framework.stores import BIRTHDAYS_FILE, BirthdayStore
 from assistant_framework.stores.provenance import is_untrusted, shown
@@ -31,7 +32,7 @@ ARGS_SCHEMA = {
 }
 
 
-def run(workspace: Workspace, args: dict[str, Any], context=None):
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> object:
     store = BirthdayStore(workspace)
     action = args["action"]
     if action == "upcoming":

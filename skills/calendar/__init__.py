@@ -14,7 +14,9 @@ from typing import Any
 
 import icalendar
 
+from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import OUTSIDE_LABEL, context_now, context_zone, need
+from assistant_framework.workspace import Workspace
 
 from .ledger import once
 from .server import event_by_uid, owner_calendar
@@ -47,8 +49,8 @@ DEFAULT_MINUTES = 60
 OWNER_ONLY = "the calendar is the owner's: it works only in the owner's own chat"
 
 
-def run(workspace, args: dict[str, Any], context=None):
-    if context is None or not getattr(context, "private", False):
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> str:
+    if context is None or not context.private:
         raise ValueError(OWNER_ONLY)
     settings = context.settings.calendar
     zone = context_zone(context)

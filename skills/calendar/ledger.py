@@ -11,22 +11,25 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Callable
+
+from assistant_framework.skills.spec import SkillArgs, SkillContext
+from assistant_framework.workspace import Workspace
 
 CHANGES = "calendar/changes.jsonl"
 
 
-def call_key(context: Any, args: dict[str, Any]) -> str:
+def call_key(context: SkillContext, args: SkillArgs) -> str:
     """What makes two calls the same change: the chat, the message answered, the action and its arguments."""
     fields = [
-        str(getattr(context, "conversation_id", "") or ""),
-        str(getattr(context, "message_id", "") or ""),
+        context.conversation_id,
+        str(context.message_id or ""),
         {k: args[k] for k in sorted(args) if k in ("action", "title", "start", "minutes", "uid")},
     ]
     return hashlib.sha256(json.dumps(fields, ensure_ascii=False, default=str).encode("utf-8")).hexdigest()[:32]
 
 
-def once(workspace: Any, context: Any, args: dict[str, Any], change: Callable[[], str]) -> str:
+def once(workspace: Workspace, context: SkillContext, args: SkillArgs, change: Callable[[], str]) -> str:
     """``change()`` (the server call, its sentence back) unless this call was made before: then what it said."""
     key = call_key(context, args)
     last = None

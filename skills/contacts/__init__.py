@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, context_untrusted, need
 from assistant_framework.stores import CONTACTS_FILE, ContactStore
 from assistant_framework.stores.provenance import shown
@@ -30,7 +29,7 @@ ARGS_SCHEMA = {
 _FIELDS = ("phone", "email", "notes")
 
 
-def run(workspace: Workspace, args: dict[str, Any], context=None):
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> object:
     store = ContactStore(workspace)
     action = args["action"]
     if action == "find":

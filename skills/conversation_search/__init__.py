@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from assistant_framework.memory.skillsupport import format_hits, is_private, memory_for, parse_when
+from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import context_now, need
 from assistant_framework.workspace import Workspace
 
@@ -26,15 +25,15 @@ ARGS_SCHEMA = {
 }
 
 
-def run(workspace: Workspace, args: dict[str, Any], context=None) -> str:
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> str:
     need(args, "search", "query")
     query = args["query"]
-    current = getattr(context, "conversation_id", None) or None
+    current = (context.conversation_id if context is not None else "") or None
     conversation = args.get("conversation") or current
     if current and conversation != current and not is_private(context):
         # Another chat's messages are only for the owner, in a private chat.
         raise ValueError(f"conversation {conversation!r} can only be searched from a private chat with the owner")
-    tz = getattr(context, "timezone", None) or "UTC"
+    tz = (context.timezone if context is not None else "") or "UTC"
     with memory_for(workspace, context) as memory:
         hits = memory.search(
             query,

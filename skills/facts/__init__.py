@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from assistant_framework.skills.support import need
+from assistant_framework.skills.spec import SkillArgs, SkillContext
+from assistant_framework.skills.support import context_untrusted, need
 from assistant_framework.stores import FACTS_FILE, FactStore
 from assistant_framework.stores.facts import is_untrusted
 from assistant_framework.stores.provenance import shown
@@ -29,13 +28,13 @@ ARGS_SCHEMA = {
 }
 
 
-def run(workspace: Workspace, args: dict[str, Any], context=None):
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> object:
     store = FactStore(workspace)
     if args["action"] == "add":
         need(args, "add", "subject", "attribute", "value")
-        ref = getattr(context, "conversation_id", None) or None
+        ref = (context.conversation_id if context is not None else "") or None
         # In a turn with outside content the fact may be that content's words: stored marked.
-        untrusted = bool(getattr(context, "untrusted", False))
+        untrusted = context_untrusted(context)
         fact, action = store.add(
             args["subject"], args["attribute"], args["value"], source="skill", source_ref=ref, untrusted=untrusted
         )

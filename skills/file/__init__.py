@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from assistant_framework.memory.sources import source_for
+from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, OUTSIDE_LABEL, context_untrusted, need
 from assistant_framework.stores.provenance import (
     MARKABLE_JSON_SUFFIXES,
@@ -49,7 +50,7 @@ LIST_LIMIT = 200
 READ_ONLY_FOLDERS = ("state", "memory")
 
 
-def run(workspace: Workspace, args: dict[str, Any], context=None):
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> object:
     action = args["action"]
     if action == "list":
         return _list(workspace, args.get("path") or "")

@@ -8,6 +8,7 @@ from typing import Any
 from assistant_framework.jobs import CATCH_UP, JobError, JobStore, as_row, describe_next
 from assistant_framework.jobs.job import EXAMPLES, PAYLOAD_KEYS, SCHEDULE_KEYS
 from assistant_framework.jobs.schedule import shortest_gap
+from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, context_zone, need
 from assistant_framework.workspace import Workspace
 
@@ -44,13 +45,13 @@ NOT_HERE = (
 )
 
 
-def run(workspace: Workspace, args: dict[str, Any], context=None):
-    if not getattr(context, "private", True):
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> object:
+    if context is not None and not context.private:
         raise PermissionError(NOT_HERE)
     zone = context_zone(context)
     now = context_now(context)
-    settings = getattr(context, "settings", None)
-    limits = getattr(settings, "jobs", None)
+    # Without a context (a direct call) no limits: the bot always passes its config's.
+    limits = context.settings.jobs if context is not None else None
     store = JobStore(workspace, default_tz=zone.key)
     action = args["action"]
     if action == "list":
@@ -61,12 +62,12 @@ def run(workspace: Workspace, args: dict[str, Any], context=None):
     if action == "add":
         need(args, action, "name")
         fields = _fields(args, zone.key)
-        fields["chat_id"] = getattr(context, "chat_id", None)
+        fields["chat_id"] = context.chat_id if context is not None else None
         # Where it was made: a job made in a Telegram forum topic of the owner's chat runs in that topic.
-        fields["conversation_id"] = getattr(context, "conversation_id", "") or ""
+        fields["conversation_id"] = context.conversation_id if context is not None else ""
         _check_interval(fields, limits, zone.key, now)
         untrusted = context_untrusted(context)
-        job = store.add(fields, untrusted=untrusted, max_jobs=getattr(limits, "max_jobs", None), now=now)
+        job = store.add(fields, untrusted=untrusted, max_jobs=limits.max_jobs if limits is not None else None, now=now)
         marked = f" ({MARKED})" if untrusted else ""
         return (
             f"job {job.id} {job.name!r} added{marked}: {job.schedule.describe()}, {job.kind} "

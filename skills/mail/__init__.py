@@ -13,7 +13,9 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import need
+from assistant_framework.workspace import Workspace
 
 from .compose import compose, fetched_mail, recipients
 from .smtp import NOT_SET_UP, send
@@ -45,8 +47,8 @@ SENT_LOG = "mail/sent.jsonl"
 OWNER_ONLY = "mail is the owner's: it works only in the owner's own chat"
 
 
-def run(workspace, args: dict[str, Any], context=None):
-    if context is None or not getattr(context, "private", False):
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> str:
+    if context is None or not context.private:
         raise ValueError(OWNER_ONLY)
     settings = context.settings.mail
     action = args["action"]
@@ -87,9 +89,9 @@ def run(workspace, args: dict[str, Any], context=None):
     return f"sent to {', '.join(to)}: {message['Subject']!r}{threaded}; saved to {rel}"
 
 
-def _call_key(context: Any, action: str, to: list[str], subject: str, body: str, parent: Any) -> str:
+def _call_key(context: SkillContext, action: str, to: list[str], subject: str, body: str, parent: object) -> str:
     """What makes two calls the same mail: the conversation, the recipients, subject, body and parent."""
-    fields = [getattr(context, "conversation_id", ""), action, sorted(to), subject, body, str(parent or "")]
+    fields = [context.conversation_id, action, sorted(to), subject, body, str(parent or "")]
     return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 

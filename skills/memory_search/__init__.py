@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from assistant_framework.memory.skillsupport import format_hits, is_private, memory_for
+from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import context_now, need
 from assistant_framework.workspace import Workspace
 
@@ -24,10 +23,10 @@ ARGS_SCHEMA = {
 }
 
 
-def run(workspace: Workspace, args: dict[str, Any], context=None) -> str:
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> str:
     need(args, "search", "query")
     query = args["query"]
-    conversation = getattr(context, "conversation_id", None) or None
+    conversation = (context.conversation_id if context is not None else "") or None
     with memory_for(workspace, context) as memory:
         hits = memory.search(
             query,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, context_zone, need, outside_label
 from assistant_framework.stores import ReminderStore
 from assistant_framework.stores.provenance import is_untrusted
@@ -40,10 +41,10 @@ NOT_HERE = (
 )
 
 
-def run(workspace: Workspace, args: dict[str, Any], context=None):
-    if not getattr(context, "private", True):
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> object:
+    if context is not None and not context.private:
         raise PermissionError(NOT_HERE)
-    chat_id = getattr(context, "chat_id", None)
+    chat_id = context.chat_id if context is not None else None
     if chat_id is None:
         raise ValueError("reminders need a chat to deliver to; this conversation has no chat_id")
     store = ReminderStore(workspace)
@@ -66,7 +67,7 @@ def run(workspace: Workspace, args: dict[str, Any], context=None):
     # In a turn with outside content the text may be that content's words: stored marked.
     untrusted = context_untrusted(context)
     # The conversation it was set in: a Telegram forum topic's reminder is delivered in that topic.
-    conversation = str(getattr(context, "conversation_id", "") or "")
+    conversation = context.conversation_id if context is not None else ""
     reminder = store.add(chat_id, args["text"], due, zone.key, untrusted=untrusted, conversation_id=conversation)
     marked = f" ({MARKED})" if untrusted else ""
     return f"reminder {reminder['id']} set for {due.strftime('%Y-%m-%d %H:%M')} {zone.key}: {reminder['text']}{marked}"

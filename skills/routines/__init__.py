@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, context_untrusted, need, outside_label
 from assistant_framework.stores import ROUTINES_FILE, RoutineStore
 from assistant_framework.stores.provenance import shown
@@ -26,7 +25,7 @@ ARGS_SCHEMA = {
 }
 
 
-def run(workspace: Workspace, args: dict[str, Any], context=None):
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> object:
     store = RoutineStore(workspace)
     action = args["action"]
     if action == "list":

@@ -10,7 +10,8 @@ owner in a turn with outside content.
 
 from __future__ import annotations
 
-from typing import Any
+from assistant_framework.skills.spec import SkillArgs, SkillContext
+from assistant_framework.workspace import Workspace
 
 DESCRIPTION = (
     "Send a workspace file or picture (an export, a report, a chart you wrote) to this chat, with a caption. "
@@ -30,9 +31,8 @@ ARGS_SCHEMA = {
 NO_CHANNEL = "this chat cannot receive files from a skill (no channel to send through)"
 
 
-def run(workspace, args: dict[str, Any], context=None):
-    services = getattr(context, "services", None) or {}
-    sender = services.get("send_file")
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> str:
+    sender = context.services.get("send_file") if context is not None else None
     if sender is None:
         raise ValueError(NO_CHANNEL)
     return sender(workspace, args["path"], args.get("caption") or "")

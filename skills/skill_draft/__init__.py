@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from assistant_framework.agentskills.drafts import DraftError, write_draft
-from assistant_framework.skills import SkillContext
+from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = "When the owner asks for a new skill: draft it (name like weekly-report, description, instructions)."
@@ -22,7 +20,7 @@ ARGS_SCHEMA = {
 }
 
 
-def run(workspace: Workspace, args: dict[str, Any], context: SkillContext | None = None) -> str:
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> str:
     name = str(args["name"]).strip()
     try:
         rel = write_draft(workspace, name, str(args["description"]), str(args["instructions"]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
+from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import context_now
 from assistant_framework.workspace import Workspace
 
@@ -25,7 +26,7 @@ ARGS_SCHEMA = {
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
-def run(workspace: Workspace, args: dict[str, Any], context=None):
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> object:
     now = context_now(context)
     today = now.date()
     action = args.get("action", "now")

@@ -20,6 +20,8 @@ from assistant_framework.html_text import html_to_text
 from assistant_framework.http_deadline import BodyTooLarge, Deadline, DeadlineExceeded, read_body
 from assistant_framework.netguard import BlockedURLError, GuardedSession
 from assistant_framework.skills import OwnWordsError
+from assistant_framework.skills.spec import SkillArgs, SkillContext
+from assistant_framework.workspace import Workspace
 
 DESCRIPTION = "Fetch a web page (http/https URL) and return its text; use for links the user gives."
 ARGS_SCHEMA = {
@@ -40,7 +42,7 @@ DEFAULT_CHARS = 6000
 USER_AGENT = "assistant-framework/0.1 (personal assistant)"
 
 
-def run(workspace, args, context=None):
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> object:
     allow_private = settings_of(context).policy.allow_private_network
     url = args["url"]
     # A server dripping a byte at a time never trips a per-read timeout: the whole fetch has a
@@ -154,13 +156,12 @@ def feed_text(body: bytes) -> str | None:
     return "\n\n".join(lines)
 
 
-def settings_of(context) -> Settings:
+def settings_of(context: SkillContext | None) -> Settings:
     """The config's records the call runs under (the defaults when called without a context)."""
-    settings = getattr(context, "settings", None)
-    return settings if isinstance(settings, Settings) else Settings()
+    return context.settings if context is not None else Settings()
 
 
-def read_deadline(context) -> float:
+def read_deadline(context: SkillContext | None) -> float:
     """Seconds for the whole fetch: 80% of the skill's timeout (``runtime.skill_timeouts.web`` or its own)."""
     timeout = settings_of(context).runtime.skill_timeouts.get("web") or TIMEOUT_SECONDS
     return max(1.0, 0.8 * float(timeout))

@@ -10,6 +10,8 @@ from collections import deque
 from assistant_framework.config.settings import Settings
 from assistant_framework.html_text import html_to_text
 from assistant_framework.skills import OUTSIDE_LABEL, OwnWordsError
+from assistant_framework.skills.spec import SkillArgs, SkillContext
+from assistant_framework.workspace import Workspace
 
 from .backends import SEARCHES, Backend, Hit, SearchError, api_key
 
@@ -62,10 +64,9 @@ class RateLimit:
 LIMIT = RateLimit()
 
 
-def settings_of(context) -> Settings:
+def settings_of(context: SkillContext | None) -> Settings:
     """The config's records the call runs under (the defaults when called without a context)."""
-    settings = getattr(context, "settings", None)
-    return settings if isinstance(settings, Settings) else Settings()
+    return context.settings if context is not None else Settings()
 
 
 def clean(text: str, limit: int) -> str:
@@ -88,7 +89,7 @@ def shown(hits: list[Hit], query: str, backend: str) -> str:
     return "\n".join(lines)
 
 
-def deadline(context) -> float:
+def deadline(context: SkillContext | None) -> float:
     """Seconds for the backend: ``search.timeout_seconds``, within 80% of the skill's own timeout
     (``runtime.skill_timeouts.web_search`` or ``TIMEOUT_SECONDS``), so the backend's error is what the
     model reads, not the manager's timeout."""
@@ -97,14 +98,14 @@ def deadline(context) -> float:
     return max(1.0, min(float(settings.search.timeout_seconds), 0.8 * float(skill)))
 
 
-def run(workspace, args, context=None):
+def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> str:
     section = settings_of(context).search
     query = _SPACE.sub(" ", args["query"]).strip()
     if not query:
         raise OwnWordsError("the query is empty")
     count = int(args.get("max_results") or section.max_results)
     # The chat, not its session: /new must not give a chat a fresh share.
-    chat = str(getattr(context, "place", "") or getattr(context, "conversation_id", "") or "")
+    chat = (context.place or context.conversation_id) if context is not None else ""
     wait = LIMIT.take(chat, section.per_minute)
     if wait:
         raise OwnWordsError(f"the search limit ({section.per_minute} a minute) is reached: try again in {wait:.0f} s")
