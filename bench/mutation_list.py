@@ -3044,4 +3044,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         "busy mode steer does nothing in the web chat: a message sent meanwhile waits its turn",
         BUSY_KIT,
     ),
+    # -- the config's JSON Schema, derived from the settings records (config/settings/fields.py) -----------
+    Mutation(
+        "config-bounds-not-derived",
+        f"{AF}/config/settings/fields.py",
+        "    return {**schema, **bounds}",
+        "    return schema",
+        "a key's bounds written in its record's field (port at most 65535, max_skill_rounds 1-50) are not checked",
+        ("test_config_schema.py", "test_config.py"),
+    ),
+    Mutation(
+        "config-rules-not-derived",
+        f"{AF}/config/settings/fields.py",
+        "    return {**schema, **copy.deepcopy(rules)}",
+        "    return schema",
+        "an enabled Signal, Matrix or email channel without its account or servers passes validation",
+        ("test_config_schema.py",),
+    ),
+    Mutation(
+        "config-required-not-derived",
+        f"{AF}/config/settings/fields.py",
+        '        schema["required"] = required',
+        "        pass",
+        "a runner without a model, a serve client without token_env passes validation (fails at start instead)",
+        ("test_config_schema.py", "test_config.py"),
+    ),
 )

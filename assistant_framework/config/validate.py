@@ -10,12 +10,17 @@ import jsonschema
 from assistant_framework.config.env import is_env_reference
 from assistant_framework.config.errors import JsonPath, LoadedConfig, _display, format_json_path, shown_key
 from assistant_framework.config.keys import get_key
-from assistant_framework.config.schema import ROOT_SCHEMA
+from assistant_framework.config.schema import root_schema
+from assistant_framework.config.settings import Settings
+from assistant_framework.config.settings.fields import Record
 
 
-def validate_config(loaded: LoadedConfig, extra_schemas: dict[str, dict[str, Any]] | None = None) -> list[str]:
+def validate_config(
+    loaded: LoadedConfig, extra_schemas: dict[str, dict[str, Any]] | None = None, *, records: type[Record] = Settings
+) -> list[str]:
     """All schema violations as ``file: json.path: message`` lines (empty when valid).
 
+    The schema is the one ``records`` describe (the settings records: each key's type, default and bounds).
     ``extra_schemas`` maps a dotted key (``collectors.rss``) to a schema declared by a plugin.
     A ``"${NAME}"`` still in the data (read with ``env=False``, as ``config set`` does) is not
     checked: its value is, once it is substituted.
@@ -23,7 +28,7 @@ def validate_config(loaded: LoadedConfig, extra_schemas: dict[str, dict[str, Any
     from assistant_framework.config.checks import semantic_errors  # checks beyond JSON Schema
 
     messages: list[str] = []
-    checks: list[tuple[JsonPath, dict[str, Any], Any]] = [((), ROOT_SCHEMA, loaded.data)]
+    checks: list[tuple[JsonPath, dict[str, Any], Any]] = [((), root_schema(records), loaded.data)]
     for dotted, schema in (extra_schemas or {}).items():
         keys = tuple(dotted.split("."))
         value = get_key(loaded.data, dotted, default=None)

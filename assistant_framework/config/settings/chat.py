@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from assistant_framework.config.settings.fields import flag, maybe, nests, one_of, reads, strings, text, whole, wholes
+from assistant_framework.config.settings.readers import CLOCK_TIME, ENV_NAME, HTTP_URL, URL_OR_EMPTY, JsonSchema
 
 GROUP_MODES = ("mention", "all")
+#: A phone number in E.164 form or a Signal ACI UUID.
+SIGNAL_ID = "^(\\+[1-9][0-9]{6,14}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
+#: A Matrix user id: @localpart:server.
+MATRIX_USER = "^@[^:\\s]+:[^\\s]+$"
+#: The name of an environment variable, or empty.
+OPTIONAL_ENV_NAME = "^(" + ENV_NAME[1:-1] + ")?$"
 
 
 @dataclass(frozen=True)
@@ -14,11 +22,11 @@ class WebhookSettings:
     """``telegram.webhook``: where the bot listens for Telegram's POSTs in ``mode: webhook``."""
 
     listen: str = field(default="127.0.0.1", metadata=reads(text))
-    port: int = field(default=8443, metadata=reads(whole))
+    port: int = field(default=8443, metadata=reads(whole, minimum=1, maximum=65535))
     #: The public https:// address Telegram posts to (required in webhook mode).
     url: str = field(default="", metadata=reads(text))
     #: Empty: a strong one is generated into ``state/webhook_secret``.
-    secret_token: str = field(default="", repr=False, metadata=reads(text))
+    secret_token: str = field(default="", repr=False, metadata=reads(text, pattern="^([A-Za-z0-9_-]{16,256})?$"))
 
 
 @dataclass(frozen=True)
@@ -30,13 +38,13 @@ class TelegramSettings:
     #: null: the first of ``allowed_user_ids`` (``owner``).
     owner_id: int | None = field(default=None, metadata=reads(maybe(whole), null=True))
     #: null: the official Bot API.
-    base_url: str | None = field(default=None, metadata=reads(maybe(text), null=True))
-    base_file_url: str | None = field(default=None, metadata=reads(maybe(text), null=True))
+    base_url: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=URL_OR_EMPTY))
+    base_file_url: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=URL_OR_EMPTY))
     mode: str = field(default="polling", metadata=reads(one_of("polling", "webhook")))
     group_mode: str = field(default="mention", metadata=reads(one_of(*GROUP_MODES)))
     stream: bool = field(default=True, metadata=reads(flag))
     progress: bool = field(default=True, metadata=reads(flag))
-    morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True))
+    morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=CLOCK_TIME))
     webhook: WebhookSettings = field(default_factory=WebhookSettings, metadata=nests(WebhookSettings))
 
     @property
@@ -52,14 +60,20 @@ class SignalSettings:
     """The ``signal`` section (docs/signal.md)."""
 
     enabled: bool = field(default=False, metadata=reads(flag))
-    base_url: str = field(default="http://127.0.0.1:8080", metadata=reads(text))
-    account: str = field(default="", metadata=reads(text))
-    allowed: tuple[str, ...] = field(default=(), metadata=reads(strings))
+    base_url: str = field(default="http://127.0.0.1:8080", metadata=reads(text, pattern=HTTP_URL))
+    account: str = field(default="", metadata=reads(text, pattern="^(|\\+[1-9][0-9]{6,14})$"))
+    allowed: tuple[str, ...] = field(default=(), metadata=reads(strings, each={"pattern": SIGNAL_ID}))
     #: null: the first of ``allowed``.
-    owner: str | None = field(default=None, metadata=reads(maybe(text), null=True))
+    owner: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=SIGNAL_ID))
     group_mode: str = field(default="mention", metadata=reads(one_of(*GROUP_MODES)))
     typing: bool = field(default=True, metadata=reads(flag))
-    morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True))
+    morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=CLOCK_TIME))
+
+    # The bot needs its own number to talk to the daemon and to notice mentions of itself.
+    SCHEMA_RULES: ClassVar[JsonSchema] = {
+        "if": {"properties": {"enabled": {"const": True}}, "required": ["enabled"]},
+        "then": {"required": ["account"], "properties": {"account": {"minLength": 2}}},
+    }
 
 
 @dataclass(frozen=True)
@@ -68,20 +82,29 @@ class MatrixSettings:
 
     enabled: bool = field(default=False, metadata=reads(flag))
     #: The homeserver's client-server address (``https://matrix.example.org``).
-    homeserver: str = field(default="", metadata=reads(text))
+    homeserver: str = field(default="", metadata=reads(text, pattern=URL_OR_EMPTY))
     #: The bot's own account (``@assistant:example.org``).
-    user_id: str = field(default="", metadata=reads(text))
+    user_id: str = field(default="", metadata=reads(text, pattern="^(|@[^:\\s]+:[^\\s]+)$"))
     password: str = field(default="", repr=False, metadata=reads(text))
     #: The name of an environment variable holding the password (instead of ``password``).
-    password_env: str = field(default="", metadata=reads(text))
+    password_env: str = field(default="", metadata=reads(text, pattern=OPTIONAL_ENV_NAME))
     #: An access token instead of a password (an existing device's).
     access_token: str = field(default="", repr=False, metadata=reads(text))
-    access_token_env: str = field(default="", metadata=reads(text))
+    access_token_env: str = field(default="", metadata=reads(text, pattern=OPTIONAL_ENV_NAME))
     #: The name of the bot's device (one device, kept across restarts).
-    device_name: str = field(default="assistant", metadata=reads(text))
-    allowed: tuple[str, ...] = field(default=(), metadata=reads(strings))
+    device_name: str = field(default="assistant", metadata=reads(text, min_length=1, max_length=100))
+    allowed: tuple[str, ...] = field(default=(), metadata=reads(strings, each={"pattern": MATRIX_USER}))
     #: null: the first of ``allowed``.
-    owner: str | None = field(default=None, metadata=reads(maybe(text), null=True))
+    owner: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=MATRIX_USER))
     group_mode: str = field(default="mention", metadata=reads(one_of(*GROUP_MODES)))
     typing: bool = field(default=True, metadata=reads(flag))
-    morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True))
+    morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=CLOCK_TIME))
+
+    # The bot needs its server and its own account to log in.
+    SCHEMA_RULES: ClassVar[JsonSchema] = {
+        "if": {"properties": {"enabled": {"const": True}}, "required": ["enabled"]},
+        "then": {
+            "required": ["homeserver", "user_id"],
+            "properties": {"homeserver": {"minLength": 8}, "user_id": {"minLength": 3}},
+        },
+    }

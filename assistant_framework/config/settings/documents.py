@@ -12,12 +12,12 @@ class DocumentSettings:
     """The ``documents`` section; read at each document (``/reload`` applies it)."""
 
     #: A file larger than this is refused in one sentence before it is read.
-    max_mb: float = field(default=20.0, metadata=reads(number))
+    max_mb: float = field(default=20.0, metadata=reads(number, above=0, maximum=2000))
     #: A PDF's pages read (the first ones); the turn says when there were more.
-    max_pages: int = field(default=300, metadata=reads(whole))
+    max_pages: int = field(default=300, metadata=reads(whole, minimum=1, maximum=100_000))
     #: Characters of text kept (saved and indexed); the turn says when the text was cut.
-    max_chars: int = field(default=500_000, metadata=reads(whole))
+    max_chars: int = field(default=500_000, metadata=reads(whole, minimum=1000, maximum=50_000_000))
     #: Characters of the text put into the turn; the rest is read with the ``file`` skill.
-    prompt_chars: int = field(default=3_000, metadata=reads(whole))
+    prompt_chars: int = field(default=3_000, metadata=reads(whole, minimum=0, maximum=200_000))
     #: Seconds the reader process may take before it is ended.
-    timeout_seconds: float = field(default=60.0, metadata=reads(number))
+    timeout_seconds: float = field(default=60.0, metadata=reads(number, above=0, maximum=3600))

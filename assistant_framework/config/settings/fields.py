@@ -1,11 +1,13 @@
-"""How a settings record reads its config section: one dataclass field per key, its default and its reader.
+"""How a settings record reads its config section: one dataclass field per key, its default, its reader, its bounds.
 
 A record is a frozen dataclass whose field names are the section's keys. Each field's metadata
-says how to read the key's JSON value (``reads``), or that the key holds a nested record
-(``nests``) or a list of records (``lists``). ``read_record`` builds the record from a section:
-a key that is absent, or null where null is not a value of its own, keeps the field's default.
-The field's default is the one place that default is written; ``documented`` lists every key with
-it, for ``config get``/``show`` and for the test that holds ``config/README.md`` to the code.
+says how to read the key's JSON value (``reads``: a reader of ``settings/readers.py`` and the
+key's bounds), or that the key holds a nested record (``nests``), a list of records (``lists``) or
+records by name (``keyed``). ``read_record`` builds the record from a section: a key that is
+absent, or null where null is not a value of its own, keeps the field's default. The field is the
+one place a key is described: its default, its type and its bounds; ``documented`` lists every key
+with its default (``config get``/``show``, the test that holds ``config/README.md`` to the code) and
+``config/schema.py`` derives the JSON Schema that validates the config.
 """
 
 from __future__ import annotations
@@ -13,13 +15,52 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
-from types import MappingProxyType
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from assistant_framework.config.errors import ConfigError
+from assistant_framework.config.settings.readers import (
+    JsonSchema,
+    Reader,
+    flag,
+    frozen,
+    json_object,
+    mapping_of,
+    maybe,
+    number,
+    one_of,
+    strings,
+    text,
+    whole,
+    wholes,
+)
 
-T = TypeVar("T")
-V = TypeVar("V")
+# The readers are named here too: a record imports everything it describes its keys with from one module.
+__all__ = [
+    "REQUIRED",
+    "Record",
+    "as_json",
+    "documented",
+    "flag",
+    "frozen",
+    "json_object",
+    "key_of",
+    "keyed",
+    "lists",
+    "mapping_of",
+    "maybe",
+    "named",
+    "nests",
+    "number",
+    "one_of",
+    "read_record",
+    "schema_of",
+    "reads",
+    "record_defaults",
+    "strings",
+    "text",
+    "whole",
+    "wholes",
+]
 
 _READ = "read"
 _NULL = "null"  # null is a value of its own (``temperature: null`` omits the field), not "the default"
@@ -29,6 +70,8 @@ _SHORTHAND = "shorthand"  # the field of a nested record a bare boolean sets
 _KEYED = "keyed"  # the key holds an object of records by name (``mcp.servers``)
 _NAME = "name"  # the field holds the record's name in its keyed object, not a key of its own
 _KEY = "key"  # the config key when it cannot be the field's name (``mail.from``: a Python keyword)
+_BOUNDS = "bounds"  # JSON Schema keywords the key's value must also meet (``minimum``, ``pattern``)
+_EACH = "each"  # JSON Schema keywords every item of a list, or value of an object, must also meet
 
 #: A key whose record field has no default (``runners[].model``): the key must be given.
 REQUIRED = object()
@@ -43,10 +86,37 @@ class Record(Protocol):
 R = TypeVar("R", bound=Record)
 
 
-def reads(read: Callable[[Any], object], *, null: bool = False, key: str | None = None) -> dict[str, object]:
+def reads(
+    read: Reader[object],
+    *,
+    null: bool = False,
+    key: str | None = None,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    above: float | None = None,
+    pattern: str | None = None,
+    min_length: int | None = None,
+    max_length: int | None = None,
+    each: JsonSchema | None = None,
+    schema: JsonSchema | None = None,
+) -> dict[str, object]:
     """Field metadata: the key's JSON value goes through ``read``; with ``null`` a null is kept as None;
-    ``key`` is the config key when it cannot be the field's name (a Python keyword such as ``from``)."""
-    return {_READ: read, _NULL: null, _KEY: key}
+    ``key`` is the config key when it cannot be the field's name (a Python keyword such as ``from``).
+
+    The bounds are JSON Schema keywords the value must meet as well as the reader's type: ``minimum``,
+    ``maximum``, ``above`` (``exclusiveMinimum``), ``pattern``, ``min_length``, ``max_length``; ``each``
+    adds keywords to every item of a list or value of an object, ``schema`` any other keyword
+    (``uniqueItems``, ``propertyNames``)."""
+    named_bounds = {
+        "minimum": minimum,
+        "maximum": maximum,
+        "exclusiveMinimum": above,
+        "pattern": pattern,
+        "minLength": min_length,
+        "maxLength": max_length,
+    }
+    bounds: JsonSchema = {name: value for name, value in named_bounds.items() if value is not None}
+    return {_READ: read, _NULL: null, _KEY: key, _BOUNDS: {**bounds, **(schema or {})}, _EACH: each or {}}
 
 
 def key_of(item: dataclasses.Field[Any]) -> str:
@@ -60,15 +130,23 @@ def nests(record: type[Record], *, shorthand: str | None = None) -> dict[str, ob
     return {_NESTED: record, _SHORTHAND: shorthand}
 
 
-def lists(record: type[Record]) -> dict[str, object]:
-    """Field metadata: the key holds a list of records (``llm.runners``), read into a tuple."""
-    return {_ITEMS: record}
+def lists(record: type[Record], *, min_items: int | None = None, max_items: int | None = None) -> dict[str, object]:
+    """Field metadata: the key holds a list of records (``llm.runners``), read into a tuple; a list shorter than
+    ``min_items`` or longer than ``max_items`` is refused."""
+    bounds = {"minItems": min_items, "maxItems": max_items}
+    return {_ITEMS: record, _BOUNDS: {name: value for name, value in bounds.items() if value is not None}}
 
 
-def keyed(record: type[Record]) -> dict[str, object]:
+def keyed(record: type[Record], *, names: str | None = None, max_entries: int | None = None) -> dict[str, object]:
     """Field metadata: the key holds an object of records by name (``mcp.servers``), read into a
-    read-only mapping; the record's ``named()`` field gets each entry's name."""
-    return {_KEYED: record}
+    read-only mapping; the record's ``named()`` field gets each entry's name. ``names`` is the pattern
+    every name must match, ``max_entries`` the most entries."""
+    bounds: JsonSchema = {}
+    if names is not None:
+        bounds["propertyNames"] = {"pattern": names}
+    if max_entries is not None:
+        bounds["maxProperties"] = max_entries
+    return {_KEYED: record, _BOUNDS: bounds}
 
 
 def named() -> dict[str, object]:
@@ -187,85 +265,40 @@ def documented(record: type[Record], prefix: str = "") -> Iterator[tuple[str, ob
             yield from documented(by_name, key + ".<name>.")
 
 
-# -- readers of JSON values ------------------------------------------------------------------
+def schema_of(record: type[Record]) -> JsonSchema:
+    """The JSON Schema of a record's section, derived from its fields: each key's reader and bounds, nested
+    records in place, the keys without a default required, and any other key refused (a typo is reported,
+    not ignored). A record's ``SCHEMA_RULES`` (a ClassVar) adds what spans keys (``if enabled then ...``)."""
+    keys = [item for item in dataclasses.fields(record) if not item.metadata.get(_NAME)]
+    schema: JsonSchema = {
+        "type": "object",
+        "properties": {key_of(item): _field_schema(item) for item in keys},
+        "additionalProperties": False,
+    }
+    required = [key_of(item) for item in keys if _default_of(item) is REQUIRED]
+    if required:
+        schema["required"] = required
+    rules: JsonSchema = getattr(record, "SCHEMA_RULES", {})
+    return {**schema, **copy.deepcopy(rules)}
 
 
-def text(value: Any) -> str:
-    """A string key."""
-    return str(value)
-
-
-def whole(value: Any) -> int:
-    """An integer key (a bool is no number)."""
-    if isinstance(value, bool):
-        raise TypeError("expected a number, got a boolean")
-    return int(value)
-
-
-def number(value: Any) -> float:
-    """A number key, as a float."""
-    if isinstance(value, bool):
-        raise TypeError("expected a number, got a boolean")
-    return float(value)
-
-
-def flag(value: Any) -> bool:
-    """A boolean key."""
-    return bool(value)
-
-
-def maybe(read: Callable[[Any], T]) -> Callable[[Any], T | None]:
-    """``read`` for a key where null is a value of its own (use with ``reads(..., null=True)``)."""
-
-    def read_or_none(value: Any) -> T | None:
-        return None if value is None else read(value)
-
-    return read_or_none
-
-
-def strings(value: Any) -> tuple[str, ...]:
-    """A list of strings (ids given as numbers are read as their text)."""
-    if not isinstance(value, (list, tuple)):
-        raise TypeError(f"expected a list, got {type(value).__name__}")
-    return tuple(str(item) for item in value)
-
-
-def wholes(value: Any) -> tuple[int, ...]:
-    """A list of integers."""
-    if not isinstance(value, (list, tuple)):
-        raise TypeError(f"expected a list, got {type(value).__name__}")
-    return tuple(whole(item) for item in value)
-
-
-def frozen(mapping: Mapping[str, V] | None = None) -> Mapping[str, V]:
-    """A read-only mapping (the default of a mapping key, ``field(default_factory=frozen)``)."""
-    return MappingProxyType(dict(mapping or {}))
-
-
-def mapping_of(read: Callable[[Any], V], *, over: Mapping[str, V] | None = None) -> Callable[[Any], Mapping[str, V]]:
-    """An object of ``read`` values, read-only; with ``over`` the given keys are merged over those."""
-
-    def read_mapping(value: Any) -> Mapping[str, V]:
-        if not isinstance(value, Mapping):
-            raise TypeError(f"expected an object, got {type(value).__name__}")
-        return frozen({**(over or {}), **{str(key): read(item) for key, item in value.items()}})
-
-    return read_mapping
-
-
-def json_object(value: Any) -> Mapping[str, object]:
-    """An object passed on as it is (``extra_body``), copied so the record never shares the config's dict."""
-    if not isinstance(value, Mapping):
-        raise TypeError(f"expected an object, got {type(value).__name__}")
-    return frozen(copy.deepcopy(dict(value)))
-
-
-def one_of(*choices: str) -> Callable[[Any], str]:
-    """A string that must be one of ``choices``."""
-
-    def read_choice(value: Any) -> str:
-        if str(value) not in choices:
-            raise ValueError(f"must be one of {', '.join(choices)}")
-        return str(value)
-
-    return read_choice
+def _field_schema(item: dataclasses.Field[Any]) -> JsonSchema:
+    meta = item.metadata
+    bounds: JsonSchema = copy.deepcopy(meta.get(_BOUNDS) or {})
+    nested: type[Record] | None = meta.get(_NESTED)
+    if nested is not None:
+        inner = schema_of(nested)
+        return {"oneOf": [{"type": "boolean"}, inner]} if meta.get(_SHORTHAND) else inner
+    items: type[Record] | None = meta.get(_ITEMS)
+    if items is not None:
+        return {"type": "array", "items": schema_of(items), **bounds}
+    by_name: type[Record] | None = meta.get(_KEYED)
+    if by_name is not None:
+        return {"type": "object", "additionalProperties": schema_of(by_name), **bounds}
+    read: Reader[object] = meta[_READ]
+    schema = read.schema
+    each: JsonSchema = meta.get(_EACH) or {}
+    if each:
+        inner_key = "items" if "items" in schema else "additionalProperties"
+        schema[inner_key] = {**schema[inner_key], **copy.deepcopy(each)}
+    return {**schema, **bounds}

@@ -12,6 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from assistant_framework.config.settings.fields import frozen, keyed, named, reads, text, whole
+from assistant_framework.config.settings.readers import ENV_NAME
+
+#: A hook's name is the path's last part: no separators, nothing to escape.
+HOOK_NAME = "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 
 
 @dataclass(frozen=True)
@@ -23,13 +27,13 @@ class HookSettings:
     #: The shared secret (HMAC-SHA256 key, or the bearer token); prefer ``secret_env``: the config is in git.
     secret: str = field(default="", repr=False, metadata=reads(text))
     #: The environment variable holding the secret; unset or short is a config error naming it.
-    secret_env: str = field(default="", metadata=reads(text))
+    secret_env: str = field(default="", metadata=reads(text, pattern=ENV_NAME))
     #: Sent to the owner as is (the body is not read).
-    message: str = field(default="", metadata=reads(text))
+    message: str = field(default="", metadata=reads(text, min_length=1, max_length=4000))
     #: A turn of the assistant with this prompt and the posted body as outside content.
-    prompt: str = field(default="", metadata=reads(text))
+    prompt: str = field(default="", metadata=reads(text, min_length=1, max_length=8000))
     #: The scheduled job (its id or name) run now (the body is not read).
-    job: str = field(default="", metadata=reads(text))
+    job: str = field(default="", metadata=reads(text, min_length=1))
     #: The owner's chat the answer goes to ("tg:<owner>", "sig:<owner>", "console"); empty: the home chat.
     chat: str = field(default="", metadata=reads(text))
 
@@ -44,10 +48,12 @@ class HooksSettings:
     """The ``hooks`` section."""
 
     #: The address the hooks listener binds; loopback unless a proxy or tunnel needs more.
-    listen: str = field(default="127.0.0.1", metadata=reads(text))
-    port: int = field(default=8787, metadata=reads(whole))
+    listen: str = field(default="127.0.0.1", metadata=reads(text, min_length=1))
+    port: int = field(default=8787, metadata=reads(whole, minimum=0, maximum=65535))
     #: The largest body a hook takes (bytes); more is refused with 413 before it is read.
-    max_body_bytes: int = field(default=262144, metadata=reads(whole))
+    max_body_bytes: int = field(default=262144, metadata=reads(whole, minimum=1, maximum=4_194_304))
     #: Accepted calls a minute per hook; more get 429 and run nothing.
-    per_minute: int = field(default=30, metadata=reads(whole))
-    endpoints: Mapping[str, HookSettings] = field(default_factory=frozen, metadata=keyed(HookSettings))
+    per_minute: int = field(default=30, metadata=reads(whole, minimum=1, maximum=1000))
+    endpoints: Mapping[str, HookSettings] = field(
+        default_factory=frozen, metadata=keyed(HookSettings, names=HOOK_NAME, max_entries=64)
+    )

@@ -18,6 +18,7 @@ from assistant_framework.config.settings.fields import (
     text,
     whole,
 )
+from assistant_framework.config.settings.readers import HTTP_URL
 
 #: How a runner's answer is held to the skill protocol (docs/agent.md).
 STRUCTURED_OUTPUT = ("auto", "json_schema", "json_object", "off")
@@ -32,10 +33,10 @@ class LimitsSettings:
     """``llm.runners[i].limits``: spending caps of one runner (null: no cap); the day and the month are
     those of ``runtime.timezone`` (docs/sessions.md)."""
 
-    daily_tokens: int | None = field(default=None, metadata=reads(maybe(whole), null=True))
-    monthly_tokens: int | None = field(default=None, metadata=reads(maybe(whole), null=True))
-    daily_cost: float | None = field(default=None, metadata=reads(maybe(number), null=True))
-    monthly_cost: float | None = field(default=None, metadata=reads(maybe(number), null=True))
+    daily_tokens: int | None = field(default=None, metadata=reads(maybe(whole), null=True, minimum=0))
+    monthly_tokens: int | None = field(default=None, metadata=reads(maybe(whole), null=True, minimum=0))
+    daily_cost: float | None = field(default=None, metadata=reads(maybe(number), null=True, minimum=0))
+    monthly_cost: float | None = field(default=None, metadata=reads(maybe(number), null=True, minimum=0))
 
     @property
     def any(self) -> bool:
@@ -47,24 +48,24 @@ class LimitsSettings:
 class PriceSettings:
     """``llm.runners[i].price``: what a million tokens cost on this runner (for the cost caps and /stats)."""
 
-    input_per_mtok: float = field(default=0.0, metadata=reads(number))
-    output_per_mtok: float = field(default=0.0, metadata=reads(number))
+    input_per_mtok: float = field(default=0.0, metadata=reads(number, minimum=0))
+    output_per_mtok: float = field(default=0.0, metadata=reads(number, minimum=0))
     #: A cached prompt token's price; null: the input price.
-    cached_input_per_mtok: float | None = field(default=None, metadata=reads(maybe(number), null=True))
+    cached_input_per_mtok: float | None = field(default=None, metadata=reads(maybe(number), null=True, minimum=0))
 
 
 @dataclass(frozen=True)
 class RunnerSettings:
     """One OpenAI-compatible model server (``llm.runners[i]``)."""
 
-    name: str = field(metadata=reads(text))
-    base_url: str = field(metadata=reads(text))
-    model: str = field(metadata=reads(text))
+    name: str = field(metadata=reads(text, min_length=1))
+    base_url: str = field(metadata=reads(text, pattern=HTTP_URL))
+    model: str = field(metadata=reads(text, min_length=1))
     api_key: str = field(default="", metadata=reads(text))
     #: The environment variable holding the key, when ``api_key`` is empty.
     api_key_env: str = field(default="", metadata=reads(text))
     extra_body: Mapping[str, object] = field(default_factory=frozen, metadata=reads(json_object))
-    timeout_seconds: float = field(default=120.0, metadata=reads(number))
+    timeout_seconds: float = field(default=120.0, metadata=reads(number, above=0))
     structured_output: str = field(default="auto", metadata=reads(one_of(*STRUCTURED_OUTPUT)))
     tool_transport: str = field(default="json", metadata=reads(one_of(*TOOL_TRANSPORTS)))
     skill_choice: str = field(default="auto", metadata=reads(one_of(*SKILL_CHOICES)))
@@ -86,11 +87,11 @@ class EmbeddingsSettings:
     """``llm.embeddings``: an OpenAI-compatible ``/embeddings`` endpoint for semantic memory search."""
 
     enabled: bool = field(default=False, metadata=reads(flag))
-    base_url: str = field(default="", metadata=reads(text))
+    base_url: str = field(default="", metadata=reads(text, pattern=HTTP_URL))
     model: str = field(default="", metadata=reads(text))
     api_key: str = field(default="", repr=False, metadata=reads(text))
-    timeout_seconds: float = field(default=30.0, metadata=reads(number))
-    batch: int = field(default=64, metadata=reads(whole))
+    timeout_seconds: float = field(default=30.0, metadata=reads(number, above=0))
+    batch: int = field(default=64, metadata=reads(whole, minimum=1))
 
 
 @dataclass(frozen=True)
@@ -99,11 +100,11 @@ class TranscriptionSettings:
 
     #: Used whenever base_url and model are set; false turns it off without removing them.
     enabled: bool = field(default=True, metadata=reads(flag))
-    base_url: str = field(default="", metadata=reads(text))
+    base_url: str = field(default="", metadata=reads(text, pattern=HTTP_URL))
     model: str = field(default="", metadata=reads(text))
     api_key: str = field(default="", repr=False, metadata=reads(text))
     language: str | None = field(default=None, metadata=reads(maybe(text), null=True))
-    timeout_seconds: float = field(default=120.0, metadata=reads(number))
+    timeout_seconds: float = field(default=120.0, metadata=reads(number, above=0))
 
     @property
     def usable(self) -> bool:
@@ -115,15 +116,15 @@ class TranscriptionSettings:
 class LLMSettings:
     """The ``llm`` section."""
 
-    runners: tuple[RunnerSettings, ...] = field(default=(), metadata=lists(RunnerSettings))
-    temperature: float | None = field(default=0.3, metadata=reads(maybe(number), null=True))
-    max_tokens: int | None = field(default=800, metadata=reads(maybe(whole), null=True))
-    max_skill_rounds: int = field(default=5, metadata=reads(whole))
-    max_concurrency: int = field(default=1, metadata=reads(whole))
+    runners: tuple[RunnerSettings, ...] = field(default=(), metadata=lists(RunnerSettings, min_items=1))
+    temperature: float | None = field(default=0.3, metadata=reads(maybe(number), null=True, minimum=0))
+    max_tokens: int | None = field(default=800, metadata=reads(maybe(whole), null=True, minimum=1))
+    max_skill_rounds: int = field(default=5, metadata=reads(whole, minimum=1, maximum=50))
+    max_concurrency: int = field(default=1, metadata=reads(whole, minimum=1, maximum=256))
     stream: bool = field(default=True, metadata=reads(flag))
-    retries_per_runner: int = field(default=1, metadata=reads(whole))
-    retry_max_wait_seconds: float = field(default=30.0, metadata=reads(number))
-    retry_backoff_seconds: float = field(default=1.0, metadata=reads(number))
+    retries_per_runner: int = field(default=1, metadata=reads(whole, minimum=0, maximum=10))
+    retry_max_wait_seconds: float = field(default=30.0, metadata=reads(number, minimum=0))
+    retry_backoff_seconds: float = field(default=1.0, metadata=reads(number, minimum=0))
     background_extra_body: Mapping[str, object] = field(default_factory=frozen, metadata=reads(json_object))
     embeddings: EmbeddingsSettings = field(default_factory=EmbeddingsSettings, metadata=nests(EmbeddingsSettings))
     transcription: TranscriptionSettings = field(
@@ -132,4 +133,4 @@ class LLMSettings:
     #: The runner that answers messages with images ("": the first runner with ``vision: true``).
     vision_runner: str = field(default="", metadata=reads(text))
     #: A photo is downscaled so neither side is longer (pixels) before it goes to the model.
-    image_max_side: int = field(default=1568, metadata=reads(whole))
+    image_max_side: int = field(default=1568, metadata=reads(whole, minimum=64, maximum=8192))

@@ -14,14 +14,14 @@ class SmtpSettings:
     """``mail.smtp``: where mail goes out. Empty ``host``: the skill says mail is not set up."""
 
     host: str = field(default="", metadata=reads(text))
-    port: int = field(default=465, metadata=reads(whole))
+    port: int = field(default=465, metadata=reads(whole, minimum=1, maximum=65535))
     #: ``ssl``: TLS from the first byte (465); ``starttls``: plain, then STARTTLS (587); ``none``: no TLS.
     security: str = field(default="ssl", metadata=reads(one_of(*SECURITY)))
     user: str = field(default="", metadata=reads(text))
     password: str = field(default="", repr=False, metadata=reads(text))
     #: The name of an environment variable holding the password (instead of ``password``).
     password_env: str = field(default="", metadata=reads(text))
-    timeout_seconds: float = field(default=30.0, metadata=reads(number))
+    timeout_seconds: float = field(default=30.0, metadata=reads(number, above=0, maximum=120))
 
 
 @dataclass(frozen=True)
@@ -32,4 +32,4 @@ class MailSettings:
     sender: str = field(default="", metadata=reads(text, key="from"))
     smtp: SmtpSettings = field(default_factory=SmtpSettings, metadata=nests(SmtpSettings))
     #: Recipients (To and Cc together) one mail may have.
-    max_recipients: int = field(default=10, metadata=reads(whole))
+    max_recipients: int = field(default=10, metadata=reads(whole, minimum=1, maximum=50))

@@ -19,9 +19,15 @@ from assistant_framework.config.settings.fields import (
     text,
     whole,
 )
+from assistant_framework.config.settings.policy import CAPABILITIES
+from assistant_framework.config.settings.readers import HTTP_URL, JsonSchema
 
 #: What an outside tool may do unless the owner says otherwise: ``ask`` under the shipped policy.
 DEFAULT_CAPABILITIES = ("network",)
+#: A list of capabilities (``["network", "send"]``): at least one, each once.
+CAPABILITY_LIST: JsonSchema = {"items": {"enum": list(CAPABILITIES)}, "minItems": 1, "uniqueItems": True}
+#: A server's name starts its tools' skill names: letters, digits and _ only.
+SERVER_NAME = "^[A-Za-z][A-Za-z0-9_]{0,23}$"
 
 
 @dataclass(frozen=True)
@@ -30,26 +36,28 @@ class ServerSettings:
 
     #: The entry's name in ``mcp.servers``; it starts its tools' skill names.
     name: str = field(default="", metadata=named())
-    command: str = field(default="", metadata=reads(text))
+    command: str = field(default="", metadata=reads(text, min_length=1))
     args: tuple[str, ...] = field(default=(), metadata=reads(strings))
     env: Mapping[str, str] = field(default_factory=frozen, repr=False, metadata=reads(mapping_of(text)))
     #: Empty: the bot's working directory.
-    cwd: str = field(default="", metadata=reads(text))
-    url: str = field(default="", metadata=reads(text))
+    cwd: str = field(default="", metadata=reads(text, min_length=1))
+    url: str = field(default="", metadata=reads(text, pattern=HTTP_URL))
     headers: Mapping[str, str] = field(default_factory=frozen, repr=False, metadata=reads(mapping_of(text)))
     enabled: bool = field(default=True, metadata=reads(flag))
     #: The tools offered to the model (the server's names or the skill names); None: every tool it lists.
-    tools: tuple[str, ...] | None = field(default=None, metadata=reads(maybe(strings), null=True))
-    capabilities: tuple[str, ...] = field(default=DEFAULT_CAPABILITIES, metadata=reads(strings))
+    tools: tuple[str, ...] | None = field(
+        default=None, metadata=reads(maybe(strings), null=True, each={"minLength": 1}, schema={"uniqueItems": True})
+    )
+    capabilities: tuple[str, ...] = field(default=DEFAULT_CAPABILITIES, metadata=reads(strings, schema=CAPABILITY_LIST))
     tool_capabilities: Mapping[str, tuple[str, ...]] = field(
-        default_factory=frozen, metadata=reads(mapping_of(strings))
+        default_factory=frozen, metadata=reads(mapping_of(strings), each=CAPABILITY_LIST)
     )
     #: Results are the owner's own content, not outside content.
     trusted: bool = field(default=False, metadata=reads(flag))
     #: None: the section's ``timeout_seconds``.
-    timeout_seconds: float | None = field(default=None, metadata=reads(maybe(number), null=True))
+    timeout_seconds: float | None = field(default=None, metadata=reads(maybe(number), null=True, above=0, maximum=600))
     #: The description a tool shows the model is cut to this many characters (0: the name only).
-    description_chars: int = field(default=200, metadata=reads(whole))
+    description_chars: int = field(default=200, metadata=reads(whole, minimum=0, maximum=2000))
 
     @property
     def transport(self) -> str:
@@ -92,8 +100,10 @@ class McpSettings:
 
     enabled: bool = field(default=True, metadata=reads(flag))
     #: A call, and a server's start (connect and list its tools); each server may set its own.
-    timeout_seconds: float = field(default=30.0, metadata=reads(number))
-    servers: Mapping[str, ServerSettings] = field(default_factory=frozen, metadata=keyed(ServerSettings))
+    timeout_seconds: float = field(default=30.0, metadata=reads(number, above=0, maximum=600))
+    servers: Mapping[str, ServerSettings] = field(
+        default_factory=frozen, metadata=keyed(ServerSettings, names=SERVER_NAME)
+    )
 
     def active(self) -> tuple[ServerSettings, ...]:
         """The servers to connect to (the section and the server enabled), each with its timeout filled in."""

@@ -29,7 +29,10 @@ class PolicySettings:
     #: A capability the config names replaces its default; the others keep theirs.
     capabilities: Mapping[str, str] = field(
         default_factory=lambda: DEFAULT_DECISIONS,
-        metadata=reads(mapping_of(one_of(*DECISIONS), over=DEFAULT_DECISIONS)),
+        metadata=reads(
+            mapping_of(one_of(*DECISIONS), over=DEFAULT_DECISIONS),
+            schema={"propertyNames": {"enum": list(CAPABILITIES)}},
+        ),
     )
     #: A skill the config names replaces its default; the others keep theirs.
     skills: Mapping[str, str] = field(
@@ -37,4 +40,6 @@ class PolicySettings:
         metadata=reads(mapping_of(one_of(*DECISIONS), over=DEFAULT_SKILL_DECISIONS)),
     )
     allow_private_network: bool = field(default=False, metadata=reads(flag))
-    guest_skills: tuple[str, ...] = field(default=DEFAULT_GUEST_SKILLS, metadata=reads(strings))
+    guest_skills: tuple[str, ...] = field(
+        default=DEFAULT_GUEST_SKILLS, metadata=reads(strings, schema={"uniqueItems": True})
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from assistant_framework.config.settings.fields import nests, number, one_of, reads, text, whole
+from assistant_framework.config.settings.readers import HTTP_URL
 
 #: When a reply is also spoken: never, to answer a voice note, or every reply.
 VOICE_REPLIES = ("off", "mirror", "always")
@@ -15,13 +16,13 @@ class SpeechSettings:
     """``voice.tts``: an OpenAI-compatible ``/audio/speech`` endpoint (Kokoro-FastAPI, openedai-speech,
     LocalAI, OpenAI)."""
 
-    base_url: str = field(default="", metadata=reads(text))
+    base_url: str = field(default="", metadata=reads(text, pattern=HTTP_URL))
     model: str = field(default="", metadata=reads(text))
     voice: str = field(default="alloy", metadata=reads(text))
     api_key: str = field(default="", repr=False, metadata=reads(text))
     #: The environment variable holding the key, when ``api_key`` is empty.
     api_key_env: str = field(default="", metadata=reads(text))
-    timeout_seconds: float = field(default=60.0, metadata=reads(number))
+    timeout_seconds: float = field(default=60.0, metadata=reads(number, above=0))
 
     @property
     def usable(self) -> bool:
@@ -37,4 +38,4 @@ class VoiceSettings:
     tts: SpeechSettings = field(default_factory=SpeechSettings, metadata=nests(SpeechSettings))
     #: At most this many characters of a reply are spoken (in voice notes of up to ~1000 each); the text
     #: always goes in full.
-    max_chars: int = field(default=3000, metadata=reads(whole))
+    max_chars: int = field(default=3000, metadata=reads(whole, minimum=1))
