@@ -162,19 +162,48 @@ def test_a_channel_declares_its_capabilities_in_the_contracts_terms(channel: str
 # -- registration: one Route line and the channel's own files --------------------------------------------
 
 
+def test_the_doctor_and_setup_find_each_channels_hooks_in_its_folder() -> None:
+    """ops/ names no channel (tests/test_layout.py): the doctor's checks and setup's steps are found by the
+    registry's names in channels/<name>/doctor.py and setup.py, with the hooks' signatures."""
+    from messaging_llm_bot.channels.doctor import channel_checks
+    from messaging_llm_bot.channels.setup import channel_setups
+    from messaging_llm_bot.conversation.routes import channel_names
+
+    checks = dict(channel_checks())
+    assert {"telegram", "signal", "email", "matrix", "webchat"} <= set(checks) <= set(channel_names())
+    assert all(list(inspect.signature(check).parameters) == ["ctx"] for check in checks.values())
+    setups = {hooks.channel: hooks for hooks in channel_setups()}
+    assert {"telegram", "email", "matrix"} <= set(setups) <= set(channel_names())
+    for hooks in setups.values():
+        assert list(inspect.signature(hooks.add_arguments).parameters) == ["parser"]
+        assert list(inspect.signature(hooks.steps).parameters) == ["setup"]
+
+
+def test_the_configured_channels_pages_are_mounted_from_their_entry() -> None:
+    """``assistant run`` mounts a channel's page through the registry (its entry's ``web_mount``), not by name:
+    the Chat page when the web chat is configured, nothing when it is not."""
+    from types import SimpleNamespace
+
+    from assistant_framework.config.settings import Settings
+    from messaging_llm_bot.channels.run import web_mounts
+
+    def mounted(web: dict[str, object]) -> list[str]:
+        runtime = SimpleNamespace(settings=Settings.from_config({"web": web}))
+        return [str(route[0]) for mount in web_mounts(runtime) for route in mount(SimpleNamespace())]
+
+    assert "/chat/?" in mounted({"enabled": True, "chat": True})
+    assert mounted({"enabled": True, "chat": False}) == []
+
+
 @pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.channel)
 def test_every_registered_channel_has_an_entry_the_run_can_start(route: Route) -> None:
     """``assistant run`` starts a channel from its Route alone: its folder's entry.py has ``runner`` (the
-    terminal chat is started by ``--frontend console`` itself, which owns the terminal), and the name is one
-    of ``--frontend``'s choices."""
+    terminal chat's too: ``--frontend console`` starts it so), and the name is one of ``--frontend``'s choices."""
     from messaging_llm_bot.channels.run import runner_factory
     from messaging_llm_bot.cli.run import build_parser
 
     [frontend] = [a for a in build_parser()._actions if a.dest == "frontend"]
     assert route.channel in (frontend.choices or ())
-    if route.configured is None:
-        assert route.channel == "console"
-        return
     factory = runner_factory(route.channel)
     assert list(inspect.signature(factory).parameters) == ["runtime", "options"]
     assert inspect.signature(factory).return_annotation in ("ChannelRunner", contract.ChannelRunner)

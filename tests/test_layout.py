@@ -169,6 +169,36 @@ def test_the_channel_check_sees_a_cross_channel_import() -> None:
     assert _channel_of(f"{BOT}.conversation.held") == ""
 
 
+def _channel_imports(path: Path) -> list[str]:
+    """Where a module imports a channel's folder (by statement or by a literal name), as ``file:line name``."""
+    rel = path.relative_to(ROOT)
+    found = [f"{rel}:{line} imports {name}" for line, name, _top in _imports(path) if _channel_of(name)]
+    dynamic = _dynamic_imports(path)
+    found += [f"{rel}:{line} imports {name} by name" for line, name in dynamic if _channel_of(name.rstrip("."))]
+    return found
+
+
+def test_ops_and_the_cli_name_no_channel() -> None:
+    """A channel's doctor checks, setup steps, start and web page come from its own folder through the registry
+    (channels/doctor.py, channels/setup.py, channels/run.py): ops/ and cli/ import no channel's folder, so a new
+    channel is new files plus its Route line (the email and Matrix channels each had to edit both)."""
+    wrong = [hit for folder in ("ops", "cli") for path in _modules(f"{BOT}/{folder}") for hit in _channel_imports(path)]
+    assert not wrong, "ops/ or cli/ names a channel; give the channel a hook in its folder:\n" + "\n".join(wrong)
+
+
+def test_the_no_channel_check_sees_a_channel_named(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import importlib\nfrom messaging_llm_bot.channels.doctor import Check\n\ndef f():\n"
+        "    from ..channels.email.servers import Mailbox\n"
+        "    importlib.import_module('messaging_llm_bot.channels.matrix.probe')\n"
+    )
+    module = f"{BOT}.ops.probe"
+    hits = [name for _line, name, _top in _imports(probe, module=module) if _channel_of(name)]
+    assert hits == [f"{CHANNELS}.email.servers"]  # the top-level channels.doctor is the registry's, not a channel
+    assert [name for _line, name in _dynamic_imports(probe) if _channel_of(name)] == [f"{CHANNELS}.matrix.probe"]
+
+
 def test_no_import_circle_among_the_channels_and_the_conversation_service() -> None:
     """A job's turn used to import the turn runner it is called from (telegram/turn.py <-> job_turn.py, the same
     on Signal), the Signal event reader the service that owns it; circles, type-only ones too, make a module

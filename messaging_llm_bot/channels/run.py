@@ -15,11 +15,15 @@ import importlib
 import signal
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from assistant_framework.config.settings import Settings
 from messaging_llm_bot.channels.contract import ChannelRunner, RunOptions
 from messaging_llm_bot.conversation.routes import configured_channels
 from messaging_llm_bot.conversation.runtime import Runtime
+
+if TYPE_CHECKING:
+    from assistant_framework.web.server import Mount  # Tornado: loaded only when the page runs
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 JOIN_SECONDS = 5.0  # a side channel's thread, once it was told to stop and the runtime is down
@@ -39,6 +43,18 @@ def runner_factory(name: str) -> RunnerFactory:
     entry = importlib.import_module(f"{__package__}.{name}.entry")
     factory: RunnerFactory = entry.runner
     return factory
+
+
+def web_mounts(runtime: Runtime) -> list[Mount]:
+    """The routes the configured channels serve on the bot's web page: an ``entry.py``'s ``web_mount(runtime)``,
+    where it has one (the web chat's Chat page)."""
+    mounts: list[Mount] = []
+    for name in configured_channels(runtime.settings):
+        entry = importlib.import_module(f"{__package__}.{name}.entry")
+        mount: Callable[[Runtime], Mount] | None = getattr(entry, "web_mount", None)
+        if mount is not None:
+            mounts.append(mount(runtime))
+    return mounts
 
 
 def run_chat_frontends(runtime: Runtime, names: list[str]) -> int:

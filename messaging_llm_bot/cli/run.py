@@ -212,15 +212,13 @@ def start(args: argparse.Namespace) -> int:
     )
     if runtime.settings.web.enabled:  # the page in the same process; Tornado only then
         from assistant_framework.web import start_if_enabled
+        from messaging_llm_bot.channels.run import web_mounts
         from messaging_llm_bot.serve.control_page import control_mount
         from messaging_llm_bot.serve.mounts import served_mounts
 
         mounts = served_mounts(runtime.settings, runtime.workspace, runtime.memory, runtime=runtime)
         mounts.append(control_mount(runtime.config_path, runtime))  # the Control section: /model, /pair
-        if runtime.settings.web.chat:  # the Chat page: the webchat channel's routes (docs/web.md#chat)
-            from messaging_llm_bot.channels.webchat.page import chat_mount
-
-            mounts.append(chat_mount(runtime))
+        mounts += web_mounts(runtime)  # the configured channels' pages (the web chat's: docs/web.md#chat)
         start_if_enabled(runtime, runner_secrets(runtime.config), mounts)
 
     if runtime.settings.hooks.endpoints:  # outside events start turns (docs/actions.md); Tornado only then
@@ -233,7 +231,8 @@ def start(args: argparse.Namespace) -> int:
             runtime.shutdown(timeout=5)
             return 2
 
-    from messaging_llm_bot.channels.run import enabled_frontends, run_chat_frontends
+    from messaging_llm_bot.channels.contract import RunOptions
+    from messaging_llm_bot.channels.run import enabled_frontends, run_chat_frontends, runner_factory
 
     chats = enabled_frontends(runtime.settings) if args.frontend is None else [args.frontend]
     frontend = args.frontend or ("chat" if chats else "telegram")
@@ -247,8 +246,6 @@ def start(args: argparse.Namespace) -> int:
     if new_workspace:  # said once the bot goes on with it (not before an exit for a missing token)
         first_run.say_new_workspace(runtime.workspace.root)
     if frontend == "console":
-        from messaging_llm_bot.channels.console.chat import run_console
-
         if sys.stdin.isatty():
             log_file = runtime.workspace.path(CONSOLE_LOG)
             setup_logging(
@@ -264,7 +261,7 @@ def start(args: argparse.Namespace) -> int:
                 return start(args)
 
         try:
-            return run_console(runtime)
+            return runner_factory("console")(runtime, RunOptions()).run()
         finally:
             if not runtime.shutdown(timeout=min(configured.shutdown_timeout_seconds, CONSOLE_EXIT_SECONDS)):
                 print(LEFT_FOR_NEXT_START, file=sys.stderr, flush=True)
