@@ -3044,6 +3044,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         "busy mode steer does nothing in the web chat: a message sent meanwhile waits its turn",
         BUSY_KIT,
     ),
+    Mutation(
+        "busy-matrix-never-joins",
+        f"{BOT}/channels/matrix/events.py",
+        "        if joinable(msg) and turns.busy.join("
+        "host.runtime, turns.flags, chat, sender, msg.text, msg.event_id, item):",
+        "        if False:",
+        "busy mode steer does nothing on Matrix: a message sent meanwhile waits its turn",
+        BUSY_KIT,
+    ),
     # -- the config's JSON Schema, derived from the settings records (config/settings/fields.py) -----------
     Mutation(
         "config-bounds-not-derived",

@@ -1078,7 +1078,21 @@ def _busy_on_webchat(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
     return _BusyChat(chat.send, lambda: chat.service.busy.joined(CONVERSATION), chat.replies, _two_stored(request))
 
 
+def _busy_on_matrix(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    from messaging_llm_bot.channels.matrix.settings import conversation_of
+
+    world, room = _matrix_room(request, patch=_busy_mode(mode))
+    busy = request.getfixturevalue("start_matrix").running[-1].service.turns.busy
+    return _BusyChat(
+        lambda text: world.owner.send(room, text),
+        lambda: busy.joined(conversation_of(room)),
+        lambda: list(world.owner.texts(room, world.bot.user_id)),
+        _two_stored(request),
+    )
+
+
 BUSY: dict[str, Callable[[pytest.FixtureRequest, str], _BusyChat]] = {
+    "matrix": _busy_on_matrix,
     "webchat": _busy_on_webchat,
     "telegram": _busy_on_telegram,
     "signal": _busy_on_signal,

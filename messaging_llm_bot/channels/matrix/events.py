@@ -27,8 +27,9 @@ from messaging_llm_bot.channels.matrix.message import MatrixMessage, command_nam
 from messaging_llm_bot.channels.matrix.settings import PREFIX, MatrixConfig
 from messaging_llm_bot.channels.matrix.state import StateFile
 from messaging_llm_bot.channels.matrix.tasks import ChatTasks
-from messaging_llm_bot.channels.matrix.turn import TurnRunner
+from messaging_llm_bot.channels.matrix.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation import commands as texts
+from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.held import StorageOutage, held_text
 from messaging_llm_bot.conversation.job_runs import is_job_item
@@ -243,8 +244,14 @@ class SyncReader:
         stored, item = await self.store(msg, event)
         if not stored:
             return False
-        if item is not None:
-            host.tasks.spawn(chat, host.turns.answer(item), owner=owner, exempt=True)
+        if item is None:
+            return True
+        turns = host.turns
+        # Busy modes (conversation/busy.py): stored first, then handed to the sender's running turn.
+        if joinable(msg) and turns.busy.join(host.runtime, turns.flags, chat, sender, msg.text, msg.event_id, item):
+            log.info("matrix: message %s joined the turn running in %s", msg.event_id, chat)
+            return True
+        host.tasks.spawn(chat, turns.answer(item), owner=owner, exempt=True)
         return True
 
     async def store(self, msg: MatrixMessage, event: dict[str, Any]) -> tuple[bool, InboxItem | None]:
@@ -320,6 +327,8 @@ class SyncReader:
         """Answer what the last run left in the inbox: job runs, then messages oldest first (never refused)."""
         host = self.host
         items = host.inbox.pending(PREFIX)
+        answered = answered_by_recorded(items)  # joined a turn whose reply was recorded: completed with it
+        items = [i for i in items if i.item_id not in answered]
         jobs = [i for i in items if is_job_item(i)]
         messages = [i for i in items if not is_job_item(i)]
         if messages:

@@ -34,6 +34,7 @@ from messaging_llm_bot.channels.matrix.message import MatrixMessage, parse_messa
 from messaging_llm_bot.channels.matrix.settings import MatrixConfig, address_of
 from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, offers_conversation, question_text
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
+from messaging_llm_bot.conversation.busy import BusyTurns, RunningTurn
 from messaging_llm_bot.conversation.chatflags import ChatFlags
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, area_for, files_input
@@ -73,7 +74,9 @@ class TurnRunner:
         self.stopping = False
         self.stop_event = asyncio.Event()
         self._active = RunningTurns()
-        self.flags = ChatFlags(runtime.workspace)  # notices told once per chat
+        self.flags = ChatFlags(runtime.workspace)  # notices told once per chat, /busy's choice
+        #: The turns a new message of the same person may join (busy modes, conversation/busy.py).
+        self.busy: BusyTurns[InboxItem] = BusyTurns()
         self.pool = TurnPool(lambda: self.runtime.settings)
 
     @property
@@ -114,15 +117,20 @@ class TurnRunner:
             log.error("matrix: inbox item %s holds no Matrix message; completing it", item.item_id)
             await asyncio.to_thread(self.inbox.complete, item.item_id)
             return
-        reply = item.reply
+        reply, merged = item.reply, list(item.merged)  # a replay's merged (busy modes): from the ledger
+        later: list[InboxItem] = []  # offered to this turn but not answered by it: each answered after it
         live: LiveReply | None = None
         if reply is None:
             typing = Typing(self.channel, msg.room_id, self.config.typing)
             live = LiveReply(self.channel, msg.address, item.item_id, on_message=lambda _id: self._live_sent(item))
             typing.start()
             live.start()
+            running: RunningTurn[InboxItem] | None = None
+            failed = True
             try:
-                reply = await self._produce(item, msg, live)
+                with self.busy.turn(item.conversation_id, msg.sender, joinable(msg)) as running:
+                    reply = await self._produce(item, msg, live)
+                failed = False
             except asyncio.CancelledError:
                 raise
             except OSError as exc:
@@ -134,13 +142,21 @@ class TurnRunner:
             finally:
                 await live.stop()
                 await typing.stop()
+            if running is not None:
+                joined, later = running.outcome(failed)
+                merged = [one.item_id for one in joined]
             try:
-                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
+                # One write: the reply and the later messages it answers (a replay completes them with it).
+                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, merged)
             except OSError as err:
                 log.warning("matrix: could not record the reply of %s: %s", item.item_id, err)
         live_id = live.event_id if live is not None else None
-        if await self.deliver(item, msg.address, reply, live_id):
-            await asyncio.to_thread(self.inbox.complete, item.item_id)
+        if not await self.deliver(item, msg.address, reply, live_id):
+            return  # stopping with the reply undelivered: it and the messages it answers stay in the inbox
+        for one in [*merged, item.item_id]:
+            await asyncio.to_thread(self.inbox.complete, one)
+        for other in later:  # offered, but the turn ended first: each answered in its own turn, in order
+            await self._answer(other)
 
     async def _live_sent(self, item: InboxItem) -> None:
         try:
@@ -320,3 +336,9 @@ class TurnRunner:
             deliver=deliver,
             tell=tell,
         )
+
+
+def joinable(msg: MatrixMessage) -> bool:
+    """A turn later messages may join, or a message that may join one (busy modes): a person's own text in a
+    direct room (no file, picture or voice message, no command)."""
+    return msg.direct and msg.media is None and not msg.text.startswith("/")
