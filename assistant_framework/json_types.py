@@ -12,3 +12,5 @@ from typing import Any
 
 #: A JSON object of any shape (``json.loads`` of an object).
 JsonObject = dict[str, Any]
+#: A JSON Schema document (a skill's args schema, a collector's config schema).
+JsonSchema = JsonObject

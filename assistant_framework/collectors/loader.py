@@ -20,8 +20,9 @@ from typing import Any, Callable
 
 import jsonschema
 
-from assistant_framework.collectors.spec import DEPRECATED_FORMS, REGISTER
+from assistant_framework.collectors.spec import DEPRECATED_FORMS, REGISTER, CollectorConfig, NotifyRule
 from assistant_framework.config import format_json_path
+from assistant_framework.json_types import JsonObject, JsonSchema
 from assistant_framework.plugin_import import PluginImportError, import_plugin
 from assistant_framework.schedules import validate_cron
 
@@ -31,7 +32,7 @@ DEFAULT_TIMEOUT_SECONDS = 300.0
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 #: Keys of ``collectors.<name>`` the framework itself reads.
-FRAMEWORK_KEYS_SCHEMA: dict[str, dict[str, Any]] = {
+FRAMEWORK_KEYS_SCHEMA: dict[str, JsonSchema] = {
     "enabled": {"type": "boolean"},
     "interval_seconds": {"type": "number", "exclusiveMinimum": 0},
     "cron": {"type": "string"},
@@ -65,12 +66,12 @@ class Collector:
     cron: str | None
     run: Callable[..., Any]
     folder: Path
-    config: dict[str, Any]
+    config: CollectorConfig
     enabled: bool
     timeout_seconds: float
-    notify: list[dict[str, Any]]
+    notify: list[NotifyRule]
     setup: Callable[..., Any] | None = None
-    config_schema: dict[str, Any] | None = None
+    config_schema: JsonSchema | None = None
     module: ModuleType | None = field(default=None, repr=False)
     #: What the folder uses of ``spec.DEPRECATED_FORMS``: one sentence each, naming the form to use.
     deprecated: list[str] = field(default_factory=list)
@@ -84,7 +85,7 @@ class CollectorLoadError:
     folder: Path
     error: str
     #: The collector's declared schema when only its config was wrong (for file-named errors).
-    config_schema: dict[str, Any] | None = None
+    config_schema: JsonSchema | None = None
 
 
 def schema_problem(schema: object) -> str | None:
@@ -109,9 +110,9 @@ def schema_problem(schema: object) -> str | None:
     return None
 
 
-def section_schema(collector_schema: dict[str, Any] | None) -> dict[str, Any]:
+def section_schema(collector_schema: JsonSchema | None) -> JsonSchema:
     """The schema for ``collectors.<name>``: the collector's own plus the framework keys."""
-    schema: dict[str, Any] = copy.deepcopy(collector_schema) if collector_schema else {"type": "object"}
+    schema: JsonSchema = copy.deepcopy(collector_schema) if collector_schema else {"type": "object"}
     if schema.get("type", "object") == "object":
         props = schema.setdefault("properties", {})
         for key, sub in FRAMEWORK_KEYS_SCHEMA.items():
@@ -119,7 +120,7 @@ def section_schema(collector_schema: dict[str, Any] | None) -> dict[str, Any]:
     return schema
 
 
-def schema_errors(name: str, schema: dict[str, Any], section: dict[str, Any]) -> list[str]:
+def schema_errors(name: str, schema: JsonSchema, section: CollectorConfig) -> list[str]:
     """Violations of a collector's section as ``collectors.<name>.path: message`` lines."""
     validator = jsonschema.Draft202012Validator(schema)
     out = []
@@ -138,7 +139,7 @@ def import_folder(folder: Path) -> ModuleType:
     return import_plugin(folder, "assistant_collectors")
 
 
-def load_collector(folder: Path, section: dict[str, Any] | None) -> Collector | CollectorLoadError:
+def load_collector(folder: Path, section: CollectorConfig | None) -> Collector | CollectorLoadError:
     """Import and register one collector folder; every failure is returned as a value."""
     name = folder.name
     section = dict(section or {})
@@ -171,8 +172,9 @@ def load_collector(folder: Path, section: dict[str, Any] | None) -> Collector | 
         return CollectorLoadError(name=name, folder=folder, error=detail)
 
 
-def _registration(module: ModuleType, section: dict[str, Any]) -> dict[str, Any]:
-    """The collector's fields as a dict (``spec.py``), with ``"deprecated"``: the deprecated forms it uses."""
+def _registration(module: ModuleType, section: CollectorConfig) -> JsonObject:
+    """The collector's fields as a dict (``spec.CollectorRegistration``, not yet checked), with ``"deprecated"``:
+    the deprecated forms it uses."""
     for factory_name in (REGISTER, "create_collector"):
         factory = getattr(module, factory_name, None)
         if callable(factory):
@@ -203,7 +205,7 @@ def _registration(module: ModuleType, section: dict[str, Any]) -> dict[str, Any]
     return spec
 
 
-def _bind_config(run: Callable[..., Any], section: dict[str, Any]) -> tuple[Callable[..., Any], bool]:
+def _bind_config(run: Callable[..., Any], section: CollectorConfig) -> tuple[Callable[..., Any], bool]:
     """``run(workspace, config)`` with its config bound, True; ``run(workspace)`` as is, False (deprecated)."""
     try:
         params = [
@@ -222,9 +224,9 @@ def _build(
     name: str,
     folder: Path,
     module: ModuleType,
-    spec: dict[str, Any],
-    section: dict[str, Any],
-    schema: dict[str, Any] | None,
+    spec: JsonObject,
+    section: CollectorConfig,
+    schema: JsonSchema | None,
 ) -> Collector:
     run = spec.get("run")
     if not callable(run):

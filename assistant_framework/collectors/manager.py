@@ -9,7 +9,7 @@ per message. Scheduling lives in :mod:`.runner`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence, TypedDict
 
 from assistant_framework.collectors.loader import (
     Collector,
@@ -18,9 +18,11 @@ from assistant_framework.collectors.loader import (
     load_collector,
     section_schema,
 )
+from assistant_framework.collectors.spec import SourceState
 from assistant_framework.collectors.state import load_state
 from assistant_framework.config.settings import RuntimeSettings
 from assistant_framework.config.settings.fields import read_record
+from assistant_framework.json_types import JsonObject, JsonSchema
 from assistant_framework.plugin_import import LoadOnce
 from assistant_framework.workspace import Workspace
 
@@ -36,10 +38,26 @@ _PROMPT_INTRO = (
 )
 
 
+class CollectorStatus(TypedDict):
+    """One collector's row of ``status()`` (``collectors status``, the web page, ``/now``)."""
+
+    name: str
+    enabled: bool
+    schedule: str | None
+    last_start: str | None
+    duration_s: float | None
+    outcome: str | None  # "ok" | "error" | "timeout" | "load-error"
+    error: str | None
+    next_run: str | None
+    consecutive_failures: int
+    sources: dict[str, SourceState]
+    failing_sources: int
+
+
 class CollectorManager:
     """Loads collector folders and answers questions about them."""
 
-    def __init__(self, dirs: Sequence[Path], collectors_config: dict[str, Any], workspace: Workspace) -> None:
+    def __init__(self, dirs: Sequence[Path], collectors_config: JsonObject, workspace: Workspace) -> None:
         self.dirs = [Path(d) for d in dirs]
         self.collectors_config = dict(collectors_config or {})
         self.workspace = workspace
@@ -50,7 +68,7 @@ class CollectorManager:
 
     @classmethod
     def from_config(
-        cls, config: dict[str, Any], workspace: Workspace, builtin_dir: Path | None = None, *, defer: bool = False
+        cls, config: JsonObject, workspace: Workspace, builtin_dir: Path | None = None, *, defer: bool = False
     ) -> "CollectorManager":
         """A loaded manager over the built-in folder plus ``runtime.collectors_dirs``.
 
@@ -113,7 +131,7 @@ class CollectorManager:
         self._prompt_cache = None
         self._once.done = True
 
-    def reload(self, collectors_config: dict[str, Any] | None = None) -> None:
+    def reload(self, collectors_config: JsonObject | None = None) -> None:
         """Load again, optionally with a new ``collectors`` config section."""
         if collectors_config is not None:
             self.collectors_config = dict(collectors_config)
@@ -133,7 +151,7 @@ class CollectorManager:
         known = ", ".join(sorted(self.collectors)) or "none"
         raise KeyError(f"no collector named {name!r} (loaded: {known})")
 
-    def schemas(self) -> dict[str, dict[str, Any]]:
+    def schemas(self) -> dict[str, JsonSchema]:
         """``{"collectors.<name>": schema}`` for config validation that names files."""
         schemas = {f"collectors.{c.name}": section_schema(c.config_schema) for c in self.collectors.values()}
         for error in self.errors:
@@ -147,9 +165,9 @@ class CollectorManager:
             self._prompt_cache = render_prompt_section(self.enabled())
         return self._prompt_cache
 
-    def status(self) -> list[dict[str, Any]]:
+    def status(self) -> list[CollectorStatus]:
         """Per collector (loaded or failed): schedule state as stored in the workspace."""
-        rows = []
+        rows: list[CollectorStatus] = []
         for name, collector in sorted(self.collectors.items()):
             state = load_state(self.workspace, name)
             rows.append(

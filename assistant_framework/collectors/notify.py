@@ -6,7 +6,9 @@ is a case-insensitive substring test on the item's fields. No rules, no pushes.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable, Mapping, Sequence
+
+from assistant_framework.collectors.spec import CollectorItem, NotifyRule
 
 MAX_LISTED = 5
 
@@ -17,7 +19,7 @@ _FIELDS = {
 }
 
 
-def item_matches(rule: dict[str, Any], item: dict[str, Any]) -> bool:
+def item_matches(rule: NotifyRule, item: CollectorItem) -> bool:
     """True when one rule matches one item."""
     needle = str(rule.get("value") or "").casefold()
     keys = _FIELDS.get(str(rule.get("match")))
@@ -26,22 +28,22 @@ def item_matches(rule: dict[str, Any], item: dict[str, Any]) -> bool:
     return any(needle in str(item.get(key) or "").casefold() for key in keys)
 
 
-def matching_items(rules: Iterable[dict[str, Any]], items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def matching_items(rules: Iterable[NotifyRule], items: Iterable[CollectorItem]) -> list[CollectorItem]:
     """New items matched by any rule, in their original order."""
     rules = list(rules)
     if not rules:
         return []
-    return [item for item in items if isinstance(item, dict) and any(item_matches(r, item) for r in rules)]
+    return [item for item in items if isinstance(item, Mapping) and any(item_matches(r, item) for r in rules)]
 
 
-def item_title(item: dict[str, Any]) -> str:
+def item_title(item: CollectorItem) -> str:
     for key in ("title", "subject", "summary"):
         if item.get(key):
             return " ".join(str(item[key]).split())
     return "(untitled)"
 
 
-def notify_text(collector_name: str, items: list[dict[str, Any]]) -> str:
+def notify_text(collector_name: str, items: Sequence[CollectorItem]) -> str:
     """One short push message for the matched items of a run."""
     lines = [f"{collector_name}: {len(items)} new matching item{'s' if len(items) != 1 else ''}"]
     for item in items[:MAX_LISTED]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import threading
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
+from assistant_framework.collectors.spec import CollectorItem, SourceReport
+from assistant_framework.json_types import JsonObject
 from assistant_framework.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -30,11 +32,11 @@ class RunOutcome:
     error: str | None = None
     written: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)  # files the run deleted
-    new_items: list[dict[str, Any]] = field(default_factory=list)
+    new_items: list[CollectorItem] = field(default_factory=list)
     summary: str = ""
     errors: list[str] = field(default_factory=list)
     next_run: str | None = None
-    sources: dict[str, Any] = field(default_factory=dict)  # per-source results the collector reported
+    sources: dict[str, SourceReport] = field(default_factory=dict)  # per-source results the collector reported
 
 
 @dataclass
@@ -80,10 +82,12 @@ def apply_result(outcome: RunOutcome, result: object) -> None:
     outcome.errors = [str(e)[:MAX_ERROR_CHARS] for e in (result.get("errors") or [])]
     sources = result.get("sources")
     if isinstance(sources, dict):
-        outcome.sources = {str(k): v for k, v in sources.items() if isinstance(v, dict)}
+        # As the collector wrote them: merge_sources reads each key with a default.
+        outcome.sources = {str(k): cast(SourceReport, v) for k, v in sources.items() if isinstance(v, dict)}
 
 
-def outcome_dict(outcome: RunOutcome) -> dict[str, Any]:
+def outcome_dict(outcome: RunOutcome) -> JsonObject:
+    """The run as JSON (the web page's ``POST /api/collectors/<name>/run`` answer)."""
     return asdict(outcome)
 
 

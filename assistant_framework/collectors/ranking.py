@@ -14,7 +14,9 @@ items that stand out go unsorted.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
+
+from assistant_framework.collectors.spec import CollectorItem
 
 #: The fields whose text is scored (title first), and how much of each.
 TEXT_FIELDS = ("title", "subject", "summary", "snippet", "description")
@@ -103,13 +105,13 @@ def question_words(question: str) -> frozenset[str]:
     return frozenset(word.lower() for word in _WORD.findall(kept)) - _STOP
 
 
-def item_text(item: dict[str, Any]) -> str:
+def item_text(item: CollectorItem) -> str:
     """The item's own text, lower case, as scored."""
     parts = [str(item[key]) for key in TEXT_FIELDS if item.get(key)]
     return " ".join(" ".join(parts).split())[:SCORED_CHARS].lower()
 
 
-def cheap_score(item: dict[str, Any], wanted: frozenset[str]) -> int:
+def cheap_score(item: CollectorItem, wanted: frozenset[str]) -> int:
     """Above zero: the item stands out (the question's words, trouble or a deadline); below: junk signals."""
     text = item_text(item)
     words = set(_WORD.findall(text))
@@ -120,7 +122,7 @@ def cheap_score(item: dict[str, Any], wanted: frozenset[str]) -> int:
     return score
 
 
-def ranked(items: list[dict[str, Any]], question: str) -> tuple[list[dict[str, Any]], int]:
+def ranked(items: Sequence[CollectorItem], question: str) -> tuple[list[CollectorItem], int]:
     """The items best first (ties keep their order), and how many at the front stand out (score above zero)."""
     wanted = question_words(question)
     scored = sorted(((cheap_score(item, wanted), n, item) for n, item in enumerate(items)), key=lambda s: (-s[0], s[1]))

@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from assistant_framework.collectors.notify import matching_items, notify_text
 from assistant_framework.collectors.outcome import (
@@ -32,6 +32,7 @@ from assistant_framework.collectors.outcome import (
     run_in_worker,
     snapshot,
 )
+from assistant_framework.collectors.spec import CollectorItem
 from assistant_framework.collectors.state import load_state, merge_sources, update_state
 from assistant_framework.collectors.triage import TriageBudget, ask_model, ask_rules
 from assistant_framework.schedules import (
@@ -238,7 +239,7 @@ class CollectorRunner:
         except Exception as exc:  # noqa: BLE001 - the index is a cache: its refresh catches up later
             log.warning("collector %s: indexing its files failed (memory's refresh retries): %s", name, exc)
 
-    def _notify(self, collector: "Collector", items: list[dict[str, Any]]) -> None:
+    def _notify(self, collector: "Collector", items: list[CollectorItem]) -> None:
         if self.notify is None or not collector.notify:
             return
         matched = matching_items(collector.notify, items)

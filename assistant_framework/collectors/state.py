@@ -8,9 +8,11 @@ the other's fields.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from assistant_framework.collectors.spec import CollectorCursor, SourceState
 from assistant_framework.workspace import Workspace
 
 STATE_DIR = "state/collectors"
@@ -29,10 +31,10 @@ class CollectorState:
     next_run: str | None = None
     consecutive_failures: int = 0
     runs: int = 0
-    cursor: dict[str, Any] = field(default_factory=dict)
+    cursor: CollectorCursor = field(default_factory=dict)
     # Per source (feed URL, calendar name, mail folder): ok, last_ok, last_error, last_error_at, failures, items,
     # skipped.
-    sources: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, SourceState] = field(default_factory=dict)
 
 
 def state_path(name: str) -> str:
@@ -70,30 +72,30 @@ def update_state(workspace: Workspace, name: str, **changes: Any) -> CollectorSt
     return state
 
 
-def load_cursor(workspace: Workspace, name: str) -> dict[str, Any]:
+def load_cursor(workspace: Workspace, name: str) -> CollectorCursor:
     """The collector's own cursor (empty dict on first run)."""
     return dict(load_state(workspace, name).cursor)
 
 
-def save_cursor(workspace: Workspace, name: str, cursor: dict[str, Any]) -> None:
+def save_cursor(workspace: Workspace, name: str, cursor: CollectorCursor) -> None:
     """Replace the collector's cursor; never put secrets in it."""
     update_state(workspace, name, cursor=dict(cursor))
 
 
-def merge_sources(previous: dict[str, Any], report: dict[str, Any], when: str) -> dict[str, Any]:
+def merge_sources(previous: Mapping[str, object], report: Mapping[str, object], when: str) -> dict[str, SourceState]:
     """The per-source record after a run that reported ``report`` (sources it no longer lists are dropped)."""
-    merged: dict[str, Any] = {}
+    merged: dict[str, SourceState] = {}
     for name, result in report.items():
         if not isinstance(result, dict):
             continue
         before = value if isinstance(value := previous.get(name), dict) else {}
-        row = {
-            "ok": bool(result.get("ok")),
-            "last_ok": before.get("last_ok"),
-            "last_error": before.get("last_error"),
-            "last_error_at": before.get("last_error_at"),
-            "failures": 0,
-        }
+        row = SourceState(
+            ok=bool(result.get("ok")),
+            last_ok=before.get("last_ok"),
+            last_error=before.get("last_error"),
+            last_error_at=before.get("last_error_at"),
+            failures=0,
+        )
         if row["ok"]:
             row["last_ok"] = when
             row["items"] = result.get("items", 0)
@@ -103,10 +105,8 @@ def merge_sources(previous: dict[str, Any], report: dict[str, Any], when: str) -
             if result.get("warnings"):
                 row["warnings"] = result["warnings"]
         else:
-            row.update(
-                last_error=str(result.get("error") or "failed"),
-                last_error_at=when,
-                failures=int(before.get("failures", 0)) + 1,
-            )
+            row["last_error"] = str(result.get("error") or "failed")
+            row["last_error_at"] = when
+            row["failures"] = int(before.get("failures", 0)) + 1
         merged[str(name)] = row
     return merged

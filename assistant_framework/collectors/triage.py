@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any, Callable
+from typing import Callable, TypedDict
 
 from assistant_framework.collectors.ranking import ranked
+from assistant_framework.collectors.spec import CollectorItem, NotifyRule
 from assistant_framework.memory.modelcall import call_model, json_schema_format, parse_json_reply
 from assistant_framework.workspace import Workspace
 
@@ -51,17 +53,17 @@ TRIAGE_SCHEMA = {
 Complete = Callable[..., str]
 
 
-def ask_rules(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def ask_rules(rules: Sequence[NotifyRule]) -> list[NotifyRule]:
     """The ``ask`` rules among a collector's notify rules."""
     return [rule for rule in rules if isinstance(rule, dict) and rule.get("match") == ASK and rule.get("value")]
 
 
-def _first(item: dict[str, Any], keys: tuple[str, ...]) -> str:
+def _first(item: CollectorItem, keys: tuple[str, ...]) -> str:
     value = next((str(item[k]) for k in keys if item.get(k)), "")
     return " ".join(value.split())[:ITEM_CHARS]
 
 
-def item_line(number: int, item: dict[str, Any]) -> str:
+def item_line(number: int, item: CollectorItem) -> str:
     """One item as the model sees it: its number, title, origin and the start of its text, on one line."""
     title = _first(item, ("title", "subject", "summary"))
     origin = _first(item, ("from", "sender", "feed"))
@@ -72,7 +74,7 @@ def item_line(number: int, item: dict[str, Any]) -> str:
     return f"{number}. " + (" | ".join(parts) or "(no text)")
 
 
-def triage_messages(question: str, items: list[dict[str, Any]]) -> list[dict[str, str]]:
+def triage_messages(question: str, items: Sequence[CollectorItem]) -> list[dict[str, str]]:
     """The request: the owner's question, then the items, numbered from 1, marked as outside content."""
     system = (
         "You sort new items for the owner of a personal assistant. For each item, answer the owner's "
@@ -104,6 +106,17 @@ def reserve_of(limit: int) -> int:
     return limit // 4
 
 
+class TriageCounts(TypedDict, total=False):
+    """One collector's day in ``state/collectors/triage.json``."""
+
+    asked: int
+    reserve_used: int
+    not_asked: int
+    limit: int
+    noticed: bool
+    noticed_standing: bool
+
+
 @dataclass
 class Grant:
     """What one run may ask: the first ``standing`` of the items that stand out and the first ``ordinary`` of the
@@ -116,7 +129,7 @@ class Grant:
     #: The owner's message, if one is due: about items that stood out ("standing"), or any ("skipped").
     notice_due: str | None = None
     #: Today's counts after this run (for the notice).
-    today: dict[str, Any] = field(default_factory=dict)
+    today: TriageCounts = field(default_factory=lambda: TriageCounts())
 
 
 class TriageBudget:
@@ -133,7 +146,7 @@ class TriageBudget:
         reserve = reserve_of(limit)
         with self.workspace.lock(BUDGET_FILE):
             day, counts = _load(self.workspace, now.date())
-            mine = counts.setdefault(collector, {})
+            mine = counts.setdefault(collector, TriageCounts())
             used = _count(mine.get("asked"))
             reserve_used = min(_count(mine.get("reserve_used")), used)
             shared_left = max(0, hourly_share(limit - reserve, now.hour) - (used - reserve_used))
@@ -145,7 +158,9 @@ class TriageBudget:
             grant.standing_not_asked = standing - grant.standing
             grant.not_asked = grant.standing_not_asked + ordinary - grant.ordinary
             mine.update(
-                asked=used + grant.standing + grant.ordinary, reserve_used=reserve_used + from_reserve, limit=limit
+                TriageCounts(
+                    asked=used + grant.standing + grant.ordinary, reserve_used=reserve_used + from_reserve, limit=limit
+                )
             )
             if grant.not_asked:
                 mine["not_asked"] = _count(mine.get("not_asked")) + grant.not_asked
@@ -155,27 +170,27 @@ class TriageBudget:
                 elif not mine.get("noticed"):
                     mine["noticed"] = True
                     grant.notice_due = "skipped"
-            grant.today = dict(mine)
+            grant.today = TriageCounts(**mine)
             if grant.standing or grant.ordinary or grant.not_asked:
                 self.workspace.write_json(BUDGET_FILE, {"day": day, "collectors": counts})
             return grant
 
 
-def triage_status(workspace: Workspace, today: date) -> dict[str, dict[str, Any]]:
+def triage_status(workspace: Workspace, today: date) -> dict[str, TriageCounts]:
     """Today's ask-rule counts per collector: ``asked``, ``not_asked``, ``limit`` (for ``/now``)."""
     return _load(workspace, today)[1]
 
 
-def _load(workspace: Workspace, today: date) -> tuple[str, dict[str, dict[str, Any]]]:
+def _load(workspace: Workspace, today: date) -> tuple[str, dict[str, TriageCounts]]:
     day = today.isoformat()
     data = workspace.read_json(BUDGET_FILE, default={}) or {}
     if not isinstance(data, dict):
         return day, {}
     if data.get("day") == day and isinstance(data.get("collectors"), dict):
-        return day, {str(k): dict(v) for k, v in data["collectors"].items() if isinstance(v, dict)}
+        return day, {str(k): TriageCounts(**v) for k, v in data["collectors"].items() if isinstance(v, dict)}
     old = data.get(day)  # the earlier form: {"YYYY-MM-DD": {collector: asked}}
     if isinstance(old, dict):
-        return day, {str(k): {"asked": _count(v)} for k, v in old.items()}
+        return day, {str(k): TriageCounts(asked=_count(v)) for k, v in old.items()}
     return day, {}
 
 
@@ -187,7 +202,7 @@ def _count(value: object) -> int:
 NOTICE_TITLE_CHARS = 80
 
 
-def _standing_notice(collector: str, counts: dict[str, Any], limit: int, skipped: int, example: str) -> str:
+def _standing_notice(collector: str, counts: TriageCounts, limit: int, skipped: int, example: str) -> str:
     title = " ".join(example.split())
     title = title if len(title) <= NOTICE_TITLE_CHARS else title[: NOTICE_TITLE_CHARS - 1] + "…"
     named = f" (such as \u201c{title}\u201d)" if title else ""
@@ -199,7 +214,7 @@ def _standing_notice(collector: str, counts: dict[str, Any], limit: int, skipped
     )
 
 
-def _notice(collector: str, counts: dict[str, Any], limit: int, now: datetime) -> str:
+def _notice(collector: str, counts: TriageCounts, limit: int, now: datetime) -> str:
     return (
         f"{collector}: {counts['not_asked']} new item(s) were not sorted for you (nor pushed): the ask rule's "
         f"budget is spent for now ({counts['asked']} of {limit} asked today, spread over the day; more are asked "
@@ -212,15 +227,15 @@ def _notice(collector: str, counts: dict[str, Any], limit: int, now: datetime) -
 class Triage:
     """One ask rule's outcome for one run: the items to push, and the owner's notice if one is due."""
 
-    picked: list[dict[str, Any]] = field(default_factory=list)
+    picked: list[CollectorItem] = field(default_factory=list)
     not_asked: int = 0
     notice: str | None = None
 
 
 def ask_model(
     complete: Complete,
-    rule: dict[str, Any],
-    items: list[dict[str, Any]],
+    rule: NotifyRule,
+    items: Sequence[CollectorItem],
     *,
     collector: str,
     budget: TriageBudget,

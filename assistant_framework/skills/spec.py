@@ -34,7 +34,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from assistant_framework.config.settings import RuntimeSettings, Settings
-from assistant_framework.json_types import JsonObject
+from assistant_framework.json_types import JsonObject, JsonSchema
 from assistant_framework.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -42,8 +42,6 @@ if TYPE_CHECKING:
 
 #: The arguments of one skill call: the JSON object the model wrote (after the schema check, the skill's).
 SkillArgs = JsonObject
-#: A JSON Schema document (a skill's args schema).
-JsonSchema = JsonObject
 
 
 class CatalogEntry(TypedDict):

@@ -11,15 +11,19 @@ import hashlib
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import cast
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors.fetch import FetchError, fetch, fetch_all
+from assistant_framework.collectors.spec import CollectorConfig, CollectorRegistration, CollectorResult, SourceReport
+from assistant_framework.json_types import JsonObject
 from assistant_framework.redaction import redact_text
+from assistant_framework.workspace import Workspace
 
 from .bounds import RunBudget
 from .events import Expansion, changes, expand, parse_calendar, reason_text, sort_key, window
+from .records import CalendarEvent, CalendarSource
 from .render import upcoming_markdown
 
 NAME = "calendar"
@@ -56,7 +60,7 @@ CONFIG_SCHEMA = {
 }
 
 
-def register_collector(config: dict[str, Any]) -> dict[str, Any]:
+def register_collector(config: CollectorConfig) -> CollectorRegistration:
     """The collector registration (see docs/collectors.md)."""
     return {
         "name": NAME,
@@ -72,20 +76,20 @@ def register_collector(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def source_list(config: dict[str, Any]) -> list[dict[str, Any]]:
+def source_list(config: CollectorConfig) -> list[CalendarSource]:
     """Normalise ``sources`` to ``{"url"|"path", "name"}`` dicts with unique names.
 
     The name keys a source's last known events, so it must be unique: the configured
     name, else the file name plus a hash of the whole URL or path (every Google
     Calendar URL ends in ``basic.ics``).
     """
-    out = []
+    out: list[CalendarSource] = []
     for item in config.get("sources") or []:
         if isinstance(item, str):
             key = "url" if item.startswith(("http://", "https://", "webcal://")) else "path"
-            out.append({key: item, "name": ""})
+            out.append(CalendarSource(url=item, name="") if key == "url" else CalendarSource(path=item, name=""))
         else:
-            out.append(dict(item))
+            out.append(CalendarSource(**item))
     taken: set[str] = set()
     for source in out:
         where = source.get("path") or source.get("url", "")
@@ -101,7 +105,7 @@ def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
-def read_source(source: dict[str, Any], timeout: float) -> bytes:
+def read_source(source: CalendarSource, timeout: float) -> bytes:
     """The raw ICS bytes of one source; OSError names what went wrong (the caller adds the source)."""
     if "path" in source:
         return Path(source["path"]).expanduser().read_bytes()
@@ -117,7 +121,7 @@ def read_source(source: dict[str, Any], timeout: float) -> bytes:
     return answer.content
 
 
-def _label(source: dict[str, Any]) -> str:
+def _label(source: CalendarSource) -> str:
     """How errors name a source: its name and path, or its URL without the query (tokens live there)."""
     if source.get("path"):
         return f"{source['name']} ({source['path']})"
@@ -129,7 +133,7 @@ def _label(source: dict[str, Any]) -> str:
     return f"{source['name']} ({url.scheme}://{where}/{'…/' if url.path.count('/') > 1 else ''}{tail})"
 
 
-def collect(workspace, config: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
+def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None = None) -> CollectorResult:
     """Expand every source over the window and write events.json and upcoming.md.
 
     Sources are fetched in a small pool; each one's events are saved to
@@ -145,9 +149,9 @@ def collect(workspace, config: dict[str, Any], now: datetime | None = None) -> d
     sources = source_list(config)
     previous = workspace.read_json(f"{BASE}/events.json", default=[]) or []
     today = start.date().isoformat()
-    events: list[dict[str, Any]] = []
+    events: list[CalendarEvent] = []
     errors: list[str] = []
-    report: dict[str, dict[str, Any]] = {}
+    report: dict[str, SourceReport] = {}
     failed = 0
     skipped_total = 0
     checked: set[str] = set()  # sources read fine, with no broken event: their missing occurrences are gone
@@ -155,7 +159,7 @@ def collect(workspace, config: dict[str, Any], now: datetime | None = None) -> d
     budget = RunBudget()  # occurrences listed by the whole run, all sources together
     cut: set[tuple[str, str]] = set()  # (calendar, uid) of events not listed in full: no change report
 
-    def work(source: dict[str, Any]) -> Expansion:
+    def work(source: CalendarSource) -> Expansion:
         cal = parse_calendar(read_source(source, timeout), _label(source))
         return expand(cal, start, end, tz, source["name"], budget)
 
@@ -222,17 +226,20 @@ def _in(event: object, cut: set[tuple[str, str]]) -> bool:
     return isinstance(event, dict) and (event.get("calendar"), event.get("uid")) in cut
 
 
-def _last_known(workspace, name: str, previous: list[Any], today: str) -> list[dict[str, Any]]:
+def _last_known(workspace: Workspace, name: str, previous: list[JsonObject], today: str) -> list[CalendarEvent]:
     """A failed source's events from its last good run (its own file, else events.json), still current."""
     saved = workspace.read_json(f"{SOURCES}/{_file_name(name)}.json", default=None)
     known = saved.get("events") if isinstance(saved, dict) else None
     known = known if isinstance(known, list) else previous
+    # Written by this collector as CalendarEvent records (events.json, sources/<name>.json).
     return [
-        e for e in known if isinstance(e, dict) and e.get("calendar") == name and str(e.get("end", ""))[:10] >= today
+        cast(CalendarEvent, e)
+        for e in known
+        if isinstance(e, dict) and e.get("calendar") == name and str(e.get("end", ""))[:10] >= today
     ]
 
 
-def _save_source(workspace, name: str, events: list[dict[str, Any]]) -> None:
+def _save_source(workspace: Workspace, name: str, events: list[CalendarEvent]) -> None:
     """The source's events as last known (rewritten only when they changed)."""
     rel = f"{SOURCES}/{_file_name(name)}.json"
     saved = workspace.read_json(rel, default=None)
@@ -240,8 +247,8 @@ def _save_source(workspace, name: str, events: list[dict[str, Any]]) -> None:
         workspace.write_json(rel, {"name": name, "events": events})
 
 
-def _unique(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    seen: set[tuple[Any, ...]] = set()
+def _unique(events: list[CalendarEvent]) -> list[CalendarEvent]:
+    seen: set[tuple[str | None, str, str, str]] = set()
     out = []
     for event in events:
         key = (event.get("calendar"), event.get("uid"), event.get("start"), event.get("summary"))

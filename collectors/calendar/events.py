@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
-from typing import Any
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 import icalendar
 import recurring_ical_events
+
+from assistant_framework.json_types import JsonObject
 
 from .bounds import (
     MAX_OCCURRENCES_PER_EVENT,
@@ -18,6 +20,7 @@ from .bounds import (
     repeats_per_day,
     rule_steps,
 )
+from .records import CalendarEvent, EventChange
 
 MAX_REASON_CHARS = 200
 
@@ -57,7 +60,7 @@ def window(now: datetime, days: int) -> tuple[datetime, datetime]:
 class Expansion:
     """One calendar's occurrences in the window, the events skipped, and the events cut short."""
 
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[CalendarEvent] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)  # broken, or repeating too often to expand
     cut: list[str] = field(default_factory=list)  # warnings: events whose occurrences were not all listed
     cut_uids: set[str] = field(default_factory=set)  # their UIDs (left out of the change report)
@@ -178,8 +181,10 @@ def _expand_series(
         out.cut_uids.add(uid)
 
 
-def _records(occurrences: list[Any], tz: ZoneInfo, calendar_name: str) -> tuple[list[dict[str, Any]], list[Skipped]]:
-    records: list[dict[str, Any]] = []
+def _records(
+    occurrences: list[icalendar.Event], tz: ZoneInfo, calendar_name: str
+) -> tuple[list[CalendarEvent], list[Skipped]]:
+    records: list[CalendarEvent] = []
     skipped: dict[str, Skipped] = {}
     for event in occurrences:
         try:
@@ -204,7 +209,7 @@ def reason_text(exc: BaseException) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
-def event_record(event, tz: ZoneInfo) -> dict[str, Any] | None:
+def event_record(event: icalendar.Event, tz: ZoneInfo) -> CalendarEvent | None:
     """One occurrence as a record (None when cancelled); raises on a broken DTSTART/DTEND (the caller skips the
     event)."""
     dtstart = event.get("DTSTART")
@@ -240,19 +245,19 @@ def _iso(value: date | datetime, tz: ZoneInfo) -> str:
     return value.isoformat()
 
 
-def sort_key(record: dict[str, Any]) -> tuple[Any, ...]:
+def sort_key(record: CalendarEvent) -> tuple[str, int, str, str]:
     # All-day events sort first on their day; timed ones by their local start.
     return (record["start"][:10], 0 if record["all_day"] else 1, record["start"], record["summary"])
 
 
 def changes(
-    previous: list[dict[str, Any]],
-    current: list[dict[str, Any]],
+    previous: list[JsonObject],
+    current: list[CalendarEvent],
     *,
     checked: set[str] | None = None,
     now: datetime | None = None,
     until: datetime | None = None,
-) -> list[dict[str, Any]]:
+) -> list[EventChange]:
     """Occurrences that are new, changed, moved or gone since the last run, as notify-ready items.
 
     Gone ones count only for the calendars in ``checked`` (read fine this run: a failed source keeps
@@ -262,17 +267,18 @@ def changes(
     A new occurrence in the window's last day is not taken for a moved one: the window moving on
     brings the next one of a series into view, which is no move of the one cancelled meanwhile.
     """
-    before = {(e.get("uid"), e.get("start")): e for e in previous if isinstance(e, dict)}
+    # events.json as the last run wrote it: CalendarEvent records.
+    before = {(e.get("uid"), e.get("start")): cast(CalendarEvent, e) for e in previous if isinstance(e, dict)}
     now_keys = {(e["uid"], e["start"]) for e in current}
     gone = [
         e
         for key, e in before.items()
         if key not in now_keys and checked is not None and e.get("calendar") in checked and _ahead(e, now, until)
     ]
-    gone_by_uid: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    gone_by_uid: dict[tuple[str | None, str], list[CalendarEvent]] = {}
     for event in gone:
         gone_by_uid.setdefault((event.get("calendar"), event.get("uid")), []).append(event)
-    out = []
+    out: list[EventChange] = []
     for event in current:
         old = before.get((event["uid"], event["start"]))
         if old is None:
@@ -280,7 +286,7 @@ def changes(
             if was:
                 moved_from = was.pop(0)
                 out.append(
-                    {**event, "title": f"moved: {event['summary']}", "change": "moved", "was": moved_from["start"]}
+                    EventChange(**event, title=f"moved: {event['summary']}", change="moved", was=moved_from["start"])
                 )
                 continue
             kind = "new"
@@ -288,15 +294,15 @@ def changes(
             kind = "changed"
         else:
             continue
-        out.append({**event, "title": event["summary"], "change": kind})
+        out.append(EventChange(**event, title=event["summary"], change=kind))
     for left in gone_by_uid.values():
         out.extend(
-            {**event, "title": f"cancelled: {event.get('summary', '')}", "change": "cancelled"} for event in left
+            EventChange(**event, title=f"cancelled: {event.get('summary', '')}", change="cancelled") for event in left
         )
     return out
 
 
-def _entering(event: dict[str, Any], until: datetime | None) -> bool:
+def _entering(event: CalendarEvent, until: datetime | None) -> bool:
     """Whether an occurrence starts in the last day before ``until`` (it may just have come into view)."""
     if until is None:
         return False
@@ -306,7 +312,7 @@ def _entering(event: dict[str, Any], until: datetime | None) -> bool:
         return False
 
 
-def _ahead(event: dict[str, Any], now: datetime | None, until: datetime | None) -> bool:
+def _ahead(event: CalendarEvent, now: datetime | None, until: datetime | None) -> bool:
     """Whether an occurrence has not ended by ``now`` and starts before ``until`` (unparseable: no)."""
     anchor = now or until
     if anchor is None:

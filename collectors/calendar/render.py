@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors.days import covered_days, parse_moment
 
+from .records import CalendarEvent
 
-def upcoming_markdown(events: list[dict[str, Any]], start: datetime, days: int, tz_name: str) -> str:
+
+def upcoming_markdown(events: list[CalendarEvent], start: datetime, days: int, tz_name: str) -> str:
     """Each event under every day its span overlaps (end exclusive), all-day ones first."""
     tz = ZoneInfo(tz_name)
     by_day: dict[date, list[str]] = {}
@@ -32,7 +33,7 @@ def upcoming_markdown(events: list[dict[str, Any]], start: datetime, days: int, 
     return "\n".join(lines) + "\n"
 
 
-def _line(event: dict[str, Any], day: date, tz: ZoneInfo) -> str:
+def _line(event: CalendarEvent, day: date, tz: ZoneInfo) -> str:
     if event["all_day"]:
         when = "all day"
     else:

@@ -7,13 +7,17 @@ they are never written into the workspace, the state file or logs.
 from __future__ import annotations
 
 import imaplib
-from typing import Any
+from datetime import datetime
+from email.message import EmailMessage
 from zoneinfo import ZoneInfo
 
+from assistant_framework.collectors.spec import CollectorConfig, CollectorRegistration, CollectorResult, SourceReport
 from assistant_framework.collectors.state import load_cursor, save_cursor
 from assistant_framework.hints import CLI
+from assistant_framework.workspace import Workspace
 
 from .imap_fetch import MailConfigError, connect, fetch_new, list_folders, logout
+from .records import FolderCursor, MailItem
 from .render import folder_slug, parse, render
 
 NAME = "mail"
@@ -39,7 +43,7 @@ CONFIG_SCHEMA = {
 }
 
 
-def register_collector(config: dict[str, Any]) -> dict[str, Any]:
+def register_collector(config: CollectorConfig) -> CollectorRegistration:
     """The collector registration (see docs/collectors.md)."""
     return {
         "name": NAME,
@@ -56,17 +60,17 @@ def register_collector(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def collect(workspace, config: dict[str, Any]) -> dict[str, Any]:
+def collect(workspace: Workspace, config: CollectorConfig) -> CollectorResult:
     """Fetch new messages of every configured folder; a failing folder does not stop the others."""
     tz = ZoneInfo(config.get("timezone") or "UTC")
     folders = config.get("folders") or ["INBOX"]
     limit = int(config.get("max_messages_per_run", 200))
     body_limit = int(config.get("body_chars", 20000))
     cursor = load_cursor(workspace, NAME)
-    folder_cursors: dict[str, Any] = cursor.setdefault("folders", {})
-    new_items: list[dict[str, Any]] = []
+    folder_cursors: dict[str, FolderCursor] = cursor.setdefault("folders", {})
+    new_items: list[MailItem] = []
     errors: list[str] = []
-    report: dict[str, dict[str, Any]] = {}
+    report: dict[str, SourceReport] = {}
     conn = connect(config)
     try:
         for folder in folders:
@@ -81,7 +85,7 @@ def collect(workspace, config: dict[str, Any]) -> dict[str, Any]:
                     f"folder {folder!r}: UIDVALIDITY changed to {batch.uidvalidity}; collecting it again from the start"
                 )
             last_uid = 0 if batch.reset else int(folder_cursors.get(folder, {}).get("last_uid", 0))
-            skipped = []
+            skipped: list[dict[str, str]] = []
             for uid, raw in batch.messages:
                 try:
                     item = _store(
@@ -122,18 +126,25 @@ def collect(workspace, config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _store(
-    workspace, msg, folder: str, uid: int, uidvalidity: int, tz: ZoneInfo, body_limit: int, received=None
-) -> dict[str, Any]:
+    workspace: Workspace,
+    msg: EmailMessage,
+    folder: str,
+    uid: int,
+    uidvalidity: int,
+    tz: ZoneInfo,
+    body_limit: int,
+    received: datetime | None = None,
+) -> MailItem:
     text, record = render(msg, folder=folder, uid=uid, tz=tz, body_limit=body_limit, received=received)
     day = record["date"][:10] if record["date"] else "undated"
     rel = f"{BASE}/{folder_slug(folder)}/{day}-{uid}.md"
     workspace.write_text(rel, text)
-    record = {**record, "uidvalidity": uidvalidity, "file": rel}
+    record = MailItem(**record, uidvalidity=uidvalidity, file=rel)
     workspace.append_jsonl(f"{BASE}/index.jsonl", record)
     return record
 
 
-def setup(config: dict[str, Any], workspace) -> int:
+def setup(config: CollectorConfig, workspace: Workspace) -> int:
     """Interactive check: log in, list the folders, print the config to use (no secrets)."""
     try:
         conn = connect(config)

@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from assistant_framework.collectors.spec import CollectorConfig
+
+from .records import FolderCursor
+
 DEFAULT_PORTS = {"tls": 993, "starttls": 143, "plain": 143}
 
 
@@ -48,7 +52,7 @@ def internaldate(parts: list[Any]) -> datetime | None:
     return None
 
 
-def password_from(config: dict[str, Any]) -> str:
+def password_from(config: CollectorConfig) -> str:
     """The IMAP password from ``password_env`` (preferred) or ``password``."""
     env_name = config.get("password_env")
     if env_name:
@@ -61,7 +65,7 @@ def password_from(config: dict[str, Any]) -> str:
     raise MailConfigError("collectors.mail: no password: set password_env (an environment variable name) or password")
 
 
-def ssl_context(config: dict[str, Any]) -> ssl.SSLContext:
+def ssl_context(config: CollectorConfig) -> ssl.SSLContext:
     ctx = ssl.create_default_context(cafile=config.get("ca_file") or None)
     if config.get("tls_verify", True) is False:
         # Only for a local server with a self-made certificate, by explicit config.
@@ -70,7 +74,7 @@ def ssl_context(config: dict[str, Any]) -> ssl.SSLContext:
     return ctx
 
 
-def connect(config: dict[str, Any]) -> imaplib.IMAP4:
+def connect(config: CollectorConfig) -> imaplib.IMAP4:
     """A logged-in connection; errors name the host and never include the password."""
     host = config.get("host")
     if not host:
@@ -115,7 +119,7 @@ def list_folders(conn: imaplib.IMAP4) -> list[str]:
     return names
 
 
-def fetch_new(conn: imaplib.IMAP4, folder: str, cursor: dict[str, Any], limit: int) -> FolderBatch:
+def fetch_new(conn: imaplib.IMAP4, folder: str, cursor: FolderCursor, limit: int) -> FolderBatch:
     """Messages of ``folder`` with a UID above the cursor's (all of them after a UIDVALIDITY change)."""
     status, data = conn.select(quote(folder_to_wire(folder)), readonly=True)
     if status != "OK":

@@ -8,12 +8,12 @@ import re
 from datetime import datetime, timezone
 from email.message import EmailMessage
 from email.utils import parsedate_to_datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.html_text import html_to_text
 
 from .charsets import Decoded, decode_bytes, decode_header_value
+from .records import MailItem
 
 # A text part with NUL bytes, or mostly control characters, is binary (an Outlook .msg, a zip).
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f]")
@@ -124,7 +124,7 @@ def header_decoded(msg: EmailMessage, name: str, hint: str | None = None) -> Dec
 
 def render(
     msg: EmailMessage, *, folder: str, uid: int, tz: ZoneInfo, body_limit: int, received: datetime | None = None
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[str, MailItem]:
     """Markdown text of a message and its index record (without the file path).
 
     ``received`` (the server's INTERNALDATE) dates a message without a usable Date header.
@@ -144,7 +144,7 @@ def render(
     if attachments:
         lines.append("- Attachments: " + ", ".join(attachments))
     lines += ["", body, ""]
-    record = {
+    record: MailItem = {
         "folder": folder,
         "uid": uid,
         "date": when.isoformat() if when else None,

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import hashlib
 import io
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 from urllib.parse import urljoin
 from zoneinfo import ZoneInfo
 
 import feedparser
 
 from assistant_framework.collectors.fetch import FetchError, fetch, fetch_all
+from assistant_framework.collectors.spec import CollectorConfig, CollectorRegistration, CollectorResult, SourceReport
 from assistant_framework.collectors.state import load_cursor, save_cursor
 from assistant_framework.redaction import redact_text, url_key, url_secrets, url_without_secrets
+from assistant_framework.workspace import Workspace
 
+from .records import Feed, FeedCursor, FeedEntry, FeedNotes
 from .render import clean_text, digest_lines, entry_text
 
 NAME = "rss"
@@ -54,7 +57,7 @@ CONFIG_SCHEMA = {
 }
 
 
-def register_collector(config: dict[str, Any]) -> dict[str, Any]:
+def register_collector(config: CollectorConfig) -> CollectorRegistration:
     """The collector registration (see docs/collectors.md)."""
     return {
         "name": NAME,
@@ -71,9 +74,9 @@ def register_collector(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def feed_list(config: dict[str, Any]) -> list[dict[str, Any]]:
+def feed_list(config: CollectorConfig) -> list[Feed]:
     """Normalise ``feeds`` entries to ``{"url", "name"}`` dicts."""
-    out = []
+    out: list[Feed] = []
     for item in config.get("feeds") or []:
         if isinstance(item, str):
             out.append({"url": item, "name": ""})
@@ -82,7 +85,7 @@ def feed_list(config: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def collect(workspace, config: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
+def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None = None) -> CollectorResult:
     """One run over every feed; per-feed failures are reported, not raised.
 
     Feeds are fetched in a small pool, each within ``fetch_timeout_seconds`` from connect
@@ -92,11 +95,11 @@ def collect(workspace, config: dict[str, Any], now: datetime | None = None) -> d
     tz = ZoneInfo(config.get("timezone") or "UTC")
     now = (now or datetime.now(tz)).astimezone(tz)
     cursor = load_cursor(workspace, NAME)
-    feeds_cursor: dict[str, Any] = cursor.setdefault("feeds", {})
+    feeds_cursor: dict[str, FeedCursor] = cursor.setdefault("feeds", {})
     status = workspace.read_json(f"{BASE}/feeds.json", default={}) or {}
-    new_items: list[dict[str, Any]] = []
+    new_items: list[FeedEntry] = []
     errors: list[str] = []
-    report: dict[str, dict[str, Any]] = {}
+    report: dict[str, SourceReport] = {}
     feeds = feed_list(config)
     order = {url_without_secrets(feed["url"]): index for index, feed in enumerate(feeds)}
     day = now.date().isoformat()
@@ -104,9 +107,9 @@ def collect(workspace, config: dict[str, Any], now: datetime | None = None) -> d
     digest_before = workspace.read_text(digest_rel, default=f"# Feeds digest {day}\n")
     stamp = now.isoformat(timespec="seconds")
 
-    def work(feed: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    def work(feed: Feed) -> tuple[list[FeedEntry], FeedCursor, FeedNotes]:
         # Keyed by the URL without its secrets; a cursor written before that is keyed by the whole URL.
-        state = dict(feeds_cursor.get(url_key(feed["url"])) or feeds_cursor.get(feed["url"]) or {})
+        state = FeedCursor(**(feeds_cursor.get(url_key(feed["url"])) or feeds_cursor.get(feed["url"]) or {}))
         items, info = fetch_feed(feed, state, config)
         return items, state, info
 
@@ -185,9 +188,7 @@ class FeedError(Exception):
     """One feed could not be fetched or parsed; the message names its URL (without its secrets)."""
 
 
-def fetch_feed(
-    feed: dict[str, Any], state: dict[str, Any], config: dict[str, Any]
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def fetch_feed(feed: Feed, state: FeedCursor, config: CollectorConfig) -> tuple[list[FeedEntry], FeedNotes]:
     """Entries of one feed (empty when unchanged: 304) and notes (encoding, warnings); updates ETag/Last-Modified
     in ``state``."""
     url, shown = feed["url"], url_without_secrets(feed["url"])
@@ -195,10 +196,10 @@ def fetch_feed(
         "User-Agent": USER_AGENT,
         "Accept": "application/rss+xml, application/atom+xml, application/xml;q=0.9, */*;q=0.5",
     }
-    if state.get("etag"):
-        headers["If-None-Match"] = state["etag"]
-    if state.get("last_modified"):
-        headers["If-Modified-Since"] = state["last_modified"]
+    if etag := state.get("etag"):
+        headers["If-None-Match"] = etag
+    if last_modified := state.get("last_modified"):
+        headers["If-Modified-Since"] = last_modified
     timeout = float(config.get("fetch_timeout_seconds", 20))
     try:
         answer = fetch(url, timeout=timeout, headers=headers)
@@ -230,7 +231,7 @@ def fetch_feed(
     )
 
 
-def encoding_notes(parsed, headers: dict[str, Any]) -> dict[str, Any]:
+def encoding_notes(parsed: feedparser.FeedParserDict, headers: Mapping[str, str]) -> FeedNotes:
     """The encoding feedparser used, and a warning when it had to guess (no declaration, or a wrong one)."""
     encoding = str(parsed.get("encoding") or "")
     warnings = []
@@ -245,7 +246,9 @@ def encoding_notes(parsed, headers: dict[str, Any]) -> dict[str, Any]:
     return {"encoding": encoding, "warnings": warnings}
 
 
-def entry_record(entry, feed_name: str, feed_url: str, summary_chars: int, base_url: str = "") -> dict[str, Any]:
+def entry_record(
+    entry: feedparser.FeedParserDict, feed_name: str, feed_url: str, summary_chars: int, base_url: str = ""
+) -> FeedEntry:
     """A plain dict for one feed entry, with a stable id; every text field is plain text, links absolute."""
     title = clean_text(entry.get("title") or "", entry.get("title_detail")) or "(untitled)"
     summary_html = entry.get("summary") or ""
@@ -259,7 +262,7 @@ def entry_record(entry, feed_name: str, feed_url: str, summary_chars: int, base_
         basis = f"{feed_url}|{title}|{entry.get('published') or entry.get('updated') or ''}|{summary_html}|{content}"
         entry_id = "sha1:" + hashlib.sha1(basis.encode("utf-8")).hexdigest()
     author = clean_text(entry.get("author") or "")
-    record = {
+    record: FeedEntry = {
         "id": entry_id,
         "feed": feed_name,
         "feed_url": url_without_secrets(feed_url),

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from assistant_framework.html_text import html_to_text
+
+if TYPE_CHECKING:
+    from .records import FeedEntry
 
 # Tags, comments or character references: markup even where the feed calls the field plain text.
 _MARKUP = re.compile(r"<[A-Za-z!/?]|&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
@@ -29,10 +33,10 @@ def entry_text(summary: str, limit: int) -> str:
     return text if limit else ""
 
 
-def digest_lines(items: list[dict[str, Any]], now: datetime) -> list[str]:
+def digest_lines(items: Sequence[FeedEntry], now: datetime) -> list[str]:
     """One section per run: a heading with the local time, then entries grouped by feed."""
     lines = [f"## {now.strftime('%H:%M')} ({len(items)} new)"]
-    by_feed: dict[str, list[dict[str, Any]]] = {}
+    by_feed: dict[str, list[FeedEntry]] = {}
     for item in items:
         by_feed.setdefault(item["feed"], []).append(item)
     for feed, entries in by_feed.items():
