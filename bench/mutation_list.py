@@ -3078,4 +3078,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a runner without a model, a serve client without token_env passes validation (fails at start instead)",
         ("test_config_schema.py", "test_config.py"),
     ),
+    Mutation(
+        "telegram-stop-lost-while-starting",
+        f"{BOT}/channels/telegram/shutdown.py",
+        "        if self.stop_wanted:",
+        "        if False:",
+        "a stop asked while run_polling starts the application (after post_init) is lost: the bot runs on",
+        ("test_telegram_lifecycle.py",),
+    ),
 )

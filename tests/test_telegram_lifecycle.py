@@ -18,6 +18,7 @@ from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.conversation.job_router import job_router
 from tests.telegram_harness import OWNER, busy_queue, texts
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -174,6 +175,16 @@ def test_second_bot_on_the_same_workspace_refuses_to_run(fake, start_bot, worksp
         held.release()
     assert "already running" in capsys.readouterr().err
     assert fake.calls() == []
+
+
+def test_a_stop_asked_while_the_bot_starts_is_kept_until_it_runs(fake, start_bot):
+    """stop() after PTB checked its stop marker (post_init done) and before start() runs the application: a
+    stop then only set that marker again, and stopping the loop under start() ends that call instead of
+    run_forever. The bot stops once it runs, exit 0."""
+    fake.delay_next("deleteWebhook", 0.5)  # the first call of run_polling after the marker's check
+    bot = start_bot(wait_ready=False)
+    wait_until(lambda: fake.arrived("deleteWebhook"), what="deleteWebhook under way")
+    assert bot.stop(timeout=10) == 0
 
 
 def test_no_token_exits_2_with_one_clear_line(bot_config, tmp_path):

@@ -96,6 +96,7 @@ class FakeBotAPI:
         self._calls: list[dict] = []
         self._updates: list[dict] = []
         self._polls = 0  # getUpdates calls started so far
+        self._arrived: dict[str, int] = {}  # lower-case method -> calls received so far, answered or not
         self._waiting = 0  # getUpdates calls waiting for an update right now
         #: Longest a getUpdates waits, whatever its ``timeout`` (keeps stopping a bot quick).
         self.long_poll_cap = _LONG_POLL_CAP
@@ -370,6 +371,11 @@ class FakeBotAPI:
         with self._cond:
             return self._polls
 
+    def arrived(self, method: str) -> int:
+        """How many calls of ``method`` have arrived so far, answered or not (``calls`` has the answered)."""
+        with self._cond:
+            return self._arrived.get(method.lower(), 0)
+
     def waiting_polls(self) -> int:
         """How many getUpdates calls are waiting for an update at this moment."""
         with self._cond:
@@ -527,6 +533,8 @@ class FakeBotAPI:
         name, impl = METHODS.get(method.lower(), (method, None))
         made = None
         with self._cond:
+            self._arrived[method.lower()] = self._arrived.get(method.lower(), 0) + 1
+            self._cond.notify_all()
             delays = self._delays.get(method.lower())
             delay = delays.pop(0) if delays else 0.0
         if delay:

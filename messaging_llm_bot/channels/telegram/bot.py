@@ -16,7 +16,6 @@ import logging
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -32,7 +31,7 @@ from messaging_llm_bot.channels.telegram.frontend import Frontend
 from messaging_llm_bot.channels.telegram.notices import Notices
 from messaging_llm_bot.channels.telegram.ratelimit import ReplyFirstRateLimiter
 from messaging_llm_bot.channels.telegram.settings import TelegramSettings
-from messaging_llm_bot.channels.telegram.shutdown import GracefulStop
+from messaging_llm_bot.channels.telegram.shutdown import GracefulStop, StoppableApplication
 from messaging_llm_bot.channels.telegram.updates import ChatOrderedProcessor, InboxBot
 from messaging_llm_bot.channels.telegram.webhook import webhook_secret
 from messaging_llm_bot.conversation.approvals import offer_owner_approver, withdraw_owner_approver
@@ -106,6 +105,7 @@ class TelegramService:
         )
         app = (
             ApplicationBuilder()
+            .application_class(StoppableApplication)
             .bot(bot)
             .concurrent_updates(ChatOrderedProcessor(self.frontend))
             .post_init(self._post_init)
@@ -270,16 +270,12 @@ class TelegramService:
         asyncio.set_event_loop(None)
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Ask a running bot to stop (from another thread, e.g. a test or a supervisor)."""
+        """Ask a running bot to stop (from another thread, e.g. a test or a supervisor); returns at once
+        (``timeout``: the ChannelRunner's signature; nothing here waits)."""
         loop, app = self._loop, self.app
         if loop is None or app is None:
             return
-        # stop_running() before the application runs only sets a marker PTB checks right after
-        # post_init; wait until it runs so the request is not lost.
-        deadline = time.monotonic() + timeout
-        while not app.running and time.monotonic() < deadline and not loop.is_closed():
-            time.sleep(0.02)
-        time.sleep(0.1)  # let run_polling move from start() into run_forever()
+        # Any moment from here on: the stop is kept until the application runs (StoppableApplication).
         try:
             loop.call_soon_threadsafe(self.shutdown.begin)
         except RuntimeError:  # the loop is closed: the bot has stopped already

@@ -15,6 +15,36 @@ from messaging_llm_bot.channels.telegram.turn import TurnRunner
 log = logging.getLogger(__name__)
 
 
+class StoppableApplication(Application):
+    """PTB's Application whose stop sticks while it starts. PTB's ``stop_running()`` stops the loop, which
+    ends ``run_forever()`` only there: called while ``run_polling`` is still in ``start()`` (under
+    ``run_until_complete``), the loop's stop ends that call instead and the bot then runs on for ever; called
+    before, it only sets a marker PTB checks once, right after post_init. ``stop_when_running()`` is kept
+    and done as the application enters ``run_forever()``: an event, not a sleep."""
+
+    in_run_forever = False
+    stop_wanted = False
+
+    async def start(self) -> None:
+        await super().start()
+        loop = asyncio.get_running_loop()
+        # start()'s task completing schedules the callback that stops run_until_complete(start()), in the same
+        # batch as this first callback; what that callback schedules runs in the next batch, which is
+        # run_forever()'s first (asyncio: callbacks scheduled after stop() run the next time the loop runs).
+        loop.call_soon(loop.call_soon, self._entered_run_forever)
+
+    def _entered_run_forever(self) -> None:
+        self.in_run_forever = True
+        if self.stop_wanted:
+            self.stop_running()
+
+    def stop_when_running(self) -> None:
+        """Stop ``run_polling``/``run_webhook`` now, or as soon as it runs (on the loop's thread)."""
+        self.stop_wanted = True
+        if self.in_run_forever or not self.running:
+            self.stop_running()  # in run_forever: stops it; before start(): the marker PTB checks after post_init
+
+
 class GracefulStop:
     """The stop of one bot; ``loop``, ``app`` and ``turns`` are set as the bot is built and started."""
 
@@ -59,21 +89,12 @@ class GracefulStop:
         if self.app is not None:
             self._stop_app()
 
-    def _stop_app(self, tries: int = 0) -> None:
-        """PTB's stop_running(), made to stick while the application is still starting: after post_init
-        it only sets a marker PTB has already checked, so a SIGTERM right after start-up was lost and the
-        bot never stopped. Until the application runs, ask again; once it runs, give its start() a moment
-        to return into run_forever first (stopping the loop under start() would break it), as ``stop()``."""
+    def _stop_app(self) -> None:
         app = self.app
-        if app.running:
-            if tries:
-                self.loop.call_later(0.1, app.stop_running)
-            else:
-                app.stop_running()
-            return
-        app.stop_running()  # still in post_init: the marker PTB checks right after it
-        if tries < 400 and not self.loop.is_closed():  # 20 s: PTB gave up starting, or stopped already
-            self.loop.call_later(0.05, self._stop_app, tries + 1)
+        if isinstance(app, StoppableApplication):
+            app.stop_when_running()
+        else:  # an Application built elsewhere: PTB's own stop, which may be lost while it starts
+            app.stop_running()
 
     def give_up(self) -> None:
         """Cancel the turns still running: their messages stay in the inbox for the next start."""
