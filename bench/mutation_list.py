@@ -3045,6 +3045,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         BUSY_KIT,
     ),
     Mutation(
+        "busy-email-never-joins",
+        f"{BOT}/channels/email/service.py",
+        "            if item is not None and not turns.join_running(item):",
+        "            if item is not None:",
+        "busy mode steer does nothing by email: a second mail in the thread gets a reply of its own",
+        BUSY_KIT,
+    ),
+    Mutation(
         "busy-matrix-never-joins",
         f"{BOT}/channels/matrix/events.py",
         "        if joinable(msg) and turns.busy.join("

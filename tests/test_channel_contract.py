@@ -1091,7 +1091,32 @@ def _busy_on_matrix(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
     )
 
 
+def _busy_on_email(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    """The second mail is the owner's reply to their first (the same thread), taken at the next look."""
+    from messaging_llm_bot.channels.email.mailitem import conversation_of
+    from messaging_llm_bot.channels.email.message import parse
+    from tests.email_harness import body, mail
+
+    imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
+    bot = request.getfixturevalue("start_email")(patch=_busy_mode(mode))
+    first = "<busy-1@example.org>"
+    thread = conversation_of(parse(mail(FIRST, message_id=first)))
+    sent: list[str] = []
+
+    def send(text: str) -> None:
+        headers = {"In-Reply-To": first, "References": first} if sent else {}
+        sent.append(text)
+        imap.append("INBOX", mail(text, message_id=f"<busy-{len(sent)}@example.org>", headers=headers))
+
+    def joined() -> int:
+        turns = bot.service._turns
+        return turns.busy.joined(thread) if turns is not None else 0
+
+    return _BusyChat(send, joined, lambda: [body(m).strip() for m in smtp.messages], _two_stored(request))
+
+
 BUSY: dict[str, Callable[[pytest.FixtureRequest, str], _BusyChat]] = {
+    "email": _busy_on_email,
     "matrix": _busy_on_matrix,
     "webchat": _busy_on_webchat,
     "telegram": _busy_on_telegram,

@@ -31,6 +31,7 @@ from messaging_llm_bot.channels.email.outbox import Outbox
 from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError
 from messaging_llm_bot.channels.email.tasks import ChatTasks
 from messaging_llm_bot.channels.email.turn import TurnRunner
+from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
 from messaging_llm_bot.conversation.job_runs import is_job_item
@@ -281,7 +282,7 @@ class EmailService:
                 return
             item = await intake.take(fetched, batch.uidvalidity)
             await asyncio.to_thread(cursor.advance, batch.uidvalidity, fetched.uid)
-            if item is not None:
+            if item is not None and not turns.join_running(item):
                 self._queue(item, turns)
         await asyncio.to_thread(cursor.advance, batch.uidvalidity, max(batch.highest, _last(cursor)))
 
@@ -295,7 +296,8 @@ class EmailService:
         pending = inbox.pending(PREFIX)
         for item in [i for i in pending if is_job_item(i)]:
             self._start_job(turns)(item)
-        mails = [i for i in pending if not is_job_item(i)]
+        answered = answered_by_recorded(pending)  # joined a turn whose reply was recorded: completed with it
+        mails = [i for i in pending if not is_job_item(i) and i.item_id not in answered]
         if mails:
             log.info("email: answering %d mail(s) left unanswered by the last run", len(mails))
         for item in mails:

@@ -26,6 +26,7 @@ from messaging_llm_bot.channels.email.mailitem import MailItem, address_of
 from messaging_llm_bot.channels.email.message import NEW_THREAD, Thread
 from messaging_llm_bot.channels.email.outbox import Outbox
 from messaging_llm_bot.channels.email.servers import MailServerError
+from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import FilesInput
 from messaging_llm_bot.conversation.images import files_input as input_of_files
@@ -78,10 +79,15 @@ class TurnRunner(ChannelTurns):
             log.error("email: inbox item %s holds no mail; completing it", item.item_id)
             await asyncio.to_thread(self.inbox.complete, item.item_id)
             return
-        reply = item.reply
+        reply, merged = item.reply, list(item.merged)  # a replay's merged (busy modes): from the ledger
+        later: list[InboxItem] = []  # offered to this turn but not answered by it: each answered after it
         if reply is None:
+            running: RunningTurn[InboxItem] | None = None
+            failed = True
             try:
-                reply = await self._produce(item, mail)
+                with self.busy.turn(item.conversation_id, mail.sender, joinable(mail)) as running:
+                    reply = await self._produce(item, mail)
+                failed = False
             except asyncio.CancelledError:
                 raise
             except OSError as exc:
@@ -90,12 +96,32 @@ class TurnRunner(ChannelTurns):
             except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
                 log.exception("email: answering %s failed", item.item_id)
                 reply = FAILED_REPLY
+            if running is not None:
+                joined, later = running.outcome(failed)
+                merged = [one.item_id for one in joined]
             try:
-                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
+                # One write: the reply and the later mails it answers (a replay completes them with it).
+                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, merged)
             except OSError as err:
                 log.warning("email: could not record the reply of %s: %s", item.item_id, err)
-        if await self.deliver(item, mail.sender, reply, thread=mail.thread):
-            await asyncio.to_thread(self.inbox.complete, item.item_id)
+        if not await self.deliver(item, mail.sender, reply, thread=mail.thread):
+            return  # stopping with the reply unsent: it and the mails it answers stay in the inbox
+        for one in [*merged, item.item_id]:
+            await asyncio.to_thread(self.inbox.complete, one)
+        for other in later:  # offered, but the turn ended first: each answered in its own turn, in order
+            await self._answer(other)
+
+    def join_running(self, item: InboxItem) -> bool:
+        """Hand a stored mail to the turn running in its thread (busy modes, conversation/busy.py): a second
+        mail of the same sender in the same thread while the first is answered; False when it waits its turn."""
+        mail = MailItem.from_json(item.payload)
+        if mail is None or not joinable(mail):
+            return False
+        message_id = mail.message_id or item.item_id
+        if not self.busy.join(self.runtime, self.flags, item.conversation_id, mail.sender, mail.text, message_id, item):
+            return False
+        log.info("email: mail %s joined the turn running in %s", message_id, item.conversation_id)
+        return True
 
     async def _produce(self, item: InboxItem, mail: MailItem) -> str:
         settings = self._settings()
@@ -217,3 +243,9 @@ class TurnRunner(ChannelTurns):
                 raise DeliveryRefused(str(err)) from err
             log.info("email: %s to %s cannot be sent for now: %s", subject, to, err)
             return False
+
+
+def joinable(mail: MailItem) -> bool:
+    """A mail that may join the turn running in its thread, or start one that may be joined (busy modes): words
+    of the sender's own, without files (a mail with files is outside content, its own turn)."""
+    return not mail.files and bool(mail.text.strip())
