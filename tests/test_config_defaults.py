@@ -1,16 +1,12 @@
-"""config/README.md and the settings records agree: every key, every default, both ways.
+"""config/README.md and the settings records agree: every key, every default, its values, both ways.
 
-The records (assistant_framework/config/settings/) are where each default is written; the README's
-tables are what users read. A default cell is read as JSON (its first `code` span when it has one;
-a cell of several keys separated by " / " holds as many defaults); an empty cell is a key without a
-default. Then, through the bot: with the key left out of the config, the running bot does what the
-README gives as the default.
+The records (assistant_framework/config/settings/) are where each default, type and bound is written; the
+README's tables are what users read (tests/config_readme.py reads them). Then, through the bot: with the
+key left out of the config, the running bot does what the README gives as the default.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import pytest
@@ -20,48 +16,12 @@ from assistant_framework.config.defaults import DEFAULTS, default_of
 from assistant_framework.config.schema import ROOT_SCHEMA
 from assistant_framework.config.settings import Settings
 from assistant_framework.config.settings.fields import REQUIRED, documented
-
-REPO = Path(__file__).resolve().parent.parent
-README = REPO / "config" / "README.md"
-_SECTION = re.compile(r"^## `(\w+)`")
-_CODE = re.compile(r"`([^`]*)`")
+from tests.config_readme import README, readme_differences, readme_rows, same
 
 
 def readme_defaults(text: str) -> dict[str, object]:
     """``section.key`` -> the default the README's table gives (REQUIRED for an empty cell)."""
-    found: dict[str, object] = {}
-    section = None
-    for line in text.splitlines():
-        heading = _SECTION.match(line)
-        if heading:
-            section = heading.group(1)
-            continue
-        if section is None or not line.startswith("| `"):
-            continue
-        key_cell, default_cell = (cell.strip() for cell in line.strip("|").split("|")[:2])
-        keys = _CODE.findall(key_cell)
-        parts = default_cell.split(" / ") if len(keys) > 1 else [default_cell]
-        assert len(parts) == len(keys), f"config/README.md: {key_cell}: {len(keys)} keys but {len(parts)} defaults"
-        for key, part in zip(keys, parts, strict=True):
-            assert f"{section}.{key}" not in found, f"config/README.md documents {section}.{key} twice"
-            found[f"{section}.{key}"] = _value(part.strip())
-    return found
-
-
-def _value(cell: str) -> object:
-    if not cell:
-        return REQUIRED
-    code = _CODE.search(cell)
-    literal = code.group(1) if code else cell
-    try:
-        return json.loads(literal)
-    except ValueError:
-        return literal
-
-
-def _same(documented_value: object, code_value: object) -> bool:
-    """Equal as JSON data (``30`` is ``30.0``, but ``1`` is not ``true``)."""
-    return documented_value == code_value and isinstance(documented_value, bool) == isinstance(code_value, bool)
+    return {key: row.default for key, row in readme_rows(text).items()}
 
 
 def test_every_key_of_the_records_is_documented_with_its_default() -> None:
@@ -74,9 +34,14 @@ def test_every_key_of_the_records_is_documented_with_its_default() -> None:
     wrong = {
         key: (documented_in_readme[key], value)
         for key, value in in_code.items()
-        if not _same(documented_in_readme[key], value)
+        if not same(documented_in_readme[key], value)
     }
     assert not wrong, f"(README, code) defaults that differ: {wrong}"
+
+
+def test_every_row_of_the_readme_gives_the_records_default_and_values() -> None:
+    """The values column (type and bounds in words) as well as the default, from the same records."""
+    assert readme_differences(README.read_text(encoding="utf-8"), Settings) == []
 
 
 def test_the_readme_reader_sees_a_wrong_default() -> None:

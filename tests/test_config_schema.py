@@ -14,6 +14,7 @@ from assistant_framework.config import ConfigError, load_config, load_config_det
 from assistant_framework.config.settings import LLMSettings, Settings
 from assistant_framework.config.settings.fields import nests, reads
 from assistant_framework.config.settings.readers import whole
+from tests.config_readme import README, readme_differences
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,15 @@ def test_a_changed_default_and_bound_in_a_record_are_what_validation_and_reading
     (tree / "llm.json").write_text(json.dumps({"max_skill_rounds": 9}))
     assert validate_config(load_config_detailed(tree, validate=False), records=ChangedSettings) == []
     assert ChangedSettings.from_config({}).llm.max_skill_rounds == 7 != Settings.from_config({}).llm.max_skill_rounds
+
+
+def test_a_changed_default_and_bound_in_a_record_are_seen_by_the_readme_check() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert readme_differences(text, Settings) == []
+    assert readme_differences(text, ChangedSettings) == [
+        "llm.max_skill_rounds: default 5 in config/README.md, 7 in the records",
+        "llm.max_skill_rounds: values 'integer, 1–50' in config/README.md, 'integer, 1–9' in the records",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -6,15 +6,29 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from assistant_framework.config.settings.fields import flag, maybe, nests, one_of, reads, strings, text, whole, wholes
-from assistant_framework.config.settings.readers import CLOCK_TIME, ENV_NAME, HTTP_URL, URL_OR_EMPTY, JsonSchema
+from assistant_framework.config.settings.readers import (
+    CLOCK_TIME,
+    HTTP_URL,
+    OPTIONAL_ENV_NAME,
+    URL_OR_EMPTY,
+    JsonSchema,
+    pattern,
+)
 
 GROUP_MODES = ("mention", "all")
+#: Telegram's alphabet for a webhook's secret token, long enough not to be guessed; empty: one is generated.
+WEBHOOK_SECRET = pattern("^([A-Za-z0-9_-]{16,256})?$", "16–256 of A-Z a-z 0-9 _ -, or empty")
+#: The bot's own Signal number.
+OWN_NUMBER = pattern("^(|\\+[1-9][0-9]{6,14})$", "an E.164 number or empty")
+#: The bot's own Matrix account.
+OWN_MATRIX_USER = pattern("^(|@[^:\\s]+:[^\\s]+)$", "a Matrix user id or empty")
 #: A phone number in E.164 form or a Signal ACI UUID.
-SIGNAL_ID = "^(\\+[1-9][0-9]{6,14}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
+SIGNAL_ID = pattern(
+    "^(\\+[1-9][0-9]{6,14}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$",
+    "an E.164 number or a Signal ACI UUID",
+)
 #: A Matrix user id: @localpart:server.
-MATRIX_USER = "^@[^:\\s]+:[^\\s]+$"
-#: The name of an environment variable, or empty.
-OPTIONAL_ENV_NAME = "^(" + ENV_NAME[1:-1] + ")?$"
+MATRIX_USER = pattern("^@[^:\\s]+:[^\\s]+$", "a Matrix user id")
 
 
 @dataclass(frozen=True)
@@ -26,7 +40,7 @@ class WebhookSettings:
     #: The public https:// address Telegram posts to (required in webhook mode).
     url: str = field(default="", metadata=reads(text))
     #: Empty: a strong one is generated into ``state/webhook_secret``.
-    secret_token: str = field(default="", repr=False, metadata=reads(text, pattern="^([A-Za-z0-9_-]{16,256})?$"))
+    secret_token: str = field(default="", repr=False, metadata=reads(text, pattern=WEBHOOK_SECRET))
 
 
 @dataclass(frozen=True)
@@ -61,7 +75,7 @@ class SignalSettings:
 
     enabled: bool = field(default=False, metadata=reads(flag))
     base_url: str = field(default="http://127.0.0.1:8080", metadata=reads(text, pattern=HTTP_URL))
-    account: str = field(default="", metadata=reads(text, pattern="^(|\\+[1-9][0-9]{6,14})$"))
+    account: str = field(default="", metadata=reads(text, pattern=OWN_NUMBER))
     allowed: tuple[str, ...] = field(default=(), metadata=reads(strings, each={"pattern": SIGNAL_ID}))
     #: null: the first of ``allowed``.
     owner: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=SIGNAL_ID))
@@ -84,7 +98,7 @@ class MatrixSettings:
     #: The homeserver's client-server address (``https://matrix.example.org``).
     homeserver: str = field(default="", metadata=reads(text, pattern=URL_OR_EMPTY))
     #: The bot's own account (``@assistant:example.org``).
-    user_id: str = field(default="", metadata=reads(text, pattern="^(|@[^:\\s]+:[^\\s]+)$"))
+    user_id: str = field(default="", metadata=reads(text, pattern=OWN_MATRIX_USER))
     password: str = field(default="", repr=False, metadata=reads(text))
     #: The name of an environment variable holding the password (instead of ``password``).
     password_env: str = field(default="", metadata=reads(text, pattern=OPTIONAL_ENV_NAME))

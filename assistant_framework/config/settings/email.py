@@ -17,13 +17,14 @@ from assistant_framework.config.settings.fields import (
     whole,
 )
 from assistant_framework.config.settings.mail import SECURITY, SmtpSettings
-from assistant_framework.config.settings.readers import JsonSchema
+from assistant_framework.config.settings.readers import JsonSchema, pattern
 
 #: ``auth-results``: a mail counts as an allowed sender's only when the receiving server's
 #: Authentication-Results says dkim or spf pass for the From address; ``any``: the From header alone (forgeable).
 TRUST = ("auth-results", "any")
 #: An email address as the allowlist takes it (``anna@example.org``).
-ADDRESS = "^[^@\\s<>]+@[^@\\s<>]+$"
+ADDRESS = pattern("^[^@\\s<>]+@[^@\\s<>]+$", "an email address")
+ADDRESS_OR_EMPTY = pattern("^$|" + ADDRESS, "an email address or empty")
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class EmailSettings:
 
     enabled: bool = field(default=False, metadata=reads(flag))
     #: The assistant's own address: its replies come from it, mail from it is never answered.
-    address: str = field(default="", metadata=reads(text, pattern="^$|" + ADDRESS))
+    address: str = field(default="", metadata=reads(text, pattern=ADDRESS_OR_EMPTY))
     imap: ImapSettings = field(default_factory=ImapSettings, metadata=nests(ImapSettings))
     smtp: SmtpSettings = field(default_factory=SmtpSettings, metadata=nests(SmtpSettings))
     allowed: tuple[str, ...] = field(

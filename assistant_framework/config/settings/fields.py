@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from assistant_framework.config.errors import ConfigError
 from assistant_framework.config.settings.readers import (
@@ -37,12 +37,14 @@ from assistant_framework.config.settings.readers import (
 # The readers are named here too: a record imports everything it describes its keys with from one module.
 __all__ = [
     "REQUIRED",
+    "KeyDoc",
     "Record",
     "as_json",
     "documented",
     "flag",
     "frozen",
     "json_object",
+    "key_docs",
     "key_of",
     "keyed",
     "lists",
@@ -243,26 +245,39 @@ def record_defaults(record: type[Record]) -> dict[str, object]:
     return out
 
 
-def documented(record: type[Record], prefix: str = "") -> Iterator[tuple[str, object]]:
-    """``(key, default as JSON)`` for every key of a record, as config/README.md writes them: nested keys
-    with dots (``recall.limit``), the keys of a list's records with ``[]`` (``runners[].model``), those of
-    records by name with ``<name>`` (``servers.<name>.url``); a key without a default gives ``REQUIRED``."""
+class KeyDoc(NamedTuple):
+    """One key as config/README.md documents it."""
+
+    key: str
+    default: object  # as JSON; REQUIRED for a key without a default
+    schema: JsonSchema  # the values it takes (settings/values.py says them in words)
+
+
+def documented(record: type[Record]) -> Iterator[tuple[str, object]]:
+    """``(key, default as JSON)`` for every key of a record (``key_docs``); ``REQUIRED`` for a key without one."""
+    return ((doc.key, doc.default) for doc in key_docs(record))
+
+
+def key_docs(record: type[Record], prefix: str = "") -> Iterator[KeyDoc]:
+    """Every key of a record, as config/README.md writes them: nested keys with dots (``recall.limit``), the
+    keys of a list's records with ``[]`` (``runners[].model``), those of records by name with ``<name>``
+    (``servers.<name>.url``); each with its default and its schema."""
     for item in dataclasses.fields(record):
         if item.metadata.get(_NAME):
             continue
         key = prefix + key_of(item)
         nested = item.metadata.get(_NESTED)
         if nested is not None:
-            yield from documented(nested, key + ".")
+            yield from key_docs(nested, key + ".")
             continue
         default = _default_of(item)
-        yield key, default if default is REQUIRED else as_json(default)
+        yield KeyDoc(key, default if default is REQUIRED else as_json(default), _field_schema(item))
         items = item.metadata.get(_ITEMS)
         if items is not None:
-            yield from documented(items, key + "[].")
+            yield from key_docs(items, key + "[].")
         by_name = item.metadata.get(_KEYED)
         if by_name is not None:
-            yield from documented(by_name, key + ".<name>.")
+            yield from key_docs(by_name, key + ".<name>.")
 
 
 def schema_of(record: type[Record]) -> JsonSchema:

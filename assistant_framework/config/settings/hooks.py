@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from assistant_framework.config.settings.fields import frozen, keyed, named, reads, text, whole
-from assistant_framework.config.settings.readers import ENV_NAME
+from assistant_framework.config.settings.readers import ENV_NAME, pattern
 
 #: A hook's name is the path's last part: no separators, nothing to escape.
-HOOK_NAME = "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+HOOK_NAME = pattern("^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$", "1–64 of A-Z a-z 0-9 _ -")
 
 
 @dataclass(frozen=True)

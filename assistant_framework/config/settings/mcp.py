@@ -20,14 +20,14 @@ from assistant_framework.config.settings.fields import (
     whole,
 )
 from assistant_framework.config.settings.policy import CAPABILITIES
-from assistant_framework.config.settings.readers import HTTP_URL, JsonSchema
+from assistant_framework.config.settings.readers import HTTP_URL, JsonSchema, pattern
 
 #: What an outside tool may do unless the owner says otherwise: ``ask`` under the shipped policy.
 DEFAULT_CAPABILITIES = ("network",)
 #: A list of capabilities (``["network", "send"]``): at least one, each once.
 CAPABILITY_LIST: JsonSchema = {"items": {"enum": list(CAPABILITIES)}, "minItems": 1, "uniqueItems": True}
 #: A server's name starts its tools' skill names: letters, digits and _ only.
-SERVER_NAME = "^[A-Za-z][A-Za-z0-9_]{0,23}$"
+SERVER_NAME = pattern("^[A-Za-z][A-Za-z0-9_]{0,23}$", "1–24 of A-Z a-z 0-9 _, a letter first")
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,27 @@ V = TypeVar("V")
 #: JSON Schema as data: a schema is a JSON object (keywords to arbitrary JSON values).
 JsonSchema = dict[str, Any]
 
+#: What each pattern a record uses means, in words (config/README.md's values column: settings/values.py).
+PATTERN_WORDS: dict[str, str] = {}
+
+
+def pattern(regex: str, words: str) -> str:
+    """A pattern for ``reads(..., pattern=)`` or ``each=``, with what it means in a few words (a noun phrase:
+    ``"an http(s) address"``); the README says the words, never the regex."""
+    PATTERN_WORDS[regex] = words
+    return regex
+
+
 #: A base address as users write it: ``http://`` or ``https://`` first.
-HTTP_URL = "^https?://"
+HTTP_URL = pattern("^https?://", "an http(s) address")
 #: An address as users write it, or empty (``telegram.base_url``: empty is Telegram's own).
-URL_OR_EMPTY = "^(https?://[^/\\s?#]+.*)?$"
+URL_OR_EMPTY = pattern("^(https?://[^/\\s?#]+.*)?$", "an http(s) address or empty")
 #: The name of an environment variable.
-ENV_NAME = "^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+ENV_NAME = pattern("^[A-Za-z_][A-Za-z0-9_]{0,127}$", "a variable name")
+#: The name of an environment variable, or empty.
+OPTIONAL_ENV_NAME = pattern("^([A-Za-z_][A-Za-z0-9_]{0,127})?$", "a variable name or empty")
 #: ``"HH:MM"`` local time (a morning digest).
-CLOCK_TIME = "^([01][0-9]|2[0-3]):[0-5][0-9]$"
+CLOCK_TIME = pattern("^([01][0-9]|2[0-3]):[0-5][0-9]$", '"HH:MM"')
 
 
 class Reader(Generic[T_co]):

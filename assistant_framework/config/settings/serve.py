@@ -10,7 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from assistant_framework.config.settings.fields import flag, lists, reads, strings, text, whole
-from assistant_framework.config.settings.readers import ENV_NAME
+from assistant_framework.config.settings.readers import ENV_NAME, pattern
+
+#: The source of its writes and its conversation id (api:<name>): no separators.
+CLIENT_NAME = pattern("^[A-Za-z][A-Za-z0-9_-]{0,31}$", "1–32 of A-Z a-z 0-9 _ -, a letter first")
 
 
 @dataclass(frozen=True)
@@ -18,7 +21,7 @@ class ClientSettings:
     """One entry of ``serve.clients``."""
 
     #: Letters, digits, ``_`` and ``-``: the source of its writes (``mcp:<name>``), its chats' ``api:<name>``.
-    name: str = field(metadata=reads(text, pattern="^[A-Za-z][A-Za-z0-9_-]{0,31}$"))
+    name: str = field(metadata=reads(text, pattern=CLIENT_NAME))
     #: The environment variable holding its bearer token; unset or short is a config error naming it.
     token_env: str = field(metadata=reads(text, pattern=ENV_NAME))
     #: Its MCP writes (``note_add``, ``task_add``, ``fact_add``) run; false: refused.
