@@ -36,6 +36,7 @@ EMAIL = (
     "test_channel_contract.py",
 )
 SERVE_MCP = ("test_serve_mcp.py",)
+OWNER_CHATS = ("test_owner_chats.py",)
 SERVE_CHAT = ("test_serve_openai.py",)
 WEBCHAT = ("test_web_chat_browser.py",)
 WEBCHAT_JOBS = ("test_webchat_jobs.py",)
@@ -2388,6 +2389,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        return hits",
         "a served client searches guests' chats",
         SERVE_MCP,
+    ),
+    Mutation(
+        "owner-chats-any-thread",
+        "messaging_llm_bot/conversation/routes.py",
+        "        return bool(found) and chat in ids",
+        "        return bool(found)",
+        "a guest's email thread or another Matrix room's thread counts as the owner's: a served client searches it",
+        OWNER_CHATS,
+    ),
+    Mutation(
+        "owner-chats-any-logged-folder",
+        "messaging_llm_bot/serve/memory.py",
+        "        return bool(raw) and is_owner_conversation(settings, workspace)(raw)",
+        "        return bool(raw)",
+        "every chat with a log counts as the owner's: a served client searches guests' and groups' chats",
+        OWNER_CHATS,
     ),
     Mutation(
         "serve-mcp-write-unmarked",

@@ -8,6 +8,7 @@ number in the day file) is stable, so the index and recall can point back at the
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import threading
@@ -19,6 +20,7 @@ from ..workspace import Workspace
 CONVERSATIONS_DIR = "conversations"
 ROLES = ("user", "assistant")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.@+=-]+")
+MAX_FIRST_LINE_BYTES = 256 * 1024  # a turn's line is read whole up to this (a longer first line: id unknown)
 
 
 def safe_conversation_id(conversation_id: str | int) -> str:
@@ -37,6 +39,24 @@ def safe_conversation_id(conversation_id: str | int) -> str:
 def log_path(conversation_id: str | int, day: str) -> str:
     """Workspace-relative path of one conversation's log for one day (YYYY-MM-DD)."""
     return f"{CONVERSATIONS_DIR}/{safe_conversation_id(conversation_id)}/{day}.jsonl"
+
+
+def logged_conversation_id(workspace: Workspace, folder: str) -> str | None:
+    """The conversation id a ``conversations/<folder>/`` log was written for (its first line's), or None: the
+    folder name alone is lossy (a hash, a cut), and a served client's search filters by the id."""
+    if not folder or "/" in folder or "\\" in folder or folder in (".", ".."):
+        return None  # not a folder name the log makes: nothing outside conversations/ is read
+    days = sorted(workspace.path(CONVERSATIONS_DIR).joinpath(folder).glob("*.jsonl"))
+    for day in days[:1]:
+        try:
+            with day.open("rb") as file:
+                first = json.loads(file.readline(MAX_FIRST_LINE_BYTES) or b"null")
+        except (OSError, ValueError):
+            return None
+        raw = first.get("conversation") if isinstance(first, dict) else None
+        if isinstance(raw, str) and raw.strip() and safe_conversation_id(raw) == folder:
+            return raw
+    return None
 
 
 def aware(moment: datetime | None, tz: Any = None) -> datetime:

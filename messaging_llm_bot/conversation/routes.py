@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from assistant_framework.config.settings import Settings
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.conversation.owner_chats import noted_owner_chats
 
 
 @dataclass(frozen=True)
@@ -24,15 +26,45 @@ class Route:
     # takes the jobs made without a chat only when no other channel is configured.
     configured: Callable[[Settings], bool] | None = None
     bare_numbers: bool = False  # a chat id that is only a number is this channel's (older Telegram rows)
+    # The owner's one-to-one chats the config names (their conversation ids); a chat learned while the channel
+    # runs (Matrix's direct room) is noted by the channel instead (owner_chats.py).
+    owner_chats: Callable[[Settings], tuple[str, ...]] = lambda settings: ()
+    # A conversation id of the form ``<chat><thread_mark><thread>`` is a thread of that chat (an email thread,
+    # a Matrix thread): the owner's when the chat is; "" for none.
+    thread_mark: str = ""
 
 
 ROUTES: tuple[Route, ...] = (
-    Route("telegram", "tg:", configured=lambda settings: bool(settings.telegram.token), bare_numbers=True),
-    Route("signal", "sig:", configured=lambda settings: settings.signal.enabled),
-    Route("email", "mail:", configured=lambda settings: settings.email.enabled),
-    Route("matrix", "mx:", configured=lambda settings: settings.matrix.enabled),
-    Route("webchat", "web:", configured=lambda settings: settings.web.enabled and settings.web.chat),
-    Route("console", "console"),
+    Route(
+        "telegram",
+        "tg:",
+        configured=lambda settings: bool(settings.telegram.token),
+        bare_numbers=True,
+        owner_chats=lambda s: () if s.telegram.owner is None else (f"tg:{s.telegram.owner}", str(s.telegram.owner)),
+    ),
+    Route(
+        "signal",
+        "sig:",
+        configured=lambda settings: settings.signal.enabled,
+        owner_chats=lambda s: (
+            (f"sig:{s.signal.owner or s.signal.allowed[0]}",) if s.signal.owner or s.signal.allowed else ()
+        ),
+    ),
+    Route(
+        "email",
+        "mail:",
+        configured=lambda settings: settings.email.enabled,
+        owner_chats=lambda s: (f"mail:{s.email.owner_address}",) if s.email.owner_address else (),
+        thread_mark=":",
+    ),
+    Route("matrix", "mx:", configured=lambda settings: settings.matrix.enabled, thread_mark="|"),
+    Route(
+        "webchat",
+        "web:",
+        configured=lambda settings: settings.web.enabled and settings.web.chat,
+        owner_chats=lambda s: ("web:owner",),
+    ),
+    Route("console", "console", owner_chats=lambda s: ("console",)),
 )
 
 
@@ -83,21 +115,39 @@ def home_channel(settings: Settings) -> str:
     return next(route.channel for route in ROUTES if route.configured is None)
 
 
-def owner_conversation_ids(settings: Settings) -> frozenset[str]:
-    """The owner's own one-to-one chats: the Telegram owner's private chat, the Signal owner's, the terminal.
-    What a served client may search of the chats (never a guest's, a group's or another client's)."""
-    ids = {"console"}
-    owner = settings.telegram.owner
-    if owner is not None:
-        ids |= {f"{prefix_of('telegram')}{owner}", str(owner)}  # bare numbers: older logs
-    if settings.signal.owner or settings.signal.allowed:
-        ids.add(f"{prefix_of('signal')}{settings.signal.owner or settings.signal.allowed[0]}")
+def owner_conversation_ids(settings: Settings, workspace: Workspace | None = None) -> frozenset[str]:
+    """The owner's own one-to-one chats: those the config names (the Telegram owner's private chat, the Signal
+    owner's, the owner's address by email, the web chat, the terminal) and, with the workspace, those the
+    channels learned (Matrix's direct room). What a served client may search of the chats (never a guest's, a
+    group's or another client's), and where the owner's home conversation is."""
+    ids = {one for route in ROUTES for one in route.owner_chats(settings)}
+    if workspace is not None:
+        known = set(channel_names())
+        ids |= {one for channel, one in noted_owner_chats(workspace).items() if channel in known}
     return frozenset(ids)
 
 
-def home_conversation(settings: Settings) -> str:
-    """The owner's chat on the home channel: what a served client's ``recall`` recalls for."""
+def is_owner_conversation(settings: Settings, workspace: Workspace | None = None) -> Callable[[str], bool]:
+    """Whether a conversation id is the owner's: one of ``owner_conversation_ids`` or a thread of one (an
+    email thread of the owner's address, a thread of the owner's Matrix room)."""
+    ids = owner_conversation_ids(settings, workspace)
+    marks = {route.prefix: route.thread_mark for route in ROUTES if route.thread_mark}
+
+    def owner(conversation_id: str) -> bool:
+        if conversation_id in ids:
+            return True
+        route = route_of_conversation(conversation_id)
+        mark = marks.get(route.prefix, "") if route else ""
+        chat, found, _thread = conversation_id.rpartition(mark) if mark else ("", "", "")
+        return bool(found) and chat in ids
+
+    return owner
+
+
+def home_conversation(settings: Settings, workspace: Workspace | None = None) -> str:
+    """The owner's chat on the home channel: what a served client's ``recall`` recalls for, the owner client's
+    chat and the Control page's model choice; the terminal's when the home channel's is not known yet."""
     channel = home_channel(settings)
-    ids = sorted(owner_conversation_ids(settings))
+    ids = sorted(owner_conversation_ids(settings, workspace))
     prefix = prefix_of(channel)
     return next((one for one in ids if one.startswith(prefix)), "console")

@@ -50,7 +50,7 @@ class Control:
 
     def view(self, parts: Parts) -> dict[str, Any]:
         lines = self._lines(parts)
-        chat = home_conversation(parts.settings)
+        chat = home_conversation(parts.settings, parts.workspace)
         chosen = RunnerChoices(parts.workspace).get(chat)
         known = chosen if any(line.name == chosen for line in lines) else None
         waiting = pairing.PairingStore(parts.workspace).pending()
@@ -68,7 +68,7 @@ class Control:
         }
 
     def switch(self, parts: Parts, name: str) -> str:
-        chat = home_conversation(parts.settings)
+        chat = home_conversation(parts.settings, parts.workspace)
         return choose(RunnerChoices(parts.workspace), self._lines(parts), chat, name, esc=str)
 
     def approve(self, parts: Parts, code: str, role: str) -> str:

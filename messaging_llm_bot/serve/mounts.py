@@ -33,7 +33,7 @@ def served_mounts(
     per_minute = PerMinute(settings.serve.per_minute)
     service = None
     if runtime is not None:
-        home = home_conversation(settings)
+        home = home_conversation(settings, workspace)
 
         def conversation_of(client: Client) -> str:
             # A client configured as the owner talks in the owner's home chat; any other in its own.

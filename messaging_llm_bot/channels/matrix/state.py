@@ -3,7 +3,8 @@
 - ``next_batch``: the sync position, written only after the events before it are in the durable inbox, so a
   restart neither answers a message twice nor skips one;
 - ``device_id``: the bot's one device (a password login on it adds no new device at each start);
-- ``owner_room``: the owner's direct room, where jobs, reminders, notices and the digest go;
+- ``owner_room``: the owner's direct room, where jobs, reminders, notices and the digest go (also noted as
+  the owner's chat for the registry: conversation/owner_chats.py, so a served client's search finds it);
 - ``told``: rooms told once (an encrypted room; a stranger in a room), so a restart does not say it again.
 
 No access token is kept: the password or the configured token logs in at each start. A damaged file is moved
@@ -18,6 +19,8 @@ import threading
 from dataclasses import dataclass, field
 
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.channels.matrix.settings import conversation_of
+from messaging_llm_bot.conversation.owner_chats import note_owner_chat
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +43,8 @@ class StateFile:
         self.workspace = workspace
         self._lock = threading.Lock()
         self.state = self._read()
+        if self.state.owner_room:  # kept before the registry knew it (a workspace of an older version)
+            note_owner_chat(workspace, "matrix", conversation_of(self.state.owner_room))
 
     def _read(self) -> MatrixState:
         try:
@@ -86,6 +91,8 @@ class StateFile:
                     changed = True
             if changed:
                 self._write()
+            if owner_room is not None:
+                note_owner_chat(self.workspace, "matrix", conversation_of(owner_room))
 
     def tell_once(self, key: str) -> bool:
         """True the first time ``key`` is asked about (and remembered); False after."""
