@@ -13,13 +13,10 @@ from typing import Any
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.conversation.job_runs import JobRun, finish_run, make_job_reply, paused_notice
 from messaging_llm_bot.conversation.pool import TurnPool
+from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
 
 log = logging.getLogger(__name__)
-
-
-class DeliveryRefused(Exception):
-    """The chat refused a run's reply for good (blocked, chat gone): the run failed, for this reason."""
 
 
 #: Sends a run's reply; True when it arrived, False to leave the item in the inbox (the next look or start sends

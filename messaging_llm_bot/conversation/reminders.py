@@ -35,7 +35,8 @@ SendFn = Callable[..., Awaitable[bool]]
 
 class DeliveryRefused(Exception):
     """The chat refused the message for good (the user blocked the bot, the chat does not exist, not a Signal
-    user): sending it again cannot help. The message is the reason, kept with the reminder."""
+    user): sending it again cannot help. The message is the reason, kept with the reminder or the job run
+    (conversation/job_answer.py: the run is recorded failed)."""
 
 
 #: Shown to the owner under an item saved from outside content (a forward, mail, page or file).

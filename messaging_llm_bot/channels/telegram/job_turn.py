@@ -17,9 +17,10 @@ import telegram
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.channels.telegram.send import TelegramDeliveryError, refused_for_good, send_markdown, topic_gone
 from messaging_llm_bot.channels.telegram.settings import TelegramSettings, chat_of, topic_in
-from messaging_llm_bot.conversation.job_answer import DeliveryRefused, answer_job_run
+from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.pool import TurnPool
 from messaging_llm_bot.conversation.progress import Progress
+from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
 
 log = logging.getLogger(__name__)
