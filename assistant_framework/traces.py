@@ -23,12 +23,14 @@ import re
 import secrets as _random
 import threading
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Literal, TypedDict, cast
 
 from assistant_framework.background import BackgroundWorker
 from assistant_framework.config.env import value_secrets
+from assistant_framework.json_types import JsonObject
 from assistant_framework.redaction import redact_text
 from assistant_framework.workspace import Workspace
 
@@ -40,6 +42,59 @@ USAGE_DIR = "state/usage"
 _ID_RE = re.compile(r"^(\d{8})T\d{6}\d{6}-[0-9a-f]{6}$")
 # Shorter "secrets" (e.g. "x") would shred ordinary text when replaced.
 _MIN_SECRET_LEN = 4
+
+
+class TraceRecord(TypedDict, total=False):
+    """One turn's trace, ``traces/<YYYYMMDD>/<id>.json`` (the agent's ``trace_of`` writes it; ``trace show``, the
+    web page, ``/stats`` and ``trace replay`` read it). A hand-edited file is read key by key, with defaults."""
+
+    id: str
+    conversation: str
+    time: str  # ISO, the turn's start
+    ok: bool
+    runner: str | None
+    model: str | None
+    chosen_runner: str  # the runner the chat chose with /model
+    steered: list[JsonObject]  # messages added to the running turn: round, message_id, text
+    rounds: int
+    elapsed_s: float
+    model_s: float
+    usage: dict[str, int]
+    section_sizes: dict[str, object]  # per prompt section: its size in chars (and tokens)
+    recalled: list[JsonObject]  # memory hits recalled into the turn
+    user_text: str
+    reply: str
+    skill_calls: list[JsonObject]  # the agent's skill-call records
+    error: str | None
+    job: str  # the scheduled job whose run the turn was
+    requests: list[JsonObject]  # each model request: round, messages, runner, model, usage, text, response...
+
+
+class UsageLine(TypedDict):
+    """One turn's line of ``state/usage/<YYYY-MM>.jsonl``: what /stats sums, kept when traces are pruned."""
+
+    time: str
+    requests: list[JsonObject]  # model, elapsed_s, usage
+
+
+class UsageRow(TypedDict):
+    """The sums of one day, one model or all (``aggregate_usage``)."""
+
+    turns: int
+    requests: int
+    model_s: float
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    reasoning_tokens: int
+
+
+class UsageStats(TypedDict):
+    """What /stats shows: per day, per model and the total."""
+
+    by_day: dict[str, UsageRow]
+    by_model: dict[str, UsageRow]
+    total: UsageRow
 
 
 def collect_secrets(config: Any, extra: Iterable[str] = ()) -> list[str]:
@@ -137,7 +192,7 @@ class TraceStore:
         # so pruning costs no directory walk per turn.
         self._known: list[str] | None = None
 
-    def write(self, trace: dict[str, Any]) -> str:
+    def write(self, trace: TraceRecord) -> str:
         """Redact and write a trace (its ``id`` is created when missing), prune; returns the id."""
         trace_id = trace.get("id") or new_trace_id()
         # Compact JSON: the C encoder is ~10x faster than the indented one; `trace show` pretty-prints.
@@ -151,7 +206,7 @@ class TraceStore:
         self.prune()
         return trace_id
 
-    def _record_usage(self, trace: dict[str, Any]) -> None:
+    def _record_usage(self, trace: TraceRecord) -> None:
         """Append the turn's usage to ``state/usage/<YYYY-MM>.jsonl``: /stats outlives trace pruning."""
         time_text = str(trace.get("time") or datetime.now(timezone.utc).isoformat(timespec="seconds"))
         requests = [
@@ -160,10 +215,10 @@ class TraceStore:
         ]
         self.workspace.append_jsonl(f"{USAGE_DIR}/{time_text[:7]}.jsonl", {"time": time_text, "requests": requests})
 
-    def write_later(self, trace: dict[str, Any]) -> str:
+    def write_later(self, trace: TraceRecord) -> str:
         """Queue a trace for the background writer (redaction, write, prune); returns its id."""
         trace_id = trace.get("id") or new_trace_id()
-        record = {**trace, "id": trace_id}
+        record: TraceRecord = {**trace, "id": trace_id}
         _WRITER.submit(lambda: self.write(record), f"trace {trace_id}")
         return trace_id
 
@@ -206,7 +261,7 @@ class TraceStore:
                     self.workspace.delete(day)
         return len(doomed)
 
-    def load(self, trace_id: str) -> dict[str, Any]:
+    def load(self, trace_id: str) -> TraceRecord:
         """One trace; KeyError naming the id when it does not exist, ValueError when its file is damaged."""
         self._settled()
         rel = trace_path(trace_id)
@@ -218,9 +273,9 @@ class TraceStore:
             raise KeyError(f"trace {trace_id!r} does not exist")
         if not isinstance(data, dict):
             raise ValueError(f"workspace file {rel!r} is not a trace (not a JSON object)")
-        return data
+        return cast(TraceRecord, data)  # as written; a hand-edited one is read key by key with defaults
 
-    def _readable(self, ids: Iterable[str], damaged: list[str] | None) -> Iterator[tuple[str, dict[str, Any]]]:
+    def _readable(self, ids: Iterable[str], damaged: list[str] | None) -> Iterator[tuple[str, TraceRecord]]:
         # A damaged file (cut in half, hand-edited) costs only itself; ``damaged`` collects why.
         for trace_id in ids:
             try:
@@ -241,7 +296,7 @@ class TraceStore:
         shown = "\n  ".join(matches[:20]) + ("\n  ..." if len(matches) > 20 else "")
         raise KeyError(f"{len(matches)} trace ids start with {prefix!r}; give more of the id:\n  {shown}")
 
-    def last(self, damaged: list[str] | None = None) -> dict[str, Any] | None:
+    def last(self, damaged: list[str] | None = None) -> TraceRecord | None:
         """The newest readable trace, or None when there are none (damaged newer ones are named in ``damaged``)."""
         return next((trace for _, trace in self._readable(reversed(self.ids()), damaged)), None)
 
@@ -267,7 +322,7 @@ class TraceStore:
                 break
         return out
 
-    def stats(self, days: int = 30, now: datetime | None = None) -> dict[str, Any]:
+    def stats(self, days: int = 30, now: datetime | None = None) -> UsageStats:
         """Totals per day and per model over the last ``days`` days (for /stats)."""
         moment = now or datetime.now(timezone.utc)
         start = moment - timedelta(days=days)
@@ -275,7 +330,7 @@ class TraceStore:
         ledgers = self.workspace.list(f"{USAGE_DIR}/*.jsonl")
         if ledgers:
             first, last = start.strftime("%Y-%m"), moment.strftime("%Y-%m")
-            rows: list[dict[str, Any]] = []
+            rows: list[JsonObject] = []
             for rel in ledgers:
                 if first <= rel.rsplit("/", 1)[-1][:7] <= last:
                     rows.extend(r for r in self.workspace.read_jsonl(rel) if _after(r.get("time"), start))
@@ -285,10 +340,11 @@ class TraceStore:
         return aggregate_usage(trace for _, trace in self._readable((i for i in self.ids() if i[:8] >= since), None))
 
 
-_STAT_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
+StatField = Literal["prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens"]
+_STAT_FIELDS: tuple[StatField, ...] = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
 
 
-def _after(time_text: Any, start: datetime) -> bool:
+def _after(time_text: object, start: datetime) -> bool:
     try:
         moment = datetime.fromisoformat(str(time_text))
     except ValueError:
@@ -298,23 +354,25 @@ def _after(time_text: Any, start: datetime) -> bool:
     return moment >= start
 
 
-def _number(value: Any) -> float:
+def _number(value: object) -> float:
     """A figure of a usage row; 0 for anything that is not a finite number."""
     try:
-        number = float(value or 0)
+        number = float(value or 0)  # type: ignore[arg-type]  # anything: what float() refuses is 0
     except (TypeError, ValueError):
         return 0.0
     return number if math.isfinite(number) else 0.0
 
 
-def _empty_row() -> dict[str, Any]:
-    return {"turns": 0, "requests": 0, "model_s": 0.0, **{f: 0 for f in _STAT_FIELDS}}
+def _empty_row() -> UsageRow:
+    return UsageRow(
+        turns=0, requests=0, model_s=0.0, prompt_tokens=0, completion_tokens=0, cached_tokens=0, reasoning_tokens=0
+    )
 
 
-def aggregate_usage(traces: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def aggregate_usage(traces: Iterable[Mapping[str, object]]) -> UsageStats:
     """{"by_day": {day: row}, "by_model": {model: row}, "total": row} summed over model requests (pure)."""
-    by_day: dict[str, dict[str, Any]] = defaultdict(_empty_row)
-    by_model: dict[str, dict[str, Any]] = defaultdict(_empty_row)
+    by_day: dict[str, UsageRow] = defaultdict(_empty_row)
+    by_model: dict[str, UsageRow] = defaultdict(_empty_row)
     total = _empty_row()
     for trace in traces:
         day = str(trace.get("time", ""))[:10] or "unknown"
@@ -336,4 +394,4 @@ def aggregate_usage(traces: Iterable[dict[str, Any]]) -> dict[str, Any]:
                 target["model_s"] += _number(request.get("elapsed_s"))
                 for f in _STAT_FIELDS:
                     target[f] += int(_number(usage.get(f)))
-    return {"by_day": dict(sorted(by_day.items())), "by_model": dict(sorted(by_model.items())), "total": total}
+    return UsageStats(by_day=dict(sorted(by_day.items())), by_model=dict(sorted(by_model.items())), total=total)

@@ -12,7 +12,7 @@ from ..memory.log import CONVERSATIONS_DIR
 from ..memory.recall import OUTSIDE_SOURCE_PREFIXES
 from ..spending import SpendingLedger, cap_rows
 from ..stores.provenance import is_untrusted
-from ..traces import TraceStore
+from ..traces import TraceRecord, TraceStore
 from ..workspace import Workspace, WorkspacePathError
 from .parts import Parts
 
@@ -98,7 +98,7 @@ def trace_list(traces: TraceStore, limit: int = 50) -> list[dict[str, Any]]:
     return rows
 
 
-def section_rows(trace: dict[str, Any]) -> list[tuple[str, float]]:
+def section_rows(trace: TraceRecord) -> list[tuple[str, float]]:
     """(section, characters) of a trace's prompt, in prompt order."""
     sizes = trace.get("section_sizes") or {}
     return [

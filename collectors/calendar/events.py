@@ -286,7 +286,7 @@ def changes(
             if was:
                 moved_from = was.pop(0)
                 out.append(
-                    EventChange(**event, title=f"moved: {event['summary']}", change="moved", was=moved_from["start"])
+                    {**event, "title": f"moved: {event['summary']}", "change": "moved", "was": moved_from["start"]}
                 )
                 continue
             kind = "new"
@@ -294,10 +294,10 @@ def changes(
             kind = "changed"
         else:
             continue
-        out.append(EventChange(**event, title=event["summary"], change=kind))
+        out.append({**event, "title": event["summary"], "change": kind})
     for left in gone_by_uid.values():
         out.extend(
-            EventChange(**event, title=f"cancelled: {event.get('summary', '')}", change="cancelled") for event in left
+            {**event, "title": f"cancelled: {event.get('summary', '')}", "change": "cancelled"} for event in left
         )
     return out
 

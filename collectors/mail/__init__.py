@@ -139,7 +139,7 @@ def _store(
     day = record["date"][:10] if record["date"] else "undated"
     rel = f"{BASE}/{folder_slug(folder)}/{day}-{uid}.md"
     workspace.write_text(rel, text)
-    record = MailItem(**record, uidvalidity=uidvalidity, file=rel)
+    record = {**record, "uidvalidity": uidvalidity, "file": rel}
     workspace.append_jsonl(f"{BASE}/index.jsonl", record)
     return record
 

@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import datetime
 from typing import Any, Callable
 
+from assistant_framework.json_types import JsonObject
+from assistant_framework.traces import TraceRecord
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import ApproveCallback
 from messaging_llm_bot.agent.images import without_pixels
@@ -21,9 +23,9 @@ from messaging_llm_bot.protocol import ParsedOutput
 
 FAILED_TURN_REPLY = "Sorry, something went wrong while answering; the details are in the bot's log. Please try again."
 #: A memory hit as a plain dict (``hit_dict``): what a turn recalled, for its result and its trace.
-Hit = dict[str, Any]
+Hit = JsonObject
 #: One model request of a turn as the trace records it (``record_request``): what was sent and what came back.
-RequestEntry = dict[str, Any]
+RequestEntry = JsonObject
 
 _USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens")
 
@@ -272,7 +274,7 @@ def steered_trace(box: SteerBox) -> list[dict[str, Any]]:
     return [{"round": one.round, "message_id": one.message_id, "text": one.text} for one in box.taken()]
 
 
-def trace_of(turn: TurnRecord, result: TurnResult) -> dict[str, Any]:
+def trace_of(turn: TurnRecord, result: TurnResult) -> TraceRecord:
     """The trace document of a finished turn."""
     last: RequestEntry = next((r for r in reversed(turn.requests) if r.get("model")), {})
     return {

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant_framework.hints import CLI
-from assistant_framework.traces import TraceStore, collect_secrets, redact_secrets
+from assistant_framework.traces import TraceRecord, TraceStore, collect_secrets, redact_secrets
 from assistant_framework.workspace import atomic_write_bytes, existing_workspace
 from messaging_llm_bot.cli import int_range, refused_by_caps
 from messaging_llm_bot.cli.config import Subparsers
@@ -109,7 +109,7 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _selected(args: argparse.Namespace) -> list[dict[str, Any]]:
+def _selected(args: argparse.Namespace) -> list[TraceRecord]:
     store = _store(args)
     ids = [store.find(i) for i in args.ids]
     if args.last or not ids:

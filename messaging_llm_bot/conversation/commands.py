@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from assistant_framework.access import OWNER_ONLY_COMMANDS, command_allowed
 from assistant_framework.config.reloadable import ReloadReport
 from assistant_framework.spending.usage import RunnerUsage, runner_usage, usage_text
-from assistant_framework.traces import TraceStore
+from assistant_framework.traces import TraceStore, UsageRow, UsageStats
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.markup import escape_markdown
 
@@ -247,13 +247,13 @@ def why_text(recalled: list[dict[str, Any]], summary: str | None = None) -> str:
     return "\n\n".join(["\n".join(lines), *note])
 
 
-def format_stats(stats: dict[str, Any], days: int = 30) -> str:
+def format_stats(stats: UsageStats, days: int = 30) -> str:
     """/stats text from ``TraceStore.stats()`` output (pure)."""
     total = stats.get("total") or {}
     if not total.get("turns"):
         return f"No model usage recorded in the last {days} days."
 
-    def row(label: str, r: dict[str, Any]) -> str:
+    def row(label: str, r: UsageRow) -> str:
         cached = f", {r['cached_tokens']} cached" if r.get("cached_tokens") else ""
         if not r.get("prompt_tokens") and not r.get("completion_tokens"):
             # A server that reports no usage (llama.cpp without it): not "0 in, 0 out".

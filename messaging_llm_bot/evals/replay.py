@@ -9,10 +9,19 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection
+from typing import Any, Callable, Collection, TypedDict
 
+from assistant_framework.json_types import JsonObject
+from assistant_framework.traces import TraceRecord
 from messaging_llm_bot.llm.client import LLMClient, LLMError
 from messaging_llm_bot.protocol import parse_model_output
+
+
+class ModelAction(TypedDict):
+    """The comparable part of a parsed model output: the calls (skill and args), or that it replied."""
+
+    calls: list[JsonObject]  # {"skill", "args"}
+    reply: str | None
 
 
 @dataclass
@@ -21,22 +30,22 @@ class ReplayOutcome:
 
     trace_id: str
     round: int
-    before: dict[str, Any]  # {"calls": [{"skill", "args"}], "reply": str | None}
-    now: dict[str, Any]
+    before: ModelAction
+    now: ModelAction
     verdict: str  # "same" | "args differ" | "changed" | "error"
     error: str | None = None
     elapsed_s: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
 
-def action_of(parsed: dict[str, Any] | None) -> dict[str, Any]:
+def action_of(parsed: JsonObject | None) -> ModelAction:
     """The comparable part of a parsed model output: the calls, or that it replied."""
     parsed = parsed or {}
     calls = [{"skill": c.get("skill"), "args": c.get("args") or {}} for c in parsed.get("calls") or []]
-    return {"calls": calls, "reply": None if calls else (parsed.get("reply") or "")}
+    return ModelAction(calls=calls, reply=None if calls else (parsed.get("reply") or ""))
 
 
-def compare_actions(before: dict[str, Any], now: dict[str, Any]) -> str:
+def compare_actions(before: ModelAction, now: ModelAction) -> str:
     """``same`` (same skills, same args, or both replied), ``args differ`` or ``changed``."""
     skills_before = [c["skill"] for c in before["calls"]]
     skills_now = [c["skill"] for c in now["calls"]]
@@ -57,14 +66,14 @@ def _normal(value: Any) -> Any:
     return value
 
 
-def replayable_requests(trace: dict[str, Any], all_rounds: bool = False) -> list[dict[str, Any]]:
+def replayable_requests(trace: TraceRecord, all_rounds: bool = False) -> list[JsonObject]:
     """The requests of a trace that reached the model and were parsed (the first only by default)."""
     requests = [r for r in trace.get("requests") or [] if r.get("parsed") is not None and r.get("messages")]
     return requests if all_rounds else requests[:1]
 
 
 def replay_trace(
-    trace: dict[str, Any],
+    trace: TraceRecord,
     llm: LLMClient,
     skill_names: Collection[str],
     *,
@@ -107,7 +116,7 @@ def replay_trace(
     return outcomes
 
 
-def describe_action(action: dict[str, Any], width: int = 70) -> str:
+def describe_action(action: ModelAction, width: int = 70) -> str:
     """``tasks(action=add, due=2026-06-12)`` or ``reply: "..."`` for the replay table."""
     if action["calls"]:
         parts = []
@@ -141,14 +150,14 @@ def format_replay(outcomes: list[ReplayOutcome]) -> str:
     return "\n".join(lines)
 
 
-def case_from_trace(trace: dict[str, Any], *, category: str = "from_traces") -> dict[str, Any] | None:
+def case_from_trace(trace: TraceRecord, *, category: str = "from_traces") -> JsonObject | None:
     """An eval case expecting what the trace's first request chose (None when it has nothing to offer)."""
     requests = replayable_requests(trace)
     user_text = trace.get("user_text")
     if not requests or not user_text:
         return None
     action = action_of(requests[0].get("parsed"))
-    expect: dict[str, Any] = {"skill": action["calls"][0]["skill"] if action["calls"] else None}
+    expect: JsonObject = {"skill": action["calls"][0]["skill"] if action["calls"] else None}
     if action["calls"]:
         args = {k: v for k, v in (action["calls"][0]["args"] or {}).items() if isinstance(v, (str, int, float, bool))}
         if args:
@@ -160,8 +169,8 @@ def case_from_trace(trace: dict[str, Any], *, category: str = "from_traces") -> 
 
 
 def export_cases(
-    traces: list[dict[str, Any]], *, category: str = "from_traces", keep: Callable[[dict[str, Any]], bool] | None = None
-) -> list[dict[str, Any]]:
+    traces: list[TraceRecord], *, category: str = "from_traces", keep: Callable[[TraceRecord], bool] | None = None
+) -> list[JsonObject]:
     """Eval cases from chosen traces (failed turns and traces without a request are skipped)."""
     cases = []
     for trace in traces:
