@@ -43,6 +43,7 @@ WEBCHAT_JOBS = ("test_webchat_jobs.py",)
 HOOKS = ("test_hooks.py",)
 MATRIX = ("test_matrix.py",)
 MATRIX_BOT = ("test_matrix_bot.py", "test_matrix.py")
+WHATSAPP_BOT = ("test_whatsapp_bot.py",)
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
 AGENT_SKILLS = ("test_agent_skills.py", "test_agent_skills_bot.py", "test_agent_skills_install.py")
 AGENT_SKILLS_INSTALL = ("test_agent_skills_install.py",)
@@ -139,6 +140,46 @@ AF = "assistant_framework"
 BOT = "messaging_llm_bot"
 
 MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        "whatsapp-signature-unchecked",
+        "messaging_llm_bot/channels/whatsapp/webhook.py",
+        "        if not signed(webhook.config().app_secret, body, self.request.headers.get(SIGNATURE_HEADER)):",
+        "        if False:",
+        "anyone who finds the webhook's URL posts messages as the owner: they reach the model with the owner's data",
+        WHATSAPP_BOT,
+    ),
+    Mutation(
+        "whatsapp-signature-any",
+        "messaging_llm_bot/channels/whatsapp/webhook.py",
+        "    if not header or not app_secret:",
+        "    if not header or not app_secret or header:",
+        "a POST with any signature header passes (the HMAC is never compared)",
+        WHATSAPP_BOT,
+    ),
+    Mutation(
+        "whatsapp-handshake-any-token",
+        "messaging_llm_bot/channels/whatsapp/webhook.py",
+        '    if mode != "subscribe" or not token or not config.verify_token:',
+        '    if mode != "subscribe":',
+        "the handshake answers anyone's verify token: someone else can point a Meta app's webhook at the bot",
+        WHATSAPP_BOT,
+    ),
+    Mutation(
+        "whatsapp-window-ignored",
+        "messaging_llm_bot/channels/whatsapp/channel.py",
+        "        inside = self.window.is_open(number)",
+        "        inside = True",
+        "a job run outside the 24-hour window goes out free-form: the Cloud API fails it (131047) and it is lost",
+        WHATSAPP_BOT,
+    ),
+    Mutation(
+        "whatsapp-allowlist",
+        "messaging_llm_bot/channels/whatsapp/intake.py",
+        "        if not config.allows(msg.sender):",
+        "        if False:",
+        "a stranger's message reaches the model",
+        WHATSAPP_BOT,
+    ),
     # -- the Matrix channel (channels/matrix/, docs/matrix.md) -----------------------------------------------
     Mutation(
         "matrix-invite-any",

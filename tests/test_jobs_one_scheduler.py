@@ -96,14 +96,17 @@ def test_telegram_and_signal_in_one_process_share_one_scheduler_and_each_run_goe
 
 def test_the_registry_routes_every_stored_chat_id_form() -> None:
     """Rows made by every version: Telegram's bare numbers and ``tg:`` ids, Signal's ``sig:``, the terminal's."""
-    assert [channel_of(c) for c in (7, "-1001", "tg:7", "tg:7:12", "sig:+4915", "console", "wa:x", None, "")] == [
+    assert [
+        channel_of(c) for c in (7, "-1001", "tg:7", "tg:7:12", "sig:+4915", "console", "wa:4915", "xx:y", None, "")
+    ] == [
         "telegram",
         "telegram",
         "telegram",
         "telegram",
         "signal",
         "console",
-        "wa",
+        "whatsapp",
+        "xx",
         "none",
         "none",
     ]

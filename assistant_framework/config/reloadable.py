@@ -44,6 +44,13 @@ APPLIED_BY: Mapping[str, str] = {
     "matrix.owner": RELOAD,
     "matrix.group_mode": RELOAD,
     "matrix.typing": RELOAD,
+    # The webhook listener, the Graph API client and the scheduled digest are made at start; who may write,
+    # the template and typing are read at each message.
+    "whatsapp": RESTART,
+    "whatsapp.allowed": RELOAD,
+    "whatsapp.owner": RELOAD,
+    "whatsapp.template": RELOAD,
+    "whatsapp.typing": RELOAD,
     # The prompt's budgets, plugin folders, skill limits and traces are read again.
     "runtime": RELOAD,
     # The turn log, the scheduled digests and the chats' clocks take the zone at start.

@@ -59,6 +59,16 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route("matrix", "mx:", configured=lambda settings: settings.matrix.enabled, thread_mark="|"),
     Route(
+        "whatsapp",
+        "wa:",
+        configured=lambda settings: settings.whatsapp.enabled,
+        owner_chats=lambda s: (
+            ("wa:" + "".join(c for c in (s.whatsapp.owner or s.whatsapp.allowed[0]) if c.isdigit()),)
+            if s.whatsapp.owner or s.whatsapp.allowed
+            else ()
+        ),
+    ),
+    Route(
         "webchat",
         "web:",
         configured=lambda settings: settings.web.enabled and settings.web.chat,

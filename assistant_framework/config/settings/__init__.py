@@ -42,6 +42,11 @@ from assistant_framework.config.settings.search import SearchSettings
 from assistant_framework.config.settings.serve import ClientSettings, ServeSettings
 from assistant_framework.config.settings.voice import SpeechSettings, VoiceSettings
 from assistant_framework.config.settings.web import WebSettings
+from assistant_framework.config.settings.whatsapp import (
+    WhatsAppSettings,
+    WhatsAppTemplateSettings,
+    WhatsAppWebhookSettings,
+)
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,7 @@ class Settings:
     hooks: HooksSettings = field(default_factory=HooksSettings, metadata=_nests(HooksSettings))
     email: EmailSettings = field(default_factory=EmailSettings, metadata=_nests(EmailSettings))
     documents: DocumentSettings = field(default_factory=DocumentSettings, metadata=_nests(DocumentSettings))
+    whatsapp: WhatsAppSettings = field(default_factory=WhatsAppSettings, metadata=_nests(WhatsAppSettings))
 
     @classmethod
     def from_config(cls, data: Mapping[str, object]) -> Settings:
@@ -108,4 +114,7 @@ __all__ = [
     "VoiceSettings",
     "WebSettings",
     "WebhookSettings",
+    "WhatsAppSettings",
+    "WhatsAppTemplateSettings",
+    "WhatsAppWebhookSettings",
 ]

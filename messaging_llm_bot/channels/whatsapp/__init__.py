@@ -1,0 +1,1 @@
+"""The WhatsApp channel on Meta's official Cloud API (docs/whatsapp.md)."""

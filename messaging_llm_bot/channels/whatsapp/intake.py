@@ -1,0 +1,165 @@
+"""What comes in through the webhook, in order for each message: the allowlist first (a stranger is told once,
+nothing of theirs is stored or reaches the model), the window noted (the user wrote: free-form messages may
+go to them for 24 hours, and replies held for them go out now), the answer to an open yes/no question,
+``/stop`` at once, the other commands in the chat's order; then the durable inbox (the message id taken
+once: Meta sends an event again until it heard 200) and a turn in the chat's queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Protocol
+
+from assistant_framework.inbox import Inbox
+from messaging_llm_bot.channels.contract import Address
+from messaging_llm_bot.channels.whatsapp.channel import WhatsAppChannel
+from messaging_llm_bot.channels.whatsapp.message import WaMessage, messages_of
+from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig, conversation_of
+from messaging_llm_bot.channels.whatsapp.tasks import ChatTasks
+from messaging_llm_bot.channels.whatsapp.turn import TurnRunner
+from messaging_llm_bot.conversation import commands as texts
+from messaging_llm_bot.conversation.chatflags import ChatFlags
+from messaging_llm_bot.conversation.chatqueue import ChatQueues
+from messaging_llm_bot.conversation.held import StorageOutage, held_text
+
+log = logging.getLogger(__name__)
+
+RESET_CONFIRM = "yes"
+STRANGER_FLAG = "whatsapp-stranger-told"
+
+
+def stranger_text(number: str) -> str:
+    return (
+        f"Sorry, you are not authorised to use this assistant. Your number is +{number}; "
+        "the owner can add it to whatsapp.allowed."
+    )
+
+
+class IntakeHost(Protocol):
+    """What the intake uses of the running service (service.py)."""
+
+    runtime: Any
+    inbox: Inbox
+    channel: WhatsAppChannel
+    turns: TurnRunner
+    queues: ChatQueues
+    tasks: ChatTasks
+    storage: StorageOutage
+
+    @property
+    def config(self) -> WhatsAppConfig: ...
+
+    @property
+    def stopping(self) -> bool: ...
+
+
+class Intake:
+    def __init__(self, host: IntakeHost) -> None:
+        self.host = host
+        self.flags = ChatFlags(host.runtime.workspace)
+
+    async def take(self, payload: Any) -> bool:
+        """Every message of a signed payload of this number; False when one could not be stored (Meta sends
+        the payload again: the ones stored are taken once)."""
+        for msg in messages_of(payload, self.host.config.phone_number_id):
+            if not await self.on_message(msg):
+                return False
+        return True
+
+    async def on_message(self, msg: WaMessage) -> bool:
+        host = self.host
+        config = host.config
+        if not config.allows(msg.sender):
+            await self.refuse(msg)
+            return True
+        chat = conversation_of(msg.sender)
+        owner = config.is_owner(msg.sender)
+        await asyncio.to_thread(host.channel.window.saw, msg.sender, msg.timestamp)
+        host.channel.last_message[msg.sender] = msg.message_id
+        self.release_held(msg.sender)
+        if msg.kind == "text" and host.channel.resolve(msg.sender, msg.text):
+            return True  # the answer to an open yes/no question, not a new message
+        text = msg.text.strip()
+        if msg.kind == "text" and text.startswith("/") and len(text) > 1:
+            if text[1:].split(" ", 1)[0].lower() == "stop":
+                await self.stop_turn(msg)
+            elif not host.tasks.spawn(chat, self.command(msg), owner=owner):
+                await self.over_limit(msg)
+            return True
+        if host.inbox.seen(msg.message_id):
+            log.info("whatsapp: %s came again; answered once", msg.message_id)
+            return True
+        if not owner and host.queues.full(chat):
+            await self.over_limit(msg)
+            return True
+        try:
+            item = await asyncio.to_thread(
+                host.inbox.accept, msg.message_id, chat, {"message": msg.raw, "name": msg.name}
+            )
+        except OSError as err:
+            host.storage.failed(err, f"the message {msg.message_id} from {msg.sender}")
+            if host.storage.tell(chat):
+                await host.turns.say(Address(msg.sender), held_text(err))
+            return False
+        host.storage.ok()
+        if item is not None:
+            host.tasks.spawn(chat, host.turns.answer(item), owner=owner, exempt=True)
+        return True
+
+    def release_held(self, number: str) -> None:
+        """The user wrote, so the window is open: what waited for them goes out first, in its order, and (without
+        a template) they are told once how to get such messages on time."""
+        host = self.host
+        chat = conversation_of(number)
+        held = host.turns.take_held(chat)
+        items = [item for item in (host.inbox.get(item_id) for item_id in held) if item is not None]
+        if not items:
+            return
+        log.info("whatsapp: %d held message(s) to %s go out now (the window is open again)", len(items), number)
+        for item in items:
+            host.tasks.spawn(chat, host.turns.answer(item), owner=True, exempt=True)
+        host.tasks.spawn(chat, host.turns.tell_held(Address(number), chat), owner=True, exempt=True)
+
+    async def refuse(self, msg: WaMessage) -> None:
+        """A stranger: told once (they just wrote, so the window is open), nothing else."""
+        chat = conversation_of(msg.sender)
+        if not await asyncio.to_thread(self.flags.first_time, chat, STRANGER_FLAG):
+            log.info("whatsapp: ignored +%s again (not in whatsapp.allowed; already told)", msg.sender)
+            return
+        log.info("whatsapp: refused +%s (not in whatsapp.allowed)", msg.sender)
+        await asyncio.to_thread(self.host.channel.window.saw, msg.sender, msg.timestamp)
+        await self.host.turns.say(Address(msg.sender), stranger_text(msg.sender))
+
+    async def over_limit(self, msg: WaMessage) -> None:
+        queues = self.host.queues
+        chat = conversation_of(msg.sender)
+        if queues.refused(chat):
+            await self.host.turns.say(Address(msg.sender), texts.backlog_text(queues.pending(chat)))
+
+    async def stop_turn(self, msg: WaMessage) -> None:
+        stopped = self.host.runtime.agent.stop(conversation_of(msg.sender))
+        if stopped:
+            self.host.channel.questions.decline_all(msg.sender)
+        await self.host.turns.say(Address(msg.sender), texts.STOPPING_TEXT if stopped else texts.NOTHING_TO_STOP_TEXT)
+
+    async def command(self, msg: WaMessage) -> None:
+        """A /command, answered in the chat's order; the owner-only ones only in the owner's chat."""
+        host = self.host
+        text = msg.text.strip()
+        name, _, rest = text[1:].partition(" ")
+        chat = conversation_of(msg.sender)
+        if name.lower() == "reset":
+            if rest.strip().lower() == RESET_CONFIRM:
+                reply = await asyncio.to_thread(host.runtime.agent.reset, chat)
+            else:
+                reply = (
+                    "This clears the message history of this conversation, so I forget what we talked about "
+                    f"here. Notes, tasks, reminders and other saved data are kept.\n\nSend /reset {RESET_CONFIRM} "
+                    "to clear it."
+                )
+        else:
+            owner_data = host.config.is_owner(msg.sender)
+            answered = await asyncio.to_thread(texts.run_command, host.runtime, chat, text, owner_data=owner_data)
+            reply = answered if answered is not None else f"Unknown command /{name}. /help lists what I understand."
+        await host.turns.say(Address(msg.sender), reply)

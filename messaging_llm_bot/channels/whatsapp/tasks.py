@@ -1,0 +1,48 @@
+"""The WhatsApp chats' work as asyncio tasks: each queued in its chat (conversation/chatqueue.py: arrival order,
+a bound per chat, the owner first) and kept until done, so a stop can cancel those still waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from messaging_llm_bot.conversation.chatqueue import ChatQueues
+
+log = logging.getLogger(__name__)
+
+
+class ChatTasks:
+    """Runs coroutines in their chat's queue; ``cancel_waiting()`` at a stop leaves their items pending."""
+
+    def __init__(self, queues: ChatQueues) -> None:
+        self.queues = queues
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, chat: str, coro: Coroutine[Any, Any, Any], *, owner: bool = False, exempt: bool = False) -> bool:
+        """Queue ``coro`` in ``chat``; False (and ``coro`` closed) when the chat already holds
+        ``runtime.max_pending_per_chat`` jobs."""
+        job = self.queues.admit(chat, owner=owner, exempt=exempt)  # now, in arrival order
+        if job is None:
+            coro.close()
+            return False
+
+        async def in_order() -> None:
+            try:
+                await self.queues.run(job, coro)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - one failed message must not stop the chat
+                log.exception("whatsapp: handling a message in %s failed", chat)
+
+        task = asyncio.get_running_loop().create_task(in_order())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return True
+
+    async def cancel_waiting(self) -> None:
+        """Cancel the tasks still waiting for their chat (their items stay pending) and wait for them."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

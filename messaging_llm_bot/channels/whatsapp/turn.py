@@ -1,0 +1,332 @@
+"""Answer one durable inbox item from WhatsApp: the read receipt with "typing...", the agent's turn, then the
+reply delivered through the ledger.
+
+Used for live messages, the start-up replay, job runs and the owner's notices; the caller holds the chat's
+queue, so one chat's messages are answered in order. Each part goes out once and is recorded in the ledger as
+it goes: a crash resends only what is not recorded. While the Graph API cannot be reached the reply waits (it
+is in the inbox) and is retried with backoff until a stop. Outside the 24-hour window without a template the
+reply is held (``held``): the item stays in the inbox and goes out when the user writes again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
+
+from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.media.files_out import FileToSend
+from messaging_llm_bot.channels.contract import Address, DeliveryError, OutgoingFile, TextOut
+from messaging_llm_bot.channels.whatsapp.channel import OutsideWindow, WhatsAppChannel
+from messaging_llm_bot.channels.whatsapp.format import CAPABILITIES
+from messaging_llm_bot.channels.whatsapp.graph import GraphUnavailable
+from messaging_llm_bot.channels.whatsapp.message import WaMessage, message_of_payload
+from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig, number_of
+from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, offers_conversation, question_text
+from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
+from messaging_llm_bot.conversation.chatflags import ChatFlags
+from messaging_llm_bot.conversation.files_out import file_sender
+from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, area_for, files_input
+from messaging_llm_bot.conversation.job_answer import answer_job_run
+from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.pool import TurnPool
+from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.turn import transcript_failed
+from messaging_llm_bot.conversation.turns import RunningTurns
+from messaging_llm_bot.llm.transcribe import transcribe, transcription_settings
+
+if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from messaging_llm_bot.agent.images import ImageInput
+
+log = logging.getLogger(__name__)
+
+FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
+RETRY_MAX_SECONDS = 30.0
+MAX_FILE_IN_BYTES = 100 * 1024 * 1024  # WhatsApp's largest document
+HOW_TO_ANSWER = "Reply yes to confirm or no to decline."
+HOW_TO_ANSWER_OR_ALLOW = (
+    "Reply yes to confirm, no to decline, or chat to allow it for this conversation (this skill's calls "
+    "then run without asking while the outside content named above is all that is in view; new outside "
+    "content asks again, /reset ends it)."
+)
+UNSUPPORTED = "I cannot take {kind} messages here yet: send text, a picture, a document or a voice message."
+#: Told once (per chat) when held messages go out after the window opened again, without a template set.
+HELD_TEXT = (
+    "The messages above waited for you: WhatsApp lets me write first only within 24 hours of your last "
+    "message, and later only as a template Meta approved. To get reminders, job runs and notices on time, "
+    "create a template with one text parameter in WhatsApp Manager and set it: config set whatsapp.template.name "
+    "NAME (docs/whatsapp.md#the-24-hour-window)."
+)
+HELD_FLAG = "whatsapp-held-told"
+NOTICE_KEY = "notice"
+
+
+def is_notice_item(item: InboxItem) -> bool:
+    return NOTICE_KEY in item.payload
+
+
+class TurnRunner:
+    """Runs turns for the WhatsApp channel; one per running channel."""
+
+    def __init__(
+        self, runtime: Runtime, inbox: Inbox, channel: WhatsAppChannel, config: Callable[[], WhatsAppConfig]
+    ) -> None:
+        self.runtime, self.inbox, self.channel = runtime, inbox, channel
+        self._config = config
+        self.stopping = False
+        self.stop_event = asyncio.Event()
+        self._active = RunningTurns()
+        self.flags = ChatFlags(runtime.workspace)  # notices told once per chat
+        self.pool = TurnPool(lambda: self.runtime.settings)
+        self.held: dict[str, str] = {}  # item id -> conversation: replies waiting for the window to open
+
+    @property
+    def config(self) -> WhatsAppConfig:
+        return self._config()
+
+    @property
+    def active(self) -> int:
+        return len(self._active)
+
+    async def wait_idle(self, timeout: float) -> bool:
+        return await self._active.wait_idle(timeout)
+
+    def cancel_all(self) -> int:
+        return self._active.cancel_all()
+
+    async def answer(self, item: InboxItem) -> None:
+        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
+        if self.stopping:
+            log.info("whatsapp: stopping; %s stays in the inbox for the next start", item.item_id)
+            return
+        with self._active.tracking():
+            if is_job_item(item):
+                await self._answer_job(item)
+            elif is_notice_item(item):
+                await self._finish(item, Address(number_of(item.conversation_id)), item.reply or "")
+            else:
+                await self._answer(item)
+
+    async def _answer(self, item: InboxItem) -> None:
+        msg = message_of_payload(item.payload)
+        if msg is None:  # cannot happen for items this channel wrote; a foreign file is completed, not retried
+            log.error("whatsapp: inbox item %s holds no WhatsApp message; completing it", item.item_id)
+            await asyncio.to_thread(self.inbox.complete, item.item_id)
+            return
+        to = Address(msg.sender)
+        reply = item.reply
+        if reply is None:
+            await self._typing(msg)
+            try:
+                reply = await self._produce(item, msg)
+            except asyncio.CancelledError:
+                raise
+            except OSError as exc:
+                log.exception("whatsapp: answering %s failed", item.item_id)
+                reply = f"⚠️ I could not handle your message: my workspace cannot be written ({exc.strerror})."
+            except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
+                log.exception("whatsapp: answering %s failed", item.item_id)
+                reply = FAILED_REPLY
+            try:
+                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
+            except OSError as err:
+                log.warning("whatsapp: could not record the reply of %s: %s", item.item_id, err)
+        await self._finish(item, to, reply, reply_to=msg.message_id)
+
+    async def _finish(self, item: InboxItem, to: Address, reply: str, reply_to: str | None = None) -> None:
+        if await self.deliver(item, to, reply, reply_to):
+            await asyncio.to_thread(self.inbox.complete, item.item_id)
+
+    async def _typing(self, msg: WaMessage) -> None:
+        try:
+            await self.channel.client.mark_read(msg.message_id, typing=self.config.typing)
+        except (GraphUnavailable, DeliveryError) as err:
+            log.info("whatsapp: could not mark %s read: %s", msg.message_id, err)
+
+    async def _produce(self, item: InboxItem, msg: WaMessage) -> str:
+        config = self.config
+        owner_chat = config.is_owner(msg.sender)
+        if not msg.readable:
+            return UNSUPPORTED.format(kind=msg.kind)
+        untrusted = False
+        images: tuple[ImageInput, ...] = ()
+        notice = ""
+        text = msg.text
+        voice = transcription_settings(self.runtime.settings.llm) if msg.media and msg.media.kind == "voice" else None
+        if msg.media is not None and voice is not None:
+            got_audio = await self.channel.download(msg.media, MAX_FILE_IN_BYTES)
+            if isinstance(got_audio, str):
+                return got_audio
+            mime = msg.media.mime or got_audio.mime
+            heard = await asyncio.to_thread(transcribe, voice, got_audio.data, "voice.ogg", mime)
+            if not heard.ok:
+                return transcript_failed(heard.error)
+            text = heard.text
+        elif msg.media is not None:  # without transcription a voice note is saved like any file
+            area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
+            got = await files_input(area, [await self._save(area, msg)], self.runtime.settings)
+            if isinstance(got, str):
+                return got
+            text, untrusted, images = got.text, True, got.images
+            if got.vision_missing and await asyncio.to_thread(
+                self.flags.first_time, item.conversation_id, VISION_MISSING_FLAG
+            ):
+                notice = VISION_MISSING
+        answered = await self._turn(item, msg, text, untrusted, images, owner_chat)
+        return f"{answered}\n\n{notice}" if notice else answered
+
+    async def _turn(
+        self, item: InboxItem, msg: WaMessage, text: str, untrusted: bool, images: tuple[Any, ...], owner_chat: bool
+    ) -> str:
+        to = Address(msg.sender)
+        loop = asyncio.get_running_loop()
+        approve = None
+        if owner_chat:
+            approve = self.channel.questions.approver(lambda request: self._ask(to, request), loop, msg.sender)
+        send_file = file_sender(
+            self.runtime.workspace,
+            item.item_id,
+            loop,
+            lambda one: self._send_workspace_file(to, one),
+            CAPABILITIES.max_file_bytes,
+        )
+        from messaging_llm_bot.agent.incoming import Incoming  # on use, as in the other channels
+        from messaging_llm_bot.agent.turn import reply_text
+
+        agent = self.runtime.agent
+        incoming = Incoming(
+            item.conversation_id,
+            text,
+            chat_id=item.conversation_id,
+            user_id=msg.sender,
+            message_id=msg.message_id,
+            owner_chat=owner_chat,  # only the owner's own chat sees the owner's data
+            untrusted=untrusted,
+            approve=approve,
+            stream=False,
+            images=images,
+            send_file=send_file,
+        )
+        answered = await self.pool.run(agent.handle, incoming, owner_turn=owner_chat)
+        return reply_text(answered)
+
+    async def _send_workspace_file(self, to: Address, one: FileToSend) -> str:
+        out = OutgoingFile("photo" if one.photo else "file", one.path, one.caption)
+        sent = await self.channel.send_file(to, out)
+        return sent.message_ids[0]
+
+    async def _save(self, area: Any, msg: WaMessage) -> SavedFile | str:
+        media = msg.media
+        assert media is not None
+        got = await self.channel.download(media, MAX_FILE_IN_BYTES)
+        if isinstance(got, str):
+            return got
+        today = datetime.now(ZoneInfo(self.config.timezone)).date()
+        kind = "photo" if media.kind == "photo" else "voice note" if media.kind == "voice" else media.kind
+        return await asyncio.to_thread(
+            save_bytes, area, got.data, media.name, today, kind=kind, mime_type=media.mime or got.mime, caption=msg.text
+        )
+
+    async def _ask(self, to: Address, request: dict[str, Any]) -> Answer:
+        """Ask the owner and wait for the reply yes/no/chat (False on timeout or error)."""
+        questions = self.channel.questions
+        future = questions.open(to.chat_id, to.chat_id, request)
+        how = HOW_TO_ANSWER_OR_ALLOW if offers_conversation(request) else HOW_TO_ANSWER
+        try:
+            await self.channel.send_text(to, TextOut(question_text(request, how)))
+            answer = await questions.wait(future)
+            if answer is None:
+                await self.say(to, NO_ANSWER)
+                return False
+            return answer
+        except (GraphUnavailable, DeliveryError, OutsideWindow) as err:
+            log.warning("whatsapp: could not ask for confirmation: %s", err)
+            return False
+        finally:
+            questions.close(to.chat_id)
+
+    async def say(self, to: Address, text: str) -> None:
+        try:
+            await self.channel.send_text(to, TextOut(text))
+        except (GraphUnavailable, DeliveryError, OutsideWindow) as err:
+            log.info("whatsapp: could not say %r to %s: %s", text[:40], to.chat_id, err)
+
+    async def deliver(self, item: InboxItem, to: Address, reply: str, reply_to: str | None = None) -> bool:
+        """The one delivery path of chat turns, job runs and notices: the parts not in the ledger, each recorded
+        as it goes out. Retries while the Graph API cannot be reached; False when stopping first, or when the
+        reply is held outside the window (the item stays, ``held``)."""
+        delay = 0.5
+        told = False
+        while True:
+            skip = self.inbox.parts_sent(item.item_id)
+
+            async def on_part_sent(index: int, _id: str) -> None:
+                try:
+                    await asyncio.to_thread(self.inbox.record_part, item.item_id, index, index + 1)
+                except (OSError, KeyError) as err:
+                    log.warning("whatsapp: could not record part %d of %s: %s", index, item.item_id, err)
+
+            try:
+                await self.channel.send_text(to, TextOut(reply, reply_to, skip, on_part_sent, item.item_id))
+                return True
+            except OutsideWindow:
+                self.held[item.item_id] = item.conversation_id
+                log.warning(
+                    "whatsapp: %s waits for %s's next message (more than 24 hours since their last one and no "
+                    "whatsapp.template)",
+                    item.item_id,
+                    to.chat_id,
+                )
+                return False
+            except DeliveryError as err:
+                log.error("whatsapp: the reply of %s to %s was refused: %s; giving up", item.item_id, to.chat_id, err)
+                return True
+            except GraphUnavailable as err:
+                if not told:
+                    told = True
+                    log.warning("whatsapp: the reply of %s cannot be sent for now: %s; retrying", item.item_id, err)
+            if self.stopping:
+                return False
+            try:
+                await asyncio.wait_for(self.stop_event.wait(), delay)
+                return False
+            except asyncio.TimeoutError:
+                delay = min(delay * 2, RETRY_MAX_SECONDS)
+
+    def take_held(self, conversation_id: str) -> list[str]:
+        """The held items of ``conversation_id`` (its window opened again), no longer held."""
+        ids = [item_id for item_id, conv in self.held.items() if conv == conversation_id]
+        for item_id in ids:
+            del self.held[item_id]
+        return ids
+
+    async def tell_held(self, to: Address, conversation_id: str) -> None:
+        """After held messages went out: how to get them on time, once per chat (and only without a template)."""
+        if self.config.template:
+            return
+        if await asyncio.to_thread(self.flags.first_time, conversation_id, HELD_FLAG):
+            await self.say(to, HELD_TEXT)
+
+    async def _answer_job(self, item: InboxItem) -> None:
+        number = number_of(item.conversation_id)
+        to = Address(number)
+
+        async def deliver(text: str) -> bool:
+            return await self.deliver(item, to, text)
+
+        async def tell(text: str) -> None:
+            await self.say(to, text)
+
+        await answer_job_run(
+            self.runtime,
+            self.pool,
+            self.inbox,
+            item,
+            chat_id=item.conversation_id,
+            user_id=number,
+            deliver=deliver,
+            tell=tell,
+        )
