@@ -3,8 +3,8 @@ against the fake Graph API (tests/fakes/graph_api.py, which also posts Meta's si
 model server: the handshake answers the challenge only with the right verify token; an unsigned or wrongly
 signed POST gets 403 and runs nothing; a job run 25 hours after the owner's last message goes out as the
 template; a signed message from the owner gets one reply through /messages; the same message id twice is
-answered once; a stranger is told once and reaches no model. One bot process for the module; the tests run in this order (the window test first: the
-owner's last message is then 25 hours old)."""
+answered once; a stranger is told once and reaches no model. One bot process for the module; the tests run in
+this order (the window test first: the owner's last message is then 25 hours old)."""
 
 from __future__ import annotations
 

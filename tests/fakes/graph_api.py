@@ -99,16 +99,17 @@ class FakeGraphAPI:
         self.app_secret = ""
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self.server = FakeServer(_Handler, self)
+        self.server: FakeServer | None = None  # made by start(): the payload builders need no server
 
     # -- running ---------------------------------------------------------------------------
 
     def start(self) -> FakeGraphAPI:
-        self.server.start("fake-graph-api")
+        self.server = FakeServer(_Handler, self).start("fake-graph-api")
         return self
 
     def stop(self) -> None:
-        self.server.stop()
+        if self.server is not None:
+            self.server.stop()
 
     def __enter__(self) -> FakeGraphAPI:
         return self.start()
@@ -118,6 +119,7 @@ class FakeGraphAPI:
 
     @property
     def base_url(self) -> str:
+        assert self.server is not None, "start() the fake first"
         return f"http://127.0.0.1:{self.server.server_address[1]}/{VERSION}"
 
     # -- Meta's side of the webhook --------------------------------------------------------

@@ -46,7 +46,8 @@ def signed(app_secret: str, body: bytes, header: str | None) -> bool:
     """``header`` is ``sha256=<hex>`` of ``body`` with ``app_secret`` (constant time)."""
     if not header or not app_secret:
         return False
-    return hmac.compare_digest(header.strip().encode("utf-8"), signature_of(app_secret, body).encode("utf-8"))
+    expected = signature_of(app_secret, body).encode("utf-8")
+    return hmac.compare_digest(header.strip().encode("utf-8"), expected)
 
 
 def verified(config: WhatsAppConfig, mode: str | None, token: str | None) -> bool:
