@@ -6,11 +6,14 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from assistant_framework.config.settings.fields import flag, maybe, nests, reads, strings, text, whole
-from assistant_framework.config.settings.readers import CLOCK_TIME, ENV_NAME, JsonSchema
+from assistant_framework.config.settings.readers import CLOCK_TIME, HTTP_URL, OPTIONAL_ENV_NAME, JsonSchema, pattern
 
 #: A number as the allowlist takes it: E.164 (``+491701234567``).
-E164 = "^\\+[1-9][0-9]{6,14}$"
-OPTIONAL_ENV_NAME = "^(" + ENV_NAME[1:-1] + ")?$"
+E164 = pattern("^\\+[1-9][0-9]{6,14}$", "an E.164 number (+491701234567)")
+DIGITS = pattern("^[0-9]*$", "digits")
+WEBHOOK_PATH = pattern("^/[A-Za-z0-9/_-]{0,100}$", "a path (/whatsapp)")
+TEMPLATE_NAME = pattern("^[a-z0-9_]{0,512}$", "a template name (lower case, digits, _) or empty")
+LANGUAGE = pattern("^[a-z]{2,3}(_[A-Za-z]{2,4})?$", "a language code (en_US)")
 
 
 @dataclass(frozen=True)
@@ -20,7 +23,7 @@ class WhatsAppWebhookSettings:
     listen: str = field(default="127.0.0.1", metadata=reads(text, min_length=1))
     #: 0: any free port (said in the log).
     port: int = field(default=8090, metadata=reads(whole, minimum=0, maximum=65535))
-    path: str = field(default="/whatsapp", metadata=reads(text, pattern="^/[A-Za-z0-9/_-]{0,100}$"))
+    path: str = field(default="/whatsapp", metadata=reads(text, pattern=WEBHOOK_PATH))
     #: A POST with a larger body is refused (413) before it is read.
     max_body_bytes: int = field(default=1_000_000, metadata=reads(whole, minimum=10_000, maximum=10_000_000))
     #: POSTs a minute taken; more are answered 429 (Meta sends them again later).
@@ -32,8 +35,8 @@ class WhatsAppTemplateSettings:
     """``whatsapp.template``: the approved template a message outside the 24-hour window goes out as."""
 
     #: The template's name as approved in WhatsApp Manager; empty: such messages wait for the owner's next message.
-    name: str = field(default="", metadata=reads(text, pattern="^[a-z0-9_]{0,512}$"))
-    language: str = field(default="en_US", metadata=reads(text, pattern="^[a-z]{2,3}(_[A-Za-z]{2,4})?$"))
+    name: str = field(default="", metadata=reads(text, pattern=TEMPLATE_NAME))
+    language: str = field(default="en_US", metadata=reads(text, pattern=LANGUAGE))
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ class WhatsAppSettings:
 
     enabled: bool = field(default=False, metadata=reads(flag))
     #: The business phone number's id (WhatsApp Manager, API Setup): not the number itself.
-    phone_number_id: str = field(default="", metadata=reads(text, pattern="^[0-9]*$", max_length=32))
+    phone_number_id: str = field(default="", metadata=reads(text, pattern=DIGITS, max_length=32))
     access_token: str = field(default="", repr=False, metadata=reads(text))
     #: The name of an environment variable holding the access token (instead of ``access_token``).
     access_token_env: str = field(default="", metadata=reads(text, pattern=OPTIONAL_ENV_NAME))
@@ -61,7 +64,7 @@ class WhatsAppSettings:
     )
     #: The Graph API (a proxy or a test server in its place).
     base_url: str = field(
-        default="https://graph.facebook.com/v21.0", metadata=reads(text, pattern="^https?://[^/\\s?#]+.*$")
+        default="https://graph.facebook.com/v21.0", metadata=reads(text, pattern=HTTP_URL)
     )
     template: WhatsAppTemplateSettings = field(
         default_factory=WhatsAppTemplateSettings, metadata=nests(WhatsAppTemplateSettings)
