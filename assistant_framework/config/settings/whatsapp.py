@@ -63,9 +63,7 @@ class WhatsAppSettings:
         default_factory=WhatsAppWebhookSettings, metadata=nests(WhatsAppWebhookSettings)
     )
     #: The Graph API (a proxy or a test server in its place).
-    base_url: str = field(
-        default="https://graph.facebook.com/v21.0", metadata=reads(text, pattern=HTTP_URL)
-    )
+    base_url: str = field(default="https://graph.facebook.com/v21.0", metadata=reads(text, pattern=HTTP_URL))
     template: WhatsAppTemplateSettings = field(
         default_factory=WhatsAppTemplateSettings, metadata=nests(WhatsAppTemplateSettings)
     )
