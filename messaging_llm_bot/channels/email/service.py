@@ -29,10 +29,10 @@ from messaging_llm_bot.channels.email.intake import Intake
 from messaging_llm_bot.channels.email.mailitem import PREFIX, MailItem, address_of
 from messaging_llm_bot.channels.email.outbox import Outbox
 from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError
-from messaging_llm_bot.channels.email.tasks import ChatTasks
 from messaging_llm_bot.channels.email.turn import TurnRunner
 from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
+from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.notices import notify_from_thread
@@ -79,7 +79,7 @@ class EmailService:
         self.stopped = threading.Event()
         self.job_clock: Callable[[], datetime] | None = None  # a test's clock for the jobs
         self.queues = ChatQueues("email", lambda: pool_size(runtime.settings), lambda: max_pending(runtime.settings))
-        self.tasks = ChatTasks(self.queues)
+        self.tasks = ChatTasks(self.queues, "email")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._stopping = False
@@ -289,7 +289,7 @@ class EmailService:
     def _queue(self, item: InboxItem, turns: TurnRunner) -> None:
         mail = MailItem.from_json(item.payload)
         sender = mail.sender if mail is not None else item.conversation_id
-        self.tasks.spawn(sender, turns.answer(item), owner=sender == self.settings.owner_address)
+        self.tasks.spawn(sender, turns.answer(item), owner=sender == self.settings.owner_address, exempt=True)
 
     def _replay(self, inbox: Inbox, turns: TurnRunner) -> None:
         """Answer what the last run left in the inbox, oldest first: job runs, then mail."""
@@ -323,7 +323,7 @@ class EmailService:
                 finally:
                     running.discard(item.item_id)
 
-            self.tasks.spawn(address_of(item.conversation_id), run(), owner=True)
+            self.tasks.spawn(address_of(item.conversation_id), run(), owner=True, exempt=True)
 
         return start
 

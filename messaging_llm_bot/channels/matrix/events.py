@@ -26,11 +26,11 @@ from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixUnavaila
 from messaging_llm_bot.channels.matrix.message import MatrixMessage, command_name, is_command, parse_message
 from messaging_llm_bot.channels.matrix.settings import PREFIX, MatrixConfig
 from messaging_llm_bot.channels.matrix.state import StateFile
-from messaging_llm_bot.channels.matrix.tasks import ChatTasks
 from messaging_llm_bot.channels.matrix.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
+from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage, held_text
 from messaging_llm_bot.conversation.job_runs import is_job_item
 

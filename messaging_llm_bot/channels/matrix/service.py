@@ -31,9 +31,9 @@ from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixClient, 
 from messaging_llm_bot.channels.matrix.events import SyncReader
 from messaging_llm_bot.channels.matrix.settings import MatrixConfig, address_of, conversation_of
 from messaging_llm_bot.channels.matrix.state import StateFile
-from messaging_llm_bot.channels.matrix.tasks import ChatTasks
 from messaging_llm_bot.channels.matrix.turn import TurnRunner
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
+from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
 from messaging_llm_bot.conversation.job_runs import JobScheduler
@@ -74,7 +74,7 @@ class MatrixService:
         self.stopped = threading.Event()
         self.storage = StorageOutage("matrix")
         self.queues = ChatQueues("matrix", lambda: pool_size(runtime.settings), lambda: max_pending(runtime.settings))
-        self.tasks = ChatTasks(self.queues)
+        self.tasks = ChatTasks(self.queues, "matrix")
         self.job_clock: Callable[[], datetime] | None = None  # a test's clock for the jobs (None: the real one)
         self.jobs: JobScheduler | None = None
         self._config: tuple[Settings, MatrixConfig] | None = None

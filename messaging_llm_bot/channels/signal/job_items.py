@@ -8,8 +8,8 @@ from collections.abc import Callable
 from assistant_framework.inbox import InboxItem
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.signal.settings import PREFIX, SignalSettings, chat_of_conversation
-from messaging_llm_bot.channels.signal.tasks import ChatTasks
 from messaging_llm_bot.channels.signal.turn import TurnRunner
+from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.runtime import Runtime
 
 

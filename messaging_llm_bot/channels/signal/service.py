@@ -32,9 +32,9 @@ from messaging_llm_bot.channels.signal.notices import Notices
 from messaging_llm_bot.channels.signal.send import say
 from messaging_llm_bot.channels.signal.settings import SignalMessage, SignalSettings
 from messaging_llm_bot.channels.signal.strangers import Strangers
-from messaging_llm_bot.channels.signal.tasks import ChatTasks
 from messaging_llm_bot.channels.signal.turn import TurnRunner
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
+from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router, owner_digest
 from messaging_llm_bot.conversation.job_runs import JobScheduler
@@ -81,7 +81,7 @@ class SignalService:
         # Per chat: arrival order, at most runtime.max_pending_per_chat, the owner first; as many at once as
         # the turn pool has threads.
         self.queues = ChatQueues("signal", lambda: pool_size(runtime.settings), lambda: max_pending(runtime.settings))
-        self.tasks = ChatTasks(self.queues)
+        self.tasks = ChatTasks(self.queues, "signal")
         #: The jobs' clock (a test's controlled clock; None: the real one).
         self.job_clock: Callable[[], datetime] | None = None
         self.jobs: JobScheduler | None = None  # the process's one scheduler, once Signal joined it

@@ -1,5 +1,6 @@
-"""The Signal chats' work as asyncio tasks: each queued in its chat (conversation/chatqueue.py: arrival order,
-a bound per chat, the owner first) and kept until done, so a stop can cancel those still waiting."""
+"""A channel's chats' work as asyncio tasks: each queued in its chat (chatqueue.py: arrival order, a bound per
+chat, the owner first) and kept until done, so a stop can cancel those still waiting (their inbox items stay
+pending and are answered at the next start). One for every channel on an asyncio loop (Signal, email, Matrix)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ log = logging.getLogger(__name__)
 class ChatTasks:
     """Runs coroutines in their chat's queue; ``cancel_waiting()`` at a stop leaves their items pending."""
 
-    def __init__(self, queues: ChatQueues) -> None:
+    def __init__(self, queues: ChatQueues, channel: str) -> None:
         self.queues = queues
+        self.channel = channel  # for the log: whose message failed
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def spawn(self, chat: str, coro: Coroutine[Any, Any, Any], *, owner: bool = False, exempt: bool = False) -> bool:
         """Queue ``coro`` in ``chat``; False (and ``coro`` closed) when the chat already holds
-        ``runtime.max_pending_per_chat`` jobs."""
+        ``runtime.max_pending_per_chat`` jobs (never when ``exempt``: an item already stored in the inbox)."""
         job = self.queues.admit(chat, owner=owner, exempt=exempt)  # now, in arrival order
         if job is None:
             coro.close()
@@ -34,7 +36,7 @@ class ChatTasks:
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - one failed message must not stop the chat
-                log.exception("signal: handling a message in %s failed", chat)
+                log.exception("%s: handling a message in %s failed", self.channel, chat)
 
         task = asyncio.get_running_loop().create_task(in_order())
         self._tasks.add(task)
