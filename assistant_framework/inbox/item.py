@@ -4,10 +4,39 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
+
+from assistant_framework.json_types import JsonObject
 
 PENDING_DIR = "state/inbox/pending"
+#: What the channel keeps of the message to answer it after a restart (Telegram's update, a Signal envelope,
+#: a mail's record, a job run's fields): JSON of the channel's own shape, read back only by that channel.
+InboxPayload = JsonObject
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+class InboxItemFile(TypedDict):
+    """An item's file, ``state/inbox/pending/<chat>/<seq>.json`` (written once, with fsync)."""
+
+    item_id: str
+    source_id: str
+    conversation_id: str
+    seq: int
+    payload: InboxPayload
+    accepted_at: str
+    parts: dict[str, int]  # part index -> delivered message id
+    reply: str | None
+    live: int | None
+    fingerprint: str
+
+
+class LedgerFile(TypedDict, total=False):
+    """An item's outbound ledger, ``<seq>.ledger`` beside it (rewritten without fsync as the reply goes out)."""
+
+    reply: str | None
+    live: int | None
+    parts: dict[str, int]
+    merged: list[str]  # items of later messages the reply answers too
 
 
 @dataclass
@@ -18,7 +47,7 @@ class InboxItem:
     source_id: str
     conversation_id: str
     seq: int
-    payload: dict[str, Any]
+    payload: InboxPayload
     accepted_at: str
     parts: dict[int, int] = field(default_factory=dict)  # part index -> delivered message id
     reply: str | None = None  # the reply text once produced, so a replay resends it instead of asking again
@@ -30,7 +59,7 @@ class InboxItem:
     #: steer); recorded with the reply, in the same ledger write, so a replay completes them with it.
     merged: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> InboxItemFile:
         """The on-disk form of the item."""
         return {
             "item_id": self.item_id,
@@ -46,7 +75,7 @@ class InboxItem:
         }
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "InboxItem":
+    def from_json(cls, obj: JsonObject) -> "InboxItem":
         """Rebuild an item from its on-disk form."""
         return cls(
             item_id=str(obj["item_id"]),

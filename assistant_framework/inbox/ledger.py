@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from assistant_framework.inbox.item import PENDING_DIR, InboxItem
+from assistant_framework.inbox.item import PENDING_DIR, InboxItem, LedgerFile
 from assistant_framework.workspace import Workspace
 
 
@@ -18,7 +18,7 @@ def ledger_rel(item_id: str) -> str:
 def write_ledger(ws: Workspace, item: InboxItem) -> None:
     """Write the item's reply, live message and delivered parts to its ledger."""
     # No fsync: see the package docstring (process crashes lose nothing; a power loss may).
-    ledger = {
+    ledger: LedgerFile = {
         "reply": item.reply,
         "live": item.live,
         "parts": {str(k): v for k, v in sorted(item.parts.items())},

@@ -8,16 +8,20 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any
 
 from assistant_framework.inbox.fsync import fsync_all
-from assistant_framework.inbox.item import PENDING_DIR, InboxItem, conversation_dir, item_rel
+from assistant_framework.inbox.item import PENDING_DIR, InboxItem, InboxPayload, conversation_dir, item_rel
 from assistant_framework.inbox.ledger import ledger_rel, read_ledger, write_ledger
 from assistant_framework.inbox.seen import SeenIds
 from assistant_framework.workspace import Workspace
 
 log = logging.getLogger(__name__)
+
+
+#: One message for ``accept_many``: (source_id, conversation_id, payload[, fingerprint]).
+AcceptEntry = tuple[str, str, InboxPayload] | tuple[str, str, InboxPayload, str]
 
 
 class Inbox:
@@ -37,7 +41,7 @@ class Inbox:
     # -- incoming -------------------------------------------------------------
 
     def accept(
-        self, source_id: str, conversation_id: str, payload: dict[str, Any], fingerprint: str = ""
+        self, source_id: str, conversation_id: str, payload: InboxPayload, fingerprint: str = ""
     ) -> InboxItem | None:
         """Persist a new message before it is processed; None when ``source_id`` was already accepted.
 
@@ -57,7 +61,7 @@ class Inbox:
             self._items[item.item_id] = item
             return item
 
-    def accept_many(self, entries: list[tuple[Any, ...]]) -> list[InboxItem | None]:
+    def accept_many(self, entries: Sequence[AcceptEntry]) -> list[InboxItem | None]:
         """``accept`` for a batch of ``(source_id, conversation_id, payload[, fingerprint])``, fsyncs together.
 
         Every item file is written (atomic rename), then all files and folders are fsynced at once
@@ -94,7 +98,7 @@ class Inbox:
                 self._seen.record(item.source_id, item.fingerprint)
         return results
 
-    def _new_item(self, source_id: str, conversation_id: str, payload: dict[str, Any], fingerprint: str) -> InboxItem:
+    def _new_item(self, source_id: str, conversation_id: str, payload: InboxPayload, fingerprint: str) -> InboxItem:
         # Nanosecond clock keeps arrival order across restarts; max() keeps it strictly increasing.
         seq = max(self._last_seq + 1, time.time_ns())
         self._last_seq = seq

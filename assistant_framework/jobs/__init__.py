@@ -6,7 +6,7 @@ inbox; docs/jobs.md describes the whole.
 """
 
 from assistant_framework.jobs.job import Job, JobError, as_row, describe_next
-from assistant_framework.jobs.runs import RUNS_FILE, RunLog, run_id
+from assistant_framework.jobs.runs import RUNS_FILE, RunLine, RunLog, run_id
 from assistant_framework.jobs.schedule import CATCH_UP, Due, Schedule, due_runs
 from assistant_framework.jobs.store import JOBS_FILE, PAUSE_AFTER_FAILURES, JobStore
 
@@ -19,6 +19,7 @@ __all__ = [
     "JobStore",
     "PAUSE_AFTER_FAILURES",
     "RUNS_FILE",
+    "RunLine",
     "RunLog",
     "Schedule",
     "as_row",

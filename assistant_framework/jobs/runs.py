@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any
+from typing import TypedDict, cast
 from zoneinfo import ZoneInfo
 
 from assistant_framework.schedules import as_utc, from_iso
@@ -15,6 +15,29 @@ RUNS_MAX_BYTES = 2 * 1024 * 1024
 RUNS_KEEP_LINES = 5000
 
 
+class RunLine(TypedDict, total=False):
+    """One line of ``jobs/runs.jsonl``: a run (planned, started, finished, its outcome), or planned runs let go
+    (``"outcome": "skipped"``, with ``count`` and ``reason``). Read back key by key (a hand-edited line may lack
+    any)."""
+
+    run: str  # the run's one id (``run_id``)
+    job: str
+    name: str
+    kind: str  # "message" | "prompt"
+    planned: str | None
+    started: str
+    finished: str
+    outcome: str  # "delivered" | "failed" | "skipped" | ...
+    late: bool
+    requested: bool  # run now by the owner, not by its schedule
+    message_ids: list[int]
+    error: str
+    first_planned: str  # skipped: the first of the runs let go
+    count: int  # skipped: how many
+    count_is_a_floor: bool
+    reason: str
+
+
 class RunLog:
     """``jobs/runs.jsonl``: one line per run (planned, started, finished, message ids or error), or per
     planned runs let go (``"outcome": "skipped"``)."""
@@ -22,7 +45,7 @@ class RunLog:
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: RunLine) -> None:
         """Append a line; the file is cut to its newest lines once it grows past ``RUNS_MAX_BYTES``."""
         self.workspace.append_jsonl(RUNS_FILE, record)
         try:
@@ -34,19 +57,19 @@ class RunLog:
                 lines = self.workspace.read_text(RUNS_FILE, default="").splitlines()[-RUNS_KEEP_LINES:]
                 self.workspace.write_text(RUNS_FILE, "\n".join(lines) + "\n")
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[RunLine]:
         """Every readable line, oldest first (a torn or hand-broken line is skipped)."""
-        return self.workspace.read_jsonl(RUNS_FILE)
+        return cast(list[RunLine], self.workspace.read_jsonl(RUNS_FILE))  # JSON objects, read key by key
 
     def has_run(self, run_id: str) -> bool:
         """True when a run with this id has its line already (a replay after a crash must not add one)."""
         return any(record.get("run") == run_id for record in self.records()[-RUNS_KEEP_LINES:])
 
-    def for_job(self, job_id: str, limit: int = 20) -> list[dict[str, Any]]:
+    def for_job(self, job_id: str, limit: int = 20) -> list[RunLine]:
         """The newest ``limit`` lines of one job, oldest first."""
         return [record for record in self.records() if record.get("job") == job_id][-limit:]
 
-    def on_day(self, day: date, tz: ZoneInfo) -> list[dict[str, Any]]:
+    def on_day(self, day: date, tz: ZoneInfo) -> list[RunLine]:
         """The lines of runs planned on local ``day``."""
         out = []
         for record in self.records():

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
 from assistant_framework.inbox import Inbox, InboxItem
-from assistant_framework.jobs import JOBS_FILE, Job, JobStore, RunLog, Schedule, due_runs, run_id
+from assistant_framework.jobs import JOBS_FILE, Job, JobStore, RunLine, RunLog, Schedule, due_runs, run_id
 from assistant_framework.jobs.schedule import ON_TIME
 from assistant_framework.schedules import as_utc, from_iso, to_iso, zone
 from messaging_llm_bot.agent.incoming import Incoming
@@ -238,7 +238,7 @@ def finish_run(
     runs = RunLog(workspace)
     if runs.has_run(run.run_id):
         return False
-    record = {
+    record: RunLine = {
         "run": run.run_id,
         "job": run.job_id,
         "name": run.name,
