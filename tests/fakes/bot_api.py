@@ -92,7 +92,11 @@ class FakeBotAPI:
             "can_read_all_group_messages": False,
             "supports_inline_queries": False,
         }
-        self._cond = threading.Condition()
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)  # the long polls wait on it: an update or a stop wakes them
+        # wait_for waits on this one (same lock): every call arriving or answered wakes it, not the long polls.
+        self._watch = threading.Condition(lock)
+        self._version = 0  # bumped by every change wait_for is woken for
         self._calls: list[dict] = []
         self._updates: list[dict] = []
         self._polls = 0  # getUpdates calls started so far
@@ -351,16 +355,29 @@ class FakeBotAPI:
         return [m for m in self.messages(chat_id) if m.get("message_thread_id") == topic]
 
     def wait_for(self, predicate: Callable[[], Any], timeout: float = 10) -> Any:
-        """Poll ``predicate`` until it returns something truthy and return that; TimeoutError otherwise."""
+        """Wait until ``predicate`` returns something truthy and return that; TimeoutError otherwise.
+
+        Checked again as soon as a call arrives or is answered (the bot's every move), and every 20 ms
+        for what the fake does not see (a file the bot writes). Called without the fake's lock held."""
         deadline = time.monotonic() + timeout
         while True:
+            with self._cond:
+                seen = self._version
             value = predicate()
             if value:
                 return value
-            if time.monotonic() > deadline:
+            remaining = deadline - time.monotonic()
+            if remaining < 0:
                 recent = [c["method"] for c in self.calls()][-10:]
                 raise TimeoutError(f"FakeBotAPI.wait_for: condition not met within {timeout}s; last calls {recent}")
-            time.sleep(0.02)
+            with self._cond:
+                if self._version == seen:
+                    self._watch.wait(min(remaining, 0.02))
+
+    def _changed(self) -> None:
+        """Wake wait_for (called with the lock held)."""
+        self._version += 1
+        self._watch.notify_all()
 
     def wait_for_messages(self, chat_id: int, n: int, timeout: float = 10) -> list[dict]:
         """Wait until the bot has at least ``n`` live messages in ``chat_id``; returns them all."""
@@ -525,6 +542,7 @@ class FakeBotAPI:
             if message_id is not None:
                 call["message_id"] = message_id
             self._calls.append(call)
+            self._changed()
 
     def handle(self, method: str, params: dict) -> tuple[int, dict]:
         """Run one API call and return (HTTP status, JSON reply); also records it."""
@@ -534,7 +552,7 @@ class FakeBotAPI:
         made = None
         with self._cond:
             self._arrived[method.lower()] = self._arrived.get(method.lower(), 0) + 1
-            self._cond.notify_all()
+            self._changed()
             delays = self._delays.get(method.lower())
             delay = delays.pop(0) if delays else 0.0
         if delay:

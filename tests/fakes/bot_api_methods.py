@@ -158,6 +158,7 @@ def get_updates(api: "FakeBotAPI", params: dict) -> list[dict]:
                         api._again[update["update_id"]]["delivered"] = True
                 return _copy(pending[:limit])
             api._waiting += 1
+            api._changed()  # waiting_polls() went up
             try:
                 api._cond.wait(remaining)
             finally:
