@@ -1,11 +1,15 @@
-"""A real Matrix homeserver for the Matrix channel's tests: Synapse on loopback, started once per test session.
+"""A real Matrix homeserver for the Matrix channel's tests: Synapse on loopback, started once per test run.
 
 Synapse lives in its own venv (``make synapse``: .cache/synapse-venv, git-ignored; its Twisted stack is not
 the bot's). The session fixture ``synapse`` writes a small homeserver.yaml (SQLite, loopback, registration by
 shared secret, rate limits out of the way, cheap password hashes), starts it and waits for
-``/_matrix/client/versions``. Each test registers users of its own (``matrix`` fixture): a bot, the owner, a
-friend and a stranger with fresh names, so tests share the server but no rooms, no sync tokens, no devices.
-People are driven through the client-server API (``MatrixUser``); the bot is the code under test.
+``/_matrix/client/versions``. Under pytest-xdist the run's workers share one Synapse (a start costs seconds of
+CPU, paid once a run instead of once a worker): the first worker that needs it starts it under a file lock in
+the folder all workers' temporary folders are made in and writes its address there, the others attach to it,
+and the controller stops it when the run ends (``pytest_sessionfinish``). Each test registers users of its own
+(``matrix`` fixture): a bot, the owner, a friend and a stranger with fresh names (the worker's id in them), so
+tests share the server but no rooms, no sync tokens, no devices. People are driven through the client-server
+API (``MatrixUser``); the bot is the code under test.
 """
 
 from __future__ import annotations
@@ -15,17 +19,21 @@ import copy
 import hashlib
 import hmac
 import itertools
+import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import filelock
 import pytest
 import requests
 
@@ -36,6 +44,8 @@ SYNAPSE_PYTHON = ROOT / ".cache" / "synapse-venv" / "bin" / "python"
 SHARED_SECRET = "matrix-tests-shared-secret"
 PASSWORD = "correct horse battery staple"
 START_TIMEOUT = 60.0
+#: In the folder the run's xdist workers share: the Synapse they all use (its url, port, pid, folder).
+SHARED_STATE = "synapse.json"
 
 _CONFIG = """\
 server_name: "localhost"
@@ -107,14 +117,28 @@ def _free_port() -> int:
 class Synapse:
     """One Synapse process on loopback with a data folder of its own."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, port: int | None = None) -> None:
         self.folder = folder
-        self.port = _free_port()
+        self.port = port or _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
         self.started_in = 0.0
         self._names = itertools.count(1)
+        # Users are named apart across the workers that share this server, as well as within one.
+        self._prefix = os.environ.get("PYTEST_XDIST_WORKER", "")
         self._lock = threading.Lock()
+
+    @classmethod
+    def attach(cls, state: dict[str, Any]) -> Synapse:
+        """The Synapse another worker of this run started (``state``: what ``shared_state`` wrote)."""
+        server = cls(Path(state["folder"]), int(state["port"]))
+        if not server.answers():
+            raise AssertionError(f"the run's shared Synapse at {server.url} (pid {state['pid']}) does not answer")
+        return server
+
+    def shared_state(self) -> dict[str, Any]:
+        assert self.process is not None
+        return {"folder": str(self.folder), "port": self.port, "pid": self.process.pid}
 
     def start(self) -> Synapse:
         if not SYNAPSE_PYTHON.exists():
@@ -144,6 +168,9 @@ class Synapse:
         if self.process.poll() is not None:
             log = (self.folder / "stdout.log").read_text(errors="replace")[-3000:]
             raise AssertionError(f"Synapse exited with {self.process.returncode}:\n{log}")
+        return self.answers()
+
+    def answers(self) -> bool:
         try:
             return requests.get(f"{self.url}/_matrix/client/versions", timeout=1).ok
         except requests.RequestException:
@@ -161,7 +188,7 @@ class Synapse:
     def register(self, name: str) -> MatrixUser:
         """A new user ``@<name>-<n>:localhost`` (unique in the session), registered by the shared secret."""
         with self._lock:
-            localpart = f"{name}-{next(self._names)}-{secrets.token_hex(2)}"
+            localpart = f"{name}-{self._prefix}{next(self._names)}-{secrets.token_hex(2)}"
         endpoint = f"{self.url}/_synapse/admin/v1/register"
         nonce = requests.get(endpoint, timeout=10).json()["nonce"]
         mac = hmac.new(SHARED_SECRET.encode(), digestmod=hashlib.sha1)
@@ -320,13 +347,50 @@ class MatrixWorld:
 
 
 @pytest.fixture(scope="session")
-def synapse(tmp_path_factory: pytest.TempPathFactory):
-    """The session's Synapse (import it into a test module to use it)."""
-    server = Synapse(tmp_path_factory.mktemp("synapse")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+def synapse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synapse]:
+    """The run's Synapse (import it into a test module to use it): one for all xdist workers, else the session's."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        server = Synapse(tmp_path_factory.mktemp("synapse")).start()
+        try:
+            yield server
+        finally:
+            server.stop()
+        return
+    shared = tmp_path_factory.getbasetemp().parent  # the run's folder, the workers' folders made in it
+    with filelock.FileLock(str(shared / "synapse.lock")):
+        state = shared / SHARED_STATE
+        if state.exists():
+            server = Synapse.attach(json.loads(state.read_text(encoding="utf-8")))
+        else:
+            server = Synapse(shared / "synapse").start()
+            state.write_text(json.dumps(server.shared_state()), encoding="utf-8")
+    yield server  # the controller stops it once every worker is done (pytest_sessionfinish below)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In xdist's controller (after all workers ended): stop the Synapse the run's workers shared, if any."""
+    config = session.config
+    if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("dsession"):
+        return
+    state = config._tmp_path_factory.getbasetemp() / SHARED_STATE
+    if state.exists():
+        stop_pid(int(json.loads(state.read_text(encoding="utf-8"))["pid"]))
+
+
+def stop_pid(pid: int, timeout: float = 15.0) -> None:
+    """SIGTERM ``pid`` (not this process's child: the worker that started it has ended), SIGKILL after ``timeout``."""
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
 
 
 @pytest.fixture
