@@ -1090,8 +1090,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "telegram-group-is-owner",
         f"{BOT}/channels/telegram/access.py",
-        'user is not None and user.id == self.settings.owner_id, chat is not None and chat.type == "private"',
-        'user is not None and user.id == self.settings.owner_id, chat is not None and chat.type != "channel"',
+        'user is not None and user.id == self.settings.owner, chat is not None and chat.type == "private"',
+        'user is not None and user.id == self.settings.owner, chat is not None and chat.type != "channel"',
         "the owner's group chats see the owner's data",
         TELEGRAM,
     ),
@@ -1157,7 +1157,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "signal-allowed-any-id",
         f"{BOT}/channels/signal/settings.py",
-        "return bool({normalize_id(x) for x in ids if x} & set(self.allowed))",
+        "return bool({normalize_id(x) for x in ids if x} & set(allowed_ids(signal)))",
         "return bool(ids)",
         "every sender is allowed",
         SIGNAL,
@@ -1165,11 +1165,11 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "signal-owner-unchecked",
         f"{BOT}/channels/signal/settings.py",
-        "return self.owner is not None and self.owner in {normalize_id(x) for x in ids if x} and self.allows_any(ids)",
-        "return self.owner is None or self.owner in {normalize_id(x) for x in ids if x}",
+        "return owner is not None and owner in {normalize_id(x) for x in ids if x} and allows_any(signal, ids)",
+        "return owner is None or owner in {normalize_id(x) for x in ids if x}",
         "with no owner configured every allowed sender is the owner",
         SIGNAL,
-        equivalent="SignalSettings.from_config makes the first allowed id the owner when none is set, so "
+        equivalent="owner_of makes the first allowed id the owner when none is set, so "
         "owner is None only when nobody is allowed, and then no message gets this far",
     ),
     # -- approvals, once for every channel (conversation/approvals.py, telegram/approval.py) --------------

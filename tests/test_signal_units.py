@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from assistant_framework.config.settings import Settings, SignalSettings
 from messaging_llm_bot.channels.signal.client import (
     SignalClient,
     SignalRpcError,
@@ -21,9 +22,11 @@ from messaging_llm_bot.channels.signal.client import (
 from messaging_llm_bot.channels.signal.format import inline_links, render_signal
 from messaging_llm_bot.channels.signal.settings import (
     SignalMessage,
-    SignalSettings,
     addressed_to_bot,
+    allows_any,
     model_text,
+    owner_in,
+    owner_of,
     parse_event,
     recipient_params,
 )
@@ -114,17 +117,22 @@ def test_parse_event_keeps_data_messages_only():
     assert [parse_event(e) for e in (receipt, typing, reaction, group_update, {})] == [None] * 5
 
 
+def _signal(section: dict) -> SignalSettings:
+    """The ``signal`` record of a config holding ``section``."""
+    return Settings.from_config({"signal": section}).signal
+
+
 def test_allowlist_is_deny_by_default_and_takes_numbers_or_uuids():
-    assert not SignalSettings.from_config({}).allows_any({OWNER, UUID})
-    settings = SignalSettings.from_config({"signal": {"allowed": [UUID.upper(), OWNER]}})
-    assert settings.allows_any({UUID}) and settings.allows_any({OWNER})
-    assert not settings.allows_any({"+15559999999", "aaaaaaaa-0b0a-4000-8000-000000000001"})
-    assert settings.owner == UUID  # the first allowed, normalised
-    assert settings.owner_in({"+15550000001", UUID}) and not settings.owner_in({OWNER})
+    assert not allows_any(_signal({}), {OWNER, UUID})
+    settings = _signal({"allowed": [UUID.upper(), OWNER]})
+    assert allows_any(settings, {UUID}) and allows_any(settings, {OWNER})
+    assert not allows_any(settings, {"+15559999999", "aaaaaaaa-0b0a-4000-8000-000000000001"})
+    assert owner_of(settings) == UUID  # the first allowed, normalised
+    assert owner_in(settings, {"+15550000001", UUID}) and not owner_in(settings, {OWNER})
 
 
 def test_group_rules_and_mentions():
-    settings = SignalSettings.from_config({"signal": {"account": BOT, "allowed": [OWNER]}})
+    settings = _signal({"account": BOT, "allowed": [OWNER]})
     plain = SignalMessage(OWNER, None, "", 1, "hello", group_id=GROUP)
     mention_bot = {"number": BOT, "uuid": None, "start": 0, "length": 1, "name": BOT}
     mention_anna = {"number": "+15552220000", "start": 6, "length": 1, "name": "Anna"}
@@ -135,7 +143,7 @@ def test_group_rules_and_mentions():
     assert not addressed_to_bot(plain, settings)
     assert addressed_to_bot(asked, settings) and addressed_to_bot(quoted, settings)
     assert addressed_to_bot(SignalMessage(OWNER, None, "", 4, "/help", group_id=GROUP), settings)
-    assert addressed_to_bot(plain, SignalSettings.from_config({"signal": {"account": BOT, "group_mode": "all"}}))
+    assert addressed_to_bot(plain, _signal({"account": BOT, "group_mode": "all"}))
     assert model_text(asked, BOT) == "ask @Anna please"
     assert recipient_params(OWNER) == {"recipient": [OWNER]} and recipient_params(GROUP) == {"groupId": GROUP}
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+from assistant_framework.config.settings import SignalSettings
 from messaging_llm_bot.channels.signal.approval import Approvals
 from messaging_llm_bot.channels.signal.identity import Identities
-from messaging_llm_bot.channels.signal.settings import SignalMessage, SignalSettings
+from messaging_llm_bot.channels.signal.settings import SignalMessage
 from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.runtime import Runtime
 

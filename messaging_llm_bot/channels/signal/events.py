@@ -12,6 +12,7 @@ import asyncio
 import logging
 from typing import Any, Protocol
 
+from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.channels.signal.approval import Approvals
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalUnavailable
@@ -22,7 +23,6 @@ from messaging_llm_bot.channels.signal.send import say
 from messaging_llm_bot.channels.signal.settings import (
     PREFIX,
     SignalMessage,
-    SignalSettings,
     addressed_to_bot,
     chat_of_conversation,
     is_bot,

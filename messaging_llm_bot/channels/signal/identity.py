@@ -23,8 +23,9 @@ import threading
 from dataclasses import dataclass
 
 from assistant_framework.access import sees_owner_data
+from assistant_framework.config.settings import SignalSettings
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.channels.signal.settings import SignalMessage, SignalSettings, normalize_id
+from messaging_llm_bot.channels.signal.settings import SignalMessage, allows_any, normalize_id, owner_in
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class Identities:
         if mismatch is not None:
             self._warn(number or "?", uuid, mismatch)
             return Sender(ids=frozenset(), allowed=False, owner=False, mismatch=mismatch)
-        return Sender(ids=frozenset(ids), allowed=settings.allows_any(ids), owner=settings.owner_in(ids))
+        return Sender(ids=frozenset(ids), allowed=allows_any(settings, ids), owner=owner_in(settings, ids))
 
     def pin(self, msg: SignalMessage, sender: Sender) -> None:
         """Record the account of an allowed number's first message that carries one (blocking: writes a file)."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import InboxItem
 from assistant_framework.jobs import Job
-from messaging_llm_bot.channels.signal.settings import PREFIX, SignalSettings, chat_of_conversation
+from messaging_llm_bot.channels.signal.settings import PREFIX, chat_of_conversation, owner_of
 from messaging_llm_bot.channels.signal.turn import TurnRunner
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -42,5 +43,5 @@ class JobItems:
     def conversation(self, job: Job) -> str | None:
         """The conversation a Signal job's runs go to (conversation/job_router.py decides which jobs are
         Signal's): the owner's direct chat, never another chat whatever the row says."""
-        owner = self._settings().owner
+        owner = owner_of(self._settings())
         return None if owner is None else PREFIX + owner

@@ -8,9 +8,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from assistant_framework.config.settings import SignalSettings
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.send import send_parts
-from messaging_llm_bot.channels.signal.settings import SignalSettings, chat_of_conversation
+from messaging_llm_bot.channels.signal.settings import chat_of_conversation, owner_of
 from messaging_llm_bot.conversation.notices import notify_from_thread, send_digest
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -35,7 +36,7 @@ class Notices:
 
     async def send_notice(self, chat_id: Any, text: str) -> bool:
         """Send text to a ``sig:`` chat, or to the owner when ``chat_id`` is empty; True if it arrived."""
-        chat = chat_of_conversation(str(chat_id)) if chat_id not in (None, "") else self._settings().owner
+        chat = chat_of_conversation(str(chat_id)) if chat_id not in (None, "") else owner_of(self._settings())
         if not chat:
             return False
         try:
@@ -72,4 +73,4 @@ class Notices:
 
     async def morning_digest(self) -> None:
         """The digest to the owner (the process's scheduler calls it daily: conversation/job_router.py)."""
-        await send_digest(self.runtime.workspace, self._settings().timezone, self._to_owner)
+        await send_digest(self.runtime.workspace, self.runtime.settings.runtime.timezone, self._to_owner)

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 import filelock
 
-from assistant_framework.config.settings import Settings
+from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.signal.approval import Approvals
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient
@@ -30,7 +30,7 @@ from messaging_llm_bot.channels.signal.identity import Identities
 from messaging_llm_bot.channels.signal.job_items import JobItems
 from messaging_llm_bot.channels.signal.notices import Notices
 from messaging_llm_bot.channels.signal.send import say
-from messaging_llm_bot.channels.signal.settings import SignalMessage, SignalSettings
+from messaging_llm_bot.channels.signal.settings import SignalMessage, allowed_ids
 from messaging_llm_bot.channels.signal.strangers import Strangers
 from messaging_llm_bot.channels.signal.turn import TurnRunner
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
@@ -65,7 +65,6 @@ class SignalService:
         backoff_max: float = BACKOFF_MAX_SECONDS,
     ) -> None:
         self.runtime = runtime
-        self._settings: tuple[Settings, SignalSettings] | None = None
         self.stop_signals = stop_signals
         self.reminder_poll_seconds = reminder_poll_seconds
         self.manage_runtime = manage_runtime  # False when another frontend shuts the runtime down
@@ -123,13 +122,10 @@ class SignalService:
 
     @property
     def settings(self) -> SignalSettings:
-        """The ``signal`` settings of the runtime's current records: a ``/reload`` (from this chat or another
+        """The ``signal`` record of the runtime's current records: a ``/reload`` (from this chat or another
         frontend) changes the allowlist, the owner, the group mode and typing at once; the keys that need a
         restart keep their running value there (assistant_framework/config/reloadable.py)."""
-        current = self.runtime.settings
-        if self._settings is None or self._settings[0] is not current:
-            self._settings = (current, SignalSettings.from_settings(current))
-        return self._settings[1]
+        return self.runtime.settings.signal
 
     # -- running ------------------------------------------------------------------
 
@@ -252,7 +248,7 @@ class SignalService:
             "signal: serving %s through signal-cli at %s for %s",
             self.settings.account,
             self.settings.base_url,
-            list(self.settings.allowed),
+            list(allowed_ids(self.settings)),
         )
         events.replay()
         channel_jobs = ChannelJobs(
@@ -261,7 +257,9 @@ class SignalService:
             owner_conversation=job_items.conversation,
             start=job_items.start,
             send_reminder=notices.send_reminder,
-            digest=owner_digest(self.settings.morning_digest, self.settings.timezone, notices.morning_digest),
+            digest=owner_digest(
+                self.settings.morning_digest, self.runtime.settings.runtime.timezone, notices.morning_digest
+            ),
             reminder_poll_seconds=self.reminder_poll_seconds,
         )
         self.jobs = await asyncio.to_thread(job_router(self.runtime).attach, "signal", channel_jobs, self.job_clock)

@@ -1,4 +1,4 @@
-"""The ``signal`` config section as a record, incoming envelopes as records, and who/what the bot answers.
+"""Who the ``signal`` record allows and makes the owner, incoming envelopes as records, and who/what the bot answers.
 
 Pure functions only: no network, no files.
 """
@@ -6,11 +6,10 @@ Pure functions only: no network, no files.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assistant_framework.config.settings import Settings
+from assistant_framework.config.settings import SignalSettings
 
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 E164_RE = re.compile(r"^\+[1-9][0-9]{6,14}$")
@@ -26,51 +25,29 @@ def normalize_id(value: str) -> str:
     return value.lower() if UUID_RE.match(value) else value
 
 
-@dataclass(frozen=True)
-class SignalSettings:
-    """What the frontend uses of the ``signal`` record (and runtime.timezone), the defaults applied there;
-    see docs/signal.md for each key. Ids are normalized (``normalize_id``)."""
+def allowed_ids(signal: SignalSettings) -> tuple[str, ...]:
+    """``signal.allowed``, normalized (``normalize_id``)."""
+    return tuple(normalize_id(entry) for entry in signal.allowed)
 
-    enabled: bool
-    base_url: str
-    account: str
-    allowed: tuple[str, ...]
-    owner: str | None  # whose direct chat sees the owner's data; default: first allowed
-    group_mode: str
-    morning_digest: str | None
-    typing: bool
-    timezone: str
 
-    @classmethod
-    def from_settings(cls, settings: Settings) -> SignalSettings:
-        """The frontend's view of the records built once per load or ``/reload``."""
-        sig = settings.signal
-        allowed = tuple(normalize_id(a) for a in sig.allowed)
-        owner = normalize_id(sig.owner) if sig.owner else (allowed[0] if allowed else None)
-        return cls(
-            enabled=sig.enabled,
-            base_url=sig.base_url,
-            account=sig.account,
-            allowed=allowed,
-            owner=owner,
-            group_mode=sig.group_mode,
-            morning_digest=sig.morning_digest or None,
-            typing=sig.typing,
-            timezone=settings.runtime.timezone,
-        )
+def owner_of(signal: SignalSettings) -> str | None:
+    """The owner, normalized: ``signal.owner``, else the first allowed id, else None. Their direct chat sees
+    the owner's data."""
+    if signal.owner:
+        return normalize_id(signal.owner)
+    allowed = allowed_ids(signal)
+    return allowed[0] if allowed else None
 
-    @classmethod
-    def from_config(cls, config: Mapping[str, object]) -> SignalSettings:
-        """Read a loaded config's ``signal`` section (and runtime.timezone)."""
-        return cls.from_settings(Settings.from_config(config))
 
-    def allows_any(self, ids: set[str] | frozenset[str]) -> bool:
-        """Deny by default: one of the sender's trusted ids (identity.Identities.judge) is in signal.allowed."""
-        return bool({normalize_id(x) for x in ids if x} & set(self.allowed))
+def allows_any(signal: SignalSettings, ids: set[str] | frozenset[str]) -> bool:
+    """Deny by default: one of the sender's trusted ids (identity.Identities.judge) is in signal.allowed."""
+    return bool({normalize_id(x) for x in ids if x} & set(allowed_ids(signal)))
 
-    def owner_in(self, ids: set[str] | frozenset[str]) -> bool:
-        """True when the sender's trusted ids include the configured owner (who must be allowed too)."""
-        return self.owner is not None and self.owner in {normalize_id(x) for x in ids if x} and self.allows_any(ids)
+
+def owner_in(signal: SignalSettings, ids: set[str] | frozenset[str]) -> bool:
+    """True when the sender's trusted ids include the configured owner (who must be allowed too)."""
+    owner = owner_of(signal)
+    return owner is not None and owner in {normalize_id(x) for x in ids if x} and allows_any(signal, ids)
 
 
 @dataclass

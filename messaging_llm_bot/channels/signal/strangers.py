@@ -11,8 +11,9 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 
+from assistant_framework.config.settings import SignalSettings
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.channels.signal.settings import SignalMessage, SignalSettings, addressed_to_bot, refusal_text
+from messaging_llm_bot.channels.signal.settings import SignalMessage, addressed_to_bot, refusal_text
 from messaging_llm_bot.conversation.pairing import Pairing
 
 log = logging.getLogger(__name__)

@@ -13,6 +13,7 @@ import logging
 from datetime import date
 from typing import TYPE_CHECKING, Any, Callable
 
+from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.signal import media
@@ -26,7 +27,6 @@ from messaging_llm_bot.channels.signal.job_turn import answer_job
 from messaging_llm_bot.channels.signal.send import Typing, send_parts
 from messaging_llm_bot.channels.signal.settings import (
     SignalMessage,
-    SignalSettings,
     model_text,
     parse_event,
     recipient_params,
@@ -190,7 +190,9 @@ class TurnRunner(ChannelTurns):
             async def save(area: Workspace, today: date, index: MemoryService | None) -> FilesInput | str:
                 return await files_input(self.client, area, msg, today, self.runtime.settings, index)
 
-            got, notice = await self.files(item.conversation_id, owner_chat, self.settings.timezone, save)
+            got, notice = await self.files(
+                item.conversation_id, owner_chat, self.runtime.settings.runtime.timezone, save
+            )
             if isinstance(got, str):
                 return got  # no file could be fetched, or none can be shown
             text, untrusted, images = got.text, True, got.images

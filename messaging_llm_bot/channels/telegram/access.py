@@ -14,8 +14,9 @@ from telegram import Update
 from telegram.ext import ApplicationHandlerStop, ContextTypes
 
 from assistant_framework.access import command_allowed, sees_owner_data
+from assistant_framework.config.settings import TelegramSettings
 from messaging_llm_bot.channels.telegram.send import answer_update
-from messaging_llm_bot.channels.telegram.settings import TelegramSettings, addressed_to_bot, for_other_bot, is_command
+from messaging_llm_bot.channels.telegram.settings import addressed_to_bot, for_other_bot, is_command
 from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.pairing import Pairing
 
@@ -61,13 +62,13 @@ class Access:
         """True only in the owner's own private chat (assistant_framework.access: the rule of every frontend)."""
         user, chat = update.effective_user, update.effective_chat
         return sees_owner_data(
-            user is not None and user.id == self.settings.owner_id, chat is not None and chat.type == "private"
+            user is not None and user.id == self.settings.owner, chat is not None and chat.type == "private"
         )
 
     def from_owner(self, update: Update) -> bool:
         """True when the owner sent the update (in any chat): their turns go first, and are never refused."""
         user = update.effective_user
-        return user is not None and user.id == self.settings.owner_id
+        return user is not None and user.id == self.settings.owner
 
     def owner_only(self, name: str, callback: Handler) -> Handler:
         """``callback`` of an owner-only command, run only in the owner's own private chat.

@@ -30,7 +30,7 @@ from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.telegram.frontend import Frontend
 from messaging_llm_bot.channels.telegram.notices import Notices
 from messaging_llm_bot.channels.telegram.ratelimit import ReplyFirstRateLimiter
-from messaging_llm_bot.channels.telegram.settings import TelegramSettings
+from messaging_llm_bot.channels.telegram.settings import api_urls
 from messaging_llm_bot.channels.telegram.shutdown import GracefulStop, StoppableApplication
 from messaging_llm_bot.channels.telegram.updates import ChatOrderedProcessor, InboxBot
 from messaging_llm_bot.channels.telegram.webhook import webhook_secret
@@ -63,7 +63,7 @@ class TelegramService:
     ) -> None:
         self.runtime = runtime
         self.manage_runtime = manage_runtime  # False when another channel shuts the runtime down
-        self.settings = TelegramSettings.from_settings(runtime.settings)  # as at start (token, mode, digest)
+        self.settings = runtime.settings.telegram  # as at start (token, mode, digest)
         self.stop_signals = stop_signals
         self.poll_timeout = poll_timeout
         self.reminder_poll_seconds = reminder_poll_seconds
@@ -84,8 +84,8 @@ class TelegramService:
         self.notices = Notices(
             lambda: self.app.bot,
             lambda: self._loop,
-            lambda: self.frontend.settings.owner_id,
-            lambda: digest_now(self.runtime.workspace, self.frontend.settings.timezone),
+            lambda: self.frontend.settings.owner,
+            lambda: digest_now(self.runtime.workspace, self.runtime.settings.runtime.timezone),
         )
 
     # -- building ---------------------------------------------------------------
@@ -95,8 +95,8 @@ class TelegramService:
         self.frontend = Frontend(self.runtime, Inbox(self.runtime.workspace))
         bot = InboxBot(
             token=self.settings.token,
-            base_url=self.settings.base_url,
-            base_file_url=self.settings.base_file_url,
+            base_url=api_urls(self.settings)[0],
+            base_file_url=api_urls(self.settings)[1],
             request=HTTPXRequest(connection_pool_size=64),
             get_updates_request=HTTPXRequest(read_timeout=self.poll_timeout + 10.0),
             rate_limiter=ReplyFirstRateLimiter(),
@@ -154,11 +154,13 @@ class TelegramService:
             owner_conversation=fe.intake.job_conversation,
             start=lambda item: fe.intake.start_job_item(app.bot, item),
             send_reminder=self.notices.send_reminder,
-            digest=owner_digest(self.settings.morning_digest, self.settings.timezone, self.notices.morning_digest),
+            digest=owner_digest(
+                self.settings.morning_digest, self.runtime.settings.runtime.timezone, self.notices.morning_digest
+            ),
             reminder_poll_seconds=self.reminder_poll_seconds,
         )
         self.jobs = await asyncio.to_thread(job_router(self.runtime).attach, "telegram", channel_jobs, self.job_clock)
-        owner = fe.settings.owner_id
+        owner = fe.settings.owner
         if owner is not None:  # a served client's `ask` call, with approve_in_chat, is asked here (docs/serve.md)
             approve = fe.approvals.approver(app.bot, owner, asyncio.get_running_loop())
             offer_owner_approver(self.runtime, "telegram", approve)
@@ -239,7 +241,7 @@ class TelegramService:
             print("telegram: the bot token was refused by the Bot API (check telegram.token)", file=sys.stderr)
             return EXIT_FAILED
         except NetworkError as err:
-            print(f"telegram: cannot reach the Bot API at {self.settings.base_url}: {err}", file=sys.stderr)
+            print(f"telegram: cannot reach the Bot API at {api_urls(self.settings)[0]}: {err}", file=sys.stderr)
             return EXIT_FAILED
         finally:
             if self.manage_runtime:

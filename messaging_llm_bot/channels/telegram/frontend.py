@@ -9,14 +9,13 @@ from __future__ import annotations
 from telegram import Update
 from telegram.ext import Application, CallbackQueryHandler, MessageHandler, TypeHandler
 
-from assistant_framework.config.settings import Settings
+from assistant_framework.config.settings import TelegramSettings
 from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.telegram.access import Access
 from messaging_llm_bot.channels.telegram.approval import CALLBACK_PATTERN as APPROVAL_PATTERN
 from messaging_llm_bot.channels.telegram.approval import Approvals
 from messaging_llm_bot.channels.telegram.commands import COMMAND, ONLY_NEW, Commands
 from messaging_llm_bot.channels.telegram.intake import Intake
-from messaging_llm_bot.channels.telegram.settings import TelegramSettings
 from messaging_llm_bot.channels.telegram.turn import TurnRunner
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.conversation.pairing import Pairing
@@ -29,7 +28,6 @@ class Frontend:
 
     def __init__(self, runtime: Runtime, inbox: Inbox) -> None:
         self.runtime = runtime
-        self._settings: tuple[Settings, TelegramSettings] | None = None
         self.approvals = Approvals()
         self.turns = TurnRunner(runtime, inbox, lambda: self.settings, self.approvals)
         # Per chat: arrival order, at most runtime.max_pending_per_chat, the owner first; as many at once
@@ -43,13 +41,10 @@ class Frontend:
 
     @property
     def settings(self) -> TelegramSettings:
-        """The ``telegram`` settings of the runtime's current records: a ``/reload`` (from this chat or another
+        """The ``telegram`` record of the runtime's current records: a ``/reload`` (from this chat or another
         frontend) changes the allowlist, the owner and the group mode at once; the keys that need a restart
         keep their running value there (assistant_framework/config/reloadable.py)."""
-        current = self.runtime.settings
-        if self._settings is None or self._settings[0] is not current:
-            self._settings = (current, TelegramSettings.from_settings(current))
-        return self._settings[1]
+        return self.runtime.settings.telegram
 
     def register(self, app: Application) -> None:
         """Add the gate, command, callback and message handlers to ``app``."""

@@ -13,6 +13,7 @@ import telegram
 from telegram import Update
 from telegram.ext import ContextTypes
 
+from assistant_framework.config.settings import TelegramSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.telegram.access import Access
@@ -20,7 +21,6 @@ from messaging_llm_bot.channels.telegram.albums import MAX_ALBUM_PARTS, Albums, 
 from messaging_llm_bot.channels.telegram.media import message_kind, unsupported_text
 from messaging_llm_bot.channels.telegram.send import TelegramDeliveryError, answer_update, send_plain
 from messaging_llm_bot.channels.telegram.settings import (
-    TelegramSettings,
     addressed_to_bot,
     chat_of,
     conversation_id,
@@ -269,7 +269,7 @@ class Intake:
             parts = [*album, *(by_id[m] for m in item.merged if m in joined)]
             sender = ((item.payload.get("message") or {}).get("from") or {}).get("id")
             chat = chat_of(item.conversation_id)
-            job = self.queues.admit(chat, owner=sender == self.settings.owner_id, exempt=True)
+            job = self.queues.admit(chat, owner=sender == self.settings.owner, exempt=True)
             assert job is not None  # exempt: never refused
             runs.append(self.queues.run(job, replay(item, parts)))
         return asyncio.gather(*runs)
@@ -293,7 +293,7 @@ class Intake:
         """The conversation a Telegram job's runs go to (conversation/job_router.py decides which jobs are
         Telegram's): the owner's private chat, in the topic of it the job was made in; a job's reply is the
         owner's data, so never another chat whatever the row says."""
-        owner = self.settings.owner_id
+        owner = self.settings.owner
         if owner is None:
             return None
         return conversation_id(owner, topic_in(job.conversation_id, owner))

@@ -14,9 +14,10 @@ from typing import Protocol
 
 import telegram
 
+from assistant_framework.config.settings import TelegramSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.channels.telegram.send import TelegramDeliveryError, refused_for_good, send_markdown, topic_gone
-from messaging_llm_bot.channels.telegram.settings import TelegramSettings, chat_of, topic_in
+from messaging_llm_bot.channels.telegram.settings import chat_of, topic_in
 from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.pool import TurnPool
 from messaging_llm_bot.conversation.progress import Progress
@@ -52,7 +53,7 @@ async def answer_job(runner: Delivery, bot: telegram.Bot, item: InboxItem) -> No
     """Make and deliver one job run, record it in jobs/runs.jsonl, complete the item (conversation/job_answer.py);
     Telegram's part is the delivery: in the topic the job was made in (the chat's General once that topic is
     gone), left for the next look on a network error, a failed run when Telegram refuses it for good."""
-    owner = runner.settings.owner_id
+    owner = runner.settings.owner
     if owner is None:
         log.warning("jobs: %s cannot run (no owner chat); dropped", item.item_id)
         await asyncio.to_thread(runner.inbox.complete, item.item_id)

@@ -1,14 +1,15 @@
-"""The ``telegram`` config section as a record, and pure rules about who and what the bot answers."""
+"""The Bot API's address from the ``telegram`` record, and pure rules about who and what the bot answers.
+
+The channel reads the ``telegram`` record itself (assistant_framework/config/settings/chat.py), the
+runtime's current one: a ``/reload`` changes the allowlist, the owner and the group mode at once."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
 
 import telegram
 
-from assistant_framework.config.settings import Settings, WebhookSettings
+from assistant_framework.config.settings import TelegramSettings
 
 OFFICIAL_BASE_URL = "https://api.telegram.org/bot"
 OFFICIAL_BASE_FILE_URL = "https://api.telegram.org/file/bot"
@@ -39,53 +40,16 @@ def bot_api_urls(address: str) -> tuple[str, str]:
     return f"{root}{path}/bot", f"{root}{path}/file/bot"
 
 
-@dataclass(frozen=True)
-class TelegramSettings:
-    """What the frontend uses of the ``telegram`` record (and runtime.timezone), the defaults applied there;
-    see docs/telegram.md for each key."""
-
-    token: str
-    allowed_user_ids: frozenset[int]
-    owner_id: int | None  # whose private chat sees the owner's data; default: first allowed id
-    base_url: str
-    base_file_url: str
-    mode: str
-    group_mode: str
-    stream: bool
-    progress: bool
-    morning_digest: str | None
-    webhook: WebhookSettings
-    timezone: str
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> TelegramSettings:
-        """The frontend's view of the records built once per load or ``/reload``."""
-        tg = settings.telegram
-        base_url, base_file_url = OFFICIAL_BASE_URL, OFFICIAL_BASE_FILE_URL
-        if tg.base_url:
-            try:
-                base_url, base_file_url = bot_api_urls(tg.base_url)
-            except BotApiAddressError:
-                base_url = tg.base_url  # `config validate` names it; the bot says it cannot reach it
-        return cls(
-            token=tg.token,
-            allowed_user_ids=frozenset(tg.allowed_user_ids),
-            owner_id=tg.owner,
-            base_url=base_url,
-            base_file_url=tg.base_file_url or base_file_url,
-            mode=tg.mode,
-            group_mode=tg.group_mode,
-            stream=tg.stream,
-            progress=tg.progress,
-            morning_digest=tg.morning_digest or None,
-            webhook=tg.webhook,
-            timezone=settings.runtime.timezone,
-        )
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, object]) -> TelegramSettings:
-        """Read a loaded config's ``telegram`` section (and runtime.timezone)."""
-        return cls.from_settings(Settings.from_config(config))
+def api_urls(telegram: TelegramSettings) -> tuple[str, str]:
+    """``(base_url, base_file_url)`` the bot talks to: Telegram's own, or the configured Bot API server's (an
+    address ``config validate`` refuses is passed on as written: the bot then says it cannot reach it)."""
+    base_url, base_file_url = OFFICIAL_BASE_URL, OFFICIAL_BASE_FILE_URL
+    if telegram.base_url:
+        try:
+            base_url, base_file_url = bot_api_urls(telegram.base_url)
+        except BotApiAddressError:
+            base_url = telegram.base_url
+    return base_url, telegram.base_file_url or base_file_url
 
 
 def conversation_id(chat_id: int, topic: int | None = None) -> str:

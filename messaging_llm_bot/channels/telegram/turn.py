@@ -18,6 +18,7 @@ from telegram import InputFile, MessageEntity, Update
 from telegram.error import TelegramError
 
 from assistant_framework.access import sees_owner_data
+from assistant_framework.config.settings import TelegramSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.telegram.approval import Approvals
@@ -38,7 +39,7 @@ from messaging_llm_bot.channels.telegram.send import (
     send_markdown,
     send_plain,
 )
-from messaging_llm_bot.channels.telegram.settings import TelegramSettings, message_of, strip_mention, topic_of
+from messaging_llm_bot.channels.telegram.settings import message_of, strip_mention, topic_of
 from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.held import storage_error_text
@@ -69,7 +70,7 @@ class TurnRunner(ChannelTurns):
     ) -> None:
         super().__init__(runtime, inbox, "telegram")
         self.approvals = approvals
-        self._settings_ref = settings_ref  # callable returning the current TelegramSettings (changes on /reload)
+        self._settings_ref = settings_ref  # callable returning the current telegram record (changes on /reload)
 
     @property
     def settings(self) -> TelegramSettings:
@@ -185,7 +186,7 @@ class TurnRunner(ChannelTurns):
         # Someone else's words passed on by the user (a forward, an inline bot's text): data, never instructions.
         origin = outside_origin(message)
         user = message.from_user
-        from_owner = user is not None and user.id == self.settings.owner_id
+        from_owner = user is not None and user.id == self.settings.owner
         owner_chat = sees_owner_data(from_owner, message.chat.type == "private")
         if kind == "text":
             text = strip_mention(message.text or "", bot.username or "")
@@ -196,7 +197,9 @@ class TurnRunner(ChannelTurns):
                 saved = [await save_attachment(bot, area, one, today) for one in album]
                 return await files_input(area, saved, self.runtime.settings, origin or "", index)
 
-            files, notice = await self.files(item.conversation_id, owner_chat, self.settings.timezone, save)
+            files, notice = await self.files(
+                item.conversation_id, owner_chat, self.runtime.settings.runtime.timezone, save
+            )
             if isinstance(files, str):
                 return files  # not fetched, HEIC, too large, unreadable: one sentence
             text, images, untrusted = files.text, files.images, True
