@@ -115,7 +115,7 @@ def test_invalid_config_fails_and_skips_what_needs_it(tmp_path: Path, capsys) ->
         checks["config"]["status"] == "fail"
         and "runtime.json: timezone: unknown IANA time zone" in checks["config"]["detail"]
     )
-    assert checks["telegram"]["status"] == "skip" and checks["runners"]["status"] == "skip"
+    assert checks["chat channels"]["status"] == "skip" and checks["runners"]["status"] == "skip"
     assert checks["workspace"]["status"] == "ok"
 
 
@@ -350,3 +350,19 @@ def test_the_web_chat_doctor_lines_say_the_page_its_address_and_the_sign_in(serv
     code, checks = _doctor(capsys, config, ws.root, "--quick")
     assert checks["webchat"]["status"] == "warn" and "web.enabled is off" in checks["webchat"]["detail"]
     assert checks["chat channels"]["status"] == "warn" and "webchat address" not in checks
+
+
+def test_exit_codes_a_missing_config_is_2_an_invalid_one_1_with_one_line_for_the_channels(tmp_path: Path, capsys):
+    """0 nothing failed, 1 a check failed (an invalid config is a finding, in JSON too), 2 a --config that names
+    nothing (a typo: no report)."""
+    ws = Workspace(tmp_path / "ws")
+    assert main(["doctor", "--json", "--quick", "--config", str(tmp_path / "nope"), "--workspace", str(ws.root)]) == 2
+    said = capsys.readouterr()
+    assert said.out == "" and "--config" in said.err and "no such file or directory" in said.err
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "llm.json").write_text("{bad")
+    code, checks = _doctor(capsys, config, ws.root, "--quick")
+    assert code == 1 and checks["config"]["status"] == "fail" and "llm.json" in checks["config"]["detail"]
+    assert checks["chat channels"]["status"] == "skip"
+    assert not {"telegram", "signal", "email", "matrix", "webchat"} & set(checks)  # said once, by that line

@@ -1,9 +1,12 @@
-"""``doctor``: checks config, Telegram, model servers, workspace, plugins and Python; says what to do."""
+"""``doctor``: checks the config, each chat channel, model servers, workspace, plugins and Python; says what to
+do. Exit 0 when nothing failed (warnings pass), 1 when a check failed, 2 when ``--config`` names nothing."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
 from messaging_llm_bot.cli.config import Subparsers
 
@@ -12,8 +15,9 @@ def register(subparsers: Subparsers) -> None:
     doctor = subparsers.add_parser(
         "doctor",
         help="check everything the bot needs; ok / warn / fail with what to do (exit 1 on a failure)",
-        description="Check the config, the Telegram token and allowlist, each model runner, the workspace, "
-        "skills and collectors, Python and the dependencies. Exit 1 when a check fails.",
+        description="Check the config, each chat channel the config turns on (its server, login and allowlist), "
+        "each model runner, the workspace, skills and collectors, Python and the dependencies. Exit 0 when "
+        "nothing failed (warnings pass), 1 when a check failed, 2 when --config names no file or directory.",
     )
     doctor.add_argument("--config", default="config", help="config file or directory (default: config)")
     doctor.add_argument("--workspace", default="workspace", help="workspace folder (default: workspace)")
@@ -27,7 +31,10 @@ def register(subparsers: Subparsers) -> None:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    # Imported here: the doctor talks to Telegram and to model servers (the bot's side).
+    if not Path(args.config).exists():  # a typo, not a finding: nothing to check
+        print(f"error: --config {args.config}: no such file or directory", file=sys.stderr)
+        return 2
+    # Imported here: the doctor talks to chat platforms and to model servers (the bot's side).
     from messaging_llm_bot.ops.doctor.report import as_json, exit_code, format_report
     from messaging_llm_bot.ops.doctor.run import run_checks
 
