@@ -46,6 +46,9 @@ PASSWORD = "correct horse battery staple"
 START_TIMEOUT = 60.0
 #: In the folder the run's xdist workers share: the Synapse they all use (its url, port, pid, folder).
 SHARED_STATE = "synapse.json"
+#: The shared Synapse this worker started, kept for the worker's life: it outlives this worker's session (other
+#: workers may still use it), and its Popen collected while it runs would warn (warnings are errors here).
+_started_here: list[Synapse] = []
 
 _CONFIG = """\
 server_name: "localhost"
@@ -363,6 +366,7 @@ def synapse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synapse]:
             server = Synapse.attach(json.loads(state.read_text(encoding="utf-8")))
         else:
             server = Synapse(shared / "synapse").start()
+            _started_here.append(server)
             state.write_text(json.dumps(server.shared_state()), encoding="utf-8")
     yield server  # the controller stops it once every worker is done (pytest_sessionfinish below)
 
