@@ -3111,6 +3111,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         BUSY_KIT,
     ),
     Mutation(
+        "busy-console-never-reads-meanwhile",
+        f"{BOT}/channels/console/chat.py",
+        "                meanwhile.poll()",
+        "                pass",
+        "busy modes do nothing in the terminal chat: a line typed while it answers waits its turn",
+        BUSY_KIT,
+    ),
+    Mutation(
         "busy-matrix-never-joins",
         f"{BOT}/channels/matrix/events.py",
         "        if joinable(msg) and turns.busy.join("

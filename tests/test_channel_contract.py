@@ -1115,7 +1115,72 @@ def _busy_on_email(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
     return _BusyChat(send, joined, lambda: [body(m).strip() for m in smtp.messages], _two_stored(request))
 
 
+class _TypedTty:
+    """A terminal the test types into while the chat runs: its lines come through a pipe, so the chat sees
+    when one is ready (as a terminal's line discipline shows a line after Enter)."""
+
+    def __init__(self) -> None:
+        read, write = os.pipe()
+        self._in, self._out = os.fdopen(read, "r", encoding="utf-8"), os.fdopen(write, "w", encoding="utf-8")
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._in.fileno()
+
+    def readline(self) -> str:
+        return self._in.readline()
+
+    def type(self, text: str) -> None:
+        self._out.write(f"{text}\n")
+        self._out.flush()
+
+    def close(self) -> None:
+        """Ctrl-D: the chat ends."""
+        if not self._out.closed:
+            self._out.close()
+
+    def close_reader(self) -> None:
+        """The chat's side, once it ended."""
+        self._in.close()
+
+
+def _busy_on_the_terminal(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    """The interactive terminal chat in a thread of the test, typed into while it answers."""
+    import threading
+
+    from messaging_llm_bot.channels.console.chat import run_console
+    from messaging_llm_bot.channels.console.meanwhile import JOINED_TEXT
+    from tests.telegram_harness import make_runtime
+
+    config = {**request.getfixturevalue("bot_config"), "memory": {"enabled": False}}
+    # Not streamed: a terminal cannot take back what it printed, so the answer the model was writing when the
+    # line joined stays on the screen above the final one (docs/conversation.md); the case counts answers.
+    config["llm"] = {**config["llm"], "stream": False}
+    _busy_mode(mode)(config)
+    runtime = make_runtime(config, request.getfixturevalue("workspace"), request.getfixturevalue("tmp_path"))
+    tty, out, err = _TypedTty(), io.StringIO(), io.StringIO()
+    chat = threading.Thread(target=run_console, args=(runtime, tty, out, err), name="terminal-chat", daemon=True)
+    chat.start()
+
+    def end() -> None:
+        tty.close()
+        chat.join(30)
+        tty.close_reader()
+        runtime.shutdown(5)
+
+    request.addfinalizer(end)
+    return _BusyChat(
+        tty.type,
+        lambda: err.getvalue().count(JOINED_TEXT),
+        lambda: [line.removeprefix("you> ").strip() for line in out.getvalue().splitlines()],
+        _two_stored(request),
+    )
+
+
 BUSY: dict[str, Callable[[pytest.FixtureRequest, str], _BusyChat]] = {
+    "console": _busy_on_the_terminal,
     "email": _busy_on_email,
     "matrix": _busy_on_matrix,
     "webchat": _busy_on_webchat,

@@ -16,6 +16,7 @@ Telegram or Signal bot on the same workspace is no conflict (its own conversatio
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import signal
@@ -29,7 +30,7 @@ from typing import Any, TextIO
 
 import filelock
 
-from assistant_framework.inbox import Inbox
+from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileSender, FileToSend
 from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, ApproveCallback
 from messaging_llm_bot.agent.incoming import Incoming
@@ -42,7 +43,9 @@ from messaging_llm_bot.channels.console.extras import (
     typed_so_far,
 )
 from messaging_llm_bot.channels.console.jobs import ConsoleJobs
+from messaging_llm_bot.channels.console.meanwhile import TypedMeanwhile
 from messaging_llm_bot.channels.contract import Capabilities
+from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.commands import run_command
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.markup import terminal_text
@@ -150,26 +153,35 @@ def answer(
 def answer_durably(
     runtime: Runtime,
     inbox: Inbox,
-    text: str,
+    text: str | InboxItem,
     *,
     progress: TextIO | None = None,
     approve: ApproveCallback | None = None,
     stream: bool = False,
     live: LiveReply | None = None,
+    meanwhile: TypedMeanwhile | None = None,
 ) -> tuple[str, str | None]:
-    """Like ``answer`` but a model-bound message is kept in the inbox; returns (reply, item id to complete)."""
-    if text.startswith("/"):
+    """Like ``answer`` but a model-bound message is kept in the inbox (``text`` may be one stored already);
+    returns (reply, item id to complete). With ``meanwhile``, lines typed during the turn may join it (busy
+    modes): the reply is recorded with them, completed with it by ``meanwhile.complete_answered()``."""
+    if isinstance(text, InboxItem):
+        item: InboxItem | None = text
+        text = str(text.payload.get("text", ""))
+    elif text.startswith("/"):
         return answer(runtime, text, progress=progress), None
-    try:
-        item = inbox.accept(f"console:{time.time_ns()}", CONVERSATION_ID, {"text": text})
-        assert item is not None  # a new id each time: never a re-delivery
-    except OSError as err:
-        from messaging_llm_bot.conversation.held import storage_error_text  # the same wording in every channel
+    else:
+        try:
+            item = inbox.accept(f"console:{time.time_ns()}", CONVERSATION_ID, {"text": text})
+        except OSError as err:
+            from messaging_llm_bot.conversation.held import storage_error_text  # the same wording in every channel
 
-        return storage_error_text(err), None
-    reply = answer(runtime, text, progress=progress, approve=approve, stream=stream, live=live)
+            return storage_error_text(err), None
+    assert item is not None  # a new id each time: never a re-delivery
+    joining = meanwhile.turn(text) if meanwhile is not None else contextlib.nullcontext()
+    with joining:
+        reply = answer(runtime, text, progress=progress, approve=approve, stream=stream, live=live)
     try:
-        inbox.record_reply(item.item_id, reply)
+        inbox.record_reply(item.item_id, reply, meanwhile.answered() if meanwhile is not None else None)
     except OSError:
         pass  # the reply is printed right after; only a crash in between would ask the model again
     return reply, item.item_id
@@ -187,14 +199,16 @@ class _Question:
 def answer_stoppably(
     runtime: Runtime,
     inbox: Inbox,
-    text: str,
+    text: str | InboxItem,
     *,
     progress: TextIO,
     ask: ApproveCallback | None = None,
     live: LiveReply | None = None,
+    meanwhile: TypedMeanwhile | None = None,
 ) -> tuple[str, str | None]:
     """``answer_durably`` in a worker thread: Ctrl-C stops the turn (``Agent.stop``) and the reply says so;
-    a second Ctrl-C (or SIGTERM) leaves the chat, the message staying in the inbox as before.
+    a second Ctrl-C (or SIGTERM) leaves the chat, the message staying in the inbox as before. With
+    ``meanwhile``, a line typed while the turn runs is taken here (busy modes, console/meanwhile.py).
 
     ``ask(request) -> bool`` confirms a call; it runs here in the main thread, where Ctrl-C lands, so a
     Ctrl-C at an open question declines it and stops the turn (no Enter needed)."""
@@ -219,6 +233,7 @@ def answer_stoppably(
                 approve=approve_from_worker if ask is not None else None,
                 stream=runtime.agent.settings.stream,
                 live=live,
+                meanwhile=meanwhile,
             )
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
             box["error"] = exc
@@ -239,6 +254,8 @@ def answer_stoppably(
                     question.answer = False if stopping else (said if said == ALLOW_CONVERSATION else bool(said))
                 finally:
                     question.done.set()  # answered, or declined by a Ctrl-C at the question
+            elif meanwhile is not None:
+                meanwhile.poll()
             if stopping:
                 runtime.agent.stop(CONVERSATION_ID)  # again: the turn may not have started when Ctrl-C came
         except KeyboardInterrupt as exc:
@@ -254,16 +271,19 @@ def answer_stoppably(
 
 
 def _replay(runtime: Runtime, inbox: Inbox, stdout: TextIO, stderr: TextIO, interactive: bool) -> None:
-    for item in inbox.pending():
-        if item.conversation_id != CONVERSATION_ID or is_job_item(item):
-            continue  # another frontend's, or a job run (jobs.py answers those)
+    pending = inbox.pending()
+    answered = answered_by_recorded(pending)  # typed meanwhile and joined a turn whose reply was recorded
+    for item in pending:
+        if item.conversation_id != CONVERSATION_ID or is_job_item(item) or item.item_id in answered:
+            continue  # another frontend's, a job run (jobs.py answers those), or completed with its reply
         text = str(item.payload.get("text", ""))
         print(f"(answering a message left unanswered by the last run: {text[:80]!r})", file=stderr, flush=True)
         reply = (
             item.reply if item.reply is not None else answer(runtime, text, progress=stderr if interactive else None)
         )
         print(reply.rstrip("\n") + "\n", file=stdout, flush=True)
-        inbox.complete(item.item_id)
+        for one in [*item.merged, item.item_id]:
+            inbox.complete(one)
 
 
 def run_console(
@@ -308,11 +328,12 @@ def _chat(
         )
     read_line, save_history = line_reader(stdin, stdout, interactive, runtime.workspace.path(HISTORY_FILE))
     inbox = Inbox(runtime.workspace)
-    screen, jobs = None, None
+    screen, jobs, meanwhile = None, None, None
     if interactive:
         # Reminders and job replies are printed between the user's lines, never into one being typed.
         screen = Screen(stdout, typed_so_far(stdin, stdout, interactive))
         jobs = ConsoleJobs(runtime, inbox, screen, CONVERSATION_ID, clock=job_clock)
+        meanwhile = TypedMeanwhile(runtime, inbox, CONVERSATION_ID, stdin, stderr)  # lines typed while it answers
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _interrupt)
@@ -321,30 +342,28 @@ def _chat(
         if jobs is not None:
             jobs.start()
         while True:
-            if screen is not None:
-                screen.before_prompt()  # job replies that came meanwhile, then the prompt
-            line = read_line()
-            if screen is not None:
-                screen.after_prompt()
-            if not line:
+            typed = _next_typed(meanwhile, screen, read_line)
+            if typed is None:
                 break
-            text = line.strip()
-            if not text:
+            if not typed:
                 continue
-            if text.lower() in QUIT_COMMANDS:
+            if isinstance(typed, str) and typed.lower() in QUIT_COMMANDS:
                 break
             # Only someone at a terminal can confirm; a scripted (piped) chat refuses "ask" calls.
             if interactive:
                 live = LiveReply(stdout)  # the answer appears as it is written, then the rest of the block
+                ask = terminal_approver(stdin, stdout)
                 reply, item_id = answer_stoppably(
-                    runtime, inbox, text, progress=stderr, ask=terminal_approver(stdin, stdout), live=live
+                    runtime, inbox, typed, progress=stderr, ask=ask, live=live, meanwhile=meanwhile
                 )
                 reply = live.rest(reply)
             else:
-                reply, item_id = answer_durably(runtime, inbox, text)
+                reply, item_id = answer_durably(runtime, inbox, typed)
             print(reply.rstrip("\n") + "\n", file=stdout, flush=True)
             if item_id is not None:
                 inbox.complete(item_id)
+            if meanwhile is not None:
+                meanwhile.complete_answered()
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a message being answered stays in the inbox
         print("", file=stdout)
     finally:
@@ -356,6 +375,23 @@ def _chat(
             jobs.stop()
         save_history()
     return 0
+
+
+def _next_typed(
+    meanwhile: TypedMeanwhile | None, screen: Screen | None, read_line: Callable[[], str]
+) -> str | InboxItem | None:
+    """What to answer next: a line typed while the last answer was written (its item when stored), else the
+    next line read at the prompt; None at the end of input."""
+    if meanwhile is not None and meanwhile.waiting:
+        return meanwhile.waiting.popleft()
+    if meanwhile is not None and meanwhile.ended:
+        return None  # Ctrl-D typed while the last answer was written
+    if screen is not None:
+        screen.before_prompt()  # job replies that came meanwhile, then the prompt
+    line = read_line()
+    if screen is not None:
+        screen.after_prompt()
+    return line.strip() if line else None
 
 
 class Terminated(KeyboardInterrupt):
