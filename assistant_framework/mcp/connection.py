@@ -28,9 +28,10 @@ import httpx2
 from mcp import Client, Implementation, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import CONNECTION_CLOSED
+from mcp_types import CONNECTION_CLOSED, CallToolResult, Tool
 
 from assistant_framework.config.settings import ServerSettings
+from assistant_framework.json_types import JsonObject
 from assistant_framework.mcp.loop import LoopThread
 from assistant_framework.mcp.results import ToolError, first_sentence
 from assistant_framework.mcp.status import ServerStatus
@@ -118,7 +119,7 @@ class ServerConnection:
         self._stop: asyncio.Event | None = None
         self._lost = False
         self._last_answer = 0.0
-        self.tools: list[Any] = []
+        self.tools: list[Tool] = []
         self.answered = False
         self.error = ""
         self.restarts = 0
@@ -129,7 +130,7 @@ class ServerConnection:
 
     # -- from other threads ----------------------------------------------------------------------
 
-    def start(self) -> list[Any]:
+    def start(self) -> list[Tool]:
         """Start the server and list its tools (waits up to the server's timeout); ToolError says why not."""
         timeout = self.settings.timeout
         try:
@@ -139,7 +140,7 @@ class ServerConnection:
         except ToolError as exc:
             raise ToolError(self.without_secrets(str(exc)), own_words=exc.own_words) from None
 
-    def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+    def call(self, tool: str, arguments: JsonObject) -> CallToolResult:
         """One ``tools/call``: the SDK's result, or ToolError (one sentence) when the call did not work."""
         timeout = self.settings.timeout
         try:
@@ -161,7 +162,7 @@ class ServerConnection:
 
     # -- on the loop --------------------------------------------------------------------------------
 
-    async def _start(self) -> list[Any]:
+    async def _start(self) -> list[Tool]:
         if self._supervisor is None:
             self._ready, self._wake, self._stop = asyncio.Event(), asyncio.Event(), asyncio.Event()
             first: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -302,8 +303,8 @@ class ServerConnection:
         errlog.close()  # the child has its own copy: the reader sees the end when the child exits
         return client
 
-    async def _list_tools(self, client: Client) -> list[Any]:
-        tools: list[Any] = []
+    async def _list_tools(self, client: Client) -> list[Tool]:
+        tools: list[Tool] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
             page = await client.list_tools(cursor=cursor)
@@ -372,7 +373,7 @@ class ServerConnection:
             raise ToolError(f"the MCP server {self.name!r} is restarting: try again in a moment", own_words=True)
         return self._client
 
-    async def _call(self, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
+    async def _call(self, tool: str, arguments: JsonObject, timeout: float) -> CallToolResult:
         assert self._wake is not None
         if self._supervisor is None or self._supervisor.done():
             raise ToolError(f"the MCP server {self.name!r} is not running ({self.error or 'stopped'})")

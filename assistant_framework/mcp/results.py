@@ -16,9 +16,12 @@ import re
 import threading
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assistant_framework.workspace import Workspace, atomic_write_bytes
+
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult
 
 MAX_PARTS = 50
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -147,7 +150,7 @@ def _part_text(part: Any, saver: PartSaver) -> str:
     return f"[a {str(kind)[:40]} part this assistant does not read]"
 
 
-def result_text(result: Any, saver: PartSaver) -> str:
+def result_text(result: CallToolResult, saver: PartSaver) -> str:
     """The text the model reads for a ``CallToolResult``; ``ToolError`` (one sentence) when the tool
     reported an error."""
     parts = list(getattr(result, "content", None) or [])

@@ -22,6 +22,7 @@ import re
 import unicodedata
 from typing import Any
 
+from assistant_framework.json_types import JsonSchema
 from assistant_framework.skills.grammar import grammar_safe
 
 MAX_NAME = 64
@@ -66,7 +67,7 @@ def short_description(text: Any, limit: int, fallback: str) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def _resolve(schema: Any, root: dict[str, Any], depth: int, seen: tuple[str, ...] = ()) -> Any:
+def _resolve(schema: Any, root: JsonSchema, depth: int, seen: tuple[str, ...] = ()) -> Any:
     """``schema`` with local ``$ref``s (``#/$defs/X``, ``#/definitions/X``) replaced by their target and
     everything below ``depth`` levels replaced by ``{}`` (any value): bounded however the server nests."""
     if not isinstance(schema, dict):
@@ -80,7 +81,7 @@ def _resolve(schema: Any, root: dict[str, Any], depth: int, seen: tuple[str, ...
             return {k: v for k, v in schema.items() if k == "description"}
         merged = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
         return _resolve(merged, root, depth, (*seen, ref))
-    out: dict[str, Any] = {}
+    out: JsonSchema = {}
     for key, value in schema.items():
         if key in ("$defs", "definitions"):
             continue
@@ -95,7 +96,7 @@ def _resolve(schema: Any, root: dict[str, Any], depth: int, seen: tuple[str, ...
     return out
 
 
-def _ref_target(ref: str, root: dict[str, Any]) -> dict[str, Any] | None:
+def _ref_target(ref: str, root: JsonSchema) -> JsonSchema | None:
     for prefix in ("#/$defs/", "#/definitions/"):
         if ref.startswith(prefix):
             defs = root.get(prefix[2:-1])
@@ -104,17 +105,17 @@ def _ref_target(ref: str, root: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _size(schema: dict[str, Any]) -> int:
+def _size(schema: JsonSchema) -> int:
     return len(json.dumps(schema, separators=(",", ":"), ensure_ascii=False))
 
 
-def _types_only(schema: dict[str, Any]) -> dict[str, Any]:
+def _types_only(schema: JsonSchema) -> JsonSchema:
     properties = value if isinstance(value := schema.get("properties"), dict) else {}
     kept = {
         name: {"type": sub["type"]} if isinstance(sub, dict) and isinstance(sub.get("type"), str) else {}
         for name, sub in list(properties.items())[:MAX_FIELDS]
     }
-    out: dict[str, Any] = {"type": "object", "properties": kept}
+    out: JsonSchema = {"type": "object", "properties": kept}
     required = [r for r in schema.get("required") or [] if r in kept]
     if required:
         out["required"] = required
@@ -133,7 +134,7 @@ def _strip_descriptions(schema: Any) -> Any:
     return schema
 
 
-def shown_schema(input_schema: Any) -> tuple[dict[str, Any], str]:
+def shown_schema(input_schema: Any) -> tuple[JsonSchema, str]:
     """The args schema the model sees and the manager checks, and how it was cut (``""`` when it was not).
 
     Always an object schema; a property list of a hostile size or depth never reaches the prompt."""

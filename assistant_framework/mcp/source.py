@@ -16,7 +16,7 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from assistant_framework.config.settings import McpSettings, ServerSettings
 from assistant_framework.mcp.results import PartSaver, ToolError, result_text
@@ -25,7 +25,15 @@ from assistant_framework.mcp.status import ServerStatus
 from assistant_framework.redaction import redact_text
 from assistant_framework.skills.loader import Skill
 from assistant_framework.skills.source import SkillLoadError, SourceLoad
+from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import OUTSIDE_LABEL, OwnWordsError
+from assistant_framework.workspace import Workspace
+
+if TYPE_CHECKING:  # the mcp SDK is imported when a server is configured (INSTALL_HINT without it)
+    from mcp_types import Tool
+
+    from assistant_framework.mcp.connection import ServerConnection
+    from assistant_framework.mcp.loop import LoopThread
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +45,7 @@ INSTALL_HINT = "the mcp package is not installed: run make install in the checko
 class ToolCall:
     """A skill's ``run``: one ``tools/call`` on the server's connection, the answer as text."""
 
-    def __init__(self, connection: Any, server: ServerSettings, tool: str) -> None:
+    def __init__(self, connection: ServerConnection, server: ServerSettings, tool: str) -> None:
         self.connection = connection
         self.tool = tool
         self.outside = not server.trusted
@@ -45,7 +53,7 @@ class ToolCall:
         # Files from an outside server are outside content too: inbox/ is where the workspace keeps it.
         self.folder = f"inbox/mcp/{server.name}" if self.outside else f"mcp/{server.name}"
 
-    def __call__(self, workspace: Any, args: dict[str, Any], context: Any = None) -> str:
+    def __call__(self, workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> str:
         try:
             result = self.connection.call(self.tool, args)
             # A server that echoes what it was sent (its URL's token, a header) gives it to no one.
@@ -56,7 +64,7 @@ class ToolCall:
         return f"{OUTSIDE_LABEL} {text}" if self.outside else text
 
 
-def tool_skill(server: ServerSettings, tool: Any, connection: Any) -> Skill | SkillLoadError:
+def tool_skill(server: ServerSettings, tool: Tool, connection: ServerConnection) -> Skill | SkillLoadError:
     """The skill for one listed tool, or why it cannot be one."""
     tool_name = str(getattr(tool, "name", "") or "")
     name = skill_name(server.name, tool_name)
@@ -91,7 +99,7 @@ def tool_skill(server: ServerSettings, tool: Any, connection: Any) -> Skill | Sk
     )
 
 
-def server_skills(server: ServerSettings, tools: list[Any], connection: Any) -> SourceLoad:
+def server_skills(server: ServerSettings, tools: list[Tool], connection: ServerConnection) -> SourceLoad:
     """The skills of one server's listed tools, after its allow-list; clashes within it are errors."""
     loaded = SourceLoad()
     allowed = set(server.tools) if server.tools is not None else None
@@ -136,8 +144,8 @@ class McpSkills:
     def __init__(self, settings: McpSettings) -> None:
         self.settings = settings
         self._lock = threading.Lock()
-        self._loop: Any = None
-        self._connections: list[Any] = []
+        self._loop: LoopThread | None = None
+        self._connections: list[ServerConnection] = []
         self._offered: dict[str, tuple[str, ...]] = {}
         self._missing_sdk = False
 
@@ -176,7 +184,7 @@ class McpSkills:
             self._offered[server.name] = tuple(skill.name for skill in offered.skills)
         return loaded
 
-    def listings(self) -> list[tuple[ServerSettings, list[Any]]]:
+    def listings(self) -> list[tuple[ServerSettings, list[Tool]]]:
         """Each started server with the tools it listed (before the allow-list)."""
         with self._lock:
             return [(c.settings, list(c.tools)) for c in self._connections if c.answered]
@@ -216,7 +224,7 @@ class McpSkills:
         loop.stop()
 
 
-def _started(connection: Any) -> list[Any] | str:
+def _started(connection: ServerConnection) -> list[Tool] | str:
     try:
         return connection.start()
     except ToolError as exc:

@@ -14,8 +14,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
+from assistant_framework.json_types import JsonObject
 from assistant_framework.memory.search import MAX_QUERY_CHARS, MemoryHit
 from assistant_framework.stores.facts import FactStore
 from assistant_framework.stores.people import ContactStore
@@ -31,6 +32,29 @@ MAX_WRITE_CHARS = 20_000
 MAX_TEXT_CHARS = 20_000
 #: Searches look at this many more hits than they return, so the guests' ones left out do not empty them.
 _OVERSAMPLE = 4
+
+
+class SearchHit(TypedDict):
+    """One hit of the ``search`` and ``recall`` tools: where it is, when, whether it came from outside."""
+
+    source: str
+    path: str
+    ref: str
+    date: str | None
+    conversation: str | None
+    outside: bool
+    snippet: str
+    score: float
+
+
+class SearchAnswer(TypedDict, total=False):
+    results: list[SearchHit]
+    note: str  # why there are none (memory off)
+
+
+class RecallAnswer(TypedDict):
+    block: str  # the recall block the bot would put in the turn
+    results: list[SearchHit]
 
 
 class WriteRefused(Exception):
@@ -79,7 +103,7 @@ class MemoryTools:
     def _limit(self, limit: int | None) -> int:
         return max(1, min(int(limit or 10), self.max_results))
 
-    def _hit(self, hit: MemoryHit) -> dict[str, Any]:
+    def _hit(self, hit: MemoryHit) -> SearchHit:
         return {
             "source": hit.source,
             "path": hit.path,
@@ -96,7 +120,7 @@ class MemoryTools:
 
     def search(
         self, query: str, limit: int | None = 10, source: str | None = None, since: str = "", until: str = ""
-    ) -> dict[str, Any]:
+    ) -> SearchAnswer:
         """The bot's hybrid search and ranking over the owner's memory, with provenance and dates."""
         if self.memory is None:
             return {"results": [], "note": "memory is off (memory.enabled)"}
@@ -111,7 +135,7 @@ class MemoryTools:
         )
         return {"results": [self._hit(hit) for hit in self._owners(hits)[:want]]}
 
-    def recall(self, message: str) -> dict[str, Any]:
+    def recall(self, message: str) -> RecallAnswer:
         """What the bot would recall for this message in the owner's own chat: the block and its hits."""
         if self.memory is None:
             return {"block": "", "results": []}
@@ -120,25 +144,25 @@ class MemoryTools:
         shown = self.memory.shown_hits(hits)
         return {"block": self.memory.format_recall(hits), "results": [self._hit(hit) for hit in shown]}
 
-    def notes(self, query: str = "") -> dict[str, Any]:
+    def notes(self, query: str = "") -> JsonObject:
         store = NoteStore(self.workspace)
         found = store.search(query, self.max_results) if query.strip() else store.list()
         return {"notes": found[: self.max_results], "total": len(found)}
 
-    def note(self, name: str) -> dict[str, Any]:
+    def note(self, name: str) -> JsonObject:
         note = NoteStore(self.workspace).read(name)
         note["body"] = str(note.get("body", ""))[:MAX_TEXT_CHARS]
         return note
 
-    def tasks(self, status: str = "open") -> dict[str, Any]:
+    def tasks(self, status: str = "open") -> JsonObject:
         found = TaskStore(self.workspace).list(status or "open")
         return {"tasks": found[-self.max_results :], "total": len(found)}
 
-    def facts(self, subject: str = "", query: str = "") -> dict[str, Any]:
+    def facts(self, subject: str = "", query: str = "") -> JsonObject:
         found = FactStore(self.workspace).lookup(subject=subject or None, query=query or None)
         return {"facts": found[-self.max_results :], "total": len(found)}
 
-    def contacts(self, query: str = "") -> dict[str, Any]:
+    def contacts(self, query: str = "") -> JsonObject:
         store = ContactStore(self.workspace)
         found = store.find(query) if query.strip() else store.all()
         return {"contacts": found[: self.max_results], "total": len(found)}
@@ -161,7 +185,7 @@ class MemoryTools:
                 '(set "write": true for it in serve.clients, or start `assistant mcp serve --write`)'
             )
 
-    def note_add(self, caller: Caller, title: str, body: str = "") -> dict[str, Any]:
+    def note_add(self, caller: Caller, title: str, body: str = "") -> JsonObject:
         self._may_write(caller, "note_add")
         note = NoteStore(self.workspace).add(
             _bounded(title, "title"), _bounded(body, "body"), untrusted=True, source=caller.source
@@ -169,7 +193,7 @@ class MemoryTools:
         self._wrote(caller, "note", note["path"])
         return note
 
-    def task_add(self, caller: Caller, title: str, due: str = "", notes: str = "") -> dict[str, Any]:
+    def task_add(self, caller: Caller, title: str, due: str = "", notes: str = "") -> JsonObject:
         self._may_write(caller, "task_add")
         task = TaskStore(self.workspace).add(
             _bounded(title, "title"), due or None, _bounded(notes, "notes"), untrusted=True, source=caller.source
@@ -177,7 +201,7 @@ class MemoryTools:
         self._wrote(caller, "task", task["id"])
         return task
 
-    def fact_add(self, caller: Caller, subject: str, attribute: str, value: str) -> dict[str, Any]:
+    def fact_add(self, caller: Caller, subject: str, attribute: str, value: str) -> JsonObject:
         self._may_write(caller, "fact_add")
         fact, action = FactStore(self.workspace).add(
             _bounded(subject, "subject"),

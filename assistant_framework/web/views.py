@@ -4,17 +4,30 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
 from ..config.settings import Settings
+from ..json_types import JsonObject
 from ..mcp import McpSkills
 from ..memory.log import CONVERSATIONS_DIR
 from ..memory.recall import OUTSIDE_SOURCE_PREFIXES
 from ..spending import SpendingLedger, cap_rows
 from ..stores.provenance import is_untrusted
-from ..traces import TraceRecord, TraceStore
+from ..traces import TraceRecord, TraceStore, UsageRow
 from ..workspace import Workspace, WorkspacePathError
 from .parts import Parts
+from .shapes import (
+    CollectorRow,
+    ConversationRow,
+    ReminderRow,
+    Reminders,
+    SkillError,
+    SkillRow,
+    Skills,
+    TraceRow,
+    TurnRow,
+    UsageBody,
+)
 
 _DAY_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl$")
 
@@ -22,7 +35,7 @@ _DAY_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl$")
 # -- conversations -------------------------------------------------------------
 
 
-def conversations(workspace: Workspace) -> list[dict[str, Any]]:
+def conversations(workspace: Workspace) -> list[ConversationRow]:
     """Each chat with its days (newest first) and turn count."""
     chats: dict[str, list[str]] = {}
     for rel in workspace.list(f"{CONVERSATIONS_DIR}/*/*.jsonl"):
@@ -30,11 +43,13 @@ def conversations(workspace: Workspace) -> list[dict[str, Any]]:
         match = _DAY_FILE.match(name)
         if match:
             chats.setdefault(chat, []).append(match.group(1))
-    out = [{"id": chat, "days": sorted(days, reverse=True), "last_day": max(days)} for chat, days in chats.items()]
+    out = [
+        ConversationRow(id=chat, days=sorted(days, reverse=True), last_day=max(days)) for chat, days in chats.items()
+    ]
     return sorted(out, key=lambda c: c["last_day"], reverse=True)
 
 
-def conversation_day(workspace: Workspace, chat: str, day: str, traces: TraceStore) -> list[dict[str, Any]]:
+def conversation_day(workspace: Workspace, chat: str, day: str, traces: TraceStore) -> list[TurnRow]:
     """The turns of one chat's day; each reply with what was recalled for it (from its trace)."""
     if "/" in chat or chat.startswith(".") or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", day):
         raise KeyError(f"no conversation {chat!r} on {day!r}")
@@ -47,7 +62,13 @@ def conversation_day(workspace: Workspace, chat: str, day: str, traces: TraceSto
         raise KeyError(f"no conversation {chat!r} on {day!r}")
     turns = []
     for row in workspace.read_jsonl(rel):
-        turn = {k: row.get(k) for k in ("time", "role", "text", "turn_id", "trace_id")}
+        turn = TurnRow(
+            time=row.get("time"),
+            role=row.get("role"),
+            text=row.get("text"),
+            turn_id=row.get("turn_id"),
+            trace_id=row.get("trace_id"),
+        )
         turn["outside"] = is_untrusted(row)  # outside content entered this turn (a forward, an attachment...)
         if row.get("role") == "assistant" and row.get("trace_id"):
             try:
@@ -59,13 +80,13 @@ def conversation_day(workspace: Workspace, chat: str, day: str, traces: TraceSto
     return turns
 
 
-def hit_is_outside(hit: dict[str, Any]) -> bool:
+def hit_is_outside(hit: JsonObject) -> bool:
     """Whether a found or recalled hit's text came from outside (``memory.recall.is_outside`` for a hit
     kept as a dict: a collector item, or a turn, record or file marked ``untrusted``)."""
     return str(hit.get("source") or "").startswith(OUTSIDE_SOURCE_PREFIXES) or bool(hit.get("outside"))
 
 
-def labelled_hits(hits: list[Any]) -> list[dict[str, Any]]:
+def labelled_hits(hits: list[JsonObject]) -> list[JsonObject]:
     """Hits as dicts, each with ``outside`` set as the page labels it."""
     return [{**hit, "outside": hit_is_outside(hit)} for hit in hits if isinstance(hit, dict)]
 
@@ -73,9 +94,9 @@ def labelled_hits(hits: list[Any]) -> list[dict[str, Any]]:
 # -- traces --------------------------------------------------------------------
 
 
-def trace_list(traces: TraceStore, limit: int = 50) -> list[dict[str, Any]]:
+def trace_list(traces: TraceStore, limit: int = 50) -> list[TraceRow]:
     """Newest traces first, with the figures of ``trace list`` plus duration."""
-    rows = []
+    rows: list[TraceRow] = []
     for trace_id in list(reversed(traces.ids()))[:limit]:
         try:
             trace = traces.load(trace_id)
@@ -109,28 +130,26 @@ def section_rows(trace: TraceRecord) -> list[tuple[str, float]]:
 # -- collectors ------------------------------------------------------------------
 
 
-def collector_rows(parts: Parts) -> list[dict[str, Any]]:
+def collector_rows(parts: Parts) -> list[CollectorRow]:
     """``collectors status`` plus the last run's per-source problems and whether a run is going on."""
     manager = parts.collectors
     if manager is None:
         return []
     runner = parts.collector_runner
-    rows = []
+    rows: list[CollectorRow] = []
     for row in manager.status():
         runs = (
             parts.workspace.read_jsonl(f"collectors/{row['name']}/runs.jsonl") if row["outcome"] != "load-error" else []
         )
         last = runs[-1] if runs else {}
-        rows.append(
-            {
-                **row,
-                "source_errors": list(last.get("errors") or []),
-                "last_summary": last.get("summary") or "",
-                "last_new": last.get("new"),
-                "running": bool(runner and runner.is_running(row["name"])),
-                "runnable": row["outcome"] != "load-error",
-            }
-        )
+        extra = {
+            "source_errors": list(last.get("errors") or []),
+            "last_summary": last.get("summary") or "",
+            "last_new": last.get("new"),
+            "running": bool(runner and runner.is_running(row["name"])),
+            "runnable": row["outcome"] != "load-error",
+        }
+        rows.append(cast(CollectorRow, {**row, **extra}))  # the status row and these keys: CollectorRow
     return rows
 
 
@@ -140,12 +159,12 @@ def collector_rows(parts: Parts) -> list[dict[str, Any]]:
 PAST_REMINDERS = 100
 
 
-def reminder_rows(workspace: Workspace) -> dict[str, Any]:
+def reminder_rows(workspace: Workspace) -> Reminders:
     """Every chat's reminders: the pending ones by due time, then the newest ``PAST_REMINDERS`` others
     (delivered, failed, cancelled), each with whether it was written from outside content."""
     from ..stores.reminders import ReminderStore
 
-    def row(reminder: dict[str, Any]) -> dict[str, Any]:
+    def row(reminder: JsonObject) -> ReminderRow:
         return {
             "id": str(reminder.get("id", "")),
             "chat": str(reminder.get("chat_id", "")),
@@ -161,7 +180,7 @@ def reminder_rows(workspace: Workspace) -> dict[str, Any]:
     rows = ReminderStore(workspace).list()
     pending = [row(r) for r in rows if r.get("status") == "pending"]
     past = [row(r) for r in reversed(rows) if r.get("status") != "pending"][:PAST_REMINDERS]
-    return {"pending": pending, "past": past}
+    return Reminders(pending=pending, past=past)
 
 
 # -- usage -------------------------------------------------------------------------
@@ -169,14 +188,14 @@ def reminder_rows(workspace: Workspace) -> dict[str, Any]:
 
 def usage(
     traces: TraceStore, days: int = 30, now: datetime | None = None, settings: Settings | None = None
-) -> dict[str, Any]:
+) -> UsageBody:
     """The /stats figures over ``days`` days, with every day present (zeros where nothing ran), and the runners'
     spending caps (``caps``: what is used and when it resets) when ``settings`` are given."""
     moment = now or datetime.now(timezone.utc)
     stats = traces.stats(days=days, now=moment)
     by_day = stats.get("by_day") or {}
     all_days = [(moment - timedelta(days=days - 1 - i)).date().isoformat() for i in range(days)]
-    empty = {
+    empty: UsageRow = {
         "turns": 0,
         "requests": 0,
         "model_s": 0.0,
@@ -185,16 +204,16 @@ def usage(
         "cached_tokens": 0,
         "reasoning_tokens": 0,
     }
-    return {
-        "days": days,
-        "by_day": {d: by_day.get(d, empty) for d in all_days},
-        "by_model": stats.get("by_model") or {},
-        "total": stats.get("total") or empty,
-        "caps": spending_caps(traces.workspace, settings) if settings is not None else [],
-    }
+    return UsageBody(
+        days=days,
+        by_day={d: by_day.get(d, empty) for d in all_days},
+        by_model=stats.get("by_model") or {},
+        total=stats.get("total") or empty,
+        caps=spending_caps(traces.workspace, settings) if settings is not None else [],
+    )
 
 
-def spending_caps(workspace: Workspace, settings: Settings) -> list[dict[str, Any]]:
+def spending_caps(workspace: Workspace, settings: Settings) -> list[JsonObject]:
     """The cap rows of every runner with caps, read from the ledger the bot writes (state/spending.json)."""
     if not any(r.limits.any for r in settings.llm.runners):
         return []
@@ -204,7 +223,7 @@ def spending_caps(workspace: Workspace, settings: Settings) -> list[dict[str, An
 # -- skills --------------------------------------------------------------------------
 
 
-def skill_rows(parts: Parts) -> dict[str, Any]:
+def skill_rows(parts: Parts) -> Skills:
     """What ``skills inspect`` shows of each skill (an MCP tool with its server), and the load errors."""
     manager = parts.skills
     manager.ensure_loaded()  # before the servers are asked which skills they offer
@@ -215,7 +234,7 @@ def skill_rows(parts: Parts) -> dict[str, Any]:
         for status in source.statuses()
         for skill in status.skills
     }
-    skills = []
+    skills: list[SkillRow] = []
     for name, skill in sorted(manager.skills.items()):
         skills.append(
             {
@@ -229,8 +248,8 @@ def skill_rows(parts: Parts) -> dict[str, Any]:
                 "mcp_server": server_of.get(name),
             }
         )
-    errors = [{"name": e.name, "error": str(e.error)} for e in manager.errors]
-    return {"skills": skills, "errors": errors}
+    errors = [SkillError(name=e.name, error=str(e.error)) for e in manager.errors]
+    return Skills(skills=skills, errors=errors)
 
 
 def search_sources() -> list[str]:

@@ -1,0 +1,105 @@
+"""The JSON bodies of the owner's web page's API (``/api/...``), as the pages' handlers send them."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from assistant_framework.collectors.manager import CollectorStatus
+from assistant_framework.json_types import JsonObject, JsonSchema
+from assistant_framework.traces import UsageRow
+
+
+class ConversationRow(TypedDict):
+    """One chat of ``/api/conversations``: its days, newest first."""
+
+    id: str
+    days: list[str]
+    last_day: str
+
+
+class TurnRow(TypedDict, total=False):
+    """One turn of a chat's day; a reply with what was recalled for it (None: its trace was pruned)."""
+
+    time: str | None
+    role: str | None
+    text: str | None
+    turn_id: str | None
+    trace_id: str | None
+    outside: bool  # outside content entered this turn
+    recalled: list[JsonObject] | None  # the trace's recalled hits, each with ``outside``
+
+
+class TraceRow(TypedDict):
+    """One line of ``/api/traces``."""
+
+    id: str
+    time: str
+    conversation: str
+    model: str
+    rounds: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    elapsed_s: float | None
+    ok: bool
+
+
+class CollectorRow(CollectorStatus):
+    """One collector of ``/api/collectors``: its status and its last run."""
+
+    source_errors: list[str]
+    last_summary: str
+    last_new: object  # the last run's new-item count as its runs.jsonl line has it
+    running: bool
+    runnable: bool
+
+
+class ReminderRow(TypedDict):
+    """One reminder of ``/api/reminders``."""
+
+    id: str
+    chat: str
+    text: str
+    due_at: str
+    timezone: str
+    status: str
+    done_at: str
+    error: str
+    outside: bool
+
+
+class Reminders(TypedDict):
+    pending: list[ReminderRow]
+    past: list[ReminderRow]
+
+
+class UsageBody(TypedDict):
+    """``/api/usage``: the /stats figures with every day present, and the runners' spending caps."""
+
+    days: int
+    by_day: dict[str, UsageRow]
+    by_model: dict[str, UsageRow]
+    total: UsageRow
+    caps: list[JsonObject]  # spending.cap_rows: runner, cap, limit, used, left, percent, resets...
+
+
+class SkillRow(TypedDict):
+    """One skill of ``/api/skills``, as ``skills inspect`` shows it."""
+
+    name: str
+    description: str
+    args_schema: JsonSchema
+    help: str
+    capabilities: list[str]
+    timeout_s: float
+    source: str
+    mcp_server: str | None
+
+
+class SkillError(TypedDict):
+    name: str
+    error: str
+
+
+class Skills(TypedDict):
+    skills: list[SkillRow]
+    errors: list[SkillError]
