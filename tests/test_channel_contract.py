@@ -33,6 +33,7 @@ from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.markup import terminal_text, utf16_len
 from messaging_llm_bot.conversation.routes import ROUTES, Route
 from tests.webchat_harness import start_webchat  # noqa: F401 - the web chat's fixture (its own harness module)
+from tests.whatsapp_harness import start_whatsapp, whatsapp_graph  # noqa: F401 - WhatsApp's fixtures (its harness)
 
 RECORDS = [
     contract.Capabilities,
@@ -120,6 +121,13 @@ def _webchat() -> tuple[Capabilities, Callable[[str], list[str]]]:
     return CAPABILITIES, split
 
 
+def _whatsapp() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.whatsapp.format import CAPABILITIES, split
+
+    # What the user reads: WhatsApp shows *bold* as bold, without its markers.
+    return CAPABILITIES, lambda text: [part.replace("*", "") for part in split(text)]
+
+
 CHANNELS = {
     "telegram": _telegram,
     "signal": _signal,
@@ -127,6 +135,7 @@ CHANNELS = {
     "console": _console,
     "matrix": _matrix,
     "webchat": _webchat,
+    "whatsapp": _whatsapp,
 }
 MEASURE: dict[str, Callable[[str], int]] = {
     "utf16": utf16_len,
@@ -341,7 +350,31 @@ def _approve_on_webchat(request: pytest.FixtureRequest, yes: bool) -> tuple[str,
     return question["text"], replies[-1]
 
 
+def _whatsapp_texts_until(request: pytest.FixtureRequest, done: Callable[[list[str]], bool]) -> list[str]:
+    """The bot's text messages to the owner once ``done`` says so (tests/whatsapp_harness.py)."""
+    from tests.waiting import wait_until
+    from tests.whatsapp_harness import OWNER
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    wait_until(lambda: done(graph.texts(OWNER)), timeout=30, what="the bot's reply on WhatsApp")
+    return graph.texts(OWNER)
+
+
+def _approve_on_whatsapp(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    from tests.whatsapp_harness import OWNER
+
+    graph, workspace = request.getfixturevalue("whatsapp_graph"), request.getfixturevalue("workspace")
+    request.getfixturevalue("start_whatsapp")()
+    graph.user_text(OWNER, "delete notes/important.md")
+    [question] = _whatsapp_texts_until(request, lambda texts: any(t.startswith("Confirm") for t in texts))
+    assert workspace.exists("notes/important.md")
+    graph.user_text(OWNER, "yes" if yes else "no")  # the answer, not a new message for the model
+    texts = _whatsapp_texts_until(request, lambda texts: any("Handled." in t for t in texts))
+    return question, texts[-1]
+
+
 APPROVE = {
+    "whatsapp": _approve_on_whatsapp,
     "webchat": _approve_on_webchat,
     "telegram": _approve_on_telegram,
     "signal": _approve_on_signal,
@@ -439,7 +472,18 @@ def _chat_on_webchat(request: pytest.FixtureRequest, lines: list[str]) -> list[s
     return chat.replies_until(lambda texts: "END" in "".join(texts))
 
 
+def _chat_on_whatsapp(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    from tests.whatsapp_harness import OWNER
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    request.getfixturevalue("start_whatsapp")()
+    for line in lines:
+        graph.user_text(OWNER, line)
+    return _whatsapp_texts_until(request, lambda texts: "END" in "".join(texts))
+
+
 CHAT = {
+    "whatsapp": _chat_on_whatsapp,
     "webchat": _chat_on_webchat,
     "telegram": _chat_on_telegram,
     "signal": _chat_on_signal,
@@ -541,7 +585,21 @@ def _strangers_on_matrix(request: pytest.FixtureRequest) -> int:
     return len([t for t in world.owner.texts(group, bot) if world.stranger.user_id in t])
 
 
+def _strangers_on_whatsapp(request: pytest.FixtureRequest) -> int:
+    from tests.whatsapp_harness import OWNER, STRANGER
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    request.getfixturevalue("start_whatsapp")()
+    request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
+    for n in range(3):
+        graph.user_text(STRANGER, f"let me in {n}")
+    graph.user_text(OWNER, "ping")
+    _whatsapp_texts_until(request, lambda texts: "pong" in texts)
+    return len([t for t in graph.texts(STRANGER) if f"+{STRANGER}" in t])
+
+
 STRANGERS = {
+    "whatsapp": _strangers_on_whatsapp,
     "telegram": _strangers_on_telegram,
     "signal": _strangers_on_signal,
     "email": _strangers_on_email,
@@ -652,7 +710,18 @@ def _stream_on_webchat(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
     return 0, chat.replies_until(lambda texts: any(t.endswith("END") for t in texts))
 
 
+def _stream_on_whatsapp(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+    """WhatsApp cannot edit a sent message: the streamed answer goes out once, when it is done."""
+    from tests.whatsapp_harness import OWNER
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    request.getfixturevalue("start_whatsapp")(patch=lambda config: config["llm"].update(stream=True))
+    graph.user_text(OWNER, "stream please")
+    return 0, _whatsapp_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
+
+
 STREAM = {
+    "whatsapp": _stream_on_whatsapp,
     "webchat": _stream_on_webchat,
     "telegram": _stream_on_telegram,
     "signal": _stream_on_signal,
@@ -757,7 +826,19 @@ def _media_on_webchat(request: pytest.FixtureRequest, photo: bytes) -> None:
         chat.replies_until(lambda texts, done=done: done in texts)
 
 
+def _media_on_whatsapp(request: pytest.FixtureRequest, photo: bytes) -> None:
+    from tests.whatsapp_harness import OWNER
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    request.getfixturevalue("start_whatsapp")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    graph.user_media(OWNER, "image", photo, "image/jpeg", caption="what is this?")
+    _whatsapp_texts_until(request, lambda texts: "Seen. END" in texts)
+    graph.user_media(OWNER, "document", MENU, "application/pdf", caption="the menu", filename="menu.pdf")
+    _whatsapp_texts_until(request, lambda texts: "Filed. END" in texts)
+
+
 MEDIA = {
+    "whatsapp": _media_on_whatsapp,
     "webchat": _media_on_webchat,
     "telegram": _media_on_telegram,
     "signal": _media_on_signal,
@@ -838,7 +919,21 @@ def _file_out_on_webchat(request: pytest.FixtureRequest) -> list[bytes]:
     return [chat.client.get(f"/chat/file/{m['id']}").content for m in files]
 
 
+def _file_out_on_whatsapp(request: pytest.FixtureRequest) -> list[bytes]:
+    """The file is uploaded to the media endpoint and sent as a document by its media id."""
+    from tests.whatsapp_harness import OWNER
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    request.getfixturevalue("start_whatsapp")()
+    graph.user_text(OWNER, "send me the expenses")
+    _whatsapp_texts_until(request, lambda texts: "Sent. END" in texts)
+    documents = [m["payload"]["document"] for m in graph.sent(OWNER) if m["type"] == "document"]
+    assert [d.get("filename") for d in documents] == ["expenses.csv"]
+    return [graph.media[d["id"]]["data"] for d in documents]
+
+
 FILE_OUT = {
+    "whatsapp": _file_out_on_whatsapp,
     "telegram": _file_out_on_telegram,
     "signal": _file_out_on_signal,
     "console": _file_out_on_the_terminal,
@@ -985,7 +1080,24 @@ def _restart_on_webchat(request: pytest.FixtureRequest) -> tuple[list[str], list
     return before, start(patch=_slow_turns).replies_until(lambda texts: "answered now" in texts)
 
 
+def _restart_on_whatsapp(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    from tests.whatsapp_harness import OWNER
+
+    graph, chat_server = request.getfixturevalue("whatsapp_graph"), request.getfixturevalue("chat_server")
+    start = request.getfixturevalue("start_whatsapp")
+    bot = start(patch=_slow_turns)
+    graph.user_text(OWNER, "very slow question")
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    bot.stop(timeout=20)
+    before = graph.texts(OWNER)
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    start(patch=_slow_turns)
+    return before, _whatsapp_texts_until(request, lambda texts: "answered now" in texts)
+
+
 RESTART = {
+    "whatsapp": _restart_on_whatsapp,
     "webchat": _restart_on_webchat,
     "telegram": _restart_on_telegram,
     "signal": _restart_on_signal,
