@@ -28,6 +28,7 @@ pytest_plugins = [
     "tests.signal_harness",
     "tests.email_harness",
     "tests.matrix_harness",
+    "tests.whatsapp_harness",
     "tests.skills_harness",
     "tests.loopback_only",
 ]

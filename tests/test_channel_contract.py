@@ -33,7 +33,6 @@ from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.markup import terminal_text, utf16_len
 from messaging_llm_bot.conversation.routes import ROUTES, Route
 from tests.webchat_harness import start_webchat  # noqa: F401 - the web chat's fixture (its own harness module)
-from tests.whatsapp_harness import start_whatsapp, whatsapp_graph  # noqa: F401 - WhatsApp's fixtures (its harness)
 
 RECORDS = [
     contract.Capabilities,
