@@ -16,11 +16,11 @@ from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.whatsapp.channel import WhatsAppChannel
 from messaging_llm_bot.channels.whatsapp.message import WaMessage, messages_of
 from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig, conversation_of
-from messaging_llm_bot.channels.whatsapp.tasks import ChatTasks
 from messaging_llm_bot.channels.whatsapp.turn import TurnRunner
 from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.chatflags import ChatFlags
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
+from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage, held_text
 
 log = logging.getLogger(__name__)

@@ -31,11 +31,11 @@ from messaging_llm_bot.channels.whatsapp.graph import GraphClient, GraphUnavaila
 from messaging_llm_bot.channels.whatsapp.intake import Intake
 from messaging_llm_bot.channels.whatsapp.message import message_of_payload
 from messaging_llm_bot.channels.whatsapp.settings import PREFIX, WhatsAppConfig, conversation_of, number_of
-from messaging_llm_bot.channels.whatsapp.tasks import ChatTasks
 from messaging_llm_bot.channels.whatsapp.turn import NOTICE_KEY, TurnRunner
 from messaging_llm_bot.channels.whatsapp.webhook import Webhook
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
+from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
 from messaging_llm_bot.conversation.job_router import ChannelJobs, OwnerDigest, job_router
 from messaging_llm_bot.conversation.job_runs import is_job_item
@@ -65,7 +65,7 @@ class WhatsAppService:
         self.stopped = threading.Event()
         self.storage = StorageOutage("whatsapp")
         self.queues = ChatQueues("whatsapp", lambda: pool_size(runtime.settings), lambda: max_pending(runtime.settings))
-        self.tasks = ChatTasks(self.queues)
+        self.tasks = ChatTasks(self.queues, "whatsapp")
         self.job_clock: Callable[[], datetime] | None = None  # a test's clock for the jobs (None: the real one)
         self.webhook: Webhook | None = None
         self._config: tuple[Settings, WhatsAppConfig] | None = None
