@@ -18,10 +18,13 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from assistant_framework.memory.log import TurnLog
+from assistant_framework.workspace import Workspace
 from tests.crash_bot import REPO, BotProcess, echo_reply, sent_texts, write_bot_config
 from tests.fakes.bot_api import FakeBotAPI
 
 OWNER, GUEST = 1, 2
+OWNER_MAIL, GUEST_MAIL = "owner@example.org", "guest@example.org"
 READER_TOKEN = "reader-token-" + "r" * 24
 WRITER_TOKEN = "writer-token-" + "w" * 24
 CLIENTS = {
@@ -86,8 +89,10 @@ async def tour(client: Any) -> dict[str, Any]:
     tools = {tool.name for tool in (await client.list_tools()).tools}
     found = json.loads(text_of(await client.call_tool("memory_search", {"query": "locker code"})))
     guest = json.loads(text_of(await client.call_tool("memory_search", {"query": "pelican"})))
+    mail = json.loads(text_of(await client.call_tool("memory_search", {"query": "albatross", "limit": 10})))
     added = await client.call_tool("note_add", {"title": "From a client", "body": "written over MCP"})
-    return {"tools": tools, "found": found["results"], "guest": guest["results"], "added": added}
+    threads = {word for hit in mail["results"] for word in ("owner-thread", "guest-thread") if word in hit["snippet"]}
+    return {"tools": tools, "found": found["results"], "guest": guest["results"], "added": added, "mail": threads}
 
 
 def post(url: str, body: dict, headers: dict[str, str]) -> tuple[int, str]:
@@ -109,6 +114,11 @@ def test_mcp_clients_search_what_the_owner_told_the_bot_and_write_only_when_allo
 ) -> None:
     chat_server.set_handler(echo_reply)
     workspace = tmp_path / "workspace"
+    # Two email threads as the email channel logs them (the channel itself is tested elsewhere): the owner's is
+    # served, the guest's never, though a thread's folder name is hashed (conversation/routes.py).
+    log = TurnLog(Workspace(workspace))
+    log.append(f"mail:{OWNER_MAIL}:0123456789ab", "user", "the albatross plan is owner-thread")
+    log.append(f"mail:{GUEST_MAIL}:0123456789ab", "user", "the albatross plan is guest-thread")
     with FakeBotAPI() as fake:
         config = write_bot_config(
             tmp_path / "config.json",
@@ -119,6 +129,7 @@ def test_mcp_clients_search_what_the_owner_told_the_bot_and_write_only_when_allo
                 "memory": {"enabled": True, "extract_facts": False, "episodes": False, "profile": {"enabled": False}},
                 "web": {"enabled": True, "port": 0},
                 "serve": CLIENTS,
+                "email": {"allowed": [OWNER_MAIL, GUEST_MAIL]},
             },
         )
         with BotProcess(config, workspace, tmp_path / "bot.log", env=ENV) as bot:
@@ -169,6 +180,8 @@ def test_mcp_clients_search_what_the_owner_told_the_bot_and_write_only_when_allo
         assert local["tools"] == TOOLS
         assert any("4711 zebra" in hit["snippet"] for hit in local["found"])
         assert local["guest"] == []
+        # `mcp serve` reads the logs written before it (the bot indexes its own turns as it makes them).
+        assert local["mail"] == {"owner-thread"}, "the owner's email thread is served, a guest's never"
         assert local["added"].is_error and "--write" in text_of(local["added"])
         writing = over_stdio(config, workspace, tour, "--write")
         assert not writing["added"].is_error, text_of(writing["added"])
