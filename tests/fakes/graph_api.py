@@ -17,6 +17,7 @@ fake.base_url`` (``http://127.0.0.1:<port>/v21.0``). What it answers, as the Clo
   out whatever the window.
 - ``POST /v21.0/<phone_number_id>/media`` (multipart ``file``, ``type``, ``messaging_product``): an id;
   images (JPEG, PNG) at most 5 MB, audio 16 MB, documents 100 MB (#131053 past it).
+- ``GET /v21.0/<phone_number_id>``: the number's ``display_phone_number``, ``verified_name`` and ``id``.
 - ``GET /v21.0/<media_id>``: ``{"url", "mime_type", "sha256", "file_size", "id", "messaging_product"}``; the URL
   (``/media-download/<token>``) answers only with the bearer token, and only for five minutes.
 - Errors in Meta's shape ``{"error": {"message", "type", "code", "error_data": {"messaging_product",
@@ -402,6 +403,10 @@ class _Handler(FakeHandler):
             match = re.fullmatch(rf"/{VERSION}/([0-9]+)", path)
             if match is None:
                 raise GraphError(400, 2500, "Unknown path components", kind="OAuthException")
+            if match[1] == fake.phone_number_id:
+                number = {"display_phone_number": "+1 555-000-1234", "verified_name": "Assistant", "id": match[1]}
+                self.send_json(200, number)
+                return
             self.send_json(200, fake.media_info(match[1], self.headers.get("Host", "127.0.0.1")))
         except GraphError as err:
             self._fail(err)

@@ -32,7 +32,8 @@ class Download:
     mime: str
 
 
-def _error_of(response: httpx.Response) -> tuple[int, str]:
+def error_of(response: httpx.Response) -> tuple[int, str]:
+    """Meta's error code and its message (with the details) of an error answer."""
     try:
         error = response.json().get("error") or {}
     except ValueError:
@@ -62,7 +63,7 @@ class GraphClient:
             raise GraphUnavailable(f"the Graph API cannot be reached: {type(err).__name__}") from None
         if response.status_code < 400:
             return response
-        code, message = _error_of(response)
+        code, message = error_of(response)
         text = f"HTTP {response.status_code}, #{code}: {message}"
         if response.status_code >= 500 or response.status_code == 429 or code in RETRY_CODES:
             raise GraphUnavailable(text)
