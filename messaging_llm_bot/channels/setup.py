@@ -80,6 +80,18 @@ class ChannelSetup:
     reached: list[str] = field(default_factory=list)
 
 
+class Steps:
+    """What a channel's steps share: its flags (``a``), the dialog (``io``), the settings to append."""
+
+    def __init__(self, setup: ChannelSetup) -> None:
+        self.a = setup.flags
+        self.io = setup.dialog
+        self.settings = setup.settings
+
+    def _ask(self, question: str, default: str = "") -> str:
+        return self.io.answer(question, default)
+
+
 @dataclass(frozen=True)
 class SetupHooks:
     """One channel's part of the setup, from its ``setup.py``."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 
-from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError
+from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError, Steps
 
 ADDRESS = re.compile(r"[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+")
 PORTS = {"ssl": (993, 465), "starttls": (143, 587), "none": (143, 25)}
@@ -46,13 +46,7 @@ def steps(setup: ChannelSetup) -> None:
         setup.reached.append("email")
 
 
-class EmailSteps:
-    def __init__(self, setup: ChannelSetup) -> None:
-        self.a = setup.flags
-        self.io = setup.dialog
-        self._ask = setup.dialog.answer
-        self.settings = setup.settings
-
+class EmailSteps(Steps):
     def email(self) -> bool:
         """Set up the email channel when ``--email ADDRESS`` is given (the rest is asked, or taken from the
         flags); True when it was set up. Without the flag the first run asks nothing about email."""

@@ -10,7 +10,7 @@ import asyncio
 import os
 import re
 
-from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError
+from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError, Steps
 
 USER_ID = re.compile(r"@[^:\s]+:[^\s]+")
 PASSWORD_ENV = "MATRIX_PASSWORD"
@@ -33,13 +33,7 @@ def steps(setup: ChannelSetup) -> None:
         setup.reached.append("Matrix")
 
 
-class MatrixSteps:
-    def __init__(self, setup: ChannelSetup) -> None:
-        self.a = setup.flags
-        self.io = setup.dialog
-        self._ask = setup.dialog.answer
-        self.settings = setup.settings
-
+class MatrixSteps(Steps):
     def matrix(self) -> bool:
         """Set up the Matrix channel when ``--matrix USER_ID`` is given (the rest is asked, or taken from the
         flags); True when it was set up. Without the flag the first run asks nothing about Matrix."""

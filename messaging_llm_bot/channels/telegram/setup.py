@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from assistant_framework.config import TOKEN_ENV
-from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError
+from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError, Steps
 
 # The Bot API calls (channels/telegram/probe.py) are imported by the steps that make them: every `assistant`
 # command reads this module for its flags.
@@ -70,13 +70,11 @@ def not_a_choice(choice: str, count: int) -> str | None:
     return f"no such choice: {choice!r} (a number from 1 to {count})"
 
 
-class TelegramSteps:
+class TelegramSteps(Steps):
     """The token and the allowlist's owner."""
 
     def __init__(self, setup: ChannelSetup) -> None:
-        self.a = setup.flags
-        self.io = setup.dialog
-        self.settings = setup.settings
+        super().__init__(setup)
         section = setup.configured.get("telegram")
         telegram: dict[str, Any] = section if isinstance(section, dict) else {}
         token = os.environ.get(TOKEN_ENV) or telegram.get("token") or ""
