@@ -9,7 +9,8 @@ that is backscatter) and reaches no model (not on the terminal, which has no str
 by edits where the channel declares it can edit, else arrives as one message (the terminal prints it as it
 comes, once); a photo reaches the vision runner and a file is saved as sent and named to the model (where
 ``media_in`` has them); a restart mid-turn leaves the message to the next start, which answers it once. A file
-the send_file skill sends arrives once, as it is in the workspace.
+the send_file skill sends arrives once, as it is in the workspace. A due reminder reaches the chat it was set in
+and a collector's notice only the owner (conversation/notices.py).
 """
 
 from __future__ import annotations
@@ -1342,3 +1343,66 @@ def test_a_message_sent_while_the_model_works_follows_the_busy_mode(
         assert FIRST in turn[0] and turn[-1].strip() == SECOND  # the same turn, the new message last
     wait_until(lambda: not Inbox(workspace).pending(), 15, "both messages completed")
     assert [r for r in chat.replies() if "answer to" in r] == expected  # and nothing more came
+
+
+# -- what a channel sends unasked: a reminder to the chat it was set in, a collector's notice to the owner --------
+
+GUEST_TG, GUEST_SIG = 2, "+15551110002"  # an allowed user who is not the owner (signal_harness.FRIEND)
+
+
+def _just_due() -> typing.Any:
+    from datetime import datetime, timedelta, timezone
+
+    return datetime.now(timezone.utc) - timedelta(seconds=5)  # due, not late (a late one says so)
+
+
+def _notices_on_telegram(request: pytest.FixtureRequest) -> dict[str, list[str]]:
+    from assistant_framework.stores.reminders import ReminderStore
+    from tests.telegram_harness import OWNER, texts
+
+    fake, workspace = request.getfixturevalue("fake"), request.getfixturevalue("workspace")
+    ReminderStore(workspace).add(GUEST_TG, "water the plants", _just_due(), "Europe/Berlin")
+    bot = request.getfixturevalue("start_bot")(allowed_user_ids=[OWNER, GUEST_TG])
+    fake.wait_for(lambda: texts(fake, GUEST_TG), timeout=20)
+    bot.service.notices.notify_from_thread("rss", "3 new items")  # from a collector's thread
+    fake.wait_for(lambda: texts(fake, OWNER))
+    fake.wait_for(lambda: all(r["status"] == "delivered" for r in ReminderStore(workspace).list()))
+    return {"owner": texts(fake, OWNER), "guest": texts(fake, GUEST_TG)}
+
+
+def _notices_on_signal(request: pytest.FixtureRequest) -> dict[str, list[str]]:
+    from assistant_framework.stores.reminders import ReminderStore
+    from tests.signal_harness import OWNER
+    from tests.waiting import wait_until
+
+    daemon, workspace = request.getfixturevalue("daemon"), request.getfixturevalue("workspace")
+    ReminderStore(workspace).add(f"sig:{GUEST_SIG}", "water the plants", _just_due(), "Europe/Berlin")
+    bot = request.getfixturevalue("start")()
+    daemon.wait_sent(1, timeout=20)
+    bot.service.notices.notify_from_thread("rss", "3 new items")
+    daemon.wait_sent(2)
+    wait_until(lambda: all(r["status"] == "delivered" for r in ReminderStore(workspace).list()))
+    return {who: [s["message"] for s in daemon.sent_to(chat)] for who, chat in (("owner", OWNER), ("guest", GUEST_SIG))}
+
+
+NOTICES = {"telegram": _notices_on_telegram, "signal": _notices_on_signal}
+#: Why a channel has no driver here (its own tests cover its reminders and notices).
+NO_NOTICES = {
+    "console": "the terminal's one user is the owner: a reminder is printed between the lines "
+    "(tests/test_console_tty.py::test_console_reminders_deliver_only_this_chats_due_reminders)",
+    "email": "no driver in NOTICES yet "
+    "(tests/test_email_channel.py::test_a_reminder_set_in_a_mail_thread_is_mailed_to_its_sender)",
+    "matrix": "no driver in NOTICES yet",
+    "webchat": "the page's one user is the owner (tests/test_webchat_jobs.py: its reminders and notices)",
+}
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_a_reminder_reaches_its_own_chat_and_a_notice_only_the_owner(
+    channel: str, request: pytest.FixtureRequest, chat_server
+) -> None:
+    if channel not in NOTICES:
+        pytest.skip(NO_NOTICES[channel])
+    sent = NOTICES[channel](request)
+    assert sent == {"owner": ["📬 rss: 3 new items"], "guest": ["⏰ water the plants"]}
+    assert not chat_server.chat_requests  # neither is a turn

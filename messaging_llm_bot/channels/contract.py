@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
+# Raised by the adapters, read by the conversation service: it lives there (conversation/delivery.py).
+from messaging_llm_bot.conversation.delivery import DeliveryError as DeliveryError
+
 #: What a message can carry besides text; a channel lists the kinds it reads and the kinds it sends.
 MediaKind = Literal["photo", "file", "voice", "audio", "video", "sticker"]
 MEDIA_KINDS: tuple[MediaKind, ...] = ("photo", "file", "voice", "audio", "video", "sticker")
@@ -193,11 +196,3 @@ class ChannelRunner(Protocol):
     def stop(self, timeout: float) -> None:
         """Ask it to stop, from any thread; turns running get ``timeout`` seconds."""
         ...
-
-
-class DeliveryError(Exception):
-    """A channel could not deliver; ``for_good`` when sending again cannot help (blocked, chat gone)."""
-
-    def __init__(self, message: str, *, for_good: bool = False) -> None:
-        super().__init__(message)
-        self.for_good = for_good

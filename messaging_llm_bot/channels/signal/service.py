@@ -28,9 +28,9 @@ from messaging_llm_bot.channels.signal.commands import Commands
 from messaging_llm_bot.channels.signal.events import EventReader
 from messaging_llm_bot.channels.signal.identity import Identities
 from messaging_llm_bot.channels.signal.job_items import JobItems
-from messaging_llm_bot.channels.signal.notices import Notices
+from messaging_llm_bot.channels.signal.notices import send_to
 from messaging_llm_bot.channels.signal.send import say
-from messaging_llm_bot.channels.signal.settings import SignalMessage, allowed_ids
+from messaging_llm_bot.channels.signal.settings import SignalMessage, allowed_ids, owner_of
 from messaging_llm_bot.channels.signal.strangers import Strangers
 from messaging_llm_bot.channels.signal.turn import TurnRunner
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
@@ -38,6 +38,7 @@ from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router, owner_digest
 from messaging_llm_bot.conversation.job_runs import JobScheduler
+from messaging_llm_bot.conversation.notices import ChannelNotices, digest_now
 from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -88,7 +89,7 @@ class SignalService:
         self._client: SignalClient | None = None
         self._inbox: Inbox | None = None
         self._turns: TurnRunner | None = None
-        self._notices: Notices | None = None
+        self._notices: ChannelNotices | None = None
         self._job_items: JobItems | None = None
         self.identities: Identities
         self.approvals: Approvals
@@ -108,7 +109,7 @@ class SignalService:
         return _started(self._turns)
 
     @property
-    def notices(self) -> Notices:
+    def notices(self) -> ChannelNotices:
         return _started(self._notices)
 
     @property
@@ -236,7 +237,14 @@ class SignalService:
         self.strangers = Strangers(workspace, lambda: self.settings, self.say, Pairing(self.runtime))
         await self.strangers.load()
         self.commands = Commands(self.runtime, self.identities, self.approvals, lambda: self.settings, self.say)
-        self._notices = notices = Notices(self.runtime, client, lambda: self.settings, asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        self._notices = notices = ChannelNotices(
+            "signal",
+            lambda chat, text, conversation: send_to(client, chat, text, conversation),
+            lambda: owner_of(self.settings),
+            lambda: loop,
+            lambda: digest_now(workspace, self.runtime.settings.runtime.timezone),
+        )
         self._job_items = job_items = JobItems(self.runtime, lambda: self.settings, turns, self.tasks)
         events = EventReader(self)
         if not self.settings.allowed:

@@ -28,7 +28,7 @@ from telegram.request import HTTPXRequest
 
 from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.telegram.frontend import Frontend
-from messaging_llm_bot.channels.telegram.notices import Notices
+from messaging_llm_bot.channels.telegram.notices import send_to
 from messaging_llm_bot.channels.telegram.ratelimit import ReplyFirstRateLimiter
 from messaging_llm_bot.channels.telegram.settings import api_urls
 from messaging_llm_bot.channels.telegram.shutdown import GracefulStop, StoppableApplication
@@ -38,7 +38,7 @@ from messaging_llm_bot.conversation.approvals import offer_owner_approver, withd
 from messaging_llm_bot.conversation.commands import COMMANDS
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router, owner_digest
 from messaging_llm_bot.conversation.job_runs import JobScheduler
-from messaging_llm_bot.conversation.notices import digest_now
+from messaging_llm_bot.conversation.notices import ChannelNotices, digest_now
 from messaging_llm_bot.conversation.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -81,10 +81,11 @@ class TelegramService:
         self._rest: asyncio.Task[Any] | None = None
         self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
         self.shutdown = GracefulStop(self.shutdown_timeout)
-        self.notices = Notices(
-            lambda: self.app.bot,
+        self.notices = ChannelNotices(
+            "telegram",
+            lambda chat, text, conversation: send_to(self.app.bot, chat, text, conversation),
+            lambda: None if self.frontend.settings.owner is None else str(self.frontend.settings.owner),
             lambda: self._loop,
-            lambda: self.frontend.settings.owner,
             lambda: digest_now(self.runtime.workspace, self.runtime.settings.runtime.timezone),
         )
 
