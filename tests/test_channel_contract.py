@@ -519,11 +519,11 @@ def test_a_long_reply_arrives_whole_in_parts_within_the_channels_limit(
     assert _words(reply) in _words("".join(shown))
 
 
-def _strangers_on_telegram(request: pytest.FixtureRequest) -> int:
+def _strangers_on_telegram(request: pytest.FixtureRequest, patch: typing.Any = None) -> int:
     from tests.telegram_harness import OWNER, STRANGER
 
     fake = request.getfixturevalue("fake")
-    request.getfixturevalue("start_bot")()
+    request.getfixturevalue("start_bot")(config_patch=patch)
     request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
     for n in range(3):
         fake.send_message(f"let me in {n}", user_id=STRANGER, username="stranger")
@@ -534,11 +534,11 @@ def _strangers_on_telegram(request: pytest.FixtureRequest) -> int:
     return len(fake.messages(STRANGER))
 
 
-def _strangers_on_signal(request: pytest.FixtureRequest) -> int:
+def _strangers_on_signal(request: pytest.FixtureRequest, patch: typing.Any = None) -> int:
     from tests.signal_harness import OWNER, STRANGER, wait_for
 
     daemon = request.getfixturevalue("daemon")
-    request.getfixturevalue("start")()
+    request.getfixturevalue("start")(patch=patch)
     request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
     for n in range(3):
         daemon.message(STRANGER, f"let me in {n}")
@@ -622,6 +622,32 @@ def test_a_stranger_is_told_once_and_reaches_no_model(
     if channel not in STRANGERS:
         pytest.skip(NO_STRANGERS[channel])
     assert STRANGERS[channel](request) == TOLD.get(channel, 1)
+    assert len(chat_server.chat_requests) == 1  # the owner's ping only
+
+
+def _pairing_off(config: dict) -> None:
+    config.setdefault("runtime", {})["pairing"] = False
+
+
+#: Pairing off (``runtime.pairing: false``): a stranger is told their own id, once (conversation/strangers.py).
+TOLD_THEIR_ID = {
+    "telegram": lambda request: _strangers_on_telegram(request, _pairing_off),
+    "signal": lambda request: _strangers_on_signal(request, _pairing_off),
+}
+NOT_TOLD_THEIR_ID = {
+    **NO_STRANGERS,
+    "email": "a stranger is never answered by mail (backscatter)",
+    "matrix": "no driver in TOLD_THEIR_ID yet (tests/test_matrix.py: a stranger refused once)",
+}
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_without_pairing_a_stranger_is_told_their_id_once(
+    channel: str, request: pytest.FixtureRequest, chat_server
+) -> None:
+    if channel not in TOLD_THEIR_ID:
+        pytest.skip(NOT_TOLD_THEIR_ID[channel])
+    assert TOLD_THEIR_ID[channel](request) == 1
     assert len(chat_server.chat_requests) == 1  # the owner's ping only
 
 

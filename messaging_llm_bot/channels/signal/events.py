@@ -1,6 +1,6 @@
 """Incoming Signal events: read from the signal-cli stream, judged, and stored in the durable inbox.
 
-Each message: the allowlist first (a stranger is told their id once: strangers.py); the answer to an
+Each message: the allowlist first (a stranger is told their id once: conversation/strangers.py); the answer to an
 open confirmation question; commands (commands.py); otherwise the durable inbox, written before the next
 event is read, and a turn in the chat's FIFO. A daemon that is down or goes away is logged once per
 outage and retried with backoff. At start, the items a crash left are answered first (``replay``).
@@ -9,6 +9,7 @@ outage and retried with backoff. At start, the items a crash left are answered f
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Any, Protocol
 
@@ -27,8 +28,8 @@ from messaging_llm_bot.channels.signal.settings import (
     chat_of_conversation,
     is_bot,
     parse_event,
+    refusal_text,
 )
-from messaging_llm_bot.channels.signal.strangers import Strangers
 from messaging_llm_bot.channels.signal.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.busy import answered_by_recorded
@@ -36,6 +37,7 @@ from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage, held_text
 from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.strangers import Strangers
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +127,7 @@ class EventReader:
         sender = service.identities.judge(msg, service.settings)
         if not sender.allowed:
             if sender.mismatch is None:  # a number that belongs to another account gets no answer at all
-                await service.strangers.refuse(msg)
+                await self._refuse(msg)
             return
         if msg.number and msg.uuid and service.identities.pinned(msg.number) is None:
             await asyncio.to_thread(service.identities.pin, msg, sender)  # the number's first message with an account
@@ -194,6 +196,21 @@ class EventReader:
                 continue
             service.storage.ok()
             return True, item
+
+    async def _refuse(self, msg: SignalMessage) -> None:
+        """Tell a stranger their ids once (conversation/strangers.py); in a group only when they address the
+        bot, whatever signal.group_mode says."""
+        service = self.service
+        addressed = addressed_to_bot(msg, dataclasses.replace(service.settings, group_mode="mention"))
+
+        async def answer(text: str) -> None:
+            await say(service.client, msg, text)
+
+        who, private = msg.uuid or msg.number or "?", msg.group_id is None
+        pair_as = msg.number or msg.uuid or ""
+        await service.strangers.answer(
+            who, refusal_text(msg), answer, private=private, addressed=addressed, pair_as=pair_as
+        )
 
     async def _over_limit(self, msg: SignalMessage) -> None:
         """A message beyond its chat's ``runtime.max_pending_per_chat``: not answered, not stored; the chat

@@ -3,7 +3,7 @@
 Start-up: a lock file in the workspace (one Signal bot per workspace), replay of inbox items a
 crash left unanswered, reminders, scheduled jobs and the morning digest on an asyncio job queue,
 collectors in the background, then the event stream. The parts, one concept each: incoming events
-read, gated and stored (events), strangers (strangers), commands (commands), notices and reminders
+read, gated and stored (events), commands (commands), notices and reminders
 sent on the bot's own (notices), job runs (job_items), one turn (turn), the chats' queues (tasks).
 """
 
@@ -31,7 +31,6 @@ from messaging_llm_bot.channels.signal.job_items import JobItems
 from messaging_llm_bot.channels.signal.notices import send_to
 from messaging_llm_bot.channels.signal.send import say
 from messaging_llm_bot.channels.signal.settings import SignalMessage, allowed_ids, owner_of
-from messaging_llm_bot.channels.signal.strangers import Strangers
 from messaging_llm_bot.channels.signal.turn import TurnRunner
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.conversation.chattasks import ChatTasks
@@ -42,12 +41,14 @@ from messaging_llm_bot.conversation.notices import ChannelNotices, digest_now
 from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.strangers import Strangers, ToldOnce
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 LOCK_FILE = "state/signal.lock"
+REFUSED_LOG = "state/signal/refused.log"  # the strangers told their id (once: kept across restarts)
 REMINDER_POLL_SECONDS = 30.0
 BACKOFF_MAX_SECONDS = 30.0
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -234,8 +235,9 @@ class SignalService:
         self._turns = turns = TurnRunner(
             self.runtime, inbox, client, lambda: self.settings, self.outage, self.identities, self.approvals
         )
-        self.strangers = Strangers(workspace, lambda: self.settings, self.say, Pairing(self.runtime))
-        await self.strangers.load()
+        told = ToldOnce(workspace, REFUSED_LOG)
+        await told.load()
+        self.strangers = Strangers("signal", told, Pairing(self.runtime))
         self.commands = Commands(self.runtime, self.identities, self.approvals, lambda: self.settings, self.say)
         loop = asyncio.get_running_loop()
         self._notices = notices = ChannelNotices(

@@ -1,11 +1,10 @@
-"""Who the Telegram bot serves: the allowlist gate before every handler, strangers' one short refusal,
-the owner's own private chat for the owner's data and owner-only commands."""
+"""Who the Telegram bot serves: the allowlist gate before every handler, strangers' one short refusal
+(conversation/strangers.py; here: who is one, and whether a group message addressed the bot), the owner's own
+private chat for the owner's data and owner-only commands."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -19,11 +18,9 @@ from messaging_llm_bot.channels.telegram.send import answer_update
 from messaging_llm_bot.channels.telegram.settings import addressed_to_bot, for_other_bot, is_command
 from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.pairing import Pairing
+from messaging_llm_bot.conversation.strangers import Strangers, ToldRecently
 
 log = logging.getLogger(__name__)
-
-#: A stranger is told at most this often that they are not allowed (the rest of their messages: silence).
-REFUSAL_EVERY_SECONDS = 60.0
 
 Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
 
@@ -43,11 +40,10 @@ class Access:
         self, settings: Callable[[], TelegramSettings], duplicates: set[int], pairing: Pairing | None = None
     ) -> None:
         self._settings = settings
-        #: A stranger's code in a private chat (conversation/pairing.py); None: told their id only.
-        self.pairing = pairing
+        #: What a stranger is told (their id, or a pairing code in a private chat), at most once a minute.
+        self.strangers = Strangers("telegram", ToldRecently(), pairing)
         #: Updates the inbox holds as answered already: the gate drops them (filled by the intake).
         self.duplicates = duplicates
-        self._refused_at: dict[int, float] = {}  # stranger -> when last told (monotonic)
 
     @property
     def settings(self) -> TelegramSettings:
@@ -114,28 +110,12 @@ class Access:
             message = update.message
             if message is None or for_other_bot(message, bot.username):
                 return  # /cmd@otherbot: for another bot in the group, not a request to this one
-            if message.chat.type != "private" and not (
-                is_command(message) or addressed_to_bot(message, bot.username or "", bot.id, "mention")
-            ):
-                return  # a group conversation not addressed to the bot: stay quiet
-            if self.pairing is not None and message.chat.type == "private":
-                answer = await asyncio.to_thread(self.pairing.stranger, "telegram", str(user.id))
-                if answer is not None:  # pairing is on: a code (once an hour), a welcome, or nothing
-                    if answer:
-                        await message.reply_text(answer, do_quote=False)
-                    return
-            if not self._refusal_due(user.id):
-                return  # told a moment ago: a stranger's flood must not spend the replies' send budget
-            await message.reply_text(refusal_text(user.id), do_quote=message.chat.type != "private")
+            private = message.chat.type == "private"
+
+            async def say(text: str) -> None:
+                await message.reply_text(text, do_quote=not private)
+
+            addressed = is_command(message) or addressed_to_bot(message, bot.username or "", bot.id, "mention")
+            await self.strangers.answer(str(user.id), refusal_text(user.id), say, private=private, addressed=addressed)
         except telegram.error.TelegramError as err:
             log.info("telegram: refusal to %s failed: %s", user.id, err)
-
-    def _refusal_due(self, user_id: int) -> bool:
-        """True when a stranger was not told within ``REFUSAL_EVERY_SECONDS`` (and note that they are now)."""
-        now = time.monotonic()
-        if now - self._refused_at.get(user_id, float("-inf")) < REFUSAL_EVERY_SECONDS:
-            return False
-        if len(self._refused_at) >= 10_000:  # bounded: forget the ones told long ago
-            self._refused_at = {u: t for u, t in self._refused_at.items() if now - t < REFUSAL_EVERY_SECONDS}
-        self._refused_at[user_id] = now
-        return True
