@@ -126,7 +126,7 @@ def test_reload_names_what_needs_a_restart_and_keeps_its_running_value(fake, dir
     answer = fake.wait_for_messages(OWNER, 1)[0]["text"]
     assert "Applied: llm.max_tokens" in answer and "Needs a restart" in answer and "runtime.timezone" in answer
     # The running bot keeps its zone everywhere (not half old, half new); the model gets the new max_tokens.
-    assert bot.runtime.settings.runtime.timezone == "Europe/Berlin" == bot.runtime.agent.settings.timezone
+    assert bot.runtime.settings.runtime.timezone == "Europe/Berlin" == bot.runtime.agent.settings.runtime.timezone
     assert bot.runtime.config["runtime"]["timezone"] == "Europe/Berlin"
     fake.send_message("hello")
     fake.wait_for_messages(OWNER, 2)

@@ -107,7 +107,8 @@ def test_prompt_history_respects_budget_and_skill_rounds_stay_compact(bot_config
 
 
 def test_history_budget_tokens(bot_config, workspace):
-    from messaging_llm_bot.agent.settings import BotSettings
+    from assistant_framework.config.settings import Settings
+    from messaging_llm_bot.agent.settings import history_budget_chars
 
     bot_config["runtime"]["history_budget_tokens"] = 100
-    assert BotSettings.from_config(bot_config).history_budget_chars == 400
+    assert history_budget_chars(Settings.from_config(bot_config).runtime) == 400

@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+from assistant_framework.config.settings import Settings
 from assistant_framework.skills import SkillManager
 from assistant_framework.tokens import estimate_tokens
 from messaging_llm_bot.agent.incoming import Incoming
@@ -17,7 +18,7 @@ from messaging_llm_bot.agent.prompt import (
     section_sizes,
     tools_section,
 )
-from messaging_llm_bot.agent.settings import DEFAULT_BASE_PROMPT, BotSettings
+from messaging_llm_bot.agent.settings import DEFAULT_BASE_PROMPT
 from messaging_llm_bot.protocol import protocol_instructions
 
 FIXED = datetime(2026, 3, 3, 13, 5, 42, tzinfo=timezone.utc)
@@ -29,7 +30,7 @@ def skills(bot_config, workspace):
 
 
 def builder(bot_config, workspace, skills, **kwargs) -> PromptBuilder:
-    return PromptBuilder(BotSettings.from_config(bot_config), workspace, skills, **kwargs)
+    return PromptBuilder(Settings.from_config(bot_config), workspace, skills, **kwargs)
 
 
 def test_system_message_byte_identical_across_turns_and_time_at_end(

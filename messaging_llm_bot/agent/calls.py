@@ -10,12 +10,12 @@ import json
 
 from assistant_framework.access import guest_workspace
 from assistant_framework.agentskills.tools import RUN_SCRIPT, SKILL_DOC
+from assistant_framework.config.settings import Settings
 from assistant_framework.skills import OUTSIDE_LABEL, PreparedCall, SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import CallGate, GateResult, touches_untrusted
 from messaging_llm_bot.agent.honesty import is_write_call, saved_location
 from messaging_llm_bot.agent.outside import TURN, OutsideSource, why_text
-from messaging_llm_bot.agent.settings import BotSettings
 from messaging_llm_bot.agent.turn import AgentEvent, Emit, SkillCallRecord, TurnRecord
 from messaging_llm_bot.protocol import SkillCall, format_skill_error, format_skill_result, unknown_skill_hint
 
@@ -45,7 +45,7 @@ class CallRunner:
     call, in the turn's workspace area. A call that cannot be prepared is fed back; nothing runs.
     """
 
-    def __init__(self, skills: SkillManager, gate: CallGate, workspace: Workspace, settings: BotSettings) -> None:
+    def __init__(self, skills: SkillManager, gate: CallGate, workspace: Workspace, settings: Settings) -> None:
         self.skills = skills
         self.gate = gate
         self.workspace = workspace
@@ -102,7 +102,7 @@ class CallRunner:
     ) -> str:
         """Run a prepared call through the repeat check and the policy gate; audit the outcome."""
         skill, args = call.skill, call.args
-        limit = self.settings.skill_result_limit_chars
+        limit = self.settings.runtime.skill_result_limit_chars
         key = call.key()
         if key in turn.writes_done and is_write_call(skill.capabilities, args):
             # A small model often answers a write's result with the same call: a second task, a reminder twice.

@@ -48,7 +48,7 @@ from messaging_llm_bot.agent.rounds import Rounds, TurnPrompt, offered_names
 from messaging_llm_bot.agent.runner_choice import RunnerChoices
 from messaging_llm_bot.agent.session_calls import SessionCalls
 from messaging_llm_bot.agent.sessions import Sessions
-from messaging_llm_bot.agent.settings import BotSettings
+from messaging_llm_bot.agent.settings import history_budget_chars
 from messaging_llm_bot.agent.steering import SteerBox, Steered
 from messaging_llm_bot.agent.turn import (
     FAILED_TURN_REPLY,
@@ -135,14 +135,12 @@ class Agent(SessionCalls):
         """(Re)apply a config (and its records, built once by the runtime) and optionally new components; the
         prompt is rebuilt on next use."""
         records = settings if settings is not None else Settings.from_config(config)
-        bot_settings = BotSettings.from_settings(records)
         try:
-            zone = ZoneInfo(bot_settings.timezone)
+            zone = ZoneInfo(records.runtime.timezone)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"runtime.timezone: unknown IANA time zone {bot_settings.timezone!r}") from None
+            raise ValueError(f"runtime.timezone: unknown IANA time zone {records.runtime.timezone!r}") from None
         self.config = config
-        self.settings = bot_settings
-        self.records = records
+        self.settings = records
         self.policy = records.policy
         self.zone = zone
         self.skills = skills or self.skills
@@ -150,13 +148,13 @@ class Agent(SessionCalls):
         self.llm = llm or self.llm
         runner_keys = [r.api_key for r in self.llm.runners]
         self.traces = TraceStore(
-            self.workspace, keep=bot_settings.trace_keep, secrets=collect_secrets(config, runner_keys)
+            self.workspace, keep=records.runtime.trace_keep, secrets=collect_secrets(config, runner_keys)
         )
         self.gate = CallGate(self.workspace, records.policy)
         # Summaries of dropped turns wait for the same idle time as fact extraction.
         self.compactor.batcher.idle_seconds = max(0.0, records.memory.extract_idle_seconds)
         self.prompt = PromptBuilder(
-            bot_settings, self.workspace, self.skills, collectors=self.collectors, memory=self.memory
+            records, self.workspace, self.skills, collectors=self.collectors, memory=self.memory
         )
 
     def drain(self, timeout: float) -> bool:
@@ -278,8 +276,8 @@ class Agent(SessionCalls):
             user_id=message.user_id,
             message_id=message.message_id,
             config=self.config,
-            settings=self.records,
-            timezone=self.settings.timezone,
+            settings=self.settings,
+            timezone=self.settings.runtime.timezone,
             services=self._services(message),
             untrusted=turn.untrusted,
             private=message.owner_chat,
@@ -309,7 +307,7 @@ class Agent(SessionCalls):
             recalled=turn.recalled,
             trace_id=turn.trace_id,
             footer=format_footer(usage, turn.rounds, elapsed, turn.recalled, _answered_by(turn))
-            if self.settings.reply_footer
+            if self.settings.runtime.reply_footer
             else None,
             stopped=turn.stop.is_set() and not ok,
         )
@@ -356,7 +354,7 @@ class Agent(SessionCalls):
         else:
             self._last_summary.pop(turn.place, None)
         user_message = final_user_message(
-            turn.text, turn.now, self.settings.timezone, recall_block=recall_block, untrusted=turn.guarded
+            turn.text, turn.now, self.settings.runtime.timezone, recall_block=recall_block, untrusted=turn.guarded
         )
         sizes: dict[str, object] = dict(section_sizes(system, history, user_message))
         if message.images:
@@ -396,7 +394,7 @@ class Agent(SessionCalls):
                 outside=stored_sources(turn.outside.values()),
                 measure=measure,
                 on_drop=lambda dropped: self.compactor.dropped(
-                    conversation_id, dropped, self.settings.history_budget_chars
+                    conversation_id, dropped, history_budget_chars(self.settings.runtime)
                 ),
             )
             self._note_session(turn)
@@ -430,8 +428,12 @@ class Agent(SessionCalls):
 
     def _history_budget(self) -> tuple[int, Callable[[Message], int]]:
         """(budget, how a message is measured): estimated tokens when history_budget_tokens is set."""
-        tokens = self.settings.history_budget_tokens
-        return (tokens, message_tokens) if tokens is not None else (self.settings.history_budget_chars, message_chars)
+        tokens = self.settings.runtime.history_budget_tokens
+        return (
+            (tokens, message_tokens)
+            if tokens is not None
+            else (history_budget_chars(self.settings.runtime), message_chars)
+        )
 
     # -- after the lock ------------------------------------------------------------
 

@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from assistant_framework.config.settings import Settings
 from assistant_framework.skills.spec import CatalogEntry
 from assistant_framework.skills.support import OUTSIDE_LABEL
 from assistant_framework.stores.provenance import quote_lines, split_marked
 from assistant_framework.tokens import estimate_tokens
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.agent.settings import BotSettings
+from messaging_llm_bot.agent.settings import base_prompt, section_caps
 from messaging_llm_bot.llm.wire import Message
 from messaging_llm_bot.protocol import choice_instructions, protocol_instructions
 
@@ -248,7 +249,7 @@ class PromptBuilder:
 
     def __init__(
         self,
-        settings: BotSettings,
+        settings: Settings,
         workspace: Workspace,
         skills: "SkillManager",
         *,
@@ -256,6 +257,7 @@ class PromptBuilder:
         memory: Memory | None = None,
     ) -> None:
         self.settings = settings
+        self.caps = section_caps(settings.runtime)
         self.workspace = workspace
         self.skills = skills
         self.collectors = collectors
@@ -286,7 +288,7 @@ class PromptBuilder:
         if self.memory is None:
             return ""
         try:
-            return self.memory.profile_text(self.settings.section_caps.get("profile", 0)) or ""
+            return self.memory.profile_text(self.caps.get("profile", 0)) or ""
         except Exception:  # the profile is an aid: a broken one must not stop the answer
             log.exception("memory profile could not be read; the prompt goes without it")
             return ""
@@ -294,13 +296,13 @@ class PromptBuilder:
     def _stable_sections(self, two_step: bool) -> dict[str, str]:
         # Sections that change only on a reload: computed once per invalidate().
         if two_step not in self._stable:
-            caps = self.settings.section_caps
+            caps = self.caps
             collectors = self.collectors.prompt_section() if self.collectors is not None else ""
             protocol = choice_instructions() if two_step else protocol_instructions()
             tools = choice_tools_section if two_step else tools_section
             library = self.skills.library.skills if "skill_doc" in self.skills.skills else {}
             self._stable[two_step] = {
-                "base": cap_text(self.settings.base_prompt.strip(), caps.get("base", 4000), "base prompt"),
+                "base": cap_text(base_prompt(self.settings.runtime).strip(), caps.get("base", 4000), "base prompt"),
                 "protocol": cap_text(protocol, caps.get("protocol", 3000), "protocol"),
                 "tools": tools(self.skills.catalog(), caps.get("tools", 8000)),
                 "skills": agent_skills_section(
@@ -315,7 +317,7 @@ class PromptBuilder:
 
     def guest_prompt(self, allowed: frozenset[str], two_step: bool = False) -> SystemPrompt:
         """The system message of a guest turn: no owner context, workspace, collectors, profile or learnings."""
-        caps = self.settings.section_caps
+        caps = self.caps
         with self._lock:
             key = ("guest", allowed, two_step)
             cached = self._guest.get(key)
@@ -345,7 +347,7 @@ class PromptBuilder:
             return prompt
         catalog = [entry for entry in self.skills.catalog() if entry["name"] in limit]
         tools = choice_tools_section if two_step else tools_section
-        limited = tools(catalog, self.settings.section_caps.get("tools", 8000)) if catalog else NO_SKILLS
+        limited = tools(catalog, self.caps.get("tools", 8000)) if catalog else NO_SKILLS
         sections = {name: limited if name == "tools" else prompt.sections.get(name, "") for name in SECTION_ORDER}
         sections = {name: text for name, text in sections.items() if text}
         return SystemPrompt(text="\n\n".join(sections.values()), sections=sections)
@@ -359,7 +361,7 @@ class PromptBuilder:
             cached = self._cached.get(two_step)
             if cached is not None and signature == self._signature.get(two_step):
                 return cached
-            caps = self.settings.section_caps
+            caps = self.caps
             stable = self._stable_sections(two_step)
             sections = {
                 "base": stable["base"],

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Callable
 
+from assistant_framework.config.settings import Settings
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.calls import CallRunner
@@ -24,7 +25,6 @@ from messaging_llm_bot.agent.guard import CallGate
 from messaging_llm_bot.agent.history import prompt_messages
 from messaging_llm_bot.agent.images import ImageInput, user_content
 from messaging_llm_bot.agent.native import SkillFormats, add_round, skill_calls
-from messaging_llm_bot.agent.settings import BotSettings
 from messaging_llm_bot.agent.steering import Steered
 from messaging_llm_bot.agent.turn import AgentEvent, Emit, TurnRecord, record_request
 from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
@@ -77,7 +77,7 @@ class Rounds:
     skills: SkillManager
     gate: CallGate
     workspace: Workspace
-    settings: BotSettings
+    settings: Settings
     formats: SkillFormats
     #: With ``skill_choice: two_step``: a round names its skill first and gets its arguments next.
     choices: ChoiceFormats | None = None
@@ -92,7 +92,7 @@ class Rounds:
         # What the model is offered and what its answer is read against: a guest turn's skills only, within a
         # served client's (the prompt, the answer schema, the native tools and the parser agree).
         names = offered_names(self.skills, turn.offered)
-        max_rounds = self.settings.max_skill_rounds
+        max_rounds = self.settings.llm.max_skill_rounds
         history = prompt.history
         first = user_content(prompt.user_message, prompt.images)
         self.vision = bool(prompt.images)

@@ -1,16 +1,16 @@
-"""The agent's settings: the built-in base prompt and section caps, and the view of the config records it uses.
+"""The agent's settings: the built-in base prompt and section caps, and what it derives from the records.
 
-The keys' defaults are in the records (``assistant_framework/config/settings/``); ``BotSettings`` only
-combines them (``section_caps`` over the named budgets, the history budget in tokens or characters).
+The agent reads the config records (``assistant_framework/config/settings/``: each key's default is
+there) as they are; the functions below only combine keys (``section_caps`` over the named budgets, the
+history budget in tokens or characters, the base prompt or the built-in one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 
-from assistant_framework.config.settings import Settings
+from assistant_framework.config.settings import RuntimeSettings
 from assistant_framework.tokens import CHARS_PER_TOKEN
 
 DEFAULT_BASE_PROMPT = (
@@ -34,28 +34,11 @@ BUILT_IN_SECTION_CAPS: dict[str, int] = {
 }
 
 
-@dataclass(frozen=True)
-class BotSettings:
-    """The agent's knobs, derived from the ``runtime`` and ``llm`` records (their defaults are there)."""
-
-    base_prompt: str
-    timezone: str
-    history_budget_chars: int
-    #: runtime.history_budget_tokens when set: the history is then measured in estimated tokens.
-    history_budget_tokens: int | None
-    section_caps: Mapping[str, int]
-    skill_result_limit_chars: int
-    max_skill_rounds: int
-    trace_keep: int
-    reply_footer: bool
-    #: llm.stream: ask for the answer as a stream.
-    stream: bool
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> BotSettings:
-        """The agent's view of the records built once per load or ``/reload``."""
-        runtime = settings.runtime
-        caps = {
+def section_caps(runtime: RuntimeSettings) -> Mapping[str, int]:
+    """Each system-prompt section's cap (characters): the built-in ones, the named budgets
+    (``runtime.context_budget_chars``, ...), and ``runtime.section_caps`` over both."""
+    return MappingProxyType(
+        {
             **BUILT_IN_SECTION_CAPS,
             # The named budgets are the documented knobs; section_caps may still override them.
             "context": runtime.context_budget_chars,
@@ -63,23 +46,17 @@ class BotSettings:
             "profile": runtime.profile_budget_chars,
             **runtime.section_caps,
         }
-        history = runtime.history_budget_chars
-        if runtime.history_budget_tokens is not None:
-            history = runtime.history_budget_tokens * CHARS_PER_TOKEN
-        return cls(
-            base_prompt=runtime.base_prompt or DEFAULT_BASE_PROMPT,
-            timezone=runtime.timezone,
-            history_budget_chars=history,
-            history_budget_tokens=runtime.history_budget_tokens,
-            section_caps=MappingProxyType(caps),
-            skill_result_limit_chars=runtime.skill_result_limit_chars,
-            max_skill_rounds=settings.llm.max_skill_rounds,
-            trace_keep=runtime.trace_keep,
-            reply_footer=runtime.reply_footer,
-            stream=settings.llm.stream,
-        )
+    )
 
-    @classmethod
-    def from_config(cls, config: Mapping[str, object]) -> BotSettings:
-        """Settings from a loaded config dict (missing keys take the records' defaults)."""
-        return cls.from_settings(Settings.from_config(config))
+
+def history_budget_chars(runtime: RuntimeSettings) -> int:
+    """The prompt history's budget in characters: ``runtime.history_budget_tokens`` in characters when set
+    (the history is then measured in estimated tokens), else ``runtime.history_budget_chars``."""
+    if runtime.history_budget_tokens is not None:
+        return runtime.history_budget_tokens * CHARS_PER_TOKEN
+    return runtime.history_budget_chars
+
+
+def base_prompt(runtime: RuntimeSettings) -> str:
+    """``runtime.base_prompt``, else the built-in one."""
+    return runtime.base_prompt or DEFAULT_BASE_PROMPT

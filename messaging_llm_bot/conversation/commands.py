@@ -389,15 +389,17 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
         from messaging_llm_bot.conversation.job_add import chat_add
 
         line = rest.strip()[len("add") :]
-        zone = runtime.agent.settings.timezone
+        zone = runtime.agent.settings.runtime.timezone
         return chat_add(runtime.workspace, conversation_id, line, runtime.agent.now(), zone, runtime.settings.jobs)
     if name == "jobs":
         from messaging_llm_bot.conversation.job_texts import jobs_text
 
-        return jobs_text(runtime.workspace, runtime.agent.now(), runtime.agent.settings.timezone, runtime.settings.jobs)
+        return jobs_text(
+            runtime.workspace, runtime.agent.now(), runtime.agent.settings.runtime.timezone, runtime.settings.jobs
+        )
     if name == "now" and has_digest():
         from messaging_llm_bot.conversation.digest import build_digest
 
-        zone_name = runtime.agent.settings.timezone
+        zone_name = runtime.agent.settings.runtime.timezone
         return build_digest(runtime.workspace, runtime.agent.now(), zone_name)
     return None

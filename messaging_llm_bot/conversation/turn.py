@@ -136,7 +136,7 @@ class ChannelTurns:
             on_event=on_event,
             # llm.stream asks the model for a stream (/stop then cuts it off at once); the channel decides
             # whether the message shows it.
-            stream=agent.settings.stream,
+            stream=agent.settings.llm.stream,
             images=request.images,
             send_file=request.send_file,
         )

@@ -23,6 +23,7 @@ from assistant_framework.workspace import NotAWorkspaceError, Workspace, existin
 from messaging_llm_bot.agent.history import HistoryStore
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.loop import Agent
+from messaging_llm_bot.agent.settings import history_budget_chars
 from messaging_llm_bot.llm.client import LLMClient
 
 #: The eval's "now" unless a case sets its own: a Wednesday morning.
@@ -101,7 +102,7 @@ def run_case(case: EvalCase, config: dict[str, Any], llm: LLMClient) -> CaseResu
         workspace = Workspace(tmp)
         skills = SkillManager.from_config(config, workspace)
         agent = Agent(config, workspace, skills, llm, clock=lambda: now)
-        _seed(workspace, case, agent.settings.history_budget_chars, now)
+        _seed(workspace, case, history_budget_chars(agent.settings.runtime), now)
         started = time.perf_counter()
         try:
             result = agent.handle(Incoming("eval", case.message, chat_id=0, user_id=0))

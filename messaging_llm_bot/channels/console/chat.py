@@ -231,7 +231,7 @@ def answer_stoppably(
                 text,
                 progress=progress,
                 approve=approve_from_worker if ask is not None else None,
-                stream=runtime.agent.settings.stream,
+                stream=runtime.agent.settings.llm.stream,
                 live=live,
                 meanwhile=meanwhile,
             )

@@ -219,7 +219,7 @@ class TurnRunner:
             untrusted=untrusted,
             approve=approve,
             on_event=live.on_event,
-            stream=agent.settings.stream,
+            stream=agent.settings.llm.stream,
             images=images,
             send_file=send_file,
         )

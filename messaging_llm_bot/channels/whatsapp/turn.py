@@ -206,7 +206,7 @@ class TurnRunner:
             owner_chat=owner_chat,  # only the owner's own chat sees the owner's data
             untrusted=untrusted,
             approve=approve,
-            stream=agent.settings.stream,  # the answer cannot grow in place: it goes out whole at the end
+            stream=agent.settings.llm.stream,  # the answer cannot grow in place: it goes out whole at the end
             images=images,
             send_file=send_file,
         )
