@@ -3119,6 +3119,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         BUSY_KIT,
     ),
     Mutation(
+        "email-pairing-code-to-forged-sender",
+        f"{BOT}/channels/email/intake.py",
+        '        return settings.trust != "any" and verdict('
+        "mail.auth_results, mail.sender, settings.authserv_id).passed",
+        "        return True",
+        "a pairing code is mailed to whatever From a stranger's mail claims (backscatter to a forged sender)",
+        PAIRING,
+    ),
+    Mutation(
+        "matrix-pairing-code-not-in-refusal",
+        f"{BOT}/channels/matrix/events.py",
+        '                reason = f"{INVITE_REFUSED} {said}"',
+        "                pass",
+        "a Matrix stranger who invites the bot is refused without a pairing code (they cannot ask the owner)",
+        ("test_matrix.py",),
+    ),
+    Mutation(
         "busy-matrix-never-joins",
         f"{BOT}/channels/matrix/events.py",
         "        if joinable(msg) and turns.busy.join("

@@ -281,6 +281,11 @@ class MatrixUser:
         events = self._call("GET", f"/rooms/{quote(room)}/members")["chunk"]
         return {event["state_key"]: event["content"]["membership"] for event in events}
 
+    def membership(self, room: str, user_id: str) -> dict[str, Any]:
+        """The content of ``user_id``'s member event in ``room`` (``membership``, a refusal's ``reason``)."""
+        got: dict[str, Any] = self._call("GET", f"/rooms/{quote(room)}/state/m.room.member/{quote(user_id)}")
+        return got
+
     def events(self, room: str) -> list[dict[str, Any]]:
         """The room's m.room.message events, oldest first (edits included as their own events)."""
         found = self._call("GET", f"/rooms/{quote(room)}/messages", dir="b", limit=1000)["chunk"]

@@ -28,12 +28,12 @@ def test_an_invite_from_an_allowed_friend_is_joined_and_a_strangers_group_invite
     wait_until(lambda: matrix.stranger.members(strangers).get(bot) == "leave", timeout=20, what="the refusal")
 
 
-def test_a_strangers_message_in_a_direct_room_is_refused_once_and_stored_nowhere(
+def test_without_pairing_a_strangers_message_in_a_direct_room_is_refused_once_and_stored_nowhere(
     matrix: MatrixWorld, start_matrix, chat_server, workspace
 ) -> None:
     room = matrix.owner.create_room([matrix.bot.user_id, matrix.stranger.user_id])
     matrix.stranger.join(room)
-    start_matrix()
+    start_matrix(patch=lambda config: config.setdefault("runtime", {}).update(pairing=False))  # told their id
     wait_until(lambda: matrix.joined(room), timeout=20, what="the bot to join")
     matrix.owner.leave(room)  # the bot and the stranger alone: a direct room with someone not allowed
     for n in range(3):
@@ -47,6 +47,45 @@ def test_a_strangers_message_in_a_direct_room_is_refused_once_and_stored_nowhere
     assert matrix.stranger.user_id in told and "not authorised" in told
     assert chat_server.chat_requests == [] and Inbox(workspace).pending() == []
     assert not workspace.list("conversations/**/*")
+
+
+def test_a_strangers_invite_gets_a_pairing_code_once_and_the_owners_pair_lets_them_in(
+    matrix: MatrixWorld, bot_config, chat_server, workspace, tmp_path
+) -> None:
+    """A stranger asks for a private chat by inviting the bot: the refusal's reason carries their code (once an
+    hour: a second invite is refused without one); the owner's /pair in their room adds them to matrix.allowed
+    in config/local/ and reloads, so the next invite is joined and answered, without a restart."""
+    import json
+
+    from messaging_llm_bot.runtime import build_runtime
+    from tests.matrix_harness import RunningMatrix
+    from tests.test_pairing import CODE, config_dir, tracked
+
+    bot, stranger = matrix.bot.user_id, matrix.stranger
+    root = config_dir(tmp_path / "config", matrix.config(bot_config))
+    before = tracked(root)
+    owner_room = matrix.direct_room()
+    with RunningMatrix(build_runtime(root, workspace.root)):
+        wait_until(lambda: matrix.joined(owner_room), timeout=20, what="the bot to join the owner's room")
+        asked = stranger.create_room([bot], direct=True)
+        wait_until(lambda: stranger.members(asked).get(bot) == "leave", timeout=20, what="the refusal")
+        found = CODE.search(stranger.membership(asked, bot).get("reason", ""))
+        assert found, stranger.membership(asked, bot)
+        again = stranger.create_room([bot], direct=True)  # no second code within the hour
+        wait_until(lambda: stranger.members(again).get(bot) == "leave", timeout=20, what="the second refusal")
+        assert not CODE.search(stranger.membership(again, bot).get("reason", ""))
+
+        matrix.owner.send(owner_room, f"/pair {found.group(1)}")
+        wait_until(lambda: any("Approved: matrix user" in t for t in _bot_texts(matrix, owner_room)), timeout=20)
+        local = json.loads((root / "local" / "matrix.json").read_text(encoding="utf-8"))
+        assert local["allowed"] == [matrix.owner.user_id, matrix.friend.user_id, stranger.user_id]
+        assert tracked(root) == before  # nothing written into a tracked file
+
+        chat_server.enqueue('{"reply": "hello, friend"}')
+        room = stranger.create_room([bot], direct=True)
+        wait_until(lambda: stranger.members(room).get(bot) == "join", timeout=20, what="the new friend's room joined")
+        stranger.send(room, "what can you do?")
+        wait_until(lambda: "hello, friend" in stranger.texts(room, bot), timeout=20, what="the answer")
 
 
 def test_an_encrypted_room_is_told_once_that_the_bot_cannot_read_it(

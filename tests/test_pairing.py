@@ -177,3 +177,47 @@ def test_a_code_approved_on_the_bots_web_page_lets_the_stranger_in_without_a_res
             fake.wait_for(lambda: "welcome aboard" in texts(fake, STRANGER), timeout=10)
     finally:
         server.stop()
+
+
+def test_a_proven_email_stranger_gets_a_code_once_a_forged_one_nothing_and_an_approval_lets_them_in(
+    bot_config, email_imap, email_smtp, chat_server, workspace, tmp_path
+):
+    """By mail a code goes only to a stranger whose own provider proves them (never to a forged From:
+    backscatter), in their thread, once an hour; the approval (no commands by mail: the shell or the page) is
+    applied at their next mail, which the welcome answers; then they are answered as a guest."""
+    from tests.email_harness import OWNER as MAIL_OWNER
+    from tests.email_harness import STRANGER as MAIL_STRANGER
+    from tests.email_harness import RunningEmail, body, email_config, mail, wait_mails
+
+    proven = "mx.example.org; dkim=pass header.d=evil.example"
+    config = email_config(bot_config, email_imap, email_smtp)
+    root = config_dir(tmp_path / "config", config)
+    before = tracked(root)
+    bot = RunningEmail(build_runtime(root, workspace.root), workspace).start()
+    try:
+        for n in range(2):
+            email_imap.append(
+                "INBOX", mail(f"let me in {n}", sender=MAIL_STRANGER, message_id=f"<in-{n}@evil>", auth=proven)
+            )
+        email_imap.append("INBOX", mail("me too", sender="eve@forged.example", message_id="<eve@forged>", auth=None))
+        chat_server.enqueue('{"reply": "pong"}')
+        email_imap.append("INBOX", mail("ping", message_id="<ping@example.org>"))  # after theirs: all judged
+        coded, pong = wait_mails(email_smtp, 2)
+        assert email_smtp.recipients == [[MAIL_STRANGER], [MAIL_OWNER]] and "pong" in body(pong)
+        assert coded["In-Reply-To"] == "<in-0@evil>" and len(chat_server.chat_requests) == 1
+        code = code_in([body(coded)])
+        args = ("--config", str(root), "--workspace", str(workspace.root))
+        done = run_cli("pair", "approve", code, *args)
+        assert done.returncode == 0, done.stdout + done.stderr
+        local = json.loads((root / "local" / "email.json").read_text(encoding="utf-8"))
+        assert local["allowed"] == [*config["email"]["allowed"], MAIL_STRANGER] and tracked(root) == before
+
+        email_imap.append("INBOX", mail("and now?", sender=MAIL_STRANGER, message_id="<in-2@evil>", auth=proven))
+        assert "let you in" in body(wait_mails(email_smtp, 3)[-1])
+        chat_server.enqueue('{"reply": "hello, friend"}')
+        email_imap.append(
+            "INBOX", mail("what can you do?", sender=MAIL_STRANGER, message_id="<in-3@evil>", auth=proven)
+        )
+        assert "hello, friend" in body(wait_mails(email_smtp, 4)[-1])
+    finally:
+        bot.stop()

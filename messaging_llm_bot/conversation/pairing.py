@@ -50,7 +50,12 @@ MAX_SENDER_CHARS = 100
 ROLES = ("guest", "owner")
 
 #: The config keys of each channel's allowlist and owner.
-ALLOWLIST_KEYS = {"telegram": ("allowed_user_ids", "owner_id"), "signal": ("allowed", "owner")}
+ALLOWLIST_KEYS = {
+    "telegram": ("allowed_user_ids", "owner_id"),
+    "signal": ("allowed", "owner"),
+    "matrix": ("allowed", "owner"),
+    "email": ("allowed", "owner"),
+}
 
 
 def stranger_text(code: str, minutes: int) -> str:

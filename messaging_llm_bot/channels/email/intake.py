@@ -1,18 +1,19 @@
 """Each fetched mail: judged, then stored in the durable inbox before the cursor passes it.
 
-In this order, and nothing is done before the allowlist: the sender must be allowed (a stranger's mail is
-not answered, so no backscatter: logged once per address); an automated mail (a bounce, a list, an
-auto-reply) is never answered; the sender must be proven by the receiving server's Authentication-Results
-(``email.trust``; ``any`` takes the From header alone); the owner's mail in a thread with an open ``ask``
-question answers it; otherwise the mail's files are saved in the chat's area and the mail is stored in the
-inbox (taken once by its Message-ID) and queued in its sender's chat.
+In this order, and nothing is done before the allowlist: the sender must be allowed (a stranger's mail is not
+answered, so no backscatter: logged once per address; with pairing on, a stranger whose own provider proves them, in
+a mail of a person's, gets a pairing code at most once an hour, conversation/pairing.py); an automated mail (a
+bounce, a list, an auto-reply) is never answered; the sender must be proven by the receiving server's
+Authentication-Results (``email.trust``; ``any`` takes the From header alone); the owner's mail in a thread with an
+open ``ask`` question answers it; otherwise the mail's files are saved in the chat's area and the mail is stored in
+the inbox (taken once by its Message-ID) and queued in its sender's chat.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -43,8 +44,11 @@ class Intake:
         inbox: Inbox,
         settings: Callable[[], Settings],
         approvals: Approvals,
+        pairing: Callable[[MailIn], Awaitable[None]] | None = None,
     ) -> None:
         self.ws, self.inbox, self._settings, self.approvals = workspace, inbox, settings, approvals
+        #: A proven stranger's mail answered with a pairing code (service.py); None: strangers get nothing.
+        self.pairing = pairing
         self._strangers: set[str] = set()
 
     @property
@@ -68,7 +72,10 @@ class Intake:
         settings = self.settings
         allowed = {one.strip().lower() for one in settings.allowed}
         if not mail.sender or mail.sender not in allowed or mail.sender == settings.address.strip().lower():
-            self._stranger(mail)
+            if self.pairing is not None and self.proven_stranger(mail):
+                await self.pairing(mail)
+            else:
+                self._stranger(mail)
             return None
         if mail.automated:
             log.info(
@@ -99,6 +106,15 @@ class Intake:
         if item is None:
             log.info("email: mail %s was already taken; not answered again", mail.message_id or fetched.uid)
         return item
+
+    def proven_stranger(self, mail: MailIn) -> bool:
+        """A stranger who may be given a pairing code: a person's mail (no robot) whose sender your provider's
+        Authentication-Results proves, so the code goes to the one who wrote, never to a forged From
+        (backscatter). With ``email.trust: any`` nothing proves a sender: no stranger is answered."""
+        settings = self.settings
+        if not mail.sender or mail.sender == settings.address.strip().lower() or mail.automated:
+            return False
+        return settings.trust != "any" and verdict(mail.auth_results, mail.sender, settings.authserv_id).passed
 
     def _stranger(self, mail: MailIn) -> None:
         who = mail.sender or "(no single From address)"

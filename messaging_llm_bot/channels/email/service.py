@@ -27,6 +27,7 @@ from messaging_llm_bot.channels.email.approval import Approvals
 from messaging_llm_bot.channels.email.cursor import Cursor
 from messaging_llm_bot.channels.email.intake import Intake
 from messaging_llm_bot.channels.email.mailitem import PREFIX, MailItem, address_of
+from messaging_llm_bot.channels.email.message import MailIn, Thread
 from messaging_llm_bot.channels.email.outbox import Outbox
 from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError
 from messaging_llm_bot.channels.email.turn import TurnRunner
@@ -36,6 +37,7 @@ from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.notices import notify_from_thread
+from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.runtime import Runtime
 
@@ -176,7 +178,7 @@ class EmailService:
         outbox = Outbox(lambda: self.settings)
         approvals = Approvals(outbox)
         self._turns = turns = TurnRunner(self.runtime, inbox, outbox, lambda: self.settings, approvals)
-        intake = Intake(workspace, inbox, lambda: self.runtime.settings, approvals)
+        intake = Intake(workspace, inbox, lambda: self.runtime.settings, approvals, self._pairing(outbox))
         mailbox = Mailbox(settings.imap, settings.folder, settings.max_mail_bytes)
         cursor = await asyncio.to_thread(Cursor, workspace, settings.folder)
         if not settings.allowed:
@@ -290,6 +292,26 @@ class EmailService:
         mail = MailItem.from_json(item.payload)
         sender = mail.sender if mail is not None else item.conversation_id
         self.tasks.spawn(sender, turns.answer(item), owner=sender == self.settings.owner_address, exempt=True)
+
+    def _pairing(self, outbox: Outbox) -> Callable[[MailIn], Coroutine[Any, Any, None]]:
+        """A proven stranger's mail answered, in its thread, with a pairing code (at most once an hour per
+        sender, conversation/pairing.py); nothing when pairing is off or a code was given this hour."""
+        pairing = Pairing(self.runtime)
+
+        async def answer(mail: MailIn) -> None:
+            said = await asyncio.to_thread(pairing.stranger, "email", mail.sender)
+            if not said:
+                log.info("email: mail from %s, who is not in email.allowed: not answered", mail.sender)
+                return
+            thread = Thread(mail.message_id, mail.subject, mail.references)
+            try:
+                await outbox.send(mail.sender, said, key=f"pair:{mail.sender}:{mail.message_id}", thread=thread)
+            except MailServerError as err:
+                log.warning("email: could not send %s their pairing code: %s", mail.sender, err)
+                return
+            log.info("email: %s is not in email.allowed; sent them a pairing code", mail.sender)
+
+        return answer
 
     def _replay(self, inbox: Inbox, turns: TurnRunner) -> None:
         """Answer what the last run left in the inbox, oldest first: job runs, then mail."""

@@ -8,7 +8,8 @@ Only when every event of a sync answer is in the inbox is its ``next_batch`` wri
 between the two gives the same events again, and the inbox drops the ones it has.
 
 Invites: joined only when the inviter is in ``matrix.allowed``; any other invite is refused (left), with a
-reason the inviter sees, and nothing else happens.
+reason the inviter sees (with pairing on, a stranger's pairing code at most once an hour: their way to ask
+for a private chat), and nothing else happens.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage, held_text
 from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.pairing import WELCOME_TEXT, Pairing
 
 log = logging.getLogger(__name__)
 
@@ -190,9 +192,17 @@ class SyncReader:
                 return
             log.info("matrix: joined %s, invited by %s", room_id, inviter)
             return
+        reason = INVITE_REFUSED
+        if isinstance(inviter, str):
+            said = await self.pairing_answer(inviter)
+            if said == WELCOME_TEXT and host.config.allows(inviter):  # approved from the shell meanwhile
+                await self.on_invite(room_id, invite_state)
+                return
+            if said:  # a code, at most once an hour: the inviter sees the reason of the refusal
+                reason = f"{INVITE_REFUSED} {said}"
         log.info("matrix: refused the invite to %s from %s (not in matrix.allowed)", room_id, inviter or "?")
         try:
-            await host.channel.client.leave(room_id, INVITE_REFUSED)
+            await host.channel.client.leave(room_id, reason)
         except (MatrixUnavailable, DeliveryError) as err:
             log.info("matrix: could not refuse the invite to %s: %s", room_id, err)
 
@@ -274,10 +284,22 @@ class SyncReader:
             host.storage.ok()
             return True, item
 
+    async def pairing_answer(self, sender: str) -> str | None:
+        """What a stranger who asks for a private chat is told (conversation/pairing.py): their code at most
+        once an hour, "" for nothing, the welcome when the shell approved them meanwhile; None: pairing is off."""
+        return await asyncio.to_thread(Pairing(self.host.runtime).stranger, "matrix", sender)
+
     async def refuse(self, msg: MatrixMessage) -> None:
-        """A stranger in a room the bot is in: told once, when they address the bot; nothing else."""
+        """A stranger in a room the bot is in: told once, when they address the bot (in a direct room with
+        pairing on: a pairing code, at most once an hour); nothing else."""
         if not (msg.direct or msg.mentions_bot):
             return
+        if msg.direct:
+            said = await self.pairing_answer(msg.sender)
+            if said is not None:
+                if said:
+                    await self.say(msg.address, said)
+                return
         if not await asyncio.to_thread(self.host.state.tell_once, f"stranger:{msg.sender}"):
             log.info("matrix: ignored %s again (not in matrix.allowed; already told)", msg.sender)
             return
