@@ -88,7 +88,9 @@ def build_parts(
     settings = settings if settings is not None else Settings.from_config(config)
     llm = llm_client(settings)
     llm.spending = SpendingLedger(workspace, settings.runtime.timezone)  # the runners' caps (docs/sessions.md)
-    skills = SkillManager.from_config(config, workspace, defer=defer_plugins, sources=skill_sources(settings.mcp))
+    skills = SkillManager.from_config(
+        config, workspace, defer=defer_plugins, sources=skill_sources(settings.mcp), settings=settings
+    )
     collectors = CollectorManager.from_config(config, workspace, defer=defer_plugins)
     background_model = BackgroundModel(llm)
     memory = _memory(settings, workspace, background_model)

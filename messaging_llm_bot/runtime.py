@@ -112,7 +112,9 @@ class BotRuntime:
             from assistant_framework.skills import SkillManager
 
             llm = llm_client(settings) if settings.llm != self.settings.llm else None
-            skills = SkillManager.from_config(config, self.workspace, sources=skill_sources(settings.mcp))
+            skills = SkillManager.from_config(
+                config, self.workspace, sources=skill_sources(settings.mcp), settings=settings
+            )
             collectors = CollectorManager.from_config(config, self.workspace)
             self.agent.configure(config, settings=settings, skills=skills, collectors=collectors, llm=llm)
         except (ConfigError, ValueError) as exc:

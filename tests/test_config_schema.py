@@ -95,3 +95,37 @@ def test_null_where_the_record_takes_null_is_valid(tmp_path: Path) -> None:
     tree = _tree(tmp_path / "cfg", {"mcp.json": {"servers": {"files": {"command": "x", "tools": None}}}})
     assert load_config(tree)["mcp"]["servers"]["files"]["tools"] is None
     assert Settings.from_config(load_config(tree)).mcp.servers["files"].tools is None
+
+
+def test_the_runtime_builds_the_records_once_and_hands_them_down(tmp_path: Path) -> None:
+    """The agent, the prompt and the skills' context get the runtime's own Settings, at start and after a
+    ``/reload`` (no part reads its copy from the config dict again)."""
+    from messaging_llm_bot.runtime import build_runtime
+
+    tree = _tree(
+        tmp_path / "cfg",
+        {
+            "llm.json": {"runners": [{"name": "local", "base_url": "http://127.0.0.1:9/v1", "model": "m"}]},
+            "memory.json": {"enabled": False},
+        },
+    )
+    runtime = build_runtime(tree, tmp_path / "ws")
+    try:
+        first = runtime.settings
+        assert runtime.agent.settings is first and runtime.agent.prompt.settings is first
+        assert runtime.skills.default_context.settings is first
+        (tree / "llm.json").write_text(
+            json.dumps(
+                {
+                    "runners": [{"name": "local", "base_url": "http://127.0.0.1:9/v1", "model": "m"}],
+                    "max_skill_rounds": 9,
+                }
+            )
+        )
+        assert runtime.reload().error is None
+        second = runtime.settings
+        assert second is not first and second.llm.max_skill_rounds == 9
+        assert runtime.agent.settings is second and runtime.agent.prompt.settings is second
+        assert runtime.skills.default_context.settings is second
+    finally:
+        runtime.shutdown(timeout=5)

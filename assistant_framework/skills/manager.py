@@ -158,14 +158,16 @@ class SkillManager:
         *,
         defer: bool = False,
         sources: Sequence[SkillSource] = (),
+        settings: Settings | None = None,
     ) -> "SkillManager":
         """Built-in skills first, then ``runtime.skills_dirs``, then ``sources``; timeouts and limits
         from ``runtime``.
 
         With ``defer`` the folders are imported (and the sources loaded) on first use, or by
-        ``ensure_loaded`` from a thread.
+        ``ensure_loaded`` from a thread. ``settings`` are the config's records when the caller built them
+        (once per load or ``/reload``); else they are read from ``config``.
         """
-        settings = Settings.from_config(config)
+        settings = settings if settings is not None else Settings.from_config(config)
         runtime = settings.runtime
         dirs: list[Path] = [builtin_dir or BUILTIN_SKILLS_DIR]
         dirs += [Path(d).expanduser() for d in runtime.skills_dirs]

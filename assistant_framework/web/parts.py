@@ -59,7 +59,9 @@ def standalone_parts(config_path: str | Path, workspace_path: str | Path) -> Sta
     make_workspace_private(workspace.root)  # as the bot does at start: the page may be what runs alone
     settings = Settings.from_config(config)
     # The MCP servers' tools are skills too: their servers start when the Skills page is first asked for.
-    skills = SkillManager.from_config(config, workspace, defer=True, sources=skill_sources(settings.mcp))
+    skills = SkillManager.from_config(
+        config, workspace, defer=True, sources=skill_sources(settings.mcp), settings=settings
+    )
     collectors = CollectorManager.from_config(config, workspace)
     memory = None
     if settings.memory.enabled:
