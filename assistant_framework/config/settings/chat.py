@@ -13,6 +13,7 @@ from assistant_framework.config.settings.readers import (
     URL_OR_EMPTY,
     JsonSchema,
     pattern,
+    when_enabled,
 )
 
 GROUP_MODES = ("mention", "all")
@@ -84,10 +85,9 @@ class SignalSettings:
     morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=CLOCK_TIME))
 
     # The bot needs its own number to talk to the daemon and to notice mentions of itself.
-    SCHEMA_RULES: ClassVar[JsonSchema] = {
-        "if": {"properties": {"enabled": {"const": True}}, "required": ["enabled"]},
-        "then": {"required": ["account"], "properties": {"account": {"minLength": 2}}},
-    }
+    SCHEMA_RULES: ClassVar[JsonSchema] = when_enabled(
+        {"required": ["account"], "properties": {"account": {"minLength": 2}}}
+    )
 
 
 @dataclass(frozen=True)
@@ -115,10 +115,9 @@ class MatrixSettings:
     morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=CLOCK_TIME))
 
     # The bot needs its server and its own account to log in.
-    SCHEMA_RULES: ClassVar[JsonSchema] = {
-        "if": {"properties": {"enabled": {"const": True}}, "required": ["enabled"]},
-        "then": {
+    SCHEMA_RULES: ClassVar[JsonSchema] = when_enabled(
+        {
             "required": ["homeserver", "user_id"],
             "properties": {"homeserver": {"minLength": 8}, "user_id": {"minLength": 3}},
-        },
-    }
+        }
+    )

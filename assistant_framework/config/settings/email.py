@@ -17,7 +17,7 @@ from assistant_framework.config.settings.fields import (
     whole,
 )
 from assistant_framework.config.settings.mail import SECURITY, SmtpSettings
-from assistant_framework.config.settings.readers import JsonSchema, pattern
+from assistant_framework.config.settings.readers import JsonSchema, pattern, when_enabled
 
 #: ``auth-results``: a mail counts as an allowed sender's only when the receiving server's
 #: Authentication-Results says dkim or spf pass for the From address; ``any``: the From header alone (forgeable).
@@ -64,17 +64,16 @@ class EmailSettings:
     max_mail_bytes: int = field(default=10_000_000, metadata=reads(whole, minimum=10_000, maximum=50_000_000))
 
     # The channel needs its own address (its replies come from it) and both servers.
-    SCHEMA_RULES: ClassVar[JsonSchema] = {
-        "if": {"properties": {"enabled": {"const": True}}, "required": ["enabled"]},
-        "then": {
+    SCHEMA_RULES: ClassVar[JsonSchema] = when_enabled(
+        {
             "required": ["address", "imap", "smtp"],
             "properties": {
                 "address": {"minLength": 3},
                 "imap": {"required": ["host"], "properties": {"host": {"minLength": 1}}},
                 "smtp": {"required": ["host"], "properties": {"host": {"minLength": 1}}},
             },
-        },
-    }
+        }
+    )
 
     @property
     def owner_address(self) -> str | None:

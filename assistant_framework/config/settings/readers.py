@@ -151,3 +151,9 @@ def _json_object(value: Any) -> Mapping[str, object]:
 
 #: An object passed on as it is (``extra_body``), copied so the record never shares the config's dict.
 json_object: Reader[Mapping[str, object]] = Reader(_json_object, {"type": "object"})
+
+
+def when_enabled(then: JsonSchema) -> JsonSchema:
+    """A record's ``SCHEMA_RULES`` for a section that needs more once it is turned on: ``then`` applies when
+    the section says ``"enabled": true`` (an enabled channel needs its account)."""
+    return {"if": {"properties": {"enabled": {"const": True}}, "required": ["enabled"]}, "then": then}

@@ -6,7 +6,14 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from assistant_framework.config.settings.fields import flag, maybe, nests, reads, strings, text, whole
-from assistant_framework.config.settings.readers import CLOCK_TIME, HTTP_URL, OPTIONAL_ENV_NAME, JsonSchema, pattern
+from assistant_framework.config.settings.readers import (
+    CLOCK_TIME,
+    HTTP_URL,
+    OPTIONAL_ENV_NAME,
+    JsonSchema,
+    pattern,
+    when_enabled,
+)
 
 #: A number as the allowlist takes it: E.164 (``+491701234567``).
 E164 = pattern("^\\+[1-9][0-9]{6,14}$", "an E.164 number (+491701234567)")
@@ -72,14 +79,13 @@ class WhatsAppSettings:
     morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=CLOCK_TIME))
 
     # The channel needs its number's id, the app secret to check signatures and a verify token for the handshake.
-    SCHEMA_RULES: ClassVar[JsonSchema] = {
-        "if": {"properties": {"enabled": {"const": True}}, "required": ["enabled"]},
-        "then": {
+    SCHEMA_RULES: ClassVar[JsonSchema] = when_enabled(
+        {
             "required": ["phone_number_id", "app_secret_env", "verify_token"],
             "properties": {
                 "phone_number_id": {"minLength": 1},
                 "app_secret_env": {"minLength": 1},
                 "verify_token": {"minLength": 8},
             },
-        },
-    }
+        }
+    )
