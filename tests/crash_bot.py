@@ -13,11 +13,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 from tests.fakes.bot_api import FakeBotAPI
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 READY_LINE = "Serving @"
@@ -113,16 +113,21 @@ class BotProcess:
 
     def wait_ready(self, timeout: float = 30) -> None:
         """Wait until the current run logs ``Serving @...`` (start-up done, replay begun)."""
-        deadline = time.monotonic() + timeout
-        while READY_LINE not in self.run_log():
+
+        def ready() -> bool:
+            if READY_LINE in self.run_log():
+                return True
             if self.proc is None or self.proc.poll() is not None:
                 raise RuntimeError(
                     f"bot exited with {self.proc and self.proc.returncode} before it was ready:\n"
                     f"{self.run_log()[-3000:]}"
                 )
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"bot not ready within {timeout}s:\n{self.run_log()[-3000:]}")
-            time.sleep(0.05)
+            return False
+
+        try:
+            wait_until(ready, timeout=timeout, what="the bot's ready line")
+        except AssertionError:
+            raise TimeoutError(f"bot not ready within {timeout}s:\n{self.run_log()[-3000:]}") from None
 
     def kill(self) -> None:
         """SIGKILL: no clean-up of any kind runs."""

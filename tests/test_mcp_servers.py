@@ -10,7 +10,6 @@ import logging
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -23,6 +22,7 @@ from assistant_framework.skills import OUTSIDE_LABEL, SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
 from tests.cli_inprocess import CliRun, run_cli
 from tests.fakes.mcp_servers import HttpMcpServer, command
+from tests.waiting import wait_until
 
 TOKEN = "mcp-test-token-0123456789"
 
@@ -251,18 +251,18 @@ def test_a_call_that_freezes_the_server_costs_one_sentence_and_it_is_restarted(s
     with short_timeout(source, "sleepy", 3):  # the restart then has the usual time to start
         error = failed(manager, "sleepy_freeze", {"seconds": 600})
     assert "the MCP server 'sleepy' did not answer within 3 s" in error
-    deadline = time.monotonic() + 30
-    while True:  # "is restarting: try again" until the new process answers
-        result = manager.run("sleepy_echo", {"text": "awake"}, SkillContext(conversation_id="t"))
-        if result.ok or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    answers = []
+
+    def answered() -> bool:  # "is restarting: try again" until the new process answers
+        answers.append(manager.run("sleepy_echo", {"text": "awake"}, SkillContext(conversation_id="t")))
+        return answers[-1].ok
+
+    wait_until(answered, timeout=30, what="the restarted server's answer")
+    result = answers[-1]
     assert result.ok and result.value.endswith("echo: awake"), result.error
     assert int(ok(manager, "sleepy_pid", {}).split()[-1]) != stuck_pid
     assert next(s for s in source.statuses() if s.name == "sleepy").restarts == restarts + 1
-    while time.monotonic() < deadline and _alive(stuck_pid):
-        time.sleep(0.1)
-    assert not _alive(stuck_pid), "the stuck server process was left running"
+    wait_until(lambda: not _alive(stuck_pid), timeout=30, what="the stuck server process to end")
 
 
 @contextmanager
@@ -276,6 +276,15 @@ def short_timeout(source: McpSkills, name: str, seconds: float) -> Iterator[None
         yield
     finally:
         server.settings = settings
+
+
+def _exists(pid: int) -> bool:
+    """The process is there, a zombie too (ended, not yet reaped by its parent)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _alive(pid: int) -> bool:
@@ -301,9 +310,7 @@ def test_a_call_that_timed_out_makes_the_connection_check_the_server_at_once(tmp
         stuck = int(ok(manager, "t_pid", {}).split()[-1])
         with short_timeout(source, "t", 3):
             assert "did not answer within 3 s" in failed(manager, "t_freeze", {"seconds": 600})
-        deadline = time.monotonic() + 60
-        while source.statuses()[0].restarts == 0 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: source.statuses()[0].restarts, timeout=60, what="the server checked after the timeout")
         assert source.statuses()[0].restarts == 1, "the server was not checked after the timeout"
         assert int(ok(manager, "t_pid", {}).split()[-1]) != stuck
     finally:
@@ -319,10 +326,7 @@ def test_a_helper_a_server_started_in_its_own_session_ends_with_the_server(tmp_p
     try:
         assert all(_alive(pid) and os.getsid(pid) == pid for pid in helpers)  # each in its own session
         manager.close()
-        deadline = time.monotonic() + 15
-        while any(_alive(pid) for pid in helpers) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not [pid for pid in helpers if _alive(pid)], "a helper of the server outlived it"
+        wait_until(lambda: not any(_alive(pid) for pid in helpers), timeout=15, what="the server's helpers to end")
     finally:
         for pid in helpers:
             if _alive(pid):
@@ -342,15 +346,7 @@ def test_closing_stops_every_server(tmp_path) -> None:
     manager = SkillManager([], Workspace(tmp_path / "ws"), sources=[source])
     pid = int(ok(manager, "t_pid", {}).split()[-1])
     manager.close()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail(f"the server process {pid} still runs after close()")
+    wait_until(lambda: not _exists(pid), timeout=10, what=f"the server process {pid} to end after close()")
     assert "not running" in failed(manager, "t_echo", {"text": "x"})
 
 
