@@ -7,6 +7,7 @@ after putting the repository root on ``sys.path`` (``bench/`` is not a package).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -50,10 +51,17 @@ def _vocabulary(size: int = 20_000) -> list[str]:
     return words
 
 
-#: Synthetic text follows Zipf's law (exponent 1.07) over a 20k-word vocabulary, like prose:
-#: a uniform pick from a few dozen words would make every query match most of the log.
-WORDS = _vocabulary()
-_CUM_WEIGHTS = list(itertools.accumulate(1.0 / (rank + 1) ** 1.07 for rank in range(len(WORDS))))
+@functools.cache
+def _zipf() -> tuple[list[str], list[float], list[float]]:
+    """Synthetic text follows Zipf's law (exponent 1.07) over a 20k-word vocabulary, like prose: a uniform
+    pick from a few dozen words would make every query match most of the log. Made on first use, not at
+    import (the test suite imports this module for ``table`` and ``percentile`` in every worker).
+    Returns the words, their cumulative weights, and those of the words after the 20 most frequent."""
+    words = _vocabulary()
+    cum = list(itertools.accumulate(1.0 / (rank + 1) ** 1.07 for rank in range(len(words))))
+    return words, cum, [w - cum[19] for w in cum[20:]]
+
+
 EPOCH = datetime(2024, 1, 1, 8, 0, tzinfo=timezone.utc)
 
 
@@ -138,15 +146,14 @@ def count_label(n: int) -> str:
 
 def sentence(rng: random.Random, words: int = 12) -> str:
     """Made-up prose: ``words`` words drawn by Zipf frequency."""
-    return " ".join(rng.choices(WORDS, cum_weights=_CUM_WEIGHTS, k=words))
-
-
-_QUERY_CUM_WEIGHTS = [w - _CUM_WEIGHTS[19] for w in _CUM_WEIGHTS[20:]]
+    vocabulary, cum, _ = _zipf()
+    return " ".join(rng.choices(vocabulary, cum_weights=cum, k=words))
 
 
 def query_words(rng: random.Random, k: int = 2) -> list[str]:
     """Content words for a query, drawn like the text but skipping the 20 most frequent."""
-    return rng.choices(WORDS[20:], cum_weights=_QUERY_CUM_WEIGHTS, k=k)
+    vocabulary, _, query_cum = _zipf()
+    return rng.choices(vocabulary[20:], cum_weights=query_cum, k=k)
 
 
 def write_files(root: Path, count: int, seed: int = 1) -> None:
