@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from assistant_framework.workspace import Workspace
+from tests.cli_inprocess import run_cli
 from tests.console_harness import REPO, Terminal, run_bot
 from tests.fakes.chat_server import FakeChatServer
 
@@ -168,16 +169,8 @@ def test_an_unset_api_key_env_is_said_as_unset_in_the_chat_and_by_doctor(tmp_pat
         (config / "llm.json").write_text(json.dumps(llm))
         ws = Workspace(tmp_path / "ws")
         chat_run = run_bot(["--frontend", "console", "--config", str(config), "--workspace", str(ws.root)], "hello\n")
-        env = {k: v for k, v in os.environ.items() if k != "ASSISTANT_TEST_UNSET_KEY"}
-        doctor = subprocess.run(
-            [sys.executable, "-m", "messaging_llm_bot.cli", "doctor", "--quick", "--config", str(config)]
-            + ["--workspace", str(ws.root)],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            env=env,
-            timeout=120,
-        )
+        # In-process (the variable is unset here too, by monkeypatch): what doctor says is the point, not a process.
+        doctor = run_cli("doctor", "--quick", "--config", str(config), "--workspace", str(ws.root), cwd=REPO)
     assert "ASSISTANT_TEST_UNSET_KEY (the runner's api_key_env) is not set" in chat_run.stdout, chat_run.stdout
     assert doctor.returncode == 1
     assert "the variable ASSISTANT_TEST_UNSET_KEY (its api_key_env) is not set" in doctor.stdout, doctor.stdout
