@@ -3108,7 +3108,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            if item is not None and not turns.join_running(item):",
         "            if item is not None:",
         "busy mode steer does nothing by email: a second mail in the thread gets a reply of its own",
-        BUSY_KIT,
+        ("test_email_process.py", *BUSY_KIT),
     ),
     Mutation(
         "busy-console-never-reads-meanwhile",

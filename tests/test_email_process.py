@@ -94,3 +94,34 @@ def test_a_sigkill_during_the_model_call_is_answered_once_after_the_restart(
     assert body(reply).strip() == "Answered after the kill." and reply["In-Reply-To"] == "<k1@example.org>"
     assert email_bot.process.terminate() == 0, email_bot.process.run_log()[-3000:]
     assert len(email_smtp.messages) == 1 and len(chat_server.chat_requests) == 1  # asked once more, sent once
+
+
+@pytest.mark.timeout(90)
+def test_a_second_mail_in_the_thread_joins_the_answer_in_progress_and_one_reply_answers_both(
+    email_bot: EmailBot, chat_server: FakeChatServer, email_imap, email_smtp
+):
+    """Busy mode steer (the default) through the real process: the owner's second mail in the thread arrives
+    while the fake model holds the first request; it is in the next request of the same turn, and one reply
+    mail, in the thread, answers both; no second turn runs and both leave the inbox."""
+    from assistant_framework.inbox import Inbox
+    from assistant_framework.workspace import Workspace
+    from tests.held_model import HeldModel, user_texts
+
+    model = HeldModel(chat_server)
+    try:
+        email_imap.append("INBOX", mail("first: book the table for Anna", message_id="<s1@example.org>"))
+        assert chat_server.wait_for_requests(1, timeout=20, path="/chat/completions")
+        thread = {"In-Reply-To": "<s1@example.org>", "References": "<s1@example.org>"}
+        email_imap.append("INBOX", mail("no, the other Anna", message_id="<s2@example.org>", headers=thread))
+        wait_until(lambda: "joined the turn running" in email_bot.process.run_log(), 20, "the second mail to join")
+        model.release.set()
+        [reply] = wait_mails(email_smtp, 1)
+    finally:
+        model.release.set()
+    assert body(reply).strip() == "answer to: first: book the table for Anna + no, the other Anna"
+    assert reply["In-Reply-To"] == "<s1@example.org>"
+    requests = chat_server.chat_requests
+    assert len(requests) == 2 and user_texts(requests[1])[-1].strip() == "no, the other Anna"
+    wait_until(lambda: Inbox(Workspace(email_bot.workspace)).pending() == [], 20, "both mails completed")
+    assert email_bot.process.terminate() == 0, email_bot.process.run_log()[-3000:]
+    assert len(email_smtp.messages) == 1 and len(chat_server.chat_requests) == 2  # no second turn
