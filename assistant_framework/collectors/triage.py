@@ -28,7 +28,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Callable, TypedDict
+from typing import Callable, TypedDict, cast
 
 from assistant_framework.collectors.ranking import ranked
 from assistant_framework.collectors.spec import CollectorItem, NotifyRule
@@ -187,7 +187,8 @@ def _load(workspace: Workspace, today: date) -> tuple[str, dict[str, TriageCount
     if not isinstance(data, dict):
         return day, {}
     if data.get("day") == day and isinstance(data.get("collectors"), dict):
-        return day, {str(k): TriageCounts(**v) for k, v in data["collectors"].items() if isinstance(v, dict)}
+        counts = data["collectors"].items()
+        return day, {str(k): cast(TriageCounts, dict(v)) for k, v in counts if isinstance(v, dict)}
     old = data.get(day)  # the earlier form: {"YYYY-MM-DD": {collector: asked}}
     if isinstance(old, dict):
         return day, {str(k): TriageCounts(asked=_count(v)) for k, v in old.items()}

@@ -89,7 +89,7 @@ def source_list(config: CollectorConfig) -> list[CalendarSource]:
             key = "url" if item.startswith(("http://", "https://", "webcal://")) else "path"
             out.append(CalendarSource(url=item, name="") if key == "url" else CalendarSource(path=item, name=""))
         else:
-            out.append(CalendarSource(**item))
+            out.append(cast(CalendarSource, dict(item)))  # checked by CONFIG_SCHEMA
     taken: set[str] = set()
     for source in out:
         where = source.get("path") or source.get("url", "")

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import threading
 from datetime import date, datetime, timezone
+from typing import Any
+
+import icalendar
 
 #: Repetitions a rule may need computed (from its DTSTART to the window's end) to be expanded
 #: (about a second of work).
@@ -60,7 +63,7 @@ class RunBudget:
             return True
 
 
-def rule_steps(event, end: datetime) -> float:
+def rule_steps(event: icalendar.cal.Component, end: datetime) -> float:
     """About how many repetitions the event's RRULEs and RDATEs need computed from DTSTART to ``end``
     (0 when the event is too broken to price: the expansion reports it)."""
     try:
@@ -77,7 +80,7 @@ def rule_steps(event, end: datetime) -> float:
         return 0.0
 
 
-def repeats_per_day(rule) -> float:
+def repeats_per_day(rule: icalendar.vRecur) -> float:
     """An upper estimate of how often one RRULE repeats a day (a vRecur: upper-case keys, list values)."""
     freq = str(_first(rule, "FREQ") or "").upper()
     interval = max(1, _int(_first(rule, "INTERVAL"), 1))
@@ -93,14 +96,14 @@ def repeats_per_day(rule) -> float:
     return min(per_day, 86_400.0)
 
 
-def describe(event) -> str:
+def describe(event: icalendar.cal.Component) -> str:
     """How a warning names an event: its title and UID."""
     summary = " ".join(str(event.get("SUMMARY", "")).split())[:60] or "(no title)"
     uid = str(event.get("UID", "")) or "(no UID)"
     return f"{summary!r} ({uid})"
 
 
-def _one_rule(rule, begin: datetime, end: datetime) -> float:
+def _one_rule(rule: icalendar.vRecur, begin: datetime, end: datetime) -> float:
     until = _first(rule, "UNTIL")
     if isinstance(until, (date, datetime)):
         end = min(end, _naive_utc(until))
@@ -110,7 +113,7 @@ def _one_rule(rule, begin: datetime, end: datetime) -> float:
     return min(steps, count) if count > 0 else steps
 
 
-def _days_per_day(rule, freq: str, interval: int) -> float:
+def _days_per_day(rule: icalendar.vRecur, freq: str, interval: int) -> float:
     """Days a day that a DAILY-or-coarser rule picks (at most 1)."""
     by_day = [str(d) for d in rule.get("BYDAY") or []]
     # A weekday without an ordinal ("MO") is every such day of the period; "-1SU" is one.
@@ -135,7 +138,7 @@ def _days_per_day(rule, freq: str, interval: int) -> float:
     return min(1.0, per_period / (period_days * interval))
 
 
-def _rdate_count(event) -> int:
+def _rdate_count(event: icalendar.cal.Component) -> int:
     rdates = event.get("RDATE")
     if rdates is None:
         return 0
@@ -145,7 +148,7 @@ def _rdate_count(event) -> int:
     return total
 
 
-def _naive_utc(value) -> datetime:
+def _naive_utc(value: object) -> datetime:
     if isinstance(value, datetime):
         return value.astimezone(timezone.utc).replace(tzinfo=None) if value.tzinfo else value
     if isinstance(value, date):
@@ -153,14 +156,14 @@ def _naive_utc(value) -> datetime:
     raise ValueError(f"not a date: {value!r}")
 
 
-def _first(rule, key: str):
+def _first(rule: icalendar.vRecur, key: str) -> Any:  # a vRecur value: an int, a text, a date
     value = rule.get(key)
     if isinstance(value, (list, tuple)):
         return value[0] if value else None
     return value
 
 
-def _int(value, default: int) -> int:
+def _int(value: Any, default: int) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
@@ -130,7 +130,7 @@ def _without_dense_events(
     return kept, out
 
 
-def _rules(event) -> list[Any]:
+def _rules(event: icalendar.cal.Component) -> list[icalendar.vRecur]:
     rules = event.get("RRULE")
     return [] if rules is None else rules if isinstance(rules, list) else [rules]
 
@@ -153,7 +153,13 @@ def _queries_per_uid(cal: icalendar.Calendar, out: Expansion) -> list[Any]:
 
 
 def _expand_series(
-    series, start: datetime, end: datetime, tz: ZoneInfo, calendar_name: str, budget: RunBudget, out: Expansion
+    series: Any,  # a recurring_ical_events series (the library has no types)
+    start: datetime,
+    end: datetime,
+    tz: ZoneInfo,
+    calendar_name: str,
+    budget: RunBudget,
+    out: Expansion,
 ) -> None:
     """One event's occurrences, taken one at a time up to the event's and the run's bounds."""
     taken: list[Any] = []
@@ -199,7 +205,7 @@ def _records(
     return records, list(skipped.values())
 
 
-def _uid(event) -> str:
+def _uid(event: icalendar.cal.Component) -> str:
     value = event.get("UID", "")
     return str(value[0] if isinstance(value, list) and value else value or "")
 
@@ -294,12 +300,17 @@ def changes(
             kind = "changed"
         else:
             continue
-        out.append({**event, "title": event["summary"], "change": kind})
+        out.append(_change(event, event["summary"], kind))
     for left in gone_by_uid.values():
-        out.extend(
-            {**event, "title": f"cancelled: {event.get('summary', '')}", "change": "cancelled"} for event in left
-        )
+        out.extend(_change(event, f"cancelled: {event.get('summary', '')}", "cancelled") for event in left)
     return out
+
+
+def _change(event: CalendarEvent, title: str, change: str) -> EventChange:
+    """The item for one occurrence: its record, its title in the notice and what happened to it."""
+    item = cast(EventChange, dict(event))
+    item["title"], item["change"] = title, change
+    return item
 
 
 def _entering(event: CalendarEvent, until: datetime | None) -> bool:
@@ -324,7 +335,7 @@ def _ahead(event: CalendarEvent, now: datetime | None, until: datetime | None) -
     return (now is None or end > now) and (until is None or start < until)
 
 
-def _as_datetime(text: str, tz) -> datetime:
+def _as_datetime(text: str, tz: tzinfo | None) -> datetime:
     """An event time as an aware datetime; an all-day date is its local midnight."""
     value = datetime.fromisoformat(text)
     return value if value.tzinfo is not None else value.replace(tzinfo=tz)

@@ -65,7 +65,7 @@ def decode_bytes(data: bytes, declared: str | None = None) -> Decoded:
         except (UnicodeDecodeError, LookupError):
             continue
     # chardet is a dependency; the tests take it away to reach the last resort below
-    detected = _normal((chardet.detect(data[:65536]) or {}).get("encoding")) if chardet is not None else ""
+    detected = _normal(chardet.detect(data[:65536]).get("encoding")) if chardet is not None else ""
     if detected:
         for charset in [detected, *SUPERSETS.get(detected, [])]:
             try:

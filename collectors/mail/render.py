@@ -5,6 +5,7 @@ from __future__ import annotations
 import email
 import email.policy
 import re
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from email.message import EmailMessage
 from email.utils import parsedate_to_datetime
@@ -38,7 +39,7 @@ def message_date(msg: EmailMessage, tz: ZoneInfo, fallback: datetime | None = No
     return value.astimezone(tz)
 
 
-def _leaves(msg: EmailMessage):
+def _leaves(msg: EmailMessage) -> Iterator[EmailMessage]:
     for part in msg.walk():
         if not part.is_multipart():
             yield part

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from assistant_framework.skills.spec import SkillArgs, SkillContext
@@ -61,7 +62,7 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
     return shown(store.update(args["name"], args.get("date"), args.get("notes"), untrusted=untrusted))
 
 
-def _not_after(text: str, today) -> None:
+def _not_after(text: str, today: date) -> None:
     """ValueError when a ``YYYY-MM-DD`` birthday is after ``today`` (a model's "this year's" date)."""
     if len(text) == 10 and text[:4].isdigit() and text > today.isoformat():
         raise ValueError(
@@ -70,7 +71,7 @@ def _not_after(text: str, today) -> None:
         )
 
 
-def _upcoming_row(when, entry: dict[str, Any], today) -> dict[str, Any]:
+def _upcoming_row(when: date, entry: dict[str, Any], today: date) -> dict[str, Any]:
     mark = {"untrusted": True} if is_untrusted(entry) else {}  # first, so a result cut short still shows it
     row = {**mark, "name": entry.get("name"), "date": when.isoformat(), "in_days": (when - today).days}
     born = str(entry.get("date", ""))

@@ -143,10 +143,13 @@ def _single(event: Any, uid: str) -> Any:
 
 def _length(component: Any) -> timedelta:
     start = component.decoded("dtstart")
+    length: timedelta
     if component.get("dtend"):
-        return component.decoded("dtend") - start
+        length = component.decoded("dtend") - start
+        return length
     if component.get("duration"):
-        return component.decoded("duration")
+        length = component.decoded("duration")
+        return length
     return timedelta(minutes=DEFAULT_MINUTES)
 
 

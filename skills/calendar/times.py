@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from zoneinfo import ZoneInfo
 
 LOCAL_FORMAT = "%Y-%m-%d %H:%M"
@@ -25,7 +25,7 @@ def local_moment(value: str, zone: ZoneInfo) -> datetime:
     return moment
 
 
-def shown(moment: datetime, zone: ZoneInfo) -> str:
+def shown(moment: date | datetime, zone: ZoneInfo) -> str:
     """A moment as the owner reads it: weekday, local date and time (an all-day date as it is)."""
     if not isinstance(moment, datetime):
         return f"{moment:%a %Y-%m-%d} (all day)"

@@ -5,8 +5,7 @@ from __future__ import annotations
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import context_untrusted, need
 from assistant_framework.stores import FACTS_FILE, FactStore
-from assistant_framework.stores.facts import is_untrusted
-from assistant_framework.stores.provenance import shown
+from assistant_framework.stores.provenance import is_untrusted, shown
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = (

@@ -13,6 +13,7 @@ owner's. ``read`` of a file with the mark (front matter or a marked record) star
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from assistant_framework.memory.sources import source_for
@@ -102,7 +103,7 @@ def _read(workspace: Workspace, rel: str, offset: int = 0) -> str:
     return text
 
 
-def _check_writable(workspace: Workspace, rel: str):
+def _check_writable(workspace: Workspace, rel: str) -> Path:
     target = workspace.path(rel)
     top = workspace.relative(target).split("/", 1)[0]
     if top in READ_ONLY_FOLDERS:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from assistant_framework.jobs import CATCH_UP, JobError, JobStore, as_row, describe_next
+from assistant_framework.config.settings import JobsSettings
+from assistant_framework.jobs import CATCH_UP, Job, JobError, JobStore, as_row, describe_next
 from assistant_framework.jobs.job import EXAMPLES, PAYLOAD_KEYS, SCHEDULE_KEYS
 from assistant_framework.jobs.schedule import shortest_gap
 from assistant_framework.skills.spec import SkillArgs, SkillContext
@@ -127,16 +128,17 @@ def _fields(args: dict[str, Any], default_tz: str) -> dict[str, Any]:
     return fields
 
 
-def _schedule_of(job) -> dict[str, Any]:
+def _schedule_of(job: Job) -> dict[str, Any]:
     schedule = job.schedule
     if schedule.kind == "cron":
         return {"cron": schedule.cron}
     if schedule.kind == "every":
         return {"every_minutes": schedule.minutes}
+    assert schedule.at is not None  # a one-time schedule has its moment (assistant_framework/jobs/job.py)
     return {"at": schedule.at.strftime("%Y-%m-%d %H:%M")}
 
 
-def _check_interval(fields: dict[str, Any], limits, default_tz: str, now) -> None:
+def _check_interval(fields: dict[str, Any], limits: JobsSettings | None, default_tz: str, now: datetime) -> None:
     """A prompt job runs no more often than ``jobs.min_prompt_interval_minutes`` (each run is a model turn)."""
     is_prompt = "prompt" in fields or fields.get("kind") == "prompt"
     if not is_prompt or limits is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, context_zone, need, outside_label
@@ -73,7 +74,7 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
     return f"reminder {reminder['id']} set for {due.strftime('%Y-%m-%d %H:%M')} {zone.key}: {reminder['text']}{marked}"
 
 
-def local_time(text: str, zone) -> datetime:
+def local_time(text: str, zone: ZoneInfo) -> datetime:
     """``YYYY-MM-DD HH:MM`` (or ``T`` between, as tasks write it) in ``zone`` as an aware datetime;
     a time skipped by DST moves forward."""
     naive = datetime.strptime(text.replace("T", " ", 1), "%Y-%m-%d %H:%M")
@@ -81,7 +82,7 @@ def local_time(text: str, zone) -> datetime:
     return naive.replace(tzinfo=zone).astimezone(timezone.utc).astimezone(zone)
 
 
-def _due(args: dict[str, Any], now: datetime, zone) -> datetime:
+def _due(args: SkillArgs, now: datetime, zone: ZoneInfo) -> datetime:
     if bool(args.get("at")) == (args.get("in_minutes") is not None):
         raise ValueError("action 'add' needs exactly one of at ('YYYY-MM-DD HH:MM' local time) or in_minutes")
     if args.get("in_minutes") is not None:
@@ -102,7 +103,7 @@ def _due(args: dict[str, Any], now: datetime, zone) -> datetime:
     return due
 
 
-def _own(store: ReminderStore, chat_id, reminder_id: str) -> dict[str, Any]:
+def _own(store: ReminderStore, chat_id: int | str, reminder_id: str) -> dict[str, Any]:
     for reminder in store.list(chat_id):
         if str(reminder.get("id")) == str(reminder_id).strip():
             return reminder

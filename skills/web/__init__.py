@@ -195,7 +195,7 @@ def decode(body: bytes, content_type: str | None, html: bool = False) -> str:
     except UnicodeDecodeError as exc:
         if exc.start >= len(body) - 3:  # only the last character, cut by the size cap
             return body.decode("utf-8", errors="replace")
-    guess = _codec((chardet.detect(body[:65536]) or {}).get("encoding")) or "windows-1252"
+    guess = _codec(chardet.detect(body[:65536]).get("encoding")) or "windows-1252"
     return body.decode(guess, errors="replace")
 
 
