@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from assistant_framework.config.settings import DocumentSettings
 from assistant_framework.media.document_text import extract
-from assistant_framework.media.documents import DocumentLimits, DocumentRefused, DocumentText, read_document
+from assistant_framework.media.documents import DocumentRefused, DocumentText, read_document
 from assistant_framework.skills.loader import load_skill_folder
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.attachments import SavedFile
@@ -99,7 +100,7 @@ def test_a_document_over_the_size_bound_is_refused_before_it_is_read(workspace, 
 @pytest.mark.subprocess  # the document reader's worker process
 def test_the_worker_is_ended_at_the_time_bound(workspace):
     saved = _saved(workspace, "report.pdf", pdf_pages(pages=2, sentence_page=1))
-    got = read_document(workspace, saved.rel_path, "pdf", DocumentLimits(timeout_seconds=0.001))
+    got = read_document(workspace, saved.rel_path, "pdf", DocumentSettings(timeout_seconds=0.001))
     assert got == DocumentRefused("reading it took longer than 0 seconds")
     assert not workspace.exists(saved.rel_path + ".text.md")
 
@@ -113,7 +114,7 @@ def test_pages_and_characters_are_bounded(workspace, tmp_path):
     short = extract(path, "pdf", max_pages=10, max_chars=500)
     assert short.cut and len(short.text) <= 500
     saved = _saved(workspace, "long.pdf", path.read_bytes())
-    read = read_document(workspace, saved.rel_path, "pdf", DocumentLimits(max_pages=2, prompt_chars=100))
+    read = read_document(workspace, saved.rel_path, "pdf", DocumentSettings(max_pages=2, prompt_chars=100))
     assert isinstance(read, DocumentText) and read.pages_read == 2 and len(read.head) == 100
     assert workspace.read_text(read.text_path).startswith(
         "---\nuntrusted: true\n---\n# Text of long.pdf (2 of 6 pages)"

@@ -32,28 +32,6 @@ TEXT_SUFFIX = ".text.md"
 
 
 @dataclass(frozen=True)
-class DocumentLimits:
-    """The bounds on one document: its size, the PDF pages read, the characters kept, those put into the turn,
-    and the seconds the worker may take (the ``documents`` config section, ``from_settings``)."""
-
-    max_bytes: int = 20_000_000
-    max_pages: int = 300
-    max_chars: int = 500_000
-    prompt_chars: int = 3_000
-    timeout_seconds: float = 60.0
-
-    @classmethod
-    def from_settings(cls, settings: DocumentSettings) -> DocumentLimits:
-        return cls(
-            max_bytes=int(settings.max_mb * 1_000_000),
-            max_pages=settings.max_pages,
-            max_chars=settings.max_chars,
-            prompt_chars=settings.prompt_chars,
-            timeout_seconds=settings.timeout_seconds,
-        )
-
-
-@dataclass(frozen=True)
 class DocumentText:
     """A document read: where its text is saved, how long it is, the pages (a PDF's) read and in the file,
     whether the text was cut at the bound, its first ``prompt_chars`` characters, and where in the saved file
@@ -103,7 +81,7 @@ def _not_the_format(path: Path, kind: str, size: int) -> DocumentRefused | None:
     return None
 
 
-def _run_worker(path: str, kind: str, limits: DocumentLimits) -> dict[str, object] | DocumentRefused:
+def _run_worker(path: str, kind: str, limits: DocumentSettings) -> dict[str, object] | DocumentRefused:
     """The worker's answer for one file, or why there is none (it took too long, it failed)."""
     command = [
         sys.executable,
@@ -142,7 +120,7 @@ def _run_worker(path: str, kind: str, limits: DocumentLimits) -> dict[str, objec
     return answer
 
 
-def read_document(area: Workspace, rel: str, kind: str, limits: DocumentLimits) -> DocumentText | DocumentRefused:
+def read_document(area: Workspace, rel: str, kind: str, limits: DocumentSettings) -> DocumentText | DocumentRefused:
     """Read the saved document ``rel`` of ``area`` in the worker and save its text as ``rel + TEXT_SUFFIX``
     (marked ``untrusted`` in its front matter); blocking."""
     path = area.path(rel)

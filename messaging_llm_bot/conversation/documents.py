@@ -12,8 +12,8 @@ import asyncio
 import logging
 from typing import Protocol, Sequence
 
+from assistant_framework.config.settings import DocumentSettings
 from assistant_framework.media.documents import (
-    DocumentLimits,
     DocumentRefused,
     DocumentText,
     document_kind,
@@ -23,7 +23,7 @@ from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.attachments import SavedFile, attachment_prompt
 
 log = logging.getLogger(__name__)
-DEFAULT_LIMITS = DocumentLimits()
+DEFAULT_LIMITS = DocumentSettings()
 
 
 class DocumentIndex(Protocol):
@@ -70,7 +70,7 @@ async def document_prompt(
     saved: SavedFile,
     index: DocumentIndex | None,
     origin: str = "",
-    limits: DocumentLimits = DEFAULT_LIMITS,
+    limits: DocumentSettings = DEFAULT_LIMITS,
 ) -> str | DocumentRefused:
     """The turn's text for one saved document, or why its text could not be read. ``index``: the owner's memory
     index (None in a guest's chat: a guest's files stay out of the owner's memory)."""

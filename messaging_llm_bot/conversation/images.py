@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from assistant_framework.access import guest_workspace
 from assistant_framework.config.settings import Settings
-from assistant_framework.media.documents import DocumentLimits, DocumentRefused
+from assistant_framework.media.documents import DocumentRefused
 from assistant_framework.media.images import ImageRefused, PreparedImage, is_image_type, prepare_image_file
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.attachments import SavedFile, attachment_prompt
@@ -121,7 +121,7 @@ async def files_input(
     documents: dict[str, str | DocumentRefused] = {}
     for one in saved:
         if one.rel_path not in seen and is_document(one):
-            limits = DocumentLimits.from_settings(settings.documents)
+            limits = settings.documents
             documents[one.rel_path] = await document_prompt(area, one, index, origin, limits)
     only = documents.get(saved[0].rel_path) if len(saved) == 1 and not saved[0].caption else None
     if isinstance(only, DocumentRefused):

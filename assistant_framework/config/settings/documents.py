@@ -21,3 +21,8 @@ class DocumentSettings:
     prompt_chars: int = field(default=3_000, metadata=reads(whole, minimum=0, maximum=200_000))
     #: Seconds the reader process may take before it is ended.
     timeout_seconds: float = field(default=60.0, metadata=reads(number, above=0, maximum=3600))
+
+    @property
+    def max_bytes(self) -> int:
+        """``max_mb`` in bytes (a megabyte is 1,000,000 bytes)."""
+        return int(self.max_mb * 1_000_000)
