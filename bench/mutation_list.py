@@ -44,6 +44,7 @@ HOOKS = ("test_hooks.py",)
 MATRIX = ("test_matrix.py",)
 MATRIX_BOT = ("test_matrix_bot.py", "test_matrix.py")
 WHATSAPP_BOT = ("test_whatsapp_bot.py",)
+WHATSAPP = ("test_whatsapp_channel.py",)
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
 AGENT_SKILLS = ("test_agent_skills.py", "test_agent_skills_bot.py", "test_agent_skills_install.py")
 AGENT_SKILLS_INSTALL = ("test_agent_skills_install.py",)
@@ -171,6 +172,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        inside = True",
         "a job run outside the 24-hour window goes out free-form: the Cloud API fails it (131047) and it is lost",
         WHATSAPP_BOT,
+    ),
+    Mutation(
+        "whatsapp-held-dropped",
+        "messaging_llm_bot/channels/whatsapp/turn.py",
+        "                self.held[item.item_id] = item.conversation_id",
+        "                return True",
+        "a reply outside the window without a template is completed unsent: dropped, never delivered",
+        WHATSAPP,
     ),
     Mutation(
         "whatsapp-allowlist",

@@ -73,3 +73,33 @@ def test_a_body_over_the_bound_is_refused_before_it_is_read(start_whatsapp, chat
         answer = conn.recv(4096).decode("latin-1")
     assert answer.startswith("HTTP/1.1 413")
     assert chat_server.chat_requests == []
+
+
+def test_a_notice_and_a_reminder_outside_the_window_go_out_as_the_template(start_whatsapp, whatsapp_graph) -> None:
+    import asyncio
+
+    from tests.whatsapp_harness import TEMPLATE
+
+    graph = whatsapp_graph
+    bot = start_whatsapp(patch=lambda config: config["whatsapp"].update(template={"name": TEMPLATE}))
+    service, loop = bot.service, bot.service._loop
+    assert loop is not None  # the owner never wrote: the window is closed
+
+    def on_loop(coro):  # the channel's own loop, as the scheduler and the collectors call it
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(30)
+
+    assert on_loop(service.send_notice("The feed has 3 new items.\n\nSee /news.")) is True
+    assert on_loop(service.send_reminder(f"wa:{OWNER}", "Call Anna.", f"wa:{OWNER}")) is True
+    wait_until(lambda: len(graph.sent(OWNER)) == 2, 30, "both as templates")
+    sent = graph.sent(OWNER)
+    assert [m["type"] for m in sent] == ["template", "template"] and graph.failed(OWNER) == []
+    params = [m["payload"]["template"]["components"][0]["parameters"][0]["text"] for m in sent]
+    assert params[0] == "The feed has 3 new items. See /news." and params[1] == "Call Anna."
+
+
+def test_more_posts_a_minute_than_the_bound_are_answered_429(start_whatsapp, whatsapp_graph, chat_server) -> None:
+    graph = whatsapp_graph
+    start_whatsapp(patch=lambda config: config["whatsapp"]["webhook"].update(per_minute=2))
+    statuses = [graph.deliver(graph.status_event(f"wamid.S{n}", OWNER, "delivered")) for n in range(3)]
+    assert statuses == [200, 200, 429]  # Meta sends the third again later
+    assert chat_server.chat_requests == [] and graph.messages == []  # statuses are passed over

@@ -113,9 +113,10 @@ class Intake:
         host = self.host
         chat = conversation_of(number)
         held = host.turns.take_held(chat)
-        items = [item for item in (host.inbox.get(item_id) for item_id in held) if item is not None]
-        if not items:
+        if not held:
             return
+        # Replies, job runs and notices wait in the inbox; a held reminder is sent again by the scheduler.
+        items = [item for item in (host.inbox.get(item_id) for item_id in held) if item is not None]
         log.info("whatsapp: %d held message(s) to %s go out now (the window is open again)", len(items), number)
         for item in items:
             host.tasks.spawn(chat, host.turns.answer(item), owner=True, exempt=True)

@@ -102,6 +102,10 @@ class TurnRunner:
         if self.stopping:
             log.info("whatsapp: stopping; %s stays in the inbox for the next start", item.item_id)
             return
+        current = self.inbox.get(item.item_id)
+        if current is None:  # answered meanwhile: a job run handed over again, a held reply released twice
+            return
+        item = current  # with the reply and the parts recorded since it was read
         with self._active.tracking():
             if is_job_item(item):
                 await self._answer_job(item)
@@ -273,6 +277,8 @@ class TurnRunner:
                 await self.channel.send_text(to, TextOut(reply, reply_to, skip, on_part_sent, item.item_id))
                 return True
             except OutsideWindow:
+                if item.item_id in self.held:  # a job run is handed over again at each look: said once
+                    return False
                 self.held[item.item_id] = item.conversation_id
                 log.warning(
                     "whatsapp: %s waits for %s's next message (more than 24 hours since their last one and no "
