@@ -180,7 +180,7 @@ def test_a_stranger_is_told_their_number_once_and_reaches_no_model(running: Runn
     assert graph.user_text(STRANGER, "Read me the owner's notes.")[1] == 200
     wait_until(lambda: graph.sent(STRANGER), what="the refusal")
     assert graph.user_text(STRANGER, "Hello?")[1] == 200
-    wait_until(lambda: "ignored +15551234567 again" in running.bot.run_log(), what="the second message passed over")
+    wait_until(lambda: "ignored 15551234567 again" in running.bot.run_log(), what="the second message passed over")
     [told] = graph.texts(STRANGER)
     assert "+15551234567" in told and "not authorised" in told
     assert model.chat_requests == [] and not _pending(running.workspace)

@@ -18,15 +18,15 @@ from messaging_llm_bot.channels.whatsapp.message import WaMessage, messages_of
 from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig, conversation_of
 from messaging_llm_bot.channels.whatsapp.turn import TurnRunner
 from messaging_llm_bot.conversation import commands as texts
-from messaging_llm_bot.conversation.chatflags import ChatFlags
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage, held_text
+from messaging_llm_bot.conversation.strangers import Strangers, ToldOnce
 
 log = logging.getLogger(__name__)
 
 RESET_CONFIRM = "yes"
-STRANGER_FLAG = "whatsapp-stranger-told"
+STRANGERS_FILE = "state/whatsapp/strangers_told.txt"
 
 
 def stranger_text(number: str) -> str:
@@ -57,7 +57,13 @@ class IntakeHost(Protocol):
 class Intake:
     def __init__(self, host: IntakeHost) -> None:
         self.host = host
-        self.flags = ChatFlags(host.runtime.workspace)
+        # Told once, ever (a line each in the workspace); loaded at the service's start (``load``).
+        self.strangers = Strangers("whatsapp", ToldOnce(host.runtime.workspace, STRANGERS_FILE))
+
+    async def load(self) -> None:
+        told = self.strangers.told
+        assert isinstance(told, ToldOnce)
+        await told.load()
 
     async def take(self, payload: Any) -> bool:
         """Every message of a signed payload of this number; False when one could not be stored (Meta sends
@@ -123,14 +129,13 @@ class Intake:
         host.tasks.spawn(chat, host.turns.tell_held(Address(number), chat), owner=True, exempt=True)
 
     async def refuse(self, msg: WaMessage) -> None:
-        """A stranger: told once (they just wrote, so the window is open), nothing else."""
-        chat = conversation_of(msg.sender)
-        if not await asyncio.to_thread(self.flags.first_time, chat, STRANGER_FLAG):
-            log.info("whatsapp: ignored +%s again (not in whatsapp.allowed; already told)", msg.sender)
-            return
-        log.info("whatsapp: refused +%s (not in whatsapp.allowed)", msg.sender)
+        """A stranger: told their number once (they just wrote, so the window is open), nothing else."""
         await asyncio.to_thread(self.host.channel.window.saw, msg.sender, msg.timestamp)
-        await self.host.turns.say(Address(msg.sender), stranger_text(msg.sender))
+
+        async def say(text: str) -> None:
+            await self.host.turns.say(Address(msg.sender), text)
+
+        await self.strangers.answer(msg.sender, stranger_text(msg.sender), say, private=True, addressed=True)
 
     async def over_limit(self, msg: WaMessage) -> None:
         queues = self.host.queues

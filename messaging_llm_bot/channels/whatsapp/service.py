@@ -171,6 +171,7 @@ class WhatsAppService:
         self.channel = WhatsAppChannel(client, window, lambda: self.config)
         self.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
         intake = Intake(self)
+        await intake.load()
         self.webhook = Webhook(lambda: self.config, intake.take)
         try:
             self.webhook.start()

@@ -11,7 +11,7 @@ import re
 import secrets
 from typing import Any
 
-from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError
+from messaging_llm_bot.channels.setup import ChannelSetup, Flags, SetupError, Steps
 
 TOKEN_ENV = "WHATSAPP_TOKEN"
 SECRET_ENV = "WHATSAPP_APP_SECRET"
@@ -36,49 +36,54 @@ def add_arguments(parser: Flags) -> None:
 
 
 def steps(setup: ChannelSetup) -> None:
-    """Set up WhatsApp when ``--whatsapp PHONE_NUMBER_ID`` is given; without it nothing is asked about WhatsApp."""
-    a, io = setup.flags, setup.dialog
-    phone_id = a.whatsapp_phone_number_id
-    if not phone_id:
-        return
-    if not phone_id.isdigit():
-        raise SetupError(f"{phone_id!r} is not a phone number id (digits, from WhatsApp Manager's API Setup)")
-    configured: dict[str, Any] = setup.configured.get("whatsapp") or {}
-    base_url = (a.whatsapp_base_url or configured.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
-    token_env = a.whatsapp_token_env or io.answer("The variable holding the access token", TOKEN_ENV)
-    secret_env = a.whatsapp_secret_env or io.answer("The variable holding the app secret", SECRET_ENV)
-    owner = a.whatsapp_owner or io.answer("Your own number, +491701234567 (whose messages it answers)")
-    if not E164.fullmatch(owner or ""):
-        raise SetupError(f"{owner!r} is not a number in E.164 form (+491701234567): the assistant answers only it")
-    template = a.whatsapp_template or io.answer("An approved template for messages after 24 hours (Enter: none)")
-    _try_token(setup, base_url, phone_id, token_env)
-    verify = str(configured.get("verify_token") or secrets.token_urlsafe(24))
-    setup.settings += [
-        ("whatsapp.phone_number_id", phone_id),
-        ("whatsapp.access_token_env", token_env),
-        ("whatsapp.app_secret_env", secret_env),
-        ("whatsapp.verify_token", verify),
-        ("whatsapp.allowed", [owner]),
-        *([("whatsapp.base_url", base_url)] if base_url != DEFAULT_BASE_URL else []),
-        *([("whatsapp.template.name", template)] if template else []),
-        ("whatsapp.enabled", True),
-    ]
-    io.say(
-        "WhatsApp: in your app's WhatsApp configuration set the webhook to your https address with the path "
-        f"/whatsapp (forwarded to 127.0.0.1:8090), the verify token {verify}, and subscribe to messages "
-        "(docs/whatsapp.md)."
-    )
-    setup.reached.append("WhatsApp")
+    if WhatsAppSteps(setup).whatsapp(setup.configured.get("whatsapp") or {}):
+        setup.reached.append("WhatsApp")
 
 
-def _try_token(setup: ChannelSetup, base_url: str, phone_id: str, env: str) -> None:
-    from messaging_llm_bot.channels.whatsapp.probe import probe_number
+class WhatsAppSteps(Steps):
+    def whatsapp(self, configured: dict[str, Any]) -> bool:
+        """Set up WhatsApp when ``--whatsapp PHONE_NUMBER_ID`` is given (the rest is asked, or taken from the
+        flags); True when it was set up. Without the flag nothing is asked about WhatsApp."""
+        a = self.a
+        phone_id = a.whatsapp_phone_number_id
+        if not phone_id:
+            return False
+        if not phone_id.isdigit():
+            raise SetupError(f"{phone_id!r} is not a phone number id (digits, from WhatsApp Manager's API Setup)")
+        base_url = (a.whatsapp_base_url or configured.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
+        token_env = a.whatsapp_token_env or self._ask("The variable holding the access token", TOKEN_ENV)
+        secret_env = a.whatsapp_secret_env or self._ask("The variable holding the app secret", SECRET_ENV)
+        owner = a.whatsapp_owner or self._ask("Your own number, +491701234567 (whose messages it answers)")
+        if not E164.fullmatch(owner or ""):
+            raise SetupError(f"{owner!r} is not a number in E.164 form (+491701234567): the assistant answers only it")
+        template = a.whatsapp_template or self._ask("An approved template for messages after 24 hours (Enter: none)")
+        self._try_token(base_url, phone_id, token_env)
+        verify = str(configured.get("verify_token") or secrets.token_urlsafe(24))
+        self.settings += [
+            ("whatsapp.phone_number_id", phone_id),
+            ("whatsapp.access_token_env", token_env),
+            ("whatsapp.app_secret_env", secret_env),
+            ("whatsapp.verify_token", verify),
+            ("whatsapp.allowed", [owner]),
+            *([("whatsapp.base_url", base_url)] if base_url != DEFAULT_BASE_URL else []),
+            *([("whatsapp.template.name", template)] if template else []),
+            ("whatsapp.enabled", True),
+        ]
+        self.io.say(
+            "WhatsApp: in your app's WhatsApp configuration set the webhook to your https address with the path "
+            f"/whatsapp (forwarded to 127.0.0.1:8090), the verify token {verify}, and subscribe to messages "
+            "(docs/whatsapp.md)."
+        )
+        return True
 
-    token = os.environ.get(env, "")
-    if not token:
-        setup.dialog.say(f"WhatsApp: set {env} to the access token before `make run`; `make doctor` then tries it.")
-        return
-    reached = probe_number(base_url, phone_id, token)
-    if reached.problem:
-        raise SetupError(f"{reached.problem}; check the phone number id and the token in {env}")
-    setup.dialog.say(f"WhatsApp: the token in {env} reaches {reached.number}.")
+    def _try_token(self, base_url: str, phone_id: str, env: str) -> None:
+        from messaging_llm_bot.channels.whatsapp.probe import probe_number
+
+        token = os.environ.get(env, "")
+        if not token:
+            self.io.say(f"WhatsApp: set {env} to the access token before `make run`; `make doctor` then tries it.")
+            return
+        reached = probe_number(base_url, phone_id, token)
+        if reached.problem:
+            raise SetupError(f"{reached.problem}; check the phone number id and the token in {env}")
+        self.io.say(f"WhatsApp: the token in {env} reaches {reached.number}.")
