@@ -586,11 +586,11 @@ def _strangers_on_matrix(request: pytest.FixtureRequest) -> int:
     return len([t for t in world.owner.texts(group, bot) if world.stranger.user_id in t])
 
 
-def _strangers_on_whatsapp(request: pytest.FixtureRequest) -> int:
+def _strangers_on_whatsapp(request: pytest.FixtureRequest, patch: typing.Any = None) -> int:
     from tests.whatsapp_harness import OWNER, STRANGER
 
     graph = request.getfixturevalue("whatsapp_graph")
-    request.getfixturevalue("start_whatsapp")()
+    request.getfixturevalue("start_whatsapp")(patch=patch)
     request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
     for n in range(3):
         graph.user_text(STRANGER, f"let me in {n}")
@@ -635,6 +635,7 @@ def _pairing_off(config: dict) -> None:
 TOLD_THEIR_ID = {
     "telegram": lambda request: _strangers_on_telegram(request, _pairing_off),
     "signal": lambda request: _strangers_on_signal(request, _pairing_off),
+    "whatsapp": lambda request: _strangers_on_whatsapp(request, _pairing_off),  # no pairing on WhatsApp yet
 }
 NOT_TOLD_THEIR_ID = {
     **NO_STRANGERS,
@@ -1413,7 +1414,32 @@ def _notices_on_signal(request: pytest.FixtureRequest) -> dict[str, list[str]]:
     return {who: [s["message"] for s in daemon.sent_to(chat)] for who, chat in (("owner", OWNER), ("guest", GUEST_SIG))}
 
 
-NOTICES = {"telegram": _notices_on_telegram, "signal": _notices_on_signal}
+def _notices_on_whatsapp(request: pytest.FixtureRequest) -> dict[str, list[str]]:
+    """Neither has written (the window is closed): both go out as the template, the text its parameter."""
+    from assistant_framework.stores.reminders import ReminderStore
+    from tests.waiting import wait_until
+    from tests.whatsapp_harness import OWNER, TEMPLATE
+
+    graph, workspace = request.getfixturevalue("whatsapp_graph"), request.getfixturevalue("workspace")
+    guest = GUEST_SIG.lstrip("+")
+    ReminderStore(workspace).add(f"wa:{guest}", "water the plants", _just_due(), "Europe/Berlin")
+
+    def patch(config: dict[str, typing.Any]) -> None:
+        config["whatsapp"].update(allowed=[f"+{OWNER}", GUEST_SIG], template={"name": TEMPLATE})
+
+    bot = request.getfixturevalue("start_whatsapp")(patch=patch)
+    wait_until(lambda: graph.sent(guest), 20, "the reminder")
+    bot.service.notify_from_thread("rss", "3 new items")  # from a collector's thread
+    wait_until(lambda: graph.sent(OWNER), 20, "the notice")
+    wait_until(lambda: all(r["status"] == "delivered" for r in ReminderStore(workspace).list()))
+
+    def shown(number: str) -> list[str]:
+        return [m["payload"]["template"]["components"][0]["parameters"][0]["text"] for m in graph.sent(number)]
+
+    return {"owner": shown(OWNER), "guest": shown(guest)}
+
+
+NOTICES = {"telegram": _notices_on_telegram, "signal": _notices_on_signal, "whatsapp": _notices_on_whatsapp}
 #: Why a channel has no driver here (its own tests cover its reminders and notices).
 NO_NOTICES = {
     "console": "the terminal's one user is the owner: a reminder is printed between the lines "
