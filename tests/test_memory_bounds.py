@@ -5,7 +5,7 @@ workspace), a query of hundreds of words OR-ed them all, and nothing stopped a s
 runs one before every answer, with the user's whole message as its query. Now the first
 MAX_QUERY_CHARS characters are read, the first MAX_QUERY_TERMS words and MAX_SHORT/MAX_SUBSTRINGS
 CJK pieces are looked up (the short ones in one scan), and the index queries of one search stop
-at ``Ranking.time_limit_seconds``; a search cut there says so.
+at ``MemoryService.search_time_limit_seconds``; a search cut there says so.
 """
 
 from __future__ import annotations
@@ -149,10 +149,10 @@ def test_a_search_cut_at_its_time_limit_says_so_through_the_skill(memory_agent, 
     agent, memory, workspace = memory_agent
     workspace.write_text("notes/pantry.md", "# Pantry\n\nThe saffron tin is behind the flour.\n")
     memory.refresh()
-    memory.search_ranking.time_limit_seconds = 0.0  # every index query is past the limit
+    memory.search_time_limit_seconds = 0.0  # every index query is past the limit
     result = _ask_memory_search(agent, chat_server, "saffron")
     assert "stopped at its time limit" in result and "saffron tin" not in result
-    memory.search_ranking.time_limit_seconds = 2.0
+    memory.search_time_limit_seconds = 2.0
     assert "saffron tin" in _ask_memory_search(agent, chat_server, "saffron")
 
 

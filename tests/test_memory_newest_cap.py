@@ -8,10 +8,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from assistant_framework.config.settings import RankingSettings
 from assistant_framework.memory import MemoryService
-from assistant_framework.memory import search as search_module
 from assistant_framework.memory.candidates import segment_scores, slot_shares
-from assistant_framework.memory.search import Ranking, Scope, bm25_candidates, query_terms, search
+from assistant_framework.memory.search import Scope, bm25_candidates, query_terms, search
 from assistant_framework.workspace import Workspace
 
 UTC = timezone.utc
@@ -50,7 +50,9 @@ def test_small_cap_keeps_only_the_newest_matches(service):
     full = bm25_candidates(service.index, terms, Scope(conversation="c"), 200, newest_cap=0)
     assert len(full) == 12 and full[0].ref in {_ref(n) for n in range(1, 7)}
     # Through search(): without neighbour context only the capped rows can be hits.
-    hits = search(service.index, "kiwi", Scope(conversation="c"), 10, Ranking(neighbour_weight=0.0, newest_cap=4))
+    hits = search(
+        service.index, "kiwi", Scope(conversation="c"), 10, RankingSettings(neighbour_weight=0.0, newest_cap=4)
+    )
     assert {h.ref for h in hits} == {_ref(n) for n in range(9, 13)}
 
 
@@ -68,18 +70,20 @@ def test_cap_applies_per_range_and_with_filters(service):
 
 def test_large_cap_equals_the_uncapped_ranking(service):
     scope = Scope(conversation="c", owner_data=True)
-    uncapped = search(service.index, "kiwi orchard", scope, 20, Ranking(newest_cap=0))
-    large = search(service.index, "kiwi orchard", scope, 20, Ranking(newest_cap=1000))
+    uncapped = search(service.index, "kiwi orchard", scope, 20, RankingSettings(newest_cap=0))
+    large = search(service.index, "kiwi orchard", scope, 20, RankingSettings(newest_cap=1000))
     assert [(h.ref, h.score) for h in large] == [(h.ref, h.score) for h in uncapped]
     assert uncapped[0].ref in {_ref(n) for n in range(1, 7)}
 
 
-def test_default_cap_is_read_when_the_ranking_is_made(service, monkeypatch):
-    monkeypatch.setattr(search_module, "NEWEST_CAP", 2)
-    assert Ranking().newest_cap == 2
-    hits = search(service.index, "kiwi", Scope(conversation="c"), 10, Ranking(neighbour_weight=0.0))
+def test_the_configured_cap_is_the_one_the_search_uses(service):
+    """The service searches with its ``memory.ranking`` record (no copy with defaults of its own)."""
+    ranking = service.settings.ranking
+    assert ranking.newest_cap == RankingSettings().newest_cap and service.ranking is ranking
+    hits = search(
+        service.index, "kiwi", Scope(conversation="c"), 10, RankingSettings(neighbour_weight=0.0, newest_cap=2)
+    )
     assert {h.ref for h in hits} == {_ref(11), _ref(12)}
-    assert Ranking(newest_cap=7).newest_cap == 7
 
 
 def test_owner_cap_limits_only_the_owner_range(service):

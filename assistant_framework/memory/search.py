@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable
 
-from ..config.settings import MemorySettings, RankingSettings
+from ..config.settings import RankingSettings
 from .candidates import (
     Candidate,
     Scope,
@@ -35,7 +35,7 @@ from .terms import query_terms
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Candidate", "Hits", "MemoryHit", "Ranking", "Scope", "bm25_candidates", "query_terms", "search"]
+__all__ = ["Candidate", "Hits", "MemoryHit", "Scope", "bm25_candidates", "query_terms", "search"]
 
 
 @dataclass
@@ -50,56 +50,6 @@ class MemoryHit:
     score: float
     conversation: str | None = None
     outside: bool = False  # a turn logged ``untrusted``: its text came from outside
-
-
-#: The defaults of ``memory.ranking`` (and ``memory.semantic_weight``): the config record owns them.
-_CONFIGURED = RankingSettings()
-_MEMORY = MemorySettings()
-NEWEST_CAP = _CONFIGURED.newest_cap
-OWNER_CAP = _CONFIGURED.owner_cap
-UNSCOPED_CAP = _CONFIGURED.unscoped_cap
-
-
-@dataclass
-class Ranking:
-    """Stage-2 weights: segment context, neighbour context, semantic fusion (``memory.ranking``; the caps'
-    reasons are with their defaults in ``assistant_framework/config/settings/memory.py``)."""
-
-    segment_weight: float = _CONFIGURED.segment_weight
-    neighbour_weight: float = _CONFIGURED.neighbour_weight
-    segment_top: int = _CONFIGURED.segment_top
-    semantic_weight: float = _MEMORY.semantic_weight
-    candidates: int = _CONFIGURED.candidates
-    time_weight: float = _CONFIGURED.time_weight
-    date_weight: float = _CONFIGURED.date_weight
-    whole_segment_weight: float = _CONFIGURED.whole_segment_weight
-    # Per rowid range of a conversation scope, only the newest N matching rows get a BM25 score. 0 = all.
-    newest_cap: int = field(default_factory=lambda: NEWEST_CAP)
-    # Owner data (rows of no conversation) in a conversation's scope: only its newest N matches get a score.
-    owner_cap: int = field(default_factory=lambda: OWNER_CAP)
-    # An unscoped search scores at most this many matches in all. 0 = score all.
-    unscoped_cap: int = field(default_factory=lambda: UNSCOPED_CAP)
-    # The index queries of one search stop after this many seconds; what was found by then is
-    # ranked and returned (``Hits.partial``).
-    time_limit_seconds: float = field(default_factory=lambda: MAX_SEARCH_SECONDS)
-
-    @classmethod
-    def from_settings(cls, memory: MemorySettings) -> Ranking:
-        """The ranking ``memory.ranking`` and ``memory.semantic_weight`` configure."""
-        ranking = memory.ranking
-        return cls(
-            segment_weight=ranking.segment_weight,
-            neighbour_weight=ranking.neighbour_weight,
-            segment_top=ranking.segment_top,
-            semantic_weight=memory.semantic_weight,
-            candidates=ranking.candidates,
-            time_weight=ranking.time_weight,
-            date_weight=ranking.date_weight,
-            whole_segment_weight=ranking.whole_segment_weight,
-            newest_cap=ranking.newest_cap,
-            owner_cap=ranking.owner_cap,
-            unscoped_cap=ranking.unscoped_cap,
-        )
 
 
 # A search's index queries, all together (recall runs before every answer).
@@ -117,7 +67,7 @@ class Hits(list[MemoryHit]):
 def rerank(
     candidates: list[Candidate],
     extra: list[Candidate],
-    ranking: Ranking,
+    ranking: RankingSettings,
     prefer: tuple[float, float] | None = None,
     segment_bm25: dict[str, float] | None = None,
 ) -> list[Candidate]:
@@ -195,16 +145,20 @@ def search(
     query: str,
     scope: Scope,
     limit: int = 10,
-    ranking: Ranking | None = None,
+    ranking: RankingSettings | None = None,
     similarity: Callable[[str, list[Candidate]], dict[int, float]] | None = None,
     prefer: tuple[datetime, datetime] | None = None,
+    *,
+    semantic_weight: float = 0.0,
+    time_limit_seconds: float = MAX_SEARCH_SECONDS,
 ) -> Hits:
     """Ranked hits for ``query`` inside ``scope``; rows dated within ``prefer`` rank higher.
 
-    Bounded: the query's first MAX_QUERY_CHARS characters, its first MAX_QUERY_TERMS words and
-    CJK pieces, and ``ranking.time_limit_seconds`` for the index queries (a stage cut short
-    counts as finding nothing more; the hits are ``partial``)."""
-    ranking = ranking or Ranking()
+    ``ranking`` is ``memory.ranking`` (its weights and caps; docs/memory.md), ``semantic_weight``
+    ``memory.semantic_weight`` (with ``similarity``). Bounded: the query's first MAX_QUERY_CHARS
+    characters, its first MAX_QUERY_TERMS words and CJK pieces, and ``time_limit_seconds`` for the
+    index queries (a stage cut short counts as finding nothing more; the hits are ``partial``)."""
+    ranking = ranking or RankingSettings()
     query = query[:MAX_QUERY_CHARS]
     terms = query_terms(query)
     substrings, short = cjk_pieces(query)
@@ -217,7 +171,7 @@ def search(
             out.partial = True
             return empty
 
-    with time_limit(ranking.time_limit_seconds):
+    with time_limit(time_limit_seconds):
         if not terms and not substrings and not short:
             found = bounded(lambda: recent_entries(index, scope, limit), []) if (scope.since or scope.until) else []
         else:
@@ -239,8 +193,8 @@ def search(
                 cjk = bounded(lambda: cjk_candidates(index, substrings, short, scope, want), [])
                 candidates = merge_candidates(candidates, cjk)
                 terms = terms + substrings + short
-            if similarity is not None and ranking.semantic_weight > 0 and candidates:
-                fuse_semantic(candidates, similarity(query, candidates), ranking.semantic_weight)
+            if similarity is not None and semantic_weight > 0 and candidates:
+                fuse_semantic(candidates, similarity(query, candidates), semantic_weight)
             head = sorted(candidates, key=lambda c: -c.bm25)[: max(limit * 2, 20)]
             wanted = {(c.path, c.seq + d) for c in head if c.source == "conversation" for d in (-1, 1)}
             wanted -= {(c.path, c.seq) for c in candidates}
@@ -268,7 +222,7 @@ def search(
     if out.partial:
         log.warning(
             "memory search stopped after %g s (%d words, %d CJK pieces): the hits may be incomplete",
-            ranking.time_limit_seconds,
+            time_limit_seconds,
             len(terms),
             len(substrings) + len(short),
         )

@@ -26,7 +26,7 @@ from .journal import ExtractionJournal
 from .log import CONVERSATIONS_DIR, TurnLog, safe_conversation_id
 from .modelcall import Complete
 from .profile import profile_text, refresh_profile_if_due
-from .search import MAX_QUERY_CHARS, MemoryHit, Ranking, Scope, search
+from .search import MAX_QUERY_CHARS, MAX_SEARCH_SECONDS, MemoryHit, Scope, search
 from .timeparse import parse_date_range
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,8 @@ class MemoryService:
         self.complete = complete
         self.index = MemoryIndex(workspace)
         self.turns = TurnLog(workspace, self.tz)
+        #: How long an explicit search's index queries may take (recall's: MAX_SEARCH_SECONDS, as set).
+        self.search_time_limit_seconds = MAX_SEARCH_SECONDS
         self._read(settings.memory)
         # Vectors are cached per model: the embedder's own name wins over the config's.
         self.embed_model = str(getattr(embed, "model", None) or settings.llm.embeddings.model or "default")
@@ -122,13 +124,13 @@ class MemoryService:
 
     def _read(self, settings: MemorySettings) -> None:
         self.settings = settings
-        self.ranking = Ranking.from_settings(settings)
+        self.ranking = settings.ranking
         # Recall runs before every model call and keeps the newest matches only (its budget);
         # an explicit search (skills, CLI) may take longer to reach old matches in long chats.
         self.search_ranking = dataclasses.replace(
-            self.ranking,
-            newest_cap=self.ranking.newest_cap * SEARCH_CAP_FACTOR,
-            owner_cap=self.ranking.owner_cap * SEARCH_CAP_FACTOR,
+            settings.ranking,
+            newest_cap=settings.ranking.newest_cap * SEARCH_CAP_FACTOR,
+            owner_cap=settings.ranking.owner_cap * SEARCH_CAP_FACTOR,
         )
         self.recall_settings = settings.recall
 
@@ -237,6 +239,8 @@ class MemoryService:
                 self.search_ranking,
                 self._similarity,
                 self._date_preference(query, since, until, now),
+                semantic_weight=self.settings.semantic_weight,
+                time_limit_seconds=self.search_time_limit_seconds,
             )
 
     def _date_preference(self, query: str, since, until, now: datetime | None) -> tuple[datetime, datetime] | None:
@@ -271,7 +275,16 @@ class MemoryService:
         scope = recall_policy.recall_scope(conversation_id, self.settings, private)
         prefer = self._date_preference(query, None, None, None)
         with self._searching_now():
-            found = search(self.index, query, scope, want + len(skip), self.ranking, self._similarity, prefer)
+            found = search(
+                self.index,
+                query,
+                scope,
+                want + len(skip),
+                self.ranking,
+                self._similarity,
+                prefer,
+                semantic_weight=self.settings.semantic_weight,
+            )
         hits = [h for h in found if h.ref not in skip and h.score >= settings.min_score]
         return hits[:want]
 
