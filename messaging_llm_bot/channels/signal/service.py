@@ -18,8 +18,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
-import filelock
-
 from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.signal.approval import Approvals
@@ -41,6 +39,7 @@ from messaging_llm_bot.conversation.notices import ChannelNotices, digest_now
 from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.shutdown import ChannelStop, shutdown_runtime, take_lock
 from messaging_llm_bot.conversation.strangers import Strangers, ToldOnce
 
 log = logging.getLogger(__name__)
@@ -78,7 +77,7 @@ class SignalService:
         self.storage = StorageOutage("signal")  # the inbox cannot store: the stream waits, the message is held
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
-        self._stopping = False
+        self.shutdown = ChannelStop("signal", self.shutdown_timeout, on_begin=self._stop_reading)
         # Per chat: arrival order, at most runtime.max_pending_per_chat, the owner first; as many at once as
         # the turn pool has threads.
         self.queues = ChatQueues("signal", lambda: pool_size(runtime.settings), lambda: max_pending(runtime.settings))
@@ -120,7 +119,7 @@ class SignalService:
     @property
     def stopping(self) -> bool:
         """True once a stop began: no more events are read."""
-        return self._stopping
+        return self.shutdown.stopping
 
     @property
     def settings(self) -> SignalSettings:
@@ -139,15 +138,8 @@ class SignalService:
                 file=sys.stderr,
             )
             return EXIT_USAGE
-        lock = filelock.FileLock(str(self.runtime.workspace.path(LOCK_FILE)), mode=0o600)
-        try:
-            lock.acquire(timeout=0)
-        except filelock.Timeout:
-            print(
-                f"signal: another Signal bot is already running on workspace {self.runtime.workspace.root} "
-                f"({LOCK_FILE} is held); stop it first",
-                file=sys.stderr,
-            )
+        lock = take_lock(self.runtime.workspace, LOCK_FILE, "signal: another Signal bot")
+        if lock is None:
             return EXIT_FAILED
         loop = asyncio.new_event_loop()
         self._loop = loop
@@ -165,15 +157,9 @@ class SignalService:
                 loop.close()
                 lock.release()
                 if self.manage_runtime:
-                    self._shutdown_runtime()
+                    shutdown_runtime(self.runtime, self.shutdown_timeout)
                 self.stopped.set()
         return code
-
-    def _shutdown_runtime(self) -> None:
-        try:
-            self.runtime.shutdown(self.shutdown_timeout)
-        except Exception as err:  # noqa: BLE001 - shutting down: report, do not mask the exit code
-            log.warning("runtime shutdown failed: %s", err)
 
     def stop(self, timeout: float | None = None) -> None:
         """Ask a running bot to stop (any thread); with ``timeout``, wait that long for it to end."""
@@ -187,26 +173,15 @@ class SignalService:
             self.stopped.wait(timeout)
 
     def begin_shutdown(self, reason: str = "stop requested") -> None:
-        """Stop reading events, give running turns ``shutdown_timeout`` seconds (loop thread)."""
-        if self._stop is None:
-            return
-        if self._stopping:  # a second Ctrl-C / SIGTERM: do not wait any longer
-            if self._turns is not None:
-                self._turns.cancel_all()
-            return
-        self._stopping = True
-        running = self._turns.active if self._turns is not None else 0
-        log.info(
-            "signal: %s: stopping; waiting up to %.0f s for %d turn(s) in flight; messages not yet "
-            "answered stay in the inbox",
-            reason,
-            self.shutdown_timeout,
-            running,
-        )
+        """Stop reading events, give running turns ``shutdown_timeout`` seconds (loop thread;
+        conversation/shutdown.py); a second call cancels them at once."""
+        if self._stop is not None:
+            self.shutdown.begin(reason)
+
+    def _stop_reading(self) -> None:
         if self._turns is not None:
-            self._turns.stopping = True
-            self._turns.stop_event.set()
-        self._stop.set()
+            self._turns.stop_event.set()  # a reply waiting for the daemon stops waiting
+        _started(self._stop).set()
 
     async def sleep(self, seconds: float) -> None:
         """Wait ``seconds``, or less when a stop begins."""
@@ -222,17 +197,14 @@ class SignalService:
 
     async def _main(self) -> None:
         self._stop = asyncio.Event()
-        for sig in self.stop_signals or ():
-            try:
-                asyncio.get_running_loop().add_signal_handler(sig, self.begin_shutdown, signal.Signals(sig).name)
-            except (NotImplementedError, RuntimeError, ValueError) as err:
-                log.warning("signal: cannot handle signal %s (%s); stop with stop()", sig, err)
+        self.shutdown.loop = asyncio.get_running_loop()
+        self.shutdown.install_signal_handlers(self.stop_signals)
         workspace = self.runtime.workspace
         self._client = client = SignalClient(self.settings.base_url, self.settings.account)
         self._inbox = inbox = await asyncio.to_thread(Inbox, workspace)
         self.identities = await asyncio.to_thread(Identities, workspace)
         self.approvals = Approvals(client)
-        self._turns = turns = TurnRunner(
+        self._turns = self.shutdown.turns = turns = TurnRunner(
             self.runtime, inbox, client, lambda: self.settings, self.outage, self.identities, self.approvals
         )
         told = ToldOnce(workspace, REFUSED_LOG)
@@ -281,21 +253,12 @@ class SignalService:
         finally:
             consumer.cancel()
             await asyncio.gather(consumer, return_exceptions=True)
-            if not self._stopping:  # a second call would count as a second Ctrl-C and cancel the turns at once
+            if not self.shutdown.stopping:  # a second call would count as a second Ctrl-C: turns cancelled at once
                 self.begin_shutdown()
-            if not await turns.wait_idle(self.shutdown_timeout):
-                cancelled = turns.cancel_all()
-                log.warning(
-                    "signal: %d turn(s) did not finish within %.0f s; their messages stay in the inbox "
-                    "and are answered at the next start",
-                    cancelled,
-                    self.shutdown_timeout,
-                )
-                await turns.wait_idle(1.0)
+            await self.shutdown.finish()  # the turns running get until the deadline; their pool is freed
             await self.tasks.cancel_waiting()  # turns still waiting for their chat: their items stay pending
             await asyncio.to_thread(job_router(self.runtime).detach, "signal")
             await client.close()
-            turns.pool.shutdown()
 
 
 def run_signal(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:

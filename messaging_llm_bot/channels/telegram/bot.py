@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-import filelock
 from telegram import BotCommand
 from telegram.error import Conflict, InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, ApplicationBuilder, ContextTypes
@@ -40,6 +39,7 @@ from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router, o
 from messaging_llm_bot.conversation.job_runs import JobScheduler
 from messaging_llm_bot.conversation.notices import ChannelNotices, digest_now
 from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.shutdown import shutdown_runtime, take_lock
 
 log = logging.getLogger(__name__)
 
@@ -193,15 +193,8 @@ class TelegramService:
         if not self.settings.token:
             print("telegram: no bot token: set telegram.token or TELEGRAM_BOT_TOKEN", file=sys.stderr)
             return EXIT_USAGE
-        lock = filelock.FileLock(str(self.runtime.workspace.path(LOCK_FILE)), mode=0o600)
-        try:
-            lock.acquire(timeout=0)
-        except filelock.Timeout:
-            print(
-                f"telegram: another bot is already running on workspace {self.runtime.workspace.root} "
-                f"({LOCK_FILE} is held); stop it first",
-                file=sys.stderr,
-            )
+        lock = take_lock(self.runtime.workspace, LOCK_FILE, "telegram: another bot")
+        if lock is None:
             return EXIT_FAILED
         try:
             return self._run_app()
@@ -246,7 +239,7 @@ class TelegramService:
             return EXIT_FAILED
         finally:
             if self.manage_runtime:
-                self._shutdown_runtime()
+                shutdown_runtime(self.runtime, self.shutdown_timeout)
             self._close_loop()
         if self.conflict:
             print(
@@ -256,12 +249,6 @@ class TelegramService:
             )
             return EXIT_FAILED
         return EXIT_OK
-
-    def _shutdown_runtime(self) -> None:
-        try:
-            self.runtime.shutdown(self.shutdown_timeout)
-        except Exception as err:  # noqa: BLE001 - shutting down: report, do not mask the exit code
-            log.warning("runtime shutdown failed: %s", err)
 
     def _close_loop(self) -> None:
         """Close the loop PTB ran on once the runtime is down (``close_loop=False`` kept it for that):

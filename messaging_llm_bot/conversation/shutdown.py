@@ -1,0 +1,113 @@
+"""A channel's start and graceful stop, the same on every channel: one running copy per workspace (a lock
+file), then at the stop no new turns, the running ones get ``runtime.shutdown_timeout_seconds``, then they are
+cancelled and their messages stay in the inbox for the next start; a second stop request (Ctrl-C, SIGTERM)
+cancels them at once. The channel stops taking messages its own way (``on_begin``: PTB's stop, the end of an
+event stream) and calls ``finish`` once it has; the first channel of a process shuts the runtime down."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable, Sequence
+
+import filelock
+
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.turn import ChannelTurns
+
+log = logging.getLogger(__name__)
+
+
+def take_lock(workspace: Workspace, path: str, who: str) -> filelock.FileLock | None:
+    """The workspace's lock of one channel (``path``), or None after saying on stderr that ``who`` ("telegram:
+    another bot") holds it already."""
+    lock = filelock.FileLock(str(workspace.path(path)), mode=0o600)
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        print(
+            f"{who} is already running on workspace {workspace.root} ({path} is held); stop it first", file=sys.stderr
+        )
+        return None
+    return lock
+
+
+def shutdown_runtime(runtime: Runtime, timeout: float) -> None:
+    """The runtime's own shutdown (collectors, memory work), reported, never raised: the exit code stays."""
+    try:
+        runtime.shutdown(timeout)
+    except Exception as err:  # noqa: BLE001 - shutting down: report, do not mask the exit code
+        log.warning("runtime shutdown failed: %s", err)
+
+
+class ChannelStop:
+    """The stop of one channel's turns; ``loop`` and ``turns`` are set as the channel starts."""
+
+    def __init__(self, channel: str, timeout: float, on_begin: Callable[[], None] = lambda: None) -> None:
+        self.channel = channel
+        self.timeout = timeout
+        self.on_begin = on_begin
+        self.stopping = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.turns: ChannelTurns | None = None
+        self._deadline = 0.0
+        self._watchdog: asyncio.TimerHandle | None = None
+
+    def install_signal_handlers(self, stop_signals: Sequence[int] | None) -> None:
+        """Stop on these signals (only the main thread's loop can take them)."""
+        for sig in stop_signals or ():
+            try:
+                assert self.loop is not None
+                self.loop.add_signal_handler(sig, self.begin, signal.Signals(sig).name)
+            except (NotImplementedError, RuntimeError, ValueError) as err:  # not the main thread / platform
+                log.warning("%s: cannot handle signal %s (%s); stop with stop()", self.channel, sig, err)
+
+    def begin(self, reason: str = "stop requested") -> None:
+        """Stop taking new turns, give running ones ``timeout`` seconds, then cancel them (loop thread)."""
+        if self.stopping:  # a second Ctrl-C / SIGTERM: do not wait any longer
+            self.give_up()
+            return
+        self.stopping = True
+        running = 0
+        if self.turns is not None:
+            self.turns.stopping = True
+            running = self.turns.active
+        log.info(
+            "%s: %s: stopping; waiting up to %.0f s for %d turn(s) in flight; messages not yet answered stay "
+            "in the inbox",
+            self.channel,
+            reason,
+            self.timeout,
+            running,
+        )
+        loop = self.loop or asyncio.get_event_loop()
+        self._deadline = loop.time() + self.timeout
+        self._watchdog = loop.call_later(self.timeout, self.give_up)
+        self.on_begin()
+
+    def give_up(self) -> None:
+        """Cancel the turns still running: their messages stay in the inbox for the next start."""
+        cancelled = self.turns.cancel_all() if self.turns is not None else 0
+        if cancelled:
+            log.warning(
+                "%s: %d turn(s) did not finish within %.0f s; their messages stay in the inbox and are answered "
+                "at the next start",
+                self.channel,
+                cancelled,
+                self.timeout,
+            )
+
+    async def finish(self) -> None:
+        """Once the channel takes no more messages: wait for the turns until the deadline, cancel the rest,
+        and free the turn pool."""
+        if self.turns is not None:
+            left = max(0.0, self._deadline - asyncio.get_running_loop().time()) if self.stopping else 0.0
+            if not await self.turns.wait_idle(left):
+                self.give_up()
+                await self.turns.wait_idle(1.0)
+            self.turns.pool.shutdown()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
