@@ -366,3 +366,23 @@ def test_exit_codes_a_missing_config_is_2_an_invalid_one_1_with_one_line_for_the
     assert code == 1 and checks["config"]["status"] == "fail" and "llm.json" in checks["config"]["detail"]
     assert checks["chat channels"]["status"] == "skip"
     assert not {"telegram", "signal", "email", "matrix", "webchat"} & set(checks)  # said once, by that line
+
+
+def test_without_the_matrix_library_the_doctor_runs_and_names_it_only_when_matrix_is_on(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """matrix-nio is an extra: a plain install's doctor must not crash on importing the Matrix channel's checks
+    (they are found through the registry for every channel); with Matrix on, that check fails naming the extra."""
+    import sys
+
+    from messaging_llm_bot.channels.doctor import Context, channel_checks
+
+    monkeypatch.setitem(sys.modules, "nio", None)  # import nio raises ImportError, as where it is not installed
+    for name in [m for m in sys.modules if m.startswith("messaging_llm_bot.channels.matrix.")]:
+        monkeypatch.delitem(sys.modules, name)
+    checks = dict(channel_checks())
+    ctx = Context(tmp_path / "config", tmp_path / "ws", True, {"matrix": {"enabled": False}})
+    assert checks["matrix"](ctx) == []
+    ctx.config = {"matrix": {"enabled": True, "homeserver": "http://127.0.0.1:9", "user_id": "@a:b", "password": "p"}}
+    [*_, line] = checks["matrix"](ctx)
+    assert line.status == "fail" and "not installed" in line.detail and ".[matrix]" in line.fix

@@ -8,7 +8,6 @@ import asyncio
 
 from assistant_framework.hints import CLI
 from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context
-from messaging_llm_bot.channels.matrix.probe import probe
 from messaging_llm_bot.channels.matrix.settings import MatrixConfig
 
 DOCS = "docs/matrix.md"
@@ -33,6 +32,12 @@ def checks(ctx: Context) -> list[Check]:
         lines.append(Check("matrix allowlist", OK, f"{len(config.allowed)} allowed; owner {config.owner}"))
     if config.problem:
         lines.append(Check("matrix login", FAIL, config.problem, f"set the bot's password or token ({DOCS})"))
+        return lines
+    try:  # the channel's library is an extra: without it only this check fails, not the doctor
+        from messaging_llm_bot.channels.matrix.probe import probe
+    except ImportError as err:
+        fix = f"`.venv/bin/pip install -e '.[matrix]'` ({DOCS})"
+        lines.append(Check("matrix homeserver", FAIL, f"the Matrix library is not installed ({err})", fix))
         return lines
     found = asyncio.run(probe(config))
     if not found.reached:

@@ -67,9 +67,14 @@ class MatrixSteps(Steps):
 
     def _try_login(self, homeserver: str, user_id: str, env: str) -> None:
         from assistant_framework.config.settings import Settings
-        from messaging_llm_bot.channels.matrix.probe import probe
         from messaging_llm_bot.channels.matrix.settings import MatrixConfig
 
+        try:  # the channel's library is an extra
+            from messaging_llm_bot.channels.matrix.probe import probe
+        except ImportError as err:
+            raise SetupError(
+                f"the Matrix library is not installed ({err}): `.venv/bin/pip install -e '.[matrix]'`"
+            ) from None
         if not os.environ.get(env):
             self.io.say(f"Matrix: set {env} to the password before `make run`; `make doctor` then logs in.")
             return
