@@ -19,6 +19,8 @@ from typing import Any
 
 import httpx
 
+from assistant_framework.tls import shared_context
+
 log = logging.getLogger(__name__)
 
 RPC_TIMEOUT_SECONDS = 60.0  # a send with attachments may take a while on a slow uplink
@@ -119,7 +121,9 @@ class SignalClient:
         self.account = account or None
         self._ids = itertools.count(1)
         # Loopback only, never through a proxy from the environment.
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=5.0), trust_env=False)
+        self._http = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=5.0), trust_env=False, verify=shared_context(trust_env=False)
+        )
 
     async def close(self) -> None:
         """Close the connection pool."""

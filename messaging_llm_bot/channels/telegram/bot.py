@@ -26,6 +26,7 @@ from telegram.ext import Application, ApplicationBuilder, ContextTypes
 from telegram.request import HTTPXRequest
 
 from assistant_framework.inbox import Inbox
+from assistant_framework.tls import shared_context
 from messaging_llm_bot.channels.telegram.frontend import Frontend
 from messaging_llm_bot.channels.telegram.notices import send_to
 from messaging_llm_bot.channels.telegram.ratelimit import ReplyFirstRateLimiter
@@ -98,8 +99,10 @@ class TelegramService:
             token=self.settings.token,
             base_url=api_urls(self.settings)[0],
             base_file_url=api_urls(self.settings)[1],
-            request=HTTPXRequest(connection_pool_size=64),
-            get_updates_request=HTTPXRequest(read_timeout=self.poll_timeout + 10.0),
+            request=HTTPXRequest(connection_pool_size=64, httpx_kwargs={"verify": shared_context()}),
+            get_updates_request=HTTPXRequest(
+                read_timeout=self.poll_timeout + 10.0, httpx_kwargs={"verify": shared_context()}
+            ),
             rate_limiter=ReplyFirstRateLimiter(),
             on_updates=self.frontend.intake.take,
             on_first_poll=self._start_the_rest,
