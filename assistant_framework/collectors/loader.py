@@ -102,6 +102,30 @@ def schema_problem(schema: object) -> str | None:
             f"config_schema must be a JSON Schema object such as "
             f'{{"type": "object", "properties": {{"city": {{"type": "string"}}}}}}, got a {type(schema).__name__}{hint}'
         )
+    if not _plain(schema):
+        return _metaschema_problem(schema)
+    # Checked once per process: the metaschema check costs ~30 ms a schema, at every start and reload.
+    key = repr(schema)
+    if key not in _CHECKED:
+        if len(_CHECKED) >= 256:
+            _CHECKED.clear()
+        _CHECKED[key] = _metaschema_problem(schema)
+    return _CHECKED[key]
+
+
+_CHECKED: dict[str, str | None] = {}  # repr of a plain schema -> what the metaschema check said
+
+
+def _plain(value: object) -> bool:
+    """Built of JSON's types only (tuples too): its repr then says all of it, and may key a cache."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _metaschema_problem(schema: dict[str, Any]) -> str | None:
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:

@@ -1,0 +1,33 @@
+"""assistant_framework/plugin_import.py: what a plugin's source compiles to is kept, yet an edit is always seen."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from assistant_framework.plugin_import import import_plugin
+
+
+def test_an_edit_of_the_same_size_and_mtime_is_imported_fresh(tmp_path: Path) -> None:
+    """A .pyc keyed on mtime and size would run the old code; the kept compiled code is keyed on the text."""
+    folder = tmp_path / "plugins" / "answer"
+    folder.mkdir(parents=True)
+    init = folder / "__init__.py"
+    init.write_text("VALUE = 'one'\n", encoding="utf-8")
+    stat = init.stat()
+    assert import_plugin(folder, "test_plugins").VALUE == "one"
+    init.write_text("VALUE = 'two'\n", encoding="utf-8")  # same length
+    os.utime(init, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same mtime
+    assert import_plugin(folder, "test_plugins").VALUE == "two"
+    init.write_text("VALUE = 'one'\n", encoding="utf-8")  # back to a text compiled before
+    assert import_plugin(folder, "test_plugins").VALUE == "one"
+
+
+def test_each_import_is_a_new_module_even_from_kept_code(tmp_path: Path) -> None:
+    folder = tmp_path / "plugins" / "counter"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("SEEN = []\n", encoding="utf-8")
+    first = import_plugin(folder, "test_plugins")
+    first.SEEN.append(1)
+    again = import_plugin(folder, "test_plugins")
+    assert again is not first and again.SEEN == []
