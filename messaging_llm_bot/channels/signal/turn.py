@@ -100,27 +100,25 @@ class TurnRunner(ChannelTurns):
         if reply is None:
             shown = await self._receipt_and_typing(msg)
             typing = Typing(self.client, msg.chat, self.settings.typing, shown=shown)
-            running = self.busy.started(item.conversation_id, msg.sender) if joinable(msg) else None
+            running: RunningTurn[InboxItem] | None = None
+            failed = True
             try:
-                reply = await self._produce_reply(item, msg, typing)
+                with self.busy.turn(item.conversation_id, msg.sender, joinable(msg)) as running:
+                    reply = await self._produce_reply(item, msg, typing)
+                failed = False
             except asyncio.CancelledError:
                 raise
             except OSError as exc:
                 log.exception("signal: answering %s failed", item.item_id)
                 reply = f"⚠️ I could not handle your message: my workspace cannot be written ({exc.strerror})."
-                self._left_all(item, running, later)
-                running = None
             except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
                 log.exception("signal: answering %s in %s failed", item.item_id, msg.chat)
                 reply = FAILED_REPLY
-                self._left_all(item, running, later)
-                running = None
             finally:
                 await typing.stop()
-                if running is not None:
-                    self.busy.ended(item.conversation_id, running)
-            if running is not None:
-                merged, later = [one.item_id for one in running.merged()], running.left()
+            if running is not None:  # a failed turn answers none of the messages that joined it
+                joined, later = running.outcome(failed)
+                merged = [one.item_id for one in joined]
             try:
                 # One write: the reply and the later messages it answers (a replay completes them with it).
                 await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, merged)
@@ -135,13 +133,6 @@ class TurnRunner(ChannelTurns):
         await asyncio.to_thread(self.inbox.complete, item.item_id)
         for other in later:  # offered, but the turn ended first: each answered in its own turn, in order
             await self._answer(other)
-
-    def _left_all(self, item: InboxItem, running: RunningTurn[InboxItem] | None, later: list[InboxItem]) -> None:
-        """A turn that failed answers none of the messages that joined it: each is answered in its own turn."""
-        if running is not None:
-            self.busy.ended(item.conversation_id, running)
-            later.extend(one for one, _ in running.offered)
-        return None
 
     async def _speak(self, item: InboxItem, msg: SignalMessage, reply: str) -> None:
         """The reply as voice attachments too when the chat wants it (conversation/turn.py)."""
