@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +40,14 @@ class Context:
     workspace_path: Path
     quick: bool
     config: dict[str, Any] | None = None
+    _records: tuple[object, Settings] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def settings(self) -> Settings:
-        """The config's typed records (the defaults where the config is not loaded)."""
-        return Settings.from_config(self.config or {})
+        """The config's typed records, built once for the loaded config (the defaults where it is not loaded)."""
+        if self._records is None or self._records[0] is not self.config:
+            self._records = (self.config, Settings.from_config(self.config or {}))
+        return self._records[1]
 
 
 #: ``checks`` in ``channels/<name>/doctor.py``.

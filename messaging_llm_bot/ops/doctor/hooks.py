@@ -10,10 +10,9 @@ from messaging_llm_bot.channels.doctor import FAIL, OK, Check, Context
 
 
 def check_hooks(ctx: Context) -> list[Check]:
-    from assistant_framework.config.settings import Settings
     from assistant_framework.hooks.auth import secret_problem
 
-    hooks = Settings.from_config(ctx.config or {}).hooks
+    hooks = ctx.settings.hooks
     if not hooks.endpoints:
         return []
     host = f"[{hooks.listen}]" if ":" in hooks.listen else hooks.listen

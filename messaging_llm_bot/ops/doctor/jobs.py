@@ -13,13 +13,12 @@ SHOWN = 3
 
 def check_jobs(ctx: Context) -> list[Check]:
     """OK with the count of jobs, or WARN naming the rows that do not run and why."""
-    from assistant_framework.config.settings import Settings
     from assistant_framework.jobs import JOBS_FILE, JobStore
     from assistant_framework.workspace import Workspace
 
     if not (ctx.workspace_path / WORKSPACE_MARKER).is_dir():
         return []
-    settings = Settings.from_config(ctx.config or {})
+    settings = ctx.settings
     jobs, problems = JobStore(Workspace(ctx.workspace_path), settings.runtime.timezone, settings.jobs).jobs()
     if not problems:
         return [Check("jobs", OK, f"{len(jobs)} job(s) in {JOBS_FILE}" if jobs else "no jobs")]

@@ -11,10 +11,9 @@ from messaging_llm_bot.channels.doctor import FAIL, OK, SKIP, Check, Context
 
 
 def check_serve(ctx: Context) -> list[Check]:
-    from assistant_framework.config.settings import Settings
     from assistant_framework.serve.clients import token_problem
 
-    settings = Settings.from_config(ctx.config or {})
+    settings = ctx.settings
     clients = settings.serve.clients
     if not clients:
         return []

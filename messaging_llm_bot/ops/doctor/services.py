@@ -27,7 +27,7 @@ PROBE_QUERY = "weather"
 def check_services(ctx: Context) -> list[Check]:
     if ctx.quick or ctx.config is None:
         return []
-    settings = Settings.from_config(ctx.config)
+    settings = ctx.settings
     checks = []
     if "search" in ctx.config:  # configured (the shipped config is): the default is not asked unbidden
         checks.append(_search(ctx, settings))

@@ -11,11 +11,10 @@ from messaging_llm_bot.channels.doctor import OK, WARN, Check, Context
 
 def check_spending(ctx: Context) -> list[Check]:
     """Each runner's spending caps: warn from 80 % (background work stops there), and when one is reached."""
-    from assistant_framework.config.settings import Settings
     from assistant_framework.spending import BACKGROUND_SHARE, DEFAULT_ANSWER_TOKENS, SpendingLedger, cap_rows
     from assistant_framework.workspace import Workspace
 
-    settings = Settings.from_config(ctx.config or {})
+    settings = ctx.settings
     capped = [r for r in settings.llm.runners if r.limits.any]
     checks = []
     unbounded = [r.name for r in capped if not _answer_bound(settings.llm.max_tokens, r.extra_body)]
