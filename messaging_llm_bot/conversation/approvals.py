@@ -6,8 +6,8 @@ time means no), declining a chat's open questions when the owner stops the turn,
 worker thread to the channel's event loop, which fails closed. An answer is True (confirm), False (decline)
 or ``ALLOW_CONVERSATION``, which only a question that offers it can get (a call that asks only because
 outside content is in view; agent/guard.py). A channel only sends the question and hands the owner's
-answer back: Telegram with buttons, Signal by the owner's next message (telegram/approval.py,
-signal/approval.py).
+answer back: Telegram with buttons (telegram/approval.py), Signal by the owner's next message
+(``ReplyApprovals``, below).
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Callable, Coroutine, Hashable
+from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from typing import Any
 
 from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION
+from messaging_llm_bot.conversation.delivery import DeliveryError
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +139,55 @@ class OpenQuestions:
                 return False
 
         return approve
+
+
+#: How a question asked in a chat without buttons is answered (``ReplyApprovals``).
+HOW_TO_ANSWER = "Reply yes to confirm or no to decline."
+HOW_TO_ANSWER_OR_ALLOW = (
+    "Reply yes to confirm, no to decline, or chat to allow it for this conversation (this skill's calls "
+    "then run without asking while the outside content named above is all that is in view; new outside "
+    "content asks again, /reset ends it)."
+)
+#: Sends a text to a chat of the channel; raises ``DeliveryError`` when it cannot.
+SendText = Callable[[str, str], Awaitable[None]]
+
+
+class ReplyApprovals:
+    """Approvals where the platform has no buttons (Signal): the question goes to the chat, and the owner's
+    next message there ("yes", "no", "chat" where offered) answers it, taken before the chat's queue (the turn
+    waiting for it holds the queue) and no new turn (the channel hands it to ``resolve``). At most one open
+    question per chat."""
+
+    def __init__(self, channel: str, send: SendText, timeout_seconds: float = TIMEOUT_SECONDS) -> None:
+        self.channel = channel
+        self._send = send
+        self.questions = OpenQuestions(timeout_seconds)
+
+    def approver(self, chat: str, loop: asyncio.AbstractEventLoop) -> Callable[[dict[str, Any]], Answer]:
+        """A blocking callback for the agent's worker thread."""
+        return self.questions.approver(lambda request: self.ask(chat, request), loop, chat)
+
+    async def ask(self, chat: str, request: dict[str, Any]) -> Answer:
+        """Send the question and wait for the owner's answer (False on timeout or when it cannot be sent)."""
+        future = self.questions.open(chat, chat, request)
+        how = HOW_TO_ANSWER_OR_ALLOW if offers_conversation(request) else HOW_TO_ANSWER
+        try:
+            await self._send(chat, question_text(request, how))
+            answer = await self.questions.wait(future)
+            if answer is None:
+                await self._send(chat, NO_ANSWER)
+                return False
+            return answer
+        except DeliveryError as err:
+            log.warning("%s: could not ask for confirmation in %s: %s", self.channel, chat, err)
+            return False
+        finally:
+            self.questions.close(chat)
+
+    def resolve(self, chat: str, text: str) -> bool:
+        """Answer an open question of ``chat`` with ``text``; True when the message was that answer."""
+        answer = answer_of(text, self.questions.offered(chat))
+        return answer is not None and self.questions.answer(chat, answer)
 
 
 #: The running channels' ways to ask their owner from outside a chat (a served client's ``ask`` call, with

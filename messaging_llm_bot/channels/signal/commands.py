@@ -7,10 +7,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from assistant_framework.config.settings import SignalSettings
-from messaging_llm_bot.channels.signal.approval import Approvals
 from messaging_llm_bot.channels.signal.identity import Identities
 from messaging_llm_bot.channels.signal.settings import SignalMessage
 from messaging_llm_bot.conversation import commands as texts
+from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.runtime import Runtime
 
 RESET_CONFIRM = "yes"
@@ -34,7 +34,7 @@ class Commands:
         self,
         runtime: Runtime,
         identities: Identities,
-        approvals: Approvals,
+        approvals: ReplyApprovals,
         settings: Callable[[], SignalSettings],
         say: Callable[[SignalMessage, str], Awaitable[None]],
     ) -> None:

@@ -15,7 +15,6 @@ from typing import Any, Protocol
 
 from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import Inbox, InboxItem
-from messaging_llm_bot.channels.signal.approval import Approvals
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalUnavailable
 from messaging_llm_bot.channels.signal.commands import Commands, is_command, is_stop
 from messaging_llm_bot.channels.signal.identity import Identities
@@ -32,6 +31,7 @@ from messaging_llm_bot.channels.signal.settings import (
 )
 from messaging_llm_bot.channels.signal.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation import commands as texts
+from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
@@ -53,7 +53,7 @@ class EventHost(Protocol):
     queues: ChatQueues
     tasks: ChatTasks
     identities: Identities
-    approvals: Approvals
+    approvals: ReplyApprovals
     strangers: Strangers
     commands: Commands
 

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import Inbox
-from messaging_llm_bot.channels.signal.approval import Approvals
+from messaging_llm_bot.channels.signal.approval import approvals
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient
 from messaging_llm_bot.channels.signal.commands import Commands
 from messaging_llm_bot.channels.signal.events import EventReader
@@ -30,6 +30,7 @@ from messaging_llm_bot.channels.signal.notices import send_to
 from messaging_llm_bot.channels.signal.send import say
 from messaging_llm_bot.channels.signal.settings import SignalMessage, allowed_ids, owner_of
 from messaging_llm_bot.channels.signal.turn import TurnRunner
+from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
@@ -92,7 +93,7 @@ class SignalService:
         self._notices: ChannelNotices | None = None
         self._job_items: JobItems | None = None
         self.identities: Identities
-        self.approvals: Approvals
+        self.approvals: ReplyApprovals
         self.strangers: Strangers
         self.commands: Commands
 
@@ -203,7 +204,7 @@ class SignalService:
         self._client = client = SignalClient(self.settings.base_url, self.settings.account)
         self._inbox = inbox = await asyncio.to_thread(Inbox, workspace)
         self.identities = await asyncio.to_thread(Identities, workspace)
-        self.approvals = Approvals(client)
+        self.approvals = approvals(client)
         self._turns = self.shutdown.turns = turns = TurnRunner(
             self.runtime, inbox, client, lambda: self.settings, self.outage, self.identities, self.approvals
         )

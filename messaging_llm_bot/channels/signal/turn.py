@@ -17,7 +17,6 @@ from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.signal import media
-from messaging_llm_bot.channels.signal.approval import Approvals
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.files import files_input
 from messaging_llm_bot.channels.signal.files_out import send_workspace_file
@@ -31,6 +30,7 @@ from messaging_llm_bot.channels.signal.settings import (
     parse_event,
     recipient_params,
 )
+from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.attachments import VOICE_DISABLED
 from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.files_out import file_sender
@@ -61,7 +61,7 @@ class TurnRunner(ChannelTurns):
         settings_ref: Callable[[], SignalSettings],
         outage: Outage,
         identities: Identities,
-        approvals: Approvals | None = None,
+        approvals: ReplyApprovals | None = None,
     ) -> None:
         super().__init__(runtime, inbox, "signal")
         self.client, self.outage = client, outage
