@@ -95,13 +95,14 @@ def _seed(workspace: Workspace, case: EvalCase, settings_budget: int, when: date
 
 def run_case(case: EvalCase, config: dict[str, Any], llm: LLMClient) -> CaseResult:
     """Run one case in a fresh workspace and score it."""
-    zone = ZoneInfo(Settings.from_config(config).runtime.timezone)
+    settings = Settings.from_config(config)  # once: the zone, the skills and the agent read the same records
+    zone = ZoneInfo(settings.runtime.timezone)
     now = datetime.fromisoformat(case.now or DEFAULT_NOW)
     now = now if now.tzinfo else now.replace(tzinfo=zone)
     with tempfile.TemporaryDirectory(prefix="assistant-eval-") as tmp:
         workspace = Workspace(tmp)
-        skills = SkillManager.from_config(config, workspace)
-        agent = Agent(config, workspace, skills, llm, clock=lambda: now)
+        skills = SkillManager.from_config(config, workspace, settings=settings)
+        agent = Agent(config, workspace, skills, llm, clock=lambda: now, settings=settings)
         _seed(workspace, case, history_budget_chars(agent.settings.runtime), now)
         started = time.perf_counter()
         try:
