@@ -19,7 +19,7 @@ def fsync_all(paths: list[Path]) -> None:
             pass
 
 
-def fsync_path(path) -> None:
+def fsync_path(path: str | os.PathLike[str]) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

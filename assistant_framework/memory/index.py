@@ -20,7 +20,7 @@ import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from ..workspace import Workspace, WorkspacePathError
 from ..workspace.private import make_private_dirs
@@ -99,7 +99,8 @@ class MemoryIndex(IndexRows):
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
-            return self.conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+            count: int = self.conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+            return count
 
     def refresh(self) -> int:
         """Walk the memory folders and bring changed, new and deleted files up to date.
@@ -151,7 +152,8 @@ class MemoryIndex(IndexRows):
         """Bring one file up to date (cheap: reads only appended lines); returns entries added."""
         if self.reopen_if_replaced():
             self.refresh()  # the new file is empty: read every file again, this one included
-            return self.query("SELECT count(*) FROM entries WHERE path=?", (rel,))[0][0]
+            count: int = self.query("SELECT count(*) FROM entries WHERE path=?", (rel,))[0][0]
+            return count
         with self.lock:
             self.conn.execute("BEGIN")
             try:
@@ -251,7 +253,7 @@ class MemoryIndex(IndexRows):
                 return self._skip(rel, err)
         return self._index_file(rel, found)
 
-    def _append_from(self, rel: str, state: FileState, st: os.stat_result, handle) -> int:
+    def _append_from(self, rel: str, state: FileState, st: os.stat_result, handle: BinaryIO) -> int:
         """Read the lines appended since the last pass (``handle`` is positioned at the offset)."""
         data = handle.read(st.st_size - state.offset)
         tail_start = max(0, state.offset - _TAIL)

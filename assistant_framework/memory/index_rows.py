@@ -67,10 +67,11 @@ class IndexRows(IndexDatabase):
             return 0
         row = self.conn.execute("SELECT slot FROM slots WHERE conversation=?", (conversation,)).fetchone()
         if row is not None:
-            return row[0]
+            known: int = row[0]
+            return known
         if not create:
             return None
-        slot = self.conn.execute("SELECT coalesce(max(slot), 0) + 1 FROM slots").fetchone()[0]
+        slot: int = self.conn.execute("SELECT coalesce(max(slot), 0) + 1 FROM slots").fetchone()[0]
         self.conn.execute("INSERT INTO slots (conversation, slot) VALUES (?, ?)", (conversation, slot))
         return slot
 

@@ -34,7 +34,8 @@ class LocalEmbedder:
             return []
         # Empty strings would make the pooled vector NaN; a space embeds as the zero-ish vector.
         cleaned = [t if t.strip() else " " for t in texts]
-        return self._model.embed(cleaned, norm=True, return_np=True).astype(float).tolist()
+        vectors: list[list[float]] = self._model.embed(cleaned, norm=True, return_np=True).astype(float).tolist()
+        return vectors
 
 
 def load_local_embedder(dim: int = 256) -> LocalEmbedder:

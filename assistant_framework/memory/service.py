@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Sequence
 from zoneinfo import ZoneInfo
@@ -181,7 +181,7 @@ class MemoryService:
         return self.index_pending()
 
     @contextlib.contextmanager
-    def _searching_now(self):
+    def _searching_now(self) -> Iterator[None]:
         with self._searches_done:
             self._searching += 1
         try:
@@ -243,7 +243,9 @@ class MemoryService:
                 time_limit_seconds=self.search_time_limit_seconds,
             )
 
-    def _date_preference(self, query: str, since, until, now: datetime | None) -> tuple[datetime, datetime] | None:
+    def _date_preference(
+        self, query: str, since: datetime | None, until: datetime | None, now: datetime | None
+    ) -> tuple[datetime, datetime] | None:
         """A date phrase in the query prefers rows from then (a soft boost, not a filter:
         people mention an event some days after it happened)."""
         if since is not None or until is not None or self.ranking.time_weight <= 0:

@@ -7,6 +7,7 @@ timezone and the query with the phrase removed, or None when the text names no d
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -98,7 +99,11 @@ def _relative(word: str, now: datetime) -> tuple[datetime, datetime] | None:
     return None
 
 
-def _rules(now: datetime):
+#: A date phrase's range: (since, until), or None when the words name no real day.
+Span = tuple[datetime, datetime] | None
+
+
+def _rules(now: datetime) -> tuple[tuple[str, Callable[[re.Match[str]], Span]], ...]:
     """(pattern, function(match) -> (since, until)) in priority order."""
     today = _day_start(now)
     week_start = today - timedelta(days=today.weekday())
@@ -109,7 +114,7 @@ def _rules(now: datetime):
         raw = m.group("n").lower()
         return _NUM_WORDS.get(raw) or int(raw)
 
-    def ago(m: re.Match[str]):
+    def ago(m: re.Match[str]) -> Span:
         n, unit = number(m), m.group("unit").lower()
         if unit == "day":
             start = today - timedelta(days=n)
@@ -122,7 +127,7 @@ def _rules(now: datetime):
             return start, _add_months(start, 1)
         return _month_range(now.year - n, 1, now)[0], _month_range(now.year - n + 1, 1, now)[0]
 
-    def past_n(m: re.Match[str]):
+    def past_n(m: re.Match[str]) -> Span:
         n, unit = number(m), m.group("unit").lower()
         if unit in ("day", "week"):
             start = today - timedelta(days=n if unit == "day" else 7 * n)
@@ -132,7 +137,7 @@ def _rules(now: datetime):
             start = year_start.replace(year=now.year - n)
         return start, today + timedelta(days=1)
 
-    def last_unit(m: re.Match[str]):
+    def last_unit(m: re.Match[str]) -> Span:
         which, unit = m.group("which").lower(), m.group("unit").lower()
         back = 1 if which in ("last", "previous") else 0
         if unit == "week":
@@ -147,7 +152,7 @@ def _rules(now: datetime):
         start = today - timedelta(days=back)
         return start, start + timedelta(days=1)
 
-    def weekday(m: re.Match[str]):
+    def weekday(m: re.Match[str]) -> Span:
         target = WEEKDAYS[m.group("weekday").lower()]
         delta = (today.weekday() - target) % 7
         if m.group("last") and delta == 0:
@@ -155,7 +160,7 @@ def _rules(now: datetime):
         start = today - timedelta(days=delta)
         return start, start + timedelta(days=1)
 
-    def day_month(m: re.Match[str]):
+    def day_month(m: re.Match[str]) -> Span:
         month, day = MONTHS[m.group("month").lower()], int(m.group("day"))
         year = int(m.group("year")) if m.group("year") else _past_year_for(month, day, now)
         try:
@@ -164,19 +169,19 @@ def _rules(now: datetime):
             return None
         return start, start + timedelta(days=1)
 
-    def month_only(m: re.Match[str]):
+    def month_only(m: re.Match[str]) -> Span:
         month = MONTHS[m.group("month").lower()]
         year = int(m.group("year")) if m.group("year") else _past_year_for(month, 1, now)
         return _month_range(year, month, now)
 
-    def iso_day(m: re.Match[str]):
+    def iso_day(m: re.Match[str]) -> Span:
         try:
             start = today.replace(year=int(m.group("year")), month=int(m.group("mm")), day=int(m.group("dd")))
         except ValueError:
             return None
         return start, start + timedelta(days=1)
 
-    def year_only(m: re.Match[str]):
+    def year_only(m: re.Match[str]) -> Span:
         year = int(m.group("year"))
         return today.replace(year=year, month=1, day=1), today.replace(year=year + 1, month=1, day=1)
 

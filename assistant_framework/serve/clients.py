@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from assistant_framework.config.errors import ConfigError
@@ -94,7 +94,7 @@ def client_for(clients: tuple[Client, ...], authorization: str | None) -> Client
 class PerMinute:
     """At most ``limit`` calls in any 60 seconds for each client name (a sliding window)."""
 
-    def __init__(self, limit: int, clock=time.monotonic) -> None:
+    def __init__(self, limit: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.limit = max(1, int(limit))
         self._clock = clock
         self._calls: dict[str, deque[float]] = {}

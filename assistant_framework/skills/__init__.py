@@ -13,14 +13,9 @@
 The names below are the contract for plugin authors and the host; import them from here.
 """
 
-from assistant_framework.skills.manager import (
-    BUILTIN_SKILLS_DIR,
-    SkillLoadError,
-    SkillManager,
-    SkillResult,
-)
+from assistant_framework.skills.manager import BUILTIN_SKILLS_DIR, SkillManager, SkillResult
 from assistant_framework.skills.prepare import PreparedCall
-from assistant_framework.skills.source import SkillSource, SourceLoad
+from assistant_framework.skills.source import SkillLoadError, SkillSource, SourceLoad
 from assistant_framework.skills.spec import SkillArgs, SkillContext, SkillRun, SkillServices
 from assistant_framework.skills.support import OUTSIDE_LABEL, OwnWordsError, context_now, context_zone, need
 

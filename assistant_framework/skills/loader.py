@@ -20,8 +20,9 @@ from typing import Any, Callable
 
 import jsonschema
 
+from assistant_framework.json_types import JsonSchema
 from assistant_framework.plugin_import import PluginImportError, forget_module, import_plugin  # noqa: F401 (forget_module re-exported)
-from assistant_framework.skills.spec import DEFAULT_CAPABILITIES, DEPRECATED_FORMS, KNOWN_CAPABILITIES, JsonSchema
+from assistant_framework.skills.spec import DEFAULT_CAPABILITIES, DEPRECATED_FORMS, KNOWN_CAPABILITIES
 
 log = logging.getLogger(__name__)
 

@@ -20,11 +20,10 @@ from typing import Any, Collection, Mapping, Sequence
 
 from assistant_framework.agentskills.library import WORKSPACE_SKILLS, AgentSkillLibrary
 from assistant_framework.config.settings import RuntimeSettings, Settings
-from assistant_framework.plugin_import import LoadOnce
+from assistant_framework.plugin_import import LoadOnce, forget_module
 from assistant_framework.skills.loader import (
     Skill,
     SkillDefinitionError,
-    forget_module,
     is_skill_folder,
     load_skill_folder,
     tool_name,

@@ -17,8 +17,9 @@ from typing import Any
 
 import jsonschema
 
+from assistant_framework.json_types import JsonSchema
 from assistant_framework.skills.loader import Skill
-from assistant_framework.skills.spec import JsonSchema, SkillArgs
+from assistant_framework.skills.spec import SkillArgs
 
 _MAX_REPORTED_ERRORS = 3
 _INTEGER_TEXT = re.compile(r"[+-]?\d{1,18}")

@@ -188,7 +188,7 @@ class NoteStore:
             if rel.startswith(f"{NOTES_DIR}/") and rel.endswith(".md") and self.workspace.exists(rel):
                 return rel
         rows = [{"id": "", **item} for item in self.list()]
-        return pick_one(rows, wanted, "note")["path"]
+        return str(pick_one(rows, wanted, "note")["path"])
 
 
 def _mark(marked: bool) -> dict[str, Any]:

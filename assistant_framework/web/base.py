@@ -124,7 +124,8 @@ class BaseHandler(tornado.web.RequestHandler):
         """``fn(*args)`` in a thread of the lane (``search``, ``files``, ``runs``), never on the event
         loop; 503 with Retry-After when the lane is full."""
         try:
-            return await getattr(self.state.offload, lane).run(fn, *args)
+            done: T = await getattr(self.state.offload, lane).run(fn, *args)
+            return done
         except LaneFull as exc:
             self._retry_after = 2
             raise tornado.web.HTTPError(503, str(exc)) from None
@@ -186,7 +187,7 @@ class BaseHandler(tornado.web.RequestHandler):
     def _csrf_subject(self, create: bool) -> str | None:
         """What this browser's form tokens are bound to: its session, else its sign-in pre-session
         (made, with its signed cookie, when ``create`` and there is none)."""
-        cached = getattr(self, "_csrf_subject_cache", None)
+        cached: str | None = getattr(self, "_csrf_subject_cache", None)
         if cached:
             return cached
         sid = self.session_id()

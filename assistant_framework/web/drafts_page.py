@@ -4,7 +4,7 @@ page's CSRF token (``/api/skills/drafts/...`` the same with the access token).""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import tornado.web
@@ -12,10 +12,13 @@ import tornado.web
 from ..agentskills.drafts import DraftError, approve, discard, drafts, read_draft
 from .base import BaseHandler
 
+if TYPE_CHECKING:
+    from .parts import Parts
+
 ACTIONS = ("approve", "discard")
 
 
-def draft_rows(parts) -> dict[str, Any]:
+def draft_rows(parts: Parts) -> dict[str, Any]:
     """Every draft waiting, with its description and instructions; one that does not load says why."""
     rows = []
     for name in drafts(parts.workspace):
@@ -27,7 +30,7 @@ def draft_rows(parts) -> dict[str, Any]:
     return {"drafts": rows}
 
 
-def change(parts, name: str, action: str) -> str:
+def change(parts: Parts, name: str, action: str) -> str:
     """Approve or discard one draft; the sentence the page shows. DraftError says why not."""
     if action == "approve":
         approve(parts.workspace, name)

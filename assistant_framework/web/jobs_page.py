@@ -5,7 +5,7 @@ page changes ``jobs/jobs.json`` only: the running bot picks a change up at its n
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import tornado.web
@@ -14,12 +14,15 @@ from ..jobs import JobStore, RunLog, as_row
 from ..stores import NotFoundError
 from .base import BaseHandler
 
+if TYPE_CHECKING:
+    from .parts import Parts
+
 #: Runs shown per job (all of them: `assistant jobs show ID` and jobs/runs.jsonl).
 RUNS_SHOWN = 5
 ACTIONS = ("pause", "resume", "run", "remove")
 
 
-def job_rows(parts) -> dict[str, Any]:
+def job_rows(parts: Parts) -> dict[str, Any]:
     """Every readable job with its next run and newest runs, and the rows that cannot be read."""
     store = JobStore(parts.workspace, parts.settings.runtime.timezone, parts.settings.jobs)
     jobs, problems = store.jobs()
@@ -32,7 +35,7 @@ def job_rows(parts) -> dict[str, Any]:
     return {"jobs": rows, "problems": problems}
 
 
-def change(parts, job_id: str, action: str) -> str:
+def change(parts: Parts, job_id: str, action: str) -> str:
     """Do one action on a job; the sentence the page shows. NotFoundError for an unknown job."""
     store = JobStore(parts.workspace, parts.settings.runtime.timezone)
     job = store.get(job_id)

@@ -16,6 +16,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from assistant_framework.workspace import Workspace
 
@@ -35,7 +36,7 @@ def _digest(session_id: str) -> str:
 class SessionList:
     """The ids of the signed-in sessions (as digests, with the time each began)."""
 
-    def __init__(self, workspace: Workspace, *, clock=time.time) -> None:
+    def __init__(self, workspace: Workspace, *, clock: Callable[[], float] = time.time) -> None:
         self.workspace = workspace
         self.clock = clock
         self._lock = threading.Lock()

@@ -193,7 +193,7 @@ def usage(
     spending caps (``caps``: what is used and when it resets) when ``settings`` are given."""
     moment = now or datetime.now(timezone.utc)
     stats = traces.stats(days=days, now=moment)
-    by_day = stats.get("by_day") or {}
+    by_day = stats["by_day"]
     all_days = [(moment - timedelta(days=days - 1 - i)).date().isoformat() for i in range(days)]
     empty: UsageRow = {
         "turns": 0,
@@ -207,8 +207,8 @@ def usage(
     return UsageBody(
         days=days,
         by_day={d: by_day.get(d, empty) for d in all_days},
-        by_model=stats.get("by_model") or {},
-        total=stats.get("total") or empty,
+        by_model=stats["by_model"],
+        total=stats["total"],
         caps=spending_caps(traces.workspace, settings) if settings is not None else [],
     )
 
