@@ -3145,6 +3145,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test_matrix.py",),
     ),
     Mutation(
+        "busy-failed-turn-completes-joined",
+        f"{BOT}/conversation/busy.py",
+        "            return [], [item for item, _ in self.offered]",
+        "            return self.merged(), self.left()",
+        "a message that joined a turn that then failed is completed with the apology and never answered",
+        BUSY,
+    ),
+    Mutation(
         "busy-matrix-never-joins",
         f"{BOT}/channels/matrix/events.py",
         "        if joinable(msg) and turns.busy.join("

@@ -188,3 +188,23 @@ def test_signal_steer_adds_the_second_message_and_one_reply_answers_both(daemon,
         "answer to: first: book the table for Anna + no, the other Anna"
     ]
     assert len(chat_server.chat_requests) == 2
+
+
+def test_a_failed_turn_answers_none_of_the_messages_that_joined_it_and_a_replay_skips_only_recorded_ones(tmp_path):
+    """The shared pieces every channel's turn uses (conversation/busy.py): a turn whose reply is an apology
+    (it raised) answers none of the messages offered to it, so each gets a turn of its own; one that ends well
+    answers those that entered and leaves those offered too late. At start, only messages a recorded reply
+    names are completed with it; a reply not yet recorded answers nothing."""
+    from messaging_llm_bot.agent.steering import Steered
+    from messaging_llm_bot.conversation.busy import RunningTurn, answered_by_recorded
+
+    turn = RunningTurn("owner", [("entered", Steered("no, the other Anna", taken=True)), ("late", Steered("also"))])
+    assert turn.outcome(failed=False) == (["entered"], ["late"])
+    assert turn.outcome(failed=True) == ([], ["entered", "late"])
+
+    inbox = Inbox(Workspace(tmp_path))
+    first, second, third = (inbox.accept(f"m{n}", CHAT, {"text": f"message {n}"}) for n in range(3))
+    assert first is not None and second is not None and third is not None
+    assert answered_by_recorded(inbox.pending()) == set()
+    inbox.record_reply(first.item_id, "one answer to both", [second.item_id])
+    assert answered_by_recorded(Inbox(Workspace(tmp_path)).pending()) == {second.item_id}  # read back from disk
