@@ -59,7 +59,7 @@ class BodyTooLarge(Exception):
 _current = threading.local()
 
 
-def current() -> "Deadline | None":
+def current() -> Deadline | None:
     """The innermost deadline active in this thread, if any."""
     stack = getattr(_current, "stack", None)
     return stack[-1] if stack else None

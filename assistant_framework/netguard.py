@@ -19,8 +19,9 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import idna  # a dependency of requests: the IDNA encoder urllib3 and requests use
@@ -161,7 +162,7 @@ def check_url(url: str, *, allow_private: bool = False, resolve: bool = True) ->
 
     Only a check: to fetch, use ``GuardedSession`` so the connection goes to the checked address."""
     if not resolve:
-        scheme, host, _ = parse_checked(url)
+        _scheme, host, _ = parse_checked(url)
         try:
             literal: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
         except ValueError:
@@ -268,7 +269,7 @@ class GuardedSession:
     def close(self) -> None:
         self.session.close()
 
-    def __enter__(self) -> "GuardedSession":
+    def __enter__(self) -> GuardedSession:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -17,8 +17,8 @@ import re
 import sys
 import threading
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
 class PluginImportError(ImportError):

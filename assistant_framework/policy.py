@@ -10,10 +10,10 @@ cannot steer it into destroying or sending the owner's data.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 from assistant_framework.config import REDACTED, SECRET_KEY
 from assistant_framework.config.settings import PolicySettings
@@ -98,7 +98,7 @@ def audit_record(
 ) -> dict[str, Any]:
     """One audit line: time, chat, skill, redacted args, decision, outcome."""
     record = {
-        "time": (time or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
+        "time": (time or datetime.now(UTC)).isoformat(timespec="seconds"),
         "chat": chat,
         "skill": skill,
         "args": redact_args(args),

@@ -7,7 +7,7 @@ Cron expressions are evaluated by croniter in the configured IANA timezone, so "
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import overload
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -135,8 +135,8 @@ def backoff_seconds(
 def as_utc(moment: datetime) -> datetime:
     """An aware UTC datetime; naive values are taken to be UTC already."""
     if moment.tzinfo is None:
-        return moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
 
 
 @overload

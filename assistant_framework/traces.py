@@ -23,10 +23,10 @@ import re
 import secrets as _random
 import threading
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, Iterator, Literal, TypedDict, cast
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, TypedDict, cast
 
 from assistant_framework.background import BackgroundWorker
 from assistant_framework.config.env import value_secrets
@@ -141,7 +141,7 @@ def redact_json_text(text: str, secrets: list[str]) -> str:
 
 def new_trace_id(now: datetime | None = None) -> str:
     """A sortable id: UTC timestamp to the microsecond plus 6 random hex digits."""
-    moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
     return moment.strftime("%Y%m%dT%H%M%S%f") + "-" + _random.token_hex(3)
 
 
@@ -208,7 +208,7 @@ class TraceStore:
 
     def _record_usage(self, trace: TraceRecord) -> None:
         """Append the turn's usage to ``state/usage/<YYYY-MM>.jsonl``: /stats outlives trace pruning."""
-        time_text = str(trace.get("time") or datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        time_text = str(trace.get("time") or datetime.now(UTC).isoformat(timespec="seconds"))
         requests = [
             {"model": r.get("model"), "elapsed_s": r.get("elapsed_s"), "usage": r.get("usage") or {}}
             for r in trace.get("requests") or []
@@ -324,7 +324,7 @@ class TraceStore:
 
     def stats(self, days: int = 30, now: datetime | None = None) -> UsageStats:
         """Totals per day and per model over the last ``days`` days (for /stats)."""
-        moment = now or datetime.now(timezone.utc)
+        moment = now or datetime.now(UTC)
         start = moment - timedelta(days=days)
         self._settled()
         ledgers = self.workspace.list(f"{USAGE_DIR}/*.jsonl")
@@ -336,7 +336,7 @@ class TraceStore:
                     rows.extend(r for r in self.workspace.read_jsonl(rel) if _after(r.get("time"), start))
             return aggregate_usage(rows)
         # Workspaces from before the usage ledger: the kept traces are all there is.
-        since = start.astimezone(timezone.utc).strftime("%Y%m%d")
+        since = start.astimezone(UTC).strftime("%Y%m%d")
         return aggregate_usage(trace for _, trace in self._readable((i for i in self.ids() if i[:8] >= since), None))
 
 
@@ -350,7 +350,7 @@ def _after(time_text: object, start: datetime) -> bool:
     except ValueError:
         return False
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment >= start
 
 

@@ -2160,7 +2160,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "calendar-dst-gap",
         "skills/calendar/times.py",
-        "if moment.astimezone(timezone.utc).astimezone(zone).replace(tzinfo=None) != naive:",
+        "if moment.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != naive:",
         "if False:",
         "a time the clocks skip is written as another time than the owner said",
         ("test_calendar_skill.py",),

@@ -18,7 +18,7 @@ import tempfile
 import zipfile
 import zlib
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -338,7 +338,7 @@ def install(workspace: Workspace, staged: Staged) -> Path:
         "kind": staged.review.kind,
         "ref": staged.review.ref,
         "commit": staged.review.commit,
-        "installed": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "installed": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     workspace.write_json(RECORDS, records)
     staged.close()

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Collection, Sequence
 
 from assistant_framework.agentskills.format import SKILL_FILE, AgentSkill, AgentSkillError, read_skill_folder
 

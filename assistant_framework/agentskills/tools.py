@@ -8,7 +8,8 @@ nothing in it changes what the gate allows.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from assistant_framework.agentskills.library import AgentSkillLibrary
 from assistant_framework.agentskills.scripts import run_script

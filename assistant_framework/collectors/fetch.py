@@ -8,9 +8,10 @@ by the source's deadline (``assistant_framework.http_deadline``).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 import requests
 

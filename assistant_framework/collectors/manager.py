@@ -8,8 +8,9 @@ per message. Scheduling lives in :mod:`.runner`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence, TypedDict
+from typing import TypedDict
 
 from assistant_framework.collectors.loader import (
     Collector,
@@ -69,7 +70,7 @@ class CollectorManager:
     @classmethod
     def from_config(
         cls, config: JsonObject, workspace: Workspace, builtin_dir: Path | None = None, *, defer: bool = False
-    ) -> "CollectorManager":
+    ) -> CollectorManager:
         """A loaded manager over the built-in folder plus ``runtime.collectors_dirs``.
 
         With ``defer`` the folders are imported on first use (or by ``ensure_loaded`` from a thread).

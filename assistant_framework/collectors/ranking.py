@@ -91,8 +91,45 @@ JUNK_WORDS = (
 )
 #: Words of a question that say nothing about an item.
 _STOP = frozenset(
-    "about after also been does from have into just know like more most only other over some such than that "
-    "their them then there these they this those what when where which while with would your yours".split()
+    [
+        "about",
+        "after",
+        "also",
+        "been",
+        "does",
+        "from",
+        "have",
+        "into",
+        "just",
+        "know",
+        "like",
+        "more",
+        "most",
+        "only",
+        "other",
+        "over",
+        "some",
+        "such",
+        "than",
+        "that",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "with",
+        "would",
+        "your",
+        "yours",
+    ]
 )
 #: A "not ..." part of the question: up to its closing parenthesis or the end of its clause.
 _NEGATED = re.compile(r"\b(?:not|no|never|except|but not)\b[^()?.;]*\)?", re.IGNORECASE)

@@ -18,8 +18,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Protocol
 
 from assistant_framework.collectors.notify import matching_items, notify_text
 from assistant_framework.collectors.outcome import (
@@ -70,7 +71,7 @@ class CollectorRunner:
 
     def __init__(
         self,
-        manager: "CollectorManager",
+        manager: CollectorManager,
         workspace: Workspace,
         *,
         timezone: str = "UTC",
@@ -156,7 +157,7 @@ class CollectorRunner:
             holder = self._busy[name]
             return holder is None or holder.is_alive()
 
-    def _record(self, collector: "Collector", outcome: RunOutcome, started_at: datetime) -> None:
+    def _record(self, collector: Collector, outcome: RunOutcome, started_at: datetime) -> None:
         name = collector.name
         state = load_state(self.workspace, name)
         now = self._now()
@@ -239,7 +240,7 @@ class CollectorRunner:
         except Exception as exc:  # noqa: BLE001 - the index is a cache: its refresh catches up later
             log.warning("collector %s: indexing its files failed (memory's refresh retries): %s", name, exc)
 
-    def _notify(self, collector: "Collector", items: list[CollectorItem]) -> None:
+    def _notify(self, collector: Collector, items: list[CollectorItem]) -> None:
         if self.notify is None or not collector.notify:
             return
         matched = matching_items(collector.notify, items)
@@ -283,7 +284,7 @@ class CollectorRunner:
                 names.append(collector.name)
         return names
 
-    def _planned(self, collector: "Collector", now: datetime) -> datetime:
+    def _planned(self, collector: Collector, now: datetime) -> datetime:
         state = load_state(self.workspace, collector.name)
         stored = from_iso(state.next_run)
         if state.last_start is None and stored is None:
@@ -390,4 +391,4 @@ class CollectorRunner:
         return as_utc(self.clock())
 
 
-_UTC = timezone.utc
+_UTC = UTC

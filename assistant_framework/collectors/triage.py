@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Callable, TypedDict, cast
+from typing import TypedDict, cast
 
 from assistant_framework.collectors.ranking import ranked
 from assistant_framework.collectors.spec import CollectorItem, NotifyRule

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import statistics
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .scoring import CaseResult
 
@@ -99,7 +100,7 @@ def format_table(report: dict[str, Any]) -> str:
     )
     failed = [r for r in report["results"] if not r["passed"]]
     tail = [""] + [f"FAIL {r['id']}: {'; '.join(r['problems'])[:200]}" for r in failed] if failed else []
-    return "\n".join([head, ""] + lines + tail)
+    return "\n".join([head, "", *lines, *tail])
 
 
 def format_comparison(a: dict[str, Any], b: dict[str, Any], name_a: str = "A", name_b: str = "B") -> str:
@@ -107,7 +108,7 @@ def format_comparison(a: dict[str, Any], b: dict[str, Any], name_a: str = "A", n
     categories = sorted(set(a["by_category"]) | set(b["by_category"]))
     header = ["category", f"{name_a} passed", f"{name_b} passed", "change"]
     rows = [header]
-    for cat in categories + ["overall"]:
+    for cat in [*categories, "overall"]:
         sa = a["overall"] if cat == "overall" else a["by_category"].get(cat)
         sb = b["overall"] if cat == "overall" else b["by_category"].get(cat)
         pa = f"{sa['passed']}/{sa['cases']}" if sa else "-"
@@ -126,4 +127,4 @@ def format_comparison(a: dict[str, Any], b: dict[str, Any], name_a: str = "A", n
             verdict = "fixed" if rb["passed"] else "broken"
             changed.append(f"{verdict:6} {case_id}")
     title = f"{name_a}: {a.get('model') or '?'}   {name_b}: {b.get('model') or '?'}"
-    return "\n".join([title, ""] + lines + ([""] + changed if changed else []))
+    return "\n".join([title, "", *lines, *(["", *changed] if changed else [])])

@@ -28,7 +28,7 @@ MAX_ID_CHARS = 200
 def delivery_key(hook: str, delivery_id: str | None, body: bytes) -> str:
     """The log's key of one delivery: by the sender's id, else by the body."""
     what = f"id:{delivery_id}" if delivery_id else "body:" + hashlib.sha256(body).hexdigest()
-    return hashlib.sha256(f"{hook}\0{what}".encode("utf-8")).hexdigest()[:40]
+    return hashlib.sha256(f"{hook}\0{what}".encode()).hexdigest()[:40]
 
 
 class Deliveries:

@@ -75,7 +75,7 @@ class InboxItem:
         }
 
     @classmethod
-    def from_json(cls, obj: JsonObject) -> "InboxItem":
+    def from_json(cls, obj: JsonObject) -> InboxItem:
         """Rebuild an item from its on-disk form."""
         return cls(
             item_id=str(obj["item_id"]),

@@ -9,7 +9,7 @@ running once it holds twice as many; damaged lines are moved aside with the file
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from assistant_framework.inbox.item import InboxItem
 from assistant_framework.workspace import Workspace

@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from assistant_framework.inbox.fsync import fsync_all
 from assistant_framework.inbox.item import PENDING_DIR, InboxItem, InboxPayload, conversation_dir, item_rel
@@ -108,7 +108,7 @@ class Inbox:
             conversation_id=conversation_id,
             seq=seq,
             payload=payload,
-            accepted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            accepted_at=datetime.now(UTC).isoformat(timespec="seconds"),
             fingerprint=fingerprint,
         )
 

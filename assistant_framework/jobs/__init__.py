@@ -12,13 +12,13 @@ from assistant_framework.jobs.store import JOBS_FILE, PAUSE_AFTER_FAILURES, JobS
 
 __all__ = [
     "CATCH_UP",
-    "Due",
     "JOBS_FILE",
+    "PAUSE_AFTER_FAILURES",
+    "RUNS_FILE",
+    "Due",
     "Job",
     "JobError",
     "JobStore",
-    "PAUSE_AFTER_FAILURES",
-    "RUNS_FILE",
     "RunLine",
     "RunLog",
     "Schedule",

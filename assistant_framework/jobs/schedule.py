@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
+from itertools import pairwise
 from zoneinfo import ZoneInfo
 
 from assistant_framework.schedules import as_utc, next_cron_time, previous_cron_time, validate_cron, zone
@@ -113,14 +114,14 @@ class Schedule:
 def _second_pass(moment: datetime, tz: ZoneInfo) -> bool:
     """True when ``moment`` is the second occurrence of its wall time (the hour the clocks go back)."""
     local = moment.astimezone(tz)
-    first = local.replace(fold=0).astimezone(timezone.utc)
-    return first != moment.astimezone(timezone.utc)
+    first = local.replace(fold=0).astimezone(UTC)
+    return first != moment.astimezone(UTC)
 
 
 def local_time(text: str, tz: ZoneInfo) -> datetime:
     """``YYYY-MM-DD HH:MM`` (or with ``T``) in ``tz`` as an aware datetime; a time the clocks skip moves on."""
     naive = datetime.strptime(str(text).strip().replace("T", " ", 1), "%Y-%m-%d %H:%M")
-    return naive.replace(tzinfo=tz).astimezone(timezone.utc).astimezone(tz)
+    return naive.replace(tzinfo=tz).astimezone(UTC).astimezone(tz)
 
 
 def check_cron(expr: str) -> None:
@@ -142,13 +143,13 @@ def shortest_gap(schedule: Schedule, now: datetime, samples: int = 48) -> timede
 def _cron_gap(expression: str, tz: str, day: date, samples: int) -> timedelta | None:
     schedule = Schedule("cron", tz, cron=expression)
     times: list[datetime] = []
-    moment: datetime | None = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+    moment: datetime | None = datetime(day.year, day.month, day.day, tzinfo=UTC)
     for _ in range(samples):
         moment = schedule.next_after(moment) if moment is not None else None
         if moment is None:
             break
         times.append(moment)
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in pairwise(times)]
     return min(gaps) if gaps else None
 
 

@@ -14,9 +14,9 @@ import codecs
 import json
 import sys
 import zipfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 from xml.etree import ElementTree
 
 #: The worker's address space: a zip bomb in a DOCX or a crafted PDF ends in a MemoryError, not a full machine.
@@ -162,15 +162,14 @@ def _pptx(path: Path, out: _Collector) -> Extracted:
 
 
 def _odf(path: Path, out: _Collector) -> Extracted:
-    with zipfile.ZipFile(path) as archive:
-        with archive.open("content.xml") as content:
-            for _, element in ElementTree.iterparse(content):
-                if out.full:
-                    break
-                tag = element.tag.rsplit("}", 1)[-1]
-                if tag in ("p", "h"):
-                    out.add("".join(element.itertext()) + "\n")
-                    element.clear()
+    with zipfile.ZipFile(path) as archive, archive.open("content.xml") as content:
+        for _, element in ElementTree.iterparse(content):
+            if out.full:
+                break
+            tag = element.tag.rsplit("}", 1)[-1]
+            if tag in ("p", "h"):
+                out.add("".join(element.itertext()) + "\n")
+                element.clear()
     return out.extracted()
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Callable
 
 from assistant_framework.workspace import Workspace
 
@@ -68,7 +68,7 @@ class FileSender:
         earlier = self._recorded(key)
         if earlier is not None:
             return f"{one.rel} was already sent to this chat at {earlier} (for this message); not sent again."
-        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        now = datetime.now(UTC).isoformat(timespec="seconds")
         record = {"key": key, "time": now, "answering": self.answering, "path": one.rel, "sha256": digest}
         self.ledger.append_jsonl(LEDGER, {**record, "status": "sending"})  # before the send: at most once
         try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from array import array
-from typing import Callable
+from collections.abc import Callable
 
 from .index import MemoryIndex
 from .search import Candidate, cosine

@@ -10,8 +10,9 @@ with outside content (an untrusted turn) are extracted in their own call and sto
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any
 
 from ..stores.facts import FactStore
 from ..workspace import Workspace

@@ -18,9 +18,10 @@ import os
 import sqlite3
 import stat
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import Any, BinaryIO
 
 from ..workspace import Workspace, WorkspacePathError
 from ..workspace.private import make_private_dirs

@@ -12,7 +12,7 @@ import json
 import os
 import re
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ..workspace import Workspace
@@ -62,9 +62,9 @@ def logged_conversation_id(workspace: Workspace, folder: str) -> str | None:
 def aware(moment: datetime | None, tz: Any = None) -> datetime:
     """An aware datetime: now when None, naive values taken as ``tz`` (UTC by default)."""
     if moment is None:
-        return datetime.now(tz or timezone.utc)
+        return datetime.now(tz or UTC)
     if moment.tzinfo is None:
-        return moment.replace(tzinfo=tz or timezone.utc)
+        return moment.replace(tzinfo=tz or UTC)
     return moment
 
 

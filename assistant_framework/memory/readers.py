@@ -14,11 +14,12 @@ import queue
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 #: One row of an SQLite result.
 Row = tuple[Any, ...]

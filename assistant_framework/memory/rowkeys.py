@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 SLOT_BITS = 32
 _DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
@@ -53,4 +53,4 @@ def default_time(rel: str, mtime: float) -> str:
     found = _DATE_IN_NAME.search(rel.rsplit("/", 1)[-1])
     if found:
         return found.group(1) + "T00:00:00+00:00"
-    return datetime.fromtimestamp(mtime, timezone.utc).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(mtime, UTC).isoformat(timespec="seconds")

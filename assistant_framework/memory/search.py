@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from ..config.settings import RankingSettings
 from .candidates import (
@@ -234,6 +235,4 @@ def _in_scope(c: Candidate, scope: Scope) -> bool:
     ts = time_to_ts(c.time)
     if scope.since is not None and (ts is None or ts < scope.since.timestamp()):
         return False
-    if scope.until is not None and (ts is None or ts >= scope.until.timestamp()):
-        return False
-    return True
+    return not (scope.until is not None and (ts is None or ts >= scope.until.timestamp()))

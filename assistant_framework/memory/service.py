@@ -7,9 +7,9 @@ import contextlib
 import dataclasses
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Sequence
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from ..background import BackgroundWorker

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from ..skills.support import OUTSIDE_LABEL

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 # front_matter: imported from here too (episodes)
 from ..stores.provenance import UNTRUSTED_RECORD, front_matter, is_untrusted, json_records
@@ -121,7 +122,7 @@ def is_appendable(rel: str) -> bool:
 def parse_time(value: Any) -> str | None:
     """An ISO-ish time string (or epoch number) normalised to ISO; None when not a time."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 10**8:
-        return datetime.fromtimestamp(value, timezone.utc).isoformat(timespec="seconds")
+        return datetime.fromtimestamp(value, UTC).isoformat(timespec="seconds")
     if not isinstance(value, str) or len(value) < 8:
         return None
     text = value.strip().replace("Z", "+00:00")
@@ -146,7 +147,7 @@ def time_to_ts(iso: str | None) -> float | None:
     except ValueError:
         return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
 
 

@@ -14,9 +14,10 @@ import logging
 import re
 import types
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jsonschema
 

@@ -14,9 +14,10 @@ import json
 import re
 import threading
 import time
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any
 
 from assistant_framework.agentskills.library import WORKSPACE_SKILLS, AgentSkillLibrary
 from assistant_framework.config.settings import RuntimeSettings, Settings
@@ -158,7 +159,7 @@ class SkillManager:
         defer: bool = False,
         sources: Sequence[SkillSource] = (),
         settings: Settings | None = None,
-    ) -> "SkillManager":
+    ) -> SkillManager:
         """Built-in skills first, then ``runtime.skills_dirs``, then ``sources``; timeouts and limits
         from ``runtime``.
 

@@ -7,9 +7,10 @@ import logging
 import re
 import threading
 import unicodedata
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
-from typing import Any, Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 from ..workspace import Workspace
 
@@ -25,7 +26,7 @@ class AmbiguousError(LookupError):
 
 
 def now_utc() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def iso(moment: datetime) -> str:

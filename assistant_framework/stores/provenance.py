@@ -89,7 +89,7 @@ def mark_text(text: str) -> str:
     would close past the lines ``front_matter`` reads), a new block goes before the text instead."""
     bom = BOM if text.startswith(BOM) else ""
     body = text[len(bom) :]
-    meta, size = front_matter(text)  # read past one byte order mark, as ``body`` starts
+    _meta, size = front_matter(text)  # read past one byte order mark, as ``body`` starts
     if size:
         lines = body.splitlines(keepends=True)
         newline = lines[0][len(lines[0].rstrip("\r\n")) :] or "\n"  # the file's own line ends (CRLF stays CRLF)

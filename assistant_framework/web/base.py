@@ -7,9 +7,10 @@ import functools
 import json
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable, TypeVar
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -329,7 +330,7 @@ class BaseHandler(tornado.web.RequestHandler):
         except ValueError:
             return "-" if not iso else str(iso)
         if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
+            moment = moment.replace(tzinfo=UTC)
         try:
             zone = ZoneInfo(self.parts.settings.runtime.timezone)
         except (ValueError, ZoneInfoNotFoundError):

@@ -6,8 +6,8 @@ Content-Security-Policy needs no ``unsafe-inline``. The ``viewBox`` lets a chart
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
-from typing import Sequence
 
 
 def _num(value: float) -> str:

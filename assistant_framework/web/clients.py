@@ -44,7 +44,7 @@ class ClientAddresses:
     proxies: tuple[Network, ...] = ()
 
     @classmethod
-    def trusting(cls, entries: Iterable[str]) -> "ClientAddresses":
+    def trusting(cls, entries: Iterable[str]) -> ClientAddresses:
         return cls(proxy_networks(entries))
 
     def trusted(self, text: str) -> bool:

@@ -4,7 +4,7 @@ page changes ``jobs/jobs.json`` only: the running bot picks a change up at its n
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -26,7 +26,7 @@ def job_rows(parts: Parts) -> dict[str, Any]:
     """Every readable job with its next run and newest runs, and the rows that cannot be read."""
     store = JobStore(parts.workspace, parts.settings.runtime.timezone, parts.settings.jobs)
     jobs, problems = store.jobs()
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     runs = RunLog(parts.workspace).records()
     rows = []
     for job in jobs:
@@ -39,7 +39,7 @@ def change(parts: Parts, job_id: str, action: str) -> str:
     """Do one action on a job; the sentence the page shows. NotFoundError for an unknown job."""
     store = JobStore(parts.workspace, parts.settings.runtime.timezone)
     job = store.get(job_id)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     if action == "run":
         store.request_run(job.id, now)
         return f"{job.id} {job.name}: runs at the bot's next look"

@@ -17,9 +17,9 @@ import logging
 import resource
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import tornado.httpserver
 import tornado.httputil
@@ -69,7 +69,7 @@ class ServerLimits:
     body_timeout_seconds: float
 
     @classmethod
-    def from_config(cls, web: WebSettings | Mapping[str, Any], fd_limit: int | None = None) -> "ServerLimits":
+    def from_config(cls, web: WebSettings | Mapping[str, Any], fd_limit: int | None = None) -> ServerLimits:
         """The limits of the ``web`` record (a section dict is read into one), the cap fitted to the open-file
         limit."""
         if not isinstance(web, WebSettings):
@@ -114,7 +114,7 @@ def raw_response(refusal: Refusal, extra_headers: dict[str, str], json_body: boo
         body = json.dumps({"error": refusal.message, "status": refusal.status}).encode("utf-8")
         kind = "application/json; charset=UTF-8"
     else:
-        body = f"{refusal.status} {refusal.reason}: {refusal.message}\n".encode("utf-8")
+        body = f"{refusal.status} {refusal.reason}: {refusal.message}\n".encode()
         kind = "text/plain; charset=UTF-8"
     lines = [f"HTTP/1.1 {refusal.status} {refusal.reason}", f"Content-Type: {kind}", f"Content-Length: {len(body)}"]
     lines += [f"{k}: {v}" for k, v in {**extra_headers, **dict(refusal.headers)}.items()]

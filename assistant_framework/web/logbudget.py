@@ -12,7 +12,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 #: The loggers the page's server writes to (Tornado's and ours); asyncio's too, where a callback error lands.
 WEB_LOGGERS = (

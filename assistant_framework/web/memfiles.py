@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from ..memory.recall import OUTSIDE_SOURCE_PREFIXES
 from ..memory.sources import source_for
@@ -181,12 +182,12 @@ def save(
         raise ValueError(
             f"{real} holds bytes that are not UTF-8; nothing was saved: convert it to UTF-8 on disk, or delete it"
         ) from None
-    if secrets and current:
-        if secret_spans(current, secrets):  # a whole secret, or a piece of one the page also shows as ***
-            raise ValueError(
-                f"{real} holds a secret that this page shows as *** and would overwrite; "
-                "nothing was saved: edit this file on disk"
-            )
+    # A whole secret, or a piece of one the page also shows as ***.
+    if secrets and current and secret_spans(current, secrets):
+        raise ValueError(
+            f"{real} holds a secret that this page shows as *** and would overwrite; "
+            "nothing was saved: edit this file on disk"
+        )
     text = text.replace("\r\n", "\n")
     if text and not text.endswith("\n"):
         text += "\n"

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 import tornado.web
@@ -137,7 +137,7 @@ class CollectorRunHandler(BaseHandler):
 class UsageHandler(BaseHandler):
     async def get(self) -> None:
         data = await self.off_loop(
-            "files", views.usage, self.state.traces, 30, datetime.now(timezone.utc), self.state.parts.settings
+            "files", views.usage, self.state.traces, 30, datetime.now(UTC), self.state.parts.settings
         )
         if self.api:
             self.send_json(data)

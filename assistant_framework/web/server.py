@@ -6,8 +6,9 @@ import asyncio
 import logging
 import sys
 import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import tornado.netutil
 import tornado.web
@@ -36,7 +37,8 @@ def make_app(state: WebState, mounts: Iterable[Mount] = ()) -> tornado.web.Appli
     s: dict[str, Any] = {"state": state}
     a: dict[str, Any] = {"state": state, "api": True}
     mounted = [route for mount in mounts for route in mount(state)]
-    routes: list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]] = mounted + [
+    routes: list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]] = [
+        *mounted,
         (r"/", pages.HomeHandler, s),
         (r"/login", pages.LoginHandler, s),
         (r"/logout", pages.LogoutHandler, s),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from ..config.settings import Settings
@@ -191,7 +191,7 @@ def usage(
 ) -> UsageBody:
     """The /stats figures over ``days`` days, with every day present (zeros where nothing ran), and the runners'
     spending caps (``caps``: what is used and when it resets) when ``settings`` are given."""
-    moment = now or datetime.now(timezone.utc)
+    moment = now or datetime.now(UTC)
     stats = traces.stats(days=days, now=moment)
     by_day = stats["by_day"]
     all_days = [(moment - timedelta(days=days - 1 - i)).date().isoformat() for i in range(days)]

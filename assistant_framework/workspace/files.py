@@ -11,8 +11,9 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from assistant_framework.hints import CLI
 from assistant_framework.workspace.atomic import _write_all, atomic_write_bytes
@@ -48,7 +49,7 @@ class NotAWorkspaceError(WorkspacePathError):
 WORKSPACE_MARKER = "state"
 
 
-def existing_workspace(root: str | os.PathLike[str]) -> "Workspace":
+def existing_workspace(root: str | os.PathLike[str]) -> Workspace:
     """Open a workspace that already exists; raise NotAWorkspaceError for any other folder.
 
     Only the bot and ``assistant setup`` create workspaces; every other command uses this.
@@ -251,11 +252,11 @@ class Workspace:
         os.replace(target, aside)
         return self.relative(aside)
 
-    def lock(self, rel: str, timeout: float = 30.0) -> "_CombinedLock":
+    def lock(self, rel: str, timeout: float = 30.0) -> _CombinedLock:
         """A lock for one workspace file, held across threads and processes."""
         return self._lock_resolved(self.path(rel), timeout)
 
-    def _lock_resolved(self, target: Path, timeout: float = 30.0) -> "_CombinedLock":
+    def _lock_resolved(self, target: Path, timeout: float = 30.0) -> _CombinedLock:
         text = str(target)
         key = (
             text[len(self._root_text) + 1 :]

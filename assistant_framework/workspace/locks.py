@@ -26,7 +26,7 @@ _LOCK_SUFFIX = ".lock"
 _LOCK_DIR = "state/locks"
 
 
-def new_lock(root: Path, key: str, timeout: float) -> "_CombinedLock":
+def new_lock(root: Path, key: str, timeout: float) -> _CombinedLock:
     """A new lock for the workspace file ``key`` (relative posix path) under ``root``."""
     lock_path = root / _LOCK_DIR / (key.replace("/", "__") + _LOCK_SUFFIX)
     make_private_dirs(lock_path.parent)
@@ -92,7 +92,7 @@ class _CombinedLock:
         self._thread_lock = thread_lock
         self._file_lock = file_lock
 
-    def __enter__(self) -> "_CombinedLock":
+    def __enter__(self) -> _CombinedLock:
         self._thread_lock.acquire()
         try:
             self._file_lock.acquire()

@@ -18,7 +18,7 @@ months before. So:
 from __future__ import annotations
 
 import threading
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any
 
 import icalendar
@@ -150,7 +150,7 @@ def _rdate_count(event: icalendar.cal.Component) -> int:
 
 def _naive_utc(value: object) -> datetime:
     if isinstance(value, datetime):
-        return value.astimezone(timezone.utc).replace(tzinfo=None) if value.tzinfo else value
+        return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day)
     raise ValueError(f"not a date: {value!r}")

@@ -106,7 +106,7 @@ def _without_dense_events(
     dense: set[str] = set()
     for event in cal.walk("VEVENT"):
         uid = _uid(event)
-        if uid in dense or not event.get("RRULE") and not event.get("RDATE"):
+        if uid in dense or (not event.get("RRULE") and not event.get("RDATE")):
             continue
         steps, priced[uid] = priced.get(uid, 0.0), 0.0  # spent once per UID
         if steps > MAX_RULE_STEPS:

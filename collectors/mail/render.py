@@ -6,7 +6,7 @@ import email
 import email.policy
 import re
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.utils import parsedate_to_datetime
 from zoneinfo import ZoneInfo
@@ -35,7 +35,7 @@ def message_date(msg: EmailMessage, tz: ZoneInfo, fallback: datetime | None = No
     if value is None:
         return None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value.astimezone(tz)
 
 

@@ -236,13 +236,8 @@ def encoding_notes(parsed: feedparser.FeedParserDict, headers: Mapping[str, str]
     encoding = str(parsed.get("encoding") or "")
     warnings = []
     exc = parsed.get("bozo_exception")
-    if exc is not None and type(exc).__name__ in (
-        "CharacterEncodingOverride",
-        "CharacterEncodingUnknown",
-        "NonXMLContentType",
-    ):
-        if type(exc).__name__ != "NonXMLContentType":
-            warnings.append(f"encoding not declared or wrong; read as {encoding or 'unknown'}")
+    if exc is not None and type(exc).__name__ in ("CharacterEncodingOverride", "CharacterEncodingUnknown"):
+        warnings.append(f"encoding not declared or wrong; read as {encoding or 'unknown'}")
     return {"encoding": encoding, "warnings": warnings}
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.workspace import Workspace
@@ -39,7 +39,7 @@ def once(workspace: Workspace, context: SkillContext, args: SkillArgs, change: C
     if last is not None and last.get("status") != "failed":
         done = f": {last['result']}" if last.get("result") else ""
         return f"not done again: this {args['action']} was made at {last.get('time')}{done}"
-    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
     record = {"key": key, "time": stamp, "action": args["action"], "uid": args.get("uid"), "title": args.get("title")}
     # Recorded before the server call: a crash after it can never make the change twice (at most once).
     workspace.append_jsonl(CHANGES, {**record, "status": "begun"})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
 LOCAL_FORMAT = "%Y-%m-%d %H:%M"
@@ -20,7 +20,7 @@ def local_moment(value: str, zone: ZoneInfo) -> datetime:
         raise ValueError(f"start {value!r} is not a local time in the form YYYY-MM-DD HH:MM") from None
     moment = naive.replace(tzinfo=zone)
     # A wall-clock time in the gap comes back from UTC as another wall-clock time.
-    if moment.astimezone(timezone.utc).astimezone(zone).replace(tzinfo=None) != naive:
+    if moment.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != naive:
         raise ValueError(f"{text} does not exist in {zone.key}: the clocks go forward then; pick another time")
     return moment
 

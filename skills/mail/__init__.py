@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from assistant_framework.skills.spec import SkillArgs, SkillContext
@@ -60,7 +60,7 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
         raise ValueError(NOT_SET_UP)
     message = compose(settings.sender or "me", to, args.get("subject") or "", args["body"], original)
     key = _call_key(context, action, to, message["Subject"], args["body"], message.get("In-Reply-To"))
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d-%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d-%H%M%S")
     if action == "draft":
         rel = f"mail/drafts/{stamp}-{key[:8]}.eml"
         workspace.write_text(rel, message.as_string())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -79,7 +79,7 @@ def local_time(text: str, zone: ZoneInfo) -> datetime:
     a time skipped by DST moves forward."""
     naive = datetime.strptime(text.replace("T", " ", 1), "%Y-%m-%d %H:%M")
     # The UTC round trip normalises a wall time inside a DST gap to a real instant.
-    return naive.replace(tzinfo=zone).astimezone(timezone.utc).astimezone(zone)
+    return naive.replace(tzinfo=zone).astimezone(UTC).astimezone(zone)
 
 
 def _due(args: SkillArgs, now: datetime, zone: ZoneInfo) -> datetime:
@@ -93,7 +93,7 @@ def _due(args: SkillArgs, now: datetime, zone: ZoneInfo) -> datetime:
                 f"in_minutes {args['in_minutes']} is over ten years; use at ('YYYY-MM-DD HH:MM') for a date"
             )
         # In UTC: aware local arithmetic adds wall-clock time, an hour off across a DST change.
-        return (now.astimezone(timezone.utc) + timedelta(minutes=args["in_minutes"])).astimezone(zone)
+        return (now.astimezone(UTC) + timedelta(minutes=args["in_minutes"])).astimezone(zone)
     try:
         due = local_time(args["at"], zone)
     except ValueError:

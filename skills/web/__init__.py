@@ -5,7 +5,6 @@ from __future__ import annotations
 import codecs
 import json
 import re
-import socket
 from email.message import Message
 from email.utils import collapse_rfc2231_value
 from urllib.parse import urljoin
@@ -228,5 +227,5 @@ def _read_capped(response: requests.Response, deadline: Deadline) -> tuple[bytes
         return exc.partial, False
     except BodyTooLarge as exc:
         return exc.partial[:MAX_BYTES], True
-    except (socket.timeout, TimeoutError, urllib3.exceptions.TimeoutError):
+    except (TimeoutError, urllib3.exceptions.TimeoutError):
         return b"", False

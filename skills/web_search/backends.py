@@ -16,8 +16,9 @@ apart from the HTTP exchange so each API's documented shape is read in one place
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from assistant_framework.config.settings.search import SearchSettings
 from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request, deadline_session
