@@ -182,6 +182,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         WHATSAPP,
     ),
     Mutation(
+        "busy-whatsapp-never-joins",
+        "messaging_llm_bot/channels/whatsapp/intake.py",
+        "        if joinable(msg) and turns.busy.join(",
+        "        if False and turns.busy.join(",
+        "busy mode steer does nothing on WhatsApp: a message sent meanwhile waits its turn",
+        BUSY_KIT,
+    ),
+    Mutation(
         "whatsapp-allowlist",
         "messaging_llm_bot/channels/whatsapp/intake.py",
         "        if not config.allows(msg.sender):",

@@ -1320,7 +1320,21 @@ def _busy_on_the_terminal(request: pytest.FixtureRequest, mode: str) -> _BusyCha
     )
 
 
+def _busy_on_whatsapp(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    from tests.whatsapp_harness import OWNER
+
+    graph = request.getfixturevalue("whatsapp_graph")
+    busy = request.getfixturevalue("start_whatsapp")(patch=_busy_mode(mode)).service.turns.busy
+    return _BusyChat(
+        lambda text: graph.user_text(OWNER, text),
+        lambda: busy.joined(f"wa:{OWNER}"),
+        lambda: graph.texts(OWNER),
+        _two_stored(request),
+    )
+
+
 BUSY: dict[str, Callable[[pytest.FixtureRequest, str], _BusyChat]] = {
+    "whatsapp": _busy_on_whatsapp,
     "console": _busy_on_the_terminal,
     "email": _busy_on_email,
     "matrix": _busy_on_matrix,

@@ -16,7 +16,7 @@ from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.whatsapp.channel import WhatsAppChannel
 from messaging_llm_bot.channels.whatsapp.message import WaMessage, messages_of
 from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig, conversation_of
-from messaging_llm_bot.channels.whatsapp.turn import TurnRunner
+from messaging_llm_bot.channels.whatsapp.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
@@ -109,8 +109,16 @@ class Intake:
                 await host.turns.say(Address(msg.sender), held_text(err))
             return False
         host.storage.ok()
-        if item is not None:
-            host.tasks.spawn(chat, host.turns.answer(item), owner=owner, exempt=True)
+        if item is None:
+            return True
+        turns = host.turns
+        # Busy modes (conversation/busy.py): stored first, then handed to the sender's running turn.
+        if joinable(msg) and turns.busy.join(
+            host.runtime, turns.flags, chat, msg.sender, msg.text, msg.message_id, item
+        ):
+            log.info("whatsapp: message %s joined the turn running in %s", msg.message_id, chat)
+            return True
+        host.tasks.spawn(chat, turns.answer(item), owner=owner, exempt=True)
         return True
 
     def release_held(self, number: str) -> None:

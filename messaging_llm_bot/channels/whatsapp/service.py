@@ -34,6 +34,7 @@ from messaging_llm_bot.channels.whatsapp.settings import PREFIX, WhatsAppConfig,
 from messaging_llm_bot.channels.whatsapp.turn import NOTICE_KEY, TurnRunner
 from messaging_llm_bot.channels.whatsapp.webhook import Webhook
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
+from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
@@ -230,6 +231,8 @@ class WhatsAppService:
     def _replay(self) -> None:
         """Answer what the last run left in the inbox: job runs and notices, then messages oldest first."""
         items = self.inbox.pending(PREFIX)
+        answered = answered_by_recorded(items)  # joined a turn whose reply was recorded: completed with it
+        items = [i for i in items if i.item_id not in answered]
         later = [i for i in items if not (is_job_item(i) or NOTICE_KEY in i.payload)]
         if later:
             log.info("whatsapp: answering %d message(s) left unanswered by the last run", len(later))

@@ -27,6 +27,7 @@ from messaging_llm_bot.channels.whatsapp.message import WaMessage, message_of_pa
 from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig, number_of
 from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, offers_conversation, question_text
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
+from messaging_llm_bot.conversation.busy import BusyTurns, RunningTurn
 from messaging_llm_bot.conversation.chatflags import ChatFlags
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, area_for, files_input
@@ -79,7 +80,9 @@ class TurnRunner:
         self.stopping = False
         self.stop_event = asyncio.Event()
         self._active = RunningTurns()
-        self.flags = ChatFlags(runtime.workspace)  # notices told once per chat
+        self.flags = ChatFlags(runtime.workspace)  # notices told once per chat, /busy's choice
+        #: The turns a new message of the same person may join (busy modes, conversation/busy.py).
+        self.busy: BusyTurns[InboxItem] = BusyTurns()
         self.pool = TurnPool(lambda: self.runtime.settings)
         self.held: dict[str, str] = {}  # item id -> conversation: replies waiting for the window to open
 
@@ -121,11 +124,16 @@ class TurnRunner:
             await asyncio.to_thread(self.inbox.complete, item.item_id)
             return
         to = Address(msg.sender)
-        reply = item.reply
+        reply, merged = item.reply, list(item.merged)  # a replay's merged (busy modes): from the ledger
+        later: list[InboxItem] = []  # offered to this turn but not answered by it: each answered after it
         if reply is None:
             await self._typing(msg)
+            running: RunningTurn[InboxItem] | None = None
+            failed = True
             try:
-                reply = await self._produce(item, msg)
+                with self.busy.turn(item.conversation_id, msg.sender, joinable(msg)) as running:
+                    reply = await self._produce(item, msg)
+                failed = False
             except asyncio.CancelledError:
                 raise
             except OSError as exc:
@@ -134,14 +142,23 @@ class TurnRunner:
             except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
                 log.exception("whatsapp: answering %s failed", item.item_id)
                 reply = FAILED_REPLY
+            if running is not None:
+                joined, later = running.outcome(failed)
+                merged = [one.item_id for one in joined]
             try:
-                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
+                # One write: the reply and the later messages it answers (a replay completes them with it).
+                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, merged)
             except OSError as err:
                 log.warning("whatsapp: could not record the reply of %s: %s", item.item_id, err)
-        await self._finish(item, to, reply, reply_to=msg.message_id)
+        if not await self.deliver(item, to, reply, msg.message_id):
+            return  # stopping, or held outside the window: it and the messages it answers stay in the inbox
+        for one in [*merged, item.item_id]:
+            await asyncio.to_thread(self.inbox.complete, one)
+        for other in later:  # offered, but the turn ended first: each answered in its own turn, in order
+            await self._answer(other)
 
-    async def _finish(self, item: InboxItem, to: Address, reply: str, reply_to: str | None = None) -> None:
-        if await self.deliver(item, to, reply, reply_to):
+    async def _finish(self, item: InboxItem, to: Address, reply: str) -> None:
+        if await self.deliver(item, to, reply):
             await asyncio.to_thread(self.inbox.complete, item.item_id)
 
     async def _typing(self, msg: WaMessage) -> None:
@@ -336,3 +353,9 @@ class TurnRunner:
             deliver=deliver,
             tell=tell,
         )
+
+
+def joinable(msg: WaMessage) -> bool:
+    """A turn later messages may join, or a message that may join one (busy modes): a person's own text (no
+    file, picture or voice note, no command)."""
+    return msg.kind == "text" and msg.media is None and not msg.text.startswith("/")
