@@ -47,9 +47,10 @@ def _ensure_parent_packages(module_name: str) -> None:
 
 def forget_module(module_name: str) -> None:
     """Drop a plugin module and its submodules from ``sys.modules`` (for reload)."""
-    # A copy first (one C call, atomic under the GIL): another thread importing at the same moment
-    # would otherwise end the iteration with "dictionary changed size during iteration".
-    for name in [n for n in sys.modules.copy() if n == module_name or n.startswith(module_name + ".")]:
+    # The names copied first (one C call, atomic under the GIL): another thread importing at the same
+    # moment would otherwise end the iteration with "dictionary changed size during iteration".
+    prefix = module_name + "."
+    for name in [n for n in list(sys.modules) if n.startswith(prefix) or n == module_name]:
         sys.modules.pop(name, None)
 
 
