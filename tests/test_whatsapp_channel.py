@@ -103,3 +103,18 @@ def test_more_posts_a_minute_than_the_bound_are_answered_429(start_whatsapp, wha
     statuses = [graph.deliver(graph.status_event(f"wamid.S{n}", OWNER, "delivered")) for n in range(3)]
     assert statuses == [200, 200, 429]  # Meta sends the third again later
     assert chat_server.chat_requests == [] and graph.messages == []  # statuses are passed over
+
+
+def test_a_voice_note_without_transcription_is_fetched_by_its_media_id_and_saved(
+    start_whatsapp, whatsapp_graph, chat_server, workspace
+) -> None:
+    graph = whatsapp_graph
+    start_whatsapp()
+    chat_server.enqueue('{"reply": "Got your voice note."}')
+    voice = b"OggS\x00\x02" + b"\x00" * 200  # the bytes as sent; no transcription server is configured
+    graph.user_media(OWNER, "audio", voice, "audio/ogg", voice=True)
+    wait_until(lambda: graph.texts(OWNER), 30, "the answer")
+    saved = [workspace.path(rel).read_bytes() for rel in workspace.list("inbox/**/*.ogg")]
+    assert saved == [voice]  # fetched through GET /<media id> and its short-lived URL, with the token
+    downloads = [r for r in graph.requests if r["path"].startswith("/media-download/")]
+    assert len(downloads) == 1

@@ -157,8 +157,7 @@ class WhatsAppChannel:
         got = await self.download(media, limit_bytes)
         if isinstance(got, str):
             raise DeliveryError(got, for_good=True)
-        suffix = mimetypes.guess_extension(got.mime) or ""
-        target = folder / (Path(media.name).name or f"whatsapp-{media.ref}{suffix}")
+        target = folder / (Path(media.name).name or default_name(media, got.mime))
         await asyncio.to_thread(target.write_bytes, got.data)
         return target
 
@@ -179,3 +178,10 @@ class WhatsAppChannel:
         """Answer an open question of ``number`` with ``text``; True when the message was that answer."""
         answer = answer_of(text, self.questions.offered(number))
         return answer is not None and self.questions.answer(number, answer)
+
+
+def default_name(media: Media, mime: str) -> str:
+    """A name for a file WhatsApp sends without one (a picture, a voice note): its kind, id and extension."""
+    plain = (media.mime or mime).split(";")[0].strip()
+    extension = ".ogg" if plain == "audio/ogg" else mimetypes.guess_extension(plain) or ""
+    return f"whatsapp-{media.kind}-{media.ref}{extension}"

@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileToSend
 from messaging_llm_bot.channels.contract import Address, DeliveryError, OutgoingFile, TextOut
-from messaging_llm_bot.channels.whatsapp.channel import OutsideWindow, WhatsAppChannel
+from messaging_llm_bot.channels.whatsapp.channel import OutsideWindow, WhatsAppChannel, default_name
 from messaging_llm_bot.channels.whatsapp.format import CAPABILITIES
 from messaging_llm_bot.channels.whatsapp.graph import GraphUnavailable
 from messaging_llm_bot.channels.whatsapp.message import WaMessage, message_of_payload
@@ -248,7 +248,14 @@ class TurnRunner:
         today = datetime.now(ZoneInfo(self.config.timezone)).date()
         kind = "photo" if media.kind == "photo" else "voice note" if media.kind == "voice" else media.kind
         return await asyncio.to_thread(
-            save_bytes, area, got.data, media.name, today, kind=kind, mime_type=media.mime or got.mime, caption=msg.text
+            save_bytes,
+            area,
+            got.data,
+            media.name or default_name(media, got.mime),
+            today,
+            kind=kind,
+            mime_type=media.mime or got.mime,
+            caption=msg.text,
         )
 
     async def _ask(self, to: Address, request: dict[str, Any]) -> Answer:
