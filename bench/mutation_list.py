@@ -3202,4 +3202,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a stop asked while run_polling starts the application (after post_init) is lost: the bot runs on",
         ("test_telegram_lifecycle.py",),
     ),
+    Mutation(
+        "job-run-started-twice",
+        f"{BOT}/conversation/chattasks.py",
+        "        if key in self._once:",
+        "        if False:",
+        "a job run's item the scheduler offers again while it waits or runs is answered a second time beside it",
+        ("test_chatqueue.py",),
+    ),
+    Mutation(
+        "stranger-told-every-time",
+        f"{BOT}/conversation/strangers.py",
+        "        if not await self.told.first(who):",
+        "        if False:",
+        "with pairing off a stranger is told their id at every message (Signal: not once; Telegram: not once a minute)",
+        ("test_channel_contract.py", "test_signal_allowlist.py"),
+    ),
 )

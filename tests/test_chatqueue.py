@@ -88,3 +88,29 @@ def test_the_bound_per_chat_and_one_notice_per_backlog():
     refused, notices, owner_admitted, again = asyncio.run(scenario())
     assert refused == [True, True] and notices == [True, False]
     assert owner_admitted and again
+
+
+def test_a_job_runs_item_offered_again_while_it_waits_or_runs_is_answered_once():
+    """ChatTasks.spawn_once (conversation/chattasks.py): the scheduler offers a job run's item at each look
+    until it is completed; a second offer while the first waits or runs starts nothing, one after it does."""
+    from messaging_llm_bot.conversation.chattasks import ChatTasks
+
+    async def scenario() -> list[str]:
+        tasks = ChatTasks(ChatQueues("test", lambda: 1, lambda: 4), "test")
+        gate, runs = asyncio.Event(), []
+
+        async def answer() -> None:
+            runs.append("job:1")
+            await gate.wait()
+
+        tasks.spawn_once("job:1", "owner", answer)
+        await _settle()
+        tasks.spawn_once("job:1", "owner", answer)  # the next look, while it runs
+        await _settle()
+        gate.set()
+        await _settle()
+        tasks.spawn_once("job:1", "owner", answer)  # after it ended (not completed: offered again)
+        await _settle()
+        return runs
+
+    assert asyncio.run(scenario()) == ["job:1", "job:1"]

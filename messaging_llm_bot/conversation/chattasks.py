@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
@@ -21,6 +21,7 @@ class ChatTasks:
         self.queues = queues
         self.channel = channel  # for the log: whose message failed
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._once: set[str] = set()  # the keys ``spawn_once`` holds waiting or running
 
     def spawn(self, chat: str, coro: Coroutine[Any, Any, Any], *, owner: bool = False, exempt: bool = False) -> bool:
         """Queue ``coro`` in ``chat``; False (and ``coro`` closed) when the chat already holds
@@ -42,6 +43,21 @@ class ChatTasks:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return True
+
+    def spawn_once(self, key: str, chat: str, work: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        """Queue ``work()`` in ``chat`` as the owner's (first, never refused), unless ``key`` is waiting or
+        running already: a job run's item, which the scheduler offers again at its next look while it waits."""
+        if key in self._once:
+            return
+        self._once.add(key)
+
+        async def once() -> None:
+            try:
+                await work()
+            finally:
+                self._once.discard(key)
+
+        self.spawn(chat, once(), owner=True, exempt=True)
 
     async def cancel_waiting(self) -> None:
         """Cancel the tasks still waiting for their chat (their items stay pending) and wait for them."""

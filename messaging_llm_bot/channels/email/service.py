@@ -332,20 +332,10 @@ class EmailService:
         return None if owner is None else PREFIX + owner
 
     def _start_job(self, turns: TurnRunner) -> Callable[[InboxItem], None]:
-        running: set[str] = set()
+        """A job run's item answered in the owner's queue, once at a time (conversation/chattasks.py)."""
 
         def start(item: InboxItem) -> None:
-            if item.item_id in running:
-                return
-            running.add(item.item_id)
-
-            async def run() -> None:
-                try:
-                    await turns.answer(item)
-                finally:
-                    running.discard(item.item_id)
-
-            self.tasks.spawn(address_of(item.conversation_id), run(), owner=True, exempt=True)
+            self.tasks.spawn_once(item.item_id, address_of(item.conversation_id), lambda: turns.answer(item))
 
         return start
 

@@ -18,7 +18,6 @@ from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalUnavailable
 from messaging_llm_bot.channels.signal.commands import Commands, is_command, is_stop
 from messaging_llm_bot.channels.signal.identity import Identities
-from messaging_llm_bot.channels.signal.job_items import JobItems
 from messaging_llm_bot.channels.signal.send import say
 from messaging_llm_bot.channels.signal.settings import (
     PREFIX,
@@ -72,8 +71,7 @@ class EventHost(Protocol):
     @property
     def turns(self) -> TurnRunner: ...
 
-    @property
-    def job_items(self) -> JobItems: ...
+    def start_job(self, item: InboxItem) -> None: ...
 
     async def sleep(self, seconds: float) -> None: ...
 
@@ -223,7 +221,7 @@ class EventReader:
         """Answer what the last run left in the inbox: job runs, then messages oldest first (never refused)."""
         service = self.service
         for item in [i for i in service.inbox.pending(PREFIX) if is_job_item(i)]:
-            service.job_items.start(item)  # a job run left by a crash
+            service.start_job(item)  # a job run left by a crash
         items = [i for i in service.inbox.pending(PREFIX) if not is_job_item(i)]
         # Messages that joined a turn whose reply was recorded are completed with that reply (busy modes).
         joined = answered_by_recorded(items)

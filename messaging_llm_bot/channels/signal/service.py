@@ -4,7 +4,7 @@ Start-up: a lock file in the workspace (one Signal bot per workspace), replay of
 crash left unanswered, reminders, scheduled jobs and the morning digest on an asyncio job queue,
 collectors in the background, then the event stream. The parts, one concept each: incoming events
 read, gated and stored (events), commands (commands), notices and reminders
-sent on the bot's own (notices), job runs (job_items), one turn (turn), the chats' queues (tasks).
+sent on the bot's own (notices), one turn (turn), the chats' queues (tasks).
 """
 
 from __future__ import annotations
@@ -19,16 +19,22 @@ from datetime import datetime
 from typing import TypeVar
 
 from assistant_framework.config.settings import SignalSettings
-from assistant_framework.inbox import Inbox
+from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.signal.approval import approvals
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient
 from messaging_llm_bot.channels.signal.commands import Commands
 from messaging_llm_bot.channels.signal.events import EventReader
 from messaging_llm_bot.channels.signal.identity import Identities
-from messaging_llm_bot.channels.signal.job_items import JobItems
 from messaging_llm_bot.channels.signal.notices import send_to
 from messaging_llm_bot.channels.signal.send import say
-from messaging_llm_bot.channels.signal.settings import SignalMessage, allowed_ids, owner_of
+from messaging_llm_bot.channels.signal.settings import (
+    PREFIX,
+    SignalMessage,
+    allowed_ids,
+    chat_of_conversation,
+    owner_of,
+)
 from messaging_llm_bot.channels.signal.turn import TurnRunner
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
@@ -91,7 +97,6 @@ class SignalService:
         self._inbox: Inbox | None = None
         self._turns: TurnRunner | None = None
         self._notices: ChannelNotices | None = None
-        self._job_items: JobItems | None = None
         self.identities: Identities
         self.approvals: ReplyApprovals
         self.strangers: Strangers
@@ -113,9 +118,16 @@ class SignalService:
     def notices(self) -> ChannelNotices:
         return _started(self._notices)
 
-    @property
-    def job_items(self) -> JobItems:
-        return _started(self._job_items)
+    def start_job(self, item: InboxItem) -> None:
+        """Answer a job run's item in the owner's queue (first, never refused), once at a time."""
+        chat = chat_of_conversation(item.conversation_id)
+        self.tasks.spawn_once(item.item_id, chat, lambda: self.turns.answer(item))
+
+    def job_conversation(self, job: Job) -> str | None:
+        """The conversation a Signal job's runs go to (conversation/job_router.py decides which jobs are
+        Signal's): the owner's direct chat, never another chat whatever the row says."""
+        owner = owner_of(self.settings)
+        return None if owner is None else PREFIX + owner
 
     @property
     def stopping(self) -> bool:
@@ -205,7 +217,7 @@ class SignalService:
         self._inbox = inbox = await asyncio.to_thread(Inbox, workspace)
         self.identities = await asyncio.to_thread(Identities, workspace)
         self.approvals = approvals(client)
-        self._turns = self.shutdown.turns = turns = TurnRunner(
+        self._turns = self.shutdown.turns = TurnRunner(
             self.runtime, inbox, client, lambda: self.settings, self.outage, self.identities, self.approvals
         )
         told = ToldOnce(workspace, REFUSED_LOG)
@@ -220,7 +232,6 @@ class SignalService:
             lambda: loop,
             lambda: digest_now(workspace, self.runtime.settings.runtime.timezone),
         )
-        self._job_items = job_items = JobItems(self.runtime, lambda: self.settings, turns, self.tasks)
         events = EventReader(self)
         if not self.settings.allowed:
             log.warning(
@@ -237,8 +248,8 @@ class SignalService:
         channel_jobs = ChannelJobs(
             asyncio.get_running_loop(),
             inbox,
-            owner_conversation=job_items.conversation,
-            start=job_items.start,
+            owner_conversation=self.job_conversation,
+            start=self.start_job,
             send_reminder=notices.send_reminder,
             digest=owner_digest(
                 self.settings.morning_digest, self.runtime.settings.runtime.timezone, notices.morning_digest
