@@ -256,14 +256,22 @@ def test_skill_context_carries_ids(bot_config, workspace, chat_server, tmp_path,
         'DESCRIPTION = "Who is asking"\n'
         "def run(workspace, args, context):\n"
         "    return {'conversation': context.conversation_id, 'chat': context.chat_id, 'user': context.user_id,\n"
-        "            'tz': context.timezone, 'has_memory_key': 'memory' in context.services}\n"
+        "            'tz': context.timezone, 'has_clock': callable(context.services.get('clock')),\n"
+        "            'memory': context.services.get('memory')}\n"
     )
     bot_config["runtime"]["skills_dirs"].append(str(tmp_path / "ctx_skills"))
     chat_server.enqueue('{"skill": "whoami", "args": {}}', "ok")
     make_agent(bot_config, workspace, clock=lambda: FIXED).handle(Incoming("tg:7", "who?", chat_id=7, user_id=42))
     fed_back = last_content(chat_server.chat_requests[1])
     payload = json.loads(fed_back.split("\n")[1])
-    assert payload == {"conversation": "tg:7", "chat": 7, "user": 42, "tz": "Europe/Berlin", "has_memory_key": True}
+    assert payload == {
+        "conversation": "tg:7",
+        "chat": 7,
+        "user": 42,
+        "tz": "Europe/Berlin",
+        "has_clock": True,
+        "memory": None,
+    }
 
 
 def test_memory_wired_log_recall_and_why(bot_config, workspace, chat_server, make_agent):
