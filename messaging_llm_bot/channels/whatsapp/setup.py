@@ -59,6 +59,8 @@ class WhatsAppSteps(Steps):
         template = a.whatsapp_template or self._ask("An approved template for messages after 24 hours (Enter: none)")
         self._try_token(base_url, phone_id, token_env)
         verify = str(configured.get("verify_token") or secrets.token_urlsafe(24))
+        hook = configured.get("webhook") or {}  # where the bot listens (the defaults unless configured)
+        where = f"{hook.get('listen', '127.0.0.1')}:{hook.get('port', 8090)}"
         self.settings += [
             ("whatsapp.phone_number_id", phone_id),
             ("whatsapp.access_token_env", token_env),
@@ -71,7 +73,8 @@ class WhatsAppSteps(Steps):
         ]
         self.io.say(
             "WhatsApp: in your app's WhatsApp configuration set the webhook to your https address with the path "
-            f"/whatsapp (forwarded to 127.0.0.1:8090), the verify token {verify}, and subscribe to messages "
+            f"{hook.get('path', '/whatsapp')} (forwarded to {where}), "
+            f"the verify token {verify}, and subscribe to messages "
             "(docs/whatsapp.md)."
         )
         return True
