@@ -73,7 +73,6 @@ class WhatsAppService:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._stopping = False
-        self._jobs_running: set[str] = set()
         self.inbox: Inbox
         self.channel: WhatsAppChannel
         self.turns: TurnRunner
@@ -248,18 +247,8 @@ class WhatsAppService:
         return conversation_of(owner) if owner else None
 
     def start_job(self, item: InboxItem) -> None:
-        """Answer a job run's item in the owner's queue (first, never refused; once while it runs)."""
-        if item.item_id in self._jobs_running:
-            return
-        self._jobs_running.add(item.item_id)
-
-        async def run() -> None:
-            try:
-                await self.turns.answer(item)
-            finally:
-                self._jobs_running.discard(item.item_id)
-
-        self.tasks.spawn(item.conversation_id, run(), owner=True, exempt=True)
+        """Answer a job run's item in the owner's queue (first, never refused; once while it waits or runs)."""
+        self.tasks.spawn_once(item.item_id, item.conversation_id, lambda: self.turns.answer(item))
 
     async def send_reminder(self, chat_id: object, text: str, conversation: object) -> bool:
         """A reminder to its ``wa:`` chat (as the template outside the window): True when it arrived, False to
