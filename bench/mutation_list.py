@@ -45,6 +45,7 @@ MATRIX = ("test_matrix.py",)
 MATRIX_BOT = ("test_matrix_bot.py", "test_matrix.py")
 WHATSAPP_BOT = ("test_whatsapp_bot.py",)
 WHATSAPP = ("test_whatsapp_channel.py",)
+SLACK_BOT = ("test_slack_bot.py",)
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
 AGENT_SKILLS = ("test_agent_skills.py", "test_agent_skills_bot.py", "test_agent_skills_install.py")
 AGENT_SKILLS_INSTALL = ("test_agent_skills_install.py",)
@@ -141,6 +142,31 @@ AF = "assistant_framework"
 BOT = "messaging_llm_bot"
 
 MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        "slack-signature-unchecked",
+        "messaging_llm_bot/channels/slack/webhook.py",
+        "        if not signed(webhook.config().signing_secret, body, stamp, signature):",
+        "        if False:",
+        "anyone who finds the request URL posts events as the owner: they reach the model with the owner's data",
+        SLACK_BOT,
+    ),
+    Mutation(
+        "slack-signature-any",
+        "messaging_llm_bot/channels/slack/webhook.py",
+        "        return SignatureVerifier(secret).is_valid(body, timestamp, signature)",
+        '        return signature.startswith("v0=")',
+        "a request with any v0 signature passes (the HMAC is never compared)",
+        SLACK_BOT,
+    ),
+    Mutation(
+        "slack-timestamp-unchecked",
+        "messaging_llm_bot/channels/slack/webhook.py",
+        "    return abs(now - int(timestamp)) <= MAX_AGE_SECONDS",
+        "    return True",
+        "a request older than five minutes is no longer refused for its age first (slack-sdk's verifier still "
+        "bounds it, so it is refused as unsigned: the test notices by the refusal's reason)",
+        SLACK_BOT,
+    ),
     Mutation(
         "whatsapp-signature-unchecked",
         "messaging_llm_bot/channels/whatsapp/webhook.py",

@@ -95,6 +95,7 @@ def test_the_schema_and_the_records_name_the_same_keys() -> None:
         "email",
         "documents",
         "whatsapp",
+        "slack",
     ):
         in_schema |= _schema_keys(ROOT_SCHEMA["properties"][section], section + ".")
     in_code = set(dict(documented(Settings)))

@@ -51,6 +51,11 @@ APPLIED_BY: Mapping[str, str] = {
     "whatsapp.owner": RELOAD,
     "whatsapp.template": RELOAD,
     "whatsapp.typing": RELOAD,
+    # The request listener and the Web API client are made at start; who may write is read at each event.
+    "slack": RESTART,
+    "slack.allowed": RELOAD,
+    "slack.owner": RELOAD,
+    "slack.stream": RELOAD,
     # The prompt's budgets, plugin folders, skill limits and traces are read again.
     "runtime": RELOAD,
     # The turn log, the scheduled digests and the chats' clocks take the zone at start.

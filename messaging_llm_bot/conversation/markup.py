@@ -90,6 +90,37 @@ def markdown_entities(markdown: str) -> tuple[str, list[dict[str, Any]]] | None:
     return text, [e.to_dict() for e in entity_objs]
 
 
+#: An entity's opening and closing markers in a platform's own markup, or None to show its text plain.
+Markers = Callable[[dict[str, Any]], "tuple[str, str] | None"]
+
+
+def with_markers(markdown: str, markers: Markers, escape: Callable[[str], str] = lambda ch: ch) -> str:
+    """The Markdown as a platform with inline markers shows it (WhatsApp's and Slack's ``*bold*``): the plain
+    text of ``markdown_entities`` (each character through ``escape``), each entity wrapped in its markers."""
+    converted = markdown_entities(markdown)
+    if converted is None:
+        return markdown
+    text, entities = converted
+    opens: dict[int, list[str]] = {}
+    closes: dict[int, list[str]] = {}
+    for entity in sorted(entities, key=lambda e: (e["offset"], -e["length"])):
+        start, end = entity["offset"], entity["offset"] + entity["length"]
+        pair = markers(entity)
+        if pair is None or entity["length"] == 0:
+            continue
+        opens.setdefault(start, []).append(pair[0])
+        closes.setdefault(end, []).insert(0, pair[1])
+    out: list[str] = []
+    units = 0
+    for ch in text:
+        out += closes.pop(units, [])
+        out += opens.pop(units, [])
+        out.append(escape(ch))
+        units += utf16_units(ch)
+    out += closes.pop(units, [])
+    return "".join(out).replace("⦁ ", "- ")
+
+
 def terminal_text(markdown: str) -> str:
     """Markdown as a terminal shows it: the text without its markup (``**Now**`` reads "Now", escapes
     gone), a link followed by its address in brackets; the source with escapes removed when the

@@ -68,6 +68,7 @@ ROUTES: tuple[Route, ...] = (
             else ()
         ),
     ),
+    Route("slack", "sl:", configured=lambda settings: settings.slack.enabled, thread_mark="|"),
     Route(
         "webchat",
         "web:",

@@ -40,6 +40,7 @@ from assistant_framework.config.settings.policy import PolicySettings
 from assistant_framework.config.settings.runtime import RuntimeSettings
 from assistant_framework.config.settings.search import SearchSettings
 from assistant_framework.config.settings.serve import ClientSettings, ServeSettings
+from assistant_framework.config.settings.slack import SlackSettings, SlackWebhookSettings
 from assistant_framework.config.settings.voice import SpeechSettings, VoiceSettings
 from assistant_framework.config.settings.web import WebSettings
 from assistant_framework.config.settings.whatsapp import (
@@ -72,6 +73,7 @@ class Settings:
     email: EmailSettings = field(default_factory=EmailSettings, metadata=_nests(EmailSettings))
     documents: DocumentSettings = field(default_factory=DocumentSettings, metadata=_nests(DocumentSettings))
     whatsapp: WhatsAppSettings = field(default_factory=WhatsAppSettings, metadata=_nests(WhatsAppSettings))
+    slack: SlackSettings = field(default_factory=SlackSettings, metadata=_nests(SlackSettings))
 
     @classmethod
     def from_config(cls, data: Mapping[str, object]) -> Settings:
@@ -114,6 +116,8 @@ __all__ = [
     "VoiceSettings",
     "WebSettings",
     "WebhookSettings",
+    "SlackSettings",
+    "SlackWebhookSettings",
     "WhatsAppSettings",
     "WhatsAppTemplateSettings",
     "WhatsAppWebhookSettings",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from messaging_llm_bot.channels.contract import Capabilities
-from messaging_llm_bot.conversation.markup import markdown_entities, plain_parts, utf16_units
+from messaging_llm_bot.conversation.markup import plain_parts, with_markers
 
 MAX_TEXT_CHARS = 4096
 
@@ -33,28 +33,7 @@ _MARKERS = {"bold": "*", "italic": "_", "strikethrough": "~", "code": "`", "pre"
 
 def whatsapp_text(markdown: str) -> str:
     """The Markdown as WhatsApp shows it: its styles as WhatsApp's markers, links with their address."""
-    converted = markdown_entities(markdown)
-    if converted is None:
-        return markdown
-    text, entities = converted
-    opens: dict[int, list[str]] = {}
-    closes: dict[int, list[str]] = {}
-    for entity in sorted(entities, key=lambda e: (e["offset"], -e["length"])):
-        start, end = entity["offset"], entity["offset"] + entity["length"]
-        pair = _markers(entity)
-        if pair is None or entity["length"] == 0:
-            continue
-        opens.setdefault(start, []).append(pair[0])
-        closes.setdefault(end, []).insert(0, pair[1])
-    out: list[str] = []
-    units = 0
-    for ch in text:
-        out += closes.pop(units, [])
-        out += opens.pop(units, [])
-        out.append(ch)
-        units += utf16_units(ch)
-    out += closes.pop(units, [])
-    return "".join(out).replace("⦁ ", "- ")
+    return with_markers(markdown, _markers)
 
 
 def _markers(entity: dict[str, Any]) -> tuple[str, str] | None:

@@ -1,0 +1,104 @@
+"""The Web API calls the channel makes, through slack-sdk's ``WebClient`` (its ``base_url`` points at a proxy or
+a test server), each in a worker thread.
+
+Slack answers an error as ``{"ok": false, "error": "<code>"}``: ``SlackUnavailable`` when trying again later can
+help (no connection, HTTP 5xx, ``ratelimited`` with its ``Retry-After``, a token the owner can fix), else
+``DeliveryError`` for good (``channel_not_found``, ``msg_too_long``...). The token is never in an error's text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from messaging_llm_bot.channels.contract import DeliveryError
+
+TIMEOUT_SECONDS = 30
+#: Error codes that mean "later": the token (fixed by the owner, then the reply goes out) and Slack's own trouble.
+RETRY_CODES = frozenset(
+    {
+        "ratelimited",
+        "invalid_auth",
+        "not_authed",
+        "token_revoked",
+        "account_inactive",
+        "fatal_error",
+        "service_unavailable",
+        "internal_error",
+        "request_timeout",
+    }
+)
+
+
+class SlackUnavailable(Exception):
+    """The Web API cannot take the call now; ``retry_after`` seconds (Slack's ``Retry-After``) or 0."""
+
+    def __init__(self, message: str, retry_after: float = 0.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class SlackClient:
+    """The bot token's client; every call raises ``SlackUnavailable`` or ``DeliveryError`` on failure."""
+
+    def __init__(self, base_url: str, token: str, timeout: int = TIMEOUT_SECONDS) -> None:
+        from slack_sdk import WebClient  # the slack extra: imported only when the channel runs
+
+        # No retry handlers: a rate limit is the caller's to wait out (the reply stays in the inbox meanwhile).
+        self._web = WebClient(token=token, base_url=base_url, timeout=timeout, retry_handlers=[])
+
+    async def _call(self, method: str, **args: Any) -> dict[str, Any]:
+        from slack_sdk.errors import SlackApiError, SlackClientError
+
+        try:
+            response = await asyncio.to_thread(self._web.api_call, method, json=args)
+        except SlackApiError as err:
+            raise failure(method, err.response.status_code, err.response.get("error"), err.response.headers) from None
+        except (OSError, SlackClientError) as err:
+            raise SlackUnavailable(f"the Slack Web API cannot be reached: {type(err).__name__}") from None
+        data = response.data
+        if not isinstance(data, dict):
+            raise SlackUnavailable(f"{method}: the answer is not JSON")
+        return data
+
+    async def auth_test(self) -> dict[str, Any]:
+        return await self._call("auth.test")
+
+    async def post(self, channel: str, text: str, thread_ts: str | None = None) -> str:
+        """Post ``text`` (Slack's mrkdwn) to ``channel`` (in the thread ``thread_ts``); the new message's ts."""
+        args: dict[str, Any] = {"channel": channel, "text": text, "unfurl_links": False}
+        if thread_ts:
+            args["thread_ts"] = thread_ts
+        return ts_of(await self._call("chat.postMessage", **args))
+
+    async def update(self, channel: str, ts: str, text: str) -> None:
+        await self._call("chat.update", channel=channel, ts=ts, text=text)
+
+    async def open_dm(self, user: str) -> str:
+        """The DM channel with ``user``."""
+        got = await self._call("conversations.open", users=user)
+        channel = got.get("channel")
+        if not isinstance(channel, dict) or not isinstance(channel.get("id"), str):
+            raise SlackUnavailable("conversations.open: the answer has no channel id")
+        return str(channel["id"])
+
+
+def ts_of(answer: dict[str, Any]) -> str:
+    ts = answer.get("ts")
+    if not isinstance(ts, str) or not ts:
+        raise SlackUnavailable("chat.postMessage: the answer has no ts")
+    return ts
+
+
+def failure(method: str, status: int, code: object, headers: Any) -> Exception:
+    """The exception for an error answer: later (``SlackUnavailable``) or for good (``DeliveryError``)."""
+    error = str(code or f"HTTP {status}")
+    text = f"{method}: {error}"
+    if status == 429 or status >= 500 or error in RETRY_CODES:
+        retry = (headers or {}).get("Retry-After") or (headers or {}).get("retry-after")
+        try:
+            wait = float(retry[0] if isinstance(retry, list) else retry) if retry else 0.0
+        except ValueError:
+            wait = 0.0
+        return SlackUnavailable(text, min(max(wait, 0.0), 300.0))
+    return DeliveryError(text, for_good=True)

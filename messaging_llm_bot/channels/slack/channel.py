@@ -1,0 +1,90 @@
+"""The Slack channel's side of the contract (channels/contract.py): text split to 4,000 characters and posted
+with ``chat.postMessage`` (in the conversation's thread), edited with ``chat.update``, and yes/no questions
+answered by a reply. An ``Address`` is the channel id and the thread's ts."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from messaging_llm_bot.channels.contract import (
+    Address,
+    Capabilities,
+    DeliveryError,
+    Media,
+    OutgoingFile,
+    Sent,
+    TextOut,
+)
+from messaging_llm_bot.channels.slack.api import SlackClient
+from messaging_llm_bot.channels.slack.format import CAPABILITIES, MAX_TEXT_CHARS, slack_text, split
+from messaging_llm_bot.conversation.approvals import OpenQuestions, answer_of
+
+
+class SlackChannel:
+    """The contract's ``Channel`` over one ``SlackClient``; called on the channel's event loop."""
+
+    def __init__(self, client: SlackClient, questions: OpenQuestions | None = None) -> None:
+        self.client = client
+        self.questions = questions or OpenQuestions()
+
+    @property
+    def name(self) -> str:
+        return "slack"
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return CAPABILITIES
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self, timeout: float) -> None:
+        return None
+
+    async def send_text(self, to: Address, text: TextOut) -> Sent:
+        ids: list[str] = []
+        for index, part in enumerate(split(text.markdown)):
+            if index < text.skip_parts:
+                continue
+            ts = await self.client.post(to.chat_id, part, to.thread_id)
+            if text.on_part_sent is not None:
+                await text.on_part_sent(index, ts)
+            ids.append(ts)
+        return Sent(tuple(ids))
+
+    async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
+        await self.client.update(to.chat_id, message_id, slack_text(markdown)[:MAX_TEXT_CHARS])
+        return True
+
+    async def typing(self, to: Address) -> None:
+        return None  # bots on the Events API have no typing indicator
+
+    async def send_file(self, to: Address, file: OutgoingFile) -> Sent:
+        raise DeliveryError("the Slack channel sends no files yet", for_good=True)
+
+    async def fetch(self, media: Media, folder: Path, limit_bytes: int) -> Path:
+        raise DeliveryError("the Slack channel takes no files yet", for_good=True)
+
+    async def ask_yes_no(self, to: Address, question: str, timeout: float) -> bool:
+        """Ask in ``to``; the next "yes" or "no" there answers (``resolve``)."""
+        key = question_key(to)
+        future = self.questions.open(key, key, {})
+        try:
+            await self.send_text(to, TextOut(question))
+            try:
+                return await asyncio.wait_for(future, timeout) is True
+            except asyncio.TimeoutError:
+                return False
+        finally:
+            self.questions.close(key)
+
+    def resolve(self, key: str, text: str) -> bool:
+        """Answer an open question of ``key`` with ``text``; True when the message was that answer."""
+        answer = answer_of(text, self.questions.offered(key))
+        return answer is not None and self.questions.answer(key, answer)
+
+
+def question_key(to: Address) -> str:
+    """Questions are per conversation: a DM, or a thread."""
+    return f"{to.chat_id}|{to.thread_id or ''}"

@@ -1,0 +1,103 @@
+"""What comes in through the Events API, in order for each event: the allowlist first (a stranger is told once
+in their DM, nothing of theirs is stored or reaches the model; in a channel they get nothing), the answer to
+an open yes/no question, then the durable inbox (the ``event_id`` taken once: Slack sends an event again, with
+``X-Slack-Retry-Num``, until it heard 200 within three seconds) and a turn in the conversation's queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Protocol
+
+from assistant_framework.inbox import Inbox
+from messaging_llm_bot.channels.contract import Address
+from messaging_llm_bot.channels.slack.channel import SlackChannel, question_key
+from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_event
+from messaging_llm_bot.channels.slack.settings import SlackConfig
+from messaging_llm_bot.channels.slack.turn import TurnRunner
+from messaging_llm_bot.conversation import commands as texts
+from messaging_llm_bot.conversation.chatqueue import ChatQueues
+from messaging_llm_bot.conversation.chattasks import ChatTasks
+from messaging_llm_bot.conversation.held import StorageOutage, held_text
+from messaging_llm_bot.conversation.strangers import Strangers, ToldOnce
+
+log = logging.getLogger(__name__)
+
+STRANGERS_FILE = "state/slack/strangers_told.txt"
+
+
+def stranger_text(user: str) -> str:
+    return (
+        f"Sorry, you are not authorised to use this assistant. Your Slack user id is {user}; "
+        "the owner can add it to slack.allowed."
+    )
+
+
+class IntakeHost(Protocol):
+    """What the intake uses of the running service (service.py)."""
+
+    runtime: Any
+    inbox: Inbox
+    channel: SlackChannel
+    turns: TurnRunner
+    queues: ChatQueues
+    tasks: ChatTasks
+    storage: StorageOutage
+    bot_user: str
+
+    @property
+    def config(self) -> SlackConfig: ...
+
+
+class Intake:
+    def __init__(self, host: IntakeHost) -> None:
+        self.host = host
+        # Told once, ever (a line each in the workspace); loaded at the service's start (``load``).
+        self.strangers = Strangers("slack", ToldOnce(host.runtime.workspace, STRANGERS_FILE))
+
+    async def load(self) -> None:
+        told = self.strangers.told
+        assert isinstance(told, ToldOnce)
+        await told.load()
+
+    async def take(self, payload: Any) -> bool:
+        """The message of a signed event; False when it could not be stored (Slack sends it again)."""
+        msg = message_of_event(payload, self.host.bot_user)
+        return True if msg is None else await self.on_message(msg)
+
+    async def on_message(self, msg: SlackMessage) -> bool:
+        host = self.host
+        config = host.config
+        to = Address(msg.channel, msg.reply_thread)
+        if not config.allows(msg.user):
+            await self.strangers.answer(
+                msg.user,
+                stranger_text(msg.user),
+                lambda text: host.turns.say(to, text),
+                private=msg.direct,
+                addressed=True,
+            )
+            return True
+        owner = config.is_owner(msg.user)
+        if owner and msg.direct and host.channel.resolve(question_key(to), msg.text):
+            return True  # the answer to an open yes/no question, not a new message
+        if host.inbox.seen(msg.event_id):
+            log.info("slack: %s came again; answered once", msg.event_id)
+            return True
+        chat = msg.conversation
+        if not owner and host.queues.full(chat):
+            if host.queues.refused(chat):
+                await host.turns.say(to, texts.backlog_text(host.queues.pending(chat)))
+            return True
+        try:
+            item = await asyncio.to_thread(host.inbox.accept, msg.event_id, chat, msg.to_payload())
+        except OSError as err:
+            host.storage.failed(err, f"the message {msg.event_id} from {msg.user}")
+            if host.storage.tell(chat):
+                await host.turns.say(to, held_text(err))
+            return False
+        host.storage.ok()
+        if item is not None:
+            host.tasks.spawn(chat, host.turns.answer(item), owner=owner, exempt=True)
+        return True

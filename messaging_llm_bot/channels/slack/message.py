@@ -1,0 +1,74 @@
+"""A message the Events API delivers, as the channel keeps it in the durable inbox.
+
+Taken: a ``message`` event in a DM (``channel_type: im``) and an ``app_mention`` in a channel (mention mode:
+a channel's other messages are not the bot's business). Passed over: the bot's own and other bots' messages,
+edits, deletions and every other ``subtype``, and anything without a user, a channel or a ts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from messaging_llm_bot.channels.slack.settings import conversation_of
+
+_MENTION = re.compile(r"<@[UW][A-Z0-9]+>\s*")
+
+
+@dataclass(frozen=True)
+class SlackMessage:
+    event_id: str  # the Events API's id of the delivery: a retry has the same one
+    user: str
+    channel: str
+    ts: str
+    text: str
+    thread_ts: str | None  # the thread the message is in (its root's ts), or None
+    direct: bool  # a DM (the owner's chat when the owner wrote it)
+
+    @property
+    def conversation(self) -> str:
+        return conversation_of(self.channel, self.thread_ts)
+
+    @property
+    def reply_thread(self) -> str | None:
+        """Where the answer goes: the message's thread; in a channel, a thread under the mention."""
+        return self.thread_ts or (None if self.direct else self.ts)
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"slack": {k: getattr(self, k) for k in self.__dataclass_fields__}}
+
+
+def message_of_payload(payload: Any) -> SlackMessage | None:
+    """The message an inbox item holds (``to_payload``), or None."""
+    data = payload.get("slack") if isinstance(payload, dict) else None
+    if not isinstance(data, dict):
+        return None
+    try:
+        return SlackMessage(**data)
+    except TypeError:
+        return None
+
+
+def message_of_event(payload: Any, bot_user: str) -> SlackMessage | None:
+    """The message of an ``event_callback`` payload the bot answers, or None (see the module's docstring)."""
+    if not isinstance(payload, dict) or payload.get("type") != "event_callback":
+        return None
+    event = payload.get("event")
+    if not isinstance(event, dict) or event.get("subtype") or event.get("bot_id"):
+        return None
+    kind = event.get("type")
+    direct = kind == "message" and event.get("channel_type") == "im"
+    if not (direct or kind == "app_mention"):
+        return None
+    fields = [event.get(k) for k in ("user", "channel", "ts")]
+    event_id = payload.get("event_id")
+    if not all(isinstance(f, str) and f for f in fields) or not isinstance(event_id, str) or fields[0] == bot_user:
+        return None
+    user, channel, ts = (str(f) for f in fields)
+    text = str(event.get("text") or "")
+    if kind == "app_mention":
+        text = _MENTION.sub("", text, count=1)
+    text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")  # Slack's escapes
+    thread = event.get("thread_ts")
+    return SlackMessage(event_id, user, channel, ts, text.strip(), thread if isinstance(thread, str) else None, direct)

@@ -1,0 +1,211 @@
+"""Answer one durable inbox item from Slack: the agent's turn, its answer growing in one message while the model
+writes (``chat.update``, conversation/progress.py), then the reply delivered through the ledger: the live
+message edited into the first part, the rest posted after it in the same place.
+
+Used for live messages, the start-up replay, job runs and the owner's notices; the caller holds the chat's queue,
+so one conversation's messages are answered in order. Each part goes out once and is recorded as it goes: a crash
+resends only what is not recorded. While the Web API cannot be reached or rate-limits the bot, the reply waits (it
+is in the inbox) and is retried (after Slack's ``Retry-After``) until a stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from assistant_framework.inbox import Inbox, InboxItem
+from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
+from messaging_llm_bot.channels.slack.api import SlackUnavailable
+from messaging_llm_bot.channels.slack.channel import SlackChannel, question_key
+from messaging_llm_bot.channels.slack.format import split
+from messaging_llm_bot.channels.slack.live import SlackLive
+from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_payload
+from messaging_llm_bot.channels.slack.settings import SlackConfig, place_of
+from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, offers_conversation, question_text
+from messaging_llm_bot.conversation.job_answer import answer_job_run
+from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.progress import Progress
+from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.turn import ChannelTurns, TurnRequest
+
+log = logging.getLogger(__name__)
+
+FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
+RETRY_MAX_SECONDS = 30.0
+HOW_TO_ANSWER = "Reply yes to confirm or no to decline."
+HOW_TO_ANSWER_OR_ALLOW = (
+    "Reply yes to confirm, no to decline, or chat to allow it for this conversation (this skill's calls "
+    "then run without asking while the outside content named above is all that is in view; new outside "
+    "content asks again, /reset ends it)."
+)
+NOTICE_KEY = "notice"
+
+
+def address_of(conversation_id: str) -> Address:
+    channel, thread = place_of(conversation_id)
+    return Address(channel, thread)
+
+
+class TurnRunner(ChannelTurns):
+    """Runs turns for the Slack channel; one per running channel."""
+
+    def __init__(
+        self, runtime: Runtime, inbox: Inbox, channel: SlackChannel, config: Callable[[], SlackConfig]
+    ) -> None:
+        super().__init__(runtime, inbox, "slack")
+        self.slack = channel
+        self._config = config
+        self.stop_event = asyncio.Event()
+
+    @property
+    def config(self) -> SlackConfig:
+        return self._config()
+
+    async def answer(self, item: InboxItem) -> None:
+        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
+        if self.stopping:
+            log.info("slack: stopping; %s stays in the inbox for the next start", item.item_id)
+            return
+        current = self.inbox.get(item.item_id)
+        if current is None:  # answered meanwhile: a job run handed over again
+            return
+        item = current
+        with self._active.tracking():
+            if is_job_item(item):
+                await self._answer_job(item)
+            elif NOTICE_KEY in item.payload:
+                await self._finish(item, address_of(item.conversation_id), item.reply or "")
+            else:
+                await self._answer(item)
+
+    async def _answer(self, item: InboxItem) -> None:
+        msg = message_of_payload(item.payload)
+        if msg is None:  # cannot happen for items this channel wrote; a foreign file is completed, not retried
+            log.error("slack: inbox item %s holds no Slack message; completing it", item.item_id)
+            await asyncio.to_thread(self.inbox.complete, item.item_id)
+            return
+        to = Address(msg.channel, msg.reply_thread)
+        reply, live_ts = item.reply, None
+        if reply is None:
+            live = SlackLive(self.slack.client, to)
+            progress = Progress(live, stream=self.config.stream and self.runtime.settings.llm.stream)
+            await progress.start()
+            try:
+                reply = await self._turn(item, msg, to, progress)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
+                log.exception("slack: answering %s failed", item.item_id)
+                reply = FAILED_REPLY
+            finally:
+                await progress.stop()
+            live_ts = live.sent.get(progress.message_id) if progress.message_id is not None else None
+            try:
+                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
+            except OSError as err:
+                log.warning("slack: could not record the reply of %s: %s", item.item_id, err)
+        await self._finish(item, to, reply, live_ts)
+
+    async def _finish(self, item: InboxItem, to: Address, reply: str, live_ts: str | None = None) -> None:
+        if await self.deliver(item, to, reply, live_ts):
+            await asyncio.to_thread(self.inbox.complete, item.item_id)
+
+    async def _turn(self, item: InboxItem, msg: SlackMessage, to: Address, progress: Progress) -> str:
+        from_owner = self.config.is_owner(msg.user)
+        owner_chat = msg.direct and from_owner  # only the owner's own DM sees the owner's data
+        approve = None
+        if owner_chat:
+            loop = asyncio.get_running_loop()
+            approve = self.slack.questions.approver(lambda request: self._ask(to, request), loop, question_key(to))
+        request = TurnRequest(
+            item.conversation_id, msg.text, item.conversation_id, msg.user, msg.ts, owner_chat, from_owner
+        )
+        return await self.ask_agent(request, approve=approve, on_event=progress.on_event)
+
+    async def _ask(self, to: Address, request: dict[str, Any]) -> Answer:
+        """Ask the owner and wait for the reply yes/no/chat (False on timeout or error)."""
+        questions = self.slack.questions
+        key = question_key(to)
+        future = questions.open(key, key, request)
+        how = HOW_TO_ANSWER_OR_ALLOW if offers_conversation(request) else HOW_TO_ANSWER
+        try:
+            await self.slack.send_text(to, TextOut(question_text(request, how)))
+            answer = await questions.wait(future)
+            if answer is None:
+                await self.say(to, NO_ANSWER)
+                return False
+            return answer
+        except (SlackUnavailable, DeliveryError) as err:
+            log.warning("slack: could not ask for confirmation: %s", err)
+            return False
+        finally:
+            questions.close(key)
+
+    async def say(self, to: Address, text: str) -> None:
+        try:
+            await self.slack.send_text(to, TextOut(text))
+        except (SlackUnavailable, DeliveryError) as err:
+            log.info("slack: could not say %r in %s: %s", text[:40], to.chat_id, err)
+
+    async def _send(self, item: InboxItem, to: Address, reply: str, live_ts: str | None) -> None:
+        """The parts not in the ledger; the first into the live message when there is one."""
+
+        async def on_part_sent(index: int, _ts: str) -> None:
+            try:
+                await asyncio.to_thread(self.inbox.record_part, item.item_id, index, index + 1)
+            except (OSError, KeyError) as err:
+                log.warning("slack: could not record part %d of %s: %s", index, item.item_id, err)
+
+        skip = self.inbox.parts_sent(item.item_id)
+        if skip == 0 and live_ts is not None:
+            await self.slack.client.update(to.chat_id, live_ts, split(reply)[0])
+            await on_part_sent(0, live_ts)
+            skip = 1
+        await self.slack.send_text(to, TextOut(reply, None, skip, on_part_sent, item.item_id))
+
+    async def deliver(self, item: InboxItem, to: Address, reply: str, live_ts: str | None = None) -> bool:
+        """The one delivery path of chat turns, job runs and notices. Retries while the Web API cannot take it
+        (after its ``Retry-After``); False when stopping first."""
+        delay = 0.5
+        told = False
+        while True:
+            try:
+                await self._send(item, to, reply, live_ts)
+                return True
+            except DeliveryError as err:
+                log.error("slack: the reply of %s in %s was refused: %s; giving up", item.item_id, to.chat_id, err)
+                return True
+            except SlackUnavailable as err:
+                if not told:
+                    told = True
+                    log.warning("slack: the reply of %s cannot be sent for now: %s; retrying", item.item_id, err)
+                wait = max(delay, err.retry_after)
+            if self.stopping:
+                return False
+            try:
+                await asyncio.wait_for(self.stop_event.wait(), wait)
+                return False
+            except asyncio.TimeoutError:
+                delay = min(delay * 2, RETRY_MAX_SECONDS)
+
+    async def _answer_job(self, item: InboxItem) -> None:
+        to = address_of(item.conversation_id)
+
+        async def deliver(text: str) -> bool:
+            return await self.deliver(item, to, text)
+
+        async def tell(text: str) -> None:
+            await self.say(to, text)
+
+        await answer_job_run(
+            self.runtime,
+            self.pool,
+            self.inbox,
+            item,
+            chat_id=item.conversation_id,
+            user_id=self.config.owner or "",
+            deliver=deliver,
+            tell=tell,
+        )

@@ -1,0 +1,156 @@
+"""The request URL Slack's Events API posts to.
+
+Served by Tornado on the channel's own event loop (``slack.webhook.listen``/``port``/``path``; put your HTTPS
+reverse proxy in front: Slack calls only https). In this order, before anything runs:
+
+- the body's size from its ``Content-Length`` (413 unread; chunked 411: the hooks listener's screen);
+- ``X-Slack-Request-Timestamp`` within five minutes of now, else 401 (a recorded request replayed later);
+- ``X-Slack-Signature``: ``v0=`` and the HMAC-SHA256 of ``v0:<timestamp>:<raw body>`` with the signing secret,
+  compared in constant time (slack-sdk's ``SignatureVerifier``): wrong or missing is 401 and nothing is parsed
+  or stored (past ``BAD_PER_MINUTE`` refused ones a minute: 429);
+- ``per_minute`` (429: Slack sends it again), then the JSON: ``url_verification`` answers its ``challenge``;
+  an ``event_callback`` is handed to the channel (``Take``), which stores its message in the durable inbox by
+  its ``event_id``; only then the answer is 200. A retry (``X-Slack-Retry-Num``) of an event taken is passed
+  over by the inbox: answered once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import tornado.netutil
+import tornado.web
+
+from assistant_framework.hooks.listener import screen
+from assistant_framework.serve.clients import PerMinute
+from assistant_framework.web.base import SECURITY_HEADERS
+from assistant_framework.web.limits import GuardedHTTPServer, ServerLimits, http_server
+from messaging_llm_bot.channels.slack.settings import SlackConfig
+
+log = logging.getLogger(__name__)
+
+BAD_PER_MINUTE = 20
+MAX_CONNECTIONS = 32
+MAX_AGE_SECONDS = 5 * 60
+MAX_CHALLENGE_CHARS = 200
+
+#: The channel's part: store a signed event's message; False when it could not be stored (503).
+Take = Callable[[Any], Awaitable[bool]]
+
+
+def fresh(timestamp: str | None, now: float) -> bool:
+    """``X-Slack-Request-Timestamp`` is a number of seconds within five minutes of ``now``."""
+    if not timestamp or not timestamp.isdigit() or len(timestamp) > 12:
+        return False
+    return abs(now - int(timestamp)) <= MAX_AGE_SECONDS
+
+
+def signed(secret: str, body: bytes, timestamp: str, signature: str | None) -> bool:
+    """``signature`` is Slack's v0 signature of ``body`` at ``timestamp`` with ``secret`` (constant time)."""
+    from slack_sdk.signature import SignatureVerifier  # the slack extra
+
+    if not secret or not signature:
+        return False
+    try:
+        return SignatureVerifier(secret).is_valid(body, timestamp, signature)
+    except (ValueError, UnicodeDecodeError):  # a body that is not UTF-8 cannot be what Slack signed
+        return False
+
+
+class EventsHandler(tornado.web.RequestHandler):
+    def initialize(self, webhook: Webhook) -> None:
+        self.webhook = webhook
+
+    def set_default_headers(self) -> None:
+        for name, value in SECURITY_HEADERS.items():
+            self.set_header(name, value)
+
+    def _answer(self, status: int, text: str) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.finish(text)
+
+    def _refuse(self, why: str) -> None:
+        if not self.webhook.bad.allow("bad"):
+            self.set_header("Retry-After", "60")
+            self._answer(429, "too many refused requests lately")
+            return
+        log.warning("slack: a request %s from %s (refused)", why, self.request.remote_ip)
+        self._answer(401, f"refused: {why}")
+
+    async def post(self) -> None:
+        webhook = self.webhook
+        body = self.request.body or b""
+        stamp = self.request.headers.get("X-Slack-Request-Timestamp")
+        if not fresh(stamp, time.time()):
+            self._refuse("with a missing timestamp or one more than five minutes off")
+            return
+        assert stamp is not None
+        signature = self.request.headers.get("X-Slack-Signature")
+        if not signed(webhook.config().signing_secret, body, stamp, signature):
+            self._refuse("without a valid signature")
+            return
+        if not webhook.per_minute.allow("slack"):
+            self.set_header("Retry-After", "60")
+            self._answer(429, "too many events this minute (slack.webhook.per_minute)")
+            return
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            self._answer(400, "the body is not JSON")
+            return
+        if isinstance(payload, dict) and payload.get("type") == "url_verification":
+            challenge = str(payload.get("challenge") or "")
+            if not challenge or len(challenge) > MAX_CHALLENGE_CHARS or not challenge.isprintable():
+                self._answer(400, "challenge is missing or not a short printable value")
+                return
+            log.info("slack: the request URL's verification passed")
+            self._answer(200, challenge)
+            return
+        if not await webhook.take(payload):
+            self._answer(503, "the event could not be stored; send it again")
+            return
+        self._answer(200, "")
+
+
+class Webhook:
+    """The listener; ``start()`` on the channel's running loop (it serves there), ``stop()`` on it too."""
+
+    def __init__(self, config: Callable[[], SlackConfig], take: Take) -> None:
+        self.config = config
+        self.take = take
+        first = config()
+        self.host, self.port, self.path = first.listen, first.port, first.path
+        self.per_minute = PerMinute(first.per_minute)
+        self.bad = PerMinute(BAD_PER_MINUTE)
+        self.limits = ServerLimits(
+            max_connections=MAX_CONNECTIONS,
+            max_body_bytes=first.max_body_bytes,
+            header_timeout_seconds=10.0,
+            body_timeout_seconds=30.0,
+        )
+        self.app = tornado.web.Application([(first.path, EventsHandler, {"webhook": self})])
+        self._server: GuardedHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{self.path}"
+
+    def start(self) -> None:
+        """Listen; raises OSError when the address cannot be bound."""
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sockets = tornado.netutil.bind_sockets(self.port, self.host, family=family)
+        self.port = sockets[0].getsockname()[1]
+        self._server = http_server(self.app, self.limits, screen(self.limits), SECURITY_HEADERS)
+        self._server.add_sockets(sockets)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None

@@ -1,0 +1,287 @@
+"""A fake of Slack's Web API (the methods the Slack channel calls), and Slack's side of the Events API.
+
+A stdlib server on 127.0.0.1 (tests.fakes._http). Point the channel at it with ``slack.base_url =
+fake.base_url`` (``http://127.0.0.1:<port>/api/``). What it answers, as Slack documents its Web API:
+
+- Every method is ``POST /api/<method>`` with the token as ``Authorization: Bearer xoxb-...`` (or a ``token``
+  form field), the arguments as JSON or form fields. The answer is HTTP 200 with ``{"ok": true, ...}``, or HTTP
+  200 with ``{"ok": false, "error": "<code>"}``: no token ``not_authed``, a wrong one ``invalid_auth``, an
+  unknown method HTTP 404 ``unknown_method``.
+- Rate limits: ``ratelimit(method, times, retry_after)`` makes the next calls of ``method`` answer HTTP 429
+  with ``Retry-After: <seconds>`` and ``{"ok": false, "error": "ratelimited"}``, as Slack's tiers do.
+- ``auth.test``: ``{"ok", "url", "team", "user", "team_id", "user_id", "bot_id"}``.
+- ``chat.postMessage``: ``channel`` (a DM or channel the fake knows, else ``channel_not_found``), ``text``
+  (else ``no_text``; more than 40,000 characters ``msg_too_long``), optional ``thread_ts`` (a message of that
+  channel, else ``thread_not_found``): ``{"ok", "channel", "ts", "message"}``.
+- ``chat.update``: ``channel``, ``ts`` (a message of that channel, else ``message_not_found``; one the bot did not
+  post ``cant_update_message``), ``text`` (the same bounds): ``{"ok", "channel", "ts", "text", "message"}``.
+- ``conversations.open``: ``users`` (one known user id, else ``user_not_found``): ``{"ok", "channel": {"id"}}``.
+
+Slack's side of the Events API: ``connect(url, signing_secret)``, then ``dm(user, text)`` and ``mention(user,
+channel, text)`` build an ``event_callback`` payload and ``deliver(payload)`` posts it signed as Slack does
+(``X-Slack-Signature: v0=<hex HMAC-SHA256 of "v0:<timestamp>:<body>">``, ``X-Slack-Request-Timestamp``;
+``timestamp=`` an older one, ``secret=`` a wrong one, ``retry_num=`` a retry's headers). Observing:
+``posted(channel)`` the messages as they show now (after their updates), ``updates(channel)``, ``requests``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import itertools
+import json
+import threading
+import time
+from typing import Any
+from urllib.parse import parse_qsl, urlparse
+
+import requests
+
+from tests.fakes._http import FakeHandler, FakeServer
+
+MAX_TEXT = 40_000
+
+
+class SlackError(Exception):
+    def __init__(self, code: str, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        super().__init__(code)
+        self.code, self.status, self.headers = code, status, headers or {}
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    """``X-Slack-Signature``'s value: ``v0=`` and the hex HMAC-SHA256 of ``v0:<timestamp>:<body>``."""
+    base = b"v0:" + timestamp.encode() + b":" + body
+    return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+
+
+class FakeSlackAPI:
+    def __init__(self, token: str = "xoxb-test-token-0001", team_id: str = "T0TEAM001") -> None:
+        self.token = token
+        self.team_id = team_id
+        self.bot_user = "U0BOT00001"
+        self.bot_id = "B0BOT00001"
+        self.requests: list[dict] = []
+        self.messages: list[dict] = []  # {"channel", "ts", "text", "thread_ts", "user", "history": [texts]}
+        self.dms: dict[str, str] = {}  # user id -> their DM channel with the bot
+        self.channels: set[str] = set()
+        self.limits: dict[str, tuple[int, int]] = {}  # method -> (calls still refused, Retry-After)
+        self.webhook_url = ""
+        self.signing_secret = ""
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self.server: FakeServer | None = None
+
+    # -- running ---------------------------------------------------------------------------
+
+    def start(self) -> FakeSlackAPI:
+        self.server = FakeServer(_Handler, self).start("fake-slack-api")
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+
+    def __enter__(self) -> FakeSlackAPI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        assert self.server is not None, "start() the fake first"
+        return f"http://127.0.0.1:{self.server.server_address[1]}/api/"
+
+    # -- the workspace ---------------------------------------------------------------------
+
+    def add_user(self, user: str) -> str:
+        """A member of the workspace; their DM channel with the bot."""
+        with self._lock:
+            if user not in self.dms:
+                self.dms[user] = f"D{next(self._ids):08d}"
+                self.channels.add(self.dms[user])
+            return self.dms[user]
+
+    def add_channel(self, channel: str) -> None:
+        with self._lock:
+            self.channels.add(channel)
+
+    def ratelimit(self, method: str, times: int = 1, retry_after: int = 1) -> None:
+        with self._lock:
+            self.limits[method] = (times, retry_after)
+
+    def _ts(self) -> str:
+        return f"{int(time.time())}.{next(self._ids):06d}"
+
+    # -- Slack's side of the Events API ----------------------------------------------------
+
+    def connect(self, url: str, signing_secret: str) -> None:
+        self.webhook_url, self.signing_secret = url, signing_secret
+
+    def event(self, event: dict) -> dict:
+        """An ``event_callback`` payload around ``event``, with a fresh ``event_id``."""
+        return {
+            "token": "deprecated-verification-token",
+            "team_id": self.team_id,
+            "api_app_id": "A0APP00001",
+            "event": event,
+            "type": "event_callback",
+            "event_id": f"Ev{next(self._ids):010d}",
+            "event_time": int(time.time()),
+            "authorizations": [{"team_id": self.team_id, "user_id": self.bot_user, "is_bot": True}],
+        }
+
+    def _inbound(self, channel: str, user: str, text: str, thread_ts: str | None) -> dict:
+        ts = self._ts()
+        message: dict[str, Any] = {"channel": channel, "ts": ts, "text": text, "thread_ts": thread_ts, "user": user}
+        with self._lock:
+            self.messages.append({**message, "history": [text]})
+        event = {"user": user, "text": text, "ts": ts, "channel": channel, "event_ts": ts}
+        return event | ({"thread_ts": thread_ts} if thread_ts else {})
+
+    def dm(self, user: str, text: str, thread_ts: str | None = None) -> dict:
+        """The payload of ``user`` writing ``text`` to the bot in their DM."""
+        event = self._inbound(self.add_user(user), user, text, thread_ts)
+        return self.event({"type": "message", "channel_type": "im", **event})
+
+    def mention(self, user: str, channel: str, text: str, thread_ts: str | None = None) -> dict:
+        """The ``app_mention`` payload of ``user`` writing ``<@bot> text`` in ``channel``."""
+        self.add_channel(channel)
+        event = self._inbound(channel, user, f"<@{self.bot_user}> {text}", thread_ts)
+        return self.event({"type": "app_mention", **event})
+
+    def deliver(
+        self,
+        payload: dict,
+        *,
+        timestamp: float | None = None,
+        secret: str | None = None,
+        sign: bool = True,
+        retry_num: int | None = None,
+    ) -> requests.Response:
+        """POST ``payload`` to the request URL as Slack does: signed with the signing secret at ``timestamp``."""
+        body = json.dumps(payload).encode()
+        stamp = str(int(time.time() if timestamp is None else timestamp))
+        headers = {"Content-Type": "application/json", "X-Slack-Request-Timestamp": stamp}
+        if sign:
+            headers["X-Slack-Signature"] = signature(self.signing_secret if secret is None else secret, stamp, body)
+        if retry_num is not None:
+            headers |= {"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": "http_timeout"}
+        return requests.post(self.webhook_url, data=body, headers=headers, timeout=30)
+
+    # -- observing -------------------------------------------------------------------------
+
+    def posted(self, channel: str) -> list[dict]:
+        """The bot's messages in ``channel`` as they show now."""
+        with self._lock:
+            return [dict(m) for m in self.messages if m["channel"] == channel and m["user"] == self.bot_user]
+
+    def calls(self, method: str) -> list[dict]:
+        with self._lock:
+            return [r["args"] for r in self.requests if r["method"] == method]
+
+    # -- the Web API -----------------------------------------------------------------------
+
+    def call(self, method: str, auth: str | None, args: dict[str, Any]) -> dict:
+        with self._lock:
+            self.requests.append({"method": method, "args": args})
+            refused, retry_after = self.limits.get(method, (0, 0))
+            if refused:
+                self.limits[method] = (refused - 1, retry_after)
+                raise SlackError("ratelimited", 429, {"Retry-After": str(retry_after)})
+        token = (auth or "").removeprefix("Bearer ").strip() or str(args.get("token") or "")
+        if not token:
+            raise SlackError("not_authed")
+        if not hmac.compare_digest(token.encode(), self.token.encode()):
+            raise SlackError("invalid_auth")
+        handler = _METHODS.get(method)
+        if handler is None:
+            raise SlackError("unknown_method", 404)
+        return handler(self, args)
+
+    def auth_test(self, args: dict[str, Any]) -> dict:
+        return {
+            "url": "https://example-team.slack.com/",
+            "team": "Example Team",
+            "user": "assistant",
+            "team_id": self.team_id,
+            "user_id": self.bot_user,
+            "bot_id": self.bot_id,
+        }
+
+    def _text(self, args: dict[str, Any]) -> str:
+        text = args.get("text")
+        if not isinstance(text, str) or not text:
+            raise SlackError("no_text")
+        if len(text) > MAX_TEXT:
+            raise SlackError("msg_too_long")
+        return text
+
+    def _message(self, channel: str, ts: str) -> dict | None:
+        return next((m for m in self.messages if m["channel"] == channel and m["ts"] == ts), None)
+
+    def post_message(self, args: dict[str, Any]) -> dict:
+        channel = str(args.get("channel") or "")
+        if channel not in self.channels:
+            raise SlackError("channel_not_found")
+        text = self._text(args)
+        thread_ts = args.get("thread_ts") or None
+        with self._lock:
+            if thread_ts is not None and self._message(channel, str(thread_ts)) is None:
+                raise SlackError("thread_not_found")
+            ts = self._ts()
+            message = {"channel": channel, "ts": ts, "text": text, "thread_ts": thread_ts, "user": self.bot_user}
+            self.messages.append({**message, "history": [text]})
+        shown = {"type": "message", "text": text, "user": self.bot_user, "bot_id": self.bot_id, "ts": ts}
+        return {"channel": channel, "ts": ts, "message": shown | ({"thread_ts": thread_ts} if thread_ts else {})}
+
+    def update(self, args: dict[str, Any]) -> dict:
+        channel, ts = str(args.get("channel") or ""), str(args.get("ts") or "")
+        if channel not in self.channels:
+            raise SlackError("channel_not_found")
+        text = self._text(args)
+        with self._lock:
+            message = self._message(channel, ts)
+            if message is None:
+                raise SlackError("message_not_found")
+            if message["user"] != self.bot_user:
+                raise SlackError("cant_update_message")
+            message["text"] = text
+            message["history"].append(text)
+        return {"channel": channel, "ts": ts, "text": text, "message": {"type": "message", "text": text, "ts": ts}}
+
+    def open_conversation(self, args: dict[str, Any]) -> dict:
+        users = str(args.get("users") or "")
+        if "," in users or users not in self.dms:
+            raise SlackError("user_not_found")
+        return {"channel": {"id": self.dms[users]}}
+
+
+_METHODS = {
+    "auth.test": FakeSlackAPI.auth_test,
+    "chat.postMessage": FakeSlackAPI.post_message,
+    "chat.update": FakeSlackAPI.update,
+    "conversations.open": FakeSlackAPI.open_conversation,
+}
+
+
+class _Handler(FakeHandler):
+    def do_POST(self) -> None:
+        fake: FakeSlackAPI = self.server.fake
+        url = urlparse(self.path)
+        raw = self.read_body()
+        args: dict[str, Any] = dict(parse_qsl(url.query))
+        if self.headers.get("Content-Type", "").startswith("application/json"):
+            try:
+                args |= json.loads(raw or b"{}")
+            except ValueError:
+                self.send_json(200, {"ok": False, "error": "invalid_json"})
+                return
+        else:
+            args |= dict(parse_qsl(raw.decode("utf-8", "replace")))
+        try:
+            answer = fake.call(url.path.removeprefix("/api/"), self.headers.get("Authorization"), args)
+        except SlackError as err:
+            self.send_json(err.status, {"ok": False, "error": err.code}, err.headers)
+            return
+        self.send_json(200, {"ok": True, **answer})

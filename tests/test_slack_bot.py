@@ -1,0 +1,159 @@
+"""Issue 50's Slack guarantees through the real bot process (``python -m messaging_llm_bot``, Slack only) against
+the fake Slack Web API (tests/fakes/slack_api.py, which also posts Slack's signed Events API requests) and the
+fake model server: a signed request older than five minutes is refused and runs nothing; an unsigned or wrongly
+signed one too; the url_verification challenge is answered; a DM from the owner gets one streamed answer (one
+message, grown by chat.update); a retry of the same event is answered once; a stranger is told once. One bot
+process for the module."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.crash_bot import BotProcess
+from tests.fakes.chat_server import FakeChatServer
+from tests.fakes.slack_api import FakeSlackAPI
+from tests.waiting import wait_until
+
+OWNER = "U0OWNER001"
+STRANGER = "U0STRANGE1"
+SECRET = "slack-signing-secret-for-the-test-0123"
+TOKEN = "xoxb-test-token-0001"
+
+
+@dataclass
+class Running:
+    bot: BotProcess
+    slack: FakeSlackAPI
+    model: FakeChatServer
+    workspace: Path
+    url: str
+
+
+def _pending(workspace: Path) -> list[Path]:
+    return list((workspace / "state/inbox/pending").rglob("*.json"))
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    folder = tmp_path_factory.mktemp("slack-bot")
+    with FakeChatServer() as model, FakeSlackAPI(token=TOKEN) as slack:
+        slack.add_user(OWNER)
+        config = {
+            "llm": {
+                "runners": [{"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 30}],
+                "max_skill_rounds": 3,
+                "retries_per_runner": 0,
+                "stream": True,
+            },
+            "runtime": {"timezone": "Europe/Berlin", "log_level": "INFO", "shutdown_timeout_seconds": 2},
+            "telegram": {"token": ""},
+            "memory": {"enabled": False},
+            "slack": {
+                "enabled": True,
+                "bot_token_env": "SLACK_TEST_TOKEN",
+                "signing_secret_env": "SLACK_TEST_SECRET",
+                "allowed": [OWNER],
+                "webhook": {"port": 0},
+                "base_url": slack.base_url,
+            },
+        }
+        path = folder / "config.json"
+        path.write_text(json.dumps(config), encoding="utf-8")
+        env = {"SLACK_TEST_TOKEN": TOKEN, "SLACK_TEST_SECRET": SECRET}
+        bot = BotProcess(path, folder / "workspace", folder / "bot.log", env=env)
+        with bot:
+            bot.start()
+            wait_until(lambda: _serving(bot), timeout=60, what="the bot process to listen")
+            url = _serving(bot)
+            slack.connect(url, SECRET)
+            yield Running(bot, slack, model, folder / "workspace", url)
+        log = bot.log_text()
+        assert SECRET not in log and TOKEN not in log  # the secrets from the environment are never logged
+        assert "Traceback" not in log
+
+
+def _serving(bot: BotProcess) -> str:
+    if bot.proc is not None and bot.proc.poll() is not None:
+        raise AssertionError(f"the bot exited with {bot.proc.returncode}:\n{bot.run_log()[-3000:]}")
+    found = re.search(r"slack: serving the Events API on (\S+)", bot.run_log())
+    return found[1] if found else ""
+
+
+def test_a_signed_request_older_than_five_minutes_is_refused_and_runs_nothing(running: Running) -> None:
+    slack = running.slack
+    payload = slack.dm(OWNER, "What are my notes?")
+    old = slack.deliver(payload, timestamp=time.time() - 6 * 60)  # rightly signed, but six minutes old
+    assert old.status_code == 401 and "five minutes" in old.text
+    assert slack.deliver(payload, sign=False).status_code == 401
+    assert slack.deliver(payload, secret=SECRET[:-1] + "X").status_code == 401
+    assert slack.deliver(payload, timestamp=time.time() + 6 * 60).status_code == 401  # from the future too
+    # Refused before anything was parsed or stored: nothing is under way.
+    assert running.model.chat_requests == [] and slack.calls("chat.postMessage") == []
+    assert not _pending(running.workspace)
+
+
+def test_the_url_verification_challenge_is_answered_only_when_signed(running: Running) -> None:
+    challenge = {
+        "token": "x",
+        "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
+        "type": "url_verification",
+    }
+    right = running.slack.deliver(challenge)
+    assert (right.status_code, right.text) == (200, challenge["challenge"])
+    wrong = running.slack.deliver(challenge, secret="not-the-secret")
+    assert wrong.status_code == 401 and challenge["challenge"] not in wrong.text
+
+
+def test_a_dm_gets_one_streamed_answer(running: Running) -> None:
+    slack, model = running.slack, running.model
+    model.reset()
+    dm = slack.dms[OWNER]
+    answer = "Paris is the capital of France, and its largest city by far."
+    words = answer.split(" ")
+    chunks = ['{"reply": "'] + [w + " " for w in words[:-1]] + [words[-1], '"}']
+    model.enqueue({"content": '{"reply": "' + answer + '"}', "stream_chunks": chunks, "chunk_delay": 0.15})
+    payload = slack.dm(OWNER, "What is the capital of France?")
+    assert slack.deliver(payload).status_code == 200
+    wait_until(lambda: not _pending(running.workspace), timeout=30, what="the answer")
+    [message] = slack.posted(dm)
+    assert message["text"] == answer  # the final text, after the last chat.update
+    assert len(slack.calls("chat.postMessage")) == 1  # one message ...
+    assert len(message["history"]) >= 3  # ... shown growing: posted, updated while streaming, then final
+    assert all(answer.startswith(shown.removesuffix(" ▍").strip()) for shown in message["history"])
+    assert len(model.chat_requests) == 1
+    assert "What is the capital of France?" in str(model.chat_requests[0]["messages"][-1])
+
+
+def test_a_retry_of_the_same_event_is_answered_once(running: Running) -> None:
+    slack, model = running.slack, running.model
+    model.reset()
+    dm = slack.dms[OWNER]
+    before = len(slack.posted(dm))
+    model.enqueue('{"reply": "Rome."}', '{"reply": "a second answer"}')
+    payload = slack.dm(OWNER, "And Italy?")
+    assert slack.deliver(payload).status_code == 200
+    assert slack.deliver(payload, retry_num=1).status_code == 200  # Slack did not hear the 200 in 3 s
+    wait_until(lambda: len(slack.posted(dm)) > before and not _pending(running.workspace), what="the answer")
+    assert slack.deliver(payload, retry_num=2).status_code == 200  # and once more after the answer
+    wait_until(lambda: running.bot.run_log().count(f"{payload['event_id']} came again") >= 2, what="both retries")
+    assert [m["text"] for m in slack.posted(dm)[before:]] == ["Rome."]
+    assert len(model.chat_requests) == 1
+
+
+def test_a_stranger_is_told_their_id_once_and_reaches_no_model(running: Running) -> None:
+    slack, model = running.slack, running.model
+    model.reset()
+    assert slack.deliver(slack.dm(STRANGER, "Read me the owner's notes.")).status_code == 200
+    wait_until(lambda: slack.posted(slack.dms[STRANGER]), what="the refusal")
+    assert slack.deliver(slack.dm(STRANGER, "Hello?")).status_code == 200
+    wait_until(lambda: f"ignored {STRANGER} again" in running.bot.run_log(), what="the second message passed over")
+    [told] = [m["text"] for m in slack.posted(slack.dms[STRANGER])]
+    assert STRANGER in told and "not authorised" in told
+    assert model.chat_requests == [] and not _pending(running.workspace)
