@@ -8,6 +8,7 @@ import json
 import logging
 import sys
 from typing import Any, Iterator
+from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.config import load_config_detailed, validate_config
@@ -206,7 +207,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_sources(sources: dict[str, Any], tz) -> None:
+def _print_sources(sources: dict[str, Any], tz: ZoneInfo) -> None:
     """The failing sources with their last error, then sources that skipped items."""
     failing = {k: v for k, v in sources.items() if not v.get("ok")}
     print()
@@ -223,7 +224,7 @@ def _print_sources(sources: dict[str, Any], tz) -> None:
                 print(f"    {item.get('uid') or '(no UID)'}: {item.get('reason')}")
 
 
-def _local(iso: str | None, tz) -> str:
+def _local(iso: str | None, tz: ZoneInfo) -> str:
     moment = from_iso(iso)
     return "-" if moment is None else moment.astimezone(tz).strftime("%Y-%m-%d %H:%M")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from assistant_framework.config import load_config
 from assistant_framework.evals.cases import BUILTIN_CASES_DIR, CaseError, load_cases
 from assistant_framework.evals.report import build_report, format_comparison, format_table
+from assistant_framework.evals.scoring import CaseResult
 from messaging_llm_bot.cli.config import Subparsers
 
 
@@ -130,7 +131,7 @@ def cmd_skills(args: argparse.Namespace) -> int:
         print(f"error: --report {args.report}: the folder does not exist", file=sys.stderr)
         return 2
 
-    def progress(index: int, total: int, result) -> None:
+    def progress(index: int, total: int, result: CaseResult) -> None:
         mark = "ok  " if result.passed else "FAIL"
         print(f"[{index:>3}/{total}] {mark} {result.id}", file=sys.stderr, flush=True)
 

@@ -6,11 +6,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assistant_framework.config import load_config
 from assistant_framework.workspace import existing_workspace
 from messaging_llm_bot.cli import UsageError, int_range
 from messaging_llm_bot.cli.config import Subparsers, add_config_option
+
+if TYPE_CHECKING:
+    from assistant_framework.memory.service import MemoryService
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +51,7 @@ def register(subparsers: Subparsers) -> None:
     purge.set_defaults(func=cmd_purge)
 
 
-def _service(args: argparse.Namespace):
+def _service(args: argparse.Namespace) -> MemoryService:
     from assistant_framework.memory.service import MemoryService
 
     config = load_config(args.config) if Path(args.config).exists() else {}

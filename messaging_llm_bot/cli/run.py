@@ -12,8 +12,9 @@ import logging.handlers
 import os
 import sys
 import threading
+from io import TextIOWrapper
 from pathlib import Path
-from typing import NoReturn, Sequence
+from typing import NoReturn, Sequence, cast
 
 from assistant_framework import version
 from assistant_framework.config import ConfigError
@@ -74,10 +75,12 @@ class OneLineRedactingFormatter(logging.Formatter):
 class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     """The bot's log in the workspace, created 0600 (at every rollover too) whatever the umask."""
 
-    def _open(self):
-        return open(  # noqa: SIM115 - the handler owns and closes the stream
+    def _open(self) -> TextIOWrapper:
+        # A text mode ("a" or "w"): open gives a TextIOWrapper, which mypy cannot tell from a variable mode.
+        stream = open(  # noqa: SIM115 - the handler owns and closes the stream
             self.baseFilename, self.mode, encoding=self.encoding, errors=self.errors, opener=_private_opener
         )
+        return cast(TextIOWrapper, stream)
 
 
 def _private_opener(path: str, flags: int) -> int:
