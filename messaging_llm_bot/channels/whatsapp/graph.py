@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from assistant_framework.tls import shared_context
 from messaging_llm_bot.channels.contract import DeliveryError
 
 TIMEOUT_SECONDS = 30.0
@@ -50,7 +51,10 @@ class GraphClient:
         self.base_url = base_url.rstrip("/")
         self.phone_number_id = phone_number_id
         self._http = httpx.AsyncClient(
-            headers={"Authorization": f"Bearer {token}"}, timeout=timeout, follow_redirects=False
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=timeout,
+            follow_redirects=False,
+            verify=shared_context(),  # the process's one context: httpx would parse certifi's bundle per client
         )
 
     async def close(self) -> None:
