@@ -11,6 +11,7 @@ import logging
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from typing import TextIO
 
 import filelock
 
@@ -21,15 +22,17 @@ from messaging_llm_bot.conversation.turn import ChannelTurns
 log = logging.getLogger(__name__)
 
 
-def take_lock(workspace: Workspace, path: str, who: str) -> filelock.FileLock | None:
-    """The workspace's lock of one channel (``path``), or None after saying on stderr that ``who`` ("telegram:
-    another bot") holds it already."""
+def take_lock(
+    workspace: Workspace, path: str, who: str, *, hint: str = "stop it first", out: TextIO | None = None
+) -> filelock.FileLock | None:
+    """The workspace's lock of one channel (``path``), or None after saying on ``out`` (stderr) that ``who``
+    ("telegram: another bot") holds it already, and ``hint``: what to do."""
     lock = filelock.FileLock(str(workspace.path(path)), mode=0o600)
     try:
         lock.acquire(timeout=0)
     except filelock.Timeout:
         print(
-            f"{who} is already running on workspace {workspace.root} ({path} is held); stop it first", file=sys.stderr
+            f"{who} is already running on workspace {workspace.root} ({path} is held); {hint}", file=out or sys.stderr
         )
         return None
     return lock

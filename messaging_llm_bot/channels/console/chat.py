@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TextIO
 
-import filelock
-
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileSender, FileToSend
 from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, ApproveCallback
@@ -50,6 +48,7 @@ from messaging_llm_bot.conversation.commands import run_command
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.markup import terminal_text
 from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.shutdown import take_lock
 
 CONVERSATION_ID = "console"
 #: What the terminal chat can do (channels/contract.py): one reader, text only, the answer printed as it
@@ -299,15 +298,9 @@ def run_console(
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    lock = filelock.FileLock(str(runtime.workspace.path(LOCK_FILE)), mode=0o600)
-    try:
-        lock.acquire(timeout=0)
-    except filelock.Timeout:
-        print(
-            f"chat: another terminal chat is already running on workspace {runtime.workspace.root} "
-            f"({LOCK_FILE} is held); leave it first (/quit), or pass another --workspace",
-            file=stderr,
-        )
+    hint = "leave it first (/quit), or pass another --workspace"
+    lock = take_lock(runtime.workspace, LOCK_FILE, "chat: another terminal chat", hint=hint, out=stderr)
+    if lock is None:
         return EXIT_USAGE
     try:
         return _chat(runtime, stdin, stdout, stderr, job_clock)
