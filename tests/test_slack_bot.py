@@ -157,3 +157,44 @@ def test_a_stranger_is_told_their_id_once_and_reaches_no_model(running: Running)
     [told] = [m["text"] for m in slack.posted(slack.dms[STRANGER])]
     assert STRANGER in told and "not authorised" in told
     assert model.chat_requests == [] and not _pending(running.workspace)
+
+
+def test_doctor_checks_the_token_the_running_request_url_and_the_allowlist(
+    running: Running, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from messaging_llm_bot.cli.main import main
+
+    monkeypatch.setenv("SLACK_DOCTOR_TOKEN", TOKEN)
+    monkeypatch.setenv("SLACK_DOCTOR_SECRET", SECRET)
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "llm.json").write_text(
+        json.dumps({"runners": [{"name": "l", "base_url": running.model.base_url, "model": "m"}]})
+    )
+    port = int(running.url.rsplit(":", 1)[1].split("/", 1)[0])
+    section = {
+        "enabled": True,
+        "bot_token_env": "SLACK_DOCTOR_TOKEN",
+        "signing_secret_env": "SLACK_DOCTOR_SECRET",
+        "allowed": [OWNER],
+        "webhook": {"port": port},
+        "base_url": running.slack.base_url,
+    }
+
+    def doctor() -> dict[str, dict[str, str]]:
+        (config / "slack.json").write_text(json.dumps(section))
+        main(["doctor", "--json", "--quick", "--config", str(config), "--workspace", str(tmp_path / "ws")])
+        return {c["name"]: c for c in json.loads(capsys.readouterr().out)}
+
+    checks = doctor()
+    assert checks["slack allowlist"]["status"] == "ok" and OWNER in checks["slack allowlist"]["detail"]
+    assert checks["slack token"]["status"] == "ok" and "Example Team" in checks["slack token"]["detail"]
+    assert checks["slack request url"]["status"] == "ok", checks["slack request url"]
+    monkeypatch.setenv("SLACK_DOCTOR_TOKEN", "xoxb-wrong")
+    monkeypatch.setenv("SLACK_DOCTOR_SECRET", "another-secret")  # the running bot refuses its challenge
+    section["allowed"] = []
+    checks = doctor()
+    assert checks["slack allowlist"]["status"] == "fail"
+    assert checks["slack token"]["status"] == "fail" and "invalid_auth" in checks["slack token"]["detail"]
+    assert checks["slack request url"]["status"] == "fail" and "401" in checks["slack request url"]["detail"]
+    assert "xoxb-wrong" not in json.dumps(checks)  # the token is never shown

@@ -1,0 +1,52 @@
+"""``assistant setup --slack-owner`` configures the Slack channel (issue 50): by flags, against the fake Slack
+Web API, the token tried from the named environment variable (never written), the settings in the local layer
+with ``enabled`` last; a wrong token stops setup with nothing written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from messaging_llm_bot.cli.main import main
+from tests.fakes.chat_server import FakeChatServer
+from tests.fakes.slack_api import FakeSlackAPI
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _setup(config: Path, tmp_path: Path, chat: FakeChatServer, slack: FakeSlackAPI, owner: str = "U0OWNER001") -> int:
+    return main(
+        [
+            *("setup", "--yes", "--no-telegram", "--no-test", "--config", str(config)),
+            *("--workspace", str(tmp_path / "ws"), "--base-url", chat.base_url, "--timezone", "UTC"),
+            *("--slack-owner", owner, "--slack-base-url", slack.base_url),
+            *("--slack-token-env", "SL_SETUP_TOKEN", "--slack-secret-env", "SL_SETUP_SECRET"),
+        ]
+    )
+
+
+def test_setup_writes_the_slack_channel_and_refuses_a_wrong_token(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config"
+    shutil.copytree(REPO / "config", config, ignore=shutil.ignore_patterns("local"))
+    monkeypatch.setenv("SL_SETUP_SECRET", "a-signing-secret-0123456789")
+    with FakeChatServer() as chat, FakeSlackAPI() as slack:
+        chat.set_handler(lambda request: "OK")
+        monkeypatch.setenv("SL_SETUP_TOKEN", slack.token + "-wrong")
+        assert _setup(config, tmp_path, chat, slack) == 2
+        assert "invalid_auth" in capsys.readouterr().err and not (config / "local" / "slack.json").exists()
+
+        monkeypatch.setenv("SL_SETUP_TOKEN", slack.token)
+        assert _setup(config, tmp_path, chat, slack) == 0, capsys.readouterr()
+        out = capsys.readouterr().out
+        assert "is the bot assistant in Example Team" in out and "/slack/events" in out
+        written = json.loads((config / "local" / "slack.json").read_text())
+        assert written["enabled"] is True and written["allowed"] == ["U0OWNER001"]
+        assert written["bot_token_env"] == "SL_SETUP_TOKEN" and written["signing_secret_env"] == "SL_SETUP_SECRET"
+        assert slack.token not in (config / "local" / "slack.json").read_text()
+        assert _setup(config, tmp_path, chat, slack, owner="not-an-id") == 2
+        assert "not a Slack member id" in capsys.readouterr().err
