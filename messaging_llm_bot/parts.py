@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover - the parts are imported when they are bui
     from messaging_llm_bot.llm.client import LLMClient
 
 
-def llm_client(settings: Settings) -> "LLMClient":
+def llm_client(settings: Settings) -> LLMClient:
     """The model client for the records; a bad runner list is a ConfigError."""
     from messaging_llm_bot.llm.client import LLMClient
 
@@ -38,7 +38,7 @@ class BackgroundModel:
     user turns (llm/slots.py).
     """
 
-    def __init__(self, llm: "LLMClient") -> None:
+    def __init__(self, llm: LLMClient) -> None:
         self.llm = llm
 
     def __call__(self, messages: list[dict[str, Any]], **kwargs: Any) -> str:
@@ -53,7 +53,7 @@ class BackgroundModel:
             return self.llm.complete(messages, extra=rest or None, schema=schema, schema_name=name, **kwargs).text
 
 
-def _memory(settings: Settings, workspace: Workspace, model: BackgroundModel) -> "MemoryService | None":
+def _memory(settings: Settings, workspace: Workspace, model: BackgroundModel) -> MemoryService | None:
     if not settings.memory.enabled:
         return None
     from assistant_framework.memory import MemoryService
@@ -66,11 +66,11 @@ def _memory(settings: Settings, workspace: Workspace, model: BackgroundModel) ->
 class Parts:
     """The parts built from the config: skills, model client, memory, collectors and the agent."""
 
-    skills: "SkillManager"
-    llm: "LLMClient"
-    agent: "Agent"
-    collectors: "CollectorManager | None"
-    memory: "MemoryService | None"
+    skills: SkillManager
+    llm: LLMClient
+    agent: Agent
+    collectors: CollectorManager | None
+    memory: MemoryService | None
     background_model: BackgroundModel | None = None
 
 

@@ -14,9 +14,10 @@ import copy
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.access import plugin_dir_problems
@@ -53,10 +54,10 @@ def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 def _part(name: str) -> property:
     """A runtime attribute kept in ``Parts``, built on first access when the runtime was deferred."""
 
-    def get(self: "BotRuntime") -> Any:
+    def get(self: BotRuntime) -> Any:
         return getattr(self.ensure_built(), name)
 
-    def set_(self: "BotRuntime", value: Any) -> None:
+    def set_(self: BotRuntime, value: Any) -> None:
         setattr(self.ensure_built(), name, value)
 
     return property(get, set_, doc=f"The runtime's {name} (built on first use when deferred).")
@@ -72,7 +73,7 @@ class BotRuntime:
     #: The config's records, built once per load or ``/reload`` (``runtime.settings.llm.stream``).
     settings: Settings = field(default_factory=Settings)
     parts: Parts | None = None
-    collector_runner: "CollectorRunner | None" = None
+    collector_runner: CollectorRunner | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
     _notify: Callable[[str, str], None] | None = None
     _notifiers: list[Callable[[str, str], None]] = field(default_factory=list)
@@ -147,7 +148,7 @@ class BotRuntime:
         self.log_plugin_errors()
         return ReloadReport(applied=plan.applied, needs_restart=plan.needs_restart)
 
-    def _make_runner(self) -> "CollectorRunner":
+    def _make_runner(self) -> CollectorRunner:
         from assistant_framework.collectors.runner import CollectorRunner
 
         timezone = self.settings.runtime.timezone
@@ -232,7 +233,7 @@ class BotRuntime:
             self._maintenance = threading.Thread(target=self._maintenance_loop, name="memory-maintenance", daemon=True)
             self._maintenance.start()
 
-    def _tell_capped(self, use: "CapUse", next_runner: str | None) -> None:
+    def _tell_capped(self, use: CapUse, next_runner: str | None) -> None:
         """Tell the owner, once per runner and period, that a runner reached a spending cap."""
         from assistant_framework.spending import capped_text
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Collection
+from typing import TYPE_CHECKING
 
 from assistant_framework.memory.terms import or_terms, query_terms
 from messaging_llm_bot.agent.prompt import without_examples

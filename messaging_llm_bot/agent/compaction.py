@@ -15,8 +15,8 @@ today; a failed call is retried after a growing pause, as fact extraction is.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable
 
 from assistant_framework.background import BackgroundWorker
 from assistant_framework.memory.batching import Exchange, IdleBatcher

@@ -9,7 +9,7 @@ most of the request, the user gets a sentence saying what will help.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from assistant_framework.tokens import estimate_tokens
 from messaging_llm_bot.agent.history import trim_history

@@ -11,8 +11,9 @@ from __future__ import annotations
 import copy
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from assistant_framework.access import feeds_prompt, schedules_work
 from assistant_framework.config.settings import PolicySettings

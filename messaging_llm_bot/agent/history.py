@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable
 
 from assistant_framework.memory.log import CONVERSATIONS_DIR, safe_conversation_id
 from assistant_framework.tokens import estimate_tokens

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from assistant_framework.media.files_out import FileSender
 from messaging_llm_bot.agent.guard import ApproveCallback

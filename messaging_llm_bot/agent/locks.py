@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 
 class ConversationLock:
@@ -65,7 +65,7 @@ class ConversationLock:
         with self._cond:
             return self._next_ticket - self._serving - len(self._abandoned)
 
-    def __enter__(self) -> "ConversationLock":
+    def __enter__(self) -> ConversationLock:
         self.acquire()
         return self
 

@@ -16,9 +16,9 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.access import guest_skills
@@ -66,7 +66,7 @@ from messaging_llm_bot.llm.client import LLMClient, RunnerConfig
 from messaging_llm_bot.llm.slots import background_calls
 from messaging_llm_bot.llm.wire import Message
 
-__all__ = ["Agent", "AgentEvent", "Incoming", "TurnResult", "FAILED_TURN_REPLY"]
+__all__ = ["FAILED_TURN_REPLY", "Agent", "AgentEvent", "Incoming", "TurnResult"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from assistant_framework.collectors import CollectorManager

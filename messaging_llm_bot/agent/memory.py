@@ -10,8 +10,9 @@ without it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from assistant_framework.skills.spec import MemorySearch
 from messaging_llm_bot.agent.outside import RECALL, OutsideSource

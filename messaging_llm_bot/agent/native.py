@@ -5,7 +5,8 @@ request can go out either way (the model client picks per runner, llm/client.py)
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from messaging_llm_bot.llm.structured import protocol_schema, schema_key
 from messaging_llm_bot.llm.tools import ToolCall, assistant_message, result_message, tool_name, tool_specs

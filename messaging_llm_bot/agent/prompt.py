@@ -251,9 +251,9 @@ class PromptBuilder:
         self,
         settings: Settings,
         workspace: Workspace,
-        skills: "SkillManager",
+        skills: SkillManager,
         *,
-        collectors: "CollectorManager | None" = None,
+        collectors: CollectorManager | None = None,
         memory: Memory | None = None,
     ) -> None:
         self.settings = settings

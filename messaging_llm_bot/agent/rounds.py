@@ -11,9 +11,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.skills import SkillContext, SkillManager

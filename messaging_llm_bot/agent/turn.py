@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from assistant_framework.json_types import JsonObject
 from assistant_framework.traces import TraceRecord
@@ -34,7 +34,7 @@ class TurnStopped(Exception):
     """The owner stopped the turn; raised at the next point where stopping loses nothing half-done."""
 
 
-def stopped_reply(turn: "TurnRecord") -> str:
+def stopped_reply(turn: TurnRecord) -> str:
     """What the owner sees after stopping: the text streamed so far, and what already ran."""
     done = list(dict.fromkeys(c.skill for c in turn.skill_calls if c.ok))
     note = "⏹ Stopped." + (f" Already done before the stop: {', '.join(done)}." if done else "")

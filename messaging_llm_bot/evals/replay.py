@@ -8,8 +8,9 @@ the same skill with the same arguments as it did then.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, TypedDict
+from typing import Any, TypedDict
 
 from assistant_framework.json_types import JsonObject
 from assistant_framework.traces import TraceRecord

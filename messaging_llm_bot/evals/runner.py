@@ -10,8 +10,9 @@ from __future__ import annotations
 import copy
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Callable, Sequence
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.config.settings import Settings

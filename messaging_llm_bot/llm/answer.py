@@ -8,8 +8,8 @@ the key to redact).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import requests
 import urllib3

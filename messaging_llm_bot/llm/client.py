@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import requests
 
@@ -54,11 +54,11 @@ from messaging_llm_bot.llm.usage import Usage, parse_usage
 from messaging_llm_bot.llm.wire import JsonObject, Message
 
 __all__ = [
+    "Completion",
+    "LLMClient",
+    "LLMError",
     "RunnerConfig",
     "Usage",
-    "Completion",
-    "LLMError",
-    "LLMClient",
     "parse_usage",
     "runners_from_config",
 ]

@@ -10,7 +10,8 @@ import email.utils
 import json
 import re
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from assistant_framework.redaction import redact_text
 

@@ -79,7 +79,7 @@ class PrioritySlots:
         with self._cond:
             return self._waiting[OWNER] + self._waiting[USER]
 
-    def __enter__(self) -> "PrioritySlots":
+    def __enter__(self) -> PrioritySlots:
         self.acquire()
         return self
 

@@ -23,7 +23,7 @@ RESPONSE_FORMAT = "opus"
 
 
 @functools.cache
-def _session() -> "requests.Session":
+def _session() -> requests.Session:
     from assistant_framework.http_deadline import deadline_session
 
     return deadline_session()
@@ -38,7 +38,7 @@ class Speech:
     error: str | None = None
 
 
-def speak(settings: SpeechSettings, text: str, session: "requests.Session | None" = None) -> Speech:
+def speak(settings: SpeechSettings, text: str, session: requests.Session | None = None) -> Speech:
     """Ask the endpoint to speak ``text``; never raises for the server's failures (blocking)."""
     import requests
 

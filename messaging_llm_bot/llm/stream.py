@@ -6,7 +6,7 @@ Pure logic over already-decoded lines; the HTTP shell lives in llm.py.
 from __future__ import annotations
 
 import json
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from messaging_llm_bot.llm.errors import LLMError, classify, parse_error_body
 from messaging_llm_bot.llm.wire import JsonObject, Message

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Iterable
+from collections.abc import Iterable
 
 from assistant_framework.skills.grammar import grammar_safe
 from messaging_llm_bot.llm.errors import LLMError

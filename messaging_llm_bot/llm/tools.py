@@ -8,8 +8,8 @@ the fallback (llm/structured.py decides per runner which one a request uses).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from assistant_framework.skills.grammar import grammar_safe
 from assistant_framework.skills.loader import tool_name

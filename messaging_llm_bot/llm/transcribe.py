@@ -16,7 +16,7 @@ MAX_ANSWER_BYTES = 4 * 1024 * 1024
 
 
 @functools.cache
-def _session() -> "requests.Session":
+def _session() -> requests.Session:
     """One pooled session for transcriptions whose requests obey the call's whole deadline."""
     from assistant_framework.http_deadline import deadline_session
 
@@ -46,7 +46,7 @@ def transcribe(
     audio: bytes,
     file_name: str = "voice.ogg",
     content_type: str = "audio/ogg",
-    session: "requests.Session | None" = None,
+    session: requests.Session | None = None,
 ) -> Transcription:
     """Send ``audio`` as multipart (file, model) and return the transcript; errors are values."""
     # On use: the Telegram frontend imports this module before its first poll.

@@ -22,6 +22,7 @@ they are left out before the text around the calls is judged.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 #: Text before the first call (and between calls): at most this much, on at most this many lines.
@@ -100,7 +101,7 @@ def quoted_calls(body: str, spans: list[tuple[int, int]], *, guarded: bool = Fal
     the answer (a ``recovered`` label), or None when the answer is the calls."""
     if any(_in_quotes(body, start, end) for start, end in spans):
         return "quoted_call"
-    between = [body[0 : spans[0][0]]] + [body[a:b] for (_, a), (b, _) in zip(spans, spans[1:], strict=False)]
+    between = [body[0 : spans[0][0]]] + [body[a:b] for (_, a), (b, _) in itertools.pairwise(spans)]
     if any(_too_long(without_tokens(text)) for text in between):
         return "call_in_prose"
     if _prose_after(without_tokens(body[spans[-1][1] :]), guarded):

@@ -228,7 +228,7 @@ def scan(text: str, offset: int = 0, labels: tuple[str, ...] = (), budget: _Budg
                 continue
             lang, c0, c1, end = fence
             if lang in CODE_FENCE_LANGS:
-                found.extend(scan(text[c0:c1], offset + c0, labels + ("fenced",), budget))
+                found.extend(scan(text[c0:c1], offset + c0, (*labels, "fenced"), budget))
                 _widen_single(found, offset + c0, offset + c1, offset + i, offset + end)
             i = end
             continue
@@ -237,7 +237,7 @@ def scan(text: str, offset: int = 0, labels: tuple[str, ...] = (), budget: _Budg
             close = text.lower().find(f"</{tag.group(1).lower()}>", tag.end())
             c1 = close if close != -1 else n
             end = close + len(tag.group(1)) + 3 if close != -1 else n
-            inner = scan(text[tag.end() : c1], offset + tag.end(), labels + ("tool_call_tag",), budget)
+            inner = scan(text[tag.end() : c1], offset + tag.end(), (*labels, "tool_call_tag"), budget)
             found.extend(inner)
             _widen_single(found, offset + tag.end(), offset + c1, offset + i, offset + end)
             i = end

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Collection
+from collections.abc import Collection
 
 # ---------------------------------------------------------------- messages to the model
 
@@ -101,10 +101,7 @@ def args_request(skill: str, description: str, schema: str) -> str:
 
 def format_skill_result(skill: str, result: object, budget_chars: int = 4000) -> str:
     """The message fed back after a skill ran; the result body is cut to budget_chars with a marker."""
-    if isinstance(result, str):
-        body = result
-    else:
-        body = json.dumps(result, ensure_ascii=False, default=str)
+    body = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
     budget = max(0, budget_chars)
     if len(body) > budget:
         body = f"{body[:budget]}\n[... truncated {len(body) - budget} chars]"

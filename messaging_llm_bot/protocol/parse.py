@@ -48,8 +48,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Collection, TypeGuard
+from typing import Any, TypeGuard
 
 from assistant_framework.skills.spec import SkillArgs
 from messaging_llm_bot.protocol.framing import quoted_calls
@@ -172,7 +173,7 @@ def _call_from_dict(obj: dict[str, Any], known: Collection[str], raw: str) -> tu
             return None
         if extras and args_key is None:
             flat = {k: v for k, v in obj.items() if k != skill_key and k not in THOUGHT_KEYS}
-            return SkillCall(name, flat, raw), labels + ["flat_args"]
+            return SkillCall(name, flat, raw), [*labels, "flat_args"]
         args, err, more = _args_from(name, obj.get(args_key) if args_key else None)
         return SkillCall(name, args, raw, err), labels + more
     name = obj.get("name")
@@ -183,7 +184,7 @@ def _call_from_dict(obj: dict[str, Any], known: Collection[str], raw: str) -> tu
     args, err, more = _args_from(name, obj[args_key])
     if name not in known and (err or not isinstance(obj[args_key], (dict, str))):
         return None
-    return SkillCall(name, args, raw, err), ["synonym:name"] + labels + more
+    return SkillCall(name, args, raw, err), ["synonym:name", *labels, *more]
 
 
 def _action_beside_known_name(
@@ -201,7 +202,7 @@ def _action_beside_known_name(
     labels = [f"synonym:{name_key}"] + ([f"synonym:{args_key}"] if args_key not in (None, "args") else [])
     if args_key is None:
         flat = {k: v for k, v in obj.items() if k != name_key and k not in THOUGHT_KEYS}
-        return SkillCall(obj[name_key], flat, raw), labels + ["flat_args"]
+        return SkillCall(obj[name_key], flat, raw), [*labels, "flat_args"]
     if set(obj) - {name_key, "action", args_key} - META_KEYS:
         return None
     args, err, more = _args_from(obj[name_key], obj[args_key])
@@ -233,13 +234,13 @@ def calls_from_value(value: object, known: Collection[str], raw: str) -> tuple[l
         value, recased = protocol_keys(value)
         if recased:
             calls, labels = calls_from_value(value, known, raw)
-            return calls, (["key_case"] + labels) if calls else []
+            return calls, (["key_case", *labels]) if calls else []
         legacy = _legacy_call(value, known, raw)
         if legacy is not None:
             return legacy
         if len(value) == 1 and next(iter(value)) in CALL_LIST_KEYS and isinstance(next(iter(value.values())), list):
             calls, labels = calls_from_value(next(iter(value.values())), known, raw)
-            return calls, (labels + ["tool_calls_list"]) if calls else []
+            return calls, ([*labels, "tool_calls_list"]) if calls else []
         one = _call_from_dict(value, known, raw)
         return ([one[0]], one[1]) if one else ([], [])
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
@@ -338,7 +339,7 @@ def parse_model_output(text: str, skill_names: Collection[str] = (), *, guarded:
     if templated is not None:
         quoted = quoted_calls(body, templated[2], guarded=guarded) if templated[0] else None
         if quoted is not None:
-            return ParsedOutput([], body.strip(), _dedupe(recovered + [quoted]))
+            return ParsedOutput([], body.strip(), _dedupe([*recovered, quoted]))
         return ParsedOutput(templated[0], None if templated[0] else "", _dedupe(recovered + templated[1]))
     candidates = scan(body)
     outer = body.find("{")
@@ -348,7 +349,7 @@ def parse_model_output(text: str, skill_names: Collection[str] = (), *, guarded:
         if unclosed is not None:
             return ParsedOutput(unclosed[0], None, _dedupe(recovered + unclosed[1]))
         if candidates:  # cut off inside its args: what was meant is unknown, and it is not for the user
-            return ParsedOutput([], "", recovered + ["truncated_call"])
+            return ParsedOutput([], "", [*recovered, "truncated_call"])
     calls: list[SkillCall] = []
     spans: list[tuple[int, int]] = []
     before_calls = list(recovered)
@@ -361,7 +362,7 @@ def parse_model_output(text: str, skill_names: Collection[str] = (), *, guarded:
     quoted = quoted_calls(body, spans, guarded=guarded) if calls else None
     if quoted is not None:
         # The answer quotes a call (a summary of a document holding one): it is text, nothing runs.
-        return ParsedOutput([], body.strip(), _dedupe(before_calls + [quoted]))
+        return ParsedOutput([], body.strip(), _dedupe([*before_calls, quoted]))
     if calls:
         for call in calls:
             stripped_name = _strip_namespace(call.skill, known)
@@ -383,11 +384,11 @@ def parse_model_output(text: str, skill_names: Collection[str] = (), *, guarded:
         # text so far; a half call cannot run and its JSON must not reach the user.
         m = REPLY_PREFIX_RE.match(body)
         if m:
-            return ParsedOutput([], decode_partial_string(body[m.end() :]).strip(), recovered + ["truncated_reply"])
+            return ParsedOutput([], decode_partial_string(body[m.end() :]).strip(), [*recovered, "truncated_reply"])
         if _CALL_PREFIX_RE.match(body) or stripped.startswith("{"):
             # a call, or an object cut off before its first key (a constrained answer that spent
             # max_tokens on whitespace): nothing in it is for the user
-            return ParsedOutput([], "", recovered + ["truncated_call"])
+            return ParsedOutput([], "", [*recovered, "truncated_call"])
     if len(candidates) == 1:
         cand = candidates[0]
         whole = body[cand.outer[0] : cand.outer[1]].strip() == stripped

@@ -6,7 +6,7 @@ The text of a skill call must never reach the user, not even its first character
 
 from __future__ import annotations
 
-from typing import Collection
+from collections.abc import Collection
 
 from messaging_llm_bot.protocol.lenient_json import REPLY_PREFIX_RE as _REPLY_PREFIX_RE
 from messaging_llm_bot.protocol.lenient_json import decode_partial_string as _decode_partial_string

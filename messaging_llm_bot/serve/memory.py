@@ -4,7 +4,7 @@ owner's own (conversation/routes.py) and today's /now digest (conversation/diges
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from assistant_framework.config.settings import Settings
@@ -25,7 +25,7 @@ def memory_tools(
     owner_chat = owner_folder(settings, workspace)
 
     def now_digest() -> str:
-        return build_digest(workspace, datetime.now(timezone.utc), settings.runtime.timezone)
+        return build_digest(workspace, datetime.now(UTC), settings.runtime.timezone)
 
     return MemoryTools(
         workspace=workspace,
