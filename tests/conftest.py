@@ -29,6 +29,7 @@ pytest_plugins = [
     "tests.email_harness",
     "tests.matrix_harness",
     "tests.whatsapp_harness",
+    "tests.slack_harness",
     "tests.skills_harness",
     "tests.loopback_only",
 ]

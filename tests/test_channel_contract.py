@@ -129,6 +129,13 @@ def _whatsapp() -> tuple[Capabilities, Callable[[str], list[str]]]:
     return CAPABILITIES, lambda text: [part.replace("*", "") for part in split(text)]
 
 
+def _slack() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.slack.format import CAPABILITIES, split
+
+    # What the user reads: Slack shows *bold* as bold, without its markers.
+    return CAPABILITIES, lambda text: [part.replace("*", "") for part in split(text)]
+
+
 CHANNELS = {
     "telegram": _telegram,
     "signal": _signal,
@@ -137,6 +144,7 @@ CHANNELS = {
     "matrix": _matrix,
     "webchat": _webchat,
     "whatsapp": _whatsapp,
+    "slack": _slack,
 }
 MEASURE: dict[str, Callable[[str], int]] = {
     "utf16": utf16_len,
@@ -374,7 +382,31 @@ def _approve_on_whatsapp(request: pytest.FixtureRequest, yes: bool) -> tuple[str
     return question, texts[-1]
 
 
+def _slack_texts_until(request: pytest.FixtureRequest, done: Callable[[list[str]], bool]) -> list[str]:
+    """The bot's messages in the owner's DM once ``done`` says so (tests/slack_harness.py)."""
+    from tests.slack_harness import owner_texts
+    from tests.waiting import wait_until
+
+    slack = request.getfixturevalue("slack_api")
+    wait_until(lambda: done(owner_texts(slack)), timeout=30, what="the bot's reply on Slack")
+    return owner_texts(slack)
+
+
+def _approve_on_slack(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    from tests.slack_harness import owner_writes
+
+    slack, workspace = request.getfixturevalue("slack_api"), request.getfixturevalue("workspace")
+    request.getfixturevalue("start_slack")()
+    owner_writes(slack, "delete notes/important.md")
+    [question] = _slack_texts_until(request, lambda texts: any(t.startswith("Confirm") for t in texts))
+    assert workspace.exists("notes/important.md")
+    owner_writes(slack, "yes" if yes else "no")  # the answer, not a new message for the model
+    texts = _slack_texts_until(request, lambda texts: any("Handled." in t for t in texts))
+    return question, texts[-1]
+
+
 APPROVE = {
+    "slack": _approve_on_slack,
     "whatsapp": _approve_on_whatsapp,
     "webchat": _approve_on_webchat,
     "telegram": _approve_on_telegram,
@@ -483,7 +515,18 @@ def _chat_on_whatsapp(request: pytest.FixtureRequest, lines: list[str]) -> list[
     return _whatsapp_texts_until(request, lambda texts: "END" in "".join(texts))
 
 
+def _chat_on_slack(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    from tests.slack_harness import owner_writes
+
+    slack = request.getfixturevalue("slack_api")
+    request.getfixturevalue("start_slack")()
+    for line in lines:
+        owner_writes(slack, line)
+    return _slack_texts_until(request, lambda texts: "END" in "".join(texts))
+
+
 CHAT = {
+    "slack": _chat_on_slack,
     "whatsapp": _chat_on_whatsapp,
     "webchat": _chat_on_webchat,
     "telegram": _chat_on_telegram,
@@ -603,7 +646,21 @@ def _strangers_on_whatsapp(request: pytest.FixtureRequest, patch: typing.Any = N
     return len([t for t in graph.texts(STRANGER) if f"+{STRANGER}" in t])
 
 
+def _strangers_on_slack(request: pytest.FixtureRequest, patch: typing.Any = None) -> int:
+    from tests.slack_harness import STRANGER, owner_writes
+
+    slack = request.getfixturevalue("slack_api")
+    request.getfixturevalue("start_slack")(patch=patch)
+    request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
+    for n in range(3):
+        assert slack.deliver(slack.dm(STRANGER, f"let me in {n}")).status_code == 200
+    owner_writes(slack, "ping")
+    _slack_texts_until(request, lambda texts: "pong" in texts)
+    return len([m for m in slack.posted(slack.dms[STRANGER]) if STRANGER in m["text"]])
+
+
 STRANGERS = {
+    "slack": _strangers_on_slack,
     "whatsapp": _strangers_on_whatsapp,
     "telegram": _strangers_on_telegram,
     "signal": _strangers_on_signal,
@@ -637,6 +694,7 @@ def _pairing_off(config: dict) -> None:
 
 #: Pairing off (``runtime.pairing: false``): a stranger is told their own id, once (conversation/strangers.py).
 TOLD_THEIR_ID = {
+    "slack": lambda request: _strangers_on_slack(request, _pairing_off),  # no pairing on Slack yet
     "telegram": lambda request: _strangers_on_telegram(request, _pairing_off),
     "signal": lambda request: _strangers_on_signal(request, _pairing_off),
     "whatsapp": lambda request: _strangers_on_whatsapp(request, _pairing_off),  # no pairing on WhatsApp yet
@@ -753,7 +811,20 @@ def _stream_on_whatsapp(request: pytest.FixtureRequest) -> tuple[int, list[str]]
     return 0, _whatsapp_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
 
 
+def _stream_on_slack(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+    """Slack edits the answer in place (chat.update): how many times it was shown before its end."""
+    from tests.slack_harness import OWNER, owner_texts, owner_writes
+
+    slack = request.getfixturevalue("slack_api")
+    request.getfixturevalue("start_slack")(patch=lambda config: config["llm"].update(stream=True))
+    owner_writes(slack, "stream please")
+    shown = _slack_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
+    [message] = [m for m in slack.posted(slack.dms[OWNER]) if m["text"] == shown[-1]]
+    return len(message["history"]) - 1, owner_texts(slack)
+
+
 STREAM = {
+    "slack": _stream_on_slack,
     "whatsapp": _stream_on_whatsapp,
     "webchat": _stream_on_webchat,
     "telegram": _stream_on_telegram,
@@ -1129,7 +1200,24 @@ def _restart_on_whatsapp(request: pytest.FixtureRequest) -> tuple[list[str], lis
     return before, _whatsapp_texts_until(request, lambda texts: "answered now" in texts)
 
 
+def _restart_on_slack(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    from tests.slack_harness import owner_texts, owner_writes
+
+    slack, chat_server = request.getfixturevalue("slack_api"), request.getfixturevalue("chat_server")
+    start = request.getfixturevalue("start_slack")
+    bot = start(patch=_slow_turns)
+    owner_writes(slack, "very slow question")
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    bot.stop(timeout=20)
+    before = owner_texts(slack)
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    start(patch=_slow_turns)
+    return before, _slack_texts_until(request, lambda texts: "answered now" in texts)
+
+
 RESTART = {
+    "slack": _restart_on_slack,
     "whatsapp": _restart_on_whatsapp,
     "webchat": _restart_on_webchat,
     "telegram": _restart_on_telegram,
@@ -1460,6 +1548,7 @@ def _notices_on_whatsapp(request: pytest.FixtureRequest) -> dict[str, list[str]]
 NOTICES = {"telegram": _notices_on_telegram, "signal": _notices_on_signal, "whatsapp": _notices_on_whatsapp}
 #: Why a channel has no driver here (its own tests cover its reminders and notices).
 NO_NOTICES = {
+    "slack": "no driver in NOTICES yet (jobs and notices go to the owner's DM: channels/slack/service.py)",
     "console": "the terminal's one user is the owner: a reminder is printed between the lines "
     "(tests/test_console_tty.py::test_console_reminders_deliver_only_this_chats_due_reminders)",
     "email": "no driver in NOTICES yet "
