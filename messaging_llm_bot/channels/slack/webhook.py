@@ -18,24 +18,17 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import tornado.netutil
-import tornado.web
-
-from assistant_framework.hooks.listener import screen
 from assistant_framework.serve.clients import PerMinute
-from assistant_framework.web.base import SECURITY_HEADERS
-from assistant_framework.web.limits import GuardedHTTPServer, ServerLimits, http_server
+from messaging_llm_bot.channels.listener import PlainHandler, WebhookListener
 from messaging_llm_bot.channels.slack.settings import SlackConfig
 
 log = logging.getLogger(__name__)
 
 BAD_PER_MINUTE = 20
-MAX_CONNECTIONS = 32
 MAX_AGE_SECONDS = 5 * 60
 MAX_CHALLENGE_CHARS = 200
 
@@ -62,18 +55,9 @@ def signed(secret: str, body: bytes, timestamp: str, signature: str | None) -> b
         return False
 
 
-class EventsHandler(tornado.web.RequestHandler):
+class EventsHandler(PlainHandler):
     def initialize(self, webhook: Webhook) -> None:
         self.webhook = webhook
-
-    def set_default_headers(self) -> None:
-        for name, value in SECURITY_HEADERS.items():
-            self.set_header(name, value)
-
-    def _answer(self, status: int, text: str) -> None:
-        self.set_status(status)
-        self.set_header("Content-Type", "text/plain; charset=utf-8")
-        self.finish(text)
 
     def _refuse(self, why: str) -> None:
         if not self.webhook.bad.allow("bad"):
@@ -118,39 +102,13 @@ class EventsHandler(tornado.web.RequestHandler):
         self._answer(200, "")
 
 
-class Webhook:
-    """The listener; ``start()`` on the channel's running loop (it serves there), ``stop()`` on it too."""
+class Webhook(WebhookListener):
+    """The listener (channels/listener.py) with the channel's config and its part (``Take``)."""
 
     def __init__(self, config: Callable[[], SlackConfig], take: Take) -> None:
         self.config = config
         self.take = take
         first = config()
-        self.host, self.port, self.path = first.listen, first.port, first.path
+        super().__init__(first.listen, first.port, first.path, EventsHandler, {"webhook": self}, first.max_body_bytes)
         self.per_minute = PerMinute(first.per_minute)
         self.bad = PerMinute(BAD_PER_MINUTE)
-        self.limits = ServerLimits(
-            max_connections=MAX_CONNECTIONS,
-            max_body_bytes=first.max_body_bytes,
-            header_timeout_seconds=10.0,
-            body_timeout_seconds=30.0,
-        )
-        self.app = tornado.web.Application([(first.path, EventsHandler, {"webhook": self})])
-        self._server: GuardedHTTPServer | None = None
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}{self.path}"
-
-    def start(self) -> None:
-        """Listen; raises OSError when the address cannot be bound."""
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sockets = tornado.netutil.bind_sockets(self.port, self.host, family=family)
-        self.port = sockets[0].getsockname()[1]
-        self._server = http_server(self.app, self.limits, screen(self.limits), SECURITY_HEADERS)
-        self._server.add_sockets(sockets)
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop()
-            self._server = None
