@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import openai
 import pytest
 
 from messaging_llm_bot.serve.openai_api import BadRequest, message_text, turn_text
@@ -74,6 +73,8 @@ def mentions(request: dict, text: str) -> bool:
 def test_openai_client_gets_the_assistant_with_its_skills_in_its_own_conversation(
     tmp_path: Path, bot_config: dict, chat_server: Any
 ) -> None:
+    import openai  # here, not at the top: its types cost every worker's collection half a second of CPU
+
     chat_server.set_handler(model)
     workspace = tmp_path / "workspace"
     with FakeBotAPI() as fake:
