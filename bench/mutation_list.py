@@ -3244,4 +3244,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "with pairing off a stranger is told their id at every message (Signal: not once; Telegram: not once a minute)",
         ("test_channel_contract.py", "test_signal_allowlist.py"),
     ),
+    Mutation(
+        "telegram-start-gives-up-at-one-timeout",
+        f"{BOT}/channels/telegram/bot.py",
+        "                if attempt == START_ATTEMPTS:",
+        "                if True:",
+        "a Bot API answering getMe late once at start-up (slow network, loaded machine) ends the bot with exit 1",
+        ("test_telegram_lifecycle.py",),
+    ),
 )

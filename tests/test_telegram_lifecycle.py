@@ -16,6 +16,7 @@ import requests
 
 from assistant_framework.inbox import Inbox
 from assistant_framework.stores.reminders import ReminderStore
+from messaging_llm_bot.channels.telegram import bot as telegram_bot
 from messaging_llm_bot.conversation.job_router import job_router
 from tests.telegram_harness import OWNER, busy_queue, texts
 from tests.waiting import wait_until
@@ -185,6 +186,18 @@ def test_a_stop_asked_while_the_bot_starts_is_kept_until_it_runs(fake, start_bot
     bot = start_bot(wait_ready=False)
     wait_until(lambda: fake.arrived("deleteWebhook"), what="deleteWebhook under way")
     assert bot.stop(timeout=10) == 0
+
+
+def test_a_bot_api_slow_to_answer_at_start_is_asked_again(fake, start_bot, monkeypatch, caplog):
+    """getMe answered after the read timeout (a slow network; a loaded machine's fake in a whole test run) is
+    asked again and the bot serves; it ended with exit 1 at the first timeout."""
+    monkeypatch.setattr(telegram_bot, "API_READ_TIMEOUT_SECONDS", 1.0)
+    fake.delay_next("getMe", 1.5)
+    bot = start_bot()
+    assert bot.service.started.is_set(), f"the bot stopped with exit code {bot.join(5)}"
+    assert [r.getMessage() for r in caplog.records if "did not answer in time" in r.getMessage()] == [
+        "telegram: the Bot API did not answer in time (Timed out); asking again (2 of 3)"
+    ]
 
 
 def test_no_token_exits_2_with_one_clear_line(bot_config, tmp_path):

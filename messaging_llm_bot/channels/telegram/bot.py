@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from telegram import BotCommand
-from telegram.error import Conflict, InvalidToken, NetworkError, TelegramError
+from telegram.error import Conflict, InvalidToken, NetworkError, TelegramError, TimedOut
 from telegram.ext import Application, ApplicationBuilder, ContextTypes
 from telegram.request import HTTPXRequest
 
@@ -47,6 +47,12 @@ log = logging.getLogger(__name__)
 LOCK_FILE = "state/bot.lock"
 POLL_TIMEOUT_SECONDS = 10
 REMINDER_POLL_SECONDS = 30.0
+#: Seconds a Bot API call may take to answer (PTB's default, named so a test can shorten it).
+API_READ_TIMEOUT_SECONDS = 5.0
+#: Start-up asks getMe this often when it times out, and PTB's bootstrap (deleteWebhook) this often when it
+#: fails: a slow network or a loaded machine answers late, and giving up at the first timeout ended the bot
+#: with exit 1. A refused connection at getMe still fails at once.
+START_ATTEMPTS = 3
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -99,7 +105,11 @@ class TelegramService:
             token=self.settings.token,
             base_url=api_urls(self.settings)[0],
             base_file_url=api_urls(self.settings)[1],
-            request=HTTPXRequest(connection_pool_size=64, httpx_kwargs={"verify": shared_context()}),
+            request=HTTPXRequest(
+                connection_pool_size=64,
+                read_timeout=API_READ_TIMEOUT_SECONDS,
+                httpx_kwargs={"verify": shared_context()},
+            ),
             get_updates_request=HTTPXRequest(
                 read_timeout=self.poll_timeout + 10.0, httpx_kwargs={"verify": shared_context()}
             ),
@@ -212,6 +222,7 @@ class TelegramService:
         self.shutdown.loop = self._loop
         self.shutdown.install_signal_handlers(self.stop_signals)
         try:
+            self._initialize(app)
             if self.settings.mode == "webhook":
                 hook = self.settings.webhook
                 # Never without a secret: a forged POST would otherwise run as any user it names.
@@ -224,6 +235,7 @@ class TelegramService:
                     secret_token=secret,
                     allowed_updates=["message", "callback_query"],
                     stop_signals=None,
+                    bootstrap_retries=START_ATTEMPTS - 1,  # deleteWebhook/setWebhook: the server answered getMe
                     close_loop=False,
                 )
             else:
@@ -232,6 +244,7 @@ class TelegramService:
                     timeout=self.poll_timeout,
                     allowed_updates=["message", "callback_query"],
                     stop_signals=None,
+                    bootstrap_retries=START_ATTEMPTS - 1,  # deleteWebhook/setWebhook: the server answered getMe
                     close_loop=False,
                 )
         except InvalidToken:
@@ -252,6 +265,24 @@ class TelegramService:
             )
             return EXIT_FAILED
         return EXIT_OK
+
+    def _initialize(self, app: Application) -> None:
+        """getMe before PTB's own start-up (which then finds the app initialized), asked again after a timeout:
+        PTB's retries would also retry a refused connection or a wrong base_url for as long."""
+        assert self._loop is not None
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                self._loop.run_until_complete(app.initialize())
+                return
+            except TimedOut as err:
+                if attempt == START_ATTEMPTS:
+                    raise
+                log.warning(
+                    "telegram: the Bot API did not answer in time (%s); asking again (%d of %d)",
+                    err,
+                    attempt + 1,
+                    START_ATTEMPTS,
+                )
 
     def _close_loop(self) -> None:
         """Close the loop PTB ran on once the runtime is down (``close_loop=False`` kept it for that):
