@@ -51,8 +51,15 @@ def open_chat(config: Path, ws: Workspace) -> Terminal:
 
 
 def pending_files(ws: Workspace) -> list[dict]:
-    """The inbox's pending items as stored (read as files: a second Inbox would write seen.log)."""
-    return [json.loads(p.read_text()) for p in sorted((ws.root / "state/inbox/pending").glob("*/*.json"))]
+    """The inbox's pending items as stored (read as files: a second Inbox would write seen.log); an item the
+    running chat completes between the listing and the read is not pending any more."""
+    found = []
+    for path in sorted((ws.root / "state/inbox/pending").glob("*/*.json")):
+        try:
+            found.append(json.loads(path.read_text()))
+        except FileNotFoundError:
+            continue
+    return found
 
 
 def recorded_replies(ws: Workspace) -> list[str]:
