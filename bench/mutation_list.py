@@ -46,6 +46,7 @@ MATRIX_BOT = ("test_matrix_bot.py", "test_matrix.py")
 WHATSAPP_BOT = ("test_whatsapp_bot.py",)
 WHATSAPP = ("test_whatsapp_channel.py",)
 SLACK_BOT = ("test_slack_bot.py",)
+SLACK = ("test_slack_channel.py",)
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
 AGENT_SKILLS = ("test_agent_skills.py", "test_agent_skills_bot.py", "test_agent_skills_install.py")
 AGENT_SKILLS_INSTALL = ("test_agent_skills_install.py",)
@@ -142,6 +143,22 @@ AF = "assistant_framework"
 BOT = "messaging_llm_bot"
 
 MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        "slack-retry-after-ignored",
+        "messaging_llm_bot/channels/slack/turn.py",
+        "                wait = max(delay, err.retry_after)",
+        "                wait = delay",
+        "a rate-limited reply is sent again before Slack's Retry-After: more 429s, and a tier's limit hit again",
+        SLACK,
+    ),
+    Mutation(
+        "slack-mention-mode-off",
+        "messaging_llm_bot/channels/slack/message.py",
+        '    if not (direct or kind == "app_mention"):',
+        "    if False:",
+        "every message of a channel the bot is in reaches the model, not only those that mention it",
+        SLACK,
+    ),
     Mutation(
         "slack-signature-unchecked",
         "messaging_llm_bot/channels/slack/webhook.py",

@@ -180,11 +180,16 @@ class FakeSlackAPI:
         with self._lock:
             return [r["args"] for r in self.requests if r["method"] == method]
 
+    def call_times(self, method: str) -> list[float]:
+        """When each call of ``method`` came (time.monotonic())."""
+        with self._lock:
+            return [r["at"] for r in self.requests if r["method"] == method]
+
     # -- the Web API -----------------------------------------------------------------------
 
     def call(self, method: str, auth: str | None, args: dict[str, Any]) -> dict:
         with self._lock:
-            self.requests.append({"method": method, "args": args})
+            self.requests.append({"method": method, "args": args, "at": time.monotonic()})
             refused, retry_after = self.limits.get(method, (0, 0))
             if refused:
                 self.limits[method] = (refused - 1, retry_after)

@@ -1,0 +1,65 @@
+"""The Slack channel in this process (tests/slack_harness.py) against the fake Slack Web API: channels in
+mention mode (a channel message without a mention reaches nothing; a mention is answered in a thread under it,
+as a conversation of its own without the owner's data), a DM thread answered in its thread, and a rate-limited
+chat.postMessage waited out for its Retry-After and sent once."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.slack_harness import OWNER, owner_texts
+from tests.waiting import wait_until
+
+
+def test_channels_are_in_mention_mode_and_a_mention_is_answered_in_its_thread(
+    start_slack: Any, slack_api: Any, chat_server: Any
+) -> None:
+    start_slack()
+    chat_server.enqueue('{"reply": "Lunch is at noon."}')
+    slack_api.add_channel("C0GENERAL1")
+    plain = slack_api.event(
+        {
+            "type": "message",
+            "channel_type": "channel",
+            "channel": "C0GENERAL1",
+            "user": OWNER,
+            "text": "anyone for lunch?",
+            "ts": "1700000000.000100",
+        }
+    )
+    assert slack_api.deliver(plain).status_code == 200
+    mention = slack_api.mention(OWNER, "C0GENERAL1", "when is lunch?")
+    assert slack_api.deliver(mention).status_code == 200
+    wait_until(lambda: slack_api.posted("C0GENERAL1"), what="the answer in the channel")
+    [answer] = slack_api.posted("C0GENERAL1")
+    assert answer["text"] == "Lunch is at noon." and answer["thread_ts"] == mention["event"]["ts"]
+    [request] = chat_server.chat_requests  # the plain channel message reached no model
+    asked = json.dumps(request["messages"][-1])
+    assert "when is lunch?" in asked and "anyone for lunch" not in asked and "<@" not in asked
+
+
+def test_a_dm_thread_is_answered_in_its_thread(start_slack: Any, slack_api: Any, chat_server: Any) -> None:
+    start_slack()
+    chat_server.enqueue('{"reply": "first"}', '{"reply": "in the thread"}')
+    root = slack_api.dm(OWNER, "start")
+    assert slack_api.deliver(root).status_code == 200
+    wait_until(lambda: owner_texts(slack_api) == ["first"], what="the first answer")
+    threaded = slack_api.dm(OWNER, "and here?", thread_ts=root["event"]["ts"])
+    assert slack_api.deliver(threaded).status_code == 200
+    wait_until(lambda: len(owner_texts(slack_api)) == 2, what="the answer in the thread")
+    second = slack_api.posted(slack_api.dms[OWNER])[1]
+    assert second["text"] == "in the thread" and second["thread_ts"] == root["event"]["ts"]
+
+
+def test_a_rate_limited_reply_waits_for_retry_after_and_goes_out_once(
+    start_slack: Any, slack_api: Any, chat_server: Any
+) -> None:
+    start_slack()
+    chat_server.enqueue('{"reply": "after the limit"}')
+    slack_api.ratelimit("chat.postMessage", times=1, retry_after=1)
+    assert slack_api.deliver(slack_api.dm(OWNER, "hello")).status_code == 200
+    wait_until(lambda: owner_texts(slack_api), what="the answer after the limit")
+    assert owner_texts(slack_api) == ["after the limit"]
+    refused, sent = slack_api.call_times("chat.postMessage")  # refused once (429), then sent
+    assert sent - refused >= 1.0  # Retry-After was waited out
