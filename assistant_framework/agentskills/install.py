@@ -256,41 +256,15 @@ def stage(
     staging = Path(tempfile.mkdtemp(prefix="skill-", dir=staging_root))
     try:
         tree = staging / "tree"
-        path = Path(source).expanduser()
-        commit = None
-        where = source
-        if is_git_source(source):
-            kind = "git"
-            where = source if "://" in source or "@" in source else str(path.resolve())
-            tree = tree / _source_name(where)
-            ref, commit = _fetch_git(where, ref, tree, git_seconds)
-        elif ref:
-            raise InstallError(f"{source}: --ref is for a git repository; this is no repository")
-        elif path.is_dir():
-            kind = "folder"
-            tree = tree / _source_name(str(path.resolve()))
-            _copy_folder(path, tree)
-        elif path.is_file() and path.name.endswith((".tar.gz", ".tgz", ".tar")):
-            kind = "archive"
-            tree.mkdir()
-            _unpack_tar(path, tree)
-        elif path.is_file() and path.name.endswith(".zip"):
-            kind = "archive"
-            tree.mkdir()
-            _unpack_zip(path, tree)
-        else:
-            raise InstallError(
-                f"{source}: not a git repository, a folder, a .zip or a .tar.gz (a git URL or a path that exists)"
-            )
+        fetched = _fetch_source(source, ref, tree, git_seconds)
+        tree, ref, commit = fetched.tree, fetched.ref, fetched.commit
         folder = _skill_folder(tree, name)
         files = _check_tree(folder)
         try:
             skill = read_skill_folder(folder)
         except AgentSkillError as exc:
             raise InstallError(str(exc).replace(str(folder), skill_label(folder, tree))) from None
-        # A local source is recorded absolute: ``update`` may run elsewhere (the web page, another folder).
-        origin = where if kind == "git" else str(path.resolve())
-        review = Review(skill, origin, kind, ref or None, commit, files)
+        review = Review(skill, fetched.origin, fetched.kind, ref or None, commit, files)
         review.scripts = [(rel, _interpreter_note(folder / rel)) for rel in skill.scripts]
         review.licence_files = [
             rel for rel, _ in files if rel.split("/")[-1].upper().startswith(("LICENSE", "COPYING"))
@@ -300,6 +274,46 @@ def stage(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    """A source copied into the staging tree: what kind it was, where its files are, where it came from."""
+
+    kind: str  # "git", "folder" or "archive"
+    tree: Path
+    origin: str
+    ref: str | None
+    commit: str | None
+
+
+def _fetch_source(source: str, ref: str | None, tree: Path, git_seconds: float) -> _Fetched:
+    """Copy a git repository, a folder or an archive into ``tree`` (a folder named as its source for a
+    repository or a folder, since a skill at its top must be named as it)."""
+    path = Path(source).expanduser()
+    # A local source is recorded absolute: ``update`` may run elsewhere (the web page, another folder).
+    local = str(path.resolve())
+    if is_git_source(source):
+        where = source if "://" in source or "@" in source else local
+        tree = tree / _source_name(where)
+        ref, commit = _fetch_git(where, ref, tree, git_seconds)
+        return _Fetched("git", tree, where, ref, commit)
+    if ref:
+        raise InstallError(f"{source}: --ref is for a git repository; this is no repository")
+    if path.is_dir():
+        tree = tree / _source_name(local)
+        _copy_folder(path, tree)
+    elif path.is_file() and path.name.endswith((".tar.gz", ".tgz", ".tar")):
+        tree.mkdir()
+        _unpack_tar(path, tree)
+    elif path.is_file() and path.name.endswith(".zip"):
+        tree.mkdir()
+        _unpack_zip(path, tree)
+    else:
+        raise InstallError(
+            f"{source}: not a git repository, a folder, a .zip or a .tar.gz (a git URL or a path that exists)"
+        )
+    return _Fetched("folder" if path.is_dir() else "archive", tree, local, ref, None)
 
 
 def _source_name(where: str) -> str:

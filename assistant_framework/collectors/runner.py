@@ -157,12 +157,12 @@ class CollectorRunner:
             holder = self._busy[name]
             return holder is None or holder.is_alive()
 
-    def _record(self, collector: Collector, outcome: RunOutcome, started_at: datetime) -> None:
-        name = collector.name
-        state = load_state(self.workspace, name)
-        now = self._now()
+    def _next_run(
+        self, collector: Collector, outcome: RunOutcome, started_at: datetime, failures_before: int, now: datetime
+    ) -> tuple[int, datetime]:
+        """The consecutive failures after this run and when the collector runs next: its schedule after a
+        success, a growing backoff after a failure."""
         if outcome.outcome == "ok":
-            failures = 0
             next_run = next_regular_run(
                 interval_seconds=collector.interval_seconds,
                 cron=collector.cron,
@@ -170,14 +170,14 @@ class CollectorRunner:
                 now=now,
                 tz_name=self.timezone,
             )
-        else:
-            failures = state.consecutive_failures + 1
-            next_run = now + timedelta(
-                seconds=backoff_seconds(failures, self.retry_base_seconds, self.max_backoff_seconds)
-            )
-            log.warning("collector %s: %s", name, outcome.error)
-        outcome.next_run = to_iso(next_run)
-        base = f"collectors/{name}"
+            return 0, next_run
+        failures = failures_before + 1
+        log.warning("collector %s: %s", collector.name, outcome.error)
+        delay = backoff_seconds(failures, self.retry_base_seconds, self.max_backoff_seconds)
+        return failures, now + timedelta(seconds=delay)
+
+    def _write_run_files(self, base: str, outcome: RunOutcome) -> None:
+        """The run's new items (after a success) and its line in the run log."""
         if outcome.outcome == "ok":
             self.workspace.write_json(
                 f"{base}/{NEW_FILE}",
@@ -201,6 +201,15 @@ class CollectorRunner:
                 ),
             },
         )
+
+    def _record(self, collector: Collector, outcome: RunOutcome, started_at: datetime) -> None:
+        name = collector.name
+        state = load_state(self.workspace, name)
+        now = self._now()
+        failures, next_run = self._next_run(collector, outcome, started_at, state.consecutive_failures, now)
+        outcome.next_run = to_iso(next_run)
+        base = f"collectors/{name}"
+        self._write_run_files(base, outcome)
         if outcome.outcome == "ok":
             # Before the end is recorded: whoever sees the run ended can search its items.
             self._index([*outcome.written, *outcome.removed, f"{base}/{NEW_FILE}", f"{base}/{RUNS_FILE}"], name)

@@ -81,26 +81,7 @@ def score_case(
         if calls:
             problems.append(f"expected no skill call, got {[c.skill for c in calls]}")
     else:
-        mine = [c for c in calls if c.skill in expected]
-        result.chose_right_skill = bool(mine) and calls[0].skill in expected
-        wanted = " or ".join(repr(name) for name in expected)
-        if not mine:
-            problems.append(f"expected a call of {wanted}, got {[c.skill for c in calls] or 'none'}")
-        elif calls[0].skill not in expected:
-            problems.append(f"first call was {calls[0].skill!r}, expected {wanted}")
-        if mine:
-            result.args_valid = mine[0].error_kind != "invalid_args"
-            failed_first = any(
-                c.error_kind in ("invalid_args", "unknown_skill") for c in calls[: calls.index(mine[-1])]
-            )
-            good = [c for c in mine if c.ok]
-            result.repair_round = failed_first and bool(good)
-            final = good[-1] if good else mine[-1]
-            arg_problems = _check_args(case.expect.get("args") or {}, final.args, today)
-            result.args_correct = not arg_problems and bool(good)
-            if not good:
-                problems.append(f"no successful call of {wanted}")
-            problems.extend(arg_problems)
+        problems.extend(_judge_skill_calls(case, calls, result, today))
     chain = case.expect.get("chain")
     if chain and not _is_subsequence(chain, [c.skill for c in calls if c.ok]):
         problems.append(f"expected the calls {chain} in order, got {[c.skill for c in calls]}")
@@ -113,6 +94,32 @@ def score_case(
     result.problems = problems
     result.passed = not problems
     return result
+
+
+def _judge_skill_calls(case: EvalCase, calls: list[CallRecord], result: CaseResult, today: date) -> list[str]:
+    """When a skill is due: was the right one called first, with valid and correct arguments (after a repair
+    round, if any)? Sets those marks on ``result``; the problems found."""
+    expected = case.expected_skills
+    problems: list[str] = []
+    mine = [c for c in calls if c.skill in expected]
+    result.chose_right_skill = bool(mine) and calls[0].skill in expected
+    wanted = " or ".join(repr(name) for name in expected)
+    if not mine:
+        problems.append(f"expected a call of {wanted}, got {[c.skill for c in calls] or 'none'}")
+    elif calls[0].skill not in expected:
+        problems.append(f"first call was {calls[0].skill!r}, expected {wanted}")
+    if mine:
+        result.args_valid = mine[0].error_kind != "invalid_args"
+        failed_first = any(c.error_kind in ("invalid_args", "unknown_skill") for c in calls[: calls.index(mine[-1])])
+        good = [c for c in mine if c.ok]
+        result.repair_round = failed_first and bool(good)
+        final = good[-1] if good else mine[-1]
+        arg_problems = _check_args(case.expect.get("args") or {}, final.args, today)
+        result.args_correct = not arg_problems and bool(good)
+        if not good:
+            problems.append(f"no successful call of {wanted}")
+        problems.extend(arg_problems)
+    return problems
 
 
 def _check_args(expectations: dict[str, Any], args: Any, today: date) -> list[str]:

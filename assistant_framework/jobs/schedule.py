@@ -183,15 +183,7 @@ def due_runs(
     due = Due(mark=None)
     late: deque[datetime] = deque(maxlen=max(cap, 1) + 5)
     fresh: list[datetime] = []
-    missed = 0
-    moment = since
-    if schedule.kind == "every" and schedule.anchor is not None:
-        step = schedule.step
-        behind = (now - since) // step
-        if behind > _SCAN:  # jump over what no catch-up makes: the count is still right
-            skipped_ahead = behind - (late.maxlen or 0)
-            moment = since + step * skipped_ahead
-            missed += skipped_ahead
+    moment, missed = _jump_ahead(schedule, since, now, keep=late.maxlen or 0)
 
     def place(fire: datetime) -> None:
         nonlocal missed
@@ -221,14 +213,31 @@ def due_runs(
     if moment > since:
         due.mark = moment
     late_list = list(late)
-    if catch_up == "all":
-        made = late_list[-cap:]
-    elif catch_up == "once" and not fresh:
-        made = late_list[-1:]
-    else:
-        made = []
+    made = _missed_runs_made(late_list, catch_up, cap, on_time_run=bool(fresh))
     let_go = late_list[: len(late_list) - len(made)]
     due.runs = [(when, True) for when in made] + [(when, False) for when in fresh]
     due.skipped = let_go
     due.skipped_count = missed + len(let_go)
     return due
+
+
+def _jump_ahead(schedule: Schedule, since: datetime, now: datetime, *, keep: int) -> tuple[datetime, int]:
+    """Where the look for runs starts and how many missed runs it jumps over: an ``every`` schedule far
+    behind jumps over what no catch-up makes (all but the newest ``keep``), counted, so the count stays right."""
+    if schedule.kind == "every" and schedule.anchor is not None:
+        step = schedule.step
+        behind = (now - since) // step
+        if behind > _SCAN:
+            skipped_ahead = behind - keep
+            return since + step * skipped_ahead, skipped_ahead
+    return since, 0
+
+
+def _missed_runs_made(late: list[datetime], catch_up: str, cap: int, *, on_time_run: bool) -> list[datetime]:
+    """Which of the missed runs (oldest first) are made: the newest ``cap`` (``all``), the newest one when
+    no run is on time now (``once``), none (``skip``)."""
+    if catch_up == "all":
+        return late[-cap:]
+    if catch_up == "once" and not on_time_run:
+        return late[-1:]
+    return []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
@@ -32,7 +32,20 @@ def memory_server(tools: MemoryTools, caller: Caller, per_minute: PerMinute) -> 
         SERVER_NAME,
         instructions="The owner's memory: search it before asking the owner what they already told their assistant.",
     )
+    run = _bounded_runner(caller, per_minute)
+    _add_read_tools(server, tools, run)
+    _add_write_tools(server, tools, caller, run)
+    _add_resources(server, tools, run)
+    return server
 
+
+class _Run(Protocol):
+    """Runs a tool's work in a thread, within the caller's per-minute bound; its refusals as tool errors."""
+
+    async def __call__(self, work: Callable[[], T]) -> T: ...
+
+
+def _bounded_runner(caller: Caller, per_minute: PerMinute) -> _Run:
     async def run(work: Callable[[], T]) -> T:
         if not per_minute.allow(caller.name):
             raise ToolError(
@@ -43,62 +56,71 @@ def memory_server(tools: MemoryTools, caller: Caller, per_minute: PerMinute) -> 
         except (WriteRefused, ValueError, KeyError, FileNotFoundError) as exc:
             raise ToolError(str(exc).strip("'\"")) from None
 
-    def text(value: Any) -> str:
-        return json.dumps(value, ensure_ascii=False, indent=1, default=str)
+    return run
 
+
+def _text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=1, default=str)
+
+
+def _add_read_tools(server: MCPServer, tools: MemoryTools, run: _Run) -> None:
     @server.tool(structured_output=False)
     async def memory_search(query: str, limit: int = 10, source: str = "", since: str = "", until: str = "") -> str:
         """Search the owner's memory (chats, notes, facts, tasks, contacts, collected items): ranked hits, each with
         its source, file, date and whether it came from outside. source: e.g. notes, facts, conversation;
         since/until: YYYY-MM-DD."""
-        return text(await run(lambda: tools.search(query, limit, source, since, until)))
+        return _text(await run(lambda: tools.search(query, limit, source, since, until)))
 
     @server.tool(structured_output=False)
     async def recall(message: str) -> str:
         """What the assistant would recall from memory before answering this message in the owner's chat."""
-        return text(await run(lambda: tools.recall(message)))
+        return _text(await run(lambda: tools.recall(message)))
 
     @server.tool(structured_output=False)
     async def notes(query: str = "") -> str:
         """The owner's notes (path and title), or those containing query."""
-        return text(await run(lambda: tools.notes(query)))
+        return _text(await run(lambda: tools.notes(query)))
 
     @server.tool(structured_output=False)
     async def note_read(name: str) -> str:
         """One note by path, slug or title."""
-        return text(await run(lambda: tools.note(name)))
+        return _text(await run(lambda: tools.note(name)))
 
     @server.tool(structured_output=False)
     async def tasks(status: str = "open") -> str:
         """The owner's tasks: open, done, due or all."""
-        return text(await run(lambda: tools.tasks(status)))
+        return _text(await run(lambda: tools.tasks(status)))
 
     @server.tool(structured_output=False)
     async def facts(subject: str = "", query: str = "") -> str:
         """Facts the owner's assistant keeps (subject, attribute, value, source, date)."""
-        return text(await run(lambda: tools.facts(subject, query)))
+        return _text(await run(lambda: tools.facts(subject, query)))
 
     @server.tool(structured_output=False)
     async def contacts(query: str = "") -> str:
         """The owner's contacts, or those matching query."""
-        return text(await run(lambda: tools.contacts(query)))
+        return _text(await run(lambda: tools.contacts(query)))
 
+
+def _add_write_tools(server: MCPServer, tools: MemoryTools, caller: Caller, run: _Run) -> None:
     @server.tool(structured_output=False)
     async def note_add(title: str, body: str = "") -> str:
         """Add a note (marked as written by this client). Refused unless the client may write."""
-        return text(await run(lambda: tools.note_add(caller, title, body)))
+        return _text(await run(lambda: tools.note_add(caller, title, body)))
 
     @server.tool(structured_output=False)
     async def task_add(title: str, due: str = "", notes: str = "") -> str:
         """Add an open task (marked as written by this client). Refused unless the client may write."""
-        return text(await run(lambda: tools.task_add(caller, title, due, notes)))
+        return _text(await run(lambda: tools.task_add(caller, title, due, notes)))
 
     @server.tool(structured_output=False)
     async def fact_add(subject: str, attribute: str, value: str) -> str:
         """Add a fact (marked as written by this client, never replacing the owner's own). Refused unless the
         client may write."""
-        return text(await run(lambda: tools.fact_add(caller, subject, attribute, value)))
+        return _text(await run(lambda: tools.fact_add(caller, subject, attribute, value)))
 
+
+def _add_resources(server: MCPServer, tools: MemoryTools, run: _Run) -> None:
     @server.resource("memory://now", name="now", description="today's /now digest", mime_type="text/plain")
     async def now() -> str:
         return await run(tools.now)
@@ -106,5 +128,3 @@ def memory_server(tools: MemoryTools, caller: Caller, per_minute: PerMinute) -> 
     @server.resource("memory://profile", name="profile", description="the owner's profile", mime_type="text/markdown")
     async def profile() -> str:
         return await run(tools.profile)
-
-    return server
