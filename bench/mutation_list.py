@@ -3269,4 +3269,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a Bot API answering getMe late once at start-up (slow network, loaded machine) ends the bot with exit 1",
         ("test_telegram_lifecycle.py",),
     ),
+    Mutation(
+        "web-push-out-without-grace",
+        f"{AF}/web/limits.py",
+        "                if wait > 0:  # the rest stay in the backlog till the longest idle connection had its time",
+        "                if False:",
+        "at the cap, a flood of connections accepted in one wake-up pushes out (resets) the owner's request before"
+        " its headers are read",
+        ("test_web_limits.py",),
+    ),
 )

@@ -173,6 +173,39 @@ def test_at_the_cap_the_longest_idle_connections_make_room_for_the_owner(tmp_pat
         site.close()
 
 
+def test_a_request_accepted_among_a_flood_of_idle_connections_is_answered(tmp_path):
+    """The owner's request queued in the backlog between idle connections, all accepted in one wake-up: the
+    ones after it pushed it out (reset) before its headers were read (whole run at load 20). Connections
+    pushed out now have had their time, so it is answered."""
+    site = start_site(tmp_path, web={"max_connections": 8})
+    entered, release = threading.Event(), threading.Event()
+    site.server._loop.call_soon_threadsafe(lambda: (entered.set(), release.wait(10)))  # the backlog fills
+    assert entered.wait(10)
+    held: list[socket.socket] = []
+
+    def idle(count: int) -> None:
+        for _ in range(count):
+            held.append(socket.create_connection(("127.0.0.1", site.server.port), timeout=5))
+            held[-1].sendall(b"GET /memory HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never the rest
+
+    try:
+        idle(8)
+        owner = socket.create_connection(("127.0.0.1", site.server.port), timeout=10)
+        held.append(owner)
+        owner.sendall(_request("GET", "/api/usage", BEARER))
+        idle(20)
+        release.set()
+        chunks = []
+        while chunk := owner.recv(65536):
+            chunks.append(chunk)
+        assert _status(b"".join(chunks)) == 200
+    finally:
+        release.set()
+        for sock in held:
+            sock.close()
+        site.close()
+
+
 def test_at_the_cap_with_every_connection_busy_a_new_one_gets_503(tmp_path):
     site = start_site(tmp_path, web={"max_connections": 3})
     busy: list[socket.socket] = []

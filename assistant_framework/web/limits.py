@@ -45,6 +45,10 @@ ACCEPT_PAUSE_SECONDS = 0.5
 ACCEPT_ERRORS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 #: How many connections one wake-up accepts at most (as Tornado's own accept loop).
 ACCEPT_BATCH = 128
+#: At the cap, a connection is pushed out only after waiting this long for its request's headers; till then
+#: new ones wait in the listen backlog. Pushed out at once, a request whose bytes were already there (the
+#: owner's) was reset when a flood of connections accepted in the same wake-up came after it.
+PUSH_OUT_AFTER_SECONDS = 0.5
 
 
 def open_file_limit() -> int:
@@ -210,7 +214,8 @@ class GuardedHTTPServer(tornado.httpserver.HTTPServer):
     """Tornado's server with a connection cap, a screen before the body, and a calm accept loop.
 
     At the cap, a new connection pushes out the connection that has waited longest for a request's
-    headers (a slow or idle one), so idle sockets cannot lock the owner out; only when every
+    headers (a slow or idle one), so idle sockets cannot lock the owner out; one that has waited less than
+    ``PUSH_OUT_AFTER_SECONDS`` is not pushed out (new ones wait in the backlog); only when every
     connection is busy with a request is the new one answered 503 and closed.
     """
 
@@ -229,6 +234,14 @@ class GuardedHTTPServer(tornado.httpserver.HTTPServer):
 
     def _live(self) -> int:
         return sum(1 for conn in self._connections if not conn.stream.closed())
+
+    def push_out_wait(self) -> float:
+        """Seconds until a new connection may be accepted: 0 below the cap, or when the longest idle one has
+        had its time, or when none is idle (the new one is answered 503)."""
+        if self._live() < self.limits.max_connections:
+            return 0.0
+        since = next(iter(self._idle.values()), None)
+        return 0.0 if since is None else max(0.0, since + PUSH_OUT_AFTER_SECONDS - time.monotonic())
 
     def handle_stream(self, stream: tornado.iostream.IOStream, address: Any) -> None:
         if self._live() >= self.limits.max_connections:
@@ -284,6 +297,10 @@ class GuardedHTTPServer(tornado.httpserver.HTTPServer):
             for _ in range(ACCEPT_BATCH):
                 if state["removed"]:
                     return
+                wait = self.push_out_wait()
+                if wait > 0:  # the rest stay in the backlog till the longest idle connection had its time
+                    pause(wait)
+                    return
                 try:
                     connection, address = sock.accept()
                 except BlockingIOError:
@@ -299,11 +316,14 @@ class GuardedHTTPServer(tornado.httpserver.HTTPServer):
                         errno.errorcode.get(exc.errno or 0, "?"),
                         ACCEPT_PAUSE_SECONDS,
                     )
-                    state["paused"] = True
-                    loop.remove_handler(sock)
-                    loop.call_later(ACCEPT_PAUSE_SECONDS, resume)
+                    pause(ACCEPT_PAUSE_SECONDS)
                     return
                 self._serve(connection, address)
+
+        def pause(seconds: float) -> None:
+            state["paused"] = True
+            loop.remove_handler(sock)
+            loop.call_later(seconds, resume)
 
         def resume() -> None:
             if not state["removed"] and state["paused"]:
