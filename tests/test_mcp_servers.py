@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant_framework.mcp import McpSkills, connection, mcp_settings
+from assistant_framework.mcp import McpSkills, mcp_settings
 from assistant_framework.skills import OUTSIDE_LABEL, SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
 from tests.cli_inprocess import CliRun, run_cli
@@ -25,6 +25,9 @@ from tests.fakes.mcp_servers import HttpMcpServer, command
 from tests.waiting import wait_until
 
 TOKEN = "mcp-test-token-0123456789"
+# Its constants patched by name: importing the module imports the MCP SDK (half a second of CPU), which
+# every xdist worker would pay at collection; the tests that start a server import it anyway.
+CONNECTION = "assistant_framework.mcp.connection"
 
 
 def _git_repo(root: Path) -> Path:
@@ -245,7 +248,7 @@ def test_a_call_that_freezes_the_server_costs_one_sentence_and_it_is_restarted(s
     """A tool that blocks the whole server: the call fails at the timeout in one sentence, the watcher's
     ping finds the server stuck and restarts it, the stuck process is ended, and the next call is answered."""
     manager, source, *_ = setup
-    monkeypatch.setattr(connection, "PING_TIMEOUT", 1.0)
+    monkeypatch.setattr(CONNECTION + ".PING_TIMEOUT", 1.0)
     stuck_pid = int(ok(manager, "sleepy_pid", {}).split()[-1])
     restarts = next(s for s in source.statuses() if s.name == "sleepy").restarts
     with short_timeout(source, "sleepy", 3):  # the restart then has the usual time to start
@@ -301,9 +304,9 @@ def _alive(pid: int) -> bool:
 def test_a_call_that_timed_out_makes_the_connection_check_the_server_at_once(tmp_path, monkeypatch) -> None:
     """No regular ping and no call after it: only the timed-out call can make the watcher look, and it
     does at once; the frozen server is found stuck and restarted with nothing else asked of it."""
-    monkeypatch.setattr(connection, "PING_SECONDS", 3600.0)
-    monkeypatch.setattr(connection, "IDLE_PING_SECONDS", 3600.0)
-    monkeypatch.setattr(connection, "PING_TIMEOUT", 1.0)
+    monkeypatch.setattr(CONNECTION + ".PING_SECONDS", 3600.0)
+    monkeypatch.setattr(CONNECTION + ".IDLE_PING_SECONDS", 3600.0)
+    monkeypatch.setattr(CONNECTION + ".PING_TIMEOUT", 1.0)
     source = McpSkills(mcp_settings({"mcp": {"servers": {"t": {**command("tools"), "tools": ["freeze", "pid"]}}}}))
     manager = SkillManager([], Workspace(tmp_path / "ws"), sources=[source])
     try:
@@ -337,7 +340,7 @@ def test_a_server_that_died_while_idle_is_restarted_before_the_call(setup, monke
     manager, *_ = setup
     pid = int(ok(manager, "crashy_pid", {}).split()[-1])
     os.kill(pid, 9)
-    monkeypatch.setattr(connection, "IDLE_PING_SECONDS", 0.0)  # as after a quiet spell: the call pings first
+    monkeypatch.setattr(CONNECTION + ".IDLE_PING_SECONDS", 0.0)  # as after a quiet spell: the call pings first
     assert ok(manager, "crashy_echo", {"text": "back"}).endswith("echo: back")  # not blamed on the call
 
 

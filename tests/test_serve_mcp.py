@@ -14,9 +14,6 @@ from typing import Any
 
 import httpx2
 import pytest
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
 from assistant_framework.memory.log import TurnLog
 from assistant_framework.workspace import Workspace
@@ -48,12 +45,20 @@ TOOLS = {
 }
 
 
+# The MCP SDK is imported in the helpers that use it: at the top it cost every xdist worker's collection
+# half a second of CPU, for tests that all start a bot process.
+
+
 async def _session(transport: Any, work: Any) -> Any:
+    from mcp import Client
+
     async with Client(transport, cache=None) as client:
         return await work(client)
 
 
 def over_http(url: str, token: str, work: Any) -> Any:
+    from mcp.client.streamable_http import streamable_http_client
+
     async def main() -> Any:
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
             return await _session(streamable_http_client(url, http_client=http), work)
@@ -62,6 +67,9 @@ def over_http(url: str, token: str, work: Any) -> Any:
 
 
 def over_stdio(config: Path, workspace: Path, work: Any, *write: str) -> Any:
+    from mcp import StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
     params = StdioServerParameters(
         command=sys.executable,
         args=[

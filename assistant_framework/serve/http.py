@@ -13,18 +13,18 @@ import asyncio
 import json
 import logging
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tornado.web
-from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
 
 from assistant_framework.serve.clients import Client, PerMinute, client_for
-from assistant_framework.serve.mcp_server import memory_server
 from assistant_framework.serve.memory_tools import Caller, MemoryTools
 from assistant_framework.web.auth import bearer_of
 from assistant_framework.web.base import SECURITY_HEADERS, WebState
 from assistant_framework.web.server import Mount
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,12 @@ class McpServers:
         async with self._lock:
             app = self._apps.get(client.name)
             if app is None:
+                # The MCP SDK imported at a client's first call, not with the web server: it costs half a
+                # second of CPU, and most bots serve no MCP client.
+                from mcp.server.transport_security import TransportSecuritySettings
+
+                from assistant_framework.serve.mcp_server import memory_server
+
                 server = memory_server(self.tools, Caller(client.name, client.write), self.per_minute)
                 app = server.streamable_http_app(
                     streamable_http_path="/mcp",
