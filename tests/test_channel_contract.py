@@ -1545,10 +1545,35 @@ def _notices_on_whatsapp(request: pytest.FixtureRequest) -> dict[str, list[str]]
     return {"owner": shown(OWNER), "guest": shown(guest)}
 
 
-NOTICES = {"telegram": _notices_on_telegram, "signal": _notices_on_signal, "whatsapp": _notices_on_whatsapp}
+def _notices_on_slack(request: pytest.FixtureRequest) -> dict[str, list[str]]:
+    """The reminder to the guest's DM it was set in, the notice to the owner's DM (opened at start)."""
+    from assistant_framework.stores.reminders import ReminderStore
+    from tests.slack_harness import OWNER
+    from tests.waiting import wait_until
+
+    slack, workspace = request.getfixturevalue("slack_api"), request.getfixturevalue("workspace")
+    guest = "U0GUEST001"
+    guest_dm = slack.add_user(guest)
+    ReminderStore(workspace).add(f"sl:{guest_dm}", "water the plants", _just_due(), "Europe/Berlin")
+    bot = request.getfixturevalue("start_slack")(patch=lambda config: config["slack"].update(allowed=[OWNER, guest]))
+    wait_until(lambda: slack.posted(guest_dm), 20, "the reminder")
+    bot.service.notify_from_thread("rss", "3 new items")  # from a collector's thread
+    wait_until(lambda: slack.posted(slack.dms[OWNER]), 20, "the notice")
+    wait_until(lambda: all(r["status"] == "delivered" for r in ReminderStore(workspace).list()))
+    return {
+        "owner": [m["text"] for m in slack.posted(slack.dms[OWNER])],
+        "guest": [m["text"] for m in slack.posted(guest_dm)],
+    }
+
+
+NOTICES = {
+    "telegram": _notices_on_telegram,
+    "signal": _notices_on_signal,
+    "whatsapp": _notices_on_whatsapp,
+    "slack": _notices_on_slack,
+}
 #: Why a channel has no driver here (its own tests cover its reminders and notices).
 NO_NOTICES = {
-    "slack": "no driver in NOTICES yet (jobs and notices go to the owner's DM: channels/slack/service.py)",
     "console": "the terminal's one user is the owner: a reminder is printed between the lines "
     "(tests/test_console_tty.py::test_console_reminders_deliver_only_this_chats_due_reminders)",
     "email": "no driver in NOTICES yet "

@@ -258,6 +258,11 @@ class SlackService:
         self.tasks.spawn(chat, self.turns.answer(stored), owner=True, exempt=True)
         return True
 
+    def notify_from_thread(self, collector_name: str, text: str) -> None:
+        """A collector's notice for the owner, from the collector's thread."""
+        assert self._loop is not None
+        notify_from_thread(self._loop, self.send_notice, collector_name, text)
+
 
 def run_slack(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:
     """Run the Slack channel for ``runtime`` until interrupted; returns an exit code."""
