@@ -141,24 +141,46 @@ def bm25_candidates(
     match = fts_query(terms)
     ranges = scope_ranges(index, scope)
     if ranges is None:
-        where, params = _scope_sql(scope)
-        if where:
-            # Filters live in ``entries``: every match is joined, then ranked (not capped: a
-            # cap counted before the filter could leave nothing of an old ``until`` window).
-            rows = index.query(
-                f"SELECT {_COLUMNS}, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts CROSS JOIN entries e ON e.id = fts.rowid "
-                f"WHERE fts MATCH ?{where} ORDER BY s DESC, e.id LIMIT ?",
-                (date_weight, match, *params, limit),
-            )
-            return [_candidate(row) for row in rows]
-        cap_sql, cap_params = _newest_filter(index, match, unscoped_cap)
+        return _unranged_candidates(index, match, scope, limit, date_weight, unscoped_cap)
+    return _ranged_candidates(index, match, scope, ranges, limit, date_weight, newest_cap, owner_cap)
+
+
+def _unranged_candidates(
+    index: MemoryIndex, match: str, scope: Scope, limit: int, date_weight: float, unscoped_cap: int
+) -> list[Candidate]:
+    """Without conversation ranges: one MATCH over the whole table, filtered by the scope's other conditions
+    or else capped to the newest ``unscoped_cap`` matches of each slot."""
+    where, params = _scope_sql(scope)
+    if where:
+        # Filters live in ``entries``: every match is joined, then ranked (not capped: a
+        # cap counted before the filter could leave nothing of an old ``until`` window).
         rows = index.query(
-            f"SELECT {_COLUMNS}, f.s FROM (SELECT rowid AS id, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts "
-            f"WHERE fts MATCH ?{cap_sql} ORDER BY s DESC, id LIMIT ?) f CROSS JOIN entries e ON e.id = f.id",
-            (date_weight, match, *cap_params, limit),
+            f"SELECT {_COLUMNS}, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts CROSS JOIN entries e ON e.id = fts.rowid "
+            f"WHERE fts MATCH ?{where} ORDER BY s DESC, e.id LIMIT ?",
+            (date_weight, match, *params, limit),
         )
-        rows.sort(key=lambda row: (-row[_SCORE], row[0]))
         return [_candidate(row) for row in rows]
+    cap_sql, cap_params = _newest_filter(index, match, unscoped_cap)
+    rows = index.query(
+        f"SELECT {_COLUMNS}, f.s FROM (SELECT rowid AS id, -bm25(fts, 1.0, ?, 0.0) AS s FROM fts "
+        f"WHERE fts MATCH ?{cap_sql} ORDER BY s DESC, id LIMIT ?) f CROSS JOIN entries e ON e.id = f.id",
+        (date_weight, match, *cap_params, limit),
+    )
+    rows.sort(key=lambda row: (-row[_SCORE], row[0]))
+    return [_candidate(row) for row in rows]
+
+
+def _ranged_candidates(
+    index: MemoryIndex,
+    match: str,
+    scope: Scope,
+    ranges: list[tuple[int, int]],
+    limit: int,
+    date_weight: float,
+    newest_cap: int,
+    owner_cap: int | None,
+) -> list[Candidate]:
+    """With conversation ranges: one MATCH per rowid range, each scoring its newest matches only."""
     # The ranges already select the conversation's rows (and owner data); other filters remain.
     where, params = _scope_sql(scope, conversation=False)
     owner = newest_cap if owner_cap is None else owner_cap

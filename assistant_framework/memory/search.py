@@ -141,6 +141,64 @@ def snippet(text: str, terms: list[str], width: int = 280) -> str:
     return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
 
 
+Bounded = Callable[[Callable[[], Any], Any], Any]  # runs an index query, its "empty" when the time is up
+
+
+def _word_and_cjk_candidates(
+    index: MemoryIndex,
+    terms: list[str],
+    cjk: tuple[list[str], list[str]],
+    scope: Scope,
+    want: int,
+    ranking: RankingSettings,
+    bounded: Bounded,
+) -> list[Candidate]:
+    """The rows the query's words find (BM25, dated and capped by ``ranking``), merged with those its CJK
+    pieces (substrings, short pieces) find."""
+    candidates: list[Candidate] = bounded(
+        lambda: bm25_candidates(
+            index,
+            terms,
+            scope,
+            want,
+            ranking.date_weight,
+            ranking.newest_cap,
+            ranking.unscoped_cap,
+            ranking.owner_cap,
+        ),
+        [],
+    )
+    substrings, short = cjk
+    if substrings or short:
+        found = bounded(lambda: cjk_candidates(index, substrings, short, scope, want), [])
+        candidates = merge_candidates(candidates, found)
+    return candidates
+
+
+def _neighbour_rows(
+    index: MemoryIndex, candidates: list[Candidate], scope: Scope, limit: int, bounded: Bounded
+) -> list[Candidate]:
+    """The conversation turns just before and after the best candidates, not candidates themselves, within
+    ``scope``: a hit's context ranks it (``ranking.neighbour_weight``)."""
+    head = sorted(candidates, key=lambda c: -c.bm25)[: max(limit * 2, 20)]
+    wanted = {(c.path, c.seq + d) for c in head if c.source == "conversation" for d in (-1, 1)}
+    wanted -= {(c.path, c.seq) for c in candidates}
+    return [c for c in bounded(lambda: neighbours(index, wanted), []) if _in_scope(c, scope)]
+
+
+def _hit(c: Candidate, terms: list[str]) -> MemoryHit:
+    return MemoryHit(
+        source=c.source,
+        path=c.path,
+        ref=c.ref,
+        time=c.time,
+        snippet=snippet(c.text, terms),
+        score=round(c.score, 4),
+        conversation=c.conversation,
+        outside=bool(c.outside),
+    )
+
+
 def search(
     index: MemoryIndex,
     query: str,
@@ -177,49 +235,19 @@ def search(
             found = bounded(lambda: recent_entries(index, scope, limit), []) if (scope.since or scope.until) else []
         else:
             want = max(ranking.candidates, limit * 5)
-            candidates = bounded(
-                lambda: bm25_candidates(
-                    index,
-                    terms,
-                    scope,
-                    want,
-                    ranking.date_weight,
-                    ranking.newest_cap,
-                    ranking.unscoped_cap,
-                    ranking.owner_cap,
-                ),
-                [],
-            )
-            if substrings or short:
-                cjk = bounded(lambda: cjk_candidates(index, substrings, short, scope, want), [])
-                candidates = merge_candidates(candidates, cjk)
-                terms = terms + substrings + short
+            candidates = _word_and_cjk_candidates(index, terms, (substrings, short), scope, want, ranking, bounded)
+            terms = terms + substrings + short
             if similarity is not None and semantic_weight > 0 and candidates:
                 fuse_semantic(candidates, similarity(query, candidates), semantic_weight)
-            head = sorted(candidates, key=lambda c: -c.bm25)[: max(limit * 2, 20)]
-            wanted = {(c.path, c.seq + d) for c in head if c.source == "conversation" for d in (-1, 1)}
-            wanted -= {(c.path, c.seq) for c in candidates}
             extra = []
             if ranking.neighbour_weight:
-                extra = [c for c in bounded(lambda: neighbours(index, wanted), []) if _in_scope(c, scope)]
+                extra = _neighbour_rows(index, candidates, scope, limit, bounded)
             window = (prefer[0].timestamp(), prefer[1].timestamp()) if prefer else None
             whole = None
             if ranking.whole_segment_weight:
                 whole = bounded(lambda: segment_scores(index, terms, candidates), None)
             found = rerank(candidates, extra, ranking, window, whole)
-    out.extend(
-        MemoryHit(
-            source=c.source,
-            path=c.path,
-            ref=c.ref,
-            time=c.time,
-            snippet=snippet(c.text, terms),
-            score=round(c.score, 4),
-            conversation=c.conversation,
-            outside=bool(c.outside),
-        )
-        for c in found[:limit]
-    )
+    out.extend(_hit(c, terms) for c in found[:limit])
     if out.partial:
         log.warning(
             "memory search stopped after %g s (%d words, %d CJK pieces): the hits may be incomplete",

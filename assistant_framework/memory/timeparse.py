@@ -103,98 +103,109 @@ def _relative(word: str, now: datetime) -> tuple[datetime, datetime] | None:
 Span = tuple[datetime, datetime] | None
 
 
-def _rules(now: datetime) -> tuple[tuple[str, Callable[[re.Match[str]], Span]], ...]:
-    """(pattern, function(match) -> (since, until)) in priority order."""
-    today = _day_start(now)
-    week_start = today - timedelta(days=today.weekday())
-    month_start = today.replace(day=1)
-    year_start = today.replace(month=1, day=1)
+def _number(m: re.Match[str]) -> int:
+    raw = m.group("n").lower()
+    return _NUM_WORDS.get(raw) or int(raw)
 
-    def number(m: re.Match[str]) -> int:
-        raw = m.group("n").lower()
-        return _NUM_WORDS.get(raw) or int(raw)
 
-    def ago(m: re.Match[str]) -> Span:
-        n, unit = number(m), m.group("unit").lower()
+class _DateRules:
+    """The date phrases' ranges relative to ``now``: one method per kind of phrase, taking its match."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+        self.today = _day_start(now)
+        self.week_start = self.today - timedelta(days=self.today.weekday())
+        self.month_start = self.today.replace(day=1)
+        self.year_start = self.today.replace(month=1, day=1)
+
+    def ago(self, m: re.Match[str]) -> Span:
+        n, unit = _number(m), m.group("unit").lower()
         if unit == "day":
-            start = today - timedelta(days=n)
+            start = self.today - timedelta(days=n)
             return start, start + timedelta(days=1)
         if unit == "week":
-            start = week_start - timedelta(weeks=n)
+            start = self.week_start - timedelta(weeks=n)
             return start, start + timedelta(weeks=1)
         if unit == "month":
-            start = _add_months(month_start, -n)
+            start = _add_months(self.month_start, -n)
             return start, _add_months(start, 1)
-        return _month_range(now.year - n, 1, now)[0], _month_range(now.year - n + 1, 1, now)[0]
+        return _month_range(self.now.year - n, 1, self.now)[0], _month_range(self.now.year - n + 1, 1, self.now)[0]
 
-    def past_n(m: re.Match[str]) -> Span:
-        n, unit = number(m), m.group("unit").lower()
+    def past_n(self, m: re.Match[str]) -> Span:
+        n, unit = _number(m), m.group("unit").lower()
         if unit in ("day", "week"):
-            start = today - timedelta(days=n if unit == "day" else 7 * n)
+            start = self.today - timedelta(days=n if unit == "day" else 7 * n)
         elif unit == "month":
-            start = _add_months(month_start, -n)
+            start = _add_months(self.month_start, -n)
         else:
-            start = year_start.replace(year=now.year - n)
-        return start, today + timedelta(days=1)
+            start = self.year_start.replace(year=self.now.year - n)
+        return start, self.today + timedelta(days=1)
 
-    def last_unit(m: re.Match[str]) -> Span:
+    def last_unit(self, m: re.Match[str]) -> Span:
         which, unit = m.group("which").lower(), m.group("unit").lower()
         back = 1 if which in ("last", "previous") else 0
         if unit == "week":
-            start = week_start - timedelta(weeks=back)
+            start = self.week_start - timedelta(weeks=back)
             return start, start + timedelta(weeks=1)
         if unit == "month":
-            start = _add_months(month_start, -back)
+            start = _add_months(self.month_start, -back)
             return start, _add_months(start, 1)
         if unit == "year":
-            start = year_start.replace(year=now.year - back)
+            start = self.year_start.replace(year=self.now.year - back)
             return start, start.replace(year=start.year + 1)
-        start = today - timedelta(days=back)
+        start = self.today - timedelta(days=back)
         return start, start + timedelta(days=1)
 
-    def weekday(m: re.Match[str]) -> Span:
+    def weekday(self, m: re.Match[str]) -> Span:
         target = WEEKDAYS[m.group("weekday").lower()]
-        delta = (today.weekday() - target) % 7
+        delta = (self.today.weekday() - target) % 7
         if m.group("last") and delta == 0:
             delta = 7
-        start = today - timedelta(days=delta)
+        start = self.today - timedelta(days=delta)
         return start, start + timedelta(days=1)
 
-    def day_month(m: re.Match[str]) -> Span:
+    def day_month(self, m: re.Match[str]) -> Span:
         month, day = MONTHS[m.group("month").lower()], int(m.group("day"))
-        year = int(m.group("year")) if m.group("year") else _past_year_for(month, day, now)
+        year = int(m.group("year")) if m.group("year") else _past_year_for(month, day, self.now)
         try:
-            start = today.replace(year=year, month=month, day=day)
+            start = self.today.replace(year=year, month=month, day=day)
         except ValueError:
             return None
         return start, start + timedelta(days=1)
 
-    def month_only(m: re.Match[str]) -> Span:
+    def month_only(self, m: re.Match[str]) -> Span:
         month = MONTHS[m.group("month").lower()]
-        year = int(m.group("year")) if m.group("year") else _past_year_for(month, 1, now)
-        return _month_range(year, month, now)
+        year = int(m.group("year")) if m.group("year") else _past_year_for(month, 1, self.now)
+        return _month_range(year, month, self.now)
 
-    def iso_day(m: re.Match[str]) -> Span:
+    def iso_day(self, m: re.Match[str]) -> Span:
         try:
-            start = today.replace(year=int(m.group("year")), month=int(m.group("mm")), day=int(m.group("dd")))
+            start = self.today.replace(year=int(m.group("year")), month=int(m.group("mm")), day=int(m.group("dd")))
         except ValueError:
             return None
         return start, start + timedelta(days=1)
 
-    def year_only(m: re.Match[str]) -> Span:
+    def year_only(self, m: re.Match[str]) -> Span:
         year = int(m.group("year"))
-        return today.replace(year=year, month=1, day=1), today.replace(year=year + 1, month=1, day=1)
+        return self.today.replace(year=year, month=1, day=1), self.today.replace(year=year + 1, month=1, day=1)
 
+
+def _rules(now: datetime) -> tuple[tuple[str, Callable[[re.Match[str]], Span]], ...]:
+    """(pattern, function(match) -> (since, until)) in priority order."""
+    rules = _DateRules(now)
     return (
-        (r"\b" + _YEAR + r"-(?P<mm>\d{1,2})-(?P<dd>\d{1,2})\b", iso_day),
-        (r"\b(?:on\s+)?(?:the\s+)?" + _DAY + r"\s+(?:of\s+)?" + _MONTH + r"(?:,?\s+" + _YEAR + r")?\b", day_month),
-        (r"\b(?:on\s+)?" + _MONTH + r"\s+" + _DAY + r"(?:,?\s+" + _YEAR + r")?\b(?!\d)", day_month),
-        (r"\b" + _NUM + r"\s+" + _UNIT + r"\s+ago\b", ago),
-        (r"\b(?:in\s+)?(?:the\s+)?(?:last|past)\s+" + _NUM + r"\s+" + _UNIT + r"\b", past_n),
-        (r"\b(?P<which>last|this|previous)\s+" + _UNIT + r"\b", last_unit),
-        (r"\b(?:on\s+)?(?P<last>last\s+)?" + _WEEKDAY + r"\b", weekday),
-        (r"\b(?:in\s+)?" + _MONTH + r"(?:\s+(?:of\s+)?" + _YEAR + r")?\b", month_only),
-        (r"\b(?:in\s+)?" + _YEAR + r"\b", year_only),
+        (r"\b" + _YEAR + r"-(?P<mm>\d{1,2})-(?P<dd>\d{1,2})\b", rules.iso_day),
+        (
+            r"\b(?:on\s+)?(?:the\s+)?" + _DAY + r"\s+(?:of\s+)?" + _MONTH + r"(?:,?\s+" + _YEAR + r")?\b",
+            rules.day_month,
+        ),
+        (r"\b(?:on\s+)?" + _MONTH + r"\s+" + _DAY + r"(?:,?\s+" + _YEAR + r")?\b(?!\d)", rules.day_month),
+        (r"\b" + _NUM + r"\s+" + _UNIT + r"\s+ago\b", rules.ago),
+        (r"\b(?:in\s+)?(?:the\s+)?(?:last|past)\s+" + _NUM + r"\s+" + _UNIT + r"\b", rules.past_n),
+        (r"\b(?P<which>last|this|previous)\s+" + _UNIT + r"\b", rules.last_unit),
+        (r"\b(?:on\s+)?(?P<last>last\s+)?" + _WEEKDAY + r"\b", rules.weekday),
+        (r"\b(?:in\s+)?" + _MONTH + r"(?:\s+(?:of\s+)?" + _YEAR + r")?\b", rules.month_only),
+        (r"\b(?:in\s+)?" + _YEAR + r"\b", rules.year_only),
     )
 
 
