@@ -2718,9 +2718,18 @@ MUTATIONS: tuple[Mutation, ...] = (
         PAIRING,
     ),
     Mutation(
+        "whatsapp-pairing-not-wired",
+        f"{BOT}/channels/whatsapp/intake.py",
+        '        self.strangers = Strangers("whatsapp", told, Pairing(host.runtime))',
+        '        self.strangers = Strangers("whatsapp", told)',
+        "a WhatsApp stranger is told their number with pairing on, gets no code, and the owner cannot let them in "
+        "by one",
+        PAIRING,
+    ),
+    Mutation(
         "pairing-replaces-the-owner",
         f"{BOT}/conversation/pairing.py",
-        '    if role == "owner" and owner is not None and str(owner) != sender:',
+        '    if role == "owner" and owner is not None and str(owner) not in (sender, str(value)):',
         "    if False:",
         "an approval as owner makes a stranger the owner where one is configured",
         PAIRING,

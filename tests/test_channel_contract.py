@@ -634,6 +634,7 @@ def _strangers_on_matrix(request: pytest.FixtureRequest) -> int:
 
 
 def _strangers_on_whatsapp(request: pytest.FixtureRequest, patch: typing.Any = None) -> int:
+    from tests.waiting import wait_until
     from tests.whatsapp_harness import OWNER, STRANGER
 
     graph = request.getfixturevalue("whatsapp_graph")
@@ -641,9 +642,11 @@ def _strangers_on_whatsapp(request: pytest.FixtureRequest, patch: typing.Any = N
     request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
     for n in range(3):
         graph.user_text(STRANGER, f"let me in {n}")
+    wait_until(lambda: graph.texts(STRANGER), timeout=30, what="the stranger's answer")
     graph.user_text(OWNER, "ping")
     _whatsapp_texts_until(request, lambda texts: "pong" in texts)
-    return len([t for t in graph.texts(STRANGER) if f"+{STRANGER}" in t])
+    told = f"+{STRANGER}" if patch else "approve code"  # pairing off: their number; on: a code (pairing.py)
+    return len([t for t in graph.texts(STRANGER) if told in t])
 
 
 def _strangers_on_slack(request: pytest.FixtureRequest, patch: typing.Any = None) -> int:
@@ -697,7 +700,7 @@ TOLD_THEIR_ID = {
     "slack": lambda request: _strangers_on_slack(request, _pairing_off),  # no pairing on Slack yet
     "telegram": lambda request: _strangers_on_telegram(request, _pairing_off),
     "signal": lambda request: _strangers_on_signal(request, _pairing_off),
-    "whatsapp": lambda request: _strangers_on_whatsapp(request, _pairing_off),  # no pairing on WhatsApp yet
+    "whatsapp": lambda request: _strangers_on_whatsapp(request, _pairing_off),
 }
 NOT_TOLD_THEIR_ID = {
     **NO_STRANGERS,

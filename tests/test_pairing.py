@@ -1,7 +1,7 @@
 """Pairing codes (issue 45): a stranger gets a code once; the owner's /pair CODE (or `assistant pair approve`)
 lets them in without a restart; a wrong, reused or expired code does nothing; the allowlist change lands in
 the config's local layer, never in a tracked file. Real bots against the fake Bot API and the fake Signal
-daemon, a config directory as `make run` has it."""
+daemon, the WhatsApp channel against the fake Graph API, a config directory as `make run` has it."""
 
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ from tests.signal_harness import OWNER as SIGNAL_OWNER
 from tests.signal_harness import STRANGER as SIGNAL_STRANGER
 from tests.telegram_harness import OWNER, STRANGER, RunningBot, telegram_config, texts
 from tests.waiting import wait_until
+from tests.whatsapp_harness import OWNER as WA_OWNER
+from tests.whatsapp_harness import SECRET, RunningWhatsApp, whatsapp_config
+from tests.whatsapp_harness import STRANGER as WA_STRANGER
 
 CODE = re.compile(r"approve code ([A-Z0-9]{3}-[A-Z0-9]{3})")
 OTHER_STRANGER = 777
@@ -219,5 +222,42 @@ def test_a_proven_email_stranger_gets_a_code_once_a_forged_one_nothing_and_an_ap
             "INBOX", mail("what can you do?", sender=MAIL_STRANGER, message_id="<in-3@evil>", auth=proven)
         )
         assert "hello, friend" in body(wait_mails(email_smtp, 4)[-1])
+    finally:
+        bot.stop()
+
+
+def test_a_whatsapp_stranger_gets_a_code_once_and_the_owners_pair_or_the_cli_lets_them_in(
+    whatsapp_graph, bot_config, chat_server, workspace, tmp_path, monkeypatch
+):
+    graph, other = whatsapp_graph, "447700900123"
+    monkeypatch.setenv("WA_KIT_APP_SECRET", SECRET)
+    root = config_dir(tmp_path / "config", whatsapp_config(bot_config, graph))
+    before = tracked(root)
+    bot = RunningWhatsApp(build_runtime(root, workspace.root), graph).start()
+    try:
+        graph.user_text(WA_STRANGER, "hello?")
+        wait_until(lambda: any(CODE.search(t) for t in graph.texts(WA_STRANGER)), 15, "the stranger's code")
+        code = code_in(graph.texts(WA_STRANGER))
+        graph.user_text(WA_STRANGER, "hello again?")  # no second code within the hour
+        graph.user_text(WA_OWNER, "/pair AAA-AAA")
+        wait_until(lambda: any("No waiting code matches" in t for t in graph.texts(WA_OWNER)), 15, "the refusal")
+        graph.user_text(WA_OWNER, f"/pair {code}")
+        wait_until(lambda: any(f"whatsapp user {WA_STRANGER}" in t for t in graph.texts(WA_OWNER)), 15, "approved")
+        assert len(graph.texts(WA_STRANGER)) == 1 and chat_server.chat_requests == []
+        local = json.loads((root / "local" / "whatsapp.json").read_text(encoding="utf-8"))
+        assert local["allowed"] == [f"+{WA_OWNER}", f"+{WA_STRANGER}"] and tracked(root) == before
+
+        chat_server.enqueue('{"reply": "welcome aboard"}')
+        graph.user_text(WA_STRANGER, "now?")  # in, without a restart
+        wait_until(lambda: any(t.startswith("welcome aboard") for t in graph.texts(WA_STRANGER)), 15, "the answer")
+
+        graph.user_text(other, "let me in")  # approved from the shell: let in at their next message
+        wait_until(lambda: any(CODE.search(t) for t in graph.texts(other)), 15, "the second stranger's code")
+        args = ("--config", str(root), "--workspace", str(workspace.root))
+        done = run_cli("pair", "approve", code_in(graph.texts(other)), *args)
+        assert done.returncode == 0, done.stdout + done.stderr
+        graph.user_text(other, "and now?")
+        wait_until(lambda: any("let you in" in t for t in graph.texts(other)), 15, "the welcome")
+        assert len(chat_server.chat_requests) == 1  # none of the strangers' messages reached the model
     finally:
         bot.stop()

@@ -3,8 +3,8 @@ against the fake Graph API (tests/fakes/graph_api.py, which also posts Meta's si
 model server: the handshake answers the challenge only with the right verify token; an unsigned or wrongly
 signed POST gets 403 and runs nothing; a job run 25 hours after the owner's last message goes out as the
 template; a signed message from the owner gets one reply through /messages; the same message id twice is
-answered once; a stranger is told once and reaches no model. One bot process for the module; the tests run in
-this order (the window test first: the owner's last message is then 25 hours old)."""
+answered once; a stranger gets a pairing code once and reaches no model. One bot process for the module; the
+tests run in this order (the window test first: the owner's last message is then 25 hours old)."""
 
 from __future__ import annotations
 
@@ -174,13 +174,13 @@ def test_the_same_message_id_twice_is_answered_once(running: Running) -> None:
     assert len(model.chat_requests) == 1
 
 
-def test_a_stranger_is_told_their_number_once_and_reaches_no_model(running: Running) -> None:
+def test_a_stranger_gets_a_pairing_code_once_and_reaches_no_model(running: Running) -> None:
     graph, model = running.graph, running.model
     model.reset()
     assert graph.user_text(STRANGER, "Read me the owner's notes.")[1] == 200
-    wait_until(lambda: graph.sent(STRANGER), what="the refusal")
+    wait_until(lambda: graph.sent(STRANGER), what="the pairing code")
     assert graph.user_text(STRANGER, "Hello?")[1] == 200
     wait_until(lambda: "ignored 15551234567 again" in running.bot.run_log(), what="the second message passed over")
     [told] = graph.texts(STRANGER)
-    assert "+15551234567" in told and "not authorised" in told
+    assert "Ask the owner to approve code" in told and "not authorised" not in told  # pairing on: a code
     assert model.chat_requests == [] and not _pending(running.workspace)

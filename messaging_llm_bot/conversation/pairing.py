@@ -24,11 +24,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assistant_framework.config import load_config_detailed
 from assistant_framework.settings import write_setting
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.conversation.routes import allowlist_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from messaging_llm_bot.conversation.runtime import Runtime
@@ -48,14 +49,6 @@ MAX_PENDING = 50
 #: An id longer than this is no channel's user id: not given a code.
 MAX_SENDER_CHARS = 100
 ROLES = ("guest", "owner")
-
-#: The config keys of each channel's allowlist and owner.
-ALLOWLIST_KEYS = {
-    "telegram": ("allowed_user_ids", "owner_id"),
-    "signal": ("allowed", "owner"),
-    "matrix": ("allowed", "owner"),
-    "email": ("allowed", "owner"),
-}
 
 
 def stranger_text(code: str, minutes: int) -> str:
@@ -246,21 +239,18 @@ class PairingRefused(Exception):
     """An approval that cannot be made as asked (the message says why, in one sentence)."""
 
 
-def _id_value(channel: str, sender: str) -> Any:
-    return int(sender) if channel == "telegram" else sender
-
-
 def allow(config_root: Path, channel: str, sender: str, role: str) -> Path:
     """Add ``sender`` to ``channel``'s allowlist (``role`` owner: also its owner) in the config's local layer;
     the file written. Raises PairingRefused when the role cannot be given, ConfigError when it cannot be written."""
-    if channel not in ALLOWLIST_KEYS:
+    allowlist = allowlist_of(channel)  # the channel's Route says where (conversation/routes.py)
+    if allowlist is None:
         raise PairingRefused(f"pairing does not know the channel {channel!r}")
-    list_key, owner_key = ALLOWLIST_KEYS[channel]
+    list_key, owner_key = allowlist.list_key, allowlist.owner_key
     section = dict(load_config_detailed(config_root, validate=False, env=False).data.get(channel) or {})
     allowed = list(section.get(list_key) or [])
-    value = _id_value(channel, sender)
+    value = allowlist.written(sender)
     owner = section.get(owner_key) or (allowed[0] if allowed else None)
-    if role == "owner" and owner is not None and str(owner) != sender:
+    if role == "owner" and owner is not None and str(owner) not in (sender, str(value)):
         raise PairingRefused(
             f"{channel} already has an owner ({owner}); approve this code as guest, or change {channel}.{owner_key} "
             "with config set"

@@ -17,6 +17,17 @@ from messaging_llm_bot.conversation.owner_chats import noted_owner_chats
 
 
 @dataclass(frozen=True)
+class Allowlist:
+    """Where a channel's config lists who may write (what a pairing approval adds to: conversation/pairing.py)."""
+
+    list_key: str  # the allowed ids ("allowed"), under the channel's section
+    owner_key: str  # the owner's id ("owner"); unset: the first allowed id is the owner
+    # A sender's id (as the channel names them to pairing) as it is written in the list: Telegram's ids are
+    # numbers, WhatsApp's numbers are written "+<digits>" as its docs and setup write them.
+    written: Callable[[str], object] = str
+
+
+@dataclass(frozen=True)
 class Route:
     """One channel's place in the registry."""
 
@@ -32,6 +43,8 @@ class Route:
     # A conversation id of the form ``<chat><thread_mark><thread>`` is a thread of that chat (an email thread,
     # a Matrix thread): the owner's when the chat is; "" for none.
     thread_mark: str = ""
+    # Where a pairing approval adds a stranger; None: the channel has no strangers to pair (the terminal).
+    allowlist: Allowlist | None = None
 
 
 ROUTES: tuple[Route, ...] = (
@@ -41,6 +54,7 @@ ROUTES: tuple[Route, ...] = (
         configured=lambda settings: bool(settings.telegram.token),
         bare_numbers=True,
         owner_chats=lambda s: () if s.telegram.owner is None else (f"tg:{s.telegram.owner}", str(s.telegram.owner)),
+        allowlist=Allowlist("allowed_user_ids", "owner_id", int),
     ),
     Route(
         "signal",
@@ -49,6 +63,7 @@ ROUTES: tuple[Route, ...] = (
         owner_chats=lambda s: (
             (f"sig:{s.signal.owner or s.signal.allowed[0]}",) if s.signal.owner or s.signal.allowed else ()
         ),
+        allowlist=Allowlist("allowed", "owner"),
     ),
     Route(
         "email",
@@ -56,8 +71,15 @@ ROUTES: tuple[Route, ...] = (
         configured=lambda settings: settings.email.enabled,
         owner_chats=lambda s: (f"mail:{s.email.owner_address}",) if s.email.owner_address else (),
         thread_mark=":",
+        allowlist=Allowlist("allowed", "owner"),
     ),
-    Route("matrix", "mx:", configured=lambda settings: settings.matrix.enabled, thread_mark="|"),
+    Route(
+        "matrix",
+        "mx:",
+        configured=lambda settings: settings.matrix.enabled,
+        thread_mark="|",
+        allowlist=Allowlist("allowed", "owner"),
+    ),
     Route(
         "whatsapp",
         "wa:",
@@ -67,6 +89,7 @@ ROUTES: tuple[Route, ...] = (
             if s.whatsapp.owner or s.whatsapp.allowed
             else ()
         ),
+        allowlist=Allowlist("allowed", "owner", lambda number: f"+{number}"),
     ),
     Route("slack", "sl:", configured=lambda settings: settings.slack.enabled, thread_mark="|"),
     Route(
@@ -105,6 +128,11 @@ def prefix_of(channel: str) -> str:
         if route.channel == channel:
             return route.prefix
     raise KeyError(channel)
+
+
+def allowlist_of(channel: str) -> Allowlist | None:
+    """Where ``channel``'s config lists who may write; None for a channel without one (or not in the registry)."""
+    return next((route.allowlist for route in ROUTES if route.channel == channel), None)
 
 
 def channel_names() -> tuple[str, ...]:

@@ -104,6 +104,8 @@ class Strangers:
             if answer is not None:  # pairing is on
                 if answer:
                     await say(answer)
+                else:
+                    log.info("%s: ignored %s again (not allowed; given a pairing code this hour)", self.channel, who)
                 return
         if not await self.told.first(who):
             log.info("%s: ignored %s again (not allowed; told already)", self.channel, who)

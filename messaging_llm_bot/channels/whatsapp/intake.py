@@ -1,8 +1,9 @@
-"""What comes in through the webhook, in order for each message: the allowlist first (a stranger is told once,
-nothing of theirs is stored or reaches the model), the window noted (the user wrote: free-form messages may
-go to them for 24 hours, and replies held for them go out now), the answer to an open yes/no question,
-``/stop`` at once, the other commands in the chat's order; then the durable inbox (the message id taken
-once: Meta sends an event again until it heard 200) and a turn in the chat's queue.
+"""What comes in through the webhook, in order for each message: the allowlist first (a stranger gets a pairing
+code at most once an hour, or their number once with pairing off; nothing of theirs is stored or reaches the
+model), the window noted (the user wrote: free-form messages may go to them for 24 hours, and replies held for
+them go out now), the answer to an open yes/no question, ``/stop`` at once, the other commands in the chat's
+order; then the durable inbox (the message id taken once: Meta sends an event again until it heard 200) and a
+turn in the chat's queue.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage, held_text
+from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.strangers import Strangers, ToldOnce
 
 log = logging.getLogger(__name__)
@@ -57,8 +59,10 @@ class IntakeHost(Protocol):
 class Intake:
     def __init__(self, host: IntakeHost) -> None:
         self.host = host
-        # Told once, ever (a line each in the workspace); loaded at the service's start (``load``).
-        self.strangers = Strangers("whatsapp", ToldOnce(host.runtime.workspace, STRANGERS_FILE))
+        # A pairing code at most once an hour (conversation/pairing.py); with pairing off, their number once,
+        # ever (a line each in the workspace, loaded at the service's start: ``load``).
+        told = ToldOnce(host.runtime.workspace, STRANGERS_FILE)
+        self.strangers = Strangers("whatsapp", told, Pairing(host.runtime))
 
     async def load(self) -> None:
         told = self.strangers.told
@@ -137,7 +141,8 @@ class Intake:
         host.tasks.spawn(chat, host.turns.tell_held(Address(number), chat), owner=True, exempt=True)
 
     async def refuse(self, msg: WaMessage) -> None:
-        """A stranger: told their number once (they just wrote, so the window is open), nothing else."""
+        """A stranger: given a pairing code (at most once an hour), or with pairing off told their number once
+        (they just wrote, so the window is open); nothing else."""
         await asyncio.to_thread(self.host.channel.window.saw, msg.sender, msg.timestamp)
 
         async def say(text: str) -> None:
