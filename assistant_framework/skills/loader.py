@@ -298,18 +298,8 @@ def _suggest_name(name: str) -> str:
     return suggestion if suggestion[0].isalpha() else f"_{suggestion}"[:64]
 
 
-def load_skill_folder(folder: Path) -> Skill:
-    """Import one skill folder and validate its definition; raises SkillDefinitionError."""
-    folder = folder.resolve()
-    readme = folder / "README.md"
-    readme_path = readme if readme.is_file() else None
-    try:
-        sections = readme_sections(readme.read_text(encoding="utf-8")) if readme_path else {}
-    except UnicodeDecodeError:
-        raise SkillDefinitionError(f"{readme}: not UTF-8 text; save it as UTF-8") from None
-    module = import_skill_module(folder)
-    raw = _definition(module, folder)
-
+def _check_identity(raw: dict[str, Any], folder: Path) -> None:
+    """A skill's name, description and run are what a call needs; raises SkillDefinitionError."""
     name = raw["name"]
     if not isinstance(name, str) or not name.strip():
         raise SkillDefinitionError(f"{folder}: skill name must be a non-empty string, got {name!r}")
@@ -328,14 +318,20 @@ def load_skill_folder(folder: Path) -> Skill:
     if not callable(run):
         raise SkillDefinitionError(f"{folder}: skill {name!r} has no callable run(workspace, args)")
 
+
+def _args_schema(raw: dict[str, Any], sections: dict[str, str], readme_path: Path | None) -> tuple[Any, str]:
+    """The skill's argument schema and where it came from: the module, its README, or the default."""
     if raw["args_schema"] is not None:
         schema, source = raw["args_schema"], "module"
     else:
-        from_readme = readme_schema(sections, readme) if readme_path else None
+        from_readme = readme_schema(sections, readme_path) if readme_path else None
         schema, source = (from_readme, "readme") if from_readme is not None else (dict(DEFAULT_SCHEMA), "default")
-    check_schema(schema, f"{folder} (schema from {source})")
-    wants_context = accepts_context(run)
-    deprecated = [
+    return schema, source
+
+
+def _deprecated_forms(module: types.ModuleType, wants_context: bool) -> list[str]:
+    """The sentences for the old forms the skill uses (``register()``, a two-argument ``run``)."""
+    return [
         DEPRECATED_FORMS[form]
         for form, used in (
             ("register", callable(getattr(module, "register", None))),
@@ -343,6 +339,26 @@ def load_skill_folder(folder: Path) -> Skill:
         )
         if used
     ]
+
+
+def load_skill_folder(folder: Path) -> Skill:
+    """Import one skill folder and validate its definition; raises SkillDefinitionError."""
+    folder = folder.resolve()
+    readme = folder / "README.md"
+    readme_path = readme if readme.is_file() else None
+    try:
+        sections = readme_sections(readme.read_text(encoding="utf-8")) if readme_path else {}
+    except UnicodeDecodeError:
+        raise SkillDefinitionError(f"{readme}: not UTF-8 text; save it as UTF-8") from None
+    module = import_skill_module(folder)
+    raw = _definition(module, folder)
+
+    _check_identity(raw, folder)
+    name, description, run = raw["name"], raw["description"], raw["run"]
+    schema, source = _args_schema(raw, sections, readme_path)
+    check_schema(schema, f"{folder} (schema from {source})")
+    wants_context = accepts_context(run)
+    deprecated = _deprecated_forms(module, wants_context)
     for sentence in deprecated:
         log.warning("skill %s (%s): %s", name.strip(), folder, sentence)
 

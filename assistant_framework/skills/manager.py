@@ -15,7 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,96 @@ class SkillResult:
         if not self.ok:
             return f"Error: {self.error}"
         return value_text(self.value)
+
+
+@dataclass
+class _Loading:
+    """What a load has found so far: the skills, their argument validators, the modules imported, the errors."""
+
+    skills: dict[str, Skill] = field(default_factory=dict)
+    errors: list[SkillLoadError] = field(default_factory=list)
+    validators: dict[str, Any] = field(default_factory=dict)
+    module_names: list[str] = field(default_factory=list)
+
+    def add(self, spec: Skill) -> None:
+        self.skills[spec.name] = spec
+        self.validators[spec.name] = validator_for(spec.args_schema)
+
+
+def _load_directory(directory: Path, found: _Loading) -> None:
+    """The skill folders of one of ``runtime.skills_dirs``: a later directory replaces a name, within one a
+    name used twice is a mistake."""
+    if not directory.is_dir():
+        found.errors.append(
+            SkillLoadError(directory.name, directory, f"{directory}: no such folder (listed in runtime.skills_dirs)")
+        )
+        return
+    here: dict[str, Path | None] = {}
+    for folder in sorted(directory.iterdir()):
+        if not is_skill_folder(folder):
+            continue
+        try:
+            spec = load_skill_folder(folder)
+        except SkillDefinitionError as exc:
+            found.errors.append(SkillLoadError(name=folder.name, folder=folder.resolve(), error=str(exc)))
+            continue
+        except Exception as exc:  # a bug we did not foresee must not stop the other skills
+            found.errors.append(SkillLoadError(folder.name, folder.resolve(), f"{folder}: {type(exc).__name__}: {exc}"))
+            continue
+        clash = _name_clash(spec, here, found.skills)
+        if clash is not None:
+            forget_module(spec.module_name)
+            found.errors.append(SkillLoadError(folder.name, spec.folder, clash))
+            continue
+        here[spec.name] = spec.folder
+        found.module_names.append(spec.module_name)
+        found.add(spec)
+
+
+def _name_clash(spec: Skill, here: dict[str, Path | None], skills: dict[str, Skill]) -> str | None:
+    """Why a folder's skill cannot load beside the others (its name taken in the same directory, or its tool
+    name taken), or None."""
+    if spec.name in here:
+        return (
+            f"{spec.folder}: skill name {spec.name!r} is already used by {here[spec.name]}; "
+            "rename one (NAME or the folder); to replace a skill, put yours in a folder "
+            "listed in runtime.skills_dirs"
+        )
+    twin = _twin(skills, spec)
+    if twin is not None:
+        # Native tool calls name the tool, not the skill: both would be offered under one name.
+        return (
+            f"{spec.folder}: skill name {spec.name!r} is offered to the model as the tool "
+            f"{tool_name(spec.name)!r}, like skill {twin.name!r} ({twin.where}); a tool call could "
+            "not tell them apart: rename one (NAME or the folder)"
+        )
+    return None
+
+
+def _load_source(source: SkillSource, found: _Loading) -> None:
+    """A skill source's skills (MCP servers and the like)."""
+    try:
+        loaded = source.load()
+    except Exception as exc:  # a source's bug must not stop the other skills
+        found.errors.append(SkillLoadError(type(source).__name__, None, f"{type(exc).__name__}: {exc}"))
+        return
+    found.errors += loaded.errors
+    for spec in loaded.skills:
+        # A source's skill never replaces a loaded one, nor sits beside one a model could take it for
+        # (``Web``, ``web-search``, ``websearch`` beside ``web`` and ``web_search``).
+        clash = _lookalike(found.skills, spec)
+        if clash is not None:
+            found.errors.append(
+                SkillLoadError(
+                    spec.name,
+                    None,
+                    f"{spec.where}: skill name {spec.name!r} is already used by skill {clash.name!r} "
+                    f"({clash.where}), or differs from it only in case or separators; a call could not "
+                    "tell them apart: rename one",
+                )
+            )
+            continue
+        found.add(spec)
 
 
 def _twin(skills: dict[str, Skill], spec: Skill) -> Skill | None:
@@ -204,92 +294,15 @@ class SkillManager:
 
     def load(self) -> None:
         """Import every skill folder once; failures go to ``errors``, the rest still load."""
-        skills: dict[str, Skill] = {}
-        errors: list[SkillLoadError] = []
-        validators: dict[str, Any] = {}
-        module_names: list[str] = []
+        found = _Loading()
         for directory in self.dirs:
-            if not directory.is_dir():
-                errors.append(
-                    SkillLoadError(
-                        directory.name, directory, f"{directory}: no such folder (listed in runtime.skills_dirs)"
-                    )
-                )
-                continue
-            here: dict[str, Path | None] = {}  # a later directory replaces a name; within one it is a mistake
-            for folder in sorted(directory.iterdir()):
-                if not is_skill_folder(folder):
-                    continue
-                try:
-                    spec = load_skill_folder(folder)
-                except SkillDefinitionError as exc:
-                    errors.append(SkillLoadError(name=folder.name, folder=folder.resolve(), error=str(exc)))
-                    continue
-                except Exception as exc:  # a bug we did not foresee must not stop the other skills
-                    errors.append(
-                        SkillLoadError(folder.name, folder.resolve(), f"{folder}: {type(exc).__name__}: {exc}")
-                    )
-                    continue
-                if spec.name in here:
-                    forget_module(spec.module_name)
-                    errors.append(
-                        SkillLoadError(
-                            folder.name,
-                            spec.folder,
-                            (
-                                f"{spec.folder}: skill name {spec.name!r} is already used by {here[spec.name]}; "
-                                "rename one (NAME or the folder); to replace a skill, put yours in a folder "
-                                "listed in runtime.skills_dirs"
-                            ),
-                        )
-                    )
-                    continue
-                twin = _twin(skills, spec)
-                if twin is not None:
-                    # Native tool calls name the tool, not the skill: both would be offered under one name.
-                    forget_module(spec.module_name)
-                    errors.append(
-                        SkillLoadError(
-                            folder.name,
-                            spec.folder,
-                            f"{spec.folder}: skill name {spec.name!r} is offered to the model as the tool "
-                            f"{tool_name(spec.name)!r}, like skill {twin.name!r} ({twin.where}); a tool call could "
-                            "not tell them apart: rename one (NAME or the folder)",
-                        )
-                    )
-                    continue
-                here[spec.name] = spec.folder
-                module_names.append(spec.module_name)
-                skills[spec.name] = spec
-                validators[spec.name] = validator_for(spec.args_schema)
+            _load_directory(directory, found)
         for source in self.sources:
-            try:
-                loaded = source.load()
-            except Exception as exc:  # a source's bug must not stop the other skills
-                errors.append(SkillLoadError(type(source).__name__, None, f"{type(exc).__name__}: {exc}"))
-                continue
-            errors += loaded.errors
-            for spec in loaded.skills:
-                # A source's skill never replaces a loaded one, nor sits beside one a model could take it for
-                # (``Web``, ``web-search``, ``websearch`` beside ``web`` and ``web_search``).
-                clash = _lookalike(skills, spec)
-                if clash is not None:
-                    errors.append(
-                        SkillLoadError(
-                            spec.name,
-                            None,
-                            f"{spec.where}: skill name {spec.name!r} is already used by skill {clash.name!r} "
-                            f"({clash.where}), or differs from it only in case or separators; a call could not "
-                            "tell them apart: rename one",
-                        )
-                    )
-                    continue
-                skills[spec.name] = spec
-                validators[spec.name] = validator_for(spec.args_schema)
-        self._plain = dict(sorted(skills.items()))
-        self._plain_errors = errors
-        self._plain_validators = validators
-        self._module_names = module_names
+            _load_source(source, found)
+        self._plain = dict(sorted(found.skills.items()))
+        self._plain_errors = found.errors
+        self._plain_validators = found.validators
+        self._module_names = found.module_names
         self.library.refresh(taken=self._plain)
         self._with_agent_skills()
         self._once.done = True

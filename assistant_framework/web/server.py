@@ -33,12 +33,27 @@ Mount = Callable[[WebState], list[tuple[str, type[tornado.web.RequestHandler], d
 
 
 def make_app(state: WebState, mounts: Iterable[Mount] = ()) -> tornado.web.Application:
-    """Every route; each page has its JSON twin under ``/api``; the mounted ones first."""
+    """Every route, the mounted ones first."""
+    mounted = [route for mount in mounts for route in mount(state)]
+    return tornado.web.Application(
+        [*mounted, *_page_routes(state)],
+        template_path=str(HERE / "templates"),
+        cookie_secret=cookie_secret(state.token),
+        xsrf_cookies=True,  # Tornado calls check_xsrf_cookie; the token is bound to the session (csrf.py)
+        default_handler_class=pages.NotFoundHandler,
+        default_handler_args={"state": state},
+        log_function=log_request,
+        compress_response=False,
+        autoreload=False,
+        debug=False,
+    )
+
+
+def _page_routes(state: WebState) -> list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]]:
+    """The page's own routes; each page has its JSON twin under ``/api``."""
     s: dict[str, Any] = {"state": state}
     a: dict[str, Any] = {"state": state, "api": True}
-    mounted = [route for mount in mounts for route in mount(state)]
-    routes: list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]] = [
-        *mounted,
+    return [
         (r"/", pages.HomeHandler, s),
         (r"/login", pages.LoginHandler, s),
         (r"/logout", pages.LogoutHandler, s),
@@ -81,18 +96,6 @@ def make_app(state: WebState, mounts: Iterable[Mount] = ()) -> tornado.web.Appli
         *skills_install.routes(state),
         (r"/static/(style\.css|favicon\.svg)", pages.StaticHandler, {"path": str(HERE / "static"), "state": state}),
     ]
-    return tornado.web.Application(
-        routes,
-        template_path=str(HERE / "templates"),
-        cookie_secret=cookie_secret(state.token),
-        xsrf_cookies=True,  # Tornado calls check_xsrf_cookie; the token is bound to the session (csrf.py)
-        default_handler_class=pages.NotFoundHandler,
-        default_handler_args=s,
-        log_function=log_request,
-        compress_response=False,
-        autoreload=False,
-        debug=False,
-    )
 
 
 class WebServer:
