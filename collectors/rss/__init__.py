@@ -21,6 +21,7 @@ import feedparser
 from assistant_framework.collectors.fetch import FetchError, fetch, fetch_all
 from assistant_framework.collectors.spec import CollectorConfig, CollectorRegistration, CollectorResult, SourceReport
 from assistant_framework.collectors.state import load_cursor, save_cursor
+from assistant_framework.json_types import JsonObject
 from assistant_framework.redaction import redact_text, url_key, url_secrets, url_without_secrets
 from assistant_framework.workspace import Workspace
 
@@ -107,44 +108,21 @@ def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None 
     digest_before = workspace.read_text(digest_rel, default=f"# Feeds digest {day}\n")
     stamp = now.isoformat(timespec="seconds")
 
-    def work(feed: Feed) -> tuple[list[FeedEntry], FeedCursor, FeedNotes]:
-        # Keyed by the URL without its secrets; a cursor written before that is keyed by the whole URL.
-        state = FeedCursor(**(feeds_cursor.get(url_key(feed["url"])) or feeds_cursor.get(feed["url"]) or {}))
-        items, info = fetch_feed(feed, state, config)
-        return items, state, info
-
-    for feed, result, error in fetch_all(feeds, work):
+    for feed, result, error in fetch_all(feeds, lambda feed: _fetch_one(feed, feeds_cursor, config)):
         url, shown = url_key(feed["url"]), url_without_secrets(feed["url"])
         if url != feed["url"]:  # the whole URL, as an older run keyed it, goes
             feeds_cursor.pop(feed["url"], None)
             status.pop(feed["url"], None)
         if error is not None:
-            message = str(error) if isinstance(error, FeedError) else f"feed {shown}: {type(error).__name__}: {error}"
-            message = redact_text(message, url_secrets(feed["url"]))
+            message = _failure_message(feed, error, shown)
             errors.append(message)
             report[url] = {"ok": False, "error": message}
-            status[url] = {
-                **status.get(url, {}),
-                "name": feed["name"] or status.get(url, {}).get("name", ""),
-                "last_error": message,
-                "last_error_at": stamp,
-            }
+            status[url] = _failed_status(status.get(url, {}), feed, message, stamp)
             workspace.write_json(f"{BASE}/feeds.json", status)
             continue
         assert result is not None  # fetch_all gives a result when there is no error
         items, state, info = result
-        seen = set(state.get("seen", []))
-        fresh = []
-        for item in items:
-            if item["id"] not in seen:
-                seen.add(item["id"])
-                fresh.append(item)
-        cap = int(config.get("max_items_per_feed", 50))
-        # Entries over the cap (the older end of a big feed's first fetch) are passed over for
-        # good: remembered as seen before the kept ones, so they never come back later as "new".
-        passed_over = [item["id"] for item in fresh[cap:]]
-        fresh = fresh[:cap]
-        state["seen"] = (state.get("seen", []) + passed_over + [item["id"] for item in fresh])[-SEEN_LIMIT:]
+        fresh, passed_over = _take_fresh(items, state, int(config.get("max_items_per_feed", 50)))
         # Entries are persisted before the cursor, so a crash re-delivers rather than loses.
         for item in fresh:
             workspace.append_jsonl(f"{BASE}/items.jsonl", item)
@@ -158,13 +136,7 @@ def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None 
         save_cursor(workspace, NAME, cursor)
         for warning in info.get("warnings", []):
             errors.append(f"feed {shown}: {warning}")
-        report[url] = {
-            "ok": True,
-            "error": None,
-            "items": len(fresh),
-            **({"passed_over": len(passed_over)} if passed_over else {}),
-            **({"warnings": info["warnings"]} if info.get("warnings") else {}),
-        }
+        report[url] = _ok_report(fresh, passed_over, info)
         status[url] = {
             "name": items[0]["feed"] if items else feed["name"] or status.get(url, {}).get("name", shown),
             "last_ok": stamp,
@@ -173,12 +145,67 @@ def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None 
             **({"encoding": info["encoding"]} if info.get("encoding") else {}),
         }
         workspace.write_json(f"{BASE}/feeds.json", status)
+    return _run_result(new_items, errors, report, len(feeds))
+
+
+def _fetch_one(
+    feed: Feed, feeds_cursor: dict[str, FeedCursor], config: CollectorConfig
+) -> tuple[list[FeedEntry], FeedCursor, FeedNotes]:
+    """One feed's entries, its cursor (updated by the fetch) and the fetch's notes."""
+    # Keyed by the URL without its secrets; a cursor written before that is keyed by the whole URL.
+    state = FeedCursor(**(feeds_cursor.get(url_key(feed["url"])) or feeds_cursor.get(feed["url"]) or {}))
+    items, info = fetch_feed(feed, state, config)
+    return items, state, info
+
+
+def _failure_message(feed: Feed, error: BaseException, shown: str) -> str:
+    """What went wrong with a feed, naming it without its URL's secrets."""
+    message = str(error) if isinstance(error, FeedError) else f"feed {shown}: {type(error).__name__}: {error}"
+    return redact_text(message, url_secrets(feed["url"]))
+
+
+def _take_fresh(items: list[FeedEntry], state: FeedCursor, cap: int) -> tuple[list[FeedEntry], list[str]]:
+    """The entries not seen before, at most ``cap`` of them, and the ids of those passed over; both are
+    remembered as seen in ``state``."""
+    seen = set(state.get("seen", []))
+    fresh = []
+    for item in items:
+        if item["id"] not in seen:
+            seen.add(item["id"])
+            fresh.append(item)
+    # Entries over the cap (the older end of a big feed's first fetch) are passed over for
+    # good: remembered as seen before the kept ones, so they never come back later as "new".
+    passed_over = [item["id"] for item in fresh[cap:]]
+    fresh = fresh[:cap]
+    state["seen"] = (state.get("seen", []) + passed_over + [item["id"] for item in fresh])[-SEEN_LIMIT:]
+    return fresh, passed_over
+
+
+def _failed_status(before: JsonObject, feed: Feed, message: str, stamp: str) -> JsonObject:
+    """A failed feed's line in feeds.json: what it had, with the error."""
+    return {**before, "name": feed["name"] or before.get("name", ""), "last_error": message, "last_error_at": stamp}
+
+
+def _ok_report(fresh: list[FeedEntry], passed_over: list[str], info: FeedNotes) -> SourceReport:
+    return {
+        "ok": True,
+        "error": None,
+        "items": len(fresh),
+        **({"passed_over": len(passed_over)} if passed_over else {}),
+        **({"warnings": info["warnings"]} if info.get("warnings") else {}),
+    }
+
+
+def _run_result(
+    new_items: list[FeedEntry], errors: list[str], report: dict[str, SourceReport], feeds: int
+) -> CollectorResult:
+    """The run's result; a run where every feed failed is a failed run."""
     failed = sum(1 for r in report.values() if not r["ok"])
-    if feeds and failed == len(feeds):
+    if feeds and failed == feeds:
         raise RuntimeError("every feed failed: " + "; ".join(errors))
     return {
         "new_items": new_items,
-        "summary": f"{len(new_items)} new entries from {len(feeds) - failed}/{len(feeds)} feeds",
+        "summary": f"{len(new_items)} new entries from {feeds - failed}/{feeds} feeds",
         "errors": errors,
         "sources": report,
     }
