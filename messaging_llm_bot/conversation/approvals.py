@@ -6,8 +6,8 @@ time means no), declining a chat's open questions when the owner stops the turn,
 worker thread to the channel's event loop, which fails closed. An answer is True (confirm), False (decline)
 or ``ALLOW_CONVERSATION``, which only a question that offers it can get (a call that asks only because
 outside content is in view; agent/guard.py). A channel only sends the question and hands the owner's
-answer back: Telegram with buttons (telegram/approval.py), Signal by the owner's next message
-(``ReplyApprovals``, below).
+answer back: Telegram with buttons (telegram/approval.py), Signal, Matrix and WhatsApp by the owner's next
+message (``ReplyApprovals``, below).
 """
 
 from __future__ import annotations
@@ -153,29 +153,40 @@ SendText = Callable[[str, str], Awaitable[None]]
 
 
 class ReplyApprovals:
-    """Approvals where the platform has no buttons (Signal): the question goes to the chat, and the owner's
-    next message there ("yes", "no", "chat" where offered) answers it, taken before the chat's queue (the turn
-    waiting for it holds the queue) and no new turn (the channel hands it to ``resolve``). At most one open
-    question per chat."""
+    """Approvals where the platform has no buttons (Signal, Matrix, WhatsApp): the question goes to the chat,
+    and the owner's next message there ("yes", "no", "chat" where offered) answers it, taken before the chat's
+    queue (the turn waiting for it holds the queue) and no new turn (the channel hands it to ``resolve``). At
+    most one open question per chat."""
 
-    def __init__(self, channel: str, send: SendText, timeout_seconds: float = TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self,
+        channel: str,
+        send: SendText,
+        timeout_seconds: float = TIMEOUT_SECONDS,
+        questions: OpenQuestions | None = None,
+    ) -> None:
         self.channel = channel
         self._send = send
-        self.questions = OpenQuestions(timeout_seconds)
+        # A channel that asks other yes/no questions in the same chats (Matrix, WhatsApp) shares its own.
+        self.questions = questions or OpenQuestions(timeout_seconds)
 
-    def approver(self, chat: str, loop: asyncio.AbstractEventLoop) -> Callable[[dict[str, Any]], Answer]:
-        """A blocking callback for the agent's worker thread."""
-        return self.questions.approver(lambda request: self.ask(chat, request), loop, chat)
+    def approver(
+        self, chat: str, loop: asyncio.AbstractEventLoop, send: SendText | None = None
+    ) -> Callable[[dict[str, Any]], Answer]:
+        """A blocking callback for the agent's worker thread; ``send`` replaces the channel's for this turn's
+        questions (Matrix asks in the turn's thread)."""
+        return self.questions.approver(lambda request: self.ask(chat, request, send), loop, chat)
 
-    async def ask(self, chat: str, request: dict[str, Any]) -> Answer:
+    async def ask(self, chat: str, request: dict[str, Any], send: SendText | None = None) -> Answer:
         """Send the question and wait for the owner's answer (False on timeout or when it cannot be sent)."""
+        send = send or self._send
         future = self.questions.open(chat, chat, request)
         how = HOW_TO_ANSWER_OR_ALLOW if offers_conversation(request) else HOW_TO_ANSWER
         try:
-            await self._send(chat, question_text(request, how))
+            await send(chat, question_text(request, how))
             answer = await self.questions.wait(future)
             if answer is None:
-                await self._send(chat, NO_ANSWER)
+                await send(chat, NO_ANSWER)
                 return False
             return answer
         except DeliveryError as err:

@@ -25,9 +25,9 @@ from messaging_llm_bot.channels.contract import (
     Sent,
     TextOut,
 )
-from messaging_llm_bot.channels.matrix.client import Download, MatrixClient
+from messaging_llm_bot.channels.matrix.client import Download, MatrixClient, MatrixUnavailable
 from messaging_llm_bot.channels.matrix.format import CAPABILITIES, MatrixPart, edit_content, render_matrix, text_content
-from messaging_llm_bot.conversation.approvals import OpenQuestions, answer_of
+from messaging_llm_bot.conversation.approvals import OpenQuestions, ReplyApprovals
 
 MAX_FILE_OUT_BYTES = CAPABILITIES.max_file_bytes
 _MSGTYPE: dict[MediaKind, str] = {
@@ -64,6 +64,10 @@ class MatrixChannel:
     def __init__(self, client: MatrixClient, questions: OpenQuestions | None = None) -> None:
         self.client = client
         self.questions = questions or OpenQuestions()
+        # The agent's ``ask`` approvals, answered by the owner's next message; same open questions as ask_yes_no.
+        self.approvals = ReplyApprovals(
+            "matrix", lambda room_id, text: self.send_question(Address(room_id), text), questions=self.questions
+        )
 
     @property
     def name(self) -> str:
@@ -157,5 +161,12 @@ class MatrixChannel:
 
     def resolve(self, room_id: str, text: str) -> bool:
         """Answer an open question of ``room_id`` with ``text``; True when the message was that answer."""
-        answer = answer_of(text, self.questions.offered(room_id))
-        return answer is not None and self.questions.answer(room_id, answer)
+        return self.approvals.resolve(room_id, text)
+
+    async def send_question(self, to: Address, text: str) -> None:
+        """An approval's question (or its timeout) in ``to``'s thread, one message; ``DeliveryError`` when it
+        cannot go now."""
+        try:
+            await self.client.send(to.chat_id, in_thread(text_content(render_matrix(text)[0]), to), txn_id("", 0))
+        except MatrixUnavailable as err:
+            raise DeliveryError(str(err)) from err

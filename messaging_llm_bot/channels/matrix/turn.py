@@ -32,7 +32,6 @@ from messaging_llm_bot.channels.matrix.format import (
 from messaging_llm_bot.channels.matrix.live import LIVE_PART, LiveReply, Typing
 from messaging_llm_bot.channels.matrix.message import MatrixMessage, parse_message
 from messaging_llm_bot.channels.matrix.settings import MatrixConfig, address_of
-from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, offers_conversation, question_text
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
 from messaging_llm_bot.conversation.busy import BusyTurns, RunningTurn
 from messaging_llm_bot.conversation.chatflags import ChatFlags
@@ -54,12 +53,6 @@ log = logging.getLogger(__name__)
 FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
 RETRY_MAX_SECONDS = 30.0
 MAX_FILE_IN_BYTES = 50 * 1024 * 1024  # Synapse's default max_upload_size
-HOW_TO_ANSWER = "Reply yes to confirm or no to decline."
-HOW_TO_ANSWER_OR_ALLOW = (
-    "Reply yes to confirm, no to decline, or chat to allow it for this conversation (this skill's calls "
-    "then run without asking while the outside content named above is all that is in view; new outside "
-    "content asks again, /reset ends it)."
-)
 UNSUPPORTED = "I cannot take {kind} messages here yet: send text, a picture, a file or a voice message."
 
 
@@ -195,8 +188,10 @@ class TurnRunner:
                 notice = VISION_MISSING
         approve = None
         if owner_chat:
-            approve = self.channel.questions.approver(
-                lambda request: self._ask(msg.address, request), asyncio.get_running_loop(), msg.room_id
+            approve = self.channel.approvals.approver(
+                msg.room_id,
+                asyncio.get_running_loop(),
+                lambda _room, text: self.channel.send_question(msg.address, text),
             )
         send_file = file_sender(
             self.runtime.workspace,
@@ -244,25 +239,6 @@ class TurnRunner:
         return await asyncio.to_thread(
             save_bytes, area, got.data, media.name, today, kind=kind, mime_type=media.mime or got.mime, caption=msg.text
         )
-
-    async def _ask(self, to: Address, request: dict[str, Any]) -> Answer:
-        """Ask the owner in the room and wait for the reply yes/no/chat (False on timeout or error)."""
-        questions = self.channel.questions
-        future = questions.open(to.chat_id, to.chat_id, request)
-        how = HOW_TO_ANSWER_OR_ALLOW if offers_conversation(request) else HOW_TO_ANSWER
-        try:
-            content = in_thread(text_content(render_matrix(question_text(request, how))[0]), to)
-            await self.channel.client.send(to.chat_id, content, txn_id("", 0))
-            answer = await questions.wait(future)
-            if answer is None:
-                await self._say(to, NO_ANSWER)
-                return False
-            return answer
-        except (MatrixUnavailable, DeliveryError) as err:
-            log.warning("matrix: could not ask for confirmation in %s: %s", to.chat_id, err)
-            return False
-        finally:
-            questions.close(to.chat_id)
 
     async def _say(self, to: Address, text: str) -> None:
         try:

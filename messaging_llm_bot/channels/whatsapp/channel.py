@@ -26,10 +26,10 @@ from messaging_llm_bot.channels.contract import (
     TextOut,
 )
 from messaging_llm_bot.channels.whatsapp.format import CAPABILITIES, split, whatsapp_text
-from messaging_llm_bot.channels.whatsapp.graph import Download, GraphClient
+from messaging_llm_bot.channels.whatsapp.graph import Download, GraphClient, GraphUnavailable
 from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
-from messaging_llm_bot.conversation.approvals import OpenQuestions, answer_of
+from messaging_llm_bot.conversation.approvals import OpenQuestions, ReplyApprovals
 from messaging_llm_bot.conversation.markup import plain_parts
 
 #: Meta's bound on one template parameter.
@@ -73,6 +73,8 @@ class WhatsAppChannel:
         self.window = window
         self._config = config
         self.questions = questions or OpenQuestions()
+        # The agent's ``ask`` approvals, answered by the owner's next message; same open questions as ask_yes_no.
+        self.approvals = ReplyApprovals("whatsapp", self.send_question, questions=self.questions)
         self.last_message: dict[str, str] = {}  # wa_id -> their latest message id (what "typing" marks read)
 
     @property
@@ -176,8 +178,14 @@ class WhatsAppChannel:
 
     def resolve(self, number: str, text: str) -> bool:
         """Answer an open question of ``number`` with ``text``; True when the message was that answer."""
-        answer = answer_of(text, self.questions.offered(number))
-        return answer is not None and self.questions.answer(number, answer)
+        return self.approvals.resolve(number, text)
+
+    async def send_question(self, number: str, text: str) -> None:
+        """An approval's question (or its timeout) to ``number``; ``DeliveryError`` when it cannot go now."""
+        try:
+            await self.send_text(Address(number), TextOut(text))
+        except (GraphUnavailable, OutsideWindow) as err:
+            raise DeliveryError(str(err)) from err
 
 
 def default_name(media: Media, mime: str) -> str:

@@ -25,7 +25,6 @@ from messaging_llm_bot.channels.whatsapp.format import CAPABILITIES
 from messaging_llm_bot.channels.whatsapp.graph import GraphUnavailable
 from messaging_llm_bot.channels.whatsapp.message import WaMessage, message_of_payload
 from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig, number_of
-from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, offers_conversation, question_text
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
 from messaging_llm_bot.conversation.busy import BusyTurns, RunningTurn
 from messaging_llm_bot.conversation.chatflags import ChatFlags
@@ -47,12 +46,6 @@ log = logging.getLogger(__name__)
 FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
 RETRY_MAX_SECONDS = 30.0
 MAX_FILE_IN_BYTES = 100 * 1024 * 1024  # WhatsApp's largest document
-HOW_TO_ANSWER = "Reply yes to confirm or no to decline."
-HOW_TO_ANSWER_OR_ALLOW = (
-    "Reply yes to confirm, no to decline, or chat to allow it for this conversation (this skill's calls "
-    "then run without asking while the outside content named above is all that is in view; new outside "
-    "content asks again, /reset ends it)."
-)
 UNSUPPORTED = "I cannot take {kind} messages here yet: send text, a picture, a document or a voice message."
 #: Told once (per chat) when held messages go out after the window opened again, without a template set.
 HELD_TEXT = (
@@ -206,7 +199,7 @@ class TurnRunner:
         loop = asyncio.get_running_loop()
         approve = None
         if owner_chat:
-            approve = self.channel.questions.approver(lambda request: self._ask(to, request), loop, msg.sender)
+            approve = self.channel.approvals.approver(msg.sender, loop)
         send_file = file_sender(
             self.runtime.workspace,
             item.item_id,
@@ -257,24 +250,6 @@ class TurnRunner:
             mime_type=media.mime or got.mime,
             caption=msg.text,
         )
-
-    async def _ask(self, to: Address, request: dict[str, Any]) -> Answer:
-        """Ask the owner and wait for the reply yes/no/chat (False on timeout or error)."""
-        questions = self.channel.questions
-        future = questions.open(to.chat_id, to.chat_id, request)
-        how = HOW_TO_ANSWER_OR_ALLOW if offers_conversation(request) else HOW_TO_ANSWER
-        try:
-            await self.channel.send_text(to, TextOut(question_text(request, how)))
-            answer = await questions.wait(future)
-            if answer is None:
-                await self.say(to, NO_ANSWER)
-                return False
-            return answer
-        except (GraphUnavailable, DeliveryError, OutsideWindow) as err:
-            log.warning("whatsapp: could not ask for confirmation: %s", err)
-            return False
-        finally:
-            questions.close(to.chat_id)
 
     async def say(self, to: Address, text: str) -> None:
         try:
