@@ -164,9 +164,12 @@ class ReplyApprovals:
         send: SendText,
         timeout_seconds: float = TIMEOUT_SECONDS,
         questions: OpenQuestions | None = None,
+        how_to_answer: str = HOW_TO_ANSWER,
+        how_to_answer_or_allow: str = HOW_TO_ANSWER_OR_ALLOW,
     ) -> None:
         self.channel = channel
         self._send = send
+        self._how = how_to_answer, how_to_answer_or_allow  # email says "reply to this mail ... on the first line"
         # A channel that asks other yes/no questions in the same chats (Matrix, WhatsApp) shares its own.
         self.questions = questions or OpenQuestions(timeout_seconds)
 
@@ -181,7 +184,7 @@ class ReplyApprovals:
         """Send the question and wait for the owner's answer (False on timeout or when it cannot be sent)."""
         send = send or self._send
         future = self.questions.open(chat, chat, request)
-        how = HOW_TO_ANSWER_OR_ALLOW if offers_conversation(request) else HOW_TO_ANSWER
+        how = self._how[1] if offers_conversation(request) else self._how[0]
         try:
             await send(chat, question_text(request, how))
             answer = await self.questions.wait(future)

@@ -1,11 +1,10 @@
-"""Email's part of approvals (conversation/approvals.py has the rest): the question goes out as a mail in the
-thread, and the owner's next mail in that thread answers it ("yes" / "no" as its first line). That mail is
-taken before the thread's queue (the turn waiting for it holds the queue) and is no new turn."""
+"""Email's part of approvals (conversation/approvals.py's ``ReplyApprovals`` is the rest): the question goes out
+as a mail in the thread, and the owner's next mail in that thread answers it ("yes" / "no" as its first line).
+That mail is taken before the thread's queue (the turn waiting for it holds the queue) and is no new turn."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from typing import Any, Callable
 
@@ -16,13 +15,10 @@ from messaging_llm_bot.conversation.approvals import (
     NO_ANSWER,
     TIMEOUT_SECONDS,
     Answer,
-    OpenQuestions,
-    answer_of,
-    offers_conversation,
-    question_text,
+    ReplyApprovals,
+    SendText,
 )
-
-log = logging.getLogger(__name__)
+from messaging_llm_bot.conversation.delivery import DeliveryError
 
 HOW_TO_ANSWER = "Reply to this mail with yes to confirm or no to decline (on the first line)."
 HOW_TO_ANSWER_OR_ALLOW = (
@@ -36,40 +32,42 @@ class Approvals:
 
     def __init__(self, outbox: Outbox, timeout_seconds: float = TIMEOUT_SECONDS) -> None:
         self.outbox = outbox
-        self.questions = OpenQuestions(timeout_seconds)
+        self.replies = ReplyApprovals(
+            "email",
+            self._no_thread,
+            timeout_seconds,
+            how_to_answer=HOW_TO_ANSWER,
+            how_to_answer_or_allow=HOW_TO_ANSWER_OR_ALLOW,
+        )
+        self.questions = self.replies.questions
 
     def approver(
         self, conversation: str, to: str, thread: Thread, loop: asyncio.AbstractEventLoop
     ) -> Callable[[dict[str, Any]], Answer]:
         """A blocking callback for the agent's worker thread."""
-        return self.questions.approver(lambda request: self.ask(conversation, to, thread, request), loop, conversation)
-
-    async def ask(self, conversation: str, to: str, thread: Thread, request: dict[str, Any]) -> Answer:
-        """Mail the question and wait for the owner's answer (False on timeout or when it cannot be sent)."""
-        future = self.questions.open(conversation, conversation, request)
-        key = f"ask:{conversation}:{thread.message_id}:{time.time_ns()}"  # each question its own Message-ID
-        how = HOW_TO_ANSWER_OR_ALLOW if offers_conversation(request) else HOW_TO_ANSWER
-        try:
-            await self.outbox.send(to, question_text(request, how), key=key, thread=thread)
-            answer = await self.questions.wait(future)
-            if answer is None:
-                await self._say(to, thread, NO_ANSWER, key + ":timeout")
-                return False
-            return answer
-        except MailServerError as err:
-            log.warning("email: could not ask for confirmation in %s: %s", conversation, err)
-            return False
-        finally:
-            self.questions.close(conversation)
+        return self.replies.approver(conversation, loop, self._mailer(conversation, to, thread))
 
     def resolve(self, conversation: str, text: str) -> bool:
         """Answer the open question of ``conversation`` with a mail's ``text``; True when it was that answer."""
         first = next((line for line in text.splitlines() if line.strip()), "")
-        answer = answer_of(first, self.questions.offered(conversation))
-        return answer is not None and self.questions.answer(conversation, answer)
+        return self.replies.resolve(conversation, first)
 
-    async def _say(self, to: str, thread: Thread, text: str, key: str) -> None:
-        try:
-            await self.outbox.send(to, text, key=key, thread=thread)
-        except MailServerError:
-            pass
+    def _mailer(self, conversation: str, to: str, thread: Thread) -> SendText:
+        """Mails a question (each its own Message-ID) and, after no answer in time, its timeout in the thread."""
+        key = ""
+
+        async def send(_conversation: str, text: str) -> None:
+            nonlocal key
+            if text == NO_ANSWER:
+                mail_key = key + ":timeout"
+            else:
+                key = mail_key = f"ask:{conversation}:{thread.message_id}:{time.time_ns()}"
+            try:
+                await self.outbox.send(to, text, key=mail_key, thread=thread)
+            except MailServerError as err:
+                raise DeliveryError(str(err)) from err
+
+        return send
+
+    async def _no_thread(self, conversation: str, text: str) -> None:
+        raise DeliveryError(f"a question in {conversation} is asked only in its thread (approver)")
