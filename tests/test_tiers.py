@@ -97,6 +97,12 @@ def test_marked_slow():
     time.sleep(1.5)
 
 
+def test_a_library_looking_for_a_shared_library():
+    import ctypes.util
+
+    ctypes.util.find_library("pthread")  # runs ldconfig -p: the platform asked, not the test
+
+
 def test_a_process_the_markers_did_not_see():
     getattr(importlib.import_module("sub" + "process"), "run")(["true"], check=True)
 """
@@ -123,9 +129,10 @@ def test_the_guard_fails_an_unseen_process_and_a_phase_over_the_bound_and_prints
     out = run.stdout
     assert "PASSED test_guarded.py::test_quick" in out, out
     assert "PASSED test_guarded.py::test_marked_slow" in out, out
+    assert "PASSED test_guarded.py::test_a_library_looking_for_a_shared_library" in out, out
     assert "FAILED test_guarded.py::test_over_the_bound" in out, out
     assert "more than the per-test bound of" in out and "mark it pytest.mark.slow(reason=...)" in out, out
     assert "FAILED test_guarded.py::test_a_process_the_markers_did_not_see" in out, out
     assert "did not mark it `subprocess`" in out, out
     assert "wall time " in out and "load average now " in out, out
-    assert "marked slow, in-process | 1 |" in out and "the rest: make check's tier | 3 |" in out, out
+    assert "marked slow, in-process | 1 |" in out and "the rest: make check's tier | 4 |" in out, out
