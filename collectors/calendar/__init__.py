@@ -22,7 +22,7 @@ from assistant_framework.redaction import redact_text
 from assistant_framework.workspace import Workspace
 
 from .bounds import RunBudget
-from .events import Expansion, changes, expand, parse_calendar, reason_text, sort_key, window
+from .events import Expansion, Skipped, changes, expand, parse_calendar, reason_text, sort_key, window
 from .records import CalendarEvent, CalendarSource
 from .render import upcoming_markdown
 
@@ -152,10 +152,8 @@ def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None 
     events: list[CalendarEvent] = []
     errors: list[str] = []
     report: dict[str, SourceReport] = {}
-    failed = 0
-    skipped_total = 0
+    failed = skipped_total = 0
     checked: set[str] = set()  # sources read fine, with no broken event: their missing occurrences are gone
-
     budget = RunBudget()  # occurrences listed by the whole run, all sources together
     cut: set[tuple[str, str]] = set()  # (calendar, uid) of events not listed in full: no change report
 
@@ -167,59 +165,66 @@ def collect(workspace: Workspace, config: CollectorConfig, now: datetime | None 
         name = source["name"]
         if error is not None:
             failed += 1
-            message = (
-                str(error)
-                if isinstance(error, ValueError) and _label(source) in str(error)
-                else f"calendar {_label(source)}: {reason_text(error)}"
-            )
+            message = _failure_message(source, error)
             errors.append(message)
             report[name] = {"ok": False, "error": message}
             events.extend(_last_known(workspace, name, previous, today))
             continue
         assert result is not None  # fetch_all gives a result when there is no error
         found, skipped = result.records, result.skipped
-        for bad in skipped:
-            errors.append(f"calendar {_label(source)}: event {bad.uid or '(no UID)'} skipped: {bad.reason}")
-        for warning in result.cut[:MAX_CUT_WARNINGS]:
-            errors.append(f"calendar {_label(source)}: {warning}")
-        if len(result.cut) > MAX_CUT_WARNINGS:
-            errors.append(
-                f"calendar {_label(source)}: {len(result.cut) - MAX_CUT_WARNINGS} more events not listed in full"
-            )
+        errors.extend(_source_warnings(source, result))
         cut.update((name, uid) for uid in result.cut_uids)
         skipped_total += len(skipped)
         if not skipped:
             checked.add(name)
         _save_source(workspace, name, found)
-        report[name] = {
-            "ok": True,
-            "error": None,
-            "items": len(found),
-            "skipped": [{"uid": b.uid, "reason": b.reason} for b in skipped],
-        }
+        report[name] = {"ok": True, "error": None, "items": len(found), "skipped": _skipped_report(skipped)}
         events.extend(found)
     if sources and failed == len(sources):
         raise RuntimeError("every calendar source failed: " + "; ".join(errors))
-    events = _unique(events)
-    events.sort(key=sort_key)
+    events = sorted(_unique(events), key=sort_key)
     # An event not listed in full (too many occurrences) would report its window's edges as news.
-    new_items = changes(
-        [e for e in previous if not _in(e, cut)],
-        [e for e in events if not _in(e, cut)],
-        checked=checked,
-        now=now,
-        until=end,
-    )
+    listed_in_full = [e for e in events if not _in(e, cut)]
+    new_items = changes([e for e in previous if not _in(e, cut)], listed_in_full, checked=checked, now=now, until=end)
     workspace.write_json(f"{BASE}/events.json", events)
     workspace.write_text(f"{BASE}/upcoming.md", upcoming_markdown(events, start, days, tz_name))
     summary = f"{len(events)} events in the next {days} days, {len(new_items)} new, changed or cancelled"
-    if skipped_total:
-        summary += f", {skipped_total} broken event(s) skipped"
-    if cut:
-        summary += f", {len(cut)} event(s) not listed in full"
-    if failed:
-        summary += f", {failed}/{len(sources)} source(s) failed"
+    summary += _summary_tail(skipped_total, len(cut), failed, len(sources))
     return {"new_items": new_items, "summary": summary, "errors": errors, "sources": report}
+
+
+def _failure_message(source: CalendarSource, error: BaseException) -> str:
+    """What went wrong with a source, naming it by its label (never a secret URL's token)."""
+    if isinstance(error, ValueError) and _label(source) in str(error):
+        return str(error)
+    return f"calendar {_label(source)}: {reason_text(error)}"
+
+
+def _source_warnings(source: CalendarSource, result: Expansion) -> list[str]:
+    """A source read fine but not whole: its broken events skipped, its events not listed in full (the first
+    MAX_CUT_WARNINGS, then how many more)."""
+    label = _label(source)
+    warnings = [f"calendar {label}: event {bad.uid or '(no UID)'} skipped: {bad.reason}" for bad in result.skipped]
+    warnings += [f"calendar {label}: {warning}" for warning in result.cut[:MAX_CUT_WARNINGS]]
+    if len(result.cut) > MAX_CUT_WARNINGS:
+        warnings.append(f"calendar {label}: {len(result.cut) - MAX_CUT_WARNINGS} more events not listed in full")
+    return warnings
+
+
+def _skipped_report(skipped: list[Skipped]) -> list[dict[str, str]]:
+    return [{"uid": b.uid, "reason": b.reason} for b in skipped]
+
+
+def _summary_tail(skipped: int, cut: int, failed: int, sources: int) -> str:
+    """The summary's notes on what the run could not list: broken events, events not in full, failed sources."""
+    tail = ""
+    if skipped:
+        tail += f", {skipped} broken event(s) skipped"
+    if cut:
+        tail += f", {cut} event(s) not listed in full"
+    if failed:
+        tail += f", {failed}/{sources} source(s) failed"
+    return tail
 
 
 def _in(event: object, cut: set[tuple[str, str]]) -> bool:

@@ -16,7 +16,7 @@ from assistant_framework.collectors.state import load_cursor, save_cursor
 from assistant_framework.hints import CLI
 from assistant_framework.workspace import Workspace
 
-from .imap_fetch import MailConfigError, connect, fetch_new, list_folders, logout
+from .imap_fetch import FolderBatch, MailConfigError, connect, fetch_new, list_folders, logout
 from .records import FolderCursor, MailItem
 from .render import folder_slug, parse, render
 
@@ -85,24 +85,9 @@ def collect(workspace: Workspace, config: CollectorConfig) -> CollectorResult:
                     f"folder {folder!r}: UIDVALIDITY changed to {batch.uidvalidity}; collecting it again from the start"
                 )
             last_uid = 0 if batch.reset else int(folder_cursors.get(folder, {}).get("last_uid", 0))
-            skipped: list[dict[str, str]] = []
-            for uid, raw in batch.messages:
-                try:
-                    item = _store(
-                        workspace, parse(raw), folder, uid, batch.uidvalidity, tz, body_limit, batch.received.get(uid)
-                    )
-                except Exception as exc:  # noqa: BLE001 - one unreadable message must not cost the folder
-                    errors.append(f"folder {folder!r}: message UID {uid} skipped: {type(exc).__name__}: {exc}")
-                    skipped.append({"uid": str(uid), "reason": f"{type(exc).__name__}: {exc}"[:200]})
-                    last_uid = max(last_uid, uid)
-                    continue
-                if item.get("replacement_chars"):
-                    errors.append(
-                        f"folder {folder!r}: message UID {uid}: {item['replacement_chars']} undecodable character(s) "
-                        "replaced with U+FFFD"
-                    )
-                new_items.append(item)
-                last_uid = max(last_uid, uid)
+            last_uid, skipped = _store_batch(
+                workspace, folder, batch, last_uid, tz, body_limit, into=new_items, errors=errors
+            )
             report[folder] = {
                 "ok": True,
                 "error": None,
@@ -123,6 +108,40 @@ def collect(workspace: Workspace, config: CollectorConfig) -> CollectorResult:
         "errors": errors,
         "sources": report,
     }
+
+
+def _store_batch(
+    workspace: Workspace,
+    folder: str,
+    batch: FolderBatch,
+    last_uid: int,
+    tz: ZoneInfo,
+    body_limit: int,
+    *,
+    into: list[MailItem],
+    errors: list[str],
+) -> tuple[int, list[dict[str, str]]]:
+    """Store a folder's new messages (appended to ``into``); an unreadable one is skipped, not retried. The
+    folder's new last UID and the messages skipped."""
+    skipped: list[dict[str, str]] = []
+    for uid, raw in batch.messages:
+        try:
+            item = _store(
+                workspace, parse(raw), folder, uid, batch.uidvalidity, tz, body_limit, batch.received.get(uid)
+            )
+        except Exception as exc:  # noqa: BLE001 - one unreadable message must not cost the folder
+            errors.append(f"folder {folder!r}: message UID {uid} skipped: {type(exc).__name__}: {exc}")
+            skipped.append({"uid": str(uid), "reason": f"{type(exc).__name__}: {exc}"[:200]})
+            last_uid = max(last_uid, uid)
+            continue
+        if item.get("replacement_chars"):
+            errors.append(
+                f"folder {folder!r}: message UID {uid}: {item['replacement_chars']} undecodable character(s) "
+                "replaced with U+FFFD"
+            )
+        into.append(item)
+        last_uid = max(last_uid, uid)
+    return last_uid, skipped
 
 
 def _store(
