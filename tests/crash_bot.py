@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tests.fakes.bot_api import FakeBotAPI
-from tests.waiting import wait_until
+from tests.waiting import for_load, wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 READY_LINE = "Serving @"
@@ -111,8 +111,10 @@ class BotProcess:
         """Everything every run logged."""
         return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
 
-    def wait_ready(self, timeout: float = 30) -> None:
-        """Wait until the current run logs ``Serving @...`` (start-up done, replay begun)."""
+    def wait_ready(self, timeout: float | None = None) -> None:
+        """Wait until the current run logs ``Serving @...`` (start-up done, replay begun); by default 30 s, more
+        on a loaded machine (the start is real work: the whole run at load 20 failed two tests at 30 s)."""
+        timeout = for_load(30) if timeout is None else timeout
 
         def ready() -> bool:
             if READY_LINE in self.run_log():
@@ -127,7 +129,7 @@ class BotProcess:
         try:
             wait_until(ready, timeout=timeout, what="the bot's ready line")
         except AssertionError:
-            raise TimeoutError(f"bot not ready within {timeout}s:\n{self.run_log()[-3000:]}") from None
+            raise TimeoutError(f"bot not ready within {timeout:.0f}s:\n{self.run_log()[-3000:]}") from None
 
     def kill(self) -> None:
         """SIGKILL: no clean-up of any kind runs."""
