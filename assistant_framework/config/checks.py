@@ -86,6 +86,27 @@ def semantic_errors(data: ConfigData) -> list[tuple[JsonPath, str]]:
     if problem:
         errors.append((("runtime", "timezone"), problem))
     llm = value if isinstance(value := data.get("llm"), dict) else {}
+    errors += _runner_errors(llm)
+    for part in ("embeddings", "transcription"):
+        section = llm.get(part)
+        if (
+            isinstance(section, dict)
+            and section.get("enabled")
+            and not (section.get("base_url") and section.get("model"))
+        ):
+            errors.append((("llm", part), f"enabled but base_url or model is missing (llm.{part} needs both)"))
+    errors += mcp_server_errors(data)
+    errors += trusted_proxy_errors(data)
+    errors += serve_client_errors(data)
+    errors += hook_errors(data)
+    errors += _telegram_webhook_errors(data)
+    return errors
+
+
+def _runner_errors(llm: ConfigData) -> list[tuple[JsonPath, str]]:
+    """``llm.runners``: a name used twice, ``two_step`` without the json transport; ``llm.vision_runner``
+    naming no runner."""
+    errors: list[tuple[JsonPath, str]] = []
     runners = value if isinstance(value := llm.get("runners"), list) else []
     seen: set[str] = set()
     for index, runner in enumerate(runners):
@@ -114,18 +135,12 @@ def semantic_errors(data: ConfigData) -> list[tuple[JsonPath, str]]:
                 f"names no runner: {vision_runner!r}{did_you_mean(vision_runner, seen)}",
             )
         )
-    for part in ("embeddings", "transcription"):
-        section = llm.get(part)
-        if (
-            isinstance(section, dict)
-            and section.get("enabled")
-            and not (section.get("base_url") and section.get("model"))
-        ):
-            errors.append((("llm", part), f"enabled but base_url or model is missing (llm.{part} needs both)"))
-    errors += mcp_server_errors(data)
-    errors += trusted_proxy_errors(data)
-    errors += serve_client_errors(data)
-    errors += hook_errors(data)
+    return errors
+
+
+def _telegram_webhook_errors(data: ConfigData) -> list[tuple[JsonPath, str]]:
+    """Telegram's webhook mode without the public address Telegram posts to."""
+    errors: list[tuple[JsonPath, str]] = []
     telegram = value if isinstance(value := data.get("telegram"), dict) else {}
     if telegram.get("mode") == "webhook":
         webhook = value if isinstance(value := telegram.get("webhook"), dict) else {}
