@@ -25,25 +25,33 @@ def grammar_safe(schema: object, descriptions: bool = False) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key == "const":
-            out["enum"] = [value]
-        elif key == "description" and descriptions and isinstance(value, str):
-            out[key] = value
-        elif key == "oneOf" and "anyOf" not in schema:
-            out["anyOf"] = [grammar_safe(s, descriptions) for s in value if isinstance(s, dict)]
-        elif key not in _KEEP:
-            continue
-        elif key == "properties" and isinstance(value, dict):
-            out[key] = {name: grammar_safe(sub, descriptions) for name, sub in value.items()}
-        elif key == "items" and isinstance(value, dict):
-            out[key] = grammar_safe(value, descriptions)
-        elif key == "anyOf" and isinstance(value, list):
-            out[key] = [grammar_safe(s, descriptions) for s in value if isinstance(s, dict)]
-        elif key == "required" and isinstance(value, list):
-            props = schema.get("properties")
-            out[key] = [r for r in value if not isinstance(props, dict) or r in props]
-        elif key in ("type", "enum"):
-            out[key] = value
+        entry = _safe_entry(key, value, schema, descriptions)
+        if entry is not None:
+            out[entry[0]] = entry[1]
     if out.get("type") == "object" and "properties" not in out:
         out.pop("required", None)
     return out
+
+
+def _safe_entry(key: str, value: Any, schema: dict[str, Any], descriptions: bool) -> tuple[str, Any] | None:
+    """One keyword of ``schema`` as the grammar-safe subset has it (its name may change), or None to drop it."""
+    if key == "const":
+        return "enum", [value]
+    if key == "description" and descriptions and isinstance(value, str):
+        return key, value
+    if key == "oneOf" and "anyOf" not in schema:
+        return "anyOf", [grammar_safe(s, descriptions) for s in value if isinstance(s, dict)]
+    if key not in _KEEP:
+        return None
+    if key == "properties" and isinstance(value, dict):
+        return key, {name: grammar_safe(sub, descriptions) for name, sub in value.items()}
+    if key == "items" and isinstance(value, dict):
+        return key, grammar_safe(value, descriptions)
+    if key == "anyOf" and isinstance(value, list):
+        return key, [grammar_safe(s, descriptions) for s in value if isinstance(s, dict)]
+    if key == "required" and isinstance(value, list):
+        props = schema.get("properties")
+        return key, [r for r in value if not isinstance(props, dict) or r in props]
+    if key in ("type", "enum"):
+        return key, value
+    return None

@@ -81,18 +81,26 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
             if not readable(kind):  # refused before its body is read: a PDF or video is not downloaded
                 raise ValueError(f"{url} is {kind}, not a text page")
             body, finished = _read_capped(response, deadline)
-    content_type = response.headers.get("content-type")
-    if kind in ("text/html", "application/xhtml+xml"):
-        text = html_to_text(decode(body, content_type, html=True))
-    elif is_xml(kind):
-        # A feed the user links to reads as its entries; other XML as its source text.
-        text = feed_text(body) or decode(body, content_type)
-    else:
-        text = decode(body, content_type)
+    text = _page_text(body, kind, response.headers.get("content-type"))
     tail = "" if finished else f"\n[... the page was still loading after {seconds:g} s; this is what arrived]"
-    # Cut here, with a note, to what the model is shown (the manager would cut the JSON mid-string).
     budget = settings_of(context).runtime.skill_result_limit_chars
-    shown = text[: int(args.get("max_chars") or DEFAULT_CHARS)]
+    return _fitted(url, text, tail, int(args.get("max_chars") or DEFAULT_CHARS), budget)
+
+
+def _page_text(body: bytes, kind: str, content_type: str | None) -> str:
+    """The page's words: HTML as text, a feed as its entries, other XML and text as they are."""
+    if kind in ("text/html", "application/xhtml+xml"):
+        return html_to_text(decode(body, content_type, html=True))
+    if is_xml(kind):
+        # A feed the user links to reads as its entries; other XML as its source text.
+        return feed_text(body) or decode(body, content_type)
+    return decode(body, content_type)
+
+
+def _fitted(url: str, text: str, tail: str, max_chars: int, budget: int) -> dict[str, str]:
+    """The result cut here, with a note, to what the model is shown (``max_chars``, and the result's JSON within
+    ``budget``): the manager would cut the JSON mid-string."""
+    shown = text[:max_chars]
     while True:
         note = f"\n[... {len(text) - len(shown)} more characters]" if len(shown) < len(text) else ""
         result = {"url": url, "text": shown + note + tail}
