@@ -1569,8 +1569,32 @@ def _notices_on_slack(request: pytest.FixtureRequest) -> dict[str, list[str]]:
     }
 
 
+def _notices_on_matrix(request: pytest.FixtureRequest) -> dict[str, list[str]]:
+    """The reminder to the friend's direct room it was set in, the notice to the owner's direct room (known from
+    the owner's earlier message: in the state file before this start)."""
+    from assistant_framework.stores.reminders import ReminderStore
+    from messaging_llm_bot.channels.matrix.state import StateFile
+    from tests.waiting import wait_until
+
+    world, workspace = _matrix_world(request), request.getfixturevalue("workspace")
+    owner_room = world.direct_room()
+    guest_room = world.friend.create_room([world.bot.user_id], direct=True)
+    StateFile(workspace).update(owner_room=owner_room)
+    bot = request.getfixturevalue("start_matrix")()
+    bot_id = world.bot.user_id
+    wait_until(lambda: world.joined(owner_room), 20, "the bot to join the owner's direct room")
+    wait_until(lambda: world.friend.members(guest_room).get(bot_id) == "join", 20, "the bot to join the friend's room")
+    ReminderStore(workspace).add(f"mx:{guest_room}", "water the plants", _just_due(), "Europe/Berlin")
+    wait_until(lambda: world.friend.texts(guest_room, bot_id), 20, "the reminder")
+    bot.service.notices.notify_from_thread("rss", "3 new items")  # from a collector's thread
+    wait_until(lambda: world.owner.texts(owner_room, bot_id), 20, "the notice")
+    wait_until(lambda: all(r["status"] == "delivered" for r in ReminderStore(workspace).list()))
+    return {"owner": world.owner.texts(owner_room, bot_id), "guest": world.friend.texts(guest_room, bot_id)}
+
+
 NOTICES = {
     "telegram": _notices_on_telegram,
+    "matrix": _notices_on_matrix,
     "signal": _notices_on_signal,
     "whatsapp": _notices_on_whatsapp,
     "slack": _notices_on_slack,
@@ -1581,7 +1605,6 @@ NO_NOTICES = {
     "(tests/test_console_tty.py::test_console_reminders_deliver_only_this_chats_due_reminders)",
     "email": "no driver in NOTICES yet "
     "(tests/test_email_channel.py::test_a_reminder_set_in_a_mail_thread_is_mailed_to_its_sender)",
-    "matrix": "no driver in NOTICES yet",
     "webchat": "the page's one user is the owner (tests/test_webchat_jobs.py: its reminders and notices)",
 }
 

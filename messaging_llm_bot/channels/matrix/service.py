@@ -38,9 +38,9 @@ from messaging_llm_bot.conversation.held import StorageOutage
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
 from messaging_llm_bot.conversation.job_runs import JobScheduler
 from messaging_llm_bot.conversation.jobs import AsyncJobQueue, DailyJob
-from messaging_llm_bot.conversation.notices import notify_from_thread, send_digest
+from messaging_llm_bot.conversation.notices import ChannelNotices, digest_now
 from messaging_llm_bot.conversation.pool import pool_size
-from messaging_llm_bot.conversation.reminders import DeliveryRefused, ReminderScheduler
+from messaging_llm_bot.conversation.reminders import ReminderScheduler
 from messaging_llm_bot.conversation.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,13 @@ class MatrixService:
         self.channel: MatrixChannel
         self.turns: TurnRunner
         self.reader: SyncReader
+        self.notices = ChannelNotices(
+            "matrix",
+            self._send_to,
+            self._owner_conversation,
+            lambda: self._loop,
+            lambda: digest_now(runtime.workspace, self.config.timezone),
+        )
 
     @property
     def config(self) -> MatrixConfig:
@@ -229,7 +236,7 @@ class MatrixService:
             ReminderScheduler(
                 ReminderStore(workspace),
                 jobs,
-                self.send_reminder,
+                self.notices.send_reminder,
                 default_tz=self.config.timezone,
                 poll_seconds=self.reminder_poll_seconds,
                 channel="matrix",
@@ -242,7 +249,7 @@ class MatrixService:
                 hour, minute = (int(x) for x in self.config.morning_digest.split(":"))
                 when = dtime(hour, minute, tzinfo=ZoneInfo(self.config.timezone))
                 DailyJob(jobs, self.morning_digest, when, "matrix:morning-digest").start()
-            self.runtime.start_background(notify=self.notify_from_thread)
+            self.runtime.start_background(notify=self.notices.notify_from_thread)
             consumer = loop.create_task(reader.consume())
             ready = loop.create_task(reader.synced.wait())
             await asyncio.wait({ready, loop.create_task(self._stop.wait())}, return_when=asyncio.FIRST_COMPLETED)
@@ -288,41 +295,26 @@ class MatrixService:
         """Answer a job run's item in the owner's queue (first, never refused)."""
         self.tasks.spawn(item.conversation_id, self.turns.answer(item), owner=True, exempt=True)
 
-    async def _send(self, conversation_id: str, text: str) -> None:
+    async def _send_to(self, conversation_id: str, text: str, _conversation: object) -> None:
+        """Text to a conversation (``mx:`` room, thread); ``DeliveryError``, for good when the homeserver
+        refused it (the bot left the room), else to try again later."""
         room, thread = address_of(conversation_id)
-        await self.channel.send_text(Address(room, thread), TextOut(text))
+        try:
+            await self.channel.send_text(Address(room, thread), TextOut(text))
+        except DeliveryError as err:
+            raise DeliveryError(f"the homeserver refused it: {err}", for_good=True) from err
+        except MatrixUnavailable as err:
+            raise DeliveryError(str(err)) from err
 
-    async def send_notice(self, text: str) -> bool:
-        """Text to the owner's direct room; True if it arrived."""
+    def _owner_conversation(self) -> str | None:
+        """Where notices and the digest go: the owner's direct room, known once the owner wrote there."""
         room = self.state.state.owner_room
         if not room:
             log.warning("matrix: a notice for the owner waits for their first message in a direct room")
-            return False
-        try:
-            await self._send(conversation_of(room), text)
-            return True
-        except (MatrixUnavailable, DeliveryError) as err:
-            log.warning("matrix: notice to the owner failed: %s", err)
-            return False
-
-    async def send_reminder(self, chat_id: Any, text: str) -> bool:
-        """A reminder to its ``mx:`` conversation: True when it arrived, False to try later; DeliveryRefused
-        when the homeserver refused it for good (the bot left the room)."""
-        try:
-            await self._send(str(chat_id), text)
-            return True
-        except DeliveryError as err:
-            raise DeliveryRefused(f"the homeserver refused it: {err}") from err
-        except MatrixUnavailable as err:
-            log.info("matrix: reminder to %s cannot be sent for now: %s", chat_id, err)
-            return False
-
-    def notify_from_thread(self, collector_name: str, text: str) -> None:
-        assert self._loop is not None
-        notify_from_thread(self._loop, self.send_notice, collector_name, text)
+        return conversation_of(room) if room else None
 
     async def morning_digest(self, context: Any) -> None:
-        await send_digest(self.runtime.workspace, self.config.timezone, self.send_notice)
+        await self.notices.morning_digest()
 
 
 def run_matrix(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:
