@@ -10,6 +10,7 @@ refuses, or an address the request URL cannot listen on.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 import signal
 import sys
@@ -88,6 +89,9 @@ class SlackService:
         config = self.config
         if config.problem:
             print(f"slack: cannot start: {config.problem}", file=sys.stderr)
+            return EXIT_USAGE
+        if importlib.util.find_spec("slack_sdk") is None:
+            print("slack: cannot start: the Slack channel needs slack-sdk: pip install -e '.[slack]'", file=sys.stderr)
             return EXIT_USAGE
         lock = take_lock(self.runtime.workspace, LOCK_FILE, "slack: another Slack bot")
         if lock is None:
