@@ -274,14 +274,11 @@ def start_session() -> None:
     _bound[0] = float(fixed) if fixed else PER_TEST_BOUND * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
     # Libraries ask the platform once per process, by a process: platform.processor() runs `uname -p`
     # (cached after), croniter's import runs `file -b` (platform.architecture()). Asked here, before the
-    # counting starts, they are no test's process. httpcore imports trio when it is installed, whose import
-    # runs `ldconfig -p` (ctypes.util.find_library): since collection no longer imports it (the MCP SDK,
-    # anyio's plugin), the first test of a worker that built an httpx client was failed for that process.
+    # counting starts, they are no test's process.
     import platform
 
     platform.processor()
     import croniter  # noqa: F401
-    import httpcore  # noqa: F401
 
     real_init = subprocess.Popen.__init__
     real_listen = socket.socket.listen
