@@ -109,17 +109,7 @@ def backup(
     """Write ``assistant-backup-YYYYMMDD-HHMMSS.tar.gz`` into the folder ``out`` (or to the file ``out``), mode 0600;
     without ``out``, into ``backups/`` beside the workspace (made private when missing)."""
     ws = existing_workspace(workspace)
-    if out is None:
-        out = backups_dir(ws.root)
-        make_private_dirs(Path(out))
-    target = Path(out)
-    if target.is_dir() or str(out).endswith(os.sep):
-        stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
-        target = target / f"assistant-backup-{stamp}.tar.gz"
-    if not target.parent.is_dir():
-        raise BackupError(f"{target.parent}: no such folder")
-    if target.resolve().is_relative_to(ws.root):
-        raise BackupError(f"{target}: the archive may not be written inside the workspace it backs up")
+    target = _archive_path(ws, out, now)
     files = total = 0
     links: list[str] = []
     secrets: list[str] = []
@@ -151,6 +141,23 @@ def backup(
     finally:
         partial.unlink(missing_ok=True)
     return BackupResult(target, files, total, links, secrets)
+
+
+def _archive_path(ws: Workspace, out: str | os.PathLike[str] | None, now: datetime | None) -> Path:
+    """Where the archive goes: the file ``out``, a stamped name in the folder ``out`` (or in ``backups/``
+    beside the workspace, made private when missing), never inside the workspace."""
+    if out is None:
+        out = backups_dir(ws.root)
+        make_private_dirs(Path(out))
+    target = Path(out)
+    if target.is_dir() or str(out).endswith(os.sep):
+        stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+        target = target / f"assistant-backup-{stamp}.tar.gz"
+    if not target.parent.is_dir():
+        raise BackupError(f"{target.parent}: no such folder")
+    if target.resolve().is_relative_to(ws.root):
+        raise BackupError(f"{target}: the archive may not be written inside the workspace it backs up")
+    return target
 
 
 def _add_file(tar: tarfile.TarFile, ws: Workspace, rel: str) -> int | None:

@@ -52,13 +52,11 @@ def _text(actual: Any) -> str:
     return "" if actual is None else str(actual).lower()
 
 
-def _check_op(op: str, want: Any, actual: Any, today: date) -> str | None:
-    if op == "equals":
-        return _equals(want, actual)
-    if op == "present":
-        return None if (actual not in (None, "", [], {})) == bool(want) else f"expected present={want}, got {actual!r}"
-    if op == "absent":
-        return None if (actual in (None, "", [], {})) == bool(want) else f"expected absent, got {actual!r}"
+_TEXT_OPS = ("contains", "contains_any", "endswith", "startswith", "matches")
+
+
+def _check_text(op: str, want: Any, actual: Any) -> str | None:
+    """The operators that read the value as text (case-insensitive): ``_TEXT_OPS``."""
     if op == "contains":
         wants = want if isinstance(want, list) else [want]
         missing = [w for w in wants if str(w).lower() not in _text(actual)]
@@ -77,6 +75,18 @@ def _check_op(op: str, want: Any, actual: Any, today: date) -> str | None:
             if re.search(want, "" if actual is None else str(actual), re.I)
             else f"expected to match {want!r}, got {actual!r}"
         )
+    raise ValueError(f"unknown expectation operator {op!r}")
+
+
+def _check_op(op: str, want: Any, actual: Any, today: date) -> str | None:
+    if op == "equals":
+        return _equals(want, actual)
+    if op == "present":
+        return None if (actual not in (None, "", [], {})) == bool(want) else f"expected present={want}, got {actual!r}"
+    if op == "absent":
+        return None if (actual in (None, "", [], {})) == bool(want) else f"expected absent, got {actual!r}"
+    if op in _TEXT_OPS:
+        return _check_text(op, want, actual)
     if op == "one_of":
         return None if any(_equals(w, actual) is None for w in want) else f"expected one of {want!r}, got {actual!r}"
     if op == "number":
