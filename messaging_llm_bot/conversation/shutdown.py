@@ -10,8 +10,9 @@ import asyncio
 import logging
 import signal
 import sys
-from collections.abc import Callable, Sequence
-from typing import TextIO
+import threading
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, TextIO
 
 import filelock
 
@@ -44,6 +45,49 @@ def shutdown_runtime(runtime: Runtime, timeout: float) -> None:
         runtime.shutdown(timeout)
     except Exception as err:  # noqa: BLE001 - shutting down: report, do not mask the exit code
         log.warning("runtime shutdown failed: %s", err)
+
+
+def run_own_loop(
+    loop: asyncio.AbstractEventLoop,
+    main: Coroutine[Any, Any, None],
+    channel: str,
+    what: str,
+    known: Callable[[Exception], str | None] = lambda _err: None,
+) -> bool:
+    """Run a channel's ``main`` on its own ``loop`` (in this thread) to its end, then close the loop; False
+    after an error: ``known`` gives the line the owner reads on stderr for one the channel expects (a failed
+    login, a port in use), any other is one line in the log (``what``: "the Matrix channel"), its traceback
+    at DEBUG, never on the owner's screen."""
+    try:
+        loop.run_until_complete(main)
+        return True
+    except Exception as err:  # noqa: BLE001 - one clear line, not a traceback on the owner's screen
+        line = known(err)
+        if line is not None:
+            print(line, file=sys.stderr)
+        else:
+            log.error("%s: %s stopped after an error: %s: %s", channel, what, type(err).__name__, err)
+            log.debug("%s: the error's traceback", channel, exc_info=err)
+        return False
+    finally:
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+
+
+def request_stop(
+    loop: asyncio.AbstractEventLoop | None, begin: Callable[[], None], stopped: threading.Event, timeout: float | None
+) -> None:
+    """Ask a channel running on ``loop`` to stop (from any thread): ``begin`` runs on the loop; with
+    ``timeout``, wait that long for ``stopped``."""
+    if loop is not None and not loop.is_closed():
+        try:
+            loop.call_soon_threadsafe(begin)
+        except RuntimeError:
+            pass  # the loop closed meanwhile
+    if timeout is not None and loop is not None:
+        stopped.wait(timeout)
 
 
 class ChannelStop:

@@ -18,8 +18,6 @@ from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-import filelock
-
 from assistant_framework.config.settings.email import EmailSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
@@ -40,6 +38,7 @@ from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.shutdown import request_stop, run_own_loop, shutdown_runtime, take_lock
 
 log = logging.getLogger(__name__)
 
@@ -101,49 +100,22 @@ class EmailService:
         if problem:
             print(f"email: {problem} (docs/email.md)", file=sys.stderr)
             return EXIT_USAGE
-        lock = filelock.FileLock(str(self.runtime.workspace.path(LOCK_FILE)), mode=0o600)
-        try:
-            lock.acquire(timeout=0)
-        except filelock.Timeout:
-            print(
-                f"email: another email bot is already running on workspace {self.runtime.workspace.root} "
-                f"({LOCK_FILE} is held); stop it first",
-                file=sys.stderr,
-            )
+        lock = take_lock(self.runtime.workspace, LOCK_FILE, "email: another email bot")
+        if lock is None:
             return EXIT_FAILED
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        code = EXIT_OK
+        self._loop = loop = asyncio.new_event_loop()
         try:
-            loop.run_until_complete(self._main())
-        except Exception as err:  # noqa: BLE001 - a clear line, not a traceback on the owner's screen
-            log.error("email: the email channel stopped after an error: %s: %s", type(err).__name__, err)
-            log.debug("email: the error's traceback", exc_info=err)
-            code = EXIT_FAILED
+            done = run_own_loop(loop, self._main(), "email", "the email channel")
         finally:
-            try:
-                loop.run_until_complete(loop.shutdown_asyncgens())
-            finally:
-                loop.close()
-                lock.release()
-                if self.manage_runtime:
-                    try:
-                        self.runtime.shutdown(self.shutdown_timeout)
-                    except Exception as err:  # noqa: BLE001 - shutting down: report, keep the exit code
-                        log.warning("runtime shutdown failed: %s", err)
-                self.stopped.set()
-        return code
+            lock.release()
+            if self.manage_runtime:
+                shutdown_runtime(self.runtime, self.shutdown_timeout)
+            self.stopped.set()
+        return EXIT_OK if done else EXIT_FAILED
 
     def stop(self, timeout: float | None = None) -> None:
-        """Ask a running bot to stop (any thread); with ``timeout``, wait that long for it to end."""
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(self.begin_shutdown)
-            except RuntimeError:
-                pass  # the loop closed meanwhile
-        if timeout is not None and self._loop is not None:
-            self.stopped.wait(timeout)
+        """Ask a running channel to stop (any thread); with ``timeout``, wait that long for it to end."""
+        request_stop(self._loop, self.begin_shutdown, self.stopped, timeout)
 
     def begin_shutdown(self, reason: str = "stop requested") -> None:
         """Stop looking at the folder, give running turns ``shutdown_timeout`` seconds (loop thread)."""
