@@ -43,6 +43,7 @@ from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.pool import TurnPool
 from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.shutdown import request_stop, run_own_loop, shutdown_runtime
 from messaging_llm_bot.conversation.turns import RunningTurns
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
@@ -109,36 +110,20 @@ class WebChatService:
     # -- running ------------------------------------------------------------------
 
     def run(self) -> int:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        code = EXIT_OK
+        self._loop = loop = asyncio.new_event_loop()
         try:
-            loop.run_until_complete(self._main())
-        except Exception as err:  # noqa: BLE001 - one line, not a traceback on the owner's screen
-            log.error("webchat: the web chat stopped after an error: %s: %s", type(err).__name__, err)
-            code = EXIT_FAILED
+            done = run_own_loop(loop, self._main(), "webchat", "the web chat")
         finally:
             with _RUNNING_LOCK:
                 if _RUNNING.get(id(self.runtime)) is self:
                     del _RUNNING[id(self.runtime)]
-            loop.close()
             if self.manage_runtime:
-                try:
-                    self.runtime.shutdown(self.shutdown_timeout)
-                except Exception as err:  # noqa: BLE001 - shutting down: report, keep the exit code
-                    log.warning("runtime shutdown failed: %s", err)
+                shutdown_runtime(self.runtime, self.shutdown_timeout)
             self.stopped.set()
-        return code
+        return EXIT_OK if done else EXIT_FAILED
 
     def stop(self, timeout: float | None = None) -> None:
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(self._begin_stop)
-            except RuntimeError:
-                pass
-        if timeout is not None and loop is not None:
-            self.stopped.wait(timeout)
+        request_stop(self._loop, self._begin_stop, self.stopped, timeout)
 
     def _begin_stop(self) -> None:
         self._stopping = True
