@@ -567,8 +567,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "mcp-built-in-replaced",
         f"{AF}/skills/manager.py",
-        "                if clash is not None:",
-        "                if False:",
+        "        clash = _lookalike(found.skills, spec)",
+        "        clash = None",
         "a tool named web or file replaces the built-in skill",
         MCP_TOOLS,
     ),
