@@ -3164,6 +3164,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         PAIRING,
     ),
     Mutation(
+        "matrix-notices-never-reach-the-owner",
+        f"{BOT}/channels/matrix/service.py",
+        "            self._owner_conversation,",
+        "            lambda: None,",
+        "Matrix's collector notices and morning digest reach no one: the owner's direct room is never asked",
+        BUSY_KIT,
+    ),
+    Mutation(
         "busy-webchat-never-joins",
         f"{BOT}/channels/webchat/service.py",
         "        if joinable(item) and self.busy.join(",
