@@ -33,16 +33,13 @@ from messaging_llm_bot.channels.matrix.live import LIVE_PART, LiveReply, Typing
 from messaging_llm_bot.channels.matrix.message import MatrixMessage, parse_message
 from messaging_llm_bot.channels.matrix.settings import MatrixConfig, address_of
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
-from messaging_llm_bot.conversation.busy import BusyTurns, RunningTurn
-from messaging_llm_bot.conversation.chatflags import ChatFlags
+from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, area_for, files_input
 from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.job_runs import is_job_item
-from messaging_llm_bot.conversation.pool import TurnPool
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turn import transcript_failed
-from messaging_llm_bot.conversation.turns import RunningTurns
+from messaging_llm_bot.conversation.turn import ChannelTurns, transcript_failed
 from messaging_llm_bot.llm.transcribe import transcribe, transcription_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
@@ -56,35 +53,20 @@ MAX_FILE_IN_BYTES = 50 * 1024 * 1024  # Synapse's default max_upload_size
 UNSUPPORTED = "I cannot take {kind} messages here yet: send text, a picture, a file or a voice message."
 
 
-class TurnRunner:
+class TurnRunner(ChannelTurns):
     """Runs turns for the Matrix channel; one per running channel."""
 
     def __init__(
         self, runtime: Runtime, inbox: Inbox, channel: MatrixChannel, config: Callable[[], MatrixConfig]
     ) -> None:
-        self.runtime, self.inbox, self.channel = runtime, inbox, channel
+        super().__init__(runtime, inbox, "matrix")  # the turns running, the pool, the chat's flags, busy modes
+        self.platform = channel
         self._config = config
-        self.stopping = False
         self.stop_event = asyncio.Event()
-        self._active = RunningTurns()
-        self.flags = ChatFlags(runtime.workspace)  # notices told once per chat, /busy's choice
-        #: The turns a new message of the same person may join (busy modes, conversation/busy.py).
-        self.busy: BusyTurns[InboxItem] = BusyTurns()
-        self.pool = TurnPool(lambda: self.runtime.settings)
 
     @property
     def config(self) -> MatrixConfig:
         return self._config()
-
-    @property
-    def active(self) -> int:
-        return len(self._active)
-
-    async def wait_idle(self, timeout: float) -> bool:
-        return await self._active.wait_idle(timeout)
-
-    def cancel_all(self) -> int:
-        return self._active.cancel_all()
 
     async def answer(self, item: InboxItem) -> None:
         """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
@@ -102,7 +84,7 @@ class TurnRunner:
         room, event = payload.get("room"), payload.get("event")
         if not isinstance(room, str) or not isinstance(event, dict):
             return None
-        return parse_message(room, event, bool(payload.get("direct")), self.channel.client.user_id)
+        return parse_message(room, event, bool(payload.get("direct")), self.platform.client.user_id)
 
     async def _answer(self, item: InboxItem) -> None:
         msg = self.message_of(item)
@@ -114,8 +96,8 @@ class TurnRunner:
         later: list[InboxItem] = []  # offered to this turn but not answered by it: each answered after it
         live: LiveReply | None = None
         if reply is None:
-            typing = Typing(self.channel, msg.room_id, self.config.typing)
-            live = LiveReply(self.channel, msg.address, item.item_id, on_message=lambda _id: self._live_sent(item))
+            typing = Typing(self.platform, msg.room_id, self.config.typing)
+            live = LiveReply(self.platform, msg.address, item.item_id, on_message=lambda _id: self._live_sent(item))
             typing.start()
             live.start()
             running: RunningTurn[InboxItem] | None = None
@@ -166,7 +148,7 @@ class TurnRunner:
         text = msg.text
         voice = transcription_settings(self.runtime.settings.llm) if msg.media and msg.media.kind == "voice" else None
         if msg.media is not None and voice is not None:
-            got_audio = await self.channel.download(msg.media, MAX_FILE_IN_BYTES)
+            got_audio = await self.platform.download(msg.media, MAX_FILE_IN_BYTES)
             if isinstance(got_audio, str):
                 return got_audio
             mime = msg.media.mime or got_audio.mime
@@ -188,10 +170,10 @@ class TurnRunner:
                 notice = VISION_MISSING
         approve = None
         if owner_chat:
-            approve = self.channel.approvals.approver(
+            approve = self.platform.approvals.approver(
                 msg.room_id,
                 asyncio.get_running_loop(),
-                lambda _room, text: self.channel.send_question(msg.address, text),
+                lambda _room, text: self.platform.send_question(msg.address, text),
             )
         send_file = file_sender(
             self.runtime.workspace,
@@ -225,13 +207,13 @@ class TurnRunner:
         """The ``send_file`` skill's file into the turn's room (through the media repository); its event id. The
         transaction id is the item's and the file's: the same call after a crash is the same event."""
         out = OutgoingFile("photo" if one.photo else "file", one.path, one.caption)
-        sent = await self.channel.send_file(to, out, key=f"{key}:{one.rel}")
+        sent = await self.platform.send_file(to, out, key=f"{key}:{one.rel}")
         return sent.message_ids[0]
 
     async def _save(self, area: Any, msg: MatrixMessage) -> SavedFile | str:
         media = msg.media
         assert media is not None
-        got = await self.channel.download(media, MAX_FILE_IN_BYTES)
+        got = await self.platform.download(media, MAX_FILE_IN_BYTES)
         if isinstance(got, str):
             return got
         today = datetime.now(ZoneInfo(self.config.timezone)).date()
@@ -242,7 +224,7 @@ class TurnRunner:
 
     async def _say(self, to: Address, text: str) -> None:
         try:
-            await self.channel.send_text(to, TextOut(text))
+            await self.platform.send_text(to, TextOut(text))
         except (MatrixUnavailable, DeliveryError) as err:
             log.info("matrix: could not say %r in %s: %s", text[:40], to.chat_id, err)
 
@@ -265,15 +247,15 @@ class TurnRunner:
                 if skip == 0 and live_id is None and item.live is not None:
                     # a crash left a live message: the same transaction id gives back its event, edited below
                     placeholder = in_thread(text_content(MatrixPart("…")), to)
-                    live_id = await self.channel.client.send(to.chat_id, placeholder, txn_id(item.item_id, LIVE_PART))
+                    live_id = await self.platform.client.send(to.chat_id, placeholder, txn_id(item.item_id, LIVE_PART))
                 if skip == 0 and live_id is not None:
                     first = render_matrix(reply)[0]
-                    await self.channel.client.send(
+                    await self.platform.client.send(
                         to.chat_id, edit_content(live_id, first), txn_id(item.item_id, "edit")
                     )
                     await on_part_sent(0, live_id)
                     skip = 1
-                await self.channel.send_text(
+                await self.platform.send_text(
                     to, TextOut(reply, skip_parts=skip, on_part_sent=on_part_sent, key=item.item_id)
                 )
                 return True

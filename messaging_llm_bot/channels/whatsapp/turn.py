@@ -26,16 +26,13 @@ from messaging_llm_bot.channels.whatsapp.graph import GraphUnavailable
 from messaging_llm_bot.channels.whatsapp.message import WaMessage, message_of_payload
 from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig, number_of
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
-from messaging_llm_bot.conversation.busy import BusyTurns, RunningTurn
-from messaging_llm_bot.conversation.chatflags import ChatFlags
+from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, area_for, files_input
 from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.job_runs import is_job_item
-from messaging_llm_bot.conversation.pool import TurnPool
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turn import transcript_failed
-from messaging_llm_bot.conversation.turns import RunningTurns
+from messaging_llm_bot.conversation.turn import ChannelTurns, transcript_failed
 from messaging_llm_bot.llm.transcribe import transcribe, transcription_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
@@ -62,36 +59,21 @@ def is_notice_item(item: InboxItem) -> bool:
     return NOTICE_KEY in item.payload
 
 
-class TurnRunner:
+class TurnRunner(ChannelTurns):
     """Runs turns for the WhatsApp channel; one per running channel."""
 
     def __init__(
         self, runtime: Runtime, inbox: Inbox, channel: WhatsAppChannel, config: Callable[[], WhatsAppConfig]
     ) -> None:
-        self.runtime, self.inbox, self.channel = runtime, inbox, channel
+        super().__init__(runtime, inbox, "whatsapp")  # the turns running, the pool, the chat's flags, busy modes
+        self.platform = channel
         self._config = config
-        self.stopping = False
         self.stop_event = asyncio.Event()
-        self._active = RunningTurns()
-        self.flags = ChatFlags(runtime.workspace)  # notices told once per chat, /busy's choice
-        #: The turns a new message of the same person may join (busy modes, conversation/busy.py).
-        self.busy: BusyTurns[InboxItem] = BusyTurns()
-        self.pool = TurnPool(lambda: self.runtime.settings)
         self.held: dict[str, str] = {}  # item id -> conversation: replies waiting for the window to open
 
     @property
     def config(self) -> WhatsAppConfig:
         return self._config()
-
-    @property
-    def active(self) -> int:
-        return len(self._active)
-
-    async def wait_idle(self, timeout: float) -> bool:
-        return await self._active.wait_idle(timeout)
-
-    def cancel_all(self) -> int:
-        return self._active.cancel_all()
 
     async def answer(self, item: InboxItem) -> None:
         """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
@@ -156,7 +138,7 @@ class TurnRunner:
 
     async def _typing(self, msg: WaMessage) -> None:
         try:
-            await self.channel.client.mark_read(msg.message_id, typing=self.config.typing)
+            await self.platform.client.mark_read(msg.message_id, typing=self.config.typing)
         except (GraphUnavailable, DeliveryError) as err:
             log.info("whatsapp: could not mark %s read: %s", msg.message_id, err)
 
@@ -171,7 +153,7 @@ class TurnRunner:
         text = msg.text
         voice = transcription_settings(self.runtime.settings.llm) if msg.media and msg.media.kind == "voice" else None
         if msg.media is not None and voice is not None:
-            got_audio = await self.channel.download(msg.media, MAX_FILE_IN_BYTES)
+            got_audio = await self.platform.download(msg.media, MAX_FILE_IN_BYTES)
             if isinstance(got_audio, str):
                 return got_audio
             mime = msg.media.mime or got_audio.mime
@@ -199,7 +181,7 @@ class TurnRunner:
         loop = asyncio.get_running_loop()
         approve = None
         if owner_chat:
-            approve = self.channel.approvals.approver(msg.sender, loop)
+            approve = self.platform.approvals.approver(msg.sender, loop)
         send_file = file_sender(
             self.runtime.workspace,
             item.item_id,
@@ -229,13 +211,13 @@ class TurnRunner:
 
     async def _send_workspace_file(self, to: Address, one: FileToSend) -> str:
         out = OutgoingFile("photo" if one.photo else "file", one.path, one.caption)
-        sent = await self.channel.send_file(to, out)
+        sent = await self.platform.send_file(to, out)
         return sent.message_ids[0]
 
     async def _save(self, area: Any, msg: WaMessage) -> SavedFile | str:
         media = msg.media
         assert media is not None
-        got = await self.channel.download(media, MAX_FILE_IN_BYTES)
+        got = await self.platform.download(media, MAX_FILE_IN_BYTES)
         if isinstance(got, str):
             return got
         today = datetime.now(ZoneInfo(self.config.timezone)).date()
@@ -253,7 +235,7 @@ class TurnRunner:
 
     async def say(self, to: Address, text: str) -> None:
         try:
-            await self.channel.send_text(to, TextOut(text))
+            await self.platform.send_text(to, TextOut(text))
         except (GraphUnavailable, DeliveryError, OutsideWindow) as err:
             log.info("whatsapp: could not say %r to %s: %s", text[:40], to.chat_id, err)
 
@@ -273,7 +255,7 @@ class TurnRunner:
                     log.warning("whatsapp: could not record part %d of %s: %s", index, item.item_id, err)
 
             try:
-                await self.channel.send_text(to, TextOut(reply, reply_to, skip, on_part_sent, item.item_id))
+                await self.platform.send_text(to, TextOut(reply, reply_to, skip, on_part_sent, item.item_id))
                 return True
             except OutsideWindow:
                 if item.item_id in self.held:  # a job run is handed over again at each look: said once
