@@ -85,7 +85,9 @@ def over_stdio(config: Path, workspace: Path, work: Any, *write: str) -> Any:
         ],
         cwd=str(REPO),
     )
-    return asyncio.run(_session(stdio_client(params), work))
+    # The server's stderr to the worker's own: stdio_client's default is the sys.stderr of the moment the SDK
+    # was imported, which is pytest's capture (no fileno) now that the SDK is imported inside the test.
+    return asyncio.run(_session(stdio_client(params, errlog=sys.__stderr__), work))
 
 
 def text_of(result: Any) -> str:
