@@ -2727,6 +2727,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         PAIRING,
     ),
     Mutation(
+        "slack-pairing-not-wired",
+        f"{BOT}/channels/slack/intake.py",
+        '        self.strangers = Strangers("slack", told, Pairing(host.runtime))',
+        '        self.strangers = Strangers("slack", told)',
+        "a Slack stranger is told their user id with pairing on, gets no code, and the owner cannot let them in by one",
+        PAIRING,
+    ),
+    Mutation(
         "pairing-replaces-the-owner",
         f"{BOT}/conversation/pairing.py",
         '    if role == "owner" and owner is not None and str(owner) not in (sender, str(value)):',

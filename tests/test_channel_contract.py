@@ -651,15 +651,18 @@ def _strangers_on_whatsapp(request: pytest.FixtureRequest, patch: typing.Any = N
 
 def _strangers_on_slack(request: pytest.FixtureRequest, patch: typing.Any = None) -> int:
     from tests.slack_harness import STRANGER, owner_writes
+    from tests.waiting import wait_until
 
     slack = request.getfixturevalue("slack_api")
     request.getfixturevalue("start_slack")(patch=patch)
     request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
     for n in range(3):
         assert slack.deliver(slack.dm(STRANGER, f"let me in {n}")).status_code == 200
+    wait_until(lambda: slack.posted(slack.dms[STRANGER]), timeout=30, what="the stranger's answer")
     owner_writes(slack, "ping")
     _slack_texts_until(request, lambda texts: "pong" in texts)
-    return len([m for m in slack.posted(slack.dms[STRANGER]) if STRANGER in m["text"]])
+    told = STRANGER if patch else "approve code"  # pairing off: their user id; on: a code (pairing.py)
+    return len([m for m in slack.posted(slack.dms[STRANGER]) if told in m["text"]])
 
 
 STRANGERS = {
@@ -697,7 +700,7 @@ def _pairing_off(config: dict) -> None:
 
 #: Pairing off (``runtime.pairing: false``): a stranger is told their own id, once (conversation/strangers.py).
 TOLD_THEIR_ID = {
-    "slack": lambda request: _strangers_on_slack(request, _pairing_off),  # no pairing on Slack yet
+    "slack": lambda request: _strangers_on_slack(request, _pairing_off),
     "telegram": lambda request: _strangers_on_telegram(request, _pairing_off),
     "signal": lambda request: _strangers_on_signal(request, _pairing_off),
     "whatsapp": lambda request: _strangers_on_whatsapp(request, _pairing_off),

@@ -1,7 +1,8 @@
 """Pairing codes (issue 45): a stranger gets a code once; the owner's /pair CODE (or `assistant pair approve`)
 lets them in without a restart; a wrong, reused or expired code does nothing; the allowlist change lands in
 the config's local layer, never in a tracked file. Real bots against the fake Bot API and the fake Signal
-daemon, the WhatsApp channel against the fake Graph API, a config directory as `make run` has it."""
+daemon, the WhatsApp channel against the fake Graph API, the Slack channel against the fake Web API, a config
+directory as `make run` has it."""
 
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ from tests.fakes.signal_daemon import FakeSignalDaemon
 from tests.signal_harness import BOT, RunningSignal, signal_config
 from tests.signal_harness import OWNER as SIGNAL_OWNER
 from tests.signal_harness import STRANGER as SIGNAL_STRANGER
+from tests.slack_harness import OWNER as SL_OWNER
+from tests.slack_harness import SECRET as SL_SECRET
+from tests.slack_harness import STRANGER as SL_STRANGER
+from tests.slack_harness import RunningSlack, slack_config
 from tests.telegram_harness import OWNER, STRANGER, RunningBot, telegram_config, texts
 from tests.waiting import wait_until
 from tests.whatsapp_harness import OWNER as WA_OWNER
@@ -259,5 +264,44 @@ def test_a_whatsapp_stranger_gets_a_code_once_and_the_owners_pair_or_the_cli_let
         graph.user_text(other, "and now?")
         wait_until(lambda: any("let you in" in t for t in graph.texts(other)), 15, "the welcome")
         assert len(chat_server.chat_requests) == 1  # none of the strangers' messages reached the model
+    finally:
+        bot.stop()
+
+
+def test_a_slack_stranger_gets_a_code_once_and_an_approval_outside_lets_them_in_without_a_restart(
+    slack_api, bot_config, chat_server, workspace, tmp_path, monkeypatch
+):
+    """Slack has no commands (docs/slack.md): the owner approves from another channel's /pair, the shell or the
+    web page, each outside the Slack process, so the running channel applies it at the stranger's next message."""
+    slack = slack_api
+    monkeypatch.setenv("SLACK_KIT_SECRET", SL_SECRET)
+    root = config_dir(tmp_path / "config", slack_config(bot_config, slack))
+    before = tracked(root)
+    args = ("--config", str(root), "--workspace", str(workspace.root))
+
+    def says(user: str, text: str) -> None:
+        assert slack.deliver(slack.dm(user, text)).status_code == 200
+
+    def told() -> list[str]:
+        return [m["text"] for m in slack.posted(slack.add_user(SL_STRANGER))]
+
+    bot = RunningSlack(build_runtime(root, workspace.root), slack).start()
+    try:
+        says(SL_STRANGER, "hello?")
+        wait_until(lambda: any(CODE.search(t) for t in told()), 15, "the stranger's code")
+        says(SL_STRANGER, "hello again?")  # no second code within the hour
+        assert run_cli("pair", "approve", "AAA-AAA", *args).returncode != 0  # a wrong code changes nothing
+        done = run_cli("pair", "approve", code_in(told()), *args)
+        assert done.returncode == 0, done.stdout + done.stderr
+        local = json.loads((root / "local" / "slack.json").read_text(encoding="utf-8"))
+        assert local["allowed"] == [SL_OWNER, SL_STRANGER] and tracked(root) == before
+        assert len(told()) == 1 and chat_server.chat_requests == []
+
+        says(SL_STRANGER, "and now?")  # the running channel reloads: welcomed, not a restart
+        wait_until(lambda: any("let you in" in t for t in told()), 15, "the welcome")
+        chat_server.enqueue('{"reply": "welcome aboard"}')
+        says(SL_STRANGER, "now?")
+        wait_until(lambda: any(t.startswith("welcome aboard") for t in told()), 15, "the answer")
+        assert len(chat_server.chat_requests) == 1  # none of the stranger's messages before reached the model
     finally:
         bot.stop()

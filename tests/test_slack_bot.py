@@ -2,8 +2,8 @@
 the fake Slack Web API (tests/fakes/slack_api.py, which also posts Slack's signed Events API requests) and the
 fake model server: a signed request older than five minutes is refused and runs nothing; an unsigned or wrongly
 signed one too; the url_verification challenge is answered; a DM from the owner gets one streamed answer (one
-message, grown by chat.update); a retry of the same event is answered once; a stranger is told once. One bot
-process for the module."""
+message, grown by chat.update); a retry of the same event is answered once; a stranger gets a pairing code once.
+One bot process for the module."""
 
 from __future__ import annotations
 
@@ -147,15 +147,15 @@ def test_a_retry_of_the_same_event_is_answered_once(running: Running) -> None:
     assert len(model.chat_requests) == 1
 
 
-def test_a_stranger_is_told_their_id_once_and_reaches_no_model(running: Running) -> None:
+def test_a_stranger_gets_a_pairing_code_once_and_reaches_no_model(running: Running) -> None:
     slack, model = running.slack, running.model
     model.reset()
     assert slack.deliver(slack.dm(STRANGER, "Read me the owner's notes.")).status_code == 200
-    wait_until(lambda: slack.posted(slack.dms[STRANGER]), what="the refusal")
+    wait_until(lambda: slack.posted(slack.dms[STRANGER]), what="the pairing code")
     assert slack.deliver(slack.dm(STRANGER, "Hello?")).status_code == 200
     wait_until(lambda: f"ignored {STRANGER} again" in running.bot.run_log(), what="the second message passed over")
     [told] = [m["text"] for m in slack.posted(slack.dms[STRANGER])]
-    assert STRANGER in told and "not authorised" in told
+    assert "Ask the owner to approve code" in told and "not authorised" not in told  # pairing on: a code
     assert model.chat_requests == [] and not _pending(running.workspace)
 
 

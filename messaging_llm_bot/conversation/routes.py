@@ -91,7 +91,13 @@ ROUTES: tuple[Route, ...] = (
         ),
         allowlist=Allowlist("allowed", "owner", lambda number: f"+{number}"),
     ),
-    Route("slack", "sl:", configured=lambda settings: settings.slack.enabled, thread_mark="|"),
+    Route(
+        "slack",
+        "sl:",
+        configured=lambda settings: settings.slack.enabled,
+        thread_mark="|",
+        allowlist=Allowlist("allowed", "owner"),
+    ),
     Route(
         "webchat",
         "web:",

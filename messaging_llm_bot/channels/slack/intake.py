@@ -1,7 +1,8 @@
-"""What comes in through the Events API, in order for each event: the allowlist first (a stranger is told once
-in their DM, nothing of theirs is stored or reaches the model; in a channel they get nothing), the answer to
-an open yes/no question, then the durable inbox (the ``event_id`` taken once: Slack sends an event again, with
-``X-Slack-Retry-Num``, until it heard 200 within three seconds) and a turn in the conversation's queue.
+"""What comes in through the Events API, in order for each event: the allowlist first (a stranger gets a pairing
+code in their DM at most once an hour, or their user id once with pairing off; nothing of theirs is stored or
+reaches the model; in a channel they get nothing), the answer to an open yes/no question, then the durable inbox
+(the ``event_id`` taken once: Slack sends an event again, with ``X-Slack-Retry-Num``, until it heard 200 within
+three seconds) and a turn in the conversation's queue.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage, held_text
+from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.strangers import Strangers, ToldOnce
 
 log = logging.getLogger(__name__)
@@ -53,8 +55,10 @@ class IntakeHost(Protocol):
 class Intake:
     def __init__(self, host: IntakeHost) -> None:
         self.host = host
-        # Told once, ever (a line each in the workspace); loaded at the service's start (``load``).
-        self.strangers = Strangers("slack", ToldOnce(host.runtime.workspace, STRANGERS_FILE))
+        # A pairing code at most once an hour (conversation/pairing.py); with pairing off, their user id once,
+        # ever (a line each in the workspace, loaded at the service's start: ``load``).
+        told = ToldOnce(host.runtime.workspace, STRANGERS_FILE)
+        self.strangers = Strangers("slack", told, Pairing(host.runtime))
 
     async def load(self) -> None:
         told = self.strangers.told
