@@ -29,9 +29,9 @@ from messaging_llm_bot.agent.turn import AgentEvent, Emit, TurnRecord, record_re
 from messaging_llm_bot.llm.client import Completion, LLMClient, LLMError
 from messaging_llm_bot.llm.hangup import StopSwitch, hang_up_on
 from messaging_llm_bot.llm.structured import REPLY_SCHEMA
-from messaging_llm_bot.llm.tools import tool_calls_of
+from messaging_llm_bot.llm.tools import ToolCall, tool_calls_of
 from messaging_llm_bot.llm.wire import Message
-from messaging_llm_bot.protocol import ParsedOutput, StreamGuard, final_answer_request, parse_model_output
+from messaging_llm_bot.protocol import ParsedOutput, SkillCall, StreamGuard, final_answer_request, parse_model_output
 
 log = logging.getLogger(__name__)
 
@@ -91,96 +91,86 @@ class Rounds:
         # What the model is offered and what its answer is read against: a guest turn's skills only, within a
         # served client's (the prompt, the answer schema, the native tools and the parser agree).
         names = offered_names(self.skills, turn.offered)
-        max_rounds = self.settings.llm.max_skill_rounds
-        history = prompt.history
-        first = user_content(prompt.user_message, prompt.images)
         self.vision = bool(prompt.images)
-        turn_messages: list[Message] = [{"role": "user", "content": first}]
-        # The same rounds as native tool messages (tool_calls and ``role: tool`` results).
-        native_turn: list[Message] = [{"role": "user", "content": first}]
-        cuts = ContextCuts(turn.conversation_id, prompt.budget, prompt.measure)
-        repeated, last_calls = False, None
-        steer = turn.steer
+        first = user_content(prompt.user_message, prompt.images)
+        state = _TurnSoFar(
+            turn,
+            prompt,
+            names,
+            context,
+            emit,
+            stream,
+            history=prompt.history,
+            messages=[{"role": "user", "content": first}],
+            native=[{"role": "user", "content": first}],
+            cuts=ContextCuts(turn.conversation_id, prompt.budget, prompt.measure),
+        )
         while True:
-            round_no = turn.rounds + 1
-            if steer is not None:
-                # A round boundary: what the same person wrote meanwhile enters as a new user message.
-                _add_steered(steer.take(round_no), turn_messages, native_turn)
-                steer.interrupted()  # an interrupt before this request cut nothing: forget it
-            head = [{"role": "system", "content": prompt.system}, *prompt_messages(history)]
-            messages = [*head, *turn_messages]
-            turn.check_stop()
-            emit(AgentEvent("thinking", {"round": round_no}))
+            outcome = self._round(state)
+            if outcome is not None:
+                return outcome
+
+    def _round(self, t: _TurnSoFar) -> tuple[str, bool] | None:
+        """One round: its request, the answer read, its calls run; the turn's (reply, ok) when it ends there."""
+        turn, max_rounds = t.turn, self.settings.llm.max_skill_rounds
+        round_no = turn.rounds + 1
+        if turn.steer is not None:
+            # A round boundary: what the same person wrote meanwhile enters as a new user message.
+            _add_steered(turn.steer.take(round_no), t.messages, t.native)
+            turn.steer.interrupted()  # an interrupt before this request cut nothing: forget it
+        head = [{"role": "system", "content": t.prompt.system}, *prompt_messages(t.history)]
+        messages = [*head, *t.messages]
+        turn.check_stop()
+        t.emit(AgentEvent("thinking", {"round": round_no}))
+        # Asked for the final answer, or the model repeated its last calls: a constrained
+        # answer may then only be a reply (a small model otherwise loops on one call).
+        reply_only = round_no > max_rounds or t.repeated
+        try:
+            completion = self._complete(
+                turn, messages, t.names, t.stream, t.emit, native=_joined(head, t.native), reply_only=reply_only
+            )
+        except LLMError as err:
+            record_request(turn, round_no, messages, None, err)
+            turn.check_stop()  # the call was hung up by the stop: a stop, not a failure to tell
+            return None if _asked_again(t, err) else _failed(turn, err, messages)
+        turn.rounds = round_no
+        turn.check_stop()  # a stop during a call that could not be cut short: its answer is dropped
+        native_calls = tool_calls_of(completion.raw)
+        parsed = _read_answer(t, completion, native_calls)
+        record_request(turn, round_no, messages, completion, None, parsed)
+        asked: list[Message] = []
+        chosen = chosen_skill(parsed, t.names) if self.choices and not (native_calls or reply_only) else None
+        if chosen:
+            # two_step: the skill was named; its arguments are asked next, with its schema alone.
             try:
-                # Asked for the final answer, or the model repeated its last calls: a constrained
-                # answer may then only be a reply (a small model otherwise loops on one call).
-                reply_only = round_no > max_rounds or repeated
-                completion = self._complete(
-                    turn,
-                    messages,
-                    names,
-                    stream,
-                    emit,
-                    native=_joined(head, native_turn),
-                    reply_only=reply_only,
-                )
+                completion, parsed, asked = self._arguments(turn, round_no, messages, completion.text, chosen)
             except LLMError as err:
-                record_request(turn, round_no, messages, None, err)
-                turn.check_stop()  # the call was hung up by the stop: a stop, not a failure to tell
-                if steer is not None and steer.interrupted():
-                    continue  # hung up by a new message (busy mode interrupt): asked again with it
-                shorter = cuts.cut_history(err, history)
-                if shorter is not None:
-                    history = shorter
-                    continue
-                if cuts.cut_results(err, turn_messages, native_turn):
-                    continue
-                turn.error = err.user_message()
-                return failure_reply(err, turn.text, messages), False
-            turn.rounds = round_no
-            turn.check_stop()  # a stop during a call that could not be cut short: its answer is dropped
-            native_calls = tool_calls_of(completion.raw)
-            if native_calls:
-                parsed = ParsedOutput(skill_calls(native_calls, names), None, ["native_tool_calls"])
-            else:
-                # With outside content in view a call the model only quotes must not run (protocol/framing.py).
-                parsed = parse_model_output(completion.text, names, guarded=turn.guarded)
-            record_request(turn, round_no, messages, completion, None, parsed)
-            asked: list[Message] = []
-            chosen = chosen_skill(parsed, names) if self.choices and not (native_calls or reply_only) else None
-            if chosen:
-                # two_step: the skill was named; its arguments are asked next, with its schema alone.
-                try:
-                    completion, parsed, asked = self._arguments(turn, round_no, messages, completion.text, chosen)
-                except LLMError as err:
-                    turn.error = err.user_message()
-                    return failure_reply(err, turn.text, messages), False
-            if not parsed.calls and steer is not None:
-                # The answer would end the turn: a message sent meanwhile is asked about with it instead.
-                more = steer.take(round_no + 1, close_if_empty=True)
-                if more:
-                    _add_steered(more, turn_messages, native_turn)
-                    continue
-            if not parsed.calls:
-                reply = (parsed.reply or "").strip()
-                return (reply, True) if reply else (EMPTY_REPLY, False)
-            if round_no > max_rounds:
-                # The model was told to stop calling skills and did not.
-                return (
-                    f"I could not finish this within {max_rounds} skill rounds; please ask again more specifically.",
-                    True,
-                )
-            calls = CallRunner(self.skills, self.gate, self.workspace, self.settings)
-            signature = [calls.key(c) for c in parsed.calls]
-            repeated, last_calls = signature == last_calls, signature
-            feedbacks = []
-            for call in parsed.calls:
-                turn.check_stop()  # no further skill starts after a stop; one already run stays done
-                feedbacks.append(calls.run(call, round_no, turn, context, emit))
-            final = final_answer_request() if round_no == max_rounds else None
-            turn_messages.extend(asked)  # the choice and the arguments request stay: each request extends the last
-            native_turn.extend(asked)
-            add_round(turn_messages, native_turn, completion.text, native_calls, parsed.calls, feedbacks, final)
+                return _failed(turn, err, messages)
+        if not parsed.calls:
+            return _ending(t, round_no, parsed)
+        if round_no > max_rounds:
+            # The model was told to stop calling skills and did not.
+            return (
+                f"I could not finish this within {max_rounds} skill rounds; please ask again more specifically.",
+                True,
+            )
+        feedbacks = self._run_calls(t, round_no, parsed.calls)
+        final = final_answer_request() if round_no == max_rounds else None
+        t.messages.extend(asked)  # the choice and the arguments request stay: each request extends the last
+        t.native.extend(asked)
+        add_round(t.messages, t.native, completion.text, native_calls, parsed.calls, feedbacks, final)
+        return None
+
+    def _run_calls(self, t: _TurnSoFar, round_no: int, calls: list[SkillCall]) -> list[str]:
+        """Run one round's calls in order; their feedbacks. Notes whether the round repeated the last one's."""
+        runner = CallRunner(self.skills, self.gate, self.workspace, self.settings)
+        signature = [runner.key(c) for c in calls]
+        t.repeated, t.last_calls = signature == t.last_calls, signature
+        feedbacks = []
+        for call in calls:
+            t.turn.check_stop()  # no further skill starts after a stop; one already run stays done
+            feedbacks.append(runner.run(call, round_no, t.turn, t.context, t.emit))
+        return feedbacks
 
     def _arguments(
         self, turn: TurnRecord, round_no: int, messages: list[Message], choice_text: str, skill: str
@@ -279,3 +269,57 @@ class Rounds:
             stop=cut,
             prefer=self.prefer,
         )
+
+
+@dataclass
+class _TurnSoFar:
+    """One turn's rounds so far: what each request is built from, and what the last round called."""
+
+    turn: TurnRecord
+    prompt: TurnPrompt
+    names: list[str]  # the skills offered (offered_names)
+    context: SkillContext
+    emit: Emit
+    stream: bool
+    history: list[Message]  # the conversation before the turn, shortened when the context cannot hold it
+    messages: list[Message]  # the turn's own: the user's message, then each round's answer and results
+    native: list[Message]  # the same rounds as native tool messages (tool_calls and ``role: tool`` results)
+    cuts: ContextCuts
+    repeated: bool = False  # the last round's calls were the ones of the round before
+    last_calls: list[str] | None = None
+
+
+def _asked_again(t: _TurnSoFar, err: LLMError) -> bool:
+    """A failed request is asked again: hung up by a new message, or the context cut to fit."""
+    if t.turn.steer is not None and t.turn.steer.interrupted():
+        return True  # hung up by a new message (busy mode interrupt): asked again with it
+    shorter = t.cuts.cut_history(err, t.history)
+    if shorter is not None:
+        t.history = shorter
+        return True
+    return t.cuts.cut_results(err, t.messages, t.native)
+
+
+def _failed(turn: TurnRecord, err: LLMError, messages: list[Message]) -> tuple[str, bool]:
+    """The turn ends on a model failure: a sentence for the user."""
+    turn.error = err.user_message()
+    return failure_reply(err, turn.text, messages), False
+
+
+def _read_answer(t: _TurnSoFar, completion: Completion, native_calls: list[ToolCall]) -> ParsedOutput:
+    """The calls (native ones first) or the reply of a round's answer."""
+    if native_calls:
+        return ParsedOutput(skill_calls(native_calls, t.names), None, ["native_tool_calls"])
+    # With outside content in view a call the model only quotes must not run (protocol/framing.py).
+    return parse_model_output(completion.text, t.names, guarded=t.turn.guarded)
+
+
+def _ending(t: _TurnSoFar, round_no: int, parsed: ParsedOutput) -> tuple[str, bool] | None:
+    """An answer without calls ends the turn with its reply, unless a message sent meanwhile is asked about."""
+    if t.turn.steer is not None:
+        more = t.turn.steer.take(round_no + 1, close_if_empty=True)
+        if more:
+            _add_steered(more, t.messages, t.native)
+            return None
+    reply = (parsed.reply or "").strip()
+    return (reply, True) if reply else (EMPTY_REPLY, False)

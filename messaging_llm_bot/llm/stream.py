@@ -41,6 +41,22 @@ def content_text(content: object) -> str:
     return ""
 
 
+def _raise_stream_error(chunk: JsonObject, choices: list[object], runner: str, base_url: str) -> None:
+    """Raise the error a chunk carries: at its top or, as OpenRouter also sends it, on a choice
+    (finish_reason "error"); either ends the answer."""
+    error = chunk.get("error") or next((c["error"] for c in choices if isinstance(c, dict) and c.get("error")), None)
+    if error:
+        message, codes = parse_error_body(json.dumps({"error": error}))
+        kind, quota = classify(None, message, codes)
+        raise LLMError(
+            kind,
+            f"error in the middle of the stream: {message}",
+            runner=runner,
+            base_url=base_url,
+            quota=quota,
+        )
+
+
 class StreamAssembler:
     """Accumulates `chat.completion.chunk` objects into one final completion object."""
 
@@ -76,27 +92,8 @@ class StreamAssembler:
         """Take one decoded chunk; returns the content delta. A chunk with `error` raises."""
         self.chunks += 1
         choices = value if isinstance(value := chunk.get("choices"), list) else []
-        # OpenRouter also puts an error that ends the answer on its choice (finish_reason "error").
-        error = chunk.get("error") or next(
-            (c["error"] for c in choices if isinstance(c, dict) and c.get("error")), None
-        )
-        if error:
-            message, codes = parse_error_body(json.dumps({"error": error}))
-            kind, quota = classify(None, message, codes)
-            raise LLMError(
-                kind,
-                f"error in the middle of the stream: {message}",
-                runner=runner,
-                base_url=base_url,
-                quota=quota,
-            )
-        for key in ("id", "model", "created", "system_fingerprint"):
-            if key in chunk and key not in self.meta:
-                self.meta[key] = chunk[key]
-        if isinstance(chunk.get("usage"), dict):
-            self.usage = chunk["usage"]
-        if isinstance(chunk.get("timings"), dict):
-            self.timings = chunk["timings"]
+        _raise_stream_error(chunk, choices, runner, base_url)
+        self._keep_meta(chunk)
         delta_text = ""
         for choice in choices:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
@@ -104,18 +101,33 @@ class StreamAssembler:
             self.saw_choice = True
             delta = choice.get("delta") or choice.get("message") or {}
             if isinstance(delta, dict):
-                delta_text = content_text(delta.get("content"))
-                if delta_text:
-                    self.content.append(delta_text)
-                for key in ("reasoning_content", "reasoning"):
-                    piece = delta.get(key)
-                    if isinstance(piece, str) and piece:
-                        self.reasoning.append(piece)
-                        self.reasoning_key = key
-                        break
-                self._feed_tool_calls(delta.get("tool_calls"))
+                delta_text = self._feed_delta(delta)
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
+        return delta_text
+
+    def _keep_meta(self, chunk: JsonObject) -> None:
+        """The response's id, model and the like from their first chunk; usage and timings from their last."""
+        for key in ("id", "model", "created", "system_fingerprint"):
+            if key in chunk and key not in self.meta:
+                self.meta[key] = chunk[key]
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        if isinstance(chunk.get("timings"), dict):
+            self.timings = chunk["timings"]
+
+    def _feed_delta(self, delta: JsonObject) -> str:
+        """Take one delta of the first choice: its content (returned), reasoning and tool-call fragments."""
+        delta_text = content_text(delta.get("content"))
+        if delta_text:
+            self.content.append(delta_text)
+        for key in ("reasoning_content", "reasoning"):
+            piece = delta.get(key)
+            if isinstance(piece, str) and piece:
+                self.reasoning.append(piece)
+                self.reasoning_key = key
+                break
+        self._feed_tool_calls(delta.get("tool_calls"))
         return delta_text
 
     def _feed_tool_calls(self, parts: object) -> None:
