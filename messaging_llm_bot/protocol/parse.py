@@ -56,6 +56,7 @@ from assistant_framework.skills.spec import SkillArgs
 from messaging_llm_bot.protocol.framing import quoted_calls
 from messaging_llm_bot.protocol.lenient_json import (
     REPLY_PREFIX_RE,
+    Candidate,
     decode_partial_string,
     loads_lenient,
     open_region,
@@ -163,19 +164,33 @@ def _call_from_dict(obj: dict[str, Any], known: Collection[str], raw: str) -> tu
     args_key = next((k for k in ARGS_KEYS if k in obj), None)
     labels = [f"synonym:{args_key}"] if args_key not in (None, "args") else []
     if skill_key is not None:
-        name = obj[skill_key]
-        if not _is_name(name):
-            return None
-        if skill_key != "skill":
-            labels.insert(0, f"synonym:{skill_key}")
-        extras = set(obj) - {skill_key, args_key} - META_KEYS
-        if extras and name not in known and name.partition(".")[0] not in known:  # "tasks.add" counts as tasks
-            return None
-        if extras and args_key is None:
-            flat = {k: v for k, v in obj.items() if k != skill_key and k not in THOUGHT_KEYS}
-            return SkillCall(name, flat, raw), [*labels, "flat_args"]
-        args, err, more = _args_from(name, obj.get(args_key) if args_key else None)
-        return SkillCall(name, args, raw, err), labels + more
+        return _call_by_skill_key(obj, skill_key, args_key, labels, known, raw)
+    return _call_by_name(obj, args_key, labels, known, raw)
+
+
+def _call_by_skill_key(
+    obj: dict[str, Any], skill_key: str, args_key: str | None, labels: list[str], known: Collection[str], raw: str
+) -> tuple[SkillCall, list[str]] | None:
+    """Rule 1: an object with an explicit skill key (``skill`` or a synonym)."""
+    name = obj[skill_key]
+    if not _is_name(name):
+        return None
+    if skill_key != "skill":
+        labels = [f"synonym:{skill_key}", *labels]
+    extras = set(obj) - {skill_key, args_key} - META_KEYS
+    if extras and name not in known and name.partition(".")[0] not in known:  # "tasks.add" counts as tasks
+        return None
+    if extras and args_key is None:
+        flat = {k: v for k, v in obj.items() if k != skill_key and k not in THOUGHT_KEYS}
+        return SkillCall(name, flat, raw), [*labels, "flat_args"]
+    args, err, more = _args_from(name, obj.get(args_key) if args_key else None)
+    return SkillCall(name, args, raw, err), labels + more
+
+
+def _call_by_name(
+    obj: dict[str, Any], args_key: str | None, labels: list[str], known: Collection[str], raw: str
+) -> tuple[SkillCall, list[str]] | None:
+    """Rules 3 and 4: ``name`` with an args key, or a known skill's ``name`` alone."""
     name = obj.get("name")
     if not _is_name(name) or set(obj) - {"name", args_key} - META_KEYS:
         return None
@@ -337,58 +352,99 @@ def parse_model_output(text: str, skill_names: Collection[str] = (), *, guarded:
     known = frozenset(skill_names)
     templated = _template_calls(body, known)
     if templated is not None:
-        quoted = quoted_calls(body, templated[2], guarded=guarded) if templated[0] else None
-        if quoted is not None:
-            return ParsedOutput([], body.strip(), _dedupe([*recovered, quoted]))
-        return ParsedOutput(templated[0], None if templated[0] else "", _dedupe(recovered + templated[1]))
+        return _templated_output(body, templated, recovered, guarded)
     candidates = scan(body)
+    return (
+        _open_call_output(body, candidates, known, recovered)
+        or _calls_output(body, candidates, known, recovered, guarded)
+        or _truncated_output(body, candidates, recovered)
+        or _reply_output(body, candidates, recovered)
+    )
+
+
+def _templated_output(
+    body: str,
+    templated: tuple[list[SkillCall], list[str], list[tuple[int, int]]],
+    recovered: list[str],
+    guarded: bool,
+) -> ParsedOutput:
+    """An answer in a chat template's text form: its calls, or text when it only quotes them."""
+    calls, labels, spans = templated
+    quoted = quoted_calls(body, spans, guarded=guarded) if calls else None
+    if quoted is not None:
+        return ParsedOutput([], body.strip(), _dedupe([*recovered, quoted]))
+    return ParsedOutput(calls, None if calls else "", _dedupe(recovered + labels))
+
+
+def _open_call_output(
+    body: str, candidates: list[Candidate], known: frozenset[str], recovered: list[str]
+) -> ParsedOutput | None:
+    """An answer that starts a call object and never closes it; None for any other answer."""
     outer = body.find("{")
-    if _CALL_PREFIX_RE.match(body) and outer >= 0 and open_region(body) == outer:
-        # The call object itself is open: objects closed inside it are its args, never calls.
-        unclosed = _unclosed_call(body[outer:].rstrip(), known)
-        if unclosed is not None:
-            return ParsedOutput(unclosed[0], None, _dedupe(recovered + unclosed[1]))
-        if candidates:  # cut off inside its args: what was meant is unknown, and it is not for the user
-            return ParsedOutput([], "", [*recovered, "truncated_call"])
+    if not (_CALL_PREFIX_RE.match(body) and outer >= 0 and open_region(body) == outer):
+        return None
+    # The call object itself is open: objects closed inside it are its args, never calls.
+    unclosed = _unclosed_call(body[outer:].rstrip(), known)
+    if unclosed is not None:
+        return ParsedOutput(unclosed[0], None, _dedupe(recovered + unclosed[1]))
+    if candidates:  # cut off inside its args: what was meant is unknown, and it is not for the user
+        return ParsedOutput([], "", [*recovered, "truncated_call"])
+    return None
+
+
+def _calls_output(
+    body: str, candidates: list[Candidate], known: frozenset[str], recovered: list[str], guarded: bool
+) -> ParsedOutput | None:
+    """The calls among the answer's JSON values, in order; None when it holds none."""
     calls: list[SkillCall] = []
     spans: list[tuple[int, int]] = []
-    before_calls = list(recovered)
+    labels = list(recovered)
     for cand in candidates:
-        found, labels = calls_from_value(cand.value, known, cand.raw)
+        found, found_labels = calls_from_value(cand.value, known, cand.raw)
         if found:
             calls.extend(found)
             spans.append(cand.outer)
-            recovered.extend(cand.labels + labels)
-    quoted = quoted_calls(body, spans, guarded=guarded) if calls else None
+            labels.extend(cand.labels + found_labels)
+    if not calls:
+        return None
+    quoted = quoted_calls(body, spans, guarded=guarded)
     if quoted is not None:
         # The answer quotes a call (a summary of a document holding one): it is text, nothing runs.
-        return ParsedOutput([], body.strip(), _dedupe([*before_calls, quoted]))
-    if calls:
-        for call in calls:
-            stripped_name = _strip_namespace(call.skill, known)
-            if stripped_name != call.skill:
-                call.skill = stripped_name
-                recovered.append("functions_prefix")
-        recovered.extend(_split_dotted_actions(calls, known))
-        rest = "".join(
-            body[a:b] for a, b in zip([0] + [e for _, e in spans], [s for s, _ in spans] + [len(body)], strict=False)
-        )
-        if rest.strip():
-            recovered.append("prose")
-        if len(spans) > 1:
-            recovered.append("multiple_objects")
-        return ParsedOutput(calls, None, _dedupe(recovered))
+        return ParsedOutput([], body.strip(), _dedupe([*recovered, quoted]))
+    for call in calls:
+        stripped_name = _strip_namespace(call.skill, known)
+        if stripped_name != call.skill:
+            call.skill = stripped_name
+            labels.append("functions_prefix")
+    labels.extend(_split_dotted_actions(calls, known))
+    rest = "".join(
+        body[a:b] for a, b in zip([0] + [e for _, e in spans], [s for s, _ in spans] + [len(body)], strict=False)
+    )
+    if rest.strip():
+        labels.append("prose")
+    if len(spans) > 1:
+        labels.append("multiple_objects")
+    return ParsedOutput(calls, None, _dedupe(labels))
+
+
+def _truncated_output(body: str, candidates: list[Candidate], recovered: list[str]) -> ParsedOutput | None:
+    """An answer cut off by max_tokens (a constrained answer always starts with "{"): the reply's text
+    so far; a half call cannot run and its JSON must not reach the user. None when nothing is cut off."""
+    if candidates or open_region(body) is None:
+        return None
+    m = REPLY_PREFIX_RE.match(body)
+    if m:
+        return ParsedOutput([], decode_partial_string(body[m.end() :]).strip(), [*recovered, "truncated_reply"])
+    if _CALL_PREFIX_RE.match(body) or body.strip().startswith("{"):
+        # a call, or an object cut off before its first key (a constrained answer that spent
+        # max_tokens on whitespace): nothing in it is for the user
+        return ParsedOutput([], "", [*recovered, "truncated_call"])
+    return None
+
+
+def _reply_output(body: str, candidates: list[Candidate], recovered: list[str]) -> ParsedOutput:
+    """The final reply: a whole-answer ``{"reply": ...}`` unwrapped, else the text itself."""
     stripped = body.strip()
-    if not candidates and open_region(body) is not None:
-        # Cut off by max_tokens (a constrained answer always starts with "{"): show the reply's
-        # text so far; a half call cannot run and its JSON must not reach the user.
-        m = REPLY_PREFIX_RE.match(body)
-        if m:
-            return ParsedOutput([], decode_partial_string(body[m.end() :]).strip(), [*recovered, "truncated_reply"])
-        if _CALL_PREFIX_RE.match(body) or stripped.startswith("{"):
-            # a call, or an object cut off before its first key (a constrained answer that spent
-            # max_tokens on whitespace): nothing in it is for the user
-            return ParsedOutput([], "", [*recovered, "truncated_call"])
     if len(candidates) == 1:
         cand = candidates[0]
         whole = body[cand.outer[0] : cand.outer[1]].strip() == stripped
