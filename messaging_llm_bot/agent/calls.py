@@ -11,7 +11,7 @@ import json
 from assistant_framework.access import guest_workspace
 from assistant_framework.agentskills.tools import RUN_SCRIPT, SKILL_DOC
 from assistant_framework.config.settings import Settings
-from assistant_framework.skills import OUTSIDE_LABEL, PreparedCall, SkillContext, SkillManager
+from assistant_framework.skills import OUTSIDE_LABEL, PreparedCall, SkillContext, SkillManager, SkillResult
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import CallGate, GateResult, touches_untrusted
 from messaging_llm_bot.agent.honesty import is_write_call, saved_location
@@ -134,20 +134,7 @@ class CallRunner:
         )
         record.ok, record.elapsed_s = result.ok, round(result.elapsed_s, 4)
         if result.ok:
-            feedback = format_skill_result(skill.name, result.value, limit + 200)
-            if touches_untrusted(args, result.value, skill.capabilities, skill.outside):
-                # Text from a mail, feed or attachment is data; it must not steer later calls.
-                self._mark(turn, gate, skill.name, f"the result of {skill.name}")
-                feedback = UNTRUSTED_NOTE + "\n" + feedback
-            if skill.name == SKILL_DOC and not args.get("file"):
-                self._narrow(turn, str(args.get("name", "")).strip())
-            if is_write_call(skill.capabilities, args):
-                turn.writes_done[key] = result.text()
-                turn.wrote_memory = True
-                where_saved = saved_location(result.value)
-                if where_saved:
-                    turn.saved_to.append(where_saved)
-                    record.saved_to = where_saved
+            feedback = self._succeeded(call, result, record, turn, gate)
         elif not result.own_words and touches_untrusted(args, result.error, skill.capabilities, skill.outside):
             # An outside skill's error is the server's words as much as its result is (an MCP tool's
             # error content, a redirect's target, a search backend's detail): the same mark and label.
@@ -159,6 +146,27 @@ class CallRunner:
             feedback = format_skill_result(skill.name, f"Error: {result.error}", limit)
             record.error, record.error_kind = result.error, result.error_kind
         return self._finish_call(skill.name, record, turn, feedback, emit)
+
+    def _succeeded(
+        self, call: PreparedCall, result: SkillResult, record: SkillCallRecord, turn: TurnRecord, gate: GateResult
+    ) -> str:
+        """The feedback of a call that ran (marked when it holds outside text); a write is remembered."""
+        skill, args = call.skill, call.args
+        feedback = format_skill_result(skill.name, result.value, self.settings.runtime.skill_result_limit_chars + 200)
+        if touches_untrusted(args, result.value, skill.capabilities, skill.outside):
+            # Text from a mail, feed or attachment is data; it must not steer later calls.
+            self._mark(turn, gate, skill.name, f"the result of {skill.name}")
+            feedback = UNTRUSTED_NOTE + "\n" + feedback
+        if skill.name == SKILL_DOC and not args.get("file"):
+            self._narrow(turn, str(args.get("name", "")).strip())
+        if is_write_call(skill.capabilities, args):
+            turn.writes_done[call.key()] = result.text()
+            turn.wrote_memory = True
+            where_saved = saved_location(result.value)
+            if where_saved:
+                turn.saved_to.append(where_saved)
+                record.saved_to = where_saved
+        return feedback
 
     def _narrow(self, turn: TurnRecord, name: str) -> None:
         """The SKILL.md skill just read is active: its ``allowed-tools`` (those that name our skills) narrow

@@ -298,6 +298,34 @@ class LLMClient:
             headers["Authorization"] = f"Bearer {runner.api_key}"
         return headers
 
+    def _post(
+        self, runner: RunnerConfig, url: str, body: JsonObject, stream: bool, deadline: CallDeadline
+    ) -> requests.Response:
+        """Send the request and take the answer's headers, within the call's deadline; raises LLMError."""
+        try:
+            # Always streamed at the HTTP level: the body is read under the deadline below, also
+            # when the answer is one JSON object (requests would read it with a per-read timeout).
+            response = self._session.post(
+                url,
+                json=body,
+                headers=self._headers(runner, stream),
+                timeout=runner.timeout_seconds,
+                stream=True,
+                **self._net(runner),
+            )
+        except requests.RequestException as exc:
+            if deadline.expired:
+                cut = timeout_error(runner, b"")
+                cut.sent = reached_server(exc)  # cut while the server read the prompt or worked on it
+                raise cut from None
+            raise transport_error(runner, exc) from None
+        if deadline.fired:  # cut in the headers: what http.client read up to the cut is no answer
+            response.close()
+            cut = timeout_error(runner, b"")
+            cut.sent = True
+            raise cut
+        return response
+
     def _call(
         self,
         runner: RunnerConfig,
@@ -313,28 +341,7 @@ class LLMClient:
             CallDeadline(runner.timeout_seconds) as deadline,  # the whole call, not each read
             hang_up_on(stop, deadline.fire),  # a stop cuts the connection as the deadline would
         ):
-            try:
-                # Always streamed at the HTTP level: the body is read under the deadline below, also
-                # when the answer is one JSON object (requests would read it with a per-read timeout).
-                response = self._session.post(
-                    url,
-                    json=body,
-                    headers=self._headers(runner, stream),
-                    timeout=runner.timeout_seconds,
-                    stream=True,
-                    **self._net(runner),
-                )
-            except requests.RequestException as exc:
-                if deadline.expired:
-                    cut = timeout_error(runner, b"")
-                    cut.sent = reached_server(exc)  # cut while the server read the prompt or worked on it
-                    raise cut from None
-                raise transport_error(runner, exc) from None
-            if deadline.fired:  # cut in the headers: what http.client read up to the cut is no answer
-                response.close()
-                cut = timeout_error(runner, b"")
-                cut.sent = True
-                raise cut
+            response = self._post(runner, url, body, stream, deadline)
             with response:
                 if not 200 <= response.status_code < 300:
                     raise http_error(

@@ -58,6 +58,17 @@ class Probe:
         return None
 
 
+def _unreachable_because(exc: Exception, timeout: float) -> str:
+    """Why the model list could not be fetched, in the user's words."""
+    if isinstance(exc, (requests.Timeout, DeadlineExceeded)):
+        return f"no answer within {timeout:g} s"
+    if isinstance(exc, BodyTooLarge):
+        return "the model list is larger than 4 MB"
+    if isinstance(exc, requests.ConnectionError):
+        return "connection refused or host unreachable: is the server running?"
+    return type(exc).__name__
+
+
 def probe(base_url: str, api_key: str = "", *, timeout: float = 5.0, session: requests.Session | None = None) -> Probe:
     """``GET {base_url}/models``; never raises. A 404 means the list is not offered, not that the server is down."""
     url = base_url.rstrip("/") + "/models"
@@ -71,18 +82,10 @@ def probe(base_url: str, api_key: str = "", *, timeout: float = 5.0, session: re
             session or _session(), "GET", url, seconds=timeout, max_bytes=MAX_ANSWER_BYTES, headers=headers
         )
     except (requests.RequestException, DeadlineExceeded, BodyTooLarge) as exc:
-        if isinstance(exc, (requests.Timeout, DeadlineExceeded)):
-            reason = f"no answer within {timeout:g} s"
-        elif isinstance(exc, BodyTooLarge):
-            reason = "the model list is larger than 4 MB"
-        elif isinstance(exc, requests.ConnectionError):
-            reason = "connection refused or host unreachable: is the server running?"
-        else:
-            reason = type(exc).__name__
         return Probe(
             base_url,
             False,
-            error=f"cannot reach the model server at {base_url} ({reason})",
+            error=f"cannot reach the model server at {base_url} ({_unreachable_because(exc, timeout)})",
             elapsed_s=time.monotonic() - start,
         )
     elapsed = time.monotonic() - start
