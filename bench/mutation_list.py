@@ -233,6 +233,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         BUSY_KIT,
     ),
     Mutation(
+        "busy-slack-never-joins",
+        "messaging_llm_bot/channels/slack/intake.py",
+        "        if joinable(msg) and turns.busy.join(",
+        "        if False and turns.busy.join(",
+        "busy mode steer does nothing on Slack: a message sent meanwhile waits its turn",
+        BUSY_KIT,
+    ),
+    Mutation(
+        "busy-slack-joined-left-pending",
+        "messaging_llm_bot/channels/slack/turn.py",
+        "        for one in [*merged, item.item_id]:",
+        "        for one in [item.item_id]:",
+        "a Slack message that joined a turn stays in the inbox after the reply that answered it: answered again "
+        "at the next start",
+        BUSY_KIT,
+    ),
+    Mutation(
         "whatsapp-allowlist",
         "messaging_llm_bot/channels/whatsapp/intake.py",
         "        if not config.allows(msg.sender):",

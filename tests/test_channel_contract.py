@@ -1431,7 +1431,22 @@ def _busy_on_whatsapp(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
     )
 
 
+def _busy_on_slack(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    from tests.slack_harness import OWNER, owner_texts, owner_writes
+
+    slack = request.getfixturevalue("slack_api")
+    busy = request.getfixturevalue("start_slack")(patch=_busy_mode(mode)).service.turns.busy
+    dm = slack.add_user(OWNER)
+    return _BusyChat(
+        lambda text: owner_writes(slack, text),
+        lambda: busy.joined(f"sl:{dm}"),
+        lambda: owner_texts(slack),
+        _two_stored(request),
+    )
+
+
 BUSY: dict[str, Callable[[pytest.FixtureRequest, str], _BusyChat]] = {
+    "slack": _busy_on_slack,
     "whatsapp": _busy_on_whatsapp,
     "console": _busy_on_the_terminal,
     "email": _busy_on_email,

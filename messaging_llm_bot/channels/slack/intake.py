@@ -2,7 +2,8 @@
 code in their DM at most once an hour, or their user id once with pairing off; nothing of theirs is stored or
 reaches the model; in a channel they get nothing), the answer to an open yes/no question, then the durable inbox
 (the ``event_id`` taken once: Slack sends an event again, with ``X-Slack-Retry-Num``, until it heard 200 within
-three seconds) and a turn in the conversation's queue.
+three seconds); then the message joins the sender's running turn by the busy mode (conversation/busy.py), or a
+turn in the conversation's queue.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from messaging_llm_bot.channels.contract import Address
 from messaging_llm_bot.channels.slack.channel import SlackChannel, question_key
 from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_event
 from messaging_llm_bot.channels.slack.settings import SlackConfig
-from messaging_llm_bot.channels.slack.turn import TurnRunner
+from messaging_llm_bot.channels.slack.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
@@ -102,6 +103,12 @@ class Intake:
                 await host.turns.say(to, held_text(err))
             return False
         host.storage.ok()
-        if item is not None:
-            host.tasks.spawn(chat, host.turns.answer(item), owner=owner, exempt=True)
+        if item is None:
+            return True
+        turns = host.turns
+        # Busy modes (conversation/busy.py): stored first, then handed to the sender's running turn.
+        if joinable(msg) and turns.busy.join(host.runtime, turns.flags, chat, msg.user, msg.text, msg.ts, item):
+            log.info("slack: message %s joined the turn running in %s", msg.event_id, chat)
+            return True
+        host.tasks.spawn(chat, turns.answer(item), owner=owner, exempt=True)
         return True

@@ -29,6 +29,7 @@ from messaging_llm_bot.channels.slack.intake import Intake
 from messaging_llm_bot.channels.slack.settings import PREFIX, SlackConfig, conversation_of
 from messaging_llm_bot.channels.slack.turn import NOTICE_KEY, TurnRunner, address_of
 from messaging_llm_bot.channels.slack.webhook import Webhook
+from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
@@ -212,6 +213,8 @@ class SlackService:
     def _replay(self) -> None:
         """Answer what the last run left in the inbox: job runs and notices, then messages oldest first."""
         items = self.inbox.pending(PREFIX)
+        answered = answered_by_recorded(items)  # joined a turn whose reply was recorded: completed with it
+        items = [i for i in items if i.item_id not in answered]
         later = [i for i in items if not (is_job_item(i) or NOTICE_KEY in i.payload)]
         if later:
             log.info("slack: answering %d message(s) left unanswered by the last run", len(later))

@@ -24,6 +24,7 @@ from messaging_llm_bot.channels.slack.live import SlackLive
 from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_payload
 from messaging_llm_bot.channels.slack.settings import SlackConfig, place_of
 from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, offers_conversation, question_text
+from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.progress import Progress
@@ -87,26 +88,48 @@ class TurnRunner(ChannelTurns):
             await asyncio.to_thread(self.inbox.complete, item.item_id)
             return
         to = Address(msg.channel, msg.reply_thread)
-        reply, live_ts = item.reply, None
+        reply, merged = item.reply, list(item.merged)  # a replay's merged (busy modes): from the ledger
+        later: list[InboxItem] = []  # offered to this turn but not answered by it: each answered after it
+        live_ts = None
         if reply is None:
-            live = SlackLive(self.slack.client, to)
-            progress = Progress(live, stream=self.config.stream and self.runtime.settings.llm.stream)
-            await progress.start()
-            try:
+            reply, merged, later, live_ts = await self._reply(item, msg, to)
+        if not await self.deliver(item, to, reply, live_ts):
+            return  # stopping: it and the messages it answers stay in the inbox
+        for one in [*merged, item.item_id]:
+            await asyncio.to_thread(self.inbox.complete, one)
+        for other in later:  # offered, but the turn ended first: each answered in its own turn, in order
+            await self._answer(other)
+
+    async def _reply(
+        self, item: InboxItem, msg: SlackMessage, to: Address
+    ) -> tuple[str, list[str], list[InboxItem], str | None]:
+        """A new turn's reply, recorded with the ids of the later messages it answers (they joined it: busy
+        modes); also the messages offered to it that it does not answer, and the live message's ts."""
+        live = SlackLive(self.slack.client, to)
+        progress = Progress(live, stream=self.config.stream and self.runtime.settings.llm.stream)
+        await progress.start()
+        running: RunningTurn[InboxItem] | None = None
+        failed = True
+        try:
+            with self.busy.turn(item.conversation_id, msg.user, joinable(msg)) as running:
                 reply = await self._turn(item, msg, to, progress)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
-                log.exception("slack: answering %s failed", item.item_id)
-                reply = FAILED_REPLY
-            finally:
-                await progress.stop()
-            live_ts = live.sent.get(progress.message_id) if progress.message_id is not None else None
-            try:
-                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply)
-            except OSError as err:
-                log.warning("slack: could not record the reply of %s: %s", item.item_id, err)
-        await self._finish(item, to, reply, live_ts)
+            failed = False
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
+            log.exception("slack: answering %s failed", item.item_id)
+            reply = FAILED_REPLY
+        finally:
+            await progress.stop()
+        joined, later = running.outcome(failed) if running is not None else ([], [])
+        merged = [one.item_id for one in joined]
+        live_ts = live.sent.get(progress.message_id) if progress.message_id is not None else None
+        try:
+            # One write: the reply and the later messages it answers (a replay completes them with it).
+            await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, merged)
+        except OSError as err:
+            log.warning("slack: could not record the reply of %s: %s", item.item_id, err)
+        return reply, merged, later, live_ts
 
     async def _finish(self, item: InboxItem, to: Address, reply: str, live_ts: str | None = None) -> None:
         if await self.deliver(item, to, reply, live_ts):
@@ -209,3 +232,9 @@ class TurnRunner(ChannelTurns):
             deliver=deliver,
             tell=tell,
         )
+
+
+def joinable(msg: SlackMessage) -> bool:
+    """A turn later messages may join, or a message that may join one (busy modes): a person's own text in a
+    DM (a channel's mentions never join; no command)."""
+    return msg.direct and not msg.text.startswith("/")
