@@ -256,18 +256,7 @@ class CallGate:
             decision = Decision("deny", f"capability {EXEC!r} is never allowed in a guest chat")
             self.audit(chat, skill.name, args, "deny", "denied")
             return GateResult(False, decision, f"This chat may not run programs ({decision.reason}). Tell the user.")
-        decision = decide(
-            rule_name(skill, args),
-            getattr(skill, "capabilities", None) or ["read"],
-            self.policy,
-            untrusted=untrusted,
-            action_capabilities=caps,
-            untrusted_why=untrusted_why,
-        )
-        if untrusted and decision.action == "allow":
-            why = untrusted_write(skill, args, caps, workspace or self.workspace, guest=guest)
-            if why:
-                decision = Decision("ask", f"{untrusted_why} and the call {why}")
+        decision = self._decide(skill, args, caps, untrusted, untrusted_why, workspace, guest)
         offer = (
             conversation is not None
             and bool(outside)
@@ -287,6 +276,40 @@ class CallGate:
                 decision,
                 f"The owner's policy does not allow this call ({decision.reason}). Tell the user it was not done.",
             )
+        return self._ask_owner(skill, args, caps, decision, chat, approve, offer, conversation, outside)
+
+    def _decide(
+        self, skill: Any, args: Any, caps: list[str], untrusted: bool, untrusted_why: str, workspace: Any, guest: bool
+    ) -> Decision:
+        """The policy's decision, and an allowed write asked about when outside content is in view."""
+        decision = decide(
+            rule_name(skill, args),
+            getattr(skill, "capabilities", None) or ["read"],
+            self.policy,
+            untrusted=untrusted,
+            action_capabilities=caps,
+            untrusted_why=untrusted_why,
+        )
+        if untrusted and decision.action == "allow":
+            why = untrusted_write(skill, args, caps, workspace or self.workspace, guest=guest)
+            if why:
+                decision = Decision("ask", f"{untrusted_why} and the call {why}")
+        return decision
+
+    def _ask_owner(
+        self,
+        skill: Any,
+        args: Any,
+        caps: list[str],
+        decision: Decision,
+        chat: Any,
+        approve: ApproveCallback | None,
+        offer: bool,
+        conversation: str | None,
+        outside: tuple[str, ...],
+    ) -> GateResult:
+        """A call the policy asks about: the owner's answer (once, or for this conversation when ``offer``);
+        no way to ask, an error asking or a no refuses it, audited."""
         request = {
             "skill": skill.name,
             "args": shown_args(args),
