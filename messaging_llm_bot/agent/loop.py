@@ -16,7 +16,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -250,45 +250,17 @@ class Agent(SessionCalls):
         emit = _emitter(message.on_event)
         # The chat or topic: its lock orders the turns; the turn itself runs in its active session.
         place = message.conversation_id
-        conversation_id = place
-        # The injected clock is only consulted inside the guarded block below.
-        turn = TurnRecord(
-            trace_id=new_trace_id(),
-            conversation_id=conversation_id,
-            text=message.model_text,
-            now=datetime.now(self.zone),
-            approve=message.approve,
-            place=place,
-            job=message.job,
-        )
+        turn = self._new_turn(message, place)
         # Only the sender's own messages in this place may enter the turn meanwhile; a job run takes none.
-        turn.steer = SteerBox(message.user_id if message.job is None else None)
-        if message.from_outside:
-            what = message.outside or "the text of an attachment"
-            turn.mark_outside(OutsideSource(f"message:{turn.trace_id}", what, TURN))
-        # Not the owner's own chat: only the guest skills, on the chat's own folder (assistant_framework.access).
-        turn.guest = self._guest_skills(message.owner_chat)
-        turn.limit, turn.extract_facts = message.skills, message.extract_facts
-        context = SkillContext(
-            conversation_id=conversation_id,
-            place=place,
-            chat_id=message.chat_id,
-            user_id=message.user_id,
-            message_id=message.message_id,
-            config=self.config,
-            settings=self.settings,
-            timezone=self.settings.runtime.timezone,
-            services=self._services(message),
-            untrusted=turn.untrusted,
-            private=message.owner_chat,
-        )
+        turn.steer = steer = SteerBox(message.user_id if message.job is None else None)
+        context = self._context(message, turn, place)
         self._turn_memory.signal(started=True)
         self.compactor.turn_started()
         try:
             with self._conversations.lock(place):
                 turn.now = self.now()
                 turn.conversation_id = context.conversation_id = self.sessions.active(place)
-                with self._conversations.running(place, turn.stop), self._steering(place, turn.steer):
+                with self._conversations.running(place, turn.stop), self._steering(place, steer):
                     reply, ok = self._transaction(turn, message, context, emit)
         except Exception as exc:  # the last line of defence: the user gets a sentence, the log the traceback
             log.exception("turn %s of conversation %r failed", turn.trace_id, turn.conversation_id)
@@ -376,32 +348,81 @@ class Agent(SessionCalls):
             turn.error = "stopped by the owner"
             return stopped_reply(turn), False
         if ok:
-            reply = honest_reply(reply, turn.saved_to, turn.wrote_memory)
-            # Messages that entered the turn meanwhile (busy mode steer) are the user's side of it too.
-            steered = [one.text for one in turn.steer.taken()] if turn.steer is not None else []
-            for text in steered:
-                self._turn_memory.log(turn, "user", text, message_id=None, meta=meta)
-            self.history.append_pair(
-                conversation_id,
-                "\n\n".join([turn.text, *steered]),
-                reply,
-                budget_chars=budget,
-                when=turn.now,
-                # The message or a call's result is kept marked; memory recalled into the turn is not in
-                # the history, only the reply written beside it (derived, one generation).
-                untrusted=turn.read_outside,
-                derived=turn.history_original or turn.untrusted,
-                outside=stored_sources(turn.outside.values()),
-                measure=measure,
-                on_drop=lambda dropped: self.compactor.dropped(
-                    conversation_id, dropped, history_budget_chars(self.settings.runtime)
-                ),
-            )
-            self._note_session(turn)
-            # A reply written with outside content in view may restate it: logged (and extracted) as outside.
-            meta = {"trace_id": turn.trace_id, **({"untrusted": True} if turn.guarded else {}), **images}
-            self._turn_memory.log(turn, "assistant", reply, message_id=None, meta=meta)
+            reply = self._keep_answer(turn, reply, meta, images, budget, measure)
         return reply, ok
+
+    def _new_turn(self, message: Incoming, place: str) -> TurnRecord:
+        """The record of one message's turn: the outside content it starts with, a guest's skills, its limits."""
+        # The injected clock is only consulted inside the guarded block below.
+        turn = TurnRecord(
+            trace_id=new_trace_id(),
+            conversation_id=place,
+            text=message.model_text,
+            now=datetime.now(self.zone),
+            approve=message.approve,
+            place=place,
+            job=message.job,
+        )
+        if message.from_outside:
+            what = message.outside or "the text of an attachment"
+            turn.mark_outside(OutsideSource(f"message:{turn.trace_id}", what, TURN))
+        # Not the owner's own chat: only the guest skills, on the chat's own folder (assistant_framework.access).
+        turn.guest = self._guest_skills(message.owner_chat)
+        turn.limit, turn.extract_facts = message.skills, message.extract_facts
+        return turn
+
+    def _context(self, message: Incoming, turn: TurnRecord, place: str) -> SkillContext:
+        """What the turn's skills are told about the message, the chat and the bot's services."""
+        return SkillContext(
+            conversation_id=place,
+            place=place,
+            chat_id=message.chat_id,
+            user_id=message.user_id,
+            message_id=message.message_id,
+            config=self.config,
+            settings=self.settings,
+            timezone=self.settings.runtime.timezone,
+            services=self._services(message),
+            untrusted=turn.untrusted,
+            private=message.owner_chat,
+        )
+
+    def _keep_answer(
+        self,
+        turn: TurnRecord,
+        reply: str,
+        meta: dict[str, object],
+        images: Mapping[str, object],
+        budget: int,
+        measure: Callable[[Message], int],
+    ) -> str:
+        """An answered turn: the reply made honest, the exchange kept in the history and the memory log."""
+        reply = honest_reply(reply, turn.saved_to, turn.wrote_memory)
+        # Messages that entered the turn meanwhile (busy mode steer) are the user's side of it too.
+        steered = [one.text for one in turn.steer.taken()] if turn.steer is not None else []
+        for text in steered:
+            self._turn_memory.log(turn, "user", text, message_id=None, meta=meta)
+        self.history.append_pair(
+            turn.conversation_id,
+            "\n\n".join([turn.text, *steered]),
+            reply,
+            budget_chars=budget,
+            when=turn.now,
+            # The message or a call's result is kept marked; memory recalled into the turn is not in
+            # the history, only the reply written beside it (derived, one generation).
+            untrusted=turn.read_outside,
+            derived=turn.history_original or turn.untrusted,
+            outside=stored_sources(turn.outside.values()),
+            measure=measure,
+            on_drop=lambda dropped: self.compactor.dropped(
+                turn.conversation_id, dropped, history_budget_chars(self.settings.runtime)
+            ),
+        )
+        self._note_session(turn)
+        # A reply written with outside content in view may restate it: logged (and extracted) as outside.
+        meta = {"trace_id": turn.trace_id, **({"untrusted": True} if turn.guarded else {}), **images}
+        self._turn_memory.log(turn, "assistant", reply, message_id=None, meta=meta)
+        return reply
 
     def _note_session(self, turn: TurnRecord) -> None:
         """Note the answered message in the session list (/sessions); a failed write costs only the listing."""
