@@ -1,9 +1,10 @@
-"""No function over 60 lines in the framework, the skills and the collectors (issue 49).
+"""No function over 60 lines in the framework, the skills, the collectors and the bot's agent and protocol (issue 49).
 
 ruff's C901 and PLR0915 bound a function's branches and statements; neither sees a function that is long
 without being complex (a big table of routes, a long chain of appends). Lines are counted from the first
-decorator to its last statement, docstring and comments between included: what a reader has to hold at once. The bot
-(``messaging_llm_bot``) is not held to it yet; see the ruff section of pyproject.toml.
+decorator to its last statement, docstring and comments between included: what a reader has to hold at once. The
+bot's other packages are not held to it yet (its model client's ``complete`` is the one long function left in ``llm``;
+channels, conversation, cli and ops are being reworked); see the ruff section of pyproject.toml.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("assistant_framework", "skills", "collectors")
+PACKAGES = ("assistant_framework", "skills", "collectors", "messaging_llm_bot/agent", "messaging_llm_bot/protocol")
 MAX_LINES = 60
 
 
