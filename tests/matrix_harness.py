@@ -117,6 +117,10 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class _PortTaken(AssertionError):
+    """Synapse could not bind its port: another process took it after ``_free_port`` chose it."""
+
+
 class Synapse:
     """One Synapse process on loopback with a data folder of its own."""
 
@@ -144,6 +148,17 @@ class Synapse:
         return {"folder": str(self.folder), "port": self.port, "pid": self.process.pid}
 
     def start(self) -> Synapse:
+        # The port was free when chosen, but another process of the run may bind it before Synapse does (a
+        # whole run lost every Matrix test so): then start again on another port.
+        for _ in range(3):
+            try:
+                return self._start_once()
+            except _PortTaken:
+                self.port = _free_port()
+                self.url = f"http://127.0.0.1:{self.port}"
+        return self._start_once()
+
+    def _start_once(self) -> Synapse:
         if not SYNAPSE_PYTHON.exists():
             pytest.fail("Synapse is not installed for the tests: run `make synapse` (make test does)")
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -170,6 +185,8 @@ class Synapse:
         assert self.process is not None
         if self.process.poll() is not None:
             log = (self.folder / "stdout.log").read_text(errors="replace")[-3000:]
+            if "Address already in use" in log:
+                raise _PortTaken(log)
             raise AssertionError(f"Synapse exited with {self.process.returncode}:\n{log}")
         return self.answers()
 
