@@ -1389,7 +1389,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "jobs-one-row-stops-the-look",
-        f"{BOT}/conversation/job_runs.py",
+        f"{BOT}/conversation/job_scheduler.py",
         "except Exception as err:  # noqa: BLE001 - one row that cannot be planned",
         "except OSError as err:  # noqa: BLE001 - one row that cannot be planned",
         "a row the look cannot plan stops every job",
@@ -1415,7 +1415,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "jobs-scheduler-without-limits",
-        f"{BOT}/conversation/job_runs.py",
+        f"{BOT}/conversation/job_scheduler.py",
         "store = JobStore(self.workspace, settings.runtime.timezone, settings.jobs)",
         "store = JobStore(self.workspace, settings.runtime.timezone)",
         "a file written past the limits runs all its jobs: 121 every-minute jobs, a prompt job every minute",
@@ -1439,7 +1439,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "jobs-problems-not-told",
-        f"{BOT}/conversation/job_runs.py",
+        f"{BOT}/conversation/job_scheduler.py",
         "        if new:",
         "        if False:",
         "a broken jobs file stops every job and the owner is not told",
@@ -1447,7 +1447,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "jobs-problems-told-at-every-look",
-        f"{BOT}/conversation/job_runs.py",
+        f"{BOT}/conversation/job_scheduler.py",
         "        if set(hashes) != told:",
         "        if False:",
         "the owner is told of the same broken row again and again",
@@ -1463,7 +1463,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "jobs-hand-row-not-filled-in",
-        f"{BOT}/conversation/job_runs.py",
+        f"{BOT}/conversation/job_scheduler.py",
         "for given in store.fill_in(now):",
         "for given in []:",
         "a row written by hand without id or created_at never runs",

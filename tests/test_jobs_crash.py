@@ -138,7 +138,8 @@ def test_a_crash_between_queueing_a_run_and_moving_the_job_on_does_not_run_it_tw
     ``last_planned`` is put back; after a restart (a new Inbox on the same files) the same planned run is
     found due again and refused by the inbox: one item, one run."""
     from assistant_framework.config.settings import Settings
-    from messaging_llm_bot.conversation.job_runs import JobRun, JobScheduler
+    from messaging_llm_bot.conversation.job_runs import JobRun
+    from messaging_llm_bot.conversation.job_scheduler import JobScheduler
 
     ws = Workspace(tmp_path / "ws")
     ws.write_json(

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 from assistant_framework.jobs import JOBS_FILE, RUNS_FILE
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.conversation.job_router import job_router
-from messaging_llm_bot.conversation.job_runs import JobScheduler
+from messaging_llm_bot.conversation.job_scheduler import JobScheduler
 from messaging_llm_bot.conversation.reminders import ReminderScheduler
 from messaging_llm_bot.conversation.routes import channel_of, home_channel
 from tests.signal_harness import OWNER as SIGNAL_OWNER

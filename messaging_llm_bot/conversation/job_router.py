@@ -3,7 +3,7 @@ the channel it belongs to.
 
 Each channel attaches when it starts (``job_router(runtime).attach``) with its event loop, its inbox, which
 conversation a job of its own goes to (the owner's chat) and how it answers a run's item; it detaches when
-it stops. The first to attach starts the one ``JobScheduler`` (conversation/job_runs.py) on a thread of its
+it stops. The first to attach starts the one ``JobScheduler`` (conversation/job_scheduler.py) on a thread of its
 own; the last to detach stops it. A job's channel is found once, by the registry of chat-id prefixes
 (conversation/routes.py): the channel its chat id names, or for a job made without a chat (by hand) the
 first configured channel. A job whose channel does not run in this process is left alone: its runs are
@@ -31,7 +31,8 @@ from zoneinfo import ZoneInfo
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
 from assistant_framework.stores.reminders import ReminderStore
-from messaging_llm_bot.conversation.job_runs import JobRun, JobScheduler, outside_job
+from messaging_llm_bot.conversation.job_runs import JobRun
+from messaging_llm_bot.conversation.job_scheduler import JobScheduler, outside_job
 from messaging_llm_bot.conversation.jobs import AsyncJobQueue, DailyJob
 from messaging_llm_bot.conversation.reminders import POLL_SECONDS, ReminderScheduler
 from messaging_llm_bot.conversation.routes import channel_of, home_channel, prefix_of, route_of_conversation

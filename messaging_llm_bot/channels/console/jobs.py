@@ -2,7 +2,7 @@
 runs of its jobs and its due reminders are printed there, between prompts (both planned by the process's one
 scheduler, conversation/job_router.py; a reminder not printed before the chat ends stays due).
 
-The same once-only path as Telegram and Signal: the process's one ``JobScheduler`` (conversation/job_runs.py,
+The same once-only path as Telegram and Signal: the process's one ``JobScheduler`` (conversation/job_scheduler.py,
 joined through conversation/job_router.py) accepts each due run into the durable inbox as
 ``job:<id>:<planned UTC>`` (an id is taken once), ``answer_job_run`` (conversation/job_answer.py) makes the
 reply once and records it before it is printed, the printed reply is recorded as the item's part, then the
@@ -29,7 +29,7 @@ from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.console.extras import Screen
 from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
-from messaging_llm_bot.conversation.job_runs import JobScheduler
+from messaging_llm_bot.conversation.job_scheduler import JobScheduler
 from messaging_llm_bot.conversation.markup import terminal_text
 from messaging_llm_bot.conversation.pool import TurnPool
 from messaging_llm_bot.conversation.runtime import Runtime

@@ -34,7 +34,7 @@ from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
-from messaging_llm_bot.conversation.job_runs import JobScheduler
+from messaging_llm_bot.conversation.job_scheduler import JobScheduler
 from messaging_llm_bot.conversation.jobs import AsyncJobQueue, DailyJob
 from messaging_llm_bot.conversation.notices import ChannelNotices, digest_now
 from messaging_llm_bot.conversation.pool import pool_size

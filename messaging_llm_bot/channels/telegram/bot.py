@@ -37,7 +37,7 @@ from messaging_llm_bot.channels.telegram.webhook import webhook_secret
 from messaging_llm_bot.conversation.approvals import offer_owner_approver, withdraw_owner_approver
 from messaging_llm_bot.conversation.commands import COMMANDS
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router, owner_digest
-from messaging_llm_bot.conversation.job_runs import JobScheduler
+from messaging_llm_bot.conversation.job_scheduler import JobScheduler
 from messaging_llm_bot.conversation.notices import ChannelNotices, digest_now
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.shutdown import shutdown_runtime, take_lock
