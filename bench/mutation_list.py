@@ -152,6 +152,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         SLACK,
     ),
     Mutation(
+        "slack-live-not-taken-over",
+        "messaging_llm_bot/channels/slack/turn.py",
+        "            message_id=item.live,",
+        "            message_id=None,",
+        "after a crash mid-stream the partial answer stays and the whole answer is posted again beside it",
+        SLACK_BOT,
+    ),
+    Mutation(
         "slack-mention-mode-off",
         "messaging_llm_bot/channels/slack/message.py",
         '    if not (direct or kind == "app_mention"):',

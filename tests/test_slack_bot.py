@@ -2,7 +2,8 @@
 the fake Slack Web API (tests/fakes/slack_api.py, which also posts Slack's signed Events API requests) and the
 fake model server: a signed request older than five minutes is refused and runs nothing; an unsigned or wrongly
 signed one too; the url_verification challenge is answered; a DM from the owner gets one streamed answer (one
-message, grown by chat.update); a retry of the same event is answered once; a stranger gets a pairing code once.
+message, grown by chat.update); a retry of the same event is answered once; a stranger gets a pairing code once;
+a SIGKILL mid-stream leaves one message, edited into the whole answer after the restart.
 One bot process for the module."""
 
 from __future__ import annotations
@@ -198,3 +199,37 @@ def test_doctor_checks_the_token_the_running_request_url_and_the_allowlist(
     assert checks["slack token"]["status"] == "fail" and "invalid_auth" in checks["slack token"]["detail"]
     assert checks["slack request url"]["status"] == "fail" and "401" in checks["slack request url"]["detail"]
     assert "xoxb-wrong" not in json.dumps(checks)  # the token is never shown
+
+
+def test_a_crash_mid_stream_leaves_one_message_with_the_whole_answer(running: Running) -> None:
+    """SIGKILL while the answer streams: the restart takes the live message over (the ledger recorded its ts)
+    and edits it into the whole answer; no second message, the partial one not left behind."""
+    slack, model, bot = running.slack, running.model, running.bot
+    model.reset()
+    dm = slack.dms[OWNER]
+    before = len(slack.posted(dm))
+    answer = "Madrid is the capital of Spain, on the Manzanares river in the middle of the country."
+    words = answer.split(" ")
+    slow = ['{"reply": "'] + [w + " " for w in words[:-1]] + [words[-1], '"}']
+    model.enqueue(
+        {"content": '{"reply": "' + answer + '"}', "stream_chunks": slow, "chunk_delay": 0.5},
+        '{"reply": "' + answer + '"}',  # the restart's turn
+    )
+    assert slack.deliver(slack.dm(OWNER, "What is the capital of Spain?")).status_code == 200
+
+    def growing() -> bool:  # posted and updated once: the post's ts is in the ledger (recorded before the edit)
+        mine = slack.posted(dm)[before:]
+        return bool(mine) and len(mine[0]["history"]) >= 2
+
+    wait_until(growing, timeout=30, what="the answer to stream")
+    bot.kill()
+    [partial] = slack.posted(dm)[before:]
+    assert partial["text"] != answer  # killed mid-stream
+    bot.start()
+    wait_until(lambda: _serving(bot), timeout=60, what="the restarted bot to listen")
+    running.url = _serving(bot)
+    slack.connect(running.url, SECRET)
+    wait_until(lambda: not _pending(running.workspace), timeout=30, what="the replayed answer")
+    [message] = slack.posted(dm)[before:]  # one message: the partial one edited, none posted again
+    assert message["ts"] == partial["ts"] and message["text"] == answer
+    assert len(model.chat_requests) == 2

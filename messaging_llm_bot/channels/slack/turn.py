@@ -20,7 +20,7 @@ from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
 from messaging_llm_bot.channels.slack.api import SlackUnavailable
 from messaging_llm_bot.channels.slack.channel import SlackChannel, question_key
 from messaging_llm_bot.channels.slack.format import split
-from messaging_llm_bot.channels.slack.live import SlackLive
+from messaging_llm_bot.channels.slack.live import SlackLive, ts_of_number
 from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_payload
 from messaging_llm_bot.channels.slack.settings import SlackConfig, place_of
 from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, offers_conversation, question_text
@@ -90,7 +90,8 @@ class TurnRunner(ChannelTurns):
         to = Address(msg.channel, msg.reply_thread)
         reply, merged = item.reply, list(item.merged)  # a replay's merged (busy modes): from the ledger
         later: list[InboxItem] = []  # offered to this turn but not answered by it: each answered after it
-        live_ts = None
+        # A live message a crashed run left (the ledger's record) is taken over: edited, never left beside another.
+        live_ts = ts_of_number(item.live) if item.live is not None else None
         if reply is None:
             reply, merged, later, live_ts = await self._reply(item, msg, to)
         if not await self.deliver(item, to, reply, live_ts):
@@ -105,8 +106,12 @@ class TurnRunner(ChannelTurns):
     ) -> tuple[str, list[str], list[InboxItem], str | None]:
         """A new turn's reply, recorded with the ids of the later messages it answers (they joined it: busy
         modes); also the messages offered to it that it does not answer, and the live message's ts."""
-        live = SlackLive(self.slack.client, to)
-        progress = Progress(live, stream=self.config.stream and self.runtime.settings.llm.stream)
+        progress = Progress(
+            SlackLive(self.slack.client, to),
+            stream=self.config.stream and self.runtime.settings.llm.stream,
+            message_id=item.live,
+            on_message=lambda number: self._record_live(item, number),
+        )
         await progress.start()
         running: RunningTurn[InboxItem] | None = None
         failed = True
@@ -123,13 +128,21 @@ class TurnRunner(ChannelTurns):
             await progress.stop()
         joined, later = running.outcome(failed) if running is not None else ([], [])
         merged = [one.item_id for one in joined]
-        live_ts = live.sent.get(progress.message_id) if progress.message_id is not None else None
+        live_ts = ts_of_number(progress.message_id) if progress.message_id is not None else None
         try:
             # One write: the reply and the later messages it answers (a replay completes them with it).
             await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, merged)
         except OSError as err:
             log.warning("slack: could not record the reply of %s: %s", item.item_id, err)
         return reply, merged, later, live_ts
+
+    async def _record_live(self, item: InboxItem, number: int) -> None:
+        try:
+            # In the event loop, not a worker thread (busy with turns): every moment between the post and this
+            # record is one where a kill leaves the message behind.
+            self.inbox.record_live(item.item_id, number)
+        except (OSError, KeyError) as err:  # best effort: without it a crash may leave this message behind
+            log.warning("slack: could not record the live message of %s: %s", item.item_id, err)
 
     async def _finish(self, item: InboxItem, to: Address, reply: str, live_ts: str | None = None) -> None:
         if await self.deliver(item, to, reply, live_ts):
