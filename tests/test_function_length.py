@@ -1,10 +1,10 @@
-"""No function over 60 lines in the framework, the skills, the collectors and the bot's agent and protocol (issue 49).
+"""No function over 60 lines in the framework, the skills, the collectors and the bot (issue 49).
 
 ruff's C901 and PLR0915 bound a function's branches and statements; neither sees a function that is long
 without being complex (a big table of routes, a long chain of appends). Lines are counted from the first
 decorator to its last statement, docstring and comments between included: what a reader has to hold at once. The
-bot's other packages are not held to it yet (its model client's ``complete`` is the one long function left in ``llm``;
-channels, conversation, cli and ops are being reworked); see the ruff section of pyproject.toml.
+bot's channels and conversation service are not held to it yet (others are reworking them); see the ruff section
+of pyproject.toml.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("assistant_framework", "skills", "collectors", "messaging_llm_bot/agent", "messaging_llm_bot/protocol")
+PACKAGES = ("assistant_framework", "skills", "collectors", "messaging_llm_bot")
+#: Not held yet: being reworked this round (the same exemption as ruff's C901 and PLR0915 in pyproject.toml).
+NOT_YET = ("messaging_llm_bot/channels", "messaging_llm_bot/conversation")
 MAX_LINES = 60
 
 
@@ -29,11 +31,12 @@ def long_functions(source: str, where: str) -> list[str]:
     return found
 
 
-def test_no_function_over_60_lines_in_the_framework_skills_and_collectors() -> None:
+def test_no_function_over_60_lines_in_the_framework_skills_collectors_and_bot() -> None:
     found = [
         hit
         for package in PACKAGES
         for path in sorted((ROOT / package).rglob("*.py"))
+        if not str(path.relative_to(ROOT)).startswith(NOT_YET)
         for hit in long_functions(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
     ]
     assert not found, "split these by what their parts do (a reader, a check, a writer):\n" + "\n".join(found)

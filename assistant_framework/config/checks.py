@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import difflib
 import ipaddress
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.config.errors import ConfigData, JsonPath, format_json_path, shown_key
@@ -47,7 +48,7 @@ def unknown_key(path: JsonPath) -> str | None:
         if extra is False:
             close = difflib.get_close_matches(part, sorted(known), n=1, cutoff=0.6)
             if close:
-                hint = f" (did you mean {format_json_path(path[:depth] + (close[0],) + path[depth + 1 :])!r}?)"
+                hint = f" (did you mean {format_json_path((*path[:depth], close[0], *path[depth + 1 :]))!r}?)"
             else:
                 where = format_json_path(path[:depth]) if depth else "the config"
                 hint = f" ({where} has: {', '.join(sorted(known))})"

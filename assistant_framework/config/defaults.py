@@ -6,7 +6,8 @@ The records in ``assistant_framework/config/settings/`` are the one place a key'
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.config.settings.fields import record_defaults
@@ -46,6 +47,6 @@ def leaves(data: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[tupl
     """Every leaf (scalar, list or empty dict) of a nested dict with its path."""
     if isinstance(data, dict) and data:
         for key, value in data.items():
-            yield from leaves(value, prefix + (key,))
+            yield from leaves(value, (*prefix, key))
     else:
         yield prefix, data

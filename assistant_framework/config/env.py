@@ -36,9 +36,9 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
 def _substitute_env(value: Any, path: JsonPath, loaded: LoadedConfig) -> Any:
     if isinstance(value, dict):
-        return {k: _substitute_env(v, path + (k,), loaded) for k, v in value.items()}
+        return {k: _substitute_env(v, (*path, k), loaded) for k, v in value.items()}
     if isinstance(value, list):
-        return [_substitute_env(v, path + (i,), loaded) for i, v in enumerate(value)]
+        return [_substitute_env(v, (*path, i), loaded) for i, v in enumerate(value)]
     if isinstance(value, str):
         match = _ENV_REF.match(value.strip())
         if match:

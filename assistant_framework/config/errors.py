@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 #: Where a value sits in the config: section and key names, list indexes (``("llm", "runners", 0, "model")``).
 JsonPath = tuple[str | int, ...]

@@ -72,5 +72,5 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> tuple[str | int, ...] | None
             return path
         items = node.items() if isinstance(node, dict) else enumerate(node)
         for key, child in items:
-            stack.append((child, path + (key,), depth + 1))
+            stack.append((child, (*path, key), depth + 1))
     return None

@@ -139,9 +139,9 @@ def _not_json(value: Any) -> tuple[JsonPath, str] | None:
             for key, child in node.items():
                 if not isinstance(key, str):
                     return where, f"the key {key!r} is not text; quote it"
-                stack.append((child, where + (key,)))
+                stack.append((child, (*where, key)))
         elif isinstance(node, list):
-            stack.extend((child, where + (index,)) for index, child in enumerate(node))
+            stack.extend((child, (*where, index)) for index, child in enumerate(node))
         elif isinstance(node, float) and not math.isfinite(node):
             shown = ".nan" if math.isnan(node) else ("-.inf" if node < 0 else ".inf")
             return where, f"{shown} is not a JSON number; write a number"

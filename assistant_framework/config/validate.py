@@ -66,7 +66,7 @@ def _unknown_keys(loaded: LoadedConfig, at: JsonPath, error: jsonschema.Validati
     for key in error.instance:
         if key in known or any(re.search(p, str(key)) for p in patterns):
             continue
-        file, rel = loaded.source_of(at + (key,))
+        file, rel = loaded.source_of((*at, key))
         name = shown_key(key)
         hint = did_you_mean(str(key), known) if name == str(key) else ""
         lines.append(f"{_display(file)}: {format_json_path(rel)}: unknown key{hint} (see config/README.md)")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover - imports for type hints only
     from messaging_llm_bot.llm.client import LLMClient
@@ -35,7 +36,7 @@ def int_range(low: int, high: int | None = None) -> Callable[[str], int]:
     return parse
 
 
-def refused_by_caps(llm: "LLMClient") -> bool:
+def refused_by_caps(llm: LLMClient) -> bool:
     """True when every runner of ``llm`` is at a spending cap: the sentence a turn gets is printed (the command
     then exits 1 having sent nothing)."""
     refusal = llm.refusal()

@@ -7,7 +7,8 @@ import contextlib
 import json
 import logging
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
@@ -84,7 +85,7 @@ def _runner(config: dict[str, Any], manager: CollectorManager) -> Iterator[Colle
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    config, manager, problems = _open(args)
+    _, manager, problems = _open(args)
     failed = 1 if manager.errors or problems else 0
     if args.json:
         print(
@@ -248,7 +249,7 @@ def cmd_run_loop(args: argparse.Namespace) -> int:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    config, manager, _ = _open(args)
+    _, manager, _ = _open(args)
     try:
         collector = manager.get(args.name)
     except KeyError as exc:

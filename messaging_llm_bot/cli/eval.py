@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 from assistant_framework.config import load_config
-from assistant_framework.evals.cases import BUILTIN_CASES_DIR, CaseError, load_cases
+from assistant_framework.evals.cases import BUILTIN_CASES_DIR, CaseError, EvalCase, load_cases
 from assistant_framework.evals.report import build_report, format_comparison, format_table
 from assistant_framework.evals.scoring import CaseResult
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.cli.config import Subparsers
 
 
@@ -63,52 +64,73 @@ def register(subparsers: Subparsers) -> None:
     skills.set_defaults(func=cmd_skills)
 
 
-def cmd_skills(args: argparse.Namespace) -> int:
-    if args.compare:
-        reports = []
-        for name in args.compare:
-            try:
-                reports.append(json.loads(Path(name).read_text(encoding="utf-8")))
-            except OSError as exc:
-                print(f"error: cannot read report {name}: {exc.strerror}", file=sys.stderr)
-                return 2
-            except ValueError as exc:
-                print(f"error: {name} is not a JSON report written by --report: {exc}", file=sys.stderr)
-                return 2
-        try:
-            print(format_comparison(reports[0], reports[1], Path(args.compare[0]).stem, Path(args.compare[1]).stem))
-        except (KeyError, TypeError, AttributeError):
-            print("error: the files are not reports written by `eval skills --report`", file=sys.stderr)
-            return 2
-        return 0
-    # Imported here: the runner talks to model servers, which the rest of the CLI never does.
-    from messaging_llm_bot.cli import refused_by_caps
-    from messaging_llm_bot.evals.runner import counted_client, eval_llm_config, run_cases
-    from messaging_llm_bot.llm.probe import check_runner
-    from messaging_llm_bot.llm.runners import runners_from_config
+class _Refused(Exception):
+    """Why the eval does not run at all: one ``error:`` line, exit 2."""
 
-    config = load_config(args.config) if Path(args.config).exists() or not (args.base_url and args.model) else {}
+
+def cmd_skills(args: argparse.Namespace) -> int:
+    try:
+        if args.compare:
+            print(_comparison(args.compare[0], args.compare[1]))
+            return 0
+        config = load_config(args.config) if Path(args.config).exists() or not (args.base_url and args.model) else {}
+        cases = _selected_cases(args)
+        runner = _eval_runners(config, args)
+        if args.report and not Path(args.report).resolve().parent.is_dir():
+            raise _Refused(f"--report {args.report}: the folder does not exist")
+    except _Refused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return _run(args, cases, config, runner)
+
+
+def _comparison(first: str, second: str) -> str:
+    """Two reports written by ``--report``, side by side."""
+    reports = []
+    for name in (first, second):
+        try:
+            reports.append(json.loads(Path(name).read_text(encoding="utf-8")))
+        except OSError as exc:
+            raise _Refused(f"cannot read report {name}: {exc.strerror}") from None
+        except ValueError as exc:
+            raise _Refused(f"{name} is not a JSON report written by --report: {exc}") from None
+    try:
+        return format_comparison(reports[0], reports[1], Path(first).stem, Path(second).stem)
+    except (KeyError, TypeError, AttributeError):
+        raise _Refused("the files are not reports written by `eval skills --report`") from None
+
+
+def _selected_cases(args: argparse.Namespace) -> list[EvalCase]:
+    """The built-in cases and those of ``--cases``, narrowed by ``--category`` and ``--id``."""
     dirs = [] if args.no_builtin else [BUILTIN_CASES_DIR]
     dirs += [Path(d) for d in args.cases]
     try:
         cases = load_cases(dirs)
     except CaseError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise _Refused(str(exc)) from None
     if args.category:
         cases = [c for c in cases if c.category in args.category]
     if args.ids:
         cases = [c for c in cases if c.id in args.ids]
     if not cases:
-        print("error: no eval cases selected", file=sys.stderr)
-        return 2
+        raise _Refused("no eval cases selected")
+    return cases
+
+
+def _eval_runners(config: JsonObject, args: argparse.Namespace) -> JsonObject:
+    """Set ``config["llm"]`` to the runners the eval asks (the options' overrides in each) and return the
+    first, checked to answer: one clear error before the first case, not 67 failures against nothing."""
+    # Imported here: the runner talks to model servers, which the rest of the CLI never does.
+    from messaging_llm_bot.evals.runner import eval_llm_config
+    from messaging_llm_bot.llm.probe import check_runner
+    from messaging_llm_bot.llm.runners import runners_from_config
+
     try:
         config["llm"] = eval_llm_config(
             config.get("llm") or {}, runner=args.runner, base_url=args.base_url, model=args.model
         )
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise _Refused(str(exc)) from None
     for entry in config["llm"]["runners"]:
         if args.structured_output:
             entry["structured_output"] = args.structured_output
@@ -119,17 +141,18 @@ def cmd_skills(args: argparse.Namespace) -> int:
     try:
         runners_from_config(config["llm"])  # e.g. two_step with native tools: one line, not 67 failures
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    runner = config["llm"]["runners"][0]
-    # One clear error before the first case, not 67 failures against nothing.
+        raise _Refused(str(exc)) from None
+    runner: JsonObject = config["llm"]["runners"][0]
     problem = check_runner(runner)
     if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
-    if args.report and not Path(args.report).resolve().parent.is_dir():
-        print(f"error: --report {args.report}: the folder does not exist", file=sys.stderr)
-        return 2
+        raise _Refused(problem)
+    return runner
+
+
+def _run(args: argparse.Namespace, cases: list[EvalCase], config: JsonObject, runner: JsonObject) -> int:
+    """Run the cases, print the table (and write the report); 1 when a case failed or was not run."""
+    from messaging_llm_bot.cli import refused_by_caps
+    from messaging_llm_bot.evals.runner import counted_client, run_cases
 
     def progress(index: int, total: int, result: CaseResult) -> None:
         mark = "ok  " if result.passed else "FAIL"

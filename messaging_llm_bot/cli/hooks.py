@@ -13,7 +13,7 @@ import os
 import urllib.error
 import urllib.request
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +99,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         known = ", ".join(sorted(settings.endpoints)) or "none"
         raise ConfigError(f"no hook named {args.name!r} in hooks.endpoints (the hooks: {known})")
     hook = read_hooks(settings)[args.name]
-    sent = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    sent = datetime.now(UTC).isoformat(timespec="seconds")
     body = (
         args.body if args.body is not None else json.dumps({"test": True, "hook": args.name, "sent": sent})
     ).encode()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from assistant_framework.config import load_config
@@ -76,7 +76,7 @@ def _store(args: argparse.Namespace, *, within_limits: bool = False) -> JobStore
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

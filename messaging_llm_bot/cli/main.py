@@ -12,7 +12,7 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from assistant_framework import version
 from assistant_framework.config import ConfigError

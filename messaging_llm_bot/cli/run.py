@@ -12,9 +12,10 @@ import logging.handlers
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from io import TextIOWrapper
 from pathlib import Path
-from typing import NoReturn, Sequence, cast
+from typing import TYPE_CHECKING, NoReturn, cast
 
 from assistant_framework import version
 from assistant_framework.config import ConfigError
@@ -22,10 +23,13 @@ from assistant_framework.hints import CLI
 from assistant_framework.redaction import redact_text
 from assistant_framework.traces import collect_secrets
 from assistant_framework.workspace import WorkspacePathError
-from assistant_framework.workspace.inuse import hold_in_use
+from assistant_framework.workspace.inuse import InUse, hold_in_use
 from assistant_framework.workspace.private import make_private_dirs, use_private_umask
 from messaging_llm_bot.cli.config import Subparsers
 from messaging_llm_bot.conversation.routes import channel_names
+
+if TYPE_CHECKING:
+    from messaging_llm_bot.runtime import BotRuntime
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 CONSOLE_LOG = "state/logs/console.log"
@@ -186,33 +190,73 @@ def start(args: argparse.Namespace) -> int:
     use_private_umask()
     setup_logging("WARNING")
     from messaging_llm_bot.cli import first_run
-    from messaging_llm_bot.runtime import build_runtime, runner_secrets  # after logging: import-time warnings formatted
+    from messaging_llm_bot.runtime import runner_secrets  # after logging: import-time warnings formatted
 
-    at_terminal = sys.stdin.isatty()
     new_workspace = not first_run.is_workspace(args.workspace)
-    if new_workspace and at_terminal and not first_run.is_default_workspace(args.workspace):
-        # Only the first run's default path is created unasked: a typo must not start on an empty memory.
-        if not first_run.confirm_new_workspace(args.workspace):
-            print("Nothing was created.", file=sys.stderr)
-            return 2
+    opened = _open_runtime(args, new_workspace)
+    if isinstance(opened, int):
+        return opened
+    runtime, in_use = opened
+    configured = runtime.settings.runtime
+    # The terminal chat keeps stderr for progress; only warnings and errors go there by default.
+    default_level = "WARNING" if args.frontend == "console" else "INFO"
+    secrets = collect_secrets(runtime.config, runner_secrets(runtime.config))
+    setup_logging(configured.log_level or default_level, secrets)
+    if not _start_listeners(runtime):
+        return 2
+
+    from messaging_llm_bot.channels.run import enabled_frontends, run_chat_frontends
+
+    chats = enabled_frontends(runtime.settings) if args.frontend is None else [args.frontend]
+    frontend = _frontend(args.frontend or ("chat" if chats else "telegram"), runtime)
+    if frontend is None:
+        return 2
+    if new_workspace:  # said once the bot goes on with it (not before an exit for a missing token)
+        first_run.say_new_workspace(runtime.workspace.root)
+    if frontend == "console":
+        return _run_console(args, runtime, in_use, secrets)
+    # Also a rotating file in the workspace, as the terminal chat has: a service's stderr may go nowhere.
+    setup_logging(
+        configured.log_level or default_level,
+        secrets,
+        log_file=runtime.workspace.path(BOT_LOG),
+        quiet_terminal=False,
+    )
+    return run_chat_frontends(runtime, chats or ["telegram"])
+
+
+def _open_runtime(args: argparse.Namespace, new_workspace: bool) -> tuple[BotRuntime, InUse] | int:
+    """The runtime of the config and workspace asked, held in use; or the exit status when it cannot start."""
+    from messaging_llm_bot.cli import first_run
+    from messaging_llm_bot.runtime import build_runtime
+
+    # Only the first run's default path is created unasked: a typo must not start on an empty memory.
+    if (
+        new_workspace
+        and sys.stdin.isatty()
+        and not first_run.is_default_workspace(args.workspace)
+        and not first_run.confirm_new_workspace(args.workspace)
+    ):
+        print("Nothing was created.", file=sys.stderr)
+        return 2
     try:
         # The parts are built once the frontend is up (Telegram: beside its first poll; terminal: first use).
         runtime = build_runtime(args.config, args.workspace, defer=True)
         # Held until the process ends: `assistant restore` refuses a workspace a bot is running on.
-        in_use = hold_in_use(runtime.workspace.root)  # kept for the process's lifetime
+        return runtime, hold_in_use(runtime.workspace.root)  # kept for the process's lifetime
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
     except (WorkspacePathError, OSError) as exc:
         print(f"error: cannot open workspace {args.workspace!r}: {exc}", file=sys.stderr)
         return 2
-    configured = runtime.settings.runtime
-    # The terminal chat keeps stderr for progress; only warnings and errors go there by default.
-    default_level = "WARNING" if args.frontend == "console" else "INFO"
-    setup_logging(
-        configured.log_level or default_level,
-        collect_secrets(runtime.config, runner_secrets(runtime.config)),
-    )
+
+
+def _start_listeners(runtime: BotRuntime) -> bool:
+    """The web page and the hooks' listener when the config turns them on; False (said, runtime shut down)
+    when a hook's config is refused."""
+    from messaging_llm_bot.runtime import runner_secrets
+
     if runtime.settings.web.enabled:  # the page in the same process; Tornado only then
         from assistant_framework.web import start_if_enabled
         from messaging_llm_bot.channels.run import web_mounts
@@ -232,50 +276,46 @@ def start(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             print(f"config error: {exc}", file=sys.stderr)
             runtime.shutdown(timeout=5)
-            return 2
+            return False
+    return True
 
-    from messaging_llm_bot.channels.contract import RunOptions
-    from messaging_llm_bot.channels.run import enabled_frontends, run_chat_frontends, runner_factory
 
-    chats = enabled_frontends(runtime.settings) if args.frontend is None else [args.frontend]
-    frontend = args.frontend or ("chat" if chats else "telegram")
+def _frontend(frontend: str, runtime: BotRuntime) -> str | None:
+    """The frontend to run: Telegram without a token is the terminal chat at a terminal; None (said, runtime
+    shut down) when there is none."""
     if frontend == "telegram" and not runtime.settings.telegram.token:
         if not sys.stdin.isatty():
             print(NO_TOKEN, file=sys.stderr)
             runtime.shutdown(timeout=5)
-            return 2
+            return None
         print(NO_TOKEN + " Starting the terminal chat instead.", file=sys.stderr)
-        frontend = "console"
-    if new_workspace:  # said once the bot goes on with it (not before an exit for a missing token)
-        first_run.say_new_workspace(runtime.workspace.root)
-    if frontend == "console":
-        if sys.stdin.isatty():
-            log_file = runtime.workspace.path(CONSOLE_LOG)
-            setup_logging(
-                configured.log_level or "INFO",
-                collect_secrets(runtime.config, runner_secrets(runtime.config)),
-                log_file=log_file,
-            )
-            print(f"(the log goes to {log_file})", file=sys.stderr)
-            if first_run.setup_ran_and_passed(runtime, args):  # no model server answered; the user ran setup
-                runtime.shutdown(timeout=5)
-                in_use.release()
-                print("Setup done; starting with the new settings.", file=sys.stderr, flush=True)
-                return start(args)
+        return "console"
+    return frontend
 
-        try:
-            return runner_factory("console")(runtime, RunOptions()).run()
-        finally:
-            if not runtime.shutdown(timeout=min(configured.shutdown_timeout_seconds, CONSOLE_EXIT_SECONDS)):
-                print(LEFT_FOR_NEXT_START, file=sys.stderr, flush=True)
-    # Also a rotating file in the workspace, as the terminal chat has: a service's stderr may go nowhere.
-    setup_logging(
-        configured.log_level or default_level,
-        collect_secrets(runtime.config, runner_secrets(runtime.config)),
-        log_file=runtime.workspace.path(BOT_LOG),
-        quiet_terminal=False,
-    )
-    return run_chat_frontends(runtime, chats or ["telegram"])
+
+def _run_console(args: argparse.Namespace, runtime: BotRuntime, in_use: InUse, secrets: list[str]) -> int:
+    """The terminal chat until it ends; at a terminal the log goes to a file, and a setup run when no model
+    server answered starts the bot again with the new settings."""
+    from messaging_llm_bot.channels.contract import RunOptions
+    from messaging_llm_bot.channels.run import runner_factory
+    from messaging_llm_bot.cli import first_run
+
+    configured = runtime.settings.runtime
+    if sys.stdin.isatty():
+        log_file = runtime.workspace.path(CONSOLE_LOG)
+        setup_logging(configured.log_level or "INFO", secrets, log_file=log_file)
+        print(f"(the log goes to {log_file})", file=sys.stderr)
+        if first_run.setup_ran_and_passed(runtime, args):  # no model server answered; the user ran setup
+            runtime.shutdown(timeout=5)
+            in_use.release()
+            print("Setup done; starting with the new settings.", file=sys.stderr, flush=True)
+            return start(args)
+
+    try:
+        return runner_factory("console")(runtime, RunOptions()).run()
+    finally:
+        if not runtime.shutdown(timeout=min(configured.shutdown_timeout_seconds, CONSOLE_EXIT_SECONDS)):
+            print(LEFT_FOR_NEXT_START, file=sys.stderr, flush=True)
 
 
 def exit_now(code: int) -> NoReturn:

@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import requests
@@ -70,6 +71,21 @@ def preferred_first(runners: list[RunnerConfig], prefer: str | None) -> list[Run
     """``runners`` with the one named ``prefer`` moved to the front (unchanged when none has that name)."""
     chosen = [r for r in runners if r.name == prefer]
     return chosen + [r for r in runners if r.name != prefer] if chosen else runners
+
+
+@dataclass(frozen=True)
+class _Call:
+    """What one ``complete`` asks, the same for every runner and answer format it tries."""
+
+    messages: list[Message]
+    stream: bool
+    on_delta: Callable[[str], None] | None
+    extra: JsonObject | None
+    schema: JsonObject | None
+    schema_name: str
+    tools: list[JsonObject] | None
+    native_messages: Callable[[], list[Message]] | None
+    stop: threading.Event | None
 
 
 class LLMClient:
@@ -185,56 +201,81 @@ class LLMClient:
         """
         failures: list[LLMError] = []
         capped: list[CapUse] = []
+        call = _Call(messages, stream, on_delta, extra, schema, schema_name, tools, native_messages, stop)
         candidates = preferred_first(self._select(runner, vision), prefer)
         for index, candidate in enumerate(candidates):
-            for mode in self.formats.modes(candidate, schema=schema is not None, tools=bool(tools)):
-                sent = native_messages() if mode == TOOLS and native_messages else messages
-                body_extra = format_fields(mode, schema, schema_name, tools, extra)
-                body = self.build_request(candidate, sent, stream=stream, extra=body_extra)
-                held = hold_call(self.spending, candidate, body, candidates[index + 1 :])
-                if isinstance(held, CapUse):  # this call would pass a spending cap: the next runner answers
-                    capped.append(held)
-                    break
-                try:
-                    completion = self._complete_on(candidate, body, stream, on_delta, stop)
-                except LLMError as err:
-                    settle_failed_call(self.spending, candidate, err, body, held, candidates[index + 1 :])
-                    if stop is not None and stop.is_set():
-                        raise  # the owner stopped the turn: no other format or runner
-                    # A server rejecting a response_format or tools is expected once per runner and is
-                    # handled here (self.formats logs it once); keep it off the user's screen.
-                    asked = requested_format(body_extra)
-                    rejected = asked is not None and names_response_format(err, asked)
-                    log.log(logging.INFO if rejected else logging.WARNING, "model call failed: %s", err.user_message())
-                    if mode != "off" and names_response_format(err, mode):
-                        self.formats.reject(candidate, mode, err)
-                        continue
-                    if mode == TOOLS and err.kind == "context_length" and candidate.tool_transport == "auto":
-                        # The tool specs (every skill's schema, in the prompt) made it too long for this
-                        # server; the JSON protocol's schema is a grammar, not prompt text. This request
-                        # only: a shorter conversation may fit with tools again.
-                        log.info(
-                            "runner %s: the prompt with tools is too long; this request uses the JSON protocol",
-                            candidate.name,
-                        )
-                        continue
-                    failures.append(err)
-                    if not err.failover:
-                        err.attempts = failures[:-1]
-                        raise
-                    break
-                except BaseException:
-                    release_call(self.spending, held)
-                    raise
-                if schema is not None or tools:
-                    self.formats.worked(candidate, mode)
-                count_call(self.spending, candidate, completion, body, held, candidates[index + 1 :])
+            completion = self._on_runner(call, candidate, candidates[index + 1 :], failures, capped)
+            if completion is not None:
                 return completion
         if not failures:
             raise LLMError("spending_cap", none_left_text(capped))
         last = failures[-1]
         last.attempts = failures[:-1]
         raise last
+
+    def _on_runner(
+        self,
+        call: _Call,
+        candidate: RunnerConfig,
+        later: list[RunnerConfig],
+        failures: list[LLMError],
+        capped: list[CapUse],
+    ) -> Completion | None:
+        """One runner's answer, its answer formats tried in order; None hands the call to the next runner
+        (a failure worth it was added to ``failures``, a spending cap this call would pass to ``capped``)."""
+        for mode in self.formats.modes(candidate, schema=call.schema is not None, tools=bool(call.tools)):
+            sent = call.native_messages() if mode == TOOLS and call.native_messages else call.messages
+            body_extra = format_fields(mode, call.schema, call.schema_name, call.tools, call.extra)
+            body = self.build_request(candidate, sent, stream=call.stream, extra=body_extra)
+            held = hold_call(self.spending, candidate, body, later)
+            if isinstance(held, CapUse):  # this call would pass a spending cap: the next runner answers
+                capped.append(held)
+                return None
+            try:
+                completion = self._complete_on(candidate, body, call.stream, call.on_delta, call.stop)
+            except LLMError as err:
+                settle_failed_call(self.spending, candidate, err, body, held, later)
+                if call.stop is not None and call.stop.is_set():
+                    raise  # the owner stopped the turn: no other format or runner
+                if self._next_format_may_answer(candidate, mode, err, body_extra):
+                    continue
+                failures.append(err)
+                if not err.failover:
+                    err.attempts = failures[:-1]
+                    raise
+                return None
+            except BaseException:
+                release_call(self.spending, held)
+                raise
+            if call.schema is not None or call.tools:
+                self.formats.worked(candidate, mode)
+            count_call(self.spending, candidate, completion, body, held, later)
+            return completion
+        return None
+
+    def _next_format_may_answer(
+        self, candidate: RunnerConfig, mode: str, err: LLMError, body_extra: JsonObject | None
+    ) -> bool:
+        """Log a failed call; True when the same runner is asked again in its next answer format (the server
+        rejected the format, or the tool specs made the prompt too long)."""
+        # A server rejecting a response_format or tools is expected once per runner and is
+        # handled here (self.formats logs it once); keep it off the user's screen.
+        asked = requested_format(body_extra)
+        rejected = asked is not None and names_response_format(err, asked)
+        log.log(logging.INFO if rejected else logging.WARNING, "model call failed: %s", err.user_message())
+        if mode != "off" and names_response_format(err, mode):
+            self.formats.reject(candidate, mode, err)
+            return True
+        if mode == TOOLS and err.kind == "context_length" and candidate.tool_transport == "auto":
+            # The tool specs (every skill's schema, in the prompt) made it too long for this
+            # server; the JSON protocol's schema is a grammar, not prompt text. This request
+            # only: a shorter conversation may fit with tools again.
+            log.info(
+                "runner %s: the prompt with tools is too long; this request uses the JSON protocol",
+                candidate.name,
+            )
+            return True
+        return False
 
     def refusal(self) -> str | None:
         """The sentence a call gets now when every runner has reached a spending cap (None: one may answer)."""

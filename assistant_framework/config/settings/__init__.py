@@ -83,9 +83,9 @@ class Settings:
 
 
 __all__ = [
-    "DocumentSettings",
-    "ClientSettings",
     "CalendarSettings",
+    "ClientSettings",
+    "DocumentSettings",
     "EmailSettings",
     "EmbeddingsSettings",
     "EpisodesSettings",
@@ -109,6 +109,8 @@ __all__ = [
     "ServerSettings",
     "Settings",
     "SignalSettings",
+    "SlackSettings",
+    "SlackWebhookSettings",
     "SmtpSettings",
     "SpeechSettings",
     "TelegramSettings",
@@ -116,8 +118,6 @@ __all__ = [
     "VoiceSettings",
     "WebSettings",
     "WebhookSettings",
-    "SlackSettings",
-    "SlackWebhookSettings",
     "WhatsAppSettings",
     "WhatsAppTemplateSettings",
     "WhatsAppWebhookSettings",

@@ -32,7 +32,7 @@ DEPENDENCIES = (
 def check_python(ctx: Context) -> list[Check]:
     checks = []
     version = platform.python_version()
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - doctor names the version to a user who runs an older one
         checks.append(
             Check(
                 "python",

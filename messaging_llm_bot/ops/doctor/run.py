@@ -5,8 +5,8 @@ right after the config's: ops/ names no channel."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from messaging_llm_bot.channels.doctor import FAIL, SKIP, Check, Context, channel_checks
 from messaging_llm_bot.ops.doctor.channels import check_chat_channels

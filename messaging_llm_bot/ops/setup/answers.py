@@ -126,7 +126,7 @@ def runner_key(runner: dict[str, Any] | None) -> str:
     return key
 
 
-def key_hint(result: "Probe", runner: dict[str, Any] | None) -> str:
+def key_hint(result: Probe, runner: dict[str, Any] | None) -> str:
     """What to do about a refused key: which flag gives it, or which variable is unset."""
     if result.status not in (401, 403):
         return ""

@@ -3,7 +3,7 @@ so a channel's steps and these ask and say the same way."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from messaging_llm_bot.channels.setup import Dialog, SetupError
 from messaging_llm_bot.ops.setup.answers import Answers, Current

@@ -45,14 +45,7 @@ class ModelSteps(Step):
                 continue
             same_server = current is not None and current.get("base_url") == base_url
             key = api_key if api_key is not None else (runner_key(current) if same_server else "")
-            result = probe(base_url, key)
-            if result.reachable and result.models is None and not base_url.rstrip("/").endswith("/v1"):
-                # The usual slip: the server's address without the /v1 of its OpenAI-compatible API.
-                with_v1 = base_url.rstrip("/") + "/v1"
-                at_v1 = probe(with_v1, key)
-                if at_v1.reachable and at_v1.models is not None:
-                    self.io.say(f"Model: {base_url} lists no models, {with_v1} does; using {with_v1}.")
-                    base_url, result = with_v1, at_v1
+            base_url, result = self._probe(base_url, key)
             if not result.reachable:
                 error = f"Model: {result.error}{key_hint(result, current if same_server else None)}"
                 if not (asked and self.a.interactive):
@@ -74,6 +67,18 @@ class ModelSteps(Step):
                 runner["api_key"] = api_key
             self.settings.append(("llm.runners", [runner, *self.current.runners[1:]]))
             return runner
+
+    def _probe(self, base_url: str, key: str) -> tuple[str, Probe]:
+        """The server's answer at ``base_url``, or at ``base_url`` + ``/v1`` when only that one lists models
+        (the usual slip: the server's address without the /v1 of its OpenAI-compatible API)."""
+        result = probe(base_url, key)
+        if result.reachable and result.models is None and not base_url.rstrip("/").endswith("/v1"):
+            with_v1 = base_url.rstrip("/") + "/v1"
+            at_v1 = probe(with_v1, key)
+            if at_v1.reachable and at_v1.models is not None:
+                self.io.say(f"Model: {base_url} lists no models, {with_v1} does; using {with_v1}.")
+                return with_v1, at_v1
+        return base_url, result
 
     def _choose_server(self, current: dict[str, Any] | None) -> tuple[str, str | None]:
         """(base URL, API key typed or None): the configured server without a terminal, else one of the
