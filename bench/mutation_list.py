@@ -591,7 +591,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "mcp-built-in-replaced",
-        f"{AF}/skills/manager.py",
+        f"{AF}/skills/loading.py",
         "        clash = _lookalike(found.skills, spec)",
         "        clash = None",
         "a tool named web or file replaces the built-in skill",
@@ -599,7 +599,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "mcp-lookalike-by-case-only",
-        f"{AF}/skills/manager.py",
+        f"{AF}/skills/loading.py",
         'return re.sub(r"[^0-9a-z]", "", name.lower())',
         "return name.lower()",
         "a tool websearch sits beside the built-in web_search",
@@ -3019,7 +3019,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "agent-skill-drafts-loaded",
-        f"{AF}/skills/manager.py",
+        f"{AF}/skills/loading.py",
         "    return [*(Path(d).expanduser() for d in skills_dirs), workspace.root / WORKSPACE_SKILLS]",
         "    return [*(Path(d).expanduser() for d in skills_dirs), workspace.root / WORKSPACE_SKILLS, "
         'workspace.root / "skills-drafts"]',

@@ -15,7 +15,7 @@ from assistant_framework.config import load_config
 from assistant_framework.config.settings import Settings
 from assistant_framework.mcp import skill_sources
 from assistant_framework.skills import BUILTIN_SKILLS_DIR, SkillManager
-from assistant_framework.skills.manager import agent_skill_dirs
+from assistant_framework.skills.loading import agent_skill_dirs
 from assistant_framework.workspace import Workspace, existing_workspace
 from messaging_llm_bot.cli import UsageError
 from messaging_llm_bot.cli.config import Subparsers, add_config_option
