@@ -13,11 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from assistant_framework.config import REDACTED, SECRET_KEY
 from assistant_framework.config.settings import PolicySettings
 from assistant_framework.config.settings.fields import read_record
+
+if TYPE_CHECKING:
+    from assistant_framework.workspace import Workspace
 
 #: Capabilities that always need confirmation after untrusted content entered the turn.
 GUARDED_WHEN_UNTRUSTED = frozenset({"delete", "network", "send", "exec"})
@@ -69,7 +72,7 @@ def decide(
     return decision
 
 
-def redact_args(value: Any, key: str = "") -> Any:
+def redact_args(value: object, key: str = "") -> object:
     """A copy of skill args with secret-looking fields replaced, for the audit log.
 
     Whatever sits under a secret-looking key is replaced whole: a scalar, a list (``passwords: [...]``)
@@ -86,18 +89,32 @@ def redact_args(value: Any, key: str = "") -> Any:
     return value
 
 
+class AuditRecord(TypedDict):
+    """One line of ``state/audit.jsonl``."""
+
+    time: str
+    #: The chat the call was made in (None: none, a job run or a served client; ``web`` for the page).
+    chat: int | str | None
+    skill: str
+    #: The call's arguments, secret-looking fields replaced and long texts cut (``redact_args``).
+    args: object
+    decision: str
+    outcome: str
+    error: NotRequired[str]
+
+
 def audit_record(
     *,
-    chat: Any,
+    chat: int | str | None,
     skill: str,
-    args: Any,
+    args: object,
     decision: str,
     outcome: str,
     error: str | None = None,
     time: datetime | None = None,
-) -> dict[str, Any]:
+) -> AuditRecord:
     """One audit line: time, chat, skill, redacted args, decision, outcome."""
-    record = {
+    record: AuditRecord = {
         "time": (time or datetime.now(UTC)).isoformat(timespec="seconds"),
         "chat": chat,
         "skill": skill,
@@ -110,6 +127,6 @@ def audit_record(
     return record
 
 
-def append_audit(workspace: Any, record: dict[str, Any]) -> None:
+def append_audit(workspace: Workspace, record: AuditRecord) -> None:
     """Append one record to the workspace audit log (JSONL)."""
     workspace.append_jsonl(AUDIT_LOG, record)

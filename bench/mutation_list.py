@@ -2820,8 +2820,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "agent-skill-rule-by-tool-name",
         f"{BOT}/agent/guard.py",
-        "    return named(args) if callable(named) else str(skill.name)",
-        "    return str(skill.name)",
+        "    return skill.policy_name(args) if skill.policy_name is not None else skill.name",
+        "    return skill.name",
         "policy.skills.<skill> no longer decides its scripts: a denied skill's script is asked about",
         AGENT_SKILLS,
     ),

@@ -305,7 +305,7 @@ def test_forgetting_a_fact_is_a_delete_for_the_policy() -> None:
 
     from messaging_llm_bot.agent.guard import capabilities_for
 
-    facts = SimpleNamespace(name="facts", capabilities=["read", "write", "delete"])
+    facts = SimpleNamespace(name="facts", capabilities=["read", "write", "delete"], action_capabilities={})
     assert capabilities_for(facts, {"action": "forget", "id": "f1"}) == ["delete"]
     assert capabilities_for(facts, {"action": "list"}) == ["read"]
 

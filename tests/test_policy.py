@@ -43,8 +43,8 @@ def test_untrusted_turn_needs_confirmation_whatever_the_policy() -> None:
 def test_narrowing_by_action_never_drops_what_reaches_outside_or_an_unknown_delete() -> None:
     from types import SimpleNamespace
 
-    search = SimpleNamespace(name="websearch", capabilities=["read", "network"])
-    mailer = SimpleNamespace(name="mailer", capabilities=["read", "write", "delete", "send"])
+    search = SimpleNamespace(name="websearch", capabilities=["read", "network"], action_capabilities={})
+    mailer = SimpleNamespace(name="mailer", capabilities=["read", "write", "delete", "send"], action_capabilities={})
     # A "search" that goes out to the network is still a network call: asked in an untrusted turn.
     assert capabilities_for(search, {"action": "search", "query": "x"}) == ["read", "network"]
     untrusted = decide("websearch", search.capabilities, {}, untrusted=True, action_capabilities=["read", "network"])

@@ -21,7 +21,7 @@ from typing import Any
 
 import jsonschema
 
-from assistant_framework.json_types import JsonSchema
+from assistant_framework.json_types import JsonObject, JsonSchema
 from assistant_framework.plugin_import import PluginImportError, forget_module, import_plugin  # noqa: F401 (forget_module re-exported)
 from assistant_framework.skills.spec import DEFAULT_CAPABILITIES, DEPRECATED_FORMS, KNOWN_CAPABILITIES
 
@@ -73,7 +73,7 @@ class Skill:
     outside: bool | None = None
     #: The name the policy's per-skill rule is read under for one call, from its arguments (``run_script``:
     #: the ``SKILL.md`` skill whose script it runs, ``policy.skills.<that name>``); None: ``name``.
-    policy_name: Callable[[Any], str] | None = None
+    policy_name: Callable[[JsonObject], str] | None = None
 
     @property
     def where(self) -> str:

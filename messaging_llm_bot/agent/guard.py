@@ -11,12 +11,12 @@ from __future__ import annotations
 import copy
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
 
 from assistant_framework.access import feeds_prompt, schedules_work
 from assistant_framework.config.settings import PolicySettings
+from assistant_framework.json_types import JsonObject
 from assistant_framework.policy import (
     GUARDED_WHEN_UNTRUSTED,
     UNTRUSTED_WHY,
@@ -25,8 +25,10 @@ from assistant_framework.policy import (
     audit_record,
     decide,
 )
-from assistant_framework.skills import OUTSIDE_LABEL
+from assistant_framework.skills import OUTSIDE_LABEL, SkillArgs
+from assistant_framework.skills.loader import Skill
 from assistant_framework.stores.provenance import UNTRUSTED_RECORD
+from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.honesty import READ_ACTIONS
 from messaging_llm_bot.agent.outside import Allowances
 
@@ -66,10 +68,12 @@ _PATH_KEYS = ("path", "paths", "file", "folder")
 #: frontend offers it when the question says ``allow_conversation``.
 ALLOW_CONVERSATION = "conversation"
 #: Asks the owner about one call: True (confirm), False (decline) or ``ALLOW_CONVERSATION``.
-ApproveCallback = Callable[[dict[str, Any]], "bool | str"]
+ApproveCallback = Callable[[JsonObject], "bool | str"]
+#: The chat a call is made in, as the skills' context names it (None: no chat, a job run or a served client).
+ChatId = int | str | None
 
 
-def _arg_paths(args: Any) -> list[str]:
+def _arg_paths(args: object) -> list[str]:
     if not isinstance(args, dict):
         return []
     found: list[str] = []
@@ -82,13 +86,13 @@ def _arg_paths(args: Any) -> list[str]:
     return found
 
 
-def _action(args: Any) -> str:
+def _action(args: object) -> str:
     """The call's ``action`` as the gate compares it (trimmed, lower case), or ""."""
     action = args.get("action") if isinstance(args, dict) else None
     return action.strip().lower() if isinstance(action, str) else ""
 
 
-def _path_forms(workspace: Any, paths: list[str]) -> list[str]:
+def _path_forms(workspace: Workspace, paths: list[str]) -> list[str]:
     """Each path as written and as the workspace resolves it (``notes/../context/x.md`` is
     ``context/x.md``; a link is followed), so a roundabout spelling is judged by where it lands."""
     forms = list(paths)
@@ -100,7 +104,7 @@ def _path_forms(workspace: Any, paths: list[str]) -> list[str]:
     return forms
 
 
-def untrusted_write(skill: Any, args: Any, caps: list[str], workspace: Any, *, guest: bool) -> str | None:
+def untrusted_write(skill: Skill, args: SkillArgs, caps: list[str], workspace: Workspace, *, guest: bool) -> str | None:
     """Why a call must be confirmed after outside content entered the turn, or None.
 
     It writes a file that feeds every later system prompt (context/, learnings/, the profile), or it
@@ -137,17 +141,17 @@ def untrusted_write(skill: Any, args: Any, caps: list[str], workspace: Any, *, g
 SHOWN_ARG_CHARS = 240
 
 
-def shown_args(args: Any) -> Any:
+def shown_args(args: object) -> object:
     """The arguments as the owner is asked about them: a copy (nothing the question path does can change
     the call that runs), the short fields first (the action and the path before a long content, so a cut
     question still says what and where), each long text cut with a note of how much is left out."""
     if not isinstance(args, dict):
         return copy.deepcopy(args)
 
-    def size(item: tuple[str, Any]) -> int:
+    def size(item: tuple[str, object]) -> int:
         return len(json.dumps(item[1], ensure_ascii=False, default=str))
 
-    shown: dict[str, Any] = {}
+    shown: JsonObject = {}
     for key, value in sorted(args.items(), key=lambda item: (item[0] != "action", size(item))):
         if isinstance(value, str) and len(value) > SHOWN_ARG_CHARS:
             value = value[:SHOWN_ARG_CHARS] + f"[... {len(value) - SHOWN_ARG_CHARS} more characters]"
@@ -170,24 +174,23 @@ class GateResult:
 EXEC = "exec"
 
 
-def rule_name(skill: Any, args: Any) -> str:
+def rule_name(skill: Skill, args: SkillArgs) -> str:
     """The name ``policy.skills`` is read under for this call: the skill's, or the one it names for its
     calls (``run_script`` runs a script of the skill in its arguments: that skill's rule decides)."""
-    named = getattr(skill, "policy_name", None)
-    return named(args) if callable(named) else str(skill.name)
+    return skill.policy_name(args) if skill.policy_name is not None else skill.name
 
 
-def capabilities_for(skill: Any, args: Any) -> list[str]:
+def capabilities_for(skill: Skill, args: SkillArgs) -> list[str]:
     """The capabilities this call needs, narrowed by its ``action``: a read of the workspace needs only
     ``read``, a delete only ``delete``, an add or change no ``delete``. What a call does beyond the
     workspace (``network``, ``send``) is never narrowed away, and an action the gate does not know
     needs everything the skill declares. A skill that says what an action needs (``ACTION_CAPABILITIES``:
     the mail skill's ``draft`` is a ``write``) is taken at its word for that action."""
-    declared = list(getattr(skill, "capabilities", None) or ["read"])
+    declared = list(skill.capabilities or ["read"])
     action = _action(args)
     if not action:
         return declared
-    per_action = getattr(skill, "action_capabilities", None) or {}
+    per_action = skill.action_capabilities or {}
     if action in per_action:
         return list(per_action[action])
     reach = [c for c in declared if c in ("network", "send", "exec")]
@@ -200,7 +203,7 @@ def capabilities_for(skill: Any, args: Any) -> list[str]:
     return declared
 
 
-def _as_text(value: Any) -> str:
+def _as_text(value: object) -> str:
     """A string as it is (so a record shown as JSON text keeps its quotes), anything else as JSON."""
     if isinstance(value, str):
         return value
@@ -210,7 +213,9 @@ def _as_text(value: Any) -> str:
         return str(value)
 
 
-def touches_untrusted(args: Any, value: Any, capabilities: Any = (), outside: bool | None = None) -> bool:
+def touches_untrusted(
+    args: object, value: object, capabilities: Collection[str] = (), outside: bool | None = None
+) -> bool:
     """True when a call read content that came from outside (a mail, a feed item, an attachment, the web):
     a skill whose results are outside content (``Skill.outside``; unset: any ``network`` skill), a path or
     source of outside content, the ``OUTSIDE_LABEL`` a skill puts on outside text, or a JSON record marked
@@ -225,20 +230,20 @@ def touches_untrusted(args: Any, value: Any, capabilities: Any = (), outside: bo
 class CallGate:
     """Applies the ``policy`` config to skill calls and writes the audit log."""
 
-    def __init__(self, workspace: Any, policy: PolicySettings) -> None:
+    def __init__(self, workspace: Workspace, policy: PolicySettings) -> None:
         self.workspace = workspace
         self.policy = policy
         self.allowances = Allowances()
 
     def check(
         self,
-        skill: Any,
-        args: Any,
+        skill: Skill,
+        args: SkillArgs,
         *,
         untrusted: bool,
         approve: ApproveCallback | None,
-        chat: Any,
-        workspace: Any = None,
+        chat: ChatId,
+        workspace: Workspace | None = None,
         guest: bool = False,
         untrusted_why: str = UNTRUSTED_WHY,
         conversation: str | None = None,
@@ -279,12 +284,19 @@ class CallGate:
         return self._ask_owner(skill, args, caps, decision, chat, approve, offer, conversation, outside)
 
     def _decide(
-        self, skill: Any, args: Any, caps: list[str], untrusted: bool, untrusted_why: str, workspace: Any, guest: bool
+        self,
+        skill: Skill,
+        args: SkillArgs,
+        caps: list[str],
+        untrusted: bool,
+        untrusted_why: str,
+        workspace: Workspace | None,
+        guest: bool,
     ) -> Decision:
         """The policy's decision, and an allowed write asked about when outside content is in view."""
         decision = decide(
             rule_name(skill, args),
-            getattr(skill, "capabilities", None) or ["read"],
+            skill.capabilities or ["read"],
             self.policy,
             untrusted=untrusted,
             action_capabilities=caps,
@@ -298,11 +310,11 @@ class CallGate:
 
     def _ask_owner(
         self,
-        skill: Any,
-        args: Any,
+        skill: Skill,
+        args: SkillArgs,
         caps: list[str],
         decision: Decision,
-        chat: Any,
+        chat: ChatId,
         approve: ApproveCallback | None,
         offer: bool,
         conversation: str | None,
@@ -310,7 +322,7 @@ class CallGate:
     ) -> GateResult:
         """A call the policy asks about: the owner's answer (once, or for this conversation when ``offer``);
         no way to ask, an error asking or a no refuses it, audited."""
-        request = {
+        request: JsonObject = {
             "skill": skill.name,
             "args": shown_args(args),
             "capabilities": caps,
@@ -344,11 +356,13 @@ class CallGate:
             )
         return GateResult(False, decision, refusal)
 
-    def _allowed_but_for_outside(self, skill: Any, caps: list[str], args: Any, workspace: Any, guest: bool) -> bool:
+    def _allowed_but_for_outside(
+        self, skill: Skill, caps: list[str], args: SkillArgs, workspace: Workspace | None, guest: bool
+    ) -> bool:
         """True when the policy alone would run the call (it asks only because outside content is in view)."""
         plain = decide(
             rule_name(skill, args),
-            getattr(skill, "capabilities", None) or ["read"],
+            skill.capabilities or ["read"],
             self.policy,
             action_capabilities=caps,
         )
@@ -357,7 +371,9 @@ class CallGate:
             and untrusted_write(skill, args, caps, workspace or self.workspace, guest=guest) is None
         )
 
-    def audit(self, chat: Any, skill: str, args: Any, decision: str, outcome: str, error: str | None = None) -> None:
+    def audit(
+        self, chat: ChatId, skill: str, args: SkillArgs, decision: str, outcome: str, error: str | None = None
+    ) -> None:
         """Append one audit line; a failed audit write is logged, never fatal."""
         try:
             append_audit(
