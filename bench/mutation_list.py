@@ -1088,6 +1088,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     # -- one call of a turn (agent/calls.py) -----------------------------------------------------------
     Mutation(
+        "send-file-offered-without-a-chat",
+        f"{BOT}/agent/loop.py",
+        "turn.unserved = self.skills.unserved(self._services(message).keys())",
+        "turn.unserved = frozenset()",
+        "send_file is offered (and run, to its error) in a hook's or job's run and a served client's turn, none"
+        " of which has a chat to send a file to",
+        HOOKS + SERVE_CHAT,
+    ),
+    Mutation(
         "calls-guest-any-skill",
         f"{BOT}/agent/calls.py",
         "elif skills.get(call.skill) is None or (turn.offered is not None and call.skill not in turn.offered):",

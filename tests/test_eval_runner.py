@@ -146,9 +146,10 @@ def test_eval_scores_right_wrong_malformed_and_prose(eval_setup, tmp_path: Path,
     assert report["passed"] == 4
     assert report["by_category"]["tasks"]["cases"] == 2 and report["by_category"]["tasks"]["passed"] == 2
     assert "FAIL w-note" in out and "FAIL p-remind" in out
-    # The real prompt went out: the system message lists the built-in tools.
+    # The real prompt went out: the system message lists the built-in tools, as an owner's chat gets them
+    # (send_file too: the eval's turn is a chat that takes files).
     system = server.chat_requests[0]["messages"][0]["content"]
-    assert "[Tools]" in system and "tasks:" in system
+    assert "[Tools]" in system and "tasks:" in system and "\n- send_file: " in system
 
 
 def test_compare_two_reports(eval_setup, tmp_path: Path, capsys) -> None:

@@ -103,6 +103,8 @@ def test_a_signed_call_runs_its_prompt_once_and_the_answer_reaches_the_owner_onc
             fake.wait_for(lambda: any("build summary: green" in t for t in sent_texts(fake, OWNER)), timeout=30)
             [turn] = hook_turns(chat_server)
             asked = turn["messages"][-1]["content"]
+            tools = turn["messages"][0]["content"]
+            assert "\n- file: " in tools and "send_file" not in tools, "a hook's run has no chat to send a file to"
             assert PROMPT in asked and "> " in asked and "abc123" in asked
             assert (
                 "the body posted to hook 'build'; outside content" in asked and "[Note] This message carries" in asked

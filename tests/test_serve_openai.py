@@ -22,11 +22,13 @@ OWNER = 1
 DESK_TOKEN = "desk-token-" + "d" * 24
 BARE_TOKEN = "bare-token-" + "b" * 24
 ASKER_TOKEN = "asker-token-" + "a" * 24
+FILER_TOKEN = "filer-token-" + "f" * 24
 CLIENTS = {
     "clients": [
         {"name": "desk", "token_env": "DESK_TOKEN", "skills": ["add", "save_note"]},
         {"name": "bare", "token_env": "BARE_TOKEN"},
         {"name": "asker", "token_env": "ASKER_TOKEN", "skills": ["save_note"], "approve_in_chat": True},
+        {"name": "filer", "token_env": "FILER_TOKEN", "skills": ["add", "send_file"]},
     ],
     "per_minute": 3,
 }
@@ -51,6 +53,8 @@ def model(request: dict) -> str:
         return json.dumps({"reply": "after the call: " + " ".join(last.split("\n")[:2])})
     if found := re.match(r"add (\d+) and (\d+)", last):
         return json.dumps({"skill": "add", "args": {"a": int(found[1]), "b": int(found[2])}})
+    if last.startswith("send me the list"):
+        return json.dumps({"skill": "send_file", "args": {"path": "list.csv"}})
     if last.startswith("save a note"):
         return json.dumps({"skill": "save_note", "args": {"name": "intruder", "text": "x"}})
     return echo_reply(request)
@@ -94,7 +98,12 @@ def test_openai_client_gets_the_assistant_with_its_skills_in_its_own_conversatio
                 "serve": CLIENTS,
             },
         )
-        env = {"DESK_TOKEN": DESK_TOKEN, "BARE_TOKEN": BARE_TOKEN, "ASKER_TOKEN": ASKER_TOKEN}
+        env = {
+            "DESK_TOKEN": DESK_TOKEN,
+            "BARE_TOKEN": BARE_TOKEN,
+            "ASKER_TOKEN": ASKER_TOKEN,
+            "FILER_TOKEN": FILER_TOKEN,
+        }
         with BotProcess(config, workspace, tmp_path / "bot.log", env=env) as bot:
             bot.start().wait_ready()
             port = re.search(r"web page: http://127\.0\.0\.1:(\d+)/", bot.run_log())
@@ -151,6 +160,18 @@ def test_openai_client_gets_the_assistant_with_its_skills_in_its_own_conversatio
             assert offered(turns(chat_server)[before]) == []
             assert "no skill named 'add'" in (refused.choices[0].message.content or "")
             assert not mentions(turns(chat_server)[before], "add 2 and 3"), "each client its own history"
+
+            # send_file among its skills: not offered (no chat to send a file to), and a call of it is refused.
+            filer = openai.OpenAI(base_url=base, api_key=FILER_TOKEN, max_retries=0, timeout=30)
+            before = len(turns(chat_server))
+            refused = filer.chat.completions.create(
+                model="assistant", messages=[{"role": "user", "content": "send me the list"}]
+            )
+            asked = turns(chat_server)[before]
+            assert offered(asked) == ["add"] and "send_file" not in asked["messages"][0]["content"]
+            assert "send_file cannot be used here: this turn has no chat to send a file to" in (
+                refused.choices[0].message.content or ""
+            )
 
             # With approve_in_chat the `ask` call is asked in the owner's Telegram chat, naming the client; confirmed,
             # it runs and the client gets the answer.

@@ -10,6 +10,7 @@ import pytest
 
 from assistant_framework.skills import SkillManager
 from assistant_framework.skills.loader import SkillDefinitionError, load_skill_folder
+from assistant_framework.skills.spec import missing_service
 from tests.telegram_harness import texts
 
 CALENDAR = {"url": "https://cloud.example.org/remote.php/dav", "username": "anna", "password": "x"}
@@ -60,4 +61,21 @@ def test_the_rule_is_the_skills_declaration_read_from_the_loaded_config(workspac
     )
     (folder / "README.md").write_text("# Odd\n\nx\n")
     with pytest.raises(SkillDefinitionError, match="requires_config must be a dotted config key"):
+        load_skill_folder(Path(folder))
+
+
+def test_a_skill_needing_a_service_is_left_out_where_the_turn_lacks_it(workspace, tmp_path):
+    manager = SkillManager.from_config({}, workspace)
+    send_file = manager.get("send_file")
+    assert send_file is not None and send_file.requires_service == "send_file"
+    assert "send_file" in manager.unserved({"memory", "clock"})
+    assert "send_file" not in manager.unserved({"clock", "send_file"})
+    assert missing_service("send_file", "send_file").startswith("send_file cannot be used here: this turn has no chat")
+    folder = tmp_path / "odd_service"
+    folder.mkdir()
+    (folder / "__init__.py").write_text(
+        'DESCRIPTION = "x"\nREQUIRES_SERVICE = "printer"\ndef run(workspace, args, context=None):\n    return 1\n'
+    )
+    (folder / "README.md").write_text("# Odd\n\nx\n")
+    with pytest.raises(SkillDefinitionError, match="requires_service must be one of clock, memory, send_file"):
         load_skill_folder(Path(folder))

@@ -23,7 +23,7 @@ import jsonschema
 
 from assistant_framework.json_types import JsonObject, JsonSchema
 from assistant_framework.plugin_import import PluginImportError, forget_module, import_plugin  # noqa: F401 (forget_module re-exported)
-from assistant_framework.skills.spec import DEFAULT_CAPABILITIES, DEPRECATED_FORMS, KNOWN_CAPABILITIES
+from assistant_framework.skills.spec import DEFAULT_CAPABILITIES, DEPRECATED_FORMS, KNOWN_CAPABILITIES, SERVICE_NAMES
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,8 @@ class Skill:
     action_capabilities: dict[str, list[str]] = field(default_factory=dict)
     #: The config key that must be set for the skill to be offered (``REQUIRES_CONFIG``, ``"calendar.url"``).
     requires_config: str = ""
+    #: The turn's service it needs to be offered and run (``REQUIRES_SERVICE``, ``"send_file"``); "": none.
+    requires_service: str = ""
     #: Whether its results are outside content: None as its capabilities say (``network`` is outside),
     #: True always, False never (an outside server the owner marked trusted).
     outside: bool | None = None
@@ -217,6 +219,7 @@ def _definition(module: types.ModuleType, folder: Path) -> dict[str, Any]:
             "action_capabilities": data.get("action_capabilities"),
             "timeout_seconds": data.get("timeout_seconds"),
             "requires_config": data.get("requires_config"),
+            "requires_service": data.get("requires_service"),
         }
     return {
         "name": getattr(module, "NAME", None) or folder.name,
@@ -227,6 +230,7 @@ def _definition(module: types.ModuleType, folder: Path) -> dict[str, Any]:
         "action_capabilities": getattr(module, "ACTION_CAPABILITIES", None),
         "timeout_seconds": getattr(module, "TIMEOUT_SECONDS", None),
         "requires_config": getattr(module, "REQUIRES_CONFIG", None),
+        "requires_service": getattr(module, "REQUIRES_SERVICE", None),
     }
 
 
@@ -270,6 +274,17 @@ def _requires_config(value: Any, folder: Path) -> str:
     if not isinstance(value, str) or not _CONFIG_KEY.match(value):
         raise SkillDefinitionError(f"{folder}: requires_config must be a dotted config key, got {value!r}")
     return value
+
+
+def _requires_service(value: Any, folder: Path) -> str:
+    """``REQUIRES_SERVICE`` checked: one of the services a turn may give its skills, or nothing."""
+    if value is None or value == "":
+        return ""
+    if value not in SERVICE_NAMES:
+        raise SkillDefinitionError(
+            f"{folder}: requires_service must be one of {', '.join(sorted(SERVICE_NAMES))}, got {value!r}"
+        )
+    return str(value)
 
 
 def _timeout(value: Any, folder: Path) -> float | None:
@@ -376,6 +391,7 @@ def load_skill_folder(folder: Path) -> Skill:
         action_capabilities=_action_capabilities(raw["action_capabilities"], capabilities, folder),
         timeout_seconds=_timeout(raw["timeout_seconds"], folder),
         requires_config=_requires_config(raw["requires_config"], folder),
+        requires_service=_requires_service(raw["requires_service"], folder),
         wants_context=wants_context,
         module_name=module.__name__,
         deprecated=deprecated,

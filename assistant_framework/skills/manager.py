@@ -266,6 +266,15 @@ class SkillManager:
         """True unless the skill needs a config key (``REQUIRES_CONFIG``) that the loaded config leaves unset."""
         return not skill.requires_config or config_is_set(self.default_context.config, skill.requires_config)
 
+    def unserved(self, services: Collection[str]) -> frozenset[str]:
+        """The loaded skills a turn given ``services`` (``SkillServices`` keys) cannot use: each needs one it
+        lacks (``REQUIRES_SERVICE``: ``send_file`` without a chat to send to). The turn neither offers nor runs them."""
+        return frozenset(
+            name
+            for name, skill in self.skills.items()
+            if skill.requires_service and skill.requires_service not in services
+        )
+
     def timeout_for(self, name: str) -> float:
         """Config ``skill_timeouts[name]`` over the skill's own timeout over the default."""
         if name in self.timeouts:

@@ -15,6 +15,9 @@ A skill is a folder with ``__init__.py`` and ``README.md``. The module gives:
 - ``REQUIRES_CONFIG: str`` (optional): a dotted config key (``"calendar.url"``); the skill is offered to the
   model (``SkillManager.catalog``) only when that key is set to a non-empty value, so a skill for a service
   the owner has not set up costs no prompt. A call that names it anyway runs and says what to set.
+- ``REQUIRES_SERVICE: str`` (optional): a ``SkillServices`` key (``"send_file"``); a turn whose host gives no
+  such service (a scheduled job's run, a hook's, a served client's: no chat to send a file to) does not offer
+  the skill, and a call that names it anyway is refused with ``MISSING_SERVICE``'s sentence, never run.
 - ``run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None)`` (required,
   ``SkillRun``): returns the result the model reads (a string, or any JSON value); raises ``ValueError`` with
   a sentence the model can act on. The bot always passes a context; ``None`` is a direct call (a test, a
@@ -64,6 +67,7 @@ CONSTANTS = (
     "ACTION_CAPABILITIES",
     "TIMEOUT_SECONDS",
     "REQUIRES_CONFIG",
+    "REQUIRES_SERVICE",
 )
 
 #: The forms that still load with a warning, and what to write instead.
@@ -114,6 +118,19 @@ class SkillServices(TypedDict, total=False):
     clock: Callable[[], datetime]
     #: Files out to the turn's chat; absent where the channel cannot send files.
     send_file: SendFile
+
+
+#: The services a skill may need (``REQUIRES_SERVICE``): the keys of ``SkillServices``.
+SERVICE_NAMES = frozenset(SkillServices.__annotations__)
+#: Why a call of a skill is refused in a turn without the service it needs (the sentence the model passes on).
+MISSING_SERVICE = {
+    "send_file": "this turn has no chat to send a file to (a scheduled job's or a hook's run, a served client)",
+}
+
+
+def missing_service(skill: str, service: str) -> str:
+    """The one sentence a call of ``skill`` gets in a turn that lacks ``service`` (``REQUIRES_SERVICE``)."""
+    return f"{skill} cannot be used here: " + MISSING_SERVICE.get(service, f"this turn has no {service!r} service")
 
 
 @dataclass

@@ -12,6 +12,7 @@ from assistant_framework.access import guest_workspace
 from assistant_framework.agentskills.tools import RUN_SCRIPT, SKILL_DOC
 from assistant_framework.config.settings import Settings
 from assistant_framework.skills import OUTSIDE_LABEL, PreparedCall, SkillContext, SkillManager, SkillResult
+from assistant_framework.skills.spec import missing_service
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import CallGate, GateResult, touches_untrusted
 from messaging_llm_bot.agent.honesty import is_write_call, saved_location
@@ -65,6 +66,11 @@ class CallRunner:
             error = f"its args are not a JSON object: {call.args_error}"
             feedback = format_skill_error(call.skill, error, schema_hint(skills, call.skill))
             record.error, record.error_kind = error, "invalid_args"
+        elif call.skill in turn.unserved:
+            unserved = skills.get(call.skill)
+            error = missing_service(call.skill, unserved.requires_service if unserved is not None else "")
+            feedback = format_skill_error(call.skill, error, None)
+            record.error, record.error_kind = error, "unavailable"
         elif skills.get(call.skill) is None or (turn.offered is not None and call.skill not in turn.offered):
             error = f"there is no skill named {call.skill!r}" + (" in this chat" if turn.offered is not None else "")
             names = skills.names() if turn.offered is None else sorted(turn.offered.intersection(skills.names()))

@@ -368,7 +368,13 @@ class Agent(SessionCalls):
             turn.mark_outside(OutsideSource(f"message:{turn.trace_id}", what, TURN))
         # Not the owner's own chat: only the guest skills, on the chat's own folder (assistant_framework.access).
         turn.guest = self._guest_skills(message.owner_chat)
-        turn.limit, turn.extract_facts = message.skills, message.extract_facts
+        turn.extract_facts = message.extract_facts
+        # A skill whose service the turn lacks (send_file without a chat to send to) is offered nowhere in it.
+        turn.unserved = self.skills.unserved(self._services(message).keys())
+        turn.limit = message.skills
+        if turn.unserved:
+            offered = frozenset(self.skills.offered_names()) if message.skills is None else message.skills
+            turn.limit = offered - turn.unserved
         return turn
 
     def _context(self, message: Incoming, turn: TurnRecord, place: str) -> SkillContext:

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 from assistant_framework.config.settings import Settings
 from assistant_framework.evals.cases import EvalCase
 from assistant_framework.evals.scoring import CallRecord, CaseResult, score_case
+from assistant_framework.media.files_out import FileSender
 from assistant_framework.skills import SkillManager
 from assistant_framework.spending import SpendingLedger
 from assistant_framework.workspace import NotAWorkspaceError, Workspace, existing_workspace
@@ -107,7 +108,10 @@ def run_case(case: EvalCase, config: dict[str, Any], llm: LLMClient) -> CaseResu
         _seed(workspace, case, history_budget_chars(agent.settings.runtime), now)
         started = time.perf_counter()
         try:
-            result = agent.handle(Incoming("eval", case.message, chat_id=0, user_id=0))
+            # The owner's chat, as on a channel that takes files: send_file is offered (a file it "sends" goes
+            # nowhere), so the prompt is the one a chat's turn gets.
+            chat_files = FileSender(workspace, f"eval:{case.id}", lambda one: "eval", 1 << 40)
+            result = agent.handle(Incoming("eval", case.message, chat_id=0, user_id=0, send_file=chat_files))
         except Exception as exc:  # noqa: BLE001 - one broken case must not stop the suite
             return score_case(case, [], "", today=now.date(), error=f"{type(exc).__name__}: {exc}")
         latency = time.perf_counter() - started

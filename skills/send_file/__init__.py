@@ -18,6 +18,8 @@ DESCRIPTION = (
     "Only files in the workspace."
 )
 CAPABILITIES = ["send"]
+# Offered only in a turn whose chat can receive a file: a job's or hook's run, a served client get no send_file.
+REQUIRES_SERVICE = "send_file"
 TIMEOUT_SECONDS = 150  # a 50 MB upload on a slow line
 ARGS_SCHEMA = {
     "type": "object",
