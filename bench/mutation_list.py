@@ -3156,6 +3156,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         BUSY,
     ),
     Mutation(
+        "item-turns-joined-left-pending",
+        f"{BOT}/conversation/item_turns.py",
+        "        for one in [*merged, item.item_id]:",
+        "        for one in [item.item_id]:",
+        "on Signal, Matrix, WhatsApp and email a message that joined a turn stays in the inbox after the reply "
+        "that answered it: answered again at the next start",
+        BUSY_KIT,
+    ),
+    Mutation(
+        "item-turns-refused-retried-forever",
+        f"{BOT}/conversation/item_turns.py",
+        "                return True\n            except SendLater as err:",
+        "                raise SendLater(err) from err\n            except SendLater as err:",
+        "a reply the platform refused for good is tried again and again: the chat's queue never moves on",
+        ("test_signal.py",),
+    ),
+    Mutation(
         "busy-other-sender-joins",
         f"{BOT}/agent/steering.py",
         "            if self._closed or self.user_id is None or str(user_id) != str(self.user_id):",

@@ -75,6 +75,7 @@ class ChannelTurns:
         self.inbox = inbox
         self.channel = channel  # for the log lines
         self.stopping = False  # set on shutdown: no new turns; their items stay in the inbox
+        self.stop_event = asyncio.Event()  # set on shutdown: a reply waiting to be sent stops waiting
         self._active = RunningTurns()
         self.flags = ChatFlags(runtime.workspace)  # /voice choices, notices told once
         #: The turns a new message of the same person may join (busy modes, conversation/busy.py).
@@ -167,5 +168,5 @@ class ChannelTurns:
             # In a worker thread: the ledger write fsyncs, which must not stall the event loop
             # (every other chat's sends and edits wait on it).
             await asyncio.to_thread(self.inbox.record_part, item_id, index, message_id)
-        except OSError as err:  # the part is out; a crash before completion would only resend it
+        except (OSError, KeyError) as err:  # the part is out; a crash before completion would only resend it
             log.warning("%s: could not record part %d of %s in the ledger: %s", self.channel, index, item_id, err)

@@ -10,6 +10,7 @@ server that is down is retried with backoff until the bot stops; a refused recip
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from datetime import date
@@ -19,22 +20,21 @@ from assistant_framework.config.settings.email import EmailSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileToSend
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.channels.contract import OutgoingFile
+from messaging_llm_bot.channels.contract import DeliveryError, OutgoingFile
 from messaging_llm_bot.channels.email.approval import Approvals
 from messaging_llm_bot.channels.email.format import CAPABILITIES
 from messaging_llm_bot.channels.email.mailitem import MailItem, address_of
 from messaging_llm_bot.channels.email.message import NEW_THREAD, Thread
 from messaging_llm_bot.channels.email.outbox import Outbox
 from messaging_llm_bot.channels.email.servers import MailServerError
-from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import FilesInput
 from messaging_llm_bot.conversation.images import files_input as input_of_files
-from messaging_llm_bot.conversation.job_answer import answer_job_run
-from messaging_llm_bot.conversation.job_runs import JobRun, is_job_item
+from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater
+from messaging_llm_bot.conversation.job_runs import JobRun
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turn import FAILED_REPLY, ChannelTurns, TurnRequest
+from messaging_llm_bot.conversation.turn import TurnRequest
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
     from assistant_framework.memory.service import MemoryService
@@ -42,12 +42,14 @@ if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
 
 log = logging.getLogger(__name__)
 
-RETRY_MAX_SECONDS = 60.0
 JOB_SUBJECT = "From your assistant: {job}"
 
 
-class TurnRunner(ChannelTurns):
-    """Runs the email channel's turns; one per service (the shared steps: conversation/turn.py)."""
+class TurnRunner(ItemTurns):
+    """Runs the email channel's turns; one per service (the shared steps: conversation/turn.py, item_turns.py)."""
+
+    WORKSPACE_FAILED = "I could not handle your mail: my workspace cannot be written ({reason})."
+    RETRY_FIRST_SECONDS, RETRY_MAX_SECONDS = 1.0, 60.0
 
     def __init__(
         self,
@@ -60,56 +62,18 @@ class TurnRunner(ChannelTurns):
         super().__init__(runtime, inbox, "email")
         self.outbox, self.approvals = outbox, approvals
         self._settings = settings
-        self.stop_event = asyncio.Event()
 
-    async def answer(self, item: InboxItem) -> None:
-        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
-        if self.stopping:
-            log.info("email: stopping; %s stays in the inbox for the next start", item.item_id)
-            return
-        with self._active.tracking():
-            if is_job_item(item):
-                await self._answer_job(item)
-            else:
-                await self._answer(item)
-
-    async def _answer(self, item: InboxItem) -> None:
+    async def answer_message(self, item: InboxItem) -> None:
         mail = MailItem.from_json(item.payload)
-        if mail is None:  # not this channel's item: left alone would block nothing, but say so once
-            log.error("email: inbox item %s holds no mail; completing it", item.item_id)
-            await asyncio.to_thread(self.inbox.complete, item.item_id)
-            return
+        if mail is None:  # not this channel's item
+            return await self.unreadable(item)
         reply, merged = item.reply, list(item.merged)  # a replay's merged (busy modes): from the ledger
-        later: list[InboxItem] = []  # offered to this turn but not answered by it: each answered after it
+        later: list[InboxItem] = []
         if reply is None:
-            running: RunningTurn[InboxItem] | None = None
-            failed = True
-            try:
-                with self.busy.turn(item.conversation_id, mail.sender, joinable(mail)) as running:
-                    reply = await self._produce(item, mail)
-                failed = False
-            except asyncio.CancelledError:
-                raise
-            except OSError as exc:
-                log.exception("email: answering %s failed", item.item_id)
-                reply = f"I could not handle your mail: my workspace cannot be written ({exc.strerror})."
-            except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
-                log.exception("email: answering %s failed", item.item_id)
-                reply = FAILED_REPLY
-            if running is not None:
-                joined, later = running.outcome(failed)
-                merged = [one.item_id for one in joined]
-            try:
-                # One write: the reply and the later mails it answers (a replay completes them with it).
-                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, merged)
-            except OSError as err:
-                log.warning("email: could not record the reply of %s: %s", item.item_id, err)
-        if not await self.deliver(item, mail.sender, reply, thread=mail.thread):
-            return  # stopping with the reply unsent: it and the mails it answers stay in the inbox
-        for one in [*merged, item.item_id]:
-            await asyncio.to_thread(self.inbox.complete, one)
-        for other in later:  # offered, but the turn ended first: each answered in its own turn, in order
-            await self._answer(other)
+            produce = functools.partial(self._produce, item, mail)
+            reply, merged, later = await self.make_reply(item, mail.sender, joinable(mail), produce)
+        if await self.deliver(item, mail.sender, reply, thread=mail.thread):
+            await self.finish(item, merged, later)  # else stopping with the reply unsent: all stay in the inbox
 
     def join_running(self, item: InboxItem) -> bool:
         """Hand a stored mail to the turn running in its thread (busy modes, conversation/busy.py): a second
@@ -174,13 +138,10 @@ class TurnRunner(ChannelTurns):
             mail.sender, text, key=f"file:{item.item_id}:{one.rel}", thread=mail.thread, files=(file,)
         )
 
-    async def _answer_job(self, item: InboxItem) -> None:
+    async def answer_job(self, item: InboxItem) -> None:
         to = address_of(item.conversation_id)
         run = JobRun.of(item)
         subject = JOB_SUBJECT.format(job=run.job_id if run is not None else "a scheduled job")
-
-        async def deliver(text: str) -> bool:
-            return await self.deliver(item, to, text, subject=subject)
 
         async def tell(text: str) -> None:
             try:
@@ -188,16 +149,7 @@ class TurnRunner(ChannelTurns):
             except MailServerError as err:
                 log.warning("jobs: could not tell the owner about %s: %s", item.item_id, err)
 
-        await answer_job_run(
-            self.runtime,
-            self.pool,
-            self.inbox,
-            item,
-            chat_id=item.conversation_id,
-            user_id=to,
-            deliver=deliver,
-            tell=tell,
-        )
+        await self.run_job(item, to, lambda text: self.deliver(item, to, text, subject=subject), tell)
 
     async def deliver(
         self, item: InboxItem, to: str, reply: str, *, thread: Thread = NEW_THREAD, subject: str = ""
@@ -205,32 +157,23 @@ class TurnRunner(ChannelTurns):
         """The one delivery path of mail turns and job runs: the reply mail, sent once (the ledger's part 0),
         retried while the server is away. False when stopping first (the item stays in the inbox); a refused
         recipient is logged and given up (True: sending again cannot help)."""
-        delay = 1.0
-        held = False
-        while self.inbox.parts_sent(item.item_id) < 1:
+
+        async def attempt() -> bool:
+            if self.inbox.parts_sent(item.item_id) >= 1:
+                return True
             try:
                 await self.outbox.send(to, reply, key=item.item_id, thread=thread, subject=subject)
             except MailServerError as err:
                 if err.for_good:
-                    log.error("email: the reply of %s to %s was refused: %s; giving up", item.item_id, to, err)
-                    return True
-                if not held:
-                    held = True
-                    log.warning("email: the reply of %s cannot be sent for now: %s; retrying", item.item_id, err)
-                if self.stopping:
-                    return False
-                try:
-                    await asyncio.wait_for(self.stop_event.wait(), delay)
-                    return False
-                except asyncio.TimeoutError:
-                    delay = min(delay * 2, RETRY_MAX_SECONDS)
-                continue
+                    raise DeliveryError(str(err), for_good=True) from err
+                raise SendLater(err) from err
             try:
                 await asyncio.to_thread(self.inbox.record_part, item.item_id, 0, 1)
             except (OSError, KeyError) as err:  # the mail is out; a crash before completion could only resend it
                 log.warning("email: could not record the sent reply of %s: %s", item.item_id, err)
-                return True
-        return True
+            return True
+
+        return await self.deliver_until(item, to, attempt)
 
     async def send_notice(self, to: str, text: str, *, subject: str, key: str) -> bool:
         """A mail the bot sends on its own (a reminder, a notice): True when the server took it; DeliveryRefused

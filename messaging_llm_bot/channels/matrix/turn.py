@@ -11,6 +11,7 @@ homeserver cannot be reached the reply waits (it is in the inbox) and is retried
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -33,13 +34,11 @@ from messaging_llm_bot.channels.matrix.live import LIVE_PART, LiveReply, Typing
 from messaging_llm_bot.channels.matrix.message import MatrixMessage, parse_message
 from messaging_llm_bot.channels.matrix.settings import MatrixConfig, address_of
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
-from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, area_for, files_input
-from messaging_llm_bot.conversation.job_answer import answer_job_run
-from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turn import ChannelTurns, transcript_failed
+from messaging_llm_bot.conversation.turn import transcript_failed
 from messaging_llm_bot.llm.transcribe import transcribe, transcription_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
@@ -47,13 +46,11 @@ if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
 
 log = logging.getLogger(__name__)
 
-FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
-RETRY_MAX_SECONDS = 30.0
 MAX_FILE_IN_BYTES = 50 * 1024 * 1024  # Synapse's default max_upload_size
 UNSUPPORTED = "I cannot take {kind} messages here yet: send text, a picture, a file or a voice message."
 
 
-class TurnRunner(ChannelTurns):
+class TurnRunner(ItemTurns):
     """Runs turns for the Matrix channel; one per running channel."""
 
     def __init__(
@@ -62,22 +59,10 @@ class TurnRunner(ChannelTurns):
         super().__init__(runtime, inbox, "matrix")  # the turns running, the pool, the chat's flags, busy modes
         self.platform = channel
         self._config = config
-        self.stop_event = asyncio.Event()
 
     @property
     def config(self) -> MatrixConfig:
         return self._config()
-
-    async def answer(self, item: InboxItem) -> None:
-        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
-        if self.stopping:
-            log.info("matrix: stopping; %s stays in the inbox for the next start", item.item_id)
-            return
-        with self._active.tracking():
-            if is_job_item(item):
-                await self._answer_job(item)
-            else:
-                await self._answer(item)
 
     def message_of(self, item: InboxItem) -> MatrixMessage | None:
         payload = item.payload
@@ -86,52 +71,28 @@ class TurnRunner(ChannelTurns):
             return None
         return parse_message(room, event, bool(payload.get("direct")), self.platform.client.user_id)
 
-    async def _answer(self, item: InboxItem) -> None:
+    async def answer_message(self, item: InboxItem) -> None:
         msg = self.message_of(item)
-        if msg is None:  # cannot happen for items this channel wrote; a foreign file is completed, not retried
-            log.error("matrix: inbox item %s holds no Matrix message; completing it", item.item_id)
-            await asyncio.to_thread(self.inbox.complete, item.item_id)
-            return
+        if msg is None:  # cannot happen for items this channel wrote
+            return await self.unreadable(item)
         reply, merged = item.reply, list(item.merged)  # a replay's merged (busy modes): from the ledger
-        later: list[InboxItem] = []  # offered to this turn but not answered by it: each answered after it
+        later: list[InboxItem] = []
         live: LiveReply | None = None
         if reply is None:
             typing = Typing(self.platform, msg.room_id, self.config.typing)
             live = LiveReply(self.platform, msg.address, item.item_id, on_message=lambda _id: self._live_sent(item))
             typing.start()
             live.start()
-            running: RunningTurn[InboxItem] | None = None
-            failed = True
-            try:
-                with self.busy.turn(item.conversation_id, msg.sender, joinable(msg)) as running:
-                    reply = await self._produce(item, msg, live)
-                failed = False
-            except asyncio.CancelledError:
-                raise
-            except OSError as exc:
-                log.exception("matrix: answering %s failed", item.item_id)
-                reply = f"⚠️ I could not handle your message: my workspace cannot be written ({exc.strerror})."
-            except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
-                log.exception("matrix: answering %s in %s failed", item.item_id, msg.room_id)
-                reply = FAILED_REPLY
-            finally:
+
+            async def after(live: LiveReply = live) -> None:
                 await live.stop()
                 await typing.stop()
-            if running is not None:
-                joined, later = running.outcome(failed)
-                merged = [one.item_id for one in joined]
-            try:
-                # One write: the reply and the later messages it answers (a replay completes them with it).
-                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, merged)
-            except OSError as err:
-                log.warning("matrix: could not record the reply of %s: %s", item.item_id, err)
+
+            produce = functools.partial(self._produce, item, msg, live)
+            reply, merged, later = await self.make_reply(item, msg.sender, joinable(msg), produce, after=after)
         live_id = live.event_id if live is not None else None
-        if not await self.deliver(item, msg.address, reply, live_id):
-            return  # stopping with the reply undelivered: it and the messages it answers stay in the inbox
-        for one in [*merged, item.item_id]:
-            await asyncio.to_thread(self.inbox.complete, one)
-        for other in later:  # offered, but the turn ended first: each answered in its own turn, in order
-            await self._answer(other)
+        if await self.deliver(item, msg.address, reply, live_id):
+            await self.finish(item, merged, later)  # else stopping: it and the messages it answers stay
 
     async def _live_sent(self, item: InboxItem) -> None:
         try:
@@ -232,17 +193,13 @@ class TurnRunner(ChannelTurns):
         """The one delivery path of chat turns and job runs: the parts not in the ledger, each recorded as it
         goes out; a live message (streaming) becomes the first part by an edit. Retries while the homeserver
         cannot be reached; False when stopping first (the item stays)."""
-        delay = 0.5
-        held = False
-        while True:
+
+        async def on_part_sent(index: int, _event_id: str) -> None:
+            await self.record_part(item.item_id, index, index + 1)  # a resend would be the same event
+
+        async def attempt() -> bool:
+            nonlocal live_id
             skip = self.inbox.parts_sent(item.item_id)
-
-            async def on_part_sent(index: int, _event_id: str) -> None:
-                try:
-                    await asyncio.to_thread(self.inbox.record_part, item.item_id, index, index + 1)
-                except (OSError, KeyError) as err:  # the part is out; a resend would be the same event
-                    log.warning("matrix: could not record part %d of %s: %s", index, item.item_id, err)
-
             try:
                 if skip == 0 and live_id is None and item.live is not None:
                     # a crash left a live message: the same transaction id gives back its event, edited below
@@ -258,42 +215,16 @@ class TurnRunner(ChannelTurns):
                 await self.platform.send_text(
                     to, TextOut(reply, skip_parts=skip, on_part_sent=on_part_sent, key=item.item_id)
                 )
-                return True
-            except DeliveryError as err:
-                log.error("matrix: the reply of %s in %s was refused: %s; giving up", item.item_id, to.chat_id, err)
-                return True
             except MatrixUnavailable as err:
-                if not held:
-                    held = True
-                    log.warning("matrix: the reply of %s cannot be sent for now: %s; retrying", item.item_id, err)
-            if self.stopping:
-                return False
-            try:
-                await asyncio.wait_for(self.stop_event.wait(), delay)
-                return False
-            except asyncio.TimeoutError:
-                delay = min(delay * 2, RETRY_MAX_SECONDS)
+                raise SendLater(err) from err
+            return True
 
-    async def _answer_job(self, item: InboxItem) -> None:
+        return await self.deliver_until(item, to.chat_id, attempt)
+
+    async def answer_job(self, item: InboxItem) -> None:
         room, thread = address_of(item.conversation_id)
         to = Address(room, thread)
-
-        async def deliver(text: str) -> bool:
-            return await self.deliver(item, to, text)
-
-        async def tell(text: str) -> None:
-            await self._say(to, text)
-
-        await answer_job_run(
-            self.runtime,
-            self.pool,
-            self.inbox,
-            item,
-            chat_id=item.conversation_id,
-            user_id=room,
-            deliver=deliver,
-            tell=tell,
-        )
+        await self.run_job(item, room, lambda text: self.deliver(item, to, text), lambda text: self._say(to, text))
 
 
 def joinable(msg: MatrixMessage) -> bool:

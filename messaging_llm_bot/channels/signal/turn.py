@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import logging
 from datetime import date
 from typing import TYPE_CHECKING, Any, Callable
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.channels.contract import DeliveryError
 from messaging_llm_bot.channels.signal import media
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.files import files_input
@@ -32,12 +34,11 @@ from messaging_llm_bot.channels.signal.settings import (
 )
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.attachments import VOICE_DISABLED
-from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import FilesInput
-from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turn import FAILED_REPLY, ChannelTurns, TurnRequest, transcript_failed
+from messaging_llm_bot.conversation.turn import TurnRequest, transcript_failed
 from messaging_llm_bot.conversation.voice import VoiceNote
 from messaging_llm_bot.llm.transcribe import transcription_settings
 
@@ -47,10 +48,8 @@ if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
 
 log = logging.getLogger(__name__)
 
-RETRY_MAX_SECONDS = 30.0
 
-
-class TurnRunner(ChannelTurns):
+class TurnRunner(ItemTurns):
     """Runs turns for the Signal frontend; one instance per service."""
 
     def __init__(
@@ -69,70 +68,32 @@ class TurnRunner(ChannelTurns):
         self.approvals = approvals
         self._settings_ref = settings_ref
         self.account_uuid: str | None = None
-        self.stop_event = asyncio.Event()
 
     @property
     def settings(self) -> SignalSettings:
         return self._settings_ref()
 
-    async def answer(self, item: InboxItem) -> None:
-        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
-        if self.stopping:
-            log.info("signal: stopping; %s stays in the inbox for the next start", item.item_id)
-            return
-        with self._active.tracking():
-            if is_job_item(item):
-                await answer_job(self, item)
-            else:
-                await self._answer(item)
+    async def answer_job(self, item: InboxItem) -> None:
+        await answer_job(self, item)
 
-    async def _answer(self, item: InboxItem) -> None:
+    async def answer_message(self, item: InboxItem) -> None:
         msg = parse_event(item.payload)
-        if msg is None:  # cannot happen for items this frontend wrote; a foreign file is left alone
-            log.error("signal: inbox item %s holds no Signal message; completing it", item.item_id)
-            await asyncio.to_thread(self.inbox.complete, item.item_id)
-            return
+        if msg is None:  # cannot happen for items this frontend wrote
+            return await self.unreadable(item)
         quote = msg if msg.group_id else None  # quote the question only in groups
-        reply = item.reply
+        reply, merged = item.reply, list(item.merged)  # a replay's merged (busy modes): from the ledger
+        later: list[InboxItem] = []
         produced = reply is None  # answered in this run (a replay's reply was spoken, or not, before)
-        merged = list(item.merged)  # later messages this reply answers too (busy modes; a replay's from the ledger)
-        later: list[InboxItem] = []  # offered to this turn but not answered by it: each answered after it
         if reply is None:
             shown = await self._receipt_and_typing(msg)
             typing = Typing(self.client, msg.chat, self.settings.typing, shown=shown)
-            running: RunningTurn[InboxItem] | None = None
-            failed = True
-            try:
-                with self.busy.turn(item.conversation_id, msg.sender, joinable(msg)) as running:
-                    reply = await self._produce_reply(item, msg, typing)
-                failed = False
-            except asyncio.CancelledError:
-                raise
-            except OSError as exc:
-                log.exception("signal: answering %s failed", item.item_id)
-                reply = f"⚠️ I could not handle your message: my workspace cannot be written ({exc.strerror})."
-            except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
-                log.exception("signal: answering %s in %s failed", item.item_id, msg.chat)
-                reply = FAILED_REPLY
-            finally:
-                await typing.stop()
-            if running is not None:  # a failed turn answers none of the messages that joined it
-                joined, later = running.outcome(failed)
-                merged = [one.item_id for one in joined]
-            try:
-                # One write: the reply and the later messages it answers (a replay completes them with it).
-                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, merged)
-            except OSError as err:
-                log.warning("signal: could not record the reply of %s: %s", item.item_id, err)
+            produce = functools.partial(self._produce_reply, item, msg, typing)
+            reply, merged, later = await self.make_reply(item, msg.sender, joinable(msg), produce, after=typing.stop)
         if not await self.deliver(item, msg.chat, reply, quote):
             return  # stopping with the reply undelivered: it stays in the inbox, resent at the next start
         if produced:
             await self._speak(item, msg, reply)
-        for one in merged:
-            await asyncio.to_thread(self.inbox.complete, one)
-        await asyncio.to_thread(self.inbox.complete, item.item_id)
-        for other in later:  # offered, but the turn ended first: each answered in its own turn, in order
-            await self._answer(other)
+        await self.finish(item, merged, later)
 
     async def _speak(self, item: InboxItem, msg: SignalMessage, reply: str) -> None:
         """The reply as voice attachments too when the chat wants it (conversation/turn.py)."""
@@ -238,17 +199,15 @@ class TurnRunner(ChannelTurns):
         """The one delivery path of chat turns and job runs (signal/job_turn.py): send the missing parts, each
         recorded in the ledger as it goes out; retries while the daemon is gone or cannot send for now (no network to
         the Signal server, rate limited). False when stopping first."""
-        delay = 0.5
-        held = False  # "cannot send for now" logged for this reply
-        while True:
+
+        def on_part_sent(index: int, stamp: int) -> None:
+            try:
+                self.inbox.record_part(item.item_id, index, stamp)
+            except OSError as err:  # the part is out; a crash before completion would only resend it
+                log.warning("signal: could not record part %d of %s: %s", index, item.item_id, err)
+
+        async def attempt() -> bool:
             skip = self.inbox.parts_sent(item.item_id)
-
-            def on_part_sent(index: int, stamp: int) -> None:
-                try:
-                    self.inbox.record_part(item.item_id, index, stamp)
-                except OSError as err:  # the part is out; a crash before completion would only resend it
-                    log.warning("signal: could not record part %d of %s: %s", index, item.item_id, err)
-
             try:
                 await send_parts(
                     self.client,
@@ -258,34 +217,15 @@ class TurnRunner(ChannelTurns):
                     skip_parts=skip,
                     on_part_sent=on_part_sent,
                 )
-                self.outage.ok()
-                return True
-            except SignalRpcError as err:
-                if not err.transient:  # refused (unknown group, unregistered user): retrying cannot help
-                    log.error(
-                        "signal: the reply of %s in %s was refused by signal-cli: %s; giving up",
-                        item.item_id,
-                        chat,
-                        err,
-                    )
-                    return True
-                if not held:
-                    held = True
-                    log.warning(
-                        "signal: the reply of %s in %s cannot be sent for now: %s; retrying",
-                        item.item_id,
-                        chat,
-                        err,
-                    )
+            except SignalRpcError as err:  # refused (unknown group, unregistered user): retrying cannot help
+                raise (SendLater(err) if err.transient else DeliveryError(str(err), for_good=True)) from err
             except SignalUnavailable as err:
-                self.outage.failed(err)
-            if self.stopping:
-                return False
-            try:
-                await asyncio.wait_for(self.stop_event.wait(), delay)
-                return False
-            except asyncio.TimeoutError:
-                delay = min(delay * 2, RETRY_MAX_SECONDS)
+                self.outage.failed(err)  # said once per outage
+                raise SendLater(err, logged=True) from err
+            self.outage.ok()
+            return True
+
+        return await self.deliver_until(item, chat, attempt)
 
 
 def joinable(msg: SignalMessage) -> bool:

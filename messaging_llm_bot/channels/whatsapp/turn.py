@@ -11,6 +11,7 @@ reply is held (``held``): the item stays in the inbox and goes out when the user
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -26,13 +27,11 @@ from messaging_llm_bot.channels.whatsapp.graph import GraphUnavailable
 from messaging_llm_bot.channels.whatsapp.message import WaMessage, message_of_payload
 from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig, number_of
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
-from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, area_for, files_input
-from messaging_llm_bot.conversation.job_answer import answer_job_run
-from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turn import ChannelTurns, transcript_failed
+from messaging_llm_bot.conversation.turn import transcript_failed
 from messaging_llm_bot.llm.transcribe import transcribe, transcription_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
@@ -40,8 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
 
 log = logging.getLogger(__name__)
 
-FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
-RETRY_MAX_SECONDS = 30.0
 MAX_FILE_IN_BYTES = 100 * 1024 * 1024  # WhatsApp's largest document
 UNSUPPORTED = "I cannot take {kind} messages here yet: send text, a picture, a document or a voice message."
 #: Told once (per chat) when held messages go out after the window opened again, without a template set.
@@ -59,8 +56,10 @@ def is_notice_item(item: InboxItem) -> bool:
     return NOTICE_KEY in item.payload
 
 
-class TurnRunner(ChannelTurns):
+class TurnRunner(ItemTurns):
     """Runs turns for the WhatsApp channel; one per running channel."""
+
+    REREAD = True  # answered meanwhile: a job run handed over again, a held reply released twice
 
     def __init__(
         self, runtime: Runtime, inbox: Inbox, channel: WhatsAppChannel, config: Callable[[], WhatsAppConfig]
@@ -68,73 +67,28 @@ class TurnRunner(ChannelTurns):
         super().__init__(runtime, inbox, "whatsapp")  # the turns running, the pool, the chat's flags, busy modes
         self.platform = channel
         self._config = config
-        self.stop_event = asyncio.Event()
         self.held: dict[str, str] = {}  # item id -> conversation: replies waiting for the window to open
 
     @property
     def config(self) -> WhatsAppConfig:
         return self._config()
 
-    async def answer(self, item: InboxItem) -> None:
-        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
-        if self.stopping:
-            log.info("whatsapp: stopping; %s stays in the inbox for the next start", item.item_id)
+    async def answer_message(self, item: InboxItem) -> None:
+        if is_notice_item(item):
+            if await self.deliver(item, Address(number_of(item.conversation_id)), item.reply or ""):
+                await asyncio.to_thread(self.inbox.complete, item.item_id)
             return
-        current = self.inbox.get(item.item_id)
-        if current is None:  # answered meanwhile: a job run handed over again, a held reply released twice
-            return
-        item = current  # with the reply and the parts recorded since it was read
-        with self._active.tracking():
-            if is_job_item(item):
-                await self._answer_job(item)
-            elif is_notice_item(item):
-                await self._finish(item, Address(number_of(item.conversation_id)), item.reply or "")
-            else:
-                await self._answer(item)
-
-    async def _answer(self, item: InboxItem) -> None:
         msg = message_of_payload(item.payload)
-        if msg is None:  # cannot happen for items this channel wrote; a foreign file is completed, not retried
-            log.error("whatsapp: inbox item %s holds no WhatsApp message; completing it", item.item_id)
-            await asyncio.to_thread(self.inbox.complete, item.item_id)
-            return
-        to = Address(msg.sender)
+        if msg is None:  # cannot happen for items this channel wrote
+            return await self.unreadable(item)
         reply, merged = item.reply, list(item.merged)  # a replay's merged (busy modes): from the ledger
-        later: list[InboxItem] = []  # offered to this turn but not answered by it: each answered after it
+        later: list[InboxItem] = []
         if reply is None:
             await self._typing(msg)
-            running: RunningTurn[InboxItem] | None = None
-            failed = True
-            try:
-                with self.busy.turn(item.conversation_id, msg.sender, joinable(msg)) as running:
-                    reply = await self._produce(item, msg)
-                failed = False
-            except asyncio.CancelledError:
-                raise
-            except OSError as exc:
-                log.exception("whatsapp: answering %s failed", item.item_id)
-                reply = f"⚠️ I could not handle your message: my workspace cannot be written ({exc.strerror})."
-            except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
-                log.exception("whatsapp: answering %s failed", item.item_id)
-                reply = FAILED_REPLY
-            if running is not None:
-                joined, later = running.outcome(failed)
-                merged = [one.item_id for one in joined]
-            try:
-                # One write: the reply and the later messages it answers (a replay completes them with it).
-                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, merged)
-            except OSError as err:
-                log.warning("whatsapp: could not record the reply of %s: %s", item.item_id, err)
-        if not await self.deliver(item, to, reply, msg.message_id):
-            return  # stopping, or held outside the window: it and the messages it answers stay in the inbox
-        for one in [*merged, item.item_id]:
-            await asyncio.to_thread(self.inbox.complete, one)
-        for other in later:  # offered, but the turn ended first: each answered in its own turn, in order
-            await self._answer(other)
-
-    async def _finish(self, item: InboxItem, to: Address, reply: str) -> None:
-        if await self.deliver(item, to, reply):
-            await asyncio.to_thread(self.inbox.complete, item.item_id)
+            produce = functools.partial(self._produce, item, msg)
+            reply, merged, later = await self.make_reply(item, msg.sender, joinable(msg), produce)
+        if await self.deliver(item, Address(msg.sender), reply, msg.message_id):
+            await self.finish(item, merged, later)  # else stopping, or held outside the window: all stay
 
     async def _typing(self, msg: WaMessage) -> None:
         try:
@@ -243,20 +197,14 @@ class TurnRunner(ChannelTurns):
         """The one delivery path of chat turns, job runs and notices: the parts not in the ledger, each recorded
         as it goes out. Retries while the Graph API cannot be reached; False when stopping first, or when the
         reply is held outside the window (the item stays, ``held``)."""
-        delay = 0.5
-        told = False
-        while True:
+
+        async def on_part_sent(index: int, _id: str) -> None:
+            await self.record_part(item.item_id, index, index + 1)
+
+        async def attempt() -> bool:
             skip = self.inbox.parts_sent(item.item_id)
-
-            async def on_part_sent(index: int, _id: str) -> None:
-                try:
-                    await asyncio.to_thread(self.inbox.record_part, item.item_id, index, index + 1)
-                except (OSError, KeyError) as err:
-                    log.warning("whatsapp: could not record part %d of %s: %s", index, item.item_id, err)
-
             try:
                 await self.platform.send_text(to, TextOut(reply, reply_to, skip, on_part_sent, item.item_id))
-                return True
             except OutsideWindow:
                 if item.item_id in self.held:  # a job run is handed over again at each look: said once
                     return False
@@ -268,20 +216,11 @@ class TurnRunner(ChannelTurns):
                     to.chat_id,
                 )
                 return False
-            except DeliveryError as err:
-                log.error("whatsapp: the reply of %s to %s was refused: %s; giving up", item.item_id, to.chat_id, err)
-                return True
             except GraphUnavailable as err:
-                if not told:
-                    told = True
-                    log.warning("whatsapp: the reply of %s cannot be sent for now: %s; retrying", item.item_id, err)
-            if self.stopping:
-                return False
-            try:
-                await asyncio.wait_for(self.stop_event.wait(), delay)
-                return False
-            except asyncio.TimeoutError:
-                delay = min(delay * 2, RETRY_MAX_SECONDS)
+                raise SendLater(err) from err
+            return True
+
+        return await self.deliver_until(item, to.chat_id, attempt)
 
     def take_held(self, conversation_id: str) -> list[str]:
         """The held items of ``conversation_id`` (its window opened again), no longer held."""
@@ -297,26 +236,10 @@ class TurnRunner(ChannelTurns):
         if await asyncio.to_thread(self.flags.first_time, conversation_id, HELD_FLAG):
             await self.say(to, HELD_TEXT)
 
-    async def _answer_job(self, item: InboxItem) -> None:
+    async def answer_job(self, item: InboxItem) -> None:
         number = number_of(item.conversation_id)
         to = Address(number)
-
-        async def deliver(text: str) -> bool:
-            return await self.deliver(item, to, text)
-
-        async def tell(text: str) -> None:
-            await self.say(to, text)
-
-        await answer_job_run(
-            self.runtime,
-            self.pool,
-            self.inbox,
-            item,
-            chat_id=item.conversation_id,
-            user_id=number,
-            deliver=deliver,
-            tell=tell,
-        )
+        await self.run_job(item, number, lambda text: self.deliver(item, to, text), lambda text: self.say(to, text))
 
 
 def joinable(msg: WaMessage) -> bool:

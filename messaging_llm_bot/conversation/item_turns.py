@@ -1,0 +1,175 @@
+"""A channel's turns that answer one durable inbox item each: the same flow on every channel that owns its
+loop (Signal, Matrix, WhatsApp, email; docs/channels.md, "The life of a message").
+
+An item is a job run (answered once through ``conversation/job_answer.py``) or a chat's message. A message's
+reply is made once, inside the busy turn later messages of the same person may join, with a sentence instead
+of silence when the turn fails; it is recorded in the inbox with the items it answers before anything is
+sent; then delivered, each part recorded in the ledger as it goes out, and retried with backoff while the
+platform cannot take it; only then are the item and the ones it answers completed, and the messages offered
+to the turn too late answered each in its own turn after it. A replay (a reply recorded by the last run)
+skips straight to the delivery. The channel gives what differs: reading its item, the turn itself, the send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from assistant_framework.inbox import InboxItem
+from messaging_llm_bot.conversation.busy import RunningTurn
+from messaging_llm_bot.conversation.delivery import DeliveryError
+from messaging_llm_bot.conversation.job_answer import Deliver, Tell, answer_job_run
+from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.turn import FAILED_REPLY, ChannelTurns
+
+log = logging.getLogger(__name__)
+
+RETRY_MAX_SECONDS = 30.0
+
+
+class SendLater(Exception):
+    """A send that may work later (no connection, the platform overloaded or rate limiting): the delivery
+    waits and tries again. ``logged`` when the channel already said so its own way; ``after``: the least
+    wait the platform asked for (seconds)."""
+
+    def __init__(self, reason: object, *, logged: bool = False, after: float = 0.0) -> None:
+        super().__init__(str(reason))
+        self.logged = logged
+        self.after = after
+
+
+#: One try at sending a reply (the parts the ledger does not have yet): True when it is out, False to leave
+#: the item in the inbox (held for later); raises ``SendLater`` to be tried again after a wait and
+#: ``DeliveryError`` when the platform refused it (given up).
+Attempt = Callable[[], Awaitable[bool]]
+
+
+class ItemTurns(ChannelTurns):
+    """The turn runner of a channel that answers its inbox items itself: ``answer`` is its one entry."""
+
+    #: The reply when the workspace cannot be written (``reason``: the system's words).
+    WORKSPACE_FAILED = "⚠️ I could not handle your message: my workspace cannot be written ({reason})."
+    #: Read the item again before answering it: it may have been answered meanwhile (a job run handed over
+    #: again, a held reply released twice).
+    REREAD = False
+    #: The longest wait between two tries of a delivery (seconds), and the first.
+    RETRY_MAX_SECONDS = RETRY_MAX_SECONDS
+    RETRY_FIRST_SECONDS = 0.5
+
+    async def answer(self, item: InboxItem) -> None:
+        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
+        if self.stopping:
+            log.info("%s: stopping; %s stays in the inbox for the next start", self.channel, item.item_id)
+            return
+        if self.REREAD:
+            current = self.inbox.get(item.item_id)
+            if current is None:
+                return
+            item = current  # with the reply and the parts recorded since it was read
+        with self._active.tracking():
+            if is_job_item(item):
+                await self.answer_job(item)
+            else:
+                await self.answer_message(item)
+
+    async def answer_message(self, item: InboxItem) -> None:
+        """Answer a chat's message (the channel's own flow, mostly ``make_reply``, its delivery, ``finish``)."""
+        raise NotImplementedError
+
+    async def answer_job(self, item: InboxItem) -> None:
+        """Answer a job run's item (mostly ``run_job`` with the channel's delivery)."""
+        raise NotImplementedError
+
+    async def unreadable(self, item: InboxItem) -> None:
+        """An item that holds no message of this channel (a foreign file): completed, never retried."""
+        log.error("%s: inbox item %s holds no message of this channel; completing it", self.channel, item.item_id)
+        await asyncio.to_thread(self.inbox.complete, item.item_id)
+
+    async def make_reply(
+        self,
+        item: InboxItem,
+        sender: int | str | None,
+        joinable: bool,
+        produce: Callable[[], Awaitable[str]],
+        *,
+        after: Callable[[], Awaitable[None]] | None = None,
+    ) -> tuple[str, list[str], list[InboxItem]]:
+        """A new turn's reply (``produce`` runs it in the busy turn later messages may join; ``after`` runs
+        once it ended, whatever happened), recorded in the inbox with the ids of the items it answers too.
+        Returns the reply, those ids, and the items offered too late: each answered in its own turn after."""
+        running: RunningTurn[InboxItem] | None = None
+        failed = True
+        try:
+            with self.busy.turn(item.conversation_id, sender, joinable) as running:
+                reply = await produce()
+            failed = False
+        except asyncio.CancelledError:
+            raise
+        except OSError as exc:
+            log.exception("%s: answering %s failed", self.channel, item.item_id)
+            reply = self.WORKSPACE_FAILED.format(reason=exc.strerror)
+        except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
+            log.exception("%s: answering %s failed", self.channel, item.item_id)
+            reply = FAILED_REPLY
+        finally:
+            if after is not None:
+                await after()
+        joined, later = running.outcome(failed) if running is not None else ([], [])
+        merged = [one.item_id for one in joined]  # a failed turn answers none of the messages that joined it
+        try:
+            # One write: the reply and the later messages it answers (a replay completes them with it).
+            await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, merged)
+        except OSError as err:
+            log.warning("%s: could not record the reply of %s: %s", self.channel, item.item_id, err)
+        return reply, merged, later
+
+    async def finish(self, item: InboxItem, merged: list[str], later: list[InboxItem]) -> None:
+        """After the reply was delivered: complete the item and those it answers, then answer the messages
+        offered too late, each in its own turn, in order."""
+        for one in [*merged, item.item_id]:
+            await asyncio.to_thread(self.inbox.complete, one)
+        for other in later:
+            await self.answer_message(other)
+
+    async def run_job(self, item: InboxItem, user_id: int | str, deliver: Deliver, tell: Tell) -> None:
+        """A job run's item answered once (conversation/job_answer.py) in its chat: ``deliver`` its reply,
+        ``tell`` the owner a paused job."""
+        await answer_job_run(
+            self.runtime,
+            self.pool,
+            self.inbox,
+            item,
+            chat_id=item.conversation_id,
+            user_id=user_id,
+            deliver=deliver,
+            tell=tell,
+        )
+
+    async def deliver_until(self, item: InboxItem, to: object, attempt: Attempt) -> bool:
+        """The one delivery loop of chat turns, job runs and notices: ``attempt`` until the reply is out (True),
+        given up after the platform refused it (True: sending again cannot help), or held (False); while it
+        cannot be sent it is tried again with backoff, said once in the log. False when stopping first: the
+        item stays in the inbox, its reply recorded, sent at the next start."""
+        delay = self.RETRY_FIRST_SECONDS
+        told = False
+        while True:
+            try:
+                return await attempt()
+            except DeliveryError as err:
+                log.error("%s: the reply of %s to %s was refused: %s; giving up", self.channel, item.item_id, to, err)
+                return True
+            except SendLater as err:
+                if not (told or err.logged):
+                    told = True
+                    log.warning(
+                        "%s: the reply of %s cannot be sent for now: %s; retrying", self.channel, item.item_id, err
+                    )
+                wait = max(delay, err.after)
+            if self.stopping:
+                return False
+            try:
+                await asyncio.wait_for(self.stop_event.wait(), wait)
+                return False
+            except asyncio.TimeoutError:
+                delay = min(delay * 2, self.RETRY_MAX_SECONDS)
