@@ -61,7 +61,7 @@ def test_a_reminder_whose_topic_was_closed_or_deleted_goes_to_general_and_an_old
     store.add(GROUP, "in a deleted topic", past, "Europe/Berlin", conversation_id=f"tg:{GROUP}:6")
     store.add(GROUP, "in an open topic", past, "Europe/Berlin", conversation_id=f"tg:{GROUP}:7")
     store.add(GROUP, "an old row", past, "Europe/Berlin")  # stored before reminders kept their conversation
-    with caplog.at_level(logging.WARNING, logger="messaging_llm_bot.channels.telegram.notices"):
+    with caplog.at_level(logging.WARNING, logger="messaging_llm_bot.channels.telegram.send"):
         start_bot()
         fake.wait_for(lambda: all(r["status"] == "delivered" for r in ReminderStore(workspace).list()))
     general = _texts(fake, GROUP, None)

@@ -65,6 +65,19 @@ def utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
+def fit_text(text: str, limit: int, size: CharSize = utf16_units) -> str:
+    """``text`` cut to ``limit`` units of ``size`` (a live message's one message), ending with "…" when cut."""
+    if sum(map(size, text)) <= limit:
+        return text
+    out, used = [], 1  # room for the ellipsis
+    for ch in text:
+        if used + size(ch) > limit:
+            break
+        out.append(ch)
+        used += size(ch)
+    return "".join(out) + "…"
+
+
 # Not "(" or "[": telegramify-markdown reads \( \) and \[ \] as LaTeX math. An escaped "]"
 # already stops a link ("[text\](url)" is no link), and "$" is escaped against $$ math.
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\]#+\-.!|~<>&=$])")

@@ -162,6 +162,15 @@ class ChannelTurns:
         for index, note in enumerate(notes):
             await send(index, note)
 
+    async def record_live(self, item_id: str, message_id: int) -> None:
+        """Note the live (streamed) message of ``item_id``'s turn: a crash leaves it to be edited, not orphaned."""
+        try:
+            # In the event loop, not a worker thread: the thread pool may be busy with turns, and every
+            # millisecond between the send and this record is a moment where a kill leaves the message.
+            self.inbox.record_live(item_id, message_id)
+        except (OSError, KeyError) as err:  # best effort: without it a crash may leave this message behind
+            log.warning("%s: could not record live message %s of %s: %s", self.channel, message_id, item_id, err)
+
     async def record_part(self, item_id: str, index: int, message_id: int) -> None:
         """Note in the ledger that part ``index`` of ``item_id``'s reply is out (a crash resends only the rest)."""
         try:

@@ -28,8 +28,8 @@ from telegram.request import HTTPXRequest
 from assistant_framework.inbox import Inbox
 from assistant_framework.tls import shared_context
 from messaging_llm_bot.channels.telegram.frontend import Frontend
-from messaging_llm_bot.channels.telegram.notices import send_to
 from messaging_llm_bot.channels.telegram.ratelimit import ReplyFirstRateLimiter
+from messaging_llm_bot.channels.telegram.send import send_to
 from messaging_llm_bot.channels.telegram.settings import api_urls
 from messaging_llm_bot.channels.telegram.shutdown import GracefulStop, StoppableApplication
 from messaging_llm_bot.channels.telegram.updates import ChatOrderedProcessor, InboxBot

@@ -1,4 +1,5 @@
-"""Deliver model replies to Telegram: parts with entities, plain fallback, flood-wait and network retries."""
+"""Deliver model replies to Telegram: parts with entities, plain fallback, flood-wait and network retries; edits;
+notices, reminders and the digest in the forum topic they were set in (the chat's General once it is gone)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import Any
 
 import telegram
 from telegram import MessageEntity, ReplyParameters
@@ -17,10 +19,11 @@ from messaging_llm_bot.channels.telegram.format import (
     MessagePart,
     plain_parts,
     render_markdown,
-    utf16_len,
 )
 from messaging_llm_bot.channels.telegram.ratelimit import BudgetSkipped, optional_call
-from messaging_llm_bot.channels.telegram.settings import topic_of
+from messaging_llm_bot.channels.telegram.settings import telegram_chat_id, topic_in, topic_of
+from messaging_llm_bot.conversation.delivery import DeliveryError
+from messaging_llm_bot.conversation.markup import fit_text
 
 log = logging.getLogger(__name__)
 
@@ -168,43 +171,79 @@ async def answer_update(update: telegram.Update, bot: telegram.Bot, markdown: st
 
 def fit_plain_text(text: str, limit: int = MAX_MESSAGE_UTF16) -> str:
     """Shorten ``text`` to ``limit`` UTF-16 units, ending with an ellipsis when cut."""
-    if utf16_len(text) <= limit:
-        return text
-    out, used = [], 1  # room for the ellipsis
-    for ch in text:
-        width = 2 if ord(ch) > 0xFFFF else 1
-        if used + width > limit:
-            break
-        out.append(ch)
-        used += width
-    return "".join(out) + "…"
+    return fit_text(text, limit)
 
 
-async def edit_text_safely(bot: telegram.Bot, chat_id: int, message_id: int, text: str, optional: bool = False) -> bool:
-    """Edit a progress/stream message to plain ``text``; True if it shows that text, never raises.
-
-    ``optional`` edits give way to replies under load (``ratelimit.BudgetSkipped``: False, nothing sent).
-    """
+async def edit_text_safely(
+    bot: telegram.Bot,
+    chat_id: int,
+    message_id: int,
+    text: str,
+    optional: bool = False,
+    entities: list[dict[str, Any]] | None = None,
+    tries: int = 2,
+) -> bool:
+    """Edit a sent message to ``text`` (formatted by ``entities``: plain again when Telegram refuses them);
+    True if it shows that text, never raises. ``optional`` edits (progress) give way to replies under load
+    (``ratelimit.BudgetSkipped``: False, nothing sent)."""
     text = fit_plain_text(text)
     if not text.strip():
         return False
     extra = optional_call(bot) if optional else {}
-    for attempt in range(2):
+    formatted = [MessageEntity.de_json(dict(e), bot) for e in entities or ()] or None
+    for attempt in range(tries):
         try:
-            await bot.edit_message_text(text=text, chat_id=chat_id, message_id=message_id, **extra)
+            await bot.edit_message_text(text=text, chat_id=chat_id, message_id=message_id, entities=formatted, **extra)
             return True
         except BudgetSkipped:
             return False
         except RetryAfter as err:
-            if attempt:
+            if attempt == tries - 1:
                 return False
             await asyncio.sleep(retry_after_seconds(err.retry_after))
         except BadRequest as err:
             if "not modified" in str(err).lower():
                 return True
+            if formatted and is_entity_error(err):
+                formatted = None
+                continue
             log.info("telegram: edit of message %s in chat %s refused: %s", message_id, chat_id, err)
             return False
-        except Exception as err:  # noqa: BLE001 - progress edits are best effort by contract
+        except Exception as err:  # noqa: BLE001 - edits are best effort by contract
             log.info("telegram: edit of message %s in chat %s failed: %s", message_id, chat_id, type(err).__name__)
             return False
     return False
+
+
+async def or_general(
+    send: Callable[[int | None], Awaitable[object]], topic: int | None, what: str, *, resumes: bool = False
+) -> None:
+    """``send(topic)``; again in the chat's General (``send(None)``) when Telegram says the forum topic is closed
+    or deleted, before any part went out, or at any part when ``send`` resumes (it skips the parts sent)."""
+    try:
+        await send(topic)
+    except TelegramDeliveryError as err:
+        if topic is None or not topic_gone(err) or (err.part_index > 0 and not resumes):
+            raise
+        log.warning("telegram: %s for topic %s goes to the chat's General: %s", what, topic, err.cause)
+        await send(None)
+
+
+async def send_to(bot: telegram.Bot, chat_id: str, text: str, conversation: object = None) -> None:
+    """A notice, a reminder or the digest (conversation/notices.py) to a chat (``7``, ``tg:7``), in
+    ``conversation``'s forum topic, the chat's General once that topic is gone; ``DeliveryError`` (for good when
+    Telegram refused it: the user blocked the bot, chat not found) when it did not arrive."""
+    try:
+        target = telegram_chat_id(chat_id)
+    except ValueError:
+        raise DeliveryError(f"{chat_id!r} is not a Telegram chat id", for_good=True) from None
+
+    async def send(topic: int | None) -> None:
+        await send_markdown(bot, target, text, topic=topic)
+
+    try:
+        await or_general(send, topic_in(conversation, target), f"reminder of chat {target}")
+    except TelegramDeliveryError as err:
+        raise DeliveryError(f"Telegram refused it: {err.cause}", for_good=refused_for_good(err)) from err
+    except TelegramError as err:
+        raise DeliveryError(f"Telegram refused it: {err}") from err

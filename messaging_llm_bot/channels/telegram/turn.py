@@ -1,6 +1,6 @@
 """Answer one durable inbox item: prepare the model input, run the Agent with progress, deliver with a ledger.
 
-Used for live messages and for the start-up replay of items a crash left unanswered; the caller
+Used for live messages, the start-up replay of items a crash left unanswered and job runs; the caller
 holds the chat's lock so the messages of one chat are answered in order.
 """
 
@@ -14,8 +14,8 @@ from datetime import date
 from typing import TYPE_CHECKING, Callable
 
 import telegram
-from telegram import InputFile, MessageEntity, Update
-from telegram.error import TelegramError
+from telegram import InputFile, Update
+from telegram.error import BadRequest, NetworkError, TelegramError
 
 from assistant_framework.access import sees_owner_data
 from assistant_framework.config.settings import TelegramSettings
@@ -24,28 +24,25 @@ from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.telegram.approval import Approvals
 from messaging_llm_bot.channels.telegram.files import send_workspace_file
 from messaging_llm_bot.channels.telegram.format import CAPABILITIES, render_markdown
-from messaging_llm_bot.channels.telegram.job_turn import answer_job
-from messaging_llm_bot.channels.telegram.media import (
-    VOICE_DISABLED,
-    message_kind,
-    save_attachment,
-    transcribe_voice,
-)
+from messaging_llm_bot.channels.telegram.media import VOICE_DISABLED, message_kind, save_attachment, transcribe_voice
 from messaging_llm_bot.channels.telegram.progress import telegram_progress
 from messaging_llm_bot.channels.telegram.send import (
     TelegramDeliveryError,
-    is_entity_error,
-    retry_after_seconds,
+    edit_text_safely,
+    or_general,
+    refused_for_good,
     send_markdown,
     send_plain,
 )
-from messaging_llm_bot.channels.telegram.settings import message_of, strip_mention, topic_of
+from messaging_llm_bot.channels.telegram.settings import chat_of, message_of, strip_mention, topic_in, topic_of
 from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.held import storage_error_text
 from messaging_llm_bot.conversation.images import FilesInput, files_input
+from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.progress import Progress
+from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import FAILED_REPLY, ChannelTurns, TurnRequest, transcript_failed
 from messaging_llm_bot.conversation.voice import VoiceNote
@@ -86,18 +83,14 @@ class TurnRunner(ChannelTurns):
             return
         with self._active.tracking():
             if is_job_item(item):
-                await answer_job(self, bot, item)
+                await self._answer_job(bot, item)
             else:
                 await self._answer(bot, item, parts)
 
     async def _answer(self, bot: telegram.Bot, item: InboxItem, parts: Sequence[InboxItem] = ()) -> None:
         """Answer ``item`` and complete it; the user always gets a message, even on errors."""
-        update = Update.de_json(item.payload, bot)
-        message = update.effective_message
-        if message is None:
-            raise ValueError(f"inbox item {item.item_id} holds no message")
-        chat_id = message.chat_id
-        topic = topic_of(message)  # a forum topic's message is answered in that topic
+        message = message_of(Update.de_json(item.payload, bot))
+        chat_id, topic = message.chat_id, topic_of(message)  # a forum topic's message is answered in that topic
         # Quote the question only in groups, where several people talk; private chats stay clean.
         reply_to = message.message_id if message.chat.type != "private" else None
         progress: Progress | None = None
@@ -106,8 +99,6 @@ class TurnRunner(ChannelTurns):
         try:
             reply = item.reply
             produced = reply is None  # answered in this run (a replay's reply was spoken, or not, before)
-            if reply is None and joinable(message):
-                running = self.busy.started(item.conversation_id, message.from_user.id if message.from_user else None)
             if reply is None:
                 # A live message left by a crashed run is taken over (edited), never left behind beside a new one.
                 progress = telegram_progress(
@@ -116,16 +107,13 @@ class TurnRunner(ChannelTurns):
                     show_status=self.settings.progress,
                     stream=self.settings.stream,
                     message_id=item.live,
-                    on_message=lambda mid: self._record_live(item, mid),
+                    on_message=lambda mid: self.record_live(item.item_id, mid),
                     topic=topic,
                 )
-                try:
+                sender = message.from_user.id if message.from_user else None
+                with self.busy.turn(item.conversation_id, sender, joinable(message)) as running:
                     reply = await self._produce_reply(bot, item, message, progress, parts)
-                finally:
-                    if running is not None:
-                        self.busy.ended(item.conversation_id, running)
-                        later = running.left()
-                merged = running.merged() if running is not None else []
+                merged, later = running.outcome(False) if running is not None else ([], [])
                 await progress.stop()
                 # One write: the reply and the later messages it answers (a replay completes them with it).
                 await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, [m.item_id for m in merged])
@@ -135,9 +123,7 @@ class TurnRunner(ChannelTurns):
             if produced:
                 await self._speak(bot, item, message, reply)
         except TelegramDeliveryError as err:
-            retry = isinstance(err.cause, telegram.error.NetworkError) and not isinstance(
-                err.cause, telegram.error.BadRequest
-            )
+            retry = isinstance(err.cause, NetworkError) and not isinstance(err.cause, BadRequest)
             log.error(
                 "telegram: the reply to message %s (%s, %r) was not delivered: %s; %s",
                 message.message_id,
@@ -153,17 +139,13 @@ class TurnRunner(ChannelTurns):
             if progress is not None:
                 await progress.stop()
             try:
-                await bot.send_message(
-                    chat_id,
-                    storage_error_text(exc) if isinstance(exc, OSError) else FAILED_REPLY,
-                    message_thread_id=topic,
-                )
+                failed = storage_error_text(exc) if isinstance(exc, OSError) else FAILED_REPLY
+                await bot.send_message(chat_id, failed, message_thread_id=topic)
             except TelegramError:
                 log.error("telegram: could not even send the failure notice to chat %s", chat_id)
             if running is not None:  # no reply was recorded for the messages that joined: each is answered
-                later = [one for one, _ in running.offered]
-        await self._complete(parts)
-        await asyncio.to_thread(self.inbox.complete, item.item_id)
+                later = running.outcome(True)[1]
+        await self._complete([*parts, item])
         for one in later:  # offered, but the turn ended first: each answered in its own turn, in order
             await self._answer(bot, one)
 
@@ -269,14 +251,6 @@ class TurnRunner(ChannelTurns):
         except TelegramError as err:
             log.warning("telegram: the voice reply in chat %s was not sent (the text was): %s", message.chat_id, err)
 
-    async def _record_live(self, item: InboxItem, message_id: int) -> None:
-        try:
-            # In the event loop, not a worker thread: the thread pool may be busy with turns, and every
-            # millisecond between the send and this record is a moment where a kill leaves the message.
-            self.inbox.record_live(item.item_id, message_id)
-        except (OSError, KeyError) as err:  # best effort: without it a crash may leave this message behind
-            log.warning("telegram: could not record live message %s of %s: %s", message_id, item.item_id, err)
-
     async def deliver(
         self,
         bot: telegram.Bot,
@@ -289,7 +263,7 @@ class TurnRunner(ChannelTurns):
     ) -> None:
         """Send ``reply`` through the ledger: the parts not sent yet, each recorded as it goes out (a crash
         resends only the rest); the streamed message, when there is one, becomes the first part. The one
-        delivery path of chat turns and job runs (telegram/job_turn.py)."""
+        delivery path of chat turns and job runs."""
         skip = self.inbox.parts_sent(item.item_id)
         if progress is None and skip == 0 and item.live is not None:
             # Replay of a reply produced before a crash: the live message shown then becomes its first part.
@@ -323,25 +297,41 @@ class TurnRunner(ChannelTurns):
     async def _finalise_stream(self, bot: telegram.Bot, chat_id: int, message_id: int, reply: str) -> bool:
         """Replace the streamed text with the formatted first part; False if the edit did not land."""
         part = render_markdown(reply)[0]
-        entities = [MessageEntity.de_json(dict(e), bot) for e in part.entities] or None
-        for _attempt in range(3):
+        return await edit_text_safely(bot, chat_id, message_id, part.text, entities=part.entities, tries=3)
+
+    async def _answer_job(self, bot: telegram.Bot, item: InboxItem) -> None:
+        """A job run made and delivered (conversation/job_answer.py) in the owner's chat, in the topic the job was
+        made in (the chat's General once it is gone); left for the next look on a network error, a failed run
+        when Telegram refuses it for good."""
+        owner = self.settings.owner
+        if owner is None:
+            log.warning("jobs: %s cannot run (no owner chat); dropped", item.item_id)
+            await asyncio.to_thread(self.inbox.complete, item.item_id)
+            return
+        chat_id = chat_of(item.conversation_id)
+
+        async def deliver(text: str) -> bool:
+            async def send(topic: int | None) -> None:
+                await self.deliver(bot, item, chat_id, text, None, None, topic)
+
             try:
-                await bot.edit_message_text(part.text, chat_id=chat_id, message_id=message_id, entities=entities)
-                return True
-            except telegram.error.RetryAfter as err:
-                await asyncio.sleep(retry_after_seconds(err.retry_after))
-            except telegram.error.BadRequest as err:
-                if "not modified" in str(err).lower():
-                    return True
-                if entities and is_entity_error(err):
-                    entities = None
-                    continue
-                log.info("telegram: final edit of streamed message %s failed: %s", message_id, err)
-                return False
-            except TelegramError as err:
-                log.info("telegram: final edit of streamed message %s failed: %s", message_id, err)
-                return False
-        return False
+                await or_general(send, topic_in(item.conversation_id, chat_id), f"job run {item.item_id}", resumes=True)
+            except TelegramDeliveryError as err:
+                if not refused_for_good(err.cause) and isinstance(err.cause, NetworkError):
+                    log.warning("jobs: %s not delivered yet (%s); it is sent again at the next look", item.item_id, err)
+                    return False  # stays in the inbox: the scheduler offers it again
+                raise DeliveryRefused(f"Telegram refused it: {err.cause}") from None
+            return True
+
+        async def tell(text: str) -> None:
+            try:
+                await send_markdown(bot, owner, text)
+            except (TelegramDeliveryError, TelegramError) as err:
+                log.warning("jobs: could not tell the owner about %s: %s", item.item_id, err)
+
+        await answer_job_run(
+            self.runtime, self.pool, self.inbox, item, chat_id=chat_id, user_id=owner, deliver=deliver, tell=tell
+        )
 
 
 def joinable(message: telegram.Message) -> bool:
