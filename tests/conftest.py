@@ -35,7 +35,7 @@ pytest_plugins = [
 ]
 
 # python-telegram-bot 22 warns that ``retry_after`` and media ``duration`` become ``timedelta``; our code takes
-# both forms (channels/telegram/send.py: retry_after_seconds), so the tests run with the future form and
+# both forms (channels/telegram/ratelimit.py: retry_after_seconds), so the tests run with the future form and
 # without the warning (warnings are errors: pyproject.toml). Subprocess bots inherit it.
 os.environ.setdefault("PTB_TIMEDELTA", "1")
 

@@ -62,6 +62,19 @@ class Dialog:
                 raise SetupError(wrong)
             self.say(f"  {wrong}; try again.")
 
+    def choose(self, question: str, options: list[str]) -> int:
+        """The index of the option picked by its number (the options are listed first; the first when nothing
+        is asked)."""
+        for number, option in enumerate(options, 1):
+            self.say(f"  {number}. {option}")
+
+        def not_a_choice(choice: str) -> str | None:
+            if choice.isdigit() and 1 <= int(choice) <= len(options):
+                return None
+            return f"no such choice: {choice!r} (a number from 1 to {len(options)})"
+
+        return int(self.answer_until(question, "1", not_a_choice)) - 1
+
 
 @dataclass
 class ChannelSetup:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Hashable
 from typing import Any
 
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
@@ -23,7 +23,9 @@ class ChatTasks:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._once: set[str] = set()  # the keys ``spawn_once`` holds waiting or running
 
-    def spawn(self, chat: str, coro: Coroutine[Any, Any, Any], *, owner: bool = False, exempt: bool = False) -> bool:
+    def spawn(
+        self, chat: Hashable, coro: Coroutine[Any, Any, Any], *, owner: bool = False, exempt: bool = False
+    ) -> bool:
         """Queue ``coro`` in ``chat``; False (and ``coro`` closed) when the chat already holds
         ``runtime.max_pending_per_chat`` jobs (never when ``exempt``: an item already stored in the inbox)."""
         job = self.queues.admit(chat, owner=owner, exempt=exempt)  # now, in arrival order
@@ -44,7 +46,7 @@ class ChatTasks:
         task.add_done_callback(self._tasks.discard)
         return True
 
-    def spawn_once(self, key: str, chat: str, work: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+    def spawn_once(self, key: str, chat: Hashable, work: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         """Queue ``work()`` in ``chat`` as the owner's (first, never refused), unless ``key`` is waiting or
         running already: a job run's item, which the scheduler offers again at its next look while it waits."""
         if key in self._once:

@@ -40,7 +40,7 @@ from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router, o
 from messaging_llm_bot.conversation.job_scheduler import JobScheduler
 from messaging_llm_bot.conversation.notices import ChannelNotices, digest_now
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.shutdown import shutdown_runtime, take_lock
+from messaging_llm_bot.conversation.shutdown import close_loop, request_stop, shutdown_runtime, take_lock
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,6 @@ class TelegramService:
         self.ready = threading.Event()
         self.started = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._replay: asyncio.Future[Any] | None = None
         self._rest: asyncio.Task[Any] | None = None
         self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
         self.shutdown = GracefulStop(self.shutdown_timeout)
@@ -142,7 +141,7 @@ class TelegramService:
                 "telegram.allowed_user_ids is empty: the bot answers no one. Send it a message to "
                 "see your numeric user id, then add it with: config set telegram.allowed_user_ids [ID]"
             )
-        self._replay = await fe.intake.start_replay(bot)
+        fe.intake.start_replay(bot)
         if self.settings.mode == "webhook":
             self._loop.call_soon(self._start_the_rest)
         self.ready.set()
@@ -256,7 +255,8 @@ class TelegramService:
         finally:
             if self.manage_runtime:
                 shutdown_runtime(self.runtime, self.shutdown_timeout)
-            self._close_loop()
+            close_loop(self._loop)  # close_loop=False kept it for the runtime's shutdown
+            asyncio.set_event_loop(None)
         if self.conflict:
             print(
                 "telegram: stopped: another instance is polling with the same bot token "
@@ -284,26 +284,12 @@ class TelegramService:
                     START_ATTEMPTS,
                 )
 
-    def _close_loop(self) -> None:
-        """Close the loop PTB ran on once the runtime is down (``close_loop=False`` kept it for that):
-        left open, its selector and self-pipe leak with every run of the bot in one process."""
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-        asyncio.set_event_loop(None)
-
     def stop(self, timeout: float = 10.0) -> None:
         """Ask a running bot to stop (from another thread, e.g. a test or a supervisor); returns at once
-        (``timeout``: the ChannelRunner's signature; nothing here waits)."""
-        loop, app = self._loop, self.app
-        if loop is None or app is None:
-            return
-        # Any moment from here on: the stop is kept until the application runs (StoppableApplication).
-        try:
-            loop.call_soon_threadsafe(self.shutdown.begin)
-        except RuntimeError:  # the loop is closed: the bot has stopped already
-            pass
+        (``timeout``: the ChannelRunner's signature; nothing here waits). From any moment on: the stop is kept
+        until the application runs (StoppableApplication)."""
+        if self.app is not None:
+            request_stop(self._loop, self.shutdown.begin, self.started, None)
 
 
 def run_telegram(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:

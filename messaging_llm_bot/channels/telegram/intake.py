@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import telegram
 from telegram import Update
@@ -35,6 +34,7 @@ from messaging_llm_bot.channels.telegram.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
+from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage, held_text, storage_error_text
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -56,7 +56,7 @@ class Intake:
         self.queues = queues
         self.items: dict[int, InboxItem] = {}  # update_id -> item persisted when fetched
         self.duplicates = access.duplicates  # update ids the inbox holds as answered: the gate drops them
-        self.job_items: dict[str, asyncio.Future[Any]] = {}  # job runs waiting in the owner's queue or running
+        self.tasks = ChatTasks(queues, "telegram")  # the replay's turns and job runs, in their chats' queues
         self.outage = StorageOutage("telegram")  # the inbox cannot store: updates held unconfirmed
         self.albums = Albums()  # photos sent together: one turn (telegram/albums.py)
 
@@ -240,7 +240,7 @@ class Intake:
             await message.reply_text(storage_error_text(err), do_quote=message.chat.type != "private")
             return None
 
-    async def start_replay(self, bot: telegram.Bot) -> asyncio.Future[Any] | None:
+    def start_replay(self, bot: telegram.Bot) -> None:
         """Answer items a crash left in the inbox, in order per chat.
 
         Every item takes its place in its chat's queue here, before polling starts (never refused: it
@@ -251,43 +251,20 @@ class Intake:
         for item in [i for i in items if is_job_item(i)]:
             self.start_job_item(bot, item)  # a job run left by a crash: in its place in the owner's queue
         items = [i for i in items if not is_job_item(i)]
-        if not items:
-            return None
-        log.info("telegram: answering %d message(s) left unanswered by the last run", len(items))
-
-        async def replay(item: InboxItem, parts: list[InboxItem]) -> None:
-            try:
-                await self.turns.answer(bot, item, parts)
-            except Exception:  # noqa: BLE001 - a replay failure must not kill the bot
-                log.exception("telegram: replay of %s failed", item.item_id)
-
+        if items:
+            log.info("telegram: answering %d message(s) left unanswered by the last run", len(items))
         # Messages that joined a turn whose reply was recorded are answered by that reply (busy modes).
         by_id = {i.item_id: i for i in items}
         joined = answered_by_recorded(items)
-        runs = []
         for item, album in stored_albums([i for i in items if i.item_id not in joined], bot):
             parts = [*album, *(by_id[m] for m in item.merged if m in joined)]
             sender = ((item.payload.get("message") or {}).get("from") or {}).get("id")
-            chat = chat_of(item.conversation_id)
-            job = self.queues.admit(chat, owner=sender == self.settings.owner, exempt=True)
-            assert job is not None  # exempt: never refused
-            runs.append(self.queues.run(job, replay(item, parts)))
-        return asyncio.gather(*runs)
+            answer = self.turns.answer(bot, item, parts)
+            self.tasks.spawn(chat_of(item.conversation_id), answer, owner=sender == self.settings.owner, exempt=True)
 
     def start_job_item(self, bot: telegram.Bot, item: InboxItem) -> None:
         """Answer a job run's item in its chat's queue (the owner's: first, never refused); once at a time."""
-        if item.item_id in self.job_items:
-            return
-        job = self.queues.admit(chat_of(item.conversation_id), owner=True, exempt=True)
-        assert job is not None  # exempt: never refused
-        task = asyncio.ensure_future(self.queues.run(job, self.turns.answer(bot, item)))
-        self.job_items[item.item_id] = task
-        key = item.item_id
-
-        def forget(_task: asyncio.Future[Any]) -> None:
-            self.job_items.pop(key, None)
-
-        task.add_done_callback(forget)
+        self.tasks.spawn_once(item.item_id, chat_of(item.conversation_id), lambda: self.turns.answer(bot, item))
 
     def job_conversation(self, job: Job) -> str | None:
         """The conversation a Telegram job's runs go to (conversation/job_router.py decides which jobs are

@@ -7,7 +7,6 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
 from typing import Any
 
 import telegram
@@ -20,7 +19,7 @@ from messaging_llm_bot.channels.telegram.format import (
     plain_parts,
     render_markdown,
 )
-from messaging_llm_bot.channels.telegram.ratelimit import BudgetSkipped, optional_call
+from messaging_llm_bot.channels.telegram.ratelimit import BudgetSkipped, optional_call, retry_after_seconds
 from messaging_llm_bot.channels.telegram.settings import telegram_chat_id, topic_in, topic_of
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.markup import fit_text
@@ -60,11 +59,6 @@ def topic_gone(error: BaseException) -> bool:
     """True when Telegram refused a message because its forum topic is closed or deleted."""
     cause = error.cause if isinstance(error, TelegramDeliveryError) else error
     return isinstance(cause, BadRequest) and any(hint in str(cause).lower() for hint in _TOPIC_GONE_HINTS)
-
-
-def retry_after_seconds(value: int | float | timedelta) -> float:
-    """Normalise ``RetryAfter.retry_after`` (an int or, with PTB_TIMEDELTA, a timedelta) to seconds."""
-    return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
 def is_entity_error(error: BaseException) -> bool:

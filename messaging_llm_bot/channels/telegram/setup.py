@@ -63,13 +63,6 @@ def token_problem(token: str) -> str | None:
     )
 
 
-def not_a_choice(choice: str, count: int) -> str | None:
-    """Why ``choice`` is not one of the numbers 1 to ``count``, or None."""
-    if choice.isdigit() and 1 <= int(choice) <= count:
-        return None
-    return f"no such choice: {choice!r} (a number from 1 to {count})"
-
-
 class TelegramSteps(Steps):
     """The token and the allowlist's owner."""
 
@@ -217,14 +210,11 @@ class TelegramSteps(Steps):
                 raise SetupError("Telegram: no message arrived; run setup again, or pass --owner-id ID")
 
     def _pick_sender(self, found: list[dict[str, Any]]) -> int:
-        if len(found) == 1 or not self.io.interactive:
-            if len(found) > 1:
-                names = ", ".join(f"{s['name']} ({s['id']})" for s in found)
-                raise SetupError(f"Telegram: several people wrote to the bot ({names}); pass --owner-id ID")
-            sender = found[0]
-            self.io.say(f"Telegram: got a message from {sender['name']} (id {sender['id']}): {sender['text'][:40]!r}")
-            return int(sender["id"])
-        for index, sender in enumerate(found, 1):
-            self.io.say(f"  {index}. {sender['name']} (id {sender['id']}): {sender['text'][:40]!r}")
-        choice = self.io.answer_until("Which one is you", "1", lambda c: not_a_choice(c, len(found)))
-        return int(found[int(choice) - 1]["id"])
+        if len(found) > 1 and not self.io.interactive:
+            names = ", ".join(f"{s['name']} ({s['id']})" for s in found)
+            raise SetupError(f"Telegram: several people wrote to the bot ({names}); pass --owner-id ID")
+        said = [f"{s['name']} (id {s['id']}): {s['text'][:40]!r}" for s in found]
+        if len(found) == 1:
+            self.io.say(f"Telegram: got a message from {said[0]}")
+            return int(found[0]["id"])
+        return int(found[self.io.choose("Which one is you", said)]["id"])
