@@ -47,6 +47,7 @@ WHATSAPP_BOT = ("test_whatsapp_bot.py",)
 WHATSAPP = ("test_whatsapp_channel.py",)
 SLACK_BOT = ("test_slack_bot.py",)
 SLACK = ("test_slack_channel.py",)
+SLACK_SOCKET = ("test_slack_socket.py",)
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
 AGENT_SKILLS = ("test_agent_skills.py", "test_agent_skills_bot.py", "test_agent_skills_install.py")
 AGENT_SKILLS_INSTALL = ("test_agent_skills_install.py",)
@@ -158,6 +159,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            message_id=None,",
         "after a crash mid-stream the partial answer stays and the whole answer is posted again beside it",
         SLACK_BOT,
+    ),
+    Mutation(
+        "slack-socket-unacked",
+        "messaging_llm_bot/channels/slack/socketmode.py",
+        "        await client.send_socket_mode_response(SocketModeResponse(envelope_id=request.envelope_id))",
+        "        pass",
+        "Socket Mode envelopes are never acknowledged: Slack sends each event again and again, then drops the app",
+        SLACK_SOCKET,
     ),
     Mutation(
         "slack-mention-mode-off",

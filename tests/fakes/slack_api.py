@@ -16,6 +16,9 @@ fake.base_url`` (``http://127.0.0.1:<port>/api/``). What it answers, as Slack do
 - ``chat.update``: ``channel``, ``ts`` (a message of that channel, else ``message_not_found``; one the bot did not
   post ``cant_update_message``), ``text`` (the same bounds): ``{"ok", "channel", "ts", "text", "message"}``.
 - ``conversations.open``: ``users`` (one known user id, else ``user_not_found``): ``{"ok", "channel": {"id"}}``.
+- ``apps.connections.open`` takes the app-level token (``xapp-...``; a bot token is ``not_allowed_token_type``, a
+  wrong one ``invalid_auth``): ``{"ok", "url"}``, a ``ws://`` URL of the fake's Socket Mode server
+  (tests/fakes/slack_socket.py, started by ``socket_mode()``), which delivers events as envelopes.
 
 Slack's side of the Events API: ``connect(url, signing_secret)``, then ``dm(user, text)`` and ``mention(user,
 channel, text)`` build an ``event_callback`` payload and ``deliver(payload)`` posts it signed as Slack does
@@ -38,6 +41,7 @@ from urllib.parse import parse_qsl, urlparse
 import requests
 
 from tests.fakes._http import FakeHandler, FakeServer
+from tests.fakes.slack_socket import FakeSocketMode
 
 MAX_TEXT = 40_000
 
@@ -55,8 +59,15 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
 
 
 class FakeSlackAPI:
-    def __init__(self, token: str = "xoxb-test-token-0001", team_id: str = "T0TEAM001") -> None:
+    def __init__(
+        self,
+        token: str = "xoxb-test-token-0001",
+        team_id: str = "T0TEAM001",
+        app_token: str = "xapp-1-A0APP00001-1-ab12",
+    ) -> None:
         self.token = token
+        self.app_token = app_token
+        self.socket: FakeSocketMode | None = None  # Socket Mode's server, once ``socket_mode()`` started it
         self.team_id = team_id
         self.bot_user = "U0BOT00001"
         self.bot_id = "B0BOT00001"
@@ -80,6 +91,14 @@ class FakeSlackAPI:
     def stop(self) -> None:
         if self.server is not None:
             self.server.stop()
+        if self.socket is not None:
+            self.socket.stop()
+
+    def socket_mode(self, ack_timeout: float = 3.0) -> FakeSocketMode:
+        """Start Socket Mode's websocket server (``apps.connections.open`` answers its URLs)."""
+        if self.socket is None:
+            self.socket = FakeSocketMode(ack_timeout=ack_timeout).start()
+        return self.socket
 
     def __enter__(self) -> FakeSlackAPI:
         return self.start()
@@ -197,6 +216,8 @@ class FakeSlackAPI:
         token = (auth or "").removeprefix("Bearer ").strip() or str(args.get("token") or "")
         if not token:
             raise SlackError("not_authed")
+        if method == "apps.connections.open":
+            return self.connections_open(token)
         if not hmac.compare_digest(token.encode(), self.token.encode()):
             raise SlackError("invalid_auth")
         handler = _METHODS.get(method)
@@ -254,6 +275,15 @@ class FakeSlackAPI:
             message["text"] = text
             message["history"].append(text)
         return {"channel": channel, "ts": ts, "text": text, "message": {"type": "message", "text": text, "ts": ts}}
+
+    def connections_open(self, token: str) -> dict:
+        if not token.startswith("xapp-"):
+            raise SlackError("not_allowed_token_type")
+        if not hmac.compare_digest(token.encode(), self.app_token.encode()):
+            raise SlackError("invalid_auth")
+        if self.socket is None:
+            raise SlackError("socket_mode_not_enabled")  # a fake's word: the test did not turn Socket Mode on
+        return {"url": self.socket.open_url()}
 
     def open_conversation(self, args: dict[str, Any]) -> dict:
         users = str(args.get("users") or "")

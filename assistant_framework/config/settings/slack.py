@@ -1,4 +1,5 @@
-"""The ``slack`` section: the Slack channel on the Events API over HTTP and the Web API (docs/slack.md)."""
+"""The ``slack`` section: the Slack channel on the Events API over HTTP or Socket Mode, and the Web API
+(docs/slack.md)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,10 @@ class SlackSettings:
     bot_token_env: str = field(default="", metadata=reads(text, pattern=OPTIONAL_ENV_NAME))
     #: The name of the environment variable holding the app's signing secret (every request is checked with it).
     signing_secret_env: str = field(default="", metadata=reads(text, pattern=OPTIONAL_ENV_NAME))
+    #: Take the events over Socket Mode (a websocket the bot opens; no request URL) instead of the Events API.
+    socket_mode: bool = field(default=False, metadata=reads(flag))
+    #: The name of the environment variable holding the app-level token (``xapp-...``) Socket Mode connects with.
+    app_token_env: str = field(default="", metadata=reads(text, pattern=OPTIONAL_ENV_NAME))
     #: Slack user ids answered; empty: no one.
     allowed: tuple[str, ...] = field(
         default=(), metadata=reads(strings, each={"pattern": USER_ID}, schema={"maxItems": 100})
@@ -56,7 +61,12 @@ class SlackSettings:
     #: Show the answer growing in one message (``chat.update``) while the model writes.
     stream: bool = field(default=True, metadata=reads(flag))
 
-    # The channel needs the signing secret to check every request Slack sends.
+    # Over Socket Mode the channel needs the app-level token; over the Events API the signing secret, to check
+    # every request Slack sends.
     SCHEMA_RULES: ClassVar[JsonSchema] = when_enabled(
-        {"required": ["signing_secret_env"], "properties": {"signing_secret_env": {"minLength": 1}}}
+        {
+            "if": {"properties": {"socket_mode": {"const": True}}, "required": ["socket_mode"]},
+            "then": {"required": ["app_token_env"], "properties": {"app_token_env": {"minLength": 1}}},
+            "else": {"required": ["signing_secret_env"], "properties": {"signing_secret_env": {"minLength": 1}}},
+        }
     )

@@ -1,6 +1,7 @@
 """The doctor's Slack checks, when ``slack.enabled``: the secrets are there, the bot token works (one
-``auth.test``), the running bot's request URL answers a signed ``url_verification`` on this machine, and the
-allowlist is set."""
+``auth.test``), the allowlist is set, and how events come in: over Socket Mode the app-level token opens a
+connection (``apps.connections.open``), else the running bot's request URL answers a signed
+``url_verification`` on this machine."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def checks(ctx: Context) -> list[Check]:
         lines.append(Check("slack secrets", FAIL, config.problem, f"set them as {DOCS} says"))
         return lines
     lines.append(_token(config))
-    lines.append(_request_url(config))
+    lines.append(_app_token(config) if config.socket_mode else _request_url(config))
     return lines
 
 
@@ -50,6 +51,17 @@ def _token(config: SlackConfig) -> Check:
     if reached.problem:
         return Check("slack token", FAIL, reached.problem, f"copy the bot token (xoxb-) again ({DOCS})")
     return Check("slack token", OK, f"the token is the bot {reached.bot} in {reached.team}")
+
+
+def _app_token(config: SlackConfig) -> Check:
+    from messaging_llm_bot.channels.slack.probe import probe_app_token
+
+    problem = probe_app_token(config.base_url, config.app_token)
+    if problem:
+        return Check(
+            "slack app token", FAIL, problem, f"copy the app-level token (xapp-, connections:write) again ({DOCS})"
+        )
+    return Check("slack app token", OK, "the app-level token opens a Socket Mode connection")
 
 
 def _request_url(config: SlackConfig) -> Check:

@@ -1,5 +1,6 @@
-"""What doctor and setup ask Slack: does the bot token work (``auth.test``), and does the running bot's request
-URL answer a signed ``url_verification`` (so it holds the same signing secret)."""
+"""What doctor and setup ask Slack: does the bot token work (``auth.test``), does the app-level token open a Socket
+Mode connection (``apps.connections.open``: a URL, not used), and does the running bot's request URL answer a
+signed ``url_verification`` (so it holds the same signing secret)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,21 @@ def probe_token(base_url: str, token: str) -> Reached:
     except (OSError, SlackClientError) as err:
         return Reached(problem=f"the Slack Web API cannot be reached: {type(err).__name__}")
     return Reached(bot=str(answer.get("user") or "?"), team=str(answer.get("team") or "?"))
+
+
+def probe_app_token(base_url: str, app_token: str) -> str:
+    """Why ``apps.connections.open`` refused the app-level token, or "" when it gave a websocket URL."""
+    from slack_sdk import WebClient
+    from slack_sdk.errors import SlackApiError, SlackClientError
+
+    client = WebClient(base_url=base_url, timeout=TIMEOUT_SECONDS, retry_handlers=[])
+    try:
+        answer = client.apps_connections_open(app_token=app_token)
+    except SlackApiError as err:
+        return f"Slack refused the app-level token: {err.response.get('error') or err.response.status_code}"
+    except (OSError, SlackClientError) as err:
+        return f"the Slack Web API cannot be reached: {type(err).__name__}"
+    return "" if str(answer.get("url") or "").startswith(("wss://", "ws://")) else "Slack gave no websocket URL"
 
 
 def verify_url(url: str, signing_secret: str) -> tuple[int, bool]:

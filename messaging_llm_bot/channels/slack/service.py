@@ -1,10 +1,11 @@
-"""The Slack channel running: the Events API's request URL listening, what a crash left answered, the job
+"""The Slack channel running: the Events API's request URL listening (or Socket Mode connected), what a crash left
+answered, the job
 scheduler joined (job runs and reminders to the owner's DM), collectors' notices; a stop gives running turns
 ``shutdown_timeout_seconds`` (conversation/shutdown.py).
 
 Start-up refuses, with one sentence and exit code 2, a config that cannot run (the token's or the signing
-secret's variable unset); with exit code 1 a workspace where another Slack bot runs (a lock file), a token Slack
-refuses, or an address the request URL cannot listen on.
+secret's or the app-level token's variable unset); with exit code 1 a workspace where another Slack bot runs (a
+lock file), a token Slack refuses, or an address the request URL cannot listen on.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from messaging_llm_bot.channels.slack.api import SlackClient, SlackUnavailable
 from messaging_llm_bot.channels.slack.channel import SlackChannel
 from messaging_llm_bot.channels.slack.intake import Intake
 from messaging_llm_bot.channels.slack.settings import PREFIX, SlackConfig, conversation_of
+from messaging_llm_bot.channels.slack.socketmode import AppTokenRefused, SocketMode
 from messaging_llm_bot.channels.slack.turn import NOTICE_KEY, TurnRunner, address_of
 from messaging_llm_bot.channels.slack.webhook import Webhook
 from messaging_llm_bot.conversation.busy import answered_by_recorded
@@ -67,6 +69,7 @@ class SlackService:
         self.tasks = ChatTasks(self.queues, "slack")
         self.job_clock: Callable[[], datetime] | None = None  # a test's clock for the jobs (None: the real one)
         self.webhook: Webhook | None = None
+        self.socket: SocketMode | None = None  # slack.socket_mode: the events over a websocket instead
         self.bot_user = ""  # the bot's own user id (auth.test): its own messages are passed over
         self.owner_dm = ""  # the owner's DM channel (conversations.open): jobs, reminders and notices go there
         self._config: tuple[Settings, SlackConfig] | None = None
@@ -107,6 +110,11 @@ class SlackService:
             code = EXIT_FAILED
         except DeliveryError as err:
             print(f"slack: cannot start: Slack refused the bot token ({err})", file=sys.stderr)
+            code = EXIT_FAILED
+        except AppTokenRefused as err:
+            print(
+                f"slack: cannot start: Slack refused the app-level token, slack.app_token_env ({err})", file=sys.stderr
+            )
             code = EXIT_FAILED
         except Exception as err:  # noqa: BLE001 - one clear line, not a traceback on the owner's screen
             log.error("slack: the Slack channel stopped after an error: %s: %s", type(err).__name__, err)
@@ -174,15 +182,13 @@ class SlackService:
         await self._who(client)
         intake = Intake(self)
         await intake.load()
-        self.webhook = Webhook(lambda: self.config, intake.take)
         try:
-            self.webhook.start()
+            await self._take_events(intake)
             if not config.allowed:
                 log.warning(
                     "slack.allowed is empty: the bot answers no one. Add your user id: "
                     'config set slack.allowed ["U0123ABCD"]'
                 )
-            log.info("slack: serving the Events API on %s for %s", self.webhook.url, list(config.allowed))
             self._replay()
             channel_jobs = ChannelJobs(
                 loop,
@@ -201,11 +207,25 @@ class SlackService:
             self.ready.set()
             await self._wind_down()
 
+    async def _take_events(self, intake: Intake) -> None:
+        """Events in: Socket Mode connected, or the Events API's request URL listening."""
+        config = self.config
+        if config.socket_mode:
+            self.socket = SocketMode(config, intake.take)
+            await self.socket.start()
+            log.info("slack: taking events over Socket Mode for %s", list(config.allowed))
+            return
+        self.webhook = Webhook(lambda: self.config, intake.take)
+        self.webhook.start()
+        log.info("slack: serving the Events API on %s for %s", self.webhook.url, list(config.allowed))
+
     async def _wind_down(self) -> None:
         if not self.shutdown.stopping:
             self.begin_shutdown()
         if self.webhook is not None:
             self.webhook.stop()
+        if self.socket is not None:
+            await self.socket.stop()  # no new events; the turns under way finish below
         await self.shutdown.finish()
         await self.tasks.cancel_waiting()
         await asyncio.to_thread(job_router(self.runtime).detach, "slack")

@@ -33,6 +33,7 @@ class SlackConfig:
 
     bot_token: str = field(repr=False)
     signing_secret: str = field(repr=False)
+    app_token: str = field(repr=False)  # Socket Mode's app-level token (xapp-...), else ""
     allowed: tuple[str, ...]
     owner: str | None  # default: the first allowed
     listen: str
@@ -42,6 +43,7 @@ class SlackConfig:
     per_minute: int
     base_url: str
     stream: bool
+    socket_mode: bool
     problem: str = ""  # why it cannot run (a secret's variable unset), else ""
 
     @classmethod
@@ -49,6 +51,7 @@ class SlackConfig:
         sl = settings.slack
         token = os.environ.get(sl.bot_token_env, "") if sl.bot_token_env else sl.bot_token
         secret = os.environ.get(sl.signing_secret_env, "") if sl.signing_secret_env else ""
+        app_token = os.environ.get(sl.app_token_env, "") if sl.app_token_env else ""
         problems = []
         if not token:
             problems.append(
@@ -56,7 +59,9 @@ class SlackConfig:
                 if sl.bot_token_env
                 else "slack: no bot_token_env or bot_token"
             )
-        if not secret:
+        if sl.socket_mode:
+            problems += app_token_problems(sl.app_token_env, app_token)
+        elif not secret:
             problems.append(
                 f"slack.signing_secret_env names {sl.signing_secret_env}, which is not set"
                 if sl.signing_secret_env
@@ -65,6 +70,7 @@ class SlackConfig:
         return cls(
             bot_token=token,
             signing_secret=secret,
+            app_token=app_token,
             allowed=sl.allowed,
             owner=sl.owner or (sl.allowed[0] if sl.allowed else None),
             listen=sl.webhook.listen,
@@ -74,6 +80,7 @@ class SlackConfig:
             per_minute=sl.webhook.per_minute,
             base_url=sl.base_url if sl.base_url.endswith("/") else sl.base_url + "/",
             stream=sl.stream,
+            socket_mode=sl.socket_mode,
             problem="; ".join(problems),
         )
 
@@ -83,3 +90,14 @@ class SlackConfig:
 
     def is_owner(self, user: str) -> bool:
         return self.owner is not None and user == self.owner and self.allows(user)
+
+
+def app_token_problems(variable: str, token: str) -> list[str]:
+    """Why Socket Mode cannot connect with the app-level token in ``variable`` (``token``), or nothing."""
+    if not variable:
+        return ["slack.socket_mode is on but slack.app_token_env is not set (the app-level token, xapp-...)"]
+    if not token:
+        return [f"slack.app_token_env names {variable}, which is not set"]
+    if not token.startswith("xapp-"):
+        return [f"the variable {variable} (slack.app_token_env) holds no app-level token: it starts with xapp-"]
+    return []
