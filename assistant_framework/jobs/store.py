@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any
 
 from assistant_framework.config.settings.jobs import JobsSettings
 from assistant_framework.jobs.job import PAYLOAD_KEYS, SCHEDULE_KEYS, Job, JobError, job_of
 from assistant_framework.jobs.limits import too_often, within_limits
+from assistant_framework.json_types import JsonObject
 from assistant_framework.schedules import as_utc, from_iso
 from assistant_framework.stores._common import JsonListFile, NotFoundError, iso, now_utc, one_line
 from assistant_framework.stores.provenance import mark_record
@@ -41,9 +41,9 @@ class JobStore:
         self.workspace = workspace
         self.default_tz = default_tz
         self.limits = limits  # given: jobs() keeps only the jobs within them (``limits``), naming the rest
-        self.file = JsonListFile(workspace, JOBS_FILE)
+        self.file: JsonListFile[JsonObject] = JsonListFile(workspace, JOBS_FILE)
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[JsonObject]:
         """The rows as they are in the file (objects only)."""
         return self.file.load()
 
@@ -116,7 +116,7 @@ class JobStore:
 
     def add(
         self,
-        fields: dict[str, Any],
+        fields: JsonObject,
         *,
         untrusted: bool = False,
         max_jobs: int | None = None,
@@ -149,9 +149,7 @@ class JobStore:
             rows.append(row)
         return job
 
-    def update(
-        self, job_id: str, changes: dict[str, Any], now: datetime | None = None, *, untrusted: bool = False
-    ) -> Job:
+    def update(self, job_id: str, changes: JsonObject, now: datetime | None = None, *, untrusted: bool = False) -> Job:
         """Change fields of a job (a new schedule replaces the old one, a new payload the old one); a change
         made in a turn with outside content marks the job, as ``add`` does (its runs then start untrusted)."""
         with self.file.edit() as rows:
@@ -189,7 +187,7 @@ class JobStore:
             job = job_of(row, self.default_tz)
         return job
 
-    def remove(self, job_id: str) -> dict[str, Any]:
+    def remove(self, job_id: str) -> JsonObject:
         """Delete a job row and return it."""
         with self.file.edit() as rows:
             row = _row(rows, job_id)
@@ -238,13 +236,13 @@ class JobStore:
         return failures, paused_now
 
 
-def _label(row: dict[str, Any]) -> str:
+def _label(row: JsonObject) -> str:
     """``j2 'feb30'``: a row's id and name as a problem names it (a name cut short: it may be anyone's text)."""
     name = one_line(row.get("name"))[:60]
     return f"{row.get('id') or 'no id'}" + (f" {name!r}" if name else "")
 
 
-def _row(rows: list[dict[str, Any]], job_id: str) -> dict[str, Any]:
+def _row(rows: list[JsonObject], job_id: str) -> JsonObject:
     wanted = str(job_id or "").strip()
     for row in rows:
         if str(row.get("id")) == wanted:

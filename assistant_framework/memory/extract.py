@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
+from datetime import datetime, tzinfo
+from typing import TypedDict
 
+from ..json_types import JsonSchema
 from ..stores.facts import FactStore
+from ..stores.records import Fact
 from ..workspace import Workspace
 from .modelcall import Complete, Messages, call_model, json_schema_format, parse_json_reply
 
@@ -24,7 +26,7 @@ MAX_VALUE_CHARS = 300
 #: A subject ("user", a name) or an attribute ("favourite drink") longer than this is no fact.
 MAX_KEY_CHARS = 100
 
-FACTS_SCHEMA: dict[str, Any] = {
+FACTS_SCHEMA: JsonSchema = {
     "type": "object",
     "properties": {
         "facts": {
@@ -45,6 +47,15 @@ FACTS_SCHEMA: dict[str, Any] = {
     "required": ["facts"],
     "additionalProperties": False,
 }
+
+
+class ExtractedFact(TypedDict):
+    """One fact of the model's answer, as ``FACTS_SCHEMA`` checked it."""
+
+    subject: str
+    attribute: str
+    value: str
+
 
 EXTRACTION_PROMPT = (
     "You extract durable facts and preferences about the user from a chat exchange, for the "
@@ -69,7 +80,7 @@ def extraction_messages(user_text: str, reply: str, earlier: Sequence[tuple[str,
 
 def extract_facts(
     complete: Complete, user_text: str, reply: str, earlier: Sequence[tuple[str, str]] = ()
-) -> list[dict[str, Any]]:
+) -> list[ExtractedFact]:
     """Ask the model for facts; [] when it answers nothing usable. Model failures raise."""
     text = call_model(
         complete, extraction_messages(user_text, reply, earlier), json_schema_format("facts", FACTS_SCHEMA)
@@ -100,10 +111,10 @@ def extract_batch_and_store(
     conversation_id: str,
     pairs: list[tuple[str, str]],
     turn_ids: list[str],
-    tz: Any = None,
+    tz: tzinfo | None = None,
     *,
     untrusted: bool = False,
-) -> list[tuple[dict[str, Any], str]]:
+) -> list[tuple[Fact, str]]:
     """One extraction call for several (user text, reply) exchanges of one conversation;
     ``untrusted`` (outside content in any of them) stores every fact marked."""
     if not pairs:

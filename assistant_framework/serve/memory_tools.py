@@ -20,6 +20,7 @@ from assistant_framework.json_types import JsonObject
 from assistant_framework.memory.search import MAX_QUERY_CHARS, MemoryHit
 from assistant_framework.stores.facts import FactStore
 from assistant_framework.stores.people import ContactStore
+from assistant_framework.stores.records import Note, NoteRef
 from assistant_framework.stores.tasks import TaskStore
 from assistant_framework.stores.texts import NoteStore
 from assistant_framework.workspace import Workspace
@@ -149,7 +150,7 @@ class MemoryTools:
         found = store.search(query, self.max_results) if query.strip() else store.list()
         return {"notes": found[: self.max_results], "total": len(found)}
 
-    def note(self, name: str) -> JsonObject:
+    def note(self, name: str) -> Note:
         note = NoteStore(self.workspace).read(name)
         note["body"] = str(note.get("body", ""))[:MAX_TEXT_CHARS]
         return note
@@ -185,7 +186,7 @@ class MemoryTools:
                 '(set "write": true for it in serve.clients, or start `assistant mcp serve --write`)'
             )
 
-    def note_add(self, caller: Caller, title: str, body: str = "") -> JsonObject:
+    def note_add(self, caller: Caller, title: str, body: str = "") -> NoteRef:
         self._may_write(caller, "note_add")
         note = NoteStore(self.workspace).add(
             _bounded(title, "title"), _bounded(body, "body"), untrusted=True, source=caller.source

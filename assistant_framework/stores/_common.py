@@ -7,14 +7,17 @@ import logging
 import re
 import threading
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Generic, TypeVar, cast
 
 from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
+
+#: A store's row: a record of ``records`` (a ``TypedDict``) or a ``JsonObject``.
+Row = TypeVar("Row", bound=Mapping[str, object])
 
 
 class NotFoundError(LookupError):
@@ -52,7 +55,7 @@ def slugify(text: str, fallback: str = "untitled") -> str:
     return slug[:60].strip("-") or fallback
 
 
-def next_id(rows: list[dict[str, Any]], prefix: str) -> str:
+def next_id(rows: Sequence[Mapping[str, object]], prefix: str) -> str:
     """``prefix`` + one more than the largest number used so far (ids are never reused)."""
     pattern = re.compile(rf"^{re.escape(prefix)}(\d+)$")
     numbers = [int(m.group(1)) for row in rows if (m := pattern.match(str(row.get("id", ""))))]
@@ -64,22 +67,23 @@ _reported_bad_rows: set[tuple[str, int, str]] = set()
 _reported_lock = threading.Lock()
 
 
-class JsonListFile:
+class JsonListFile(Generic[Row]):
     """A JSON file holding a list of objects, edited under the workspace file lock.
 
     A row that is not an object (a string or number typed by hand) is skipped instead of making the
-    whole file unreadable: logged once, and written back untouched in its place.
+    whole file unreadable: logged once, and written back untouched in its place. The objects are taken
+    as the store's ``Row`` record; a key edited by hand may be missing or of another type.
     """
 
     def __init__(self, workspace: Workspace, rel: str) -> None:
         self.workspace = workspace
         self.rel = rel
 
-    def load(self) -> list[dict[str, Any]]:
+    def load(self) -> list[Row]:
         """All records; [] when the file does not exist yet."""
         return self._read()[0]
 
-    def _read(self) -> tuple[list[dict[str, Any]], dict[int, Any]]:
+    def _read(self) -> tuple[list[Row], dict[int, object]]:
         """The object rows, and the other rows by their index."""
         data = self.workspace.read_json(self.rel, default=[])
         if data is None:
@@ -89,9 +93,9 @@ class JsonListFile:
         bad = {i: row for i, row in enumerate(data) if not isinstance(row, dict)}
         if bad:
             self._report(bad)
-        return [row for row in data if isinstance(row, dict)], bad
+        return [cast(Row, row) for row in data if isinstance(row, dict)], bad
 
-    def _report(self, bad: dict[int, Any]) -> None:
+    def _report(self, bad: dict[int, object]) -> None:
         """One warning per row that is not an object, not one at every read."""
         for index, row in bad.items():
             key = (str(self.workspace.path(self.rel)), index, json.dumps(row, default=str))
@@ -106,7 +110,7 @@ class JsonListFile:
                 key[2][:80],
             )
 
-    def allocate_id(self, rows: list[dict[str, Any]], prefix: str) -> str:
+    def allocate_id(self, rows: Sequence[Mapping[str, object]], prefix: str) -> str:
         """A fresh id; call inside ``edit``. A high-water mark in ``state/ids/`` keeps
         the id of a deleted last record from being handed out again."""
         mark_rel = f"state/ids/{self.rel.replace('/', '__')}.txt"
@@ -125,7 +129,7 @@ class JsonListFile:
         return f"{prefix}{number}"
 
     @contextmanager
-    def edit(self) -> Iterator[list[dict[str, Any]]]:
+    def edit(self) -> Iterator[list[Row]]:
         """Load, let the caller change the list in place, then write it atomically if it changed."""
         with self.workspace.lock(self.rel):
             rows, bad = self._read()
@@ -135,15 +139,15 @@ class JsonListFile:
                 self.workspace.write_json(self.rel, _with_rows_put_back(rows, bad))
 
 
-def _with_rows_put_back(rows: list[dict[str, Any]], bad: dict[int, Any]) -> list[Any]:
+def _with_rows_put_back(rows: Sequence[Mapping[str, object]], bad: dict[int, object]) -> list[object]:
     """``rows`` with the skipped rows back at their old index (the owner's data is never dropped)."""
-    out: list[Any] = list(rows)
+    out: list[object] = list(rows)
     for index in sorted(bad):
         out.insert(min(index, len(out)), bad[index])
     return out
 
 
-def pick_one(rows: list[dict[str, Any]], query: str, kind: str, label: str = "title") -> dict[str, Any]:
+def pick_one(rows: Sequence[Row], query: str, kind: str, label: str = "title") -> Row:
     """The one record whose id or ``label`` matches ``query`` (exact first, then substring)."""
     wanted = norm(query)
     if not wanted:
@@ -162,5 +166,5 @@ def pick_one(rows: list[dict[str, Any]], query: str, kind: str, label: str = "ti
     raise AmbiguousError(f"{len(partial)} {kind}s match {query!r}: {options}; say which one")
 
 
-def _label(row: dict[str, Any], label: str) -> str:
+def _label(row: Mapping[str, object], label: str) -> str:
     return f"{row['id']} {row.get(label, '')!s}".strip() if row.get("id") else str(row.get(label, ""))

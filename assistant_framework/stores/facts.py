@@ -8,11 +8,11 @@ the owner's to remove: a record they edited by hand is left as they left it.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from ..workspace import Workspace
 from ._common import JsonListFile, iso, norm, now_utc, one_line
 from .provenance import is_untrusted
+from .records import Fact
 
 FACTS_FILE = "facts/facts.json"
 
@@ -21,9 +21,9 @@ class FactStore:
     """Add facts (superseding older values) and look them up."""
 
     def __init__(self, workspace: Workspace) -> None:
-        self.file = JsonListFile(workspace, FACTS_FILE)
+        self.file: JsonListFile[Fact] = JsonListFile(workspace, FACTS_FILE)
 
-    def all(self) -> list[dict[str, Any]]:
+    def all(self) -> list[Fact]:
         return self.file.load()
 
     def add(
@@ -35,7 +35,7 @@ class FactStore:
         source_ref: str | None = None,
         time: datetime | None = None,
         untrusted: bool = False,
-    ) -> tuple[dict[str, Any], str]:
+    ) -> tuple[Fact, str]:
         """Store a fact; returns ``(fact, action)`` with action added|duplicate|superseded|kept_user.
 
         Same subject+attribute with another value supersedes the current fact, except that
@@ -64,7 +64,7 @@ class FactStore:
                 for row in current:
                     if row.get("source") == "user":
                         return row, "kept_user"
-            fact: dict[str, Any] = {
+            fact: Fact = {
                 "id": self.file.allocate_id(rows, "f"),
                 "subject": subject,
                 "attribute": attribute,
@@ -90,7 +90,7 @@ class FactStore:
         attribute: str | None = None,
         query: str | None = None,
         include_superseded: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Fact]:
         """Facts whose subject/attribute contain the given text and any field contains ``query``."""
         found = []
         for row in self.file.load():
@@ -105,7 +105,7 @@ class FactStore:
             found.append(row)
         return found
 
-    def forget(self, fact_id: str) -> list[dict[str, Any]]:
+    def forget(self, fact_id: str) -> list[Fact]:
         """Delete a fact and the older values it superseded (its history); returns what was removed.
 
         KeyError when no fact has that id.

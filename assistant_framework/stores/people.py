@@ -8,12 +8,14 @@ the key by hand makes the record the owner's.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import date, timedelta
 from typing import Any
 
 from ..workspace import Workspace
 from ._common import JsonListFile, norm, one_line, pick_one
 from .provenance import UNTRUSTED_KEY, mark_record
+from .records import Contact
 
 CONTACTS_FILE = "contacts/contacts.json"
 BIRTHDAYS_FILE = "birthdays/birthdays.json"
@@ -51,7 +53,7 @@ def next_occurrence(birthday: str, today: date) -> date | None:
     return None
 
 
-def _matches(row: dict[str, Any], query: str) -> bool:
+def _matches(row: Mapping[str, object], query: str) -> bool:
     wanted = norm(query)
     return any(
         wanted in norm(value)
@@ -64,20 +66,20 @@ class ContactStore:
     """People with phone, email, notes and any free fields the user adds."""
 
     def __init__(self, workspace: Workspace) -> None:
-        self.file = JsonListFile(workspace, CONTACTS_FILE)
+        self.file: JsonListFile[Contact] = JsonListFile(workspace, CONTACTS_FILE)
 
-    def all(self) -> list[dict[str, Any]]:
+    def all(self) -> list[Contact]:
         return self.file.load()
 
     def add(
         self, name: str, phone: str = "", email: str = "", notes: str = "", *, untrusted: bool = False, **fields: str
-    ) -> dict[str, Any]:
+    ) -> Contact:
         """Store a new contact; ValueError if one with that name exists (use update). ``untrusted``
         (written from outside content) marks it."""
         name = one_line(name)
         if not name:
             raise ValueError("contact name is empty")
-        contact = {"name": name, "phone": phone or "", "email": email or "", "notes": notes or "", **fields}
+        contact: Contact = {"name": name, "phone": phone or "", "email": email or "", "notes": notes or "", **fields}
         if untrusted:
             mark_record(contact)
         with self.file.edit() as rows:
@@ -86,7 +88,7 @@ class ContactStore:
             rows.append(contact)
         return contact
 
-    def update(self, name: str, *, untrusted: bool = False, **fields: str) -> dict[str, Any]:
+    def update(self, name: str, *, untrusted: bool = False, **fields: str) -> Contact:
         """Change fields of the contact matching ``name``; empty values are ignored. ``untrusted``
         marks the contact when a value changed (it now holds outside text); otherwise a mark stays."""
         with self.file.edit() as rows:
@@ -99,7 +101,7 @@ class ContactStore:
                 mark_record(contact)
         return contact
 
-    def find(self, query: str) -> list[dict[str, Any]]:
+    def find(self, query: str) -> list[Contact]:
         """Contacts where any field contains ``query`` (case-insensitive); all when empty."""
         rows = self.file.load()
         return rows if not norm(query) else [row for row in rows if _matches(row, query)]
@@ -109,7 +111,8 @@ class BirthdayStore:
     """Birthdays as ``MM-DD`` or ``YYYY-MM-DD`` with notes."""
 
     def __init__(self, workspace: Workspace) -> None:
-        self.file = JsonListFile(workspace, BIRTHDAYS_FILE)
+        # Its rows reach conversation/digest.py, which takes them as dict[str, Any] (issue 49: a record then).
+        self.file: JsonListFile[dict[str, Any]] = JsonListFile(workspace, BIRTHDAYS_FILE)
 
     def all(self) -> list[dict[str, Any]]:
         return self.file.load()

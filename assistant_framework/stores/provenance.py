@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final, TypeVar, cast
 
-UNTRUSTED_KEY = "untrusted"
+UNTRUSTED_KEY: Final = "untrusted"
+#: A record a store writes or a skill shows: a ``TypedDict`` row of ``records`` or a ``JsonObject``.
+Record = TypeVar("Record", bound=Mapping[str, object])
 UNTRUSTED_FRONT_MATTER = "---\nuntrusted: true\n---\n"
 #: A JSON record marked as taken from outside content, as it appears in text (a result cut to text,
 #: a JSON file that no longer parses).
@@ -104,18 +107,18 @@ def mark_text(text: str) -> str:
     return bom + UNTRUSTED_FRONT_MATTER + body
 
 
-def mark_record(record: dict[str, Any]) -> dict[str, Any]:
-    """Set the mark on a record in place and return it."""
-    record[UNTRUSTED_KEY] = True
+def mark_record(record: Record) -> Record:
+    """Set the mark on a record in place and return it (a store's ``TypedDict`` row or a ``JsonObject``)."""
+    cast(dict[str, object], record)[UNTRUSTED_KEY] = True  # every record is a dict at run time
     return record
 
 
-def shown(record: dict[str, Any]) -> dict[str, Any]:
+def shown(record: Record) -> Record:
     """A record for a skill result: a marked one with ``"untrusted": true`` first, so the mark is
     still in the text when a long result is cut (the bot then treats the turn as untrusted)."""
     if not is_untrusted(record):
         return record
-    return {UNTRUSTED_KEY: True, **{k: v for k, v in record.items() if k != UNTRUSTED_KEY}}
+    return cast(Record, {UNTRUSTED_KEY: True, **{k: v for k, v in record.items() if k != UNTRUSTED_KEY}})
 
 
 def quote_lines(text: str) -> str:
@@ -124,7 +127,7 @@ def quote_lines(text: str) -> str:
     return "\n".join("> " + line for line in (text or "").splitlines() or [""])
 
 
-def json_records(obj: Any) -> list[Any] | None:
+def json_records(obj: object) -> list[Any] | None:
     """The records the memory index makes of a parsed JSON document: the items of a list, or of the
     one list of an object (of objects and strings), or the values of an object of objects (each with
     its name as ``key``); None when the document is one record, itself."""
@@ -139,7 +142,7 @@ def json_records(obj: Any) -> list[Any] | None:
     return None
 
 
-def json_marked(obj: Any) -> bool:
+def json_marked(obj: object) -> bool:
     """True when every record the index makes of a parsed JSON document carries the mark: it is
     marked itself, or the document around it is (a marked one-list object). A string in a bare
     list, a scalar document or a list in a list cannot carry it."""
@@ -149,7 +152,7 @@ def json_marked(obj: Any) -> bool:
     return is_untrusted(obj) or all(is_untrusted(record) for record in records)
 
 
-def mark_json(obj: Any) -> Any:
+def mark_json(obj: object) -> object:
     """Mark the records of a JSON document the way the memory index reads them (in place): each
     object of a list; the objects of a one-list object and the object itself; each value of an
     object of objects; else the object itself. Strings in a bare list cannot carry the mark."""

@@ -7,6 +7,7 @@ delivering or cancelling it keeps the mark.
 from __future__ import annotations
 
 import builtins  # the stores have a list() method: their annotations name the type through builtins
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -18,7 +19,7 @@ from .provenance import mark_record
 REMINDERS_FILE = "reminders/reminders.json"
 
 
-def due_at_of(reminder: dict[str, Any]) -> datetime | None:
+def due_at_of(reminder: Mapping[str, object]) -> datetime | None:
     """The reminder's due moment as an aware datetime, or None if the stored value is unusable.
 
     A time without a UTC offset (typed by hand) is wall time in the reminder's ``timezone``, as the
@@ -41,7 +42,8 @@ class ReminderStore:
 
     def __init__(self, workspace: Workspace) -> None:
         # A row typed by hand that is not an object must not stop every other reminder.
-        self.file = JsonListFile(workspace, REMINDERS_FILE)
+        # Its rows reach conversation/digest.py, which takes them as dict[str, Any] (issue 49: a record then).
+        self.file: JsonListFile[dict[str, Any]] = JsonListFile(workspace, REMINDERS_FILE)
 
     def add(
         self,
@@ -139,6 +141,6 @@ def _by_id(rows: list[dict[str, Any]], reminder_id: str) -> dict[str, Any]:
     return min(pending, key=_sort_key) if pending else matches[0]
 
 
-def _sort_key(row: dict[str, Any]) -> tuple[Any, ...]:
+def _sort_key(row: Mapping[str, object]) -> tuple[bool, float, str]:
     moment = due_at_of(row)
     return (moment is None, moment.timestamp() if moment else 0.0, str(row.get("id")))

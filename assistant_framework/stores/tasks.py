@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins  # the stores have a list() method: their annotations name the type through builtins
 import re
+from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
@@ -39,7 +40,7 @@ def parse_due(value: str | date | None) -> str | None:
     return text
 
 
-def due_day(task: dict[str, Any]) -> date | None:
+def due_day(task: Mapping[str, object]) -> date | None:
     """The calendar day a task is due, or None (also for a hand-edited value that does not parse)."""
     due = task.get("due")
     if not due:
@@ -54,7 +55,8 @@ class TaskStore:
     """Add, list, complete and delete tasks; writes are atomic and locked."""
 
     def __init__(self, workspace: Workspace) -> None:
-        self.file = JsonListFile(workspace, TASKS_FILE)
+        # Its rows reach conversation/digest.py, which takes them as dict[str, Any] (issue 49: a record then).
+        self.file: JsonListFile[dict[str, Any]] = JsonListFile(workspace, TASKS_FILE)
 
     def all(self) -> list[dict[str, Any]]:
         return self.file.load()

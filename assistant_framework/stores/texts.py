@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import builtins  # the stores have a list() method: their annotations name the type through builtins
 import re
-from typing import Any
 
 from ..workspace import Workspace
 from ._common import AmbiguousError, JsonListFile, NotFoundError, norm, one_line, pick_one, slugify
-from .provenance import UNTRUSTED_KEY, is_marked_text, mark_record, mark_text, split_marked
+from .provenance import UNTRUSTED_KEY, Record, is_marked_text, mark_record, mark_text, shown, split_marked
+from .records import Learning, LearningAdded, Note, NoteHit, NoteRef, Routine
 
 LEARNINGS_DIR = "learnings"
 NOTES_DIR = "notes"
@@ -49,7 +49,7 @@ class LearningStore:
                 return rel
         return slug
 
-    def add(self, text: str, topic: str | None = None, *, untrusted: bool = False) -> dict[str, Any]:
+    def add(self, text: str, topic: str | None = None, *, untrusted: bool = False) -> LearningAdded:
         """Append a learning; ``added`` is False when the same line is already there. ``untrusted``
         (written from outside content) marks the topic file when a line was added."""
         line = one_line(text)
@@ -63,29 +63,27 @@ class LearningStore:
             prefix = "" if not existing or existing.endswith("\n") else "\n"
             updated = f"{existing}{prefix}- {line}\n"
             self.workspace.write_text(rel, mark_text(updated) if untrusted else updated)
-        return {
-            "topic": _topic_of(rel),
-            "text": line,
-            "path": rel,
-            "added": True,
-            **({UNTRUSTED_KEY: True} if untrusted else {}),
-        }
+        added: LearningAdded = {"topic": _topic_of(rel), "text": line, "path": rel, "added": True}
+        if untrusted:
+            added[UNTRUSTED_KEY] = True
+        return added
 
-    def list(self, topic: str | None = None) -> list[dict[str, Any]]:
+    def list(self, topic: str | None = None) -> list[Learning]:
         """Every learning as ``{"topic", "text"}``, optionally of one topic; those of a marked topic
         file start with ``"untrusted": true``."""
         rels = [self._rel(topic)] if topic else self.workspace.list(f"{LEARNINGS_DIR}/*.md")
-        found = []
+        found: list[Learning] = []
         for rel in rels:
             text = self.workspace.read_text(rel, default="")
-            mark = {UNTRUSTED_KEY: True} if is_marked_text(text) else {}
+            marked = is_marked_text(text)
             for line in text.splitlines():
                 match = _BULLET.match(line)
                 if match:
-                    found.append({**mark, "topic": _topic_of(rel), "text": match.group(1)})
+                    learning: Learning = {"topic": _topic_of(rel), "text": match.group(1)}
+                    found.append(_marked_first(learning, marked))
         return found
 
-    def forget(self, query: str, topic: str | None = None) -> dict[str, Any]:
+    def forget(self, query: str, topic: str | None = None) -> Learning:
         """Remove the learning matching ``query`` (exact text first, else one substring match)."""
         candidates = self.list(topic)
         exact = [item for item in candidates if norm(item["text"]) == norm(query)]
@@ -120,7 +118,7 @@ class NoteStore:
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
-    def add(self, title: str, body: str = "", *, untrusted: bool = False, source: str = "") -> dict[str, Any]:
+    def add(self, title: str, body: str = "", *, untrusted: bool = False, source: str = "") -> NoteRef:
         """Write a new note and return its path; a taken slug gets ``-2``, ``-3``... ``untrusted``
         (written from outside content) starts it with the front matter ``untrusted: true``; ``source`` (who
         wrote it, e.g. ``mcp:desktop``) goes into that front matter too."""
@@ -136,42 +134,40 @@ class NoteStore:
         if source:
             text = f"---\nsource: {one_line(source)}\n---\n{text}"
         self.workspace.write_text(rel, mark_text(text) if untrusted else text)
-        return {**({UNTRUSTED_KEY: True} if untrusted else {}), "path": rel, "title": title}
+        note: NoteRef = {"path": rel, "title": title}
+        return _marked_first(note, untrusted)
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> list[NoteRef]:
         """All notes as ``{"path", "title"}``; a marked note's starts with ``"untrusted": true``."""
-        found = []
+        found: list[NoteRef] = []
         for rel in self.workspace.list(f"{NOTES_DIR}/**/*.md"):
             title, _, marked = self._parse(rel)
-            found.append({**_mark(marked), "path": rel, "title": title})
+            note: NoteRef = {"path": rel, "title": title}
+            found.append(_marked_first(note, marked))
         return found
 
-    def read(self, name: str) -> dict[str, Any]:
+    def read(self, name: str) -> Note:
         """One note by path, slug or title: ``{"path", "title", "body"}``, after ``"untrusted": true``
         for a marked note (its front matter is not part of the body)."""
         rel = self._resolve(name)
         title, body, marked = self._parse(rel)
-        return {**_mark(marked), "path": rel, "title": title, "body": body}
+        note: Note = {"path": rel, "title": title, "body": body}
+        return _marked_first(note, marked)
 
-    def search(self, query: str, limit: int = 10) -> builtins.list[dict[str, Any]]:
+    def search(self, query: str, limit: int = 10) -> builtins.list[NoteHit]:
         """Notes containing ``query`` (or all its words), title hits first, with a snippet."""
         words = norm(query).split()
         if not words:
             raise ValueError("note search query is empty")
         phrase = " ".join(words)
-        hits = []
+        hits: builtins.list[tuple[bool, str, NoteHit]] = []
         for rel in self.workspace.list(f"{NOTES_DIR}/**/*.md"):
             title, body, marked = self._parse(rel)
             haystack = norm(f"{title} {body}")
             if phrase in haystack or all(word in haystack for word in words):
                 in_title = all(word in norm(title) for word in words)
-                hits.append(
-                    (
-                        not in_title,
-                        rel,
-                        {**_mark(marked), "path": rel, "title": title, "snippet": _snippet(body, words)},
-                    )
-                )
+                hit: NoteHit = {"path": rel, "title": title, "snippet": _snippet(body, words)}
+                hits.append((not in_title, rel, _marked_first(hit, marked)))
         return [hit for *_, hit in sorted(hits, key=lambda h: (h[0], h[1]))][:limit]
 
     def _parse(self, rel: str) -> tuple[str, str, bool]:
@@ -191,9 +187,9 @@ class NoteStore:
         return str(pick_one(rows, wanted, "note")["path"])
 
 
-def _mark(marked: bool) -> dict[str, Any]:
-    """The mark to put first in a result record (so a result cut short still shows it)."""
-    return {UNTRUSTED_KEY: True} if marked else {}
+def _marked_first(record: Record, marked: bool) -> Record:
+    """``record`` with the mark first when ``marked`` (so a result cut short still shows it)."""
+    return shown(mark_record(record)) if marked else record
 
 
 def _snippet(body: str, words: list[str], width: int = 160) -> str:
@@ -208,9 +204,9 @@ class RoutineStore:
     """The user's routines in ``routines/routines.json``: name, when, steps."""
 
     def __init__(self, workspace: Workspace) -> None:
-        self.file = JsonListFile(workspace, ROUTINES_FILE)
+        self.file: JsonListFile[Routine] = JsonListFile(workspace, ROUTINES_FILE)
 
-    def set(self, name: str, steps: str, when: str = "", *, untrusted: bool = False) -> tuple[dict[str, Any], str]:
+    def set(self, name: str, steps: str, when: str = "", *, untrusted: bool = False) -> tuple[Routine, str]:
         """Add or replace a routine by name; returns ``(routine, "added"|"updated")``. ``untrusted``
         (written from outside content) marks it; a trusted update keeps an existing mark."""
         name = one_line(name)
@@ -223,16 +219,16 @@ class RoutineStore:
                     if untrusted:
                         mark_record(row)
                     return row, "updated"
-            routine = {"name": name, "when": when or "", "steps": str(steps).strip()}
+            routine: Routine = {"name": name, "when": when or "", "steps": str(steps).strip()}
             if untrusted:
                 mark_record(routine)
             rows.append(routine)
         return routine, "added"
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> list[Routine]:
         return self.file.load()
 
-    def delete(self, name: str) -> dict[str, Any]:
+    def delete(self, name: str) -> Routine:
         """Remove the routine matching ``name`` and return it."""
         with self.file.edit() as rows:
             routine = pick_one(rows, name, "routine", label="name")

@@ -17,12 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..json_types import JsonObject
 from ..memory.recall import OUTSIDE_SOURCE_PREFIXES
 from ..memory.sources import source_for
 from ..policy import append_audit, audit_record
 from ..redaction import secret_spans
 from ..stores._common import JsonListFile, slugify
 from ..stores.provenance import is_marked_text, json_marked
+from ..stores.records import Fact
 from ..workspace import Workspace, WorkspacePathError
 
 #: Memory the owner edits on the page: category -> (folder glob for listing, what it is).
@@ -62,7 +64,7 @@ class MemoryFile:
     source: str
     editable: bool
     text: str
-    records: list[dict[str, Any]] | None = None
+    records: list[JsonObject] | None = None
     lines: list[str] = field(default_factory=list)
     #: ``file_version`` when it was read: the editor sends it back, so a save over a newer file is refused.
     version: str = ""
@@ -148,7 +150,7 @@ def check_content(rel: str, text: str) -> str | None:
     return None
 
 
-def _after_change(workspace: Workspace, memory: Any, rel: str, action: str, details: dict[str, Any]) -> None:
+def _after_change(workspace: Workspace, memory: Any, rel: str, action: str, details: JsonObject) -> None:
     append_audit(
         workspace,
         audit_record(
@@ -229,7 +231,7 @@ def delete_record(workspace: Workspace, memory: Any, rel: str, record_id: str) -
     real, _ = resolve(workspace, rel, edit=True)
     if not real.endswith(".json"):
         raise FileRefused(f"{real!r} holds no records")
-    with JsonListFile(workspace, real).edit() as rows:
+    with JsonListFile[JsonObject](workspace, real).edit() as rows:
         keep = [row for row in rows if str(row.get("id")) != record_id]
         found = len(keep) != len(rows)
         rows[:] = keep
@@ -238,7 +240,7 @@ def delete_record(workspace: Workspace, memory: Any, rel: str, record_id: str) -
     return found
 
 
-def set_fact(workspace: Workspace, memory: Any, subject: str, attribute: str, value: str) -> tuple[dict[str, Any], str]:
+def set_fact(workspace: Workspace, memory: Any, subject: str, attribute: str, value: str) -> tuple[Fact, str]:
     """Add or correct a fact as the owner's (``source: user``): the current value is superseded, kept in history."""
     from ..stores import FACTS_FILE, FactStore
 
@@ -273,12 +275,13 @@ def new_note_path(workspace: Workspace, title: str) -> str:
     return rel
 
 
-def facts_view(workspace: Workspace) -> list[dict[str, Any]]:
-    """Every fact of ``facts/facts.json`` (current first, then superseded), with its file."""
-    out: list[dict[str, Any]] = []
+def facts_view(workspace: Workspace) -> list[JsonObject]:
+    """Every fact of ``facts/facts.json`` (current first, then superseded), with its file: any JSON list file
+    in ``facts/``, its rows as the owner left them."""
+    out: list[JsonObject] = []
     for rel in list_files(workspace, "facts"):
         try:
-            rows = JsonListFile(workspace, rel).load()
+            rows: list[JsonObject] = JsonListFile[JsonObject](workspace, rel).load()
         except ValueError:
             continue
         out.extend({**row, "_path": rel} for row in rows)
