@@ -165,7 +165,7 @@ class TelegramService:
             asyncio.get_running_loop(),
             fe.intake.inbox,
             owner_conversation=fe.intake.job_conversation,
-            start=lambda item: fe.intake.start_job_item(app.bot, item),
+            start=fe.intake.start_job_item,
             send_reminder=self.notices.send_reminder,
             digest=owner_digest(
                 self.settings.morning_digest, self.runtime.settings.runtime.timezone, self.notices.morning_digest

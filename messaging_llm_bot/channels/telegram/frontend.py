@@ -48,6 +48,7 @@ class Frontend:
 
     def register(self, app: Application) -> None:
         """Add the gate, command, callback and message handlers to ``app``."""
+        self.turns.bot = app.bot
         app.add_handler(TypeHandler(Update, self.access.gate), group=-2)
         self.commands.register(app)
         app.add_handler(CallbackQueryHandler(self.approvals.on_choice, pattern=APPROVAL_PATTERN))

@@ -213,7 +213,7 @@ class Intake:
         if item is None:
             return
         parts = [part for part in [await self._stored(other) for other in others] if part is not None]
-        await self.turns.answer(bot, item, parts)
+        await self.turns.answer(item, parts)
 
     async def _stored(self, update: Update) -> InboxItem | None:
         """The inbox item of a model-bound update: stored when it was fetched, or now (webhook mode, a direct
@@ -249,7 +249,7 @@ class Intake:
         """
         items = self.inbox.pending("tg:")  # other frontends replay their own; oldest first
         for item in [i for i in items if is_job_item(i)]:
-            self.start_job_item(bot, item)  # a job run left by a crash: in its place in the owner's queue
+            self.start_job_item(item)  # a job run left by a crash: in its place in the owner's queue
         items = [i for i in items if not is_job_item(i)]
         if items:
             log.info("telegram: answering %d message(s) left unanswered by the last run", len(items))
@@ -259,12 +259,12 @@ class Intake:
         for item, album in stored_albums([i for i in items if i.item_id not in joined], bot):
             parts = [*album, *(by_id[m] for m in item.merged if m in joined)]
             sender = ((item.payload.get("message") or {}).get("from") or {}).get("id")
-            answer = self.turns.answer(bot, item, parts)
+            answer = self.turns.answer(item, parts)
             self.tasks.spawn(chat_of(item.conversation_id), answer, owner=sender == self.settings.owner, exempt=True)
 
-    def start_job_item(self, bot: telegram.Bot, item: InboxItem) -> None:
+    def start_job_item(self, item: InboxItem) -> None:
         """Answer a job run's item in its chat's queue (the owner's: first, never refused); once at a time."""
-        self.tasks.spawn_once(item.item_id, chat_of(item.conversation_id), lambda: self.turns.answer(bot, item))
+        self.tasks.spawn_once(item.item_id, chat_of(item.conversation_id), lambda: self.turns.answer(item))
 
     def job_conversation(self, job: Job) -> str | None:
         """The conversation a Telegram job's runs go to (conversation/job_router.py decides which jobs are

@@ -7,6 +7,7 @@ holds the chat's lock so the messages of one chat are answered in order.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 from collections.abc import Sequence
@@ -35,16 +36,15 @@ from messaging_llm_bot.channels.telegram.send import (
     send_plain,
 )
 from messaging_llm_bot.channels.telegram.settings import chat_of, message_of, strip_mention, topic_in, topic_of
-from messaging_llm_bot.conversation.busy import RunningTurn
+from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.files_out import file_sender
-from messaging_llm_bot.conversation.held import storage_error_text
 from messaging_llm_bot.conversation.images import FilesInput, files_input
+from messaging_llm_bot.conversation.item_turns import ItemTurns
 from messaging_llm_bot.conversation.job_answer import answer_job_run
-from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.progress import Progress
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turn import FAILED_REPLY, ChannelTurns, TurnRequest, transcript_failed
+from messaging_llm_bot.conversation.turn import TurnRequest, transcript_failed
 from messaging_llm_bot.conversation.voice import VoiceNote
 from messaging_llm_bot.llm.transcribe import transcription_settings
 
@@ -55,8 +55,10 @@ if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
 log = logging.getLogger(__name__)
 
 
-class TurnRunner(ChannelTurns):
+class TurnRunner(ItemTurns):
     """Runs turns for the Telegram frontend; one instance per application."""
+
+    bot: telegram.Bot  # the application's, set when it is built (Frontend.register), before any update
 
     def __init__(
         self,
@@ -68,100 +70,76 @@ class TurnRunner(ChannelTurns):
         super().__init__(runtime, inbox, "telegram")
         self.approvals = approvals
         self._settings_ref = settings_ref  # callable returning the current telegram record (changes on /reload)
+        self._albums: dict[str, list[InboxItem]] = {}  # item id -> the rest of its album, while it is answered
 
     @property
     def settings(self) -> TelegramSettings:
         return self._settings_ref()
 
-    async def answer(self, bot: telegram.Bot, item: InboxItem, parts: Sequence[InboxItem] = ()) -> None:
-        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start.
+    async def answer(self, item: InboxItem, parts: Sequence[InboxItem] = ()) -> None:
+        """Answer ``item`` and complete it (conversation/item_turns.py). ``parts``: the rest of ``item``'s album
+        (telegram/albums.py), answered in the same turn and completed with it."""
+        self._albums[item.item_id] = list(parts)
+        try:
+            await super().answer(item)
+        finally:
+            self._albums.pop(item.item_id, None)
 
-        ``parts``: the rest of ``item``'s album (telegram/albums.py), answered in the same turn; they are
-        completed once the reply is recorded on ``item`` (a crash after that resends the recorded reply)."""
-        if self.stopping:
-            log.info("telegram: stopping; %s stays in the inbox for the next start", item.item_id)
-            return
-        with self._active.tracking():
-            if is_job_item(item):
-                await self._answer_job(bot, item)
-            else:
-                await self._answer(bot, item, parts)
-
-    async def _answer(self, bot: telegram.Bot, item: InboxItem, parts: Sequence[InboxItem] = ()) -> None:
-        """Answer ``item`` and complete it; the user always gets a message, even on errors."""
-        message = message_of(Update.de_json(item.payload, bot))
+    async def answer_message(self, item: InboxItem) -> None:
+        message = message_of(Update.de_json(item.payload, self.bot))
+        parts = self._albums.get(item.item_id, [])
         chat_id, topic = message.chat_id, topic_of(message)  # a forum topic's message is answered in that topic
         # Quote the question only in groups, where several people talk; private chats stay clean.
         reply_to = message.message_id if message.chat.type != "private" else None
+        reply, merged = item.reply, list(item.merged)  # a replay's merged (busy modes): from the ledger
+        later: list[InboxItem] = []  # offered to the turn too late: each answered in its own turn after it
+        produced = reply is None  # answered in this run (a replay's reply was spoken, or not, before)
         progress: Progress | None = None
-        running: RunningTurn[InboxItem] | None = None  # the turn a later message may join (busy modes)
-        later: list[InboxItem] = []  # messages offered to this turn that it did not answer: answered after it
-        try:
-            reply = item.reply
-            produced = reply is None  # answered in this run (a replay's reply was spoken, or not, before)
-            if reply is None:
-                # A live message left by a crashed run is taken over (edited), never left behind beside a new one.
-                progress = telegram_progress(
-                    bot,
-                    chat_id,
-                    show_status=self.settings.progress,
-                    stream=self.settings.stream,
-                    message_id=item.live,
-                    on_message=lambda mid: self.record_live(item.item_id, mid),
-                    topic=topic,
-                )
-                sender = message.from_user.id if message.from_user else None
-                with self.busy.turn(item.conversation_id, sender, joinable(message)) as running:
-                    reply = await self._produce_reply(bot, item, message, progress, parts)
-                merged, later = running.outcome(False) if running is not None else ([], [])
-                await progress.stop()
-                # One write: the reply and the later messages it answers (a replay completes them with it).
-                await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, [m.item_id for m in merged])
-                parts, running = [*parts, *merged], None  # recorded: the reply answers them whatever comes
-            await self._complete(parts)  # the reply recorded on ``item`` answers them too
-            await self.deliver(bot, item, chat_id, reply, reply_to, progress, topic)
-            if produced:
-                await self._speak(bot, item, message, reply)
-        except TelegramDeliveryError as err:
-            retry = isinstance(err.cause, NetworkError) and not isinstance(err.cause, BadRequest)
-            log.error(
-                "telegram: the reply to message %s (%s, %r) was not delivered: %s; %s",
-                message.message_id,
-                item.item_id,
-                _excerpt(message),
-                err,
-                "it stays in the inbox and is resent at the next start" if retry else "giving up",
+        if reply is None:
+            # A live message left by a crashed run is taken over (edited), never left behind beside a new one.
+            progress = telegram_progress(
+                self.bot,
+                chat_id,
+                show_status=self.settings.progress,
+                stream=self.settings.stream,
+                message_id=item.live,
+                on_message=lambda mid: self.record_live(item.item_id, mid),
+                topic=topic,
             )
-            if retry:
-                return  # leave it pending: the next start-up resends the missing parts
-        except Exception as exc:  # noqa: BLE001 - last line of defence: say so instead of going silent
-            log.exception("telegram: answering %s in chat %s failed", item.item_id, chat_id)
-            if progress is not None:
-                await progress.stop()
-            try:
-                failed = storage_error_text(exc) if isinstance(exc, OSError) else FAILED_REPLY
-                await bot.send_message(chat_id, failed, message_thread_id=topic)
-            except TelegramError:
-                log.error("telegram: could not even send the failure notice to chat %s", chat_id)
-            if running is not None:  # no reply was recorded for the messages that joined: each is answered
-                later = running.outcome(True)[1]
-        await self._complete([*parts, item])
-        for one in later:  # offered, but the turn ended first: each answered in its own turn, in order
-            await self._answer(bot, one)
+            produce = functools.partial(self._produce_reply, item, message, progress, parts)
+            sender = message.from_user.id if message.from_user else None
+            reply, merged, later = await self.make_reply(item, sender, joinable(message), produce, after=progress.stop)
 
-    async def _complete(self, items: Sequence[InboxItem]) -> None:
-        for one in items:
-            await asyncio.to_thread(self.inbox.complete, one.item_id)
+        async def attempt() -> bool:
+            try:
+                await self.deliver(item, chat_id, reply, reply_to, progress, topic)
+                return True
+            except TelegramDeliveryError as err:
+                if isinstance(err.cause, NetworkError) and not isinstance(err.cause, BadRequest):
+                    log.error(
+                        "telegram: the reply of %s (%r) was not delivered: %s; it stays in the inbox and is "
+                        "resent at the next start",
+                        item.item_id,
+                        _excerpt(message),
+                        err,
+                    )
+                    return False
+                raise DeliveryError(str(err)) from err
+
+        if not await self.deliver_until(item, chat_id, attempt):
+            return  # left pending: the next start-up resends the missing parts
+        if produced:
+            await self._speak(item, message, reply)
+        await self.finish(item, [*merged, *(part.item_id for part in parts)], later)
 
     async def _produce_reply(
         self,
-        bot: telegram.Bot,
         item: InboxItem,
         message: telegram.Message,
         progress: Progress,
         parts: Sequence[InboxItem] = (),
     ) -> str:
-        kind = message_kind(message)
+        bot, kind = self.bot, message_kind(message)
         untrusted = False
         images: tuple[ImageInput, ...] = ()
         notice = ""  # a sentence added to the reply (the model cannot see images)
@@ -235,11 +213,11 @@ class TurnRunner(ChannelTurns):
         # llm.stream asks the model for a stream; telegram.stream decides whether the message shows it.
         return await self.ask_agent(request, approve=approve, on_event=progress.on_event)
 
-    async def _speak(self, bot: telegram.Bot, item: InboxItem, message: telegram.Message, reply: str) -> None:
+    async def _speak(self, item: InboxItem, message: telegram.Message, reply: str) -> None:
         """The reply as voice notes too when the chat wants it (conversation/turn.py)."""
 
         async def send(index: int, note: VoiceNote) -> None:
-            await bot.send_voice(
+            await self.bot.send_voice(
                 message.chat_id,
                 InputFile(note.audio, filename=f"reply-{index + 1}.ogg"),
                 duration=math.ceil(note.seconds) if note.seconds else None,
@@ -253,7 +231,6 @@ class TurnRunner(ChannelTurns):
 
     async def deliver(
         self,
-        bot: telegram.Bot,
         item: InboxItem,
         chat_id: int,
         reply: str,
@@ -264,17 +241,17 @@ class TurnRunner(ChannelTurns):
         """Send ``reply`` through the ledger: the parts not sent yet, each recorded as it goes out (a crash
         resends only the rest); the streamed message, when there is one, becomes the first part. The one
         delivery path of chat turns and job runs."""
-        skip = self.inbox.parts_sent(item.item_id)
+        bot, skip = self.bot, self.inbox.parts_sent(item.item_id)
         if progress is None and skip == 0 and item.live is not None:
             # Replay of a reply produced before a crash: the live message shown then becomes its first part.
-            if await self._finalise_stream(bot, chat_id, item.live, reply):
+            if await self._finalise_stream(chat_id, item.live, reply):
                 await asyncio.to_thread(self.inbox.record_part, item.item_id, 0, item.live)
                 skip = 1
         elif progress is not None and progress.message_id is not None:
             if (
                 skip == 0
                 and progress.showing_stream
-                and await self._finalise_stream(bot, chat_id, progress.message_id, reply)
+                and await self._finalise_stream(chat_id, progress.message_id, reply)
             ):
                 await asyncio.to_thread(self.inbox.record_part, item.item_id, 0, progress.message_id)
                 skip = 1
@@ -294,12 +271,12 @@ class TurnRunner(ChannelTurns):
             topic=topic,
         )
 
-    async def _finalise_stream(self, bot: telegram.Bot, chat_id: int, message_id: int, reply: str) -> bool:
+    async def _finalise_stream(self, chat_id: int, message_id: int, reply: str) -> bool:
         """Replace the streamed text with the formatted first part; False if the edit did not land."""
         part = render_markdown(reply)[0]
-        return await edit_text_safely(bot, chat_id, message_id, part.text, entities=part.entities, tries=3)
+        return await edit_text_safely(self.bot, chat_id, message_id, part.text, entities=part.entities, tries=3)
 
-    async def _answer_job(self, bot: telegram.Bot, item: InboxItem) -> None:
+    async def answer_job(self, item: InboxItem) -> None:
         """A job run made and delivered (conversation/job_answer.py) in the owner's chat, in the topic the job was
         made in (the chat's General once it is gone); left for the next look on a network error, a failed run
         when Telegram refuses it for good."""
@@ -312,7 +289,7 @@ class TurnRunner(ChannelTurns):
 
         async def deliver(text: str) -> bool:
             async def send(topic: int | None) -> None:
-                await self.deliver(bot, item, chat_id, text, None, None, topic)
+                await self.deliver(item, chat_id, text, None, None, topic)
 
             try:
                 await or_general(send, topic_in(item.conversation_id, chat_id), f"job run {item.item_id}", resumes=True)
@@ -325,7 +302,7 @@ class TurnRunner(ChannelTurns):
 
         async def tell(text: str) -> None:
             try:
-                await send_markdown(bot, owner, text)
+                await send_markdown(self.bot, owner, text)
             except (TelegramDeliveryError, TelegramError) as err:
                 log.warning("jobs: could not tell the owner about %s: %s", item.item_id, err)
 
