@@ -342,8 +342,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "matrix-no-replay",
         "messaging_llm_bot/channels/matrix/service.py",
-        "            reader.replay()",
-        "            pass",
+        "        reader.replay()",
+        "        pass",
         "a message a crash left unanswered in the inbox is never answered",
         MATRIX_BOT,
     ),

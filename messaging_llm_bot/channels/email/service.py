@@ -11,11 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
-import sys
-import threading
 from collections.abc import Callable, Coroutine, Sequence
-from datetime import datetime
 from typing import Any, TypeVar
 
 from assistant_framework.config.settings.email import EmailSettings
@@ -30,23 +26,18 @@ from messaging_llm_bot.channels.email.outbox import Outbox
 from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError
 from messaging_llm_bot.channels.email.turn import TurnRunner
 from messaging_llm_bot.conversation.busy import answered_by_recorded
-from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
-from messaging_llm_bot.conversation.chattasks import ChatTasks
-from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
+from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.pairing import Pairing
-from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.shutdown import request_stop, run_own_loop, shutdown_runtime, take_lock
+from messaging_llm_bot.conversation.service import ChannelService
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-LOCK_FILE = "state/email.lock"
 REMINDER_POLL_SECONDS = 30.0
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def config_problem(settings: EmailSettings) -> str | None:
@@ -60,8 +51,11 @@ def config_problem(settings: EmailSettings) -> str | None:
     return None
 
 
-class EmailService:
+class EmailService(ChannelService):
     """One running email bot: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is thread-safe."""
+
+    NAME, TITLE = "email", "the email channel"
+    LOCK_FILE, LOCK_WHO = "state/email.lock", "email: another email bot"
 
     def __init__(
         self,
@@ -71,20 +65,11 @@ class EmailService:
         manage_runtime: bool = True,
         reminder_poll_seconds: float = REMINDER_POLL_SECONDS,
     ) -> None:
-        self.runtime = runtime
-        self.stop_signals = stop_signals
-        self.manage_runtime = manage_runtime  # False when another channel shuts the runtime down
+        super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
         self.reminder_poll_seconds = reminder_poll_seconds
-        self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
-        self.ready = threading.Event()
-        self.stopped = threading.Event()
-        self.job_clock: Callable[[], datetime] | None = None  # a test's clock for the jobs
-        self.queues = ChatQueues("email", lambda: pool_size(runtime.settings), lambda: max_pending(runtime.settings))
-        self.tasks = ChatTasks(self.queues, "email")
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._stopping = False
         self._turns: TurnRunner | None = None
+        self._mailbox: Mailbox | None = None
+        self._looking: asyncio.Task[None] | None = None
         self._down: str | None = None  # the server's failure, logged once per outage
 
     @property
@@ -92,66 +77,22 @@ class EmailService:
         """The ``email`` settings of the runtime's current records (``/reload`` changes who may write)."""
         return self.runtime.settings.email
 
-    # -- running ------------------------------------------------------------------
-
-    def run(self) -> int:
-        """Run until stopped; returns the process exit code."""
+    def problem(self) -> str | None:
         problem = config_problem(self.settings)
-        if problem:
-            print(f"email: {problem} (docs/email.md)", file=sys.stderr)
-            return EXIT_USAGE
-        lock = take_lock(self.runtime.workspace, LOCK_FILE, "email: another email bot")
-        if lock is None:
-            return EXIT_FAILED
-        self._loop = loop = asyncio.new_event_loop()
-        try:
-            done = run_own_loop(loop, self._main(), "email", "the email channel")
-        finally:
-            lock.release()
-            if self.manage_runtime:
-                shutdown_runtime(self.runtime, self.shutdown_timeout)
-            self.stopped.set()
-        return EXIT_OK if done else EXIT_FAILED
+        return f"email: {problem} (docs/email.md)" if problem else None
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Ask a running channel to stop (any thread); with ``timeout``, wait that long for it to end."""
-        request_stop(self._loop, self.begin_shutdown, self.stopped, timeout)
-
-    def begin_shutdown(self, reason: str = "stop requested") -> None:
-        """Stop looking at the folder, give running turns ``shutdown_timeout`` seconds (loop thread)."""
-        if self._stop is None:
-            return
-        if self._stopping:  # a second Ctrl-C / SIGTERM: do not wait any longer
-            if self._turns is not None:
-                self._turns.cancel_all()
-            return
-        self._stopping = True
-        log.info(
-            "email: %s: stopping; waiting up to %.0f s for turns in flight; mail not yet answered stays in the inbox",
-            reason,
-            self.shutdown_timeout,
-        )
-        if self._turns is not None:
-            self._turns.stopping = True
-            self._turns.stop_event.set()
-        self._stop.set()
-
-    async def _main(self) -> None:
-        self._stop = stop = asyncio.Event()
+    async def serve(self) -> None:
         loop = asyncio.get_running_loop()
-        for sig in self.stop_signals or ():
-            try:
-                loop.add_signal_handler(sig, self.begin_shutdown, signal.Signals(sig).name)
-            except (NotImplementedError, RuntimeError, ValueError) as err:
-                log.warning("email: cannot handle signal %s (%s); stop with stop()", sig, err)
         workspace = self.runtime.workspace
         settings = self.settings
         inbox = await asyncio.to_thread(Inbox, workspace)
         outbox = Outbox(lambda: self.settings)
         approvals = Approvals(outbox)
-        self._turns = turns = TurnRunner(self.runtime, inbox, outbox, lambda: self.settings, approvals)
+        self._turns = self.shutdown.turns = turns = TurnRunner(
+            self.runtime, inbox, outbox, lambda: self.settings, approvals
+        )
         intake = Intake(workspace, inbox, lambda: self.runtime.settings, approvals, self._pairing(outbox))
-        mailbox = Mailbox(settings.imap, settings.folder, settings.max_mail_bytes)
+        self._mailbox = mailbox = Mailbox(settings.imap, settings.folder, settings.max_mail_bytes)
         cursor = await asyncio.to_thread(Cursor, workspace, settings.folder)
         if not settings.allowed:
             log.warning("email.allowed is empty: the assistant answers no one's mail (docs/email.md)")
@@ -176,42 +117,28 @@ class EmailService:
             send_reminder=self._reminder(turns),
             reminder_poll_seconds=self.reminder_poll_seconds,
         )
-        await asyncio.to_thread(job_router(self.runtime).attach, "email", channel_jobs, self.job_clock)
+        await self.join_jobs(channel_jobs)
         self.runtime.start_background(
             notify=lambda name, text: notify_from_thread(loop, self._to_owner(turns), name, text)
         )
-        looking = loop.create_task(self._look_until_stopped(mailbox, cursor, intake, turns))
-        self.ready.set()
-        try:
-            await stop.wait()
-        finally:
-            # A look in progress runs in a thread that a cancel cannot stop: let it end (it stops between mails)
-            # before the connection is closed, so no thread keeps a socket open behind the close.
-            if not self._stopping:
-                self.begin_shutdown()
-            await asyncio.wait({looking}, timeout=self.settings.imap.timeout_seconds)
-            looking.cancel()
-            await asyncio.gather(looking, return_exceptions=True)
-            if not await turns.wait_idle(self.shutdown_timeout):
-                cancelled = turns.cancel_all()
-                log.warning(
-                    "email: %d turn(s) did not finish within %.0f s; their mail stays in the inbox and is "
-                    "answered at the next start",
-                    cancelled,
-                    self.shutdown_timeout,
-                )
-                await turns.wait_idle(1.0)
-            await self.tasks.cancel_waiting()
-            await asyncio.to_thread(job_router(self.runtime).detach, "email")
-            await asyncio.to_thread(mailbox.close)
-            turns.pool.shutdown()
+        self._looking = loop.create_task(self._look_until_stopped(mailbox, cursor, intake, turns))
+
+    async def stop_taking(self) -> None:
+        # A look in progress runs in a thread that a cancel cannot stop: let it end (it stops between mails)
+        # before the connection is closed, so no thread keeps a socket open behind the close.
+        if self._looking is not None:
+            await asyncio.wait({self._looking}, timeout=self.settings.imap.timeout_seconds)
+            self._looking.cancel()
+            await asyncio.gather(self._looking, return_exceptions=True)
+
+    async def close(self) -> None:
+        if self._mailbox is not None:
+            await asyncio.to_thread(self._mailbox.close)
 
     # -- the folder ---------------------------------------------------------------
 
     async def _look_until_stopped(self, mailbox: Mailbox, cursor: Cursor, intake: Intake, turns: TurnRunner) -> None:
-        stop = self._stop
-        assert stop is not None
-        while not self._stopping:
+        while not self.stopping:
             try:
                 await self._look(mailbox, cursor, intake, turns)
             except MailServerError as err:
@@ -220,10 +147,7 @@ class EmailService:
                 self._down = str(err)
             except OSError as err:  # the inbox or the cursor cannot be written: the mail stays on the server
                 log.warning("email: cannot store mail now (%s); trying again at the next look", err)
-            try:
-                await asyncio.wait_for(stop.wait(), self.settings.poll_seconds)
-            except asyncio.TimeoutError:
-                pass
+            await self.sleep(self.settings.poll_seconds)
 
     async def _look(self, mailbox: Mailbox, cursor: Cursor, intake: Intake, turns: TurnRunner) -> None:
         position = cursor.position
@@ -252,7 +176,7 @@ class EmailService:
                 position.since(),
             )
         for fetched in batch.mails:
-            if self._stopping:
+            if self.stopping:
                 return
             item = await intake.take(fetched, batch.uidvalidity)
             await asyncio.to_thread(cursor.advance, batch.uidvalidity, fetched.uid)

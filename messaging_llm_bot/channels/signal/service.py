@@ -12,10 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import sys
-import threading
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from typing import TypeVar
 
 from assistant_framework.config.settings import SignalSettings
@@ -37,31 +34,27 @@ from messaging_llm_bot.channels.signal.settings import (
 )
 from messaging_llm_bot.channels.signal.turn import TurnRunner
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
-from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
-from messaging_llm_bot.conversation.chattasks import ChatTasks
-from messaging_llm_bot.conversation.held import StorageOutage
-from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router, owner_digest
-from messaging_llm_bot.conversation.job_scheduler import JobScheduler
+from messaging_llm_bot.conversation.job_router import ChannelJobs, owner_digest
 from messaging_llm_bot.conversation.notices import ChannelNotices, digest_now
 from messaging_llm_bot.conversation.pairing import Pairing
-from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.shutdown import ChannelStop, shutdown_runtime, take_lock
+from messaging_llm_bot.conversation.service import ChannelService
 from messaging_llm_bot.conversation.strangers import Strangers, ToldOnce
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-LOCK_FILE = "state/signal.lock"
 REFUSED_LOG = "state/signal/refused.log"  # the strangers told their id (once: kept across restarts)
 REMINDER_POLL_SECONDS = 30.0
 BACKOFF_MAX_SECONDS = 30.0
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-class SignalService:
+class SignalService(ChannelService):
     """One running Signal bot: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is thread-safe."""
+
+    NAME, TITLE = "signal", "the Signal frontend"
+    LOCK_FILE, LOCK_WHO = "state/signal.lock", "signal: another Signal bot"
 
     def __init__(
         self,
@@ -72,31 +65,16 @@ class SignalService:
         manage_runtime: bool = True,
         backoff_max: float = BACKOFF_MAX_SECONDS,
     ) -> None:
-        self.runtime = runtime
-        self.stop_signals = stop_signals
+        super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
         self.reminder_poll_seconds = reminder_poll_seconds
-        self.manage_runtime = manage_runtime  # False when another frontend shuts the runtime down
         self.backoff_max = backoff_max
-        self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
-        self.ready = threading.Event()
-        self.stopped = threading.Event()
         self.outage = Outage(self.settings.base_url)
-        self.storage = StorageOutage("signal")  # the inbox cannot store: the stream waits, the message is held
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self.shutdown = ChannelStop("signal", self.shutdown_timeout, on_begin=self._stop_reading)
-        # Per chat: arrival order, at most runtime.max_pending_per_chat, the owner first; as many at once as
-        # the turn pool has threads.
-        self.queues = ChatQueues("signal", lambda: pool_size(runtime.settings), lambda: max_pending(runtime.settings))
-        self.tasks = ChatTasks(self.queues, "signal")
-        #: The jobs' clock (a test's controlled clock; None: the real one).
-        self.job_clock: Callable[[], datetime] | None = None
-        self.jobs: JobScheduler | None = None  # the process's one scheduler, once Signal joined it
-        # The parts made when the service starts (``_main``); the event handlers run only after that.
+        # The parts made when the service starts (``serve``); the event handlers run only after that.
         self._client: SignalClient | None = None
         self._inbox: Inbox | None = None
         self._turns: TurnRunner | None = None
         self._notices: ChannelNotices | None = None
+        self._consumer: asyncio.Task[None] | None = None
         self.identities: Identities
         self.approvals: ReplyApprovals
         self.strangers: Strangers
@@ -130,88 +108,22 @@ class SignalService:
         return None if owner is None else PREFIX + owner
 
     @property
-    def stopping(self) -> bool:
-        """True once a stop began: no more events are read."""
-        return self.shutdown.stopping
-
-    @property
     def settings(self) -> SignalSettings:
         """The ``signal`` record of the runtime's current records: a ``/reload`` (from this chat or another
         frontend) changes the allowlist, the owner, the group mode and typing at once; the keys that need a
         restart keep their running value there (assistant_framework/config/reloadable.py)."""
         return self.runtime.settings.signal
 
-    # -- running ------------------------------------------------------------------
-
-    def run(self) -> int:
-        """Run until stopped; returns the process exit code."""
+    def problem(self) -> str | None:
         if not self.settings.account:
-            print(
-                "signal: no account: set signal.account to the bot's number (E.164, e.g. +4915112345678)",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
-        lock = take_lock(self.runtime.workspace, LOCK_FILE, "signal: another Signal bot")
-        if lock is None:
-            return EXIT_FAILED
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        code = EXIT_OK
-        try:
-            loop.run_until_complete(self._main())
-        except Exception as err:  # noqa: BLE001 - a clear line, not a traceback on the owner's screen
-            log.error("signal: the Signal frontend stopped after an error: %s: %s", type(err).__name__, err)
-            log.debug("signal: the error's traceback", exc_info=err)
-            code = EXIT_FAILED
-        finally:
-            try:
-                loop.run_until_complete(loop.shutdown_asyncgens())
-            finally:
-                loop.close()
-                lock.release()
-                if self.manage_runtime:
-                    shutdown_runtime(self.runtime, self.shutdown_timeout)
-                self.stopped.set()
-        return code
-
-    def stop(self, timeout: float | None = None) -> None:
-        """Ask a running bot to stop (any thread); with ``timeout``, wait that long for it to end."""
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(self.begin_shutdown)
-            except RuntimeError:
-                pass  # the loop closed meanwhile
-        if timeout is not None and self._loop is not None:
-            self.stopped.wait(timeout)
-
-    def begin_shutdown(self, reason: str = "stop requested") -> None:
-        """Stop reading events, give running turns ``shutdown_timeout`` seconds (loop thread;
-        conversation/shutdown.py); a second call cancels them at once."""
-        if self._stop is not None:
-            self.shutdown.begin(reason)
-
-    def _stop_reading(self) -> None:
-        if self._turns is not None:
-            self._turns.stop_event.set()  # a reply waiting for the daemon stops waiting
-        _started(self._stop).set()
-
-    async def sleep(self, seconds: float) -> None:
-        """Wait ``seconds``, or less when a stop begins."""
-        stop = _started(self._stop)
-        try:
-            await asyncio.wait_for(stop.wait(), seconds)
-        except asyncio.TimeoutError:
-            pass
+            return "signal: no account: set signal.account to the bot's number (E.164, e.g. +4915112345678)"
+        return None
 
     async def say(self, msg: SignalMessage, text: str) -> None:
         """Answer ``msg`` in its chat, best effort."""
         await say(self.client, msg, text)
 
-    async def _main(self) -> None:
-        self._stop = asyncio.Event()
-        self.shutdown.loop = asyncio.get_running_loop()
-        self.shutdown.install_signal_handlers(self.stop_signals)
+    async def serve(self) -> None:
         workspace = self.runtime.workspace
         self._client = client = SignalClient(self.settings.base_url, self.settings.account)
         self._inbox = inbox = await asyncio.to_thread(Inbox, workspace)
@@ -246,7 +158,7 @@ class SignalService:
         )
         events.replay()
         channel_jobs = ChannelJobs(
-            asyncio.get_running_loop(),
+            loop,
             inbox,
             owner_conversation=self.job_conversation,
             start=self.start_job,
@@ -256,21 +168,18 @@ class SignalService:
             ),
             reminder_poll_seconds=self.reminder_poll_seconds,
         )
-        self.jobs = await asyncio.to_thread(job_router(self.runtime).attach, "signal", channel_jobs, self.job_clock)
+        await self.join_jobs(channel_jobs)
         self.runtime.start_background(notify=notices.notify_from_thread)
-        consumer = asyncio.get_running_loop().create_task(events.consume())
-        self.ready.set()
-        try:
-            await self._stop.wait()
-        finally:
-            consumer.cancel()
-            await asyncio.gather(consumer, return_exceptions=True)
-            if not self.shutdown.stopping:  # a second call would count as a second Ctrl-C: turns cancelled at once
-                self.begin_shutdown()
-            await self.shutdown.finish()  # the turns running get until the deadline; their pool is freed
-            await self.tasks.cancel_waiting()  # turns still waiting for their chat: their items stay pending
-            await asyncio.to_thread(job_router(self.runtime).detach, "signal")
-            await client.close()
+        self._consumer = loop.create_task(events.consume())
+
+    async def stop_taking(self) -> None:
+        if self._consumer is not None:
+            self._consumer.cancel()
+            await asyncio.gather(self._consumer, return_exceptions=True)
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
 
 
 def run_signal(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:

@@ -12,11 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import sys
-import threading
 import uuid
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from datetime import time as dtime
 from zoneinfo import ZoneInfo
 
@@ -33,45 +30,29 @@ from messaging_llm_bot.channels.whatsapp.turn import NOTICE_KEY, TurnRunner
 from messaging_llm_bot.channels.whatsapp.webhook import Webhook
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
 from messaging_llm_bot.conversation.busy import answered_by_recorded
-from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
-from messaging_llm_bot.conversation.chattasks import ChatTasks
-from messaging_llm_bot.conversation.held import StorageOutage
-from messaging_llm_bot.conversation.job_router import ChannelJobs, OwnerDigest, job_router
+from messaging_llm_bot.conversation.job_router import ChannelJobs, OwnerDigest
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.notices import notify_from_thread, send_digest
-from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.shutdown import request_stop, run_own_loop, shutdown_runtime, take_lock
+from messaging_llm_bot.conversation.service import ChannelService
 
 log = logging.getLogger(__name__)
 
-LOCK_FILE = "state/whatsapp.lock"
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
-
-class WhatsAppService:
+class WhatsAppService(ChannelService):
     """One running WhatsApp channel: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is
     thread-safe."""
+
+    NAME, TITLE = "whatsapp", "the WhatsApp channel"
+    LOCK_FILE, LOCK_WHO = "state/whatsapp.lock", "whatsapp: another WhatsApp bot"
 
     def __init__(
         self, runtime: Runtime, *, stop_signals: Sequence[int] | None = None, manage_runtime: bool = True
     ) -> None:
-        self.runtime = runtime
-        self.stop_signals = stop_signals
-        self.manage_runtime = manage_runtime  # False when another channel shuts the runtime down
-        self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
-        self.ready = threading.Event()  # listening, the replay started
-        self.stopped = threading.Event()
-        self.storage = StorageOutage("whatsapp")
-        self.queues = ChatQueues("whatsapp", lambda: pool_size(runtime.settings), lambda: max_pending(runtime.settings))
-        self.tasks = ChatTasks(self.queues, "whatsapp")
-        self.job_clock: Callable[[], datetime] | None = None  # a test's clock for the jobs (None: the real one)
+        super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
         self.webhook: Webhook | None = None
         self._config: tuple[Settings, WhatsAppConfig] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._stopping = False
         self.inbox: Inbox
         self.channel: WhatsAppChannel
         self.turns: TurnRunner
@@ -85,121 +66,61 @@ class WhatsAppService:
             self._config = (current, WhatsAppConfig.from_settings(current))
         return self._config[1]
 
-    @property
-    def stopping(self) -> bool:
-        return self._stopping
+    def problem(self) -> str | None:
+        problem = self.config.problem
+        return f"whatsapp: cannot start: {problem}" if problem else None
 
-    def run(self) -> int:
-        config = self.config
-        if config.problem:
-            print(f"whatsapp: cannot start: {config.problem}", file=sys.stderr)
-            return EXIT_USAGE
-        lock = take_lock(self.runtime.workspace, LOCK_FILE, "whatsapp: another WhatsApp bot")
-        if lock is None:
-            return EXIT_FAILED
-        self._loop = loop = asyncio.new_event_loop()
-        try:
-            done = run_own_loop(loop, self._main(), "whatsapp", "the WhatsApp channel", self._known_error)
-        finally:
-            lock.release()
-            if self.manage_runtime:
-                shutdown_runtime(self.runtime, self.shutdown_timeout)
-            self.stopped.set()
-        return EXIT_OK if done else EXIT_FAILED
-
-    def stop(self, timeout: float | None = None) -> None:
-        """Ask a running channel to stop (any thread); with ``timeout``, wait that long for it to end."""
-        request_stop(self._loop, self.begin_shutdown, self.stopped, timeout)
-
-    def _known_error(self, err: Exception) -> str | None:
+    def known_error(self, err: Exception) -> str | None:
         if isinstance(err, OSError):
             return f"whatsapp: the webhook cannot listen on {self.config.listen}:{self.config.port}: {err}"
         return None
 
-    def begin_shutdown(self, reason: str = "stop requested") -> None:
-        if self._stop is None:
-            return
-        if self._stopping:  # a second Ctrl-C / SIGTERM: do not wait any longer
-            self.turns.cancel_all()
-            return
-        self._stopping = True
-        log.info("whatsapp: %s: stopping; messages not yet answered stay in the inbox", reason)
-        if hasattr(self, "turns"):
-            self.turns.stopping = True
-            self.turns.stop_event.set()
-        self._stop.set()
-
-    async def _main(self) -> None:
-        self._stop = asyncio.Event()
+    async def serve(self) -> None:
         loop = asyncio.get_running_loop()
-        for sig in self.stop_signals or ():
-            try:
-                loop.add_signal_handler(sig, self.begin_shutdown, signal.Signals(sig).name)
-            except (NotImplementedError, RuntimeError, ValueError) as err:
-                log.warning("whatsapp: cannot handle signal %s (%s); stop with stop()", sig, err)
         workspace = self.runtime.workspace
         config = self.config
         self.inbox = await asyncio.to_thread(Inbox, workspace)
         window = await asyncio.to_thread(ServiceWindow, workspace)
         client = GraphClient(config.base_url, config.phone_number_id, config.access_token)
         self.channel = WhatsAppChannel(client, window, lambda: self.config)
-        self.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
+        self.turns = self.shutdown.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
         intake = Intake(self)
         await intake.load()
         self.webhook = Webhook(lambda: self.config, intake.take)
-        try:
-            self.webhook.start()
-            if not config.allowed:
-                log.warning(
-                    "whatsapp.allowed is empty: the bot answers no one. Add your number: "
-                    'config set whatsapp.allowed ["+491701234567"]'
-                )
-            log.info("whatsapp: serving the webhook on %s for %s", self.webhook.url, [f"+{n}" for n in config.allowed])
-            self._replay()
-            await self._join_jobs(loop)
-            self.runtime.start_background(
-                notify=lambda name, text: notify_from_thread(loop, self.send_notice, name, text)
+        self.webhook.start()
+        if not config.allowed:
+            log.warning(
+                "whatsapp.allowed is empty: the bot answers no one. Add your number: "
+                'config set whatsapp.allowed ["+491701234567"]'
             )
-            self.ready.set()
-            await self._stop.wait()
-        finally:
-            self.ready.set()
-            await self._wind_down()
+        log.info("whatsapp: serving the webhook on %s for %s", self.webhook.url, [f"+{n}" for n in config.allowed])
+        self._replay()
+        await self._join_jobs(loop)
+        self.runtime.start_background(notify=lambda name, text: notify_from_thread(loop, self.send_notice, name, text))
 
     async def _join_jobs(self, loop: asyncio.AbstractEventLoop) -> None:
         digest = None
         if self.config.morning_digest:
             hour, minute = (int(x) for x in self.config.morning_digest.split(":"))
             digest = OwnerDigest(dtime(hour, minute, tzinfo=ZoneInfo(self.config.timezone)), self.morning_digest)
-        channel_jobs = ChannelJobs(
-            loop,
-            self.inbox,
-            owner_conversation=self.owner_conversation,
-            start=self.start_job,
-            send_reminder=self.send_reminder,
-            digest=digest,
+        await self.join_jobs(
+            ChannelJobs(
+                loop,
+                self.inbox,
+                owner_conversation=self.owner_conversation,
+                start=self.start_job,
+                send_reminder=self.send_reminder,
+                digest=digest,
+            )
         )
-        await asyncio.to_thread(job_router(self.runtime).attach, "whatsapp", channel_jobs, self.job_clock)
 
-    async def _wind_down(self) -> None:
-        if not self._stopping:
-            self.begin_shutdown()
+    async def stop_taking(self) -> None:
         if self.webhook is not None:
             self.webhook.stop()
-        turns = self.turns
-        if not await turns.wait_idle(self.shutdown_timeout):
-            cancelled = turns.cancel_all()
-            log.warning(
-                "whatsapp: %d turn(s) did not finish within %.0f s; their messages stay in the inbox and are "
-                "answered at the next start",
-                cancelled,
-                self.shutdown_timeout,
-            )
-            await turns.wait_idle(1.0)
-        await self.tasks.cancel_waiting()
-        await asyncio.to_thread(job_router(self.runtime).detach, "whatsapp")
-        await self.channel.client.close()
-        turns.pool.shutdown()
+
+    async def close(self) -> None:
+        if hasattr(self, "channel"):
+            await self.channel.client.close()
 
     def _replay(self) -> None:
         """Answer what the last run left in the inbox: job runs and notices, then messages oldest first."""

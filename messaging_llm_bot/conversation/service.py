@@ -1,0 +1,155 @@
+"""One channel running on an event loop of its own, the same on every such channel (Signal, Matrix, WhatsApp,
+email; docs/channels.md): a config that cannot run refused in one sentence (exit code 2), one running copy per
+workspace (a lock file, exit code 1), the loop run to its end with an expected error as one line on stderr and
+any other as one line in the log (conversation/shutdown.py), the stop asked from any thread or by a signal,
+then no new turns, the running ones given ``runtime.shutdown_timeout_seconds``, the chats' waiting turns
+dropped (their items stay in the inbox), the job scheduler left, and the runtime shut down by the first
+channel of the process.
+
+A channel gives its name and lock, what it checks before it starts (``problem``), the errors it expects
+(``known_error``), its start (``serve``: its parts made, what the last run left answered, the job scheduler
+joined; it returns when the channel is ready), how it stops taking messages (``stop_taking``) and what it
+closes at the end (``close``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
+from messaging_llm_bot.conversation.chattasks import ChatTasks
+from messaging_llm_bot.conversation.held import StorageOutage
+from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
+from messaging_llm_bot.conversation.job_scheduler import JobScheduler
+from messaging_llm_bot.conversation.pool import pool_size
+from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.shutdown import ChannelStop, request_stop, run_own_loop, shutdown_runtime, take_lock
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class ChannelService:
+    """One running channel: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is thread-safe."""
+
+    NAME = ""  # the channel's name, as its route and its log lines say it ("matrix")
+    TITLE = ""  # what the log calls it after an error ("the Matrix channel")
+    LOCK_FILE = ""  # its lock in the workspace ("state/matrix.lock")
+    LOCK_WHO = ""  # who holds that lock, as the refusal says it ("matrix: another Matrix bot")
+
+    def __init__(
+        self, runtime: Runtime, *, stop_signals: Sequence[int] | None = None, manage_runtime: bool = True
+    ) -> None:
+        self.runtime = runtime
+        self.stop_signals = stop_signals
+        self.manage_runtime = manage_runtime  # False when another channel shuts the runtime down
+        self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
+        self.shutdown = ChannelStop(self.NAME, self.shutdown_timeout, on_begin=self._stop_waiting)
+        self.ready = threading.Event()  # serving (set at the end too, so that nobody waits for a failed start)
+        self.stopped = threading.Event()
+        self.storage = StorageOutage(self.NAME)  # the inbox cannot store: intake waits, the message is held
+        # Per chat: arrival order, at most runtime.max_pending_per_chat, the owner first; as many at once as the
+        # turn pool has threads.
+        self.queues = ChatQueues(self.NAME, lambda: pool_size(runtime.settings), lambda: max_pending(runtime.settings))
+        self.tasks = ChatTasks(self.queues, self.NAME)
+        self.job_clock: Callable[[], datetime] | None = None  # a test's clock for the jobs (None: the real one)
+        self.jobs: JobScheduler | None = None  # the process's one scheduler, once this channel joined it
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+
+    @property
+    def stopping(self) -> bool:
+        """True once a stop began: no more messages are taken."""
+        return self.shutdown.stopping
+
+    def problem(self) -> str | None:
+        """Why the config cannot run this channel (the line on stderr, naming the key), or None."""
+        return None
+
+    def known_error(self, err: Exception) -> str | None:
+        """The owner's line on stderr for an error the channel expects (a refused login, a port in use), or None."""
+        return None
+
+    def run(self) -> int:
+        """Run until stopped; returns the process exit code."""
+        problem = self.problem()
+        if problem:
+            print(problem, file=sys.stderr)
+            return EXIT_USAGE
+        lock = take_lock(self.runtime.workspace, self.LOCK_FILE, self.LOCK_WHO)
+        if lock is None:
+            return EXIT_FAILED
+        self._loop = loop = asyncio.new_event_loop()
+        try:
+            done = run_own_loop(loop, self._main(), self.NAME, self.TITLE, self.known_error)
+        finally:
+            lock.release()
+            if self.manage_runtime:
+                shutdown_runtime(self.runtime, self.shutdown_timeout)
+            self.stopped.set()
+        return EXIT_OK if done else EXIT_FAILED
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Ask a running channel to stop (any thread); with ``timeout``, wait that long for it to end."""
+        request_stop(self._loop, self.begin_shutdown, self.stopped, timeout)
+
+    def begin_shutdown(self, reason: str = "stop requested") -> None:
+        """Stop taking messages, give running turns ``shutdown_timeout`` seconds (loop thread;
+        conversation/shutdown.py); a second call cancels them at once."""
+        if self._stop is not None:
+            self.shutdown.begin(reason)
+
+    def _stop_waiting(self) -> None:
+        if self.shutdown.turns is not None:
+            self.shutdown.turns.stop_event.set()  # a reply waiting for the platform stops waiting
+        if self._stop is not None:
+            self._stop.set()
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds``, or less when a stop begins."""
+        assert self._stop is not None
+        try:
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    async def shutdown_requested(self) -> None:
+        """Return once a stop began."""
+        assert self._stop is not None
+        await self._stop.wait()
+
+    async def join_jobs(self, jobs: ChannelJobs) -> None:
+        """Join the process's one job scheduler (left at the stop)."""
+        self.jobs = await asyncio.to_thread(job_router(self.runtime).attach, self.NAME, jobs, self.job_clock)
+
+    async def serve(self) -> None:
+        """Start the channel's parts (``self.shutdown.turns`` among them) and return once it serves."""
+        raise NotImplementedError
+
+    async def stop_taking(self) -> None:
+        """Stop taking messages (a webhook, an event stream, a poll), once a stop began."""
+
+    async def close(self) -> None:
+        """Close what the channel opened (its client), after its turns ended."""
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        self.shutdown.loop = asyncio.get_running_loop()
+        self.shutdown.install_signal_handlers(self.stop_signals)
+        try:
+            await self.serve()
+            self.ready.set()
+            await self.shutdown_requested()
+        finally:
+            self.ready.set()
+            if not self.shutdown.stopping:  # a second call would count as a second Ctrl-C: turns cancelled
+                self.begin_shutdown()
+            await self.stop_taking()
+            await self.shutdown.finish()  # the turns running get until the deadline; their pool is freed
+            await self.tasks.cancel_waiting()  # turns still waiting for their chat: their items stay pending
+            if self.jobs is not None:
+                await asyncio.to_thread(job_router(self.runtime).detach, self.NAME)
+            await self.close()

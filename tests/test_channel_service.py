@@ -1,0 +1,65 @@
+"""conversation/service.py's ChannelService, through a real channel's service in this process: a config that
+cannot run is refused in one line naming the key (exit code 2), a second copy on the same workspace in one
+line naming the lock (exit code 1); neither starts a loop, reaches a server or shows a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from assistant_framework.workspace import Workspace
+from messaging_llm_bot.channels.email.service import EmailService
+from messaging_llm_bot.channels.matrix.service import MatrixService
+from messaging_llm_bot.conversation.shutdown import take_lock
+
+
+def _runtime(tmp_path: Path, **sections: object):
+    from messaging_llm_bot.runtime import build_runtime
+
+    config = {
+        "llm": {"runners": [{"name": "none", "base_url": "http://127.0.0.1:9/v1", "model": "m"}]},
+        "telegram": {"token": ""},
+        "memory": {"enabled": False},
+        **sections,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return build_runtime(path, Workspace(tmp_path / "ws").root)
+
+
+EMAIL = {
+    "enabled": True,
+    "address": "assistant@example.org",
+    "imap": {"host": "127.0.0.1", "port": 9, "security": "none", "user": "u", "password": "p"},
+    "smtp": {"host": "127.0.0.1", "port": 9, "security": "none"},
+}
+
+
+def test_a_second_copy_on_the_same_workspace_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    runtime = _runtime(tmp_path, email=EMAIL)
+    held = take_lock(runtime.workspace, "state/email.lock", "the test")
+    assert held is not None
+    try:
+        service = EmailService(runtime, manage_runtime=False)
+        assert service.run() == 1
+    finally:
+        held.release()
+    err = capsys.readouterr().err
+    assert "email: another email bot is already running" in err and "state/email.lock" in err
+    assert "Traceback" not in err and not service.ready.is_set() and service._loop is None
+
+
+def test_a_config_that_cannot_run_is_refused_naming_the_key(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("TEST_MATRIX_PASSWORD_UNSET", raising=False)
+    matrix = {
+        "enabled": True,
+        "homeserver": "http://127.0.0.1:9",
+        "user_id": "@bot:localhost",
+        "password_env": "TEST_MATRIX_PASSWORD_UNSET",
+    }
+    service = MatrixService(_runtime(tmp_path, matrix=matrix), manage_runtime=False)
+    assert service.run() == 2
+    err = capsys.readouterr().err
+    assert "matrix: cannot log in: matrix.password_env names TEST_MATRIX_PASSWORD_UNSET, which is not set" in err
+    assert "Traceback" not in err and service._loop is None  # refused before a loop was made
+    assert not (tmp_path / "ws" / "state" / "matrix.lock").exists()
