@@ -169,6 +169,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         SLACK_SOCKET,
     ),
     Mutation(
+        "slack-file-any-host",
+        "messaging_llm_bot/channels/slack/api.py",
+        '        if parts.scheme not in ("https", "http") or parts.netloc not in self._hosts:',
+        '        if parts.scheme not in ("https", "http"):',
+        "a signed event naming any file URL gets the bot token sent there: whoever runs that server has the token",
+        SLACK_BOT,
+    ),
+    Mutation(
         "slack-mention-mode-off",
         "messaging_llm_bot/channels/slack/message.py",
         '    if not (direct or kind == "app_mention"):',

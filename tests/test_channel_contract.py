@@ -947,7 +947,19 @@ def _media_on_whatsapp(request: pytest.FixtureRequest, photo: bytes) -> None:
     _whatsapp_texts_until(request, lambda texts: "Filed. END" in texts)
 
 
+def _media_on_slack(request: pytest.FixtureRequest, photo: bytes) -> None:
+    from tests.slack_harness import OWNER
+
+    slack = request.getfixturevalue("slack_api")
+    request.getfixturevalue("start_slack")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    assert slack.deliver(slack.user_file(OWNER, "p.jpg", "image/jpeg", photo, "what is this?")).status_code == 200
+    _slack_texts_until(request, lambda texts: "Seen. END" in texts)
+    assert slack.deliver(slack.user_file(OWNER, "menu.pdf", "application/pdf", MENU, "the menu")).status_code == 200
+    _slack_texts_until(request, lambda texts: "Filed. END" in texts)
+
+
 MEDIA = {
+    "slack": _media_on_slack,
     "whatsapp": _media_on_whatsapp,
     "webchat": _media_on_webchat,
     "telegram": _media_on_telegram,
@@ -1042,7 +1054,21 @@ def _file_out_on_whatsapp(request: pytest.FixtureRequest) -> list[bytes]:
     return [graph.media[d["id"]]["data"] for d in documents]
 
 
+def _file_out_on_slack(request: pytest.FixtureRequest) -> list[bytes]:
+    """The file is shared in the owner's DM by Slack's three upload steps."""
+    from tests.slack_harness import OWNER, owner_writes
+
+    slack = request.getfixturevalue("slack_api")
+    request.getfixturevalue("start_slack")()
+    owner_writes(slack, "send me the expenses")
+    _slack_texts_until(request, lambda texts: "Sent. END" in texts)
+    shared = slack.shared(slack.dms[OWNER])
+    assert [(f["name"], f["comment"]) for f in shared] == [("expenses.csv", "November")]
+    return [f["data"] for f in shared]
+
+
 FILE_OUT = {
+    "slack": _file_out_on_slack,
     "whatsapp": _file_out_on_whatsapp,
     "telegram": _file_out_on_telegram,
     "signal": _file_out_on_signal,

@@ -233,3 +233,31 @@ def test_a_crash_mid_stream_leaves_one_message_with_the_whole_answer(running: Ru
     [message] = slack.posted(dm)[before:]  # one message: the partial one edited, none posted again
     assert message["ts"] == partial["ts"] and message["text"] == answer
     assert len(model.chat_requests) == 2
+
+
+def test_a_shared_file_is_read_and_the_bot_token_goes_to_no_other_host(running: Running) -> None:
+    """A file_share's url_private is fetched with the bot token, and only from Slack's file host (here: the fake
+    Web API's own address): a signed event naming another address gets no token and no download."""
+    slack, model = running.slack, running.model
+    model.reset()
+    dm = slack.dms[OWNER]
+    before = len(slack.posted(dm))
+    model.enqueue('{"reply": "A shopping list."}')
+    notes = b"milk\neggs\nbread\n"
+    assert slack.deliver(slack.user_file(OWNER, "list.txt", "text/plain", notes, "what is this?")).status_code == 200
+    wait_until(lambda: len(slack.posted(dm)) > before and not _pending(running.workspace), what="the answer")
+    assert [m["text"] for m in slack.posted(dm)[before:]] == ["A shopping list."]
+    assert "list.txt" in json.dumps(model.chat_requests[-1]["messages"][-1]) and "milk" in json.dumps(
+        model.chat_requests
+    )
+    assert slack.downloads[-1]["authorization"] == f"Bearer {TOKEN}"
+    with FakeSlackAPI(token=TOKEN) as elsewhere:  # another server, another port
+        foreign = elsewhere.user_file(OWNER, "steal.txt", "text/plain", b"x", "open this")
+        payload = slack.dm(OWNER, "open this")
+        payload["event"] |= {"subtype": "file_share", "files": foreign["event"]["files"]}
+        model.reset()
+        assert slack.deliver(payload).status_code == 200
+        wait_until(lambda: len(slack.posted(dm)) > before + 1 and not _pending(running.workspace), what="the answer")
+        assert elsewhere.downloads == []  # never asked: the token stays with Slack
+    [told] = [m["text"] for m in slack.posted(dm)[before + 1 :]]
+    assert "could not fetch steal.txt" in told and model.chat_requests == []

@@ -16,6 +16,15 @@ fake.base_url`` (``http://127.0.0.1:<port>/api/``). What it answers, as Slack do
 - ``chat.update``: ``channel``, ``ts`` (a message of that channel, else ``message_not_found``; one the bot did not
   post ``cant_update_message``), ``text`` (the same bounds): ``{"ok", "channel", "ts", "text", "message"}``.
 - ``conversations.open``: ``users`` (one known user id, else ``user_not_found``): ``{"ok", "channel": {"id"}}``.
+- Files in: ``user_file(user, name, mimetype, data, text)`` is the ``file_share`` message of ``user`` sharing a
+  file in their DM; its ``url_private`` (``GET /files-pri/<team>-<id>/<name>``) answers the bytes only with the
+  bot token as ``Authorization: Bearer`` (else 403; Slack shows its sign-in page instead).
+- Files out, Slack's three steps: ``files.getUploadURLExternal`` (``filename``, ``length`` in bytes, else
+  ``invalid_arguments``): ``{"ok", "upload_url", "file_id"}``; a ``POST`` of the raw bytes to ``upload_url`` (once;
+  another or an unknown one is 404); ``files.completeUploadExternal`` (``files``: a JSON list of ``{"id",
+  "title"}``, each uploaded with exactly its ``length`` else ``file_not_found``/``file_upload_size_mismatch``;
+  ``channel_id``, optional ``thread_ts`` and ``initial_comment``): the files shared in the channel as one
+  message, ``{"ok", "files": [{"id", "title", "name"}]}``. ``shared(channel)`` lists them with their bytes.
 - ``apps.connections.open`` takes the app-level token (``xapp-...``; a bot token is ``not_allowed_token_type``, a
   wrong one ``invalid_auth``): ``{"ok", "url"}``, a ``ws://`` URL of the fake's Socket Mode server
   (tests/fakes/slack_socket.py, started by ``socket_mode()``), which delivers events as envelopes.
@@ -75,6 +84,9 @@ class FakeSlackAPI:
         self.messages: list[dict] = []  # {"channel", "ts", "text", "thread_ts", "user", "history": [texts]}
         self.dms: dict[str, str] = {}  # user id -> their DM channel with the bot
         self.channels: set[str] = set()
+        self.files: dict[str, dict[str, Any]] = {}  # file id -> {"name", "mimetype", "data", "length", ...}
+        self.uploads: dict[str, str] = {}  # an upload URL's ticket -> the file id it takes
+        self.downloads: list[dict[str, Any]] = []  # every GET of a file: {"path", "authorization"}
         self.limits: dict[str, tuple[int, int]] = {}  # method -> (calls still refused, Retry-After)
         self.webhook_url = ""
         self.signing_secret = ""
@@ -169,6 +181,37 @@ class FakeSlackAPI:
         event = self._inbound(channel, user, f"<@{self.bot_user}> {text}", thread_ts)
         return self.event({"type": "app_mention", **event})
 
+    def user_file(self, user: str, name: str, mimetype: str, data: bytes, text: str = "") -> dict:
+        """The ``file_share`` payload of ``user`` sharing the file ``name`` (with ``text``) in their DM."""
+        file_id = f"F{next(self._ids):08d}"
+        assert self.server is not None
+        url = f"http://127.0.0.1:{self.server.server_address[1]}/files-pri/{self.team_id}-{file_id}/{name}"
+        with self._lock:
+            self.files[file_id] = {"name": name, "mimetype": mimetype, "data": data, "length": len(data), "url": url}
+        shown = {
+            "id": file_id,
+            "name": name,
+            "title": name,
+            "mimetype": mimetype,
+            "filetype": name.rsplit(".", 1)[-1],
+            "size": len(data),
+            "mode": "hosted",
+            "url_private": url,
+            "url_private_download": url.replace("/files-pri/", "/files-pri-download/"),
+        }
+        event = self._inbound(self.add_user(user), user, text, None)
+        return self.event({"type": "message", "subtype": "file_share", "channel_type": "im", "files": [shown], **event})
+
+    def file_bytes(self, path: str, auth: str | None) -> bytes | None:
+        """The bytes behind a ``url_private`` path, for the bot token only."""
+        with self._lock:
+            self.downloads.append({"path": path, "authorization": auth})
+        if (auth or "").removeprefix("Bearer ").strip() != self.token:
+            return None
+        with self._lock:
+            found = [f for f in self.files.values() if f["url"].endswith(path)]
+            return found[0]["data"] if found else None
+
     def deliver(
         self,
         payload: dict,
@@ -194,6 +237,11 @@ class FakeSlackAPI:
         """The bot's messages in ``channel`` as they show now."""
         with self._lock:
             return [dict(m) for m in self.messages if m["channel"] == channel and m["user"] == self.bot_user]
+
+    def shared(self, channel: str) -> list[dict]:
+        """The files the bot shared in ``channel``: name, title, data, thread_ts, comment."""
+        with self._lock:
+            return [dict(f) for f in self.files.values() if f.get("channel") == channel]
 
     def calls(self, method: str) -> list[dict]:
         with self._lock:
@@ -285,6 +333,57 @@ class FakeSlackAPI:
             raise SlackError("socket_mode_not_enabled")  # a fake's word: the test did not turn Socket Mode on
         return {"url": self.socket.open_url()}
 
+    def upload_url(self, args: dict[str, Any]) -> dict:
+        name, length = str(args.get("filename") or ""), str(args.get("length") or "")
+        if not name or not length.isdigit():
+            raise SlackError("invalid_arguments")
+        file_id, ticket = f"F{next(self._ids):08d}", f"{next(self._ids):012d}"
+        assert self.server is not None
+        with self._lock:
+            self.files[file_id] = {"name": name, "length": int(length), "data": None}
+            self.uploads[ticket] = file_id
+        return {
+            "upload_url": f"http://127.0.0.1:{self.server.server_address[1]}/upload/v1/{ticket}",
+            "file_id": file_id,
+        }
+
+    def upload(self, ticket: str, data: bytes) -> bool:
+        with self._lock:
+            file_id = self.uploads.pop(ticket, None)
+            if file_id is None:
+                return False
+            self.files[file_id]["data"] = data
+            return True
+
+    def complete_upload(self, args: dict[str, Any]) -> dict:
+        try:
+            wanted = json.loads(str(args.get("files") or ""))
+        except ValueError:
+            raise SlackError("invalid_arguments") from None
+        channel = str(args.get("channel_id") or "")
+        if not isinstance(wanted, list) or not wanted or channel not in self.channels:
+            raise SlackError("invalid_arguments" if channel in self.channels else "channel_not_found")
+        thread_ts = args.get("thread_ts") or None
+        with self._lock:
+            if thread_ts is not None and self._message(channel, str(thread_ts)) is None:
+                raise SlackError("thread_not_found")
+            for one in wanted:
+                got = self.files.get(str(one.get("id") if isinstance(one, dict) else ""))
+                if got is None or got["data"] is None or "channel" in got:
+                    raise SlackError("file_not_found")
+                if len(got["data"]) != got["length"]:
+                    raise SlackError("file_upload_size_mismatch")
+            comment = str(args.get("initial_comment") or "")
+            for one in wanted:
+                self.files[one["id"]] |= {"channel": channel, "thread_ts": thread_ts, "comment": comment}
+                self.files[one["id"]]["title"] = str(one.get("title") or self.files[one["id"]]["name"])
+            text = comment or " ".join(self.files[one["id"]]["name"] for one in wanted)
+            ts = self._ts()
+            message = {"channel": channel, "ts": ts, "text": text, "thread_ts": thread_ts, "user": self.bot_user}
+            self.messages.append({**message, "history": [text], "files": [one["id"] for one in wanted]})
+            shown = [{"id": one["id"], "title": self.files[one["id"]]["title"], "name": self.files[one["id"]]["name"]}]
+        return {"files": shown}
+
     def open_conversation(self, args: dict[str, Any]) -> dict:
         users = str(args.get("users") or "")
         if "," in users or users not in self.dms:
@@ -297,14 +396,29 @@ _METHODS = {
     "chat.postMessage": FakeSlackAPI.post_message,
     "chat.update": FakeSlackAPI.update,
     "conversations.open": FakeSlackAPI.open_conversation,
+    "files.getUploadURLExternal": FakeSlackAPI.upload_url,
+    "files.completeUploadExternal": FakeSlackAPI.complete_upload,
 }
 
 
 class _Handler(FakeHandler):
+    def do_GET(self) -> None:
+        fake: FakeSlackAPI = self.server.fake
+        path = urlparse(self.path).path
+        data = fake.file_bytes(path, self.headers.get("Authorization")) if path.startswith("/files-pri") else None
+        if data is None:
+            self.send(403, b"sign in to Slack", "text/html")
+            return
+        self.send(200, data, "application/octet-stream")
+
     def do_POST(self) -> None:
         fake: FakeSlackAPI = self.server.fake
         url = urlparse(self.path)
         raw = self.read_body()
+        if url.path.startswith("/upload/v1/"):
+            ok = fake.upload(url.path.removeprefix("/upload/v1/"), raw)
+            self.send(200 if ok else 404, b"OK - " + str(len(raw)).encode() if ok else b"not found", "text/plain")
+            return
         args: dict[str, Any] = dict(parse_qsl(url.query))
         if self.headers.get("Content-Type", "").startswith("application/json"):
             try:

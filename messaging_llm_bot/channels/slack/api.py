@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
 
 from messaging_llm_bot.channels.contract import DeliveryError
 
 TIMEOUT_SECONDS = 30
+#: Where a file's ``url_private`` may point: the bot token goes nowhere else (the Web API's own host is allowed
+#: too, for a proxy or a test server in Slack's place).
+FILES_HOST = "files.slack.com"
 #: Error codes that mean "later": the token (fixed by the owner, then the reply goes out) and Slack's own trouble.
 RETRY_CODES = frozenset(
     {
@@ -44,6 +50,9 @@ class SlackClient:
     def __init__(self, base_url: str, token: str, timeout: int = TIMEOUT_SECONDS) -> None:
         from slack_sdk import WebClient  # the slack extra: imported only when the channel runs
 
+        self._token = token
+        self._timeout = timeout
+        self._hosts = {FILES_HOST, urlsplit(base_url).netloc or FILES_HOST}  # host[:port]
         # No retry handlers: a rate limit is the caller's to wait out (the reply stays in the inbox meanwhile).
         self._web = WebClient(token=token, base_url=base_url, timeout=timeout, retry_handlers=[])
 
@@ -73,6 +82,50 @@ class SlackClient:
 
     async def update(self, channel: str, ts: str, text: str) -> None:
         await self._call("chat.update", channel=channel, ts=ts, text=text)
+
+    async def download(self, url: str, limit_bytes: int) -> bytes:
+        """A shared file's bytes from its ``url_private``, with the bot token; ``DeliveryError`` when it is larger
+        than ``limit_bytes`` (counted while read) or not on Slack's file host."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("https", "http") or parts.netloc not in self._hosts:
+            raise DeliveryError(f"a file URL not on {FILES_HOST}: not fetched", for_good=True)
+        headers = {"Authorization": f"Bearer {self._token}"}
+        got = bytearray()
+        try:
+            async with httpx.AsyncClient(timeout=self._timeout, follow_redirects=False) as http:
+                async with http.stream("GET", url, headers=headers) as response:
+                    if response.status_code != 200:
+                        raise failure("the file download", response.status_code, None, response.headers)
+                    async for chunk in response.aiter_bytes():
+                        got += chunk
+                        if len(got) > limit_bytes:
+                            raise DeliveryError(f"the file is larger than {limit_bytes // 1_000_000} MB", for_good=True)
+        except httpx.HTTPError as err:
+            raise SlackUnavailable(f"the file cannot be fetched: {type(err).__name__}") from None
+        return bytes(got)
+
+    async def upload(self, channel: str, thread_ts: str | None, name: str, data: bytes, comment: str) -> str:
+        """Share ``data`` as the file ``name`` in ``channel`` (its thread), Slack's three steps
+        (files.getUploadURLExternal, the upload, files.completeUploadExternal); the file's id."""
+        from slack_sdk.errors import SlackApiError, SlackClientError
+
+        args: dict[str, Any] = {"channel": channel, "file": data, "filename": name, "title": name}
+        if thread_ts:
+            args["thread_ts"] = thread_ts
+        if comment:
+            args["initial_comment"] = comment
+        try:
+            response = await asyncio.to_thread(lambda: self._web.files_upload_v2(**args))
+        except SlackApiError as err:
+            raise failure(
+                "files upload", err.response.status_code, err.response.get("error"), err.response.headers
+            ) from None
+        except (OSError, SlackClientError) as err:
+            raise SlackUnavailable(f"the file could not be uploaded: {type(err).__name__}") from None
+        files = response.get("files")
+        if not isinstance(files, list) or not files or not isinstance(files[0], dict):
+            raise SlackUnavailable("files.completeUploadExternal: the answer has no file")
+        return str(files[0].get("id") or "")
 
     async def open_dm(self, user: str) -> str:
         """The DM channel with ``user``."""

@@ -1,6 +1,7 @@
 """The Slack channel's side of the contract (channels/contract.py): text split to 4,000 characters and posted
-with ``chat.postMessage`` (in the conversation's thread), edited with ``chat.update``, and yes/no questions
-answered by a reply. An ``Address`` is the channel id and the thread's ts."""
+with ``chat.postMessage`` (in the conversation's thread), edited with ``chat.update``, files shared in the same
+place and fetched from their ``url_private`` with the bot token, and yes/no questions answered by a reply. An
+``Address`` is the channel id and the thread's ts; a ``Media``'s ref is the file's ``url_private``."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from messaging_llm_bot.channels.contract import (
     TextOut,
 )
 from messaging_llm_bot.channels.slack.api import SlackClient
-from messaging_llm_bot.channels.slack.format import CAPABILITIES, MAX_TEXT_CHARS, slack_text, split
+from messaging_llm_bot.channels.slack.format import CAPABILITIES, MAX_FILE_BYTES, MAX_TEXT_CHARS, slack_text, split
 from messaging_llm_bot.conversation.approvals import OpenQuestions, answer_of
 
 
@@ -61,10 +62,20 @@ class SlackChannel:
         return None  # bots on the Events API have no typing indicator
 
     async def send_file(self, to: Address, file: OutgoingFile) -> Sent:
-        raise DeliveryError("the Slack channel sends no files yet", for_good=True)
+        size = await asyncio.to_thread(lambda: file.path.stat().st_size)
+        if size > MAX_FILE_BYTES:
+            raise DeliveryError(f"{file.path.name} is larger than {MAX_FILE_BYTES // 2**20} MB", for_good=True)
+        data = await asyncio.to_thread(file.path.read_bytes)
+        comment = slack_text(file.caption)[:MAX_TEXT_CHARS] if file.caption else ""
+        return Sent((await self.client.upload(to.chat_id, to.thread_id, file.path.name, data, comment),))
 
     async def fetch(self, media: Media, folder: Path, limit_bytes: int) -> Path:
-        raise DeliveryError("the Slack channel takes no files yet", for_good=True)
+        if media.size is not None and media.size > limit_bytes:
+            raise DeliveryError(f"{media.name} is larger than {limit_bytes // 1_000_000} MB", for_good=True)
+        data = await self.client.download(media.ref, limit_bytes)
+        target = folder / (Path(media.name).name or "slack-file")
+        await asyncio.to_thread(target.write_bytes, data)
+        return target
 
     async def ask_yes_no(self, to: Address, question: str, timeout: float) -> bool:
         """Ask in ``to``; the next "yes" or "no" there answers (``resolve``)."""

@@ -14,6 +14,8 @@ from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.markup import plain_parts, with_markers
 
 MAX_TEXT_CHARS = 4000
+#: The largest file taken in or sent (Slack takes up to 1 GB; a turn reads a file whole).
+MAX_FILE_BYTES = 50 * 1024 * 1024
 
 #: What the Slack channel can do (channels/contract.py).
 CAPABILITIES = Capabilities(
@@ -24,6 +26,9 @@ CAPABILITIES = Capabilities(
     threads=True,  # a thread (thread_ts) is a conversation of its own
     groups=True,  # channels, in mention mode
     buttons=False,  # an ``ask`` question is answered by replying yes or no
+    media_in=frozenset({"photo", "file"}),  # a file_share message: pictures go to a runner that sees them
+    media_out=frozenset({"photo", "file"}),  # shared as files (files.getUploadURLExternal ...)
+    max_file_bytes=MAX_FILE_BYTES,
 )
 
 _MARKERS = {"bold": "*", "italic": "_", "strikethrough": "~", "code": "`", "pre": "```"}

@@ -1,19 +1,52 @@
 """A message the Events API delivers, as the channel keeps it in the durable inbox.
 
-Taken: a ``message`` event in a DM (``channel_type: im``) and an ``app_mention`` in a channel (mention mode:
-a channel's other messages are not the bot's business). Passed over: the bot's own and other bots' messages,
-edits, deletions and every other ``subtype``, and anything without a user, a channel or a ts.
+Taken: a ``message`` event in a DM (``channel_type: im``), a ``file_share`` one too (its files, at most
+``MAX_FILES``, fetched when the turn runs), and an ``app_mention`` in a channel (mention mode: a channel's other
+messages are not the bot's business). Passed over: the bot's own and other bots' messages, edits, deletions and
+every other ``subtype``, and anything without a user, a channel or a ts.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from messaging_llm_bot.channels.slack.settings import conversation_of
 
 _MENTION = re.compile(r"<@[UW][A-Z0-9]+>\s*")
+#: Files read of one message (Slack lets a message carry ten).
+MAX_FILES = 10
+
+
+@dataclass(frozen=True)
+class SlackFile:
+    """A file shared with a message: fetched from ``url`` (``url_private``) with the bot token."""
+
+    file_id: str
+    name: str
+    mimetype: str
+    size: int
+    url: str
+
+
+def files_of(event: dict[str, Any]) -> tuple[SlackFile, ...]:
+    """The hosted files of a message event (an external link or a deleted file has no ``url_private``)."""
+    found = []
+    for one in event.get("files") or []:
+        if not isinstance(one, dict) or not isinstance(one.get("url_private"), str) or not one.get("id"):
+            continue
+        size = one.get("size")
+        found.append(
+            SlackFile(
+                str(one["id"])[:40],
+                str(one.get("name") or one.get("title") or one["id"])[:200],
+                str(one.get("mimetype") or ""),
+                size if isinstance(size, int) and size >= 0 else 0,
+                one["url_private"],
+            )
+        )
+    return tuple(found[:MAX_FILES])
 
 
 @dataclass(frozen=True)
@@ -25,6 +58,7 @@ class SlackMessage:
     text: str
     thread_ts: str | None  # the thread the message is in (its root's ts), or None
     direct: bool  # a DM (the owner's chat when the owner wrote it)
+    files: tuple[SlackFile, ...] = ()
 
     @property
     def conversation(self) -> str:
@@ -36,7 +70,7 @@ class SlackMessage:
         return self.thread_ts or (None if self.direct else self.ts)
 
     def to_payload(self) -> dict[str, Any]:
-        return {"slack": {k: getattr(self, k) for k in self.__dataclass_fields__}}
+        return {"slack": asdict(self)}
 
 
 def message_of_payload(payload: Any) -> SlackMessage | None:
@@ -45,7 +79,8 @@ def message_of_payload(payload: Any) -> SlackMessage | None:
     if not isinstance(data, dict):
         return None
     try:
-        return SlackMessage(**data)
+        files = tuple(SlackFile(**one) for one in data.get("files") or ())
+        return SlackMessage(**(data | {"files": files}))
     except TypeError:
         return None
 
@@ -55,7 +90,7 @@ def message_of_event(payload: Any, bot_user: str) -> SlackMessage | None:
     if not isinstance(payload, dict) or payload.get("type") != "event_callback":
         return None
     event = payload.get("event")
-    if not isinstance(event, dict) or event.get("subtype") or event.get("bot_id"):
+    if not isinstance(event, dict) or event.get("subtype") not in (None, "file_share") or event.get("bot_id"):
         return None
     kind = event.get("type")
     direct = kind == "message" and event.get("channel_type") == "im"
@@ -71,4 +106,5 @@ def message_of_event(payload: Any, bot_user: str) -> SlackMessage | None:
         text = _MENTION.sub("", text, count=1)
     text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")  # Slack's escapes
     thread = event.get("thread_ts")
-    return SlackMessage(event_id, user, channel, ts, text.strip(), thread if isinstance(thread, str) else None, direct)
+    thread_ts = thread if isinstance(thread, str) else None
+    return SlackMessage(event_id, user, channel, ts, text.strip(), thread_ts, direct, files_of(event))

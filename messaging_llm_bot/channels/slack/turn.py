@@ -13,23 +13,30 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from assistant_framework.inbox import Inbox, InboxItem
-from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
+from assistant_framework.media.files_out import FileToSend
+from messaging_llm_bot.channels.contract import Address, DeliveryError, OutgoingFile, TextOut
 from messaging_llm_bot.channels.slack.api import SlackUnavailable
 from messaging_llm_bot.channels.slack.channel import SlackChannel, question_key
-from messaging_llm_bot.channels.slack.format import split
+from messaging_llm_bot.channels.slack.files import save_files
+from messaging_llm_bot.channels.slack.format import CAPABILITIES, split
 from messaging_llm_bot.channels.slack.live import SlackLive, ts_of_number
 from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_payload
 from messaging_llm_bot.channels.slack.settings import SlackConfig, place_of
 from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, offers_conversation, question_text
 from messaging_llm_bot.conversation.busy import RunningTurn
+from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.progress import Progress
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import ChannelTurns, TurnRequest
+
+if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from messaging_llm_bot.agent.images import ImageInput
 
 log = logging.getLogger(__name__)
 
@@ -155,10 +162,44 @@ class TurnRunner(ChannelTurns):
         if owner_chat:
             loop = asyncio.get_running_loop()
             approve = self.slack.questions.approver(lambda request: self._ask(to, request), loop, question_key(to))
+        text, untrusted, notice = msg.text, False, ""
+        images: tuple[ImageInput, ...] = ()
+        if msg.files:  # someone's files: outside content, in the chat's own area (the owner's memory in their DM)
+            got, notice = await self.files(
+                item.conversation_id,
+                owner_chat,
+                self.runtime.settings.runtime.timezone,
+                partial(save_files, self.slack.client, msg, self.runtime.settings),
+            )
+            if isinstance(got, str):
+                return got  # the file could not be fetched or read: the reason, no model turn
+            text, untrusted, images = got.text, True, got.images
+        send_file = file_sender(
+            self.runtime.workspace,
+            item.item_id,
+            asyncio.get_running_loop(),
+            lambda one: self._send_file(to, one),
+            CAPABILITIES.max_file_bytes,
+        )
         request = TurnRequest(
-            item.conversation_id, msg.text, item.conversation_id, msg.user, msg.ts, owner_chat, from_owner
+            item.conversation_id,
+            text,
+            item.conversation_id,
+            msg.user,
+            msg.ts,
+            owner_chat,
+            from_owner,
+            untrusted=untrusted,
+            images=images,
+            notice=notice,
+            send_file=send_file,
         )
         return await self.ask_agent(request, approve=approve, on_event=progress.on_event)
+
+    async def _send_file(self, to: Address, one: FileToSend) -> str:
+        """A file of the ``send_file`` skill into the turn's channel and thread (its ledger: media/files_out.py)."""
+        sent = await self.slack.send_file(to, OutgoingFile("photo" if one.photo else "file", one.path, one.caption))
+        return sent.message_ids[0]
 
     async def _ask(self, to: Address, request: dict[str, Any]) -> Answer:
         """Ask the owner and wait for the reply yes/no/chat (False on timeout or error)."""
@@ -249,5 +290,5 @@ class TurnRunner(ChannelTurns):
 
 def joinable(msg: SlackMessage) -> bool:
     """A turn later messages may join, or a message that may join one (busy modes): a person's own text in a
-    DM (a channel's mentions never join; no command)."""
-    return msg.direct and not msg.text.startswith("/")
+    DM (a channel's mentions never join; no command, no files)."""
+    return msg.direct and not msg.files and not msg.text.startswith("/")
