@@ -202,7 +202,7 @@ def make_agent() -> Iterator[AgentFactory]:
         **kwargs: Any,
     ) -> Agent:
         if llm is None:
-            llm = LLMClient(config["llm"])
+            llm = LLMClient.from_section(config["llm"])
             made.append(llm)
         if skills is None:
             skills = SkillManager.from_config(config, workspace)

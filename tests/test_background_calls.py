@@ -37,7 +37,7 @@ def _agent_with_memory(make_agent, tmp_path, server, idle: float) -> Agent:
         "memory": {"extract_idle_seconds": idle},
     }
     workspace = Workspace(tmp_path / "ws")
-    llm = LLMClient(config["llm"])
+    llm = LLMClient.from_section(config["llm"])
     memory = MemoryService(workspace, config, complete=BackgroundModel(llm))
     return make_agent(config, workspace, llm=llm, memory=memory)
 
@@ -95,7 +95,7 @@ def test_extraction_never_runs_while_a_turn_is_being_answered(tmp_path, make_age
 def test_failing_extraction_logs_one_line_keeps_turns_and_retries(tmp_path, caplog):
     with FakeChatServer() as server:
         server.enqueue({"status": 500}, _facts("tea"))
-        llm = LLMClient(
+        llm = LLMClient.from_section(
             {"runners": [{"name": "fake", "base_url": server.base_url, "model": "m"}], "retries_per_runner": 0}
         )
         svc = MemoryService(
@@ -176,7 +176,7 @@ def test_background_extra_body_goes_only_to_background_calls(tmp_path, make_agen
             "memory": {"extract_idle_seconds": 0},
         }
         workspace = Workspace(tmp_path / "ws")
-        llm = LLMClient(config["llm"])
+        llm = LLMClient.from_section(config["llm"])
         memory = MemoryService(workspace, config, complete=BackgroundModel(llm))
         agent = make_agent(config, workspace, llm=llm, memory=memory)
         try:

@@ -180,11 +180,12 @@ def _everything(folder: Path) -> dict[str, bytes | None]:
 
 def _secret_workspace(root: Path) -> tuple[Workspace, list[str]]:
     """A workspace holding every secret and lock the bot keeps in state/, written by the real code."""
+    from assistant_framework.config.settings import WebSettings
     from assistant_framework.web.auth import load_or_create_token
     from messaging_llm_bot.channels.telegram.webhook import webhook_secret
 
     ws = _workspace(root)
-    token = load_or_create_token({}, ws).value
+    token = load_or_create_token(WebSettings(), ws).value
     secret = str(webhook_secret(None, ws))
     for lock in ("state/bot.lock", "state/signal.lock", "state/in-use.lock"):
         ws.write_text(lock, "")

@@ -44,7 +44,7 @@ def runner_for(tmp_path, ws, chat_server, notify_rules, pushed, *, with_model=Tr
     assert "mail_test" in manager.collectors, manager.errors
     model = None
     if with_model:
-        llm = LLMClient(
+        llm = LLMClient.from_section(
             {
                 "runners": [
                     {"name": "fake", "base_url": chat_server.base_url, "model": "fake-model", "timeout_seconds": 10}
@@ -130,7 +130,7 @@ def _inbox_runner(tmp_path, ws, chat_server, pushed, clock, max_per_day=24):
     rules = [{"match": "ask", "value": QUESTION, "max_per_day": max_per_day}]
     manager = CollectorManager([tmp_path / "plugins"], {"inbox": {"enabled": True, "notify": rules}}, ws)
     manager.load()
-    llm = LLMClient(
+    llm = LLMClient.from_section(
         {
             "runners": [
                 {"name": "fake", "base_url": chat_server.base_url, "model": "fake-model", "timeout_seconds": 10}
@@ -281,7 +281,7 @@ def _rss_runner(ws, chat_server, feed_url: str, pushed: list[str], clock, max_pe
     }
     manager = CollectorManager.from_config(config, ws)
     assert "rss" in manager.collectors, manager.errors
-    llm = Client(
+    llm = Client.from_section(
         {
             "runners": [
                 {"name": "fake", "base_url": chat_server.base_url, "model": "fake-model", "timeout_seconds": 10}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from assistant_framework.config.settings import EmbeddingsSettings
 from assistant_framework.http_deadline import Deadline, deadline_session
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.workspace import Workspace
@@ -92,9 +93,11 @@ def test_trickling_embeddings_end_at_their_timeout_and_search_falls_back(tmp_pat
     chat_server.set_embeddings_handler(lambda texts: {"trickle": {**TRICKLE, "where": where}})
     settings = {"base_url": chat_server.base_url, "model": "e", "timeout_seconds": 1}
     with pytest.raises(EmbeddingError, match="did not finish within 1 s"):
-        EmbeddingClient(settings)(["parcel"])
+        EmbeddingClient(EmbeddingsSettings(**settings))(["parcel"])
     config = {"llm": {"embeddings": {"enabled": True, **settings}}, "memory": {"semantic_weight": 0.5}}
-    service = MemoryService(Workspace(tmp_path / "ws"), config, embed=EmbeddingClient(settings), start_worker=False)
+    service = MemoryService(
+        Workspace(tmp_path / "ws"), config, embed=EmbeddingClient(EmbeddingsSettings(**settings)), start_worker=False
+    )
     try:
         service.log_turn("1", "user", "the parcel arrives on Tuesday")
         hits = service.search("parcel")

@@ -55,7 +55,7 @@ def runner(name: str, base_url: str, **kw) -> dict:
 def make_client(*runners: dict, sleeps: list | None = None, **cfg) -> LLMClient:
     config = {"runners": list(runners), "retry_backoff_seconds": 0, **cfg}
     record = sleeps if sleeps is not None else []
-    return LLMClient(config, sleep=record.append)
+    return LLMClient.from_section(config, sleep=record.append)
 
 
 # ----- plain and streamed ------------------------------------------------------------
@@ -518,9 +518,9 @@ def test_extra_per_call_and_none_removes_a_field():
 
 def test_config_errors_name_the_problem():
     with pytest.raises(ValueError, match="runners"):
-        LLMClient({})
+        LLMClient.from_section({})
     with pytest.raises(ValueError, match=r"llm\.runners\[0\]\.base_url: missing \(runner 'x'\)"):
-        LLMClient({"runners": [{"name": "x", "model": "m"}]})
+        LLMClient.from_section({"runners": [{"name": "x", "model": "m"}]})
     client = make_client(runner("only", "http://127.0.0.1:9/v1"))
     with pytest.raises(ValueError, match="'nope'"):
         client.complete(MESSAGES, runner="nope")
@@ -637,7 +637,7 @@ def test_api_key_is_sent_but_never_shown():
 
 def test_api_key_from_environment(server, monkeypatch):
     monkeypatch.setenv("TEST_LLM_KEY", SECRET)
-    client = LLMClient(
+    client = LLMClient.from_section(
         {"runners": [{"name": "env", "base_url": server.base_url, "model": "m", "api_key_env": "TEST_LLM_KEY"}]}
     )
     client.complete(MESSAGES)

@@ -16,7 +16,7 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 
 
 def client_for(server: FakeChatServer, timeout: float) -> LLMClient:
-    return LLMClient(
+    return LLMClient.from_section(
         {
             "runners": [{"name": "trickle", "base_url": server.base_url, "model": "m", "timeout_seconds": timeout}],
             "retries_per_runner": 0,

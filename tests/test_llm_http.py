@@ -23,7 +23,7 @@ def test_environment_proxy_is_used_and_read_once(monkeypatch, chat_server):
     _clean_proxy_env(monkeypatch)
     # The fake serves absolute-URI requests too, so it can stand in for an HTTP proxy.
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{chat_server.port}")
-    client = LLMClient(
+    client = LLMClient.from_section(
         {
             "runners": [
                 {"name": "behind-proxy", "base_url": "http://model.invalid:9/v1", "model": "m", "timeout_seconds": 5}
@@ -43,7 +43,7 @@ def test_no_proxy_still_exempts_hosts(monkeypatch, chat_server):
     _clean_proxy_env(monkeypatch)
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    client = LLMClient({"runners": [{"name": "direct", "base_url": chat_server.base_url, "model": "m"}]})
+    client = LLMClient.from_section({"runners": [{"name": "direct", "base_url": chat_server.base_url, "model": "m"}]})
     chat_server.enqueue("direct")
     assert client.complete([{"role": "user", "content": "hi"}]).text == "direct"
 
@@ -51,7 +51,7 @@ def test_no_proxy_still_exempts_hosts(monkeypatch, chat_server):
 def test_streamed_calls_reuse_one_connection(chat_server):
     """Regression: the stream was left unread after [DONE], so requests closed the connection and
     every streamed call paid a new TCP connect."""
-    client = LLMClient({"runners": [{"name": "f", "base_url": chat_server.base_url, "model": "m"}]})
+    client = LLMClient.from_section({"runners": [{"name": "f", "base_url": chat_server.base_url, "model": "m"}]})
     for _ in range(3):
         assert client.complete([{"role": "user", "content": "hi"}], stream=True, on_delta=lambda text: None).text
     ports = {r.client[1] for r in chat_server.chat_requests}

@@ -29,7 +29,7 @@ def test_background_call_waits_while_a_user_call_waits(chat_server):
         return '{"reply": "ok"}'
 
     chat_server.set_handler(answer)
-    client = LLMClient(
+    client = LLMClient.from_section(
         {
             "runners": [{"name": "f", "base_url": chat_server.base_url, "model": "m"}],
             "max_concurrency": 1,

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from assistant_framework.config.settings import EmbeddingsSettings
 from assistant_framework.memory import MemoryService
 from assistant_framework.memory.profile import PROFILE_PATH, PROPOSED_PATH
 from assistant_framework.stores.facts import FactStore
@@ -28,7 +29,7 @@ def server():
 
 
 def _client(server: FakeChatServer) -> LLMClient:
-    return LLMClient({"runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model"}]})
+    return LLMClient.from_section({"runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model"}]})
 
 
 def _service(tmp_path, server, memory: dict | None = None, **kwargs) -> MemoryService:
@@ -209,7 +210,10 @@ def test_embeddings_are_cached_and_fused(tmp_path, server):
         "memory": {"semantic_weight": 0.5},
     }
     svc = MemoryService(
-        Workspace(tmp_path / "ws"), config, embed=EmbeddingClient(config["llm"]["embeddings"]), start_worker=False
+        Workspace(tmp_path / "ws"),
+        config,
+        embed=EmbeddingClient(EmbeddingsSettings(**config["llm"]["embeddings"])),
+        start_worker=False,
     )
     try:
         svc.log_turn("1", "user", "the red bicycle is in the garage", time=datetime(2026, 5, 1, tzinfo=UTC))
@@ -231,13 +235,16 @@ def test_embedding_errors_fall_back_to_bm25(tmp_path, server):
         "memory": {"semantic_weight": 0.5},
     }
     svc = MemoryService(
-        Workspace(tmp_path / "ws"), config, embed=EmbeddingClient(config["llm"]["embeddings"]), start_worker=False
+        Workspace(tmp_path / "ws"),
+        config,
+        embed=EmbeddingClient(EmbeddingsSettings(**config["llm"]["embeddings"])),
+        start_worker=False,
     )
     try:
         svc.log_turn("1", "user", "parcel arrives on Tuesday")
         assert "parcel" in svc.search("parcel")[0].snippet
         with pytest.raises(EmbeddingError, match="HTTP 500"):
-            EmbeddingClient({"base_url": server.base_url, "model": "e"})(["x"])
+            EmbeddingClient(EmbeddingsSettings(base_url=server.base_url, model="e"))(["x"])
     finally:
         svc.close()
 

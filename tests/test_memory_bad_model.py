@@ -26,7 +26,7 @@ def server():
 
 
 def _service(tmp_path, server: FakeChatServer, memory: dict, *, worker: bool = False) -> MemoryService:
-    llm = LLMClient(
+    llm = LLMClient.from_section(
         {"runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model"}], "retries_per_runner": 0}
     )
 
@@ -163,7 +163,7 @@ def test_a_model_server_that_is_down_costs_one_episode_call_per_run_not_one_per_
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    llm = LLMClient(
+    llm = LLMClient.from_section(
         {
             "runners": [
                 {"name": "down", "base_url": f"http://127.0.0.1:{port}/v1", "model": "m", "timeout_seconds": 5}

@@ -25,7 +25,7 @@ def server():
 
 
 def _service(ws: Workspace, server: FakeChatServer) -> MemoryService:
-    llm = LLMClient({"runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model"}]})
+    llm = LLMClient.from_section({"runners": [{"name": "fake", "base_url": server.base_url, "model": "fake-model"}]})
 
     def complete(messages, **kw):
         return llm.complete(messages, **kw).text

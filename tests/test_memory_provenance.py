@@ -31,7 +31,7 @@ def _system(request) -> str:
 
 
 def _memory(workspace: Workspace, bot_config: dict) -> MemoryService:
-    llm = LLMClient(bot_config["llm"])
+    llm = LLMClient.from_section(bot_config["llm"])
     return MemoryService(workspace, bot_config, complete=lambda messages, **kw: llm.complete(messages, **kw).text)
 
 
@@ -133,7 +133,9 @@ def test_episode_of_a_day_with_outside_content_is_outside_and_left_out_of_the_pr
         return "- Discussed the mango contract from the forwarded mail." if "mango" in body else "- Planned the garden."
 
     chat_server.set_handler(model)
-    llm = LLMClient({"runners": [{"name": "fake", "base_url": chat_server.base_url, "model": "fake-model"}]})
+    llm = LLMClient.from_section(
+        {"runners": [{"name": "fake", "base_url": chat_server.base_url, "model": "fake-model"}]}
+    )
     config = {"memory": {"episodes": {"settle_minutes": 30}, "profile": {"refresh_hours": 24}}}
     svc = MemoryService(
         Workspace(tmp_path / "ws"), config, complete=lambda messages, **kw: llm.complete(messages, **kw).text

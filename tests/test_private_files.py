@@ -161,6 +161,7 @@ def test_the_in_process_bot_under_umask_022_writes_nothing_others_can_read(
 
 @pytest.mark.parametrize("mask", [0o022, 0o000])
 def test_every_workspace_writer_is_private_whatever_the_umask(tmp_path, mask) -> None:
+    from assistant_framework.config.settings import WebSettings
     from assistant_framework.memory import MemoryService
     from assistant_framework.web.auth import load_or_create_token
 
@@ -172,7 +173,7 @@ def test_every_workspace_writer_is_private_whatever_the_umask(tmp_path, mask) ->
         ws.append_line("skills-data/mine/log.txt", "line")
         with ws.lock("notes/deep/er/new.md"):
             pass
-        load_or_create_token({}, ws)
+        load_or_create_token(WebSettings(), ws)
         service = MemoryService(ws, {"memory": {"enabled": True, "extract_facts": False}}, start_worker=False)
         try:
             service.refresh()

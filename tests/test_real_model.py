@@ -50,7 +50,9 @@ def test_json_object_strings_keep_raw_newlines_out(real_server, tmp_path):
     # without the fix, this prompt made the 135M model put raw newlines into its reply.
     from messaging_llm_bot.llm.structured import REPLY_SCHEMA, response_format
 
-    llm = LLMClient({"runners": [real_server.runner()], "retries_per_runner": 0, "temperature": 0, "max_tokens": 60})
+    llm = LLMClient.from_section(
+        {"runners": [real_server.runner()], "retries_per_runner": 0, "temperature": 0, "max_tokens": 60}
+    )
     try:
         messages = [
             {"role": "system", "content": "You are a helpful assistant. Answer with JSON."},
@@ -134,7 +136,9 @@ def test_every_args_grammar_compiles(tmp_path):
 
 
 def test_background_extraction_uses_the_format_the_server_takes(real_server, tmp_path, caplog):
-    llm = LLMClient({"runners": [real_server.runner()], "retries_per_runner": 0, "temperature": 0, "max_tokens": 120})
+    llm = LLMClient.from_section(
+        {"runners": [real_server.runner()], "retries_per_runner": 0, "temperature": 0, "max_tokens": 120}
+    )
     svc = MemoryService(
         Workspace(tmp_path / "ws"), {"memory": {"extract_idle_seconds": 0}}, complete=BackgroundModel(llm)
     )
@@ -169,7 +173,9 @@ def test_native_tool_specs_and_tool_turns_are_accepted_by_a_server_that_honours_
     reminders = skills.get("reminders")
     assert "pattern" in json.dumps(reminders.args_schema)
     tools = tool_specs([(reminders.name, reminders.description, reminders.args_schema)])
-    llm = LLMClient({"runners": [tools_server.runner()], "retries_per_runner": 0, "temperature": 0, "max_tokens": 60})
+    llm = LLMClient.from_section(
+        {"runners": [tools_server.runner()], "retries_per_runner": 0, "temperature": 0, "max_tokens": 60}
+    )
     try:
         question = [
             {"role": "system", "content": "You are a helpful assistant."},

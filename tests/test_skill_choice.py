@@ -38,7 +38,11 @@ def two_step_config(bot_config: dict, **runner) -> dict:
 
 def make_agent(config, workspace) -> Agent:
     return Agent(
-        config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]), clock=lambda: FIXED
+        config,
+        workspace,
+        SkillManager.from_config(config, workspace),
+        LLMClient.from_section(config["llm"]),
+        clock=lambda: FIXED,
     )
 
 

@@ -127,7 +127,9 @@ def test_with_every_runner_capped_the_owner_gets_one_sentence_and_nothing_is_sen
 
 
 def _client(a: FakeChatServer, b: FakeChatServer, workspace, limits: dict, **kw) -> LLMClient:
-    client = LLMClient({"runners": _runners(a, b, limits, **kw), "retries_per_runner": 0, "max_tokens": 50})
+    client = LLMClient.from_section(
+        {"runners": _runners(a, b, limits, **kw), "retries_per_runner": 0, "max_tokens": 50}
+    )
     client.spending = SpendingLedger(workspace, "Europe/Berlin")
     return client
 
@@ -153,7 +155,7 @@ def test_calls_running_at_once_cannot_pass_a_cap_together(chat_server, server_b,
     """A call in flight holds its estimate: a second call that fits alone but not beside it goes to the next
     runner, and nothing is held once the first is counted."""
     config = {"runners": _runners(chat_server, server_b, {"daily_tokens": 1000}), "max_tokens": 50}
-    client = LLMClient({**config, "retries_per_runner": 0, "max_concurrency": 2})
+    client = LLMClient.from_section({**config, "retries_per_runner": 0, "max_concurrency": 2})
     client.spending = SpendingLedger(workspace, "Europe/Berlin")
     release = threading.Event()
     chat_server.set_handler(lambda request: "first from A" if release.wait(10) else "late")
@@ -180,7 +182,7 @@ def test_a_picture_counts_in_the_estimate_so_a_photo_turn_goes_where_it_fits(cha
     """A picture is tokens too (``IMAGE_TOKENS`` in the estimate): the text alone fits in A's 1,000, with a photo
     the call goes to B."""
     runners = [dict(r, vision=True) for r in _runners(chat_server, server_b, {"daily_tokens": 1000})]
-    client = LLMClient({"runners": runners, "retries_per_runner": 0, "max_tokens": 50})
+    client = LLMClient.from_section({"runners": runners, "retries_per_runner": 0, "max_tokens": 50})
     client.spending = SpendingLedger(workspace, "Europe/Berlin")
     pixel = "data:image/png;base64,iVBORw0KGgo="  # the bytes do not matter: the fake reads no picture
     photo = [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": pixel}}]

@@ -160,7 +160,7 @@ def test_streamed_reply_object_shows_only_its_text(tmp_path, test_skills_dir, ma
 
 def test_background_extraction_falls_back_instead_of_failing_every_turn(tmp_path):
     with FakeChatServer(response_formats=LLAMA_CPP_PYTHON) as server:
-        llm = LLMClient(
+        llm = LLMClient.from_section(
             {"runners": [{"name": "fake", "base_url": server.base_url, "model": "m"}], "retries_per_runner": 0}
         )
         svc = MemoryService(
@@ -264,7 +264,7 @@ def test_format_and_runner_fallback_are_one_loop(tmp_path):
     # Runner "a" rejects json_schema, then fails (503) with json_object: the call goes on to runner
     # "b", which is asked with its own first format; what "a" rejected is remembered for "a" only.
     with FakeChatServer(response_formats=LLAMA_CPP_PYTHON) as a, FakeChatServer() as b:
-        llm = LLMClient(
+        llm = LLMClient.from_section(
             {
                 "runners": [
                     {"name": "a", "base_url": a.base_url, "model": "m"},
@@ -290,6 +290,8 @@ def test_format_memory_belongs_to_the_client(tmp_path):
         config = {"runners": [{"name": "fake", "base_url": server.base_url, "model": "m"}], "retries_per_runner": 0}
         for _ in range(2):
             server.enqueue('{"reply": "ok"}')
-            assert LLMClient(config).complete([{"role": "user", "content": "hi"}], schema=REPLY_SCHEMA).text
+            assert (
+                LLMClient.from_section(config).complete([{"role": "user", "content": "hi"}], schema=REPLY_SCHEMA).text
+            )
         kinds = [r["response_format"]["type"] for r in server.chat_requests]
         assert kinds == ["json_schema", "json_object", "json_schema", "json_object"]

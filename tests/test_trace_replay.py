@@ -47,7 +47,7 @@ def test_replay_reports_same_differ_and_changed(bot_config, workspace, chat_serv
     traces = record_turns(make_agent, bot_config, workspace, chat_server)
     assert [t["user_text"] for t in traces] == ["what is 2+3?", "note: buy milk", "hi"]
     names = SkillManager.from_config(bot_config, workspace).names()
-    llm = LLMClient(bot_config["llm"])
+    llm = LLMClient.from_section(bot_config["llm"])
     before = len(chat_server.chat_requests)
     chat_server.enqueue(
         '```json\n{"skill": "add", "args": {"a": 2, "b": 3}}\n```',  # same, even with drift
@@ -66,7 +66,7 @@ def test_replay_reports_same_differ_and_changed(bot_config, workspace, chat_serv
 
 def test_replay_with_current_system_prompt(bot_config, workspace, chat_server, make_agent) -> None:
     traces = record_turns(make_agent, bot_config, workspace, chat_server)
-    llm = LLMClient(bot_config["llm"])
+    llm = LLMClient.from_section(bot_config["llm"])
     before = len(chat_server.chat_requests)
     chat_server.enqueue('{"reply": "5"}')
     replay_trace(traces[0], llm, ["add"], system_prompt="NEW SYSTEM PROMPT")

@@ -20,6 +20,7 @@ import time
 import pytest
 import requests
 
+from assistant_framework.config.settings import WebSettings
 from assistant_framework.web.limits import ANONYMOUS_BODY_BYTES, FD_RESERVE, ServerLimits, connection_cap
 from assistant_framework.web.logbudget import LogBudget
 from tests.web_site import WEB_TOKEN, start_site
@@ -238,8 +239,8 @@ def test_the_cap_leaves_descriptors_to_the_bot():
     assert connection_cap(64, 180) == 180 - FD_RESERVE
     assert connection_cap(600, 1024) == 512  # half the limit stays with the bot
     assert connection_cap(64, 100) == 1  # a tiny limit: one at a time, never none
-    assert ServerLimits.from_config({"max_connections": 1000}, fd_limit=256).max_connections == 128
-    assert ServerLimits.from_config({}, fd_limit=1 << 20).max_connections == 64
+    assert ServerLimits.from_config(WebSettings(max_connections=1000), fd_limit=256).max_connections == 128
+    assert ServerLimits.from_config(WebSettings(), fd_limit=1 << 20).max_connections == 64
 
 
 def test_out_of_descriptors_the_server_pauses_says_so_once_and_recovers(site, caplog):

@@ -14,14 +14,12 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from tornado.httputil import split_host_and_port
 
 from ..config.settings import WebSettings
-from ..config.settings.fields import read_record
 from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -47,10 +45,8 @@ class AccessToken:
         return self.origin == "generated"
 
 
-def load_or_create_token(web: WebSettings | Mapping[str, Any], workspace: Workspace) -> AccessToken:
+def load_or_create_token(web: WebSettings, workspace: Workspace) -> AccessToken:
     """``web.token`` when set; else the token kept in ``state/web/token``, created on first use (mode 0600)."""
-    if not isinstance(web, WebSettings):
-        web = read_record(WebSettings, web, where="web")
     configured = web.token.strip()
     if configured:
         if len(configured) < MIN_TOKEN_CHARS:

@@ -17,7 +17,7 @@ import logging
 import resource
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,6 @@ from tornado.http1connection import HTTP1Connection, HTTP1ServerConnection
 from tornado.ioloop import IOLoop
 
 from ..config.settings import WebSettings
-from ..config.settings.fields import read_record
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +72,8 @@ class ServerLimits:
     body_timeout_seconds: float
 
     @classmethod
-    def from_config(cls, web: WebSettings | Mapping[str, Any], fd_limit: int | None = None) -> ServerLimits:
-        """The limits of the ``web`` record (a section dict is read into one), the cap fitted to the open-file
-        limit."""
-        if not isinstance(web, WebSettings):
-            web = read_record(WebSettings, web, where="web")
+    def from_config(cls, web: WebSettings, fd_limit: int | None = None) -> ServerLimits:
+        """The limits of the ``web`` record, the cap fitted to the open-file limit."""
         configured = web.max_connections
         limit = open_file_limit() if fd_limit is None else fd_limit
         cap = connection_cap(configured, limit)

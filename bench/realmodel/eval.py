@@ -177,7 +177,7 @@ def part_eval(
         }
         protocol_messages.EXAMPLES_SHOWN = setting.examples or shipped_examples[0]
         protocol_messages.CHOICE_EXAMPLES_SHOWN = setting.examples or shipped_examples[1]
-        llm = Recording(config["llm"])
+        llm = Recording.from_section(config["llm"])
         Recording.outputs, Recording.cut, Recording.usage, Recording.local = [], [], [], 0
         evaluated: list[int] = []
         if log is not None:

@@ -29,7 +29,9 @@ def part_stop(server: RealModelServer, deltas: int = 10) -> str:
             "memory": {"enabled": False},
         }
         workspace = Workspace(Path(tmp) / "ws")
-        agent = Agent(config, workspace, SkillManager.from_config(config, workspace), LLMClient(config["llm"]))
+        agent = Agent(
+            config, workspace, SkillManager.from_config(config, workspace), LLMClient.from_section(config["llm"])
+        )
         agent.handle(Incoming("warm-up", "Hi.", stream=True))  # the system prompt is evaluated once, then cached
         started = time.monotonic()
         full = agent.handle(Incoming("full", STORY, stream=True))

@@ -36,7 +36,7 @@ def part_turns(server: RealModelServer, log: LogReader, settings: list[str], pau
                 "policy": {"capabilities": {c: "allow" for c in ("read", "write", "delete", "network", "send")}},
             }
             workspace = Workspace(tmp)
-            llm = LLMClient(config["llm"])
+            llm = LLMClient.from_section(config["llm"])
             memory = MemoryService(workspace, config, complete=BackgroundModel(llm))
             agent = Agent(config, workspace, SkillManager.from_config(config, workspace), llm, memory=memory)
             log.new_text()

@@ -67,7 +67,7 @@ def counted_client(llm_config: dict[str, Any], config: dict[str, Any], workspace
     caps in ``workspace`` (the bot's ledger: they spend the same money), and a capped runner refuses as it
     does for the bot. Raises NotAWorkspaceError when a runner has caps and ``workspace`` is no workspace;
     without caps a missing workspace counts nothing."""
-    llm = LLMClient(llm_config)
+    llm = LLMClient.from_section(llm_config)
     try:
         found = existing_workspace(workspace)
     except NotAWorkspaceError as exc:
@@ -146,7 +146,7 @@ def run_cases(
     config.setdefault("memory", {})["enabled"] = False
     # Nobody is there to confirm "ask" calls: the eval measures choosing and filling calls.
     config["policy"] = {"capabilities": {cap: "allow" for cap in ("read", "write", "delete", "network", "send")}}
-    client = llm if llm is not None else LLMClient(config.get("llm") or {})
+    client = llm if llm is not None else LLMClient.from_section(config.get("llm") or {})
     results: list[CaseResult] = []
     try:
         for index, case in enumerate(cases, 1):

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import requests
@@ -45,6 +45,7 @@ from messaging_llm_bot.llm.http import EnvironmentCache, make_session
 from messaging_llm_bot.llm.runners import (
     RESERVED_KEYS,
     RunnerConfig,
+    runner_records,
     runners_from_config,
     unset_key_variable,
     vision_order,
@@ -92,25 +93,19 @@ class LLMClient:
     """Chat Completions over HTTP with runner fallback, retries and a concurrency bound.
 
     Built from the ``llm`` record (``LLMSettings``: the runners, retries, temperature, max_tokens and
-    the concurrency, with their defaults); a section dict is read into one.
+    the concurrency, with their defaults); ``from_section`` reads an unchecked section dict into one.
     A session passed in is owned by the caller and not closed by `close()`.
     """
 
     def __init__(
         self,
-        llm: LLMSettings | Mapping[str, Any],
+        llm: LLMSettings,
         session: requests.Session | None = None,
         *,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.runners: list[RunnerConfig] = runners_from_config(llm)
-        if isinstance(llm, LLMSettings):
-            self.settings = llm
-        else:
-            try:  # the runners were read above, leniently (unnamed ones are runnerN)
-                self.settings = read_record(LLMSettings, {k: v for k, v in llm.items() if k != "runners"}, where="llm")
-            except ConfigError as exc:
-                raise ValueError(str(exc)) from None
+        self.settings = llm
         self.max_concurrency = max(1, self.settings.max_concurrency)
         self.retries = max(0, self.settings.retries_per_runner)
         self.retry_max_wait = self.settings.retry_max_wait_seconds
@@ -128,6 +123,23 @@ class LLMClient:
         self._session = session
         # Our own session reads proxy settings once (see llm/http.py); a caller's session does its own.
         self._env = EnvironmentCache() if self._owns_session else None
+
+    @classmethod
+    def from_section(
+        cls,
+        section: Mapping[str, object],
+        session: requests.Session | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> LLMClient:
+        """A client of an unchecked ``llm`` section dict (tests, ``eval --base-url``, doctor's and setup's
+        one-runner checks): its runners read leniently (``runner_records``: an unnamed one is runnerN), the
+        other keys as the record reads them; ValueError names a bad key."""
+        try:
+            rest = read_record(LLMSettings, {k: v for k, v in section.items() if k != "runners"}, where="llm")
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return cls(replace(rest, runners=runner_records(section)), session, sleep=sleep)
 
     # ----- pure parts -------------------------------------------------------------
 

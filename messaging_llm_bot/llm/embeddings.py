@@ -6,13 +6,9 @@ the runtime builds it from ``llm.embeddings`` and hands it to ``MemoryService(em
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import requests
 
 from assistant_framework.config.settings import EmbeddingsSettings
-from assistant_framework.config.settings.fields import read_record
 from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request, deadline_session
 
 #: An embeddings answer larger than this is refused (a batch of 64 vectors of 4,096 floats is ~6 MB).
@@ -24,15 +20,11 @@ class EmbeddingError(RuntimeError):
 
 
 class EmbeddingClient:
-    """Calls ``{base_url}/embeddings`` as ``llm.embeddings`` (the record; a section dict is read into one) says.
+    """Calls ``{base_url}/embeddings`` as the ``llm.embeddings`` record says.
 
     ``timeout_seconds`` bounds each batch's whole exchange (a trickling answer ends there too)."""
 
-    def __init__(
-        self, settings: EmbeddingsSettings | Mapping[str, Any], session: requests.Session | None = None
-    ) -> None:
-        if not isinstance(settings, EmbeddingsSettings):
-            settings = read_record(EmbeddingsSettings, settings, where="llm.embeddings")
+    def __init__(self, settings: EmbeddingsSettings, session: requests.Session | None = None) -> None:
         if not settings.base_url or not settings.model:
             raise ValueError("llm.embeddings needs base_url and model")
         self.url = settings.base_url.rstrip("/") + "/embeddings"

@@ -11,7 +11,6 @@ import dataclasses
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from assistant_framework.config import ConfigError
 from assistant_framework.config.settings import LLMSettings, RunnerSettings
@@ -48,14 +47,14 @@ def vision_order(vision_runner: str, runners: Sequence[RunnerSettings]) -> tuple
     return named + tuple(r.name for r in runners if r.vision and r.name not in named)
 
 
-def runners_from_config(llm: LLMSettings | Mapping[str, Any]) -> list[RunnerSettings]:
-    """The runners to call, from the ``llm`` record (or section dict); raises ValueError naming a bad entry.
+def runners_from_config(llm: LLMSettings | Mapping[str, object]) -> list[RunnerSettings]:
+    """The runners to call, from the ``llm`` record (or section dict: ``runner_records``); raises ValueError
+    naming a bad entry.
 
     `api_key_env` may name an environment variable holding the key, so the key need not sit in a
-    config file. In a section dict (unchecked: tests, ``eval --base-url``), a top-level
-    `base_url`/`model` without `runners` is one runner and a runner without a name is `runnerN`.
+    config file.
     """
-    records = llm.runners if isinstance(llm, LLMSettings) else _records(llm)
+    records = llm.runners if isinstance(llm, LLMSettings) else runner_records(llm)
     if not records:
         raise ValueError(
             'llm.runners: no model server is configured; add one, e.g. [{"name": "local", '
@@ -64,7 +63,10 @@ def runners_from_config(llm: LLMSettings | Mapping[str, Any]) -> list[RunnerSett
     return [_resolved(runner) for runner in records]
 
 
-def _records(section: Mapping[str, Any]) -> tuple[RunnerSettings, ...]:
+def runner_records(section: Mapping[str, object]) -> tuple[RunnerSettings, ...]:
+    """The runners of an unchecked ``llm`` section dict (tests, ``eval --base-url``), read leniently: a
+    top-level `base_url`/`model` without `runners` is one runner and a runner without a name is `runnerN`;
+    ValueError names a bad entry."""
     entries = section.get("runners")
     if not entries and section.get("base_url"):
         entries = [section]

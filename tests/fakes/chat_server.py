@@ -7,7 +7,7 @@ eval, benchmarks). Usage::
         server.enqueue("Hello!")                         # next chat answer's content
         server.enqueue({"content": "x", "reasoning": "because", "delay": 0.2})
         server.enqueue({"status": 429, "headers": {"Retry-After": "0"}})
-        client = LLMClient({"runners": [{"name": "fake", "base_url": server.base_url,
+        client = LLMClient.from_section({"runners": [{"name": "fake", "base_url": server.base_url,
                                          "model": "fake-model"}]})
         ...
         assert server.chat_requests[0]["messages"][-1]["content"] == "hi"

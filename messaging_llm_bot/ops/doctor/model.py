@@ -89,7 +89,7 @@ def _vision_check(runner: dict[str, Any], key: str) -> Check:
     assert isinstance(prepared, PreparedImage)
     question = "What colour is this picture? Answer with one word."
     content = user_content(question, (ImageInput("doctor-probe.png", prepared),))
-    client = LLMClient({"runners": [runner], "retries_per_runner": 0, "stream": False})
+    client = LLMClient.from_section({"runners": [runner], "retries_per_runner": 0, "stream": False})
     client_log = logging.getLogger("messaging_llm_bot.llm.client")
     level = client_log.level
     client_log.setLevel(logging.ERROR)  # the check's line reports a failure; the client's would say it twice
@@ -121,7 +121,7 @@ def _completion_report(runner: dict[str, Any]) -> tuple[bool, str]:
     from messaging_llm_bot.llm.client import LLMClient
     from messaging_llm_bot.llm.errors import LLMError
 
-    client = LLMClient({"runners": [runner], "retries_per_runner": 0, "stream": False})
+    client = LLMClient.from_section({"runners": [runner], "retries_per_runner": 0, "stream": False})
     messages = [{"role": "user", "content": "Reply with OK."}]
     # The check's own line reports a failure, with its fix: the client's log line would say it twice.
     client_log = logging.getLogger("messaging_llm_bot.llm.client")

@@ -142,7 +142,7 @@ class ModelSteps(Step):
 
         tried = {**runner, "api_key": runner_key(runner)}
         tried.pop("api_key_env", None)
-        client = LLMClient({"runners": [tried], "retries_per_runner": 0, "stream": False})
+        client = LLMClient.from_section({"runners": [tried], "retries_per_runner": 0, "stream": False})
         try:
             done = client.complete([{"role": "user", "content": "Say hello in five words."}], extra={"max_tokens": 40})
         except LLMError as err:
