@@ -11,7 +11,7 @@ each message to the same model server and sends the answer.
 Each row prints the figure, the ideal (where one exists) and their ratio, and the target.
 
     python bench/e2e.py            # every row (about 2 minutes)
-    python bench/e2e.py --quick    # fewer turns and one run per burst (smoke test)
+    python bench/e2e.py --quick    # fewer turns, one run per burst, no settle time (smoke test)
     python bench/e2e.py --runs 5   # medians over 5 bursts
     python bench/e2e.py --single   # only the single-turn rows (the turn's own cost against the floor)
 """
@@ -114,8 +114,11 @@ def answer_text(chat: int, n: int) -> str:
 class Setup:
     """The two fakes for a whole run; bots come and go (one per configuration)."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, settle: float = 1.0) -> None:
         self.base = base
+        #: Seconds left to a new bot's post-init calls and first long poll, and to the rate budget after a
+        #: burst; 0 in --quick (a smoke test's figures are not read; the warm-up turns still wait for the bot).
+        self.settle = settle
         self.model = FakeChatServer().start()
         self.model.set_handler(self._answer)
         self.api = TimedBotAPI().start()
@@ -185,7 +188,7 @@ class Setup:
                         f"{name}: the bot did not start:\n{log_path.read_text(errors='replace')[-2000:]}"
                     )
                 time.sleep(0.02)
-            time.sleep(1.0)  # post-init calls, first long poll
+            time.sleep(self.settle)  # post-init calls, first long poll
             self.ask(1)  # warm-up: first model call, first connections
             self.ask(2)
             yield proc
@@ -227,7 +230,7 @@ def burst_seconds(setup: Setup, chats: int, runs: int) -> list[float]:
         started = time.monotonic()
         times = setup.burst(list(range(1, chats + 1)))
         spans.append(max(shown for _, shown in times) - started)
-        time.sleep(1.0)  # let background work and the rate budget settle between bursts
+        time.sleep(setup.settle)  # let background work and the rate budget settle between bursts
     return spans
 
 
@@ -242,7 +245,7 @@ def fmt_s(value: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="10 turns, one run per burst (smoke test)")
+    parser.add_argument("--quick", action="store_true", help="5 turns, one run per burst, no settle time (smoke test)")
     parser.add_argument("--turns", type=int, default=None, help="sequential turns per mode (default 100)")
     parser.add_argument("--runs", type=int, default=None, help="bursts per row, median reported (default 3)")
     parser.add_argument("--single", action="store_true", help="only the single-turn rows (no bursts)")
@@ -251,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     turns = args.turns or (5 if args.quick else 100)
     runs = args.runs or (1 if args.quick else 3)
     base = Path(tempfile.mkdtemp(prefix="bench-e2e-"))
-    setup = Setup(base)
+    setup = Setup(base, settle=0.0 if args.quick else 1.0)
     rows: list[list[str]] = []
     calls_per_reply: dict[str, str] = {}
 
