@@ -11,7 +11,7 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from filelock import FileLock
 
@@ -27,7 +27,7 @@ from assistant_framework.config import (
     set_in_file,
 )
 from assistant_framework.config.checks import unknown_key
-from assistant_framework.config.errors import display_path
+from assistant_framework.config.errors import JsonPath, display_path
 from assistant_framework.config.keys import check_key_names
 from assistant_framework.config.parse import _parse_file
 from assistant_framework.workspace import atomic_write_bytes
@@ -40,12 +40,13 @@ def write_target(root: Path) -> Path:
     return root / LOCAL_DIR
 
 
-def _through_lists(root: Path, keys: tuple[Any, ...], value: Any) -> tuple[tuple[Any, ...], Any]:
-    """A key that goes through a list (``llm.runners[0].model``) becomes the whole list with one element changed."""
+def _through_lists(root: Path, keys: JsonPath, value: object) -> tuple[tuple[str, ...], object]:
+    """A key that goes through a list (``llm.runners[0].model``) becomes the whole list with one element changed:
+    the key of that list (names only) and the list."""
     at = next((i for i, k in enumerate(keys) if isinstance(k, int)), None)
     if at is None:
-        return keys, value
-    prefix = keys[:at]
+        return cast(tuple[str, ...], keys), value  # no list index in it: names only
+    prefix = cast(tuple[str, ...], keys[:at])  # the names before the first list index
     try:
         current = (
             copy.deepcopy(get_key(load_config_detailed(root, validate=False, env=False).data, prefix))
@@ -80,7 +81,7 @@ def _through_lists(root: Path, keys: tuple[Any, ...], value: Any) -> tuple[tuple
     return prefix, current
 
 
-def write_setting(root: Path, key: str | tuple[Any, ...], value: Any) -> Path:
+def write_setting(root: Path, key: str | JsonPath, value: object) -> Path:
     """Write one value into the local layer of ``root`` (or the single-file config), validated.
 
     A value that makes the config invalid is refused (ConfigError) and the file put back as it was.
@@ -140,7 +141,7 @@ def remove_setting(root: Path, key: str | tuple[str, ...]) -> list[Path]:
         return holders
 
 
-def setting_files(root: Path, key: str | tuple[Any, ...]) -> list[Path]:
+def setting_files(root: Path, key: str | JsonPath) -> list[Path]:
     """The files of the config at ``root`` that set ``key`` (or a part of it), in merge order (the local layer
     last)."""
     keys = parse_key(key) if isinstance(key, str) else tuple(key)
@@ -149,7 +150,7 @@ def setting_files(root: Path, key: str | tuple[Any, ...]) -> list[Path]:
     return [file for file, prefix in loaded.sources.items() if _file_holds(_parse_file(file), prefix, keys)]
 
 
-def _file_holds(data: Any, prefix: tuple[str, ...], keys: tuple[Any, ...]) -> bool:
+def _file_holds(data: object, prefix: tuple[str, ...], keys: JsonPath) -> bool:
     """Whether a file that supplies ``prefix`` sets ``keys`` (or a part of it, for a file below the key)."""
     if tuple(keys[: len(prefix)]) != prefix:
         return tuple(prefix[: len(keys)]) == keys  # the whole file lies inside the key
@@ -160,7 +161,7 @@ def _file_holds(data: Any, prefix: tuple[str, ...], keys: tuple[Any, ...]) -> bo
     return True
 
 
-def _remove_from_file(file: Path, prefix: tuple[str, ...], keys: tuple[Any, ...]) -> None:
+def _remove_from_file(file: Path, prefix: tuple[str, ...], keys: JsonPath) -> None:
     inner = keys[len(prefix) :]
     if len(prefix) >= len(keys):
         file.unlink()  # the file holds nothing but (a part of) the key
@@ -171,7 +172,7 @@ def _remove_from_file(file: Path, prefix: tuple[str, ...], keys: tuple[Any, ...]
     set_in_file(file, (), data)
 
 
-def _write_setting_locked(root: Path, keys: tuple[Any, ...], value: Any) -> Path:
+def _write_setting_locked(root: Path, keys: JsonPath, value: object) -> Path:
     target = write_target(root)
     keys, value = _through_lists(root, keys, value)
     file, inner = owner_file(target, keys)

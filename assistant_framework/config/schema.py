@@ -12,7 +12,7 @@ from functools import cache
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.config.settings.fields import Record, schema_of
-from assistant_framework.config.settings.readers import JsonSchema
+from assistant_framework.json_types import JsonSchema
 
 # A collector's own keys are checked with the schema it declares (collectors/manager.py); here only
 # the key every collector has.

@@ -11,10 +11,10 @@ from assistant_framework.config.settings.readers import (
     HTTP_URL,
     OPTIONAL_ENV_NAME,
     URL_OR_EMPTY,
-    JsonSchema,
     pattern,
     when_enabled,
 )
+from assistant_framework.json_types import JsonSchema
 
 GROUP_MODES = ("mention", "all")
 #: Telegram's alphabet for a webhook's secret token, long enough not to be guessed; empty: one is generated.

@@ -17,7 +17,8 @@ from assistant_framework.config.settings.fields import (
     whole,
 )
 from assistant_framework.config.settings.mail import SECURITY, SmtpSettings
-from assistant_framework.config.settings.readers import JsonSchema, pattern, when_enabled
+from assistant_framework.config.settings.readers import pattern, when_enabled
+from assistant_framework.json_types import JsonSchema
 
 #: ``auth-results``: a mail counts as an allowed sender's only when the receiving server's
 #: Authentication-Results says dkim or spf pass for the From address; ``any``: the From header alone (forgeable).

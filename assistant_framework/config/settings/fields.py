@@ -19,7 +19,6 @@ from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from assistant_framework.config.errors import ConfigError
 from assistant_framework.config.settings.readers import (
-    JsonSchema,
     Reader,
     flag,
     frozen,
@@ -33,6 +32,7 @@ from assistant_framework.config.settings.readers import (
     whole,
     wholes,
 )
+from assistant_framework.json_types import JsonSchema
 
 # The readers are named here too: a record imports everything it describes its keys with from one module.
 __all__ = [

@@ -20,7 +20,8 @@ from assistant_framework.config.settings.fields import (
     whole,
 )
 from assistant_framework.config.settings.policy import CAPABILITIES
-from assistant_framework.config.settings.readers import HTTP_URL, JsonSchema, pattern
+from assistant_framework.config.settings.readers import HTTP_URL, pattern
+from assistant_framework.json_types import JsonSchema
 
 #: What an outside tool may do unless the owner says otherwise: ``ask`` under the shipped policy.
 DEFAULT_CAPABILITIES = ("network",)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from assistant_framework.config.settings.fields import flag, nests, number, reads, strings, whole
-from assistant_framework.config.settings.readers import JsonSchema
+from assistant_framework.json_types import JsonSchema
 
 #: A chat id as a list of chats takes it: its text, or a number (read as its text).
 CHAT_ID: JsonSchema = {"type": ["string", "integer"]}

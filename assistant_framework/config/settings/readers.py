@@ -13,12 +13,11 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
+from assistant_framework.json_types import JsonSchema
+
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 V = TypeVar("V")
-
-#: JSON Schema as data: a schema is a JSON object (keywords to arbitrary JSON values).
-JsonSchema = dict[str, Any]
 
 #: What each pattern a record uses means, in words (config/README.md's values column: settings/values.py).
 PATTERN_WORDS: dict[str, str] = {}
@@ -48,11 +47,11 @@ class Reader(Generic[T_co]):
 
     __slots__ = ("_read", "_schema")
 
-    def __init__(self, read: Callable[[Any], T_co], schema: JsonSchema) -> None:
+    def __init__(self, read: Callable[[object], T_co], schema: JsonSchema) -> None:
         self._read = read
         self._schema = schema
 
-    def __call__(self, value: Any) -> T_co:
+    def __call__(self, value: object) -> T_co:
         return self._read(value)
 
     @property
@@ -61,7 +60,7 @@ class Reader(Generic[T_co]):
         return copy.deepcopy(self._schema)
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return str(value)
 
 
@@ -77,11 +76,11 @@ def _number(value: Any) -> float:
     return float(value)
 
 
-def _flag(value: Any) -> bool:
+def _flag(value: object) -> bool:
     return bool(value)
 
 
-def _list(value: Any) -> list[Any] | tuple[Any, ...]:
+def _list(value: object) -> list[object] | tuple[object, ...]:
     if not isinstance(value, (list, tuple)):
         raise TypeError(f"expected a list, got {type(value).__name__}")
     return value
@@ -119,7 +118,7 @@ def maybe(read: Reader[T]) -> Reader[T | None]:
 def one_of(*choices: str) -> Reader[str]:
     """A string that must be one of ``choices``."""
 
-    def read_choice(value: Any) -> str:
+    def read_choice(value: object) -> str:
         if str(value) not in choices:
             raise ValueError(f"must be one of {', '.join(choices)}")
         return str(value)
@@ -135,7 +134,7 @@ def frozen(mapping: Mapping[str, V] | None = None) -> Mapping[str, V]:
 def mapping_of(read: Reader[V], *, over: Mapping[str, V] | None = None) -> Reader[Mapping[str, V]]:
     """An object of ``read`` values, read-only; with ``over`` the given keys are merged over those."""
 
-    def read_mapping(value: Any) -> Mapping[str, V]:
+    def read_mapping(value: object) -> Mapping[str, V]:
         if not isinstance(value, Mapping):
             raise TypeError(f"expected an object, got {type(value).__name__}")
         return frozen({**(over or {}), **{str(key): read(item) for key, item in value.items()}})
@@ -143,7 +142,7 @@ def mapping_of(read: Reader[V], *, over: Mapping[str, V] | None = None) -> Reade
     return Reader(read_mapping, {"type": "object", "additionalProperties": read.schema})
 
 
-def _json_object(value: Any) -> Mapping[str, object]:
+def _json_object(value: object) -> Mapping[str, object]:
     if not isinstance(value, Mapping):
         raise TypeError(f"expected an object, got {type(value).__name__}")
     return frozen(copy.deepcopy(dict(value)))

@@ -10,10 +10,10 @@ from assistant_framework.config.settings.fields import flag, maybe, nests, reads
 from assistant_framework.config.settings.readers import (
     HTTP_URL,
     OPTIONAL_ENV_NAME,
-    JsonSchema,
     pattern,
     when_enabled,
 )
+from assistant_framework.json_types import JsonSchema
 
 #: A Slack user id as the allowlist takes it (``U024BE7LH``; enterprise grid ids start with W).
 USER_ID = pattern("^[UW][A-Z0-9]{2,20}$", "a Slack user id (U024BE7LH)")

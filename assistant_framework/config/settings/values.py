@@ -9,7 +9,8 @@ out: its ``|`` would break a Markdown table.
 
 from __future__ import annotations
 
-from assistant_framework.config.settings.readers import PATTERN_WORDS, JsonSchema
+from assistant_framework.config.settings.readers import PATTERN_WORDS
+from assistant_framework.json_types import JsonSchema
 
 _TYPES = {"integer": "integer", "number": "number", "string": "string", "boolean": "boolean", "object": "object"}
 _PLURALS = {"integer": "integers", "number": "numbers", "string": "strings", "boolean": "booleans"}

@@ -10,10 +10,10 @@ from assistant_framework.config.settings.readers import (
     CLOCK_TIME,
     HTTP_URL,
     OPTIONAL_ENV_NAME,
-    JsonSchema,
     pattern,
     when_enabled,
 )
+from assistant_framework.json_types import JsonSchema
 
 #: A number as the allowlist takes it: E.164 (``+491701234567``).
 E164 = pattern("^\\+[1-9][0-9]{6,14}$", "an E.164 number (+491701234567)")
