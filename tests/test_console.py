@@ -227,7 +227,7 @@ def test_terminal_owner_confirms_or_declines_a_delete(tmp_path, chat_server, tes
         assert run_console(runtime, _Tty(["delete notes/old.md\n", answer]), out, io.StringIO()) == 0
     finally:
         runtime.shutdown(5)
-    assert "Confirm this action? skill: file" in out.getvalue()
+    assert "Confirm this action?" in out.getvalue() and "skill: file" in out.getvalue()
     assert runtime.workspace.exists("notes/old.md") is kept
     assert "Handled." in out.getvalue()
 

@@ -27,6 +27,11 @@ log = logging.getLogger(__name__)
 TIMEOUT_SECONDS = 300.0
 #: What the owner is told when a question times out.
 NO_ANSWER = "No answer in time: not done."
+#: What "allow for this conversation" means, said wherever it is offered (buttons, a reply, the terminal's c).
+ALLOWANCE = (
+    "this skill's calls then run without asking while the outside content named above is all that is in view; "
+    "new outside content asks again, /reset ends it"
+)
 #: A question shows this much of the call's arguments (the rest is cut with "…").
 MAX_ARGS_CHARS = 600
 YES = frozenset({"yes", "y", "ok", "confirm", "ja", "oui"})
@@ -144,9 +149,7 @@ class OpenQuestions:
 #: How a question asked in a chat without buttons is answered (``ReplyApprovals``).
 HOW_TO_ANSWER = "Reply yes to confirm or no to decline."
 HOW_TO_ANSWER_OR_ALLOW = (
-    "Reply yes to confirm, no to decline, or chat to allow it for this conversation (this skill's calls "
-    "then run without asking while the outside content named above is all that is in view; new outside "
-    "content asks again, /reset ends it)."
+    f"Reply yes to confirm, no to decline, or chat to allow it for this conversation ({ALLOWANCE})."
 )
 #: Sends a text to a chat of the channel; raises ``DeliveryError`` when it cannot.
 SendText = Callable[[str, str], Awaitable[None]]

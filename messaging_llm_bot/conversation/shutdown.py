@@ -84,7 +84,10 @@ def close_loop(loop: asyncio.AbstractEventLoop | None) -> None:
 
 
 def request_stop(
-    loop: asyncio.AbstractEventLoop | None, begin: Callable[[], None], stopped: threading.Event, timeout: float | None
+    loop: asyncio.AbstractEventLoop | None,
+    begin: Callable[[], None],
+    stopped: threading.Event | None = None,
+    timeout: float | None = None,
 ) -> None:
     """Ask a channel running on ``loop`` to stop (from any thread): ``begin`` runs on the loop; with
     ``timeout``, wait that long for ``stopped``."""
@@ -93,7 +96,7 @@ def request_stop(
             loop.call_soon_threadsafe(begin)
         except RuntimeError:
             pass  # the loop closed meanwhile
-    if timeout is not None and loop is not None:
+    if timeout is not None and loop is not None and stopped is not None:
         stopped.wait(timeout)
 
 

@@ -17,7 +17,6 @@ Telegram or Signal bot on the same workspace is no conflict (its own conversatio
 from __future__ import annotations
 
 import contextlib
-import json
 import queue
 import signal
 import sys
@@ -43,6 +42,7 @@ from messaging_llm_bot.channels.console.extras import (
 from messaging_llm_bot.channels.console.jobs import ConsoleJobs
 from messaging_llm_bot.channels.console.meanwhile import TypedMeanwhile
 from messaging_llm_bot.channels.contract import Capabilities
+from messaging_llm_bot.conversation.approvals import ALLOWANCE, offers_conversation, question_text
 from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.commands import run_command
 from messaging_llm_bot.conversation.job_runs import is_job_item
@@ -74,26 +74,13 @@ def progress_line(event: AgentEvent) -> str | None:
 
 
 def terminal_approver(stdin: TextIO, stdout: TextIO) -> Callable[[dict[str, Any]], bool | str]:
-    """Ask the owner at the terminal to confirm a call the policy marks ``ask`` (anything but y means no;
-    c allows it for this conversation where the question offers that)."""
+    """Ask the owner at the terminal to confirm a call the policy marks ``ask`` (the question every channel
+    asks; anything but y means no; c allows it for this conversation where the question offers that)."""
 
     def approve(request: dict[str, Any]) -> bool | str:
-        args = json.dumps(request.get("args") or {}, ensure_ascii=False)[:500]
-        offer = bool(request.get("allow_conversation"))
-        choices = "[y/N/c]" if offer else "[y/N]"
-        note = (
-            "\n(c: allow for this conversation: this skill's calls then run without asking while the outside "
-            "content named is all that is in view; new outside content asks again, /reset ends it)"
-            if offer
-            else ""
-        )
-        print(
-            f"\nConfirm this action? skill: {request.get('skill')} args: {args}\n(why: {request.get('reason')})"
-            f"{note} {choices} ",
-            end="",
-            file=stdout,
-            flush=True,
-        )
+        offer = offers_conversation(request)
+        how = f"(c: allow for this conversation: {ALLOWANCE}) [y/N/c]" if offer else "[y/N]"
+        print(f"\n{question_text(request, how)} ", end="", file=stdout, flush=True)
         word = stdin.readline().strip().lower()
         if offer and word in ("c", "chat"):
             return ALLOW_CONVERSATION

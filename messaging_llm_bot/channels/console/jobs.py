@@ -33,6 +33,7 @@ from messaging_llm_bot.conversation.job_scheduler import JobScheduler
 from messaging_llm_bot.conversation.markup import terminal_text
 from messaging_llm_bot.conversation.pool import TurnPool
 from messaging_llm_bot.conversation.runtime import Runtime
+from messaging_llm_bot.conversation.shutdown import request_stop, run_own_loop
 
 log = logging.getLogger(__name__)
 
@@ -81,16 +82,11 @@ class ConsoleJobs:
         return self.conversation_id
 
     def _run(self, ready: threading.Event) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        try:
-            loop.run_until_complete(self._main(ready))
-        except Exception:  # noqa: BLE001 - the chat goes on without jobs; the log says why
-            log.exception("jobs: the terminal chat's jobs stopped")
+        self._loop = asyncio.new_event_loop()
+        try:  # the chat goes on without jobs after an error; the log says why
+            run_own_loop(self._loop, self._main(ready), "console", "the terminal chat's jobs")
         finally:
             ready.set()
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
 
     async def _main(self, ready: threading.Event) -> None:
         self._stop = asyncio.Event()
@@ -172,11 +168,8 @@ class ConsoleJobs:
     def stop(self) -> None:
         """Stop running jobs (the chat ends); a run not printed yet stays in the inbox for the next start."""
         self.screen.close()
-        loop, stop = self._loop, self._stop
-        if loop is not None and stop is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(stop.set)
-            except RuntimeError:
-                pass  # the loop closed meanwhile
+        stop = self._stop
+        if stop is not None:
+            request_stop(self._loop, stop.set)
         if self._thread is not None:
             self._thread.join(10)

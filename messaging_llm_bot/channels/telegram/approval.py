@@ -19,6 +19,7 @@ from telegram.ext import ContextTypes
 
 from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION
 from messaging_llm_bot.conversation.approvals import (
+    ALLOWANCE,
     NO_ANSWER,
     TIMEOUT_SECONDS,
     Answer,
@@ -31,10 +32,7 @@ log = logging.getLogger(__name__)
 
 CALLBACK_PATTERN = r"^approve:[0-9a-f]+:(yes|no|chat)$"
 #: Said under the question when "allow for this conversation" is offered.
-CONVERSATION_NOTE = (
-    "Allow for this conversation: this skill's calls then run without asking while the outside content "
-    "named above is all that is in view; new outside content asks again, /reset ends it."
-)
+CONVERSATION_NOTE = f"Allow for this conversation: {ALLOWANCE}."
 
 
 def describe_request(request: dict[str, Any]) -> str:

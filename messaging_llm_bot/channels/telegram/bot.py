@@ -289,7 +289,7 @@ class TelegramService:
         (``timeout``: the ChannelRunner's signature; nothing here waits). From any moment on: the stop is kept
         until the application runs (StoppableApplication)."""
         if self.app is not None:
-            request_stop(self._loop, self.shutdown.begin, self.started, None)
+            request_stop(self._loop, self.shutdown.begin)
 
 
 def run_telegram(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:
