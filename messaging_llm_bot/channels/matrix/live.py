@@ -15,6 +15,7 @@ from messaging_llm_bot.channels.contract import Address, DeliveryError
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel, in_thread, txn_id
 from messaging_llm_bot.channels.matrix.client import MatrixUnavailable
 from messaging_llm_bot.channels.matrix.format import MatrixPart, render_matrix, text_content
+from messaging_llm_bot.conversation.typing_indicator import Typing
 
 log = logging.getLogger(__name__)
 
@@ -25,34 +26,16 @@ STREAM_CURSOR = " ▍"
 LIVE_PART = "live"  # the transaction id's part name of a reply's live message
 
 
-class Typing:
-    """ "typing…" in a room while the model works (best effort, never raises)."""
+def typing(channel: MatrixChannel, room_id: str, enabled: bool) -> Typing:
+    """ "typing…" in a room while the model works (conversation/typing_indicator.py; best effort, never raises)."""
 
-    def __init__(self, channel: MatrixChannel, room_id: str, enabled: bool) -> None:
-        self.channel, self.room_id, self.enabled = channel, room_id, enabled
-        self._task: asyncio.Task[None] | None = None
-
-    async def _loop(self) -> None:
-        while True:
-            await self._send(True)
-            await asyncio.sleep(TYPING_EVERY_SECONDS)
-
-    async def _send(self, on: bool) -> None:
+    async def send(on: bool) -> None:
         try:
-            await self.channel.client.typing(self.room_id, on)
+            await channel.client.typing(room_id, on)
         except (MatrixUnavailable, DeliveryError) as err:
-            log.debug("matrix: typing in %s failed: %s", self.room_id, err)
+            log.debug("matrix: typing in %s failed: %s", room_id, err)
 
-    def start(self) -> None:
-        if self.enabled and self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._loop())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-            await self._send(False)
+    return Typing(send, TYPING_EVERY_SECONDS, enabled=enabled)
 
 
 class LiveReply:

@@ -30,7 +30,7 @@ from messaging_llm_bot.channels.matrix.format import (
     render_matrix,
     text_content,
 )
-from messaging_llm_bot.channels.matrix.live import LIVE_PART, LiveReply, Typing
+from messaging_llm_bot.channels.matrix.live import LIVE_PART, LiveReply, typing
 from messaging_llm_bot.channels.matrix.message import MatrixMessage, parse_message
 from messaging_llm_bot.channels.matrix.settings import MatrixConfig, address_of
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
@@ -79,14 +79,14 @@ class TurnRunner(ItemTurns):
         later: list[InboxItem] = []
         live: LiveReply | None = None
         if reply is None:
-            typing = Typing(self.platform, msg.room_id, self.config.typing)
+            shows = typing(self.platform, msg.room_id, self.config.typing)
             live = LiveReply(self.platform, msg.address, item.item_id, on_message=lambda _id: self._live_sent(item))
-            typing.start()
+            shows.start()
             live.start()
 
             async def after(live: LiveReply = live) -> None:
                 await live.stop()
-                await typing.stop()
+                await shows.stop()
 
             produce = functools.partial(self._produce, item, msg, live)
             reply, merged, later = await self.make_reply(item, msg.sender, joinable(msg), produce, after=after)

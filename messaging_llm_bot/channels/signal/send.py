@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any, Callable
 
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.format import render_signal
 from messaging_llm_bot.channels.signal.settings import SignalMessage, recipient_params
+from messaging_llm_bot.conversation.typing_indicator import Typing
 
 log = logging.getLogger(__name__)
 
@@ -51,36 +51,13 @@ async def say(client: SignalClient, msg: SignalMessage, text: str) -> None:
         log.info("signal: message to %s failed: %s", msg.chat, err)
 
 
-class Typing:
-    """Shows "typing…" in a chat while the model works (best effort, never raises)."""
+def typing(client: SignalClient, chat: str, enabled: bool = True, shown: bool = False) -> Typing:
+    """Shows "typing…" in a chat while the model works (conversation/typing_indicator.py; best effort, never raises)."""
 
-    def __init__(self, client: SignalClient, chat: str, enabled: bool = True, shown: bool = False) -> None:
-        self.client, self.chat, self.enabled = client, chat, enabled
-        self.shown = shown  # the first indicator already went out (batched with the read receipt)
-        self._task: asyncio.Task[Any] | None = None
-
-    async def _loop(self) -> None:
-        while True:
-            if not self.shown:
-                await self._send(False)
-            self.shown = False
-            await asyncio.sleep(TYPING_EVERY_SECONDS)
-
-    async def _send(self, stop: bool) -> None:
+    async def send(on: bool) -> None:
         try:
-            await self.client.rpc("sendTyping", {**recipient_params(self.chat), **({"stop": True} if stop else {})})
+            await client.rpc("sendTyping", {**recipient_params(chat), **({} if on else {"stop": True})})
         except (SignalRpcError, SignalUnavailable) as err:
-            log.debug("signal: typing indicator in %s failed: %s", self.chat, err)
+            log.debug("signal: typing indicator in %s failed: %s", chat, err)
 
-    def start(self) -> None:
-        if self.enabled and self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._loop())
-
-    async def stop(self) -> None:
-        showing = self._task is not None or self.shown
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        self._task, self.shown = None, False
-        if showing:
-            await self._send(True)
+    return Typing(send, TYPING_EVERY_SECONDS, enabled=enabled, shown=shown)

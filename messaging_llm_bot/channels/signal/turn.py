@@ -24,10 +24,10 @@ from messaging_llm_bot.channels.signal.files import files_input
 from messaging_llm_bot.channels.signal.files_out import send_workspace_file
 from messaging_llm_bot.channels.signal.format import CAPABILITIES
 from messaging_llm_bot.channels.signal.identity import Identities
-from messaging_llm_bot.channels.signal.job_turn import answer_job
-from messaging_llm_bot.channels.signal.send import Typing, send_parts
+from messaging_llm_bot.channels.signal.send import send_parts, typing
 from messaging_llm_bot.channels.signal.settings import (
     SignalMessage,
+    chat_of_conversation,
     model_text,
     parse_event,
     recipient_params,
@@ -39,6 +39,7 @@ from messaging_llm_bot.conversation.images import FilesInput
 from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import TurnRequest, transcript_failed
+from messaging_llm_bot.conversation.typing_indicator import Typing
 from messaging_llm_bot.conversation.voice import VoiceNote
 from messaging_llm_bot.llm.transcribe import transcription_settings
 
@@ -74,7 +75,16 @@ class TurnRunner(ItemTurns):
         return self._settings_ref()
 
     async def answer_job(self, item: InboxItem) -> None:
-        await answer_job(self, item)
+        """A job run in the owner's chat (conversation/job_answer.py): its reply through ``deliver``."""
+        chat = chat_of_conversation(item.conversation_id)
+
+        async def tell(text: str) -> None:
+            try:
+                await send_parts(self.client, chat, text)
+            except (SignalRpcError, SignalUnavailable) as err:
+                log.warning("jobs: could not tell the owner that the job of %s is paused: %s", item.item_id, err)
+
+        await self.run_job(item, chat, lambda text: self.deliver(item, chat, text, None), tell)
 
     async def answer_message(self, item: InboxItem) -> None:
         msg = parse_event(item.payload)
@@ -86,9 +96,9 @@ class TurnRunner(ItemTurns):
         produced = reply is None  # answered in this run (a replay's reply was spoken, or not, before)
         if reply is None:
             shown = await self._receipt_and_typing(msg)
-            typing = Typing(self.client, msg.chat, self.settings.typing, shown=shown)
-            produce = functools.partial(self._produce_reply, item, msg, typing)
-            reply, merged, later = await self.make_reply(item, msg.sender, joinable(msg), produce, after=typing.stop)
+            shows = typing(self.client, msg.chat, self.settings.typing, shown=shown)
+            produce = functools.partial(self._produce_reply, item, msg, shows)
+            reply, merged, later = await self.make_reply(item, msg.sender, joinable(msg), produce, after=shows.stop)
         if not await self.deliver(item, msg.chat, reply, quote):
             return  # stopping with the reply undelivered: it stays in the inbox, resent at the next start
         if produced:
@@ -126,13 +136,13 @@ class TurnRunner(ItemTurns):
                 log.debug("signal: %s for %s failed: %s", method, msg.timestamp, result)
         return len(results) > 1 and not isinstance(results[1], Exception)
 
-    async def _produce_reply(self, item: InboxItem, msg: SignalMessage, typing: Typing) -> str:
+    async def _produce_reply(self, item: InboxItem, msg: SignalMessage, shows: Typing) -> str:
         kind = msg.kind()
         untrusted, outside = False, None
         images: tuple[ImageInput, ...] = ()
         notice = ""
         if kind in ("text", "document", "photo", "voice"):
-            typing.start()  # fetching and transcribing take a while too
+            shows.start()  # fetching and transcribing take a while too
         sender = self.identities.judge(msg, self.settings)
         owner_chat = sender.owner_chat(msg)
         if kind == "text":
@@ -196,7 +206,7 @@ class TurnRunner(ItemTurns):
             log.info("signal: could not echo the transcript to %s: %s", chat, err)
 
     async def deliver(self, item: InboxItem, chat: str, reply: str, quote: SignalMessage | None) -> bool:
-        """The one delivery path of chat turns and job runs (signal/job_turn.py): send the missing parts, each
+        """The one delivery path of chat turns and job runs : send the missing parts, each
         recorded in the ledger as it goes out; retries while the daemon is gone or cannot send for now (no network to
         the Signal server, rate limited). False when stopping first."""
 
