@@ -2431,6 +2431,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         SERVE_CHAT,
     ),
     Mutation(
+        "serve-chat-approver-only-telegram",
+        f"{BOT}/channels/signal/service.py",
+        "            ask_owner=self.approvals.owner_approver(lambda: owner_of(self.settings), loop),",
+        "            ask_owner=None,",
+        "with Signal the home channel, a client's ask call with approve_in_chat is refused instead of asked there",
+        ("test_serve_approve_home.py",),
+    ),
+    Mutation(
+        "serve-chat-approver-not-the-home-channels",
+        f"{BOT}/conversation/job_router.py",
+        "        return jobs.ask_owner if jobs is not None else None",
+        "        return None",
+        "the router never finds the home channel's way to ask the owner: every approve_in_chat call is refused",
+        ("test_serve_approve_home.py",) + SERVE_CHAT,
+    ),
+    Mutation(
         "serve-chat-approve-for-all",
         f"{BOT}/serve/openai_api.py",
         "        if not client.settings.approve_in_chat:",

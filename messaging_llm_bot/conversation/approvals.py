@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from typing import Any
 
@@ -201,31 +200,22 @@ class ReplyApprovals:
         finally:
             self.questions.close(chat)
 
+    def owner_approver(
+        self, owner: Callable[[], str | None], loop: asyncio.AbstractEventLoop
+    ) -> Callable[[dict[str, Any]], Answer]:
+        """Asks the owner in their own chat, from any thread (``ChannelJobs.ask_owner``: a served client's ``ask``
+        call); ``owner`` is read when asking (Matrix learns the room); none known: declined, one log line."""
+
+        async def ask(request: dict[str, Any]) -> Answer:
+            chat = owner()
+            if not chat:
+                log.warning("%s: no chat of the owner's to ask for confirmation in; not done", self.channel)
+                return False
+            return await self.ask(chat, request)
+
+        return self.questions.approver(ask, loop, f"the {self.channel} owner's chat")
+
     def resolve(self, chat: str, text: str) -> bool:
         """Answer an open question of ``chat`` with ``text``; True when the message was that answer."""
         answer = answer_of(text, self.questions.offered(chat))
         return answer is not None and self.questions.answer(chat, answer)
-
-
-#: The running channels' ways to ask their owner from outside a chat (a served client's ``ask`` call, with
-#: ``serve.clients[].approve_in_chat``), by runtime (``id``) and channel name; a channel offers one when it
-#: starts and withdraws it when it stops.
-_OWNER_ASKERS: dict[tuple[int, str], Callable[[dict[str, Any]], Answer]] = {}
-_OWNER_ASKERS_LOCK = threading.Lock()
-
-
-def offer_owner_approver(runtime: object, channel: str, approve: Callable[[dict[str, Any]], Answer]) -> None:
-    """``channel`` can ask its owner now: ``approve`` blocks its caller's thread until the owner answers."""
-    with _OWNER_ASKERS_LOCK:
-        _OWNER_ASKERS[(id(runtime), channel)] = approve
-
-
-def withdraw_owner_approver(runtime: object, channel: str) -> None:
-    with _OWNER_ASKERS_LOCK:
-        _OWNER_ASKERS.pop((id(runtime), channel), None)
-
-
-def owner_approver(runtime: object, channel: str) -> Callable[[dict[str, Any]], Answer] | None:
-    """How to ask the owner in ``channel`` now, or None when that channel does not run (a call then is refused)."""
-    with _OWNER_ASKERS_LOCK:
-        return _OWNER_ASKERS.get((id(runtime), channel))

@@ -12,7 +12,8 @@ made when that channel runs.
 Reminders are planned here too, once for the process (conversation/reminders.py on the scheduler's loop):
 each due one is sent by the channel its chat id names (``ChannelJobs.send_reminder``, on that channel's
 loop); one of a channel not running here stays pending until it runs. Each channel's morning digest (its
-own time, from its config) is a daily job here that the channel sends to its owner.
+own time, from its config) is a daily job here that the channel sends to its owner. How a running channel
+asks its owner from outside a chat (``ChannelJobs.ask_owner``) is read here too (``owner_approver``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from zoneinfo import ZoneInfo
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
 from assistant_framework.stores.reminders import ReminderStore
+from messaging_llm_bot.conversation.approvals import Answer
 from messaging_llm_bot.conversation.job_runs import JobRun
 from messaging_llm_bot.conversation.job_scheduler import JobScheduler, outside_job
 from messaging_llm_bot.conversation.jobs import AsyncJobQueue, DailyJob
@@ -62,6 +64,9 @@ class ChannelJobs:
     send_reminder: Callable[[object, str, object], Coroutine[Any, Any, bool]] | None = None
     digest: OwnerDigest | None = None  # the owner's morning digest, when the channel's config asks for one
     reminder_poll_seconds: float = POLL_SECONDS  # how often the store is read for new reminders (tests: less)
+    # Asks the owner in their own chat on this channel, blocking the calling thread till they answer (a served
+    # client's ``ask`` call with ``approve_in_chat``; conversation/approvals.py). None: the channel cannot.
+    ask_owner: Callable[[dict[str, Any]], Answer] | None = None
 
 
 @dataclass(frozen=True)
@@ -219,6 +224,12 @@ class JobRouter:
         """When ``channel``'s next morning digest is sent; None when it has none here."""
         daily = self._digests.get(channel)
         return daily.due if daily is not None else None
+
+    def owner_approver(self, channel: str) -> Callable[[dict[str, Any]], Answer] | None:
+        """How to ask the owner on ``channel`` now (its ``ChannelJobs.ask_owner``); None when it does not run here
+        or cannot ask (a served client's ``ask`` call is then refused)."""
+        jobs = self._attached().get(channel)
+        return jobs.ask_owner if jobs is not None else None
 
     def attached_channels(self) -> frozenset[str]:
         """The channels running in this process now."""

@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.serve.clients import Client, PerMinute, read_clients
 from assistant_framework.web.server import Mount
 from assistant_framework.workspace import Workspace
-from messaging_llm_bot.conversation.approvals import owner_approver
 from messaging_llm_bot.conversation.routes import home_channel, home_conversation
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.serve.memory import memory_tools
+
+if TYPE_CHECKING:
+    from messaging_llm_bot.agent.guard import ApproveCallback
 
 
 def served_mounts(
@@ -44,10 +46,18 @@ def served_mounts(
             conversation_of=conversation_of,
             owner_client=lambda client: client.settings.owner,
             per_minute=per_minute,
-            owner_approver=lambda: owner_approver(runtime, home_channel(runtime.settings)),
+            owner_approver=lambda: owner_approver(runtime),
         )
         runtime.on_shutdown(lambda _timeout: service.threads.shutdown(wait=False, cancel_futures=True))
     return [
         mcp_mount(clients, memory_tools(settings, workspace, memory, refresh_seconds), per_minute),
         chat_mount(clients, service),
     ]
+
+
+def owner_approver(runtime: Runtime) -> ApproveCallback | None:
+    """How the owner is asked for a served client's ``ask`` call: in their home channel's chat, whichever channel
+    that is (its ``ChannelJobs.ask_owner``); None when it does not run in this process or cannot ask."""
+    from messaging_llm_bot.conversation.job_router import job_router  # the bot's scheduler: not for `assistant web`
+
+    return job_router(runtime).owner_approver(home_channel(runtime.settings))

@@ -135,7 +135,13 @@ class MatrixService(ChannelService):
             channel="matrix",
         ).start()
         await self.join_jobs(
-            ChannelJobs(loop, self.inbox, owner_conversation=self.owner_conversation, start=self.start_job)
+            ChannelJobs(
+                loop,
+                self.inbox,
+                owner_conversation=self.owner_conversation,
+                start=self.start_job,
+                ask_owner=self.channel.approvals.owner_approver(lambda: self.state.state.owner_room or None, loop),
+            )
         )
         if self.config.morning_digest:
             hour, minute = (int(x) for x in self.config.morning_digest.split(":"))

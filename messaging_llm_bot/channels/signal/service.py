@@ -167,6 +167,7 @@ class SignalService(ChannelService):
                 self.settings.morning_digest, self.runtime.settings.runtime.timezone, notices.morning_digest
             ),
             reminder_poll_seconds=self.reminder_poll_seconds,
+            ask_owner=self.approvals.owner_approver(lambda: owner_of(self.settings), loop),
         )
         await self.join_jobs(channel_jobs)
         self.runtime.start_background(notify=notices.notify_from_thread)

@@ -19,11 +19,12 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
-from messaging_llm_bot.channels.contract import DeliveryError, TextOut
+from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
 from messaging_llm_bot.channels.slack.api import SlackClient, SlackUnavailable
 from messaging_llm_bot.channels.slack.channel import SlackChannel
 from messaging_llm_bot.channels.slack.intake import Intake
@@ -31,6 +32,7 @@ from messaging_llm_bot.channels.slack.settings import PREFIX, SlackConfig, conve
 from messaging_llm_bot.channels.slack.socketmode import AppTokenRefused, SocketMode
 from messaging_llm_bot.channels.slack.turn import NOTICE_KEY, TurnRunner, address_of
 from messaging_llm_bot.channels.slack.webhook import Webhook
+from messaging_llm_bot.conversation.approvals import Answer
 from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.conversation.chattasks import ChatTasks
@@ -196,6 +198,7 @@ class SlackService:
                 owner_conversation=self.owner_conversation,
                 start=self.start_job,
                 send_reminder=self.send_reminder,
+                ask_owner=self.channel.questions.approver(self._ask_owner, loop, "the slack owner's DM"),
             )
             await asyncio.to_thread(job_router(self.runtime).attach, "slack", channel_jobs, self.job_clock)
             self.runtime.start_background(
@@ -242,6 +245,13 @@ class SlackService:
             self.tasks.spawn(item.conversation_id, self.turns.answer(item), owner=True, exempt=True)
 
     # -- jobs, reminders, notices -------------------------------------------------------
+
+    async def _ask_owner(self, request: dict[str, Any]) -> Answer:
+        """A served client's ``ask`` call, asked in the owner's DM (``ChannelJobs.ask_owner``); no DM: not done."""
+        if not self.owner_dm:
+            log.warning("slack: no owner DM to ask for confirmation in; not done")
+            return False
+        return await self.turns.ask(Address(self.owner_dm), request)
 
     def owner_conversation(self, job: Job) -> str | None:
         return conversation_of(self.owner_dm) if self.owner_dm else None

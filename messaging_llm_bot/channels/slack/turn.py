@@ -161,7 +161,7 @@ class TurnRunner(ChannelTurns):
         approve = None
         if owner_chat:
             loop = asyncio.get_running_loop()
-            approve = self.slack.questions.approver(lambda request: self._ask(to, request), loop, question_key(to))
+            approve = self.slack.questions.approver(lambda request: self.ask(to, request), loop, question_key(to))
         text, untrusted, notice = msg.text, False, ""
         images: tuple[ImageInput, ...] = ()
         if msg.files:  # someone's files: outside content, in the chat's own area (the owner's memory in their DM)
@@ -201,7 +201,7 @@ class TurnRunner(ChannelTurns):
         sent = await self.slack.send_file(to, OutgoingFile("photo" if one.photo else "file", one.path, one.caption))
         return sent.message_ids[0]
 
-    async def _ask(self, to: Address, request: dict[str, Any]) -> Answer:
+    async def ask(self, to: Address, request: dict[str, Any]) -> Answer:
         """Ask the owner and wait for the reply yes/no/chat (False on timeout or error)."""
         questions = self.slack.questions
         key = question_key(to)

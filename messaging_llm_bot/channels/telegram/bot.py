@@ -34,7 +34,6 @@ from messaging_llm_bot.channels.telegram.settings import api_urls
 from messaging_llm_bot.channels.telegram.shutdown import GracefulStop, StoppableApplication
 from messaging_llm_bot.channels.telegram.updates import ChatOrderedProcessor, InboxBot
 from messaging_llm_bot.channels.telegram.webhook import webhook_secret
-from messaging_llm_bot.conversation.approvals import offer_owner_approver, withdraw_owner_approver
 from messaging_llm_bot.conversation.commands import COMMANDS
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router, owner_digest
 from messaging_llm_bot.conversation.job_scheduler import JobScheduler
@@ -171,12 +170,12 @@ class TelegramService:
                 self.settings.morning_digest, self.runtime.settings.runtime.timezone, self.notices.morning_digest
             ),
             reminder_poll_seconds=self.reminder_poll_seconds,
+            # A served client's `ask` call, with approve_in_chat, is asked in the owner's chat (docs/serve.md).
+            ask_owner=None
+            if fe.settings.owner is None
+            else fe.approvals.approver(app.bot, fe.settings.owner, asyncio.get_running_loop()),
         )
         self.jobs = await asyncio.to_thread(job_router(self.runtime).attach, "telegram", channel_jobs, self.job_clock)
-        owner = fe.settings.owner
-        if owner is not None:  # a served client's `ask` call, with approve_in_chat, is asked here (docs/serve.md)
-            approve = fe.approvals.approver(app.bot, owner, asyncio.get_running_loop())
-            offer_owner_approver(self.runtime, "telegram", approve)
         self.runtime.start_background(notify=self.notices.notify_from_thread)
         self.started.set()
 
@@ -193,7 +192,6 @@ class TelegramService:
         if self._rest is not None and not self._rest.done():
             self._rest.cancel()  # stopped before the deferred start finished: start nothing more
             await asyncio.gather(self._rest, return_exceptions=True)
-        withdraw_owner_approver(self.runtime, "telegram")
         await asyncio.to_thread(job_router(self.runtime).detach, "telegram")  # no new job run starts here
         # PTB's stop waited for update handlers; start-up replay turns run outside PTB: wait for them too.
         await self.shutdown.finish_turns()

@@ -27,9 +27,7 @@ from messaging_llm_bot.conversation.approvals import (
     NO_ANSWER,
     Answer,
     OpenQuestions,
-    offer_owner_approver,
     question_text,
-    withdraw_owner_approver,
 )
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
 from messaging_llm_bot.conversation.busy import BusyTurns, RunningTurn, answered_by_recorded
@@ -147,12 +145,12 @@ class WebChatService:
             owner_conversation=self._job_conversation,
             start=self._start_job,
             send_reminder=self._reminder,
+            ask_owner=self.questions.approver(self._ask, loop, "the web chat"),
         )
         await asyncio.to_thread(job_router(self.runtime).attach, NAME, jobs)
         # Collectors' notices and spending caps reach the owner here too (started once per process, whichever
         # channel comes first: the web chat may be the only one).
         self.runtime.start_background(notify=lambda name, text: notify_from_thread(loop, self._notice, name, text))
-        offer_owner_approver(self.runtime, NAME, self.questions.approver(self._ask, loop, "the web chat"))
         with _RUNNING_LOCK:
             _RUNNING[id(self.runtime)] = self
         log.info("webchat: the Chat page answers in %s", CONVERSATION)
@@ -162,7 +160,6 @@ class WebChatService:
         finally:
             with _RUNNING_LOCK:
                 _RUNNING.pop(id(self.runtime), None)
-            withdraw_owner_approver(self.runtime, NAME)
             self.questions.decline_all(CONVERSATION)
             if not await self._active.wait_idle(self.shutdown_timeout):
                 log.warning("webchat: turns still running at the stop stay in the inbox for the next start")

@@ -111,6 +111,7 @@ class WhatsAppService(ChannelService):
                 start=self.start_job,
                 send_reminder=self.send_reminder,
                 digest=digest,
+                ask_owner=self.channel.approvals.owner_approver(lambda: self.config.owner, loop),
             )
         )
 
