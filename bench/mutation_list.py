@@ -48,6 +48,7 @@ WHATSAPP = ("test_whatsapp_channel.py",)
 SLACK_BOT = ("test_slack_bot.py",)
 SLACK = ("test_slack_channel.py",)
 SLACK_SOCKET = ("test_slack_socket.py",)
+DISCORD_BOT = ("test_discord_bot.py",)
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
 AGENT_SKILLS = ("test_agent_skills.py", "test_agent_skills_bot.py", "test_agent_skills_install.py")
 AGENT_SKILLS_INSTALL = ("test_agent_skills_install.py",)
@@ -3386,5 +3387,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         "at the cap, a flood of connections accepted in one wake-up pushes out (resets) the owner's request before"
         " its headers are read",
         ("test_web_limits.py",),
+    ),
+    Mutation(
+        "discord-allowlist-open",
+        f"{BOT}/channels/discord/settings.py",
+        "        return user in self.allowed",
+        "        return True",
+        "any Discord user who writes to the bot is answered, with no pairing code",
+        DISCORD_BOT,
+    ),
+    Mutation(
+        "discord-mention-mode-off",
+        f"{BOT}/channels/discord/message.py",
+        "        if not any(user.id == bot_id for user in message.mentions):",
+        "        if False:",
+        "every message in a guild channel the bot can read reaches the model, not only those that mention it",
+        DISCORD_BOT,
+    ),
+    Mutation(
+        "discord-same-message-twice",
+        f"{BOT}/channels/discord/intake.py",
+        "        if host.inbox.seen(msg.key):",
+        "        if False:",
+        "a message the gateway delivers again (a RESUME's replay) is answered a second time",
+        DISCORD_BOT,
     ),
 )

@@ -96,6 +96,7 @@ def test_the_schema_and_the_records_name_the_same_keys() -> None:
         "documents",
         "whatsapp",
         "slack",
+        "discord",
     ):
         in_schema |= _schema_keys(ROOT_SCHEMA["properties"][section], section + ".")
     in_code = set(dict(documented(Settings)))

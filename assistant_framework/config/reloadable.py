@@ -56,6 +56,11 @@ APPLIED_BY: Mapping[str, str] = {
     "slack.allowed": RELOAD,
     "slack.owner": RELOAD,
     "slack.stream": RELOAD,
+    # The gateway's connection and the REST client are made at start; who may write is read at each message.
+    "discord": RESTART,
+    "discord.allowed": RELOAD,
+    "discord.owner": RELOAD,
+    "discord.stream": RELOAD,
     # The prompt's budgets, plugin folders, skill limits and traces are read again.
     "runtime": RELOAD,
     # The turn log, the scheduled digests and the chats' clocks take the zone at start.

@@ -99,6 +99,9 @@ ROUTES: tuple[Route, ...] = (
         allowlist=Allowlist("allowed", "owner"),
     ),
     Route(
+        "discord", "dc:", configured=lambda settings: settings.discord.enabled, allowlist=Allowlist("allowed", "owner")
+    ),
+    Route(
         "webchat",
         "web:",
         configured=lambda settings: settings.web.enabled and settings.web.chat,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from assistant_framework.config.settings.calendar import CalendarSettings
 from assistant_framework.config.settings.chat import MatrixSettings, SignalSettings, TelegramSettings, WebhookSettings
+from assistant_framework.config.settings.discord import DiscordSettings
 from assistant_framework.config.settings.documents import DocumentSettings
 from assistant_framework.config.settings.email import EmailSettings, ImapSettings
 from assistant_framework.config.settings.fields import nests as _nests
@@ -74,6 +75,7 @@ class Settings:
     documents: DocumentSettings = field(default_factory=DocumentSettings, metadata=_nests(DocumentSettings))
     whatsapp: WhatsAppSettings = field(default_factory=WhatsAppSettings, metadata=_nests(WhatsAppSettings))
     slack: SlackSettings = field(default_factory=SlackSettings, metadata=_nests(SlackSettings))
+    discord: DiscordSettings = field(default_factory=DiscordSettings, metadata=_nests(DiscordSettings))
 
     @classmethod
     def from_config(cls, data: Mapping[str, object]) -> Settings:
@@ -111,6 +113,7 @@ __all__ = [
     "SignalSettings",
     "SlackSettings",
     "SlackWebhookSettings",
+    "DiscordSettings",
     "SmtpSettings",
     "SpeechSettings",
     "TelegramSettings",

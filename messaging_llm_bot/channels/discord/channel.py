@@ -1,0 +1,108 @@
+"""The Discord channel's side of the contract (channels/contract.py): text split to 2,000 characters and sent to
+the conversation's channel, edited in place, typing shown, yes/no questions answered by a reply
+(conversation/approvals.py's ``ReplyApprovals``). An ``Address``'s chat is the Discord channel's id (a DM, a
+guild channel or a thread)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from messaging_llm_bot.channels.contract import (
+    Address,
+    Capabilities,
+    DeliveryError,
+    Media,
+    OutgoingFile,
+    Sent,
+    TextOut,
+)
+from messaging_llm_bot.channels.discord.api import DiscordUnavailable, call, messageable
+from messaging_llm_bot.channels.discord.format import CAPABILITIES, MAX_TEXT_CHARS, split
+from messaging_llm_bot.channels.discord.settings import channel_of, conversation_of
+from messaging_llm_bot.conversation.approvals import ReplyApprovals
+
+if TYPE_CHECKING:
+    import discord
+
+
+class DiscordChannel:
+    """The contract's ``Channel`` over one logged-in ``discord.Client``; called on the channel's event loop."""
+
+    def __init__(self, client: discord.Client) -> None:
+        self.client = client
+        self.approvals = ReplyApprovals("discord", self._say_in)
+
+    @property
+    def name(self) -> str:
+        return "discord"
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return CAPABILITIES
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self, timeout: float) -> None:
+        return None
+
+    async def post(self, channel: str, text: str) -> str:
+        """One message of at most 2,000 characters; its id."""
+        sent = await call("send a message", messageable(self.client, channel).send(content=text))
+        return str(sent.id)
+
+    async def edit(self, channel: str, message_id: str, text: str) -> None:
+        target = messageable(self.client, channel).get_partial_message(int(message_id))
+        await call("edit a message", target.edit(content=text[:MAX_TEXT_CHARS]))
+
+    async def send_text(self, to: Address, text: TextOut) -> Sent:
+        ids: list[str] = []
+        for index, part in enumerate(split(text.markdown)):
+            if index < text.skip_parts:
+                continue
+            message_id = await self.post(to.chat_id, part)
+            if text.on_part_sent is not None:
+                await text.on_part_sent(index, message_id)
+            ids.append(message_id)
+        return Sent(tuple(ids))
+
+    async def edit_text(self, to: Address, message_id: str, markdown: str) -> bool:
+        await self.edit(to.chat_id, message_id, markdown)
+        return True
+
+    async def typing(self, to: Address) -> None:
+        await self.typing_in(to.chat_id)
+
+    async def typing_in(self, channel: str) -> None:
+        """ "typing..." shown once (Discord shows it 10 s, or until the bot's next message)."""
+        await call("show typing", messageable(self.client, channel).typing())
+
+    async def send_file(self, to: Address, file: OutgoingFile) -> Sent:
+        raise DeliveryError("the Discord channel sends no files yet", for_good=True)
+
+    async def fetch(self, media: Media, folder: Path, limit_bytes: int) -> Path:
+        raise DeliveryError("the Discord channel takes no files yet", for_good=True)
+
+    async def ask_yes_no(self, to: Address, question: str, timeout: float) -> bool:
+        """Ask in ``to``; the next "yes" or "no" there answers (``approvals.resolve``)."""
+        questions = self.approvals.questions
+        key = conversation_of(to.chat_id)
+        future = questions.open(key, key, {})
+        try:
+            await self.send_text(to, TextOut(question))
+            try:
+                return await asyncio.wait_for(future, timeout) is True
+            except asyncio.TimeoutError:
+                return False
+        finally:
+            questions.close(key)
+
+    async def _say_in(self, chat: str, text: str) -> None:
+        """An approval's question (or its timeout) in the conversation ``chat``; ``DeliveryError`` when it cannot
+        go now."""
+        try:
+            await self.send_text(Address(channel_of(chat)), TextOut(text))
+        except DiscordUnavailable as err:
+            raise DeliveryError(str(err)) from err

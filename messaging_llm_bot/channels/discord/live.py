@@ -1,0 +1,52 @@
+"""The Discord side of conversation/progress.py's live message: the answer growing in one message (sent once,
+then edited). Progress counts messages by number; Discord names them by their ids, so each live message gets a
+number here."""
+
+from __future__ import annotations
+
+import logging
+
+from messaging_llm_bot.channels.contract import DeliveryError
+from messaging_llm_bot.channels.discord.api import DiscordUnavailable
+from messaging_llm_bot.channels.discord.channel import DiscordChannel
+from messaging_llm_bot.channels.discord.format import MAX_TEXT_CHARS
+
+log = logging.getLogger(__name__)
+
+
+class DiscordLive:
+    """``LiveMessage`` in one Discord channel; best effort: no call raises."""
+
+    def __init__(self, channel: DiscordChannel, to: str) -> None:
+        self.channel, self.to = channel, to
+        self.sent: dict[int, str] = {}  # Progress's number -> the message's id
+
+    def fit(self, text: str) -> str:
+        return text[:MAX_TEXT_CHARS]
+
+    async def send(self, text: str) -> int | None:
+        try:
+            message_id = await self.channel.post(self.to, text)
+        except (DiscordUnavailable, DeliveryError) as err:
+            log.info("discord: the live message in %s was not sent: %s", self.to, err)
+            return None
+        number = len(self.sent) + 1
+        self.sent[number] = message_id
+        return number
+
+    async def edit(self, message_id: int, text: str) -> bool:
+        try:
+            await self.channel.edit(self.to, self.sent[message_id], text)
+            return True
+        except (DiscordUnavailable, DeliveryError, KeyError) as err:
+            log.info("discord: the live message in %s was not edited: %s", self.to, err)
+            return False
+
+    async def typing(self) -> None:
+        try:
+            await self.channel.typing_in(self.to)
+        except (DiscordUnavailable, DeliveryError) as err:
+            log.debug("discord: typing in %s not shown: %s", self.to, err)
+
+    async def delete(self, message_id: int) -> None:
+        return None  # a status line left above the answer is edited into its first part instead

@@ -1,0 +1,74 @@
+"""A message the gateway delivers, as the channel keeps it in the durable inbox.
+
+Taken: a person's message in a DM with the bot, and in a guild channel or thread one that mentions the bot
+(mention mode: a channel's other messages are not the bot's business). Passed over: the bot's own and other bots'
+messages, system messages (joins, pins), and a guild message without the bot's mention.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from messaging_llm_bot.channels.discord.settings import conversation_of
+
+if TYPE_CHECKING:
+    import discord
+
+#: The inbox's key of a message: its id, once (a gateway RESUME may deliver it again).
+KEY_PREFIX = "discord:"
+
+
+@dataclass(frozen=True)
+class DiscordMessage:
+    message_id: str
+    user: str
+    channel: str  # the DM, guild channel or thread it was written in
+    text: str
+    direct: bool  # a DM (the owner's chat when the owner wrote it)
+
+    @property
+    def key(self) -> str:
+        return f"{KEY_PREFIX}{self.message_id}"
+
+    @property
+    def conversation(self) -> str:
+        return conversation_of(self.channel)
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"discord": {k: getattr(self, k) for k in self.__dataclass_fields__}}
+
+
+def message_of_payload(payload: Any) -> DiscordMessage | None:
+    """The message an inbox item holds (``to_payload``), or None."""
+    data = payload.get("discord") if isinstance(payload, dict) else None
+    if not isinstance(data, dict):
+        return None
+    try:
+        return DiscordMessage(**data)
+    except TypeError:
+        return None
+
+
+def message_of(message: discord.Message, bot_id: int) -> DiscordMessage | None:
+    """The message the bot answers, or None (see the module's docstring)."""
+    import discord
+
+    if (
+        message.author.bot
+        or message.author.id == bot_id
+        or message.type
+        not in (
+            discord.MessageType.default,
+            discord.MessageType.reply,
+        )
+    ):
+        return None
+    direct = isinstance(message.channel, discord.DMChannel)
+    text = message.content
+    if not direct:
+        if not any(user.id == bot_id for user in message.mentions):
+            return None
+        text = re.sub(rf"<@!?{bot_id}>", "", text)
+    return DiscordMessage(str(message.id), str(message.author.id), str(message.channel.id), text.strip(), direct)

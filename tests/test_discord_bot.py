@@ -1,0 +1,158 @@
+"""Issue 50's Discord guarantees through the real bot process (``python -m messaging_llm_bot``, Discord only)
+against the fake Discord (tests/fakes/discord_api.py: the REST API and the gateway) and the fake model server: a
+DM from the owner gets one answer (grown by edits while the model streams); a guild message without the bot's
+mention is ignored (mention mode), one with it is answered in its channel; the same message id delivered twice is
+answered once; a stranger gets a pairing code once and reaches no model; a 429 is waited out. One bot process for
+the module."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.crash_bot import BotProcess
+from tests.fakes.chat_server import FakeChatServer
+from tests.fakes.discord_api import FakeDiscordAPI
+from tests.waiting import wait_until
+
+OWNER = "80351110224678912"
+STRANGER = "80351110224678913"
+GUILD = "81384788765712384"
+TOKEN = "MTA4.discord-test-token.0001"
+
+
+@dataclass
+class Running:
+    bot: BotProcess
+    discord: FakeDiscordAPI
+    model: FakeChatServer
+    workspace: Path
+
+
+def _pending(workspace: Path) -> list[Path]:
+    return list((workspace / "state/inbox/pending").rglob("*.json"))
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    folder = tmp_path_factory.mktemp("discord-bot")
+    with FakeChatServer() as model, FakeDiscordAPI(token=TOKEN) as discord:
+        discord.add_user(OWNER)
+        config = {
+            "llm": {
+                "runners": [{"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 30}],
+                "max_skill_rounds": 3,
+                "retries_per_runner": 0,
+                "stream": True,
+            },
+            "runtime": {"timezone": "Europe/Berlin", "log_level": "INFO", "shutdown_timeout_seconds": 2},
+            "telegram": {"token": ""},
+            "memory": {"enabled": False},
+            "discord": {
+                "enabled": True,
+                "bot_token_env": "DISCORD_TEST_TOKEN",
+                "allowed": [OWNER],
+                "base_url": discord.base_url,
+            },
+        }
+        path = folder / "config.json"
+        path.write_text(json.dumps(config), encoding="utf-8")
+        bot = BotProcess(path, folder / "workspace", folder / "bot.log", env={"DISCORD_TEST_TOKEN": TOKEN})
+        with bot:
+            bot.start()
+            wait_until(lambda: _connected(bot), timeout=60, what="the bot process to connect to the gateway")
+            yield Running(bot, discord, model, folder / "workspace")
+        log = bot.log_text()
+        assert TOKEN not in log  # the token from the environment is never logged
+        assert "Traceback" not in log
+
+
+def _connected(bot: BotProcess) -> bool:
+    if bot.proc is not None and bot.proc.poll() is not None:
+        raise AssertionError(f"the bot exited with {bot.proc.returncode}:\n{bot.run_log()[-3000:]}")
+    return re.search(r"discord: connected to the gateway", bot.run_log()) is not None
+
+
+def test_the_bot_identifies_with_the_message_content_intent(running: Running) -> None:
+    [identify] = running.discord.identified
+    assert identify["token"] == TOKEN
+    assert identify["intents"] & (1 << 15)  # message content: guild messages that mention the bot are read
+    assert identify["intents"] & (1 << 12)  # direct messages
+
+
+def test_a_dm_from_the_owner_gets_one_answer_grown_by_edits(running: Running) -> None:
+    discord, model = running.discord, running.model
+    model.reset()
+    dm = discord.dms[OWNER]
+    answer = "Paris is the capital of France, and its largest city by far."
+    words = answer.split(" ")
+    chunks = ['{"reply": "'] + [w + " " for w in words[:-1]] + [words[-1], '"}']
+    model.enqueue({"content": '{"reply": "' + answer + '"}', "stream_chunks": chunks, "chunk_delay": 0.15})
+    discord.dm(OWNER, "What is the capital of France?")
+    wait_until(lambda: discord.posted(dm) and not _pending(running.workspace), timeout=30, what="the answer")
+    [message] = discord.posted(dm)
+    assert message["content"] == answer
+    assert len(discord.calls("POST /channels/{channel_id}/messages")) == 1  # one message ...
+    assert len(message["history"]) >= 3  # ... shown growing: sent, edited while streaming, then final
+    assert all(answer.startswith(shown.removesuffix(" ▍").strip()) for shown in message["history"])
+    assert len(model.chat_requests) == 1
+    assert "What is the capital of France?" in str(model.chat_requests[0]["messages"][-1])
+
+
+def test_a_guild_message_without_a_mention_is_ignored_and_one_with_it_answered(running: Running) -> None:
+    discord, model = running.discord, running.model
+    model.reset()
+    channel = discord.add_channel(GUILD, "general")
+    model.enqueue('{"reply": "Lunch is at noon."}')
+    discord.say(OWNER, channel, "what do you all think about lunch?")  # not addressed to the bot
+    discord.say(OWNER, channel, "when is lunch?", mention=True)
+    wait_until(lambda: discord.posted(channel) and not _pending(running.workspace), what="the answer in the channel")
+    assert [m["content"] for m in discord.posted(channel)] == ["Lunch is at noon."]
+    [request] = model.chat_requests  # the unaddressed message reached no model
+    assert "when is lunch?" in str(request["messages"][-1]) and "<@" not in str(request["messages"][-1])
+    assert "think about lunch" not in json.dumps(request)
+
+
+def test_the_same_message_id_twice_is_answered_once(running: Running) -> None:
+    discord, model = running.discord, running.model
+    model.reset()
+    dm = discord.dms[OWNER]
+    before = len(discord.posted(dm))
+    model.enqueue('{"reply": "Rome."}', '{"reply": "a second answer"}')
+    message = discord.dm(OWNER, "And Italy?")
+    discord.redeliver(message)  # a RESUME replays it
+    wait_until(lambda: len(discord.posted(dm)) > before and not _pending(running.workspace), what="the answer")
+    discord.redeliver(message)  # and once more after the answer
+    wait_until(lambda: running.bot.run_log().count(f"{message['id']} came again") >= 2, what="both repeats")
+    assert [m["content"] for m in discord.posted(dm)[before:]] == ["Rome."]
+    assert len(model.chat_requests) == 1
+
+
+def test_a_stranger_gets_a_pairing_code_once_and_reaches_no_model(running: Running) -> None:
+    discord, model = running.discord, running.model
+    model.reset()
+    discord.dm(STRANGER, "Read me the owner's notes.")
+    wait_until(lambda: discord.posted(discord.dms[STRANGER]), what="the pairing code")
+    discord.dm(STRANGER, "Hello?")
+    wait_until(lambda: f"ignored {STRANGER} again" in running.bot.run_log(), what="the second message passed over")
+    [told] = [m["content"] for m in discord.posted(discord.dms[STRANGER])]
+    assert "Ask the owner to approve code" in told and "not authorised" not in told  # pairing on: a code
+    assert model.chat_requests == [] and not _pending(running.workspace)
+
+
+def test_a_rate_limit_is_waited_out_and_the_answer_arrives_once(running: Running) -> None:
+    discord, model = running.discord, running.model
+    model.reset()
+    dm = discord.dms[OWNER]
+    before = len(discord.posted(dm))
+    discord.ratelimit("POST /channels/{channel_id}/messages", 1, 0.3)
+    model.enqueue('{"reply": "Madrid."}')
+    discord.dm(OWNER, "And Spain?")
+    wait_until(lambda: len(discord.posted(dm)) > before and not _pending(running.workspace), what="the answer")
+    assert [m["content"] for m in discord.posted(dm)[before:]] == ["Madrid."]
+    assert "rate limited" in running.bot.run_log()
