@@ -3406,9 +3406,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "discord-same-message-twice",
-        f"{BOT}/channels/discord/intake.py",
-        "        if host.inbox.seen(msg.key):",
-        "        if False:",
+        f"{BOT}/channels/discord/message.py",
+        '        return f"{KEY_PREFIX}{self.message_id}"',
+        '        return f"{KEY_PREFIX}{self.message_id}:{id(self)}"',
         "a message the gateway delivers again (a RESUME's replay) is answered a second time",
         DISCORD_BOT,
     ),

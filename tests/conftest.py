@@ -30,6 +30,7 @@ pytest_plugins = [
     "tests.matrix_harness",
     "tests.whatsapp_harness",
     "tests.slack_harness",
+    "tests.discord_harness",
     "tests.skills_harness",
     "tests.loopback_only",
 ]

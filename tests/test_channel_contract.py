@@ -136,6 +136,13 @@ def _slack() -> tuple[Capabilities, Callable[[str], list[str]]]:
     return CAPABILITIES, lambda text: [part.replace("*", "") for part in split(text)]
 
 
+def _discord() -> tuple[Capabilities, Callable[[str], list[str]]]:
+    from messaging_llm_bot.channels.discord.format import CAPABILITIES, split
+
+    # What the user reads: Discord shows **bold** as bold, without its markers.
+    return CAPABILITIES, lambda text: [part.replace("*", "") for part in split(text)]
+
+
 CHANNELS = {
     "telegram": _telegram,
     "signal": _signal,
@@ -145,6 +152,7 @@ CHANNELS = {
     "webchat": _webchat,
     "whatsapp": _whatsapp,
     "slack": _slack,
+    "discord": _discord,
 }
 MEASURE: dict[str, Callable[[str], int]] = {
     "utf16": utf16_len,
@@ -405,7 +413,31 @@ def _approve_on_slack(request: pytest.FixtureRequest, yes: bool) -> tuple[str, s
     return question, texts[-1]
 
 
+def _discord_texts_until(request: pytest.FixtureRequest, done: Callable[[list[str]], bool]) -> list[str]:
+    """The bot's messages in the owner's DM once ``done`` says so (tests/discord_harness.py)."""
+    from tests.discord_harness import owner_texts
+    from tests.waiting import wait_until
+
+    discord = request.getfixturevalue("discord_api")
+    wait_until(lambda: done(owner_texts(discord)), timeout=30, what="the bot's reply on Discord")
+    return owner_texts(discord)
+
+
+def _approve_on_discord(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
+    from tests.discord_harness import owner_writes
+
+    discord, workspace = request.getfixturevalue("discord_api"), request.getfixturevalue("workspace")
+    request.getfixturevalue("start_discord")()
+    owner_writes(discord, "delete notes/important.md")
+    [question] = _discord_texts_until(request, lambda texts: any(t.startswith("Confirm") for t in texts))
+    assert workspace.exists("notes/important.md")
+    owner_writes(discord, "yes" if yes else "no")  # the answer, not a new message for the model
+    texts = _discord_texts_until(request, lambda texts: any("Handled." in t for t in texts))
+    return question, texts[-1]
+
+
 APPROVE = {
+    "discord": _approve_on_discord,
     "slack": _approve_on_slack,
     "whatsapp": _approve_on_whatsapp,
     "webchat": _approve_on_webchat,
@@ -525,7 +557,18 @@ def _chat_on_slack(request: pytest.FixtureRequest, lines: list[str]) -> list[str
     return _slack_texts_until(request, lambda texts: "END" in "".join(texts))
 
 
+def _chat_on_discord(request: pytest.FixtureRequest, lines: list[str]) -> list[str]:
+    from tests.discord_harness import owner_writes
+
+    discord = request.getfixturevalue("discord_api")
+    request.getfixturevalue("start_discord")()
+    for line in lines:
+        owner_writes(discord, line)
+    return _discord_texts_until(request, lambda texts: "END" in "".join(texts))
+
+
 CHAT = {
+    "discord": _chat_on_discord,
     "slack": _chat_on_slack,
     "whatsapp": _chat_on_whatsapp,
     "webchat": _chat_on_webchat,
@@ -665,7 +708,24 @@ def _strangers_on_slack(request: pytest.FixtureRequest, patch: typing.Any = None
     return len([m for m in slack.posted(slack.dms[STRANGER]) if told in m["text"]])
 
 
+def _strangers_on_discord(request: pytest.FixtureRequest, patch: typing.Any = None) -> int:
+    from tests.discord_harness import STRANGER, owner_writes
+    from tests.waiting import wait_until
+
+    discord = request.getfixturevalue("discord_api")
+    request.getfixturevalue("start_discord")(patch=patch)
+    request.getfixturevalue("chat_server").enqueue('{"reply": "pong"}')
+    for n in range(3):
+        discord.dm(STRANGER, f"let me in {n}")
+    wait_until(lambda: discord.posted(discord.dms[STRANGER]), timeout=30, what="the stranger's answer")
+    owner_writes(discord, "ping")
+    _discord_texts_until(request, lambda texts: "pong" in texts)
+    told = STRANGER if patch else "approve code"  # pairing off: their user id; on: a code (pairing.py)
+    return len([m for m in discord.posted(discord.dms[STRANGER]) if told in m["content"]])
+
+
 STRANGERS = {
+    "discord": _strangers_on_discord,
     "slack": _strangers_on_slack,
     "whatsapp": _strangers_on_whatsapp,
     "telegram": _strangers_on_telegram,
@@ -700,6 +760,7 @@ def _pairing_off(config: dict) -> None:
 
 #: Pairing off (``runtime.pairing: false``): a stranger is told their own id, once (conversation/strangers.py).
 TOLD_THEIR_ID = {
+    "discord": lambda request: _strangers_on_discord(request, _pairing_off),
     "slack": lambda request: _strangers_on_slack(request, _pairing_off),
     "telegram": lambda request: _strangers_on_telegram(request, _pairing_off),
     "signal": lambda request: _strangers_on_signal(request, _pairing_off),
@@ -829,7 +890,20 @@ def _stream_on_slack(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
     return len(message["history"]) - 1, owner_texts(slack)
 
 
+def _stream_on_discord(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
+    """Discord edits the answer in place: how many times it was shown before its end."""
+    from tests.discord_harness import OWNER, owner_texts, owner_writes
+
+    discord = request.getfixturevalue("discord_api")
+    request.getfixturevalue("start_discord")(patch=lambda config: config["llm"].update(stream=True))
+    owner_writes(discord, "stream please")
+    shown = _discord_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
+    [message] = [m for m in discord.posted(discord.dms[OWNER]) if m["content"] == shown[-1]]
+    return len(message["history"]) - 1, owner_texts(discord)
+
+
 STREAM = {
+    "discord": _stream_on_discord,
     "slack": _stream_on_slack,
     "whatsapp": _stream_on_whatsapp,
     "webchat": _stream_on_webchat,
@@ -1248,7 +1322,24 @@ def _restart_on_slack(request: pytest.FixtureRequest) -> tuple[list[str], list[s
     return before, _slack_texts_until(request, lambda texts: "answered now" in texts)
 
 
+def _restart_on_discord(request: pytest.FixtureRequest) -> tuple[list[str], list[str]]:
+    from tests.discord_harness import owner_texts, owner_writes
+
+    discord, chat_server = request.getfixturevalue("discord_api"), request.getfixturevalue("chat_server")
+    start = request.getfixturevalue("start_discord")
+    bot = start(patch=_slow_turns)
+    owner_writes(discord, "very slow question")
+    assert chat_server.wait_for_requests(1, timeout=15, path="/chat/completions")
+    bot.stop(timeout=20)
+    before = owner_texts(discord)
+    chat_server.reset()
+    chat_server.enqueue('{"reply": "answered now"}')
+    start(patch=_slow_turns)
+    return before, _discord_texts_until(request, lambda texts: "answered now" in texts)
+
+
 RESTART = {
+    "discord": _restart_on_discord,
     "slack": _restart_on_slack,
     "whatsapp": _restart_on_whatsapp,
     "webchat": _restart_on_webchat,
@@ -1471,7 +1562,22 @@ def _busy_on_slack(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
     )
 
 
+def _busy_on_discord(request: pytest.FixtureRequest, mode: str) -> _BusyChat:
+    from tests.discord_harness import OWNER, owner_texts, owner_writes
+
+    discord = request.getfixturevalue("discord_api")
+    busy = request.getfixturevalue("start_discord")(patch=_busy_mode(mode)).service.turns.busy
+    dm = discord.add_user(OWNER)
+    return _BusyChat(
+        lambda text: owner_writes(discord, text),
+        lambda: busy.joined(f"dc:{dm}"),
+        lambda: owner_texts(discord),
+        _two_stored(request),
+    )
+
+
 BUSY: dict[str, Callable[[pytest.FixtureRequest, str], _BusyChat]] = {
+    "discord": _busy_on_discord,
     "slack": _busy_on_slack,
     "whatsapp": _busy_on_whatsapp,
     "console": _busy_on_the_terminal,
@@ -1636,7 +1742,33 @@ def _notices_on_matrix(request: pytest.FixtureRequest) -> dict[str, list[str]]:
     return {"owner": world.owner.texts(owner_room, bot_id), "guest": world.friend.texts(guest_room, bot_id)}
 
 
+def _notices_on_discord(request: pytest.FixtureRequest) -> dict[str, list[str]]:
+    """The reminder to the guest's DM it was set in, the notice to the owner's DM (opened at start)."""
+    from assistant_framework.stores.reminders import ReminderStore
+    from tests.discord_harness import OWNER
+    from tests.waiting import wait_until
+
+    discord, workspace = request.getfixturevalue("discord_api"), request.getfixturevalue("workspace")
+    guest = "80351110224678999"
+    guest_dm = discord.add_user(guest)
+    ReminderStore(workspace).add(f"dc:{guest_dm}", "water the plants", _just_due(), "Europe/Berlin")
+
+    def allow_both(config: dict) -> None:
+        config["discord"].update(allowed=[OWNER, guest])
+
+    bot = request.getfixturevalue("start_discord")(patch=allow_both)
+    wait_until(lambda: discord.posted(guest_dm), 20, "the reminder")
+    bot.service.notify_from_thread("rss", "3 new items")  # from a collector's thread
+    wait_until(lambda: discord.posted(discord.dms[OWNER]), 20, "the notice")
+    wait_until(lambda: all(r["status"] == "delivered" for r in ReminderStore(workspace).list()))
+    return {
+        "owner": [m["content"] for m in discord.posted(discord.dms[OWNER])],
+        "guest": [m["content"] for m in discord.posted(guest_dm)],
+    }
+
+
 NOTICES = {
+    "discord": _notices_on_discord,
     "telegram": _notices_on_telegram,
     "matrix": _notices_on_matrix,
     "signal": _notices_on_signal,

@@ -239,6 +239,11 @@ class DiscordService:
         await client.close()
         if gateway is not None and not gateway.done():
             gateway.cancel()
+        # What discord.py left running (its wait for the guilds after READY): ended before the loop closes.
+        left = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in left:
+            task.cancel()
+        await asyncio.gather(*left, return_exceptions=True)
 
     def _replay(self) -> None:
         """Answer what the last run left in the inbox: job runs and notices, then messages oldest first."""
@@ -294,6 +299,11 @@ class DiscordService:
         stored = self.inbox.get(item.item_id) or item
         self.tasks.spawn(chat, self.turns.answer(stored), owner=True, exempt=True)
         return True
+
+    def notify_from_thread(self, collector_name: str, text: str) -> None:
+        """A collector's notice for the owner, from the collector's thread."""
+        assert self._loop is not None
+        notify_from_thread(self._loop, self.send_notice, collector_name, text)
 
 
 def _raise_gateway_failure(gateway: asyncio.Task[None]) -> None:

@@ -1,0 +1,97 @@
+"""Discord in this process for the channel contract kit: the channel's service in a thread, connected to the fake
+Discord (tests/fakes/discord_api.py: the REST API and the gateway), which delivers the owner's messages over the
+gateway. The real bot process: tests/test_discord_bot.py."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from tests.fakes.discord_api import FakeDiscordAPI
+from tests.waiting import wait_until
+
+OWNER = "80351110224678912"
+STRANGER = "80351110224678913"
+
+
+class RunningDiscord:
+    """A DiscordService running in a thread; ``start`` returns once the gateway's READY came."""
+
+    def __init__(self, runtime: Any, discord: FakeDiscordAPI) -> None:
+        from messaging_llm_bot.channels.discord.service import DiscordService
+
+        self.runtime = runtime
+        self.discord = discord
+        self.service = DiscordService(runtime)
+        self.exit_code: int | None = None
+        self._thread = threading.Thread(target=self._run, name="discord-under-test", daemon=True)
+
+    def _run(self) -> None:
+        self.exit_code = self.service.run()
+
+    def start(self) -> RunningDiscord:
+        self._thread.start()
+        wait_until(lambda: self.service.ready.is_set() or self.exit_code is not None, 15, "Discord to start")
+        assert self.exit_code is None, f"it exited with {self.exit_code}"
+        return self
+
+    def stop(self, timeout: float = 20) -> int | None:
+        self.service.stop(timeout)
+        self._thread.join(timeout)
+        return self.exit_code
+
+
+def discord_config(base: dict, discord: FakeDiscordAPI, **overrides: Any) -> dict:
+    return {
+        **base,
+        "memory": {"enabled": False},
+        "discord": {
+            "enabled": True,
+            "bot_token": discord.token,
+            "allowed": [OWNER],
+            "base_url": discord.base_url,
+            **overrides,
+        },
+    }
+
+
+def owner_texts(discord: FakeDiscordAPI) -> list[str]:
+    """The bot's messages in the owner's DM as they show now."""
+    return [m["content"] for m in discord.posted(discord.add_user(OWNER))]
+
+
+def owner_writes(discord: FakeDiscordAPI, text: str) -> dict:
+    return discord.dm(OWNER, text)
+
+
+@pytest.fixture
+def discord_api() -> Iterator[FakeDiscordAPI]:
+    with FakeDiscordAPI() as fake:
+        fake.add_user(OWNER)
+        yield fake
+
+
+@pytest.fixture
+def start_discord(
+    bot_config: dict, workspace: Any, tmp_path: Any, discord_api: FakeDiscordAPI
+) -> Iterator[Callable[..., RunningDiscord]]:
+    """Factory: ``start_discord(patch=None)`` runs the channel; every one stops after the test."""
+    from tests.telegram_harness import make_runtime
+
+    running: list[RunningDiscord] = []
+
+    def run(patch: Callable[[dict], None] | None = None) -> RunningDiscord:
+        config = discord_config(bot_config, discord_api)
+        if patch:
+            patch(config)
+        bot = RunningDiscord(make_runtime(config, workspace, tmp_path), discord_api).start()
+        running.append(bot)
+        return bot
+
+    yield run
+    for bot in running:
+        if bot._thread.is_alive():
+            bot.stop()
