@@ -3408,7 +3408,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "discord-same-message-twice",
         f"{BOT}/channels/discord/message.py",
         '        return f"{KEY_PREFIX}{self.message_id}"',
-        '        return f"{KEY_PREFIX}{self.message_id}:{id(self)}"',
+        "        return f\"{KEY_PREFIX}{self.message_id}:{__import__('time').time_ns()}\"",
         "a message the gateway delivers again (a RESUME's replay) is answered a second time",
         DISCORD_BOT,
     ),

@@ -87,6 +87,7 @@ class Settings:
 __all__ = [
     "CalendarSettings",
     "ClientSettings",
+    "DiscordSettings",
     "DocumentSettings",
     "EmailSettings",
     "EmbeddingsSettings",
@@ -113,7 +114,6 @@ __all__ = [
     "SignalSettings",
     "SlackSettings",
     "SlackWebhookSettings",
-    "DiscordSettings",
     "SmtpSettings",
     "SpeechSettings",
     "TelegramSettings",

@@ -109,7 +109,8 @@ class Intake:
                 await host.turns.say(to, held_text(err))
             return
         host.storage.ok()
-        if item is None:
+        if item is None:  # the same message delivered twice at once: the other delivery took it
+            log.info("discord: message %s came again; answered once", msg.message_id)
             return
         turns = host.turns
         # Busy modes (conversation/busy.py): stored first, then handed to the sender's running turn.
