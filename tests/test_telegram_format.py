@@ -10,19 +10,14 @@ import pytest
 import telegram
 from telegramify_markdown import convert
 
-from messaging_llm_bot.channels.telegram.format import (
-    EMPTY_PLACEHOLDER,
-    MessagePart,
-    plain_parts,
-    render_markdown,
-    utf16_len,
-)
+from messaging_llm_bot.channels.telegram.format import plain_parts, render_markdown
 from messaging_llm_bot.channels.telegram.send import (
     TelegramDeliveryError,
     edit_text_safely,
     fit_plain_text,
     send_markdown,
 )
+from messaging_llm_bot.conversation.markup import EMPTY_PLACEHOLDER, MessagePart, utf16_len
 from tests.fakes.bot_api import FakeBotAPI
 
 WORDS = ["alpha", "beta", "gamma", "delta", "Grüße", "naïve", "😀smile", "日本語", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "end."]

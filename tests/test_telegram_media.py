@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from messaging_llm_bot.channels.telegram.media import sanitize_name
+from messaging_llm_bot.conversation.attachments import sanitize_name
 from tests.telegram_harness import OWNER, texts
 
 

@@ -87,15 +87,16 @@ def test_stop_wakes_the_edit_loop_at_once_instead_of_waiting_out_the_interval(mo
     edit of every streamed reply went out up to a second late."""
     import asyncio
 
-    from messaging_llm_bot.channels.telegram.progress import telegram_progress
+    from messaging_llm_bot.channels.telegram.progress import TelegramLive
     from messaging_llm_bot.conversation import progress as progress_mod
+    from messaging_llm_bot.conversation.progress import Progress
 
     monkeypatch.setattr(progress_mod, "STOP_WAIT_SECONDS", 3600.0)  # the old code's cap would hide the stall
     monkeypatch.setattr(progress_mod, "FIRST_MESSAGE_GRACE_SECONDS", 0.0, raising=False)
 
     async def scenario() -> list:
         bot = _RecordingBot()
-        p = telegram_progress(bot, 1, stream=True, edit_interval=3600.0)
+        p = Progress(TelegramLive(bot, 1), stream=True, edit_interval=3600.0)
         await p.start()
         event = type("Ev", (), {})
         for text in ("first words", "first words and more"):
@@ -120,11 +121,12 @@ def test_a_turn_done_within_the_grace_needs_no_live_message():
     """A quick streamed answer: no stream message (the reply is then one sendMessage, not a send plus an edit)."""
     import asyncio
 
-    from messaging_llm_bot.channels.telegram.progress import telegram_progress
+    from messaging_llm_bot.channels.telegram.progress import TelegramLive
+    from messaging_llm_bot.conversation.progress import Progress
 
     async def scenario() -> list:
         bot = _RecordingBot()
-        p = telegram_progress(bot, 1, stream=True)
+        p = Progress(TelegramLive(bot, 1), stream=True)
         await p.start()
         ev = type("Ev", (), {})()
         ev.kind, ev.data = "delta", {"text": "the whole answer"}

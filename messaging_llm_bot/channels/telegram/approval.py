@@ -35,11 +35,6 @@ CALLBACK_PATTERN = r"^approve:[0-9a-f]+:(yes|no|chat)$"
 CONVERSATION_NOTE = f"Allow for this conversation: {ALLOWANCE}."
 
 
-def describe_request(request: dict[str, Any]) -> str:
-    """The question shown to the owner: which skill, what it would do, and why it asks."""
-    return question_text(request, CONVERSATION_NOTE if offers_conversation(request) else "")
-
-
 class Approvals:
     """Open questions, keyed by a random token carried in the button data."""
 
@@ -67,7 +62,10 @@ class Approvals:
         try:
             try:
                 message = await bot.send_message(
-                    chat_id, describe_request(request), reply_markup=InlineKeyboardMarkup(rows), message_thread_id=topic
+                    chat_id,
+                    question_text(request, CONVERSATION_NOTE if offers_conversation(request) else ""),
+                    reply_markup=InlineKeyboardMarkup(rows),
+                    message_thread_id=topic,
                 )
             except TelegramError:
                 log.exception("telegram: could not ask for confirmation in chat %s", chat_id)
@@ -82,10 +80,6 @@ class Approvals:
             return answer
         finally:
             self.questions.close(token)
-
-    def decline_all(self, chat_id: int) -> int:
-        """Answer no to every open question in this chat (the owner stopped the turn); returns how many."""
-        return self.questions.decline_all(chat_id)
 
     async def on_choice(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Resolve the open question a button press belongs to."""

@@ -70,7 +70,7 @@ class Commands:
         chat = update.effective_chat
         stopped = self.runtime.agent.stop(self.conversation(update))
         if stopped and self.turns.approvals is not None:
-            self.turns.approvals.decline_all(chat.id)
+            self.turns.approvals.questions.decline_all(chat.id)
         await answer_update(update, context.bot, texts.STOPPING_TEXT if stopped else texts.NOTHING_TO_STOP_TEXT)
 
     async def cmd_reset(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:

@@ -7,16 +7,8 @@ The conversion and the splitting rules are shared with the other chat frontends
 from __future__ import annotations
 
 from messaging_llm_bot.channels.contract import Capabilities
-from messaging_llm_bot.conversation.markup import (
-    EMPTY_PLACEHOLDER,
-    MessagePart,
-    render_parts,
-    utf16_len,
-    utf16_units,
-)
-from messaging_llm_bot.conversation.markup import (
-    plain_parts as _plain_parts,
-)
+from messaging_llm_bot.conversation.markup import MessagePart, render_parts, utf16_units
+from messaging_llm_bot.conversation.markup import plain_parts as _plain_parts
 
 MAX_MESSAGE_UTF16 = 4096
 
@@ -33,16 +25,6 @@ CAPABILITIES = Capabilities(
     media_out=frozenset({"voice", "photo", "file"}),
     max_file_bytes=50_000_000,  # the Bot API's upload limit for sendDocument (sendPhoto: 10 MB, else a document)
 )
-
-__all__ = [
-    "CAPABILITIES",
-    "EMPTY_PLACEHOLDER",
-    "MAX_MESSAGE_UTF16",
-    "MessagePart",
-    "plain_parts",
-    "render_markdown",
-    "utf16_len",
-]
 
 
 def render_markdown(markdown: str, limit: int = MAX_MESSAGE_UTF16) -> list[MessagePart]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import telegram
 from telegram import Update
@@ -106,54 +107,36 @@ class Intake:
 
     def persist(self, updates: Sequence[Update], bot: telegram.Bot) -> tuple[int, OSError | None]:
         """Write model-bound updates to the inbox; (how many leading updates may be confirmed, the error that
-        stopped the rest or None)."""
+        stopped the rest or None). A burst goes in one batch, whose fsyncs the file system commits together;
+        one at a time after that (what the batch did not store, or all when it failed) finds the one that fails."""
+
+        def record(update: Update) -> tuple[str, str, dict[str, Any], str]:
+            message = message_of(update)
+            return str(update.update_id), message_conversation(message), update.to_dict(), message_fingerprint(message)
+
+        def keep(update: Update, item: InboxItem | None) -> None:
+            if item is None:
+                self.duplicates.add(update.update_id)  # answered already: the gate drops it
+            else:
+                self.items[update.update_id] = item
+
         try:
             wanted = [u for u in updates if u.update_id not in self.items and self.for_model(u, bot)]
-        except Exception:  # noqa: BLE001 - fall back to one update at a time below
-            wanted = []
-        if len(wanted) > 1:
-            # A burst: one batch whose fsyncs the file system commits together.
-            try:
-                accepted = self.inbox.accept_many(
-                    [
-                        (
-                            str(u.update_id),
-                            message_conversation(message_of(u)),
-                            u.to_dict(),
-                            message_fingerprint(message_of(u)),
-                        )
-                        for u in wanted
-                    ]
-                )
-            except OSError:  # e.g. disk full: one by one below, which finds (and reports) the one that fails
-                log.debug("telegram: batch write of %d updates to the inbox failed; one at a time", len(wanted))
-            except Exception:  # noqa: BLE001 - an odd update: one by one below
-                log.warning("telegram: batch write of %d updates to the inbox failed; one at a time", len(wanted))
-            else:
-                for update, item in zip(wanted, accepted, strict=False):
-                    if item is None:
-                        self.duplicates.add(update.update_id)
-                    else:
-                        self.items[update.update_id] = item
+            if len(wanted) > 1:
+                for update, item in zip(wanted, self.inbox.accept_many([record(u) for u in wanted]), strict=False):
+                    keep(update, item)
+        except Exception as err:  # noqa: BLE001 - disk full, an odd update: one by one below
+            log.log(
+                logging.DEBUG if isinstance(err, OSError) else logging.WARNING, "telegram: batch write failed: %s", err
+            )
         for index, update in enumerate(updates):
             try:
-                if update.update_id in self.items or not self.for_model(update, bot):
-                    continue
-                item = self.inbox.accept(
-                    str(update.update_id),
-                    message_conversation(message_of(update)),
-                    update.to_dict(),
-                    message_fingerprint(message_of(update)),
-                )
+                if update.update_id not in self.items and self.for_model(update, bot):
+                    keep(update, self.inbox.accept(*record(update)))
             except OSError as err:  # storage: this one and the rest are not confirmed (Telegram keeps them)
                 return index, err
             except Exception:  # noqa: BLE001 - one odd update must not stall polling; the handler retries
                 log.exception("telegram: could not persist update %s to the inbox", update.update_id)
-                continue
-            if item is None:
-                self.duplicates.add(update.update_id)
-            else:
-                self.items[update.update_id] = item
         return len(updates), None
 
     async def over_limit(self, update: Update, bot: telegram.Bot) -> None:

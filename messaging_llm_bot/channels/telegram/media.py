@@ -14,41 +14,11 @@ from telegram.constants import FileSizeLimit
 
 from assistant_framework.config.settings import TranscriptionSettings
 from assistant_framework.workspace import Workspace, atomic_write_bytes
-from messaging_llm_bot.conversation.attachments import (
-    VOICE_DISABLED,
-    SavedFile,
-    attachment_prompt,
-    free_name,
-    sanitize_name,
-)
+from messaging_llm_bot.conversation.attachments import VOICE_DISABLED, SavedFile, free_name, sanitize_name
 from messaging_llm_bot.llm.transcribe import Transcription, transcribe
 
-__all__ = [
-    "VOICE_DISABLED",
-    "SavedFile",
-    "attachment_prompt",
-    "message_kind",
-    "sanitize_name",
-    "save_attachment",
-    "transcribe_voice",
-    "unsupported_text",
-]
-
 MAX_DOWNLOAD_BYTES = int(FileSizeLimit.FILESIZE_DOWNLOAD)  # 20 MB: the Bot API refuses bigger downloads
-_OTHER_KINDS = (
-    "sticker",
-    "video",
-    "video_note",
-    "animation",
-    "audio",
-    "location",
-    "venue",
-    "contact",
-    "poll",
-    "dice",
-    "game",
-    "story",
-)
+_OTHER_KINDS = "sticker video video_note animation audio location venue contact poll dice game story".split()
 
 
 def message_kind(message: telegram.Message) -> str:

@@ -4,13 +4,11 @@ status line and the streamed answer by edits, as optional calls that give way to
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 
 import telegram
 
 from messaging_llm_bot.channels.telegram.ratelimit import BudgetSkipped, optional_call
 from messaging_llm_bot.channels.telegram.send import edit_text_safely, fit_plain_text
-from messaging_llm_bot.conversation import progress as shared
 
 log = logging.getLogger(__name__)
 
@@ -55,25 +53,3 @@ class TelegramLive:
             await self.bot.delete_message(self.chat_id, message_id)
         except telegram.error.TelegramError as err:
             log.info("telegram: could not delete status message %s in chat %s: %s", message_id, self.chat_id, err)
-
-
-def telegram_progress(
-    bot: telegram.Bot,
-    chat_id: int,
-    *,
-    show_status: bool = True,
-    stream: bool = True,
-    edit_interval: float = shared.EDIT_INTERVAL_SECONDS,
-    message_id: int | None = None,
-    on_message: Callable[[int], Awaitable[None]] | None = None,
-    topic: int | None = None,
-) -> shared.Progress:
-    """One turn's progress in a Telegram chat (and forum topic: status and typing show there)."""
-    return shared.Progress(
-        TelegramLive(bot, chat_id, topic),
-        show_status=show_status,
-        stream=stream,
-        edit_interval=edit_interval,
-        message_id=message_id,
-        on_message=on_message,
-    )

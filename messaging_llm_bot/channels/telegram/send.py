@@ -13,16 +13,11 @@ import telegram
 from telegram import MessageEntity, ReplyParameters
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
-from messaging_llm_bot.channels.telegram.format import (
-    MAX_MESSAGE_UTF16,
-    MessagePart,
-    plain_parts,
-    render_markdown,
-)
+from messaging_llm_bot.channels.telegram.format import MAX_MESSAGE_UTF16, plain_parts, render_markdown
 from messaging_llm_bot.channels.telegram.ratelimit import BudgetSkipped, optional_call, retry_after_seconds
 from messaging_llm_bot.channels.telegram.settings import telegram_chat_id, topic_in, topic_of
 from messaging_llm_bot.conversation.delivery import DeliveryError
-from messaging_llm_bot.conversation.markup import fit_text
+from messaging_llm_bot.conversation.markup import MessagePart, fit_text
 
 log = logging.getLogger(__name__)
 

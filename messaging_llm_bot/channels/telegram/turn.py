@@ -25,8 +25,8 @@ from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.telegram.approval import Approvals
 from messaging_llm_bot.channels.telegram.files import send_workspace_file
 from messaging_llm_bot.channels.telegram.format import CAPABILITIES, render_markdown
-from messaging_llm_bot.channels.telegram.media import VOICE_DISABLED, message_kind, save_attachment, transcribe_voice
-from messaging_llm_bot.channels.telegram.progress import telegram_progress
+from messaging_llm_bot.channels.telegram.media import message_kind, save_attachment, transcribe_voice
+from messaging_llm_bot.channels.telegram.progress import TelegramLive
 from messaging_llm_bot.channels.telegram.send import (
     TelegramDeliveryError,
     edit_text_safely,
@@ -36,6 +36,7 @@ from messaging_llm_bot.channels.telegram.send import (
     send_plain,
 )
 from messaging_llm_bot.channels.telegram.settings import chat_of, message_of, strip_mention, topic_in, topic_of
+from messaging_llm_bot.conversation.attachments import VOICE_DISABLED
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import FilesInput, files_input
@@ -97,14 +98,12 @@ class TurnRunner(ItemTurns):
         progress: Progress | None = None
         if reply is None:
             # A live message left by a crashed run is taken over (edited), never left behind beside a new one.
-            progress = telegram_progress(
-                self.bot,
-                chat_id,
+            progress = Progress(
+                TelegramLive(self.bot, chat_id, topic),  # in the forum topic: status and typing show there
                 show_status=self.settings.progress,
                 stream=self.settings.stream,
                 message_id=item.live,
                 on_message=lambda mid: self.record_live(item.item_id, mid),
-                topic=topic,
             )
             produce = functools.partial(self._produce_reply, item, message, progress, parts)
             sender = message.from_user.id if message.from_user else None
