@@ -50,7 +50,7 @@ class Skill:
     description: str
     args_schema: JsonSchema
     #: ``run(workspace, args)`` or ``run(workspace, args, context)`` (``wants_context``); returns the result
-    run: Callable[..., Any]
+    run: Callable[..., object]
     folder: Path | None
     source_path: Path | None
     readme_path: Path | None
@@ -156,7 +156,7 @@ def _schema_problem_of_text(text: str) -> str | None:
     return _schema_problem(json.loads(text))
 
 
-def check_schema(schema: Any, where: str) -> JsonSchema:
+def check_schema(schema: object, where: str) -> JsonSchema:
     """Raise SkillDefinitionError unless ``schema`` is a valid JSON Schema object."""
     if not isinstance(schema, dict):
         raise SkillDefinitionError(f"{where}: args schema must be a JSON object, got {type(schema).__name__}")
@@ -169,7 +169,7 @@ def check_schema(schema: Any, where: str) -> JsonSchema:
     return schema
 
 
-def accepts_context(func: Callable[..., Any]) -> bool:
+def accepts_context(func: Callable[..., object]) -> bool:
     """True when ``func`` takes a third positional parameter (the SkillContext)."""
     try:
         params = inspect.signature(func).parameters.values()
@@ -245,7 +245,7 @@ def _capabilities(value: Any, folder: Path) -> list[str]:
     return list(dict.fromkeys(value))
 
 
-def _action_capabilities(value: Any, declared: list[str], folder: Path) -> dict[str, list[str]]:
+def _action_capabilities(value: object, declared: list[str], folder: Path) -> dict[str, list[str]]:
     """``ACTION_CAPABILITIES`` checked: each action's list a non-empty part of the declared capabilities."""
     if value is None:
         return {}
@@ -267,7 +267,7 @@ def _action_capabilities(value: Any, declared: list[str], folder: Path) -> dict[
 _CONFIG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
-def _requires_config(value: Any, folder: Path) -> str:
+def _requires_config(value: object, folder: Path) -> str:
     """``REQUIRES_CONFIG`` checked: a dotted config key (``"mail.smtp.host"``), or nothing."""
     if value is None or value == "":
         return ""
@@ -276,7 +276,7 @@ def _requires_config(value: Any, folder: Path) -> str:
     return value
 
 
-def _requires_service(value: Any, folder: Path) -> str:
+def _requires_service(value: object, folder: Path) -> str:
     """``REQUIRES_SERVICE`` checked: one of the services a turn may give its skills, or nothing."""
     if value is None or value == "":
         return ""
@@ -287,7 +287,7 @@ def _requires_service(value: Any, folder: Path) -> str:
     return str(value)
 
 
-def _timeout(value: Any, folder: Path) -> float | None:
+def _timeout(value: object, folder: Path) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jsonschema.protocols import Validator
+
 from assistant_framework.agentskills.library import AgentSkillLibrary
 from assistant_framework.config.settings import RuntimeSettings, Settings
 from assistant_framework.plugin_import import LoadOnce, forget_module
@@ -41,7 +43,7 @@ class SkillResult:
     """The outcome of one skill call; errors are values so the model can react."""
 
     ok: bool
-    value: Any = None
+    value: object = None
     error: str | None = None
     error_kind: str | None = None  # "unknown_skill" | "invalid_args" | "timeout" | "exception"
     truncated: bool = False
@@ -57,16 +59,16 @@ class SkillResult:
         return value_text(self.value)
 
 
-def value_text(value: Any) -> str:
+def value_text(value: object) -> str:
     """A skill's return value as text: strings as they are, everything else as JSON."""
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def config_is_set(config: Mapping[str, Any], dotted: str) -> bool:
+def config_is_set(config: Mapping[str, object], dotted: str) -> bool:
     """True when ``dotted`` (``"mail.smtp.host"``) names a value in ``config`` that is not empty."""
-    value: Any = config
+    value: object = config
     for part in dotted.split("."):
         if not isinstance(value, Mapping) or part not in value:
             return False
@@ -110,11 +112,11 @@ class SkillManager:
         self.default_context = SkillContext()
         self._skills: dict[str, Skill] = {}
         self._errors: list[SkillLoadError] = []
-        self._validators: dict[str, Any] = {}
+        self._validators: dict[str, Validator] = {}
         # What the folders and sources gave, before the SKILL.md skills' tools are added.
         self._plain: dict[str, Skill] = {}
         self._plain_errors: list[SkillLoadError] = []
-        self._plain_validators: dict[str, Any] = {}
+        self._plain_validators: dict[str, Validator] = {}
         self._module_names: list[str] = []
         self._once = LoadOnce(self.load)
         if not defer:
@@ -286,7 +288,7 @@ class SkillManager:
 
     # -- running ---------------------------------------------------------------
 
-    def validate_args(self, name: str, args: Any) -> str | None:
+    def validate_args(self, name: str, args: object) -> str | None:
         """None when ``args`` fit the skill's schema as they are, else a message naming fields and rules."""
         self.ensure_loaded()
         validator = self._validators.get(name)
@@ -294,7 +296,7 @@ class SkillManager:
             return None
         return schema_problems(validator, args)
 
-    def prepare(self, name: str, args: Any) -> PreparedCall | SkillResult:
+    def prepare(self, name: str, args: object) -> PreparedCall | SkillResult:
         """The call ready to run (arguments coerced, fitted to the schema's types and validated, once),
         or a failed ``SkillResult`` saying why not (``unknown_skill`` or ``invalid_args``). Nothing runs.
 
@@ -320,7 +322,7 @@ class SkillManager:
         return prepared
 
     def run(
-        self, name: str, args: Any, context: SkillContext | None = None, *, workspace: Workspace | None = None
+        self, name: str, args: object, context: SkillContext | None = None, *, workspace: Workspace | None = None
     ) -> SkillResult:
         """Prepare and run in one step (for callers with no check in between); never raises.
 
@@ -341,15 +343,15 @@ class SkillManager:
         skill = call.skill
         where = workspace if workspace is not None else self.workspace
         args = call.args_copy()
-        call_args: tuple[Any, ...] = (
+        call_args: tuple[object, ...] = (
             (where, args, context or self.default_context) if skill.wants_context else (where, args)
         )
         result = self._call_with_timeout(skill, call_args, self.timeout_for(skill.name))
         result.elapsed_s = time.monotonic() - started
         return result
 
-    def _call_with_timeout(self, skill: Skill, call_args: tuple[Any, ...], timeout: float) -> SkillResult:
-        outcome: dict[str, Any] = {}
+    def _call_with_timeout(self, skill: Skill, call_args: tuple[object, ...], timeout: float) -> SkillResult:
+        outcome: dict[str, object] = {}
 
         def target() -> None:
             try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
+from jsonschema.protocols import Validator
 
 from assistant_framework.json_types import JsonSchema
 from assistant_framework.skills.loader import Skill
@@ -47,7 +48,7 @@ class PreparedCall:
         return self.skill.name + "\n" + json.dumps(self.args, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def coerce_args(args: Any) -> Any:
+def coerce_args(args: object) -> object:
     """Arguments as a dict when the model sent a JSON string of one, ``{}`` for nothing at all."""
     if args is None:
         return {}
@@ -63,7 +64,7 @@ def coerce_args(args: Any) -> Any:
     return args
 
 
-def fit_scalar_types(args: Any, schema: JsonSchema | None) -> Any:
+def fit_scalar_types(args: object, schema: JsonSchema | None) -> object:
     """Top-level arguments in the scalar type their schema declares, when the model wrote the same
     value in another: ``{"id": 3}`` for a string id, ``"5"`` for an integer, ``"true"`` for a boolean.
     Anything else is left for the schema check to name."""
@@ -115,7 +116,7 @@ def describe_validation_error(error: jsonschema.ValidationError) -> str:
     return message
 
 
-def schema_problems(validator: Any, args: Any) -> str | None:
+def schema_problems(validator: Validator, args: Any) -> str | None:
     """None when ``args`` pass ``validator``, else a message naming the fields and the rules broken."""
     errors = sorted(validator.iter_errors(args), key=lambda e: (list(e.absolute_path), e.message))
     if not errors:
@@ -126,12 +127,12 @@ def schema_problems(validator: Any, args: Any) -> str | None:
     return "; ".join(lines)
 
 
-def validator_for(schema: JsonSchema) -> Any:
+def validator_for(schema: JsonSchema) -> Validator:
     """A jsonschema validator for a skill's args schema (the draft the schema names, else the latest)."""
     return jsonschema.validators.validator_for(schema)(schema)
 
 
-def prepare_args(skill: Skill, args: Any, validator: Any) -> PreparedCall | str:
+def prepare_args(skill: Skill, args: object, validator: Validator) -> PreparedCall | str:
     """The prepared call, or a message saying why ``args`` do not fit ``skill``'s schema.
 
     The arguments are copied first: the model's parsed call (kept in the trace) is never changed,

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 import icalendar
+from icalendar.cal import Component
 
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import OUTSIDE_LABEL, context_now, context_zone, need
@@ -21,6 +23,9 @@ from assistant_framework.workspace import Workspace
 from .ledger import once
 from .server import event_by_uid, owner_calendar
 from .times import local_moment, shown
+
+if TYPE_CHECKING:  # caldav is imported when the skill first talks to the server
+    from caldav import Calendar, CalendarObjectResource
 
 DESCRIPTION = (
     "The owner's calendar: list upcoming events (with their uid), create one, move one to a new start, or "
@@ -74,7 +79,7 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
     return once(workspace, context, args, change)
 
 
-def _change(calendar: Any, args: dict[str, Any], start: datetime | None, zone: Any) -> str:
+def _change(calendar: Calendar, args: SkillArgs, start: datetime | None, zone: ZoneInfo) -> str:
     """Move (to ``start``) or delete the event ``args["uid"]``; the sentence the model reads."""
     event = event_by_uid(calendar, args["uid"])
     component = _single(event, args["uid"])
@@ -90,10 +95,12 @@ def _change(calendar: Any, args: dict[str, Any], start: datetime | None, zone: A
     return f"moved {title!r} (uid {args['uid']}) from {shown(was, zone)} to {shown(start, zone)} ({zone.key})"
 
 
-def _list(calendar: Any, context: Any, days: int, title: str | None) -> str:
+def _list(calendar: Calendar, context: SkillContext | None, days: int, title: str | None) -> str:
     zone = context_zone(context)
     today = context_now(context).replace(hour=0, minute=0, second=0, microsecond=0)
-    found = calendar.search(start=today, end=today + timedelta(days=days), event=True, expand=True)
+    found: list[CalendarObjectResource] = calendar.search(
+        start=today, end=today + timedelta(days=days), event=True, expand=True
+    )
     rows: list[tuple[str, str]] = []
     for event in found:
         component = event.icalendar_component
@@ -114,7 +121,7 @@ def _list(calendar: Any, context: Any, days: int, title: str | None) -> str:
     return f"{OUTSIDE_LABEL} events ({zone.key}):\n" + "\n".join(row for _, row in rows[:MAX_LISTED]) + more
 
 
-def _create(calendar: Any, title: str, start: datetime, minutes: int, zone: Any) -> str:
+def _create(calendar: Calendar, title: str, start: datetime, minutes: int, zone: ZoneInfo) -> str:
     uid = f"{uuid.uuid4()}@assistant"
     event = icalendar.Event()
     event.add("uid", uid)
@@ -130,9 +137,9 @@ def _create(calendar: Any, title: str, start: datetime, minutes: int, zone: Any)
     return f"created {title!r} on {shown(start, zone)}, {minutes} min ({zone.key}); uid {uid}"
 
 
-def _single(event: Any, uid: str) -> Any:
+def _single(event: CalendarObjectResource, uid: str) -> Component:
     """The event's one VEVENT; a recurring series is refused (moving its first start would move them all)."""
-    components = [c for c in event.icalendar_instance.walk("VEVENT")]
+    components: list[Component] = list(event.icalendar_instance.walk("VEVENT"))
     if len(components) != 1 or components[0].get("rrule"):
         raise ValueError(f"event {uid!r} repeats: change a recurring series in your calendar app")
     component = components[0]
@@ -141,7 +148,7 @@ def _single(event: Any, uid: str) -> Any:
     return component
 
 
-def _length(component: Any) -> timedelta:
+def _length(component: Component) -> timedelta:
     start = component.decoded("dtstart")
     length: timedelta
     if component.get("dtend"):
@@ -153,14 +160,14 @@ def _length(component: Any) -> timedelta:
     return timedelta(minutes=DEFAULT_MINUTES)
 
 
-def _minutes(component: Any) -> int:
+def _minutes(component: Component) -> int:
     start = component.decoded("dtstart")
     if not isinstance(start, datetime):
         return 24 * 60
     return int(_length(component).total_seconds() // 60)
 
 
-def _set_times(component: Any, start: datetime, length: timedelta) -> None:
+def _set_times(component: Component, start: datetime, length: timedelta) -> None:
     for key in ("dtstart", "dtend", "duration"):
         component.pop(key, None)
     component.add("dtstart", start)

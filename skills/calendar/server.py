@@ -6,11 +6,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 
 from assistant_framework.config.settings.calendar import CalendarSettings
+
+if TYPE_CHECKING:  # caldav is imported when the skill first talks to the server
+    from caldav import Calendar, CalendarObjectResource
 
 NOT_SET_UP = "the calendar is not set up: the owner sets calendar.url in the config (docs/actions.md)"
 
@@ -23,7 +26,7 @@ def password(settings: CalendarSettings) -> str:
 
 
 @contextmanager
-def owner_calendar(settings: CalendarSettings) -> Iterator[Any]:
+def owner_calendar(settings: CalendarSettings) -> Iterator[Calendar]:
     """The configured calendar (a ``caldav.Calendar``), its connection closed afterwards."""
     if not settings.url:
         raise ValueError(NOT_SET_UP)
@@ -45,8 +48,8 @@ def owner_calendar(settings: CalendarSettings) -> Iterator[Any]:
         raise ValueError(f"the calendar server did not answer as expected ({type(exc).__name__})") from None
 
 
-def _find(client: Any, settings: CalendarSettings) -> Any:
-    calendars = client.principal().calendars()
+def _find(client: Any, settings: CalendarSettings) -> Calendar:
+    calendars: list[Calendar] = client.principal().calendars()  # caldav leaves principal() untyped
     if not calendars:
         raise ValueError("the calendar server has no calendar for this user")
     if not settings.calendar:
@@ -59,7 +62,7 @@ def _find(client: Any, settings: CalendarSettings) -> Any:
     raise ValueError(f"no calendar named {settings.calendar!r} (calendar.calendar); the server has {names}")
 
 
-def event_by_uid(calendar: Any, uid: str) -> Any:
+def event_by_uid(calendar: Calendar, uid: str) -> CalendarObjectResource:
     """The event with this UID; ValueError when there is none (the model should list first)."""
     from caldav.lib import error as caldav_error
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from assistant_framework.config.settings.search import SearchSettings
 from assistant_framework.http_deadline import BodyTooLarge, DeadlineExceeded, bounded_request, deadline_session
+from assistant_framework.json_types import JsonObject
 
 DEFAULT_URLS = {"brave": "https://api.search.brave.com", "tavily": "https://api.tavily.com"}
 MAX_BYTES = 2_000_000
@@ -51,30 +52,30 @@ class Backend:
     timeout: float
 
 
-def _rows(value: Any) -> list[dict[str, Any]]:
+def _rows(value: object) -> list[JsonObject]:
     return [row for row in value if isinstance(row, dict)] if isinstance(value, list) else []
 
 
-def searxng_hits(body: Any) -> list[Hit]:
+def searxng_hits(body: object) -> list[Hit]:
     """The hits of a SearXNG JSON answer (pure)."""
     rows = _rows(body.get("results")) if isinstance(body, dict) else []
     return [Hit(str(r.get("title") or ""), str(r.get("url") or ""), str(r.get("content") or "")) for r in rows]
 
 
-def brave_hits(body: Any) -> list[Hit]:
+def brave_hits(body: object) -> list[Hit]:
     """The hits of a Brave web search answer (pure)."""
     web = body.get("web") if isinstance(body, dict) else None
     rows = _rows(web.get("results")) if isinstance(web, dict) else []
     return [Hit(str(r.get("title") or ""), str(r.get("url") or ""), str(r.get("description") or "")) for r in rows]
 
 
-def tavily_hits(body: Any) -> list[Hit]:
+def tavily_hits(body: object) -> list[Hit]:
     """The hits of a Tavily search answer (pure)."""
     rows = _rows(body.get("results")) if isinstance(body, dict) else []
     return [Hit(str(r.get("title") or ""), str(r.get("url") or ""), str(r.get("content") or "")) for r in rows]
 
 
-def _detail(body: Any) -> str:
+def _detail(body: object) -> str:
     """The error text an API put in its body: Brave's ``error.detail``, Tavily's ``detail.error``."""
     if not isinstance(body, dict):
         return ""
@@ -86,7 +87,7 @@ def _detail(body: Any) -> str:
     return str(detail or error or "")[:200]
 
 
-def _code(body: Any) -> str:
+def _code(body: object) -> str:
     error = body.get("error") if isinstance(body, dict) else None
     return str(error.get("code") or "") if isinstance(error, dict) else ""
 
@@ -110,7 +111,7 @@ def what_to_check(backend: Backend) -> str:
     return "check this machine's internet connection"
 
 
-def refusal(backend: str, status: int, body: Any) -> str:
+def refusal(backend: str, status: int, body: object) -> str:
     """One sentence for an HTTP error answer of ``backend`` (pure)."""
     label = label_of(backend)
     detail = _detail(body).strip().rstrip(".")
@@ -130,8 +131,8 @@ def refusal(backend: str, status: int, body: Any) -> str:
     return f"{label} refused the search (HTTP {status}){said}"
 
 
-def _exchange(backend: Backend, method: str, url: str, **kwargs: Any) -> Any:
-    """One bounded HTTP exchange; the JSON body, or SearchError with one sentence."""
+def _exchange(backend: Backend, method: str, url: str, **kwargs: Any) -> object:
+    """One bounded HTTP exchange; the JSON body (any JSON value), or SearchError with one sentence."""
     with deadline_session(pool_size=1) as session:
         try:
             answer = bounded_request(
@@ -176,7 +177,7 @@ def _why(exc: BaseException) -> str:
     return "the connection failed"
 
 
-def _headers(extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def _headers(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {"User-Agent": USER_AGENT, "Accept": "application/json", **(extra or {})}
 
 
