@@ -178,6 +178,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         SLACK_BOT,
     ),
     Mutation(
+        "slack-button-anyone",
+        "messaging_llm_bot/channels/slack/intake.py",
+        "        elif not self.host.config.is_owner(press.user):",
+        "        elif False:",
+        "anyone who can press the question's button (a channel's member, a forged payload's user) confirms the call",
+        SLACK_BOT,
+    ),
+    Mutation(
         "slack-mention-mode-off",
         "messaging_llm_bot/channels/slack/message.py",
         '    if not (direct or kind == "app_mention"):',

@@ -401,14 +401,17 @@ def _slack_texts_until(request: pytest.FixtureRequest, done: Callable[[list[str]
 
 
 def _approve_on_slack(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
-    from tests.slack_harness import owner_writes
+    """The owner presses the question's Confirm or Decline button (a signed interactive payload)."""
+    from tests.slack_harness import OWNER, owner_writes
 
     slack, workspace = request.getfixturevalue("slack_api"), request.getfixturevalue("workspace")
     request.getfixturevalue("start_slack")()
     owner_writes(slack, "delete notes/important.md")
     [question] = _slack_texts_until(request, lambda texts: any(t.startswith("Confirm") for t in texts))
     assert workspace.exists("notes/important.md")
-    owner_writes(slack, "yes" if yes else "no")  # the answer, not a new message for the model
+    dm = slack.dms[OWNER]
+    [asked] = [m for m in slack.posted(dm) if m.get("blocks")]
+    assert slack.deliver_form(slack.press(OWNER, dm, asked["ts"], "approve_yes" if yes else "approve_no")).ok
     texts = _slack_texts_until(request, lambda texts: any("Handled." in t for t in texts))
     return question, texts[-1]
 

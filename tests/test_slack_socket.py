@@ -1,8 +1,9 @@
 """Slack over Socket Mode through the real bot process (``python -m messaging_llm_bot``, Slack only,
 ``slack.socket_mode``) against the fake Slack API and its Socket Mode server (tests/fakes/slack_socket.py): the bot
 connects with the app-level token, a DM sent as an envelope gets one answer and the envelope is acknowledged; an
-envelope delivered twice is answered once; a ``disconnect`` envelope makes the bot connect again and go on; doctor
-checks the app-level token. One bot process for the module."""
+envelope delivered twice is answered once; a ``disconnect`` envelope makes the bot connect again and go on; a button
+pressed on a question comes as an ``interactive`` envelope and answers it; doctor checks the app-level token. One
+bot process for the module."""
 
 from __future__ import annotations
 
@@ -123,6 +124,22 @@ def test_a_disconnect_envelope_makes_the_bot_connect_again(running: Running) -> 
     wait_until(lambda: len(slack.posted(dm)) > before and not _pending(running.workspace), what="the answer")
     assert [m["text"] for m in slack.posted(dm)[before:]] == ["Bern."]
     assert envelope in socket.acked
+
+
+def test_a_button_press_comes_as_an_interactive_envelope(running: Running) -> None:
+    slack, socket, model, workspace = running.slack, running.socket, running.model, running.workspace
+    model.reset()
+    (workspace / "notes").mkdir(parents=True, exist_ok=True)
+    (workspace / "notes/old.md").write_text("# Old\n")
+    dm = slack.dms[OWNER]
+    before = len(slack.posted(dm))
+    model.enqueue('{"skill": "file", "args": {"action": "delete", "path": "notes/old.md"}}', '{"reply": "Gone."}')
+    socket.send(slack.dm(OWNER, "delete notes/old.md"))
+    wait_until(lambda: any(m.get("blocks") for m in slack.posted(dm)[before:]), what="the question")
+    [question] = [m for m in slack.posted(dm)[before:] if m.get("blocks")]
+    envelope = socket.send(slack.press(OWNER, dm, question["ts"], "approve_yes"), kind="interactive")
+    wait_until(lambda: any("Gone." in m["text"] for m in slack.posted(dm)[before:]), what="the reply")
+    assert not (workspace / "notes/old.md").exists() and envelope in socket.acked
 
 
 def test_doctor_checks_the_app_token(

@@ -13,6 +13,9 @@ fake.base_url`` (``http://127.0.0.1:<port>/api/``). What it answers, as Slack do
 - ``chat.postMessage``: ``channel`` (a DM or channel the fake knows, else ``channel_not_found``), ``text``
   (else ``no_text``; more than 40,000 characters ``msg_too_long``), optional ``thread_ts`` (a message of that
   channel, else ``thread_not_found``): ``{"ok", "channel", "ts", "message"}``.
+- ``blocks`` (both methods, optional): Block Kit, checked as Slack does (``invalid_blocks``): at most 50 blocks,
+  a section's text at most 3,000 characters, an actions block's buttons each with a plain_text label of at most
+  75 characters, an ``action_id`` unique in the message and a ``value`` of at most 2,000.
 - ``chat.update``: ``channel``, ``ts`` (a message of that channel, else ``message_not_found``; one the bot did not
   post ``cant_update_message``), ``text`` (the same bounds): ``{"ok", "channel", "ts", "text", "message"}``.
 - ``conversations.open``: ``users`` (one known user id, else ``user_not_found``): ``{"ok", "channel": {"id"}}``.
@@ -28,6 +31,9 @@ fake.base_url`` (``http://127.0.0.1:<port>/api/``). What it answers, as Slack do
 - ``apps.connections.open`` takes the app-level token (``xapp-...``; a bot token is ``not_allowed_token_type``, a
   wrong one ``invalid_auth``): ``{"ok", "url"}``, a ``ws://`` URL of the fake's Socket Mode server
   (tests/fakes/slack_socket.py, started by ``socket_mode()``), which delivers events as envelopes.
+
+A button pressed: ``press(user, channel, ts, action_id)`` is the ``block_actions`` payload of ``user`` pressing a
+button of the bot's message, which ``deliver_form`` posts as Slack does (``payload=<json>`` form data, signed).
 
 Slack's side of the Events API: ``connect(url, signing_secret)``, then ``dm(user, text)`` and ``mention(user,
 channel, text)`` build an ``event_callback`` payload and ``deliver(payload)`` posts it signed as Slack does
@@ -45,7 +51,7 @@ import json
 import threading
 import time
 from typing import Any
-from urllib.parse import parse_qsl, urlparse
+from urllib.parse import parse_qsl, urlencode, urlparse
 
 import requests
 
@@ -212,6 +218,46 @@ class FakeSlackAPI:
             found = [f for f in self.files.values() if f["url"].endswith(path)]
             return found[0]["data"] if found else None
 
+    def press(self, user: str, channel: str, ts: str, action_id: str) -> dict:
+        """The ``block_actions`` payload of ``user`` pressing the button ``action_id`` of the message ``ts``."""
+        with self._lock:
+            message = self._message(channel, ts)
+            assert message is not None and message.get("blocks"), "no message with buttons there"
+            shown = {k: message[k] for k in ("ts", "text", "user")} | {"type": "message", "blocks": message["blocks"]}
+        found = [
+            (block, element)
+            for block in message["blocks"]
+            for element in block.get("elements") or []
+            if element.get("action_id") == action_id
+        ]
+        assert found, f"no button {action_id} on that message"
+        block, button = found[0]
+        action = {k: button[k] for k in ("action_id", "text", "value", "type")} | {"block_id": block.get("block_id")}
+        return {
+            "type": "block_actions",
+            "user": {"id": user, "username": user.lower(), "team_id": self.team_id},
+            "api_app_id": "A0APP00001",
+            "token": "deprecated-verification-token",
+            "container": {"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": False},
+            "trigger_id": f"{next(self._ids)}.{self.team_id}",
+            "team": {"id": self.team_id},
+            "channel": {"id": channel, "name": "directmessage"},
+            "message": shown,
+            "response_url": "https://hooks.slack.com/actions/T0TEAM001/1/x",
+            "actions": [action | {"action_ts": self._ts()} | ({"style": button["style"]} if "style" in button else {})],
+        }
+
+    def deliver_form(self, payload: dict, *, secret: str | None = None) -> requests.Response:
+        """POST an interactive ``payload`` to the request URL as Slack does: ``payload=<json>`` form data, signed."""
+        body = urlencode({"payload": json.dumps(payload)}).encode()
+        stamp = str(int(time.time()))
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": signature(self.signing_secret if secret is None else secret, stamp, body),
+        }
+        return requests.post(self.webhook_url, data=body, headers=headers, timeout=30)
+
     def deliver(
         self,
         payload: dict,
@@ -283,6 +329,32 @@ class FakeSlackAPI:
             "bot_id": self.bot_id,
         }
 
+    def _blocks(self, args: dict[str, Any]) -> list[dict] | None:
+        blocks = args.get("blocks")
+        if blocks is None:
+            return None
+        if isinstance(blocks, str):
+            try:
+                blocks = json.loads(blocks)
+            except ValueError:
+                raise SlackError("invalid_blocks_format") from None
+        if not isinstance(blocks, list) or len(blocks) > 50 or not all(isinstance(b, dict) for b in blocks):
+            raise SlackError("invalid_blocks")
+        action_ids: list[str] = []
+        for block in blocks:
+            if block.get("type") == "section" and len(str((block.get("text") or {}).get("text") or "")) > 3000:
+                raise SlackError("invalid_blocks")
+            for element in block.get("elements") or [] if block.get("type") == "actions" else []:
+                label = element.get("text") or {}
+                if label.get("type") != "plain_text" or not 0 < len(str(label.get("text") or "")) <= 75:
+                    raise SlackError("invalid_blocks")
+                if len(str(element.get("value") or "")) > 2000 or not element.get("action_id"):
+                    raise SlackError("invalid_blocks")
+                action_ids.append(str(element["action_id"]))
+        if len(action_ids) != len(set(action_ids)):
+            raise SlackError("invalid_blocks")
+        return blocks
+
     def _text(self, args: dict[str, Any]) -> str:
         text = args.get("text")
         if not isinstance(text, str) or not text:
@@ -299,13 +371,14 @@ class FakeSlackAPI:
         if channel not in self.channels:
             raise SlackError("channel_not_found")
         text = self._text(args)
+        blocks = self._blocks(args)
         thread_ts = args.get("thread_ts") or None
         with self._lock:
             if thread_ts is not None and self._message(channel, str(thread_ts)) is None:
                 raise SlackError("thread_not_found")
             ts = self._ts()
             message = {"channel": channel, "ts": ts, "text": text, "thread_ts": thread_ts, "user": self.bot_user}
-            self.messages.append({**message, "history": [text]})
+            self.messages.append({**message, "history": [text], "blocks": blocks})
         shown = {"type": "message", "text": text, "user": self.bot_user, "bot_id": self.bot_id, "ts": ts}
         return {"channel": channel, "ts": ts, "message": shown | ({"thread_ts": thread_ts} if thread_ts else {})}
 
@@ -314,6 +387,7 @@ class FakeSlackAPI:
         if channel not in self.channels:
             raise SlackError("channel_not_found")
         text = self._text(args)
+        blocks = self._blocks(args)
         with self._lock:
             message = self._message(channel, ts)
             if message is None:
@@ -321,6 +395,8 @@ class FakeSlackAPI:
             if message["user"] != self.bot_user:
                 raise SlackError("cant_update_message")
             message["text"] = text
+            if blocks is not None:
+                message["blocks"] = blocks
             message["history"].append(text)
         return {"channel": channel, "ts": ts, "text": text, "message": {"type": "message", "text": text, "ts": ts}}
 

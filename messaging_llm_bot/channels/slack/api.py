@@ -73,15 +73,23 @@ class SlackClient:
     async def auth_test(self) -> dict[str, Any]:
         return await self._call("auth.test")
 
-    async def post(self, channel: str, text: str, thread_ts: str | None = None) -> str:
-        """Post ``text`` (Slack's mrkdwn) to ``channel`` (in the thread ``thread_ts``); the new message's ts."""
+    async def post(
+        self, channel: str, text: str, thread_ts: str | None = None, blocks: list[dict[str, Any]] | None = None
+    ) -> str:
+        """Post ``text`` (Slack's mrkdwn; with ``blocks``, their fallback) to ``channel`` (in the thread
+        ``thread_ts``); the new message's ts."""
         args: dict[str, Any] = {"channel": channel, "text": text, "unfurl_links": False}
         if thread_ts:
             args["thread_ts"] = thread_ts
+        if blocks is not None:
+            args["blocks"] = blocks
         return ts_of(await self._call("chat.postMessage", **args))
 
-    async def update(self, channel: str, ts: str, text: str) -> None:
-        await self._call("chat.update", channel=channel, ts=ts, text=text)
+    async def update(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]] | None = None) -> None:
+        args: dict[str, Any] = {"channel": channel, "ts": ts, "text": text}
+        if blocks is not None:
+            args["blocks"] = blocks
+        await self._call("chat.update", **args)
 
     async def download(self, url: str, limit_bytes: int) -> bytes:
         """A shared file's bytes from its ``url_private``, with the bot token; ``DeliveryError`` when it is larger

@@ -1,7 +1,8 @@
 """The Slack channel's side of the contract (channels/contract.py): text split to 4,000 characters and posted
 with ``chat.postMessage`` (in the conversation's thread), edited with ``chat.update``, files shared in the same
-place and fetched from their ``url_private`` with the bot token, and yes/no questions answered by a reply. An
-``Address`` is the channel id and the thread's ts; a ``Media``'s ref is the file's ``url_private``."""
+place and fetched from their ``url_private`` with the bot token, and questions asked with Block Kit buttons
+(buttons.py) or answered by a reply. An ``Address`` is the channel id and the thread's ts; a ``Media``'s ref is
+the file's ``url_private``."""
 
 from __future__ import annotations
 
@@ -18,8 +19,24 @@ from messaging_llm_bot.channels.contract import (
     TextOut,
 )
 from messaging_llm_bot.channels.slack.api import SlackClient
-from messaging_llm_bot.channels.slack.format import CAPABILITIES, MAX_FILE_BYTES, MAX_TEXT_CHARS, slack_text, split
-from messaging_llm_bot.conversation.approvals import OpenQuestions, answer_of
+from messaging_llm_bot.channels.slack.buttons import (
+    Asked,
+    Press,
+    answer_of_choice,
+    answered_blocks,
+    chosen_text,
+    new_token,
+    question_blocks,
+)
+from messaging_llm_bot.channels.slack.format import (
+    CAPABILITIES,
+    MAX_FILE_BYTES,
+    MAX_TEXT_CHARS,
+    escape,
+    slack_text,
+    split,
+)
+from messaging_llm_bot.conversation.approvals import Answer, OpenQuestions, answer_of
 
 
 class SlackChannel:
@@ -28,6 +45,7 @@ class SlackChannel:
     def __init__(self, client: SlackClient, questions: OpenQuestions | None = None) -> None:
         self.client = client
         self.questions = questions or OpenQuestions()
+        self.asked: dict[str, Asked] = {}  # the open questions' buttons, by their token
 
     @property
     def name(self) -> str:
@@ -89,6 +107,30 @@ class SlackChannel:
                 return False
         finally:
             self.questions.close(key)
+
+    async def ask_with_buttons(self, to: Address, key: str, question: str, how: str, offers_chat: bool) -> Asked:
+        """Post ``question`` with its buttons; the answer goes to the open question ``key`` (``press``)."""
+        token = new_token()
+        text = escape(question)
+        fallback = escape(f"{question}\n\n{how}")[:MAX_TEXT_CHARS]  # notifications, and the yes/no reply
+        ts = await self.client.post(to.chat_id, fallback, to.thread_id, question_blocks(text, token, offers_chat))
+        asked = Asked(token, key, to.chat_id, ts, text)
+        self.asked[token] = asked
+        return asked
+
+    def press(self, press: Press) -> bool:
+        """A button pressed by the owner (the caller checked): True when it answered an open question asked
+        in that channel."""
+        asked = self.asked.get(press.token)
+        if asked is None or asked.channel != press.channel:
+            return False
+        return self.questions.answer(asked.key, answer_of_choice(press.choice))
+
+    async def show_answer(self, asked: Asked, answer: Answer | None) -> None:
+        """The question's message says what was chosen, without its buttons (the question is closed)."""
+        self.asked.pop(asked.token, None)
+        text = f"{asked.text}\n\n{chosen_text(answer)}"[:MAX_TEXT_CHARS]
+        await self.client.update(asked.channel, asked.ts, text, answered_blocks(asked.text, answer))
 
     def resolve(self, key: str, text: str) -> bool:
         """Answer an open question of ``key`` with ``text``; True when the message was that answer."""

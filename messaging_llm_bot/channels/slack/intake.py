@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.contract import Address
+from messaging_llm_bot.channels.slack.buttons import press_of
 from messaging_llm_bot.channels.slack.channel import SlackChannel, question_key
 from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_event
 from messaging_llm_bot.channels.slack.settings import SlackConfig
@@ -70,6 +71,17 @@ class Intake:
         """The message of a signed event; False when it could not be stored (Slack sends it again)."""
         msg = message_of_event(payload, self.host.bot_user)
         return True if msg is None else await self.on_message(msg)
+
+    async def act(self, payload: Any) -> bool:
+        """A signed interactive payload: a button pressed on a question (buttons.py); only the owner's counts."""
+        press = press_of(payload)
+        if press is None:
+            log.info("slack: an interactive payload that is no question's button; passed over")
+        elif not self.host.config.is_owner(press.user):
+            log.warning("slack: a button press by %s ignored: only the owner answers a question", press.user)
+        elif not self.host.channel.press(press):
+            log.info("slack: a button press on a question no longer open; passed over")
+        return True  # nothing to store: Slack need not send it again
 
     async def on_message(self, msg: SlackMessage) -> bool:
         host = self.host

@@ -214,11 +214,11 @@ class SlackService:
         """Events in: Socket Mode connected, or the Events API's request URL listening."""
         config = self.config
         if config.socket_mode:
-            self.socket = SocketMode(config, intake.take)
+            self.socket = SocketMode(config, intake.take, intake.act)
             await self.socket.start()
             log.info("slack: taking events over Socket Mode for %s", list(config.allowed))
             return
-        self.webhook = Webhook(lambda: self.config, intake.take)
+        self.webhook = Webhook(lambda: self.config, intake.take, intake.act)
         self.webhook.start()
         log.info("slack: serving the Events API on %s for %s", self.webhook.url, list(config.allowed))
 

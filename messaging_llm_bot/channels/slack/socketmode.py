@@ -6,7 +6,8 @@ token (``xapp-...``) gives a one-time websocket URL; Slack sends each event in a
 acknowledges with its ``envelope_id``. An ``events_api`` envelope goes through the same intake as the Events API
 (``Take``: its message stored in the durable inbox by ``event_id``) and is acknowledged only once stored: one not
 acknowledged is sent again by Slack, and a redelivery's ``event_id`` is passed over by the inbox (answered once).
-Other envelopes are acknowledged and passed over. A ``disconnect`` envelope (Slack refreshes connections every
+An ``interactive`` envelope (a button pressed) goes to the channel's ``act``; others are acknowledged and passed
+over. A ``disconnect`` envelope (Slack refreshes connections every
 few hours) makes the client open a new connection first; so does a dropped one.
 
 The first URL is asked for here, before the client runs, so a refused app token stops the start with one line
@@ -71,9 +72,10 @@ class AppTokenRefused(Exception):
 class SocketMode:
     """The running Socket Mode connection; ``start`` and ``stop`` on the channel's event loop."""
 
-    def __init__(self, config: SlackConfig, take: Take) -> None:
+    def __init__(self, config: SlackConfig, take: Take, act: Take) -> None:
         self.config = config
         self.take = take
+        self.act = act
         self.per_minute = PerMinute(config.per_minute)
         self.client: Any = None
 
@@ -105,6 +107,8 @@ class SocketMode:
                 return
             if not await self.take(request.payload):
                 return  # not stored: unacknowledged, Slack sends it again
+        elif request.type == "interactive":
+            await self.act(request.payload)
         await client.send_socket_mode_response(SocketModeResponse(envelope_id=request.envelope_id))
 
     async def stop(self) -> None:

@@ -20,6 +20,7 @@ from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileToSend
 from messaging_llm_bot.channels.contract import Address, DeliveryError, OutgoingFile, TextOut
 from messaging_llm_bot.channels.slack.api import SlackUnavailable
+from messaging_llm_bot.channels.slack.buttons import Asked
 from messaging_llm_bot.channels.slack.channel import SlackChannel, question_key
 from messaging_llm_bot.channels.slack.files import save_files
 from messaging_llm_bot.channels.slack.format import CAPABILITIES, split
@@ -42,11 +43,11 @@ log = logging.getLogger(__name__)
 
 FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
 RETRY_MAX_SECONDS = 30.0
-HOW_TO_ANSWER = "Reply yes to confirm or no to decline."
+HOW_TO_ANSWER = "Press a button, or reply yes to confirm or no to decline."
 HOW_TO_ANSWER_OR_ALLOW = (
-    "Reply yes to confirm, no to decline, or chat to allow it for this conversation (this skill's calls "
-    "then run without asking while the outside content named above is all that is in view; new outside "
-    "content asks again, /reset ends it)."
+    "Press a button, or reply yes to confirm, no to decline, or chat to allow it for this conversation (this "
+    "skill's calls then run without asking while the outside content named above is all that is in view; new "
+    "outside content asks again, /reset ends it)."
 )
 NOTICE_KEY = "notice"
 
@@ -206,9 +207,12 @@ class TurnRunner(ChannelTurns):
         questions = self.slack.questions
         key = question_key(to)
         future = questions.open(key, key, request)
-        how = HOW_TO_ANSWER_OR_ALLOW if offers_conversation(request) else HOW_TO_ANSWER
+        offers = offers_conversation(request)
+        how = HOW_TO_ANSWER_OR_ALLOW if offers else HOW_TO_ANSWER
+        asked: Asked | None = None
+        answer: Answer | None = None
         try:
-            await self.slack.send_text(to, TextOut(question_text(request, how)))
+            asked = await self.slack.ask_with_buttons(to, key, question_text(request), how, offers)
             answer = await questions.wait(future)
             if answer is None:
                 await self.say(to, NO_ANSWER)
@@ -219,6 +223,14 @@ class TurnRunner(ChannelTurns):
             return False
         finally:
             questions.close(key)
+            if asked is not None:
+                await self._show_answer(asked, answer)
+
+    async def _show_answer(self, asked: Asked, answer: Answer | None) -> None:
+        try:
+            await self.slack.show_answer(asked, answer)
+        except (SlackUnavailable, DeliveryError) as err:
+            log.info("slack: the question in %s was not updated: %s", asked.channel, err)
 
     async def say(self, to: Address, text: str) -> None:
         try:

@@ -8,10 +8,11 @@ reverse proxy in front: Slack calls only https). In this order, before anything 
 - ``X-Slack-Signature``: ``v0=`` and the HMAC-SHA256 of ``v0:<timestamp>:<raw body>`` with the signing secret,
   compared in constant time (slack-sdk's ``SignatureVerifier``): wrong or missing is 401 and nothing is parsed
   or stored (past ``BAD_PER_MINUTE`` refused ones a minute: 429);
-- ``per_minute`` (429: Slack sends it again), then the JSON: ``url_verification`` answers its ``challenge``;
-  an ``event_callback`` is handed to the channel (``Take``), which stores its message in the durable inbox by
-  its ``event_id``; only then the answer is 200. A retry (``X-Slack-Retry-Num``) of an event taken is passed
-  over by the inbox: answered once.
+- ``per_minute`` (429: Slack sends it again), then the body: an interactive payload (a button pressed, form data
+  ``payload=<json>``, the app's Interactivity request URL set to the same address) is handed to the channel's
+  ``act``; else the JSON: ``url_verification`` answers its ``challenge``; an ``event_callback`` is handed to the
+  channel (``Take``), which stores its message in the durable inbox by its ``event_id``; only then the answer
+  is 200. A retry (``X-Slack-Retry-Num``) of an event taken is passed over by the inbox: answered once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import parse_qs
 
 from assistant_framework.serve.clients import PerMinute
 from messaging_llm_bot.channels.listener import PlainHandler, WebhookListener
@@ -83,10 +85,15 @@ class EventsHandler(PlainHandler):
             self.set_header("Retry-After", "60")
             self._answer(429, "too many events this minute (slack.webhook.per_minute)")
             return
+        form = self.request.headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded")
         try:
-            payload = json.loads(body)
-        except ValueError:
-            self._answer(400, "the body is not JSON")
+            payload = json.loads(parse_qs(body.decode())["payload"][0] if form else body)
+        except (ValueError, KeyError, UnicodeDecodeError):
+            self._answer(400, "the body is not JSON, nor a form with a JSON payload")
+            return
+        if form:
+            await webhook.act(payload)
+            self._answer(200, "")
             return
         if isinstance(payload, dict) and payload.get("type") == "url_verification":
             challenge = str(payload.get("challenge") or "")
@@ -103,11 +110,13 @@ class EventsHandler(PlainHandler):
 
 
 class Webhook(WebhookListener):
-    """The listener (channels/listener.py) with the channel's config and its part (``Take``)."""
+    """The listener (channels/listener.py) with the channel's config and its parts (``Take``: an event, ``act``:
+    an interactive payload)."""
 
-    def __init__(self, config: Callable[[], SlackConfig], take: Take) -> None:
+    def __init__(self, config: Callable[[], SlackConfig], take: Take, act: Take) -> None:
         self.config = config
         self.take = take
+        self.act = act  # an interactive payload: a button pressed
         first = config()
         super().__init__(first.listen, first.port, first.path, EventsHandler, {"webhook": self}, first.max_body_bytes)
         self.per_minute = PerMinute(first.per_minute)
