@@ -161,3 +161,26 @@ def test_with_memory_on_a_friend_recalls_only_their_own_chat(fake, start_bot, ch
     fake.wait_for(lambda: any("yours" == t for t in texts(fake, OWNER)), timeout=15)
     recalled = chat_server.chat_requests[-1]["messages"][-1]["content"]
     assert "[Recalled memory" in recalled and OWNER_SECRET in recalled
+
+
+def test_a_forward_in_a_friends_chat_asks_before_an_overwrite_of_their_own_file_not_of_the_owners(
+    fake, start_bot, chat_server, workspace
+):
+    """Outside content in a guest turn: an overwrite is judged by the guest's own area, not the owner's files."""
+    area = guest_area(f"tg:{FRIEND}")
+    workspace.write_text(f"{area}/notes/mine.md", "the friend's own list")
+    workspace.write_text("notes/owners.md", "the owner's note")  # the owner has it; the friend's area has not
+    friend_bot(start_bot)
+    chat_server.enqueue(
+        call("file", action="write", path="notes/mine.md", content="overwritten by a forward"),
+        call("file", action="write", path="notes/owners.md", content="new in the friend's area"),
+        '{"reply": "done"}',
+    )
+    fake.send_message("keep this", user_id=FRIEND, forwarded_from="Mallory")
+    fake.wait_for(lambda: any("done" in t for t in texts(fake, FRIEND)), timeout=15)
+    fed_back = [r["messages"][-1]["content"] for r in chat_server.chat_requests[1:3]]
+    assert "overwrites the existing file notes/mine.md" in fed_back[0], fed_back[0]
+    assert workspace.read_text(f"{area}/notes/mine.md") == "the friend's own list"
+    written = workspace.read_text(f"{area}/notes/owners.md")  # a new file: written, marked as outside content
+    assert written.endswith("new in the friend's area") and "untrusted: true" in written, fed_back[1]
+    assert workspace.read_text("notes/owners.md") == "the owner's note"
