@@ -73,6 +73,13 @@ def main(argv: list[str] | None = None) -> int:
         help="runtime.skills_dirs for the eval: skills that override built-ins of the same name (other descriptions)",
     )
     parser.add_argument(
+        "--section-cap",
+        action="append",
+        default=[],
+        metavar="SECTION=CHARS",
+        help="runtime.section_caps for the eval (skills=200: [Skills] lists the names only); repeatable",
+    )
+    parser.add_argument(
         "--first-answers",
         action="store_true",
         help="quick eval: only the decisive requests go to the server (right skill, args valid, no-skill ok)",
@@ -113,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                         first_answers=args.first_answers,
                         log=log,
                         skills_dirs=[str(Path(d).resolve()) for d in args.skills_dir],
+                        section_caps={k: int(v) for k, v in (cap.split("=", 1) for cap in args.section_cap)} or None,
                     ),
                     flush=True,
                 )

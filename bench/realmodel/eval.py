@@ -81,6 +81,7 @@ def part_eval(
     first_answers: bool = False,
     log: "LogReader | None" = None,
     skills_dirs: list[str] | None = None,
+    section_caps: dict[str, int] | None = None,
 ) -> str:
     """The eval per setting. ``first_answers``: only the requests that decide right skill, args valid
     and no-skill ok go to the server (a case's first answer, and the arguments request after a
@@ -171,7 +172,11 @@ def part_eval(
         )
         config = {
             "llm": llm_section(server, **runner),
-            "runtime": {"timezone": "UTC", **({"skills_dirs": skills_dirs} if skills_dirs else {})},
+            "runtime": {
+                "timezone": "UTC",
+                **({"skills_dirs": skills_dirs} if skills_dirs else {}),
+                **({"section_caps": section_caps} if section_caps else {}),
+            },
             "memory": {"enabled": False},
             "policy": {"capabilities": {c: "allow" for c in ("read", "write", "delete", "network", "send")}},
         }
