@@ -27,7 +27,7 @@ def resolve_date(expr: str, today: date) -> date:
     return date.fromisoformat(text)
 
 
-def check(expected: Any, actual: Any, *, today: date) -> str | None:
+def check(expected: object, actual: object, *, today: date) -> str | None:
     """None when ``actual`` meets the expectation, else a short reason."""
     if not isinstance(expected, dict):
         return _equals(expected, actual)
@@ -38,7 +38,7 @@ def check(expected: Any, actual: Any, *, today: date) -> str | None:
     return None
 
 
-def _equals(want: Any, actual: Any) -> str | None:
+def _equals(want: object, actual: object) -> str | None:
     if isinstance(want, str) and isinstance(actual, str):
         ok = want.strip().lower() == actual.strip().lower()
     else:
@@ -46,7 +46,7 @@ def _equals(want: Any, actual: Any) -> str | None:
     return None if ok else f"expected {want!r}, got {actual!r}"
 
 
-def _text(actual: Any) -> str:
+def _text(actual: object) -> str:
     if isinstance(actual, list):
         return " ".join(str(a) for a in actual).lower()
     return "" if actual is None else str(actual).lower()
@@ -55,7 +55,7 @@ def _text(actual: Any) -> str:
 _TEXT_OPS = ("contains", "contains_any", "endswith", "startswith", "matches")
 
 
-def _check_text(op: str, want: Any, actual: Any) -> str | None:
+def _check_text(op: str, want: Any, actual: object) -> str | None:
     """The operators that read the value as text (case-insensitive): ``_TEXT_OPS``."""
     if op == "contains":
         wants = want if isinstance(want, list) else [want]

@@ -22,7 +22,7 @@ import threading
 import time
 from collections import deque
 from contextlib import AsyncExitStack
-from typing import Any, TextIO
+from typing import TextIO
 
 import httpx2
 from mcp import Client, Implementation, MCPError, StdioServerParameters
@@ -113,7 +113,7 @@ class ServerConnection:
         self._secrets = settings.secrets
         self._stderr = StderrTail(settings.name)
         self._client: Client | None = None
-        self._supervisor: asyncio.Task[Any] | None = None
+        self._supervisor: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
         self._wake: asyncio.Event | None = None
         self._stop: asyncio.Event | None = None
@@ -165,7 +165,7 @@ class ServerConnection:
     async def _start(self) -> list[Tool]:
         if self._supervisor is None:
             self._ready, self._wake, self._stop = asyncio.Event(), asyncio.Event(), asyncio.Event()
-            first: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            first: asyncio.Future[list[Tool]] = asyncio.get_running_loop().create_future()
             self._supervisor = asyncio.create_task(self._supervise(first), name=f"mcp-{self.name}")
             await first
         elif not self.answered:
@@ -187,12 +187,12 @@ class ServerConnection:
         except Exception:  # noqa: BLE001 - stopping: the error was reported when it happened
             pass
 
-    async def _supervise(self, first: asyncio.Future[Any]) -> None:
+    async def _supervise(self, first: asyncio.Future[list[Tool]]) -> None:
         assert self._stop is not None
         backoff = FIRST_BACKOFF
         outage: float | None = None
         while not self._stop.is_set():
-            started: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             session = asyncio.create_task(self._session(started), name=f"mcp-{self.name}-session")
             error = await self._until_started(session, started)
             if not error:
@@ -231,7 +231,7 @@ class ServerConnection:
             backoff = min(backoff * 2, MAX_BACKOFF)
             self.restarts += 1
 
-    async def _until_started(self, session: asyncio.Task[Any], started: asyncio.Future[Any]) -> str:
+    async def _until_started(self, session: asyncio.Task[None], started: asyncio.Future[None]) -> str:
         """ "" once the session listed the tools, else why it did not (the session is over then)."""
         timeout = self.settings.timeout
         done, _ = await asyncio.wait({session, started}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
@@ -243,11 +243,11 @@ class ServerConnection:
         await asyncio.gather(session, return_exceptions=True)
         return self._with_stderr(f"did not answer within {timeout:g} s")
 
-    async def _until_ended(self, session: asyncio.Task[Any]) -> str:
+    async def _until_ended(self, session: asyncio.Task[None]) -> str:
         await asyncio.gather(session, return_exceptions=True)
         return self._why(session)
 
-    def _why(self, session: asyncio.Task[Any]) -> str:
+    def _why(self, session: asyncio.Task[None]) -> str:
         if session.cancelled():
             return "stopped"
         exc = session.exception()
@@ -316,7 +316,7 @@ class ServerConnection:
             log.warning("mcp server %r lists %d tools; the first %d are used", self.name, len(tools), MAX_TOOLS)
         return tools[:MAX_TOOLS]
 
-    async def _session(self, started: asyncio.Future[Any]) -> None:
+    async def _session(self, started: asyncio.Future[None]) -> None:
         """One connection: open, list, then watch until it is lost or the server is stopped."""
         assert self._ready is not None and self._wake is not None and self._stop is not None
         async with AsyncExitStack() as stack:

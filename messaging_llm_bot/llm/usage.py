@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+
+from assistant_framework.json_types import JsonObject
 
 
 @dataclass
@@ -27,7 +28,7 @@ class Usage:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-def _int(value: Any) -> int | None:
+def _int(value: object) -> int | None:
     # bool is an int subclass; a True token count is garbage, not 1.
     if isinstance(value, bool) or value is None:
         return None
@@ -38,7 +39,7 @@ def _int(value: Any) -> int | None:
     return None
 
 
-def _first(*values: Any) -> int | None:
+def _first(*values: object) -> int | None:
     for value in values:
         number = _int(value)
         if number is not None:
@@ -46,12 +47,12 @@ def _first(*values: Any) -> int | None:
     return None
 
 
-def _sub(obj: Any, key: str) -> dict[str, Any]:
+def _sub(obj: object, key: str) -> JsonObject:
     value = obj.get(key) if isinstance(obj, dict) else None
     return value if isinstance(value, dict) else {}
 
 
-def parse_usage(usage: dict[str, Any] | None, raw: dict[str, Any] | None = None) -> Usage:
+def parse_usage(usage: JsonObject | None, raw: JsonObject | None = None) -> Usage:
     """Normalise a `usage` object (plus llama.cpp `timings` from `raw`) into a Usage.
 
     Shapes understood: OpenAI `prompt_tokens_details.cached_tokens` and
@@ -115,7 +116,7 @@ def visible_stream_text(content_so_far: str) -> str | None:
     return content_so_far
 
 
-def message_reasoning(message: Mapping[str, Any]) -> str | None:
+def message_reasoning(message: Mapping[str, object]) -> str | None:
     """Reasoning text from `reasoning_content` (DeepSeek, llama.cpp) or `reasoning` (Ollama, vLLM)."""
     for key in ("reasoning_content", "reasoning"):
         value = message.get(key)

@@ -50,8 +50,9 @@ import json
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
+from assistant_framework.json_types import JsonObject
 from assistant_framework.skills.spec import SkillArgs
 from messaging_llm_bot.protocol.framing import quoted_calls
 from messaging_llm_bot.protocol.lenient_json import (
@@ -130,10 +131,10 @@ def _is_name(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and _NAME_RE.fullmatch(value) is not None
 
 
-def protocol_keys(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+def protocol_keys(obj: JsonObject) -> tuple[JsonObject, bool]:
     """``obj`` with the protocol's keys in lower case (``"Skill"`` -> ``skill``), other keys as written,
     and whether any key changed; an object that has one key in two spellings is left as it is."""
-    renamed: dict[str, Any] = {}
+    renamed: JsonObject = {}
     changed = False
     for key, value in obj.items():
         low = key.lower() if isinstance(key, str) else key
@@ -145,7 +146,7 @@ def protocol_keys(obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     return renamed, changed
 
 
-def _call_from_dict(obj: dict[str, Any], known: Collection[str], raw: str) -> tuple[SkillCall, list[str]] | None:
+def _call_from_dict(obj: JsonObject, known: Collection[str], raw: str) -> tuple[SkillCall, list[str]] | None:
     """Apply the module docstring's rule to one object (its keys in any letter case); None when it is content."""
     obj, recased = protocol_keys(obj)
     if recased:
@@ -169,7 +170,7 @@ def _call_from_dict(obj: dict[str, Any], known: Collection[str], raw: str) -> tu
 
 
 def _call_by_skill_key(
-    obj: dict[str, Any], skill_key: str, args_key: str | None, labels: list[str], known: Collection[str], raw: str
+    obj: JsonObject, skill_key: str, args_key: str | None, labels: list[str], known: Collection[str], raw: str
 ) -> tuple[SkillCall, list[str]] | None:
     """Rule 1: an object with an explicit skill key (``skill`` or a synonym)."""
     name = obj[skill_key]
@@ -188,7 +189,7 @@ def _call_by_skill_key(
 
 
 def _call_by_name(
-    obj: dict[str, Any], args_key: str | None, labels: list[str], known: Collection[str], raw: str
+    obj: JsonObject, args_key: str | None, labels: list[str], known: Collection[str], raw: str
 ) -> tuple[SkillCall, list[str]] | None:
     """Rules 3 and 4: ``name`` with an args key, or a known skill's ``name`` alone."""
     name = obj.get("name")
@@ -203,7 +204,7 @@ def _call_by_name(
 
 
 def _action_beside_known_name(
-    obj: dict[str, Any], known: Collection[str], raw: str = ""
+    obj: JsonObject, known: Collection[str], raw: str = ""
 ) -> tuple[SkillCall, list[str]] | None:
     """``{"name"|"function": "<known skill>", "action": "<not a skill>", ...}``: the action (and any
     other keys, or the args object) are that skill's arguments; None for any other object."""
@@ -226,7 +227,7 @@ def _action_beside_known_name(
     return SkillCall(obj[name_key], args, raw, err), labels + more
 
 
-def _legacy_call(value: dict[str, Any], known: Collection[str], raw: str) -> tuple[list[SkillCall], list[str]] | None:
+def _legacy_call(value: JsonObject, known: Collection[str], raw: str) -> tuple[list[SkillCall], list[str]] | None:
     """``{"skill_call": {"name": ..., "args": {...}, "done": true}}`` (or a list of such bodies)."""
     if LEGACY_CALL_KEY not in value or set(value) - {LEGACY_CALL_KEY} - META_KEYS:
         return None
