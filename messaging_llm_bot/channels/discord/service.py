@@ -1,10 +1,10 @@
-"""The Discord channel running: logged in, the gateway connected (discord.py reconnects and resumes), what a crash
-left answered, the job scheduler joined (job runs and reminders to the owner's DM), collectors' notices; a stop
-gives running turns ``shutdown_timeout_seconds`` (conversation/shutdown.py).
+"""The Discord channel running (conversation/service.py's ChannelService): logged in, the gateway connected
+(discord.py reconnects and resumes), what a crash left answered, the job scheduler joined (job runs and reminders
+to the owner's DM), collectors' notices; a stop gives running turns ``shutdown_timeout_seconds``.
 
 Start-up refuses, with one sentence and exit code 2, a config that cannot run (no token) or a missing discord.py;
 with exit code 1 a workspace where another Discord bot runs (a lock file), a token Discord refuses, or an
-application without the message content intent.
+application without the message content intent (the gateway's 4014, also when it comes later).
 """
 
 from __future__ import annotations
@@ -12,11 +12,8 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
-import sys
-import threading
 import uuid
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from assistant_framework.config.settings import Settings
@@ -30,54 +27,39 @@ from messaging_llm_bot.channels.discord.intake import Intake
 from messaging_llm_bot.channels.discord.settings import PREFIX, DiscordConfig, conversation_of
 from messaging_llm_bot.channels.discord.turn import NOTICE_KEY, TurnRunner, address_of
 from messaging_llm_bot.conversation.busy import answered_by_recorded
-from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
-from messaging_llm_bot.conversation.chattasks import ChatTasks
-from messaging_llm_bot.conversation.held import StorageOutage
-from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
+from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.owner_chats import note_owner_chat
-from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.shutdown import ChannelStop, shutdown_runtime, take_lock
+from messaging_llm_bot.conversation.service import ChannelService
 
 if TYPE_CHECKING:
     import discord
 
 log = logging.getLogger(__name__)
 
-LOCK_FILE = "state/discord.lock"
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
 
 class StartFailed(Exception):
     """The channel cannot run: the sentence for the owner's screen."""
 
 
-class DiscordService:
+class DiscordService(ChannelService):
     """One running Discord channel: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is
     thread-safe."""
+
+    NAME, TITLE = "discord", "the Discord channel"
+    LOCK_FILE, LOCK_WHO = "state/discord.lock", "discord: another Discord bot"
 
     def __init__(
         self, runtime: Runtime, *, stop_signals: Sequence[int] | None = None, manage_runtime: bool = True
     ) -> None:
-        self.runtime = runtime
-        self.stop_signals = stop_signals
-        self.manage_runtime = manage_runtime  # False when another channel shuts the runtime down
-        self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
-        self.shutdown = ChannelStop("discord", self.shutdown_timeout, on_begin=self._stop_taking)
-        self.ready = threading.Event()  # the gateway's READY came, the replay started
-        self.stopped = threading.Event()
-        self.storage = StorageOutage("discord")
-        self.queues = ChatQueues("discord", lambda: pool_size(runtime.settings), lambda: max_pending(runtime.settings))
-        self.tasks = ChatTasks(self.queues, "discord")
-        self.job_clock: Callable[[], datetime] | None = None  # a test's clock for the jobs (None: the real one)
+        super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
         self.owner_dm = ""  # the owner's DM channel: jobs, reminders and notices go there
         self._config: tuple[Settings, DiscordConfig] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._jobs_running: set[str] = set()
+        self._gateway: asyncio.Task[None] | None = None
+        self.client: discord.Client | None = None
         self.inbox: Inbox
         self.channel: DiscordChannel
         self.turns: TurnRunner
@@ -91,66 +73,49 @@ class DiscordService:
             self._config = (current, DiscordConfig.from_settings(current))
         return self._config[1]
 
-    def run(self) -> int:
-        config = self.config
-        if config.problem:
-            print(f"discord: cannot start: {config.problem}", file=sys.stderr)
-            return EXIT_USAGE
+    def problem(self) -> str | None:
+        if self.config.problem:
+            return f"discord: cannot start: {self.config.problem}"
         if importlib.util.find_spec("discord") is None:
-            print(
-                "discord: cannot start: the Discord channel needs discord.py: pip install -e '.[discord]'",
-                file=sys.stderr,
+            return "discord: cannot start: the Discord channel needs discord.py: pip install -e '.[discord]'"
+        return None
+
+    def known_error(self, err: Exception) -> str | None:
+        return f"discord: cannot start: {err}" if isinstance(err, StartFailed) else None
+
+    async def serve(self) -> None:
+        config = self.config
+        self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
+        intake = Intake(self)
+        await intake.load()
+        self.client = make_client(config.base_url, intake.take)
+        self.channel = DiscordChannel(self.client)
+        self.turns = self.shutdown.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
+        self._gateway = await self._connect(self.client)
+        await self._owner_dm(self.client)
+        if not config.allowed:
+            log.warning(
+                "discord.allowed is empty: the bot answers no one. Add your user id: "
+                'config set discord.allowed ["80351110224678912"]'
             )
-            return EXIT_USAGE
-        lock = take_lock(self.runtime.workspace, LOCK_FILE, "discord: another Discord bot")
-        if lock is None:
-            return EXIT_FAILED
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        code = EXIT_OK
-        try:
-            loop.run_until_complete(self._main())
-        except StartFailed as err:
-            print(f"discord: cannot start: {err}", file=sys.stderr)
-            code = EXIT_FAILED
-        except Exception as err:  # noqa: BLE001 - one clear line, not a traceback on the owner's screen
-            log.error("discord: the Discord channel stopped after an error: %s: %s", type(err).__name__, err)
-            log.debug("discord: the error's traceback", exc_info=err)
-            code = EXIT_FAILED
-        finally:
-            try:
-                loop.run_until_complete(loop.shutdown_asyncgens())
-            finally:
-                loop.close()
-                lock.release()
-                if self.manage_runtime:
-                    shutdown_runtime(self.runtime, self.shutdown_timeout)
-                self.stopped.set()
-        return code
+        log.info("discord: connected to the gateway as %s for %s", self.client.user, list(config.allowed))
+        self._replay()
+        loop = asyncio.get_running_loop()
+        await self.join_jobs(
+            ChannelJobs(
+                loop,
+                self.inbox,
+                owner_conversation=self.owner_conversation,
+                start=self.start_job,
+                send_reminder=self.send_reminder,
+                ask_owner=self.channel.approvals.owner_approver(lambda: self._owner_chat(), loop),
+            )
+        )
+        self.runtime.start_background(notify=lambda name, text: notify_from_thread(loop, self.send_notice, name, text))
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Ask a running channel to stop (any thread); with ``timeout``, wait that long for it to end."""
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(self.begin_shutdown)
-            except RuntimeError:
-                pass  # the loop closed meanwhile
-        if timeout is not None and loop is not None:
-            self.stopped.wait(timeout)
-
-    def begin_shutdown(self, reason: str = "stop requested") -> None:
-        if self._stop is not None:
-            self.shutdown.begin(reason)
-
-    def _stop_taking(self) -> None:
-        if hasattr(self, "turns"):
-            self.turns.stop_event.set()  # a reply waiting for Discord stops waiting
-        if self._stop is not None:
-            self._stop.set()
-
-    async def _connect(self, client: discord.Client, intake: Intake) -> asyncio.Task[None]:
-        """Log in, connect the gateway; the gateway's task (it ends only when the client closes or fails)."""
+    async def _connect(self, client: discord.Client) -> asyncio.Task[None]:
+        """Log in, connect the gateway; the gateway's task (it ends only when the client closes or fails: then
+        the channel stops, and ``close`` says why)."""
         import discord
 
         try:
@@ -170,8 +135,13 @@ class DiscordService:
         await asyncio.wait({gateway, waiting}, return_when=asyncio.FIRST_COMPLETED)
         waiting.cancel()
         if gateway.done():
-            _raise_gateway_failure(gateway)
+            raise _gateway_failure(gateway)
+        gateway.add_done_callback(self._gateway_ended)
         return gateway
+
+    def _gateway_ended(self, _task: asyncio.Task[None]) -> None:
+        if not self.stopping:  # ended on its own (discord.py gave up): the channel stops, ``close`` says why
+            self.begin_shutdown("the gateway connection ended")
 
     async def _owner_dm(self, client: discord.Client) -> None:
         """The owner's DM (kept for the run): jobs, reminders and notices go there."""
@@ -185,65 +155,21 @@ class DiscordService:
         except (DiscordUnavailable, DeliveryError, KeyError) as err:
             log.warning("discord: the owner's DM could not be opened (%s): jobs and notices wait", err)
 
-    async def _main(self) -> None:
-        self._stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        self.shutdown.loop = loop
-        self.shutdown.install_signal_handlers(self.stop_signals)
-        config = self.config
-        self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
-        intake = Intake(self)
-        await intake.load()
-        client = make_client(config.base_url, intake.take)
-        self.channel = DiscordChannel(client)
-        self.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
-        self.shutdown.turns = self.turns
-        gateway: asyncio.Task[None] | None = None
-        try:
-            gateway = await self._connect(client, intake)
-            await self._owner_dm(client)
-            if not config.allowed:
-                log.warning(
-                    "discord.allowed is empty: the bot answers no one. Add your user id: "
-                    'config set discord.allowed ["80351110224678912"]'
-                )
-            log.info("discord: connected to the gateway as %s for %s", client.user, list(config.allowed))
-            self._replay()
-            channel_jobs = ChannelJobs(
-                loop,
-                self.inbox,
-                owner_conversation=self.owner_conversation,
-                start=self.start_job,
-                send_reminder=self.send_reminder,
-            )
-            await asyncio.to_thread(job_router(self.runtime).attach, "discord", channel_jobs, self.job_clock)
-            self.runtime.start_background(
-                notify=lambda name, text: notify_from_thread(loop, self.send_notice, name, text)
-            )
-            self.ready.set()
-            stopping = asyncio.create_task(self._stop.wait())
-            await asyncio.wait({gateway, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            stopping.cancel()
-            if gateway.done():
-                _raise_gateway_failure(gateway)
-        finally:
-            self.ready.set()
-            await self._wind_down(client, gateway)
+    def _owner_chat(self) -> str | None:
+        return conversation_of(self.owner_dm) if self.owner_dm else None
 
-    async def _wind_down(self, client: discord.Client, gateway: asyncio.Task[None] | None) -> None:
-        if not self.shutdown.stopping:
-            self.begin_shutdown()
-        await self.shutdown.finish()
-        await self.tasks.cancel_waiting()
-        await asyncio.to_thread(job_router(self.runtime).detach, "discord")
-        await client.close()
-        if gateway is not None and not gateway.done():
-            gateway.cancel()
-        # What discord.py left running (its wait for the guilds after READY): ended before the loop closes.
-        left = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    async def close(self) -> None:
+        """The client closed, what discord.py left running ended before the loop closes (its wait for the
+        guilds after READY); a gateway that ended on its own says why."""
+        if self.client is not None:
+            await self.client.close()
+        gateway = self._gateway
+        left = [task for task in asyncio.all_tasks() if task is not asyncio.current_task() and task is not gateway]
         for task in left:
             task.cancel()
         await asyncio.gather(*left, return_exceptions=True)
+        if gateway is not None and gateway.done() and not gateway.cancelled() and gateway.exception() is not None:
+            raise _gateway_failure(gateway)
 
     def _replay(self) -> None:
         """Answer what the last run left in the inbox: job runs and notices, then messages oldest first."""
@@ -259,21 +185,11 @@ class DiscordService:
     # -- jobs, reminders, notices -------------------------------------------------------
 
     def owner_conversation(self, job: Job) -> str | None:
-        return conversation_of(self.owner_dm) if self.owner_dm else None
+        return self._owner_chat()
 
     def start_job(self, item: InboxItem) -> None:
-        """Answer a job run's item in the owner's queue (first, never refused; once while it runs)."""
-        if item.item_id in self._jobs_running:
-            return
-        self._jobs_running.add(item.item_id)
-
-        async def run() -> None:
-            try:
-                await self.turns.answer(item)
-            finally:
-                self._jobs_running.discard(item.item_id)
-
-        self.tasks.spawn(item.conversation_id, run(), owner=True, exempt=True)
+        """Answer a job run's item in the owner's queue (first, never refused; once while it waits or runs)."""
+        self.tasks.spawn_once(item.item_id, item.conversation_id, lambda: self.turns.answer(item))
 
     async def send_reminder(self, chat_id: object, text: str, conversation: object) -> bool:
         """A reminder to its ``dc:`` conversation: True when it arrived, False to try later."""
@@ -288,10 +204,10 @@ class DiscordService:
 
     async def send_notice(self, text: str) -> bool:
         """A notice to the owner's DM, through the inbox and the ledger like a reply: it goes out once."""
-        if not self.owner_dm:
+        chat = self._owner_chat()
+        if chat is None:
             log.warning("discord: a notice for the owner is not sent: no owner DM (discord.allowed empty or refused)")
             return False
-        chat = conversation_of(self.owner_dm)
         item = await asyncio.to_thread(self.inbox.accept, f"{NOTICE_KEY}:{uuid.uuid4().hex}", chat, {NOTICE_KEY: True})
         if item is None:
             return False
@@ -306,15 +222,13 @@ class DiscordService:
         notify_from_thread(self._loop, self.send_notice, collector_name, text)
 
 
-def _raise_gateway_failure(gateway: asyncio.Task[None]) -> None:
-    """The gateway's task ended on its own: why, as the sentence for the owner."""
+def _gateway_failure(gateway: asyncio.Task[None]) -> Exception:
+    """The gateway's task ended on its own: why, as the sentence for the owner (an unexpected error as it is)."""
     import discord
 
     err = gateway.exception()
     if isinstance(err, discord.PrivilegedIntentsRequired):
-        raise StartFailed(INTENTS_HELP)
+        return StartFailed(INTENTS_HELP)
     if isinstance(err, discord.ConnectionClosed):
-        raise StartFailed(f"the gateway closed the connection ({err.code}: {err.reason})")
-    if err is not None:
-        raise err
-    raise StartFailed("the gateway connection ended")
+        return StartFailed(f"the gateway closed the connection ({err.code}: {err.reason})")
+    return err if isinstance(err, Exception) else StartFailed("the gateway connection ended")

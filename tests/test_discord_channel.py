@@ -1,0 +1,41 @@
+"""The Discord channel in this process (tests/discord_harness.py) against the fake Discord: a mention in a thread is
+answered in that thread, its own conversation; an application without the message content intent is refused at
+start in one sentence that says how to turn it on (the gateway's close 4014)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.discord_harness import OWNER, RunningDiscord, discord_config
+from tests.waiting import wait_until
+
+GUILD = "81384788765712384"
+
+
+def test_a_mention_in_a_thread_is_answered_in_that_thread_as_its_own_conversation(
+    start_discord: Any, discord_api: Any, chat_server: Any
+) -> None:
+    bot = start_discord()
+    general = discord_api.add_channel(GUILD, "general")
+    thread = discord_api.add_channel(GUILD, "lunch plans", parent_id=general)
+    chat_server.enqueue('{"reply": "Noon, as always."}')
+    discord_api.say(OWNER, thread, "when is lunch?", mention=True)
+    wait_until(lambda: discord_api.posted(thread), what="the answer in the thread")
+    assert [m["content"] for m in discord_api.posted(thread)] == ["Noon, as always."]
+    assert discord_api.posted(general) == []
+    [request] = chat_server.chat_requests
+    assert "when is lunch?" in str(request["messages"][-1])
+    wait_until(lambda: not bot.service.inbox.pending(), what="the message completed")
+
+
+def test_without_the_message_content_intent_the_start_is_refused_in_one_sentence(
+    bot_config: dict, workspace: Any, tmp_path: Any, discord_api: Any, capfd: Any
+) -> None:
+    from tests.telegram_harness import make_runtime
+
+    discord_api.message_content = False  # the application's Bot page has the intent off
+    bot = RunningDiscord(make_runtime(discord_config(bot_config, discord_api), workspace, tmp_path), discord_api)
+    assert bot.service.run() == 1
+    err = capfd.readouterr().err
+    assert "Message Content Intent" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
