@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileSender
 from assistant_framework.workspace import Workspace
+from messaging_llm_bot.conversation.attachments import VOICE_DISABLED
 from messaging_llm_bot.conversation.busy import BusyTurns
 from messaging_llm_bot.conversation.chatflags import ChatFlags
 from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, FilesInput, area_for
@@ -28,12 +29,15 @@ from messaging_llm_bot.conversation.pool import TurnPool
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turns import RunningTurns
 from messaging_llm_bot.conversation.voice import VOICE_FLAG, VoiceNote, voice_notes, wants_voice
+from messaging_llm_bot.llm.transcribe import transcription_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from assistant_framework.config.settings import TranscriptionSettings
     from assistant_framework.memory.service import MemoryService
     from messaging_llm_bot.agent.guard import ApproveCallback
     from messaging_llm_bot.agent.images import ImageInput
     from messaging_llm_bot.agent.turn import AgentEvent
+    from messaging_llm_bot.llm.transcribe import Transcription
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +51,34 @@ SaveFiles = Callable[[Workspace, date, "MemoryService | None"], Awaitable["Files
 def transcript_failed(error: str | None) -> str:
     """The answer to a voice note that could not be transcribed."""
     return f"🎙 I could not transcribe that voice note: {error or 'the transcript was empty'}."
+
+
+#: A voice note transcribed with the configured endpoint (the channel fetches the note's bytes).
+Transcribe = Callable[["TranscriptionSettings"], Awaitable["Transcription"]]
+
+
+@dataclass(frozen=True)
+class Received:
+    """One message as the channel read it for the model: its kind, and how to get what the model reads of it."""
+
+    kind: str  # "text", "document", "photo", "voice"; any other kind is answered with ``unsupported``
+    text: str = ""  # a text's words as the model gets them (a mention of the bot taken out)
+    save: SaveFiles | None = None  # a document's or a photo's (an album's) files saved and read
+    transcribe: Transcribe | None = None  # a voice note's transcript
+    echo: Callable[[str], Awaitable[None]] | None = None  # shows the transcript in the chat (best effort)
+    outside: str | None = None  # the label of a text or transcript that is someone else's words (a forward)
+    unsupported: str = "Sorry, I can't handle that kind of message."
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """What the model reads of one message."""
+
+    text: str
+    untrusted: bool = False  # files: someone else's words
+    outside: str | None = None
+    images: tuple[ImageInput, ...] = ()
+    notice: str = ""  # a sentence added to the reply (the model cannot see images)
 
 
 @dataclass(frozen=True)
@@ -110,6 +142,29 @@ class ChannelTurns:
             if await asyncio.to_thread(self.flags.first_time, conversation_id, VISION_MISSING_FLAG):
                 notice = VISION_MISSING
         return got, notice
+
+    async def read(self, conversation_id: str, owner_chat: bool, got: Received) -> TurnInput | str:
+        """What the model reads of a message, or the one sentence that answers it instead (a file not fetched,
+        too large or unreadable, no transcription configured, a transcript that failed, a kind not taken)."""
+        if got.kind == "text":
+            return TurnInput(got.text, outside=got.outside)
+        if got.kind in ("document", "photo") and got.save is not None:
+            timezone = self.runtime.settings.runtime.timezone
+            files, notice = await self.files(conversation_id, owner_chat, timezone, got.save)
+            if isinstance(files, str):
+                return files
+            return TurnInput(files.text, untrusted=True, images=files.images, notice=notice)
+        if got.kind == "voice" and got.transcribe is not None:
+            config = transcription_settings(self.runtime.settings.llm)
+            if config is None:
+                return VOICE_DISABLED
+            result = await got.transcribe(config)
+            if not result.ok:
+                return transcript_failed(result.error)
+            if got.echo is not None:  # what was understood, as it is
+                await got.echo(f"🎙 {result.text}")
+            return TurnInput(result.text, outside=got.outside)
+        return got.unsupported
 
     async def ask_agent(
         self,

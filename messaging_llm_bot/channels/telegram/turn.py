@@ -36,7 +36,6 @@ from messaging_llm_bot.channels.telegram.send import (
     send_plain,
 )
 from messaging_llm_bot.channels.telegram.settings import chat_of, message_of, strip_mention, topic_in, topic_of
-from messaging_llm_bot.conversation.attachments import VOICE_DISABLED
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import FilesInput, files_input
@@ -45,13 +44,11 @@ from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.progress import Progress
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turn import TurnRequest, transcript_failed
+from messaging_llm_bot.conversation.turn import Received, TurnRequest
 from messaging_llm_bot.conversation.voice import VoiceNote
-from messaging_llm_bot.llm.transcribe import transcription_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
     from assistant_framework.memory.service import MemoryService
-    from messaging_llm_bot.agent.images import ImageInput
 
 log = logging.getLogger(__name__)
 
@@ -138,79 +135,70 @@ class TurnRunner(ItemTurns):
         progress: Progress,
         parts: Sequence[InboxItem] = (),
     ) -> str:
-        bot, kind = self.bot, message_kind(message)
-        untrusted = False
-        images: tuple[ImageInput, ...] = ()
-        notice = ""  # a sentence added to the reply (the model cannot see images)
-        # Someone else's words passed on by the user (a forward, an inline bot's text): data, never instructions.
-        origin = outside_origin(message)
-        user = message.from_user
+        bot, user, topic = self.bot, message.from_user, topic_of(message)
         from_owner = user is not None and user.id == self.settings.owner
         owner_chat = sees_owner_data(from_owner, message.chat.type == "private")
-        if kind == "text":
-            text = strip_mention(message.text or "", bot.username or "")
-        elif kind in ("document", "photo"):
-            album = [message, *(message_of(Update.de_json(part.payload, bot)) for part in parts)]
-
-            async def save(area: Workspace, today: date, index: MemoryService | None) -> FilesInput | str:
-                saved = [await save_attachment(bot, area, one, today) for one in album]
-                return await files_input(area, saved, self.runtime.settings, origin or "", index)
-
-            files, notice = await self.files(
-                item.conversation_id, owner_chat, self.runtime.settings.runtime.timezone, save
-            )
-            if isinstance(files, str):
-                return files  # not fetched, HEIC, too large, unreadable: one sentence
-            text, images, untrusted = files.text, files.images, True
-        elif kind == "voice":
-            config = transcription_settings(self.runtime.settings.llm)
-            if config is None:
-                return VOICE_DISABLED
-            result = await transcribe_voice(bot, message, config)
-            if not result.ok:
-                return transcript_failed(result.error)
-            text = result.text
-            try:  # what was understood, as it is: a transcript longer than one message goes in parts
-                await send_plain(
-                    bot, message.chat_id, f"🎙 {text}", reply_to_message_id=message.message_id, topic=topic_of(message)
-                )
-            except TelegramDeliveryError as err:  # the echo is a courtesy: the note is still answered
-                log.warning("telegram: could not show the transcript in chat %s: %s", message.chat_id, err)
-        else:
-            return f"Sorry, I can't handle a {kind} message."
-        outside = None
-        if origin is not None and kind in ("text", "voice"):
-            # The agent quotes it under this label, as outside content.
-            outside = f"{'Voice note (transcript)' if kind == 'voice' else 'Message'} {origin}"
+        got = await self.read(item.conversation_id, owner_chat, self._received(message, parts))
+        if isinstance(got, str):
+            return got  # not fetched, HEIC, too large, unreadable, no transcript: one sentence
         await progress.start()
         approve = None
         if self.approvals is not None and owner_chat:
             # Only the owner's private chat can confirm; elsewhere "ask" means no.
-            approve = self.approvals.approver(bot, message.chat_id, asyncio.get_running_loop(), topic_of(message))
-        loop, chat, topic = asyncio.get_running_loop(), message.chat_id, topic_of(message)
+            approve = self.approvals.approver(bot, message.chat_id, asyncio.get_running_loop(), topic)
         send_file = file_sender(
             self.runtime.workspace,
             item.item_id,
-            loop,
-            lambda one: send_workspace_file(bot, chat, topic, one),
+            asyncio.get_running_loop(),
+            lambda one: send_workspace_file(bot, message.chat_id, topic, one),
             CAPABILITIES.max_file_bytes,
         )
         request = TurnRequest(
             item.conversation_id,
-            text,
+            got.text,
             chat_id=message.chat_id,
             user_id=user.id if user else None,
             message_id=message.message_id,
             owner_chat=owner_chat,
             from_owner=from_owner,
-            untrusted=untrusted,
-            outside=outside,
-            images=images,
-            notice=notice,
+            untrusted=got.untrusted,
+            outside=got.outside,
+            images=got.images,
+            notice=got.notice,
             send_file=send_file,
         )
         # llm.stream asks the model for a stream; telegram.stream decides whether the message shows it.
         return await self.ask_agent(request, approve=approve, on_event=progress.on_event)
+
+    def _received(self, message: telegram.Message, parts: Sequence[InboxItem]) -> Received:
+        """The message (with the rest of its album) as the model reads it (conversation/turn.py)."""
+        bot, kind = self.bot, message_kind(message)
+        # Someone else's words passed on by the user (a forward, an inline bot's text): data, never instructions.
+        origin = outside_origin(message)
+        album = [message, *(message_of(Update.de_json(part.payload, bot)) for part in parts)]
+
+        async def save(area: Workspace, today: date, index: MemoryService | None) -> FilesInput | str:
+            saved = [await save_attachment(bot, area, one, today) for one in album]
+            return await files_input(area, saved, self.runtime.settings, origin or "", index)
+
+        async def echo(text: str) -> None:  # a transcript longer than one message goes in parts
+            try:
+                await send_plain(
+                    bot, message.chat_id, text, reply_to_message_id=message.message_id, topic=topic_of(message)
+                )
+            except TelegramDeliveryError as err:  # the echo is a courtesy: the note is still answered
+                log.warning("telegram: could not show the transcript in chat %s: %s", message.chat_id, err)
+
+        label = {"text": "Message", "voice": "Voice note (transcript)"}.get(kind)
+        return Received(
+            kind,
+            strip_mention(message.text or "", bot.username or "") if kind == "text" else "",
+            save,
+            lambda config: transcribe_voice(bot, message, config),
+            echo,
+            f"{label} {origin}" if label and origin else None,  # the agent quotes it under this label
+            f"Sorry, I can't handle a {kind} message.",
+        )
 
     async def _speak(self, item: InboxItem, message: telegram.Message, reply: str) -> None:
         """The reply as voice notes too when the chat wants it (conversation/turn.py)."""
