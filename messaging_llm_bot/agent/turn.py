@@ -7,7 +7,6 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import datetime
-from typing import Any
 
 from assistant_framework.json_types import JsonObject
 from assistant_framework.traces import TraceRecord
@@ -60,9 +59,9 @@ class SkillCallRecord:
     saved_to: str | None = None  # where a write call saved, as the reply may name it
     repeated: bool = False  # the same write already ran in this turn: not run again
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         """The trace's form: every field that is set (``repeated`` only when true)."""
-        out: dict[str, Any] = {}
+        out: JsonObject = {}
         for spec in fields(self):
             value = getattr(self, spec.name)
             if spec.name in ("skill", "args", "round", "ok") or (value is not None and value is not False):
@@ -75,7 +74,7 @@ class AgentEvent:
     """Progress of a turn: thinking, skill_call, skill_result, delta, done, error."""
 
     kind: str
-    data: dict[str, Any]
+    data: JsonObject
 
 
 #: Where a turn's progress events go (the frontend's callback, wrapped so its failures never break the turn).
@@ -271,7 +270,7 @@ def record_request(
     turn.requests.append(entry)
 
 
-def steered_trace(box: SteerBox) -> list[dict[str, Any]]:
+def steered_trace(box: SteerBox) -> list[JsonObject]:
     """Where each message added to the running turn entered: the round whose request first carried it."""
     return [{"round": one.round, "message_id": one.message_id, "text": one.text} for one in box.taken()]
 

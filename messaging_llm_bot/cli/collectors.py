@@ -8,12 +8,12 @@ import json
 import logging
 import sys
 from collections.abc import Iterator
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors import CollectorManager, CollectorRunner
 from assistant_framework.config import load_config_detailed, validate_config
 from assistant_framework.config.settings import Settings
+from assistant_framework.json_types import JsonObject
 from assistant_framework.schedules import from_iso, zone
 from assistant_framework.workspace import existing_workspace
 from messaging_llm_bot.cli.config import Subparsers
@@ -57,7 +57,7 @@ def register(subparsers: Subparsers) -> None:
     setup.set_defaults(func=cmd_setup)
 
 
-def _open(args: argparse.Namespace) -> tuple[dict[str, Any], CollectorManager, list[str]]:
+def _open(args: argparse.Namespace) -> tuple[JsonObject, CollectorManager, list[str]]:
     """The config, a loaded manager, and config problems that name their file."""
     loaded = load_config_detailed(args.config)
     workspace = existing_workspace(args.workspace)
@@ -66,12 +66,12 @@ def _open(args: argparse.Namespace) -> tuple[dict[str, Any], CollectorManager, l
     return loaded.data, manager, problems
 
 
-def _timezone(config: dict[str, Any]) -> str:
+def _timezone(config: JsonObject) -> str:
     return Settings.from_config(config).runtime.timezone
 
 
 @contextlib.contextmanager
-def _runner(config: dict[str, Any], manager: CollectorManager) -> Iterator[CollectorRunner]:
+def _runner(config: JsonObject, manager: CollectorManager) -> Iterator[CollectorRunner]:
     """A runner that hands what each run wrote to the memory index (unless memory is off), so
     ``memory search`` and the running bot find the new items as soon as the run ends."""
     from assistant_framework.memory.index import MemoryIndex
@@ -208,7 +208,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_sources(sources: dict[str, Any], tz: ZoneInfo) -> None:
+def _print_sources(sources: JsonObject, tz: ZoneInfo) -> None:
     """The failing sources with their last error, then sources that skipped items."""
     failing = {k: v for k, v in sources.items() if not v.get("ok")}
     print()

@@ -12,12 +12,12 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.evals.cases import EvalCase
 from assistant_framework.evals.scoring import CallRecord, CaseResult, score_case
+from assistant_framework.json_types import JsonObject
 from assistant_framework.media.files_out import FileSender
 from assistant_framework.skills import SkillManager
 from assistant_framework.spending import SpendingLedger
@@ -33,8 +33,8 @@ DEFAULT_NOW = "2026-06-10T10:00:00"
 
 
 def eval_llm_config(
-    llm_config: dict[str, Any], *, runner: str | None = None, base_url: str | None = None, model: str | None = None
-) -> dict[str, Any]:
+    llm_config: JsonObject, *, runner: str | None = None, base_url: str | None = None, model: str | None = None
+) -> JsonObject:
     """The llm section to evaluate: one named runner, or an ad-hoc base URL and model."""
     config = copy.deepcopy(llm_config or {})
     runners = list(config.get("runners") or [])
@@ -62,7 +62,7 @@ def eval_llm_config(
     return config
 
 
-def counted_client(llm_config: dict[str, Any], config: dict[str, Any], workspace: str) -> LLMClient:
+def counted_client(llm_config: JsonObject, config: JsonObject, workspace: str) -> LLMClient:
     """The model client of ``eval skills`` or ``trace replay``: its calls count against the runners' spending
     caps in ``workspace`` (the bot's ledger: they spend the same money), and a capped runner refuses as it
     does for the bot. Raises NotAWorkspaceError when a runner has caps and ``workspace`` is no workspace;
@@ -95,7 +95,7 @@ def _seed(workspace: Workspace, case: EvalCase, settings_budget: int, when: date
             pending_user = None
 
 
-def run_case(case: EvalCase, config: dict[str, Any], llm: LLMClient) -> CaseResult:
+def run_case(case: EvalCase, config: JsonObject, llm: LLMClient) -> CaseResult:
     """Run one case in a fresh workspace and score it."""
     settings = Settings.from_config(config)  # once: the zone, the skills and the agent read the same records
     zone = ZoneInfo(settings.runtime.timezone)
@@ -134,7 +134,7 @@ def run_case(case: EvalCase, config: dict[str, Any], llm: LLMClient) -> CaseResu
 
 def run_cases(
     cases: Sequence[EvalCase],
-    config: dict[str, Any],
+    config: JsonObject,
     *,
     progress: Callable[[int, int, CaseResult], None] | None = None,
     llm: LLMClient | None = None,

@@ -15,9 +15,10 @@ framework does not import the bot). In the bot's process an approval reloads its
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
+from assistant_framework.json_types import JsonObject
 from assistant_framework.spending import SpendingLedger
 from assistant_framework.web.base import BaseHandler, WebState
 from assistant_framework.web.parts import Parts
@@ -48,7 +49,7 @@ class Control:
         ledger = SpendingLedger(parts.workspace, parts.settings.runtime.timezone)  # reads only
         return runner_lines(list(parts.settings.llm.runners), ledger)
 
-    def view(self, parts: Parts) -> dict[str, Any]:
+    def view(self, parts: Parts) -> JsonObject:
         lines = self._lines(parts)
         chat = home_conversation(parts.settings, parts.workspace)
         chosen = RunnerChoices(parts.workspace).get(chat)
@@ -125,9 +126,9 @@ def control_mount(config_root: str | Path, runtime: Runtime | None = None) -> Mo
     """The section's routes; ``runtime``: the bot's, when the page runs in its process."""
     control = Control(Path(config_root), runtime)
 
-    def routes(state: WebState) -> list[tuple[str, type[BaseHandler], dict[str, Any]]]:
-        s: dict[str, Any] = {"state": state, "control": control}
-        a: dict[str, Any] = {**s, "api": True}
+    def routes(state: WebState) -> list[tuple[str, type[BaseHandler], dict[str, object]]]:
+        s: dict[str, object] = {"state": state, "control": control}
+        a: dict[str, object] = {**s, "api": True}
         return [
             (r"/control", ControlHandler, s),
             (r"/api/control", ControlHandler, a),

@@ -24,10 +24,11 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import tornado.iostream
 
+from assistant_framework.json_types import JsonObject
 from assistant_framework.serve.clients import Client, PerMinute
 from assistant_framework.serve.http import ClientHandler, Route
 from assistant_framework.web.base import WebState
@@ -129,7 +130,7 @@ class ChatService:
         if ask_owner is None:
             return None
 
-        def approve(request: dict[str, Any]) -> Answer:
+        def approve(request: JsonObject) -> Answer:
             reason = request.get("reason") or "the policy asks for confirmation"
             return ask_owner({**request, "reason": f"{reason}; asked for the served client {client.name!r}"})
 
@@ -158,7 +159,7 @@ class ModelsHandler(ClientHandler):
 class CompletionsHandler(ClientHandler):
     """``POST /v1/chat/completions``: one turn of the assistant in the client's conversation."""
 
-    def initialize(self, state: WebState, clients: tuple[Client, ...], service: ChatService, **_: Any) -> None:  # type: ignore[override]
+    def initialize(self, state: WebState, clients: tuple[Client, ...], service: ChatService, **_: object) -> None:  # type: ignore[override]
         super().initialize(state, clients)
         self.service = service
 
@@ -250,7 +251,7 @@ class CompletionsHandler(ClientHandler):
         if not self._finished:
             self.finish()
 
-    async def _event(self, chunk_id: str, created: int, delta: dict[str, Any], finish: str | None = None) -> bool:
+    async def _event(self, chunk_id: str, created: int, delta: JsonObject, finish: str | None = None) -> bool:
         chunk = {
             "id": chunk_id,
             "object": "chat.completion.chunk",
@@ -284,7 +285,7 @@ def chat_mount(clients: tuple[Client, ...], service: ChatService | None) -> Moun
     """The ``/v1/`` routes for the web server; without a service (``assistant web`` alone) they say where to go."""
 
     def routes(state: WebState) -> list[Route]:
-        shared: dict[str, Any] = {"state": state, "clients": clients}
+        shared: dict[str, object] = {"state": state, "clients": clients}
         if service is None:
             return [(r"/v1/(?:models|chat/completions)/?", ChatElsewhere, shared)]
         return [

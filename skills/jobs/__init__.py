@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from assistant_framework.config.settings import JobsSettings
 from assistant_framework.jobs import CATCH_UP, Job, JobError, JobStore, as_row, describe_next
 from assistant_framework.jobs.job import EXAMPLES, PAYLOAD_KEYS, SCHEDULE_KEYS
 from assistant_framework.jobs.schedule import shortest_gap
+from assistant_framework.json_types import JsonObject
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, context_zone, need
 from assistant_framework.workspace import Workspace
@@ -108,7 +108,7 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
     raise JobError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
 
 
-def _fields(args: dict[str, Any], default_tz: str) -> dict[str, Any]:
+def _fields(args: JsonObject, default_tz: str) -> JsonObject:
     """The new job's row fields; JobError with the form and an example for what is missing or doubled."""
     schedules = [key for key in SCHEDULE_KEYS if args.get(key) not in (None, "")]
     if len(schedules) != 1:
@@ -128,7 +128,7 @@ def _fields(args: dict[str, Any], default_tz: str) -> dict[str, Any]:
     return fields
 
 
-def _schedule_of(job: Job) -> dict[str, Any]:
+def _schedule_of(job: Job) -> JsonObject:
     schedule = job.schedule
     if schedule.kind == "cron":
         return {"cron": schedule.cron}
@@ -138,7 +138,7 @@ def _schedule_of(job: Job) -> dict[str, Any]:
     return {"at": schedule.at.strftime("%Y-%m-%d %H:%M")}
 
 
-def _check_interval(fields: dict[str, Any], limits: JobsSettings | None, default_tz: str, now: datetime) -> None:
+def _check_interval(fields: JsonObject, limits: JobsSettings | None, default_tz: str, now: datetime) -> None:
     """A prompt job runs no more often than ``jobs.min_prompt_interval_minutes`` (each run is a model turn)."""
     is_prompt = "prompt" in fields or fields.get("kind") == "prompt"
     if not is_prompt or limits is None:
@@ -159,5 +159,5 @@ def _check_interval(fields: dict[str, Any], limits: JobsSettings | None, default
         )
 
 
-def _shown(row: dict[str, Any]) -> dict[str, Any]:
+def _shown(row: JsonObject) -> JsonObject:
     return {key: value for key, value in row.items() if key not in ("last_planned",)}

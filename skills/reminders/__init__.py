@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from assistant_framework.json_types import JsonObject
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, context_zone, need, outside_label
 from assistant_framework.stores import ReminderStore
@@ -110,12 +112,12 @@ def _own(store: ReminderStore, chat_id: int | str, reminder_id: str) -> dict[str
     raise LookupError(f"no reminder {reminder_id!r} in this chat")
 
 
-def _not_pending(reminder: dict[str, Any]) -> str:
+def _not_pending(reminder: Mapping[str, object]) -> str:
     status = reminder.get("status")
     when = f" at {reminder['delivered_at']}" if status == "delivered" and reminder.get("delivered_at") else ""
     return f"reminder {reminder['id']} was already {status}{when}; nothing to cancel"
 
 
-def _row(reminder: dict[str, Any]) -> dict[str, Any]:
+def _row(reminder: Mapping[str, object]) -> JsonObject:
     mark = {"untrusted": True} if is_untrusted(reminder) else {}  # first, so a result cut short still shows it
     return {**mark, "id": reminder["id"], "text": reminder["text"], "due_at": reminder["due_at"]}

@@ -4,14 +4,14 @@ structured-output forms it accepts, and whether a vision runner sees a picture."
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from assistant_framework.hints import CLI
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.doctor import FAIL, OK, WARN, Check, Context
 from messaging_llm_bot.llm.probe import probe
 
 
-def _runner_key(runner: dict[str, Any]) -> str:
+def _runner_key(runner: JsonObject) -> str:
     from messaging_llm_bot.ops.setup.answers import runner_key  # one reading of a runner's key
 
     return runner_key(runner)
@@ -61,7 +61,7 @@ def check_runners(ctx: Context) -> list[Check]:
     return checks
 
 
-def _vision_names(llm: dict[str, Any]) -> tuple[str, ...]:
+def _vision_names(llm: JsonObject) -> tuple[str, ...]:
     """The runners a message with images goes to (``llm.vision_runner``, ``vision: true``)."""
     from messaging_llm_bot.llm.runners import runners_from_config, vision_order
 
@@ -71,7 +71,7 @@ def _vision_names(llm: dict[str, Any]) -> tuple[str, ...]:
         return ()
 
 
-def _vision_check(runner: dict[str, Any], key: str) -> Check:
+def _vision_check(runner: JsonObject, key: str) -> Check:
     """Send a small red picture and ask its colour: does the runner take images, and does it see them?"""
     import io
 
@@ -116,7 +116,7 @@ def _vision_check(runner: dict[str, Any], key: str) -> Check:
     return Check(name, OK, f"a red picture was seen as {answer!r} in {done.elapsed_s:.2f} s")
 
 
-def _completion_report(runner: dict[str, Any]) -> tuple[bool, str]:
+def _completion_report(runner: JsonObject) -> tuple[bool, str]:
     """Whether a one-token completion worked, and a report: its time and the structured-output forms accepted."""
     from messaging_llm_bot.llm.client import LLMClient
     from messaging_llm_bot.llm.errors import LLMError

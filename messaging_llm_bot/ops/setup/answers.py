@@ -14,10 +14,11 @@ import copy
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.config import LOCAL_DIR, ConfigError, load_config_detailed
+from assistant_framework.json_types import JsonObject
 
 if TYPE_CHECKING:
     from messaging_llm_bot.llm.probe import Probe
@@ -44,18 +45,18 @@ class Answers:
 class Current:
     """The user's own values, as setup finds them (empty: none yet)."""
 
-    runners: tuple[dict[str, Any], ...] = ()
+    runners: tuple[JsonObject, ...] = ()
     timezone: str | None = None
 
     @property
-    def runner(self) -> dict[str, Any] | None:
+    def runner(self) -> JsonObject | None:
         """The first runner of the local layer (the one setup asks about), or None."""
         return copy.deepcopy(self.runners[0]) if self.runners else None
 
     @classmethod
     def read(cls, config: Path) -> Current:
         """Read a config directory that loads (setup checked it); never raises."""
-        local: dict[str, Any] = {}
+        local: JsonObject = {}
         if (config / LOCAL_DIR).is_dir():
             try:
                 local = load_config_detailed(config / LOCAL_DIR, validate=False, env=False).data
@@ -70,7 +71,7 @@ class Current:
         )
 
 
-def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
+def _section(data: JsonObject, name: str) -> JsonObject:
     """``data[name]`` when it is an object, else an empty one."""
     value = data.get(name)
     return value if isinstance(value, dict) else {}
@@ -113,7 +114,7 @@ def valid_zone(name: str) -> bool:
     return True
 
 
-def runner_key(runner: dict[str, Any] | None) -> str:
+def runner_key(runner: JsonObject | None) -> str:
     """The API key a runner sends: ``api_key`` (a ``${NAME}`` read from the environment), else the
     variable ``api_key_env`` names; "" for none."""
     if not runner:
@@ -126,7 +127,7 @@ def runner_key(runner: dict[str, Any] | None) -> str:
     return key
 
 
-def key_hint(result: Probe, runner: dict[str, Any] | None) -> str:
+def key_hint(result: Probe, runner: JsonObject | None) -> str:
     """What to do about a refused key: which flag gives it, or which variable is unset."""
     if result.status not in (401, 403):
         return ""

@@ -3,8 +3,7 @@ each checked by a probe, and the short test turn against the chosen runner."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.llm.probe import LOCAL_SERVERS, Probe, find_local_servers, probe
 from messaging_llm_bot.ops.setup.answers import Answers, Current, base_url_problem, key_hint, runner_key
 from messaging_llm_bot.ops.setup.dialog import Dialog, SetupError, Step
@@ -25,7 +24,7 @@ class ModelSteps(Step):
         #: Where to look for a local model server (tests point this at their fake).
         self.candidates = candidates
 
-    def server(self) -> dict[str, Any]:
+    def server(self) -> JsonObject:
         """The runner to write: the server and model given or chosen (at a terminal asked again until
         the server answers and lists the model), the other keys of the configured runner kept."""
         current = self.current.runner
@@ -80,7 +79,7 @@ class ModelSteps(Step):
                 return with_v1, at_v1
         return base_url, result
 
-    def _choose_server(self, current: dict[str, Any] | None) -> tuple[str, str | None]:
+    def _choose_server(self, current: JsonObject | None) -> tuple[str, str | None]:
         """(base URL, API key typed or None): the configured server without a terminal, else one of the
         local servers found or one typed."""
         if current is not None and not self.a.interactive:
@@ -108,7 +107,7 @@ class ModelSteps(Step):
             return urls[int(choice) - 1], None
         return choice, None
 
-    def _model(self, result: Probe, current: dict[str, Any] | None) -> str | None:
+    def _model(self, result: Probe, current: JsonObject | None) -> str | None:
         """The model: ``--model``, or chosen from the server's list (shown first); None at a terminal when
         the server should be chosen again."""
         configured = str(current.get("model") or "") if current else ""
@@ -135,7 +134,7 @@ class ModelSteps(Step):
             return models[int(choice) - 1]
         return choice
 
-    def test_turn(self, runner: dict[str, Any]) -> bool:
+    def test_turn(self, runner: JsonObject) -> bool:
         """One short completion against the chosen runner; prints the answer and the time it took."""
         from messaging_llm_bot.llm.client import LLMClient
         from messaging_llm_bot.llm.errors import LLMError
