@@ -1,0 +1,87 @@
+"""``assistant setup --discord USER_ID`` configures the Discord channel (issue 50): by flags, against the fake
+Discord, the token tried from the named environment variable (never written), the settings in the local layer
+with ``enabled`` last; a wrong token stops setup with nothing written. ``doctor`` checks the allowlist, the token
+and the application's message content intent."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from messaging_llm_bot.cli.main import main
+from tests.fakes.chat_server import FakeChatServer
+from tests.fakes.discord_api import FakeDiscordAPI
+
+REPO = Path(__file__).resolve().parents[1]
+OWNER = "80351110224678912"
+
+
+def _setup(config: Path, tmp_path: Path, chat: FakeChatServer, discord: FakeDiscordAPI, owner: str = OWNER) -> int:
+    return main(
+        [
+            *("setup", "--yes", "--no-telegram", "--no-test", "--config", str(config)),
+            *("--workspace", str(tmp_path / "ws"), "--base-url", chat.base_url, "--timezone", "UTC"),
+            *("--discord", owner, "--discord-base-url", discord.base_url, "--discord-token-env", "DC_SETUP_TOKEN"),
+        ]
+    )
+
+
+def test_setup_writes_the_discord_channel_and_refuses_a_wrong_token(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config"
+    shutil.copytree(REPO / "config", config, ignore=shutil.ignore_patterns("local"))
+    with FakeChatServer() as chat, FakeDiscordAPI() as discord:
+        chat.set_handler(lambda request: "OK")
+        monkeypatch.setenv("DC_SETUP_TOKEN", discord.token + "-wrong")
+        assert _setup(config, tmp_path, chat, discord) == 2
+        assert "401" in capsys.readouterr().err and not (config / "local" / "discord.json").exists()
+
+        monkeypatch.setenv("DC_SETUP_TOKEN", discord.token)
+        assert _setup(config, tmp_path, chat, discord) == 0, capsys.readouterr()
+        assert "is the bot assistant" in capsys.readouterr().out
+        written = json.loads((config / "local" / "discord.json").read_text())
+        assert written["enabled"] is True and written["allowed"] == [OWNER]
+        assert written["bot_token_env"] == "DC_SETUP_TOKEN" and written["base_url"] == discord.base_url
+        assert discord.token not in (config / "local" / "discord.json").read_text()
+        assert _setup(config, tmp_path, chat, discord, owner="not-an-id") == 2
+        assert "not a Discord user id" in capsys.readouterr().err
+
+
+def test_doctor_checks_the_token_the_intent_and_the_allowlist(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config"
+    config.mkdir()
+    with FakeChatServer() as chat, FakeDiscordAPI() as discord:
+        (config / "llm.json").write_text(
+            json.dumps({"runners": [{"name": "l", "base_url": chat.base_url, "model": "m"}]})
+        )
+        section = {
+            "enabled": True,
+            "bot_token_env": "DC_DOCTOR_TOKEN",
+            "allowed": [OWNER],
+            "base_url": discord.base_url,
+        }
+
+        def doctor() -> dict[str, dict[str, str]]:
+            (config / "discord.json").write_text(json.dumps(section))
+            main(["doctor", "--json", "--quick", "--config", str(config), "--workspace", str(tmp_path / "ws")])
+            return {c["name"]: c for c in json.loads(capsys.readouterr().out)}
+
+        monkeypatch.setenv("DC_DOCTOR_TOKEN", discord.token)
+        checks = doctor()
+        assert checks["discord allowlist"]["status"] == "ok" and OWNER in checks["discord allowlist"]["detail"]
+        assert checks["discord token"]["status"] == "ok" and "assistant" in checks["discord token"]["detail"]
+        assert checks["discord intent"]["status"] == "ok"
+        discord.message_content = False
+        assert doctor()["discord intent"]["status"] == "fail"
+        monkeypatch.setenv("DC_DOCTOR_TOKEN", "wrong-token")
+        section["allowed"] = []
+        checks = doctor()
+        assert checks["discord allowlist"]["status"] == "fail"
+        assert checks["discord token"]["status"] == "fail" and "401" in checks["discord token"]["detail"]
+        assert "wrong-token" not in json.dumps(checks)  # the token is never shown
