@@ -2204,7 +2204,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "doctor-empty-telegram-allowlist-unchecked",
-        f"{BOT}/channels/telegram/doctor.py",
+        f"{BOT}/channels/doctor.py",
         "    if not allowed:",
         "    if False:",
         "a Telegram bot with a token and an empty allowlist (it answers no one) passes doctor",

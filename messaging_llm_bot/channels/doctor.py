@@ -50,6 +50,14 @@ class Context:
         return self._records[1]
 
 
+def allowlist_check(name: str, allowed: list[Any], owner: object, empty: str, fix: str) -> Check:
+    """The line every channel has about who may write: how many and the owner, or a failure when the list is
+    empty (``empty``: what it means, ``fix``: the command that fills it)."""
+    if not allowed:
+        return Check(name, FAIL, empty, fix)
+    return Check(name, OK, f"{len(allowed)} allowed; owner {owner or allowed[0]}")
+
+
 #: ``checks`` in ``channels/<name>/doctor.py``.
 ChannelChecks = Callable[[Context], list[Check]]
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -53,6 +52,7 @@ API_READ_TIMEOUT_SECONDS = 5.0
 #: with exit 1. A refused connection at getMe still fails at once.
 START_ATTEMPTS = 3
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+ALLOWED_UPDATES = ["message", "callback_query"]
 
 
 class TelegramService:
@@ -230,7 +230,7 @@ class TelegramService:
                     url_path="telegram",
                     webhook_url=hook.url or None,
                     secret_token=secret,
-                    allowed_updates=["message", "callback_query"],
+                    allowed_updates=ALLOWED_UPDATES,
                     stop_signals=None,
                     bootstrap_retries=START_ATTEMPTS - 1,  # deleteWebhook/setWebhook: the server answered getMe
                     close_loop=False,
@@ -239,9 +239,9 @@ class TelegramService:
                 app.run_polling(
                     poll_interval=0.0,
                     timeout=self.poll_timeout,
-                    allowed_updates=["message", "callback_query"],
+                    allowed_updates=ALLOWED_UPDATES,
                     stop_signals=None,
-                    bootstrap_retries=START_ATTEMPTS - 1,  # deleteWebhook/setWebhook: the server answered getMe
+                    bootstrap_retries=START_ATTEMPTS - 1,
                     close_loop=False,
                 )
         except InvalidToken:
@@ -288,8 +288,3 @@ class TelegramService:
         until the application runs (StoppableApplication)."""
         if self.app is not None:
             request_stop(self._loop, self.shutdown.begin)
-
-
-def run_telegram(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:
-    """Run the Telegram frontend for ``runtime`` until interrupted; returns an exit code."""
-    return TelegramService(runtime, stop_signals=stop_signals).run()

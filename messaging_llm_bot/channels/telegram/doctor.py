@@ -5,7 +5,7 @@ no chat channel is configured at all)."""
 from __future__ import annotations
 
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import FAIL, OK, Check, Context
+from messaging_llm_bot.channels.doctor import FAIL, OK, Check, Context, allowlist_check
 from messaging_llm_bot.channels.telegram.probe import get_me
 
 
@@ -30,20 +30,11 @@ def checks(ctx: Context) -> list[Check]:
                 f"check telegram.token (`{CLI} setup --token ...`) and the network",
             )
         )
-    allowed = telegram.get("allowed_user_ids") or []
-    if not allowed:
-        found.append(
-            Check(
-                "allowlist",
-                FAIL,
-                "telegram.allowed_user_ids is empty: the bot answers no one",
-                f"`{CLI} setup` finds your id, or `{CLI} config set telegram.allowed_user_ids '[ID]'`",
-            )
-        )
-    else:
-        found.append(
-            Check("allowlist", OK, f"{len(allowed)} user(s) allowed; owner {telegram.get('owner_id') or allowed[0]}")
-        )
+    fill = f"`{CLI} setup` finds your id, or `{CLI} config set telegram.allowed_user_ids '[ID]'`"
+    empty = "telegram.allowed_user_ids is empty: the bot answers no one"
+    found.append(
+        allowlist_check("allowlist", telegram.get("allowed_user_ids") or [], telegram.get("owner_id"), empty, fill)
+    )
     if telegram.get("mode") == "webhook":
         secret = (telegram.get("webhook") or {}).get("secret_token")
         if not secret:
