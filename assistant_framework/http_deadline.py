@@ -73,7 +73,7 @@ class Deadline:
         self.at = time.monotonic() + self.seconds
         self.fired = False  # the watchdog shut the exchange's connections down
         self.done = False
-        self._watched: list[tuple[Any, socket.socket | None]] = []
+        self._watched: list[tuple[object, socket.socket | None]] = []
         self._lock = threading.Lock()
 
     def remaining(self) -> float:
@@ -101,7 +101,7 @@ class Deadline:
         if self in stack:
             stack.remove(self)
 
-    def watch(self, connection: Any, sock: socket.socket | None = None) -> None:
+    def watch(self, connection: object, sock: socket.socket | None = None) -> None:
         """Shut ``connection``'s socket (or ``sock``, the one it answers on) down at the deadline; at
         once when it has passed."""
         with self._lock:
@@ -112,7 +112,7 @@ class Deadline:
                 return
         _shut(connection, sock)
 
-    def forget(self, connection: Any) -> None:
+    def forget(self, connection: object) -> None:
         """``connection`` goes back to the pool: the watchdog must not touch it (or its socket) any more."""
         with self._lock:
             self._watched = [(c, s) for c, s in self._watched if c is not connection]
@@ -130,7 +130,7 @@ class Deadline:
                 _shut(connection, sock)
 
 
-def _shut(connection: Any, sock: socket.socket | None) -> None:
+def _shut(connection: object, sock: socket.socket | None) -> None:
     sock = sock or getattr(connection, "sock", None)
     if sock is None:
         return

@@ -65,13 +65,13 @@ class Collector:
     generated_files: list[str]
     interval_seconds: float | None
     cron: str | None
-    run: Callable[..., Any]
+    run: Callable[..., object]
     folder: Path
     config: CollectorConfig
     enabled: bool
     timeout_seconds: float
     notify: list[NotifyRule]
-    setup: Callable[..., Any] | None = None
+    setup: Callable[..., object] | None = None
     config_schema: JsonSchema | None = None
     module: ModuleType | None = field(default=None, repr=False)
     #: What the folder uses of ``spec.DEPRECATED_FORMS``: one sentence each, naming the form to use.

@@ -50,7 +50,7 @@ def _substitute_env(value: Any, path: JsonPath, loaded: LoadedConfig) -> Any:
     return value
 
 
-def is_env_reference(value: Any) -> bool:
+def is_env_reference(value: object) -> bool:
     """Whether ``value`` is a ``"${NAME}"`` reference (left as it is when a config is read with ``env=False``)."""
     return isinstance(value, str) and _ENV_REF.match(value.strip()) is not None
 

@@ -59,7 +59,7 @@ def server_says(server: str, description: str) -> str:
     return f"[MCP server {server[:40]!r} says] {description}"
 
 
-def short_description(text: Any, limit: int, fallback: str) -> str:
+def short_description(text: object, limit: int, fallback: str) -> str:
     """One line of at most ``limit`` characters (control characters and runs of spaces collapsed)."""
     flat = " ".join(_CONTROL.sub(" ", str(text or "")[:20_000]).split())
     if limit <= 0 or not flat:
@@ -134,7 +134,7 @@ def _strip_descriptions(schema: Any) -> Any:
     return schema
 
 
-def shown_schema(input_schema: Any) -> tuple[JsonSchema, str]:
+def shown_schema(input_schema: object) -> tuple[JsonSchema, str]:
     """The args schema the model sees and the manager checks, and how it was cut (``""`` when it was not).
 
     Always an object schema; a property list of a hostile size or depth never reaches the prompt."""

@@ -12,7 +12,7 @@ import json
 import os
 import re
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from ..workspace import Workspace
@@ -59,7 +59,7 @@ def logged_conversation_id(workspace: Workspace, folder: str) -> str | None:
     return None
 
 
-def aware(moment: datetime | None, tz: Any = None) -> datetime:
+def aware(moment: datetime | None, tz: tzinfo | None = None) -> datetime:
     """An aware datetime: now when None, naive values taken as ``tz`` (UTC by default)."""
     if moment is None:
         return datetime.now(tz or UTC)
@@ -71,7 +71,7 @@ def aware(moment: datetime | None, tz: Any = None) -> datetime:
 class TurnLog:
     """Appends turns to the L0 log and hands out stable turn ids (thread-safe)."""
 
-    def __init__(self, workspace: Workspace, tz: Any = None) -> None:
+    def __init__(self, workspace: Workspace, tz: tzinfo | None = None) -> None:
         self.workspace = workspace
         self.tz = tz
         self._counts: dict[str, int] = {}

@@ -11,6 +11,8 @@ from typing import Any
 
 import jsonschema
 
+from ..json_types import JsonObject, JsonSchema
+
 log = logging.getLogger(__name__)
 
 #: The model call of memory work: ``complete(messages)`` or ``complete(messages, extra=...)`` -> the answer's text.
@@ -30,19 +32,19 @@ def accepts_extra(complete: Complete) -> bool:
     return any(p.name == "extra" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
-def call_model(complete: Complete, messages: Messages, extra: dict[str, Any] | None = None) -> str:
+def call_model(complete: Complete, messages: Messages, extra: JsonObject | None = None) -> str:
     """The model's text; ``extra`` (e.g. response_format) only when the callable takes it."""
     if extra and accepts_extra(complete):
         return complete(messages, extra=extra) or ""
     return complete(messages) or ""
 
 
-def json_schema_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+def json_schema_format(name: str, schema: JsonSchema) -> JsonObject:
     """The ``response_format`` body asking an OpenAI-compatible server for schema-shaped JSON."""
     return {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}}
 
 
-def parse_json_reply(text: str, schema: dict[str, Any], what: str) -> Any | None:
+def parse_json_reply(text: str, schema: JsonSchema, what: str) -> Any | None:
     """Parse and validate a JSON reply; None (logged, content not echoed) when malformed."""
     cleaned = _FENCE.sub("", (text or "").strip())
     try:

@@ -119,7 +119,7 @@ def is_appendable(rel: str) -> bool:
     return rel.endswith(JSONL_SUFFIXES)
 
 
-def parse_time(value: Any) -> str | None:
+def parse_time(value: object) -> str | None:
     """An ISO-ish time string (or epoch number) normalised to ISO; None when not a time."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 10**8:
         return datetime.fromtimestamp(value, UTC).isoformat(timespec="seconds")
@@ -204,7 +204,7 @@ def jsonl_entries(lines: list[tuple[int, bytes]], rel: str, source: str) -> list
     return entries
 
 
-def record_text(record: Any) -> str:
+def record_text(record: object) -> str:
     """A JSON record flattened to 'key: value' text (ids and history left out)."""
     if isinstance(record, dict):
         parts = []
@@ -220,7 +220,7 @@ def record_text(record: Any) -> str:
     return str(record)
 
 
-def record_time(record: Any) -> str | None:
+def record_time(record: object) -> str | None:
     if isinstance(record, dict):
         for key in _TIME_KEYS:
             found = parse_time(record.get(key))

@@ -277,14 +277,14 @@ class BaseHandler(tornado.web.RequestHandler):
         # Every run of 8+ of its characters goes too, as in the JSON answers.
         return redact_text(text, self.state.page_secrets)
 
-    def page(self, template: str, **values: Any) -> None:
+    def page(self, template: str, **values: object) -> None:
         values.setdefault("title", "")
         values.setdefault("untrusted", is_untrusted)  # labels a record taken from outside content
         html = self.render_string(template, nav=self.request.path, local=self.local, **values).decode("utf-8")
         self.set_header("Content-Type", "text/html; charset=UTF-8")
         self.finish(self.redact(html))
 
-    def send_json(self, value: Any, status: int = 200) -> None:
+    def send_json(self, value: object, status: int = 200) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json; charset=UTF-8")
         text = json.dumps(jsonable(redact_secrets(jsonable(value), self.state.secrets)), ensure_ascii=False, indent=1)

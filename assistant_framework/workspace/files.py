@@ -179,7 +179,7 @@ class Workspace:
         """
         return atomic_write_bytes(self.path(rel), text.encode("utf-8"), durable=durable, private=True)
 
-    def write_json(self, rel: str, obj: Any, *, durable: bool = True) -> Path:
+    def write_json(self, rel: str, obj: object, *, durable: bool = True) -> Path:
         """Write JSON atomically (indented, UTF-8 kept readable); ``durable`` as for ``write_text``."""
         text = json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
         return self.write_text(rel, text, durable=durable)
@@ -217,7 +217,7 @@ class Workspace:
             finally:
                 os.close(fd)
 
-    def append_jsonl(self, rel: str, obj: Any) -> None:
+    def append_jsonl(self, rel: str, obj: object) -> None:
         """Append one compact JSON object as a line."""
         self.append_line(rel, json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
 
