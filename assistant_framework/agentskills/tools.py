@@ -13,8 +13,9 @@ from typing import Any
 
 from assistant_framework.agentskills.library import AgentSkillLibrary
 from assistant_framework.agentskills.scripts import run_script
+from assistant_framework.json_types import JsonSchema
 from assistant_framework.skills.loader import Skill
-from assistant_framework.skills.spec import SkillContext
+from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.workspace import Workspace
 
 SKILL_DOC = "skill_doc"
@@ -25,7 +26,7 @@ LIMIT_MARGIN_SECONDS = 1.0
 #: The label before a body: whose words these are.
 AUTHOR_LABEL = "[Instructions of skill {name!r}, written by its author (not the owner): how to do the task]"
 
-DOC_SCHEMA: dict[str, Any] = {
+DOC_SCHEMA: JsonSchema = {
     "type": "object",
     "properties": {
         "name": {"type": "string", "description": "the skill's name from [Skills]"},
@@ -34,7 +35,7 @@ DOC_SCHEMA: dict[str, Any] = {
     "required": ["name"],
     "additionalProperties": False,
 }
-SCRIPT_SCHEMA: dict[str, Any] = {
+SCRIPT_SCHEMA: JsonSchema = {
     "type": "object",
     "properties": {
         "skill": {"type": "string"},
@@ -47,7 +48,7 @@ SCRIPT_SCHEMA: dict[str, Any] = {
 }
 
 
-def _record(name: str, description: str, schema: dict[str, Any], run: Callable[..., Any], **extra: Any) -> Skill:
+def _record(name: str, description: str, schema: JsonSchema, run: Callable[..., object], **extra: Any) -> Skill:
     return Skill(
         name=name,
         description=description,
@@ -68,7 +69,7 @@ def _record(name: str, description: str, schema: dict[str, Any], run: Callable[.
 def agent_skill_tools(library: AgentSkillLibrary, timeout: Callable[[str], float]) -> list[Skill]:
     """``skill_doc`` and ``run_script`` over ``library``; ``timeout(name)`` is the manager's for a call."""
 
-    def doc(workspace: Workspace, args: dict[str, Any], context: SkillContext | None = None) -> str:
+    def doc(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> str:
         name = str(args.get("name", "")).strip()
         text = library.doc(name, args.get("file") or None)
         skill = library.get(name)
@@ -78,7 +79,7 @@ def agent_skill_tools(library: AgentSkillLibrary, timeout: Callable[[str], float
             lines.append(f"Scripts (run with {RUN_SCRIPT}): {', '.join(skill.scripts)}")
         return "\n".join(lines)
 
-    def script(workspace: Workspace, args: dict[str, Any], context: SkillContext | None = None) -> str:
+    def script(workspace: Workspace, args: SkillArgs, context: SkillContext | None = None) -> str:
         name = str(args.get("skill", "")).strip()
         skill = library.get(name)
         if skill is None:
@@ -96,7 +97,7 @@ def agent_skill_tools(library: AgentSkillLibrary, timeout: Callable[[str], float
         cut = f"\n[... {done.cut_bytes} more bytes of output not shown]" if done.cut_bytes else ""
         return f"exit code {done.exit_code}\n{done.output.rstrip()}{cut}"
 
-    def script_rule(args: Any) -> str:
+    def script_rule(args: SkillArgs) -> str:
         # The owner allows a skill's scripts by the skill's name: policy.skills.<name>.
         return str(args.get("skill", "")).strip() if isinstance(args, dict) else RUN_SCRIPT
 

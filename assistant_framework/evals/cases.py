@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import yaml
+
+from assistant_framework.json_types import JsonObject
 
 BUILTIN_CASES_DIR = Path(__file__).resolve().parent / "cases"
 
@@ -52,9 +53,9 @@ class EvalCase:
     id: str
     category: str
     message: str
-    expect: dict[str, Any]
-    workspace: dict[str, Any] = field(default_factory=dict)
-    history: list[dict[str, Any]] = field(default_factory=list)
+    expect: JsonObject
+    workspace: JsonObject = field(default_factory=dict)
+    history: list[JsonObject] = field(default_factory=list)
     now: str | None = None
     description: str = ""
     source: str = ""
@@ -104,7 +105,7 @@ def load_cases(dirs: list[Path]) -> list[EvalCase]:
     return cases
 
 
-def _read(path: Path) -> list[dict[str, Any]]:
+def _read(path: Path) -> list[JsonObject]:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:

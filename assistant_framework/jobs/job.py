@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.jobs.schedule import CATCH_UP, Schedule, check_cron, local_time
+from assistant_framework.json_types import JsonObject
 from assistant_framework.schedules import as_utc, from_iso, next_cron_time, zone
 from assistant_framework.stores._common import now_utc, one_line
 from assistant_framework.stores.provenance import is_untrusted
@@ -64,7 +64,7 @@ class Job:
         return self.schedule.next_after(after)
 
 
-def schedule_of(row: dict[str, Any], default_tz: str) -> Schedule:
+def schedule_of(row: JsonObject, default_tz: str) -> Schedule:
     """The schedule a row names; JobError saying what to write when it names none or several."""
     given = [key for key in SCHEDULE_KEYS if row.get(key) not in (None, "")]
     if len(given) != 1:
@@ -111,7 +111,7 @@ def schedule_of(row: dict[str, Any], default_tz: str) -> Schedule:
     return Schedule("at", tz_name, at=at, anchor=anchor)
 
 
-def job_of(row: dict[str, Any], default_tz: str) -> Job:
+def job_of(row: JsonObject, default_tz: str) -> Job:
     """A readable job from a row; JobError naming the row and what is wrong."""
     job_id = str(row.get("id") or "").strip()
     if not job_id:
@@ -154,7 +154,7 @@ def job_of(row: dict[str, Any], default_tz: str) -> Job:
     return job
 
 
-def _moment(row: dict[str, Any], key: str) -> datetime | None:
+def _moment(row: JsonObject, key: str) -> datetime | None:
     """A row's stored moment (``created_at``, ``last_planned``) in UTC, None when absent; JobError when it is
     there but not a usable date (unreadable, or at the calendar's end where moving it to UTC overflows)."""
     value = row.get(key)
@@ -180,7 +180,7 @@ def describe_next(job: Job, now: datetime) -> str:
     return moment.astimezone(job.schedule.zone).strftime("%Y-%m-%d %H:%M %Z")
 
 
-def as_row(job: Job, now: datetime) -> dict[str, Any]:
+def as_row(job: Job, now: datetime) -> JsonObject:
     """A job as the CLI's ``--json``, the web page and the skill's ``list`` show it."""
     moment = job.next_run(now)
     return {

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Route = tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]
+Route = tuple[str, type[tornado.web.RequestHandler], dict[str, object]]
 
 NO_CLIENT = "a configured client's bearer token is required (serve.clients; docs/serve.md)"
 
@@ -38,7 +38,7 @@ class ClientHandler(tornado.web.RequestHandler):
 
     client: Client
 
-    def initialize(self, state: WebState, clients: tuple[Client, ...], **_: Any) -> None:
+    def initialize(self, state: WebState, clients: tuple[Client, ...], **_: object) -> None:
         self.state = state
         self.clients = clients
 
@@ -126,7 +126,7 @@ class McpServers:
 class McpHandler(ClientHandler):
     """``/mcp``: the client's own MCP server (streamable HTTP)."""
 
-    def initialize(self, state: WebState, clients: tuple[Client, ...], servers: McpServers, **_: Any) -> None:  # type: ignore[override]
+    def initialize(self, state: WebState, clients: tuple[Client, ...], servers: McpServers, **_: object) -> None:  # type: ignore[override]
         super().initialize(state, clients)
         self.servers = servers
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from assistant_framework.json_types import JsonSchema
+
 _KEEP = frozenset({"type", "properties", "required", "items", "enum", "anyOf"})
 
 
-def grammar_safe(schema: object, descriptions: bool = False) -> dict[str, Any]:
+def grammar_safe(schema: object, descriptions: bool = False) -> JsonSchema:
     """``schema`` reduced to the grammar-safe subset (pure; ``const`` becomes a one-value enum).
 
     ``descriptions`` keeps ``description`` texts (converters ignore them; a model reads them in
@@ -23,7 +25,7 @@ def grammar_safe(schema: object, descriptions: bool = False) -> dict[str, Any]:
     """
     if not isinstance(schema, dict):
         return {}
-    out: dict[str, Any] = {}
+    out: JsonSchema = {}
     for key, value in schema.items():
         entry = _safe_entry(key, value, schema, descriptions)
         if entry is not None:
@@ -33,7 +35,7 @@ def grammar_safe(schema: object, descriptions: bool = False) -> dict[str, Any]:
     return out
 
 
-def _safe_entry(key: str, value: Any, schema: dict[str, Any], descriptions: bool) -> tuple[str, Any] | None:
+def _safe_entry(key: str, value: Any, schema: JsonSchema, descriptions: bool) -> tuple[str, Any] | None:
     """One keyword of ``schema`` as the grammar-safe subset has it (its name may change), or None to drop it."""
     if key == "const":
         return "enum", [value]

@@ -8,7 +8,6 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 import tornado.netutil
 import tornado.web
@@ -29,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 #: ``web.port`` when the config leaves it out (the record owns it; `assistant web --port` shows it).
 DEFAULT_PORT = WebSettings().port
 #: Routes another part mounts on the same server (the served endpoints: /mcp, /v1/), made with its state.
-Mount = Callable[[WebState], list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]]]
+Mount = Callable[[WebState], list[tuple[str, type[tornado.web.RequestHandler], dict[str, object]]]]
 
 
 def make_app(state: WebState, mounts: Iterable[Mount] = ()) -> tornado.web.Application:
@@ -49,10 +48,10 @@ def make_app(state: WebState, mounts: Iterable[Mount] = ()) -> tornado.web.Appli
     )
 
 
-def _page_routes(state: WebState) -> list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]]:
+def _page_routes(state: WebState) -> list[tuple[str, type[tornado.web.RequestHandler], dict[str, object]]]:
     """The page's own routes; each page has its JSON twin under ``/api``."""
-    s: dict[str, Any] = {"state": state}
-    a: dict[str, Any] = {"state": state, "api": True}
+    s: dict[str, object] = {"state": state}
+    a: dict[str, object] = {"state": state, "api": True}
     return [
         (r"/", pages.HomeHandler, s),
         (r"/login", pages.LoginHandler, s),

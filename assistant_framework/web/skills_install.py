@@ -262,11 +262,11 @@ def sweep_staging(workspace: Workspace, now: float | None = None) -> list[str]:
     return sorted(removed)
 
 
-def routes(state: WebState) -> list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]]:
+def routes(state: WebState) -> list[tuple[str, type[tornado.web.RequestHandler], dict[str, object]]]:
     """The install pages' routes, sharing one list of waiting reviews (made as the server starts)."""
     sweep_staging(state.parts.workspace)
-    s: dict[str, Any] = {"state": state, "reviews": PendingReviews()}
-    a: dict[str, Any] = {**s, "api": True}
+    s: dict[str, object] = {"state": state, "reviews": PendingReviews()}
+    a: dict[str, object] = {**s, "api": True}
     return [
         (r"/skills/install", InstallFormHandler, s),
         (r"/api/skills/install", InstallFormHandler, a),

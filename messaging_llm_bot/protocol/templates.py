@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from assistant_framework.skills.spec import SkillArgs
 from messaging_llm_bot.protocol.lenient_json import loads_lenient, scan
 
 #: ``TEMPLATE_FORMS``: the forms read here, by their recovered label.
@@ -61,13 +62,13 @@ def _xml_value(text: str) -> Any:
     return text
 
 
-def _xml_args(body: str, start: int) -> tuple[dict[str, Any], int] | None:
+def _xml_args(body: str, start: int) -> tuple[SkillArgs, int] | None:
     """Qwen3-Coder's ``<parameter=key>value</parameter>`` run from ``start`` to ``</function>``: the
     args and where the call ends, or None when anything else is inside or the run is too long."""
     close = body.find("</function>", start)
     if close == -1:
         return None
-    args: dict[str, Any] = {}
+    args: SkillArgs = {}
     at = start
     while at < close:
         match = _PARAMETER_RE.match(body, at, close)
