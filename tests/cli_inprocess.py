@@ -90,3 +90,40 @@ def run_cli(*argv: str, env: dict[str, str] | None = None, cwd: Path | str | Non
             if isinstance(exit_.code, str):
                 print(exit_.code, file=sys.stderr)
     return CliRun([ASSISTANT, *argv], int(code or 0), out.getvalue(), err.getvalue())
+
+
+#: The libraries whose log level the bot's start sets (cli/run.py's setup_logging): put back after a call.
+_QUIETED = ("httpx", "httpcore", "urllib3", "telegram", "apscheduler")
+
+
+@contextlib.contextmanager
+def _process_state() -> Iterator[None]:
+    """The umask and the library log levels the bot's start sets for its whole process, put back after."""
+    levels = {name: logging.getLogger(name).level for name in _QUIETED}
+    umask = os.umask(0o022)
+    os.umask(umask)
+    try:
+        yield
+    finally:
+        os.umask(umask)
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def run_bot_start(*argv: str, env: dict[str, str] | None = None, cwd: Path | str | None = None) -> CliRun:
+    """``python -m messaging_llm_bot <argv>`` in this process, for a start that ends before the bot runs (a
+    config error, a missing token): its exit status and output. A start that goes on would serve here."""
+    from messaging_llm_bot.cli.run import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        _environment(env, cwd),
+        _process_state(),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+        _fresh_logging(),
+    ):
+        os.environ.pop("TELEGRAM_BOT_TOKEN", None)  # as tests/console_harness.py's run_bot: the config's token
+        sys.argv[:] = [sys.executable, "-m", "messaging_llm_bot", *argv]
+        code = main(list(argv))
+    return CliRun([sys.executable, "-m", "messaging_llm_bot", *argv], code, out.getvalue(), err.getvalue())

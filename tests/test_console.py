@@ -20,7 +20,7 @@ from messaging_llm_bot.conversation.commands import (
 )
 from messaging_llm_bot.conversation.markup import unescape_markdown
 from messaging_llm_bot.runtime import build_runtime
-from tests.cli_inprocess import run_cli
+from tests.cli_inprocess import run_bot_start, run_cli
 from tests.console_harness import API_KEY, ENTRIES, REPO, run_bot, write_config
 
 
@@ -86,7 +86,7 @@ def test_assistant_run_help_says_how_to_start_the_bot():
 def test_config_error_is_one_clear_line(tmp_path, chat_server, test_skills_dir):
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir)
     (config / "llm.json").write_text('{"runners": [{"name": "x", "base_url": "ftp://nope", "model": "m"}]}')
-    proc = run_bot(["--frontend", "console", "--config", str(config), "--workspace", str(tmp_path / "ws")], "")
+    proc = run_bot_start("--frontend", "console", "--config", str(config), "--workspace", str(tmp_path / "ws"))
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert "llm.json" in proc.stderr and "runners[0].base_url" in proc.stderr
@@ -95,8 +95,8 @@ def test_config_error_is_one_clear_line(tmp_path, chat_server, test_skills_dir):
 def test_a_config_without_a_model_server_names_the_file_and_what_to_add(tmp_path):
     """An empty config folder (or one without llm.runners): validate says so; the bot refuses with the file."""
     (tmp_path / "config").mkdir()
-    proc = run_bot(
-        ["--frontend", "console", "--config", str(tmp_path / "config"), "--workspace", str(tmp_path / "ws")], ""
+    proc = run_bot_start(
+        "--frontend", "console", "--config", str(tmp_path / "config"), "--workspace", str(tmp_path / "ws")
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"{tmp_path / 'config' / 'llm.json'}: llm.runners: no model server is configured" in proc.stderr
@@ -107,7 +107,7 @@ def test_a_config_without_a_model_server_names_the_file_and_what_to_add(tmp_path
 
 def test_bad_timezone_is_a_config_error(tmp_path, chat_server, test_skills_dir):
     config = write_config(tmp_path / "config", chat_server.base_url, test_skills_dir, timezone="Mars/Olympus")
-    proc = run_bot(["--frontend", "console", "--config", str(config), "--workspace", str(tmp_path / "ws")], "")
+    proc = run_bot_start("--frontend", "console", "--config", str(config), "--workspace", str(tmp_path / "ws"))
     assert proc.returncode == 2 and "Mars/Olympus" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -240,10 +240,15 @@ def test_piped_console_refuses_ask_calls(tmp_path, chat_server, test_skills_dir)
     chat_server.enqueue(
         '{"skill": "file", "args": {"action": "delete", "path": "notes/old.md"}}', '{"reply": "Not done."}'
     )
-    result = run_bot(
-        ["--frontend", "console", "--config", str(config), "--workspace", str(ws)], "delete notes/old.md\n"
-    )
-    assert result.returncode == 0
+    import io
+
+    from messaging_llm_bot.channels.console.chat import run_console
+
+    runtime = build_runtime(config, ws)
+    try:  # piped: the line source is no terminal (io.StringIO.isatty() is False), as a shell's pipe
+        assert run_console(runtime, io.StringIO("delete notes/old.md\n"), io.StringIO(), io.StringIO()) == 0
+    finally:
+        runtime.shutdown(5)
     assert (ws / "notes" / "old.md").exists()
     assert "cannot give" in chat_server.chat_requests[-1]["messages"][-1]["content"]
 
