@@ -3420,4 +3420,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a message the gateway delivers again (a RESUME's replay) is answered a second time",
         DISCORD_BOT,
     ),
+    Mutation(
+        "discord-file-any-host",
+        f"{BOT}/channels/discord/files.py",
+        "    return (got.scheme, got.netloc) == (api.scheme, api.netloc)",
+        "    return True",
+        "an attachment URL a message names on any server is fetched (the bot asks whatever host it is pointed at)",
+        DISCORD_BOT,
+    ),
 )

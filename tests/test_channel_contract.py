@@ -1035,7 +1035,19 @@ def _media_on_slack(request: pytest.FixtureRequest, photo: bytes) -> None:
     _slack_texts_until(request, lambda texts: "Filed. END" in texts)
 
 
+def _media_on_discord(request: pytest.FixtureRequest, photo: bytes) -> None:
+    from tests.discord_harness import OWNER
+
+    discord = request.getfixturevalue("discord_api")
+    request.getfixturevalue("start_discord")(patch=_with_vision(request.getfixturevalue("chat_server")))
+    discord.dm(OWNER, "what is this?", files={"p.jpg": photo})
+    _discord_texts_until(request, lambda texts: "Seen. END" in texts)
+    discord.dm(OWNER, "the menu", files={"menu.pdf": MENU})
+    _discord_texts_until(request, lambda texts: "Filed. END" in texts)
+
+
 MEDIA = {
+    "discord": _media_on_discord,
     "slack": _media_on_slack,
     "whatsapp": _media_on_whatsapp,
     "webchat": _media_on_webchat,
@@ -1144,7 +1156,21 @@ def _file_out_on_slack(request: pytest.FixtureRequest) -> list[bytes]:
     return [f["data"] for f in shared]
 
 
+def _file_out_on_discord(request: pytest.FixtureRequest) -> list[bytes]:
+    """The file is sent as an attachment in the owner's DM, the caption as its text."""
+    from tests.discord_harness import OWNER, owner_writes
+
+    discord = request.getfixturevalue("discord_api")
+    request.getfixturevalue("start_discord")()
+    owner_writes(discord, "send me the expenses")
+    _discord_texts_until(request, lambda texts: "Sent. END" in texts)
+    sent = [m for m in discord.posted(discord.dms[OWNER]) if m["attachments"]]
+    assert [(m["content"], [name for name, _ in discord.attached(m)]) for m in sent] == [("November", ["expenses.csv"])]
+    return [data for m in sent for _, data in discord.attached(m)]
+
+
 FILE_OUT = {
+    "discord": _file_out_on_discord,
     "slack": _file_out_on_slack,
     "whatsapp": _file_out_on_whatsapp,
     "telegram": _file_out_on_telegram,

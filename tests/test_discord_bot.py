@@ -156,3 +156,20 @@ def test_a_rate_limit_is_waited_out_and_the_answer_arrives_once(running: Running
     wait_until(lambda: len(discord.posted(dm)) > before and not _pending(running.workspace), what="the answer")
     assert [m["content"] for m in discord.posted(dm)[before:]] == ["Madrid."]
     assert "rate limited" in running.bot.run_log()
+
+
+def test_a_file_is_read_for_the_model_and_one_on_another_host_is_never_fetched(running: Running) -> None:
+    discord, model = running.discord, running.model
+    model.reset()
+    dm = discord.dms[OWNER]
+    before = len(discord.posted(dm))
+    model.enqueue('{"reply": "Milk and bread."}')
+    discord.dm(OWNER, "my list", files={"list.txt": b"milk\nbread\n"})
+    wait_until(lambda: len(discord.posted(dm)) > before and not _pending(running.workspace), what="the answer")
+    [request] = model.chat_requests
+    assert "milk" in json.dumps(request["messages"]) and "list.txt" in json.dumps(request["messages"])
+    model.reset()
+    discord.dm(OWNER, "and this", files={"evil.txt": b"secret"}, files_at="http://127.0.0.2:9")  # not Discord's
+    wait_until(lambda: len(discord.posted(dm)) > before + 1 and not _pending(running.workspace), what="the reason")
+    assert "not on Discord's file host" in discord.posted(dm)[-1]["content"]
+    assert model.chat_requests == []  # the only file could not be fetched: answered with the reason, no turn

@@ -43,11 +43,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import mimetypes
 import threading
 import time
 import zlib
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import WSMsgType, web
 
@@ -266,10 +268,11 @@ class FakeDiscordAPI:
 
     # -- the test's side: events in ------------------------------------------------------------
 
-    def dm(self, user_id: str, text: str, files: dict[str, bytes] | None = None) -> dict[str, Any]:
-        """``user_id`` writes ``text`` (and ``files``: name -> bytes) to the bot's DM: MESSAGE_CREATE."""
+    def dm(self, user_id: str, text: str, files: dict[str, bytes] | None = None, files_at: str = "") -> dict[str, Any]:
+        """``user_id`` writes ``text`` (and ``files``: name -> bytes, served by the fake's CDN, or named at another
+        address ``files_at``) to the bot's DM: MESSAGE_CREATE."""
         channel_id = self.add_user(user_id)
-        return self._send_in(channel_id, user_id, text, files or {}, mention=False)
+        return self._send_in(channel_id, user_id, text, files or {}, mention=False, files_at=files_at)
 
     def say(self, user_id: str, channel_id: str, text: str, mention: bool = False) -> dict[str, Any]:
         """``user_id`` writes in a guild channel or thread; ``mention``: the text starts with the bot's mention."""
@@ -277,19 +280,13 @@ class FakeDiscordAPI:
         return self._send_in(channel_id, user_id, text, {}, mention)
 
     def _send_in(
-        self, channel_id: str, user_id: str, text: str, files: dict[str, bytes], mention: bool
+        self, channel_id: str, user_id: str, text: str, files: dict[str, bytes], mention: bool, files_at: str = ""
     ) -> dict[str, Any]:
         author = self.users[user_id]
         content = f"<@{self.bot['id']}> {text}" if mention else text
         message = self._message(channel_id, author, content, mentions=[self.bot] if mention else [])
         for name, data in files.items():
-            attachment_id = snowflake(self._ids)
-            path = f"/attachments/{channel_id}/{attachment_id}/{name}"
-            self.files[path] = data
-            url = f"http://127.0.0.1:{self.port}{path}"
-            message["attachments"].append(
-                {"id": attachment_id, "filename": name, "size": len(data), "url": url, "proxy_url": url}
-            )
+            message["attachments"].append(self._attachment_of(channel_id, name, data, files_at))
         guild = "guild_id" in message
         if guild and not mention and not self._granted(MESSAGE_CONTENT):
             message = {**message, "content": "", "attachments": [], "embeds": []}  # without the intent
@@ -297,6 +294,26 @@ class FakeDiscordAPI:
             self.messages.append({**message, "history": [message["content"]]})
         self.dispatch("MESSAGE_CREATE", message)
         return message
+
+    def _attachment_of(self, channel_id: str, name: str, data: bytes, files_at: str = "") -> dict[str, Any]:
+        """An attachment object, its bytes served at ``/attachments/...`` (Discord's CDN in the fake)."""
+        attachment_id = snowflake(self._ids)
+        path = f"/attachments/{channel_id}/{attachment_id}/{name}"
+        self.files[path] = data
+        url = f"{files_at or f'http://127.0.0.1:{self.port}'}{path}"
+        kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
+        return {
+            "id": attachment_id,
+            "filename": name,
+            "size": len(data),
+            "url": url,
+            "proxy_url": url,
+            "content_type": kind,
+        }
+
+    def attached(self, message: dict[str, Any]) -> list[tuple[str, bytes]]:
+        """The names and bytes of a message's attachments."""
+        return [(a["filename"], self.files[urlsplit(a["url"]).path]) for a in message["attachments"]]
 
     def redeliver(self, message: dict[str, Any]) -> None:
         """The same MESSAGE_CREATE once more (a gateway RESUME replays what the client may have had)."""
@@ -468,13 +485,7 @@ class FakeDiscordAPI:
             return _invalid_form("message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message")
         message = self._message(channel_id, self.bot, content, components=body.get("components") or [])
         for name, data in files:
-            attachment_id = snowflake(self._ids)
-            path = f"/attachments/{channel_id}/{attachment_id}/{name}"
-            self.files[path] = data
-            url = f"http://127.0.0.1:{self.port}{path}"
-            message["attachments"].append(
-                {"id": attachment_id, "filename": name, "size": len(data), "url": url, "proxy_url": url}
-            )
+            message["attachments"].append(self._attachment_of(channel_id, name, data))
         if reference:
             message["message_reference"] = {"message_id": str(reference["message_id"]), "channel_id": channel_id}
         with self._lock:

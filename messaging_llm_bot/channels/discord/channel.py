@@ -6,6 +6,7 @@ guild channel or a thread)."""
 from __future__ import annotations
 
 import asyncio
+import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,8 @@ from messaging_llm_bot.channels.contract import (
     TextOut,
 )
 from messaging_llm_bot.channels.discord.api import DiscordUnavailable, call, messageable
-from messaging_llm_bot.channels.discord.format import CAPABILITIES, MAX_TEXT_CHARS, split
+from messaging_llm_bot.channels.discord.files import download
+from messaging_llm_bot.channels.discord.format import CAPABILITIES, MAX_FILE_BYTES, MAX_TEXT_CHARS, split
 from messaging_llm_bot.channels.discord.settings import channel_of, conversation_of
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 
@@ -30,8 +32,9 @@ if TYPE_CHECKING:
 class DiscordChannel:
     """The contract's ``Channel`` over one logged-in ``discord.Client``; called on the channel's event loop."""
 
-    def __init__(self, client: discord.Client) -> None:
+    def __init__(self, client: discord.Client, base_url: str) -> None:
         self.client = client
+        self.base_url = base_url  # attachments are fetched from Discord's CDN or this API's own host only
         self.approvals = ReplyApprovals("discord", self._say_in)
 
     @property
@@ -80,10 +83,25 @@ class DiscordChannel:
         await call("show typing", messageable(self.client, channel).typing())
 
     async def send_file(self, to: Address, file: OutgoingFile) -> Sent:
-        raise DeliveryError("the Discord channel sends no files yet", for_good=True)
+        """The file as an attachment (the caption as the message's text); the message's id."""
+        import discord
+
+        size = await asyncio.to_thread(lambda: file.path.stat().st_size)
+        if size > MAX_FILE_BYTES:
+            raise DeliveryError(f"{file.path.name} is larger than {MAX_FILE_BYTES // 2**20} MB", for_good=True)
+        data = await asyncio.to_thread(file.path.read_bytes)
+        attachment = discord.File(io.BytesIO(data), filename=file.path.name)
+        caption = file.caption[:MAX_TEXT_CHARS] if file.caption else None
+        sent = await call("send a file", messageable(self.client, to.chat_id).send(content=caption, file=attachment))
+        return Sent((str(sent.id),))
 
     async def fetch(self, media: Media, folder: Path, limit_bytes: int) -> Path:
-        raise DeliveryError("the Discord channel takes no files yet", for_good=True)
+        if media.size is not None and media.size > limit_bytes:
+            raise DeliveryError(f"{media.name} is larger than {limit_bytes // 2**20} MB", for_good=True)
+        data = await download(media.ref, self.base_url, limit_bytes)
+        target = folder / (Path(media.name).name or "discord-file")
+        await asyncio.to_thread(target.write_bytes, data)
+        return target
 
     async def ask_yes_no(self, to: Address, question: str, timeout: float) -> bool:
         """Ask in ``to``; the next "yes" or "no" there answers (``approvals.resolve``)."""

@@ -22,6 +22,9 @@ CAPABILITIES = Capabilities(
     threads=True,  # a thread is a channel, its own conversation
     groups=True,  # guild channels, in mention mode
     buttons=False,  # an ``ask`` question is answered by replying yes or no
+    media_in=frozenset({"photo", "file"}),  # attachments: pictures go to a runner that sees them
+    media_out=frozenset({"photo", "file"}),  # sent as attachments
+    max_file_bytes=MAX_FILE_BYTES,
 )
 
 

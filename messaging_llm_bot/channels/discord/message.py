@@ -8,7 +8,7 @@ messages, system messages (joins, pins), and a guild message without the bot's m
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from messaging_llm_bot.channels.discord.settings import conversation_of
@@ -18,6 +18,18 @@ if TYPE_CHECKING:
 
 #: The inbox's key of a message: its id, once (a gateway RESUME may deliver it again).
 KEY_PREFIX = "discord:"
+MAX_FILES = 10  # Discord's own bound of attachments a message
+
+
+@dataclass(frozen=True)
+class DiscordFile:
+    """An attachment as Discord describes it; fetched from ``url`` when the turn runs (channels/discord/files.py)."""
+
+    attachment_id: str
+    name: str
+    url: str
+    size: int
+    content_type: str
 
 
 @dataclass(frozen=True)
@@ -27,6 +39,7 @@ class DiscordMessage:
     channel: str  # the DM, guild channel or thread it was written in
     text: str
     direct: bool  # a DM (the owner's chat when the owner wrote it)
+    files: tuple[DiscordFile, ...] = ()
 
     @property
     def key(self) -> str:
@@ -37,7 +50,7 @@ class DiscordMessage:
         return conversation_of(self.channel)
 
     def to_payload(self) -> dict[str, Any]:
-        return {"discord": {k: getattr(self, k) for k in self.__dataclass_fields__}}
+        return {"discord": asdict(self)}
 
 
 def message_of_payload(payload: Any) -> DiscordMessage | None:
@@ -46,7 +59,8 @@ def message_of_payload(payload: Any) -> DiscordMessage | None:
     if not isinstance(data, dict):
         return None
     try:
-        return DiscordMessage(**data)
+        files = tuple(DiscordFile(**one) for one in data.get("files") or ())
+        return DiscordMessage(**{**data, "files": files})
     except TypeError:
         return None
 
@@ -71,4 +85,7 @@ def message_of(message: discord.Message, bot_id: int) -> DiscordMessage | None:
         if not any(user.id == bot_id for user in message.mentions):
             return None
         text = re.sub(rf"<@!?{bot_id}>", "", text)
-    return DiscordMessage(str(message.id), str(message.author.id), str(message.channel.id), text.strip(), direct)
+    files = tuple(
+        DiscordFile(str(a.id), a.filename, a.url, a.size, a.content_type or "") for a in message.attachments[:MAX_FILES]
+    )
+    return DiscordMessage(str(message.id), str(message.author.id), str(message.channel.id), text.strip(), direct, files)

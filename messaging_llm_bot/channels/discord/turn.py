@@ -14,19 +14,27 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
 
 from assistant_framework.inbox import Inbox, InboxItem
-from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
+from assistant_framework.media.files_out import FileToSend
+from messaging_llm_bot.channels.contract import Address, DeliveryError, OutgoingFile, TextOut
 from messaging_llm_bot.channels.discord.api import DiscordUnavailable
 from messaging_llm_bot.channels.discord.channel import DiscordChannel
-from messaging_llm_bot.channels.discord.format import split
+from messaging_llm_bot.channels.discord.files import save_files
+from messaging_llm_bot.channels.discord.format import CAPABILITIES, split
 from messaging_llm_bot.channels.discord.live import DiscordLive
 from messaging_llm_bot.channels.discord.message import DiscordMessage, message_of_payload
 from messaging_llm_bot.channels.discord.settings import DiscordConfig, channel_of
+from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater
 from messaging_llm_bot.conversation.progress import Progress
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import TurnRequest
+
+if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
+    from messaging_llm_bot.agent.images import ImageInput
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +86,45 @@ class TurnRunner(ItemTurns):
     async def _produce(self, item: InboxItem, msg: DiscordMessage, progress: Progress) -> str:
         from_owner = self.config.is_owner(msg.user)
         owner_chat = msg.direct and from_owner  # only the owner's own DM sees the owner's data
-        approve = None
-        if owner_chat:
-            approve = self.platform.approvals.approver(item.conversation_id, asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        approve = self.platform.approvals.approver(item.conversation_id, loop) if owner_chat else None
+        text, untrusted, notice = msg.text, False, ""
+        images: tuple[ImageInput, ...] = ()
+        if msg.files:  # someone's files: outside content, in the chat's own area (the owner's memory in their DM)
+            save = partial(save_files, self.config.base_url, msg, self.runtime.settings)
+            got, notice = await self.files(
+                item.conversation_id, owner_chat, self.runtime.settings.runtime.timezone, save
+            )
+            if isinstance(got, str):
+                return got  # the file could not be fetched or read: the reason, no model turn
+            text, untrusted, images = got.text, True, got.images
+        to = Address(msg.channel)
+        send_file = file_sender(
+            self.runtime.workspace,
+            item.item_id,
+            loop,
+            lambda one: self._send_file(to, one),
+            CAPABILITIES.max_file_bytes,
+        )
         request = TurnRequest(
-            item.conversation_id, msg.text, item.conversation_id, msg.user, msg.message_id, owner_chat, from_owner
+            item.conversation_id,
+            text,
+            item.conversation_id,
+            msg.user,
+            msg.message_id,
+            owner_chat,
+            from_owner,
+            untrusted=untrusted,
+            images=images,
+            notice=notice,
+            send_file=send_file,
         )
         return await self.ask_agent(request, approve=approve, on_event=progress.on_event)
+
+    async def _send_file(self, to: Address, one: FileToSend) -> str:
+        """A file of the ``send_file`` skill into the turn's channel (its ledger: media/files_out.py)."""
+        sent = await self.platform.send_file(to, OutgoingFile("photo" if one.photo else "file", one.path, one.caption))
+        return sent.message_ids[0]
 
     async def say(self, to: Address, text: str) -> None:
         try:
@@ -122,5 +162,5 @@ class TurnRunner(ItemTurns):
 
 def joinable(msg: DiscordMessage) -> bool:
     """A turn later messages may join, or a message that may join one (busy modes): a person's own text in a
-    DM (a guild's mentions never join; no command)."""
-    return msg.direct and not msg.text.startswith("/")
+    DM (a guild's mentions never join; no command, no files)."""
+    return msg.direct and not msg.files and not msg.text.startswith("/")
