@@ -20,7 +20,7 @@ import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 from urllib.parse import urlsplit
 
 from assistant_framework.agentskills.format import SKILL_FILE, AgentSkill, AgentSkillError, read_skill_folder
@@ -359,10 +359,21 @@ def install(workspace: Workspace, staged: Staged) -> Path:
     return target
 
 
-def read_records(workspace: Workspace) -> dict[str, dict[str, Any]]:
+class InstallRecord(TypedDict, total=False):
+    """Where an installed skill came from, by its name in ``state/agent_skills.json`` (a key edited by hand may
+    be missing)."""
+
+    source: str
+    kind: str  # git | folder | archive
+    ref: str | None
+    commit: str | None
+    installed: str  # ISO time
+
+
+def read_records(workspace: Workspace) -> dict[str, InstallRecord]:
     """The installed skills' records by name (``state/agent_skills.json``)."""
     records = workspace.read_json(RECORDS, default={})
-    return records if isinstance(records, dict) else {}
+    return cast(dict[str, InstallRecord], records) if isinstance(records, dict) else {}
 
 
 def remove(workspace: Workspace, name: str) -> None:

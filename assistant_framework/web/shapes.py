@@ -103,3 +103,33 @@ class SkillError(TypedDict):
 class Skills(TypedDict):
     skills: list[SkillRow]
     errors: list[SkillError]
+
+
+class ReviewBody(TypedDict):
+    """``/api/skills/install``'s review of a staged skill: what the CLI's review prints."""
+
+    name: str
+    description: str
+    licence: str
+    licence_files: list[str]
+    source: str
+    kind: str
+    ref: str | None
+    commit: str | None
+    compatibility: str
+    allowed_tools: list[str]
+    capabilities: list[str]
+    files: list[tuple[str, int]]
+    bytes: int
+    scripts: list[tuple[str, str]]
+    replaces: bool
+
+
+class InstalledSkillRow(TypedDict):
+    """One skill of ``.agents/skills/`` and where it came from (None: not installed from a source)."""
+
+    name: str
+    source: str | None
+    ref: str | None
+    commit: str | None
+    installed: str | None

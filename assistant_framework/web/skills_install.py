@@ -16,16 +16,26 @@ import shutil
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlencode
 
 import tornado.web
 
 from ..agentskills.format import SKILL_FILE
-from ..agentskills.install import STAGING, InstallError, Review, Staged, install, read_records, remove, stage
+from ..agentskills.install import (
+    STAGING,
+    InstallError,
+    InstallRecord,
+    Review,
+    Staged,
+    install,
+    read_records,
+    remove,
+    stage,
+)
 from ..agentskills.library import WORKSPACE_SKILLS
 from ..workspace import Workspace
 from .base import BaseHandler, WebState
+from .shapes import InstalledSkillRow, ReviewBody
 
 #: Each git command of a fetch from the page (the CLI allows longer: a terminal shows it working).
 GIT_SECONDS = 60
@@ -81,7 +91,7 @@ class PendingReviews:
         return [self._items.pop(key).staged for key in old]
 
 
-def review_view(review: Review) -> dict[str, Any]:
+def review_view(review: Review) -> ReviewBody:
     """What the review page shows: what the CLI's review prints."""
     skill = review.skill
     return {
@@ -103,14 +113,14 @@ def review_view(review: Review) -> dict[str, Any]:
     }
 
 
-def installed_rows(workspace: Workspace) -> list[dict[str, Any]]:
+def installed_rows(workspace: Workspace) -> list[InstalledSkillRow]:
     """The skills in ``.agents/skills/``, with where each came from when it was installed from a source."""
     records = read_records(workspace)
     folder = workspace.root / WORKSPACE_SKILLS
     names = sorted(p.parent.name for p in folder.glob(f"*/{SKILL_FILE}")) if folder.is_dir() else []
-    rows = []
+    rows: list[InstalledSkillRow] = []
     for name in names:
-        record = records.get(name) or {}
+        record: InstallRecord = records.get(name) or {}
         rows.append(
             {
                 "name": name,
@@ -163,7 +173,7 @@ class _Handler(BaseHandler):
     async def _review(self, source: str, ref: str, name: str) -> None:
         """Stage ``source`` off the loop and show it with a confirm form; refused in one sentence."""
 
-        def fetch() -> tuple[str, dict[str, Any]]:
+        def fetch() -> tuple[str, ReviewBody]:
             staged = stage(
                 self.parts.workspace,
                 source,
