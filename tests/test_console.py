@@ -150,6 +150,7 @@ def test_runtime_commands_reload_and_status(tmp_path, chat_server, test_skills_d
 
 
 def test_the_terminal_shows_the_reply_as_every_frontend_builds_it(tmp_path, chat_server, test_skills_dir):
+    from assistant_framework.media.files_out import FileSender
     from messaging_llm_bot.agent.turn import reply_text
     from messaging_llm_bot.channels.console import chat as console
 
@@ -159,7 +160,9 @@ def test_the_terminal_shows_the_reply_as_every_frontend_builds_it(tmp_path, chat
         chat_server.enqueue('{"reply": "Hi."}', '{"reply": "Hi."}')
         shown = console.answer(runtime, "hello")
         assert shown.startswith("Hi.\n\n_— ") and shown.endswith("_") and " 1 round · " in shown
-        again = runtime.agent.handle(Incoming("other", "hello"))
+        # A chat that takes files, as the terminal does: the same tools offered (send_file), the same prompt.
+        files = FileSender(runtime.workspace, "other", lambda one: "shown", 1 << 40)
+        again = runtime.agent.handle(Incoming("other", "hello", send_file=files))
         assert reply_text(again).split(" · ")[:3] == shown.split(" · ")[:3]  # the same text, but for the time
     finally:
         runtime.shutdown(timeout=5)

@@ -21,6 +21,16 @@ def _system_prompt(chat_server) -> str:
     return str(chat_server.chat_requests[-1]["messages"][0]["content"])
 
 
+def odd_skill(tmp_path: Path, declaration: str) -> Path:
+    """A skill folder whose module declares ``declaration`` besides its description and run."""
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    run = "def run(workspace, args, context=None):\n    return 1\n"
+    (folder / "__init__.py").write_text(f'DESCRIPTION = "x"\n{declaration}\n{run}')
+    (folder / "README.md").write_text("# Odd\n\nx\n")
+    return folder
+
+
 def test_unconfigured_calendar_and_mail_are_not_in_the_prompt_and_configured_they_are(fake, start_bot, chat_server):
     bot = start_bot()
     chat_server.enqueue('{"reply": "ok"}')
@@ -54,14 +64,8 @@ def test_the_rule_is_the_skills_declaration_read_from_the_loaded_config(workspac
     assert offered({"mail": MAIL}) == {"mail"}
     manager = SkillManager.from_config({}, workspace)
     assert {"calendar", "mail"} <= set(manager.names())  # still loaded: /skills shows them, a call says what to set
-    folder = tmp_path / "odd"
-    folder.mkdir()
-    (folder / "__init__.py").write_text(
-        'DESCRIPTION = "x"\nREQUIRES_CONFIG = "not a key!"\ndef run(workspace, args, context=None):\n    return 1\n'
-    )
-    (folder / "README.md").write_text("# Odd\n\nx\n")
     with pytest.raises(SkillDefinitionError, match="requires_config must be a dotted config key"):
-        load_skill_folder(Path(folder))
+        load_skill_folder(odd_skill(tmp_path, 'REQUIRES_CONFIG = "not a key!"'))
 
 
 def test_a_skill_needing_a_service_is_left_out_where_the_turn_lacks_it(workspace, tmp_path):
@@ -71,11 +75,5 @@ def test_a_skill_needing_a_service_is_left_out_where_the_turn_lacks_it(workspace
     assert "send_file" in manager.unserved({"memory", "clock"})
     assert "send_file" not in manager.unserved({"clock", "send_file"})
     assert missing_service("send_file", "send_file").startswith("send_file cannot be used here: this turn has no chat")
-    folder = tmp_path / "odd_service"
-    folder.mkdir()
-    (folder / "__init__.py").write_text(
-        'DESCRIPTION = "x"\nREQUIRES_SERVICE = "printer"\ndef run(workspace, args, context=None):\n    return 1\n'
-    )
-    (folder / "README.md").write_text("# Odd\n\nx\n")
     with pytest.raises(SkillDefinitionError, match="requires_service must be one of clock, memory, send_file"):
-        load_skill_folder(Path(folder))
+        load_skill_folder(odd_skill(tmp_path, 'REQUIRES_SERVICE = "printer"'))
