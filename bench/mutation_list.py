@@ -261,8 +261,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "busy-whatsapp-never-joins",
         "messaging_llm_bot/channels/whatsapp/intake.py",
-        "        if joinable(msg) and turns.busy.join(",
-        "        if False and turns.busy.join(",
+        "msg.text, msg.message_id, joinable(msg))",
+        "msg.text, msg.message_id, False)",
         "busy mode steer does nothing on WhatsApp: a message sent meanwhile waits its turn",
         BUSY_KIT,
     ),
@@ -3160,8 +3160,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "busy-signal-never-joins",
         f"{BOT}/channels/signal/events.py",
-        "        if joinable(msg) and turns.busy.join(",
-        "        if False and turns.busy.join(",
+        "            joinable(msg),\n            queue=msg.chat,",
+        "            False,\n            queue=msg.chat,",
         "busy mode steer does nothing on Signal",
         BUSY,
     ),
@@ -3196,6 +3196,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    return set()",
         "after a crash, a message the recorded reply already answers is answered a second time",
         BUSY,
+    ),
+    Mutation(
+        "intake-never-joins",
+        f"{BOT}/conversation/intake.py",
+        "        if arrival.joinable and turns.busy.join(",
+        "        if False and turns.busy.join(",
+        "busy mode steer does nothing on Signal, Matrix and WhatsApp: a message sent meanwhile waits its turn",
+        BUSY_KIT,
     ),
     Mutation(
         "item-turns-joined-left-pending",
@@ -3324,9 +3332,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "busy-matrix-never-joins",
         f"{BOT}/channels/matrix/events.py",
-        "        if joinable(msg) and turns.busy.join("
-        "host.runtime, turns.flags, chat, sender, msg.text, msg.event_id, item):",
-        "        if False:",
+        "msg.text, msg.event_id, joinable(msg))",
+        "msg.text, msg.event_id, False)",
         "busy mode steer does nothing on Matrix: a message sent meanwhile waits its turn",
         BUSY_KIT,
     ),

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import nio
 
-from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.inbox import Inbox
 from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel
 from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixUnavailable
@@ -29,10 +29,10 @@ from messaging_llm_bot.channels.matrix.settings import PREFIX, MatrixConfig
 from messaging_llm_bot.channels.matrix.state import StateFile
 from messaging_llm_bot.channels.matrix.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation import commands as texts
-from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
-from messaging_llm_bot.conversation.held import StorageOutage, held_text
+from messaging_llm_bot.conversation.held import StorageOutage
+from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake, left_by_last_run
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.pairing import WELCOME_TEXT, Pairing
 
@@ -83,6 +83,9 @@ class SyncReader:
         self.host = host
         self.synced = asyncio.Event()  # set after the first sync answer was handled (tests, doctor)
         self._down = False
+        self.intake = ChannelIntake(
+            host.turns, host.queues, host.tasks, host.storage, wait=host.sleep, stopping=lambda: host.stopping
+        )
 
     @property
     def bot(self) -> str:
@@ -246,43 +249,10 @@ class SyncReader:
             return True
         if not (msg.direct or config.group_mode == "all" or msg.mentions_bot):
             return True
-        if host.inbox.seen(msg.event_id):
-            return True
-        if not owner and host.queues.full(chat):
-            await self.over_limit(msg)
-            return True
-        stored, item = await self.store(msg, event)
-        if not stored:
-            return False
-        if item is None:
-            return True
-        turns = host.turns
-        # Busy modes (conversation/busy.py): stored first, then handed to the sender's running turn.
-        if joinable(msg) and turns.busy.join(host.runtime, turns.flags, chat, sender, msg.text, msg.event_id, item):
-            log.info("matrix: message %s joined the turn running in %s", msg.event_id, chat)
-            return True
-        host.tasks.spawn(chat, turns.answer(item), owner=owner, exempt=True)
-        return True
-
-    async def store(self, msg: MatrixMessage, event: dict[str, Any]) -> tuple[bool, InboxItem | None]:
-        """The message into the inbox: (True, its item or None for a duplicate); (False, None) at a stop while
-        the inbox could not store it (the sync position stays before it: the next start gets it again)."""
-        host = self.host
         payload = {"room": msg.room_id, "event": event, "direct": msg.direct}
-        while True:
-            try:
-                item = await asyncio.to_thread(host.inbox.accept, msg.event_id, msg.conversation_id, payload)
-            except OSError as err:
-                pause = host.storage.failed(err, f"the message {msg.event_id} from {msg.sender}")
-                if host.storage.tell(msg.room_id):
-                    await self.say(msg.address, held_text(err))
-                if not host.stopping:
-                    await host.sleep(pause)
-                if host.stopping:
-                    return False, None
-                continue
-            host.storage.ok()
-            return True, item
+        arrival = Arrival(msg.event_id, chat, payload, sender, owner, msg.text, msg.event_id, joinable(msg))
+        # False: a stop came while the inbox could not store it (the sync position stays before it)
+        return await self.intake.take(arrival, lambda text: self.say(msg.address, text))
 
     async def pairing_answer(self, sender: str) -> str | None:
         """What a stranger who asks for a private chat is told (conversation/pairing.py): their code at most
@@ -313,9 +283,7 @@ class SyncReader:
             log.info("matrix: could not say %r in %s: %s", text[:40], to.chat_id, err)
 
     async def over_limit(self, msg: MatrixMessage) -> None:
-        queues = self.host.queues
-        if queues.refused(msg.conversation_id):
-            await self.say(msg.address, texts.backlog_text(queues.pending(msg.conversation_id)))
+        await self.intake.over_limit(msg.conversation_id, lambda text: self.say(msg.address, text))
 
     async def stop_turn(self, msg: MatrixMessage) -> None:
         stopped = self.host.runtime.agent.stop(msg.conversation_id)
@@ -348,13 +316,7 @@ class SyncReader:
     def replay(self) -> None:
         """Answer what the last run left in the inbox: job runs, then messages oldest first (never refused)."""
         host = self.host
-        items = host.inbox.pending(PREFIX)
-        answered = answered_by_recorded(items)  # joined a turn whose reply was recorded: completed with it
-        items = [i for i in items if i.item_id not in answered]
-        jobs = [i for i in items if is_job_item(i)]
-        messages = [i for i in items if not is_job_item(i)]
-        if messages:
-            log.info("matrix: answering %d message(s) left unanswered by the last run", len(messages))
+        jobs, messages = left_by_last_run(host.inbox, PREFIX, "matrix")
         for item in jobs + messages:
             msg = host.turns.message_of(item)
             owner = is_job_item(item) or (msg is not None and host.config.is_owner(msg.sender))

@@ -29,13 +29,11 @@ from messaging_llm_bot.channels.signal.settings import (
     refusal_text,
 )
 from messaging_llm_bot.channels.signal.turn import TurnRunner, joinable
-from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
-from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
-from messaging_llm_bot.conversation.held import StorageOutage, held_text
-from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.held import StorageOutage
+from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake, left_by_last_run
 from messaging_llm_bot.conversation.strangers import Strangers
 
 log = logging.getLogger(__name__)
@@ -82,6 +80,15 @@ class EventReader:
     def __init__(self, service: EventHost) -> None:
         self.service = service
         self._connected_once = False
+        self.intake = ChannelIntake(
+            service.turns,
+            service.queues,
+            service.tasks,
+            service.storage,
+            wait=service.sleep,
+            stopping=lambda: service.stopping,
+            lost=_lost,
+        )
 
     def _on_open(self) -> None:
         service = self.service
@@ -141,59 +148,25 @@ class EventReader:
             return
         if not addressed_to_bot(msg, service.settings):
             return
-        if service.inbox.seen(msg.source_id):
-            log.info(
-                "signal: message %s from %s was already accepted; skipping the duplicate", msg.timestamp, msg.sender
-            )
-            return
-        if not owner and service.queues.full(msg.chat):
-            await self._over_limit(msg)  # not stored: the chat's backlog is long enough
-            return
-        stored, item = await self._store(msg, obj, owner)
-        if not stored:
-            return
-        if item is None:
-            log.info(
-                "signal: message %s from %s was already accepted; skipping the duplicate", msg.timestamp, msg.sender
-            )
-            return
-        turns = service.turns
-        # Busy modes (conversation/busy.py): stored first, then handed to the sender's running turn.
-        if joinable(msg) and turns.busy.join(
-            turns.runtime, turns.flags, msg.conversation_id, msg.sender, msg.text, msg.timestamp, item
-        ):
-            log.info("signal: message %s joined the turn running in %s", msg.timestamp, msg.chat)
-            return
-        # Not full a moment ago, and only this coroutine adds to the queue: admitted (exempt says so).
-        service.tasks.spawn(msg.chat, service.turns.answer(item), owner=owner, exempt=True)
+        arrival = Arrival(
+            msg.source_id,
+            msg.conversation_id,
+            obj,
+            msg.sender,
+            owner,
+            msg.text,
+            msg.timestamp,
+            joinable(msg),
+            queue=msg.chat,
+        )
 
-    async def _store(self, msg: SignalMessage, obj: dict[str, Any], owner: bool) -> tuple[bool, InboxItem | None]:
-        """Put the message into the inbox; (True, the item or None for a duplicate), (False, None) at a stop.
+        async def answer(text: str) -> None:
+            await say(service.client, msg, text)
 
-        While the inbox cannot store it (disk full, read-only, out of descriptors) the stream is not read
-        further: the daemon keeps what follows (in the connection, and in manual receive mode on the Signal
-        server), this message is held here and tried again with a growing pause (conversation/held.py), its
-        chat told once. signal-cli cannot deliver it again: a stop meanwhile loses it (logged)."""
-        service = self.service
-        while True:
-            try:
-                item = await asyncio.to_thread(service.inbox.accept, msg.source_id, msg.conversation_id, obj)
-            except OSError as err:
-                pause = service.storage.failed(err, f"the message {msg.timestamp} from {msg.sender}")
-                if service.storage.tell(msg.chat):
-                    service.tasks.spawn(msg.chat, say(service.client, msg, held_text(err)), owner=owner, exempt=True)
-                try:
-                    if not service.stopping:
-                        await service.sleep(pause)
-                except asyncio.CancelledError:
-                    _lost(msg)
-                    raise
-                if service.stopping:
-                    _lost(msg)
-                    return False, None
-                continue
-            service.storage.ok()
-            return True, item
+        async def tell_held(text: str) -> None:  # in the chat's order
+            service.tasks.spawn(msg.chat, say(service.client, msg, text), owner=owner, exempt=True)
+
+        await self.intake.take(arrival, answer, tell_held=tell_held)
 
     async def _refuse(self, msg: SignalMessage) -> None:
         """Tell a stranger their ids once (conversation/strangers.py); in a group only when they address the
@@ -211,34 +184,25 @@ class EventReader:
         )
 
     async def _over_limit(self, msg: SignalMessage) -> None:
-        """A message beyond its chat's ``runtime.max_pending_per_chat``: not answered, not stored; the chat
-        is told once per backlog."""
-        queues = self.service.queues
-        if queues.refused(msg.chat):
-            await say(self.service.client, msg, texts.backlog_text(queues.pending(msg.chat)))
+        await self.intake.over_limit(msg.chat, lambda text: say(self.service.client, msg, text))
 
     def replay(self) -> None:
         """Answer what the last run left in the inbox: job runs, then messages oldest first (never refused)."""
         service = self.service
-        for item in [i for i in service.inbox.pending(PREFIX) if is_job_item(i)]:
+        jobs, messages = left_by_last_run(service.inbox, PREFIX, "signal")
+        for item in jobs:
             service.start_job(item)  # a job run left by a crash
-        items = [i for i in service.inbox.pending(PREFIX) if not is_job_item(i)]
-        # Messages that joined a turn whose reply was recorded are completed with that reply (busy modes).
-        joined = answered_by_recorded(items)
-        items = [i for i in items if i.item_id not in joined]
-        if items:
-            log.info("signal: answering %d message(s) left unanswered by the last run", len(items))
-        for item in items:  # oldest first; accepted before, so never refused
+        for item in messages:  # oldest first; accepted before, so never refused
             msg = parse_event(item.payload)
             owner = msg is not None and service.identities.judge(msg, service.settings).owner
             chat = chat_of_conversation(item.conversation_id)
             service.tasks.spawn(chat, service.turns.answer(item), owner=owner, exempt=True)
 
 
-def _lost(msg: SignalMessage) -> None:
+def _lost(arrival: Arrival) -> None:
     log.warning(
         "signal: stopped while the message %s from %s waited for the inbox: it is lost (signal-cli does not "
         "deliver a message again); ask them to send it again",
-        msg.timestamp,
-        msg.sender,
+        arrival.message_id,
+        arrival.sender,
     )

@@ -21,7 +21,8 @@ from messaging_llm_bot.channels.whatsapp.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
-from messaging_llm_bot.conversation.held import StorageOutage, held_text
+from messaging_llm_bot.conversation.held import StorageOutage
+from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
 from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.strangers import Strangers, ToldOnce
 
@@ -63,6 +64,7 @@ class Intake:
         # ever (a line each in the workspace, loaded at the service's start: ``load``).
         told = ToldOnce(host.runtime.workspace, STRANGERS_FILE)
         self.strangers = Strangers("whatsapp", told, Pairing(host.runtime))
+        self.intake = ChannelIntake(host.turns, host.queues, host.tasks, host.storage)
 
     async def load(self) -> None:
         told = self.strangers.told
@@ -97,33 +99,10 @@ class Intake:
             elif not host.tasks.spawn(chat, self.command(msg), owner=owner):
                 await self.over_limit(msg)
             return True
-        if host.inbox.seen(msg.message_id):
-            log.info("whatsapp: %s came again; answered once", msg.message_id)
-            return True
-        if not owner and host.queues.full(chat):
-            await self.over_limit(msg)
-            return True
-        try:
-            item = await asyncio.to_thread(
-                host.inbox.accept, msg.message_id, chat, {"message": msg.raw, "name": msg.name}
-            )
-        except OSError as err:
-            host.storage.failed(err, f"the message {msg.message_id} from {msg.sender}")
-            if host.storage.tell(chat):
-                await host.turns.say(Address(msg.sender), held_text(err))
-            return False
-        host.storage.ok()
-        if item is None:
-            return True
-        turns = host.turns
-        # Busy modes (conversation/busy.py): stored first, then handed to the sender's running turn.
-        if joinable(msg) and turns.busy.join(
-            host.runtime, turns.flags, chat, msg.sender, msg.text, msg.message_id, item
-        ):
-            log.info("whatsapp: message %s joined the turn running in %s", msg.message_id, chat)
-            return True
-        host.tasks.spawn(chat, turns.answer(item), owner=owner, exempt=True)
-        return True
+        payload = {"message": msg.raw, "name": msg.name}
+        arrival = Arrival(msg.message_id, chat, payload, msg.sender, owner, msg.text, msg.message_id, joinable(msg))
+        # False: it could not be stored (Meta sends the payload again)
+        return await self.intake.take(arrival, lambda text: host.turns.say(Address(msg.sender), text))
 
     def release_held(self, number: str) -> None:
         """The user wrote, so the window is open: what waited for them goes out first, in its order, and (without
@@ -151,10 +130,9 @@ class Intake:
         await self.strangers.answer(msg.sender, stranger_text(msg.sender), say, private=True, addressed=True)
 
     async def over_limit(self, msg: WaMessage) -> None:
-        queues = self.host.queues
-        chat = conversation_of(msg.sender)
-        if queues.refused(chat):
-            await self.host.turns.say(Address(msg.sender), texts.backlog_text(queues.pending(chat)))
+        await self.intake.over_limit(
+            conversation_of(msg.sender), lambda text: self.host.turns.say(Address(msg.sender), text)
+        )
 
     async def stop_turn(self, msg: WaMessage) -> None:
         stopped = self.host.runtime.agent.stop(conversation_of(msg.sender))

@@ -1,0 +1,145 @@
+"""The end of a channel's intake, the same on every channel whose turn runner is an ``ItemTurns`` (docs/channels.md,
+"The life of a message"): once the channel judged a message (allowed, addressed, no command, no answer to an
+open question), it is taken once (the platform's id), refused beyond its chat's bound (the chat told once per
+backlog), stored in the durable inbox (held while the inbox cannot store: conversation/held.py), then handed
+to the sender's running turn (busy modes, conversation/busy.py) or queued in its chat. At start, what the last
+run left is answered first (``left_by_last_run``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+from typing import Literal
+
+from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.inbox.item import InboxPayload
+from messaging_llm_bot.conversation import commands as texts
+from messaging_llm_bot.conversation.busy import answered_by_recorded
+from messaging_llm_bot.conversation.chatqueue import ChatQueues
+from messaging_llm_bot.conversation.chattasks import ChatTasks
+from messaging_llm_bot.conversation.held import StorageOutage, held_text
+from messaging_llm_bot.conversation.item_turns import ItemTurns
+from messaging_llm_bot.conversation.job_runs import is_job_item
+
+log = logging.getLogger(__name__)
+
+#: Says a text in the message's chat, best effort (it logs its own failure).
+Say = Callable[[str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One message the channel judged: what the inbox, the chat's queue and the busy turns need of it."""
+
+    source_id: str  # the platform's id: the inbox takes it once
+    conversation_id: str
+    payload: InboxPayload  # what the turn runner reads back
+    sender: int | str
+    owner: bool  # never refused over the bound, and first for a free slot
+    text: str  # what it adds to a running turn it joins
+    message_id: int | str  # the agent's id of it
+    joinable: bool  # it may join the sender's running turn (busy modes)
+    queue: Hashable = None  # the chat's queue, when it is not the conversation (Signal: the chat)
+
+    @property
+    def chat(self) -> Hashable:
+        return self.queue if self.queue is not None else self.conversation_id
+
+
+class ChannelIntake:
+    """Takes the judged messages of one channel. ``wait``: while the inbox cannot store, the message is held and
+    stored again after a pause (an event stream, not read further meanwhile); without it a message that cannot
+    be stored is refused (a webhook: the platform sends it again). ``lost`` logs one a stop ended while held."""
+
+    def __init__(
+        self,
+        turns: ItemTurns,
+        queues: ChatQueues,
+        tasks: ChatTasks,
+        storage: StorageOutage,
+        *,
+        wait: Callable[[float], Awaitable[None]] | None = None,
+        stopping: Callable[[], bool] = lambda: False,
+        lost: Callable[[Arrival], None] = lambda _arrival: None,
+    ) -> None:
+        self.turns, self.queues, self.tasks, self.storage = turns, queues, tasks, storage
+        self.wait, self.stopping, self.lost = wait, stopping, lost
+
+    @property
+    def inbox(self) -> Inbox:
+        return self.turns.inbox
+
+    async def over_limit(self, chat: Hashable, say: Say) -> None:
+        """A message beyond its chat's ``runtime.max_pending_per_chat``: not answered, not stored; the chat is told
+        once per backlog."""
+        if self.queues.refused(chat):
+            await say(texts.backlog_text(self.queues.pending(chat)))
+
+    async def take(self, arrival: Arrival, say: Say, *, tell_held: Say | None = None) -> bool:
+        """Take ``arrival``: True when it is handled (stored and queued or joined, a duplicate, over the bound);
+        False when it could not be stored (given up without ``wait``, or a stop came while it was held)."""
+        channel = self.turns.channel
+        if self.inbox.seen(arrival.source_id):
+            log.info("%s: %s came again; answered once", channel, arrival.source_id)
+            return True
+        if not arrival.owner and self.queues.full(arrival.chat):
+            await self.over_limit(arrival.chat, say)  # not stored: the chat's backlog is long enough
+            return True
+        item = await self._store(arrival, tell_held or say)
+        if item is False:
+            return False
+        if item is None:
+            log.info("%s: %s came again; answered once", channel, arrival.source_id)
+            return True
+        turns = self.turns
+        # Busy modes (conversation/busy.py): stored first, then handed to the sender's running turn.
+        if arrival.joinable and turns.busy.join(
+            turns.runtime, turns.flags, arrival.conversation_id, arrival.sender, arrival.text, arrival.message_id, item
+        ):
+            log.info("%s: message %s joined the turn running in %s", channel, arrival.message_id, arrival.chat)
+            return True
+        # Not full a moment ago, and only this coroutine adds to the queue: admitted (exempt says so).
+        self.tasks.spawn(arrival.chat, turns.answer(item), owner=arrival.owner, exempt=True)
+        return True
+
+    async def _store(self, arrival: Arrival, tell: Say) -> InboxItem | None | Literal[False]:
+        """The message in the inbox (None: a duplicate); False when it could not be stored. While the inbox cannot
+        store it, the chat is told once and, with ``wait``, it is tried again with a growing pause."""
+        while True:
+            try:
+                item = await asyncio.to_thread(
+                    self.inbox.accept, arrival.source_id, arrival.conversation_id, arrival.payload
+                )
+            except OSError as err:
+                pause = self.storage.failed(err, f"the message {arrival.message_id} from {arrival.sender}")
+                if self.storage.tell(arrival.chat):
+                    await tell(held_text(err))
+                if self.wait is None:
+                    return False
+                try:
+                    if not self.stopping():
+                        await self.wait(pause)
+                except asyncio.CancelledError:
+                    self.lost(arrival)
+                    raise
+                if self.stopping():
+                    self.lost(arrival)
+                    return False
+                continue
+            self.storage.ok()
+            return item
+
+
+def left_by_last_run(inbox: Inbox, prefix: str, channel: str) -> tuple[list[InboxItem], list[InboxItem]]:
+    """What the last run left in the inbox under ``prefix``, oldest first: its job runs and its messages (those a
+    recorded reply answers are left out: busy modes, completed with that reply)."""
+    items = inbox.pending(prefix)
+    answered = answered_by_recorded(items)
+    jobs = [item for item in items if is_job_item(item)]
+    messages = [item for item in items if not is_job_item(item) and item.item_id not in answered]
+    if messages:
+        log.info("%s: answering %d message(s) left unanswered by the last run", channel, len(messages))
+    return jobs, messages
