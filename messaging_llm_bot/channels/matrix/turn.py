@@ -14,9 +14,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileToSend
@@ -33,16 +31,14 @@ from messaging_llm_bot.channels.matrix.format import (
 from messaging_llm_bot.channels.matrix.live import LIVE_PART, LiveReply, typing
 from messaging_llm_bot.channels.matrix.message import MatrixMessage, parse_message
 from messaging_llm_bot.channels.matrix.settings import MatrixConfig, address_of
-from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
 from messaging_llm_bot.conversation.files_out import file_sender
-from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, area_for, files_input
 from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater
+from messaging_llm_bot.conversation.media_in import attachment_input
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turn import transcript_failed
-from messaging_llm_bot.llm.transcribe import transcribe, transcription_settings
+from messaging_llm_bot.conversation.turn import TurnInput, TurnRequest
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
-    from messaging_llm_bot.agent.images import ImageInput
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -103,32 +99,23 @@ class TurnRunner(ItemTurns):
     async def _produce(self, item: InboxItem, msg: MatrixMessage, live: LiveReply) -> str:
         config = self.config
         owner_chat = msg.direct and config.is_owner(msg.sender)
-        untrusted = False
-        images: tuple[ImageInput, ...] = ()
-        notice = ""
-        text = msg.text
-        voice = transcription_settings(self.runtime.settings.llm) if msg.media and msg.media.kind == "voice" else None
-        if msg.media is not None and voice is not None:
-            got_audio = await self.platform.download(msg.media, MAX_FILE_IN_BYTES)
-            if isinstance(got_audio, str):
-                return got_audio
-            mime = msg.media.mime or got_audio.mime
-            heard = await asyncio.to_thread(transcribe, voice, got_audio.data, msg.media.name or "voice.ogg", mime)
-            if not heard.ok:
-                return transcript_failed(heard.error)
-            text = heard.text
-        elif msg.media is not None:  # without transcription a voice message is saved like any file
-            if msg.media.kind == "video":
+        got = TurnInput(msg.text)
+        if msg.media is not None:  # without transcription a voice message is saved like any file
+            media = msg.media
+            if media.kind == "video":
                 return UNSUPPORTED.format(kind="video")
-            area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
-            got = await files_input(area, [await self._save(area, msg)], self.runtime.settings)
-            if isinstance(got, str):
-                return got
-            text, untrusted, images = got.text, True, got.images
-            if got.vision_missing and await asyncio.to_thread(
-                self.flags.first_time, item.conversation_id, VISION_MISSING_FLAG
-            ):
-                notice = VISION_MISSING
+            read = await attachment_input(
+                self,
+                item.conversation_id,
+                owner_chat,
+                media,
+                msg.text,
+                lambda: self.platform.download(media, MAX_FILE_IN_BYTES),
+                lambda _mime: media.name,
+            )
+            if isinstance(read, str):
+                return read
+            got = read
         approve = None
         if owner_chat:
             approve = self.platform.approvals.approver(
@@ -143,26 +130,20 @@ class TurnRunner(ItemTurns):
             lambda one: self._send_workspace_file(msg.address, item.item_id, one),
             CAPABILITIES.max_file_bytes,
         )
-        from messaging_llm_bot.agent.incoming import Incoming  # on use, as in the other channels
-        from messaging_llm_bot.agent.turn import reply_text
-
-        agent = self.runtime.agent
-        incoming = Incoming(
+        request = TurnRequest(
             item.conversation_id,
-            text,
+            got.text,
             chat_id=item.conversation_id,
             user_id=msg.sender,
             message_id=msg.event_id,
             owner_chat=owner_chat,  # only the owner's own direct room sees the owner's data
-            untrusted=untrusted,
-            approve=approve,
-            on_event=live.on_event,
-            stream=agent.settings.llm.stream,
-            images=images,
+            from_owner=config.is_owner(msg.sender),
+            untrusted=got.untrusted,
+            images=got.images,
+            notice=got.notice,
             send_file=send_file,
         )
-        answered = await self.pool.run(agent.handle, incoming, owner_turn=config.is_owner(msg.sender))
-        return f"{reply_text(answered)}\n\n{notice}" if notice else reply_text(answered)
+        return await self.ask_agent(request, approve=approve, on_event=live.on_event)
 
     async def _send_workspace_file(self, to: Address, key: str, one: FileToSend) -> str:
         """The ``send_file`` skill's file into the turn's room (through the media repository); its event id. The
@@ -170,18 +151,6 @@ class TurnRunner(ItemTurns):
         out = OutgoingFile("photo" if one.photo else "file", one.path, one.caption)
         sent = await self.platform.send_file(to, out, key=f"{key}:{one.rel}")
         return sent.message_ids[0]
-
-    async def _save(self, area: Any, msg: MatrixMessage) -> SavedFile | str:
-        media = msg.media
-        assert media is not None
-        got = await self.platform.download(media, MAX_FILE_IN_BYTES)
-        if isinstance(got, str):
-            return got
-        today = datetime.now(ZoneInfo(self.config.timezone)).date()
-        kind = "photo" if media.kind == "photo" else "voice note" if media.kind == "voice" else media.kind
-        return await asyncio.to_thread(
-            save_bytes, area, got.data, media.name, today, kind=kind, mime_type=media.mime or got.mime, caption=msg.text
-        )
 
     async def _say(self, to: Address, text: str) -> None:
         try:

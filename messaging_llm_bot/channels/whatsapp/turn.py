@@ -14,9 +14,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileToSend
@@ -26,16 +24,14 @@ from messaging_llm_bot.channels.whatsapp.format import CAPABILITIES
 from messaging_llm_bot.channels.whatsapp.graph import GraphUnavailable
 from messaging_llm_bot.channels.whatsapp.message import WaMessage, message_of_payload
 from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig, number_of
-from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
 from messaging_llm_bot.conversation.files_out import file_sender
-from messaging_llm_bot.conversation.images import VISION_MISSING, VISION_MISSING_FLAG, area_for, files_input
 from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater
+from messaging_llm_bot.conversation.media_in import attachment_input
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turn import transcript_failed
-from messaging_llm_bot.llm.transcribe import transcribe, transcription_settings
+from messaging_llm_bot.conversation.turn import TurnInput, TurnRequest
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
-    from messaging_llm_bot.agent.images import ImageInput
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -97,95 +93,54 @@ class TurnRunner(ItemTurns):
             log.info("whatsapp: could not mark %s read: %s", msg.message_id, err)
 
     async def _produce(self, item: InboxItem, msg: WaMessage) -> str:
-        config = self.config
-        owner_chat = config.is_owner(msg.sender)
+        owner_chat = self.config.is_owner(msg.sender)
         if not msg.readable:
             return UNSUPPORTED.format(kind=msg.kind)
-        untrusted = False
-        images: tuple[ImageInput, ...] = ()
-        notice = ""
-        text = msg.text
-        voice = transcription_settings(self.runtime.settings.llm) if msg.media and msg.media.kind == "voice" else None
-        if msg.media is not None and voice is not None:
-            got_audio = await self.platform.download(msg.media, MAX_FILE_IN_BYTES)
-            if isinstance(got_audio, str):
-                return got_audio
-            mime = msg.media.mime or got_audio.mime
-            heard = await asyncio.to_thread(transcribe, voice, got_audio.data, "voice.ogg", mime)
-            if not heard.ok:
-                return transcript_failed(heard.error)
-            text = heard.text
-        elif msg.media is not None:  # without transcription a voice note is saved like any file
-            area = area_for(self.runtime.workspace, item.conversation_id, owner_chat)
-            got = await files_input(area, [await self._save(area, msg)], self.runtime.settings)
-            if isinstance(got, str):
-                return got
-            text, untrusted, images = got.text, True, got.images
-            if got.vision_missing and await asyncio.to_thread(
-                self.flags.first_time, item.conversation_id, VISION_MISSING_FLAG
-            ):
-                notice = VISION_MISSING
-        answered = await self._turn(item, msg, text, untrusted, images, owner_chat)
-        return f"{answered}\n\n{notice}" if notice else answered
-
-    async def _turn(
-        self, item: InboxItem, msg: WaMessage, text: str, untrusted: bool, images: tuple[Any, ...], owner_chat: bool
-    ) -> str:
+        got = TurnInput(msg.text)
+        if msg.media is not None:  # without transcription a voice note is saved like any file
+            media = msg.media
+            read = await attachment_input(
+                self,
+                item.conversation_id,
+                owner_chat,
+                media,
+                msg.text,
+                lambda: self.platform.download(media, MAX_FILE_IN_BYTES),
+                lambda mime: media.name or default_name(media, mime),
+            )
+            if isinstance(read, str):
+                return read
+            got = read
         to = Address(msg.sender)
         loop = asyncio.get_running_loop()
-        approve = None
-        if owner_chat:
-            approve = self.platform.approvals.approver(msg.sender, loop)
-        send_file = file_sender(
-            self.runtime.workspace,
-            item.item_id,
-            loop,
-            lambda one: self._send_workspace_file(to, one),
-            CAPABILITIES.max_file_bytes,
-        )
-        from messaging_llm_bot.agent.incoming import Incoming  # on use, as in the other channels
-        from messaging_llm_bot.agent.turn import reply_text
-
-        agent = self.runtime.agent
-        incoming = Incoming(
+        request = TurnRequest(
             item.conversation_id,
-            text,
+            got.text,
             chat_id=item.conversation_id,
             user_id=msg.sender,
             message_id=msg.message_id,
             owner_chat=owner_chat,  # only the owner's own chat sees the owner's data
-            untrusted=untrusted,
-            approve=approve,
-            stream=agent.settings.llm.stream,  # the answer cannot grow in place: it goes out whole at the end
-            images=images,
-            send_file=send_file,
+            from_owner=owner_chat,
+            untrusted=got.untrusted,
+            images=got.images,
+            notice=got.notice,
+            send_file=file_sender(
+                self.runtime.workspace,
+                item.item_id,
+                loop,
+                lambda one: self._send_workspace_file(to, one),
+                CAPABILITIES.max_file_bytes,
+            ),
         )
-        answered = await self.pool.run(agent.handle, incoming, owner_turn=owner_chat)
-        return reply_text(answered)
+        # The answer cannot grow in place: it goes out whole at the end.
+        return await self.ask_agent(
+            request, approve=self.platform.approvals.approver(msg.sender, loop) if owner_chat else None
+        )
 
     async def _send_workspace_file(self, to: Address, one: FileToSend) -> str:
         out = OutgoingFile("photo" if one.photo else "file", one.path, one.caption)
         sent = await self.platform.send_file(to, out)
         return sent.message_ids[0]
-
-    async def _save(self, area: Any, msg: WaMessage) -> SavedFile | str:
-        media = msg.media
-        assert media is not None
-        got = await self.platform.download(media, MAX_FILE_IN_BYTES)
-        if isinstance(got, str):
-            return got
-        today = datetime.now(ZoneInfo(self.config.timezone)).date()
-        kind = "photo" if media.kind == "photo" else "voice note" if media.kind == "voice" else media.kind
-        return await asyncio.to_thread(
-            save_bytes,
-            area,
-            got.data,
-            media.name or default_name(media, got.mime),
-            today,
-            kind=kind,
-            mime_type=media.mime or got.mime,
-            caption=msg.text,
-        )
 
     async def say(self, to: Address, text: str) -> None:
         try:
