@@ -33,19 +33,16 @@ from messaging_llm_bot.channels.signal.settings import (
     recipient_params,
 )
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
-from messaging_llm_bot.conversation.attachments import VOICE_DISABLED
 from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.images import FilesInput
 from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turn import TurnRequest, transcript_failed
+from messaging_llm_bot.conversation.turn import Received, TurnRequest
 from messaging_llm_bot.conversation.typing_indicator import Typing
 from messaging_llm_bot.conversation.voice import VoiceNote
-from messaging_llm_bot.llm.transcribe import transcription_settings
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
     from assistant_framework.memory.service import MemoryService
-    from messaging_llm_bot.agent.images import ImageInput
 
 log = logging.getLogger(__name__)
 
@@ -137,41 +134,13 @@ class TurnRunner(ItemTurns):
         return len(results) > 1 and not isinstance(results[1], Exception)
 
     async def _produce_reply(self, item: InboxItem, msg: SignalMessage, shows: Typing) -> str:
-        kind = msg.kind()
-        untrusted, outside = False, None
-        images: tuple[ImageInput, ...] = ()
-        notice = ""
-        if kind in ("text", "document", "photo", "voice"):
+        if msg.kind() in ("text", "document", "photo", "voice"):
             shows.start()  # fetching and transcribing take a while too
         sender = self.identities.judge(msg, self.settings)
         owner_chat = sender.owner_chat(msg)
-        if kind == "text":
-            text = model_text(msg, self.settings.account, self.account_uuid)
-        elif kind in ("document", "photo"):
-
-            async def save(area: Workspace, today: date, index: MemoryService | None) -> FilesInput | str:
-                return await files_input(self.client, area, msg, today, self.runtime.settings, index)
-
-            got, notice = await self.files(
-                item.conversation_id, owner_chat, self.runtime.settings.runtime.timezone, save
-            )
-            if isinstance(got, str):
-                return got  # no file could be fetched, or none can be shown
-            text, untrusted, images = got.text, True, got.images
-        elif kind == "voice":
-            config = transcription_settings(self.runtime.settings.llm)
-            if config is None:
-                return VOICE_DISABLED
-            result = await media.transcribe_voice(self.client, msg, config)
-            if not result.ok:
-                return transcript_failed(result.error)
-            text = result.text
-            await self._send_best_effort(msg.chat, f"🎙 {text}", msg if msg.group_id else None)
-            name = media.audio_file_name(msg.attachments[0])
-            if name is not None:  # a recording from elsewhere, passed on: someone else's words, not instructions
-                outside = f"Audio file {name} (transcript)"  # the agent quotes it under this label
-        else:
-            return media.unsupported_text(kind)
+        got = await self.read(item.conversation_id, owner_chat, self._received(msg))
+        if isinstance(got, str):
+            return got  # no file could be fetched or shown, no transcript, a kind not taken
         approve = None
         if self.approvals is not None and owner_chat:
             approve = self.approvals.approver(msg.chat, asyncio.get_running_loop())
@@ -185,19 +154,41 @@ class TurnRunner(ItemTurns):
         )
         request = TurnRequest(
             item.conversation_id,
-            text,
+            got.text,
             chat_id=item.conversation_id,
             user_id=msg.sender,
             message_id=msg.timestamp,
             owner_chat=owner_chat,
             from_owner=sender.owner,
-            untrusted=untrusted,
-            outside=outside,
-            images=images,
-            notice=notice,
+            untrusted=got.untrusted,
+            outside=got.outside,
+            images=got.images,
+            notice=got.notice,
             send_file=send_file,
         )
         return await self.ask_agent(request, approve=approve)
+
+    def _received(self, msg: SignalMessage) -> Received:
+        """What the model reads of ``msg``, by its kind (ChannelTurns.read)."""
+        kind = msg.kind()
+
+        async def save(area: Workspace, today: date, index: MemoryService | None) -> FilesInput | str:
+            return await files_input(self.client, area, msg, today, self.runtime.settings, index)
+
+        async def echo(text: str) -> None:  # the transcript, as it was understood
+            await self._send_best_effort(msg.chat, text, msg if msg.group_id else None)
+
+        # A recording from elsewhere, passed on: someone else's words, quoted by the agent under this label.
+        name = media.audio_file_name(msg.attachments[0]) if kind == "voice" else None
+        return Received(
+            kind,
+            model_text(msg, self.settings.account, self.account_uuid) if kind == "text" else "",
+            save,
+            lambda config: media.transcribe_voice(self.client, msg, config),
+            echo,
+            f"Audio file {name} (transcript)" if name is not None else None,
+            media.unsupported_text(kind),
+        )
 
     async def _send_best_effort(self, chat: str, text: str, quote: SignalMessage | None) -> None:
         try:
