@@ -407,7 +407,8 @@ def _approve_on_slack(request: pytest.FixtureRequest, yes: bool) -> tuple[str, s
     slack, workspace = request.getfixturevalue("slack_api"), request.getfixturevalue("workspace")
     request.getfixturevalue("start_slack")()
     owner_writes(slack, "delete notes/important.md")
-    [question] = _slack_texts_until(request, lambda texts: any(t.startswith("Confirm") for t in texts))
+    texts = _slack_texts_until(request, lambda texts: any(t.startswith("Confirm") for t in texts))
+    question = next(t for t in texts if t.startswith("Confirm"))  # after a status line, when the model is slow
     assert workspace.exists("notes/important.md")
     dm = slack.dms[OWNER]
     [asked] = [m for m in slack.posted(dm) if m.get("blocks")]

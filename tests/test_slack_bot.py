@@ -266,44 +266,9 @@ def test_a_shared_file_is_read_and_the_bot_token_goes_to_no_other_host(running: 
 DELETE = '{"skill": "file", "args": {"action": "delete", "path": "notes/important.md"}}'
 
 
-def _question(slack: FakeSlackAPI, dm: str, before: int) -> dict:
-    """The bot's question with buttons, once it is there."""
-    wait_until(lambda: any(m.get("blocks") for m in slack.posted(dm)[before:]), timeout=30, what="the question")
-    return next(m for m in slack.posted(dm)[before:] if m.get("blocks"))
-
-
-def test_an_approval_is_buttons_only_the_owner_can_press(running: Running) -> None:
-    """The question comes with Confirm and Decline; a press by anyone but the owner (signed, as Slack sends it)
-    answers nothing; the owner's Decline does, and the question then says what was chosen, without buttons."""
-    slack, model, workspace = running.slack, running.model, running.workspace
-    model.reset()
-    (workspace / "notes").mkdir(exist_ok=True)
-    (workspace / "notes/important.md").write_text("# Important\n")
-    dm = slack.dms[OWNER]
-    before = len(slack.posted(dm))
-    model.enqueue(DELETE, '{"reply": "Handled."}')
-    owner_said = slack.dm(OWNER, "delete notes/important.md")
-    assert slack.deliver(owner_said).status_code == 200
-    question = _question(slack, dm, before)
-    assert question["text"].startswith("Confirm this action?") and "reply yes" in question["text"]
-    buttons = [e["action_id"] for b in question["blocks"] for e in b.get("elements") or []]
-    assert buttons == ["approve_yes", "approve_no"]
-    stranger = slack.press(STRANGER, dm, question["ts"], "approve_yes")
-    assert slack.deliver_form(stranger).status_code == 200
-    wait_until(lambda: f"a button press by {STRANGER} ignored" in running.bot.run_log(), what="the press ignored")
-    unsigned = slack.press(OWNER, dm, question["ts"], "approve_yes")
-    assert slack.deliver_form(unsigned, secret="not-the-secret").status_code == 401  # a forged press
-    assert (workspace / "notes/important.md").exists() and len(model.chat_requests) == 1  # still waiting
-    assert slack.deliver_form(slack.press(OWNER, dm, question["ts"], "approve_no")).status_code == 200
-    wait_until(lambda: any("Handled." in m["text"] for m in slack.posted(dm)[before:]), what="the reply")
-    assert (workspace / "notes/important.md").exists()  # declined: not done
-    [shown] = [m for m in slack.posted(dm) if m["ts"] == question["ts"]]
-    assert "Declined: not done." in shown["text"]
-    assert not [b for b in shown["blocks"] if b["type"] == "actions"]  # answered: no buttons left
-    assert len(model.chat_requests) == 2
-
-
-def test_an_approval_answered_by_a_reply_still_works(running: Running) -> None:
+def _asked_to_delete(running: Running) -> tuple[str, int, dict]:
+    """The owner asks to delete notes/important.md; the DM, how many bot messages came before, and the bot's
+    question with buttons once it is there."""
     slack, model, workspace = running.slack, running.model, running.workspace
     model.reset()
     (workspace / "notes").mkdir(exist_ok=True)
@@ -312,9 +277,41 @@ def test_an_approval_answered_by_a_reply_still_works(running: Running) -> None:
     before = len(slack.posted(dm))
     model.enqueue(DELETE, '{"reply": "Handled."}')
     assert slack.deliver(slack.dm(OWNER, "delete notes/important.md")).status_code == 200
-    question = _question(slack, dm, before)
-    assert slack.deliver(slack.dm(OWNER, "yes")).status_code == 200
+    wait_until(lambda: any(m.get("blocks") for m in slack.posted(dm)[before:]), timeout=30, what="the question")
+    return dm, before, next(m for m in slack.posted(dm)[before:] if m.get("blocks"))
+
+
+def _answered(running: Running, dm: str, before: int, question: dict) -> str:
+    """The question's text once the reply after it came."""
+    slack = running.slack
     wait_until(lambda: any("Handled." in m["text"] for m in slack.posted(dm)[before:]), what="the reply")
-    assert not (workspace / "notes/important.md").exists()
+    assert len(running.model.chat_requests) == 2  # the call, then the answer after it: the owner's word is no turn
     [shown] = [m for m in slack.posted(dm) if m["ts"] == question["ts"]]
-    assert "Confirmed: doing it." in shown["text"] and len(model.chat_requests) == 2
+    assert not [b for b in shown["blocks"] if b["type"] == "actions"]  # answered: no buttons left
+    return shown["text"]
+
+
+def test_an_approval_is_buttons_only_the_owner_can_press(running: Running) -> None:
+    """The question comes with Confirm and Decline; a press by anyone but the owner (signed, as Slack sends it)
+    answers nothing; the owner's Decline does, and the question then says what was chosen, without buttons."""
+    slack, workspace = running.slack, running.workspace
+    dm, before, question = _asked_to_delete(running)
+    assert question["text"].startswith("Confirm this action?") and "reply yes" in question["text"]
+    buttons = [e["action_id"] for b in question["blocks"] for e in b.get("elements") or []]
+    assert buttons == ["approve_yes", "approve_no"]
+    stranger = slack.press(STRANGER, dm, question["ts"], "approve_yes")
+    assert slack.deliver_form(stranger).status_code == 200
+    wait_until(lambda: f"a button press by {STRANGER} ignored" in running.bot.run_log(), what="the press ignored")
+    unsigned = slack.press(OWNER, dm, question["ts"], "approve_yes")
+    assert slack.deliver_form(unsigned, secret="not-the-secret").status_code == 401  # a forged press
+    assert (workspace / "notes/important.md").exists() and len(running.model.chat_requests) == 1  # still waiting
+    assert slack.deliver_form(slack.press(OWNER, dm, question["ts"], "approve_no")).status_code == 200
+    assert "Declined: not done." in _answered(running, dm, before, question)
+    assert (workspace / "notes/important.md").exists()  # declined: not done
+
+
+def test_an_approval_answered_by_a_reply_still_works(running: Running) -> None:
+    dm, before, question = _asked_to_delete(running)
+    assert running.slack.deliver(running.slack.dm(OWNER, "yes")).status_code == 200
+    assert "Confirmed: doing it." in _answered(running, dm, before, question)
+    assert not (running.workspace / "notes/important.md").exists()

@@ -16,8 +16,8 @@ A Tornado websocket server on 127.0.0.1 in a thread of its own. As Slack documen
 - ``disconnect()`` sends ``{"type": "disconnect", "reason": "refresh_requested"}``; the server closes that
   connection once a newer one is open (or after ``DISCONNECT_GRACE`` seconds), as Slack does.
 
-Observing: ``connections`` (how many were opened), ``acked`` (envelope ids), ``sends`` (every envelope sent,
-with its attempt), ``unacked()``.
+Observing: ``connections`` (how many were opened), ``acked`` (envelope ids), ``acks`` (each in order), ``sends``
+(every envelope sent, with its attempt), ``unacked()``.
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ class FakeSocketMode:
         self.ack_timeout = ack_timeout
         self.connections = 0
         self.acked: set[str] = set()
+        self.acks: list[str] = []  # every acknowledgement, in order (an envelope sent twice is acked twice)
         self.sends: list[dict[str, Any]] = []  # every envelope as sent
         self.bad_frames: list[str] = []
         self._tickets: set[str] = set()
@@ -159,6 +160,7 @@ class FakeSocketMode:
         with self._lock:
             if isinstance(envelope_id, str) and envelope_id in self._envelopes:
                 self.acked.add(envelope_id)
+                self.acks.append(envelope_id)
             else:
                 self.bad_frames.append(text)
 

@@ -113,9 +113,14 @@ class SlackChannel:
         token = new_token()
         text = escape(question)
         fallback = escape(f"{question}\n\n{how}")[:MAX_TEXT_CHARS]  # notifications, and the yes/no reply
-        ts = await self.client.post(to.chat_id, fallback, to.thread_id, question_blocks(text, token, offers_chat))
-        asked = Asked(token, key, to.chat_id, ts, text)
-        self.asked[token] = asked
+        # Known before it is posted: a press may come before the post's answer does.
+        self.asked[token] = Asked(token, key, to.chat_id, "", text)
+        try:
+            ts = await self.client.post(to.chat_id, fallback, to.thread_id, question_blocks(text, token, offers_chat))
+        except BaseException:
+            self.asked.pop(token, None)
+            raise
+        self.asked[token] = asked = Asked(token, key, to.chat_id, ts, text)
         return asked
 
     def press(self, press: Press) -> bool:

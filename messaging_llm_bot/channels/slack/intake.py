@@ -115,7 +115,8 @@ class Intake:
                 await host.turns.say(to, held_text(err))
             return False
         host.storage.ok()
-        if item is None:
+        if item is None:  # taken meanwhile: the same event delivered twice at once
+            log.info("slack: %s came again; answered once", msg.event_id)
             return True
         turns = host.turns
         # Busy modes (conversation/busy.py): stored first, then handed to the sender's running turn.
