@@ -49,6 +49,7 @@ SLACK_BOT = ("test_slack_bot.py",)
 SLACK = ("test_slack_channel.py",)
 SLACK_SOCKET = ("test_slack_socket.py",)
 DISCORD_BOT = ("test_discord_bot.py",)
+DISCORD = ("test_discord_channel.py",)
 DOCTOR_SERVICES = ("test_doctor_services.py", "test_web_search.py")
 AGENT_SKILLS = ("test_agent_skills.py", "test_agent_skills_bot.py", "test_agent_skills_install.py")
 AGENT_SKILLS_INSTALL = ("test_agent_skills_install.py",)
@@ -3434,5 +3435,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    return True",
         "an attachment URL a message names on any server is fetched (the bot asks whatever host it is pointed at)",
         DISCORD_BOT,
+    ),
+    Mutation(
+        "discord-button-anyone",
+        f"{BOT}/channels/discord/buttons.py",
+        "        if str(interaction.user.id) != owner():",
+        "        if False:",
+        "anyone who can press the owner's question's buttons answers it (approves the owner's skill call)",
+        DISCORD,
     ),
 )

@@ -67,6 +67,13 @@ def owner_writes(discord: FakeDiscordAPI, text: str) -> dict:
     return discord.dm(OWNER, text)
 
 
+def question_of(discord: FakeDiscordAPI) -> tuple[dict, dict[str, str]]:
+    """The bot's last message with buttons in the owner's DM, and its buttons' labels -> custom ids."""
+    [message] = [m for m in discord.posted(discord.add_user(OWNER)) if m["components"]][-1:]
+    buttons = {b["label"]: b["custom_id"] for row in message["components"] for b in row["components"]}
+    return message, buttons
+
+
 @pytest.fixture
 def discord_api() -> Iterator[FakeDiscordAPI]:
     with FakeDiscordAPI() as fake:

@@ -428,15 +428,19 @@ def _discord_texts_until(request: pytest.FixtureRequest, done: Callable[[list[st
 
 
 def _approve_on_discord(request: pytest.FixtureRequest, yes: bool) -> tuple[str, str]:
-    from tests.discord_harness import owner_writes
+    """The owner presses the question's Yes or No button (discord.ui; Discord's interaction callback)."""
+    from tests.discord_harness import OWNER, owner_writes, question_of
 
     discord, workspace = request.getfixturevalue("discord_api"), request.getfixturevalue("workspace")
     request.getfixturevalue("start_discord")()
     owner_writes(discord, "delete notes/important.md")
-    [question] = _discord_texts_until(request, lambda texts: any(t.startswith("Confirm") for t in texts))
-    assert workspace.exists("notes/important.md")
-    owner_writes(discord, "yes" if yes else "no")  # the answer, not a new message for the model
+    _discord_texts_until(request, lambda texts: any(t.startswith("Confirm") for t in texts))
+    message, buttons = question_of(discord)
+    question = message["content"]
+    assert workspace.exists("notes/important.md") and list(buttons) == ["Yes", "No"]
+    discord.click(message, buttons["Yes" if yes else "No"], OWNER)  # the answer, not a new message for the model
     texts = _discord_texts_until(request, lambda texts: any("Handled." in t for t in texts))
+    assert [c["type"] for c in discord.callbacks] == [7]  # the question edited, its buttons taken off
     return question, texts[-1]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.discord_harness import OWNER, RunningDiscord, discord_config
+from tests.discord_harness import OWNER, STRANGER, RunningDiscord, discord_config, question_of
 from tests.waiting import wait_until
 
 GUILD = "81384788765712384"
@@ -39,3 +39,26 @@ def test_without_the_message_content_intent_the_start_is_refused_in_one_sentence
     err = capfd.readouterr().err
     assert "Message Content Intent" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_only_the_owners_press_answers_a_question(
+    start_discord: Any, discord_api: Any, chat_server: Any, workspace: Any
+) -> None:
+    workspace.write_text("notes/important.md", "# Important\n")
+    delete = '{"skill": "file", "args": {"action": "delete", "path": "notes/important.md"}}'
+    chat_server.enqueue(delete, '{"reply": "Handled."}')
+    start_discord()
+    discord_api.dm(OWNER, "delete notes/important.md")
+    wait_until(lambda: any(m["components"] for m in discord_api.posted(discord_api.dms[OWNER])), what="the question")
+    message, buttons = question_of(discord_api)
+    discord_api.add_user(STRANGER)
+    discord_api.click(message, buttons["Yes"], STRANGER)  # someone else's press
+    wait_until(lambda: discord_api.callbacks, what="the answer to the press")
+    [refused] = discord_api.callbacks
+    assert refused["type"] == 4 and refused["data"]["flags"] == 64 and "Only the owner" in refused["data"]["content"]
+    assert workspace.exists("notes/important.md") and len(chat_server.chat_requests) == 1  # still asking
+    discord_api.click(message, buttons["No"], OWNER)
+    wait_until(lambda: any("Handled." in m["content"] for m in discord_api.posted(discord_api.dms[OWNER])))
+    assert workspace.exists("notes/important.md")  # the owner said no
+    [question] = [m for m in discord_api.posted(discord_api.dms[OWNER]) if m["id"] == message["id"]]
+    assert question["content"].endswith("No: not done.") and question["components"] == []

@@ -323,7 +323,12 @@ class FakeDiscordAPI:
         """``user_id`` presses the button ``custom_id`` of the bot's ``message``: INTERACTION_CREATE; its id."""
         interaction_id = snowflake(self._ids)
         token = f"interaction-token-{interaction_id}"
-        self._interactions[interaction_id] = {"token": token, "answered": False}
+        self._interactions[interaction_id] = {
+            "token": token,
+            "answered": False,
+            "message_id": message["id"],
+            "channel_id": message["channel_id"],
+        }
         data = {
             "id": interaction_id,
             "application_id": self.application_id,
@@ -339,7 +344,8 @@ class FakeDiscordAPI:
             "app_permissions": "0",
             "entitlements": [],
             "authorizing_integration_owners": {},
-            "context": 1,
+            "context": 1,  # the bot's DM
+            "attachment_size_limit": MAX_FILE_BYTES,
         }
         self.dispatch("INTERACTION_CREATE", data)
         return interaction_id
@@ -520,17 +526,53 @@ class FakeDiscordAPI:
         return web.Response(status=204)
 
     async def _callback(self, request: web.Request) -> web.Response:
-        interaction = self._interactions.get(request.match_info["interaction_id"])
+        interaction_id = request.match_info["interaction_id"]
+        interaction = self._interactions.get(interaction_id)
         if interaction is None or interaction["token"] != request.match_info["token"]:
             return _error(404, 10062, "Unknown interaction")
         if interaction["answered"]:
             return _error(400, 40060, "Interaction has already been acknowledged.")
         body = await request.json()
-        if body.get("type") not in (4, 5, 6, 7):
+        kind, data = body.get("type"), body.get("data") or {}
+        if kind not in (4, 5, 6, 7):
             return _invalid_form("type", "BASE_TYPE_CHOICES", "Value must be one of {4, 5, 6, 7}.")
+        if len(data.get("content") or "") > MAX_CONTENT:
+            return _invalid_form("data.content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.")
         interaction["answered"] = True
-        self.callbacks.append({"interaction_id": request.match_info["interaction_id"], **body})
-        return web.Response(status=204)
+        self.callbacks.append({"interaction_id": interaction_id, **body})
+        message = self._answer_interaction(interaction["message_id"], interaction["channel_id"], kind, data)
+        if request.query.get("with_response") not in ("1", "true"):
+            return web.Response(status=204)
+        ephemeral = bool(int(data.get("flags") or 0) & 64)
+        answer = {
+            "interaction": {
+                "id": interaction_id,
+                "type": 3,
+                "response_message_id": message["id"],
+                "response_message_loading": kind == 5,
+                "response_message_ephemeral": ephemeral,
+            },
+            "resource": {"type": kind, "message": {k: v for k, v in message.items() if k != "history"}},
+        }
+        return _json(answer)
+
+    def _answer_interaction(self, message_id: str, channel_id: str, kind: int, data: dict[str, Any]) -> dict[str, Any]:
+        """Type 7 (UPDATE_MESSAGE) edits the button's message; 4 (a message) makes one, shown only to the presser
+        when ephemeral (flags 64: kept in ``callbacks``, not among the channel's messages)."""
+        if kind in (6, 7):
+            with self._lock:
+                [message] = [m for m in self.messages if m["id"] == message_id]
+                if kind == 7 and "content" in data:
+                    message["content"] = data["content"] or ""
+                    message["history"].append(message["content"])
+                if kind == 7 and "components" in data:
+                    message["components"] = data["components"] or []
+            return message
+        made = self._message(channel_id, self.bot, data.get("content") or "", flags=int(data.get("flags") or 0))
+        if not made["flags"] & 64:
+            with self._lock:
+                self.messages.append({**made, "history": [made["content"]]})
+        return made
 
     async def _attachment(self, request: web.Request) -> web.Response:
         data = self.files.get(request.path)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,10 +21,11 @@ from messaging_llm_bot.channels.contract import (
     TextOut,
 )
 from messaging_llm_bot.channels.discord.api import DiscordUnavailable, call, messageable
+from messaging_llm_bot.channels.discord.buttons import HOW_TO_ANSWER, HOW_TO_ANSWER_OR_ALLOW, question_view
 from messaging_llm_bot.channels.discord.files import download
 from messaging_llm_bot.channels.discord.format import CAPABILITIES, MAX_FILE_BYTES, MAX_TEXT_CHARS, split
 from messaging_llm_bot.channels.discord.settings import channel_of, conversation_of
-from messaging_llm_bot.conversation.approvals import ReplyApprovals
+from messaging_llm_bot.conversation.approvals import NO_ANSWER, ReplyApprovals
 
 if TYPE_CHECKING:
     import discord
@@ -32,10 +34,14 @@ if TYPE_CHECKING:
 class DiscordChannel:
     """The contract's ``Channel`` over one logged-in ``discord.Client``; called on the channel's event loop."""
 
-    def __init__(self, client: discord.Client, base_url: str) -> None:
+    def __init__(self, client: discord.Client, base_url: str, owner: Callable[[], str | None] = lambda: None) -> None:
         self.client = client
         self.base_url = base_url  # attachments are fetched from Discord's CDN or this API's own host only
-        self.approvals = ReplyApprovals("discord", self._say_in)
+        self.owner = owner  # the owner's user id, read when a button is pressed
+        # The question goes out with buttons (buttons.py); a reply yes or no answers it too.
+        self.approvals = ReplyApprovals(
+            "discord", self._ask_in, how_to_answer=HOW_TO_ANSWER, how_to_answer_or_allow=HOW_TO_ANSWER_OR_ALLOW
+        )
 
     @property
     def name(self) -> str:
@@ -117,10 +123,18 @@ class DiscordChannel:
         finally:
             questions.close(key)
 
-    async def _say_in(self, chat: str, text: str) -> None:
-        """An approval's question (or its timeout) in the conversation ``chat``; ``DeliveryError`` when it cannot
-        go now."""
+    async def _ask_in(self, chat: str, text: str) -> None:
+        """An approval's question with its buttons (or its timeout, without) in the conversation ``chat``;
+        ``DeliveryError`` when it cannot go now."""
+        questions = self.approvals.questions
+        if text == NO_ANSWER or not questions.is_open(chat):
+            try:
+                await self.send_text(Address(channel_of(chat)), TextOut(text))
+            except DiscordUnavailable as err:
+                raise DeliveryError(str(err)) from err
+            return
+        view = question_view(questions, chat, self.owner)
         try:
-            await self.send_text(Address(channel_of(chat)), TextOut(text))
+            await call("ask", messageable(self.client, channel_of(chat)).send(content=text[:MAX_TEXT_CHARS], view=view))
         except DiscordUnavailable as err:
             raise DeliveryError(str(err)) from err

@@ -89,7 +89,7 @@ class DiscordService(ChannelService):
         intake = Intake(self)
         await intake.load()
         self.client = make_client(config.base_url, intake.take)
-        self.channel = DiscordChannel(self.client, config.base_url)
+        self.channel = DiscordChannel(self.client, config.base_url, lambda: self.config.owner)
         self.turns = self.shutdown.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
         self._gateway = await self._connect(self.client)
         await self._owner_dm(self.client)
