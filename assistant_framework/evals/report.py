@@ -4,20 +4,46 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable
-from typing import Any
+from typing import TypedDict
 
+from ..json_types import JsonObject
 from .scoring import CaseResult
 
 
-def build_report(
-    results: Iterable[CaseResult], *, model: str = "", runner: str = "", base_url: str = ""
-) -> dict[str, Any]:
+class Summary(TypedDict):
+    """A category's figures (or all cases'): rates are 0..1, None where no case measured them."""
+
+    cases: int
+    passed: int
+    right_skill: float | None
+    args_valid: float | None
+    args_correct: float | None
+    repair_rounds: int
+    no_skill_ok: float | None
+    median_latency_s: float | None
+    median_tokens: int | None
+
+
+class EvalReport(TypedDict):
+    """What ``eval skills --report`` writes and ``--compare`` reads back."""
+
+    model: str
+    runner: str
+    base_url: str
+    cases: int
+    passed: int
+    by_category: dict[str, Summary]
+    overall: Summary
+    results: list[JsonObject]  # each case's CaseResult as a dict
+
+
+def build_report(results: Iterable[CaseResult], *, model: str = "", runner: str = "", base_url: str = "") -> EvalReport:
     """``{"cases", "passed", "by_category": {name: {...}}, "results": [...]}`` plus the model used."""
     rows = list(results)
-    by_category: dict[str, dict[str, Any]] = {}
+    by_category: dict[str, Summary] = {}
     for category in sorted({r.category for r in rows}):
         by_category[category] = _summary([r for r in rows if r.category == category])
-    report = {
+    report: EvalReport = {
         "model": model,
         "runner": runner,
         "base_url": base_url,
@@ -35,7 +61,7 @@ def _rate(values: list[bool | None]) -> float | None:
     return round(sum(known) / len(known), 3) if known else None
 
 
-def _summary(rows: list[CaseResult]) -> dict[str, Any]:
+def _summary(rows: list[CaseResult]) -> Summary:
     latencies = [r.latency_s for r in rows]
     tokens = [r.tokens for r in rows if r.tokens is not None]
     return {
@@ -69,7 +95,7 @@ COLUMNS = (
 )
 
 
-def _row(name: str, s: dict[str, Any]) -> list[str]:
+def _row(name: str, s: Summary) -> list[str]:
     return [
         name,
         str(s["cases"]),
@@ -84,7 +110,7 @@ def _row(name: str, s: dict[str, Any]) -> list[str]:
     ]
 
 
-def format_table(report: dict[str, Any]) -> str:
+def format_table(report: EvalReport) -> str:
     """The per-category table, then the overall line and the failed case ids."""
     rows = [list(COLUMNS)] + [_row(name, s) for name, s in report["by_category"].items()]
     rows.append(_row("overall", report["overall"]))
@@ -103,7 +129,7 @@ def format_table(report: dict[str, Any]) -> str:
     return "\n".join([head, "", *lines, *tail])
 
 
-def format_comparison(a: dict[str, Any], b: dict[str, Any], name_a: str = "A", name_b: str = "B") -> str:
+def format_comparison(a: EvalReport, b: EvalReport, name_a: str = "A", name_b: str = "B") -> str:
     """Two reports side by side: passed per category, then the cases whose outcome changed."""
     categories = sorted(set(a["by_category"]) | set(b["by_category"]))
     header = ["category", f"{name_a} passed", f"{name_b} passed", "change"]

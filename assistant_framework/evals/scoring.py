@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
 
+from ..json_types import JsonObject
 from .cases import EvalCase
 from .matchers import check
 
@@ -30,7 +31,7 @@ class CaseResult:
     args_correct: bool | None
     repair_round: bool
     no_skill_ok: bool | None  # only for no-skill cases
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[JsonObject] = field(default_factory=list)
     reply: str = ""
     problems: list[str] = field(default_factory=list)
     latency_s: float = 0.0
@@ -38,7 +39,7 @@ class CaseResult:
     rounds: int = 0
     error: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return asdict(self)
 
 
