@@ -3207,6 +3207,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         BUSY_KIT,
     ),
     Mutation(
+        "reply-question-any-answer-is-yes",
+        f"{BOT}/conversation/approvals.py",
+        "                return await asyncio.wait_for(future, timeout) is True",
+        "                return await asyncio.wait_for(future, timeout) is not None",
+        "on Matrix and WhatsApp the owner's 'no' to a yes/no question counts as yes",
+        ("test_reply_questions.py",),
+    ),
+    Mutation(
+        "reply-question-left-open",
+        f"{BOT}/conversation/approvals.py",
+        "            self.close(key)",
+        "            pass",
+        "a yes/no question whose send failed stays open: the owner's next 'yes' is taken as its answer",
+        ("test_reply_questions.py",),
+    ),
+    Mutation(
         "item-turns-joined-left-pending",
         f"{BOT}/conversation/item_turns.py",
         "        for one in [*merged, item.item_id]:",

@@ -124,6 +124,19 @@ class OpenQuestions:
         keys = [key for key, asked_in in self._chats.items() if asked_in == chat]
         return sum(self.answer(key, False) for key in keys)
 
+    async def ask_yes_no(self, key: str, send: Callable[[], Awaitable[object]], timeout: float) -> bool:
+        """The contract's ``ask_yes_no`` where the answer is the owner's next message: a question under ``key``
+        (``send`` asks it), True only for their yes within ``timeout`` seconds."""
+        future = self.open(key, key, {})
+        try:
+            await send()
+            try:
+                return await asyncio.wait_for(future, timeout) is True
+            except asyncio.TimeoutError:
+                return False
+        finally:
+            self.close(key)
+
     async def wait(self, future: asyncio.Future[Answer]) -> Answer | None:
         """The owner's answer, or None when none came within the timeout."""
         try:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 
 from assistant_framework.inbox import InboxItem
 from messaging_llm_bot.conversation.busy import RunningTurn
+from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.delivery import DeliveryError
 from messaging_llm_bot.conversation.job_answer import Deliver, Tell, answer_job_run
 from messaging_llm_bot.conversation.job_runs import is_job_item
@@ -26,6 +28,13 @@ from messaging_llm_bot.conversation.turn import FAILED_REPLY, ChannelTurns
 log = logging.getLogger(__name__)
 
 RETRY_MAX_SECONDS = 30.0
+#: The payload's key of a notice the bot sends on its own through the inbox (``ItemTurns.queue_notice``).
+NOTICE_KEY = "notice"
+
+
+def is_notice_item(item: InboxItem) -> bool:
+    """An item that is a notice to send (its reply recorded when it was made), not a message to answer."""
+    return NOTICE_KEY in item.payload
 
 
 class SendLater(Exception):
@@ -131,6 +140,18 @@ class ItemTurns(ChannelTurns):
             await asyncio.to_thread(self.inbox.complete, one)
         for other in later:
             await self.answer_message(other)
+
+    async def queue_notice(self, tasks: ChatTasks, chat: str, text: str) -> bool:
+        """A notice the bot sends on its own (a collector's, the digest) through the inbox and the ledger like a
+        reply: it goes out once, or waits there (a channel that holds it, a restart); False when not stored.
+        The channel's ``answer_message`` delivers an item ``is_notice_item`` says is one."""
+        item = await asyncio.to_thread(self.inbox.accept, f"{NOTICE_KEY}:{uuid.uuid4().hex}", chat, {NOTICE_KEY: True})
+        if item is None:
+            return False
+        await asyncio.to_thread(self.inbox.record_reply, item.item_id, text)
+        stored = self.inbox.get(item.item_id) or item
+        tasks.spawn(chat, self.answer(stored), owner=True, exempt=True)
+        return True
 
     async def run_job(self, item: InboxItem, user_id: int | str, deliver: Deliver, tell: Tell) -> None:
         """A job run's item answered once (conversation/job_answer.py) in its chat: ``deliver`` its reply,

@@ -148,16 +148,10 @@ class MatrixChannel:
 
     async def ask_yes_no(self, to: Address, question: str, timeout: float) -> bool:
         """Ask in ``to``'s room; the owner's next "yes" or "no" there answers (``resolve``)."""
-        key = to.chat_id
-        future = self.questions.open(key, key, {})
-        try:
-            await self.client.send(to.chat_id, in_thread(text_content(MatrixPart(question)), to), txn_id("", 0))
-            try:
-                return await asyncio.wait_for(future, timeout) is True
-            except asyncio.TimeoutError:
-                return False
-        finally:
-            self.questions.close(key)
+        content = in_thread(text_content(MatrixPart(question)), to)
+        return await self.questions.ask_yes_no(
+            to.chat_id, lambda: self.client.send(to.chat_id, content, txn_id("", 0)), timeout
+        )
 
     def resolve(self, room_id: str, text: str) -> bool:
         """Answer an open question of ``room_id`` with ``text``; True when the message was that answer."""

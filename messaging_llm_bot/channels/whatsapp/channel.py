@@ -165,16 +165,7 @@ class WhatsAppChannel:
 
     async def ask_yes_no(self, to: Address, question: str, timeout: float) -> bool:
         """Ask ``to``; their next "yes" or "no" answers (``resolve``)."""
-        key = to.chat_id
-        future = self.questions.open(key, key, {})
-        try:
-            await self.send_text(to, TextOut(question))
-            try:
-                return await asyncio.wait_for(future, timeout) is True
-            except asyncio.TimeoutError:
-                return False
-        finally:
-            self.questions.close(key)
+        return await self.questions.ask_yes_no(to.chat_id, lambda: self.send_text(to, TextOut(question)), timeout)
 
     def resolve(self, number: str, text: str) -> bool:
         """Answer an open question of ``number`` with ``text``; True when the message was that answer."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import uuid
 from collections.abc import Sequence
 from datetime import time as dtime
 from zoneinfo import ZoneInfo
@@ -26,10 +25,11 @@ from messaging_llm_bot.channels.whatsapp.graph import GraphClient, GraphUnavaila
 from messaging_llm_bot.channels.whatsapp.intake import Intake
 from messaging_llm_bot.channels.whatsapp.message import message_of_payload
 from messaging_llm_bot.channels.whatsapp.settings import PREFIX, WhatsAppConfig, conversation_of, number_of
-from messaging_llm_bot.channels.whatsapp.turn import NOTICE_KEY, TurnRunner
+from messaging_llm_bot.channels.whatsapp.turn import TurnRunner
 from messaging_llm_bot.channels.whatsapp.webhook import Webhook
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
 from messaging_llm_bot.conversation.busy import answered_by_recorded
+from messaging_llm_bot.conversation.item_turns import is_notice_item
 from messaging_llm_bot.conversation.job_router import ChannelJobs, OwnerDigest
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.notices import notify_from_thread, send_digest
@@ -128,7 +128,7 @@ class WhatsAppService(ChannelService):
         items = self.inbox.pending(PREFIX)
         answered = answered_by_recorded(items)  # joined a turn whose reply was recorded: completed with it
         items = [i for i in items if i.item_id not in answered]
-        later = [i for i in items if not (is_job_item(i) or NOTICE_KEY in i.payload)]
+        later = [i for i in items if not (is_job_item(i) or is_notice_item(i))]
         if later:
             log.info("whatsapp: answering %d message(s) left unanswered by the last run", len(later))
         for item in [i for i in items if i not in later] + later:
@@ -169,14 +169,7 @@ class WhatsAppService(ChannelService):
         if owner is None:
             log.warning("whatsapp: a notice for the owner is not sent: whatsapp.allowed is empty")
             return False
-        chat = conversation_of(owner)
-        item = await asyncio.to_thread(self.inbox.accept, f"{NOTICE_KEY}:{uuid.uuid4().hex}", chat, {NOTICE_KEY: True})
-        if item is None:
-            return False
-        await asyncio.to_thread(self.inbox.record_reply, item.item_id, text)
-        stored = self.inbox.get(item.item_id) or item
-        self.tasks.spawn(chat, self.turns.answer(stored), owner=True, exempt=True)
-        return True
+        return await self.turns.queue_notice(self.tasks, conversation_of(owner), text)
 
     def notify_from_thread(self, collector_name: str, text: str) -> None:
         assert self._loop is not None

@@ -25,7 +25,7 @@ from messaging_llm_bot.channels.whatsapp.graph import GraphUnavailable
 from messaging_llm_bot.channels.whatsapp.message import WaMessage, message_of_payload
 from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig, number_of
 from messaging_llm_bot.conversation.files_out import file_sender
-from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater
+from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater, is_notice_item
 from messaging_llm_bot.conversation.media_in import attachment_input
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import TurnInput, TurnRequest
@@ -45,11 +45,6 @@ HELD_TEXT = (
     "NAME (docs/whatsapp.md#the-24-hour-window)."
 )
 HELD_FLAG = "whatsapp-held-told"
-NOTICE_KEY = "notice"
-
-
-def is_notice_item(item: InboxItem) -> bool:
-    return NOTICE_KEY in item.payload
 
 
 class TurnRunner(ItemTurns):
