@@ -1,6 +1,7 @@
 """``assistant setup --slack-owner`` configures the Slack channel (issue 50): by flags, against the fake Slack
 Web API, the token tried from the named environment variable (never written), the settings in the local layer
-with ``enabled`` last; a wrong token stops setup with nothing written."""
+with ``enabled`` last; a wrong token stops setup with nothing written. With ``--slack-app-token-env`` it sets up
+Socket Mode, the app-level token tried the same way."""
 
 from __future__ import annotations
 
@@ -17,13 +18,15 @@ from tests.fakes.slack_api import FakeSlackAPI
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _setup(config: Path, tmp_path: Path, chat: FakeChatServer, slack: FakeSlackAPI, owner: str = "U0OWNER001") -> int:
+def _setup(
+    config: Path, tmp_path: Path, chat: FakeChatServer, slack: FakeSlackAPI, owner: str = "U0OWNER001", *more: str
+) -> int:
     return main(
         [
             *("setup", "--yes", "--no-telegram", "--no-test", "--config", str(config)),
             *("--workspace", str(tmp_path / "ws"), "--base-url", chat.base_url, "--timezone", "UTC"),
             *("--slack-owner", owner, "--slack-base-url", slack.base_url),
-            *("--slack-token-env", "SL_SETUP_TOKEN", "--slack-secret-env", "SL_SETUP_SECRET"),
+            *("--slack-token-env", "SL_SETUP_TOKEN", "--slack-secret-env", "SL_SETUP_SECRET", *more),
         ]
     )
 
@@ -50,3 +53,25 @@ def test_setup_writes_the_slack_channel_and_refuses_a_wrong_token(
         assert slack.token not in (config / "local" / "slack.json").read_text()
         assert _setup(config, tmp_path, chat, slack, owner="not-an-id") == 2
         assert "not a Slack member id" in capsys.readouterr().err
+
+
+def test_setup_writes_socket_mode_and_refuses_a_wrong_app_token(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config"
+    shutil.copytree(REPO / "config", config, ignore=shutil.ignore_patterns("local"))
+    with FakeChatServer() as chat, FakeSlackAPI() as slack:
+        slack.socket_mode()
+        chat.set_handler(lambda request: "OK")
+        monkeypatch.setenv("SL_SETUP_TOKEN", slack.token)
+        monkeypatch.setenv("SL_SETUP_APP", slack.app_token + "-wrong")
+        assert _setup(config, tmp_path, chat, slack, "U0OWNER001", "--slack-app-token-env", "SL_SETUP_APP") == 2
+        assert "invalid_auth" in capsys.readouterr().err and not (config / "local" / "slack.json").exists()
+
+        monkeypatch.setenv("SL_SETUP_APP", slack.app_token)
+        assert _setup(config, tmp_path, chat, slack, "U0OWNER001", "--slack-app-token-env", "SL_SETUP_APP") == 0
+        out = capsys.readouterr().out
+        assert "opens a Socket Mode connection" in out and "request URL" not in out.split("Socket Mode in your app")[0]
+        written = json.loads((config / "local" / "slack.json").read_text())
+        assert written["socket_mode"] is True and written["app_token_env"] == "SL_SETUP_APP"
+        assert "signing_secret_env" not in written and slack.app_token not in json.dumps(written)
