@@ -71,9 +71,10 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
             bot.start()
             wait_until(lambda: _connected(bot), timeout=60, what="the bot to connect over Socket Mode")
             yield Running(bot, slack, socket, model, folder / "workspace")
+            assert bot.terminate() == 0  # SIGTERM: the connection closed, the bot stops cleanly
         log = bot.log_text()
         assert APP_TOKEN not in log and TOKEN not in log  # the tokens are never logged
-        assert "Traceback" not in log
+        assert "Traceback" not in log and "Unclosed" not in log
         assert socket.bad_frames == []  # the bot sent nothing but acknowledgements
 
 
