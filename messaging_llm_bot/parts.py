@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from assistant_framework.config import ConfigError
 from assistant_framework.config.settings import Settings
+from assistant_framework.json_types import JsonObject
 from assistant_framework.workspace import Workspace
 
 if TYPE_CHECKING:  # pragma: no cover - the parts are imported when they are built
@@ -17,6 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover - the parts are imported when they are bui
     from assistant_framework.skills import SkillManager
     from messaging_llm_bot.agent.loop import Agent
     from messaging_llm_bot.llm.client import LLMClient
+    from messaging_llm_bot.llm.wire import Message
 
 
 def llm_client(settings: Settings) -> LLMClient:
@@ -41,7 +43,7 @@ class BackgroundModel:
     def __init__(self, llm: LLMClient) -> None:
         self.llm = llm
 
-    def __call__(self, messages: list[dict[str, Any]], **kwargs: Any) -> str:
+    def __call__(self, messages: list[Message], **kwargs: Any) -> str:
         from messaging_llm_bot.llm.slots import background_calls
         from messaging_llm_bot.llm.structured import schema_from_extra
 
@@ -75,7 +77,7 @@ class Parts:
 
 
 def build_parts(
-    config: dict[str, Any], workspace: Workspace, *, settings: Settings | None = None, defer_plugins: bool = False
+    config: JsonObject, workspace: Workspace, *, settings: Settings | None = None, defer_plugins: bool = False
 ) -> Parts:
     """Build every part from a checked config (and its records, read from it when not given); plugin
     folders load later with ``defer_plugins``."""

@@ -25,6 +25,7 @@ from assistant_framework.config import ConfigError, load_config
 from assistant_framework.config.reloadable import ReloadReport, plan_reload
 from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
+from assistant_framework.json_types import JsonObject
 from assistant_framework.workspace import Workspace
 from assistant_framework.workspace.private import make_workspace_private
 from messaging_llm_bot.parts import BackgroundModel, Parts, build_parts, llm_client
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 MEMORY_MAINTENANCE_SECONDS = 3600.0
 
 
-def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+def merge(base: JsonObject, extra: JsonObject) -> JsonObject:
     """A deep copy of ``base`` with ``extra`` merged in (nested dicts merged, other values replaced)."""
     out = copy.deepcopy(base)
     for key, value in (extra or {}).items():
@@ -68,13 +69,13 @@ class BotRuntime:
     """Everything a frontend needs, built from one config and one workspace."""
 
     config_path: Path
-    config: dict[str, Any]
+    config: JsonObject
     workspace: Workspace
     #: The config's records, built once per load or ``/reload`` (``runtime.settings.llm.stream``).
     settings: Settings = field(default_factory=Settings)
     parts: Parts | None = None
     collector_runner: CollectorRunner | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)
+    overrides: JsonObject = field(default_factory=dict)
     _notify: Callable[[str, str], None] | None = None
     _notifiers: list[Callable[[str, str], None]] = field(default_factory=list)
     _background_started: bool = False
@@ -297,7 +298,7 @@ def _refuse_plugin_dirs_in_workspace(settings: Settings, path: Path, workspace_r
 
 
 def build_runtime(
-    config_path: str | Path, workspace_path: str | Path, *, overrides: dict[str, Any] | None = None, defer: bool = False
+    config_path: str | Path, workspace_path: str | Path, *, overrides: JsonObject | None = None, defer: bool = False
 ) -> BotRuntime:
     """Load and check the config, open the workspace and assemble the parts; ConfigError names file and key.
 
@@ -336,7 +337,7 @@ def build_runtime(
     return runtime
 
 
-def runner_secrets(config: dict[str, Any]) -> list[str]:
+def runner_secrets(config: JsonObject) -> list[str]:
     """The API keys the model runners use (also those read from the environment), for log redaction."""
     llm = config.get("llm") or {}
     entries = llm.get("runners") or [llm]

@@ -13,7 +13,8 @@ import os
 import re
 import threading
 from datetime import UTC, datetime, tzinfo
-from typing import Any
+
+from assistant_framework.json_types import JsonObject
 
 from ..workspace import Workspace
 
@@ -85,8 +86,8 @@ class TurnLog:
         *,
         time: datetime | None = None,
         message_id: str | int | None = None,
-        meta: dict[str, Any] | None = None,
-    ) -> tuple[str, dict[str, Any]]:
+        meta: JsonObject | None = None,
+    ) -> tuple[str, JsonObject]:
         """Append one turn; returns (workspace path, row written)."""
         if role not in ROLES:
             raise ValueError(f"turn role {role!r} is not one of {ROLES}")
@@ -98,7 +99,7 @@ class TurnLog:
             if _end_torn_line(self.workspace, rel) or n is None:
                 n = _count_lines(self.workspace, rel)
             n += 1
-            row: dict[str, Any] = {
+            row: JsonObject = {
                 "time": moment.isoformat(timespec="seconds"),
                 "conversation": str(conversation_id),
                 "role": role,

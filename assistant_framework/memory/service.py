@@ -9,8 +9,9 @@ import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
+
+from assistant_framework.json_types import JsonObject
 
 from ..background import BackgroundWorker
 from ..config.settings import MemorySettings, Settings
@@ -144,8 +145,8 @@ class MemoryService:
         *,
         time: datetime | None = None,
         message_id: str | int | None = None,
-        meta: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        meta: JsonObject | None = None,
+    ) -> JsonObject:
         """Append a turn to the L0 log (durable at return) and queue its indexing; returns the
         row ({} for excluded chats). ``search`` indexes pending turns first, so it sees them."""
         if recall_policy.is_excluded(conversation_id, self.settings):

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from assistant_framework.json_types import JsonObject
+
 from ..collectors import CollectorManager, CollectorRunner
 from ..config import load_config
 from ..config.settings import Settings
@@ -23,7 +25,7 @@ from ..workspace.private import make_workspace_private
 class Parts(Protocol):
     """The attributes the page uses (``BotRuntime`` has them all)."""
 
-    config: dict[str, Any]
+    config: JsonObject
     #: The config's records (``settings.runtime.timezone``), rebuilt with it on ``/reload``.
     settings: Settings
     workspace: Workspace
@@ -37,7 +39,7 @@ class Parts(Protocol):
 class StandaloneParts:
     """The parts of ``assistant web`` run on its own (no model: fact extraction stays with the bot)."""
 
-    config: dict[str, Any]
+    config: JsonObject
     settings: Settings
     workspace: Workspace
     skills: SkillManager

@@ -9,8 +9,8 @@ later prompts do not grow; the trace keeps each image's type, size and bytes, no
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from assistant_framework.json_types import JsonObject
 from assistant_framework.media.images import PreparedImage
 from messaging_llm_bot.llm.wire import Message
 
@@ -39,11 +39,11 @@ class ImageInput:
         }
 
 
-def user_content(text: str, images: tuple[ImageInput, ...]) -> str | list[dict[str, Any]]:
+def user_content(text: str, images: tuple[ImageInput, ...]) -> str | list[JsonObject]:
     """A user message's ``content``: the text alone, or a text part followed by one ``image_url`` part per image."""
     if not images:
         return text
-    parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    parts: list[JsonObject] = [{"type": "text", "text": text}]
     for item in images:
         parts.append({"type": "image_url", "image_url": {"url": item.image.data_uri, "detail": "auto"}})
     return parts

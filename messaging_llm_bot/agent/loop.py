@@ -18,11 +18,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from assistant_framework.access import guest_skills
 from assistant_framework.config.settings import Settings
+from assistant_framework.json_types import JsonObject
 from assistant_framework.skills import SkillContext, SkillManager
 from assistant_framework.skills.spec import SkillServices
 from assistant_framework.traces import TraceStore, collect_secrets, new_trace_id
@@ -79,7 +80,7 @@ class Agent(SessionCalls):
 
     def __init__(
         self,
-        config: dict[str, Any],
+        config: JsonObject,
         workspace: Workspace,
         skills: SkillManager,
         llm: LLMClient,
@@ -125,7 +126,7 @@ class Agent(SessionCalls):
 
     def configure(
         self,
-        config: dict[str, Any],
+        config: JsonObject,
         *,
         settings: Settings | None = None,
         skills: SkillManager | None = None,

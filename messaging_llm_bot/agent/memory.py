@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from assistant_framework.json_types import JsonObject
 from assistant_framework.skills.spec import MemorySearch
 from messaging_llm_bot.agent.outside import RECALL, OutsideSource
 from messaging_llm_bot.agent.turn import TurnRecord, TurnResult, hit_dict
@@ -35,8 +36,8 @@ class Memory(MemorySearch, Protocol):
         *,
         time: datetime | None = None,
         message_id: str | int | None = None,
-        meta: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        meta: JsonObject | None = None,
+    ) -> JsonObject:
         """Append one line to the turn log; returns its row (with ``turn_id``), {} when not logged."""
         ...
 
@@ -90,9 +91,7 @@ class TurnMemory:
         self.memory = memory
         self.clock = clock  # the time a line is logged at (asked only when a line is logged)
 
-    def log(
-        self, turn: TurnRecord, role: str, text: str, *, message_id: int | str | None, meta: dict[str, Any]
-    ) -> None:
+    def log(self, turn: TurnRecord, role: str, text: str, *, message_id: int | str | None, meta: JsonObject) -> None:
         """Log one line of the turn; its id goes to the turn (for the facts taken from it)."""
         if self.memory is None:
             return

@@ -13,11 +13,11 @@ import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from assistant_framework.config import ConfigError, load_config, redact
 from assistant_framework.config.errors import display_path
 from assistant_framework.hints import CLI
+from assistant_framework.json_types import JsonObject
 from assistant_framework.mcp import McpSettings, McpSkills, ServerSettings, mcp_settings
 from assistant_framework.redaction import redact_text, url_secrets, url_without_secrets
 from assistant_framework.settings import remove_setting, setting_files, write_setting, write_target
@@ -127,14 +127,14 @@ def _configured(root: Path) -> dict[str, ServerSettings]:
     return dict(mcp_settings(load_config(root, env=False)).servers)
 
 
-def _entry(args: argparse.Namespace) -> dict[str, Any]:
+def _entry(args: argparse.Namespace) -> JsonObject:
     """The ``mcp.servers`` entry the arguments describe; a contradiction is a usage error."""
     command = _split_rest(args)
     if args.url and command:
         raise UsageError("give either --url URL or -- COMMAND ARGS..., not both")
     if not args.url and not command:
         raise UsageError("give the server: -- COMMAND ARGS... (a command to start) or --url URL")
-    entry: dict[str, Any] = {}
+    entry: JsonObject = {}
     if args.url:
         if not args.url.startswith(("http://", "https://")):
             raise UsageError(f"--url {url_without_secrets(args.url)!r}: expected an http:// or https:// URL")

@@ -11,9 +11,9 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from assistant_framework.hints import CLI
+from assistant_framework.json_types import JsonObject
 from assistant_framework.traces import TraceRecord, TraceStore, collect_secrets, redact_secrets
 from assistant_framework.workspace import atomic_write_bytes, existing_workspace
 from messaging_llm_bot.cli import int_range, refused_by_caps
@@ -134,7 +134,7 @@ def _store(args: argparse.Namespace) -> TraceStore:
     return TraceStore(existing_workspace(args.workspace))
 
 
-def format_messages(messages: list[dict[str, Any]]) -> str:
+def format_messages(messages: list[JsonObject]) -> str:
     """Messages with ``=== role ===`` headers, contents verbatim."""
     parts = []
     for message in messages:
@@ -145,7 +145,7 @@ def format_messages(messages: list[dict[str, Any]]) -> str:
     return "\n\n".join(parts)
 
 
-def format_section_sizes(sizes: dict[str, Any]) -> str:
+def format_section_sizes(sizes: JsonObject) -> str:
     """A small table of prompt sections: characters and estimated tokens."""
     if not sizes:
         return "(no section sizes recorded)"

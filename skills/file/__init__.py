@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
+from assistant_framework.json_types import JsonObject
 from assistant_framework.memory.sources import source_for
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, OUTSIDE_LABEL, context_untrusted, need
@@ -81,7 +81,7 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
     return results
 
 
-def _paths(args: dict[str, Any], action: str) -> list[str]:
+def _paths(args: SkillArgs, action: str) -> list[str]:
     paths = ([args["path"]] if args.get("path") else []) + list(args.get("paths") or [])
     if not paths:
         need(args, action, "path")
@@ -184,7 +184,7 @@ def _delete(workspace: Workspace, rel: str) -> str:
     return f"deleted {rel}"
 
 
-def _list(workspace: Workspace, folder: str) -> dict[str, Any]:
+def _list(workspace: Workspace, folder: str) -> JsonObject:
     folder = folder.strip().strip("/")
     if folder:
         base = workspace.path(folder)  # refuses paths leaving the workspace
@@ -195,7 +195,7 @@ def _list(workspace: Workspace, folder: str) -> dict[str, Any]:
         pattern = "**/*"
     files = [rel for rel in workspace.list(pattern) if not rel.startswith("state/locks/")]
     shown = files[:LIST_LIMIT]
-    result: dict[str, Any] = {"folder": folder or ".", "files": shown}
+    result: JsonObject = {"folder": folder or ".", "files": shown}
     if len(files) > len(shown):
         result["more"] = len(files) - len(shown)
     return result
