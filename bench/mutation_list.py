@@ -3381,10 +3381,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "telegram-stop-lost-while-starting",
-        f"{BOT}/channels/telegram/shutdown.py",
-        "        if self.stop_wanted:",
-        "        if False:",
-        "a stop asked while run_polling starts the application (after post_init) is lost: the bot runs on",
+        f"{BOT}/conversation/service.py",
+        "            self.shutdown.begin(reason)",
+        "            pass",
+        "a stop asked while the bot starts (getMe, the webhook's removal) is lost: the bot runs on",
         ("test_telegram_lifecycle.py",),
     ),
     Mutation(

@@ -17,26 +17,22 @@ from messaging_llm_bot.channels.telegram.approval import Approvals
 from messaging_llm_bot.channels.telegram.commands import COMMAND, ONLY_NEW, Commands
 from messaging_llm_bot.channels.telegram.intake import Intake
 from messaging_llm_bot.channels.telegram.turn import TurnRunner
-from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
+from messaging_llm_bot.conversation.chatqueue import ChatQueues
+from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.pairing import Pairing
-from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.runtime import Runtime
 
 
 class Frontend:
     """State and handlers of the Telegram frontend for one runtime."""
 
-    def __init__(self, runtime: Runtime, inbox: Inbox) -> None:
+    def __init__(self, runtime: Runtime, inbox: Inbox, queues: ChatQueues, tasks: ChatTasks) -> None:
         self.runtime = runtime
         self.approvals = Approvals()
         self.turns = TurnRunner(runtime, inbox, lambda: self.settings, self.approvals)
-        # Per chat: arrival order, at most runtime.max_pending_per_chat, the owner first; as many at once
-        # as the turn pool has threads.
-        self.queues = ChatQueues(
-            "telegram", lambda: pool_size(self.runtime.settings), lambda: max_pending(self.runtime.settings)
-        )
+        self.queues = queues  # the service's: per chat, in order, bounded, the owner first (conversation/chatqueue.py)
         self.access = Access(lambda: self.settings, set(), Pairing(runtime))
-        self.intake = Intake(runtime, inbox, self.access, self.turns, self.queues)
+        self.intake = Intake(runtime, inbox, self.access, self.turns, queues, tasks)
         self.commands = Commands(runtime, self.access, self.turns)
 
     @property

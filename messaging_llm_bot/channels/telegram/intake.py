@@ -49,7 +49,9 @@ MODEL_KINDS = ("text", "document", "photo", "voice")
 class Intake:
     """The inbox side of the Telegram frontend: what is stored, confirmed, queued and answered."""
 
-    def __init__(self, runtime: Runtime, inbox: Inbox, access: Access, turns: TurnRunner, queues: ChatQueues) -> None:
+    def __init__(
+        self, runtime: Runtime, inbox: Inbox, access: Access, turns: TurnRunner, queues: ChatQueues, tasks: ChatTasks
+    ) -> None:
         self.runtime = runtime
         self.inbox = inbox
         self.access = access
@@ -57,7 +59,7 @@ class Intake:
         self.queues = queues
         self.items: dict[int, InboxItem] = {}  # update_id -> item persisted when fetched
         self.duplicates = access.duplicates  # update ids the inbox holds as answered: the gate drops them
-        self.tasks = ChatTasks(queues, "telegram")  # the replay's turns and job runs, in their chats' queues
+        self.tasks = tasks  # the replay's turns and job runs, in their chats' queues
         self.outage = StorageOutage("telegram")  # the inbox cannot store: updates held unconfirmed
         self.albums = Albums()  # photos sent together: one turn (telegram/albums.py)
 
