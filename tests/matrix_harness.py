@@ -14,6 +14,7 @@ API (``MatrixUser``); the bot is the code under test.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import copy
 import hashlib
@@ -27,6 +28,7 @@ import socket
 import subprocess
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -401,6 +403,21 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     state = config._tmp_path_factory.getbasetemp() / SHARED_STATE
     if state.exists():
         stop_pid(int(json.loads(state.read_text(encoding="utf-8"))["pid"]))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """In the worker that started the run's shared Synapse: its process outlives this worker by design (the
+    controller stops it once every worker is done, above), so the Popen collected when this interpreter ends
+    says nothing. Without this, a run with warnings shown ended on "ResourceWarning: subprocess N is still
+    running" after its last test (PYTHONWARNINGS=default, tests/test_matrix_bot.py -n 2)."""
+    for server in _started_here:
+        if server.process is not None and server.process.poll() is None:
+            # At exit: pytest puts its warning filters back after this hook, this one with them.
+            atexit.register(_handed_over, server.process.pid)
+
+
+def _handed_over(pid: int) -> None:
+    warnings.filterwarnings("ignore", message=f"subprocess {pid} is still running", category=ResourceWarning)
 
 
 def stop_pid(pid: int, timeout: float = 15.0) -> None:
