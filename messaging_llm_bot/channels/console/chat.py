@@ -43,9 +43,8 @@ from messaging_llm_bot.channels.console.jobs import ConsoleJobs
 from messaging_llm_bot.channels.console.meanwhile import TypedMeanwhile
 from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.approvals import ALLOWANCE, offers_conversation, question_text
-from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.commands import run_command
-from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.intake import left_by_last_run
 from messaging_llm_bot.conversation.markup import terminal_text
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.shutdown import take_lock
@@ -257,11 +256,8 @@ def answer_stoppably(
 
 
 def _replay(runtime: Runtime, inbox: Inbox, stdout: TextIO, stderr: TextIO, interactive: bool) -> None:
-    pending = inbox.pending()
-    answered = answered_by_recorded(pending)  # typed meanwhile and joined a turn whose reply was recorded
-    for item in pending:
-        if item.conversation_id != CONVERSATION_ID or is_job_item(item) or item.item_id in answered:
-            continue  # another frontend's, a job run (jobs.py answers those), or completed with its reply
+    """Answer what the last run left (a job run is jobs.py's; one a recorded reply answers is completed with it)."""
+    for item in left_by_last_run(inbox, CONVERSATION_ID, "console")[1]:
         text = str(item.payload.get("text", ""))
         print(f"(answering a message left unanswered by the last run: {text[:80]!r})", file=stderr, flush=True)
         reply = (

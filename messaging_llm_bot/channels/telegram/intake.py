@@ -33,11 +33,10 @@ from messaging_llm_bot.channels.telegram.settings import (
 )
 from messaging_llm_bot.channels.telegram.turn import TurnRunner, joinable
 from messaging_llm_bot.conversation import commands as texts
-from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage, held_text, storage_error_text
-from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.intake import left_by_last_run
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.llm.transcribe import transcription_settings
 
@@ -226,25 +225,18 @@ class Intake:
             return None
 
     def start_replay(self, bot: telegram.Bot) -> None:
-        """Answer items a crash left in the inbox, in order per chat.
+        """Answer items a crash left in the inbox, in order per chat (conversation/intake.py's left_by_last_run).
 
         Every item takes its place in its chat's queue here, before polling starts (never refused: it
         was accepted), so new messages of that chat wait until the old ones are answered; the answering
-        itself runs in the background.
+        itself runs in the background. The stored parts of an album are one turn again.
         """
-        items = self.inbox.pending("tg:")  # other frontends replay their own; oldest first
-        for item in [i for i in items if is_job_item(i)]:
+        jobs, items = left_by_last_run(self.inbox, "tg:", "telegram")  # other channels replay their own
+        for item in jobs:
             self.start_job_item(item)  # a job run left by a crash: in its place in the owner's queue
-        items = [i for i in items if not is_job_item(i)]
-        if items:
-            log.info("telegram: answering %d message(s) left unanswered by the last run", len(items))
-        # Messages that joined a turn whose reply was recorded are answered by that reply (busy modes).
-        by_id = {i.item_id: i for i in items}
-        joined = answered_by_recorded(items)
-        for item, album in stored_albums([i for i in items if i.item_id not in joined], bot):
-            parts = [*album, *(by_id[m] for m in item.merged if m in joined)]
+        for item, album in stored_albums(items, bot):
             sender = ((item.payload.get("message") or {}).get("from") or {}).get("id")
-            answer = self.turns.answer(item, parts)
+            answer = self.turns.answer(item, album)
             self.tasks.spawn(chat_of(item.conversation_id), answer, owner=sender == self.settings.owner, exempt=True)
 
     def start_job_item(self, item: InboxItem) -> None:
