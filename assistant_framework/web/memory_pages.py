@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, time
-from typing import Any
 from urllib.parse import quote, urlencode
 from zoneinfo import ZoneInfo
 
 import tornado.web
 
 from ..memory.recall import is_outside
+from ..memory.search import MemoryHit
 from . import memfiles, views
 from .base import BaseHandler
+from .shapes import HitBody
 
 
 def anchor(ref: str) -> str:
@@ -25,13 +26,28 @@ def anchor(ref: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.:-]", "-", ref)
 
 
-def hit_link(hit: dict[str, Any]) -> str:
+def hit_link(hit: MemoryHit) -> str:
     """Where a hit opens: a conversation day at its turn, or the file at its line or record."""
-    path = str(hit.get("path") or "")
+    path = hit.path or ""
     parts = path.split("/")
     if len(parts) == 3 and parts[0] == "conversations" and parts[2].endswith(".jsonl"):
-        return f"/conversations/{quote(parts[1])}/{parts[2][:-6]}#{anchor(str(hit.get('ref') or ''))}"
-    return "/file?" + urlencode({"path": path}) + f"#{anchor(str(hit.get('ref') or ''))}"
+        return f"/conversations/{quote(parts[1])}/{parts[2][:-6]}#{anchor(hit.ref or '')}"
+    return "/file?" + urlencode({"path": path}) + f"#{anchor(hit.ref or '')}"
+
+
+def hit_body(hit: MemoryHit) -> HitBody:
+    """A hit as ``/api/memory`` sends it: its fields, whether its text came from outside, and where it opens."""
+    return {
+        "source": hit.source,
+        "path": hit.path,
+        "ref": hit.ref,
+        "time": hit.time,
+        "snippet": hit.snippet,
+        "score": hit.score,
+        "conversation": hit.conversation,
+        "outside": is_outside(hit),
+        "link": hit_link(hit),
+    }
 
 
 def turn_link(ref: object) -> str | None:
@@ -47,7 +63,7 @@ class MemoryHandler(BaseHandler):
         query = self.get_query_argument("q", "").strip()
         source = self.get_query_argument("source", "").strip() or None
         since, until = self._day("since"), self._day("until", end=True)
-        hits: list[dict[str, Any]] = []
+        hits: list[HitBody] = []
         problem = None
         memory = self.parts.memory
         if query and memory is None:
@@ -55,10 +71,10 @@ class MemoryHandler(BaseHandler):
         elif query:
             limit = self.int_argument("limit", 20, 1, 100)
 
-            def search() -> list[dict[str, Any]]:
+            def search() -> list[HitBody]:
                 memory.refresh()
                 found = memory.search(query, limit=limit, source=source, since=since, until=until)
-                return [{**vars(h), "outside": is_outside(h), "link": hit_link(vars(h))} for h in found]
+                return [hit_body(h) for h in found]
 
             hits = await self.off_loop("search", search)
         if self.api:

@@ -133,3 +133,17 @@ class InstalledSkillRow(TypedDict):
     ref: str | None
     commit: str | None
     installed: str | None
+
+
+class HitBody(TypedDict):
+    """One hit of ``/api/memory``: a memory search hit, whether its text came from outside, and where it opens."""
+
+    source: str
+    path: str
+    ref: str
+    time: str | None
+    snippet: str
+    score: float
+    conversation: str | None
+    outside: bool
+    link: str
