@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import io
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -111,17 +112,8 @@ class DiscordChannel:
 
     async def ask_yes_no(self, to: Address, question: str, timeout: float) -> bool:
         """Ask in ``to``; the next "yes" or "no" there answers (``approvals.resolve``)."""
-        questions = self.approvals.questions
-        key = conversation_of(to.chat_id)
-        future = questions.open(key, key, {})
-        try:
-            await self.send_text(to, TextOut(question))
-            try:
-                return await asyncio.wait_for(future, timeout) is True
-            except asyncio.TimeoutError:
-                return False
-        finally:
-            questions.close(key)
+        send = partial(self.send_text, to, TextOut(question))
+        return await self.approvals.questions.ask_yes_no(conversation_of(to.chat_id), send, timeout)
 
     async def _ask_in(self, chat: str, text: str) -> None:
         """An approval's question with its buttons (or its timeout, without) in the conversation ``chat``;

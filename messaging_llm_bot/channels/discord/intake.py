@@ -8,7 +8,6 @@ turn by the busy mode (conversation/busy.py), or a turn in the conversation's qu
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -18,10 +17,10 @@ from messaging_llm_bot.channels.discord.channel import DiscordChannel
 from messaging_llm_bot.channels.discord.message import DiscordMessage, message_of
 from messaging_llm_bot.channels.discord.settings import DiscordConfig
 from messaging_llm_bot.channels.discord.turn import TurnRunner, joinable
-from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
-from messaging_llm_bot.conversation.held import StorageOutage, held_text
+from messaging_llm_bot.conversation.held import StorageOutage
+from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
 from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.strangers import Strangers, ToldOnce
 
@@ -62,6 +61,7 @@ class Intake:
         # ever (a line each in the workspace, loaded at the service's start: ``load``).
         told = ToldOnce(host.runtime.workspace, STRANGERS_FILE)
         self.strangers = Strangers("discord", told, Pairing(host.runtime))
+        self.intake = ChannelIntake(host.turns, host.queues, host.tasks, host.storage)
 
     async def load(self) -> None:
         told = self.strangers.told
@@ -93,28 +93,7 @@ class Intake:
         owner = config.is_owner(msg.user)
         if owner and msg.direct and host.channel.approvals.resolve(msg.conversation, msg.text):
             return  # the answer to an open yes/no question, not a new message
-        if host.inbox.seen(msg.key):
-            log.info("discord: message %s came again; answered once", msg.message_id)
-            return
-        chat = msg.conversation
-        if not owner and host.queues.full(chat):
-            if host.queues.refused(chat):
-                await host.turns.say(to, texts.backlog_text(host.queues.pending(chat)))
-            return
-        try:
-            item = await asyncio.to_thread(host.inbox.accept, msg.key, chat, msg.to_payload())
-        except OSError as err:
-            host.storage.failed(err, f"the message {msg.message_id} from {msg.user}")
-            if host.storage.tell(chat):
-                await host.turns.say(to, held_text(err))
-            return
-        host.storage.ok()
-        if item is None:  # the same message delivered twice at once: the other delivery took it
-            log.info("discord: message %s came again; answered once", msg.message_id)
-            return
-        turns = host.turns
-        # Busy modes (conversation/busy.py): stored first, then handed to the sender's running turn.
-        if joinable(msg) and turns.busy.join(host.runtime, turns.flags, chat, msg.user, msg.text, msg.message_id, item):
-            log.info("discord: message %s joined the turn running in %s", msg.message_id, chat)
-            return
-        host.tasks.spawn(chat, turns.answer(item), owner=owner, exempt=True)
+        arrival = Arrival(
+            msg.key, msg.conversation, msg.to_payload(), msg.user, owner, msg.text, msg.message_id, joinable(msg)
+        )
+        await self.intake.take(arrival, lambda text: host.turns.say(to, text))

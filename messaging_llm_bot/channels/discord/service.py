@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
-import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -25,10 +24,9 @@ from messaging_llm_bot.channels.discord.channel import DiscordChannel
 from messaging_llm_bot.channels.discord.gateway import INTENTS_HELP, log_in, make_client
 from messaging_llm_bot.channels.discord.intake import Intake
 from messaging_llm_bot.channels.discord.settings import PREFIX, DiscordConfig, conversation_of
-from messaging_llm_bot.channels.discord.turn import NOTICE_KEY, TurnRunner, address_of
-from messaging_llm_bot.conversation.busy import answered_by_recorded
+from messaging_llm_bot.channels.discord.turn import TurnRunner, address_of
+from messaging_llm_bot.conversation.intake import left_by_last_run
 from messaging_llm_bot.conversation.job_router import ChannelJobs
-from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.owner_chats import note_owner_chat
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
@@ -86,11 +84,11 @@ class DiscordService(ChannelService):
     async def serve(self) -> None:
         config = self.config
         self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
-        intake = Intake(self)
-        await intake.load()
-        self.client = make_client(config.base_url, intake.take)
+        self.client = make_client(config.base_url, lambda message: intake.take(message))  # intake: made below
         self.channel = DiscordChannel(self.client, config.base_url, lambda: self.config.owner)
         self.turns = self.shutdown.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
+        intake = Intake(self)
+        await intake.load()
         self._gateway = await self._connect(self.client)
         await self._owner_dm(self.client)
         if not config.allowed:
@@ -172,14 +170,11 @@ class DiscordService(ChannelService):
             raise _gateway_failure(gateway)
 
     def _replay(self) -> None:
-        """Answer what the last run left in the inbox: job runs and notices, then messages oldest first."""
-        items = self.inbox.pending(PREFIX)
-        answered = answered_by_recorded(items)  # joined a turn whose reply was recorded: completed with it
-        items = [i for i in items if i.item_id not in answered]
-        later = [i for i in items if not (is_job_item(i) or NOTICE_KEY in i.payload)]
-        if later:
-            log.info("discord: answering %d message(s) left unanswered by the last run", len(later))
-        for item in [i for i in items if i not in later] + later:
+        """Answer what the last run left in the inbox: job runs, then messages and notices oldest first."""
+        jobs, messages = left_by_last_run(self.inbox, PREFIX, "discord")
+        for item in jobs:
+            self.start_job(item)
+        for item in messages:  # accepted before, so never refused
             self.tasks.spawn(item.conversation_id, self.turns.answer(item), owner=True, exempt=True)
 
     # -- jobs, reminders, notices -------------------------------------------------------
@@ -208,13 +203,7 @@ class DiscordService(ChannelService):
         if chat is None:
             log.warning("discord: a notice for the owner is not sent: no owner DM (discord.allowed empty or refused)")
             return False
-        item = await asyncio.to_thread(self.inbox.accept, f"{NOTICE_KEY}:{uuid.uuid4().hex}", chat, {NOTICE_KEY: True})
-        if item is None:
-            return False
-        await asyncio.to_thread(self.inbox.record_reply, item.item_id, text)
-        stored = self.inbox.get(item.item_id) or item
-        self.tasks.spawn(chat, self.turns.answer(stored), owner=True, exempt=True)
-        return True
+        return await self.turns.queue_notice(self.tasks, chat, text)
 
     def notify_from_thread(self, collector_name: str, text: str) -> None:
         """A collector's notice for the owner, from the collector's thread."""

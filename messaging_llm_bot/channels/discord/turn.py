@@ -28,7 +28,7 @@ from messaging_llm_bot.channels.discord.live import DiscordLive
 from messaging_llm_bot.channels.discord.message import DiscordMessage, message_of_payload
 from messaging_llm_bot.channels.discord.settings import DiscordConfig, channel_of
 from messaging_llm_bot.conversation.files_out import file_sender
-from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater
+from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater, is_notice_item
 from messaging_llm_bot.conversation.progress import Progress
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import TurnRequest
@@ -37,8 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
     from messaging_llm_bot.agent.images import ImageInput
 
 log = logging.getLogger(__name__)
-
-NOTICE_KEY = "notice"
 
 
 def address_of(conversation_id: str) -> Address:
@@ -62,7 +60,7 @@ class TurnRunner(ItemTurns):
         return self._config()
 
     async def answer_message(self, item: InboxItem) -> None:
-        if NOTICE_KEY in item.payload:  # the owner's notice: its text is the recorded reply
+        if is_notice_item(item):  # the owner's notice: its text is the recorded reply
             if await self.deliver(item, address_of(item.conversation_id), item.reply or ""):
                 await asyncio.to_thread(self.inbox.complete, item.item_id)
             return
