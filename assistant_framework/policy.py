@@ -10,14 +10,13 @@ cannot steer it into destroying or sending the owner's data.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from assistant_framework.config import REDACTED, SECRET_KEY
 from assistant_framework.config.settings import PolicySettings
-from assistant_framework.config.settings.fields import read_record
 
 if TYPE_CHECKING:
     from assistant_framework.workspace import Workspace
@@ -43,7 +42,7 @@ UNTRUSTED_WHY = "this turn involved untrusted content"
 def decide(
     skill: str,
     capabilities: Iterable[str],
-    policy: PolicySettings | Mapping[str, Any] | None = None,
+    policy: PolicySettings | None = None,
     *,
     untrusted: bool = False,
     action_capabilities: Iterable[str] | None = None,
@@ -51,11 +50,11 @@ def decide(
 ) -> Decision:
     """The decision for a call: a per-skill rule wins, else the strictest capability rule.
 
-    ``policy``: the ``policy`` record (a section dict is read into one; absent: the defaults).
+    ``policy``: the ``policy`` record (absent: the defaults).
     ``action_capabilities`` narrows the declared capabilities to what this call
     does (e.g. a ``file`` read needs only ``read`` even though the skill can delete).
     """
-    settings = policy if isinstance(policy, PolicySettings) else read_record(PolicySettings, policy)
+    settings = policy if policy is not None else PolicySettings()
     caps = list(action_capabilities if action_capabilities is not None else capabilities) or ["read"]
     per_skill = settings.skills.get(skill)
     rules = settings.capabilities  # the configured capabilities over their defaults

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import pytest
 
+from assistant_framework.config.settings import PolicySettings
+from assistant_framework.config.settings.fields import read_record
 from assistant_framework.netguard import BlockedURLError, check_url
 from assistant_framework.policy import append_audit, audit_record, decide
 from assistant_framework.skills import SkillManager
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.guard import capabilities_for
+
+
+def rules(section: dict) -> PolicySettings:
+    """The ``policy`` record of a config section (the capabilities it names over their defaults)."""
+    return read_record(PolicySettings, section, where="policy")
 
 
 def test_defaults_allow_reads_and_ask_for_destructive_calls() -> None:
@@ -19,25 +26,25 @@ def test_defaults_allow_reads_and_ask_for_destructive_calls() -> None:
 
 
 def test_config_and_per_skill_rules() -> None:
-    policy = {"capabilities": {"delete": "deny", "network": "allow"}, "skills": {"file": "allow"}}
+    policy = rules({"capabilities": {"delete": "deny", "network": "allow"}, "skills": {"file": "allow"}})
     assert decide("cleanup", ["delete"], policy).action == "deny"
     assert decide("web", ["network"], policy).action == "allow"
     assert decide("file", ["delete"], policy).action == "allow"
 
 
 def test_untrusted_turn_needs_confirmation_whatever_the_policy() -> None:
-    policy = {"capabilities": {"delete": "allow", "network": "allow", "send": "allow"}}
+    policy = rules({"capabilities": {"delete": "allow", "network": "allow", "send": "allow"}})
     for cap in ("delete", "network", "send"):
         decision = decide("x", [cap], policy, untrusted=True)
         assert decision.action == "ask" and "untrusted" in decision.reason
     assert decide("notes", ["read", "write"], policy, untrusted=True).action == "allow"
     # deny stays deny
-    assert decide("x", ["delete"], {"capabilities": {"delete": "deny"}}, untrusted=True).action == "deny"
+    assert decide("x", ["delete"], rules({"capabilities": {"delete": "deny"}}), untrusted=True).action == "deny"
     # A per-skill allow is no way around it (issue 34.1).
     for cap in ("delete", "network", "send"):
-        decision = decide("x", ["read", cap], {"skills": {"x": "allow"}}, untrusted=True)
+        decision = decide("x", ["read", cap], rules({"skills": {"x": "allow"}}), untrusted=True)
         assert decision.action == "ask" and "untrusted" in decision.reason
-        assert decide("x", ["read", cap], {"skills": {"x": "allow"}}).action == "allow"
+        assert decide("x", ["read", cap], rules({"skills": {"x": "allow"}})).action == "allow"
 
 
 def test_narrowing_by_action_never_drops_what_reaches_outside_or_an_unknown_delete() -> None:
@@ -47,13 +54,15 @@ def test_narrowing_by_action_never_drops_what_reaches_outside_or_an_unknown_dele
     mailer = SimpleNamespace(name="mailer", capabilities=["read", "write", "delete", "send"], action_capabilities={})
     # A "search" that goes out to the network is still a network call: asked in an untrusted turn.
     assert capabilities_for(search, {"action": "search", "query": "x"}) == ["read", "network"]
-    untrusted = decide("websearch", search.capabilities, {}, untrusted=True, action_capabilities=["read", "network"])
+    untrusted = decide("websearch", search.capabilities, untrusted=True, action_capabilities=["read", "network"])
     assert untrusted.action == "ask"
     # A delete that also sends keeps "send": a send: deny policy still denies it.
     caps = capabilities_for(mailer, {"action": "delete", "id": "1"})
     assert caps == ["delete", "send"]
     assert (
-        decide("mailer", mailer.capabilities, {"capabilities": {"send": "deny"}}, action_capabilities=caps).action
+        decide(
+            "mailer", mailer.capabilities, rules({"capabilities": {"send": "deny"}}), action_capabilities=caps
+        ).action
         == "deny"
     )
     # An action the gate does not know needs all the skill declares; a known add needs no delete.
