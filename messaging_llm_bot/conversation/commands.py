@@ -403,3 +403,21 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
         zone_name = runtime.agent.settings.runtime.timezone
         return build_digest(runtime.workspace, runtime.agent.now(), zone_name)
     return None
+
+
+#: What a chat without buttons sends after /reset to confirm it (``command_reply``).
+RESET_CONFIRM = "yes"
+
+
+def command_reply(runtime: "Runtime", conversation_id: str, text: str, *, owner_data: bool) -> str:
+    """A command's answer in a chat without buttons (Signal, Matrix, WhatsApp; blocking: run it in a thread):
+    /reset asks first and clears the history only as ``/reset yes``, the rest as ``run_command`` does, an
+    unknown command named. ``owner_data``: the owner's own one-to-one chat (the owner-only commands)."""
+    text = text.strip()
+    name, _, rest = text[1:].partition(" ")
+    if name.lower() == "reset":
+        if rest.strip().lower() == RESET_CONFIRM:
+            return runtime.agent.reset(conversation_id)
+        return f"{RESET_QUESTION}\n\nSend /reset {RESET_CONFIRM} to clear it."
+    answered = run_command(runtime, conversation_id, text, owner_data=owner_data)
+    return answered if answered is not None else f"Unknown command /{name}. /help lists what I understand."

@@ -44,7 +44,6 @@ ENCRYPTED_TEXT = (
     "without encryption (start a new direct chat with encryption turned off)."
 )
 INVITE_REFUSED = "This assistant joins only rooms its owner allowed."
-RESET_CONFIRM = "yes"
 
 
 def stranger_text(user_id: str) -> str:
@@ -294,23 +293,10 @@ class SyncReader:
     async def command(self, msg: MatrixMessage) -> None:
         """A /command, answered in the chat's order; the owner-only ones only in the owner's direct room."""
         host = self.host
-        text = msg.text.strip()
-        name, _, rest = text[1:].partition(" ")
         owner_chat = msg.direct and host.config.is_owner(msg.sender)
-        if name.lower() == "reset":
-            if rest.strip().lower() == RESET_CONFIRM:
-                reply = await asyncio.to_thread(host.runtime.agent.reset, msg.conversation_id)
-            else:
-                reply = (
-                    "This clears the message history of this conversation, so I forget what we talked about "
-                    f"here. Notes, tasks, reminders and other saved data are kept.\n\nSend /reset {RESET_CONFIRM} "
-                    "to clear it."
-                )
-        else:
-            answered = await asyncio.to_thread(
-                texts.run_command, host.runtime, msg.conversation_id, text, owner_data=owner_chat
-            )
-            reply = answered if answered is not None else f"Unknown command /{name}. /help lists what I understand."
+        reply = await asyncio.to_thread(
+            texts.command_reply, host.runtime, msg.conversation_id, msg.text, owner_data=owner_chat
+        )
         await self.say(msg.address, reply)
 
     def replay(self) -> None:

@@ -13,8 +13,6 @@ from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.runtime import Runtime
 
-RESET_CONFIRM = "yes"
-
 
 def is_command(msg: SignalMessage) -> bool:
     """A text message starting with ``/``."""
@@ -53,21 +51,10 @@ class Commands:
 
     async def answer(self, msg: SignalMessage) -> None:
         """Run the command in ``msg`` and send its text."""
-        text = msg.text.strip()
-        name, _, rest = text[1:].partition(" ")
-        name, rest = name.lower(), rest.strip()
         owner_chat = self.identities.judge(msg, self._settings()).owner_chat(msg)
-        conversation = msg.conversation_id
-        if name == "reset":
-            if rest.lower() == RESET_CONFIRM:
-                reply = await asyncio.to_thread(self.runtime.agent.reset, conversation)
-            else:
-                reply = f"{texts.RESET_QUESTION}\n\nSend /reset {RESET_CONFIRM} to clear it."
-        else:
-            # The same owner-only rule as Telegram (assistant_framework.access): /now, /reload, /stats and
-            # /status details only in the owner's own direct chat.
-            answered = await asyncio.to_thread(
-                texts.run_command, self.runtime, conversation, text, owner_data=owner_chat
-            )
-            reply = answered if answered is not None else f"Unknown command /{name}. /help lists what I understand."
+        # The same owner-only rule as Telegram (assistant_framework.access): /now, /reload, /stats and /status
+        # details only in the owner's own direct chat.
+        reply = await asyncio.to_thread(
+            texts.command_reply, self.runtime, msg.conversation_id, msg.text, owner_data=owner_chat
+        )
         await self._say(msg, reply)

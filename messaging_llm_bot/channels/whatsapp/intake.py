@@ -28,7 +28,6 @@ from messaging_llm_bot.conversation.strangers import Strangers, ToldOnce
 
 log = logging.getLogger(__name__)
 
-RESET_CONFIRM = "yes"
 STRANGERS_FILE = "state/whatsapp/strangers_told.txt"
 
 
@@ -143,20 +142,7 @@ class Intake:
     async def command(self, msg: WaMessage) -> None:
         """A /command, answered in the chat's order; the owner-only ones only in the owner's chat."""
         host = self.host
-        text = msg.text.strip()
-        name, _, rest = text[1:].partition(" ")
+        owner_data = host.config.is_owner(msg.sender)
         chat = conversation_of(msg.sender)
-        if name.lower() == "reset":
-            if rest.strip().lower() == RESET_CONFIRM:
-                reply = await asyncio.to_thread(host.runtime.agent.reset, chat)
-            else:
-                reply = (
-                    "This clears the message history of this conversation, so I forget what we talked about "
-                    f"here. Notes, tasks, reminders and other saved data are kept.\n\nSend /reset {RESET_CONFIRM} "
-                    "to clear it."
-                )
-        else:
-            owner_data = host.config.is_owner(msg.sender)
-            answered = await asyncio.to_thread(texts.run_command, host.runtime, chat, text, owner_data=owner_data)
-            reply = answered if answered is not None else f"Unknown command /{name}. /help lists what I understand."
+        reply = await asyncio.to_thread(texts.command_reply, host.runtime, chat, msg.text, owner_data=owner_data)
         await host.turns.say(Address(msg.sender), reply)
