@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Protocol, TypeVar
 
 from ..config.settings import RankingSettings
 from .candidates import (
@@ -141,7 +141,13 @@ def snippet(text: str, terms: list[str], width: int = 280) -> str:
     return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
 
 
-Bounded = Callable[[Callable[[], Any], Any], Any]  # runs an index query, its "empty" when the time is up
+T = TypeVar("T")
+
+
+class Bounded(Protocol):
+    """Runs an index query; its ``empty`` when the search's time is up."""
+
+    def __call__(self, work: Callable[[], T], empty: T) -> T: ...
 
 
 def _word_and_cjk_candidates(
@@ -170,7 +176,7 @@ def _word_and_cjk_candidates(
     )
     substrings, short = cjk
     if substrings or short:
-        found = bounded(lambda: cjk_candidates(index, substrings, short, scope, want), [])
+        found = bounded(lambda: cjk_candidates(index, substrings, short, scope, want), list[Candidate]())
         candidates = merge_candidates(candidates, found)
     return candidates
 
@@ -183,7 +189,7 @@ def _neighbour_rows(
     head = sorted(candidates, key=lambda c: -c.bm25)[: max(limit * 2, 20)]
     wanted = {(c.path, c.seq + d) for c in head if c.source == "conversation" for d in (-1, 1)}
     wanted -= {(c.path, c.seq) for c in candidates}
-    return [c for c in bounded(lambda: neighbours(index, wanted), []) if _in_scope(c, scope)]
+    return [c for c in bounded(lambda: neighbours(index, wanted), list[Candidate]()) if _in_scope(c, scope)]
 
 
 def _hit(c: Candidate, terms: list[str]) -> MemoryHit:
@@ -223,7 +229,7 @@ def search(
     substrings, short = cjk_pieces(query)
     out = Hits()
 
-    def bounded(work: Callable[[], Any], empty: Any) -> Any:
+    def bounded(work: Callable[[], T], empty: T) -> T:
         try:
             return work()
         except QueryTimeout:
@@ -232,7 +238,11 @@ def search(
 
     with time_limit(time_limit_seconds):
         if not terms and not substrings and not short:
-            found = bounded(lambda: recent_entries(index, scope, limit), []) if (scope.since or scope.until) else []
+            found = (
+                bounded(lambda: recent_entries(index, scope, limit), list[Candidate]())
+                if (scope.since or scope.until)
+                else []
+            )
         else:
             want = max(ranking.candidates, limit * 5)
             candidates = _word_and_cjk_candidates(index, terms, (substrings, short), scope, want, ranking, bounded)
