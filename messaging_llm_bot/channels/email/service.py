@@ -25,9 +25,8 @@ from messaging_llm_bot.channels.email.message import MailIn, Thread
 from messaging_llm_bot.channels.email.outbox import Outbox
 from messaging_llm_bot.channels.email.servers import Mailbox, MailServerError
 from messaging_llm_bot.channels.email.turn import TurnRunner
-from messaging_llm_bot.conversation.busy import answered_by_recorded
+from messaging_llm_bot.conversation.intake import left_by_last_run
 from messaging_llm_bot.conversation.job_router import ChannelJobs
-from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -211,13 +210,9 @@ class EmailService(ChannelService):
 
     def _replay(self, inbox: Inbox, turns: TurnRunner) -> None:
         """Answer what the last run left in the inbox, oldest first: job runs, then mail."""
-        pending = inbox.pending(PREFIX)
-        for item in [i for i in pending if is_job_item(i)]:
+        jobs, mails = left_by_last_run(inbox, PREFIX, "email")
+        for item in jobs:
             self._start_job(turns)(item)
-        answered = answered_by_recorded(pending)  # joined a turn whose reply was recorded: completed with it
-        mails = [i for i in pending if not is_job_item(i) and i.item_id not in answered]
-        if mails:
-            log.info("email: answering %d mail(s) left unanswered by the last run", len(mails))
         for item in mails:
             self._queue(item, turns)
 

@@ -28,10 +28,9 @@ from messaging_llm_bot.channels.whatsapp.settings import PREFIX, WhatsAppConfig,
 from messaging_llm_bot.channels.whatsapp.turn import TurnRunner
 from messaging_llm_bot.channels.whatsapp.webhook import Webhook
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
-from messaging_llm_bot.conversation.busy import answered_by_recorded
+from messaging_llm_bot.conversation.intake import left_by_last_run
 from messaging_llm_bot.conversation.item_turns import is_notice_item
 from messaging_llm_bot.conversation.job_router import ChannelJobs, OwnerDigest
-from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.notices import notify_from_thread, send_digest
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -125,13 +124,9 @@ class WhatsAppService(ChannelService):
 
     def _replay(self) -> None:
         """Answer what the last run left in the inbox: job runs and notices, then messages oldest first."""
-        items = self.inbox.pending(PREFIX)
-        answered = answered_by_recorded(items)  # joined a turn whose reply was recorded: completed with it
-        items = [i for i in items if i.item_id not in answered]
-        later = [i for i in items if not (is_job_item(i) or is_notice_item(i))]
-        if later:
-            log.info("whatsapp: answering %d message(s) left unanswered by the last run", len(later))
-        for item in [i for i in items if i not in later] + later:
+        jobs, messages = left_by_last_run(self.inbox, PREFIX, "whatsapp")
+        notices = [item for item in messages if is_notice_item(item)]
+        for item in jobs + notices + [item for item in messages if not is_notice_item(item)]:
             msg = message_of_payload(item.payload)
             owner = msg is None or self.config.is_owner(msg.sender)
             self.tasks.spawn(item.conversation_id, self.turns.answer(item), owner=owner, exempt=True)
