@@ -173,3 +173,17 @@ def test_a_file_is_read_for_the_model_and_one_on_another_host_is_never_fetched(r
     wait_until(lambda: len(discord.posted(dm)) > before + 1 and not _pending(running.workspace), what="the reason")
     assert "not on Discord's file host" in discord.posted(dm)[-1]["content"]
     assert model.chat_requests == []  # the only file could not be fetched: answered with the reason, no turn
+
+
+def test_a_command_in_the_dm_is_answered_without_the_model(running: Running) -> None:
+    discord, model = running.discord, running.model
+    model.reset()
+    dm = discord.dms[OWNER]
+    before = len(discord.posted(dm))
+    discord.dm(OWNER, "/stop")  # nothing is being written
+    wait_until(lambda: len(discord.posted(dm)) > before, what="the answer to /stop")
+    discord.dm(OWNER, "/jobs")
+    wait_until(lambda: len(discord.posted(dm)) > before + 1, what="the answer to /jobs")
+    stop, jobs = [m["content"] for m in discord.posted(dm)[before:]]
+    assert "nothing to stop" in stop and "job" in jobs.lower()
+    assert model.chat_requests == [] and not _pending(running.workspace)

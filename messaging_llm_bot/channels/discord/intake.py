@@ -8,6 +8,7 @@ turn by the busy mode (conversation/busy.py), or a turn in the conversation's qu
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,6 +18,7 @@ from messaging_llm_bot.channels.discord.channel import DiscordChannel
 from messaging_llm_bot.channels.discord.message import DiscordMessage, message_of
 from messaging_llm_bot.channels.discord.settings import DiscordConfig
 from messaging_llm_bot.channels.discord.turn import TurnRunner, joinable
+from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
@@ -93,7 +95,29 @@ class Intake:
         owner = config.is_owner(msg.user)
         if owner and msg.direct and host.channel.approvals.resolve(msg.conversation, msg.text):
             return  # the answer to an open yes/no question, not a new message
+        if msg.direct and msg.text.startswith("/") and len(msg.text) > 1:
+            await self.command(msg, owner)
+            return
         arrival = Arrival(
             msg.key, msg.conversation, msg.to_payload(), msg.user, owner, msg.text, msg.message_id, joinable(msg)
         )
         await self.intake.take(arrival, lambda text: host.turns.say(to, text))
+
+    async def command(self, msg: DiscordMessage, owner: bool) -> None:
+        """A /command typed in a DM (no slash commands are registered: Discord sends it as text): /stop at once,
+        the others answered in the chat's order (conversation/commands.py; the owner's data only in their DM)."""
+        host = self.host
+        to, chat = Address(msg.channel), msg.conversation
+        if msg.text[1:].split(" ", 1)[0].lower() == "stop":
+            stopped = host.runtime.agent.stop(chat)
+            if stopped:
+                host.channel.approvals.questions.decline_all(chat)
+            await host.turns.say(to, texts.STOPPING_TEXT if stopped else texts.NOTHING_TO_STOP_TEXT)
+            return
+
+        async def answer() -> None:
+            reply = await asyncio.to_thread(texts.command_reply, host.runtime, chat, msg.text, owner_data=owner)
+            await host.turns.say(to, reply)
+
+        if not host.tasks.spawn(chat, answer(), owner=owner):
+            await self.intake.over_limit(chat, lambda text: host.turns.say(to, text))
