@@ -6,14 +6,25 @@ import os
 import time
 from typing import Any, Callable
 
+#: Between two looks: at least this long, and ``POLL_SHARE`` times what the last look took, at most ``POLL_MAX``.
+POLL_MIN, POLL_SHARE, POLL_MAX = 0.01, 4.0, 0.1
+
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> None:
-    """Poll ``predicate`` until true; AssertionError naming ``what`` when ``timeout`` seconds pass first."""
+    """Poll ``predicate`` until true; AssertionError naming ``what`` when ``timeout`` seconds pass first.
+
+    A cheap look (a fake's list, a file) is repeated every 10 ms; a dear one (an HTTP request to Synapse, a
+    whole log read) waits four times its own cost, at most 0.1 s: polling a real server flat out took the
+    CPU the bot under test needed on a loaded machine, and answered no sooner."""
     deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
+    while True:
+        began = time.monotonic()
+        if predicate():
+            return
+        now = time.monotonic()
+        if now > deadline:
             raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
+        time.sleep(min(POLL_MAX, max(POLL_MIN, POLL_SHARE * (now - began))))
 
 
 def for_load(seconds: float) -> float:
