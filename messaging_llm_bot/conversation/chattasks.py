@@ -61,6 +61,12 @@ class ChatTasks:
 
         self.spawn(chat, once(), owner=True, exempt=True)
 
+    async def finish(self, timeout: float) -> None:
+        """Give the tasks ``timeout`` seconds to end, then cancel the rest (their items stay pending)."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout)
+        await self.cancel_waiting()
+
     async def cancel_waiting(self) -> None:
         """Cancel the tasks still waiting for their chat (their items stay pending) and wait for them."""
         for task in list(self._tasks):

@@ -22,11 +22,12 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.console.extras import Screen
+from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
+from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.job_answer import answer_job_run
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
 from messaging_llm_bot.conversation.job_scheduler import JobScheduler
@@ -62,11 +63,10 @@ class ConsoleJobs:
         self.clock = clock
         self.pool = TurnPool(lambda: runtime.settings)
         self.scheduler: JobScheduler | None = None
-        self.running: set[str] = set()  # runs waiting or being answered
+        # One run at a time, in the order offered, each once while it waits or runs.
+        self.tasks = ChatTasks(ChatQueues("console", lambda: 1, lambda: max_pending(runtime.settings)), "console")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
-        self._one_at_a_time: asyncio.Lock | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -90,7 +90,6 @@ class ConsoleJobs:
 
     async def _main(self, ready: threading.Event) -> None:
         self._stop = asyncio.Event()
-        self._one_at_a_time = asyncio.Lock()
         jobs = ChannelJobs(
             asyncio.get_running_loop(),
             self.inbox,
@@ -106,12 +105,9 @@ class ConsoleJobs:
             await self._stop.wait()
         finally:
             await asyncio.to_thread(job_router(self.runtime).detach, "console")
-            if self._tasks:  # a run printed a moment ago writes its line and completes; a reply not
-                # printed yet (the screen is closed) stays in the inbox at once
-                await asyncio.wait(set(self._tasks), timeout=FINISH_SECONDS)
-            for task in list(self._tasks):  # a turn still running is cut off: its run is made at the next start
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            # A run printed a moment ago writes its line and completes; a reply not printed yet (the screen is
+            # closed) stays in the inbox at once; a turn still running is cut off: its run is made at the next start.
+            await self.tasks.finish(FINISH_SECONDS)
             self.pool.shutdown()
 
     async def show_reminder(self, chat_id: object, text: str, conversation: object = None) -> bool:
@@ -121,36 +117,27 @@ class ConsoleJobs:
 
     def start_item(self, item: InboxItem) -> None:
         """Answer a run's item (on the jobs' loop); once at a time, in the order offered."""
-        if item.item_id in self.running:
-            return
-        self.running.add(item.item_id)
-        task = asyncio.get_running_loop().create_task(self._answer(item))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(lambda _: self.running.discard(item.item_id))
+        self.tasks.spawn_once(item.item_id, self.conversation_id, lambda: self._answer(item))
 
     async def _answer(self, item: InboxItem) -> None:
-        assert self._one_at_a_time is not None
-
         async def deliver(text: str) -> bool:
             return await asyncio.to_thread(self._print_reply, item, text)
 
         async def tell(text: str) -> None:
             await asyncio.to_thread(self.screen.show, terminal_text(text))
 
-        async with self._one_at_a_time:
-            if self.screen.closed:
-                return  # the chat ended while this run waited: it is made at the next start
-            await answer_job_run(
-                self.runtime,
-                self.pool,
-                self.inbox,
-                item,
-                chat_id=self.conversation_id,
-                user_id="owner",
-                deliver=deliver,
-                tell=tell,
-            )
+        if self.screen.closed:
+            return  # the chat ended while this run waited: it is made at the next start
+        await answer_job_run(
+            self.runtime,
+            self.pool,
+            self.inbox,
+            item,
+            chat_id=self.conversation_id,
+            user_id="owner",
+            deliver=deliver,
+            tell=tell,
+        )
 
     def _print_reply(self, item: InboxItem, text: str) -> bool:
         """Print a run's reply once: a reply the item's ledger shows as printed (before a crash) is not
