@@ -149,8 +149,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "slack-retry-after-ignored",
         "messaging_llm_bot/channels/slack/turn.py",
-        "                wait = max(delay, err.retry_after)",
-        "                wait = delay",
+        "                raise SendLater(err, after=err.retry_after) from err",
+        "                raise SendLater(err) from err",
         "a rate-limited reply is sent again before Slack's Retry-After: more 429s, and a tier's limit hit again",
         SLACK,
     ),
@@ -273,15 +273,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if joinable(msg) and turns.busy.join(",
         "        if False and turns.busy.join(",
         "busy mode steer does nothing on Slack: a message sent meanwhile waits its turn",
-        BUSY_KIT,
-    ),
-    Mutation(
-        "busy-slack-joined-left-pending",
-        "messaging_llm_bot/channels/slack/turn.py",
-        "        for one in [*merged, item.item_id]:",
-        "        for one in [item.item_id]:",
-        "a Slack message that joined a turn stays in the inbox after the reply that answered it: answered again "
-        "at the next start",
         BUSY_KIT,
     ),
     Mutation(
@@ -3227,7 +3218,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         f"{BOT}/conversation/item_turns.py",
         "        for one in [*merged, item.item_id]:",
         "        for one in [item.item_id]:",
-        "on Signal, Matrix, WhatsApp and email a message that joined a turn stays in the inbox after the reply "
+        "on Signal, Matrix, WhatsApp, email and Slack a message that joined a turn stays in the inbox after the reply "
         "that answered it: answered again at the next start",
         BUSY_KIT,
     ),

@@ -16,7 +16,6 @@ import logging
 import signal
 import sys
 import threading
-import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -30,13 +29,14 @@ from messaging_llm_bot.channels.slack.channel import SlackChannel
 from messaging_llm_bot.channels.slack.intake import Intake
 from messaging_llm_bot.channels.slack.settings import PREFIX, SlackConfig, conversation_of
 from messaging_llm_bot.channels.slack.socketmode import AppTokenRefused, SocketMode
-from messaging_llm_bot.channels.slack.turn import NOTICE_KEY, TurnRunner, address_of
+from messaging_llm_bot.channels.slack.turn import TurnRunner, address_of
 from messaging_llm_bot.channels.slack.webhook import Webhook
 from messaging_llm_bot.conversation.approvals import Answer
 from messaging_llm_bot.conversation.busy import answered_by_recorded
 from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
+from messaging_llm_bot.conversation.item_turns import is_notice_item
 from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
 from messaging_llm_bot.conversation.job_runs import is_job_item
 from messaging_llm_bot.conversation.notices import notify_from_thread
@@ -238,7 +238,7 @@ class SlackService:
         items = self.inbox.pending(PREFIX)
         answered = answered_by_recorded(items)  # joined a turn whose reply was recorded: completed with it
         items = [i for i in items if i.item_id not in answered]
-        later = [i for i in items if not (is_job_item(i) or NOTICE_KEY in i.payload)]
+        later = [i for i in items if not (is_job_item(i) or is_notice_item(i))]
         if later:
             log.info("slack: answering %d message(s) left unanswered by the last run", len(later))
         for item in [i for i in items if i not in later] + later:
@@ -286,14 +286,7 @@ class SlackService:
         if not self.owner_dm:
             log.warning("slack: a notice for the owner is not sent: no owner DM (slack.allowed empty or refused)")
             return False
-        chat = conversation_of(self.owner_dm)
-        item = await asyncio.to_thread(self.inbox.accept, f"{NOTICE_KEY}:{uuid.uuid4().hex}", chat, {NOTICE_KEY: True})
-        if item is None:
-            return False
-        await asyncio.to_thread(self.inbox.record_reply, item.item_id, text)
-        stored = self.inbox.get(item.item_id) or item
-        self.tasks.spawn(chat, self.turns.answer(stored), owner=True, exempt=True)
-        return True
+        return await self.turns.queue_notice(self.tasks, conversation_of(self.owner_dm), text)
 
     def notify_from_thread(self, collector_name: str, text: str) -> None:
         """A collector's notice for the owner, from the collector's thread."""

@@ -28,28 +28,23 @@ from messaging_llm_bot.channels.slack.live import SlackLive, ts_of_number
 from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_payload
 from messaging_llm_bot.channels.slack.settings import SlackConfig, place_of
 from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer, offers_conversation, question_text
-from messaging_llm_bot.conversation.busy import RunningTurn
 from messaging_llm_bot.conversation.files_out import file_sender
-from messaging_llm_bot.conversation.job_answer import answer_job_run
-from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater, is_notice_item
 from messaging_llm_bot.conversation.progress import Progress
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turn import ChannelTurns, TurnRequest
+from messaging_llm_bot.conversation.turn import TurnRequest
 
 if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
     from messaging_llm_bot.agent.images import ImageInput
 
 log = logging.getLogger(__name__)
 
-FAILED_REPLY = "Sorry, something went wrong while answering. Please try again."
-RETRY_MAX_SECONDS = 30.0
 HOW_TO_ANSWER = "Press a button, or reply yes to confirm or no to decline."
 HOW_TO_ANSWER_OR_ALLOW = (
     "Press a button, or reply yes to confirm, no to decline, or chat to allow it for this conversation (this "
     "skill's calls then run without asking while the outside content named above is all that is in view; new "
     "outside content asks again, /reset ends it)."
 )
-NOTICE_KEY = "notice"
 
 
 def address_of(conversation_id: str) -> Address:
@@ -57,44 +52,30 @@ def address_of(conversation_id: str) -> Address:
     return Address(channel, thread)
 
 
-class TurnRunner(ChannelTurns):
+class TurnRunner(ItemTurns):
     """Runs turns for the Slack channel; one per running channel."""
+
+    REREAD = True  # answered meanwhile: a job run handed over again
 
     def __init__(
         self, runtime: Runtime, inbox: Inbox, channel: SlackChannel, config: Callable[[], SlackConfig]
     ) -> None:
-        super().__init__(runtime, inbox, "slack")
+        super().__init__(runtime, inbox, "slack")  # the turns running, the pool, the chat's flags, busy modes
         self.slack = channel
         self._config = config
-        self.stop_event = asyncio.Event()
 
     @property
     def config(self) -> SlackConfig:
         return self._config()
 
-    async def answer(self, item: InboxItem) -> None:
-        """Answer ``item`` and complete it; while stopping it is left in the inbox for the next start."""
-        if self.stopping:
-            log.info("slack: stopping; %s stays in the inbox for the next start", item.item_id)
+    async def answer_message(self, item: InboxItem) -> None:
+        if is_notice_item(item):
+            if await self.deliver(item, address_of(item.conversation_id), item.reply or ""):
+                await asyncio.to_thread(self.inbox.complete, item.item_id)
             return
-        current = self.inbox.get(item.item_id)
-        if current is None:  # answered meanwhile: a job run handed over again
-            return
-        item = current
-        with self._active.tracking():
-            if is_job_item(item):
-                await self._answer_job(item)
-            elif NOTICE_KEY in item.payload:
-                await self._finish(item, address_of(item.conversation_id), item.reply or "")
-            else:
-                await self._answer(item)
-
-    async def _answer(self, item: InboxItem) -> None:
         msg = message_of_payload(item.payload)
-        if msg is None:  # cannot happen for items this channel wrote; a foreign file is completed, not retried
-            log.error("slack: inbox item %s holds no Slack message; completing it", item.item_id)
-            await asyncio.to_thread(self.inbox.complete, item.item_id)
-            return
+        if msg is None:  # cannot happen for items this channel wrote
+            return await self.unreadable(item)
         to = Address(msg.channel, msg.reply_thread)
         reply, merged = item.reply, list(item.merged)  # a replay's merged (busy modes): from the ledger
         later: list[InboxItem] = []  # offered to this turn but not answered by it: each answered after it
@@ -102,59 +83,25 @@ class TurnRunner(ChannelTurns):
         live_ts = ts_of_number(item.live) if item.live is not None else None
         if reply is None:
             reply, merged, later, live_ts = await self._reply(item, msg, to)
-        if not await self.deliver(item, to, reply, live_ts):
-            return  # stopping: it and the messages it answers stay in the inbox
-        for one in [*merged, item.item_id]:
-            await asyncio.to_thread(self.inbox.complete, one)
-        for other in later:  # offered, but the turn ended first: each answered in its own turn, in order
-            await self._answer(other)
+        if await self.deliver(item, to, reply, live_ts):
+            await self.finish(item, merged, later)  # else stopping: it and the messages it answers stay
 
     async def _reply(
         self, item: InboxItem, msg: SlackMessage, to: Address
     ) -> tuple[str, list[str], list[InboxItem], str | None]:
-        """A new turn's reply, recorded with the ids of the later messages it answers (they joined it: busy
-        modes); also the messages offered to it that it does not answer, and the live message's ts."""
+        """A new turn's reply (``ItemTurns.make_reply``), its answer growing in the live message; also the live
+        message's ts."""
         progress = Progress(
             SlackLive(self.slack.client, to),
             stream=self.config.stream and self.runtime.settings.llm.stream,
             message_id=item.live,
-            on_message=lambda number: self._record_live(item, number),
+            on_message=lambda number: self.record_live(item.item_id, number),
         )
         await progress.start()
-        running: RunningTurn[InboxItem] | None = None
-        failed = True
-        try:
-            with self.busy.turn(item.conversation_id, msg.user, joinable(msg)) as running:
-                reply = await self._turn(item, msg, to, progress)
-            failed = False
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # noqa: BLE001 - last line of defence: say so instead of going silent
-            log.exception("slack: answering %s failed", item.item_id)
-            reply = FAILED_REPLY
-        finally:
-            await progress.stop()
-        joined, later = running.outcome(failed) if running is not None else ([], [])
-        merged = [one.item_id for one in joined]
+        produce = partial(self._turn, item, msg, to, progress)
+        reply, merged, later = await self.make_reply(item, msg.user, joinable(msg), produce, after=progress.stop)
         live_ts = ts_of_number(progress.message_id) if progress.message_id is not None else None
-        try:
-            # One write: the reply and the later messages it answers (a replay completes them with it).
-            await asyncio.to_thread(self.inbox.record_reply, item.item_id, reply, merged)
-        except OSError as err:
-            log.warning("slack: could not record the reply of %s: %s", item.item_id, err)
         return reply, merged, later, live_ts
-
-    async def _record_live(self, item: InboxItem, number: int) -> None:
-        try:
-            # In the event loop, not a worker thread (busy with turns): every moment between the post and this
-            # record is one where a kill leaves the message behind.
-            self.inbox.record_live(item.item_id, number)
-        except (OSError, KeyError) as err:  # best effort: without it a crash may leave this message behind
-            log.warning("slack: could not record the live message of %s: %s", item.item_id, err)
-
-    async def _finish(self, item: InboxItem, to: Address, reply: str, live_ts: str | None = None) -> None:
-        if await self.deliver(item, to, reply, live_ts):
-            await asyncio.to_thread(self.inbox.complete, item.item_id)
 
     async def _turn(self, item: InboxItem, msg: SlackMessage, to: Address, progress: Progress) -> str:
         from_owner = self.config.is_owner(msg.user)
@@ -242,10 +189,7 @@ class TurnRunner(ChannelTurns):
         """The parts not in the ledger; the first into the live message when there is one."""
 
         async def on_part_sent(index: int, _ts: str) -> None:
-            try:
-                await asyncio.to_thread(self.inbox.record_part, item.item_id, index, index + 1)
-            except (OSError, KeyError) as err:
-                log.warning("slack: could not record part %d of %s: %s", index, item.item_id, err)
+            await self.record_part(item.item_id, index, index + 1)
 
         skip = self.inbox.parts_sent(item.item_id)
         if skip == 0 and live_ts is not None:
@@ -255,49 +199,22 @@ class TurnRunner(ChannelTurns):
         await self.slack.send_text(to, TextOut(reply, None, skip, on_part_sent, item.item_id))
 
     async def deliver(self, item: InboxItem, to: Address, reply: str, live_ts: str | None = None) -> bool:
-        """The one delivery path of chat turns, job runs and notices. Retries while the Web API cannot take it
-        (after its ``Retry-After``); False when stopping first."""
-        delay = 0.5
-        told = False
-        while True:
+        """The one delivery path of chat turns, job runs and notices (``ItemTurns.deliver_until``): tried again
+        while the Web API cannot take it, not before its ``Retry-After``; False when stopping first."""
+
+        async def attempt() -> bool:
             try:
                 await self._send(item, to, reply, live_ts)
-                return True
-            except DeliveryError as err:
-                log.error("slack: the reply of %s in %s was refused: %s; giving up", item.item_id, to.chat_id, err)
-                return True
             except SlackUnavailable as err:
-                if not told:
-                    told = True
-                    log.warning("slack: the reply of %s cannot be sent for now: %s; retrying", item.item_id, err)
-                wait = max(delay, err.retry_after)
-            if self.stopping:
-                return False
-            try:
-                await asyncio.wait_for(self.stop_event.wait(), wait)
-                return False
-            except asyncio.TimeoutError:
-                delay = min(delay * 2, RETRY_MAX_SECONDS)
+                raise SendLater(err, after=err.retry_after) from err
+            return True
 
-    async def _answer_job(self, item: InboxItem) -> None:
+        return await self.deliver_until(item, to.chat_id, attempt)
+
+    async def answer_job(self, item: InboxItem) -> None:
         to = address_of(item.conversation_id)
-
-        async def deliver(text: str) -> bool:
-            return await self.deliver(item, to, text)
-
-        async def tell(text: str) -> None:
-            await self.say(to, text)
-
-        await answer_job_run(
-            self.runtime,
-            self.pool,
-            self.inbox,
-            item,
-            chat_id=item.conversation_id,
-            user_id=self.config.owner or "",
-            deliver=deliver,
-            tell=tell,
-        )
+        owner = self.config.owner or ""
+        await self.run_job(item, owner, lambda text: self.deliver(item, to, text), lambda text: self.say(to, text))
 
 
 def joinable(msg: SlackMessage) -> bool:
