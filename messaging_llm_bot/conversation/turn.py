@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
     from assistant_framework.memory.service import MemoryService
     from messaging_llm_bot.agent.guard import ApproveCallback
     from messaging_llm_bot.agent.images import ImageInput
+    from messaging_llm_bot.agent.incoming import Incoming
     from messaging_llm_bot.agent.turn import AgentEvent
     from messaging_llm_bot.llm.transcribe import Transcription
 
@@ -97,6 +98,34 @@ class TurnRequest:
     images: tuple[ImageInput, ...] = ()
     notice: str = ""  # a sentence added to the reply (the model cannot see images)
     send_file: FileSender | None = None  # the chat's way to receive a file from the send_file skill
+
+
+def agent_incoming(
+    request: TurnRequest,
+    stream: bool,
+    approve: ApproveCallback | None = None,
+    on_event: Callable[[AgentEvent], None] | None = None,
+) -> Incoming:
+    """The agent's record of ``request``, the same on every channel (``stream``: read the model's answer as a
+    stream; ``approve``: how the owner confirms an ``ask`` call, None: refused)."""
+    from messaging_llm_bot.agent.incoming import Incoming  # on use: start-up does not need the agent
+
+    return Incoming(
+        request.conversation_id,
+        request.text,
+        chat_id=request.chat_id,
+        user_id=request.user_id,
+        message_id=request.message_id,
+        # Only the owner's own one-to-one chat sees the owner's notes, facts and other chats' logs.
+        owner_chat=request.owner_chat,
+        untrusted=request.untrusted,
+        outside=request.outside,
+        approve=approve,
+        on_event=on_event,
+        stream=stream,
+        images=request.images,
+        send_file=request.send_file,
+    )
 
 
 class ChannelTurns:
@@ -174,28 +203,12 @@ class ChannelTurns:
         on_event: Callable[[AgentEvent], None] | None = None,
     ) -> str:
         """The agent's answer to ``request`` (on the turn pool; the owner's model calls first), as the reply text."""
-        from messaging_llm_bot.agent.incoming import Incoming  # on use: start-up does not need the agent
-        from messaging_llm_bot.agent.turn import reply_text
+        from messaging_llm_bot.agent.turn import reply_text  # on use: start-up does not need the agent
 
         agent = self.runtime.agent
-        incoming = Incoming(
-            request.conversation_id,
-            request.text,
-            chat_id=request.chat_id,
-            user_id=request.user_id,
-            message_id=request.message_id,
-            # Only the owner's own one-to-one chat sees the owner's notes, facts and other chats' logs.
-            owner_chat=request.owner_chat,
-            untrusted=request.untrusted,
-            outside=request.outside,
-            approve=approve,
-            on_event=on_event,
-            # llm.stream asks the model for a stream (/stop then cuts it off at once); the channel decides
-            # whether the message shows it.
-            stream=agent.settings.llm.stream,
-            images=request.images,
-            send_file=request.send_file,
-        )
+        # llm.stream asks the model for a stream (/stop then cuts it off at once); the channel decides whether
+        # the message shows it.
+        incoming = agent_incoming(request, agent.settings.llm.stream, approve, on_event)
         answered = await self.pool.run(agent.handle, incoming, owner_turn=request.from_owner)
         text = reply_text(answered)
         return f"{text}\n\n{request.notice}" if request.notice else text

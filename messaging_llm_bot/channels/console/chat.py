@@ -30,7 +30,6 @@ from typing import Any, TextIO
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileSender, FileToSend
 from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, ApproveCallback
-from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.turn import AgentEvent, reply_text
 from messaging_llm_bot.channels.console.extras import (
     HISTORY_FILE,
@@ -48,6 +47,7 @@ from messaging_llm_bot.conversation.intake import left_by_last_run
 from messaging_llm_bot.conversation.markup import terminal_text
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.shutdown import take_lock
+from messaging_llm_bot.conversation.turn import TurnRequest, agent_incoming
 
 CONVERSATION_ID = "console"
 #: What the terminal chat can do (channels/contract.py): one reader, text only, the answer printed as it
@@ -122,16 +122,9 @@ def answer(
         print(f"📎 {one.path}{caption}", file=progress or sys.stdout, flush=True)
         return str(one.path)
 
-    incoming = Incoming(
-        conversation_id,
-        text,
-        chat_id=conversation_id,
-        user_id="owner",
-        approve=approve,
-        on_event=on_event,
-        stream=stream,
-        send_file=FileSender(runtime.workspace, f"console:{time.time_ns()}", show_file, CAPABILITIES.max_file_bytes),
-    )
+    send_file = FileSender(runtime.workspace, f"console:{time.time_ns()}", show_file, CAPABILITIES.max_file_bytes)
+    request = TurnRequest(conversation_id, text, conversation_id, "owner", None, True, True, send_file=send_file)
+    incoming = agent_incoming(request, stream, approve, on_event)
     return reply_text(runtime.agent.handle(incoming))
 
 
