@@ -45,7 +45,7 @@ def test_console_scripted_through_stdin(tmp_path, chat_server, test_skills_dir, 
     rest = proc.stdout.split("Details: /skill NAME\n\n", 1)[1]
     assert rest.startswith("Hello there!\nSecond line.\n\n")
     assert "add\n\nTest skill add." in rest
-    assert "Unknown command /nonsense; see /help." in rest
+    assert "Unknown command /nonsense. /help lists what I understand." in rest
     assert "No memories were recalled" in rest
     assert (workspace / "notes" / "milk.md").read_text() == "oat milk"
     assert len(chat_server.chat_requests) == 3

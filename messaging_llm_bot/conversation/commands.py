@@ -420,4 +420,9 @@ def command_reply(runtime: "Runtime", conversation_id: str, text: str, *, owner_
             return runtime.agent.reset(conversation_id)
         return f"{RESET_QUESTION}\n\nSend /reset {RESET_CONFIRM} to clear it."
     answered = run_command(runtime, conversation_id, text, owner_data=owner_data)
-    return answered if answered is not None else f"Unknown command /{name}. /help lists what I understand."
+    return answered if answered is not None else unknown_command_text(f"/{name}")
+
+
+def unknown_command_text(command: str) -> str:
+    """The answer to a command no one knows (``/nope``), the same on every channel."""
+    return f"Unknown command {command}. /help lists what I understand."

@@ -42,7 +42,7 @@ from messaging_llm_bot.channels.console.jobs import ConsoleJobs
 from messaging_llm_bot.channels.console.meanwhile import TypedMeanwhile
 from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.approvals import ALLOWANCE, offers_conversation, question_text
-from messaging_llm_bot.conversation.commands import run_command
+from messaging_llm_bot.conversation.commands import run_command, unknown_command_text
 from messaging_llm_bot.conversation.intake import left_by_last_run
 from messaging_llm_bot.conversation.markup import terminal_text
 from messaging_llm_bot.conversation.runtime import Runtime
@@ -106,7 +106,7 @@ def answer(
     if reply is not None:
         return terminal_text(reply)  # a command's text without its markup (no ** or escaping backslashes)
     if text.startswith("/"):
-        return f"Unknown command {text.split()[0]}; see /help."
+        return unknown_command_text(text.split()[0])
 
     def on_event(event: AgentEvent) -> None:
         if event.kind == "delta" and live is not None:

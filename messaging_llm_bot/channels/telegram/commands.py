@@ -63,7 +63,7 @@ class Commands:
         command = (message.text or "").split()[0]
         if for_other_bot(message, context.bot.username):
             return  # meant for another bot in the group
-        await answer_update(update, context.bot, f"Unknown command {command}. /help lists what I understand.")
+        await answer_update(update, context.bot, texts.unknown_command_text(command))
 
     async def cmd_stop(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Stop the turn running in this chat; an open confirmation question counts as declined."""
