@@ -238,11 +238,8 @@ def search(
 
     with time_limit(time_limit_seconds):
         if not terms and not substrings and not short:
-            found = (
-                bounded(lambda: recent_entries(index, scope, limit), list[Candidate]())
-                if (scope.since or scope.until)
-                else []
-            )
+            dated = scope.since or scope.until
+            found = bounded(lambda: recent_entries(index, scope, limit), list[Candidate]()) if dated else []
         else:
             want = max(ranking.candidates, limit * 5)
             candidates = _word_and_cjk_candidates(index, terms, (substrings, short), scope, want, ranking, bounded)
