@@ -1,7 +1,9 @@
-"""Signal attachments: documents and photos saved into the workspace, voice notes transcribed.
+"""Signal attachments: in, documents and photos saved into the workspace and voice notes transcribed; out, a
+file or a voice reply as one message's attachment.
 
 signal-cli has already downloaded an attachment when the message event arrives; ``getAttachment``
 returns it base64-encoded. The model gets where it was saved (untrusted content), never the bytes.
+signal-cli takes an attachment to send as a data URI (signal-cli-jsonrpc(5): ``data:<type>;filename=<name>;base64,``).
 """
 
 from __future__ import annotations
@@ -9,13 +11,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import mimetypes
 from datetime import date
 from typing import Any
 
 from assistant_framework.config.settings import TranscriptionSettings
+from assistant_framework.media.files_out import FileToSend
 from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
-from messaging_llm_bot.channels.signal.settings import SignalMessage, attachment_kind
+from messaging_llm_bot.channels.signal.settings import SignalMessage, attachment_kind, recipient_params
 from messaging_llm_bot.conversation.attachments import SavedFile, sanitize_name, save_bytes
 from messaging_llm_bot.llm.transcribe import Transcription, transcribe
 
@@ -111,3 +115,22 @@ def unsupported_text(kind: str) -> str:
         f"Sorry, I can't handle a {kind} message. Send text, a document or a photo"
         " (voice notes work when transcription is configured)."
     )
+
+
+async def send_attachment(client: SignalClient, chat: str, data: bytes, mime: str, name: str, caption: str = "") -> str:
+    """Send ``data`` to the chat as one message's attachment, ``caption`` its text; the message's timestamp.
+    Raises ``SignalRpcError``/``SignalUnavailable``."""
+    name = sanitize_name(name).replace(";", "_").replace(",", "_")  # inside the URI's parameters
+    attachment = f"data:{mime};filename={name};base64,{base64.b64encode(data).decode('ascii')}"
+    params = {**recipient_params(chat), "attachments": [attachment]}
+    if caption:
+        params["message"] = caption
+    result = await client.rpc("send", params)
+    return str((result or {}).get("timestamp") or "") if isinstance(result, dict) else ""
+
+
+async def send_workspace_file(client: SignalClient, chat: str, one: FileToSend) -> str:
+    """The ``send_file`` skill's file, its caption as the message's text."""
+    data = await asyncio.to_thread(one.path.read_bytes)
+    mime = mimetypes.guess_type(one.path.name)[0] or "application/octet-stream"
+    return await send_attachment(client, chat, data, mime, one.path.name, one.caption or "")

@@ -8,7 +8,6 @@ retried with backoff (the reply is already in the inbox), until the bot stops.
 from __future__ import annotations
 
 import asyncio
-import base64
 import functools
 import logging
 from datetime import date
@@ -20,8 +19,6 @@ from assistant_framework.workspace import Workspace
 from messaging_llm_bot.channels.contract import DeliveryError
 from messaging_llm_bot.channels.signal import media
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalRpcError, SignalUnavailable
-from messaging_llm_bot.channels.signal.files import files_input
-from messaging_llm_bot.channels.signal.files_out import send_workspace_file
 from messaging_llm_bot.channels.signal.format import CAPABILITIES
 from messaging_llm_bot.channels.signal.identity import Identities
 from messaging_llm_bot.channels.signal.send import send_parts, typing
@@ -34,7 +31,7 @@ from messaging_llm_bot.channels.signal.settings import (
 )
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.files_out import file_sender
-from messaging_llm_bot.conversation.images import FilesInput
+from messaging_llm_bot.conversation.images import FilesInput, files_input
 from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater
 from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.turn import Received, TurnRequest
@@ -106,10 +103,7 @@ class TurnRunner(ItemTurns):
         """The reply as voice attachments too when the chat wants it (conversation/turn.py)."""
 
         async def send(index: int, note: VoiceNote) -> None:
-            # signal-cli takes an attachment as a data URI (signal-cli-jsonrpc(5): "data:<type>;filename=...").
-            encoded = base64.b64encode(note.audio).decode("ascii")
-            attachment = f"data:audio/ogg;filename=reply-{index + 1}.ogg;base64,{encoded}"
-            await self.client.rpc("send", {**recipient_params(msg.chat), "attachments": [attachment]})
+            await media.send_attachment(self.client, msg.chat, note.audio, "audio/ogg", f"reply-{index + 1}.ogg")
 
         try:
             await self.speak(item.conversation_id, msg.kind() == "voice", reply, send)
@@ -149,7 +143,7 @@ class TurnRunner(ItemTurns):
             self.runtime.workspace,
             item.item_id,
             asyncio.get_running_loop(),
-            lambda one: send_workspace_file(client, chat, one),
+            lambda one: media.send_workspace_file(client, chat, one),
             CAPABILITIES.max_file_bytes,
         )
         request = TurnRequest(
@@ -173,7 +167,8 @@ class TurnRunner(ItemTurns):
         kind = msg.kind()
 
         async def save(area: Workspace, today: date, index: MemoryService | None) -> FilesInput | str:
-            return await files_input(self.client, area, msg, today, self.runtime.settings, index)
+            saved = await media.save_attachments(self.client, area, msg, today)  # index: the owner's memory
+            return await files_input(area, saved, self.runtime.settings, index=index)
 
         async def echo(text: str) -> None:  # the transcript, as it was understood
             await self._send_best_effort(msg.chat, text, msg if msg.group_id else None)
