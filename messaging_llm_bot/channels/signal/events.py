@@ -1,9 +1,9 @@
 """Incoming Signal events: read from the signal-cli stream, judged, and stored in the durable inbox.
 
 Each message: the allowlist first (a stranger is told their id once: conversation/strangers.py); the answer to an
-open confirmation question; commands (commands.py); otherwise the durable inbox, written before the next
-event is read, and a turn in the chat's FIFO. A daemon that is down or goes away is logged once per
-outage and retried with backoff. At start, the items a crash left are answered first (``replay``).
+open confirmation question; commands (their texts: conversation/commands.py); otherwise the durable inbox,
+written before the next event is read, and a turn in the chat's FIFO. A daemon that is down or goes away is
+logged once per outage and retried with backoff. At start, the items a crash left are answered first (``replay``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from typing import Any, Protocol
 from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalUnavailable
-from messaging_llm_bot.channels.signal.commands import Commands, is_command, is_stop
 from messaging_llm_bot.channels.signal.identity import Identities
 from messaging_llm_bot.channels.signal.send import say
 from messaging_llm_bot.channels.signal.settings import (
@@ -29,11 +28,13 @@ from messaging_llm_bot.channels.signal.settings import (
     refusal_text,
 )
 from messaging_llm_bot.channels.signal.turn import TurnRunner, joinable
+from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.approvals import ReplyApprovals
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
 from messaging_llm_bot.conversation.held import StorageOutage
 from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake, left_by_last_run
+from messaging_llm_bot.conversation.runtime import Runtime
 from messaging_llm_bot.conversation.strangers import Strangers
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ BACKOFF_START_SECONDS = 0.5
 class EventHost(Protocol):
     """What the reader uses of the running Signal service (signal/service.py), which owns the reader."""
 
+    runtime: Runtime
     backoff_max: float
     outage: Outage
     storage: StorageOutage
@@ -52,7 +54,6 @@ class EventHost(Protocol):
     identities: Identities
     approvals: ReplyApprovals
     strangers: Strangers
-    commands: Commands
 
     @property
     def settings(self) -> SignalSettings: ...
@@ -139,11 +140,11 @@ class EventReader:
         if sender.owner_chat(msg) and msg.kind() == "text" and service.approvals.resolve(msg.chat, msg.text):
             return  # the answer to an open confirmation question, not a new message
         owner = sender.owner  # in any chat: never refused over the limit, and first for a free slot
-        if is_command(msg):
-            if is_stop(msg):
-                await service.commands.stop_turn(msg)  # about the turn the queue waits for: not queued behind it
+        if msg.kind() == "text" and msg.text.startswith("/"):
+            if msg.text.strip()[1:].partition(" ")[0].lower() == "stop":
+                await self._stop_turn(msg)  # about the turn the queue waits for: not queued behind it
                 return
-            if not service.tasks.spawn(msg.chat, service.commands.answer(msg), owner=owner):
+            if not service.tasks.spawn(msg.chat, self._command(msg), owner=owner):
                 await self._over_limit(msg)
             return
         if not addressed_to_bot(msg, service.settings):
@@ -167,6 +168,24 @@ class EventReader:
             service.tasks.spawn(msg.chat, say(service.client, msg, text), owner=owner, exempt=True)
 
         await self.intake.take(arrival, answer, tell_held=tell_held)
+
+    async def _stop_turn(self, msg: SignalMessage) -> None:
+        """/stop: the chat's running turn ends; an open confirmation question counts as declined."""
+        service = self.service
+        stopped = service.runtime.agent.stop(msg.conversation_id)
+        if stopped:
+            service.approvals.resolve(msg.chat, "no")
+        await say(service.client, msg, texts.STOPPING_TEXT if stopped else texts.NOTHING_TO_STOP_TEXT)
+
+    async def _command(self, msg: SignalMessage) -> None:
+        """Any other command, in the chat's order; the owner-only ones (/now, /reload, /stats, /status details)
+        only in the owner's own direct chat, by the same rule as Telegram (assistant_framework.access)."""
+        service = self.service
+        owner_chat = service.identities.judge(msg, service.settings).owner_chat(msg)
+        reply = await asyncio.to_thread(
+            texts.command_reply, service.runtime, msg.conversation_id, msg.text, owner_data=owner_chat
+        )
+        await say(service.client, msg, reply)
 
     async def _refuse(self, msg: SignalMessage) -> None:
         """Tell a stranger their ids once (conversation/strangers.py); in a group only when they address the

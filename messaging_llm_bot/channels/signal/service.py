@@ -3,7 +3,7 @@
 Start-up: a lock file in the workspace (one Signal bot per workspace), replay of inbox items a
 crash left unanswered, reminders, scheduled jobs and the morning digest on an asyncio job queue,
 collectors in the background, then the event stream. The parts, one concept each: incoming events
-read, gated and stored (events), commands (commands), notices and reminders
+read, gated and stored, and commands answered (events), notices and reminders
 sent on the bot's own (notices), one turn (turn), the chats' queues (tasks).
 """
 
@@ -20,14 +20,11 @@ from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
 from messaging_llm_bot.channels.signal.approval import approvals
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient
-from messaging_llm_bot.channels.signal.commands import Commands
 from messaging_llm_bot.channels.signal.events import EventReader
 from messaging_llm_bot.channels.signal.identity import Identities
 from messaging_llm_bot.channels.signal.notices import send_to
-from messaging_llm_bot.channels.signal.send import say
 from messaging_llm_bot.channels.signal.settings import (
     PREFIX,
-    SignalMessage,
     allowed_ids,
     chat_of_conversation,
     owner_of,
@@ -78,7 +75,6 @@ class SignalService(ChannelService):
         self.identities: Identities
         self.approvals: ReplyApprovals
         self.strangers: Strangers
-        self.commands: Commands
 
     @property
     def client(self) -> SignalClient:
@@ -119,10 +115,6 @@ class SignalService(ChannelService):
             return "signal: no account: set signal.account to the bot's number (E.164, e.g. +4915112345678)"
         return None
 
-    async def say(self, msg: SignalMessage, text: str) -> None:
-        """Answer ``msg`` in its chat, best effort."""
-        await say(self.client, msg, text)
-
     async def serve(self) -> None:
         workspace = self.runtime.workspace
         self._client = client = SignalClient(self.settings.base_url, self.settings.account)
@@ -135,7 +127,6 @@ class SignalService(ChannelService):
         told = ToldOnce(workspace, REFUSED_LOG)
         await told.load()
         self.strangers = Strangers("signal", told, Pairing(self.runtime))
-        self.commands = Commands(self.runtime, self.identities, self.approvals, lambda: self.settings, self.say)
         loop = asyncio.get_running_loop()
         self._notices = notices = ChannelNotices(
             "signal",
