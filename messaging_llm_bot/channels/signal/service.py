@@ -3,8 +3,8 @@
 Start-up: a lock file in the workspace (one Signal bot per workspace), replay of inbox items a
 crash left unanswered, reminders, scheduled jobs and the morning digest on an asyncio job queue,
 collectors in the background, then the event stream. The parts, one concept each: incoming events
-read, gated and stored, and commands answered (events), notices and reminders
-sent on the bot's own (notices), one turn (turn), the chats' queues (tasks).
+read, gated and stored, and commands answered (events), one turn (turn), what goes out (send: replies, notices,
+approvals' questions), the chats' queues (tasks).
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from typing import TypeVar
 from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
-from messaging_llm_bot.channels.signal.approval import approvals
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient
 from messaging_llm_bot.channels.signal.events import EventReader
 from messaging_llm_bot.channels.signal.identity import Identities
-from messaging_llm_bot.channels.signal.notices import send_to
+from messaging_llm_bot.channels.signal.send import approvals, send_to
 from messaging_llm_bot.channels.signal.settings import (
     PREFIX,
     allowed_ids,
