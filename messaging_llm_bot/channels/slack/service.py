@@ -1,7 +1,6 @@
 """The Slack channel running: the Events API's request URL listening (or Socket Mode connected), what a crash left
-answered, the job
-scheduler joined (job runs and reminders to the owner's DM), collectors' notices; a stop gives running turns
-``shutdown_timeout_seconds`` (conversation/shutdown.py).
+answered, the job scheduler joined (job runs and reminders to the owner's DM), collectors' notices; a stop gives
+running turns ``shutdown_timeout_seconds`` (the run, the lock, the loop and the stop: conversation/service.py).
 
 Start-up refuses, with one sentence and exit code 2, a config that cannot run (the token's or the signing
 secret's or the app-level token's variable unset); with exit code 1 a workspace where another Slack bot runs (a
@@ -14,10 +13,7 @@ import asyncio
 import importlib.util
 import logging
 import signal
-import sys
-import threading
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from typing import Any
 
 from assistant_framework.config.settings import Settings
@@ -32,52 +28,34 @@ from messaging_llm_bot.channels.slack.socketmode import AppTokenRefused, SocketM
 from messaging_llm_bot.channels.slack.turn import TurnRunner, address_of
 from messaging_llm_bot.channels.slack.webhook import Webhook
 from messaging_llm_bot.conversation.approvals import Answer
-from messaging_llm_bot.conversation.busy import answered_by_recorded
-from messaging_llm_bot.conversation.chatqueue import ChatQueues, max_pending
-from messaging_llm_bot.conversation.chattasks import ChatTasks
-from messaging_llm_bot.conversation.held import StorageOutage
+from messaging_llm_bot.conversation.intake import left_by_last_run
 from messaging_llm_bot.conversation.item_turns import is_notice_item
-from messaging_llm_bot.conversation.job_router import ChannelJobs, job_router
-from messaging_llm_bot.conversation.job_runs import is_job_item
+from messaging_llm_bot.conversation.job_router import ChannelJobs
 from messaging_llm_bot.conversation.notices import notify_from_thread
 from messaging_llm_bot.conversation.owner_chats import note_owner_chat
-from messaging_llm_bot.conversation.pool import pool_size
 from messaging_llm_bot.conversation.reminders import DeliveryRefused
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.shutdown import ChannelStop, shutdown_runtime, take_lock
+from messaging_llm_bot.conversation.service import ChannelService
 
 log = logging.getLogger(__name__)
 
-LOCK_FILE = "state/slack.lock"
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
-
-class SlackService:
+class SlackService(ChannelService):
     """One running Slack channel: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is
     thread-safe."""
+
+    NAME, TITLE = "slack", "the Slack channel"
+    LOCK_FILE, LOCK_WHO = "state/slack.lock", "slack: another Slack bot"
 
     def __init__(
         self, runtime: Runtime, *, stop_signals: Sequence[int] | None = None, manage_runtime: bool = True
     ) -> None:
-        self.runtime = runtime
-        self.stop_signals = stop_signals
-        self.manage_runtime = manage_runtime  # False when another channel shuts the runtime down
-        self.shutdown_timeout = runtime.settings.runtime.shutdown_timeout_seconds
-        self.shutdown = ChannelStop("slack", self.shutdown_timeout, on_begin=self._stop_taking)
-        self.ready = threading.Event()  # listening, the replay started
-        self.stopped = threading.Event()
-        self.storage = StorageOutage("slack")
-        self.queues = ChatQueues("slack", lambda: pool_size(runtime.settings), lambda: max_pending(runtime.settings))
-        self.tasks = ChatTasks(self.queues, "slack")
-        self.job_clock: Callable[[], datetime] | None = None  # a test's clock for the jobs (None: the real one)
+        super().__init__(runtime, stop_signals=stop_signals, manage_runtime=manage_runtime)
         self.webhook: Webhook | None = None
         self.socket: SocketMode | None = None  # slack.socket_mode: the events over a websocket instead
         self.bot_user = ""  # the bot's own user id (auth.test): its own messages are passed over
         self.owner_dm = ""  # the owner's DM channel (conversations.open): jobs, reminders and notices go there
         self._config: tuple[Settings, SlackConfig] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._jobs_running: set[str] = set()
         self.inbox: Inbox
         self.channel: SlackChannel
         self.turns: TurnRunner
@@ -91,68 +69,21 @@ class SlackService:
             self._config = (current, SlackConfig.from_settings(current))
         return self._config[1]
 
-    def run(self) -> int:
-        config = self.config
-        if config.problem:
-            print(f"slack: cannot start: {config.problem}", file=sys.stderr)
-            return EXIT_USAGE
+    def problem(self) -> str | None:
+        if self.config.problem:
+            return f"slack: cannot start: {self.config.problem}"
         if importlib.util.find_spec("slack_sdk") is None:
-            print("slack: cannot start: the Slack channel needs slack-sdk: pip install -e '.[slack]'", file=sys.stderr)
-            return EXIT_USAGE
-        lock = take_lock(self.runtime.workspace, LOCK_FILE, "slack: another Slack bot")
-        if lock is None:
-            return EXIT_FAILED
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        code = EXIT_OK
-        try:
-            loop.run_until_complete(self._main())
-        except OSError as err:
-            print(f"slack: the request URL cannot listen on {config.listen}:{config.port}: {err}", file=sys.stderr)
-            code = EXIT_FAILED
-        except DeliveryError as err:
-            print(f"slack: cannot start: Slack refused the bot token ({err})", file=sys.stderr)
-            code = EXIT_FAILED
-        except AppTokenRefused as err:
-            print(
-                f"slack: cannot start: Slack refused the app-level token, slack.app_token_env ({err})", file=sys.stderr
-            )
-            code = EXIT_FAILED
-        except Exception as err:  # noqa: BLE001 - one clear line, not a traceback on the owner's screen
-            log.error("slack: the Slack channel stopped after an error: %s: %s", type(err).__name__, err)
-            log.debug("slack: the error's traceback", exc_info=err)
-            code = EXIT_FAILED
-        finally:
-            try:
-                loop.run_until_complete(loop.shutdown_asyncgens())
-            finally:
-                loop.close()
-                lock.release()
-                if self.manage_runtime:
-                    shutdown_runtime(self.runtime, self.shutdown_timeout)
-                self.stopped.set()
-        return code
+            return "slack: cannot start: the Slack channel needs slack-sdk: pip install -e '.[slack]'"
+        return None
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Ask a running channel to stop (any thread); with ``timeout``, wait that long for it to end."""
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(self.begin_shutdown)
-            except RuntimeError:
-                pass  # the loop closed meanwhile
-        if timeout is not None and loop is not None:
-            self.stopped.wait(timeout)
-
-    def begin_shutdown(self, reason: str = "stop requested") -> None:
-        if self._stop is not None:
-            self.shutdown.begin(reason)
-
-    def _stop_taking(self) -> None:
-        if hasattr(self, "turns"):
-            self.turns.stop_event.set()  # a reply waiting for the Web API stops waiting
-        if self._stop is not None:
-            self._stop.set()
+    def known_error(self, err: Exception) -> str | None:
+        if isinstance(err, OSError):
+            return f"slack: the request URL cannot listen on {self.config.listen}:{self.config.port}: {err}"
+        if isinstance(err, DeliveryError):
+            return f"slack: cannot start: Slack refused the bot token ({err})"
+        if isinstance(err, AppTokenRefused):
+            return f"slack: cannot start: Slack refused the app-level token, slack.app_token_env ({err})"
+        return None
 
     async def _who(self, client: SlackClient) -> None:
         """The bot's user id, and the owner's DM (both kept for the run)."""
@@ -170,29 +101,25 @@ class SlackService:
             except (SlackUnavailable, DeliveryError) as err:
                 log.warning("slack: the owner's DM could not be opened (%s): jobs and notices wait", err)
 
-    async def _main(self) -> None:
-        self._stop = asyncio.Event()
+    async def serve(self) -> None:
         loop = asyncio.get_running_loop()
-        self.shutdown.loop = loop
-        self.shutdown.install_signal_handlers(self.stop_signals)
         config = self.config
         self.inbox = await asyncio.to_thread(Inbox, self.runtime.workspace)
         client = SlackClient(config.base_url, config.bot_token)
         self.channel = SlackChannel(client)
-        self.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
-        self.shutdown.turns = self.turns
+        self.turns = self.shutdown.turns = TurnRunner(self.runtime, self.inbox, self.channel, lambda: self.config)
         await self._who(client)
         intake = Intake(self)
         await intake.load()
-        try:
-            await self._take_events(intake)
-            if not config.allowed:
-                log.warning(
-                    "slack.allowed is empty: the bot answers no one. Add your user id: "
-                    'config set slack.allowed ["U0123ABCD"]'
-                )
-            self._replay()
-            channel_jobs = ChannelJobs(
+        await self._take_events(intake)
+        if not config.allowed:
+            log.warning(
+                "slack.allowed is empty: the bot answers no one. Add your user id: "
+                'config set slack.allowed ["U0123ABCD"]'
+            )
+        self._replay()
+        await self.join_jobs(
+            ChannelJobs(
                 loop,
                 self.inbox,
                 owner_conversation=self.owner_conversation,
@@ -200,15 +127,8 @@ class SlackService:
                 send_reminder=self.send_reminder,
                 ask_owner=self.channel.questions.approver(self._ask_owner, loop, "the slack owner's DM"),
             )
-            await asyncio.to_thread(job_router(self.runtime).attach, "slack", channel_jobs, self.job_clock)
-            self.runtime.start_background(
-                notify=lambda name, text: notify_from_thread(loop, self.send_notice, name, text)
-            )
-            self.ready.set()
-            await self._stop.wait()
-        finally:
-            self.ready.set()
-            await self._wind_down()
+        )
+        self.runtime.start_background(notify=lambda name, text: notify_from_thread(loop, self.send_notice, name, text))
 
     async def _take_events(self, intake: Intake) -> None:
         """Events in: Socket Mode connected, or the Events API's request URL listening."""
@@ -222,26 +142,19 @@ class SlackService:
         self.webhook.start()
         log.info("slack: serving the Events API on %s for %s", self.webhook.url, list(config.allowed))
 
-    async def _wind_down(self) -> None:
-        if not self.shutdown.stopping:
-            self.begin_shutdown()
+    async def stop_taking(self) -> None:
         if self.webhook is not None:
             self.webhook.stop()
         if self.socket is not None:
-            await self.socket.stop()  # no new events; the turns under way finish below
-        await self.shutdown.finish()
-        await self.tasks.cancel_waiting()
-        await asyncio.to_thread(job_router(self.runtime).detach, "slack")
+            await self.socket.stop()  # no new events; the turns under way finish after
 
     def _replay(self) -> None:
         """Answer what the last run left in the inbox: job runs and notices, then messages oldest first."""
-        items = self.inbox.pending(PREFIX)
-        answered = answered_by_recorded(items)  # joined a turn whose reply was recorded: completed with it
-        items = [i for i in items if i.item_id not in answered]
-        later = [i for i in items if not (is_job_item(i) or is_notice_item(i))]
-        if later:
-            log.info("slack: answering %d message(s) left unanswered by the last run", len(later))
-        for item in [i for i in items if i not in later] + later:
+        jobs, messages = left_by_last_run(self.inbox, PREFIX, "slack")
+        for item in jobs:
+            self.start_job(item)
+        notices = [item for item in messages if is_notice_item(item)]
+        for item in notices + [item for item in messages if not is_notice_item(item)]:
             self.tasks.spawn(item.conversation_id, self.turns.answer(item), owner=True, exempt=True)
 
     # -- jobs, reminders, notices -------------------------------------------------------
@@ -257,18 +170,8 @@ class SlackService:
         return conversation_of(self.owner_dm) if self.owner_dm else None
 
     def start_job(self, item: InboxItem) -> None:
-        """Answer a job run's item in the owner's queue (first, never refused; once while it runs)."""
-        if item.item_id in self._jobs_running:
-            return
-        self._jobs_running.add(item.item_id)
-
-        async def run() -> None:
-            try:
-                await self.turns.answer(item)
-            finally:
-                self._jobs_running.discard(item.item_id)
-
-        self.tasks.spawn(item.conversation_id, run(), owner=True, exempt=True)
+        """Answer a job run's item in the owner's queue (first, never refused; once while it waits or runs)."""
+        self.tasks.spawn_once(item.item_id, item.conversation_id, lambda: self.turns.answer(item))
 
     async def send_reminder(self, chat_id: object, text: str, conversation: object) -> bool:
         """A reminder to its ``sl:`` conversation: True when it arrived, False to try later."""
