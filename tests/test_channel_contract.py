@@ -441,7 +441,9 @@ def _approve_on_discord(request: pytest.FixtureRequest, yes: bool) -> tuple[str,
     discord.click(message, buttons["Yes" if yes else "No"], OWNER)  # the answer, not a new message for the model
     texts = _discord_texts_until(request, lambda texts: any("Handled." in t for t in texts))
     assert [c["type"] for c in discord.callbacks] == [7]  # the question edited, its buttons taken off
-    return question, texts[-1]
+    # The answer may be a live message sent before the question (streaming), so it is found by its text.
+    [reply] = [text for text in texts if "Handled." in text]
+    return question, reply
 
 
 APPROVE = {
