@@ -6,7 +6,8 @@ buttons, so it is a plain message in the owner's direct chat, answered by their 
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.format import render_signal
@@ -27,7 +28,7 @@ async def send_parts(
     *,
     quote: SignalMessage | None = None,
     skip_parts: int = 0,
-    on_part_sent: Callable[[int, int], None] | None = None,
+    on_part_sent: Callable[[int, int], Awaitable[None]] | None = None,
 ) -> list[int]:
     """Send ``markdown`` as Signal parts in order; returns their timestamps. Raises SignalRpcError/Unavailable."""
     sent = []
@@ -43,7 +44,7 @@ async def send_parts(
         stamp = int((result or {}).get("timestamp") or 0)
         sent.append(stamp)
         if on_part_sent is not None:
-            on_part_sent(index, stamp)
+            await on_part_sent(index, stamp)
     return sent
 
 

@@ -21,7 +21,7 @@ from messaging_llm_bot.channels.signal import media
 from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.format import CAPABILITIES
 from messaging_llm_bot.channels.signal.identity import Identities
-from messaging_llm_bot.channels.signal.send import send_parts, typing
+from messaging_llm_bot.channels.signal.send import say, send_parts, typing
 from messaging_llm_bot.channels.signal.settings import (
     SignalMessage,
     chat_of_conversation,
@@ -171,7 +171,7 @@ class TurnRunner(ItemTurns):
             return await files_input(area, saved, self.runtime.settings, index=index)
 
         async def echo(text: str) -> None:  # the transcript, as it was understood
-            await self._send_best_effort(msg.chat, text, msg if msg.group_id else None)
+            await say(self.client, msg, text)
 
         # A recording from elsewhere, passed on: someone else's words, quoted by the agent under this label.
         name = media.audio_file_name(msg.attachments[0]) if kind == "voice" else None
@@ -185,22 +185,10 @@ class TurnRunner(ItemTurns):
             media.unsupported_text(kind),
         )
 
-    async def _send_best_effort(self, chat: str, text: str, quote: SignalMessage | None) -> None:
-        try:
-            await send_parts(self.client, chat, text, quote=quote)
-        except (SignalRpcError, SignalUnavailable) as err:
-            log.info("signal: could not echo the transcript to %s: %s", chat, err)
-
     async def deliver(self, item: InboxItem, chat: str, reply: str, quote: SignalMessage | None) -> bool:
         """The one delivery path of chat turns and job runs : send the missing parts, each
         recorded in the ledger as it goes out; retries while the daemon is gone or cannot send for now (no network to
         the Signal server, rate limited). False when stopping first."""
-
-        def on_part_sent(index: int, stamp: int) -> None:
-            try:
-                self.inbox.record_part(item.item_id, index, stamp)
-            except OSError as err:  # the part is out; a crash before completion would only resend it
-                log.warning("signal: could not record part %d of %s: %s", index, item.item_id, err)
 
         async def attempt() -> bool:
             skip = self.inbox.parts_sent(item.item_id)
@@ -211,7 +199,7 @@ class TurnRunner(ItemTurns):
                     reply,
                     quote=quote if skip == 0 else None,
                     skip_parts=skip,
-                    on_part_sent=on_part_sent,
+                    on_part_sent=lambda index, stamp: self.record_part(item.item_id, index, stamp),
                 )
             except SignalRpcError as err:  # refused (unknown group, unregistered user): retrying cannot help
                 raise (SendLater(err) if err.transient else DeliveryError(str(err), for_good=True)) from err
