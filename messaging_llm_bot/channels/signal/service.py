@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -171,11 +170,6 @@ class SignalService(ChannelService):
     async def close(self) -> None:
         if self._client is not None:
             await self._client.close()
-
-
-def run_signal(runtime: Runtime, stop_signals: Sequence[int] | None = (signal.SIGINT, signal.SIGTERM)) -> int:
-    """Run the Signal frontend for ``runtime`` until interrupted; returns an exit code."""
-    return SignalService(runtime, stop_signals=stop_signals).run()
 
 
 def _started(part: T | None) -> T:
