@@ -270,8 +270,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "busy-slack-never-joins",
         "messaging_llm_bot/channels/slack/intake.py",
-        "        if joinable(msg) and turns.busy.join(",
-        "        if False and turns.busy.join(",
+        "owner, msg.text, msg.ts, joinable(msg)",
+        "owner, msg.text, msg.ts, False",
         "busy mode steer does nothing on Slack: a message sent meanwhile waits its turn",
         BUSY_KIT,
     ),

@@ -8,7 +8,6 @@ turn in the conversation's queue.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any, Protocol
 
@@ -19,10 +18,10 @@ from messaging_llm_bot.channels.slack.channel import SlackChannel, question_key
 from messaging_llm_bot.channels.slack.message import SlackMessage, message_of_event
 from messaging_llm_bot.channels.slack.settings import SlackConfig
 from messaging_llm_bot.channels.slack.turn import TurnRunner, joinable
-from messaging_llm_bot.conversation import commands as texts
 from messaging_llm_bot.conversation.chatqueue import ChatQueues
 from messaging_llm_bot.conversation.chattasks import ChatTasks
-from messaging_llm_bot.conversation.held import StorageOutage, held_text
+from messaging_llm_bot.conversation.held import StorageOutage
+from messaging_llm_bot.conversation.intake import Arrival, ChannelIntake
 from messaging_llm_bot.conversation.pairing import Pairing
 from messaging_llm_bot.conversation.strangers import Strangers, ToldOnce
 
@@ -61,6 +60,7 @@ class Intake:
         # ever (a line each in the workspace, loaded at the service's start: ``load``).
         told = ToldOnce(host.runtime.workspace, STRANGERS_FILE)
         self.strangers = Strangers("slack", told, Pairing(host.runtime))
+        self.intake = ChannelIntake(host.turns, host.queues, host.tasks, host.storage)
 
     async def load(self) -> None:
         told = self.strangers.told
@@ -99,29 +99,8 @@ class Intake:
         owner = config.is_owner(msg.user)
         if owner and msg.direct and host.channel.resolve(question_key(to), msg.text):
             return True  # the answer to an open yes/no question, not a new message
-        if host.inbox.seen(msg.event_id):
-            log.info("slack: %s came again; answered once", msg.event_id)
-            return True
-        chat = msg.conversation
-        if not owner and host.queues.full(chat):
-            if host.queues.refused(chat):
-                await host.turns.say(to, texts.backlog_text(host.queues.pending(chat)))
-            return True
-        try:
-            item = await asyncio.to_thread(host.inbox.accept, msg.event_id, chat, msg.to_payload())
-        except OSError as err:
-            host.storage.failed(err, f"the message {msg.event_id} from {msg.user}")
-            if host.storage.tell(chat):
-                await host.turns.say(to, held_text(err))
-            return False
-        host.storage.ok()
-        if item is None:  # taken meanwhile: the same event delivered twice at once
-            log.info("slack: %s came again; answered once", msg.event_id)
-            return True
-        turns = host.turns
-        # Busy modes (conversation/busy.py): stored first, then handed to the sender's running turn.
-        if joinable(msg) and turns.busy.join(host.runtime, turns.flags, chat, msg.user, msg.text, msg.ts, item):
-            log.info("slack: message %s joined the turn running in %s", msg.event_id, chat)
-            return True
-        host.tasks.spawn(chat, turns.answer(item), owner=owner, exempt=True)
-        return True
+        arrival = Arrival(
+            msg.event_id, msg.conversation, msg.to_payload(), msg.user, owner, msg.text, msg.ts, joinable(msg)
+        )
+        # False: it could not be stored (Slack sends the event again)
+        return await self.intake.take(arrival, lambda text: host.turns.say(to, text))
