@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from assistant_framework.hints import CLI
-from messaging_llm_bot.channels.doctor import FAIL, OK, Check, Context
+from messaging_llm_bot.channels.doctor import FAIL, OK, Check, Context, allowlist_check
 from messaging_llm_bot.channels.signal.client import SignalClient, SignalRpcError, SignalUnavailable
 
 #: Seconds the daemon has to answer each probe.
@@ -32,19 +32,9 @@ def checks(ctx: Context) -> list[Check]:
                 "(docs/signal.md), or set signal.base_url",
             )
         )
-    if not signal.allowed:
-        found.append(
-            Check(
-                "signal allowlist",
-                FAIL,
-                "signal.allowed is empty: the bot answers no one on Signal",
-                f"`{CLI} config set signal.allowed '[\"+4915112345678\"]'` (a stranger is told their id)",
-            )
-        )
-    else:
-        found.append(
-            Check("signal allowlist", OK, f"{len(signal.allowed)} allowed; owner {signal.owner or signal.allowed[0]}")
-        )
+    empty = "signal.allowed is empty: the bot answers no one on Signal"
+    fix = f"`{CLI} config set signal.allowed '[\"+4915112345678\"]'` (a stranger is told their id)"
+    found.append(allowlist_check("signal allowlist", list(signal.allowed), signal.owner, empty, fix))
     return found
 
 
