@@ -14,7 +14,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileToSend
@@ -32,10 +32,7 @@ from messaging_llm_bot.conversation.files_out import file_sender
 from messaging_llm_bot.conversation.item_turns import ItemTurns, SendLater, is_notice_item
 from messaging_llm_bot.conversation.progress import Progress
 from messaging_llm_bot.conversation.runtime import Runtime
-from messaging_llm_bot.conversation.turn import TurnRequest
-
-if TYPE_CHECKING:  # pragma: no cover - the agent loads on the first turn
-    from messaging_llm_bot.agent.images import ImageInput
+from messaging_llm_bot.conversation.turn import Received, TurnInput, TurnRequest
 
 log = logging.getLogger(__name__)
 
@@ -110,18 +107,13 @@ class TurnRunner(ItemTurns):
         if owner_chat:
             loop = asyncio.get_running_loop()
             approve = self.slack.questions.approver(lambda request: self.ask(to, request), loop, question_key(to))
-        text, untrusted, notice = msg.text, False, ""
-        images: tuple[ImageInput, ...] = ()
+        got = TurnInput(msg.text)
         if msg.files:  # someone's files: outside content, in the chat's own area (the owner's memory in their DM)
-            got, notice = await self.files(
-                item.conversation_id,
-                owner_chat,
-                self.runtime.settings.runtime.timezone,
-                partial(save_files, self.slack.client, msg, self.runtime.settings),
-            )
-            if isinstance(got, str):
-                return got  # the file could not be fetched or read: the reason, no model turn
-            text, untrusted, images = got.text, True, got.images
+            save = partial(save_files, self.slack.client, msg, self.runtime.settings)
+            read = await self.read(item.conversation_id, owner_chat, Received("document", save=save))
+            if isinstance(read, str):
+                return read  # the file could not be fetched or read: the reason, no model turn
+            got = read
         send_file = file_sender(
             self.runtime.workspace,
             item.item_id,
@@ -131,15 +123,15 @@ class TurnRunner(ItemTurns):
         )
         request = TurnRequest(
             item.conversation_id,
-            text,
+            got.text,
             item.conversation_id,
             msg.user,
             msg.ts,
             owner_chat,
             from_owner,
-            untrusted=untrusted,
-            images=images,
-            notice=notice,
+            untrusted=got.untrusted,
+            images=got.images,
+            notice=got.notice,
             send_file=send_file,
         )
         return await self.ask_agent(request, approve=approve, on_event=progress.on_event)
