@@ -2,8 +2,8 @@
 against the fake Discord (tests/fakes/discord_api.py: the REST API and the gateway) and the fake model server: a
 DM from the owner gets one answer (grown by edits while the model streams); a guild message without the bot's
 mention is ignored (mention mode), one with it is answered in its channel; the same message id delivered twice is
-answered once; a stranger gets a pairing code once and reaches no model; a 429 is waited out. One bot process for
-the module."""
+answered once; a stranger gets a pairing code once and reaches no model; a 429 is waited out; a SIGKILL mid-stream
+leaves one message, edited into the whole answer after the restart. One bot process for the module."""
 
 from __future__ import annotations
 
@@ -187,3 +187,35 @@ def test_a_command_in_the_dm_is_answered_without_the_model(running: Running) -> 
     stop, jobs = [m["content"] for m in discord.posted(dm)[before:]]
     assert "nothing to stop" in stop and "job" in jobs.lower()
     assert model.chat_requests == [] and not _pending(running.workspace)
+
+
+def test_a_crash_mid_stream_leaves_one_message_with_the_whole_answer(running: Running) -> None:
+    """SIGKILL while the answer streams: the restart takes the live message over (the ledger recorded its id)
+    and edits it into the whole answer; no second message, the partial one not left behind."""
+    discord, model, bot = running.discord, running.model, running.bot
+    model.reset()
+    dm = discord.dms[OWNER]
+    before = len(discord.posted(dm))
+    answer = "Lisbon is the capital of Portugal, on the Tagus river where it meets the Atlantic."
+    words = answer.split(" ")
+    slow = ['{"reply": "'] + [w + " " for w in words[:-1]] + [words[-1], '"}']
+    model.enqueue(
+        {"content": '{"reply": "' + answer + '"}', "stream_chunks": slow, "chunk_delay": 0.5},
+        '{"reply": "' + answer + '"}',  # the restart's turn
+    )
+    discord.dm(OWNER, "What is the capital of Portugal?")
+
+    def growing() -> bool:  # sent and edited once: its id is in the ledger (recorded before the first edit)
+        mine = discord.posted(dm)[before:]
+        return bool(mine) and len(mine[0]["history"]) >= 2
+
+    wait_until(growing, timeout=30, what="the answer to stream")
+    bot.kill()
+    [partial] = discord.posted(dm)[before:]
+    assert partial["content"] != answer  # killed mid-stream
+    bot.start()
+    wait_until(lambda: _connected(bot), timeout=60, what="the restarted bot to connect to the gateway")
+    wait_until(lambda: not _pending(running.workspace), timeout=30, what="the replayed answer")
+    [message] = discord.posted(dm)[before:]  # one message: the partial one edited, none posted again
+    assert message["id"] == partial["id"] and message["content"] == answer
+    assert len(model.chat_requests) == 2

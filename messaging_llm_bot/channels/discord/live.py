@@ -1,6 +1,10 @@
 """The Discord side of conversation/progress.py's live message: the answer growing in one message (sent once,
-then edited). Progress counts messages by number; Discord names them by their ids, so each live message gets a
-number here."""
+then edited).
+
+Progress and the inbox's ledger (``record_live``) name a message by an integer; a Discord message id is one (a
+snowflake), so the live message's id is Progress's as it is: the ledger records it as soon as it is sent, and a
+restart after a crash edits that message instead of posting another.
+"""
 
 from __future__ import annotations
 
@@ -15,30 +19,26 @@ log = logging.getLogger(__name__)
 
 
 class DiscordLive:
-    """``LiveMessage`` in one Discord channel; best effort: no call raises."""
+    """``LiveMessage`` in one Discord channel, its ids the messages' snowflakes; best effort: no call raises."""
 
     def __init__(self, channel: DiscordChannel, to: str) -> None:
         self.channel, self.to = channel, to
-        self.sent: dict[int, str] = {}  # Progress's number -> the message's id
 
     def fit(self, text: str) -> str:
         return text[:MAX_TEXT_CHARS]
 
     async def send(self, text: str) -> int | None:
         try:
-            message_id = await self.channel.post(self.to, text)
+            return int(await self.channel.post(self.to, text))
         except (DiscordUnavailable, DeliveryError) as err:
             log.info("discord: the live message in %s was not sent: %s", self.to, err)
             return None
-        number = len(self.sent) + 1
-        self.sent[number] = message_id
-        return number
 
     async def edit(self, message_id: int, text: str) -> bool:
         try:
-            await self.channel.edit(self.to, self.sent[message_id], text)
+            await self.channel.edit(self.to, str(message_id), text)
             return True
-        except (DiscordUnavailable, DeliveryError, KeyError) as err:
+        except (DiscordUnavailable, DeliveryError) as err:
             log.info("discord: the live message in %s was not edited: %s", self.to, err)
             return False
 

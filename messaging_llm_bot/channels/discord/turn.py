@@ -70,14 +70,19 @@ class TurnRunner(ItemTurns):
         to = Address(msg.channel)
         reply, merged = item.reply, list(item.merged)  # a replay's merged (busy modes): from the ledger
         later: list[InboxItem] = []
-        live_id = None
+        # A live message a crashed run left (the ledger's record) is taken over: edited, never left beside another.
+        live_id = str(item.live) if item.live is not None else None
         if reply is None:
-            live = DiscordLive(self.platform, msg.channel)
-            progress = Progress(live, stream=self.config.stream and self.runtime.settings.llm.stream)
+            progress = Progress(
+                DiscordLive(self.platform, msg.channel),
+                stream=self.config.stream and self.runtime.settings.llm.stream,
+                message_id=item.live,
+                on_message=lambda snowflake: self.record_live(item.item_id, snowflake),
+            )
             await progress.start()
             produce = functools.partial(self._produce, item, msg, progress)
             reply, merged, later = await self.make_reply(item, msg.user, joinable(msg), produce, after=progress.stop)
-            live_id = live.sent.get(progress.message_id) if progress.message_id is not None else None
+            live_id = str(progress.message_id) if progress.message_id is not None else None
         if await self.deliver(item, to, reply, live_id):
             await self.finish(item, merged, later)  # else stopping: it and the messages it answers stay
 
