@@ -1,7 +1,8 @@
 """The Slack channel in this process (tests/slack_harness.py) against the fake Slack Web API: channels in
 mention mode (a channel message without a mention reaches nothing; a mention is answered in a thread under it,
 as a conversation of its own without the owner's data), a DM thread answered in its thread, and a rate-limited
-chat.postMessage waited out for its Retry-After and sent once."""
+chat.postMessage waited out for its Retry-After and sent once; the contract's ask_yes_no answered by the next
+yes or no in its conversation, once, and no answer in time is no."""
 
 from __future__ import annotations
 
@@ -63,3 +64,32 @@ def test_a_rate_limited_reply_waits_for_retry_after_and_goes_out_once(
     assert owner_texts(slack_api) == ["after the limit"]
     refused, sent = slack_api.call_times("chat.postMessage")  # refused once (429), then sent
     assert sent - refused >= 1.0  # Retry-After was waited out
+
+
+def test_ask_yes_no_is_answered_by_the_next_yes_or_no_in_that_conversation_once(slack_api: Any) -> None:
+    import asyncio
+
+    from messaging_llm_bot.channels.contract import Address
+    from messaging_llm_bot.channels.slack.api import SlackClient
+    from messaging_llm_bot.channels.slack.channel import SlackChannel, question_key
+
+    dm = slack_api.add_user(OWNER)
+
+    async def main(reply: str, timeout: float) -> tuple[bool, bool, bool]:
+        channel = SlackChannel(SlackClient(slack_api.base_url, slack_api.token))
+        to = Address(dm)
+        answered: list[bool] = []
+        before = len(slack_api.posted(dm))
+        ask = asyncio.ensure_future(channel.ask_yes_no(to, "Send the report now?", timeout))
+        # The owner's reply as the intake hands it over (intake.py: resolve under the conversation's key).
+        while len(slack_api.posted(dm)) == before and not ask.done():
+            await asyncio.sleep(0.01)
+        if reply:
+            answered.append(channel.resolve(question_key(to), reply))
+        got = await ask
+        return got, answered == [True], channel.resolve(question_key(to), "yes")  # closed: no second answer
+
+    assert asyncio.run(main("yes", 10)) == (True, True, False)
+    assert asyncio.run(main("no", 10)) == (False, True, False)
+    assert asyncio.run(main("", 0.2)) == (False, False, False)  # no answer in time is no
+    assert [m["text"] for m in slack_api.posted(dm)] == ["Send the report now?"] * 3

@@ -97,16 +97,7 @@ class SlackChannel:
 
     async def ask_yes_no(self, to: Address, question: str, timeout: float) -> bool:
         """Ask in ``to``; the next "yes" or "no" there answers (``resolve``)."""
-        key = question_key(to)
-        future = self.questions.open(key, key, {})
-        try:
-            await self.send_text(to, TextOut(question))
-            try:
-                return await asyncio.wait_for(future, timeout) is True
-            except asyncio.TimeoutError:
-                return False
-        finally:
-            self.questions.close(key)
+        return await self.questions.ask_yes_no(question_key(to), lambda: self.send_text(to, TextOut(question)), timeout)
 
     async def ask_with_buttons(self, to: Address, key: str, question: str, how: str, offers_chat: bool) -> Asked:
         """Post ``question`` with its buttons; the answer goes to the open question ``key`` (``press``)."""
