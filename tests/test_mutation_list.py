@@ -1,4 +1,4 @@
-"""bench/mutation_list.py stays true to the code: every line a mutation changes occurs exactly once in its
+"""bench/mutation_list/ stays true to the code: every line a mutation changes occurs exactly once in its
 file, the change changes something, and every test file it names exists. A refactor that moves a guard
 fails here (and says which mutation), instead of an hour into `bench/mutations.py`."""
 
@@ -12,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from mutation_list import MUTATIONS  # noqa: E402
+import mutation_list  # noqa: E402
+from mutation_list import MUTATIONS, area_of  # noqa: E402
 
 
 def test_mutation_ids_are_unique():
@@ -23,8 +24,21 @@ def test_mutation_ids_are_unique():
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=lambda m: m.id)
 def test_each_mutation_still_applies_to_one_line_and_names_existing_tests(mutation):
     text = (ROOT / mutation.path).read_text(encoding="utf-8")
-    assert text.count(mutation.old) == 1, f"{mutation.id}: update bench/mutation_list.py for {mutation.path}"
+    assert text.count(mutation.old) == 1, (
+        f"{mutation.id}: update bench/mutation_list/{area_of(mutation.path)}.py for {mutation.path}"
+    )
     assert mutation.new != mutation.old
     assert mutation.tests, mutation.id
     missing = [name for name in mutation.tests if not (ROOT / "tests" / name).is_file()]
     assert not missing, f"{mutation.id}: no such test file {missing}"
+
+
+def test_each_mutation_is_in_the_file_of_its_area():
+    """A new mutation goes into the area file of the package it changes (bench/mutation_list/__init__.py's
+    AREAS), so the list stays findable and two branches adding mutations of different areas do not meet."""
+    misplaced = []
+    for name in sorted({area_of(m.path) for m in MUTATIONS}):
+        area = getattr(mutation_list, name)
+        misplaced += [f"{m.id} ({m.path}) is in {name}.py" for m in area.MUTATIONS if area_of(m.path) != name]
+    assert len(MUTATIONS) == sum(len(getattr(mutation_list, a).MUTATIONS) for a in {area_of(m.path) for m in MUTATIONS})
+    assert not misplaced, misplaced

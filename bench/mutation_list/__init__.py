@@ -1,0 +1,110 @@
+"""The mutations bench/mutations.py applies: one-line changes to the security and reliability guards, each
+with the test files that should notice it. Data only; tests/test_mutation_list.py checks that every line to
+change still occurs exactly once in its file, so a refactor that moves a guard updates this list with it.
+
+One file per area, named for the package whose file the mutation changes (``area_of`` below): a new guard's
+mutation goes into its area's file (``channel_<name>.py`` for a channel's folder), the test files it names
+into ``common.py``. Areas apart keep two branches that each add a mutation from meeting in one place.
+"""
+
+from __future__ import annotations
+
+from mutation_list import (
+    access,
+    agent,
+    channel_console,
+    channel_discord,
+    channel_email,
+    channel_matrix,
+    channel_signal,
+    channel_slack,
+    channel_telegram,
+    channel_webchat,
+    channel_whatsapp,
+    cli_ops,
+    config,
+    conversation,
+    files,
+    jobs,
+    media,
+    memory,
+    serve,
+    skills,
+    web,
+)
+from mutation_list.common import Mutation
+
+__all__ = ["MUTATIONS", "Mutation", "area_of"]
+
+MUTATIONS: tuple[Mutation, ...] = (
+    *access.MUTATIONS,
+    *agent.MUTATIONS,
+    *channel_console.MUTATIONS,
+    *channel_discord.MUTATIONS,
+    *channel_email.MUTATIONS,
+    *channel_matrix.MUTATIONS,
+    *channel_signal.MUTATIONS,
+    *channel_slack.MUTATIONS,
+    *channel_telegram.MUTATIONS,
+    *channel_webchat.MUTATIONS,
+    *channel_whatsapp.MUTATIONS,
+    *cli_ops.MUTATIONS,
+    *config.MUTATIONS,
+    *conversation.MUTATIONS,
+    *files.MUTATIONS,
+    *jobs.MUTATIONS,
+    *media.MUTATIONS,
+    *memory.MUTATIONS,
+    *serve.MUTATIONS,
+    *skills.MUTATIONS,
+    *web.MUTATIONS,
+)
+
+#: Which area file holds a mutation of a file of these packages (the first matching prefix).
+AREAS: tuple[tuple[str, str], ...] = (
+    ("assistant_framework/agentskills", "skills"),
+    ("messaging_llm_bot/conversation", "conversation"),
+    ("assistant_framework/collectors", "jobs"),
+    ("assistant_framework/redaction", "config"),
+    ("assistant_framework/workspace", "files"),
+    ("assistant_framework/schedules", "jobs"),
+    ("assistant_framework/settings", "config"),
+    ("assistant_framework/netguard", "access"),
+    ("assistant_framework/spending", "memory"),
+    ("messaging_llm_bot/protocol", "agent"),
+    ("messaging_llm_bot/channels", "conversation"),
+    ("assistant_framework/skills", "skills"),
+    ("assistant_framework/config", "config"),
+    ("assistant_framework/backup", "files"),
+    ("assistant_framework/access", "access"),
+    ("assistant_framework/policy", "access"),
+    ("assistant_framework/memory", "memory"),
+    ("assistant_framework/traces", "memory"),
+    ("assistant_framework/serve", "serve"),
+    ("assistant_framework/media", "media"),
+    ("assistant_framework/hooks", "jobs"),
+    ("assistant_framework/inbox", "memory"),
+    ("assistant_framework/jobs", "jobs"),
+    ("messaging_llm_bot/agent", "agent"),
+    ("messaging_llm_bot/evals", "agent"),
+    ("messaging_llm_bot/serve", "serve"),
+    ("assistant_framework/web", "web"),
+    ("assistant_framework/mcp", "skills"),
+    ("messaging_llm_bot/llm", "agent"),
+    ("messaging_llm_bot/cli", "cli_ops"),
+    ("messaging_llm_bot/ops", "cli_ops"),
+    ("Makefile", "cli_ops"),
+    ("skills", "skills"),
+    ("tests", "cli_ops"),
+)
+
+
+def area_of(path: str) -> str:
+    """The area file (without ``.py``) that holds a mutation of ``path``."""
+    parts = path.split("/")
+    if parts[:2] == ["messaging_llm_bot", "channels"] and len(parts) > 3:
+        return f"channel_{parts[2]}"
+    for prefix, area in AREAS:
+        if path == prefix or path.startswith(prefix + "/") or path.startswith(prefix + "."):
+            return area
+    raise KeyError(f"{path}: no area of the mutation list holds it; add its package to AREAS")

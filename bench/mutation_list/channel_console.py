@@ -1,0 +1,16 @@
+"""Mutations of the console channel (messaging_llm_bot/channels/console/)."""
+
+from __future__ import annotations
+
+from mutation_list.common import BOT, BUSY_KIT, Mutation
+
+MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        "busy-console-never-reads-meanwhile",
+        f"{BOT}/channels/console/chat.py",
+        "                meanwhile.poll()",
+        "                pass",
+        "busy modes do nothing in the terminal chat: a line typed while it answers waits its turn",
+        BUSY_KIT,
+    ),
+)

@@ -1,0 +1,56 @@
+"""Mutations of the discord channel (messaging_llm_bot/channels/discord/)."""
+
+from __future__ import annotations
+
+from mutation_list.common import BOT, DISCORD, DISCORD_BOT, Mutation
+
+MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        "discord-allowlist-open",
+        f"{BOT}/channels/discord/settings.py",
+        "        return user in self.allowed",
+        "        return True",
+        "any Discord user who writes to the bot is answered, with no pairing code",
+        DISCORD_BOT,
+    ),
+    Mutation(
+        "discord-mention-mode-off",
+        f"{BOT}/channels/discord/message.py",
+        "        if not any(user.id == bot_id for user in message.mentions):",
+        "        if False:",
+        "every message in a guild channel the bot can read reaches the model, not only those that mention it",
+        DISCORD_BOT,
+    ),
+    Mutation(
+        "discord-same-message-twice",
+        f"{BOT}/channels/discord/message.py",
+        '        return f"{KEY_PREFIX}{self.message_id}"',
+        "        return f\"{KEY_PREFIX}{self.message_id}:{__import__('time').time_ns()}\"",
+        "a message the gateway delivers again (a RESUME's replay) is answered a second time",
+        DISCORD_BOT,
+    ),
+    Mutation(
+        "discord-live-not-taken-over",
+        f"{BOT}/channels/discord/turn.py",
+        "                message_id=item.live,",
+        "                message_id=None,",
+        "after a crash mid-stream the partial answer stays and the whole answer is posted again beside it",
+        DISCORD_BOT,
+    ),
+    Mutation(
+        "discord-file-any-host",
+        f"{BOT}/channels/discord/files.py",
+        "    return (got.scheme, got.netloc) == (api.scheme, api.netloc)",
+        "    return True",
+        "an attachment URL a message names on any server is fetched (the bot asks whatever host it is pointed at)",
+        DISCORD_BOT,
+    ),
+    Mutation(
+        "discord-button-anyone",
+        f"{BOT}/channels/discord/buttons.py",
+        "        if str(interaction.user.id) != owner():",
+        "        if False:",
+        "anyone who can press the owner's question's buttons answers it (approves the owner's skill call)",
+        DISCORD,
+    ),
+)

@@ -1,0 +1,69 @@
+"""Mutations of the signal channel (messaging_llm_bot/channels/signal/)."""
+
+from __future__ import annotations
+
+from mutation_list.common import BOT, BUSY, SIGNAL, Mutation
+
+MUTATIONS: tuple[Mutation, ...] = (
+    # -- Signal: allowlist and identity (channels/signal/) --------------------------------------------
+    Mutation(
+        "signal-number-without-account",
+        f"{BOT}/channels/signal/identity.py",
+        "if pinned is not None and pinned != uuid:",
+        "if pinned is not None and uuid and pinned != uuid:",
+        "a message with a pinned number and no account passes as that number",
+        SIGNAL,
+    ),
+    Mutation(
+        "signal-group-is-owner",
+        f"{BOT}/channels/signal/identity.py",
+        "return sees_owner_data(self.owner, msg.group_id is None)",
+        "return sees_owner_data(self.owner, True)",
+        "the owner's Signal groups see the owner's data",
+        SIGNAL,
+    ),
+    Mutation(
+        "signal-repin",
+        f"{BOT}/channels/signal/identity.py",
+        "if number in self._pins:\n                return",
+        "if False:\n                return",
+        "a number is pinned again to another account",
+        SIGNAL,
+        equivalent="pin runs only for a number with no pin on record (the service checks pinned() first) "
+        "and judge has already refused a number whose pin disagrees",
+    ),
+    Mutation(
+        "signal-allowed-any-id",
+        f"{BOT}/channels/signal/settings.py",
+        "return bool({normalize_id(x) for x in ids if x} & set(allowed_ids(signal)))",
+        "return bool(ids)",
+        "every sender is allowed",
+        SIGNAL,
+    ),
+    Mutation(
+        "signal-owner-unchecked",
+        f"{BOT}/channels/signal/settings.py",
+        "return owner is not None and owner in {normalize_id(x) for x in ids if x} and allows_any(signal, ids)",
+        "return owner is None or owner in {normalize_id(x) for x in ids if x}",
+        "with no owner configured every allowed sender is the owner",
+        SIGNAL,
+        equivalent="owner_of makes the first allowed id the owner when none is set, so "
+        "owner is None only when nobody is allowed, and then no message gets this far",
+    ),
+    Mutation(
+        "serve-chat-approver-only-telegram",
+        f"{BOT}/channels/signal/service.py",
+        "            ask_owner=self.approvals.owner_approver(lambda: owner_of(self.settings), loop),",
+        "            ask_owner=None,",
+        "with Signal the home channel, a client's ask call with approve_in_chat is refused instead of asked there",
+        ("test_serve_approve_home.py",),
+    ),
+    Mutation(
+        "busy-signal-never-joins",
+        f"{BOT}/channels/signal/events.py",
+        "            joinable(msg),\n            queue=msg.chat,",
+        "            False,\n            queue=msg.chat,",
+        "busy mode steer does nothing on Signal",
+        BUSY,
+    ),
+)

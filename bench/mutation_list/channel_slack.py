@@ -1,0 +1,97 @@
+"""Mutations of the slack channel (messaging_llm_bot/channels/slack/)."""
+
+from __future__ import annotations
+
+from mutation_list.common import BOT, BUSY_KIT, PAIRING, SLACK, SLACK_BOT, SLACK_SOCKET, Mutation
+
+MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        "slack-retry-after-ignored",
+        "messaging_llm_bot/channels/slack/turn.py",
+        "                raise SendLater(err, after=err.retry_after) from err",
+        "                raise SendLater(err) from err",
+        "a rate-limited reply is sent again before Slack's Retry-After: more 429s, and a tier's limit hit again",
+        SLACK,
+    ),
+    Mutation(
+        "slack-live-not-taken-over",
+        "messaging_llm_bot/channels/slack/turn.py",
+        "            message_id=item.live,",
+        "            message_id=None,",
+        "after a crash mid-stream the partial answer stays and the whole answer is posted again beside it",
+        SLACK_BOT,
+    ),
+    Mutation(
+        "slack-socket-unacked",
+        "messaging_llm_bot/channels/slack/socketmode.py",
+        "        await client.send_socket_mode_response(SocketModeResponse(envelope_id=request.envelope_id))",
+        "        pass",
+        "Socket Mode envelopes are never acknowledged: Slack sends each event again and again, then drops the app",
+        SLACK_SOCKET,
+    ),
+    Mutation(
+        "slack-file-any-host",
+        "messaging_llm_bot/channels/slack/api.py",
+        '        if parts.scheme not in ("https", "http") or parts.netloc not in self._hosts:',
+        '        if parts.scheme not in ("https", "http"):',
+        "a signed event naming any file URL gets the bot token sent there: whoever runs that server has the token",
+        SLACK_BOT,
+    ),
+    Mutation(
+        "slack-button-anyone",
+        "messaging_llm_bot/channels/slack/intake.py",
+        "        elif not self.host.config.is_owner(press.user):",
+        "        elif False:",
+        "anyone who can press the question's button (a channel's member, a forged payload's user) confirms the call",
+        SLACK_BOT,
+    ),
+    Mutation(
+        "slack-mention-mode-off",
+        "messaging_llm_bot/channels/slack/message.py",
+        '    if not (direct or kind == "app_mention"):',
+        "    if False:",
+        "every message of a channel the bot is in reaches the model, not only those that mention it",
+        SLACK,
+    ),
+    Mutation(
+        "slack-signature-unchecked",
+        "messaging_llm_bot/channels/slack/webhook.py",
+        "        if not signed(webhook.config().signing_secret, body, stamp, signature):",
+        "        if False:",
+        "anyone who finds the request URL posts events as the owner: they reach the model with the owner's data",
+        SLACK_BOT,
+    ),
+    Mutation(
+        "slack-signature-any",
+        "messaging_llm_bot/channels/slack/webhook.py",
+        "        return SignatureVerifier(secret).is_valid(body, timestamp, signature)",
+        '        return signature.startswith("v0=")',
+        "a request with any v0 signature passes (the HMAC is never compared)",
+        SLACK_BOT,
+    ),
+    Mutation(
+        "slack-timestamp-unchecked",
+        "messaging_llm_bot/channels/slack/webhook.py",
+        "    return abs(now - int(timestamp)) <= MAX_AGE_SECONDS",
+        "    return True",
+        "a request older than five minutes is no longer refused for its age first (slack-sdk's verifier still "
+        "bounds it, so it is refused as unsigned: the test notices by the refusal's reason)",
+        SLACK_BOT,
+    ),
+    Mutation(
+        "busy-slack-never-joins",
+        "messaging_llm_bot/channels/slack/intake.py",
+        "owner, msg.text, msg.ts, joinable(msg)",
+        "owner, msg.text, msg.ts, False",
+        "busy mode steer does nothing on Slack: a message sent meanwhile waits its turn",
+        BUSY_KIT,
+    ),
+    Mutation(
+        "slack-pairing-not-wired",
+        f"{BOT}/channels/slack/intake.py",
+        '        self.strangers = Strangers("slack", told, Pairing(host.runtime))',
+        '        self.strangers = Strangers("slack", told)',
+        "a Slack stranger is told their user id with pairing on, gets no code, and the owner cannot let them in by one",
+        PAIRING,
+    ),
+)

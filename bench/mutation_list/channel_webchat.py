@@ -1,0 +1,80 @@
+"""Mutations of the webchat channel (messaging_llm_bot/channels/webchat/)."""
+
+from __future__ import annotations
+
+from mutation_list.common import BOT, BUSY_KIT, WEBCHAT, WEBCHAT_JOBS, Mutation
+
+MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        "webchat-page-public",
+        f"{BOT}/channels/webchat/page.py",
+        "    public = False  # every route needs the sign-in: base.py's prepare answers 401 before anything runs",
+        "    public = True",
+        "the Chat page, its history, its stream and its send are open without the sign-in",
+        WEBCHAT,
+    ),
+    Mutation(
+        "webchat-no-replay",
+        f"{BOT}/channels/webchat/service.py",
+        "        for item in [one for one in pending if one.item_id not in answered]:",
+        "        for item in []:",
+        "a message the page stored but the bot did not answer before a crash is never answered",
+        WEBCHAT,
+    ),
+    Mutation(
+        "webchat-message-taken-twice",
+        f"{BOT}/channels/webchat/service.py",
+        "        if item is None:",
+        "        if False:",
+        "a message the browser sends again (the same id) is shown twice",
+        WEBCHAT,
+    ),
+    Mutation(
+        "webchat-no-reminders",
+        f"{BOT}/channels/webchat/service.py",
+        "            send_reminder=self._reminder,",
+        "            send_reminder=None,",
+        "a reminder set in the web chat is never shown there (it stays pending)",
+        WEBCHAT_JOBS,
+    ),
+    Mutation(
+        "webchat-no-jobs",
+        f"{BOT}/channels/webchat/service.py",
+        "            start=self._start_job,",
+        "            start=lambda item: None,",
+        "a job made in the web chat is never run or delivered there",
+        WEBCHAT_JOBS,
+    ),
+    Mutation(
+        "webchat-store-open-to-all",
+        f"{BOT}/channels/webchat/transcript.py",
+        "            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)",
+        "            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)",
+        "the web chat's message store (the owner's words) is readable by others under umask 022",
+        WEBCHAT_JOBS,
+    ),
+    Mutation(
+        "webchat-text-unbounded",
+        f"{BOT}/channels/webchat/page.py",
+        "        if len(text) > MAX_TEXT_CHARS:",
+        "        if False:",
+        "a message of any length (up to the body's bound) is stored and sent to the model",
+        WEBCHAT,
+    ),
+    Mutation(
+        "webchat-any-message-id",
+        f"{BOT}/channels/webchat/page.py",
+        "    if not isinstance(client_id, str) or not (8 <= len(client_id) <= MAX_CLIENT_ID and client_id.isalnum()):",
+        "    if not isinstance(client_id, str):",
+        "a page's message id of any length and characters becomes part of the inbox's source id",
+        WEBCHAT,
+    ),
+    Mutation(
+        "busy-webchat-never-joins",
+        f"{BOT}/channels/webchat/service.py",
+        "        if joinable(item) and self.busy.join(",
+        "        if False and self.busy.join(",
+        "busy mode steer does nothing in the web chat: a message sent meanwhile waits its turn",
+        BUSY_KIT,
+    ),
+)

@@ -1,0 +1,73 @@
+"""Mutations of the whatsapp channel (messaging_llm_bot/channels/whatsapp/)."""
+
+from __future__ import annotations
+
+from mutation_list.common import BOT, BUSY_KIT, PAIRING, WHATSAPP, WHATSAPP_BOT, Mutation
+
+MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        "whatsapp-signature-unchecked",
+        "messaging_llm_bot/channels/whatsapp/webhook.py",
+        "        if not signed(webhook.config().app_secret, body, self.request.headers.get(SIGNATURE_HEADER)):",
+        "        if False:",
+        "anyone who finds the webhook's URL posts messages as the owner: they reach the model with the owner's data",
+        WHATSAPP_BOT,
+    ),
+    Mutation(
+        "whatsapp-signature-any",
+        "messaging_llm_bot/channels/whatsapp/webhook.py",
+        '    return hmac.compare_digest(header.strip().encode("utf-8"), expected)',
+        '    return header.startswith("sha256=")',
+        "a POST with any signature header passes (the HMAC is never compared)",
+        WHATSAPP_BOT,
+    ),
+    Mutation(
+        "whatsapp-handshake-any-token",
+        "messaging_llm_bot/channels/whatsapp/webhook.py",
+        '    return hmac.compare_digest(token.encode("utf-8"), config.verify_token.encode("utf-8"))',
+        "    return True",
+        "the handshake answers anyone's verify token: someone else can point a Meta app's webhook at the bot",
+        WHATSAPP_BOT,
+    ),
+    Mutation(
+        "whatsapp-window-ignored",
+        "messaging_llm_bot/channels/whatsapp/channel.py",
+        "        inside = self.window.is_open(number)",
+        "        inside = True",
+        "a job run outside the 24-hour window goes out free-form: the Cloud API fails it (131047) and it is lost",
+        WHATSAPP_BOT,
+    ),
+    Mutation(
+        "whatsapp-held-dropped",
+        "messaging_llm_bot/channels/whatsapp/turn.py",
+        "                self.held[item.item_id] = item.conversation_id",
+        "                return True",
+        "a reply outside the window without a template is completed unsent: dropped, never delivered",
+        WHATSAPP,
+    ),
+    Mutation(
+        "busy-whatsapp-never-joins",
+        "messaging_llm_bot/channels/whatsapp/intake.py",
+        "msg.text, msg.message_id, joinable(msg))",
+        "msg.text, msg.message_id, False)",
+        "busy mode steer does nothing on WhatsApp: a message sent meanwhile waits its turn",
+        BUSY_KIT,
+    ),
+    Mutation(
+        "whatsapp-allowlist",
+        "messaging_llm_bot/channels/whatsapp/intake.py",
+        "        if not config.allows(msg.sender):",
+        "        if False:",
+        "a stranger's message reaches the model",
+        WHATSAPP_BOT,
+    ),
+    Mutation(
+        "whatsapp-pairing-not-wired",
+        f"{BOT}/channels/whatsapp/intake.py",
+        '        self.strangers = Strangers("whatsapp", told, Pairing(host.runtime))',
+        '        self.strangers = Strangers("whatsapp", told)',
+        "a WhatsApp stranger is told their number with pairing on, gets no code, and the owner cannot let them in "
+        "by one",
+        PAIRING,
+    ),
+)
