@@ -13,6 +13,7 @@ import json
 import logging
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import TypedDict
 
 from assistant_framework.access import feeds_prompt, schedules_work
 from assistant_framework.config.settings import PolicySettings
@@ -67,10 +68,24 @@ _PATH_KEYS = ("path", "paths", "file", "folder")
 #: The owner's third answer, "allow for this conversation" (``approve`` returns it instead of True); a
 #: frontend offers it when the question says ``allow_conversation``.
 ALLOW_CONVERSATION = "conversation"
-#: Asks the owner about one call: True (confirm), False (decline) or ``ALLOW_CONVERSATION``.
-ApproveCallback = Callable[[JsonObject], "bool | str"]
 #: The chat a call is made in, as the skills' context names it (None: no chat, a job run or a served client).
 ChatId = int | str | None
+
+
+class ApprovalRequest(TypedDict):
+    """The question about one call, as the guard hands it to a channel's ``approve`` (and a channel, such as
+    the web chat, may send it on as JSON)."""
+
+    skill: str
+    args: object  # the call's arguments as shown (``shown_args``: a copy, long texts cut)
+    capabilities: list[str]
+    reason: str  # why the policy asks
+    chat: ChatId
+    allow_conversation: bool  # the owner may answer "allow for this conversation"
+
+
+#: Asks the owner about one call: True (confirm), False (decline) or ``ALLOW_CONVERSATION``.
+ApproveCallback = Callable[[ApprovalRequest], "bool | str"]
 
 
 def _arg_paths(args: object) -> list[str]:
@@ -322,7 +337,7 @@ class CallGate:
     ) -> GateResult:
         """A call the policy asks about: the owner's answer (once, or for this conversation when ``offer``);
         no way to ask, an error asking or a no refuses it, audited."""
-        request: JsonObject = {
+        request: ApprovalRequest = {
             "skill": skill.name,
             "args": shown_args(args),
             "capabilities": caps,

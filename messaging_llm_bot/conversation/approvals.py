@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from typing import Any
 
-from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION
+from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, ApprovalRequest
 from messaging_llm_bot.conversation.delivery import DeliveryError
 
 log = logging.getLogger(__name__)
@@ -41,15 +41,15 @@ CHAT = frozenset({"chat", "always", "allow", "allow for this conversation"})
 #: The owner's answer: True, False or ``ALLOW_CONVERSATION``.
 Answer = bool | str
 #: Asks the owner on the channel's loop.
-Ask = Callable[[dict[str, Any]], Coroutine[Any, Any, Answer]]
+Ask = Callable[[ApprovalRequest], Coroutine[Any, Any, Answer]]
 
 
-def offers_conversation(request: dict[str, Any]) -> bool:
+def offers_conversation(request: ApprovalRequest) -> bool:
     """The question may be answered "allow for this conversation" (the guard says so in the request)."""
     return bool(request.get("allow_conversation"))
 
 
-def question_text(request: dict[str, Any], how_to_answer: str = "") -> str:
+def question_text(request: ApprovalRequest, how_to_answer: str = "") -> str:
     """The question shown to the owner: which skill, what it would do, and why it asks."""
     args = json.dumps(request.get("args") or {}, ensure_ascii=False)
     if len(args) > MAX_ARGS_CHARS:
@@ -86,12 +86,13 @@ class OpenQuestions:
         self._chats: dict[str, Hashable] = {}
         self._offers: set[str] = set()  # keys whose question offers "allow for this conversation"
 
-    def open(self, key: str, chat: Hashable, request: dict[str, Any]) -> asyncio.Future[Answer]:
-        """A new question under ``key`` about ``request``; its answer is the future's result."""
+    def open(self, key: str, chat: Hashable, offer: bool = False) -> asyncio.Future[Answer]:
+        """A new question under ``key``, asked in ``chat``; its answer is the future's result. ``offer``: it may
+        be answered "allow for this conversation" (``offers_conversation`` of the request)."""
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._futures[key] = future
         self._chats[key] = chat
-        if offers_conversation(request):
+        if offer:
             self._offers.add(key)
         return future
 
@@ -127,7 +128,7 @@ class OpenQuestions:
     async def ask_yes_no(self, key: str, send: Callable[[], Awaitable[object]], timeout: float) -> bool:
         """The contract's ``ask_yes_no`` where the answer is the owner's next message: a question under ``key``
         (``send`` asks it), True only for their yes within ``timeout`` seconds."""
-        future = self.open(key, key, {})
+        future = self.open(key, key)
         try:
             await send()
             try:
@@ -144,10 +145,10 @@ class OpenQuestions:
         except asyncio.TimeoutError:
             return None
 
-    def approver(self, ask: Ask, loop: asyncio.AbstractEventLoop, where: str) -> Callable[[dict[str, Any]], Answer]:
+    def approver(self, ask: Ask, loop: asyncio.AbstractEventLoop, where: str) -> Callable[[ApprovalRequest], Answer]:
         """A blocking ``approve`` for the agent's worker thread: ``ask`` runs on ``loop``; any failure is a no."""
 
-        def approve(request: dict[str, Any]) -> Answer:
+        def approve(request: ApprovalRequest) -> Answer:
             future = asyncio.run_coroutine_threadsafe(ask(request), loop)
             try:
                 return fail_closed(future.result(self.timeout_seconds + 30))
@@ -190,15 +191,15 @@ class ReplyApprovals:
 
     def approver(
         self, chat: str, loop: asyncio.AbstractEventLoop, send: SendText | None = None
-    ) -> Callable[[dict[str, Any]], Answer]:
+    ) -> Callable[[ApprovalRequest], Answer]:
         """A blocking callback for the agent's worker thread; ``send`` replaces the channel's for this turn's
         questions (Matrix asks in the turn's thread)."""
         return self.questions.approver(lambda request: self.ask(chat, request, send), loop, chat)
 
-    async def ask(self, chat: str, request: dict[str, Any], send: SendText | None = None) -> Answer:
+    async def ask(self, chat: str, request: ApprovalRequest, send: SendText | None = None) -> Answer:
         """Send the question and wait for the owner's answer (False on timeout or when it cannot be sent)."""
         send = send or self._send
-        future = self.questions.open(chat, chat, request)
+        future = self.questions.open(chat, chat, offers_conversation(request))
         how = self._how[1] if offers_conversation(request) else self._how[0]
         try:
             await send(chat, question_text(request, how))
@@ -215,11 +216,11 @@ class ReplyApprovals:
 
     def owner_approver(
         self, owner: Callable[[], str | None], loop: asyncio.AbstractEventLoop
-    ) -> Callable[[dict[str, Any]], Answer]:
+    ) -> Callable[[ApprovalRequest], Answer]:
         """Asks the owner in their own chat, from any thread (``ChannelJobs.ask_owner``: a served client's ``ask``
         call); ``owner`` is read when asking (Matrix learns the room); none known: declined, one log line."""
 
-        async def ask(request: dict[str, Any]) -> Answer:
+        async def ask(request: ApprovalRequest) -> Answer:
             chat = owner()
             if not chat:
                 log.warning("%s: no chat of the owner's to ask for confirmation in; not done", self.channel)

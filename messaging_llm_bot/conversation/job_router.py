@@ -32,6 +32,7 @@ from zoneinfo import ZoneInfo
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
 from assistant_framework.stores.reminders import ReminderStore
+from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.conversation.approvals import Answer
 from messaging_llm_bot.conversation.job_runs import JobRun
 from messaging_llm_bot.conversation.job_scheduler import JobScheduler, outside_job
@@ -66,7 +67,7 @@ class ChannelJobs:
     reminder_poll_seconds: float = POLL_SECONDS  # how often the store is read for new reminders (tests: less)
     # Asks the owner in their own chat on this channel, blocking the calling thread till they answer (a served
     # client's ``ask`` call with ``approve_in_chat``; conversation/approvals.py). None: the channel cannot.
-    ask_owner: Callable[[dict[str, Any]], Answer] | None = None
+    ask_owner: Callable[[ApprovalRequest], Answer] | None = None
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,7 @@ class JobRouter:
         daily = self._digests.get(channel)
         return daily.due if daily is not None else None
 
-    def owner_approver(self, channel: str) -> Callable[[dict[str, Any]], Answer] | None:
+    def owner_approver(self, channel: str) -> Callable[[ApprovalRequest], Answer] | None:
         """How to ask the owner on ``channel`` now (its ``ChannelJobs.ask_owner``); None when it does not run here
         or cannot ask (a served client's ``ask`` call is then refused)."""
         jobs = self._attached().get(channel)

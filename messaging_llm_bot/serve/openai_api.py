@@ -33,7 +33,7 @@ from assistant_framework.serve.clients import Client, PerMinute
 from assistant_framework.serve.http import ClientHandler, Route
 from assistant_framework.web.base import WebState
 from assistant_framework.web.server import Mount
-from messaging_llm_bot.agent.guard import ApproveCallback
+from messaging_llm_bot.agent.guard import ApprovalRequest, ApproveCallback
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.turn import AgentEvent, TurnResult
 from messaging_llm_bot.conversation.approvals import Answer
@@ -130,7 +130,7 @@ class ChatService:
         if ask_owner is None:
             return None
 
-        def approve(request: JsonObject) -> Answer:
+        def approve(request: ApprovalRequest) -> Answer:
             reason = request.get("reason") or "the policy asks for confirmation"
             return ask_owner({**request, "reason": f"{reason}; asked for the served client {client.name!r}"})
 

@@ -29,7 +29,7 @@ from typing import Any, TextIO
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileSender, FileToSend
-from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, ApproveCallback
+from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, ApprovalRequest, ApproveCallback
 from messaging_llm_bot.agent.turn import AgentEvent, reply_text
 from messaging_llm_bot.channels.console.extras import (
     HISTORY_FILE,
@@ -72,11 +72,11 @@ def progress_line(event: AgentEvent) -> str | None:
     return None
 
 
-def terminal_approver(stdin: TextIO, stdout: TextIO) -> Callable[[dict[str, Any]], bool | str]:
+def terminal_approver(stdin: TextIO, stdout: TextIO) -> Callable[[ApprovalRequest], bool | str]:
     """Ask the owner at the terminal to confirm a call the policy marks ``ask`` (the question every channel
     asks; anything but y means no; c allows it for this conversation where the question offers that)."""
 
-    def approve(request: dict[str, Any]) -> bool | str:
+    def approve(request: ApprovalRequest) -> bool | str:
         offer = offers_conversation(request)
         how = f"(c: allow for this conversation: {ALLOWANCE}) [y/N/c]" if offer else "[y/N]"
         print(f"\n{question_text(request, how)} ", end="", file=stdout, flush=True)
@@ -169,7 +169,7 @@ def answer_durably(
 class _Question:
     """A confirmation the worker thread waits on; the main thread answers it."""
 
-    request: dict[str, Any]
+    request: ApprovalRequest
     answer: bool | str = False
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -195,7 +195,7 @@ def answer_stoppably(
     finished = threading.Event()
     questions: queue.Queue[_Question] = queue.Queue()
 
-    def approve_from_worker(request: dict[str, Any]) -> bool | str:
+    def approve_from_worker(request: ApprovalRequest) -> bool | str:
         question = _Question(request)
         questions.put(question)
         question.done.wait()

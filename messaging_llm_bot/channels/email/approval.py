@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Callable
+from typing import Callable
 
+from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.channels.email.message import Thread
 from messaging_llm_bot.channels.email.outbox import Outbox
 from messaging_llm_bot.channels.email.servers import MailServerError
@@ -43,7 +44,7 @@ class Approvals:
 
     def approver(
         self, conversation: str, to: str, thread: Thread, loop: asyncio.AbstractEventLoop
-    ) -> Callable[[dict[str, Any]], Answer]:
+    ) -> Callable[[ApprovalRequest], Answer]:
         """A blocking callback for the agent's worker thread."""
         return self.replies.approver(conversation, loop, self._mailer(conversation, to, thread))
 

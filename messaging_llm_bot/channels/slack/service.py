@@ -14,11 +14,11 @@ import importlib.util
 import logging
 import signal
 from collections.abc import Sequence
-from typing import Any
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
+from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
 from messaging_llm_bot.channels.slack.api import SlackClient, SlackUnavailable
 from messaging_llm_bot.channels.slack.channel import SlackChannel
@@ -159,7 +159,7 @@ class SlackService(ChannelService):
 
     # -- jobs, reminders, notices -------------------------------------------------------
 
-    async def _ask_owner(self, request: dict[str, Any]) -> Answer:
+    async def _ask_owner(self, request: ApprovalRequest) -> Answer:
         """A served client's ``ask`` call, asked in the owner's DM (``ChannelJobs.ask_owner``); no DM: not done."""
         if not self.owner_dm:
             log.warning("slack: no owner DM to ask for confirmation in; not done")

@@ -14,10 +14,10 @@ import asyncio
 import logging
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.media.files_out import FileToSend
+from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.channels.contract import Address, DeliveryError, OutgoingFile, TextOut
 from messaging_llm_bot.channels.slack.api import SlackUnavailable
 from messaging_llm_bot.channels.slack.buttons import Asked
@@ -141,12 +141,12 @@ class TurnRunner(ItemTurns):
         sent = await self.slack.send_file(to, OutgoingFile("photo" if one.photo else "file", one.path, one.caption))
         return sent.message_ids[0]
 
-    async def ask(self, to: Address, request: dict[str, Any]) -> Answer:
+    async def ask(self, to: Address, request: ApprovalRequest) -> Answer:
         """Ask the owner and wait for the reply yes/no/chat (False on timeout or error)."""
         questions = self.slack.questions
         key = question_key(to)
-        future = questions.open(key, key, request)
         offers = offers_conversation(request)
+        future = questions.open(key, key, offers)
         how = HOW_TO_ANSWER_OR_ALLOW if offers else HOW_TO_ANSWER
         asked: Asked | None = None
         answer: Answer | None = None

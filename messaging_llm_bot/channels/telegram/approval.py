@@ -17,7 +17,7 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
-from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION
+from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION, ApprovalRequest
 from messaging_llm_bot.conversation.approvals import (
     ALLOWANCE,
     NO_ANSWER,
@@ -43,14 +43,14 @@ class Approvals:
 
     def approver(
         self, bot: telegram.Bot, chat_id: int, loop: asyncio.AbstractEventLoop, topic: int | None = None
-    ) -> Callable[[dict[str, Any]], Answer]:
+    ) -> Callable[[ApprovalRequest], Answer]:
         """A blocking callback for the agent's worker thread (asking in ``topic`` when the message came from one)."""
         return self.questions.approver(lambda request: self.ask(bot, chat_id, request, topic), loop, f"chat {chat_id}")
 
-    async def ask(self, bot: telegram.Bot, chat_id: int, request: dict[str, Any], topic: int | None = None) -> Answer:
+    async def ask(self, bot: telegram.Bot, chat_id: int, request: ApprovalRequest, topic: int | None = None) -> Answer:
         """Send the question with buttons and wait for the owner's press (False on timeout)."""
         token = secrets.token_hex(6)
-        future = self.questions.open(token, chat_id, request)
+        future = self.questions.open(token, chat_id, offers_conversation(request))
         rows = [
             [
                 InlineKeyboardButton("✅ Confirm", callback_data=f"approve:{token}:yes"),

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
+from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.channels.webchat.format import CAPABILITIES, CONVERSATION, split
 from messaging_llm_bot.channels.webchat.hub import Hub
 from messaging_llm_bot.channels.webchat.transcript import FileRef, Message, Transcript
@@ -27,6 +28,7 @@ from messaging_llm_bot.conversation.approvals import (
     NO_ANSWER,
     Answer,
     OpenQuestions,
+    offers_conversation,
     question_text,
 )
 from messaging_llm_bot.conversation.attachments import SavedFile, save_bytes
@@ -344,9 +346,9 @@ class WebChatService:
         self.hub.publish({"type": "message", "message": dict(message)})
         return str(message["id"])
 
-    async def _ask(self, request: dict[str, Any]) -> Answer:
+    async def _ask(self, request: ApprovalRequest) -> Answer:
         key = uuid.uuid4().hex
-        future = self.questions.open(key, CONVERSATION, request)
+        future = self.questions.open(key, CONVERSATION, offers_conversation(request))
         text = question_text(request)
         self.asking[key] = text
         self.hub.publish({"type": "ask", "id": key, "text": text})
