@@ -27,7 +27,7 @@ from assistant_framework.spending.calls import (
     call_cost,
     call_estimate,
 )
-from assistant_framework.spending.caps import BACKGROUND_SHARE, CAPS, CapUse, capped_text, none_left_text
+from assistant_framework.spending.caps import BACKGROUND_SHARE, CAPS, CapRow, CapUse, capped_text, none_left_text
 from assistant_framework.spending.ledger import STATE_FILE, Hold, SpendingLedger, cap_rows
 from assistant_framework.spending.usage import PeriodUsage, RunnerUsage, runner_usage, usage_json, usage_text
 
@@ -39,6 +39,7 @@ __all__ = [
     "MESSAGE_TOKENS",
     "STATE_FILE",
     "CallTokens",
+    "CapRow",
     "CapUse",
     "Hold",
     "PeriodUsage",

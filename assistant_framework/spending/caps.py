@@ -5,10 +5,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypedDict
 
 #: Background work stops at this share of any cap.
 BACKGROUND_SHARE = 0.8
 CAPS = ("daily_tokens", "monthly_tokens", "daily_cost", "monthly_cost")
+
+
+class CapRow(TypedDict):
+    """One cap of one runner as /stats, ``assistant usage --json``, the web Usage page and doctor show it
+    (``ledger.cap_rows``: a ``CapUse`` rounded and described)."""
+
+    runner: str
+    cap: str  # one of CAPS
+    limit: float
+    used: float
+    left: float
+    percent: float  # used / limit * 100, one decimal
+    reached: bool
+    refused: int  # calls of turns this cap kept from the runner in this period
+    resets: str  # ISO time to the minute, the period's end
+    estimated: bool
+    text: str  # CapUse.describe()
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 from assistant_framework.config.settings import RunnerSettings
 from assistant_framework.spending.calls import CallTokens, call_cost
-from assistant_framework.spending.caps import BACKGROUND_SHARE, CAPS, CapUse, capped_text
+from assistant_framework.spending.caps import BACKGROUND_SHARE, CAPS, CapRow, CapUse, capped_text
 from assistant_framework.tokens import estimate_tokens
 from assistant_framework.workspace import Workspace
 
@@ -264,12 +264,10 @@ class SpendingLedger:
             log.exception("could not tell the owner about the cap of runner %r", use.runner)
 
 
-def cap_rows(
-    ledger: SpendingLedger, runners: tuple[RunnerSettings, ...] | list[RunnerSettings]
-) -> list[dict[str, Any]]:
+def cap_rows(ledger: SpendingLedger, runners: tuple[RunnerSettings, ...] | list[RunnerSettings]) -> list[CapRow]:
     """Every cap of every runner as a row (runner, cap, limit, used, left, percent, reached, refused, resets,
     estimated), for /stats, the web Usage page and doctor."""
-    rows = []
+    rows: list[CapRow] = []
     for runner in runners:
         if not runner.limits.any:
             continue

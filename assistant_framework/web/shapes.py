@@ -6,6 +6,7 @@ from typing import TypedDict
 
 from assistant_framework.collectors.manager import CollectorStatus
 from assistant_framework.json_types import JsonObject, JsonSchema
+from assistant_framework.spending.caps import CapRow
 from assistant_framework.traces import UsageRow
 
 
@@ -79,7 +80,7 @@ class UsageBody(TypedDict):
     by_day: dict[str, UsageRow]
     by_model: dict[str, UsageRow]
     total: UsageRow
-    caps: list[JsonObject]  # spending.cap_rows: runner, cap, limit, used, left, percent, resets...
+    caps: list[CapRow]  # spending.cap_rows
 
 
 class SkillRow(TypedDict):

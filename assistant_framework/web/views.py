@@ -11,7 +11,7 @@ from ..json_types import JsonObject
 from ..mcp import McpSkills
 from ..memory.log import CONVERSATIONS_DIR
 from ..memory.recall import OUTSIDE_SOURCE_PREFIXES
-from ..spending import SpendingLedger, cap_rows
+from ..spending import CapRow, SpendingLedger, cap_rows
 from ..stores.provenance import is_untrusted
 from ..traces import TraceRecord, TraceStore, UsageRow
 from ..workspace import Workspace, WorkspacePathError
@@ -213,7 +213,7 @@ def usage(
     )
 
 
-def spending_caps(workspace: Workspace, settings: Settings) -> list[JsonObject]:
+def spending_caps(workspace: Workspace, settings: Settings) -> list[CapRow]:
     """The cap rows of every runner with caps, read from the ledger the bot writes (state/spending.json)."""
     if not any(r.limits.any for r in settings.llm.runners):
         return []

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from assistant_framework.access import OWNER_ONLY_COMMANDS, command_allowed
 from assistant_framework.config.reloadable import ReloadReport
+from assistant_framework.spending.caps import CapRow
 from assistant_framework.spending.usage import RunnerUsage, runner_usage, usage_text
 from assistant_framework.traces import TraceStore, UsageRow, UsageStats
 from assistant_framework.workspace import Workspace
@@ -273,7 +274,7 @@ def stats_text(
     workspace: Workspace,
     days: int = 30,
     now: datetime | None = None,
-    caps: list[dict[str, Any]] | None = None,
+    caps: list[CapRow] | None = None,
     usage: Sequence[RunnerUsage] = (),
 ) -> str:
     """/stats: each runner's tokens and cost today and this month (``usage``, estimated ones marked), the runners'
@@ -285,7 +286,7 @@ def stats_text(
     return "\n\n".join(parts)
 
 
-def caps_text(caps: list[dict[str, Any]]) -> str:
+def caps_text(caps: list[CapRow]) -> str:
     """The spending caps of /stats: per cap what is used, and when it resets (pure)."""
     lines = ["Spending caps:"]
     for row in caps:
@@ -317,7 +318,7 @@ def runtime_usage(runtime: "Runtime") -> list[RunnerUsage]:
     return runner_usage(llm.spending, llm.runners) if llm.spending is not None else []
 
 
-def runtime_caps(runtime: "Runtime") -> list[dict[str, Any]]:
+def runtime_caps(runtime: "Runtime") -> list[CapRow]:
     """The cap rows of the running model client (none without caps)."""
     from assistant_framework.spending import cap_rows
 

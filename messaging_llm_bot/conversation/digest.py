@@ -6,9 +6,8 @@ No model call and no tokens: everything is read from the workspace stores and co
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import date, datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.collectors.days import covered_days, parse_moment
@@ -65,7 +64,7 @@ def build_digest(workspace: Workspace, now: datetime, timezone: str) -> str:
 def _safe(section: Callable[..., str]) -> Callable[..., str]:
     """Decorator: a damaged file shows a one-line note instead of breaking the whole digest."""
 
-    def wrapper(workspace: Workspace, *args: Any) -> str:
+    def wrapper(workspace: Workspace, *args: object) -> str:
         try:
             return section(workspace, *args)
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:
@@ -82,7 +81,7 @@ def _md(value: object) -> str:
     return escape_markdown(str(value))
 
 
-def _outside(record: dict[str, Any]) -> str:
+def _outside(record: Mapping[str, object]) -> str:
     """A short flag for an item saved from outside content, so it never reads as the owner's own."""
     return f" {FROM_OUTSIDE}" if is_untrusted(record) else ""
 
