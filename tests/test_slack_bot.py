@@ -3,7 +3,8 @@ the fake Slack Web API (tests/fakes/slack_api.py, which also posts Slack's signe
 fake model server: a signed request older than five minutes is refused and runs nothing; an unsigned or wrongly
 signed one too; the url_verification challenge is answered; a DM from the owner gets one streamed answer (one
 message, grown by chat.update); a retry of the same event is answered once; a stranger gets a pairing code once;
-a SIGKILL mid-stream leaves one message, edited into the whole answer after the restart.
+a SIGKILL mid-stream leaves one message, edited into the whole answer after the restart; a bot token Slack refuses
+(auth.test's invalid_auth) ends the start with one sentence naming slack.bot_token_env and exit code 1.
 One bot process for the module."""
 
 from __future__ import annotations
@@ -41,32 +42,37 @@ def _pending(workspace: Path) -> list[Path]:
     return list((workspace / "state/inbox/pending").rglob("*.json"))
 
 
+def _write_config(folder: Path, slack: FakeSlackAPI, model: FakeChatServer) -> Path:
+    config = {
+        "llm": {
+            "runners": [{"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 30}],
+            "max_skill_rounds": 3,
+            "retries_per_runner": 0,
+            "stream": True,
+        },
+        "runtime": {"timezone": "Europe/Berlin", "log_level": "INFO", "shutdown_timeout_seconds": 2},
+        "telegram": {"token": ""},
+        "memory": {"enabled": False},
+        "slack": {
+            "enabled": True,
+            "bot_token_env": "SLACK_TEST_TOKEN",
+            "signing_secret_env": "SLACK_TEST_SECRET",
+            "allowed": [OWNER],
+            "webhook": {"port": 0},
+            "base_url": slack.base_url,
+        },
+    }
+    path = folder / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     folder = tmp_path_factory.mktemp("slack-bot")
     with FakeChatServer() as model, FakeSlackAPI(token=TOKEN) as slack:
         slack.add_user(OWNER)
-        config = {
-            "llm": {
-                "runners": [{"name": "fake", "base_url": model.base_url, "model": "fake-model", "timeout_seconds": 30}],
-                "max_skill_rounds": 3,
-                "retries_per_runner": 0,
-                "stream": True,
-            },
-            "runtime": {"timezone": "Europe/Berlin", "log_level": "INFO", "shutdown_timeout_seconds": 2},
-            "telegram": {"token": ""},
-            "memory": {"enabled": False},
-            "slack": {
-                "enabled": True,
-                "bot_token_env": "SLACK_TEST_TOKEN",
-                "signing_secret_env": "SLACK_TEST_SECRET",
-                "allowed": [OWNER],
-                "webhook": {"port": 0},
-                "base_url": slack.base_url,
-            },
-        }
-        path = folder / "config.json"
-        path.write_text(json.dumps(config), encoding="utf-8")
+        path = _write_config(folder, slack, model)
         env = {"SLACK_TEST_TOKEN": TOKEN, "SLACK_TEST_SECRET": SECRET}
         bot = BotProcess(path, folder / "workspace", folder / "bot.log", env=env)
         with bot:
@@ -85,6 +91,28 @@ def _serving(bot: BotProcess) -> str:
         raise AssertionError(f"the bot exited with {bot.proc.returncode}:\n{bot.run_log()[-3000:]}")
     found = re.search(r"slack: serving the Events API on (\S+)", bot.run_log())
     return found[1] if found else ""
+
+
+def test_a_bot_token_slack_refuses_ends_the_start_with_one_sentence_and_exit_1(
+    running: Running, tmp_path: Path
+) -> None:
+    wrong = "xoxb-test-token-wrong"
+    env = {"SLACK_TEST_TOKEN": wrong, "SLACK_TEST_SECRET": SECRET}
+    with BotProcess(
+        _write_config(tmp_path, running.slack, running.model), tmp_path / "ws", tmp_path / "bot.log", env
+    ) as bot:
+        bot.start()
+        # bounded: the process ends at once; a bot that serves anyway fails here, not at the suite's timeout
+        wait_until(
+            lambda: bot.proc is not None and (bot.proc.poll() is not None or "serving the Events API" in bot.run_log()),
+            timeout=60,
+            what="the bot to exit or serve",
+        )
+        assert "serving the Events API" not in bot.run_log(), bot.run_log()[-2000:]
+        assert bot.wait(10) == 1
+    log = bot.log_text()
+    assert "slack: cannot start: Slack refused the bot token, slack.bot_token_env (auth.test: invalid_auth)" in log
+    assert "Traceback" not in log and wrong not in log
 
 
 def test_a_signed_request_older_than_five_minutes_is_refused_and_runs_nothing(running: Running) -> None:

@@ -2,11 +2,13 @@
 mention mode (a channel message without a mention reaches nothing; a mention is answered in a thread under it,
 as a conversation of its own without the owner's data), a DM thread answered in its thread, and a rate-limited
 chat.postMessage waited out for its Retry-After and sent once; the contract's ask_yes_no answered by the next
-yes or no in its conversation, once, and no answer in time is no."""
+yes or no in its conversation, once, and no answer in time is no; a Web API that cannot be reached at start
+(an outage, not a refused token) does not stop the start."""
 
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any
 
 from tests.slack_harness import OWNER, owner_texts
@@ -64,6 +66,18 @@ def test_a_rate_limited_reply_waits_for_retry_after_and_goes_out_once(
     assert owner_texts(slack_api) == ["after the limit"]
     refused, sent = slack_api.call_times("chat.postMessage")  # refused once (429), then sent
     assert sent - refused >= 1.0  # Retry-After was waited out
+
+
+def test_a_web_api_that_cannot_be_reached_at_start_is_an_outage_and_the_channel_serves(start_slack: Any) -> None:
+    with socket.socket() as closed:  # a loopback port nothing listens on: connection refused
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+
+    def unreachable(config: dict) -> None:
+        config["slack"]["base_url"] = f"http://127.0.0.1:{port}/api/"
+
+    bot = start_slack(unreachable)  # returns once the request URL listens; raises when the start ended
+    assert bot.exit_code is None and bot.service.bot_user == ""
 
 
 def test_ask_yes_no_is_answered_by_the_next_yes_or_no_in_that_conversation_once(slack_api: Any) -> None:

@@ -94,4 +94,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a Slack stranger is told their user id with pairing on, gets no code, and the owner cannot let them in by one",
         PAIRING,
     ),
+    Mutation(
+        "slack-refused-token-goes-on",
+        "messaging_llm_bot/channels/slack/service.py",
+        "            if err.token_refused:",
+        "            if False:",
+        "a bot token Slack refuses (invalid_auth) at start is logged as an outage and the bot serves, answering no one",
+        SLACK_BOT,
+    ),
 )

@@ -34,14 +34,23 @@ RETRY_CODES = frozenset(
         "request_timeout",
     }
 )
+#: Error codes that say Slack refuses the token itself (a later call with it will not help): at start-up, the end.
+TOKEN_REFUSED = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked"})
 
 
 class SlackUnavailable(Exception):
-    """The Web API cannot take the call now; ``retry_after`` seconds (Slack's ``Retry-After``) or 0."""
+    """The Web API cannot take the call now; ``retry_after`` seconds (Slack's ``Retry-After``) or 0; ``code``
+    Slack's error code ("" when nothing answered)."""
 
-    def __init__(self, message: str, retry_after: float = 0.0) -> None:
+    def __init__(self, message: str, retry_after: float = 0.0, code: str = "") -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.code = code
+
+    @property
+    def token_refused(self) -> bool:
+        """Slack answered, and refused the token (not an outage)."""
+        return self.code in TOKEN_REFUSED
 
 
 class SlackClient:
@@ -161,5 +170,5 @@ def failure(method: str, status: int, code: object, headers: Any) -> Exception:
             wait = float(retry[0] if isinstance(retry, list) else retry) if retry else 0.0
         except ValueError:
             wait = 0.0
-        return SlackUnavailable(text, min(max(wait, 0.0), 300.0))
+        return SlackUnavailable(text, min(max(wait, 0.0), 300.0), code=error)
     return DeliveryError(text, for_good=True)

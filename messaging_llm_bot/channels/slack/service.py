@@ -40,6 +40,11 @@ from messaging_llm_bot.conversation.service import ChannelService
 log = logging.getLogger(__name__)
 
 
+class BotTokenRefused(Exception):
+    """auth.test at start: Slack refused the bot token (invalid_auth, not_authed, account_inactive,
+    token_revoked); serving with it would answer no one."""
+
+
 class SlackService(ChannelService):
     """One running Slack channel: ``run()`` blocks until stopped and returns an exit code; ``stop()`` is
     thread-safe."""
@@ -79,17 +84,20 @@ class SlackService(ChannelService):
     def known_error(self, err: Exception) -> str | None:
         if isinstance(err, OSError):
             return f"slack: the request URL cannot listen on {self.config.listen}:{self.config.port}: {err}"
-        if isinstance(err, DeliveryError):
-            return f"slack: cannot start: Slack refused the bot token ({err})"
+        if isinstance(err, (BotTokenRefused, DeliveryError)):
+            return f"slack: cannot start: Slack refused the bot token, slack.bot_token_env ({err})"
         if isinstance(err, AppTokenRefused):
             return f"slack: cannot start: Slack refused the app-level token, slack.app_token_env ({err})"
         return None
 
     async def _who(self, client: SlackClient) -> None:
-        """The bot's user id, and the owner's DM (both kept for the run)."""
+        """The bot's user id, and the owner's DM (both kept for the run); ``BotTokenRefused`` ends the start when
+        Slack refuses the token, while an outage goes on (replies wait in the inbox and are tried again)."""
         try:
             self.bot_user = str((await client.auth_test()).get("user_id") or "")
         except SlackUnavailable as err:
+            if err.token_refused:
+                raise BotTokenRefused(str(err)) from None
             log.warning("slack: auth.test failed (%s); going on", err)
         owner = self.config.owner
         if owner:
