@@ -15,7 +15,7 @@ import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NotRequired, TypedDict, cast
 
 from telegramify_markdown import convert
 
@@ -36,6 +36,23 @@ _UNSPLITTABLE = {
     "text_mention",
 }
 _MIN_LIMIT = 16
+
+
+class Entity(TypedDict):
+    """One style range of converted text, in the Telegram Bot API's MessageEntity shape (what the converter's
+    ``to_dict`` gives): offsets and lengths in UTF-16 code units; the optional keys only where they apply."""
+
+    type: str  # bold, italic, code, pre, text_link, ...
+    offset: int
+    length: int
+    url: NotRequired[str]  # text_link
+    language: NotRequired[str]  # pre
+    custom_emoji_id: NotRequired[str]
+    user: NotRequired[dict[str, object]]  # text_mention
+    unix_time: NotRequired[int]
+    date_time_format: NotRequired[str]
+
+
 _FENCE_OPEN = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*$")
 
 #: Size of one character in a frontend's limit unit.
@@ -54,10 +71,10 @@ def utf8_bytes(ch: str) -> int:
 
 @dataclass
 class MessagePart:
-    """One message: plain text and entity dicts (offsets in UTF-16 units)."""
+    """One message: plain text and its entities (offsets in UTF-16 units)."""
 
     text: str
-    entities: list[dict[str, Any]] = field(default_factory=list)
+    entities: list[Entity] = field(default_factory=list)
 
 
 def utf16_len(text: str) -> int:
@@ -94,17 +111,17 @@ def unescape_markdown(text: str) -> str:
     return re.sub(r"\\([\\`*_{}\]#+\-.!|~<>&=$])", r"\1", text or "")
 
 
-def markdown_entities(markdown: str) -> tuple[str, list[dict[str, Any]]] | None:
-    """Convert Markdown to (plain text, entity dicts); None when the converter fails."""
+def markdown_entities(markdown: str) -> tuple[str, list[Entity]] | None:
+    """Convert Markdown to (plain text, entities); None when the converter fails."""
     try:
         text, entity_objs = convert(markdown or "")
     except Exception:  # noqa: BLE001 - a converter bug must not lose the reply; plain text still goes out
         return None
-    return text, [e.to_dict() for e in entity_objs]
+    return text, [cast(Entity, e.to_dict()) for e in entity_objs]  # to_dict is typed a bare dict
 
 
 #: An entity's opening and closing markers in a platform's own markup, or None to show its text plain.
-Markers = Callable[[dict[str, Any]], "tuple[str, str] | None"]
+Markers = Callable[[Entity], "tuple[str, str] | None"]
 
 
 def with_markers(markdown: str, markers: Markers, escape: Callable[[str], str] = lambda ch: ch) -> str:
@@ -195,9 +212,7 @@ def check_limit(limit: int) -> None:
         raise ValueError(f"markup: part limit {limit} is below the minimum of {_MIN_LIMIT}")
 
 
-def split_rendered(
-    text: str, entities: list[dict[str, Any]], limit: int, size: CharSize = utf16_units
-) -> list[MessagePart]:
+def split_rendered(text: str, entities: list[Entity], limit: int, size: CharSize = utf16_units) -> list[MessagePart]:
     """Split rendered text and clip its entities (UTF-16 offsets) into each part."""
     units = _table(text, utf16_units)
     index_of = {u: i for i, u in enumerate(units)}
@@ -211,7 +226,7 @@ def split_rendered(
     parts = []
     for start, end in _split_spans(text, regions, limit, size):
         lo, hi = units[start], units[end]
-        clipped = []
+        clipped: list[Entity] = []
         for ent in entities:
             a, b = max(ent["offset"], lo), min(ent["offset"] + ent["length"], hi)
             if b > a:

@@ -9,10 +9,9 @@ but bold, italics, code and links whose address is http(s) or mailto.
 from __future__ import annotations
 
 import html
-from typing import Any
 
 from messaging_llm_bot.channels.contract import Capabilities
-from messaging_llm_bot.conversation.markup import markdown_entities, terminal_text, utf16_units
+from messaging_llm_bot.conversation.markup import Entity, markdown_entities, terminal_text, utf16_units
 
 #: A mail is one part: the limit only guards against a runaway reply (a million characters).
 MAX_MAIL_CHARS = 1_000_000
@@ -45,7 +44,7 @@ def html_body(markdown: str) -> str:
     """The reply as an HTML document: escaped text, the Markdown's styles as tags, line breaks kept."""
     converted = markdown_entities(markdown)
     if converted is None:
-        text, entities = markdown, list[dict[str, Any]]()
+        text, entities = markdown, list[Entity]()
     else:
         text, entities = converted
     opens: dict[int, list[str]] = {}
@@ -69,7 +68,7 @@ def html_body(markdown: str) -> str:
     return f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"></head><body>\n<div>{body}</div>\n</body></html>\n'
 
 
-def _open_close(entity: dict[str, Any]) -> tuple[str, str] | None:
+def _open_close(entity: Entity) -> tuple[str, str] | None:
     kind = entity.get("type")
     if kind == "text_link":
         url = str(entity.get("url") or "")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from messaging_llm_bot.channels.contract import Capabilities
-from messaging_llm_bot.conversation.markup import EMPTY_PLACEHOLDER, render_parts, utf8_bytes
+from messaging_llm_bot.conversation.markup import EMPTY_PLACEHOLDER, Entity, render_parts, utf8_bytes
 
 MAX_BODY_BYTES = 8_000
 MAX_EVENT_BYTES = 60_000  # the spec's 65,536 for the whole event, less its envelope
@@ -55,7 +55,7 @@ class MatrixPart:
     html: str | None = None
 
 
-def _open_close(entity: dict[str, Any]) -> tuple[str, str] | None:
+def _open_close(entity: Entity) -> tuple[str, str] | None:
     kind = entity.get("type")
     if kind == "pre":
         language = "".join(ch for ch in str(entity.get("language") or "") if ch.isalnum() or ch in "+-_")[:30]
@@ -69,7 +69,7 @@ def _open_close(entity: dict[str, Any]) -> tuple[str, str] | None:
     return _TAGS.get(str(kind))
 
 
-def html_of(text: str, entities: list[dict[str, Any]]) -> str | None:
+def html_of(text: str, entities: list[Entity]) -> str | None:
     """The HTML of ``text`` with its entities (offsets in UTF-16 units); None when nothing is formatted."""
     spans = []
     for entity in entities:

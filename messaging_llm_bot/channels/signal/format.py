@@ -9,11 +9,11 @@ attachment, so replies are split below that on paragraph, line, sentence and wor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.markup import (
     EMPTY_PLACEHOLDER,
+    Entity,
     check_limit,
     markdown_entities,
     plain_parts,
@@ -54,7 +54,7 @@ class SignalPart:
     styles: list[str] = field(default_factory=list)
 
 
-def inline_links(text: str, entities: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+def inline_links(text: str, entities: list[Entity]) -> tuple[str, list[Entity]]:
     """Write each link's URL after its label (``label (url)``), shifting the other ranges (pure)."""
     links = sorted(
         (e for e in entities if e.get("type") == "text_link" and e.get("url")),
@@ -63,7 +63,7 @@ def inline_links(text: str, entities: list[dict[str, Any]]) -> tuple[str, list[d
     )
     if not links:
         return text, entities
-    entities = [dict(e) for e in entities]
+    entities = [e.copy() for e in entities]
     for link in links:
         link = next(
             e
@@ -91,7 +91,7 @@ def inline_links(text: str, entities: list[dict[str, Any]]) -> tuple[str, list[d
     return text, entities
 
 
-def styles_of(entities: list[dict[str, Any]]) -> list[str]:
+def styles_of(entities: list[Entity]) -> list[str]:
     """Signal ``textStyle`` strings for the entities that have a Signal style."""
     out = []
     for ent in entities:

@@ -8,10 +8,8 @@ reply is split there, on paragraph, line and word boundaries.
 
 from __future__ import annotations
 
-from typing import Any
-
 from messaging_llm_bot.channels.contract import Capabilities
-from messaging_llm_bot.conversation.markup import plain_parts, with_markers
+from messaging_llm_bot.conversation.markup import Entity, plain_parts, with_markers
 
 MAX_TEXT_CHARS = 4000
 #: The largest file taken in or sent (Slack takes up to 1 GB; a turn reads a file whole).
@@ -39,7 +37,7 @@ def escape(text: str) -> str:
     return "".join(_ESCAPES.get(ch, ch) for ch in text)
 
 
-def _markers(entity: dict[str, Any]) -> tuple[str, str] | None:
+def _markers(entity: Entity) -> tuple[str, str] | None:
     kind = entity.get("type")
     if kind == "text_link":
         url = str(entity.get("url", "")).replace("|", "%7C").replace(">", "%3E")

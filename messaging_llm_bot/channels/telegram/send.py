@@ -7,7 +7,6 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import telegram
 from telegram import MessageEntity, ReplyParameters
@@ -17,7 +16,7 @@ from messaging_llm_bot.channels.telegram.format import MAX_MESSAGE_UTF16, plain_
 from messaging_llm_bot.channels.telegram.ratelimit import BudgetSkipped, optional_call, retry_after_seconds
 from messaging_llm_bot.channels.telegram.settings import telegram_chat_id, topic_in, topic_of
 from messaging_llm_bot.conversation.delivery import DeliveryError
-from messaging_llm_bot.conversation.markup import MessagePart, fit_text
+from messaging_llm_bot.conversation.markup import Entity, MessagePart, fit_text
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +168,7 @@ async def edit_text_safely(
     message_id: int,
     text: str,
     optional: bool = False,
-    entities: list[dict[str, Any]] | None = None,
+    entities: list[Entity] | None = None,
     tries: int = 2,
 ) -> bool:
     """Edit a sent message to ``text`` (formatted by ``entities``: plain again when Telegram refuses them);

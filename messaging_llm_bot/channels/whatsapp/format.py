@@ -8,10 +8,8 @@ is split on paragraph, line and word boundaries.
 
 from __future__ import annotations
 
-from typing import Any
-
 from messaging_llm_bot.channels.contract import Capabilities
-from messaging_llm_bot.conversation.markup import plain_parts, with_markers
+from messaging_llm_bot.conversation.markup import Entity, plain_parts, with_markers
 
 MAX_TEXT_CHARS = 4096
 
@@ -36,7 +34,7 @@ def whatsapp_text(markdown: str) -> str:
     return with_markers(markdown, _markers)
 
 
-def _markers(entity: dict[str, Any]) -> tuple[str, str] | None:
+def _markers(entity: Entity) -> tuple[str, str] | None:
     kind = entity.get("type")
     if kind == "text_link":
         return "", f" ({entity.get('url', '')})"
