@@ -7,9 +7,9 @@ frontends decide how to render it. ``run_command`` maps ``/name args`` to a buil
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assistant_framework.access import OWNER_ONLY_COMMANDS, command_allowed
 from assistant_framework.config.reloadable import ReloadReport
@@ -228,7 +228,7 @@ def summary_line(written: str) -> str:
     )
 
 
-def why_text(recalled: list[dict[str, Any]], summary: str | None = None) -> str:
+def why_text(recalled: Sequence[Mapping[str, object]], summary: str | None = None) -> str:
     """The memories placed in the prompt of the last reply, with where they came from; ``summary``: when the
     summary of earlier messages in that prompt was written (None: it had none)."""
     note = [summary_line(summary)] if summary is not None else []

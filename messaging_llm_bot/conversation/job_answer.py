@@ -8,7 +8,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
-from typing import Any
 
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.conversation.job_runs import JobRun, finish_run, make_job_reply, paused_notice
@@ -32,8 +31,8 @@ async def answer_job_run(
     inbox: Inbox,
     item: InboxItem,
     *,
-    chat_id: Any,
-    user_id: Any,
+    chat_id: int | str | None,
+    user_id: int | str | None,
     deliver: Deliver,
     tell: Tell,
 ) -> None:

@@ -30,6 +30,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.inbox.item import InboxPayload
 from assistant_framework.jobs import Job
 from assistant_framework.stores.reminders import ReminderStore
 from messaging_llm_bot.agent.guard import ApprovalRequest
@@ -84,7 +85,7 @@ class _ChannelInboxes:
     def __init__(self, channels: Callable[[], dict[str, ChannelJobs]]) -> None:
         self._channels = channels
 
-    def accept(self, source_id: str, conversation_id: str, payload: dict[str, Any]) -> InboxItem | None:
+    def accept(self, source_id: str, conversation_id: str, payload: InboxPayload) -> InboxItem | None:
         route = route_of_conversation(conversation_id)
         jobs = self._channels().get(route.channel) if route is not None else None
         if jobs is None:  # the channel stopped since the claim: the run is planned again at the next look

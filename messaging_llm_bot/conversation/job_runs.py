@@ -18,13 +18,14 @@ import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from typing import Any
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
 from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.inbox.item import InboxPayload
 from assistant_framework.jobs import JobStore, RunLine, RunLog
 from assistant_framework.schedules import as_utc, from_iso, to_iso, zone
+from assistant_framework.workspace import Workspace
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.agent.turn import TurnResult, reply_text
 from messaging_llm_bot.conversation.markup import escape_markdown
@@ -61,7 +62,7 @@ class JobRun:
     requested: bool = False  # run_now
     hook: bool = False  # made by a call to a hook (conversation/hook_runs.py), not by the schedule
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> InboxPayload:
         return {JOB_KEY: asdict(self)}
 
     @classmethod
@@ -134,8 +135,8 @@ async def make_job_reply(
     item: InboxItem,
     started: datetime,
     *,
-    chat_id: Any,
-    user_id: Any,
+    chat_id: int | str | None,
+    user_id: int | str | None,
 ) -> JobReply:
     """The run's reply, recorded in the inbox before any delivery (a crash resends it, never makes it again):
     the reply recorded before, a ``message`` job's text, or a ``prompt`` job's turn in the owner's own chat
@@ -201,7 +202,7 @@ def budget_notice(run: JobRun, allowed: int) -> str:
     )
 
 
-def told_budget_today(workspace: Any, settings: Settings, now: datetime) -> bool:
+def told_budget_today(workspace: Workspace, settings: Settings, now: datetime) -> bool:
     """True when a run was already stopped by the budget today (the owner was told then)."""
     tz = zone(settings.runtime.timezone)
     day = as_utc(now).astimezone(tz).date()
@@ -212,7 +213,7 @@ def told_budget_today(workspace: Any, settings: Settings, now: datetime) -> bool
     return False
 
 
-def over_budget(workspace: Any, settings: Settings, now: datetime) -> bool:
+def over_budget(workspace: Workspace, settings: Settings, now: datetime) -> bool:
     """True when today's ``prompt`` job runs reached ``jobs.max_model_runs_per_day``."""
     tz = zone(settings.runtime.timezone)
     used = RunLog(workspace).model_runs_on(as_utc(now).astimezone(tz).date(), tz)
@@ -220,7 +221,7 @@ def over_budget(workspace: Any, settings: Settings, now: datetime) -> bool:
 
 
 def finish_run(
-    workspace: Any,
+    workspace: Workspace,
     run: JobRun,
     *,
     started: datetime,

@@ -19,9 +19,11 @@ from typing import Any, Protocol
 from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
 from assistant_framework.inbox import InboxItem
+from assistant_framework.inbox.item import InboxPayload
 from assistant_framework.jobs import JOBS_FILE, Job, JobStore, RunLog, Schedule, due_runs, run_id
 from assistant_framework.jobs.schedule import ON_TIME
 from assistant_framework.schedules import as_utc, from_iso, to_iso
+from assistant_framework.workspace import Workspace
 from messaging_llm_bot.conversation.job_runs import NOTICE, NOTICE_PROBLEMS, TOLD_FILE, JobRun, is_job_item
 from messaging_llm_bot.conversation.markup import escape_markdown
 
@@ -31,7 +33,7 @@ log = logging.getLogger(__name__)
 class RunInbox(Protocol):
     """The part of the durable inbox the scheduler uses (an ``Inbox``, or the router's inbox of every channel)."""
 
-    def accept(self, source_id: str, conversation_id: str, payload: dict[str, Any]) -> InboxItem | None: ...
+    def accept(self, source_id: str, conversation_id: str, payload: InboxPayload) -> InboxItem | None: ...
 
     def pending(self, prefix: str = "") -> list[InboxItem]: ...
 
@@ -74,7 +76,7 @@ class JobScheduler:
 
     def __init__(
         self,
-        workspace: Any,
+        workspace: Workspace,
         inbox: RunInbox,
         job_queue: Any,
         *,
