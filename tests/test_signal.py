@@ -74,6 +74,23 @@ def test_group_answers_mentions_only_and_quotes(start, daemon, chat_server):
     assert len(chat_server.chat_requests) == 1
 
 
+def test_a_group_mention_of_the_bot_by_its_uuid_only_is_answered_and_one_of_someone_else_is_not(
+    start, daemon, chat_server
+):
+    daemon.add_group(GROUP, "Family", [OWNER, FRIEND, BOT])
+    chat_server.enqueue('{"reply": "Here."}')
+    start()  # mention mode; the bot learns its UUID from signal-cli (getUserStatus for its own number)
+    anna = {"name": "Anna", "number": None, "uuid": "b1111111-1111-4111-8111-111111111111", "start": 0, "length": 1}
+    daemon.message(FRIEND, "\ufffc are you coming?", group_id=GROUP, mentions=[anna])
+    hidden = {"name": "", "number": None, "uuid": daemon.account_uuid, "start": 0, "length": 1}  # number hidden
+    daemon.message(FRIEND, "\ufffc are you there?", group_id=GROUP, mentions=[hidden])
+    [sent] = daemon.wait_sent(1)
+    assert sent["groupId"] == GROUP and sent["message"] == "Here."
+    [request] = chat_server.chat_requests  # the mention of Anna, read first, reached no model
+    asked = json.dumps(request["messages"])
+    assert "are you there?" in asked and "are you coming" not in asked
+
+
 def test_group_mode_all_answers_every_message(start, daemon, chat_server):
     daemon.add_group(GROUP, "Family", [OWNER, BOT])
     chat_server.enqueue('{"reply": "ok 1"}')

@@ -66,4 +66,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "busy mode steer does nothing on Signal",
         BUSY,
     ),
+    Mutation(
+        "signal-own-uuid-unknown",
+        f"{BOT}/channels/signal/service.py",
+        "        self.account_uuid = self.turns.account_uuid = normalize_id(uuid) if uuid else None",
+        "        self.account_uuid = self.turns.account_uuid = None",
+        "the bot never learns its own UUID: in a group a mention of it by UUID only (number hidden) is ignored",
+        ("test_signal.py",),
+    ),
+    Mutation(
+        "signal-mention-by-uuid-unseen",
+        f"{BOT}/channels/signal/events.py",
+        "        if not addressed_to_bot(msg, service.settings, service.account_uuid):",
+        "        if not addressed_to_bot(msg, service.settings):",
+        "a group message that mentions the bot by its UUID only counts as not addressed to it and is not answered",
+        ("test_signal.py",),
+    ),
 )

@@ -18,7 +18,8 @@ event client is connected, then goes to every connected client. ``stop()`` drops
 (queued messages stay queued); ``start()`` again serves on the same port (a daemon restart).
 
 Methods: ``send`` (recipient|groupId, message, textStyle, attachments, quoteTimestamp...),
-``sendTyping``, ``sendReceipt``, ``getAttachment``, ``listGroups``, ``version``. Everything received
+``sendTyping``, ``sendReceipt``, ``getAttachment``, ``listGroups``, ``version``, ``getUserStatus`` (the
+account's own number gives ``account_uuid``). Everything received
 is recorded: ``sent`` (send params + the assigned ``timestamp``; attachments given as ``data:`` URIs, as
 signal-cli takes bytes, decoded under ``files``), ``typing``, ``receipts``, ``rpc``,
 ``batches``.
@@ -410,7 +411,23 @@ class FakeSignalDaemon:
             ]
         if method == "version":
             return {"version": "0.13.99-fake"}
+        if method == "getUserStatus":
+            return self._user_status(params)
         raise RpcError(-32601, "Method not implemented")
+
+    def _user_status(self, params: dict) -> list[dict]:
+        """signal-cli's ``getUserStatus`` (``recipient``: a list of numbers, one number as a string too): one
+        ``{"recipient", "number", "uuid", "isRegistered"}`` each; the fake knows only its own account's UUID,
+        any other number is unregistered (uuid null), as the Signal server answers an unknown one."""
+        recipients = params.get("recipient")
+        recipients = [recipients] if isinstance(recipients, str) else recipients
+        if not isinstance(recipients, list) or not recipients or not all(isinstance(r, str) for r in recipients):
+            raise RpcError(-32602, "recipient is required")
+        answer = []
+        for number in recipients:
+            uuid = self.account_uuid if number == self.account else None
+            answer.append({"recipient": number, "number": number, "uuid": uuid, "isRegistered": uuid is not None})
+        return answer
 
     def _send(self, params: dict) -> dict:
         recipients, group = _targets(params)

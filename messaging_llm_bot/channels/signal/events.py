@@ -54,6 +54,7 @@ class EventHost(Protocol):
     identities: Identities
     approvals: ReplyApprovals
     strangers: Strangers
+    account_uuid: str | None  # the bot's own UUID (getUserStatus at start), None when signal-cli did not say
 
     @property
     def settings(self) -> SignalSettings: ...
@@ -71,6 +72,8 @@ class EventHost(Protocol):
     def turns(self) -> TurnRunner: ...
 
     def start_job(self, item: InboxItem) -> None: ...
+
+    async def learn_account_uuid(self) -> None: ...
 
     async def sleep(self, seconds: float) -> None: ...
 
@@ -127,8 +130,9 @@ class EventReader:
     async def on_event(self, obj: dict[str, Any]) -> None:
         """One event of the stream: gate it, then a command, an approval's answer, or a stored message."""
         service = self.service
+        await service.learn_account_uuid()  # a no-op once signal-cli answered; before, the daemon was down
         msg = parse_event(obj)
-        if msg is None or is_bot(msg.number, msg.uuid, service.settings.account, None):
+        if msg is None or is_bot(msg.number, msg.uuid, service.settings.account, service.account_uuid):
             return
         sender = service.identities.judge(msg, service.settings)
         if not sender.allowed:
@@ -147,7 +151,7 @@ class EventReader:
             if not service.tasks.spawn(msg.chat, self._command(msg), owner=owner):
                 await self._over_limit(msg)
             return
-        if not addressed_to_bot(msg, service.settings):
+        if not addressed_to_bot(msg, service.settings, service.account_uuid):
             return
         arrival = Arrival(
             msg.source_id,
@@ -191,7 +195,9 @@ class EventReader:
         """Tell a stranger their ids once (conversation/strangers.py); in a group only when they address the
         bot, whatever signal.group_mode says."""
         service = self.service
-        addressed = addressed_to_bot(msg, dataclasses.replace(service.settings, group_mode="mention"))
+        addressed = addressed_to_bot(
+            msg, dataclasses.replace(service.settings, group_mode="mention"), service.account_uuid
+        )
 
         async def answer(text: str) -> None:
             await say(service.client, msg, text)

@@ -17,7 +17,7 @@ from typing import TypeVar
 from assistant_framework.config.settings import SignalSettings
 from assistant_framework.inbox import Inbox, InboxItem
 from assistant_framework.jobs import Job
-from messaging_llm_bot.channels.signal.client import Outage, SignalClient
+from messaging_llm_bot.channels.signal.client import Outage, SignalClient, SignalRpcError, SignalUnavailable
 from messaging_llm_bot.channels.signal.events import EventReader
 from messaging_llm_bot.channels.signal.identity import Identities
 from messaging_llm_bot.channels.signal.send import approvals, send_to
@@ -25,6 +25,7 @@ from messaging_llm_bot.channels.signal.settings import (
     PREFIX,
     allowed_ids,
     chat_of_conversation,
+    normalize_id,
     owner_of,
 )
 from messaging_llm_bot.channels.signal.turn import TurnRunner
@@ -70,6 +71,8 @@ class SignalService(ChannelService):
         self._turns: TurnRunner | None = None
         self._notices: ChannelNotices | None = None
         self._consumer: asyncio.Task[None] | None = None
+        self.account_uuid: str | None = None  # the account's own UUID: a mention or quote by UUID only is the bot
+        self._uuid_asked = False  # signal-cli answered the question (with a UUID or without)
         self.identities: Identities
         self.approvals: ReplyApprovals
         self.strangers: Strangers
@@ -122,6 +125,7 @@ class SignalService(ChannelService):
         self._turns = self.shutdown.turns = TurnRunner(
             self.runtime, inbox, client, lambda: self.settings, self.outage, self.identities, self.approvals
         )
+        await self.learn_account_uuid()
         told = ToldOnce(workspace, REFUSED_LOG)
         await told.load()
         self.strangers = Strangers("signal", told, Pairing(self.runtime))
@@ -161,6 +165,25 @@ class SignalService(ChannelService):
         await self.join_jobs(channel_jobs)
         self.runtime.start_background(notify=notices.notify_from_thread)
         self._consumer = loop.create_task(events.consume())
+
+    async def learn_account_uuid(self) -> None:
+        """The account's own UUID from signal-cli (getUserStatus for its number): asked at start and, while the
+        daemon cannot be reached, again before the next event; unknown (a mention by number still counts) when
+        signal-cli cannot say."""
+        if self._uuid_asked:
+            return
+        try:
+            uuid = await self.client.own_uuid()
+        except SignalUnavailable as err:
+            self.outage.failed(err)  # logged once per outage, with the event stream's
+            return
+        except SignalRpcError as err:
+            log.warning("signal: signal-cli did not give the account's UUID (%s)", err)
+            uuid = None
+        self._uuid_asked = True
+        if uuid is None:
+            log.warning("signal: the account's UUID is unknown: a mention or quote by UUID only is not seen")
+        self.account_uuid = self.turns.account_uuid = normalize_id(uuid) if uuid else None
 
     async def stop_taking(self) -> None:
         if self._consumer is not None:
