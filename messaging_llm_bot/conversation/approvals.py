@@ -133,7 +133,7 @@ class OpenQuestions:
             await send()
             try:
                 return await asyncio.wait_for(future, timeout) is True
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return False
         finally:
             self.close(key)
@@ -142,7 +142,7 @@ class OpenQuestions:
         """The owner's answer, or None when none came within the timeout."""
         try:
             return await asyncio.wait_for(future, self.timeout_seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return None
 
     def approver(self, ask: Ask, loop: asyncio.AbstractEventLoop, where: str) -> Callable[[ApprovalRequest], Answer]:

@@ -128,7 +128,7 @@ class ChatQueues:
             ready = [(chat, s) for chat, s in self._chats.items() if s.jobs and not s.running]
             if not ready:
                 return
-            chat, state = min(ready, key=lambda cs: (not cs[1].jobs[0].owner, cs[1].served, cs[1].jobs[0].seq))
+            _, state = min(ready, key=lambda cs: (not cs[1].jobs[0].owner, cs[1].served, cs[1].jobs[0].seq))
             slots = max(1, self._slots())
             if self._running >= (slots if state.jobs[0].owner or slots == 1 else slots - 1):
                 return

@@ -7,7 +7,8 @@ frontends decide how to render it. ``run_command`` maps ``/name args`` to a buil
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -153,7 +154,7 @@ def skill_text(skills: SkillManager, name: str, offered: list[str] | None = None
     return f"{skill.name}\n\n{body}" + (f"\n\nCapabilities: {caps}" if caps else "")
 
 
-def new_text(session: "Session", made: bool) -> str:
+def new_text(session: Session, made: bool) -> str:
     """The answer to /new."""
     if not made:
         return f"This is already a new conversation (#{session.number}): write away."
@@ -167,7 +168,7 @@ def _when(stamp: str | None) -> str:
     return stamp[:16].replace("T", " ") if stamp else "?"
 
 
-def sessions_text(active: int, sessions: list["Session"], shown: int = 10) -> str:
+def sessions_text(active: int, sessions: list[Session], shown: int = 10) -> str:
     """The answer to /sessions: this chat's (or topic's) recent conversations, newest first."""
     if not sessions:
         return "No conversations here yet."
@@ -189,7 +190,7 @@ def sessions_text(active: int, sessions: list["Session"], shown: int = 10) -> st
     return "\n".join(lines)
 
 
-def resume_text(session: "Session | None", asked: str) -> str:
+def resume_text(session: Session | None, asked: str) -> str:
     """The answer to /resume (``session`` None: there is no such conversation here)."""
     if session is None:
         return f"There is no conversation #{escape_markdown(asked)} here; /sessions lists them."
@@ -206,7 +207,7 @@ def resume_number(args: str) -> int | None:
 RESUME_USAGE = "Usage: /resume N, with N from /sessions."
 
 
-def resume_command(runtime: "Runtime", conversation_id: str, args: str) -> str:
+def resume_command(runtime: Runtime, conversation_id: str, args: str) -> str:
     """/resume N for ``conversation_id`` (the chat or topic)."""
     number = resume_number(args)
     if number is None:
@@ -301,7 +302,7 @@ def _calls(count: int) -> str:
     return "1 call" if count == 1 else f"{count} calls"
 
 
-def runtime_stats(runtime: "Runtime", conversation_id: str | None = None) -> str:
+def runtime_stats(runtime: Runtime, conversation_id: str | None = None) -> str:
     """/stats of the running bot (every frontend's): the chat's model (its /model choice), its runners' use and
     caps, and the traces."""
     text = stats_text(runtime.workspace, caps=runtime_caps(runtime), usage=runtime_usage(runtime))
@@ -312,13 +313,13 @@ def runtime_stats(runtime: "Runtime", conversation_id: str | None = None) -> str
     return f"{stats_line(runtime, conversation_id)}\n\n{text}"
 
 
-def runtime_usage(runtime: "Runtime") -> list[RunnerUsage]:
+def runtime_usage(runtime: Runtime) -> list[RunnerUsage]:
     """Each runner's counts of today and this month in the running model client's ledger."""
     llm = runtime.agent.llm
     return runner_usage(llm.spending, llm.runners) if llm.spending is not None else []
 
 
-def runtime_caps(runtime: "Runtime") -> list[CapRow]:
+def runtime_caps(runtime: Runtime) -> list[CapRow]:
     """The cap rows of the running model client (none without caps)."""
     from assistant_framework.spending import cap_rows
 
@@ -326,7 +327,7 @@ def runtime_caps(runtime: "Runtime") -> list[CapRow]:
     return cap_rows(llm.spending, llm.runners) if llm.spending is not None else []
 
 
-def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_data: bool = True) -> str | None:
+def run_command(runtime: Runtime, conversation_id: str, text: str, *, owner_data: bool = True) -> str | None:
     """The reply to a ``/command`` line, or None when ``text`` is not a known command.
 
     ``owner_data``: the turn is the owner's own one-to-one chat (``assistant_framework.access.sees_owner_data``);
@@ -339,78 +340,131 @@ def run_command(runtime: "Runtime", conversation_id: str, text: str, *, owner_da
         return owner_only_text(name)
     if name == "status" and not owner_data:
         return GUEST_STATUS
-    if name in ("help", "start", "skills", "skill"):
-        offered = runtime.agent.offered_skills(owner_data)  # what this chat's turns are offered, no more
-        if name == "skills":
-            return skills_text(runtime.skills, offered, owner_data=owner_data)
-        if name == "skill":
-            return skill_text(runtime.skills, rest, offered)
-        return help_text(offered, owner_data=owner_data)
-    if name == "reset":
-        return runtime.agent.reset(conversation_id)
-    if name == "new":
-        return new_text(*runtime.agent.new_session(conversation_id))
-    if name == "sessions":
-        return sessions_text(*runtime.agent.session_list(conversation_id))
-    if name == "resume":
-        return resume_command(runtime, conversation_id, rest)
-    if name == "voice":
-        from messaging_llm_bot.conversation.chatflags import ChatFlags
-        from messaging_llm_bot.conversation.voice import voice_command
+    command = _COMMANDS.get(name)
+    return command(Invocation(runtime, conversation_id, rest, owner_data)) if command is not None else None
 
-        return voice_command(ChatFlags(runtime.workspace), runtime.settings.voice, conversation_id, rest)
-    if name == "stop":
-        return STOPPING_TEXT if runtime.agent.stop(conversation_id) else NOTHING_TO_STOP_TEXT
-    if name == "status":
-        return runtime.status_text()
-    if name == "why":
-        return why_text(runtime.agent.last_recall(conversation_id), runtime.agent.last_summary(conversation_id))
-    if name == "stats":
-        return runtime_stats(runtime, conversation_id)
-    if name == "model":
-        from messaging_llm_bot.conversation.model_choice import model_command
 
-        return model_command(runtime, conversation_id, rest)
-    if name == "busy":
-        from messaging_llm_bot.conversation.busy import busy_command
-        from messaging_llm_bot.conversation.chatflags import ChatFlags
+@dataclass(frozen=True)
+class Invocation:
+    """One command line as its handler sees it: the runtime, the chat's conversation, the words after the
+    command's name, and whether the chat sees the owner's data."""
 
-        return busy_command(runtime, ChatFlags(runtime.workspace), conversation_id, rest)
-    if name == "pair":
-        from messaging_llm_bot.conversation.pairing import pair_command
+    runtime: Runtime
+    conversation_id: str
+    rest: str
+    owner_data: bool
 
-        return pair_command(runtime, rest)
-    if name == "drafts":
-        from messaging_llm_bot.conversation.skill_drafts import drafts_command
 
-        return drafts_command(runtime.workspace, rest)
-    if name == "reload":
-        return reload_text(runtime.reload())
-    if name == "jobs" and rest.strip().split(" ", 1)[0].lower() == "add":
+def _help(call: Invocation) -> str:
+    offered = call.runtime.agent.offered_skills(call.owner_data)  # what this chat's turns are offered, no more
+    return help_text(offered, owner_data=call.owner_data)
+
+
+def _skills(call: Invocation) -> str:
+    offered = call.runtime.agent.offered_skills(call.owner_data)
+    return skills_text(call.runtime.skills, offered, owner_data=call.owner_data)
+
+
+def _skill(call: Invocation) -> str:
+    return skill_text(call.runtime.skills, call.rest, call.runtime.agent.offered_skills(call.owner_data))
+
+
+def _voice(call: Invocation) -> str:
+    from messaging_llm_bot.conversation.chatflags import ChatFlags
+    from messaging_llm_bot.conversation.voice import voice_command
+
+    runtime = call.runtime
+    return voice_command(ChatFlags(runtime.workspace), runtime.settings.voice, call.conversation_id, call.rest)
+
+
+def _stop(call: Invocation) -> str:
+    return STOPPING_TEXT if call.runtime.agent.stop(call.conversation_id) else NOTHING_TO_STOP_TEXT
+
+
+def _why(call: Invocation) -> str:
+    agent = call.runtime.agent
+    return why_text(agent.last_recall(call.conversation_id), agent.last_summary(call.conversation_id))
+
+
+def _model(call: Invocation) -> str:
+    from messaging_llm_bot.conversation.model_choice import model_command
+
+    return model_command(call.runtime, call.conversation_id, call.rest)
+
+
+def _busy(call: Invocation) -> str:
+    from messaging_llm_bot.conversation.busy import busy_command
+    from messaging_llm_bot.conversation.chatflags import ChatFlags
+
+    return busy_command(call.runtime, ChatFlags(call.runtime.workspace), call.conversation_id, call.rest)
+
+
+def _pair(call: Invocation) -> str:
+    from messaging_llm_bot.conversation.pairing import pair_command
+
+    return pair_command(call.runtime, call.rest)
+
+
+def _drafts(call: Invocation) -> str:
+    from messaging_llm_bot.conversation.skill_drafts import drafts_command
+
+    return drafts_command(call.runtime.workspace, call.rest)
+
+
+def _jobs(call: Invocation) -> str:
+    """/jobs lists the jobs; /jobs add ... adds one."""
+    runtime = call.runtime
+    zone = runtime.agent.settings.runtime.timezone
+    if call.rest.strip().split(" ", 1)[0].lower() == "add":
         from messaging_llm_bot.conversation.job_add import chat_add
 
-        line = rest.strip()[len("add") :]
-        zone = runtime.agent.settings.runtime.timezone
-        return chat_add(runtime.workspace, conversation_id, line, runtime.agent.now(), zone, runtime.settings.jobs)
-    if name == "jobs":
-        from messaging_llm_bot.conversation.job_texts import jobs_text
+        line = call.rest.strip()[len("add") :]
+        return chat_add(runtime.workspace, call.conversation_id, line, runtime.agent.now(), zone, runtime.settings.jobs)
+    from messaging_llm_bot.conversation.job_texts import jobs_text
 
-        return jobs_text(
-            runtime.workspace, runtime.agent.now(), runtime.agent.settings.runtime.timezone, runtime.settings.jobs
-        )
-    if name == "now" and has_digest():
-        from messaging_llm_bot.conversation.digest import build_digest
+    return jobs_text(runtime.workspace, runtime.agent.now(), zone, runtime.settings.jobs)
 
-        zone_name = runtime.agent.settings.runtime.timezone
-        return build_digest(runtime.workspace, runtime.agent.now(), zone_name)
-    return None
+
+def _now(call: Invocation) -> str | None:
+    """/now: the digest, where its module is installed (else not a command here)."""
+    if not has_digest():
+        return None
+    from messaging_llm_bot.conversation.digest import build_digest
+
+    runtime = call.runtime
+    return build_digest(runtime.workspace, runtime.agent.now(), runtime.agent.settings.runtime.timezone)
+
+
+#: Each command's handler by its name (the owner-only and guest checks are run_command's, before these).
+_COMMANDS: dict[str, Callable[[Invocation], str | None]] = {
+    "help": _help,
+    "start": _help,
+    "skills": _skills,
+    "skill": _skill,
+    "reset": lambda call: call.runtime.agent.reset(call.conversation_id),
+    "new": lambda call: new_text(*call.runtime.agent.new_session(call.conversation_id)),
+    "sessions": lambda call: sessions_text(*call.runtime.agent.session_list(call.conversation_id)),
+    "resume": lambda call: resume_command(call.runtime, call.conversation_id, call.rest),
+    "voice": _voice,
+    "stop": _stop,
+    "status": lambda call: call.runtime.status_text(),
+    "why": _why,
+    "stats": lambda call: runtime_stats(call.runtime, call.conversation_id),
+    "model": _model,
+    "busy": _busy,
+    "pair": _pair,
+    "drafts": _drafts,
+    "reload": lambda call: reload_text(call.runtime.reload()),
+    "jobs": _jobs,
+    "now": _now,
+}
 
 
 #: What a chat without buttons sends after /reset to confirm it (``command_reply``).
 RESET_CONFIRM = "yes"
 
 
-def command_reply(runtime: "Runtime", conversation_id: str, text: str, *, owner_data: bool) -> str:
+def command_reply(runtime: Runtime, conversation_id: str, text: str, *, owner_data: bool) -> str:
     """A command's answer in a chat without buttons (Signal, Matrix, WhatsApp; blocking: run it in a thread):
     /reset asks first and clears the history only as ``/reset yes``, the rest as ``run_command`` does, an
     unknown command named. ``owner_data``: the owner's own one-to-one chat (the owner-only commands)."""

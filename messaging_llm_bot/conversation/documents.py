@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from assistant_framework.config.settings import DocumentSettings
 from assistant_framework.media.documents import (

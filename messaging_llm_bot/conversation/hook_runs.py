@@ -12,7 +12,7 @@ runs count against ``jobs.max_model_runs_per_day`` as a prompt job's do.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from assistant_framework.hooks.deliveries import Deliveries
 from assistant_framework.hooks.listener import HookCall, HookListener, Outcome
@@ -69,7 +69,7 @@ class HookRuns:
     def start(self, call: HookCall) -> Outcome:
         settings = self.runtime.settings
         hook = call.hook.settings
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         router = job_router(self.runtime)
         if hook.kind == "job":
             store = JobStore(self.runtime.workspace, settings.runtime.timezone, settings.jobs)

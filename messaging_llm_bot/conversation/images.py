@@ -128,6 +128,21 @@ async def files_input(
         # The one file, saved, its text unreadable, and nothing asked of it: one sentence, no model turn. With a
         # caption the model answers it, told that the text could not be read.
         return refused_text(saved[0], only)
+    parts, images = _file_parts(saved, seen, documents, origin)
+    failed = [f"[Attachment] Another file could not be fetched: {r}" for r in reasons]
+    return FilesInput(
+        "\n\n".join(parts + failed), images, vision_missing=not seen and any(is_image(one) for one in saved)
+    )
+
+
+def _file_parts(
+    saved: list[SavedFile],
+    seen: dict[str, ImageInput | str],
+    documents: dict[str, str | DocumentRefused],
+    origin: str,
+) -> tuple[list[str], tuple[ImageInput, ...]]:
+    """Each saved file's part of the turn in order (a document's text, an image's prompt, or why either is
+    not there) and the images that go with it."""
     parts: list[str] = []
     images: tuple[ImageInput, ...] = ()
     for one in saved:
@@ -144,7 +159,4 @@ async def files_input(
         else:
             parts.append(image_prompt(one, got.image, origin))
             images += (got,)
-    failed = [f"[Attachment] Another file could not be fetched: {r}" for r in reasons]
-    return FilesInput(
-        "\n\n".join(parts + failed), images, vision_missing=not seen and any(is_image(one) for one in saved)
-    )
+    return parts, images

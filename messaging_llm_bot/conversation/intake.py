@@ -105,7 +105,7 @@ class ChannelIntake:
         self.tasks.spawn(arrival.chat, turns.answer(item), owner=arrival.owner, exempt=True)
         return True
 
-    async def _store(self, arrival: Arrival, tell: Say) -> InboxItem | None | Literal[False]:
+    async def _store(self, arrival: Arrival, tell: Say) -> InboxItem | Literal[False] | None:
         """The message in the inbox (None: a duplicate); False when it could not be stored. While the inbox cannot
         store it, the chat is told once and, with ``wait``, it is tried again with a growing pause."""
         while True:

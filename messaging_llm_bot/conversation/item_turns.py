@@ -192,5 +192,5 @@ class ItemTurns(ChannelTurns):
             try:
                 await asyncio.wait_for(self.stop_event.wait(), wait)
                 return False
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 delay = min(delay * 2, self.RETRY_MAX_SECONDS)

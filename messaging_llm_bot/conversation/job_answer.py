@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from assistant_framework.inbox import Inbox, InboxItem
 from messaging_llm_bot.conversation.job_runs import JobRun, finish_run, make_job_reply, paused_notice
@@ -43,7 +43,7 @@ async def answer_job_run(
         log.warning("jobs: %s holds no job run; dropped", item.item_id)
         await asyncio.to_thread(inbox.complete, item.item_id)
         return
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     ok, error, outcome = True, None, None
     try:
         made = await make_job_reply(runtime, pool, inbox, run, item, started, chat_id=chat_id, user_id=user_id)

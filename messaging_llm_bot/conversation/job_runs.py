@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from assistant_framework.config.settings import Settings
 from assistant_framework.hints import CLI
@@ -83,7 +83,7 @@ class JobRun:
 
     @property
     def planned_at(self) -> datetime:
-        return from_iso(self.planned) or datetime.now(timezone.utc)
+        return from_iso(self.planned) or datetime.now(UTC)
 
     def late_note(self, started: datetime) -> str:
         """``(late: planned 07:30, run 09:12)`` for a run made after downtime, else ""."""
@@ -244,7 +244,7 @@ def finish_run(
         "kind": run.kind,
         "planned": run.planned,
         "started": to_iso(started),
-        "finished": to_iso(datetime.now(timezone.utc)),
+        "finished": to_iso(datetime.now(UTC)),
         "outcome": outcome or ("delivered" if ok else "failed"),
         **({"late": True} if run.late else {}),
         **({"requested": True} if run.requested else {}),

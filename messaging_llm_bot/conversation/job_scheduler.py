@@ -13,7 +13,7 @@ import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from assistant_framework.config.settings import Settings
@@ -58,13 +58,13 @@ def outside_job(chat: str | None) -> Job:
 _OWNERS_JOB = Job(
     id="",
     name="",
-    schedule=Schedule("at", "UTC", at=datetime(2000, 1, 1, tzinfo=timezone.utc)),
+    schedule=Schedule("at", "UTC", at=datetime(2000, 1, 1, tzinfo=UTC)),
     message="",
     prompt=None,
     catch_up="skip",
     paused=True,
     chat_id=None,
-    created_at=datetime(2000, 1, 1, tzinfo=timezone.utc),
+    created_at=datetime(2000, 1, 1, tzinfo=UTC),
     last_planned=None,
     failures=0,
     untrusted=False,
@@ -92,7 +92,7 @@ class JobScheduler:
         self.claim = claim  # the conversation a job's runs go to, or None (no channel here runs it)
         self.start_item = start
         self.settings = settings
-        self.clock = clock or (lambda: datetime.now(timezone.utc))
+        self.clock = clock or (lambda: datetime.now(UTC))
         self.prefix = prefix  # the conversations whose left-over runs are offered again ("": every one)
         self.stopped = False
         self.looks = 0  # how many looks are done (a test waits for the next one)

@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from datetime import time as dtime
 from typing import Any
 
@@ -48,7 +48,7 @@ def seconds_until(when: datetime | float | int | timedelta, now: datetime | None
     if isinstance(when, timedelta):
         return max(0.0, when.total_seconds())
     if isinstance(when, datetime):
-        now = now or datetime.now(timezone.utc)
+        now = now or datetime.now(UTC)
         return max(0.0, (when - now).total_seconds())
     return max(0.0, float(when))
 
@@ -59,16 +59,16 @@ def next_daily(at: dtime, now: datetime) -> datetime:
     Compared as instants, not wall times: on the night the clocks go back a time inside the repeated
     hour is the first of its two, and once that has passed the next one is the next day's.
     """
-    zone = at.tzinfo or timezone.utc
+    zone = at.tzinfo or UTC
     local = now.astimezone(zone)
     candidate = datetime.combine(local.date(), at.replace(tzinfo=None), tzinfo=zone)
-    if candidate.astimezone(timezone.utc) <= now.astimezone(timezone.utc):
+    if candidate.astimezone(UTC) <= now.astimezone(UTC):
         candidate = datetime.combine(local.date() + timedelta(days=1), at.replace(tzinfo=None), tzinfo=zone)
     return candidate
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @dataclass
@@ -87,7 +87,7 @@ class DailyJob:
     clock: Callable[[], datetime] = _utc_now
     due: datetime | None = None
 
-    def start(self) -> "DailyJob":
+    def start(self) -> DailyJob:
         """Plan the first run."""
         self._plan(self.clock())
         return self
@@ -98,9 +98,9 @@ class DailyJob:
 
     async def _run(self, context: Any) -> None:
         due = self.due
-        now = self.clock().astimezone(timezone.utc)
+        now = self.clock().astimezone(UTC)
         # The next run first, so a failing callback does not end the schedule.
-        self._plan(max(now, due.astimezone(timezone.utc)) if due is not None else now)
+        self._plan(max(now, due.astimezone(UTC)) if due is not None else now)
         await self.callback(context)
 
 
@@ -159,7 +159,7 @@ class AsyncJobQueue:
         job = self._add(name, data)
 
         def delay() -> float:
-            now = datetime.now(timezone.utc)
+            now = datetime.now(UTC)
             return seconds_until(next_daily(time, now), now)
 
         self._schedule(job, delay(), callback, delay)

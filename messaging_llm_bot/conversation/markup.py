@@ -200,7 +200,7 @@ def plain_parts(text: str, limit: int, size: CharSize = utf16_units) -> list[str
         for s, e, opener, close in fences:
             if s < start < e and not piece.lstrip("\n").startswith(opener):
                 piece = opener + "\n" + piece.lstrip("\n")
-            if s < end < e and not text[end:e].strip() == close.strip():
+            if s < end < e and text[end:e].strip() != close.strip():
                 piece = piece.rstrip("\n") + "\n" + close
         out.append(piece)
     return out or [EMPTY_PLACEHOLDER]

@@ -22,7 +22,7 @@ import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,8 +77,8 @@ def _when(stamp: str) -> datetime:
     try:
         moment = datetime.fromisoformat(stamp)
     except (TypeError, ValueError):
-        return datetime.min.replace(tzinfo=timezone.utc)
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+        return datetime.min.replace(tzinfo=UTC)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _digest(salt: str, raw: str) -> str:
@@ -115,7 +115,7 @@ class PairingStore:
 
     def __init__(self, workspace: Workspace, clock: Callable[[], datetime] | None = None) -> None:
         self.workspace = workspace
-        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._clock = clock or (lambda: datetime.now(UTC))
 
     def now(self) -> datetime:
         return self._clock()

@@ -15,8 +15,9 @@ import contextlib
 import contextvars
 import functools
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from assistant_framework.config.settings import Settings
 from messaging_llm_bot.llm.slots import owner_calls

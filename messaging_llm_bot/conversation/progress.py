@@ -185,7 +185,7 @@ class Progress:
             # Let an in-flight send finish so its message id is known (no orphan status message).
             try:
                 await asyncio.wait_for(worker, timeout=STOP_WAIT_SECONDS)
-            except (asyncio.TimeoutError, asyncio.CancelledError, Exception):  # noqa: BLE001 - best effort
+            except (TimeoutError, asyncio.CancelledError, Exception):  # noqa: BLE001 - best effort
                 pass
 
     async def discard(self) -> None:

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -130,7 +130,7 @@ class ReminderScheduler:
         self.send = send
         self.default_tz = default_tz
         self.poll_seconds = poll_seconds
-        self.clock = clock or (lambda: datetime.now(timezone.utc))
+        self.clock = clock or (lambda: datetime.now(UTC))
         self._scheduled: dict[str, str] = {}  # reminder id -> due_at it was scheduled for
         self._delivering: set[str] = set()
         self._unreadable: dict[str, str] = {}  # reminder id -> due_at already reported as unreadable

@@ -3,8 +3,9 @@ messaging_llm_bot/runtime.py has it all; a test may hand a frontend anything tha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from assistant_framework.config.reloadable import ReloadReport
 from assistant_framework.config.settings import Settings

@@ -113,7 +113,7 @@ class ChannelService:
         assert self._stop is not None
         try:
             await asyncio.wait_for(self._stop.wait(), seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     async def shutdown_requested(self) -> None:

@@ -167,9 +167,12 @@ class ChannelTurns:
         area = area_for(self.runtime.workspace, conversation_id, owner_chat)
         got = await save(area, today, self.runtime.memory if owner_chat else None)
         notice = ""
-        if isinstance(got, FilesInput) and got.vision_missing:
-            if await asyncio.to_thread(self.flags.first_time, conversation_id, VISION_MISSING_FLAG):
-                notice = VISION_MISSING
+        if (
+            isinstance(got, FilesInput)
+            and got.vision_missing
+            and await asyncio.to_thread(self.flags.first_time, conversation_id, VISION_MISSING_FLAG)
+        ):
+            notice = VISION_MISSING
         return got, notice
 
     async def read(self, conversation_id: str, owner_chat: bool, got: Received) -> TurnInput | str:
