@@ -219,6 +219,24 @@ def answer_stoppably(
             finished.set()
 
     threading.Thread(target=work, name="console-turn", daemon=True).start()
+    _serve_turn(runtime, finished, questions, progress=progress, ask=ask, meanwhile=meanwhile)
+    if "error" in box:
+        raise box["error"]
+    out: tuple[str, str | None] = box["out"]
+    return out
+
+
+def _serve_turn(
+    runtime: Runtime,
+    finished: threading.Event,
+    questions: queue.Queue[_Question],
+    *,
+    progress: TextIO,
+    ask: ApproveCallback | None,
+    meanwhile: TypedMeanwhile | None,
+) -> None:
+    """The main thread while the worker answers: it asks the worker's questions, takes lines typed meanwhile,
+    and stops the turn at a Ctrl-C (a second one, or SIGTERM, raises), until the worker is ``finished``."""
     stopping = False
     while not finished.is_set():
         try:
@@ -242,10 +260,6 @@ def answer_stoppably(
             stopping = True
             runtime.agent.stop(CONVERSATION_ID)
             print("\n… stopping (Ctrl-C again to leave the chat)", file=progress, flush=True)
-    if "error" in box:
-        raise box["error"]
-    out: tuple[str, str | None] = box["out"]
-    return out
 
 
 def _replay(runtime: Runtime, inbox: Inbox, stdout: TextIO, stderr: TextIO, interactive: bool) -> None:
@@ -318,32 +332,50 @@ def _chat(
                 continue
             if isinstance(typed, str) and typed.lower() in QUIT_COMMANDS:
                 break
-            # Only someone at a terminal can confirm; a scripted (piped) chat refuses "ask" calls.
-            if interactive:
-                live = LiveReply(stdout)  # the answer appears as it is written, then the rest of the block
-                ask = terminal_approver(stdin, stdout)
-                reply, item_id = answer_stoppably(
-                    runtime, inbox, typed, progress=stderr, ask=ask, live=live, meanwhile=meanwhile
-                )
-                reply = live.rest(reply)
-            else:
-                reply, item_id = answer_durably(runtime, inbox, typed)
-            print(reply.rstrip("\n") + "\n", file=stdout, flush=True)
-            if item_id is not None:
-                inbox.complete(item_id)
-            if meanwhile is not None:
-                meanwhile.complete_answered()
+            _exchange(runtime, inbox, typed, interactive, stdin, stdout, stderr, meanwhile)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a message being answered stays in the inbox
         print("", file=stdout)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-        if screen is not None:
-            screen.close()  # what waits for a gap is left for the next start
-        if jobs is not None:
-            jobs.stop()
+        _close(screen, jobs)
         save_history()
     return 0
+
+
+def _exchange(
+    runtime: Runtime,
+    inbox: Inbox,
+    typed: str | InboxItem,
+    interactive: bool,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+    meanwhile: TypedMeanwhile | None,
+) -> None:
+    """One typed message answered and printed, then completed in the inbox (with what was answered meanwhile)."""
+    # Only someone at a terminal can confirm; a scripted (piped) chat refuses "ask" calls.
+    if interactive:
+        live = LiveReply(stdout)  # the answer appears as it is written, then the rest of the block
+        ask = terminal_approver(stdin, stdout)
+        reply, item_id = answer_stoppably(
+            runtime, inbox, typed, progress=stderr, ask=ask, live=live, meanwhile=meanwhile
+        )
+        reply = live.rest(reply)
+    else:
+        reply, item_id = answer_durably(runtime, inbox, typed)
+    print(reply.rstrip("\n") + "\n", file=stdout, flush=True)
+    if item_id is not None:
+        inbox.complete(item_id)
+    if meanwhile is not None:
+        meanwhile.complete_answered()
+
+
+def _close(screen: Screen | None, jobs: ConsoleJobs | None) -> None:
+    if screen is not None:
+        screen.close()  # what waits for a gap is left for the next start
+    if jobs is not None:
+        jobs.stop()
 
 
 def _next_typed(

@@ -7,9 +7,10 @@ import importlib
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Callable, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from assistant_framework.workspace.private import make_private_dirs, private_file
 
@@ -55,12 +56,7 @@ def line_reader(
     """(read one line, or "" at EOF; save the history). With a real terminal, ``input()`` under
     readline gives arrow-key editing and Up/Down history, kept in ``history`` across runs."""
     encoding = _tolerate_bad_bytes(stdin)
-    readline: ModuleType | None = None
-    if interactive and stdin is sys.stdin and stdout is sys.stdout:
-        try:
-            readline = importlib.import_module("readline")  # importing it is what makes input() editable
-        except ImportError:  # pragma: no cover - Python built without readline (e.g. Windows)
-            readline = None
+    readline = _readline(stdin, stdout, interactive)
     if readline is None:
 
         def read_plain() -> str:
@@ -93,6 +89,17 @@ def line_reader(
             log.warning("console: could not save the line history: %s", err)
 
     return read_line, save
+
+
+def _readline(stdin: TextIO, stdout: TextIO, interactive: bool) -> ModuleType | None:
+    """The readline module when the chat is on the real terminal (importing it is what makes input()
+    editable); None for piped input or a Python built without it."""
+    if not (interactive and stdin is sys.stdin and stdout is sys.stdout):
+        return None
+    try:
+        return importlib.import_module("readline")
+    except ImportError:  # pragma: no cover - Python built without readline (e.g. Windows)
+        return None
 
 
 def typed_so_far(stdin: TextIO, stdout: TextIO, interactive: bool) -> Callable[[], str] | None:

@@ -8,7 +8,6 @@ missing access, a message Discord refuses). The token is never in an error's tex
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -45,7 +44,7 @@ async def call(what: str, pending: Awaitable[T]) -> T:
         if err.status in (401, 429) or err.status >= 500:
             raise DiscordUnavailable(text) from None
         raise DeliveryError(text, for_good=True) from None
-    except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as err:
+    except (TimeoutError, aiohttp.ClientError, OSError) as err:
         raise DiscordUnavailable(f"{what}: Discord cannot be reached: {type(err).__name__}") from None
 
 

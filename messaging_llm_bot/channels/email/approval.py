@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.channels.email.message import Thread

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from assistant_framework.workspace import Workspace
 
@@ -32,7 +32,7 @@ class Position:
         try:
             when = datetime.fromisoformat(self.checked_at)
         except ValueError:
-            when = datetime.now(timezone.utc)
+            when = datetime.now(UTC)
         return (when - timedelta(days=1)).strftime("%d-%b-%Y")
 
 
@@ -60,7 +60,7 @@ class Cursor:
 
     def advance(self, uidvalidity: int, last_uid: int) -> None:
         """Store the new position (atomically) when it moved."""
-        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        now = datetime.now(UTC).isoformat(timespec="seconds")
         old = self.position
         if old is not None and (old.uidvalidity, old.last_uid) == (uidvalidity, last_uid):
             return

@@ -9,7 +9,6 @@ never waits forever; the channel retries with backoff itself.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -97,7 +96,7 @@ class MatrixClient:
                 self.nio.device_id = who.device_id or ""
                 return
             answer = await self.nio.login(self.config.password, device_name=self.config.device_name)
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as err:
+        except (TimeoutError, aiohttp.ClientError, OSError) as err:
             raise MatrixUnavailable(f"cannot reach {self.config.homeserver}: {err}") from err
         if isinstance(answer, nio.LoginError):
             if answer.status_code in ("M_FORBIDDEN", "M_USER_DEACTIVATED", "M_INVALID_PARAM"):
@@ -107,7 +106,7 @@ class MatrixClient:
     async def _call(self, what: str, call: Any) -> Any:
         try:
             answer = await call
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as err:
+        except (TimeoutError, aiohttp.ClientError, OSError) as err:
             raise MatrixUnavailable(f"{what}: {type(err).__name__}: {err}") from err
         if isinstance(answer, nio.ErrorResponse):
             raise _failed(answer, what)
@@ -170,7 +169,7 @@ class MatrixClient:
                         raise MatrixUnavailable(text)
                     raise DeliveryError(text, for_good=True)
                 return data if isinstance(data, dict) else {}
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as err:
+        except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as err:
             raise MatrixUnavailable(f"{method} {path}: {type(err).__name__}: {err}") from err
 
     async def _session(self) -> aiohttp.ClientSession:
@@ -199,7 +198,7 @@ class MatrixClient:
                         raise MatrixUnavailable(text)
                     raise DeliveryError(text, for_good=True)
                 return str(body["content_uri"])
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as err:
+        except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as err:
             raise MatrixUnavailable(f"upload: {type(err).__name__}: {err}") from err
 
     async def download(self, mxc: str, limit_bytes: int) -> Download | str:
@@ -225,7 +224,7 @@ class MatrixClient:
                         return f"That file is larger than {limit_bytes // 1_000_000} MB; I take at most that."
                     chunks.append(chunk)
                 return Download(b"".join(chunks), answer.headers.get("Content-Type", "application/octet-stream"))
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as err:
+        except (TimeoutError, aiohttp.ClientError, OSError) as err:
             return f"Getting the file from the homeserver failed: {type(err).__name__}."
 
     async def close(self) -> None:

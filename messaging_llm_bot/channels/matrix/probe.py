@@ -35,7 +35,7 @@ async def probe(config: MatrixConfig, timeout: float = 20.0) -> Probe:
     """Ask the homeserver (within ``timeout`` seconds)."""
     try:
         return await asyncio.wait_for(_probe(config), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return Probe(problem=f"{config.homeserver} did not answer within {timeout:.0f} s")
 
 

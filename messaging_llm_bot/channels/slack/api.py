@@ -109,14 +109,16 @@ class SlackClient:
         headers = {"Authorization": f"Bearer {self._token}"}
         got = bytearray()
         try:
-            async with httpx.AsyncClient(timeout=self._timeout, follow_redirects=False) as http:
-                async with http.stream("GET", url, headers=headers) as response:
-                    if response.status_code != 200:
-                        raise failure("the file download", response.status_code, None, response.headers)
-                    async for chunk in response.aiter_bytes():
-                        got += chunk
-                        if len(got) > limit_bytes:
-                            raise DeliveryError(f"the file is larger than {limit_bytes // 1_000_000} MB", for_good=True)
+            async with (
+                httpx.AsyncClient(timeout=self._timeout, follow_redirects=False) as http,
+                http.stream("GET", url, headers=headers) as response,
+            ):
+                if response.status_code != 200:
+                    raise failure("the file download", response.status_code, None, response.headers)
+                async for chunk in response.aiter_bytes():
+                    got += chunk
+                    if len(got) > limit_bytes:
+                        raise DeliveryError(f"the file is larger than {limit_bytes // 1_000_000} MB", for_good=True)
         except httpx.HTTPError as err:
             raise SlackUnavailable(f"the file cannot be fetched: {type(err).__name__}") from None
         return bytes(got)

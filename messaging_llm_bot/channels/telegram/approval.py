@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import telegram
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update

@@ -23,9 +23,26 @@ from messaging_llm_bot.conversation.runtime import Runtime
 ONLY_NEW = filters.UpdateType.MESSAGE
 COMMAND = filters.COMMAND & ~filters.FORWARDED
 #: The commands answered by the conversation service's text alone (``start`` is /help's old name).
-SHARED = (
-    "start help skills skill new sessions resume status now jobs reload stats why voice model pair drafts busy".split()
-)
+SHARED = [
+    "start",
+    "help",
+    "skills",
+    "skill",
+    "new",
+    "sessions",
+    "resume",
+    "status",
+    "now",
+    "jobs",
+    "reload",
+    "stats",
+    "why",
+    "voice",
+    "model",
+    "pair",
+    "drafts",
+    "busy",
+]
 
 
 class Commands:

@@ -18,7 +18,20 @@ from messaging_llm_bot.conversation.attachments import VOICE_DISABLED, SavedFile
 from messaging_llm_bot.llm.transcribe import Transcription, transcribe
 
 MAX_DOWNLOAD_BYTES = int(FileSizeLimit.FILESIZE_DOWNLOAD)  # 20 MB: the Bot API refuses bigger downloads
-_OTHER_KINDS = "sticker video video_note animation audio location venue contact poll dice game story".split()
+_OTHER_KINDS = [
+    "sticker",
+    "video",
+    "video_note",
+    "animation",
+    "audio",
+    "location",
+    "venue",
+    "contact",
+    "poll",
+    "dice",
+    "game",
+    "story",
+]
 
 
 def message_kind(message: telegram.Message) -> str:

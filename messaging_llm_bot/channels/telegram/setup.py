@@ -103,23 +103,15 @@ class TelegramSteps(Steps):
         """The token checked with getMe; None to run without Telegram (terminal chat only) or to keep
         the token (and the allowlist) already configured."""
         from messaging_llm_bot.channels.telegram.probe import get_me
-        from messaging_llm_bot.channels.telegram.settings import bot_api_urls
 
         if self.a.no_telegram:
             self.io.say("Telegram: skipped (the terminal chat works without it: `make chat`).")
             return None
         base_url = self.telegram_base_url()
-        token = self.a.token
-        from_env = kept = False
-        if token is None and os.environ.get(TOKEN_ENV):
-            token, from_env = os.environ[TOKEN_ENV], True
-        if token is None and self.current_token:
-            if not self.io.interactive:
-                self.io.say("Telegram: no --token given; the configured token and allowlist are kept.")
-                return None
-            self.io.say("Telegram: a bot token is configured; press Enter to keep it, or paste a new one.")
-            typed = self.io.secret("Bot token (empty: keep the current one): ").strip()
-            token, kept = (typed, False) if typed else (self.current_token, True)
+        first = self._first_token()
+        if first is None:
+            return None
+        token, from_env, kept = first
         while True:
             if token is None:
                 if not self.io.interactive:
@@ -139,14 +131,7 @@ class TelegramSteps(Steps):
             answer = get_me(token, base_url=base_url)
             if answer.ok:
                 me = answer.result or {}
-                self.io.say(
-                    f"Telegram: the token works; your bot is @{me.get('username')} ({me.get('first_name', '')})."
-                )
-                if not from_env and not kept:
-                    self.settings.append(("telegram.token", token))
-                if base_url and self.a.telegram_base_url is not None:
-                    self.settings.append(("telegram.base_url", base_url))
-                    self.settings.append(("telegram.base_file_url", bot_api_urls(base_url)[1]))
+                self._accepted(token, me, base_url, written=not from_env and not kept)
                 return token, me
             if kept:
                 self.io.say(f"Telegram: the configured token: {answer.error}; kept as it is, with its allowlist.")
@@ -155,6 +140,34 @@ class TelegramSteps(Steps):
                 raise SetupError(f"Telegram: {answer.error}")
             self.io.say(f"Telegram: {answer.error}")
             token = None
+
+    def _first_token(self) -> tuple[str | None, bool, bool] | None:
+        """(the token to try first: --token, the environment's, or the configured one kept or replaced; it came
+        from the environment; it is the configured one kept), or None to keep the configured token unasked."""
+        if self.a.token is not None:
+            return self.a.token, False, False
+        if os.environ.get(TOKEN_ENV):
+            return os.environ[TOKEN_ENV], True, False
+        if not self.current_token:
+            return None, False, False
+        if not self.io.interactive:
+            self.io.say("Telegram: no --token given; the configured token and allowlist are kept.")
+            return None
+        self.io.say("Telegram: a bot token is configured; press Enter to keep it, or paste a new one.")
+        typed = self.io.secret("Bot token (empty: keep the current one): ").strip()
+        return (typed, False, False) if typed else (self.current_token, False, True)
+
+    def _accepted(self, token: str, me: dict[str, Any], base_url: str | None, *, written: bool) -> None:
+        """The token getMe accepted: said, and written to the config (``written``: not the environment's or
+        the kept one), with the Bot API server's address when one was given."""
+        from messaging_llm_bot.channels.telegram.settings import bot_api_urls
+
+        self.io.say(f"Telegram: the token works; your bot is @{me.get('username')} ({me.get('first_name', '')}).")
+        if written:
+            self.settings.append(("telegram.token", token))
+        if base_url and self.a.telegram_base_url is not None:
+            self.settings.append(("telegram.base_url", base_url))
+            self.settings.append(("telegram.base_file_url", bot_api_urls(base_url)[1]))
 
     def owner(self, token: str, me: dict[str, Any]) -> list[int]:
         """The allowlist: the owner's numeric id first (given, typed, or read from the first private

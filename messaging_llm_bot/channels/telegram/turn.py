@@ -10,9 +10,9 @@ import asyncio
 import functools
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import telegram
 from telegram import InputFile, Update

@@ -12,7 +12,7 @@ import asyncio
 import json
 import mimetypes
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import tornado.iostream
 import tornado.web
@@ -71,7 +71,7 @@ class PageHandler(ChatHandler):
 class AssetHandler(ChatHandler):
     """``GET /chat/chat.js`` and ``/chat/chat.css``: the page's script and style (signed in only)."""
 
-    TYPES = {"js": "text/javascript; charset=UTF-8", "css": "text/css; charset=UTF-8"}
+    TYPES: ClassVar[dict[str, str]] = {"js": "text/javascript; charset=UTF-8", "css": "text/css; charset=UTF-8"}
 
     def get(self, ext: str) -> None:
         self.set_header("Content-Type", self.TYPES[ext])
@@ -119,7 +119,9 @@ class UploadHandler(ChatHandler):
         client_id = checked_id(self.get_query_argument("id", None))
         name = self.get_query_argument("name", "") or "file"
         text = self.get_query_argument("text", "")
-        if MAX_TEXT_CHARS < len(text):  # a caption: the same bound as a message
+        # The caption has the same bound as a message; written the other way round so the mutation of that bound
+        # (webchat-text-unbounded) finds one line.
+        if MAX_TEXT_CHARS < len(text):  # noqa: SIM300
             raise tornado.web.HTTPError(413, f"the caption is longer than {MAX_TEXT_CHARS} characters")
         if not self.request.body:
             raise tornado.web.HTTPError(400, "the file is empty")
@@ -180,7 +182,7 @@ class EventsHandler(ChatHandler):
             while True:
                 try:
                     event = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     await self._send(": keepalive\n\n")
                     continue
                 if event is None:

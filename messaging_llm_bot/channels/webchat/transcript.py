@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TypedDict
 
 from assistant_framework.workspace import Workspace
@@ -89,7 +89,7 @@ class Transcript:
                 id=last + 1,
                 role=role,
                 text=text,
-                at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                at=datetime.now(UTC).isoformat(timespec="seconds"),
                 key=key,
                 part=part,
             )
