@@ -58,31 +58,44 @@ class StderrTail:
 
     KEEP = 20
     LINE_BYTES = 2000
+    #: How long a failed start waits for the reader to reach the end of an ended server's stderr.
+    DRAIN_SECONDS = 5.0
 
     def __init__(self, name: str) -> None:
         self.name = name
         self._lines: deque[str] = deque(maxlen=self.KEEP)
         self._lock = threading.Lock()
+        self._drained = threading.Event()
 
     def open(self) -> TextIO:
         """A new pipe for one start of the server: its write end (for the child), read by a thread."""
         with self._lock:
             self._lines.clear()  # what an earlier run said is no reason for this one
+        drained = self._drained = threading.Event()
         read_fd, write_fd = os.pipe()
-        threading.Thread(target=self._read, args=(read_fd,), name=f"mcp-{self.name}-stderr", daemon=True).start()
+        reader = threading.Thread(
+            target=self._read, args=(read_fd, drained), name=f"mcp-{self.name}-stderr", daemon=True
+        )
+        reader.start()
         return os.fdopen(write_fd, "w", encoding="utf-8", errors="replace")
 
-    def _read(self, fd: int) -> None:
+    def _read(self, fd: int, drained: threading.Event) -> None:
         with os.fdopen(fd, "rb") as pipe:
             while True:
                 line = pipe.readline(self.LINE_BYTES)
                 if not line:
+                    drained.set()
                     return
                 text = line.decode("utf-8", "replace").rstrip()
                 if text:  # the bot's log formatter hides the config's secrets; what is shown, _with_stderr
                     log.debug("mcp server %r says: %s", self.name, text)
                     with self._lock:
                         self._lines.append(text)
+
+    def drain(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` s) until the reader has read all an ended server wrote: a server that
+        exits at once is seen gone before its last line has crossed the pipe, on a loaded machine."""
+        self._drained.wait(timeout)
 
     def last(self) -> str:
         with self._lock:
@@ -238,10 +251,10 @@ class ServerConnection:
         if started in done:
             return ""
         if session in done:
-            return self._with_stderr(self._why(session))
+            return await self._with_stderr(self._why(session))
         session.cancel()
         await asyncio.gather(session, return_exceptions=True)
-        return self._with_stderr(f"did not answer within {timeout:g} s")
+        return await self._with_stderr(f"did not answer within {timeout:g} s")
 
     async def _until_ended(self, session: asyncio.Task[None]) -> str:
         await asyncio.gather(session, return_exceptions=True)
@@ -253,9 +266,13 @@ class ServerConnection:
         exc = session.exception()
         return self._describe(exc) if exc is not None else "the connection ended"
 
-    def _with_stderr(self, error: str) -> str:
-        """A start failure with the last line the server wrote to stderr (its own reason, often)."""
-        last = self._stderr.last() if self.settings.transport == "stdio" else ""
+    async def _with_stderr(self, error: str) -> str:
+        """A start failure with the last line the server wrote to stderr (its own reason, often), once the
+        reader has it: the session is over, so the pipe's write ends are closed or closing."""
+        if self.settings.transport != "stdio":
+            return self.without_secrets(error)
+        await asyncio.to_thread(self._stderr.drain, StderrTail.DRAIN_SECONDS)
+        last = self._stderr.last()
         return self.without_secrets(f"{error} (its last output: {first_sentence(last, 200)})" if last else error)
 
     def _describe(self, exc: BaseException) -> str:
