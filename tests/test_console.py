@@ -11,7 +11,6 @@ import pytest
 
 from messaging_llm_bot.agent.incoming import Incoming
 from messaging_llm_bot.conversation.commands import (
-    format_stats,
     help_text,
     run_command,
     skill_text,
@@ -19,6 +18,7 @@ from messaging_llm_bot.conversation.commands import (
     why_text,
 )
 from messaging_llm_bot.conversation.markup import unescape_markdown
+from messaging_llm_bot.conversation.usage_text import format_stats
 from messaging_llm_bot.runtime import build_runtime
 from tests.cli_inprocess import run_bot_start, run_cli
 from tests.console_harness import API_KEY, ENTRIES, REPO, run_bot, write_config

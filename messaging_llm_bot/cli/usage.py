@@ -12,7 +12,7 @@ from assistant_framework.config.settings import Settings
 from assistant_framework.spending import SpendingLedger, cap_rows, runner_usage, usage_json, usage_text
 from assistant_framework.workspace import existing_workspace
 from messaging_llm_bot.cli.config import Subparsers, add_config_option
-from messaging_llm_bot.conversation.commands import caps_text
+from messaging_llm_bot.conversation.usage_text import caps_text
 
 
 def register(subparsers: Subparsers) -> None:
