@@ -20,7 +20,7 @@ from assistant_framework.json_types import JsonObject
 from assistant_framework.memory.search import MAX_QUERY_CHARS, MemoryHit
 from assistant_framework.stores.facts import FactStore
 from assistant_framework.stores.people import ContactStore
-from assistant_framework.stores.records import Note, NoteRef
+from assistant_framework.stores.records import Note, NoteRef, Task
 from assistant_framework.stores.tasks import TaskStore
 from assistant_framework.stores.texts import NoteStore
 from assistant_framework.workspace import Workspace
@@ -194,7 +194,7 @@ class MemoryTools:
         self._wrote(caller, "note", note["path"])
         return note
 
-    def task_add(self, caller: Caller, title: str, due: str = "", notes: str = "") -> JsonObject:
+    def task_add(self, caller: Caller, title: str, due: str = "", notes: str = "") -> Task:
         self._may_write(caller, "task_add")
         task = TaskStore(self.workspace).add(
             _bounded(title, "title"), due or None, _bounded(notes, "notes"), untrusted=True, source=caller.source

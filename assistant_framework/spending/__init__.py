@@ -28,7 +28,7 @@ from assistant_framework.spending.calls import (
     call_estimate,
 )
 from assistant_framework.spending.caps import BACKGROUND_SHARE, CAPS, CapRow, CapUse, capped_text, none_left_text
-from assistant_framework.spending.ledger import STATE_FILE, Hold, SpendingLedger, cap_rows
+from assistant_framework.spending.ledger import STATE_FILE, Hold, RunnerCounts, SpendingLedger, cap_rows
 from assistant_framework.spending.usage import PeriodUsage, RunnerUsage, runner_usage, usage_json, usage_text
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "CapUse",
     "Hold",
     "PeriodUsage",
+    "RunnerCounts",
     "RunnerUsage",
     "SpendingLedger",
     "call_cost",

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Literal, NamedTuple, TypedDict, cast
 from zoneinfo import ZoneInfo
 
 from assistant_framework.config.settings import RunnerSettings
@@ -33,20 +33,60 @@ class Hold:
     cost: float
 
 
-def _fresh(row: dict[str, Any], day: str, month: str) -> dict[str, Any]:
+class RunnerCounts(TypedDict, total=False):
+    """One runner's counts in ``state/spending.json`` (``{"runners": {name: counts}}``): the current day's and
+    month's tokens and cost, whether some were estimated, the calls refused per cap, and the period each cap's
+    owner was last told of (``told``: cap -> day or month)."""
+
+    day: str
+    day_tokens: int
+    day_cost: float
+    day_estimated: bool
+    day_refused: dict[str, int]
+    month: str
+    month_tokens: int
+    month_cost: float
+    month_estimated: bool
+    month_refused: dict[str, int]
+    told: dict[str, str]
+
+
+#: A period of the counts: the day (``YYYY-MM-DD``) or the month (``YYYY-MM``).
+Period = Literal["day", "month"]
+
+
+class PeriodKeys(NamedTuple):
+    """The keys of one period's counts in a ``RunnerCounts``."""
+
+    period: Period
+    tokens: Literal["day_tokens", "month_tokens"]
+    cost: Literal["day_cost", "month_cost"]
+    estimated: Literal["day_estimated", "month_estimated"]
+    refused: Literal["day_refused", "month_refused"]
+
+
+DAY = PeriodKeys("day", "day_tokens", "day_cost", "day_estimated", "day_refused")
+MONTH = PeriodKeys("month", "month_tokens", "month_cost", "month_estimated", "month_refused")
+PERIODS = (DAY, MONTH)
+
+
+def _fresh(row: RunnerCounts, day: str, month: str) -> RunnerCounts:
     """The runner's counts with the periods that ended set back to zero (changes ``row``)."""
-    if row.get("day") != day:
-        row.update(day=day, day_tokens=0, day_cost=0.0, day_estimated=False, day_refused={})
-    if row.get("month") != month:
-        row.update(month=month, month_tokens=0, month_cost=0.0, month_estimated=False, month_refused={})
-    for period in ("day", "month"):
-        if not isinstance(row.get(f"{period}_refused"), dict):
-            row[f"{period}_refused"] = {}
+    for keys, current in ((DAY, day), (MONTH, month)):
+        if row.get(keys.period) != current:
+            row[keys.period] = current
+            row[keys.tokens] = 0
+            row[keys.cost] = 0.0
+            row[keys.estimated] = False
+            row[keys.refused] = {}
+    for keys in PERIODS:
+        if not isinstance(row.get(keys.refused), dict):
+            row[keys.refused] = {}
     return row
 
 
-def _period(cap: str) -> str:
-    return "day" if cap.startswith("daily") else "month"
+def _period(cap: str) -> PeriodKeys:
+    return DAY if cap.startswith("daily") else MONTH
 
 
 class SpendingLedger:
@@ -94,7 +134,9 @@ class SpendingLedger:
 
     # -- counts --------------------------------------------------------------
 
-    def _read(self) -> dict[str, dict[str, Any]]:
+    def _read(self) -> dict[str, RunnerCounts]:
+        """The runners' counts as the file holds them (an object per runner; a value edited by hand is taken as
+        it is, as the stores take their rows)."""
         try:
             data = self.workspace.read_json(STATE_FILE, default={})
         except (ValueError, UnicodeDecodeError, OSError) as err:
@@ -103,10 +145,12 @@ class SpendingLedger:
                 log.warning("%s is unreadable (%s); the spending counts start again from zero", STATE_FILE, err)
             data = {}
         runners = data.get("runners") if isinstance(data, dict) else None
-        return {k: v for k, v in (runners or {}).items() if isinstance(v, dict)} if isinstance(runners, dict) else {}
+        if not isinstance(runners, dict):
+            return {}
+        return {k: cast(RunnerCounts, v) for k, v in runners.items() if isinstance(v, dict)}
 
     @contextmanager
-    def _changing(self, name: str, now: datetime) -> Iterator[dict[str, Any]]:
+    def _changing(self, name: str, now: datetime) -> Iterator[RunnerCounts]:
         """The runner's row to change, read and written back under the file's lock: the bot and a CLI command
         (``eval skills``, ``trace replay``) count into the same file."""
         with self.workspace.lock(STATE_FILE):
@@ -121,7 +165,7 @@ class SpendingLedger:
                 log.warning("could not write %s: %s", STATE_FILE, err)
 
     def _uses(
-        self, runner: RunnerSettings, row: dict[str, Any], now: datetime, upcoming: CallTokens | None
+        self, runner: RunnerSettings, row: RunnerCounts, now: datetime, upcoming: CallTokens | None
     ) -> list[CapUse]:
         with self._lock:
             held = [h for h in self._held if h.runner == runner.name]
@@ -130,14 +174,15 @@ class SpendingLedger:
             limit = getattr(runner.limits, cap)
             if limit is None:
                 continue
-            period = _period(cap)
+            keys = _period(cap)
+            used: float
             ahead: float
             coming: float
             if cap.endswith("tokens"):
-                used, ahead = row[f"{period}_tokens"], float(sum(h.tokens for h in held))
+                used, ahead = row[keys.tokens], float(sum(h.tokens for h in held))
                 coming = float(upcoming.total) if upcoming else 0.0
             else:
-                used, ahead = row[f"{period}_cost"], sum(h.cost for h in held)
+                used, ahead = row[keys.cost], sum(h.cost for h in held)
                 coming = call_cost(upcoming, runner) if upcoming else 0.0
             out.append(
                 CapUse(
@@ -146,10 +191,10 @@ class SpendingLedger:
                     limit,
                     used,
                     self.resets(cap, now),
-                    bool(row[f"{period}_estimated"]),
+                    bool(row[keys.estimated]),
                     held=ahead,
                     upcoming=coming,
-                    refused=int(row[f"{period}_refused"].get(cap) or 0),
+                    refused=int(row[keys.refused].get(cap) or 0),
                 )
             )
         return out
@@ -160,7 +205,7 @@ class SpendingLedger:
         row = _fresh(self._read().get(runner.name) or {}, *self.periods(now))
         return self._uses(runner, row, now, upcoming)
 
-    def used(self, runner: str) -> dict[str, Any]:
+    def used(self, runner: str) -> RunnerCounts:
         """The runner's counts of today and this month (``day_tokens``, ``month_cost``, ...)."""
         now = self.now()
         return _fresh(self._read().get(runner) or {}, *self.periods(now))
@@ -194,7 +239,7 @@ class SpendingLedger:
         the owner is told once per cap and period (``next_runner``: who answers it instead)."""
         now = self.now()
         with self._changing(use.runner, now) as row:
-            refused = row[f"{_period(use.cap)}_refused"]
+            refused = row[_period(use.cap).refused]
             refused[use.cap] = int(refused.get(use.cap) or 0) + 1
             tell = self._tell_once(row, use.cap, now)
         log.info("llm runner %r skipped for its cap: %s", use.runner, capped_text(use, next_runner))
@@ -228,10 +273,10 @@ class SpendingLedger:
         reached = None
         try:
             with self._changing(runner.name, now) as row:
-                for period in ("day", "month"):
-                    row[f"{period}_tokens"] += counted.total
-                    row[f"{period}_cost"] = round(row[f"{period}_cost"] + cost, 6)
-                    row[f"{period}_estimated"] = bool(row[f"{period}_estimated"] or estimated)
+                for keys in PERIODS:
+                    row[keys.tokens] += counted.total
+                    row[keys.cost] = round(row[keys.cost] + cost, 6)
+                    row[keys.estimated] = bool(row[keys.estimated] or estimated)
                 if runner.limits.any:
                     reached = next((use for use in self._uses(runner, row, now, None) if use.reached), None)
                 tell = reached is not None and self._tell_once(row, reached.cap, now)
@@ -243,7 +288,7 @@ class SpendingLedger:
         if tell:
             self._tell(reached, next_runner)
 
-    def _tell_once(self, row: dict[str, Any], cap: str, now: datetime) -> bool:
+    def _tell_once(self, row: RunnerCounts, cap: str, now: datetime) -> bool:
         """True the first time in ``cap``'s period that someone can be told (marks it told; caller holds the file)."""
         if self.capped is None:
             return False

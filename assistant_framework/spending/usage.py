@@ -5,11 +5,11 @@ server that reports no usage, such as a llama.cpp server without it, is counted 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import TypedDict
 
 from assistant_framework.config.settings import RunnerSettings
-from assistant_framework.spending.ledger import SpendingLedger
+from assistant_framework.spending.ledger import DAY, MONTH, PeriodKeys, RunnerCounts, SpendingLedger
 
 
 @dataclass(frozen=True)
@@ -40,24 +40,49 @@ def runner_usage(ledger: SpendingLedger, runners: Sequence[RunnerSettings]) -> l
     for runner in runners:
         counts = ledger.used(runner.name)
         priced = bool(runner.price.input_per_mtok or runner.price.output_per_mtok)
-        today, month = (_period(counts, name, priced) for name in ("day", "month"))
+        today, month = (_period(counts, keys, priced) for keys in (DAY, MONTH))
         rows.append(RunnerUsage(runner.name, runner.model, today, month))
     return rows
 
 
-def _period(counts: dict[str, Any], name: str, priced: bool) -> PeriodUsage:
-    """One period (``day`` or ``month``) of a runner's counts in the ledger."""
+def _period(counts: RunnerCounts, keys: PeriodKeys, priced: bool) -> PeriodUsage:
+    """One period (the day or the month) of a runner's counts in the ledger."""
     return PeriodUsage(
-        str(counts.get(name) or ""),
-        int(counts.get(f"{name}_tokens") or 0),
-        round(float(counts.get(f"{name}_cost") or 0.0), 6) if priced else None,
-        bool(counts.get(f"{name}_estimated")),
+        str(counts.get(keys.period) or ""),
+        int(counts.get(keys.tokens) or 0),
+        round(float(counts.get(keys.cost) or 0.0), 6) if priced else None,
+        bool(counts.get(keys.estimated)),
     )
 
 
-def usage_json(rows: Sequence[RunnerUsage]) -> list[dict[str, Any]]:
+class PeriodUsageJson(TypedDict):
+    """A ``PeriodUsage`` in ``assistant usage --json``."""
+
+    period: str
+    tokens: int
+    cost: float | None
+    estimated: bool
+
+
+class RunnerUsageJson(TypedDict):
+    """A ``RunnerUsage`` in ``assistant usage --json``."""
+
+    runner: str
+    model: str
+    today: PeriodUsageJson
+    month: PeriodUsageJson
+
+
+def _period_json(use: PeriodUsage) -> PeriodUsageJson:
+    return {"period": use.period, "tokens": use.tokens, "cost": use.cost, "estimated": use.estimated}
+
+
+def usage_json(rows: Sequence[RunnerUsage]) -> list[RunnerUsageJson]:
     """The rows as JSON objects (``today`` and ``month``: ``period``, ``tokens``, ``cost``, ``estimated``)."""
-    return [asdict(row) for row in rows]
+    return [
+        {"runner": row.runner, "model": row.model, "today": _period_json(row.today), "month": _period_json(row.month)}
+        for row in rows
+    ]
 
 
 def _money(value: float) -> str:

@@ -10,12 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import date, timedelta
-from typing import Any
 
 from ..workspace import Workspace
 from ._common import JsonListFile, norm, one_line, pick_one
 from .provenance import UNTRUSTED_KEY, mark_record
-from .records import Contact
+from .records import Birthday, Contact
 
 CONTACTS_FILE = "contacts/contacts.json"
 BIRTHDAYS_FILE = "birthdays/birthdays.json"
@@ -111,19 +110,18 @@ class BirthdayStore:
     """Birthdays as ``MM-DD`` or ``YYYY-MM-DD`` with notes."""
 
     def __init__(self, workspace: Workspace) -> None:
-        # Its rows reach conversation/digest.py, which takes them as dict[str, Any] (issue 49: a record then).
-        self.file: JsonListFile[dict[str, Any]] = JsonListFile(workspace, BIRTHDAYS_FILE)
+        self.file: JsonListFile[Birthday] = JsonListFile(workspace, BIRTHDAYS_FILE)
 
-    def all(self) -> list[dict[str, Any]]:
+    def all(self) -> list[Birthday]:
         return self.file.load()
 
-    def add(self, name: str, date: str, notes: str = "", *, untrusted: bool = False) -> dict[str, Any]:
+    def add(self, name: str, date: str, notes: str = "", *, untrusted: bool = False) -> Birthday:
         """Store a birthday; ValueError if that person already has one (use update). ``untrusted``
         (written from outside content) marks it."""
         name = one_line(name)
         if not name:
             raise ValueError("birthday name is empty")
-        entry = {"name": name, "date": parse_birthday(date), "notes": notes or ""}
+        entry: Birthday = {"name": name, "date": parse_birthday(date), "notes": notes or ""}
         if untrusted:
             mark_record(entry)
         with self.file.edit() as rows:
@@ -134,7 +132,7 @@ class BirthdayStore:
 
     def update(
         self, name: str, date: str | None = None, notes: str | None = None, *, untrusted: bool = False
-    ) -> dict[str, Any]:
+    ) -> Birthday:
         """Change the date and/or notes of the person matching ``name``; ``untrusted`` marks the entry
         when something changed (otherwise a mark stays)."""
         with self.file.edit() as rows:
@@ -148,12 +146,12 @@ class BirthdayStore:
                 mark_record(entry)
         return entry
 
-    def find(self, query: str) -> list[dict[str, Any]]:
+    def find(self, query: str) -> list[Birthday]:
         """Birthdays whose name, date or notes contain ``query``; all when empty."""
         rows = self.file.load()
         return rows if not norm(query) else [row for row in rows if _matches(row, query)]
 
-    def upcoming(self, today: date, days: int = 30) -> list[tuple[date, dict[str, Any]]]:
+    def upcoming(self, today: date, days: int = 30) -> list[tuple[date, Birthday]]:
         """Birthdays from ``today`` through ``today + days``, soonest first."""
         end = today + timedelta(days=days)
         found = [

@@ -33,6 +33,53 @@ class Fact(TypedDict, total=False):
     untrusted: bool
 
 
+class Task(TypedDict, total=False):
+    """One task of ``tasks/tasks.json``: a to-do with an optional due date."""
+
+    id: str
+    title: str
+    #: ``YYYY-MM-DD`` or ``YYYY-MM-DDTHH:MM``; None: no due date.
+    due: str | None
+    #: ``open`` or ``done``.
+    status: str
+    created_at: str
+    done_at: str | None
+    notes: str
+    #: Who wrote it when not the owner's chat (e.g. ``mcp:desktop``).
+    source: str
+    untrusted: bool
+
+
+class Reminder(TypedDict, total=False):
+    """One reminder of ``reminders/reminders.json``: a message the bot sends to a chat at ``due_at``."""
+
+    id: str
+    chat_id: int | str
+    text: str
+    #: ISO 8601 with the offset of ``timezone`` (a time typed by hand without one is wall time there).
+    due_at: str
+    timezone: str
+    created_at: str
+    #: ``pending``, ``delivered``, ``failed`` or ``cancelled``.
+    status: str
+    delivered_at: str | None
+    #: Why the chat refused it for good, and when (``status`` ``failed``).
+    failed_at: str
+    error: str
+    #: The conversation it was set in (a forum topic's: delivered in that topic); absent: the chat's.
+    conversation_id: str
+    untrusted: bool
+
+
+class Birthday(TypedDict, total=False):
+    """One birthday of ``birthdays/birthdays.json``: ``MM-DD`` or ``YYYY-MM-DD``, with notes."""
+
+    name: str
+    date: str
+    notes: str
+    untrusted: bool
+
+
 class Routine(TypedDict, total=False):
     """One routine of ``routines/routines.json``: what the owner does, and when."""
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import builtins  # the stores have a list() method: their annotations name the type through builtins
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..workspace import Workspace
 from ._common import JsonListFile, NotFoundError, iso, now_utc, one_line
 from .provenance import mark_record
+from .records import Reminder
 
 REMINDERS_FILE = "reminders/reminders.json"
 
@@ -42,8 +42,7 @@ class ReminderStore:
 
     def __init__(self, workspace: Workspace) -> None:
         # A row typed by hand that is not an object must not stop every other reminder.
-        # Its rows reach conversation/digest.py, which takes them as dict[str, Any] (issue 49: a record then).
-        self.file: JsonListFile[dict[str, Any]] = JsonListFile(workspace, REMINDERS_FILE)
+        self.file: JsonListFile[Reminder] = JsonListFile(workspace, REMINDERS_FILE)
 
     def add(
         self,
@@ -54,7 +53,7 @@ class ReminderStore:
         *,
         untrusted: bool = False,
         conversation_id: str = "",
-    ) -> dict[str, Any]:
+    ) -> Reminder:
         """Store a pending reminder; ``due_at`` must be aware, kept with the offset of ``timezone``;
         ``untrusted`` (written from outside content) marks it; ``conversation_id`` is the conversation it was set
         in (a Telegram forum topic's: delivered in that topic), kept when given."""
@@ -64,7 +63,7 @@ class ReminderStore:
         if not text:
             raise ValueError("reminder text is empty")
         local = due_at.astimezone(ZoneInfo(timezone))
-        reminder = {
+        reminder: Reminder = {
             "id": "",
             "chat_id": chat_id,
             "text": text,
@@ -83,7 +82,7 @@ class ReminderStore:
             rows.append(reminder)
         return reminder
 
-    def list(self, chat_id: int | str | None = None, status: str | None = None) -> list[dict[str, Any]]:
+    def list(self, chat_id: int | str | None = None, status: str | None = None) -> list[Reminder]:
         """Reminders, optionally only one chat's and/or one status, by due time."""
         rows = [
             row
@@ -93,17 +92,17 @@ class ReminderStore:
         ]
         return sorted(rows, key=_sort_key)
 
-    def pending(self) -> builtins.list[dict[str, Any]]:
+    def pending(self) -> builtins.list[Reminder]:
         """Pending reminders of every chat, earliest first."""
         return self.list(status="pending")
 
-    def due(self, now: datetime) -> builtins.list[dict[str, Any]]:
+    def due(self, now: datetime) -> builtins.list[Reminder]:
         """Pending reminders whose moment is ``now`` or earlier (``now`` must be aware)."""
         if now.tzinfo is None:
             raise ValueError(f"reminder check time {now!r} has no timezone")
         return [row for row in self.pending() if (moment := due_at_of(row)) is not None and moment <= now]
 
-    def mark_delivered(self, reminder_id: str, at: datetime) -> dict[str, Any]:
+    def mark_delivered(self, reminder_id: str, at: datetime) -> Reminder:
         """Record delivery (idempotent: an already delivered reminder keeps its first time)."""
         with self.file.edit() as rows:
             reminder = _by_id(rows, reminder_id)
@@ -112,7 +111,7 @@ class ReminderStore:
                 reminder["delivered_at"] = iso(at)
         return reminder
 
-    def mark_failed(self, reminder_id: str, reason: str, at: datetime) -> dict[str, Any]:
+    def mark_failed(self, reminder_id: str, reason: str, at: datetime) -> Reminder:
         """Record that the chat refused the reminder for good (the user blocked the bot, the chat does not
         exist): ``status`` "failed" with ``error`` and ``failed_at``; it is not sent again."""
         with self.file.edit() as rows:
@@ -123,7 +122,7 @@ class ReminderStore:
                 reminder["error"] = one_line(reason)
         return reminder
 
-    def cancel(self, reminder_id: str) -> dict[str, Any]:
+    def cancel(self, reminder_id: str) -> Reminder:
         """Cancel a pending reminder and return it."""
         with self.file.edit() as rows:
             reminder = _by_id(rows, reminder_id)
@@ -132,7 +131,7 @@ class ReminderStore:
         return reminder
 
 
-def _by_id(rows: list[dict[str, Any]], reminder_id: str) -> dict[str, Any]:
+def _by_id(rows: list[Reminder], reminder_id: str) -> Reminder:
     """The row with this id; of rows sharing it (a line copied by hand), the pending one ``pending()`` lists first."""
     matches = [row for row in rows if str(row.get("id")) == str(reminder_id).strip()]
     if not matches:

@@ -10,11 +10,11 @@ import builtins  # the stores have a list() method: their annotations name the t
 import re
 from collections.abc import Mapping
 from datetime import date, datetime
-from typing import Any
 
 from ..workspace import Workspace
 from ._common import JsonListFile, iso, now_utc, one_line, pick_one
 from .provenance import mark_record
+from .records import Task
 
 TASKS_FILE = "tasks/tasks.json"
 STATUSES = ("open", "done", "due", "all")
@@ -55,21 +55,20 @@ class TaskStore:
     """Add, list, complete and delete tasks; writes are atomic and locked."""
 
     def __init__(self, workspace: Workspace) -> None:
-        # Its rows reach conversation/digest.py, which takes them as dict[str, Any] (issue 49: a record then).
-        self.file: JsonListFile[dict[str, Any]] = JsonListFile(workspace, TASKS_FILE)
+        self.file: JsonListFile[Task] = JsonListFile(workspace, TASKS_FILE)
 
-    def all(self) -> list[dict[str, Any]]:
+    def all(self) -> list[Task]:
         return self.file.load()
 
     def add(
         self, title: str, due: str | date | None = None, notes: str = "", *, untrusted: bool = False, source: str = ""
-    ) -> dict[str, Any]:
+    ) -> Task:
         """Store a new open task and return it; ``untrusted`` (written from outside content) marks it; ``source``
         (who wrote it, e.g. ``mcp:desktop``) is kept in it."""
         title = one_line(title)
         if not title:
             raise ValueError("task title is empty")
-        task = {
+        task: Task = {
             "id": "",
             "title": title,
             "due": parse_due(due),
@@ -87,7 +86,7 @@ class TaskStore:
             rows.append(task)
         return task
 
-    def list(self, status: str = "open", today: date | None = None) -> list[dict[str, Any]]:
+    def list(self, status: str = "open", today: date | None = None) -> list[Task]:
         """Tasks by status: open, done, due (open and due today or earlier) or all."""
         if status not in STATUSES:
             raise ValueError(f"task status {status!r} is not one of {', '.join(STATUSES)}")
@@ -98,7 +97,7 @@ class TaskStore:
             return self.due_or_overdue(today or date.today())
         return [row for row in rows if row.get("status", "open") == status]
 
-    def due_or_overdue(self, today: date) -> builtins.list[dict[str, Any]]:
+    def due_or_overdue(self, today: date) -> builtins.list[Task]:
         """Open tasks due on ``today`` or earlier, earliest first."""
         found = [
             (d, row)
@@ -107,7 +106,7 @@ class TaskStore:
         ]
         return [row for _, row in sorted(found, key=lambda pair: (pair[0], str(pair[1].get("due"))))]
 
-    def complete(self, id_or_title: str) -> dict[str, Any]:
+    def complete(self, id_or_title: str) -> Task:
         """Mark one open task done (by id or title) and return it; LookupError when none or several match."""
         with self.file.edit() as rows:
             open_rows = [row for row in rows if row.get("status", "open") == "open"]
@@ -116,7 +115,7 @@ class TaskStore:
             task["done_at"] = iso(now_utc())
         return task
 
-    def delete(self, id_or_title: str) -> dict[str, Any]:
+    def delete(self, id_or_title: str) -> Task:
         """Remove one task (by id or title) and return it."""
         with self.file.edit() as rows:
             task = pick_one(rows, id_or_title, "task")

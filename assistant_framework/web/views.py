@@ -13,6 +13,7 @@ from ..memory.log import CONVERSATIONS_DIR
 from ..memory.recall import OUTSIDE_SOURCE_PREFIXES
 from ..spending import CapRow, SpendingLedger, cap_rows
 from ..stores.provenance import is_untrusted
+from ..stores.records import Reminder
 from ..traces import TraceRecord, TraceStore, UsageRow
 from ..workspace import Workspace, WorkspacePathError
 from .parts import Parts
@@ -164,7 +165,7 @@ def reminder_rows(workspace: Workspace) -> Reminders:
     (delivered, failed, cancelled), each with whether it was written from outside content."""
     from ..stores.reminders import ReminderStore
 
-    def row(reminder: JsonObject) -> ReminderRow:
+    def row(reminder: Reminder) -> ReminderRow:
         return {
             "id": str(reminder.get("id", "")),
             "chat": str(reminder.get("chat_id", "")),

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
+from typing import TypedDict
 
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, need
 from assistant_framework.stores import BIRTHDAYS_FILE, BirthdayStore
 from assistant_framework.stores.provenance import is_untrusted, shown
+from assistant_framework.stores.records import Birthday
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = (
@@ -71,9 +72,23 @@ def _not_after(text: str, today: date) -> None:
         )
 
 
-def _upcoming_row(when: date, entry: dict[str, Any], today: date) -> dict[str, Any]:
-    mark = {"untrusted": True} if is_untrusted(entry) else {}  # first, so a result cut short still shows it
-    row = {**mark, "name": entry.get("name"), "date": when.isoformat(), "in_days": (when - today).days}
+class Upcoming(TypedDict, total=False):
+    """A birthday in ``list``'s answer: when it falls next, in how many days, the age it turns (year known)."""
+
+    #: First, so a result cut short still shows it.
+    untrusted: bool
+    name: str | None
+    date: str
+    in_days: int
+    turns: int
+    notes: str
+
+
+def _upcoming_row(when: date, entry: Birthday, today: date) -> Upcoming:
+    row: Upcoming = {"untrusted": True} if is_untrusted(entry) else {}
+    row["name"] = entry.get("name")
+    row["date"] = when.isoformat()
+    row["in_days"] = (when - today).days
     born = str(entry.get("date", ""))
     if len(born) == 10:
         row["turns"] = when.year - int(born[:4])

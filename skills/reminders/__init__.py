@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from assistant_framework.json_types import JsonObject
@@ -12,6 +11,7 @@ from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import MARKED, context_now, context_untrusted, context_zone, need, outside_label
 from assistant_framework.stores import ReminderStore
 from assistant_framework.stores.provenance import is_untrusted
+from assistant_framework.stores.records import Reminder
 from assistant_framework.workspace import Workspace
 
 DESCRIPTION = (
@@ -105,7 +105,7 @@ def _due(args: SkillArgs, now: datetime, zone: ZoneInfo) -> datetime:
     return due
 
 
-def _own(store: ReminderStore, chat_id: int | str, reminder_id: str) -> dict[str, Any]:
+def _own(store: ReminderStore, chat_id: int | str, reminder_id: str) -> Reminder:
     for reminder in store.list(chat_id):
         if str(reminder.get("id")) == str(reminder_id).strip():
             return reminder
