@@ -10,6 +10,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import date
+from typing import TypedDict
 
 from assistant_framework.workspace import Workspace, atomic_write_bytes
 
@@ -47,6 +48,26 @@ def _cut(text: str, chars: int, max_bytes: int) -> str:
 @dataclass
 class SavedFile:
     """A downloaded attachment: where it is in the workspace and what it was."""
+
+    rel_path: str
+    size: int
+    kind: str
+    mime_type: str | None
+    caption: str
+
+    def to_json(self) -> SavedFileJson:
+        """As an inbox payload keeps it (``SavedFile(**json)`` reads it back)."""
+        return {
+            "rel_path": self.rel_path,
+            "size": self.size,
+            "kind": self.kind,
+            "mime_type": self.mime_type,
+            "caption": self.caption,
+        }
+
+
+class SavedFileJson(TypedDict):
+    """A saved attachment in an inbox payload: ``SavedFile``'s fields."""
 
     rel_path: str
     size: int

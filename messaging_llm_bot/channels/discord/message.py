@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from assistant_framework.inbox.item import InboxPayload
 from messaging_llm_bot.channels.discord.settings import conversation_of
 
 if TYPE_CHECKING:
@@ -49,11 +50,11 @@ class DiscordMessage:
     def conversation(self) -> str:
         return conversation_of(self.channel)
 
-    def to_payload(self) -> dict[str, Any]:
+    def to_payload(self) -> InboxPayload:
         return {"discord": asdict(self)}
 
 
-def message_of_payload(payload: Any) -> DiscordMessage | None:
+def message_of_payload(payload: object) -> DiscordMessage | None:
     """The message an inbox item holds (``to_payload``), or None."""
     data = payload.get("discord") if isinstance(payload, dict) else None
     if not isinstance(data, dict):

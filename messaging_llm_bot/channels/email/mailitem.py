@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
+from assistant_framework.inbox.item import InboxPayload
 from messaging_llm_bot.channels.email.message import MailIn, Thread
-from messaging_llm_bot.conversation.attachments import SavedFile
+from messaging_llm_bot.conversation.attachments import SavedFile, SavedFileJson
 
 PREFIX = "mail:"  # the registry's prefix of the email channel (conversation/routes.py)
 _THREAD_KEY = re.compile(r"[0-9a-f]{12}")
@@ -27,6 +28,18 @@ def address_of(conversation_id: str) -> str:
     rest = conversation_id.removeprefix(PREFIX)
     head, sep, tail = rest.rpartition(":")
     return head if sep and _THREAD_KEY.fullmatch(tail) else rest
+
+
+class MailJson(TypedDict):
+    """The mail in its inbox payload, under ``email``."""
+
+    sender: str
+    sender_name: str
+    message_id: str
+    subject: str
+    references: list[str]
+    text: str
+    files: list[SavedFileJson]
 
 
 @dataclass(frozen=True)
@@ -50,21 +63,20 @@ class MailItem:
         references = mail.references or ((mail.in_reply_to,) if mail.in_reply_to else ())
         return cls(mail.sender, mail.sender_name, mail.message_id, mail.subject, references, mail.text, files)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "email": {
-                "sender": self.sender,
-                "sender_name": self.sender_name,
-                "message_id": self.message_id,
-                "subject": self.subject,
-                "references": list(self.references),
-                "text": self.text,
-                "files": [vars(one) for one in self.files],
-            }
+    def to_json(self) -> InboxPayload:
+        mail: MailJson = {
+            "sender": self.sender,
+            "sender_name": self.sender_name,
+            "message_id": self.message_id,
+            "subject": self.subject,
+            "references": list(self.references),
+            "text": self.text,
+            "files": [one.to_json() for one in self.files],
         }
+        return {"email": mail}
 
     @classmethod
-    def from_json(cls, payload: dict[str, Any]) -> MailItem | None:
+    def from_json(cls, payload: InboxPayload) -> MailItem | None:
         """The mail of an inbox payload; None for one this channel did not write."""
         data = payload.get("email")
         if not isinstance(data, dict) or not isinstance(data.get("sender"), str):

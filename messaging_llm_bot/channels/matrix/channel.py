@@ -13,7 +13,6 @@ import hashlib
 import mimetypes
 import secrets
 from pathlib import Path
-from typing import Any
 
 from messaging_llm_bot.channels.contract import (
     Address,
@@ -26,7 +25,15 @@ from messaging_llm_bot.channels.contract import (
     TextOut,
 )
 from messaging_llm_bot.channels.matrix.client import Download, MatrixClient, MatrixUnavailable
-from messaging_llm_bot.channels.matrix.format import CAPABILITIES, MatrixPart, edit_content, render_matrix, text_content
+from messaging_llm_bot.channels.matrix.format import (
+    CAPABILITIES,
+    MatrixPart,
+    MessageContent,
+    Relation,
+    edit_content,
+    render_matrix,
+    text_content,
+)
 from messaging_llm_bot.conversation.approvals import OpenQuestions, ReplyApprovals
 
 MAX_FILE_OUT_BYTES = CAPABILITIES.max_file_bytes
@@ -47,15 +54,19 @@ def txn_id(key: str, part: int | str) -> str:
     return "k" + hashlib.sha256(f"{key}\x00{part}".encode()).hexdigest()[:32]
 
 
-def in_thread(content: dict[str, Any], to: Address, reply_to: str | None = None) -> dict[str, Any]:
+def in_thread(content: MessageContent, to: Address, reply_to: str | None = None) -> MessageContent:
     """``content`` placed in ``to``'s thread (``m.thread``), or as a reply to ``reply_to`` outside threads."""
+    relation: Relation
     if to.thread_id:
-        relation: dict[str, Any] = {"rel_type": "m.thread", "event_id": to.thread_id, "is_falling_back": True}
+        relation = {"rel_type": "m.thread", "event_id": to.thread_id, "is_falling_back": True}
         relation["m.in_reply_to"] = {"event_id": reply_to or to.thread_id}
-        return {**content, "m.relates_to": relation}
-    if reply_to:
-        return {**content, "m.relates_to": {"m.in_reply_to": {"event_id": reply_to}}}
-    return content
+    elif reply_to:
+        relation = {"m.in_reply_to": {"event_id": reply_to}}
+    else:
+        return content
+    placed = content.copy()
+    placed["m.relates_to"] = relation
+    return placed
 
 
 class MatrixChannel:
@@ -119,7 +130,7 @@ class MatrixChannel:
         data = await asyncio.to_thread(file.path.read_bytes)
         mime = mimetypes.guess_type(file.path.name)[0] or "application/octet-stream"
         url = await self.client.upload(data, mime, file.path.name)
-        content: dict[str, Any] = {
+        content: MessageContent = {
             "msgtype": _MSGTYPE[file.kind],
             "body": file.caption or file.path.name,
             "filename": file.path.name,

@@ -11,29 +11,65 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import quote
 
 import aiohttp
 import nio
 
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.contract import DeliveryError
+from messaging_llm_bot.channels.matrix.format import MessageContent
 from messaging_llm_bot.channels.matrix.settings import MatrixConfig
 
 log = logging.getLogger(__name__)
 
 SYNC_TIMEOUT_MS = 10_000
 REQUEST_TIMEOUT_SECONDS = 30.0
-#: Sync filter: the timeline of each room (bounded), no presence, no account data the bot never reads.
-SYNC_FILTER: dict[str, Any] = {
-    "presence": {"not_types": ["*"]},
-    "account_data": {"not_types": ["*"]},
-    "room": {"timeline": {"limit": 50}, "account_data": {"not_types": ["*"]}},
-}
+
+
+class NotTypes(TypedDict):
+    not_types: list[str]
+
+
+class TimelineFilter(TypedDict):
+    limit: int
+
+
+class RoomFilter(TypedDict):
+    timeline: TimelineFilter
+    account_data: NotTypes
+
+
+class SyncFilter(TypedDict):
+    """The sync filter the bot sends (the spec's ``Filter``, the parts it sets)."""
+
+    presence: NotTypes
+    account_data: NotTypes
+    room: RoomFilter
+
+
+def sync_filter(timeline_limit: int) -> SyncFilter:
+    """The timeline of each room (at most ``timeline_limit`` events), no presence, no account data the bot
+    never reads."""
+    return {
+        "presence": {"not_types": ["*"]},
+        "account_data": {"not_types": ["*"]},
+        "room": {"timeline": {"limit": timeline_limit}, "account_data": {"not_types": ["*"]}},
+    }
+
+
+SYNC_FILTER = sync_filter(50)
 #: The first sync of a workspace: state and invites only; what was said before the bot ran is not answered.
-FIRST_SYNC_FILTER: dict[str, Any] = {**SYNC_FILTER, "room": {**SYNC_FILTER["room"], "timeline": {"limit": 0}}}
+FIRST_SYNC_FILTER = sync_filter(0)
 # Error codes after which a retry cannot succeed.
 _FOR_GOOD = {"M_FORBIDDEN", "M_NOT_FOUND", "M_UNKNOWN_TOKEN", "M_BAD_JSON", "M_NOT_JSON", "M_TOO_LARGE"}
+
+
+class CallBody(TypedDict, total=False):
+    """The body of a call ``raw`` makes: a leave's reason, or nothing (``{}``)."""
+
+    reason: str
 
 
 class MatrixUnavailable(Exception):
@@ -117,17 +153,18 @@ class MatrixClient:
             "sync",
             self.nio.sync(
                 timeout=0 if full_state else SYNC_TIMEOUT_MS,
-                sync_filter=FIRST_SYNC_FILTER if first else SYNC_FILTER,
+                sync_filter=dict(FIRST_SYNC_FILTER if first else SYNC_FILTER),
                 since=since,
                 full_state=full_state,
             ),
         )
         return answer
 
-    async def send(self, room_id: str, content: dict[str, Any], txn_id: str) -> str:
+    async def send(self, room_id: str, content: MessageContent, txn_id: str) -> str:
         """Send ``content``; the homeserver takes one message per ``txn_id`` of this device (a resend after a
         crash is the same event). The event id."""
-        answer = await self._call("send", self.nio.room_send(room_id, "m.room.message", content, tx_id=txn_id))
+        sent = self.nio.room_send(room_id, "m.room.message", dict(content), tx_id=txn_id)
+        answer = await self._call("send", sent)
         return str(answer.event_id)
 
     async def typing(self, room_id: str, on: bool = True) -> None:
@@ -150,8 +187,8 @@ class MatrixClient:
             return False  # M_NOT_FOUND: no such state event
         return True
 
-    async def raw(self, method: str, path: str, body: dict[str, Any] | None, *, auth: bool = True) -> dict[str, Any]:
-        """One client-server call nio has no method for; its JSON answer."""
+    async def raw(self, method: str, path: str, body: CallBody | None, *, auth: bool = True) -> JsonObject:
+        """One client-server call nio has no method for; its JSON answer (read by the caller)."""
         session = await self._session()
         try:
             async with session.request(

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import nio
 
 from assistant_framework.inbox import Inbox
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.contract import Address, DeliveryError, TextOut
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel
 from messaging_llm_bot.channels.matrix.client import LoginFailed, MatrixUnavailable
@@ -164,7 +165,7 @@ class SyncReader:
                     return False
         return True
 
-    def _joined_now(self, event: dict[str, Any]) -> bool:
+    def _joined_now(self, event: JsonObject) -> bool:
         """The bot's own join: a room joined in this answer brings its history, not missed messages."""
         content = event.get("content") if isinstance(event.get("content"), dict) else {}
         return (
@@ -176,7 +177,7 @@ class SyncReader:
 
     # -- invites ------------------------------------------------------------------------
 
-    async def on_invite(self, room_id: str, invite_state: list[dict[str, Any]]) -> None:
+    async def on_invite(self, room_id: str, invite_state: list[JsonObject]) -> None:
         host = self.host
         inviter = next(
             (
@@ -215,7 +216,7 @@ class SyncReader:
         room = self.host.channel.client.nio.rooms.get(room_id)
         return room is not None and room.member_count <= 2
 
-    async def on_event(self, room_id: str, event: dict[str, Any]) -> bool:
+    async def on_event(self, room_id: str, event: JsonObject) -> bool:
         """One timeline event; False only when a stop came while the inbox could not store it."""
         host = self.host
         sender = event.get("sender")

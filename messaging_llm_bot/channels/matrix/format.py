@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from messaging_llm_bot.channels.contract import Capabilities
 from messaging_llm_bot.conversation.markup import EMPTY_PLACEHOLDER, Entity, render_parts, utf8_bytes
@@ -45,6 +45,58 @@ _TAGS: dict[str, tuple[str, str]] = {
     "blockquote": ("<blockquote>", "</blockquote>"),
 }
 _SAFE_SCHEMES = ("http://", "https://", "mailto:")
+
+
+class InReplyTo(TypedDict):
+    event_id: str
+
+
+#: ``m.relates_to`` of a message the channel sends: an edit (``m.replace``), a thread (``m.thread``), a reply.
+Relation = TypedDict(
+    "Relation",
+    {
+        "rel_type": NotRequired[str],
+        "event_id": NotRequired[str],
+        "is_falling_back": NotRequired[bool],
+        "m.in_reply_to": NotRequired[InReplyTo],
+    },
+)
+
+
+class FileInfo(TypedDict):
+    mimetype: str
+    size: int
+
+
+class VoiceMark(TypedDict):
+    """MSC3245's empty object that makes an audio file a voice message."""
+
+
+class NewContent(TypedDict):
+    """An edit's new text (``m.new_content``)."""
+
+    msgtype: str
+    body: str
+    format: NotRequired[str]
+    formatted_body: NotRequired[str]
+
+
+#: The ``m.room.message`` content the channel sends: a text (with its HTML), a file, an edit, in a thread.
+MessageContent = TypedDict(
+    "MessageContent",
+    {
+        "msgtype": str,
+        "body": str,
+        "format": NotRequired[str],
+        "formatted_body": NotRequired[str],
+        "filename": NotRequired[str],
+        "url": NotRequired[str],
+        "info": NotRequired[FileInfo],
+        "org.matrix.msc3245.voice": NotRequired[VoiceMark],
+        "m.new_content": NotRequired[NewContent],
+        "m.relates_to": NotRequired[Relation],
+    },
+)
 
 
 @dataclass(frozen=True)
@@ -111,20 +163,25 @@ def render_matrix(markdown: str, limit: int = MAX_BODY_BYTES) -> list[MatrixPart
     return [p for p in parts if p.body.strip()] or [MatrixPart(EMPTY_PLACEHOLDER)]
 
 
-def text_content(part: MatrixPart, msgtype: str = "m.text") -> dict[str, Any]:
+def text_content(part: MatrixPart, msgtype: str = "m.text") -> MessageContent:
     """The ``m.room.message`` content of one part; plain only when its HTML would not fit in an event."""
-    content: dict[str, Any] = {"msgtype": msgtype, "body": part.body}
+    content: MessageContent = {"msgtype": msgtype, "body": part.body}
     if part.html is not None:
-        with_html = {**content, "format": HTML_FORMAT, "formatted_body": part.html}
+        with_html = content.copy()
+        with_html["format"] = HTML_FORMAT
+        with_html["formatted_body"] = part.html
         if len(json.dumps(with_html, ensure_ascii=False).encode("utf-8")) <= MAX_EVENT_BYTES:
             return with_html
     return content
 
 
-def edit_content(event_id: str, part: MatrixPart) -> dict[str, Any]:
+def edit_content(event_id: str, part: MatrixPart) -> MessageContent:
     """An ``m.replace`` edit of ``event_id`` to ``part`` (clients without edits show the ``* `` fallback)."""
     new = text_content(part)
-    fallback = {**new, "body": f"* {new['body']}"}
-    if "formatted_body" in fallback:
+    fallback = new.copy()
+    fallback["body"] = f"* {new['body']}"
+    if "formatted_body" in new:
         fallback["formatted_body"] = f"* {new['formatted_body']}"
-    return {**fallback, "m.new_content": new, "m.relates_to": {"rel_type": "m.replace", "event_id": event_id}}
+    fallback["m.new_content"] = new
+    fallback["m.relates_to"] = {"rel_type": "m.replace", "event_id": event_id}
+    return fallback

@@ -11,6 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.contract import Address, DeliveryError
 from messaging_llm_bot.channels.matrix.channel import MatrixChannel, in_thread, txn_id
 from messaging_llm_bot.channels.matrix.client import MatrixUnavailable
@@ -76,7 +77,7 @@ class LiveReply:
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(self._apply, str(event.kind), dict(event.data or {}))
 
-    def _apply(self, kind: str, data: dict[str, Any]) -> None:
+    def _apply(self, kind: str, data: JsonObject) -> None:
         if kind == "skill_call":
             self._text = ""  # a new round: what was shown so far was not the answer
         elif kind == "delta" and isinstance(data.get("text"), str):

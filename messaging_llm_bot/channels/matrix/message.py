@@ -4,8 +4,8 @@ and whether it is addressed to the bot. Pure: the raw event stays the inbox item
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.contract import Address, Incoming, Media, MediaKind, Sender
 from messaging_llm_bot.channels.matrix.settings import conversation_of
 
@@ -52,12 +52,12 @@ class MatrixMessage:
         )
 
 
-def parse_message(room_id: str, event: dict[str, Any], direct: bool, bot: str) -> MatrixMessage | None:
+def parse_message(room_id: str, event: JsonObject, direct: bool, bot: str) -> MatrixMessage | None:
     """The message in ``event`` (a raw ``m.room.message``), or None for anything else: an edit, a notice (bots
     talk in notices: never answered, no loops), a redacted or malformed event."""
     if event.get("type") != "m.room.message" or not isinstance(event.get("content"), dict):
         return None
-    content: dict[str, Any] = event["content"]
+    content: JsonObject = event["content"]
     event_id, sender = event.get("event_id"), event.get("sender")
     msgtype = content.get("msgtype")
     if not isinstance(event_id, str) or not isinstance(sender, str) or not isinstance(msgtype, str):

@@ -9,12 +9,15 @@ help (no connection, HTTP 5xx, ``ratelimited`` with its ``Retry-After``, a token
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Mapping
+from typing import NotRequired, TypedDict
 from urllib.parse import urlsplit
 
 import httpx
 
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.contract import DeliveryError
+from messaging_llm_bot.channels.slack.buttons import Block
 
 TIMEOUT_SECONDS = 30
 #: Where a file's ``url_private`` may point: the bot token goes nowhere else (the Web API's own host is allowed
@@ -53,6 +56,25 @@ class SlackUnavailable(Exception):
         return self.code in TOKEN_REFUSED
 
 
+class PostArgs(TypedDict):
+    """``chat.postMessage``'s arguments as the channel sends them."""
+
+    channel: str
+    text: str
+    unfurl_links: bool
+    thread_ts: NotRequired[str]
+    blocks: NotRequired[list[Block]]
+
+
+class UpdateArgs(TypedDict):
+    """``chat.update``'s arguments as the channel sends them."""
+
+    channel: str
+    ts: str
+    text: str
+    blocks: NotRequired[list[Block]]
+
+
 class SlackClient:
     """The bot token's client; every call raises ``SlackUnavailable`` or ``DeliveryError`` on failure."""
 
@@ -65,7 +87,8 @@ class SlackClient:
         # No retry handlers: a rate limit is the caller's to wait out (the reply stays in the inbox meanwhile).
         self._web = WebClient(token=token, base_url=base_url, timeout=timeout, retry_handlers=[])
 
-    async def _call(self, method: str, **args: Any) -> dict[str, Any]:
+    async def _call(self, method: str, **args: object) -> JsonObject:
+        """Slack's answer to ``method`` (its raw JSON: each caller reads what it needs)."""
         from slack_sdk.errors import SlackApiError, SlackClientError
 
         try:
@@ -79,23 +102,23 @@ class SlackClient:
             raise SlackUnavailable(f"{method}: the answer is not JSON")
         return data
 
-    async def auth_test(self) -> dict[str, Any]:
+    async def auth_test(self) -> JsonObject:
         return await self._call("auth.test")
 
     async def post(
-        self, channel: str, text: str, thread_ts: str | None = None, blocks: list[dict[str, Any]] | None = None
+        self, channel: str, text: str, thread_ts: str | None = None, blocks: list[Block] | None = None
     ) -> str:
         """Post ``text`` (Slack's mrkdwn; with ``blocks``, their fallback) to ``channel`` (in the thread
         ``thread_ts``); the new message's ts."""
-        args: dict[str, Any] = {"channel": channel, "text": text, "unfurl_links": False}
+        args: PostArgs = {"channel": channel, "text": text, "unfurl_links": False}
         if thread_ts:
             args["thread_ts"] = thread_ts
         if blocks is not None:
             args["blocks"] = blocks
         return ts_of(await self._call("chat.postMessage", **args))
 
-    async def update(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]] | None = None) -> None:
-        args: dict[str, Any] = {"channel": channel, "ts": ts, "text": text}
+    async def update(self, channel: str, ts: str, text: str, blocks: list[Block] | None = None) -> None:
+        args: UpdateArgs = {"channel": channel, "ts": ts, "text": text}
         if blocks is not None:
             args["blocks"] = blocks
         await self._call("chat.update", **args)
@@ -128,13 +151,17 @@ class SlackClient:
         (files.getUploadURLExternal, the upload, files.completeUploadExternal); the file's id."""
         from slack_sdk.errors import SlackApiError, SlackClientError
 
-        args: dict[str, Any] = {"channel": channel, "file": data, "filename": name, "title": name}
-        if thread_ts:
-            args["thread_ts"] = thread_ts
-        if comment:
-            args["initial_comment"] = comment
         try:
-            response = await asyncio.to_thread(lambda: self._web.files_upload_v2(**args))
+            response = await asyncio.to_thread(
+                lambda: self._web.files_upload_v2(
+                    channel=channel,
+                    file=data,
+                    filename=name,
+                    title=name,
+                    thread_ts=thread_ts or None,  # None: not sent, as when the argument is left out
+                    initial_comment=comment or None,
+                )
+            )
         except SlackApiError as err:
             raise failure(
                 "files upload", err.response.status_code, err.response.get("error"), err.response.headers
@@ -155,14 +182,14 @@ class SlackClient:
         return str(channel["id"])
 
 
-def ts_of(answer: dict[str, Any]) -> str:
+def ts_of(answer: JsonObject) -> str:
     ts = answer.get("ts")
     if not isinstance(ts, str) or not ts:
         raise SlackUnavailable("chat.postMessage: the answer has no ts")
     return ts
 
 
-def failure(method: str, status: int, code: object, headers: Any) -> Exception:
+def failure(method: str, status: int, code: object, headers: Mapping[str, str | list[str]] | None) -> Exception:
     """The exception for an error answer: later (``SlackUnavailable``) or for good (``DeliveryError``)."""
     error = str(code or f"HTTP {status}")
     text = f"{method}: {error}"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
 from messaging_llm_bot.agent.guard import ALLOW_CONVERSATION
 from messaging_llm_bot.conversation.approvals import NO_ANSWER, Answer
@@ -53,31 +53,67 @@ class Press:
     choice: str  # yes, no or chat
 
 
+class TextObject(TypedDict):
+    """Block Kit's text object."""
+
+    type: Literal["mrkdwn", "plain_text"]
+    text: str
+
+
+class SectionBlock(TypedDict):
+    type: Literal["section"]
+    text: TextObject
+
+
+class Button(TypedDict):
+    """A question's button: its value is ``<token>:<choice>``."""
+
+    type: Literal["button"]
+    action_id: str
+    text: TextObject
+    value: str
+    style: NotRequired[str]
+
+
+class ActionsBlock(TypedDict):
+    type: Literal["actions"]
+    block_id: str
+    elements: list[Button]
+
+
+#: The blocks the channel posts: a question's text and its buttons.
+Block = SectionBlock | ActionsBlock
+
+
 def new_token() -> str:
     return secrets.token_hex(8)
 
 
-def section(mrkdwn: str) -> dict[str, Any]:
+def section(mrkdwn: str) -> SectionBlock:
     return {"type": "section", "text": {"type": "mrkdwn", "text": mrkdwn[:MAX_SECTION_CHARS]}}
 
 
-def question_blocks(mrkdwn: str, token: str, offers_chat: bool) -> list[dict[str, Any]]:
+def button(token: str, choice: str) -> Button:
+    """The button of one choice (yes, no, chat) of the question ``token``."""
+    made: Button = {
+        "type": "button",
+        "action_id": f"approve_{choice}",
+        "text": {"type": "plain_text", "text": _LABELS[choice]},
+        "value": f"{token}:{choice}",
+    }
+    if choice in _STYLES:
+        made["style"] = _STYLES[choice]
+    return made
+
+
+def question_blocks(mrkdwn: str, token: str, offers_chat: bool) -> list[Block]:
     """The question's text and its buttons."""
     choices = ["yes", "no", "chat"] if offers_chat else ["yes", "no"]
-    buttons = [
-        {
-            "type": "button",
-            "action_id": f"approve_{choice}",
-            "text": {"type": "plain_text", "text": _LABELS[choice]},
-            "value": f"{token}:{choice}",
-        }
-        | ({"style": _STYLES[choice]} if choice in _STYLES else {})
-        for choice in choices
-    ]
+    buttons = [button(token, choice) for choice in choices]
     return [section(mrkdwn), {"type": "actions", "block_id": f"approval_{token}", "elements": buttons}]
 
 
-def answered_blocks(mrkdwn: str, answer: Answer | None) -> list[dict[str, Any]]:
+def answered_blocks(mrkdwn: str, answer: Answer | None) -> list[Block]:
     """The question's message once answered: its text and what was chosen, no buttons."""
     return [section(f"{mrkdwn}\n\n*{chosen_text(answer)}*")]
 
@@ -92,7 +128,7 @@ def answer_of_choice(choice: str) -> Answer:
     return ALLOW_CONVERSATION if choice == "chat" else choice == "yes"
 
 
-def press_of(payload: Any) -> Press | None:
+def press_of(payload: object) -> Press | None:
     """The button press of a ``block_actions`` payload on a question's button, or None."""
     if not isinstance(payload, dict) or payload.get("type") != "block_actions":
         return None

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import Any
 
+from assistant_framework.inbox.item import InboxPayload
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.slack.settings import conversation_of
 
 _MENTION = re.compile(r"<@[UW][A-Z0-9]+>\s*")
@@ -30,7 +31,7 @@ class SlackFile:
     url: str
 
 
-def files_of(event: dict[str, Any]) -> tuple[SlackFile, ...]:
+def files_of(event: JsonObject) -> tuple[SlackFile, ...]:
     """The hosted files of a message event (an external link or a deleted file has no ``url_private``)."""
     found = []
     for one in event.get("files") or []:
@@ -69,11 +70,11 @@ class SlackMessage:
         """Where the answer goes: the message's thread; in a channel, a thread under the mention."""
         return self.thread_ts or (None if self.direct else self.ts)
 
-    def to_payload(self) -> dict[str, Any]:
+    def to_payload(self) -> InboxPayload:
         return {"slack": asdict(self)}
 
 
-def message_of_payload(payload: Any) -> SlackMessage | None:
+def message_of_payload(payload: object) -> SlackMessage | None:
     """The message an inbox item holds (``to_payload``), or None."""
     data = payload.get("slack") if isinstance(payload, dict) else None
     if not isinstance(data, dict):
@@ -85,7 +86,7 @@ def message_of_payload(payload: Any) -> SlackMessage | None:
         return None
 
 
-def message_of_event(payload: Any, bot_user: str) -> SlackMessage | None:
+def message_of_event(payload: object, bot_user: str) -> SlackMessage | None:
     """The message of an ``event_callback`` payload the bot answers, or None (see the module's docstring)."""
     if not isinstance(payload, dict) or payload.get("type") != "event_callback":
         return None

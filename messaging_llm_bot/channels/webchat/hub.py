@@ -6,14 +6,51 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import Literal, TypedDict
+
+from messaging_llm_bot.channels.webchat.transcript import Message
 
 #: Events waiting for one page before it is dropped (a stalled tab must not hold memory).
 QUEUE_BOUND = 256
 #: Pages listening at once (each holds a connection of the web server's bound).
 MAX_LISTENERS = 8
 
-Event = dict[str, Any]
+
+class MessageEvent(TypedDict):
+    """A message of the transcript, as the history gives it too."""
+
+    type: Literal["message"]
+    message: Message
+
+
+class TypingEvent(TypedDict):
+    type: Literal["typing"]
+
+
+class LiveEvent(TypedDict):
+    """The answer's text so far."""
+
+    type: Literal["live"]
+    text: str
+
+
+class AskEvent(TypedDict):
+    """An approval's question, answered on the page by its id."""
+
+    type: Literal["ask"]
+    id: str
+    text: str
+
+
+class AskedEvent(TypedDict):
+    """The question ``id`` is closed (answered, or not in time)."""
+
+    type: Literal["asked"]
+    id: str
+
+
+#: What a page's event stream carries (JSON, one ``data:`` line each).
+Event = MessageEvent | TypingEvent | LiveEvent | AskEvent | AskedEvent
 
 
 class Hub:

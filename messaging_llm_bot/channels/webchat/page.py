@@ -12,7 +12,7 @@ import asyncio
 import json
 import mimetypes
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import tornado.iostream
 import tornado.web
@@ -20,6 +20,7 @@ from tornado.escape import xhtml_escape
 
 from assistant_framework.web.base import CSP, BaseHandler, WebState
 from assistant_framework.web.server import Mount
+from messaging_llm_bot.channels.webchat.hub import Event
 from messaging_llm_bot.channels.webchat.service import (
     MAX_TEXT_CHARS,
     PICTURE_TYPES,
@@ -195,7 +196,7 @@ class EventsHandler(ChatHandler):
         if not self._finished:
             self.finish()
 
-    def redact_json(self, event: dict[str, Any]) -> str:
+    def redact_json(self, event: Event) -> str:
         return self.redact(json.dumps(event, ensure_ascii=False))
 
     async def _send(self, text: str) -> None:
@@ -212,8 +213,8 @@ class EventsHandler(ChatHandler):
 def chat_mount(runtime: object) -> Mount:
     """The Chat page's routes on the bot's web server (messaging_llm_bot/serve/mounts.py mounts them)."""
 
-    def routes(state: WebState) -> list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]]:
-        shared: dict[str, Any] = {"state": state, "runtime": runtime}
+    def routes(state: WebState) -> list[tuple[str, type[tornado.web.RequestHandler], dict[str, object]]]:
+        shared: dict[str, object] = {"state": state, "runtime": runtime}
         return [
             (r"/chat/?", PageHandler, shared),
             (r"/chat/chat\.(js|css)", AssetHandler, shared),

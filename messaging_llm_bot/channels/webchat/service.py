@@ -16,9 +16,10 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assistant_framework.inbox import Inbox, InboxItem
+from assistant_framework.inbox.item import InboxPayload
 from assistant_framework.jobs import Job
 from messaging_llm_bot.agent.guard import ApprovalRequest
 from messaging_llm_bot.channels.webchat.format import CAPABILITIES, CONVERSATION, split
@@ -186,18 +187,18 @@ class WebChatService:
         source = f"web:{client_id}"
         if upload is not None and await asyncio.to_thread(inbox.seen, source):
             return None  # the page sent the file again: not saved twice
-        payload: dict[str, Any] = {"text": text}
+        payload: InboxPayload = {"text": text}
         ref: FileRef | None = None
         if upload is not None:
             saved = await asyncio.to_thread(self._save, upload, text)
-            payload["files"] = [vars(saved)]
+            payload["files"] = [saved.to_json()]
             ref = FileRef(rel=saved.rel_path, name=upload.name, mime=upload.mime, photo=saved.kind == "photo")
         item = await asyncio.to_thread(inbox.accept, source, CONVERSATION, payload, text)
         if item is None:
             return None
         shown = text or (upload.name if upload is not None else "")
         message, _ = await asyncio.to_thread(self.transcript.append, "owner", shown, f"in:{item.item_id}", 0, ref)
-        self.hub.publish({"type": "message", "message": dict(message)})
+        self.hub.publish({"type": "message", "message": message.copy()})
         loop.call_soon_threadsafe(self._spawn, item)
         return message
 
@@ -223,7 +224,7 @@ class WebChatService:
         """A message of the assistant's that is no turn's reply (a notice, /stop's answer)."""
         message, fresh = await asyncio.to_thread(self.transcript.append, "notice", text, key)
         if fresh:
-            self.hub.publish({"type": "message", "message": dict(message)})
+            self.hub.publish({"type": "message", "message": message.copy()})
 
     # -- turns (the channel's loop) -------------------------------------------------
 
@@ -333,7 +334,7 @@ class WebChatService:
         parts = split(reply) or [reply]
         for index in range(inbox.parts_sent(item.item_id), len(parts)):
             message, _ = await asyncio.to_thread(self.transcript.append, "assistant", parts[index], item.item_id, index)
-            self.hub.publish({"type": "message", "message": dict(message)})
+            self.hub.publish({"type": "message", "message": message.copy()})
             await asyncio.to_thread(inbox.record_part, item.item_id, index, message["id"])
         return True
 
@@ -343,7 +344,7 @@ class WebChatService:
         message, _ = await asyncio.to_thread(
             self.transcript.append, "assistant", one.caption or one.path.name, f"file:{answering}:{one.rel}", 0, ref
         )
-        self.hub.publish({"type": "message", "message": dict(message)})
+        self.hub.publish({"type": "message", "message": message.copy()})
         return str(message["id"])
 
     async def _ask(self, request: ApprovalRequest) -> Answer:

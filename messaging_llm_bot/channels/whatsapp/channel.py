@@ -13,7 +13,7 @@ import asyncio
 import mimetypes
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
 from messaging_llm_bot.channels.contract import (
     Address,
@@ -26,7 +26,15 @@ from messaging_llm_bot.channels.contract import (
     TextOut,
 )
 from messaging_llm_bot.channels.whatsapp.format import CAPABILITIES, split, whatsapp_text
-from messaging_llm_bot.channels.whatsapp.graph import Download, GraphClient, GraphUnavailable
+from messaging_llm_bot.channels.whatsapp.graph import (
+    Download,
+    GraphClient,
+    GraphUnavailable,
+    MediaObject,
+    OutgoingMessage,
+    TemplateMessage,
+    TextMessage,
+)
 from messaging_llm_bot.channels.whatsapp.settings import WhatsAppConfig
 from messaging_llm_bot.channels.whatsapp.window import ServiceWindow
 from messaging_llm_bot.conversation.approvals import OpenQuestions, ReplyApprovals
@@ -34,6 +42,8 @@ from messaging_llm_bot.conversation.markup import plain_parts
 
 #: Meta's bound on one template parameter.
 TEMPLATE_PARAM_CHARS = 1024
+#: Meta's message types of a file.
+FileType = Literal["image", "audio", "document"]
 #: The bytes each kind of file may have on WhatsApp (a larger picture goes as a document).
 FILE_LIMITS = {"image": 5 * 2**20, "audio": 16 * 2**20, "document": 100 * 2**20}
 PICTURE_TYPES = frozenset({"image/jpeg", "image/png"})
@@ -50,13 +60,22 @@ def template_parts(markdown: str) -> list[str]:
     return plain_parts(flat, TEMPLATE_PARAM_CHARS, lambda _ch: 1)
 
 
-def file_message(kind: MediaKind, mime: str, size: int) -> str:
+def file_message(kind: MediaKind, mime: str, size: int) -> FileType:
     """Meta's message type for a file: a picture or audio it takes as such, else a document."""
     if kind == "photo" and mime in PICTURE_TYPES and size <= FILE_LIMITS["image"]:
         return "image"
     if kind in ("voice", "audio") and mime in AUDIO_TYPES and size <= FILE_LIMITS["audio"]:
         return "audio"
     return "document"
+
+
+def media_message(to: str, kind: FileType, media: MediaObject) -> OutgoingMessage:
+    """The message of an uploaded file of Meta's type ``kind``."""
+    if kind == "image":
+        return {"to": to, "type": "image", "image": media}
+    if kind == "audio":
+        return {"to": to, "type": "audio", "audio": media}
+    return {"to": to, "type": "document", "document": media}
 
 
 class WhatsAppChannel:
@@ -91,18 +110,17 @@ class WhatsAppChannel:
     async def stop(self, timeout: float) -> None:
         await self.client.close()
 
-    def _template(self, number: str, text: str) -> dict[str, Any]:
+    def _template(self, number: str, text: str) -> TemplateMessage:
         config = self._config()
         if not config.template:
             raise OutsideWindow(f"more than 24 hours since {number}'s last message and no whatsapp.template")
-        parameters = [{"type": "text", "text": text}]
         return {
             "to": number,
             "type": "template",
             "template": {
                 "name": config.template,
                 "language": {"code": config.template_language},
-                "components": [{"type": "body", "parameters": parameters}],
+                "components": [{"type": "body", "parameters": [{"type": "text", "text": text}]}],
             },
         }
 
@@ -114,10 +132,12 @@ class WhatsAppChannel:
         for index, part in enumerate(parts):
             if index < text.skip_parts:
                 continue
+            payload: OutgoingMessage
             if inside:
-                payload: dict[str, Any] = {"to": number, "type": "text", "text": {"body": part}}
+                message: TextMessage = {"to": number, "type": "text", "text": {"body": part}}
                 if index == 0 and text.reply_to:
-                    payload["context"] = {"message_id": text.reply_to}
+                    message["context"] = {"message_id": text.reply_to}
+                payload = message
             else:
                 payload = self._template(number, part)
             message_id = await self.client.send(payload)
@@ -145,12 +165,12 @@ class WhatsAppChannel:
             raise DeliveryError(f"{file.path.name} is larger than {FILE_LIMITS[kind] // 2**20} MB", for_good=True)
         data = await asyncio.to_thread(file.path.read_bytes)
         media_id = await self.client.upload(data, mime, file.path.name)
-        body: dict[str, Any] = {"id": media_id}
+        media: MediaObject = {"id": media_id}
         if kind != "audio" and file.caption:
-            body["caption"] = file.caption[:1024]
+            media["caption"] = file.caption[:1024]
         if kind == "document":
-            body["filename"] = file.path.name
-        return Sent((await self.client.send({"to": to.chat_id, "type": kind, kind: body}),))
+            media["filename"] = file.path.name
+        return Sent((await self.client.send(media_message(to.chat_id, kind, media)),))
 
     async def download(self, media: Media, limit_bytes: int) -> Download | str:
         return await self.client.download(media.ref, limit_bytes)

@@ -10,7 +10,7 @@ an error's text.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 import httpx
 
@@ -21,6 +21,94 @@ TIMEOUT_SECONDS = 30.0
 #: Meta's codes that mean "later": throttling (4, 80007, 130429, 131048, 131056), a temporary error (1, 2,
 #: 131000, 131016) and the token (190: fixed by the owner, then the held reply goes out).
 RETRY_CODES = frozenset({1, 2, 4, 190, 80007, 130429, 131000, 131016, 131048, 131056})
+
+
+class TextBody(TypedDict):
+    body: str
+
+
+class ReplyContext(TypedDict):
+    message_id: str
+
+
+class TextMessage(TypedDict):
+    """A free-form text message (inside the 24-hour window), maybe a reply to the user's message."""
+
+    to: str
+    type: Literal["text"]
+    text: TextBody
+    context: NotRequired[ReplyContext]
+
+
+class TemplateParameter(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class TemplateComponent(TypedDict):
+    type: Literal["body"]
+    parameters: list[TemplateParameter]
+
+
+class TemplateLanguage(TypedDict):
+    code: str
+
+
+class Template(TypedDict):
+    name: str
+    language: TemplateLanguage
+    components: list[TemplateComponent]
+
+
+class TemplateMessage(TypedDict):
+    """The approved template (outside the window), the reply's text as its body's parameter."""
+
+    to: str
+    type: Literal["template"]
+    template: Template
+
+
+class MediaObject(TypedDict):
+    """An uploaded file by its media id (``upload``)."""
+
+    id: str
+    caption: NotRequired[str]
+    filename: NotRequired[str]
+
+
+class ImageMessage(TypedDict):
+    to: str
+    type: Literal["image"]
+    image: MediaObject
+
+
+class AudioMessage(TypedDict):
+    to: str
+    type: Literal["audio"]
+    audio: MediaObject
+
+
+class DocumentMessage(TypedDict):
+    to: str
+    type: Literal["document"]
+    document: MediaObject
+
+
+#: One message ``send`` posts (without ``messaging_product`` and ``recipient_type``, which it adds).
+OutgoingMessage = TextMessage | TemplateMessage | ImageMessage | AudioMessage | DocumentMessage
+
+
+class TypingIndicator(TypedDict):
+    type: Literal["text"]
+
+
+class ReadReceipt(TypedDict):
+    """``mark_read``'s body: the message read, and "typing..." with it."""
+
+    messaging_product: Literal["whatsapp"]
+    status: Literal["read"]
+    message_id: str
+    typing_indicator: NotRequired[TypingIndicator]
 
 
 class GraphUnavailable(Exception):
@@ -73,9 +161,9 @@ class GraphClient:
             raise GraphUnavailable(text)
         raise DeliveryError(text, for_good=True)
 
-    async def send(self, payload: dict[str, Any]) -> str:
+    async def send(self, payload: OutgoingMessage) -> str:
         """POST one message (``to``, ``type`` and its object); the new message's ``wamid``."""
-        body = {"messaging_product": "whatsapp", "recipient_type": "individual", **payload}
+        body: dict[str, object] = {"messaging_product": "whatsapp", "recipient_type": "individual", **payload}
         response = await self._call("POST", f"{self.base_url}/{self.phone_number_id}/messages", json=body)
         try:
             return str(response.json()["messages"][0]["id"])
@@ -84,7 +172,7 @@ class GraphClient:
 
     async def mark_read(self, message_id: str, typing: bool) -> None:
         """Two blue ticks on ``message_id``, and "typing..." (until the answer, at most 25 s) when ``typing``."""
-        body: dict[str, Any] = {"messaging_product": "whatsapp", "status": "read", "message_id": message_id}
+        body: ReadReceipt = {"messaging_product": "whatsapp", "status": "read", "message_id": message_id}
         if typing:
             body["typing_indicator"] = {"type": "text"}
         await self._call("POST", f"{self.base_url}/{self.phone_number_id}/messages", json=body)

@@ -70,7 +70,7 @@ class Intake:
         assert isinstance(told, ToldOnce)
         await told.load()
 
-    async def take(self, payload: Any) -> bool:
+    async def take(self, payload: object) -> bool:
         """Every message of a signed payload of this number; False when one could not be stored (Meta sends
         the payload again: the ones stored are taken once)."""
         for msg in messages_of(payload, self.host.config.phone_number_id):

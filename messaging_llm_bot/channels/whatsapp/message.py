@@ -9,8 +9,9 @@ caption, its attachment (the media id, fetched on use) and the message it replie
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from assistant_framework.inbox.item import InboxPayload
+from assistant_framework.json_types import JsonObject
 from messaging_llm_bot.channels.contract import Media, MediaKind
 
 #: A payload with more messages than this is cut there (Meta batches a few; a flood is not served whole).
@@ -31,7 +32,7 @@ class WaMessage:
     media: Media | None = None
     reply_to: str | None = None  # context.id: the message this one answers
     name: str = ""  # the sender's profile name: for display only
-    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # Meta's message, for the inbox
+    raw: JsonObject = field(default_factory=dict, compare=False, repr=False)  # Meta's message, for the inbox
 
     @property
     def readable(self) -> bool:
@@ -39,15 +40,15 @@ class WaMessage:
         return self.kind == "text" or self.media is not None
 
 
-def _object(value: Any) -> dict[str, Any]:
+def _object(value: object) -> JsonObject:
     return value if isinstance(value, dict) else {}
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value[:MAX_TEXT_CHARS] if isinstance(value, str) else ""
 
 
-def _media(kind: str, body: dict[str, Any]) -> Media | None:
+def _media(kind: str, body: JsonObject) -> Media | None:
     media_kind = _MEDIA.get(kind)
     media_id = body.get("id")
     if media_kind is None or not isinstance(media_id, str) or not media_id.isdigit():
@@ -59,7 +60,7 @@ def _media(kind: str, body: dict[str, Any]) -> Media | None:
     return Media(kind=media_kind, ref=media_id, name=str(name)[:200], mime=str(mime)[:100])
 
 
-def parse_message(raw: Any, names: dict[str, str]) -> WaMessage | None:
+def parse_message(raw: object, names: dict[str, str]) -> WaMessage | None:
     """One entry of ``messages[]``; None when it is not a message this channel can take."""
     if not isinstance(raw, dict):
         return None
@@ -89,7 +90,7 @@ def parse_message(raw: Any, names: dict[str, str]) -> WaMessage | None:
     )
 
 
-def messages_of(payload: Any, phone_number_id: str) -> list[WaMessage]:
+def messages_of(payload: object, phone_number_id: str) -> list[WaMessage]:
     """Every message for ``phone_number_id`` in a webhook payload, in order (at most MAX_MESSAGES_PER_POST)."""
     found: list[WaMessage] = []
     if not isinstance(payload, dict) or payload.get("object") != "whatsapp_business_account":
@@ -116,7 +117,7 @@ def messages_of(payload: Any, phone_number_id: str) -> list[WaMessage]:
     return found
 
 
-def message_of_payload(payload: dict[str, Any]) -> WaMessage | None:
+def message_of_payload(payload: InboxPayload) -> WaMessage | None:
     """The message an inbox item stored (``{"message": <Meta's message>, "name": ...}``)."""
     raw = payload.get("message")
     name = payload.get("name") if isinstance(payload.get("name"), str) else ""
