@@ -799,9 +799,23 @@ def test_without_pairing_a_stranger_is_told_their_id_once(
 # -- a streamed reply: edits where the channel can edit, else one final message ---------------------------
 
 WORDS = [f"word{i} " for i in range(14)]
-# 14 words over about 4 s: Telegram edits at most once a second (EDIT_INTERVAL_SECONDS), so the growing answer
-# is shown at least twice before the final text whatever the stream guard holds back at the start.
-STREAMED = {"content": "".join(WORDS) + "END", "stream_chunks": [*WORDS, "END"], "chunk_delay": 0.3}
+# The editing channels edit at most once per their ``edit_interval_seconds`` (1 s by default: the platforms'
+# rate limits); against the fakes the test sets it to 0.1 s, and the 14 words come over about 1.5 s, so the
+# growing answer is shown at least twice before the final text whatever the first message's grace (0.3 s) holds
+# back. With the default interval (the setting not reaching the channel) it would be shown once at most.
+EDIT_INTERVAL = 0.1
+STREAMED = {"content": "".join(WORDS) + "END", "stream_chunks": [*WORDS, "END"], "chunk_delay": 0.1}
+
+
+def _streaming(section: str | None = None) -> Callable[[dict[str, typing.Any]], None]:
+    """A config patch: the model's answer streamed, and the channel ``section`` editing every EDIT_INTERVAL."""
+
+    def patch(config: dict[str, typing.Any]) -> None:
+        config["llm"].update(stream=True)
+        if section is not None:
+            config[section]["edit_interval_seconds"] = EDIT_INTERVAL
+
+    return patch
 
 
 def _stream_on_telegram(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
@@ -809,7 +823,7 @@ def _stream_on_telegram(request: pytest.FixtureRequest) -> tuple[int, list[str]]
     from tests.telegram_harness import texts
 
     fake = request.getfixturevalue("fake")
-    request.getfixturevalue("start_bot")(stream=True)
+    request.getfixturevalue("start_bot")(stream=True, edit_interval_seconds=EDIT_INTERVAL)
     fake.send_message("stream please")
     fake.wait_for(lambda: any(t.endswith("END") for t in texts(fake)), timeout=30)
     edits = [c["params"]["text"] for c in fake.calls("editMessageText") if c["status"] == 200]
@@ -820,7 +834,7 @@ def _stream_on_signal(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
     from tests.signal_harness import OWNER, wait_for
 
     daemon = request.getfixturevalue("daemon")
-    request.getfixturevalue("start")(patch=lambda config: config["llm"].update(stream=True))
+    request.getfixturevalue("start")(patch=_streaming())
     daemon.message(OWNER, "stream please")
     wait_for(lambda: any(s["message"].endswith("END") for s in daemon.sent_to(OWNER)), what="the reply", timeout=30)
     return 0, [s["message"] for s in daemon.sent_to(OWNER)]  # signal-cli cannot edit a sent message
@@ -860,14 +874,14 @@ def _stream_on_email(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
     from tests.waiting import wait_until
 
     imap, smtp = request.getfixturevalue("email_imap"), request.getfixturevalue("email_smtp")
-    request.getfixturevalue("start_email")(patch=lambda config: config["llm"].update(stream=True))
+    request.getfixturevalue("start_email")(patch=_streaming())
     imap.append("INBOX", mail("stream please", message_id="<stream@example.org>"))
     wait_until(lambda: any(body(m).strip().endswith("END") for m in smtp.messages), 30, "the reply")
     return 0, [body(m).strip() for m in smtp.messages]  # a sent mail cannot be edited
 
 
 def _stream_on_matrix(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
-    world, room = _matrix_room(request, patch=lambda config: config["llm"].update(stream=True))
+    world, room = _matrix_room(request, patch=_streaming("matrix"))
     world.owner.send(room, "stream please")
     shown = _bot_texts_until(world, room, lambda texts: any(t.endswith("END") for t in texts))
     edits = world.owner.edits(room, world.bot.user_id)
@@ -886,33 +900,38 @@ def _stream_on_whatsapp(request: pytest.FixtureRequest) -> tuple[int, list[str]]
     from tests.whatsapp_harness import OWNER
 
     graph = request.getfixturevalue("whatsapp_graph")
-    request.getfixturevalue("start_whatsapp")(patch=lambda config: config["llm"].update(stream=True))
+    request.getfixturevalue("start_whatsapp")(patch=_streaming())
     graph.user_text(OWNER, "stream please")
     return 0, _whatsapp_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
 
 
 def _stream_on_slack(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
-    """Slack edits the answer in place (chat.update): how many times it was shown before its end."""
+    """Slack edits the answer in place (chat.update): how many edits showed it before its end."""
     from tests.slack_harness import OWNER, owner_texts, owner_writes
 
     slack = request.getfixturevalue("slack_api")
-    request.getfixturevalue("start_slack")(patch=lambda config: config["llm"].update(stream=True))
+    request.getfixturevalue("start_slack")(patch=_streaming("slack"))
     owner_writes(slack, "stream please")
     shown = _slack_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
     [message] = [m for m in slack.posted(slack.dms[OWNER]) if m["text"] == shown[-1]]
-    return len(message["history"]) - 1, owner_texts(slack)
+    return _partial_edits(message["history"]), owner_texts(slack)
+
+
+def _partial_edits(history: list[str]) -> int:
+    """How many edits of a message (its texts in turn, the first as sent) showed the answer before its end."""
+    return len([text for text in history[1:] if text.startswith("word0") and not text.endswith("END")])
 
 
 def _stream_on_discord(request: pytest.FixtureRequest) -> tuple[int, list[str]]:
-    """Discord edits the answer in place: how many times it was shown before its end."""
+    """Discord edits the answer in place: how many edits showed it before its end."""
     from tests.discord_harness import OWNER, owner_texts, owner_writes
 
     discord = request.getfixturevalue("discord_api")
-    request.getfixturevalue("start_discord")(patch=lambda config: config["llm"].update(stream=True))
+    request.getfixturevalue("start_discord")(patch=_streaming("discord"))
     owner_writes(discord, "stream please")
     shown = _discord_texts_until(request, lambda texts: any(t.endswith("END") for t in texts))
     [message] = [m for m in discord.posted(discord.dms[OWNER]) if m["content"] == shown[-1]]
-    return len(message["history"]) - 1, owner_texts(discord)
+    return _partial_edits(message["history"]), owner_texts(discord)
 
 
 STREAM = {

@@ -222,6 +222,7 @@ def test_a_part_sent_again_with_the_same_key_is_one_message(matrix: MatrixWorld)
         typing=False,
         morning_digest=None,
         timezone="UTC",
+        edit_interval=1.0,
     )
 
     async def twice() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:

@@ -22,11 +22,14 @@ def test_skill_turn_shows_a_status_message_then_only_the_answer(fake, start_bot,
 
 
 def test_streamed_answer_arrives_by_edits_and_never_shows_a_call(fake, start_bot, chat_server):
-    start_bot(stream=True)
+    # Edits every 0.1 s against the fake (telegram.edit_interval_seconds; the default 1 s is Telegram's limit, held
+    # by test_edits_are_at_least_the_edit_interval_apart_however_fast_the_answer_grows): 15 pieces over 1.5 s
+    # show the growing answer several times.
+    start_bot(stream=True, edit_interval_seconds=0.1)
     chat_server.enqueue({"content": CALL, "chunk_delay": 0.05})
     words = [f"word{i} " for i in range(14)]
     chat_server.enqueue(
-        {"content": "".join(words).strip() + " **done**", "stream_chunks": words + ["**done**"], "chunk_delay": 0.25}
+        {"content": "".join(words).strip() + " **done**", "stream_chunks": words + ["**done**"], "chunk_delay": 0.1}
     )
     fake.send_message("stream please")
     fake.wait_for(lambda: any(t.endswith("done") for t in texts(fake)))
@@ -138,3 +141,44 @@ def test_a_turn_done_within_the_grace_needs_no_live_message():
 
     calls, message_id = asyncio.run(scenario())
     assert calls == [] and message_id is None
+
+
+def test_edits_are_at_least_the_edit_interval_apart_however_fast_the_answer_grows():
+    """The platform's rate limit: a new piece every 10 ms, yet the live message is sent, then edited at most once
+    per ``edit_interval`` (each call's start recorded; the interval is counted from the end of the call before)."""
+    import asyncio
+    import time
+
+    from messaging_llm_bot.channels.telegram.progress import TelegramLive
+    from messaging_llm_bot.conversation.progress import Progress
+
+    interval = 0.25
+    starts: list[float] = []
+
+    class Timed(_RecordingBot):
+        async def send_message(self, chat_id, text, **kwargs):
+            starts.append(time.monotonic())
+            return await super().send_message(chat_id, text, **kwargs)
+
+        async def edit_message_text(self, text=None, chat_id=None, message_id=None, **kwargs):
+            starts.append(time.monotonic())
+            return await super().edit_message_text(text, chat_id, message_id, **kwargs)
+
+    async def scenario() -> list[tuple[str, str]]:
+        bot = Timed()
+        p = Progress(TelegramLive(bot, 1), stream=True, edit_interval=interval)
+        await p.start()
+        text = ""
+        for i in range(120):  # 1.2 s at least of pieces 10 ms apart
+            text += f"w{i} "
+            ev = type("Ev", (), {})()
+            ev.kind, ev.data = "delta", {"text": text}
+            p.on_event(ev)
+            await asyncio.sleep(0.01)
+        await p.stop()
+        return bot.calls
+
+    calls = asyncio.run(scenario())
+    assert [kind for kind, _ in calls if kind != "typing"][:3] == ["send", "edit", "edit"], calls  # it grew
+    gaps = [later - earlier for earlier, later in zip(starts, starts[1:], strict=False)]
+    assert min(gaps) >= interval, gaps

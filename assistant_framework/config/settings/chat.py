@@ -5,7 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from assistant_framework.config.settings.fields import flag, maybe, nests, one_of, reads, strings, text, whole, wholes
+from assistant_framework.config.settings.fields import (
+    flag,
+    maybe,
+    nests,
+    number,
+    one_of,
+    reads,
+    strings,
+    text,
+    whole,
+    wholes,
+)
 from assistant_framework.config.settings.readers import (
     CLOCK_TIME,
     HTTP_URL,
@@ -59,6 +70,9 @@ class TelegramSettings:
     group_mode: str = field(default="mention", metadata=reads(one_of(*GROUP_MODES)))
     stream: bool = field(default=True, metadata=reads(flag))
     progress: bool = field(default=True, metadata=reads(flag))
+    #: At most one edit of the growing answer per this many seconds (the platform's rate limit; lower only
+    #: against a server of your own).
+    edit_interval_seconds: float = field(default=1.0, metadata=reads(number, minimum=0.05))
     morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=CLOCK_TIME))
     webhook: WebhookSettings = field(default_factory=WebhookSettings, metadata=nests(WebhookSettings))
 
@@ -113,6 +127,9 @@ class MatrixSettings:
     group_mode: str = field(default="mention", metadata=reads(one_of(*GROUP_MODES)))
     typing: bool = field(default=True, metadata=reads(flag))
     morning_digest: str | None = field(default=None, metadata=reads(maybe(text), null=True, pattern=CLOCK_TIME))
+    #: At most one edit of the growing answer per this many seconds (the platform's rate limit; lower only
+    #: against a server of your own).
+    edit_interval_seconds: float = field(default=1.0, metadata=reads(number, minimum=0.05))
 
     # The bot needs its server and its own account to log in.
     SCHEMA_RULES: ClassVar[JsonSchema] = when_enabled(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from assistant_framework.config.settings.fields import flag, maybe, reads, strings, text
+from assistant_framework.config.settings.fields import flag, maybe, number, reads, strings, text
 from assistant_framework.config.settings.readers import HTTP_URL, OPTIONAL_ENV_NAME, pattern
 
 #: A Discord user id (a snowflake: 17 to 20 digits) as the allowlist takes it.
@@ -31,3 +31,6 @@ class DiscordSettings:
     base_url: str = field(default="https://discord.com/api/v10", metadata=reads(text, pattern=HTTP_URL))
     #: Show the answer growing in one message (edits) while the model writes.
     stream: bool = field(default=True, metadata=reads(flag))
+    #: At most one edit of the growing answer per this many seconds (the platform's rate limit; lower only
+    #: against a server of your own).
+    edit_interval_seconds: float = field(default=1.0, metadata=reads(number, minimum=0.05))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from assistant_framework.config.settings.fields import flag, maybe, nests, reads, strings, text, whole
+from assistant_framework.config.settings.fields import flag, maybe, nests, number, reads, strings, text, whole
 from assistant_framework.config.settings.readers import (
     HTTP_URL,
     OPTIONAL_ENV_NAME,
@@ -60,6 +60,9 @@ class SlackSettings:
     base_url: str = field(default="https://slack.com/api/", metadata=reads(text, pattern=HTTP_URL))
     #: Show the answer growing in one message (``chat.update``) while the model writes.
     stream: bool = field(default=True, metadata=reads(flag))
+    #: At most one edit of the growing answer per this many seconds (the platform's rate limit; lower only
+    #: against a server of your own).
+    edit_interval_seconds: float = field(default=1.0, metadata=reads(number, minimum=0.05))
 
     # Over Socket Mode the channel needs the app-level token; over the Events API the signing secret, to check
     # every request Slack sends.

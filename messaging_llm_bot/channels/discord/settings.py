@@ -33,6 +33,7 @@ class DiscordConfig:
     owner: str | None  # default: the first allowed
     base_url: str
     stream: bool
+    edit_interval: float  # seconds between two edits of a growing answer
     problem: str = ""  # why it cannot run (no token), else ""
 
     @classmethod
@@ -52,6 +53,7 @@ class DiscordConfig:
             owner=dc.owner or (dc.allowed[0] if dc.allowed else None),
             base_url=dc.base_url.rstrip("/"),
             stream=dc.stream,
+            edit_interval=dc.edit_interval_seconds,
             problem=problem,
         )
 

@@ -76,6 +76,7 @@ class TurnRunner(ItemTurns):
             progress = Progress(
                 DiscordLive(self.platform, msg.channel),
                 stream=self.config.stream and self.runtime.settings.llm.stream,
+                edit_interval=self.config.edit_interval,
                 message_id=item.live,
                 on_message=lambda snowflake: self.record_live(item.item_id, snowflake),
             )

@@ -35,6 +35,7 @@ class MatrixConfig:
     typing: bool
     morning_digest: str | None
     timezone: str
+    edit_interval: float  # seconds between two edits of a growing answer
     problem: str = ""  # why it cannot log in (a credential's variable unset), else ""
 
     @classmethod
@@ -66,6 +67,7 @@ class MatrixConfig:
             typing=mx.typing,
             morning_digest=mx.morning_digest or None,
             timezone=settings.runtime.timezone,
+            edit_interval=mx.edit_interval_seconds,
             problem=problem,
         )
 

@@ -76,7 +76,13 @@ class TurnRunner(ItemTurns):
         live: LiveReply | None = None
         if reply is None:
             shows = typing(self.platform, msg.room_id, self.config.typing)
-            live = LiveReply(self.platform, msg.address, item.item_id, on_message=lambda _id: self._live_sent(item))
+            live = LiveReply(
+                self.platform,
+                msg.address,
+                item.item_id,
+                interval=self.config.edit_interval,
+                on_message=lambda _id: self._live_sent(item),
+            )
             shows.start()
             live.start()
 

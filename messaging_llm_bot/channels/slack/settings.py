@@ -44,6 +44,7 @@ class SlackConfig:
     base_url: str
     stream: bool
     socket_mode: bool
+    edit_interval: float  # seconds between two edits of a growing answer
     problem: str = ""  # why it cannot run (a secret's variable unset), else ""
 
     @classmethod
@@ -81,6 +82,7 @@ class SlackConfig:
             base_url=sl.base_url if sl.base_url.endswith("/") else sl.base_url + "/",
             stream=sl.stream,
             socket_mode=sl.socket_mode,
+            edit_interval=sl.edit_interval_seconds,
             problem="; ".join(problems),
         )
 

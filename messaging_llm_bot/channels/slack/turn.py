@@ -91,6 +91,7 @@ class TurnRunner(ItemTurns):
         progress = Progress(
             SlackLive(self.slack.client, to),
             stream=self.config.stream and self.runtime.settings.llm.stream,
+            edit_interval=self.config.edit_interval,
             message_id=item.live,
             on_message=lambda number: self.record_live(item.item_id, number),
         )

@@ -99,6 +99,7 @@ class TurnRunner(ItemTurns):
                 TelegramLive(self.bot, chat_id, topic),  # in the forum topic: status and typing show there
                 show_status=self.settings.progress,
                 stream=self.settings.stream,
+                edit_interval=self.settings.edit_interval_seconds,
                 message_id=item.live,
                 on_message=lambda mid: self.record_live(item.item_id, mid),
             )
