@@ -36,11 +36,11 @@ class Fetched:
 
     status: int
     url: str
-    headers: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
     content: bytes = b""
 
 
-def fetch(url: str, *, timeout: float, headers: dict[str, Any] | None = None, max_bytes: int = MAX_BYTES) -> Fetched:
+def fetch(url: str, *, timeout: float, headers: dict[str, str] | None = None, max_bytes: int = MAX_BYTES) -> Fetched:
     """GET ``url`` with ``timeout`` seconds for everything from connect to the last byte."""
     try:
         # The deadline session cuts the connection at the deadline: a server trickling its headers

@@ -126,7 +126,7 @@ def _plain(value: object) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
-def _metaschema_problem(schema: dict[str, Any]) -> str | None:
+def _metaschema_problem(schema: JsonSchema) -> str | None:
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:

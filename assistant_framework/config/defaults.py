@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from assistant_framework.config.errors import ConfigData
 from assistant_framework.config.settings import Settings
 from assistant_framework.config.settings.fields import record_defaults
 
 #: Every key of every section with its default, as JSON data (a key without a default is left out).
-DEFAULTS: dict[str, Any] = record_defaults(Settings)
+DEFAULTS: ConfigData = record_defaults(Settings)
 
 _MISSING = object()
 
@@ -28,7 +29,7 @@ def default_of(path: tuple[str | int, ...]) -> Any:
     return node
 
 
-def with_defaults(data: dict[str, Any]) -> dict[str, Any]:
+def with_defaults(data: ConfigData) -> ConfigData:
     """``data`` with every documented default filled in where the key is absent (a new dict)."""
 
     def fill(base: Any, extra: Any) -> Any:
@@ -39,7 +40,7 @@ def with_defaults(data: dict[str, Any]) -> dict[str, Any]:
             return out
         return base if extra is _MISSING else extra
 
-    filled: dict[str, Any] = fill(DEFAULTS, data)
+    filled: ConfigData = fill(DEFAULTS, data)
     return filled
 
 

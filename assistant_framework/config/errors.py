@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assistant_framework.json_types import JsonObject
+
 #: Where a value sits in the config: section and key names, list indexes (``("llm", "runners", 0, "model")``).
 JsonPath = tuple[str | int, ...]
 #: A parsed config (or one file of it): JSON objects, lists and scalars under string keys.
-ConfigData = dict[str, Any]
+ConfigData = JsonObject
 
 
 class ConfigError(Exception):

@@ -9,8 +9,9 @@ from __future__ import annotations
 import datetime
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypedDict
 
 import yaml
 
@@ -175,9 +176,16 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON number; write a number")
 
 
+class FiniteJson(TypedDict):
+    """The ``json.loads`` hooks of ``FINITE_JSON``, passed as ``**FINITE_JSON``."""
+
+    parse_float: Callable[[str], float]
+    parse_constant: Callable[[str], NoReturn]
+
+
 #: ``json.loads`` hooks that refuse NaN, Infinity and 1e999 (Python's extensions; no model server reads them back).
-FINITE_JSON: dict[str, Any] = {"parse_float": _finite_float, "parse_constant": _no_constant}
+FINITE_JSON: FiniteJson = {"parse_float": _finite_float, "parse_constant": _no_constant}

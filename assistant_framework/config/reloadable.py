@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assistant_framework.config.defaults import leaves, with_defaults
-from assistant_framework.config.errors import format_json_path
+from assistant_framework.config.errors import ConfigData, format_json_path
 
 RELOAD = "reload"
 RESTART = "restart"
@@ -117,7 +117,7 @@ class ReloadPlan:
     """What a ``/reload`` does with the config it read: the config to apply and the changed keys."""
 
     #: The config read, with every ``RESTART`` key put back to its running value.
-    config: dict[str, Any]
+    config: ConfigData
     #: Changed keys the reload applies (``llm.max_tokens``), sorted.
     applied: tuple[str, ...]
     #: Changed keys the running bot keeps until a restart, sorted.
@@ -164,7 +164,7 @@ def plan_reload(running: Mapping[str, Any], loaded: Mapping[str, Any]) -> Reload
     return ReloadPlan(config=config, applied=tuple(sorted(applied)), needs_restart=tuple(sorted(needs_restart)))
 
 
-def _put_back(config: dict[str, Any], running: Mapping[str, Any], path: tuple[str, ...]) -> None:
+def _put_back(config: ConfigData, running: Mapping[str, Any], path: tuple[str, ...]) -> None:
     """Set ``path`` in ``config`` to its value in ``running`` (removed when ``running`` lacks it)."""
     node = config
     source: Any = running

@@ -13,10 +13,11 @@ from assistant_framework.config.keys import get_key
 from assistant_framework.config.schema import root_schema
 from assistant_framework.config.settings import Settings
 from assistant_framework.config.settings.fields import Record
+from assistant_framework.json_types import JsonSchema
 
 
 def validate_config(
-    loaded: LoadedConfig, extra_schemas: dict[str, dict[str, Any]] | None = None, *, records: type[Record] = Settings
+    loaded: LoadedConfig, extra_schemas: dict[str, JsonSchema] | None = None, *, records: type[Record] = Settings
 ) -> list[str]:
     """All schema violations as ``file: json.path: message`` lines (empty when valid).
 
@@ -28,7 +29,7 @@ def validate_config(
     from assistant_framework.config.checks import semantic_errors  # checks beyond JSON Schema
 
     messages: list[str] = []
-    checks: list[tuple[JsonPath, dict[str, Any], Any]] = [((), root_schema(records), loaded.data)]
+    checks: list[tuple[JsonPath, JsonSchema, Any]] = [((), root_schema(records), loaded.data)]
     for dotted, schema in (extra_schemas or {}).items():
         keys = tuple(dotted.split("."))
         value = get_key(loaded.data, dotted, default=None)

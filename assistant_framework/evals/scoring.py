@@ -123,7 +123,7 @@ def _judge_skill_calls(case: EvalCase, calls: list[CallRecord], result: CaseResu
     return problems
 
 
-def _check_args(expectations: dict[str, Any], args: Any, today: date) -> list[str]:
+def _check_args(expectations: JsonObject, args: object, today: date) -> list[str]:
     if not isinstance(args, dict):
         return [f"args are not an object: {args!r}"]
     problems = []
@@ -135,7 +135,7 @@ def _check_args(expectations: dict[str, Any], args: Any, today: date) -> list[st
     return problems
 
 
-def _lookup(args: dict[str, Any], dotted: str) -> Any:
+def _lookup(args: JsonObject, dotted: str) -> object:
     node: Any = args
     for part in dotted.split("."):
         if isinstance(node, dict):

@@ -5,7 +5,7 @@ The frontends' scheduler (messaging_llm_bot/conversation/job_runs.py) puts each 
 inbox; docs/jobs.md describes the whole.
 """
 
-from assistant_framework.jobs.job import Job, JobError, as_row, describe_next
+from assistant_framework.jobs.job import Job, JobError, JobRow, as_row, describe_next
 from assistant_framework.jobs.runs import RUNS_FILE, RunLine, RunLog, run_id
 from assistant_framework.jobs.schedule import CATCH_UP, Due, Schedule, due_runs
 from assistant_framework.jobs.store import JOBS_FILE, PAUSE_AFTER_FAILURES, JobStore
@@ -18,6 +18,7 @@ __all__ = [
     "Due",
     "Job",
     "JobError",
+    "JobRow",
     "JobStore",
     "RunLine",
     "RunLog",

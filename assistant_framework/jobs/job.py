@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypedDict
 from zoneinfo import ZoneInfo
 
 from assistant_framework.jobs.schedule import CATCH_UP, Schedule, check_cron, local_time
@@ -180,11 +181,28 @@ def describe_next(job: Job, now: datetime) -> str:
     return moment.astimezone(job.schedule.zone).strftime("%Y-%m-%d %H:%M %Z")
 
 
-def as_row(job: Job, now: datetime) -> JsonObject:
+class JobRow(TypedDict, total=False):
+    """A job as the CLI's ``--json``, the web page and the skill's ``list`` show it (``untrusted`` first, only
+    when it is marked; the times in the schedule's zone, None when there is none)."""
+
+    untrusted: bool
+    id: str
+    name: str
+    schedule: str
+    kind: str
+    text: str
+    catch_up: str
+    paused: bool
+    failures: int
+    next_run: str | None
+    last_planned: str | None
+
+
+def as_row(job: Job, now: datetime) -> JobRow:
     """A job as the CLI's ``--json``, the web page and the skill's ``list`` show it."""
     moment = job.next_run(now)
-    return {
-        **({"untrusted": True} if job.untrusted else {}),
+    row: JobRow = {"untrusted": True} if job.untrusted else {}
+    row |= {
         "id": job.id,
         "name": job.name,
         "schedule": job.schedule.describe(),
@@ -198,3 +216,4 @@ def as_row(job: Job, now: datetime) -> JsonObject:
         if job.last_planned
         else None,
     }
+    return row

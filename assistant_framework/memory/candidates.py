@@ -10,7 +10,7 @@ neighbouring turns, the newest rows).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -49,7 +49,6 @@ class Candidate:
     outside: bool = False
     bm25: float = 0.0
     score: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def scope_ranges(index: MemoryIndex, scope: Scope) -> list[tuple[int, int]] | None:

@@ -15,8 +15,9 @@ episode as the owner's.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from ..config.settings import EpisodesSettings
 from ..stores.provenance import UNTRUSTED_FRONT_MATTER, is_untrusted
@@ -63,17 +64,17 @@ def settled_days(workspace: Workspace, now: datetime, settle_minutes: float) -> 
     return found
 
 
-def _written(workspace: Workspace) -> dict[str, Any]:
-    """Which log state each episode was written from; {} when the file is missing or damaged (only a
-    deleted episode may then come back once)."""
+def _written(workspace: Workspace) -> dict[str, float]:
+    """Which log state each episode was written from (``conv/day`` -> the day log's mtime); {} when the file is
+    missing or damaged (only a deleted episode may then come back once)."""
     try:
         data = workspace.read_json(WRITTEN_STATE, default={})
     except ValueError:
         return {}
-    return data if isinstance(data, dict) else {}
+    return cast(dict[str, float], data) if isinstance(data, dict) else {}
 
 
-def transcript(rows: list[dict[str, Any]], max_chars: int = MAX_INPUT_CHARS) -> str:
+def transcript(rows: Sequence[Mapping[str, object]], max_chars: int = MAX_INPUT_CHARS) -> str:
     """The day's turns as 'HH:MM role: text' lines; the middle is cut when too long."""
     lines = [f"{str(r.get('time', ''))[11:16]} {r.get('speaker') or r.get('role')}: {r.get('text', '')}" for r in rows]
     text = "\n".join(lines)

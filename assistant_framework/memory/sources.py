@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -151,7 +151,7 @@ def time_to_ts(iso: str | None) -> float | None:
     return moment.timestamp()
 
 
-def turn_text(row: dict[str, Any]) -> str:
+def turn_text(row: Mapping[str, object]) -> str:
     """What a logged turn contributes to search: speaker, text and any attachment caption."""
     text = str(row.get("text") or "")
     speaker = row.get("speaker")
@@ -167,7 +167,7 @@ def turn_text(row: dict[str, Any]) -> str:
     return text
 
 
-def turn_entry(row: dict[str, Any], rel: str, seq: int, source: str = "conversation") -> Entry | None:
+def turn_entry(row: Mapping[str, object], rel: str, seq: int, source: str = "conversation") -> Entry | None:
     """An Entry for one L0 row; None for rows without text."""
     text = turn_text(row)
     if not text.strip():
@@ -180,7 +180,7 @@ def turn_entry(row: dict[str, Any], rel: str, seq: int, source: str = "conversat
         text=text,
         time=parse_time(row.get("time")),
         conversation=str(row["conversation"]) if row.get("conversation") is not None else None,
-        role=row.get("role"),
+        role=str(row["role"]) if row.get("role") is not None else None,
         outside=bool(row.get("untrusted")),
     )
 

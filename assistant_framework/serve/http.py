@@ -25,6 +25,7 @@ from assistant_framework.web.server import Mount
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+    from starlette.types import ASGIApp, Message, Scope
 
 log = logging.getLogger(__name__)
 
@@ -84,11 +85,11 @@ class McpServers:
     def __init__(self, tools: MemoryTools, per_minute: PerMinute) -> None:
         self.tools = tools
         self.per_minute = per_minute
-        self._apps: dict[str, Any] = {}
+        self._apps: dict[str, ASGIApp] = {}
         self._lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
 
-    async def app_for(self, client: Client) -> Any:
+    async def app_for(self, client: Client) -> ASGIApp:
         async with self._lock:
             app = self._apps.get(client.name)
             if app is None:
@@ -142,7 +143,7 @@ class McpHandler(ClientHandler):
     async def _asgi(self) -> None:
         app = await self.servers.app_for(self.client)
         request = self.request
-        scope = {
+        scope: Scope = {
             "type": "http",
             "asgi": {"version": "3.0"},
             "http_version": "1.1",
@@ -159,7 +160,7 @@ class McpHandler(ClientHandler):
         body_sent = False
         done = asyncio.Event()
 
-        async def receive() -> dict[str, Any]:
+        async def receive() -> Message:
             nonlocal body_sent
             if not body_sent:
                 body_sent = True
@@ -167,7 +168,7 @@ class McpHandler(ClientHandler):
             await done.wait()
             return {"type": "http.disconnect"}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 self.set_status(message["status"])
                 for key, value in message.get("headers", []):

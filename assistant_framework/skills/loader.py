@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import jsonschema
 
@@ -200,7 +200,22 @@ def import_skill_module(folder: Path) -> types.ModuleType:
         raise SkillDefinitionError(str(exc)) from exc.__cause__
 
 
-def _definition(module: types.ModuleType, folder: Path) -> dict[str, Any]:
+class RawDefinition(TypedDict):
+    """A skill's definition as its module declares it (constants or ``register()``), before it is checked: each
+    value is whatever the plugin wrote (None: not given)."""
+
+    name: object
+    description: object
+    args_schema: object
+    run: object
+    capabilities: object
+    action_capabilities: object
+    timeout_seconds: object
+    requires_config: object
+    requires_service: object
+
+
+def _definition(module: types.ModuleType, folder: Path) -> RawDefinition:
     """The skill's raw definition from ``register()`` or from module constants."""
     register = getattr(module, "register", None)
     if callable(register):
@@ -313,8 +328,9 @@ def _suggest_name(name: str) -> str:
     return suggestion if suggestion[0].isalpha() else f"_{suggestion}"[:64]
 
 
-def _check_identity(raw: dict[str, Any], folder: Path) -> None:
-    """A skill's name, description and run are what a call needs; raises SkillDefinitionError."""
+def _check_identity(raw: RawDefinition, folder: Path) -> tuple[str, str, Callable[..., object]]:
+    """A skill's name, description and run are what a call needs: they are returned checked; raises
+    SkillDefinitionError."""
     name = raw["name"]
     if not isinstance(name, str) or not name.strip():
         raise SkillDefinitionError(f"{folder}: skill name must be a non-empty string, got {name!r}")
@@ -332,9 +348,10 @@ def _check_identity(raw: dict[str, Any], folder: Path) -> None:
     run = raw["run"]
     if not callable(run):
         raise SkillDefinitionError(f"{folder}: skill {name!r} has no callable run(workspace, args)")
+    return name, description, run
 
 
-def _args_schema(raw: dict[str, Any], sections: dict[str, str], readme_path: Path | None) -> tuple[Any, str]:
+def _args_schema(raw: RawDefinition, sections: dict[str, str], readme_path: Path | None) -> tuple[object, str]:
     """The skill's argument schema and where it came from: the module, its README, or the default."""
     if raw["args_schema"] is not None:
         schema, source = raw["args_schema"], "module"
@@ -368,10 +385,9 @@ def load_skill_folder(folder: Path) -> Skill:
     module = import_skill_module(folder)
     raw = _definition(module, folder)
 
-    _check_identity(raw, folder)
-    name, description, run = raw["name"], raw["description"], raw["run"]
-    schema, source = _args_schema(raw, sections, readme_path)
-    check_schema(schema, f"{folder} (schema from {source})")
+    name, description, run = _check_identity(raw, folder)
+    declared, source = _args_schema(raw, sections, readme_path)
+    schema = check_schema(declared, f"{folder} (schema from {source})")
     wants_context = accepts_context(run)
     deprecated = _deprecated_forms(module, wants_context)
     for sentence in deprecated:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from assistant_framework.agentskills.library import WORKSPACE_SKILLS
 from assistant_framework.plugin_import import forget_module
@@ -20,6 +20,9 @@ from assistant_framework.skills.prepare import validator_for
 from assistant_framework.skills.source import SkillLoadError, SkillSource
 from assistant_framework.workspace import Workspace
 
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
 
 @dataclass
 class Loading:
@@ -27,7 +30,7 @@ class Loading:
 
     skills: dict[str, Skill] = field(default_factory=dict)
     errors: list[SkillLoadError] = field(default_factory=list)
-    validators: dict[str, Any] = field(default_factory=dict)
+    validators: dict[str, Validator] = field(default_factory=dict)
     module_names: list[str] = field(default_factory=list)
 
     def add(self, spec: Skill) -> None:

@@ -16,12 +16,12 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from jsonschema.protocols import Validator
 
 from assistant_framework.agentskills.library import AgentSkillLibrary
 from assistant_framework.config.settings import RuntimeSettings, Settings
+from assistant_framework.json_types import JsonObject
 from assistant_framework.plugin_import import LoadOnce, forget_module
 from assistant_framework.skills.loader import Skill
 from assistant_framework.skills.loading import Loading, agent_skill_dirs, load_directory, load_source
@@ -125,7 +125,7 @@ class SkillManager:
     @classmethod
     def from_config(
         cls,
-        config: dict[str, Any],
+        config: JsonObject,
         workspace: Workspace,
         builtin_dir: Path | None = None,
         *,

@@ -20,6 +20,7 @@ from tornado.escape import xhtml_escape
 
 from assistant_framework.hints import CLI
 
+from ..json_types import JsonObject
 from ..redaction import redact_text
 from ..stores.provenance import is_untrusted
 from ..traces import TraceStore, redact_json_text, redact_secrets
@@ -346,7 +347,7 @@ class BaseHandler(tornado.web.RequestHandler):
         except UnicodeDecodeError:
             raise tornado.web.HTTPError(400, "arguments must be UTF-8") from None
 
-    def json_body(self) -> dict[str, Any]:
+    def json_body(self) -> JsonObject:
         """The request body as a JSON object (400 otherwise)."""
         try:
             body = json.loads(self.request.body or b"{}")

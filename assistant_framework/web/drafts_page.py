@@ -4,13 +4,14 @@ page's CSRF token (``/api/skills/drafts/...`` the same with the access token).""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 import tornado.web
 
 from ..agentskills.drafts import DraftError, approve, discard, drafts, read_draft
 from .base import BaseHandler
+from .shapes import DraftRow, DraftsBody
 
 if TYPE_CHECKING:
     from .parts import Parts
@@ -18,9 +19,9 @@ if TYPE_CHECKING:
 ACTIONS = ("approve", "discard")
 
 
-def draft_rows(parts: Parts) -> dict[str, Any]:
+def draft_rows(parts: Parts) -> DraftsBody:
     """Every draft waiting, with its description and instructions; one that does not load says why."""
-    rows = []
+    rows: list[DraftRow] = []
     for name in drafts(parts.workspace):
         try:
             skill = read_draft(parts.workspace, name)

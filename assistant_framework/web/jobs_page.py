@@ -5,7 +5,7 @@ page changes ``jobs/jobs.json`` only: the running bot picks a change up at its n
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 import tornado.web
@@ -13,6 +13,7 @@ import tornado.web
 from ..jobs import JobStore, RunLog, as_row
 from ..stores import NotFoundError
 from .base import BaseHandler
+from .shapes import JobsBody, JobWithRuns
 
 if TYPE_CHECKING:
     from .parts import Parts
@@ -22,13 +23,13 @@ RUNS_SHOWN = 5
 ACTIONS = ("pause", "resume", "run", "remove")
 
 
-def job_rows(parts: Parts) -> dict[str, Any]:
+def job_rows(parts: Parts) -> JobsBody:
     """Every readable job with its next run and newest runs, and the rows that cannot be read."""
     store = JobStore(parts.workspace, parts.settings.runtime.timezone, parts.settings.jobs)
     jobs, problems = store.jobs()
     now = datetime.now(UTC)
     runs = RunLog(parts.workspace).records()
-    rows = []
+    rows: list[JobWithRuns] = []
     for job in jobs:
         mine = [record for record in runs if record.get("job") == job.id][-RUNS_SHOWN:]
         rows.append({**as_row(job, now), "runs": list(reversed(mine))})

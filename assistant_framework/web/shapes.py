@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from assistant_framework.collectors.manager import CollectorStatus
+from assistant_framework.jobs import JobRow, RunLine
 from assistant_framework.json_types import JsonObject, JsonSchema
 from assistant_framework.spending.caps import CapRow
 from assistant_framework.traces import UsageRow
@@ -148,3 +149,31 @@ class HitBody(TypedDict):
     conversation: str | None
     outside: bool
     link: str
+
+
+class JobWithRuns(JobRow):
+    """One job of ``/api/jobs``: its row and its newest runs, newest first."""
+
+    runs: list[RunLine]
+
+
+class JobsBody(TypedDict):
+    """``/api/jobs``: every readable job, and one sentence per row of ``jobs/jobs.json`` that cannot be read."""
+
+    jobs: list[JobWithRuns]
+    problems: list[str]
+
+
+class DraftRow(TypedDict):
+    """One drafted skill of ``/api/skills/drafts``: its ``SKILL.md``, or why it does not load (``error``)."""
+
+    name: str
+    description: str
+    instructions: str
+    error: str | None
+
+
+class DraftsBody(TypedDict):
+    """``/api/skills/drafts``: every draft waiting for the owner."""
+
+    drafts: list[DraftRow]

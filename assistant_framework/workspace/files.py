@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant_framework.hints import CLI
+from assistant_framework.json_types import JsonObject
 from assistant_framework.workspace.atomic import _write_all, atomic_write_bytes
 from assistant_framework.workspace.locks import _LOCK_SUFFIX, _CombinedLock, new_lock
 from assistant_framework.workspace.paths import WorkspacePathError, confined_path
@@ -128,14 +129,14 @@ class Workspace:
                 f"workspace file {rel!r} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
             ) from None
 
-    def read_jsonl(self, rel: str) -> list[dict[str, Any]]:
+    def read_jsonl(self, rel: str) -> list[JsonObject]:
         """All JSON objects of a JSONL file, skipping blank, torn or non-UTF-8 lines."""
         target = self.path(rel)
         try:
             data = target.read_bytes()
         except FileNotFoundError:
             return []
-        rows: list[dict[str, Any]] = []
+        rows: list[JsonObject] = []
         for raw in data.splitlines():
             raw = raw.strip()
             if not raw:

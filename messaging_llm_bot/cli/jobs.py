@@ -161,14 +161,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     job = _job(store, args.id)
     if job is None:
         return 2
-    row = {**as_row(job, _now()), "runs": RunLog(store.workspace).for_job(job.id)}
+    runs = RunLog(store.workspace).for_job(job.id)
+    row = {**as_row(job, _now()), "runs": runs}
     if args.json:
         print(json.dumps(row, indent=2, ensure_ascii=False))
         return 0
     for key in ("id", "name", "schedule", "kind", "text", "catch_up", "paused", "failures", "next_run", "last_planned"):
         print(f"{key}: {row[key]}")
-    print("runs:" if row["runs"] else "runs: none yet")
-    for run in row["runs"]:
+    print("runs:" if runs else "runs: none yet")
+    for run in runs:
         detail = run.get("error") or run.get("reason") or ""
         print(f"  {run.get('planned')}  {run.get('outcome')}{' (late)' if run.get('late') else ''}  {detail}".rstrip())
     return 0

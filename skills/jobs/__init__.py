@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import TypedDict
 
 from assistant_framework.config.settings import JobsSettings
-from assistant_framework.jobs import CATCH_UP, Job, JobError, JobStore, as_row, describe_next
+from assistant_framework.jobs import CATCH_UP, Job, JobError, JobRow, JobStore, as_row, describe_next
 from assistant_framework.jobs.job import EXAMPLES, PAYLOAD_KEYS, SCHEDULE_KEYS
 from assistant_framework.jobs.schedule import shortest_gap
 from assistant_framework.json_types import JsonObject
@@ -57,7 +58,7 @@ def run(workspace: Workspace, args: SkillArgs, context: SkillContext | None = No
     action = args["action"]
     if action == "list":
         jobs, problems = store.jobs()
-        rows = [_shown(as_row(job, now)) for job in jobs]
+        rows: list[JobRow | BrokenRow] = [_shown(as_row(job, now)) for job in jobs]
         rows += [{"broken_row": problem} for problem in problems]
         return rows or "no jobs yet"
     if action == "add":
@@ -159,5 +160,13 @@ def _check_interval(fields: JsonObject, limits: JobsSettings | None, default_tz:
         )
 
 
-def _shown(row: JsonObject) -> JsonObject:
-    return {key: value for key, value in row.items() if key not in ("last_planned",)}
+class BrokenRow(TypedDict):
+    """A row of ``jobs/jobs.json`` that cannot be read, in ``list``'s answer: why."""
+
+    broken_row: str
+
+
+def _shown(row: JobRow) -> JobRow:
+    shown = row.copy()
+    shown.pop("last_planned", None)
+    return shown

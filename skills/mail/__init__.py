@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypedDict, cast
 
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import need
@@ -95,10 +95,23 @@ def _call_key(context: SkillContext, action: str, to: list[str], subject: str, b
     return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def _recorded(workspace: Any, key: str) -> dict[str, Any] | None:
+class SentRecord(TypedDict, total=False):
+    """A line of ``SENT_LOG``: a mail about to be sent (its call's key, the file it is saved to), or that its send
+    failed (``"status": "failed"``, the same key)."""
+
+    key: str
+    time: str
+    to: list[str]
+    subject: str
+    file: str
+    message_id: str
+    status: str
+
+
+def _recorded(workspace: Workspace, key: str) -> SentRecord | None:
     """The last record of this call unless it says the send failed: the mail went out, or may have."""
     last = None
     for record in workspace.read_jsonl(SENT_LOG):
         if isinstance(record, dict) and record.get("key") == key:
-            last = record
+            last = cast(SentRecord, record)
     return None if last is None or last.get("status") == "failed" else last

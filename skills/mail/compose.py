@@ -5,7 +5,9 @@ from __future__ import annotations
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import formatdate, getaddresses, make_msgid, parseaddr
-from typing import Any
+from typing import Any, TypedDict, cast
+
+from assistant_framework.workspace import Workspace
 
 #: The mail collector's record of every fetched mail (collectors/mail/README.md).
 FETCHED_INDEX = "collectors/mail/index.jsonl"
@@ -33,18 +35,25 @@ def recipients(value: Any, limit: int) -> list[str]:
     return found
 
 
-def fetched_mail(workspace: Any, message_id: str) -> dict[str, Any]:
+class FetchedMail(TypedDict, total=False):
+    """What the skill reads of a line of ``FETCHED_INDEX`` (the collector's ``MailItem`` has more keys)."""
+
+    message_id: str
+    subject: str
+
+
+def fetched_mail(workspace: Workspace, message_id: str) -> FetchedMail:
     """The collector's record of the mail with this Message-ID (with or without its angle brackets)."""
     wanted = message_id.strip().strip("<>").strip()
     if not wanted:
         raise ValueError("reply_to is empty: give the Message-ID of a fetched mail")
     for record in reversed(workspace.read_jsonl(FETCHED_INDEX)):
         if isinstance(record, dict) and str(record.get("message_id") or "").strip().strip("<>") == wanted:
-            return record
+            return cast(FetchedMail, record)
     raise ValueError(f"no fetched mail has Message-ID {message_id!r}: reply only to a mail the mail collector fetched")
 
 
-def compose(sender: str, to: list[str], subject: str, body: str, original: dict[str, Any] | None) -> EmailMessage:
+def compose(sender: str, to: list[str], subject: str, body: str, original: FetchedMail | None) -> EmailMessage:
     """The message to send; with ``original`` a reply (``Re:`` subject, ``In-Reply-To``, ``References``)."""
     message = EmailMessage()
     message["From"] = sender

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, timedelta
-from typing import Any
+from typing import TypedDict
 
 from assistant_framework.skills.spec import SkillArgs, SkillContext
 from assistant_framework.skills.support import context_now
@@ -74,7 +74,15 @@ def _date(text: str) -> date:
         raise ValueError(f"date {text!r} is not a real YYYY-MM-DD date") from None
 
 
-def _describe(day: date, today: date) -> dict[str, Any]:
+class DayRow(TypedDict):
+    """A date in the skill's answer, with its weekday and how far it is from today."""
+
+    date: str
+    weekday: str
+    days_from_today: int
+
+
+def _describe(day: date, today: date) -> DayRow:
     return {
         "date": day.isoformat(),
         "weekday": WEEKDAYS[day.weekday()].capitalize(),

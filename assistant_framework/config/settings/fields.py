@@ -161,7 +161,7 @@ def read_record(record: type[R], section: object, *, where: str = "") -> R:
     cannot take is a ConfigError naming the key (``where`` is the section's own key); a required key that
     is missing too."""
     raw: Mapping[str, Any] = section if isinstance(section, Mapping) else {}
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for item in dataclasses.fields(record):
         if item.metadata.get(_NAME):
             continue
